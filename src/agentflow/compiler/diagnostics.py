@@ -1,0 +1,133 @@
+"""The diagnostic model and the registry of diagnostic codes (LANGUAGE.md §9).
+
+Detection never prints: the parser and checker return :class:`Diagnostic` objects and the
+renderers in :mod:`agentflow.compiler.render` turn them into text, JSON or SARIF.  Codes are the
+checker's public contract: add more, never rename (the pattern of mypy's ``errorcodes.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from agentflow.grammar.ast import Span
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True, slots=True)
+class CodeInfo:
+    """A registered code: its default severity and a one-line summary."""
+
+    code: str
+    severity: Severity
+    summary: str
+
+
+CODES: dict[str, CodeInfo] = {}
+
+
+def _register(code: str, severity: Severity, summary: str) -> str:
+    CODES[code] = CodeInfo(code, severity, summary)
+    return code
+
+
+SYNTAX_ERROR = _register("syntax-error", "error", "the source does not parse")
+UNKNOWN_NAME = _register("unknown-name", "error", "a name that is not defined")
+UNKNOWN_TYPE = _register("unknown-type", "error", "a type name that is not defined")
+UNKNOWN_FIELD = _register("unknown-field", "error", "a field the type does not have")
+UNKNOWN_TOOL = _register("unknown-tool", "error", "a tool that is neither declared nor in the prelude")
+UNKNOWN_ARGUMENT = _register("unknown-argument", "error", "a named argument the tool does not take")
+MISSING_ARGUMENT = _register("missing-argument", "error", "a required tool argument is not given")
+DUPLICATE_DEFINITION = _register("duplicate-definition", "error", "a name defined twice")
+DUPLICATE_FIELD = _register("duplicate-field", "error", "a field or key given twice")
+DUPLICATE_CLAUSE = _register("duplicate-clause", "error", "an agent clause given twice")
+MISSING_CLAUSE = _register("missing-clause", "error", "an agent block lacks `task` or `expect`")
+TYPE_MISMATCH = _register("type-mismatch", "error", "a value of the wrong type")
+NOT_SCHEMA_GENERATABLE = _register(
+    "not-schema-generatable", "error", "an `expect` type that has no JSON Schema"
+)
+INVALID_AGENT_TARGET = _register(
+    "invalid-agent-target", "error", "an agent target that is not an alias, T.main or T.member(x)"
+)
+WRITE_NOT_PATH_ARRAY = _register("write-not-path-array", "error", "a `write` scope that is not path[]")
+INVALID_DURATION = _register("invalid-duration", "error", "a zero or negative duration")
+UNKNOWN_ERROR_CODE = _register("unknown-error-code", "error", "a retry `on` code that is not retryable")
+EMPTY_TOOLS = _register("empty-tools", "error", "`tools []`: write `tools none` for no tools")
+MISSING_RETURN = _register("missing-return", "error", "a stage that does not produce a value on every path")
+CYCLIC_ALIAS = _register("cyclic-alias", "error", "type aliases that refer to each other")
+FORWARD_STAGE_REFERENCE = _register(
+    "forward-stage-reference", "error", "a stage used before the stage that defines it"
+)
+NOT_CALLABLE = _register("not-callable", "error", "a call of something that is not a tool")
+INVALID_VALUE = _register("invalid-value", "error", "a value out of its allowed range")
+INVALID_CONSTRAINT = _register("invalid-constraint", "error", "a constraint on a type it does not apply to")
+EFFECTFUL_GATE = _register("effectful-gate", "error", "a filter condition with a tool call, agent or ask")
+UNTYPED_TOOL = _register("untyped-tool", "warning", "a catalog tool with no declared signature")
+UNREACHABLE_CODE = _register("unreachable-code", "warning", "code after `return` or `fail`")
+UNUSED_VARIABLE = _register("unused-variable", "warning", "a `let` that is never read")
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """A secondary message with its own span (e.g. "first defined here")."""
+
+    message: str
+    span: Span | None = None
+
+
+@dataclass(slots=True)
+class Diagnostic:
+    """One finding of the parser or checker.
+
+    ``span`` is the primary span (1-based line/column, end exclusive).  ``severity`` defaults to
+    the code's registered severity.  ``hint`` is a short suggestion ("did you mean `owner`?").
+    """
+
+    code: str
+    message: str
+    span: Span
+    notes: list[Note] = field(default_factory=list)
+    hint: str | None = None
+    severity: Severity = "error"
+
+    def __post_init__(self) -> None:
+        info = CODES.get(self.code)
+        if info is None:
+            raise ValueError(f"unregistered diagnostic code {self.code!r}")
+        if self.severity == "error" and info.severity == "warning":
+            self.severity = "warning"
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == "error"
+
+    def sort_key(self) -> tuple:
+        return (self.span.file, self.span.line, self.span.column, self.code)
+
+
+def did_you_mean(name: str, candidates: "list[str] | set[str] | dict") -> str | None:
+    """Return a hint naming the closest candidate by edit distance, or None.
+
+    Uses Damerau-free Levenshtein distance with a cut-off of ``max(1, len(name) // 3)``
+    (Starlark-go's resolver uses the same idea).
+    """
+    best: tuple[int, str] | None = None
+    limit = max(1, len(name) // 3)
+    for cand in sorted(candidates):
+        d = _levenshtein(name, cand, limit)
+        if d <= limit and (best is None or d < best[0]):
+            best = (d, cand)
+    return f"did you mean `{best[1]}`?" if best else None
+
+
+def _levenshtein(a: str, b: str, limit: int) -> int:
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]

@@ -1,0 +1,103 @@
+"""The exception tree of agentflow (one root, one-line docstrings, in the manner of httpx).
+
+Errors in a user's `.flow`, plan, configuration or input are reported through these, each
+naming file, line and column where one is known; the CLI prints them without a traceback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class FlowError(Exception):
+    """Base class of every error agentflow raises on purpose."""
+
+
+@dataclass
+class Location:
+    """A position in a user file (1-based line and column; line 0 means "whole file")."""
+
+    file: str
+    line: int = 0
+    column: int = 0
+
+    def __str__(self) -> str:
+        if self.line:
+            return f"{self.file}:{self.line}:{self.column}"
+        return self.file
+
+
+class SourceError(FlowError):
+    """A `.flow` source or template that does not parse; carries a span."""
+
+    def __init__(self, message: str, span=None, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.span = span
+        self.hint = hint
+
+
+class PlanLoadError(FlowError):
+    """A plan file that fails to load or validate; ``errors`` lists every problem found."""
+
+    def __init__(self, errors: list[PlanProblem]):
+        self.errors = errors
+        super().__init__("\n".join(str(e) for e in errors))
+
+
+@dataclass
+class PlanProblem:
+    """One load-time problem of a plan: where, what, and an optional hint."""
+
+    location: Location
+    message: str
+    hint: str | None = None
+    code: str = "validation"
+
+    def __str__(self) -> str:
+        text = f"{self.location}: {self.message}"
+        if self.hint:
+            text += f" ({self.hint})"
+        return text
+
+
+class ConfigError(FlowError):
+    """A `flow.toml` (or environment) configuration that is missing or wrong."""
+
+
+class InputError(FlowError):
+    """A run input that is not valid JSON or does not match the plan's input schema."""
+
+
+class RunError(FlowError):
+    """A step failed with a plan error code (PLAN_IR.md §8): ``code``, ``message``, ``step_path``."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        step_path: str | None = None,
+        source: str | None = None,
+        details: dict | None = None,
+    ):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.step_path = step_path
+        self.source = source
+        self.details = details or {}
+
+    def to_dict(self) -> dict:
+        data = {"code": self.code, "message": self.message, "step_path": self.step_path}
+        if self.source:
+            data["source"] = self.source
+        return data
+
+
+class ModelError(FlowError):
+    """A model provider call failed; ``kind`` is rate_limit, transient or permanent."""
+
+    def __init__(self, message: str, kind: str = "permanent", retry_after: float | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.retry_after = retry_after

@@ -1,0 +1,629 @@
+"""AST node classes for `.flow` programs and `{{ … }}` templates.
+
+Every node carries a :class:`Span` (1-based line/column, end exclusive column, plus 0-based
+character offsets into the source text).  Nodes are plain dataclasses; visitors dispatch on
+the node class (``type(node).__name__``), in the manner of Jinja2's ``NodeVisitor``.
+
+The same expression nodes are produced for `.flow` source and for plan templates, so the
+checker types, and the runtime evaluates, one expression language (LANGUAGE.md §4,
+PLAN_IR.md §3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A source range.
+
+    ``line``/``column`` are 1-based and point at the first character; ``end_line``/``end_column``
+    are 1-based and point one past the last character (so a one-character token at column 5 has
+    ``end_column == 6``).  ``start``/``end`` are 0-based character offsets into the file text.
+    """
+
+    file: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    start: int = 0
+    end: int = 0
+
+    def to(self, other: Span) -> Span:
+        """Return the span covering ``self`` through ``other`` (same file)."""
+        return Span(
+            self.file,
+            self.line,
+            self.column,
+            other.end_line,
+            other.end_column,
+            self.start,
+            other.end,
+        )
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+NO_SPAN = Span("<unknown>", 1, 1, 1, 1, 0, 0)
+
+
+@dataclass(slots=True, eq=False)
+class Node:
+    """Base class of every AST node."""
+
+    span: Span
+
+
+# ---------------------------------------------------------------------------------------------
+# Names and types
+
+
+@dataclass(slots=True, eq=False)
+class Ident(Node):
+    """An identifier token where a *name* is declared or referenced outside expressions
+    (type names, field names, stage names, clause names)."""
+
+    name: str
+
+
+@dataclass(slots=True, eq=False)
+class TypeExpr(Node):
+    """Base class of written types."""
+
+
+@dataclass(slots=True, eq=False)
+class NamedType(TypeExpr):
+    """``text``, ``int``, ``BugReport``, ``Verdict``… (resolved by the checker)."""
+
+    name: str
+
+
+@dataclass(slots=True, eq=False)
+class ArrayType(TypeExpr):
+    """``T[]``."""
+
+    element: TypeExpr
+
+
+@dataclass(slots=True, eq=False)
+class OptionalType(TypeExpr):
+    """``T?``."""
+
+    inner: TypeExpr
+
+
+@dataclass(slots=True, eq=False)
+class UnionType(TypeExpr):
+    """``A | B | …`` (members may be literal types: ``"low" | "high"``)."""
+
+    members: list[TypeExpr]
+
+
+@dataclass(slots=True, eq=False)
+class LiteralType(TypeExpr):
+    """A literal used as a type: ``"low"``, ``1``, ``true``."""
+
+    value: str | int | float | bool | None
+
+
+@dataclass(slots=True, eq=False)
+class MapType(TypeExpr):
+    """``map<T>``."""
+
+    value: TypeExpr
+
+
+@dataclass(slots=True, eq=False)
+class Constraint(Node):
+    """``@range(0, 10)``, ``@length(1, 80)``, ``@pattern("…")``, ``@format("uri")``."""
+
+    name: Ident
+    args: list[Expr]
+
+
+@dataclass(slots=True, eq=False)
+class FieldDecl(Node):
+    """``name: T @constraint…`` inside a type body or inline object type."""
+
+    name: Ident
+    type: TypeExpr
+    constraints: list[Constraint] = field(default_factory=list)
+    doc: str | None = None
+
+
+@dataclass(slots=True, eq=False)
+class ObjectType(TypeExpr):
+    """``{ f: T, g: U }`` (closed)."""
+
+    fields: list[FieldDecl]
+
+
+# ---------------------------------------------------------------------------------------------
+# Expressions
+
+
+@dataclass(slots=True, eq=False)
+class Expr(Node):
+    """Base class of expressions."""
+
+
+@dataclass(slots=True, eq=False)
+class Name(Expr):
+    """A name reference: ``input``, a stage, a ``let``, a loop variable, a ``use`` alias, a step
+    id (templates)."""
+
+    name: str
+
+
+@dataclass(slots=True, eq=False)
+class StringLit(Expr):
+    """A string, possibly interpolated.
+
+    ``parts`` alternates freely between literal text (``str``, escapes already decoded,
+    ``\"\"\"`` indentation already trimmed) and :class:`Interpolation` nodes.  A plain string
+    has ``parts == ["text"]`` (or ``[]`` when empty).
+    """
+
+    parts: list[str | Interpolation]
+    triple: bool = False
+
+    @property
+    def is_plain(self) -> bool:
+        """True when the string has no interpolation."""
+        return all(isinstance(p, str) for p in self.parts)
+
+    @property
+    def text(self) -> str:
+        """The literal text (only meaningful when :attr:`is_plain`)."""
+        return "".join(p for p in self.parts if isinstance(p, str))
+
+
+@dataclass(slots=True, eq=False)
+class Interpolation(Node):
+    """``${expr}`` inside a string; the span covers ``${`` through ``}``."""
+
+    expr: Expr
+
+
+@dataclass(slots=True, eq=False)
+class NumberLit(Expr):
+    """``42`` (``value`` is an ``int``) or ``3.5`` (a ``float``)."""
+
+    value: int | float
+
+
+@dataclass(slots=True, eq=False)
+class BoolLit(Expr):
+    value: bool
+
+
+@dataclass(slots=True, eq=False)
+class NullLit(Expr):
+    pass
+
+
+@dataclass(slots=True, eq=False)
+class DurationLit(Expr):
+    """``250ms``, ``90s``, ``1h30m``; ``ms`` is the total in milliseconds, ``text`` as written."""
+
+    ms: int
+    text: str
+
+
+@dataclass(slots=True, eq=False)
+class ListLit(Expr):
+    items: list[Expr]
+
+
+@dataclass(slots=True, eq=False)
+class ObjectEntry(Node):
+    """``key: value`` in an object literal; ``key_span`` is the key token's span."""
+
+    key: str
+    key_span: Span
+    value: Expr
+
+
+@dataclass(slots=True, eq=False)
+class ObjectLit(Expr):
+    entries: list[ObjectEntry]
+
+
+@dataclass(slots=True, eq=False)
+class RangeExpr(Expr):
+    """``lo..hi`` (inclusive both ends)."""
+
+    low: Expr
+    high: Expr
+
+
+BinaryOp = Literal[
+    "??", "or", "and", "==", "!=", "<", "<=", ">", ">=", "in", "not in", "+", "-", "*", "/", "%"
+]
+
+
+@dataclass(slots=True, eq=False)
+class Binary(Expr):
+    """A binary operator; ``op_span`` is the operator token."""
+
+    op: str
+    left: Expr
+    right: Expr
+    op_span: Span | None = None
+
+
+@dataclass(slots=True, eq=False)
+class Unary(Expr):
+    """``not x`` or ``-x``."""
+
+    op: str
+    operand: Expr
+
+
+@dataclass(slots=True, eq=False)
+class Member(Expr):
+    """``obj.name``; ``name_span`` is the span of the name token (for ``unknown-field``)."""
+
+    obj: Expr
+    name: str
+    name_span: Span
+
+
+@dataclass(slots=True, eq=False)
+class Index(Expr):
+    """``obj[index]``."""
+
+    obj: Expr
+    index: Expr
+
+
+@dataclass(slots=True, eq=False)
+class Projection(Expr):
+    """``base[*]`` followed by a path applied to every element: ``xs[*].owner.name``.
+
+    ``path`` holds the :class:`Member`/:class:`Index` chain *relative to one element*, whose
+    innermost ``obj`` is a :class:`ProjectionItem` placeholder.  ``path is None`` for a bare
+    ``xs[*]``.  The value is the list of the path's value for every element of ``base``.
+    """
+
+    base: Expr
+    path: Expr | None
+
+
+@dataclass(slots=True, eq=False)
+class ProjectionItem(Expr):
+    """The element placeholder at the root of a :attr:`Projection.path`."""
+
+
+@dataclass(slots=True, eq=False)
+class Argument(Node):
+    """A named argument ``name: value`` of a tool call."""
+
+    name: str
+    name_span: Span
+    value: Expr
+
+
+@dataclass(slots=True, eq=False)
+class Call(Expr):
+    """``callee(arg: value, …)``; ``callee`` is any expression (the checker reports
+    ``not-callable`` for anything but a tool name)."""
+
+    callee: Expr
+    args: list[Argument]
+    #: positional arguments, which are a checker error (tools take named arguments only);
+    #: kept so the checker can say so precisely rather than the parser failing.
+    positional: list[Expr] = field(default_factory=list)
+
+
+@dataclass(slots=True, eq=False)
+class Block(Node):
+    """``{ stmt … }``."""
+
+    stmts: list[Stmt]
+
+
+@dataclass(slots=True, eq=False)
+class MapExpr(Expr):
+    """``[parallel] map over as var [limit N] { body }``."""
+
+    parallel: bool
+    over: Expr
+    var: Ident
+    limit: Expr | None
+    body: Block
+    keyword_span: Span | None = None
+
+
+@dataclass(slots=True, eq=False)
+class FilterExpr(Expr):
+    """``filter over as var where cond`` or ``… where judge "prompt"``."""
+
+    over: Expr
+    var: Ident
+    cond: Expr | None
+    judge: Expr | None
+
+
+@dataclass(slots=True, eq=False)
+class ReduceExpr(Expr):
+    """``reduce over as var, acc[: T] = init { body }``."""
+
+    over: Expr
+    var: Ident
+    acc: Ident
+    acc_type: TypeExpr | None
+    init: Expr
+    body: Block
+
+
+@dataclass(slots=True, eq=False)
+class AskExpr(Expr):
+    """``ask question [expect T] [default v | else fail "m"]``."""
+
+    question: Expr
+    expect: TypeExpr | None
+    default: Expr | None
+    else_fail: Expr | None
+
+
+@dataclass(slots=True, eq=False)
+class VerifyCheck(Node):
+    """``check cond else "message"``."""
+
+    cond: Expr
+    message: Expr
+
+
+@dataclass(slots=True, eq=False)
+class VerifyJudge(Node):
+    """``judge "prompt"``."""
+
+    prompt: Expr
+
+
+@dataclass(slots=True, eq=False)
+class VerifyExpr(Expr):
+    items: list[VerifyCheck | VerifyJudge]
+
+
+@dataclass(slots=True, eq=False)
+class ToolRef(Node):
+    """One entry of ``tools [...]``: a bare name (``pattern=False``) or a quoted pattern."""
+
+    name: str
+    pattern: bool
+
+
+@dataclass(slots=True, eq=False)
+class RetrySpec(Node):
+    """``retry { attempts: N, on: [code, …] }``; each ``on`` entry keeps its span."""
+
+    attempts: Expr | None
+    on: list[Ident] | None
+
+
+@dataclass(slots=True, eq=False)
+class Clause(Node):
+    """One clause of an ``agent { … }`` block.
+
+    ``kind`` and the type of ``value``:
+
+    - ``task``, ``system``, ``model``: :class:`Expr` (text)
+    - ``input``: :class:`ObjectLit`
+    - ``tools``: ``list[ToolRef]`` (``[]`` for ``tools []``) or ``None`` for ``tools none``
+    - ``write``: :class:`Expr`
+    - ``expect``: :class:`TypeExpr`
+    - ``timeout``, ``max_iterations``: :class:`Expr`
+    - ``retry``: :class:`RetrySpec`
+
+    ``keyword_span`` is the clause keyword's span.
+    """
+
+    kind: str
+    value: Any
+    keyword_span: Span
+
+
+@dataclass(slots=True, eq=False)
+class AgentExpr(Expr):
+    """``agent(target) { clause … }``; ``keyword_span`` is the ``agent`` keyword."""
+
+    target: Expr
+    clauses: list[Clause]
+    keyword_span: Span
+
+    def clause(self, kind: str) -> Clause | None:
+        """The first clause of that kind, or None."""
+        for c in self.clauses:
+            if c.kind == kind:
+                return c
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Statements
+
+
+@dataclass(slots=True, eq=False)
+class Stmt(Node):
+    """Base class of statements."""
+
+
+@dataclass(slots=True, eq=False)
+class LetStmt(Stmt):
+    name: Ident
+    annotation: TypeExpr | None
+    value: Expr
+
+
+@dataclass(slots=True, eq=False)
+class RequireStmt(Stmt):
+    """``require cond else fail "message"``."""
+
+    cond: Expr
+    message: Expr
+
+
+@dataclass(slots=True, eq=False)
+class FailStmt(Stmt):
+    message: Expr
+
+
+@dataclass(slots=True, eq=False)
+class ReturnStmt(Stmt):
+    value: Expr
+
+
+@dataclass(slots=True, eq=False)
+class IfStmt(Stmt):
+    """``if cond { … } [else if …] [else { … }]``; ``else_`` is a Block, another IfStmt or None."""
+
+    cond: Expr
+    then: Block
+    else_: Block | IfStmt | None
+
+
+@dataclass(slots=True, eq=False)
+class ExprStmt(Stmt):
+    expr: Expr
+
+
+# ---------------------------------------------------------------------------------------------
+# Top-level items
+
+
+@dataclass(slots=True, eq=False)
+class Item(Node):
+    """Base class of top-level declarations."""
+
+
+@dataclass(slots=True, eq=False)
+class FlowHeader(Item):
+    """``flow name ["description"]``."""
+
+    name: Ident
+    description: str | None
+
+
+@dataclass(slots=True, eq=False)
+class InputDecl(Item):
+    type: TypeExpr
+
+
+@dataclass(slots=True, eq=False)
+class OutputDecl(Item):
+    type: TypeExpr
+
+
+@dataclass(slots=True, eq=False)
+class DeadlineDecl(Item):
+    duration: DurationLit
+
+
+@dataclass(slots=True, eq=False)
+class UseDecl(Item):
+    """``use agent "repo-investigator" as investigator`` / ``use team "dev-team" as dev``."""
+
+    kind: Literal["agent", "team"]
+    target: str
+    target_span: Span
+    alias: Ident
+
+
+@dataclass(slots=True, eq=False)
+class Param(Node):
+    name: Ident
+    type: TypeExpr
+
+
+@dataclass(slots=True, eq=False)
+class ExternTool(Item):
+    """``extern tool name(param: T, …) -> R``."""
+
+    name: Ident
+    params: list[Param]
+    returns: TypeExpr
+    doc: str | None = None
+
+
+@dataclass(slots=True, eq=False)
+class ExternType(Item):
+    """``extern type Name`` (opaque, not schema-generatable)."""
+
+    name: Ident
+    doc: str | None = None
+
+
+@dataclass(slots=True, eq=False)
+class TypeDecl(Item):
+    """``type N { fields }`` (``body`` is an :class:`ObjectType`) or ``type N = T``
+    (``alias`` set)."""
+
+    name: Ident
+    body: ObjectType | None
+    alias: TypeExpr | None
+    doc: str | None = None
+
+
+@dataclass(slots=True, eq=False)
+class StageDecl(Item):
+    """``stage name [-> T] { body }``."""
+
+    name: Ident
+    returns: TypeExpr | None
+    body: Block
+    doc: str | None = None
+
+
+@dataclass(slots=True, eq=False)
+class ErrorItem(Item):
+    """A top-level item that failed to parse; the parser already reported it.  The checker
+    skips it (LANGUAGE.md §9: an item with a syntax error gets no other diagnostics)."""
+
+    name: str | None = None
+
+
+@dataclass(slots=True, eq=False)
+class Module(Node):
+    """A whole `.flow` file."""
+
+    file: str
+    items: list[Item]
+
+    def of(self, cls: type) -> list:
+        """All items of the given class, in source order."""
+        return [i for i in self.items if isinstance(i, cls)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Templates (PLAN_IR.md §3)
+
+
+@dataclass(slots=True, eq=False)
+class Template(Node):
+    """A plan string with ``{{ expr }}`` holes.
+
+    ``parts`` mixes literal text and :class:`Expr`.  ``whole`` is the expression when the string
+    is exactly one ``{{ expr }}`` (surrounding whitespace outside the braces not allowed), which
+    renders to the typed value; otherwise the template renders to text.
+    """
+
+    parts: list[str | Expr]
+
+    @property
+    def whole(self) -> Expr | None:
+        if len(self.parts) == 1 and isinstance(self.parts[0], Expr):
+            return self.parts[0]
+        return None
+
+    @property
+    def is_static(self) -> bool:
+        return all(isinstance(p, str) for p in self.parts)
+
+
+AnyNode = Union[Node, Span]
