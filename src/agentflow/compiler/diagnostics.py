@@ -66,6 +66,12 @@ EFFECTFUL_GATE = _register("effectful-gate", "error", "a filter condition with a
 UNTYPED_TOOL = _register("untyped-tool", "warning", "a catalog tool with no declared signature")
 UNREACHABLE_CODE = _register("unreachable-code", "warning", "code after `return` or `fail`")
 UNUSED_VARIABLE = _register("unused-variable", "warning", "a `let` that is never read")
+UNSUPPORTED_CONSTRUCT = _register(
+    "unsupported-construct", "error", "a construct `flowc compile` cannot lower yet"
+)
+POSITIONAL_ARGUMENT = _register(
+    "positional-argument", "error", "a tool argument given without its name"
+)
 
 
 @dataclass(frozen=True, slots=True)

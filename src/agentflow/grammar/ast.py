@@ -292,6 +292,9 @@ class Projection(Expr):
 
     base: Expr
     path: Expr | None
+    #: True once the projection is closed by parentheses: ``(xs[*].a).count`` applies
+    #: ``.count`` to the projected list instead of extending the per-element path.
+    closed: bool = False
 
 
 @dataclass(slots=True, eq=False)

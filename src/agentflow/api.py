@@ -1,0 +1,225 @@
+"""The embedding API: everything the CLI does, as documented Python functions.
+
+- :func:`check` — parse and type-check a `.flow` file (LANGUAGE.md §9);
+- :func:`compile_flow` — check and lower it to a plan (LANGUAGE.md §10);
+- :func:`load` — a runnable :class:`~agentflow.ir.models.Plan` from a `.flow` or plan file;
+- :func:`run` / :func:`run_sync` — execute it (RUNTIME.md §1) and return a
+  :class:`~agentflow.runtime.result.RunResult`.
+
+Errors in the user's files come back as :class:`agentflow.errors.FlowError` subclasses that name
+file, line and column; nothing here prints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentflow.compiler.api import check_file, check_source, read_source
+from agentflow.compiler.checker import CheckResult
+from agentflow.compiler.diagnostics import Diagnostic
+from agentflow.errors import ConfigError, FlowError, InputError
+from agentflow.ir.models import Plan
+
+__all__ = [
+    "CompileError",
+    "CompiledFlow",
+    "check",
+    "compile_flow",
+    "compile_source",
+    "load",
+    "run",
+    "run_sync",
+    "parse_input",
+    "plan_needs_model",
+]
+
+
+class CompileError(FlowError):
+    """A `.flow` program with errors; ``diagnostics`` holds every one of them."""
+
+    def __init__(self, diagnostics: list[Diagnostic], sources: dict[str, str]):
+        self.diagnostics = diagnostics
+        self.sources = sources
+        first = diagnostics[0] if diagnostics else None
+        msg = f"{first.span}: {first.message}" if first else "compilation failed"
+        super().__init__(msg)
+
+
+@dataclass
+class CompiledFlow:
+    """The result of :func:`compile_flow`: the plan as plain data and the check result
+    (whose ``diagnostics`` may still hold warnings)."""
+
+    plan: dict[str, Any]
+    check: CheckResult
+    file: str
+
+    def to_yaml(self) -> str:
+        """The plan as deterministic YAML (PLAN_IR.md §1; same input, same bytes)."""
+        from agentflow.ir.dump import dump_plan
+
+        return dump_plan(self.plan)
+
+    def to_json(self) -> str:
+        """The plan as JSON (keys in canonical order, 2-space indent)."""
+        return json.dumps(self.plan, indent=2, ensure_ascii=False) + "\n"
+
+
+def check(path: str | os.PathLike) -> CheckResult:
+    """Parse and type-check the `.flow` file at ``path``.
+
+    Never raises for the file's content (every problem is a diagnostic); raises ``OSError`` when
+    the file cannot be read.
+    """
+    return check_file(path)
+
+
+def compile_source(text: str, file: str) -> CompiledFlow:
+    """Check and lower `.flow` source text named ``file``.
+
+    Raises :class:`CompileError` with every diagnostic when the program has errors, and
+    :class:`agentflow.errors.PlanLoadError` if the lowered plan fails the runtime's structural
+    validation (a compiler bug, reported rather than hidden).
+    """
+    from agentflow.compiler.lowering import LoweringError, lower
+    from agentflow.ir.loader import load_plan_data
+
+    result = check_source(text, file)
+    if not result.ok:
+        raise CompileError(result.errors, {file: text})
+    try:
+        data = lower(result, file=file)
+    except LoweringError as e:
+        diag = Diagnostic("unsupported-construct", e.message, e.span)
+        raise CompileError([diag], {file: text}) from None
+    load_plan_data(data, file)  # round trip: the compiled plan must validate
+    return CompiledFlow(plan=data, check=result, file=file)
+
+
+def compile_flow(path: str | os.PathLike) -> CompiledFlow:
+    """Check and lower the `.flow` file at ``path`` (see :func:`compile_source`)."""
+    return compile_source(read_source(path), str(path))
+
+
+def load(path: str | os.PathLike) -> Plan:
+    """Load a runnable plan: a `.flow` file is compiled in memory, anything else is read as a
+    YAML/JSON plan file.  Raises :class:`CompileError` or :class:`PlanLoadError`."""
+    from agentflow.ir.loader import load_plan, load_plan_data
+
+    p = Path(path)
+    if p.suffix == ".flow":
+        compiled = compile_flow(p)
+        return load_plan_data(compiled.plan, str(p))
+    return load_plan(p)
+
+
+def parse_input(value: str | None) -> Any:
+    """Parse a ``--input`` value: inline JSON, or ``@file.json``.  Raises :class:`InputError`."""
+    if value is None:
+        return {}
+    if value.startswith("@"):
+        file = value[1:]
+        try:
+            text = Path(file).read_text(encoding="utf-8")
+        except OSError as e:
+            raise InputError(f"{file}: cannot read input file: {e.strerror or e}") from None
+        where = file
+    else:
+        text, where = value, "--input"
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{where}:{e.lineno}:{e.colno}: input is not valid JSON: {e.msg}") from None
+
+
+_MODEL_STEPS = {"agent"}
+
+
+def plan_needs_model(plan: Plan) -> bool:
+    """True when running ``plan`` may call a model: an agent step, an ``infer`` gate, a verify
+    judge or a solver finish, at any depth (sub-plans included)."""
+
+    def visit(value: Any) -> bool:
+        from agentflow.ir.models import Step
+
+        if isinstance(value, Step):
+            if value.tool_name in _MODEL_STEPS:
+                return True
+            return visit(value.input)
+        if isinstance(value, dict):
+            if "infer" in value or "judges" in value:
+                return True
+            return any(visit(v) for v in value.values())
+        if isinstance(value, list):
+            return any(visit(v) for v in value)
+        return False
+
+    if plan.finish is not None and plan.finish.mode == "solver":
+        return True
+    if any(visit(s) for s in plan.steps):
+        return True
+    return any(plan_needs_model(p) for p in (plan.plans or {}).values())
+
+
+async def run(
+    target: str | os.PathLike | Plan,
+    input: Any = None,
+    *,
+    config: Any = None,
+    workspace: str | os.PathLike | None = None,
+    trace: str | os.PathLike | None = None,
+    sinks: Iterable[Any] = (),
+    hooks: Any = None,
+    catalog: Any = None,
+    router: Any = None,
+) -> Any:
+    """Run a `.flow` file, a plan file or a loaded :class:`Plan` and return its ``RunResult``.
+
+    - ``config``: a :class:`agentflow.runtime.config.Config`, a path to ``flow.toml``, or None to
+      find ``flow.toml`` from the current directory upwards (else the environment);
+    - ``workspace``: the root the file tools are confined to (default: the current directory);
+    - ``trace``: a JSON Lines file receiving every event;
+    - ``catalog`` / ``router``: override the tool catalog and the model router (embedding, tests).
+
+    Raises :class:`ConfigError` before the first step when the plan needs a model and none is
+    configured; :class:`InputError` when ``input`` does not match the plan's input schema.
+    """
+    from agentflow.runtime.config import Config, load_config, no_model_message
+    from agentflow.runtime.events import JsonlSink
+    from agentflow.runtime.executor import run_plan
+    from agentflow.runtime.models.router import ModelRouter
+    from agentflow.runtime.tools.catalog import default_catalog
+
+    plan = target if isinstance(target, Plan) else load(target)
+    if not isinstance(config, Config):
+        config = load_config(config)
+    if router is None:
+        if plan_needs_model(plan) and not config.has_model():
+            raise ConfigError(no_model_message(config))
+        router = ModelRouter(config)
+    if catalog is None:
+        catalog = default_catalog()
+    all_sinks = list(sinks)
+    if trace is not None:
+        all_sinks.append(JsonlSink(trace))
+    return await run_plan(
+        plan,
+        input,
+        catalog=catalog,
+        router=router,
+        config=config,
+        workspace=Path(workspace) if workspace is not None else Path.cwd(),
+        sinks=all_sinks,
+        hooks=hooks,
+    )
+
+
+def run_sync(target: str | os.PathLike | Plan, input: Any = None, **kwargs: Any) -> Any:
+    """:func:`run` for synchronous callers (runs its own event loop)."""
+    return asyncio.run(run(target, input, **kwargs))

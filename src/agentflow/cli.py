@@ -1,0 +1,278 @@
+"""`flowc`: a thin click layer over :mod:`agentflow.api`.
+
+Exit codes: 0 success; 1 the input has errors (diagnostics, a failed run, a bad plan or
+config); 2 usage errors (unknown option, missing file).  No traceback reaches the user for a
+mistake in their `.flow`, plan, configuration or input.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from agentflow import api
+from agentflow.errors import FlowError, PlanLoadError
+
+
+def _err(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def _flow_files(paths: tuple[str, ...]) -> list[Path]:
+    out: list[Path] = []
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            out.extend(sorted(path.rglob("*.flow")))
+        elif path.exists():
+            out.append(path)
+        else:
+            raise click.UsageError(f"{p}: no such file or directory")
+    return out
+
+
+def _render(diags: list, sources: dict[str, str], fmt: str) -> str:
+    from agentflow.compiler import render
+
+    if fmt == "json":
+        return render.render_json(diags)
+    if fmt == "sarif":
+        return render.render_sarif(diags)
+    return render.render_text(diags, sources, color=sys.stderr.isatty())
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="agentflow", prog_name="flowc")
+def main() -> None:
+    """flowc — check, compile and run typed agent workflows (.flow) and plans."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json", "sarif"]), default="text",
+    help="Output format of the diagnostics.",
+)
+@click.option("--warnings-as-errors", is_flag=True, help="Exit 1 on warnings too.")
+def check(paths: tuple[str, ...], fmt: str, warnings_as_errors: bool) -> None:
+    """Type-check .flow files (directories are searched for *.flow)."""
+    from agentflow.compiler.api import check_source, read_source
+
+    files = _flow_files(paths)
+    diags: list = []
+    sources: dict[str, str] = {}
+    for f in files:
+        try:
+            text = read_source(f)
+        except OSError as e:
+            _err(f"{f}: cannot read: {e.strerror or e}")
+            sys.exit(2)
+        sources[str(f)] = text
+        diags.extend(check_source(text, str(f)).diagnostics)
+    out = _render(diags, sources, fmt)
+    if fmt == "text":
+        if out:
+            click.echo(out, err=False, nl=not out.endswith("\n"))
+        errors = sum(1 for d in diags if d.severity == "error")
+        warnings = len(diags) - errors
+        if diags:
+            _err(f"{errors} error(s), {warnings} warning(s) in {len(files)} file(s)")
+    else:
+        click.echo(out)
+    failing = any(d.severity == "error" for d in diags) or (warnings_as_errors and diags)
+    sys.exit(1 if failing else 0)
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Write the plan here.")
+@click.option("--format", "fmt", type=click.Choice(["yaml", "json"]), default="yaml")
+def compile(file: str, out: str | None, fmt: str) -> None:
+    """Compile a .flow file to a plan (YAML by default) on stdout or into -o FILE."""
+    compiled = _compile(file)
+    text = compiled.to_yaml() if fmt == "yaml" else compiled.to_json()
+    if out:
+        Path(out).write_text(text, encoding="utf-8")
+        _err(f"wrote {out}")
+    else:
+        click.echo(text, nl=False)
+
+
+def _compile(file: str) -> api.CompiledFlow:
+    if not Path(file).is_file():
+        raise click.UsageError(f"{file}: no such file")
+    try:
+        return api.compile_flow(file)
+    except api.CompileError as e:
+        _err(_render(e.diagnostics, e.sources, "text"))
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("type_name")
+def schema(file: str, type_name: str) -> None:
+    """Print the JSON Schema contract of TYPE_NAME declared in FILE."""
+    from agentflow.compiler import types as T
+    from agentflow.compiler.contracts import ContractError, contract_for
+
+    result = api.check(file)
+    if not result.ok:
+        from agentflow.compiler.api import read_source
+
+        _err(_render(result.errors, {file: read_source(file)}, "text"))
+        sys.exit(1)
+    if type_name not in result.env.names():
+        _err(f"{file}: no type `{type_name}`")
+        sys.exit(1)
+    try:
+        data = contract_for(T.NamedRef(type_name), result.env)
+    except ContractError as e:
+        _err(f"{file}: {e}")
+        sys.exit(1)
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+@main.command()
+@click.argument("target", type=click.Path(dir_okay=False))
+@click.option("--input", "input_", help="Input as JSON, or @file.json.")
+@click.option("--workspace", type=click.Path(file_okay=False), help="Root for file tools (default: cwd).")
+@click.option("--trace", type=click.Path(dir_okay=False), help="Write every event as JSON Lines here.")
+@click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
+@click.option("--json", "as_json", is_flag=True, help="Print the whole RunResult as JSON.")
+def run(target: str, input_: str | None, workspace: str | None, trace: str | None,
+        config: str | None, as_json: bool) -> None:
+    """Run a .flow file or a plan file; the output goes to stdout as JSON."""
+    from agentflow.runtime.events import ConsoleSink
+
+    if not Path(target).is_file():
+        raise click.UsageError(f"{target}: no such file")
+    if workspace is not None and not Path(workspace).is_dir():
+        raise click.UsageError(f"--workspace {workspace}: no such directory")
+    try:
+        data = api.parse_input(input_)
+        if target.endswith(".flow"):
+            plan = _load_flow(target)
+        else:
+            plan = api.load(target)
+        result = api.run_sync(
+            plan, data, config=config, workspace=workspace, trace=trace,
+            sinks=[ConsoleSink()],
+        )
+    except api.CompileError as e:
+        _err(_render(e.diagnostics, e.sources, "text"))
+        sys.exit(1)
+    except FlowError as e:
+        _err(f"error: {e}")
+        sys.exit(1)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+    elif result.status in ("ok", "exited"):
+        click.echo(json.dumps(result.output, indent=2, ensure_ascii=False))
+    if result.status not in ("ok", "exited"):
+        _show_run_error(result.error or {}, target)
+        sys.exit(1)
+
+
+def _load_flow(target: str) -> Any:
+    from agentflow.ir.loader import load_plan_data
+
+    compiled = api.compile_flow(target)
+    for d in compiled.check.diagnostics:
+        if d.severity == "warning":
+            pass  # warnings do not block a run; `flowc check` shows them
+    return load_plan_data(compiled.plan, target)
+
+
+def _show_run_error(error: dict, target: str) -> None:
+    code = error.get("code", "error")
+    msg = error.get("message", "")
+    path = error.get("step_path")
+    where = f" at step {path}" if path else ""
+    _err(f"error[{code}]{where}: {msg}")
+    source = error.get("source")
+    if source and target.endswith(".flow"):
+        try:
+            _, line, col = source.rsplit(":", 2)
+            text = Path(target).read_text(encoding="utf-8").splitlines()[int(line) - 1]
+            _err(f"  --> {target}:{line}:{col}")
+            _err(f"   | {text}")
+            _err("   | " + " " * (int(col) - 1) + "^")
+        except (ValueError, IndexError, OSError):
+            pass
+
+
+@main.group()
+def plan() -> None:
+    """Work with plan files (validate, fmt)."""
+
+
+@plan.command("validate")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--config", type=click.Path(dir_okay=False), help="flow.toml for tool resolution.")
+def plan_validate(file: str, config: str | None) -> None:
+    """Validate a plan file (structure, templates, and tool names against the catalog)."""
+    from agentflow.ir.validate import resolve_tools
+    from agentflow.runtime.config import load_config
+    from agentflow.runtime.tools.catalog import default_catalog
+
+    if not Path(file).is_file():
+        raise click.UsageError(f"{file}: no such file")
+    try:
+        p = api.load(file)
+        cfg = load_config(config)
+        catalog = default_catalog()
+        problems = resolve_tools(p, set(catalog.names()), _configured_prefixes(cfg, catalog))
+    except PlanLoadError as e:
+        for problem in e.errors:
+            _err(str(problem))
+        sys.exit(1)
+    except FlowError as e:
+        _err(f"error: {e}")
+        sys.exit(1)
+    if problems:
+        for problem in problems:
+            _err(str(problem))
+        sys.exit(1)
+    click.echo(f"{file}: ok")
+
+
+def _configured_prefixes(cfg: Any, catalog: Any) -> set[str]:
+    prefixes = set(getattr(catalog, "configured_prefixes", set()) or set())
+    prefixes.update(getattr(cfg, "mcp", {}) or {})
+    return prefixes
+
+
+@plan.command("fmt")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--check", "check_only", is_flag=True, help="Exit 1 if the file is not canonical.")
+def plan_fmt(file: str, check_only: bool) -> None:
+    """Rewrite a plan file in canonical form (snake_case field names, fixed order)."""
+    from agentflow.ir.dump import fmt_plan_text
+
+    path = Path(file)
+    if not path.is_file():
+        raise click.UsageError(f"{file}: no such file")
+    text = path.read_text(encoding="utf-8")
+    try:
+        new = fmt_plan_text(text, file)
+    except PlanLoadError as e:
+        for problem in e.errors:
+            _err(str(problem))
+        sys.exit(1)
+    if check_only:
+        if new != text:
+            _err(f"{file}: would reformat")
+            sys.exit(1)
+        return
+    if new != text:
+        path.write_text(new, encoding="utf-8")
+        _err(f"formatted {file}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,41 @@
+"""Front-end entry points: parse and check `.flow` source (ARCHITECTURE.md, LANGUAGE.md §9).
+
+``check_source`` and ``check_file`` never raise for the *content* of a program: every problem
+comes back as a diagnostic in the :class:`~agentflow.compiler.checker.CheckResult`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from agentflow.compiler.checker import CheckResult, check_module
+
+__all__ = ["check_source", "check_file", "read_source"]
+
+
+def check_source(text: str, file: str = "<input>") -> CheckResult:
+    """Parse ``text`` (named ``file`` in spans) with
+    :func:`agentflow.grammar.parser.parse_module` and type-check it.
+
+    Returns the :class:`CheckResult`, whose ``diagnostics`` include the syntax errors.
+    """
+    from agentflow.grammar.parser import parse_module
+
+    module, parse_diags = parse_module(text, file)
+    return check_module(module, parse_diagnostics=parse_diags)
+
+
+def read_source(path: str | os.PathLike) -> str:
+    """Read a source file as text: UTF-8, undecodable bytes replaced (U+FFFD), NUL bytes kept.
+
+    Raises ``OSError`` when the file cannot be read (missing, a directory, no permission).
+    """
+    data = Path(path).read_bytes()
+    return data.decode("utf-8", errors="replace")
+
+
+def check_file(path: str | os.PathLike) -> CheckResult:
+    """Read ``path`` (bytes decoded as UTF-8 with ``errors="replace"``) and check it; spans name
+    the file as given.  Raises ``OSError`` only when the file cannot be read."""
+    return check_source(read_source(path), str(path))

@@ -1,0 +1,1982 @@
+"""The `.flow` type checker (LANGUAGE.md §2–9).
+
+``check_module(module, parse_diagnostics=...)`` resolves every name and type of a parsed module,
+types every expression (bidirectionally: an expected type flows into literals), and reports all
+the problems it finds as :class:`~agentflow.compiler.diagnostics.Diagnostic` objects.  It never
+raises for any module the parser can produce, and it avoids cascades: anything whose type could
+not be determined gets the error type (:data:`~agentflow.compiler.types.ERROR`), which is silently
+assignable to and from everything.  Items that are :class:`ast.ErrorItem` get no diagnostics.
+
+The :class:`CheckResult` carries what the lowering needs: the type of every expression
+(``expr_types``, keyed by ``id(node)``), what every name refers to (``references``), the stage
+types, the tools called with their signatures, and the flow's header data.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentflow.compiler import diagnostics as D
+from agentflow.compiler.diagnostics import Diagnostic, Note, did_you_mean
+from agentflow.compiler.types import (
+    BOOL,
+    DURATION,
+    ERROR,
+    INT,
+    JSON,
+    MEMBER,
+    NEVER,
+    NULL,
+    NUMBER,
+    PATH,
+    PRIMS,
+    TEXT,
+    VERDICT,
+    VERDICT_OBJECT,
+    ErrorType,
+    ExternType,
+    Field,
+    ListType,
+    LiteralType,
+    MapType,
+    NamedRef,
+    NeverType,
+    ObjectType,
+    OptionalType,
+    RangeType,
+    Type,
+    TypeEnv,
+    UnionType,
+    UseType,
+    VerdictType,
+    assignable,
+    is_numeric,
+    is_textual,
+    join,
+    make_optional,
+    make_union,
+    object_mismatches,
+    schema_problem,
+    strip_optional,
+    type_str,
+    widen,
+)
+from agentflow.grammar import ast
+
+__all__ = ["Symbol", "ToolSig", "CheckResult", "check_module", "prelude_tools", "RETRY_CODES"]
+
+#: error codes a ``retry { on: [...] }`` may name (LANGUAGE.md §8)
+RETRY_CODES = ("timeout", "rate_limit", "transient")
+
+#: JSON Schema formats accepted by ``@format`` (draft 2020-12)
+FORMATS = (
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+)
+
+#: clause kinds of an ``agent { … }`` block
+CLAUSES = (
+    "task",
+    "input",
+    "tools",
+    "write",
+    "expect",
+    "timeout",
+    "retry",
+    "max_iterations",
+    "model",
+    "system",
+)
+
+
+@dataclass(slots=True)
+class Symbol:
+    """What a name refers to.
+
+    ``kind`` is one of ``input``, ``stage``, ``let``, ``loopvar``, ``acc``, ``index``, ``use``;
+    ``name`` the name; ``type`` its type; ``decl`` the declaring node (``StageDecl``,
+    ``LetStmt``, the ``MapExpr``/``FilterExpr``/``ReduceExpr`` binding a loop variable, the
+    ``UseDecl``, or ``None`` for ``input``).
+    """
+
+    kind: str
+    name: str
+    type: Type = ERROR
+    decl: Any = None
+
+
+@dataclass(slots=True)
+class ToolSig:
+    """A tool signature: ``params`` maps name → ``(type, optional)``; ``declared`` is False for
+    an untyped catalog tool (``server__tool`` without ``extern tool``), whose params are the
+    arguments of the call and whose result is ``json``.  ``prelude`` is True for the standard
+    library tools (named ``builtin__<name>`` in plans)."""
+
+    name: str
+    params: dict[str, tuple[Type, bool]]
+    returns: Type
+    declared: bool = True
+    prelude: bool = False
+    decl: Any = None
+
+
+@dataclass(slots=True)
+class CheckResult:
+    """The outcome of :func:`check_module`.
+
+    - ``diagnostics``: parse and check diagnostics, sorted by position;
+    - ``module``: the checked :class:`ast.Module`; ``env``: the named types;
+    - ``expr_types``: ``id(expr node)`` → :class:`Type`, for every expression checked;
+    - ``stage_types``: stage name → declared (or inferred) type; ``stages``: the stage
+      declarations in order (duplicates and error items left out);
+    - ``uses``: alias → :class:`ast.UseDecl`;
+    - ``tools``: name → :class:`ToolSig` for every tool called;
+      ``tool_decls``: every declared tool (file ``extern tool`` and prelude);
+    - ``input_type`` (``json`` without ``input``), ``output_type`` (``output`` or the last
+      stage's type), ``flow_name`` (header name, else the file stem with ``-`` → ``_``),
+      ``description``, ``deadline_ms``;
+    - ``references``: ``id(ast.Name node)`` → :class:`Symbol`.
+    """
+
+    diagnostics: list[Diagnostic]
+    module: ast.Module
+    env: TypeEnv
+    expr_types: dict[int, Type]
+    stage_types: dict[str, Type]
+    stages: list[ast.StageDecl]
+    uses: dict[str, ast.UseDecl]
+    tools: dict[str, ToolSig]
+    tool_decls: dict[str, ToolSig]
+    input_type: Type
+    output_type: Type
+    flow_name: str
+    description: str | None
+    deadline_ms: int | None
+    references: dict[int, Symbol]
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        """The error-severity diagnostics."""
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+    @property
+    def ok(self) -> bool:
+        """True when there is no error (warnings allowed)."""
+        return not self.errors
+
+    def type_of(self, node: ast.Node) -> Type:
+        """The type recorded for an expression node (the error type when none)."""
+        return self.expr_types.get(id(node), ERROR)
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def _walk(node: Any) -> Iterator[ast.Node]:
+    """Yield ``node`` and every AST node below it (depth first, source order)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Node):
+            yield n
+            kids = []
+            for name in type(n).__dataclass_fields__:
+                if name == "span":
+                    continue
+                kids.append(getattr(n, name, None))
+            for k in reversed(kids):
+                stack.append(k)
+        elif isinstance(n, (list, tuple)):
+            stack.extend(reversed(n))
+
+
+def _const(expr: ast.Expr | None) -> tuple[bool, Any]:
+    """Evaluate a literal constant: ``(True, value)`` or ``(False, None)``."""
+    if isinstance(expr, ast.NumberLit):
+        return True, expr.value
+    if isinstance(expr, ast.Unary) and expr.op == "-" and isinstance(expr.operand, ast.NumberLit):
+        return True, -expr.operand.value
+    if isinstance(expr, ast.StringLit) and expr.is_plain:
+        return True, expr.text
+    if isinstance(expr, ast.BoolLit):
+        return True, expr.value
+    if isinstance(expr, ast.NullLit):
+        return True, None
+    return False, None
+
+
+# ---------------------------------------------------------------------------------------------
+# prelude
+
+
+_PRELUDE_FILE = Path(__file__).resolve().parent.parent / "stdlib" / "prelude.flow"
+
+
+@functools.cache
+def _prelude_module() -> ast.Module | None:
+    try:
+        from agentflow.grammar.parser import parse_module
+    except ImportError:  # pragma: no cover - the parser is part of the package
+        return None
+    try:
+        text = _PRELUDE_FILE.read_text(encoding="utf-8")
+    except OSError:  # pragma: no cover
+        return None
+    module, _diags = parse_module(text, "<prelude>")
+    return module
+
+
+@functools.cache
+def prelude_tools() -> dict[str, ToolSig]:
+    """The standard library tool signatures (LANGUAGE.md §7), parsed once from
+    ``stdlib/prelude.flow`` and cached for the process."""
+    module = _prelude_module()
+    if module is None:
+        return {}
+    env = TypeEnv()
+    resolver = _Checker(ast.Module(module.span, module.file, []), (), prelude=False)
+    resolver.env = env
+    sigs: dict[str, ToolSig] = {}
+    for item in module.items:
+        if isinstance(item, ast.ExternTool):
+            sig = resolver.tool_sig(item)
+            sig.prelude = True
+            sigs[item.name.name] = sig
+    return sigs
+
+
+# ---------------------------------------------------------------------------------------------
+# the checker
+
+
+@dataclass(slots=True)
+class _Var:
+    symbol: Symbol
+    span: ast.Span
+    used: bool = False
+
+
+@dataclass(slots=True)
+class _Frame:
+    """A stage or control body: its expected value type and the value types it produced."""
+
+    expected: Type | None
+    values: list[Type] = field(default_factory=list)
+
+
+class _Checker:
+    def __init__(self, module: ast.Module, parse_diagnostics, *, prelude: bool = True) -> None:
+        self.module = module
+        self.use_prelude = prelude
+        self.diags: list[Diagnostic] = list(parse_diagnostics)
+        self.env = TypeEnv()
+        self.types: dict[int, Type] = {}
+        self.refs: dict[int, Symbol] = {}
+        self.scopes: list[dict[str, _Var]] = []
+        self.frames: list[_Frame] = []
+        self.proj: list[Type] = []
+        self.stage_types: dict[str, Type] = {}
+        self.stage_syms: dict[str, Symbol] = {}
+        self.stage_order: list[ast.StageDecl] = []
+        self.all_stages: dict[str, ast.StageDecl] = {}
+        self.current_stage: str | None = None
+        self.uses: dict[str, ast.UseDecl] = {}
+        self.use_syms: dict[str, Symbol] = {}
+        self.externs: dict[str, ast.ExternTool] = {}
+        self.tool_decls: dict[str, ToolSig] = {}
+        self.tools: dict[str, ToolSig] = {}
+        self.tool_calls: set[int] = set()
+        self.error_names: set[str] = set()
+        self.type_decls: dict[str, ast.Item] = {}
+        self.alias_decls: dict[str, ast.TypeDecl] = {}
+        self.alias_done: dict[str, Type] = {}
+        self.alias_reported: set[str] = set()
+        self.input_type: Type = JSON
+        self.input_sym = Symbol("input", "input", JSON, None)
+        self.range_ok: int | None = None
+        self.target_ok: int | None = None
+
+    # -- diagnostics ---------------------------------------------------------------------------
+
+    def report(
+        self,
+        code: str,
+        message: str,
+        span: ast.Span,
+        *,
+        notes: list[Note] | None = None,
+        hint: str | None = None,
+    ) -> None:
+        sev = D.CODES[code].severity
+        self.diags.append(Diagnostic(code, message, span, notes or [], hint, sev))
+
+    def mismatch(self, expr: ast.Expr, got: Type, want: Type) -> None:
+        """Report that ``expr`` (of type ``got``) is not assignable to ``want``, as precisely as
+        possible (into object and list literals)."""
+        want_r = self.env.resolve(strip_optional(want, self.env))
+        if isinstance(expr, ast.ObjectLit) and isinstance(want_r, ObjectType):
+            src = self.env.resolve(got)
+            if isinstance(src, ObjectType):
+                problems = object_mismatches(src, want_r, self.env)
+                entries = {e.key: e for e in expr.entries}
+                wname = type_str(want)
+                reported = False
+                missing = [f for k, f in problems if k == "missing"]
+                for kind, fname in problems:
+                    if kind == "missing":
+                        fdecl = want_r.fields[fname]
+                        self.report(
+                            D.TYPE_MISMATCH,
+                            f"missing field `{fname}` in an object literal of type `{wname}`",
+                            expr.span,
+                            notes=[Note(f"field `{fname}` is required", fdecl.span)],
+                        )
+                        reported = True
+                    elif kind == "unknown":
+                        entry = entries.get(fname)
+                        self.report(
+                            D.TYPE_MISMATCH,
+                            f"`{wname}` has no field `{fname}`",
+                            expr.span,
+                            notes=[
+                                Note(
+                                    f"unknown field `{fname}`",
+                                    entry.key_span if entry else None,
+                                )
+                            ],
+                            hint=_suggest(fname, missing or list(want_r.fields)),
+                        )
+                        reported = True
+                    else:
+                        entry = entries.get(fname)
+                        if entry is not None:
+                            self.mismatch(
+                                entry.value,
+                                self.types.get(id(entry.value), ERROR),
+                                want_r.fields[fname].type,
+                            )
+                            reported = True
+                if reported:
+                    return
+        if isinstance(expr, ast.ListLit) and isinstance(want_r, ListType):
+            done = False
+            for item in expr.items:
+                it = self.types.get(id(item), ERROR)
+                if not assignable(it, want_r.elem, self.env):
+                    self.mismatch(item, it, want_r.elem)
+                    done = True
+            if done:
+                return
+        if isinstance(got, ErrorType) or isinstance(want, ErrorType):
+            return
+        shown = got if _has_literal(want, self.env) else widen(got)
+        self.report(
+            D.TYPE_MISMATCH,
+            f"expected `{type_str(want)}`, found `{type_str(shown)}`",
+            expr.span,
+        )
+
+    # -- types ---------------------------------------------------------------------------------
+
+    def resolve_type(self, t: ast.TypeExpr, alias_stack: tuple[str, ...] = ()) -> Type:
+        """Turn a written type into a semantic type, reporting unknown names, duplicate fields
+        and invalid constraints."""
+        if isinstance(t, ast.NamedType):
+            name = t.name
+            if name in PRIMS:
+                return PRIMS[name]
+            if name == "Verdict":
+                return VERDICT
+            if name in self.env.objects or (
+                name in self.type_decls and isinstance(self.type_decls[name], ast.TypeDecl)
+                and self.type_decls[name].body is not None
+            ):
+                return NamedRef(name)
+            if name in self.alias_decls:
+                return self.resolve_alias(name, alias_stack)
+            if name in self.env.externs:
+                return self.env.externs[name]
+            if name in self.error_names:
+                return ERROR
+            cands = set(PRIMS) | {"Verdict"} | set(self.type_decls)
+            self.report(
+                D.UNKNOWN_TYPE,
+                f"unknown type `{name}`",
+                t.span,
+                hint=_suggest(name, cands),
+            )
+            return ERROR
+        if isinstance(t, ast.ArrayType):
+            return ListType(self.resolve_type(t.element, alias_stack))
+        if isinstance(t, ast.OptionalType):
+            inner = self.resolve_type(t.inner, alias_stack)
+            return ERROR if isinstance(inner, ErrorType) else make_optional(inner)
+        if isinstance(t, ast.UnionType):
+            members = [self.resolve_type(m, alias_stack) for m in t.members]
+            if NULL in members:
+                rest = make_union([m for m in members if m != NULL])
+                return make_optional(rest) if not isinstance(rest, NeverType) else NULL
+            return make_union(members)
+        if isinstance(t, ast.LiteralType):
+            if t.value is None:
+                return NULL
+            return LiteralType(t.value)
+        if isinstance(t, ast.MapType):
+            return MapType(self.resolve_type(t.value, alias_stack))
+        if isinstance(t, ast.ObjectType):
+            return self.object_type(t, None, None, alias_stack)
+        return ERROR
+
+    def object_type(
+        self,
+        t: ast.ObjectType,
+        name: str | None,
+        doc: str | None,
+        alias_stack: tuple[str, ...] = (),
+    ) -> ObjectType:
+        fields: dict[str, Field] = {}
+        first: dict[str, ast.FieldDecl] = {}
+        for fd in t.fields:
+            fname = fd.name.name
+            ft = self.resolve_type(fd.type, alias_stack)
+            constraints = self.constraints(fd, ft)
+            if fname in first:
+                self.report(
+                    D.DUPLICATE_FIELD,
+                    f"field `{fname}` is declared twice",
+                    fd.name.span,
+                    notes=[Note("first declared here", first[fname].name.span)],
+                )
+                continue
+            first[fname] = fd
+            optional = isinstance(ft, OptionalType) or ft == NULL
+            fields[fname] = Field(ft, optional, constraints, fd.doc, fd.name.span)
+        return ObjectType(fields, name, doc)
+
+    def constraints(self, fd: ast.FieldDecl, ft: Type) -> dict[str, tuple]:
+        out: dict[str, tuple] = {}
+        base = self.env.resolve(strip_optional(ft, self.env))
+        for c in fd.constraints:
+            cname = c.name.name
+            if cname not in ("range", "length", "pattern", "format"):
+                self.report(
+                    D.INVALID_CONSTRAINT,
+                    f"unknown constraint `@{cname}`",
+                    c.name.span,
+                    hint=_suggest(cname, ["range", "length", "pattern", "format"]),
+                )
+                continue
+            if cname in out:
+                self.report(
+                    D.INVALID_CONSTRAINT, f"constraint `@{cname}` is given twice", c.span
+                )
+                continue
+            values = []
+            ok = True
+            for a in c.args:
+                is_const, v = _const(a)
+                if not is_const:
+                    self.report(
+                        D.INVALID_CONSTRAINT,
+                        f"the arguments of `@{cname}` must be literals",
+                        a.span,
+                    )
+                    ok = False
+                    break
+                values.append(v)
+            if not ok:
+                continue
+            if isinstance(base, ErrorType) or base == JSON:
+                applies = True
+            elif cname == "range":
+                applies = is_numeric(base, self.env)
+            elif cname == "length":
+                applies = is_textual(base, self.env) or isinstance(base, (ListType, MapType))
+            else:
+                applies = is_textual(base, self.env)
+            if not applies:
+                what = {
+                    "range": "numbers (`int`, `number`)",
+                    "length": "text, arrays and maps",
+                    "pattern": "text",
+                    "format": "text",
+                }[cname]
+                self.report(
+                    D.INVALID_CONSTRAINT,
+                    f"`@{cname}` does not apply to `{type_str(ft)}`: it constrains {what}",
+                    c.span,
+                )
+                continue
+            if not self.constraint_args(c, cname, values):
+                continue
+            out[cname] = tuple(values)
+        return out
+
+    def constraint_args(self, c: ast.Constraint, cname: str, values: list) -> bool:
+        def num(v: Any) -> bool:
+            return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+        if cname in ("range", "length"):
+            if len(values) != 2 or not all(v is None or num(v) for v in values):
+                self.report(
+                    D.INVALID_CONSTRAINT,
+                    f"`@{cname}` takes two numbers: `@{cname}(min, max)`",
+                    c.span,
+                )
+                return False
+            lo, hi = values
+            if cname == "length":
+                for v, a in zip(values, c.args, strict=False):
+                    if v is not None and (not isinstance(v, int) or v < 0):
+                        self.report(
+                            D.INVALID_VALUE,
+                            "a length bound must be a non-negative integer",
+                            a.span,
+                        )
+                        return False
+            if lo is not None and hi is not None and lo > hi:
+                self.report(
+                    D.INVALID_VALUE,
+                    f"`@{cname}` minimum {lo} is greater than its maximum {hi}",
+                    c.span,
+                )
+                return False
+            return True
+        if len(values) != 1 or not isinstance(values[0], str):
+            self.report(
+                D.INVALID_CONSTRAINT, f'`@{cname}` takes one string: `@{cname}("…")`', c.span
+            )
+            return False
+        if cname == "pattern":
+            try:
+                re.compile(values[0])
+            except re.error as exc:
+                self.report(
+                    D.INVALID_VALUE, f"invalid regular expression: {exc}", c.args[0].span
+                )
+                return False
+        if cname == "format" and values[0] not in FORMATS:
+            self.report(
+                D.INVALID_VALUE,
+                f"unknown format `{values[0]}`",
+                c.args[0].span,
+                hint=_suggest(values[0], list(FORMATS)),
+            )
+            return False
+        return True
+
+    def resolve_alias(self, name: str, stack: tuple[str, ...]) -> Type:
+        if name in self.alias_done:
+            return self.alias_done[name]
+        if name in stack:
+            cycle = stack[stack.index(name) :]
+            decls = [self.alias_decls[n] for n in cycle]
+            if not any(n in self.alias_reported for n in cycle):
+                first = min(decls, key=lambda d: (d.span.start, d.span.line, d.span.column))
+                others = [d for d in decls if d is not first]
+                chain = " → ".join([first.name.name] + [d.name.name for d in others])
+                self.report(
+                    D.CYCLIC_ALIAS,
+                    f"type alias `{first.name.name}` refers to itself ({chain} → {first.name.name})",
+                    first.name.span,
+                    notes=[Note(f"`{d.name.name}` is part of the cycle", d.name.span) for d in others],
+                    hint="declare an object type (`type N { … }`) to make a recursive type",
+                )
+            for n in cycle:
+                self.alias_reported.add(n)
+                self.alias_done[n] = ERROR
+            return ERROR
+        decl = self.alias_decls[name]
+        t = self.resolve_type(decl.alias, stack + (name,))
+        if name in self.alias_done:  # marked by a cycle found below
+            return self.alias_done[name]
+        self.alias_done[name] = t
+        self.env.aliases[name] = t
+        return t
+
+    def tool_sig(self, item: ast.ExternTool) -> ToolSig:
+        params: dict[str, tuple[Type, bool]] = {}
+        seen: dict[str, ast.Param] = {}
+        for p in item.params:
+            pt = self.resolve_type(p.type)
+            if p.name.name in seen:
+                self.report(
+                    D.DUPLICATE_DEFINITION,
+                    f"parameter `{p.name.name}` is declared twice",
+                    p.name.span,
+                    notes=[Note("first declared here", seen[p.name.name].name.span)],
+                )
+                continue
+            seen[p.name.name] = p
+            optional = isinstance(pt, OptionalType) or pt == NULL
+            params[p.name.name] = (pt, optional)
+        returns = self.resolve_type(item.returns)
+        return ToolSig(item.name.name, params, returns, True, False, item)
+
+    # -- module --------------------------------------------------------------------------------
+
+    def check(self) -> CheckResult:
+        items = [i for i in self.module.items if not isinstance(i, ast.ErrorItem)]
+        for i in self.module.items:
+            if isinstance(i, ast.ErrorItem) and i.name:
+                self.error_names.add(i.name)
+
+        header: ast.FlowHeader | None = None
+        singles: dict[type, ast.Item] = {}
+        for item in items:
+            if isinstance(item, (ast.FlowHeader, ast.InputDecl, ast.OutputDecl, ast.DeadlineDecl)):
+                kind = type(item)
+                if kind in singles:
+                    word = {
+                        ast.FlowHeader: "flow",
+                        ast.InputDecl: "input",
+                        ast.OutputDecl: "output",
+                        ast.DeadlineDecl: "deadline",
+                    }[kind]
+                    self.report(
+                        D.DUPLICATE_DEFINITION,
+                        f"`{word}` is declared twice",
+                        item.span,
+                        notes=[Note("first declared here", singles[kind].span)],
+                    )
+                else:
+                    singles[kind] = item
+        header = singles.get(ast.FlowHeader)  # type: ignore[assignment]
+
+        # 1. type names
+        for item in items:
+            if isinstance(item, (ast.TypeDecl, ast.ExternType)):
+                name = item.name.name
+                if name in PRIMS or name == "Verdict":
+                    self.report(
+                        D.DUPLICATE_DEFINITION,
+                        f"`{name}` is a built-in type and cannot be redefined",
+                        item.name.span,
+                    )
+                    continue
+                if name in self.type_decls:
+                    self.report(
+                        D.DUPLICATE_DEFINITION,
+                        f"type `{name}` is defined twice",
+                        item.name.span,
+                        notes=[Note("first defined here", self.type_decls[name].name.span)],
+                    )
+                    continue
+                self.type_decls[name] = item
+                if isinstance(item, ast.ExternType):
+                    self.env.externs[name] = ExternType(name)
+                elif item.alias is not None:
+                    self.alias_decls[name] = item
+                if item.doc:
+                    self.env.docs[name] = item.doc
+        # 2. aliases (cycles), 3. object bodies
+        for name in list(self.alias_decls):
+            self.resolve_alias(name, ())
+        for item in items:
+            if isinstance(item, ast.TypeDecl) and item.body is not None:
+                obj = self.object_type(item.body, item.name.name, item.doc)
+                if self.type_decls.get(item.name.name) is item:
+                    self.env.objects[item.name.name] = obj
+
+        # 4. uses and tools
+        value_names: dict[str, ast.Node] = {}
+        for item in items:
+            if isinstance(item, ast.UseDecl):
+                alias = item.alias.name
+                if alias in value_names or alias == "input":
+                    first = value_names.get(alias)
+                    self.report(
+                        D.DUPLICATE_DEFINITION,
+                        f"`{alias}` is defined twice"
+                        if first is not None
+                        else "`input` is reserved and cannot be an alias",
+                        item.alias.span,
+                        notes=[Note("first defined here", first.span)] if first is not None else [],
+                    )
+                    continue
+                self.uses[alias] = item
+                self.use_syms[alias] = Symbol("use", alias, UseType(item.kind, alias), item)
+                value_names[alias] = item.alias
+            elif isinstance(item, ast.StageDecl):
+                name = item.name.name
+                if name in value_names or name == "input":
+                    first = value_names.get(name)
+                    self.report(
+                        D.DUPLICATE_DEFINITION,
+                        f"`{name}` is defined twice"
+                        if first is not None
+                        else "a stage cannot be named `input`",
+                        item.name.span,
+                        notes=[Note("first defined here", first.span)] if first is not None else [],
+                    )
+                    continue
+                self.all_stages[name] = item
+                value_names[name] = item.name
+        for item in items:
+            if isinstance(item, ast.ExternTool):
+                name = item.name.name
+                if name in self.externs:
+                    self.report(
+                        D.DUPLICATE_DEFINITION,
+                        f"tool `{name}` is declared twice",
+                        item.name.span,
+                        notes=[Note("first declared here", self.externs[name].name.span)],
+                    )
+                    self.tool_sig(item)
+                    continue
+                self.externs[name] = item
+        self.tool_decls = dict(prelude_tools()) if self.use_prelude else {}
+        for name, item in self.externs.items():
+            self.tool_decls[name] = self.tool_sig(item)
+
+        # 5. input / output / deadline
+        inp = singles.get(ast.InputDecl)
+        if isinstance(inp, ast.InputDecl):
+            self.input_type = self.resolve_type(inp.type)
+            problem = schema_problem(self.input_type, self.env)
+            if problem and not isinstance(self.input_type, ErrorType):
+                self.report(
+                    D.NOT_SCHEMA_GENERATABLE,
+                    f"the input type has no JSON Schema: {problem}",
+                    inp.type.span,
+                )
+        self.input_sym = Symbol("input", "input", self.input_type, inp)
+        deadline_ms = None
+        dl = singles.get(ast.DeadlineDecl)
+        if isinstance(dl, ast.DeadlineDecl):
+            self.types[id(dl.duration)] = DURATION
+            if dl.duration.ms <= 0:
+                self.report(
+                    D.INVALID_DURATION, "the deadline must be a positive duration", dl.duration.span
+                )
+            else:
+                deadline_ms = dl.duration.ms
+        output_decl = singles.get(ast.OutputDecl)
+        declared_output: Type | None = None
+        if isinstance(output_decl, ast.OutputDecl):
+            declared_output = self.resolve_type(output_decl.type)
+
+        # 6. stages, in order
+        for item in items:
+            if isinstance(item, ast.StageDecl):
+                self.check_stage(item)
+
+        # 7. output
+        if declared_output is not None:
+            output_type = declared_output
+            if self.stage_order:
+                last = self.stage_order[-1]
+                lt = self.stage_types.get(last.name.name, ERROR)
+                if not assignable(lt, declared_output, self.env):
+                    self.report(
+                        D.TYPE_MISMATCH,
+                        f"the flow's output is `{type_str(declared_output)}` but its last stage "
+                        f"`{last.name.name}` gives `{type_str(lt)}`",
+                        output_decl.type.span,  # type: ignore[union-attr]
+                        notes=[Note("last stage", last.name.span)],
+                    )
+        elif self.stage_order:
+            output_type = self.stage_types.get(self.stage_order[-1].name.name, ERROR)
+        else:
+            output_type = JSON
+
+        if isinstance(header, ast.FlowHeader):
+            flow_name = header.name.name
+            description = header.description
+        else:
+            flow_name = Path(self.module.file).stem.replace("-", "_") or "flow"
+            description = None
+
+        diags = _dedupe(self.diags)
+        diags.sort(key=lambda d: d.sort_key())
+        return CheckResult(
+            diagnostics=diags,
+            module=self.module,
+            env=self.env,
+            expr_types=self.types,
+            stage_types=dict(self.stage_types),
+            stages=list(self.stage_order),
+            uses=dict(self.uses),
+            tools=dict(self.tools),
+            tool_decls=dict(self.tool_decls),
+            input_type=self.input_type,
+            output_type=output_type,
+            flow_name=flow_name,
+            description=description,
+            deadline_ms=deadline_ms,
+            references=self.refs,
+        )
+
+    # -- stages and statements -----------------------------------------------------------------
+
+    def check_stage(self, stage: ast.StageDecl) -> None:
+        name = stage.name.name
+        declared = self.resolve_type(stage.returns) if stage.returns is not None else None
+        is_main = self.all_stages.get(name) is stage
+        self.current_stage = name
+        t = self.body(stage.body, declared, stage.name.span, f"stage `{name}`")
+        self.current_stage = None
+        if is_main:
+            st = declared if declared is not None else widen(t)
+            self.stage_types[name] = st
+            self.stage_syms[name] = Symbol("stage", name, st, stage)
+            self.stage_order.append(stage)
+
+    def body(self, block: ast.Block, expected: Type | None, owner_span: ast.Span, what: str) -> Type:
+        """Check a stage or control body; returns the body's value type."""
+        frame = _Frame(expected)
+        self.frames.append(frame)
+        self.scopes.append({})
+        try:
+            reachable = self.stmts(block.stmts, frame, top=True)
+        finally:
+            self.pop_scope()
+            self.frames.pop()
+        if reachable:
+            self.report(
+                D.MISSING_RETURN,
+                f"{what} does not produce a value on every path",
+                owner_span,
+                hint="end it with `return <value>` (or an expression), or `fail \"…\"`",
+            )
+        if expected is not None:
+            return expected
+        if reachable and not frame.values:
+            return ERROR
+        return join(frame.values, self.env)
+
+    def pop_scope(self) -> None:
+        scope = self.scopes.pop()
+        for var in scope.values():
+            if var.symbol.kind == "let" and not var.used and not var.symbol.name.startswith("_"):
+                self.report(
+                    D.UNUSED_VARIABLE,
+                    f"`{var.symbol.name}` is never used",
+                    var.span,
+                    hint=f"remove it, or name it `_{var.symbol.name}`",
+                )
+
+    def declare(self, symbol: Symbol, span: ast.Span) -> None:
+        scope = self.scopes[-1]
+        prev = scope.get(symbol.name)
+        if prev is not None and symbol.kind == "let" and prev.symbol.kind == "let":
+            self.report(
+                D.DUPLICATE_DEFINITION,
+                f"`{symbol.name}` is defined twice in this block",
+                span,
+                notes=[Note("first defined here", prev.span)],
+            )
+            prev.used = True
+        scope[symbol.name] = _Var(symbol, span)
+
+    def stmts(self, stmts: list[ast.Stmt], frame: _Frame, *, top: bool) -> bool:
+        reachable = True
+        warned = False
+        for i, s in enumerate(stmts):
+            if not reachable and not warned:
+                self.report(
+                    D.UNREACHABLE_CODE,
+                    "unreachable code: it follows a `return` or `fail`",
+                    s.span,
+                )
+                warned = True
+            last = top and i == len(stmts) - 1
+            if isinstance(s, ast.LetStmt):
+                ann = self.resolve_type(s.annotation) if s.annotation is not None else None
+                vt = self.expr(s.value, ann)
+                t = ann if ann is not None else widen(vt)
+                self.declare(Symbol("let", s.name.name, t, s), s.name.span)
+            elif isinstance(s, ast.RequireStmt):
+                self.expr(s.cond, BOOL)
+                self.expr(s.message, TEXT)
+            elif isinstance(s, ast.FailStmt):
+                self.expr(s.message, TEXT)
+                reachable = False
+            elif isinstance(s, ast.ReturnStmt):
+                vt = self.expr(s.value, frame.expected)
+                frame.values.append(vt)
+                reachable = False
+            elif isinstance(s, ast.IfStmt):
+                after = self.if_stmt(s, frame)
+                reachable = reachable and after
+            elif isinstance(s, ast.ExprStmt):
+                if last and reachable:
+                    vt = self.expr(s.expr, frame.expected)
+                    frame.values.append(vt)
+                    reachable = False
+                else:
+                    self.expr(s.expr, None)
+        return reachable
+
+    def if_stmt(self, s: ast.IfStmt, frame: _Frame) -> bool:
+        """Check an ``if``; True when control may continue after it."""
+        self.expr(s.cond, BOOL)
+        self.scopes.append({})
+        try:
+            r1 = self.stmts(s.then.stmts, frame, top=False)
+        finally:
+            self.pop_scope()
+        if s.else_ is None:
+            return True
+        if isinstance(s.else_, ast.IfStmt):
+            r2 = self.if_stmt(s.else_, frame)
+        else:
+            self.scopes.append({})
+            try:
+                r2 = self.stmts(s.else_.stmts, frame, top=False)
+            finally:
+                self.pop_scope()
+        return r1 or r2
+
+    # -- names ---------------------------------------------------------------------------------
+
+    def lookup(self, name: str) -> Symbol | None:
+        for scope in reversed(self.scopes):
+            var = scope.get(name)
+            if var is not None:
+                var.used = True
+                return var.symbol
+        if name in self.stage_syms:
+            return self.stage_syms[name]
+        if name == "input":
+            return self.input_sym
+        if name in self.use_syms:
+            return self.use_syms[name]
+        return None
+
+    def visible_names(self) -> set[str]:
+        names = {"input"} | set(self.stage_syms) | set(self.use_syms)
+        for scope in self.scopes:
+            names |= set(scope)
+        return names
+
+    def name(self, e: ast.Name) -> Type:
+        sym = self.lookup(e.name)
+        if sym is not None:
+            self.refs[id(e)] = sym
+            return sym.type
+        if e.name in self.all_stages:
+            later = self.all_stages[e.name]
+            if e.name == self.current_stage:
+                msg = f"stage `{e.name}` cannot use its own result"
+            else:
+                msg = f"stage `{e.name}` is used before the stage that defines it"
+            self.report(
+                D.FORWARD_STAGE_REFERENCE,
+                msg,
+                e.span,
+                notes=[Note(f"`{e.name}` is defined here", later.name.span)],
+                hint="a stage sees only the stages declared before it; move it earlier",
+            )
+            return ERROR
+        if e.name in self.error_names:
+            return ERROR
+        hint = _suggest(e.name, self.visible_names())
+        if hint:
+            # the misspelt name was most likely meant to read that variable: not "unused"
+            meant = hint.split("`")[1]
+            for scope in reversed(self.scopes):
+                if meant in scope:
+                    scope[meant].used = True
+                    break
+        self.report(D.UNKNOWN_NAME, f"unknown name `{e.name}`", e.span, hint=hint)
+        return ERROR
+
+    # -- expressions ---------------------------------------------------------------------------
+
+    def expr(self, e: ast.Expr, expected: Type | None = None) -> Type:
+        """Type ``e`` with the expected type flowing into it; report a ``type-mismatch`` when the
+        result is not assignable to ``expected``."""
+        t = self.infer(e, expected)
+        if expected is not None and not assignable(t, expected, self.env):
+            self.mismatch(e, t, expected)
+            return ERROR
+        return t
+
+    def infer(self, e: ast.Expr, hint: Type | None = None) -> Type:
+        method = getattr(self, "e_" + type(e).__name__, None)
+        if method is None:
+            t: Type = ERROR
+        else:
+            t = method(e, hint)
+        self.types[id(e)] = t
+        return t
+
+    def e_Name(self, e: ast.Name, hint: Type | None) -> Type:
+        return self.name(e)
+
+    def e_StringLit(self, e: ast.StringLit, hint: Type | None) -> Type:
+        if e.is_plain:
+            return LiteralType(e.text)
+        result: Type = TEXT
+        # an interpolated string literal is still a string literal: it may be a path or member
+        if (
+            hint is not None
+            and not assignable(TEXT, hint, self.env)
+            and assignable(LiteralType(""), hint, self.env)
+        ):
+            result = PATH if assignable(PATH, hint, self.env) else MEMBER
+        for p in e.parts:
+            if isinstance(p, ast.Interpolation):
+                t = self.infer(p.expr)
+                if isinstance(t, UseType):
+                    self.report(
+                        D.TYPE_MISMATCH,
+                        f"{type_str(t)} is not a value and cannot be interpolated",
+                        p.expr.span,
+                    )
+        return result
+
+    def e_NumberLit(self, e: ast.NumberLit, hint: Type | None) -> Type:
+        return LiteralType(e.value)
+
+    def e_BoolLit(self, e: ast.BoolLit, hint: Type | None) -> Type:
+        return LiteralType(bool(e.value))
+
+    def e_NullLit(self, e: ast.NullLit, hint: Type | None) -> Type:
+        return NULL
+
+    def e_DurationLit(self, e: ast.DurationLit, hint: Type | None) -> Type:
+        return DURATION
+
+    def _hint_parts(self, hint: Type | None) -> Type | None:
+        if hint is None:
+            return None
+        r = self.env.resolve(strip_optional(hint, self.env))
+        return r
+
+    def e_ListLit(self, e: ast.ListLit, hint: Type | None) -> Type:
+        h = self._hint_parts(hint)
+        elem_hint = h.elem if isinstance(h, ListType) else None
+        items = [self.infer(i, elem_hint) for i in e.items]
+        if elem_hint is not None and all(assignable(t, elem_hint, self.env) for t in items):
+            return ListType(elem_hint)
+        if not items:
+            return ListType(NEVER)
+        return ListType(join(items, self.env))
+
+    def e_ObjectLit(self, e: ast.ObjectLit, hint: Type | None) -> Type:
+        h = self._hint_parts(hint)
+        fields: dict[str, Field] = {}
+        first: dict[str, ast.ObjectEntry] = {}
+        for entry in e.entries:
+            fh = None
+            if isinstance(h, ObjectType) and entry.key in h.fields:
+                fh = h.fields[entry.key].type
+            elif isinstance(h, MapType):
+                fh = h.value
+            vt = self.infer(entry.value, fh)
+            if entry.key in first:
+                self.report(
+                    D.DUPLICATE_FIELD,
+                    f"key `{entry.key}` is given twice",
+                    entry.key_span,
+                    notes=[Note("first given here", first[entry.key].key_span)],
+                )
+                continue
+            first[entry.key] = entry
+            fields[entry.key] = Field(vt, False, {}, None, entry.key_span)
+        if any(isinstance(f.type, ErrorType) for f in fields.values()):
+            return ERROR
+        obj = ObjectType(fields)
+        if hint is not None and isinstance(h, (ObjectType, MapType)):
+            if assignable(obj, h, self.env):
+                return strip_optional(hint, self.env)
+        return obj
+
+    def e_RangeExpr(self, e: ast.RangeExpr, hint: Type | None) -> Type:
+        lo = self.infer(e.low)
+        hi = self.infer(e.high)
+        bad = False
+        for side, t in ((e.low, lo), (e.high, hi)):
+            if not is_numeric(t, self.env) and not isinstance(t, ErrorType) and t != JSON:
+                self.report(
+                    D.TYPE_MISMATCH,
+                    f"a range bound must be a number, found `{type_str(t)}`",
+                    side.span,
+                )
+                bad = True
+        if self.range_ok != id(e):
+            self.report(D.TYPE_MISMATCH, "a range can only be used after `in`", e.span)
+            return ERROR
+        if bad:
+            return ERROR
+        return RangeType(join([lo, hi], self.env))
+
+    def e_Unary(self, e: ast.Unary, hint: Type | None) -> Type:
+        if e.op == "not":
+            self.expr(e.operand, BOOL)
+            return BOOL
+        t = self.infer(e.operand)
+        if isinstance(t, ErrorType) or t == JSON:
+            return t
+        if is_numeric(t, self.env) or t == DURATION:
+            if isinstance(t, LiteralType):
+                return LiteralType(-t.value)  # type: ignore[operator]
+            return widen(t)
+        self.report(
+            D.TYPE_MISMATCH, f"`-` needs a number, found `{type_str(t)}`", e.operand.span
+        )
+        return ERROR
+
+    def e_Binary(self, e: ast.Binary, hint: Type | None) -> Type:
+        op = e.op
+        if op in ("and", "or"):
+            self.expr(e.left, BOOL)
+            self.expr(e.right, BOOL)
+            return BOOL
+        if op == "??":
+            lt = self.infer(e.left, make_optional(hint) if hint is not None else None)
+            base = strip_optional(lt, self.env)
+            rt = self.infer(e.right, hint if hint is not None else (widen(base) if not isinstance(base, NeverType) else None))
+            if isinstance(lt, ErrorType) or isinstance(rt, ErrorType):
+                return ERROR
+            if isinstance(base, NeverType):
+                return rt
+            if assignable(rt, base, self.env):
+                return widen(base)
+            if assignable(base, rt, self.env):
+                return widen(rt)
+            return make_union([widen(base), widen(rt)])
+        if op in ("in", "not in"):
+            if isinstance(e.right, ast.RangeExpr):
+                self.range_ok = id(e.right)
+            lt = self.infer(e.left)
+            rt = self.infer(e.right)
+            self.range_ok = None
+            self.check_in(e, lt, rt)
+            return BOOL
+        lt = self.infer(e.left)
+        rt = self.infer(e.right)
+        if isinstance(lt, ErrorType) or isinstance(rt, ErrorType):
+            return BOOL if op in ("==", "!=", "<", "<=", ">", ">=") else ERROR
+        if op in ("==", "!="):
+            if not (
+                assignable(lt, rt, self.env)
+                or assignable(rt, lt, self.env)
+                or (is_numeric(lt, self.env) and is_numeric(rt, self.env))
+                or (is_textual(lt, self.env) and is_textual(rt, self.env))
+                or assignable(widen(lt), widen(rt), self.env)
+                or assignable(widen(rt), widen(lt), self.env)
+            ):
+                self.report(
+                    D.TYPE_MISMATCH,
+                    f"cannot compare `{type_str(widen(lt))}` with `{type_str(widen(rt))}`",
+                    e.span,
+                )
+            return BOOL
+        if op in ("<", "<=", ">", ">="):
+            if lt == JSON or rt == JSON:
+                return BOOL
+            ok = (
+                (is_numeric(lt, self.env) and is_numeric(rt, self.env))
+                or (is_textual(lt, self.env) and is_textual(rt, self.env))
+                or (lt == DURATION and rt == DURATION)
+            )
+            if not ok:
+                self.report(
+                    D.TYPE_MISMATCH,
+                    f"`{op}` cannot order `{type_str(widen(lt))}` and `{type_str(widen(rt))}`",
+                    e.span,
+                    hint="comparisons need two numbers, two texts or two durations",
+                )
+            return BOOL
+        if lt == JSON or rt == JSON:
+            return JSON
+        lw, rw = widen(lt), widen(rt)
+        if op == "+":
+            if is_numeric(lt, self.env) and is_numeric(rt, self.env):
+                return INT if lw == INT and rw == INT else NUMBER
+            if is_textual(lt, self.env) and is_textual(rt, self.env):
+                return TEXT
+            if lt == DURATION and rt == DURATION:
+                return DURATION
+            lr, rr = self.env.resolve(lw), self.env.resolve(rw)
+            if isinstance(lr, ListType) and isinstance(rr, ListType):
+                if isinstance(lr.elem, NeverType):
+                    return rr
+                if isinstance(rr.elem, NeverType):
+                    return lr
+                if assignable(rr.elem, lr.elem, self.env):
+                    return lr
+                if assignable(lr.elem, rr.elem, self.env):
+                    return rr
+                return ListType(make_union([lr.elem, rr.elem]))
+            self.report(
+                D.TYPE_MISMATCH,
+                f"`+` cannot combine `{type_str(lw)}` and `{type_str(rw)}`",
+                e.span,
+                hint="`+` adds numbers and concatenates text or arrays; "
+                "use interpolation (\"${…}\") to build text from other values",
+            )
+            return ERROR
+        # - * / %
+        if is_numeric(lt, self.env) and is_numeric(rt, self.env):
+            if op == "/":
+                return NUMBER
+            return INT if lw == INT and rw == INT else NUMBER
+        if op == "-" and lt == DURATION and rt == DURATION:
+            return DURATION
+        self.report(
+            D.TYPE_MISMATCH,
+            f"`{op}` needs numbers, found `{type_str(lw)}` and `{type_str(rw)}`",
+            e.span,
+        )
+        return ERROR
+
+    def check_in(self, e: ast.Binary, lt: Type, rt: Type) -> None:
+        if isinstance(lt, ErrorType) or isinstance(rt, ErrorType) or rt == JSON or lt == JSON:
+            return
+        r = self.env.resolve(rt)
+        ok = True
+        if isinstance(r, RangeType):
+            ok = is_numeric(lt, self.env)
+        elif isinstance(r, ListType):
+            ok = (
+                isinstance(r.elem, NeverType)
+                or assignable(lt, r.elem, self.env)
+                or assignable(r.elem, widen(lt), self.env)
+                or (is_textual(lt, self.env) and is_textual(r.elem, self.env))
+                or (is_numeric(lt, self.env) and is_numeric(r.elem, self.env))
+            )
+        elif is_textual(r, self.env) or isinstance(r, MapType):
+            ok = is_textual(lt, self.env)
+        else:
+            self.report(
+                D.TYPE_MISMATCH,
+                f"`{e.op}` needs an array, text, map or range on the right, found `{type_str(rt)}`",
+                e.right.span,
+            )
+            return
+        if not ok:
+            self.report(
+                D.TYPE_MISMATCH,
+                f"`{type_str(widen(lt))}` cannot be {'in' if e.op == 'in' else 'not in'} `{type_str(rt)}`",
+                e.span,
+            )
+
+    # member access ------------------------------------------------------------------------
+
+    def e_Member(self, e: ast.Member, hint: Type | None) -> Type:
+        ot = self.infer(e.obj)
+        return self.member_type(ot, e.name, e.name_span, e)
+
+    def member_type(self, ot: Type, name: str, span: ast.Span, e: ast.Expr) -> Type:
+        if isinstance(ot, ErrorType):
+            return ERROR
+        if ot == JSON:
+            return JSON
+        if isinstance(ot, UseType):
+            if ot.kind == "team" and name in ("main", "member"):
+                self.report(
+                    D.TYPE_MISMATCH,
+                    f"`{ot.alias}.{name}` names an agent and can only be an agent target",
+                    e.span,
+                )
+            else:
+                self.report(
+                    D.UNKNOWN_FIELD,
+                    f"{type_str(ot)} has no field `{name}`",
+                    span,
+                    hint=_suggest(name, ["main", "member"]) if ot.kind == "team" else None,
+                )
+            return ERROR
+        r = self.env.resolve(ot)
+        if isinstance(r, ErrorType):
+            return ERROR
+        if isinstance(r, OptionalType):
+            inner = self.member_type(r.inner, name, span, e)
+            return make_optional(inner) if not isinstance(inner, ErrorType) else ERROR
+        if isinstance(r, UnionType):
+            members = [m for m in r.members if m != NULL]
+            has_null = len(members) < len(r.members)
+            found: list[Type] = []
+            for m in members:
+                mr = self.env.resolve(m)
+                if name == "count" and self.countable(mr):
+                    found.append(INT)
+                elif isinstance(mr, ObjectType) and name in mr.fields:
+                    found.append(mr.fields[name].type)
+                elif mr == JSON:
+                    found.append(JSON)
+                else:
+                    self.report(
+                        D.UNKNOWN_FIELD,
+                        f"`{name}` is not a field of every member of `{type_str(ot)}`",
+                        span,
+                        notes=[Note(f"`{type_str(m)}` has no field `{name}`")],
+                    )
+                    return ERROR
+            t = make_union(found)
+            return make_optional(t) if has_null else t
+        if name == "count" and self.countable(r):
+            if not (isinstance(r, ObjectType) and "count" in r.fields):
+                return INT
+        if isinstance(r, VerdictType):
+            r = VERDICT_OBJECT
+        if isinstance(r, ObjectType):
+            f = r.fields.get(name)
+            if f is not None:
+                return f.type
+            self.report(
+                D.UNKNOWN_FIELD,
+                f"`{type_str(ot)}` has no field `{name}`",
+                span,
+                hint=_suggest(name, list(r.fields)),
+            )
+            return ERROR
+        if isinstance(r, MapType):
+            return r.value
+        self.report(D.UNKNOWN_FIELD, f"`{type_str(ot)}` has no field `{name}`", span)
+        return ERROR
+
+    def countable(self, r: Type) -> bool:
+        return isinstance(r, (ListType, MapType)) or is_textual(r, self.env)
+
+    def e_Index(self, e: ast.Index, hint: Type | None) -> Type:
+        ot = self.infer(e.obj)
+        it = self.infer(e.index)
+        if isinstance(ot, ErrorType):
+            return ERROR
+        if ot == JSON:
+            return JSON
+        r = self.env.resolve(ot)
+        opt = False
+        if isinstance(r, OptionalType):
+            r = self.env.resolve(r.inner)
+            opt = True
+        result: Type
+        if isinstance(r, ListType):
+            if not assignable(it, INT, self.env):
+                self.report(
+                    D.TYPE_MISMATCH,
+                    f"an array index must be an `int`, found `{type_str(widen(it))}`",
+                    e.index.span,
+                )
+            result = r.elem if not isinstance(r.elem, NeverType) else ERROR
+        elif isinstance(r, MapType):
+            if not is_textual(it, self.env) and not isinstance(it, ErrorType) and it != JSON:
+                self.report(
+                    D.TYPE_MISMATCH,
+                    f"a map key must be text, found `{type_str(it)}`",
+                    e.index.span,
+                )
+            result = r.value
+        elif isinstance(r, ObjectType) and isinstance(it, LiteralType) and isinstance(it.value, str):
+            return self.member_type(ot, it.value, e.index.span, e)
+        elif is_textual(r, self.env):
+            if not assignable(it, INT, self.env):
+                self.report(
+                    D.TYPE_MISMATCH,
+                    f"a text index must be an `int`, found `{type_str(it)}`",
+                    e.index.span,
+                )
+            result = TEXT
+        else:
+            self.report(
+                D.TYPE_MISMATCH, f"`{type_str(ot)}` cannot be indexed", e.obj.span
+            )
+            return ERROR
+        return make_optional(result) if opt else result
+
+    def e_Projection(self, e: ast.Projection, hint: Type | None) -> Type:
+        bt = self.infer(e.base)
+        if isinstance(bt, ErrorType):
+            elem: Type = ERROR
+        elif bt == JSON:
+            elem = JSON
+        else:
+            r = self.env.resolve(bt)
+            if isinstance(r, ListType):
+                elem = r.elem
+            else:
+                self.report(
+                    D.TYPE_MISMATCH,
+                    f"`[*]` needs an array, found `{type_str(bt)}`",
+                    e.base.span,
+                )
+                elem = ERROR
+        if e.path is None:
+            return bt if not isinstance(elem, ErrorType) else ERROR
+        self.proj.append(elem)
+        try:
+            pt = self.infer(e.path)
+        finally:
+            self.proj.pop()
+        if isinstance(pt, ErrorType) or isinstance(elem, ErrorType):
+            return ERROR
+        return ListType(pt)
+
+    def e_ProjectionItem(self, e: ast.ProjectionItem, hint: Type | None) -> Type:
+        return self.proj[-1] if self.proj else ERROR
+
+    # calls ---------------------------------------------------------------------------------
+
+    def lookup_tool(self, name: str) -> ToolSig | None:
+        return self.tool_decls.get(name)
+
+    def e_Call(self, e: ast.Call, hint: Type | None) -> Type:
+        callee = e.callee
+        if isinstance(callee, ast.Name):
+            sig = self.lookup_tool(callee.name)
+            if sig is None and "__" in callee.name:
+                self.report(
+                    D.UNTYPED_TOOL,
+                    f"`{callee.name}` has no declared signature: its arguments are unchecked "
+                    "and its result is `json`",
+                    callee.span,
+                    hint=f"declare it: `extern tool {callee.name}(…) -> T`",
+                )
+                for a in e.args:
+                    self.infer(a.value)
+                for p in e.positional:
+                    self.infer(p)
+                params = {a.name: (JSON, False) for a in e.args}
+                prev = self.tools.get(callee.name)
+                if prev is not None and not prev.declared:
+                    params = {**prev.params, **params}
+                self.tools[callee.name] = ToolSig(callee.name, params, JSON, False)
+                self.tool_calls.add(id(e))
+                self.types[id(callee)] = JSON
+                return JSON
+            if sig is None:
+                sym = self.lookup(callee.name)
+                if sym is not None:
+                    self.refs[id(callee)] = sym
+                    self.types[id(callee)] = sym.type
+                    self.report(
+                        D.NOT_CALLABLE,
+                        f"`{callee.name}` is not a tool and cannot be called",
+                        callee.span,
+                    )
+                elif callee.name not in self.error_names:
+                    self.report(
+                        D.UNKNOWN_TOOL,
+                        f"unknown tool `{callee.name}`",
+                        callee.span,
+                        hint=_suggest(callee.name, list(self.tool_decls)),
+                    )
+                for a in e.args:
+                    self.infer(a.value)
+                for p in e.positional:
+                    self.infer(p)
+                return ERROR
+            return self.tool_call(e, callee, sig)
+        ct = self.infer(callee)
+        for a in e.args:
+            self.infer(a.value)
+        for p in e.positional:
+            self.infer(p)
+        if not isinstance(ct, ErrorType):
+            self.report(D.NOT_CALLABLE, "only tools can be called", callee.span)
+        return ERROR
+
+    def tool_call(self, e: ast.Call, callee: ast.Name, sig: ToolSig) -> Type:
+        self.tools[sig.name] = sig
+        self.tool_calls.add(id(e))
+        self.types[id(callee)] = sig.returns
+        given: dict[str, ast.Argument] = {}
+        unknown = False
+        for p in e.positional:
+            self.infer(p)
+            self.report(
+                D.POSITIONAL_ARGUMENT,
+                "tool arguments must be named",
+                p.span,
+                hint="write `name: value`"
+                + (f" (parameters: {', '.join(sig.params)})" if sig.params else ""),
+            )
+            unknown = True
+        for a in e.args:
+            if a.name in given:
+                self.infer(a.value)
+                self.report(
+                    D.DUPLICATE_FIELD,
+                    f"argument `{a.name}` is given twice",
+                    a.name_span,
+                    notes=[Note("first given here", given[a.name].name_span)],
+                )
+                continue
+            given[a.name] = a
+            if a.name not in sig.params:
+                self.infer(a.value)
+                unknown = True
+                missing = [p for p in sig.params if p not in given]
+                self.report(
+                    D.UNKNOWN_ARGUMENT,
+                    f"`{sig.name}` has no parameter `{a.name}`",
+                    a.name_span,
+                    hint=_suggest(a.name, missing or list(sig.params)),
+                )
+                continue
+            pt, _opt = sig.params[a.name]
+            self.expr(a.value, pt)
+        if not unknown:
+            missing = [p for p, (_t, opt) in sig.params.items() if not opt and p not in given]
+            if missing:
+                names = ", ".join(f"`{m}`" for m in missing)
+                self.report(
+                    D.MISSING_ARGUMENT,
+                    f"`{sig.name}` needs argument{'s' if len(missing) > 1 else ''} {names}",
+                    callee.span,
+                    notes=(
+                        [Note("declared here", sig.decl.span)]
+                        if sig.decl is not None and not sig.prelude
+                        else []
+                    ),
+                )
+        return sig.returns
+
+    # control expressions --------------------------------------------------------------------
+
+    def elem_type(self, over: ast.Expr, what: str) -> Type:
+        t = self.infer(over)
+        if isinstance(t, ErrorType):
+            return ERROR
+        if t == JSON:
+            return JSON
+        r = self.env.resolve(t)
+        if isinstance(r, ListType):
+            return r.elem if not isinstance(r.elem, NeverType) else NEVER
+        self.report(
+            D.TYPE_MISMATCH, f"`{what}` needs an array, found `{type_str(t)}`", over.span
+        )
+        return ERROR
+
+    def positive_int(self, e: ast.Expr, what: str, *, allow_zero: bool = False) -> None:
+        t = self.expr(e, INT)
+        if isinstance(t, ErrorType):
+            return
+        ok, v = _const(e)
+        if ok and isinstance(v, int) and (v < 0 or (v == 0 and not allow_zero)):
+            need = "zero or more" if allow_zero else "positive"
+            self.report(D.INVALID_VALUE, f"{what} must be {need}, found {v}", e.span)
+
+    def loop_scope(self, var: ast.Ident, elem: Type, decl: ast.Node) -> None:
+        self.scopes.append({})
+        self.declare(Symbol("loopvar", var.name, elem, decl), var.span)
+        if var.name != "index":
+            self.declare(Symbol("index", "index", INT, decl), var.span)
+
+    def e_MapExpr(self, e: ast.MapExpr, hint: Type | None) -> Type:
+        elem = self.elem_type(e.over, "map")
+        if e.limit is not None:
+            self.positive_int(e.limit, "`limit`")
+        h = self._hint_parts(hint)
+        body_hint = h.elem if isinstance(h, ListType) else None
+        self.loop_scope(e.var, elem, e)
+        try:
+            span = e.keyword_span or e.span
+            bt = self.body(e.body, body_hint, span, "the `map` body")
+        finally:
+            self.pop_scope()
+        if isinstance(bt, ErrorType):
+            return ERROR
+        return ListType(bt)
+
+    def e_FilterExpr(self, e: ast.FilterExpr, hint: Type | None) -> Type:
+        ot = self.infer(e.over)
+        elem: Type
+        if isinstance(ot, ErrorType):
+            elem = ERROR
+        elif ot == JSON:
+            elem = JSON
+        else:
+            r = self.env.resolve(ot)
+            if isinstance(r, ListType):
+                elem = r.elem
+            else:
+                self.report(
+                    D.TYPE_MISMATCH, f"`filter` needs an array, found `{type_str(ot)}`", e.over.span
+                )
+                elem = ERROR
+        self.loop_scope(e.var, elem, e)
+        try:
+            if e.cond is not None:
+                self.expr(e.cond, BOOL)
+                self.check_pure(e.cond)
+            if e.judge is not None:
+                self.expr(e.judge, TEXT)
+        finally:
+            self.pop_scope()
+        if isinstance(elem, ErrorType):
+            return ERROR
+        if ot == JSON:
+            return ListType(JSON)
+        return widen(ot) if not isinstance(ot, NamedRef) else ot
+
+    def check_pure(self, cond: ast.Expr) -> None:
+        for n in _walk(cond):
+            what = None
+            if isinstance(n, ast.Call) and id(n) in self.tool_calls:
+                what = "a tool call"
+            elif isinstance(n, ast.AgentExpr):
+                what = "an agent"
+            elif isinstance(n, ast.AskExpr):
+                what = "an `ask`"
+            elif isinstance(n, ast.VerifyExpr):
+                what = "a `verify`"
+            if what:
+                self.report(
+                    D.EFFECTFUL_GATE,
+                    f"a `filter` condition must be pure, but this is {what}",
+                    n.span,
+                    hint='compute it before the filter, or use `where judge "…"` for an LLM gate',
+                )
+                return
+
+    def e_ReduceExpr(self, e: ast.ReduceExpr, hint: Type | None) -> Type:
+        elem = self.elem_type(e.over, "reduce")
+        if e.acc_type is not None:
+            acc_t = self.resolve_type(e.acc_type)
+            self.expr(e.init, acc_t)
+        elif hint is not None:
+            acc_t = hint
+            self.expr(e.init, acc_t)
+        else:
+            acc_t = widen(self.infer(e.init))
+        self.loop_scope(e.var, elem, e)
+        self.declare(Symbol("acc", e.acc.name, acc_t, e), e.acc.span)
+        try:
+            self.body(e.body, acc_t, e.span, "the `reduce` body")
+        finally:
+            self.pop_scope()
+        return acc_t
+
+    def e_AskExpr(self, e: ast.AskExpr, hint: Type | None) -> Type:
+        self.expr(e.question, TEXT)
+        t = self.resolve_type(e.expect) if e.expect is not None else TEXT
+        if e.expect is not None and not isinstance(t, ErrorType):
+            problem = schema_problem(t, self.env)
+            if problem:
+                self.report(
+                    D.NOT_SCHEMA_GENERATABLE,
+                    f"`ask … expect {type_str(t)}` has no JSON Schema: {problem}",
+                    e.expect.span,
+                )
+        if e.default is not None:
+            self.expr(e.default, t)
+        if e.else_fail is not None:
+            self.expr(e.else_fail, TEXT)
+        return t
+
+    def e_VerifyExpr(self, e: ast.VerifyExpr, hint: Type | None) -> Type:
+        for item in e.items:
+            if isinstance(item, ast.VerifyCheck):
+                self.expr(item.cond, BOOL)
+                self.expr(item.message, TEXT)
+            else:
+                self.expr(item.prompt, TEXT)
+        return VERDICT
+
+    # agent blocks -------------------------------------------------------------------------
+
+    def agent_target(self, target: ast.Expr) -> None:
+        def invalid(msg: str) -> None:
+            self.report(
+                D.INVALID_AGENT_TARGET,
+                msg,
+                target.span,
+                hint="use an alias from `use agent`, `TEAM.main` or `TEAM.member(name)`",
+            )
+
+        def use_of(n: ast.Expr) -> Symbol | None:
+            if isinstance(n, ast.Name):
+                sym = self.lookup(n.name)
+                if sym is not None:
+                    self.refs[id(n)] = sym
+                    self.types[id(n)] = sym.type
+                    return sym
+            return None
+
+        if isinstance(target, ast.Name):
+            sym = use_of(target)
+            if sym is None and target.name not in self.error_names and not self.in_names(
+                target.name
+            ):
+                self.report(
+                    D.UNKNOWN_NAME,
+                    f"unknown agent `{target.name}`",
+                    target.span,
+                    hint=_suggest(target.name, list(self.use_syms))
+                    or f'declare it: `use agent "{target.name}" as {target.name}`',
+                )
+                return
+            if sym is None:
+                return
+            if sym.kind == "use" and self.uses[sym.name].kind == "agent":
+                self.types[id(target)] = sym.type
+                return
+            if sym.kind == "use":
+                invalid(f"`{target.name}` is a team: use `{target.name}.main` or `{target.name}.member(…)`")
+                return
+            invalid(f"`{target.name}` is not an agent")
+            return
+        if isinstance(target, ast.Member) and isinstance(target.obj, ast.Name):
+            sym = use_of(target.obj)
+            if sym is not None and sym.kind == "use" and self.uses[sym.name].kind == "team":
+                if target.name == "main":
+                    self.types[id(target)] = sym.type
+                    return
+                invalid(
+                    f"a team target is `{sym.name}.main` or `{sym.name}.member(…)`, "
+                    f"not `{sym.name}.{target.name}`"
+                )
+                return
+        if (
+            isinstance(target, ast.Call)
+            and isinstance(target.callee, ast.Member)
+            and isinstance(target.callee.obj, ast.Name)
+        ):
+            sym = use_of(target.callee.obj)
+            if sym is not None and sym.kind == "use" and self.uses[sym.name].kind == "team":
+                if target.callee.name == "member":
+                    values = list(target.positional) + [a.value for a in target.args]
+                    if len(values) == 1:
+                        self.expr(values[0], make_union([TEXT, MEMBER]))
+                        self.types[id(target)] = sym.type
+                        return
+                    for v in values:
+                        self.infer(v)
+                    invalid(f"`{sym.name}.member(…)` takes exactly one member name")
+                    return
+                invalid(
+                    f"a team target is `{sym.name}.main` or `{sym.name}.member(…)`, "
+                    f"not `{sym.name}.{target.callee.name}(…)`"
+                )
+                return
+        # anything else: type it silently for the record, then report the target
+        for n in _walk(target):
+            if isinstance(n, ast.Name):
+                sym = self.lookup(n.name)
+                if sym is not None:
+                    self.refs[id(n)] = sym
+        invalid("this is not an agent target")
+
+    def in_names(self, name: str) -> bool:
+        return name in self.all_stages or any(name in s for s in self.scopes)
+
+    def e_AgentExpr(self, e: ast.AgentExpr, hint: Type | None) -> Type:
+        self.agent_target(e.target)
+        seen: dict[str, ast.Clause] = {}
+        result: Type = ERROR
+        for c in e.clauses:
+            if c.kind in seen:
+                self.report(
+                    D.DUPLICATE_CLAUSE,
+                    f"`{c.kind}` is given twice in this agent block",
+                    c.keyword_span,
+                    notes=[Note("first given here", seen[c.kind].keyword_span)],
+                )
+                # still check it, but its result does not count
+                self.clause(c)
+                continue
+            seen[c.kind] = c
+            t = self.clause(c)
+            if c.kind == "expect":
+                result = t
+        for required in ("task", "expect"):
+            if required not in seen:
+                self.report(
+                    D.MISSING_CLAUSE,
+                    f"this agent block has no `{required}` clause",
+                    e.keyword_span,
+                    hint=(
+                        'add `task "…"` saying what the agent must do'
+                        if required == "task"
+                        else "add `expect T` naming the type of the agent's answer"
+                    ),
+                )
+        return result
+
+    def clause(self, c: ast.Clause) -> Type:
+        kind, v = c.kind, c.value
+        if kind in ("task", "system", "model"):
+            self.expr(v, TEXT)
+        elif kind == "input":
+            if isinstance(v, ast.Expr):
+                t = self.infer(v)
+                if not isinstance(v, ast.ObjectLit) and not isinstance(t, ErrorType):
+                    r = self.env.resolve(t)
+                    if not isinstance(r, (ObjectType, MapType)) and t != JSON:
+                        self.report(
+                            D.TYPE_MISMATCH,
+                            f"`input` must be an object, found `{type_str(t)}`",
+                            v.span,
+                        )
+        elif kind == "tools":
+            if v is not None and len(v) == 0:
+                self.report(
+                    D.EMPTY_TOOLS,
+                    "`tools []` grants no tools",
+                    c.span,
+                    hint="write `tools none` for an agent without tools",
+                )
+            for ref in v or []:
+                if ref.pattern:
+                    continue
+                if ref.name in self.tool_decls or "__" in ref.name:
+                    continue
+                if ref.name in self.error_names:
+                    continue
+                self.report(
+                    D.UNKNOWN_TOOL,
+                    f"unknown tool `{ref.name}`",
+                    ref.span,
+                    hint=_suggest(ref.name, list(self.tool_decls)),
+                )
+        elif kind == "write":
+            t = self.infer(v, ListType(PATH))
+            if not isinstance(t, ErrorType) and not assignable(t, ListType(PATH), self.env):
+                self.report(
+                    D.WRITE_NOT_PATH_ARRAY,
+                    f"`write` must be `path[]`, found `{type_str(t)}`",
+                    v.span,
+                    hint="give a `path[]` field, or a list of paths such as `[input.dir, \"notes.md\"]`",
+                )
+        elif kind == "expect":
+            t = self.resolve_type(v)
+            if isinstance(t, ErrorType):
+                return ERROR
+            problem = schema_problem(t, self.env)
+            if problem:
+                self.report(
+                    D.NOT_SCHEMA_GENERATABLE,
+                    f"`expect {type_str(t)}` has no JSON Schema: {problem}",
+                    v.span,
+                    hint="an agent's answer must be plain data (no `Verdict` or extern types)",
+                )
+                return ERROR
+            return t
+        elif kind == "timeout":
+            t = self.expr(v, DURATION)
+            if not isinstance(t, ErrorType):
+                if isinstance(v, ast.DurationLit) and v.ms <= 0:
+                    self.report(D.INVALID_DURATION, "`timeout` must be a positive duration", v.span)
+                elif isinstance(v, ast.Unary) and v.op == "-":
+                    self.report(D.INVALID_DURATION, "`timeout` must be a positive duration", v.span)
+        elif kind == "max_iterations":
+            self.positive_int(v, "`max_iterations`")
+        elif kind == "retry":
+            if isinstance(v, ast.RetrySpec):
+                if v.attempts is not None:
+                    self.positive_int(v.attempts, "`attempts`", allow_zero=True)
+                for code in v.on or []:
+                    if code.name not in RETRY_CODES:
+                        self.report(
+                            D.UNKNOWN_ERROR_CODE,
+                            f"`{code.name}` is not a retryable error code",
+                            code.span,
+                            hint=_suggest(code.name, list(RETRY_CODES))
+                            or f"retry on {', '.join(RETRY_CODES)}",
+                        )
+        return ERROR
+
+
+def _suggest(name: str, candidates) -> str | None:
+    """``did_you_mean``, plus one swap of adjacent letters (``titel`` → ``title``) and
+    case-only differences."""
+    hint = did_you_mean(name, candidates)
+    if hint:
+        return hint
+    for cand in sorted(candidates):
+        if cand.lower() == name.lower():
+            return f"did you mean `{cand}`?"
+        if len(cand) == len(name):
+            diff = [i for i, (a, b) in enumerate(zip(name, cand, strict=True)) if a != b]
+            if (
+                len(diff) == 2
+                and diff[1] == diff[0] + 1
+                and name[diff[0]] == cand[diff[1]]
+                and name[diff[1]] == cand[diff[0]]
+            ):
+                return f"did you mean `{cand}`?"
+    return None
+
+
+def _has_literal(t: Type, env: TypeEnv) -> bool:
+    t = env.resolve(t) if isinstance(t, NamedRef) and t.name in env.aliases else t
+    if isinstance(t, LiteralType):
+        return True
+    if isinstance(t, (UnionType,)):
+        return any(_has_literal(m, env) for m in t.members)
+    if isinstance(t, OptionalType):
+        return _has_literal(t.inner, env)
+    if isinstance(t, ListType):
+        return _has_literal(t.elem, env)
+    return False
+
+
+def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
+    seen = set()
+    out = []
+    for d in diags:
+        key = (d.code, d.span.file, d.span.line, d.span.column, d.message)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(d)
+    return out
+
+
+def check_module(
+    module: ast.Module, *, parse_diagnostics: tuple | list = (), prelude: bool = True
+) -> CheckResult:
+    """Type-check a parsed module (LANGUAGE.md §2–9) and return a :class:`CheckResult`.
+
+    ``parse_diagnostics`` (the parser's ``syntax-error`` list) are merged into the sorted
+    result.  ``prelude=False`` leaves the standard library tools out.  Never raises for any
+    module the parser produces: a program nested too deeply to check gets one
+    ``syntax-error`` diagnostic instead.
+    """
+    checker = _Checker(module, parse_diagnostics, prelude=prelude)
+    try:
+        return checker.check()
+    except RecursionError:
+        checker = _Checker(module, parse_diagnostics, prelude=prelude)
+        checker.report(D.SYNTAX_ERROR, "the program is nested too deeply to check", module.span)
+        return _empty_result(checker)
+
+
+def _empty_result(checker: _Checker) -> CheckResult:
+    module = checker.module
+    return CheckResult(
+        diagnostics=sorted(_dedupe(checker.diags), key=lambda d: d.sort_key()),
+        module=module,
+        env=checker.env,
+        expr_types={},
+        stage_types={},
+        stages=[],
+        uses={},
+        tools={},
+        tool_decls=dict(prelude_tools()) if checker.use_prelude else {},
+        input_type=JSON,
+        output_type=JSON,
+        flow_name=Path(module.file).stem.replace("-", "_") or "flow",
+        description=None,
+        deadline_ms=None,
+        references={},
+    )

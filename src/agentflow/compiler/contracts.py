@@ -1,0 +1,232 @@
+"""Output contracts: `.flow` types → JSON Schema draft 2020-12 (LANGUAGE.md §3, §8, §10).
+
+Rules:
+
+- named object types are emitted once under ``$defs`` and referenced with ``$ref``; the root type of
+  an agent contract is inlined at the root and refers to itself as ``{"$ref": "#"}``;
+- objects are closed (``additionalProperties: false``); ``required`` lists the non-optional fields;
+- ``T?`` is ``anyOf [T, {"type": "null"}]``; a union of literals is an ``enum``;
+- doc comments become ``description``; constraints become ``minimum``/``maximum``,
+  ``minLength``/``maxLength`` (``minItems``/``maxItems`` on arrays), ``pattern`` and ``format``;
+- no ``default`` anywhere, ever.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentflow.compiler import types as T
+
+SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+DURATION_PATTERN = r"^([0-9]+(ms|h|m|s))+$"
+
+
+class ContractError(Exception):
+    """A type that has no JSON Schema (extern or verification types)."""
+
+
+class _Builder:
+    def __init__(self, env: T.TypeEnv, root_name: str | None):
+        self.env = env
+        self.root_name = root_name
+        self.defs: dict[str, dict] = {}
+        self._building: set[str] = set()
+
+    # -- types -------------------------------------------------------------------------------
+    def schema(self, t: T.Type) -> dict[str, Any]:
+        if isinstance(t, T.NamedRef):
+            return self.named(t.name)
+        if isinstance(t, T.ObjectType):
+            if t.name is not None and t.name in self.env.objects:
+                return self.named(t.name)
+            return self.object(t)
+        if isinstance(t, T.Prim):
+            return self.prim(t)
+        if isinstance(t, T.ListType):
+            return {"type": "array", "items": self.schema(t.elem)}
+        if isinstance(t, T.OptionalType):
+            inner = self.schema(t.inner)
+            if inner == {}:
+                return {}
+            return {"anyOf": [inner, {"type": "null"}]}
+        if isinstance(t, T.LiteralType):
+            return {"enum": [t.value]}
+        if isinstance(t, T.UnionType):
+            return self.union(t)
+        if isinstance(t, T.MapType):
+            return {"type": "object", "additionalProperties": self.schema(t.value)}
+        if isinstance(t, T.NeverType):
+            return {"not": {}}
+        if isinstance(t, (T.VerdictType, T.ExternType)):
+            raise ContractError(f"`{t}` is not schema-generatable")
+        if isinstance(t, T.ErrorType):
+            raise ContractError("a type with errors has no contract")
+        raise ContractError(f"`{t}` has no JSON Schema")
+
+    def prim(self, t: T.Prim) -> dict[str, Any]:
+        name = t.name
+        if name == "text":
+            return {"type": "string"}
+        if name == "int":
+            return {"type": "integer"}
+        if name == "number":
+            return {"type": "number"}
+        if name == "bool":
+            return {"type": "boolean"}
+        if name in ("path", "member"):
+            return {"type": "string", "x-flow-type": name}
+        if name == "duration":
+            return {"type": "string", "pattern": DURATION_PATTERN, "x-flow-type": "duration"}
+        if name == "null":
+            return {"type": "null"}
+        return {}  # json
+
+    def union(self, t: T.UnionType) -> dict[str, Any]:
+        members = list(t.members)
+        literals = [m for m in members if isinstance(m, T.LiteralType)]
+        nullable = any(isinstance(m, T.Prim) and m.name == "null" for m in members)
+        others = [
+            m for m in members if not isinstance(m, T.LiteralType) and m not in (T.NULL,)
+        ]
+        parts: list[dict] = []
+        if literals:
+            parts.append({"enum": [lit.value for lit in literals]})
+        parts.extend(self.schema(m) for m in others)
+        if nullable:
+            parts.append({"type": "null"})
+        if len(parts) == 1:
+            return parts[0]
+        return {"anyOf": parts}
+
+    def named(self, name: str) -> dict[str, Any]:
+        if name in self.env.aliases:
+            if name in self._building:
+                raise ContractError(f"type alias `{name}` is cyclic")
+            self._building.add(name)
+            try:
+                return self.schema(self.env.aliases[name])
+            finally:
+                self._building.discard(name)
+        if name in self.env.externs:
+            raise ContractError(f"`{name}` is an extern type and is not schema-generatable")
+        obj = self.env.objects.get(name)
+        if obj is None:
+            raise ContractError(f"unknown type `{name}`")
+        if name == self.root_name:
+            return {"$ref": "#"}
+        if name not in self.defs and name not in self._building:
+            self._building.add(name)
+            try:
+                self.defs[name] = self.object(obj)
+            finally:
+                self._building.discard(name)
+        return {"$ref": f"#/$defs/{name}"}
+
+    def object(self, t: T.ObjectType) -> dict[str, Any]:
+        props: dict[str, Any] = {}
+        required: list[str] = []
+        for fname, f in t.fields.items():
+            s = self.schema(f.type)
+            s = _with_constraints(s, f, self.env)
+            if f.doc:
+                s = {"description": f.doc, **s}
+            props[fname] = s
+            if not f.optional:
+                required.append(fname)
+        out: dict[str, Any] = {}
+        if t.doc:
+            out["description"] = t.doc
+        out["type"] = "object"
+        out["properties"] = props
+        out["required"] = required
+        out["additionalProperties"] = False
+        return out
+
+
+def _with_constraints(schema: dict, f: T.Field, env: T.TypeEnv) -> dict:
+    """Apply a field's constraints to its schema (inside ``anyOf`` for an optional field)."""
+    if not f.constraints:
+        return schema
+    if "anyOf" in schema and f.optional:
+        inner = [
+            _apply(s, f.constraints, env) if s != {"type": "null"} else s for s in schema["anyOf"]
+        ]
+        return {**schema, "anyOf": inner}
+    return _apply(schema, f.constraints, env)
+
+
+def _apply(schema: dict, constraints: dict[str, tuple], env: T.TypeEnv) -> dict:
+    out = dict(schema)
+    is_array = out.get("type") == "array"
+    for name, args in constraints.items():
+        if name == "range":
+            lo, hi = (list(args) + [None, None])[:2]
+            if lo is not None:
+                out["minimum"] = lo
+            if hi is not None:
+                out["maximum"] = hi
+        elif name == "length":
+            lo, hi = (list(args) + [None, None])[:2]
+            if lo is not None:
+                out["minItems" if is_array else "minLength"] = lo
+            if hi is not None:
+                out["maxItems" if is_array else "maxLength"] = hi
+        elif name == "pattern" and args:
+            out["pattern"] = args[0]
+        elif name == "format" and args:
+            out["format"] = args[0]
+    return out
+
+
+def contract_for(t: T.Type, env: T.TypeEnv) -> dict[str, Any]:
+    """Return the JSON Schema (2020-12) of type ``t``.
+
+    A named object type becomes the root schema, other named types go under ``$defs``.
+    Raises :class:`ContractError` for types that are not schema-generatable (LANGUAGE.md §3).
+    """
+    root_name = _root_object_name(t, env)
+    b = _Builder(env, root_name)
+    if root_name is not None:
+        schema = b.object(env.objects[root_name])
+    else:
+        schema = b.schema(t)
+    return _finish(schema, b)
+
+
+def agent_contract(t: T.Type, env: T.TypeEnv) -> tuple[dict[str, Any], bool]:
+    """Return ``(output_schema, wrapped)`` for an agent's ``expect`` type (LANGUAGE.md §10).
+
+    A named object type is the root itself (``wrapped`` False); any other type ``T`` is wrapped as
+    ``{ value: T }`` (``wrapped`` True) and read back as ``.output.value``.
+    """
+    root_name = _root_object_name(t, env)
+    if root_name is not None:
+        return contract_for(t, env), False
+    b = _Builder(env, None)
+    inner = b.schema(t)
+    schema = {
+        "type": "object",
+        "properties": {"value": inner},
+        "required": ["value"],
+        "additionalProperties": False,
+    }
+    return _finish(schema, b), True
+
+
+def _root_object_name(t: T.Type, env: T.TypeEnv) -> str | None:
+    seen = 0
+    while isinstance(t, T.NamedRef) and t.name in env.aliases and seen < 100:
+        t = env.aliases[t.name]
+        seen += 1
+    if isinstance(t, T.NamedRef) and t.name in env.objects:
+        return t.name
+    if isinstance(t, T.ObjectType) and t.name is not None and t.name in env.objects:
+        return t.name
+    return None
+
+
+def _finish(schema: dict, b: _Builder) -> dict:
+    out = {"$schema": SCHEMA_DIALECT, **schema}
+    if b.defs:
+        out["$defs"] = {k: b.defs[k] for k in sorted(b.defs)}
+    return out

@@ -1,0 +1,252 @@
+"""Renderers for diagnostics: human text (rustc/ruff style), JSON and SARIF 2.1.0
+(LANGUAGE.md §9: detection and rendering are separate).
+
+All three take a list of :class:`~agentflow.compiler.diagnostics.Diagnostic` and return a string;
+none of them raises for odd spans (out-of-range lines, zero-width spans, missing sources).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from agentflow.compiler.diagnostics import CODES, Diagnostic, Note
+
+__all__ = ["render_text", "render_json", "render_sarif", "summary", "diagnostic_dict"]
+
+_TAB = 4
+_RESET = "\x1b[0m"
+_BOLD = "\x1b[1m"
+_RED = "\x1b[1;31m"
+_YELLOW = "\x1b[1;33m"
+_BLUE = "\x1b[1;34m"
+_CYAN = "\x1b[1;36m"
+
+
+def _sorted(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
+    return sorted(diags, key=lambda d: d.sort_key())
+
+
+def _expand(line: str, col: int) -> tuple[str, int]:
+    """Expand tabs in ``line``; return the expanded line and the 0-based display column of the
+    1-based character column ``col``."""
+    out: list[str] = []
+    display_col = None
+    for i, ch in enumerate(line):
+        if i == col - 1:
+            display_col = len("".join(out))
+        if ch == "\t":
+            out.append(" " * (_TAB - len("".join(out)) % _TAB))
+        elif ch in "\r\n":
+            continue
+        else:
+            out.append(ch)
+    text = "".join(out)
+    if display_col is None:
+        display_col = len(text) + max(0, col - 1 - len(line))
+    return text, display_col
+
+
+def _source_line(sources: dict[str, str], file: str, line: int) -> str | None:
+    text = sources.get(file)
+    if text is None or line < 1:
+        return None
+    lines = text.split("\n")
+    if line > len(lines):
+        return None
+    return lines[line - 1]
+
+
+def render_text(diags: Iterable[Diagnostic], sources: dict[str, str], *, color: bool = False) -> str:
+    """Render diagnostics for a terminal, sorted by position::
+
+        file.flow:3:11: error[type-mismatch]: expected `int`, found `text`
+          |
+        3 |   return { n: "one" }
+          |               ^^^^^
+          = note: file.flow:1:12: field `n` is declared here
+          = hint: …
+
+    ``sources`` maps a file name (as in the spans) to its text; a file not in it is rendered
+    without the source excerpt.  Carets cover the primary span on its first line (at least one).
+    ``color`` adds ANSI colours.  Returns ``""`` for no diagnostics; every block ends with a
+    blank line.
+    """
+
+    def paint(code: str, s: str) -> str:
+        return f"{code}{s}{_RESET}" if color else s
+
+    blocks: list[str] = []
+    for d in _sorted(diags):
+        sp = d.span
+        sev_color = _RED if d.severity == "error" else _YELLOW
+        head = (
+            f"{paint(_BOLD, f'{sp.file}:{sp.line}:{sp.column}:')} "
+            f"{paint(sev_color, f'{d.severity}[{d.code}]')}: {paint(_BOLD, d.message)}"
+        )
+        lines = [head]
+        src = _source_line(sources, sp.file, sp.line)
+        if src is not None:
+            text, start = _expand(src, sp.column)
+            if sp.end_line == sp.line and sp.end_column > sp.column:
+                _, end = _expand(src, sp.end_column)
+            else:
+                end = len(text.rstrip())
+            width = max(1, end - start)
+            gutter = str(sp.line)
+            pad = " " * len(gutter)
+            lines.append(f"{pad} {paint(_BLUE, '|')}")
+            lines.append(f"{paint(_BLUE, gutter + ' |')} {text}")
+            lines.append(
+                f"{pad} {paint(_BLUE, '|')} {' ' * start}{paint(sev_color, '^' * width)}"
+            )
+            indent = pad + " "
+        else:
+            indent = "  "
+        for n in d.notes:
+            where = f"{n.span.file}:{n.span.line}:{n.span.column}: " if n.span else ""
+            lines.append(f"{indent}{paint(_BLUE, '=')} {paint(_BOLD, 'note')}: {where}{n.message}")
+        if d.hint:
+            lines.append(f"{indent}{paint(_BLUE, '=')} {paint(_CYAN, 'hint')}: {d.hint}")
+        blocks.append("\n".join(lines) + "\n")
+    return "\n".join(blocks)
+
+
+def summary(diags: Iterable[Diagnostic]) -> str:
+    """A closing line such as ``"2 errors, 1 warning"`` (``"no problems"`` when empty)."""
+    diags = list(diags)
+    errors = sum(1 for d in diags if d.severity == "error")
+    warnings = len(diags) - errors
+    if not diags:
+        return "no problems"
+    parts = []
+    if errors:
+        parts.append(f"{errors} error{'s' if errors != 1 else ''}")
+    if warnings:
+        parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
+    return ", ".join(parts)
+
+
+def _note_dict(n: Note) -> dict:
+    data: dict = {"message": n.message}
+    if n.span is not None:
+        data.update(
+            file=n.span.file,
+            line=n.span.line,
+            column=n.span.column,
+            end_line=n.span.end_line,
+            end_column=n.span.end_column,
+        )
+    else:
+        data.update(file=None, line=None, column=None, end_line=None, end_column=None)
+    return data
+
+
+def diagnostic_dict(d: Diagnostic) -> dict:
+    """One diagnostic as plain data: ``{file, line, column, end_line, end_column, severity,
+    code, message, notes: [{message, file, line, column, end_line, end_column}], hint}``."""
+    sp = d.span
+    return {
+        "file": sp.file,
+        "line": sp.line,
+        "column": sp.column,
+        "end_line": sp.end_line,
+        "end_column": sp.end_column,
+        "severity": d.severity,
+        "code": d.code,
+        "message": d.message,
+        "notes": [_note_dict(n) for n in d.notes],
+        "hint": d.hint,
+    }
+
+
+def render_json(diags: Iterable[Diagnostic]) -> str:
+    """Render diagnostics as a JSON array of :func:`diagnostic_dict` objects, sorted by
+    position (2-space indentation, stable key order, UTF-8 kept)."""
+    return json.dumps([diagnostic_dict(d) for d in _sorted(diags)], indent=2, ensure_ascii=False)
+
+
+def _region(span) -> dict:
+    region = {"startLine": max(1, span.line), "startColumn": max(1, span.column)}
+    if span.end_line >= span.line:
+        region["endLine"] = span.end_line
+        end_col = span.end_column
+        if span.end_line == span.line and end_col <= span.column:
+            end_col = span.column + 1
+        region["endColumn"] = max(1, end_col)
+    return region
+
+
+def render_sarif(diags: Iterable[Diagnostic], *, tool_version: str | None = None) -> str:
+    """Render diagnostics as a SARIF 2.1.0 log with one run of the ``flowc`` driver.
+
+    Every registered code is a rule (``id`` the code, ``shortDescription`` its summary,
+    ``defaultConfiguration.level`` its severity); each result names its ``ruleId``/``ruleIndex``,
+    ``level``, ``message``, one physical location (file URI as given, 1-based region) and the
+    notes as ``relatedLocations``; a hint is in ``properties.hint`` and appended to the message.
+    """
+    if tool_version is None:
+        try:
+            from agentflow import __version__ as tool_version  # type: ignore[attr-defined]
+        except Exception:  # pragma: no cover - version is optional
+            tool_version = "0.1.0"
+    codes = list(CODES)
+    rules = [
+        {
+            "id": info.code,
+            "name": "".join(p.capitalize() for p in info.code.split("-")),
+            "shortDescription": {"text": info.summary},
+            "defaultConfiguration": {"level": info.severity},
+            "helpUri": f"docs/diagnostics.md#{info.code}",
+        }
+        for info in CODES.values()
+    ]
+    results = []
+    for d in _sorted(diags):
+        text = d.message + (f" ({d.hint})" if d.hint else "")
+        result: dict = {
+            "ruleId": d.code,
+            "ruleIndex": codes.index(d.code),
+            "level": d.severity,
+            "message": {"text": text},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": d.span.file},
+                        "region": _region(d.span),
+                    }
+                }
+            ],
+        }
+        related = []
+        for i, n in enumerate(d.notes):
+            loc: dict = {"id": i, "message": {"text": n.message}}
+            if n.span is not None:
+                loc["physicalLocation"] = {
+                    "artifactLocation": {"uri": n.span.file},
+                    "region": _region(n.span),
+                }
+            related.append(loc)
+        if related:
+            result["relatedLocations"] = related
+        if d.hint:
+            result["properties"] = {"hint": d.hint}
+        results.append(result)
+    log = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "flowc",
+                        "version": str(tool_version),
+                        "rules": rules,
+                    }
+                },
+                "columnKind": "unicodeCodePoints",
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(log, indent=2, ensure_ascii=False)

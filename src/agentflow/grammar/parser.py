@@ -1,0 +1,1782 @@
+"""The `.flow` parser: source text → :mod:`agentflow.grammar.ast` (LANGUAGE.md §1–8, PLAN_IR.md §3).
+
+Design
+------
+* :file:`flow.lark` is an LALR(1) grammar; the Lark parser is built **once per process**
+  (:func:`_lark`) with the AST builder (:class:`_Builder`) applied inline as its transformer.
+* Tokens come from a hand-written scanner (:class:`_Scanner`) plugged in as a Lark custom lexer.
+  It is *contextual* like Lark's contextual lexer: a word that is a keyword is emitted as the
+  keyword only where the current LALR state accepts that keyword, and as ``NAME`` otherwise —
+  so any identifier works after ``.``, as an object key, field name or named argument, and
+  ``use_it`` is a name.  A word directly followed by ``:`` is always a name.
+* Strings are scanned with a mode stack: each ``${…}`` is parsed by a nested parse of the same
+  text starting at its real offset (the nested scanner stops at the matching ``}``), so
+  interpolations keep real source positions, also inside ``\"\"\"`` strings whose indentation is
+  trimmed (Kotlin ``trimIndent``).  A STRING token's value is the finished ``ast.StringLit``.
+* The newline rule (§1): ``(``, ``[``, ``-`` and ``not`` that are the first token on a line,
+  outside ``( )`` and ``[ ]``, become ``LPAR_NL``/``LSQB_NL``/``MINUS_NL``/``NOT_NL``; the grammar lets
+  those begin an expression but never continue one.  All other line breaks are insignificant.
+* Binary operators are collected flat and arranged by precedence climbing (§4), which keeps
+  the number of LALR reductions per operand small.
+* :func:`parse_module` never raises: syntax errors become ``syntax-error`` diagnostics and the
+  item that failed becomes ``ast.ErrorItem``; parsing resumes at the next top-level keyword at
+  the start of a line (``flow input output deadline use extern type stage``).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from lark import Lark
+from lark.exceptions import UnexpectedInput, UnexpectedToken
+from lark.lexer import Lexer
+
+from agentflow.compiler.diagnostics import SYNTAX_ERROR, Diagnostic
+from agentflow.errors import SourceError
+from agentflow.grammar import ast
+
+__all__ = ["parse_expression", "parse_template", "parse_module"]
+
+#: Deepest bracket nesting accepted (deeper input is a syntax error, which keeps every later
+#: recursive pass over the AST far from Python's recursion limit).
+MAX_NESTING = 100
+#: Deepest nesting of strings inside ``${…}``.
+MAX_STRING_NESTING = 20
+#: Most binary operators in one expression, and most prefix ``not``/``-`` on one operand.
+MAX_OPERATORS = 200
+MAX_PREFIX = 50
+
+# ---------------------------------------------------------------------------------------------
+# Tokens
+
+
+KEYWORDS: dict[str, str] = {
+    w: w.upper()
+    for w in (
+        "not and or in true false null flow input output deadline use agent team extern tool "
+        "type stage let require else fail return if map parallel as limit filter where judge "
+        "reduce ask expect default verify check task system model tools none write timeout "
+        "retry max_iterations"
+    ).split()
+}
+
+#: Keywords that start a top-level item (recovery points).
+TOP_LEVEL = frozenset({"flow", "input", "output", "deadline", "use", "extern", "type", "stage"})
+#: Top-level keywords that can never start a line inside a body when followed by a word,
+#: a string or a number on the same line (so they end an unclosed item).
+_STRONG = frozenset(TOP_LEVEL - {"input"})
+
+_OPS: dict[str, str] = {
+    "(": "LPAR",
+    ")": "RPAR",
+    "[": "LSQB",
+    "]": "RSQB",
+    "{": "LBRACE",
+    "}": "RBRACE",
+    ",": "COMMA",
+    ":": "COLON",
+    ".": "DOT",
+    "..": "DOTDOT",
+    "->": "ARROW",
+    "|": "PIPE",
+    "?": "QMARK",
+    "??": "QQ",
+    "@": "AT",
+    "=": "EQUALS",
+    "==": "EQ",
+    "!=": "NE",
+    "<": "LT",
+    "<=": "LE",
+    ">": "GT",
+    ">=": "GE",
+    "+": "PLUS",
+    "-": "MINUS",
+    "*": "STAR",
+    "/": "SLASH",
+    "%": "PERCENT",
+}
+_NL_VARIANT = {"LPAR": "LPAR_NL", "LSQB": "LSQB_NL", "MINUS": "MINUS_NL"}
+_OPENERS = {"(": ")", "[": "]", "{": "}"}
+_CLOSERS = {")": "(", "]": "[", "}": "{"}
+
+_TOKEN_RE = re.compile(
+    r"""
+    (?P<ws>[ \t\r\f\v\ufeff]+)
+  | (?P<nl>\n)
+  | (?P<doc>///[^\n]*)
+  | (?P<comment>//[^\n]*)
+  | (?P<block>/\*)
+  | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<dur>(?:[0-9]+(?:ms|h|m|s))+(?![A-Za-z0-9_]))
+  | (?P<num>[0-9]+(?:\.[0-9]+)?(?![A-Za-z_0-9]))
+  | (?P<badnum>[0-9]+(?:\.[0-9]+)?[A-Za-z_0-9]*)
+  | (?P<str3>\"\"\")
+  | (?P<str>\")
+  | (?P<op>\.\.|\?\?|==|!=|<=|>=|->|[-+*/%<>=.,:(){}\[\]|?@])
+    """,
+    re.VERBOSE,
+)
+_DUR_PART = re.compile(r"([0-9]+)(ms|h|m|s)")
+_DUR_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
+_PLAIN_STR = re.compile(r'"([^"\\$\n]*)"')
+_STR_SPECIAL = re.compile(r'["\\\n$]')
+_STR3_SPECIAL = re.compile(r'"""|[\\\n$]')
+_COLON_AFTER = re.compile(r"[ \t]*:(?!:)")
+_WORD_AFTER = re.compile(r"[ \t]+(?:[A-Za-z_0-9\"])")
+_SKIP_TRIVIA = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.S)
+
+
+class Tok:
+    """A token as the Lark parser sees it (``type``) plus its source position.
+
+    ``value`` is the matched text, except for STRING tokens, whose value is an ``ast.StringLit``.
+    ``doc`` holds the ``///`` comment lines immediately before the token, if any.
+    """
+
+    __slots__ = (
+        "type",
+        "value",
+        "start_pos",
+        "end_pos",
+        "line",
+        "column",
+        "end_line",
+        "end_column",
+        "file",
+        "doc",
+        "bol",
+    )
+
+    def __init__(self, type, value, start_pos, end_pos, line, column, end_line, end_column, file):
+        self.type = type
+        self.value = value
+        self.start_pos = start_pos
+        self.end_pos = end_pos
+        self.line = line
+        self.column = column
+        self.end_line = end_line
+        self.end_column = end_column
+        self.file = file
+        self.doc = None
+        self.bol = False
+
+    @property
+    def span(self) -> ast.Span:
+        return ast.Span(
+            self.file,
+            self.line,
+            self.column,
+            self.end_line,
+            self.end_column,
+            self.start_pos,
+            self.end_pos,
+        )
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"Tok({self.type}, {self.value!r}, {self.line}:{self.column})"
+
+
+class _SynErr(Exception):
+    """Internal syntax error: message, primary span, and where recovery may start scanning
+    (``resume``: text index, ``depth``: bracket depth there), when known."""
+
+    def __init__(
+        self,
+        message: str,
+        span: ast.Span,
+        resume: int | None = None,
+        depth: int | None = None,
+        hint: str | None = None,
+    ):
+        super().__init__(message)
+        self.message = message
+        self.span = span
+        self.resume = resume
+        self.depth = depth
+        self.hint = hint
+
+
+# ---------------------------------------------------------------------------------------------
+# The scanner
+
+
+class _Scanner:
+    """Scans ``text[pos:end]`` into :class:`Tok`; positions are reported as real positions.
+
+    ``line`` is the line number at ``pos``; ``ls`` is the (virtual) index of the start of that
+    line, such that column = index - ls + 1; ``ob`` is added to indices to give file offsets.
+    ``stop`` is None, ``"}"`` (an interpolation: stop at the unmatched ``}``) or ``"}}"`` (a
+    template hole).  ``module`` turns on the newline rule and the top-level recovery rules.
+    """
+
+    __slots__ = (
+        "text",
+        "pos",
+        "end",
+        "file",
+        "line",
+        "ls",
+        "ob",
+        "stop",
+        "module",
+        "stack",
+        "nest",
+        "last",
+        "stopped_at",
+    )
+
+    def __init__(self, text, pos, end, file, line, ls, ob, *, stop=None, module=False, nest=0):
+        self.text = text
+        self.pos = pos
+        self.end = end
+        self.file = file
+        self.line = line
+        self.ls = ls
+        self.ob = ob
+        self.stop = stop
+        self.module = module
+        self.stack: list[Tok] = []
+        self.nest = nest
+        self.last: Tok | None = None
+        self.stopped_at: int | None = None
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def span_at(self, i: int, j: int, line: int, ls: int) -> ast.Span:
+        """Span of text[i:j] that starts on ``line`` (whose start index is ``ls``)."""
+        text = self.text
+        nl = text.count("\n", i, j)
+        if nl:
+            end_line = line + nl
+            end_col = j - text.rfind("\n", i, j)
+        else:
+            end_line = line
+            end_col = j - ls + 1
+        return ast.Span(self.file, line, i - ls + 1, end_line, end_col, i + self.ob, j + self.ob)
+
+    def error(self, message: str, i: int, j: int, line: int, ls: int, **kw) -> _SynErr:
+        return _SynErr(message, self.span_at(i, max(j, i), line, ls), **kw)
+
+    # -- main loop -----------------------------------------------------------------------------
+
+    def tokens(self, parser_state: Any):
+        """Yield tokens for the Lark parser (``parser_state`` may be None: raw scanning)."""
+        text = self.text
+        n = self.end
+        i = self.pos
+        line = self.line
+        ls = self.ls
+        ob = self.ob
+        file = self.file
+        module = self.module
+        stop = self.stop
+        stack = self.stack
+        match = _TOKEN_RE.match
+        states = parser_state.parse_conf.states if parser_state is not None else None
+        state_stack = parser_state.state_stack if parser_state is not None else None
+        bol = True
+        doc: list[str] | None = None
+        while i < n:
+            m = match(text, i, n)
+            if m is None:
+                ch = text[i]
+                shown = repr(ch)[1:-1] if not ch.isprintable() else ch
+                raise self.error(
+                    f"unexpected character `{shown}`",
+                    i,
+                    i + 1,
+                    line,
+                    ls,
+                    resume=i + 1,
+                    depth=len(stack),
+                )
+            kind = m.lastgroup
+            j = m.end()
+            if kind == "ws":
+                i = j
+                continue
+            if kind == "nl":
+                line += 1
+                ls = j
+                i = j
+                bol = True
+                continue
+            if kind == "word":
+                value = m.group()
+                typ = KEYWORDS.get(value)
+                if typ is None:
+                    typ = "NAME"
+                else:
+                    if bol and module:
+                        if value in _STRONG and stack and _WORD_AFTER.match(text, j, n):
+                            opener = stack[0]
+                            self.line, self.ls = line, ls
+                            raise _SynErr(
+                                f"expected `{_OPENERS[opener.value]}` to close the "
+                                f"`{opener.value}` on line {opener.line} before `{value}` "
+                                f"starts a new declaration",
+                                opener.span,
+                                resume=i,
+                                depth=0,
+                            )
+                        if typ == "NOT" and (not stack or stack[-1].value == "{"):
+                            typ = "NOT_NL"
+                    if states is not None and not (
+                        bol and module and not stack and value in TOP_LEVEL
+                    ):
+                        st = states[state_stack[-1]]
+                        if typ in st:
+                            if "NAME" in st and _COLON_AFTER.match(text, j, n):
+                                typ = "NAME"
+                        elif "NAME" in st:
+                            typ = "NAME"
+                tok = Tok(typ, value, i + ob, j + ob, line, i - ls + 1, line, j - ls + 1, file)
+            elif kind == "op":
+                value = m.group()
+                typ = _OPS[value]
+                if value in _OPENERS:
+                    if bol and module and value != "{" and (not stack or stack[-1].value == "{"):
+                        typ = _NL_VARIANT[typ]
+                    tok = Tok(typ, value, i + ob, j + ob, line, i - ls + 1, line, j - ls + 1, file)
+                    if len(stack) >= MAX_NESTING:
+                        raise self.error(
+                            f"brackets nested too deeply (more than {MAX_NESTING} levels)",
+                            i,
+                            j,
+                            line,
+                            ls,
+                        )
+                    stack.append(tok)
+                elif value in _CLOSERS:
+                    if not stack:
+                        if stop is not None and value == "}":
+                            if stop == "}" or text.startswith("}}", i):
+                                self.stopped_at = i
+                                break
+                        raise self.error(
+                            f"unexpected `{value}`: there is no open `{_CLOSERS[value]}` to close",
+                            i,
+                            j,
+                            line,
+                            ls,
+                            resume=j,
+                            depth=0,
+                        )
+                    opener = stack[-1]
+                    if opener.value != _CLOSERS[value]:
+                        stack.pop()
+                        raise self.error(
+                            f"expected `{_OPENERS[opener.value]}` to close the `{opener.value}` "
+                            f"at line {opener.line}, column {opener.column}, found `{value}`",
+                            i,
+                            j,
+                            line,
+                            ls,
+                            resume=j,
+                            depth=len(stack),
+                        )
+                    stack.pop()
+                    tok = Tok(typ, value, i + ob, j + ob, line, i - ls + 1, line, j - ls + 1, file)
+                else:
+                    if bol and module and typ == "MINUS" and (not stack or stack[-1].value == "{"):
+                        typ = "MINUS_NL"
+                    tok = Tok(typ, value, i + ob, j + ob, line, i - ls + 1, line, j - ls + 1, file)
+            elif kind == "str" or kind == "str3":
+                self.line, self.ls = line, ls
+                if kind == "str":
+                    pm = _PLAIN_STR.match(text, i, n)
+                    if pm is not None:
+                        j = pm.end()
+                        s = pm.group(1)
+                        lit = ast.StringLit(self.span_at(i, j, line, ls), [s] if s else [])
+                    else:
+                        lit, j = self.scan_string(i, line, ls)
+                else:
+                    lit, j = self.scan_triple(i, line, ls)
+                sp = lit.span
+                tok = Tok(
+                    "STRING", lit, i + ob, j + ob, line, sp.column, sp.end_line, sp.end_column, file
+                )
+                line, ls = self.line, self.ls
+            elif kind == "num":
+                tok = Tok("NUMBER", m.group(), i + ob, j + ob, line, i - ls + 1, line, j - ls + 1, file)
+            elif kind == "dur":
+                tok = Tok(
+                    "DURATION", m.group(), i + ob, j + ob, line, i - ls + 1, line, j - ls + 1, file
+                )
+            elif kind == "doc":
+                if module:
+                    d = m.group()[3:]
+                    if d.startswith(" "):
+                        d = d[1:]
+                    if doc is None:
+                        doc = [d.rstrip()]
+                    else:
+                        doc.append(d.rstrip())
+                i = j
+                continue
+            elif kind == "comment":
+                i = j
+                continue
+            elif kind == "block":
+                k = text.find("*/", j, n)
+                if k < 0:
+                    raise self.error(
+                        "unterminated comment: `/*` has no closing `*/`", i, j, line, ls
+                    )
+                k += 2
+                nl = text.count("\n", i, k)
+                if nl:
+                    line += nl
+                    ls = text.rfind("\n", i, k) + 1
+                i = k
+                continue
+            else:  # badnum
+                raise self.error(
+                    f"`{m.group()}` is neither a number nor a duration "
+                    "(durations are written like `250ms`, `90s`, `5m`, `1h30m`)",
+                    i,
+                    j,
+                    line,
+                    ls,
+                    resume=j,
+                    depth=len(stack),
+                )
+            if doc is not None:
+                tok.doc = "\n".join(doc)
+                doc = None
+            tok.bol = bol
+            bol = False
+            self.last = tok
+            self.pos = j
+            self.line, self.ls = line, ls
+            yield tok
+            i = j
+        else:
+            if stop is not None:
+                self.line, self.ls = line, ls
+                what = "`}`" if stop == "}" else "`}}`"
+                start = self.pos if self.last is None else self.last.end_pos - ob
+                raise self.error(f"expected {what} before the end of the text", start, n, line, ls)
+        self.pos = i
+        self.line, self.ls = line, ls
+        if stack:
+            opener = stack[-1]
+            raise _SynErr(
+                f"expected `{_OPENERS[opener.value]}` to close the `{opener.value}` at line "
+                f"{opener.line}, column {opener.column}, found the end of the "
+                f"{'file' if module else 'text'}",
+                opener.span,
+            )
+
+    # -- strings -------------------------------------------------------------------------------
+
+    def _escape(self, i: int, line: int, ls: int) -> tuple[str, int]:
+        """Decode the escape at text[i] (a backslash); return (text, next index)."""
+        text = self.text
+        c = text[i + 1 : i + 2]
+        simple = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r", "$": "$", "0": "\0"}
+        if c in simple and c:
+            return simple[c], i + 2
+        if c == "u":
+            m = re.compile(r"\\u\{([0-9A-Fa-f]{1,6})\}").match(text, i, self.end)
+            if m is not None:
+                cp = int(m.group(1), 16)
+                if cp <= 0x10FFFF and not (0xD800 <= cp <= 0xDFFF):
+                    return chr(cp), m.end()
+            raise self.error(
+                "invalid unicode escape: write `\\u{…}` with 1 to 6 hex digits",
+                i,
+                i + 2,
+                line,
+                ls,
+            )
+        shown = c if c and c.isprintable() else repr(c)
+        raise self.error(
+            f"unknown escape `\\{shown}` (use `\\\"`, `\\\\`, `\\n`, `\\t`, `\\u{{…}}` or `\\$`)",
+            i,
+            i + 2,
+            line,
+            ls,
+        )
+
+    def _interpolation(self, k: int, line: int, ls: int) -> tuple[ast.Interpolation, int, int, int]:
+        """Parse ``${ … }`` starting at text[k] == '$'; return (node, next index, line, ls)."""
+        if self.nest >= MAX_STRING_NESTING:
+            raise self.error("strings nested too deeply inside `${…}`", k, k + 2, line, ls)
+        sub = _Scanner(
+            self.text,
+            k + 2,
+            self.end,
+            self.file,
+            line,
+            ls,
+            self.ob,
+            stop="}",
+            nest=self.nest + 1,
+        )
+        expr = _run(sub, "expr_only")
+        close = sub.stopped_at
+        assert close is not None
+        node = ast.Interpolation(self.span_at(k, close + 1, line, ls), expr)
+        return node, close + 1, sub.line, sub.ls
+
+    def scan_string(self, i: int, line: int, ls: int) -> tuple[ast.StringLit, int]:
+        """Scan a ``"…"`` string starting at text[i]; return (node, index after it)."""
+        text = self.text
+        n = self.end
+        parts: list = []
+        buf: list[str] = []
+        j = i + 1
+        search = _STR_SPECIAL.search
+        while True:
+            m = search(text, j, n)
+            if m is None or m.group() == "\n":
+                k = n if m is None else m.start()
+                raise self.error(
+                    'unterminated string: expected a closing `"` on this line '
+                    '(use `"""` for multi-line text)',
+                    i,
+                    k,
+                    line,
+                    ls,
+                )
+            k = m.start()
+            if k > j:
+                buf.append(text[j:k])
+            c = m.group()
+            if c == '"':
+                j = k + 1
+                break
+            if c == "\\":
+                s, j = self._escape(k, line, ls)
+                buf.append(s)
+                continue
+            # `$`
+            if text.startswith("${", k):
+                if buf:
+                    parts.append("".join(buf))
+                    buf = []
+                node, j, line2, ls2 = self._interpolation(k, line, ls)
+                if line2 != line:
+                    # an interpolation may span lines; the string goes on after it
+                    line, ls = line2, ls2
+                parts.append(node)
+            else:
+                buf.append("$")
+                j = k + 1
+        if buf:
+            parts.append("".join(buf))
+        span = self.span_at(i, j, self.line, self.ls)
+        self.line, self.ls = line, ls
+        return ast.StringLit(span, parts), j
+
+    def scan_triple(self, i: int, line: int, ls: int) -> tuple[ast.StringLit, int]:
+        """Scan a ``\"\"\"…\"\"\"`` string at text[i]; trims indentation like Kotlin's trimIndent."""
+        text = self.text
+        n = self.end
+        start_line, start_ls = line, ls
+        # pieces: ("raw", text) for source text, ("esc", text) for decoded escapes, or nodes
+        pieces: list = []
+        j = i + 3
+        search = _STR3_SPECIAL.search
+        while True:
+            m = search(text, j, n)
+            if m is None:
+                raise self.error(
+                    'unterminated string: `"""` has no closing `"""`', i, i + 3, line, ls
+                )
+            k = m.start()
+            if k > j:
+                pieces.append(("raw", text[j:k]))
+            c = m.group()
+            if c == '"""':
+                j = k + 3
+                # `""""` ends with the quote included: a quote right before the closing triple
+                while text.startswith('"', j) and j < n:
+                    pieces.append(("raw", '"'))
+                    j += 1
+                break
+            if c == "\n":
+                pieces.append(("raw", "\n"))
+                line += 1
+                ls = k + 1
+                j = k + 1
+                continue
+            if c == "\\":
+                s, j = self._escape(k, line, ls)
+                pieces.append(("esc", s))
+                continue
+            if text.startswith("${", k):
+                node, j, line, ls = self._interpolation(k, line, ls)
+                pieces.append(node)
+            else:
+                pieces.append(("raw", "$"))
+                j = k + 1
+        span = self.span_at(i, j, start_line, start_ls)
+        self.line, self.ls = line, ls
+        return ast.StringLit(span, _trim_indent(pieces), triple=True), j
+
+
+def _trim_indent(pieces: list) -> list:
+    """Apply Kotlin's ``trimIndent`` to scanned triple-quoted pieces; return StringLit parts."""
+    lines: list[list] = [[]]
+    for p in pieces:
+        if isinstance(p, tuple) and p[0] == "raw" and "\n" in p[1]:
+            segs = p[1].split("\n")
+            for idx, seg in enumerate(segs):
+                if idx:
+                    lines.append([])
+                if seg:
+                    lines[-1].append(("raw", seg))
+        else:
+            lines[-1].append(p)
+
+    def blank(ln: list) -> bool:
+        return all(isinstance(p, tuple) and p[0] == "raw" and not p[1].strip(" \t\r") for p in ln)
+
+    if len(lines) > 1 and blank(lines[0]):
+        lines.pop(0)
+    if len(lines) > 1 and blank(lines[-1]):
+        lines.pop()
+    elif len(lines) == 1 and blank(lines[0]) and len(pieces) and any(
+        isinstance(p, tuple) and p[1] == "\n" for p in pieces
+    ):
+        lines = [[]]
+    indent = None
+    for ln in lines:
+        if blank(ln):
+            continue
+        first = ln[0]
+        if isinstance(first, tuple) and first[0] == "raw":
+            s = first[1]
+            w = len(s) - len(s.lstrip(" \t"))
+        else:
+            w = 0
+        indent = w if indent is None else min(indent, w)
+    indent = indent or 0
+    parts: list = []
+    buf: list[str] = []
+    for idx, ln in enumerate(lines):
+        if idx:
+            buf.append("\n")
+        if blank(ln):
+            text = "".join(p[1] for p in ln)
+            buf.append(text[indent:])
+            continue
+        for pi, p in enumerate(ln):
+            if isinstance(p, tuple):
+                s = p[1]
+                if pi == 0 and p[0] == "raw" and indent:
+                    s = s[indent:]
+                buf.append(s)
+            else:
+                if buf:
+                    joined = "".join(buf)
+                    if joined:
+                        parts.append(joined)
+                    buf = []
+                parts.append(p)
+    if buf:
+        joined = "".join(buf)
+        if joined:
+            parts.append(joined)
+    return parts
+
+
+# ---------------------------------------------------------------------------------------------
+# Lark glue
+
+
+class _Lexer(Lexer):
+    """Lark custom-lexer adapter: the "text" Lark hands us is a :class:`_Scanner`."""
+
+    __future_interface__ = 2
+
+    def __init__(self, lexer_conf: Any) -> None:
+        self.lexer_conf = lexer_conf
+
+    def lex(self, lexer_state: Any, parser_state: Any):
+        return lexer_state.text.tokens(parser_state)
+
+
+_PARSER: Lark | None = None
+#: Module-level stack of the item lists being built (nested parses push their own).
+_ITEMS: list[list] = []
+
+
+def _lark() -> Lark:
+    """The process-wide Lark LALR parser (built on first use)."""
+    global _PARSER
+    if _PARSER is None:
+        grammar = (Path(__file__).parent / "flow.lark").read_text(encoding="utf-8")
+        _PARSER = Lark(
+            grammar,
+            parser="lalr",
+            lexer=_Lexer,
+            start=["module", "expr_only"],
+            transformer=_Builder(),
+            keep_all_tokens=True,
+            maybe_placeholders=False,
+        )
+    return _PARSER
+
+
+def _run(sc: _Scanner, start: str) -> Any:
+    """Parse with scanner ``sc``; convert Lark errors into :class:`_SynErr`."""
+    try:
+        return _lark().parse(sc, start=start)
+    except UnexpectedToken as e:
+        raise _unexpected(e, sc) from None
+    except UnexpectedInput as e:  # pragma: no cover - the custom lexer raises _SynErr instead
+        raise _SynErr(str(e), ast.Span(sc.file, 1, 1, 1, 1)) from None
+
+
+# -- error messages ---------------------------------------------------------------------------
+
+_EXPR_START = frozenset(
+    "NAME NUMBER DURATION STRING LPAR LPAR_NL LSQB LSQB_NL LBRACE MINUS MINUS_NL NOT NOT_NL "
+    "TRUE FALSE NULL MAP PARALLEL REDUCE AGENT VERIFY FILTER ASK".split()
+)
+_OPERATORS = frozenset(
+    "QQ OR AND EQ NE LT LE GT GE IN NOT PLUS MINUS STAR SLASH PERCENT DOTDOT DOT".split()
+)
+_STMT_START = frozenset("LET REQUIRE FAIL RETURN IF".split())
+_CLAUSE = frozenset(
+    "TASK SYSTEM MODEL INPUT TOOLS WRITE EXPECT TIMEOUT RETRY MAX_ITERATIONS".split()
+)
+_TOP = frozenset(k.upper() for k in TOP_LEVEL)
+_PUNCT_WORDS = {v: f"`{k}`" for k, v in _OPS.items()}
+_PUNCT_WORDS.update({"LPAR_NL": "`(`", "LSQB_NL": "`[`", "MINUS_NL": "`-`", "NOT_NL": "`not`"})
+
+
+def _describe(tok: Any) -> str:
+    """Words for a token found where it does not belong."""
+    t = tok.type
+    if t == "$END":
+        return "the end of the text"
+    if t == "STRING":
+        return "a string"
+    if t == "NUMBER":
+        return f"the number `{tok.value}`"
+    if t == "DURATION":
+        return f"the duration `{tok.value}`"
+    if t == "NAME":
+        return f"the name `{tok.value}`"
+    if t in _PUNCT_WORDS:
+        return _PUNCT_WORDS[t]
+    return f"`{tok.value}`"
+
+
+def _expected_words(expected: set[str]) -> list[str]:
+    """Summarise an LALR expected-terminal set in words a person uses."""
+    exp = set(expected)
+    words: list[str] = []
+    if _TOP & exp and len(_TOP & exp) >= 4:
+        words.append("a declaration (`type`, `stage`, `use`, …)")
+        exp -= _TOP
+    if len(_CLAUSE & exp) >= 4:
+        words.append("an agent clause (`task`, `expect`, `tools`, …)")
+        exp -= _CLAUSE
+    if _STMT_START <= exp:
+        words.append("a statement")
+        exp -= _STMT_START
+        exp -= _EXPR_START
+    if "MAP" in exp and "NAME" in exp and "NOT" not in exp and "MINUS" not in exp:
+        words.append("a type")
+        exp -= {"MAP", "NAME", "STRING", "NUMBER", "TRUE", "FALSE", "NULL", "LBRACE", "LPAR"}
+        exp -= {"LPAR_NL"}
+    if len(_EXPR_START & exp) >= 4:
+        words.append("an expression")
+        exp -= _EXPR_START
+    ops = _OPERATORS & exp
+    rest = exp - ops - {"$END", "LSQB", "LPAR", "QMARK", "PIPE", "AT"}
+    for t in sorted(rest, key=_term_order):
+        if t in _PUNCT_WORDS:
+            words.append(_PUNCT_WORDS[t])
+        elif t == "NAME":
+            words.append("a name")
+        elif t == "STRING":
+            words.append("a string")
+        elif t == "DURATION":
+            words.append("a duration")
+        elif t == "NUMBER":
+            words.append("a number")
+        else:
+            words.append(f"`{t.lower()}`")
+    if not words and ops:
+        words.append("an operator")
+    if not words and "$END" in exp:
+        words.append("the end of the text")
+    return words
+
+
+def _term_order(t: str) -> tuple:
+    order = ["RBRACE", "RSQB", "RPAR", "COMMA", "COLON", "EQUALS", "ARROW"]
+    return (order.index(t) if t in order else len(order), t)
+
+
+def _join_or(words: list[str]) -> str:
+    words = list(dict.fromkeys(words))
+    if len(words) > 5:
+        words = words[:5] + ["…"]
+    if len(words) == 1:
+        return words[0]
+    return ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _unexpected(e: UnexpectedToken, sc: _Scanner) -> _SynErr:
+    tok = e.token
+    found = _describe(tok)
+    words = _expected_words(set(e.expected))
+    msg = f"expected {_join_or(words)}, found {found}" if words else f"unexpected {found}"
+    if tok.type == "$END" or not isinstance(tok, Tok):
+        last = sc.last
+        if sc.stopped_at is not None:
+            k = sc.stopped_at
+            closer = "}" if sc.stop == "}" else "}}"
+            span = sc.span_at(k, k + len(closer), sc.line, sc.ls)
+            msg = msg.replace("the end of the text", f"`{closer}`")
+            return _SynErr(msg, span)
+        if last is not None:
+            span = ast.Span(
+                last.file,
+                last.end_line,
+                last.end_column,
+                last.end_line,
+                last.end_column,
+                last.end_pos,
+                last.end_pos,
+            )
+        else:
+            span = sc.span_at(sc.pos, sc.pos, sc.line, sc.ls)
+        return _SynErr(msg, span)
+    hint = None
+    if tok.type == "STRING" and "COLON" in e.expected:
+        hint = "object entries are written `key: value`"
+    resume = tok.end_pos - sc.ob
+    if tok.bol and tok.value in TOP_LEVEL and not isinstance(tok.value, ast.Node):
+        resume = tok.start_pos - sc.ob
+    return _SynErr(msg, tok.span, resume=resume, depth=len(sc.stack), hint=hint)
+
+
+# ---------------------------------------------------------------------------------------------
+# AST building (Lark transformer callbacks, called at each LALR reduction)
+
+
+class _Acc(list):
+    """A list being accumulated by a left-recursive rule; ``comma`` tells whether the last
+    thing added was a separating comma."""
+
+    __slots__ = ("comma",)
+
+    def __init__(self, *a):
+        super().__init__(*a)
+        self.comma = False
+
+
+class _Not:
+    """A prefix ``not`` waiting for precedence climbing."""
+
+    __slots__ = ("tok", "operand")
+
+    def __init__(self, tok, operand):
+        self.tok = tok
+        self.operand = operand
+
+
+_PREC = {
+    "??": 1,
+    "or": 2,
+    "and": 3,
+    # 4: prefix `not`
+    "==": 5,
+    "!=": 5,
+    "<": 5,
+    "<=": 5,
+    ">": 5,
+    ">=": 5,
+    "in": 5,
+    "not in": 5,
+    "..": 6,
+    "+": 7,
+    "-": 7,
+    "*": 8,
+    "/": 8,
+    "%": 8,
+}
+_NOT_PREC = 4
+
+
+def _sp(x: Any) -> ast.Span:
+    return x.span
+
+
+def _cover(a: Any, b: Any) -> ast.Span:
+    return a.span.to(b.span)
+
+
+def _operand_span(x: Any) -> ast.Span:
+    if isinstance(x, _Not):
+        return x.tok.span.to(_operand_span(x.operand))
+    return x.span
+
+
+def _climb(seq: list) -> ast.Expr:
+    """Arrange ``[operand, (op, tok, tok2), operand, …]`` by precedence (LANGUAGE.md §4)."""
+    if len(seq) > 2 * MAX_OPERATORS:
+        raise _SynErr(
+            f"expression too long (more than {MAX_OPERATORS} operators); split it with `let`",
+            _operand_span(seq[0]),
+        )
+    pos = 0
+    n = len(seq)
+
+    def level(p: int) -> ast.Expr:
+        nonlocal pos
+        x = seq[pos]
+        if isinstance(x, _Not):
+            if p > _NOT_PREC:
+                raise _SynErr(
+                    "`not` needs parentheses here: write `(not …)`",
+                    x.tok.span,
+                )
+            seq[pos] = x.operand
+            inner = level(_NOT_PREC)
+            left: ast.Expr = ast.Unary(x.tok.span.to(inner.span), "not", inner)
+        else:
+            pos += 1
+            left = x
+        while pos < n:
+            op, t1, t2 = seq[pos]
+            q = _PREC[op]
+            if q < p:
+                break
+            pos += 1
+            right = level(q + 1)
+            if q in (5, 6) and pos < n and _PREC[seq[pos][0]] == q:
+                what = "comparisons" if q == 5 else "ranges"
+                nxt = seq[pos]
+                raise _SynErr(
+                    f"{what} do not chain: combine them with `and` or add parentheses",
+                    nxt[1].span.to(nxt[2].span),
+                )
+            op_span = t1.span.to(t2.span) if t2 is not t1 else t1.span
+            if op == "..":
+                left = ast.RangeExpr(left.span.to(right.span), left, right)
+            else:
+                left = ast.Binary(left.span.to(right.span), op, left, right, op_span)
+        return left
+
+    return level(0)
+
+
+def _string_value(tok: Tok, what: str) -> str:
+    lit = tok.value
+    if not lit.is_plain:
+        raise _SynErr(f"{what} cannot contain `${{…}}` interpolation", lit.span)
+    return lit.text
+
+
+def _push_projection(p: ast.Projection, build, end_span: ast.Span) -> ast.Projection:
+    """Extend an open projection's per-element path with ``build(inner)``."""
+    inner = p.path
+    if isinstance(inner, ast.Projection) and not inner.closed:
+        p.path = _push_projection(inner, build, end_span)
+    else:
+        if inner is None:
+            inner = ast.ProjectionItem(p.span)
+        p.path = build(inner)
+    p.span = p.span.to(end_span)
+    return p
+
+
+def _duration_ms(text: str) -> int:
+    return sum(int(a) * _DUR_MS[u] for a, u in _DUR_PART.findall(text))
+
+
+def _number(text: str) -> int | float:
+    return float(text) if "." in text else int(text)
+
+
+def _sep_check(acc: _Acc, new: Any, what: str) -> None:
+    """Entries without a comma must be on a new line (LANGUAGE.md §1)."""
+    if acc and not acc.comma and acc[-1].span.end_line == new.span.line:
+        raise _SynErr(f"expected `,` or a line break between {what}", new.span, hint=None)
+
+
+class _Builder:
+    """Lark transformer callbacks; each receives the children of one reduction."""
+
+    # -- entry points / items -------------------------------------------------------------------
+
+    def expr_only(self, c):
+        return c[0]
+
+    def module(self, c):
+        return c[0]
+
+    def items(self, c):
+        if not c:
+            return []
+        lst = c[0]
+        lst.append(c[1])
+        if _ITEMS:
+            _ITEMS[-1].append(c[1])
+        return lst
+
+    def flow_header(self, c):
+        desc = _string_value(c[2], "a flow description") if len(c) > 2 else None
+        return ast.FlowHeader(_cover(c[0], c[-1]), ast.Ident(c[1].span, c[1].value), desc)
+
+    def input_decl(self, c):
+        return ast.InputDecl(_cover(c[0], c[1]), c[1])
+
+    def output_decl(self, c):
+        return ast.OutputDecl(_cover(c[0], c[1]), c[1])
+
+    def deadline_decl(self, c):
+        d = c[1]
+        return ast.DeadlineDecl(
+            _cover(c[0], d), ast.DurationLit(d.span, _duration_ms(d.value), d.value)
+        )
+
+    def use_decl(self, c):
+        target = c[2]
+        return ast.UseDecl(
+            _cover(c[0], c[4]),
+            c[1].value,
+            _string_value(target, "a `use` name"),
+            target.span,
+            ast.Ident(c[4].span, c[4].value),
+        )
+
+    def extern_tool(self, c):
+        params = c[4] if len(c) == 8 else []
+        return ast.ExternTool(
+            _cover(c[0], c[-1]),
+            ast.Ident(c[2].span, c[2].value),
+            list(params),
+            c[-1],
+            doc=c[0].doc,
+        )
+
+    def params(self, c):
+        if len(c) == 1:
+            return [c[0]]
+        if c[1].type == "COMMA" and len(c) == 2:
+            return c[0]
+        c[0].append(c[2])
+        return c[0]
+
+    def param(self, c):
+        return ast.Param(_cover(c[0], c[2]), ast.Ident(c[0].span, c[0].value), c[2])
+
+    def extern_type(self, c):
+        return ast.ExternType(_cover(c[0], c[2]), ast.Ident(c[2].span, c[2].value), doc=c[0].doc)
+
+    def type_decl(self, c):
+        return ast.TypeDecl(
+            _cover(c[0], c[2]), ast.Ident(c[1].span, c[1].value), c[2], None, doc=c[0].doc
+        )
+
+    def type_alias(self, c):
+        return ast.TypeDecl(
+            _cover(c[0], c[3]), ast.Ident(c[1].span, c[1].value), None, c[3], doc=c[0].doc
+        )
+
+    def stage_decl(self, c):
+        returns = c[3] if len(c) == 5 else None
+        return ast.StageDecl(
+            _cover(c[0], c[-1]), ast.Ident(c[1].span, c[1].value), returns, c[-1], doc=c[0].doc
+        )
+
+    # -- types ----------------------------------------------------------------------------------
+
+    def type(self, c):
+        return c[0]
+
+    def union_type(self, c):
+        left, right = c[0], c[2]
+        if isinstance(left, ast.UnionType) and not getattr(left, "_paren", False):
+            members = left.members + [right]
+        else:
+            members = [left, right]
+        return ast.UnionType(_cover(left, right), members)
+
+    def array_type(self, c):
+        return ast.ArrayType(_cover(c[0], c[2]), c[0])
+
+    def optional_type(self, c):
+        return ast.OptionalType(_cover(c[0], c[1]), c[0])
+
+    def named_type(self, c):
+        return ast.NamedType(c[0].span, c[0].value)
+
+    def map_type(self, c):
+        return ast.MapType(_cover(c[0], c[3]), c[2])
+
+    def literal_type(self, c):
+        t = c[0]
+        typ = t.type
+        if typ == "STRING":
+            value: Any = _string_value(t, "a literal type")
+        elif typ == "NUMBER":
+            value = _number(t.value)
+        else:
+            value = {"TRUE": True, "FALSE": False, "NULL": None}[typ]
+        return ast.LiteralType(t.span, value)
+
+    def paren_type(self, c):
+        return c[1]
+
+    def object_type(self, c):
+        return ast.ObjectType(_cover(c[0], c[2]), list(c[1]))
+
+    def fields_empty(self, c):
+        return _Acc()
+
+    def fields_first(self, c):
+        return _Acc(c)
+
+    def fields_next(self, c):
+        acc, f = c
+        _sep_check(acc, f, "fields")
+        acc.append(f)
+        acc.comma = False
+        return acc
+
+    def fields_comma(self, c):
+        c[0].comma = True
+        return c[0]
+
+    def field(self, c):
+        name = c[0]
+        constraints = c[3] if len(c) == 4 else []
+        end = constraints[-1] if constraints else c[2]
+        return ast.FieldDecl(
+            _cover(name, end),
+            ast.Ident(name.span, name.value),
+            c[2],
+            constraints,
+            doc=name.doc,
+        )
+
+    def constraints(self, c):
+        if len(c) == 1:
+            return [c[0]]
+        c[0].append(c[1])
+        return c[0]
+
+    def constraint(self, c):
+        args = []
+        if len(c) == 5:
+            for a in c[3]:
+                if isinstance(a, ast.Argument):
+                    raise _SynErr("constraint arguments are written without names", a.span)
+                args.append(a)
+        return ast.Constraint(_cover(c[0], c[-1]), ast.Ident(c[1].span, c[1].value), args)
+
+    # -- statements -----------------------------------------------------------------------------
+
+    def block(self, c):
+        return ast.Block(_cover(c[0], c[2]), c[1])
+
+    def stmts(self, c):
+        if not c:
+            return []
+        c[0].append(c[1])
+        return c[0]
+
+    def let_stmt(self, c):
+        ann = c[3] if len(c) == 6 else None
+        return ast.LetStmt(_cover(c[0], c[-1]), ast.Ident(c[1].span, c[1].value), ann, c[-1])
+
+    def require_stmt(self, c):
+        return ast.RequireStmt(_cover(c[0], c[4]), c[1], c[4])
+
+    def fail_stmt(self, c):
+        return ast.FailStmt(_cover(c[0], c[1]), c[1])
+
+    def return_stmt(self, c):
+        return ast.ReturnStmt(_cover(c[0], c[1]), c[1])
+
+    def expr_stmt(self, c):
+        return ast.ExprStmt(c[0].span, c[0])
+
+    def if_stmt(self, c):
+        else_ = c[4] if len(c) == 5 else None
+        return ast.IfStmt(_cover(c[0], c[-1]), c[1], c[2], else_)
+
+    # -- control expressions --------------------------------------------------------------------
+
+    def filter_expr(self, c):
+        return ast.FilterExpr(
+            _cover(c[0], c[5]), c[1], ast.Ident(c[3].span, c[3].value), c[5], None
+        )
+
+    def filter_judge(self, c):
+        return ast.FilterExpr(
+            _cover(c[0], c[6]), c[1], ast.Ident(c[3].span, c[3].value), None, c[6]
+        )
+
+    def ask_tail(self, c):
+        expect = default = else_fail = None
+        i = 0
+        while i < len(c):
+            t = c[i]
+            if t.type == "EXPECT":
+                expect = c[i + 1]
+                i += 2
+            elif t.type == "DEFAULT":
+                default = c[i + 1]
+                i += 2
+            else:  # ELSE FAIL msg
+                else_fail = c[i + 2]
+                i += 3
+        return (expect, default, else_fail, c[-1] if c else None)
+
+    def ask_expr(self, c):
+        expect, default, else_fail, last = c[2]
+        end = last if last is not None else c[1]
+        return ast.AskExpr(_cover(c[0], end), c[1], expect, default, else_fail)
+
+    def map_expr(self, c):
+        parallel = c[0].type == "PARALLEL"
+        k = 1 if parallel else 0
+        over = c[k + 1]
+        var = c[k + 3]
+        limit = c[k + 5] if len(c) > k + 5 else None
+        return ast.MapExpr(
+            _cover(c[0], c[-1]),
+            parallel,
+            over,
+            ast.Ident(var.span, var.value),
+            limit,
+            c[-1],
+            keyword_span=c[k].span,
+        )
+
+    def reduce_expr(self, c):
+        acc_type = c[7] if len(c) == 11 else None
+        return ast.ReduceExpr(
+            _cover(c[0], c[-1]),
+            c[1],
+            ast.Ident(c[3].span, c[3].value),
+            ast.Ident(c[5].span, c[5].value),
+            acc_type,
+            c[-2],
+            c[-1],
+        )
+
+    def verify_expr(self, c):
+        return ast.VerifyExpr(_cover(c[0], c[3]), c[2])
+
+    def verify_items(self, c):
+        return []
+
+    def verify_check(self, c):
+        c[0].append(ast.VerifyCheck(_cover(c[1], c[4]), c[2], c[4]))
+        return c[0]
+
+    def verify_judge(self, c):
+        c[0].append(ast.VerifyJudge(_cover(c[1], c[2]), c[2]))
+        return c[0]
+
+    def agent_expr(self, c):
+        return ast.AgentExpr(_cover(c[0], c[6]), c[2], c[5], c[0].span)
+
+    def clauses(self, c):
+        if not c:
+            return []
+        c[0].append(c[1])
+        return c[0]
+
+    def clause(self, c):
+        kw = c[0]
+        kind = kw.value
+        if kind == "tools":
+            if c[1].type == "NONE":
+                value: Any = None
+            else:
+                value = list(c[2])
+        elif kind == "retry":
+            value = _retry(c[1])
+        else:
+            value = c[1]
+        return ast.Clause(_cover(kw, c[-1]), kind, value, kw.span)
+
+    def tool_refs_empty(self, c):
+        return _Acc()
+
+    def tool_refs_first(self, c):
+        return _Acc(c)
+
+    def tool_refs_next(self, c):
+        c[0].append(c[2])
+        return c[0]
+
+    def tool_refs_comma(self, c):
+        return c[0]
+
+    def tool_ref(self, c):
+        t = c[0]
+        if t.type == "STRING":
+            return ast.ToolRef(t.span, _string_value(t, "a tool pattern"), True)
+        return ast.ToolRef(t.span, t.value, False)
+
+    # -- operators ------------------------------------------------------------------------------
+
+    def opexpr(self, c):
+        seq = c[0]
+        if len(seq) == 1 and not isinstance(seq[0], _Not):
+            return seq[0]
+        return _climb(seq)
+
+    def opseq_first(self, c):
+        return [c[0]]
+
+    def opseq_next(self, c):
+        seq = c[0]
+        seq.append(c[1])
+        seq.append(c[2])
+        return seq
+
+    def operand_plain(self, c):
+        return c[0]
+
+    def operand_not(self, c):
+        inner = c[1]
+        depth = 1
+        x = inner
+        while isinstance(x, _Not):
+            depth += 1
+            x = x.operand
+        if depth > MAX_PREFIX:
+            raise _SynErr("too many `not` in a row", c[0].span)
+        return _Not(c[0], inner)
+
+    def binop(self, c):
+        t = c[0]
+        if len(c) == 2:
+            return ("not in", t, c[1])
+        return (t.value, t, t)
+
+    def neg(self, c):
+        operand = c[1]
+        if isinstance(operand, ast.Unary) and operand.op == "-":
+            depth = 1
+            x = operand
+            while isinstance(x, ast.Unary) and x.op == "-":
+                depth += 1
+                x = x.operand
+            if depth > MAX_PREFIX:
+                raise _SynErr("too many `-` in a row", c[0].span)
+        return ast.Unary(_cover(c[0], operand), "-", operand)
+
+    # -- postfix --------------------------------------------------------------------------------
+
+    def member(self, c):
+        obj, name = c[0], c[2]
+        nspan = name.span
+        if isinstance(obj, ast.Projection) and not obj.closed:
+            return _push_projection(
+                obj, lambda inner: ast.Member(inner.span.to(nspan), inner, name.value, nspan), nspan
+            )
+        return ast.Member(obj.span.to(nspan), obj, name.value, nspan)
+
+    def index(self, c):
+        obj, idx, close = c[0], c[2], c[3].span
+        if isinstance(obj, ast.Projection) and not obj.closed:
+            return _push_projection(
+                obj, lambda inner: ast.Index(inner.span.to(close), inner, idx), close
+            )
+        return ast.Index(obj.span.to(close), obj, idx)
+
+    def project(self, c):
+        obj, close = c[0], c[3].span
+        star = c[1].span.to(close)
+        if isinstance(obj, ast.Projection) and not obj.closed:
+
+            def build(inner):
+                return ast.Projection(inner.span.to(close), inner, None)
+
+            return _push_projection(obj, build, close)
+        p = ast.Projection(obj.span.to(close), obj, None)
+        del star
+        return p
+
+    def call(self, c):
+        callee = c[0]
+        close = c[-1].span
+        named: list[ast.Argument] = []
+        positional: list[ast.Expr] = []
+        if len(c) == 4:
+            for a in c[2]:
+                (named if isinstance(a, ast.Argument) else positional).append(a)
+        return ast.Call(callee.span.to(close), callee, named, positional)
+
+    def args(self, c):
+        if len(c) == 1:
+            return [c[0]]
+        if len(c) == 2:
+            return c[0]
+        c[0].append(c[2])
+        return c[0]
+
+    def named_arg(self, c):
+        return ast.Argument(_cover(c[0], c[2]), c[0].value, c[0].span, c[2])
+
+    # -- atoms ----------------------------------------------------------------------------------
+
+    def name(self, c):
+        t = c[0]
+        return ast.Name(t.span, t.value)
+
+    def number(self, c):
+        t = c[0]
+        return ast.NumberLit(t.span, _number(t.value))
+
+    def duration(self, c):
+        t = c[0]
+        return ast.DurationLit(t.span, _duration_ms(t.value), t.value)
+
+    def string(self, c):
+        return c[0].value
+
+    def true(self, c):
+        return ast.BoolLit(c[0].span, True)
+
+    def false(self, c):
+        return ast.BoolLit(c[0].span, False)
+
+    def null(self, c):
+        return ast.NullLit(c[0].span)
+
+    def list(self, c):
+        return ast.ListLit(_cover(c[0], c[2]), list(c[1]))
+
+    def items_empty(self, c):
+        return _Acc()
+
+    def items_first(self, c):
+        return _Acc(c)
+
+    def items_next(self, c):
+        c[0].append(c[2])
+        return c[0]
+
+    def items_comma(self, c):
+        return c[0]
+
+    def object(self, c):
+        return ast.ObjectLit(_cover(c[0], c[2]), list(c[1]))
+
+    def entries_empty(self, c):
+        return _Acc()
+
+    def entries_first(self, c):
+        return _Acc(c)
+
+    def entries_next(self, c):
+        acc, e = c
+        _sep_check(acc, e, "object entries")
+        acc.append(e)
+        acc.comma = False
+        return acc
+
+    def entries_comma(self, c):
+        c[0].comma = True
+        return c[0]
+
+    def entry(self, c):
+        k = c[0]
+        key = _string_value(k, "an object key") if k.type == "STRING" else k.value
+        return ast.ObjectEntry(_cover(k, c[2]), key, k.span, c[2])
+
+    def paren(self, c):
+        e = c[1]
+        if isinstance(e, ast.Projection):
+            e.closed = True
+        return e
+
+
+def _retry(obj: ast.ObjectLit) -> ast.RetrySpec:
+    """``retry { attempts: N, on: [code, …] }`` from its object-literal form (LANGUAGE.md §8)."""
+    attempts = None
+    on = None
+    for e in obj.entries:
+        if e.key == "attempts":
+            attempts = e.value
+        elif e.key == "on":
+            if not isinstance(e.value, ast.ListLit):
+                raise _SynErr("`on` takes a list of error codes: `on: [transient]`", e.value.span)
+            on = []
+            for item in e.value.items:
+                if not isinstance(item, ast.Name):
+                    raise _SynErr(
+                        "an error code is a bare name such as `timeout`, `rate_limit` or "
+                        "`transient`",
+                        item.span,
+                    )
+                on.append(ast.Ident(item.span, item.name))
+        else:
+            raise _SynErr(
+                f"unknown retry setting `{e.key}`: expected `attempts` or `on`", e.key_span
+            )
+    return ast.RetrySpec(obj.span, attempts, on)
+
+
+# ---------------------------------------------------------------------------------------------
+# Public API
+
+
+def _to_source_error(e: _SynErr) -> SourceError:
+    return SourceError(f"{e.span}: {e.message}", e.span, e.hint)
+
+
+def parse_expression(
+    text: str, file: str = "<expr>", *, line: int = 1, column: int = 1, offset: int = 0
+) -> ast.Expr:
+    """Parse a pure expression (LANGUAGE.md §4) such as ``E0.issues[*].id ?? []``.
+
+    ``line``/``column``/``offset`` give the position of ``text[0]`` in the enclosing file, so the
+    spans of the result are real positions there (1-based line/column, 0-based offsets).
+    Line breaks are insignificant inside an expression.
+
+    Raises :class:`agentflow.errors.SourceError` (with ``.span``) when the text does not parse.
+    """
+    sc = _Scanner(text, 0, len(text), file, line, 1 - column, offset)
+    try:
+        return _run(sc, "expr_only")
+    except _SynErr as e:
+        raise _to_source_error(e) from None
+    except RecursionError:
+        span = ast.Span(file, line, column, line, column, offset, offset)
+        raise SourceError(f"{span}: expression nested too deeply", span) from None
+
+
+def parse_template(
+    text: str, file: str = "<template>", *, line: int = 1, column: int = 1, offset: int = 0
+) -> ast.Template:
+    """Split a plan string into literal text and ``{{ expr }}`` holes (PLAN_IR.md §3).
+
+    The closing ``}}`` of a hole is the first one outside strings and brackets, so
+    ``{{ {a: {b: 1}} }}`` is one hole.  A hole holding a plain string literal is folded into
+    the literal text (``{{ "{{" }}`` gives a literal ``{{``).  Returns an ``ast.Template`` whose
+    ``parts`` are ``str`` and ``ast.Expr``.  Raises :class:`agentflow.errors.SourceError` on an
+    unclosed hole or an expression that does not parse.
+    """
+    parts: list = []
+    n = len(text)
+    i = 0
+    cur_line = line
+    ls = 1 - column  # virtual start index of the current line
+    buf: list[str] = []
+    try:
+        while i < n:
+            k = text.find("{{", i)
+            if k < 0:
+                buf.append(text[i:])
+                break
+            if k > i:
+                buf.append(text[i:k])
+            nl = text.count("\n", i, k + 2)
+            if nl:
+                cur_line += nl
+                ls = text.rfind("\n", i, k + 2) + 1
+            sc = _Scanner(text, k + 2, n, file, cur_line, ls, offset, stop="}}")
+            try:
+                expr = _run(sc, "expr_only")
+            except _SynErr as e:
+                if sc.stopped_at is None and e.message.startswith("expected `}}`"):
+                    span = ast.Span(
+                        file, cur_line, k - ls + 1, cur_line, k - ls + 3, k + offset, k + 2 + offset
+                    )
+                    raise _SynErr("unclosed `{{`: expected `}}`", span) from None
+                raise
+            close = sc.stopped_at
+            assert close is not None
+            cur_line, ls = sc.line, sc.ls
+            if isinstance(expr, ast.StringLit) and expr.is_plain:
+                buf.append(expr.text)
+            else:
+                if buf:
+                    s = "".join(buf)
+                    if s:
+                        parts.append(s)
+                    buf = []
+                parts.append(expr)
+            i = close + 2
+    except _SynErr as e:
+        raise _to_source_error(e) from None
+    except RecursionError:
+        span = ast.Span(file, line, column, line, column, offset, offset)
+        raise SourceError(f"{span}: template nested too deeply", span) from None
+    if buf:
+        s = "".join(buf)
+        if s:
+            parts.append(s)
+    end_line = line + text.count("\n")
+    end_col = (n - text.rfind("\n")) if "\n" in text else column + n
+    span = ast.Span(file, line, column, end_line, end_col, offset, offset + n)
+    return ast.Template(span, parts)
+
+
+def parse_module(text: str, file: str) -> tuple[ast.Module, list[Diagnostic]]:
+    """Parse a whole `.flow` file (LANGUAGE.md §1–8).
+
+    Returns ``(module, diagnostics)``; never raises.  Each syntax error becomes a
+    ``syntax-error`` diagnostic, the top-level item it occurred in becomes ``ast.ErrorItem``
+    (named when the name is known), and parsing resumes at the next top-level keyword that
+    starts a line.
+    """
+    try:
+        return _parse_module(text, file)
+    except Exception as e:  # pragma: no cover - last-resort guard: never raise
+        span = ast.Span(file, 1, 1, 1, 1, 0, 0)
+        diag = Diagnostic(SYNTAX_ERROR, f"the parser failed on this file ({type(e).__name__})", span)
+        return ast.Module(span, file, [ast.ErrorItem(span)]), [diag]
+
+
+def _parse_module(text: str, file: str) -> tuple[ast.Module, list[Diagnostic]]:
+    if not isinstance(text, str):  # pragma: no cover - defensive
+        text = str(text)
+    items: list[ast.Item] = []
+    diags: list[Diagnostic] = []
+    n = len(text)
+    pos, line, ls = 0, 1, 0
+    while True:
+        got: list = []
+        _ITEMS.append(got)
+        sc = _Scanner(text, pos, n, file, line, ls, 0, module=True)
+        err: _SynErr | None = None
+        try:
+            _run(sc, "module")
+        except _SynErr as e:
+            err = e
+        except RecursionError:
+            err = _SynErr("nested too deeply", sc.span_at(sc.pos, sc.pos, sc.line, sc.ls))
+        finally:
+            _ITEMS.pop()
+        items.extend(got)
+        if err is None:
+            break
+        diags.append(Diagnostic(SYNTAX_ERROR, err.message, err.span, hint=err.hint))
+        # the failed item starts at the first token after the last completed one
+        start = got[-1].span.end if got else pos
+        start = _SKIP_TRIVIA.match(text, start).end()
+        resume = _find_resume(text, file, err, sc, start)
+        end = resume if resume is not None else n
+        stop = len(text[start:end].rstrip())
+        item_end = max(start + stop, min(err.span.end, n), start)
+        items.append(ast.ErrorItem(_offset_span(text, file, start, item_end), _item_name(text, start)))
+        if resume is None:
+            break
+        pos = resume
+        line = text.count("\n", 0, pos) + 1
+        ls = text.rfind("\n", 0, pos) + 1
+    if items:
+        span = _offset_span(text, file, 0, n)
+    else:
+        span = ast.Span(file, 1, 1, 1, 1, 0, 0)
+    return ast.Module(span, file, items), diags
+
+
+def _offset_span(text: str, file: str, i: int, j: int) -> ast.Span:
+    line = text.count("\n", 0, i) + 1
+    ls = text.rfind("\n", 0, i) + 1
+    end_line = line + text.count("\n", i, j)
+    els = text.rfind("\n", 0, j) + 1 if end_line != line else ls
+    return ast.Span(file, line, i - ls + 1, end_line, j - els + 1, i, j)
+
+
+def _raw_tokens(text: str, file: str, i: int, depth_stack: list | None = None):
+    """Tokens from ``i`` without a parser (keywords by spelling); lexical errors skip a line."""
+    n = len(text)
+    line = text.count("\n", 0, i) + 1
+    ls = text.rfind("\n", 0, i) + 1
+    while i < n:
+        sc = _Scanner(text, i, n, file, line, ls, 0, module=False)
+        if depth_stack is not None:
+            sc.stack = depth_stack
+        try:
+            for tok in sc.tokens(None):
+                yield tok
+            return
+        except _SynErr:
+            k = text.find("\n", max(sc.pos, i) + 1)
+            if k < 0:
+                return
+            # keep going on the next line
+            i = k + 1
+            line = text.count("\n", 0, i) + 1
+            ls = i
+            if depth_stack is not None:
+                del depth_stack[:]
+        except RecursionError:  # pragma: no cover
+            return
+
+
+def _find_resume(text: str, file: str, err: _SynErr, sc: _Scanner, item_start: int) -> int | None:
+    """Where parsing resumes after ``err``: the next line-start top-level keyword at bracket
+    depth 0 (or a strong keyword like ``stage x`` at any depth) after the failed item's start."""
+    n = len(text)
+    if err.resume is not None:
+        i = err.resume
+        depth = err.depth if err.depth is not None else len(sc.stack)
+    else:
+        k = text.find("\n", min(err.span.end, n) if err.span.file == file else sc.pos)
+        if k < 0:
+            return None
+        i = k + 1
+        depth = err.depth if err.depth is not None else len(sc.stack)
+    i = max(i, item_start + 1)
+    if i >= n:
+        return None
+    # is `i` itself at the start of a line?
+    prev_nl = text.rfind("\n", 0, i)
+    bol = not text[prev_nl + 1 : i].strip()
+    first = True
+    for tok in _raw_tokens(text, file, i):
+        at_bol = tok.bol if not first else (bol and tok.bol)
+        first = False
+        v = tok.value
+        if at_bol and isinstance(v, str) and v in TOP_LEVEL and tok.start_pos > item_start:
+            if depth <= 0:
+                return tok.start_pos
+            if v in _STRONG and _WORD_AFTER.match(text, tok.end_pos, n):
+                return tok.start_pos
+        t = tok.type
+        if t in ("LPAR", "LSQB", "LBRACE", "LPAR_NL", "LSQB_NL"):
+            depth += 1
+        elif t in ("RPAR", "RSQB", "RBRACE"):
+            depth = max(0, depth - 1)
+    return None
+
+
+def _item_name(text: str, start: int) -> str | None:
+    """The declared name of the (broken) item at ``start``, when it can be seen."""
+    toks = []
+    for tok in _raw_tokens(text, "<name>", start):
+        toks.append(tok)
+        if len(toks) >= 6:
+            break
+    if not toks or not isinstance(toks[0].value, str):
+        return None
+    kw = toks[0].value
+    words = [t.value if isinstance(t.value, str) else None for t in toks]
+    if kw in ("stage", "type", "flow") and len(toks) > 1 and _IDENT.fullmatch(words[1] or ""):
+        return words[1]
+    if kw == "extern" and len(toks) > 2 and _IDENT.fullmatch(words[2] or ""):
+        return words[2]
+    if kw == "use" and "as" in words:
+        k = words.index("as")
+        if k + 1 < len(words) and _IDENT.fullmatch(words[k + 1] or ""):
+            return words[k + 1]
+    return None
+
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

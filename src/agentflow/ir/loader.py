@@ -1,0 +1,500 @@
+"""Load a plan file into validated models (PLAN_IR.md §1–6).
+
+``load_plan(path)`` / ``load_plan_text(text, file)`` / ``load_plan_data(data, file)`` return a
+:class:`~agentflow.ir.models.Plan` whose steps carry their compiled templates, or raise
+:class:`agentflow.errors.PlanLoadError` listing *every* problem found, each with file:line:col of
+the offending YAML node (for in-memory data, the value path such as ``steps[2].input.do``).
+
+YAML is read with ``yaml.compose`` (libyaml's ``CSafeLoader`` when available) so every node keeps
+its position; scalars are resolved with YAML 1.2 core rules, so ``on:``/``yes``/``no`` stay text.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path as FsPath
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from agentflow.compiler.diagnostics import did_you_mean
+from agentflow.errors import Location, PlanLoadError, PlanProblem
+from agentflow.ir.models import BODY_KEYS, CAMEL_ALIASES, Finish, Plan, Retry, Step
+from agentflow.ir.templates import NodePos, SourceMap, path_str
+
+try:  # pragma: no cover - depends on the PyYAML build
+    _Loader = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover
+    _Loader = yaml.SafeLoader
+
+_MAX_DEPTH = 200
+
+_INT_RE = re.compile(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+")
+_FLOAT_RE = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
+_INF_RE = re.compile(r"[-+]?\.(inf|Inf|INF)")
+_NAN_RE = re.compile(r"\.(nan|NaN|NAN)")
+
+_IMPLICIT_RESOLVER = yaml.resolver.Resolver()
+
+
+# ---------------------------------------------------------------------------------------------
+# Public API
+
+
+def load_plan(path: str | FsPath) -> Plan:
+    """Read and load a plan file (YAML or JSON).
+
+    Raises :class:`PlanLoadError` when the file cannot be read or the plan is invalid.
+    """
+    file = str(path)
+    try:
+        text = FsPath(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise PlanLoadError(
+            [PlanProblem(Location(file), f"cannot read plan file: {reason}")]
+        ) from None
+    return load_plan_text(text, file)
+
+
+def load_plan_text(text: str, file: str = "<plan>") -> Plan:
+    """Parse plan text (YAML or JSON) and load it, keeping the position of every node.
+
+    Raises :class:`PlanLoadError` with every problem (YAML syntax errors included).
+    """
+    data, smap = parse_yaml(text, file)
+    return load_plan_data(data, file, source_map=smap)
+
+
+def load_plan_data(data: Any, file: str = "<plan>", *, source_map: SourceMap | None = None) -> Plan:
+    """Load a plan from plain data (e.g. the compiler's output) and validate it structurally.
+
+    Without ``source_map``, problems carry the value path (``steps[2].input.do``) in their
+    message and no line. Raises :class:`PlanLoadError` listing every problem.
+    """
+    from agentflow.ir.validate import validate_plan
+
+    problems: list[PlanProblem] = []
+    builder = _Builder(file, source_map, problems)
+    plan = builder.plan(data, (), sub=False)
+    if plan is not None:
+        plan.source_file = file
+        problems.extend(validate_plan(plan, file))
+    if problems:
+        raise PlanLoadError(_sorted(problems))
+    assert plan is not None
+    return plan
+
+
+def parse_yaml(text: str, file: str = "<plan>") -> tuple[Any, SourceMap]:
+    """Compose YAML text into plain data plus a :class:`SourceMap` of node positions.
+
+    Mapping keys stay text as written (``on`` is not ``True``); plain scalars follow YAML 1.2 core
+    resolution. Raises :class:`PlanLoadError` on YAML syntax errors, duplicate keys, non-scalar
+    keys, recursive aliases and empty documents.
+    """
+    smap = SourceMap(file)
+    starts = [0]
+    for m in re.finditer("\n", text):
+        starts.append(m.end())
+    smap.line_starts = starts
+    try:
+        root = yaml.compose(text, Loader=_Loader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        loc = Location(file, mark.line + 1, mark.column + 1) if mark else Location(file)
+        msg = exc.problem or str(exc)
+        if exc.context:
+            msg = f"{exc.context}: {msg}" if exc.problem else msg
+        raise PlanLoadError([PlanProblem(loc, f"YAML syntax error: {msg}")]) from None
+    except yaml.YAMLError as exc:
+        raise PlanLoadError([PlanProblem(Location(file), f"YAML error: {exc}")]) from None
+    if root is None:
+        raise PlanLoadError([PlanProblem(Location(file, 1, 1), "the plan file is empty")])
+    problems: list[PlanProblem] = []
+    lines = text.split("\n")
+    data = _construct(root, (), smap, problems, lines, set(), None)
+    if problems:
+        raise PlanLoadError(problems)
+    return data, smap
+
+
+# ---------------------------------------------------------------------------------------------
+# YAML nodes → data
+
+
+def _scalar_pos(node: yaml.ScalarNode, lines: list[str]) -> NodePos:
+    m = node.start_mark
+    pos = NodePos(m.line + 1, m.column + 1)
+    style = node.style
+    if style in ("|", ">"):
+        # content starts on the next non-header line; its indentation is the block's
+        i = m.line + 1
+        while i < len(lines) and not lines[i].strip():
+            i += 1
+        if i < len(lines):
+            indent = len(lines[i]) - len(lines[i].lstrip(" "))
+            pos.content_line = m.line + 2
+            pos.content_column = indent + 1
+            pos.block_indent = indent + 1
+        else:
+            pos.content_line, pos.content_column = m.line + 1, m.column + 2
+    elif style in ("'", '"'):
+        pos.content_line, pos.content_column = m.line + 1, m.column + 2
+        pos.block_indent = 1
+    else:
+        pos.content_line, pos.content_column = m.line + 1, m.column + 1
+        pos.block_indent = 1
+    return pos
+
+
+def _resolve_scalar(node: yaml.ScalarNode) -> Any:
+    value = node.value
+    tag = node.tag
+    if node.style:  # quoted or block (libyaml gives "" for plain): text unless tagged
+        implicit = False
+    else:
+        implicit = tag == _IMPLICIT_RESOLVER.resolve(yaml.ScalarNode, value, (True, False))
+    if implicit:
+        if value in ("", "~", "null", "Null", "NULL"):
+            return None
+        if value in ("true", "True", "TRUE"):
+            return True
+        if value in ("false", "False", "FALSE"):
+            return False
+        if _INT_RE.fullmatch(value):
+            return int(value, 0) if value[:2] in ("0o", "0x") else int(value)
+        if _FLOAT_RE.fullmatch(value):
+            return float(value)
+        if _INF_RE.fullmatch(value):
+            return -math.inf if value.startswith("-") else math.inf
+        if _NAN_RE.fullmatch(value):
+            return math.nan
+        return value
+    short = tag.rsplit(":", 1)[-1] if tag.startswith("tag:yaml.org,2002:") else None
+    try:
+        if short == "int":
+            return int(value.replace("_", ""), 0)
+        if short == "float":
+            return float(value.replace("_", ""))
+        if short == "bool":
+            return value.lower() in ("true", "yes", "on", "y")
+        if short == "null":
+            return None
+    except ValueError:
+        return value
+    return value
+
+
+def _construct(node, path, smap, problems, lines, stack, key_pos) -> Any:
+    if len(path) > _MAX_DEPTH:
+        problems.append(PlanProblem(_loc(smap, node), "the plan nests too deeply"))
+        return None
+    if id(node) in stack:
+        problems.append(PlanProblem(_loc(smap, node), "recursive YAML alias"))
+        return None
+    if isinstance(node, yaml.ScalarNode):
+        pos = _scalar_pos(node, lines)
+    else:
+        pos = NodePos(node.start_mark.line + 1, node.start_mark.column + 1)
+    if key_pos is not None:
+        pos.key_line, pos.key_column = key_pos
+    smap.positions[path] = pos
+    if isinstance(node, yaml.ScalarNode):
+        return _resolve_scalar(node)
+    stack = stack | {id(node)}
+    if isinstance(node, yaml.SequenceNode):
+        return [
+            _construct(item, (*path, i), smap, problems, lines, stack, None)
+            for i, item in enumerate(node.value)
+        ]
+    out: dict[str, Any] = {}
+    for knode, vnode in node.value:
+        kloc = (knode.start_mark.line + 1, knode.start_mark.column + 1)
+        if not isinstance(knode, yaml.ScalarNode):
+            problems.append(PlanProblem(_loc(smap, knode), "mapping keys must be plain text"))
+            continue
+        key = knode.value
+        if key in out:
+            problems.append(
+                PlanProblem(
+                    Location(smap.file, *kloc),
+                    f"{_prefix(path)}duplicate key `{key}`",
+                )
+            )
+            continue
+        out[key] = _construct(vnode, (*path, key), smap, problems, lines, stack, kloc)
+    return out
+
+
+def _loc(smap: SourceMap, node) -> Location:
+    return Location(smap.file, node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+def _prefix(path) -> str:
+    text = path_str(path)
+    return f"{text}: " if text else ""
+
+
+def _sorted(problems: list[PlanProblem]) -> list[PlanProblem]:
+    seen: set[tuple] = set()
+    unique = []
+    for p in problems:
+        key = (str(p.location), p.message)
+        if key not in seen:
+            seen.add(key)
+            unique.append(p)
+    return sorted(unique, key=lambda p: (p.location.line == 0, p.location.line, p.location.column))
+
+
+# ---------------------------------------------------------------------------------------------
+# Data → models
+
+
+def _fields(model: type[BaseModel]) -> dict[str, str]:
+    """Accepted key → canonical field name (aliases included)."""
+    out = {}
+    for name, info in model.model_fields.items():
+        out[name] = name
+        if info.alias:
+            out[info.alias] = name
+    return out
+
+
+class _Builder:
+    """Builds models from data, turning every pydantic error into a positioned problem."""
+
+    def __init__(self, file: str, smap: SourceMap | None, problems: list[PlanProblem]):
+        self.file = file
+        self.smap = smap
+        self.problems = problems
+
+    def problem(self, path, message: str, *, hint: str | None = None, key: bool = False) -> None:
+        loc = self.smap.location(path, key=key) if self.smap else Location(self.file)
+        self.problems.append(PlanProblem(loc, f"{_prefix(path)}{message}", hint))
+
+    def check_keys(self, data: dict, model: type[BaseModel], path) -> None:
+        """Unknown fields (with a hint) and fields given under two spellings."""
+        accepted = _fields(model)
+        canon_seen: dict[str, str] = {}
+        for key in data:
+            if not isinstance(key, str) or key not in accepted:
+                names = sorted(n for n in model.model_fields)
+                self.problem(
+                    (*path, key),
+                    f"unknown field `{key}`",
+                    hint=did_you_mean(str(key), names),
+                    key=True,
+                )
+                continue
+            canon = accepted[key]
+            if canon in canon_seen:
+                self.problem(
+                    (*path, key),
+                    f"`{key}` and `{canon_seen[canon]}` are the same field; give it once",
+                    key=True,
+                )
+            canon_seen[canon] = key
+
+    def validate(self, model: type[BaseModel], data: dict, path) -> BaseModel | None:
+        """``model.model_validate(data)``; errors become problems (unknown fields excepted:
+        :meth:`check_keys` reports those)."""
+        self.last_bad: set[str] = set()
+        self.last_locs: list[tuple] = []
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            for err in exc.errors():
+                loc = err["loc"]
+                self.last_locs.append(tuple(loc))
+                if loc:
+                    self.last_bad.add(CAMEL_ALIASES.get(str(loc[0]), str(loc[0])))
+                etype = err["type"]
+                if etype == "extra_forbidden":
+                    continue
+                field = str(loc[-1]) if loc else ""
+                canon = CAMEL_ALIASES.get(field, field)
+                if etype == "missing":
+                    parent = (*path, *loc[:-1])
+                    self.problem(parent, f"missing required field `{canon}`")
+                    continue
+                msg = err["msg"]
+                msg = msg[:1].lower() + msg[1:]
+                sub = (*path, *loc)
+                # pydantic appends union member names to the loc: cut them off
+                sub = tuple(p for p in sub if not (isinstance(p, str) and "[" in p and "]" in p))
+                self.problem(sub, msg)
+            return None
+
+    # -- plans -----------------------------------------------------------------------------
+
+    def plan(self, data: Any, path, *, sub: bool) -> Plan | None:
+        if not isinstance(data, dict):
+            self.problem(path, "a plan must be a mapping with `name` and `steps`")
+            return None
+        self.check_keys(data, Plan, path)
+        broken: set[str] = set() if "steps" in data else {"steps"}
+        steps: list[Step] = []
+        raw_steps = data.get("steps")
+        if "steps" in data:
+            if not isinstance(raw_steps, list):
+                self.problem((*path, "steps"), "`steps` must be a list of steps")
+                broken.add("steps")
+            else:
+                for i, raw in enumerate(raw_steps):
+                    step = self.step(raw, (*path, "steps", i))
+                    if step is not None:
+                        steps.append(step)
+        plans: dict[str, Plan] = {}
+        if "plans" in data:
+            raw_plans = data["plans"]
+            if sub:
+                self.problem((*path, "plans"), "a sub-plan cannot have its own `plans`", key=True)
+            elif not isinstance(raw_plans, dict):
+                self.problem((*path, "plans"), "`plans` must map names to sub-plans")
+            else:
+                for name, raw in raw_plans.items():
+                    child = self.plan(raw, (*path, "plans", name), sub=True)
+                    if child is not None:
+                        plans[name] = child
+        finish = None
+        if data.get("finish") is not None:
+            raw = data["finish"]
+            if not isinstance(raw, dict):
+                self.problem((*path, "finish"), "`finish` must be a mapping")
+            else:
+                self.check_keys(raw, Finish, (*path, "finish"))
+                known = {k: v for k, v in raw.items() if k in Finish.model_fields}
+                finish = self.validate(Finish, known, (*path, "finish"))
+                if finish is None:
+                    broken.add("finish")
+        known = {k: v for k, v in data.items() if k in _fields(Plan)}
+        known["steps"] = steps
+        known["plans"] = plans
+        if finish is not None:
+            known["finish"] = finish
+        else:
+            known.pop("finish", None)
+        if "steps" not in data:
+            known.pop("steps")
+        plan = self.validate(Plan, known, path)
+        if plan is None:
+            # keep going with what is valid so every problem gets reported
+            values: dict[str, Any] = {"steps": steps, "plans": plans, "finish": finish}
+            for key in ("version", "name", "description", "deadline"):
+                if key in data:
+                    values[key] = data[key]
+            schema = data.get("input_schema", data.get("inputSchema"))
+            values["input_schema"] = schema if isinstance(schema, dict) else None
+            for key in ("version", "name", "description", "deadline"):
+                if key in values and not isinstance(values[key], int if key == "version" else str):
+                    broken.add(key)
+                    values[key] = 1 if key == "version" else None
+            if not isinstance(values.get("name"), str):
+                broken.add("name")
+                values["name"] = ""
+            plan = Plan.model_construct(**values)
+            broken.add("*")
+        plan._source_map = self.smap
+        plan._path = tuple(path)
+        plan._broken = broken
+        return plan
+
+    # -- steps -----------------------------------------------------------------------------
+
+    def step(self, data: Any, path) -> Step | None:
+        if not isinstance(data, dict):
+            self.problem(path, "a step must be a mapping with `tool_name` and `input`")
+            return None
+        self.check_keys(data, Step, path)
+        known = {k: v for k, v in data.items() if k in _fields(Step)}
+        raw_input = known.get("input")
+        tool = known.get("tool_name", known.get("toolName"))
+        if isinstance(raw_input, dict) and tool == "agent":
+            raw_input = self._normalize_agent(raw_input, (*path, "input"))
+            known["input"] = raw_input
+        step = self.validate(Step, known, path)
+        if step is None:
+            # keep the fields that are valid, so the rest of the step still gets checked
+            bad = set(self.last_bad)
+            salvage = {k: v for k, v in known.items() if CAMEL_ALIASES.get(k, k) not in bad}
+            salvage.pop("toolName", None)
+            salvage["tool_name"] = tool if isinstance(tool, str) else ""
+            raw_retry = known.get("retry")
+            if "retry" in bad and isinstance(raw_retry, dict):
+                drop = {str(loc[1]) for loc in self.last_locs if len(loc) > 1 and loc[0] == "retry"}
+                try:
+                    salvage["retry"] = Retry.model_validate(
+                        {k: v for k, v in raw_retry.items() if k not in drop}
+                    )
+                except ValidationError:
+                    pass
+            try:
+                step = Step.model_validate(salvage)
+            except ValidationError:
+                sid = known.get("id")
+                step = Step.model_construct(
+                    id=sid if isinstance(sid, str) else None,
+                    tool_name=salvage["tool_name"],
+                    input=raw_input if "input" in known else {},
+                )
+            step._broken = bad | {"*"}
+        # bodies become Step objects in place
+        if isinstance(step.input, dict):
+            new_input = dict(step.input)
+            for key in BODY_KEYS.get(step.tool_name, ()):
+                if key in new_input and not isinstance(new_input[key], Step):
+                    body = self._body(new_input[key], (*path, "input", key), key)
+                    if body is not None:
+                        new_input[key] = body
+                    else:
+                        step._broken.add(f"body:{key}")
+            if step.tool_name == "parallel" and isinstance(new_input.get("branches"), dict):
+                branches = {}
+                for name, raw in new_input["branches"].items():
+                    body = self._body(raw, (*path, "input", "branches", name), name)
+                    branches[name] = body if body is not None else raw
+                    if body is None:
+                        step._broken.add(f"body:{name}")
+                new_input["branches"] = branches
+            step.input = new_input
+        return step
+
+    def _body(self, raw: Any, path, label: str) -> Step | None:
+        if isinstance(raw, Step):
+            return raw
+        if not isinstance(raw, dict) or not ("tool_name" in raw or "toolName" in raw):
+            self.problem(
+                path,
+                f"`{label}` must be a single step (a mapping with `tool_name` and `input`)",
+            )
+            return None
+        return self.step(raw, path)
+
+    def _normalize_agent(self, raw: dict, path) -> dict:
+        """Rename camelCase agent fields to snake_case (positions follow)."""
+        out: dict[str, Any] = {}
+        for key, value in raw.items():
+            canon = CAMEL_ALIASES.get(key, key) if isinstance(key, str) else key
+            if canon != key:
+                if canon in raw:
+                    self.problem(
+                        (*path, key),
+                        f"`{key}` and `{canon}` are the same field; give it once",
+                        key=True,
+                    )
+                    continue
+                if self.smap is not None:
+                    old = (*path, key)
+                    for p, pos in list(self.smap.positions.items()):
+                        if p[: len(old)] == old:
+                            self.smap.positions[(*path, canon, *p[len(old) :])] = pos
+            out[canon] = value
+        return out
+
+
+def broken_fields(model: BaseModel) -> set[str]:
+    """Fields of a model built by the loader that already failed validation (``"*"``: some)."""
+    return getattr(model, "_broken", None) or set()

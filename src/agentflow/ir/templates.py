@@ -1,0 +1,358 @@
+"""Templates in plan values, parsed once at load time (PLAN_IR.md §3–4).
+
+:func:`compile_value` turns a plan value into its *compiled* form: the same structure, where every
+string holding ``{{`` is an :class:`agentflow.grammar.ast.Template`, every condition's ``expr`` is an
+:class:`agentflow.grammar.ast.Expr`, and nested :class:`~agentflow.ir.models.Step` objects are kept
+as they are (they carry their own ``compiled``).  Schemas (``output_schema``, ``input_schema``,
+``schema``) are never compiled.
+
+Positions: the loader records where each YAML node sits in a :class:`SourceMap`; spans of parsed
+templates are rewritten to point into the plan file, so errors name file:line:col of the YAML.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentflow.errors import Location, PlanLoadError, PlanProblem, SourceError
+from agentflow.grammar import ast
+
+Path = tuple  # tuple[str | int, ...]
+
+#: Keys whose values are JSON Schemas: never compiled.
+SCHEMA_KEYS: frozenset[str] = frozenset({"output_schema", "outputSchema", "input_schema", "schema"})
+
+#: Expression nodes that have effects and so are not allowed in templates (PLAN_IR.md §3: the
+#: *pure* part of the expression language).
+EFFECTFUL_NODES: tuple[type, ...] = (
+    ast.Call,
+    ast.MapExpr,
+    ast.FilterExpr,
+    ast.ReduceExpr,
+    ast.AskExpr,
+    ast.AgentExpr,
+    ast.VerifyExpr,
+)
+
+_LOC_PREFIX = re.compile(r"^.*?:\d+:\d+: ")
+_DURATION_RE = re.compile(r"(?:\d+(?:ms|h|m|s))+")
+_DURATION_PART = re.compile(r"(\d+)(ms|h|m|s)")
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
+
+
+def duration_ms(text: str) -> int:
+    """Parse a duration (``250ms``, ``90s``, ``5m``, ``1h``, ``1h30m``) into milliseconds.
+
+    Grammar ``(\\d+(ms|h|m|s))+`` (LANGUAGE.md §2). Raises ``ValueError`` for anything else
+    (including non-strings); ``0s`` gives 0 (callers needing a positive duration check it).
+    """
+    if not isinstance(text, str) or not _DURATION_RE.fullmatch(text.strip()):
+        raise ValueError(f"invalid duration {text!r}: write e.g. 250ms, 90s, 5m, 1h or 1h30m")
+    return sum(int(n) * _UNIT_MS[u] for n, u in _DURATION_PART.findall(text.strip()))
+
+
+def path_str(path: Path) -> str:
+    """Render a value path: ``("steps", 2, "input", "do")`` → ``steps[2].input.do``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Source positions
+
+
+@dataclass
+class NodePos:
+    """Where a YAML node sits (1-based).
+
+    ``line``/``column``: the node's first character (the quote or ``|`` included).
+    ``key_line``/``key_column``: its mapping key, when it is a mapping value.
+    ``content_line``/``content_column``/``content_offset``: the first character of a scalar's text;
+    ``block_indent``: for ``|``/``>`` scalars the column (1-based) where later lines start.
+    """
+
+    line: int
+    column: int
+    key_line: int | None = None
+    key_column: int | None = None
+    content_line: int = 0
+    content_column: int = 0
+    content_offset: int = 0
+    block_indent: int | None = None
+
+
+@dataclass
+class SourceMap:
+    """Positions of the nodes of one plan file, keyed by value path (see :func:`path_str`)."""
+
+    file: str
+    positions: dict[Path, NodePos] = field(default_factory=dict)
+    line_starts: list[int] = field(default_factory=list)
+
+    def get(self, path: Path) -> NodePos | None:
+        """The position of the node at ``path``, or of its nearest recorded ancestor."""
+        path = tuple(path)
+        while True:
+            pos = self.positions.get(path)
+            if pos is not None or not path:
+                return pos
+            path = path[:-1]
+
+    def location(self, path: Path, *, key: bool = False) -> Location:
+        """A :class:`Location` for ``path`` (its key when ``key`` and known)."""
+        pos = self.positions.get(tuple(path)) if key else None
+        if pos is not None and pos.key_line is not None:
+            return Location(self.file, pos.key_line, pos.key_column or 0)
+        pos = self.get(path)
+        if pos is None:
+            return Location(self.file)
+        return Location(self.file, pos.line, pos.column)
+
+    def map_point(self, path: Path, rel_line: int, rel_col: int) -> tuple[int, int, int]:
+        """Map a (line, column) inside a scalar's text to the file: ``(line, column, offset)``."""
+        pos = self.positions.get(tuple(path))
+        if pos is None or not pos.content_line:
+            return rel_line, rel_col, 0
+        if rel_line <= 1:
+            line, col = pos.content_line, pos.content_column + rel_col - 1
+        else:
+            line = pos.content_line + rel_line - 1
+            col = (pos.block_indent or 1) + rel_col - 1
+        offset = 0
+        if 0 < line <= len(self.line_starts):
+            offset = self.line_starts[line - 1] + col - 1
+        return line, col, offset
+
+    def map_span(self, path: Path, span: ast.Span) -> ast.Span:
+        """Map a span relative to a scalar's text to a span in the file."""
+        line, col, start = self.map_point(path, span.line, span.column)
+        end_line, end_col, end = self.map_point(path, span.end_line, span.end_column)
+        return ast.Span(self.file, line, col, end_line, end_col, start, end)
+
+
+def _problem(
+    smap: SourceMap | None,
+    file: str,
+    path: Path,
+    message: str,
+    *,
+    hint: str | None = None,
+    key: bool = False,
+    line: int | None = None,
+    column: int | None = None,
+) -> PlanProblem:
+    if line is not None:
+        loc = Location(file, line, column or 0)
+    elif smap is not None:
+        loc = smap.location(path, key=key)
+    else:
+        loc = Location(file)
+    prefix = path_str(path)
+    return PlanProblem(loc, f"{prefix}: {message}" if prefix else message, hint)
+
+
+# ---------------------------------------------------------------------------------------------
+# AST walking
+
+
+def iter_nodes(node: Any) -> Iterator[ast.Node]:
+    """Every AST node under ``node`` (itself included), depth first; lists are walked."""
+    if isinstance(node, list | tuple):
+        for item in node:
+            yield from iter_nodes(item)
+        return
+    if not isinstance(node, ast.Node):
+        return
+    yield node
+    for f in dataclasses.fields(node):
+        value = getattr(node, f.name)
+        if isinstance(value, ast.Node | list | tuple):
+            yield from iter_nodes(value)
+
+
+def _remap_spans(root: ast.Node, fn) -> None:
+    for node in iter_nodes(root):
+        for f in dataclasses.fields(node):
+            value = getattr(node, f.name)
+            if isinstance(value, ast.Span):
+                setattr(node, f.name, fn(value))
+
+
+def _relocate(root: ast.Node, smap: SourceMap | None, file: str, path: Path) -> None:
+    if smap is not None and tuple(path) in smap.positions:
+        _remap_spans(root, lambda s: smap.map_span(path, s))
+    else:
+        _remap_spans(root, lambda s: dataclasses.replace(s, file=file))
+
+
+def iter_compiled(compiled: Any) -> Iterator[ast.Template | ast.Expr]:
+    """Every parsed template or condition expression in a compiled tree; does not enter nested
+    :class:`~agentflow.ir.models.Step` objects (bodies)."""
+    if isinstance(compiled, ast.Template | ast.Expr):
+        yield compiled
+    elif isinstance(compiled, dict):
+        for v in compiled.values():
+            yield from iter_compiled(v)
+    elif isinstance(compiled, list | tuple):
+        for v in compiled:
+            yield from iter_compiled(v)
+
+
+def iter_compiled_paths(compiled: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
+    """Like :func:`iter_compiled`, with each item's value path (``path`` + keys/indices)."""
+    if isinstance(compiled, ast.Template | ast.Expr):
+        yield tuple(path), compiled
+    elif isinstance(compiled, dict):
+        for k, v in compiled.items():
+            yield from iter_compiled_paths(v, (*path, k))
+    elif isinstance(compiled, list | tuple):
+        for i, v in enumerate(compiled):
+            yield from iter_compiled_paths(v, (*path, i))
+
+
+def iter_names(compiled: Any) -> Iterator[ast.Name]:
+    """Every root-name reference (:class:`ast.Name`) in a compiled tree, bodies excluded."""
+    for tpl in iter_compiled(compiled):
+        for node in iter_nodes(tpl):
+            if isinstance(node, ast.Name):
+                yield node
+
+
+def template_refs(compiled: Any) -> set[str]:
+    """The root names (``input``, step ids, ``item``…) referenced by a compiled tree.
+
+    Nested :class:`Step` objects (bodies) are not entered: check them with their own scope.
+    """
+    return {n.name for n in iter_names(compiled)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Compilation
+
+
+def _parse_template(text: str, file: str) -> ast.Template:
+    from agentflow.grammar.parser import parse_template
+
+    return parse_template(text, file)
+
+
+def _parse_expression(text: str, file: str) -> ast.Expr:
+    from agentflow.grammar.parser import parse_expression
+
+    return parse_expression(text, file)
+
+
+def compile_value(
+    value: Any,
+    *,
+    file: str = "<plan>",
+    path: Path = (),
+    source_map: SourceMap | None = None,
+    problems: list[PlanProblem] | None = None,
+    conditions: bool = True,
+) -> Any:
+    """Compile a plan value: a copy where each ``str`` containing ``{{`` is an ``ast.Template``.
+
+    - Other strings, numbers, bools and None are kept; dicts and lists are copied.
+    - Nested ``Step`` objects are kept as they are (compile them first, separately).
+    - With ``conditions``, the value of a ``when`` key (and items of ``all``/``any``, the value of
+      ``not`` inside it) is a condition: its ``expr`` string is parsed with ``parse_expression``.
+    - Values under :data:`SCHEMA_KEYS` are returned uncompiled.
+    - ``path`` is the value's path in the plan (``("steps", 1, "input")``); with ``source_map``
+      the spans of parsed nodes point into the plan file.
+
+    Template errors (syntax, effectful expressions) are appended to ``problems`` (the bad string is
+    then kept as ``str``); when ``problems`` is None, a :class:`PlanLoadError` is raised instead.
+    """
+    own = problems is None
+    errs: list[PlanProblem] = [] if own else problems
+    out = _compile(value, file, tuple(path), source_map, errs, conditions, False)
+    if own and errs:
+        raise PlanLoadError(errs)
+    return out
+
+
+def _compile(value, file, path, smap, errs, conditions, in_condition):
+    from agentflow.ir.models import Step
+
+    if isinstance(value, Step):
+        return value
+    if isinstance(value, str):
+        if "{{" not in value:
+            return value
+        return _compile_text(value, file, path, smap, errs, template=True)
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            sub = (*path, k)
+            if k in SCHEMA_KEYS:
+                out[k] = v
+            elif in_condition and k == "expr" and isinstance(v, str):
+                out[k] = _compile_text(v, file, sub, smap, errs, template=False)
+            elif in_condition and k in ("all", "any") and isinstance(v, list):
+                out[k] = [
+                    _compile(item, file, (*sub, i), smap, errs, conditions, isinstance(item, dict))
+                    for i, item in enumerate(v)
+                ]
+            elif (conditions or in_condition) and k in ("when", "not") and isinstance(v, dict):
+                if k == "not" and not in_condition:
+                    out[k] = _compile(v, file, sub, smap, errs, conditions, False)
+                else:
+                    out[k] = _compile(v, file, sub, smap, errs, conditions, True)
+            else:
+                out[k] = _compile(v, file, sub, smap, errs, conditions, False)
+        return out
+    if isinstance(value, list):
+        return [
+            _compile(v, file, (*path, i), smap, errs, conditions, False)
+            for i, v in enumerate(value)
+        ]
+    return value
+
+
+def _compile_text(text, file, path, smap, errs, *, template: bool):
+    try:
+        node = _parse_template(text, file) if template else _parse_expression(text, file)
+    except SourceError as exc:
+        exc.message = _LOC_PREFIX.sub("", exc.message)
+        line = column = None
+        if exc.span is not None and smap is not None:
+            line, column, _ = smap.map_point(path, exc.span.line, exc.span.column)
+        elif exc.span is not None and smap is None:
+            # no file positions: say where inside the string
+            exc_msg = f"{exc.message} (at {exc.span.line}:{exc.span.column} of the text)"
+            errs.append(_problem(None, file, path, exc_msg, hint=exc.hint))
+            return text
+        errs.append(
+            _problem(smap, file, path, exc.message, hint=exc.hint, line=line, column=column)
+        )
+        return text
+    _relocate(node, smap, file, path)
+    for sub in iter_nodes(node):
+        if isinstance(sub, EFFECTFUL_NODES):
+            kind = type(sub).__name__.removesuffix("Expr").lower()
+            if kind == "call":
+                kind = "a tool call"
+            else:
+                kind = f"`{kind}`"
+            errs.append(
+                _problem(
+                    smap,
+                    file,
+                    path,
+                    f"templates hold pure expressions only; {kind} is not allowed here",
+                    line=sub.span.line if smap is not None else None,
+                    column=sub.span.column if smap is not None else None,
+                )
+            )
+            return text
+    return node

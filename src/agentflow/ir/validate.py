@@ -1,0 +1,777 @@
+"""Structural validation of plans and tool-name resolution (PLAN_IR.md §1–6, RUNTIME.md §4).
+
+- :func:`validate_plan` needs no configuration: names, ids, durations, retry codes, control-step
+  inputs, body restrictions, agent inputs, templates (parsed here, stored on the steps) and their
+  references, sub-plan cycles.  ``flowc compile`` and the loader run it.
+- :func:`resolve_tools` checks tool names and ``tools`` patterns against a catalog.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import jsonschema
+
+from agentflow.compiler.diagnostics import did_you_mean
+from agentflow.errors import Location, PlanProblem
+from agentflow.grammar import ast
+from agentflow.ir.models import (
+    BODY_CONTROL_STEPS,
+    CONTROL_FIELDS,
+    CONTROL_STEPS,
+    RETRYABLE_CODES,
+    Plan,
+    Step,
+)
+from agentflow.ir.templates import (
+    SourceMap,
+    compile_value,
+    duration_ms,
+    iter_compiled_paths,
+    iter_names,
+    path_str,
+)
+
+STEP_ID_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+PLAN_NAME_RE = re.compile(r"[a-z_][a-z0-9_]*")
+
+#: Condition operators (PLAN_IR.md §4); the unary ones take no `to`.
+CONDITION_OPS = frozenset(
+    {"eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "contains", "exists", "empty"}
+    | {"not_empty", "matches"}
+)
+UNARY_OPS = frozenset({"exists", "empty", "not_empty"})
+
+#: Names a body adds to the scope, per control step (PLAN_IR.md §3).
+BODY_SCOPE: dict[str, frozenset[str]] = {
+    "map": frozenset({"item", "index"}),
+    "reduce": frozenset({"item", "index", "accumulator"}),
+    "decide": frozenset(),
+    "parallel": frozenset(),
+}
+
+#: Servers whose tools resolve exactly (not at the server level).
+EXACT_SERVERS = frozenset({"builtin", "user", "plan"})
+
+
+def _broken(model) -> set[str]:
+    return getattr(model, "_broken", None) or set()
+
+
+def walk_steps(plan: Plan, path: tuple = ()) -> Iterator[tuple[tuple, str, Step]]:
+    """Every step of one plan (bodies included, sub-plans not): ``(data_path, label, step)``.
+
+    ``data_path`` is the value path in the plan data (``("steps", 2, "input", "do")``);
+    ``label`` is the step path of PLAN_IR.md §7 (``E2/do``).
+    """
+
+    def visit(step: Step, p: tuple, label: str):
+        yield p, label, step
+        if isinstance(step.input, dict):
+            for key, body in step.bodies():
+                if step.tool_name == "parallel":
+                    bp = (*p, "input", "branches", key)
+                else:
+                    bp = (*p, "input", key)
+                yield from visit(body, bp, f"{label}/{key}")
+
+    for i, step in enumerate(plan.steps):
+        yield from visit(step, (*path, "steps", i), step.id or f"steps[{i}]")
+
+
+class _Validator:
+    def __init__(self, file: str, smap: SourceMap | None):
+        self.file = file
+        self.smap = smap
+        self.problems: list[PlanProblem] = []
+
+    # -- reporting -------------------------------------------------------------------------
+
+    def problem(
+        self,
+        path: tuple,
+        message: str,
+        *,
+        hint: str | None = None,
+        key: bool = False,
+        span: ast.Span | None = None,
+        code: str = "validation",
+    ) -> None:
+        if span is not None and self.smap is not None:
+            loc = Location(self.file, span.line, span.column)
+        elif self.smap is not None:
+            loc = self.smap.location(path, key=key)
+        else:
+            loc = Location(self.file)
+        prefix = path_str(path)
+        self.problems.append(
+            PlanProblem(loc, f"{prefix}: {message}" if prefix else message, hint, code)
+        )
+
+    def duration(self, value: Any, path: tuple, what: str) -> None:
+        if value is None:
+            return
+        try:
+            ms = duration_ms(value)
+        except ValueError as exc:
+            self.problem(path, str(exc))
+            return
+        if ms <= 0:
+            self.problem(path, f"{what} must be a positive duration, not {value!r}")
+
+    def json_schema(self, schema: Any, path: tuple, what: str) -> bool:
+        if not isinstance(schema, dict):
+            self.problem(path, f"`{what}` must be a JSON Schema object (a mapping)")
+            return False
+        try:
+            jsonschema.Draft202012Validator.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            sub = (*path, *exc.path)
+            where = "/".join(str(p) for p in exc.path)
+            self.problem(
+                sub,
+                f"`{what}` is not valid JSON Schema: {exc.message}"
+                + (f" (at {where})" if where else ""),
+            )
+            return False
+        return True
+
+    # -- plans -----------------------------------------------------------------------------
+
+    def plan(self, plan: Plan, path: tuple, *, top: bool) -> None:
+        broken = _broken(plan)
+        if "version" not in broken and plan.version != 1:
+            self.problem(
+                (*path, "version"),
+                f"unsupported plan version {plan.version!r} (this runtime reads version 1)",
+            )
+        if "name" not in broken and (
+            not isinstance(plan.name, str) or not PLAN_NAME_RE.fullmatch(plan.name)
+        ):
+            suggestion = re.sub(r"[^a-z0-9_]", "_", str(plan.name).lower()) or "plan"
+            if suggestion[0].isdigit():
+                suggestion = "_" + suggestion
+            self.problem(
+                (*path, "name"),
+                f"plan name {plan.name!r} must match [a-z_][a-z0-9_]*",
+                hint=f"try `{suggestion}`",
+            )
+        if plan.input_schema is not None:
+            key = "input_schema"
+            if self.smap is not None and (*path, "inputSchema") in self.smap.positions:
+                key = "inputSchema"
+            self.json_schema(plan.input_schema, (*path, key), "input_schema")
+        if "deadline" not in broken:
+            self.duration(plan.deadline, (*path, "deadline"), "`deadline`")
+        if not plan.steps and "steps" not in broken and "*" not in broken:
+            self.problem((*path, "steps"), "`steps` must not be empty")
+        if not top and plan.plans:
+            self.problem((*path, "plans"), "a sub-plan cannot have its own `plans`", key=True)
+
+        self.ids: dict[str, tuple] = {}
+        top_ids = [s.id for s in plan.steps]
+        for i, step in enumerate(plan.steps):
+            scope = {"input"} | {sid for sid in top_ids[:i] if sid}
+            later = {sid for sid in top_ids[i:] if sid}
+            self.step(step, (*path, "steps", i), frozenset(scope), frozenset(later), body=False)
+
+        if plan.finish is not None:
+            self.finish(plan, path, frozenset({"input"} | {s for s in top_ids if s}))
+
+        if top:
+            for name, sub in plan.plans.items():
+                spath = (*path, "plans", name)
+                if not isinstance(name, str) or not PLAN_NAME_RE.fullmatch(name):
+                    self.problem(
+                        spath, f"sub-plan name {name!r} must match [a-z_][a-z0-9_]*", key=True
+                    )
+                elif isinstance(sub.name, str) and sub.name != name and "name" not in _broken(sub):
+                    self.problem(
+                        (*spath, "name"),
+                        f"sub-plan `{name}` has name `{sub.name}`; they must be the same",
+                    )
+                self.plan(sub, spath, top=False)
+            self.cycles(plan, path)
+
+    def finish(self, plan: Plan, path: tuple, scope: frozenset[str]) -> None:
+        fin = plan.finish
+        assert fin is not None
+        fpath = (*path, "finish")
+        if fin.mode == "solver" and not fin.prompt:
+            self.problem(fpath, "`finish` with mode `solver` needs a `prompt`")
+        if fin.output is not None:
+            fin.compiled_output = self.compile(fin.output, (*fpath, "output"), conditions=False)
+            self.refs(fin.compiled_output, scope, frozenset(), (*fpath, "output"))
+        if fin.prompt is not None:
+            fin.compiled_prompt = self.compile(fin.prompt, (*fpath, "prompt"), conditions=False)
+            self.refs(fin.compiled_prompt, scope, frozenset(), (*fpath, "prompt"))
+
+    def cycles(self, plan: Plan, path: tuple) -> None:
+        """``plan_cycle``: a plan of this file calling itself through ``plan__*``."""
+        plans: dict[str, tuple[Plan, tuple]] = {plan.name: (plan, path)}
+        for name, sub in plan.plans.items():
+            plans[name] = (sub, (*path, "plans", name))
+        edges: dict[str, list[tuple[str, tuple]]] = {n: [] for n in plans}
+        for name, (p, ppath) in plans.items():
+            for spath, _, step in walk_steps(p, ppath):
+                if isinstance(step.tool_name, str) and step.tool_name.startswith("plan__"):
+                    callee = step.tool_name[len("plan__") :]
+                    if callee in plans:
+                        edges[name].append((callee, spath))
+        reported: set[frozenset] = set()
+        state: dict[str, int] = {}
+        stack: list[str] = []
+
+        def dfs(node: str) -> None:
+            state[node] = 1
+            stack.append(node)
+            for callee, spath in edges[node]:
+                if state.get(callee) == 1:
+                    cycle = stack[stack.index(callee) :] + [callee]
+                    key = frozenset(cycle)
+                    if key not in reported:
+                        reported.add(key)
+                        self.problem(
+                            (*spath, "tool_name"),
+                            "plan calls itself through plan__*: " + " → ".join(cycle),
+                            code="plan_cycle",
+                        )
+                elif callee not in state:
+                    dfs(callee)
+            stack.pop()
+            state[node] = 2
+
+        for name in plans:
+            if name not in state:
+                dfs(name)
+
+    # -- steps -----------------------------------------------------------------------------
+
+    def compile(self, value: Any, path: tuple, *, conditions: bool) -> Any:
+        return compile_value(
+            value,
+            file=self.file,
+            path=path,
+            source_map=self.smap,
+            problems=self.problems,
+            conditions=conditions,
+        )
+
+    def step(
+        self,
+        step: Step,
+        path: tuple,
+        scope: frozenset[str],
+        later: frozenset[str],
+        *,
+        body: bool,
+    ) -> None:
+        broken = _broken(step)
+        tool = step.tool_name if isinstance(step.tool_name, str) else ""
+        # ids
+        if step.id is not None:
+            if not isinstance(step.id, str) or not STEP_ID_RE.fullmatch(step.id):
+                self.problem(
+                    (*path, "id"), f"step id {step.id!r} must match [A-Za-z_][A-Za-z0-9_]*"
+                )
+            elif step.id in self.ids:
+                first = self.ids[step.id]
+                where = self.smap.location(first) if self.smap else path_str(first)
+                self.problem(
+                    (*path, "id"),
+                    f"duplicate step id `{step.id}`",
+                    hint=f"first used at {where}",
+                )
+            else:
+                self.ids[step.id] = (*path, "id")
+        elif not body and "*" not in broken:
+            self.problem(path, "a top-level step needs an `id`")
+        if not tool:
+            if "*" not in broken:
+                self.problem((*path, "tool_name"), "`tool_name` must not be empty")
+        # timeout / retry
+        if "timeout" not in broken:
+            self.duration(step.timeout, (*path, "timeout"), "`timeout`")
+        if step.retry is not None:
+            rpath = (*path, "retry")
+            for i, code in enumerate(step.retry.on):
+                if code not in RETRYABLE_CODES:
+                    self.problem(
+                        (*rpath, "on", i),
+                        f"`{code}` is not a retryable error code "
+                        f"(retry on: {', '.join(sorted(RETRYABLE_CODES))})",
+                        hint=did_you_mean(code, RETRYABLE_CODES),
+                    )
+            if step.retry.backoff is not None:
+                bpath = (*rpath, "backoff")
+                self.duration(step.retry.backoff.initial, (*bpath, "initial"), "`backoff.initial`")
+                self.duration(step.retry.backoff.max, (*bpath, "max"), "`backoff.max`")
+        # body restrictions
+        if body and tool in CONTROL_STEPS and tool not in BODY_CONTROL_STEPS:
+            self.problem(
+                (*path, "tool_name"),
+                f"`{tool}` cannot be a body: a body is a single step (a tool call, plan__*, "
+                "agent, ask, filter, value or exit)",
+                hint="move it into a sub-plan under `plans:` and call it as plan__<name>",
+            )
+        if tool in CONTROL_STEPS:
+            self.control(step, path)
+        # bodies first (their own scope), then this step's templates
+        extra = BODY_SCOPE.get(tool, frozenset())
+        for label, b in step.bodies():
+            bpath = (
+                (*path, "input", "branches", label)
+                if tool == "parallel"
+                else (*path, "input", label)
+            )
+            self.step(b, bpath, scope | extra, later, body=True)
+        ipath = (*path, "input")
+        step.compiled = self.compile(step.input, ipath, conditions=tool in CONTROL_STEPS)
+        if tool == "filter" and isinstance(step.compiled, dict):
+            for key, value in step.compiled.items():
+                gate = key in ("when", "infer")
+                sc = (scope | {"item", "index"}) if gate else scope
+                self.refs(value, sc, later, (*ipath, key), step.id)
+        else:
+            self.refs(step.compiled, scope, later, ipath, step.id)
+        if step.select is not None:
+            spath = (*path, "select")
+            compiled = self.compile(step.select, spath, conditions=False)
+            if isinstance(compiled, ast.Template):
+                step.compiled_select = compiled
+                self.refs(compiled, scope | {"result"}, later, spath, step.id)
+            elif isinstance(compiled, str) and "{{" not in compiled:
+                self.problem(
+                    spath, "`select` must hold a `{{ … }}` template (e.g. `{{ result.output }}`)"
+                )
+
+    def refs(
+        self,
+        compiled: Any,
+        scope: frozenset[str],
+        later: frozenset[str],
+        path: tuple,
+        own: str | None = None,
+    ) -> None:
+        for sub, tpl in iter_compiled_paths(compiled, path):
+            for name in iter_names(tpl):
+                if name.name in scope:
+                    continue
+                if own is not None and name.name == own:
+                    msg = f"`{own}` refers to the step's own result, which does not exist yet"
+                    self.problem(sub, msg, span=name.span)
+                elif name.name in later:
+                    msg = f"`{name.name}` refers to a later step (only earlier steps are in scope)"
+                    self.problem(sub, msg, span=name.span)
+                else:
+                    self.problem(
+                        sub,
+                        f"unknown name `{name.name}` in template",
+                        hint=did_you_mean(name.name, scope)
+                        or f"in scope: {', '.join(sorted(scope))}",
+                        span=name.span,
+                    )
+
+    # -- control steps ---------------------------------------------------------------------
+
+    def control(self, step: Step, path: tuple) -> None:
+        tool = step.tool_name
+        ipath = (*path, "input")
+        inp = step.input
+        if not isinstance(inp, dict):
+            self.problem(ipath, f"the input of `{tool}` must be a mapping")
+            return
+        allowed, required = CONTROL_FIELDS[tool]
+        for key in inp:
+            if key not in allowed:
+                self.problem(
+                    (*ipath, key),
+                    f"unknown field `{key}` in `{tool}` input",
+                    hint=did_you_mean(str(key), allowed)
+                    or f"`{tool}` takes: {', '.join(sorted(allowed))}",
+                    key=True,
+                )
+        for key in sorted(required):
+            if key not in inp:
+                self.problem(ipath, f"`{tool}` needs `{key}`")
+        getattr(self, f"c_{tool}")(inp, ipath, _broken(step))
+
+    def gate(self, inp: dict, ipath: tuple, tool: str, *, required: bool) -> None:
+        has_when, has_infer = "when" in inp, "infer" in inp
+        if has_when and has_infer:
+            self.problem(ipath, f"`{tool}` takes `when` or `infer`, not both")
+        elif required and not has_when and not has_infer:
+            self.problem(ipath, f"`{tool}` needs `when` or `infer`")
+        if has_when:
+            self.condition(inp["when"], (*ipath, "when"))
+        if has_infer and not isinstance(inp["infer"], str):
+            self.problem((*ipath, "infer"), "`infer` must be a text (the judge's question)")
+
+    def condition(self, cond: Any, path: tuple) -> None:
+        forms = "{value, op, to}, {expr}, {all: [...]}, {any: [...]} or {not: {...}}"
+        if not isinstance(cond, dict):
+            self.problem(path, f"a condition must be a mapping: {forms}")
+            return
+        keys = set(cond)
+        if "expr" in keys:
+            allowed = {"expr"}
+            if not isinstance(cond["expr"], str) or not cond["expr"].strip():
+                self.problem((*path, "expr"), "`expr` must be a non-empty expression text")
+        elif keys & {"all", "any"}:
+            allowed = {"all"} if "all" in keys else {"any"}
+            k = next(iter(allowed))
+            items = cond[k]
+            if not isinstance(items, list) or not items:
+                self.problem((*path, k), f"`{k}` must be a non-empty list of conditions")
+            else:
+                for i, item in enumerate(items):
+                    self.condition(item, (*path, k, i))
+        elif "not" in keys:
+            allowed = {"not"}
+            self.condition(cond["not"], (*path, "not"))
+        elif keys & {"value", "op", "to"}:
+            allowed = {"value", "op", "to"}
+            op = cond.get("op")
+            if "value" not in keys:
+                self.problem(path, "a comparison needs `value`")
+            if op is None:
+                self.problem(path, "a comparison needs `op`")
+            elif op not in CONDITION_OPS:
+                self.problem(
+                    (*path, "op"),
+                    f"unknown operator {op!r}",
+                    hint=did_you_mean(str(op), CONDITION_OPS)
+                    or f"operators: {', '.join(sorted(CONDITION_OPS))}",
+                )
+            elif op not in UNARY_OPS and "to" not in keys:
+                self.problem(path, f"operator `{op}` needs `to`")
+        else:
+            self.problem(path, f"a condition must be one of {forms}")
+            return
+        for key in keys - allowed:
+            self.problem(
+                (*path, key),
+                f"unknown field `{key}` in condition",
+                hint=did_you_mean(str(key), allowed),
+                key=True,
+            )
+
+    def body_field(self, inp: dict, ipath: tuple, key: str, broken: set[str]) -> None:
+        if key in inp and not isinstance(inp[key], Step) and f"body:{key}" not in broken:
+            self.problem((*ipath, key), f"`{key}` must be a single step")
+
+    def positive_int(self, inp: dict, ipath: tuple, key: str, minimum: int) -> None:
+        if key not in inp:
+            return
+        v = inp[key]
+        if isinstance(v, str) and "{{" in v:
+            return
+        if isinstance(v, bool) or not isinstance(v, int):
+            self.problem((*ipath, key), f"`{key}` must be an integer ≥ {minimum}")
+        elif v < minimum:
+            self.problem((*ipath, key), f"`{key}` must be ≥ {minimum}, not {v}")
+
+    def c_exit(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+        if "infer" in inp:
+            self.problem((*ipath, "infer"), "`exit` takes `when`, not `infer`", key=True)
+        if "when" in inp:
+            self.condition(inp["when"], (*ipath, "when"))
+        status = inp.get("status")
+        if "status" in inp and status not in ("ok", "error"):
+            self.problem(
+                (*ipath, "status"),
+                f"`status` must be `ok` or `error`, not {status!r}",
+                hint=did_you_mean(str(status), {"ok", "error"}),
+            )
+        if status == "error" and "message" not in inp:
+            self.problem(ipath, "`exit` with status `error` needs a `message`")
+        if "message" in inp and not isinstance(inp["message"], str):
+            self.problem((*ipath, "message"), "`message` must be a text")
+        code = inp.get("code")
+        if "code" in inp and (not isinstance(code, str) or not STEP_ID_RE.fullmatch(code)):
+            self.problem((*ipath, "code"), f"`code` must be an error-code name, not {code!r}")
+
+    def c_decide(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+        self.gate(inp, ipath, "decide", required=True)
+        self.body_field(inp, ipath, "then", broken)
+        self.body_field(inp, ipath, "else", broken)
+
+    def c_filter(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+        self.gate(inp, ipath, "filter", required=True)
+        self.over(inp, ipath)
+
+    def over(self, inp: dict, ipath: tuple) -> None:
+        if "over" in inp and not isinstance(inp["over"], list | str):
+            self.problem((*ipath, "over"), "`over` must be a list or a `{{ … }}` template")
+
+    def c_map(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+        self.over(inp, ipath)
+        self.body_field(inp, ipath, "do", broken)
+        self.positive_int(inp, ipath, "concurrency", 1)
+        if "on_item_error" in inp and inp["on_item_error"] not in ("fail", "skip"):
+            v = inp["on_item_error"]
+            self.problem(
+                (*ipath, "on_item_error"),
+                f"`on_item_error` must be `fail` or `skip`, not {v!r}",
+                hint=did_you_mean(str(v), {"fail", "skip"}),
+            )
+
+    def c_reduce(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+        self.over(inp, ipath)
+        self.body_field(inp, ipath, "do", broken)
+
+    def c_parallel(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+        branches = inp.get("branches")
+        if "branches" in inp:
+            if not isinstance(branches, dict) or not branches:
+                self.problem((*ipath, "branches"), "`branches` must map names to steps")
+            else:
+                for name in branches:
+                    if not isinstance(name, str) or not STEP_ID_RE.fullmatch(name):
+                        self.problem(
+                            (*ipath, "branches", name),
+                            f"branch name {name!r} must match [A-Za-z_][A-Za-z0-9_]*",
+                            key=True,
+                        )
+                    self.body_field(branches, (*ipath, "branches"), name, broken)
+        self.positive_int(inp, ipath, "concurrency", 1)
+
+    def c_value(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+        pass
+
+    def c_verify(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+        checks = inp.get("checks", [])
+        if not isinstance(checks, list):
+            self.problem((*ipath, "checks"), "`checks` must be a list of {ok, message}")
+        else:
+            for i, check in enumerate(checks):
+                self.fields(
+                    check, (*ipath, "checks", i), {"ok", "message"}, {"ok", "message"}, "check"
+                )
+        judges = inp.get("judges", [])
+        if not isinstance(judges, list):
+            self.problem((*ipath, "judges"), "`judges` must be a list of {prompt}")
+        else:
+            for i, judge in enumerate(judges):
+                self.fields(judge, (*ipath, "judges", i), {"prompt"}, {"prompt"}, "judge")
+        if not checks and not judges:
+            self.problem(ipath, "`verify` needs `checks` or `judges`")
+
+    def fields(self, value: Any, path: tuple, allowed: set, required: set, what: str) -> bool:
+        if not isinstance(value, dict):
+            self.problem(path, f"a {what} must be a mapping with {', '.join(sorted(allowed))}")
+            return False
+        for key in value:
+            if key not in allowed:
+                self.problem(
+                    (*path, key),
+                    f"unknown field `{key}` in {what}",
+                    hint=did_you_mean(str(key), allowed),
+                    key=True,
+                )
+        for key in sorted(required - set(value)):
+            self.problem(path, f"a {what} needs `{key}`")
+        return True
+
+    def c_ask(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+        if "question" in inp and not isinstance(inp["question"], str):
+            self.problem((*ipath, "question"), "`question` must be a text")
+        if "schema" in inp:
+            self.json_schema(inp["schema"], (*ipath, "schema"), "schema")
+        if "choices" in inp and not isinstance(inp["choices"], list | str):
+            self.problem((*ipath, "choices"), "`choices` must be a list or a `{{ … }}` template")
+        if "when_unanswered" in inp:
+            wu = inp["when_unanswered"]
+            wpath = (*ipath, "when_unanswered")
+            if wu == "skip":
+                return
+            if not isinstance(wu, dict) or len(wu) != 1 or not set(wu) <= {"default", "fail"}:
+                self.problem(
+                    wpath,
+                    "`when_unanswered` must be `{ default: v }`, `{ fail: message }` or `skip`",
+                )
+            elif "fail" in wu and not isinstance(wu["fail"], str):
+                self.problem((*wpath, "fail"), "`fail` must be a message text")
+
+    def c_agent(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+        """Agent input rules (PLAN_IR.md §6, seed 000 'Input')."""
+        if "prompt" in inp and not isinstance(inp["prompt"], str):
+            self.problem((*ipath, "prompt"), "`prompt` must be a text")
+        if "output_schema" in inp:
+            schema = inp["output_schema"]
+            spath = (*ipath, "output_schema")
+            if self.json_schema(schema, spath, "output_schema"):
+                root = schema.get("type")
+                if root != "object":
+                    self.problem(
+                        (*spath, "type") if "type" in schema else spath,
+                        "`output_schema` must have `type: object` at its root"
+                        + (f", not {root!r}" if root is not None else ""),
+                    )
+        if "tools" in inp:
+            self.agent_tools(inp["tools"], (*ipath, "tools"))
+        self.positive_int(inp, ipath, "max_iterations", 1)
+        self.positive_int(inp, ipath, "repair_attempts", 0)
+        for key in ("model", "system_prompt"):
+            if key in inp and not isinstance(inp[key], str):
+                self.problem((*ipath, key), f"`{key}` must be a text")
+        if "require_final" in inp and not isinstance(inp["require_final"], bool):
+            self.problem((*ipath, "require_final"), "`require_final` must be true or false")
+        if "write" in inp:
+            w = inp["write"]
+            ok = isinstance(w, str) or (isinstance(w, list) and all(isinstance(x, str) for x in w))
+            if not ok:
+                self.problem((*ipath, "write"), "`write` must be a list of paths (texts)")
+        if "agent" in inp:
+            self.agent_target(inp["agent"], (*ipath, "agent"))
+
+    def agent_tools(self, tools: Any, path: tuple) -> None:
+        if tools == "none" or tools is None:
+            return
+        if isinstance(tools, str):
+            self.problem(
+                path,
+                "`tools` must be a list of tool names or patterns, or `none`",
+                hint=f"write `tools: [{tools!r}]`" if tools else None,
+            )
+            return
+        if not isinstance(tools, list):
+            self.problem(path, "`tools` must be a list of tool names or patterns, or `none`")
+            return
+        if not tools:
+            self.problem(path, '`tools: []` is refused (it is not "no tools"): write `tools: none`')
+            return
+        for i, name in enumerate(tools):
+            if not isinstance(name, str) or not name.strip():
+                self.problem((*path, i), "each `tools` entry must be a tool name or `*` pattern")
+            elif name == "plan_and_execute":
+                self.problem((*path, i), "`plan_and_execute` is never available inside an agent")
+
+    def agent_target(self, target: Any, path: tuple) -> None:
+        kinds = {"alias": {"name"}, "team.main": {"team"}, "team.member": {"team", "member"}}
+        if not isinstance(target, dict):
+            self.problem(path, "`agent` must be a mapping with `kind`")
+            return
+        kind = target.get("kind")
+        if kind not in kinds:
+            self.problem(
+                (*path, "kind") if "kind" in target else path,
+                f"`agent.kind` must be one of alias, team.main, team.member, not {kind!r}",
+                hint=did_you_mean(str(kind), kinds) if kind else None,
+            )
+            return
+        need = kinds[kind]
+        self.fields(target, path, need | {"kind"}, need, f"`{kind}` agent target")
+        for key in need:
+            if key in target and not isinstance(target[key], str):
+                self.problem((*path, key), f"`agent.{key}` must be a text")
+
+
+def validate_plan(plan: Plan, file: str | None = None) -> list[PlanProblem]:
+    """Structural validation of a plan (PLAN_IR.md §1–6); needs no configuration.
+
+    Parses every template (setting ``step.compiled``, ``step.compiled_select`` and the finish's
+    compiled output) and checks names, ids (unique across the plan, bodies included), durations,
+    retry codes, control-step inputs, body restrictions, agent inputs, template references
+    (forward or unknown), sub-plans and ``plan__`` cycles.  Returns every problem found (empty when
+    the plan is valid); positions come from the loader's source map when there is one.
+    """
+    file = file or plan.source_file or "<plan>"
+    v = _Validator(file, getattr(plan, "_source_map", None))
+    v.plan(plan, getattr(plan, "_path", ()) or (), top=True)
+    return v.problems
+
+
+# ---------------------------------------------------------------------------------------------
+# Catalog resolution
+
+
+def _pattern_re(pattern: str) -> re.Pattern:
+    return re.compile(".*".join(re.escape(p) for p in pattern.split("*")))
+
+
+def _server(name: str) -> str | None:
+    head, sep, _ = name.partition("__")
+    if not sep or "*" in head:
+        return None
+    return head
+
+
+def resolve_tools(
+    plan: Plan, catalog_names: set[str], configured_prefixes: set[str]
+) -> list[PlanProblem]:
+    """Resolve step tool names and agent ``tools`` entries against a catalog (RUNTIME.md §4).
+
+    ``catalog_names``: every tool name known to the run (``builtin__read_file``, ``user__x``,
+    ``plan__y``, MCP names the caller already knows); ``configured_prefixes``: MCP servers
+    configured under ``[mcp.SERVER]`` (``"linear"`` or ``"linear__"``), plus any prefix the Python
+    API registered tools under.
+
+    ``builtin__*``, ``user__*`` and ``plan__*`` names resolve exactly (``plan__X`` also exists when
+    ``X`` is this plan or one of its sub-plans); other ``server__tool`` names and patterns resolve at
+    the server level.  Control steps are never catalog tools.  Returns every problem found.
+    """
+    smap = getattr(plan, "_source_map", None)
+    file = plan.source_file or "<plan>"
+    plan_tools = {f"plan__{plan.name}"} | {f"plan__{n}" for n in plan.plans}
+    known = set(catalog_names) | plan_tools
+    servers = {p[:-2] if p.endswith("__") else p for p in configured_prefixes}
+    servers |= {s for n in catalog_names if (s := _server(n)) and s not in EXACT_SERVERS}
+    problems: list[PlanProblem] = []
+
+    def report(path: tuple, message: str, hint: str | None = None) -> None:
+        loc = smap.location(path) if smap is not None else Location(file)
+        problems.append(PlanProblem(loc, message, hint))
+
+    def not_configured(server: str) -> str:
+        return f"needs MCP server '{server}', which is not configured under [mcp.{server}]"
+
+    def check_name(name: str, path: tuple, label: str, what: str) -> None:
+        if name in known:
+            return
+        server = _server(name)
+        if server is not None and server not in EXACT_SERVERS:
+            if server not in servers:
+                report(path, f"step {label}: {what} '{name}' {not_configured(server)}")
+            return
+        report(path, f"step {label}: unknown tool '{name}'", did_you_mean(name, known))
+
+    def check_pattern(pattern: str, path: tuple, label: str) -> None:
+        server = _server(pattern)
+        if server is None:
+            return  # crosses servers (`*`, `*__search`): resolved at run time
+        if server in EXACT_SERVERS:
+            rx = _pattern_re(pattern)
+            if not any(rx.fullmatch(n) for n in known):
+                report(path, f"step {label}: `tools` pattern '{pattern}' matches no tool")
+        elif server not in servers:
+            report(path, f"step {label}: `tools` pattern '{pattern}' {not_configured(server)}")
+
+    all_plans = [(plan, getattr(plan, "_path", ()) or (), None)]
+    all_plans += [(sub, (*all_plans[0][1], "plans", n), n) for n, sub in plan.plans.items()]
+    for p, ppath, pname in all_plans:
+        for spath, label, step in walk_steps(p, ppath):
+            if pname is not None:
+                label = f"{label} (plan {pname})"
+            tool = step.tool_name
+            if not isinstance(tool, str) or not tool:
+                continue
+            if tool not in CONTROL_STEPS:
+                check_name(tool, (*spath, "tool_name"), label, "tool")
+                continue
+            if tool != "agent" or not isinstance(step.input, dict):
+                continue
+            tools = step.input.get("tools")
+            if not isinstance(tools, list):
+                continue
+            for i, entry in enumerate(tools):
+                if not isinstance(entry, str):
+                    continue
+                epath = (*spath, "input", "tools", i)
+                if "*" in entry:
+                    check_pattern(entry, epath, label)
+                else:
+                    check_name(entry, epath, label, "`tools` entry")
+    return problems

@@ -1,0 +1,476 @@
+"""The agent loop (RUNTIME.md §3, §10; PLAN_IR.md §6; seed 000).
+
+``run_agent(spec, router=…, call_tool=…, emit=…, step_path=…)`` runs a bounded tool-calling loop and
+returns ``{output, iterations, tools_called: [{tool, round}], final}``: schema-conforming output with
+``final: true``, or ``output: {}`` and ``final: false`` when the round budget ran out. It never
+fabricates a result.
+
+A round is one model call (the one producing the answer included). Tool calls of one round run in
+parallel and every call id gets exactly one result (matched by id). Malformed arguments, denied tools
+and ``plan_and_execute`` become error results without running anything; a tool that raises becomes
+an error result and the loop goes on. A text answer is extracted (:mod:`agentflow.runtime.extract`)
+and validated; an invalid one gets ``repair_attempts`` repair-role passes, then the errors go back
+to the agent and cost a round. A reply cut off by the token limit is reported as truncation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentflow.errors import ConfigError, ModelError, RunError
+from agentflow.runtime.extract import ExtractionError, canonical_json, extract_json, validate
+from agentflow.runtime.models.base import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec
+
+CallTool = Callable[[str, dict[str, Any], str], Awaitable[Any]]
+Emit = Callable[..., Any]
+
+#: Tool-result size cap (characters) when the spec does not set one.
+DEFAULT_RESULT_CHARS = 20_000
+#: Error codes raised by ``call_tool`` that stop the agent instead of going back to the model.
+HARD_STOP_CODES = frozenset({"aborted", "deadline_exceeded"})
+FORBIDDEN_TOOLS = frozenset({"plan_and_execute"})
+
+BASE_SYSTEM_PROMPT = """\
+You are an agent running one step of a workflow. Work on the task you are given, calling the \
+available tools when they help; you may call several tools at once when the calls are independent.
+
+When you are done, reply with ONLY a JSON object, no other text, that conforms to this JSON Schema:
+{schema}
+
+Report only what the task and the tool results support; never invent values."""
+
+
+@dataclass
+class AgentSpec:
+    """One agent invocation (PLAN_IR.md §6, already rendered).
+
+    ``prompt``: the task. ``output_schema``: JSON Schema of the answer (an object). ``tools``: the
+    effective tool set (request ∩ policy; ``plan_and_execute`` is never offered). ``max_iterations``:
+    round budget (≥ 1). ``model``: role or named model (default ``chat``). ``system_prompt``: appended
+    to the built-in one. ``input``: structured input shown as JSON. ``repair_attempts``: repair-role
+    passes per invalid answer. ``max_result_chars``: tool-result size cap. ``max_tokens``: output cap
+    per inference (None: the model's default).
+    """
+
+    prompt: str
+    output_schema: dict[str, Any]
+    tools: list[ToolSpec] = field(default_factory=list)
+    max_iterations: int = 8
+    model: str | None = None
+    system_prompt: str | None = None
+    input: Any = None
+    repair_attempts: int = 1
+    max_result_chars: int = DEFAULT_RESULT_CHARS
+    max_tokens: int | None = None
+
+
+def _dumps(value: Any, indent: int | None = None) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=indent, default=str)
+
+
+def build_system_prompt(spec: AgentSpec) -> str:
+    """The built-in system prompt with the output schema, plus ``spec.system_prompt``."""
+    text = BASE_SYSTEM_PROMPT.format(schema=_dumps(spec.output_schema, indent=2))
+    if spec.system_prompt and spec.system_prompt.strip():
+        text += "\n\n" + spec.system_prompt.strip()
+    return text
+
+
+def build_user_prompt(spec: AgentSpec) -> str:
+    """The task message: the prompt, then the structured input as JSON when there is one."""
+    text = spec.prompt
+    if spec.input is not None:
+        text += "\n\nInput (JSON):\n" + _dumps(spec.input, indent=2)
+    return text
+
+
+async def _emit(emit: Emit | None, kind: str, path: str, **data: Any) -> None:
+    if emit is None:
+        return
+    result = emit(kind, path, **data)
+    if inspect.isawaitable(result):
+        await result
+
+
+def check_answer(text: str | None, schema: dict[str, Any]) -> tuple[Any, list[str], str | None]:
+    """Extract and validate an answer: ``(value, errors, trailing_prose)``; ``errors == []`` = valid."""
+    try:
+        extracted = extract_json(text)
+    except ExtractionError as exc:
+        return None, [f"the answer is not a JSON object: {exc}"], None
+    value = extracted.value
+    if not isinstance(value, dict):
+        return value, [f"$: the answer must be a JSON object, got {type(value).__name__}"], None
+    return value, validate(schema, value), extracted.trailing
+
+
+def parse_arguments(raw: str | dict[str, Any] | None) -> dict[str, Any]:
+    """Tool-call arguments as a dict. Raises ValueError quoting the parse error (nothing is run)."""
+    if raw is None:
+        return {}
+    if isinstance(raw, dict):
+        return raw
+    if not isinstance(raw, str):
+        raise ValueError(f"arguments must be a JSON object, got {type(raw).__name__}")
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        excerpt = raw if len(raw) <= 200 else raw[:200] + "…"
+        raise ValueError(
+            f"arguments are not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno}); "
+            f"received: {excerpt}"
+        ) from None
+    if not isinstance(value, dict):
+        raise ValueError(f"arguments must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def assign_ids(calls: list[ToolCall], round_: int) -> list[ToolCall]:
+    """Calls with unique ids: missing ids become ``call_{round}_{index}``, duplicates get a suffix."""
+    out: list[ToolCall] = []
+    used: set[str] = set()
+    for index, call in enumerate(calls, start=1):
+        call_id = call.id or f"call_{round_}_{index}"
+        if call_id in used:
+            call_id = f"{call_id}_{index}"
+        used.add(call_id)
+        out.append(ToolCall(id=call_id, name=call.name, arguments=call.arguments))
+    return out
+
+
+def _truncate(text: str, cap: int) -> str:
+    if cap and len(text) > cap:
+        return (
+            text[:cap]
+            + f"\n[truncated: result has {len(text)} characters; showing the first {cap}]"
+        )
+    return text
+
+
+def _error_content(code: str, message: str) -> str:
+    return _dumps({"error": {"code": code, "message": message}})
+
+
+async def run_agent(
+    spec: AgentSpec,
+    *,
+    router: Any,
+    call_tool: CallTool,
+    emit: Emit | None,
+    step_path: str,
+) -> dict[str, Any]:
+    """Run the agent loop (RUNTIME.md §3) and return ``{output, iterations, tools_called, final}``.
+
+    ``router.client_for(role)`` supplies the model clients (``spec.model`` or ``chat`` for rounds,
+    ``repair`` for fix-up passes). ``call_tool(name, args, path)`` dispatches one tool call at path
+    ``{step_path}/agent.{round}/{name}``; anything it raises becomes an error result for the model,
+    except a RunError whose code is in HARD_STOP_CODES (re-raised) and cancellation.
+    ``emit(kind, path, **data)`` records ``model_call`` and ``warning`` events.
+
+    Raises RunError(code=rate_limit|transient|tool_error) when the model provider keeps failing
+    (after the client's retries and failover), and ConfigError when no model is configured.
+    """
+    if spec.max_iterations < 1:
+        raise RunError(
+            code="validation", message="max_iterations must be at least 1", step_path=step_path
+        )
+    role = spec.model or "chat"
+    client = router.client_for(role)
+    offered = [t for t in spec.tools if t.name not in FORBIDDEN_TOOLS]
+    allowed = {t.name for t in offered}
+    messages: list[Message] = [
+        Message(role="system", content=build_system_prompt(spec)),
+        Message(role="user", content=build_user_prompt(spec)),
+    ]
+    tools_called: list[dict[str, Any]] = []
+    seen_calls: dict[str, int] = {}
+
+    async def infer(
+        which: Any, which_role: str, msgs: list[Message], round_: int, tools: list[ToolSpec]
+    ) -> ChatResponse:
+        started = time.perf_counter()
+        request = ChatRequest(
+            messages=list(msgs),
+            tools=tools,
+            response_schema=spec.output_schema,
+            max_tokens=spec.max_tokens,
+        )
+        try:
+            response = await which.chat(request)
+        except ModelError as exc:
+            code = exc.kind if exc.kind in ("rate_limit", "transient") else "tool_error"
+            raise RunError(
+                code=code,
+                message=f"agent model call failed ({which_role}): {exc}",
+                step_path=step_path,
+                details={"model_error": exc.kind},
+            ) from None
+        await _emit(
+            emit,
+            "model_call",
+            step_path,
+            role=which_role,
+            model=response.model,
+            round=round_,
+            input_tokens=int(response.usage.get("input_tokens", 0) or 0),
+            output_tokens=int(response.usage.get("output_tokens", 0) or 0),
+            latency_ms=round((time.perf_counter() - started) * 1000.0, 1),
+            finish_reason=response.finish_reason,
+        )
+        return response
+
+    async def run_call(call: ToolCall, round_: int, note: str | None) -> tuple[str, str, bool]:
+        name = call.name
+        if name in FORBIDDEN_TOOLS:
+            return (
+                call.id,
+                _error_content(
+                    "tool_error",
+                    "plan_and_execute is never available inside an agent; compose with plan__* tools instead",
+                ),
+                True,
+            )
+        if name not in allowed:
+            available = ", ".join(sorted(allowed)) or "none"
+            return (
+                call.id,
+                _error_content(
+                    "tool_denied",
+                    f"tool '{name}' is not available to this agent (available: {available})",
+                ),
+                True,
+            )
+        try:
+            args = parse_arguments(call.arguments)
+        except ValueError as exc:
+            await _emit(
+                emit,
+                "warning",
+                step_path,
+                message=f"tool call '{name}' not run: {exc}",
+                round=round_,
+            )
+            return (
+                call.id,
+                _error_content(
+                    "tool_error", f"{exc}. The call was not run; send valid JSON arguments."
+                ),
+                True,
+            )
+        path = f"{step_path}/agent.{round_}/{name}"
+        try:
+            result = await call_tool(name, args, path)
+        except RunError as exc:
+            if exc.code in HARD_STOP_CODES:
+                raise
+            content, is_error = _error_content(exc.code, exc.message), True
+        except Exception as exc:  # noqa: BLE001 - any tool failure returns into the loop
+            content, is_error = _error_content("tool_error", f"{type(exc).__name__}: {exc}"), True
+        else:
+            content = result if isinstance(result, str) else _dumps(result)
+            is_error = False
+        content = _truncate(content, spec.max_result_chars)
+        if note:
+            content += "\n" + note
+        return call.id, content, is_error
+
+    for round_ in range(1, spec.max_iterations + 1):
+        response = await infer(client, role, messages, round_, offered)
+        if response.tool_calls:
+            calls = assign_ids(response.tool_calls, round_)
+            messages.append(
+                Message(role="assistant", content=response.text, tool_calls=calls, raw=response.raw)
+            )
+            jobs = []
+            for call in calls:
+                note = None
+                runnable = call.name in allowed and call.name not in FORBIDDEN_TOOLS
+                if runnable:
+                    try:
+                        key = call.name + "\x00" + canonical_json(parse_arguments(call.arguments))
+                    except ValueError:
+                        key = None
+                        runnable = False
+                    if key is not None:
+                        if key in seen_calls:
+                            note = (
+                                f"[note: this call repeats one you made in round {seen_calls[key]} "
+                                "with identical arguments; repeating it is unlikely to give new "
+                                "information]"
+                            )
+                            await _emit(
+                                emit,
+                                "warning",
+                                step_path,
+                                message=f"agent repeated an identical call to '{call.name}'",
+                                round=round_,
+                            )
+                        else:
+                            seen_calls[key] = round_
+                if runnable:
+                    tools_called.append({"tool": call.name, "round": round_})
+                jobs.append(asyncio.ensure_future(run_call(call, round_, note)))
+            try:
+                outcomes = await asyncio.gather(*jobs)
+            except BaseException:
+                for job in jobs:
+                    job.cancel()
+                await asyncio.gather(*jobs, return_exceptions=True)
+                raise
+            by_id = {call_id: (content, is_error) for call_id, content, is_error in outcomes}
+            for call in calls:
+                content, is_error = by_id[call.id]
+                messages.append(
+                    Message(
+                        role="tool",
+                        content=content,
+                        tool_call_id=call.id,
+                        name=call.name,
+                        is_error=is_error,
+                    )
+                )
+            continue
+
+        text = response.text or ""
+        if response.finish_reason == "length":
+            await _emit(
+                emit,
+                "warning",
+                step_path,
+                message="the model's reply was truncated by the output token limit",
+                round=round_,
+            )
+            if text:
+                messages.append(Message(role="assistant", content=text))
+            messages.append(
+                Message(
+                    role="user",
+                    content="Your previous reply was cut off by the output token limit (truncated) "
+                    "before it was complete. Reply again with only the JSON object, more concisely.",
+                )
+            )
+            continue
+        if not text.strip():
+            messages.append(
+                Message(
+                    role="user",
+                    content="You replied with neither a tool call nor an answer. Call a tool, or "
+                    "reply with only the JSON object conforming to the schema.",
+                )
+            )
+            continue
+
+        value, errors, trailing = check_answer(text, spec.output_schema)
+        if not errors:
+            if trailing:
+                await _note_trailing(emit, step_path, trailing, round_)
+            return _result(value, round_, tools_called, True)
+
+        for _ in range(max(0, spec.repair_attempts)):
+            repaired = await _repair(
+                router, client, role, spec, text, errors, infer, round_, emit, step_path
+            )
+            if repaired is not None:
+                return _result(repaired, round_, tools_called, True)
+
+        await _emit(
+            emit,
+            "warning",
+            step_path,
+            message="agent answer does not conform to output_schema",
+            errors=errors,
+            round=round_,
+        )
+        messages.append(Message(role="assistant", content=text))
+        messages.append(
+            Message(
+                role="user",
+                content="Your answer does not conform to the required JSON Schema:\n"
+                + "\n".join(f"- {e}" for e in errors)
+                + "\nReply with only a corrected JSON object.",
+            )
+        )
+
+    return {
+        "output": {},
+        "iterations": spec.max_iterations,
+        "tools_called": tools_called,
+        "final": False,
+    }
+
+
+def _result(
+    output: Any, round_: int, tools_called: list[dict[str, Any]], final: bool
+) -> dict[str, Any]:
+    return {"output": output, "iterations": round_, "tools_called": tools_called, "final": final}
+
+
+async def _note_trailing(emit: Emit | None, step_path: str, trailing: str, round_: int) -> None:
+    excerpt = trailing if len(trailing) <= 200 else trailing[:200] + "…"
+    await _emit(
+        emit,
+        "warning",
+        step_path,
+        message="text after the JSON answer was ignored",
+        trailing=excerpt,
+        round=round_,
+    )
+
+
+REPAIR_SYSTEM_PROMPT = """\
+You fix JSON answers so that they conform to a JSON Schema. Keep every value the answer supports; \
+change only what the validation errors require; never invent information that is not in the answer. \
+Reply with ONLY the corrected JSON object."""
+
+
+async def _repair(
+    router: Any,
+    client: Any,
+    role: str,
+    spec: AgentSpec,
+    answer: str,
+    errors: list[str],
+    infer: Callable[..., Awaitable[ChatResponse]],
+    round_: int,
+    emit: Emit | None,
+    step_path: str,
+) -> dict[str, Any] | None:
+    """One repair-role pass; the conforming object, or None."""
+    try:
+        repair_client = router.client_for("repair")
+        repair_role = "repair"
+    except ConfigError:
+        repair_client, repair_role = client, role
+    messages = [
+        Message(role="system", content=REPAIR_SYSTEM_PROMPT),
+        Message(
+            role="user",
+            content="JSON Schema:\n"
+            + _dumps(spec.output_schema, indent=2)
+            + "\n\nAnswer:\n"
+            + answer
+            + "\n\nValidation errors:\n"
+            + "\n".join(f"- {e}" for e in errors),
+        ),
+    ]
+    try:
+        response = await infer(repair_client, repair_role, messages, round_, [])
+    except RunError as exc:
+        await _emit(
+            emit, "warning", step_path, message=f"repair pass failed: {exc.message}", round=round_
+        )
+        return None
+    if response.finish_reason == "length":
+        return None
+    value, repair_errors, _ = check_answer(response.text, spec.output_schema)
+    if repair_errors:
+        return None
+    return value

@@ -1,0 +1,440 @@
+"""`flow.toml` configuration (RUNTIME.md §5, §6).
+
+`load_config(path=None, *, cwd=None, env=None) -> Config` finds `flow.toml` in ``cwd`` (default: the
+current directory) or any parent, or reads the given path, and validates it into pydantic models.
+With no file at all, ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` (``OPENAI_MODEL`` optional, default
+``gpt-4o-mini``) define a default OpenAI-compatible provider; failing that ``ANTHROPIC_API_KEY``
+(``ANTHROPIC_MODEL`` optional) defines an Anthropic one.
+
+Model references (in ``[models]`` roles, ``[agents.X] model``, team members, steps' ``model:``):
+
+* a role: ``default``, ``chat``, ``planner``, ``solver``, ``repair``, ``judge`` (unset roles fall
+  back to ``default``);
+* a named model: a key of ``[models.named]``;
+* ``"provider:model"``: a provider (a key of ``[providers]``, or the implicit ``openai`` /
+  ``anthropic`` providers configured from the environment) and the provider's model name.
+
+A role may be a list of references: failover order. Errors are :class:`agentflow.errors.ConfigError`
+naming the file and, where it can be found, the line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+
+from agentflow.errors import ConfigError
+
+CONFIG_FILENAME = "flow.toml"
+ROLES = ("chat", "planner", "solver", "repair", "judge")
+DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+DEFAULT_ANTHROPIC_MODEL = "claude-3-5-haiku-latest"
+DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+
+ModelRefs = str | list[str]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ProviderConfig(_Strict):
+    """``[providers.NAME]``: where and how to reach a model provider.
+
+    ``api_key_env`` names the environment variable holding the key (the key itself never lives in the
+    config). ``timeout`` is seconds per HTTP request; ``max_retries`` bounds the in-client retries of
+    transient errors and rate limits; ``backoff_base``/``backoff_max`` are seconds.
+    """
+
+    kind: Literal["openai", "anthropic"] = "openai"
+    base_url: str | None = None
+    api_key_env: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout: float = 120.0
+    max_retries: int = 4
+    backoff_base: float = 0.5
+    backoff_max: float = 30.0
+
+
+class NamedModel(_Strict):
+    """``[models.named.NAME]``: a provider plus the provider's model name and request options."""
+
+    provider: str
+    model: str
+    max_tokens: int | None = None
+    temperature: float | None = None
+    structured_output: bool = False
+
+
+class ModelsConfig(_Strict):
+    """``[models]``: ``default`` and the roles (each a reference or a failover list), and ``named``."""
+
+    default: ModelRefs | None = None
+    chat: ModelRefs | None = None
+    planner: ModelRefs | None = None
+    solver: ModelRefs | None = None
+    repair: ModelRefs | None = None
+    judge: ModelRefs | None = None
+    named: dict[str, NamedModel] = Field(default_factory=dict)
+
+    @field_validator("default", "chat", "planner", "solver", "repair", "judge")
+    @classmethod
+    def _non_empty(cls, value: ModelRefs | None) -> ModelRefs | None:
+        if isinstance(value, list) and not value:
+            raise ValueError("a failover list needs at least one model")
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("a model reference cannot be empty")
+        return value
+
+
+class AgentProfile(_Strict):
+    """``[agents.NAME]``: the model reference and extra system prompt of an agent alias."""
+
+    model: str | None = None
+    system_prompt: str | None = None
+
+
+class TeamMember(_Strict):
+    """One member of ``[teams.NAME] members``."""
+
+    model: str | None = None
+    system_prompt: str | None = None
+
+
+class TeamConfig(_Strict):
+    """``[teams.NAME]``: ``main`` names the member that answers ``team.main``."""
+
+    main: str
+    members: dict[str, TeamMember] = Field(default_factory=dict)
+
+
+class PolicyConfig(_Strict):
+    """``[policy]``: ``allowed_tools`` patterns; ``None`` means the default policy (RUNTIME.md §4)."""
+
+    allowed_tools: list[str] | None = None
+
+
+class ResolvedModel(BaseModel):
+    """One concrete model: provider name + provider config + the provider's model name + options."""
+
+    label: str
+    provider_name: str
+    provider: ProviderConfig
+    model: str
+    max_tokens: int | None = None
+    temperature: float | None = None
+    structured_output: bool = False
+
+
+class Config(_Strict):
+    """The whole configuration. ``path`` is the file it came from (``None``: environment only)."""
+
+    models: ModelsConfig = Field(default_factory=ModelsConfig)
+    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+    agents: dict[str, AgentProfile] = Field(default_factory=dict)
+    teams: dict[str, TeamConfig] = Field(default_factory=dict)
+    mcp: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    path: Path | None = None
+
+    _env: Mapping[str, str] = PrivateAttr(default_factory=dict)
+
+    # ------------------------------------------------------------------ queries
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        """The environment the configuration was loaded against (API keys are read from it)."""
+        return self._env
+
+    def has_model(self) -> bool:
+        """True when the ``chat`` role (hence at least ``default``) resolves to a model."""
+        return self.models.chat is not None or self.models.default is not None
+
+    def where(self) -> str:
+        """The file name for messages (``"environment"`` when there is no file)."""
+        return str(self.path) if self.path else "environment"
+
+    def provider(self, name: str) -> ProviderConfig:
+        """The provider ``name``: from ``[providers]``, else the implicit ``openai``/``anthropic``.
+
+        Raises ConfigError for an unknown provider.
+        """
+        if name in self.providers:
+            return self.providers[name]
+        if name == "openai":
+            return ProviderConfig(
+                kind="openai",
+                base_url=self._env.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL,
+                api_key_env="OPENAI_API_KEY",
+            )
+        if name == "anthropic":
+            return ProviderConfig(
+                kind="anthropic",
+                base_url=self._env.get("ANTHROPIC_BASE_URL") or DEFAULT_ANTHROPIC_BASE_URL,
+                api_key_env="ANTHROPIC_API_KEY",
+            )
+        known = sorted({*self.providers, "openai", "anthropic"})
+        raise ConfigError(
+            f"{self.where()}: unknown provider '{name}' (known: {', '.join(known)}); "
+            f"declare it under [providers.{name}]"
+        )
+
+    def resolve(self, ref: str) -> list[ResolvedModel]:
+        """Resolve a role, named model or ``provider:model`` into its failover list (≥ 1 entry).
+
+        Roles fall back to ``default``. Raises ConfigError (with :func:`no_model_message` when no model
+        is configured at all, or naming the unknown reference).
+        """
+        return self._resolve(ref, set())
+
+    def _resolve(self, ref: str, seen: set[str]) -> list[ResolvedModel]:
+        if ref in seen:
+            raise ConfigError(f"{self.where()}: model reference '{ref}' refers to itself")
+        seen = seen | {ref}
+        if ref == "default" or ref in ROLES:
+            value = getattr(self.models, ref)
+            if value is None and ref != "default":
+                value = self.models.default
+            if value is None:
+                raise ConfigError(no_model_message(self, role=ref))
+            refs = [value] if isinstance(value, str) else list(value)
+            out: list[ResolvedModel] = []
+            for item in refs:
+                if item == ref:
+                    raise ConfigError(f"{self.where()}: model role '{ref}' refers to itself")
+                out.extend(self._resolve(item, seen))
+            return out
+        if ref in self.models.named:
+            named = self.models.named[ref]
+            return [
+                ResolvedModel(
+                    label=ref,
+                    provider_name=named.provider,
+                    provider=self.provider(named.provider),
+                    model=named.model,
+                    max_tokens=named.max_tokens,
+                    temperature=named.temperature,
+                    structured_output=named.structured_output,
+                )
+            ]
+        if ":" in ref:
+            provider_name, _, model = ref.partition(":")
+            if not provider_name or not model:
+                raise ConfigError(
+                    f"{self.where()}: bad model reference '{ref}' (want provider:model)"
+                )
+            return [
+                ResolvedModel(
+                    label=ref,
+                    provider_name=provider_name,
+                    provider=self.provider(provider_name),
+                    model=model,
+                )
+            ]
+        choices = ["default", *ROLES, *sorted(self.models.named)]
+        raise ConfigError(
+            f"{self.where()}: unknown model '{ref}': not a role, a [models.named.{ref}] entry or "
+            f"'provider:model' (roles and named models: {', '.join(choices)})"
+        )
+
+    def api_key(self, provider: ProviderConfig) -> str | None:
+        """The provider's API key from the environment (``None`` when unset or not needed)."""
+        if not provider.api_key_env:
+            return None
+        return self._env.get(provider.api_key_env) or None
+
+
+def no_model_message(config: Config | None = None, role: str = "chat") -> str:
+    """The message shown when no model is configured: says exactly what to set (RUNTIME.md §6)."""
+    where = f" (read {config.path})" if config is not None and config.path else ""
+    return (
+        f"no model is configured for the '{role}' role{where}. Either set the environment variables "
+        "OPENAI_BASE_URL and/or OPENAI_API_KEY (optionally OPENAI_MODEL, default "
+        f"'{DEFAULT_OPENAI_MODEL}') or ANTHROPIC_API_KEY, or create a flow.toml with, e.g.:\n"
+        "  [models]\n"
+        '  default = "local:qwen2.5:7b"\n'
+        "  [providers.local]\n"
+        '  kind = "openai"\n'
+        '  base_url = "http://127.0.0.1:11434/v1"'
+    )
+
+
+def find_config(cwd: Path | str | None = None) -> Path | None:
+    """The nearest ``flow.toml`` in ``cwd`` (default: the current directory) or a parent, or None."""
+    start = Path(cwd) if cwd is not None else Path.cwd()
+    start = start.resolve()
+    for directory in (start, *start.parents):
+        candidate = directory / CONFIG_FILENAME
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_config(
+    path: Path | str | None = None,
+    *,
+    cwd: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Config:
+    """Load the configuration (RUNTIME.md §6).
+
+    ``path``: an explicit file (must exist); otherwise the nearest ``flow.toml`` from ``cwd`` upward;
+    otherwise the environment alone. ``env`` defaults to ``os.environ``. When the file sets no
+    ``[models] default``, the environment default (if any) fills it in.
+
+    Raises ConfigError naming ``file:line`` for unreadable files, TOML syntax errors and invalid values.
+    """
+    env = dict(os.environ) if env is None else dict(env)
+    if path is not None:
+        file = Path(path)
+        if not file.is_file():
+            raise ConfigError(f"{file}: configuration file not found")
+    else:
+        file = find_config(cwd)
+    data: dict[str, Any] = {}
+    text = ""
+    if file is not None:
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{file}: cannot read configuration: {exc}") from None
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            msg = str(exc)
+            m = re.search(r"\(at line (\d+), column (\d+)\)", msg)
+            if m:
+                msg = msg[: m.start()].strip()
+                raise ConfigError(
+                    f"{file}:{m.group(1)}:{m.group(2)}: invalid TOML: {msg}"
+                ) from None
+            raise ConfigError(f"{file}: invalid TOML: {msg}") from None
+    if "path" in data:
+        raise ConfigError(f"{file}:{_line_of(text, ('path',))}: unknown section or key 'path'")
+    try:
+        config = Config.model_validate({**data, "path": file})
+    except ValidationError as exc:
+        raise ConfigError(_format_validation(exc, file, text)) from None
+    config._env = env
+    if config.models.default is None:
+        default = _env_default(env)
+        if default is not None:
+            config.models.default = default
+    _check_references(config, text)
+    return config
+
+
+def _env_default(env: Mapping[str, str]) -> str | None:
+    if env.get("OPENAI_BASE_URL") or env.get("OPENAI_API_KEY"):
+        return "openai:" + (env.get("OPENAI_MODEL") or DEFAULT_OPENAI_MODEL)
+    if env.get("ANTHROPIC_API_KEY"):
+        return "anthropic:" + (env.get("ANTHROPIC_MODEL") or DEFAULT_ANTHROPIC_MODEL)
+    return None
+
+
+def _check_references(config: Config, text: str) -> None:
+    """Fail early on references to unknown providers / models / team members."""
+    file = config.where()
+    for name, named in config.models.named.items():
+        if named.provider not in config.providers and named.provider not in ("openai", "anthropic"):
+            line = _line_of(text, ("models", "named", name, "provider"))
+            raise ConfigError(
+                f"{file}:{line}: [models.named.{name}] names provider '{named.provider}', "
+                f"which is not declared under [providers.{named.provider}]"
+            )
+    for role in ("default", *ROLES):
+        value = getattr(config.models, role)
+        if value is None:
+            continue
+        for ref in [value] if isinstance(value, str) else value:
+            try:
+                config.resolve(ref)
+            except ConfigError as exc:
+                line = _line_of(text, ("models", role))
+                raise ConfigError(
+                    f"{file}:{line}: [models] {role}: {_strip_file(exc, file)}"
+                ) from None
+    for team_name, team in config.teams.items():
+        if team.members and team.main not in team.members:
+            line = _line_of(text, ("teams", team_name, "main"))
+            raise ConfigError(
+                f"{file}:{line}: [teams.{team_name}] main = '{team.main}' is not one of its members "
+                f"({', '.join(sorted(team.members))})"
+            )
+
+
+def _strip_file(exc: ConfigError, file: str) -> str:
+    msg = str(exc)
+    prefix = f"{file}: "
+    return msg[len(prefix) :] if msg.startswith(prefix) else msg
+
+
+def _format_validation(exc: ValidationError, file: Path | None, text: str) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = tuple(str(p) for p in err["loc"])
+        line = _line_of(text, loc)
+        where = f"{file}:{line}" if line else f"{file}"
+        dotted = ".".join(loc) or "(top level)"
+        if err["type"] == "extra_forbidden":
+            message = f"unknown key '{dotted}'"
+        elif err["type"] == "missing":
+            message = f"missing required key '{dotted}'"
+        else:
+            message = f"{dotted}: {err['msg']}"
+        lines.append(f"{where}: {message}")
+    return "\n".join(lines)
+
+
+_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+_KEY = re.compile(r"^\s*([A-Za-z0-9_\-\"'.]+)\s*=")
+
+
+def _line_of(text: str, loc: tuple[str, ...]) -> int:
+    """Best-effort 1-based line of the TOML key at ``loc`` (0 when not found).
+
+    Finds the longest table header that is a prefix of ``loc`` and then the first remaining key
+    after it (handles dotted keys and inline tables approximately).
+    """
+    if not text:
+        return 0
+    lines = text.splitlines()
+    best_line, best_len = 0, -1
+    current: tuple[str, ...] = ()
+    candidates: list[tuple[int, int]] = []
+    for index, raw in enumerate(lines, start=1):
+        header = _HEADER.match(raw)
+        if header:
+            current = tuple(_unquote(p) for p in header.group(1).split("."))
+            if loc[: len(current)] == current and len(current) > best_len:
+                best_line, best_len = index, len(current)
+            continue
+        key = _KEY.match(raw)
+        if key and loc[: len(current)] == current:
+            keypath = current + tuple(_unquote(p) for p in key.group(1).split("."))
+            common = 0
+            for a, b in zip(keypath, loc, strict=False):
+                if a != b:
+                    break
+                common += 1
+            if common > len(current):
+                candidates.append((common, index))
+    if candidates:
+        common, index = max(candidates, key=lambda c: (c[0], -c[1]))
+        if common > best_len:
+            return index
+    return best_line if best_line else 0
+
+
+def _unquote(part: str) -> str:
+    part = part.strip()
+    if len(part) >= 2 and part[0] == part[-1] and part[0] in "\"'":
+        return part[1:-1]
+    return part

@@ -1,0 +1,254 @@
+"""Run events and sinks (RUNTIME.md §8, PLAN_IR.md §7).
+
+Every step and body call emits ``step_started`` (with its rendered input) and ``step_finished``
+(with its full result or error), addressed by a step path (``E3``, ``E3/then``, ``E3/do.2``,
+``E3/do.2/E10``, ``E1/agent.2/builtin__grep``) and the plan call stack (plan names, outermost first).
+
+Sinks: :class:`JsonlSink` (``--trace FILE``), :class:`CallbackSink` (Python API),
+:class:`ConsoleSink` (live view on stderr; plain one-line progress when stderr is not a TTY).
+:class:`EventBus` fans events out to sinks; a failing sink never fails the run.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+EVENT_KINDS = (
+    "run_started",
+    "step_started",
+    "step_finished",
+    "tool_started",
+    "tool_finished",
+    "model_call",
+    "retry",
+    "ask",
+    "warning",
+    "run_finished",
+)
+
+
+@dataclass
+class Event:
+    """One run event.
+
+    ``kind``: one of :data:`EVENT_KINDS`. ``path``: the step path ("" for run-level events).
+    ``stack``: plan names, outermost first. ``time``: Unix time in seconds (float).
+    ``data``: kind-specific payload, e.g. ``step_started: {tool_name, input, source?}``,
+    ``step_finished: {tool_name, result, elapsed_ms}`` or ``{tool_name, error: {code, message},
+    elapsed_ms}``, ``model_call: {role, model, input_tokens, output_tokens, latency_ms}``,
+    ``retry: {attempt, code, delay_ms}``, ``warning: {message}``.
+    """
+
+    kind: str
+    path: str
+    stack: list[str] = field(default_factory=list)
+    time: float = field(default_factory=time.time)
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{kind, path, stack, time, data}``."""
+        return {
+            "kind": self.kind,
+            "path": self.path,
+            "stack": list(self.stack),
+            "time": self.time,
+            "data": self.data,
+        }
+
+
+class Sink(Protocol):
+    """Anything with ``handle(event)``; ``close()`` is optional."""
+
+    def handle(self, event: Event) -> None: ...
+
+
+def _json_default(o: Any) -> Any:
+    to_list = getattr(o, "to_list", None)
+    if callable(to_list):
+        return to_list()
+    to_dict = getattr(o, "to_dict", None)
+    if callable(to_dict):
+        return to_dict()
+    if isinstance(o, set | frozenset | tuple):
+        return list(o)
+    if isinstance(o, bytes):
+        return o.decode("utf-8", "replace")
+    return repr(o)
+
+
+def event_json(event: Event) -> str:
+    """One event as one line of JSON (``ensure_ascii=False``)."""
+    return json.dumps(event.to_dict(), ensure_ascii=False, default=_json_default)
+
+
+class JsonlSink:
+    """Writes one JSON object per line to ``path`` (truncating it), flushed after every event."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._fh: IO[str] | None = self.path.open("w", encoding="utf-8")
+        self._lock = threading.Lock()
+
+    def handle(self, event: Event) -> None:
+        line = event_json(event)
+        with self._lock:
+            if self._fh is None:
+                return
+            self._fh.write(line + "\n")
+            self._fh.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
+
+
+class CallbackSink:
+    """Calls ``fn(event)`` for every event."""
+
+    def __init__(self, fn: Callable[[Event], Any]):
+        self.fn = fn
+
+    def handle(self, event: Event) -> None:
+        self.fn(event)
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    try:
+        text = (
+            value
+            if isinstance(value, str)
+            else json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_json_default)
+        )
+    except (TypeError, ValueError):
+        text = repr(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class ConsoleSink:
+    """Progress on stderr.
+
+    On a TTY a live ``rich`` view lists the running steps with their elapsed time; otherwise one
+    plain line per step start/finish (``▶ E1 agent``, ``✓ E1 1.23s`` / ``✗ E1 2.00s timeout: …``),
+    plus warnings and retries.  ``force_plain=True`` forces the plain lines.
+    """
+
+    def __init__(self, stream: IO[str] | None = None, *, force_plain: bool = False):
+        self.stream = stream if stream is not None else sys.stderr
+        is_tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.plain = force_plain or not is_tty
+        self._live = None
+        self._running: dict[str, tuple[str, float]] = {}
+        self._lock = threading.Lock()
+        if not self.plain:
+            try:
+                from rich.console import Console
+                from rich.live import Live
+
+                self._console = Console(file=self.stream, stderr=True)
+                self._live = Live(
+                    self._render(), console=self._console, refresh_per_second=8, transient=True
+                )
+            except Exception:  # pragma: no cover - rich missing or broken terminal
+                self.plain = True
+
+    # -- rich view
+    def _render(self):
+        from rich.table import Table
+
+        table = Table.grid(padding=(0, 2))
+        now = time.time()
+        for path, (tool, started) in list(self._running.items()):
+            table.add_row("[cyan]…[/]", path, tool, f"{now - started:5.1f}s")
+        return table
+
+    def _print(self, text: str) -> None:
+        if self.plain:
+            self.stream.write(text + "\n")
+            self.stream.flush()
+        else:
+            self._console.print(text, markup=False, highlight=False)
+
+    def handle(self, event: Event) -> None:
+        with self._lock:
+            self._handle(event)
+
+    def _handle(self, event: Event) -> None:
+        kind, path, data = event.kind, event.path, event.data
+        if kind == "run_started":
+            if self._live is not None:
+                self._live.start()
+            self._print(f"run {data.get('plan', '')}")
+        elif kind == "step_started":
+            self._running[path] = (str(data.get("tool_name", "")), event.time)
+            if self.plain:
+                self._print(f"▶ {path} {data.get('tool_name', '')}")
+        elif kind == "step_finished":
+            started = self._running.pop(path, (None, event.time))[1]
+            elapsed = data.get("elapsed_ms")
+            secs = elapsed / 1000 if isinstance(elapsed, int | float) else event.time - started
+            err = data.get("error")
+            if err:
+                self._print(f"✗ {path} {secs:.2f}s {err.get('code')}: {_short(err.get('message'))}")
+            else:
+                self._print(f"✓ {path} {secs:.2f}s")
+        elif kind == "warning":
+            self._print(f"! {path} {data.get('message', '')}".replace("  ", " "))
+        elif kind == "retry":
+            self._print(f"↻ {path} retry {data.get('attempt')} after {data.get('code')}")
+        elif kind == "run_finished":
+            self._running.clear()
+            if self._live is not None:
+                self._live.stop()
+            self._print(f"run {data.get('status', '')} in {data.get('duration_ms', 0) / 1000:.2f}s")
+        if self._live is not None and kind != "run_finished":
+            self._live.update(self._render())
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+
+
+class EventBus:
+    """Fans events out to sinks, in registration order.  A sink that raises is dropped after
+    the first failure (reported once on stderr); the run continues."""
+
+    def __init__(self, sinks: Iterable[Sink] = ()):
+        self.sinks: list[Sink] = list(sinks)
+
+    def add(self, sink: Sink) -> None:
+        self.sinks.append(sink)
+
+    def emit(self, kind: str, path: str = "", stack: list[str] | None = None, **data: Any) -> Event:
+        """Build an :class:`Event` stamped now and deliver it; returns the event."""
+        event = Event(kind=kind, path=path, stack=list(stack or ()), time=time.time(), data=data)
+        self.publish(event)
+        return event
+
+    def publish(self, event: Event) -> None:
+        for sink in list(self.sinks):
+            try:
+                sink.handle(event)
+            except Exception as exc:  # a broken sink must not break the run
+                self.sinks.remove(sink)
+                print(
+                    f"agentflow: event sink {sink!r} failed and was removed: {exc}", file=sys.stderr
+                )
+
+    def close(self) -> None:
+        for sink in self.sinks:
+            close = getattr(sink, "close", None)
+            if callable(close):
+                try:
+                    close()
+                except Exception:
+                    pass

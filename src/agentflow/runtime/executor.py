@@ -1,0 +1,1422 @@
+"""The plan executor (RUNTIME.md §1, §2, §7, §8; PLAN_IR.md §2–8).
+
+``validate → run steps sequentially → finish``.  The executor is asyncio-based: ``map`` with
+``concurrency > 1`` and ``parallel`` run bodies concurrently under a semaphore; everything else is
+sequential.  Control steps (PLAN_IR.md §5) are intercepted here and never dispatched; ordinary steps
+go through the catalog, behind the execution gate (RUNTIME.md §7).
+
+Public API::
+
+    await run_plan(plan, input, *, catalog, router=None, config=None, workspace=Path.cwd(),
+                   sinks=(), hooks=None, plans=None) -> RunResult
+    run_plan_sync(...)  # same, from synchronous code
+
+Step paths follow PLAN_IR.md §7: ``E3``, ``E3/then``, ``E3/do.2`` (map/reduce item 2, 0-based like
+``index``), ``E3/<branch>`` (parallel), ``E3/do.2/E10`` (a step of a called plan),
+``E1/agent.2/linear__list_issues`` (built by the agent loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import random
+import re
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentflow.errors import FlowError, InputError, ModelError, RunError
+from agentflow.runtime.events import Event, EventBus, Sink
+from agentflow.runtime.expressions import (
+    evaluate_condition,
+    render_value,
+    to_json_value,
+    to_text,
+)
+from agentflow.runtime.result import RunResult, empty_usage
+
+__all__ = [
+    "NO_ANSWER",
+    "AskRequest",
+    "Decision",
+    "ExitError",
+    "GateCall",
+    "Hooks",
+    "RunAborted",
+    "ToolFailure",
+    "abort",
+    "proceed",
+    "propagate",
+    "run_plan",
+    "run_plan_sync",
+    "skip",
+    "substitute",
+]
+
+# ---------------------------------------------------------------------------------------------
+# Hooks (RUNTIME.md §7)
+
+
+@dataclass
+class GateCall:
+    """What the execution gate sees before a real tool dispatch.
+
+    ``input``: the fully rendered input. ``scope``: the template scope it rendered against (the
+    results map at top level; the layered body scope with item/index/accumulator inside bodies).
+    """
+
+    tool_name: str
+    input: Any
+    scope: Mapping[str, Any]
+    step_path: str
+    stack: list[str]
+
+
+@dataclass
+class ToolFailure:
+    """What ``on_tool_error`` sees when a dispatched call failed (``error`` is the RunError)."""
+
+    tool_name: str
+    input: Any
+    error: RunError
+    step_path: str
+    stack: list[str]
+
+
+@dataclass
+class Decision:
+    """A hook's answer. ``action``: ``proceed`` | ``skip`` (gate; ``value`` = injected result) |
+    ``abort`` (``message``) | ``propagate`` | ``substitute`` (on_tool_error; ``value``)."""
+
+    action: str
+    value: Any = None
+    message: str = ""
+
+
+def proceed() -> Decision:
+    """Gate: run the call."""
+    return Decision("proceed")
+
+
+def skip(result: Any = None) -> Decision:
+    """Gate: do not run the call; ``result`` is used as its result."""
+    return Decision("skip", result)
+
+
+def abort(message: str = "aborted by hook") -> Decision:
+    """Gate / on_tool_error: hard-stop the run (status ``aborted``)."""
+    return Decision("abort", message=message)
+
+
+def propagate() -> Decision:
+    """on_tool_error: let the error propagate (the default)."""
+    return Decision("propagate")
+
+
+def substitute(value: Any) -> Decision:
+    """on_tool_error: continue the run with ``value`` as the call's result."""
+    return Decision("substitute", value)
+
+
+@dataclass
+class AskRequest:
+    """A question of an ``ask`` step for the interlocutor (``choices``/``schema`` may be None)."""
+
+    question: str
+    schema: dict[str, Any] | None
+    choices: list[Any] | None
+    step_path: str
+    stack: list[str]
+
+
+class _NoAnswer:
+    def __repr__(self) -> str:
+        return "NO_ANSWER"
+
+
+#: Returned by an interlocutor that could not get an answer (then ``when_unanswered`` decides).
+NO_ANSWER: Any = _NoAnswer()
+
+HookResult = Decision | None | Awaitable[Decision | None]
+
+
+@dataclass
+class Hooks:
+    """Host hooks (RUNTIME.md §7); each may be sync or async.
+
+    - ``gate(GateCall) -> Decision | None`` before every real tool dispatch (None = proceed).
+    - ``on_tool_error(ToolFailure) -> Decision | None`` when a dispatched call failed
+      (None = propagate).
+    - ``interlocutor(AskRequest) -> answer | NO_ANSWER`` for ``ask`` steps; questions are
+      serialized by a lock, even under concurrent map items.
+    """
+
+    gate: Callable[[GateCall], HookResult] | None = None
+    on_tool_error: Callable[[ToolFailure], HookResult] | None = None
+    interlocutor: Callable[[AskRequest], Any] | None = None
+
+
+class RunAborted(FlowError):
+    """A hook aborted the run (a hard stop); ``error`` is the failing tool's error, if any."""
+
+    def __init__(self, message: str, step_path: str, error: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.step_path = step_path
+        self.error = error
+
+
+class ExitError(RunError):
+    """An ``exit`` with status error: ends the whole run, never skipped or substituted."""
+
+
+class _ExitOk(Exception):
+    """An ``exit`` with status ok: ends the current plan with ``output``."""
+
+    def __init__(self, output: Any, path: str):
+        super().__init__("exit")
+        self.output = output
+        self.path = path
+
+
+async def _maybe_await(x: Any) -> Any:
+    if inspect.isawaitable(x):
+        return await x
+    return x
+
+
+# ---------------------------------------------------------------------------------------------
+# Small helpers
+
+
+def _duration_s(value: Any) -> float | None:
+    """A duration text (``30s``) or a number of seconds → seconds; None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise RunError("validation", f"invalid duration {value!r}")
+    if isinstance(value, int | float):
+        return float(value)
+    from agentflow.ir.templates import duration_ms
+
+    try:
+        return duration_ms(str(value)) / 1000.0
+    except ValueError as exc:
+        raise RunError("validation", str(exc)) from None
+
+
+def _meta(step: Any) -> dict[str, Any]:
+    meta = getattr(step, "meta", None)
+    return meta if isinstance(meta, dict) else {}
+
+
+def _source(step: Any) -> str | None:
+    src = _meta(step).get("source")
+    return str(src) if src else None
+
+
+def _compiled(step: Any) -> Any:
+    c = getattr(step, "compiled", None)
+    if c is None:
+        from agentflow.ir.templates import compile_value
+
+        c = compile_value(getattr(step, "input", None) or {})
+        with contextlib.suppress(Exception):
+            step.compiled = c
+    return c
+
+
+def _compiled_select(step: Any) -> Any:
+    sel = getattr(step, "compiled_select", None)
+    if sel is None and getattr(step, "select", None):
+        from agentflow.ir.templates import compile_value
+
+        sel = compile_value(step.select)
+        with contextlib.suppress(Exception):
+            step.compiled_select = sel
+    return sel
+
+
+def _err_dict(e: RunError) -> dict[str, Any]:
+    return e.to_dict()
+
+
+def _json_safe(value: Any) -> Any:
+    return to_json_value(value)
+
+
+def _as_error(exc: BaseException, tool_name: str) -> RunError:
+    """Any exception raised by a tool/model call → RunError with a plan error code."""
+    if isinstance(exc, RunError):
+        return exc
+    if isinstance(exc, ModelError):
+        code = exc.kind if exc.kind in ("transient", "rate_limit") else "tool_error"
+        return RunError(code, f"{tool_name}: {exc}")
+    if isinstance(exc, TimeoutError):
+        return RunError("timeout", f"{tool_name}: timed out")
+    if isinstance(exc, ConnectionError):
+        return RunError("transient", f"{tool_name}: {type(exc).__name__}: {exc}")
+    return RunError("tool_error", f"{tool_name}: {type(exc).__name__}: {exc}")
+
+
+_YES = re.compile(r"^\W*(yes|true)\b", re.I)
+_NO = re.compile(r"^\W*(no|false)\b", re.I)
+
+
+def _parse_yes_no(text: str | None) -> bool | None:
+    if not text:
+        return None
+    t = text.strip()
+    try:
+        data = json.loads(t)
+        if isinstance(data, bool):
+            return data
+        if isinstance(data, dict):
+            for key in ("answer", "verdict", "result", "passed"):
+                v = data.get(key)
+                if isinstance(v, bool):
+                    return v
+                if isinstance(v, str):
+                    return _parse_yes_no(v)
+    except ValueError:
+        pass
+    if _YES.match(t):
+        return True
+    if _NO.match(t):
+        return False
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Run state
+
+
+@dataclass
+class _Frame:
+    """One plan activation: the plan, its call stack and path prefix, its deadline."""
+
+    plan: Any
+    stack: list[str]
+    prefix: str  # "" at top level, "E3/do.2" inside a called plan
+    deadline_at: float | None  # loop.time() value, or None
+    root_plans: dict[str, Any]
+
+    def path(self, step_id: str) -> str:
+        return f"{self.prefix}/{step_id}" if self.prefix else step_id
+
+
+@dataclass
+class _Run:
+    catalog: Any
+    router: Any
+    config: Any
+    workspace: Path
+    bus: EventBus
+    hooks: Hooks
+    plans: dict[str, Any]
+    ask_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+DEFAULT_DENIED = frozenset({"builtin__write_file", "builtin__edit_file"})
+
+
+class Executor:
+    """Runs plans. Build one per run with :func:`run_plan`; exposed for hosts that need
+    ``dispatch_tool`` (e.g. a chat loop reusing the gate and events)."""
+
+    def __init__(self, run: _Run):
+        self.run = run
+        self.bus = run.bus
+
+    # ----------------------------------------------------------------- events
+
+    def emit(self, kind: str, path: str, stack: list[str], **data: Any) -> Event:
+        return self.bus.emit(kind, path, stack, **data)
+
+    def warn(self, path: str, stack: list[str], message: str) -> None:
+        self.emit("warning", path, stack, message=message)
+
+    # ----------------------------------------------------------------- plan level
+
+    async def run_steps(self, frame: _Frame, scope: dict[str, Any], results: dict[str, Any]) -> Any:
+        """Run a plan's steps in order; returns the last step's result."""
+        last: Any = None
+        for i, step in enumerate(frame.plan.steps):
+            sid = step.id or f"steps[{i}]"
+            last = await self.run_step(step, scope, frame.path(sid), frame)
+            if step.id:
+                scope[step.id] = last
+                results[step.id] = last
+        return last
+
+    async def finish(self, frame: _Frame, scope: dict[str, Any], last: Any) -> Any:
+        plan = frame.plan
+        fin = getattr(plan, "finish", None)
+        if fin is None:
+            return last
+        mode = getattr(fin, "mode", "output")
+        if mode == "silent":
+            return None
+        if mode == "solver":
+            prompt_c = getattr(fin, "compiled_prompt", None)
+            if prompt_c is None and getattr(fin, "prompt", None):
+                from agentflow.ir.templates import compile_value
+
+                prompt_c = compile_value(fin.prompt)
+            prompt = ""
+            if prompt_c is not None:
+                prompt = to_text(
+                    render_value(
+                        prompt_c,
+                        scope,
+                        lenient=True,
+                        on_warning=lambda m: self.warn(frame.prefix, frame.stack, m),
+                    )
+                )
+            results = {k: v for k, v in scope.items() if k != "input"}
+            user = (
+                f"{prompt or 'Write the final answer of this workflow.'}\n\n"
+                f"Workflow input:\n{to_text(scope.get('input'))}\n\n"
+                f"Results of every step (JSON):\n"
+                f"{json.dumps(_json_safe(results), ensure_ascii=False, indent=1)}"
+            )
+            return await self.infer(
+                "solver",
+                user,
+                system="You are the solver of a workflow: write its final answer from the "
+                "collected step results. Do not invent data that is not in them.",
+                path=frame.path("finish"),
+                stack=frame.stack,
+            )
+        out_c = getattr(fin, "compiled_output", None)
+        raw = getattr(fin, "output", None)
+        if out_c is None and raw is not None:
+            from agentflow.ir.templates import compile_value
+
+            out_c = compile_value(raw)
+        if out_c is None:
+            return last
+        try:
+            return render_value(out_c, scope)
+        except RunError as e:
+            if e.step_path is None:
+                e.step_path = frame.path("finish")
+            raise
+
+    # ----------------------------------------------------------------- one step
+
+    async def run_step(self, step: Any, scope: Mapping[str, Any], path: str, frame: _Frame) -> Any:
+        """Run one step (or body): events, timeout/deadline bound, retry, ``select``."""
+        tool = step.tool_name
+        retry = getattr(step, "retry", None)
+        attempts = 1 + (int(getattr(retry, "attempts", 0) or 0) if retry is not None else 0)
+        on = set(getattr(retry, "on", None) or ["transient"]) if retry is not None else set()
+        backoff = getattr(retry, "backoff", None) if retry is not None else None
+        initial = _duration_s(getattr(backoff, "initial", None) or "500ms")
+        factor = float(getattr(backoff, "factor", 2.0) or 2.0)
+        cap = _duration_s(getattr(backoff, "max", None) or "30s")
+        started = time.monotonic()
+        announced = {"done": False}
+
+        def announce(rendered: Any) -> None:
+            if not announced["done"]:
+                announced["done"] = True
+                data: dict[str, Any] = {"tool_name": tool, "input": _json_safe(rendered)}
+                if step.id:
+                    data["id"] = step.id
+                src = _source(step)
+                if src:
+                    data["source"] = src
+                self.emit("step_started", path, frame.stack, **data)
+
+        try:
+            attempt = 0
+            while True:
+                attempt += 1
+                try:
+                    raw = await self._bounded(step, scope, path, frame, announce)
+                    break
+                except RunError as e:
+                    if isinstance(e, ExitError) or attempt >= attempts or e.code not in on:
+                        raise
+                    delay = min(cap, initial * (factor ** (attempt - 1)))
+                    delay = delay * (0.5 + random.random() / 2)
+                    if frame.deadline_at is not None:
+                        remaining = frame.deadline_at - asyncio.get_running_loop().time()
+                        delay = max(0.0, min(delay, remaining))
+                    self.emit(
+                        "retry",
+                        path,
+                        frame.stack,
+                        attempt=attempt,
+                        code=e.code,
+                        message=e.message,
+                        delay_ms=int(delay * 1000),
+                    )
+                    await asyncio.sleep(delay)
+            result = raw
+            sel = _compiled_select(step)
+            if sel is not None:
+                sel_scope = dict(scope)
+                sel_scope["result"] = raw
+                result = render_value(sel, sel_scope)
+        except RunError as e:
+            if e.code == "bad_path" and not e.details.get("step_named"):
+                e.details["step_named"] = True
+                e.message = f"step `{step.id or path}`: {e.message}"
+                e.args = (e.message,)
+            if e.step_path is None:
+                e.step_path = path
+            if e.source is None:
+                e.source = _source(step)
+            announce(None)
+            self.emit(
+                "step_finished",
+                path,
+                frame.stack,
+                tool_name=tool,
+                error=_err_dict(e),
+                elapsed_ms=int((time.monotonic() - started) * 1000),
+            )
+            raise
+        except (RunAborted, _ExitOk) as e:
+            announce(None)
+            data: dict[str, Any] = {"tool_name": tool}
+            if isinstance(e, RunAborted):
+                data["aborted"] = e.message
+            else:
+                data["exit"] = True
+                data["result"] = _json_safe(e.output)
+            self.emit(
+                "step_finished",
+                path,
+                frame.stack,
+                elapsed_ms=int((time.monotonic() - started) * 1000),
+                **data,
+            )
+            raise
+        except asyncio.CancelledError:
+            announce(None)
+            self.emit(
+                "step_finished",
+                path,
+                frame.stack,
+                tool_name=tool,
+                error={"code": "aborted", "message": "cancelled", "step_path": path},
+                elapsed_ms=int((time.monotonic() - started) * 1000),
+            )
+            raise
+        announce(None)
+        self.emit(
+            "step_finished",
+            path,
+            frame.stack,
+            tool_name=tool,
+            result=_json_safe(result),
+            elapsed_ms=int((time.monotonic() - started) * 1000),
+        )
+        return result
+
+    async def _bounded(self, step, scope, path, frame, announce) -> Any:
+        """One invocation raced against min(step timeout, remaining deadline) (RUNTIME.md §2)."""
+        timeout = _duration_s(getattr(step, "timeout", None))
+        remaining = None
+        if frame.deadline_at is not None:
+            remaining = frame.deadline_at - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                raise RunError("deadline_exceeded", "the workflow deadline has passed", path)
+        if timeout is None and remaining is None:
+            return await self._invoke(step, scope, path, frame, announce)
+        if remaining is not None and (timeout is None or remaining < timeout):
+            bound, code = remaining, "deadline_exceeded"
+            message = (
+                f"the workflow deadline ({frame.plan.deadline}) expired during `{step.tool_name}`"
+            )
+        else:
+            bound, code = timeout, "timeout"
+            message = f"`{step.tool_name}` did not finish within its timeout ({step.timeout})"
+        try:
+            async with asyncio.timeout(bound) as cm:
+                return await self._invoke(step, scope, path, frame, announce)
+        except TimeoutError:
+            if cm.expired():
+                raise RunError(code, message, path) from None
+            raise
+
+    async def _invoke(self, step, scope, path, frame, announce) -> Any:
+        tool = step.tool_name
+        handler = _CONTROL.get(tool)
+        if handler is not None:
+            return await handler(self, step, _compiled(step), scope, path, frame, announce)
+        args = render_value(_compiled(step), scope)
+        announce(args)
+        return await self.dispatch_tool(
+            tool, args, scope=scope, path=path, frame=frame, write_scope=None
+        )
+
+    # ----------------------------------------------------------------- tool dispatch
+
+    async def dispatch_tool(
+        self,
+        name: str,
+        args: Any,
+        *,
+        scope: Mapping[str, Any],
+        path: str,
+        frame: _Frame,
+        write_scope: list[Path] | None,
+        allowed: set[str] | None = None,
+    ) -> Any:
+        """A real tool dispatch: gate → tool_started → call → tool_finished → on_tool_error.
+
+        ``plan__NAME`` runs the sub-plan (nested paths, cycle check).  ``allowed`` (agent calls)
+        restricts the names (``tool_denied`` otherwise).  Raises RunError / RunAborted.
+        """
+        stack = frame.stack
+        if allowed is not None and name not in allowed:
+            raise RunError("tool_denied", f"tool '{name}' is not available to this agent", path)
+        hooks = self.run.hooks
+        if hooks.gate is not None:
+            decision = await _maybe_await(
+                hooks.gate(GateCall(name, args, scope, path, list(stack)))
+            )
+            if decision is not None and decision.action == "skip":
+                self.emit(
+                    "tool_finished",
+                    path,
+                    stack,
+                    tool_name=name,
+                    skipped=True,
+                    result=_json_safe(decision.value),
+                    elapsed_ms=0,
+                )
+                return decision.value
+            if decision is not None and decision.action == "abort":
+                raise RunAborted(decision.message or "aborted by the gate", path)
+        self.emit("tool_started", path, stack, tool_name=name, input=_json_safe(args))
+        t0 = time.monotonic()
+        try:
+            if name.startswith("plan__") and self._find_plan(name, frame) is not None:
+                result = await self.call_plan(name, args, path, frame)
+            else:
+                tool = self.run.catalog.get(name) if self.run.catalog is not None else None
+                if tool is None:
+                    raise RunError("tool_error", f"unknown tool '{name}'", path)
+                from agentflow.runtime.tools.catalog import ToolContext
+
+                ctx = ToolContext(
+                    workspace=self.run.workspace, write_scope=write_scope, step_path=path
+                )
+                result = await tool.func(args if isinstance(args, dict) else {"input": args}, ctx)
+        except (RunAborted, _ExitOk, ExitError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            err = _as_error(exc, name)
+            if err.step_path is None:
+                err.step_path = path
+            self.emit(
+                "tool_finished",
+                path,
+                stack,
+                tool_name=name,
+                error=_err_dict(err),
+                elapsed_ms=int((time.monotonic() - t0) * 1000),
+            )
+            if hooks.on_tool_error is not None and err.code != "plan_cycle":
+                decision = await _maybe_await(
+                    hooks.on_tool_error(ToolFailure(name, args, err, path, list(stack)))
+                )
+                if decision is not None and decision.action == "substitute":
+                    return decision.value
+                if decision is not None and decision.action == "abort":
+                    raise RunAborted(
+                        decision.message or "aborted after a tool error", path, _err_dict(err)
+                    ) from None
+            raise err from None
+        self.emit(
+            "tool_finished",
+            path,
+            stack,
+            tool_name=name,
+            result=_json_safe(result),
+            elapsed_ms=int((time.monotonic() - t0) * 1000),
+        )
+        return result
+
+    def _find_plan(self, name: str, frame: _Frame) -> Any:
+        pname = name.removeprefix("plan__")
+        for source in (getattr(frame.plan, "plans", None), frame.root_plans, self.run.plans):
+            if source and pname in source:
+                return source[pname]
+        return None
+
+    async def call_plan(self, name: str, args: Any, path: str, frame: _Frame) -> Any:
+        """Run sub-plan ``plan__NAME`` with ``args`` as input; returns its finish output."""
+        sub = self._find_plan(name, frame)
+        pname = sub.name
+        if pname in frame.stack:
+            chain = " → ".join([*frame.stack, pname])
+            raise RunError("plan_cycle", f"plan cycle: {chain}", path)
+        _validate_input(sub, args, code="tool_error")
+        deadline_at = frame.deadline_at
+        sub_deadline = _duration_s(getattr(sub, "deadline", None))
+        if sub_deadline is not None:
+            mine = asyncio.get_running_loop().time() + sub_deadline
+            deadline_at = mine if deadline_at is None else min(deadline_at, mine)
+        child = _Frame(
+            plan=sub,
+            stack=[*frame.stack, pname],
+            prefix=path,
+            deadline_at=deadline_at,
+            root_plans=frame.root_plans,
+        )
+        scope: dict[str, Any] = {"input": args}
+        try:
+            last = await self.run_steps(child, scope, {})
+        except _ExitOk as e:
+            return e.output
+        return await self.finish(child, scope, last)
+
+    # ----------------------------------------------------------------- models
+
+    async def infer(
+        self, role: str, prompt: str, *, system: str | None, path: str, stack: list[str]
+    ) -> str:
+        """One model call of ``role`` (judge, solver); emits ``model_call``; returns the text."""
+        from agentflow.runtime.models.base import ChatRequest, Message
+
+        router = self.run.router
+        if router is None:
+            raise RunError(
+                "validation",
+                f"this step needs a model ({role} role) but no model is configured "
+                "(set [models] in flow.toml, or OPENAI_BASE_URL/OPENAI_API_KEY)",
+                path,
+            )
+        try:
+            client = router.client_for(role)
+        except FlowError as exc:
+            raise RunError("validation", str(exc), path) from None
+        messages = []
+        if system:
+            messages.append(Message(role="system", content=system))
+        messages.append(Message(role="user", content=prompt))
+        t0 = time.monotonic()
+        try:
+            resp = await client.chat(ChatRequest(messages=messages))
+        except ModelError as exc:
+            raise _as_error(exc, f"{role} model") from None
+        self.emit(
+            "model_call",
+            path,
+            stack,
+            role=role,
+            model=resp.model,
+            input_tokens=int(resp.usage.get("input_tokens", 0) or 0),
+            output_tokens=int(resp.usage.get("output_tokens", 0) or 0),
+            latency_ms=int((time.monotonic() - t0) * 1000),
+        )
+        return resp.text or ""
+
+    async def judge(self, question: str, *, path: str, stack: list[str]) -> bool:
+        """A yes/no judge-role call (one inference). Raises ``output_validation`` when the reply
+        is neither yes nor no."""
+        text = await self.infer(
+            "judge",
+            question,
+            system="You are a strict judge. Answer with exactly one word: yes or no.",
+            path=path,
+            stack=stack,
+        )
+        verdict = _parse_yes_no(text)
+        if verdict is None:
+            raise RunError(
+                "output_validation", f"the judge did not answer yes or no: {text[:200]!r}", path
+            )
+        return verdict
+
+
+# ---------------------------------------------------------------------------------------------
+# Control steps (PLAN_IR.md §5)
+
+
+def _body(x: Any, key: str, path: str) -> Any:
+    if x is None or not hasattr(x, "tool_name"):
+        if isinstance(x, dict) and "tool_name" in x:
+            from agentflow.ir.models import Step
+
+            step = Step.model_validate(x)
+            return step
+        raise RunError("validation", f"`{key}` must be a step", path)
+    return x
+
+
+def _warner(ex: Executor, path: str, stack: list[str]) -> Callable[[str], None]:
+    return lambda m: ex.warn(path, stack, m)
+
+
+async def _c_value(ex: Executor, step, c, scope, path, frame, announce) -> Any:
+    value = render_value(c.get("value"), scope)
+    announce({"value": value})
+    return value
+
+
+async def _c_exit(ex: Executor, step, c, scope, path, frame, announce) -> Any:
+    when = c.get("when")
+    if when is not None and not evaluate_condition(when, scope):
+        announce({"when": False})
+        return None
+    status = render_value(c.get("status", "error"), scope)
+    code = render_value(c.get("code"), scope) or "failed"
+    message = render_value(
+        c.get("message"), scope, lenient=True, on_warning=_warner(ex, path, frame.stack)
+    )
+    announce({"when": True, "status": status, "code": code, "message": message})
+    if status == "ok":
+        output = render_value(c.get("output"), scope) if "output" in c else None
+        raise _ExitOk(output, path)
+    raise ExitError(
+        str(code), to_text(message) if message is not None else "exit", path, _source(step)
+    )
+
+
+async def _gate(ex: Executor, c, scope, path, frame, what: str) -> bool:
+    if "when" in c and c["when"] is not None:
+        return evaluate_condition(c["when"], scope)
+    if "infer" in c and c["infer"] is not None:
+        q = render_value(c["infer"], scope, lenient=True, on_warning=_warner(ex, path, frame.stack))
+        return await ex.judge(to_text(q), path=path, stack=frame.stack)
+    raise RunError("validation", f"`{what}` needs `when` or `infer`", path)
+
+
+async def _c_decide(ex: Executor, step, c, scope, path, frame, announce) -> Any:
+    taken = await _gate(ex, c, scope, path, frame, "decide")
+    branch = "then" if taken else "else"
+    announce({"branch": branch})
+    body = c.get(branch)
+    if body is None:
+        return {"branch": branch, "output": None}
+    out = await ex.run_step(_body(body, branch, path), scope, f"{path}/{branch}", frame)
+    return {"branch": branch, "output": out}
+
+
+def _over(c, scope, path) -> list:
+    over = render_value(c.get("over"), scope)
+    if over is None:
+        return []
+    if isinstance(over, dict):
+        return list(over.values())
+    if hasattr(over, "to_list"):
+        return over.to_list()
+    if not isinstance(over, list | tuple):
+        raise RunError("validation", f"`over` must be an array, got {type(over).__name__}", path)
+    return list(over)
+
+
+def _layer(scope: Mapping[str, Any], **names: Any) -> dict[str, Any]:
+    out = dict(scope)
+    out.update(names)
+    return out
+
+
+async def _c_filter(ex: Executor, step, c, scope, path, frame, announce) -> Any:
+    items = _over(c, scope, path)
+    announce({"over": items})
+    kept, dropped = [], []
+    for i, item in enumerate(items):
+        inner = _layer(scope, item=item, index=i)
+        if await _gate(ex, c, inner, f"{path}/item.{i}", frame, "filter"):
+            kept.append(item)
+        else:
+            dropped.append(item)
+    return {"kept": kept, "dropped": dropped}
+
+
+async def _c_map(ex: Executor, step, c, scope, path, frame, announce) -> Any:
+    items = _over(c, scope, path)
+    conc = render_value(c.get("concurrency", 1), scope) or 1
+    mode = render_value(c.get("on_item_error", "fail"), scope) or "fail"
+    body = _body(c.get("do"), "do", path)
+    announce({"over": items, "concurrency": conc, "on_item_error": mode})
+    if not isinstance(conc, int) or conc < 1:
+        raise RunError(
+            "validation", f"`concurrency` must be a positive integer, got {conc!r}", path
+        )
+    sem = asyncio.Semaphore(conc)
+    results: list[Any] = [None] * len(items)
+    failed: set[int] = set()
+
+    async def one(i: int, item: Any) -> None:
+        async with sem:
+            p = f"{path}/do.{i}"
+            try:
+                results[i] = await ex.run_step(body, _layer(scope, item=item, index=i), p, frame)
+            except RunError as e:
+                if mode == "skip" and not isinstance(e, ExitError):
+                    failed.add(i)
+                    ex.warn(p, frame.stack, f"item {i} skipped after {e.code}: {e.message}")
+                    return
+                raise
+
+    await _run_all([one(i, x) for i, x in enumerate(items)])
+    return [r for i, r in enumerate(results) if i not in failed]
+
+
+async def _run_all(coros: list[Awaitable[Any]]) -> list[Any]:
+    """Run coroutines concurrently; the first failure cancels the others and is raised."""
+    tasks = [asyncio.ensure_future(co) for co in coros]
+    if not tasks:
+        return []
+    try:
+        pending = set(tasks)
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)
+            errors = [t for t in tasks if t in done and not t.cancelled() and t.exception()]
+            if errors:
+                for t in pending:
+                    t.cancel()
+                if pending:
+                    await asyncio.wait(pending)
+                raise errors[0].exception()
+        return [t.result() for t in tasks]
+    except BaseException:
+        for t in tasks:
+            if not t.done():
+                t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+async def _c_reduce(ex: Executor, step, c, scope, path, frame, announce) -> Any:
+    items = _over(c, scope, path)
+    acc = render_value(c.get("initial"), scope)
+    body = _body(c.get("do"), "do", path)
+    announce({"over": items, "initial": acc})
+    for i, item in enumerate(items):
+        acc = await ex.run_step(
+            body, _layer(scope, item=item, index=i, accumulator=acc), f"{path}/do.{i}", frame
+        )
+    return acc
+
+
+async def _c_parallel(ex: Executor, step, c, scope, path, frame, announce) -> Any:
+    branches = c.get("branches") or {}
+    if not isinstance(branches, dict):
+        raise RunError("validation", "`branches` must map names to steps", path)
+    conc = render_value(c.get("concurrency"), scope) or max(1, len(branches))
+    announce({"branches": list(branches), "concurrency": conc})
+    sem = asyncio.Semaphore(int(conc))
+
+    async def one(name: str, body: Any) -> Any:
+        async with sem:
+            return await ex.run_step(_body(body, name, path), scope, f"{path}/{name}", frame)
+
+    names = list(branches)
+    values = await _run_all([one(n, branches[n]) for n in names])
+    return dict(zip(names, values, strict=True))
+
+
+async def _c_ask(ex: Executor, step, c, scope, path, frame, announce) -> Any:
+    question = to_text(
+        render_value(
+            c.get("question"), scope, lenient=True, on_warning=_warner(ex, path, frame.stack)
+        )
+    )
+    schema = render_value(c.get("schema"), scope)
+    choices = render_value(c.get("choices"), scope)
+    unanswered = render_value(c.get("when_unanswered", "skip"), scope)
+    announce({"question": question, "choices": choices})
+    answer: Any = NO_ANSWER
+    interlocutor = ex.run.hooks.interlocutor
+    if interlocutor is not None:
+        async with ex.run.ask_lock:
+            answer = await _maybe_await(
+                interlocutor(AskRequest(question, schema, choices, path, list(frame.stack)))
+            )
+    if answer is not NO_ANSWER:
+        problem = _check_answer(answer, schema, choices)
+        if problem:
+            raise RunError("output_validation", f"answer to `{question}`: {problem}", path)
+        ex.emit(
+            "ask", path, frame.stack, question=question, answer=_json_safe(answer), answered=True
+        )
+        return {"answer": answer, "answered": True}
+    if isinstance(unanswered, dict) and "default" in unanswered:
+        value = unanswered["default"]
+        ex.emit(
+            "ask", path, frame.stack, question=question, answer=_json_safe(value), answered=False
+        )
+        return {"answer": value, "answered": False}
+    if isinstance(unanswered, dict) and "fail" in unanswered:
+        ex.emit("ask", path, frame.stack, question=question, answered=False)
+        raise RunError("failed", to_text(unanswered["fail"]), path)
+    ex.emit("ask", path, frame.stack, question=question, answer=None, answered=False)
+    return {"answer": None, "answered": False}
+
+
+def _check_answer(answer: Any, schema: Any, choices: Any) -> str | None:
+    if choices and answer not in choices:
+        return f"{answer!r} is not one of {choices!r}"
+    if isinstance(schema, dict) and schema:
+        import jsonschema
+
+        try:
+            jsonschema.validate(answer, schema)
+        except jsonschema.ValidationError as e:
+            return e.message
+    return None
+
+
+async def _c_verify(ex: Executor, step, c, scope, path, frame, announce) -> Any:
+    checks = c.get("checks") or []
+    judges = c.get("judges") or []
+    announce({"checks": len(checks), "judges": len(judges)})
+    failures: list[str] = []
+    for chk in checks:
+        ok = render_value(chk.get("ok"), scope) if isinstance(chk, dict) else chk
+        if isinstance(ok, dict):  # a condition object
+            ok = evaluate_condition(ok, scope)
+        if ok is not True:
+            msg = render_value(chk.get("message", "check failed"), scope, lenient=True)
+            failures.append(to_text(msg))
+    for i, j in enumerate(judges):
+        prompt = to_text(
+            render_value(
+                j.get("prompt") if isinstance(j, dict) else j,
+                scope,
+                lenient=True,
+                on_warning=_warner(ex, path, frame.stack),
+            )
+        )
+        if not await ex.judge(prompt, path=f"{path}/judge.{i}", stack=frame.stack):
+            failures.append(prompt)
+    return {"passed": not failures, "failures": failures}
+
+
+# ----------------------------------------------------------------- agent
+
+
+def _resolve_tools(
+    ex: Executor,
+    requested: Any,
+    write: list[Path] | None,
+    path: str,
+    stack: list[str],
+    frame: _Frame,
+) -> list[str]:
+    """Names the agent may call: request ∩ policy (RUNTIME.md §4); write tools granted by
+    a ``write`` scope; ``plan_and_execute`` never offered."""
+    from agentflow.runtime.tools.catalog import match_pattern
+
+    catalog = ex.run.catalog
+    names = list(catalog.names()) if catalog is not None else []
+    # plans from the plans directory are tools too (outlined sub-plans only when named)
+    for pname in ex.run.plans or {}:
+        if f"plan__{pname}" not in names:
+            names.append(f"plan__{pname}")
+    sub_plans = [f"plan__{p}" for p in (getattr(frame.plan, "plans", None) or {})]
+    sub_plans += [f"plan__{p}" for p in frame.root_plans or {}]
+    if requested == "none":
+        return []
+    if requested is None:
+        chosen = list(names)
+    else:
+        if isinstance(requested, str):
+            requested = [requested]
+        chosen = []
+        for r in requested:
+            r = str(r)
+            pool = names + [p for p in sub_plans if p not in names]
+            if "*" in r:
+                hits = [n for n in pool if match_pattern(r, n)]
+            elif r in pool:
+                hits = [r]
+            elif f"builtin__{r}" in pool:
+                hits = [f"builtin__{r}"]
+            else:
+                hits = []
+            if not hits:
+                raise RunError(
+                    "validation", f"`tools` entry '{r}' matches no tool in the catalog", path
+                )
+            for h in hits:
+                if h not in chosen:
+                    chosen.append(h)
+    policy = getattr(getattr(ex.run.config, "policy", None), "allowed_tools", None)
+    out = []
+    for n in chosen:
+        if n == "plan_and_execute":
+            continue
+        if policy is None:
+            allowed = n not in DEFAULT_DENIED
+        else:
+            allowed = any(match_pattern(p, n) for p in policy)
+        if not allowed and write and n in DEFAULT_DENIED:
+            allowed = True
+        if allowed:
+            out.append(n)
+        elif requested is not None and "*" not in n:
+            ex.warn(path, stack, f"tool '{n}' is outside the host policy and is not offered")
+    return out
+
+
+def _profile(ex: Executor, target: Any, scope, path: str, stack: list[str]) -> tuple[Any, str]:
+    """(profile or None, label) for an agent step's ``agent`` field."""
+    if not target:
+        return None, "default"
+    if not isinstance(target, dict):
+        target = dict(target)
+    kind = target.get("kind")
+    cfg = ex.run.config
+    if kind == "alias":
+        name = target.get("name")
+        prof = (getattr(cfg, "agents", None) or {}).get(name) if cfg is not None else None
+        if prof is None:
+            ex.warn(
+                path,
+                stack,
+                f"agent '{name}' has no [agents.{name}] profile; running with the default profile",
+            )
+        return prof, str(name)
+    if kind in ("team.main", "team.member"):
+        team_name = target.get("team")
+        team = (getattr(cfg, "teams", None) or {}).get(team_name) if cfg is not None else None
+        if team is None:
+            raise RunError(
+                "validation",
+                f"team '{team_name}' is not configured (add [teams.{team_name}] to flow.toml)",
+                path,
+            )
+        if kind == "team.main":
+            member = team.main
+        else:
+            member = render_value(target.get("member"), scope)
+            if not isinstance(member, str) or member not in team.members:
+                raise RunError(
+                    "invalid_member",
+                    f"team '{team_name}' has no member {to_text(member)!s}; members: "
+                    + ", ".join(sorted(team.members)),
+                    path,
+                )
+        return team.members.get(member), f"{team_name}.{member}"
+    raise RunError("validation", f"unknown agent kind {kind!r}", path)
+
+
+async def _c_agent(ex: Executor, step, c, scope, path, frame, announce) -> Any:
+    stack = frame.stack
+    warn = _warner(ex, path, stack)
+    prompt = to_text(render_value(c.get("prompt"), scope, lenient=True, on_warning=warn))
+    system = c.get("system_prompt")
+    system = to_text(render_value(system, scope, lenient=True, on_warning=warn)) if system else None
+    agent_input = render_value(c.get("input"), scope) if "input" in c else None
+    model = render_value(c.get("model"), scope) if c.get("model") is not None else None
+    write_raw = render_value(c.get("write"), scope) if c.get("write") is not None else None
+    max_iter = render_value(c.get("max_iterations", 8), scope)
+    profile, label = _profile(ex, c.get("agent"), scope, path, stack)
+    write: list[Path] | None = None
+    if write_raw is not None:
+        items = write_raw if isinstance(write_raw, list) else [write_raw]
+        ws = ex.run.workspace
+        write = [(ws / str(p)) if not Path(str(p)).is_absolute() else Path(str(p)) for p in items]
+    tool_names = _resolve_tools(ex, c.get("tools"), write, path, stack, frame)
+    if profile is not None:
+        if getattr(profile, "system_prompt", None):
+            system = f"{profile.system_prompt}\n\n{system}" if system else profile.system_prompt
+        if model is None and getattr(profile, "model", None):
+            model = profile.model
+    model = model or "chat"
+    announce(
+        {
+            "prompt": prompt,
+            "system_prompt": system,
+            "input": agent_input,
+            "model": model,
+            "tools": tool_names,
+            "write": [str(p) for p in write] if write is not None else None,
+            "agent": label,
+            "max_iterations": max_iter,
+        }
+    )
+    allowed = set(tool_names)
+    hard_stop: list[BaseException] = []
+
+    async def call_tool(name: str, args: Any, tool_path: str) -> Any:
+        try:
+            return await ex.dispatch_tool(
+                name,
+                args,
+                scope=scope,
+                path=tool_path,
+                frame=frame,
+                write_scope=write,
+                allowed=allowed,
+            )
+        except (RunAborted, ExitError) as e:
+            # Hard stops must not return into the loop: the agent re-raises `aborted`.
+            hard_stop.append(e)
+            raise RunError("aborted", str(e), tool_path) from None
+
+    def emit(kind: str, ev_path: str | None = None, **data: Any) -> None:
+        ex.emit(kind, ev_path or path, stack, **data)
+
+    try:
+        result = await _run_agent(
+            ex,
+            prompt=prompt,
+            output_schema=c.get("output_schema") or {"type": "object"},
+            tools=[_tool_for(ex, n, frame).spec() for n in tool_names],
+            max_iterations=int(max_iter),
+            model=model,
+            system_prompt=system,
+            input=agent_input,
+            repair_attempts=int(c.get("repair_attempts", 1)),
+            call_tool=call_tool,
+            emit=emit,
+            path=path,
+        )
+    except RunError:
+        if hard_stop:
+            raise hard_stop[0] from None
+        raise
+    except FlowError as e:  # ConfigError: no model for the role
+        if hard_stop:
+            raise hard_stop[0] from None
+        if isinstance(e, RunAborted):
+            raise
+        raise RunError("validation", str(e), path) from None
+    if c.get("require_final") and not result.get("final"):
+        meta = _meta(step)
+        where = []
+        if meta.get("stage"):
+            where.append(f"stage `{meta['stage']}`")
+        else:
+            where.append(f"step `{step.id or path}`")
+        if meta.get("source"):
+            where.append(f"({meta['source']})")
+        raise RunError(
+            "output_validation",
+            " ".join(where) + ": agent could not produce output conforming to its contract "
+            f"within {int(max_iter)} rounds",
+            path,
+            _source(step),
+        )
+    return result
+
+
+def _tool_for(ex: Executor, name: str, frame: _Frame) -> Any:
+    """The catalog Tool for ``name`` (a synthesized entry for plans not in the catalog)."""
+    catalog = ex.run.catalog
+    tool = catalog.get(name) if catalog is not None else None
+    if tool is not None:
+        return tool
+    from agentflow.runtime.tools.catalog import Tool
+
+    plan = ex._find_plan(name, frame)
+    schema = getattr(plan, "input_schema", None) or {"type": "object"}
+
+    async def unreachable(args, ctx):  # dispatch goes through Executor.dispatch_tool
+        raise RunError("tool_error", f"{name} must be dispatched by the executor")
+
+    return Tool(
+        name=name,
+        description=getattr(plan, "description", None) or f"Run plan {name}",
+        input_schema=schema,
+        func=unreachable,
+        source="plan",
+    )
+
+
+async def _run_agent(ex: Executor, *, call_tool, emit, path, **fields) -> dict[str, Any]:
+    """Build the agent module's AgentSpec from ``fields`` (only the fields it declares) and run
+    the loop.  ``call_tool(name, args, path)`` is the executor's gated dispatch."""
+    from agentflow.runtime import agent as agent_mod
+
+    spec_cls = agent_mod.AgentSpec
+    known = _field_names(spec_cls)
+    spec = spec_cls(**{k: v for k, v in fields.items() if not known or k in known})
+    if ex.run.router is None:
+        raise RunError(
+            "validation",
+            "an agent step needs a model but none is configured "
+            "(set [models] in flow.toml, or OPENAI_BASE_URL/OPENAI_API_KEY)",
+            path,
+        )
+    result = await agent_mod.run_agent(
+        spec, router=ex.run.router, call_tool=call_tool, emit=emit, step_path=path
+    )
+    return dict(result)
+
+
+def _field_names(cls: Any) -> set[str]:
+    fields_ = getattr(cls, "__dataclass_fields__", None)
+    if fields_:
+        return set(fields_)
+    mf = getattr(cls, "model_fields", None)
+    if mf:
+        return set(mf)
+    try:
+        return set(inspect.signature(cls).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
+_CONTROL: dict[str, Callable[..., Awaitable[Any]]] = {
+    "value": _c_value,
+    "exit": _c_exit,
+    "decide": _c_decide,
+    "filter": _c_filter,
+    "map": _c_map,
+    "reduce": _c_reduce,
+    "parallel": _c_parallel,
+    "ask": _c_ask,
+    "verify": _c_verify,
+    "agent": _c_agent,
+}
+
+# ---------------------------------------------------------------------------------------------
+# Entry points
+
+
+def _validate_input(plan: Any, data: Any, *, code: str | None = None) -> None:
+    schema = getattr(plan, "input_schema", None)
+    if not schema:
+        return
+    import jsonschema
+
+    validator_cls = jsonschema.validators.validator_for(schema)
+    errors = sorted(validator_cls(schema).iter_errors(data), key=lambda e: list(e.path))
+    if not errors:
+        return
+    lines = []
+    for e in errors[:5]:
+        where = "input" + "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in e.path)
+        lines.append(f"{where}: {e.message}")
+    message = f"input of plan '{plan.name}' does not match its input_schema: " + "; ".join(lines)
+    if code is not None:
+        raise RunError(code, message)
+    raise InputError(message)
+
+
+def _usage_delta(router: Any, before: dict[str, Any] | None) -> dict[str, Any]:
+    usage = getattr(router, "usage", None) if router is not None else None
+    if not isinstance(usage, dict):
+        return empty_usage()
+    before = before or empty_usage()
+    out = empty_usage()
+    for k in ("inferences", "input_tokens", "output_tokens"):
+        out[k] = int(usage.get(k, 0)) - int(before.get(k, 0))
+    for role, entry in (usage.get("by_role") or {}).items():
+        prev = (before.get("by_role") or {}).get(role, {})
+        d = {
+            k: int(entry.get(k, 0)) - int(prev.get(k, 0))
+            for k in ("inferences", "input_tokens", "output_tokens")
+        }
+        if any(d.values()):
+            out["by_role"][role] = d
+    return out
+
+
+def _snapshot(router: Any) -> dict[str, Any] | None:
+    usage = getattr(router, "usage", None) if router is not None else None
+    if not isinstance(usage, dict):
+        return None
+    return json.loads(json.dumps(usage))
+
+
+async def run_plan(
+    plan: Any,
+    input: Any = None,
+    *,
+    catalog: Any = None,
+    router: Any = None,
+    config: Any = None,
+    workspace: Path | str | None = None,
+    sinks: Iterable[Sink] = (),
+    hooks: Hooks | None = None,
+    plans: dict[str, Any] | None = None,
+) -> RunResult:
+    """Run ``plan`` (an :class:`agentflow.ir.models.Plan`) with ``input`` (default ``{}``).
+
+    - ``catalog``: :class:`agentflow.runtime.tools.catalog.Catalog` for ordinary steps and agents.
+    - ``router``: :class:`agentflow.runtime.models.router.ModelRouter` (agent, infer, solver,
+      verify judges); None is fine for plans that make no model call.
+    - ``config``: :class:`agentflow.runtime.config.Config` (agents, teams, policy).
+    - ``workspace``: root for file tools (default: the current directory).
+    - ``sinks``: event sinks (``JsonlSink``, ``CallbackSink``, ``ConsoleSink`` …), closed at the end.
+    - ``hooks``: gate / on_tool_error / interlocutor (RUNTIME.md §7).
+    - ``plans``: other plans callable as ``plan__NAME`` (the plans directory).
+
+    Raises :class:`InputError` when ``input`` does not match ``plan.input_schema`` (before any
+    step).  Every run-time failure comes back as ``RunResult(status="error", error={code,
+    message, step_path, source?})``; hook aborts as ``status="aborted"``.
+    """
+    if input is None:
+        input = {}
+    _validate_input(plan, input)
+    bus = EventBus(sinks)
+    run = _Run(
+        catalog=catalog,
+        router=router,
+        config=config,
+        workspace=Path(workspace) if workspace is not None else Path.cwd(),
+        bus=bus,
+        hooks=hooks or Hooks(),
+        plans=dict(plans or {}),
+    )
+    ex = Executor(run)
+    loop = asyncio.get_running_loop()
+    deadline_s = _duration_s(getattr(plan, "deadline", None))
+    frame = _Frame(
+        plan=plan,
+        stack=[plan.name],
+        prefix="",
+        deadline_at=loop.time() + deadline_s if deadline_s is not None else None,
+        root_plans=dict(getattr(plan, "plans", None) or {}),
+    )
+    before = _snapshot(router)
+    t0 = time.monotonic()
+    scope: dict[str, Any] = {"input": input}
+    results: dict[str, Any] = {}
+    status, output, error = "ok", None, None
+    ex.emit("run_started", "", frame.stack, plan=plan.name, input=_json_safe(input))
+    try:
+        try:
+            last = await ex.run_steps(frame, scope, results)
+            output = await ex.finish(frame, scope, last)
+        except _ExitOk as e:
+            status, output = "exited", e.output
+    except RunAborted as e:
+        status = "aborted"
+        error = e.error or {"code": "aborted", "message": e.message, "step_path": e.step_path}
+    except RunError as e:
+        status, error = "error", _err_dict(e)
+    result = RunResult(
+        status=status,  # type: ignore[arg-type]
+        output=output,
+        error=error,
+        results=results,
+        usage=_usage_delta(router, before),
+        duration_ms=int((time.monotonic() - t0) * 1000),
+    )
+    ex.emit(
+        "run_finished",
+        "",
+        frame.stack,
+        status=status,
+        error=error,
+        output=_json_safe(output),
+        duration_ms=result.duration_ms,
+        usage=result.usage,
+    )
+    bus.close()
+    return result
+
+
+def run_plan_sync(plan: Any, input: Any = None, **kwargs: Any) -> RunResult:
+    """:func:`run_plan` from synchronous code (runs its own event loop)."""
+    return asyncio.run(run_plan(plan, input, **kwargs))

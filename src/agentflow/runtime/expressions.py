@@ -1,0 +1,711 @@
+"""Evaluation of the pure expression language and of plan templates.
+
+Implements LANGUAGE.md §4 (expression semantics) for the nodes of :mod:`agentflow.grammar.ast`,
+PLAN_IR.md §3 (templates: whole-value vs text rendering, lenient rendering) and PLAN_IR.md §4
+(conditions: ``value/op/to``, ``expr``, ``all``/``any``/``not``).
+
+Expressions are parsed once at load time (the loader stores :class:`ast.Template` / :class:`ast.Expr`
+objects in ``step.compiled``); this module never parses per render.  Evaluation dispatches on the
+node class through a dict, so one evaluation is a handful of dict look-ups and calls per node.
+
+Scopes are plain mappings: ``{"input": …, "E0": <result of E0>, "item": …, "index": …}``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agentflow.errors import RunError
+from agentflow.grammar import ast
+
+__all__ = [
+    "BadPath",
+    "ExprError",
+    "FlowRange",
+    "evaluate",
+    "evaluate_condition",
+    "expr_text",
+    "render",
+    "render_value",
+    "to_json_value",
+    "to_text",
+]
+
+
+class BadPath(RunError):
+    """A path that is missing at run time (PLAN_IR.md §3, code ``bad_path``).
+
+    ``path`` is the path as written (``E0.issues[3].id``), ``missing`` the part that was missing
+    (``[3]``, ``id``, or the root name).
+    """
+
+    def __init__(self, path: str, missing: str, detail: str | None = None):
+        message = f"path `{path}`: `{missing}` is missing"
+        if detail:
+            message += f" ({detail})"
+        super().__init__("bad_path", message, details={"path": path, "missing": missing})
+        self.path = path
+        self.missing = missing
+
+
+class ExprError(RunError):
+    """An expression applied to values of the wrong kind at run time (e.g. ``1 + "a"``).
+
+    The checker rejects these in `.flow` programs; hand-written plans can still reach them.
+    Code ``validation``.
+    """
+
+    def __init__(self, message: str):
+        super().__init__("validation", message)
+
+
+@dataclass(frozen=True, slots=True)
+class FlowRange:
+    """The value of ``lo..hi`` (inclusive at both ends)."""
+
+    low: float
+    high: float
+
+    def __contains__(self, x: object) -> bool:
+        return _is_number(x) and self.low <= x <= self.high  # type: ignore[operator]
+
+    def to_list(self) -> list:
+        """The integers of the range (used when a range is rendered as JSON)."""
+        return list(range(math.ceil(self.low), math.floor(self.high) + 1))
+
+
+_ITEM = object()  # scope key of the current element inside a projection path
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+def _kind(x: object) -> str:
+    if x is None:
+        return "null"
+    if isinstance(x, bool):
+        return "bool"
+    if _is_number(x):
+        return "number"
+    if isinstance(x, str):
+        return "text"
+    if isinstance(x, list | tuple):
+        return "array"
+    if isinstance(x, dict):
+        return "object"
+    if isinstance(x, FlowRange):
+        return "range"
+    return type(x).__name__
+
+
+# ---------------------------------------------------------------------------------------------
+# Text of expressions (for error messages)
+
+
+def expr_text(node: ast.Expr | None) -> str:
+    """A compact source-like rendering of an expression (paths exactly as written)."""
+    if node is None:
+        return ""
+    t = type(node)
+    if t is ast.Name:
+        return node.name
+    if t is ast.Member:
+        return f"{expr_text(node.obj)}.{node.name}"
+    if t is ast.Index:
+        return f"{expr_text(node.obj)}[{expr_text(node.index)}]"
+    if t is ast.ProjectionItem:
+        return ""
+    if t is ast.Projection:
+        rest = expr_text(node.path) if node.path is not None else ""
+        return f"{expr_text(node.base)}[*]{rest}"
+    if t is ast.NumberLit:
+        return repr(node.value)
+    if t is ast.StringLit:
+        return json.dumps(node.text, ensure_ascii=False) if node.is_plain else '"…"'
+    if t is ast.BoolLit:
+        return "true" if node.value else "false"
+    if t is ast.NullLit:
+        return "null"
+    if t is ast.DurationLit:
+        return node.text
+    if t is ast.Binary:
+        return f"{expr_text(node.left)} {node.op} {expr_text(node.right)}"
+    if t is ast.Unary:
+        sep = " " if node.op == "not" else ""
+        return f"{node.op}{sep}{expr_text(node.operand)}"
+    if t is ast.RangeExpr:
+        return f"{expr_text(node.low)}..{expr_text(node.high)}"
+    if t is ast.ListLit:
+        return "[" + ", ".join(expr_text(i) for i in node.items) + "]"
+    if t is ast.ObjectLit:
+        return "{" + ", ".join(f"{e.key}: {expr_text(e.value)}" for e in node.entries) + "}"
+    return type(node).__name__
+
+
+# ---------------------------------------------------------------------------------------------
+# Values → text / JSON
+
+
+def to_json_value(value: Any) -> Any:
+    """``value`` with ranges turned into lists and tuples into lists (JSON-ready)."""
+    if isinstance(value, FlowRange):
+        return value.to_list()
+    if isinstance(value, dict):
+        return {k: to_json_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_json_value(v) for v in value]
+    return value
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, FlowRange):
+        return o.to_list()
+    if isinstance(o, set | frozenset):
+        return sorted(o, key=repr)
+    return str(o)
+
+
+def to_text(value: Any) -> str:
+    """Text of a value inside a template or interpolated string: text as-is, anything else as
+    compact JSON (``ensure_ascii=False``, separators ``(",", ":")``)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_json_default)
+
+
+# ---------------------------------------------------------------------------------------------
+# The evaluator
+
+
+def evaluate(expr: ast.Expr, scope: Mapping[str, Any]) -> Any:
+    """Evaluate ``expr`` against ``scope`` (LANGUAGE.md §4).
+
+    Returns plain JSON-like Python values (``dict``, ``list``, ``str``, ``int``/``float``,
+    ``bool``, ``None``) or a :class:`FlowRange` for ``a..b``.
+
+    Raises :class:`BadPath` for a missing name, field, key or index (caught by ``??``) and
+    :class:`ExprError` for operands of the wrong kind.
+    """
+    return _EVAL[type(expr)](expr, scope)
+
+
+def _ev(node: ast.Expr, scope: Mapping[str, Any]) -> Any:
+    return _EVAL[type(node)](node, scope)
+
+
+def _ev_name(node: ast.Name, scope: Mapping[str, Any]) -> Any:
+    try:
+        return scope[node.name]
+    except KeyError:
+        raise BadPath(node.name, node.name, "no such name in scope") from None
+
+
+def _get_member(obj: Any, name: str, node: ast.Expr) -> Any:
+    if isinstance(obj, dict):
+        if name in obj:
+            return obj[name]
+        if name == "count":
+            return len(obj)
+        raise BadPath(expr_text(node), name)
+    if name == "count" and isinstance(obj, list | tuple | str):
+        return len(obj)
+    if obj is None:
+        raise BadPath(expr_text(node), name, f"`{expr_text(node.obj)}` is null")
+    raise BadPath(expr_text(node), name, f"`{expr_text(node.obj)}` is {_kind(obj)}, not an object")
+
+
+def _ev_member(node: ast.Member, scope: Mapping[str, Any]) -> Any:
+    return _get_member(_ev(node.obj, scope), node.name, node)
+
+
+def _ev_index(node: ast.Index, scope: Mapping[str, Any]) -> Any:
+    obj = _ev(node.obj, scope)
+    idx = _ev(node.index, scope)
+    if isinstance(obj, list | tuple | str):
+        if isinstance(idx, bool) or not isinstance(idx, int):
+            if isinstance(idx, float) and idx.is_integer():
+                idx = int(idx)
+            else:
+                raise ExprError(f"`{expr_text(node)}`: index must be an integer, not {_kind(idx)}")
+        if 0 <= idx < len(obj):
+            return obj[idx]
+        raise BadPath(expr_text(node), f"[{idx}]", f"index out of range for length {len(obj)}")
+    if isinstance(obj, dict):
+        key = idx if isinstance(idx, str) else to_text(idx)
+        if key in obj:
+            return obj[key]
+        raise BadPath(expr_text(node), f"[{to_text(key)}]")
+    if obj is None:
+        raise BadPath(expr_text(node), f"[{to_text(idx)}]", f"`{expr_text(node.obj)}` is null")
+    raise BadPath(expr_text(node), f"[{to_text(idx)}]", f"`{expr_text(node.obj)}` is {_kind(obj)}")
+
+
+def _ev_projection(node: ast.Projection, scope: Mapping[str, Any]) -> Any:
+    base = _ev(node.base, scope)
+    if isinstance(base, dict):
+        base = list(base.values())
+    elif base is None:
+        raise BadPath(expr_text(node), "[*]", f"`{expr_text(node.base)}` is null")
+    elif not isinstance(base, list | tuple):
+        raise ExprError(f"`{expr_text(node)}`: [*] needs an array, got {_kind(base)}")
+    path = node.path
+    if path is None:
+        return list(base)
+    return [_ev(path, _Layer(scope, el)) for el in base]
+
+
+class _Layer(Mapping):
+    """A scope with the current projection element bound to the placeholder key."""
+
+    __slots__ = ("_base", "_item")
+
+    def __init__(self, base: Mapping, item: Any):
+        self._base = base
+        self._item = item
+
+    def __getitem__(self, key: Any) -> Any:
+        if key is _ITEM:
+            return self._item
+        return self._base[key]
+
+    def __iter__(self):
+        return iter(self._base)
+
+    def __len__(self) -> int:
+        return len(self._base)
+
+
+def _ev_projection_item(node: ast.ProjectionItem, scope: Mapping[str, Any]) -> Any:
+    return scope[_ITEM]
+
+
+def _ev_string(node: ast.StringLit, scope: Mapping[str, Any]) -> Any:
+    parts = node.parts
+    if not parts:
+        return ""
+    out = []
+    for p in parts:
+        if isinstance(p, str):
+            out.append(p)
+        else:
+            out.append(to_text(_ev(p.expr, scope)))
+    return "".join(out)
+
+
+def _ev_list(node: ast.ListLit, scope: Mapping[str, Any]) -> Any:
+    return [_ev(i, scope) for i in node.items]
+
+
+def _ev_object(node: ast.ObjectLit, scope: Mapping[str, Any]) -> Any:
+    return {e.key: _ev(e.value, scope) for e in node.entries}
+
+
+def _ev_range(node: ast.RangeExpr, scope: Mapping[str, Any]) -> Any:
+    lo = _ev(node.low, scope)
+    hi = _ev(node.high, scope)
+    if not (_is_number(lo) and _is_number(hi)):
+        raise ExprError(f"`{expr_text(node)}`: a range needs numbers, got {_kind(lo)}..{_kind(hi)}")
+    return FlowRange(lo, hi)
+
+
+def _ev_unary(node: ast.Unary, scope: Mapping[str, Any]) -> Any:
+    v = _ev(node.operand, scope)
+    if node.op == "not":
+        if not isinstance(v, bool):
+            raise ExprError(f"`{expr_text(node)}`: `not` needs a bool, got {_kind(v)}")
+        return not v
+    if node.op == "-":
+        if not _is_number(v):
+            raise ExprError(f"`{expr_text(node)}`: unary `-` needs a number, got {_kind(v)}")
+        return -v
+    raise ExprError(f"unknown unary operator `{node.op}`")
+
+
+def _truth(v: Any, node: ast.Expr, side: str) -> bool:
+    if isinstance(v, bool):
+        return v
+    raise ExprError(f"`{expr_text(node)}`: `{side}` operand must be a bool, got {_kind(v)}")
+
+
+def _strict_eq(a: Any, b: Any) -> bool:
+    # JSON equality: true is not 1, 1 == 1.0.
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_strict_eq(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_strict_eq(a[k], b[k]) for k in a)
+    return a == b
+
+
+def _contains(container: Any, x: Any, node: ast.Expr) -> bool:
+    if isinstance(container, list | tuple):
+        return any(_strict_eq(x, e) for e in container)
+    if isinstance(container, str):
+        if not isinstance(x, str):
+            raise ExprError(f"`{expr_text(node)}`: `in` text needs a text operand, got {_kind(x)}")
+        return x in container
+    if isinstance(container, dict):
+        return x in container if isinstance(x, str) else False
+    if isinstance(container, FlowRange):
+        return x in container
+    if container is None:
+        return False
+    raise ExprError(
+        f"`{expr_text(node)}`: `in` needs an array, text, map or range, got {_kind(container)}"
+    )
+
+
+def _order(a: Any, b: Any, node: ast.Binary) -> None:
+    if (_is_number(a) and _is_number(b)) or (isinstance(a, str) and isinstance(b, str)):
+        return
+    raise ExprError(f"`{expr_text(node)}`: cannot compare {_kind(a)} with {_kind(b)}")
+
+
+def _arith(a: Any, b: Any, node: ast.Binary) -> None:
+    if not (_is_number(a) and _is_number(b)):
+        raise ExprError(
+            f"`{expr_text(node)}`: `{node.op}` needs numbers, got {_kind(a)} and {_kind(b)}"
+        )
+
+
+def _add(a: Any, b: Any, node: ast.Binary) -> Any:
+    if _is_number(a) and _is_number(b):
+        return a + b
+    if isinstance(a, str) and isinstance(b, str):
+        return a + b
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return list(a) + list(b)
+    raise ExprError(f"`{expr_text(node)}`: cannot add {_kind(a)} and {_kind(b)}")
+
+
+def _div(a: Any, b: Any, node: ast.Binary) -> Any:
+    _arith(a, b, node)
+    if b == 0:
+        raise ExprError(f"`{expr_text(node)}`: division by zero")
+    q = a / b
+    if isinstance(a, int) and isinstance(b, int) and q.is_integer():
+        return int(q)
+    return q
+
+
+def _mod(a: Any, b: Any, node: ast.Binary) -> Any:
+    _arith(a, b, node)
+    if b == 0:
+        raise ExprError(f"`{expr_text(node)}`: modulo by zero")
+    return a % b
+
+
+def _sub(a: Any, b: Any, node: ast.Binary) -> Any:
+    _arith(a, b, node)
+    return a - b
+
+
+def _mul(a: Any, b: Any, node: ast.Binary) -> Any:
+    _arith(a, b, node)
+    return a * b
+
+
+def _lt(a, b, node):
+    _order(a, b, node)
+    return a < b
+
+
+def _le(a, b, node):
+    _order(a, b, node)
+    return a <= b
+
+
+def _gt(a, b, node):
+    _order(a, b, node)
+    return a > b
+
+
+def _ge(a, b, node):
+    _order(a, b, node)
+    return a >= b
+
+
+_STRICT_BINARY: dict[str, Callable[[Any, Any, ast.Binary], Any]] = {
+    "==": lambda a, b, n: _strict_eq(a, b),
+    "!=": lambda a, b, n: not _strict_eq(a, b),
+    "<": _lt,
+    "<=": _le,
+    ">": _gt,
+    ">=": _ge,
+    "in": lambda a, b, n: _contains(b, a, n),
+    "not in": lambda a, b, n: not _contains(b, a, n),
+    "+": _add,
+    "-": _sub,
+    "*": _mul,
+    "/": _div,
+    "%": _mod,
+}
+
+
+def _ev_binary(node: ast.Binary, scope: Mapping[str, Any]) -> Any:
+    op = node.op
+    if op == "??":
+        try:
+            v = _ev(node.left, scope)
+        except BadPath:
+            return _ev(node.right, scope)
+        return _ev(node.right, scope) if v is None else v
+    if op == "and":
+        if not _truth(_ev(node.left, scope), node, "and"):
+            return False
+        return _truth(_ev(node.right, scope), node, "and")
+    if op == "or":
+        if _truth(_ev(node.left, scope), node, "or"):
+            return True
+        return _truth(_ev(node.right, scope), node, "or")
+    fn = _STRICT_BINARY.get(op)
+    if fn is None:
+        raise ExprError(f"unknown operator `{op}`")
+    return fn(_ev(node.left, scope), _ev(node.right, scope), node)
+
+
+def _ev_call(node: ast.Call, scope: Mapping[str, Any]) -> Any:
+    raise ExprError(f"`{expr_text(node.callee)}(…)`: tool calls are not allowed inside templates")
+
+
+_EVAL: dict[type, Callable[[Any, Mapping[str, Any]], Any]] = {
+    ast.Name: _ev_name,
+    ast.Member: _ev_member,
+    ast.Index: _ev_index,
+    ast.Projection: _ev_projection,
+    ast.ProjectionItem: _ev_projection_item,
+    ast.StringLit: _ev_string,
+    ast.NumberLit: lambda n, s: n.value,
+    ast.BoolLit: lambda n, s: n.value,
+    ast.NullLit: lambda n, s: None,
+    ast.DurationLit: lambda n, s: n.text,
+    ast.ListLit: _ev_list,
+    ast.ObjectLit: _ev_object,
+    ast.RangeExpr: _ev_range,
+    ast.Unary: _ev_unary,
+    ast.Binary: _ev_binary,
+    ast.Call: _ev_call,
+}
+
+
+class _Dispatch(dict):
+    def __missing__(self, key: type) -> Callable:
+        def fail(node: Any, scope: Mapping[str, Any]) -> Any:
+            raise ExprError(f"`{key.__name__}` cannot be evaluated in a template expression")
+
+        return fail
+
+
+_EVAL = _Dispatch(_EVAL)
+
+# ---------------------------------------------------------------------------------------------
+# Templates
+
+
+Warn = Callable[[str], None]
+
+
+def render(
+    template: ast.Template,
+    scope: Mapping[str, Any],
+    *,
+    lenient: bool = False,
+    on_warning: Warn | None = None,
+) -> Any:
+    """Render a template (PLAN_IR.md §3).
+
+    A template that is exactly one ``{{ expr }}`` renders to the typed value of ``expr``;
+    otherwise to text (text holes as-is, other values as compact JSON).
+
+    ``lenient=True`` (agent ``prompt``/``system_prompt``, ask ``question``): a missing path renders
+    as empty text and ``on_warning(message)`` is called; otherwise :class:`BadPath` propagates.
+    """
+    parts = template.parts
+    if len(parts) == 1 and not isinstance(parts[0], str):
+        try:
+            return _ev(parts[0], scope)
+        except BadPath as e:
+            if not lenient:
+                raise
+            if on_warning is not None:
+                on_warning(f"{e.message}; rendered as empty text")
+            return ""
+    out = []
+    for p in parts:
+        if isinstance(p, str):
+            out.append(p)
+            continue
+        try:
+            out.append(to_text(_ev(p, scope)))
+        except BadPath as e:
+            if not lenient:
+                raise
+            if on_warning is not None:
+                on_warning(f"{e.message}; rendered as empty text")
+    return "".join(out)
+
+
+def render_value(
+    compiled: Any,
+    scope: Mapping[str, Any],
+    *,
+    lenient: bool = False,
+    on_warning: Warn | None = None,
+) -> Any:
+    """Render every :class:`ast.Template` inside a compiled input tree (dicts and lists,
+    recursively).  Anything else — plain values, nested ``Step`` objects, condition
+    :class:`ast.Expr` objects — is returned untouched (deferred rendering is the executor's job).
+    """
+    t = type(compiled)
+    if t is ast.Template:
+        return render(compiled, scope, lenient=lenient, on_warning=on_warning)
+    if t is dict:
+        return {
+            k: render_value(v, scope, lenient=lenient, on_warning=on_warning)
+            for k, v in compiled.items()
+        }
+    if t is list:
+        return [render_value(v, scope, lenient=lenient, on_warning=on_warning) for v in compiled]
+    return compiled
+
+
+# ---------------------------------------------------------------------------------------------
+# Conditions (PLAN_IR.md §4)
+
+_MISSING = object()
+
+
+def _cond_value(v: Any, scope: Mapping[str, Any], allow_missing: bool) -> Any:
+    if allow_missing:
+        try:
+            return render_value(v, scope)
+        except BadPath:
+            return _MISSING
+    return render_value(v, scope)
+
+
+def _is_empty(v: Any) -> bool:
+    return v is _MISSING or v is None or (isinstance(v, str | list | tuple | dict) and len(v) == 0)
+
+
+_PARSED_EXPRS: dict[str, ast.Expr] = {}
+
+
+def _as_expr(e: Any) -> ast.Expr:
+    if isinstance(e, ast.Expr):
+        return e
+    if isinstance(e, ast.Template) and e.whole is not None:
+        return e.whole
+    if isinstance(e, str):
+        # Hand-built condition dicts (tests, API users) may hold raw text: parse once, cache.
+        cached = _PARSED_EXPRS.get(e)
+        if cached is None:
+            from agentflow.grammar.parser import parse_expression
+
+            cached = _PARSED_EXPRS[e] = parse_expression(e, "<condition>")
+        return cached
+    raise ExprError(f"condition `expr` must be an expression, got {_kind(e)}")
+
+
+def _op_eq(v, to):
+    return _strict_eq(v, to)
+
+
+def _cmp(fn):
+    def op(v, to):
+        if v is _MISSING:
+            return False
+        if not ((_is_number(v) and _is_number(to)) or (isinstance(v, str) and isinstance(to, str))):
+            raise ExprError(f"condition: cannot compare {_kind(v)} with {_kind(to)}")
+        return fn(v, to)
+
+    return op
+
+
+def _op_in(v, to):
+    return False if v is _MISSING else _contains(to, v, ast.NullLit(ast.NO_SPAN))
+
+
+def _op_contains(v, to):
+    return False if v is _MISSING else _contains(v, to, ast.NullLit(ast.NO_SPAN))
+
+
+def _op_matches(v, to):
+    if not isinstance(v, str) or not isinstance(to, str):
+        return False
+    return re.search(to, v) is not None
+
+
+_OPS: dict[str, Callable[[Any, Any], bool]] = {
+    "eq": _op_eq,
+    "ne": lambda v, to: not _op_eq(v, to),
+    "lt": _cmp(lambda a, b: a < b),
+    "le": _cmp(lambda a, b: a <= b),
+    "gt": _cmp(lambda a, b: a > b),
+    "ge": _cmp(lambda a, b: a >= b),
+    "in": _op_in,
+    "not_in": lambda v, to: not _op_in(v, to),
+    "contains": _op_contains,
+    "exists": lambda v, to: v is not _MISSING and v is not None,
+    "empty": lambda v, to: _is_empty(v),
+    "not_empty": lambda v, to: not _is_empty(v),
+    "matches": _op_matches,
+}
+
+_UNARY_OPS = frozenset({"exists", "empty", "not_empty"})
+
+
+def evaluate_condition(cond: Any, scope: Mapping[str, Any]) -> bool:
+    """Evaluate a condition of PLAN_IR.md §4 to a bool.
+
+    ``cond`` is one of ``{value, op, to}`` (ops eq ne lt le gt ge in not_in contains exists empty
+    not_empty matches; ``value``/``to`` may hold templates), ``{expr}`` (an :class:`ast.Expr`, or
+    text parsed once and cached), ``{all: [...]}``, ``{any: [...]}``, ``{not: {...}}``; also a bare
+    bool or a whole-value template yielding a bool.
+
+    ``exists``/``empty``/``not_empty`` treat a missing path as absent rather than raising; every
+    other op raises :class:`BadPath` for a missing path.  Raises :class:`ExprError` for a malformed
+    condition or a non-bool result.
+    """
+    if isinstance(cond, bool):
+        return cond
+    if isinstance(cond, ast.Template):
+        v = render(cond, scope)
+        if isinstance(v, bool):
+            return v
+        raise ExprError(f"condition must render to a bool, got {_kind(v)}")
+    if isinstance(cond, ast.Expr):
+        v = evaluate(cond, scope)
+        if isinstance(v, bool):
+            return v
+        raise ExprError(f"condition `{expr_text(cond)}` must be a bool, got {_kind(v)}")
+    if not isinstance(cond, Mapping):
+        raise ExprError(f"a condition must be an object, got {_kind(cond)}")
+    if "all" in cond:
+        return all(evaluate_condition(c, scope) for c in cond["all"])
+    if "any" in cond:
+        return any(evaluate_condition(c, scope) for c in cond["any"])
+    if "not" in cond:
+        return not evaluate_condition(cond["not"], scope)
+    if "expr" in cond:
+        e = _as_expr(cond["expr"])
+        v = evaluate(e, scope)
+        if isinstance(v, bool):
+            return v
+        raise ExprError(f"condition `{expr_text(e)}` must be a bool, got {_kind(v)}")
+    if "op" in cond or "value" in cond:
+        op = cond.get("op", "eq")
+        fn = _OPS.get(op)
+        if fn is None:
+            raise ExprError(f"unknown condition op `{op}` (one of {', '.join(_OPS)})")
+        v = _cond_value(cond.get("value"), scope, allow_missing=op in _UNARY_OPS)
+        to = render_value(cond.get("to"), scope) if op not in _UNARY_OPS else None
+        return bool(fn(v, to))
+    raise ExprError(f"a condition needs one of value/op, expr, all, any, not; got {sorted(cond)}")

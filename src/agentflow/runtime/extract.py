@@ -1,0 +1,188 @@
+"""JSON extraction from model replies and schema validation (RUNTIME.md §3, §10).
+
+Extraction rules (§10): strip at most one Markdown code fence, and only one that wraps the whole
+reply (backticks inside JSON strings survive because the JSON decoder, not a regex, finds the end of
+the value); take the single leading JSON value; trailing prose is allowed and noted; a second JSON
+value after the first is an error. Nothing is invented or coerced: ``NaN``/``Infinity`` and duplicate
+object keys are refused.
+
+Validation compiles each schema once with fastjsonschema (cached by canonical JSON) and, when a value
+is invalid, lists every failure with its JSON path using jsonschema.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import fastjsonschema
+import jsonschema
+
+_FENCE_OPEN = re.compile(r"\A```[ \t]*([A-Za-z0-9_+\-]*)[ \t]*\r?\n")
+_FENCE_CLOSE = re.compile(r"\A\s*```[ \t]*(?:\r?\n|\Z)")
+
+
+class ExtractionError(ValueError):
+    """The reply holds no single leading JSON value; ``str(exc)`` says why (for the model)."""
+
+
+@dataclass
+class Extracted:
+    """A JSON value found in a reply: ``value``, whether a fence was stripped, the trailing prose."""
+
+    value: Any
+    fenced: bool = False
+    trailing: str | None = None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r} in a JSON object")
+        out[key] = value
+    return out
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
+
+
+def _decode_at(text: str, index: int) -> tuple[Any, int]:
+    try:
+        return _DECODER.raw_decode(text, index)
+    except json.JSONDecodeError as exc:
+        raise ExtractionError(
+            f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    except ValueError as exc:
+        raise ExtractionError(f"invalid JSON: {exc}") from None
+
+
+def extract_json(text: str | None) -> Extracted:
+    """The single leading JSON value of ``text`` (see module doc). Raises ExtractionError."""
+    if text is None or not text.strip():
+        raise ExtractionError("the reply is empty; expected a JSON object")
+    body = text.strip()
+    match = _FENCE_OPEN.match(body)
+    if match:
+        start = match.end()
+        while start < len(body) and body[start] in " \t\r\n":
+            start += 1
+        value, end = _decode_at(body, start)
+        close = _FENCE_CLOSE.match(body[end:])
+        if not close:
+            rest = body[end:].strip()
+            _check_second_value(rest)
+            raise ExtractionError(
+                "the code fence around the JSON is not closed right after the JSON value"
+            )
+        trailing = body[end + close.end() :].strip()
+        _check_second_value(trailing)
+        return Extracted(value=value, fenced=True, trailing=trailing or None)
+    if body.startswith("```"):
+        raise ExtractionError("a code fence must start on its own line, followed by the JSON")
+    if body[0] not in '{["-0123456789tfn':
+        raise ExtractionError(
+            "the reply does not start with a JSON value (no prose before the JSON, please)"
+        )
+    value, end = _decode_at(body, 0)
+    trailing = body[end:].strip()
+    _check_second_value(trailing)
+    return Extracted(value=value, fenced=False, trailing=trailing or None)
+
+
+def _check_second_value(rest: str) -> None:
+    """A second JSON value (object or array) after the first is an error, never silently dropped."""
+    if rest.startswith("```"):
+        inner = _FENCE_OPEN.match(rest)
+        rest = rest[inner.end() :].lstrip() if inner else rest[3:].lstrip()
+    if rest[:1] in ("{", "["):
+        try:
+            _DECODER.raw_decode(rest, 0)
+        except ValueError:
+            return
+        raise ExtractionError(
+            "the reply holds more than one JSON value; answer with exactly one JSON object"
+        )
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def canonical_json(value: Any) -> str:
+    """Canonical JSON text (sorted keys, no whitespace, Unicode kept) used as a cache key."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+@lru_cache(maxsize=512)
+def _compiled(schema_key: str) -> Any:
+    schema = json.loads(schema_key)
+    try:
+        return fastjsonschema.compile(schema)
+    except Exception:  # noqa: BLE001 - unsupported keyword: fall back to jsonschema only
+        return None
+
+
+@lru_cache(maxsize=512)
+def _full_validator(schema_key: str) -> jsonschema.protocols.Validator:
+    schema = json.loads(schema_key)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema)
+
+
+def compile_count() -> int:
+    """How many distinct schemas have been compiled (tests check compile-once)."""
+    return _compiled.cache_info().currsize
+
+
+def json_path(parts: Any) -> str:
+    """``$.a.b[0]`` for a sequence of keys/indices."""
+    out = "$"
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(part)):
+            out += f".{part}"
+        else:
+            out += f"[{json.dumps(str(part), ensure_ascii=False)}]"
+    return out
+
+
+def validate(schema: dict[str, Any], value: Any) -> list[str]:
+    """Every way ``value`` fails ``schema``, each as ``"$.path: message"``; ``[]`` when valid.
+
+    Never modifies ``value`` (fastjsonschema's ``default`` filling runs on a copy and is discarded).
+    """
+    key = canonical_json(schema)
+    fast = _compiled(key)
+    if fast is not None:
+        try:
+            fast(copy.deepcopy(value))
+            return []
+        except fastjsonschema.JsonSchemaValueException:
+            pass
+    validator = _full_validator(key)
+    errors = sorted(
+        validator.iter_errors(value), key=lambda e: (list(map(str, e.absolute_path)), e.message)
+    )
+    out = []
+    for err in errors:
+        message = err.message
+        if err.validator == "enum":
+            allowed = ", ".join(json.dumps(v, ensure_ascii=False) for v in err.validator_value)
+            message = f"{json.dumps(err.instance, ensure_ascii=False)} is not one of the allowed values: {allowed}"
+        out.append(f"{json_path(err.absolute_path)}: {message}")
+    if not out and fast is not None:  # pragma: no cover - the two validators disagree
+        try:
+            fast(copy.deepcopy(value))
+        except fastjsonschema.JsonSchemaValueException as exc:
+            out.append(f"{json_path(exc.path[1:] if exc.path else [])}: {exc.message}")
+    return out

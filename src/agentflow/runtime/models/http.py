@@ -1,0 +1,173 @@
+"""Shared HTTP plumbing of the provider adapters: error classification and retries (RUNTIME.md §2, §10).
+
+Classification (§10): 429 is ``rate_limit`` (``Retry-After`` honoured) except quota exhaustion
+(``insufficient_quota``, spend/billing limits) which is ``permanent``; 408, 409, 5xx, 529 and
+"overloaded" bodies are ``transient``; connection failures and timeouts are ``transient``; everything
+else (400, 401, 403, 404, 413, 422, …) is ``permanent`` and never retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from agentflow.errors import ModelError
+
+_QUOTA_MARKERS = ("insufficient_quota", "quota", "billing", "spend limit", "spending limit")
+
+
+@dataclass
+class RetryPolicy:
+    """Bounded exponential backoff with full jitter.
+
+    ``max_retries``: extra attempts after the first; ``base``/``cap``: seconds; ``max_retry_after``:
+    the longest ``Retry-After`` honoured (longer values are capped, not ignored).
+    """
+
+    max_retries: int = 4
+    base: float = 0.5
+    cap: float = 30.0
+    max_retry_after: float = 120.0
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before retry number ``attempt`` (1-based)."""
+        if retry_after is not None:
+            return max(0.0, min(retry_after, self.max_retry_after))
+        ceiling = min(self.cap, self.base * (2 ** (attempt - 1)))
+        return random.uniform(ceiling / 2, ceiling)
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """``Retry-After`` as seconds (delta-seconds, possibly fractional, or an HTTP date)."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def error_detail(body: str) -> tuple[str, str]:
+    """(short message, lower-cased code/type text) from a provider's error body."""
+    code_text = ""
+    message = body.strip()
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict):
+            message = str(err.get("message") or message)
+            code_text = " ".join(str(err.get(k) or "") for k in ("code", "type", "status")).lower()
+        elif isinstance(err, str):
+            message = err
+    if len(message) > 300:
+        message = message[:300] + "…"
+    return message, code_text
+
+
+def classify(status: int, body: str) -> str:
+    """``rate_limit`` | ``transient`` | ``permanent`` for an HTTP error status and body."""
+    message, code_text = error_detail(body)
+    low = (message + " " + code_text).lower()
+    if status == 429:
+        if any(marker in low for marker in _QUOTA_MARKERS):
+            return "permanent"
+        return "rate_limit"
+    if status in (408, 409, 529) or 500 <= status < 600:
+        return "transient"
+    if "overloaded" in low:
+        return "transient"
+    return "permanent"
+
+
+def redact(text: str, secret: str | None) -> str:
+    """``text`` with every occurrence of ``secret`` replaced by ``***``."""
+    if secret and len(secret) >= 4:
+        text = text.replace(secret, "***")
+    return text
+
+
+async def post_with_retries(
+    client: httpx.AsyncClient,
+    url: str,
+    *,
+    payload: dict[str, Any],
+    headers: dict[str, str],
+    provider: str,
+    policy: RetryPolicy,
+    secret: str | None,
+    timeout: float,
+    on_retry: Callable[[dict[str, Any]], Any] | None = None,
+    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+) -> Any:
+    """POST ``payload`` as JSON and return the decoded JSON reply, retrying per ``policy``.
+
+    Raises ModelError(kind=rate_limit|transient|permanent) naming ``provider`` (never the key) once
+    retries are exhausted or on a permanent error. ``on_retry`` receives
+    ``{provider, attempt, kind, status, delay_s}`` before each wait.
+    """
+    attempt = 0
+    while True:
+        status: int | None = None
+        retry_after: float | None = None
+        try:
+            response = await client.post(url, json=payload, headers=headers, timeout=timeout)
+        except httpx.TimeoutException as exc:
+            kind, message = "transient", f"request timed out ({type(exc).__name__})"
+        except httpx.TransportError as exc:
+            kind, message = "transient", f"connection failed ({type(exc).__name__}: {exc})"
+        else:
+            status = response.status_code
+            if status < 400:
+                try:
+                    return response.json()
+                except ValueError:
+                    kind = "transient"
+                    message = "reply is not valid JSON"
+            else:
+                body = response.text
+                kind = classify(status, body)
+                detail, _ = error_detail(body)
+                message = f"HTTP {status}: {detail}" if detail else f"HTTP {status}"
+                if kind == "rate_limit":
+                    retry_after = parse_retry_after(response.headers.get("retry-after"))
+        message = redact(message, secret)
+        if kind == "permanent" or attempt >= policy.max_retries:
+            suffix = f" after {attempt + 1} attempts" if attempt else ""
+            raise ModelError(
+                f"model provider '{provider}' failed{suffix}: {message}",
+                kind=kind,
+                retry_after=retry_after,
+            )
+        attempt += 1
+        delay = policy.delay(attempt, retry_after)
+        if on_retry is not None:
+            on_retry(
+                {
+                    "provider": provider,
+                    "attempt": attempt,
+                    "kind": kind,
+                    "status": status,
+                    "delay_s": round(delay, 3),
+                    "message": message,
+                }
+            )
+        await sleep(delay)

@@ -1,0 +1,196 @@
+"""Role → client resolution, failover and usage accounting (RUNTIME.md §5).
+
+``ModelRouter(config).client_for("judge")`` gives a :class:`RoutedClient` that tries the role's models
+in failover order (next model on a ``transient`` or ``rate_limit`` ModelError, after that client's own
+retries) and adds every successful inference to ``router.usage``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from agentflow.errors import ConfigError, ModelError
+from agentflow.runtime.config import Config, ResolvedModel
+from agentflow.runtime.models.base import ChatRequest, ChatResponse, ModelClient
+from agentflow.runtime.models.http import RetryPolicy
+
+ClientFactory = Callable[[ResolvedModel], ModelClient]
+
+
+class RoutedClient:
+    """A ModelClient for one role or named model: failover over ``candidates``, usage recorded.
+
+    ``role``: the key under which usage is recorded (the name passed to ``client_for``).
+    ``models``: labels of the candidates in failover order.
+    """
+
+    def __init__(
+        self,
+        router: ModelRouter,
+        role: str,
+        candidates: list[tuple[ResolvedModel, ModelClient]],
+    ):
+        self.router = router
+        self.role = role
+        self.candidates = candidates
+        self.models = [resolved.label for resolved, _ in candidates]
+        self.last_model: str | None = None
+        self.last_latency_ms: float | None = None
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        """Run one inference, failing over on transient errors/rate limits; raises ModelError."""
+        last_error: ModelError | None = None
+        for index, (resolved, client) in enumerate(self.candidates):
+            started = time.perf_counter()
+            try:
+                response = await client.chat(request)
+            except ModelError as exc:
+                last_error = exc
+                more = index + 1 < len(self.candidates)
+                if exc.kind in ("transient", "rate_limit") and more:
+                    self.router._notify_failover(self.role, resolved, exc)
+                    continue
+                raise
+            self.last_latency_ms = (time.perf_counter() - started) * 1000.0
+            if not response.model:
+                response.model = resolved.model
+            self.last_model = response.model
+            self.router._record(self.role, response)
+            return response
+        assert last_error is not None  # pragma: no cover - candidates is never empty
+        raise last_error
+
+
+class ModelRouter:
+    """Resolves roles / named models to clients and tracks usage (RUNTIME.md §1 ``usage``).
+
+    ``client_factory(resolved) -> ModelClient`` overrides client construction (record/replay, tests).
+    ``on_event(kind, data)`` receives ``retry`` and ``failover`` notifications.
+    ``retry`` overrides every provider's retry policy (tests use a fast one).
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        client_factory: ClientFactory | None = None,
+        on_event: Callable[[str, dict[str, Any]], Any] | None = None,
+        retry: RetryPolicy | None = None,
+    ):
+        self.config = config
+        self._factory = client_factory
+        self.on_event = on_event
+        self.retry = retry
+        self._clients: dict[str, ModelClient] = {}
+        self._routed: dict[str, RoutedClient] = {}
+        self.usage: dict[str, Any] = {
+            "inferences": 0,
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "by_role": {},
+        }
+
+    def client_for(self, role_or_name: str | None = None) -> RoutedClient:
+        """The client of a role (``chat`` when None), named model or ``provider:model``.
+
+        Raises ConfigError when nothing is configured for it (the message says what to set).
+        """
+        name = role_or_name or "chat"
+        if name not in self._routed:
+            resolved = self.config.resolve(name)
+            candidates = [(r, self._client(r)) for r in resolved]
+            self._routed[name] = RoutedClient(self, name, candidates)
+        return self._routed[name]
+
+    def _client(self, resolved: ResolvedModel) -> ModelClient:
+        key = f"{resolved.provider_name}\x00{resolved.model}\x00{resolved.label}"
+        if key not in self._clients:
+            if self._factory is not None:
+                self._clients[key] = self._factory(resolved)
+            else:
+                self._clients[key] = self._build(resolved)
+        return self._clients[key]
+
+    def _build(self, resolved: ResolvedModel) -> ModelClient:
+        provider = resolved.provider
+        retry = self.retry or RetryPolicy(
+            max_retries=provider.max_retries, base=provider.backoff_base, cap=provider.backoff_max
+        )
+        api_key = self.config.api_key(provider)
+
+        def on_retry(data: dict[str, Any]) -> None:
+            if self.on_event is not None:
+                self.on_event("retry", {**data, "model": resolved.label})
+
+        if provider.kind == "openai":
+            from agentflow.runtime.models.openai import OpenAIClient
+
+            if not provider.base_url:
+                raise ConfigError(
+                    f"{self.config.where()}: provider '{resolved.provider_name}' has no base_url"
+                )
+            return OpenAIClient(
+                provider=resolved.provider_name,
+                base_url=provider.base_url,
+                model=resolved.model,
+                api_key=api_key,
+                timeout=provider.timeout,
+                retry=retry,
+                headers=provider.headers,
+                max_tokens=resolved.max_tokens,
+                temperature=resolved.temperature,
+                structured_output=resolved.structured_output,
+                on_retry=on_retry,
+            )
+        if provider.kind == "anthropic":
+            try:
+                from agentflow.runtime.models.anthropic import AnthropicClient
+            except ImportError:  # pragma: no cover - depends on the build
+                raise ConfigError(
+                    f"{self.config.where()}: provider '{resolved.provider_name}': the anthropic "
+                    "adapter is not available in this build"
+                ) from None
+            return AnthropicClient(
+                provider=resolved.provider_name,
+                base_url=provider.base_url or "https://api.anthropic.com",
+                model=resolved.model,
+                api_key=api_key,
+                timeout=provider.timeout,
+                retry=retry,
+                headers=provider.headers,
+                max_tokens=resolved.max_tokens,
+                temperature=resolved.temperature,
+                on_retry=on_retry,
+            )
+        raise ConfigError(  # pragma: no cover - the config model restricts kind
+            f"{self.config.where()}: provider '{resolved.provider_name}' has unknown kind"
+        )
+
+    def _record(self, role: str, response: ChatResponse) -> None:
+        inp = int(response.usage.get("input_tokens", 0) or 0)
+        out = int(response.usage.get("output_tokens", 0) or 0)
+        self.usage["inferences"] += 1
+        self.usage["input_tokens"] += inp
+        self.usage["output_tokens"] += out
+        entry = self.usage["by_role"].setdefault(
+            role, {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
+        )
+        entry["inferences"] += 1
+        entry["input_tokens"] += inp
+        entry["output_tokens"] += out
+
+    def _notify_failover(self, role: str, resolved: ResolvedModel, exc: ModelError) -> None:
+        if self.on_event is not None:
+            self.on_event(
+                "failover",
+                {"role": role, "model": resolved.label, "kind": exc.kind, "message": str(exc)},
+            )
+
+    async def aclose(self) -> None:
+        """Close every client's connection pool."""
+        for client in self._clients.values():
+            close = getattr(client, "aclose", None)
+            if close is not None:
+                await close()

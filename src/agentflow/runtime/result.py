@@ -1,0 +1,51 @@
+"""The result of one plan run (RUNTIME.md §1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+RunStatus = Literal["ok", "exited", "error", "aborted"]
+
+
+def empty_usage() -> dict[str, Any]:
+    """A fresh usage record: ``{inferences, input_tokens, output_tokens, by_role: {}}``."""
+    return {"inferences": 0, "input_tokens": 0, "output_tokens": 0, "by_role": {}}
+
+
+@dataclass
+class RunResult:
+    """What a run returns (RUNTIME.md §1).
+
+    - ``status``: ``ok`` (finished), ``exited`` (an ``exit`` step with status ok), ``error`` (a
+      step failed, or an ``exit`` with status error), ``aborted`` (a gate / on_tool_error hook
+      aborted the run: a hard stop, the partial ``results`` come back).
+    - ``output``: the finish value (None for ``silent`` and on error).
+    - ``error``: ``{code, message, step_path, source?}`` (PLAN_IR.md §8 codes) or None.
+    - ``results``: ``{step id: result}`` of every top-level step that finished.
+    - ``usage``: ``{inferences, input_tokens, output_tokens, by_role: {role: {inferences,
+      input_tokens, output_tokens}}}``.
+    - ``duration_ms``: wall time of the run in milliseconds.
+    """
+
+    status: RunStatus
+    output: Any = None
+    error: dict[str, Any] | None = None
+    results: dict[str, Any] = field(default_factory=dict)
+    usage: dict[str, Any] = field(default_factory=empty_usage)
+    duration_ms: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """True for status ``ok`` and ``exited``."""
+        return self.status in ("ok", "exited")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict (``error`` omitted when None)."""
+        data: dict[str, Any] = {"status": self.status, "output": self.output}
+        if self.error is not None:
+            data["error"] = dict(self.error)
+        data["results"] = self.results
+        data["usage"] = self.usage
+        data["duration_ms"] = self.duration_ms
+        return data

@@ -1,0 +1,287 @@
+"""The tool catalog (RUNTIME.md §4): name → async callable + JSON Schema input.
+
+Tool names are ``prefix__name``: ``builtin__*`` (the file tools of :mod:`.builtin`), ``user__*``
+(functions the user registers), ``plan__*`` (plans), and ``SERVER__tool`` (MCP servers, or any prefix
+registered through the Python API, which then counts as configured).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentflow.runtime.models.base import ToolSpec
+
+ToolFunc = Callable[[dict[str, Any], "ToolContext"], Awaitable[Any]]
+
+#: The builtin tools that write; the default policy leaves them out (RUNTIME.md §4).
+WRITE_TOOLS = frozenset({"builtin__write_file", "builtin__edit_file"})
+
+
+@dataclass
+class ToolContext:
+    """What a tool call may touch.
+
+    ``workspace``: the run's workspace root (file tools are confined to it). ``write_scope``: the
+    directories/files write tools may write (a directory covers its subtree), relative to the
+    workspace or absolute; ``None`` = no scope restriction. ``step_path``: the caller's step path.
+    """
+
+    workspace: Path
+    write_scope: list[Path] | None = None
+    step_path: str = ""
+
+
+@dataclass
+class Tool:
+    """A catalog entry.
+
+    ``func(args, ctx)`` is async and returns any JSON-able value; it raises
+    ``agentflow.errors.RunError`` (``tool_error``, ``write_scope``, …) on failure. ``source`` is where
+    it comes from: ``builtin`` | ``user`` | ``plan`` | ``mcp`` | a free label.
+    """
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    func: ToolFunc
+    source: str = "user"
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def spec(self) -> ToolSpec:
+        """The ToolSpec offered to a model."""
+        return ToolSpec(
+            name=self.name, description=self.description, input_schema=self.input_schema
+        )
+
+    @property
+    def prefix(self) -> str:
+        """The ``server`` part of ``server__name`` ("" when the name has no ``__``)."""
+        return self.name.split("__", 1)[0] if "__" in self.name else ""
+
+
+def ensure_async(fn: Callable[..., Any]) -> ToolFunc:
+    """Wrap ``fn(args, ctx)`` so it is awaitable; sync functions run in ``asyncio.to_thread``."""
+    if inspect.iscoroutinefunction(fn):
+        return fn
+
+    async def run(args: dict[str, Any], ctx: ToolContext) -> Any:
+        result = await asyncio.to_thread(fn, args, ctx)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    return run
+
+
+def pattern_regex(pattern: str) -> re.Pattern[str]:
+    """A tool-name pattern (``*`` is the only wildcard) as an anchored regex."""
+    return re.compile("^" + ".*".join(re.escape(p) for p in pattern.split("*")) + "$")
+
+
+def match_pattern(pattern: str, name: str) -> bool:
+    """Whether tool ``name`` matches ``pattern`` (``*`` matches any run of characters)."""
+    return bool(pattern_regex(pattern).match(name))
+
+
+class Catalog:
+    """Name → :class:`Tool`. ``configured_prefixes``: server prefixes (e.g. ``linear``) that count
+    as configured (registered tools' prefixes are added automatically; MCP servers add theirs)."""
+
+    def __init__(self, tools: Iterable[Tool] = ()):
+        self._tools: dict[str, Tool] = {}
+        self.configured_prefixes: set[str] = set()
+        for tool in tools:
+            self.register(tool)
+
+    def register(self, tool: Tool, *, replace: bool = False) -> Tool:
+        """Add ``tool``; raises ValueError on a duplicate name unless ``replace``."""
+        if tool.name in self._tools and not replace:
+            raise ValueError(f"tool '{tool.name}' is already registered")
+        tool.func = ensure_async(tool.func)
+        self._tools[tool.name] = tool
+        if tool.prefix:
+            self.configured_prefixes.add(tool.prefix)
+        return tool
+
+    def register_function(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        description: str | None = None,
+        input_schema: dict[str, Any] | None = None,
+        *,
+        source: str = "user",
+        replace: bool = False,
+    ) -> Tool:
+        """Register a Python function as a tool.
+
+        ``fn`` is either ``fn(args: dict, ctx: ToolContext)`` or takes the arguments as keyword
+        parameters (``fn(path=..., limit=...)``; a parameter named ``ctx`` receives the context).
+        The description defaults to the docstring; the schema to an object with the parameters.
+        """
+        func, schema = _adapt_function(fn)
+        tool = Tool(
+            name=name,
+            description=description or inspect.getdoc(fn) or name,
+            input_schema=input_schema or schema,
+            func=func,
+            source=source,
+        )
+        return self.register(tool, replace=replace)
+
+    def get(self, name: str) -> Tool | None:
+        """The tool ``name`` or None."""
+        return self._tools.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def names(self) -> list[str]:
+        """All tool names, sorted."""
+        return sorted(self._tools)
+
+    def match(self, pattern: str) -> list[str]:
+        """Sorted names matching ``pattern`` (``*`` wildcards anywhere; an exact name matches itself)."""
+        regex = pattern_regex(pattern)
+        return [name for name in sorted(self._tools) if regex.match(name)]
+
+    def specs(self, names: Iterable[str]) -> list[ToolSpec]:
+        """ToolSpecs for ``names`` (unknown names skipped), in the given order."""
+        return [self._tools[n].spec() for n in names if n in self._tools]
+
+    def copy(self) -> Catalog:
+        """A shallow copy (tools shared) that can be extended independently."""
+        other = Catalog()
+        other._tools = dict(self._tools)
+        other.configured_prefixes = set(self.configured_prefixes)
+        return other
+
+
+def _adapt_function(fn: Callable[..., Any]) -> tuple[ToolFunc, dict[str, Any]]:
+    sig = inspect.signature(fn)
+    params = [p for p in sig.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    names = [p.name for p in params]
+    if names[:2] == ["args", "ctx"] and len(names) == 2:
+        return ensure_async(fn), {"type": "object"}
+    wants_ctx = "ctx" in names
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    json_types = {
+        str: "string",
+        int: "integer",
+        float: "number",
+        bool: "boolean",
+        list: "array",
+        dict: "object",
+    }
+    hints: dict[str, Any] = {}
+    try:
+        hints = inspect.get_annotations(fn, eval_str=True)
+    except Exception:  # noqa: BLE001 - unresolvable annotations: untyped schema
+        hints = {}
+    for p in params:
+        if p.name == "ctx":
+            continue
+        t = json_types.get(hints.get(p.name))
+        props[p.name] = {"type": t} if t else {}
+        if p.default is p.empty:
+            required.append(p.name)
+    schema: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        schema["required"] = required
+    is_async = inspect.iscoroutinefunction(fn)
+
+    async def run(args: dict[str, Any], ctx: ToolContext) -> Any:
+        kwargs = dict(args)
+        if wants_ctx:
+            kwargs["ctx"] = ctx
+        if is_async:
+            return await fn(**kwargs)
+        return await asyncio.to_thread(fn, **kwargs)
+
+    return run, schema
+
+
+def default_catalog() -> Catalog:
+    """A catalog holding the six builtin file tools (``builtin__read_file`` … ``builtin__edit_file``)."""
+    from agentflow.runtime.tools.builtin import builtin_tools
+
+    return Catalog(builtin_tools())
+
+
+def glob_to_names(catalog: Catalog, patterns: Iterable[str]) -> list[str]:
+    """Union of ``catalog.match(p)`` over ``patterns``, order of first appearance (helper)."""
+    seen: dict[str, None] = {}
+    for pattern in patterns:
+        for name in catalog.match(pattern):
+            seen.setdefault(name, None)
+    return list(seen)
+
+
+__all__ = [
+    "WRITE_TOOLS",
+    "Catalog",
+    "Tool",
+    "ToolContext",
+    "ToolFunc",
+    "default_catalog",
+    "ensure_async",
+    "glob_to_names",
+    "match_pattern",
+    "policy_allows",
+    "effective_tools",
+]
+
+
+def policy_allows(
+    name: str, allowed_tools: list[str] | None, *, write_granted: bool = False
+) -> bool:
+    """Host policy (RUNTIME.md §4): ``allowed_tools`` patterns, or by default every tool except the
+    builtin write tools. ``write_granted`` (an agent with a ``write`` scope) admits the write tools."""
+    if name in WRITE_TOOLS and write_granted:
+        return True
+    if allowed_tools is None:
+        return name not in WRITE_TOOLS
+    return any(match_pattern(p, name) for p in allowed_tools)
+
+
+def effective_tools(
+    catalog: Catalog,
+    requested: list[str] | None,
+    allowed_tools: list[str] | None,
+    *,
+    write_granted: bool = False,
+) -> list[str]:
+    """Effective tool names of an agent = request ∩ policy, minus ``plan_and_execute`` (§3–4).
+
+    ``requested``: names/patterns (None = the whole catalog). A pattern matching no catalog tool raises
+    ``RunError(code="validation")`` naming it (a typo must not shrink the set silently).
+    """
+    from agentflow.errors import RunError
+
+    if requested is None:
+        names = catalog.names()
+    else:
+        names = []
+        for pattern in requested:
+            matched = catalog.match(pattern)
+            if not matched:
+                raise RunError(
+                    code="validation",
+                    message=f"`tools` pattern '{pattern}' matches no tool in the catalog",
+                )
+            names.extend(n for n in matched if n not in names)
+    return [
+        n
+        for n in names
+        if n != "plan_and_execute" and policy_allows(n, allowed_tools, write_granted=write_granted)
+    ]

@@ -1,0 +1,321 @@
+"""A real, scripted OpenAI-compatible chat-completions server for tests.
+
+``ChatServer`` listens on 127.0.0.1 (a free port) in a background thread and answers
+``POST /v1/chat/completions`` from a *script*: a list of replies consumed in order, or a callable
+``fn(request_json) -> reply`` (a "scripted investigator" that can look at the tool results in the
+messages). A reply is a :class:`Reply`, a ``str`` (a text answer) or a ``dict`` (a full response
+body). Helpers build the usual ones::
+
+    server.script([tool_calls(("builtin__read_file", {"path": "a.txt"})), text('{"ok": true}')])
+    server.script([status(429, headers={"Retry-After": "0.1"}), text("{}")])
+
+Every request is recorded in ``server.requests`` (JSON bodies) and ``server.headers``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+TEST_API_KEY = "sk-test-SECRET-do-not-leak-0123456789"
+
+
+@dataclass
+class Reply:
+    """One scripted HTTP reply: status, JSON (or raw text) body, headers, and a delay in seconds."""
+
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+_ids = itertools.count(1)
+
+
+def completion(
+    content: str | None = None,
+    calls: list[dict[str, Any]] | None = None,
+    finish_reason: str | None = None,
+    usage: tuple[int, int] = (10, 5),
+    model: str = "test-model",
+) -> dict[str, Any]:
+    """A chat-completions response body."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        message["tool_calls"] = calls
+    return {
+        "id": f"chatcmpl-{next(_ids)}",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": finish_reason or ("tool_calls" if calls else "stop"),
+            }
+        ],
+        "usage": {
+            "prompt_tokens": usage[0],
+            "completion_tokens": usage[1],
+            "total_tokens": usage[0] + usage[1],
+        },
+    }
+
+
+def text(content: str | None, finish_reason: str = "stop", delay: float = 0.0, **kw: Any) -> Reply:
+    """A text answer (``content`` may be None for an empty reply)."""
+    return Reply(body=completion(content, finish_reason=finish_reason, **kw), delay=delay)
+
+
+def answer(value: Any, **kw: Any) -> Reply:
+    """A text answer holding ``value`` as JSON (Unicode kept)."""
+    return text(json.dumps(value, ensure_ascii=False), **kw)
+
+
+def tool_calls(*calls: tuple, content: str | None = None, delay: float = 0.0, **kw: Any) -> Reply:
+    """Tool calls: each ``(name, arguments)`` or ``(name, arguments, id)``.
+
+    ``arguments``: a dict (sent as a JSON string, like OpenAI), a str (sent verbatim: use it for
+    malformed arguments), or ``("object", dict)`` to send an already-decoded object (like Ollama).
+    ``id`` ``None`` or ``""`` omits the id.
+    """
+    out = []
+    for index, call in enumerate(calls, start=1):
+        name, arguments = call[0], call[1]
+        call_id = call[2] if len(call) > 2 else f"call_{next(_ids)}_{index}"
+        if isinstance(arguments, tuple) and arguments[0] == "object":
+            wire = arguments[1]
+        elif isinstance(arguments, str):
+            wire = arguments
+        else:
+            wire = json.dumps(arguments, ensure_ascii=False)
+        item: dict[str, Any] = {"type": "function", "function": {"name": name, "arguments": wire}}
+        if call_id:
+            item["id"] = call_id
+        out.append(item)
+    return Reply(body=completion(content, calls=out, **kw), delay=delay)
+
+
+def status(code: int, body: Any = None, headers: dict[str, str] | None = None) -> Reply:
+    """An error reply; ``body`` defaults to an OpenAI-style error object."""
+    if body is None:
+        body = {"error": {"message": f"scripted status {code}", "type": "test", "code": None}}
+    return Reply(status=code, body=body, headers=dict(headers or {}))
+
+
+Script = list[Any] | Callable[[dict[str, Any]], Any]
+
+
+class ChatServer:
+    """The server; use as a context manager or call start()/stop(). ``url`` ends with ``/v1``.
+
+    It also accepts ``POST /v1/messages`` (Anthropic) so dict replies can script that API; the
+    request path is recorded in ``paths``.
+    """
+
+    PATHS = ("/v1/chat/completions", "/chat/completions", "/v1/messages")
+
+    def __init__(self, script: Script | None = None):
+        self._lock = threading.Lock()
+        self._script: Script = []
+        self._position = 0
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.paths: list[str] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        if script is not None:
+            self.script(script)
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> ChatServer:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence
+                return
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server API
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                if self.path.rstrip("/") not in server.PATHS:
+                    self._send(Reply(status=404, body={"error": {"message": "not found"}}))
+                    return
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    self._send(Reply(status=400, body={"error": {"message": "bad json"}}))
+                    return
+                with server._lock:
+                    server.paths.append(self.path)
+                reply = server._next(body, dict(self.headers.items()))
+                if reply.delay:
+                    time.sleep(reply.delay)
+                with server._lock:
+                    server.in_flight -= 1
+                self._send(reply)
+
+            def _send(self, reply: Reply) -> None:
+                if isinstance(reply.body, (dict, list)):
+                    data = json.dumps(reply.body, ensure_ascii=False).encode()
+                    ctype = "application/json"
+                else:
+                    data = str(reply.body or "").encode()
+                    ctype = "text/plain"
+                self.send_response(reply.status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                for key, value in reply.headers.items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> ChatServer:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ script
+
+    @property
+    def port(self) -> int:
+        assert self._httpd is not None, "server not started"
+        return self._httpd.server_address[1]
+
+    @property
+    def url(self) -> str:
+        """Base URL for an OpenAI-compatible client (``http://127.0.0.1:PORT/v1``)."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def script(self, script: Script) -> ChatServer:
+        """Replace the script (and reset the position; recorded requests are kept)."""
+        with self._lock:
+            self._script = script if callable(script) else list(script)
+            self._position = 0
+        return self
+
+    @property
+    def remaining(self) -> int:
+        """Replies of a list script not consumed yet."""
+        return 0 if callable(self._script) else len(self._script) - self._position
+
+    def _next(self, body: dict[str, Any], headers: dict[str, str]) -> Reply:
+        with self._lock:
+            self.requests.append(body)
+            self.headers.append(headers)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            script = self._script
+            if not callable(script):
+                if self._position >= len(script):
+                    return status(
+                        400, {"error": {"message": "chat_server: script exhausted", "type": "test"}}
+                    )
+                item = script[self._position]
+                self._position += 1
+        if callable(script):
+            try:
+                item = script(body)
+            except Exception as exc:  # noqa: BLE001 - report script bugs as a 400 (never retried)
+                return status(400, {"error": {"message": f"chat_server script raised: {exc!r}"}})
+        return _as_reply(item)
+
+    # ------------------------------------------------------------------ config helpers
+
+    def env(self, model: str = "test-model", api_key: str | None = TEST_API_KEY) -> dict[str, str]:
+        """Environment variables that make ``load_config`` use this server as the default model."""
+        out = {"OPENAI_BASE_URL": self.url, "OPENAI_MODEL": model}
+        if api_key:
+            out["OPENAI_API_KEY"] = api_key
+        return out
+
+    def config_text(self, *, model: str = "test-model", extra: str = "", retries: int = 2) -> str:
+        """A flow.toml pointing every role at this server (provider ``scripted``)."""
+        return (
+            "[models]\n"
+            f'default = "scripted:{model}"\n'
+            f"{extra_models(extra)}"
+            "[providers.scripted]\n"
+            'kind = "openai"\n'
+            f'base_url = "{self.url}"\n'
+            'api_key_env = "SCRIPTED_API_KEY"\n'
+            f"max_retries = {retries}\n"
+            "backoff_base = 0.01\n"
+            "backoff_max = 0.05\n"
+            f"{extra_rest(extra)}"
+        )
+
+    def write_config(self, directory: Path, **kw: Any) -> Path:
+        """Write ``flow.toml`` (see :meth:`config_text`) into ``directory``; returns its path."""
+        path = Path(directory) / "flow.toml"
+        path.write_text(self.config_text(**kw), encoding="utf-8")
+        return path
+
+    # ------------------------------------------------------------------ inspection
+
+    def last_messages(self) -> list[dict[str, Any]]:
+        """The messages of the last request."""
+        return self.requests[-1]["messages"] if self.requests else []
+
+
+def extra_models(extra: str) -> str:
+    """Lines of ``extra`` that belong in [models] (before the first table header)."""
+    lines = []
+    for line in extra.splitlines():
+        if line.strip().startswith("["):
+            break
+        lines.append(line)
+    return "".join(f"{line}\n" for line in lines)
+
+
+def extra_rest(extra: str) -> str:
+    """Lines of ``extra`` from its first table header on."""
+    lines = extra.splitlines()
+    for index, line in enumerate(lines):
+        if line.strip().startswith("["):
+            return "".join(f"{line}\n" for line in lines[index:])
+    return ""
+
+
+def _as_reply(item: Any) -> Reply:
+    if isinstance(item, Reply):
+        return item
+    if isinstance(item, str):
+        return text(item)
+    if isinstance(item, dict):
+        return Reply(body=item)
+    raise TypeError(f"cannot turn {type(item).__name__} into a chat reply")
+
+
+def tool_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``role: tool`` messages of a recorded request."""
+    return [m for m in request.get("messages", []) if m.get("role") == "tool"]

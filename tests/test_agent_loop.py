@@ -1,0 +1,452 @@
+"""The agent loop (RUNTIME.md §3, §10) against the scripted chat server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+from support.chat_server import answer, status, text, tool_calls, tool_messages
+
+from agentflow.errors import RunError
+from agentflow.runtime.agent import AgentSpec, run_agent
+from agentflow.runtime.extract import ExtractionError, compile_count, extract_json, validate
+from agentflow.runtime.models.base import ToolSpec
+
+SCHEMA = {
+    "type": "object",
+    "required": ["answer"],
+    "properties": {"answer": {"type": "string"}, "count": {"type": "integer"}},
+    "additionalProperties": False,
+}
+
+
+def spec(**kw) -> AgentSpec:
+    kw.setdefault("prompt", "Do the task.")
+    kw.setdefault("output_schema", SCHEMA)
+    kw.setdefault(
+        "tools", [ToolSpec(n, f"tool {n}", {"type": "object"}) for n in ("slow", "fast", "boom")]
+    )
+    return AgentSpec(**kw)
+
+
+class Recorder:
+    """call_tool + emit for tests: records calls and events; tool behaviour by name."""
+
+    def __init__(self):
+        self.calls: list[tuple[str, dict, str]] = []
+        self.events: list[tuple[str, str, dict]] = []
+
+    async def call_tool(self, name, args, path):
+        self.calls.append((name, args, path))
+        if name == "slow":
+            await asyncio.sleep(args.get("sleep", 0.3))
+            return {"tool": "slow", "args": args}
+        if name == "fast":
+            await asyncio.sleep(args.get("sleep", 0.0))
+            return {"tool": "fast", "args": args}
+        if name == "boom":
+            raise ValueError("kaboom")
+        if name == "big":
+            return "x" * 50_000
+        if name == "abort":
+            raise RunError(code="aborted", message="gate said no")
+        return {"tool": name}
+
+    def emit(self, kind, path, **data):
+        self.events.append((kind, path, data))
+
+    def kinds(self, kind):
+        return [d for k, _, d in self.events if k == kind]
+
+
+async def run(router, rec, **kw):
+    return await run_agent(
+        spec(**kw), router=router, call_tool=rec.call_tool, emit=rec.emit, step_path="E1"
+    )
+
+
+async def test_valid_answer_first_round(chat_server, scripted_router):
+    chat_server.script([answer({"answer": "42"})])
+    rec = Recorder()
+    result = await run(scripted_router, rec, input={"city": "Zürich"}, system_prompt="Be terse.")
+    assert result == {
+        "output": {"answer": "42"},
+        "iterations": 1,
+        "tools_called": [],
+        "final": True,
+    }
+    messages = chat_server.requests[0]["messages"]
+    assert messages[0]["role"] == "system" and messages[0]["content"].endswith("Be terse.")
+    assert '"required"' in messages[0]["content"]  # the schema is shown
+    assert "Zürich" in messages[1]["content"]  # input as JSON, Unicode kept
+    assert [t["function"]["name"] for t in chat_server.requests[0]["tools"]] == [
+        "slow",
+        "fast",
+        "boom",
+    ]
+    (call,) = rec.kinds("model_call")
+    assert call["role"] == "chat" and call["round"] == 1 and call["input_tokens"] == 10
+    assert scripted_router.usage["inferences"] == 1
+
+
+async def test_parallel_tool_calls_matched_by_id(chat_server, scripted_router):
+    chat_server.script(
+        [
+            tool_calls(
+                ("slow", {"sleep": 0.3}, "id-slow"), ("fast", {"sleep": 0.3, "n": "ü"}, "id-fast")
+            ),
+            tool_calls(("slow", {"sleep": 0.2}, "A"), ("fast", {"sleep": 0.0}, "B")),
+            answer({"answer": "done"}),
+        ]
+    )
+    rec = Recorder()
+    started = time.perf_counter()
+    result = await run(scripted_router, rec)
+    elapsed = time.perf_counter() - started
+    assert result["final"] is True and result["iterations"] == 3
+    assert result["tools_called"] == [
+        {"tool": "slow", "round": 1},
+        {"tool": "fast", "round": 1},
+        {"tool": "slow", "round": 2},
+        {"tool": "fast", "round": 2},
+    ]
+    assert elapsed < 0.5 + 0.2 + 0.3  # round 1 ran both 0.3 s tools concurrently
+    paths = [p for _, _, p in rec.calls]
+    assert paths == ["E1/agent.1/slow", "E1/agent.1/fast", "E1/agent.2/slow", "E1/agent.2/fast"]
+    # round 2: "fast" finished first, yet each result carries its own call id
+    results = {
+        m["tool_call_id"]: json.loads(m["content"]) for m in tool_messages(chat_server.requests[2])
+    }
+    assert results["A"]["tool"] == "slow" and results["B"]["tool"] == "fast"
+    assert results["id-fast"]["args"]["n"] == "ü"
+    raw = [m["content"] for m in tool_messages(chat_server.requests[1])]
+    assert any('"ü"' in c for c in raw)  # ensure_ascii=False
+
+
+async def test_one_round_of_parallel_tools_is_fast(chat_server, scripted_router):
+    chat_server.script(
+        [
+            tool_calls(("slow", {"sleep": 0.3}), ("slow", {"sleep": 0.3, "b": 1})),
+            answer({"answer": "ok"}),
+        ]
+    )
+    rec = Recorder()
+    started = time.perf_counter()
+    result = await run(scripted_router, rec)
+    assert time.perf_counter() - started < 0.5
+    assert result["final"] is True
+
+
+async def test_invalid_answer_fixed_by_repair(chat_server, scripted_router):
+    def script(request):
+        system = request["messages"][0]["content"]
+        if system.startswith("You fix JSON"):
+            assert "$.count" in request["messages"][1]["content"]  # the repair pass sees the errors
+            return answer({"answer": "7", "count": 7})
+        return answer({"answer": "7", "count": "7"})
+
+    chat_server.script(script)
+    rec = Recorder()
+    result = await run(scripted_router, rec)
+    assert result == {
+        "output": {"answer": "7", "count": 7},
+        "iterations": 1,
+        "tools_called": [],
+        "final": True,
+    }
+    assert [c["role"] for c in rec.kinds("model_call")] == ["chat", "repair"]
+    assert scripted_router.usage["by_role"]["repair"]["inferences"] == 1
+
+
+async def test_never_conforming_gives_final_false(chat_server, scripted_router):
+    chat_server.script(lambda request: answer({"wrong": True}))
+    rec = Recorder()
+    result = await run(scripted_router, rec, max_iterations=3)
+    assert result == {"output": {}, "iterations": 3, "tools_called": [], "final": False}
+    assert len(chat_server.requests) == 6  # 3 rounds + 3 repair passes
+    last_round = [
+        r for r in chat_server.requests if not r["messages"][0]["content"].startswith("You fix")
+    ][-1]
+    feedback = last_round["messages"][-1]["content"]
+    assert "does not conform" in feedback and "$: 'answer' is a required property" in feedback
+
+
+async def test_errors_go_back_to_agent_and_cost_a_round(chat_server, scripted_router):
+    chat_server.script([answer({"answer": 1}), answer({"answer": 2}), answer({"answer": "fixed"})])
+    rec = Recorder()
+    result = await run(scripted_router, rec)
+    assert result["output"] == {"answer": "fixed"} and result["iterations"] == 2
+    assert (
+        "$.answer: 1 is not of type 'string'" in chat_server.requests[2]["messages"][-1]["content"]
+    )
+
+
+async def test_fenced_json_with_backticks_inside(chat_server, scripted_router):
+    reply = '```json\n{"answer": "use ```code``` here"}\n```'
+    chat_server.script([text(reply)])
+    result = await run(scripted_router, Recorder())
+    assert result["output"] == {"answer": "use ```code``` here"}
+
+
+async def test_trailing_prose_is_noted(chat_server, scripted_router):
+    chat_server.script([text('{"answer": "yes"}\n\nLet me know if you need more!')])
+    rec = Recorder()
+    result = await run(scripted_router, rec)
+    assert result["output"] == {"answer": "yes"} and result["final"] is True
+    (warning,) = rec.kinds("warning")
+    assert "ignored" in warning["message"] and warning["trailing"].startswith("Let me know")
+
+
+async def test_two_json_values_is_invalid(chat_server, scripted_router):
+    chat_server.script(
+        [text('{"answer": "a"}\n{"answer": "b"}'), answer({"answer": "a"}), answer({"answer": "b"})]
+    )
+    result = await run(scripted_router, Recorder(), repair_attempts=0)
+    assert result["iterations"] == 2 and result["output"] == {"answer": "a"}
+    assert "more than one JSON value" in chat_server.requests[1]["messages"][-1]["content"]
+
+
+async def test_bad_tool_arguments_are_never_run(chat_server, scripted_router):
+    chat_server.script(
+        [
+            tool_calls(
+                ("fast", '{"a": 1', "trunc"),
+                ("fast", '{"a": 1}{"a": 2}', "concat"),
+                ("fast", "[1]", "arr"),
+            ),
+            answer({"answer": "gave up"}),
+        ]
+    )
+    rec = Recorder()
+    result = await run(scripted_router, rec)
+    assert rec.calls == []
+    assert result["final"] is True and result["tools_called"] == []
+    results = {
+        m["tool_call_id"]: json.loads(m["content"]) for m in tool_messages(chat_server.requests[1])
+    }
+    assert "not valid JSON" in results["trunc"]["error"]["message"]
+    assert "Extra data" in results["concat"]["error"]["message"]
+    assert "must be a JSON object" in results["arr"]["error"]["message"]
+    assert all(r["error"]["code"] == "tool_error" for r in results.values())
+
+
+async def test_object_arguments_and_missing_ids(chat_server, scripted_router):
+    chat_server.script(
+        [
+            tool_calls(("fast", ("object", {"k": 1}), None), ("fast", {"k": 2}, "")),
+            answer({"answer": "x"}),
+        ]
+    )
+    rec = Recorder()
+    await run(scripted_router, rec)
+    assert [a for _, a, _ in rec.calls] == [{"k": 1}, {"k": 2}]
+    assistant = chat_server.requests[1]["messages"][2]
+    ids = [c["id"] for c in assistant["tool_calls"]]
+    assert ids == ["call_1_1", "call_1_2"]
+    assert [m["tool_call_id"] for m in tool_messages(chat_server.requests[1])] == ids
+
+
+async def test_tool_raising_returns_into_the_loop(chat_server, scripted_router):
+    chat_server.script([tool_calls(("boom", {}, "b1")), answer({"answer": "explained"})])
+    rec = Recorder()
+    result = await run(scripted_router, rec)
+    assert result["final"] is True and result["tools_called"] == [{"tool": "boom", "round": 1}]
+    (message,) = tool_messages(chat_server.requests[1])
+    assert json.loads(message["content"]) == {
+        "error": {"code": "tool_error", "message": "ValueError: kaboom"}
+    }
+
+
+async def test_denied_tool_and_plan_and_execute(chat_server, scripted_router):
+    chat_server.script(
+        [
+            tool_calls(("secret", {}, "s"), ("plan_and_execute", {"goal": "x"}, "p")),
+            answer({"answer": "ok"}),
+        ]
+    )
+    rec = Recorder()
+    tools = [
+        ToolSpec("fast", "f", {"type": "object"}),
+        ToolSpec("plan_and_execute", "never", {"type": "object"}),
+    ]
+    result = await run(scripted_router, rec, tools=tools)
+    assert rec.calls == [] and result["tools_called"] == []
+    assert [t["function"]["name"] for t in chat_server.requests[0]["tools"]] == [
+        "fast"
+    ]  # never offered
+    results = {
+        m["tool_call_id"]: json.loads(m["content"])["error"]
+        for m in tool_messages(chat_server.requests[1])
+    }
+    assert results["s"]["code"] == "tool_denied"
+    assert results["p"]["code"] == "tool_error" and "plan_and_execute" in results["p"]["message"]
+
+
+async def test_repeated_identical_call_is_reported(chat_server, scripted_router):
+    chat_server.script(
+        [tool_calls(("fast", {"q": 1})), tool_calls(("fast", {"q": 1})), answer({"answer": "ok"})]
+    )
+    rec = Recorder()
+    await run(scripted_router, rec)
+    (message,) = tool_messages(chat_server.requests[2])[-1:]
+    assert "repeats one you made in round 1" in message["content"]
+    assert any("repeated" in w["message"] for w in rec.kinds("warning"))
+
+
+async def test_big_result_truncated(chat_server, scripted_router):
+    chat_server.script([tool_calls(("big", {})), answer({"answer": "ok"})])
+    rec = Recorder()
+    await run(
+        scripted_router,
+        rec,
+        tools=[ToolSpec("big", "b", {"type": "object"})],
+        max_result_chars=1000,
+    )
+    (message,) = tool_messages(chat_server.requests[1])
+    assert message["content"].startswith("x" * 1000)
+    assert "[truncated: result has 50000 characters; showing the first 1000]" in message["content"]
+
+
+async def test_length_finish_is_truncation_not_schema_error(chat_server, scripted_router):
+    chat_server.script(
+        [text('{"answer": "very lo', finish_reason="length"), answer({"answer": "short"})]
+    )
+    rec = Recorder()
+    result = await run(scripted_router, rec)
+    assert result["iterations"] == 2 and result["output"] == {"answer": "short"}
+    assert len(chat_server.requests) == 2  # no repair pass for a truncation
+    assert "cut off by the output token limit" in chat_server.requests[1]["messages"][-1]["content"]
+    assert any("truncated" in w["message"] for w in rec.kinds("warning"))
+
+
+async def test_empty_reply_costs_a_round(chat_server, scripted_router):
+    chat_server.script([text(None), text(""), answer({"answer": "a"})])
+    result = await run(scripted_router, Recorder(), max_iterations=2)
+    assert result["final"] is False and result["iterations"] == 2
+
+
+async def test_one_iteration_cannot_call_a_tool_and_answer(chat_server, scripted_router):
+    chat_server.script([tool_calls(("fast", {})), answer({"answer": "a"})])
+    result = await run(scripted_router, Recorder(), max_iterations=1)
+    assert result == {
+        "output": {},
+        "iterations": 1,
+        "tools_called": [{"tool": "fast", "round": 1}],
+        "final": False,
+    }
+
+
+async def test_scripted_investigator_reacts_to_tool_results(chat_server, scripted_router):
+    def investigator(request):
+        results = [json.loads(m["content"]) for m in tool_messages(request)]
+        if not results:
+            return tool_calls(("lookup", {"id": 1}))
+        if len(results) == 1:
+            return tool_calls(("lookup", {"id": results[0]["next"]}))
+        return answer({"answer": f"chain ends at {results[-1]['id']}", "count": len(results)})
+
+    async def call_tool(name, args, path):
+        return {"id": args["id"], "next": args["id"] + 10}
+
+    chat_server.script(investigator)
+    result = await run_agent(
+        spec(tools=[ToolSpec("lookup", "Look up.", {"type": "object"})]),
+        router=scripted_router,
+        call_tool=call_tool,
+        emit=None,
+        step_path="E2/do.3",
+    )
+    assert result["output"] == {"answer": "chain ends at 11", "count": 2}
+    assert result["iterations"] == 3
+
+
+async def test_abort_is_a_hard_stop(chat_server, scripted_router):
+    chat_server.script(
+        [tool_calls(("abort", {}), ("slow", {"sleep": 5})), answer({"answer": "never"})]
+    )
+    rec = Recorder()
+    started = time.perf_counter()
+    with pytest.raises(RunError) as info:
+        await run(
+            scripted_router, rec, tools=[ToolSpec("abort", "a", {}), ToolSpec("slow", "s", {})]
+        )
+    assert info.value.code == "aborted"
+    assert time.perf_counter() - started < 2  # the sibling call was cancelled
+
+
+async def test_permanent_model_error_fails_the_step(chat_server, scripted_router):
+    chat_server.script([status(401)])
+    with pytest.raises(RunError) as info:
+        await run(scripted_router, Recorder())
+    assert info.value.code == "tool_error" and "401" in info.value.message
+
+
+async def test_transient_errors_do_not_consume_rounds(chat_server, scripted_router):
+    chat_server.script(
+        [status(500), status(429, headers={"Retry-After": "0"}), answer({"answer": "ok"})]
+    )
+    result = await run(scripted_router, Recorder(), max_iterations=1)
+    assert result["final"] is True and result["iterations"] == 1
+
+
+# --------------------------------------------------------------------------- extraction unit tests
+
+
+@pytest.mark.parametrize(
+    ("reply", "value", "trailing"),
+    [
+        ('{"a": 1}', {"a": 1}, None),
+        ('  \n{"a": [1, "x"]}\n', {"a": [1, "x"]}, None),
+        ('```json\n{"a": "`"}\n```', {"a": "`"}, None),
+        ('```\n{"a": "```"}\n```', {"a": "```"}, None),
+        ('{"a": 1}\nThat is all.', {"a": 1}, "That is all."),
+        ('```json\n{"a": 1}\n```\nNotes follow.', {"a": 1}, "Notes follow."),
+        ('{"a": "ünï ✓"}', {"a": "ünï ✓"}, None),
+    ],
+)
+def test_extract_ok(reply, value, trailing):
+    extracted = extract_json(reply)
+    assert extracted.value == value and extracted.trailing == trailing
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"a": 1}{"b": 2}',
+        '{"a": 1}\n```json\n{"b": 2}\n```',
+        'Sure! {"a": 1}',
+        '{"a": NaN}',
+        '{"a": 1, "a": 2}',
+        "",
+        '{"a": ',
+    ],
+)
+def test_extract_refuses(reply):
+    with pytest.raises(ExtractionError):
+        extract_json(reply)
+
+
+def test_validation_paths_enum_and_compile_once():
+    schema = {
+        "type": "object",
+        "properties": {
+            "items": {
+                "type": "array",
+                "items": {"type": "object", "properties": {"kind": {"enum": ["a", "b"]}}},
+            }
+        },
+    }
+    before = compile_count()
+    errors = validate(schema, {"items": [{"kind": "a"}, {"kind": "c"}]})
+    assert errors == ['$.items[1].kind: "c" is not one of the allowed values: "a", "b"']
+    assert validate(json.loads(json.dumps(schema)), {"items": []}) == []
+    assert compile_count() == before + 1
+
+
+def test_validation_does_not_apply_defaults():
+    schema = {"type": "object", "properties": {"a": {"type": "integer", "default": 3}}}
+    value = {}
+    assert validate(schema, value) == []
+    assert value == {}
