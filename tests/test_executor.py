@@ -1,173 +1,24 @@
 """runtime.executor: plan pipeline semantics (RUNTIME.md §1, §2, §7, §8; PLAN_IR.md §2–7).
 
-Plans are loaded with the real loader. Tools are plain Python functions registered in a real
-``Catalog``.  Until the grammar parser exists, a fixture installs a tiny template parser (paths,
-literals, a few operators) so the executor can be exercised on its own; with the real parser the
-same tests run against it.
+Plans are loaded with the real loader (and parser). Tools are plain Python functions registered
+in a real ``Catalog``; models are the scripted chat server of ``tests/support``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
-import re
-import sys
 import time
-import types
 from pathlib import Path
 
 import pytest
 
 from agentflow.errors import InputError, RunError
-from agentflow.grammar import ast
 from agentflow.runtime.events import CallbackSink, ConsoleSink, JsonlSink
 from agentflow.runtime.executor import Hooks, abort, run_plan, run_plan_sync, skip, substitute
 from agentflow.runtime.tools.catalog import Catalog
 
 EXAMPLES = Path("/work/shared/examples")
-
-# ---------------------------------------------------------------------------------------------
-# Fallback mini parser (only when agentflow.grammar.parser is not there yet)
-
-S = ast.NO_SPAN
-_TOK = re.compile(
-    r"\s*(?:(?P<num>\d+(?:\.\d+)?(?!\.\d))|(?P<str>\"(?:[^\"\\]|\\.)*\")|(?P<name>[A-Za-z_]\w*)"
-    r"|(?P<op>\?\?|==|!=|<=|>=|\.\.|\[\*\]|[-+*/%<>()\[\].,{}:]))"
-)
-
-
-def _tokens(text):
-    pos, out = 0, []
-    text = text.strip()
-    while pos < len(text):
-        m = _TOK.match(text, pos)
-        if not m or m.end() == pos:
-            raise ValueError(f"mini parser: cannot read {text[pos:]!r}")
-        kind = m.lastgroup
-        out.append((kind, m.group(kind)))
-        pos = m.end()
-    return out + [("end", "")]
-
-
-class _Mini:
-    PREC = {
-        "??": 1,
-        "or": 2,
-        "and": 3,
-        "==": 5,
-        "!=": 5,
-        "<": 5,
-        "<=": 5,
-        ">": 5,
-        ">=": 5,
-        "in": 5,
-        "..": 6,
-        "+": 7,
-        "-": 7,
-        "*": 8,
-        "/": 8,
-        "%": 8,
-    }
-
-    def __init__(self, text):
-        self.t, self.i = _tokens(text), 0
-
-    def peek(self):
-        return self.t[self.i]
-
-    def next(self):
-        self.i += 1
-        return self.t[self.i - 1]
-
-    def expr(self, min_prec=0):
-        if self.peek() == ("name", "not"):
-            self.next()
-            left = ast.Unary(S, "not", self.expr(4))
-        else:
-            left = self.postfix(self.primary())
-        while True:
-            k, v = self.peek()
-            op = v if k in ("op", "name") else None
-            if op == "not" and self.t[self.i + 1] == ("name", "in"):
-                op = "not in"
-            prec = self.PREC.get(op if op != "not in" else "in")
-            if prec is None or prec <= min_prec:
-                return left
-            self.next()
-            if op == "not in":
-                self.next()
-            right = self.expr(prec)
-            left = ast.RangeExpr(S, left, right) if op == ".." else ast.Binary(S, op, left, right)
-
-    def primary(self):
-        k, v = self.next()
-        if k == "num":
-            return ast.NumberLit(S, float(v) if "." in v else int(v))
-        if k == "str":
-            return ast.StringLit(S, [json.loads(v)] if v != '""' else [])
-        if k == "name":
-            return {
-                "true": ast.BoolLit(S, True),
-                "false": ast.BoolLit(S, False),
-                "null": ast.NullLit(S),
-            }.get(v) or ast.Name(S, v)
-        if v == "(":
-            e = self.expr()
-            self.next()
-            return e
-        if v == "[":
-            items = []
-            while self.peek()[1] != "]":
-                items.append(self.expr())
-                if self.peek()[1] == ",":
-                    self.next()
-            self.next()
-            return ast.ListLit(S, items)
-        raise ValueError(f"mini parser: unexpected {v!r}")
-
-    def postfix(self, e):
-        while True:
-            v = self.peek()[1]
-            if v == ".":
-                self.next()
-                e = ast.Member(S, e, self.next()[1], S)
-            elif v == "[":
-                self.next()
-                e = ast.Index(S, e, self.expr())
-                self.next()
-            elif v == "[*]":
-                self.next()
-                path = self.postfix(ast.ProjectionItem(S))
-                return ast.Projection(S, e, None if isinstance(path, ast.ProjectionItem) else path)
-            else:
-                return e
-
-
-def _mini_template(text, file="<template>", **kw):
-    parts, pos = [], 0
-    while True:
-        j = text.find("{{", pos)
-        if j < 0:
-            if pos < len(text):
-                parts.append(text[pos:])
-            return ast.Template(S, parts)
-        if j > pos:
-            parts.append(text[pos:j])
-        k = text.index("}}", j)
-        parts.append(_Mini(text[j + 2 : k]).expr())
-        pos = k + 2
-
-
-@pytest.fixture(autouse=True)
-def _parser(monkeypatch):
-    if importlib.util.find_spec("agentflow.grammar.parser") is None:
-        fake = types.ModuleType("agentflow.grammar.parser")
-        fake.parse_template = _mini_template
-        fake.parse_expression = lambda text, file="<expr>", **kw: _Mini(text).expr()
-        monkeypatch.setitem(sys.modules, "agentflow.grammar.parser", fake)
-    yield
-
 
 # ---------------------------------------------------------------------------------------------
 # Helpers
@@ -1025,3 +876,74 @@ steps:
     assert res.output == {"kept": [2], "dropped": [3]}
     assert res.usage["inferences"] == 2 and "judge" in res.usage["by_role"]
     assert chat_server.requests[0]["messages"][-1]["content"] == "Is 2 even?"
+
+
+async def test_finish_solver_and_verify(chat_server, scripted_config, scripted_router):
+    chat_server.script(["yes", "All good: 3 items."])
+    plan = load(
+        """
+version: 1
+name: t
+steps:
+  - id: E0
+    tool_name: verify
+    input:
+      checks:
+        - {ok: "{{ input.xs.count == 3 }}", message: "need three"}
+        - {ok: "{{ input.xs.count > 5 }}", message: "need more than five"}
+      judges:
+        - {prompt: "Are {{ input.xs }} sorted?"}
+finish: {mode: solver, prompt: "Summarize."}
+"""
+    )
+    res = await run_plan(plan, {"xs": [1, 2, 3]}, router=scripted_router, config=scripted_config)
+    assert res.status == "ok", res.error
+    assert res.results["E0"] == {"passed": False, "failures": ["need more than five"]}
+    assert res.output == "All good: 3 items."
+    assert set(res.usage["by_role"]) == {"judge", "solver"}
+    solver_user = chat_server.requests[1]["messages"][-1]["content"]
+    assert solver_user.startswith("Summarize.") and "need more than five" in solver_user
+
+
+async def test_ask_questions_serialized_under_concurrent_map():
+    active, peak, asked = 0, 0, []
+
+    async def interlocutor(req):
+        nonlocal active, peak
+        active += 1
+        peak = max(peak, active)
+        await asyncio.sleep(0.02)
+        active -= 1
+        asked.append(req.step_path)
+        return f"answer {req.question}"
+
+    plan = load(
+        """
+version: 1
+name: t
+steps:
+  - id: E0
+    tool_name: map
+    input:
+      over: [a, b, c]
+      concurrency: 3
+      do: {tool_name: ask, input: {question: "{{ item }}?", when_unanswered: skip}}
+"""
+    )
+    res = await run_plan(plan, hooks=Hooks(interlocutor=interlocutor))
+    assert peak == 1 and sorted(asked) == ["E0/do.0", "E0/do.1", "E0/do.2"]
+    assert [r["answer"] for r in res.output] == ["answer a?", "answer b?", "answer c?"]
+
+
+async def test_malformed_control_step_is_an_error_not_a_traceback():
+    plan = load(
+        """
+version: 1
+name: t
+steps:
+  - {id: E0, tool_name: map, input: {over: [1], concurrency: "{{ input.c }}", do: {tool_name: value, input: {value: 1}}}}
+"""
+    )
+    res = await run_plan(plan, {"c": 0})
+    assert res.status == "error" and res.error["code"] == "validation"
+    assert "concurrency" in res.error["message"]

@@ -60,7 +60,18 @@ def test_canonical_key_order_and_defaults_dropped():
 
 def test_unicode_and_tricky_strings_survive():
     shared = {"id": "E0", "tool_name": "value"}
-    value = {"t": "héllo — ✓", "yes": "yes", "on": "on", "n": "12", "nl": "a\nb\n", "e": ""}
+    value = {
+        "t": "héllo — ✓",
+        "yes": "yes",
+        "on": "on",
+        "n": "12",
+        "nl": "a\nb\n",
+        "e": "",
+        "o": "0o17",
+        "f": "1e5",
+        "x": "0x1F",
+        "t2": "TRUE",
+    }
     data = {"version": 1, "name": "t", "steps": [{**shared, "input": {"value": value}}]}
     text = dump_plan(data)
     assert "héllo — ✓" in text

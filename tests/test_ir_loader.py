@@ -185,7 +185,9 @@ def test_bodies_become_steps():
 def test_yaml_syntax_error():
     p = one("version: 1\nname: t\nsteps: [\n")
     assert p.message.startswith("YAML syntax error")
-    assert p.location.file == "p.yaml" and p.location.line >= 3
+    assert (p.location.file, *at(p)) == ("p.yaml", 4, 1)
+    p = one("version: 1\nname: t\n  bad: indent\n")
+    assert at(p) == (3, 6) and "mapping values are not allowed" in p.message
 
 
 def test_empty_file():
@@ -290,8 +292,14 @@ def test_bad_ids_and_names():
 
 def test_template_parse_error_points_into_yaml():
     p = one(plan_with('- id: E1\n  tool_name: value\n  input: { value: "x {{ E0. }} y" }\n'))
-    assert p.location.line == 9
-    assert p.location.column >= 22  # inside the quoted string, past `{{`
+    assert at(p) == (9, 31)  # the `}}` where a name was expected
+    assert p.message == "steps[1].input.value: expected a name, found `}}`"
+    p = one(
+        plan_with(
+            "- id: E1\n  tool_name: value\n  input:\n    value: |\n      line\n        a {{ E0 + }}\n"
+        )
+    )
+    assert at(p) == (12, 21)
 
 
 def test_template_references():
@@ -567,3 +575,82 @@ def test_every_error_has_a_position():
         )
     )
     assert errs and all(p.location.line > 0 and p.location.file == "p.yaml" for p in errs)
+
+
+# -- robustness: any data gives a Plan or a PlanLoadError, never a traceback ------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_KEYS = st.sampled_from(
+    [
+        "id",
+        "tool_name",
+        "toolName",
+        "input",
+        "timeout",
+        "retry",
+        "select",
+        "meta",
+        "over",
+        "do",
+        "then",
+        "else",
+        "when",
+        "expr",
+        "value",
+        "op",
+        "to",
+        "all",
+        "not",
+        "prompt",
+        "output_schema",
+        "tools",
+        "branches",
+        "status",
+        "agent",
+        "kind",
+        "attempts",
+        "on",
+        "backoff",
+        "initial",
+    ]
+)
+_TOOLS = st.sampled_from(
+    ["map", "decide", "agent", "exit", "parallel", "filter", "x__y", "plan__t"]
+)
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.text(max_size=8),
+    st.sampled_from(["{{ E0 }}", "{{ item.", "1s", "object", "E0 > 1", "none"]),
+    _TOOLS,
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=4),
+    max_leaves=20,
+)
+_STEP = st.dictionaries(_KEYS, _VALUES, max_size=5).map(
+    lambda d: {**d, "tool_name": d.get("tool_name", "map")}
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_STEP | _VALUES, min_size=0, max_size=3), _VALUES)
+def test_any_data_loads_or_fails_cleanly(steps, finish):
+    data = {"version": 1, "name": "t", "steps": steps, "finish": finish}
+    try:
+        load_plan_data(data, "fuzz")
+    except PlanLoadError as exc:
+        assert exc.errors and all(isinstance(p, PlanProblem) for p in exc.errors)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=60))
+def test_any_text_loads_or_fails_cleanly(text):
+    try:
+        load_plan_text(text, "fuzz.yaml")
+    except PlanLoadError as exc:
+        assert exc.errors

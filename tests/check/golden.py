@@ -48,6 +48,10 @@ def rewrite_marks(text: str, marks: set[tuple[int, str, str]]) -> str:
     lines = text.split("\n")
     for number, line in enumerate(lines, 1):
         trailer = TRAILER.search(line)
+        old = set(MARK.findall(trailer.group(0))) if trailer else set()
+        if old == set(by_line.get(number, [])):
+            out.append(line)  # unchanged: keep the author's alignment
+            continue
         if trailer:
             line = line[: trailer.start()]
         if number in by_line:

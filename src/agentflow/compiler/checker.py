@@ -1758,6 +1758,7 @@ class _Checker:
                     if len(values) == 1:
                         self.expr(values[0], make_union([TEXT, MEMBER]))
                         self.types[id(target)] = sym.type
+                        self.types[id(target.callee)] = sym.type
                         return
                     for v in values:
                         self.infer(v)

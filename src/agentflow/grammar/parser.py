@@ -25,12 +25,12 @@ Design
 
 from __future__ import annotations
 
+import gc
 import re
 from pathlib import Path
 from typing import Any
 
 from lark import Lark
-from lark.exceptions import UnexpectedInput, UnexpectedToken
 from lark.lexer import Lexer
 
 from agentflow.compiler.diagnostics import SYNTAX_ERROR, Diagnostic
@@ -261,8 +261,13 @@ class _Scanner:
 
     # -- main loop -----------------------------------------------------------------------------
 
-    def tokens(self, parser_state: Any):
-        """Yield tokens for the Lark parser (``parser_state`` may be None: raw scanning)."""
+    def tokens(self, states: dict | None, state_stack: list | None):
+        """Yield tokens for the LALR driver.
+
+        ``states`` is the action table and ``state_stack`` the driver's live state stack, read
+        to decide keyword-or-name for each word; both None means raw scanning (keywords by
+        spelling).
+        """
         text = self.text
         n = self.end
         i = self.pos
@@ -274,8 +279,6 @@ class _Scanner:
         stop = self.stop
         stack = self.stack
         match = _TOKEN_RE.match
-        states = parser_state.parse_conf.states if parser_state is not None else None
-        state_stack = parser_state.state_stack if parser_state is not None else None
         bol = True
         doc: list[str] | None = None
         while i < n:
@@ -724,14 +727,117 @@ def _lark() -> Lark:
     return _PARSER
 
 
+class _Tables:
+    """Lark's LALR(1) table for :file:`flow.lark`, re-keyed for a fast driver loop.
+
+    ``states[state][terminal]`` is ``(True, next_state)`` for a shift or
+    ``(False, (size, callback, nonterminal))`` for a reduction, where ``callback`` is the
+    transformer callback Lark built for the rule.  (Lark's own loop keys its callbacks by
+    ``Rule`` objects whose hashing and equality dominate the parse time.)
+    """
+
+    def __init__(self, lark: Lark) -> None:
+        from lark.parsers.lalr_analysis import Shift
+
+        inner = lark.parser.parser.parser
+        table = inner.parse_table
+        callbacks = inner.callbacks
+        self.states: dict[int, dict[str, tuple]] = {}
+        for st, actions in table.states.items():
+            row = {}
+            for term, (action, arg) in actions.items():
+                # plain str keys: Lark's names are Token objects with a Python-level __eq__
+                if action is Shift:
+                    row[str(term)] = (True, arg)
+                elif arg.options.expand1 and len(arg.expansion) == 1 and not arg.alias:
+                    # `?rule: x` with one child: the value passes through unchanged
+                    row[str(term)] = (False, (1, None, str(arg.origin.name)))
+                else:
+                    row[str(term)] = (
+                        False,
+                        (len(arg.expansion), callbacks[arg], str(arg.origin.name)),
+                    )
+            self.states[st] = row
+        self.start = dict(table.start_states)
+        self.end = dict(table.end_states)
+
+
+_TABLES: _Tables | None = None
+
+
+def _tables() -> _Tables:
+    global _TABLES
+    if _TABLES is None:
+        _TABLES = _Tables(_lark())
+    return _TABLES
+
+
+class _EndTok:
+    """The end-of-input marker fed to the driver."""
+
+    __slots__ = ("type", "value")
+
+    def __init__(self) -> None:
+        self.type = "$END"
+        self.value = ""
+
+
 def _run(sc: _Scanner, start: str) -> Any:
-    """Parse with scanner ``sc``; convert Lark errors into :class:`_SynErr`."""
-    try:
-        return _lark().parse(sc, start=start)
-    except UnexpectedToken as e:
-        raise _unexpected(e, sc) from None
-    except UnexpectedInput as e:  # pragma: no cover - the custom lexer raises _SynErr instead
-        raise _SynErr(str(e), ast.Span(sc.file, 1, 1, 1, 1)) from None
+    """Run the LALR(1) automaton of :file:`flow.lark` over the tokens of ``sc``.
+
+    Returns the value built by the transformer callbacks for the start symbol ``start``;
+    raises :class:`_SynErr` on a syntax error.
+    """
+    t = _tables()
+    states = t.states
+    stack = [t.start[start]]
+    values: list = []
+    end_state = t.end[start]
+    for tok in sc.tokens(states, stack):
+        typ = tok.type
+        while True:
+            act = states[stack[-1]].get(typ)
+            if act is None:
+                raise _unexpected(tok, set(states[stack[-1]]), sc)
+            if act[0]:
+                stack.append(act[1])
+                values.append(tok)
+                break
+            size, cb, origin = act[1]
+            if cb is None:
+                stack.pop()
+                stack.append(states[stack[-1]][origin][1])
+                continue
+            if size:
+                kids = values[-size:]
+                del stack[-size:]
+                del values[-size:]
+            else:
+                kids = []
+            values.append(cb(kids))
+            stack.append(states[stack[-1]][origin][1])
+    end = _EndTok()
+    while True:
+        act = states[stack[-1]].get("$END")
+        if act is None:
+            raise _unexpected(end, set(states[stack[-1]]), sc)
+        if act[0]:  # pragma: no cover - $END is never shifted
+            break
+        size, cb, origin = act[1]
+        if cb is None:
+            stack.pop()
+        else:
+            if size:
+                kids = values[-size:]
+                del stack[-size:]
+                del values[-size:]
+            else:
+                kids = []
+            values.append(cb(kids))
+        stack.append(states[stack[-1]][origin][1])
+        if stack[-1] == end_state:
+            return values[-1]
+    return values[-1]  # pragma: no cover
 
 
 # -- error messages ---------------------------------------------------------------------------
@@ -827,10 +933,10 @@ def _join_or(words: list[str]) -> str:
     return ", ".join(words[:-1]) + " or " + words[-1]
 
 
-def _unexpected(e: UnexpectedToken, sc: _Scanner) -> _SynErr:
-    tok = e.token
+def _unexpected(tok: Any, expected: set[str], sc: _Scanner) -> _SynErr:
     found = _describe(tok)
-    words = _expected_words(set(e.expected))
+    expected = {x for x in expected if x.isupper() or x == "$END"}
+    words = _expected_words(expected)
     msg = f"expected {_join_or(words)}, found {found}" if words else f"unexpected {found}"
     if tok.type == "$END" or not isinstance(tok, Tok):
         last = sc.last
@@ -854,7 +960,7 @@ def _unexpected(e: UnexpectedToken, sc: _Scanner) -> _SynErr:
             span = sc.span_at(sc.pos, sc.pos, sc.line, sc.ls)
         return _SynErr(msg, span)
     hint = None
-    if tok.type == "STRING" and "COLON" in e.expected:
+    if tok.type == "STRING" and "COLON" in expected:
         hint = "object entries are written `key: value`"
     resume = tok.end_pos - sc.ob
     if tok.bol and tok.value in TOP_LEVEL and not isinstance(tok.value, ast.Node):
@@ -1329,23 +1435,23 @@ class _Builder:
 
     # -- operators ------------------------------------------------------------------------------
 
-    def opexpr(self, c):
-        seq = c[0]
-        if len(seq) == 1 and not isinstance(seq[0], _Not):
-            return seq[0]
-        return _climb(seq)
+    def opexpr_single(self, c):
+        x = c[0]
+        if type(x) is _Not:
+            return _climb([x])
+        return x
+
+    def climb(self, c):
+        return _climb(c[0])
 
     def opseq_first(self, c):
-        return [c[0]]
+        return c
 
     def opseq_next(self, c):
         seq = c[0]
         seq.append(c[1])
         seq.append(c[2])
         return seq
-
-    def operand_plain(self, c):
-        return c[0]
 
     def operand_not(self, c):
         inner = c[1]
@@ -1633,12 +1739,19 @@ def parse_module(text: str, file: str) -> tuple[ast.Module, list[Diagnostic]]:
     (named when the name is known), and parsing resumes at the next top-level keyword that
     starts a line.
     """
+    # The parse allocates many small objects and no cycles; pausing the cyclic collector
+    # for its duration is a large speed-up on big files.
+    was_enabled = gc.isenabled()
+    gc.disable()
     try:
         return _parse_module(text, file)
     except Exception as e:  # pragma: no cover - last-resort guard: never raise
         span = ast.Span(file, 1, 1, 1, 1, 0, 0)
         diag = Diagnostic(SYNTAX_ERROR, f"the parser failed on this file ({type(e).__name__})", span)
         return ast.Module(span, file, [ast.ErrorItem(span)]), [diag]
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _parse_module(text: str, file: str) -> tuple[ast.Module, list[Diagnostic]]:
@@ -1703,7 +1816,7 @@ def _raw_tokens(text: str, file: str, i: int, depth_stack: list | None = None):
         if depth_stack is not None:
             sc.stack = depth_stack
         try:
-            for tok in sc.tokens(None):
+            for tok in sc.tokens(None, None):
                 yield tok
             return
         except _SynErr:

@@ -26,22 +26,6 @@ PLAN_ORDER = (
     "plans",
 )
 STEP_ORDER = ("id", "tool_name", "input", "timeout", "retry", "select", "meta")
-FINISH_ORDER = ("mode", "output", "prompt")
-RETRY_ORDER = ("attempts", "on", "backoff")
-BACKOFF_ORDER = ("initial", "factor", "max")
-AGENT_ORDER = (
-    "prompt",
-    "system_prompt",
-    "model",
-    "agent",
-    "input",
-    "tools",
-    "write",
-    "max_iterations",
-    "repair_attempts",
-    "require_final",
-    "output_schema",
-)
 
 
 class _Dumper(yaml.SafeDumper):
@@ -54,6 +38,10 @@ class _Dumper(yaml.SafeDumper):
 def _repr_str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
     if "\n" in data:
         return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|")
+    from agentflow.ir.loader import resolve_plain
+
+    if resolve_plain(data) != data:  # would read back as another type under YAML 1.2: quote it
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="'")
     return dumper.represent_scalar("tag:yaml.org,2002:str", data)
 
 
@@ -74,8 +62,6 @@ def _canon_plan(data: Any) -> Any:
     data = _ordered(data, PLAN_ORDER)
     if isinstance(data.get("steps"), list):
         data["steps"] = [_canon_step(s) for s in data["steps"]]
-    if isinstance(data.get("finish"), dict):
-        data["finish"] = _ordered(data["finish"], FINISH_ORDER)
     if isinstance(data.get("plans"), dict):
         data["plans"] = {k: _canon_plan(v) for k, v in data["plans"].items()}
     return data
@@ -87,18 +73,10 @@ def _canon_step(step: Any) -> Any:
     if not isinstance(step, dict):
         return step
     step = _ordered(step, STEP_ORDER)
-    retry = step.get("retry")
-    if isinstance(retry, dict):
-        retry = _ordered(retry, RETRY_ORDER)
-        if isinstance(retry.get("backoff"), dict):
-            retry["backoff"] = _ordered(retry["backoff"], BACKOFF_ORDER)
-        step["retry"] = retry
     inp = step.get("input")
     tool = step.get("tool_name")
     if isinstance(inp, dict):
         inp = dict(inp)
-        if tool == "agent":
-            inp = _ordered(inp, AGENT_ORDER)
         for key in ("do", "then", "else"):
             if key in inp and (isinstance(inp[key], Step) or _looks_like_step(inp[key])):
                 inp[key] = _canon_step(inp[key])

@@ -150,6 +150,27 @@ def _scalar_pos(node: yaml.ScalarNode, lines: list[str]) -> NodePos:
     return pos
 
 
+def resolve_plain(value: str) -> Any:
+    """The value of a plain (unquoted) YAML scalar under YAML 1.2 core-schema rules."""
+    if value in ("", "~", "null", "Null", "NULL"):
+        return None
+    if value in ("true", "True", "TRUE"):
+        return True
+    if value in ("false", "False", "FALSE"):
+        return False
+    if _INT_RE.fullmatch(value):
+        if value[:2] == "0o":
+            return int(value[2:], 8)
+        return int(value, 16) if value[:2] == "0x" else int(value)
+    if _FLOAT_RE.fullmatch(value):
+        return float(value)
+    if _INF_RE.fullmatch(value):
+        return -math.inf if value.startswith("-") else math.inf
+    if _NAN_RE.fullmatch(value):
+        return math.nan
+    return value
+
+
 def _resolve_scalar(node: yaml.ScalarNode) -> Any:
     value = node.value
     tag = node.tag
@@ -158,21 +179,7 @@ def _resolve_scalar(node: yaml.ScalarNode) -> Any:
     else:
         implicit = tag == _IMPLICIT_RESOLVER.resolve(yaml.ScalarNode, value, (True, False))
     if implicit:
-        if value in ("", "~", "null", "Null", "NULL"):
-            return None
-        if value in ("true", "True", "TRUE"):
-            return True
-        if value in ("false", "False", "FALSE"):
-            return False
-        if _INT_RE.fullmatch(value):
-            return int(value, 0) if value[:2] in ("0o", "0x") else int(value)
-        if _FLOAT_RE.fullmatch(value):
-            return float(value)
-        if _INF_RE.fullmatch(value):
-            return -math.inf if value.startswith("-") else math.inf
-        if _NAN_RE.fullmatch(value):
-            return math.nan
-        return value
+        return resolve_plain(value)
     short = tag.rsplit(":", 1)[-1] if tag.startswith("tag:yaml.org,2002:") else None
     try:
         if short == "int":
@@ -441,6 +448,7 @@ class _Builder:
                     input=raw_input if "input" in known else {},
                 )
             step._broken = bad | {"*"}
+        step._path = tuple(path)
         # bodies become Step objects in place
         if isinstance(step.input, dict):
             new_input = dict(step.input)

@@ -120,6 +120,7 @@ class Step(BaseModel):
     _compiled: Any = PrivateAttr(default=None)
     _compiled_select: Any = PrivateAttr(default=None)
     _broken: set = PrivateAttr(default_factory=set)
+    _path: tuple | None = PrivateAttr(default=None)
 
     @property
     def compiled(self) -> Any:

@@ -75,10 +75,10 @@ def walk_steps(plan: Plan, path: tuple = ()) -> Iterator[tuple[tuple, str, Step]
                     bp = (*p, "input", "branches", key)
                 else:
                     bp = (*p, "input", key)
-                yield from visit(body, bp, f"{label}/{key}")
+                yield from visit(body, body._path or bp, f"{label}/{key}")
 
     for i, step in enumerate(plan.steps):
-        yield from visit(step, (*path, "steps", i), step.id or f"steps[{i}]")
+        yield from visit(step, step._path or (*path, "steps", i), step.id or f"steps[{i}]")
 
 
 class _Validator:
@@ -175,7 +175,8 @@ class _Validator:
         for i, step in enumerate(plan.steps):
             scope = {"input"} | {sid for sid in top_ids[:i] if sid}
             later = {sid for sid in top_ids[i:] if sid}
-            self.step(step, (*path, "steps", i), frozenset(scope), frozenset(later), body=False)
+            spath = step._path or (*path, "steps", i)
+            self.step(step, spath, frozenset(scope), frozenset(later), body=False)
 
         if plan.finish is not None:
             self.finish(plan, path, frozenset({"input"} | {s for s in top_ids if s}))
@@ -321,7 +322,7 @@ class _Validator:
         # bodies first (their own scope), then this step's templates
         extra = BODY_SCOPE.get(tool, frozenset())
         for label, b in step.bodies():
-            bpath = (
+            bpath = b._path or (
                 (*path, "input", "branches", label)
                 if tool == "parallel"
                 else (*path, "input", label)

@@ -377,20 +377,28 @@ def _strip_file(exc: ConfigError, file: str) -> str:
 
 
 def _format_validation(exc: ValidationError, file: Path | None, text: str) -> str:
-    lines = []
+    grouped: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for err in exc.errors():
-        loc = tuple(str(p) for p in err["loc"])
+        # drop pydantic's union-member tags ("str", "list[str]") so one key gives one message
+        loc = tuple(str(p) for p in err["loc"] if not _UNION_TAG.fullmatch(str(p)))
+        grouped.setdefault(loc, []).append(err)
+    lines = []
+    for loc, errs in grouped.items():
         line = _line_of(text, loc)
         where = f"{file}:{line}" if line else f"{file}"
         dotted = ".".join(loc) or "(top level)"
-        if err["type"] == "extra_forbidden":
+        first = errs[0]
+        if first["type"] == "extra_forbidden":
             message = f"unknown key '{dotted}'"
-        elif err["type"] == "missing":
+        elif first["type"] == "missing":
             message = f"missing required key '{dotted}'"
         else:
-            message = f"{dotted}: {err['msg']}"
+            message = f"{dotted}: " + " or ".join(dict.fromkeys(e["msg"] for e in errs))
         lines.append(f"{where}: {message}")
     return "\n".join(lines)
+
+
+_UNION_TAG = re.compile(r"(str|int|float|bool|list\[.*\]|dict\[.*\])")
 
 
 _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")

@@ -552,7 +552,13 @@ class Executor:
         tool = step.tool_name
         handler = _CONTROL.get(tool)
         if handler is not None:
-            return await handler(self, step, _compiled(step), scope, path, frame, announce)
+            try:
+                return await handler(self, step, _compiled(step), scope, path, frame, announce)
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                # a malformed hand-written control step: report it, never a traceback
+                raise RunError(
+                    "validation", f"`{tool}` step: {type(exc).__name__}: {exc}", path
+                ) from None
         args = render_value(_compiled(step), scope)
         announce(args)
         return await self.dispatch_tool(
@@ -839,11 +845,14 @@ async def _c_filter(ex: Executor, step, c, scope, path, frame, announce) -> Any:
 
 async def _c_map(ex: Executor, step, c, scope, path, frame, announce) -> Any:
     items = _over(c, scope, path)
-    conc = render_value(c.get("concurrency", 1), scope) or 1
+    conc = render_value(c.get("concurrency"), scope)
+    conc = 1 if conc is None else conc
     mode = render_value(c.get("on_item_error", "fail"), scope) or "fail"
     body = _body(c.get("do"), "do", path)
     announce({"over": items, "concurrency": conc, "on_item_error": mode})
-    if not isinstance(conc, int) or conc < 1:
+    if mode not in ("fail", "skip"):
+        raise RunError("validation", f"`on_item_error` must be fail or skip, got {mode!r}", path)
+    if not isinstance(conc, int) or isinstance(conc, bool) or conc < 1:
         raise RunError(
             "validation", f"`concurrency` must be a positive integer, got {conc!r}", path
         )
