@@ -217,7 +217,7 @@ def test_flow_name_defaults_to_stem_and_json_input():
 
 
 def test_untyped_tool_signature_and_prelude():
-    res = check_source("stage s -> json { return a__b(x: 1, y: \"z\") }", "t.flow")
+    res = check_source('stage s -> json { return a__b(x: 1, y: "z") }', "t.flow")
     assert [d.code for d in res.diagnostics] == ["untyped-tool"]
     sig = res.tools["a__b"]
     assert not sig.declared and set(sig.params) == {"x", "y"} and sig.returns == JSON

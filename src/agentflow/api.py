@@ -178,6 +178,8 @@ async def run(
     hooks: Any = None,
     catalog: Any = None,
     router: Any = None,
+    record: str | os.PathLike | None = None,
+    replay: str | os.PathLike | None = None,
 ) -> Any:
     """Run a `.flow` file, a plan file or a loaded :class:`Plan` and return its ``RunResult``.
 
@@ -185,7 +187,10 @@ async def run(
       find ``flow.toml`` from the current directory upwards (else the environment);
     - ``workspace``: the root the file tools are confined to (default: the current directory);
     - ``trace``: a JSON Lines file receiving every event;
-    - ``catalog`` / ``router``: override the tool catalog and the model router (embedding, tests).
+    - ``catalog`` / ``router``: override the tool catalog and the model router (embedding, tests);
+    - ``record``: write every model exchange to this cassette (JSON Lines, no keys);
+    - ``replay``: answer every model request from this cassette; needs no model configuration
+      (a request not in it fails the step with ``replay_miss``).
 
     Raises :class:`ConfigError` before the first step when the plan needs a model and none is
     configured; :class:`InputError` when ``input`` does not match the plan's input schema.
@@ -199,10 +204,19 @@ async def run(
     plan = target if isinstance(target, Plan) else load(target)
     if not isinstance(config, Config):
         config = load_config(config)
+    if router is None and replay is not None:
+        from agentflow.runtime.models.cassette import ReplayRouter
+
+        router = ReplayRouter(replay, config)
     if router is None:
         if plan_needs_model(plan) and not config.has_model():
             raise ConfigError(no_model_message(config))
-        router = ModelRouter(config)
+        if record is not None:
+            from agentflow.runtime.models.cassette import recording_router
+
+            router = recording_router(config, record)
+        else:
+            router = ModelRouter(config)
     if catalog is None:
         catalog = default_catalog()
     all_sinks = list(sinks)

@@ -81,6 +81,8 @@ def check(paths: tuple[str, ...], fmt: str, warnings_as_errors: bool) -> None:
         warnings = len(diags) - errors
         if diags:
             _err(f"{errors} error(s), {warnings} warning(s) in {len(files)} file(s)")
+        else:
+            _err(f"{len(files)} file(s) checked: no problems")
     else:
         click.echo(out)
     failing = any(d.severity == "error" for d in diags) or (warnings_as_errors and diags)
@@ -144,13 +146,21 @@ def schema(file: str, type_name: str) -> None:
 @click.option("--trace", type=click.Path(dir_okay=False), help="Write every event as JSON Lines here.")
 @click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole RunResult as JSON.")
+@click.option("--record", type=click.Path(dir_okay=False), help="Record model exchanges here.")
+@click.option(
+    "--replay", type=click.Path(dir_okay=False), help="Answer model requests from this cassette."
+)
 def run(target: str, input_: str | None, workspace: str | None, trace: str | None,
-        config: str | None, as_json: bool) -> None:
+        config: str | None, as_json: bool, record: str | None, replay: str | None) -> None:
     """Run a .flow file or a plan file; the output goes to stdout as JSON."""
     from agentflow.runtime.events import ConsoleSink
 
     if not Path(target).is_file():
         raise click.UsageError(f"{target}: no such file")
+    if record and replay:
+        raise click.UsageError("--record and --replay cannot be used together")
+    if replay is not None and not Path(replay).is_file():
+        raise click.UsageError(f"--replay {replay}: no such file")
     if workspace is not None and not Path(workspace).is_dir():
         raise click.UsageError(f"--workspace {workspace}: no such directory")
     try:
@@ -161,7 +171,7 @@ def run(target: str, input_: str | None, workspace: str | None, trace: str | Non
             plan = api.load(target)
         result = api.run_sync(
             plan, data, config=config, workspace=workspace, trace=trace,
-            sinks=[ConsoleSink()],
+            sinks=[ConsoleSink()], record=record, replay=replay,
         )
     except api.CompileError as e:
         _err(_render(e.diagnostics, e.sources, "text"))

@@ -51,8 +51,7 @@ def test_golden(path: Path, request) -> None:
     missing = want - got
     extra = got - want
     assert not missing and not extra, (
-        f"missing: {sorted(missing)}\nunexpected: {sorted(extra)}\n"
-        + _explain(path, result, extra)
+        f"missing: {sorted(missing)}\nunexpected: {sorted(extra)}\n" + _explain(path, result, extra)
     )
 
 
@@ -66,12 +65,9 @@ def test_shared_corpus(path: Path) -> None:
     result = check_file(path)
     got = actual_marks(result.diagnostics)
     missing = want - got
-    extra = {
-        m for m in got - want if m[1] == "error" or path.name == "clean.flow"
-    }
+    extra = {m for m in got - want if m[1] == "error" or path.name == "clean.flow"}
     assert not missing and not extra, (
-        f"missing: {sorted(missing)}\nunexpected: {sorted(extra)}\n"
-        + _explain(path, result, extra)
+        f"missing: {sorted(missing)}\nunexpected: {sorted(extra)}\n" + _explain(path, result, extra)
     )
 
 
@@ -82,9 +78,7 @@ EXAMPLES = sorted(SHARED_EXAMPLES.glob("*.flow")) if SHARED_EXAMPLES.is_dir() el
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
 def test_examples_check_clean(path: Path) -> None:
     result = check_file(path)
-    assert result.diagnostics == [], _explain(
-        path, result, actual_marks(result.diagnostics)
-    )
+    assert result.diagnostics == [], _explain(path, result, actual_marks(result.diagnostics))
 
 
 def test_rewrite_marks_round_trip() -> None:

@@ -392,6 +392,15 @@ class _Checker:
                 return
         if isinstance(got, ErrorType) or isinstance(want, ErrorType):
             return
+        if isinstance(got, UseType):
+            self.report(
+                D.TYPE_MISMATCH,
+                f"`{got.alias}` is a `use {got.kind}` alias, not a value "
+                f"(expected `{type_str(want)}`)",
+                expr.span,
+                hint="a `use` alias can only be the target of `agent(…)`",
+            )
+            return
         shown = got if _has_literal(want, self.env) else widen(got)
         self.report(
             D.TYPE_MISMATCH,
@@ -411,7 +420,8 @@ class _Checker:
             if name == "Verdict":
                 return VERDICT
             if name in self.env.objects or (
-                name in self.type_decls and isinstance(self.type_decls[name], ast.TypeDecl)
+                name in self.type_decls
+                and isinstance(self.type_decls[name], ast.TypeDecl)
                 and self.type_decls[name].body is not None
             ):
                 return NamedRef(name)
@@ -490,9 +500,7 @@ class _Checker:
                 )
                 continue
             if cname in out:
-                self.report(
-                    D.INVALID_CONSTRAINT, f"constraint `@{cname}` is given twice", c.span
-                )
+                self.report(D.INVALID_CONSTRAINT, f"constraint `@{cname}` is given twice", c.span)
                 continue
             values = []
             ok = True
@@ -574,9 +582,7 @@ class _Checker:
             try:
                 re.compile(values[0])
             except re.error as exc:
-                self.report(
-                    D.INVALID_VALUE, f"invalid regular expression: {exc}", c.args[0].span
-                )
+                self.report(D.INVALID_VALUE, f"invalid regular expression: {exc}", c.args[0].span)
                 return False
         if cname == "format" and values[0] not in FORMATS:
             self.report(
@@ -602,7 +608,9 @@ class _Checker:
                     D.CYCLIC_ALIAS,
                     f"type alias `{first.name.name}` refers to itself ({chain} → {first.name.name})",
                     first.name.span,
-                    notes=[Note(f"`{d.name.name}` is part of the cycle", d.name.span) for d in others],
+                    notes=[
+                        Note(f"`{d.name.name}` is part of the cycle", d.name.span) for d in others
+                    ],
                     hint="declare an object type (`type N { … }`) to make a recursive type",
                 )
             for n in cycle:
@@ -845,7 +853,9 @@ class _Checker:
             self.stage_syms[name] = Symbol("stage", name, st, stage)
             self.stage_order.append(stage)
 
-    def body(self, block: ast.Block, expected: Type | None, owner_span: ast.Span, what: str) -> Type:
+    def body(
+        self, block: ast.Block, expected: Type | None, owner_span: ast.Span, what: str
+    ) -> Type:
         """Check a stage or control body; returns the body's value type."""
         frame = _Frame(expected)
         self.frames.append(frame)
@@ -860,7 +870,7 @@ class _Checker:
                 D.MISSING_RETURN,
                 f"{what} does not produce a value on every path",
                 owner_span,
-                hint="end it with `return <value>` (or an expression), or `fail \"…\"`",
+                hint='end it with `return <value>` (or an expression), or `fail "…"`',
             )
         if expected is not None:
             return expected
@@ -1045,7 +1055,7 @@ class _Checker:
                 if isinstance(t, UseType):
                     self.report(
                         D.TYPE_MISMATCH,
-                        f"{type_str(t)} is not a value and cannot be interpolated",
+                        f"`{t.alias}` is a `use {t.kind}` alias and cannot be interpolated",
                         p.expr.span,
                     )
         return result
@@ -1137,9 +1147,7 @@ class _Checker:
             if isinstance(t, LiteralType):
                 return LiteralType(-t.value)  # type: ignore[operator]
             return widen(t)
-        self.report(
-            D.TYPE_MISMATCH, f"`-` needs a number, found `{type_str(t)}`", e.operand.span
-        )
+        self.report(D.TYPE_MISMATCH, f"`-` needs a number, found `{type_str(t)}`", e.operand.span)
         return ERROR
 
     def e_Binary(self, e: ast.Binary, hint: Type | None) -> Type:
@@ -1151,7 +1159,12 @@ class _Checker:
         if op == "??":
             lt = self.infer(e.left, make_optional(hint) if hint is not None else None)
             base = strip_optional(lt, self.env)
-            rt = self.infer(e.right, hint if hint is not None else (widen(base) if not isinstance(base, NeverType) else None))
+            rt = self.infer(
+                e.right,
+                hint
+                if hint is not None
+                else (widen(base) if not isinstance(base, NeverType) else None),
+            )
             if isinstance(lt, ErrorType) or isinstance(rt, ErrorType):
                 return ERROR
             if isinstance(base, NeverType):
@@ -1230,7 +1243,7 @@ class _Checker:
                 f"`+` cannot combine `{type_str(lw)}` and `{type_str(rw)}`",
                 e.span,
                 hint="`+` adds numbers and concatenates text or arrays; "
-                "use interpolation (\"${…}\") to build text from other values",
+                'use interpolation ("${…}") to build text from other values',
             )
             return ERROR
         # - * / %
@@ -1385,7 +1398,9 @@ class _Checker:
                     e.index.span,
                 )
             result = r.value
-        elif isinstance(r, ObjectType) and isinstance(it, LiteralType) and isinstance(it.value, str):
+        elif (
+            isinstance(r, ObjectType) and isinstance(it, LiteralType) and isinstance(it.value, str)
+        ):
             return self.member_type(ot, it.value, e.index.span, e)
         elif is_textual(r, self.env):
             if not assignable(it, INT, self.env):
@@ -1396,9 +1411,7 @@ class _Checker:
                 )
             result = TEXT
         else:
-            self.report(
-                D.TYPE_MISMATCH, f"`{type_str(ot)}` cannot be indexed", e.obj.span
-            )
+            self.report(D.TYPE_MISMATCH, f"`{type_str(ot)}` cannot be indexed", e.obj.span)
             return ERROR
         return make_optional(result) if opt else result
 
@@ -1561,9 +1574,7 @@ class _Checker:
         r = self.env.resolve(t)
         if isinstance(r, ListType):
             return r.elem if not isinstance(r.elem, NeverType) else NEVER
-        self.report(
-            D.TYPE_MISMATCH, f"`{what}` needs an array, found `{type_str(t)}`", over.span
-        )
+        self.report(D.TYPE_MISMATCH, f"`{what}` needs an array, found `{type_str(t)}`", over.span)
         return ERROR
 
     def positive_int(self, e: ast.Expr, what: str, *, allow_zero: bool = False) -> None:
@@ -1714,8 +1725,10 @@ class _Checker:
 
         if isinstance(target, ast.Name):
             sym = use_of(target)
-            if sym is None and target.name not in self.error_names and not self.in_names(
-                target.name
+            if (
+                sym is None
+                and target.name not in self.error_names
+                and not self.in_names(target.name)
             ):
                 self.report(
                     D.UNKNOWN_NAME,
@@ -1731,7 +1744,9 @@ class _Checker:
                 self.types[id(target)] = sym.type
                 return
             if sym.kind == "use":
-                invalid(f"`{target.name}` is a team: use `{target.name}.main` or `{target.name}.member(…)`")
+                invalid(
+                    f"`{target.name}` is a team: use `{target.name}.main` or `{target.name}.member(…)`"
+                )
                 return
             invalid(f"`{target.name}` is not an agent")
             return
@@ -1856,7 +1871,7 @@ class _Checker:
                     D.WRITE_NOT_PATH_ARRAY,
                     f"`write` must be `path[]`, found `{type_str(t)}`",
                     v.span,
-                    hint="give a `path[]` field, or a list of paths such as `[input.dir, \"notes.md\"]`",
+                    hint='give a `path[]` field, or a list of paths such as `[input.dir, "notes.md"]`',
                 )
         elif kind == "expect":
             t = self.resolve_type(v)

@@ -57,7 +57,9 @@ def _source_line(sources: dict[str, str], file: str, line: int) -> str | None:
     return lines[line - 1]
 
 
-def render_text(diags: Iterable[Diagnostic], sources: dict[str, str], *, color: bool = False) -> str:
+def render_text(
+    diags: Iterable[Diagnostic], sources: dict[str, str], *, color: bool = False
+) -> str:
     """Render diagnostics for a terminal, sorted by position::
 
         file.flow:3:11: error[type-mismatch]: expected `int`, found `text`
@@ -97,9 +99,7 @@ def render_text(diags: Iterable[Diagnostic], sources: dict[str, str], *, color: 
             pad = " " * len(gutter)
             lines.append(f"{pad} {paint(_BLUE, '|')}")
             lines.append(f"{paint(_BLUE, gutter + ' |')} {text}")
-            lines.append(
-                f"{pad} {paint(_BLUE, '|')} {' ' * start}{paint(sev_color, '^' * width)}"
-            )
+            lines.append(f"{pad} {paint(_BLUE, '|')} {' ' * start}{paint(sev_color, '^' * width)}")
             indent = pad + " "
         else:
             indent = "  "

@@ -270,7 +270,7 @@ class UseType(Type):
     alias: str
 
     def __str__(self) -> str:
-        return f"{self.kind} `{self.alias}`"
+        return f"{self.kind}({self.alias})"
 
 
 TEXT = Prim("text")
@@ -505,9 +505,7 @@ def _assignable(src: Type, dst: Type, env: TypeEnv, seen: set) -> bool:
         if isinstance(dst, LiteralType):
             return src == dst or (
                 # 1 is assignable to the literal 1.0
-                src.base in (INT, NUMBER)
-                and dst.base in (INT, NUMBER)
-                and src.value == dst.value
+                src.base in (INT, NUMBER) and dst.base in (INT, NUMBER) and src.value == dst.value
             )
         if src.base == TEXT and dst in (PATH, MEMBER):
             return True
@@ -612,7 +610,7 @@ def _type_str(t: Type, depth: int) -> str:
     if isinstance(t, RangeType):
         return f"range<{_type_str(t.elem, depth)}>"
     if isinstance(t, UseType):
-        return f"{t.kind} `{t.alias}`"
+        return f"{t.kind}({t.alias})"
     return type(t).__name__
 
 

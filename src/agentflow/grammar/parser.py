@@ -128,6 +128,9 @@ _WORD_AFTER = re.compile(r"[ \t]+(?:[A-Za-z_0-9\"])")
 _SKIP_TRIVIA = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.S)
 
 
+_Span = ast.Span
+
+
 class Tok:
     """A token as the Lark parser sees it (``type``) plus its source position.
 
@@ -138,8 +141,8 @@ class Tok:
     __slots__ = (
         "type",
         "value",
-        "start_pos",
-        "end_pos",
+        "start",
+        "end",
         "line",
         "column",
         "end_line",
@@ -149,11 +152,11 @@ class Tok:
         "bol",
     )
 
-    def __init__(self, type, value, start_pos, end_pos, line, column, end_line, end_column, file):
+    def __init__(self, type, value, start, end, line, column, end_line, end_column, file):
         self.type = type
         self.value = value
-        self.start_pos = start_pos
-        self.end_pos = end_pos
+        self.start = start
+        self.end = end
         self.line = line
         self.column = column
         self.end_line = end_line
@@ -170,8 +173,8 @@ class Tok:
             self.column,
             self.end_line,
             self.end_column,
-            self.start_pos,
-            self.end_pos,
+            self.start,
+            self.end,
         )
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
@@ -314,7 +317,7 @@ class _Scanner:
                 else:
                     if bol and module:
                         if value in _STRONG and stack and _WORD_AFTER.match(text, j, n):
-                            opener = stack[0]
+                            opener = stack[-1]
                             self.line, self.ls = line, ls
                             raise _SynErr(
                                 f"expected `{_OPENERS[opener.value]}` to close the "
@@ -461,7 +464,7 @@ class _Scanner:
             if stop is not None:
                 self.line, self.ls = line, ls
                 what = "`}`" if stop == "}" else "`}}`"
-                start = self.pos if self.last is None else self.last.end_pos - ob
+                start = self.pos if self.last is None else self.last.end - ob
                 raise self.error(f"expected {what} before the end of the text", start, n, line, ls)
         self.pos = i
         self.line, self.ls = line, ls
@@ -953,8 +956,8 @@ def _unexpected(tok: Any, expected: set[str], sc: _Scanner) -> _SynErr:
                 last.end_column,
                 last.end_line,
                 last.end_column,
-                last.end_pos,
-                last.end_pos,
+                last.end,
+                last.end,
             )
         else:
             span = sc.span_at(sc.pos, sc.pos, sc.line, sc.ls)
@@ -962,9 +965,9 @@ def _unexpected(tok: Any, expected: set[str], sc: _Scanner) -> _SynErr:
     hint = None
     if tok.type == "STRING" and "COLON" in expected:
         hint = "object entries are written `key: value`"
-    resume = tok.end_pos - sc.ob
+    resume = tok.end - sc.ob
     if tok.bol and tok.value in TOP_LEVEL and not isinstance(tok.value, ast.Node):
-        resume = tok.start_pos - sc.ob
+        resume = tok.start - sc.ob
     return _SynErr(msg, tok.span, resume=resume, depth=len(sc.stack), hint=hint)
 
 
@@ -1021,7 +1024,12 @@ def _sp(x: Any) -> ast.Span:
 
 
 def _cover(a: Any, b: Any) -> ast.Span:
-    return a.span.to(b.span)
+    """The span from the start of ``a`` to the end of ``b`` (each a Tok or a node)."""
+    if type(a) is not Tok:
+        a = a.span
+    if type(b) is not Tok:
+        b = b.span
+    return _Span(a.file, a.line, a.column, b.end_line, b.end_column, a.start, b.end)
 
 
 def _operand_span(x: Any) -> ast.Span:
@@ -1857,11 +1865,11 @@ def _find_resume(text: str, file: str, err: _SynErr, sc: _Scanner, item_start: i
         at_bol = tok.bol if not first else (bol and tok.bol)
         first = False
         v = tok.value
-        if at_bol and isinstance(v, str) and v in TOP_LEVEL and tok.start_pos > item_start:
+        if at_bol and isinstance(v, str) and v in TOP_LEVEL and tok.start > item_start:
             if depth <= 0:
-                return tok.start_pos
-            if v in _STRONG and _WORD_AFTER.match(text, tok.end_pos, n):
-                return tok.start_pos
+                return tok.start
+            if v in _STRONG and _WORD_AFTER.match(text, tok.end, n):
+                return tok.start
         t = tok.type
         if t in ("LPAR", "LSQB", "LBRACE", "LPAR_NL", "LSQB_NL"):
             depth += 1

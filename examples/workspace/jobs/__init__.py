@@ -1,0 +1,1 @@
+"""A tiny concurrent job runner (sample code for the bug-triage example)."""

@@ -1,0 +1,235 @@
+"""Record and replay model exchanges (RUNTIME.md §5: ``--record FILE`` / ``--replay FILE``).
+
+A cassette is a JSON Lines file; each line is one exchange::
+
+    {"key": "<sha256>", "request": {messages, tools, response_schema}, "response": {...}}
+
+The key is the SHA-256 of the *normalised* request: messages, tools and the response schema only,
+never the provider, model name, URL, headers or API key, so a recorded run replays against any
+configuration or none.  Nothing secret is ever written: requests are stored in the neutral form of
+:mod:`agentflow.runtime.models.base`, which holds no credentials.
+
+Identical requests recorded several times are replayed in recorded order.  A request that is not in
+the cassette raises :class:`~agentflow.errors.RunError` with code ``replay_miss``, whose message
+shows the nearest recorded request and where it differs; the executor adds the step path.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import threading
+from collections import defaultdict, deque
+from pathlib import Path
+from typing import Any
+
+from agentflow.errors import ConfigError, RunError
+from agentflow.runtime.config import Config, ProviderConfig, ResolvedModel
+from agentflow.runtime.models.base import ChatRequest, ChatResponse, ModelClient, ToolCall
+from agentflow.runtime.models.router import ModelRouter, RoutedClient
+
+__all__ = [
+    "normalise_request",
+    "request_key",
+    "CassetteWriter",
+    "RecordingClient",
+    "ReplayClient",
+    "ReplayRouter",
+    "recording_router",
+]
+
+
+def normalise_request(request: ChatRequest) -> dict[str, Any]:
+    """The parts of a request that decide the answer, as plain JSON data."""
+    messages = []
+    for m in request.messages:
+        item: dict[str, Any] = {"role": m.role, "content": m.content}
+        if m.tool_calls:
+            item["tool_calls"] = [
+                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls
+            ]
+        if m.tool_call_id:
+            item["tool_call_id"] = m.tool_call_id
+        if m.is_error:
+            item["is_error"] = True
+        messages.append(item)
+    return {
+        "messages": messages,
+        "tools": [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+            for t in request.tools
+        ],
+        "response_schema": request.response_schema,
+    }
+
+
+def _canonical(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def request_key(request: ChatRequest) -> str:
+    """SHA-256 (hex) of the canonical JSON of :func:`normalise_request`."""
+    return hashlib.sha256(_canonical(normalise_request(request)).encode()).hexdigest()
+
+
+def _response_data(response: ChatResponse) -> dict[str, Any]:
+    return {
+        "text": response.text,
+        "tool_calls": [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in response.tool_calls
+        ],
+        "finish_reason": response.finish_reason,
+        "usage": dict(response.usage or {}),
+        "model": response.model,
+    }
+
+
+def _response_from(data: dict[str, Any]) -> ChatResponse:
+    return ChatResponse(
+        text=data.get("text"),
+        tool_calls=[ToolCall(c["id"], c["name"], c["arguments"]) for c in data.get("tool_calls", [])],
+        finish_reason=data.get("finish_reason") or "stop",
+        usage=dict(data.get("usage") or {}),
+        model=data.get("model"),
+    )
+
+
+class CassetteWriter:
+    """Appends exchanges to a cassette file (thread- and task-safe); truncates it on open."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.write_text("", encoding="utf-8")
+        except OSError as e:
+            raise ConfigError(f"{self.path}: cannot write cassette: {e.strerror or e}") from None
+
+    def write(self, request: ChatRequest, response: ChatResponse) -> None:
+        line = {
+            "key": request_key(request),
+            "request": normalise_request(request),
+            "response": _response_data(response),
+        }
+        text = json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n"
+        with self._lock, self.path.open("a", encoding="utf-8") as f:
+            f.write(text)
+
+
+class RecordingClient:
+    """Wraps a real :class:`ModelClient` and writes every successful exchange to a cassette."""
+
+    def __init__(self, inner: ModelClient, writer: CassetteWriter):
+        self.inner = inner
+        self.writer = writer
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        response = await self.inner.chat(request)
+        self.writer.write(request, response)
+        return response
+
+    async def aclose(self) -> None:
+        close = getattr(self.inner, "aclose", None)
+        if close is not None:
+            await close()
+
+
+class ReplayClient:
+    """Answers requests from a cassette; raises ``RunError(replay_miss)`` for unknown ones."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._entries: dict[str, deque] = defaultdict(deque)
+        self._requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+        except OSError as e:
+            raise ConfigError(f"{self.path}: cannot read cassette: {e.strerror or e}") from None
+        for number, raw in enumerate(lines, 1):
+            if not raw.strip():
+                continue
+            try:
+                entry = json.loads(raw)
+                key, response = entry["key"], entry["response"]
+            except (ValueError, KeyError, TypeError):
+                raise ConfigError(
+                    f"{self.path}:{number}:1: not a cassette line (expected JSON with key, "
+                    "request and response)"
+                ) from None
+            self._entries[key].append(response)
+            self._requests.append(entry.get("request") or {})
+
+    def __len__(self) -> int:
+        return len(self._requests)
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        key = request_key(request)
+        with self._lock:
+            queue = self._entries.get(key)
+            if queue:
+                data = queue.popleft() if len(queue) > 1 else queue[0]
+                return _response_from(data)
+        raise RunError("replay_miss", self._miss_message(request))
+
+    def _miss_message(self, request: ChatRequest) -> str:
+        wanted = normalise_request(request)
+        head = f"no recorded answer in {self.path} for this model request"
+        if not self._requests:
+            return head + " (the cassette is empty)"
+        wanted_lines = _lines(wanted)
+        best, best_ratio = None, -1.0
+        for rec in self._requests:
+            ratio = difflib.SequenceMatcher(None, _lines(rec), wanted_lines, autojunk=False).ratio()
+            if ratio > best_ratio:
+                best, best_ratio = rec, ratio
+        diff = list(
+            difflib.unified_diff(
+                _lines(best), wanted_lines, "nearest recorded request", "this request", n=1,
+                lineterm="",
+            )
+        )
+        shown = "\n".join(line[:200] for line in diff[:24])
+        more = "\n…" if len(diff) > 24 else ""
+        return f"{head}; nearest recorded request ({best_ratio:.0%} similar) differs:\n{shown}{more}"
+
+
+def _lines(data: Any) -> list[str]:
+    return json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False).splitlines()
+
+
+_REPLAY_MODEL = ResolvedModel(
+    label="replay", provider_name="replay", provider=ProviderConfig(kind="openai"), model="replay"
+)
+
+
+class ReplayRouter(ModelRouter):
+    """A :class:`ModelRouter` whose every role and named model answers from one cassette.
+
+    Needs no model, key or provider configuration (RUNTIME.md §5).
+    """
+
+    def __init__(self, cassette: str | Path, config: Config | None = None, **kwargs: Any):
+        super().__init__(config or Config(), **kwargs)
+        self.replay = ReplayClient(cassette)
+
+    def client_for(self, role_or_name: str | None = None) -> RoutedClient:
+        name = role_or_name or "chat"
+        if name not in self._routed:
+            self._routed[name] = RoutedClient(self, name, [(_REPLAY_MODEL, self.replay)])
+        return self._routed[name]
+
+
+def recording_router(config: Config, cassette: str | Path, **kwargs: Any) -> ModelRouter:
+    """A :class:`ModelRouter` over ``config`` that records every exchange into ``cassette``."""
+    writer = CassetteWriter(cassette)
+    holder: dict[str, ModelRouter] = {}
+
+    def factory(resolved: ResolvedModel) -> ModelClient:
+        return RecordingClient(ModelRouter._build(holder["router"], resolved), writer)
+
+    router = ModelRouter(config, client_factory=factory, **kwargs)
+    holder["router"] = router
+    return router

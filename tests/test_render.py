@@ -1,0 +1,172 @@
+"""Tests of the diagnostic renderers (text, JSON, SARIF 2.1.0).
+
+Snapshots live in tests/check/render/; ``FLOW_UPDATE_GOLDEN=1`` (or ``pytest tests/check
+--update-golden`` style runs that register the option) rewrites them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentflow.compiler.api import check_source
+from agentflow.compiler.diagnostics import CODES, Diagnostic, Note
+from agentflow.compiler.render import render_json, render_sarif, render_text, summary
+from agentflow.grammar.ast import Span
+
+HERE = Path(__file__).parent
+SNAP = HERE / "check" / "render"
+SOURCES = ["returns.flow", "bidirectional.flow", "tools.flow"]
+
+
+def _update(config) -> bool:
+    try:
+        flag = config.getoption("update_golden", default=False)
+    except ValueError:  # pragma: no cover
+        flag = False
+    return bool(flag) or os.environ.get("FLOW_UPDATE_GOLDEN") == "1"
+
+
+def _checked(name: str):
+    text = (HERE / "check" / name).read_text(encoding="utf-8")
+    return check_source(text, name).diagnostics, {name: text}
+
+
+def _renders(name: str) -> dict[str, str]:
+    diags, sources = _checked(name)
+    return {
+        "txt": render_text(diags, sources),
+        "json": render_json(diags),
+        "sarif": render_sarif(diags, tool_version="test"),
+    }
+
+
+@pytest.mark.parametrize("name", SOURCES)
+@pytest.mark.parametrize("fmt", ["txt", "json", "sarif"])
+def test_render_snapshots(name, fmt, request):
+    out = _renders(name)[fmt]
+    snap = SNAP / f"{Path(name).stem}.{fmt}"
+    if _update(request.config) or not snap.exists():
+        SNAP.mkdir(parents=True, exist_ok=True)
+        snap.write_text(out, encoding="utf-8")
+        if not _update(request.config):
+            pytest.skip(f"wrote new snapshot {snap.name}")
+        return
+    assert out == snap.read_text(encoding="utf-8")
+
+
+def test_text_layout():
+    src = "type A { x: int }\ntype A { y: int }\n"
+    diags = check_source(src, "a.flow").diagnostics
+    out = render_text(diags, {"a.flow": src})
+    assert out.splitlines() == [
+        "a.flow:2:6: error[duplicate-definition]: type `A` is defined twice",
+        "  |",
+        "2 | type A { y: int }",
+        "  |      ^",
+        "  = note: a.flow:1:6: first defined here",
+    ]
+    assert summary(diags) == "1 error"
+    assert summary([]) == "no problems"
+
+
+def test_text_tabs_multiline_and_missing_source():
+    d = Diagnostic(
+        "type-mismatch",
+        "boom",
+        Span("t.flow", 1, 3, 2, 2),
+        notes=[Note("elsewhere", None)],
+        hint="try again",
+    )
+    out = render_text([d], {"t.flow": "\tab cd\nxy"})
+    lines = out.splitlines()
+    assert lines[2] == "1 |     ab cd"
+    assert lines[3] == "  |      ^^^^"  # from `b` (after the tab) to the end of the line
+    assert lines[4] == "  = note: elsewhere"
+    assert lines[5] == "  = hint: try again"
+    bare = render_text([d], {})
+    assert bare.splitlines()[0] == "t.flow:1:3: error[type-mismatch]: boom"
+    odd = Diagnostic("syntax-error", "eof", Span("t.flow", 9, 1, 9, 1))
+    assert "t.flow:9:1" in render_text([odd], {"t.flow": "x"})
+
+
+def test_color_output_has_ansi_codes():
+    diags, sources = _checked("returns.flow")
+    colored = render_text(diags, sources, color=True)
+    assert "\x1b[" in colored
+    assert "\x1b[" not in render_text(diags, sources)
+
+
+def test_json_fields():
+    diags, _ = _checked("returns.flow")
+    data = json.loads(render_json(diags))
+    assert data and all(
+        set(d)
+        == {
+            "file",
+            "line",
+            "column",
+            "end_line",
+            "end_column",
+            "severity",
+            "code",
+            "message",
+            "notes",
+            "hint",
+        }
+        for d in data
+    )
+    fwd = next(d for d in data if d["code"] == "forward-stage-reference")
+    assert fwd["notes"][0]["line"] > fwd["line"]
+    assert [(d["line"], d["column"]) for d in data] == sorted(
+        (d["line"], d["column"]) for d in data
+    )
+
+
+def test_sarif_structure():
+    diags, _ = _checked("tools.flow")
+    log = json.loads(render_sarif(diags))
+    assert log["version"] == "2.1.0"
+    run = log["runs"][0]
+    rules = run["tool"]["driver"]["rules"]
+    assert [r["id"] for r in rules] == list(CODES)
+    assert len(run["results"]) == len(diags)
+    for r in run["results"]:
+        assert rules[r["ruleIndex"]]["id"] == r["ruleId"]
+        assert r["level"] in ("error", "warning")
+        region = r["locations"][0]["physicalLocation"]["region"]
+        assert region["startLine"] >= 1 and region["endColumn"] > region["startColumn"] - 1
+
+
+def test_sarif_validates_against_minimal_schema():
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = {
+        "type": "object",
+        "required": ["version", "runs"],
+        "properties": {
+            "version": {"const": "2.1.0"},
+            "runs": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["tool", "results"],
+                    "properties": {
+                        "results": {
+                            "type": "array",
+                            "items": {"type": "object", "required": ["message", "ruleId"]},
+                        }
+                    },
+                },
+            },
+        },
+    }
+    diags, _ = _checked("bidirectional.flow")
+    jsonschema.validate(json.loads(render_sarif(diags)), schema)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__]))
