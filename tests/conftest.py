@@ -19,6 +19,16 @@ sys.path.insert(0, str(Path(__file__).parent))
 from support.chat_server import TEST_API_KEY, ChatServer  # noqa: E402
 
 
+def pytest_addoption(parser):
+    """``--update-golden``: rewrite golden expectations (checker, renderers, compiler)."""
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        default=False,
+        help="rewrite golden test expectations to the current output",
+    )
+
+
 @pytest.fixture
 def chat_server():
     """A running scripted chat-completions server; stopped after the test."""

@@ -400,7 +400,7 @@ def test_newline_rule():
 
 
 def test_statements_need_no_separator():
-    stmts = stage_stmts('stage s { let a = 1 let b = a return b }')
+    stmts = stage_stmts("stage s { let a = 1 let b = a return b }")
     assert [type(s).__name__ for s in stmts] == ["LetStmt", "LetStmt", "ReturnStmt"]
 
 
@@ -511,13 +511,13 @@ def test_never_raises_on_hostile_input(text):
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    st.text(
-        alphabet=st.sampled_from(
+    st.lists(
+        st.sampled_from(
             list("{}[]()<>\"'$\\/*.,:;=?|@-+ \n\tabcxyz019")
             + ["stage ", "type ", "let ", "agent", "map ", "not ", '"""', "${", "//", "\x00"]
         ),
-        max_size=200,
-    )
+        max_size=120,
+    ).map("".join)
 )
 def test_parse_module_never_raises_on_random_text(text):
     module, diags = parse_module(text, "fuzz.flow")
@@ -525,6 +525,21 @@ def test_parse_module_never_raises_on_random_text(text):
     assert all(d.code == "syntax-error" for d in diags)
     if any(isinstance(i, ast.ErrorItem) for i in module.items):
         assert diags
+
+
+_EXAMPLE = (EXAMPLES / "bug-triage.flow").read_text(encoding="utf-8")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, len(_EXAMPLE)), st.integers(0, 12), st.text(max_size=6))
+def test_parse_module_never_raises_on_mutated_example(at, cut, insert):
+    text = _EXAMPLE[:at] + insert + _EXAMPLE[at + cut :]
+    module, diags = parse_module(text, "mut.flow")
+    assert isinstance(module, ast.Module)
+    assert all(d.code == "syntax-error" for d in diags)
+    # every item the checker sees is either whole or an ErrorItem
+    errors = [i for i in module.items if isinstance(i, ast.ErrorItem)]
+    assert bool(errors) == bool(diags)
 
 
 @settings(max_examples=100, deadline=None)

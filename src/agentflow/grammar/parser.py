@@ -407,7 +407,9 @@ class _Scanner:
                 )
                 line, ls = self.line, self.ls
             elif kind == "num":
-                tok = Tok("NUMBER", m.group(), i + ob, j + ob, line, i - ls + 1, line, j - ls + 1, file)
+                tok = Tok(
+                    "NUMBER", m.group(), i + ob, j + ob, line, i - ls + 1, line, j - ls + 1, file
+                )
             elif kind == "dur":
                 tok = Tok(
                     "DURATION", m.group(), i + ob, j + ob, line, i - ls + 1, line, j - ls + 1, file
@@ -501,7 +503,7 @@ class _Scanner:
             )
         shown = c if c and c.isprintable() else repr(c)
         raise self.error(
-            f"unknown escape `\\{shown}` (use `\\\"`, `\\\\`, `\\n`, `\\t`, `\\u{{…}}` or `\\$`)",
+            f'unknown escape `\\{shown}` (use `\\"`, `\\\\`, `\\n`, `\\t`, `\\u{{…}}` or `\\$`)',
             i,
             i + 2,
             line,
@@ -647,8 +649,11 @@ def _trim_indent(pieces: list) -> list:
         lines.pop(0)
     if len(lines) > 1 and blank(lines[-1]):
         lines.pop()
-    elif len(lines) == 1 and blank(lines[0]) and len(pieces) and any(
-        isinstance(p, tuple) and p[1] == "\n" for p in pieces
+    elif (
+        len(lines) == 1
+        and blank(lines[0])
+        and len(pieces)
+        and any(isinstance(p, tuple) and p[1] == "\n" for p in pieces)
     ):
         lines = [[]]
     indent = None
@@ -941,6 +946,8 @@ def _unexpected(tok: Any, expected: set[str], sc: _Scanner) -> _SynErr:
     expected = {x for x in expected if x.isupper() or x == "$END"}
     words = _expected_words(expected)
     msg = f"expected {_join_or(words)}, found {found}" if words else f"unexpected {found}"
+    if sc.module:
+        msg = msg.replace("the end of the text", "the end of the file")
     if tok.type == "$END" or not isinstance(tok, Tok):
         last = sc.last
         if sc.stopped_at is not None:
@@ -1017,10 +1024,6 @@ _PREC = {
     "%": 8,
 }
 _NOT_PREC = 4
-
-
-def _sp(x: Any) -> ast.Span:
-    return x.span
 
 
 def _cover(a: Any, b: Any) -> ast.Span:
@@ -1121,6 +1124,15 @@ def _sep_check(acc: _Acc, new: Any, what: str) -> None:
         raise _SynErr(f"expected `,` or a line break between {what}", new.span, hint=None)
 
 
+def _comma(c: list) -> _Acc:
+    """A separating comma after an entry (a second comma, or one before any entry, is an error)."""
+    acc = c[0]
+    if acc.comma or not acc:
+        raise _SynErr("expected an entry before `,`", c[1].span)
+    acc.comma = True
+    return acc
+
+
 class _Builder:
     """Lark transformer callbacks; each receives the children of one reduction."""
 
@@ -1214,7 +1226,7 @@ class _Builder:
 
     def union_type(self, c):
         left, right = c[0], c[2]
-        if isinstance(left, ast.UnionType) and not getattr(left, "_paren", False):
+        if isinstance(left, ast.UnionType):
             members = left.members + [right]
         else:
             members = [left, right]
@@ -1263,8 +1275,7 @@ class _Builder:
         return acc
 
     def fields_comma(self, c):
-        c[0].comma = True
-        return c[0]
+        return _comma(c)
 
     def field(self, c):
         name = c[0]
@@ -1511,16 +1522,13 @@ class _Builder:
 
     def project(self, c):
         obj, close = c[0], c[3].span
-        star = c[1].span.to(close)
         if isinstance(obj, ast.Projection) and not obj.closed:
 
             def build(inner):
                 return ast.Projection(inner.span.to(close), inner, None)
 
             return _push_projection(obj, build, close)
-        p = ast.Projection(obj.span.to(close), obj, None)
-        del star
-        return p
+        return ast.Projection(obj.span.to(close), obj, None)
 
     def call(self, c):
         callee = c[0]
@@ -1602,8 +1610,7 @@ class _Builder:
         return acc
 
     def entries_comma(self, c):
-        c[0].comma = True
-        return c[0]
+        return _comma(c)
 
     def entry(self, c):
         k = c[0]
@@ -1755,7 +1762,9 @@ def parse_module(text: str, file: str) -> tuple[ast.Module, list[Diagnostic]]:
         return _parse_module(text, file)
     except Exception as e:  # pragma: no cover - last-resort guard: never raise
         span = ast.Span(file, 1, 1, 1, 1, 0, 0)
-        diag = Diagnostic(SYNTAX_ERROR, f"the parser failed on this file ({type(e).__name__})", span)
+        diag = Diagnostic(
+            SYNTAX_ERROR, f"the parser failed on this file ({type(e).__name__})", span
+        )
         return ast.Module(span, file, [ast.ErrorItem(span)]), [diag]
     finally:
         if was_enabled:
@@ -1793,7 +1802,9 @@ def _parse_module(text: str, file: str) -> tuple[ast.Module, list[Diagnostic]]:
         end = resume if resume is not None else n
         stop = len(text[start:end].rstrip())
         item_end = max(start + stop, min(err.span.end, n), start)
-        items.append(ast.ErrorItem(_offset_span(text, file, start, item_end), _item_name(text, start)))
+        items.append(
+            ast.ErrorItem(_offset_span(text, file, start, item_end), _item_name(text, start))
+        )
         if resume is None:
             break
         pos = resume
@@ -1814,29 +1825,24 @@ def _offset_span(text: str, file: str, i: int, j: int) -> ast.Span:
     return ast.Span(file, line, i - ls + 1, end_line, j - els + 1, i, j)
 
 
-def _raw_tokens(text: str, file: str, i: int, depth_stack: list | None = None):
+def _raw_tokens(text: str, file: str, i: int):
     """Tokens from ``i`` without a parser (keywords by spelling); lexical errors skip a line."""
     n = len(text)
     line = text.count("\n", 0, i) + 1
     ls = text.rfind("\n", 0, i) + 1
     while i < n:
         sc = _Scanner(text, i, n, file, line, ls, 0, module=False)
-        if depth_stack is not None:
-            sc.stack = depth_stack
         try:
-            for tok in sc.tokens(None, None):
-                yield tok
+            yield from sc.tokens(None, None)
             return
         except _SynErr:
+            # keep going on the next line
             k = text.find("\n", max(sc.pos, i) + 1)
             if k < 0:
                 return
-            # keep going on the next line
             i = k + 1
             line = text.count("\n", 0, i) + 1
             ls = i
-            if depth_stack is not None:
-                del depth_stack[:]
         except RecursionError:  # pragma: no cover
             return
 
