@@ -35,10 +35,23 @@ def main() -> int:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
         env["SCRIPTED_API_KEY"] = TEST_API_KEY
         proc = subprocess.run(
-            [sys.executable, "-m", "agentflow", "run", "examples/bug-triage.flow",
-             "--input", "@examples/bug-report.json", "--workspace", "examples/workspace",
-             "--config", str(config), "--record", str(cassette)],
-            cwd=ROOT, env=env,
+            [
+                sys.executable,
+                "-m",
+                "agentflow",
+                "run",
+                "examples/bug-triage.flow",
+                "--input",
+                "@examples/bug-report.json",
+                "--workspace",
+                "examples/workspace",
+                "--config",
+                str(config),
+                "--record",
+                str(cassette),
+            ],
+            cwd=ROOT,
+            env=env,
         )
     if TEST_API_KEY in cassette.read_text(encoding="utf-8"):
         print("the API key leaked into the cassette", file=sys.stderr)

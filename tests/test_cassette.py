@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import agentflow
-from agentflow.runtime.config import load_config
 from support.chat_server import TEST_API_KEY
 from support.triage_script import TriageScript
+
+import agentflow
+from agentflow.runtime.config import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -27,8 +28,11 @@ def test_record_then_replay_without_any_model(chat_server, tmp_path):
     chat_server.script(TriageScript(member_delay=0.05))
     cassette = tmp_path / "run.cassette.jsonl"
     recorded = agentflow.run_sync(
-        EXAMPLES / "bug-triage.flow", REPORT, config=config_for(chat_server, tmp_path),
-        workspace=EXAMPLES / "workspace", record=cassette,
+        EXAMPLES / "bug-triage.flow",
+        REPORT,
+        config=config_for(chat_server, tmp_path),
+        workspace=EXAMPLES / "workspace",
+        record=cassette,
     )
     assert recorded.status == "ok", recorded.error
     text = cassette.read_text()
@@ -38,8 +42,11 @@ def test_record_then_replay_without_any_model(chat_server, tmp_path):
     assert all({"key", "request", "response"} <= set(line) for line in lines)
     chat_server.stop()  # replay needs no server, no key, no model configuration
     replayed = agentflow.run_sync(
-        EXAMPLES / "bug-triage.flow", REPORT, config=EXAMPLES / "flow.toml",
-        workspace=EXAMPLES / "workspace", replay=cassette,
+        EXAMPLES / "bug-triage.flow",
+        REPORT,
+        config=EXAMPLES / "flow.toml",
+        workspace=EXAMPLES / "workspace",
+        replay=cassette,
     )
     assert replayed.status == "ok", replayed.error
     assert replayed.output == recorded.output
@@ -49,8 +56,11 @@ def test_record_then_replay_without_any_model(chat_server, tmp_path):
 def test_replay_miss_names_the_step_and_the_nearest_request(tmp_path):
     other = dict(REPORT, title="a different bug")
     result = agentflow.run_sync(
-        EXAMPLES / "bug-triage.flow", other, config=EXAMPLES / "flow.toml",
-        workspace=EXAMPLES / "workspace", replay=EXAMPLES / "bug-triage.cassette.jsonl",
+        EXAMPLES / "bug-triage.flow",
+        other,
+        config=EXAMPLES / "flow.toml",
+        workspace=EXAMPLES / "workspace",
+        replay=EXAMPLES / "bug-triage.cassette.jsonl",
     )
     assert result.status == "error"
     assert result.error["code"] == "replay_miss"
@@ -61,8 +71,11 @@ def test_replay_miss_names_the_step_and_the_nearest_request(tmp_path):
 
 def test_shipped_cassette_replays_the_demo():
     result = agentflow.run_sync(
-        EXAMPLES / "bug-triage.flow", REPORT, config=EXAMPLES / "flow.toml",
-        workspace=EXAMPLES / "workspace", replay=EXAMPLES / "bug-triage.cassette.jsonl",
+        EXAMPLES / "bug-triage.flow",
+        REPORT,
+        config=EXAMPLES / "flow.toml",
+        workspace=EXAMPLES / "workspace",
+        replay=EXAMPLES / "bug-triage.cassette.jsonl",
     )
     assert result.status == "ok", result.error
     assert result.results["E0"]["suspect_files"] == ["jobs/runner.py"]

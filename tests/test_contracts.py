@@ -15,7 +15,7 @@ from agentflow.compiler.contracts import ContractError, agent_contract, contract
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "examples"
 
-SOURCE = '''
+SOURCE = """
 type Severity = "low" | "medium" | "high"
 /// A node of a tree
 type Node {
@@ -34,7 +34,7 @@ type Holder {
   any: json
   either: int | text
 }
-'''
+"""
 
 
 def env():
@@ -65,13 +65,20 @@ def test_named_root_with_defs_and_recursion():
     assert node["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
     assert node["required"] == ["name", "children"]  # weight is optional
     assert node["properties"]["name"] == {
-        "description": "the node's label", "type": "string", "minLength": 1, "maxLength": 80
+        "description": "the node's label",
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 80,
     }
     assert node["properties"]["weight"]["anyOf"] == [
-        {"type": "number", "minimum": 0, "maximum": 1}, {"type": "null"}
+        {"type": "number", "minimum": 0, "maximum": 1},
+        {"type": "null"},
     ]
     assert schema["properties"]["sev"] == {"enum": ["low", "medium", "high"]}
-    assert schema["properties"]["tags"] == {"type": "object", "additionalProperties": {"type": "integer"}}
+    assert schema["properties"]["tags"] == {
+        "type": "object",
+        "additionalProperties": {"type": "integer"},
+    }
     assert schema["properties"]["owner"]["x-flow-type"] == "member"
     assert schema["properties"]["any"] == {}
     assert schema["properties"]["either"] == {"anyOf": [{"type": "integer"}, {"type": "string"}]}

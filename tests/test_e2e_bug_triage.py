@@ -24,7 +24,9 @@ EXAMPLES = ROOT / "examples"
 FLOWC = [sys.executable, "-m", "agentflow"]
 
 
-def flowc(*args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+def flowc(
+    *args: str, env: dict | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
     full_env.update(env or {})
     return subprocess.run(
@@ -80,11 +82,16 @@ def test_run_bug_triage_against_scripted_model(chat_server, tmp_path):
     config = write_config(chat_server, tmp_path)
     trace = tmp_path / "trace.jsonl"
     proc = flowc(
-        "run", str(SHARED / "bug-triage.flow"),
-        "--input", f"@{EXAMPLES / 'bug-report.json'}",
-        "--workspace", str(ROOT / "src"),
-        "--trace", str(trace),
-        "--config", str(config),
+        "run",
+        str(SHARED / "bug-triage.flow"),
+        "--input",
+        f"@{EXAMPLES / 'bug-report.json'}",
+        "--workspace",
+        str(ROOT / "src"),
+        "--trace",
+        str(trace),
+        "--config",
+        str(config),
         env={"SCRIPTED_API_KEY": TEST_API_KEY},
     )
     assert proc.returncode == 0, proc.stderr
@@ -128,10 +135,14 @@ def test_never_conforming_agent_is_a_workflow_error_naming_the_flow_line(chat_se
     chat_server.script(lambda request: answer({"reproduced": "maybe"}))
     config = write_config(chat_server, tmp_path)
     proc = flowc(
-        "run", str(SHARED / "bug-triage.flow"),
-        "--input", f"@{EXAMPLES / 'bug-report.json'}",
-        "--workspace", str(tmp_path),
-        "--config", str(config),
+        "run",
+        str(SHARED / "bug-triage.flow"),
+        "--input",
+        f"@{EXAMPLES / 'bug-report.json'}",
+        "--workspace",
+        str(tmp_path),
+        "--config",
+        str(config),
         env={"SCRIPTED_API_KEY": TEST_API_KEY},
     )
     assert proc.returncode == 1
@@ -142,8 +153,11 @@ def test_never_conforming_agent_is_a_workflow_error_naming_the_flow_line(chat_se
 
 def test_run_without_a_model_fails_before_the_first_step(tmp_path):
     proc = flowc(
-        "run", str(SHARED / "bug-triage.flow"),
-        "--input", f"@{EXAMPLES / 'bug-report.json'}", cwd=tmp_path,
+        "run",
+        str(SHARED / "bug-triage.flow"),
+        "--input",
+        f"@{EXAMPLES / 'bug-report.json'}",
+        cwd=tmp_path,
     )
     assert proc.returncode == 1
     assert "OPENAI_BASE_URL" in proc.stderr or "flow.toml" in proc.stderr

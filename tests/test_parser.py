@@ -187,6 +187,8 @@ def test_triple_quoted_trim_indent_and_offsets():
     assert (name.span.line, name.span.column) == (3, 13)
     one_line = parse_expression('"""a "quoted" b"""')
     assert one_line.text == 'a "quoted" b'
+    crlf = parse_expression('"""\r\n  a ${x}\r\n    b\r\n  """')
+    assert crlf.parts[0] == "a " and crlf.parts[2] == "\n  b"
 
 
 def test_durations_and_errors_have_spans():
@@ -507,6 +509,7 @@ def test_never_raises_on_hostile_input(text):
     assert isinstance(module, ast.Module)
     for d in diags:
         assert d.code == "syntax-error" and d.span.line >= 1
+        assert "parser failed" not in d.message  # the internal last-resort guard
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -523,6 +526,7 @@ def test_parse_module_never_raises_on_random_text(text):
     module, diags = parse_module(text, "fuzz.flow")
     assert isinstance(module, ast.Module)
     assert all(d.code == "syntax-error" for d in diags)
+    assert not any("parser failed" in d.message for d in diags)
     if any(isinstance(i, ast.ErrorItem) for i in module.items):
         assert diags
 
@@ -537,6 +541,7 @@ def test_parse_module_never_raises_on_mutated_example(at, cut, insert):
     module, diags = parse_module(text, "mut.flow")
     assert isinstance(module, ast.Module)
     assert all(d.code == "syntax-error" for d in diags)
+    assert not any("parser failed" in d.message for d in diags)
     # every item the checker sees is either whole or an ErrorItem
     errors = [i for i in module.items if isinstance(i, ast.ErrorItem)]
     assert bool(errors) == bool(diags)

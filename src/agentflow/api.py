@@ -135,7 +135,9 @@ def parse_input(value: str | None) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise InputError(f"{where}:{e.lineno}:{e.colno}: input is not valid JSON: {e.msg}") from None
+        raise InputError(
+            f"{where}:{e.lineno}:{e.colno}: input is not valid JSON: {e.msg}"
+        ) from None
 
 
 _MODEL_STEPS = {"agent"}

@@ -54,7 +54,10 @@ def main() -> None:
 @main.command()
 @click.argument("paths", nargs=-1, required=True)
 @click.option(
-    "--format", "fmt", type=click.Choice(["text", "json", "sarif"]), default="text",
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "sarif"]),
+    default="text",
     help="Output format of the diagnostics.",
 )
 @click.option("--warnings-as-errors", is_flag=True, help="Exit 1 on warnings too.")
@@ -142,16 +145,28 @@ def schema(file: str, type_name: str) -> None:
 @main.command()
 @click.argument("target", type=click.Path(dir_okay=False))
 @click.option("--input", "input_", help="Input as JSON, or @file.json.")
-@click.option("--workspace", type=click.Path(file_okay=False), help="Root for file tools (default: cwd).")
-@click.option("--trace", type=click.Path(dir_okay=False), help="Write every event as JSON Lines here.")
+@click.option(
+    "--workspace", type=click.Path(file_okay=False), help="Root for file tools (default: cwd)."
+)
+@click.option(
+    "--trace", type=click.Path(dir_okay=False), help="Write every event as JSON Lines here."
+)
 @click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole RunResult as JSON.")
 @click.option("--record", type=click.Path(dir_okay=False), help="Record model exchanges here.")
 @click.option(
     "--replay", type=click.Path(dir_okay=False), help="Answer model requests from this cassette."
 )
-def run(target: str, input_: str | None, workspace: str | None, trace: str | None,
-        config: str | None, as_json: bool, record: str | None, replay: str | None) -> None:
+def run(
+    target: str,
+    input_: str | None,
+    workspace: str | None,
+    trace: str | None,
+    config: str | None,
+    as_json: bool,
+    record: str | None,
+    replay: str | None,
+) -> None:
     """Run a .flow file or a plan file; the output goes to stdout as JSON."""
     from agentflow.runtime.events import ConsoleSink
 
@@ -170,8 +185,14 @@ def run(target: str, input_: str | None, workspace: str | None, trace: str | Non
         else:
             plan = api.load(target)
         result = api.run_sync(
-            plan, data, config=config, workspace=workspace, trace=trace,
-            sinks=[ConsoleSink()], record=record, replay=replay,
+            plan,
+            data,
+            config=config,
+            workspace=workspace,
+            trace=trace,
+            sinks=[ConsoleSink()],
+            record=record,
+            replay=replay,
         )
     except api.CompileError as e:
         _err(_render(e.diagnostics, e.sources, "text"))

@@ -10,12 +10,24 @@ body). Helpers build the usual ones::
     server.script([status(429, headers={"Retry-After": "0.1"}), text("{}")])
 
 Every request is recorded in ``server.requests`` (JSON bodies) and ``server.headers``.
+
+Both protocols are spoken: ``POST /v1/chat/completions`` (OpenAI) and ``POST /v1/messages``
+(Anthropic; build replies with :func:`anthropic_message`, :func:`anthropic_error`). Faults::
+
+    status(429, headers={"Retry-After": "1"})     # rate limit
+    status(500) / anthropic_error(529)            # transient server errors
+    reset()                                       # the socket is closed in the middle of the reply
+    text("late", delay=2.0)                       # a slow reply (client timeout)
+    text('{"a": "cut', finish_reason="length")    # cut off by the token limit
+    anthropic_message([...], "max_tokens")        # the same, Anthropic style
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import socket
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -29,12 +41,17 @@ TEST_API_KEY = "sk-test-SECRET-do-not-leak-0123456789"
 
 @dataclass
 class Reply:
-    """One scripted HTTP reply: status, JSON (or raw text) body, headers, and a delay in seconds."""
+    """One scripted HTTP reply: status, JSON (or raw text) body, headers, and a delay in seconds.
+
+    ``fault``: ``"reset"`` sends the status line, headers and half the body, then resets the
+    connection (TCP RST); ``"drop"`` closes the connection without sending anything.
+    """
 
     status: int = 200
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    fault: str | None = None
 
 
 _ids = itertools.count(1)
@@ -111,6 +128,51 @@ def status(code: int, body: Any = None, headers: dict[str, str] | None = None) -
     return Reply(status=code, body=body, headers=dict(headers or {}))
 
 
+def reset(*, before_reply: bool = False) -> Reply:
+    """A connection reset: half a reply then TCP RST (or, ``before_reply``, no reply at all)."""
+    return Reply(
+        body=completion("this reply never arrives whole"),
+        fault="drop" if before_reply else "reset",
+    )
+
+
+def anthropic_message(
+    blocks: list[dict[str, Any]],
+    stop_reason: str = "end_turn",
+    usage: tuple[int, int] = (7, 3),
+    model: str = "claude-test",
+) -> dict[str, Any]:
+    """An Anthropic Messages API response body with content ``blocks``."""
+    return {
+        "id": f"msg_{next(_ids)}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": blocks,
+        "stop_reason": stop_reason,
+        "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},
+    }
+
+
+def anthropic_text(content: str, stop_reason: str = "end_turn", **kw: Any) -> dict[str, Any]:
+    """An Anthropic reply holding one text block."""
+    return anthropic_message([{"type": "text", "text": content}], stop_reason, **kw)
+
+
+def tool_use(name: str, arguments: Any, call_id: str | None = None) -> dict[str, Any]:
+    """An Anthropic ``tool_use`` block."""
+    return {"type": "tool_use", "id": call_id or f"toolu_{next(_ids)}", "name": name, "input": arguments}
+
+
+def anthropic_error(code: int, kind: str | None = None, message: str | None = None, **kw: Any) -> Reply:
+    """An Anthropic-style error reply (529 → ``overloaded_error`` by default)."""
+    kind = kind or {429: "rate_limit_error", 529: "overloaded_error", 401: "authentication_error"}.get(
+        code, "api_error"
+    )
+    body = {"type": "error", "error": {"type": kind, "message": message or f"scripted {kind}"}}
+    return status(code, body=body, **kw)
+
+
 Script = list[Any] | Callable[[dict[str, Any]], Any]
 
 
@@ -167,7 +229,26 @@ class ChatServer:
                     time.sleep(reply.delay)
                 with server._lock:
                     server.in_flight -= 1
+                if reply.fault:
+                    self._fault(reply)
+                    return
                 self._send(reply)
+
+            def _fault(self, reply: Reply) -> None:
+                self.close_connection = True
+                if reply.fault == "reset":
+                    data = json.dumps(reply.body).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data[: len(data) // 2])
+                    self.wfile.flush()
+                # SO_LINGER 0: close() sends a TCP RST instead of an orderly FIN
+                self.connection.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                )
+                self.connection.close()
 
             def _send(self, reply: Reply) -> None:
                 if isinstance(reply.body, (dict, list)):
@@ -184,7 +265,7 @@ class ChatServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _QuietServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
@@ -285,6 +366,13 @@ class ChatServer:
     def last_messages(self) -> list[dict[str, Any]]:
         """The messages of the last request."""
         return self.requests[-1]["messages"] if self.requests else []
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """Client-side disconnects (timeouts, injected resets) are expected: no tracebacks."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        return
 
 
 def extra_models(extra: str) -> str:

@@ -35,8 +35,7 @@ def _user_text(request: dict[str, Any]) -> str:
     return "\n".join(
         m.get("content") or ""
         for m in request.get("messages", [])
-        if m.get("role") in ("user", "system")
-        and isinstance(m.get("content"), str)
+        if m.get("role") in ("user", "system") and isinstance(m.get("content"), str)
     )
 
 
@@ -49,8 +48,12 @@ def _call(name: str, args: dict[str, Any], n: int) -> dict[str, Any]:
 class TriageScript:
     """The callable script (see the module docstring)."""
 
-    def __init__(self, owners: tuple[str, ...] = ("backend", "frontend"), member_delay: float = 0.4,
-                 grep_pattern: str = "def run_plan"):
+    def __init__(
+        self,
+        owners: tuple[str, ...] = ("backend", "frontend"),
+        member_delay: float = 0.4,
+        grep_pattern: str = "def run_plan",
+    ):
         self.owners = owners
         self.member_delay = member_delay
         self.grep_pattern = grep_pattern
@@ -66,8 +69,11 @@ class TriageScript:
         if "Split the fix into work items" in text:
             suspects = _find_suspects(text)
             work = [
-                {"owner": owner, "summary": f"Fix the cancellation path ({owner})",
-                 "writes": suspects[:1] or ["README.md"]}
+                {
+                    "owner": owner,
+                    "summary": f"Fix the cancellation path ({owner})",
+                    "writes": suspects[:1] or ["README.md"],
+                }
                 for owner in self.owners
             ]
             return answer({"severity": "high", "work": work})
@@ -92,11 +98,13 @@ class TriageScript:
         hits = results[1] if isinstance(results[1], list) else []
         files = sorted({h["path"] for h in hits if isinstance(h, dict)})[:3]
         quote = hits[0]["text"].strip() if hits and isinstance(hits[0], dict) else ""
-        return answer({
-            "reproduced": bool(files),
-            "suspect_files": files,
-            "hypothesis": f"`{quote}` does not cancel the remaining items",
-        })
+        return answer(
+            {
+                "reproduced": bool(files),
+                "suspect_files": files,
+                "hypothesis": f"`{quote}` does not cancel the remaining items",
+            }
+        )
 
 
 def _find_suspects(text: str) -> list[str]:
@@ -104,7 +112,7 @@ def _find_suspects(text: str) -> list[str]:
     i = text.find(marker)
     if i < 0:
         return []
-    rest = text[i + len(marker):]
+    rest = text[i + len(marker) :]
     try:
         end = rest.index("]") + 1
         return json.loads(rest[:end])

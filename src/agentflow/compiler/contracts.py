@@ -85,9 +85,7 @@ class _Builder:
         members = list(t.members)
         literals = [m for m in members if isinstance(m, T.LiteralType)]
         nullable = any(isinstance(m, T.Prim) and m.name == "null" for m in members)
-        others = [
-            m for m in members if not isinstance(m, T.LiteralType) and m not in (T.NULL,)
-        ]
+        others = [m for m in members if not isinstance(m, T.LiteralType) and m not in (T.NULL,)]
         parts: list[dict] = []
         if literals:
             parts.append({"enum": [lit.value for lit in literals]})

@@ -36,7 +36,9 @@ SYNTAX_ERROR = _register("syntax-error", "error", "the source does not parse")
 UNKNOWN_NAME = _register("unknown-name", "error", "a name that is not defined")
 UNKNOWN_TYPE = _register("unknown-type", "error", "a type name that is not defined")
 UNKNOWN_FIELD = _register("unknown-field", "error", "a field the type does not have")
-UNKNOWN_TOOL = _register("unknown-tool", "error", "a tool that is neither declared nor in the prelude")
+UNKNOWN_TOOL = _register(
+    "unknown-tool", "error", "a tool that is neither declared nor in the prelude"
+)
 UNKNOWN_ARGUMENT = _register("unknown-argument", "error", "a named argument the tool does not take")
 MISSING_ARGUMENT = _register("missing-argument", "error", "a required tool argument is not given")
 DUPLICATE_DEFINITION = _register("duplicate-definition", "error", "a name defined twice")
@@ -50,19 +52,29 @@ NOT_SCHEMA_GENERATABLE = _register(
 INVALID_AGENT_TARGET = _register(
     "invalid-agent-target", "error", "an agent target that is not an alias, T.main or T.member(x)"
 )
-WRITE_NOT_PATH_ARRAY = _register("write-not-path-array", "error", "a `write` scope that is not path[]")
+WRITE_NOT_PATH_ARRAY = _register(
+    "write-not-path-array", "error", "a `write` scope that is not path[]"
+)
 INVALID_DURATION = _register("invalid-duration", "error", "a zero or negative duration")
-UNKNOWN_ERROR_CODE = _register("unknown-error-code", "error", "a retry `on` code that is not retryable")
+UNKNOWN_ERROR_CODE = _register(
+    "unknown-error-code", "error", "a retry `on` code that is not retryable"
+)
 EMPTY_TOOLS = _register("empty-tools", "error", "`tools []`: write `tools none` for no tools")
-MISSING_RETURN = _register("missing-return", "error", "a stage that does not produce a value on every path")
+MISSING_RETURN = _register(
+    "missing-return", "error", "a stage that does not produce a value on every path"
+)
 CYCLIC_ALIAS = _register("cyclic-alias", "error", "type aliases that refer to each other")
 FORWARD_STAGE_REFERENCE = _register(
     "forward-stage-reference", "error", "a stage used before the stage that defines it"
 )
 NOT_CALLABLE = _register("not-callable", "error", "a call of something that is not a tool")
 INVALID_VALUE = _register("invalid-value", "error", "a value out of its allowed range")
-INVALID_CONSTRAINT = _register("invalid-constraint", "error", "a constraint on a type it does not apply to")
-EFFECTFUL_GATE = _register("effectful-gate", "error", "a filter condition with a tool call, agent or ask")
+INVALID_CONSTRAINT = _register(
+    "invalid-constraint", "error", "a constraint on a type it does not apply to"
+)
+EFFECTFUL_GATE = _register(
+    "effectful-gate", "error", "a filter condition with a tool call, agent or ask"
+)
 UNTYPED_TOOL = _register("untyped-tool", "warning", "a catalog tool with no declared signature")
 UNREACHABLE_CODE = _register("unreachable-code", "warning", "code after `return` or `fail`")
 UNUSED_VARIABLE = _register("unused-variable", "warning", "a `let` that is never read")
@@ -112,7 +124,7 @@ class Diagnostic:
         return (self.span.file, self.span.line, self.span.column, self.code)
 
 
-def did_you_mean(name: str, candidates: "list[str] | set[str] | dict") -> str | None:
+def did_you_mean(name: str, candidates: list[str] | set[str] | dict) -> str | None:
     """Return a hint naming the closest candidate by edit distance, or None.
 
     Uses Damerau-free Levenshtein distance with a cut-off of ``max(1, len(name) // 3)``

@@ -12,7 +12,7 @@ PLAN_IR.md §3).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 
 @dataclass(frozen=True, slots=True)
@@ -629,4 +629,4 @@ class Template(Node):
         return all(isinstance(p, str) for p in self.parts)
 
 
-AnyNode = Union[Node, Span]
+AnyNode = Node | Span

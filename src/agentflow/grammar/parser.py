@@ -406,6 +406,16 @@ class _Scanner:
                     "STRING", lit, i + ob, j + ob, line, sp.column, sp.end_line, sp.end_column, file
                 )
                 line, ls = self.line, self.ls
+            elif (kind == "num" or kind == "dur") and j - i > 100:
+                raise self.error(
+                    "number too long (more than 100 digits)",
+                    i,
+                    j,
+                    line,
+                    ls,
+                    resume=j,
+                    depth=len(stack),
+                )
             elif kind == "num":
                 tok = Tok(
                     "NUMBER", m.group(), i + ob, j + ob, line, i - ls + 1, line, j - ls + 1, file
@@ -608,6 +618,9 @@ class _Scanner:
                     j += 1
                 break
             if c == "\n":
+                prev = pieces[-1] if pieces else None
+                if type(prev) is tuple and prev[0] == "raw" and prev[1].endswith("\r"):
+                    pieces[-1] = ("raw", pieces[-1][1][:-1])
                 pieces.append(("raw", "\n"))
                 line += 1
                 ls = k + 1
@@ -714,8 +727,6 @@ class _Lexer(Lexer):
 
 
 _PARSER: Lark | None = None
-#: Module-level stack of the item lists being built (nested parses push their own).
-_ITEMS: list[list] = []
 
 
 def _lark() -> Lark:
@@ -731,6 +742,8 @@ def _lark() -> Lark:
             transformer=_Builder(),
             keep_all_tokens=True,
             maybe_placeholders=False,
+            # the LALR analysis is cached in the temp directory (keyed by grammar and options)
+            cache=True,
         )
     return _PARSER
 
@@ -790,16 +803,18 @@ class _EndTok:
         self.value = ""
 
 
-def _run(sc: _Scanner, start: str) -> Any:
+def _run(sc: _Scanner, start: str, values: list | None = None) -> Any:
     """Run the LALR(1) automaton of :file:`flow.lark` over the tokens of ``sc``.
 
     Returns the value built by the transformer callbacks for the start symbol ``start``;
-    raises :class:`_SynErr` on a syntax error.
+    raises :class:`_SynErr` on a syntax error.  ``values`` may be passed in to keep the value
+    stack after an error (for ``module``, ``values[0]`` is the list of completed items).
     """
     t = _tables()
     states = t.states
     stack = [t.start[start]]
-    values: list = []
+    if values is None:
+        values = []
     end_state = t.end[start]
     for tok in sc.tokens(states, stack):
         typ = tok.type
@@ -1149,8 +1164,6 @@ class _Builder:
             return []
         lst = c[0]
         lst.append(c[1])
-        if _ITEMS:
-            _ITEMS[-1].append(c[1])
         return lst
 
     def flow_header(self, c):
@@ -1779,18 +1792,18 @@ def _parse_module(text: str, file: str) -> tuple[ast.Module, list[Diagnostic]]:
     n = len(text)
     pos, line, ls = 0, 1, 0
     while True:
-        got: list = []
-        _ITEMS.append(got)
+        values: list = []
         sc = _Scanner(text, pos, n, file, line, ls, 0, module=True)
         err: _SynErr | None = None
         try:
-            _run(sc, "module")
+            got = _run(sc, "module", values)
         except _SynErr as e:
             err = e
         except RecursionError:
             err = _SynErr("nested too deeply", sc.span_at(sc.pos, sc.pos, sc.line, sc.ls))
-        finally:
-            _ITEMS.pop()
+        if err is not None:
+            # the items completed before the error are the list at the bottom of the stack
+            got = values[0] if values and isinstance(values[0], list) else []
         items.extend(got)
         if err is None:
             break

@@ -35,6 +35,12 @@ DEFAULT_RESULT_CHARS = 20_000
 #: Error codes raised by ``call_tool`` that stop the agent instead of going back to the model.
 HARD_STOP_CODES = frozenset({"aborted", "deadline_exceeded"})
 FORBIDDEN_TOOLS = frozenset({"plan_and_execute"})
+#: The tool result of a call whose reply was cut off by the output token limit (RUNTIME.md §10).
+TRUNCATED_CALL = (
+    "your reply was cut off by the output token limit (truncated) while you were writing this "
+    "call, so its arguments may be incomplete; the call was not run. Send it again with shorter "
+    "arguments, or fewer calls at once."
+)
 
 BASE_SYSTEM_PROMPT = """\
 You are an agent running one step of a workflow. Work on the task you are given, calling the \
@@ -191,7 +197,7 @@ async def run_agent(
         Message(role="user", content=build_user_prompt(spec)),
     ]
     tools_called: list[dict[str, Any]] = []
-    seen_calls: dict[str, int] = {}
+    seen_calls: dict[str, tuple[int, int]] = {}  # key -> (first round, count)
 
     async def infer(
         which: Any, which_role: str, msgs: list[Message], round_: int, tools: list[ToolSpec]
@@ -289,6 +295,30 @@ async def run_agent(
             messages.append(
                 Message(role="assistant", content=response.text, tool_calls=calls, raw=response.raw)
             )
+            if response.finish_reason == "length":
+                # Cut off by the token limit while writing the calls: their arguments may be
+                # incomplete (even when they parse), so none is run; every id still gets a result.
+                await _emit(
+                    emit,
+                    "warning",
+                    step_path,
+                    message="the model's reply was truncated by the output token limit while "
+                    "writing tool calls; the calls were not run",
+                    truncated=True,
+                    tools=[c.name for c in calls],
+                    round=round_,
+                )
+                for call in calls:
+                    messages.append(
+                        Message(
+                            role="tool",
+                            content=_error_content("truncated", TRUNCATED_CALL),
+                            tool_call_id=call.id,
+                            name=call.name,
+                            is_error=True,
+                        )
+                    )
+                continue
             jobs = []
             for call in calls:
                 note = None
@@ -300,21 +330,25 @@ async def run_agent(
                         key = None
                         runnable = False
                     if key is not None:
-                        if key in seen_calls:
+                        first, count = seen_calls.get(key, (round_, 0))
+                        count += 1
+                        seen_calls[key] = (first, count)
+                        if count > 1:
                             note = (
-                                f"[note: this call repeats one you made in round {seen_calls[key]} "
-                                "with identical arguments; repeating it is unlikely to give new "
-                                "information]"
+                                f"[note: this call repeats one you made in round {first} with "
+                                f"identical arguments ({count} identical calls so far); repeating "
+                                "it is unlikely to give new information]"
                             )
                             await _emit(
                                 emit,
                                 "warning",
                                 step_path,
-                                message=f"agent repeated an identical call to '{call.name}'",
+                                message=f"agent repeated an identical call to '{call.name}' "
+                                f"({count} times, first in round {first})",
+                                repeated=count,
+                                tool=call.name,
                                 round=round_,
                             )
-                        else:
-                            seen_calls[key] = round_
                 if runnable:
                     tools_called.append({"tool": call.name, "round": round_})
                 jobs.append(asyncio.ensure_future(run_call(call, round_, note)))
@@ -346,6 +380,7 @@ async def run_agent(
                 "warning",
                 step_path,
                 message="the model's reply was truncated by the output token limit",
+                truncated=True,
                 round=round_,
             )
             if text:
@@ -469,6 +504,14 @@ async def _repair(
         )
         return None
     if response.finish_reason == "length":
+        await _emit(
+            emit,
+            "warning",
+            step_path,
+            message="the repair pass's reply was truncated by the output token limit",
+            truncated=True,
+            round=round_,
+        )
         return None
     value, repair_errors, _ = check_answer(response.text, spec.output_schema)
     if repair_errors:

@@ -27,7 +27,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from agentflow.errors import ConfigError
 
@@ -121,6 +129,71 @@ class PolicyConfig(_Strict):
     allowed_tools: list[str] | None = None
 
 
+#: Server names reserved for the other tool sources (RUNTIME.md §4).
+RESERVED_SERVER_NAMES = frozenset({"builtin", "user", "plan"})
+_SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+
+
+class McpServer(_Strict):
+    """``[mcp.NAME]``: one MCP server (RUNTIME.md §4, §6), reached through the official ``mcp`` SDK.
+
+    Either stdio — ``command`` (the executable), ``args``, ``env`` (extra environment variables on
+    top of the SDK's minimal default environment), ``cwd`` (relative to the directory of
+    ``flow.toml``) — or streamable HTTP — ``url`` and ``headers``. Values of ``env`` and ``headers``
+    may hold ``${VAR}`` references, expanded from the environment when the server is connected (so
+    secrets stay out of the file; they never reach traces or messages).
+
+    ``timeout``: seconds one tool call may take (then ``timeout``); ``connect_timeout``: seconds to
+    start and initialize the connection (then ``tool_error``).
+    """
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout: float = Field(default=120.0, gt=0)
+    connect_timeout: float = Field(default=30.0, gt=0)
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServer:
+        if (self.command is None) == (self.url is None):
+            raise ValueError(
+                "an MCP server needs exactly one of `command` (stdio) or `url` (streamable HTTP)"
+            )
+        if self.url is not None and (self.args or self.env or self.cwd):
+            raise ValueError("`args`, `env` and `cwd` apply to stdio servers (`command`), not `url`")
+        if self.command is not None and self.headers:
+            raise ValueError("`headers` apply to HTTP servers (`url`), not `command`")
+        if self.command is not None and not self.command.strip():
+            raise ValueError("`command` cannot be empty")
+        if self.url is not None and not re.match(r"^https?://", self.url):
+            raise ValueError(f"`url` must start with http:// or https://, got {self.url!r}")
+        return self
+
+    @property
+    def transport(self) -> str:
+        """``"stdio"`` or ``"http"``."""
+        return "stdio" if self.command is not None else "http"
+
+
+class ToolsConfig(_Strict):
+    """``[tools]``: ``modules`` — Python modules (dotted names, or ``.py`` paths relative to
+    ``flow.toml``) whose functions become ``user__*`` tools; ``entry_points`` — also load the
+    ``agentflow.tools`` entry-point group of installed packages (default true)."""
+
+    modules: list[str] = Field(default_factory=list)
+    entry_points: bool = True
+
+
+class PlansConfig(_Strict):
+    """``[plans]``: ``dir`` — the plans directory (relative to ``flow.toml``) whose plans become
+    ``plan__*`` tools; default ``plans/`` beside ``flow.toml`` when it exists."""
+
+    dir: str | None = None
+
+
 class ResolvedModel(BaseModel):
     """One concrete model: provider name + provider config + the provider's model name + options."""
 
@@ -140,8 +213,10 @@ class Config(_Strict):
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     agents: dict[str, AgentProfile] = Field(default_factory=dict)
     teams: dict[str, TeamConfig] = Field(default_factory=dict)
-    mcp: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    mcp: dict[str, McpServer] = Field(default_factory=dict)
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    plans: PlansConfig = Field(default_factory=PlansConfig)
     path: Path | None = None
 
     _env: Mapping[str, str] = PrivateAttr(default_factory=dict)
@@ -156,6 +231,11 @@ class Config(_Strict):
     def has_model(self) -> bool:
         """True when the ``chat`` role (hence at least ``default``) resolves to a model."""
         return self.models.chat is not None or self.models.default is not None
+
+    def base_dir(self) -> Path:
+        """The directory relative paths of the configuration are resolved against: the directory
+        of ``flow.toml``, or the current directory when there is no file."""
+        return self.path.parent if self.path else Path.cwd()
 
     def where(self) -> str:
         """The file name for messages (``"environment"`` when there is no file)."""
@@ -361,6 +441,13 @@ def _check_references(config: Config, text: str) -> None:
                 raise ConfigError(
                     f"{file}:{line}: [models] {role}: {_strip_file(exc, file)}"
                 ) from None
+    for server in config.mcp:
+        if not _SERVER_NAME.match(server) or "__" in server or server in RESERVED_SERVER_NAMES:
+            line = _line_of(text, ("mcp", server))
+            raise ConfigError(
+                f"{file}:{line}: [mcp.{server}]: invalid server name '{server}' (letters, digits, "
+                "'-' and single '_'; not builtin, user or plan): tools are named SERVER__tool"
+            )
     for team_name, team in config.teams.items():
         if team.members and team.main not in team.members:
             line = _line_of(text, ("teams", team_name, "main"))

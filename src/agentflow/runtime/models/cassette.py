@@ -88,7 +88,9 @@ def _response_data(response: ChatResponse) -> dict[str, Any]:
 def _response_from(data: dict[str, Any]) -> ChatResponse:
     return ChatResponse(
         text=data.get("text"),
-        tool_calls=[ToolCall(c["id"], c["name"], c["arguments"]) for c in data.get("tool_calls", [])],
+        tool_calls=[
+            ToolCall(c["id"], c["name"], c["arguments"]) for c in data.get("tool_calls", [])
+        ],
         finish_reason=data.get("finish_reason") or "stop",
         usage=dict(data.get("usage") or {}),
         model=data.get("model"),
@@ -187,13 +189,19 @@ class ReplayClient:
                 best, best_ratio = rec, ratio
         diff = list(
             difflib.unified_diff(
-                _lines(best), wanted_lines, "nearest recorded request", "this request", n=1,
+                _lines(best),
+                wanted_lines,
+                "nearest recorded request",
+                "this request",
+                n=1,
                 lineterm="",
             )
         )
         shown = "\n".join(line[:200] for line in diff[:24])
         more = "\n…" if len(diff) > 24 else ""
-        return f"{head}; nearest recorded request ({best_ratio:.0%} similar) differs:\n{shown}{more}"
+        return (
+            f"{head}; nearest recorded request ({best_ratio:.0%} similar) differs:\n{shown}{more}"
+        )
 
 
 def _lines(data: Any) -> list[str]:

@@ -1,0 +1,83 @@
+"""A real MCP server for the tests, written with the official SDK (``mcp`` 2.x: ``MCPServer``,
+formerly FastMCP), run over stdio: ``python tests/support/mcp_server.py [--name NAME]``.
+
+Tools:
+
+* ``list_issues(limit: int = 10, state: str = "open")`` → ``{"issues": [...]}`` (structured);
+* ``echo(text: str)`` → the text;
+* ``add(a: int, b: int)`` → ``a + b``;
+* ``fail(message: str)`` → raises (the result comes back with ``is_error``);
+* ``slow(seconds: float)`` → sleeps, then ``"done"``;
+* ``die()`` → the process exits immediately (a server dying mid-run);
+* ``env(name: str)`` → the value of an environment variable of the server process;
+* ``cwd()`` → the server's working directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+NAME = sys.argv[sys.argv.index("--name") + 1] if "--name" in sys.argv else "tracker"
+
+server = MCPServer(NAME)
+
+
+@server.tool()
+def list_issues(limit: int = 10, state: str = "open") -> dict:
+    """List issues of the tracker, newest first."""
+    issues = [
+        {"id": f"ISS-{i}", "title": f"Issue {i}", "state": state} for i in range(1, limit + 1)
+    ]
+    return {"issues": issues}
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Echo the text back."""
+    return text
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@server.tool()
+def fail(message: str) -> str:
+    """Always fails with the message."""
+    raise ToolError(message)
+
+
+@server.tool()
+async def slow(seconds: float) -> str:
+    """Sleep for the given number of seconds."""
+    await asyncio.sleep(seconds)
+    return "done"
+
+
+@server.tool()
+def die() -> str:
+    """Exit the server process at once."""
+    os._exit(3)
+
+
+@server.tool()
+def env(name: str) -> str:
+    """The value of an environment variable of the server ("" when unset)."""
+    return os.environ.get(name, "")
+
+
+@server.tool()
+def cwd() -> str:
+    """The server's working directory."""
+    return os.getcwd()
+
+
+if __name__ == "__main__":
+    server.run()
