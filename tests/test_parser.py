@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import glob
-import time
 from pathlib import Path
 
 import pytest
@@ -554,25 +553,3 @@ def test_parse_expression_raises_only_source_error(text):
         parse_expression(text)
     except SourceError as e:
         assert e.span is not None
-
-
-def test_parser_is_fast_enough():
-    base = (EXAMPLES / "incident-digest.flow").read_text(encoding="utf-8")
-    head, _, stages = base.partition("stage diagnose")
-    chunks = [head]
-    i = 0
-    while sum(c.count("\n") for c in chunks) < 5000:
-        chunks.append(("stage diagnose" + stages).replace("stage ", f"stage n{i}_"))
-        i += 1
-    text = "\n".join(chunks)
-    lines = text.count("\n")
-    parse_module(text, "big.flow")  # warm-up
-    best = min(_timed(text) for _ in range(3))
-    assert lines / best > 20_000, f"{lines / best:.0f} lines/s"
-
-
-def _timed(text: str) -> float:
-    start = time.process_time()
-    module, diags = parse_module(text, "big.flow")
-    assert not diags
-    return time.process_time() - start

@@ -79,6 +79,8 @@ class NamedModel(_Strict):
     max_tokens: int | None = None
     temperature: float | None = None
     structured_output: bool = False
+    tool_choice: Literal["auto", "required", "none"] | None = None
+    parallel_tool_calls: bool | None = None
 
 
 class ModelsConfig(_Strict):
@@ -204,6 +206,8 @@ class ResolvedModel(BaseModel):
     max_tokens: int | None = None
     temperature: float | None = None
     structured_output: bool = False
+    tool_choice: str | None = None
+    parallel_tool_calls: bool | None = None
 
 
 class Config(_Strict):
@@ -302,6 +306,8 @@ class Config(_Strict):
                     max_tokens=named.max_tokens,
                     temperature=named.temperature,
                     structured_output=named.structured_output,
+                    tool_choice=named.tool_choice,
+                    parallel_tool_calls=named.parallel_tool_calls,
                 )
             ]
         if ":" in ref:
@@ -480,7 +486,9 @@ def _format_validation(exc: ValidationError, file: Path | None, text: str) -> st
         elif first["type"] == "missing":
             message = f"missing required key '{dotted}'"
         else:
-            message = f"{dotted}: " + " or ".join(dict.fromkeys(e["msg"] for e in errs))
+            message = f"{dotted}: " + " or ".join(
+                dict.fromkeys(e["msg"].removeprefix("Value error, ") for e in errs)
+            )
         lines.append(f"{where}: {message}")
     return "\n".join(lines)
 

@@ -194,10 +194,17 @@ async def _maybe_await(x: Any) -> Any:
 # Small helpers
 
 
+_DURATIONS: dict[str, float] = {}
+
+
 def _duration_s(value: Any) -> float | None:
     """A duration text (``30s``) or a number of seconds → seconds; None stays None."""
     if value is None:
         return None
+    if type(value) is str:
+        cached = _DURATIONS.get(value)
+        if cached is not None:
+            return cached
     if isinstance(value, bool):
         raise RunError("validation", f"invalid duration {value!r}")
     if isinstance(value, int | float):
@@ -205,9 +212,54 @@ def _duration_s(value: Any) -> float | None:
     from agentflow.ir.templates import duration_ms
 
     try:
-        return duration_ms(str(value)) / 1000.0
+        secs = duration_ms(str(value)) / 1000.0
+        if type(value) is str:
+            _DURATIONS[value] = secs
+        return secs
     except ValueError as exc:
         raise RunError("validation", str(exc)) from None
+
+
+@dataclass(slots=True)
+class _StepInfo:
+    """What the executor derives once per step and run (hot-path cache)."""
+
+    step: Any
+    tool: str
+    handler: Callable[..., Awaitable[Any]] | None
+    compiled: Any
+    select: Any
+    timeout_s: float | None
+    attempts: int
+    on: frozenset[str]
+    initial: float
+    factor: float
+    cap: float
+    source: str | None
+    id: str | None
+
+
+def _backoff_delay(info: _StepInfo, attempt: int) -> float:
+    """Exponential backoff with jitter (RUNTIME.md §2): ``min(cap, initial·factor^(n-1))``
+    scaled by a uniform factor in [0.5, 1) — "equal jitter", so retries never synchronise."""
+    delay = min(info.cap, info.initial * (info.factor ** (attempt - 1)))
+    return delay * (0.5 + random.random() / 2)
+
+
+def _deadline_text(frame: _Frame) -> str:
+    return str(getattr(frame.plan, "deadline", None) or "deadline")
+
+
+_ToolContext: Any = None
+
+
+def _tool_context(workspace: Path, write_scope: list[Path] | None, path: str) -> Any:
+    global _ToolContext
+    if _ToolContext is None:
+        from agentflow.runtime.tools.catalog import ToolContext
+
+        _ToolContext = ToolContext
+    return _ToolContext(workspace=workspace, write_scope=write_scope, step_path=path)
 
 
 def _meta(step: Any) -> dict[str, Any]:
@@ -320,6 +372,7 @@ class _Run:
     hooks: Hooks
     plans: dict[str, Any]
     ask_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    step_usage: Any = None  # models.router.StepUsage: per-step model usage (from model_call events)
 
 
 DEFAULT_DENIED = frozenset({"builtin__write_file", "builtin__edit_file"})
@@ -332,10 +385,14 @@ class Executor:
     def __init__(self, run: _Run):
         self.run = run
         self.bus = run.bus
+        self._info: dict[int, _StepInfo] = {}
 
     # ----------------------------------------------------------------- events
 
-    def emit(self, kind: str, path: str, stack: list[str], **data: Any) -> Event:
+    def emit(self, kind: str, path: str, stack: list[str], **data: Any) -> Event | None:
+        """Emit one event (RUNTIME.md §8); a no-op when no sink listens."""
+        if not self.bus.sinks:
+            return None
         return self.bus.emit(kind, path, stack, **data)
 
     def warn(self, path: str, stack: list[str], message: str) -> None:
@@ -410,28 +467,49 @@ class Executor:
 
     # ----------------------------------------------------------------- one step
 
+    def _step_info(self, step: Any) -> _StepInfo:
+        """Per-step data derived once per run (the hot path reads only this)."""
+        info = self._info.get(id(step))
+        if info is not None and info.step is step:
+            return info
+        retry = getattr(step, "retry", None)
+        backoff = getattr(retry, "backoff", None) if retry is not None else None
+        info = _StepInfo(
+            step=step,
+            tool=step.tool_name,
+            handler=_CONTROL.get(step.tool_name),
+            compiled=_compiled(step),
+            select=_compiled_select(step),
+            timeout_s=_duration_s(getattr(step, "timeout", None)),
+            attempts=1 + (int(getattr(retry, "attempts", 0) or 0) if retry is not None else 0),
+            on=frozenset(getattr(retry, "on", None) or ["transient"])
+            if retry is not None
+            else frozenset(),
+            initial=_duration_s(getattr(backoff, "initial", None) or "500ms") or 0.5,
+            factor=float(getattr(backoff, "factor", 2.0) or 2.0),
+            cap=_duration_s(getattr(backoff, "max", None) or "30s") or 30.0,
+            source=_source(step),
+            id=getattr(step, "id", None),
+        )
+        self._info[id(step)] = info
+        return info
+
     async def run_step(self, step: Any, scope: Mapping[str, Any], path: str, frame: _Frame) -> Any:
         """Run one step (or body): events, timeout/deadline bound, retry, ``select``."""
-        tool = step.tool_name
-        retry = getattr(step, "retry", None)
-        attempts = 1 + (int(getattr(retry, "attempts", 0) or 0) if retry is not None else 0)
-        on = set(getattr(retry, "on", None) or ["transient"]) if retry is not None else set()
-        backoff = getattr(retry, "backoff", None) if retry is not None else None
-        initial = _duration_s(getattr(backoff, "initial", None) or "500ms")
-        factor = float(getattr(backoff, "factor", 2.0) or 2.0)
-        cap = _duration_s(getattr(backoff, "max", None) or "30s")
+        info = self._step_info(step)
+        tool = info.tool
+        quiet = not self.bus.sinks
         started = time.monotonic()
-        announced = {"done": False}
+        announced = [quiet]
 
         def announce(rendered: Any) -> None:
-            if not announced["done"]:
-                announced["done"] = True
+            if not announced[0]:
+                announced[0] = True
                 data: dict[str, Any] = {"tool_name": tool, "input": _json_safe(rendered)}
-                if step.id:
-                    data["id"] = step.id
-                src = _source(step)
-                if src:
-                    data["source"] = src
+                if info.id:
+                    data["id"] = info.id
+                if info.source:
+                    data["source"] = info.source
                 self.emit("step_started", path, frame.stack, **data)
 
         try:
@@ -439,13 +517,12 @@ class Executor:
             while True:
                 attempt += 1
                 try:
-                    raw = await self._bounded(step, scope, path, frame, announce)
+                    raw = await self._bounded(info, scope, path, frame, announce)
                     break
                 except RunError as e:
-                    if isinstance(e, ExitError) or attempt >= attempts or e.code not in on:
+                    if isinstance(e, ExitError) or attempt >= info.attempts or e.code not in info.on:
                         raise
-                    delay = min(cap, initial * (factor ** (attempt - 1)))
-                    delay = delay * (0.5 + random.random() / 2)
+                    delay = _backoff_delay(info, attempt)
                     if frame.deadline_at is not None:
                         remaining = frame.deadline_at - asyncio.get_running_loop().time()
                         delay = max(0.0, min(delay, remaining))
@@ -460,109 +537,116 @@ class Executor:
                     )
                     await asyncio.sleep(delay)
             result = raw
-            sel = _compiled_select(step)
-            if sel is not None:
+            if info.select is not None:
                 sel_scope = dict(scope)
                 sel_scope["result"] = raw
-                result = render_value(sel, sel_scope)
+                result = render_value(info.select, sel_scope)
         except RunError as e:
             if e.code == "bad_path" and not e.details.get("step_named"):
                 e.details["step_named"] = True
-                e.message = f"step `{step.id or path}`: {e.message}"
+                e.message = f"step `{info.id or path}`: {e.message}"
                 e.args = (e.message,)
             if e.step_path is None:
                 e.step_path = path
             if e.source is None:
-                e.source = _source(step)
-            announce(None)
-            self.emit(
-                "step_finished",
-                path,
-                frame.stack,
-                tool_name=tool,
-                error=_err_dict(e),
-                elapsed_ms=int((time.monotonic() - started) * 1000),
-            )
+                e.source = info.source
+            if not quiet:
+                announce(None)
+                self.emit(
+                    "step_finished",
+                    path,
+                    frame.stack,
+                    tool_name=tool,
+                    error=_err_dict(e),
+                    elapsed_ms=int((time.monotonic() - started) * 1000),
+                )
             raise
         except (RunAborted, _ExitOk) as e:
-            announce(None)
-            data: dict[str, Any] = {"tool_name": tool}
-            if isinstance(e, RunAborted):
-                data["aborted"] = e.message
-            else:
-                data["exit"] = True
-                data["result"] = _json_safe(e.output)
-            self.emit(
-                "step_finished",
-                path,
-                frame.stack,
-                elapsed_ms=int((time.monotonic() - started) * 1000),
-                **data,
-            )
+            if not quiet:
+                announce(None)
+                data: dict[str, Any] = {"tool_name": tool}
+                if isinstance(e, RunAborted):
+                    data["aborted"] = e.message
+                    if e.error:
+                        data["error"] = e.error
+                else:
+                    data["exit"] = True
+                    data["result"] = _json_safe(e.output)
+                self.emit(
+                    "step_finished",
+                    path,
+                    frame.stack,
+                    elapsed_ms=int((time.monotonic() - started) * 1000),
+                    **data,
+                )
             raise
         except asyncio.CancelledError:
+            if not quiet:
+                announce(None)
+                self.emit(
+                    "step_finished",
+                    path,
+                    frame.stack,
+                    tool_name=tool,
+                    error={"code": "aborted", "message": "cancelled", "step_path": path},
+                    elapsed_ms=int((time.monotonic() - started) * 1000),
+                )
+            raise
+        if not quiet:
             announce(None)
             self.emit(
                 "step_finished",
                 path,
                 frame.stack,
                 tool_name=tool,
-                error={"code": "aborted", "message": "cancelled", "step_path": path},
+                result=_json_safe(result),
                 elapsed_ms=int((time.monotonic() - started) * 1000),
             )
-            raise
-        announce(None)
-        self.emit(
-            "step_finished",
-            path,
-            frame.stack,
-            tool_name=tool,
-            result=_json_safe(result),
-            elapsed_ms=int((time.monotonic() - started) * 1000),
-        )
         return result
 
-    async def _bounded(self, step, scope, path, frame, announce) -> Any:
-        """One invocation raced against min(step timeout, remaining deadline) (RUNTIME.md §2)."""
-        timeout = _duration_s(getattr(step, "timeout", None))
+    async def _bounded(self, info: _StepInfo, scope, path, frame, announce) -> Any:
+        """One invocation raced against min(step timeout, remaining deadline) (RUNTIME.md §2).
+
+        Expiry cancels the invocation (the tool's task is cancelled; a thread-run sync tool's
+        late result is discarded) and raises ``timeout`` or ``deadline_exceeded``.
+        """
+        timeout = info.timeout_s
         remaining = None
         if frame.deadline_at is not None:
             remaining = frame.deadline_at - asyncio.get_running_loop().time()
             if remaining <= 0:
                 raise RunError("deadline_exceeded", "the workflow deadline has passed", path)
         if timeout is None and remaining is None:
-            return await self._invoke(step, scope, path, frame, announce)
+            return await self._invoke(info, scope, path, frame, announce)
+        step = info.step
         if remaining is not None and (timeout is None or remaining < timeout):
             bound, code = remaining, "deadline_exceeded"
-            message = (
-                f"the workflow deadline ({frame.plan.deadline}) expired during `{step.tool_name}`"
-            )
+            message = f"the workflow deadline ({_deadline_text(frame)}) expired during `{info.tool}`"
         else:
             bound, code = timeout, "timeout"
-            message = f"`{step.tool_name}` did not finish within its timeout ({step.timeout})"
+            message = f"`{info.tool}` did not finish within its timeout ({step.timeout})"
         try:
             async with asyncio.timeout(bound) as cm:
-                return await self._invoke(step, scope, path, frame, announce)
+                return await self._invoke(info, scope, path, frame, announce)
         except TimeoutError:
             if cm.expired():
                 raise RunError(code, message, path) from None
             raise
 
-    async def _invoke(self, step, scope, path, frame, announce) -> Any:
-        tool = step.tool_name
-        handler = _CONTROL.get(tool)
+    async def _invoke(self, info: _StepInfo, scope, path, frame, announce) -> Any:
+        handler = info.handler
         if handler is not None:
             try:
-                return await handler(self, step, _compiled(step), scope, path, frame, announce)
+                return await handler(self, info.step, info.compiled, scope, path, frame, announce)
             except (ValueError, TypeError, KeyError, AttributeError) as exc:
                 # a malformed hand-written control step: report it, never a traceback
                 raise RunError(
-                    "validation", f"`{tool}` step: {type(exc).__name__}: {exc}", path
+                    "validation", f"`{info.tool}` step: {type(exc).__name__}: {exc}", path
                 ) from None
-        args = render_value(_compiled(step), scope)
+        args = render_value(info.compiled, scope)
         announce(args)
         return await self.dispatch_tool(
-            tool, args, scope=scope, path=path, frame=frame, write_scope=None
+            info.tool, args, scope=scope, path=path, frame=frame, write_scope=None
         )
 
     # ----------------------------------------------------------------- tool dispatch
@@ -604,7 +688,9 @@ class Executor:
                 return decision.value
             if decision is not None and decision.action == "abort":
                 raise RunAborted(decision.message or "aborted by the gate", path)
-        self.emit("tool_started", path, stack, tool_name=name, input=_json_safe(args))
+        quiet = not self.bus.sinks
+        if not quiet:
+            self.emit("tool_started", path, stack, tool_name=name, input=_json_safe(args))
         t0 = time.monotonic()
         try:
             if name.startswith("plan__") and self._find_plan(name, frame) is not None:
@@ -613,11 +699,7 @@ class Executor:
                 tool = self.run.catalog.get(name) if self.run.catalog is not None else None
                 if tool is None:
                     raise RunError("tool_error", f"unknown tool '{name}'", path)
-                from agentflow.runtime.tools.catalog import ToolContext
-
-                ctx = ToolContext(
-                    workspace=self.run.workspace, write_scope=write_scope, step_path=path
-                )
+                ctx = _tool_context(self.run.workspace, write_scope, path)
                 result = await tool.func(args if isinstance(args, dict) else {"input": args}, ctx)
         except (RunAborted, _ExitOk, ExitError, asyncio.CancelledError):
             raise
@@ -644,14 +726,15 @@ class Executor:
                         decision.message or "aborted after a tool error", path, _err_dict(err)
                     ) from None
             raise err from None
-        self.emit(
-            "tool_finished",
-            path,
-            stack,
-            tool_name=name,
-            result=_json_safe(result),
-            elapsed_ms=int((time.monotonic() - t0) * 1000),
-        )
+        if not quiet:
+            self.emit(
+                "tool_finished",
+                path,
+                stack,
+                tool_name=name,
+                result=_json_safe(result),
+                elapsed_ms=int((time.monotonic() - t0) * 1000),
+            )
         return result
 
     def _find_plan(self, name: str, frame: _Frame) -> Any:
@@ -1367,7 +1450,10 @@ async def run_plan(
     if input is None:
         input = {}
     _validate_input(plan, input)
-    bus = EventBus(sinks)
+    from agentflow.runtime.models.router import StepUsage
+
+    step_usage = StepUsage()
+    bus = EventBus([step_usage, *sinks])
     run = _Run(
         catalog=catalog,
         router=router,
@@ -1376,6 +1462,7 @@ async def run_plan(
         bus=bus,
         hooks=hooks or Hooks(),
         plans=dict(plans or {}),
+        step_usage=step_usage,
     )
     ex = Executor(run)
     loop = asyncio.get_running_loop()
@@ -1409,7 +1496,7 @@ async def run_plan(
         output=output,
         error=error,
         results=results,
-        usage=_usage_delta(router, before),
+        usage={**_usage_delta(router, before), "by_step": step_usage.by_step},
         duration_ms=int((time.monotonic() - t0) * 1000),
     )
     ex.emit(

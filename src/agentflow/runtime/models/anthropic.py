@@ -30,7 +30,11 @@ _STOP = {
 
 
 class AnthropicClient:
-    """A :class:`ModelClient` for one Anthropic model (same constructor shape as OpenAIClient)."""
+    """A :class:`ModelClient` for one Anthropic model (same constructor shape as OpenAIClient).
+
+    ``tool_choice`` (``auto``/``required``→``any``/``none``) and ``parallel_tool_calls=False``
+    (``disable_parallel_tool_use``) map onto the Messages API ``tool_choice`` object.
+    """
 
     def __init__(
         self,
@@ -44,6 +48,8 @@ class AnthropicClient:
         headers: dict[str, str] | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        tool_choice: str | None = None,
+        parallel_tool_calls: bool | None = None,
         http_client: httpx.AsyncClient | None = None,
         on_retry: Callable[[dict[str, Any]], Any] | None = None,
         sleep: Callable[[float], Awaitable[Any]] | None = None,
@@ -58,6 +64,8 @@ class AnthropicClient:
         self._headers = dict(headers or {})
         self.max_tokens = max_tokens
         self.temperature = temperature
+        self.tool_choice = tool_choice
+        self.parallel_tool_calls = parallel_tool_calls
         self._http = http_client
         self.on_retry = on_retry
         self._sleep = sleep
@@ -90,6 +98,14 @@ class AnthropicClient:
                 }
                 for t in request.tools
             ]
+            choice: dict[str, Any] = {}
+            if self.tool_choice is not None:
+                choice["type"] = {"required": "any"}.get(self.tool_choice, self.tool_choice)
+            if self.parallel_tool_calls is False:
+                choice.setdefault("type", "auto")
+                choice["disable_parallel_tool_use"] = True
+            if choice:
+                payload["tool_choice"] = choice
         if self.temperature is not None:
             payload["temperature"] = self.temperature
         return payload

@@ -25,7 +25,10 @@ class OpenAIClient:
     ``provider``: provider name (for messages); ``base_url``: e.g. ``http://127.0.0.1:11434/v1``;
     ``model``: the provider's model name; ``api_key``: sent as ``Authorization: Bearer`` and never
     logged or put in an error. ``timeout``: seconds per HTTP request. ``structured_output``: send
-    ``response_format: json_schema`` (strict) when a request carries a ``response_schema``.
+    ``response_format: json_schema`` (strict, see :func:`strict_schema`) when a request carries a
+    ``response_schema``. ``tool_choice`` (``auto``/``required``/``none``) and
+    ``parallel_tool_calls`` are sent, when set, with requests that offer tools (unset: the
+    server's default, which is ``auto`` and parallel for OpenAI; some local servers reject them).
     """
 
     def __init__(
@@ -41,6 +44,8 @@ class OpenAIClient:
         max_tokens: int | None = None,
         temperature: float | None = None,
         structured_output: bool = False,
+        tool_choice: str | None = None,
+        parallel_tool_calls: bool | None = None,
         http_client: httpx.AsyncClient | None = None,
         on_retry: Callable[[dict[str, Any]], Any] | None = None,
         sleep: Callable[[float], Awaitable[Any]] | None = None,
@@ -55,6 +60,8 @@ class OpenAIClient:
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.structured_output = structured_output
+        self.tool_choice = tool_choice
+        self.parallel_tool_calls = parallel_tool_calls
         self._http = http_client
         self.on_retry = on_retry
         self._sleep = sleep
@@ -91,6 +98,10 @@ class OpenAIClient:
                 }
                 for t in request.tools
             ]
+            if self.tool_choice is not None:
+                payload["tool_choice"] = self.tool_choice
+            if self.parallel_tool_calls is not None:
+                payload["parallel_tool_calls"] = self.parallel_tool_calls
         max_tokens = request.max_tokens or self.max_tokens
         if max_tokens:
             payload["max_tokens"] = max_tokens
@@ -211,58 +222,88 @@ class _Recursive(Exception):
     pass
 
 
-def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
-    """``schema`` rewritten for OpenAI strict structured output (RUNTIME.md §10), or None if impossible.
+class _Unsupported(Exception):
+    pass
 
-    ``$ref`` into ``$defs`` is inlined; every object gets ``additionalProperties: false`` and lists all
-    its properties as required, optional ones becoming nullable; ``default`` is dropped. Recursive
-    schemas cannot be inlined: None (the caller then sends no ``response_format``; the contract is
-    validated all the same).
+
+_DROP = ("$defs", "definitions", "$schema", "$id", "default")
+
+
+def _accepts_null(node: Any) -> bool:
+    if not isinstance(node, dict):
+        return False
+    kind = node.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    return any(_accepts_null(n) for n in node.get("anyOf") or [])
+
+
+def _nullable(node: dict[str, Any]) -> dict[str, Any]:
+    if _accepts_null(node):
+        return node
+    kind = node.get("type")
+    if isinstance(kind, str) and "enum" not in node and "const" not in node:
+        return {**node, "type": [kind, "null"]}
+    return {"anyOf": [node, {"type": "null"}]}
+
+
+def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """``schema`` rewritten for OpenAI strict structured output (RUNTIME.md §10), or None.
+
+    Only the *provider request* uses the result; answers are always validated against the original
+    contract. Every object gets ``additionalProperties: false`` and lists all its properties as
+    required, the optional ones made nullable (a ``T?`` field, already ``anyOf [T, null]``, is left
+    as it is); ``default``/``$schema`` are dropped. ``$ref`` into ``$defs`` is inlined; a recursive
+    schema (which cannot be inlined) keeps its ``$defs``, converted the same way (OpenAI accepts
+    recursive ``$ref``). None when strict mode cannot express the schema (a map type:
+    ``additionalProperties`` with a schema; an empty "any" schema): the caller then sends no
+    ``response_format`` and validates the contract all the same.
     """
     defs = schema.get("$defs") or schema.get("definitions") or {}
 
-    def nullable(node: dict[str, Any]) -> dict[str, Any]:
-        kind = node.get("type")
-        if isinstance(kind, str):
-            return {**node, "type": [kind, "null"]} if kind != "null" else node
-        if isinstance(kind, list):
-            return node if "null" in kind else {**node, "type": [*kind, "null"]}
-        return {"anyOf": [node, {"type": "null"}]}
-
-    def conv(node: Any, stack: frozenset[str]) -> Any:
+    def conv(node: Any, stack: frozenset[str] | None) -> Any:
         if isinstance(node, list):
             return [conv(n, stack) for n in node]
         if not isinstance(node, dict):
             return node
-        if "$ref" in node:
+        if not node:
+            raise _Unsupported("an empty schema (any value)")
+        if "$ref" in node and stack is not None:
             ref = str(node["$ref"])
             name = ref.rsplit("/", 1)[-1]
-            if name in stack or name not in defs:
+            if ref == "#" or name in stack:
                 raise _Recursive(ref)
+            if name not in defs:
+                raise _Unsupported(ref)
             rest = {k: v for k, v in node.items() if k != "$ref"}
             return conv({**defs[name], **rest}, stack | {name})
         out: dict[str, Any] = {}
         for key, value in node.items():
-            if key in ("$defs", "definitions", "$schema", "default"):
+            if key in _DROP:
                 continue
             if key == "properties" and isinstance(value, dict):
                 out[key] = {k: conv(v, stack) for k, v in value.items()}
             elif key in ("items", "anyOf", "oneOf", "allOf", "prefixItems", "not"):
                 out[key] = conv(value, stack)
-            elif key == "additionalProperties" and isinstance(value, dict):
-                out[key] = conv(value, stack)
+            elif key == "additionalProperties" and value not in (False, None):
+                raise _Unsupported("additionalProperties with a schema (a map)")
             else:
                 out[key] = value
-        if isinstance(out.get("properties"), dict):
+        if out.get("type") == "object" or isinstance(out.get("properties"), dict):
+            props = out.get("properties") or {}
             required = set(out.get("required") or [])
-            out["properties"] = {
-                k: (v if k in required else nullable(v)) for k, v in out["properties"].items()
-            }
-            out["required"] = list(out["properties"])
+            out["properties"] = {k: (v if k in required else _nullable(v)) for k, v in props.items()}
+            out["required"] = list(props)
             out["additionalProperties"] = False
         return out
 
     try:
-        return conv(schema, frozenset())
-    except _Recursive:
+        try:
+            return conv(schema, frozenset())
+        except _Recursive:
+            out = conv(schema, None)
+            if defs:
+                out["$defs"] = {name: conv(d, None) for name, d in defs.items()}
+            return out
+    except _Unsupported:
         return None

@@ -142,6 +142,8 @@ class ModelRouter:
                 max_tokens=resolved.max_tokens,
                 temperature=resolved.temperature,
                 structured_output=resolved.structured_output,
+                tool_choice=resolved.tool_choice,
+                parallel_tool_calls=resolved.parallel_tool_calls,
                 on_retry=on_retry,
             )
         if provider.kind == "anthropic":
@@ -162,6 +164,8 @@ class ModelRouter:
                 headers=provider.headers,
                 max_tokens=resolved.max_tokens,
                 temperature=resolved.temperature,
+                tool_choice=resolved.tool_choice,
+                parallel_tool_calls=resolved.parallel_tool_calls,
                 on_retry=on_retry,
             )
         raise ConfigError(  # pragma: no cover - the config model restricts kind
@@ -194,3 +198,45 @@ class ModelRouter:
             close = getattr(client, "aclose", None)
             if close is not None:
                 await close()
+
+
+class StepUsage:
+    """An event sink that adds up ``model_call`` events per step path (RUNTIME.md §1 ``usage``).
+
+    ``by_step``: ``{step path: {inferences, input_tokens, output_tokens, by_role: {role: {…}}}}``,
+    keyed by the path the call was made at (an agent step, a judge, a solver). :meth:`total`
+    sums a step and everything nested under it (``E3`` includes ``E3/do.2/E10``).
+    """
+
+    def __init__(self) -> None:
+        self.by_step: dict[str, dict[str, Any]] = {}
+
+    def handle(self, event: Any) -> None:
+        """Sink protocol: count ``model_call`` events, ignore the rest."""
+        if getattr(event, "kind", None) != "model_call":
+            return
+        data = event.data or {}
+        inp = int(data.get("input_tokens", 0) or 0)
+        out = int(data.get("output_tokens", 0) or 0)
+        entry = self.by_step.setdefault(
+            event.path, {"inferences": 0, "input_tokens": 0, "output_tokens": 0, "by_role": {}}
+        )
+        role = entry["by_role"].setdefault(
+            str(data.get("role") or "chat"), {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
+        )
+        for target in (entry, role):
+            target["inferences"] += 1
+            target["input_tokens"] += inp
+            target["output_tokens"] += out
+
+    def total(self, path: str) -> dict[str, int] | None:
+        """``{inferences, input_tokens, output_tokens}`` of ``path`` and its nested steps, or None
+        when no model call was made there."""
+        keys = [k for k in self.by_step if k == path or k.startswith(path + "/")]
+        if not keys:
+            return None
+        out = {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
+        for key in keys:
+            for field in out:
+                out[field] += self.by_step[key][field]
+        return out

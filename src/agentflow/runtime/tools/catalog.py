@@ -96,6 +96,14 @@ class Catalog:
     def __init__(self, tools: Iterable[Tool] = ()):
         self._tools: dict[str, Tool] = {}
         self.configured_prefixes: set[str] = set()
+        #: prefix → async loader of that prefix's tools (MCP servers), run once by :meth:`prepare`
+        self._lazy: dict[str, Callable[[], Awaitable[list[Tool]]]] = {}
+        self._loaded: set[str] = set()
+        self._load_locks: dict[str, asyncio.Lock] = {}
+        #: plans callable as ``plan__NAME`` (the plans directory), passed to the executor
+        self.plans: dict[str, Any] = {}
+        #: async callables run by :meth:`aclose` (MCP connections)
+        self._closers: list[Callable[[], Awaitable[None]]] = []
         for tool in tools:
             self.register(tool)
 
@@ -159,11 +167,81 @@ class Catalog:
         return [self._tools[n].spec() for n in names if n in self._tools]
 
     def copy(self) -> Catalog:
-        """A shallow copy (tools shared) that can be extended independently."""
+        """A shallow copy (tools, lazy sources, plans and closers shared) that can be extended
+        independently."""
         other = Catalog()
         other._tools = dict(self._tools)
         other.configured_prefixes = set(self.configured_prefixes)
+        other._lazy = dict(self._lazy)
+        other._loaded = set(self._loaded)
+        other.plans = dict(self.plans)
+        other._closers = list(self._closers)
         return other
+
+    # ------------------------------------------------------------------ lazy sources (MCP)
+
+    def add_lazy(
+        self,
+        prefix: str,
+        loader: Callable[[], Awaitable[list[Tool]]],
+        close: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """Declare server ``prefix`` whose tools ``loader()`` lists on first need (RUNTIME.md §4:
+        MCP servers connect lazily). The prefix counts as configured at once; ``close`` runs on
+        :meth:`aclose`."""
+        self._lazy[prefix] = loader
+        self.configured_prefixes.add(prefix)
+        if close is not None:
+            self._closers.append(close)
+
+    def lazy_prefixes(self) -> list[str]:
+        """Server prefixes declared with :meth:`add_lazy`, sorted."""
+        return sorted(self._lazy)
+
+    def pending(self, requests: Iterable[str] | str | None) -> list[str]:
+        """Lazy prefixes not loaded yet that ``requests`` may need (see :meth:`prepare`)."""
+        if requests == "none":
+            return []
+        if isinstance(requests, str):
+            requests = [requests]
+        todo = [p for p in sorted(self._lazy) if p not in self._loaded]
+        if requests is None:
+            return todo
+        out = []
+        for prefix in todo:
+            for request in requests:
+                head = str(request).split("__", 1)[0] if "__" in str(request) else str(request)
+                if "*" in head and match_pattern(head, prefix) or head == prefix:
+                    out.append(prefix)
+                    break
+        return out
+
+    async def prepare(self, requests: Iterable[str] | str | None) -> None:
+        """Load the lazy sources (connect the MCP servers) that ``requests`` may touch.
+
+        ``requests``: tool names or patterns (``linear__*``, ``*__search``, ``*``), ``None`` (the
+        whole catalog) or ``"none"``. A server is touched when the part before ``__`` names it or
+        is a pattern matching it. Each source loads once (concurrent callers wait for the first).
+        Raises RunError(tool_error) when a server cannot be reached.
+        """
+        for prefix in self.pending(requests):
+            lock = self._load_locks.setdefault(prefix, asyncio.Lock())
+            async with lock:
+                if prefix in self._loaded:
+                    continue
+                for tool in await self._lazy[prefix]():
+                    self.register(tool, replace=True)
+                self._loaded.add(prefix)
+
+    async def aclose(self) -> None:
+        """Close what the catalog opened (MCP connections); the lazy sources load again on the
+        next :meth:`prepare`. Safe to call more than once."""
+        for close in self._closers:
+            await close()
+        for prefix in self._loaded & set(self._lazy):
+            for name in [n for n, t in self._tools.items() if t.prefix == prefix]:
+                del self._tools[name]
+        self._loaded -= set(self._lazy)
 
 
 def _adapt_function(fn: Callable[..., Any]) -> tuple[ToolFunc, dict[str, Any]]:

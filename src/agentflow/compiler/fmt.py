@@ -1,0 +1,472 @@
+"""`flowc fmt`: the canonical layout of `.flow` source (LANGUAGE.md §1, §10 "fmt never changes
+meaning").
+
+The formatter works on tokens, in the manner of ``gofmt``: it keeps the author's line breaks
+(they are significant in `.flow`, see the newline rule of §1) and rewrites everything else.
+
+- Indentation is two spaces per open bracket *line* (a line opening ``({`` indents the next
+  line once); a line starting with closers is aligned with the line that opened them.  A
+  continuation line (one starting with ``else`` after a line not ending in ``}``, or with a
+  binary operator, or following a line that ends with one or with ``=``) gets one more level.
+- Spacing between tokens is canonical: one space around binary operators, ``=``, ``->`` and
+  ``|``, after ``,`` and ``:``, inside ``{ … }`` on one line; none inside ``( )``/``[ ]``, around
+  ``.``/``..``, before ``?`` (optional types), ``[`` (index, ``T[]``) and ``(`` after a name.
+- Runs of blank lines become one blank line; blank lines after an opening bracket, before a
+  closing one, and at the start and end of the file are removed; the file ends with one ``\\n``.
+- Comments, doc comments (``///``), block comments and every string literal (including the
+  lines of ``\"\"\"`` strings and their interpolations) are kept byte for byte (trailing blanks
+  of comment lines removed).
+
+Safety: a file with syntax errors is not formatted (:class:`FormatError`), and the result is
+re-parsed and compared with the original AST (spans aside) — if they differ, the formatter
+raises :class:`FormatError` instead of changing meaning (the "AST equivalence" check of
+Black).  ``format_source(format_source(x)) == format_source(x)``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentflow.errors import SourceError
+
+__all__ = ["FormatError", "format_source", "format_file", "ast_key", "scan_comments", "Token"]
+
+INDENT = "  "
+
+KEYWORDS = frozenset(
+    (
+        "not and or in true false null flow input output deadline use agent team extern tool "
+        "type stage let require else fail return if map parallel as limit filter where judge "
+        "reduce ask expect default verify check task system model tools none write timeout "
+        "retry max_iterations"
+    ).split()
+)
+#: keywords that end a value (so a following ``(``/``[``/``-`` continues it)
+_VALUE_WORDS = frozenset({"true", "false", "null", "input"})
+
+_BINARY = frozenset(
+    {"??", "==", "!=", "<", "<=", ">", ">=", "+", "*", "/", "%", "=", "->", "|", "and", "or"}
+)
+#: tokens that cannot start a statement, so a line starting with one continues the previous
+_CONT_START = frozenset(
+    {"??", "==", "!=", "<=", ">=", "+", "*", "/", "%", "->", "|", "and", "or", ".", "..", "where"}
+)
+#: tokens that cannot end an expression, so the next line continues this one
+_CONT_END = frozenset(
+    {"??", "==", "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", "=", "->", "|", "and", "or",
+     "..", "."}
+)
+
+_TOKEN_RE = re.compile(
+    r"""
+    (?P<ws>[ \t\r\f\v\ufeff]+)
+  | (?P<nl>\n)
+  | (?P<doc>///[^\n]*)
+  | (?P<comment>//[^\n]*)
+  | (?P<block>/\*)
+  | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<num>[0-9]+(?:\.[0-9]+)?[A-Za-z0-9_]*)
+  | (?P<str>\")
+  | (?P<op>\.\.|\?\?|==|!=|<=|>=|->|[-+*/%<>=.,:(){}\[\]|?@])
+  | (?P<other>.)
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+
+
+class FormatError(SourceError):
+    """The source cannot be formatted: it has a syntax error, or (never expected) formatting
+    would change its meaning.  ``span`` locates the problem when known."""
+
+
+@dataclass(slots=True)
+class Token:
+    """A formatter token: ``kind`` is ``word``, ``num``, ``str``, ``op``, ``comment``, ``doc``,
+    ``block`` or ``nl``; ``text`` is verbatim; ``start``/``end`` are character offsets."""
+
+    kind: str
+    text: str
+    start: int
+    end: int
+
+
+def _skip_string(text: str, i: int) -> int:
+    """``text[i]`` is the opening ``"``: return the offset just past the closing quote(s).
+
+    Handles ``\"\"\"`` strings, escapes and nested ``${…}`` interpolations (which may contain
+    strings again).  Raises :class:`FormatError` when unterminated."""
+    n = len(text)
+    triple = text.startswith('"""', i)
+    j = i + (3 if triple else 1)
+    while j < n:
+        ch = text[j]
+        if ch == "\\":
+            j += 2
+            continue
+        if triple and text.startswith('"""', j):
+            # a run of quotes longer than three ends with the last three
+            k = j
+            while k < n and text[k] == '"':
+                k += 1
+            return k
+        if not triple and ch == '"':
+            return j + 1
+        if not triple and ch == "\n":
+            break
+        if ch == "$" and j + 1 < n and text[j + 1] == "{":
+            j = _skip_interpolation(text, j + 2)
+            continue
+        j += 1
+    raise FormatError("unterminated string", None)
+
+
+def _skip_interpolation(text: str, j: int) -> int:
+    """Skip the expression of a ``${`` whose body starts at ``j``; return past its ``}``."""
+    n = len(text)
+    depth = 0
+    while j < n:
+        ch = text[j]
+        if ch == '"':
+            j = _skip_string(text, j)
+            continue
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            if depth == 0:
+                return j + 1
+            depth -= 1
+        elif text.startswith("//", j):
+            k = text.find("\n", j)
+            j = n if k < 0 else k
+            continue
+        elif text.startswith("/*", j):
+            k = text.find("*/", j + 2)
+            j = n if k < 0 else k + 2
+            continue
+        j += 1
+    raise FormatError("unterminated interpolation", None)
+
+
+def tokenize(text: str) -> list[Token]:
+    """Split `.flow` source into formatter tokens (whitespace dropped, newlines kept as ``nl``).
+
+    Strings (with their interpolations) and block comments are single tokens.  Raises
+    :class:`FormatError` on an unterminated string or comment."""
+    out: list[Token] = []
+    i, n = 0, len(text)
+    while i < n:
+        m = _TOKEN_RE.match(text, i)
+        assert m is not None
+        kind = m.lastgroup or "other"
+        j = m.end()
+        if kind == "ws":
+            i = j
+            continue
+        if kind == "str":
+            j = _skip_string(text, i)
+        elif kind == "block":
+            k = text.find("*/", j)
+            if k < 0:
+                raise FormatError("unterminated comment", None)
+            j = k + 2
+        if kind in ("comment", "doc"):
+            out.append(Token(kind, text[i:j].rstrip(), i, j))
+        else:
+            out.append(Token(kind, text[i:j], i, j))
+        i = j
+    return out
+
+
+def scan_comments(text: str) -> list[Token]:
+    """Every comment of ``text`` (``//``, ``///`` and ``/* */``), string-aware, in order.
+
+    Used by the language server to find doc comments of declarations the parser does not attach
+    them to.  Never raises: on a lexical error it returns the comments found so far."""
+    try:
+        return [t for t in tokenize(text) if t.kind in ("comment", "doc", "block")]
+    except FormatError:
+        return []
+
+
+# ---------------------------------------------------------------------------------------------
+# layout
+
+
+def _is_code(t: Token) -> bool:
+    return t.kind not in ("comment", "doc", "block", "nl")
+
+
+class _Layout:
+    """Per-token context computed once: which ``<``/``>`` are type brackets, which words are
+    keywords, which ``-`` are unary."""
+
+    def __init__(self, toks: list[Token]) -> None:
+        self.toks = toks
+        self.angle: set[int] = set()
+        self.keyword: set[int] = set()
+        self.unary: set[int] = set()
+        code = [k for k, t in enumerate(toks) if _is_code(t)]
+        opened: list[int] = []
+        for pos, k in enumerate(code):
+            t = toks[k]
+            prev = toks[code[pos - 1]] if pos else None
+            nxt = toks[code[pos + 1]] if pos + 1 < len(code) else None
+            if t.kind == "word":
+                after_dot = prev is not None and prev.text == "."
+                before_colon = nxt is not None and nxt.text == ":"
+                if t.text in KEYWORDS and not after_dot and not before_colon:
+                    self.keyword.add(k)
+            elif t.text == "<" and prev is not None and prev.text == "map" and (
+                pos < 2 or toks[code[pos - 2]].text != "."
+            ):
+                self.angle.add(k)
+                opened.append(k)
+            elif t.text == ">" and opened:
+                self.angle.add(k)
+                opened.pop()
+            elif t.text == "-":
+                if prev is None or not self.value_end(code[pos - 1]):
+                    self.unary.add(k)
+
+    def value_end(self, k: int) -> bool:
+        """True when token ``k`` can end a value (so an operator after it is binary)."""
+        t = self.toks[k]
+        if t.kind == "word":
+            return k not in self.keyword or t.text in _VALUE_WORDS
+        if t.kind in ("num", "str"):
+            return True
+        if t.text in (")", "]", "}", "?"):
+            return True
+        return t.text == ">" and k in self.angle
+
+    def space(self, a: int, b: int) -> str:
+        """The canonical separator between code or comment tokens ``a`` and ``b`` on one line."""
+        p, c = self.toks[a], self.toks[b]
+        pt, ct = p.text, c.text
+        if c.kind in ("comment", "doc"):
+            return " "
+        if p.kind == "block" or c.kind == "block":
+            return " "
+        if pt in ("(", "[") or ct in (")", "]", ",", ":", "."):
+            return ""
+        if pt == "." or pt == ".." or ct == "..":
+            return ""
+        if pt in (",", ":"):
+            return " "
+        if ct == "?":
+            return ""
+        if pt == "@":
+            return ""
+        if b in self.angle or a in self.angle and pt == "<":
+            return ""
+        if pt == "{":
+            return "" if ct == "}" else " "
+        if ct == "}":
+            return " "
+        if ct == "[" or ct == "(":
+            if ct == "(" and p.kind == "word" and pt == "agent":
+                return ""
+            return "" if self.value_end(a) else " "
+        if pt == "-" and a in self.unary:
+            return ""
+        return " "
+
+
+def _layout(text: str, toks: list[Token]) -> str:
+    lay = _Layout(toks)
+    # split into logical lines (token index lists) with the number of newlines before each
+    lines: list[tuple[int, list[int]]] = []
+    cur: list[int] = []
+    nls = 0
+    for k, t in enumerate(toks):
+        if t.kind == "nl":
+            if cur:
+                lines.append((nls, cur))
+                cur = []
+                nls = 0
+            nls += 1
+            continue
+        cur.append(k)
+    if cur:
+        lines.append((nls, cur))
+
+    out: list[_Line | None] = []
+    stack: list[int] = []  # indent level of the line that opened each bracket
+    prev_last: Token | None = None
+    prev_last_k: int | None = None
+    for li, (nl_before, idxs) in enumerate(lines):
+        first = toks[idxs[0]]
+        # indentation
+        lead_closers = 0
+        for k in idxs:
+            if toks[k].text in (")", "]", "}") and stack:
+                lead_closers += 1
+            else:
+                break
+        if lead_closers:
+            level = stack[-lead_closers]
+        else:
+            level = stack[-1] + 1 if stack else 0
+            if prev_last is not None and _is_code(first) and _is_code(prev_last):
+                if first.text == "else" and prev_last.text != "}":
+                    level += 1
+                elif first.text in _CONT_START:
+                    level += 1
+                elif prev_last.text in _CONT_END and not (
+                    prev_last.text == ">" and prev_last_k in lay.angle
+                ):
+                    level += 1
+        # blank lines
+        if li == 0:
+            pass
+        else:
+            blank = nl_before > 1
+            if prev_last is not None and prev_last.text in ("{", "(", "["):
+                blank = False
+            if lead_closers:
+                blank = False
+            if blank:
+                out.append(None)
+        # tokens (a trailing line comment is set aside for alignment)
+        body = idxs
+        trailing: str | None = None
+        if len(idxs) > 1 and toks[idxs[-1]].kind in ("comment", "doc"):
+            body = idxs[:-1]
+            trailing = toks[idxs[-1]].text
+        parts = [INDENT * level]
+        for pos, k in enumerate(body):
+            if pos:
+                parts.append(lay.space(body[pos - 1], k))
+            parts.append(toks[k].text)
+        out.append(_Line("".join(parts).rstrip(" "), trailing))
+        # brackets
+        for k in idxs:
+            tx = toks[k].text
+            if toks[k].kind != "op":
+                continue
+            if tx in ("(", "[", "{"):
+                stack.append(level)
+            elif tx in (")", "]", "}") and stack:
+                stack.pop()
+        last_code = [k for k in idxs if toks[k].kind != "nl"]
+        prev_last_k = last_code[-1]
+        prev_last = toks[prev_last_k]
+        # a trailing comment hides the last code token for continuation purposes
+        code_only = [k for k in idxs if _is_code(toks[k])]
+        if code_only and not _is_code(prev_last):
+            prev_last_k = code_only[-1]
+            prev_last = toks[prev_last_k]
+        elif not code_only:
+            prev_last = None
+            prev_last_k = None
+    return _render(out)
+
+
+@dataclass(slots=True)
+class _Line:
+    code: str
+    comment: str | None
+
+
+def _render(lines: list[_Line | None]) -> str:
+    """Join laid-out lines (``None`` is a blank line), aligning the trailing comments of each
+    run of consecutive one-line lines that have one (two spaces after the longest code)."""
+    text: list[str] = []
+    run: list[_Line] = []
+
+    def flush() -> None:
+        if run:
+            width = max(len(ln.code) for ln in run)
+            for ln in run:
+                text.append(ln.code + " " * (width - len(ln.code) + 2) + (ln.comment or ""))
+            run.clear()
+
+    for ln in lines:
+        if ln is not None and ln.comment is not None and "\n" not in ln.code:
+            run.append(ln)
+            continue
+        flush()
+        if ln is None:
+            text.append("")
+        elif ln.comment is not None:
+            text.append(ln.code + "  " + ln.comment)
+        else:
+            text.append(ln.code)
+    flush()
+    result = "\n".join(text).strip("\n")
+    return result + "\n" if result else ""
+
+
+# ---------------------------------------------------------------------------------------------
+# AST equivalence
+
+
+_SPAN_FIELDS = frozenset(
+    {"span", "key_span", "name_span", "op_span", "target_span", "keyword_span"}
+)
+
+
+def ast_key(node: Any) -> Any:
+    """A hashable structural key of an AST (every field but spans), for equivalence checks."""
+    from agentflow.grammar import ast
+
+    if isinstance(node, ast.Node):
+        fields = getattr(type(node), "__dataclass_fields__", {})
+        return (type(node).__name__,) + tuple(
+            (name, ast_key(getattr(node, name))) for name in fields if name not in _SPAN_FIELDS
+        )
+    if isinstance(node, (list, tuple)):
+        return tuple(ast_key(x) for x in node)
+    if isinstance(node, float):
+        return ("float", node)
+    if isinstance(node, bool):
+        return ("bool", node)
+    return node
+
+
+def format_source(text: str, file: str = "<input>") -> str:
+    """Return ``text`` in canonical layout (see the module docstring).
+
+    Raises :class:`FormatError` (a :class:`~agentflow.errors.SourceError` with the span of the
+    first problem) when the source has a syntax error, or when the formatted text would not
+    parse to the same AST (a formatter bug; the file is then left alone)."""
+    from agentflow.grammar.parser import parse_module
+
+    before, diags = parse_module(text, file)
+    errors = [d for d in diags if d.severity == "error"]
+    if errors:
+        d = errors[0]
+        raise FormatError(f"{d.span}: cannot format a file with syntax errors: {d.message}", d.span)
+    try:
+        toks = tokenize(text)
+    except FormatError as e:  # pragma: no cover - the parser already rejected these
+        raise FormatError(f"{file}: {e.message}") from None
+    new = _layout(text, toks)
+    if new == text:
+        return new
+    after, diags2 = parse_module(new, file)
+    if any(d.severity == "error" for d in diags2) or ast_key(after) != ast_key(before):
+        raise FormatError(
+            f"{file}: internal formatter error: the formatted text would change the program's "
+            "meaning; the file was left unchanged (please report this)"
+        )
+    return new
+
+
+def format_file(path: str | Path, *, check: bool = False) -> bool:
+    """Format the file at ``path`` in place (or, with ``check=True``, only compare).
+
+    Returns True when the file is (check) or was (write) not already canonical.  Raises
+    :class:`FormatError` as :func:`format_source`, ``OSError`` when unreadable."""
+    from agentflow.compiler.api import read_source
+
+    text = read_source(path)
+    new = format_source(text, str(path))
+    if new == text:
+        return False
+    if not check:
+        Path(path).write_text(new, encoding="utf-8")
+    return True

@@ -1,0 +1,377 @@
+"""MCP servers as catalog tools (RUNTIME.md §4), through the official ``mcp`` SDK (2.x).
+
+A server configured under ``[mcp.NAME]`` (:class:`agentflow.runtime.config.McpServer`: stdio
+``command``/``args``/``env``/``cwd``, or streamable HTTP ``url``/``headers``) exposes its tools as
+``NAME__tool`` with the server's own input schemas and descriptions.
+
+Lifecycle: nothing connects at load or validate time. The first time a run needs a server (an agent
+whose ``tools`` request may match it, or a step naming one of its tools) :class:`McpConnection`
+starts it, initializes the session and lists its tools; the connection is reused for the rest of
+the run and closed by :meth:`McpHub.aclose` (``agentflow.api.run`` does that on exit).
+
+Each connection lives in a dedicated owner task that enters and exits the SDK's context managers
+(anyio cancel scopes must be exited by the task that entered them); tool calls from any task send
+requests over the shared session. A call is bounded by the server's ``timeout`` (``timeout`` error);
+a server that dies mid-run turns the pending and every later call into a ``tool_error`` result
+(no hang, no reconnect within the run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from agentflow.errors import RunError
+from agentflow.runtime.config import McpServer
+from agentflow.runtime.tools.catalog import Tool, ToolContext
+
+#: Seconds to wait for a connection's owner task to wind down on close.
+CLOSE_TIMEOUT = 10.0
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def tool_name(server: str, name: str) -> str:
+    """The catalog name of MCP tool ``name`` of ``server``: ``server__name``, with characters model
+    APIs reject (anything but letters, digits, ``_`` and ``-``) replaced by ``_``."""
+    return f"{server}__{_UNSAFE.sub('_', name)}"
+
+
+def expand_vars(value: str, env: Mapping[str, str], *, server: str, where: str) -> str:
+    """``${VAR}`` references in ``value`` replaced from ``env``.
+
+    Raises RunError(tool_error) naming the variable (never its value) when it is unset.
+    """
+
+    def sub(m: re.Match[str]) -> str:
+        var = m.group(1)
+        if var not in env:
+            raise RunError(
+                "tool_error",
+                f"MCP server '{server}': environment variable {var} (used in [mcp.{server}] "
+                f"{where}) is not set",
+            )
+        return env[var]
+
+    return _VAR.sub(sub, value)
+
+
+class McpConnection:
+    """One lazily opened connection to the MCP server ``name``.
+
+    ``server``: its configuration; ``base_dir``: where a relative ``cwd`` is resolved;
+    ``env``: the environment ``${VAR}`` references are expanded from.
+    """
+
+    def __init__(
+        self, name: str, server: McpServer, *, base_dir: Path, env: Mapping[str, str]
+    ) -> None:
+        self.name = name
+        self.server = server
+        self.base_dir = base_dir
+        self.env = env
+        self._lock = asyncio.Lock()
+        self._session: Any = None
+        self._tools: list[Any] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._stop: asyncio.Event | None = None
+        self._dead: str | None = None
+        self._errlog: Any = None
+
+    @property
+    def connected(self) -> bool:
+        """True while a live session is open."""
+        return self._session is not None and self._dead is None
+
+    # ------------------------------------------------------------------ connecting
+
+    def _transport(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        server, name = self.server, self.name
+        if server.command is not None:
+            from mcp import StdioServerParameters, stdio_client
+
+            env = {
+                k: expand_vars(v, self.env, server=name, where=f"env.{k}")
+                for k, v in server.env.items()
+            }
+            cwd = None
+            if server.cwd is not None:
+                cwd = Path(server.cwd)
+                cwd = cwd if cwd.is_absolute() else self.base_dir / cwd
+            params = StdioServerParameters(
+                command=server.command, args=list(server.args), env=env or None, cwd=cwd
+            )
+            self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+            return stdio_client(params, errlog=self._errlog)
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        headers = {
+            k: expand_vars(v, self.env, server=name, where=f"headers.{k}")
+            for k, v in server.headers.items()
+        }
+        client = create_mcp_http_client(headers=headers or None)
+        return _http_transport(streamable_http_client(server.url or "", http_client=client), client)
+
+    async def _owner(self, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
+        from mcp import ClientSession
+
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                read, write = await stack.enter_async_context(self._transport())
+                session = await stack.enter_async_context(ClientSession(read, write))
+                await session.initialize()
+                tools: list[Any] = []
+                cursor = None
+                while True:
+                    from mcp.types import PaginatedRequestParams
+
+                    params = PaginatedRequestParams(cursor=cursor) if cursor else None
+                    listing = await session.list_tools(params=params)
+                    tools.extend(listing.tools)
+                    cursor = getattr(listing, "next_cursor", None)
+                    if not cursor:
+                        break
+                self._session, self._tools = session, tools
+                if not ready.done():
+                    ready.set_result(None)
+                await stop.wait()
+        except BaseException as exc:  # noqa: BLE001 - reported through `ready` or on the next call
+            if not ready.done():
+                ready.set_exception(exc)
+            elif self._dead is None and not stop.is_set():
+                self._dead = f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+        finally:
+            self._session = None
+
+    async def connect(self) -> None:
+        """Start the server and initialize the session once (later calls return at once).
+
+        Raises RunError(tool_error) when it cannot start or initialize within ``connect_timeout``
+        (the message ends with the tail of the server's stderr, when there is one).
+        """
+        if self._dead is not None:
+            raise self._unavailable()
+        if self._session is not None:
+            return
+        async with self._lock:
+            if self._session is not None:
+                return
+            if self._dead is not None:
+                raise self._unavailable()
+            loop = asyncio.get_running_loop()
+            ready: asyncio.Future[None] = loop.create_future()
+            self._stop = asyncio.Event()
+            self._task = asyncio.create_task(
+                self._owner(ready, self._stop), name=f"mcp-{self.name}"
+            )
+            try:
+                await asyncio.wait_for(asyncio.shield(ready), self.server.connect_timeout)
+            except RunError:
+                await self._abandon()
+                raise
+            except asyncio.TimeoutError:
+                await self._abandon()
+                self._dead = f"did not start within {self.server.connect_timeout:g}s"
+                raise self._unavailable() from None
+            except Exception as exc:  # noqa: BLE001 - spawn failure, handshake error, …
+                await self._abandon()
+                self._dead = _describe(exc)
+                raise self._unavailable() from None
+
+    async def _abandon(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(self._task, CLOSE_TIMEOUT)
+        self._task = None
+
+    def _stderr_tail(self) -> str:
+        if self._errlog is None:
+            return ""
+        try:
+            self._errlog.seek(0)
+            lines = [ln for ln in self._errlog.read().splitlines() if ln.strip()]
+        except (OSError, ValueError):
+            return ""
+        return ("; server stderr: " + " | ".join(lines[-3:])[:500]) if lines else ""
+
+    def _unavailable(self) -> RunError:
+        return RunError(
+            "tool_error",
+            f"MCP server '{self.name}' is not available: {self._dead}{self._stderr_tail()}",
+        )
+
+    # ------------------------------------------------------------------ tools
+
+    async def list_tools(self) -> list[Any]:
+        """The server's tools (``mcp.types.Tool``), listed once per connection."""
+        await self.connect()
+        return list(self._tools or [])
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> Any:
+        """Call tool ``name`` (the server's own name) with ``arguments``; the JSON-able result.
+
+        The result is the structured content when the server sends one (unwrapping the SDK's
+        ``{"result": x}`` wrapper of non-object returns), else the text content — parsed as JSON
+        when it is a JSON object or array — or a list of content blocks. Raises
+        RunError(tool_error) for a tool error or a dead server, RunError(timeout) past ``timeout``.
+        """
+        await self.connect()
+        session = self._session
+        if session is None:
+            raise self._unavailable()
+        timeout = self.server.timeout
+        try:
+            result = await asyncio.wait_for(
+                session.call_tool(name, arguments, read_timeout_seconds=timeout), timeout + 1.0
+            )
+        except asyncio.TimeoutError:
+            raise RunError(
+                "timeout", f"MCP tool {self.name}__{name} did not answer within {timeout:g}s"
+            ) from None
+        except Exception as exc:  # noqa: BLE001 - MCPError, broken streams
+            message = _describe(exc)
+            if _is_closed(exc) or not self.connected:
+                self._dead = self._dead or f"the connection closed ({message})"
+                raise self._unavailable() from None
+            raise RunError("tool_error", f"MCP tool {self.name}__{name}: {message}") from None
+        return _convert(result, self._tool(name))
+
+    def _tool(self, name: str) -> Any:
+        for tool in self._tools or []:
+            if tool.name == name:
+                return tool
+        return None
+
+    async def aclose(self) -> None:
+        """Close the session and stop the server (bounded by CLOSE_TIMEOUT); safe to repeat.
+
+        A later call connects again (a new run reuses the catalog)."""
+        task, stop = self._task, self._stop
+        self._task = None
+        if stop is not None:
+            stop.set()
+        if task is not None and not task.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(task), CLOSE_TIMEOUT)
+            except (asyncio.TimeoutError, Exception):  # noqa: BLE001
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+        self._session, self._tools, self._dead = None, None, None
+        if self._errlog is not None:
+            with contextlib.suppress(OSError):
+                self._errlog.close()
+            self._errlog = None
+
+
+@contextlib.asynccontextmanager
+async def _http_transport(inner: Any, client: Any) -> Any:
+    async with client:
+        async with inner as streams:
+            yield streams[0], streams[1]
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_describe(e) for e in exc.exceptions)
+    message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    if isinstance(exc, FileNotFoundError):
+        return f"cannot start the server: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")
+    return str(message)
+
+
+def _is_closed(exc: BaseException) -> bool:
+    from mcp_types import CONNECTION_CLOSED
+
+    code = getattr(exc, "code", None)
+    return code == CONNECTION_CLOSED or "closed" in str(exc).lower()
+
+
+def _convert(result: Any, tool: Any) -> Any:
+    text = "\n".join(
+        getattr(block, "text", "") for block in result.content if getattr(block, "type", "") == "text"
+    )
+    if result.is_error:
+        raise RunError("tool_error", text or "the MCP tool reported an error")
+    structured = result.structured_content
+    if structured is not None:
+        schema = getattr(tool, "output_schema", None) or {}
+        props = schema.get("properties") if isinstance(schema, dict) else None
+        if isinstance(structured, dict) and set(structured) == {"result"} and props is not None:
+            if set(props) == {"result"}:
+                return structured["result"]
+        return structured
+    blocks = list(result.content)
+    if all(getattr(b, "type", "") == "text" for b in blocks):
+        stripped = text.strip()
+        if stripped[:1] in ("{", "["):
+            try:
+                return json.loads(stripped)
+            except ValueError:
+                pass
+        return text
+    return [b.model_dump(mode="json", exclude_none=True) for b in blocks]
+
+
+class McpHub:
+    """The MCP servers of a configuration: one :class:`McpConnection` each (opened lazily).
+
+    ``servers``: ``Config.mcp``; ``base_dir``: directory of ``flow.toml``; ``env``: environment
+    for ``${VAR}`` expansion.
+    """
+
+    def __init__(
+        self, servers: Mapping[str, McpServer], *, base_dir: Path, env: Mapping[str, str]
+    ) -> None:
+        self.connections = {
+            name: McpConnection(name, server, base_dir=base_dir, env=env)
+            for name, server in servers.items()
+        }
+
+    def names(self) -> list[str]:
+        """The configured server names, sorted."""
+        return sorted(self.connections)
+
+    async def tools(self, server: str) -> list[Tool]:
+        """Catalog tools of ``server`` (connecting it if needed). Raises RunError(tool_error)."""
+        conn = self.connections[server]
+        out = []
+        for mcp_tool in await conn.list_tools():
+            out.append(_catalog_tool(conn, mcp_tool))
+        return out
+
+    async def aclose(self) -> None:
+        """Close every open connection (in parallel)."""
+        await asyncio.gather(*(c.aclose() for c in self.connections.values()))
+
+
+def _catalog_tool(conn: McpConnection, mcp_tool: Any) -> Tool:
+    original = mcp_tool.name
+
+    async def call(args: dict[str, Any], ctx: ToolContext) -> Any:
+        return await conn.call(original, args)
+
+    schema = dict(getattr(mcp_tool, "input_schema", None) or {"type": "object"})
+    schema.pop("title", None)
+    description = mcp_tool.description or getattr(mcp_tool, "title", None) or original
+    return Tool(
+        name=tool_name(conn.name, original),
+        description=description,
+        input_schema=schema,
+        func=call,
+        source="mcp",
+        meta={"server": conn.name, "mcp_name": original},
+    )
+
+
+__all__ = ["McpConnection", "McpHub", "expand_vars", "tool_name"]
