@@ -58,3 +58,9 @@ async def scripted_router(scripted_config):
         yield router
     finally:
         await router.aclose()
+
+
+@pytest.fixture(autouse=True)
+def _shape_cache_dir(tmp_path_factory, monkeypatch):
+    """Every test gets its own shape cache directory (never the user's ~/.cache/agentflow)."""
+    monkeypatch.setenv("AGENTFLOW_CACHE_DIR", str(tmp_path_factory.mktemp("agentflow-cache")))

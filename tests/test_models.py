@@ -54,7 +54,7 @@ def test_spec_example_loads(tmp_path):
     assert config.has_model()
     assert config.agents["repo-investigator"].model == "fast"
     assert config.teams["dev-team"].members["backend"].system_prompt == "You own the API."
-    assert config.mcp["linear"]["command"] == "npx"
+    assert config.mcp["linear"].command == "npx"
     assert config.policy.allowed_tools == ["builtin__*", "linear__*", "plan__*"]
     # roles fall back to default; a list is a failover order; named models resolve
     assert [m.label for m in config.resolve("chat")] == ["openai:gpt-4o-mini"]
@@ -520,7 +520,13 @@ def test_strict_schema_for_structured_output():
         "properties": {"n": {"$ref": "#/$defs/N"}},
         "$defs": {"N": {"type": "object", "properties": {"n": {"$ref": "#/$defs/N"}}}},
     }
-    assert strict_schema(recursive) is None
+    # recursion cannot be inlined: $defs are kept (converted the same way)
+    out = strict_schema(recursive)
+    assert out["properties"]["n"] == {"anyOf": [{"$ref": "#/$defs/N"}, {"type": "null"}]}
+    assert out["$defs"]["N"]["required"] == ["n"]
+    assert out["$defs"]["N"]["additionalProperties"] is False
+    # a map type has no strict form: no response_format at all
+    assert strict_schema({"type": "object", "additionalProperties": {"type": "string"}}) is None
 
 
 async def test_structured_output_option_sends_response_format(chat_server):

@@ -8,6 +8,17 @@ The embedding API (each function documented in :mod:`agentflow.api`)::
     plan_yaml = compile_flow("bug-triage.flow").to_yaml()
     outcome = run_sync("bug-triage.flow", {"title": "…", "body": "…"}, workspace="src")
     print(outcome.status, outcome.output)
+
+Hooks and events (RUNTIME.md §7–8)::
+
+    from agentflow import Hooks, CallbackSink, skip, substitute, abort, NO_ANSWER
+
+    hooks = Hooks()
+    hooks.install_gate(lambda call: skip({"dry_run": True}) if call.tool_name.endswith("delete")
+                       else None)                      # proceed / skip(value) / abort(message)
+    hooks.install_on_tool_error(lambda f: substitute([]))  # propagate / substitute / abort
+    hooks.install_interlocutor(lambda req: "yes")       # answer an `ask`, or NO_ANSWER
+    run_sync("plan.yaml", {}, hooks=hooks, sinks=[CallbackSink(print)])
 """
 
 from agentflow.api import (
@@ -29,10 +40,43 @@ from agentflow.errors import (
     RunError,
     SourceError,
 )
+from agentflow.runtime.events import CallbackSink, ConsoleSink, Event, JsonlSink
+from agentflow.runtime.executor import (
+    NO_ANSWER,
+    AskRequest,
+    Decision,
+    GateCall,
+    Hooks,
+    ToolFailure,
+    abort,
+    proceed,
+    propagate,
+    skip,
+    substitute,
+    terminal_interlocutor,
+)
+from agentflow.runtime.result import RunResult
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "NO_ANSWER",
+    "AskRequest",
+    "CallbackSink",
+    "ConsoleSink",
+    "Decision",
+    "Event",
+    "GateCall",
+    "Hooks",
+    "JsonlSink",
+    "RunResult",
+    "ToolFailure",
+    "abort",
+    "proceed",
+    "propagate",
+    "skip",
+    "substitute",
+    "terminal_interlocutor",
     "CompileError",
     "CompiledFlow",
     "ConfigError",

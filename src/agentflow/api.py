@@ -182,6 +182,7 @@ async def run(
     router: Any = None,
     record: str | os.PathLike | None = None,
     replay: str | os.PathLike | None = None,
+    shape_cache: Any = None,
 ) -> Any:
     """Run a `.flow` file, a plan file or a loaded :class:`Plan` and return its ``RunResult``.
 
@@ -193,19 +194,29 @@ async def run(
     - ``record``: write every model exchange to this cassette (JSON Lines, no keys);
     - ``replay``: answer every model request from this cassette; needs no model configuration
       (a request not in it fails the step with ``replay_miss``).
+    - ``shape_cache``: the :class:`~agentflow.runtime.shape_cache.ShapeCache` fed with the result
+      shape of every successful tool call (default: the user's cache directory; ``False``: off).
 
     Raises :class:`ConfigError` before the first step when the plan needs a model and none is
-    configured; :class:`InputError` when ``input`` does not match the plan's input schema.
+    configured; :class:`InputError` when ``input`` does not match the plan's input schema;
+    :class:`PlanLoadError` when a tool name or ``tools`` pattern does not resolve against the
+    catalog (built by :func:`agentflow.runtime.tools.build.build_catalog` unless given; its MCP
+    connections are closed when the run ends).
     """
     from agentflow.runtime.config import Config, load_config, no_model_message
     from agentflow.runtime.events import JsonlSink
     from agentflow.runtime.executor import run_plan
     from agentflow.runtime.models.router import ModelRouter
-    from agentflow.runtime.tools.catalog import default_catalog
+    from agentflow.runtime.tools.build import build_catalog, check_plan_tools
+    from agentflow.runtime.tools.catalog import Catalog
 
     plan = target if isinstance(target, Plan) else load(target)
     if not isinstance(config, Config):
         config = load_config(config)
+    if catalog is None:
+        catalog = build_catalog(config, plan=plan)
+    if isinstance(catalog, Catalog):
+        check_plan_tools(plan, catalog)  # tool names and patterns, before the run (RUNTIME.md §4)
     if router is None and replay is not None:
         from agentflow.runtime.models.cassette import ReplayRouter
 
@@ -219,21 +230,28 @@ async def run(
             router = recording_router(config, record)
         else:
             router = ModelRouter(config)
-    if catalog is None:
-        catalog = default_catalog()
     all_sinks = list(sinks)
+    if shape_cache is not False:  # every successful tool call feeds the shape cache (RUNTIME.md §9)
+        from agentflow.runtime.shape_cache import ShapeCache, ShapeRecorder
+
+        all_sinks.append(ShapeRecorder(shape_cache or ShapeCache()))
     if trace is not None:
         all_sinks.append(JsonlSink(trace))
-    return await run_plan(
-        plan,
-        input,
-        catalog=catalog,
-        router=router,
-        config=config,
-        workspace=Path(workspace) if workspace is not None else Path.cwd(),
-        sinks=all_sinks,
-        hooks=hooks,
-    )
+    try:
+        return await run_plan(
+            plan,
+            input,
+            catalog=catalog,
+            router=router,
+            config=config,
+            workspace=Path(workspace) if workspace is not None else Path.cwd(),
+            sinks=all_sinks,
+            hooks=hooks,
+            plans=getattr(catalog, "plans", None) or None,
+        )
+    finally:
+        if hasattr(catalog, "aclose"):
+            await catalog.aclose()  # MCP connections opened during the run
 
 
 def run_sync(target: str | os.PathLike | Plan, input: Any = None, **kwargs: Any) -> Any:

@@ -184,13 +184,19 @@ def run(
             plan = _load_flow(target)
         else:
             plan = api.load(target)
+        from agentflow.runtime.executor import Hooks, default_interlocutor
+
+        console = ConsoleSink()
+        # a person at the terminal answers `ask` steps; otherwise each ask's when_unanswered
+        hooks = Hooks(interlocutor=default_interlocutor(pause=console.paused))
         result = api.run_sync(
             plan,
             data,
             config=config,
             workspace=workspace,
             trace=trace,
-            sinks=[ConsoleSink()],
+            sinks=[console],
+            hooks=hooks,
             record=record,
             replay=replay,
         )
@@ -249,15 +255,16 @@ def plan_validate(file: str, config: str | None) -> None:
     """Validate a plan file (structure, templates, and tool names against the catalog)."""
     from agentflow.ir.validate import resolve_tools
     from agentflow.runtime.config import load_config
-    from agentflow.runtime.tools.catalog import default_catalog
+    from agentflow.runtime.tools.build import build_catalog
 
     if not Path(file).is_file():
         raise click.UsageError(f"{file}: no such file")
     try:
         p = api.load(file)
         cfg = load_config(config)
-        catalog = default_catalog()
-        problems = resolve_tools(p, set(catalog.names()), _configured_prefixes(cfg, catalog))
+        catalog = build_catalog(cfg, plan=p)  # builtins, user tools, plans, MCP (not connected)
+        names = set(catalog.names()) | {f"plan__{n}" for n in catalog.plans}
+        problems = resolve_tools(p, names, _configured_prefixes(cfg, catalog))
     except PlanLoadError as e:
         for problem in e.errors:
             _err(str(problem))
@@ -276,6 +283,43 @@ def _configured_prefixes(cfg: Any, catalog: Any) -> set[str]:
     prefixes = set(getattr(catalog, "configured_prefixes", set()) or set())
     prefixes.update(getattr(cfg, "mcp", {}) or {})
     return prefixes
+
+
+@main.command("tools")
+@click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
+@click.option("--json", "as_json", is_flag=True, help="Print the catalog as JSON (full schemas).")
+@click.option(
+    "--no-connect", is_flag=True, help="Do not start MCP servers (list each as SERVER__*)."
+)
+def tools_cmd(config: str | None, as_json: bool, no_connect: bool) -> None:
+    """List the tool catalog: name, source, description, input schema summary (RUNTIME.md §4)."""
+    import asyncio
+
+    from agentflow.runtime.config import load_config
+    from agentflow.runtime.tools.build import build_catalog, list_catalog
+
+    try:
+        cfg = load_config(config)
+        catalog = build_catalog(cfg)
+        rows, errors = asyncio.run(list_catalog(catalog, connect=not no_connect))
+    except FlowError as e:
+        _err(f"error: {e}")
+        sys.exit(1)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+    else:
+        width = max((len(r["name"]) for r in rows), default=10)
+        swidth = max((len(r["source"]) for r in rows), default=6)
+        for r in rows:
+            desc = (r["description"] or "").strip().splitlines()
+            first = desc[0] if desc else ""
+            first = first if len(first) <= 72 else first[:71] + "…"
+            click.echo(f"{r['name']:<{width}}  {r['source']:<{swidth}}  {first}")
+            if r["summary"]:
+                click.echo(f"{'':<{width}}  {'':<{swidth}}  ({r['summary']})")
+    for message in errors:
+        _err(f"error: {message}")
+    sys.exit(1 if errors else 0)
 
 
 @plan.command("fmt")
@@ -303,6 +347,155 @@ def plan_fmt(file: str, check_only: bool) -> None:
     if new != text:
         path.write_text(new, encoding="utf-8")
         _err(f"formatted {file}")
+
+
+@main.command("fmt")
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--check", "check_only", is_flag=True, help="Exit 1 if a file is not canonical.")
+def fmt_cmd(paths: tuple[str, ...], check_only: bool) -> None:
+    """Rewrite .flow files in canonical layout (directories are searched for *.flow)."""
+    from agentflow.compiler.fmt import FormatError, format_file
+
+    failed = changed = 0
+    files = _flow_files(paths)
+    for f in files:
+        try:
+            if format_file(f, check=check_only):
+                changed += 1
+                _err(f"{f}: would reformat" if check_only else f"formatted {f}")
+        except FormatError as e:
+            failed += 1
+            _err(f"error: {e.message}")
+        except OSError as e:
+            failed += 1
+            _err(f"{f}: cannot read: {e.strerror or e}")
+    if failed or (check_only and changed):
+        sys.exit(1)
+    if not check_only and not changed:
+        _err(f"{len(files)} file(s) already formatted")
+
+
+@main.command("lsp")
+@click.option("--stdio", is_flag=True, help="Talk LSP on stdin/stdout (the default).")
+def lsp_cmd(stdio: bool) -> None:
+    """Run the .flow language server (LSP over stdio) for editors."""
+    from agentflow.lsp.server import serve_stdio
+
+    serve_stdio()
+
+
+
+# ---------------------------------------------------------------------------------- ask, cache
+
+
+def _dim(text: str) -> None:
+    click.echo(click.style(text, dim=True), err=True)
+
+
+@main.command()
+@click.argument("question")
+@click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
+@click.option("--workspace", type=click.Path(file_okay=False), help="Root for file tools (default: cwd).")
+@click.option("--trace", type=click.Path(dir_okay=False), help="Write every event as JSON Lines here.")
+@click.option("--max-iterations", type=click.IntRange(min=1), help="Chat rounds (default: [chat] max_agent_iterations).")
+@click.option("--json", "as_json", is_flag=True, help="Print the whole result as JSON.")
+@click.option("--record", type=click.Path(dir_okay=False), help="Record model exchanges here.")
+@click.option("--replay", type=click.Path(dir_okay=False), help="Answer model requests from this cassette.")
+def ask(question: str, config: str | None, workspace: str | None, trace: str | None,
+        max_iterations: int | None, as_json: bool, record: str | None, replay: str | None) -> None:
+    """Answer QUESTION with the chat model and the tool catalog (tools, plan__* plans,
+    plan_and_execute). The answer goes to stdout; progress and solver reports, dimmed, to stderr."""
+    import asyncio
+
+    from agentflow.runtime.chat import ask_with_config
+
+    if record and replay:
+        raise click.UsageError("--record and --replay cannot be used together")
+    if replay is not None and not Path(replay).is_file():
+        raise click.UsageError(f"--replay {replay}: no such file")
+    if workspace is not None and not Path(workspace).is_dir():
+        raise click.UsageError(f"--workspace {workspace}: no such directory")
+
+    def progress(kind: str, text: str) -> None:
+        mark = {"tool": "→", "tool_done": "✓", "tool_error": "✗", "replan": "↻"}.get(kind, "·")
+        if kind == "report":
+            _dim(text)
+        else:
+            _dim(f"{mark} {text}")
+
+    try:
+        result = asyncio.run(
+            ask_with_config(
+                question, config=config, workspace=workspace, trace=trace, record=record,
+                replay=replay, max_iterations=max_iterations, on_progress=progress,
+            )
+        )
+    except PlanLoadError as e:
+        for problem in e.errors:
+            _err(str(problem))
+        sys.exit(1)
+    except FlowError as e:
+        _err(f"error: {e}")
+        sys.exit(1)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+    elif result.answer is not None:
+        click.echo(result.answer)
+    if not result.ok:
+        err = result.error or {}
+        _err(f"error[{err.get('code', 'error')}]: {err.get('message', '')}")
+        sys.exit(1)
+
+
+@main.group()
+def cache() -> None:
+    """Show or clear the shape cache (observed result shapes of tools, read by the planner)."""
+
+
+@cache.command("show")
+@click.argument("tool", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print the entries as JSON.")
+def cache_show(tool: str | None, as_json: bool) -> None:
+    """Print the cached shape of every tool (or of TOOL)."""
+    import sqlite3
+
+    from agentflow.runtime.shape_cache import ShapeCache
+
+    store = ShapeCache()
+    try:
+        entries = store.all([tool] if tool else None)
+    except sqlite3.Error as e:
+        _err(f"error: {store.path}: {e}")
+        sys.exit(1)
+    if as_json:
+        click.echo(json.dumps([e.to_dict() for e in entries], indent=2, ensure_ascii=False))
+        return
+    if not entries:
+        _err(f"{store.path}: no shapes recorded" + (f" for {tool}" if tool else ""))
+        if tool:
+            sys.exit(1)
+        return
+    for e in entries:
+        calls = f"{e.calls} call{'s' if e.calls != 1 else ''}"
+        click.echo(f"{e.tool}  ({calls})")
+        click.echo("  " + json.dumps(e.shape, sort_keys=True, ensure_ascii=False))
+
+
+@cache.command("clear")
+@click.argument("tool", required=False)
+def cache_clear(tool: str | None) -> None:
+    """Forget every cached shape (or only TOOL's)."""
+    import sqlite3
+
+    from agentflow.runtime.shape_cache import ShapeCache
+
+    store = ShapeCache()
+    try:
+        n = store.clear(tool)
+    except sqlite3.Error as e:
+        _err(f"error: {store.path}: {e}")
+        sys.exit(1)
+    _err(f"cleared {n} shape(s) from {store.path}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -161,14 +161,23 @@ def anthropic_text(content: str, stop_reason: str = "end_turn", **kw: Any) -> di
 
 def tool_use(name: str, arguments: Any, call_id: str | None = None) -> dict[str, Any]:
     """An Anthropic ``tool_use`` block."""
-    return {"type": "tool_use", "id": call_id or f"toolu_{next(_ids)}", "name": name, "input": arguments}
+    return {
+        "type": "tool_use",
+        "id": call_id or f"toolu_{next(_ids)}",
+        "name": name,
+        "input": arguments,
+    }
 
 
-def anthropic_error(code: int, kind: str | None = None, message: str | None = None, **kw: Any) -> Reply:
+def anthropic_error(
+    code: int, kind: str | None = None, message: str | None = None, **kw: Any
+) -> Reply:
     """An Anthropic-style error reply (529 → ``overloaded_error`` by default)."""
-    kind = kind or {429: "rate_limit_error", 529: "overloaded_error", 401: "authentication_error"}.get(
-        code, "api_error"
-    )
+    kind = kind or {
+        429: "rate_limit_error",
+        529: "overloaded_error",
+        401: "authentication_error",
+    }.get(code, "api_error")
     body = {"type": "error", "error": {"type": kind, "message": message or f"scripted {kind}"}}
     return status(code, body=body, **kw)
 

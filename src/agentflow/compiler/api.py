@@ -6,6 +6,7 @@ comes back as a diagnostic in the :class:`~agentflow.compiler.checker.CheckResul
 
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
 
@@ -22,8 +23,16 @@ def check_source(text: str, file: str = "<input>") -> CheckResult:
     """
     from agentflow.grammar.parser import parse_module
 
-    module, parse_diags = parse_module(text, file)
-    return check_module(module, parse_diagnostics=parse_diags)
+    # one pause of the cyclic collector for parse and check together (both allocate many
+    # small acyclic objects; a collection between them would walk the whole fresh AST)
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        module, parse_diags = parse_module(text, file)
+        return check_module(module, parse_diagnostics=parse_diags)
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def read_source(path: str | os.PathLike) -> str:

@@ -14,6 +14,8 @@ types, the tools called with their signatures, and the flow's header data.
 
 from __future__ import annotations
 
+import gc
+
 import functools
 import re
 from collections.abc import Iterator
@@ -1968,6 +1970,18 @@ def check_module(
     module the parser produces: a program nested too deeply to check gets one
     ``syntax-error`` diagnostic instead.
     """
+    # The check allocates many small acyclic objects; pausing the cyclic collector for its
+    # duration halves the time on big files (the same trick as the parser's).
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _check_module(module, parse_diagnostics, prelude)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _check_module(module: ast.Module, parse_diagnostics, prelude: bool) -> CheckResult:
     checker = _Checker(module, parse_diagnostics, prelude=prelude)
     try:
         return checker.check()

@@ -56,8 +56,27 @@ _CONT_START = frozenset(
 )
 #: tokens that cannot end an expression, so the next line continues this one
 _CONT_END = frozenset(
-    {"??", "==", "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", "=", "->", "|", "and", "or",
-     "..", "."}
+    {
+        "??",
+        "==",
+        "!=",
+        "<",
+        "<=",
+        ">",
+        ">=",
+        "+",
+        "-",
+        "*",
+        "/",
+        "%",
+        "=",
+        "->",
+        "|",
+        "and",
+        "or",
+        "..",
+        ".",
+    }
 )
 
 _TOKEN_RE = re.compile(
@@ -219,8 +238,11 @@ class _Layout:
                 before_colon = nxt is not None and nxt.text == ":"
                 if t.text in KEYWORDS and not after_dot and not before_colon:
                     self.keyword.add(k)
-            elif t.text == "<" and prev is not None and prev.text == "map" and (
-                pos < 2 or toks[code[pos - 2]].text != "."
+            elif (
+                t.text == "<"
+                and prev is not None
+                and prev.text == "map"
+                and (pos < 2 or toks[code[pos - 2]].text != ".")
             ):
                 self.angle.add(k)
                 opened.append(k)

@@ -2,10 +2,19 @@
 
 Pure expressions cost nothing: they are printed back into the ``{{ … }}`` template language and
 inlined where they are used.  Effectful expressions (tool calls, ``agent``, ``map``, ``filter``,
-``reduce``, ``ask``, ``verify``) become steps numbered ``E0, E1, …`` in evaluation order; the
-``exit`` steps of ``require``/``fail`` are numbered too.  A value that refers to a step is kept as a
-:class:`Frag` holding a :class:`StepRef` until it is printed, so that a body's single step can fold
-the value into its ``select`` (``result`` in place of the step id).
+``reduce``, ``ask``, ``verify``) become steps numbered ``E0, E1, …`` per plan in evaluation order;
+the ``exit`` steps of ``require``/``fail`` are numbered too.  A value that refers to a step is kept
+as a :class:`Frag` holding a :class:`StepRef` until it is printed, so that a body's single step can
+fold the value into its ``select`` (``result`` in place of the step id).
+
+Control bodies (``map``/``reduce`` ``do``, ``decide`` branches) are first lowered *inline* as one
+step.  When that is impossible — a second step, a control step that cannot be a body (``map``,
+``reduce``, ``decide``, ``verify``), or a ``filter`` gate reading a loop variable of an enclosing
+inline body (whose ``item``/``index`` the gate would shadow) — the attempt is abandoned (signalled by
+:class:`_NeedsOutline`, everything it registered rolled back) and the body is **outlined** into a
+sub-plan ``<flow>__<stage>_<n>`` under ``plans:``, called as ``plan__<flow>__<stage>_<n>`` with
+input ``{item, index, accumulator, env}``; ``env`` holds the outer names the body reads, read inside
+as ``input.env.<name>``.
 
 Entry point: :func:`lower`.  The output is plain data (dicts, lists, strings, numbers) in the
 canonical field order; :func:`agentflow.ir.dump.dump_plan` writes it as YAML.
@@ -16,12 +25,15 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from agentflow.compiler import types as T
 from agentflow.compiler.checker import CheckResult
 from agentflow.compiler.contracts import agent_contract, contract_for
 from agentflow.grammar import ast
+
+__all__ = ["LoweringError", "lower"]
 
 
 class LoweringError(Exception):
@@ -31,6 +43,16 @@ class LoweringError(Exception):
         super().__init__(f"{span}: {message}")
         self.message = message
         self.span = span
+
+
+class _NeedsOutline(Exception):
+    """Raised while lowering a control body inline when it cannot be a single body step."""
+
+
+# Control steps that may not be a body (PLAN_IR.md §5): they nest only through plan__*.
+_NOT_BODY = frozenset({"map", "reduce", "decide", "verify", "parallel"})
+# Scope names a nested filter gate shadows (PLAN_IR.md §3).
+_SHADOWED = frozenset({"item", "index"})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -48,28 +70,39 @@ class StepRef:
 class Frag:
     """Template-expression text: a list of literal text and :class:`StepRef` pieces.
 
-    ``atomic`` is True when the text needs no parentheses to be used as an operand.
+    ``atomic`` is True when the text needs no parentheses to be used as an operand; ``free`` holds
+    the scope names (``item``, ``index``, ``accumulator``, ``input``) the text reads.
     """
 
     parts: list[str | StepRef] = field(default_factory=list)
     atomic: bool = True
+    free: frozenset[str] = frozenset()
 
     @staticmethod
-    def text(s: str, atomic: bool = True) -> Frag:
-        return Frag([s], atomic)
+    def text(s: str, atomic: bool = True, free: frozenset[str] = frozenset()) -> Frag:
+        """A fragment of literal template text."""
+        return Frag([s], atomic, free)
 
     def refs(self) -> list[StepRef]:
+        """The step references in this fragment, in order."""
         return [p for p in self.parts if isinstance(p, StepRef)]
 
     def render(self, subst: dict[int, str] | None = None) -> str:
+        """The template-expression text; ``subst`` maps ``id(step)`` to replacement text.
+
+        A reference to a body step (which has no id) that is not substituted cannot be printed:
+        :class:`_NeedsOutline` is raised, so that the enclosing body gets outlined.
+        """
         out = []
         for p in self.parts:
             if isinstance(p, StepRef):
                 key = id(p.step)
                 if subst and key in subst:
                     out.append(subst[key])
-                else:
+                elif "id" in p.step:
                     out.append(p.step["id"])
+                else:
+                    raise _NeedsOutline()
             else:
                 out.append(p)
         return "".join(out)
@@ -77,20 +110,25 @@ class Frag:
 
 def _join(*items: Frag | str, atomic: bool = False) -> Frag:
     parts: list[str | StepRef] = []
+    free: set[str] = set()
     for it in items:
         if isinstance(it, str):
             parts.append(it)
         else:
             parts.extend(it.parts)
-    return Frag(parts, atomic)
+            free.update(it.free)
+    return Frag(parts, atomic, frozenset(free))
 
 
 def _paren(f: Frag) -> Frag:
     return f if f.atomic else _join("(", f, ")", atomic=True)
 
 
+NULL = Frag.text("null")
+
+
 # ---------------------------------------------------------------------------------------------
-# Plan builder
+# Plan builder and lowering contexts
 
 
 @dataclass
@@ -106,20 +144,27 @@ class _PlanBuilder:
         return f"E{n}"
 
 
-@dataclass
+@dataclass(eq=False)
 class _Ctx:
-    """Where statements are being lowered to.
+    """A lexical scope and where its steps go.
 
-    ``target`` is the list receiving steps (the plan's steps, or a body's scratch list);
-    ``bindings`` maps a source name to its fragment; ``numbered`` is False inside control
-    bodies (body steps carry no id); ``stage`` names the enclosing stage for ``meta``.
+    - ``target`` receives the steps (a plan's ``steps``, or a body's scratch list);
+    - ``bindings`` maps source names declared in this scope to fragments; lookups continue in
+      ``parent``;
+    - ``body``: an inline control body — steps carry no id, and at most one step is allowed;
+    - ``gate``: a ``filter`` condition — its ``item``/``index`` shadow those of enclosing bodies;
+    - ``env``: set on the root scope of an outlined sub-plan; names found beyond it are passed in
+      the call's ``env`` and read as ``input.env.<name>``.
     """
 
     plan: _PlanBuilder
     target: list[dict]
-    bindings: dict[str, Frag]
     stage: str | None
-    numbered: bool = True
+    parent: _Ctx | None = None
+    bindings: dict[str, Frag] = field(default_factory=dict)
+    body: bool = False
+    gate: bool = False
+    env: dict[str, Frag] | None = None
 
 
 class _Lowerer:
@@ -128,11 +173,16 @@ class _Lowerer:
         self.env = result.env
         self.file = os.path.basename(file)
         self.uses = result.uses
-        self.stage_values: dict[str, Frag] = {}
+        self.flow = result.flow_name.lower()
+        self.plans: dict[str, dict] = {}
+        self.sub_counters: dict[str, int] = {}
 
-    # -- meta --------------------------------------------------------------------------------
+    # -- meta / steps ------------------------------------------------------------------------
+    def source(self, span: ast.Span) -> str:
+        return f"{self.file}:{span.line}:{span.column}"
+
     def meta(self, span: ast.Span, ctx: _Ctx, name: str | None = None) -> dict:
-        m: dict[str, Any] = {"source": f"{self.file}:{span.line}:{span.column}"}
+        m: dict[str, Any] = {"source": self.source(span)}
         if ctx.stage:
             m["stage"] = ctx.stage
         if name:
@@ -142,8 +192,11 @@ class _Lowerer:
     def add_step(
         self, ctx: _Ctx, tool_name: str, inp: Any, span: ast.Span, *, select: str | None = None
     ) -> dict:
+        """Append a step to ``ctx.target`` (numbered unless ``ctx`` is an inline body)."""
+        if ctx.body and (ctx.target or tool_name in _NOT_BODY):
+            raise _NeedsOutline()
         step: dict[str, Any] = {}
-        if ctx.numbered:
+        if not ctx.body:
             step["id"] = ctx.plan.next_id()
         step["tool_name"] = tool_name
         step["input"] = inp
@@ -153,27 +206,54 @@ class _Lowerer:
         ctx.target.append(step)
         return step
 
+    # -- names -------------------------------------------------------------------------------
+    def resolve(self, name: str, ctx: _Ctx | None) -> Frag | None:
+        """The fragment a source name stands for in ``ctx`` (None when unbound).
+
+        Crossing a filter gate, a binding that reads ``item``/``index`` of an enclosing inline
+        body would be shadowed: :class:`_NeedsOutline`.  Crossing the root of an outlined sub-plan,
+        the name is recorded in its ``env`` and read as ``input.env.<name>``.
+        """
+        crossed_gate = False
+        c = ctx
+        while c is not None:
+            if name in c.bindings:
+                f = c.bindings[name]
+                if crossed_gate and f.free & _SHADOWED:
+                    raise _NeedsOutline()
+                return f
+            if c.gate:
+                crossed_gate = True
+            if c.env is not None:
+                if name not in c.env:
+                    outer = self.resolve(name, c.parent)
+                    if outer is None:
+                        return None
+                    c.env[name] = outer
+                return Frag.text(f"input.env.{name}", free=frozenset({"input"}))
+            c = c.parent
+        return None
+
     # -- top level ---------------------------------------------------------------------------
     def lower(self) -> dict:
         r = self.r
         plan = _PlanBuilder()
-        ctx = _Ctx(plan, plan.steps, {}, None)
+        root = _Ctx(plan, plan.steps, None, bindings={"input": _scope_name("input")})
         last: Frag | None = None
+        ctx = root
         for stage in r.stages:
-            ctx.stage = stage.name.name
-            ctx.bindings = {}
-            value = self.block(stage.body, ctx)
+            ctx = _Ctx(plan, plan.steps, stage.name.name, parent=root)
+            value = self.block(stage.body.stmts, ctx)
             if value is None:
-                value = Frag.text("null")
-            self.stage_values[stage.name.name] = value
+                value = NULL
+            root.bindings[stage.name.name] = value
             last = value
         if not plan.steps:
             # A flow with no effectful step still gets one value step (LANGUAGE.md §10).
-            span = r.stages[-1].span if r.stages else ast.NO_SPAN
-            ctx.stage = r.stages[-1].name.name if r.stages else None
-            step = self.add_step(ctx, "value", {"value": self.whole(last or Frag.text("null"))}, span)
+            span = r.stages[-1].span if r.stages else r.module.span
+            step = self.add_step(ctx, "value", {"value": self.whole(last or NULL)}, span)
             last = Frag([StepRef(step)])
-        data: dict[str, Any] = {"version": 1, "name": r.flow_name.lower()}
+        data: dict[str, Any] = {"version": 1, "name": self.flow}
         if r.description:
             data["description"] = r.description
         if not (isinstance(r.input_type, T.Prim) and r.input_type.name == "json"):
@@ -182,14 +262,15 @@ class _Lowerer:
         if deadline:
             data["deadline"] = deadline[0].duration.text
         data["steps"] = plan.steps
-        data["finish"] = {"mode": "output", "output": self.whole(last or Frag.text("null"))}
+        data["finish"] = {"mode": "output", "output": self.whole(last or NULL)}
+        if self.plans:
+            data["plans"] = self.plans
         return data
 
     # -- statements --------------------------------------------------------------------------
-    def block(self, block: ast.Block, ctx: _Ctx) -> Frag | None:
-        """Lower a body's statements into ``ctx.target``; return the body's value."""
-        stmts = block.stmts
-        value: Frag | None = None
+    def block(self, stmts: list[ast.Stmt], ctx: _Ctx, value: Frag | None = None) -> Frag | None:
+        """Lower statements into ``ctx.target``; return the value of the block (its ``return``,
+        else its last expression statement, else ``value``)."""
         for i, st in enumerate(stmts):
             if isinstance(st, ast.LetStmt):
                 before = len(ctx.target)
@@ -208,96 +289,164 @@ class _Lowerer:
             elif isinstance(st, ast.ExprStmt):
                 value = self.expr(st.expr, ctx)
             elif isinstance(st, ast.IfStmt):
-                rest = ast.Block(block.span, stmts[i + 1 :])
-                out = self.if_stmt(st, rest, ctx)
-                if out is not None:
-                    return out[0]
+                done, out = self.if_stmt(st, list(stmts[i + 1 :]), ctx, value)
+                if done:
+                    return out
         return value
 
     def exit_step(self, ctx: _Ctx, span: ast.Span, message: ast.Expr, when: Frag | None) -> dict:
         inp: dict[str, Any] = {}
         if when is not None:
-            inp["when"] = {"expr": when}
+            inp["when"] = {"expr": when.render()}
         inp["status"] = "error"
         inp["code"] = "failed"
         inp["message"] = self.text_value(message, ctx)
         return self.add_step(ctx, "exit", inp, span)
 
-    def if_stmt(self, st: ast.IfStmt, rest: ast.Block, ctx: _Ctx) -> tuple[Frag] | None:
-        """Lower ``if``.  Returns ``(value,)`` when the if (with the rest of the block as its
-        else, where a branch leaves the stage) produced the body's value, else None."""
-        then_leaves = _leaves(st.then)
-        # `if c { fail m }` → exit when c
-        if (
-            len(st.then.stmts) == 1
-            and isinstance(st.then.stmts[0], ast.FailStmt)
-            and st.else_ is None
-        ):
+    def if_stmt(
+        self, st: ast.IfStmt, rest: list[ast.Stmt], ctx: _Ctx, value: Frag | None
+    ) -> tuple[bool, Frag | None]:
+        """Lower ``if``; ``rest`` are the statements after it in the same block.
+
+        Returns ``(True, value)`` when the ``if`` consumed ``rest`` (a branch that leaves the
+        stage takes the rest as the other branch, LANGUAGE.md §10) and so produced the block's
+        value, else ``(False, value)``.
+        """
+        then_stmts = list(st.then.stmts)
+        else_stmts = _else_stmts(st)
+        # `if c { fail m } [else { … }]` → exit when c; the else and the rest follow inline.
+        if len(then_stmts) == 1 and isinstance(then_stmts[0], ast.FailStmt):
             cond = self.expr(st.cond, ctx)
-            self.exit_step(ctx, st.then.stmts[0].span, st.then.stmts[0].message, when=cond)
-            return None
+            self.exit_step(ctx, then_stmts[0].span, then_stmts[0].message, when=cond)
+            return True, self.block((else_stmts or []) + rest, ctx, value)
+        # `if c { … } else { fail m }` → exit when not c; the then and the rest follow inline.
+        if else_stmts is not None and len(else_stmts) == 1 and isinstance(else_stmts[0], ast.FailStmt):
+            cond = self.expr(st.cond, ctx)
+            fail = else_stmts[0]
+            self.exit_step(ctx, fail.span, fail.message, when=_join("not ", _paren(cond)))
+            return True, self.block(then_stmts + rest, ctx, value)
+        if ctx.body:
+            raise _NeedsOutline()  # a decide cannot be a body
         cond = self.expr(st.cond, ctx)
-        then_step, then_val = self.body_step(st.then, ctx)
-        if st.else_ is not None:
-            else_block = (
-                st.else_
-                if isinstance(st.else_, ast.Block)
-                else ast.Block(st.else_.span, [st.else_])
-            )
-            if then_leaves and rest.stmts:
-                else_block = ast.Block(else_block.span, else_block.stmts + rest.stmts)
-        elif then_leaves:
-            else_block = rest
-        else:
-            else_block = None
-        inp: dict[str, Any] = {"when": {"expr": cond}, "then": then_step}
-        if else_block is not None and else_block.stmts:
-            else_step, _ = self.body_step(else_block, ctx)
-            inp["else"] = else_step
-        step = self.add_step(ctx, "decide", inp, st.span, select="{{ result.output }}")
-        if then_leaves:
-            return (Frag([StepRef(step)]),)
-        return None
+        then_leaves = _leaves(then_stmts)
+        else_leaves = else_stmts is not None and _leaves(else_stmts)
+        consumed = then_leaves or else_leaves
+        if then_leaves and not else_leaves:
+            else_stmts = (else_stmts or []) + rest
+        elif else_leaves and not then_leaves:
+            then_stmts = then_stmts + rest
+        inp: dict[str, Any] = {"when": {"expr": cond.render()}}
+        inp["then"] = self.body_step(then_stmts, st.then.span, ctx, {}, "then branch")
+        if else_stmts:
+            span = _else_span(st, else_stmts)
+            inp["else"] = self.body_step(else_stmts, span, ctx, {}, "else branch")
+        step = self.add_step(ctx, "decide", inp, st.span)
+        if consumed:
+            _insert_before(step, "meta", "select", "{{ result.output }}")
+            return True, Frag([StepRef(step)])
+        return False, value
 
     # -- bodies ------------------------------------------------------------------------------
     def body_step(
-        self, block: ast.Block, ctx: _Ctx, extra: dict[str, Frag] | None = None
-    ) -> tuple[dict, Frag]:
-        """Lower a control body to exactly one step (PLAN_IR.md §5)."""
+        self,
+        stmts: list[ast.Stmt],
+        span: ast.Span,
+        ctx: _Ctx,
+        loop: dict[str, str],
+        what: str,
+    ) -> dict:
+        """Lower a control body to exactly one step (PLAN_IR.md §5), outlining when needed.
+
+        ``loop`` maps source names to the scope names the control step binds
+        (``{var: "item", "index": "index", acc: "accumulator"}``).
+        """
+        snapshot = (list(self.plans), dict(self.sub_counters))
+        try:
+            return self.inline_body(stmts, span, ctx, loop)
+        except _NeedsOutline:
+            names, counters = snapshot
+            for k in list(self.plans):
+                if k not in names:
+                    del self.plans[k]
+            self.sub_counters = counters
+        return self.outline_body(stmts, span, ctx, loop, what)
+
+    def inline_body(
+        self, stmts: list[ast.Stmt], span: ast.Span, ctx: _Ctx, loop: dict[str, str]
+    ) -> dict:
         scratch: list[dict] = []
-        bctx = _Ctx(ctx.plan, scratch, {**ctx.bindings, **(extra or {})}, ctx.stage, False)
-        value = self.block(block, bctx)
+        bindings = {n: _scope_name(s) for n, s in loop.items()}
+        bctx = _Ctx(ctx.plan, scratch, ctx.stage, parent=ctx, bindings=bindings, body=True)
+        value = self.block(stmts, bctx)
         if value is None:
-            value = Frag.text("null")
+            value = NULL
         if not scratch:
-            step = self.add_step(bctx, "value", {"value": self.whole(value)}, block.span)
-            return step, value
-        if len(scratch) == 1:
-            step = scratch[0]
-            refs = value.refs()
-            if len(refs) == 1 and refs[0].step is step and value.parts == [refs[0]]:
-                return step, value
-            if all(ref.step is step for ref in refs):
-                sel = step.get("select")
-                inner = _select_expr(sel) if sel else "result"
-                step["select"] = "{{ " + value.render({id(step): f"({inner})"}) + " }}"
-                # keep canonical key order: select before meta
-                meta = step.pop("meta")
-                step["meta"] = meta
-                return step, value
-        raise LoweringError(
-            "a control body that needs more than one step is not supported yet "
-            "(outlining into sub-plans, issue 7)",
-            block.span,
-        )
+            return self.add_step(bctx, "value", {"value": self.whole(value)}, span)
+        step = scratch[0]
+        if len(value.parts) == 1 and isinstance(value.parts[0], StepRef):
+            if value.parts[0].step is step:
+                return step
+        sel = step.get("select")
+        inner = _select_expr(sel) if sel else "result"
+        text = value.render({id(step): f"({inner})" if sel else inner})
+        if sel is not None:
+            step["select"] = "{{ " + text + " }}"
+        else:
+            _insert_before(step, "meta", "select", "{{ " + text + " }}")
+        return step
+
+    def outline_body(
+        self,
+        stmts: list[ast.Stmt],
+        span: ast.Span,
+        ctx: _Ctx,
+        loop: dict[str, str],
+        what: str,
+    ) -> dict:
+        stage = (ctx.stage or "flow").lower()
+        n = self.sub_counters.get(stage, 0)
+        self.sub_counters[stage] = n + 1
+        name = f"{self.flow}__{stage}_{n}"
+        self.plans[name] = {}  # reserve its place: outer bodies come before inner ones
+        sub = _PlanBuilder()
+        bindings = {v: _scope_name(f"input.{s}") for v, s in loop.items()}
+        sctx = _Ctx(sub, sub.steps, ctx.stage, parent=ctx, bindings=bindings, env={})
+        value = self.block(stmts, sctx)
+        if value is None:
+            value = NULL
+        if not sub.steps:
+            step = self.add_step(sctx, "value", {"value": self.whole(value)}, span)
+            value = Frag([StepRef(step)])
+        where = f" of stage `{ctx.stage}`" if ctx.stage else ""
+        self.plans[name] = {
+            "version": 1,
+            "name": name,
+            "description": f"{what}{where} ({self.source(span)}), outlined by flowc",
+            "steps": sub.steps,
+            "finish": {"mode": "output", "output": self.whole(value)},
+        }
+        call: dict[str, Any] = {}
+        for s in ("item", "index", "accumulator"):
+            if s in loop.values():
+                call[s] = "{{ " + s + " }}"
+        assert sctx.env is not None
+        if sctx.env:
+            call["env"] = {k: self.whole(v) for k, v in sctx.env.items()}
+        step: dict[str, Any] = {
+            "tool_name": f"plan__{name}",
+            "input": call,
+            "meta": self.meta(span, ctx),
+        }
+        return step
 
     # -- expressions -------------------------------------------------------------------------
     def whole(self, f: Frag) -> str:
+        """A template that renders to the typed value of ``f``."""
         return "{{ " + f.render() + " }}"
 
     def text_value(self, e: ast.Expr, ctx: _Ctx) -> str:
         """A text-valued input (prompt, message): an interpolated string literal becomes template
-        text; anything else a whole-value template."""
+        text (a literal ``{{`` escaped as ``{{ "{{" }}``); anything else a whole-value template."""
         if isinstance(e, ast.StringLit):
             out = []
             for p in e.parts:
@@ -309,12 +458,15 @@ class _Lowerer:
         return self.whole(self.expr(e, ctx))
 
     def value_input(self, e: ast.Expr, ctx: _Ctx) -> Any:
-        """A structured input value: object literals become YAML mappings of templates."""
+        """A structured input value: object literals become YAML mappings of templates, string
+        literals template text, integer and boolean literals plain YAML scalars."""
         if isinstance(e, ast.ObjectLit):
             return {en.key: self.value_input(en.value, ctx) for en in e.entries}
         if isinstance(e, ast.StringLit):
             return self.text_value(e, ctx)
-        if isinstance(e, ast.NumberLit | ast.BoolLit) and not isinstance(e.value, float | str):
+        if isinstance(e, ast.BoolLit):
+            return e.value
+        if isinstance(e, ast.NumberLit) and isinstance(e.value, int):
             return e.value
         return self.whole(self.expr(e, ctx))
 
@@ -326,35 +478,29 @@ class _Lowerer:
 
     # pure expressions
     def x_Name(self, e: ast.Name, ctx: _Ctx) -> Frag:
-        if e.name in ctx.bindings:
-            return ctx.bindings[e.name]
-        if e.name in self.stage_values:
-            return self.stage_values[e.name]
-        return Frag.text(e.name)
+        f = self.resolve(e.name, ctx)
+        return f if f is not None else Frag.text(e.name)
 
     def x_StringLit(self, e: ast.StringLit, ctx: _Ctx) -> Frag:
         if e.is_plain:
-            return Frag.text(json.dumps(e.text, ensure_ascii=False))
-        parts: list[str | StepRef] = ['"']
+            return Frag.text(_flow_string(e.text))
+        items: list[Frag | str] = ['"']
         for p in e.parts:
             if isinstance(p, str):
-                esc = json.dumps(p, ensure_ascii=False)[1:-1].replace("$", "\\$")
-                parts.append(esc)
+                items.append(_flow_string(p)[1:-1])
             else:
-                parts.append("${")
-                parts.extend(self.expr(p.expr, ctx).parts)
-                parts.append("}")
-        parts.append('"')
-        return Frag(parts, True)
+                items.extend(["${", self.expr(p.expr, ctx), "}"])
+        items.append('"')
+        return _join(*items, atomic=True)
 
     def x_NumberLit(self, e: ast.NumberLit, ctx: _Ctx) -> Frag:
-        return Frag.text(repr(e.value) if isinstance(e.value, float) else str(e.value))
+        return Frag.text(_number(e.value))
 
     def x_BoolLit(self, e: ast.BoolLit, ctx: _Ctx) -> Frag:
         return Frag.text("true" if e.value else "false")
 
     def x_NullLit(self, e: ast.NullLit, ctx: _Ctx) -> Frag:
-        return Frag.text("null")
+        return NULL
 
     def x_DurationLit(self, e: ast.DurationLit, ctx: _Ctx) -> Frag:
         return Frag.text(json.dumps(e.text))
@@ -373,7 +519,7 @@ class _Lowerer:
         for i, en in enumerate(e.entries):
             if i:
                 items.append(", ")
-            key = en.key if _is_ident(en.key) else json.dumps(en.key, ensure_ascii=False)
+            key = en.key if _is_ident(en.key) else _flow_string(en.key)
             items.append(f"{key}: ")
             items.append(self.expr(en.value, ctx))
         items.append("}")
@@ -435,7 +581,7 @@ class _Lowerer:
         return Frag([StepRef(step)])
 
     def x_AgentExpr(self, e: ast.AgentExpr, ctx: _Ctx) -> Frag:
-        inp: dict[str, Any] = {}
+        inp: dict[str, Any] = {"agent": self._target(e.target, ctx)}
         retry = timeout = None
         for c in e.clauses:
             k = c.kind
@@ -463,7 +609,6 @@ class _Lowerer:
         t = self.r.type_of(e)
         schema, wrapped = agent_contract(t, self.env)
         inp["output_schema"] = schema
-        inp["agent"] = self._target(e.target, ctx)
         inp["require_final"] = True
         ordered = _order(
             inp,
@@ -520,15 +665,13 @@ class _Lowerer:
             return {"kind": "team.member", "team": team, "member": self.whole(self.expr(arg, ctx))}
         raise LoweringError("invalid agent target", target.span)
 
-    def _loop_bindings(self, var: str, ctx: _Ctx, acc: str | None = None) -> dict[str, Frag]:
-        b = {var: Frag.text("item"), "index": Frag.text("index")}
-        if acc:
-            b[acc] = Frag.text("accumulator")
-        return b
-
     def x_MapExpr(self, e: ast.MapExpr, ctx: _Ctx) -> Frag:
+        if ctx.body:
+            raise _NeedsOutline()
         over = self.expr(e.over, ctx)
-        body, _ = self.body_step(e.body, ctx, self._loop_bindings(e.var.name, ctx))
+        loop = {e.var.name: "item", "index": "index"}
+        what = "parallel map body" if e.parallel else "map body"
+        body = self.body_step(e.body.stmts, e.body.span, ctx, loop, what)
         inp: dict[str, Any] = {"over": self.whole(over)}
         if e.parallel:
             inp["concurrency"] = _const_int(e.limit) if e.limit is not None else 4
@@ -539,23 +682,26 @@ class _Lowerer:
     def x_FilterExpr(self, e: ast.FilterExpr, ctx: _Ctx) -> Frag:
         over = self.expr(e.over, ctx)
         inp: dict[str, Any] = {"over": self.whole(over)}
-        inner = _Ctx(ctx.plan, [], {**ctx.bindings, **self._loop_bindings(e.var.name, ctx)},
-                     ctx.stage, False)
+        bindings = {e.var.name: _scope_name("item"), "index": _scope_name("index")}
+        scratch: list[dict] = []
+        gate = _Ctx(ctx.plan, scratch, ctx.stage, parent=ctx, bindings=bindings, gate=True)
         if e.judge is not None:
-            inp["infer"] = self.text_value(e.judge, inner)
+            inp["infer"] = self.text_value(e.judge, gate)
         else:
-            inp["when"] = {"expr": self.expr(e.cond, inner)}
-        if inner.target:
+            assert e.cond is not None
+            inp["when"] = {"expr": self.expr(e.cond, gate).render()}
+        if scratch:
             raise LoweringError("a filter condition must be pure", e.span)
         step = self.add_step(ctx, "filter", inp, e.span, select="{{ result.kept }}")
         return Frag([StepRef(step)])
 
     def x_ReduceExpr(self, e: ast.ReduceExpr, ctx: _Ctx) -> Frag:
+        if ctx.body:
+            raise _NeedsOutline()
         over = self.expr(e.over, ctx)
         init = self.expr(e.init, ctx)
-        body, _ = self.body_step(
-            e.body, ctx, self._loop_bindings(e.var.name, ctx, acc=e.acc.name)
-        )
+        loop = {e.var.name: "item", "index": "index", e.acc.name: "accumulator"}
+        body = self.body_step(e.body.stmts, e.body.span, ctx, loop, "reduce body")
         inp = {"over": self.whole(over), "initial": self.whole(init), "do": body}
         step = self.add_step(ctx, "reduce", inp, e.span)
         return Frag([StepRef(step)])
@@ -563,8 +709,7 @@ class _Lowerer:
     def x_AskExpr(self, e: ast.AskExpr, ctx: _Ctx) -> Frag:
         inp: dict[str, Any] = {"question": self.text_value(e.question, ctx)}
         if e.expect is not None:
-            t = self.r.type_of(e)
-            inp["schema"] = contract_for(t, self.env)
+            inp["schema"] = contract_for(self.r.type_of(e), self.env)
         if e.default is not None:
             inp["when_unanswered"] = {"default": self.value_input(e.default, ctx)}
         elif e.else_fail is not None:
@@ -575,6 +720,8 @@ class _Lowerer:
         return Frag([StepRef(step)])
 
     def x_VerifyExpr(self, e: ast.VerifyExpr, ctx: _Ctx) -> Frag:
+        if ctx.body:
+            raise _NeedsOutline()
         checks = []
         judges = []
         for it in e.items:
@@ -598,14 +745,33 @@ class _Lowerer:
 # helpers
 
 
-def _leaves(block: ast.Block) -> bool:
-    """True when every path through ``block`` ends in ``return`` or ``fail``."""
-    for st in block.stmts:
+def _scope_name(s: str) -> Frag:
+    """A fragment reading a scope name (``item``, ``input.item``, …)."""
+    return Frag.text(s, free=frozenset({s.split(".", 1)[0]}))
+
+
+def _else_stmts(st: ast.IfStmt) -> list[ast.Stmt] | None:
+    if st.else_ is None:
+        return None
+    if isinstance(st.else_, ast.Block):
+        return list(st.else_.stmts)
+    return [st.else_]
+
+
+def _else_span(st: ast.IfStmt, else_stmts: list[ast.Stmt]) -> ast.Span:
+    if st.else_ is not None:
+        return st.else_.span
+    return else_stmts[0].span if else_stmts else st.span
+
+
+def _leaves(stmts: list[ast.Stmt]) -> bool:
+    """True when every path through ``stmts`` ends in ``return`` or ``fail``."""
+    for st in stmts:
         if isinstance(st, ast.ReturnStmt | ast.FailStmt):
             return True
-        if isinstance(st, ast.IfStmt) and st.else_ is not None:
-            els = st.else_ if isinstance(st.else_, ast.Block) else ast.Block(st.span, [st.else_])
-            if _leaves(st.then) and _leaves(els):
+        if isinstance(st, ast.IfStmt):
+            els = _else_stmts(st)
+            if els is not None and _leaves(list(st.then.stmts)) and _leaves(els):
                 return True
     return False
 
@@ -619,6 +785,38 @@ def _select_expr(sel: str) -> str:
 
 def _is_ident(s: str) -> bool:
     return s.isidentifier() and s.isascii()
+
+
+def _flow_string(s: str) -> str:
+    """``s`` as a `.flow` string literal (LANGUAGE.md §1 escapes; ``$`` escaped)."""
+    out = ['"']
+    for ch in s:
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "$":
+            out.append("\\$")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append("\\u{%x}" % ord(ch))
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _number(v: int | float) -> str:
+    """A number in the `.flow` syntax (``\\d+(\\.\\d+)?``: no exponent)."""
+    if isinstance(v, int):
+        return str(v)
+    text = format(Decimal(repr(v)), "f")
+    if "." not in text:
+        text += ".0"
+    return text
 
 
 def _const_int(e: ast.Expr | None) -> Any:
@@ -648,24 +846,17 @@ def _insert_before(step: dict, before: str, key: str, value: Any) -> None:
         step[key] = value
 
 
-def _finalize(value: Any) -> Any:
-    """Replace every :class:`Frag` left in the data (``when.expr``) by its text."""
-    if isinstance(value, Frag):
-        return value.render()
-    if isinstance(value, dict):
-        return {k: _finalize(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finalize(v) for v in value]
-    return value
-
-
 def lower(result: CheckResult, *, file: str) -> dict:
     """Lower a checked program (no errors) to a plan as plain data (LANGUAGE.md §10).
 
     ``file`` is the source path; its base name goes into every step's ``meta.source``
-    (``"bug-triage.flow:41:13"``).  Raises :class:`LoweringError` for a construct this compiler
-    cannot lower yet, with its span.
+    (``"bug-triage.flow:41:13"``).  Outlined bodies are sub-plans under ``plans``.  Raises
+    :class:`LoweringError` (with its span) for a construct this compiler cannot lower, and
+    ``ValueError`` when ``result`` has errors.
     """
     if not result.ok:
         raise ValueError("lower() needs a program without errors")
-    return _finalize(_Lowerer(result, file).lower())
+    try:
+        return _Lowerer(result, file).lower()
+    except _NeedsOutline:  # pragma: no cover - every attempt that raises it is caught
+        raise LoweringError("internal error: a body could not be outlined", result.module.span) from None

@@ -79,7 +79,7 @@ class Type:
         return type_str(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: faster __init__
 class Prim(Type):
     """A primitive type: ``text int number bool path member duration json null``."""
 
@@ -89,7 +89,7 @@ class Prim(Type):
         return self.name
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: faster __init__
 class NeverType(Type):
     """The empty type (``[]`` is ``never[]``); assignable to everything."""
 
@@ -97,7 +97,7 @@ class NeverType(Type):
         return "never"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: faster __init__
 class ErrorType(Type):
     """The error type (LANGUAGE.md §3): assignable to and from everything, silences follow-ups."""
 
@@ -105,7 +105,7 @@ class ErrorType(Type):
         return "<error>"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: faster __init__
 class ListType(Type):
     """``T[]``."""
 
@@ -115,7 +115,7 @@ class ListType(Type):
         return type_str(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: faster __init__
 class OptionalType(Type):
     """``T?`` — T or null (an optional object field may also be absent)."""
 
@@ -125,7 +125,7 @@ class OptionalType(Type):
         return type_str(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: faster __init__
 class UnionType(Type):
     """``A | B | …`` (members are a tuple, at least two, no nested unions)."""
 
@@ -135,7 +135,7 @@ class UnionType(Type):
         return type_str(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)  # not frozen: faster __init__; __eq__/__hash__ below
 class LiteralType(Type):
     """A literal type: ``"low"``, ``1``, ``true``.  The type of a plain literal expression too
     (widened to its base type by ``let`` without annotation)."""
@@ -168,7 +168,7 @@ class LiteralType(Type):
         return type_str(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: faster __init__
 class Field:
     """A field of an object type.
 
@@ -188,7 +188,7 @@ class Field:
         return hash((self.type, self.optional))
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class ObjectType(Type):
     """A closed object type: inline ``{ f: T }`` (``name is None``) or the body of ``type N {…}``.
 
@@ -212,7 +212,7 @@ class ObjectType(Type):
         return type_str(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: faster __init__
 class MapType(Type):
     """``map<T>``: an object with text keys and T values."""
 
@@ -222,7 +222,7 @@ class MapType(Type):
         return type_str(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: faster __init__
 class NamedRef(Type):
     """A reference to the named object type ``name`` (``type name { … }``), resolved through
     :meth:`TypeEnv.resolve`."""
@@ -233,7 +233,7 @@ class NamedRef(Type):
         return self.name
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: faster __init__
 class VerdictType(Type):
     """``Verdict`` — ``{ passed: bool, failures: text[] }``, the type of ``verify``; not
     schema-generatable."""
@@ -242,7 +242,7 @@ class VerdictType(Type):
         return "Verdict"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: faster __init__
 class ExternType(Type):
     """``extern type N``: opaque, only assignable to itself; not schema-generatable."""
 
@@ -252,7 +252,7 @@ class ExternType(Type):
         return self.name
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: faster __init__
 class RangeType(Type):
     """``lo..hi`` (inclusive); ``elem`` is ``int`` or ``number``."""
 
@@ -262,7 +262,7 @@ class RangeType(Type):
         return f"range<{type_str(self.elem)}>"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: faster __init__
 class UseType(Type):
     """A ``use`` alias (``kind`` is ``"agent"`` or ``"team"``); only an agent target."""
 

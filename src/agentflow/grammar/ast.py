@@ -15,7 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 
-@dataclass(frozen=True, slots=True)
+# Not ``frozen=True``: a frozen dataclass's ``__init__`` goes through ``object.__setattr__``
+# for every field, which made span creation a fifth of the parse time.  Spans are still
+# treated as immutable values (hashable, compared by value); never assign to their fields.
+@dataclass(slots=True, unsafe_hash=True)
 class Span:
     """A source range.
 

@@ -103,8 +103,9 @@ _CLOSERS = {")": "(", "]": "[", "}": "{"}
 
 _TOKEN_RE = re.compile(
     r"""
-    (?P<ws>[ \t\r\f\v\ufeff]+)
-  | (?P<nl>\n)
+    [ \t\r\f\v\ufeff]*
+   (?:
+    (?P<nl>\n)
   | (?P<doc>///[^\n]*)
   | (?P<comment>//[^\n]*)
   | (?P<block>/\*)
@@ -115,9 +116,17 @@ _TOKEN_RE = re.compile(
   | (?P<str3>\"\"\")
   | (?P<str>\")
   | (?P<op>\.\.|\?\?|==|!=|<=|>=|->|[-+*/%<>=.,:(){}\[\]|?@])
+  | (?P<eof>\Z)
+   )
     """,
     re.VERBOSE,
 )
+#: group number → kind (leading blanks are part of every match; the group is the token)
+_KIND = [None] + [None] * _TOKEN_RE.groups
+for _name, _idx in _TOKEN_RE.groupindex.items():
+    _KIND[_idx] = _name
+_KIND = tuple(_KIND)
+_BLANKS = re.compile(r"[ \t\r\f\v\ufeff]*")
 _DUR_PART = re.compile(r"([0-9]+)(ms|h|m|s)")
 _DUR_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
 _PLAIN_STR = re.compile(r'"([^"\\$\n]*)"')
@@ -287,6 +296,7 @@ class _Scanner:
         while i < n:
             m = match(text, i, n)
             if m is None:
+                i = _BLANKS.match(text, i, n).end()
                 ch = text[i]
                 shown = repr(ch)[1:-1] if not ch.isprintable() else ch
                 raise self.error(
@@ -298,10 +308,11 @@ class _Scanner:
                     resume=i + 1,
                     depth=len(stack),
                 )
-            kind = m.lastgroup
-            j = m.end()
-            if kind == "ws":
-                i = j
+            g = m.lastindex
+            kind = _KIND[g]
+            i, j = m.span(g)
+            if kind == "eof":
+                i = n
                 continue
             if kind == "nl":
                 line += 1
@@ -310,7 +321,7 @@ class _Scanner:
                 bol = True
                 continue
             if kind == "word":
-                value = m.group()
+                value = text[i:j]
                 typ = KEYWORDS.get(value)
                 if typ is None:
                     typ = "NAME"
@@ -340,7 +351,7 @@ class _Scanner:
                             typ = "NAME"
                 tok = Tok(typ, value, i + ob, j + ob, line, i - ls + 1, line, j - ls + 1, file)
             elif kind == "op":
-                value = m.group()
+                value = text[i:j]
                 typ = _OPS[value]
                 if value in _OPENERS:
                     if bol and module and value != "{" and (not stack or stack[-1].value == "{"):
@@ -418,15 +429,15 @@ class _Scanner:
                 )
             elif kind == "num":
                 tok = Tok(
-                    "NUMBER", m.group(), i + ob, j + ob, line, i - ls + 1, line, j - ls + 1, file
+                    "NUMBER", text[i:j], i + ob, j + ob, line, i - ls + 1, line, j - ls + 1, file
                 )
             elif kind == "dur":
                 tok = Tok(
-                    "DURATION", m.group(), i + ob, j + ob, line, i - ls + 1, line, j - ls + 1, file
+                    "DURATION", text[i:j], i + ob, j + ob, line, i - ls + 1, line, j - ls + 1, file
                 )
             elif kind == "doc":
                 if module:
-                    d = m.group()[3:]
+                    d = text[i:j][3:]
                     if d.startswith(" "):
                         d = d[1:]
                     if doc is None:
@@ -453,7 +464,7 @@ class _Scanner:
                 continue
             else:  # badnum
                 raise self.error(
-                    f"`{m.group()}` is neither a number nor a duration "
+                    f"`{text[i:j]}` is neither a number nor a duration "
                     "(durations are written like `250ms`, `90s`, `5m`, `1h30m`)",
                     i,
                     j,
@@ -779,6 +790,11 @@ class _Tables:
                         (len(arg.expansion), callbacks[arg], str(arg.origin.name)),
                     )
             self.states[st] = row
+        #: ``goto[state][nonterminal]`` → the state after a reduction to ``nonterminal``
+        self.goto: dict[int, dict[str, int]] = {
+            st: {k: a[1] for k, a in row.items() if a[0] and k.islower()}
+            for st, row in self.states.items()
+        }
         self.start = dict(table.start_states)
         self.end = dict(table.end_states)
 
@@ -816,6 +832,9 @@ def _run(sc: _Scanner, start: str, values: list | None = None) -> Any:
     if values is None:
         values = []
     end_state = t.end[start]
+    goto = t.goto
+    push = stack.append
+    vpush = values.append
     for tok in sc.tokens(states, stack):
         typ = tok.type
         while True:
@@ -823,13 +842,16 @@ def _run(sc: _Scanner, start: str, values: list | None = None) -> Any:
             if act is None:
                 raise _unexpected(tok, set(states[stack[-1]]), sc)
             if act[0]:
-                stack.append(act[1])
-                values.append(tok)
+                push(act[1])
+                vpush(tok)
                 break
             size, cb, origin = act[1]
             if cb is None:
-                stack.pop()
-                stack.append(states[stack[-1]][origin][1])
+                stack[-1] = goto[stack[-2]][origin]
+                continue
+            if size == 1:
+                stack[-1] = goto[stack[-2]][origin]
+                values[-1] = cb([values[-1]])
                 continue
             if size:
                 kids = values[-size:]
@@ -837,8 +859,8 @@ def _run(sc: _Scanner, start: str, values: list | None = None) -> Any:
                 del values[-size:]
             else:
                 kids = []
-            values.append(cb(kids))
-            stack.append(states[stack[-1]][origin][1])
+            vpush(cb(kids))
+            push(goto[stack[-1]][origin])
     end = _EndTok()
     while True:
         act = states[stack[-1]].get("$END")

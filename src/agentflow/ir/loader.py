@@ -506,3 +506,79 @@ class _Builder:
 def broken_fields(model: BaseModel) -> set[str]:
     """Fields of a model built by the loader that already failed validation (``"*"``: some)."""
     return getattr(model, "_broken", None) or set()
+
+
+# ---------------------------------------------------------------------------------------------
+# Cross-file checks (the plans directory itself is loaded by runtime.tools.plans)
+
+
+def plan_location(plan: Plan, path: tuple) -> Location:
+    """file:line:col of the value at ``path`` (a value path inside ``plan``'s file)."""
+    smap = getattr(plan, "_source_map", None)
+    full = (*(getattr(plan, "_path", ()) or ()), *path)
+    if smap is not None:
+        return smap.location(full)
+    return Location(plan.source_file or "<plan>")
+
+
+def check_plan_cycles(root: Plan, others: dict[str, Plan]) -> list[PlanProblem]:
+    """``plan_cycle`` problems of ``root`` together with the plans directory ``others``
+    (PLAN_IR.md §2): a plan reaching itself through ``plan__*`` calls, across files.
+
+    Each cycle is reported once, at the call that closes it (file:line:col of its ``tool_name``).
+    """
+    from agentflow.ir.validate import walk_steps
+
+    units: dict[str, list[tuple[Plan, tuple]]] = {}
+
+    def add(plan: Plan) -> None:
+        units.setdefault(plan.name, []).append((plan, getattr(plan, "_path", ()) or ()))
+        for sub_name, sub in (plan.plans or {}).items():
+            units.setdefault(sub_name, []).append((sub, getattr(sub, "_path", ()) or ()))
+
+    add(root)
+    for p in others.values():
+        if p.name not in units:
+            add(p)
+    edges: dict[str, list[tuple[str, Plan, tuple]]] = {n: [] for n in units}
+    for name, entries in units.items():
+        for plan, ppath in entries:
+            for spath, _, step in walk_steps(plan, ppath):
+                tool = step.tool_name
+                if isinstance(tool, str) and tool.startswith("plan__") and tool[6:] in units:
+                    edges[name].append((tool[6:], plan, spath))
+    problems: list[PlanProblem] = []
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    seen: set[frozenset] = set()
+
+    def dfs(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for callee, plan, spath in edges[node]:
+            if state.get(callee) == 1:
+                cycle = stack[stack.index(callee) :] + [callee]
+                if frozenset(cycle) not in seen:
+                    seen.add(frozenset(cycle))
+                    smap = getattr(plan, "_source_map", None)
+                    loc = (
+                        smap.location((*spath, "tool_name"))
+                        if smap is not None
+                        else Location(plan.source_file or "<plan>")
+                    )
+                    problems.append(
+                        PlanProblem(
+                            loc,
+                            "plan calls itself through plan__*: " + " → ".join(cycle),
+                            code="plan_cycle",
+                        )
+                    )
+            elif callee not in state:
+                dfs(callee)
+        stack.pop()
+        state[node] = 2
+
+    for name in units:
+        if name not in state:
+            dfs(name)
+    return problems

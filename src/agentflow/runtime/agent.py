@@ -26,6 +26,7 @@ from typing import Any
 from agentflow.errors import ConfigError, ModelError, RunError
 from agentflow.runtime.extract import ExtractionError, canonical_json, extract_json, validate
 from agentflow.runtime.models.base import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec
+from agentflow.runtime.models.router import current_step
 
 CallTool = Callable[[str, dict[str, Any], str], Awaitable[Any]]
 Emit = Callable[..., Any]
@@ -209,6 +210,7 @@ async def run_agent(
             response_schema=spec.output_schema,
             max_tokens=spec.max_tokens,
         )
+        token = current_step.set(step_path)
         try:
             response = await which.chat(request)
         except ModelError as exc:
@@ -219,6 +221,8 @@ async def run_agent(
                 step_path=step_path,
                 details={"model_error": exc.kind},
             ) from None
+        finally:
+            current_step.reset(token)
         await _emit(
             emit,
             "model_call",

@@ -196,6 +196,22 @@ class PlansConfig(_Strict):
     dir: str | None = None
 
 
+class ChatConfig(_Strict):
+    """``[chat]``: the ``flowc ask`` loop (seed 002 "The agent loop"): ``max_agent_iterations`` —
+    chat-model rounds per question (default 10); ``max_result_chars`` — tool-result size cap."""
+
+    max_agent_iterations: int = Field(default=10, ge=1)
+    max_result_chars: int = Field(default=20_000, ge=100)
+
+
+class PlannerConfig(_Strict):
+    """``[planner]``: ``plan_and_execute`` (RUNTIME.md §9): ``max_replans`` (default 2) and
+    ``repair_attempts`` — repair-role fix-ups of a plan that does not load (default 1)."""
+
+    max_replans: int = Field(default=2, ge=0)
+    repair_attempts: int = Field(default=1, ge=0)
+
+
 class ResolvedModel(BaseModel):
     """One concrete model: provider name + provider config + the provider's model name + options."""
 
@@ -221,6 +237,8 @@ class Config(_Strict):
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     plans: PlansConfig = Field(default_factory=PlansConfig)
+    chat: ChatConfig = Field(default_factory=ChatConfig)
+    planner: PlannerConfig = Field(default_factory=PlannerConfig)
     path: Path | None = None
 
     _env: Mapping[str, str] = PrivateAttr(default_factory=dict)

@@ -64,9 +64,15 @@ class Event:
 
 
 class Sink(Protocol):
-    """Anything with ``handle(event)``; ``close()`` is optional."""
+    """Anything with ``handle(event)``; ``close()`` and ``kinds`` (the event kinds it wants;
+    absent or None = all) are optional."""
 
     def handle(self, event: Event) -> None: ...
+
+
+def _accepts(sink: Any, kind: str) -> bool:
+    kinds = getattr(sink, "kinds", None)
+    return kinds is None or kind in kinds
 
 
 def _json_default(o: Any) -> Any:
@@ -137,39 +143,81 @@ def _short(value: Any, limit: int = 80) -> str:
 class ConsoleSink:
     """Progress on stderr.
 
-    On a TTY a live ``rich`` view lists the running steps with their elapsed time; otherwise one
+    On a TTY a live ``rich`` view lists the running steps (path, tool, elapsed time) with a
+    progress bar under each running ``map``; otherwise (or with ``force_plain``) one
     plain line per step start/finish (``▶ E1 agent``, ``✓ E1 1.23s`` / ``✗ E1 2.00s timeout: …``),
     plus warnings and retries.  ``force_plain=True`` forces the plain lines.
     """
 
-    def __init__(self, stream: IO[str] | None = None, *, force_plain: bool = False):
+    def __init__(
+        self, stream: IO[str] | None = None, *, force_plain: bool = False, force_live: bool = False
+    ):
         self.stream = stream if stream is not None else sys.stderr
         is_tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.plain = force_plain or not is_tty
+        self.plain = force_plain or not (is_tty or force_live)
         self._live = None
+        self._live_started = False
         self._running: dict[str, tuple[str, float]] = {}
-        self._lock = threading.Lock()
+        #: map step path → [items finished, items total] (the progress bars)
+        self._maps: dict[str, list[int]] = {}
+        self._lock = threading.RLock()
         if not self.plain:
             try:
                 from rich.console import Console
                 from rich.live import Live
 
-                self._console = Console(file=self.stream, stderr=True)
+                self._console = Console(
+                    file=self.stream, stderr=True, force_terminal=True if force_live else None
+                )
                 self._live = Live(
-                    self._render(), console=self._console, refresh_per_second=8, transient=True
+                    self._render(),
+                    console=self._console,
+                    refresh_per_second=8,
+                    transient=True,
+                    get_renderable=self._render,
                 )
             except Exception:  # pragma: no cover - rich missing or broken terminal
                 self.plain = True
 
     # -- rich view
     def _render(self):
+        """The live table: one row per running step (path, tool, elapsed seconds), and under a
+        running ``map`` a progress bar ``done/total``."""
+        from rich.progress_bar import ProgressBar
         from rich.table import Table
 
         table = Table.grid(padding=(0, 2))
         now = time.time()
-        for path, (tool, started) in list(self._running.items()):
+        with self._lock:
+            running = list(self._running.items())
+            maps = {k: list(v) for k, v in self._maps.items()}
+        for path, (tool, started) in running:
             table.add_row("[cyan]…[/]", path, tool, f"{now - started:5.1f}s")
+            if path in maps:
+                done, total = maps[path]
+                table.add_row(
+                    "", ProgressBar(total=max(total, 1), completed=done, width=30),
+                    f"{done}/{total}", "",
+                )  # fmt: skip
         return table
+
+    def paused(self):
+        """A context manager that hides the live view while the terminal is used for something
+        else (the terminal interlocutor asks its question inside it)."""
+        import contextlib
+
+        @contextlib.contextmanager
+        def cm():
+            live = self._live if self._live_started else None
+            if live is not None:
+                live.stop()
+            try:
+                yield
+            finally:
+                if live is not None:
+                    live.start()
+
+        return cm()
 
     def _print(self, text: str) -> None:
         if self.plain:
@@ -185,15 +233,23 @@ class ConsoleSink:
     def _handle(self, event: Event) -> None:
         kind, path, data = event.kind, event.path, event.data
         if kind == "run_started":
-            if self._live is not None:
+            if self._live is not None and not event.stack[1:]:
                 self._live.start()
+                self._live_started = True
             self._print(f"run {data.get('plan', '')}")
         elif kind == "step_started":
             self._running[path] = (str(data.get("tool_name", "")), event.time)
+            if data.get("tool_name") == "map":
+                over = (data.get("input") or {}).get("over")
+                self._maps[path] = [0, len(over) if isinstance(over, list) else 0]
             if self.plain:
                 self._print(f"▶ {path} {data.get('tool_name', '')}")
         elif kind == "step_finished":
             started = self._running.pop(path, (None, event.time))[1]
+            self._maps.pop(path, None)
+            parent, _, last = path.rpartition("/")
+            if last.startswith("do.") and parent in self._maps:
+                self._maps[parent][0] += 1
             elapsed = data.get("elapsed_ms")
             secs = elapsed / 1000 if isinstance(elapsed, int | float) else event.time - started
             err = data.get("error")
@@ -207,11 +263,12 @@ class ConsoleSink:
             self._print(f"↻ {path} retry {data.get('attempt')} after {data.get('code')}")
         elif kind == "run_finished":
             self._running.clear()
+            self._maps.clear()
             if self._live is not None:
                 self._live.stop()
+                self._live_started = False
             self._print(f"run {data.get('status', '')} in {data.get('duration_ms', 0) / 1000:.2f}s")
-        if self._live is not None and kind != "run_finished":
-            self._live.update(self._render())
+        # the live view redraws itself (auto refresh, 8/s) from _render: no work per event
 
     def close(self) -> None:
         if self._live is not None:
@@ -220,13 +277,29 @@ class ConsoleSink:
 
 class EventBus:
     """Fans events out to sinks, in registration order.  A sink that raises is dropped after
-    the first failure (reported once on stderr); the run continues."""
+    the first failure (reported once on stderr); the run continues.
+
+    A sink may declare ``kinds`` (a collection of event kinds): it then receives only those, and
+    the executor skips building events nobody listens to (:meth:`listens`) — the hot path of a
+    run without a trace or a view emits nothing.
+    """
 
     def __init__(self, sinks: Iterable[Sink] = ()):
         self.sinks: list[Sink] = list(sinks)
+        self._listens: dict[str, bool] = {}
 
     def add(self, sink: Sink) -> None:
+        """Register one more sink."""
         self.sinks.append(sink)
+        self._listens.clear()
+
+    def listens(self, kind: str) -> bool:
+        """True when some sink receives events of ``kind``."""
+        hit = self._listens.get(kind)
+        if hit is None:
+            hit = any(_accepts(s, kind) for s in self.sinks)
+            self._listens[kind] = hit
+        return hit
 
     def emit(self, kind: str, path: str = "", stack: list[str] | None = None, **data: Any) -> Event:
         """Build an :class:`Event` stamped now and deliver it; returns the event."""
@@ -235,11 +308,15 @@ class EventBus:
         return event
 
     def publish(self, event: Event) -> None:
+        """Deliver ``event`` to every sink that accepts its kind."""
         for sink in list(self.sinks):
+            if not _accepts(sink, event.kind):
+                continue
             try:
                 sink.handle(event)
             except Exception as exc:  # a broken sink must not break the run
                 self.sinks.remove(sink)
+                self._listens.clear()
                 print(
                     f"agentflow: event sink {sink!r} failed and was removed: {exc}", file=sys.stderr
                 )

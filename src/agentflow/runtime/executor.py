@@ -45,6 +45,8 @@ __all__ = [
     "AskRequest",
     "Decision",
     "ExitError",
+    "default_interlocutor",
+    "terminal_interlocutor",
     "GateCall",
     "Hooks",
     "RunAborted",
@@ -160,6 +162,92 @@ class Hooks:
     on_tool_error: Callable[[ToolFailure], HookResult] | None = None
     interlocutor: Callable[[AskRequest], Any] | None = None
 
+    def install_gate(
+        self, fn: Callable[[GateCall], HookResult]
+    ) -> Callable[[GateCall], HookResult]:
+        """Install the execution gate; returns ``fn`` (usable as a decorator)::
+
+        hooks = Hooks()
+
+        @hooks.install_gate
+        def gate(call: GateCall):
+            return skip({"stub": True}) if call.tool_name == "linear__delete" else None
+        """
+        self.gate = fn
+        return fn
+
+    def install_on_tool_error(
+        self, fn: Callable[[ToolFailure], HookResult]
+    ) -> Callable[[ToolFailure], HookResult]:
+        """Install ``on_tool_error`` (return :func:`propagate`, :func:`substitute` or
+        :func:`abort`); returns ``fn``."""
+        self.on_tool_error = fn
+        return fn
+
+    def install_interlocutor(self, fn: Callable[[AskRequest], Any]) -> Callable[[AskRequest], Any]:
+        """Install the interlocutor of ``ask`` steps (return the answer or :data:`NO_ANSWER`);
+        returns ``fn``.  :func:`terminal_interlocutor` is the stderr/stdin one."""
+        self.interlocutor = fn
+        return fn
+
+
+def _parse_answer(text: str, request: AskRequest) -> Any:
+    """A typed line → the answer: a choice by number or text, JSON when the schema wants a
+    non-string, else the text."""
+    text = text.strip()
+    choices = request.choices or []
+    if choices and text.isdigit() and 1 <= int(text) <= len(choices):
+        return choices[int(text) - 1]
+    if choices and text in [str(c) for c in choices]:
+        return next(c for c in choices if str(c) == text)
+    wants_text = not request.schema or request.schema.get("type") == "string"
+    if not wants_text or (choices and not all(isinstance(c, str) for c in choices)):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text
+
+
+def terminal_interlocutor(
+    stdin: Any = None, stderr: Any = None, *, pause: Callable[[], Any] | None = None
+) -> Callable[[AskRequest], Awaitable[Any]]:
+    """The terminal interlocutor (RUNTIME.md §7): writes the question (and numbered choices) to
+    ``stderr`` and reads one line from ``stdin`` (defaults: the process's).  An empty line or
+    end of input gives :data:`NO_ANSWER`, so the ask's ``when_unanswered`` decides.  ``pause``:
+    a context-manager factory that hides a live view while asking (``ConsoleSink.paused``).
+
+    The executor serializes questions, so concurrent map items never interleave prompts.
+    """
+    import sys
+
+    async def ask(request: AskRequest) -> Any:
+        inp = stdin if stdin is not None else sys.stdin
+        out = stderr if stderr is not None else sys.stderr
+        ctx = pause() if pause is not None else contextlib.nullcontext()
+        with ctx:
+            lines = [f"? [{request.step_path}] {request.question}"]
+            for i, choice in enumerate(request.choices or [], 1):
+                lines.append(f"  {i}) {choice}")
+            out.write("\n".join(lines) + "\n> ")
+            out.flush()
+            line = await asyncio.to_thread(inp.readline)
+        if not line or not line.strip():
+            return NO_ANSWER
+        return _parse_answer(line, request)
+
+    return ask
+
+
+def default_interlocutor(**kwargs: Any) -> Callable[[AskRequest], Awaitable[Any]] | None:
+    """:func:`terminal_interlocutor` when stdin is a TTY, else None (CI: ``when_unanswered``
+    decides)."""
+    import sys
+
+    stdin = kwargs.get("stdin") or sys.stdin
+    isatty = getattr(stdin, "isatty", None)
+    return terminal_interlocutor(**kwargs) if callable(isatty) and isatty() else None
+
 
 class RunAborted(FlowError):
     """A hook aborted the run (a hard stop); ``error`` is the failing tool's error, if any."""
@@ -237,6 +325,9 @@ class _StepInfo:
     cap: float
     source: str | None
     id: str | None
+
+
+_NO_CODES: frozenset[str] = frozenset()
 
 
 def _backoff_delay(info: _StepInfo, attempt: int) -> float:
@@ -391,7 +482,7 @@ class Executor:
 
     def emit(self, kind: str, path: str, stack: list[str], **data: Any) -> Event | None:
         """Emit one event (RUNTIME.md §8); a no-op when no sink listens."""
-        if not self.bus.sinks:
+        if not self.bus.listens(kind):
             return None
         return self.bus.emit(kind, path, stack, **data)
 
@@ -472,25 +563,42 @@ class Executor:
         info = self._info.get(id(step))
         if info is not None and info.step is step:
             return info
-        retry = getattr(step, "retry", None)
-        backoff = getattr(retry, "backoff", None) if retry is not None else None
-        info = _StepInfo(
-            step=step,
-            tool=step.tool_name,
-            handler=_CONTROL.get(step.tool_name),
-            compiled=_compiled(step),
-            select=_compiled_select(step),
-            timeout_s=_duration_s(getattr(step, "timeout", None)),
-            attempts=1 + (int(getattr(retry, "attempts", 0) or 0) if retry is not None else 0),
-            on=frozenset(getattr(retry, "on", None) or ["transient"])
-            if retry is not None
-            else frozenset(),
-            initial=_duration_s(getattr(backoff, "initial", None) or "500ms") or 0.5,
-            factor=float(getattr(backoff, "factor", 2.0) or 2.0),
-            cap=_duration_s(getattr(backoff, "max", None) or "30s") or 30.0,
-            source=_source(step),
-            id=getattr(step, "id", None),
-        )
+        tool = step.tool_name
+        priv = getattr(step, "__pydantic_private__", None) or {}
+        compiled = priv.get("_compiled")
+        if compiled is None:
+            compiled = _compiled(step)
+        select = priv.get("_compiled_select") if step.select is not None else None
+        if select is None and step.select is not None:
+            select = _compiled_select(step)
+        retry = step.retry
+        meta = step.meta
+        source = meta.get("source") if type(meta) is dict else None
+        timeout = step.timeout
+        if retry is None:
+            info = _StepInfo(
+                step, tool, _CONTROL.get(tool), compiled, select,
+                None if timeout is None else _duration_s(timeout),
+                1, _NO_CODES, 0.5, 2.0, 30.0,
+                str(source) if source else None, step.id,
+            )  # fmt: skip
+        else:
+            backoff = retry.backoff
+            info = _StepInfo(
+                step=step,
+                tool=tool,
+                handler=_CONTROL.get(tool),
+                compiled=compiled,
+                select=select,
+                timeout_s=_duration_s(timeout),
+                attempts=1 + int(retry.attempts or 0),
+                on=frozenset(retry.on or ["transient"]),
+                initial=_duration_s(getattr(backoff, "initial", None) or "500ms") or 0.5,
+                factor=float(getattr(backoff, "factor", 2.0) or 2.0),
+                cap=_duration_s(getattr(backoff, "max", None) or "30s") or 30.0,
+                source=str(source) if source else None,
+                id=step.id,
+            )
         self._info[id(step)] = info
         return info
 
@@ -498,7 +606,7 @@ class Executor:
         """Run one step (or body): events, timeout/deadline bound, retry, ``select``."""
         info = self._step_info(step)
         tool = info.tool
-        quiet = not self.bus.sinks
+        quiet = not self.bus.listens("step_finished")
         started = time.monotonic()
         announced = [quiet]
 
@@ -520,7 +628,11 @@ class Executor:
                     raw = await self._bounded(info, scope, path, frame, announce)
                     break
                 except RunError as e:
-                    if isinstance(e, ExitError) or attempt >= info.attempts or e.code not in info.on:
+                    if (
+                        isinstance(e, ExitError)
+                        or attempt >= info.attempts
+                        or e.code not in info.on
+                    ):
                         raise
                     delay = _backoff_delay(info, attempt)
                     if frame.deadline_at is not None:
@@ -594,6 +706,7 @@ class Executor:
             raise
         if not quiet:
             announce(None)
+            usage = self.run.step_usage.total(path) if self.run.step_usage is not None else None
             self.emit(
                 "step_finished",
                 path,
@@ -601,6 +714,7 @@ class Executor:
                 tool_name=tool,
                 result=_json_safe(result),
                 elapsed_ms=int((time.monotonic() - started) * 1000),
+                **({"usage": usage} if usage else {}),  # per-step model usage (issue #5)
             )
         return result
 
@@ -621,7 +735,9 @@ class Executor:
         step = info.step
         if remaining is not None and (timeout is None or remaining < timeout):
             bound, code = remaining, "deadline_exceeded"
-            message = f"the workflow deadline ({_deadline_text(frame)}) expired during `{info.tool}`"
+            message = (
+                f"the workflow deadline ({_deadline_text(frame)}) expired during `{info.tool}`"
+            )
         else:
             bound, code = timeout, "timeout"
             message = f"`{info.tool}` did not finish within its timeout ({step.timeout})"
@@ -688,7 +804,7 @@ class Executor:
                 return decision.value
             if decision is not None and decision.action == "abort":
                 raise RunAborted(decision.message or "aborted by the gate", path)
-        quiet = not self.bus.sinks
+        quiet = not self.bus.listens("tool_finished")
         if not quiet:
             self.emit("tool_started", path, stack, tool_name=name, input=_json_safe(args))
         t0 = time.monotonic()
@@ -697,6 +813,9 @@ class Executor:
                 result = await self.call_plan(name, args, path, frame)
             else:
                 tool = self.run.catalog.get(name) if self.run.catalog is not None else None
+                if tool is None and hasattr(self.run.catalog, "prepare"):
+                    await self.run.catalog.prepare([name])  # lazy MCP servers (tools/mcp.py)
+                    tool = self.run.catalog.get(name)
                 if tool is None:
                     raise RunError("tool_error", f"unknown tool '{name}'", path)
                 ctx = _tool_context(self.run.workspace, write_scope, path)
@@ -939,24 +1058,57 @@ async def _c_map(ex: Executor, step, c, scope, path, frame, announce) -> Any:
         raise RunError(
             "validation", f"`concurrency` must be a positive integer, got {conc!r}", path
         )
-    sem = asyncio.Semaphore(conc)
     results: list[Any] = [None] * len(items)
     failed: set[int] = set()
 
-    async def one(i: int, item: Any) -> None:
-        async with sem:
-            p = f"{path}/do.{i}"
-            try:
-                results[i] = await ex.run_step(body, _layer(scope, item=item, index=i), p, frame)
-            except RunError as e:
-                if mode == "skip" and not isinstance(e, ExitError):
-                    failed.add(i)
-                    ex.warn(p, frame.stack, f"item {i} skipped after {e.code}: {e.message}")
-                    return
-                raise
+    async def one(i: int) -> None:
+        p = f"{path}/do.{i}"
+        try:
+            results[i] = await ex.run_step(body, _layer(scope, item=items[i], index=i), p, frame)
+        except RunError as e:
+            if mode == "skip" and not isinstance(e, ExitError):
+                failed.add(i)
+                ex.warn(p, frame.stack, f"item {i} skipped after {e.code}: {e.message}")
+                return
+            raise
 
-    await _run_all([one(i, x) for i, x in enumerate(items)])
+    await _run_pool(len(items), conc, one)
     return [r for i, r in enumerate(results) if i not in failed]
+
+
+async def _run_pool(n: int, concurrency: int, fn: Callable[[int], Awaitable[Any]]) -> None:
+    """Run ``fn(0) … fn(n-1)`` with at most ``concurrency`` in flight (a pool of workers pulling
+    indices in order, so starting order is input order).  The first failure cancels the calls in
+    flight, waits for them to unwind, and is raised; nothing new starts after it.  Outer
+    cancellation (deadline, abort) cancels every worker."""
+    if n == 0:
+        return
+    if concurrency == 1:
+        for i in range(n):
+            await fn(i)
+        return
+    indices = iter(range(n))
+
+    async def worker() -> None:
+        for i in indices:
+            await fn(i)
+
+    workers = [asyncio.ensure_future(worker()) for _ in range(min(concurrency, n))]
+    try:
+        done, pending = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
+        failed = [t for t in workers if t in done and not t.cancelled() and t.exception()]
+        if failed:
+            for t in pending:
+                t.cancel()
+            if pending:
+                await asyncio.wait(pending)
+            raise failed[0].exception()  # type: ignore[misc]
+    except BaseException:
+        for t in workers:
+            if not t.done():
+                t.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        raise
 
 
 async def _run_all(coros: list[Awaitable[Any]]) -> list[Any]:
@@ -1215,6 +1367,12 @@ async def _c_agent(ex: Executor, step, c, scope, path, frame, announce) -> Any:
         items = write_raw if isinstance(write_raw, list) else [write_raw]
         ws = ex.run.workspace
         write = [(ws / str(p)) if not Path(str(p)).is_absolute() else Path(str(p)) for p in items]
+    if hasattr(ex.run.catalog, "prepare"):  # connect the MCP servers the request may touch
+        try:
+            await ex.run.catalog.prepare(c.get("tools"))
+        except RunError as e:
+            e.step_path = e.step_path or path
+            raise
     tool_names = _resolve_tools(ex, c.get("tools"), write, path, stack, frame)
     if profile is not None:
         if getattr(profile, "system_prompt", None):
@@ -1475,6 +1633,11 @@ async def run_plan(
         root_plans=dict(getattr(plan, "plans", None) or {}),
     )
     before = _snapshot(router)
+    forwarding = router is not None and getattr(router, "on_event", False) is None
+    if forwarding:  # retries / failovers of the model layer become trace events
+        from agentflow.runtime.models.router import forward_model_events
+
+        router.on_event = forward_model_events(bus)
     t0 = time.monotonic()
     scope: dict[str, Any] = {"input": input}
     results: dict[str, Any] = {}
@@ -1509,6 +1672,8 @@ async def run_plan(
         duration_ms=result.duration_ms,
         usage=result.usage,
     )
+    if forwarding:
+        router.on_event = None
     bus.close()
     return result
 

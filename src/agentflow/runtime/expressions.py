@@ -530,7 +530,9 @@ def render(
     parts = template.parts
     if len(parts) == 1 and not isinstance(parts[0], str):
         try:
-            return _ev(parts[0], scope)
+            value = _ev(parts[0], scope)
+            # a range leaves the expression world as a list (tools, results, traces see JSON)
+            return value.to_list() if type(value) is FlowRange else value
         except BadPath as e:
             if not lenient:
                 raise

@@ -42,10 +42,12 @@ class RunResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict (``error`` omitted when None)."""
-        data: dict[str, Any] = {"status": self.status, "output": self.output}
+        from agentflow.runtime.expressions import to_json_value
+
+        data: dict[str, Any] = {"status": self.status, "output": to_json_value(self.output)}
         if self.error is not None:
             data["error"] = dict(self.error)
-        data["results"] = self.results
+        data["results"] = to_json_value(self.results)
         data["usage"] = self.usage
         data["duration_ms"] = self.duration_ms
         return data

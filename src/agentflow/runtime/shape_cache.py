@@ -218,7 +218,12 @@ class ShapeEntry:
 
     def to_dict(self) -> dict[str, Any]:
         """``{tool, shape, calls, updated}``."""
-        return {"tool": self.tool, "shape": self.shape, "calls": self.calls, "updated": self.updated}
+        return {
+            "tool": self.tool,
+            "shape": self.shape,
+            "calls": self.calls,
+            "updated": self.updated,
+        }
 
 
 _SCHEMA = """

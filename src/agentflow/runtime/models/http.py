@@ -21,7 +21,16 @@ import httpx
 
 from agentflow.errors import ModelError
 
-_QUOTA_MARKERS = ("insufficient_quota", "quota", "billing", "spend limit", "spending limit")
+#: 429 bodies that mean "out of money", not "slow down": permanent, never retried. A bare "quota"
+#: is not enough (per-minute quotas are rate limits).
+_QUOTA_MARKERS = (
+    "insufficient_quota",
+    "exceeded your current quota",
+    "billing",
+    "spend limit",
+    "spending limit",
+    "credit balance",
+)
 
 
 @dataclass

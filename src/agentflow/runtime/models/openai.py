@@ -292,7 +292,9 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
         if out.get("type") == "object" or isinstance(out.get("properties"), dict):
             props = out.get("properties") or {}
             required = set(out.get("required") or [])
-            out["properties"] = {k: (v if k in required else _nullable(v)) for k, v in props.items()}
+            out["properties"] = {
+                k: (v if k in required else _nullable(v)) for k, v in props.items()
+            }
             out["required"] = list(props)
             out["additionalProperties"] = False
         return out

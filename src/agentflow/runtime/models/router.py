@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 from agentflow.errors import ConfigError, ModelError
@@ -17,6 +18,10 @@ from agentflow.runtime.models.base import ChatRequest, ChatResponse, ModelClient
 from agentflow.runtime.models.http import RetryPolicy
 
 ClientFactory = Callable[[ResolvedModel], ModelClient]
+
+#: The step path of the model call in progress (set by the agent loop around each inference), so
+#: retry/failover notifications can be addressed to a step in the trace.
+current_step: ContextVar[str] = ContextVar("agentflow_model_step", default="")
 
 
 class RoutedClient:
@@ -208,6 +213,9 @@ class StepUsage:
     sums a step and everything nested under it (``E3`` includes ``E3/do.2/E10``).
     """
 
+    #: EventBus filter: this sink only receives ``model_call`` events.
+    kinds = frozenset({"model_call"})
+
     def __init__(self) -> None:
         self.by_step: dict[str, dict[str, Any]] = {}
 
@@ -222,7 +230,8 @@ class StepUsage:
             event.path, {"inferences": 0, "input_tokens": 0, "output_tokens": 0, "by_role": {}}
         )
         role = entry["by_role"].setdefault(
-            str(data.get("role") or "chat"), {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
+            str(data.get("role") or "chat"),
+            {"inferences": 0, "input_tokens": 0, "output_tokens": 0},
         )
         for target in (entry, role):
             target["inferences"] += 1
@@ -240,3 +249,37 @@ class StepUsage:
             for field in out:
                 out[field] += self.by_step[key][field]
         return out
+
+
+def forward_model_events(bus: Any) -> Callable[[str, dict[str, Any]], None]:
+    """An ``on_event`` for :class:`ModelRouter` that turns its notifications into run events.
+
+    ``retry`` → a ``retry`` event ``{attempt, code, delay_ms, provider, model, status, message}``;
+    ``failover`` → a ``warning`` event ``{message, failover: {role, model, kind}}``; both at the
+    step path of :data:`current_step`. Messages are already redacted by the HTTP layer.
+    """
+
+    def on_event(kind: str, data: dict[str, Any]) -> None:
+        path = current_step.get()
+        if kind == "retry":
+            bus.emit(
+                "retry",
+                path,
+                attempt=data.get("attempt"),
+                code=data.get("kind"),
+                delay_ms=int(float(data.get("delay_s") or 0) * 1000),
+                provider=data.get("provider"),
+                model=data.get("model"),
+                status=data.get("status"),
+                message=data.get("message"),
+            )
+        elif kind == "failover":
+            bus.emit(
+                "warning",
+                path,
+                message=f"model {data.get('model')} failed ({data.get('kind')}); failing over to "
+                f"the next model of '{data.get('role')}': {data.get('message')}",
+                failover={k: data.get(k) for k in ("role", "model", "kind")},
+            )
+
+    return on_event

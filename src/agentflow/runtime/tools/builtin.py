@@ -11,6 +11,7 @@ workspace-relative POSIX paths, so the output of one tool is valid input for ano
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import re
@@ -92,9 +93,8 @@ def check_writable(ctx: ToolContext, path: str) -> Path:
     target = resolve_path(ctx, path)
     root = workspace_root(ctx)
     relative = target.relative_to(root)
-    if any(part in SKIP_DIRS for part in relative.parts) or any(
-        part in SKIP_DIRS for part in PurePosixPath(path.replace("\\", "/")).parts
-    ):
+    given_parts = PurePosixPath(path.replace("\\", "/")).parts
+    if any(part.casefold() in SKIP_DIRS for part in (*relative.parts, *given_parts)):
         raise _err(f"refusing to write '{path}': tools never write inside .git")
     if target == root:
         raise _err("cannot write to the workspace root itself")
@@ -116,6 +116,30 @@ def check_writable(ctx: ToolContext, path: str) -> Path:
             code="write_scope",
         )
     return target
+
+
+def _atomic_write(target: Path, data: bytes, display: str) -> None:
+    """Write ``data`` to ``target`` through a temporary file in the same directory and a rename:
+    readers never see half a file, and a hard link or symlink at ``target`` is replaced rather
+    than written through (so a link cannot carry a write out of the workspace)."""
+    import tempfile
+
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        mode = target.stat().st_mode & 0o777 if target.exists() else None
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            if mode is not None:
+                os.chmod(tmp, mode)
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    except OSError as exc:
+        raise _err(f"cannot write '{display}': {exc.strerror or exc}") from None
 
 
 def _read_text(target: Path, display: str) -> str:
@@ -163,38 +187,52 @@ def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
 
 
 def list_dir(args: dict[str, Any], ctx: ToolContext) -> list[dict[str, str]]:
-    """``{path?, recursive?}`` → ``[{path, kind}]`` (kind: file | dir | symlink), ``.git`` skipped."""
+    """``{path?, recursive?}`` → ``[{path, kind}]`` sorted by path within each directory, ``kind``
+    ``file`` | ``dir`` (LANGUAGE.md §7). ``.git`` is skipped. A symlink is listed with the kind of
+    what it points to when that lies inside the workspace (never recursed into); symlinks leading
+    out of the workspace or dangling are left out. More than MAX_LIST_ENTRIES entries is an error
+    (list a subdirectory, or use glob) rather than a silently cut list.
+    """
     path = _str_arg(args, "path", required=False, default=".") or "."
-    recursive = bool(args.get("recursive", False))
+    recursive = args.get("recursive", False)
+    if not isinstance(recursive, bool):
+        raise _err(f"argument 'recursive' must be a boolean, got {type(recursive).__name__}")
     target = resolve_path(ctx, path)
     if not target.exists():
         raise _err(f"directory '{path}' does not exist")
     if not target.is_dir():
         raise _err(f"'{path}' is not a directory")
+    root = workspace_root(ctx)
     out: list[dict[str, str]] = []
 
-    def walk(directory: Path) -> bool:
+    def walk(directory: Path) -> None:
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError as exc:
             raise _err(f"cannot list '{rel(ctx, directory)}': {exc.strerror or exc}") from None
         for entry in entries:
-            if entry.name in SKIP_DIRS:
+            if entry.name.casefold() in SKIP_DIRS:
                 continue
-            if len(out) >= MAX_LIST_ENTRIES:
-                out.append({"path": "[truncated]", "kind": "truncated"})
-                return False
             entry_path = directory / entry.name
-            if entry.is_symlink():
-                kind = "symlink"
-            elif entry.is_dir():
-                kind = "dir"
+            is_link = entry.is_symlink()
+            if is_link:
+                try:
+                    real = entry_path.resolve(strict=True)
+                except (OSError, RuntimeError):
+                    continue  # dangling or looping
+                if real != root and root not in real.parents:
+                    continue  # leads out of the workspace
+                kind = "dir" if real.is_dir() else "file"
             else:
-                kind = "file"
+                kind = "dir" if entry.is_dir(follow_symlinks=False) else "file"
+            if len(out) >= MAX_LIST_ENTRIES:
+                raise _err(
+                    f"'{path}' holds more than {MAX_LIST_ENTRIES} entries; list a subdirectory "
+                    "or use builtin__glob with a narrower pattern"
+                )
             out.append({"path": rel(ctx, entry_path), "kind": kind})
-            if recursive and kind == "dir" and not walk(entry_path):
-                return False
-        return True
+            if recursive and kind == "dir" and not is_link:
+                walk(entry_path)
 
     walk(target)
     return out
@@ -305,11 +343,7 @@ def write_file(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     if target.is_dir():
         raise _err(f"'{path}' is a directory")
     data = content.encode("utf-8")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-    except OSError as exc:
-        raise _err(f"cannot write '{path}': {exc.strerror or exc}") from None
+    _atomic_write(target, data, path)
     return {"path": rel(ctx, target), "bytes": len(data)}
 
 
@@ -336,10 +370,7 @@ def edit_file(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
             "so it matches exactly once"
         )
     updated = text.replace(old, new, 1)
-    try:
-        target.write_text(updated, encoding="utf-8")
-    except OSError as exc:
-        raise _err(f"cannot write '{path}': {exc.strerror or exc}") from None
+    _atomic_write(target, updated.encode("utf-8"), path)
     return {"path": rel(ctx, target), "replacements": 1}
 
 
@@ -419,7 +450,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
 DESCRIPTIONS: dict[str, str] = {
     "read_file": "Read a UTF-8 text file of the workspace. Optional offset (1-based first line) and "
     "limit (number of lines) read a part of a large file. Long output is truncated with a marker.",
-    "list_dir": "List a directory of the workspace as [{path, kind}] (kind: file, dir, symlink). "
+    "list_dir": "List a directory of the workspace as [{path, kind}] (kind: file or dir). "
     "Set recursive to list the whole subtree. .git is skipped.",
     "glob": "Find files by glob pattern (e.g. '**/*.py'); returns workspace-relative paths.",
     "grep": "Search file contents with a regular expression; returns [{path, line, text}]. "

@@ -296,6 +296,14 @@ def default_catalog() -> Catalog:
     return Catalog(builtin_tools())
 
 
+def build_catalog(config: Any = None, **kwargs: Any) -> Catalog:
+    """The full catalog of a configuration (builtins, user tools, plans, MCP servers); see
+    :func:`agentflow.runtime.tools.build.build_catalog`."""
+    from agentflow.runtime.tools.build import build_catalog as build
+
+    return build(config, **kwargs)
+
+
 def glob_to_names(catalog: Catalog, patterns: Iterable[str]) -> list[str]:
     """Union of ``catalog.match(p)`` over ``patterns``, order of first appearance (helper)."""
     seen: dict[str, None] = {}
@@ -308,6 +316,7 @@ def glob_to_names(catalog: Catalog, patterns: Iterable[str]) -> list[str]:
 __all__ = [
     "WRITE_TOOLS",
     "Catalog",
+    "build_catalog",
     "Tool",
     "ToolContext",
     "ToolFunc",

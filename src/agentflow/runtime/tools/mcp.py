@@ -239,6 +239,12 @@ class McpConnection:
                 "timeout", f"MCP tool {self.name}__{name} did not answer within {timeout:g}s"
             ) from None
         except Exception as exc:  # noqa: BLE001 - MCPError, broken streams
+            from mcp_types import REQUEST_TIMEOUT
+
+            if getattr(exc, "code", None) == REQUEST_TIMEOUT:
+                raise RunError(
+                    "timeout", f"MCP tool {self.name}__{name} did not answer within {timeout:g}s"
+                ) from None
             message = _describe(exc)
             if _is_closed(exc) or not self.connected:
                 self._dead = self._dead or f"the connection closed ({message})"

@@ -1,0 +1,29 @@
+// Minimal VS Code client: starts `flowc lsp` over stdio for .flow files.
+"use strict";
+const vscode = require("vscode");
+const { LanguageClient, TransportKind } = require("vscode-languageclient/node");
+
+let client;
+
+function activate(context) {
+  const config = vscode.workspace.getConfiguration("agentflow");
+  const command = config.get("flowcPath", "flowc");
+  const serverOptions = {
+    command,
+    args: ["lsp"],
+    transport: TransportKind.stdio,
+  };
+  const clientOptions = {
+    documentSelector: [{ scheme: "file", language: "flow" }, { scheme: "untitled", language: "flow" }],
+    initializationOptions: { debounce_ms: config.get("debounceMs", 10) },
+  };
+  client = new LanguageClient("agentflow", "agentflow (flowc lsp)", serverOptions, clientOptions);
+  context.subscriptions.push({ dispose: () => client && client.stop() });
+  return client.start();
+}
+
+function deactivate() {
+  return client ? client.stop() : undefined;
+}
+
+module.exports = { activate, deactivate };

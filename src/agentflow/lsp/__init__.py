@@ -1,0 +1,1 @@
+"""Editor support: the `.flow` language server (``flowc lsp``), see :mod:`agentflow.lsp.server`."""

@@ -1,0 +1,821 @@
+"""Editor queries over one checked `.flow` document, independent of the LSP transport.
+
+:class:`Analysis` wraps the source text and the :class:`~agentflow.compiler.checker.CheckResult`
+of the *same* checker ``flowc check`` runs, and answers in code-point offsets and
+:class:`~agentflow.grammar.ast.Span` values (the server converts them to LSP positions):
+
+- :meth:`Analysis.node_path` — the chain of AST nodes under an offset;
+- :meth:`Analysis.hover` — Markdown: kind, name and type of what is under the cursor, plus its
+  doc comment (``///``);
+- :meth:`Analysis.definition` — where a name, type, tool, field, stage, agent or team is declared;
+- :meth:`Analysis.references_for_rename` — every span to rewrite when renaming a ``let`` (or loop
+  variable) or a type;
+- :meth:`Analysis.completions` — context-sensitive completion items (LANGUAGE.md §2–8);
+- :meth:`Analysis.symbols` — the document outline (flow, types with fields, tools, uses,
+  stages).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentflow.compiler import types as T
+from agentflow.compiler.checker import CLAUSES, CheckResult, Symbol, ToolSig
+from agentflow.compiler.fmt import FormatError, scan_comments, tokenize
+from agentflow.grammar import ast
+
+__all__ = ["Analysis", "Completion", "DocSymbol", "analyze", "PRELUDE_FILE", "IDENT_RE"]
+
+PRELUDE_FILE = Path(__file__).resolve().parent.parent / "stdlib" / "prelude.flow"
+IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_WORD_TAIL = re.compile(r"[A-Za-z0-9_]*\Z")
+
+BUILTIN_TYPES = ("text", "int", "number", "bool", "path", "member", "duration", "json", "Verdict")
+STATEMENT_KEYWORDS = (
+    "let", "require", "fail", "return", "if", "else", "map", "parallel", "filter", "reduce",
+    "ask", "verify", "agent", "not", "and", "or", "in", "true", "false", "null",
+)  # fmt: skip
+TOP_KEYWORDS = ("flow", "input", "output", "deadline", "use", "extern", "type", "stage")
+
+
+@dataclass(slots=True)
+class Completion:
+    """One completion item: ``kind`` is ``field``, ``type``, ``tool``, ``keyword``,
+    ``variable``, ``stage``, ``agent`` or ``property``; ``detail`` a type or signature."""
+
+    label: str
+    kind: str
+    detail: str | None = None
+    doc: str | None = None
+
+
+@dataclass(slots=True)
+class DocSymbol:
+    """An outline entry: ``kind`` is ``flow``, ``type``, ``field``, ``tool``, ``agent``,
+    ``team``, ``stage`` or ``let``; ``span`` the whole item; ``name_span`` its name."""
+
+    name: str
+    kind: str
+    span: ast.Span
+    name_span: ast.Span
+    detail: str | None = None
+    children: list[DocSymbol] = field(default_factory=list)
+
+
+def _children(node: ast.Node):
+    for name in type(node).__dataclass_fields__:
+        if name == "span":
+            continue
+        v = getattr(node, name, None)
+        if isinstance(v, ast.Node):
+            yield v
+        elif isinstance(v, list):
+            for x in v:
+                if isinstance(x, ast.Node):
+                    yield x
+
+
+def _walk(node: Any):
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Node):
+            yield n
+            stack.extend(reversed(list(_children(n))))
+        elif isinstance(n, list):
+            stack.extend(reversed(n))
+
+
+def _fence(code: str) -> str:
+    return f"```flow\n{code}\n```"
+
+
+def sig_str(sig: ToolSig) -> str:
+    """``name(p: T, q: U?) -> R`` for a tool signature."""
+    params = ", ".join(f"{k}: {T.type_str(t)}" for k, (t, _opt) in sig.params.items())
+    return f"{sig.name}({params}) -> {T.type_str(sig.returns)}"
+
+
+class Analysis:
+    """Queries over ``text`` and its :class:`CheckResult` (see the module docstring)."""
+
+    def __init__(self, text: str, result: CheckResult) -> None:
+        self.text = text
+        self.result = result
+        self.module = result.module
+        self._doc_lines: set[int] | None = None
+
+    # -- locating ------------------------------------------------------------------------------
+
+    def node_path(self, offset: int) -> list[ast.Node]:
+        """The nodes whose span contains ``offset`` (end inclusive), outermost first, following
+        the innermost match at each level."""
+        path: list[ast.Node] = []
+        node: ast.Node = self.module
+        while True:
+            path.append(node)
+            best = None
+            for c in _children(node):
+                s = c.span
+                if s.start <= offset <= s.end and s.end > s.start:
+                    if best is None or (s.end - s.start) < (best.span.end - best.span.start):
+                        best = c
+            if best is None:
+                return path
+            node = best
+
+    def type_decls(self) -> dict[str, ast.TypeDecl | ast.ExternType]:
+        """Declared type names → their first declaration."""
+        out: dict[str, Any] = {}
+        for item in self.module.items:
+            if isinstance(item, (ast.TypeDecl, ast.ExternType)):
+                out.setdefault(item.name.name, item)
+        return out
+
+    def _target(self, offset: int) -> tuple[str, Any, list[ast.Node]] | None:
+        """Classify what is under ``offset``: ``(kind, payload, path)``."""
+        path = self.node_path(offset)
+        # prefer a name right before the cursor when the cursor sits just after it
+        node = path[-1]
+        parent = path[-2] if len(path) > 1 else None
+        if isinstance(node, ast.Name):
+            if isinstance(parent, ast.Call) and parent.callee is node:
+                sig = self.result.tool_decls.get(node.name) or self.result.tools.get(node.name)
+                if sig is not None:
+                    return "tool", sig, path
+            sym = self.result.references.get(id(node))
+            if sym is not None:
+                return "symbol", (sym, node), path
+            return "expr", node, path
+        if isinstance(node, ast.NamedType):
+            return "type", node.name, path
+        if isinstance(node, ast.Ident):
+            if isinstance(parent, (ast.TypeDecl, ast.ExternType)) and parent.name is node:
+                return "type", node.name, path
+            if isinstance(parent, ast.FieldDecl):
+                return "fielddecl", parent, path
+            if isinstance(parent, ast.LetStmt):
+                return "letdecl", parent, path
+            if isinstance(parent, ast.StageDecl):
+                return "stagedecl", parent, path
+            if isinstance(parent, ast.UseDecl):
+                return "usedecl", parent, path
+            if isinstance(parent, ast.ExternTool):
+                sig = self.result.tool_decls.get(node.name)
+                return ("tool", sig, path) if sig is not None else None
+            if isinstance(parent, (ast.MapExpr, ast.FilterExpr, ast.ReduceExpr)):
+                return "loopdecl", (parent, node), path
+            return None
+        if isinstance(node, ast.Member):
+            s = node.name_span
+            if s.start <= offset <= s.end:
+                return "member", node, path
+            return "expr", node, path
+        if isinstance(node, ast.ToolRef):
+            if not node.pattern:
+                sig = self.result.tool_decls.get(node.name) or self.result.tools.get(node.name)
+                if sig is not None:
+                    return "tool", sig, path
+            return None
+        if isinstance(node, ast.Expr) and not isinstance(node, ast.ProjectionItem):
+            return "expr", node, path
+        return None
+
+    # -- docs ----------------------------------------------------------------------------------
+
+    def doc_before(self, span: ast.Span) -> str | None:
+        """The ``///`` lines directly above the line of ``span`` (string-aware), joined."""
+        if self._doc_lines is None:
+            self._doc_lines = set()
+            for c in scan_comments(self.text):
+                if c.kind == "doc":
+                    ls = self.text.rfind("\n", 0, c.start) + 1
+                    if not self.text[ls : c.start].strip():
+                        self._doc_lines.add(ls)
+        lines: list[str] = []
+        ls = self.text.rfind("\n", 0, span.start) + 1
+        while ls > 0:
+            prev = self.text.rfind("\n", 0, ls - 1) + 1
+            if prev not in self._doc_lines:
+                break
+            d = self.text[prev : ls - 1].strip()[3:]
+            lines.append(d[1:] if d.startswith(" ") else d)
+            ls = prev
+        return "\n".join(reversed(lines)) if lines else None
+
+    def _type_doc(self, name: str) -> str | None:
+        return self.result.env.docs.get(name)
+
+    def _object_of(self, t: T.Type) -> T.ObjectType | None:
+        env = self.result.env
+        t = T.strip_optional(env.resolve(t), env)
+        t = env.resolve(t)
+        if isinstance(t, T.VerdictType):
+            return T.VERDICT_OBJECT
+        return t if isinstance(t, T.ObjectType) else None
+
+    def type_summary(self, name: str) -> str:
+        """``type N { f: T … }`` / ``type N = T`` / ``extern type N`` for a declared type."""
+        env = self.result.env
+        if name in env.objects:
+            obj = env.objects[name]
+            body = "\n".join(f"  {k}: {T.type_str(f.type)}" for k, f in obj.fields.items())
+            return f"type {name} {{\n{body}\n}}" if body else f"type {name} {{}}"
+        if name in env.aliases:
+            return f"type {name} = {T.type_str(env.aliases[name])}"
+        if name in env.externs:
+            return f"extern type {name}"
+        if name == "Verdict":
+            return "type Verdict { passed: bool, failures: text[] }"
+        if name in T.PRIMS:
+            return f"{name}  (built-in)"
+        return name
+
+    # -- hover ---------------------------------------------------------------------------------
+
+    def hover(self, offset: int) -> tuple[str, ast.Span] | None:
+        """Markdown for what is under ``offset`` and the span it describes, or None."""
+        target = self._target(offset)
+        if target is None:
+            return None
+        kind, payload, path = target
+        node = path[-1]
+        res = self.result
+        if kind == "symbol":
+            sym, name = payload
+            text = _fence(f"({sym.kind}) {sym.name}: {T.type_str(sym.type)}")
+            doc = self._symbol_doc(sym)
+            return _with_doc(text, doc), name.span
+        if kind == "tool":
+            sig: ToolSig = payload
+            origin = (
+                "prelude tool"
+                if sig.prelude
+                else ("tool" if sig.declared else "catalog tool (untyped)")
+            )
+            doc = getattr(sig.decl, "doc", None)
+            return _with_doc(_fence(f"({origin}) {self.tool_text(sig)}"), doc), node.span
+        if kind == "type":
+            return _with_doc(_fence(self.type_summary(payload)), self._type_doc(payload)), node.span
+        if kind == "fielddecl":
+            fd: ast.FieldDecl = payload
+            owner = next((p for p in reversed(path) if isinstance(p, ast.TypeDecl)), None)
+            ftype = None
+            if owner is not None and owner.name.name in res.env.objects:
+                f = res.env.objects[owner.name.name].fields.get(fd.name.name)
+                ftype = T.type_str(f.type) if f is not None else None
+            return (
+                _with_doc(_fence(f"(field) {fd.name.name}: {ftype or '?'}"), fd.doc),
+                fd.name.span,
+            )
+        if kind == "letdecl":
+            let: ast.LetStmt = payload
+            t = res.type_of(let.value)
+            if let.annotation is not None:
+                sym = self._let_symbol(let)
+                t = sym.type if sym is not None else t
+            return (
+                _with_doc(
+                    _fence(f"(let) {let.name.name}: {T.type_str(t)}"), self.doc_before(let.span)
+                ),
+                let.name.span,
+            )
+        if kind == "stagedecl":
+            st: ast.StageDecl = payload
+            t = res.stage_types.get(st.name.name, T.ERROR)
+            doc = st.doc or self.doc_before(st.span)
+            return _with_doc(_fence(f"(stage) {st.name.name}: {T.type_str(t)}"), doc), st.name.span
+        if kind == "usedecl":
+            u: ast.UseDecl = payload
+            return (
+                _with_doc(
+                    _fence(f'use {u.kind} "{u.target}" as {u.alias.name}'), self.doc_before(u.span)
+                ),
+                u.alias.span,
+            )
+        if kind == "loopdecl":
+            _, ident = payload
+            for sym in res.references.values():
+                if sym.decl is payload[0] and sym.name == ident.name:
+                    return _fence(f"({sym.kind}) {sym.name}: {T.type_str(sym.type)}"), ident.span
+            return None
+        if kind == "member":
+            m: ast.Member = payload
+            t = res.type_of(m)
+            obj = self._object_of(res.type_of(m.obj))
+            doc = None
+            if obj is not None and m.name in obj.fields:
+                doc = obj.fields[m.name].doc
+            return _with_doc(_fence(f"(field) {m.name}: {T.type_str(t)}"), doc), m.name_span
+        if kind == "expr":
+            e = payload
+            t = res.expr_types.get(id(e))
+            if t is None:
+                return None
+            doc = None
+            if isinstance(t, T.NamedRef):
+                doc = self._type_doc(t.name)
+            return _with_doc(_fence(T.type_str(t)), doc), e.span
+        return None
+
+    def tool_text(self, sig: ToolSig) -> str:
+        """The tool's signature as declared (aliases unexpanded), else as resolved."""
+        decl = sig.decl
+        if isinstance(decl, ast.ExternTool):
+            if decl.span.file == self.module.file:
+                src = self.text
+            elif decl.span.file == "<prelude>":
+                src = _prelude_text()
+            else:
+                src = ""
+            written = src[decl.span.start : decl.span.end]
+            if written.startswith("extern tool"):
+                return " ".join(written[len("extern tool") :].split())
+        return sig_str(sig)
+
+    def _symbol_doc(self, sym: Symbol) -> str | None:
+        d = sym.decl
+        if sym.kind == "stage" and isinstance(d, ast.StageDecl):
+            return d.doc or self.doc_before(d.span)
+        if sym.kind in ("let", "use") and isinstance(d, ast.Node):
+            return self.doc_before(d.span)
+        if sym.kind == "input":
+            t = self.result.input_type
+            if isinstance(t, T.NamedRef):
+                return self._type_doc(t.name)
+        return None
+
+    def _let_symbol(self, let: ast.LetStmt) -> Symbol | None:
+        for sym in self.result.references.values():
+            if sym.decl is let:
+                return sym
+        return None
+
+    # -- definition ----------------------------------------------------------------------------
+
+    def definition(self, offset: int) -> ast.Span | None:
+        """The span of the declaration of what is under ``offset`` (its name), or None.
+
+        Prelude tools point into ``stdlib/prelude.flow`` (span file ``"<prelude>"``)."""
+        target = self._target(offset)
+        if target is None:
+            return None
+        kind, payload, _path = target
+        if kind == "symbol":
+            sym, _name = payload
+            return _decl_span(sym)
+        if kind == "tool":
+            decl = payload.decl
+            return decl.name.span if isinstance(decl, ast.ExternTool) else None
+        if kind == "type":
+            decl = self.type_decls().get(payload)
+            return decl.name.span if decl is not None else None
+        if kind == "member":
+            obj = self._object_of(self.result.type_of(payload.obj))
+            if obj is not None and payload.name in obj.fields:
+                sp = obj.fields[payload.name].span
+                return sp if isinstance(sp, ast.Span) else None
+            return None
+        if kind == "letdecl":
+            return payload.name.span
+        if kind == "stagedecl":
+            return payload.name.span
+        if kind == "usedecl":
+            return payload.alias.span
+        if kind == "fielddecl":
+            return payload.name.span
+        if kind == "loopdecl":
+            return payload[1].span
+        return None
+
+    # -- rename --------------------------------------------------------------------------------
+
+    def rename_target(self, offset: int) -> tuple[str, str, ast.Span] | None:
+        """``(kind, name, span under the cursor)`` when a rename is possible there: ``kind`` is
+        ``let``, ``loopvar``/``acc`` or ``type`` (built-in types cannot be renamed)."""
+        target = self._target(offset)
+        if target is None:
+            return None
+        kind, payload, path = target
+        if kind == "symbol":
+            sym, name = payload
+            if sym.kind in ("let", "loopvar", "acc"):
+                return sym.kind, sym.name, name.span
+            return None
+        if kind == "letdecl":
+            return "let", payload.name.name, payload.name.span
+        if kind == "loopdecl":
+            decl, ident = payload
+            k = "acc" if isinstance(decl, ast.ReduceExpr) and decl.acc is ident else "loopvar"
+            return k, ident.name, ident.span
+        if kind == "type" and payload in self.type_decls():
+            return "type", payload, path[-1].span
+        return None
+
+    def references_for_rename(self, offset: int) -> list[ast.Span] | None:
+        """Every span naming the same ``let``/loop variable/type as the one under ``offset``
+        (declaration included), or None when it cannot be renamed."""
+        target = self._target(offset)
+        rt = self.rename_target(offset)
+        if target is None or rt is None:
+            return None
+        kind, name, _ = rt
+        spans: list[ast.Span] = []
+        if kind == "type":
+            for n in _walk(self.module):
+                if isinstance(n, ast.NamedType) and n.name == name:
+                    spans.append(n.span)
+                elif isinstance(n, (ast.TypeDecl, ast.ExternType)) and n.name.name == name:
+                    spans.append(n.name.span)
+            return _unique(spans)
+        # a value binding: find its declaring node
+        tk, payload, _ = target
+        decl: Any
+        if tk == "symbol":
+            decl = payload[0].decl
+        elif tk == "letdecl":
+            decl = payload
+        else:
+            decl = payload[0]
+        if isinstance(decl, ast.LetStmt):
+            spans.append(decl.name.span)
+        elif isinstance(decl, ast.ReduceExpr) and kind == "acc":
+            spans.append(decl.acc.span)
+        elif isinstance(decl, (ast.MapExpr, ast.FilterExpr, ast.ReduceExpr)):
+            spans.append(decl.var.span)
+        for n in _walk(self.module):
+            if isinstance(n, ast.Name):
+                sym = self.result.references.get(id(n))
+                if sym is not None and sym.decl is decl and sym.name == name:
+                    spans.append(n.span)
+        return _unique(spans)
+
+    # -- outline -------------------------------------------------------------------------------
+
+    def symbols(self) -> list[DocSymbol]:
+        """The document outline in source order."""
+        out: list[DocSymbol] = []
+        res = self.result
+        for item in self.module.items:
+            if isinstance(item, ast.FlowHeader):
+                out.append(
+                    DocSymbol(item.name.name, "flow", item.span, item.name.span, item.description)
+                )
+            elif isinstance(item, ast.TypeDecl):
+                ds = DocSymbol(item.name.name, "type", item.span, item.name.span)
+                if item.body is not None:
+                    for f in item.body.fields:
+                        ds.children.append(
+                            DocSymbol(
+                                f.name.name,
+                                "field",
+                                f.span,
+                                f.name.span,
+                                _written(self.text, f.type),
+                            )
+                        )
+                else:
+                    ds.detail = "= " + _written(self.text, item.alias) if item.alias else None
+                out.append(ds)
+            elif isinstance(item, ast.ExternType):
+                out.append(DocSymbol(item.name.name, "type", item.span, item.name.span, "extern"))
+            elif isinstance(item, ast.ExternTool):
+                sig = res.tool_decls.get(item.name.name)
+                out.append(
+                    DocSymbol(
+                        item.name.name,
+                        "tool",
+                        item.span,
+                        item.name.span,
+                        sig_str(sig) if sig else None,
+                    )
+                )
+            elif isinstance(item, ast.UseDecl):
+                out.append(
+                    DocSymbol(
+                        item.alias.name, item.kind, item.span, item.alias.span, f'"{item.target}"'
+                    )
+                )
+            elif isinstance(item, ast.StageDecl):
+                st = res.stage_types.get(item.name.name)
+                ds = DocSymbol(
+                    item.name.name,
+                    "stage",
+                    item.span,
+                    item.name.span,
+                    T.type_str(st) if st else None,
+                )
+                for s in item.body.stmts:
+                    if isinstance(s, ast.LetStmt):
+                        ds.children.append(
+                            DocSymbol(
+                                s.name.name,
+                                "let",
+                                s.span,
+                                s.name.span,
+                                T.type_str(res.type_of(s.value)),
+                            )
+                        )
+                out.append(ds)
+        return out
+
+    # -- completion ----------------------------------------------------------------------------
+
+    def completions(self, offset: int, text: str | None = None) -> list[Completion]:
+        """Completion items at ``offset`` of ``text`` (default: the analysed text; pass the
+        current buffer when this analysis is of an older version)."""
+        text = self.text if text is None else text
+        offset = max(0, min(offset, len(text)))
+        word = _WORD_TAIL.search(text, 0, offset)
+        wstart = word.start() if word else offset
+        before = text[:wstart]
+        # 1. fields after `.`
+        if before.endswith(".") and not before.endswith(".."):
+            return self._member_completions(text, wstart - 1, offset)
+        try:
+            toks = [t for t in tokenize(before) if t.kind not in ("comment", "doc", "block")]
+        except FormatError:
+            return []  # inside a string or comment
+        if _inside_comment(text, wstart):
+            return []
+        ctx = _context(toks)
+        code = [t for t in toks if t.kind != "nl"]
+        prev = code[-1].text if code else None
+        at_line_start = not text[text.rfind("\n", 0, wstart) + 1 : wstart].strip()
+        if ctx.tools_list:
+            return self._tool_completions()
+        if (
+            prev in ("expect", "->", "<")
+            or (prev == ":" and ctx.type_colon)
+            or (prev == "|" and ctx.in_type)
+            or (prev == "=" and ctx.type_alias)
+        ):
+            return self._type_completions()
+        if prev in ("input", "output") and len(code) >= 1 and ctx.depth == 0:
+            return self._type_completions()
+        if ctx.agent_block and at_line_start:
+            return [Completion(c, "keyword", "agent clause") for c in CLAUSES]
+        if ctx.depth == 0 and at_line_start:
+            return [Completion(k, "keyword") for k in TOP_KEYWORDS]
+        return self._names_analysis(text, wstart)._expr_completions(wstart)
+
+    def _names_analysis(self, text: str, offset: int) -> Analysis:
+        """An analysis in which the item around ``offset`` parses: this one when it is of
+        ``text`` and that item is fine, else one of ``text`` with the cursor's line blanked out
+        (offsets unchanged), which is what lets half-typed statements see their scope."""
+        if text == self.text and not any(
+            isinstance(i, ast.ErrorItem) and i.span.start <= offset <= i.span.end
+            for i in self.module.items
+        ):
+            return self
+        ls = text.rfind("\n", 0, offset) + 1
+        le = text.find("\n", offset)
+        le = len(text) if le < 0 else le
+        return analyze(text[:ls] + " " * (le - ls) + text[le:], self.module.file)
+
+    def _member_completions(self, text: str, dot: int, offset: int) -> list[Completion]:
+        # blank out `.partial` and re-check, then type the expression that ended at the dot
+        from agentflow.compiler.api import check_source
+
+        m = re.compile(r"[A-Za-z0-9_]*").match(text, offset)
+        end = m.end() if m else offset
+        patched = text[:dot] + " " * (end - dot) + text[end:]
+        patched_result = check_source(patched, self.module.file)
+        best: ast.Expr | None = None
+        for n in _walk(patched_result.module):
+            if (
+                isinstance(n, ast.Expr)
+                and n.span.end == dot
+                and not isinstance(
+                    n,
+                    (
+                        ast.Binary,
+                        ast.Unary,
+                        ast.RangeExpr,
+                        ast.FilterExpr,
+                        ast.AskExpr,
+                        ast.ProjectionItem,
+                    ),
+                )
+            ):
+                if best is None or n.span.start < best.span.start:
+                    best = n
+        if best is None:
+            return []
+        t = patched_result.type_of(best)
+        env = patched_result.env
+        if isinstance(best, ast.Projection) and best.path is None:
+            lt = env.resolve(t)
+            if isinstance(lt, T.ListType):
+                t = lt.elem
+        return _fields_of(t, env)
+
+    def _type_completions(self) -> list[Completion]:
+        out = [Completion(n, "type", "built-in") for n in BUILTIN_TYPES]
+        out.append(Completion("map", "type", "map<T>"))
+        for name in self.type_decls():
+            out.append(
+                Completion(
+                    name, "type", self.type_summary(name).split("\n")[0], self._type_doc(name)
+                )
+            )
+        return out
+
+    def _tool_completions(self) -> list[Completion]:
+        out = []
+        for name, sig in sorted(self.result.tool_decls.items()):
+            out.append(
+                Completion(name, "tool", self.tool_text(sig), getattr(sig.decl, "doc", None))
+            )
+        for name in sorted(self.result.tools):
+            if name not in self.result.tool_decls:
+                out.append(Completion(name, "tool", "catalog tool (untyped)"))
+        return out
+
+    def _expr_completions(self, offset: int) -> list[Completion]:
+        res = self.result
+        out: list[Completion] = [Completion("input", "variable", T.type_str(res.input_type))]
+        stage: ast.StageDecl | None = None
+        for item in self.module.items:
+            if isinstance(item, ast.StageDecl):
+                if item.span.start <= offset <= item.span.end:
+                    stage = item
+                    break
+                if item.span.end < offset and item.name.name in res.stage_types:
+                    out.append(
+                        Completion(
+                            item.name.name, "stage", T.type_str(res.stage_types[item.name.name])
+                        )
+                    )
+        for alias, u in res.uses.items():
+            out.append(Completion(alias, "agent", f'use {u.kind} "{u.target}"'))
+        if stage is not None:
+            seen: set[str] = set()
+            for n in _walk(stage.body):
+                if isinstance(n, ast.LetStmt) and n.span.end <= offset and n.name.name not in seen:
+                    seen.add(n.name.name)
+                    out.append(
+                        Completion(n.name.name, "variable", T.type_str(res.type_of(n.value)))
+                    )
+                elif isinstance(n, (ast.MapExpr, ast.FilterExpr, ast.ReduceExpr)) and (
+                    n.span.start <= offset <= n.span.end
+                ):
+                    out.append(Completion(n.var.name, "variable", "loop variable"))
+                    out.append(Completion("index", "variable", "int"))
+                    if isinstance(n, ast.ReduceExpr):
+                        out.append(Completion(n.acc.name, "variable", "accumulator"))
+        out.extend(self._tool_completions())
+        out.extend(Completion(k, "keyword") for k in STATEMENT_KEYWORDS)
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+@functools.cache
+def _prelude_text() -> str:
+    try:
+        return PRELUDE_FILE.read_text(encoding="utf-8")
+    except OSError:  # pragma: no cover
+        return ""
+
+
+def _with_doc(text: str, doc: str | None) -> str:
+    return f"{text}\n\n{doc}" if doc else text
+
+
+def _unique(spans: list[ast.Span]) -> list[ast.Span]:
+    seen: set[tuple[int, int]] = set()
+    out = []
+    for s in sorted(spans, key=lambda s: s.start):
+        if (s.start, s.end) not in seen:
+            seen.add((s.start, s.end))
+            out.append(s)
+    return out
+
+
+def _written(text: str, node: ast.Node | None) -> str:
+    if node is None:
+        return ""
+    return text[node.span.start : node.span.end]
+
+
+def _decl_span(sym: Symbol) -> ast.Span | None:
+    d = sym.decl
+    if isinstance(d, ast.StageDecl):
+        return d.name.span
+    if isinstance(d, ast.LetStmt):
+        return d.name.span
+    if isinstance(d, ast.UseDecl):
+        return d.alias.span
+    if isinstance(d, ast.InputDecl):
+        return d.span
+    if isinstance(d, ast.ReduceExpr):
+        return d.acc.span if sym.kind == "acc" else d.var.span
+    if isinstance(d, (ast.MapExpr, ast.FilterExpr)):
+        return d.var.span
+    return None
+
+
+def _fields_of(t: T.Type, env: T.TypeEnv) -> list[Completion]:
+    t = env.resolve(T.strip_optional(env.resolve(t), env))
+    out: list[Completion] = []
+    if isinstance(t, T.VerdictType):
+        t = T.VERDICT_OBJECT
+    if isinstance(t, T.ObjectType):
+        for k, f in t.fields.items():
+            out.append(Completion(k, "field", T.type_str(f.type), f.doc))
+    elif isinstance(t, (T.ListType, T.MapType)) or t == T.TEXT or t in (T.PATH, T.MEMBER):
+        out.append(Completion("count", "property", "int"))
+    elif isinstance(t, T.UseType) and t.kind == "team":
+        out.append(Completion("main", "agent", "the team's main agent"))
+        out.append(Completion("member", "agent", "member(name: text | member)"))
+    return out
+
+
+def _inside_comment(text: str, offset: int) -> bool:
+    for c in scan_comments(text):
+        if c.start <= offset <= c.end and (c.kind == "block" or offset > c.start):
+            if (
+                c.kind != "block"
+                and offset == c.end
+                and offset < len(text)
+                and text[offset] == "\n"
+            ):
+                return True
+            return True
+    return False
+
+
+@dataclass(slots=True)
+class _Ctx:
+    depth: int = 0
+    in_type: bool = False
+    type_colon: bool = False
+    type_alias: bool = False
+    tools_list: bool = False
+    agent_block: bool = False
+
+
+def _context(toks: list) -> _Ctx:
+    """Bracket context at the end of ``toks`` (tokens before the cursor)."""
+    code = [t for t in toks if t.kind != "nl"]
+    stack: list[tuple[str, str]] = []  # (opener, role)
+    last_closed_role = ""
+    for i, t in enumerate(code):
+        tx = t.text
+        p1 = code[i - 1].text if i >= 1 else ""
+        p2 = code[i - 2].text if i >= 2 else ""
+        p3 = code[i - 3].text if i >= 3 else ""
+        top = stack[-1][1] if stack else ""
+        if t.kind != "op":
+            continue
+        if tx == "{":
+            if p2 == "type" or p1 == "->" or (p1 in ("input", "output") and not stack):
+                role = "type"
+            elif top == "type" and p1 in (":", "|", "(", "<", "[", "=", ","):
+                role = "type"
+            elif p1 == "=" and p3 == "type":
+                role = "type"
+            elif p1 == ")" and last_closed_role == "agent":
+                role = "agent"
+            else:
+                role = "block"
+            stack.append(("{", role))
+        elif tx == "(":
+            if p2 == "tool" and p3 == "extern":
+                role = "type"
+            elif p1 == "agent":
+                role = "agent"
+            else:
+                role = "paren"
+            stack.append(("(", role))
+        elif tx == "[":
+            stack.append(("[", "tools" if p1 == "tools" else ("type" if top == "type" else "list")))
+        elif tx in ("}", ")", "]"):
+            if stack:
+                last_closed_role = stack.pop()[1]
+    ctx = _Ctx(depth=len(stack))
+    top = stack[-1][1] if stack else ""
+    ctx.in_type = top == "type"
+    ctx.tools_list = top == "tools"
+    ctx.agent_block = top == "agent" and stack[-1][0] == "{"
+    if code and code[-1].text == ":":
+        ctx.type_colon = top == "type" or (len(code) >= 3 and code[-3].text == "let")
+    if code and code[-1].text == "=":
+        ctx.type_alias = len(code) >= 3 and code[-3].text == "type"
+    if code and code[-1].text == "|":
+        ctx.in_type = ctx.in_type or any(t.text == "type" for t in code[-12:])
+    return ctx
+
+
+def analyze(text: str, file: str) -> Analysis:
+    """Check ``text`` with :func:`agentflow.compiler.api.check_source` and wrap the result."""
+    from agentflow.compiler.api import check_source
+
+    return Analysis(text, check_source(text, file))

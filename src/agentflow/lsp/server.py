@@ -1,0 +1,353 @@
+"""`flowc lsp`: the `.flow` language server (pygls 2, stdio).
+
+Features (LSP 3.17):
+
+- diagnostics on open and change — debounced (:data:`DEBOUNCE_S`, overridable with the
+  ``debounce_ms`` initialization option or ``FLOWC_LSP_DEBOUNCE_MS``), from the same checker as
+  ``flowc check`` (:func:`agentflow.compiler.api.check_source`), with notes as related
+  information and the hint appended to the message; a result for a stale version is dropped;
+- hover, go to definition, completion (trigger characters ``.`` and ``:``), document symbols,
+  prepare-rename and rename (``let``/loop variables and types), whole-document formatting
+  (``flowc fmt``);
+- positions in the negotiated ``positionEncoding`` (UTF-16 by default; UTF-8 and UTF-32 when the
+  client prefers them), see :mod:`agentflow.lsp.positions`.
+
+The editor queries live in :mod:`agentflow.lsp.analysis`; this module is transport only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path, to_fs_path
+
+from agentflow.compiler.diagnostics import Diagnostic
+from agentflow.compiler.fmt import KEYWORDS as _KEYWORDS
+from agentflow.grammar.ast import Span
+from agentflow.lsp.analysis import (
+    BUILTIN_TYPES,
+    IDENT_RE,
+    PRELUDE_FILE,
+    Analysis,
+    analyze,
+)
+from agentflow.lsp.positions import LineIndex
+
+__all__ = ["FlowLanguageServer", "create_server", "serve_stdio", "DEBOUNCE_S"]
+
+#: default delay between the last change and the check (seconds)
+DEBOUNCE_S = float(os.environ.get("FLOWC_LSP_DEBOUNCE_MS", "10")) / 1000.0
+
+
+_SYMBOL_KINDS = {
+    "flow": lsp.SymbolKind.Module,
+    "type": lsp.SymbolKind.Struct,
+    "field": lsp.SymbolKind.Field,
+    "tool": lsp.SymbolKind.Function,
+    "agent": lsp.SymbolKind.Object,
+    "team": lsp.SymbolKind.Object,
+    "stage": lsp.SymbolKind.Function,
+    "let": lsp.SymbolKind.Variable,
+}
+_COMPLETION_KINDS = {
+    "field": lsp.CompletionItemKind.Field,
+    "property": lsp.CompletionItemKind.Property,
+    "type": lsp.CompletionItemKind.Struct,
+    "tool": lsp.CompletionItemKind.Function,
+    "keyword": lsp.CompletionItemKind.Keyword,
+    "variable": lsp.CompletionItemKind.Variable,
+    "stage": lsp.CompletionItemKind.Function,
+    "agent": lsp.CompletionItemKind.Module,
+}
+
+
+@dataclass(slots=True)
+class _DocState:
+    """The last analysis of one open document."""
+
+    text: str
+    version: int | None
+    analysis: Analysis
+
+
+class FlowLanguageServer(LanguageServer):
+    """The `.flow` language server: a pygls ``LanguageServer`` with per-document analyses and a
+    debounced checker task per document."""
+
+    def __init__(self) -> None:
+        from agentflow import __version__
+
+        super().__init__("flowc", __version__)
+        self.debounce_s = DEBOUNCE_S
+        self.states: dict[str, _DocState] = {}
+        self.pending: dict[str, asyncio.Task] = {}
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    @property
+    def encoding(self) -> str:
+        enc = self.workspace.position_encoding
+        return str(getattr(enc, "value", enc) or "utf-16")
+
+    def file_of(self, uri: str) -> str:
+        return to_fs_path(uri) or uri
+
+    def analysis(self, uri: str) -> tuple[Analysis, LineIndex] | None:
+        """The analysis of the current text of ``uri`` (re-checked now if it is stale)."""
+        try:
+            doc = self.workspace.get_text_document(uri)
+        except Exception:  # pragma: no cover - unknown document
+            return None
+        text = doc.source
+        state = self.states.get(uri)
+        if state is None or state.text != text:
+            state = _DocState(text, doc.version, analyze(text, self.file_of(uri)))
+            self.states[uri] = state
+        return state.analysis, LineIndex(text, self.encoding)
+
+    def range_of(self, span: Span, index: LineIndex) -> lsp.Range:
+        sl, sc = index.span_position(span.line, span.column)
+        el, ec = index.span_position(span.end_line, span.end_column)
+        return lsp.Range(lsp.Position(sl, sc), lsp.Position(el, ec))
+
+    def location_of(self, span: Span, uri: str, index: LineIndex) -> lsp.Location:
+        if span.file == "<prelude>":
+            text = PRELUDE_FILE.read_text(encoding="utf-8")
+            return lsp.Location(
+                from_fs_path(str(PRELUDE_FILE)) or "",
+                self.range_of(span, LineIndex(text, self.encoding)),
+            )
+        return lsp.Location(uri, self.range_of(span, index))
+
+    def to_lsp_diagnostic(self, d: Diagnostic, uri: str, index: LineIndex) -> lsp.Diagnostic:
+        message = d.message + (f"\nhint: {d.hint}" if d.hint else "")
+        related = [
+            lsp.DiagnosticRelatedInformation(self.location_of(n.span, uri, index), n.message)
+            for n in d.notes
+            if n.span is not None
+        ]
+        return lsp.Diagnostic(
+            range=self.range_of(d.span, index),
+            message=message,
+            severity=lsp.DiagnosticSeverity.Error
+            if d.severity == "error"
+            else lsp.DiagnosticSeverity.Warning,
+            code=d.code,
+            source="flowc",
+            related_information=related or None,
+        )
+
+    def publish(self, uri: str) -> None:
+        """Check the current text of ``uri`` and publish its diagnostics."""
+        try:
+            doc = self.workspace.get_text_document(uri)
+        except Exception:  # pragma: no cover
+            return
+        text, version = doc.source, doc.version
+        analysis = analyze(text, self.file_of(uri))
+        current = self.workspace.get_text_document(uri)
+        if current.source != text:  # a newer change arrived meanwhile: its own task publishes
+            return
+        self.states[uri] = _DocState(text, version, analysis)
+        index = LineIndex(text, self.encoding)
+        diags = [self.to_lsp_diagnostic(d, uri, index) for d in analysis.result.diagnostics]
+        self.text_document_publish_diagnostics(
+            lsp.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diags)
+        )
+
+    def schedule(self, uri: str, delay: float | None = None) -> None:
+        """(Re)start the debounced check of ``uri``."""
+        old = self.pending.pop(uri, None)
+        if old is not None:
+            old.cancel()
+        d = self.debounce_s if delay is None else delay
+
+        async def run() -> None:
+            try:
+                if d > 0:
+                    await asyncio.sleep(d)
+                self.publish(uri)
+            finally:
+                if self.pending.get(uri) is task:
+                    self.pending.pop(uri, None)
+
+        task = asyncio.get_running_loop().create_task(run())
+        self.pending[uri] = task
+
+
+def create_server() -> FlowLanguageServer:
+    """Build the server with every feature registered (not started)."""
+    server = FlowLanguageServer()
+
+    @server.feature(lsp.INITIALIZE)
+    def initialize(ls: FlowLanguageServer, params: lsp.InitializeParams) -> None:
+        opts = params.initialization_options
+        if isinstance(opts, dict) and isinstance(opts.get("debounce_ms"), (int, float)):
+            ls.debounce_s = max(0.0, float(opts["debounce_ms"]) / 1000.0)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+    async def did_open(ls: FlowLanguageServer, params: lsp.DidOpenTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, delay=0)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    async def did_change(ls: FlowLanguageServer, params: lsp.DidChangeTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+    async def did_save(ls: FlowLanguageServer, params: lsp.DidSaveTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, delay=0)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: FlowLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        task = ls.pending.pop(uri, None)
+        if task is not None:
+            task.cancel()
+        ls.states.pop(uri, None)
+        ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    @server.feature(lsp.TEXT_DOCUMENT_HOVER)
+    def hover(ls: FlowLanguageServer, params: lsp.HoverParams) -> lsp.Hover | None:
+        got = ls.analysis(params.text_document.uri)
+        if got is None:
+            return None
+        analysis, index = got
+        offset = index.offset(params.position.line, params.position.character)
+        found = analysis.hover(offset)
+        if found is None:
+            return None
+        markdown, span = found
+        return lsp.Hover(
+            contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=markdown),
+            range=ls.range_of(span, index),
+        )
+
+    @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
+    def definition(ls: FlowLanguageServer, params: lsp.DefinitionParams) -> lsp.Location | None:
+        uri = params.text_document.uri
+        got = ls.analysis(uri)
+        if got is None:
+            return None
+        analysis, index = got
+        span = analysis.definition(index.offset(params.position.line, params.position.character))
+        return ls.location_of(span, uri, index) if span is not None else None
+
+    @server.feature(
+        lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=[".", ":"])
+    )
+    def completion(ls: FlowLanguageServer, params: lsp.CompletionParams) -> lsp.CompletionList:
+        uri = params.text_document.uri
+        doc = ls.workspace.get_text_document(uri)
+        text = doc.source
+        state = ls.states.get(uri)
+        analysis = state.analysis if state is not None else analyze(text, ls.file_of(uri))
+        index = LineIndex(text, ls.encoding)
+        offset = index.offset(params.position.line, params.position.character)
+        items = []
+        seen: set[str] = set()
+        for c in analysis.completions(offset, text):
+            if c.label in seen:
+                continue
+            seen.add(c.label)
+            items.append(
+                lsp.CompletionItem(
+                    label=c.label,
+                    kind=_COMPLETION_KINDS.get(c.kind),
+                    detail=c.detail,
+                    documentation=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=c.doc)
+                    if c.doc
+                    else None,
+                )
+            )
+        return lsp.CompletionList(is_incomplete=False, items=items)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+    def document_symbol(
+        ls: FlowLanguageServer, params: lsp.DocumentSymbolParams
+    ) -> list[lsp.DocumentSymbol]:
+        got = ls.analysis(params.text_document.uri)
+        if got is None:
+            return []
+        analysis, index = got
+
+        def conv(s: Any) -> lsp.DocumentSymbol:
+            return lsp.DocumentSymbol(
+                name=s.name,
+                kind=_SYMBOL_KINDS.get(s.kind, lsp.SymbolKind.Variable),
+                range=ls.range_of(s.span, index),
+                selection_range=ls.range_of(s.name_span, index),
+                detail=s.detail,
+                children=[conv(c) for c in s.children] or None,
+            )
+
+        return [conv(s) for s in analysis.symbols()]
+
+    @server.feature(lsp.TEXT_DOCUMENT_PREPARE_RENAME)
+    def prepare_rename(
+        ls: FlowLanguageServer, params: lsp.PrepareRenameParams
+    ) -> lsp.PrepareRenamePlaceholder | None:
+        got = ls.analysis(params.text_document.uri)
+        if got is None:
+            return None
+        analysis, index = got
+        target = analysis.rename_target(
+            index.offset(params.position.line, params.position.character)
+        )
+        if target is None:
+            return None
+        _kind, name, span = target
+        return lsp.PrepareRenamePlaceholder(range=ls.range_of(span, index), placeholder=name)
+
+    @server.feature(lsp.TEXT_DOCUMENT_RENAME, lsp.RenameOptions(prepare_provider=True))
+    def rename(ls: FlowLanguageServer, params: lsp.RenameParams) -> lsp.WorkspaceEdit | None:
+        uri = params.text_document.uri
+        got = ls.analysis(uri)
+        if got is None:
+            return None
+        analysis, index = got
+        offset = index.offset(params.position.line, params.position.character)
+        target = analysis.rename_target(offset)
+        if target is None:
+            raise JsonRpcInvalidParams(
+                "only `let` variables, loop variables and types can be renamed"
+            )
+        kind, _name, _span = target
+        new = params.new_name
+        if not IDENT_RE.match(new) or new in _KEYWORDS:
+            raise JsonRpcInvalidParams(f"`{new}` is not a valid name")
+        if kind == "type" and (new in BUILTIN_TYPES or new == "map"):
+            raise JsonRpcInvalidParams(f"`{new}` is a built-in type")
+        spans = analysis.references_for_rename(offset) or []
+        edits = [lsp.TextEdit(ls.range_of(s, index), new) for s in spans]
+        return lsp.WorkspaceEdit(changes={uri: edits})
+
+    @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
+    def formatting(
+        ls: FlowLanguageServer, params: lsp.DocumentFormattingParams
+    ) -> list[lsp.TextEdit] | None:
+        from agentflow.compiler.fmt import FormatError, format_source
+
+        uri = params.text_document.uri
+        text = ls.workspace.get_text_document(uri).source
+        try:
+            new = format_source(text, ls.file_of(uri))
+        except FormatError:
+            return None  # syntax errors: the diagnostics already say so
+        if new == text:
+            return []
+        index = LineIndex(text, ls.encoding)
+        end = index.position(len(text))
+        return [lsp.TextEdit(lsp.Range(lsp.Position(0, 0), lsp.Position(*end)), new)]
+
+    return server
+
+
+def serve_stdio() -> None:
+    """Run the language server on stdin/stdout until the client exits."""
+    create_server().start_io()

@@ -1,0 +1,506 @@
+"""The ``flowc ask`` loop (seed 002 "The agent loop"; RUNTIME.md §3, §7, §9).
+
+The chat-role model gets the question and the tool catalog — direct tools, ``plan__*`` tools (every
+plan of the plans directory) and ``plan_and_execute`` — and loops::
+
+    message + tool catalog → model
+      ├─ tool calls? → execute (parallel within a round) → results → model again
+      └─ text answer → done
+
+bounded by ``max_agent_iterations`` (``[chat]`` in flow.toml, default 10).  Tool failures return into
+the loop as error results (``{"error": {code, message}}``) so the model explains or works around them.
+Every real dispatch — registry tools, ``plan__*`` (through the executor, one single-step run per
+call) and ``plan_and_execute`` — passes the host's execution gate; a hook abort is a hard stop.
+Human-authored plans run as they are (their own finish, never replanned); ``plan_and_execute`` goes
+through :mod:`agentflow.runtime.planner`.
+
+Inference cost (seed 002 cost table): direct tools = 1 + one per tool round; a plan tool with a solver
+finish = 3 (chat, solver, chat); ``plan_and_execute`` = 4 + 1 per replan (chat, planner, solver, chat).
+
+Public API::
+
+    await ask(question, *, catalog, router, config=None, workspace=None, sinks=(), hooks=None,
+              plans=None, shape_cache=None, max_iterations=None, on_progress=None) -> AskResult
+    await ask_with_config(question, *, config=None, workspace=None, trace=None, record=None,
+                          replay=None, max_iterations=None, hooks=None, on_progress=None)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentflow.errors import ConfigError, ModelError, RunError
+from agentflow.runtime.events import EventBus
+from agentflow.runtime.planner import (
+    PLAN_AND_EXECUTE,
+    PLAN_AND_EXECUTE_DESCRIPTION,
+    PLAN_AND_EXECUTE_SCHEMA,
+    _KeepOpen,
+    _snapshot,
+    _usage_delta,
+    plan_and_execute,
+    planner_tools,
+)
+
+__all__ = ["CHAT_SYSTEM", "AskResult", "ask", "ask_with_config", "chat_tools"]
+
+DEFAULT_MAX_ITERATIONS = 10
+DEFAULT_RESULT_CHARS = 20_000
+WRAPPER_PLAN = "_ask"
+
+CHAT_SYSTEM = """\
+You are a helpful assistant that answers the user's question, calling the available tools when they \
+help; call several tools at once when the calls are independent. A plan__* tool runs a prepared \
+workflow and returns its result or report; plan_and_execute plans and runs a multi-step workflow for \
+a goal that needs several dependent tool calls. When you have what you need, reply with the answer \
+in plain text. Report only what the tool results support; if a tool failed, say so."""
+
+#: ``on_progress(kind, text)``: kinds ``tool`` (a call starts), ``tool_done``, ``tool_error``,
+#: ``report`` (a solver report of a plan), ``replan``, ``model`` (a chat round).
+Progress = Callable[[str, str], Any]
+
+
+@dataclass
+class AskResult:
+    """What :func:`ask` returns.
+
+    - ``status``: ``ok`` (``answer`` holds the model's text), ``budget`` (``max_iterations`` rounds
+      spent without a text answer), ``error`` (the chat model failed), ``aborted`` (a hook hard stop).
+    - ``answer``: the final text or None. ``rounds``: chat-model inferences made.
+    - ``tools_called``: ``[{tool, round, ok}]`` in call order. ``reports``: solver reports produced
+      by plan tools and ``plan_and_execute`` (shown dimmed on stderr by the CLI).
+    - ``error``: ``{code, message, step_path}`` or None. ``usage``: inferences and tokens of the
+      whole question (chat, planner, solver, … by role). ``duration_ms``: wall time.
+    """
+
+    status: str
+    answer: str | None = None
+    rounds: int = 0
+    tools_called: list[dict[str, Any]] = field(default_factory=list)
+    reports: list[str] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    duration_ms: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """True when there is an answer."""
+        return self.status == "ok"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict."""
+        return {
+            "status": self.status,
+            "answer": self.answer,
+            "rounds": self.rounds,
+            "tools_called": self.tools_called,
+            "reports": self.reports,
+            "error": self.error,
+            "usage": self.usage,
+            "duration_ms": self.duration_ms,
+        }
+
+
+class _HardStop(Exception):
+    def __init__(self, error: dict[str, Any]):
+        super().__init__(error.get("message", "aborted"))
+        self.error = error
+
+
+def chat_tools(catalog: Any, plans: Mapping[str, Any] | None, config: Any = None) -> list[Any]:
+    """The ToolSpecs offered to the chat model: catalog tools and ``plan__*`` plans under the host
+    policy, then ``plan_and_execute``."""
+    from agentflow.runtime.models.base import ToolSpec
+
+    specs = [
+        ToolSpec(name=t["name"], description=t["description"], input_schema=t["input_schema"])
+        for t in planner_tools(catalog, plans, config)
+    ]
+    specs.append(
+        ToolSpec(
+            name=PLAN_AND_EXECUTE,
+            description=PLAN_AND_EXECUTE_DESCRIPTION,
+            input_schema=PLAN_AND_EXECUTE_SCHEMA,
+        )
+    )
+    return specs
+
+
+def _content(value: Any, cap: int) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    if cap and len(text) > cap:
+        text = text[:cap] + f"\n[truncated: result has {len(text)} characters; showing {cap}]"
+    return text
+
+
+def _error_content(code: str, message: str) -> str:
+    return json.dumps({"error": {"code": code, "message": message}}, ensure_ascii=False)
+
+
+def _short(value: Any, limit: int = 100) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+async def ask(
+    question: str,
+    *,
+    catalog: Any,
+    router: Any,
+    config: Any = None,
+    workspace: Path | str | None = None,
+    sinks: Iterable[Any] = (),
+    hooks: Any = None,
+    plans: Mapping[str, Any] | None = None,
+    shape_cache: Any = None,
+    max_iterations: int | None = None,
+    max_result_chars: int | None = None,
+    on_progress: Progress | None = None,
+) -> AskResult:
+    """Answer ``question`` with the chat-role tool-calling loop (see the module docstring).
+
+    - ``catalog``/``plans``: the tools and plans offered (under ``config.policy``); ``plans``
+      defaults to ``catalog.plans`` (:func:`agentflow.runtime.tools.build.build_catalog`).
+    - ``router``: a ModelRouter (chat; planner/solver/repair for plans).
+    - ``sinks``: event sinks (``model_call`` events of the chat model plus every event of the tool
+      runs); not closed here.  ``hooks``: the host's gate / on_tool_error / interlocutor.
+    - ``shape_cache``: see :func:`~agentflow.runtime.planner.plan_and_execute` (``False`` disables).
+    - ``max_iterations``: chat rounds (default ``config.chat.max_agent_iterations``, else 10).
+    - ``on_progress(kind, text)``: progress callback (the CLI prints it dimmed on stderr).
+
+    Raises ConfigError when no chat model is configured; every other failure is in the result.
+    """
+    from agentflow.runtime.agent import assign_ids, parse_arguments
+    from agentflow.runtime.executor import GateCall, Hooks
+    from agentflow.runtime.models.base import ChatRequest, Message
+    from agentflow.runtime.shape_cache import ShapeCache, ShapeRecorder
+
+    ccfg = getattr(config, "chat", None)
+    if max_iterations is None:
+        max_iterations = int(getattr(ccfg, "max_agent_iterations", DEFAULT_MAX_ITERATIONS))
+    if max_result_chars is None:
+        max_result_chars = int(getattr(ccfg, "max_result_chars", DEFAULT_RESULT_CHARS))
+    if router is None:
+        from agentflow.runtime.config import no_model_message
+
+        raise ConfigError(no_model_message(config, "chat"))
+    client = router.client_for("chat")
+    if shape_cache is None:
+        shape_cache = ShapeCache()
+    cache = shape_cache or None
+    kept = [_KeepOpen(s) for s in sinks]
+    bus = EventBus(kept)
+    host = hooks or Hooks()
+    plans = dict(plans if plans is not None else (getattr(catalog, "plans", None) or {}))
+    if hasattr(catalog, "prepare"):
+        try:
+            await catalog.prepare(None)  # list the MCP servers' tools too
+        except RunError as exc:
+            if on_progress is not None:
+                on_progress("warning", f"some MCP tools are unavailable: {exc.message}")
+    tools = chat_tools(catalog, plans, config)
+    offered = {t.name for t in tools}
+    before = _snapshot(router)
+    t0 = time.monotonic()
+    out = AskResult(status="ok")
+
+    def progress(kind: str, text: str) -> None:
+        if on_progress is not None:
+            on_progress(kind, text)
+
+    def finish(status: str, answer: str | None = None, error: dict | None = None) -> AskResult:
+        out.status, out.answer, out.error = status, answer, error
+        out.usage = _usage_delta(router, before)
+        out.duration_ms = int((time.monotonic() - t0) * 1000)
+        return out
+
+    run_sinks: list[Any] = list(kept)
+    if cache is not None:
+        run_sinks.append(ShapeRecorder(cache))
+
+    async def gate(name: str, args: Any, path: str) -> tuple[bool, Any]:
+        """(skipped, injected result) for plan_and_execute; raises _HardStop on abort."""
+        if host.gate is None:
+            return False, None
+        decision = host.gate(GateCall(name, args, {}, path, ["ask"]))
+        if inspect.isawaitable(decision):
+            decision = await decision
+        if decision is not None and decision.action == "skip":
+            return True, decision.value
+        if decision is not None and decision.action == "abort":
+            raise _HardStop({"code": "aborted", "message": decision.message, "step_path": path})
+        return False, None
+
+    async def run_tool(name: str, args: dict[str, Any], path: str) -> tuple[bool, str]:
+        """One dispatch through the executor (gate, events, plan__ tools, on_tool_error)."""
+        from agentflow.ir.models import Plan, Step
+        from agentflow.runtime.executor import run_plan
+
+        sid = re.sub(r"\W", "_", name) or "call"
+        if not re.match(r"[A-Za-z_]", sid):
+            sid = "_" + sid
+        step = Step.model_validate({"id": sid, "tool_name": name, "input": args})
+        step.compiled = args  # the model's arguments are data, never templates
+        wrapper = Plan.model_validate({"name": WRAPPER_PLAN, "steps": [step]})
+        result = await run_plan(
+            wrapper,
+            {},
+            catalog=catalog,
+            router=router,
+            config=config,
+            workspace=workspace,
+            sinks=run_sinks,
+            hooks=host,
+            plans=plans,
+        )
+        if result.status == "aborted":
+            raise _HardStop(result.error or {"code": "aborted", "message": "aborted"})
+        if result.status == "error":
+            err = result.error or {}
+            return False, _error_content(err.get("code", "tool_error"), err.get("message", ""))
+        output = result.output
+        if name.startswith("plan__"):
+            plan = plans.get(name.removeprefix("plan__"))
+            fin = getattr(plan, "finish", None)
+            if fin is not None and getattr(fin, "mode", None) == "solver" and output:
+                out.reports.append(str(output))
+                progress("report", str(output))
+        return True, _content(output, max_result_chars)
+
+    async def run_plan_and_execute(args: dict[str, Any], path: str) -> tuple[bool, str]:
+        goal = args.get("goal")
+        if not isinstance(goal, str) or not goal.strip():
+            return False, _error_content("tool_error", "plan_and_execute needs a `goal` string")
+        skipped, injected = await gate(PLAN_AND_EXECUTE, args, path)
+        if skipped:
+            return True, _content(injected, max_result_chars)
+
+        def relay(event: Any) -> None:
+            if event.kind == "warning" and event.data.get("replan"):
+                progress("replan", str(event.data.get("message", "")))
+
+        class _Relay:
+            handle = staticmethod(relay)
+
+        ex = await plan_and_execute(
+            goal,
+            catalog=catalog,
+            router=router,
+            config=config,
+            workspace=workspace,
+            sinks=[*kept, _Relay()],
+            hooks=host,
+            plans=plans,
+            shape_cache=cache if cache is not None else False,
+            path=path,
+        )
+        if ex.status == "aborted":
+            raise _HardStop(ex.error or {"code": "aborted", "message": "aborted"})
+        if not ex.ok:
+            err = ex.error or {}
+            return False, _error_content(err.get("code", "tool_error"), err.get("message", ""))
+        out.reports.append(str(ex.output))
+        progress("report", str(ex.output))
+        return True, _content(
+            {"status": ex.status, "replans": ex.replans, "report": ex.output}, max_result_chars
+        )
+
+    async def run_call(call: Any, round_: int) -> tuple[str, str, bool]:
+        name = call.name
+        path = f"ask/chat.{round_}/{name}"
+        if name not in offered:
+            available = ", ".join(sorted(offered))
+            return (
+                call.id,
+                _error_content(
+                    "tool_denied", f"tool '{name}' is not available (available: {available})"
+                ),
+                False,
+            )
+        try:
+            args = parse_arguments(call.arguments)
+        except ValueError as exc:
+            return (
+                call.id,
+                _error_content(
+                    "tool_error", f"{exc}. The call was not run; send valid JSON arguments."
+                ),
+                False,
+            )
+        progress("tool", f"{name} {_short(args)}")
+        if name == PLAN_AND_EXECUTE:
+            ok, content = await run_plan_and_execute(args, path)
+        else:
+            ok, content = await run_tool(name, args, path)
+        out.tools_called.append({"tool": name, "round": round_, "ok": ok})
+        progress("tool_done" if ok else "tool_error", f"{name} {_short(content)}")
+        return call.id, content, ok
+
+    messages: list[Message] = [
+        Message(role="system", content=CHAT_SYSTEM),
+        Message(role="user", content=question),
+    ]
+    for round_ in range(1, max_iterations + 1):
+        started = time.monotonic()
+        try:
+            resp = await client.chat(ChatRequest(messages=list(messages), tools=tools))
+        except ModelError as exc:
+            code = exc.kind if exc.kind in ("transient", "rate_limit") else "tool_error"
+            return finish(
+                "error",
+                error={
+                    "code": code,
+                    "message": f"chat model call failed: {exc}",
+                    "step_path": "ask",
+                },
+            )
+        out.rounds = round_
+        bus.emit(
+            "model_call",
+            f"ask/chat.{round_}",
+            ["ask"],
+            role="chat",
+            model=resp.model,
+            round=round_,
+            input_tokens=int(resp.usage.get("input_tokens", 0) or 0),
+            output_tokens=int(resp.usage.get("output_tokens", 0) or 0),
+            latency_ms=int((time.monotonic() - started) * 1000),
+            finish_reason=resp.finish_reason,
+        )
+        if resp.tool_calls:
+            calls = assign_ids(resp.tool_calls, round_)
+            messages.append(
+                Message(role="assistant", content=resp.text, tool_calls=calls, raw=resp.raw)
+            )
+            jobs = [asyncio.ensure_future(run_call(c, round_)) for c in calls]
+            try:
+                outcomes = await asyncio.gather(*jobs)
+            except _HardStop as stop:
+                for job in jobs:
+                    job.cancel()
+                await asyncio.gather(*jobs, return_exceptions=True)
+                return finish("aborted", error=stop.error)
+            except BaseException:
+                for job in jobs:
+                    job.cancel()
+                await asyncio.gather(*jobs, return_exceptions=True)
+                raise
+            by_id = {cid: (content, ok) for cid, content, ok in outcomes}
+            for call in calls:
+                content, ok = by_id[call.id]
+                messages.append(
+                    Message(
+                        role="tool",
+                        content=content,
+                        tool_call_id=call.id,
+                        name=call.name,
+                        is_error=not ok,
+                    )
+                )
+            continue
+        text = (resp.text or "").strip()
+        if not text:
+            messages.append(
+                Message(
+                    role="user",
+                    content="You replied with neither a tool call nor an answer. Call a tool, "
+                    "or answer the question in plain text.",
+                )
+            )
+            continue
+        return finish("ok", answer=text)
+    return finish(
+        "budget",
+        error={
+            "code": "output_validation",
+            "message": f"no answer within max_agent_iterations = {max_iterations} rounds",
+            "step_path": "ask",
+        },
+    )
+
+
+async def ask_with_config(
+    question: str,
+    *,
+    config: Any = None,
+    workspace: Path | str | None = None,
+    trace: Path | str | None = None,
+    record: Path | str | None = None,
+    replay: Path | str | None = None,
+    max_iterations: int | None = None,
+    hooks: Any = None,
+    on_progress: Progress | None = None,
+) -> AskResult:
+    """:func:`ask` as ``flowc ask`` runs it: the configuration (a Config, a path, or None to find
+    ``flow.toml``), the full catalog (:func:`~agentflow.runtime.tools.build.build_catalog`: builtin,
+    user, plans directory, MCP), a model router (``record``/``replay`` cassettes as for ``flowc
+    run``), a JSON Lines ``trace``; closes the catalog's MCP connections and the trace at the end.
+    With ``record``/``replay`` the planner reads a shape cache that starts empty, so a cassette
+    never depends on the user's cache.
+
+    Raises ConfigError (no model, broken configuration) and the plans directory's load errors.
+    """
+    from agentflow.runtime.config import Config, load_config, no_model_message
+    from agentflow.runtime.events import JsonlSink
+    from agentflow.runtime.models.router import ModelRouter
+    from agentflow.runtime.tools.build import build_catalog
+
+    if not isinstance(config, Config):
+        config = load_config(config)
+    if replay is not None:
+        from agentflow.runtime.models.cassette import ReplayRouter
+
+        router: Any = ReplayRouter(replay, config)
+    elif not config.has_model():
+        raise ConfigError(no_model_message(config, "chat"))
+    elif record is not None:
+        from agentflow.runtime.models.cassette import recording_router
+
+        router = recording_router(config, record)
+    else:
+        router = ModelRouter(config)
+    catalog = build_catalog(config)
+    sinks: list[Any] = [JsonlSink(trace)] if trace is not None else []
+    scratch = None
+    shape_cache: Any = None
+    if record is not None or replay is not None:
+        # a cassette must not depend on the user's cache: the planner of a recorded or replayed
+        # question reads a cache that starts empty (and still learns within the question)
+        import tempfile
+
+        from agentflow.runtime.shape_cache import ShapeCache
+
+        scratch = tempfile.TemporaryDirectory(prefix="agentflow-shapes-")
+        shape_cache = ShapeCache(Path(scratch.name) / "shapes.sqlite")
+    try:
+        return await ask(
+            question,
+            catalog=catalog,
+            router=router,
+            config=config,
+            workspace=Path(workspace) if workspace is not None else Path.cwd(),
+            sinks=sinks,
+            hooks=hooks,
+            max_iterations=max_iterations,
+            on_progress=on_progress,
+            shape_cache=shape_cache,
+        )
+    finally:
+        if scratch is not None:
+            scratch.cleanup()
+        for sink in sinks:
+            sink.close()
+        if hasattr(catalog, "aclose"):
+            await catalog.aclose()
+        close = getattr(router, "aclose", None)
+        if close is not None:
+            await close()

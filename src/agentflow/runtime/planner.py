@@ -1,0 +1,753 @@
+"""``plan_and_execute`` and the solver finish (RUNTIME.md §9; seed 002 "Execution model").
+
+A planner-role call authors a plan (YAML) from the goal, the tool catalog (names, descriptions,
+input schemas) and the shape cache; the plan is validated exactly like a plan file
+(:func:`agentflow.ir.loader.load_plan_text`, then tool resolution against the catalog under the host
+policy); it runs through :func:`agentflow.runtime.executor.run_plan`; one solver-role call writes the
+report from the collected results.
+
+Replans.  Load errors (after one repair-role fix-up pass, seed 002 "Structured outputs … get one
+automatic repair-role fix-up attempt before erroring into the replan loop") and failing steps loop
+back to the planner, at most ``max_replans`` times (``[planner] max_replans``, default 2).  The replan
+request shows the planner the previous plan, what went wrong, and the result of every step that
+succeeded so far, and asks for the complete corrected plan.  Executed steps are preserved and never
+re-run: every successful tool call of an earlier attempt is remembered by (tool name, canonical
+rendered input), and a memo gate installed in front of the host's gate answers an identical call
+in a later attempt with the recorded result (a ``tool_finished`` event with ``skipped: true``), so a
+kept step costs nothing and keeps its id for later templates.  The composed plan is therefore always a
+complete, self-contained plan file.
+
+What does not replan: a hook abort (hard stop: no replan, no solver), an ``exit``/``ask`` failure with
+code ``failed`` (the plan's own decision), a model-provider failure of the planner or solver.
+Human-authored plans (``flowc run``, ``plan__*`` tools) never go through this module.
+
+Inference cost (seed 002 cost table): 1 planner call per attempt + 1 solver call (+ 1 repair call per
+malformed plan), plus whatever the plan's own steps call (agent steps, ``infer`` gates).
+
+Public API::
+
+    await plan_and_execute(goal, *, catalog, router, config=None, workspace=None, sinks=(),
+                           hooks=None, plans=None, shape_cache=None, max_replans=None,
+                           repair_attempts=None, path="plan_and_execute") -> PlanExecution
+    await solve(goal, results, *, router, emit=None, path="solver", stack=None) -> str
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentflow.errors import ConfigError, FlowError, InputError, ModelError, PlanLoadError
+from agentflow.runtime.events import Event, EventBus
+from agentflow.runtime.result import empty_usage
+
+__all__ = [
+    "DEFAULT_MAX_REPLANS",
+    "PLAN_AND_EXECUTE",
+    "PLAN_AND_EXECUTE_SCHEMA",
+    "PlanAttempt",
+    "PlanExecution",
+    "extract_plan_text",
+    "plan_and_execute",
+    "planner_tools",
+    "solve",
+]
+
+PLAN_AND_EXECUTE = "plan_and_execute"
+DEFAULT_MAX_REPLANS = 2
+DEFAULT_REPAIR_ATTEMPTS = 1
+#: Characters of one step result shown to the planner in a replan request.
+RESULT_PREVIEW_CHARS = 3000
+#: Characters of all results shown to the planner in a replan request.
+RESULTS_PREVIEW_TOTAL = 16000
+
+#: The input schema of the ``plan_and_execute`` tool offered to the chat loop.
+PLAN_AND_EXECUTE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "goal": {
+            "type": "string",
+            "description": "What the plan must find out or do, stated completely.",
+        }
+    },
+    "required": ["goal"],
+}
+PLAN_AND_EXECUTE_DESCRIPTION = (
+    "Author a multi-step plan over the available tools for a goal, run it, and return a report "
+    "written from the collected results. Use it when the goal needs several dependent tool calls."
+)
+
+#: Error codes of a run that end plan_and_execute instead of replanning.
+NO_REPLAN_CODES = frozenset({"failed", "aborted", "deadline_exceeded"})
+
+PLANNER_SYSTEM = """\
+You are the planner of a workflow runtime. Write a plan — one YAML document — that achieves the \
+goal with the tools listed below. Reply with ONLY the YAML (optionally inside one ```yaml fence).
+
+Plan format:
+version: 1
+name: goal_plan                      # snake_case
+steps:
+  - id: E0                           # unique, [A-Za-z_][A-Za-z0-9_]*
+    tool_name: some__tool            # a listed tool, or a control step
+    input: { limit: 10 }             # must match the tool's input schema
+  - id: E1
+    tool_name: other__tool
+    input: { id: "{{ E0.items[0].id }}" }   # templates reference earlier results by step id
+
+Templates: "{{ expr }}" with paths (E0.items[0].id), [*] projection (E0.items[*].id), .count, \
+literals, operators, ?? . A string that is exactly one template keeps the value's type. \
+`input.goal` is the goal text. Only earlier steps are in scope.
+Control steps (tool_name → input): value {value}; decide {when | infer, then: <step>, else: <step>}; \
+filter {over, when | infer} (item, index in scope) → {kept, dropped}; map {over, do: <step>, \
+concurrency} → list; reduce {over, initial, do: <step>} (item, index, accumulator); \
+exit {when, status: ok|error, message}; agent {prompt, output_schema (type object), tools, \
+max_iterations} for judgment that needs a model.
+Conditions: {value: "{{ E1.count }}", op: eq|ne|lt|le|gt|ge|in|not_in|contains|exists|empty|\
+not_empty|matches, to: 0} or {expr: "E1.count > 0"}.
+Do not write `finish` or `input_schema`: a solver writes the final report from every step's \
+result. Use the observed result shapes to write correct paths; prefer few, direct steps."""
+
+REPAIR_SYSTEM = """\
+You fix workflow plans (YAML) so that they load. Change only what the listed problems require; keep \
+every step that is not concerned. Reply with ONLY the corrected YAML."""
+
+SOLVER_SYSTEM = """\
+You are the solver of a workflow: write its final answer (a concise report) for the goal from the \
+collected step results. Do not invent data that is not in them; say what is missing."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Results
+
+
+@dataclass
+class PlanAttempt:
+    """One planning attempt.
+
+    ``number``: 1-based. ``plan``: the YAML text that was validated (after repair, if any), or None
+    when the planner's reply held no plan. ``problems``: load/validation problems (``file:line:col:
+    message``), empty when the plan loaded. ``repaired``: a repair pass produced the plan.
+    ``status``/``error``: the run's outcome (None when the plan did not load). ``reused``: tool calls
+    answered from earlier attempts' results.
+    """
+
+    number: int
+    plan: str | None = None
+    problems: list[str] = field(default_factory=list)
+    repaired: bool = False
+    status: str | None = None
+    error: dict[str, Any] | None = None
+    reused: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict."""
+        return {
+            "number": self.number,
+            "plan": self.plan,
+            "problems": list(self.problems),
+            "repaired": self.repaired,
+            "status": self.status,
+            "error": self.error,
+            "reused": self.reused,
+        }
+
+
+@dataclass
+class PlanExecution:
+    """What :func:`plan_and_execute` returns.
+
+    - ``status``: ``ok`` (the plan ran, the solver wrote ``output``), ``exited`` (an ``exit`` step
+      ended it with status ok; the solver still reports), ``error`` (replans exhausted, a
+      non-replannable failure, or a model failure), ``aborted`` (a hook hard stop: no solver).
+    - ``output``: the solver's report (text) or None.
+    - ``error``: ``{code, message, step_path}`` or None.
+    - ``results``: step id → result, accumulated over attempts (later attempts win).
+    - ``attempts``: every :class:`PlanAttempt`; ``replans`` = ``len(attempts) - 1``.
+    - ``plan``: the YAML of the last plan that loaded, or None.
+    - ``usage``: inferences and tokens of this call (planner, repair, solver and the plan's own).
+    - ``duration_ms``: wall time.
+    """
+
+    status: str
+    output: Any = None
+    error: dict[str, Any] | None = None
+    results: dict[str, Any] = field(default_factory=dict)
+    attempts: list[PlanAttempt] = field(default_factory=list)
+    plan: str | None = None
+    usage: dict[str, Any] = field(default_factory=empty_usage)
+    duration_ms: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """True for ``ok`` and ``exited``."""
+        return self.status in ("ok", "exited")
+
+    @property
+    def replans(self) -> int:
+        """Planning attempts after the first."""
+        return max(0, len(self.attempts) - 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict (``replans`` included)."""
+        return {
+            "status": self.status,
+            "output": self.output,
+            "error": self.error,
+            "results": self.results,
+            "attempts": [a.to_dict() for a in self.attempts],
+            "replans": self.replans,
+            "plan": self.plan,
+            "usage": self.usage,
+            "duration_ms": self.duration_ms,
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+
+
+class _KeepOpen:
+    """Forwards events to ``sink`` but ignores ``close`` (run_plan closes its sinks per run)."""
+
+    def __init__(self, sink: Any):
+        self.sink = sink
+
+    def handle(self, event: Event) -> None:
+        self.sink.handle(event)
+
+    def close(self) -> None:
+        return None
+
+
+def _dumps(value: Any, indent: int | None = None) -> str:
+    from agentflow.runtime.expressions import to_json_value
+
+    return json.dumps(to_json_value(value), ensure_ascii=False, indent=indent, default=str)
+
+
+def _canonical(value: Any) -> str:
+    try:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return _dumps(value)
+
+
+def _preview(value: Any, limit: int) -> str:
+    text = _dumps(value)
+    if len(text) > limit:
+        return text[:limit] + f"… [truncated: {len(text)} characters]"
+    return text
+
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[ \t]*\n(.*?)(?:\n```|```\s*$)", re.S)
+
+
+def extract_plan_text(reply: str | None) -> str:
+    """The plan YAML inside a planner reply: the first fenced block (```yaml, ```yml, ```json or a
+    bare fence) when there is one, else the whole reply, stripped."""
+    text = (reply or "").strip()
+    m = _FENCE.search(text)
+    if m and m.group(1).lower() in ("", "yaml", "yml", "json"):
+        return m.group(2).strip() + "\n"
+    return text + "\n" if text else ""
+
+
+def _snapshot(router: Any) -> dict[str, Any]:
+    usage = getattr(router, "usage", None)
+    return json.loads(json.dumps(usage)) if isinstance(usage, dict) else empty_usage()
+
+
+def _usage_delta(router: Any, before: dict[str, Any]) -> dict[str, Any]:
+    now = _snapshot(router)
+    out = empty_usage()
+    for k in ("inferences", "input_tokens", "output_tokens"):
+        out[k] = int(now.get(k, 0)) - int(before.get(k, 0))
+    for role, entry in (now.get("by_role") or {}).items():
+        prev = (before.get("by_role") or {}).get(role, {})
+        d = {
+            k: int(entry.get(k, 0)) - int(prev.get(k, 0))
+            for k in ("inferences", "input_tokens", "output_tokens")
+        }
+        if any(d.values()):
+            out["by_role"][role] = d
+    return out
+
+
+def planner_tools(
+    catalog: Any, plans: Mapping[str, Any] | None, config: Any = None
+) -> list[dict[str, Any]]:
+    """The tools a planner may use: catalog tools and ``plan__*`` plans allowed by the host policy
+    (RUNTIME.md §4), never ``plan_and_execute``; each ``{name, description, input_schema}``."""
+    from agentflow.runtime.tools.catalog import policy_allows
+
+    allowed = getattr(getattr(config, "policy", None), "allowed_tools", None)
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for name in catalog.names() if catalog is not None else []:
+        tool = catalog.get(name)
+        if name == PLAN_AND_EXECUTE or not policy_allows(name, allowed):
+            continue
+        seen.add(name)
+        out.append(
+            {
+                "name": name,
+                "description": tool.description,
+                "input_schema": tool.input_schema or {"type": "object"},
+            }
+        )
+    for pname, plan in (plans or {}).items():
+        name = f"plan__{pname}"
+        if name in seen or not policy_allows(name, allowed):
+            continue
+        out.append(
+            {
+                "name": name,
+                "description": getattr(plan, "description", None) or f"Run plan {pname}",
+                "input_schema": getattr(plan, "input_schema", None) or {"type": "object"},
+            }
+        )
+    return out
+
+
+def _tools_text(tools: list[dict[str, Any]]) -> str:
+    lines = []
+    for t in tools:
+        desc = " ".join(str(t["description"] or "").split())
+        lines.append(
+            f"- {t['name']}: {desc}\n  input schema: "
+            + json.dumps(t["input_schema"], ensure_ascii=False, separators=(",", ":"))
+        )
+    return "\n".join(lines) or "(no tools)"
+
+
+class _MemoRecorder:
+    """Sink pairing tool_started/tool_finished to remember successful calls by (tool, input)."""
+
+    def __init__(self) -> None:
+        self.pending: dict[str, tuple[str, Any]] = {}
+        self.memo: dict[str, Any] = {}
+
+    def handle(self, event: Event) -> None:
+        data = event.data
+        if event.kind == "tool_started":
+            self.pending[event.path] = (str(data.get("tool_name")), data.get("input"))
+        elif event.kind == "tool_finished":
+            started = self.pending.pop(event.path, None)
+            if started is None or data.get("skipped") or data.get("error") or "result" not in data:
+                return
+            name, args = started
+            self.memo[name + "\x00" + _canonical(args)] = data.get("result")
+
+    def close(self) -> None:
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Model calls
+
+
+async def _infer(
+    router: Any,
+    role: str,
+    system: str,
+    user: str,
+    *,
+    emit: Callable[..., Any] | None,
+    path: str,
+    stack: list[str],
+) -> str:
+    """One ``role`` inference; emits ``model_call``; raises ModelError / ConfigError."""
+    from agentflow.runtime.models.base import ChatRequest, Message
+
+    client = router.client_for(role)
+    t0 = time.monotonic()
+    resp = await client.chat(
+        ChatRequest(
+            messages=[Message(role="system", content=system), Message(role="user", content=user)]
+        )
+    )
+    if emit is not None:
+        emit(
+            "model_call",
+            path,
+            stack,
+            role=role,
+            model=resp.model,
+            input_tokens=int(resp.usage.get("input_tokens", 0) or 0),
+            output_tokens=int(resp.usage.get("output_tokens", 0) or 0),
+            latency_ms=int((time.monotonic() - t0) * 1000),
+        )
+    return resp.text or ""
+
+
+async def solve(
+    goal: str,
+    results: Mapping[str, Any],
+    *,
+    router: Any,
+    emit: Callable[..., Any] | None = None,
+    path: str = "solver",
+    stack: list[str] | None = None,
+    prompt: str | None = None,
+) -> str:
+    """The solver finish: ONE solver-role call that writes the report for ``goal`` from
+    ``results`` (step id → result, shown as JSON); ``prompt`` adds instructions.
+
+    ``emit(kind, path, stack, **data)`` receives the ``model_call`` event. Returns the report text.
+    Raises ModelError when the provider fails (after retries/failover), ConfigError when no model
+    is configured.
+    """
+    user = (
+        f"Goal:\n{goal}\n\n"
+        + (f"Instructions:\n{prompt}\n\n" if prompt else "")
+        + "Results of every step (JSON):\n"
+        + _dumps(dict(results), indent=1)
+    )
+    return await _infer(
+        router, "solver", SOLVER_SYSTEM, user, emit=emit, path=path, stack=list(stack or [])
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# plan_and_execute
+
+
+def _validate(
+    text: str, file: str, tools: list[dict[str, Any]], catalog: Any, config: Any
+) -> tuple[Any, list[str]]:
+    """Load ``text`` like a plan file, then resolve its tools; (plan or None, problems)."""
+    from agentflow.ir.loader import load_plan_text
+    from agentflow.ir.validate import resolve_tools
+
+    if not text.strip():
+        return None, [f"{file}: the reply holds no plan (expected one YAML document)"]
+    try:
+        plan = load_plan_text(text, file)
+    except PlanLoadError as e:
+        return None, [str(p) for p in e.errors]
+    names = {t["name"] for t in tools}
+    prefixes = {n.split("__", 1)[0] for n in names if "__" in n}
+    prefixes |= set(getattr(catalog, "configured_prefixes", set()) or set()) & prefixes
+    problems = [str(p) for p in resolve_tools(plan, names, prefixes)]
+    problems += _exact_names(plan, names, file, problems)
+    if PLAN_AND_EXECUTE in _step_tools(plan):
+        problems.append(f"{file}: plan_and_execute cannot be called from a plan")
+    return (None if problems else plan), problems
+
+
+def _exact_names(plan: Any, names: set[str], file: str, reported: list[str]) -> list[str]:
+    """The planner saw the exact tool list: a step naming any other tool is a load problem, even
+    under a configured server prefix (which :func:`resolve_tools` accepts at the server level)."""
+    from agentflow.compiler.diagnostics import did_you_mean
+    from agentflow.errors import Location, PlanProblem
+    from agentflow.ir.models import CONTROL_STEPS
+    from agentflow.ir.validate import walk_steps
+
+    known = set(names) | {f"plan__{plan.name}"} | {f"plan__{n}" for n in plan.plans}
+    smap = getattr(plan, "_source_map", None)
+    out: list[str] = []
+    for spath, label, step in walk_steps(plan):
+        tool = step.tool_name
+        if tool in CONTROL_STEPS or tool in known or tool == PLAN_AND_EXECUTE:
+            continue
+        loc = smap.location((*spath, "tool_name")) if smap is not None else Location(file)
+        msg = str(
+            PlanProblem(loc, f"step {label}: unknown tool '{tool}'", did_you_mean(tool, known))
+        )
+        if not any(f"'{tool}'" in r and label in r for r in reported):
+            out.append(msg)
+    return out
+
+
+def _step_tools(plan: Any) -> set[str]:
+    from agentflow.ir.validate import walk_steps
+
+    return {step.tool_name for _, _, step in walk_steps(plan)}
+
+
+def _results_text(results: Mapping[str, Any]) -> str:
+    if not results:
+        return "(no step finished)"
+    lines, total = [], 0
+    for sid, value in results.items():
+        chunk = f"- {sid}: {_preview(value, RESULT_PREVIEW_CHARS)}"
+        if total + len(chunk) > RESULTS_PREVIEW_TOTAL:
+            lines.append(f"- … {len(results) - len(lines)} more results not shown")
+            break
+        lines.append(chunk)
+        total += len(chunk)
+    return "\n".join(lines)
+
+
+def _planner_request(
+    goal: str,
+    tools: list[dict[str, Any]],
+    shapes: str,
+    previous: PlanAttempt | None,
+    results: Mapping[str, Any],
+) -> str:
+    parts = [
+        f"Goal:\n{goal}",
+        "Available tools:\n" + _tools_text(tools),
+        "Observed result shapes of tools (JSON Schema summaries from earlier calls):\n"
+        + (shapes or "(none observed yet)"),
+    ]
+    if previous is not None:
+        parts.append("Your previous plan:\n```yaml\n" + (previous.plan or "").rstrip() + "\n```")
+        if previous.problems:
+            parts.append("It did not load:\n" + "\n".join(f"- {p}" for p in previous.problems))
+        elif previous.error:
+            e = previous.error
+            parts.append(
+                f"It failed at step {e.get('step_path')}: [{e.get('code')}] {e.get('message')}"
+            )
+        parts.append("Results of the steps that succeeded so far:\n" + _results_text(results))
+        parts.append(
+            "Write the complete corrected plan. Tool calls that already succeeded are not run "
+            "again when you keep them unchanged (same tool and input): their recorded results "
+            "are reused, so keep those steps and their ids and fix or replace the rest."
+        )
+    return "\n\n".join(parts)
+
+
+async def plan_and_execute(
+    goal: str,
+    *,
+    catalog: Any,
+    router: Any,
+    config: Any = None,
+    workspace: Path | str | None = None,
+    sinks: Iterable[Any] = (),
+    hooks: Any = None,
+    plans: Mapping[str, Any] | None = None,
+    shape_cache: Any = None,
+    max_replans: int | None = None,
+    repair_attempts: int | None = None,
+    path: str = PLAN_AND_EXECUTE,
+    stack: list[str] | None = None,
+) -> PlanExecution:
+    """Author a plan for ``goal`` with the planner role, run it, replan on defects, and write the
+    report with the solver role (RUNTIME.md §9; see the module docstring for the replan design).
+
+    - ``catalog`` / ``plans``: the tools (and plans callable as ``plan__NAME``) offered to the
+      planner, filtered by ``config.policy``.
+    - ``router``: a ModelRouter (roles planner, repair, solver and whatever the plan's steps use).
+    - ``sinks``: event sinks; they receive the planner/solver ``model_call`` events, ``warning``
+      events announcing replans, and every event of every attempt's run.  They are not closed.
+    - ``hooks``: the host's gate / on_tool_error / interlocutor, installed on every attempt behind
+      the memo gate.
+    - ``shape_cache``: a :class:`~agentflow.runtime.shape_cache.ShapeCache` (default: the user's
+      cache), read fresh at each attempt and fed by every successful tool call; ``False`` disables it.
+    - ``max_replans`` / ``repair_attempts``: defaults from ``config.planner`` (2 and 1).
+
+    Never raises for a failing plan or model: the outcome is in the returned :class:`PlanExecution`.
+    Raises ConfigError when no model is configured at all (``router`` None).
+    """
+    from agentflow.ir.models import Finish
+    from agentflow.runtime.executor import Decision, Hooks, run_plan
+    from agentflow.runtime.shape_cache import ShapeCache, ShapeRecorder
+
+    if router is None:
+        from agentflow.runtime.config import no_model_message
+
+        raise ConfigError(no_model_message(config, "planner"))
+    pcfg = getattr(config, "planner", None)
+    if max_replans is None:
+        max_replans = int(getattr(pcfg, "max_replans", DEFAULT_MAX_REPLANS))
+    if repair_attempts is None:
+        repair_attempts = int(getattr(pcfg, "repair_attempts", DEFAULT_REPAIR_ATTEMPTS))
+    if shape_cache is None:
+        shape_cache = ShapeCache()
+    cache = shape_cache or None
+    stack = list(stack or [PLAN_AND_EXECUTE])
+    kept = [_KeepOpen(s) for s in sinks]
+    bus = EventBus(kept)
+    emit = bus.emit
+    before = _snapshot(router)
+    t0 = time.monotonic()
+    if plans is None:
+        plans = getattr(catalog, "plans", None) or {}
+    if hasattr(catalog, "prepare"):
+        try:
+            await catalog.prepare(None)  # the MCP servers' tools are listed to the planner too
+        except FlowError as exc:
+            emit("warning", path, stack, message=f"some MCP tools are unavailable: {exc}")
+    tools = planner_tools(catalog, plans, config)
+    host = hooks or Hooks()
+    memo: dict[str, Any] = {}
+    results: dict[str, Any] = {}
+    attempts: list[PlanAttempt] = []
+    last_plan: str | None = None
+
+    def done(status: str, output: Any = None, error: dict[str, Any] | None = None):
+        return PlanExecution(
+            status=status,
+            output=output,
+            error=error,
+            results=dict(results),
+            attempts=attempts,
+            plan=last_plan,
+            usage=_usage_delta(router, before),
+            duration_ms=int((time.monotonic() - t0) * 1000),
+        )
+
+    def model_failure(exc: FlowError, what: str) -> PlanExecution:
+        if isinstance(exc, ModelError):
+            code = exc.kind if exc.kind in ("transient", "rate_limit") else "tool_error"
+        else:
+            code = "validation"
+        return done("error", error={"code": code, "message": f"{what}: {exc}", "step_path": path})
+
+    reused = {"n": 0}
+
+    async def memo_gate(call: Any) -> Any:
+        key = call.tool_name + "\x00" + _canonical(_json_input(call.input))
+        if key in memo:
+            reused["n"] += 1
+            return Decision("skip", memo[key])
+        if host.gate is not None:
+            decision = host.gate(call)
+            if hasattr(decision, "__await__"):
+                decision = await decision
+            return decision
+        return None
+
+    previous: PlanAttempt | None = None
+    for number in range(1, max_replans + 2):
+        attempt = PlanAttempt(number)
+        attempts.append(attempt)
+        if previous is not None:
+            reason = (
+                "; ".join(previous.problems[:3])
+                if previous.problems
+                else (
+                    f"[{(previous.error or {}).get('code')}] {(previous.error or {}).get('message')}"
+                )
+            )
+            emit(
+                "warning", path, stack, message=f"replan {number - 1}: {reason}", replan=number - 1
+            )
+        shapes = cache.describe([t["name"] for t in tools]) if cache is not None else ""
+        request = _planner_request(goal, tools, shapes, previous, results)
+        file = f"<plan attempt {number}>"
+        try:
+            reply = await _infer(
+                router,
+                "planner",
+                PLANNER_SYSTEM,
+                request,
+                emit=emit,
+                path=f"{path}/planner.{number}",
+                stack=stack,
+            )
+        except (ModelError, ConfigError) as exc:
+            return model_failure(exc, "planner model call failed")
+        text = extract_plan_text(reply)
+        plan, problems = _validate(text, file, tools, catalog, config)
+        for _ in range(max(0, repair_attempts) if problems else 0):
+            try:
+                fixed = await _infer(
+                    router,
+                    "repair",
+                    REPAIR_SYSTEM,
+                    "Plan:\n```yaml\n"
+                    + text.rstrip()
+                    + "\n```\n\nProblems:\n"
+                    + "\n".join(f"- {p}" for p in problems)
+                    + "\n\nAvailable tools:\n"
+                    + _tools_text(tools),
+                    emit=emit,
+                    path=f"{path}/repair.{number}",
+                    stack=stack,
+                )
+            except (ModelError, ConfigError) as exc:
+                emit("warning", path, stack, message=f"plan repair failed: {exc}")
+                break
+            fixed_text = extract_plan_text(fixed)
+            fixed_plan, fixed_problems = _validate(fixed_text, file, tools, catalog, config)
+            if not fixed_problems:
+                text, plan, problems, attempt.repaired = fixed_text, fixed_plan, [], True
+                break
+        attempt.plan = text or None
+        if problems:
+            attempt.problems = problems
+            previous = attempt
+            continue
+        last_plan = text
+        plan.finish = Finish(mode="silent")  # the solver below is the finish
+        recorder = _MemoRecorder()
+        run_sinks: list[Any] = [*kept, recorder]
+        if cache is not None:
+            run_sinks.append(ShapeRecorder(cache))
+        reused["n"] = 0
+        try:
+            run = await run_plan(
+                plan,
+                {"goal": goal},
+                catalog=catalog,
+                router=router,
+                config=config,
+                workspace=workspace,
+                sinks=run_sinks,
+                hooks=Hooks(
+                    gate=memo_gate,
+                    on_tool_error=host.on_tool_error,
+                    interlocutor=host.interlocutor,
+                ),
+                plans=dict(plans or {}),
+            )
+        except InputError as exc:
+            attempt.problems = [f"{file}: {exc}"]
+            previous = attempt
+            continue
+        attempt.reused = reused["n"]
+        memo.update(recorder.memo)
+        results.update(run.results)
+        attempt.status, attempt.error = run.status, run.error
+        if run.status == "aborted":
+            return done("aborted", error=run.error)
+        if run.status == "error":
+            if (run.error or {}).get("code") in NO_REPLAN_CODES:
+                return done("error", error=run.error)
+            previous = attempt
+            continue
+        try:
+            report = await solve(
+                goal, results, router=router, emit=emit, path=f"{path}/solver", stack=stack
+            )
+        except (ModelError, ConfigError) as exc:
+            return model_failure(exc, "solver model call failed")
+        return done(run.status, output=report)
+
+    last = attempts[-1]
+    if last.problems:
+        error = {
+            "code": "validation",
+            "message": f"the planner gave no valid plan in {len(attempts)} attempt(s): "
+            + "; ".join(last.problems[:5]),
+            "step_path": path,
+        }
+    else:
+        e = last.error or {}
+        error = {
+            "code": e.get("code", "tool_error"),
+            "message": f"the plan still failed after {len(attempts) - 1} replan(s): "
+            f"{e.get('message', '')}",
+            "step_path": e.get("step_path") or path,
+        }
+    return done("error", error=error)
+
+
+def _json_input(value: Any) -> Any:
+    from agentflow.runtime.expressions import to_json_value
+
+    try:
+        return to_json_value(value)
+    except Exception:  # noqa: BLE001 - keying only
+        return repr(value)

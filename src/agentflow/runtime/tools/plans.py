@@ -1,0 +1,98 @@
+"""``plan__*`` tools (RUNTIME.md §4, PLAN_IR.md §1): every plan of the plans directory and every
+sub-plan, each with its ``input_schema`` as the tool's input and its ``description``.
+
+The plans directory is ``[plans] dir`` of ``flow.toml`` (relative to it), or ``plans/`` beside
+``flow.toml`` when that exists. Every ``*.yaml``, ``*.yml``, ``*.json`` and ``*.flow`` file in it
+(not recursive) is loaded; the plan's ``name`` is the tool name. A sub-plan becomes a tool too when
+its name is unambiguous (no other plan or sub-plan has it); an ambiguous sub-plan stays callable
+inside its own plan. The executor runs ``plan__*`` calls itself (nested step paths, cycle check):
+the catalog entries carry the schema and description and refuse direct calls.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agentflow.errors import ConfigError, RunError
+from agentflow.runtime.tools.catalog import Tool, ToolContext
+
+PLAN_SUFFIXES = (".yaml", ".yml", ".json", ".flow")
+
+
+def plans_dir(config: Any) -> Path | None:
+    """The plans directory of ``config`` (``[plans] dir`` or ``plans/`` beside ``flow.toml``), or
+    None when there is none. Raises ConfigError when ``[plans] dir`` names no directory."""
+    base = config.base_dir() if hasattr(config, "base_dir") else Path.cwd()
+    configured = getattr(getattr(config, "plans", None), "dir", None)
+    if configured:
+        path = Path(configured)
+        path = path if path.is_absolute() else base / path
+        if not path.is_dir():
+            raise ConfigError(f"{config.where()}: [plans] dir = '{configured}' is not a directory")
+        return path
+    default = base / "plans"
+    if getattr(config, "path", None) is not None and default.is_dir():
+        return default
+    return None
+
+
+def load_plans_dir(directory: Path) -> dict[str, Any]:
+    """name → :class:`agentflow.ir.models.Plan` for every plan file in ``directory``.
+
+    Raises PlanLoadError / CompileError for a broken file (naming file:line:col) and ConfigError
+    when two files define the same plan name."""
+    from agentflow import api
+
+    out: dict[str, Any] = {}
+    files: dict[str, Path] = {}
+    for file in sorted(directory.iterdir()):
+        if not file.is_file() or file.suffix not in PLAN_SUFFIXES:
+            continue
+        plan = api.load(file)
+        if plan.name in out:
+            raise ConfigError(
+                f"{file}: plan '{plan.name}' is already defined by {files[plan.name]} "
+                f"(both would be plan__{plan.name})"
+            )
+        out[plan.name] = plan
+        files[plan.name] = file
+    return out
+
+
+def callable_plans(plans: dict[str, Any], current: Any = None) -> dict[str, Any]:
+    """The plans callable as ``plan__NAME``: ``plans`` plus the unambiguous sub-plans of them and
+    of ``current`` (the plan being run, whose own sub-plans always win inside it)."""
+    out = dict(plans)
+    counts: dict[str, int] = {}
+    subs: dict[str, Any] = {}
+    parents = list(plans.values()) + ([current] if current is not None else [])
+    for parent in parents:
+        for name, sub in (getattr(parent, "plans", None) or {}).items():
+            counts[name] = counts.get(name, 0) + 1
+            subs[name] = sub
+    for name, sub in subs.items():
+        if counts[name] == 1 and name not in out:
+            out[name] = sub
+    return out
+
+
+def plan_tool(plan: Any) -> Tool:
+    """The catalog entry of ``plan``: ``plan__NAME`` with its input schema and description."""
+    name = f"plan__{plan.name}"
+
+    async def direct(args: dict[str, Any], ctx: ToolContext) -> Any:
+        raise RunError("tool_error", f"{name} runs through the executor, not as a plain function")
+
+    schema = plan.input_schema or {"type": "object"}
+    return Tool(
+        name=name,
+        description=plan.description or f"Run the plan '{plan.name}'",
+        input_schema=schema,
+        func=direct,
+        source="plan",
+        meta={"file": plan.source_file} if getattr(plan, "source_file", None) else {},
+    )
+
+
+__all__ = ["PLAN_SUFFIXES", "callable_plans", "load_plans_dir", "plan_tool", "plans_dir"]

@@ -1,0 +1,319 @@
+"""``user__*`` tools: plain Python functions (RUNTIME.md §4).
+
+Sources, in order:
+
+* modules named in ``flow.toml`` ``[tools] modules = [...]`` — dotted module names (imported with
+  the directory of ``flow.toml`` on ``sys.path``) or ``.py`` file paths relative to it;
+* the ``agentflow.tools`` entry-point group of installed packages: an entry point naming a function
+  gives ``user__<entry point name>``; one naming a module gives that module's tools.
+
+In a module, the functions marked with :func:`tool` are its tools; a module with no marked function
+offers every public function defined in it (not imported into it). Functions may be sync (run in a
+worker thread) or async. Parameters typed with annotations — builtins, ``Optional``, ``Literal``,
+``list[...]``, pydantic models, ``Annotated[..., Field(description=...)]`` — give the JSON Schema
+input (through pydantic) and are validated before the call (``tool_error`` with each failing field
+otherwise). The docstring's first paragraph is the description; a Google-style ``Args:`` section
+describes the parameters. A parameter named ``ctx`` receives the :class:`ToolContext`. Results are
+made JSON-able (pydantic models dumped).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import importlib.util
+import inspect
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from agentflow.errors import ConfigError, RunError
+from agentflow.runtime.tools.catalog import Tool, ToolContext
+
+ENTRY_POINT_GROUP = "agentflow.tools"
+_MARK = "__agentflow_tool__"
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+
+
+def tool(
+    fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None
+) -> Any:
+    """Mark a function as a ``user__`` tool: ``@tool`` or ``@tool(name="x", description="…")``.
+
+    The function is returned unchanged (it stays callable as before).
+    """
+
+    def mark(f: Callable[..., Any]) -> Callable[..., Any]:
+        setattr(f, _MARK, {"name": name, "description": description})
+        return f
+
+    return mark(fn) if fn is not None else mark
+
+
+def _docstring(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
+    """(description, {param: description}) from a docstring with an optional ``Args:`` section."""
+    doc = inspect.getdoc(fn) or ""
+    params: dict[str, str] = {}
+    lines = doc.splitlines()
+    desc_lines: list[str] = []
+    i = 0
+    while i < len(lines):
+        if re.match(r"^(Args|Arguments|Parameters):\s*$", lines[i].strip()):
+            i += 1
+            current = None
+            while i < len(lines) and (not lines[i].strip() or lines[i][:1].isspace()):
+                m = re.match(r"^\s+(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$", lines[i])
+                if m and (current is None or len(lines[i]) - len(lines[i].lstrip()) <= 4):
+                    current = m.group(1).lstrip("*")
+                    params[current] = m.group(3).strip()
+                elif current and lines[i].strip():
+                    params[current] = (params[current] + " " + lines[i].strip()).strip()
+                i += 1
+            continue
+        if re.match(r"^(Returns|Raises|Yields|Examples?):\s*$", lines[i].strip()):
+            break
+        desc_lines.append(lines[i])
+        i += 1
+    description = "\n".join(desc_lines).strip()
+    return description, params
+
+
+def function_tool(
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    prefix: str = "user",
+) -> Tool:
+    """A catalog :class:`Tool` ``prefix__name`` for Python function ``fn`` (see the module doc).
+
+    Raises ConfigError when a parameter's annotation cannot be turned into a JSON Schema.
+    """
+    from pydantic import ConfigDict, ValidationError, create_model
+
+    mark = getattr(fn, _MARK, None) or {}
+    tool_name = name or mark.get("name") or fn.__name__
+    doc_desc, param_docs = _docstring(fn)
+    desc = description or mark.get("description") or doc_desc or tool_name
+    sig = inspect.signature(fn)
+    try:
+        hints = inspect.get_annotations(fn, eval_str=True)
+    except Exception:  # noqa: BLE001 - unresolvable annotations: treat as untyped
+        hints = {}
+    fields: dict[str, Any] = {}
+    wants_ctx = False
+    takes_kwargs = False
+    for p in sig.parameters.values():
+        if p.kind is p.VAR_POSITIONAL:
+            continue
+        if p.kind is p.VAR_KEYWORD:
+            takes_kwargs = True
+            continue
+        if p.name == "ctx" or hints.get(p.name) is ToolContext:
+            wants_ctx = True
+            ctx_name = p.name
+            continue
+        annotation = hints.get(p.name, Any)
+        default = ... if p.default is p.empty else p.default
+        if p.name in param_docs:
+            from pydantic import Field
+
+            default = Field(default, description=param_docs[p.name])
+        fields[p.name] = (annotation, default)
+    extra = "allow" if takes_kwargs else "forbid"
+    try:
+        model = create_model(  # type: ignore[call-overload]
+            f"{tool_name}_input", __config__=ConfigDict(extra=extra), **fields
+        )
+        schema = model.model_json_schema()
+    except Exception as exc:  # noqa: BLE001 - pydantic schema generation errors
+        raise ConfigError(
+            f"tool function {fn.__module__}.{fn.__qualname__}: cannot build an input schema: {exc}"
+        ) from None
+    schema = inline_refs(schema)
+    is_async = inspect.iscoroutinefunction(fn)
+    full_name = f"{prefix}__{tool_name}"
+
+    async def call(args: dict[str, Any], ctx: ToolContext) -> Any:
+        try:
+            parsed = model.model_validate(args if isinstance(args, dict) else {})
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(x) for x in e['loc']) or '(input)'}: {e['msg']}" for e in exc.errors()
+            )
+            raise RunError("tool_error", f"{full_name}: invalid arguments: {problems}") from None
+        kwargs = {k: getattr(parsed, k) for k in fields}
+        if takes_kwargs and parsed.model_extra:
+            kwargs.update(parsed.model_extra)
+        if wants_ctx:
+            kwargs[ctx_name] = ctx
+        if is_async:
+            result = await fn(**kwargs)
+        else:
+            result = await asyncio.to_thread(fn, **kwargs)
+            if inspect.isawaitable(result):
+                result = await result
+        return _jsonable(result)
+
+    return Tool(
+        name=full_name,
+        description=desc,
+        input_schema=schema,
+        func=call,
+        source="user",
+        meta={"python": f"{fn.__module__}.{fn.__qualname__}"},
+    )
+
+
+def inline_refs(schema: dict[str, Any], max_depth: int = 8) -> dict[str, Any]:
+    """``schema`` with local ``#/$defs/X`` references inlined and pydantic's ``title`` keys
+    dropped (some providers reject ``$defs``; RUNTIME.md §10). References nested deeper than
+    ``max_depth`` (recursive models) keep their ``$ref`` and the ``$defs`` they need."""
+    defs = schema.get("$defs") or {}
+    kept: set[str] = set()
+
+    def walk(node: Any, depth: int) -> Any:
+        if isinstance(node, list):
+            return [walk(x, depth) for x in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            key = ref.removeprefix("#/$defs/")
+            if key in defs and depth < max_depth:
+                merged = {**defs[key], **{k: v for k, v in node.items() if k != "$ref"}}
+                return walk(merged, depth + 1)
+            kept.add(key)
+            return dict(node)
+        return {
+            k: walk(v, depth)
+            for k, v in node.items()
+            if k != "$defs" and not (k == "title" and isinstance(v, str))
+        }
+
+    out = walk(schema, 0)
+    if kept:
+        out["$defs"] = {k: defs[k] for k in sorted(kept)}
+    return out
+
+
+def _jsonable(value: Any) -> Any:
+    from pydantic import BaseModel
+
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, Path):
+        return value.as_posix()
+    return value
+
+
+def module_tools(module: ModuleType) -> list[Tool]:
+    """The tools of ``module``: its :func:`tool`-marked functions, or else every public function
+    defined in it. Sorted by name."""
+    functions = [
+        f
+        for n, f in vars(module).items()
+        if inspect.isfunction(f) and getattr(f, "__module__", None) == module.__name__
+    ]
+    marked = [f for f in functions if hasattr(f, _MARK)]
+    chosen = marked or [f for f in functions if not f.__name__.startswith("_")]
+    return sorted((function_tool(f) for f in chosen), key=lambda t: t.name)
+
+
+def import_tool_module(spec: str, base_dir: Path) -> ModuleType:
+    """Import ``spec``: a ``.py`` path (relative to ``base_dir``) or a dotted module name
+    (``base_dir`` is put on ``sys.path`` first). Raises ConfigError naming the module."""
+    if spec.endswith(".py") or "/" in spec:
+        path = Path(spec)
+        path = path if path.is_absolute() else base_dir / path
+        if not path.is_file():
+            raise ConfigError(f"[tools] modules: '{spec}' not found (looked at {path})")
+        mod_name = f"agentflow_user_tools_{re.sub(r'[^A-Za-z0-9_]', '_', path.stem)}"
+        loader_spec = importlib.util.spec_from_file_location(mod_name, path)
+        if loader_spec is None or loader_spec.loader is None:
+            raise ConfigError(f"[tools] modules: cannot import '{spec}'")
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[mod_name] = module
+        try:
+            loader_spec.loader.exec_module(module)
+        except Exception as exc:  # noqa: BLE001 - a user module failing to import
+            sys.modules.pop(mod_name, None)
+            raise ConfigError(
+                f"[tools] modules: importing '{spec}' failed: {type(exc).__name__}: {exc}"
+            ) from None
+        return module
+    base = str(base_dir)
+    if base not in sys.path:
+        sys.path.insert(0, base)
+    try:
+        return importlib.import_module(spec)
+    except Exception as exc:  # noqa: BLE001
+        raise ConfigError(
+            f"[tools] modules: importing '{spec}' failed: {type(exc).__name__}: {exc}"
+        ) from None
+
+
+def entry_point_tools(group: str = ENTRY_POINT_GROUP) -> list[Tool]:
+    """Tools from the installed packages' entry points of ``group`` (see the module doc).
+
+    Raises ConfigError naming the entry point when it fails to load."""
+    from importlib.metadata import entry_points
+
+    out: list[Tool] = []
+    for ep in sorted(entry_points(group=group), key=lambda e: e.name):
+        try:
+            obj = ep.load()
+        except Exception as exc:  # noqa: BLE001
+            raise ConfigError(
+                f"entry point {group}:{ep.name} ({ep.value}) failed to load: "
+                f"{type(exc).__name__}: {exc}"
+            ) from None
+        if isinstance(obj, ModuleType):
+            out.extend(module_tools(obj))
+        elif callable(obj):
+            out.append(function_tool(obj, name=ep.name if _NAME.match(ep.name) else None))
+        else:
+            raise ConfigError(
+                f"entry point {group}:{ep.name} ({ep.value}) is neither a module nor a function"
+            )
+    return out
+
+
+def load_user_tools(
+    modules: list[str], *, base_dir: Path, entry_points: bool = True
+) -> list[Tool]:
+    """Every ``user__*`` tool of ``modules`` (``[tools] modules``) and, when ``entry_points``,
+    the ``agentflow.tools`` entry-point group. Raises ConfigError on an import failure or a
+    duplicate tool name (naming both sources)."""
+    tools: list[Tool] = []
+    for spec in modules:
+        tools.extend(module_tools(import_tool_module(spec, base_dir)))
+    if entry_points:
+        tools.extend(entry_point_tools())
+    seen: dict[str, Tool] = {}
+    for t in tools:
+        if t.name in seen:
+            raise ConfigError(
+                f"tool '{t.name}' is defined twice: {seen[t.name].meta.get('python')} and "
+                f"{t.meta.get('python')}"
+            )
+        seen[t.name] = t
+    return tools
+
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "entry_point_tools",
+    "function_tool",
+    "import_tool_module",
+    "load_user_tools",
+    "module_tools",
+    "tool",
+]

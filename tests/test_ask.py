@@ -1,0 +1,381 @@
+"""`flowc ask`: the chat-role loop over tools, plan__* tools and plan_and_execute, and the
+inference counts of seed 002's cost table, against the scripted loopback model."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from support.chat_server import TEST_API_KEY, text, tool_calls
+
+from agentflow.cli import main
+from agentflow.ir.loader import load_plan_text
+from agentflow.runtime.chat import ask
+from agentflow.runtime.executor import Hooks, abort, skip
+from agentflow.runtime.shape_cache import ShapeCache
+from agentflow.runtime.tools.catalog import Catalog
+
+ISSUES = [{"id": "A-1", "title": "Login broken"}, {"id": "A-2", "title": "Slow page"}]
+
+STATUS_PLAN = """\
+version: 1
+name: project_status
+description: Status of the project's issues
+steps:
+  - id: E0
+    tool_name: linear__list_issues
+    input: {}
+finish:
+  mode: solver
+  prompt: Summarize the status
+"""
+
+BROKEN_PLAN = """\
+version: 1
+name: broken
+steps:
+  - id: E0
+    tool_name: linear__get_issue
+    input: { id: NOPE }
+"""
+
+GOOD = """\
+version: 1
+name: goal_plan
+steps:
+  - id: E0
+    tool_name: linear__list_issues
+    input: {}
+  - id: E1
+    tool_name: linear__get_issue
+    input: { id: "{{ E0.issues[1].id }}" }
+"""
+
+
+@pytest.fixture
+def calls():
+    return []
+
+
+@pytest.fixture
+def catalog(calls):
+    cat = Catalog()
+
+    def list_issues():
+        """List issues."""
+        calls.append("list")
+        return {"issues": ISSUES}
+
+    def get_issue(id: str):
+        """Get an issue."""
+        calls.append(f"get {id}")
+        for issue in ISSUES:
+            if issue["id"] == id:
+                return issue
+        raise ValueError(f"no issue {id}")
+
+    cat.register_function("linear__list_issues", list_issues)
+    cat.register_function("linear__get_issue", get_issue)
+    return cat
+
+
+@pytest.fixture
+def plans():
+    return {
+        "project_status": load_plan_text(STATUS_PLAN, "status.yaml"),
+        "broken": load_plan_text(BROKEN_PLAN, "broken.yaml"),
+    }
+
+
+async def go(router, catalog, plans, **kw):
+    progress = []
+    result = await ask(
+        "How is the project?",
+        catalog=catalog,
+        router=router,
+        plans=plans,
+        workspace=".",
+        on_progress=lambda kind, t: progress.append((kind, t)),
+        **kw,
+    )
+    return result, progress
+
+
+def by_role(result):
+    return {role: v["inferences"] for role, v in result.usage["by_role"].items()}
+
+
+# ------------------------------------------------------------------------------ cost table
+
+
+async def test_direct_tools_cost_one_plus_one_per_round(
+    chat_server, scripted_router, catalog, plans
+):
+    chat_server.script(
+        [
+            tool_calls(("linear__list_issues", {})),
+            tool_calls(("linear__get_issue", {"id": "A-1"}), ("linear__get_issue", {"id": "A-2"})),
+            text("Two issues: A-1 and A-2."),
+        ]
+    )
+    result, _ = await go(scripted_router, catalog, plans)
+    assert result.status == "ok"
+    assert result.answer == "Two issues: A-1 and A-2."
+    assert result.usage["inferences"] == 3  # 1 + 2 tool rounds
+    assert by_role(result) == {"chat": 3}
+    assert [t["tool"] for t in result.tools_called] == [
+        "linear__list_issues",
+        "linear__get_issue",
+        "linear__get_issue",
+    ]
+    # both calls of round 2 got their own result, matched by id
+    tool_msgs = [m for m in chat_server.requests[2]["messages"] if m["role"] == "tool"]
+    assert len(tool_msgs) == 3
+    assert "Slow page" in tool_msgs[2]["content"]
+    offered = [t["function"]["name"] for t in chat_server.requests[0]["tools"]]
+    assert offered == [
+        "linear__get_issue",
+        "linear__list_issues",
+        "plan__project_status",
+        "plan__broken",
+        "plan_and_execute",
+    ]
+
+
+async def test_plan_tool_costs_three(chat_server, scripted_router, catalog, plans):
+    chat_server.script(
+        [
+            tool_calls(("plan__project_status", {})),
+            text("REPORT: two open issues"),  # the plan's solver finish
+            text("The project has two open issues."),
+        ]
+    )
+    result, progress = await go(scripted_router, catalog, plans)
+    assert result.status == "ok"
+    assert result.answer == "The project has two open issues."
+    assert result.usage["inferences"] == 3
+    assert by_role(result) == {"chat": 2, "solver": 1}
+    assert result.reports == ["REPORT: two open issues"]
+    assert ("report", "REPORT: two open issues") in progress
+    assert "REPORT: two open issues" in chat_server.requests[2]["messages"][-1]["content"]
+
+
+async def test_plan_and_execute_costs_four(chat_server, scripted_router, catalog, plans, calls):
+    chat_server.script(
+        [
+            tool_calls(("plan_and_execute", {"goal": "Describe the second issue"})),
+            text(GOOD),  # planner
+            text("A-2 is Slow page."),  # solver
+            text("The second issue is 'Slow page'."),  # chat
+        ]
+    )
+    result, _ = await go(scripted_router, catalog, plans)
+    assert result.status == "ok", result.error
+    assert result.usage["inferences"] == 4
+    assert by_role(result) == {"chat": 2, "planner": 1, "solver": 1}
+    assert calls == ["list", "get A-2"]
+    tool_msg = chat_server.requests[3]["messages"][-1]
+    assert json.loads(tool_msg["content"])["report"] == "A-2 is Slow page."
+
+
+async def test_plan_and_execute_costs_one_more_per_replan(
+    chat_server, scripted_router, catalog, plans, calls
+):
+    bad = GOOD.replace('"{{ E0.issues[1].id }}"', "NOPE")
+    chat_server.script(
+        [
+            tool_calls(("plan_and_execute", {"goal": "Describe the second issue"})),
+            text(bad),  # planner: the plan fails at E1
+            text(GOOD),  # replan
+            text("A-2 is Slow page."),
+            text("Slow page."),
+        ]
+    )
+    result, progress = await go(scripted_router, catalog, plans)
+    assert result.status == "ok", result.error
+    assert result.usage["inferences"] == 5
+    assert by_role(result) == {"chat": 2, "planner": 2, "solver": 1}
+    assert calls == ["list", "get NOPE", "get A-2"]  # E0 not re-run
+    assert any(kind == "replan" for kind, _ in progress)
+
+
+# ------------------------------------------------------------------------------ behaviour
+
+
+async def test_human_plans_never_replan(chat_server, scripted_router, catalog, plans):
+    chat_server.script([tool_calls(("plan__broken", {})), text("The plan failed: no issue NOPE.")])
+    result, _ = await go(scripted_router, catalog, plans)
+    assert result.status == "ok"
+    assert by_role(result) == {"chat": 2}  # no planner call
+    err = json.loads(chat_server.requests[1]["messages"][-1]["content"])["error"]
+    assert "no issue NOPE" in err["message"]
+    assert chat_server.requests[1]["messages"][-1]["role"] == "tool"
+
+
+async def test_tool_errors_return_into_the_loop(chat_server, scripted_router, catalog, plans):
+    chat_server.script(
+        [
+            tool_calls(
+                ("linear__get_issue", {"id": "X"}),
+                ("linear__nope", {}),
+                ("linear__list_issues", '{"a": 1}{"b": 2}'),
+            ),
+            text("Sorry."),
+        ]
+    )
+    result, _ = await go(scripted_router, catalog, plans)
+    assert result.status == "ok"
+    contents = [m["content"] for m in chat_server.requests[1]["messages"] if m["role"] == "tool"]
+    assert "no issue X" in contents[0]
+    assert "tool_denied" in contents[1]
+    assert "not valid JSON" in contents[2]
+
+
+async def test_bounded_by_max_agent_iterations(chat_server, scripted_router, catalog, plans):
+    chat_server.script(lambda body: tool_calls(("linear__list_issues", {})))
+    result, _ = await go(scripted_router, catalog, plans, max_iterations=3)
+    assert result.status == "budget"
+    assert result.rounds == 3
+    assert result.usage["inferences"] == 3
+    assert "max_agent_iterations = 3" in result.error["message"]
+
+
+async def test_gate_covers_plan_and_execute_and_aborts_hard(
+    chat_server, scripted_router, catalog, plans
+):
+    seen = []
+
+    def gate(call):
+        seen.append(call.tool_name)
+        if call.tool_name == "plan_and_execute":
+            return skip({"report": "from the gate"})
+        if call.tool_name == "linear__get_issue":
+            return abort("no reads today")
+        return None
+
+    chat_server.script(
+        [
+            tool_calls(("plan_and_execute", {"goal": "g"})),
+            tool_calls(("linear__get_issue", {"id": "A-1"})),
+            text("never"),
+        ]
+    )
+    result, _ = await go(scripted_router, catalog, plans, hooks=Hooks(gate=gate))
+    assert seen == ["plan_and_execute", "linear__get_issue"]
+    assert result.status == "aborted"
+    assert result.error["message"] == "no reads today"
+    assert result.usage["inferences"] == 2  # the skipped plan_and_execute cost nothing
+
+
+async def test_ask_feeds_the_shape_cache(chat_server, scripted_router, catalog, plans):
+    chat_server.script([tool_calls(("linear__list_issues", {})), text("ok")])
+    await go(scripted_router, catalog, plans)
+    assert ShapeCache().get("linear__list_issues").calls == 1
+
+
+# ------------------------------------------------------------------------------ CLI
+
+
+def test_flowc_ask_answer_on_stdout_progress_on_stderr(chat_server, tmp_path, monkeypatch):
+    (tmp_path / "notes.txt").write_text("The launch is on Friday.")
+    plans_dir = tmp_path / "plans"
+    plans_dir.mkdir()
+    (plans_dir / "notes.yaml").write_text(
+        "version: 1\nname: notes\ndescription: Read the notes\nsteps:\n"
+        "  - {id: E0, tool_name: builtin__read_file, input: {path: notes.txt}}\n"
+        "finish: {mode: solver, prompt: Summarize}\n"
+    )
+    config = chat_server.write_config(tmp_path)
+    monkeypatch.setenv("SCRIPTED_API_KEY", TEST_API_KEY)
+    chat_server.script(
+        [
+            tool_calls(("plan__notes", {})),
+            text("SOLVER REPORT: launch Friday"),
+            text("The launch is on Friday."),
+        ]
+    )
+    runner = CliRunner()
+    res = runner.invoke(
+        main,
+        ["ask", "When is the launch?", "--config", str(config), "--workspace", str(tmp_path)],
+    )
+    assert res.exit_code == 0, res.stderr
+    assert res.stdout == "The launch is on Friday.\n"
+    assert "SOLVER REPORT: launch Friday" in res.stderr
+    assert "plan__notes" in res.stderr
+    assert TEST_API_KEY not in res.stderr + res.stdout
+
+
+def test_flowc_ask_without_a_model(tmp_path, monkeypatch):
+    for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    (tmp_path / "flow.toml").write_text("")
+    res = CliRunner().invoke(main, ["ask", "hi", "--config", str(tmp_path / "flow.toml")])
+    assert res.exit_code == 1
+    assert "no model is configured" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_flowc_ask_record_then_replay_plan_and_execute(chat_server, tmp_path, monkeypatch):
+    (tmp_path / "notes.txt").write_text("The launch is on Friday.")
+    config = chat_server.write_config(tmp_path)
+    monkeypatch.setenv("SCRIPTED_API_KEY", TEST_API_KEY)
+    plan = (
+        "version: 1\nname: goal_plan\nsteps:\n"
+        "  - {id: E0, tool_name: builtin__read_file, input: {path: notes.txt}}\n"
+    )
+    chat_server.script(
+        [
+            tool_calls(("plan_and_execute", {"goal": "When is the launch?"})),
+            text(plan),
+            text("Launch: Friday"),
+            text("Friday."),
+        ]
+    )
+    cassette = tmp_path / "ask.jsonl"
+    trace = tmp_path / "trace.jsonl"
+    runner = CliRunner()
+    args = ["ask", "When?", "--workspace", str(tmp_path)]
+    rec = runner.invoke(
+        main, [*args, "--config", str(config), "--record", str(cassette), "--trace", str(trace)]
+    )
+    assert rec.exit_code == 0, rec.stderr
+    assert rec.stdout == "Friday.\n"
+    assert "Launch: Friday" in rec.stderr
+    roles = [
+        json.loads(line)["data"]["role"]
+        for line in trace.read_text().splitlines()
+        if json.loads(line)["kind"] == "model_call"
+    ]
+    assert roles == ["chat", "planner", "solver", "chat"]
+    # replay: no model configured, the user's cache holds other shapes — same answer
+    ShapeCache().record("builtin__read_file", {"unrelated": [1]})
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "flow.toml").write_text("")
+    for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    rep = runner.invoke(
+        main, [*args, "--config", str(empty / "flow.toml"), "--replay", str(cassette)]
+    )
+    assert rep.exit_code == 0, rep.stderr
+    assert rep.stdout == "Friday.\n"
+
+
+async def test_limits_come_from_flow_toml(chat_server, tmp_path, catalog, plans):
+    from agentflow.runtime.config import load_config
+    from agentflow.runtime.models.router import ModelRouter
+
+    path = chat_server.write_config(
+        tmp_path, extra="[chat]\nmax_agent_iterations = 2\n[planner]\nmax_replans = 0\n"
+    )
+    config = load_config(path, env={"SCRIPTED_API_KEY": TEST_API_KEY})
+    assert config.chat.max_agent_iterations == 2 and config.planner.max_replans == 0
+    router = ModelRouter(config)
+    try:
+        chat_server.script(lambda body: tool_calls(("linear__list_issues", {})))
+        result, _ = await go(router, catalog, plans, config=config)
+        assert result.status == "budget" and result.rounds == 2
+    finally:
+        await router.aclose()

@@ -1,0 +1,543 @@
+"""runtime.executor, second wave (issue #4): cancellation, hooks at depth, retry backoff, events,
+sinks, interlocutor, finish modes, cross-file plan cycles.  Real loader, real Catalog."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import threading
+import time
+
+import pytest
+
+from agentflow import NO_ANSWER, Hooks, abort, skip, substitute
+from agentflow.errors import PlanLoadError
+from agentflow.ir.loader import check_plan_cycles, load_plan_text
+from agentflow.runtime.events import CallbackSink, ConsoleSink, EventBus
+from agentflow.runtime.executor import (
+    AskRequest,
+    default_interlocutor,
+    run_plan,
+    terminal_interlocutor,
+)
+from agentflow.runtime.tools.catalog import Catalog
+
+
+def load(text: str, file: str = "t.plan.yaml"):
+    return load_plan_text(text, file)
+
+
+def catalog(**fns) -> Catalog:
+    cat = Catalog()
+    for name, fn in fns.items():
+        cat.register_function(name, fn)
+    return cat
+
+
+class Events(list):
+    def sink(self):
+        return CallbackSink(self.append)
+
+    def kinds(self, kind):
+        return [e for e in self if e.kind == kind]
+
+
+# ---------------------------------------------------------------------------------------------
+# Deadlines and cancellation (RUNTIME.md §2)
+
+
+async def test_deadline_really_stops_a_sleeping_tool():
+    cancelled = []
+
+    async def user__sleep():
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+        return {"late": True}
+
+    plan = load(
+        """
+version: 1
+name: t
+deadline: 200ms
+steps:
+  - {id: E0, tool_name: user__sleep, input: {}}
+  - {id: E1, tool_name: value, input: {value: never}}
+"""
+    )
+    t0 = time.monotonic()
+    res = await run_plan(plan, catalog=catalog(user__sleep=user__sleep))
+    assert time.monotonic() - t0 < 0.5
+    assert res.status == "error" and res.error["code"] == "deadline_exceeded"
+    assert res.error["step_path"] == "E0"
+    assert cancelled == [True]  # the tool's task was cancelled, not left running
+    assert res.results == {}
+
+
+async def test_late_result_of_a_thread_tool_never_takes_effect():
+    done = threading.Event()
+    sink: list = []
+
+    def user__slow():  # a sync tool runs in a thread, which cannot be cancelled
+        time.sleep(0.4)
+        done.set()
+        return {"late": True}
+
+    plan = load(
+        """
+version: 1
+name: t
+steps:
+  - {id: E0, tool_name: user__slow, input: {}, timeout: 100ms}
+"""
+    )
+    events = Events()
+    t0 = time.monotonic()
+    res = await run_plan(plan, catalog=catalog(user__slow=user__slow), sinks=[events.sink()])
+    assert time.monotonic() - t0 < 0.35
+    assert res.status == "error" and res.error["code"] == "timeout"
+    await asyncio.to_thread(done.wait, 2)
+    await asyncio.sleep(0.05)
+    assert res.results == {} and res.output is None and sink == []
+    finished = events.kinds("step_finished")
+    assert len(finished) == 1 and finished[0].data["error"]["code"] == "timeout"
+
+
+async def test_deadline_cancels_every_map_item_in_flight():
+    started, cancelled = [], []
+
+    async def user__nap(i: int):
+        started.append(i)
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            cancelled.append(i)
+            raise
+
+    plan = load(
+        """
+version: 1
+name: t
+deadline: 150ms
+steps:
+  - id: M
+    tool_name: map
+    input:
+      over: [0, 1, 2, 3, 4, 5]
+      concurrency: 3
+      do: {tool_name: user__nap, input: {i: "{{ item }}"}}
+"""
+    )
+    t0 = time.monotonic()
+    res = await run_plan(plan, catalog=catalog(user__nap=user__nap))
+    assert time.monotonic() - t0 < 0.5
+    assert res.error["code"] == "deadline_exceeded"
+    assert sorted(started) == [0, 1, 2] and sorted(cancelled) == [0, 1, 2]
+
+
+# ---------------------------------------------------------------------------------------------
+# Retry with exponential backoff and jitter
+
+
+async def test_retry_backoff_is_exponential_with_jitter():
+    calls = []
+
+    def user__flaky():
+        from agentflow.errors import RunError
+
+        calls.append(time.monotonic())
+        if len(calls) < 4:
+            raise RunError("transient", "try again")
+        return "ok"
+
+    plan = load(
+        """
+version: 1
+name: t
+steps:
+  - id: E0
+    tool_name: user__flaky
+    input: {}
+    retry: {attempts: 3, on: [transient], backoff: {initial: 20ms, factor: 2, max: 50ms}}
+"""
+    )
+    events = Events()
+    res = await run_plan(plan, catalog=catalog(user__flaky=user__flaky), sinks=[events.sink()])
+    assert res.status == "ok" and res.output == "ok"
+    delays = [e.data["delay_ms"] for e in events.kinds("retry")]
+    assert [e.data["attempt"] for e in events.kinds("retry")] == [1, 2, 3]
+    # nominal 20, 40, min(80, 50) = 50 ms; jitter keeps each in [½·d, d]
+    for got, nominal in zip(delays, [20, 40, 50], strict=True):
+        assert nominal // 2 - 1 <= got <= nominal
+
+
+# ---------------------------------------------------------------------------------------------
+# Hooks at any depth (RUNTIME.md §7)
+
+
+NESTED = """
+version: 1
+name: outer
+steps:
+  - id: E0
+    tool_name: map
+    input:
+      over: [1, 2]
+      do: {tool_name: user__echo, input: {n: "{{ item }}"}}
+  - id: E1
+    tool_name: decide
+    input:
+      when: {expr: "E0.count == 2"}
+      then: {tool_name: plan__inner, input: {n: 5}}
+  - id: E2
+    tool_name: user__boom
+    input: {}
+  - id: E3
+    tool_name: value
+    input: {value: after}
+plans:
+  inner:
+    version: 1
+    name: inner
+    steps:
+      - {id: E10, tool_name: user__echo, input: {n: "{{ input.n }}"}}
+"""
+
+
+async def test_gate_sees_every_real_dispatch_at_any_depth_with_its_scope():
+    seen = []
+
+    def gate(call):
+        seen.append((call.step_path, call.tool_name, call.stack, call.scope.get("item")))
+        if call.tool_name == "user__boom":
+            return skip("skipped")
+        return None
+
+    hooks = Hooks()
+    hooks.install_gate(gate)
+    res = await run_plan(
+        load(NESTED),
+        catalog=catalog(user__echo=lambda n: n, user__boom=lambda: 1 / 0),
+        hooks=hooks,
+    )
+    assert res.status == "ok", res.error
+    assert seen == [
+        ("E0/do.0", "user__echo", ["outer"], 1),
+        ("E0/do.1", "user__echo", ["outer"], 2),
+        ("E1/then", "plan__inner", ["outer"], None),
+        ("E1/then/E10", "user__echo", ["outer", "inner"], None),
+        ("E2", "user__boom", ["outer"], None),
+    ]  # control steps (map, decide, value) are never gated
+    assert res.results["E2"] == "skipped" and res.results["E3"] == "after"
+
+
+async def test_on_tool_error_abort_is_a_hard_stop_with_partial_state_and_the_error():
+    events = Events()
+    hooks = Hooks()
+    hooks.install_on_tool_error(lambda failure: abort("stop here"))
+    res = await run_plan(
+        load(NESTED),
+        catalog=catalog(user__echo=lambda n: n, user__boom=lambda: 1 / 0),
+        hooks=hooks,
+        sinks=[events.sink()],
+    )
+    assert res.status == "aborted"
+    assert res.error["code"] == "tool_error" and "ZeroDivisionError" in res.error["message"]
+    assert res.error["step_path"] == "E2"
+    assert res.results == {"E0": [1, 2], "E1": {"branch": "then", "output": 5}}
+    assert res.output is None
+    # tool_finished reports the real call; step_finished the resolution
+    tf = [e for e in events.kinds("tool_finished") if e.path == "E2"]
+    assert tf[0].data["error"]["code"] == "tool_error"
+    sf = [e for e in events.kinds("step_finished") if e.path == "E2"]
+    assert sf[0].data["aborted"] == "stop here"
+
+
+async def test_on_tool_error_substitute_inside_sub_plan_and_abort_propagates_once():
+    asked = []
+
+    def on_error(failure):
+        asked.append(failure.step_path)
+        return substitute("fallback") if failure.step_path == "E2" else abort("no")
+
+    res = await run_plan(
+        load(NESTED),
+        catalog=catalog(user__echo=lambda n: n, user__boom=lambda: 1 / 0),
+        hooks=Hooks(on_tool_error=on_error),
+    )
+    assert res.status == "ok" and res.results["E2"] == "fallback"
+
+    def inner_fails(n):
+        raise ValueError("inner broke")
+
+    asked.clear()
+    res = await run_plan(
+        load(NESTED),
+        catalog=catalog(user__echo=lambda n: n if n < 5 else inner_fails(n), user__boom=lambda: 1),
+        hooks=Hooks(on_tool_error=on_error),
+    )
+    assert res.status == "aborted" and "inner broke" in res.error["message"]
+    assert asked == ["E1/then/E10"]  # the enclosing plan__inner call is not asked again
+
+
+# ---------------------------------------------------------------------------------------------
+# Events, warnings, finish modes
+
+
+async def test_lenient_question_rendering_warns_and_silent_finish():
+    plan = load(
+        """
+version: 1
+name: t
+steps:
+  - id: E0
+    tool_name: value
+    input: {value: {a: 1}}
+  - id: E1
+    tool_name: ask
+    input:
+      question: "Keep {{ E0.missing.deep }}?"
+      when_unanswered: {default: "no"}
+finish: {mode: silent}
+"""
+    )
+    events = Events()
+    res = await run_plan(plan, sinks=[events.sink()])
+    assert res.status == "ok" and res.output is None
+    assert res.results["E1"] == {"answer": "no", "answered": False}
+    warnings = events.kinds("warning")
+    assert warnings and warnings[0].path == "E1" and "missing" in warnings[0].data["message"]
+    asks = events.kinds("ask")
+    assert asks[0].data["question"] == "Keep ?"
+
+
+async def test_event_order_and_paths_for_bodies():
+    events = Events()
+    plan = load(
+        """
+version: 1
+name: t
+steps:
+  - id: E0
+    tool_name: parallel
+    input:
+      branches:
+        a: {tool_name: value, input: {value: 1}}
+        b: {tool_name: user__f, input: {}}
+  - id: E1
+    tool_name: verify
+    input:
+      checks:
+        - {ok: "{{ E0.a == 1 }}", message: "a is one"}
+        - {ok: "{{ E0.b == 3 }}", message: "b is three"}
+"""
+    )
+    res = await run_plan(plan, catalog=catalog(user__f=lambda: 2), sinks=[events.sink()])
+    assert res.output == {"passed": False, "failures": ["b is three"]}
+    assert res.results["E0"] == {"a": 1, "b": 2}
+    paths = [(e.kind, e.path) for e in events if e.kind.startswith(("step", "tool"))]
+    assert paths[0] == ("step_started", "E0")
+    assert ("tool_started", "E0/b") in paths and ("step_finished", "E0/a") in paths
+    assert paths[-1] == ("step_finished", "E1")
+    assert paths.index(("tool_started", "E0/b")) < paths.index(("tool_finished", "E0/b"))
+
+
+def test_event_bus_kind_filter():
+    got_all, got_model = [], []
+
+    class OnlyModel:
+        kinds = frozenset({"model_call"})
+
+        def handle(self, e):
+            got_model.append(e.kind)
+
+    bus = EventBus([OnlyModel()])
+    assert bus.listens("model_call") and not bus.listens("step_started")
+    bus.emit("step_started", "E0")
+    bus.emit("model_call", "E0")
+    bus.add(CallbackSink(lambda e: got_all.append(e.kind)))
+    assert bus.listens("step_started")
+    bus.emit("step_started", "E1")
+    assert got_model == ["model_call"] and got_all == ["step_started"]
+
+
+async def test_live_console_view_shows_running_steps_and_map_progress():
+    stream = io.StringIO()
+    console = ConsoleSink(stream, force_live=True)
+    assert not console.plain
+    snapshots = []
+    gate_open = asyncio.Event()
+
+    async def user__item(i: int):
+        if i == 3:
+            from rich.console import Console
+
+            out = Console(file=io.StringIO(), width=100, force_terminal=False)
+            out.print(console._render())
+            snapshots.append(out.file.getvalue())
+            gate_open.set()
+        return i
+
+    plan = load(
+        """
+version: 1
+name: t
+steps:
+  - id: E0
+    tool_name: map
+    input:
+      over: [0, 1, 2, 3, 4]
+      do: {tool_name: user__item, input: {i: "{{ item }}"}}
+"""
+    )
+    res = await run_plan(plan, catalog=catalog(user__item=user__item), sinks=[console])
+    assert res.status == "ok"
+    view = snapshots[0]
+    assert "E0 " in view and "map" in view and "3/5" in view  # 3 of 5 items done
+    assert "E0/do.3" in view and "user__item" in view and "s" in view
+
+
+def test_plain_console_lines_when_not_a_tty(capsys):
+    stream = io.StringIO()
+    console = ConsoleSink(stream)
+    assert console.plain
+    res = asyncio.run(
+        run_plan(
+            load(
+                "version: 1\nname: t\nsteps:\n  - {id: E0, tool_name: value, input: {value: 1}}\n"
+            ),
+            sinks=[console],
+        )
+    )
+    assert res.status == "ok"
+    text = stream.getvalue()
+    assert "▶ E0 value" in text and "✓ E0" in text and "run ok" in text
+
+
+# ---------------------------------------------------------------------------------------------
+# Interlocutor
+
+
+async def test_terminal_interlocutor_reads_a_line_and_choices_by_number():
+    out = io.StringIO()
+    ask = terminal_interlocutor(io.StringIO("2\n"), out)
+    req = AskRequest("Which one?", None, ["red", "green"], "E4", ["t"])
+    assert await ask(req) == "green"
+    assert "? [E4] Which one?" in out.getvalue() and "2) green" in out.getvalue()
+    ask = terminal_interlocutor(io.StringIO('{"n": 3}\n'), io.StringIO())
+    req = AskRequest("How many?", {"type": "object"}, None, "E4", ["t"])
+    assert await ask(req) == {"n": 3}
+    ask = terminal_interlocutor(io.StringIO(""), io.StringIO())  # end of input
+    assert await ask(req) is NO_ANSWER
+    assert default_interlocutor(stdin=io.StringIO("x")) is None  # not a TTY: nobody to ask
+
+
+async def test_terminal_interlocutor_in_a_run_with_serialized_questions():
+    out = io.StringIO()
+    plan = load(
+        """
+version: 1
+name: t
+steps:
+  - id: E0
+    tool_name: map
+    input:
+      over: [a, b, c]
+      concurrency: 3
+      do:
+        tool_name: ask
+        input: {question: "Name for {{ item }}?", when_unanswered: {default: none}}
+"""
+    )
+    hooks = Hooks()
+    hooks.install_interlocutor(terminal_interlocutor(io.StringIO("x\ny\n"), out))
+    res = await run_plan(plan, hooks=hooks)
+    assert res.status == "ok"
+    assert res.output == [
+        {"answer": "x", "answered": True},
+        {"answer": "y", "answered": True},
+        {"answer": "none", "answered": False},
+    ]
+    text = out.getvalue()
+    assert text.count("? [") == 3
+    assert text.index("Name for a?") < text.index("Name for b?") < text.index("Name for c?")
+
+
+# ---------------------------------------------------------------------------------------------
+# Cross-file plan cycles
+
+
+def test_check_plan_cycles_across_files_names_the_closing_call():
+    a = load(
+        "version: 1\nname: a\nsteps:\n  - {id: E0, tool_name: plan__b, input: {}}\n", "a.plan.yaml"
+    )
+    b = load(
+        "version: 1\nname: b\nsteps:\n  - id: E0\n    tool_name: map\n    input:\n"
+        "      over: [1]\n      do: {tool_name: plan__a, input: {}}\n",
+        "b.plan.yaml",
+    )
+    problems = check_plan_cycles(a, {"b": b})
+    assert len(problems) == 1
+    p = problems[0]
+    assert p.code == "plan_cycle" and "a → b → a" in p.message
+    assert str(p.location) == "b.plan.yaml:8:23"
+    assert check_plan_cycles(a, {}) == []
+    with pytest.raises(PlanLoadError):
+        raise PlanLoadError(problems)
+
+
+# ---------------------------------------------------------------------------------------------
+# Deferred rendering (PLAN_IR.md §5)
+
+
+async def test_branch_not_taken_never_renders_and_nested_filter_shadows_item():
+    plan = load(
+        """
+version: 1
+name: t
+steps:
+  - {id: E0, tool_name: value, input: {value: {ok: true}}}
+  - id: E1
+    tool_name: decide
+    input:
+      when: {value: "{{ E0.ok }}", op: eq, to: true}
+      then: {tool_name: value, input: {value: taken}}
+      else: {tool_name: value, input: {value: "{{ E0.nothing.here }}"}}
+  - id: E2
+    tool_name: map
+    input:
+      over: [[1, 5, 9], [2, 8]]
+      do:
+        tool_name: filter
+        input:
+          over: "{{ item }}"
+          when: {expr: "item > 4"}
+"""
+    )
+    events = Events()
+    res = await run_plan(plan, sinks=[events.sink()])
+    assert res.status == "ok", res.error
+    assert res.results["E1"] == {"branch": "then", "output": "taken"}
+    assert not [e for e in events if e.path == "E1/else"]
+    assert res.results["E2"] == [
+        {"kept": [5, 9], "dropped": [1]},
+        {"kept": [8], "dropped": [2]},
+    ]
+
+
+async def test_runtime_plan_cycle_through_an_agent_free_chain_of_plans():
+    a = load("version: 1\nname: a\nsteps:\n  - {id: E0, tool_name: plan__b, input: {}}\n")
+    b = load(
+        "version: 1\nname: b\nsteps:\n  - id: E5\n    tool_name: map\n    input:\n"
+        "      over: [1]\n      do: {tool_name: plan__a, input: {}}\n"
+    )
+    calls = []
+    res = await run_plan(
+        a, plans={"a": a, "b": b}, hooks=Hooks(on_tool_error=lambda f: calls.append(f))
+    )
+    assert res.status == "error" and res.error["code"] == "plan_cycle"
+    assert res.error["step_path"] == "E0/E5/do.0"
+    assert "a → b → a" in res.error["message"]
+    assert calls == []  # plan_cycle is never offered to on_tool_error

@@ -1,0 +1,243 @@
+"""`flowc fmt` (LANGUAGE.md §10): one canonical layout, comments kept, idempotent, and the
+compiled plan is identical before and after (``meta.source`` aside)."""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentflow import api
+from agentflow.cli import main
+from agentflow.compiler.fmt import FormatError, format_source, tokenize
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = Path("/work/shared/examples")
+
+
+def _corpus() -> list[Path]:
+    files: list[Path] = []
+    for base in (EXAMPLES, ROOT / "tests", ROOT / "src" / "agentflow" / "stdlib"):
+        if base.is_dir():
+            files.extend(sorted(base.rglob("*.flow")))
+    out = []
+    for f in files:
+        try:
+            format_source(f.read_text(encoding="utf-8"), str(f))
+        except FormatError:
+            continue  # files with syntax errors are not formatted
+        out.append(f)
+    return out
+
+
+CORPUS = _corpus()
+
+
+def _compilable(files: list[Path]) -> list[Path]:
+    out = []
+    for f in files:
+        try:
+            api.compile_source(f.read_text(encoding="utf-8"), f.name)
+        except Exception:
+            continue
+        out.append(f)
+    return out
+
+
+COMPILABLE = _compilable(CORPUS)
+
+
+_LOCATION = re.compile(r"\b[\w.-]+\.flow:\d+:\d+\b")
+
+
+def _strip_source(value):
+    """The plan without ``meta.source`` (and without the same ``file:line:col`` quoted in an
+    outlined sub-plan's ``description``), which are the only things layout may change."""
+    if isinstance(value, str):
+        return _LOCATION.sub("<loc>", value)
+    if isinstance(value, dict):
+        return {
+            k: _strip_source(v)
+            for k, v in value.items()
+            if not (k == "source" and isinstance(v, str) and ".flow:" in v)
+        }
+    if isinstance(value, list):
+        return [_strip_source(v) for v in value]
+    return value
+
+
+def _comments(text: str) -> list[str]:
+    return [t.text.rstrip() for t in tokenize(text) if t.kind in ("comment", "doc", "block")]
+
+
+def mangle(text: str, rnd: random.Random, add_blank_lines: bool = True) -> str:
+    """Same program, different layout: random indentation, extra spaces between tokens where
+    there was a space (or none where the tokens glue safely), extra blank lines (only inside
+    existing runs of blank lines unless ``add_blank_lines``).  Lines inside
+    multi-line tokens (``\"\"\"`` strings, block comments) are kept."""
+    toks = tokenize(text)
+    out: list[str] = []
+    line_start = True
+    for i, t in enumerate(toks):
+        if t.kind == "nl":
+            if add_blank_lines or (i and toks[i - 1].kind == "nl"):
+                out.append("\n" * rnd.choice([1, 1, 1, 2, 3]))
+            else:
+                out.append("\n")
+            line_start = True
+            continue
+        if line_start:
+            out.append(" " * rnd.randrange(0, 9))
+            line_start = False
+        else:
+            prev = toks[i - 1]
+            gap = text[prev.end : t.start]
+            if gap:
+                out.append(" " * rnd.randrange(1, 4))
+            else:
+                out.append(" " * rnd.choice([0, 0, 1]) if _may_space(prev, t) else "")
+        out.append(t.text)
+    return "".join(out)
+
+
+def _may_space(a, b) -> bool:
+    # a space can be added between glued tokens except where the glue is lexical
+    return not (a.kind in ("num",) or b.kind in ("num",)) and a.kind != "comment"
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    assert len(CORPUS) >= 8, CORPUS
+    return CORPUS
+
+
+def test_corpus_includes_examples_and_check_files(corpus):
+    names = {p.name for p in corpus}
+    assert "bug-triage.flow" in names
+    assert any(p.parent.name == "check" for p in corpus)
+    assert len(COMPILABLE) >= 4
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_idempotent_and_comments_kept(path: Path):
+    text = path.read_text(encoding="utf-8")
+    once = format_source(text, str(path))
+    assert format_source(once, str(path)) == once
+    assert _comments(once) == _comments(text)
+
+
+@pytest.mark.parametrize("path", COMPILABLE, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_plan_identical_after_fmt(path: Path):
+    text = path.read_text(encoding="utf-8")
+    before = api.compile_source(text, path.name).plan
+    formatted = format_source(mangle(text, random.Random(7)), path.name)
+    after = api.compile_source(formatted, path.name).plan
+    assert _strip_source(after) == _strip_source(before)
+    assert api.compile_source(format_source(text, path.name), path.name).plan is not None
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_layout_is_canonical(path: Path):
+    """Any re-layout of the same tokens and line breaks formats to the very same text."""
+    text = path.read_text(encoding="utf-8")
+    canonical = format_source(text, str(path))
+    for seed in range(3):
+        assert format_source(mangle(text, random.Random(seed), False), str(path)) == canonical
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(CORPUS), st.randoms(use_true_random=False))
+def test_idempotent_on_random_layouts(path: Path, rnd: random.Random):
+    text = mangle(path.read_text(encoding="utf-8"), rnd)
+    once = format_source(text, str(path))
+    assert format_source(once, str(path)) == once
+    assert _comments(once) == _comments(text)
+
+
+def test_exact_layout():
+    messy = (
+        "// header\n\n\n"
+        "type  T{a:int,b : text?   @length( 1,80 )\n"
+        "/// doc of c\n"
+        "c:map<int>[]}\n"
+        "stage s->T{\n"
+        "let x=[1,2]   // trailing\n"
+        "   let  y = -x.count+ (3*-1)\n"
+        "require y>0\n"
+        'else fail "neg ${ x [0] }"\n'
+        "return {a:y,b:null,c:[]}\n\n\n"
+        "}\n\n"
+    )
+    want = (
+        "// header\n\n"
+        "type T { a: int, b: text? @length(1, 80)\n"
+        "  /// doc of c\n"
+        "  c: map<int>[] }\n"
+        "stage s -> T {\n"
+        "  let x = [1, 2]  // trailing\n"
+        "  let y = -x.count + (3 * -1)\n"
+        "  require y > 0\n"
+        '    else fail "neg ${ x [0] }"\n'
+        "  return { a: y, b: null, c: [] }\n"
+        "}\n"
+    )
+    assert format_source(messy) == want
+    assert format_source(want) == want
+
+
+def test_triple_strings_and_block_comments_verbatim():
+    text = (
+        "stage s -> text {\n"
+        "      /* keep\n"
+        "         me */\n"
+        '  return """\n'
+        "      line one\n"
+        "        ${input}\n"
+        '      """\n'
+        "}\n"
+    )
+    out = format_source(text)
+    assert "/* keep\n         me */" in out
+    assert '"""\n      line one\n        ${input}\n      """' in out
+    assert format_source(out) == out
+
+
+def test_trailing_comments_align_in_runs():
+    text = "type A {\n  a: int // one\n  long_name: text // two\n\n  c: int // three\n}\n"
+    assert format_source(text) == (
+        "type A {\n  a: int           // one\n  long_name: text  // two\n\n  c: int  // three\n}\n"
+    )
+
+
+def test_syntax_error_is_not_formatted():
+    with pytest.raises(FormatError) as e:
+        format_source("stage s {\n  let = 1\n}\n", "bad.flow")
+    assert "bad.flow:2:" in str(e.value)
+
+
+def test_cli_fmt_check_and_write(tmp_path: Path):
+    f = tmp_path / "a.flow"
+    f.write_text("stage s->int{\nreturn 1+2\n}\n", encoding="utf-8")
+    good = tmp_path / "b.flow"
+    good.write_text("stage s -> int {\n  return 1\n}\n", encoding="utf-8")
+    runner = CliRunner()
+    r = runner.invoke(main, ["fmt", "--check", str(tmp_path)])
+    assert r.exit_code == 1
+    assert "a.flow: would reformat" in r.output
+    assert f.read_text() == "stage s->int{\nreturn 1+2\n}\n"
+    r = runner.invoke(main, ["fmt", str(f), str(good)])
+    assert r.exit_code == 0, r.output
+    assert f.read_text() == "stage s -> int {\n  return 1 + 2\n}\n"
+    r = runner.invoke(main, ["fmt", "--check", str(tmp_path)])
+    assert r.exit_code == 0
+    bad = tmp_path / "c.flow"
+    bad.write_text("stage {", encoding="utf-8")
+    r = runner.invoke(main, ["fmt", str(bad)])
+    assert r.exit_code == 1
+    assert "c.flow:1:" in r.output
+    assert "Traceback" not in r.output

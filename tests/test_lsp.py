@@ -1,0 +1,360 @@
+"""`flowc lsp`, driven as a real LSP client over stdio (``python -m agentflow lsp``, JSON-RPC with
+Content-Length framing): diagnostics, hover, definition, completion, symbols, rename,
+formatting, and UTF-16 / UTF-8 / UTF-32 positions."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentflow.lsp.client import LspClient, LspError
+from agentflow.lsp.positions import LineIndex
+
+SOURCE = """\
+/// An incoming bug report.
+type Report {
+  /// a short summary
+  title: text
+  files: path[]
+}
+
+type Level = "low" | "high"
+
+/// Look an issue up in the tracker.
+extern tool tracker__lookup(id: text) -> { level: Level }
+
+use agent "repo-investigator" as investigator
+use team "dev-team" as dev
+
+input Report
+
+/// Finds the report again.
+stage find -> Report {
+  let found = agent(investigator) {
+    task "look at ${input.title}"
+    tools [read_file, grep]
+    expect Report
+  }
+  return found
+}
+
+stage rank -> text {
+  let hit = tracker__lookup(id: find.title)
+  let size = read_file(path: find.files[0]).count
+  require size > 0 else fail "empty"
+  return hit.level
+}
+
+stage route -> Report {
+  agent(dev.main) {
+    task "route"
+    expect Report
+  }
+}
+"""
+
+URI = "file:///tmp/agentflow-test/main.flow"
+
+
+def pos(text: str, needle: str, delta: int = 0, nth: int = 0, encoding: str = "utf-16") -> dict:
+    """The LSP position of ``needle`` (+ ``delta`` characters) in ``text``."""
+    off = -1
+    for _ in range(nth + 1):
+        off = text.index(needle, off + 1)
+    line, char = LineIndex(text, encoding).position(off + delta)
+    return {"line": line, "character": char}
+
+
+@pytest.fixture(scope="module")
+def client():
+    c = LspClient([sys.executable, "-m", "agentflow", "lsp"])
+    caps = c.initialize()
+    c.caps = caps["capabilities"]
+    c.open(URI, SOURCE)
+    first = c.wait_notification("textDocument/publishDiagnostics", lambda p: p["uri"] == URI)
+    c.first_diagnostics = first
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def hover(c: LspClient, uri: str, p: dict) -> str | None:
+    r = c.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": p})
+    return None if r is None else r["contents"]["value"]
+
+
+def labels(c: LspClient, uri: str, p: dict) -> list[str]:
+    r = c.request("textDocument/completion", {"textDocument": {"uri": uri}, "position": p})
+    items = r["items"] if isinstance(r, dict) else r
+    return [i["label"] for i in items]
+
+
+def test_capabilities(client):
+    caps = client.caps
+    assert caps["positionEncoding"] == "utf-16"
+    assert caps["hoverProvider"] and caps["definitionProvider"]
+    assert set(caps["completionProvider"]["triggerCharacters"]) >= {".", ":"}
+    assert caps["renameProvider"]["prepareProvider"] is True
+    assert caps["documentSymbolProvider"] and caps["documentFormattingProvider"]
+
+
+def test_diagnostics_on_open_and_change(client):
+    assert client.first_diagnostics["diagnostics"] == []
+    uri = "file:///tmp/agentflow-test/diag.flow"
+    client.open(uri, SOURCE)
+    client.wait_notification("textDocument/publishDiagnostics", lambda p: p["uri"] == uri)
+    bad = SOURCE.replace("hit.level", "hit.levle")
+    client.change(uri, bad, 2)
+    got = client.wait_notification(
+        "textDocument/publishDiagnostics", lambda p: p["uri"] == uri and p.get("version") == 2
+    )
+    [d] = got["diagnostics"]
+    assert d["code"] == "unknown-field"
+    assert d["severity"] == 1 and d["source"] == "flowc"
+    assert "did you mean `level`" in d["message"]
+    start = pos(bad, "levle")
+    assert d["range"] == {
+        "start": start,
+        "end": {"line": start["line"], "character": start["character"] + 5},
+    }
+    # warnings carry severity 2; notes become related information
+    dup = SOURCE + "\ntype Report { x: int }\n"
+    client.change(uri, dup, 3)
+    got = client.wait_notification(
+        "textDocument/publishDiagnostics", lambda p: p["uri"] == uri and p.get("version") == 3
+    )
+    [d] = got["diagnostics"]
+    assert d["code"] == "duplicate-definition"
+    assert d["relatedInformation"][0]["location"]["range"]["start"] == pos(dup, "Report")
+    client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    closed = client.wait_notification("textDocument/publishDiagnostics", lambda p: p["uri"] == uri)
+    assert closed["diagnostics"] == []
+
+
+def test_changes_are_debounced_to_the_latest_version(client):
+    uri = "file:///tmp/agentflow-test/debounce.flow"
+    client.open(uri, SOURCE)
+    client.wait_notification("textDocument/publishDiagnostics", lambda p: p["uri"] == uri)
+    for v in range(2, 12):
+        client.change(uri, SOURCE.replace("return hit.level", f"return hit.level{v}"), v)
+    last = client.wait_notification(
+        "textDocument/publishDiagnostics", lambda p: p["uri"] == uri and p.get("version") == 11
+    )
+    assert "level11" in last["diagnostics"][0]["message"]
+
+
+def test_hover(client):
+    h = hover(client, URI, pos(SOURCE, "found", 1, nth=1))  # `return found`
+    assert "(let) found: Report" in h
+    h = hover(client, URI, pos(SOURCE, "find.title", 6))  # the field
+    assert "(field) title: text" in h and "a short summary" in h
+    h = hover(client, URI, pos(SOURCE, "find.title", 1))  # the stage
+    assert "(stage) find: Report" in h and "Finds the report again." in h
+    h = hover(client, URI, pos(SOURCE, "-> Report {", 4))  # a type name: definition + doc
+    assert "type Report {" in h and "files: path[]" in h and "An incoming bug report." in h
+    h = hover(client, URI, pos(SOURCE, "tracker__lookup(id"))
+    assert "tracker__lookup(id: text) -> { level: Level }" in h
+    assert "Look an issue up in the tracker." in h
+    h = hover(client, URI, pos(SOURCE, "read_file(path"))
+    assert "(prelude tool) read_file(path: path" in h
+    h = hover(client, URI, pos(SOURCE, "size > 0", 5))  # the `>` of an expression
+    assert "bool" in h
+    h = hover(client, URI, pos(SOURCE, "investigator)"))
+    assert "(use) investigator" in h
+
+
+def _definition(client, p):
+    return client.request("textDocument/definition", {"textDocument": {"uri": URI}, "position": p})
+
+
+def test_definition(client):
+    cases = {
+        ("find.title", 0, 0): ("find ->", 0),  # stage
+        ("found", 0, 1): ("found =", 0),  # let
+        ("expect Report", 7, 0): ("Report {", 0),  # type
+        ("investigator)", 0, 0): ("investigator\n", 0),  # agent alias
+        ("dev.main", 0, 0): ("dev\n", 0),  # team alias
+        ("tracker__lookup(id", 0, 0): ("tracker__lookup(id: text)", 0),  # file tool
+        ("Level }", 0, 0): ("Level =", 0),  # alias type
+        ("hit.level", 4, 0): ("level: Level", 0),  # field of an inline object type
+        ("find.files", 5, 0): ("files: path[]", 0),  # field of a named type
+    }
+    for (needle, delta, nth), (target, tdelta) in cases.items():
+        loc = _definition(client, pos(SOURCE, needle, delta, nth))
+        assert loc is not None, needle
+        assert loc["uri"] == URI
+        assert loc["range"]["start"] == pos(SOURCE, target, tdelta), needle
+    # a prelude tool goes to stdlib/prelude.flow
+    loc = _definition(client, pos(SOURCE, "read_file(path"))
+    assert loc["uri"].endswith("/stdlib/prelude.flow")
+    prelude = Path(loc["uri"][len("file://") :]).read_text(encoding="utf-8")
+    assert (
+        prelude.splitlines()[loc["range"]["start"]["line"]].find("read_file")
+        == (loc["range"]["start"]["character"])
+    )
+    # a tool named in `tools [...]`
+    loc = _definition(client, pos(SOURCE, "grep]"))
+    assert loc["uri"].endswith("/stdlib/prelude.flow")
+
+
+def _edit(client, uri: str, text: str, version: int) -> None:
+    client.change(uri, text, version)
+
+
+def test_completion(client):
+    uri = "file:///tmp/agentflow-test/complete.flow"
+    client.open(uri, SOURCE)
+    client.wait_notification("textDocument/publishDiagnostics", lambda p: p["uri"] == uri)
+    # fields after `.` — also while the line does not parse yet
+    text = SOURCE.replace("return hit.level", "return find.")
+    _edit(client, uri, text, 2)
+    got = labels(client, uri, pos(text, "find.\n", 5))
+    assert got == ["title", "files"]
+    text = SOURCE.replace("return hit.level", "return hit.le")
+    _edit(client, uri, text, 3)
+    assert labels(client, uri, pos(text, "hit.le", 6)) == ["level"]
+    text = SOURCE.replace("return hit.level", "return find.files.")
+    _edit(client, uri, text, 4)
+    assert labels(client, uri, pos(text, "files.\n", 6)) == ["count"]
+    # types after `:` and `expect`
+    text = SOURCE.replace("  files: path[]\n", "  files: path[]\n  extra: \n")
+    _edit(client, uri, text, 5)
+    got = labels(client, uri, pos(text, "extra: ", 7))
+    assert {"text", "int", "path", "Report", "Level"} <= set(got)
+    assert "find" not in got
+    text = SOURCE.replace("expect Report\n  }\n  return", "expect \n  }\n  return")
+    _edit(client, uri, text, 6)
+    got = labels(client, uri, pos(text, "expect \n", 7))
+    assert {"Report", "Level", "bool", "json"} <= set(got)
+    # tool names in `tools [...]`
+    text = SOURCE.replace("tools [read_file, grep]", "tools [read_file, ]")
+    _edit(client, uri, text, 7)
+    got = labels(client, uri, pos(text, "read_file, ]", 11))
+    assert {"read_file", "grep", "list_dir", "write_file", "tracker__lookup"} <= set(got)
+    assert "Report" not in got
+    # clause keywords inside `agent { }`
+    text = SOURCE.replace('    task "route"\n', '    task "route"\n    ti\n')
+    _edit(client, uri, text, 8)
+    got = labels(client, uri, pos(text, "    ti\n", 6))
+    assert {"task", "tools", "timeout", "retry", "max_iterations", "write", "expect"} <= set(got)
+    # names in an expression
+    text = SOURCE.replace("  return hit.level", "  return hit.level\n  let z = ")
+    _edit(client, uri, text, 9)
+    got = labels(client, uri, pos(text, "let z = ", 8))
+    assert {"input", "find", "hit", "size", "investigator"} <= set(got)
+    assert "route" not in got  # later stages are not visible
+
+
+def test_document_symbols(client):
+    syms = client.request("textDocument/documentSymbol", {"textDocument": {"uri": URI}})
+    by_name = {s["name"]: s for s in syms}
+    assert by_name["Report"]["kind"] == 23  # Struct
+    assert [c["name"] for c in by_name["Report"]["children"]] == ["title", "files"]
+    assert by_name["find"]["kind"] == 12  # Function
+    assert by_name["find"]["detail"] == "Report"
+    assert by_name["rank"]["selectionRange"]["start"] == pos(SOURCE, "rank ->")
+    assert {"Level", "tracker__lookup", "investigator", "dev", "route"} <= set(by_name)
+
+
+def _rename(client, uri, p, new):
+    return client.request(
+        "textDocument/rename", {"textDocument": {"uri": uri}, "position": p, "newName": new}
+    )
+
+
+def _apply(text: str, edits: list[dict]) -> str:
+    index = LineIndex(text)
+    spans = sorted(
+        (
+            index.offset(e["range"]["start"]["line"], e["range"]["start"]["character"]),
+            index.offset(e["range"]["end"]["line"], e["range"]["end"]["character"]),
+            e["newText"],
+        )
+        for e in edits
+    )
+    for a, b, new in reversed(spans):
+        text = text[:a] + new + text[b:]
+    return text
+
+
+def test_rename_let_and_type(client):
+    prep = client.request(
+        "textDocument/prepareRename",
+        {"textDocument": {"uri": URI}, "position": pos(SOURCE, "hit.level", 1)},
+    )
+    assert prep["placeholder"] == "hit"
+    edit = _rename(client, URI, pos(SOURCE, "hit.level", 1), "lookup")
+    out = _apply(SOURCE, edit["changes"][URI])
+    assert "let lookup = tracker__lookup" in out and "return lookup.level" in out
+    edit = _rename(client, URI, pos(SOURCE, "Report {"), "BugReport")
+    out = _apply(SOURCE, edit["changes"][URI])
+    assert "Report" not in out.replace("BugReport", "")
+    assert out.count("BugReport") == SOURCE.count("Report") - SOURCE.count("reports again") * 0
+    # stages and built-ins are not renamable; bad names are refused
+    assert (
+        client.request(
+            "textDocument/prepareRename",
+            {"textDocument": {"uri": URI}, "position": pos(SOURCE, "find.title")},
+        )
+        is None
+    )
+    with pytest.raises(LspError):
+        _rename(client, URI, pos(SOURCE, "hit.level", 1), "not a name")
+    with pytest.raises(LspError):
+        _rename(client, URI, pos(SOURCE, "hit.level", 1), "stage")
+
+
+def test_formatting(client):
+    uri = "file:///tmp/agentflow-test/fmt.flow"
+    messy = "stage s->int{\nreturn 1+2\n}\n"
+    client.open(uri, messy)
+    edits = client.request(
+        "textDocument/formatting",
+        {"textDocument": {"uri": uri}, "options": {"tabSize": 2, "insertSpaces": True}},
+    )
+    assert _apply(messy, edits) == "stage s -> int {\n  return 1 + 2\n}\n"
+
+
+EMOJI = """\
+stage s -> text {
+  let name = "x"
+  return "😀😀" + name + nope
+}
+"""
+
+
+def test_utf16_positions_after_non_bmp(client):
+    uri = "file:///tmp/agentflow-test/emoji.flow"
+    client.open(uri, EMOJI)
+    got = client.wait_notification("textDocument/publishDiagnostics", lambda p: p["uri"] == uri)
+    [d] = got["diagnostics"]
+    assert d["code"] == "unknown-name"
+    line = EMOJI.splitlines()[2]
+    col16 = len(line[: line.index("nope")].encode("utf-16-le")) // 2
+    assert col16 == line.index("nope") + 2  # two surrogate pairs before it
+    assert d["range"]["start"] == {"line": 2, "character": col16}
+    assert d["range"]["end"] == {"line": 2, "character": col16 + 4}
+    # hover / definition at a UTF-16 position after the emoji
+    p = {"line": 2, "character": len(line[: line.index("name")].encode("utf-16-le")) // 2 + 1}
+    h = client.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": p})
+    assert "(let) name: text" in h["contents"]["value"]
+    assert h["range"]["start"]["character"] == p["character"] - 1
+    loc = client.request("textDocument/definition", {"textDocument": {"uri": uri}, "position": p})
+    assert loc["range"]["start"] == {"line": 1, "character": 6}
+
+
+@pytest.mark.parametrize("encoding,width", [("utf-8", 4), ("utf-32", 1)])
+def test_other_position_encodings(encoding, width):
+    with LspClient() as c:
+        caps = c.initialize(encodings=[encoding])
+        assert caps["capabilities"]["positionEncoding"] == encoding
+        uri = "file:///tmp/agentflow-test/enc.flow"
+        c.open(uri, EMOJI)
+        got = c.wait_notification("textDocument/publishDiagnostics")
+        line = EMOJI.splitlines()[2]
+        before = line[: line.index("nope")]
+        expect = len(before) - 2 + 2 * width
+        assert got["diagnostics"][0]["range"]["start"] == {"line": 2, "character": expect}

@@ -1,0 +1,412 @@
+"""The full catalog (RUNTIME.md §4): stdlib schemas vs the prelude, ``user__*`` Python tools
+(modules, files, entry points), ``plan__*`` tools (plans directory, sub-plans), host policy and
+``tool_denied`` in the agent loop, ``plan_and_execute`` never offered, and ``flowc tools``."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from support.chat_server import TEST_API_KEY, text, tool_calls
+
+from agentflow import api
+from agentflow.errors import ConfigError, PlanLoadError, RunError
+from agentflow.ir import load_plan_text
+from agentflow.runtime.config import load_config
+from agentflow.runtime.tools.build import build_catalog, schema_summary
+from agentflow.runtime.tools.builtin import SCHEMAS
+from agentflow.runtime.tools.catalog import ToolContext
+from agentflow.runtime.tools.user import function_tool, tool
+
+# --------------------------------------------------------------------------- stdlib
+
+
+def test_prelude_signatures_match_the_builtin_schemas():
+    from agentflow.compiler.checker import prelude_tools
+
+    sigs = prelude_tools()
+    assert set(sigs) == set(SCHEMAS)
+    for name, sig in sigs.items():
+        schema = SCHEMAS[name]
+        props = schema["properties"]
+        required = set(schema.get("required", []))
+        for param, (_type, optional) in sig.params.items():
+            assert param in props, (name, param)
+            assert (param not in required) == optional, (name, param)
+        # the schema may offer models extra optional arguments, never extra required ones
+        assert required <= set(sig.params), name
+        assert schema["additionalProperties"] is False
+        for prop in props.values():
+            assert prop.get("type") in {"string", "integer", "boolean"}
+
+
+async def test_read_file_window_and_cap(tmp_path, monkeypatch):
+    from agentflow.runtime.tools import builtin
+
+    (tmp_path / "f.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
+    catalog = build_catalog(None, entry_points=False)
+    ctx = ToolContext(workspace=tmp_path)
+    read = catalog.get("builtin__read_file").func
+    assert await read({"path": "f.txt", "offset": 3, "limit": 2}, ctx) == "line 3\nline 4\n"
+    monkeypatch.setattr(builtin, "MAX_READ_CHARS", 20)
+    out = await read({"path": "f.txt"}, ctx)
+    assert out.startswith("line 1\nline 2\nline 3")
+    assert "[truncated: showing 20 of" in out and "offset=" in out
+
+
+async def test_grep_regex_glob_max_results_line_numbers(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n# TODO one\n# todo two\n")
+    (tmp_path / "b.md").write_text("TODO md\n")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "c.py").write_text("TODO git\n")
+    catalog = build_catalog(None, entry_points=False)
+    ctx = ToolContext(workspace=tmp_path)
+    grep = catalog.get("builtin__grep").func
+    assert await grep({"pattern": r"TODO\s+\w+", "glob": "*.py"}, ctx) == [
+        {"path": "a.py", "line": 2, "text": "# TODO one"}
+    ]
+    hits = await grep({"pattern": "todo", "ignore_case": True}, ctx)
+    assert [(h["path"], h["line"]) for h in hits] == [("a.py", 2), ("a.py", 3), ("b.md", 1)]
+    assert len(await grep({"pattern": "o", "max_results": 2}, ctx)) == 2
+    with pytest.raises(RunError, match="invalid regular expression"):
+        await grep({"pattern": "("}, ctx)
+
+
+# --------------------------------------------------------------------------- user tools
+
+TOOLS_MODULE = '''
+"""Project tools."""
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field
+
+
+class Query(BaseModel):
+    text: str
+    limit: int = 5
+
+
+def search(q: Query, mode: Literal["fast", "deep"] = "fast") -> list[dict]:
+    """Search the knowledge base.
+
+    Args:
+        q: The query.
+        mode: How hard to look.
+    """
+    return [{"text": q.text, "mode": mode, "n": q.limit}]
+
+
+async def shout(text: Annotated[str, Field(description="What to shout.")], times: int = 1) -> str:
+    """Shout the text."""
+    return (text.upper() + "!") * times
+
+
+def where(ctx) -> str:
+    """The workspace root."""
+    return str(ctx.workspace)
+
+
+def _helper():
+    return 1
+'''
+
+
+def _project(tmp_path: Path, toml: str, modules: dict[str, str] | None = None) -> Path:
+    for name, body in (modules or {}).items():
+        file = tmp_path / name
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(textwrap.dedent(body))
+    path = tmp_path / "flow.toml"
+    path.write_text(toml)
+    return path
+
+
+async def test_user_tools_from_a_module_and_a_file(tmp_path):
+    cfg = load_config(
+        _project(
+            tmp_path,
+            '[tools]\nmodules = ["proj_tools_a", "extra/more.py"]\nentry_points = false\n',
+            {
+                "proj_tools_a.py": TOOLS_MODULE,
+                "extra/more.py": (
+                    "from agentflow.runtime.tools.user import tool\n\n"
+                    "@tool(name='double')\ndef twice(n: int) -> int:\n"
+                    "    '''Double a number.'''\n    return 2 * n\n\n"
+                    "def not_a_tool(x: int) -> int:\n    return x\n"
+                ),
+            },
+        ),
+        env={},
+    )
+    catalog = build_catalog(cfg)
+    assert catalog.match("user__*") == [
+        "user__double",
+        "user__search",
+        "user__shout",
+        "user__where",
+    ]
+    search = catalog.get("user__search")
+    assert search.source == "user"
+    assert search.description == "Search the knowledge base."
+    schema = search.input_schema
+    assert "$defs" not in schema and "title" not in schema
+    assert schema["properties"]["q"]["properties"]["text"] == {"type": "string"}
+    assert schema["properties"]["q"]["description"] == "The query."
+    assert schema["properties"]["mode"]["enum"] == ["fast", "deep"]
+    assert schema["required"] == ["q"]
+    shout = catalog.get("user__shout")
+    assert shout.input_schema["properties"]["text"]["description"] == "What to shout."
+    ctx = ToolContext(workspace=tmp_path)
+    assert await search.func({"q": {"text": "hi"}}, ctx) == [{"text": "hi", "mode": "fast", "n": 5}]
+    assert await shout.func({"text": "hé", "times": 2}, ctx) == "HÉ!HÉ!"
+    assert await catalog.get("user__where").func({}, ctx) == str(tmp_path)
+    assert "ctx" not in catalog.get("user__where").input_schema["properties"]
+    assert await catalog.get("user__double").func({"n": 21}, ctx) == 42
+    with pytest.raises(RunError) as info:
+        await search.func({"q": {"limit": "x"}, "extra": 1}, ctx)
+    assert info.value.code == "tool_error"
+    assert "q.text: Field required" in info.value.message
+    assert "extra: Extra inputs are not permitted" in info.value.message
+
+
+def test_user_tool_import_errors_are_config_errors(tmp_path):
+    cfg = load_config(
+        _project(tmp_path, '[tools]\nmodules = ["no_such_module_xyz"]\nentry_points = false\n'),
+        env={},
+    )
+    with pytest.raises(ConfigError, match="importing 'no_such_module_xyz' failed"):
+        build_catalog(cfg)
+    cfg = load_config(
+        _project(tmp_path, '[tools]\nmodules = ["missing.py"]\nentry_points = false\n'), env={}
+    )
+    with pytest.raises(ConfigError, match="'missing.py' not found"):
+        build_catalog(cfg)
+
+
+def test_entry_point_group(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    (site / "ep_tools_pkg").mkdir(parents=True)
+    (site / "ep_tools_pkg" / "__init__.py").write_text(
+        "def lookup(key: str) -> str:\n    '''Look a key up.'''\n    return key[::-1]\n"
+    )
+    dist = site / "ep_tools_pkg-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: ep-tools-pkg\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(
+        "[agentflow.tools]\nreverse = ep_tools_pkg:lookup\nwhole = ep_tools_pkg\n"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    catalog = build_catalog(None)
+    assert catalog.get("user__reverse").description == "Look a key up."
+    assert catalog.get("user__lookup") is not None  # the module entry point's functions
+    assert build_catalog(None, entry_points=False).get("user__reverse") is None
+
+
+def test_function_tool_decorator_keeps_function():
+    @tool(description="Custom.")
+    def f(a: int, b: list[str] | None = None) -> int:
+        return a
+
+    assert f(3) == 3
+    t = function_tool(f)
+    assert t.name == "user__f" and t.description == "Custom."
+    assert schema_summary(t.input_schema) == "a: integer, b?: array|null"
+
+
+# --------------------------------------------------------------------------- plan tools
+
+SUB_PLAN = """
+version: 1
+name: summarize
+description: Summarize a text in one line.
+input_schema:
+  type: object
+  properties: { text: { type: string } }
+  required: [text]
+steps:
+  - id: S1
+    tool_name: user__upper
+    input: { text: "{{ input.text }}" }
+finish: { mode: output, output: "{{ S1 }}" }
+"""
+
+MAIN_PLAN = """
+version: 1
+name: main
+steps:
+  - id: E1
+    tool_name: plan__summarize
+    input: { text: "hello" }
+  - id: E2
+    tool_name: agent
+    input:
+      prompt: Summarize
+      output_schema: { type: object }
+      tools: ["plan__*"]
+plans:
+  local_helper:
+    name: local_helper
+    steps:
+      - id: H1
+        tool_name: user__upper
+        input: { text: "x" }
+"""
+
+
+async def test_plans_directory_and_sub_plans_are_tools(tmp_path, chat_server):
+    (tmp_path / "plans").mkdir()
+    (tmp_path / "plans" / "summarize.yaml").write_text(SUB_PLAN)
+    (tmp_path / "plans" / "README.txt").write_text("not a plan")
+    (tmp_path / "tools_up.py").write_text(
+        "def upper(text: str) -> str:\n    '''Upper-case.'''\n    return text.upper()\n"
+    )
+    cfg_path = tmp_path / "flow.toml"
+    cfg_path.write_text(
+        chat_server.config_text() + '[tools]\nmodules = ["tools_up.py"]\nentry_points = false\n'
+    )
+    cfg = load_config(cfg_path, env={"SCRIPTED_API_KEY": TEST_API_KEY})
+    plan = load_plan_text(MAIN_PLAN, "main.yaml")
+    catalog = build_catalog(cfg, plan=plan)
+    summarize = catalog.get("plan__summarize")
+    assert summarize.source == "plan"
+    assert summarize.description == "Summarize a text in one line."
+    assert summarize.input_schema["required"] == ["text"]
+    assert catalog.get("plan__local_helper") is not None
+    chat_server.script([tool_calls(("plan__summarize", {"text": "abc"})), text("{}")])
+    result = await api.run(plan, {}, config=cfg, workspace=tmp_path)
+    assert result.status == "ok", result.error
+    assert result.results["E1"] == "HELLO"
+    offered = {t["function"]["name"]: t["function"] for t in chat_server.requests[0]["tools"]}
+    assert set(offered) >= {"plan__summarize", "plan__local_helper"}
+    assert offered["plan__summarize"]["parameters"]["required"] == ["text"]
+    tool_msg = [m for m in chat_server.requests[1]["messages"] if m["role"] == "tool"][0]
+    assert "ABC" in tool_msg["content"]
+    # [plans] dir pointing nowhere is a config error
+    cfg_path.write_text('[plans]\ndir = "nowhere"\n')
+    with pytest.raises(ConfigError, match="is not a directory"):
+        build_catalog(load_config(cfg_path, env={}))
+
+
+def test_unknown_plan_tool_fails_validation(tmp_path):
+    cfg = load_config(_project(tmp_path, ""), env={})
+    plan = load_plan_text(MAIN_PLAN.replace("plan__summarize", "plan__summarise"), "main.yaml")
+    from agentflow.runtime.tools.build import check_plan_tools
+
+    with pytest.raises(PlanLoadError, match="unknown tool 'plan__summarise'"):
+        check_plan_tools(plan, build_catalog(cfg, plan=plan, entry_points=False))
+
+
+# --------------------------------------------------------------------------- policy
+
+POLICY_PLAN = """
+version: 1
+name: pol
+steps:
+  - id: E1
+    tool_name: agent
+    input:
+      prompt: Do things
+      output_schema: { type: object }
+      %s
+"""
+
+
+async def _run_policy(tmp_path, chat_server, policy: str, agent_extra: str, script):
+    cfg_path = tmp_path / "flow.toml"
+    cfg_path.write_text(chat_server.config_text() + policy)
+    cfg = load_config(cfg_path, env={"SCRIPTED_API_KEY": TEST_API_KEY})
+    chat_server.script(script)
+    start = len(chat_server.requests)
+    plan = load_plan_text(POLICY_PLAN % agent_extra, "pol.yaml")
+    result = await api.run(plan, {}, config=cfg, workspace=tmp_path)
+    offered = sorted(t["function"]["name"] for t in chat_server.requests[start].get("tools") or [])
+    return result, offered
+
+
+async def test_request_intersect_policy_and_tool_denied_in_the_loop(tmp_path, chat_server):
+    (tmp_path / "a.txt").write_text("A")
+    result, offered = await _run_policy(
+        tmp_path,
+        chat_server,
+        '[policy]\nallowed_tools = ["builtin__read_file", "builtin__list_dir"]\n',
+        'tools: ["builtin__*"]',
+        [
+            tool_calls(
+                ("builtin__grep", {"pattern": "A"}),
+                ("plan_and_execute", {"goal": "x"}),
+                ("builtin__read_file", {"path": "a.txt"}),
+            ),
+            text('{"done": true}'),
+        ],
+    )
+    assert offered == ["builtin__list_dir", "builtin__read_file"]
+    assert result.status == "ok", result.error
+    results = {
+        m["tool_call_id"]: m["content"]
+        for m in chat_server.requests[1]["messages"]
+        if m["role"] == "tool"
+    }
+    contents = list(results.values())
+    assert any("tool_denied" in c and "builtin__grep" in c for c in contents)
+    assert any("plan_and_execute is never available" in c for c in contents)
+    assert "A" in contents
+
+
+async def test_default_policy_leaves_write_tools_out_unless_write_scope(tmp_path, chat_server):
+    _, offered = await _run_policy(tmp_path, chat_server, "", "tools: null", [text("{}")])
+    assert "builtin__write_file" not in offered and "builtin__read_file" in offered
+    assert "plan_and_execute" not in offered
+    (tmp_path / "out").mkdir()
+    result, offered = await _run_policy(
+        tmp_path,
+        chat_server,
+        "",
+        'tools: ["builtin__*"]\n      write: ["out"]',
+        [
+            tool_calls(
+                ("builtin__write_file", {"path": "out/ok.md", "content": "ok"}),
+                ("builtin__write_file", {"path": "elsewhere.md", "content": "no"}),
+            ),
+            text("{}"),
+        ],
+    )
+    assert "builtin__write_file" in offered and "builtin__edit_file" in offered
+    assert (tmp_path / "out" / "ok.md").read_text() == "ok"
+    assert not (tmp_path / "elsewhere.md").exists()
+    contents = [m["content"] for m in chat_server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert any("write_scope" in c for c in contents)
+
+
+# --------------------------------------------------------------------------- flowc tools
+
+
+def test_flowc_tools_lists_every_source(tmp_path, monkeypatch):
+    from agentflow.cli import main
+
+    server = Path(__file__).parent / "support" / "mcp_server.py"
+    (tmp_path / "plans").mkdir()
+    (tmp_path / "plans" / "summarize.yaml").write_text(SUB_PLAN)
+    cfg = _project(
+        tmp_path,
+        '[tools]\nmodules = ["proj_tools_b"]\nentry_points = false\n'
+        f"[mcp.tracker]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(server))}]\n",
+        {"proj_tools_b.py": TOOLS_MODULE},
+    )
+    runner = CliRunner()
+    res = runner.invoke(main, ["tools", "--config", str(cfg)])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert any(ln.startswith("builtin__read_file") and "builtin" in ln for ln in lines)
+    assert any(ln.startswith("tracker__add ") and "mcp:tracker" in ln for ln in lines)
+    assert any(ln.startswith("user__search ") and "Search the knowledge base." in ln for ln in lines)
+    assert any(ln.startswith("plan__summarize ") and "plan" in ln for ln in lines)
+    assert "(a: integer, b: integer)" in res.output
+    res = runner.invoke(main, ["tools", "--config", str(cfg), "--json", "--no-connect"])
+    assert res.exit_code == 0, res.output
+    rows = {r["name"]: r for r in json.loads(res.output)}
+    assert rows["tracker__*"]["description"] == "(not connected)"
+    assert rows["builtin__grep"]["input_schema"]["required"] == ["pattern"]
