@@ -381,3 +381,74 @@ def test_documented_example_triggers_its_code(code):
     example = re.search(r"```flow\n(.*?)```", body, flags=re.S).group(1)
     found = {d.code for d in check_source(example, f"{code}.flow").diagnostics}
     assert code in found, f"the example of {code} gives {found}"
+
+
+# ------------------------------------------------------------------------------- primary spans
+
+
+def _covered(src: str, code: str) -> list[tuple[str, list[str]]]:
+    """For each diagnostic with ``code``: the text under its primary span and under its notes."""
+    lines = src.split("\n")
+
+    def text(s):
+        if s.line != s.end_line:
+            return src[s.start : s.end]
+        return lines[s.line - 1][s.column - 1 : s.end_column - 1]
+
+    return [
+        (text(d.span), [text(n.span) for n in d.notes if n.span is not None])
+        for d in check_source(src, "spans.flow").diagnostics
+        if d.code == code
+    ]
+
+
+SPAN_CASES = [
+    # (code, program, text under the primary span, texts under the notes)
+    ("unknown-name", "stage s -> int { return cuont }", "cuont", []),
+    ("unknown-type", "type A { x: Strng }", "Strng", []),
+    (
+        "unknown-field",
+        "type A { x: int }\nstage s -> A { return { x: 1 } }\nstage t -> int { return s.y }",
+        "y",
+        [],
+    ),
+    ("unknown-tool", "stage s -> json { return frobnicate(x: 1) }", "frobnicate", []),
+    ("unknown-argument", 'stage s -> text { return read_file(pth: "a") }', "pth", []),
+    ("missing-argument", "stage s -> text { return read_file(limit: 1) }", "read_file", []),
+    ("duplicate-definition", "type A { x: int }\ntype A { y: int }", "A", ["A"]),
+    ("duplicate-field", "type A { x: int, x: text }", "x", ["x"]),
+    (
+        "duplicate-clause",
+        'use agent "a" as a\nstage s -> text {\n  agent(a) { task "t"\n expect text\n task "u" }\n}',
+        "task",
+        ["task"],
+    ),
+    (
+        "missing-clause",
+        'use agent "a" as a\nstage s -> text { agent(a) { task "t" } }',
+        "agent",
+        [],
+    ),
+    ("type-mismatch", 'stage s -> int { return "one" }', '"one"', []),
+    ("missing-return", "stage s -> int {\n  if true { return 1 }\n}", "s", []),
+    ("cyclic-alias", "type B = C\ntype C = B", "B", ["C"]),
+    (
+        "forward-stage-reference",
+        "stage a -> int { return b }\nstage b -> int { return 1 }",
+        "b",
+        ["b"],
+    ),
+    ("untyped-tool", "stage s -> json { return mcp__thing(a: 1) }", "mcp__thing", []),
+    ("unused-variable", "stage s -> int {\n  let spare = 1\n  return 2\n}", "spare", []),
+    ("unreachable-code", 'stage s -> int {\n  return 1\n  fail "x"\n}', 'fail "x"', []),
+    ("invalid-constraint", "type A { n: text @range(0, 1) }", "@range(0, 1)", []),
+    ("not-callable", "stage s -> json { return input() }", "input", []),
+]
+
+
+@pytest.mark.parametrize("code,src,primary,notes", SPAN_CASES, ids=[c[0] for c in SPAN_CASES])
+def test_primary_span_rules(code, src, primary, notes):
+    found = _covered(src, code)
+    assert found, f"{code} not reported for {src!r}"
+    assert found[0][0] == primary
+    assert found[0][1][: len(notes)] == notes

@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentflow import api
-from agentflow.ir.loader import load_plan_data, load_plan_text
+from agentflow.compiler.lowering import lower
+from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.tools.catalog import Catalog
 
 ELEM = {"int[]": "int", "text[]": "text"}
@@ -91,8 +92,9 @@ class Gen:
             b, fb = self.pure("text", scope, depth - 1)
             return f"({a} + {b})", lambda env, fa=fa, fb=fb: fa(env) + fb(env)
         if ty == "bool":
-            kind = self.pick(["cmp", "eq", "in", "not", "and", "or", "lit"] if not leaf else
-                             ["cmp", "eq", "lit"])
+            kind = self.pick(
+                ["cmp", "eq", "in", "not", "and", "or", "lit"] if not leaf else ["cmp", "eq", "lit"]
+            )
             if kind == "lit":
                 v = self.flip()
                 return ("true" if v else "false"), lambda env, v=v: v
@@ -101,9 +103,12 @@ class Gen:
                 b, fb = self.pure("int", scope, depth - 1)
                 op = self.pick(["<", "<=", ">", ">=", "==", "!="])
                 fns = {
-                    "<": lambda x, y: x < y, "<=": lambda x, y: x <= y,
-                    ">": lambda x, y: x > y, ">=": lambda x, y: x >= y,
-                    "==": lambda x, y: x == y, "!=": lambda x, y: x != y,
+                    "<": lambda x, y: x < y,
+                    "<=": lambda x, y: x <= y,
+                    ">": lambda x, y: x > y,
+                    ">=": lambda x, y: x >= y,
+                    "==": lambda x, y: x == y,
+                    "!=": lambda x, y: x != y,
                 }
                 return f"({a} {op} {b})", lambda env, fa=fa, fb=fb, g=fns[op]: g(fa(env), fb(env))
             if kind == "eq":
@@ -176,9 +181,7 @@ class Gen:
             cond, fcond = self.pure("bool", inner, 2)
 
             def run_filter(env, fover=fover, fcond=fcond, var=var):
-                return [
-                    x for i, x in enumerate(fover(env)) if fcond({**env, var: x, "index": i})
-                ]
+                return [x for i, x in enumerate(fover(env)) if fcond({**env, var: x, "index": i})]
 
             return f"filter {over} as {var} where {cond}", run_filter
         # reduce → int
@@ -304,7 +307,7 @@ def _catalog() -> Catalog:
 
 
 @settings(
-    max_examples=60,
+    max_examples=50,
     deadline=None,
     suppress_health_check=[
         HealthCheck.too_slow,
@@ -315,15 +318,16 @@ def _catalog() -> Catalog:
 @given(programs(), inputs)
 def test_random_programs_compile_validate_and_run(program, inp):
     source, evaluate = program
-    result = api.check.__globals__["check_source"](source, "prop.flow")
-    assert result.ok, "generator produced an ill-typed program:\n" + source + "\n" + "\n".join(
-        f"{d.span.line}:{d.span.column} {d.code}: {d.message}" for d in result.errors
-    )
-    compiled = api.compile_source(source, "prop.flow")
-    text = compiled.to_yaml()
-    assert api.compile_source(source, "prop.flow").to_yaml() == text  # deterministic
-    load_plan_text(text, "prop.plan.yaml")
-    plan = load_plan_data(compiled.plan, "prop.flow")
+    try:
+        compiled = api.compile_source(source, "prop.flow")  # check, lower, load (validate)
+    except api.CompileError as e:
+        raise AssertionError(
+            "generator produced an ill-typed program:\n" + source + "\n" + str(e.diagnostics)
+        ) from None
+    # deterministic: lowering the same checked program again gives the same plan
+    again = lower(compiled.check, file="prop.flow")
+    assert json.dumps(again) == json.dumps(compiled.plan)
+    plan = load_plan_text(compiled.to_yaml(), "prop.plan.yaml")  # the YAML round trip loads
     status, expected = evaluate(inp)
     run = api.run_sync(plan, inp, catalog=_catalog(), shape_cache=False)
     if status == "ok":

@@ -245,7 +245,9 @@ def _catalog() -> Catalog:
 
 
 def _run(name: str, data, **kw):
-    return api.run_sync(HERE / name, data, catalog=kw.pop("catalog", _catalog()), **kw)
+    return api.run_sync(
+        HERE / name, data, catalog=kw.pop("catalog", _catalog()), shape_cache=False, **kw
+    )
 
 
 def _reference_outline(xs, limit):
@@ -327,7 +329,9 @@ def test_run_filters_without_judge_stage(tmp_path):
     end = src.index("stage pairs")
     flow = tmp_path / "filter.flow"
     flow.write_text(src[:start] + src[end:], encoding="utf-8")
-    result = api.run_sync(flow, {"xs": [4, 1, 8, 6], "titles": []}, catalog=_catalog())
+    result = api.run_sync(
+        flow, {"xs": [4, 1, 8, 6], "titles": []}, catalog=_catalog(), shape_cache=False
+    )
     assert result.status == "ok", result.error
     assert result.output == [[8, 6], [4, 8, 6], [], [8]]
 
@@ -336,9 +340,9 @@ def test_verify_checks_run(tmp_path):
     src = (HERE / "verify.flow").read_text(encoding="utf-8")
     flow = tmp_path / "verify.flow"
     flow.write_text(src[: src.index("stage judged")], encoding="utf-8")
-    ok = api.run_sync(flow, {"xs": [1, 3], "title": "t"}, catalog=_catalog())
+    ok = api.run_sync(flow, {"xs": [1, 3], "title": "t"}, catalog=_catalog(), shape_cache=False)
     assert ok.output == {"passed": True, "failures": []}
-    bad = api.run_sync(flow, {"xs": [], "title": ""}, catalog=_catalog())
+    bad = api.run_sync(flow, {"xs": [], "title": ""}, catalog=_catalog(), shape_cache=False)
     assert bad.output == {
         "passed": False,
         "failures": ["no items", "empty title for 0 items", "3 is missing"],
@@ -378,9 +382,7 @@ def test_require_failure_carries_source():
 
 def test_failure_inside_outlined_body_has_nested_path_and_source():
     events = []
-    result = _run(
-        "outline.flow", {"xs": [1, -2], "limit": 3}, sinks=[CallbackSink(events.append)]
-    )
+    result = _run("outline.flow", {"xs": [1, -2], "limit": 3}, sinks=[CallbackSink(events.append)])
     assert result.status == "error"
     assert result.error["message"] == "negative item -2 at 1"
     assert result.error["source"] == "outline.flow:26:5"
@@ -458,3 +460,46 @@ def test_judge_filter_and_verify_with_scripted_model(chat_server, scripted_confi
     )
     assert result.status == "ok", result.error
     assert result.output is False
+
+
+def test_braces_next_to_interpolation_stay_literal(tmp_path):
+    flow = tmp_path / "brace.flow"
+    flow.write_text(
+        "input { x: int }\n"
+        "extern tool user__echo(t: text) -> text\n"
+        "stage s -> text {\n"
+        '  user__echo(t: "json: {${input.x}} and {{ not a hole }} {{${input.x}}}")\n'
+        "}\n",
+        encoding="utf-8",
+    )
+    cat = Catalog()
+    cat.register_function("user__echo", lambda t: t)
+    result = api.run_sync(flow, {"x": 5}, catalog=cat)
+    assert result.status == "ok", result.error
+    assert result.output == "json: {5} and {{ not a hole }} {{5}}"
+
+
+def _without_source(x):
+    if isinstance(x, dict):
+        return {
+            k: (
+                {kk: vv for kk, vv in v.items() if kk != "source"}
+                if k == "meta"
+                else _without_source(v)
+            )
+            for k, v in x.items()
+        }
+    if isinstance(x, list):
+        return [_without_source(v) for v in x]
+    return x
+
+
+@pytest.mark.parametrize("flow", ALL_FLOWS, ids=_ids(ALL_FLOWS))
+def test_fmt_does_not_change_the_compiled_plan(flow: Path):
+    from agentflow.compiler.fmt import format_source
+
+    src = flow.read_text(encoding="utf-8")
+    formatted = format_source(src, flow.name)
+    before = api.compile_source(src, flow.name).plan
+    after = api.compile_source(formatted, flow.name).plan
+    assert _without_source(after) == _without_source(before)

@@ -358,3 +358,99 @@ def test_other_position_encodings(encoding, width):
         before = line[: line.index("nope")]
         expect = len(before) - 2 + 2 * width
         assert got["diagnostics"][0]["range"]["start"] == {"line": 2, "character": expect}
+
+
+# ---------------------------------------------------------------------------------------------
+# the incremental parser behind the server's diagnostics answers exactly what parse_module does
+
+
+def _key(n):
+    from agentflow.grammar import ast
+
+    if isinstance(n, ast.Node):
+        return (type(n).__name__,) + tuple(
+            (f, _key(getattr(n, f))) for f in type(n).__dataclass_fields__
+        )
+    if isinstance(n, (list, tuple)):
+        return tuple(_key(x) for x in n)
+    if isinstance(n, ast.Span):
+        return (n.line, n.column, n.end_line, n.end_column, n.start, n.end)
+    return n
+
+
+def _dkey(ds):
+    return [
+        (d.code, d.message, _key(d.span), d.hint, [(x.message, _key(x.span)) for x in d.notes])
+        for d in ds
+    ]
+
+
+def test_incremental_parse_equals_full_parse():
+    import random
+
+    from agentflow.grammar.parser import parse_module
+    from agentflow.lsp.incremental import IncrementalParser
+
+    root = Path(__file__).resolve().parent
+    files = sorted(root.rglob("*.flow")) + sorted(Path("/work/shared/examples").rglob("*.flow"))
+    pieces = ["{", "}", "(", ")", '"', "stage ", "type ", "\n", "x", ".", "let y = ", "// c", " "]
+    modes: dict[str, int] = {}
+    for f in files:
+        text = f.read_text(encoding="utf-8")
+        parser = IncrementalParser(str(f))
+        rnd = random.Random(f.name)
+        for _ in range(12):
+            m1, d1 = parser.parse(text)
+            m2, d2 = parse_module(text, str(f))
+            modes[parser.last_mode] = modes.get(parser.last_mode, 0) + 1
+            assert _key(m1) == _key(m2), f
+            assert _dkey(d1) == _dkey(d2), f
+            i = rnd.randrange(len(text) + 1)
+            if rnd.random() < 0.6:
+                text = text[:i] + rnd.choice(pieces) + text[i:]
+            else:
+                text = text[:i] + text[i + rnd.randrange(1, 4) :]
+    assert modes.get("incremental", 0) > 20
+
+
+def test_incremental_parse_reuses_unchanged_items():
+    from agentflow.lsp.incremental import IncrementalParser
+
+    parser = IncrementalParser("x.flow")
+    parser.parse(SOURCE)
+    parser.parse(SOURCE.replace("return hit.level", "return hit.level + 1"))
+    assert parser.last_mode == "incremental" and parser.reparsed == 1
+    # a syntax error in one stage: still one chunk (plus its neighbour) parsed
+    parser.parse(SOURCE.replace("return hit.level", "return hit.level +"))
+    assert parser.last_mode == "incremental"
+
+
+def test_vscode_extension_files():
+    import json
+    import re
+
+    base = Path(__file__).resolve().parent.parent / "editors" / "vscode"
+    pkg = json.loads((base / "package.json").read_text())
+    assert pkg["contributes"]["languages"][0]["extensions"] == [".flow"]
+    assert (base / "src" / "extension.js").read_text().count('args: ["lsp"]') == 1
+    grammar = json.loads((base / "syntaxes" / "flow.tmLanguage.json").read_text())
+    assert grammar["scopeName"] == "source.flow"
+    patterns: list[str] = []
+
+    def collect(node):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k in ("match", "begin", "end") and isinstance(v, str):
+                    patterns.append(v)
+                else:
+                    collect(v)
+        elif isinstance(node, list):
+            for x in node:
+                collect(x)
+
+    collect(grammar)
+    assert len(patterns) > 20
+    for p in patterns:
+        re.compile(p)  # the patterns use only syntax Oniguruma and Python share
+    kw = next(p for p in patterns if "require" in p)
+    assert re.search(kw, "  require x else fail") and not re.search(kw, "input.require")

@@ -230,7 +230,12 @@ async def test_run_through_api_with_mcp_step_and_agent(tmp_path, chat_server):
     from agentflow.runtime.events import CallbackSink
 
     result = await api.run(
-        plan, {}, config=cfg, workspace=tmp_path, catalog=catalog, sinks=[CallbackSink(events.append)]
+        plan,
+        {},
+        config=cfg,
+        workspace=tmp_path,
+        catalog=catalog,
+        sinks=[CallbackSink(events.append)],
     )
     assert result.status == "ok", result.error
     assert result.results["E0"] == 42
@@ -257,3 +262,44 @@ async def test_pattern_matching_nothing_at_run_time_names_it(tmp_path, chat_serv
     assert result.error["code"] == "validation"
     assert "'tracker__nothing_like_this_*'" in result.error["message"]
     assert result.error["step_path"] == "E1"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def test_streamable_http_server(tmp_path):
+    import socket
+    import subprocess
+
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, str(SERVER), "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                await asyncio.sleep(0.1)
+        text_ = f'[mcp.web]\nurl = "http://127.0.0.1:{port}/mcp"\nheaders = {{ X-Token = "${{TOK}}" }}\n'
+        cfg = load_config(write_config(tmp_path, text_), env={"TOK": "t"})
+        catalog = build_catalog(cfg, entry_points=False)
+        await catalog.prepare(["web__add"])
+        ctx = ToolContext(workspace=tmp_path)
+        assert await catalog.get("web__add").func({"a": 1, "b": 4}, ctx) == 5
+        with pytest.raises(RunError, match="boom"):
+            await catalog.get("web__fail").func({"message": "boom"}, ctx)
+        await catalog.aclose()
+        assert not catalog.mcp.connections["web"].connected
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

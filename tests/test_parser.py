@@ -471,10 +471,20 @@ def test_recovery_keeps_following_declaration_after_dangling_use():
 def test_syntax_error_messages_use_words():
     cases = {
         "stage s { let = 1 }": "expected a name, found `=`",
-        "stage s {": "expected `}` to close the `{`",
+        "stage s {": "expected `}` to close the stage body opened on line 1, found the end",
+        "stage s -> int {\n  let x = (1 + 2\n  return x\n}": (
+            "expected `)` to close the `(` opened on line 2, found `return`"
+        ),
+        'stage s {\n  let x = read_file(path: "a" limit: 3)\n}': (
+            "expected `,` or `)` to close the `(` opened on line 2, found the name `limit`"
+        ),
+        "stage s {\n  agent(a) {\n    task 1\n": "close the agent block opened on line 2",
+        "type T {\n  x: int\n\nstage s -> int { return 1 }": (
+            "expected `}` to close the type body opened on line 1 before `stage` starts"
+        ),
         "type T { a: }": "expected a type",
         "stage s { agent(x) { foo 1 } }": "an agent clause",
-        "stage s { let x = 1 ]": "expected `}` to close the `{` at line 1",
+        "stage s { let x = 1 ]": "expected `}` to close the stage body opened on line 1, found `]`",
         'stage s { let x = "abc }': "unterminated string",
         "bogus": "expected a declaration",
     }

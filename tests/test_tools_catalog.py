@@ -402,7 +402,9 @@ def test_flowc_tools_lists_every_source(tmp_path, monkeypatch):
     lines = res.output.splitlines()
     assert any(ln.startswith("builtin__read_file") and "builtin" in ln for ln in lines)
     assert any(ln.startswith("tracker__add ") and "mcp:tracker" in ln for ln in lines)
-    assert any(ln.startswith("user__search ") and "Search the knowledge base." in ln for ln in lines)
+    assert any(
+        ln.startswith("user__search ") and "Search the knowledge base." in ln for ln in lines
+    )
     assert any(ln.startswith("plan__summarize ") and "plan" in ln for ln in lines)
     assert "(a: integer, b: integer)" in res.output
     res = runner.invoke(main, ["tools", "--config", str(cfg), "--json", "--no-connect"])
@@ -410,3 +412,22 @@ def test_flowc_tools_lists_every_source(tmp_path, monkeypatch):
     rows = {r["name"]: r for r in json.loads(res.output)}
     assert rows["tracker__*"]["description"] == "(not connected)"
     assert rows["builtin__grep"]["input_schema"]["required"] == ["pattern"]
+
+
+def test_plan_cycle_across_the_plans_directory(tmp_path):
+    from agentflow.runtime.tools.build import check_plan_tools
+
+    (tmp_path / "plans").mkdir()
+    (tmp_path / "plans" / "ping.yaml").write_text(
+        "version: 1\nname: ping\nsteps:\n  - id: P1\n    tool_name: plan__pong\n    input: {}\n"
+    )
+    (tmp_path / "plans" / "pong.yaml").write_text(
+        "version: 1\nname: pong\nsteps:\n  - id: Q1\n    tool_name: plan__ping\n    input: {}\n"
+    )
+    cfg = load_config(_project(tmp_path, ""), env={})
+    plan = load_plan_text(
+        "version: 1\nname: top\nsteps:\n  - id: T1\n    tool_name: plan__ping\n    input: {}\n",
+        "top.yaml",
+    )
+    with pytest.raises(PlanLoadError, match="cycle"):
+        check_plan_tools(plan, build_catalog(cfg, plan=plan, entry_points=False))

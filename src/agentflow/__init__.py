@@ -56,6 +56,8 @@ from agentflow.runtime.executor import (
     terminal_interlocutor,
 )
 from agentflow.runtime.result import RunResult
+from agentflow.runtime.tools.catalog import Catalog, Tool, ToolContext, build_catalog
+from agentflow.runtime.tools.user import tool
 
 __version__ = "0.1.0"
 
@@ -70,6 +72,11 @@ __all__ = [
     "Hooks",
     "JsonlSink",
     "RunResult",
+    "Catalog",
+    "Tool",
+    "ToolContext",
+    "build_catalog",
+    "tool",
     "ToolFailure",
     "abort",
     "proceed",

@@ -217,6 +217,7 @@ async def run(
         catalog = build_catalog(config, plan=plan)
     if isinstance(catalog, Catalog):
         check_plan_tools(plan, catalog)  # tool names and patterns, before the run (RUNTIME.md §4)
+    own_router = router is None
     if router is None and replay is not None:
         from agentflow.runtime.models.cassette import ReplayRouter
 
@@ -252,6 +253,8 @@ async def run(
     finally:
         if hasattr(catalog, "aclose"):
             await catalog.aclose()  # MCP connections opened during the run
+        if own_router:
+            await router.aclose()  # the HTTP connection pools this run opened
 
 
 def run_sync(target: str | os.PathLike | Plan, input: Any = None, **kwargs: Any) -> Any:

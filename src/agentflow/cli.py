@@ -75,8 +75,17 @@ def check(paths: tuple[str, ...], fmt: str, warnings_as_errors: bool) -> None:
             _err(f"{f}: cannot read: {e.strerror or e}")
             sys.exit(2)
         sources[str(f)] = text
-        diags.extend(check_source(text, str(f)).diagnostics)
-    out = _render(diags, sources, fmt)
+        try:
+            diags.extend(check_source(text, str(f)).diagnostics)
+        except Exception as e:  # pragma: no cover - a checker bug: report it, no traceback
+            _err(f"{f}: internal error in the checker ({type(e).__name__}: {e}); please report it")
+            sys.exit(1)
+    if fmt == "text":  # printed on stdout: colour when stdout is a terminal
+        from agentflow.compiler.render import render_text
+
+        out = render_text(diags, sources, color=sys.stdout.isatty())
+    else:
+        out = _render(diags, sources, fmt)
     if fmt == "text":
         if out:
             click.echo(out, err=False, nl=not out.endswith("\n"))

@@ -1,5 +1,6 @@
 """A real MCP server for the tests, written with the official SDK (``mcp`` 2.x: ``MCPServer``,
-formerly FastMCP), run over stdio: ``python tests/support/mcp_server.py [--name NAME]``.
+formerly FastMCP), run over stdio: ``python tests/support/mcp_server.py [--name NAME]``, or over
+streamable HTTP with ``--http PORT`` (endpoint ``http://127.0.0.1:PORT/mcp``).
 
 Tools:
 
@@ -80,4 +81,8 @@ def cwd() -> str:
 
 
 if __name__ == "__main__":
-    server.run()
+    if "--http" in sys.argv:  # streamable HTTP on 127.0.0.1:PORT, path /mcp
+        port = int(sys.argv[sys.argv.index("--http") + 1])
+        server.run("streamable-http", host="127.0.0.1", port=port)
+    else:
+        server.run()

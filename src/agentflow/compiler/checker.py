@@ -14,9 +14,8 @@ types, the tools called with their signatures, and the flow's header data.
 
 from __future__ import annotations
 
-import gc
-
 import functools
+import gc
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -1029,11 +1028,11 @@ class _Checker:
         return t
 
     def infer(self, e: ast.Expr, hint: Type | None = None) -> Type:
-        method = getattr(self, "e_" + type(e).__name__, None)
-        if method is None:
-            t: Type = ERROR
-        else:
-            t = method(e, hint)
+        cls = type(e)
+        fn = _DISPATCH.get(cls)
+        if fn is None:
+            fn = _DISPATCH[cls] = getattr(_Checker, "e_" + cls.__name__, _no_rule)
+        t = fn(self, e, hint)
         self.types[id(e)] = t
         return t
 
@@ -1912,6 +1911,15 @@ class _Checker:
                             or f"retry on {', '.join(RETRY_CODES)}",
                         )
         return ERROR
+
+
+#: node class → the ``_Checker.e_<Class>`` function typing it (filled on first use)
+_DISPATCH: dict[type, Any] = {}
+
+
+def _no_rule(checker: _Checker, e: ast.Expr, hint: Type | None) -> Type:
+    """Typing rule of a node class with no ``e_`` method: the error type."""
+    return ERROR
 
 
 def _suggest(name: str, candidates) -> str | None:

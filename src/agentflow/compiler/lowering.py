@@ -320,7 +320,11 @@ class _Lowerer:
             self.exit_step(ctx, then_stmts[0].span, then_stmts[0].message, when=cond)
             return True, self.block((else_stmts or []) + rest, ctx, value)
         # `if c { … } else { fail m }` → exit when not c; the then and the rest follow inline.
-        if else_stmts is not None and len(else_stmts) == 1 and isinstance(else_stmts[0], ast.FailStmt):
+        if (
+            else_stmts is not None
+            and len(else_stmts) == 1
+            and isinstance(else_stmts[0], ast.FailStmt)
+        ):
             cond = self.expr(st.cond, ctx)
             fail = else_stmts[0]
             self.exit_step(ctx, fail.span, fail.message, when=_join("not ", _paren(cond)))
@@ -421,7 +425,7 @@ class _Lowerer:
         self.plans[name] = {
             "version": 1,
             "name": name,
-            "description": f"{what}{where} ({self.source(span)}), outlined by flowc",
+            "description": f"{what}{where}, outlined by flowc",
             "steps": sub.steps,
             "finish": {"mode": "output", "output": self.whole(value)},
         }
@@ -449,9 +453,13 @@ class _Lowerer:
         text (a literal ``{{`` escaped as ``{{ "{{" }}``); anything else a whole-value template."""
         if isinstance(e, ast.StringLit):
             out = []
-            for p in e.parts:
+            for i, p in enumerate(e.parts):
                 if isinstance(p, str):
-                    out.append(p.replace("{{", '{{ "{{" }}'))
+                    p = p.replace("{{", '{{ "{{" }}')
+                    if p.endswith("{") and i + 1 < len(e.parts):
+                        # `{` before an interpolation would open a hole: `{{ "{" }}`
+                        p = p[:-1] + '{{ "{" }}'
+                    out.append(p)
                 else:
                     out.append(self.whole(self.expr(p.expr, ctx)))
             return "".join(out)
@@ -802,7 +810,7 @@ def _flow_string(s: str) -> str:
         elif ch == "$":
             out.append("\\$")
         elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append("\\u{%x}" % ord(ch))
+            out.append("\\u{" + format(ord(ch), "x") + "}")
         else:
             out.append(ch)
     out.append('"')
@@ -859,4 +867,6 @@ def lower(result: CheckResult, *, file: str) -> dict:
     try:
         return _Lowerer(result, file).lower()
     except _NeedsOutline:  # pragma: no cover - every attempt that raises it is caught
-        raise LoweringError("internal error: a body could not be outlined", result.module.span) from None
+        raise LoweringError(
+            "internal error: a body could not be outlined", result.module.span
+        ) from None

@@ -168,7 +168,7 @@ class LiteralType(Type):
         return type_str(self)
 
 
-@dataclass(slots=True, unsafe_hash=True)  # not frozen: faster __init__
+@dataclass(slots=True)  # not frozen (faster __init__); own __hash__ below
 class Field:
     """A field of an object type.
 

@@ -33,7 +33,7 @@ from typing import Any
 from lark import Lark
 from lark.lexer import Lexer
 
-from agentflow.compiler.diagnostics import SYNTAX_ERROR, Diagnostic
+from agentflow.compiler.diagnostics import SYNTAX_ERROR, Diagnostic, Note
 from agentflow.errors import SourceError
 from agentflow.grammar import ast
 
@@ -190,6 +190,33 @@ class Tok:
         return f"Tok({self.type}, {self.value!r}, {self.line}:{self.column})"
 
 
+_OPENER_CONTEXT = [
+    (re.compile(r"^\s*stage\b[^{]*$"), "the stage body"),
+    (re.compile(r"^\s*type\s+\w+\s*(=\s*)?$"), "the type body"),
+    (re.compile(r"\bagent\s*\(.*\)\s*$"), "the agent block"),
+    (re.compile(r"\bverify\s*$"), "the `verify` block"),
+    (re.compile(r"\bretry\s*$"), "the `retry` object"),
+    (re.compile(r"^\s*input\s*$"), "the `input` object"),
+    (re.compile(r"\b(map|reduce)\b.*\bas\b[^{]*$"), "the `{0}` body"),
+    (re.compile(r"(^|\})\s*(if|else)\b[^{]*$"), "the `if` block"),
+    (re.compile(r"\b(use|extern)\b"), "the declaration"),
+]
+
+
+def _opener_words(text: str, i: int, bracket: str) -> str:
+    """What the bracket at ``text[i]`` opens, in words: ``"the stage body"``, ``"the agent
+    block"``, …, else ``"the `(`"``.  Looks only at the text before it on the same line."""
+    if bracket == "{":
+        before = text[text.rfind("\n", 0, i) + 1 : i]
+        for pattern, words in _OPENER_CONTEXT:
+            m = pattern.search(before)
+            if m is not None:
+                return words.format(m.group(1)) if "{0}" in words else words
+        if before.rstrip().endswith(("=", "(", ",", ":", "[", "return")):
+            return "the object"
+    return f"the `{bracket}`"
+
+
 class _SynErr(Exception):
     """Internal syntax error: message, primary span, and where recovery may start scanning
     (``resume``: text index, ``depth``: bracket depth there), when known."""
@@ -201,6 +228,7 @@ class _SynErr(Exception):
         resume: int | None = None,
         depth: int | None = None,
         hint: str | None = None,
+        notes: list[tuple[str, ast.Span]] | None = None,
     ):
         super().__init__(message)
         self.message = message
@@ -208,6 +236,7 @@ class _SynErr(Exception):
         self.resume = resume
         self.depth = depth
         self.hint = hint
+        self.notes = notes or []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -267,6 +296,12 @@ class _Scanner:
             end_line = line
             end_col = j - ls + 1
         return ast.Span(self.file, line, i - ls + 1, end_line, end_col, i + self.ob, j + self.ob)
+
+    def opened(self, opener: Tok, *, at: bool = True) -> str:
+        """Words for what the bracket token ``opener`` opens: ``"the stage body opened on line
+        4"`` (``at=False``: ``"the stage body"``)."""
+        what = _opener_words(self.text, opener.start - self.ob, opener.value)
+        return f"{what} opened on line {opener.line}" if at else what
 
     def error(self, message: str, i: int, j: int, line: int, ls: int, **kw) -> _SynErr:
         return _SynErr(message, self.span_at(i, max(j, i), line, ls), **kw)
@@ -331,8 +366,8 @@ class _Scanner:
                             opener = stack[-1]
                             self.line, self.ls = line, ls
                             raise _SynErr(
-                                f"expected `{_OPENERS[opener.value]}` to close the "
-                                f"`{opener.value}` on line {opener.line} before `{value}` "
+                                f"expected `{_OPENERS[opener.value]}` to close "
+                                f"{self.opened(opener)} before `{value}` "
                                 f"starts a new declaration",
                                 opener.span,
                                 resume=i,
@@ -385,14 +420,15 @@ class _Scanner:
                     if opener.value != _CLOSERS[value]:
                         stack.pop()
                         raise self.error(
-                            f"expected `{_OPENERS[opener.value]}` to close the `{opener.value}` "
-                            f"at line {opener.line}, column {opener.column}, found `{value}`",
+                            f"expected `{_OPENERS[opener.value]}` to close "
+                            f"{self.opened(opener)}, found `{value}`",
                             i,
                             j,
                             line,
                             ls,
                             resume=j,
                             depth=len(stack),
+                            notes=[(f"{self.opened(opener, at=False)} opened here", opener.span)],
                         )
                     stack.pop()
                     tok = Tok(typ, value, i + ob, j + ob, line, i - ls + 1, line, j - ls + 1, file)
@@ -494,9 +530,8 @@ class _Scanner:
         if stack:
             opener = stack[-1]
             raise _SynErr(
-                f"expected `{_OPENERS[opener.value]}` to close the `{opener.value}` at line "
-                f"{opener.line}, column {opener.column}, found the end of the "
-                f"{'file' if module else 'text'}",
+                f"expected `{_OPENERS[opener.value]}` to close {self.opened(opener)}, "
+                f"found the end of the {'file' if module else 'text'}",
                 opener.span,
             )
 
@@ -615,7 +650,11 @@ class _Scanner:
             m = search(text, j, n)
             if m is None:
                 raise self.error(
-                    'unterminated string: `"""` has no closing `"""`', i, i + 3, line, ls
+                    'unterminated string: `"""` has no closing `"""`',
+                    i,
+                    i + 3,
+                    start_line,
+                    start_ls,
                 )
             k = m.start()
             if k > j:
@@ -759,6 +798,10 @@ def _lark() -> Lark:
     return _PARSER
 
 
+#: builder callbacks that return their single child unchanged (skipped by the driver)
+_IDENTITY = frozenset({"type"})
+
+
 class _Tables:
     """Lark's LALR(1) table for :file:`flow.lark`, re-keyed for a fast driver loop.
 
@@ -781,8 +824,11 @@ class _Tables:
                 # plain str keys: Lark's names are Token objects with a Python-level __eq__
                 if action is Shift:
                     row[str(term)] = (True, arg)
-                elif arg.options.expand1 and len(arg.expansion) == 1 and not arg.alias:
-                    # `?rule: x` with one child: the value passes through unchanged
+                elif (arg.options.expand1 and len(arg.expansion) == 1 and not arg.alias) or (
+                    len(arg.expansion) == 1 and str(arg.alias or arg.origin.name) in _IDENTITY
+                ):
+                    # `?rule: x` with one child, or a callback returning its only child:
+                    # the value passes through unchanged
                     row[str(term)] = (False, (1, None, str(arg.origin.name)))
                 else:
                     row[str(term)] = (
@@ -983,6 +1029,16 @@ def _unexpected(tok: Any, expected: set[str], sc: _Scanner) -> _SynErr:
     expected = {x for x in expected if x.isupper() or x == "$END"}
     words = _expected_words(expected)
     msg = f"expected {_join_or(words)}, found {found}" if words else f"unexpected {found}"
+    notes: list[tuple[str, ast.Span]] = []
+    stack = sc.stack
+    if stack and stack[-1] is not tok and len(words) <= 4:
+        opener = stack[-1]
+        closer = f"`{_OPENERS[opener.value]}`"
+        if closer in words:
+            # "expected `,` or `)` to close the `(` opened on line 3, found `return`"
+            words = [w for w in words if w != closer] + [closer]
+            msg = f"expected {_join_or(words)} to close {sc.opened(opener)}, found {found}"
+            notes.append((f"{sc.opened(opener, at=False)} opened here", opener.span))
     if sc.module:
         msg = msg.replace("the end of the text", "the end of the file")
     if tok.type == "$END" or not isinstance(tok, Tok):
@@ -1012,7 +1068,7 @@ def _unexpected(tok: Any, expected: set[str], sc: _Scanner) -> _SynErr:
     resume = tok.end - sc.ob
     if tok.bol and tok.value in TOP_LEVEL and not isinstance(tok.value, ast.Node):
         resume = tok.start - sc.ob
-    return _SynErr(msg, tok.span, resume=resume, depth=len(sc.stack), hint=hint)
+    return _SynErr(msg, tok.span, resume=resume, depth=len(sc.stack), hint=hint, notes=notes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1829,7 +1885,8 @@ def _parse_module(text: str, file: str) -> tuple[ast.Module, list[Diagnostic]]:
         items.extend(got)
         if err is None:
             break
-        diags.append(Diagnostic(SYNTAX_ERROR, err.message, err.span, hint=err.hint))
+        notes = [Note(m, s) for m, s in err.notes]
+        diags.append(Diagnostic(SYNTAX_ERROR, err.message, err.span, notes, hint=err.hint))
         # the failed item starts at the first token after the last completed one
         start = got[-1].span.end if got else pos
         start = _SKIP_TRIVIA.match(text, start).end()
@@ -1903,7 +1960,10 @@ def _find_resume(text: str, file: str, err: _SynErr, sc: _Scanner, item_start: i
     bol = not text[prev_nl + 1 : i].strip()
     first = True
     for tok in _raw_tokens(text, file, i):
-        at_bol = tok.bol if not first else (bol and tok.bol)
+        at_bol = tok.bol
+        if first and text.find("\n", i, tok.start - sc.ob) < 0:
+            # the first token shares its line with the resume point
+            at_bol = bol and tok.bol
         first = False
         v = tok.value
         if at_bol and isinstance(v, str) and v in TOP_LEVEL and tok.start > item_start:

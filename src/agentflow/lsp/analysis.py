@@ -814,8 +814,25 @@ def _context(toks: list) -> _Ctx:
     return ctx
 
 
-def analyze(text: str, file: str) -> Analysis:
-    """Check ``text`` with :func:`agentflow.compiler.api.check_source` and wrap the result."""
+def analyze(text: str, file: str, parser: Any = None) -> Analysis:
+    """Check ``text`` with :func:`agentflow.compiler.api.check_source` and wrap the result.
+
+    With ``parser`` (an :class:`agentflow.lsp.incremental.IncrementalParser` for this
+    document), parsing reuses the unchanged items of the previous version; the result is the
+    same."""
     from agentflow.compiler.api import check_source
 
-    return Analysis(text, check_source(text, file))
+    if parser is None:
+        return Analysis(text, check_source(text, file))
+    import gc
+
+    from agentflow.compiler.checker import check_module
+
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        module, diags = parser.parse(text)
+        return Analysis(text, check_module(module, parse_diagnostics=diags))
+    finally:
+        if was_enabled:
+            gc.enable()

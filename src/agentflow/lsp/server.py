@@ -37,6 +37,7 @@ from agentflow.lsp.analysis import (
     Analysis,
     analyze,
 )
+from agentflow.lsp.incremental import IncrementalParser
 from agentflow.lsp.positions import LineIndex
 
 __all__ = ["FlowLanguageServer", "create_server", "serve_stdio", "DEBOUNCE_S"]
@@ -86,6 +87,7 @@ class FlowLanguageServer(LanguageServer):
         super().__init__("flowc", __version__)
         self.debounce_s = DEBOUNCE_S
         self.states: dict[str, _DocState] = {}
+        self.parsers: dict[str, IncrementalParser] = {}
         self.pending: dict[str, asyncio.Task] = {}
 
     # -- helpers -------------------------------------------------------------------------------
@@ -98,6 +100,14 @@ class FlowLanguageServer(LanguageServer):
     def file_of(self, uri: str) -> str:
         return to_fs_path(uri) or uri
 
+    def analyze(self, uri: str, text: str) -> Analysis:
+        """Check ``text`` as the document ``uri`` (incremental parse, same result as
+        ``flowc check``)."""
+        parser = self.parsers.get(uri)
+        if parser is None:
+            parser = self.parsers[uri] = IncrementalParser(self.file_of(uri))
+        return analyze(text, parser.file, parser)
+
     def analysis(self, uri: str) -> tuple[Analysis, LineIndex] | None:
         """The analysis of the current text of ``uri`` (re-checked now if it is stale)."""
         try:
@@ -107,7 +117,7 @@ class FlowLanguageServer(LanguageServer):
         text = doc.source
         state = self.states.get(uri)
         if state is None or state.text != text:
-            state = _DocState(text, doc.version, analyze(text, self.file_of(uri)))
+            state = _DocState(text, doc.version, self.analyze(uri, text))
             self.states[uri] = state
         return state.analysis, LineIndex(text, self.encoding)
 
@@ -150,7 +160,7 @@ class FlowLanguageServer(LanguageServer):
         except Exception:  # pragma: no cover
             return
         text, version = doc.source, doc.version
-        analysis = analyze(text, self.file_of(uri))
+        analysis = self.analyze(uri, text)
         current = self.workspace.get_text_document(uri)
         if current.source != text:  # a newer change arrived meanwhile: its own task publishes
             return
@@ -210,6 +220,7 @@ def create_server() -> FlowLanguageServer:
         if task is not None:
             task.cancel()
         ls.states.pop(uri, None)
+        ls.parsers.pop(uri, None)
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
@@ -246,7 +257,7 @@ def create_server() -> FlowLanguageServer:
         doc = ls.workspace.get_text_document(uri)
         text = doc.source
         state = ls.states.get(uri)
-        analysis = state.analysis if state is not None else analyze(text, ls.file_of(uri))
+        analysis = state.analysis if state is not None else ls.analyze(uri, text)
         index = LineIndex(text, ls.encoding)
         offset = index.offset(params.position.line, params.position.character)
         items = []

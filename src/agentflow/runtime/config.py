@@ -165,7 +165,9 @@ class McpServer(_Strict):
                 "an MCP server needs exactly one of `command` (stdio) or `url` (streamable HTTP)"
             )
         if self.url is not None and (self.args or self.env or self.cwd):
-            raise ValueError("`args`, `env` and `cwd` apply to stdio servers (`command`), not `url`")
+            raise ValueError(
+                "`args`, `env` and `cwd` apply to stdio servers (`command`), not `url`"
+            )
         if self.command is not None and self.headers:
             raise ValueError("`headers` apply to HTTP servers (`url`), not `command`")
         if self.command is not None and not self.command.strip():

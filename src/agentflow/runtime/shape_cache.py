@@ -359,21 +359,53 @@ class ShapeRecorder:
     """An event sink (RUNTIME.md §8) that records the result shape of every successful tool call
     (``tool_finished`` with a result, not skipped by a gate) into ``cache``.
 
-    Install it with the run's other sinks; ``close()`` does nothing (it may be shared by runs).
+    Shapes are merged in memory and written in one transaction when the run finishes
+    (``run_finished``) or the sink is closed, so a run with thousands of tool calls costs one
+    SQLite commit, not one per call; a planner attempt (one ``run_plan``) still sees the shapes of
+    the previous attempt.
     """
+
+    kinds = frozenset({"tool_finished", "run_finished"})
 
     def __init__(self, cache: ShapeCache):
         self.cache = cache
+        self._pending: dict[str, tuple[dict[str, Any], int]] = {}
+        self._lock = threading.Lock()
 
     def handle(self, event: Any) -> None:
-        if getattr(event, "kind", None) != "tool_finished":
+        kind = getattr(event, "kind", None)
+        if kind == "run_finished":
+            self.flush()
+            return
+        if kind != "tool_finished":
             return
         data = event.data
         if data.get("error") or data.get("skipped") or "result" not in data:
             return
         name = data.get("tool_name")
         if isinstance(name, str) and name:
-            self.cache.record(name, data.get("result"))
+            shape = shape_of(data.get("result"))
+            with self._lock:
+                old = self._pending.get(name)
+                if old is None:
+                    self._pending[name] = (shape, 1)
+                else:
+                    self._pending[name] = (merge_shapes(old[0], shape), old[1] + 1)
+
+    def flush(self) -> None:
+        """Write the pending shapes to the cache (one transaction per tool)."""
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        for tool, (shape, calls) in pending.items():
+            try:
+                self.cache.record_shape(tool, shape, calls)
+            except (sqlite3.Error, OSError) as exc:
+                if not self.cache._warned:
+                    self.cache._warned = True
+                    print(
+                        f"agentflow: shape cache {self.cache.path} not updated: {exc}",
+                        file=sys.stderr,
+                    )
 
     def close(self) -> None:
-        return None
+        self.flush()

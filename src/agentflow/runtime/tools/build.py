@@ -64,7 +64,7 @@ def build_catalog(
         if f"plan__{pname}" not in catalog:
             catalog.register(plan_tool(p))
     if plan is not None:
-        for pname, sub in sorted((plan.plans or {}).items()):
+        for _name, sub in sorted((plan.plans or {}).items()):
             catalog.register(plan_tool(sub), replace=True)
     servers = getattr(config, "mcp", None) or {}
     if servers:
@@ -85,11 +85,15 @@ def check_plan_tools(plan: Any, catalog: Catalog) -> None:
     """Resolve ``plan``'s tool names and ``tools`` patterns against ``catalog`` at the server level
     (no connection is made; RUNTIME.md §4). Raises PlanLoadError listing every problem, e.g.
     ``step E1: `tools` pattern 'linear__*' needs MCP server 'linear', which is not configured under
-    [mcp.linear]``."""
+    [mcp.linear]``, and ``plan_cycle`` problems across the plans directory."""
     from agentflow.ir.validate import resolve_tools
 
     names = set(catalog.names()) | {f"plan__{n}" for n in catalog.plans}
     problems = resolve_tools(plan, names, set(catalog.configured_prefixes))
+    if catalog.plans:
+        from agentflow.ir.loader import check_plan_cycles
+
+        problems += check_plan_cycles(plan, catalog.plans)  # across the plans directory
     if problems:
         raise PlanLoadError(problems)
 

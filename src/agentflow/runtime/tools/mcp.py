@@ -178,7 +178,7 @@ class McpConnection:
             except RunError:
                 await self._abandon()
                 raise
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 await self._abandon()
                 self._dead = f"did not start within {self.server.connect_timeout:g}s"
                 raise self._unavailable() from None
@@ -234,7 +234,7 @@ class McpConnection:
             result = await asyncio.wait_for(
                 session.call_tool(name, arguments, read_timeout_seconds=timeout), timeout + 1.0
             )
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise RunError(
                 "timeout", f"MCP tool {self.name}__{name} did not answer within {timeout:g}s"
             ) from None
@@ -269,7 +269,7 @@ class McpConnection:
         if task is not None and not task.done():
             try:
                 await asyncio.wait_for(asyncio.shield(task), CLOSE_TIMEOUT)
-            except (asyncio.TimeoutError, Exception):  # noqa: BLE001
+            except (TimeoutError, Exception):  # noqa: BLE001
                 task.cancel()
                 with contextlib.suppress(BaseException):
                     await task
@@ -305,7 +305,9 @@ def _is_closed(exc: BaseException) -> bool:
 
 def _convert(result: Any, tool: Any) -> Any:
     text = "\n".join(
-        getattr(block, "text", "") for block in result.content if getattr(block, "type", "") == "text"
+        getattr(block, "text", "")
+        for block in result.content
+        if getattr(block, "type", "") == "text"
     )
     if result.is_error:
         raise RunError("tool_error", text or "the MCP tool reported an error")

@@ -142,7 +142,8 @@ def function_tool(
             parsed = model.model_validate(args if isinstance(args, dict) else {})
         except ValidationError as exc:
             problems = "; ".join(
-                f"{'.'.join(str(x) for x in e['loc']) or '(input)'}: {e['msg']}" for e in exc.errors()
+                f"{'.'.join(str(x) for x in e['loc']) or '(input)'}: {e['msg']}"
+                for e in exc.errors()
             )
             raise RunError("tool_error", f"{full_name}: invalid arguments: {problems}") from None
         kwargs = {k: getattr(parsed, k) for k in fields}
@@ -286,9 +287,7 @@ def entry_point_tools(group: str = ENTRY_POINT_GROUP) -> list[Tool]:
     return out
 
 
-def load_user_tools(
-    modules: list[str], *, base_dir: Path, entry_points: bool = True
-) -> list[Tool]:
+def load_user_tools(modules: list[str], *, base_dir: Path, entry_points: bool = True) -> list[Tool]:
     """Every ``user__*`` tool of ``modules`` (``[tools] modules``) and, when ``entry_points``,
     the ``agentflow.tools`` entry-point group. Raises ConfigError on an import failure or a
     duplicate tool name (naming both sources)."""

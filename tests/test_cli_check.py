@@ -1,0 +1,157 @@
+"""`flowc check FILE|DIR… --format text|json|sarif` (issue #3, LANGUAGE.md §9): exit codes,
+formats, `--warnings-as-errors`, and hostile files that must give diagnostics, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from agentflow.cli import main
+
+sys.path.insert(0, str(Path(__file__).parent / "check"))
+from hostile import HOSTILE  # noqa: E402
+
+CLEAN = """\
+type A { x: int }
+stage s -> A { return { x: 1 } }
+"""
+WARN = """\
+stage s -> int {
+  let unused = 1
+  return 2
+}
+"""
+ERR = """\
+type Item { owner: text }
+stage s -> text {
+  let it: Item = { owner: "a" }
+  return it.ownr
+}
+"""
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, ["check", *args])
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    out = {}
+    for name, text in {"clean": CLEAN, "warn": WARN, "err": ERR}.items():
+        p = tmp_path / f"{name}.flow"
+        p.write_text(text)
+        out[name] = p
+    return out
+
+
+def test_exit_codes(files, tmp_path):
+    assert run(str(files["clean"])).exit_code == 0
+    assert run(str(files["warn"])).exit_code == 0
+    assert run(str(files["warn"]), "--warnings-as-errors").exit_code == 1
+    assert run(str(files["clean"]), "--warnings-as-errors").exit_code == 0
+    assert run(str(files["err"])).exit_code == 1
+    # usage errors: missing file, unknown option, unknown format, no argument
+    assert run(str(tmp_path / "nope.flow")).exit_code == 2
+    assert run(str(files["clean"]), "--bogus").exit_code == 2
+    assert run(str(files["clean"]), "--format", "xml").exit_code == 2
+    assert run().exit_code == 2
+
+
+def test_text_output_like_rustc(files):
+    res = run(str(files["err"]))
+    out = res.stdout
+    path = str(files["err"])
+    assert f"{path}:4:13: error[unknown-field]: `Item` has no field `ownr`" in out
+    assert "4 |   return it.ownr" in out
+    # carets under the whole span (4 characters of `ownr`)
+    caret_line = [ln for ln in out.splitlines() if "^" in ln][0]
+    assert caret_line.endswith("^^^^") and caret_line.count("^") == 4
+    assert "= hint: did you mean `owner`?" in out
+    assert "1 error(s), 0 warning(s) in 1 file(s)" in res.stderr
+
+
+def test_json_fields(files):
+    res = run(str(files["err"]), str(files["warn"]), "--format", "json")
+    data = json.loads(res.stdout)
+    assert {d["code"] for d in data} == {"unknown-field", "unused-variable"}
+    for d in data:
+        assert set(d) >= {
+            "file",
+            "line",
+            "column",
+            "end_line",
+            "end_column",
+            "severity",
+            "code",
+            "message",
+            "notes",
+            "hint",
+        }
+    field = next(d for d in data if d["code"] == "unknown-field")
+    assert (field["line"], field["column"], field["end_line"], field["end_column"]) == (
+        4,
+        13,
+        4,
+        17,
+    )
+    assert field["severity"] == "error" and field["hint"] == "did you mean `owner`?"
+    assert res.exit_code == 1
+
+
+def test_sarif(files):
+    res = run(str(files["err"]), "--format", "sarif")
+    log = json.loads(res.stdout)
+    assert log["version"] == "2.1.0"
+    run0 = log["runs"][0]
+    assert run0["tool"]["driver"]["name"] == "flowc"
+    result = run0["results"][0]
+    assert result["ruleId"] == "unknown-field" and result["level"] == "error"
+    region = result["locations"][0]["physicalLocation"]["region"]
+    assert (region["startLine"], region["startColumn"], region["endColumn"]) == (4, 13, 17)
+
+
+def test_directory_is_searched(files, tmp_path):
+    res = run(str(tmp_path), "--format", "json")
+    assert {Path(d["file"]).name for d in json.loads(res.stdout)} == {"err.flow", "warn.flow"}
+    assert res.exit_code == 1
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_files_give_diagnostics_not_tracebacks(name, tmp_path):
+    p = tmp_path / f"{name}.flow"
+    p.write_bytes(HOSTILE[name])
+    res = run(str(p), "--format", "json")
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    assert "Traceback" not in res.output
+    data = json.loads(res.stdout)
+    if name == "huge-string" or name == "huge-name":  # valid programs, just big
+        assert res.exit_code == 0
+        return
+    assert data, name
+    assert res.exit_code == 1
+    for d in data:
+        assert d["line"] >= 1 and d["column"] >= 1
+
+
+def test_hostile_files_through_the_real_command(tmp_path):
+    """One subprocess run over all hostile files together: diagnostics, exit 1, no traceback."""
+    for name, data in HOSTILE.items():
+        (tmp_path / f"{name}.flow").write_bytes(data)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentflow", "check", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
+    assert "error[syntax-error]" in proc.stdout
+    assert f"in {len(HOSTILE)} file(s)" in proc.stderr
