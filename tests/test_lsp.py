@@ -32,6 +32,7 @@ input Report
 
 /// Finds the report again.
 stage find -> Report {
+  /// what the investigator found
   let found = agent(investigator) {
     task "look at ${input.title}"
     tools [read_file, grep]
@@ -148,7 +149,7 @@ def test_changes_are_debounced_to_the_latest_version(client):
 
 def test_hover(client):
     h = hover(client, URI, pos(SOURCE, "found", 1, nth=1))  # `return found`
-    assert "(let) found: Report" in h
+    assert "(let) found: Report" in h and "what the investigator found" in h
     h = hover(client, URI, pos(SOURCE, "find.title", 6))  # the field
     assert "(field) title: text" in h and "a short summary" in h
     h = hover(client, URI, pos(SOURCE, "find.title", 1))  # the stage
