@@ -563,3 +563,19 @@ def test_parse_expression_raises_only_source_error(text):
         parse_expression(text)
     except SourceError as e:
         assert e.span is not None
+
+
+def test_simple_interpolation_fast_path_builds_the_same_nodes(monkeypatch):
+    """`${a.b}` holes skip the nested parse; the nodes (and spans) must be the parser's own."""
+    import re
+
+    from agentflow.grammar import parser as P
+
+    text = (
+        'stage s -> text {\n  let t = "x ${input.a} ${index}${b.c.d} ${true} ${a . b}"\n'
+        '  return """\n    ${item.title}: ${z}\n    """\n}\n'
+    )
+    fast = repr(P.parse_module(text, "f.flow"))
+    monkeypatch.setattr(P, "_SIMPLE_HOLE", re.compile(r"(?!)"))
+    slow = repr(P.parse_module(text, "f.flow"))
+    assert fast == slow

@@ -89,6 +89,7 @@ def check(paths: tuple[str, ...], fmt: str, warnings_as_errors: bool) -> None:
     if fmt == "text":
         if out:
             click.echo(out, err=False, nl=not out.endswith("\n"))
+            sys.stdout.flush()  # the report before the summary line, also when both are piped
         errors = sum(1 for d in diags if d.severity == "error")
         warnings = len(diags) - errors
         if diags:

@@ -1299,6 +1299,17 @@ class _Checker:
         return self.member_type(ot, e.name, e.name_span, e)
 
     def member_type(self, ot: Type, name: str, span: ast.Span, e: ast.Expr) -> Type:
+        # fast path: a field that an object type (named or inline) has
+        tp = type(ot)
+        if tp is NamedRef:
+            r = self.env.resolve(ot)
+            tp = type(r)
+        else:
+            r = ot
+        if tp is ObjectType:
+            f = r.fields.get(name)
+            if f is not None:
+                return f.type
         if isinstance(ot, ErrorType):
             return ERROR
         if ot == JSON:

@@ -413,6 +413,8 @@ def is_textual(t: Type, env: TypeEnv | None = None) -> bool:
 
 def widen(t: Type) -> Type:
     """Replace literal types by their base type, deeply (what an unannotated ``let`` binds)."""
+    if type(t) is Prim or type(t) is NamedRef:
+        return t
     if isinstance(t, LiteralType):
         return t.base
     if isinstance(t, ListType):

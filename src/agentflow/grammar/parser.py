@@ -126,6 +126,8 @@ _KIND = [None] + [None] * _TOKEN_RE.groups
 for _name, _idx in _TOKEN_RE.groupindex.items():
     _KIND[_idx] = _name
 _KIND = tuple(_KIND)
+#: an interpolation that is a name or a chain of field reads, written without blanks
+_SIMPLE_HOLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z_][A-Za-z0-9_]*)*)\}")
 _BLANKS = re.compile(r"[ \t\r\f\v\ufeff]*")
 _DUR_PART = re.compile(r"([0-9]+)(ms|h|m|s)")
 _DUR_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
@@ -566,10 +568,29 @@ class _Scanner:
             ls,
         )
 
+    def _simple_hole(self, m: re.Match, k: int, line: int, ls: int) -> ast.Interpolation:
+        """The ``Interpolation`` of a hole matched by :data:`_SIMPLE_HOLE` (one line)."""
+        file, ob, col0 = self.file, self.ob, 1 - ls
+        i = k + 2
+        j = m.end(1)
+        expr: ast.Expr = ast.Name(_Span(file, line, i + col0, line, j + col0, i + ob, j + ob), m.group(1))
+        start = expr.span
+        for seg in m.group(2).split(".")[1:]:
+            i = j + 1
+            j = i + len(seg)
+            nspan = _Span(file, line, i + col0, line, j + col0, i + ob, j + ob)
+            expr = ast.Member(start.to(nspan), expr, seg, nspan)
+        e = m.end()
+        return ast.Interpolation(_Span(file, line, k + col0, line, e + col0, k + ob, e + ob), expr)
+
     def _interpolation(self, k: int, line: int, ls: int) -> tuple[ast.Interpolation, int, int, int]:
         """Parse ``${ … }`` starting at text[k] == '$'; return (node, next index, line, ls)."""
         if self.nest >= MAX_STRING_NESTING:
             raise self.error("strings nested too deeply inside `${…}`", k, k + 2, line, ls)
+        m = _SIMPLE_HOLE.match(self.text, k, self.end)
+        if m is not None and (m.group(1) not in KEYWORDS or m.group(1) == "input"):
+            # fast path for the common `${name}` / `${a.b.c}`: the same nodes the parser builds
+            return self._simple_hole(m, k, line, ls), m.end(), line, ls
         sub = _Scanner(
             self.text,
             k + 2,
