@@ -579,3 +579,18 @@ def test_simple_interpolation_fast_path_builds_the_same_nodes(monkeypatch):
     monkeypatch.setattr(P, "_SIMPLE_HOLE", re.compile(r"(?!)"))
     slow = repr(P.parse_module(text, "f.flow"))
     assert fast == slow
+
+
+def test_statement_keywords_are_not_names_in_expressions():
+    # `let x =` with the value missing: the next line's `return` is not read as a name
+    _, diags = parse_module("stage s -> int {\n  let x =\n  return 1\n}", "k.flow")
+    assert [d.message for d in diags] == ["expected an expression, found `return`"]
+    _, diags = parse_module("stage s -> int {\n  let if = 1\n  return 1\n}", "k.flow")
+    assert diags and "found `if`" in diags[0].message
+    # ... but every keyword is a name after `.` and before `:`, and the others are names
+    ok = (
+        "stage s -> json {\n  let model = 1\n  let task = model\n"
+        "  return { return: input.return, if: task, in: input.in.not }\n}"
+    )
+    _, diags = parse_module(ok, "k.flow")
+    assert diags == []

@@ -62,6 +62,12 @@ KEYWORDS: dict[str, str] = {
     ).split()
 }
 
+#: Keywords that are never a plain name (a variable, a loop variable, an expression), only
+#: after ``.`` or before ``:`` (field names, object keys, named arguments); every other keyword
+#: is a name wherever the grammar does not expect it as a keyword (``let model = …``).
+_RESERVED = frozenset(
+    "let return require fail if else true false null and or not in".split()
+)
 #: Keywords that start a top-level item (recovery points).
 TOP_LEVEL = frozenset({"flow", "input", "output", "deadline", "use", "extern", "type", "stage"})
 #: Top-level keywords that can never start a line inside a body when followed by a word,
@@ -348,15 +354,6 @@ class _Scanner:
             g = m.lastindex
             kind = _KIND[g]
             i, j = m.span(g)
-            if kind == "eof":
-                i = n
-                continue
-            if kind == "nl":
-                line += 1
-                ls = j
-                i = j
-                bol = True
-                continue
             if kind == "word":
                 value = text[i:j]
                 typ = KEYWORDS.get(value)
@@ -384,7 +381,11 @@ class _Scanner:
                         if typ in st:
                             if "NAME" in st and _COLON_AFTER.match(text, j, n):
                                 typ = "NAME"
-                        elif "NAME" in st:
+                        elif "NAME" in st and (
+                            value not in _RESERVED
+                            or (self.last is not None and self.last.type == "DOT")
+                            or _COLON_AFTER.match(text, j, n)
+                        ):
                             typ = "NAME"
                 tok = Tok(typ, value, i + ob, j + ob, line, i - ls + 1, line, j - ls + 1, file)
             elif kind == "op":
@@ -438,6 +439,15 @@ class _Scanner:
                     if bol and module and typ == "MINUS" and (not stack or stack[-1].value == "{"):
                         typ = "MINUS_NL"
                     tok = Tok(typ, value, i + ob, j + ob, line, i - ls + 1, line, j - ls + 1, file)
+            elif kind == "nl":
+                line += 1
+                ls = j
+                i = j
+                bol = True
+                continue
+            elif kind == "eof":
+                i = n
+                continue
             elif kind == "str" or kind == "str3":
                 self.line, self.ls = line, ls
                 if kind == "str":

@@ -44,11 +44,10 @@ from agentflow.runtime.planner import (
     PLAN_AND_EXECUTE_DESCRIPTION,
     PLAN_AND_EXECUTE_SCHEMA,
     _KeepOpen,
-    _snapshot,
-    _usage_delta,
     plan_and_execute,
     planner_tools,
 )
+from agentflow.runtime.result import usage_delta, usage_snapshot
 
 __all__ = ["CHAT_SYSTEM", "AskResult", "ask", "ask_with_config", "chat_tools"]
 
@@ -209,7 +208,7 @@ async def ask(
                 on_progress("warning", f"some MCP tools are unavailable: {exc.message}")
     tools = chat_tools(catalog, plans, config)
     offered = {t.name for t in tools}
-    before = _snapshot(router)
+    before = usage_snapshot(router)
     t0 = time.monotonic()
     out = AskResult(status="ok")
 
@@ -219,7 +218,7 @@ async def ask(
 
     def finish(status: str, answer: str | None = None, error: dict | None = None) -> AskResult:
         out.status, out.answer, out.error = status, answer, error
-        out.usage = _usage_delta(router, before)
+        out.usage = usage_delta(router, before)
         out.duration_ms = int((time.monotonic() - t0) * 1000)
         return out
 

@@ -38,7 +38,7 @@ from agentflow.runtime.expressions import (
     to_json_value,
     to_text,
 )
-from agentflow.runtime.result import RunResult, empty_usage
+from agentflow.runtime.result import RunResult, usage_delta, usage_snapshot
 
 __all__ = [
     "NO_ANSWER",
@@ -1552,32 +1552,6 @@ def _validate_input(plan: Any, data: Any, *, code: str | None = None) -> None:
     raise InputError(message)
 
 
-def _usage_delta(router: Any, before: dict[str, Any] | None) -> dict[str, Any]:
-    usage = getattr(router, "usage", None) if router is not None else None
-    if not isinstance(usage, dict):
-        return empty_usage()
-    before = before or empty_usage()
-    out = empty_usage()
-    for k in ("inferences", "input_tokens", "output_tokens"):
-        out[k] = int(usage.get(k, 0)) - int(before.get(k, 0))
-    for role, entry in (usage.get("by_role") or {}).items():
-        prev = (before.get("by_role") or {}).get(role, {})
-        d = {
-            k: int(entry.get(k, 0)) - int(prev.get(k, 0))
-            for k in ("inferences", "input_tokens", "output_tokens")
-        }
-        if any(d.values()):
-            out["by_role"][role] = d
-    return out
-
-
-def _snapshot(router: Any) -> dict[str, Any] | None:
-    usage = getattr(router, "usage", None) if router is not None else None
-    if not isinstance(usage, dict):
-        return None
-    return json.loads(json.dumps(usage))
-
-
 async def run_plan(
     plan: Any,
     input: Any = None,
@@ -1632,7 +1606,7 @@ async def run_plan(
         deadline_at=loop.time() + deadline_s if deadline_s is not None else None,
         root_plans=dict(getattr(plan, "plans", None) or {}),
     )
-    before = _snapshot(router)
+    before = usage_snapshot(router)
     forwarding = router is not None and getattr(router, "on_event", False) is None
     if forwarding:  # retries / failovers of the model layer become trace events
         from agentflow.runtime.models.router import forward_model_events
@@ -1659,7 +1633,7 @@ async def run_plan(
         output=output,
         error=error,
         results=results,
-        usage={**_usage_delta(router, before), "by_step": step_usage.by_step},
+        usage={**usage_delta(router, before), "by_step": step_usage.by_step},
         duration_ms=int((time.monotonic() - t0) * 1000),
     )
     ex.emit(

@@ -44,7 +44,7 @@ from typing import Any
 
 from agentflow.errors import ConfigError, FlowError, InputError, ModelError, PlanLoadError
 from agentflow.runtime.events import Event, EventBus
-from agentflow.runtime.result import empty_usage
+from agentflow.runtime.result import empty_usage, usage_delta, usage_snapshot
 
 __all__ = [
     "DEFAULT_MAX_REPLANS",
@@ -256,27 +256,6 @@ def extract_plan_text(reply: str | None) -> str:
     if m and m.group(1).lower() in ("", "yaml", "yml", "json"):
         return m.group(2).strip() + "\n"
     return text + "\n" if text else ""
-
-
-def _snapshot(router: Any) -> dict[str, Any]:
-    usage = getattr(router, "usage", None)
-    return json.loads(json.dumps(usage)) if isinstance(usage, dict) else empty_usage()
-
-
-def _usage_delta(router: Any, before: dict[str, Any]) -> dict[str, Any]:
-    now = _snapshot(router)
-    out = empty_usage()
-    for k in ("inferences", "input_tokens", "output_tokens"):
-        out[k] = int(now.get(k, 0)) - int(before.get(k, 0))
-    for role, entry in (now.get("by_role") or {}).items():
-        prev = (before.get("by_role") or {}).get(role, {})
-        d = {
-            k: int(entry.get(k, 0)) - int(prev.get(k, 0))
-            for k in ("inferences", "input_tokens", "output_tokens")
-        }
-        if any(d.values()):
-            out["by_role"][role] = d
-    return out
 
 
 def planner_tools(
@@ -569,7 +548,7 @@ async def plan_and_execute(
     kept = [_KeepOpen(s) for s in sinks]
     bus = EventBus(kept)
     emit = bus.emit
-    before = _snapshot(router)
+    before = usage_snapshot(router)
     t0 = time.monotonic()
     if plans is None:
         plans = getattr(catalog, "plans", None) or {}
@@ -593,7 +572,7 @@ async def plan_and_execute(
             results=dict(results),
             attempts=attempts,
             plan=last_plan,
-            usage=_usage_delta(router, before),
+            usage=usage_delta(router, before),
             duration_ms=int((time.monotonic() - t0) * 1000),
         )
 

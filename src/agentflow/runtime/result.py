@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -51,3 +52,32 @@ class RunResult:
         data["usage"] = self.usage
         data["duration_ms"] = self.duration_ms
         return data
+
+
+_USAGE_KEYS = ("inferences", "input_tokens", "output_tokens")
+
+
+def usage_snapshot(router: Any) -> dict[str, Any] | None:
+    """A deep copy of ``router.usage`` (RUNTIME.md §1 ``usage`` shape), or None without one."""
+    usage = getattr(router, "usage", None) if router is not None else None
+    if not isinstance(usage, dict):
+        return None
+    return json.loads(json.dumps(usage))
+
+
+def usage_delta(router: Any, before: dict[str, Any] | None) -> dict[str, Any]:
+    """The usage ``router`` accumulated since ``before`` (a :func:`usage_snapshot`): totals and
+    ``by_role`` (roles with no change left out)."""
+    now = usage_snapshot(router)
+    if now is None:
+        return empty_usage()
+    before = before or empty_usage()
+    out = empty_usage()
+    for k in _USAGE_KEYS:
+        out[k] = int(now.get(k, 0)) - int(before.get(k, 0))
+    for role, entry in (now.get("by_role") or {}).items():
+        prev = (before.get("by_role") or {}).get(role, {})
+        d = {k: int(entry.get(k, 0)) - int(prev.get(k, 0)) for k in _USAGE_KEYS}
+        if any(d.values()):
+            out["by_role"][role] = d
+    return out
