@@ -9,7 +9,9 @@ and prints:
 * milliseconds for the whole check of a 500-line file.
 
 Targets: ≥ 40,000 lines/s for the whole check on one core; < 30 ms for 500 lines.  The Lark
-parser is built once per process (a warm-up run precedes every measurement).
+parser is built once per process (a warm-up run precedes every measurement).  Times are CPU
+time of this process (``time.process_time``), best of ``--repeat`` runs, so that other work on
+a shared machine disturbs them less.
 
     .venv/bin/python bench/check_speed.py [--lines 10000] [--repeat 5] [--profile] [--dump FILE]
 """

@@ -203,7 +203,7 @@ async def run(
     catalog (built by :func:`agentflow.runtime.tools.build.build_catalog` unless given; its MCP
     connections are closed when the run ends).
     """
-    from agentflow.runtime.config import Config, load_config, no_model_message
+    from agentflow.runtime.config import Config, load_config, missing_key_message, no_model_message
     from agentflow.runtime.events import JsonlSink
     from agentflow.runtime.executor import run_plan
     from agentflow.runtime.models.router import ModelRouter
@@ -223,8 +223,12 @@ async def run(
 
         router = ReplayRouter(replay, config)
     if router is None:
-        if plan_needs_model(plan) and not config.has_model():
-            raise ConfigError(no_model_message(config))
+        if plan_needs_model(plan):
+            if not config.has_model():
+                raise ConfigError(no_model_message(config))
+            missing = missing_key_message(config)
+            if missing:
+                raise ConfigError(missing)
         if record is not None:
             from agentflow.runtime.models.cassette import recording_router
 

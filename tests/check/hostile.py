@@ -38,6 +38,8 @@ HOSTILE: dict[str, bytes] = {
     "unterminated-comment": b"stage s -> int { /* return 1 }",
     "many-items": b"type T { x: int }\n" * 5_000,
     "only-garbage": b"@@@ ### $$$ %%% ^^^ &&& ***",
+    "trailing-backslash": b'stage s -> text { return "abc\\',
+    "crlf-and-tabs": b"stage s -> int {\r\n\tlet x = (1 +\r\n\treturn x\r\n}\r\n",
 }
 
 

@@ -65,9 +65,7 @@ KEYWORDS: dict[str, str] = {
 #: Keywords that are never a plain name (a variable, a loop variable, an expression), only
 #: after ``.`` or before ``:`` (field names, object keys, named arguments); every other keyword
 #: is a name wherever the grammar does not expect it as a keyword (``let model = …``).
-_RESERVED = frozenset(
-    "let return require fail if else true false null and or not in".split()
-)
+_RESERVED = frozenset("let return require fail if else true false null and or not in".split())
 #: Keywords that start a top-level item (recovery points).
 TOP_LEVEL = frozenset({"flow", "input", "output", "deadline", "use", "extern", "type", "stage"})
 #: Top-level keywords that can never start a line inside a body when followed by a word,
@@ -312,7 +310,9 @@ class _Scanner:
         return f"{what} opened on line {opener.line}" if at else what
 
     def error(self, message: str, i: int, j: int, line: int, ls: int, **kw) -> _SynErr:
-        return _SynErr(message, self.span_at(i, max(j, i), line, ls), **kw)
+        end = self.end
+        i = min(i, end)
+        return _SynErr(message, self.span_at(i, min(max(j, i), end), line, ls), **kw)
 
     # -- main loop -----------------------------------------------------------------------------
 
@@ -569,7 +569,9 @@ class _Scanner:
                 line,
                 ls,
             )
-        shown = c if c and c.isprintable() else repr(c)
+        if not c:
+            raise self.error("a `\\` at the end of the text escapes nothing", i, i + 1, line, ls)
+        shown = c if c.isprintable() else repr(c)
         raise self.error(
             f'unknown escape `\\{shown}` (use `\\"`, `\\\\`, `\\n`, `\\t`, `\\u{{…}}` or `\\$`)',
             i,
@@ -583,7 +585,9 @@ class _Scanner:
         file, ob, col0 = self.file, self.ob, 1 - ls
         i = k + 2
         j = m.end(1)
-        expr: ast.Expr = ast.Name(_Span(file, line, i + col0, line, j + col0, i + ob, j + ob), m.group(1))
+        expr: ast.Expr = ast.Name(
+            _Span(file, line, i + col0, line, j + col0, i + ob, j + ob), m.group(1)
+        )
         start = expr.span
         for seg in m.group(2).split(".")[1:]:
             i = j + 1

@@ -357,6 +357,29 @@ class Config(_Strict):
         return self._env.get(provider.api_key_env) or None
 
 
+def missing_key_message(config: Config, roles: tuple[str, ...] = ("chat",)) -> str | None:
+    """A message naming the environment variable that holds a provider's API key when the
+    configuration names one (``api_key_env``) for the models of ``roles`` and it is unset, else
+    None.  Lets a run fail before its first step instead of at its first model call."""
+    for role in roles:
+        try:
+            resolved = config.resolve(role)
+        except ConfigError:
+            continue
+        for r in resolved:
+            env_name = r.provider.api_key_env
+            declared = r.provider_name in config.providers
+            public = r.provider.base_url in (DEFAULT_OPENAI_BASE_URL, DEFAULT_ANTHROPIC_BASE_URL)
+            if env_name and (declared or public) and not config.env.get(env_name):
+                where = f" in {config.path}" if config.path else ""
+                return (
+                    f"the environment variable {env_name} (the API key of provider "
+                    f"'{r.provider_name}', [providers.{r.provider_name}]{where}) is not set; set it, "
+                    "or run with --replay CASSETTE to answer model requests from a recording"
+                )
+    return None
+
+
 def no_model_message(config: Config | None = None, role: str = "chat") -> str:
     """The message shown when no model is configured: says exactly what to set (RUNTIME.md §6)."""
     where = f" (read {config.path})" if config is not None and config.path else ""

@@ -260,7 +260,9 @@ class ConsoleSink:
         elif kind == "warning":
             self._print(f"! {path} {data.get('message', '')}".replace("  ", " "))
         elif kind == "retry":
-            self._print(f"↻ {path} retry {data.get('attempt')} after {data.get('code')}")
+            what = f"model call ({data['model']})" if data.get("model") else "step"
+            why = data.get("code") or data.get("kind") or "an error"
+            self._print(f"↻ {path} {what} retry {data.get('attempt')} after {why}")
         elif kind == "run_finished":
             self._running.clear()
             self._maps.clear()

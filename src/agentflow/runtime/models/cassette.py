@@ -197,11 +197,35 @@ class ReplayClient:
                 lineterm="",
             )
         )
-        shown = "\n".join(line[:200] for line in diff[:24])
+        shown = "\n".join(_windowed(diff[:24]))
         more = "\n…" if len(diff) > 24 else ""
         return (
             f"{head}; nearest recorded request ({best_ratio:.0%} similar) differs:\n{shown}{more}"
         )
+
+
+def _windowed(diff: list[str], width: int = 160) -> list[str]:
+    """Cut long diff lines to a window around the first character where a removed line and the
+    added line after it differ, so the difference itself is always visible."""
+    out = list(diff)
+    for i in range(len(out) - 1):
+        a, b = out[i], out[i + 1]
+        if a.startswith("-") and b.startswith("+") and not a.startswith("---"):
+            k = next(
+                (j for j, (x, y) in enumerate(zip(a[1:], b[1:], strict=False)) if x != y), None
+            )
+            if k is None:
+                k = min(len(a), len(b)) - 1
+            start = max(0, k - width // 3)
+            for j, line in ((i, a), (i + 1, b)):
+                body = line[1 + start : 1 + start + width]
+                out[j] = (
+                    line[0]
+                    + ("…" if start else "")
+                    + body
+                    + ("…" if len(line) > 1 + start + width else "")
+                )
+    return [line if len(line) <= width + 8 else line[: width + 8] + "…" for line in out]
 
 
 def _lines(data: Any) -> list[str]:
