@@ -108,13 +108,19 @@ def test_object_assignability_is_structural_and_closed():
 
 
 def test_join_widen_and_type_str():
-    assert join([LiteralType(1), LiteralType(2)]) == INT
-    assert join([LiteralType(1), LiteralType(2.5)]) == NUMBER
-    assert join([PATH, LiteralType("x")]) == PATH
-    assert join([PATH, LiteralType(3)]) == UnionType((PATH, INT))
+    def lit(v):
+        return LiteralType(v, fresh=True)  # the type of a literal expression
+
+    assert join([lit(1), lit(2)]) == INT
+    assert join([lit(1), lit(2.5)]) == NUMBER
+    assert join([PATH, lit("x")]) == PATH
+    assert join([PATH, lit(3)]) == UnionType((PATH, INT))
     assert join([TEXT, NULL]) == OptionalType(TEXT)
     assert join([]) == NEVER
-    assert widen(ListType(LiteralType("a"))) == ListType(TEXT)
+    assert widen(ListType(lit("a"))) == ListType(TEXT)
+    # a declared literal type is not widened (only fresh literals are)
+    declared = make_union([LiteralType("a"), LiteralType("b")])
+    assert widen(ListType(declared)) == ListType(declared)
     assert type_str(ListType(UnionType((PATH, INT)))) == "(path | int)[]"
     assert type_str(OptionalType(ListType(TEXT))) == "text[]?"
     assert type_str(make_union([LiteralType("a"), LiteralType("b")])) == '"a" | "b"'

@@ -1041,7 +1041,7 @@ class _Checker:
 
     def e_StringLit(self, e: ast.StringLit, hint: Type | None) -> Type:
         if e.is_plain:
-            return LiteralType(e.text)
+            return LiteralType(e.text, fresh=True)
         result: Type = TEXT
         # an interpolated string literal is still a string literal: it may be a path or member
         if (
@@ -1062,10 +1062,10 @@ class _Checker:
         return result
 
     def e_NumberLit(self, e: ast.NumberLit, hint: Type | None) -> Type:
-        return LiteralType(e.value)
+        return LiteralType(e.value, fresh=True)
 
     def e_BoolLit(self, e: ast.BoolLit, hint: Type | None) -> Type:
-        return LiteralType(bool(e.value))
+        return LiteralType(bool(e.value), fresh=True)
 
     def e_NullLit(self, e: ast.NullLit, hint: Type | None) -> Type:
         return NULL
@@ -1146,7 +1146,7 @@ class _Checker:
             return t
         if is_numeric(t, self.env) or t == DURATION:
             if isinstance(t, LiteralType):
-                return LiteralType(-t.value)  # type: ignore[operator]
+                return LiteralType(-t.value, fresh=True)  # type: ignore[operator]
             return widen(t)
         self.report(D.TYPE_MISMATCH, f"`-` needs a number, found `{type_str(t)}`", e.operand.span)
         return ERROR

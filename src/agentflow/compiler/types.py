@@ -137,10 +137,16 @@ class UnionType(Type):
 
 @dataclass(slots=True, eq=False)  # not frozen: faster __init__; __eq__/__hash__ below
 class LiteralType(Type):
-    """A literal type: ``"low"``, ``1``, ``true``.  The type of a plain literal expression too
-    (widened to its base type by ``let`` without annotation)."""
+    """A literal type: ``"low"``, ``1``, ``true``.  The type of a plain literal expression too.
+
+    ``fresh`` marks the type of a literal *expression* (TypeScript's "fresh literal type"): only
+    fresh literals are widened to their base type by an unannotated ``let``; a literal type that
+    was declared (``type S = "a" | "b"``) keeps its members through ``let``, ``filter`` and the
+    like.  ``fresh`` takes no part in equality.
+    """
 
     value: str | int | float | bool
+    fresh: bool = False
 
     @property
     def base(self) -> Prim:
@@ -416,7 +422,7 @@ def widen(t: Type) -> Type:
     if type(t) is Prim or type(t) is NamedRef:
         return t
     if isinstance(t, LiteralType):
-        return t.base
+        return t.base if t.fresh else t
     if isinstance(t, ListType):
         return ListType(widen(t.elem))
     if isinstance(t, OptionalType):
