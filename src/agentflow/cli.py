@@ -394,7 +394,6 @@ def lsp_cmd(stdio: bool) -> None:
     serve_stdio()
 
 
-
 # ---------------------------------------------------------------------------------- ask, cache
 
 
@@ -405,14 +404,32 @@ def _dim(text: str) -> None:
 @main.command()
 @click.argument("question")
 @click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
-@click.option("--workspace", type=click.Path(file_okay=False), help="Root for file tools (default: cwd).")
-@click.option("--trace", type=click.Path(dir_okay=False), help="Write every event as JSON Lines here.")
-@click.option("--max-iterations", type=click.IntRange(min=1), help="Chat rounds (default: [chat] max_agent_iterations).")
+@click.option(
+    "--workspace", type=click.Path(file_okay=False), help="Root for file tools (default: cwd)."
+)
+@click.option(
+    "--trace", type=click.Path(dir_okay=False), help="Write every event as JSON Lines here."
+)
+@click.option(
+    "--max-iterations",
+    type=click.IntRange(min=1),
+    help="Chat rounds (default: [chat] max_agent_iterations).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the whole result as JSON.")
 @click.option("--record", type=click.Path(dir_okay=False), help="Record model exchanges here.")
-@click.option("--replay", type=click.Path(dir_okay=False), help="Answer model requests from this cassette.")
-def ask(question: str, config: str | None, workspace: str | None, trace: str | None,
-        max_iterations: int | None, as_json: bool, record: str | None, replay: str | None) -> None:
+@click.option(
+    "--replay", type=click.Path(dir_okay=False), help="Answer model requests from this cassette."
+)
+def ask(
+    question: str,
+    config: str | None,
+    workspace: str | None,
+    trace: str | None,
+    max_iterations: int | None,
+    as_json: bool,
+    record: str | None,
+    replay: str | None,
+) -> None:
     """Answer QUESTION with the chat model and the tool catalog (tools, plan__* plans,
     plan_and_execute). The answer goes to stdout; progress and solver reports, dimmed, to stderr."""
     import asyncio
@@ -436,8 +453,14 @@ def ask(question: str, config: str | None, workspace: str | None, trace: str | N
     try:
         result = asyncio.run(
             ask_with_config(
-                question, config=config, workspace=workspace, trace=trace, record=record,
-                replay=replay, max_iterations=max_iterations, on_progress=progress,
+                question,
+                config=config,
+                workspace=workspace,
+                trace=trace,
+                record=record,
+                replay=replay,
+                max_iterations=max_iterations,
+                on_progress=progress,
             )
         )
     except PlanLoadError as e:
