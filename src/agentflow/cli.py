@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -20,6 +20,43 @@ from agentflow.errors import FlowError, PlanLoadError
 
 def _err(message: str) -> None:
     click.echo(message, err=True)
+
+
+def _fail(e: FlowError) -> NoReturn:
+    """Print a user error and exit 1: each problem of a PlanLoadError on its own line, anything
+    else as ``error: …``."""
+    if isinstance(e, PlanLoadError):
+        for problem in e.errors:
+            _err(str(problem))
+    else:
+        _err(f"error: {e}")
+    sys.exit(1)
+
+
+# Options shared by `run` and `ask`.
+_workspace_option = click.option(
+    "--workspace", type=click.Path(file_okay=False), help="Root for file tools (default: cwd)."
+)
+_trace_option = click.option(
+    "--trace", type=click.Path(dir_okay=False), help="Write every event as JSON Lines here."
+)
+_record_option = click.option(
+    "--record", type=click.Path(dir_okay=False), help="Record model exchanges here."
+)
+_replay_option = click.option(
+    "--replay", type=click.Path(dir_okay=False), help="Answer model requests from this cassette."
+)
+
+
+def _check_run_options(workspace: str | None, record: str | None, replay: str | None) -> None:
+    """Raise click.UsageError (exit 2) for ``--record`` with ``--replay``, a missing ``--replay``
+    cassette or a missing ``--workspace`` directory."""
+    if record and replay:
+        raise click.UsageError("--record and --replay cannot be used together")
+    if replay is not None and not Path(replay).is_file():
+        raise click.UsageError(f"--replay {replay}: no such file")
+    if workspace is not None and not Path(workspace).is_dir():
+        raise click.UsageError(f"--workspace {workspace}: no such directory")
 
 
 def _flow_files(paths: tuple[str, ...]) -> list[Path]:
@@ -155,18 +192,12 @@ def schema(file: str, type_name: str) -> None:
 @main.command()
 @click.argument("target", type=click.Path(dir_okay=False))
 @click.option("--input", "input_", help="Input as JSON, or @file.json.")
-@click.option(
-    "--workspace", type=click.Path(file_okay=False), help="Root for file tools (default: cwd)."
-)
-@click.option(
-    "--trace", type=click.Path(dir_okay=False), help="Write every event as JSON Lines here."
-)
+@_workspace_option
+@_trace_option
 @click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole RunResult as JSON.")
-@click.option("--record", type=click.Path(dir_okay=False), help="Record model exchanges here.")
-@click.option(
-    "--replay", type=click.Path(dir_okay=False), help="Answer model requests from this cassette."
-)
+@_record_option
+@_replay_option
 def run(
     target: str,
     input_: str | None,
@@ -182,12 +213,7 @@ def run(
 
     if not Path(target).is_file():
         raise click.UsageError(f"{target}: no such file")
-    if record and replay:
-        raise click.UsageError("--record and --replay cannot be used together")
-    if replay is not None and not Path(replay).is_file():
-        raise click.UsageError(f"--replay {replay}: no such file")
-    if workspace is not None and not Path(workspace).is_dir():
-        raise click.UsageError(f"--workspace {workspace}: no such directory")
+    _check_run_options(workspace, record, replay)
     try:
         data = api.parse_input(input_)
         if target.endswith(".flow"):
@@ -275,13 +301,8 @@ def plan_validate(file: str, config: str | None) -> None:
         catalog = build_catalog(cfg, plan=p)  # builtins, user tools, plans, MCP (not connected)
         names = set(catalog.names()) | {f"plan__{n}" for n in catalog.plans}
         problems = resolve_tools(p, names, _configured_prefixes(cfg, catalog))
-    except PlanLoadError as e:
-        for problem in e.errors:
-            _err(str(problem))
-        sys.exit(1)
     except FlowError as e:
-        _err(f"error: {e}")
-        sys.exit(1)
+        _fail(e)
     if problems:
         for problem in problems:
             _err(str(problem))
@@ -346,9 +367,7 @@ def plan_fmt(file: str, check_only: bool) -> None:
     try:
         new = fmt_plan_text(text, file)
     except PlanLoadError as e:
-        for problem in e.errors:
-            _err(str(problem))
-        sys.exit(1)
+        _fail(e)
     if check_only:
         if new != text:
             _err(f"{file}: would reformat")
@@ -404,22 +423,16 @@ def _dim(text: str) -> None:
 @main.command()
 @click.argument("question")
 @click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
-@click.option(
-    "--workspace", type=click.Path(file_okay=False), help="Root for file tools (default: cwd)."
-)
-@click.option(
-    "--trace", type=click.Path(dir_okay=False), help="Write every event as JSON Lines here."
-)
+@_workspace_option
+@_trace_option
 @click.option(
     "--max-iterations",
     type=click.IntRange(min=1),
     help="Chat rounds (default: [chat] max_agent_iterations).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the whole result as JSON.")
-@click.option("--record", type=click.Path(dir_okay=False), help="Record model exchanges here.")
-@click.option(
-    "--replay", type=click.Path(dir_okay=False), help="Answer model requests from this cassette."
-)
+@_record_option
+@_replay_option
 def ask(
     question: str,
     config: str | None,
@@ -436,12 +449,7 @@ def ask(
 
     from agentflow.runtime.chat import ask_with_config
 
-    if record and replay:
-        raise click.UsageError("--record and --replay cannot be used together")
-    if replay is not None and not Path(replay).is_file():
-        raise click.UsageError(f"--replay {replay}: no such file")
-    if workspace is not None and not Path(workspace).is_dir():
-        raise click.UsageError(f"--workspace {workspace}: no such directory")
+    _check_run_options(workspace, record, replay)
 
     def progress(kind: str, text: str) -> None:
         mark = {"tool": "→", "tool_done": "✓", "tool_error": "✗", "replan": "↻"}.get(kind, "·")
@@ -463,13 +471,8 @@ def ask(
                 on_progress=progress,
             )
         )
-    except PlanLoadError as e:
-        for problem in e.errors:
-            _err(str(problem))
-        sys.exit(1)
     except FlowError as e:
-        _err(f"error: {e}")
-        sys.exit(1)
+        _fail(e)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     elif result.answer is not None:

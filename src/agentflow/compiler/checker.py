@@ -712,38 +712,32 @@ class _Checker:
 
         # 4. uses and tools
         value_names: dict[str, ast.Node] = {}
+
+        def claim(ident: Any, reserved: str) -> bool:
+            """Take the value name ``ident`` (a use alias or stage name); False, reported, when
+            it is taken already or is ``input`` (``reserved``: the message for that)."""
+            name = ident.name
+            if name in value_names or name == "input":
+                first = value_names.get(name)
+                self.report(
+                    D.DUPLICATE_DEFINITION,
+                    f"`{name}` is defined twice" if first is not None else reserved,
+                    ident.span,
+                    notes=[Note("first defined here", first.span)] if first is not None else [],
+                )
+                return False
+            value_names[name] = ident
+            return True
+
         for item in items:
             if isinstance(item, ast.UseDecl):
-                alias = item.alias.name
-                if alias in value_names or alias == "input":
-                    first = value_names.get(alias)
-                    self.report(
-                        D.DUPLICATE_DEFINITION,
-                        f"`{alias}` is defined twice"
-                        if first is not None
-                        else "`input` is reserved and cannot be an alias",
-                        item.alias.span,
-                        notes=[Note("first defined here", first.span)] if first is not None else [],
-                    )
-                    continue
-                self.uses[alias] = item
-                self.use_syms[alias] = Symbol("use", alias, UseType(item.kind, alias), item)
-                value_names[alias] = item.alias
+                if claim(item.alias, "`input` is reserved and cannot be an alias"):
+                    alias = item.alias.name
+                    self.uses[alias] = item
+                    self.use_syms[alias] = Symbol("use", alias, UseType(item.kind, alias), item)
             elif isinstance(item, ast.StageDecl):
-                name = item.name.name
-                if name in value_names or name == "input":
-                    first = value_names.get(name)
-                    self.report(
-                        D.DUPLICATE_DEFINITION,
-                        f"`{name}` is defined twice"
-                        if first is not None
-                        else "a stage cannot be named `input`",
-                        item.name.span,
-                        notes=[Note("first defined here", first.span)] if first is not None else [],
-                    )
-                    continue
-                self.all_stages[name] = item
-                value_names[name] = item.name
+                if claim(item.name, "a stage cannot be named `input`"):
+                    self.all_stages[item.name.name] = item
         for item in items:
             if isinstance(item, ast.ExternTool):
                 name = item.name.name
@@ -1429,21 +1423,7 @@ class _Checker:
 
     def e_Projection(self, e: ast.Projection, hint: Type | None) -> Type:
         bt = self.infer(e.base)
-        if isinstance(bt, ErrorType):
-            elem: Type = ERROR
-        elif bt == JSON:
-            elem = JSON
-        else:
-            r = self.env.resolve(bt)
-            if isinstance(r, ListType):
-                elem = r.elem
-            else:
-                self.report(
-                    D.TYPE_MISMATCH,
-                    f"`[*]` needs an array, found `{type_str(bt)}`",
-                    e.base.span,
-                )
-                elem = ERROR
+        elem = self.list_elem(bt, "[*]", e.base.span)
         if e.path is None:
             return bt if not isinstance(elem, ErrorType) else ERROR
         self.proj.append(elem)
@@ -1578,7 +1558,11 @@ class _Checker:
     # control expressions --------------------------------------------------------------------
 
     def elem_type(self, over: ast.Expr, what: str) -> Type:
-        t = self.infer(over)
+        return self.list_elem(self.infer(over), what, over.span)
+
+    def list_elem(self, t: Type, what: str, span: Any) -> Type:
+        """The element type of the list type ``t`` (``json`` and errors pass through); anything
+        else is reported as "`what` needs an array" at ``span`` and gives the error type."""
         if isinstance(t, ErrorType):
             return ERROR
         if t == JSON:
@@ -1586,7 +1570,7 @@ class _Checker:
         r = self.env.resolve(t)
         if isinstance(r, ListType):
             return r.elem if not isinstance(r.elem, NeverType) else NEVER
-        self.report(D.TYPE_MISMATCH, f"`{what}` needs an array, found `{type_str(t)}`", over.span)
+        self.report(D.TYPE_MISMATCH, f"`{what}` needs an array, found `{type_str(t)}`", span)
         return ERROR
 
     def positive_int(self, e: ast.Expr, what: str, *, allow_zero: bool = False) -> None:
@@ -1622,20 +1606,7 @@ class _Checker:
 
     def e_FilterExpr(self, e: ast.FilterExpr, hint: Type | None) -> Type:
         ot = self.infer(e.over)
-        elem: Type
-        if isinstance(ot, ErrorType):
-            elem = ERROR
-        elif ot == JSON:
-            elem = JSON
-        else:
-            r = self.env.resolve(ot)
-            if isinstance(r, ListType):
-                elem = r.elem
-            else:
-                self.report(
-                    D.TYPE_MISMATCH, f"`filter` needs an array, found `{type_str(ot)}`", e.over.span
-                )
-                elem = ERROR
+        elem = self.list_elem(ot, "filter", e.over.span)
         self.loop_scope(e.var, elem, e)
         try:
             if e.cond is not None:

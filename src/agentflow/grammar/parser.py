@@ -1252,6 +1252,16 @@ def _sep_check(acc: _Acc, new: Any, what: str) -> None:
         raise _SynErr(f"expected `,` or a line break between {what}", new.span, hint=None)
 
 
+def _sep_next(c: list, what: str) -> _Acc:
+    """Append the entry ``c[1]`` to the list ``c[0]``, checking its separation from the last one
+    (:func:`_sep_check`; ``what`` names the entries in the message)."""
+    acc, new = c
+    _sep_check(acc, new, what)
+    acc.append(new)
+    acc.comma = False
+    return acc
+
+
 def _comma(c: list) -> _Acc:
     """A separating comma after an entry (a second comma, or one before any entry, is an error)."""
     acc = c[0]
@@ -1394,11 +1404,7 @@ class _Builder:
         return _Acc(c)
 
     def fields_next(self, c):
-        acc, f = c
-        _sep_check(acc, f, "fields")
-        acc.append(f)
-        acc.comma = False
-        return acc
+        return _sep_next(c, "fields")
 
     def fields_comma(self, c):
         return _comma(c)
@@ -1706,37 +1712,22 @@ class _Builder:
     def list(self, c):
         return ast.ListLit(_cover(c[0], c[2]), list(c[1]))
 
-    def items_empty(self, c):
-        return _Acc()
-
-    def items_first(self, c):
-        return _Acc(c)
-
-    def items_next(self, c):
-        c[0].append(c[2])
-        return c[0]
-
-    def items_comma(self, c):
-        return c[0]
+    # list items are collected like tool references (comma-separated)
+    items_empty = tool_refs_empty
+    items_first = tool_refs_first
+    items_next = tool_refs_next
+    items_comma = tool_refs_comma
 
     def object(self, c):
         return ast.ObjectLit(_cover(c[0], c[2]), list(c[1]))
 
-    def entries_empty(self, c):
-        return _Acc()
-
-    def entries_first(self, c):
-        return _Acc(c)
+    # object entries are collected like the fields of a type
+    entries_empty = fields_empty
+    entries_first = fields_first
+    entries_comma = fields_comma
 
     def entries_next(self, c):
-        acc, e = c
-        _sep_check(acc, e, "object entries")
-        acc.append(e)
-        acc.comma = False
-        return acc
-
-    def entries_comma(self, c):
-        return _comma(c)
+        return _sep_next(c, "object entries")
 
     def entry(self, c):
         k = c[0]

@@ -527,7 +527,7 @@ def check_plan_cycles(root: Plan, others: dict[str, Plan]) -> list[PlanProblem]:
 
     Each cycle is reported once, at the call that closes it (file:line:col of its ``tool_name``).
     """
-    from agentflow.ir.validate import walk_steps
+    from agentflow.ir.validate import call_cycles, walk_steps
 
     units: dict[str, list[tuple[Plan, tuple]]] = {}
 
@@ -540,45 +540,26 @@ def check_plan_cycles(root: Plan, others: dict[str, Plan]) -> list[PlanProblem]:
     for p in others.values():
         if p.name not in units:
             add(p)
-    edges: dict[str, list[tuple[str, Plan, tuple]]] = {n: [] for n in units}
+    edges: dict[str, list[tuple[str, Any]]] = {n: [] for n in units}
     for name, entries in units.items():
         for plan, ppath in entries:
             for spath, _, step in walk_steps(plan, ppath):
                 tool = step.tool_name
                 if isinstance(tool, str) and tool.startswith("plan__") and tool[6:] in units:
-                    edges[name].append((tool[6:], plan, spath))
+                    edges[name].append((tool[6:], (plan, spath)))
     problems: list[PlanProblem] = []
-    state: dict[str, int] = {}
-    stack: list[str] = []
-    seen: set[frozenset] = set()
-
-    def dfs(node: str) -> None:
-        state[node] = 1
-        stack.append(node)
-        for callee, plan, spath in edges[node]:
-            if state.get(callee) == 1:
-                cycle = stack[stack.index(callee) :] + [callee]
-                if frozenset(cycle) not in seen:
-                    seen.add(frozenset(cycle))
-                    smap = getattr(plan, "_source_map", None)
-                    loc = (
-                        smap.location((*spath, "tool_name"))
-                        if smap is not None
-                        else Location(plan.source_file or "<plan>")
-                    )
-                    problems.append(
-                        PlanProblem(
-                            loc,
-                            "plan calls itself through plan__*: " + " → ".join(cycle),
-                            code="plan_cycle",
-                        )
-                    )
-            elif callee not in state:
-                dfs(callee)
-        stack.pop()
-        state[node] = 2
-
-    for name in units:
-        if name not in state:
-            dfs(name)
+    for cycle, (plan, spath) in call_cycles(edges):
+        smap = getattr(plan, "_source_map", None)
+        loc = (
+            smap.location((*spath, "tool_name"))
+            if smap is not None
+            else Location(plan.source_file or "<plan>")
+        )
+        problems.append(
+            PlanProblem(
+                loc,
+                "plan calls itself through plan__*: " + " → ".join(cycle),
+                code="plan_cycle",
+            )
+        )
     return problems

@@ -89,6 +89,38 @@ def _broken(model) -> set[str]:
     return getattr(model, "_broken", None) or set()
 
 
+def call_cycles(edges: dict[str, list[tuple[str, Any]]]) -> list[tuple[list[str], Any]]:
+    """The cycles of a plan call graph (PLAN_IR.md §2 ``plan_cycle``), each reported once.
+
+    ``edges``: ``{plan: [(callee, call), …]}`` (``call``: anything that places the call, e.g. its
+    value path). Depth-first from each plan in ``edges`` order; returns ``[(cycle, call), …]``
+    with ``cycle`` = ``[a, b, …, a]`` and ``call`` the edge that closes it.
+    """
+    found: list[tuple[list[str], Any]] = []
+    seen: set[frozenset] = set()
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def dfs(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for callee, call in edges[node]:
+            if state.get(callee) == 1:
+                cycle = stack[stack.index(callee) :] + [callee]
+                if frozenset(cycle) not in seen:
+                    seen.add(frozenset(cycle))
+                    found.append((cycle, call))
+            elif callee not in state:
+                dfs(callee)
+        stack.pop()
+        state[node] = 2
+
+    for name in edges:
+        if name not in state:
+            dfs(name)
+    return found
+
+
 def walk_steps(plan: Plan, path: tuple = ()) -> Iterator[tuple[tuple, str, Step]]:
     """Every step of one plan (bodies included, sub-plans not): ``(data_path, label, step)``.
 
@@ -255,32 +287,12 @@ class _Validator:
                     callee = step.tool_name[len("plan__") :]
                     if callee in plans:
                         edges[name].append((callee, spath))
-        reported: set[frozenset] = set()
-        state: dict[str, int] = {}
-        stack: list[str] = []
-
-        def dfs(node: str) -> None:
-            state[node] = 1
-            stack.append(node)
-            for callee, spath in edges[node]:
-                if state.get(callee) == 1:
-                    cycle = stack[stack.index(callee) :] + [callee]
-                    key = frozenset(cycle)
-                    if key not in reported:
-                        reported.add(key)
-                        self.problem(
-                            (*spath, "tool_name"),
-                            "plan calls itself through plan__*: " + " → ".join(cycle),
-                            code="plan_cycle",
-                        )
-                elif callee not in state:
-                    dfs(callee)
-            stack.pop()
-            state[node] = 2
-
-        for name in plans:
-            if name not in state:
-                dfs(name)
+        for cycle, spath in call_cycles(edges):
+            self.problem(
+                (*spath, "tool_name"),
+                "plan calls itself through plan__*: " + " → ".join(cycle),
+                code="plan_cycle",
+            )
 
     # -- steps -----------------------------------------------------------------------------
 

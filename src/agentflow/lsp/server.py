@@ -121,6 +121,16 @@ class FlowLanguageServer(LanguageServer):
             self.states[uri] = state
         return state.analysis, LineIndex(text, self.encoding)
 
+    def analysis_at(
+        self, uri: str, position: lsp.Position
+    ) -> tuple[Analysis, LineIndex, int] | None:
+        """:meth:`analysis` of ``uri`` and the character offset of ``position`` in its text."""
+        got = self.analysis(uri)
+        if got is None:
+            return None
+        analysis, index = got
+        return analysis, index, index.offset(position.line, position.character)
+
     def range_of(self, span: Span, index: LineIndex) -> lsp.Range:
         sl, sc = index.span_position(span.line, span.column)
         el, ec = index.span_position(span.end_line, span.end_column)
@@ -225,11 +235,10 @@ def create_server() -> FlowLanguageServer:
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
     def hover(ls: FlowLanguageServer, params: lsp.HoverParams) -> lsp.Hover | None:
-        got = ls.analysis(params.text_document.uri)
+        got = ls.analysis_at(params.text_document.uri, params.position)
         if got is None:
             return None
-        analysis, index = got
-        offset = index.offset(params.position.line, params.position.character)
+        analysis, index, offset = got
         found = analysis.hover(offset)
         if found is None:
             return None
@@ -242,11 +251,11 @@ def create_server() -> FlowLanguageServer:
     @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
     def definition(ls: FlowLanguageServer, params: lsp.DefinitionParams) -> lsp.Location | None:
         uri = params.text_document.uri
-        got = ls.analysis(uri)
+        got = ls.analysis_at(uri, params.position)
         if got is None:
             return None
-        analysis, index = got
-        span = analysis.definition(index.offset(params.position.line, params.position.character))
+        analysis, index, offset = got
+        span = analysis.definition(offset)
         return ls.location_of(span, uri, index) if span is not None else None
 
     @server.feature(
@@ -303,13 +312,11 @@ def create_server() -> FlowLanguageServer:
     def prepare_rename(
         ls: FlowLanguageServer, params: lsp.PrepareRenameParams
     ) -> lsp.PrepareRenamePlaceholder | None:
-        got = ls.analysis(params.text_document.uri)
+        got = ls.analysis_at(params.text_document.uri, params.position)
         if got is None:
             return None
-        analysis, index = got
-        target = analysis.rename_target(
-            index.offset(params.position.line, params.position.character)
-        )
+        analysis, index, offset = got
+        target = analysis.rename_target(offset)
         if target is None:
             return None
         _kind, name, span = target
@@ -318,11 +325,10 @@ def create_server() -> FlowLanguageServer:
     @server.feature(lsp.TEXT_DOCUMENT_RENAME, lsp.RenameOptions(prepare_provider=True))
     def rename(ls: FlowLanguageServer, params: lsp.RenameParams) -> lsp.WorkspaceEdit | None:
         uri = params.text_document.uri
-        got = ls.analysis(uri)
+        got = ls.analysis_at(uri, params.position)
         if got is None:
             return None
-        analysis, index = got
-        offset = index.offset(params.position.line, params.position.character)
+        analysis, index, offset = got
         target = analysis.rename_target(offset)
         if target is None:
             raise JsonRpcInvalidParams(

@@ -140,6 +140,36 @@ def parse_arguments(raw: str | dict[str, Any] | None) -> dict[str, Any]:
     return value
 
 
+async def gather_tool_results(
+    calls: list[ToolCall], jobs: list[asyncio.Future[tuple[str, str, bool]]]
+) -> list[Message]:
+    """Await one round's tool calls, started in parallel by the caller, as ``tool`` messages.
+
+    ``jobs``: one future per call yielding ``(call_id, content, is_error)``. Returns one
+    ``Message(role="tool")`` per call of ``calls``, in call order, matched by call id (RUNTIME.md
+    §3: every call id gets exactly one result). On any exception (a hard stop, cancellation) every
+    job is cancelled and awaited before the exception propagates, so no call outlives its round.
+    """
+    try:
+        outcomes = await asyncio.gather(*jobs)
+    except BaseException:
+        for job in jobs:
+            job.cancel()
+        await asyncio.gather(*jobs, return_exceptions=True)
+        raise
+    by_id = {call_id: (content, is_error) for call_id, content, is_error in outcomes}
+    return [
+        Message(
+            role="tool",
+            content=by_id[call.id][0],
+            tool_call_id=call.id,
+            name=call.name,
+            is_error=by_id[call.id][1],
+        )
+        for call in calls
+    ]
+
+
 def assign_ids(calls: list[ToolCall], round_: int) -> list[ToolCall]:
     """Calls with unique ids: missing ids become ``call_{round}_{index}``, duplicates get a suffix."""
     out: list[ToolCall] = []
@@ -356,25 +386,7 @@ async def run_agent(
                 if runnable:
                     tools_called.append({"tool": call.name, "round": round_})
                 jobs.append(asyncio.ensure_future(run_call(call, round_, note)))
-            try:
-                outcomes = await asyncio.gather(*jobs)
-            except BaseException:
-                for job in jobs:
-                    job.cancel()
-                await asyncio.gather(*jobs, return_exceptions=True)
-                raise
-            by_id = {call_id: (content, is_error) for call_id, content, is_error in outcomes}
-            for call in calls:
-                content, is_error = by_id[call.id]
-                messages.append(
-                    Message(
-                        role="tool",
-                        content=content,
-                        tool_call_id=call.id,
-                        name=call.name,
-                        is_error=is_error,
-                    )
-                )
+            messages.extend(await gather_tool_results(calls, jobs))
             continue
 
         text = response.text or ""

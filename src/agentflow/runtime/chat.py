@@ -47,7 +47,7 @@ from agentflow.runtime.planner import (
     plan_and_execute,
     planner_tools,
 )
-from agentflow.runtime.result import usage_delta, usage_snapshot
+from agentflow.runtime.result import elapsed_ms, usage_delta, usage_snapshot
 
 __all__ = ["CHAT_SYSTEM", "AskResult", "ask", "ask_with_config", "chat_tools"]
 
@@ -178,7 +178,7 @@ async def ask(
 
     Raises ConfigError when no chat model is configured; every other failure is in the result.
     """
-    from agentflow.runtime.agent import assign_ids, parse_arguments
+    from agentflow.runtime.agent import assign_ids, gather_tool_results, parse_arguments
     from agentflow.runtime.executor import GateCall, Hooks
     from agentflow.runtime.models.base import ChatRequest, Message
     from agentflow.runtime.shape_cache import ShapeCache, ShapeRecorder
@@ -219,7 +219,7 @@ async def ask(
     def finish(status: str, answer: str | None = None, error: dict | None = None) -> AskResult:
         out.status, out.answer, out.error = status, answer, error
         out.usage = usage_delta(router, before)
-        out.duration_ms = int((time.monotonic() - t0) * 1000)
+        out.duration_ms = elapsed_ms(t0)
         return out
 
     run_sinks: list[Any] = list(kept)
@@ -314,6 +314,7 @@ async def ask(
         )
 
     async def run_call(call: Any, round_: int) -> tuple[str, str, bool]:
+        """``(call id, result content, is_error)`` of one tool call."""
         name = call.name
         path = f"ask/chat.{round_}/{name}"
         if name not in offered:
@@ -323,7 +324,7 @@ async def ask(
                 _error_content(
                     "tool_denied", f"tool '{name}' is not available (available: {available})"
                 ),
-                False,
+                True,
             )
         try:
             args = parse_arguments(call.arguments)
@@ -333,7 +334,7 @@ async def ask(
                 _error_content(
                     "tool_error", f"{exc}. The call was not run; send valid JSON arguments."
                 ),
-                False,
+                True,
             )
         progress("tool", f"{name} {_short(args)}")
         if name == PLAN_AND_EXECUTE:
@@ -342,7 +343,7 @@ async def ask(
             ok, content = await run_tool(name, args, path)
         out.tools_called.append({"tool": name, "round": round_, "ok": ok})
         progress("tool_done" if ok else "tool_error", f"{name} {_short(content)}")
-        return call.id, content, ok
+        return call.id, content, not ok
 
     messages: list[Message] = [
         Message(role="system", content=CHAT_SYSTEM),
@@ -372,7 +373,7 @@ async def ask(
             round=round_,
             input_tokens=int(resp.usage.get("input_tokens", 0) or 0),
             output_tokens=int(resp.usage.get("output_tokens", 0) or 0),
-            latency_ms=int((time.monotonic() - started) * 1000),
+            latency_ms=elapsed_ms(started),
             finish_reason=resp.finish_reason,
         )
         if resp.tool_calls:
@@ -382,29 +383,9 @@ async def ask(
             )
             jobs = [asyncio.ensure_future(run_call(c, round_)) for c in calls]
             try:
-                outcomes = await asyncio.gather(*jobs)
+                messages.extend(await gather_tool_results(calls, jobs))
             except _HardStop as stop:
-                for job in jobs:
-                    job.cancel()
-                await asyncio.gather(*jobs, return_exceptions=True)
                 return finish("aborted", error=stop.error)
-            except BaseException:
-                for job in jobs:
-                    job.cancel()
-                await asyncio.gather(*jobs, return_exceptions=True)
-                raise
-            by_id = {cid: (content, ok) for cid, content, ok in outcomes}
-            for call in calls:
-                content, ok = by_id[call.id]
-                messages.append(
-                    Message(
-                        role="tool",
-                        content=content,
-                        tool_call_id=call.id,
-                        name=call.name,
-                        is_error=not ok,
-                    )
-                )
             continue
         text = (resp.text or "").strip()
         if not text:

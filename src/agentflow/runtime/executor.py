@@ -38,7 +38,13 @@ from agentflow.runtime.expressions import (
     to_json_value,
     to_text,
 )
-from agentflow.runtime.result import RunResult, usage_delta, usage_snapshot
+from agentflow.runtime.result import (
+    RunResult,
+    elapsed_ms,
+    model_call_fields,
+    usage_delta,
+    usage_snapshot,
+)
 
 __all__ = [
     "NO_ANSWER",
@@ -663,19 +669,17 @@ class Executor:
             if e.source is None:
                 e.source = info.source
             if not quiet:
-                announce(None)
-                self.emit(
-                    "step_finished",
+                self._step_finished(
                     path,
-                    frame.stack,
+                    frame,
+                    announce,
                     tool_name=tool,
                     error=_err_dict(e),
-                    elapsed_ms=int((time.monotonic() - started) * 1000),
+                    elapsed_ms=elapsed_ms(started),
                 )
             raise
         except (RunAborted, _ExitOk) as e:
             if not quiet:
-                announce(None)
                 data: dict[str, Any] = {"tool_name": tool}
                 if isinstance(e, RunAborted):
                     data["aborted"] = e.message
@@ -684,39 +688,37 @@ class Executor:
                 else:
                     data["exit"] = True
                     data["result"] = _json_safe(e.output)
-                self.emit(
-                    "step_finished",
-                    path,
-                    frame.stack,
-                    elapsed_ms=int((time.monotonic() - started) * 1000),
-                    **data,
-                )
+                self._step_finished(path, frame, announce, elapsed_ms=elapsed_ms(started), **data)
             raise
         except asyncio.CancelledError:
             if not quiet:
-                announce(None)
-                self.emit(
-                    "step_finished",
+                self._step_finished(
                     path,
-                    frame.stack,
+                    frame,
+                    announce,
                     tool_name=tool,
                     error={"code": "aborted", "message": "cancelled", "step_path": path},
-                    elapsed_ms=int((time.monotonic() - started) * 1000),
+                    elapsed_ms=elapsed_ms(started),
                 )
             raise
         if not quiet:
-            announce(None)
             usage = self.run.step_usage.total(path) if self.run.step_usage is not None else None
-            self.emit(
-                "step_finished",
+            self._step_finished(
                 path,
-                frame.stack,
+                frame,
+                announce,
                 tool_name=tool,
                 result=_json_safe(result),
-                elapsed_ms=int((time.monotonic() - started) * 1000),
+                elapsed_ms=elapsed_ms(started),
                 **({"usage": usage} if usage else {}),  # per-step model usage (issue #5)
             )
         return result
+
+    def _step_finished(self, path: str, frame: _Frame, announce: Any, **data: Any) -> None:
+        """Close a step: ``announce(None)`` (its ``step_started`` if still due), then the
+        ``step_finished`` event with ``data`` (RUNTIME.md §8)."""
+        announce(None)
+        self.emit("step_finished", path, frame.stack, **data)
 
     async def _bounded(self, info: _StepInfo, scope, path, frame, announce) -> Any:
         """One invocation raced against min(step timeout, remaining deadline) (RUNTIME.md §2).
@@ -832,7 +834,7 @@ class Executor:
                 stack,
                 tool_name=name,
                 error=_err_dict(err),
-                elapsed_ms=int((time.monotonic() - t0) * 1000),
+                elapsed_ms=elapsed_ms(t0),
             )
             if hooks.on_tool_error is not None and err.code != "plan_cycle":
                 decision = await _maybe_await(
@@ -852,7 +854,7 @@ class Executor:
                 stack,
                 tool_name=name,
                 result=_json_safe(result),
-                elapsed_ms=int((time.monotonic() - t0) * 1000),
+                elapsed_ms=elapsed_ms(t0),
             )
         return result
 
@@ -919,16 +921,7 @@ class Executor:
             resp = await client.chat(ChatRequest(messages=messages))
         except ModelError as exc:
             raise _as_error(exc, f"{role} model") from None
-        self.emit(
-            "model_call",
-            path,
-            stack,
-            role=role,
-            model=resp.model,
-            input_tokens=int(resp.usage.get("input_tokens", 0) or 0),
-            output_tokens=int(resp.usage.get("output_tokens", 0) or 0),
-            latency_ms=int((time.monotonic() - t0) * 1000),
-        )
+        self.emit("model_call", path, stack, role=role, **model_call_fields(resp, t0))
         return resp.text or ""
 
     async def judge(self, question: str, *, path: str, stack: list[str]) -> bool:
@@ -1093,22 +1086,7 @@ async def _run_pool(n: int, concurrency: int, fn: Callable[[int], Awaitable[Any]
         for i in indices:
             await fn(i)
 
-    workers = [asyncio.ensure_future(worker()) for _ in range(min(concurrency, n))]
-    try:
-        done, pending = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
-        failed = [t for t in workers if t in done and not t.cancelled() and t.exception()]
-        if failed:
-            for t in pending:
-                t.cancel()
-            if pending:
-                await asyncio.wait(pending)
-            raise failed[0].exception()  # type: ignore[misc]
-    except BaseException:
-        for t in workers:
-            if not t.done():
-                t.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
-        raise
+    await _run_all([worker() for _ in range(min(concurrency, n))])
 
 
 async def _run_all(coros: list[Awaitable[Any]]) -> list[Any]:
@@ -1634,7 +1612,7 @@ async def run_plan(
         error=error,
         results=results,
         usage={**usage_delta(router, before), "by_step": step_usage.by_step},
-        duration_ms=int((time.monotonic() - t0) * 1000),
+        duration_ms=elapsed_ms(t0),
     )
     ex.emit(
         "run_finished",

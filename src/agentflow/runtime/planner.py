@@ -44,7 +44,13 @@ from typing import Any
 
 from agentflow.errors import ConfigError, FlowError, InputError, ModelError, PlanLoadError
 from agentflow.runtime.events import Event, EventBus
-from agentflow.runtime.result import empty_usage, usage_delta, usage_snapshot
+from agentflow.runtime.result import (
+    elapsed_ms,
+    empty_usage,
+    model_call_fields,
+    usage_delta,
+    usage_snapshot,
+)
 
 __all__ = [
     "DEFAULT_MAX_REPLANS",
@@ -352,16 +358,7 @@ async def _infer(
         )
     )
     if emit is not None:
-        emit(
-            "model_call",
-            path,
-            stack,
-            role=role,
-            model=resp.model,
-            input_tokens=int(resp.usage.get("input_tokens", 0) or 0),
-            output_tokens=int(resp.usage.get("output_tokens", 0) or 0),
-            latency_ms=int((time.monotonic() - t0) * 1000),
-        )
+        emit("model_call", path, stack, role=role, **model_call_fields(resp, t0))
     return resp.text or ""
 
 
@@ -573,7 +570,7 @@ async def plan_and_execute(
             attempts=attempts,
             plan=last_plan,
             usage=usage_delta(router, before),
-            duration_ms=int((time.monotonic() - t0) * 1000),
+            duration_ms=elapsed_ms(t0),
         )
 
     def model_failure(exc: FlowError, what: str) -> PlanExecution:

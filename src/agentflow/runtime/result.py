@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -55,6 +56,23 @@ class RunResult:
 
 
 _USAGE_KEYS = ("inferences", "input_tokens", "output_tokens")
+
+
+def elapsed_ms(started: float) -> int:
+    """Whole milliseconds since ``started`` (a ``time.monotonic()`` reading)."""
+    return int((time.monotonic() - started) * 1000)
+
+
+def model_call_fields(response: Any, started: float) -> dict[str, Any]:
+    """The usage fields of a ``model_call`` event (RUNTIME.md §8) for one inference:
+    ``{model, input_tokens, output_tokens, latency_ms}``; ``response`` is a ChatResponse and
+    ``started`` the ``time.monotonic()`` reading taken before the request."""
+    return {
+        "model": response.model,
+        "input_tokens": int(response.usage.get("input_tokens", 0) or 0),
+        "output_tokens": int(response.usage.get("output_tokens", 0) or 0),
+        "latency_ms": elapsed_ms(started),
+    }
 
 
 def usage_snapshot(router: Any) -> dict[str, Any] | None:

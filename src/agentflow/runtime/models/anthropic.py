@@ -10,14 +10,11 @@ assistant turn's blocks are round-tripped unchanged through ``Message.raw``.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 from typing import Any
-
-import httpx
 
 from agentflow.errors import ModelError
 from agentflow.runtime.models.base import ChatRequest, ChatResponse, Message, ToolCall
-from agentflow.runtime.models.http import RetryPolicy, post_with_retries, redact
+from agentflow.runtime.models.http import HTTPModelClient, redact
 
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
@@ -29,55 +26,18 @@ _STOP = {
 }
 
 
-class AnthropicClient:
+class AnthropicClient(HTTPModelClient):
     """A :class:`ModelClient` for one Anthropic model (same constructor shape as OpenAIClient).
 
     ``tool_choice`` (``auto``/``required``→``any``/``none``) and ``parallel_tool_calls=False``
     (``disable_parallel_tool_use``) map onto the Messages API ``tool_choice`` object.
     """
 
-    def __init__(
-        self,
-        *,
-        provider: str,
-        base_url: str,
-        model: str,
-        api_key: str | None = None,
-        timeout: float = 120.0,
-        retry: RetryPolicy | None = None,
-        headers: dict[str, str] | None = None,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        tool_choice: str | None = None,
-        parallel_tool_calls: bool | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        on_retry: Callable[[dict[str, Any]], Any] | None = None,
-        sleep: Callable[[float], Awaitable[Any]] | None = None,
-    ):
-        self.provider = provider
-        base = base_url.rstrip("/")
-        self.url = f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
-        self.model = model
-        self._api_key = api_key
-        self.timeout = timeout
-        self.retry = retry or RetryPolicy()
-        self._headers = dict(headers or {})
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.tool_choice = tool_choice
-        self.parallel_tool_calls = parallel_tool_calls
-        self._http = http_client
-        self.on_retry = on_retry
-        self._sleep = sleep
-
-    def __repr__(self) -> str:
-        return f"AnthropicClient(provider={self.provider!r}, model={self.model!r})"
-
-    async def aclose(self) -> None:
-        """Close the owned HTTP connection pool (if any)."""
-        if self._http is not None:
-            await self._http.aclose()
-            self._http = None
+    @property
+    def url(self) -> str:
+        """The Messages API endpoint (``/v1`` added unless ``base_url`` already ends with it)."""
+        base = self.base_url
+        return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
 
     def build_payload(self, request: ChatRequest) -> dict[str, Any]:
         """The JSON body of the Messages API request for ``request``."""
@@ -112,8 +72,6 @@ class AnthropicClient:
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         """Run one inference; raises ModelError(kind) after bounded retries (never shows the key)."""
-        if self._http is None:
-            self._http = httpx.AsyncClient()
         headers = {
             "Content-Type": "application/json",
             "anthropic-version": ANTHROPIC_VERSION,
@@ -121,19 +79,7 @@ class AnthropicClient:
         }
         if self._api_key:
             headers["x-api-key"] = self._api_key
-        kwargs: dict[str, Any] = {"sleep": self._sleep} if self._sleep is not None else {}
-        data = await post_with_retries(
-            self._http,
-            self.url,
-            payload=self.build_payload(request),
-            headers=headers,
-            provider=self.provider,
-            policy=self.retry,
-            secret=self._api_key,
-            timeout=self.timeout,
-            on_retry=self.on_retry,
-            **kwargs,
-        )
+        data = await self._post(self.url, self.build_payload(request), headers)
         if isinstance(data, dict) and data.get("type") == "error":
             message = str((data.get("error") or {}).get("message") or "error")
             kind = "transient" if "overloaded" in json.dumps(data).lower() else "permanent"

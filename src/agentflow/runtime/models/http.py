@@ -180,3 +180,79 @@ async def post_with_retries(
                 }
             )
         await sleep(delay)
+
+
+class HTTPModelClient:
+    """What the provider adapters share: settings, the owned connection pool, one retried POST.
+
+    Keyword arguments (all adapters): ``provider`` (name used in messages), ``base_url`` (kept
+    without a trailing ``/``), ``model``, ``api_key`` (never logged or put in an error; redacted from
+    every message), ``timeout`` (seconds per HTTP request), ``retry`` (default
+    :class:`RetryPolicy`), ``headers`` (extra request headers), ``max_tokens``, ``temperature``,
+    ``tool_choice``, ``parallel_tool_calls``, ``http_client`` (an ``httpx.AsyncClient`` to use; one is
+    created on first use otherwise), ``on_retry`` (see :func:`post_with_retries`) and ``sleep``
+    (the wait between retries; ``asyncio.sleep`` by default). Subclasses implement ``chat``.
+    """
+
+    def __init__(
+        self,
+        *,
+        provider: str,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        retry: RetryPolicy | None = None,
+        headers: dict[str, str] | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        tool_choice: str | None = None,
+        parallel_tool_calls: bool | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        on_retry: Callable[[dict[str, Any]], Any] | None = None,
+        sleep: Callable[[float], Awaitable[Any]] | None = None,
+    ):
+        self.provider = provider
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self._api_key = api_key
+        self.timeout = timeout
+        self.retry = retry or RetryPolicy()
+        self._headers = dict(headers or {})
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.tool_choice = tool_choice
+        self.parallel_tool_calls = parallel_tool_calls
+        self._http = http_client
+        self.on_retry = on_retry
+        self._sleep = sleep
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(provider={self.provider!r}, model={self.model!r})"
+
+    async def aclose(self) -> None:
+        """Close the owned HTTP connection pool (if any)."""
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    def _client(self) -> httpx.AsyncClient:
+        if self._http is None:
+            self._http = httpx.AsyncClient()
+        return self._http
+
+    async def _post(self, url: str, payload: dict[str, Any], headers: dict[str, str]) -> Any:
+        """:func:`post_with_retries` with this client's pool, policy, key, timeout and hooks."""
+        kwargs: dict[str, Any] = {"sleep": self._sleep} if self._sleep is not None else {}
+        return await post_with_retries(
+            self._client(),
+            url,
+            payload=payload,
+            headers=headers,
+            provider=self.provider,
+            policy=self.retry,
+            secret=self._api_key,
+            timeout=self.timeout,
+            on_retry=self.on_retry,
+            **kwargs,
+        )

@@ -9,17 +9,14 @@ object from servers that decode it). Transient errors and rate limits are retrie
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 from typing import Any
-
-import httpx
 
 from agentflow.errors import ModelError
 from agentflow.runtime.models.base import ChatRequest, ChatResponse, Message, ToolCall
-from agentflow.runtime.models.http import RetryPolicy, post_with_retries, redact
+from agentflow.runtime.models.http import HTTPModelClient, redact
 
 
-class OpenAIClient:
+class OpenAIClient(HTTPModelClient):
     """A :class:`ModelClient` for one model of an OpenAI-compatible endpoint.
 
     ``provider``: provider name (for messages); ``base_url``: e.g. ``http://127.0.0.1:11434/v1``;
@@ -29,56 +26,12 @@ class OpenAIClient:
     ``response_schema``. ``tool_choice`` (``auto``/``required``/``none``) and
     ``parallel_tool_calls`` are sent, when set, with requests that offer tools (unset: the
     server's default, which is ``auto`` and parallel for OpenAI; some local servers reject them).
+    The other keyword arguments are those of :class:`HTTPModelClient`.
     """
 
-    def __init__(
-        self,
-        *,
-        provider: str,
-        base_url: str,
-        model: str,
-        api_key: str | None = None,
-        timeout: float = 120.0,
-        retry: RetryPolicy | None = None,
-        headers: dict[str, str] | None = None,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        structured_output: bool = False,
-        tool_choice: str | None = None,
-        parallel_tool_calls: bool | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        on_retry: Callable[[dict[str, Any]], Any] | None = None,
-        sleep: Callable[[float], Awaitable[Any]] | None = None,
-    ):
-        self.provider = provider
-        self.base_url = base_url.rstrip("/")
-        self.model = model
-        self._api_key = api_key
-        self.timeout = timeout
-        self.retry = retry or RetryPolicy()
-        self._headers = dict(headers or {})
-        self.max_tokens = max_tokens
-        self.temperature = temperature
+    def __init__(self, *, structured_output: bool = False, **options: Any):
+        super().__init__(**options)
         self.structured_output = structured_output
-        self.tool_choice = tool_choice
-        self.parallel_tool_calls = parallel_tool_calls
-        self._http = http_client
-        self.on_retry = on_retry
-        self._sleep = sleep
-
-    def __repr__(self) -> str:
-        return f"OpenAIClient(provider={self.provider!r}, model={self.model!r})"
-
-    async def aclose(self) -> None:
-        """Close the owned HTTP connection pool (if any)."""
-        if self._http is not None:
-            await self._http.aclose()
-            self._http = None
-
-    def _client(self) -> httpx.AsyncClient:
-        if self._http is None:
-            self._http = httpx.AsyncClient()
-        return self._http
 
     def build_payload(self, request: ChatRequest) -> dict[str, Any]:
         """The JSON body of the chat-completions request for ``request``."""
@@ -126,20 +79,8 @@ class OpenAIClient:
         headers = {"Content-Type": "application/json", **self._headers}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        kwargs: dict[str, Any] = {}
-        if self._sleep is not None:
-            kwargs["sleep"] = self._sleep
-        data = await post_with_retries(
-            self._client(),
-            f"{self.base_url}/chat/completions",
-            payload=self.build_payload(request),
-            headers=headers,
-            provider=self.provider,
-            policy=self.retry,
-            secret=self._api_key,
-            timeout=self.timeout,
-            on_retry=self.on_retry,
-            **kwargs,
+        data = await self._post(
+            f"{self.base_url}/chat/completions", self.build_payload(request), headers
         )
         try:
             return parse_openai_response(data, default_model=self.model)

@@ -129,6 +129,19 @@ class ModelRouter:
             if self.on_event is not None:
                 self.on_event("retry", {**data, "model": resolved.label})
 
+        options: dict[str, Any] = {
+            "provider": resolved.provider_name,
+            "model": resolved.model,
+            "api_key": api_key,
+            "timeout": provider.timeout,
+            "retry": retry,
+            "headers": provider.headers,
+            "max_tokens": resolved.max_tokens,
+            "temperature": resolved.temperature,
+            "tool_choice": resolved.tool_choice,
+            "parallel_tool_calls": resolved.parallel_tool_calls,
+            "on_retry": on_retry,
+        }
         if provider.kind == "openai":
             from agentflow.runtime.models.openai import OpenAIClient
 
@@ -137,19 +150,9 @@ class ModelRouter:
                     f"{self.config.where()}: provider '{resolved.provider_name}' has no base_url"
                 )
             return OpenAIClient(
-                provider=resolved.provider_name,
                 base_url=provider.base_url,
-                model=resolved.model,
-                api_key=api_key,
-                timeout=provider.timeout,
-                retry=retry,
-                headers=provider.headers,
-                max_tokens=resolved.max_tokens,
-                temperature=resolved.temperature,
                 structured_output=resolved.structured_output,
-                tool_choice=resolved.tool_choice,
-                parallel_tool_calls=resolved.parallel_tool_calls,
-                on_retry=on_retry,
+                **options,
             )
         if provider.kind == "anthropic":
             try:
@@ -160,18 +163,7 @@ class ModelRouter:
                     "adapter is not available in this build"
                 ) from None
             return AnthropicClient(
-                provider=resolved.provider_name,
-                base_url=provider.base_url or "https://api.anthropic.com",
-                model=resolved.model,
-                api_key=api_key,
-                timeout=provider.timeout,
-                retry=retry,
-                headers=provider.headers,
-                max_tokens=resolved.max_tokens,
-                temperature=resolved.temperature,
-                tool_choice=resolved.tool_choice,
-                parallel_tool_calls=resolved.parallel_tool_calls,
-                on_retry=on_retry,
+                base_url=provider.base_url or "https://api.anthropic.com", **options
             )
         raise ConfigError(  # pragma: no cover - the config model restricts kind
             f"{self.config.where()}: provider '{resolved.provider_name}' has unknown kind"
