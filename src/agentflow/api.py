@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +25,8 @@ from typing import Any
 from agentflow.compiler.api import check_file, check_source, read_source
 from agentflow.compiler.checker import CheckResult
 from agentflow.compiler.diagnostics import Diagnostic
-from agentflow.errors import ConfigError, FlowError, InputError
+from agentflow.errors import ConfigError, FlowError, InputError, PlanLoadError
+from agentflow.grammar.ast import Span
 from agentflow.ir.models import Plan
 
 __all__ = [
@@ -83,9 +86,10 @@ def check(path: str | os.PathLike) -> CheckResult:
 def compile_source(text: str, file: str) -> CompiledFlow:
     """Check and lower `.flow` source text named ``file``.
 
-    Raises :class:`CompileError` with every diagnostic when the program has errors, and
-    :class:`agentflow.errors.PlanLoadError` if the lowered plan fails the runtime's structural
-    validation (a compiler bug, reported rather than hidden).
+    Raises :class:`CompileError` with every diagnostic when the program has errors; also when
+    the lowered plan fails the runtime's structural validation (a compiler bug, reported rather
+    than hidden): then each problem is an ``unsupported-construct`` diagnostic whose message
+    starts with ``internal compiler error``, placed at the offending step's source.
     """
     from agentflow.compiler.lowering import LoweringError, lower
     from agentflow.ir.loader import load_plan_data
@@ -98,8 +102,38 @@ def compile_source(text: str, file: str) -> CompiledFlow:
     except LoweringError as e:
         diag = Diagnostic("unsupported-construct", e.message, e.span)
         raise CompileError([diag], {file: text}) from None
-    load_plan_data(data, file)  # round trip: the compiled plan must validate
+    try:
+        load_plan_data(data, file)  # round trip: the compiled plan must validate
+    except PlanLoadError as e:
+        diags = [
+            Diagnostic(
+                "unsupported-construct",
+                f"internal compiler error: the compiled plan does not validate: {p.message}",
+                _problem_span(p.message, data, file),
+                hint="this is a flowc bug; simplifying the expression may work around it",
+            )
+            for p in e.errors
+        ]
+        raise CompileError(diags, {file: text}) from None
     return CompiledFlow(plan=data, check=result, file=file)
+
+
+_STEP_PATH = re.compile(r"^(?:plans\.([A-Za-z0-9_]+)\.)?steps\[(\d+)\]")
+
+
+def _problem_span(message: str, plan: dict[str, Any], file: str) -> Span:
+    """The `.flow` position of a compiled plan's load problem: the ``meta.source`` of the step
+    its path (``steps[3]…`` / ``plans.<name>.steps[0]…``) names, else line 1, column 1."""
+    line = column = 1
+    m = _STEP_PATH.match(message)
+    if m:
+        try:
+            where = plan["plans"][m.group(1)] if m.group(1) else plan
+            source = where["steps"][int(m.group(2))]["meta"]["source"]
+            line, column = (int(x) for x in source.rsplit(":", 2)[1:])
+        except (KeyError, IndexError, TypeError, ValueError):
+            pass
+    return Span(file, line, column, line, column + 1)
 
 
 def compile_flow(path: str | os.PathLike) -> CompiledFlow:
@@ -129,15 +163,41 @@ def parse_input(value: str | None) -> Any:
             text = Path(file).read_text(encoding="utf-8")
         except OSError as e:
             raise InputError(f"{file}: cannot read input file: {e.strerror or e}") from None
+        except UnicodeDecodeError as e:
+            raise InputError(
+                f"{file}: cannot read input file: not UTF-8 text (invalid byte at offset {e.start})"
+            ) from None
         where = file
     else:
         text, where = value, "--input"
+    from agentflow.runtime.extract import loads_bounded
+
     try:
-        return json.loads(text)
+        return loads_bounded(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except json.JSONDecodeError as e:
         raise InputError(
             f"{where}:{e.lineno}:{e.colno}: input is not valid JSON: {e.msg}"
         ) from None
+    except _NonJsonNumber as e:
+        raise InputError(f"{where}: input is not valid JSON: {e.args[0]}") from None
+    except ValueError as e:  # nested too deeply (loads_bounded)
+        raise InputError(f"{where}: input is {e}") from None
+
+
+class _NonJsonNumber(ValueError):
+    """``NaN``/``Infinity``/``-Infinity`` in ``--input`` (Python's json accepts them; JSON
+    does not, and they could not be printed back as JSON)."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise _NonJsonNumber(f"`{name}` is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400 overflows to infinity
+        raise _NonJsonNumber(f"`{text}` is too large for a number")
+    return value
 
 
 _MODEL_STEPS = {"agent"}
@@ -241,7 +301,14 @@ async def run(
 
         all_sinks.append(ShapeRecorder(shape_cache or ShapeCache()))
     if trace is not None:
-        all_sinks.append(JsonlSink(trace))
+        try:
+            all_sinks.append(JsonlSink(trace))
+        except OSError as e:
+            if hasattr(catalog, "aclose"):
+                await catalog.aclose()
+            if own_router:
+                await router.aclose()
+            raise ConfigError(f"{trace}: cannot write trace file: {e.strerror or e}") from None
     try:
         return await run_plan(
             plan,

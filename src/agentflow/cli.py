@@ -8,6 +8,7 @@ mistake in their `.flow`, plan, configuration or input.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -48,15 +49,23 @@ _replay_option = click.option(
 )
 
 
-def _check_run_options(workspace: str | None, record: str | None, replay: str | None) -> None:
+def _check_run_options(
+    workspace: str | None, record: str | None, replay: str | None, trace: str | None = None
+) -> None:
     """Raise click.UsageError (exit 2) for ``--record`` with ``--replay``, a missing ``--replay``
-    cassette or a missing ``--workspace`` directory."""
+    cassette, a missing ``--workspace`` directory, or a ``--trace`` file whose directory does not
+    exist (checked before the run starts)."""
     if record and replay:
         raise click.UsageError("--record and --replay cannot be used together")
     if replay is not None and not Path(replay).is_file():
         raise click.UsageError(f"--replay {replay}: no such file")
     if workspace is not None and not Path(workspace).is_dir():
         raise click.UsageError(f"--workspace {workspace}: no such directory")
+    if trace is not None:
+        if not Path(trace).parent.is_dir():
+            raise click.UsageError(f"--trace {trace}: no such directory {Path(trace).parent}")
+        if Path(trace).is_dir():
+            raise click.UsageError(f"--trace {trace}: is a directory")
 
 
 def _flow_files(paths: tuple[str, ...]) -> list[Path]:
@@ -148,7 +157,11 @@ def compile(file: str, out: str | None, fmt: str) -> None:
     compiled = _compile(file)
     text = compiled.to_yaml() if fmt == "yaml" else compiled.to_json()
     if out:
-        Path(out).write_text(text, encoding="utf-8")
+        try:
+            Path(out).write_text(text, encoding="utf-8")
+        except OSError as e:
+            _err(f"error: cannot write {out}: {e.strerror or e}")
+            sys.exit(1)
         _err(f"wrote {out}")
     else:
         click.echo(text, nl=False)
@@ -162,6 +175,11 @@ def _compile(file: str) -> api.CompiledFlow:
     except api.CompileError as e:
         _err(_render(e.diagnostics, e.sources, "text"))
         sys.exit(1)
+    except FlowError as e:
+        _fail(e)
+    except OSError as e:
+        _err(f"error: {file}: cannot read: {e.strerror or e}")
+        sys.exit(1)
 
 
 @main.command()
@@ -172,7 +190,13 @@ def schema(file: str, type_name: str) -> None:
     from agentflow.compiler import types as T
     from agentflow.compiler.contracts import ContractError, contract_for
 
-    result = api.check(file)
+    if not Path(file).is_file():
+        raise click.UsageError(f"{file}: no such file")
+    try:
+        result = api.check(file)
+    except OSError as e:
+        _err(f"error: {file}: cannot read: {e.strerror or e}")
+        sys.exit(1)
     if not result.ok:
         from agentflow.compiler.api import read_source
 
@@ -213,7 +237,7 @@ def run(
 
     if not Path(target).is_file():
         raise click.UsageError(f"{target}: no such file")
-    _check_run_options(workspace, record, replay)
+    _check_run_options(workspace, record, replay, trace)
     try:
         data = api.parse_input(input_)
         if target.endswith(".flow"):
@@ -243,12 +267,32 @@ def run(
         _err(f"error: {e}")
         sys.exit(1)
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+        click.echo(_json_out(result.to_dict()))
     elif result.status in ("ok", "exited"):
-        click.echo(json.dumps(result.output, indent=2, ensure_ascii=False))
+        click.echo(_json_out(result.output))
     if result.status not in ("ok", "exited"):
         _show_run_error(result.error or {}, target)
         sys.exit(1)
+
+
+def _json_out(value: Any) -> str:
+    """``value`` as indented JSON that is always valid: a NaN or infinity (which JSON cannot
+    hold; e.g. from a tool's reply) is printed as ``null`` with a warning on stderr."""
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        _err("warning: the output held NaN or an infinity, which JSON cannot hold; printed as null")
+        return json.dumps(_finite_only(value), indent=2, ensure_ascii=False, allow_nan=False)
+
+
+def _finite_only(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite_only(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite_only(v) for v in value]
+    return value
 
 
 def _load_flow(target: str) -> Any:
@@ -359,12 +403,15 @@ def tools_cmd(config: str | None, as_json: bool, no_connect: bool) -> None:
 def plan_fmt(file: str, check_only: bool) -> None:
     """Rewrite a plan file in canonical form (snake_case field names, fixed order)."""
     from agentflow.ir.dump import fmt_plan_text
+    from agentflow.ir.loader import read_plan_text
 
     path = Path(file)
     if not path.is_file():
         raise click.UsageError(f"{file}: no such file")
-    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".flow":
+        raise click.UsageError(f"{file} is a .flow program, not a plan: use `flowc fmt {file}`")
     try:
+        text = read_plan_text(path)
         new = fmt_plan_text(text, file)
     except PlanLoadError as e:
         _fail(e)
@@ -449,7 +496,7 @@ def ask(
 
     from agentflow.runtime.chat import ask_with_config
 
-    _check_run_options(workspace, record, replay)
+    _check_run_options(workspace, record, replay, trace)
 
     def progress(kind: str, text: str) -> None:
         mark = {"tool": "→", "tool_done": "✓", "tool_error": "✗", "replan": "↻"}.get(kind, "·")
@@ -474,7 +521,7 @@ def ask(
     except FlowError as e:
         _fail(e)
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+        click.echo(_json_out(result.to_dict()))
     elif result.answer is not None:
         click.echo(result.answer)
     if not result.ok:

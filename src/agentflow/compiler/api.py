@@ -36,12 +36,14 @@ def check_source(text: str, file: str = "<input>") -> CheckResult:
 
 
 def read_source(path: str | os.PathLike) -> str:
-    """Read a source file as text: UTF-8, undecodable bytes replaced (U+FFFD), NUL bytes kept.
+    """Read a source file as text: UTF-8, undecodable bytes replaced (U+FFFD), NUL bytes kept,
+    a leading byte-order mark dropped (so columns on the first line count from the first real
+    character; a later ``flowc fmt`` writes the file without it).
 
     Raises ``OSError`` when the file cannot be read (missing, a directory, no permission).
     """
     data = Path(path).read_bytes()
-    return data.decode("utf-8", errors="replace")
+    return data.decode("utf-8", errors="replace").removeprefix("\ufeff")
 
 
 def check_file(path: str | os.PathLike) -> CheckResult:

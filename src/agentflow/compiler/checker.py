@@ -69,7 +69,15 @@ from agentflow.compiler.types import (
 )
 from agentflow.grammar import ast
 
-__all__ = ["Symbol", "ToolSig", "CheckResult", "check_module", "prelude_tools", "RETRY_CODES"]
+__all__ = [
+    "Symbol",
+    "ToolSig",
+    "CheckResult",
+    "check_module",
+    "prelude_tools",
+    "RETRY_CODES",
+    "flow_name_from_file",
+]
 
 #: error codes a ``retry { on: [...] }`` may name (LANGUAGE.md §8)
 RETRY_CODES = ("timeout", "rate_limit", "transient")
@@ -810,7 +818,7 @@ class _Checker:
             flow_name = header.name.name
             description = header.description
         else:
-            flow_name = Path(self.module.file).stem.replace("-", "_") or "flow"
+            flow_name = flow_name_from_file(self.module.file)
             description = None
 
         diags = _dedupe(self.diags)
@@ -1938,6 +1946,26 @@ def _has_literal(t: Type, env: TypeEnv) -> bool:
     return False
 
 
+_NOT_PLAN_NAME_CHAR = re.compile(r"[^a-z0-9_]")
+
+
+def flow_name_from_file(file: str) -> str:
+    """The plan name of a flow without a ``flow`` header, from its file name (LANGUAGE.md §2,
+    extended in docs/decisions.md "Lowering"): the stem lower-cased, ``-`` and every other
+    character outside ``[a-z0-9_]`` replaced by ``_``, prefixed with ``flow_`` when it starts with
+    a digit, and ``flow`` when empty — so it always matches ``[a-z_][a-z0-9_]*`` (PLAN_IR.md).
+
+    ``"bug-triage.flow"`` → ``bug_triage``; ``"v1.2.flow"`` → ``v1_2``; ``"1st.flow"`` →
+    ``flow_1st``; ``"café.flow"`` → ``caf_``; ``"<input>"`` → ``_input_``.
+    """
+    name = _NOT_PLAN_NAME_CHAR.sub("_", Path(file).stem.lower())
+    if not name:
+        return "flow"
+    if name[0].isdigit():
+        name = "flow_" + name
+    return name
+
+
 def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
     seen = set()
     out = []
@@ -1995,7 +2023,7 @@ def _empty_result(checker: _Checker) -> CheckResult:
         tool_decls=dict(prelude_tools()) if checker.use_prelude else {},
         input_type=JSON,
         output_type=JSON,
-        flow_name=Path(module.file).stem.replace("-", "_") or "flow",
+        flow_name=flow_name_from_file(module.file),
         description=None,
         deadline_ms=None,
         references={},

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -48,6 +49,15 @@ class LoweringError(Exception):
 class _NeedsOutline(Exception):
     """Raised while lowering a control body inline when it cannot be a single body step."""
 
+
+# When a `let` (or a stage's value) is inlined into the templates that use it (LANGUAGE.md §10) and
+# when it is materialised once as a `value` step instead (docs/decisions.md, "Lowering"): inlining
+# copies its printed text into every use, so a name used more than once is inlined only while its
+# text is short, and any name only while its text is not too deep (the template parser allows 100
+# levels) nor huge.  This keeps compile time and plan size linear in the source.
+_INLINE_MAX_NESTING = 16
+_INLINE_MAX_SHARED = 100  # characters, for a name used more than once
+_INLINE_MAX_LENGTH = 4000  # characters, for a name used once
 
 # Control steps that may not be a body (PLAN_IR.md §5): they nest only through plan__*.
 _NOT_BODY = frozenset({"map", "reduce", "decide", "verify", "parallel"})
@@ -87,6 +97,38 @@ class Frag:
         """The step references in this fragment, in order."""
         return [p for p in self.parts if isinstance(p, StepRef)]
 
+    def measure(self) -> tuple[int, int]:
+        """``(length, nesting)`` of the printed text: its length in characters (a step reference
+        counted as 4) and its deepest nesting of brackets, string literals and ``${…}`` holes."""
+        length = depth = 0
+        stack: list[str] = []  # the closer each open bracket / string waits for
+        for p in self.parts:
+            if isinstance(p, StepRef):
+                length += 4
+                continue
+            length += len(p)
+            i, n = 0, len(p)
+            while i < n:
+                ch = p[i]
+                if stack and stack[-1] == '"':  # inside a string literal
+                    if ch == "\\":
+                        i += 2
+                        continue
+                    if ch == '"':
+                        stack.pop()
+                    elif ch == "$" and p.startswith("${", i):
+                        stack.append("}")
+                        i += 1
+                elif ch == '"':
+                    stack.append('"')
+                elif ch in _OPENERS:
+                    stack.append(_OPENERS[ch])
+                elif ch in ")]}" and stack:
+                    stack.pop()
+                depth = max(depth, len(stack))
+                i += 1
+        return length, depth
+
     def render(self, subst: dict[int, str] | None = None) -> str:
         """The template-expression text; ``subst`` maps ``id(step)`` to replacement text.
 
@@ -106,6 +148,9 @@ class Frag:
             else:
                 out.append(p)
         return "".join(out)
+
+
+_OPENERS = {"(": ")", "[": "]", "{": "}"}
 
 
 def _join(*items: Frag | str, atomic: bool = False) -> Frag:
@@ -176,6 +221,12 @@ class _Lowerer:
         self.flow = result.flow_name.lower()
         self.plans: dict[str, dict] = {}
         self.sub_counters: dict[str, int] = {}
+        # id(LetStmt or StageDecl) -> how many names in the source refer to it
+        self.name_uses: Counter[int] = Counter(
+            id(sym.decl)
+            for sym in result.references.values()
+            if sym.kind in ("let", "stage") and sym.decl is not None
+        )
 
     # -- meta / steps ------------------------------------------------------------------------
     def source(self, span: ast.Span) -> str:
@@ -207,6 +258,29 @@ class _Lowerer:
         return step
 
     # -- names -------------------------------------------------------------------------------
+    def share(
+        self, frag: Frag, ctx: _Ctx, span: ast.Span, uses: int, name: str | None = None
+    ) -> Frag:
+        """The fragment a name bound to ``frag`` and used ``uses`` times should stand for.
+
+        Small fragments are returned as they are (inlined at every use); one that could blow up
+        the plan (see ``_INLINE_MAX_*``) is materialised once as a zero-cost ``value`` step
+        (``meta.name`` = ``name``) and the name refers to that step.
+        """
+        if uses == 0 or (len(frag.parts) == 1 and isinstance(frag.parts[0], StepRef)):
+            return frag
+        length, nesting = frag.measure()
+        if (
+            nesting <= _INLINE_MAX_NESTING
+            and length <= _INLINE_MAX_LENGTH
+            and (uses == 1 or length <= _INLINE_MAX_SHARED)
+        ):
+            return frag
+        step = self.add_step(ctx, "value", {"value": self.whole(frag)}, span)
+        if name:
+            step["meta"]["name"] = name
+        return Frag([StepRef(step)])
+
     def resolve(self, name: str, ctx: _Ctx | None) -> Frag | None:
         """The fragment a source name stands for in ``ctx`` (None when unbound).
 
@@ -246,6 +320,8 @@ class _Lowerer:
             value = self.block(stage.body.stmts, ctx)
             if value is None:
                 value = NULL
+            uses = self.name_uses[id(stage)] + (stage is r.stages[-1])  # the finish reads it
+            value = self.share(value, ctx, stage.span, uses)
             root.bindings[stage.name.name] = value
             last = value
         if not plan.steps:
@@ -275,6 +351,7 @@ class _Lowerer:
             if isinstance(st, ast.LetStmt):
                 before = len(ctx.target)
                 frag = self.expr(st.value, ctx)
+                frag = self.share(frag, ctx, st.value.span, self.name_uses[id(st)])
                 ctx.bindings[st.name.name] = frag
                 if len(ctx.target) > before:
                     ctx.target[-1]["meta"]["name"] = st.name.name

@@ -562,6 +562,18 @@ class _Scanner:
                 cp = int(m.group(1), 16)
                 if cp <= 0x10FFFF and not (0xD800 <= cp <= 0xDFFF):
                     return chr(cp), m.end()
+                why = (
+                    "is a surrogate, not a character"
+                    if cp <= 0x10FFFF
+                    else "is beyond the last code point U+10FFFF"
+                )
+                raise self.error(
+                    f"invalid unicode escape: `\\u{{{m.group(1)}}}` {why}",
+                    i,
+                    m.end(),
+                    line,
+                    ls,
+                )
             raise self.error(
                 "invalid unicode escape: write `\\u{…}` with 1 to 6 hex digits",
                 i,

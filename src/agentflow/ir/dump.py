@@ -189,9 +189,30 @@ def _rename_camel(data: Any, level: str) -> Any:
 
 def fmt_plan_text(text: str, file: str = "<plan>") -> str:
     """``flowc plan fmt``: rewrite plan text canonically (snake_case keys, canonical order, ``|``
-    blocks). Comments are not kept. Raises :class:`agentflow.errors.PlanLoadError` on YAML errors.
-    """
-    from agentflow.ir.loader import parse_yaml
+    blocks). Comments are not kept.
 
+    The text must load as a plan first (:func:`~agentflow.ir.loader.load_plan_text`), and the
+    result is loaded again before it is returned, so a file that is not a plan (or a `.flow`
+    program that happens to parse as YAML) is never rewritten. Raises
+    :class:`agentflow.errors.PlanLoadError` with the load problems.
+    """
+    from agentflow.errors import Location, PlanLoadError, PlanProblem
+    from agentflow.ir.loader import load_plan_text, parse_yaml
+
+    load_plan_text(text, file)
     data, _ = parse_yaml(text, file)
-    return dump_plan(_rename_camel(data, "plan"))
+    new = dump_plan(_rename_camel(data, "plan"))
+    try:
+        load_plan_text(new, file)
+    except PlanLoadError as exc:  # pragma: no cover - a formatter bug; never write such text
+        first = exc.errors[0] if exc.errors else None
+        raise PlanLoadError(
+            [
+                PlanProblem(
+                    Location(file),
+                    "plan fmt would produce a plan that does not load; the file was left as is"
+                    + (f" ({first.message})" if first else ""),
+                )
+            ]
+        ) from None
+    return new

@@ -48,15 +48,20 @@ def load_plan(path: str | FsPath) -> Plan:
 
     Raises :class:`PlanLoadError` when the file cannot be read or the plan is invalid.
     """
+    return load_plan_text(read_plan_text(path), str(path))
+
+
+def read_plan_text(path: str | FsPath) -> str:
+    """The text of a plan file (UTF-8). Raises :class:`PlanLoadError` ("cannot read plan file:
+    …") when it is missing, unreadable or not UTF-8."""
     file = str(path)
     try:
-        text = FsPath(path).read_text(encoding="utf-8")
+        return FsPath(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise PlanLoadError(
             [PlanProblem(Location(file), f"cannot read plan file: {reason}")]
         ) from None
-    return load_plan_text(text, file)
 
 
 def load_plan_text(text: str, file: str = "<plan>") -> Plan:
@@ -93,7 +98,8 @@ def parse_yaml(text: str, file: str = "<plan>") -> tuple[Any, SourceMap]:
 
     Mapping keys stay text as written (``on`` is not ``True``); plain scalars follow YAML 1.2 core
     resolution. Raises :class:`PlanLoadError` on YAML syntax errors, duplicate keys, non-scalar
-    keys, recursive aliases and empty documents.
+    keys, anchors/aliases and tags other than the standard scalar ones (see
+    :func:`_refused_features`), NaN/infinite numbers and empty documents.
     """
     smap = SourceMap(file)
     starts = [0]
@@ -101,6 +107,10 @@ def parse_yaml(text: str, file: str = "<plan>") -> tuple[Any, SourceMap]:
         starts.append(m.end())
     smap.line_starts = starts
     try:
+        if _MAYBE_FEATURES.search(text):
+            refused = _refused_features(text, file)
+            if refused:
+                raise PlanLoadError(refused)
         root = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -119,6 +129,68 @@ def parse_yaml(text: str, file: str = "<plan>") -> tuple[Any, SourceMap]:
     if problems:
         raise PlanLoadError(problems)
     return data, smap
+
+
+# ---------------------------------------------------------------------------------------------
+# YAML features plans do not use
+
+_MAYBE_FEATURES = re.compile(r"[&*!]")
+_CORE = "tag:yaml.org,2002:"
+#: Explicit tags a plan may carry, by node kind (the standard scalar tags; ``!!map``/``!!seq``
+#: on the matching collection).
+_ALLOWED_TAGS: dict[type, frozenset[str]] = {
+    yaml.ScalarEvent: frozenset(_CORE + t for t in ("str", "int", "float", "bool", "null")),
+    yaml.MappingStartEvent: frozenset({_CORE + "map"}),
+    yaml.SequenceStartEvent: frozenset({_CORE + "seq"}),
+}
+_MAX_FEATURE_PROBLEMS = 20
+ANCHOR_MESSAGE = "YAML anchors and aliases are not allowed in plans"
+
+
+def _short_tag(tag: str) -> str:
+    return "!!" + tag[len(_CORE) :] if tag.startswith(_CORE) else tag
+
+
+def _refused_features(text: str, file: str) -> list[PlanProblem]:
+    """Anchors/aliases and non-standard tags, each at file:line:col.
+
+    Aliases are refused outright rather than expanded under a bound: a plan is a tree written by
+    the compiler (which never emits them) or by hand, and refusing them makes an alias bomb
+    ("billion laughs") impossible. One problem per anchor name, at its first appearance.
+    Tags other than the standard scalar ones would otherwise be silently reinterpreted
+    (``!!binary`` text, ``!!set`` mapping, ``!!python/object`` string). At most 20 problems.
+    Reads the event stream only (nothing is built); raises ``yaml.YAMLError`` on bad syntax.
+    """
+    problems: list[PlanProblem] = []
+    anchors: dict[str, list] = {}  # name -> [location, uses]
+    hint = "write the value out in full"
+    for ev in yaml.parse(text, Loader=_Loader):
+        kind = type(ev)
+        if kind is not yaml.AliasEvent and kind not in _ALLOWED_TAGS:
+            continue
+        mark = ev.start_mark
+        where = Location(file, mark.line + 1, mark.column + 1)
+        if ev.anchor is not None:
+            seen = anchors.get(ev.anchor)
+            if seen is None:
+                anchors[ev.anchor] = seen = [where, 0]
+            if kind is yaml.AliasEvent:
+                seen[1] += 1
+        if kind is not yaml.AliasEvent and ev.tag is not None and ev.tag not in _ALLOWED_TAGS[kind]:
+            problems.append(
+                PlanProblem(
+                    where,
+                    f"YAML tag `{_short_tag(ev.tag)}` is not allowed in plans",
+                    "plans hold JSON values; the only tags allowed are "
+                    "!!str, !!int, !!float, !!bool and !!null",
+                )
+            )
+        if len(problems) + len(anchors) >= _MAX_FEATURE_PROBLEMS:
+            break
+    for name, (where, uses) in anchors.items():
+        used = f", used {uses} time{'s' if uses != 1 else ''}" if uses else ""
+        problems.append(PlanProblem(where, f"{ANCHOR_MESSAGE} (`&{name}`{used})", hint))
+    return problems
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,7 +282,18 @@ def _construct(node, path, smap, problems, lines, stack, key_pos) -> Any:
         pos.key_line, pos.key_column = key_pos
     smap.positions[path] = pos
     if isinstance(node, yaml.ScalarNode):
-        return _resolve_scalar(node)
+        value = _resolve_scalar(node)
+        if isinstance(value, float) and not math.isfinite(value):
+            problems.append(
+                PlanProblem(
+                    _loc(smap, node),
+                    f"{_prefix(path)}`{node.value}` is not a JSON number "
+                    "(NaN and infinities cannot be written in a plan)",
+                    "quote it to mean text",
+                )
+            )
+            return None
+        return value
     stack = stack | {id(node)}
     if isinstance(node, yaml.SequenceNode):
         return [
@@ -354,6 +437,8 @@ class _Builder:
                     step = self.step(raw, (*path, "steps", i))
                     if step is not None:
                         steps.append(step)
+                    else:  # already reported; `steps` is not empty, just wrong
+                        broken.add("steps")
         plans: dict[str, Plan] = {}
         if "plans" in data:
             raw_plans = data["plans"]

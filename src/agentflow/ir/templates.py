@@ -38,6 +38,11 @@ EFFECTFUL_NODES: tuple[type, ...] = (
     ast.VerifyExpr,
 )
 
+#: Deepest expression tree a template or condition may hold (a member chain ``a.b.c…`` or an
+#: operator chain counts one level per link). Evaluation recurses once per level, so this bounds
+#: the evaluator's stack; the parser bounds brackets separately (100 levels).
+MAX_EXPR_DEPTH = 200
+
 _LOC_PREFIX = re.compile(r"^.*?:\d+:\d+: ")
 _DURATION_RE = re.compile(r"(?:\d+(?:ms|h|m|s))+")
 _DURATION_PART = re.compile(r"(\d+)(ms|h|m|s)")
@@ -177,6 +182,29 @@ def iter_nodes(node: Any) -> Iterator[ast.Node]:
         value = getattr(node, f.name)
         if isinstance(value, ast.Node | list | tuple):
             yield from iter_nodes(value)
+
+
+def too_deep(root: Any, limit: int = MAX_EXPR_DEPTH) -> ast.Node | None:
+    """The first AST node found deeper than ``limit`` levels under ``root``, or None.
+
+    Iterative (no recursion), so it is safe on trees of any depth; use it before walking a parsed
+    tree recursively.
+    """
+    stack: list[tuple[Any, int]] = [(root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, list | tuple):
+            stack.extend((item, depth) for item in node)
+            continue
+        if not isinstance(node, ast.Node):
+            continue
+        if depth > limit:
+            return node
+        for f in dataclasses.fields(node):
+            value = getattr(node, f.name)
+            if isinstance(value, ast.Node | list | tuple):
+                stack.append((value, depth + 1))
+    return None
 
 
 def _remap_spans(root: ast.Node, fn) -> None:
@@ -334,6 +362,24 @@ def _compile_text(text, file, path, smap, errs, *, template: bool):
             return text
         errs.append(
             _problem(smap, file, path, exc.message, hint=exc.hint, line=line, column=column)
+        )
+        return text
+    deep = too_deep(node)
+    if deep is not None:
+        line = column = None
+        if smap is not None:
+            line, column, _ = smap.map_point(path, deep.span.line, deep.span.column)
+        what = "template" if template else "expression"
+        errs.append(
+            _problem(
+                smap,
+                file,
+                path,
+                f"{what} nested too deeply (more than {MAX_EXPR_DEPTH} levels)",
+                hint="split it into several steps",
+                line=line,
+                column=column,
+            )
         )
         return text
     _relocate(node, smap, file, path)

@@ -24,7 +24,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentflow.errors import ConfigError, ModelError, RunError
-from agentflow.runtime.extract import ExtractionError, canonical_json, extract_json, validate
+from agentflow.runtime.extract import (
+    ExtractionError,
+    canonical_json,
+    extract_json,
+    json_depth_exceeds,
+    loads_bounded,
+    too_deep_message,
+    validate,
+)
 from agentflow.runtime.models.base import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec
 from agentflow.runtime.models.router import current_step
 
@@ -118,23 +126,31 @@ def check_answer(text: str | None, schema: dict[str, Any]) -> tuple[Any, list[st
 
 
 def parse_arguments(raw: str | dict[str, Any] | None) -> dict[str, Any]:
-    """Tool-call arguments as a dict. Raises ValueError quoting the parse error (nothing is run)."""
+    """Tool-call arguments as a dict. Raises ValueError quoting the parse error (nothing is run).
+
+    Arguments nested more than :data:`~agentflow.runtime.extract.MAX_JSON_DEPTH` levels deep are
+    refused the same way (never a RecursionError).
+    """
     if raw is None:
         return {}
     if isinstance(raw, dict):
+        if json_depth_exceeds(raw):
+            raise ValueError(f"arguments are {too_deep_message()}")
         return raw
     if not isinstance(raw, str):
         raise ValueError(f"arguments must be a JSON object, got {type(raw).__name__}")
     if not raw.strip():
         return {}
+    excerpt = raw if len(raw) <= 200 else raw[:200] + "…"
     try:
-        value = json.loads(raw)
+        value = loads_bounded(raw)
     except json.JSONDecodeError as exc:
-        excerpt = raw if len(raw) <= 200 else raw[:200] + "…"
         raise ValueError(
             f"arguments are not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno}); "
             f"received: {excerpt}"
         ) from None
+    except ValueError as exc:
+        raise ValueError(f"arguments are {exc}; received: {excerpt}") from None
     if not isinstance(value, dict):
         raise ValueError(f"arguments must be a JSON object, got {type(value).__name__}")
     return value

@@ -26,6 +26,7 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -53,22 +54,70 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+#: Upper bound of ``max_retries`` (RUNTIME.md §10: retries are bounded).
+MAX_RETRIES_LIMIT = 20
+
+
+def check_base_url(url: str) -> str:
+    """``url`` when it is a usable provider base URL, else ValueError saying why.
+
+    Wants ``http://`` or ``https://``, a host, a port (when given) in 1–65535, and no whitespace
+    or control characters.
+    """
+    if any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F for c in url):
+        raise ValueError(f"base_url {url!r} contains a space or control character")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        if "port" in str(exc).lower():
+            raise ValueError(f"base_url {url!r}: port must be 1-65535") from None
+        raise ValueError(f"base_url {url!r} is not a valid URL ({exc})") from None
+    if parts.scheme not in ("http", "https"):
+        raise ValueError(f"base_url must start with http:// or https://, got {url!r}")
+    if not parts.hostname:
+        raise ValueError(f"base_url {url!r} has no host (want e.g. http://127.0.0.1:11434/v1)")
+    if port == 0:
+        raise ValueError(f"base_url {url!r}: port must be 1-65535")
+    return url
+
+
 class ProviderConfig(_Strict):
     """``[providers.NAME]``: where and how to reach a model provider.
 
     ``api_key_env`` names the environment variable holding the key (the key itself never lives in the
-    config). ``timeout`` is seconds per HTTP request; ``max_retries`` bounds the in-client retries of
-    transient errors and rate limits; ``backoff_base``/``backoff_max`` are seconds.
+    config). ``base_url``: ``http(s)://host[:port][/path]`` (checked at load time). ``timeout`` is
+    seconds per HTTP request (> 0, finite); ``max_retries`` (0–20) bounds the in-client retries of
+    transient errors and rate limits; ``backoff_base``/``backoff_max`` are seconds (> 0, finite);
+    ``max_retry_after`` caps the seconds a ``Retry-After`` header can make a retry wait.
     """
 
     kind: Literal["openai", "anthropic"] = "openai"
     base_url: str | None = None
     api_key_env: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
-    timeout: float = 120.0
-    max_retries: int = 4
-    backoff_base: float = 0.5
-    backoff_max: float = 30.0
+    timeout: float = Field(default=120.0, gt=0, allow_inf_nan=False)
+    max_retries: int = Field(default=4, ge=0, le=MAX_RETRIES_LIMIT)
+    backoff_base: float = Field(default=0.5, gt=0, allow_inf_nan=False)
+    backoff_max: float = Field(default=30.0, gt=0, allow_inf_nan=False)
+    max_retry_after: float = Field(default=120.0, gt=0, allow_inf_nan=False)
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, value: str | None) -> str | None:
+        return None if value is None else check_base_url(value)
+
+    @field_validator("headers")
+    @classmethod
+    def _header_values(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, text in value.items():
+            if not re.fullmatch(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+", name):
+                raise ValueError(f"header name {name!r} is not a valid HTTP header name")
+            if any(ord(c) < 0x20 and c != "\t" or ord(c) == 0x7F for c in text):
+                raise ValueError(
+                    f"the value of header '{name}' contains a line break or control character"
+                )
+        return value
 
 
 class NamedModel(_Strict):
@@ -272,18 +321,18 @@ class Config(_Strict):
         """
         if name in self.providers:
             return self.providers[name]
-        if name == "openai":
-            return ProviderConfig(
-                kind="openai",
-                base_url=self._env.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL,
-                api_key_env="OPENAI_API_KEY",
-            )
-        if name == "anthropic":
-            return ProviderConfig(
-                kind="anthropic",
-                base_url=self._env.get("ANTHROPIC_BASE_URL") or DEFAULT_ANTHROPIC_BASE_URL,
-                api_key_env="ANTHROPIC_API_KEY",
-            )
+        implicit = {
+            "openai": ("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL, "OPENAI_API_KEY"),
+            "anthropic": ("ANTHROPIC_BASE_URL", DEFAULT_ANTHROPIC_BASE_URL, "ANTHROPIC_API_KEY"),
+        }
+        if name in implicit:
+            url_env, default_url, key_env = implicit[name]
+            base_url = self._env.get(url_env) or default_url
+            try:
+                check_base_url(base_url)
+            except ValueError as exc:
+                raise ConfigError(f"environment variable {url_env}: {exc}") from None
+            return ProviderConfig(kind=name, base_url=base_url, api_key_env=key_env)
         known = sorted({*self.providers, "openai", "anthropic"})
         raise ConfigError(
             f"{self.where()}: unknown provider '{name}' (known: {', '.join(known)}); "
@@ -359,8 +408,12 @@ class Config(_Strict):
 
 def missing_key_message(config: Config, roles: tuple[str, ...] = ("chat",)) -> str | None:
     """A message naming the environment variable that holds a provider's API key when the
-    configuration names one (``api_key_env``) for the models of ``roles`` and it is unset, else
-    None.  Lets a run fail before its first step instead of at its first model call."""
+    configuration names one (``api_key_env``) for the models of ``roles`` and it is unset, or set
+    to a value that cannot travel in an HTTP header (a trailing newline, …; the message never
+    shows the key), else None.  Lets a run fail before its first step instead of at its first
+    model call."""
+    from agentflow.runtime.models.http import api_key_problem
+
     for role in roles:
         try:
             resolved = config.resolve(role)
@@ -370,6 +423,9 @@ def missing_key_message(config: Config, roles: tuple[str, ...] = ("chat",)) -> s
             env_name = r.provider.api_key_env
             declared = r.provider_name in config.providers
             public = r.provider.base_url in (DEFAULT_OPENAI_BASE_URL, DEFAULT_ANTHROPIC_BASE_URL)
+            problem = api_key_problem(config.env.get(env_name) if env_name else None, env_name)
+            if problem:
+                return f"provider '{r.provider_name}': {problem}"
             if env_name and (declared or public) and not config.env.get(env_name):
                 where = f" in {config.path}" if config.path else ""
                 return (
@@ -446,7 +502,7 @@ def load_config(
                 ) from None
             raise ConfigError(f"{file}: invalid TOML: {msg}") from None
     if "path" in data:
-        raise ConfigError(f"{file}:{_line_of(text, ('path',))}: unknown section or key 'path'")
+        raise ConfigError(f"{_where(file, text, ('path',))}: unknown section or key 'path'")
     try:
         config = Config.model_validate({**data, "path": file})
     except ValidationError as exc:
@@ -473,9 +529,9 @@ def _check_references(config: Config, text: str) -> None:
     file = config.where()
     for name, named in config.models.named.items():
         if named.provider not in config.providers and named.provider not in ("openai", "anthropic"):
-            line = _line_of(text, ("models", "named", name, "provider"))
+            where = _where(file, text, ("models", "named", name, "provider"))
             raise ConfigError(
-                f"{file}:{line}: [models.named.{name}] names provider '{named.provider}', "
+                f"{where}: [models.named.{name}] names provider '{named.provider}', "
                 f"which is not declared under [providers.{named.provider}]"
             )
     for role in ("default", *ROLES):
@@ -486,22 +542,20 @@ def _check_references(config: Config, text: str) -> None:
             try:
                 config.resolve(ref)
             except ConfigError as exc:
-                line = _line_of(text, ("models", role))
-                raise ConfigError(
-                    f"{file}:{line}: [models] {role}: {_strip_file(exc, file)}"
-                ) from None
+                where = _where(file, text, ("models", role))
+                raise ConfigError(f"{where}: [models] {role}: {_strip_file(exc, file)}") from None
     for server in config.mcp:
         if not _SERVER_NAME.match(server) or "__" in server or server in RESERVED_SERVER_NAMES:
-            line = _line_of(text, ("mcp", server))
+            where = _where(file, text, ("mcp", server))
             raise ConfigError(
-                f"{file}:{line}: [mcp.{server}]: invalid server name '{server}' (letters, digits, "
+                f"{where}: [mcp.{server}]: invalid server name '{server}' (letters, digits, "
                 "'-' and single '_'; not builtin, user or plan): tools are named SERVER__tool"
             )
     for team_name, team in config.teams.items():
         if team.members and team.main not in team.members:
-            line = _line_of(text, ("teams", team_name, "main"))
+            where = _where(file, text, ("teams", team_name, "main"))
             raise ConfigError(
-                f"{file}:{line}: [teams.{team_name}] main = '{team.main}' is not one of its members "
+                f"{where}: [teams.{team_name}] main = '{team.main}' is not one of its members "
                 f"({', '.join(sorted(team.members))})"
             )
 
@@ -520,8 +574,7 @@ def _format_validation(exc: ValidationError, file: Path | None, text: str) -> st
         grouped.setdefault(loc, []).append(err)
     lines = []
     for loc, errs in grouped.items():
-        line = _line_of(text, loc)
-        where = f"{file}:{line}" if line else f"{file}"
+        where = _where(file, text, loc)
         dotted = ".".join(loc) or "(top level)"
         first = errs[0]
         if first["type"] == "extra_forbidden":
@@ -544,23 +597,37 @@ _KEY = re.compile(r"^\s*([A-Za-z0-9_\-\"'.]+)\s*=")
 
 
 def _line_of(text: str, loc: tuple[str, ...]) -> int:
-    """Best-effort 1-based line of the TOML key at ``loc`` (0 when not found).
+    """Best-effort 1-based line of the TOML key at ``loc`` (0 when not found); see :func:`_pos_of`."""
+    return _pos_of(text, loc)[0]
+
+
+def _where(file: Any, text: str, loc: tuple[str, ...]) -> str:
+    """``file:line:col`` of the key at ``loc`` (``file:line`` / ``file`` when less is known)."""
+    line, col = _pos_of(text, loc)
+    if not line:
+        return f"{file}"
+    return f"{file}:{line}:{col}" if col else f"{file}:{line}"
+
+
+def _pos_of(text: str, loc: tuple[str, ...]) -> tuple[int, int]:
+    """Best-effort 1-based ``(line, column)`` of the TOML key at ``loc`` (``(0, 0)`` when not found).
 
     Finds the longest table header that is a prefix of ``loc`` and then the first remaining key
-    after it (handles dotted keys and inline tables approximately).
+    after it (handles dotted keys and inline tables approximately). The column is where the key
+    starts on its line; for a table header, where the header's name starts (after ``[``).
     """
     if not text:
-        return 0
+        return 0, 0
     lines = text.splitlines()
-    best_line, best_len = 0, -1
+    best_line, best_col, best_len = 0, 0, -1
     current: tuple[str, ...] = ()
-    candidates: list[tuple[int, int]] = []
+    candidates: list[tuple[int, int, int]] = []
     for index, raw in enumerate(lines, start=1):
         header = _HEADER.match(raw)
         if header:
             current = tuple(_unquote(p) for p in header.group(1).split("."))
             if loc[: len(current)] == current and len(current) > best_len:
-                best_line, best_len = index, len(current)
+                best_line, best_col, best_len = index, header.start(1) + 1, len(current)
             continue
         key = _KEY.match(raw)
         if key and loc[: len(current)] == current:
@@ -571,12 +638,12 @@ def _line_of(text: str, loc: tuple[str, ...]) -> int:
                     break
                 common += 1
             if common > len(current):
-                candidates.append((common, index))
+                candidates.append((common, index, key.start(1) + 1))
     if candidates:
-        common, index = max(candidates, key=lambda c: (c[0], -c[1]))
+        common, index, col = max(candidates, key=lambda c: (c[0], -c[1]))
         if common > best_len:
-            return index
-    return best_line if best_line else 0
+            return index, col
+    return (best_line, best_col) if best_line else (0, 0)
 
 
 def _unquote(part: str) -> str:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agentflow.errors import RunError
+from agentflow.errors import RunError, SourceError
 from agentflow.grammar import ast
 
 __all__ = [
@@ -64,6 +64,11 @@ class ExprError(RunError):
         super().__init__("validation", message)
 
 
+#: Most elements a range may have when it leaves the expression world as a list (a whole-value
+#: template, text, JSON). ``x in lo..hi`` never builds the list, so it has no limit.
+MAX_RANGE_ITEMS = 100_000
+
+
 @dataclass(frozen=True, slots=True)
 class FlowRange:
     """The value of ``lo..hi`` (inclusive at both ends)."""
@@ -74,9 +79,37 @@ class FlowRange:
     def __contains__(self, x: object) -> bool:
         return _is_number(x) and self.low <= x <= self.high  # type: ignore[operator]
 
+    def __len__(self) -> int:
+        """How many integers the range holds (computed, never materialised)."""
+        lo, hi = _range_bound(self.low, math.ceil), _range_bound(self.high, math.floor)
+        return max(0, hi - lo + 1)
+
     def to_list(self) -> list:
-        """The integers of the range (used when a range is rendered as JSON)."""
-        return list(range(math.ceil(self.low), math.floor(self.high) + 1))
+        """The integers of the range (used when a range is rendered as JSON).
+
+        Raises :class:`ExprError` when it would hold more than :data:`MAX_RANGE_ITEMS`.
+        """
+        n = len(self)
+        if n > MAX_RANGE_ITEMS:
+            raise ExprError(
+                f"range {_num_text(self.low)}..{_num_text(self.high)} has {n} elements; a range "
+                f"used as a value may hold at most {MAX_RANGE_ITEMS:,} (`x in a..b` has no limit)"
+            )
+        if n == 0:
+            return []
+        lo = _range_bound(self.low, math.ceil)
+        return list(range(lo, lo + n))
+
+
+def _range_bound(x: float, rnd: Callable[[float], int]) -> int:
+    # infinities cannot reach here from a loaded plan, but be safe: clamp far outside any cap
+    if isinstance(x, float) and not math.isfinite(x):
+        return -(10**30) if x < 0 or math.isnan(x) else 10**30
+    return rnd(x)
+
+
+def _num_text(x: float) -> str:
+    return str(int(x)) if isinstance(x, float) and x.is_integer() else str(x)
 
 
 _ITEM = object()  # scope key of the current element inside a projection path
@@ -190,9 +223,17 @@ def evaluate(expr: ast.Expr, scope: Mapping[str, Any]) -> Any:
     ``bool``, ``None``) or a :class:`FlowRange` for ``a..b``.
 
     Raises :class:`BadPath` for a missing name, field, key or index (caught by ``??``) and
-    :class:`ExprError` for operands of the wrong kind.
+    :class:`ExprError` for operands of the wrong kind, a float overflow, or a tree too deep to
+    evaluate (the loader bounds depth at ``templates.MAX_EXPR_DEPTH``; this is a last guard).
     """
-    return _EVAL[type(expr)](expr, scope)
+    try:
+        return _EVAL[type(expr)](expr, scope)
+    except RecursionError:
+        raise _too_deep() from None
+
+
+def _too_deep() -> ExprError:
+    return ExprError("expression nested too deeply to evaluate")
 
 
 def _ev(node: ast.Expr, scope: Mapping[str, Any]) -> Any:
@@ -375,9 +416,16 @@ def _arith(a: Any, b: Any, node: ast.Binary) -> None:
         )
 
 
+def _finite(x: Any, node: ast.Binary) -> Any:
+    """``x`` when it is not a float overflow (JSON has no NaN or infinities)."""
+    if isinstance(x, float) and not math.isfinite(x):
+        raise ExprError(f"`{expr_text(node)}`: the result is too large for a JSON number")
+    return x
+
+
 def _add(a: Any, b: Any, node: ast.Binary) -> Any:
     if _is_number(a) and _is_number(b):
-        return a + b
+        return _finite(a + b, node)
     if isinstance(a, str) and isinstance(b, str):
         return a + b
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
@@ -389,10 +437,13 @@ def _div(a: Any, b: Any, node: ast.Binary) -> Any:
     _arith(a, b, node)
     if b == 0:
         raise ExprError(f"`{expr_text(node)}`: division by zero")
-    q = a / b
-    if isinstance(a, int) and isinstance(b, int) and q.is_integer():
-        return int(q)
-    return q
+    if isinstance(a, int) and isinstance(b, int) and a % b == 0:
+        return a // b
+    try:
+        q = a / b
+    except OverflowError:
+        raise ExprError(f"`{expr_text(node)}`: the result is too large for a JSON number") from None
+    return _finite(q, node)
 
 
 def _mod(a: Any, b: Any, node: ast.Binary) -> Any:
@@ -404,12 +455,12 @@ def _mod(a: Any, b: Any, node: ast.Binary) -> Any:
 
 def _sub(a: Any, b: Any, node: ast.Binary) -> Any:
     _arith(a, b, node)
-    return a - b
+    return _finite(a - b, node)
 
 
 def _mul(a: Any, b: Any, node: ast.Binary) -> Any:
     _arith(a, b, node)
-    return a * b
+    return _finite(a * b, node)
 
 
 def _lt(a, b, node):
@@ -468,7 +519,11 @@ def _ev_binary(node: ast.Binary, scope: Mapping[str, Any]) -> Any:
     fn = _STRICT_BINARY.get(op)
     if fn is None:
         raise ExprError(f"unknown operator `{op}`")
-    return fn(_ev(node.left, scope), _ev(node.right, scope), node)
+    left, right = _ev(node.left, scope), _ev(node.right, scope)
+    try:
+        return fn(left, right, node)
+    except OverflowError:  # e.g. a huge int mixed with a float
+        raise ExprError(f"`{expr_text(node)}`: the result is too large for a JSON number") from None
 
 
 def _ev_call(node: ast.Call, scope: Mapping[str, Any]) -> Any:
@@ -526,7 +581,18 @@ def render(
 
     ``lenient=True`` (agent ``prompt``/``system_prompt``, ask ``question``): a missing path renders
     as empty text and ``on_warning(message)`` is called; otherwise :class:`BadPath` propagates.
+    A range value becomes a list (:meth:`FlowRange.to_list`, at most :data:`MAX_RANGE_ITEMS`).
+    Raises :class:`ExprError` as :func:`evaluate` does.
     """
+    try:
+        return _render(template, scope, lenient, on_warning)
+    except RecursionError:
+        raise _too_deep() from None
+
+
+def _render(
+    template: ast.Template, scope: Mapping[str, Any], lenient: bool, on_warning: Warn | None
+) -> Any:
     parts = template.parts
     if len(parts) == 1 and not isinstance(parts[0], str):
         try:
@@ -610,8 +676,17 @@ def _as_expr(e: Any) -> ast.Expr:
         cached = _PARSED_EXPRS.get(e)
         if cached is None:
             from agentflow.grammar.parser import parse_expression
+            from agentflow.ir.templates import MAX_EXPR_DEPTH, too_deep
 
-            cached = _PARSED_EXPRS[e] = parse_expression(e, "<condition>")
+            try:
+                cached = parse_expression(e, "<condition>")
+            except SourceError as exc:
+                raise ExprError(f"condition `expr`: {exc.message}") from None
+            if too_deep(cached) is not None:
+                raise ExprError(
+                    f"condition `expr` nested too deeply (more than {MAX_EXPR_DEPTH} levels)"
+                )
+            _PARSED_EXPRS[e] = cached
         return cached
     raise ExprError(f"condition `expr` must be an expression, got {_kind(e)}")
 

@@ -30,6 +30,51 @@ class ExtractionError(ValueError):
     """The reply holds no single leading JSON value; ``str(exc)`` says why (for the model)."""
 
 
+#: The deepest nesting of arrays/objects accepted in JSON from outside (model answers, tool-call
+#: arguments, run input). Deeper values would exhaust Python's recursion limit in the decoder,
+#: the validators, copying and serialising; they are refused with a plain message instead.
+MAX_JSON_DEPTH = 100
+
+
+def json_depth_exceeds(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True when ``value`` nests arrays/objects more than ``limit`` levels deep (iterative: safe
+    on any depth; a scalar has depth 0, ``[]`` depth 1)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        depth += 1
+        if depth > limit:
+            return True
+        stack.extend((child, depth) for child in children)
+    return False
+
+
+def too_deep_message(limit: int = MAX_JSON_DEPTH) -> str:
+    """The plain message for JSON nested deeper than ``limit`` levels."""
+    return f"nested too deeply (more than {limit} levels of arrays/objects)"
+
+
+def loads_bounded(text: str, limit: int = MAX_JSON_DEPTH, **kwargs: Any) -> Any:
+    """``json.loads(text, **kwargs)`` that refuses nesting deeper than ``limit``.
+
+    Raises ``json.JSONDecodeError`` for invalid JSON (as ``json.loads``) and :class:`ValueError`
+    with :func:`too_deep_message` for too deep a value (never RecursionError).
+    """
+    try:
+        value = json.loads(text, **kwargs)
+    except RecursionError:
+        raise ValueError(too_deep_message(limit)) from None
+    if json_depth_exceeds(value, limit):
+        raise ValueError(too_deep_message(limit))
+    return value
+
+
 @dataclass
 class Extracted:
     """A JSON value found in a reply: ``value``, whether a fence was stripped, the trailing prose."""
@@ -57,13 +102,18 @@ _DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_
 
 def _decode_at(text: str, index: int) -> tuple[Any, int]:
     try:
-        return _DECODER.raw_decode(text, index)
+        value, end = _DECODER.raw_decode(text, index)
     except json.JSONDecodeError as exc:
         raise ExtractionError(
             f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from None
     except ValueError as exc:
         raise ExtractionError(f"invalid JSON: {exc}") from None
+    except RecursionError:
+        raise ExtractionError(f"the JSON is {too_deep_message()}") from None
+    if json_depth_exceeds(value):
+        raise ExtractionError(f"the JSON is {too_deep_message()}")
+    return value, end
 
 
 def extract_json(text: str | None) -> Extracted:
@@ -107,7 +157,7 @@ def _check_second_value(rest: str) -> None:
     if rest[:1] in ("{", "["):
         try:
             _DECODER.raw_decode(rest, 0)
-        except ValueError:
+        except (ValueError, RecursionError):
             return
         raise ExtractionError(
             "the reply holds more than one JSON value; answer with exactly one JSON object"
@@ -160,7 +210,18 @@ def validate(schema: dict[str, Any], value: Any) -> list[str]:
     """Every way ``value`` fails ``schema``, each as ``"$.path: message"``; ``[]`` when valid.
 
     Never modifies ``value`` (fastjsonschema's ``default`` filling runs on a copy and is discarded).
+    A value nested more than :data:`MAX_JSON_DEPTH` levels deep is refused with one error
+    (``$: nested too deeply …``) instead of exhausting the recursion limit.
     """
+    if json_depth_exceeds(value):
+        return [f"$: the value is {too_deep_message()}"]
+    try:
+        return _validate(schema, value)
+    except RecursionError:
+        return [f"$: the value is {too_deep_message()}"]
+
+
+def _validate(schema: dict[str, Any], value: Any) -> list[str]:
     key = canonical_json(schema)
     fast = _compiled(key)
     if fast is not None:

@@ -13,7 +13,15 @@ import json
 from typing import Any
 
 from agentflow.errors import ModelError
-from agentflow.runtime.models.base import ChatRequest, ChatResponse, Message, ToolCall
+from agentflow.runtime.models.base import (
+    ChatRequest,
+    ChatResponse,
+    Message,
+    ReplyShapeError,
+    ToolCall,
+    token_count,
+    type_name,
+)
 from agentflow.runtime.models.http import HTTPModelClient, redact
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -81,7 +89,8 @@ class AnthropicClient(HTTPModelClient):
             headers["x-api-key"] = self._api_key
         data = await self._post(self.url, self.build_payload(request), headers)
         if isinstance(data, dict) and data.get("type") == "error":
-            message = str((data.get("error") or {}).get("message") or "error")
+            err = data.get("error")
+            message = str((err.get("message") if isinstance(err, dict) else err) or "error")
             kind = "transient" if "overloaded" in json.dumps(data).lower() else "permanent"
             raise ModelError(
                 redact(f"model provider '{self.provider}' failed: {message}", self._api_key),
@@ -89,9 +98,12 @@ class AnthropicClient(HTTPModelClient):
             )
         try:
             return parse_anthropic_response(data, default_model=self.model)
-        except (KeyError, TypeError, AttributeError) as exc:
+        except ReplyShapeError as exc:
             raise ModelError(
-                f"model provider '{self.provider}' sent an unexpected reply shape ({type(exc).__name__})",
+                redact(
+                    f"model provider '{self.provider}' sent a malformed reply: {exc}",
+                    self._api_key,
+                ),
                 kind="transient",
             ) from None
 
@@ -99,9 +111,11 @@ class AnthropicClient(HTTPModelClient):
 def _arguments_object(arguments: str | dict[str, Any]) -> dict[str, Any]:
     if isinstance(arguments, dict):
         return arguments
+    if not isinstance(arguments, str):
+        return {}
     try:
         value = json.loads(arguments) if arguments.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
 
@@ -153,34 +167,59 @@ def messages_to_anthropic(messages: list[Message]) -> tuple[str, list[dict[str, 
     return "\n\n".join(system_parts), out
 
 
-def parse_anthropic_response(data: dict[str, Any], *, default_model: str = "") -> ChatResponse:
-    """A Messages API reply as a ChatResponse; blocks selected by ``type``; ``raw`` = the blocks."""
-    blocks = data.get("content") or []
+def parse_anthropic_response(data: Any, *, default_model: str = "") -> ChatResponse:
+    """A Messages API reply as a ChatResponse; blocks selected by ``type``; ``raw`` = the blocks.
+
+    Parsed defensively: a reply that is not an object, ``content`` that is not an array, a block
+    that is not an object or a text block whose ``text`` is not a string raise
+    :class:`ReplyShapeError` (plain message); malformed ``usage`` counts are taken as 0.
+    """
+    if not isinstance(data, dict):
+        raise ReplyShapeError(f"the reply is {type_name(data)}, not a JSON object")
+    blocks = data.get("content")
+    if blocks is None:
+        blocks = []
+    if not isinstance(blocks, list):
+        raise ReplyShapeError(f"`content` should be an array of blocks, got {type_name(blocks)}")
     texts: list[str] = []
     calls: list[ToolCall] = []
-    for block in blocks:
+    for index, block in enumerate(blocks):
+        if not isinstance(block, dict):
+            raise ReplyShapeError(f"`content[{index}]` should be an object, got {type_name(block)}")
         kind = block.get("type")
         if kind == "text":
-            texts.append(block.get("text", ""))
+            piece = block.get("text", "")
+            if not isinstance(piece, str):
+                raise ReplyShapeError(
+                    f"`content[{index}].text` should be a string, got {type_name(piece)}"
+                )
+            texts.append(piece)
         elif kind == "tool_use":
             arguments = block.get("input")
+            name = block.get("name")
+            call_id = block.get("id")
             calls.append(
                 ToolCall(
-                    id=str(block.get("id") or ""),
-                    name=str(block.get("name") or ""),
+                    id=str(call_id) if isinstance(call_id, (str, int)) and call_id != "" else "",
+                    name=name if isinstance(name, str) else "",
                     arguments=arguments if isinstance(arguments, (dict, str)) else {},
                 )
             )
-    stop = str(data.get("stop_reason") or ("tool_use" if calls else "end_turn"))
-    usage = data.get("usage") or {}
+    stop = data.get("stop_reason")
+    if not isinstance(stop, str) or not stop:
+        stop = "tool_use" if calls else "end_turn"
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        usage = {}
+    model = data.get("model")
     return ChatResponse(
         text="".join(texts) if texts else None,
         tool_calls=calls,
         finish_reason=_STOP.get(stop, stop),
         usage={
-            "input_tokens": int(usage.get("input_tokens") or 0),
-            "output_tokens": int(usage.get("output_tokens") or 0),
+            "input_tokens": token_count(usage.get("input_tokens")),
+            "output_tokens": token_count(usage.get("output_tokens")),
         },
-        model=str(data.get("model") or default_model),
+        model=model if isinstance(model, str) and model else default_model,
         raw=blocks,
     )

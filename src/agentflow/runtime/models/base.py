@@ -12,6 +12,38 @@ from typing import Any, Literal, Protocol, runtime_checkable
 Role = Literal["system", "user", "assistant", "tool"]
 
 
+class ReplyShapeError(ValueError):
+    """A provider reply that does not have the expected shape; ``str(exc)`` says what is wrong in
+    plain words (no Python exception text). Adapters turn it into a ModelError."""
+
+
+def type_name(value: Any) -> str:
+    """The JSON name of ``value``'s type (``object``, ``array``, ``string``, ``number``, …)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def token_count(value: Any) -> int:
+    """A token count from a reply's usage: a non-negative int, or 0 for anything else (a string,
+    a bool, a fraction, a negative number — a malformed usage block never fails a call)."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return value if isinstance(value, int) and value >= 0 else 0
+
+
 @dataclass
 class ToolCall:
     """A tool call requested by the model.

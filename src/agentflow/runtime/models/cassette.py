@@ -26,7 +26,14 @@ from typing import Any
 
 from agentflow.errors import ConfigError, RunError
 from agentflow.runtime.config import Config, ProviderConfig, ResolvedModel
-from agentflow.runtime.models.base import ChatRequest, ChatResponse, ModelClient, ToolCall
+from agentflow.runtime.extract import json_depth_exceeds, too_deep_message
+from agentflow.runtime.models.base import (
+    ChatRequest,
+    ChatResponse,
+    ModelClient,
+    ToolCall,
+    token_count,
+)
 from agentflow.runtime.models.router import ModelRouter, RoutedClient
 
 __all__ = [
@@ -85,6 +92,31 @@ def _response_data(response: ChatResponse) -> dict[str, Any]:
     }
 
 
+def _response_problem(data: Any) -> str | None:
+    """What is wrong with a recorded response (None: it can be replayed)."""
+    if not isinstance(data, dict):
+        return "`response` is not an object"
+    if not isinstance(data.get("text"), (str, type(None))):
+        return "`response.text` is not a string or null"
+    calls = data.get("tool_calls", [])
+    if not isinstance(calls, list) or not all(
+        isinstance(c, dict)
+        and isinstance(c.get("id"), str)
+        and isinstance(c.get("name"), str)
+        and isinstance(c.get("arguments"), (str, dict))
+        for c in calls
+    ):
+        return "`response.tool_calls` is not a list of {id, name, arguments}"
+    if not isinstance(data.get("usage") or {}, dict):
+        return "`response.usage` is not an object"
+    for field in ("finish_reason", "model"):
+        if not isinstance(data.get(field), (str, type(None))):
+            return f"`response.{field}` is not a string"
+    if json_depth_exceeds(data):
+        return "`response` is " + too_deep_message()
+    return None
+
+
 def _response_from(data: dict[str, Any]) -> ChatResponse:
     return ChatResponse(
         text=data.get("text"),
@@ -92,8 +124,11 @@ def _response_from(data: dict[str, Any]) -> ChatResponse:
             ToolCall(c["id"], c["name"], c["arguments"]) for c in data.get("tool_calls", [])
         ],
         finish_reason=data.get("finish_reason") or "stop",
-        usage=dict(data.get("usage") or {}),
-        model=data.get("model"),
+        usage={
+            k: token_count((data.get("usage") or {}).get(k))
+            for k in ("input_tokens", "output_tokens")
+        },
+        model=data.get("model") or "",
     )
 
 
@@ -147,20 +182,26 @@ class ReplayClient:
         self._requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         try:
-            lines = self.path.read_text(encoding="utf-8").splitlines()
+            data = self.path.read_bytes()
         except OSError as e:
             raise ConfigError(f"{self.path}: cannot read cassette: {e.strerror or e}") from None
-        for number, raw in enumerate(lines, 1):
+        for number, raw_bytes in enumerate(data.splitlines(), 1):
+            try:
+                raw = raw_bytes.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ConfigError(
+                    f"{self.path}:{number}:{e.start + 1}: cannot read cassette: not UTF-8 text"
+                ) from None
             if not raw.strip():
                 continue
             try:
                 entry = json.loads(raw)
                 key, response = entry["key"], entry["response"]
-            except (ValueError, KeyError, TypeError):
-                raise ConfigError(
-                    f"{self.path}:{number}:1: not a cassette line (expected JSON with key, "
-                    "request and response)"
-                ) from None
+                problem = _response_problem(response) if isinstance(key, str) else "a bad key"
+            except (ValueError, KeyError, TypeError, RecursionError):
+                problem = "expected JSON with key, request and response"
+            if problem:
+                raise ConfigError(f"{self.path}:{number}:1: not a cassette line ({problem})")
             self._entries[key].append(response)
             self._requests.append(entry.get("request") or {})
 

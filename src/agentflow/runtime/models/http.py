@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import math
 import random
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -47,22 +49,34 @@ class RetryPolicy:
     max_retry_after: float = 120.0
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
-        """Seconds to wait before retry number ``attempt`` (1-based)."""
+        """Seconds to wait before retry number ``attempt`` (1-based).
+
+        A ``retry_after`` (seconds) is honoured up to ``max_retry_after``; an infinite or huge one
+        is capped there, a NaN or negative one counts as 0.
+        """
         if retry_after is not None:
+            if math.isnan(retry_after):
+                return 0.0
             return max(0.0, min(retry_after, self.max_retry_after))
         ceiling = min(self.cap, self.base * (2 ** (attempt - 1)))
         return random.uniform(ceiling / 2, ceiling)
 
 
 def parse_retry_after(value: str | None) -> float | None:
-    """``Retry-After`` as seconds (delta-seconds, possibly fractional, or an HTTP date)."""
+    """``Retry-After`` as seconds (delta-seconds, possibly fractional, or an HTTP date).
+
+    None when absent or unparseable (``nan`` included: the backoff then applies); ``inf`` and
+    huge values come back as they are and are capped by :meth:`RetryPolicy.delay`.
+    """
     if not value:
         return None
     value = value.strip()
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
         pass
+    else:
+        return None if math.isnan(seconds) else max(0.0, seconds)
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
@@ -78,7 +92,7 @@ def error_detail(body: str) -> tuple[str, str]:
     message = body.strip()
     try:
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         data = None
     if isinstance(data, dict):
         err = data.get("error", data)
@@ -107,11 +121,50 @@ def classify(status: int, body: str) -> str:
     return "permanent"
 
 
+#: ``Bearer <token>`` and ``x-api-key: <token>`` / ``'x-api-key': '<token>'`` in any text
+#: (an exception's repr of a request header included).
+_BEARER = re.compile(r"(?i)(bearer\s+)[^\s'\"]+")
+_API_KEY_HEADER = re.compile(r"(?i)(x-api-key['\"]?\s*[:=,]\s*b?['\"]?)[^\s'\"]+")
+
+
 def redact(text: str, secret: str | None) -> str:
-    """``text`` with every occurrence of ``secret`` replaced by ``***``."""
-    if secret and len(secret) >= 4:
-        text = text.replace(secret, "***")
-    return text
+    """``text`` with the API key removed: every occurrence of ``secret`` (also in its
+    ``repr``/escaped forms and without surrounding whitespace) and every ``Bearer …`` or
+    ``x-api-key`` value become ``***``. Used on every message a provider error produces."""
+    if secret:
+        forms = {
+            secret,
+            secret.strip(),
+            repr(secret)[1:-1],
+            secret.encode("unicode_escape").decode(),
+        }
+        for form in sorted(forms, key=len, reverse=True):
+            if len(form) >= 4:
+                text = text.replace(form, "***")
+    text = _BEARER.sub(r"\1***", text)
+    return _API_KEY_HEADER.sub(r"\1***", text)
+
+
+#: What an API key may hold: visible ASCII only (it travels in an HTTP header).
+_KEY_CHARS = re.compile(r"[\x21-\x7e]+")
+
+
+def api_key_problem(key: str | None, env_name: str | None = None) -> str | None:
+    """Why ``key`` cannot be sent in an HTTP header, or None when it can (or is unset).
+
+    The message names the variable (``$VAR``), never the key: a line break (a key file's trailing
+    newline), a space, a control or non-ASCII character would be refused by the HTTP layer, whose
+    error would quote the header.
+    """
+    if not key or _KEY_CHARS.fullmatch(key):
+        return None
+    where = f"${env_name}" if env_name else "the configuration"
+    what = "a line break" if ("\n" in key or "\r" in key) else "a character"
+    return (
+        f"the API key in {where} contains {what} not allowed in an HTTP header (line breaks, "
+        "spaces, control and non-ASCII characters are refused); check for a trailing newline "
+        "from the file it was read from"
+    )
 
 
 async def post_with_retries(
@@ -141,6 +194,14 @@ async def post_with_retries(
             response = await client.post(url, json=payload, headers=headers, timeout=timeout)
         except httpx.TimeoutException as exc:
             kind, message = "transient", f"request timed out ({type(exc).__name__})"
+        except httpx.LocalProtocolError as exc:
+            # our own request is malformed (e.g. a header value): retrying cannot help
+            kind, message = (
+                "permanent",
+                f"the request could not be sent ({type(exc).__name__}: {exc})",
+            )
+        except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
+            kind, message = "permanent", f"invalid URL {url!r} ({type(exc).__name__}: {exc})"
         except httpx.TransportError as exc:
             kind, message = "transient", f"connection failed ({type(exc).__name__}: {exc})"
         else:
@@ -151,6 +212,9 @@ async def post_with_retries(
                 except ValueError:
                     kind = "transient"
                     message = "reply is not valid JSON"
+                except RecursionError:
+                    kind = "transient"
+                    message = "reply JSON is nested too deeply"
             else:
                 body = response.text
                 kind = classify(status, body)
@@ -190,8 +254,11 @@ class HTTPModelClient:
     every message), ``timeout`` (seconds per HTTP request), ``retry`` (default
     :class:`RetryPolicy`), ``headers`` (extra request headers), ``max_tokens``, ``temperature``,
     ``tool_choice``, ``parallel_tool_calls``, ``http_client`` (an ``httpx.AsyncClient`` to use; one is
-    created on first use otherwise), ``on_retry`` (see :func:`post_with_retries`) and ``sleep``
-    (the wait between retries; ``asyncio.sleep`` by default). Subclasses implement ``chat``.
+    created on first use otherwise), ``on_retry`` (see :func:`post_with_retries`), ``sleep``
+    (the wait between retries; ``asyncio.sleep`` by default) and ``api_key_env`` (the variable the
+    key came from, named in messages). A key that cannot travel in an HTTP header (see
+    :func:`api_key_problem`) fails every request with a permanent ModelError that never shows it.
+    Subclasses implement ``chat``.
     """
 
     def __init__(
@@ -211,11 +278,13 @@ class HTTPModelClient:
         http_client: httpx.AsyncClient | None = None,
         on_retry: Callable[[dict[str, Any]], Any] | None = None,
         sleep: Callable[[float], Awaitable[Any]] | None = None,
+        api_key_env: str | None = None,
     ):
         self.provider = provider
         self.base_url = base_url.rstrip("/")
         self.model = model
         self._api_key = api_key
+        self._api_key_env = api_key_env
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
         self._headers = dict(headers or {})
@@ -242,7 +311,13 @@ class HTTPModelClient:
         return self._http
 
     async def _post(self, url: str, payload: dict[str, Any], headers: dict[str, str]) -> Any:
-        """:func:`post_with_retries` with this client's pool, policy, key, timeout and hooks."""
+        """:func:`post_with_retries` with this client's pool, policy, key, timeout and hooks.
+
+        Raises ModelError(permanent) before sending anything when the API key is unusable.
+        """
+        problem = api_key_problem(self._api_key, self._api_key_env)
+        if problem:
+            raise ModelError(f"model provider '{self.provider}': {problem}", kind="permanent")
         kwargs: dict[str, Any] = {"sleep": self._sleep} if self._sleep is not None else {}
         return await post_with_retries(
             self._client(),

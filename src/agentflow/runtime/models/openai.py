@@ -12,7 +12,15 @@ import json
 from typing import Any
 
 from agentflow.errors import ModelError
-from agentflow.runtime.models.base import ChatRequest, ChatResponse, Message, ToolCall
+from agentflow.runtime.models.base import (
+    ChatRequest,
+    ChatResponse,
+    Message,
+    ReplyShapeError,
+    ToolCall,
+    token_count,
+    type_name,
+)
 from agentflow.runtime.models.http import HTTPModelClient, redact
 
 
@@ -84,11 +92,10 @@ class OpenAIClient(HTTPModelClient):
         )
         try:
             return parse_openai_response(data, default_model=self.model)
-        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+        except ReplyShapeError as exc:
             raise ModelError(
                 redact(
-                    f"model provider '{self.provider}' sent an unexpected reply shape "
-                    f"({type(exc).__name__}: {exc})",
+                    f"model provider '{self.provider}' sent a malformed reply: {exc}",
                     self._api_key,
                 ),
                 kind="transient",
@@ -123,39 +130,93 @@ def message_to_openai(message: Message) -> dict[str, Any]:
     return out
 
 
-def parse_openai_response(data: dict[str, Any], *, default_model: str = "") -> ChatResponse:
-    """A chat-completions reply as a ChatResponse (arguments kept raw, missing ids left empty)."""
-    choice = data["choices"][0]
-    message = choice.get("message") or {}
+def parse_openai_response(data: Any, *, default_model: str = "") -> ChatResponse:
+    """A chat-completions reply as a ChatResponse (arguments kept raw, missing ids left empty).
+
+    Parsed defensively: a reply without the expected shape (no ``choices`` array, a message or
+    tool call that is not an object, ``content`` that is neither text, null nor an array of text
+    parts, ``tool_calls`` that is not an array) raises :class:`ReplyShapeError` with a plain
+    message. Malformed ``usage`` counts are taken as 0; a non-text ``finish_reason``/``model``
+    falls back to the default.
+    """
+    if not isinstance(data, dict):
+        raise ReplyShapeError(f"the reply is {type_name(data)}, not a JSON object")
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        what = "an empty array" if isinstance(choices, list) else type_name(choices)
+        raise ReplyShapeError(f"`choices` should be a non-empty array, got {what}")
+    choice = choices[0]
+    if not isinstance(choice, dict):
+        raise ReplyShapeError(f"`choices[0]` should be an object, got {type_name(choice)}")
+    message = choice.get("message")
+    if message is None:
+        message = {}
+    if not isinstance(message, dict):
+        raise ReplyShapeError(f"`choices[0].message` should be an object, got {type_name(message)}")
     content = message.get("content")
     if isinstance(content, list):  # some servers send content parts
-        content = (
-            "".join(part.get("text", "") for part in content if isinstance(part, dict)) or None
+        texts = []
+        for part in content:
+            if isinstance(part, dict):
+                piece = part.get("text", "")
+                if not isinstance(piece, str):
+                    raise ReplyShapeError(
+                        f"a content part's `text` should be a string, got {type_name(piece)}"
+                    )
+                texts.append(piece)
+        content = "".join(texts) or None
+    elif content is not None and not isinstance(content, str):
+        raise ReplyShapeError(
+            f"`message.content` should be a string or null, got {type_name(content)}"
+        )
+    raw_calls = message.get("tool_calls")
+    if raw_calls is None:
+        raw_calls = []
+    if not isinstance(raw_calls, list):
+        raise ReplyShapeError(
+            f"`message.tool_calls` should be an array, got {type_name(raw_calls)}"
         )
     calls: list[ToolCall] = []
-    for raw in message.get("tool_calls") or []:
+    for index, raw in enumerate(raw_calls):
+        if not isinstance(raw, dict):
+            raise ReplyShapeError(
+                f"`tool_calls[{index}]` should be an object, got {type_name(raw)}"
+            )
         function = raw.get("function") or {}
+        if not isinstance(function, dict):
+            raise ReplyShapeError(
+                f"`tool_calls[{index}].function` should be an object, got {type_name(function)}"
+            )
         arguments = function.get("arguments")
         if arguments is None:
             arguments = ""
+        name = function.get("name")
+        call_id = raw.get("id")
         calls.append(
             ToolCall(
-                id=str(raw.get("id") or ""),
-                name=str(function.get("name") or ""),
+                id=str(call_id) if isinstance(call_id, (str, int)) and call_id != "" else "",
+                name=name if isinstance(name, str) else "",
                 arguments=arguments,
             )
         )
-    finish = choice.get("finish_reason") or ("tool_calls" if calls else "stop")
-    usage = data.get("usage") or {}
+    finish = choice.get("finish_reason")
+    if not isinstance(finish, str) or not finish:
+        finish = "tool_calls" if calls else "stop"
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        usage = {}
+    model = data.get("model")
     return ChatResponse(
         text=content,
         tool_calls=calls,
-        finish_reason=str(finish),
+        finish_reason=finish,
         usage={
-            "input_tokens": int(usage.get("prompt_tokens") or usage.get("input_tokens") or 0),
-            "output_tokens": int(usage.get("completion_tokens") or usage.get("output_tokens") or 0),
+            "input_tokens": token_count(usage.get("prompt_tokens"))
+            or token_count(usage.get("input_tokens")),
+            "output_tokens": token_count(usage.get("completion_tokens"))
+            or token_count(usage.get("output_tokens")),
         },
-        model=str(data.get("model") or default_model),
+        model=model if isinstance(model, str) and model else default_model,
     )
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from agentflow.errors import ConfigError, ModelError
 from agentflow.runtime.config import Config, ResolvedModel
-from agentflow.runtime.models.base import ChatRequest, ChatResponse, ModelClient
+from agentflow.runtime.models.base import ChatRequest, ChatResponse, ModelClient, token_count
 from agentflow.runtime.models.http import RetryPolicy
 
 ClientFactory = Callable[[ResolvedModel], ModelClient]
@@ -121,7 +121,10 @@ class ModelRouter:
     def _build(self, resolved: ResolvedModel) -> ModelClient:
         provider = resolved.provider
         retry = self.retry or RetryPolicy(
-            max_retries=provider.max_retries, base=provider.backoff_base, cap=provider.backoff_max
+            max_retries=provider.max_retries,
+            base=provider.backoff_base,
+            cap=provider.backoff_max,
+            max_retry_after=provider.max_retry_after,
         )
         api_key = self.config.api_key(provider)
 
@@ -133,6 +136,7 @@ class ModelRouter:
             "provider": resolved.provider_name,
             "model": resolved.model,
             "api_key": api_key,
+            "api_key_env": provider.api_key_env,
             "timeout": provider.timeout,
             "retry": retry,
             "headers": provider.headers,
@@ -170,8 +174,8 @@ class ModelRouter:
         )
 
     def _record(self, role: str, response: ChatResponse) -> None:
-        inp = int(response.usage.get("input_tokens", 0) or 0)
-        out = int(response.usage.get("output_tokens", 0) or 0)
+        inp = token_count((response.usage or {}).get("input_tokens"))
+        out = token_count((response.usage or {}).get("output_tokens"))
         self.usage["inferences"] += 1
         self.usage["input_tokens"] += inp
         self.usage["output_tokens"] += out
@@ -216,8 +220,8 @@ class StepUsage:
         if getattr(event, "kind", None) != "model_call":
             return
         data = event.data or {}
-        inp = int(data.get("input_tokens", 0) or 0)
-        out = int(data.get("output_tokens", 0) or 0)
+        inp = token_count(data.get("input_tokens"))
+        out = token_count(data.get("output_tokens"))
         entry = self.by_step.setdefault(
             event.path, {"inferences": 0, "input_tokens": 0, "output_tokens": 0, "by_role": {}}
         )
