@@ -594,3 +594,12 @@ def test_statement_keywords_are_not_names_in_expressions():
     )
     _, diags = parse_module(ok, "k.flow")
     assert diags == []
+
+
+def test_unterminated_string_after_a_multiline_interpolation_points_at_its_start():
+    # found by bench/fuzz_check.py: the column was computed from the wrong line (negative)
+    module, diags = parse_module('stage s -> text {\n  return "abc ${d\n}\n', "u.flow")
+    assert [d.code for d in diags] == ["syntax-error"]
+    span = diags[0].span
+    assert (span.line, span.column) == (2, 10)
+    assert span.end_line >= span.line and span.column >= 1

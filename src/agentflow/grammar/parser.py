@@ -641,6 +641,7 @@ class _Scanner:
         parts: list = []
         buf: list[str] = []
         j = i + 1
+        start_line, start_ls = line, ls
         search = _STR_SPECIAL.search
         while True:
             m = search(text, j, n)
@@ -651,8 +652,8 @@ class _Scanner:
                     '(use `"""` for multi-line text)',
                     i,
                     k,
-                    line,
-                    ls,
+                    start_line,
+                    start_ls,
                 )
             k = m.start()
             if k > j:
