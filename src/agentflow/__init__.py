@@ -40,6 +40,7 @@ from agentflow.errors import (
     RunError,
     SourceError,
 )
+from agentflow.runtime.chat import AskResult, ask
 from agentflow.runtime.events import CallbackSink, ConsoleSink, Event, JsonlSink
 from agentflow.runtime.executor import (
     NO_ANSWER,
@@ -55,6 +56,7 @@ from agentflow.runtime.executor import (
     substitute,
     terminal_interlocutor,
 )
+from agentflow.runtime.planner import PlanExecution, plan_and_execute
 from agentflow.runtime.result import RunResult
 from agentflow.runtime.tools.catalog import Catalog, Tool, ToolContext, build_catalog
 from agentflow.runtime.tools.user import tool
@@ -62,6 +64,10 @@ from agentflow.runtime.tools.user import tool
 __version__ = "0.1.0"
 
 __all__ = [
+    "AskResult",
+    "PlanExecution",
+    "ask",
+    "plan_and_execute",
     "NO_ANSWER",
     "AskRequest",
     "CallbackSink",
