@@ -308,6 +308,150 @@ def test_rename_let_and_type(client):
         _rename(client, URI, pos(SOURCE, "hit.level", 1), "stage")
 
 
+CAPTURE = """\
+stage s -> int { return 5 }
+use agent "helper" as inv
+stage t -> int[] {
+  let abc = 1
+  let y = 2
+  let out = map [1, 2] as it {
+    let q = it + abc
+    q + index
+  }
+  if abc > y {
+    let zz = 3
+    return [zz + abc + s]
+  }
+  return out
+}
+"""
+
+
+def test_rename_refuses_name_capture(client):
+    """Regression (adversarial round 2, P2 #3): a rename that would make a reference resolve
+    to another binding (or another reference resolve to the renamed one) is refused."""
+    uri = "file:///tmp/agentflow-test/capture.flow"
+    client.open(uri, CAPTURE)
+    at_abc = pos(CAPTURE, "abc = 1")
+    refused = {
+        "s": "stage",  # a stage used in the same scope (`return abc + s` → `s + s`)
+        "inv": "`use`",
+        "y": "in scope",  # another let of the same block
+        "zz": "in scope",  # a let visible at a reference inside the `if`
+        "it": "in scope",  # a loop variable visible at a reference
+        "index": "in scope",  # the implicit loop index
+        "input": "keyword",
+        "let": "keyword",
+        "1abc": "not a valid name",
+    }
+    for new, why in refused.items():
+        with pytest.raises(LspError) as exc:
+            _rename(client, uri, at_abc, new)
+        assert exc.value.code == -32602 and why in str(exc.value), (new, str(exc.value))
+    # renaming a loop variable to an outer let used in the body, or to `index`
+    for new in ("abc", "index"):
+        with pytest.raises(LspError, match="in scope"):
+            _rename(client, uri, pos(CAPTURE, "it {"), new)
+    # a type cannot take the name of another type
+    with pytest.raises(LspError, match="already exists"):
+        _rename(client, URI, pos(SOURCE, "Report {"), "Level")
+    # a fresh name is still fine, and the renamed program resolves the same way
+    edit = _rename(client, uri, at_abc, "base")
+    out = _apply(CAPTURE, edit["changes"][uri])
+    assert out.count("base") == CAPTURE.count("abc") and "abc" not in out
+    edit = _rename(client, uri, pos(CAPTURE, "it {"), "item")
+    assert "let q = item + abc" in _apply(CAPTURE, edit["changes"][uri])
+
+
+def test_rename_resolution_check_catches_capture():
+    """The last line of defence: re-checking the edited text finds a capture by comparing
+    name resolution (the finding's example: `abc` → `s`)."""
+    from agentflow.compiler.fmt import KEYWORDS
+    from agentflow.lsp.analysis import analyze
+
+    src = "stage s -> int { return 5 }\nstage t -> int {\n  let abc = 1\n  return abc + s\n}\n"
+    a = analyze(src, "cap.flow")
+    off = src.index("abc = 1")
+    spans = a.references_for_rename(off)
+    assert a._semantic_change("let", "abc", "s", spans) is not None
+    assert a._semantic_change("let", "abc", "fresh", spans) is None
+    assert "stage" in a.rename_problem(off, "s", KEYWORDS)
+
+
+def test_malformed_requests_always_get_a_reply(tmp_path):
+    """Regression (adversarial round 2, P2 #6): every request gets a response — malformed
+    params give -32602, unknown documents give null/[] without reading the file from disk,
+    and neither those nor refused renames put a traceback on stderr."""
+    err = (tmp_path / "stderr.log").open("wb")
+    c = LspClient([sys.executable, "-m", "agentflow", "lsp"], stderr=err)
+    try:
+        c.initialize()
+        uri = "file:///tmp/agentflow-test/malformed.flow"
+        c.open(uri, CAPTURE)
+        td = {"uri": uri}
+        methods = [
+            "textDocument/hover",
+            "textDocument/definition",
+            "textDocument/completion",
+            "textDocument/prepareRename",
+        ]
+        bad_positions = [
+            {"line": -1, "character": -5},
+            {"line": 2**31, "character": 2**31},
+            {"line": 0.5, "character": "a"},
+        ]
+        for p in bad_positions:
+            for m in methods:
+                with pytest.raises(LspError) as exc:
+                    c.request(m, {"textDocument": td, "position": p}, timeout=5)
+                assert exc.value.code == -32602, (m, p)
+            with pytest.raises(LspError) as exc:
+                c.request(
+                    "textDocument/rename",
+                    {"textDocument": td, "position": p, "newName": "x"},
+                    timeout=5,
+                )
+            assert exc.value.code == -32602
+        for params in (None, {"textDocument": 5}, [1, 2]):
+            with pytest.raises(LspError) as exc:
+                c.request("textDocument/hover", params, timeout=5)
+            assert exc.value.code == -32602
+        # a malformed notification is dropped, the server keeps answering
+        c.notify("textDocument/didChange", {"textDocument": 5})
+        # documents never opened: null / [] and no disk read, even when the file exists
+        on_disk = tmp_path / "real.flow"
+        on_disk.write_text("stage s -> int { return 1 }\n", encoding="utf-8")
+        for u in (on_disk.as_uri(), "file:///etc/passwd", "file:///nonexistent.flow", ""):
+            assert c.request("textDocument/documentSymbol", {"textDocument": {"uri": u}}) == []
+            p0 = {"line": 0, "character": 0}
+            for m in methods:
+                assert c.request(m, {"textDocument": {"uri": u}, "position": p0}) is None
+            fmt = {"textDocument": {"uri": u}, "options": {"tabSize": 2, "insertSpaces": True}}
+            assert c.request("textDocument/formatting", fmt) is None
+        # refused renames answer with a message and log nothing
+        for _ in range(3):
+            with pytest.raises(LspError, match="cannot rename"):
+                _rename(c, uri, pos(CAPTURE, "abc = 1"), "s")
+        assert c.request(
+            "textDocument/hover", {"textDocument": td, "position": pos(CAPTURE, "abc")}
+        )
+    finally:
+        c.close()
+        err.close()
+    log = (tmp_path / "stderr.log").read_text(encoding="utf-8", errors="replace")
+    assert "Traceback" not in log, log
+
+
+def test_hover_of_a_huge_literal_is_bounded(client):
+    uri = "file:///tmp/agentflow-test/huge.flow"
+    text = 'stage s -> text { return "' + "a" * 200_000 + '" }\n'
+    client.open(uri, text)
+    r = client.request(
+        "textDocument/hover", {"textDocument": {"uri": uri}, "position": pos(text, "aaaa")}
+    )
+    assert r is not None and len(r["contents"]["value"]) < 1000
+
+
 def test_formatting(client):
     uri = "file:///tmp/agentflow-test/fmt.flow"
     messy = "stage s->int{\nreturn 1+2\n}\n"

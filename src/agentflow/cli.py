@@ -530,6 +530,16 @@ def ask(
         sys.exit(1)
 
 
+def _cache_env_note() -> None:
+    """An empty ``AGENTFLOW_CACHE_DIR=`` counts as unset; say so (docs/decisions.md)."""
+    import os
+
+    from agentflow.runtime.shape_cache import CACHE_ENV
+
+    if os.environ.get(CACHE_ENV) == "":
+        _err(f"note: {CACHE_ENV} is empty, so it is ignored (the default cache directory is used)")
+
+
 @main.group()
 def cache() -> None:
     """Show or clear the shape cache (observed result shapes of tools, read by the planner)."""
@@ -545,9 +555,10 @@ def cache_show(tool: str | None, as_json: bool) -> None:
     from agentflow.runtime.shape_cache import ShapeCache
 
     store = ShapeCache()
+    _cache_env_note()
     try:
         entries = store.all([tool] if tool else None)
-    except sqlite3.Error as e:
+    except (sqlite3.Error, OSError) as e:
         _err(f"error: {store.path}: {e}")
         sys.exit(1)
     if as_json:
@@ -573,9 +584,10 @@ def cache_clear(tool: str | None) -> None:
     from agentflow.runtime.shape_cache import ShapeCache
 
     store = ShapeCache()
+    _cache_env_note()
     try:
         n = store.clear(tool)
-    except sqlite3.Error as e:
+    except (sqlite3.Error, OSError) as e:
         _err(f"error: {store.path}: {e}")
         sys.exit(1)
     _err(f"cleared {n} shape(s) from {store.path}")

@@ -1891,6 +1891,15 @@ class _Checker:
             if isinstance(v, ast.RetrySpec):
                 if v.attempts is not None:
                     self.positive_int(v.attempts, "`attempts`", allow_zero=True)
+                    from agentflow.ir.validate import MAX_RETRY_ATTEMPTS
+
+                    ok, n = _const(v.attempts)
+                    if ok and isinstance(n, int) and n > MAX_RETRY_ATTEMPTS:
+                        self.report(
+                            D.INVALID_VALUE,
+                            f"`attempts` must be at most {MAX_RETRY_ATTEMPTS}, found {n}",
+                            v.attempts.span,
+                        )
                 for code in v.on or []:
                     if code.name not in RETRY_CODES:
                         self.report(

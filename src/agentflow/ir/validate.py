@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import jsonschema
+import regex
 
 from agentflow.compiler.diagnostics import did_you_mean
 from agentflow.errors import Location, PlanProblem
@@ -43,6 +44,12 @@ CONDITION_OPS = frozenset(
     | {"not_empty", "matches"}
 )
 UNARY_OPS = frozenset({"exists", "empty", "not_empty"})
+
+#: Bounds on `retry` (RUNTIME.md §2 is silent; docs/decisions.md "Plan validation"): extra tries,
+#: the longest single backoff wait (`initial`, `max`) in ms, and the growth factor.
+MAX_RETRY_ATTEMPTS = 20
+MAX_BACKOFF_MS = 3_600_000
+MAX_BACKOFF_FACTOR = 10.0
 
 #: Names a body adds to the scope, per control step (PLAN_IR.md §3).
 BODY_SCOPE: dict[str, frozenset[str]] = {
@@ -171,16 +178,19 @@ class _Validator:
             PlanProblem(loc, f"{prefix}: {message}" if prefix else message, hint, code)
         )
 
-    def duration(self, value: Any, path: tuple, what: str) -> None:
+    def duration(self, value: Any, path: tuple, what: str) -> int | None:
+        """Check a positive duration; its milliseconds, or None (absent or reported)."""
         if value is None:
-            return
+            return None
         try:
             ms = duration_ms(value)
         except ValueError as exc:
             self.problem(path, str(exc))
-            return
+            return None
         if ms <= 0:
             self.problem(path, f"{what} must be a positive duration, not {value!r}")
+            return None
+        return ms
 
     def json_schema(self, schema: Any, path: tuple, what: str) -> bool:
         if not isinstance(schema, dict):
@@ -351,10 +361,27 @@ class _Validator:
                         f"(retry on: {', '.join(sorted(RETRYABLE_CODES))})",
                         hint=did_you_mean(code, RETRYABLE_CODES),
                     )
+            if step.retry.attempts > MAX_RETRY_ATTEMPTS:
+                self.problem(
+                    (*rpath, "attempts"),
+                    f"`attempts` is {step.retry.attempts}; at most {MAX_RETRY_ATTEMPTS} extra tries",
+                )
             if step.retry.backoff is not None:
                 bpath = (*rpath, "backoff")
-                self.duration(step.retry.backoff.initial, (*bpath, "initial"), "`backoff.initial`")
-                self.duration(step.retry.backoff.max, (*bpath, "max"), "`backoff.max`")
+                backoff = step.retry.backoff
+                for key in ("initial", "max"):
+                    value = getattr(backoff, key)
+                    ms = self.duration(value, (*bpath, key), f"`backoff.{key}`")
+                    if ms is not None and ms > MAX_BACKOFF_MS:
+                        self.problem(
+                            (*bpath, key),
+                            f"`backoff.{key}` is {value}; a retry waits at most 1h",
+                        )
+                if backoff.factor > MAX_BACKOFF_FACTOR:
+                    self.problem(
+                        (*bpath, "factor"),
+                        f"`backoff.factor` is {backoff.factor:g}; at most {MAX_BACKOFF_FACTOR:g}",
+                    )
         # body restrictions
         if body and tool in CONTROL_STEPS and tool not in BODY_CONTROL_STEPS:
             self.problem(
@@ -494,6 +521,8 @@ class _Validator:
                 )
             elif op not in UNARY_OPS and "to" not in keys:
                 self.problem(path, f"operator `{op}` needs `to`")
+            elif op == "matches":
+                self.pattern(cond["to"], (*path, "to"))
         else:
             self.problem(path, f"a condition must be one of {forms}")
             return
@@ -504,6 +533,16 @@ class _Validator:
                 hint=did_you_mean(str(key), allowed),
                 key=True,
             )
+
+    def pattern(self, to: Any, path: tuple) -> None:
+        """A literal ``matches`` pattern must compile (the runtime's ``regex`` engine, ``re``
+        syntax); a templated one is checked when it is rendered (a ``validation`` step error)."""
+        if not isinstance(to, str) or "{{" in to:
+            return
+        try:
+            regex.compile(to)
+        except (regex.error, ValueError, OverflowError, RecursionError) as exc:
+            self.problem(path, f"invalid regular expression {to!r}: {exc}")
 
     def body_field(self, inp: dict, ipath: tuple, key: str, broken: set[str]) -> None:
         if key in inp and not isinstance(inp[key], Step) and f"body:{key}" not in broken:
@@ -625,8 +664,9 @@ class _Validator:
     def c_ask(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
         if "question" in inp and not isinstance(inp["question"], str):
             self.problem((*ipath, "question"), "`question` must be a text")
-        if "schema" in inp:
-            self.json_schema(inp["schema"], (*ipath, "schema"), "schema")
+        schema_ok = "schema" in inp and self.json_schema(
+            inp["schema"], (*ipath, "schema"), "schema"
+        )
         if "choices" in inp and not isinstance(inp["choices"], list | str):
             self.problem((*ipath, "choices"), "`choices` must be a list or a `{{ … }}` template")
         if "when_unanswered" in inp:
@@ -641,6 +681,27 @@ class _Validator:
                 )
             elif "fail" in wu and not isinstance(wu["fail"], str):
                 self.problem((*wpath, "fail"), "`fail` must be a message text")
+            elif "default" in wu:
+                self.ask_default(inp, wu["default"], (*wpath, "default"), schema_ok)
+
+    def ask_default(self, inp: dict, default: Any, dpath: tuple, schema_ok: bool) -> None:
+        """A literal `when_unanswered.default` must itself be a valid answer: one of literal
+        `choices` and conforming to a literal `schema` (templated parts are checked at run time)."""
+        if _templated(default):
+            return
+        choices = inp.get("choices")
+        if isinstance(choices, list) and choices and not _templated(choices):
+            if default not in choices:
+                self.problem(
+                    dpath, f"the default {default!r} is not one of the choices {choices!r}"
+                )
+                return
+        schema = inp.get("schema")
+        if schema_ok and isinstance(schema, dict) and schema and not _templated(schema):
+            try:
+                jsonschema.validate(default, schema)
+            except jsonschema.ValidationError as exc:
+                self.problem(dpath, f"the default does not match `schema`: {exc.message}")
 
     def c_agent(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
         """Agent input rules (PLAN_IR.md §6, seed 000 'Input')."""
@@ -714,6 +775,18 @@ class _Validator:
         for key in need:
             if key in target and not isinstance(target[key], str):
                 self.problem((*path, key), f"`agent.{key}` must be a text")
+
+
+def _templated(value: Any) -> bool:
+    """Whether a raw plan value holds a ``{{ … }}`` template anywhere (so it is known only at
+    run time)."""
+    if isinstance(value, str):
+        return "{{" in value
+    if isinstance(value, dict):
+        return any(_templated(k) or _templated(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_templated(v) for v in value)
+    return False
 
 
 def validate_plan(plan: Plan, file: str | None = None) -> list[PlanProblem]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,8 @@ STATEMENT_KEYWORDS = (
     "let", "require", "fail", "return", "if", "else", "map", "parallel", "filter", "reduce",
     "ask", "verify", "agent", "not", "and", "or", "in", "true", "false", "null",
 )  # fmt: skip
+#: longest type text shown in an expression hover (characters); longer ones are cut with "…"
+HOVER_MAX_TYPE = 500
 TOP_KEYWORDS = ("flow", "input", "output", "deadline", "use", "extern", "type", "stage")
 
 
@@ -319,7 +322,10 @@ class Analysis:
             doc = None
             if isinstance(t, T.NamedRef):
                 doc = self._type_doc(t.name)
-            return _with_doc(_fence(T.type_str(t)), doc), e.span
+            shown = T.type_str(t)
+            if len(shown) > HOVER_MAX_TYPE:  # e.g. the literal type of a huge string
+                shown = shown[:HOVER_MAX_TYPE] + "…"
+            return _with_doc(_fence(shown), doc), e.span
         return None
 
     def tool_text(self, sig: ToolSig) -> str:
@@ -453,6 +459,116 @@ class Analysis:
                 if sym is not None and sym.decl is decl and sym.name == name:
                     spans.append(n.span)
         return _unique(spans)
+
+    def rename_problem(self, offset: int, new: str, keywords: frozenset[str]) -> str | None:
+        """Why renaming what is under ``offset`` to ``new`` must be refused, or None when it
+        is safe (LSP ``textDocument/rename``).
+
+        Refused: a target that cannot be renamed; a ``new`` that is not an identifier or is one
+        of ``keywords``; for a type, a built-in or already declared type name; for a value
+        binding, ``input``, a stage or ``use`` alias name, or any name visible at the
+        declaration or at a reference (``let``/loop variables, ``index``) or declared in the
+        declaration's block.  Finally the edited text is re-checked: the rename is refused when
+        any name resolves differently (every reference must still reach the renamed
+        declaration, and nothing else may newly reach it) or a new error appears."""
+        rt = self.rename_target(offset)
+        if rt is None:
+            return "only `let` variables, loop variables and types can be renamed"
+        kind, old, _span = rt
+        if not IDENT_RE.match(new):
+            return f"`{new}` is not a valid name"
+        if new in keywords:
+            return f"`{new}` is a keyword"
+        if new == old:
+            return None
+        spans = self.references_for_rename(offset) or []
+        if kind == "type":
+            if new in BUILTIN_TYPES or new == "map":
+                return f"`{new}` is a built-in type"
+            env = self.result.env
+            if (
+                new in self.type_decls()
+                or new in env.objects
+                or new in env.aliases
+                or new in env.externs
+            ):
+                return f"a type named `{new}` already exists"
+        else:
+            clash = self._value_clash(new, spans)
+            if clash is not None:
+                return clash
+        return self._semantic_change(kind, old, new, spans)
+
+    def _value_clash(self, new: str, spans: list[ast.Span]) -> str | None:
+        """A message when ``new`` is a global name or a local name visible at one of
+        ``spans`` (declaration and references of a value binding) or declared in the
+        declaration's block."""
+        if new == "input":
+            return "`input` is the flow's input"
+        for item in self.module.items:
+            if isinstance(item, ast.StageDecl) and item.name.name == new:
+                return f"`{new}` is already the name of a stage (line {item.name.span.line})"
+            if isinstance(item, ast.UseDecl) and item.alias.name == new:
+                return f"`{new}` is already the name of a `use` (line {item.alias.span.line})"
+        for site in spans:
+            line = self._local_clash(new, site)
+            if line is not None:
+                return (
+                    f"`{new}` is already a variable in scope at line {site.line} "
+                    f"(declared on line {line})"
+                )
+        return None
+
+    def _local_clash(self, new: str, site: ast.Span) -> int | None:
+        """The line of a local binding named ``new`` visible at ``site`` (or declared in the
+        same block as a ``let`` at ``site``), else None."""
+        path = self.node_path(site.start)
+        for i, n in enumerate(path):
+            child = path[i + 1] if i + 1 < len(path) else None
+            if isinstance(n, ast.Block):
+                decl_here = (
+                    isinstance(child, ast.LetStmt)
+                    and child.name.span.start == site.start
+                    and child.name.span.end == site.end
+                )
+                for st in n.stmts:
+                    if not isinstance(st, ast.LetStmt) or st is child:
+                        continue
+                    if st.name.name == new and (decl_here or st.span.start < site.start):
+                        return st.name.span.line
+            elif isinstance(n, (ast.MapExpr, ast.FilterExpr, ast.ReduceExpr)):
+                outside = (
+                    [n.over]
+                    + ([n.init] if isinstance(n, ast.ReduceExpr) else [])
+                    + ([n.limit] if isinstance(n, ast.MapExpr) and n.limit is not None else [])
+                )
+                if any(o.span.start <= site.start < o.span.end for o in outside):
+                    continue
+                names = [n.var] + ([n.acc] if isinstance(n, ast.ReduceExpr) else [])
+                for ident in names:
+                    if ident.name == new and ident.span.start != site.start:
+                        return ident.span.line
+                if new == "index":
+                    return n.var.span.line
+        return None
+
+    def _semantic_change(self, kind: str, old: str, new: str, spans: list[ast.Span]) -> str | None:
+        """Re-check the text with ``spans`` replaced by ``new`` and compare name resolution
+        and errors with this analysis; a message when they differ."""
+        text = self.text
+        for s in sorted(spans, key=lambda s: s.start, reverse=True):
+            text = text[: s.start] + new + text[s.end :]
+        after = analyze(text, self.module.file)
+        before_sig = _resolution(self)
+        after_sig = _resolution(after)
+        what = f"renaming `{old}` to `{new}`"
+        if before_sig != after_sig:
+            return f"{what} would change what names refer to"
+        before_errs, after_errs = _error_counts(self), _error_counts(after)
+        for d in after.result.diagnostics:
+            if d.severity == "error" and after_errs[d.code] > before_errs[d.code]:
+                return f"{what} would make the program invalid: {d.message}"
+        return None
 
     # -- outline -------------------------------------------------------------------------------
 
@@ -697,6 +813,26 @@ def _unique(spans: list[ast.Span]) -> list[ast.Span]:
             seen.add((s.start, s.end))
             out.append(s)
     return out
+
+
+def _resolution(a: Analysis) -> list[tuple[str, str, int | None]]:
+    """Name resolution of a module as comparable data: for each :class:`ast.Name` in walk order,
+    ``(node type, symbol kind, walk index of the declaring node)``; other nodes contribute
+    their type only (the structure of the tree)."""
+    nodes = list(_walk(a.module))
+    index = {id(n): i for i, n in enumerate(nodes)}
+    out: list[tuple[str, str, int | None]] = []
+    for n in nodes:
+        sym = a.result.references.get(id(n)) if isinstance(n, ast.Name) else None
+        if sym is None:
+            out.append((type(n).__name__, "", None))
+        else:
+            out.append((type(n).__name__, sym.kind, index.get(id(sym.decl))))
+    return out
+
+
+def _error_counts(a: Analysis) -> Counter[str]:
+    return Counter(d.code for d in a.result.diagnostics if d.severity == "error")
 
 
 def _written(text: str, node: ast.Node | None) -> str:

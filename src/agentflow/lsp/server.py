@@ -18,21 +18,24 @@ The editor queries live in :mod:`agentflow.lsp.analysis`; this module is transpo
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
+from pygls.workspace import TextDocument
 
 from agentflow.compiler.diagnostics import Diagnostic
 from agentflow.compiler.fmt import KEYWORDS as _KEYWORDS
 from agentflow.grammar.ast import Span
 from agentflow.lsp.analysis import (
-    BUILTIN_TYPES,
-    IDENT_RE,
     PRELUDE_FILE,
     Analysis,
     analyze,
@@ -68,6 +71,67 @@ _COMPLETION_KINDS = {
 }
 
 
+_log = logging.getLogger(__name__)
+
+#: returned by :meth:`_FlowProtocol.structure_message` for a message already answered/dropped
+_HANDLED = object()
+
+
+class _NoDeserializeTraceback(logging.Filter):
+    """Drop pygls' "Unable to deserialize message" tracebacks: :class:`_FlowProtocol` answers
+    (or logs one line for) such messages itself."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Unable to deserialize message")
+
+
+class _FlowProtocol(LanguageServerProtocol):
+    """pygls' protocol, hardened (JSON-RPC 2.0 §5):
+
+    - a request whose params do not deserialize (negative or oversized positions, wrong
+      types, ``params: null``) gets a ``-32602 InvalidParams`` error instead of no reply;
+      a malformed notification is dropped with a one-line warning;
+    - an expected request error (a :class:`JsonRpcException` raised by a handler, e.g. a
+      refused rename) is answered without a traceback on stderr."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        rpc_logger = logging.getLogger("pygls.protocol.json_rpc")
+        if not any(isinstance(f, _NoDeserializeTraceback) for f in rpc_logger.filters):
+            rpc_logger.addFilter(_NoDeserializeTraceback())
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        if not isinstance(data, dict) or "jsonrpc" not in data:
+            return data
+        try:
+            return super().structure_message(data)
+        except Exception:
+            method = data.get("method")
+            if "id" in data and "method" in data:
+                msg_id = data["id"]
+                if isinstance(msg_id, bool) or not isinstance(msg_id, (int, str)):
+                    msg_id = None
+                err = JsonRpcInvalidParams(f"invalid params for {method!r}")
+                self._send_response(msg_id, error=err.to_response_error())
+            else:
+                _log.warning("dropping a malformed message (method %r)", method)
+            return _HANDLED
+
+    def handle_message(self, message: Any) -> None:
+        if message is _HANDLED:
+            return
+        super().handle_message(message)
+
+    def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:
+        if not future.cancelled():
+            exc = future.exception()
+            if isinstance(exc, JsonRpcException):
+                self._request_futures.pop(msg_id, None)
+                self._send_response(msg_id, error=exc.to_response_error())
+                return
+        super()._send_handler_result(future, msg_id=msg_id)
+
+
 @dataclass(slots=True)
 class _DocState:
     """The last analysis of one open document."""
@@ -84,7 +148,7 @@ class FlowLanguageServer(LanguageServer):
     def __init__(self) -> None:
         from agentflow import __version__
 
-        super().__init__("flowc", __version__)
+        super().__init__("flowc", __version__, protocol_cls=_FlowProtocol)
         self.debounce_s = DEBOUNCE_S
         self.states: dict[str, _DocState] = {}
         self.parsers: dict[str, IncrementalParser] = {}
@@ -96,6 +160,13 @@ class FlowLanguageServer(LanguageServer):
     def encoding(self) -> str:
         enc = self.workspace.position_encoding
         return str(getattr(enc, "value", enc) or "utf-16")
+
+    def document(self, uri: str) -> TextDocument | None:
+        """The open document ``uri``, or None: never a file read from disk (pygls'
+        ``get_text_document`` would read an unopened URI's file)."""
+        if not isinstance(uri, str):
+            return None
+        return self.workspace.text_documents.get(unquote(uri))
 
     def file_of(self, uri: str) -> str:
         return to_fs_path(uri) or uri
@@ -110,9 +181,8 @@ class FlowLanguageServer(LanguageServer):
 
     def analysis(self, uri: str) -> tuple[Analysis, LineIndex] | None:
         """The analysis of the current text of ``uri`` (re-checked now if it is stale)."""
-        try:
-            doc = self.workspace.get_text_document(uri)
-        except Exception:  # pragma: no cover - unknown document
+        doc = self.document(uri)
+        if doc is None:
             return None
         text = doc.source
         state = self.states.get(uri)
@@ -165,14 +235,15 @@ class FlowLanguageServer(LanguageServer):
 
     def publish(self, uri: str) -> None:
         """Check the current text of ``uri`` and publish its diagnostics."""
-        try:
-            doc = self.workspace.get_text_document(uri)
-        except Exception:  # pragma: no cover
+        doc = self.document(uri)
+        if doc is None:
             return
         text, version = doc.source, doc.version
         analysis = self.analyze(uri, text)
-        current = self.workspace.get_text_document(uri)
-        if current.source != text:  # a newer change arrived meanwhile: its own task publishes
+        current = self.document(uri)
+        if (
+            current is None or current.source != text
+        ):  # a newer change arrived meanwhile: its own task publishes
             return
         self.states[uri] = _DocState(text, version, analysis)
         index = LineIndex(text, self.encoding)
@@ -261,9 +332,13 @@ def create_server() -> FlowLanguageServer:
     @server.feature(
         lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=[".", ":"])
     )
-    def completion(ls: FlowLanguageServer, params: lsp.CompletionParams) -> lsp.CompletionList:
+    def completion(
+        ls: FlowLanguageServer, params: lsp.CompletionParams
+    ) -> lsp.CompletionList | None:
         uri = params.text_document.uri
-        doc = ls.workspace.get_text_document(uri)
+        doc = ls.document(uri)
+        if doc is None:
+            return None
         text = doc.source
         state = ls.states.get(uri)
         analysis = state.analysis if state is not None else ls.analyze(uri, text)
@@ -329,17 +404,10 @@ def create_server() -> FlowLanguageServer:
         if got is None:
             return None
         analysis, index, offset = got
-        target = analysis.rename_target(offset)
-        if target is None:
-            raise JsonRpcInvalidParams(
-                "only `let` variables, loop variables and types can be renamed"
-            )
-        kind, _name, _span = target
+        problem = analysis.rename_problem(offset, params.new_name, _KEYWORDS)
+        if problem is not None:
+            raise JsonRpcInvalidParams(f"cannot rename: {problem}")
         new = params.new_name
-        if not IDENT_RE.match(new) or new in _KEYWORDS:
-            raise JsonRpcInvalidParams(f"`{new}` is not a valid name")
-        if kind == "type" and (new in BUILTIN_TYPES or new == "map"):
-            raise JsonRpcInvalidParams(f"`{new}` is a built-in type")
         spans = analysis.references_for_rename(offset) or []
         edits = [lsp.TextEdit(ls.range_of(s, index), new) for s in spans]
         return lsp.WorkspaceEdit(changes={uri: edits})
@@ -351,7 +419,10 @@ def create_server() -> FlowLanguageServer:
         from agentflow.compiler.fmt import FormatError, format_source
 
         uri = params.text_document.uri
-        text = ls.workspace.get_text_document(uri).source
+        doc = ls.document(uri)
+        if doc is None:
+            return None
+        text = doc.source
         try:
             new = format_source(text, ls.file_of(uri))
         except FormatError:

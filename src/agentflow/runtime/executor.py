@@ -33,6 +33,7 @@ from typing import Any
 from agentflow.errors import FlowError, InputError, ModelError, RunError
 from agentflow.runtime.events import Event, EventBus, Sink
 from agentflow.runtime.expressions import (
+    _kind,
     evaluate_condition,
     render_value,
     to_json_value,
@@ -227,6 +228,8 @@ def terminal_interlocutor(
     """
     import sys
 
+    from agentflow.runtime.tools.catalog import run_in_daemon_thread
+
     async def ask(request: AskRequest) -> Any:
         inp = stdin if stdin is not None else sys.stdin
         out = stderr if stderr is not None else sys.stderr
@@ -237,7 +240,7 @@ def terminal_interlocutor(
                 lines.append(f"  {i}) {choice}")
             out.write("\n".join(lines) + "\n> ")
             out.flush()
-            line = await asyncio.to_thread(inp.readline)
+            line = await run_in_daemon_thread(inp.readline)
         if not line or not line.strip():
             return NO_ANSWER
         return _parse_answer(line, request)
@@ -339,7 +342,10 @@ _NO_CODES: frozenset[str] = frozenset()
 def _backoff_delay(info: _StepInfo, attempt: int) -> float:
     """Exponential backoff with jitter (RUNTIME.md §2): ``min(cap, initial·factor^(n-1))``
     scaled by a uniform factor in [0.5, 1) — "equal jitter", so retries never synchronise."""
-    delay = min(info.cap, info.initial * (info.factor ** (attempt - 1)))
+    try:
+        delay = min(info.cap, info.initial * (info.factor ** (attempt - 1)))
+    except OverflowError:  # a huge factor in a plan that skipped validation
+        delay = info.cap
     return delay * (0.5 + random.random() / 2)
 
 
@@ -1008,14 +1014,16 @@ async def _c_decide(ex: Executor, step, c, scope, path, frame, announce) -> Any:
 
 def _over(c, scope, path) -> list:
     over = render_value(c.get("over"), scope)
-    if over is None:
-        return []
+    if over is None:  # a missing upstream value is not "no items"; `?? []` opts in to that
+        raise RunError(
+            "validation", "`over` must be a list, got null (write `?? []` to default it)", path
+        )
     if isinstance(over, dict):
         return list(over.values())
     if hasattr(over, "to_list"):
         return over.to_list()
     if not isinstance(over, list | tuple):
-        raise RunError("validation", f"`over` must be an array, got {type(over).__name__}", path)
+        raise RunError("validation", f"`over` must be a list, got {_kind(over)}", path)
     return list(over)
 
 
@@ -1170,6 +1178,11 @@ async def _c_ask(ex: Executor, step, c, scope, path, frame, announce) -> Any:
         return {"answer": answer, "answered": True}
     if isinstance(unanswered, dict) and "default" in unanswered:
         value = unanswered["default"]
+        problem = _check_answer(value, schema, choices)
+        if problem:  # a templated default outside the declared contract (literal: load error)
+            raise RunError(
+                "validation", f"`when_unanswered.default` of `{question}`: {problem}", path
+            )
         ex.emit(
             "ask", path, frame.stack, question=question, answer=_json_safe(value), answered=False
         )
@@ -1182,15 +1195,22 @@ async def _c_ask(ex: Executor, step, c, scope, path, frame, announce) -> Any:
 
 
 def _check_answer(answer: Any, schema: Any, choices: Any) -> str | None:
+    """Why ``answer`` breaks an ask's ``choices``/``schema`` (PLAN_IR.md §3), or None."""
+    if choices is not None and not isinstance(choices, list | tuple):
+        return f"`choices` must be a list, got {_kind(choices)}"
     if choices and answer not in choices:
-        return f"{answer!r} is not one of {choices!r}"
-    if isinstance(schema, dict) and schema:
+        return f"{answer!r} is not one of {list(choices)!r}"
+    if schema is not None and not isinstance(schema, dict):
+        return f"`schema` must be a JSON Schema object, got {_kind(schema)}"
+    if schema:
         import jsonschema
 
         try:
             jsonschema.validate(answer, schema)
         except jsonschema.ValidationError as e:
             return e.message
+        except jsonschema.SchemaError as e:
+            return f"`schema` is not valid JSON Schema: {e.message}"
     return None
 
 
@@ -1199,11 +1219,13 @@ async def _c_verify(ex: Executor, step, c, scope, path, frame, announce) -> Any:
     judges = c.get("judges") or []
     announce({"checks": len(checks), "judges": len(judges)})
     failures: list[str] = []
-    for chk in checks:
+    for i, chk in enumerate(checks):
         ok = render_value(chk.get("ok"), scope) if isinstance(chk, dict) else chk
         if isinstance(ok, dict):  # a condition object
             ok = evaluate_condition(ok, scope)
-        if ok is not True:
+        if not isinstance(ok, bool):  # like a non-bool `decide` condition: an error, not a failure
+            raise RunError("validation", f"check {i}: `ok` must be a bool, got {_kind(ok)}", path)
+        if not ok:
             msg = render_value(chk.get("message", "check failed"), scope, lenient=True)
             failures.append(to_text(msg))
     for i, j in enumerate(judges):

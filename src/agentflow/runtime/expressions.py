@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import regex
 
 from agentflow.errors import RunError, SourceError
 from agentflow.grammar import ast
@@ -385,12 +386,15 @@ def _strict_eq(a: Any, b: Any) -> bool:
     return a == b
 
 
-def _contains(container: Any, x: Any, node: ast.Expr) -> bool:
+def _contains(container: Any, x: Any, node: ast.Expr | None, op: str = "in") -> bool:
+    """``x in container``; ``node`` names the expression in errors (None: a plan condition whose
+    operator is ``op``)."""
+    where = f"`{expr_text(node)}`: `in`" if node is not None else f"condition `{op}`"
     if isinstance(container, list | tuple):
         return any(_strict_eq(x, e) for e in container)
     if isinstance(container, str):
         if not isinstance(x, str):
-            raise ExprError(f"`{expr_text(node)}`: `in` text needs a text operand, got {_kind(x)}")
+            raise ExprError(f"{where} on a text needs a text operand, got {_kind(x)}")
         return x in container
     if isinstance(container, dict):
         return x in container if isinstance(x, str) else False
@@ -398,9 +402,7 @@ def _contains(container: Any, x: Any, node: ast.Expr) -> bool:
         return x in container
     if container is None:
         return False
-    raise ExprError(
-        f"`{expr_text(node)}`: `in` needs an array, text, map or range, got {_kind(container)}"
-    )
+    raise ExprError(f"{where} needs an array, text, map or range, got {_kind(container)}")
 
 
 def _order(a: Any, b: Any, node: ast.Binary) -> None:
@@ -707,17 +709,32 @@ def _cmp(fn):
 
 
 def _op_in(v, to):
-    return False if v is _MISSING else _contains(to, v, ast.NullLit(ast.NO_SPAN))
+    return False if v is _MISSING else _contains(to, v, None, "in")
 
 
 def _op_contains(v, to):
-    return False if v is _MISSING else _contains(v, to, ast.NullLit(ast.NO_SPAN))
+    return False if v is _MISSING else _contains(v, to, None, "contains")
+
+
+#: Time budget of one ``matches`` evaluation, in seconds.  Patterns run on the third-party
+#: ``regex`` engine (the syntax of Python's ``re``); a search that backtracks longer than this
+#: fails the step with ``validation`` instead of freezing the event loop (``re`` holds the GIL and
+#: cannot be interrupted, so step timeouts and the deadline could never fire).
+MATCHES_TIMEOUT_S = 1.0
 
 
 def _op_matches(v, to):
     if not isinstance(v, str) or not isinstance(to, str):
         return False
-    return re.search(to, v) is not None
+    try:
+        return regex.search(to, v, timeout=MATCHES_TIMEOUT_S) is not None
+    except regex.error as exc:
+        raise ExprError(f"condition `matches`: invalid regular expression {to!r}: {exc}") from None
+    except TimeoutError:
+        raise ExprError(
+            f"condition `matches`: regular expression {to!r} took longer than "
+            f"{MATCHES_TIMEOUT_S:g} s (catastrophic backtracking?)"
+        ) from None
 
 
 _OPS: dict[str, Callable[[Any, Any], bool]] = {

@@ -198,7 +198,8 @@ def _order(t: str) -> int:
 
 def cache_dir(env: Mapping[str, str] | None = None) -> Path:
     """The user's cache directory for agentflow: ``$AGENTFLOW_CACHE_DIR``, else
-    ``$XDG_CACHE_HOME/agentflow``, else ``~/.cache/agentflow`` (not created here)."""
+    ``$XDG_CACHE_HOME/agentflow``, else ``~/.cache/agentflow`` (not created here).  An empty
+    variable counts as unset (as XDG does; ``flowc cache`` says so)."""
     env = os.environ if env is None else env
     if env.get(CACHE_ENV):
         return Path(env[CACHE_ENV]).expanduser()
@@ -236,6 +237,9 @@ CREATE TABLE IF NOT EXISTS shapes (
 """
 
 
+_COLUMNS = ("tool", "shape", "calls", "updated")
+
+
 class ShapeCache:
     """Tool name → merged result shape, persisted in SQLite (``path``: the database file; default
     ``cache_dir()/shapes.sqlite``, created with its directory on first write).
@@ -251,12 +255,33 @@ class ShapeCache:
         self._warned = False
 
     def _connect(self, *, create: bool) -> sqlite3.Connection | None:
+        """A connection to the database (None: absent and ``create`` false).
+
+        Raises ``NotADirectoryError`` when a parent of the path is a regular file (e.g.
+        ``$AGENTFLOW_CACHE_DIR`` names a file) and ``sqlite3.DatabaseError`` when the file holds
+        a ``shapes`` table that is not ours (it is never modified then)."""
+        ancestor = self.path.parent
+        while not ancestor.exists() and ancestor.parent != ancestor:
+            ancestor = ancestor.parent
+        if ancestor.exists() and not ancestor.is_dir():
+            raise NotADirectoryError(f"{ancestor} is not a directory (cache directory expected)")
         if not create and not self.path.exists():
             return None
         if create:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(str(self.path), timeout=5.0, isolation_level=None)
-        conn.execute(_SCHEMA)
+        try:
+            conn.execute(_SCHEMA)
+            columns = [row[1] for row in conn.execute("PRAGMA table_info(shapes)")]
+        except BaseException:
+            conn.close()
+            raise
+        if sorted(columns) != sorted(_COLUMNS):
+            conn.close()
+            raise sqlite3.DatabaseError(
+                f"not an agentflow shape cache: its `shapes` table has columns "
+                f"({', '.join(columns)}), expected ({', '.join(_COLUMNS)}); left untouched"
+            )
         return conn
 
     def record(self, tool: str, value: Any) -> None:

@@ -54,6 +54,7 @@ def build_catalog(
         list(getattr(tools_cfg, "modules", []) or []),
         base_dir=config.base_dir(),
         entry_points=use_eps,
+        where=_modules_where(config),
     ):
         catalog.register(tool)
     if plans is None:
@@ -79,6 +80,22 @@ def build_catalog(
             catalog.add_lazy(name, load, hub.aclose if first else None)
             first = False
     return catalog
+
+
+def _modules_where(config: Any) -> str | None:
+    """``flow.toml:line:col`` of ``[tools] modules`` for error messages (None without a file)."""
+    path = getattr(config, "path", None)
+    if path is None:
+        return None
+    from pathlib import Path
+
+    from agentflow.runtime.config import _where
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    return _where(path, text, ("tools", "modules"))
 
 
 def check_plan_tools(plan: Any, catalog: Catalog) -> None:

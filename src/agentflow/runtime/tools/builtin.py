@@ -15,8 +15,11 @@ import contextlib
 import fnmatch
 import os
 import re
+import time
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+import regex
 
 from agentflow.errors import RunError
 from agentflow.runtime.tools.catalog import Tool, ToolContext
@@ -26,6 +29,8 @@ MAX_LIST_ENTRIES = 5_000
 MAX_GLOB_RESULTS = 2_000
 MAX_GREP_FILE_BYTES = 5_000_000
 MAX_GREP_LINE_CHARS = 500
+#: Time budget for searching one file with ``builtin__grep``, in seconds (all its lines together).
+GREP_FILE_TIMEOUT_S = 1.0
 SKIP_DIRS = frozenset({".git"})
 
 
@@ -279,15 +284,18 @@ def grep(args: dict[str, Any], ctx: ToolContext) -> list[dict[str, Any]]:
 
     ``pattern`` is a Python regular expression searched per line; ``glob`` filters file names (or
     workspace-relative paths when it holds a ``/``); binary and very large files are skipped.
+    Patterns run on the third-party ``regex`` engine (``re`` syntax) with a budget of
+    :data:`GREP_FILE_TIMEOUT_S` per file and the GIL released, so a catastrophic pattern (a model
+    can choose any) fails with ``tool_error`` naming the pattern and the file instead of hanging.
     """
     pattern = _str_arg(args, "pattern")
     path = _str_arg(args, "path", required=False, default=".") or "."
     name_glob = _str_arg(args, "glob", required=False) or None
     max_results = _int_arg(args, "max_results", 100, minimum=1) or 100
-    flags = re.IGNORECASE if args.get("ignore_case") else 0
+    flags = regex.IGNORECASE if args.get("ignore_case") else 0
     try:
-        regex = re.compile(pattern, flags)
-    except re.error as exc:
+        compiled = regex.compile(pattern, flags)
+    except (regex.error, ValueError, OverflowError, RecursionError) as exc:
         raise _err(f"invalid regular expression {pattern!r}: {exc}") from None
     base = resolve_path(ctx, path)
     root = workspace_root(ctx)
@@ -322,8 +330,18 @@ def grep(args: dict[str, Any], ctx: ToolContext) -> list[dict[str, Any]]:
             continue
         if b"\x00" in data[:8192]:
             continue
+        budget_end = time.monotonic() + GREP_FILE_TIMEOUT_S
         for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
-            if regex.search(line):
+            try:
+                found = compiled.search(
+                    line, timeout=max(budget_end - time.monotonic(), 0.001), concurrent=True
+                )
+            except TimeoutError:
+                raise _err(
+                    f"regular expression {pattern!r} took longer than {GREP_FILE_TIMEOUT_S:g} s "
+                    f"on '{relative}' (catastrophic backtracking?); simplify the pattern"
+                ) from None
+            if found:
                 text = (
                     line if len(line) <= MAX_GREP_LINE_CHARS else line[:MAX_GREP_LINE_CHARS] + "…"
                 )

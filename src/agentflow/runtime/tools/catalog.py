@@ -8,8 +8,11 @@ registered through the Python API, which then counts as configured).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import inspect
 import re
+import threading
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,13 +68,48 @@ class Tool:
         return self.name.split("__", 1)[0] if "__" in self.name else ""
 
 
+async def run_in_daemon_thread(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """Run the sync ``fn(*args, **kwargs)`` on a fresh daemon thread and await its result.
+
+    Unlike ``asyncio.to_thread`` the thread is not part of the loop's default executor, which
+    ``asyncio.run`` joins at shutdown: a sync tool abandoned by a step timeout or the deadline
+    (RUNTIME.md §5; its thread cannot be stopped) no longer keeps the process alive after the run
+    has ended.  Context variables are copied as ``to_thread`` does.  Exceptions of ``fn`` are
+    re-raised here; cancelling the await abandons the thread (its result is dropped).
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(ok: bool, value: Any) -> None:
+        if future.done():
+            return
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+    def body() -> None:
+        try:
+            outcome = (True, context.run(fn, *args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+            outcome = (False, exc)
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
+            loop.call_soon_threadsafe(settle, *outcome)
+
+    name = getattr(fn, "__name__", "tool")
+    threading.Thread(target=body, name=f"agentflow-tool-{name}", daemon=True).start()
+    return await future
+
+
 def ensure_async(fn: Callable[..., Any]) -> ToolFunc:
-    """Wrap ``fn(args, ctx)`` so it is awaitable; sync functions run in ``asyncio.to_thread``."""
+    """Wrap ``fn(args, ctx)`` so it is awaitable; sync functions run on a daemon thread
+    (:func:`run_in_daemon_thread`)."""
     if inspect.iscoroutinefunction(fn):
         return fn
 
     async def run(args: dict[str, Any], ctx: ToolContext) -> Any:
-        result = await asyncio.to_thread(fn, args, ctx)
+        result = await run_in_daemon_thread(fn, args, ctx)
         if inspect.isawaitable(result):
             result = await result
         return result
@@ -284,7 +322,7 @@ def _adapt_function(fn: Callable[..., Any]) -> tuple[ToolFunc, dict[str, Any]]:
             kwargs["ctx"] = ctx
         if is_async:
             return await fn(**kwargs)
-        return await asyncio.to_thread(fn, **kwargs)
+        return await run_in_daemon_thread(fn, **kwargs)
 
     return run, schema
 

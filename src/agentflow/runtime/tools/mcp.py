@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import re
 import tempfile
 from collections.abc import Mapping
@@ -31,8 +32,21 @@ from agentflow.errors import RunError
 from agentflow.runtime.config import McpServer
 from agentflow.runtime.tools.catalog import Tool, ToolContext
 
-#: Seconds to wait for a connection's owner task to wind down on close.
-CLOSE_TIMEOUT = 10.0
+#: Seconds to wait for a connection's owner task to wind down on close (then it is cancelled and,
+#: after :data:`CANCEL_GRACE` more, abandoned).  A connection still starting is cancelled at once.
+#: Longer than the SDK's own (shielded) shutdown of a hung stdio server (see below), which must not
+#: be cancelled a second time: a second native cancel defeats its shield and the kill never runs.
+CLOSE_TIMEOUT = 2.5
+CANCEL_GRACE = 1.0
+#: Grace for a stdio server to exit after its stdin closes (then SIGTERM), and after SIGTERM
+#: before SIGKILL: the SDK's module settings, 2 s each by default.  A hung server is killed
+#: within ~1–1.5 s of the close.
+SERVER_EXIT_GRACE = 1.0
+SERVER_KILL_GRACE = 0.5
+# The SDK logs every unparsable server line with a traceback; without a handler configured by the
+# application, Python's last-resort handler would print them all on stderr (a server writing
+# garbage produced thousands).  Failures reach the user as tool errors instead.
+logging.getLogger("mcp").addHandler(logging.NullHandler())
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -83,6 +97,7 @@ class McpConnection:
         self._stop: asyncio.Event | None = None
         self._dead: str | None = None
         self._errlog: Any = None
+        self._closing: set[asyncio.Task[None]] = set()
 
     @property
     def connected(self) -> bool:
@@ -104,6 +119,7 @@ class McpConnection:
             if server.cwd is not None:
                 cwd = Path(server.cwd)
                 cwd = cwd if cwd.is_absolute() else self.base_dir / cwd
+            _bound_sdk_shutdown()
             params = StdioServerParameters(
                 command=server.command, args=list(server.args), env=env or None, cwd=cwd
             )
@@ -144,7 +160,10 @@ class McpConnection:
                 await stop.wait()
         except BaseException as exc:  # noqa: BLE001 - reported through `ready` or on the next call
             if not ready.done():
-                ready.set_exception(exc)
+                if isinstance(exc, asyncio.CancelledError):
+                    ready.cancel()
+                else:
+                    ready.set_exception(exc)
             elif self._dead is None and not stop.is_set():
                 self._dead = f"{type(exc).__name__}: {exc}"
             if isinstance(exc, asyncio.CancelledError):
@@ -169,6 +188,9 @@ class McpConnection:
                 raise self._unavailable()
             loop = asyncio.get_running_loop()
             ready: asyncio.Future[None] = loop.create_future()
+            # Nobody may be left to read `ready` (the connecting step was cancelled): retrieve its
+            # outcome so asyncio never logs "Future exception was never retrieved".
+            ready.add_done_callback(_retrieve)
             self._stop = asyncio.Event()
             self._task = asyncio.create_task(
                 self._owner(ready, self._stop), name=f"mcp-{self.name}"
@@ -186,12 +208,19 @@ class McpConnection:
                 await self._abandon()
                 self._dead = _describe(exc)
                 raise self._unavailable() from None
+            except asyncio.CancelledError:
+                # The connecting step timed out or was cancelled: give the half-open connection up
+                # (aclose waits for it, bounded); a later call starts afresh.
+                if self._task is not None and not self._task.done():
+                    self._task.cancel()
+                    self._closing.add(self._task)
+                self._task = None
+                raise
 
     async def _abandon(self) -> None:
         if self._task is not None and not self._task.done():
             self._task.cancel()
-            with contextlib.suppress(BaseException):
-                await asyncio.wait_for(self._task, CLOSE_TIMEOUT)
+            await _wind_down({self._task}, CLOSE_TIMEOUT)
         self._task = None
 
     def _stderr_tail(self) -> str:
@@ -259,25 +288,69 @@ class McpConnection:
         return None
 
     async def aclose(self) -> None:
-        """Close the session and stop the server (bounded by CLOSE_TIMEOUT); safe to repeat.
+        """Close the session and stop the server; safe to repeat.
 
+        Bounded: an open session gets :data:`CLOSE_TIMEOUT` to shut down cleanly, a connection
+        still starting is cancelled at once; a task that has not finished
+        :data:`CANCEL_GRACE` after its cancellation is abandoned (the SDK kills the server
+        process within :data:`SERVER_EXIT_GRACE` of closing its stdin, then SIGTERM/SIGKILL).
         A later call connects again (a new run reuses the catalog)."""
         task, stop = self._task, self._stop
         self._task = None
+        tasks, self._closing = self._closing, set()
         if stop is not None:
             stop.set()
         if task is not None and not task.done():
-            try:
-                await asyncio.wait_for(asyncio.shield(task), CLOSE_TIMEOUT)
-            except (TimeoutError, Exception):  # noqa: BLE001
+            if self._session is None:  # still starting: a hung server never answers
                 task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
+            tasks.add(task)
+        await _wind_down(tasks, CLOSE_TIMEOUT)
         self._session, self._tools, self._dead = None, None, None
         if self._errlog is not None:
             with contextlib.suppress(OSError):
                 self._errlog.close()
             self._errlog = None
+
+
+async def _wind_down(tasks: set[asyncio.Task[None]], timeout: float) -> None:
+    """Wait up to ``timeout`` s for ``tasks``, cancel those not cancelled yet, wait
+    :data:`CANCEL_GRACE` more, then abandon them; their outcomes (exceptions, cancellation) are
+    retrieved, never raised.  A task is never cancelled twice (that would break the SDK's shielded
+    server shutdown)."""
+    pending = {t for t in tasks if not t.done()}
+    if pending:
+        _, pending = await asyncio.wait(pending, timeout=timeout)
+    fresh = {t for t in pending if not t.cancelling()}
+    for t in fresh:
+        t.cancel()
+    if fresh:
+        await asyncio.wait(fresh, timeout=CANCEL_GRACE)
+    for t in tasks:
+        if t.done():
+            _retrieve(t)
+        else:
+            t.add_done_callback(_retrieve)
+
+
+def _retrieve(fut: asyncio.Future[Any]) -> None:
+    """Mark the outcome of ``fut`` as retrieved (no "exception was never retrieved" log)."""
+    if not fut.cancelled():
+        fut.exception()
+
+
+def _bound_sdk_shutdown() -> None:
+    """Shorten the SDK's shutdown grace periods for stdio servers to :data:`SERVER_EXIT_GRACE`.
+
+    ``mcp.client.stdio`` reads them as module globals at shutdown; a well-behaved server exits as
+    soon as its stdin closes, so only a hung one is affected (it is SIGTERMed, then SIGKILLed)."""
+    import mcp.client.stdio as sdk_stdio
+
+    for attr, bound in (
+        ("PROCESS_TERMINATION_TIMEOUT", SERVER_EXIT_GRACE),
+        ("FORCE_KILL_TIMEOUT", SERVER_KILL_GRACE),
+    ):
+        if isinstance(getattr(sdk_stdio, attr, None), int | float):
+            setattr(sdk_stdio, attr, min(getattr(sdk_stdio, attr), bound))
 
 
 @contextlib.asynccontextmanager

@@ -19,7 +19,6 @@ made JSON-able (pydantic models dumped).
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import importlib.util
 import inspect
@@ -31,7 +30,7 @@ from types import ModuleType
 from typing import Any
 
 from agentflow.errors import ConfigError, RunError
-from agentflow.runtime.tools.catalog import Tool, ToolContext
+from agentflow.runtime.tools.catalog import Tool, ToolContext, run_in_daemon_thread
 
 ENTRY_POINT_GROUP = "agentflow.tools"
 _MARK = "__agentflow_tool__"
@@ -129,10 +128,8 @@ def function_tool(
             f"{tool_name}_input", __config__=ConfigDict(extra=extra), **fields
         )
         schema = model.model_json_schema()
-    except Exception as exc:  # noqa: BLE001 - pydantic schema generation errors
-        raise ConfigError(
-            f"tool function {fn.__module__}.{fn.__qualname__}: cannot build an input schema: {exc}"
-        ) from None
+    except Exception:  # noqa: BLE001 - pydantic schema generation errors (their text is long)
+        raise ConfigError(_schema_problem(fn, fields)) from None
     schema = inline_refs(schema)
     is_async = inspect.iscoroutinefunction(fn)
     full_name = f"{prefix}__{tool_name}"
@@ -154,7 +151,7 @@ def function_tool(
         if is_async:
             result = await fn(**kwargs)
         else:
-            result = await asyncio.to_thread(fn, **kwargs)
+            result = await run_in_daemon_thread(fn, **kwargs)
             if inspect.isawaitable(result):
                 result = await result
         return _jsonable(result)
@@ -166,6 +163,31 @@ def function_tool(
         func=call,
         source="user",
         meta={"python": f"{fn.__module__}.{fn.__qualname__}"},
+    )
+
+
+def _schema_problem(fn: Callable[..., Any], fields: dict[str, Any]) -> str:
+    """Why ``fn``'s parameters give no JSON Schema, naming the function and each bad parameter
+    (instead of pydantic's generic text)."""
+    from pydantic import create_model
+
+    bad = []
+    for pname, (annotation, default) in fields.items():
+        try:
+            create_model("probe", **{pname: (annotation, default)}).model_json_schema()  # type: ignore[call-overload]
+        except Exception:  # noqa: BLE001
+            shown = getattr(annotation, "__qualname__", None) or repr(annotation)
+            mod = getattr(annotation, "__module__", None)
+            if isinstance(annotation, type) and mod not in (None, "builtins"):
+                shown = f"{mod}.{shown}"
+            bad.append(f"`{pname}: {shown}`")
+    what = ", ".join(bad) if bad else "its parameters"
+    module = fn.__module__ or ""
+    where = "" if module.startswith("agentflow_user_tools_") else f" (module {module})"
+    return (
+        f"tool function `{fn.__qualname__}`{where}: {what} cannot become a JSON "
+        "Schema input; annotate parameters with JSON types (str, int, float, bool, list[...], "
+        "dict[str, ...]), Optional, Literal or a pydantic model"
     )
 
 
@@ -244,10 +266,13 @@ def import_tool_module(spec: str, base_dir: Path) -> ModuleType:
         sys.modules[mod_name] = module
         try:
             loader_spec.loader.exec_module(module)
-        except Exception as exc:  # noqa: BLE001 - a user module failing to import
+        except KeyboardInterrupt:
+            sys.modules.pop(mod_name, None)
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a user module failing to import (sys.exit too)
             sys.modules.pop(mod_name, None)
             raise ConfigError(
-                f"[tools] modules: importing '{spec}' failed: {type(exc).__name__}: {exc}"
+                f"[tools] modules: importing '{spec}' failed: {_describe(exc)}"
             ) from None
         return module
     base = str(base_dir)
@@ -255,10 +280,20 @@ def import_tool_module(spec: str, base_dir: Path) -> ModuleType:
         sys.path.insert(0, base)
     try:
         return importlib.import_module(spec)
-    except Exception as exc:  # noqa: BLE001
-        raise ConfigError(
-            f"[tools] modules: importing '{spec}' failed: {type(exc).__name__}: {exc}"
-        ) from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - sys.exit() at import must not end flowc
+        raise ConfigError(f"[tools] modules: importing '{spec}' failed: {_describe(exc)}") from None
+
+
+def _describe(exc: BaseException) -> str:
+    """An import failure as one line: ``RuntimeError: boom``, ``it called sys.exit(3)``."""
+    if isinstance(exc, SystemExit):
+        return (
+            f"it called sys.exit({exc.code!r})" if exc.code is not None else "it called sys.exit()"
+        )
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def entry_point_tools(group: str = ENTRY_POINT_GROUP) -> list[Tool]:
@@ -271,10 +306,11 @@ def entry_point_tools(group: str = ENTRY_POINT_GROUP) -> list[Tool]:
     for ep in sorted(entry_points(group=group), key=lambda e: e.name):
         try:
             obj = ep.load()
-        except Exception as exc:  # noqa: BLE001
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - sys.exit() at import must not end flowc
             raise ConfigError(
-                f"entry point {group}:{ep.name} ({ep.value}) failed to load: "
-                f"{type(exc).__name__}: {exc}"
+                f"entry point {group}:{ep.name} ({ep.value}) failed to load: {_describe(exc)}"
             ) from None
         if isinstance(obj, ModuleType):
             out.extend(module_tools(obj))
@@ -287,13 +323,23 @@ def entry_point_tools(group: str = ENTRY_POINT_GROUP) -> list[Tool]:
     return out
 
 
-def load_user_tools(modules: list[str], *, base_dir: Path, entry_points: bool = True) -> list[Tool]:
+def load_user_tools(
+    modules: list[str], *, base_dir: Path, entry_points: bool = True, where: str | None = None
+) -> list[Tool]:
     """Every ``user__*`` tool of ``modules`` (``[tools] modules``) and, when ``entry_points``,
-    the ``agentflow.tools`` entry-point group. Raises ConfigError on an import failure or a
-    duplicate tool name (naming both sources)."""
+    the ``agentflow.tools`` entry-point group. Raises ConfigError on an import failure (any
+    exception, ``SystemExit`` included; not ``KeyboardInterrupt``), a function whose parameters
+    give no JSON Schema, or a duplicate tool name (naming both sources). ``where`` (e.g.
+    ``flow.toml:7:1``, the ``modules`` key) prefixes the errors of ``modules``."""
     tools: list[Tool] = []
     for spec in modules:
-        tools.extend(module_tools(import_tool_module(spec, base_dir)))
+        try:
+            tools.extend(module_tools(import_tool_module(spec, base_dir)))
+        except ConfigError as exc:
+            msg = str(exc)
+            if not msg.startswith("[tools]"):
+                msg = f"[tools] modules: '{spec}': {msg}"
+            raise ConfigError(f"{where}: {msg}" if where else msg) from None
     if entry_points:
         tools.extend(entry_point_tools())
     seen: dict[str, Tool] = {}
