@@ -99,13 +99,7 @@ class AnthropicClient(HTTPModelClient):
         try:
             return parse_anthropic_response(data, default_model=self.model)
         except ReplyShapeError as exc:
-            raise ModelError(
-                redact(
-                    f"model provider '{self.provider}' sent a malformed reply: {exc}",
-                    self._api_key,
-                ),
-                kind="transient",
-            ) from None
+            raise self._malformed(exc) from None
 
 
 def _arguments_object(arguments: str | dict[str, Any]) -> dict[str, Any]:

@@ -310,6 +310,15 @@ class HTTPModelClient:
             self._http = httpx.AsyncClient()
         return self._http
 
+    def _malformed(self, exc: Exception) -> ModelError:
+        """The (transient) error for a reply whose shape is not the provider's (key redacted)."""
+        return ModelError(
+            redact(
+                f"model provider '{self.provider}' sent a malformed reply: {exc}", self._api_key
+            ),
+            kind="transient",
+        )
+
     async def _post(self, url: str, payload: dict[str, Any], headers: dict[str, str]) -> Any:
         """:func:`post_with_retries` with this client's pool, policy, key, timeout and hooks.
 

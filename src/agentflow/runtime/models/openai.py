@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentflow.errors import ModelError
 from agentflow.runtime.models.base import (
     ChatRequest,
     ChatResponse,
@@ -21,7 +20,7 @@ from agentflow.runtime.models.base import (
     token_count,
     type_name,
 )
-from agentflow.runtime.models.http import HTTPModelClient, redact
+from agentflow.runtime.models.http import HTTPModelClient
 
 
 class OpenAIClient(HTTPModelClient):
@@ -93,13 +92,7 @@ class OpenAIClient(HTTPModelClient):
         try:
             return parse_openai_response(data, default_model=self.model)
         except ReplyShapeError as exc:
-            raise ModelError(
-                redact(
-                    f"model provider '{self.provider}' sent a malformed reply: {exc}",
-                    self._api_key,
-                ),
-                kind="transient",
-            ) from None
+            raise self._malformed(exc) from None
 
 
 def message_to_openai(message: Message) -> dict[str, Any]:
