@@ -379,3 +379,32 @@ async def test_limits_come_from_flow_toml(chat_server, tmp_path, catalog, plans)
         assert result.status == "budget" and result.rounds == 2
     finally:
         await router.aclose()
+
+
+def test_ask_fails_before_any_call_when_the_configured_key_variable_is_unset(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "flow.toml").write_text(
+        '[models]\ndefault = "p:m"\n[providers.p]\nkind = "openai"\n'
+        'base_url = "http://127.0.0.1:9/v1"\napi_key_env = "AF_TEST_UNSET_KEY"\n'
+    )
+    env = {k: v for k, v in __import__("os").environ.items() if k != "AF_TEST_UNSET_KEY"}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentflow",
+            "ask",
+            "hello",
+            "--config",
+            str(tmp_path / "flow.toml"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    assert "AF_TEST_UNSET_KEY" in proc.stderr and "not set" in proc.stderr
+    assert "Traceback" not in proc.stderr

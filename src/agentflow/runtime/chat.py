@@ -429,7 +429,12 @@ async def ask_with_config(
 
     Raises ConfigError (no model, broken configuration) and the plans directory's load errors.
     """
-    from agentflow.runtime.config import Config, load_config, no_model_message
+    from agentflow.runtime.config import (
+        Config,
+        load_config,
+        missing_key_message,
+        no_model_message,
+    )
     from agentflow.runtime.events import JsonlSink
     from agentflow.runtime.models.router import ModelRouter
     from agentflow.runtime.tools.build import build_catalog
@@ -442,6 +447,8 @@ async def ask_with_config(
         router: Any = ReplayRouter(replay, config)
     elif not config.has_model():
         raise ConfigError(no_model_message(config, "chat"))
+    elif (missing := missing_key_message(config, ("chat", "planner", "solver"))) is not None:
+        raise ConfigError(missing)
     elif record is not None:
         from agentflow.runtime.models.cassette import recording_router
 
