@@ -12,7 +12,6 @@ file, line and column; nothing here prints.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import os
@@ -329,5 +328,8 @@ async def run(
 
 
 def run_sync(target: str | os.PathLike | Plan, input: Any = None, **kwargs: Any) -> Any:
-    """:func:`run` for synchronous callers (runs its own event loop)."""
-    return asyncio.run(run(target, input, **kwargs))
+    """:func:`run` for synchronous callers.  Runs its own event loop, the precise-timer loop of
+    :mod:`agentflow.runtime.loop` (``AGENTFLOW_EVENT_LOOP=asyncio`` selects the stock one)."""
+    from agentflow.runtime.loop import run as run_loop
+
+    return run_loop(run(target, input, **kwargs))

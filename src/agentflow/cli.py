@@ -368,15 +368,14 @@ def _configured_prefixes(cfg: Any, catalog: Any) -> set[str]:
 )
 def tools_cmd(config: str | None, as_json: bool, no_connect: bool) -> None:
     """List the tool catalog: name, source, description, input schema summary (RUNTIME.md §4)."""
-    import asyncio
-
     from agentflow.runtime.config import load_config
+    from agentflow.runtime.loop import run as run_loop
     from agentflow.runtime.tools.build import build_catalog, list_catalog
 
     try:
         cfg = load_config(config)
         catalog = build_catalog(cfg)
-        rows, errors = asyncio.run(list_catalog(catalog, connect=not no_connect))
+        rows, errors = run_loop(list_catalog(catalog, connect=not no_connect))
     except FlowError as e:
         _err(f"error: {e}")
         sys.exit(1)
@@ -492,9 +491,8 @@ def ask(
 ) -> None:
     """Answer QUESTION with the chat model and the tool catalog (tools, plan__* plans,
     plan_and_execute). The answer goes to stdout; progress and solver reports, dimmed, to stderr."""
-    import asyncio
-
     from agentflow.runtime.chat import ask_with_config
+    from agentflow.runtime.loop import run as run_loop
 
     _check_run_options(workspace, record, replay, trace)
 
@@ -506,7 +504,7 @@ def ask(
             _dim(f"{mark} {text}")
 
     try:
-        result = asyncio.run(
+        result = run_loop(
             ask_with_config(
                 question,
                 config=config,

@@ -1582,7 +1582,7 @@ async def run_plan(
     if input is None:
         input = {}
     _validate_input(plan, input)
-    from agentflow.runtime.models.router import StepUsage
+    from agentflow.runtime.result import StepUsage
 
     step_usage = StepUsage()
     bus = EventBus([step_usage, *sinks])
@@ -1654,4 +1654,6 @@ async def run_plan(
 
 def run_plan_sync(plan: Any, input: Any = None, **kwargs: Any) -> RunResult:
     """:func:`run_plan` from synchronous code (runs its own event loop)."""
-    return asyncio.run(run_plan(plan, input, **kwargs))
+    from agentflow.runtime.loop import run as _run_loop
+
+    return _run_loop(run_plan(plan, input, **kwargs))

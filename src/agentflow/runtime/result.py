@@ -7,6 +7,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agentflow.runtime.models.base import token_count
+
 RunStatus = Literal["ok", "exited", "error", "aborted"]
 
 
@@ -99,3 +101,49 @@ def usage_delta(router: Any, before: dict[str, Any] | None) -> dict[str, Any]:
         if any(d.values()):
             out["by_role"][role] = d
     return out
+
+
+class StepUsage:
+    """An event sink that adds up ``model_call`` events per step path (RUNTIME.md §1 ``usage``).
+
+    ``by_step``: ``{step path: {inferences, input_tokens, output_tokens, by_role: {role: {…}}}}``,
+    keyed by the path the call was made at (an agent step, a judge, a solver). :meth:`total`
+    sums a step and everything nested under it (``E3`` includes ``E3/do.2/E10``).
+    """
+
+    #: EventBus filter: this sink only receives ``model_call`` events.
+    kinds = frozenset({"model_call"})
+
+    def __init__(self) -> None:
+        self.by_step: dict[str, dict[str, Any]] = {}
+
+    def handle(self, event: Any) -> None:
+        """Sink protocol: count ``model_call`` events, ignore the rest."""
+        if getattr(event, "kind", None) != "model_call":
+            return
+        data = event.data or {}
+        inp = token_count(data.get("input_tokens"))
+        out = token_count(data.get("output_tokens"))
+        entry = self.by_step.setdefault(
+            event.path, {"inferences": 0, "input_tokens": 0, "output_tokens": 0, "by_role": {}}
+        )
+        role = entry["by_role"].setdefault(
+            str(data.get("role") or "chat"),
+            {"inferences": 0, "input_tokens": 0, "output_tokens": 0},
+        )
+        for target in (entry, role):
+            target["inferences"] += 1
+            target["input_tokens"] += inp
+            target["output_tokens"] += out
+
+    def total(self, path: str) -> dict[str, int] | None:
+        """``{inferences, input_tokens, output_tokens}`` of ``path`` and its nested steps, or None
+        when no model call was made there."""
+        keys = [k for k in self.by_step if k == path or k.startswith(path + "/")]
+        if not keys:
+            return None
+        out = {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
+        for key in keys:
+            for name in out:
+                out[name] += self.by_step[key][name]
+        return out

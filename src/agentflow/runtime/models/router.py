@@ -16,6 +16,7 @@ from agentflow.errors import ConfigError, ModelError
 from agentflow.runtime.config import Config, ResolvedModel
 from agentflow.runtime.models.base import ChatRequest, ChatResponse, ModelClient, token_count
 from agentflow.runtime.models.http import RetryPolicy
+from agentflow.runtime.result import StepUsage  # noqa: F401  (re-exported: its old home)
 
 ClientFactory = Callable[[ResolvedModel], ModelClient]
 
@@ -199,52 +200,6 @@ class ModelRouter:
             close = getattr(client, "aclose", None)
             if close is not None:
                 await close()
-
-
-class StepUsage:
-    """An event sink that adds up ``model_call`` events per step path (RUNTIME.md §1 ``usage``).
-
-    ``by_step``: ``{step path: {inferences, input_tokens, output_tokens, by_role: {role: {…}}}}``,
-    keyed by the path the call was made at (an agent step, a judge, a solver). :meth:`total`
-    sums a step and everything nested under it (``E3`` includes ``E3/do.2/E10``).
-    """
-
-    #: EventBus filter: this sink only receives ``model_call`` events.
-    kinds = frozenset({"model_call"})
-
-    def __init__(self) -> None:
-        self.by_step: dict[str, dict[str, Any]] = {}
-
-    def handle(self, event: Any) -> None:
-        """Sink protocol: count ``model_call`` events, ignore the rest."""
-        if getattr(event, "kind", None) != "model_call":
-            return
-        data = event.data or {}
-        inp = token_count(data.get("input_tokens"))
-        out = token_count(data.get("output_tokens"))
-        entry = self.by_step.setdefault(
-            event.path, {"inferences": 0, "input_tokens": 0, "output_tokens": 0, "by_role": {}}
-        )
-        role = entry["by_role"].setdefault(
-            str(data.get("role") or "chat"),
-            {"inferences": 0, "input_tokens": 0, "output_tokens": 0},
-        )
-        for target in (entry, role):
-            target["inferences"] += 1
-            target["input_tokens"] += inp
-            target["output_tokens"] += out
-
-    def total(self, path: str) -> dict[str, int] | None:
-        """``{inferences, input_tokens, output_tokens}`` of ``path`` and its nested steps, or None
-        when no model call was made there."""
-        keys = [k for k in self.by_step if k == path or k.startswith(path + "/")]
-        if not keys:
-            return None
-        out = {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
-        for key in keys:
-            for field in out:
-                out[field] += self.by_step[key][field]
-        return out
 
 
 def forward_model_events(bus: Any) -> Callable[[str, dict[str, Any]], None]:
