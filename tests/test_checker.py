@@ -458,3 +458,18 @@ def test_primary_span_rules(code, src, primary, notes):
     assert found, f"{code} not reported for {src!r}"
     assert found[0][0] == primary
     assert found[0][1][: len(notes)] == notes
+
+
+@pytest.mark.parametrize(
+    ("body", "hint"),
+    [
+        ("let value = input.q\n  return valu", "did you mean `value`?"),
+        ("let a = input.q\n  return b", None),  # one letter for another: a guess, not a typo
+        ("let x = input.q\n  return xs", "did you mean `x`?"),
+    ],
+)
+def test_unknown_name_hint_only_for_plausible_typos(body, hint):
+    src = f'flow h "hints"\ninput {{ q: text }}\nstage s -> text {{\n  {body}\n}}\n'
+    diags = [d for d in check_source(src, "h.flow").diagnostics if d.code == "unknown-name"]
+    assert len(diags) == 1
+    assert diags[0].hint == hint

@@ -128,12 +128,15 @@ def did_you_mean(name: str, candidates: list[str] | set[str] | dict) -> str | No
     """Return a hint naming the closest candidate by edit distance, or None.
 
     Uses Damerau-free Levenshtein distance with a cut-off of ``max(1, len(name) // 3)``
-    (Starlark-go's resolver uses the same idea).
+    (Starlark-go's resolver uses the same idea).  A candidate that shares no character position
+    with ``name`` (every character rewritten, e.g. ``x`` → ``y``) is never suggested.
     """
     best: tuple[int, str] | None = None
     limit = max(1, len(name) // 3)
     for cand in sorted(candidates):
         d = _levenshtein(name, cand, limit)
+        if d >= max(len(name), len(cand)):
+            continue  # nothing in common: a guess, not a typo
         if d <= limit and (best is None or d < best[0]):
             best = (d, cand)
     return f"did you mean `{best[1]}`?" if best else None
