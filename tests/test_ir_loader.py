@@ -654,3 +654,35 @@ def test_any_text_loads_or_fails_cleanly(text):
         load_plan_text(text, "fuzz.yaml")
     except PlanLoadError as exc:
         assert exc.errors
+
+
+@pytest.mark.parametrize(
+    ("scalar", "value"),
+    [
+        ("!!int 0x1F", 31),
+        ("!!float 2.5", 2.5),
+        ("!!bool false", False),
+        ("!!bool True", True),
+        ("!!null ~", None),
+    ],
+)
+def test_explicit_scalar_tags_convert(scalar, value):
+    src = f"version: 1\nname: t\nsteps:\n  - id: a\n    tool_name: value\n    input:\n      value: {scalar}\n"
+    assert load_plan_text(src, "p.yaml").steps[0].input["value"] == value
+
+
+@pytest.mark.parametrize("scalar", ["!!int abc", "!!float x1", "!!bool maybe", "!!null nope"])
+def test_explicit_scalar_tag_that_does_not_convert_is_refused(scalar):
+    err = one(
+        f"""\
+        version: 1
+        name: t
+        steps:
+          - id: a
+            tool_name: value
+            input:
+              value: {scalar}
+        """
+    )
+    assert at(err) == (7, 14)
+    assert f"is not a valid `{scalar.split()[0]}`" in err.message

@@ -258,13 +258,22 @@ def _resolve_scalar(node: yaml.ScalarNode) -> Any:
             return int(value.replace("_", ""), 0)
         if short == "float":
             return float(value.replace("_", ""))
-        if short == "bool":
-            return value.lower() in ("true", "yes", "on", "y")
-        if short == "null":
-            return None
     except ValueError:
-        return value
+        raise _BadTag(short) from None
+    if short == "bool":
+        low = value.strip().lower()  # YAML 1.2 core schema: only true / false
+        if low in ("true", "false"):
+            return low == "true"
+        raise _BadTag(short)
+    if short == "null":
+        if value.strip().lower() in ("", "~", "null"):
+            return None
+        raise _BadTag(short)
     return value
+
+
+class _BadTag(ValueError):
+    """A scalar its explicit tag cannot convert (``!!int abc``); ``args[0]`` is the tag name."""
 
 
 def _construct(node, path, smap, problems, lines, stack, key_pos) -> Any:
@@ -282,7 +291,17 @@ def _construct(node, path, smap, problems, lines, stack, key_pos) -> Any:
         pos.key_line, pos.key_column = key_pos
     smap.positions[path] = pos
     if isinstance(node, yaml.ScalarNode):
-        value = _resolve_scalar(node)
+        try:
+            value = _resolve_scalar(node)
+        except _BadTag as bad:
+            problems.append(
+                PlanProblem(
+                    _loc(smap, node),
+                    f"{_prefix(path)}`{node.value}` is not a valid `!!{bad.args[0]}`",
+                    "fix the value or remove the tag; quote it to mean text",
+                )
+            )
+            return None
         if isinstance(value, float) and not math.isfinite(value):
             problems.append(
                 PlanProblem(
