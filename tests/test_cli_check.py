@@ -155,3 +155,36 @@ def test_hostile_files_through_the_real_command(tmp_path):
     assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
     assert "error[syntax-error]" in proc.stdout
     assert f"in {len(HOSTILE)} file(s)" in proc.stderr
+
+
+def test_check_loads_no_runtime_or_plan_libraries(tmp_path):
+    """`flowc check` runs in editors and CI: it must not import the runtime's libraries (pydantic,
+    jsonschema, httpx, the MCP SDK) — they cost ~0.2 s of start-up (lazy exports, agentflow/_lazy.py)."""
+    f = tmp_path / "a.flow"
+    f.write_text(CLEAN, encoding="utf-8")
+    probe = (
+        "import sys\n"
+        "from agentflow.cli import main\n"
+        "try:\n"
+        f"    main(['check', {str(f)!r}])\n"
+        "except SystemExit as e:\n"
+        "    assert e.code == 0, e.code\n"
+        "heavy = ('pydantic', 'jsonschema', 'httpx', 'mcp', 'agentflow.runtime', 'agentflow.ir.models')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr
+
+
+def test_lazy_package_exports_resolve():
+    import agentflow
+    import agentflow.ir
+
+    for pkg in (agentflow, agentflow.ir):
+        for name in pkg.__all__:
+            assert getattr(pkg, name) is not None, name
+        assert set(pkg.__all__) <= set(dir(pkg))
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        agentflow.nope  # noqa: B018

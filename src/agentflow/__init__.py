@@ -21,45 +21,98 @@ Hooks and events (RUNTIME.md §7–8)::
     run_sync("plan.yaml", {}, hooks=hooks, sinks=[CallbackSink(print)])
 """
 
-from agentflow.api import (
-    CompiledFlow,
-    CompileError,
-    check,
-    compile_flow,
-    compile_source,
-    load,
-    run,
-    run_sync,
-)
-from agentflow.errors import (
-    ConfigError,
-    FlowError,
-    InputError,
-    ModelError,
-    PlanLoadError,
-    RunError,
-    SourceError,
-)
-from agentflow.runtime.chat import AskResult, ask
-from agentflow.runtime.events import CallbackSink, ConsoleSink, Event, JsonlSink
-from agentflow.runtime.executor import (
-    NO_ANSWER,
-    AskRequest,
-    Decision,
-    GateCall,
-    Hooks,
-    ToolFailure,
-    abort,
-    proceed,
-    propagate,
-    skip,
-    substitute,
-    terminal_interlocutor,
-)
-from agentflow.runtime.planner import PlanExecution, plan_and_execute
-from agentflow.runtime.result import RunResult
-from agentflow.runtime.tools.catalog import Catalog, Tool, ToolContext, build_catalog
-from agentflow.runtime.tools.user import tool
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agentflow._lazy import lazy_exports
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name loads on first use
+    from agentflow.api import (
+        CompiledFlow,
+        CompileError,
+        check,
+        compile_flow,
+        compile_source,
+        load,
+        run,
+        run_sync,
+    )
+    from agentflow.errors import (
+        ConfigError,
+        FlowError,
+        InputError,
+        ModelError,
+        PlanLoadError,
+        RunError,
+        SourceError,
+    )
+    from agentflow.runtime.chat import AskResult, ask
+    from agentflow.runtime.events import CallbackSink, ConsoleSink, Event, JsonlSink
+    from agentflow.runtime.executor import (
+        NO_ANSWER,
+        AskRequest,
+        Decision,
+        GateCall,
+        Hooks,
+        ToolFailure,
+        abort,
+        proceed,
+        propagate,
+        skip,
+        substitute,
+        terminal_interlocutor,
+    )
+    from agentflow.runtime.planner import PlanExecution, plan_and_execute
+    from agentflow.runtime.result import RunResult
+    from agentflow.runtime.tools.catalog import Catalog, Tool, ToolContext, build_catalog
+    from agentflow.runtime.tools.user import tool
+
+#: Public name → the module that defines it.  Loading is lazy (PEP 562) so that `flowc check`
+#: and `import agentflow.compiler` do not pay for the runtime, pydantic, jsonschema or httpx.
+_EXPORTS: dict[str, str] = {
+    "CompiledFlow": "agentflow.api",
+    "CompileError": "agentflow.api",
+    "check": "agentflow.api",
+    "compile_flow": "agentflow.api",
+    "compile_source": "agentflow.api",
+    "load": "agentflow.api",
+    "run": "agentflow.api",
+    "run_sync": "agentflow.api",
+    "ConfigError": "agentflow.errors",
+    "FlowError": "agentflow.errors",
+    "InputError": "agentflow.errors",
+    "ModelError": "agentflow.errors",
+    "PlanLoadError": "agentflow.errors",
+    "RunError": "agentflow.errors",
+    "SourceError": "agentflow.errors",
+    "AskResult": "agentflow.runtime.chat",
+    "ask": "agentflow.runtime.chat",
+    "CallbackSink": "agentflow.runtime.events",
+    "ConsoleSink": "agentflow.runtime.events",
+    "Event": "agentflow.runtime.events",
+    "JsonlSink": "agentflow.runtime.events",
+    "NO_ANSWER": "agentflow.runtime.executor",
+    "AskRequest": "agentflow.runtime.executor",
+    "Decision": "agentflow.runtime.executor",
+    "GateCall": "agentflow.runtime.executor",
+    "Hooks": "agentflow.runtime.executor",
+    "ToolFailure": "agentflow.runtime.executor",
+    "abort": "agentflow.runtime.executor",
+    "proceed": "agentflow.runtime.executor",
+    "propagate": "agentflow.runtime.executor",
+    "skip": "agentflow.runtime.executor",
+    "substitute": "agentflow.runtime.executor",
+    "terminal_interlocutor": "agentflow.runtime.executor",
+    "PlanExecution": "agentflow.runtime.planner",
+    "plan_and_execute": "agentflow.runtime.planner",
+    "RunResult": "agentflow.runtime.result",
+    "Catalog": "agentflow.runtime.tools.catalog",
+    "Tool": "agentflow.runtime.tools.catalog",
+    "ToolContext": "agentflow.runtime.tools.catalog",
+    "build_catalog": "agentflow.runtime.tools.catalog",
+    "tool": "agentflow.runtime.tools.user",
+}
 
 __version__ = "0.1.0"
 
@@ -106,3 +159,6 @@ __all__ = [
     "run",
     "run_sync",
 ]
+
+
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

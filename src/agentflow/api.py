@@ -19,14 +19,16 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentflow.compiler.api import check_file, check_source, read_source
 from agentflow.compiler.checker import CheckResult
 from agentflow.compiler.diagnostics import Diagnostic
 from agentflow.errors import ConfigError, FlowError, InputError, PlanLoadError
 from agentflow.grammar.ast import Span
-from agentflow.ir.models import Plan
+
+if TYPE_CHECKING:  # the plan models (pydantic) load only when a plan is built or run
+    from agentflow.ir.models import Plan
 
 __all__ = [
     "CompileError",
@@ -262,6 +264,7 @@ async def run(
     catalog (built by :func:`agentflow.runtime.tools.build.build_catalog` unless given; its MCP
     connections are closed when the run ends).
     """
+    from agentflow.ir.models import Plan
     from agentflow.runtime.config import Config, load_config, missing_key_message, no_model_message
     from agentflow.runtime.events import JsonlSink
     from agentflow.runtime.executor import run_plan

@@ -1891,7 +1891,7 @@ class _Checker:
             if isinstance(v, ast.RetrySpec):
                 if v.attempts is not None:
                     self.positive_int(v.attempts, "`attempts`", allow_zero=True)
-                    from agentflow.ir.validate import MAX_RETRY_ATTEMPTS
+                    from agentflow.ir.limits import MAX_RETRY_ATTEMPTS
 
                     ok, n = _const(v.attempts)
                     if ok and isinstance(n, int) and n > MAX_RETRY_ATTEMPTS:

@@ -18,6 +18,7 @@ import regex
 from agentflow.compiler.diagnostics import did_you_mean
 from agentflow.errors import Location, PlanProblem
 from agentflow.grammar import ast
+from agentflow.ir.limits import MAX_RETRY_ATTEMPTS
 from agentflow.ir.models import (
     BODY_CONTROL_STEPS,
     CONTROL_FIELDS,
@@ -47,7 +48,6 @@ UNARY_OPS = frozenset({"exists", "empty", "not_empty"})
 
 #: Bounds on `retry` (RUNTIME.md §2 is silent; docs/decisions.md "Plan validation"): extra tries,
 #: the longest single backoff wait (`initial`, `max`) in ms, and the growth factor.
-MAX_RETRY_ATTEMPTS = 20
 MAX_BACKOFF_MS = 3_600_000
 MAX_BACKOFF_FACTOR = 10.0
 
