@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from agentflow.compiler.diagnostics import did_you_mean
 from agentflow.errors import Location, PlanLoadError, PlanProblem
-from agentflow.ir.models import BODY_KEYS, CAMEL_ALIASES, Finish, Plan, Retry, Step
+from agentflow.ir.models import BODY_KEYS, CAMEL_ALIASES, Backoff, Finish, Plan, Retry, Step
 from agentflow.ir.templates import NodePos, SourceMap, path_str
 
 try:  # pragma: no cover - depends on the PyYAML build
@@ -520,6 +520,11 @@ class _Builder:
             self.problem(path, "a step must be a mapping with `tool_name` and `input`")
             return None
         self.check_keys(data, Step, path)
+        raw_retry = data.get("retry")
+        if isinstance(raw_retry, dict):  # nested models: their unknown fields are ours to report
+            self.check_keys(raw_retry, Retry, (*path, "retry"))
+            if isinstance(raw_retry.get("backoff"), dict):
+                self.check_keys(raw_retry["backoff"], Backoff, (*path, "retry", "backoff"))
         known = {k: v for k, v in data.items() if k in _fields(Step)}
         raw_input = known.get("input")
         tool = known.get("tool_name", known.get("toolName"))

@@ -185,6 +185,7 @@ class ConsoleSink:
         running ``map`` a progress bar ``done/total``."""
         from rich.progress_bar import ProgressBar
         from rich.table import Table
+        from rich.text import Text
 
         table = Table.grid(padding=(0, 2))
         now = time.time()
@@ -192,7 +193,9 @@ class ConsoleSink:
             running = list(self._running.items())
             maps = {k: list(v) for k, v in self._maps.items()}
         for path, (tool, started) in running:
-            table.add_row("[cyan]…[/]", path, tool, f"{now - started:5.1f}s")
+            # Text cells, not markup: a line printed while the view is up re-renders it with
+            # markup off, and step paths may hold brackets (`steps[0]`)
+            table.add_row(Text("…", style="cyan"), Text(path), Text(tool), f"{now - started:5.1f}s")
             if path in maps:
                 done, total = maps[path]
                 table.add_row(

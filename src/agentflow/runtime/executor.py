@@ -828,7 +828,25 @@ class Executor:
                     raise RunError("tool_error", f"unknown tool '{name}'", path)
                 ctx = _tool_context(self.run.workspace, write_scope, path)
                 result = await tool.func(args if isinstance(args, dict) else {"input": args}, ctx)
-        except (RunAborted, _ExitOk, ExitError, asyncio.CancelledError):
+        except (RunAborted, _ExitOk, ExitError, asyncio.CancelledError) as stop:
+            # hard stops pass through untouched, but the `tool_started` still gets its
+            # `tool_finished` (RUNTIME.md §8): a trace never holds a call left open
+            if not quiet:
+                if isinstance(stop, _ExitOk):  # an `exit` with status ok ends the run here
+                    ended: dict[str, Any] = {"exit": True, "result": _json_safe(stop.output)}
+                elif isinstance(stop, ExitError):
+                    ended = {"error": _err_dict(stop)}
+                elif isinstance(stop, RunAborted):
+                    ended = {
+                        "error": {"code": "aborted", "message": stop.message, "step_path": path}
+                    }
+                else:
+                    ended = {
+                        "error": {"code": "aborted", "message": "cancelled", "step_path": path}
+                    }
+                self.emit(
+                    "tool_finished", path, stack, tool_name=name, elapsed_ms=elapsed_ms(t0), **ended
+                )
             raise
         except Exception as exc:
             err = _as_error(exc, name)
