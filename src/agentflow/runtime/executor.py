@@ -465,6 +465,15 @@ class _Frame:
         return f"{self.prefix}/{step_id}" if self.prefix else step_id
 
 
+@dataclass(slots=True)
+class _Call:
+    """The tool call of a step's latest attempt, for ``on_tool_error`` after a timeout."""
+
+    name: str | None = None
+    args: Any = None
+    retried: frozenset[str] = frozenset()
+
+
 @dataclass
 class _Run:
     catalog: Any
@@ -634,10 +643,14 @@ class Executor:
 
         try:
             attempt = 0
+            call = _Call()
             while True:
                 attempt += 1
+                # codes the next attempt will absorb are not offered to on_tool_error: the hook
+                # sees a tool's failure once, after the step's retries (RUNTIME.md §2, §7)
+                call.retried = info.on if attempt < info.attempts else _NO_CODES
                 try:
-                    raw = await self._bounded(info, scope, path, frame, announce)
+                    raw = await self._bounded(info, scope, path, frame, announce, call)
                     break
                 except RunError as e:
                     if (
@@ -645,6 +658,9 @@ class Executor:
                         or attempt >= info.attempts
                         or e.code not in info.on
                     ):
+                        if e.details.get("bound") == "timeout" and call.name is not None:
+                            raw = await self._timed_out(e, call, path, frame)
+                            break
                         raise
                     delay = _backoff_delay(info, attempt)
                     if frame.deadline_at is not None:
@@ -726,7 +742,24 @@ class Executor:
         announce(None)
         self.emit("step_finished", path, frame.stack, **data)
 
-    async def _bounded(self, info: _StepInfo, scope, path, frame, announce) -> Any:
+    async def _timed_out(self, e: RunError, call: _Call, path: str, frame: _Frame) -> Any:
+        """A tool step's own ``timeout`` expired: offer it to ``on_tool_error`` like any failed
+        call (substitute → the step's result; abort → hard stop; propagate → raise ``e``)."""
+        on_error = self.run.hooks.on_tool_error
+        if on_error is None:
+            raise e
+        decision = await _maybe_await(
+            on_error(ToolFailure(call.name, call.args, e, path, list(frame.stack)))
+        )
+        if decision is not None and decision.action == "substitute":
+            return decision.value
+        if decision is not None and decision.action == "abort":
+            raise RunAborted(
+                decision.message or "aborted after a tool error", path, _err_dict(e)
+            ) from None
+        raise e
+
+    async def _bounded(self, info: _StepInfo, scope, path, frame, announce, call=None) -> Any:
         """One invocation raced against min(step timeout, remaining deadline) (RUNTIME.md §2).
 
         Expiry cancels the invocation (the tool's task is cancelled; a thread-run sync tool's
@@ -739,7 +772,7 @@ class Executor:
             if remaining <= 0:
                 raise RunError("deadline_exceeded", "the workflow deadline has passed", path)
         if timeout is None and remaining is None:
-            return await self._invoke(info, scope, path, frame, announce)
+            return await self._invoke(info, scope, path, frame, announce, call)
         step = info.step
         if remaining is not None and (timeout is None or remaining < timeout):
             bound, code = remaining, "deadline_exceeded"
@@ -751,13 +784,13 @@ class Executor:
             message = f"`{info.tool}` did not finish within its timeout ({step.timeout})"
         try:
             async with asyncio.timeout(bound) as cm:
-                return await self._invoke(info, scope, path, frame, announce)
+                return await self._invoke(info, scope, path, frame, announce, call)
         except TimeoutError:
             if cm.expired():
-                raise RunError(code, message, path) from None
+                raise RunError(code, message, path, details={"bound": code}) from None
             raise
 
-    async def _invoke(self, info: _StepInfo, scope, path, frame, announce) -> Any:
+    async def _invoke(self, info: _StepInfo, scope, path, frame, announce, call=None) -> Any:
         handler = info.handler
         if handler is not None:
             try:
@@ -769,8 +802,19 @@ class Executor:
                 ) from None
         args = render_value(info.compiled, scope)
         announce(args)
+        if call is None:
+            return await self.dispatch_tool(
+                info.tool, args, scope=scope, path=path, frame=frame, write_scope=None
+            )
+        call.name, call.args = info.tool, args
         return await self.dispatch_tool(
-            info.tool, args, scope=scope, path=path, frame=frame, write_scope=None
+            info.tool,
+            args,
+            scope=scope,
+            path=path,
+            frame=frame,
+            write_scope=None,
+            retried=call.retried,
         )
 
     # ----------------------------------------------------------------- tool dispatch
@@ -785,11 +829,14 @@ class Executor:
         frame: _Frame,
         write_scope: list[Path] | None,
         allowed: set[str] | None = None,
+        retried: frozenset[str] = frozenset(),
     ) -> Any:
         """A real tool dispatch: gate → tool_started → call → tool_finished → on_tool_error.
 
         ``plan__NAME`` runs the sub-plan (nested paths, cycle check).  ``allowed`` (agent calls)
-        restricts the names (``tool_denied`` otherwise).  Raises RunError / RunAborted.
+        restricts the names (``tool_denied`` otherwise).  ``retried``: error codes the calling
+        step will retry, which are raised without consulting ``on_tool_error`` (the hook sees the
+        last attempt's failure only).  Raises RunError / RunAborted.
         """
         stack = frame.stack
         if allowed is not None and name not in allowed:
@@ -860,7 +907,11 @@ class Executor:
                 error=_err_dict(err),
                 elapsed_ms=elapsed_ms(t0),
             )
-            if hooks.on_tool_error is not None and err.code != "plan_cycle":
+            if (
+                hooks.on_tool_error is not None
+                and err.code != "plan_cycle"
+                and err.code not in retried
+            ):
                 decision = await _maybe_await(
                     hooks.on_tool_error(ToolFailure(name, args, err, path, list(stack)))
                 )
