@@ -686,3 +686,28 @@ def test_explicit_scalar_tag_that_does_not_convert_is_refused(scalar):
     )
     assert at(err) == (7, 14)
     assert f"is not a valid `{scalar.split()[0]}`" in err.message
+
+
+@pytest.mark.parametrize(
+    ("scalar", "column"),
+    [
+        (r'"\"q\" {{ 1 + }}"', 28),  # each \" is two characters in the file, one in the text
+        (r'"\u00e9\x41 {{ 1 + }}"', 33),
+        ("'it''s {{ 1 + }}'", 28),  # '' is one quote in the text
+        ('"plain {{ 1 + }}"', 28),
+    ],
+)
+def test_template_error_columns_count_escapes(scalar, column):
+    err = one(
+        f"""\
+        version: 1
+        name: t
+        steps:
+          - id: a
+            tool_name: value
+            input:
+              value: {scalar}
+        """
+    )
+    assert at(err) == (7, column), err.message
+    assert "`}}`" in err.message

@@ -216,10 +216,36 @@ def _scalar_pos(node: yaml.ScalarNode, lines: list[str]) -> NodePos:
     elif style in ("'", '"'):
         pos.content_line, pos.content_column = m.line + 1, m.column + 2
         pos.block_indent = 1
+        end = node.end_mark
+        if end.line == m.line and m.line < len(lines):
+            pos.raw_offsets = _quoted_offsets(lines[m.line][m.column + 1 : end.column - 1], style)
     else:
         pos.content_line, pos.content_column = m.line + 1, m.column + 1
         pos.block_indent = 1
     return pos
+
+
+#: raw length of a double-quoted escape by its letter (``\x41``, ``\u00e9``, ``\U0001F600``)
+_ESCAPE_LEN = {"x": 4, "u": 6, "U": 10}
+
+
+def _quoted_offsets(raw: str, style: str) -> list[int] | None:
+    """For the raw text between a one-line scalar's quotes: the raw offset of each decoded
+    character plus one past the end, or None when nothing is escaped (offsets are the identity)."""
+    if ("\\" if style == '"' else "''") not in raw:
+        return None
+    offsets: list[int] = []
+    i = 0
+    while i < len(raw):
+        offsets.append(i)
+        if style == '"' and raw[i] == "\\" and i + 1 < len(raw):
+            i += _ESCAPE_LEN.get(raw[i + 1], 2)
+        elif style == "'" and raw.startswith("''", i):
+            i += 2
+        else:
+            i += 1
+    offsets.append(len(raw))
+    return offsets
 
 
 def resolve_plain(value: str) -> Any:

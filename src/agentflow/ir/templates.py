@@ -93,6 +93,10 @@ class NodePos:
     content_column: int = 0
     content_offset: int = 0
     block_indent: int | None = None
+    #: one-line quoted scalars with escapes (``\"``, ``''``): the raw offset, from the content's
+    #: first character, of each decoded character (and one past the last), so columns inside
+    #: the text map to the file exactly
+    raw_offsets: list[int] | None = None
 
 
 @dataclass
@@ -128,7 +132,11 @@ class SourceMap:
         if pos is None or not pos.content_line:
             return rel_line, rel_col, 0
         if rel_line <= 1:
-            line, col = pos.content_line, pos.content_column + rel_col - 1
+            shift = rel_col - 1
+            raw = pos.raw_offsets
+            if raw is not None and 0 <= shift < len(raw):
+                shift = raw[shift]
+            line, col = pos.content_line, pos.content_column + shift
         else:
             line = pos.content_line + rel_line - 1
             col = (pos.block_indent or 1) + rel_col - 1
