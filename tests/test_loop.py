@@ -4,8 +4,12 @@ the opt-out, and that run_sync / run_plan_sync run on it."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import socket
 import sys
+import threading
+import time
+import warnings
 
 import pytest
 
@@ -139,3 +143,123 @@ def test_run_plan_sync_runs_on_the_agentflow_loop(monkeypatch):
     res = run_plan_sync(plan, {}, catalog=cat)
     assert res.status == "ok", res.error
     assert res.output == ["PreciseSelector"] * 20
+
+
+@linux_only
+@pytest.mark.parametrize("value", ["", "agentflow", "Precise", " 1 ", "on"])
+def test_env_values_selecting_the_agentflow_loop(monkeypatch, value):
+    monkeypatch.setenv("AGENTFLOW_EVENT_LOOP", value)
+    lp = flow_loop.new_event_loop()
+    try:
+        assert isinstance(lp._selector, flow_loop.PreciseSelector)  # type: ignore[attr-defined]
+    finally:
+        lp.close()
+
+
+@pytest.mark.parametrize("value", ["off", "0", "none"])
+def test_more_opt_out_spellings(monkeypatch, value):
+    monkeypatch.setenv("AGENTFLOW_EVENT_LOOP", value)
+    lp = flow_loop.new_event_loop()
+    try:
+        assert not isinstance(getattr(lp, "_selector", None), flow_loop.PreciseSelector)
+    finally:
+        lp.close()
+
+
+def test_an_odd_env_value_warns_and_falls_back_to_the_stock_loop(monkeypatch):
+    # before: any unknown value (a typo, "uvloop") silently gave the precise loop
+    monkeypatch.setenv("AGENTFLOW_EVENT_LOOP", "uvloop")
+    monkeypatch.setattr(flow_loop, "_WARNED", {})
+    with pytest.warns(RuntimeWarning, match=r"AGENTFLOW_EVENT_LOOP='uvloop' is not understood"):
+        lp = flow_loop.new_event_loop()
+    try:
+        assert not isinstance(getattr(lp, "_selector", None), flow_loop.PreciseSelector)
+    finally:
+        lp.close()
+
+
+async def test_sync_entry_points_inside_a_running_loop_fail_clearly():
+    # before: "Cannot run the event loop while another loop is running" (raised by the Runner's
+    # cleanup, hiding the cause) plus "coroutine ... was never awaited" warnings
+    async def never() -> None:  # pragma: no cover - must not run
+        raise AssertionError("ran")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a never-awaited coroutine would be reported here
+        with pytest.raises(RuntimeError, match=r"await agentflow\.run\(\.\.\.\)") as info:
+            flow_loop.run(never())
+        gc.collect()
+    assert "cannot be called while an event loop is running" in str(info.value)
+    plan = load_plan_data(
+        {
+            "version": 1,
+            "name": "n",
+            "steps": [{"id": "V", "tool_name": "value", "input": {"value": 1}}],
+            "finish": {"mode": "output", "output": "{{ V }}"},
+        },
+        "n",
+    )
+    with pytest.raises(RuntimeError, match="run_plan_sync"):
+        run_plan_sync(plan, {})
+
+
+def test_an_abandoned_executor_thread_does_not_hold_the_run_open():
+    """A tool awaiting ``asyncio.to_thread`` (the loop's default executor) under a 200 ms deadline:
+    the run ends on time; before, the end of the run joined the thread (here: up to 20 s)."""
+    release = threading.Event()
+
+    async def blocking(args, ctx):
+        await asyncio.to_thread(release.wait, 20)
+        return "late"
+
+    plan = load_plan_data(
+        {
+            "version": 1,
+            "name": "abandon",
+            "deadline": "200ms",
+            "steps": [{"id": "S", "tool_name": "builtin__blocking", "input": {}}],
+            "finish": {"mode": "output", "output": "{{ S }}"},
+        },
+        "abandon",
+    )
+    cat = Catalog([Tool(name="builtin__blocking", description="", input_schema={}, func=blocking)])
+    t0 = time.monotonic()
+    try:
+        res = run_plan_sync(plan, {}, catalog=cat)
+        wall = time.monotonic() - t0
+    finally:
+        release.set()
+    assert res.status == "error" and res.error["code"] == "deadline_exceeded", res.error
+    assert wall < 5.0  # generous (the issue's bound is 0.5 s); the bug took the full 20 s
+
+
+def test_daemon_executor_runs_bounds_and_abandons():
+    ex = flow_loop.DaemonThreadExecutor(max_workers=2)
+    gate = threading.Event()
+    try:
+        assert ex.submit(pow, 2, 10).result(timeout=5) == 1024
+        with pytest.raises(ZeroDivisionError):
+            ex.submit(lambda: 1 / 0).result(timeout=5)
+        names: list[str] = []
+        started = threading.Semaphore(0)
+
+        def hold() -> bool:
+            names.append(threading.current_thread().name)
+            started.release()
+            return gate.wait(10)
+
+        busy = [ex.submit(hold), ex.submit(hold)]
+        assert started.acquire(timeout=5) and started.acquire(timeout=5)
+        queued = ex.submit(pow, 3, 2)  # both workers busy: waits in the queue
+        assert not queued.done()
+        assert all(t.daemon for t in threading.enumerate() if t.name.startswith("agentflow-exec"))
+        t0 = time.monotonic()
+        ex.shutdown(wait=True)  # never waits for the running calls
+        assert time.monotonic() - t0 < 5.0
+        assert queued.cancelled()
+        with pytest.raises(RuntimeError, match="after shutdown"):
+            ex.submit(pow, 1, 1)
+    finally:
+        gate.set()
+    assert [f.result(timeout=5) for f in busy] == [True, True]
+    assert len(set(names)) == 2  # at most max_workers threads, both used

@@ -14,21 +14,34 @@ due: at most 200 µs of CPU per timer wake-up, nothing while the loop waits on I
 (e.g. a model call).  Measured effect: the bare-asyncio floor of that benchmark drops from ≈ 1.11×
 to ≈ 1.02×.
 
-Set ``AGENTFLOW_EVENT_LOOP=asyncio`` to use the stock loop instead.  Callers of the async API
-(:func:`agentflow.run`) run on their own loop; nothing here touches it.  Off Linux (kqueue takes
-float timeouts already; Windows uses the proactor) the stock loop is used.
+Set ``AGENTFLOW_EVENT_LOOP=asyncio`` to use the stock loop instead (``default``, ``stock``, ``0``,
+``off``, ``false``, ``no``, ``none`` mean the same; ``agentflow``, ``precise``, ``1``, ``on``,
+``true``, ``yes`` or unset select this loop; any other value warns and falls back to the stock
+loop).  Callers of the async API (:func:`agentflow.run`) run on their own loop; nothing here
+touches it.  Off Linux (kqueue takes float timeouts already; Windows uses the proactor) the stock
+loop is used.
+
+:func:`run` also gives the loop a default executor (``asyncio.to_thread``,
+``loop.run_in_executor(None, …)``, ``loop.getaddrinfo``) of daemon threads that the end of the run
+does not wait for: a thread abandoned by a step timeout or the plan deadline (it cannot be stopped)
+no longer holds ``run_sync`` / ``flowc run`` open until it finishes, as it would with
+``asyncio.run``.  Its result is dropped, as with tools run by ``run_in_daemon_thread``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
+import queue
 import select
 import selectors
-from collections.abc import Coroutine
+import threading
+import warnings
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["SPIN_S", "PreciseSelector", "new_event_loop", "run"]
+__all__ = ["SPIN_S", "DaemonThreadExecutor", "PreciseSelector", "new_event_loop", "run"]
 
 T = TypeVar("T")
 
@@ -67,12 +80,26 @@ class PreciseSelector(_Base):  # type: ignore[misc,valid-type]
         return super().select(timeout)
 
 
+#: ``AGENTFLOW_EVENT_LOOP`` values (lower-cased, stripped) selecting each loop.
+_STOCK_VALUES = frozenset({"asyncio", "default", "stock", "0", "off", "false", "no", "none"})
+_PRECISE_VALUES = frozenset({"", "agentflow", "precise", "1", "on", "true", "yes"})
+_WARNED: dict[Any, Any] = {}  # warnings registry: an odd value is reported once per process
+
+
 def _precise_available() -> bool:
-    if os.environ.get("AGENTFLOW_EVENT_LOOP", "").strip().lower() in (
-        "asyncio",
-        "default",
-        "stock",
-    ):
+    raw = os.environ.get("AGENTFLOW_EVENT_LOOP", "")
+    value = raw.strip().lower()
+    if value in _STOCK_VALUES:
+        return False
+    if value not in _PRECISE_VALUES:
+        warnings.warn_explicit(  # located at the variable, not at asyncio's code calling us
+            f"AGENTFLOW_EVENT_LOOP={raw!r} is not understood (use 'asyncio' for the stock asyncio "
+            "loop, 'agentflow' for agentflow's own); using the stock asyncio loop",
+            RuntimeWarning,
+            filename="AGENTFLOW_EVENT_LOOP",
+            lineno=0,
+            registry=_WARNED,
+        )
         return False
     return hasattr(selectors, "EpollSelector") and hasattr(select, "select")
 
@@ -86,8 +113,96 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
     return asyncio.SelectorEventLoop(PreciseSelector())
 
 
+class DaemonThreadExecutor(concurrent.futures.ThreadPoolExecutor):
+    """The default executor of the loops :func:`run` drives: up to ``max_workers`` *daemon*
+    worker threads (default as ``ThreadPoolExecutor``: ``min(32, cpu_count + 4)``), started on
+    demand, and a :meth:`shutdown` that never waits for a call still running.
+
+    A ``ThreadPoolExecutor`` subclass only because ``loop.set_default_executor`` demands one; none
+    of its machinery is used.  ``submit`` after ``shutdown`` raises ``RuntimeError``.
+    """
+
+    def __init__(self, max_workers: int | None = None) -> None:
+        super().__init__(max_workers=max_workers, thread_name_prefix="agentflow-executor")
+        self._limit = max_workers if max_workers is not None else min(32, (os.cpu_count() or 1) + 4)
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._guard = threading.Lock()
+        self._workers = 0
+        self._idle = 0
+        self._closed = False
+
+    def submit(
+        self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
+    ) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        with self._guard:
+            if self._closed:
+                raise RuntimeError("cannot schedule new futures after shutdown")
+            self._jobs.put((future, fn, args, kwargs))
+            if self._idle > 0:
+                self._idle -= 1  # that worker takes the job
+            elif self._workers < self._limit:
+                self._workers += 1
+                threading.Thread(
+                    target=self._work, name=f"agentflow-executor-{self._workers}", daemon=True
+                ).start()
+        return future
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            future, fn, args, kwargs = job
+            if future.set_running_or_notify_cancel():
+                try:
+                    result = fn(*args, **kwargs)
+                except BaseException as exc:  # noqa: BLE001 - handed to whoever awaits it
+                    future.set_exception(exc)
+                else:
+                    future.set_result(result)
+                del job, future, fn, args, kwargs
+            with self._guard:
+                if self._closed:
+                    return
+                self._idle += 1
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Refuse new work, cancel the calls not started, let idle workers exit; ``wait`` is
+        ignored: a call still running is abandoned (its daemon thread ends with it)."""
+        with self._guard:
+            if self._closed:
+                return
+            self._closed = True
+            workers = self._workers
+        while True:
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                break
+            if job is not None:
+                job[0].cancel()
+        for _ in range(workers):
+            self._jobs.put(None)
+
+
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run(coro)`` on :func:`new_event_loop` (same shutdown: pending tasks cancelled,
-    async generators and the default executor closed).  Raises whatever ``coro`` raises."""
+    async generators closed), with a :class:`DaemonThreadExecutor` as the default executor, so
+    the end of the run never waits for an abandoned executor thread.  Raises whatever ``coro``
+    raises; ``RuntimeError`` (``coro`` closed, never started) when this thread already runs an
+    event loop — async code must ``await agentflow.run(...)`` / ``run_plan(...)`` instead."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        coro.close()  # no "coroutine was never awaited" warning on top of the error
+        raise RuntimeError(
+            "agentflow.run_sync() / run_plan_sync() cannot be called while an event loop is "
+            "running in this thread; in async code use `await agentflow.run(...)` (or "
+            "`await agentflow.runtime.executor.run_plan(...)`) instead"
+        )
     with asyncio.Runner(loop_factory=new_event_loop) as runner:
+        runner.get_loop().set_default_executor(DaemonThreadExecutor())
         return runner.run(coro)
