@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 import click
 
 from agentflow import api
-from agentflow.errors import FlowError, PlanLoadError
+from agentflow.errors import FlowError, Interrupted, PlanLoadError
 
 
 def _err(message: str) -> None:
@@ -91,7 +91,21 @@ def _render(diags: list, sources: dict[str, str], fmt: str) -> str:
     return render.render_text(diags, sources, color=sys.stderr.isatty())
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _FlowGroup(click.Group):
+    """Click group whose commands end with the shell's exit code for a signal (130 for Ctrl-C,
+    143 for SIGTERM) when a run is interrupted, instead of click's generic "Aborted!" (1)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from agentflow.errors import Interrupted
+
+        try:
+            return super().invoke(ctx)
+        except Interrupted as e:
+            _err(f"interrupted by {e.signal}")
+            ctx.exit(e.exit_code)
+
+
+@click.group(cls=_FlowGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="agentflow", prog_name="flowc")
 def main() -> None:
     """flowc — check, compile and run typed agent workflows (.flow) and plans."""
@@ -249,17 +263,23 @@ def run(
         console = ConsoleSink()
         # a person at the terminal answers `ask` steps; otherwise each ask's when_unanswered
         hooks = Hooks(interlocutor=default_interlocutor(pause=console.paused))
-        result = api.run_sync(
-            plan,
-            data,
-            config=config,
-            workspace=workspace,
-            trace=trace,
-            sinks=[console],
-            hooks=hooks,
-            record=record,
-            replay=replay,
-        )
+        interrupted = None
+        try:
+            result = api.run_sync(
+                plan,
+                data,
+                config=config,
+                workspace=workspace,
+                trace=trace,
+                sinks=[console],
+                hooks=hooks,
+                record=record,
+                replay=replay,
+            )
+        except Interrupted as e:  # Ctrl-C / SIGTERM: the run wound down; show what it got
+            if e.result is None:
+                raise
+            result, interrupted = e.result, e
     except api.CompileError as e:
         _err(_render(e.diagnostics, e.sources, "text"))
         sys.exit(1)
@@ -270,6 +290,10 @@ def run(
         click.echo(_json_out(result.to_dict()))
     elif result.status in ("ok", "exited"):
         click.echo(_json_out(result.output))
+    if interrupted is not None:
+        done = ", ".join(result.results) or "none"
+        _err(f"interrupted by {interrupted.signal}; steps finished: {done}")
+        sys.exit(interrupted.exit_code)
     if result.status not in ("ok", "exited"):
         _show_run_error(result.error or {}, target)
         sys.exit(1)

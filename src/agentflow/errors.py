@@ -101,3 +101,19 @@ class ModelError(FlowError):
         super().__init__(message)
         self.kind = kind
         self.retry_after = retry_after
+
+
+class Interrupted(KeyboardInterrupt):
+    """A run agentflow owned (``run_sync``, ``flowc run``) was stopped by SIGINT or SIGTERM.
+
+    ``signal``: ``"SIGINT"`` or ``"SIGTERM"``; ``exit_code``: 128 + the signal number (the shell
+    convention); ``result``: the partial :class:`~agentflow.runtime.result.RunResult` (status
+    ``aborted``, the steps finished so far) when the run could wind down, else None.  A
+    ``KeyboardInterrupt``, so a script that does not catch it stops as on any Ctrl-C.
+    """
+
+    def __init__(self, signal: str, exit_code: int, result: object = None):
+        super().__init__(f"interrupted by {signal}")
+        self.signal = signal
+        self.exit_code = exit_code
+        self.result = result

@@ -8,6 +8,9 @@ anchors or aliases — so the same plan always gives byte-identical text.
 
 from __future__ import annotations
 
+import bisect
+import re
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -189,30 +192,318 @@ def _rename_camel(data: Any, level: str) -> Any:
 
 def fmt_plan_text(text: str, file: str = "<plan>") -> str:
     """``flowc plan fmt``: rewrite plan text canonically (snake_case keys, canonical order, ``|``
-    blocks). Comments are not kept.
+    blocks), keeping every YAML comment (LANGUAGE.md §10, PLAN_IR.md §1).
 
-    The text must load as a plan first (:func:`~agentflow.ir.loader.load_plan_text`), and the
-    result is loaded again before it is returned, so a file that is not a plan (or a `.flow`
-    program that happens to parse as YAML) is never rewritten. Raises
-    :class:`agentflow.errors.PlanLoadError` with the load problems.
+    Comments are found with PyYAML's scanner (text between tokens, plus the comment a ``|``/``>``
+    header may carry), so a ``#`` inside a quoted scalar, a block scalar or a template is never one.
+    Each comment is attached to a key or list item of the original and re-inserted next to the
+    same value in the canonical text, which is :func:`dump_plan` of the renamed data:
+
+    * full-line comments (and blocks of them, with single blank lines between or around them)
+      go right before the key/item that follows them, at its indentation; those before the first
+      key stay at the top, those after the last one at the end (column 1);
+    * a trailing comment (``key: value  # note``) stays at the end of its key's line; one that has
+      no key on its line (inside a multi-line flow collection or quoted scalar, after ``]``) goes
+      to the key or item written last before it; several landing on one line are joined;
+    * comments follow their key when it is renamed (``toolName`` → ``tool_name``) or moved by
+      the canonical order.
+
+    The result is idempotent (``fmt(fmt(x)) == fmt(x)``), and for a file without comments it is
+    exactly :func:`dump_plan`'s text. The text must load as a plan first
+    (:func:`~agentflow.ir.loader.load_plan_text`), and the result is loaded again (and compared
+    with the canonical data, and checked to still hold every comment) before it is returned, so a
+    file that is not a plan (or a `.flow` program that happens to parse as YAML) is never
+    rewritten and no comment is ever lost silently. Raises :class:`agentflow.errors.PlanLoadError`
+    with the load problems.
     """
     from agentflow.errors import Location, PlanLoadError, PlanProblem
     from agentflow.ir.loader import load_plan_text, parse_yaml
 
     load_plan_text(text, file)
-    data, _ = parse_yaml(text, file)
-    new = dump_plan(_rename_camel(data, "plan"))
+    data, smap = parse_yaml(text, file)
+    renamed = _rename_camel(data, "plan")
+    new = dump_plan(renamed)
+
+    def bug(what: str) -> PlanLoadError:  # pragma: no cover - a formatter bug; never write it
+        return PlanLoadError(
+            [PlanProblem(Location(file), f"plan fmt {what}; the file was left as is")]
+        )
+
+    body = text.removeprefix("\ufeff")  # the scanner's columns do not count a byte-order mark
+    comments = _find_comments(body)
+    if comments:
+        try:
+            _, new_smap = parse_yaml(new, file)
+            paths: dict[tuple, tuple] = {}
+            _map_paths(data, renamed, (), (), paths)
+            new = _place_comments(body, comments, smap, new, new_smap, paths)
+        except Exception:  # pragma: no cover - a formatter bug
+            raise bug("could not place the comments") from None
     try:
         load_plan_text(new, file)
     except PlanLoadError as exc:  # pragma: no cover - a formatter bug; never write such text
         first = exc.errors[0] if exc.errors else None
-        raise PlanLoadError(
-            [
-                PlanProblem(
-                    Location(file),
-                    "plan fmt would produce a plan that does not load; the file was left as is"
-                    + (f" ({first.message})" if first else ""),
-                )
-            ]
+        raise bug(
+            "would produce a plan that does not load" + (f" ({first.message})" if first else "")
         ) from None
+    if comments:
+        if parse_yaml(new, file)[0] != renamed:  # pragma: no cover - a formatter bug
+            raise bug("would change the plan's data")
+        kept = "\n".join(c.text for c in _find_comments(new))
+        if any(c.text not in kept for c in comments):  # pragma: no cover - a formatter bug
+            raise bug("would lose a comment")
     return new
+
+
+# ---------------------------------------------------------------------------------------------
+# Comments (``flowc plan fmt``)
+
+try:  # pragma: no cover - depends on the PyYAML build
+    _ScanLoader = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover
+    _ScanLoader = yaml.SafeLoader
+
+#: The line breaks YAML (and so the scanner's line numbers) knows.
+_LINE_BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")
+_BLOCK_HEADER = re.compile(r"[|>][0-9+-]*[ \t]+(#.*)$")
+#: What may come before a comment on a line without making it a trailing one: ``- # c``,
+#: ``? # c``, ``--- # c``, ``... # c``, ``%YAML 1.2 # c``.
+_ONLY_INDICATORS = re.compile(r"[\s?:.-]*|\s*%.*")
+
+
+@dataclass
+class _Comment:
+    """One comment of a YAML text: 0-based line and column of its ``#``; ``text`` runs from the
+    ``#`` to the end of the line, trailing blanks removed."""
+
+    line: int
+    col: int
+    text: str
+
+
+def _split_lines(text: str) -> tuple[list[str], list[str], list[int]]:
+    """Lines (as the YAML scanner counts them), the break after each (``""`` for the last) and
+    each line's start offset."""
+    lines: list[str] = []
+    breaks: list[str] = []
+    starts = [0]
+    pos = 0
+    for m in _LINE_BREAK.finditer(text):
+        lines.append(text[pos : m.start()])
+        breaks.append(m.group())
+        pos = m.end()
+        starts.append(pos)
+    lines.append(text[pos:])
+    breaks.append("")
+    return lines, breaks, starts
+
+
+def _find_comments(text: str) -> list[_Comment]:
+    """Every comment of ``text`` in order, found with the YAML scanner: a ``#`` is a comment when
+    no token covers it (the scanner skipped it), or when it follows the header of a ``|``/``>``
+    block scalar. Raises ``yaml.YAMLError`` on bad syntax."""
+    lines, _, starts = _split_lines(text)
+
+    def offset(mark: Any) -> int:
+        line = min(mark.line, len(lines) - 1)
+        return starts[line] + min(mark.column, len(lines[line]))
+
+    covered: list[tuple[int, int]] = []
+    out: list[_Comment] = []
+    for tok in yaml.scan(text, Loader=_ScanLoader):
+        start, end = offset(tok.start_mark), offset(tok.end_mark)
+        if end > start:
+            covered.append((start, end))
+        if isinstance(tok, yaml.ScalarToken) and tok.style in ("|", ">"):
+            line, col = tok.start_mark.line, tok.start_mark.column
+            m = _BLOCK_HEADER.match(lines[line], col)
+            if m:
+                out.append(_Comment(line, m.start(1), m.group(1).rstrip()))
+    covered.sort()
+    gaps: list[tuple[int, int]] = []
+    pos = 0
+    for start, end in covered:
+        if start > pos:
+            gaps.append((pos, start))
+        pos = max(pos, end)
+    gaps.append((pos, len(text)))
+    for start, end in gaps:
+        i = text.find("#", start, end)
+        while i != -1:
+            line = bisect.bisect_right(starts, i) - 1
+            col = i - starts[line]
+            out.append(_Comment(line, col, lines[line][col:].rstrip()))
+            i = text.find("#", starts[line] + len(lines[line]), end)
+    out.sort(key=lambda c: (c.line, c.col))
+    return out
+
+
+def _anchors(smap: Any) -> list[tuple[int, int, int, tuple]]:
+    """``(line, column, depth, path)`` (0-based) of every key (its key's position) and list item
+    (its value's first character), in text order, outer before inner at the same place."""
+    out = []
+    for path, pos in smap.positions.items():
+        if not path:
+            continue
+        if isinstance(path[-1], str) and pos.key_line is not None:
+            out.append((pos.key_line - 1, (pos.key_column or 1) - 1, len(path), path))
+        else:
+            out.append((pos.line - 1, pos.column - 1, len(path), path))
+    out.sort(key=lambda a: a[:3])
+    return out
+
+
+def _map_paths(old: Any, new: Any, po: tuple, pn: tuple, out: dict[tuple, tuple]) -> None:
+    """Original value path → path of the same value after :func:`_rename_camel` (which keeps
+    the order and number of keys)."""
+    out[po] = pn
+    if isinstance(old, dict) and isinstance(new, dict):
+        if len(old) == len(new):
+            pairs = zip(old.items(), new.items(), strict=True)
+        else:  # pragma: no cover - the loader refuses keys given twice
+            pairs = (((k, v), (k, new[k])) for k, v in old.items() if k in new)
+        for (ko, vo), (kn, vn) in pairs:
+            _map_paths(vo, vn, (*po, ko), (*pn, kn), out)
+    elif isinstance(old, list) and isinstance(new, list):
+        for i, (vo, vn) in enumerate(zip(old, new, strict=False)):
+            _map_paths(vo, vn, (*po, i), (*pn, i), out)
+
+
+def _keep_ends(text: str, lines: list[str]) -> set[int]:
+    """Lines right after a keep-chomping (``|+``/``>+``) block scalar: a blank line put before
+    them would become part of the scalar's text."""
+    out = set()
+    for tok in yaml.scan(text, Loader=_ScanLoader):
+        if isinstance(tok, yaml.ScalarToken) and tok.style in ("|", ">"):
+            header = re.match(r"[|>][0-9+-]*", lines[tok.start_mark.line][tok.start_mark.column :])
+            if header and "+" in header.group():
+                out.add(tok.end_mark.line)
+    return out
+
+
+def _place_comments(
+    text: str,
+    comments: list[_Comment],
+    smap: Any,
+    new: str,
+    new_smap: Any,
+    paths: dict[tuple, tuple],
+) -> str:
+    """``new`` (the canonical text of ``text``'s data) with ``text``'s comments put back."""
+    lines, _, _ = _split_lines(text)
+    anchors = _anchors(smap)
+    keys = [a[:3] for a in anchors]
+
+    def blank(i: int) -> bool:
+        return 0 <= i < len(lines) and not lines[i].strip()
+
+    # -- attach each comment to an original path: full-line groups and trailing ones
+    groups: dict[Any, list[_Comment]] = {}  # path | "top" | "end" -> comments
+    group_anchor: dict[Any, int] = {}  # -> the original line of the key/item that follows
+    trailing: list[tuple[tuple, _Comment]] = []
+    for c in comments:
+        idx = bisect.bisect_left(keys, (c.line, c.col, -1))
+        prefix = lines[c.line][: c.col]
+        before = anchors[idx - 1] if idx else None
+        if prefix.strip() and before is not None:
+            same_line = before[0] == c.line
+            if same_line or not _ONLY_INDICATORS.fullmatch(prefix):
+                trailing.append((before[3], c))
+                continue
+        if before is None:
+            target: Any = "top"
+        elif idx == len(anchors):
+            target = "end"
+        else:
+            target = anchors[idx][3]
+        groups.setdefault(target, []).append(c)
+        if idx < len(anchors):
+            group_anchor[target] = anchors[idx][0]
+
+    # -- where each canonical path sits in the new text
+    out_lines, out_breaks, _ = _split_lines(new)
+    if out_lines and out_lines[-1] == "" and len(out_lines) > 1:
+        out_lines.pop()
+        out_breaks.pop()
+        out_breaks[-1] = out_breaks[-1] or "\n"
+    out_at: dict[tuple, tuple[int, int]] = {}  # path -> (line, indentation of the key / dash)
+    line_indent: dict[int, int] = {}
+    for line, col, _, path in _anchors(new_smap):
+        if not isinstance(path[-1], str) and col >= 2 and out_lines[line][col - 2 : col] == "- ":
+            col -= 2
+        out_at[path] = (line, col)
+        line_indent[line] = min(line_indent.get(line, col), col)
+
+    def out_line(path: tuple) -> int | None:
+        """The new text's line for an original path (its nearest kept ancestor's)."""
+        p = path
+        while p:
+            q = paths.get(p)
+            if q is not None and q in out_at:
+                return out_at[q][0]
+            p = p[:-1]
+        return None
+
+    before_line: dict[int, list[tuple[tuple[int, int], list[str | None]]]] = {}
+    after_line: dict[int, list[tuple[tuple[int, int], str]]] = {}
+    end: list[str | None] = []
+
+    def entries(cs: list[_Comment], anchor_line: int | None) -> list[str | None]:
+        """Comment texts with ``None`` for a blank line kept around or between them."""
+        out: list[str | None] = []
+        for c in cs:
+            if blank(c.line - 1):
+                out.append(None)
+            out.append(c.text)
+        if anchor_line is not None and anchor_line - 1 > cs[-1].line and blank(anchor_line - 1):
+            out.append(None)
+        return out
+
+    for target, cs in groups.items():
+        if target == "end":
+            end.extend(entries(cs, None))
+            continue
+        line = 0 if target == "top" else out_line(target)
+        if line is None:
+            line = 0
+        key = (-1, -1) if target == "top" else (cs[0].line, cs[0].col)
+        before_line.setdefault(line, []).append((key, entries(cs, group_anchor.get(target))))
+    for path, c in trailing:
+        line = out_line(path)
+        if line is None:  # pragma: no cover - every path has a place
+            before_line.setdefault(0, []).append(((c.line, c.col), [c.text]))
+            continue
+        after_line.setdefault(line, []).append(((c.line, c.col), c.text))
+
+    keep_ends = _keep_ends(new, out_lines)
+    result: list[str] = []
+
+    def emit(items: list[str | None], indent: int, at: int) -> None:
+        prev_blank = not result or at in keep_ends  # no blank line at the top / into a |+ text
+        for item in items:
+            if item is None:
+                if not prev_blank:
+                    result.append("")
+                prev_blank = True
+            else:
+                result.append(" " * indent + item)
+                prev_blank = False
+
+    seps: list[str] = []
+    for i, text_line in enumerate(out_lines):
+        if i in before_line:
+            n = len(result)
+            items = [x for _, group in sorted(before_line[i], key=lambda g: g[0]) for x in group]
+            emit(items, line_indent.get(i, 0), i)
+            seps.extend("\n" for _ in range(len(result) - n))
+        if i in after_line:
+            text_line += "".join("  " + t for _, t in sorted(after_line[i], key=lambda g: g[0]))
+        result.append(text_line)
+        seps.append(out_breaks[i])
+    if end:
+        n = len(result)
+        emit(end, 0, len(out_lines))
+        while result and result[-1] == "" and len(result) > n:
+            result.pop()
+        seps.extend("\n" for _ in range(len(result) - n))
+    return "".join(line + sep for line, sep in zip(result, seps, strict=True))

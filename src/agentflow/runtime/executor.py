@@ -1686,10 +1686,15 @@ async def run_plan(
     results: dict[str, Any] = {}
     status, output, error = "ok", None, None
     ex.emit("run_started", "", frame.stack, plan=plan.name, input=_json_safe(input))
+    cancelled: BaseException | None = None
+
+    async def body() -> Any:
+        last = await ex.run_steps(frame, scope, results)
+        return await ex.finish(frame, scope, last)
+
     try:
         try:
-            last = await ex.run_steps(frame, scope, results)
-            output = await ex.finish(frame, scope, last)
+            output = await _until_stopped(body())
         except _ExitOk as e:
             status, output = "exited", e.output
     except RunAborted as e:
@@ -1697,6 +1702,12 @@ async def run_plan(
         error = e.error or {"code": "aborted", "message": e.message, "step_path": e.step_path}
     except RunError as e:
         status, error = "error", _err_dict(e)
+    except asyncio.CancelledError as e:
+        # cancelled from outside (a second Ctrl-C, the host's own timeout): the trace still
+        # gets its run_finished and the sinks are closed, then the cancellation goes on
+        cancelled = e
+        status = "aborted"
+        error = {"code": "aborted", "message": "the run was cancelled", "step_path": None}
     result = RunResult(
         status=status,  # type: ignore[arg-type]
         output=output,
@@ -1718,7 +1729,38 @@ async def run_plan(
     if forwarding:
         router.on_event = None
     bus.close()
+    if cancelled is not None:
+        raise cancelled
     return result
+
+
+class _Stopped(RunAborted):
+    """The run was asked to stop by a signal (runtime/loop.py ``StopRequest``)."""
+
+
+async def _until_stopped(work: Awaitable[Any]) -> Any:
+    """Await ``work``; when the owning loop's stop request fires first (SIGINT / SIGTERM under
+    :func:`agentflow.runtime.loop.run`), cancel it, let it unwind (its steps emit their
+    ``step_finished``) and raise :class:`_Stopped` (→ an ``aborted`` RunResult)."""
+    from agentflow.runtime.loop import stop_request
+
+    stop = stop_request()
+    if stop is None:
+        return await work
+    task = asyncio.ensure_future(work)
+    waiter = asyncio.ensure_future(stop.event.wait())
+    stop.listeners += 1
+    try:
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.listeners -= 1
+        waiter.cancel()
+        if not task.done():
+            task.cancel()
+            await asyncio.wait({task})  # unwinds even if we are cancelled meanwhile
+    if task.cancelled() and stop.event.is_set():
+        raise _Stopped(f"interrupted by {stop.signal}", None)
+    return task.result()
 
 
 def run_plan_sync(plan: Any, input: Any = None, **kwargs: Any) -> RunResult:

@@ -32,16 +32,26 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import os
 import queue
 import select
 import selectors
+import signal
 import threading
 import warnings
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["SPIN_S", "DaemonThreadExecutor", "PreciseSelector", "new_event_loop", "run"]
+__all__ = [
+    "SPIN_S",
+    "DaemonThreadExecutor",
+    "PreciseSelector",
+    "StopRequest",
+    "new_event_loop",
+    "run",
+    "stop_request",
+]
 
 T = TypeVar("T")
 
@@ -186,12 +196,72 @@ class DaemonThreadExecutor(concurrent.futures.ThreadPoolExecutor):
             self._jobs.put(None)
 
 
+class StopRequest:
+    """The first SIGINT / SIGTERM of a run :func:`run` owns: ``event`` is set and ``signal``
+    names it.  :func:`agentflow.runtime.executor.run_plan` watches it (``listeners`` counts the
+    runs watching) and winds down: the steps in flight are cancelled and an ``aborted``
+    RunResult with the finished steps comes back.  A second signal, or one arriving while no
+    run watches, cancels everything at once."""
+
+    def __init__(self) -> None:
+        self.event = asyncio.Event()
+        self.signal: str | None = None
+        self.signum = 0
+        self.listeners = 0
+        self.main: asyncio.Task[Any] | None = None
+
+    def request(self, signum: int) -> None:
+        """Signal handler body (runs on the loop)."""
+        if self.signal is not None or self.listeners == 0:
+            self.signal = self.signal or signal.Signals(signum).name
+            self.signum = self.signum or signum
+            if self.main is not None:
+                self.main.cancel()
+            return
+        self.signal, self.signum = signal.Signals(signum).name, signum
+        self.event.set()
+
+
+_STOP: contextvars.ContextVar[StopRequest | None] = contextvars.ContextVar(
+    "agentflow_stop", default=None
+)
+
+
+def stop_request() -> StopRequest | None:
+    """The :class:`StopRequest` of the run :func:`run` drives in this context, or None (the
+    async API on the caller's loop: cancellation there is the caller's business)."""
+    return _STOP.get()
+
+
+def _install_signals(loop: asyncio.AbstractEventLoop, stop: StopRequest) -> list[int]:
+    """SIGINT and SIGTERM → ``stop.request`` when this is the main thread and the process has
+    the default handlers (an application's own handlers are left alone)."""
+    if threading.current_thread() is not threading.main_thread():
+        return []
+    installed = []
+    defaults = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+    for signum, default in defaults.items():
+        try:
+            if signal.getsignal(signum) is not default:
+                continue
+            loop.add_signal_handler(signum, stop.request, signum)
+        except (NotImplementedError, RuntimeError, ValueError):  # pragma: no cover - platform
+            continue
+        installed.append(signum)
+    return installed
+
+
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run(coro)`` on :func:`new_event_loop` (same shutdown: pending tasks cancelled,
     async generators closed), with a :class:`DaemonThreadExecutor` as the default executor, so
-    the end of the run never waits for an abandoned executor thread.  Raises whatever ``coro``
-    raises; ``RuntimeError`` (``coro`` closed, never started) when this thread already runs an
-    event loop — async code must ``await agentflow.run(...)`` / ``run_plan(...)`` instead."""
+    the end of the run never waits for an abandoned executor thread.
+
+    SIGINT and SIGTERM (main thread, default handlers) stop the run gracefully: a plan being run
+    cancels its steps in flight and returns an ``aborted`` RunResult (its trace gets its
+    ``run_finished``); then :class:`agentflow.errors.Interrupted` is raised carrying that result
+    (a second signal stops at once, ``result`` None).  Raises whatever ``coro`` raises;
+    ``RuntimeError`` (``coro`` closed, never started) when this thread already runs an event
+    loop — async code must ``await agentflow.run(...)`` / ``run_plan(...)`` instead."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -203,6 +273,28 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
             "running in this thread; in async code use `await agentflow.run(...)` (or "
             "`await agentflow.runtime.executor.run_plan(...)`) instead"
         )
+    from agentflow.errors import Interrupted
+
     with asyncio.Runner(loop_factory=new_event_loop) as runner:
-        runner.get_loop().set_default_executor(DaemonThreadExecutor())
-        return runner.run(coro)
+        loop = runner.get_loop()
+        loop.set_default_executor(DaemonThreadExecutor())
+        stop = StopRequest()
+
+        async def main() -> T:
+            stop.main = asyncio.current_task()
+            _STOP.set(stop)
+            return await coro
+
+        installed = _install_signals(loop, stop)
+        try:
+            value = runner.run(main())
+        except asyncio.CancelledError:
+            if stop.signal is None:
+                raise
+            raise Interrupted(stop.signal, 128 + stop.signum) from None
+        finally:
+            for signum in installed:
+                loop.remove_signal_handler(signum)
+        if stop.signal is not None:
+            raise Interrupted(stop.signal, 128 + stop.signum, value)
+        return value
