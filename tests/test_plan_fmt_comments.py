@@ -311,3 +311,26 @@ def test_sprinkled_comments_are_kept_and_fmt_is_idempotent(seed):
         _assert_keeps_everything(text, fmt_plan_text(text))
         checked += 1
     assert checked >= 6
+
+
+def test_a_json_plan_is_formatted_as_json(tmp_path):
+    f = tmp_path / "p.plan.json"
+    f.write_text(
+        '{"version": 1, "name": "t", "steps": [{"id": "a", "toolName": "value", '
+        '"input": {"value": "é"}}]}',
+        encoding="utf-8",
+    )
+    res = CliRunner().invoke(main, ["plan", "fmt", str(f)])
+    assert res.exit_code == 0, res.output
+    import json
+
+    text = f.read_text(encoding="utf-8")
+    data = json.loads(text)  # still JSON, not YAML written under a .json name
+    assert data["steps"][0]["tool_name"] == "value" and "é" in text
+    assert CliRunner().invoke(main, ["plan", "fmt", "--check", str(f)]).exit_code == 0
+
+
+def test_a_json_plan_with_comments_is_left_alone():
+    text = '# keep me\n{"version": 1, "name": "t", "steps": [{"id": "a", "tool_name": "value", "input": {"value": 1}}]}\n'
+    with pytest.raises(PlanLoadError, match="JSON cannot keep"):
+        fmt_plan_text(text, "p.plan.json")

@@ -9,6 +9,7 @@ anchors or aliases — so the same plan always gives byte-identical text.
 from __future__ import annotations
 
 import bisect
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -222,6 +223,19 @@ def fmt_plan_text(text: str, file: str = "<plan>") -> str:
     load_plan_text(text, file)
     data, smap = parse_yaml(text, file)
     renamed = _rename_camel(data, "plan")
+    if str(file).lower().endswith(".json"):  # a JSON plan stays JSON
+        if _find_comments(text.removeprefix("\ufeff")):
+            raise PlanLoadError(
+                [
+                    PlanProblem(
+                        Location(file),
+                        "this .json plan holds YAML comments, which JSON cannot keep; the file "
+                        "was left as is",
+                        "rename it to .plan.yaml to format it with its comments",
+                    )
+                ]
+            )
+        return json.dumps(_canon_plan(_plain(renamed)), ensure_ascii=False, indent=2) + "\n"
     new = dump_plan(renamed)
 
     def bug(what: str) -> PlanLoadError:  # pragma: no cover - a formatter bug; never write it
