@@ -164,7 +164,10 @@ async def test_never_conforming_gives_final_false(chat_server, scripted_router):
     chat_server.script(lambda request: answer({"wrong": True}))
     rec = Recorder()
     result = await run(scripted_router, rec, max_iterations=3)
+    errors = result.pop("errors")
     assert result == {"output": {}, "iterations": 3, "tools_called": [], "final": False}
+    assert errors and all(isinstance(e, str) for e in errors)  # why the last round failed
+    assert any("answer" in e or "wrong" in e for e in errors), errors
     assert len(chat_server.requests) == 6  # 3 rounds + 3 repair passes
     last_round = [
         r for r in chat_server.requests if not r["messages"][0]["content"].startswith("You fix")
@@ -325,6 +328,7 @@ async def test_empty_reply_costs_a_round(chat_server, scripted_router):
     chat_server.script([text(None), text(""), answer({"answer": "a"})])
     result = await run(scripted_router, Recorder(), max_iterations=2)
     assert result["final"] is False and result["iterations"] == 2
+    assert result["errors"] == ["the last reply held neither a tool call nor an answer"]
 
 
 async def test_one_iteration_cannot_call_a_tool_and_answer(chat_server, scripted_router):
@@ -335,6 +339,7 @@ async def test_one_iteration_cannot_call_a_tool_and_answer(chat_server, scripted
         "iterations": 1,
         "tools_called": [{"tool": "fast", "round": 1}],
         "final": False,
+        "errors": ["the agent was still calling tools when its rounds ran out"],
     }
 
 

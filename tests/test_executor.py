@@ -746,7 +746,8 @@ async def test_agent_require_final_error_names_stage_and_source(
     assert res.error["code"] == "output_validation"
     assert res.error["message"] == (
         "stage `reproduce` (bug-triage.flow:41:16): agent could not produce output conforming "
-        "to its contract within 2 rounds"
+        "to its contract within 2 rounds; last problem: the answer is not a JSON object: the "
+        "reply does not start with a JSON value (no prose before the JSON, please)"
     )
     assert res.error["source"] == "bug-triage.flow:41:16"
     assert _offered(chat_server.requests[0]) == []

@@ -137,3 +137,19 @@ async def test_the_deadline_is_not_offered_to_the_hook():
     res, seen = await run(text, user__slow, lambda: substitute("no"))
     assert seen == []
     assert res.status == "error" and res.error["code"] == "deadline_exceeded"
+
+
+async def test_a_call_skipped_by_the_gate_opens_and_closes_in_the_trace():
+    from agentflow import skip
+
+    events: list = []
+    res = await run_plan(
+        load_plan_text(TIMED, "t.plan.yaml"),
+        catalog=catalog(user__slow),
+        hooks=Hooks(gate=lambda call: skip("dry run")),
+        sinks=[CallbackSink(events.append)],
+    )
+    assert res.status == "ok" and res.results == {"E0": "dry run", "E1": "dry run"}
+    calls = [(e.kind, e.data.get("skipped")) for e in events if e.kind.startswith("tool_")]
+    assert calls == [("tool_started", None), ("tool_finished", True)]
+    assert [e.data["input"] for e in events if e.kind == "tool_started"] == [{"n": 1}]

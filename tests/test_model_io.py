@@ -423,6 +423,7 @@ async def test_acc10_identical_call_three_rounds_reported_round_limit_ends(chat_
         "iterations": 3,
         "tools_called": [{"tool": "weather", "round": r} for r in (1, 2, 3)],
         "final": False,
+        "errors": ["the agent was still calling tools when its rounds ran out"],
     }
     # reported to the model (round 2's result, seen in round 3's request) …
     (second,) = tool_messages(chat_server.requests[2])[-1:]

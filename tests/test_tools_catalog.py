@@ -431,3 +431,23 @@ def test_plan_cycle_across_the_plans_directory(tmp_path):
     )
     with pytest.raises(PlanLoadError, match="cycle"):
         check_plan_tools(plan, build_catalog(cfg, plan=plan, entry_points=False))
+
+
+def test_unconfigured_mcp_tool_of_a_compiled_flow_is_reported_at_its_source(tmp_path):
+    """A `.flow` compiled in memory has no plan file: the problem points into the `.flow`."""
+    import agentflow
+    from agentflow.errors import PlanLoadError
+
+    flow = tmp_path / "needs_mcp.flow"
+    flow.write_text(
+        "extern tool linear__list_issues(team: text) -> json\n"
+        "stage s -> json {\n"
+        '  return linear__list_issues(team: "core")\n'
+        "}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(PlanLoadError) as info:
+        agentflow.run_sync(str(flow), {}, workspace=str(tmp_path))
+    text = str(info.value.errors[0])
+    assert text.startswith(f"{flow}:3:10: step "), text
+    assert "needs MCP server 'linear'" in text

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -819,6 +820,19 @@ def _server(name: str) -> str | None:
     return head
 
 
+def _meta_location(step: Any) -> Location | None:
+    """``meta.source`` (``file:line:col``, set by the compiler) of ``step`` as a Location."""
+    meta = getattr(step, "meta", None)
+    source = meta.get("source") if isinstance(meta, dict) else None
+    if not isinstance(source, str):
+        return None
+    file, _, rest = source.rpartition(":")
+    file, _, line = file.rpartition(":")
+    if file and line.isdigit() and rest.isdigit():
+        return Location(file, int(line), int(rest))
+    return None
+
+
 def resolve_tools(
     plan: Plan, catalog_names: set[str], configured_prefixes: set[str]
 ) -> list[PlanProblem]:
@@ -840,9 +854,15 @@ def resolve_tools(
     servers = {p[:-2] if p.endswith("__") else p for p in configured_prefixes}
     servers |= {s for n in catalog_names if (s := _server(n)) and s not in EXACT_SERVERS}
     problems: list[PlanProblem] = []
+    current: list[Any] = [None]  # the step being resolved
 
     def report(path: tuple, message: str, hint: str | None = None) -> None:
-        loc = smap.location(path) if smap is not None else Location(file)
+        if smap is not None:
+            loc = smap.location(path)
+        else:  # a plan compiled in memory: the step's `.flow` source position, when it has one
+            loc = _meta_location(current[0]) or Location(file)
+            if loc.file != file and Path(file).name == loc.file:  # the compiler keeps base names
+                loc = Location(file, loc.line, loc.column)
         problems.append(PlanProblem(loc, message, hint))
 
     def not_configured(server: str) -> str:
@@ -878,6 +898,7 @@ def resolve_tools(
             tool = step.tool_name
             if not isinstance(tool, str) or not tool:
                 continue
+            current[0] = step
             if tool not in CONTROL_STEPS:
                 check_name(tool, (*spath, "tool_name"), label, "tool")
                 continue

@@ -338,6 +338,7 @@ async def run_agent(
             content += "\n" + note
         return call.id, content, is_error
 
+    last_problem: list[str] = []
     for round_ in range(1, spec.max_iterations + 1):
         response = await infer(client, role, messages, round_, offered)
         if response.tool_calls:
@@ -415,6 +416,7 @@ async def run_agent(
                 truncated=True,
                 round=round_,
             )
+            last_problem = ["the last reply was cut off by the output token limit"]
             if text:
                 messages.append(Message(role="assistant", content=text))
             messages.append(
@@ -426,6 +428,7 @@ async def run_agent(
             )
             continue
         if not text.strip():
+            last_problem = ["the last reply held neither a tool call nor an answer"]
             messages.append(
                 Message(
                     role="user",
@@ -448,11 +451,13 @@ async def run_agent(
             if repaired is not None:
                 return _result(repaired, round_, tools_called, True)
 
+        last_problem = errors
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         await _emit(
             emit,
             "warning",
             step_path,
-            message="agent answer does not conform to output_schema",
+            message=f"agent answer does not conform to output_schema: {errors[0]}{more}",
             errors=errors,
             round=round_,
         )
@@ -471,6 +476,8 @@ async def run_agent(
         "iterations": spec.max_iterations,
         "tools_called": tools_called,
         "final": False,
+        # why no round ended in a valid answer (the last round's problem)
+        "errors": last_problem or ["the agent was still calling tools when its rounds ran out"],
     }
 
 

@@ -847,6 +847,8 @@ class Executor:
                 hooks.gate(GateCall(name, args, scope, path, list(stack)))
             )
             if decision is not None and decision.action == "skip":
+                # a skipped call still opens and closes in the trace (RUNTIME.md §8)
+                self.emit("tool_started", path, stack, tool_name=name, input=_json_safe(args))
                 self.emit(
                     "tool_finished",
                     path,
@@ -1517,12 +1519,18 @@ async def _c_agent(ex: Executor, step, c, scope, path, frame, announce) -> Any:
             where.append(f"step `{step.id or path}`")
         if meta.get("source"):
             where.append(f"({meta['source']})")
+        problems = [str(p) for p in result.get("errors") or []]
+        why = ""
+        if problems:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            why = f"; last problem: {problems[0]}{more}"
         raise RunError(
             "output_validation",
             " ".join(where) + ": agent could not produce output conforming to its contract "
-            f"within {int(max_iter)} rounds",
+            f"within {int(max_iter)} rounds{why}",
             path,
             _source(step),
+            details={"errors": problems} if problems else None,
         )
     return result
 
