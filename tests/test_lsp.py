@@ -4,6 +4,7 @@ formatting, and UTF-16 / UTF-8 / UTF-32 positions."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -294,14 +295,15 @@ def test_rename_let_and_type(client):
     out = _apply(SOURCE, edit["changes"][URI])
     assert "Report" not in out.replace("BugReport", "")
     assert out.count("BugReport") == SOURCE.count("Report") - SOURCE.count("reports again") * 0
-    # stages and built-ins are not renamable; bad names are refused
-    assert (
-        client.request(
-            "textDocument/prepareRename",
-            {"textDocument": {"uri": URI}, "position": pos(SOURCE, "find.title")},
-        )
-        is None
-    )
+    # built-in types, `input` and tools are not renamable; bad names are refused
+    for needle in ("text\n", "input.title", "read_file(path"):
+        assert (
+            client.request(
+                "textDocument/prepareRename",
+                {"textDocument": {"uri": URI}, "position": pos(SOURCE, needle)},
+            )
+            is None
+        ), needle
     with pytest.raises(LspError):
         _rename(client, URI, pos(SOURCE, "hit.level", 1), "not a name")
     with pytest.raises(LspError):
@@ -428,6 +430,30 @@ def test_malformed_requests_always_get_a_reply(tmp_path):
                 assert c.request(m, {"textDocument": {"uri": u}, "position": p0}) is None
             fmt = {"textDocument": {"uri": u}, "options": {"tabSize": 2, "insertSpaces": True}}
             assert c.request("textDocument/formatting", fmt) is None
+            ref = {
+                "textDocument": {"uri": u},
+                "position": p0,
+                "context": {"includeDeclaration": True},
+            }
+            assert c.request("textDocument/references", ref) is None
+            rng = {"start": p0, "end": p0}
+            act = {"textDocument": {"uri": u}, "range": rng, "context": {"diagnostics": []}}
+            assert c.request("textDocument/codeAction", act) is None
+        for p in bad_positions:
+            with pytest.raises(LspError) as exc:
+                c.request(
+                    "textDocument/references",
+                    {"textDocument": td, "position": p, "context": {"includeDeclaration": True}},
+                    timeout=5,
+                )
+            assert exc.value.code == -32602
+            with pytest.raises(LspError) as exc:
+                c.request(
+                    "textDocument/codeAction",
+                    {"textDocument": td, "range": {"start": p, "end": p}, "context": {}},
+                    timeout=5,
+                )
+            assert exc.value.code == -32602
         # refused renames answer with a message and log nothing
         for _ in range(3):
             with pytest.raises(LspError, match="cannot rename"):
@@ -599,3 +625,383 @@ def test_vscode_extension_files():
         re.compile(p)  # the patterns use only syntax Oniguruma and Python share
     kw = next(p for p in patterns if "require" in p)
     assert re.search(kw, "  require x else fail") and not re.search(kw, "input.require")
+
+
+# ---------------------------------------------------------------------------------------------
+# references, quick fixes, rename of stages and `use` aliases
+
+
+def _refs(c: LspClient, uri: str, text: str, p: dict, include: bool = True) -> list | None:
+    """``textDocument/references`` as ``(line, text under the range)`` pairs (``("prelude",
+    text)`` for a location in stdlib/prelude.flow)."""
+    locs = c.request(
+        "textDocument/references",
+        {"textDocument": {"uri": uri}, "position": p, "context": {"includeDeclaration": include}},
+    )
+    if locs is None:
+        return None
+    out = []
+    for loc in locs:
+        r = loc["range"]
+        if loc["uri"] == uri:
+            src, where = text, r["start"]["line"]
+        else:
+            assert loc["uri"].endswith("/stdlib/prelude.flow")
+            src, where = Path(loc["uri"][len("file://") :]).read_text(encoding="utf-8"), "prelude"
+        index = LineIndex(src)
+        a = index.offset(r["start"]["line"], r["start"]["character"])
+        b = index.offset(r["end"]["line"], r["end"]["character"])
+        out.append((where, src[a:b]))
+    return out
+
+
+def _line(text: str, needle: str, nth: int = 0) -> int:
+    return pos(text, needle, nth=nth)["line"]
+
+
+def test_references_of_every_name_kind(client):
+    S = SOURCE
+    # a let: from a use and from its declaration; includeDeclaration honoured
+    at_use = pos(S, "found", 1, nth=1)
+    assert _refs(client, URI, S, at_use) == [
+        (_line(S, "let found"), "found"),
+        (_line(S, "return found"), "found"),
+    ]
+    assert _refs(client, URI, S, at_use, include=False) == [(_line(S, "return found"), "found")]
+    assert _refs(client, URI, S, pos(S, "found =")) == _refs(client, URI, S, at_use)
+    # a stage
+    got = _refs(client, URI, S, pos(S, "find.title"))
+    assert got == [
+        (_line(S, "stage find"), "find"),
+        (_line(S, "find.title"), "find"),
+        (_line(S, "find.files"), "find"),
+    ]
+    assert _refs(client, URI, S, pos(S, "find ->"), include=False) == got[1:]
+    # a declared type: every written use plus the declaration
+    got = _refs(client, URI, S, pos(S, "expect Report", 7))
+    assert [t for _, t in got] == ["Report"] * S.count("Report")
+    assert len(_refs(client, URI, S, pos(S, "Report {"), include=False)) == S.count("Report") - 1
+    # a built-in type: its uses (no declaration)
+    got = _refs(client, URI, S, pos(S, "title: text", 7))
+    assert [t for _, t in got] == ["text"] * 3  # title: text, id: text, -> text
+    # a field: declaration, `input.title` inside an interpolation and `find.title`
+    assert _refs(client, URI, S, pos(S, "find.title", 5)) == [
+        (_line(S, "title: text"), "title"),
+        (_line(S, "${input.title}"), "title"),
+        (_line(S, "find.title"), "title"),
+    ]
+    assert _refs(client, URI, S, pos(S, "title: text"), include=False) == [
+        (_line(S, "${input.title}"), "title"),
+        (_line(S, "find.title"), "title"),
+    ]
+    # a field of an inline object type
+    assert _refs(client, URI, S, pos(S, "hit.level", 4)) == [
+        (_line(S, "level: Level"), "level"),
+        (_line(S, "hit.level"), "level"),
+    ]
+    # a tool declared with `extern tool`, and one of its parameters
+    assert _refs(client, URI, S, pos(S, "tracker__lookup(id:")) == [
+        (_line(S, "extern tool"), "tracker__lookup"),
+        (_line(S, "let hit"), "tracker__lookup"),
+    ]
+    assert _refs(client, URI, S, pos(S, "id: find")) == [
+        (_line(S, "extern tool"), "id"),
+        (_line(S, "let hit"), "id"),
+    ]
+    # a prelude tool: the call and the `tools [...]` entry, and its declaration in the prelude
+    got = _refs(client, URI, S, pos(S, "read_file(path"))
+    assert got == [
+        ("prelude", "read_file"),
+        (_line(S, "tools [read_file"), "read_file"),
+        (_line(S, "read_file(path"), "read_file"),
+    ] or got == [
+        (_line(S, "tools [read_file"), "read_file"),
+        (_line(S, "read_file(path"), "read_file"),
+        ("prelude", "read_file"),
+    ]
+    assert ("prelude", "read_file") not in _refs(
+        client, URI, S, pos(S, "read_file, grep"), include=False
+    )
+    # `use` aliases: agent target and team member access
+    assert _refs(client, URI, S, pos(S, "investigator)")) == [
+        (_line(S, "as investigator"), "investigator"),
+        (_line(S, "agent(investigator)"), "investigator"),
+    ]
+    assert _refs(client, URI, S, pos(S, "dev\n")) == [
+        (_line(S, "as dev"), "dev"),
+        (_line(S, "dev.main"), "dev"),
+    ]
+    # `input`: the keyword of the `input` item and every use
+    assert _refs(client, URI, S, pos(S, "input.title")) == [
+        (_line(S, "input Report"), "input"),
+        (_line(S, "input.title"), "input"),
+    ]
+    # nothing to find on a keyword or a string
+    assert _refs(client, URI, S, pos(S, "stage rank")) is None
+    assert _refs(client, URI, S, pos(S, '"route"', 2)) is None
+
+
+def test_references_of_locals_and_loop_variables(client):
+    uri = "file:///tmp/agentflow-test/refs-capture.flow"
+    client.open(uri, CAPTURE)
+    C = CAPTURE
+    assert [t for _, t in _refs(client, uri, C, pos(C, "abc = 1"))] == ["abc"] * C.count("abc")
+    assert _refs(client, uri, C, pos(C, "it + abc")) == [
+        (_line(C, "as it"), "it"),
+        (_line(C, "it + abc"), "it"),
+    ]
+    # the implicit `index` has no declaration token
+    assert _refs(client, uri, C, pos(C, "index")) == [(_line(C, "q + index"), "index")]
+    # a shadowing `let` in another block is a different binding
+    shadow = "stage s -> int {\n  let x = 1\n  if x > 0 {\n    let x = 2\n    return x\n  }\n  return x\n}\n"
+    uri2 = "file:///tmp/agentflow-test/refs-shadow.flow"
+    client.open(uri2, shadow)
+    assert _refs(client, uri2, shadow, pos(shadow, "x", nth=3)) == [(3, "x"), (4, "x")]
+    assert _refs(client, uri2, shadow, pos(shadow, "x", nth=0)) == [(1, "x"), (2, "x"), (6, "x")]
+
+
+def test_references_utf16_after_non_bmp(client):
+    uri = "file:///tmp/agentflow-test/refs-emoji.flow"
+    text = 'stage s -> text {\n  let name = "😀"\n  return "😀😀" + name + name\n}\n'
+    client.open(uri, text)
+    line = text.splitlines()[2]
+    u16 = [
+        len(line[:i].encode("utf-16-le")) // 2 for i in (line.index("name"), line.rindex("name"))
+    ]
+    locs = client.request(
+        "textDocument/references",
+        {
+            "textDocument": {"uri": uri},
+            "position": {"line": 2, "character": u16[1] + 1},
+            "context": {"includeDeclaration": False},
+        },
+    )
+    assert [(loc["range"]["start"], loc["range"]["end"]) for loc in locs] == [
+        ({"line": 2, "character": c}, {"line": 2, "character": c + 4}) for c in u16
+    ]
+
+
+def test_parameter_hover_and_definition(client):
+    h = hover(client, URI, pos(SOURCE, "id: find"))
+    assert "(parameter of tracker__lookup) id: text" in h
+    loc = _definition(client, pos(SOURCE, "id: find"))
+    assert loc["range"]["start"] == pos(SOURCE, "id: text")
+    loc = _definition(client, pos(SOURCE, "path: find"))
+    assert loc["uri"].endswith("/stdlib/prelude.flow")
+
+
+MISTAKES = """\
+flow fixes
+type Report {
+  title: text @lenght(1, 80)
+  url: text @format("ur")
+}
+extern tool tracker__lookup(id: text) -> { level: text }
+use agent "repo" as investigator
+use team "dev" as dev
+input Report
+stage find -> Report {
+  let found = agent(investigatr) {
+    task "look at ${input.titel} 😀"
+    tools [read_fil, grep]
+    expect Reprt
+    retry { attempts: 1, on: [transiet] }
+  }
+  return fond
+}
+stage two -> text {
+  let unused = 3
+  let r: Report = { "titel": "x", url: "y" }
+  let z = tracker__lookup(ib: "x")
+  let w = agent(helper) { task "t" expect text tools [ ] }
+  return w + find.titel + z.level + r.url + dev.mian
+}
+"""
+
+#: every code that carries a "did you mean" hint in MISTAKES
+DID_YOU_MEAN = {
+    "invalid-constraint",  # @lenght → @length
+    "invalid-value",  # @format("ur") → "uri"
+    "unknown-name",  # investigatr, fond
+    "unknown-field",  # titel, dev.mian
+    "unknown-tool",  # read_fil in `tools [...]`
+    "unknown-type",  # Reprt
+    "unknown-error-code",  # transiet
+    "type-mismatch",  # the key "titel" of an object literal (a note's span)
+    "unknown-argument",  # ib
+}
+
+
+def _actions(c, uri, rng, diags, only=None):
+    ctx: dict = {"diagnostics": diags}
+    if only is not None:
+        ctx["only"] = only
+    return c.request(
+        "textDocument/codeAction", {"textDocument": {"uri": uri}, "range": rng, "context": ctx}
+    )
+
+
+def _codes(text: str) -> list[str]:
+    from agentflow.compiler.api import check_source
+
+    return [d.code for d in check_source(text, "x.flow").diagnostics]
+
+
+def test_quick_fixes_for_every_hint(client):
+    from agentflow.compiler.api import check_source
+
+    uri = "file:///tmp/agentflow-test/fixes.flow"
+    client.open(uri, MISTAKES)
+    diags = client.wait_notification("textDocument/publishDiagnostics", lambda p: p["uri"] == uri)
+    diags = diags["diagnostics"]
+    assert client.caps["codeActionProvider"]["codeActionKinds"] == ["quickfix"]
+    assert client.caps["referencesProvider"]
+    seen: set[str] = set()
+    for d in diags:
+        d = {**d, "data": {"token": [1, "two"]}}  # whatever `data` the client keeps round-trips
+        acts = _actions(client, uri, d["range"], [d])
+        mine = [a for a in acts if a["diagnostics"] == [d]]
+        if "did you mean" not in d["message"]:
+            continue
+        first_line, hint = d["message"].split("\nhint: ")
+        wrong = re.findall(r"`([^`]*)`", first_line)[-1].lstrip("@")
+        right = re.fullmatch(r"did you mean `(.*)`\?", hint).group(1)
+        [a] = mine
+        assert a["kind"] == "quickfix" and a["isPreferred"] is True, a
+        assert a["title"] == f"Change `{wrong}` to `{right}`"
+        [edit] = a["edit"]["changes"][uri]
+        index = LineIndex(MISTAKES)
+        start = index.offset(edit["range"]["start"]["line"], edit["range"]["start"]["character"])
+        end = index.offset(edit["range"]["end"]["line"], edit["range"]["end"]["character"])
+        # exactly the misspelt name is replaced (the quotes of `"ur"`/`"titel"`, `@` kept)
+        assert MISTAKES[start:end] == wrong and edit["newText"] == right
+        out = _apply(MISTAKES, [edit])
+        key = (d["code"], first_line)
+        before = [(x.code, x.message) for x in check_source(MISTAKES, "x.flow").diagnostics]
+        after = [(x.code, x.message) for x in check_source(out, "x.flow").diagnostics]
+        assert after.count(key) == before.count(key) - 1, (key, after)
+        seen.add(d["code"])
+    assert seen == set(DID_YOU_MEAN)
+
+    def only_fix(needle: str, delta: int = 0) -> tuple[dict, str]:
+        p = pos(MISTAKES, needle, delta)
+        acts = _actions(client, uri, {"start": p, "end": p}, [])
+        acts = [a for a in acts if a["diagnostics"][0]["range"]["start"]["line"] == p["line"]]
+        assert len(acts) == 1, acts
+        return acts[0], _apply(MISTAKES, acts[0]["edit"]["changes"][uri])
+
+    # `tools [ ]` → `tools none` (preferred)
+    act, out = only_fix("tools [ ]", 2)
+    assert act["isPreferred"] and "tools none }" in out and "empty-tools" not in _codes(out)
+    # an unused `let` → `_unused` (not preferred: the hint also offers removing it)
+    act, out = only_fix("unused = 3", 2)
+    assert "isPreferred" not in act and "let _unused = 3" in out
+    assert _codes(out).count("unused-variable") == _codes(MISTAKES).count("unused-variable") - 1
+    # an undeclared agent → its `use` line after the last `use`
+    act, out = only_fix("helper)", 1)
+    assert 'use team "dev" as dev\nuse agent "helper" as helper\n' in out
+    assert "unknown-name" not in [
+        d.code for d in check_source(out, "x.flow").diagnostics if "helper" in d.message
+    ]
+    # a cursor on no diagnostic, or only non-quickfix kinds asked: nothing
+    p = pos(MISTAKES, "stage find")
+    assert _actions(client, uri, {"start": p, "end": p}, []) == []
+    d0 = diags[0]
+    assert _actions(client, uri, d0["range"], [d0], only=["refactor"]) == []
+    assert _actions(client, uri, d0["range"], [d0], only=["quickfix"]) != []
+
+
+def test_quick_fix_is_computed_from_the_current_text(client):
+    """A stale diagnostic (sent back after an edit moved the mistake) never yields a stale
+    edit: fixes come from the analysis of the current text, in UTF-16 positions."""
+    uri = "file:///tmp/agentflow-test/fixes-stale.flow"
+    text = 'stage s -> text {\n  let name = "x"\n  return "😀😀" + nmae\n}\n'
+    client.open(uri, text)
+    [d] = client.wait_notification("textDocument/publishDiagnostics", lambda p: p["uri"] == uri)[
+        "diagnostics"
+    ]
+    line = text.splitlines()[2]
+    col16 = len(line[: line.index("nmae")].encode("utf-16-le")) // 2
+    assert d["range"]["start"] == {"line": 2, "character": col16}
+    [a] = _actions(client, uri, d["range"], [d])
+    assert a["edit"]["changes"][uri][0]["range"] == d["range"]
+    assert _apply(text, a["edit"]["changes"][uri]).count("+ name") == 1
+    moved = "// a new first line 😀\n" + text
+    client.change(uri, moved, 2)
+    acts = _actions(client, uri, d["range"], [d])  # the old range, now on another line
+    assert acts == []
+    p = pos(moved, "nmae")
+    [a] = _actions(client, uri, {"start": p, "end": p}, [])
+    assert _apply(moved, a["edit"]["changes"][uri]) == moved.replace("nmae", "name")
+
+
+RENAMES = """\
+use agent "helper" as inv
+use team "crew" as crew
+stage a -> int { return b }
+stage b -> int { return 1 }
+stage c -> int[] {
+  let v = agent(inv) { task "t" expect int }
+  let w = agent(crew.main) { task "t" expect int }
+  let xs = map [1, 2] as it { it + b + index }
+  return [v + w + b + zz] + xs
+}
+"""
+
+
+def test_rename_stages_and_use_aliases(client):
+    uri = "file:///tmp/agentflow-test/rename-globals.flow"
+    client.open(uri, RENAMES)
+    R = RENAMES
+    prep = client.request(
+        "textDocument/prepareRename", {"textDocument": {"uri": uri}, "position": pos(R, "b +")}
+    )
+    assert prep["placeholder"] == "b"
+    # a stage, from a reference: also its forward reference in `a` (still an error there)
+    edit = _rename(client, uri, pos(R, "b +"), "base")
+    out = _apply(R, edit["changes"][uri])
+    assert out == R.replace("return b", "return base").replace("stage b", "stage base").replace(
+        "it + b", "it + base"
+    ).replace("w + b", "w + base")
+    assert sorted(_codes(out)) == sorted(_codes(R))
+    # from its declaration: the same edit
+    assert _rename(client, uri, pos(R, "b ->"), "base") == edit
+    # `use` aliases: agent targets and team members
+    out = _apply(R, _rename(client, uri, pos(R, "inv)"), "sleuth")["changes"][uri])
+    assert "as sleuth" in out and "agent(sleuth)" in out and "inv" not in out
+    out = _apply(R, _rename(client, uri, pos(R, "crew.main"), "squad")["changes"][uri])
+    assert "as squad" in out and "agent(squad.main)" in out and "crew\n" not in out
+    # refused: other global names, names visible at a reference, capture of an unknown name
+    refused = [
+        (pos(R, "b ->"), "a", "stage"),
+        (pos(R, "b ->"), "inv", "`use`"),
+        (pos(R, "b ->"), "input", "input"),
+        (pos(R, "b ->"), "it", "in scope"),
+        (pos(R, "b ->"), "index", "in scope"),
+        (pos(R, "b ->"), "v", "in scope"),
+        (pos(R, "b ->"), "zz", "change what names refer to"),
+        (pos(R, "b ->"), "stage", "keyword"),
+        (pos(R, "inv)"), "b", "stage"),
+        (pos(R, "inv)"), "crew", "`use`"),
+        (pos(R, "inv)"), "zz", "change what names refer to"),
+        (pos(R, "crew.main"), "v", "in scope"),
+        (pos(R, "as crew", 3), "team", "keyword"),
+        (pos(R, "crew.main"), "not a name", "not a valid name"),
+    ]
+    for p, new, why in refused:
+        with pytest.raises(LspError) as exc:
+            _rename(client, uri, p, new)
+        assert exc.value.code == -32602 and why in str(exc.value), (new, str(exc.value))
+
+
+def test_type_completion_inside_a_type_being_edited(client):
+    """Regression (found while adding references): once the diagnostics of a half-typed field
+    (`extra: `) were published, completion there lost the type being edited (`Report`) — it
+    came from the analysis in which that item is a syntax error.  Deterministic now: the
+    request waits for that analysis."""
+    uri = "file:///tmp/agentflow-test/complete-type.flow"
+    text = SOURCE.replace("  files: path[]\n", "  files: path[]\n  extra: \n")
+    client.open(uri, text)
+    client.wait_notification("textDocument/publishDiagnostics", lambda p: p["uri"] == uri)
+    got = labels(client, uri, pos(text, "extra: ", 7))
+    assert {"text", "Report", "Level"} <= set(got) and "find" not in got

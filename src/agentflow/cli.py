@@ -217,7 +217,20 @@ def schema(file: str, type_name: str) -> None:
         _err(_render(result.errors, {file: read_source(file)}, "text"))
         sys.exit(1)
     if type_name not in result.env.names():
-        _err(f"{file}: no type `{type_name}`")
+        from agentflow.compiler.diagnostics import did_you_mean
+
+        declared = sorted(result.env.names())
+        hint = did_you_mean(type_name, declared)
+        if hint is None:
+            lower = {n.lower(): n for n in declared}
+            if type_name.lower() in lower:
+                hint = f"did you mean `{lower[type_name.lower()]}`?"
+        if hint is None:
+            # extern types have no schema: not worth listing
+            usable = [n for n in declared if n not in result.env.externs]
+            listed = ", ".join(f"`{n}`" for n in usable)
+            hint = f"declared types: {listed}" if usable else "it declares no types"
+        _err(f"{file}: no type `{type_name}`; {hint}")
         sys.exit(1)
     try:
         data = contract_for(T.NamedRef(type_name), result.env)

@@ -419,6 +419,17 @@ class _Checker:
 
     # -- types ---------------------------------------------------------------------------------
 
+    def _type_hint(self, name: str) -> str | None:
+        """The hint of `unknown-type`: did-you-mean among the declared types when one is close
+        (the user's own `Record` beats the foreign-name hint for `record`), else the agentflow
+        spelling of a type name from another language (`string` → `text`), else did-you-mean
+        among the builtin types."""
+        declared = set(self.type_decls) | set(self.env.externs)
+        hint = _suggest(name, declared - set(PRIMS))
+        if hint:
+            return hint
+        return D.foreign_type_hint(name) or _suggest(name, set(PRIMS) | {"Verdict"} | declared)
+
     def resolve_type(self, t: ast.TypeExpr, alias_stack: tuple[str, ...] = ()) -> Type:
         """Turn a written type into a semantic type, reporting unknown names, duplicate fields
         and invalid constraints."""
@@ -440,12 +451,8 @@ class _Checker:
                 return self.env.externs[name]
             if name in self.error_names:
                 return ERROR
-            cands = set(PRIMS) | {"Verdict"} | set(self.type_decls)
             self.report(
-                D.UNKNOWN_TYPE,
-                f"unknown type `{name}`",
-                t.span,
-                hint=_suggest(name, cands),
+                D.UNKNOWN_TYPE, f"unknown type `{name}`", t.span, hint=self._type_hint(name)
             )
             return ERROR
         if isinstance(t, ast.ArrayType):

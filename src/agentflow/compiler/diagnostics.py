@@ -152,3 +152,96 @@ def _levenshtein(a: str, b: str, limit: int) -> int:
             cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
         prev = cur
     return prev[-1]
+
+
+#: Type names users of other languages type first, lower-cased, mapped to the kind of
+#: agentflow type they mean (LANGUAGE.md §3).  Used for `unknown-type` and for `list<T>`-style
+#: syntax errors.
+_FOREIGN_KINDS: dict[str, str] = {}
+_KIND_HINTS: dict[str, str] = {}
+
+
+def _foreign(kind: str, names: str, hint: str) -> None:
+    _KIND_HINTS[kind] = hint
+    for n in names.split():
+        _FOREIGN_KINDS[n] = kind
+
+
+_foreign("text", "string str char varchar", "agentflow's string type is `text`")
+_foreign(
+    "int",
+    "integer long short i8 i16 i32 i64 u8 u16 u32 u64 int8 int16 int32 int64 uint usize isize",
+    "agentflow's integer type is `int`",
+)
+_foreign("bool", "boolean bool", "agentflow's boolean type is `bool`")
+_foreign(
+    "number",
+    "float double decimal real float32 float64 f32 f64",
+    "agentflow's floating-point type is `number` (`int` for whole numbers)",
+)
+_foreign(
+    "object",
+    "dict dictionary object record hashmap struct map",
+    "agentflow's object types are `{ field: T, … }` or a named `type`; "
+    "`map<T>` has text keys and `T` values; `json` is any JSON value",
+)
+_foreign(
+    "list",
+    "array list vec vector sequence seq set tuple",
+    "agentflow's list type is `T[]` (e.g. `text[]`)",
+)
+_foreign("json", "any unknown dynamic", "agentflow's type for any JSON value is `json`")
+_foreign(
+    "null",
+    "void none nil undefined unit",
+    "agentflow's null type is `null`; `T?` is a `T` that may be null",
+)
+_foreign("optional", "option optional maybe", "agentflow writes an optional type as `T?`")
+_foreign(
+    "date",
+    "date datetime timestamp time",
+    'agentflow has no date type: use `text` (a field may add `@format("date-time")`)',
+)
+
+
+def foreign_type_kind(name: str) -> str | None:
+    """The kind of agentflow type a type name from another language means: ``"text"``,
+    ``"int"``, ``"bool"``, ``"number"``, ``"object"``, ``"list"``, ``"json"``, ``"null"``,
+    ``"optional"`` or ``"date"``; None when ``name`` is not one.  Case-insensitive; a misspelt
+    name of 5 letters or more (``Strin``, ``boolen``) matches too."""
+    low = name.lower()
+    kind = _FOREIGN_KINDS.get(low)
+    if kind is None and len(low) >= 5:
+        close = did_you_mean(low, _FOREIGN_KINDS)
+        if close is not None:
+            kind = _FOREIGN_KINDS[close.split("`")[1]]
+    return kind
+
+
+def foreign_type_hint(name: str) -> str | None:
+    """A hint naming agentflow's type for a type name from another language (``string`` →
+    "agentflow's string type is `text`"), or None.  See :func:`foreign_type_kind`."""
+    kind = foreign_type_kind(name)
+    return _KIND_HINTS[kind] if kind else None
+
+
+def agentflow_type_name(name: str) -> str:
+    """``name`` in agentflow spelling when it is a foreign scalar type (``string`` → ``text``,
+    ``Integer`` → ``int``, ``any`` → ``json``), else ``name`` unchanged."""
+    kind = _FOREIGN_KINDS.get(name.lower())
+    return kind if kind in ("text", "int", "bool", "number", "json") else name
+
+
+def generic_type_hint(base: str, args: list[str]) -> str | None:
+    """A hint for a generic type written the way other languages do (``list<text>``,
+    ``List[str]``, ``Dict[str, int]``, ``Optional[int]``): the agentflow spelling (``text[]``,
+    ``map<int>``, ``int?``), or None when ``base`` is not a known generic."""
+    kind = foreign_type_kind(base)
+    arg = agentflow_type_name(args[-1]) if args else "T"
+    if kind == "list":
+        return f"agentflow writes a list as `{arg}[]`"
+    if kind == "object":
+        return f"agentflow writes an object with text keys as `map<{arg}>`"
+    if kind == "optional":
+        return f"agentflow writes an optional type as `{arg}?`"
+    return None

@@ -297,7 +297,66 @@ class _Layout:
         return " "
 
 
+#: code tokens after which a ``{`` starts an inline object type, not a stage body
+_TYPE_BRACE_AFTER = frozenset({"->", "|", "(", "<", ":", ","})
+
+
+def _break_blocks(toks: list[Token]) -> list[Token]:
+    """Put the braces of every multi-line ``{ … }`` on lines of their own: a line break after a
+    ``{`` whose block spans lines (unless only a comment follows it) and before its ``}``.  A
+    stage body is always laid out on lines of its own (``stage s -> int { return 1 }`` gives
+    the same layout as the three-line form).  One-line blocks elsewhere stay on one line.
+    Line breaks there are insignificant (§1: the newline rule concerns ``( [ -`` and ``not``
+    continuing an expression, and neither a ``{`` nor a ``}`` is continued)."""
+    n = len(toks)
+    after: set[int] = set()  # break after token k
+    before: set[int] = set()  # break before token k
+    opened: list[tuple[int, bool]] = []  # (index of `{`, forced)
+    stage_pending = False
+    prev_code: Token | None = None
+    for k, t in enumerate(toks):
+        if t.kind == "word" and t.text == "stage" and not opened and (
+            prev_code is None or k == 0 or toks[k - 1].kind in ("nl", "comment", "doc", "block")
+        ):
+            stage_pending = True
+        elif t.kind == "op" and t.text == "{":
+            body = (
+                stage_pending
+                and not opened
+                and prev_code is not None
+                and prev_code.text not in _TYPE_BRACE_AFTER
+            )
+            if body:
+                stage_pending = False
+            opened.append((k, body))
+        elif t.kind == "op" and t.text == "}" and opened:
+            o, forced = opened.pop()
+            inner = toks[o + 1 : k]
+            multi = any(x.kind == "nl" or "\n" in x.text for x in inner)
+            if (multi or forced) and any(_is_code(x) for x in inner):
+                nxt = toks[o + 1]
+                if nxt.kind != "nl" and not (
+                    nxt.kind in ("comment", "doc") and o + 2 < n and toks[o + 2].kind == "nl"
+                ):
+                    after.add(o)
+                if toks[k - 1].kind != "nl":
+                    before.add(k)
+        if _is_code(t):
+            prev_code = t
+    if not after and not before:
+        return toks
+    out: list[Token] = []
+    for k, t in enumerate(toks):
+        if k in before:
+            out.append(Token("nl", "\n", t.start, t.start))
+        out.append(t)
+        if k in after:
+            out.append(Token("nl", "\n", t.end, t.end))
+    return out
+
+
 def _layout(text: str, toks: list[Token]) -> str:
+    toks = _break_blocks(toks)
     lay = _Layout(toks)
     # split into logical lines (token index lists) with the number of newlines before each
     lines: list[tuple[int, list[int]]] = []

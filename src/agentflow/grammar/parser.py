@@ -33,6 +33,7 @@ from typing import Any
 from lark import Lark
 from lark.lexer import Lexer
 
+from agentflow.compiler import diagnostics as diag
 from agentflow.compiler.diagnostics import SYNTAX_ERROR, Diagnostic, Note
 from agentflow.errors import SourceError
 from agentflow.grammar import ast
@@ -929,12 +930,15 @@ def _run(sc: _Scanner, start: str, values: list | None = None) -> Any:
     goto = t.goto
     push = stack.append
     vpush = values.append
+    origin0 = (sc.pos, sc.line, sc.ls)
     for tok in sc.tokens(states, stack):
         typ = tok.type
         while True:
             act = states[stack[-1]].get(typ)
             if act is None:
-                raise _unexpected(tok, set(states[stack[-1]]), sc)
+                raise _unexpected(
+                    tok, _stack_before(sc, start, origin0, tok, stack), start, sc, values
+                )
             if act[0]:
                 push(act[1])
                 vpush(tok)
@@ -959,7 +963,7 @@ def _run(sc: _Scanner, start: str, values: list | None = None) -> Any:
     while True:
         act = states[stack[-1]].get("$END")
         if act is None:
-            raise _unexpected(end, set(states[stack[-1]]), sc)
+            raise _unexpected(end, _stack_before(sc, start, origin0, end, stack), start, sc, values)
         if act[0]:  # pragma: no cover - $END is never shifted
             break
         size, cb, origin = act[1]
@@ -981,6 +985,83 @@ def _run(sc: _Scanner, start: str, values: list | None = None) -> Any:
 
 # -- error messages ---------------------------------------------------------------------------
 
+
+def _stack_before(
+    sc: _Scanner, start: str, origin: tuple[int, int, int], tok: Any, stack: list[int]
+) -> list[int]:
+    """The LALR state stack just before ``tok`` was read, before the reductions it triggered.
+
+    LALR(1) merges the lookaheads of states reached from different contexts, so the driver may
+    reduce on a token that no context accepts before it finds the error (``where e.kind = …``
+    reduces the condition, then the statement, and fails among the statement starters).  Error
+    messages must describe the state before those reductions: it is rebuilt here by scanning
+    again from ``origin`` (``(pos, line, ls)`` of ``sc`` when the run started) without building
+    values.  Only the error path pays for this.  Falls back to ``stack`` if the replay does not
+    reach ``tok``.
+    """
+    t = _tables()
+    states = t.states
+    goto = t.goto
+    pos, line, ls = origin
+    sub = _Scanner(
+        sc.text, pos, sc.end, sc.file, line, ls, sc.ob, stop=sc.stop, module=sc.module, nest=sc.nest
+    )
+    st = [t.start[start]]
+    target = tok.start if isinstance(tok, Tok) else None
+    try:
+        for tk in sub.tokens(states, st):
+            if tk.start == target:
+                return st
+            typ = tk.type
+            while True:
+                act = states[st[-1]].get(typ)
+                if act is None:
+                    return stack
+                if act[0]:
+                    st.append(act[1])
+                    break
+                size, _cb, nonterminal = act[1]
+                if size:
+                    del st[-size:]
+                st.append(goto[st[-1]][nonterminal])
+    except Exception:  # pragma: no cover - the first run got further: keep its stack
+        return stack
+    return st if target is None else stack
+
+
+def _viable(stack: list[int], start: str) -> set[str]:
+    """The terminals that the parser in ``stack`` can really shift next (or ``$END`` when it
+    can accept): each candidate of the top state is tried on a copy of the stack through the
+    reductions it triggers.  This removes the merged LALR lookaheads of other contexts."""
+    t = _tables()
+    states = t.states
+    goto = t.goto
+    end_state = t.end[start]
+    out: set[str] = set()
+    for term in states[stack[-1]]:
+        if not (term.isupper() or term == "$END"):
+            continue
+        st = list(stack)
+        for _ in range(10_000):
+            act = states[st[-1]].get(term)
+            if act is None:
+                break
+            if act[0]:
+                out.add(term)
+                break
+            size, _cb, nonterminal = act[1]
+            if size:
+                del st[-size:]
+            nxt = goto.get(st[-1], {}).get(nonterminal) if st else None
+            if nxt is None:
+                break
+            st.append(nxt)
+            if term == "$END" and nxt == end_state:
+                out.add(term)
+                break
+    return out
+
+
 _EXPR_START = frozenset(
     "NAME NUMBER DURATION STRING LPAR LPAR_NL LSQB LSQB_NL LBRACE MINUS MINUS_NL NOT NOT_NL "
     "TRUE FALSE NULL MAP PARALLEL REDUCE AGENT VERIFY FILTER ASK".split()
@@ -988,6 +1069,8 @@ _EXPR_START = frozenset(
 _OPERATORS = frozenset(
     "QQ OR AND EQ NE LT LE GT GE IN NOT PLUS MINUS STAR SLASH PERCENT DOTDOT DOT".split()
 )
+#: tokens that can only begin an expression (not continue one as an operator or postfix)
+_EXPR_START_STRICT = _EXPR_START - {"MINUS", "NOT", "LPAR", "LSQB"}
 _STMT_START = frozenset("LET REQUIRE FAIL RETURN IF".split())
 _CLAUSE = frozenset(
     "TASK SYSTEM MODEL INPUT TOOLS WRITE EXPECT TIMEOUT RETRY MAX_ITERATIONS".split()
@@ -997,19 +1080,21 @@ _PUNCT_WORDS = {v: f"`{k}`" for k, v in _OPS.items()}
 _PUNCT_WORDS.update({"LPAR_NL": "`(`", "LSQB_NL": "`[`", "MINUS_NL": "`-`", "NOT_NL": "`not`"})
 
 
-def _describe(tok: Any) -> str:
-    """Words for a token found where it does not belong."""
+def _describe(tok: Any, *, article: bool = True) -> str:
+    """Words for a token found where it does not belong: ``"the name `x`"`` (after "found"),
+    or without the article, ``"name `x`"`` (after "unexpected")."""
     t = tok.type
+    the = "the " if article else ""
     if t == "$END":
         return "the end of the text"
     if t == "STRING":
-        return "a string"
+        return "a string" if article else "string"
     if t == "NUMBER":
-        return f"the number `{tok.value}`"
+        return f"{the}number `{tok.value}`"
     if t == "DURATION":
-        return f"the duration `{tok.value}`"
+        return f"{the}duration `{tok.value}`"
     if t == "NAME":
-        return f"the name `{tok.value}`"
+        return f"{the}name `{tok.value}`"
     if t in _PUNCT_WORDS:
         return _PUNCT_WORDS[t]
     return f"`{tok.value}`"
@@ -1033,10 +1118,12 @@ def _expected_words(expected: set[str]) -> list[str]:
         words.append("a type")
         exp -= {"MAP", "NAME", "STRING", "NUMBER", "TRUE", "FALSE", "NULL", "LBRACE", "LPAR"}
         exp -= {"LPAR_NL"}
-    if len(_EXPR_START & exp) >= 4:
+    if "NAME" in exp and len(_EXPR_START_STRICT & exp) >= 4:
         words.append("an expression")
         exp -= _EXPR_START
     ops = _OPERATORS & exp
+    if "GT" in exp and "LT" not in exp:
+        ops -= {"GT"}  # the `>` closing `map<T>`, not a comparison
     rest = exp - ops - {"$END", "LSQB", "LPAR", "QMARK", "PIPE", "AT"}
     for t in sorted(rest, key=_term_order):
         if t in _PUNCT_WORDS:
@@ -1051,15 +1138,18 @@ def _expected_words(expected: set[str]) -> list[str]:
             words.append("a number")
         else:
             words.append(f"`{t.lower()}`")
-    if not words and ops:
-        words.append("an operator")
     if not words and "$END" in exp:
         words.append("the end of the text")
+    if not words:
+        # only a call/index bracket fits (`agent` must be followed by `(`)
+        words.extend(_PUNCT_WORDS[t] for t in ("LPAR", "LSQB") if t in exp)
+    if not words and ops:
+        words.append("an operator")
     return words
 
 
 def _term_order(t: str) -> tuple:
-    order = ["RBRACE", "RSQB", "RPAR", "COMMA", "COLON", "EQUALS", "ARROW"]
+    order = ["RBRACE", "RSQB", "RPAR", "GT", "COMMA", "COLON", "EQUALS", "ARROW"]
     return (order.index(t) if t in order else len(order), t)
 
 
@@ -1072,11 +1162,104 @@ def _join_or(words: list[str]) -> str:
     return ", ".join(words[:-1]) + " or " + words[-1]
 
 
-def _unexpected(tok: Any, expected: set[str], sc: _Scanner) -> _SynErr:
+#: a short example of each agent clause, for the "no colon" hint
+_CLAUSE_EXAMPLE = {
+    "TASK": 'task "…"',
+    "SYSTEM": 'system "…"',
+    "MODEL": 'model "…"',
+    "INPUT": "input { … }",
+    "TOOLS": "tools [read_file, grep]",
+    "WRITE": "write [path]",
+    "EXPECT": "expect T",
+    "TIMEOUT": "timeout 3m",
+    "RETRY": "retry { attempts: 1 }",
+    "MAX_ITERATIONS": "max_iterations 6",
+}
+
+
+_WORD_BEFORE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*(\[\s*)?$")
+_TYPE_ARGS = re.compile(
+    r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:,\s*([A-Za-z_][A-Za-z0-9_]*)\s*)?[>\]]"
+)
+
+
+def _generic_hint(tok: Any, expected: set[str], sc: _Scanner) -> str | None:
+    """Hints for generic types written as in other languages, in a type position:
+    ``list<text>`` / ``List[str]`` / ``Optional[int]`` / ``Dict[str, int]`` / ``map<text, int>``."""
+    typ = tok.type
+    i = tok.start - sc.ob
+    if typ == "COMMA" and "GT" in expected and "LT" not in expected:
+        m = _TYPE_ARGS.match(sc.text, i + 1)
+        value = diag.agentflow_type_name(m.group(1)) if m else "T"
+        return f"`map<T>` takes only the value type (its keys are text): `map<{value}>`"
+    if typ == "LT" and "LT" not in expected:
+        j = i + 1
+    elif typ == "NAME" and "RSQB" in expected and "LT" not in expected:
+        j = i
+    else:
+        return None
+    before = _WORD_BEFORE.search(sc.text, max(0, i - 100), i)
+    if before is None or (typ == "NAME") != bool(before.group(2)):
+        return None
+    m = _TYPE_ARGS.match(sc.text, j)
+    args = [a for a in m.groups() if a] if m else []
+    return diag.generic_type_hint(before.group(1), args)
+
+
+def _syntax_hint(
+    tok: Any, expected: set[str], stack: list[int], values: list | None, sc: _Scanner
+) -> str | None:
+    """A hint for the common slips of users of other languages, from the offending token, the
+    terminals that fit (``expected``), the state stack and the tokens shifted before it."""
+    typ = tok.type
+    hint = _generic_hint(tok, expected, sc)
+    if hint is not None:
+        return hint
+    prev = values[-1] if values and isinstance(values[-1], Tok) else None
+    prev2 = values[-2] if values and len(values) > 1 and isinstance(values[-2], Tok) else None
+    if typ == "EQUALS" and "EQ" in expected:
+        return "did you mean `==`?"
+    if typ == "STRING" and "COLON" in expected:
+        return "object entries are written `key: value`"
+    if prev is None:
+        return None
+    if prev.type == "AGENT" and "LPAR" in expected:
+        target = tok.value if typ == "NAME" else "target"
+        return f"the agent's target goes in parentheses: `agent({target}) {{ … }}`"
+    if (
+        typ == "COLON"
+        and prev.type in _CLAUSE_EXAMPLE
+        and len(stack) > 1
+        and "TASK" in _tables().states[stack[-2]]
+    ):
+        return f"agent clauses take no colon: `{_CLAUSE_EXAMPLE[prev.type]}`"
+    if (
+        typ == "NAME"
+        and prev.type in ("AGENT", "TEAM")
+        and prev2 is not None
+        and prev2.type == "USE"
+        and "STRING" in expected
+    ):
+        kind = prev.value
+        return f'the {kind} name is a string: `use {kind} "{tok.value}" as {tok.value}`'
+    return None
+
+
+def _unexpected(
+    tok: Any, states: list[int], start: str, sc: _Scanner, values: list | None = None
+) -> _SynErr:
+    """The syntax error for ``tok`` found where the parser in state stack ``states`` (for the
+    start symbol ``start``) cannot take it: "expected …, found …" plus notes and a hint."""
     found = _describe(tok)
-    expected = {x for x in expected if x.isupper() or x == "$END"}
+    expected = _viable(states, start)
     words = _expected_words(expected)
-    msg = f"expected {_join_or(words)}, found {found}" if words else f"unexpected {found}"
+    if tok.type == "EQUALS" and "EQ" in expected and "an operator" not in words:
+        # `where e.kind = "file"`: the expression could go on with an operator (`==`)
+        words.insert(0, "an operator")
+    if words:
+        msg = f"expected {_join_or(words)}, found {found}"
+    else:
+        msg = f"unexpected {_describe(tok, article=False)}"
     notes: list[tuple[str, ast.Span]] = []
     stack = sc.stack
     if stack and stack[-1] is not tok and len(words) <= 4:
@@ -1089,6 +1272,9 @@ def _unexpected(tok: Any, expected: set[str], sc: _Scanner) -> _SynErr:
             notes.append((f"{sc.opened(opener, at=False)} opened here", opener.span))
     if sc.module:
         msg = msg.replace("the end of the text", "the end of the file")
+    elif sc.stop is not None and tok.type != "$END":
+        # inside `${…}` / `{{ … }}` the text ends at the closing brace
+        msg = msg.replace("the end of the text", "`}`" if sc.stop == "}" else "`}}`")
     if tok.type == "$END" or not isinstance(tok, Tok):
         last = sc.last
         if sc.stopped_at is not None:
@@ -1110,9 +1296,7 @@ def _unexpected(tok: Any, expected: set[str], sc: _Scanner) -> _SynErr:
         else:
             span = sc.span_at(sc.pos, sc.pos, sc.line, sc.ls)
         return _SynErr(msg, span)
-    hint = None
-    if tok.type == "STRING" and "COLON" in expected:
-        hint = "object entries are written `key: value`"
+    hint = _syntax_hint(tok, expected, states, values, sc)
     resume = tok.end - sc.ob
     if tok.bol and tok.value in TOP_LEVEL and not isinstance(tok.value, ast.Node):
         resume = tok.start - sc.ob

@@ -7,9 +7,13 @@ of the *same* checker ``flowc check`` runs, and answers in code-point offsets an
 - :meth:`Analysis.node_path` — the chain of AST nodes under an offset;
 - :meth:`Analysis.hover` — Markdown: kind, name and type of what is under the cursor, plus its
   doc comment (``///``);
-- :meth:`Analysis.definition` — where a name, type, tool, field, stage, agent or team is declared;
-- :meth:`Analysis.references_for_rename` — every span to rewrite when renaming a ``let`` (or loop
-  variable) or a type;
+- :meth:`Analysis.definition` — where a name, type, tool, tool parameter, field, stage, agent or
+  team is declared;
+- :meth:`Analysis.references` — every span naming the same thing (find references);
+- :meth:`Analysis.references_for_rename` / :meth:`Analysis.rename_problem` — every span to
+  rewrite when renaming a ``let`` (or loop variable), a stage, a ``use`` alias or a type, and
+  why a rename must be refused;
+- :meth:`Analysis.fixes` — the quick fixes a diagnostic's hint states exactly;
 - :meth:`Analysis.completions` — context-sensitive completion items (LANGUAGE.md §2–8);
 - :meth:`Analysis.symbols` — the document outline (flow, types with fields, tools, uses,
   stages).
@@ -26,10 +30,11 @@ from typing import Any
 
 from agentflow.compiler import types as T
 from agentflow.compiler.checker import CLAUSES, CheckResult, Symbol, ToolSig
+from agentflow.compiler.diagnostics import Diagnostic
 from agentflow.compiler.fmt import FormatError, scan_comments, tokenize
 from agentflow.grammar import ast
 
-__all__ = ["Analysis", "Completion", "DocSymbol", "analyze", "PRELUDE_FILE", "IDENT_RE"]
+__all__ = ["Analysis", "Completion", "DocSymbol", "Fix", "analyze", "PRELUDE_FILE", "IDENT_RE"]
 
 PRELUDE_FILE = Path(__file__).resolve().parent.parent / "stdlib" / "prelude.flow"
 IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -42,6 +47,8 @@ STATEMENT_KEYWORDS = (
 )  # fmt: skip
 #: longest type text shown in an expression hover (characters); longer ones are cut with "…"
 HOVER_MAX_TYPE = 500
+#: value bindings a rename may change (``input`` and the implicit ``index`` may not)
+_RENAMABLE = frozenset({"let", "loopvar", "acc", "stage", "use"})
 TOP_KEYWORDS = ("flow", "input", "output", "deadline", "use", "extern", "type", "stage")
 
 
@@ -67,6 +74,24 @@ class DocSymbol:
     name_span: ast.Span
     detail: str | None = None
     children: list[DocSymbol] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Fix:
+    """A quick fix for one diagnostic: ``edits`` are ``(start, end, new_text)`` with
+    code-point offsets into the analysed text (end exclusive); ``preferred`` marks the fix an
+    editor may apply on its own (LSP ``isPreferred``)."""
+
+    title: str
+    edits: list[tuple[int, int, str]]
+    preferred: bool = False
+
+
+_DID_YOU_MEAN = re.compile(r"did you mean `([^`]+)`\?\Z")
+_LAST_TICKED = re.compile(r"`([^`]*)`[^`]*\Z")
+_UNUSED_HINT = re.compile(r"remove it, or name it `(_[A-Za-z0-9_]*)`\Z")
+_DECLARE_USE = re.compile(r'declare it: `(use agent "([A-Za-z_][A-Za-z0-9_]*)" as \2)`\Z')
+_EMPTY_TOOLS = re.compile(r"tools\s*\[\s*\]\Z")
 
 
 def _children(node: ast.Node):
@@ -170,8 +195,22 @@ class Analysis:
             if isinstance(parent, ast.ExternTool):
                 sig = self.result.tool_decls.get(node.name)
                 return ("tool", sig, path) if sig is not None else None
+            if isinstance(parent, ast.Param) and len(path) > 2:
+                owner = path[-3]
+                if isinstance(owner, ast.ExternTool):
+                    sig = self.result.tool_decls.get(owner.name.name)
+                    if sig is not None and sig.decl is owner and node.name in sig.params:
+                        return "param", (sig, node.name), path
+                return None
             if isinstance(parent, (ast.MapExpr, ast.FilterExpr, ast.ReduceExpr)):
                 return "loopdecl", (parent, node), path
+            return None
+        if isinstance(node, ast.Argument):
+            s = node.name_span
+            if s.start <= offset <= s.end and isinstance(parent, ast.Call):
+                sig = self._call_sig(parent)
+                if sig is not None and node.name in sig.params:
+                    return "param", (sig, node.name), path
             return None
         if isinstance(node, ast.Member):
             s = node.name_span
@@ -187,6 +226,14 @@ class Analysis:
         if isinstance(node, ast.Expr) and not isinstance(node, ast.ProjectionItem):
             return "expr", node, path
         return None
+
+    def _call_sig(self, call: ast.Call) -> ToolSig | None:
+        """The signature ``call`` resolves to (a tool call's callee is looked up as a tool
+        first, as the checker does), or None."""
+        callee = call.callee
+        if not isinstance(callee, ast.Name):
+            return None
+        return self.result.tool_decls.get(callee.name) or self.result.tools.get(callee.name)
 
     # -- docs ----------------------------------------------------------------------------------
 
@@ -300,6 +347,12 @@ class Analysis:
                 ),
                 u.alias.span,
             )
+        if kind == "param":
+            sig, pname = payload
+            pt, opt = sig.params[pname]
+            shown = T.type_str(pt) + ("?" if opt and not T.type_str(pt).endswith("?") else "")
+            here = node.name_span if isinstance(node, ast.Argument) else node.span
+            return _fence(f"(parameter of {sig.name}) {pname}: {shown}"), here
         if kind == "loopdecl":
             _, ident = payload
             for sym in res.references.values():
@@ -396,69 +449,205 @@ class Analysis:
             return payload.name.span
         if kind == "loopdecl":
             return payload[1].span
+        if kind == "param":
+            return self._param_span(*payload)
         return None
+
+    def _param_span(self, sig: ToolSig, name: str) -> ast.Span | None:
+        """The name span of parameter ``name`` in the ``extern tool`` declaring ``sig``."""
+        decl = sig.decl
+        if isinstance(decl, ast.ExternTool):
+            for p in decl.params:
+                if p.name.name == name:
+                    return p.name.span
+        return None
+
+    # -- references ----------------------------------------------------------------------------
+
+    def _binding(self, kind: str, payload: Any) -> tuple[Any, str, str] | None:
+        """``(declaring node, name, symbol kind)`` of a value binding target (a name, or the
+        name in a ``let``/``stage``/``use``/loop declaration), else None.  The declaring node is
+        ``None`` for ``input`` without an ``input`` item."""
+        if kind == "symbol":
+            sym, _name = payload
+            return sym.decl, sym.name, sym.kind
+        if kind == "letdecl":
+            return payload, payload.name.name, "let"
+        if kind == "stagedecl":
+            return payload, payload.name.name, "stage"
+        if kind == "usedecl":
+            return payload, payload.alias.name, "use"
+        if kind == "loopdecl":
+            decl, ident = payload
+            k = "acc" if isinstance(decl, ast.ReduceExpr) and decl.acc is ident else "loopvar"
+            return decl, ident.name, k
+        return None
+
+    def _binding_decl_span(self, decl: Any, name: str, kind: str) -> ast.Span | None:
+        """The name token declaring a value binding (``input``: the keyword of the ``input``
+        item; the implicit ``index``: None)."""
+        if isinstance(decl, (ast.LetStmt, ast.StageDecl)):
+            return decl.name.span
+        if isinstance(decl, ast.UseDecl):
+            return decl.alias.span
+        if isinstance(decl, ast.InputDecl):
+            s = decl.span
+            return ast.Span(s.file, s.line, s.column, s.line, s.column + 5, s.start, s.start + 5)
+        if isinstance(decl, ast.ReduceExpr) and kind == "acc":
+            return decl.acc.span
+        if isinstance(decl, (ast.MapExpr, ast.FilterExpr, ast.ReduceExpr)) and kind == "loopvar":
+            return decl.var.span
+        return None
+
+    def _binding_uses(self, decl: Any, name: str, kind: str) -> list[ast.Span]:
+        """Every name resolving to the binding; for a stage also the names the checker
+        reported as ``forward-stage-reference`` to it (they spell it, and a rename must keep
+        them spelling it)."""
+        out: list[ast.Span] = []
+        refs = self.result.references
+        forward: set[tuple[int, int]] = set()
+        if kind == "stage":
+            key = _span_key(decl.name.span)
+            for d in self.result.diagnostics:
+                if d.code == "forward-stage-reference" and any(
+                    n.span is not None and _span_key(n.span) == key for n in d.notes
+                ):
+                    forward.add((d.span.start, d.span.end))
+        for n in _walk(self.module):
+            if not isinstance(n, ast.Name):
+                continue
+            sym = refs.get(id(n))
+            if sym is None:
+                if forward and n.name == name and (n.span.start, n.span.end) in forward:
+                    out.append(n.span)
+                continue
+            if sym.name != name or sym.kind != kind:
+                continue
+            if kind == "input" or sym.decl is decl:
+                out.append(n.span)
+        return out
+
+    def _field_key(self, kind: str, payload: Any) -> tuple[str, int, int] | None:
+        """The declaration of the field under the cursor, as a span key, when resolvable."""
+        if kind == "fielddecl":
+            return _span_key(payload.name.span)
+        obj = self._object_of(self.result.type_of(payload.obj))
+        if obj is None or payload.name not in obj.fields:
+            return None
+        sp = obj.fields[payload.name].span
+        return _span_key(sp) if isinstance(sp, ast.Span) else None
+
+    def references(self, offset: int, include_declaration: bool = True) -> list[ast.Span] | None:
+        """Every span naming what is under ``offset`` (LSP ``textDocument/references``), in
+        source order, or None when nothing resolvable is there.
+
+        Covers what :meth:`definition` resolves: ``let``/loop variables/accumulators, ``index``,
+        ``input``, stages, ``use`` aliases (names and agent targets), declared and built-in
+        types, tools (calls and ``tools [...]`` entries), tool parameters (call arguments), and
+        fields (member accesses and object-literal keys typed by the declaring type).  With
+        ``include_declaration`` the declaring name is included too — for prelude tools, their
+        parameters and fields of prelude types a span in ``"<prelude>"``."""
+        target = self._target(offset)
+        if target is None:
+            return None
+        kind, payload, path = target
+        uses: list[ast.Span] = []
+        decls: list[ast.Span] = []
+        binding = self._binding(kind, payload)
+        if binding is not None:
+            uses = self._binding_uses(*binding)
+            ds = self._binding_decl_span(*binding)
+            decls = [ds] if ds is not None else []
+        elif kind == "tool":
+            sig: ToolSig = payload
+            for n in _walk(self.module):
+                if isinstance(n, ast.Call) and isinstance(n.callee, ast.Name):
+                    if n.callee.name == sig.name and self._call_sig(n) is sig:
+                        uses.append(n.callee.span)
+                elif isinstance(n, ast.ToolRef) and not n.pattern and n.name == sig.name:
+                    uses.append(n.span)
+            if isinstance(sig.decl, ast.ExternTool):
+                decls = [sig.decl.name.span]
+        elif kind == "param":
+            sig, pname = payload
+            for n in _walk(self.module):
+                if isinstance(n, ast.Call) and self._call_sig(n) is sig:
+                    uses.extend(a.name_span for a in n.args if a.name == pname)
+            ps = self._param_span(sig, pname)
+            decls = [ps] if ps is not None else []
+        elif kind == "type":
+            for n in _walk(self.module):
+                if isinstance(n, ast.NamedType) and n.name == payload:
+                    uses.append(n.span)
+                elif isinstance(n, (ast.TypeDecl, ast.ExternType)) and n.name.name == payload:
+                    decls.append(n.name.span)
+        elif kind in ("member", "fielddecl"):
+            key = self._field_key(kind, payload)
+            if key is None:
+                return None
+            uses = self._field_uses(key)
+            if kind == "fielddecl":
+                decls = [payload.name.span]
+            else:
+                obj = self._object_of(self.result.type_of(payload.obj))
+                decls = [obj.fields[payload.name].span] if obj is not None else []
+        else:
+            return None
+        return _unique(uses + (decls if include_declaration else []))
+
+    def _field_uses(self, key: tuple[str, int, int]) -> list[ast.Span]:
+        """Member accesses and object-literal keys whose field is declared at ``key``."""
+        out: list[ast.Span] = []
+        res = self.result
+        for n in _walk(self.module):
+            if isinstance(n, ast.Member):
+                if id(n.obj) not in res.expr_types:
+                    continue
+                obj = self._object_of(res.type_of(n.obj))
+                f = obj.fields.get(n.name) if obj is not None else None
+                if f is not None and isinstance(f.span, ast.Span) and _span_key(f.span) == key:
+                    out.append(n.name_span)
+            elif isinstance(n, ast.ObjectLit) and id(n) in res.expr_types:
+                obj = self._object_of(res.type_of(n))
+                if obj is None:
+                    continue
+                for entry in n.entries:
+                    f = obj.fields.get(entry.key)
+                    if f is not None and isinstance(f.span, ast.Span) and _span_key(f.span) == key:
+                        out.append(entry.key_span)
+        return out
 
     # -- rename --------------------------------------------------------------------------------
 
     def rename_target(self, offset: int) -> tuple[str, str, ast.Span] | None:
         """``(kind, name, span under the cursor)`` when a rename is possible there: ``kind`` is
-        ``let``, ``loopvar``/``acc`` or ``type`` (built-in types cannot be renamed)."""
+        ``let``, ``loopvar``/``acc``, ``stage``, ``use`` or ``type`` (built-in types, ``input``
+        and ``index`` cannot be renamed)."""
         target = self._target(offset)
         if target is None:
             return None
         kind, payload, path = target
-        if kind == "symbol":
-            sym, name = payload
-            if sym.kind in ("let", "loopvar", "acc"):
-                return sym.kind, sym.name, name.span
+        if kind == "type":
+            if payload in self.type_decls():
+                return "type", payload, path[-1].span
             return None
-        if kind == "letdecl":
-            return "let", payload.name.name, payload.name.span
-        if kind == "loopdecl":
-            decl, ident = payload
-            k = "acc" if isinstance(decl, ast.ReduceExpr) and decl.acc is ident else "loopvar"
-            return k, ident.name, ident.span
-        if kind == "type" and payload in self.type_decls():
-            return "type", payload, path[-1].span
-        return None
+        binding = self._binding(kind, payload)
+        if binding is None:
+            return None
+        _decl, name, bkind = binding
+        if bkind not in _RENAMABLE:
+            return None
+        if kind == "symbol":
+            return bkind, name, payload[1].span
+        span = self._binding_decl_span(*binding)
+        return (bkind, name, span) if span is not None else None
 
     def references_for_rename(self, offset: int) -> list[ast.Span] | None:
-        """Every span naming the same ``let``/loop variable/type as the one under ``offset``
-        (declaration included), or None when it cannot be renamed."""
-        target = self._target(offset)
-        rt = self.rename_target(offset)
-        if target is None or rt is None:
+        """Every span naming the same ``let``/loop variable/stage/``use`` alias/type as the one
+        under ``offset`` (declaration included), or None when it cannot be renamed."""
+        if self.rename_target(offset) is None:
             return None
-        kind, name, _ = rt
-        spans: list[ast.Span] = []
-        if kind == "type":
-            for n in _walk(self.module):
-                if isinstance(n, ast.NamedType) and n.name == name:
-                    spans.append(n.span)
-                elif isinstance(n, (ast.TypeDecl, ast.ExternType)) and n.name.name == name:
-                    spans.append(n.name.span)
-            return _unique(spans)
-        # a value binding: find its declaring node
-        tk, payload, _ = target
-        decl: Any
-        if tk == "symbol":
-            decl = payload[0].decl
-        elif tk == "letdecl":
-            decl = payload
-        else:
-            decl = payload[0]
-        if isinstance(decl, ast.LetStmt):
-            spans.append(decl.name.span)
-        elif isinstance(decl, ast.ReduceExpr) and kind == "acc":
-            spans.append(decl.acc.span)
-        elif isinstance(decl, (ast.MapExpr, ast.FilterExpr, ast.ReduceExpr)):
-            spans.append(decl.var.span)
-        for n in _walk(self.module):
-            if isinstance(n, ast.Name):
-                sym = self.result.references.get(id(n))
-                if sym is not None and sym.decl is decl and sym.name == name:
-                    spans.append(n.span)
-        return _unique(spans)
+        return self.references(offset, include_declaration=True)
 
     def rename_problem(self, offset: int, new: str, keywords: frozenset[str]) -> str | None:
         """Why renaming what is under ``offset`` to ``new`` must be refused, or None when it
@@ -466,14 +655,18 @@ class Analysis:
 
         Refused: a target that cannot be renamed; a ``new`` that is not an identifier or is one
         of ``keywords``; for a type, a built-in or already declared type name; for a value
-        binding, ``input``, a stage or ``use`` alias name, or any name visible at the
-        declaration or at a reference (``let``/loop variables, ``index``) or declared in the
-        declaration's block.  Finally the edited text is re-checked: the rename is refused when
-        any name resolves differently (every reference must still reach the renamed
-        declaration, and nothing else may newly reach it) or a new error appears."""
+        binding (``let``, loop variable, stage, ``use`` alias), ``input``, a stage or ``use``
+        alias name, or any name visible at the declaration or at a reference (``let``/loop
+        variables, ``index``) or declared in the declaration's block.  Finally the edited text
+        is re-checked: the rename is refused when any name resolves differently (every
+        reference must still reach the renamed declaration, and nothing else may newly reach
+        it) or a new error appears."""
         rt = self.rename_target(offset)
         if rt is None:
-            return "only `let` variables, loop variables and types can be renamed"
+            return (
+                "only `let` variables, loop variables, stages, `use` aliases and declared "
+                "types can be renamed"
+            )
         kind, old, _span = rt
         if not IDENT_RE.match(new):
             return f"`{new}` is not a valid name"
@@ -569,6 +762,97 @@ class Analysis:
             if d.severity == "error" and after_errs[d.code] > before_errs[d.code]:
                 return f"{what} would make the program invalid: {d.message}"
         return None
+
+    # -- quick fixes ---------------------------------------------------------------------------
+
+    def fixes(self, d: Diagnostic) -> list[Fix]:
+        """The mechanical edits the hint of diagnostic ``d`` (one of this analysis') states.
+
+        - "did you mean `X`?" (``unknown-name``/``-type``/``-field``/``-tool``/``-argument``/
+          ``-error-code``, ``invalid-constraint``, ``invalid-value`` for ``@format``, and
+          ``type-mismatch`` for an unknown key of an object literal): the misspelt name — the
+          last backticked word of the message — is replaced by ``X`` where a span of the
+          diagnostic (its primary span, else a note's) is exactly that name, that name quoted
+          (the quotes are kept) or ``@`` and the name; preferred;
+        - ``empty-tools`` "write `tools none`": the clause, when it reads ``tools [ ]``;
+          preferred;
+        - ``unused-variable`` "name it `_x`": a rename to ``_x``, only when
+          :meth:`rename_problem` accepts it;
+        - ``unknown-name`` of an agent "declare it: `use agent "x" as x`": that line, inserted
+          after the last ``use`` item (else after the ``flow`` header, else at the top).
+
+        Anything else (or a span that does not read as expected): no fix."""
+        hint = d.hint or ""
+        if d.span.file != self.module.file or not hint:
+            return []
+        m = _DID_YOU_MEAN.match(hint)
+        if m:
+            fix = self._replace_misspelt(d, m.group(1))
+            return [fix] if fix is not None else []
+        if d.code == "empty-tools" and "`tools none`" in hint:
+            if _EMPTY_TOOLS.match(self.text[d.span.start : d.span.end]):
+                edit = (d.span.start, d.span.end, "tools none")
+                return [Fix("Replace `tools []` with `tools none`", [edit], True)]
+            return []
+        m = _UNUSED_HINT.match(hint)
+        if m and d.code == "unused-variable":
+            from agentflow.compiler.fmt import KEYWORDS
+
+            new, off = m.group(1), d.span.start
+            rt = self.rename_target(off)
+            if rt is None or rt[0] != "let" or rt[1] != new[1:]:
+                return []
+            if self.rename_problem(off, new, KEYWORDS) is not None:
+                return []
+            spans = self.references_for_rename(off) or []
+            return [Fix(f"Rename `{rt[1]}` to `{new}`", [(s.start, s.end, new) for s in spans])]
+        m = _DECLARE_USE.match(hint)
+        if m and d.code == "unknown-name":
+            return [Fix(f"Declare `{m.group(1)}`", [self._top_insertion(m.group(1))])]
+        return []
+
+    def _replace_misspelt(self, d: Diagnostic, new: str) -> Fix | None:
+        mt = _LAST_TICKED.search(d.message)
+        if mt is None:
+            return None
+        wrong = mt.group(1).removeprefix("@")
+        if not wrong or wrong == new:
+            return None
+        spans = [d.span] + [n.span for n in d.notes if n.span is not None]
+        for sp in spans:
+            if sp.file != d.span.file:
+                continue
+            written = self.text[sp.start : sp.end]
+            if written == wrong:
+                edit = (sp.start, sp.end, new)
+            elif written == "@" + wrong:
+                edit = (sp.start + 1, sp.end, new)
+            elif (
+                len(written) >= 2
+                and written[0] == written[-1] == '"'
+                and written[1:-1] == wrong
+                and not any(c in new for c in '"\\$')
+            ):
+                edit = (sp.start + 1, sp.end - 1, new)
+            else:
+                continue
+            return Fix(f"Change `{wrong}` to `{new}`", [edit], True)
+        return None
+
+    def _top_insertion(self, line: str) -> tuple[int, int, str]:
+        """An insertion of the top-level ``line`` after the last ``use`` item (else after the
+        ``flow`` header, else at the start of the file)."""
+        anchor = None
+        for item in self.module.items:
+            if isinstance(item, (ast.UseDecl, ast.FlowHeader)):
+                if anchor is None or isinstance(item, ast.UseDecl):
+                    anchor = item
+        if anchor is None:
+            return (0, 0, line + "\n\n")
+        nl = self.text.find("\n", anchor.span.end)
+        if nl < 0:
+            return (len(self.text), len(self.text), "\n" + line + "\n")
+        return (nl + 1, nl + 1, line + "\n")
 
     # -- outline -------------------------------------------------------------------------------
 
@@ -670,9 +954,9 @@ class Analysis:
             or (prev == "|" and ctx.in_type)
             or (prev == "=" and ctx.type_alias)
         ):
-            return self._type_completions()
+            return self._names_analysis(text, wstart)._type_completions()
         if prev in ("input", "output") and len(code) >= 1 and ctx.depth == 0:
-            return self._type_completions()
+            return self._names_analysis(text, wstart)._type_completions()
         if ctx.agent_block and at_line_start:
             return [Completion(c, "keyword", "agent clause") for c in CLAUSES]
         if ctx.depth == 0 and at_line_start:
@@ -805,12 +1089,16 @@ def _with_doc(text: str, doc: str | None) -> str:
     return f"{text}\n\n{doc}" if doc else text
 
 
+def _span_key(s: ast.Span) -> tuple[str, int, int]:
+    return (s.file, s.start, s.end)
+
+
 def _unique(spans: list[ast.Span]) -> list[ast.Span]:
-    seen: set[tuple[int, int]] = set()
+    seen: set[tuple[str, int, int]] = set()
     out = []
-    for s in sorted(spans, key=lambda s: s.start):
-        if (s.start, s.end) not in seen:
-            seen.add((s.start, s.end))
+    for s in sorted(spans, key=lambda s: (s.file, s.start)):
+        if _span_key(s) not in seen:
+            seen.add(_span_key(s))
             out.append(s)
     return out
 

@@ -6,9 +6,12 @@ Features (LSP 3.17):
   ``debounce_ms`` initialization option or ``FLOWC_LSP_DEBOUNCE_MS``), from the same checker as
   ``flowc check`` (:func:`agentflow.compiler.api.check_source`), with notes as related
   information and the hint appended to the message; a result for a stale version is dropped;
-- hover, go to definition, completion (trigger characters ``.`` and ``:``), document symbols,
-  prepare-rename and rename (``let``/loop variables and types), whole-document formatting
-  (``flowc fmt``);
+- hover, go to definition, find references, completion (trigger characters ``.`` and ``:``),
+  document symbols, prepare-rename and rename (``let``/loop variables, stages, ``use`` aliases
+  and types), whole-document formatting (``flowc fmt``);
+- ``quickfix`` code actions for the diagnostics whose hint states an exact edit ("did you mean
+  `X`?", ``tools none``, ``_name``, a missing ``use agent``), see
+  :meth:`agentflow.lsp.analysis.Analysis.fixes`;
 - positions in the negotiated ``positionEncoding`` (UTF-16 by default; UTF-8 and UTF-32 when the
   client prefers them), see :mod:`agentflow.lsp.positions`.
 
@@ -233,6 +236,49 @@ class FlowLanguageServer(LanguageServer):
             related_information=related or None,
         )
 
+    def quick_fixes(
+        self,
+        uri: str,
+        analysis: Analysis,
+        index: LineIndex,
+        where: lsp.Range,
+        sent: list[lsp.Diagnostic],
+    ) -> list[lsp.CodeAction]:
+        """``quickfix`` code actions for the diagnostics of the *current* analysis that the
+        client sent in the request's context (matched by code and range; the client's object,
+        ``data`` included, is echoed back) or that overlap ``where``.  The fixes are
+        recomputed from the analysis, never read from a (possibly stale) diagnostic."""
+        out: list[lsp.CodeAction] = []
+        for d in analysis.result.diagnostics:
+            rng = self.range_of(d.span, index)
+            match = next((c for c in sent if str(c.code) == d.code and c.range == rng), None)
+            if match is None and not _overlaps(rng, where):
+                continue
+            fixes = analysis.fixes(d)
+            if not fixes:
+                continue
+            diag = match if match is not None else self.to_lsp_diagnostic(d, uri, index)
+            for fix in fixes:
+                edits = [
+                    lsp.TextEdit(
+                        lsp.Range(
+                            lsp.Position(*index.position(a)), lsp.Position(*index.position(b))
+                        ),
+                        new,
+                    )
+                    for a, b, new in fix.edits
+                ]
+                out.append(
+                    lsp.CodeAction(
+                        title=fix.title,
+                        kind=lsp.CodeActionKind.QuickFix,
+                        diagnostics=[diag],
+                        edit=lsp.WorkspaceEdit(changes={uri: edits}),
+                        is_preferred=True if fix.preferred else None,
+                    )
+                )
+        return out
+
     def publish(self, uri: str) -> None:
         """Check the current text of ``uri`` and publish its diagnostics."""
         doc = self.document(uri)
@@ -270,6 +316,16 @@ class FlowLanguageServer(LanguageServer):
 
         task = asyncio.get_running_loop().create_task(run())
         self.pending[uri] = task
+
+
+def _overlaps(a: lsp.Range, b: lsp.Range) -> bool:
+    """Whether two ranges share a position (ends inclusive: a cursor touching a diagnostic
+    counts)."""
+
+    def key(p: lsp.Position) -> tuple[int, int]:
+        return (p.line, p.character)
+
+    return key(a.start) <= key(b.end) and key(b.start) <= key(a.end)
 
 
 def create_server() -> FlowLanguageServer:
@@ -411,6 +467,37 @@ def create_server() -> FlowLanguageServer:
         spans = analysis.references_for_rename(offset) or []
         edits = [lsp.TextEdit(ls.range_of(s, index), new) for s in spans]
         return lsp.WorkspaceEdit(changes={uri: edits})
+
+    @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
+    def references(
+        ls: FlowLanguageServer, params: lsp.ReferenceParams
+    ) -> list[lsp.Location] | None:
+        uri = params.text_document.uri
+        got = ls.analysis_at(uri, params.position)
+        if got is None:
+            return None
+        analysis, index, offset = got
+        spans = analysis.references(offset, params.context.include_declaration)
+        if spans is None:
+            return None
+        return [ls.location_of(s, uri, index) for s in spans]
+
+    @server.feature(
+        lsp.TEXT_DOCUMENT_CODE_ACTION,
+        lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix]),
+    )
+    def code_action(
+        ls: FlowLanguageServer, params: lsp.CodeActionParams
+    ) -> list[lsp.CodeAction] | None:
+        uri = params.text_document.uri
+        got = ls.analysis(uri)
+        if got is None:
+            return None
+        only = params.context.only
+        if only and not any(str(getattr(k, "value", k)) in ("", "quickfix") for k in only):
+            return []  # only other kinds (refactor, source…) were asked for
+        analysis, index = got
+        return ls.quick_fixes(uri, analysis, index, params.range, params.context.diagnostics)
 
     @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
     def formatting(
