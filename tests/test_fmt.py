@@ -175,9 +175,11 @@ def test_exact_layout():
     )
     want = (
         "// header\n\n"
-        "type T { a: int, b: text? @length(1, 80)\n"
+        "type T {\n"
+        "  a: int, b: text? @length(1, 80)\n"
         "  /// doc of c\n"
-        "  c: map<int>[] }\n"
+        "  c: map<int>[]\n"
+        "}\n"
         "stage s -> T {\n"
         "  let x = [1, 2]  // trailing\n"
         "  let y = -x.count + (3 * -1)\n"
@@ -187,6 +189,43 @@ def test_exact_layout():
         "}\n"
     )
     assert format_source(messy) == want
+    assert format_source(want) == want
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "stage s -> int { return xs.count}\n",
+        "stage s -> int { return xs.count }\n",
+        "stage s -> int {\n  return xs.count}\n",
+        "stage s -> int {return xs.count\n}\n",
+    ],
+)
+def test_stage_body_braces_on_their_own_lines(src: str):
+    """A stage body is laid out like the well-laid-out source, whatever the input layout."""
+    want = "stage s -> int {\n  return xs.count\n}\n"
+    assert format_source(src) == want
+    assert format_source(want) == want
+
+
+def test_multiline_blocks_close_on_their_own_line_and_one_liners_stay():
+    src = (
+        "stage s -> { a: int } {\n"
+        "  if a { return { a: 1 } } else { return { a: 2 } }\n"
+        "  if b {\n    return { a: 1 } } else { return { a: 2 } }\n"
+        '  let r = agent(x) { task "t"\n    expect int }\n'
+        "  return { a: r,\n    }\n"
+        "}\n"
+    )
+    want = (
+        "stage s -> { a: int } {\n"
+        "  if a { return { a: 1 } } else { return { a: 2 } }\n"
+        "  if b {\n    return { a: 1 }\n  } else { return { a: 2 } }\n"
+        '  let r = agent(x) {\n    task "t"\n    expect int\n  }\n'
+        "  return {\n    a: r,\n  }\n"
+        "}\n"
+    )
+    assert format_source(src) == want
     assert format_source(want) == want
 
 

@@ -603,3 +603,113 @@ def test_unterminated_string_after_a_multiline_interpolation_points_at_its_start
     span = diags[0].span
     assert (span.line, span.column) == (2, 10)
     assert span.end_line >= span.line and span.column >= 1
+
+
+# -- hints for the slips of users of other languages (new-user trial) -------------------------
+
+
+def _first(text: str):
+    _, diags = parse_module(text, "m.flow")
+    assert diags and diags[0].code == "syntax-error", (text, diags)
+    return diags[0]
+
+
+@pytest.mark.parametrize(
+    "text, line",
+    [
+        ('stage s -> json {\n  let xs = filter input.items as e where e.kind = "file"\n}', 2),
+        ("stage s -> int {\n  if input.n = 2 { return 1 }\n  return 0\n}", 2),
+        ("stage s -> bool {\n  return input.a = 1\n}", 2),
+    ],
+)
+def test_single_equals_in_an_expression_hints_double_equals(text: str, line: int):
+    d = _first(text)
+    assert d.span.line == line
+    assert d.message.startswith("expected ") and d.message.endswith("found `=`"), d.message
+    assert d.hint == "did you mean `==`?"
+
+
+def test_expected_set_names_agent_clauses_only_inside_an_agent_block():
+    # LALR merges lookaheads: the set used to list agent clauses (and `]`, `)`) in a stage body
+    d = _first('stage s -> json {\n  let xs = filter input.items as e where e.kind = "file"\n}')
+    assert "agent clause" not in d.message and "`]`" not in d.message, d.message
+    assert "a statement" in d.message and "an operator" in d.message
+    d = _first("stage s -> json {\n  let x = 1 +\n}")
+    assert "agent clause" not in d.message
+    inside = _first('stage s -> json {\n  return agent(a) {\n    task "t" = 1\n  }\n}')
+    assert "an agent clause" in inside.message
+
+
+def test_agent_target_without_parentheses():
+    d = _first('use agent "r" as reviewer\nstage s -> json {\n  return agent reviewer {\n  }\n}')
+    assert d.message == "expected `(`, found the name `reviewer`"
+    assert d.hint == "the agent's target goes in parentheses: `agent(reviewer) { … }`"
+
+
+def test_unexpected_token_phrasing_has_no_article():
+    # when nothing the parser expects can be named, the message reads "unexpected name `x`"
+    from agentflow.grammar.parser import _describe
+
+    class T:
+        type, value = "NAME", "reviewer"
+
+    assert _describe(T(), article=False) == "name `reviewer`"
+    assert _describe(T()) == "the name `reviewer`"
+    for text in ["stage s { return agent reviewer { } }", "bogus", "stage s { let = 1 }"]:
+        _, diags = parse_module(text, "m.flow")
+        assert all("unexpected the" not in d.message for d in diags), diags
+
+
+@pytest.mark.parametrize(
+    "clause, example",
+    [
+        ('task: "Rank"', 'task "…"'),
+        ("expect: int", "expect T"),
+        ("input: { a: 1 }", "input { … }"),
+        ("max_iterations: 3", "max_iterations 6"),
+    ],
+)
+def test_colon_after_agent_clause_keyword(clause: str, example: str):
+    text = f'use agent "r" as r\nstage s -> json {{\n  return agent(r) {{\n    {clause}\n  }}\n}}'
+    d = _first(text)
+    assert d.span.line == 4 and "found `:`" in d.message, d.message
+    assert d.hint == f"agent clauses take no colon: `{example}`"
+
+
+def test_colon_hint_only_for_agent_clauses():
+    assert _first("input: Foo\n").hint is None
+    d = _first('stage s -> bool {\n  return ask "ok?" expect: bool\n}')
+    assert d.hint is None
+
+
+@pytest.mark.parametrize("kind", ["agent", "team"])
+def test_use_name_must_be_a_string(kind: str):
+    d = _first(f"use {kind} reviewer\nstage s -> int {{ return 1 }}")
+    assert d.message == "expected a string, found the name `reviewer`"
+    assert d.hint == f'the {kind} name is a string: `use {kind} "reviewer" as reviewer`'
+
+
+@pytest.mark.parametrize(
+    "written, hint",
+    [
+        ("list<text>", "agentflow writes a list as `text[]`"),
+        ("Array<string>", "agentflow writes a list as `text[]`"),
+        ("List[str]", "agentflow writes a list as `text[]`"),
+        ("Optional[int]", "agentflow writes an optional type as `int?`"),
+        ("Dict[str, Integer]", "agentflow writes an object with text keys as `map<int>`"),
+        ("map<text, int>", "`map<T>` takes only the value type (its keys are text): `map<int>`"),
+    ],
+)
+def test_generic_types_of_other_languages(written: str, hint: str):
+    d = _first(f"type A {{ x: {written} }}")
+    assert d.hint == hint, (d.message, d.hint)
+
+
+def test_map_with_two_arguments_names_the_closing_angle():
+    d = _first("type A { x: map<text, int> }")
+    assert d.message == "expected `>`, found `,`"
+
+
+def test_interpolation_error_names_the_closing_brace():
+    d = _first('stage s -> text {\n  return "a ${x return} b"\n}')
+    assert d.message == "expected `}`, found `return`", d.message

@@ -11,6 +11,9 @@ The formatter works on tokens, in the manner of ``gofmt``: it keeps the author's
 - Spacing between tokens is canonical: one space around binary operators, ``=``, ``->`` and
   ``|``, after ``,`` and ``:``, inside ``{ … }`` on one line; none inside ``( )``/``[ ]``, around
   ``.``/``..``, before ``?`` (optional types), ``[`` (index, ``T[]``) and ``(`` after a name.
+- A ``{ … }`` that spans lines has its braces on lines of their own (a break after ``{`` and
+  before ``}``); a stage body always does.  One-line blocks elsewhere stay (``if a { … } else
+  { … }``, ``{ a: 1 }``, ``type T { a: int }``).
 - Runs of blank lines become one blank line; blank lines after an opening bracket, before a
   closing one, and at the start and end of the file are removed; the file ends with one ``\\n``.
 - Comments, doc comments (``///``), block comments and every string literal (including the
@@ -315,8 +318,13 @@ def _break_blocks(toks: list[Token]) -> list[Token]:
     stage_pending = False
     prev_code: Token | None = None
     for k, t in enumerate(toks):
-        if t.kind == "word" and t.text == "stage" and not opened and (
-            prev_code is None or k == 0 or toks[k - 1].kind in ("nl", "comment", "doc", "block")
+        if (
+            t.kind == "word"
+            and t.text == "stage"
+            and not opened
+            and (
+                prev_code is None or k == 0 or toks[k - 1].kind in ("nl", "comment", "doc", "block")
+            )
         ):
             stage_pending = True
         elif t.kind == "op" and t.text == "{":

@@ -1086,7 +1086,7 @@ def _describe(tok: Any, *, article: bool = True) -> str:
     t = tok.type
     the = "the " if article else ""
     if t == "$END":
-        return "the end of the text"
+        return f"{the}end of the text"
     if t == "STRING":
         return "a string" if article else "string"
     if t == "NUMBER":
@@ -1178,9 +1178,7 @@ _CLAUSE_EXAMPLE = {
 
 
 _WORD_BEFORE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*(\[\s*)?$")
-_TYPE_ARGS = re.compile(
-    r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:,\s*([A-Za-z_][A-Za-z0-9_]*)\s*)?[>\]]"
-)
+_TYPE_ARGS = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:,\s*([A-Za-z_][A-Za-z0-9_]*)\s*)?[>\]]")
 
 
 def _generic_hint(tok: Any, expected: set[str], sc: _Scanner) -> str | None:
@@ -1271,7 +1269,7 @@ def _unexpected(
             msg = f"expected {_join_or(words)} to close {sc.opened(opener)}, found {found}"
             notes.append((f"{sc.opened(opener, at=False)} opened here", opener.span))
     if sc.module:
-        msg = msg.replace("the end of the text", "the end of the file")
+        msg = msg.replace("end of the text", "end of the file")
     elif sc.stop is not None and tok.type != "$END":
         # inside `${…}` / `{{ … }}` the text ends at the closing brace
         msg = msg.replace("the end of the text", "`}`" if sc.stop == "}" else "`}}`")
