@@ -428,7 +428,10 @@ class _Checker:
         hint = _suggest(name, declared - set(PRIMS))
         if hint:
             return hint
-        return D.foreign_type_hint(name) or _suggest(name, set(PRIMS) | {"Verdict"} | declared)
+        builtin = _suggest(name, set(PRIMS) | {"Verdict"})
+        if builtin and builtin.split("`")[1].lower() == name.lower():
+            return builtin  # `Bool`, `Text`: only the case differs
+        return D.foreign_type_hint(name) or builtin
 
     def resolve_type(self, t: ast.TypeExpr, alias_stack: tuple[str, ...] = ()) -> Type:
         """Turn a written type into a semantic type, reporting unknown names, duplicate fields
@@ -689,6 +692,13 @@ class _Checker:
                 else:
                     singles[kind] = item
         header = singles.get(ast.FlowHeader)  # type: ignore[assignment]
+        if header is not None and self.module.items and self.module.items[0] is not header:
+            # LANGUAGE.md §2: "optional header, first if present"
+            self.report(
+                D.SYNTAX_ERROR,
+                "the `flow` header must be the first item of the file",
+                header.span,
+            )
 
         # 1. type names
         for item in items:

@@ -502,7 +502,7 @@ class _Lowerer:
         self.plans[name] = {
             "version": 1,
             "name": name,
-            "description": f"{what}{where}, outlined by flowc",
+            "description": f"{what}{where}, outlined by flowc",  # runtime: is_outlined()
             "steps": sub.steps,
             "finish": {"mode": "output", "output": self.whole(value)},
         }

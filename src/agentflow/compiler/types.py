@@ -451,6 +451,12 @@ def join(types: list[Type], env: TypeEnv | None = None) -> Type:
         return NEVER
     if any(isinstance(t, ErrorType) for t in types):
         return ERROR
+    # a string literal counts as assignable to `path` and `member` (§3), whatever its position:
+    # `["notes.md", input.kb]` is a `path[]` like `[input.kb, "notes.md"]`, not a `text[]`
+    for cand in types:
+        w = widen(cand)
+        if (w == PATH or w == MEMBER) and all(assignable(t, w, env) for t in types):
+            return w
     for cand in types:
         w = widen(cand)
         if all(assignable(t, w, env) for t in types):

@@ -1316,6 +1316,16 @@ async def _c_verify(ex: Executor, step, c, scope, path, frame, announce) -> Any:
 # ----------------------------------------------------------------- agent
 
 
+#: How lowering describes the sub-plans it outlines (compiler/lowering.py): "…, outlined by flowc".
+OUTLINED_MARK = ", outlined by flowc"
+
+
+def is_outlined(plan: Any) -> bool:
+    """True for a sub-plan the compiler outlined (its ``description`` ends with
+    :data:`OUTLINED_MARK`), as opposed to one written by hand."""
+    return str(getattr(plan, "description", None) or "").endswith(OUTLINED_MARK)
+
+
 def _resolve_tools(
     ex: Executor,
     requested: Any,
@@ -1339,7 +1349,15 @@ def _resolve_tools(
     if requested == "none":
         return []
     if requested is None:
-        chosen = list(names)
+        # LANGUAGE.md §10: sub-plans the compiler outlined are offered only when named, though
+        # build_catalog registers them; hand-written sub-plans stay tools (RUNTIME.md §4)
+        outlined = {
+            f"plan__{n}"
+            for source in (getattr(frame.plan, "plans", None), frame.root_plans)
+            for n, sub in (source or {}).items()
+            if is_outlined(sub)
+        }
+        chosen = [n for n in names if n not in outlined]
     else:
         if isinstance(requested, str):
             requested = [requested]
@@ -1432,6 +1450,17 @@ async def _c_agent(ex: Executor, step, c, scope, path, frame, announce) -> Any:
     model = render_value(c.get("model"), scope) if c.get("model") is not None else None
     write_raw = render_value(c.get("write"), scope) if c.get("write") is not None else None
     max_iter = render_value(c.get("max_iterations", 8), scope)
+    if isinstance(max_iter, float) and max_iter.is_integer():
+        max_iter = int(max_iter)
+    if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
+        # a templated budget is checked like a literal one (PLAN_IR.md §6: an integer ≥ 1),
+        # never coerced (2.5 → 2, true → 1) nor reported as a Python error
+        raise RunError(
+            "validation",
+            f"`max_iterations` must be an integer ≥ 1, got {json.dumps(_json_safe(max_iter), ensure_ascii=False)}",
+            path,
+            _source(step),
+        )
     profile, label = _profile(ex, c.get("agent"), scope, path, stack)
     write: list[Path] | None = None
     if write_raw is not None:
@@ -1755,9 +1784,23 @@ async def _until_stopped(work: Awaitable[Any]) -> Any:
     stop = stop_request()
     if stop is None:
         return await work
+    stop.listeners += 1
+    try:
+        # A signal that came while the run was loading (tool modules, config: synchronous code)
+        # sits in the loop's wake-up pipe: it is read on the next loop pass and its handler runs
+        # on the pass after, so yield twice and stop before the first step if it was one.
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+    except BaseException:
+        stop.listeners -= 1
+        _close_awaitable(work)
+        raise
+    if stop.event.is_set():
+        stop.listeners -= 1
+        _close_awaitable(work)
+        raise _Stopped(f"interrupted by {stop.signal}", None)
     task = asyncio.ensure_future(work)
     waiter = asyncio.ensure_future(stop.event.wait())
-    stop.listeners += 1
     try:
         await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -1769,6 +1812,13 @@ async def _until_stopped(work: Awaitable[Any]) -> Any:
     if task.cancelled() and stop.event.is_set():
         raise _Stopped(f"interrupted by {stop.signal}", None)
     return task.result()
+
+
+def _close_awaitable(work: Awaitable[Any]) -> None:
+    """Close a coroutine that will never run (no "was never awaited" warning)."""
+    close = getattr(work, "close", None)
+    if inspect.iscoroutine(work) and callable(close):
+        close()
 
 
 def run_plan_sync(plan: Any, input: Any = None, **kwargs: Any) -> RunResult:
