@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,121 @@ def test_run_sync_raises_interrupted_with_the_partial_result(project):
     rc, out, err = _interrupt([sys.executable, "-c", script], project, signal.SIGINT)
     assert rc == 0, err
     assert out.split() == ["SIGINT", "130", "aborted", "['E0']"]
+
+
+STUBBORN_TOOLS = '''\
+import asyncio, sys, time
+from pathlib import Path
+
+print("LOADING", file=sys.stderr, flush=True)
+if Path("slow_import").exists():
+    time.sleep(2)
+
+
+async def deaf() -> int:
+    """Ignores every cancellation."""
+    print("DEAF", file=sys.stderr, flush=True)
+    while True:
+        try:
+            await asyncio.sleep(100)
+        except asyncio.CancelledError:
+            print("IGNORED", file=sys.stderr, flush=True)
+
+
+def touch() -> str:
+    """A side effect."""
+    Path("touched").write_text("x")
+    return "x"
+'''
+
+
+def _start(cmd: list[str], cwd: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+
+
+def _wait_for(proc: subprocess.Popen, marker: str, seen: list[str]) -> None:
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        seen.append(line)
+        if marker in line:
+            return
+    raise AssertionError("".join(seen))
+
+
+@pytest.fixture
+def deaf_project(tmp_path: Path) -> Path:
+    (tmp_path / "tools.py").write_text(STUBBORN_TOOLS, encoding="utf-8")
+    (tmp_path / "flow.toml").write_text('[tools]\nmodules = ["tools.py"]\n', encoding="utf-8")
+    (tmp_path / "deaf.plan.yaml").write_text(
+        "version: 1\nname: deaf\nsteps:\n"
+        "  - {id: E0, tool_name: value, input: {value: 1}}\n"
+        "  - {id: E1, tool_name: user__deaf, input: {}}\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "touch.plan.yaml").write_text(
+        "version: 1\nname: touch\nsteps:\n  - {id: E0, tool_name: user__touch, input: {}}\n",
+        encoding="utf-8",
+    )
+    return tmp_path
+
+
+def test_a_second_signal_stops_even_a_tool_that_ignores_cancellation(deaf_project):
+    flowc = str(Path(sys.executable).with_name("flowc"))
+    cmd = [flowc, "run", "deaf.plan.yaml", "--config", "flow.toml", "--trace", "t.jsonl"]
+    proc = _start(cmd, deaf_project)
+    seen: list[str] = []
+    _wait_for(proc, "DEAF", seen)
+    proc.send_signal(signal.SIGINT)
+    _wait_for(proc, "IGNORED", seen)  # the graceful stop waits for the step...
+    proc.send_signal(signal.SIGINT)  # ...and the second Ctrl-C stops at once
+    try:
+        _, err = proc.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail("the second SIGINT did not stop the run")
+    assert proc.returncode == 130, "".join(seen) + err
+    assert "Traceback" not in err and "destroyed but it is pending" not in err
+    events = [json.loads(x) for x in (deaf_project / "t.jsonl").read_text().splitlines()]
+    assert events[-1]["kind"] == "run_finished"
+
+
+def test_a_signal_while_the_tools_load_stops_before_the_first_step(deaf_project):
+    (deaf_project / "slow_import").write_text("")
+    flowc = str(Path(sys.executable).with_name("flowc"))
+    cmd = [flowc, "run", "touch.plan.yaml", "--config", "flow.toml", "--json"]
+    proc = _start(cmd, deaf_project)
+    seen: list[str] = []
+    _wait_for(proc, "LOADING", seen)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143, "".join(seen) + err
+    assert not (deaf_project / "touched").exists()  # the step never ran
+    result = json.loads(out)
+    assert result["status"] == "aborted" and result["results"] == {}
+
+
+@pytest.mark.skipif(not Path("/proc/self/wchan").exists(), reason="needs /proc/PID/wchan")
+def test_ctrl_c_before_the_run_starts_exits_130(tmp_path):
+    fifo = tmp_path / "input.fifo"
+    os.mkfifo(fifo)
+    (tmp_path / "p.plan.yaml").write_text(PLAN, encoding="utf-8")
+    flowc = str(Path(sys.executable).with_name("flowc"))
+    proc = _start([flowc, "run", "p.plan.yaml", "--input", f"@{fifo}"], tmp_path)
+    wchan = Path(f"/proc/{proc.pid}/wchan")
+    for _ in range(300):  # until it blocks opening the FIFO (before any event loop exists)
+        if not wchan.exists() or "partner" in wchan.read_text():
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=15)
+    assert proc.returncode == 130, err
+    assert "Aborted!" not in err and "Traceback" not in err
+    assert "interrupted by SIGINT" in err

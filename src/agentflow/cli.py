@@ -93,7 +93,9 @@ def _render(diags: list, sources: dict[str, str], fmt: str) -> str:
 
 class _FlowGroup(click.Group):
     """Click group whose commands end with the shell's exit code for a signal (130 for Ctrl-C,
-    143 for SIGTERM) when a run is interrupted, instead of click's generic "Aborted!" (1)."""
+    143 for SIGTERM) when a run is interrupted, instead of click's generic "Aborted!" (1).
+    A Ctrl-C before the run's own handlers are in place (loading, reading ``--input``) is a
+    plain ``KeyboardInterrupt``: it ends with 130 too."""
 
     def invoke(self, ctx: click.Context) -> Any:
         from agentflow.errors import Interrupted
@@ -103,6 +105,9 @@ class _FlowGroup(click.Group):
         except Interrupted as e:
             _err(f"interrupted by {e.signal}")
             ctx.exit(e.exit_code)
+        except KeyboardInterrupt:
+            _err("interrupted by SIGINT")
+            ctx.exit(130)
 
 
 @click.group(cls=_FlowGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -444,12 +444,26 @@ async def run_agent(
                 await _note_trailing(emit, step_path, trailing, round_)
             return _result(value, round_, tools_called, True)
 
+        # each repair pass works on the previous pass's answer and errors (a second pass sent
+        # the same request as the first would only get the same reply)
+        answer_text, answer_errors = text, errors
         for _ in range(max(0, spec.repair_attempts)):
-            repaired = await _repair(
-                router, client, role, spec, text, errors, infer, round_, emit, step_path
+            repaired, repair_text, repair_errors = await _repair(
+                router,
+                client,
+                role,
+                spec,
+                answer_text,
+                answer_errors,
+                infer,
+                round_,
+                emit,
+                step_path,
             )
             if repaired is not None:
                 return _result(repaired, round_, tools_called, True)
+            if repair_text and repair_text.strip():
+                answer_text, answer_errors = repair_text, repair_errors
 
         last_problem = errors
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
@@ -516,8 +530,8 @@ async def _repair(
     round_: int,
     emit: Emit | None,
     step_path: str,
-) -> dict[str, Any] | None:
-    """One repair-role pass; the conforming object, or None."""
+) -> tuple[dict[str, Any] | None, str | None, list[str]]:
+    """One repair-role pass: ``(conforming object or None, the reply's text, its errors)``."""
     try:
         repair_client = router.client_for("repair")
         repair_role = "repair"
@@ -541,7 +555,7 @@ async def _repair(
         await _emit(
             emit, "warning", step_path, message=f"repair pass failed: {exc.message}", round=round_
         )
-        return None
+        return None, None, []
     if response.finish_reason == "length":
         await _emit(
             emit,
@@ -551,8 +565,8 @@ async def _repair(
             truncated=True,
             round=round_,
         )
-        return None
+        return None, None, []
     value, repair_errors, _ = check_answer(response.text, spec.output_schema)
     if repair_errors:
-        return None
-    return value
+        return None, response.text, repair_errors
+    return value, response.text, []

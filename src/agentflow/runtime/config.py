@@ -551,6 +551,27 @@ def _check_references(config: Config, text: str) -> None:
                 f"{where}: [mcp.{server}]: invalid server name '{server}' (letters, digits, "
                 "'-' and single '_'; not builtin, user or plan): tools are named SERVER__tool"
             )
+    # agent profiles and team members name a model too: an unknown one (a typo) is reported at
+    # load, not when the agent's step runs after the earlier steps have spent their work.
+    # Roles are skipped: with no model at all (e.g. `--replay`) they need not resolve.
+    profiles: list[tuple[tuple[str, ...], str, str | None]] = [
+        (("agents", name, "model"), f"[agents.{name}] model", prof.model)
+        for name, prof in config.agents.items()
+    ]
+    profiles += [
+        (("teams", team_name, "members"), f"[teams.{team_name}] member '{member}' model", m.model)
+        for team_name, team in config.teams.items()
+        for member, m in team.members.items()
+    ]
+    for loc, label, ref in profiles:
+        if ref is None or ref == "default" or ref in ROLES:
+            continue
+        try:
+            config.resolve(ref)
+        except ConfigError as exc:
+            raise ConfigError(
+                f"{_where(file, text, loc)}: {label}: {_strip_file(exc, file)}"
+            ) from None
     for team_name, team in config.teams.items():
         if team.members and team.main not in team.members:
             where = _where(file, text, ("teams", team_name, "main"))

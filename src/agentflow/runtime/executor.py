@@ -1787,10 +1787,12 @@ async def _until_stopped(work: Awaitable[Any]) -> Any:
     stop.listeners += 1
     try:
         # A signal that came while the run was loading (tool modules, config: synchronous code)
-        # sits in the loop's wake-up pipe: it is read on the next loop pass and its handler runs
-        # on the pass after, so yield twice and stop before the first step if it was one.
-        await asyncio.sleep(0)
-        await asyncio.sleep(0)
+        # still sits in the loop's wake-up pipe: let the loop hand it to ``stop.request`` before
+        # the first step starts (a few passes; none when no signal came).
+        for _ in range(16):
+            if stop.handled >= stop.received:
+                break
+            await asyncio.sleep(0)
     except BaseException:
         stop.listeners -= 1
         _close_awaitable(work)

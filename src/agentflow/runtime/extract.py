@@ -172,9 +172,44 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+#: Keywords of JSON Schema 2019-09/2020-12 (the draft plans' schemas are checked against) that
+#: fastjsonschema (drafts 4–7) silently ignores: a schema using any of them is validated by
+#: jsonschema alone, so the keyword is enforced rather than skipped.
+_NEWER_KEYWORDS = frozenset(
+    {
+        "prefixItems",
+        "dependentRequired",
+        "dependentSchemas",
+        "unevaluatedProperties",
+        "unevaluatedItems",
+        "minContains",
+        "maxContains",
+        "$dynamicRef",
+        "$recursiveRef",
+    }
+)
+
+
+def _keywords(node: Any) -> set[str]:
+    """Every object key anywhere in ``node`` (iterative; property names included, which only
+    ever makes the check more conservative)."""
+    keys: set[str] = set()
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            keys.update(k for k in item if isinstance(k, str))
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return keys
+
+
 @lru_cache(maxsize=512)
 def _compiled(schema_key: str) -> Any:
     schema = json.loads(schema_key)
+    if _keywords(schema) & _NEWER_KEYWORDS:
+        return None
     try:
         return fastjsonschema.compile(schema)
     except Exception:  # noqa: BLE001 - unsupported keyword: fall back to jsonschema only

@@ -209,9 +209,20 @@ class StopRequest:
         self.signum = 0
         self.listeners = 0
         self.main: asyncio.Task[Any] | None = None
+        #: signals the process received (counted at once, even during synchronous code) and
+        #: signals :meth:`request` has handled on the loop: ``run_plan`` lets the loop catch up
+        #: before its first step, so a Ctrl-C while the tools load stops the run before it starts
+        self.received = 0
+        self.handled = 0
+
+    def note(self, signum: int, frame: Any) -> None:
+        """Python-level signal handler (main thread, between bytecodes): count the signal; the
+        loop's wake-up descriptor brings it to :meth:`request`."""
+        self.received += 1
 
     def request(self, signum: int) -> None:
         """Signal handler body (runs on the loop)."""
+        self.handled += 1
         if self.signal is not None or self.listeners == 0:
             self.signal = self.signal or signal.Signals(signum).name
             self.signum = self.signum or signum
@@ -245,6 +256,7 @@ def _install_signals(loop: asyncio.AbstractEventLoop, stop: StopRequest) -> list
             if signal.getsignal(signum) is not default:
                 continue
             loop.add_signal_handler(signum, stop.request, signum)
+            signal.signal(signum, stop.note)  # instead of asyncio's no-op; the wake-up fd stays
         except (NotImplementedError, RuntimeError, ValueError):  # pragma: no cover - platform
             continue
         installed.append(signum)
@@ -275,26 +287,62 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
         )
     from agentflow.errors import Interrupted
 
-    with asyncio.Runner(loop_factory=new_event_loop) as runner:
-        loop = runner.get_loop()
-        loop.set_default_executor(DaemonThreadExecutor())
-        stop = StopRequest()
+    runner = asyncio.Runner(loop_factory=new_event_loop)
+    loop = runner.get_loop()
+    loop.set_default_executor(DaemonThreadExecutor())
+    stop = StopRequest()
 
-        async def main() -> T:
-            stop.main = asyncio.current_task()
-            _STOP.set(stop)
-            return await coro
+    async def main() -> T:
+        stop.main = asyncio.current_task()
+        _STOP.set(stop)
+        return await coro
 
-        installed = _install_signals(loop, stop)
+    installed = _install_signals(loop, stop)
+    try:
         try:
             value = runner.run(main())
         except asyncio.CancelledError:
             if stop.signal is None:
                 raise
             raise Interrupted(stop.signal, 128 + stop.signum) from None
-        finally:
-            for signum in installed:
-                loop.remove_signal_handler(signum)
         if stop.signal is not None:
             raise Interrupted(stop.signal, 128 + stop.signum, value)
         return value
+    finally:
+        if stop.signal is None:
+            for signum in installed:
+                loop.remove_signal_handler(signum)
+            runner.close()
+        else:  # further signals are ignored while the loop closes (bounded)
+            _close_after_signal(runner, loop)
+            for signum in installed:
+                loop.remove_signal_handler(signum)  # (closing the loop removed them already)
+
+
+#: After a signal, how long the end of the run waits for tasks still running (seconds) before it
+#: abandons them: a tool that ignores cancellation cannot hold the process open.
+ABANDON_S = 1.0
+
+
+def _close_after_signal(runner: asyncio.Runner, loop: asyncio.AbstractEventLoop) -> None:
+    """``runner.close()``, except that tasks still running :data:`ABANDON_S` after their
+    cancellation are abandoned (``asyncio.Runner`` would wait for them forever): the loop is
+    closed under them, without the "Task was destroyed but it is pending" log."""
+    pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.wait(pending, timeout=ABANDON_S))
+    left = [t for t in pending if not t.done()]
+    if not left:
+        runner.close()
+        return
+    for task in left:
+        task._log_destroy_pending = False  # abandoned on purpose
+    for task in pending:
+        if task.done() and not task.cancelled():
+            task.exception()  # retrieved: no "exception was never retrieved" log
+    try:
+        loop.run_until_complete(loop.shutdown_default_executor())  # daemon threads: immediate
+    finally:
+        loop.close()

@@ -114,8 +114,40 @@ def _arguments_object(arguments: str | dict[str, Any]) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+#: The text sent for a user turn whose text is empty (the Messages API refuses empty text blocks).
+EMPTY_USER_TEXT = "(empty message)"
+
+
+def _round_trip_blocks(message: Message) -> list[dict[str, Any]]:
+    """The assistant turn's original blocks (``message.raw``) to send back.
+
+    Thinking and other blocks are kept unchanged, but the ``tool_use`` blocks carry the ids the
+    agent loop assigned (``message.tool_calls``, in order) — a reply with a missing or duplicate
+    id would otherwise not match its ``tool_result`` — and text blocks that are empty or blank are
+    left out (the API returns them at times but refuses them in a request).
+    """
+    calls = iter(message.tool_calls)
+    blocks: list[dict[str, Any]] = []
+    for raw in message.raw:
+        block = dict(raw) if isinstance(raw, dict) else raw
+        if isinstance(block, dict) and block.get("type") == "text":
+            text = block.get("text")
+            if not isinstance(text, str) or not text.strip():
+                continue
+        if isinstance(block, dict) and block.get("type") == "tool_use":
+            call = next(calls, None)
+            if call is not None:
+                block["id"] = call.id
+        blocks.append(block)
+    return blocks
+
+
 def messages_to_anthropic(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
-    """``(system, messages)`` in Messages API form (see module doc for the rules)."""
+    """``(system, messages)`` in Messages API form (see module doc for the rules).
+
+    Text blocks are never empty or blank (the API refuses them): an empty user text becomes
+    :data:`EMPTY_USER_TEXT`, an empty assistant text is left out.
+    """
     system_parts: list[str] = []
     out: list[dict[str, Any]] = []
 
@@ -130,7 +162,8 @@ def messages_to_anthropic(messages: list[Message]) -> tuple[str, list[dict[str, 
             if message.content:
                 system_parts.append(message.content)
         elif message.role == "user":
-            push("user", [{"type": "text", "text": message.content or ""}])
+            text = message.content if message.content and message.content.strip() else None
+            push("user", [{"type": "text", "text": text or EMPTY_USER_TEXT}])
         elif message.role == "tool":
             block: dict[str, Any] = {
                 "type": "tool_result",
@@ -142,10 +175,12 @@ def messages_to_anthropic(messages: list[Message]) -> tuple[str, list[dict[str, 
             push("user", [block])
         else:  # assistant
             if isinstance(message.raw, list) and message.raw:
-                push("assistant", [dict(b) for b in message.raw])
+                kept = _round_trip_blocks(message)
+                if kept:
+                    push("assistant", kept)
                 continue
             blocks: list[dict[str, Any]] = []
-            if message.content:
+            if message.content and message.content.strip():
                 blocks.append({"type": "text", "text": message.content})
             for call in message.tool_calls:
                 blocks.append(

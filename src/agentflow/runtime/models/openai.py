@@ -222,6 +222,13 @@ class _Unsupported(Exception):
 
 
 _DROP = ("$defs", "definitions", "$schema", "$id", "default")
+#: The ``format`` values OpenAI's strict mode accepts; any other is refused with a 400 ("'uri' is
+#: not a valid format"), so it is left out of the request (the contract still checks it).
+STRICT_FORMATS = frozenset(
+    {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
+)
+#: Keywords strict mode refuses outright: a schema using them is sent without response_format.
+_REFUSED = ("allOf", "not", "if", "then", "else", "dependentRequired", "dependentSchemas")
 
 
 def _accepts_null(node: Any) -> bool:
@@ -248,10 +255,13 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
     Only the *provider request* uses the result; answers are always validated against the original
     contract. Every object gets ``additionalProperties: false`` and lists all its properties as
     required, the optional ones made nullable (a ``T?`` field, already ``anyOf [T, null]``, is left
-    as it is); ``default``/``$schema`` are dropped. ``$ref`` into ``$defs`` is inlined; a recursive
+    as it is); ``default``/``$schema`` and our ``x-*`` annotations are dropped, as is a ``format``
+    strict mode does not know (:data:`STRICT_FORMATS`); ``oneOf`` is sent as ``anyOf``. ``$ref``
+    into ``$defs`` is inlined; a recursive
     schema (which cannot be inlined) keeps its ``$defs``, converted the same way (OpenAI accepts
     recursive ``$ref``). None when strict mode cannot express the schema (a map type:
-    ``additionalProperties`` with a schema; an empty "any" schema): the caller then sends no
+    ``additionalProperties`` with a schema; an empty "any" schema; ``allOf``, ``not``,
+    ``if``/``then``/``else``, ``dependent*``, which strict mode refuses): the caller then sends no
     ``response_format`` and validates the contract all the same.
     """
     defs = schema.get("$defs") or schema.get("definitions") or {}
@@ -274,11 +284,17 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
             return conv({**defs[name], **rest}, stack | {name})
         out: dict[str, Any] = {}
         for key, value in node.items():
-            if key in _DROP:
+            if key in _DROP or key.startswith("x-"):  # our own annotations (`x-flow-type`)
                 continue
+            if key in _REFUSED:
+                raise _Unsupported(key)
+            if key == "format" and value not in STRICT_FORMATS:
+                continue
+            if key == "oneOf":  # refused by strict mode; the request may say anyOf
+                key = "anyOf"
             if key == "properties" and isinstance(value, dict):
                 out[key] = {k: conv(v, stack) for k, v in value.items()}
-            elif key in ("items", "anyOf", "oneOf", "allOf", "prefixItems", "not"):
+            elif key in ("items", "anyOf", "prefixItems"):
                 out[key] = conv(value, stack)
             elif key == "additionalProperties" and value not in (False, None):
                 raise _Unsupported("additionalProperties with a schema (a map)")
