@@ -455,3 +455,45 @@ def test_validation_does_not_apply_defaults():
     value = {}
     assert validate(schema, value) == []
     assert value == {}
+
+
+async def test_an_openai_refusal_ends_the_loop_and_says_why(chat_server, scripted_router):
+    from support.chat_server import completion
+
+    body = completion(None)
+    body["choices"][0]["message"]["refusal"] = "I can't help with that."
+    chat_server.script([body, answer({"answer": "never asked"})])
+    rec = Recorder()
+    result = await run(scripted_router, rec, max_iterations=3)
+    assert result["final"] is False and result["iterations"] == 1
+    assert result["errors"] == ["the model refused: I can't help with that."]
+    assert len(chat_server.requests) == 1  # no round spent asking again
+    assert any("refused" in w["message"] for w in rec.kinds("warning"))
+
+
+async def test_an_anthropic_refusal_stop_reason_is_a_refusal(chat_server, tmp_path):
+    from support.chat_server import TEST_API_KEY, anthropic_message
+
+    from agentflow.runtime.config import load_config
+    from agentflow.runtime.models.router import ModelRouter
+
+    (tmp_path / "flow.toml").write_text(
+        '[models]\ndefault = "claude:claude-test"\n[providers.claude]\nkind = "anthropic"\n'
+        f'base_url = "http://127.0.0.1:{chat_server.port}"\napi_key_env = "ANTHROPIC_API_KEY"\n'
+    )
+    router = ModelRouter(load_config(cwd=tmp_path, env={"ANTHROPIC_API_KEY": TEST_API_KEY}))
+    chat_server.script([anthropic_message([], stop_reason="refusal")])
+    try:
+        result = await run(router, Recorder(), max_iterations=2)
+    finally:
+        await router.aclose()
+    assert result["errors"] == ["the model refused: no explanation given"]
+
+
+def test_a_refusal_survives_record_and_replay(tmp_path):
+    from agentflow.runtime.models.base import ChatResponse
+    from agentflow.runtime.models.cassette import _response_data, _response_from
+
+    data = _response_data(ChatResponse(text=None, refusal="no"))
+    assert _response_from(json.loads(json.dumps(data))).refusal == "no"
+    assert "refusal" not in _response_data(ChatResponse(text="hi"))  # old lines unchanged

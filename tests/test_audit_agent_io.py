@@ -263,3 +263,27 @@ async def test_second_repair_pass_works_on_the_first_passes_answer(chat_server, 
     first, second = repair_requests
     assert '"a": "1"' in first and "$.a" in first
     assert '"a": 1' in second and "$.a" not in second and "$.b" in second
+
+
+def test_format_violations_are_all_reported_with_their_paths():
+    """Contracts with `@format(...)`: every violation, each at its JSON path, in one wording."""
+    from agentflow.runtime.extract import validate
+
+    schema = {
+        "type": "object",
+        "required": ["a"],
+        "properties": {
+            "url": {"type": "string", "format": "uri"},
+            "when": {"type": "string", "format": "date-time"},
+            "mail": {"type": "string", "format": "email"},
+        },
+    }
+    errors = validate(schema, {"url": "not a uri", "when": "yesterday", "mail": "nope"})
+    assert errors == [
+        "$: 'a' is a required property",
+        "$.mail: 'nope' is not a 'email'",
+        "$.url: 'not a uri' is not a 'uri'",
+        "$.when: 'yesterday' is not a 'date-time'",
+    ]
+    ok = {"a": 1, "url": "https://x.org/a", "when": "2026-11-30T10:00:00Z", "mail": "a@b.org"}
+    assert validate(schema, ok) == []

@@ -127,3 +127,23 @@ def test_self_cycle():
     plan = Plan(name="me", steps=[Step(id="E0", tool_name="plan__me")])
     (problem,) = validate_plan(plan)
     assert problem.code == "plan_cycle" and "me → me" in problem.message
+
+
+def test_an_agent_pattern_never_counts_the_plan_it_runs_in():
+    """`tools: ["plan__*"]` with no other plan matches nothing at run time (an agent is never
+    offered its own plan), so load-time validation says so too."""
+    text = """\
+version: 1
+name: main
+steps:
+  - id: E0
+    tool_name: agent
+    input:
+      prompt: go
+      output_schema: {type: object}
+      tools: ["plan__*"]
+"""
+    plan = load_plan_text(text, "p.yaml")
+    problems = resolve_tools(plan, {"builtin__read_file"}, set())
+    assert [p.message for p in problems] == ["step E0: `tools` pattern 'plan__*' matches no tool"]
+    assert resolve_tools(plan, {"builtin__read_file", "plan__other"}, set()) == []

@@ -76,3 +76,35 @@ async def test_hand_written_sub_plans_are_offered_when_tools_omitted(
     assert result.status == "ok", result.error
     offered = [t["function"]["name"] for t in chat_server.requests[0].get("tools", [])]
     assert "plan__helper" in offered, offered
+
+
+BIG_RESULT = """\
+version: 1
+name: big
+steps:
+  - id: E0
+    tool_name: agent
+    input:
+      prompt: read it
+      tools: [builtin__read_file]
+      output_schema: {type: object}
+"""
+
+
+async def test_tool_result_cap_of_agent_steps_comes_from_flow_toml(tmp_path, chat_server):
+    """RUNTIME.md §10: the tool-result size cap is configurable: `[tools] max_result_chars`."""
+    from support.chat_server import TEST_API_KEY, tool_calls
+
+    from agentflow.runtime.config import load_config
+
+    (tmp_path / "big.txt").write_text("x" * 5000, encoding="utf-8")
+    path = chat_server.write_config(tmp_path)
+    path.write_text(path.read_text() + "\n[tools]\nmax_result_chars = 300\n", encoding="utf-8")
+    config = load_config(path, env={"SCRIPTED_API_KEY": TEST_API_KEY})
+    chat_server.script([tool_calls(("builtin__read_file", {"path": "big.txt"})), text("{}")])
+    f = tmp_path / "big.plan.yaml"
+    f.write_text(BIG_RESULT, encoding="utf-8")
+    result = await api.run(str(f), {}, config=config, workspace=tmp_path)
+    assert result.status == "ok", result.error
+    shown = [m for m in chat_server.requests[1]["messages"] if m["role"] == "tool"][0]["content"]
+    assert "showing the first 300]" in shown and len(shown) < 600

@@ -63,6 +63,9 @@ _INLINE_MAX_LENGTH = 4000  # characters, for a name used once
 _NOT_BODY = frozenset({"map", "reduce", "decide", "verify", "parallel"})
 # Scope names a nested filter gate shadows (PLAN_IR.md §3).
 _SHADOWED = frozenset({"item", "index"})
+# The binding of a projection's element (`xs[*]`) in the `map` body it is lowered to: not an
+# identifier, so no source name can clash with it.
+_ELEMENT = "[*]"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -623,11 +626,30 @@ class _Lowerer:
         return _join(op, _paren(self.expr(e.operand, ctx)))
 
     def x_Member(self, e: ast.Member, ctx: _Ctx) -> Frag:
-        obj = _paren(self.expr(e.obj, ctx))
-        f = _join(obj, "." + e.name, atomic=True)
+        if self._nullable(e.obj) and not self._optional_field(e):
+            # A required field (or `.count`) read through a `T?` value is null when the value is
+            # null or absent (LANGUAGE.md §4), and still `bad_path` when the value is there but
+            # the field is missing: `(x ?? {f: null}).f`.
+            key = e.name if _is_ident(e.name) else _flow_string(e.name)
+            return _join("(", self._read(e.obj, ctx), f" ?? {{{key}: null}}).{e.name}", atomic=True)
+        f = _join(_paren(self.expr(e.obj, ctx)), "." + e.name, atomic=True)
         if self._optional_field(e):
             return _join("(", f, " ?? null)", atomic=True)
         return f
+
+    def _read(self, e: ast.Expr, ctx: _Ctx) -> Frag:
+        """``e`` as the left operand of ``??``: an optional field read without its own
+        ``?? null`` (``??`` already catches the missing path)."""
+        if isinstance(e, ast.Member) and self._optional_field(e) and not self._nullable(e.obj):
+            return _join(_paren(self.expr(e.obj, ctx)), "." + e.name, atomic=True)
+        return self.expr(e, ctx)
+
+    def _nullable(self, e: ast.Expr) -> bool:
+        """True when the checked type of ``e`` is ``T?`` (or a union with ``null``)."""
+        t = self.env.resolve(self.r.type_of(e))
+        if isinstance(t, T.OptionalType):
+            return True
+        return isinstance(t, T.UnionType) and T.NULL in t.members
 
     def _optional_field(self, e: ast.Member) -> bool:
         t = self.env.resolve(self.r.type_of(e.obj))
@@ -642,10 +664,49 @@ class _Lowerer:
         return _join(_paren(self.expr(e.obj, ctx)), "[", self.expr(e.index, ctx), "]", atomic=True)
 
     def x_Projection(self, e: ast.Projection, ctx: _Ctx) -> Frag:
+        """``xs[*].path``: a plain template path, or — when the per-element path reads an
+        optional part (a `T?` field, a field of a `T?` value) — a ``map`` step over ``xs`` whose
+        ``value`` body reads the path of ``item`` with the ``??`` defaults of plain reads
+        (LANGUAGE.md §4: an absent optional field is null, never ``bad_path``)."""
+        if e.path is not None and self._path_defaults(e.path):
+            return self._projection_map(e, ctx)
         base = _join(_paren(self.expr(e.base, ctx)), "[*]", atomic=True)
         if e.path is None:
             return base
         return _join(base, self._path(e.path, ctx), atomic=True)
+
+    def _path_defaults(self, p: ast.Expr) -> bool:
+        """True when a per-element projection path crosses an optional part (see
+        :meth:`x_Member`), nested projections included."""
+        while True:
+            if isinstance(p, ast.Member):
+                if self._optional_field(p) or self._nullable(p.obj):
+                    return True
+                p = p.obj
+            elif isinstance(p, ast.Index):
+                p = p.obj
+            elif isinstance(p, ast.Projection):
+                if p.path is not None and self._path_defaults(p.path):
+                    return True
+                p = p.base
+            else:
+                return False
+
+    def _projection_map(self, e: ast.Projection, ctx: _Ctx) -> Frag:
+        if ctx.body:
+            raise _NeedsOutline()  # a map cannot be a body
+        assert e.path is not None
+        over = self.expr(e.base, ctx)
+        stmts: list[ast.Stmt] = [ast.ExprStmt(e.path.span, e.path)]
+        body = self.body_step(stmts, e.span, ctx, {_ELEMENT: "item"}, "projection")
+        step = self.add_step(ctx, "map", {"over": self.whole(over), "do": body}, e.span)
+        return Frag([StepRef(step)])
+
+    def x_ProjectionItem(self, e: ast.ProjectionItem, ctx: _Ctx) -> Frag:
+        f = self.resolve(_ELEMENT, ctx)
+        if f is None:  # pragma: no cover - only a projection map body reads the element
+            raise LoweringError("projection element outside a projection", e.span)
+        return f
 
     def _path(self, p: ast.Expr, ctx: _Ctx) -> Frag:
         if isinstance(p, ast.ProjectionItem):
@@ -654,6 +715,11 @@ class _Lowerer:
             return _join(self._path(p.obj, ctx), "." + p.name, atomic=True)
         if isinstance(p, ast.Index):
             return _join(self._path(p.obj, ctx), "[", self.expr(p.index, ctx), "]", atomic=True)
+        if isinstance(p, ast.Projection):  # a nested projection: `xs[*].ys[*].b`
+            inner = _join(self._path(p.base, ctx), "[*]", atomic=True)
+            if p.path is None:
+                return inner
+            return _join(inner, self._path(p.path, ctx), atomic=True)
         raise LoweringError("unsupported projection path", p.span)
 
     # effectful expressions
@@ -770,13 +836,33 @@ class _Lowerer:
         bindings = {e.var.name: _scope_name("item"), "index": _scope_name("index")}
         scratch: list[dict] = []
         gate = _Ctx(ctx.plan, scratch, ctx.stage, parent=ctx, bindings=bindings, gate=True)
+        counter, names, counters = ctx.plan.counter, list(self.plans), dict(self.sub_counters)
         if e.judge is not None:
             inp["infer"] = self.text_value(e.judge, gate)
         else:
             assert e.cond is not None
             inp["when"] = {"expr": self.expr(e.cond, gate).render()}
         if scratch:
-            raise LoweringError("a filter condition must be pure", e.span)
+            # The gate needs a step (a projection lowered to a `map`): roll the attempt back,
+            # compute the gate of every item by a `map` first and let the filter read it by index.
+            ctx.plan.counter, self.sub_counters = counter, counters
+            for k in list(self.plans):
+                if k not in names:
+                    del self.plans[k]
+            if ctx.body:
+                raise _NeedsOutline()  # two steps cannot be a body
+            gate_expr = e.judge if e.judge is not None else e.cond
+            assert gate_expr is not None
+            loop = {e.var.name: "item", "index": "index"}
+            stmts: list[ast.Stmt] = [ast.ExprStmt(gate_expr.span, gate_expr)]
+            what = "filter prompt" if e.judge is not None else "filter condition"
+            body = self.body_step(stmts, gate_expr.span, ctx, loop, what)
+            gates = self.add_step(ctx, "map", {"over": inp["over"], "do": body}, gate_expr.span)
+            read = "{{ " + gates["id"] + "[index] }}"
+            if e.judge is not None:
+                inp["infer"] = read
+            else:
+                inp["when"] = {"expr": gates["id"] + "[index]"}
         step = self.add_step(ctx, "filter", inp, e.span, select="{{ result.kept }}")
         return Frag([StepRef(step)])
 

@@ -868,8 +868,11 @@ def resolve_tools(
     def not_configured(server: str) -> str:
         return f"needs MCP server '{server}', which is not configured under [mcp.{server}]"
 
+    # an agent is never offered the plan it runs in (that would be a plan_cycle)
+    offerable = known - {f"plan__{plan.name}"}
+
     def check_name(name: str, path: tuple, label: str, what: str) -> None:
-        if name in known:
+        if name in (known if what == "tool" else offerable):
             return
         server = _server(name)
         if server is not None and server not in EXACT_SERVERS:
@@ -884,7 +887,7 @@ def resolve_tools(
             return  # crosses servers (`*`, `*__search`): resolved at run time
         if server in EXACT_SERVERS:
             rx = _pattern_re(pattern)
-            if not any(rx.fullmatch(n) for n in known):
+            if not any(rx.fullmatch(n) for n in offerable):
                 report(path, f"step {label}: `tools` pattern '{pattern}' matches no tool")
         elif server not in servers:
             report(path, f"step {label}: `tools` pattern '{pattern}' {not_configured(server)}")

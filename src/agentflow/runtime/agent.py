@@ -407,6 +407,19 @@ async def run_agent(
             continue
 
         text = response.text or ""
+        if response.refusal is not None and not response.tool_calls:
+            # the model declined: asking again in the next round would burn rounds for nothing
+            why = response.refusal.strip() or "no explanation given"
+            await _emit(
+                emit, "warning", step_path, message=f"the model refused: {why}", round=round_
+            )
+            return {
+                "output": {},
+                "iterations": round_,
+                "tools_called": tools_called,
+                "final": False,
+                "errors": [f"the model refused: {why}"],
+            }
         if response.finish_reason == "length":
             await _emit(
                 emit,

@@ -234,10 +234,13 @@ class McpServer(_Strict):
 class ToolsConfig(_Strict):
     """``[tools]``: ``modules`` — Python modules (dotted names, or ``.py`` paths relative to
     ``flow.toml``) whose functions become ``user__*`` tools; ``entry_points`` — also load the
-    ``agentflow.tools`` entry-point group of installed packages (default true)."""
+    ``agentflow.tools`` entry-point group of installed packages (default true);
+    ``max_result_chars`` — the size cap of a tool result shown to a model in an agent step
+    (RUNTIME.md §10; longer results are truncated with a marker; default 20,000)."""
 
     modules: list[str] = Field(default_factory=list)
     entry_points: bool = True
+    max_result_chars: int = Field(default=20_000, ge=100)
 
 
 class PlansConfig(_Strict):

@@ -1525,6 +1525,7 @@ async def _c_agent(ex: Executor, step, c, scope, path, frame, announce) -> Any:
             system_prompt=system,
             input=agent_input,
             repair_attempts=int(c.get("repair_attempts", 1)),
+            **_result_cap(ex.run.config),
             call_tool=call_tool,
             emit=emit,
             path=path,
@@ -1585,6 +1586,13 @@ def _tool_for(ex: Executor, name: str, frame: _Frame) -> Any:
         func=unreachable,
         source="plan",
     )
+
+
+def _result_cap(config: Any) -> dict[str, int]:
+    """``{max_result_chars}`` from ``[tools] max_result_chars`` when a configuration is given."""
+    tools = getattr(config, "tools", None)
+    cap = getattr(tools, "max_result_chars", None)
+    return {"max_result_chars": int(cap)} if isinstance(cap, int) else {}
 
 
 async def _run_agent(ex: Executor, *, call_tool, emit, path, **fields) -> dict[str, Any]:

@@ -150,9 +150,9 @@ def expr_text(node: ast.Expr | None) -> str:
     if t is ast.Name:
         return node.name
     if t is ast.Member:
-        return f"{expr_text(node.obj)}.{node.name}"
+        return f"{_operand_text(node.obj)}.{node.name}"
     if t is ast.Index:
-        return f"{expr_text(node.obj)}[{expr_text(node.index)}]"
+        return f"{_operand_text(node.obj)}[{expr_text(node.index)}]"
     if t is ast.ProjectionItem:
         return ""
     if t is ast.Projection:
@@ -180,6 +180,15 @@ def expr_text(node: ast.Expr | None) -> str:
     if t is ast.ObjectLit:
         return "{" + ", ".join(f"{e.key}: {expr_text(e.value)}" for e in node.entries) + "}"
     return type(node).__name__
+
+
+def _operand_text(node: ast.Expr) -> str:
+    """``expr_text`` of the object of a member/index, parenthesized when it is an operation
+    (``(x ?? {a: null}).a``, not ``x ?? {a: null}.a``)."""
+    text = expr_text(node)
+    if isinstance(node, ast.Binary | ast.Unary | ast.RangeExpr):
+        return f"({text})"
+    return text
 
 
 # ---------------------------------------------------------------------------------------------

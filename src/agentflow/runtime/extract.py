@@ -220,7 +220,8 @@ def _compiled(schema_key: str) -> Any:
 def _full_validator(schema_key: str) -> jsonschema.protocols.Validator:
     schema = json.loads(schema_key)
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    return cls(schema)
+    # check `format` like fastjsonschema does, so both report the same violations
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
 
 
 def compile_count() -> int:
@@ -259,12 +260,13 @@ def validate(schema: dict[str, Any], value: Any) -> list[str]:
 def _validate(schema: dict[str, Any], value: Any) -> list[str]:
     key = canonical_json(schema)
     fast = _compiled(key)
+    fast_error: fastjsonschema.JsonSchemaValueException | None = None
     if fast is not None:
         try:
             fast(copy.deepcopy(value))
             return []
-        except fastjsonschema.JsonSchemaValueException:
-            pass
+        except fastjsonschema.JsonSchemaValueException as exc:
+            fast_error = exc
     validator = _full_validator(key)
     errors = sorted(
         validator.iter_errors(value), key=lambda e: (list(map(str, e.absolute_path)), e.message)
@@ -276,9 +278,8 @@ def _validate(schema: dict[str, Any], value: Any) -> list[str]:
             allowed = ", ".join(json.dumps(v, ensure_ascii=False) for v in err.validator_value)
             message = f"{json.dumps(err.instance, ensure_ascii=False)} is not one of the allowed values: {allowed}"
         out.append(f"{json_path(err.absolute_path)}: {message}")
-    if not out and fast is not None:  # pragma: no cover - the two validators disagree
-        try:
-            fast(copy.deepcopy(value))
-        except fastjsonschema.JsonSchemaValueException as exc:
-            out.append(f"{json_path(exc.path[1:] if exc.path else [])}: {exc.message}")
+    if not out and fast_error is not None:  # pragma: no cover - the two validators disagree
+        where = json_path(fast_error.path[1:] if fast_error.path else [])
+        message = re.sub(r"^data(?:\.[^\s.\[]+|\[\d+\])*\s+", "", fast_error.message)
+        out.append(f"{where}: {message}")
     return out

@@ -241,8 +241,10 @@ def parse_anthropic_response(data: Any, *, default_model: str = "") -> ChatRespo
     if not isinstance(usage, dict):
         usage = {}
     model = data.get("model")
+    text = "".join(texts) if texts else None
     return ChatResponse(
-        text="".join(texts) if texts else None,
+        text=text,
+        refusal=(text or "") if stop == "refusal" else None,
         tool_calls=calls,
         finish_reason=_STOP.get(stop, stop),
         usage={

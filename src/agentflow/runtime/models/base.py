@@ -116,6 +116,9 @@ class ChatResponse:
     usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
     model: str = ""
     raw: Any = None
+    #: the model declined to answer (OpenAI ``message.refusal``, Anthropic ``stop_reason:
+    #: refusal``): its explanation, or ``""`` when it gave none; None otherwise
+    refusal: str | None = None
 
     def to_message(self) -> Message:
         """The assistant message recording this response in a conversation."""

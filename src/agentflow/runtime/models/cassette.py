@@ -89,6 +89,7 @@ def _response_data(response: ChatResponse) -> dict[str, Any]:
         "finish_reason": response.finish_reason,
         "usage": dict(response.usage or {}),
         "model": response.model,
+        **({"refusal": response.refusal} if response.refusal is not None else {}),
     }
 
 
@@ -109,7 +110,7 @@ def _response_problem(data: Any) -> str | None:
         return "`response.tool_calls` is not a list of {id, name, arguments}"
     if not isinstance(data.get("usage") or {}, dict):
         return "`response.usage` is not an object"
-    for field in ("finish_reason", "model"):
+    for field in ("finish_reason", "model", "refusal"):
         if not isinstance(data.get(field), (str, type(None))):
             return f"`response.{field}` is not a string"
     if json_depth_exceeds(data):
@@ -129,6 +130,7 @@ def _response_from(data: dict[str, Any]) -> ChatResponse:
             for k in ("input_tokens", "output_tokens")
         },
         model=data.get("model") or "",
+        refusal=data.get("refusal"),
     )
 
 

@@ -199,8 +199,10 @@ def parse_openai_response(data: Any, *, default_model: str = "") -> ChatResponse
     if not isinstance(usage, dict):
         usage = {}
     model = data.get("model")
+    refusal = message.get("refusal")
     return ChatResponse(
         text=content,
+        refusal=refusal if isinstance(refusal, str) else None,
         tool_calls=calls,
         finish_reason=finish,
         usage={
