@@ -745,19 +745,24 @@ class Executor:
     async def _timed_out(self, e: RunError, call: _Call, path: str, frame: _Frame) -> Any:
         """A tool step's own ``timeout`` expired: offer it to ``on_tool_error`` like any failed
         call (substitute → the step's result; abort → hard stop; propagate → raise ``e``)."""
-        on_error = self.run.hooks.on_tool_error
-        if on_error is None:
+        if self.run.hooks.on_tool_error is None:
             raise e
-        decision = await _maybe_await(
-            on_error(ToolFailure(call.name, call.args, e, path, list(frame.stack)))
-        )
+        return await self._offer_error(call.name or "", call.args, e, path, frame.stack)
+
+    async def _offer_error(
+        self, name: str, args: Any, err: RunError, path: str, stack: list[str]
+    ) -> Any:
+        """Consult ``on_tool_error`` (RUNTIME.md §7) about ``err``: return the substituted value,
+        raise RunAborted on abort, re-raise ``err`` on propagate."""
+        hook = self.run.hooks.on_tool_error
+        decision = await _maybe_await(hook(ToolFailure(name, args, err, path, list(stack))))
         if decision is not None and decision.action == "substitute":
             return decision.value
         if decision is not None and decision.action == "abort":
             raise RunAborted(
-                decision.message or "aborted after a tool error", path, _err_dict(e)
+                decision.message or "aborted after a tool error", path, _err_dict(err)
             ) from None
-        raise e
+        raise err from None
 
     async def _bounded(self, info: _StepInfo, scope, path, frame, announce, call=None) -> Any:
         """One invocation raced against min(step timeout, remaining deadline) (RUNTIME.md §2).
@@ -914,15 +919,7 @@ class Executor:
                 and err.code != "plan_cycle"
                 and err.code not in retried
             ):
-                decision = await _maybe_await(
-                    hooks.on_tool_error(ToolFailure(name, args, err, path, list(stack)))
-                )
-                if decision is not None and decision.action == "substitute":
-                    return decision.value
-                if decision is not None and decision.action == "abort":
-                    raise RunAborted(
-                        decision.message or "aborted after a tool error", path, _err_dict(err)
-                    ) from None
+                return await self._offer_error(name, args, err, path, stack)
             raise err from None
         if not quiet:
             self.emit(
