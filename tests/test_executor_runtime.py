@@ -416,6 +416,23 @@ def test_plain_console_lines_when_not_a_tty(capsys):
     assert "▶ E0 value" in text and "✓ E0" in text and "run ok" in text
 
 
+def test_plain_console_shows_sources_and_an_agents_tool_calls():
+    stream = io.StringIO()
+    bus = EventBus([ConsoleSink(stream)])
+    bus.emit("step_started", "E0", ["t"], tool_name="agent", source="t.flow:3:5")
+    bus.emit("tool_started", "E0/agent.1/builtin__grep", ["t"], tool_name="builtin__grep",
+             input={"pattern": "todo"})  # fmt: skip
+    bus.emit("tool_finished", "E0/agent.1/builtin__grep", ["t"], tool_name="builtin__grep",
+             error={"code": "tool_error", "message": "bad pattern"})  # fmt: skip
+    bus.emit("tool_started", "E1", ["t"], tool_name="builtin__grep", input={})  # a step's own call
+    lines = stream.getvalue().splitlines()
+    assert lines == [
+        "▶ E0 agent  (t.flow:3:5)",
+        '  → E0/agent.1/builtin__grep {"pattern":"todo"}',
+        "  ✗ E0/agent.1/builtin__grep tool_error: bad pattern",
+    ]
+
+
 # ---------------------------------------------------------------------------------------------
 # Interlocutor
 

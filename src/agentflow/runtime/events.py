@@ -145,8 +145,9 @@ class ConsoleSink:
 
     On a TTY a live ``rich`` view lists the running steps (path, tool, elapsed time) with a
     progress bar under each running ``map``; otherwise (or with ``force_plain``) one
-    plain line per step start/finish (``▶ E1 agent``, ``✓ E1 1.23s`` / ``✗ E1 2.00s timeout: …``),
-    plus warnings and retries.  ``force_plain=True`` forces the plain lines.
+    plain line per step start/finish (``▶ E1 agent  (triage.flow:12:3)``, ``✓ E1 1.23s`` /
+    ``✗ E1 2.00s timeout: …``), one per tool call an agent makes (``  → E1/agent.2/builtin__grep
+    {"pattern":"…"}``, and ``  ✗ …`` when it fails), plus warnings and retries.  ``force_plain=True`` forces the plain lines.
     """
 
     def __init__(
@@ -246,7 +247,14 @@ class ConsoleSink:
                 over = (data.get("input") or {}).get("over")
                 self._maps[path] = [0, len(over) if isinstance(over, list) else 0]
             if self.plain:
-                self._print(f"▶ {path} {data.get('tool_name', '')}")
+                where = f"  ({data['source']})" if data.get("source") else ""
+                self._print(f"▶ {path} {data.get('tool_name', '')}{where}")
+        elif kind == "tool_started" and "/agent." in path:
+            # an agent's own tool call (E0/agent.2/builtin__grep): what the agent is doing
+            self._print(f"  → {path} {_short(data.get('input'), 100)}")
+        elif kind == "tool_finished" and "/agent." in path and data.get("error"):
+            err = data["error"]
+            self._print(f"  ✗ {path} {err.get('code')}: {_short(err.get('message'))}")
         elif kind == "step_finished":
             started = self._running.pop(path, (None, event.time))[1]
             self._maps.pop(path, None)
