@@ -444,11 +444,12 @@ class _Lowerer:
         ``loop`` maps source names to the scope names the control step binds
         (``{var: "item", "index": "index", acc: "accumulator"}``).
         """
-        snapshot = (list(self.plans), dict(self.sub_counters))
+        # A gate inside the attempt numbers its scratch steps from ``ctx.plan``: roll that back too.
+        snapshot = (list(self.plans), dict(self.sub_counters), ctx.plan.counter)
         try:
             return self.inline_body(stmts, span, ctx, loop)
         except _NeedsOutline:
-            names, counters = snapshot
+            names, counters, ctx.plan.counter = snapshot
             for k in list(self.plans):
                 if k not in names:
                     del self.plans[k]
@@ -652,12 +653,20 @@ class _Lowerer:
         return isinstance(t, T.UnionType) and T.NULL in t.members
 
     def _optional_field(self, e: ast.Member) -> bool:
+        """True when ``e`` reads a field that may be absent: optional in the object type of
+        ``e.obj``, or in any object member of a union (``A | B`` with ``a: int?`` in ``A``)."""
         t = self.env.resolve(self.r.type_of(e.obj))
         if isinstance(t, T.OptionalType):
             t = self.env.resolve(t.inner)
-        if isinstance(t, T.ObjectType):
-            f = t.fields.get(e.name)
-            return bool(f and f.optional)
+        members = t.members if isinstance(t, T.UnionType) else (t,)
+        for m in members:
+            m = self.env.resolve(m)
+            if isinstance(m, T.OptionalType):
+                m = self.env.resolve(m.inner)
+            if isinstance(m, T.ObjectType):
+                f = m.fields.get(e.name)
+                if f and f.optional:
+                    return True
         return False
 
     def x_Index(self, e: ast.Index, ctx: _Ctx) -> Frag:

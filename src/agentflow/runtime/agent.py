@@ -280,6 +280,7 @@ async def run_agent(
             output_tokens=int(response.usage.get("output_tokens", 0) or 0),
             latency_ms=round((time.perf_counter() - started) * 1000.0, 1),
             finish_reason=response.finish_reason,
+            **({"reused": True} if getattr(response, "reused", False) else {}),
         )
         return response
 

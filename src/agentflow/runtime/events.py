@@ -42,7 +42,7 @@ class Event:
     ``stack``: plan names, outermost first. ``time``: Unix time in seconds (float).
     ``data``: kind-specific payload, e.g. ``step_started: {tool_name, input, source?}``,
     ``step_finished: {tool_name, result, elapsed_ms}`` or ``{tool_name, error: {code, message},
-    elapsed_ms}``, ``model_call: {role, model, input_tokens, output_tokens, latency_ms}``,
+    elapsed_ms}``, ``model_call: {role, model, input_tokens, output_tokens, latency_ms, reused?}``,
     ``retry: {attempt, code, delay_ms}``, ``warning: {message}``.
     """
 
@@ -251,10 +251,13 @@ class ConsoleSink:
                 self._print(f"▶ {path} {data.get('tool_name', '')}{where}")
         elif kind == "tool_started" and "/agent." in path:
             # an agent's own tool call (E0/agent.2/builtin__grep): what the agent is doing
+            self._running[path] = (str(data.get("tool_name", "")), event.time)
             self._print(f"  → {path} {_short(data.get('input'), 100)}")
-        elif kind == "tool_finished" and "/agent." in path and data.get("error"):
-            err = data["error"]
-            self._print(f"  ✗ {path} {err.get('code')}: {_short(err.get('message'))}")
+        elif kind == "tool_finished" and "/agent." in path:
+            self._running.pop(path, None)
+            if data.get("error"):
+                err = data["error"]
+                self._print(f"  ✗ {path} {err.get('code')}: {_short(err.get('message'))}")
         elif kind == "step_finished":
             started = self._running.pop(path, (None, event.time))[1]
             self._maps.pop(path, None)

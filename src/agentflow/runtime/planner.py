@@ -17,12 +17,25 @@ in a later attempt with the recorded result (a ``tool_finished`` event with ``sk
 kept step costs nothing and keeps its id for later templates.  The composed plan is therefore always a
 complete, self-contained plan file.
 
+Kept model work is free too: each attempt's run happens under a
+:class:`~agentflow.runtime.models.memo.ModelMemo` (the ContextVar
+:data:`~agentflow.runtime.models.router.model_memo`, set for the run only and reset after it), so a
+model request of the plan's steps (agent rounds and repair passes, ``infer`` judges of
+``decide``/``filter``) identical to one answered in an EARLIER attempt of the same call — same routed
+role/model and same ``cassette.request_key`` — gets that answer back without a provider call.  Such
+an answer costs nothing: it is not added to ``router.usage`` (so neither to the run's nor this call's
+``usage``), its ``model_call`` event says ``reused: true`` with 0 tokens, and ``by_step`` skips it.
+Requests first seen in the current attempt always reach the model (identical ones too; the n-th
+repeat of a request gets the n-th earlier answer).  The planner, repair (plan fix-up) and solver
+calls of this module are never memo-answered.  ``PlanAttempt.reused_inferences`` counts them.
+
 What does not replan: a hook abort (hard stop: no replan, no solver), an ``exit``/``ask`` failure with
 code ``failed`` (the plan's own decision), a model-provider failure of the planner or solver.
 Human-authored plans (``flowc run``, ``plan__*`` tools) never go through this module.
 
 Inference cost (seed 002 cost table): 1 planner call per attempt + 1 solver call (+ 1 repair call per
-malformed plan), plus whatever the plan's own steps call (agent steps, ``infer`` gates).
+malformed plan), plus whatever the plan's own steps call (agent steps, ``infer`` gates) — in a replan, only the model
+requests that differ from earlier attempts' (the rest are reused, above).
 
 Public API::
 
@@ -140,7 +153,8 @@ class PlanAttempt:
     when the planner's reply held no plan. ``problems``: load/validation problems (``file:line:col:
     message``), empty when the plan loaded. ``repaired``: a repair pass produced the plan.
     ``status``/``error``: the run's outcome (None when the plan did not load). ``reused``: tool calls
-    answered from earlier attempts' results.
+    answered from earlier attempts' results. ``reused_inferences``: model requests of the plan's
+    steps answered from earlier attempts' responses (no provider call, no usage).
     """
 
     number: int
@@ -150,6 +164,7 @@ class PlanAttempt:
     status: str | None = None
     error: dict[str, Any] | None = None
     reused: int = 0
+    reused_inferences: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict."""
@@ -161,6 +176,7 @@ class PlanAttempt:
             "status": self.status,
             "error": self.error,
             "reused": self.reused,
+            "reused_inferences": self.reused_inferences,
         }
 
 
@@ -347,16 +363,25 @@ async def _infer(
     path: str,
     stack: list[str],
 ) -> str:
-    """One ``role`` inference; emits ``model_call``; raises ModelError / ConfigError."""
+    """One ``role`` inference; emits ``model_call``; raises ModelError / ConfigError.  Never
+    answered by a replan's model memo (the planner's own calls always reach the model)."""
     from agentflow.runtime.models.base import ChatRequest, Message
+    from agentflow.runtime.models.router import model_memo
 
     client = router.client_for(role)
     t0 = time.monotonic()
-    resp = await client.chat(
-        ChatRequest(
-            messages=[Message(role="system", content=system), Message(role="user", content=user)]
+    token = model_memo.set(None)
+    try:
+        resp = await client.chat(
+            ChatRequest(
+                messages=[
+                    Message(role="system", content=system),
+                    Message(role="user", content=user),
+                ]
+            )
         )
-    )
+    finally:
+        model_memo.reset(token)
     if emit is not None:
         emit("model_call", path, stack, role=role, **model_call_fields(resp, t0))
     return resp.text or ""
@@ -527,6 +552,8 @@ async def plan_and_execute(
     """
     from agentflow.ir.models import Finish
     from agentflow.runtime.executor import Decision, Hooks, run_plan
+    from agentflow.runtime.models.memo import ModelMemo
+    from agentflow.runtime.models.router import model_memo
     from agentflow.runtime.shape_cache import ShapeCache, ShapeRecorder
 
     if router is None:
@@ -557,6 +584,7 @@ async def plan_and_execute(
     tools = planner_tools(catalog, plans, config)
     host = hooks or Hooks()
     memo: dict[str, Any] = {}
+    models = ModelMemo()  # kept model work (see the module docstring)
     results: dict[str, Any] = {}
     attempts: list[PlanAttempt] = []
     last_plan: str | None = None
@@ -662,6 +690,8 @@ async def plan_and_execute(
         if cache is not None:
             run_sinks.append(ShapeRecorder(cache))
         reused["n"] = 0
+        models.start_attempt()
+        memo_token = model_memo.set(models)
         try:
             run = await run_plan(
                 plan,
@@ -682,7 +712,10 @@ async def plan_and_execute(
             attempt.problems = [f"{file}: {exc}"]
             previous = attempt
             continue
+        finally:
+            model_memo.reset(memo_token)
         attempt.reused = reused["n"]
+        attempt.reused_inferences = models.reused
         memo.update(recorder.memo)
         results.update(run.results)
         attempt.status, attempt.error = run.status, run.error

@@ -67,14 +67,19 @@ def elapsed_ms(started: float) -> int:
 
 def model_call_fields(response: Any, started: float) -> dict[str, Any]:
     """The usage fields of a ``model_call`` event (RUNTIME.md §8) for one inference:
-    ``{model, input_tokens, output_tokens, latency_ms}``; ``response`` is a ChatResponse and
-    ``started`` the ``time.monotonic()`` reading taken before the request."""
-    return {
+    ``{model, input_tokens, output_tokens, latency_ms}`` plus ``reused: True`` for an answer
+    reused from an earlier ``plan_and_execute`` attempt (tokens 0; :class:`StepUsage` skips it);
+    ``response`` is a ChatResponse and ``started`` the ``time.monotonic()`` reading taken before
+    the request."""
+    fields: dict[str, Any] = {
         "model": response.model,
         "input_tokens": int(response.usage.get("input_tokens", 0) or 0),
         "output_tokens": int(response.usage.get("output_tokens", 0) or 0),
         "latency_ms": elapsed_ms(started),
     }
+    if getattr(response, "reused", False):
+        fields["reused"] = True
+    return fields
 
 
 def usage_snapshot(router: Any) -> dict[str, Any] | None:
@@ -108,7 +113,8 @@ class StepUsage:
 
     ``by_step``: ``{step path: {inferences, input_tokens, output_tokens, by_role: {role: {…}}}}``,
     keyed by the path the call was made at (an agent step, a judge, a solver). :meth:`total`
-    sums a step and everything nested under it (``E3`` includes ``E3/do.2/E10``).
+    sums a step and everything nested under it (``E3`` includes ``E3/do.2/E10``). Events with
+    ``reused: true`` (answers reused by a ``plan_and_execute`` replan) cost nothing: not counted.
     """
 
     #: EventBus filter: this sink only receives ``model_call`` events.
@@ -122,6 +128,8 @@ class StepUsage:
         if getattr(event, "kind", None) != "model_call":
             return
         data = event.data or {}
+        if data.get("reused"):  # answered from an earlier plan_and_execute attempt: free
+            return
         inp = token_count(data.get("input_tokens"))
         out = token_count(data.get("output_tokens"))
         entry = self.by_step.setdefault(

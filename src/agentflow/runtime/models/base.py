@@ -119,6 +119,9 @@ class ChatResponse:
     #: the model declined to answer (OpenAI ``message.refusal``, Anthropic ``stop_reason:
     #: refusal``): its explanation, or ``""`` when it gave none; None otherwise
     refusal: str | None = None
+    #: not asked of a provider: the answer to an identical request of an earlier
+    #: ``plan_and_execute`` attempt (:mod:`agentflow.runtime.models.memo`); costs nothing (usage 0)
+    reused: bool = False
 
     def to_message(self) -> Message:
         """The assistant message recording this response in a conversation."""

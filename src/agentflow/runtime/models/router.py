@@ -24,6 +24,11 @@ ClientFactory = Callable[[ResolvedModel], ModelClient]
 #: retry/failover notifications can be addressed to a step in the trace.
 current_step: ContextVar[str] = ContextVar("agentflow_model_step", default="")
 
+#: The :class:`~agentflow.runtime.models.memo.ModelMemo` of the ``plan_and_execute`` attempt in
+#: progress (set by the planner around each attempt's run; None elsewhere).  Context-local, so
+#: concurrent calls never share one, while tasks spawned inside a run inherit it.
+model_memo: ContextVar[Any] = ContextVar("agentflow_model_memo", default=None)
+
 
 class RoutedClient:
     """A ModelClient for one role or named model: failover over ``candidates``, usage recorded.
@@ -46,7 +51,20 @@ class RoutedClient:
         self.last_latency_ms: float | None = None
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
-        """Run one inference, failing over on transient errors/rate limits; raises ModelError."""
+        """Run one inference, failing over on transient errors/rate limits; raises ModelError.
+
+        Under an active :data:`model_memo`, a request answered in an earlier ``plan_and_execute``
+        attempt gets that answer back (``response.reused`` True, usage 0, not recorded in
+        ``router.usage``) without calling a provider.
+        """
+        memo = model_memo.get()
+        ticket = None
+        if memo is not None:
+            ticket, reused = memo.claim(self.role, request)
+            if reused is not None:
+                self.last_model = reused.model
+                self.last_latency_ms = 0.0
+                return reused
         last_error: ModelError | None = None
         for index, (resolved, client) in enumerate(self.candidates):
             started = time.perf_counter()
@@ -64,6 +82,8 @@ class RoutedClient:
                 response.model = resolved.model
             self.last_model = response.model
             self.router._record(self.role, response)
+            if ticket is not None:
+                memo.record(ticket, response)
             return response
         assert last_error is not None  # pragma: no cover - candidates is never empty
         raise last_error
