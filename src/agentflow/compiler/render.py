@@ -31,27 +31,40 @@ def _expand(line: str, col: int) -> tuple[str, int]:
     """Expand tabs in ``line``; return the expanded line and the 0-based display column of the
     1-based character column ``col``."""
     out: list[str] = []
+    width = 0  # display width of `out` so far (kept, not recomputed: a line of tabs is linear)
     display_col = None
     for i, ch in enumerate(line):
         if i == col - 1:
-            display_col = len("".join(out))
+            display_col = width
         if ch == "\t":
-            out.append(" " * (_TAB - len("".join(out)) % _TAB))
+            pad = _TAB - width % _TAB
+            out.append(" " * pad)
+            width += pad
         elif ch in "\r\n":
             continue
         else:
             out.append(ch)
+            width += 1
     text = "".join(out)
     if display_col is None:
         display_col = len(text) + max(0, col - 1 - len(line))
     return text, display_col
 
 
-def _source_line(sources: dict[str, str], file: str, line: int) -> str | None:
+def _source_line(
+    sources: dict[str, str], file: str, line: int, split: dict[str, list[str]] | None = None
+) -> str | None:
+    """Line ``line`` (1-based) of ``sources[file]``; ``split`` caches the split texts across
+    calls (one split per file, not one per diagnostic)."""
     text = sources.get(file)
     if text is None or line < 1:
         return None
-    lines = text.split("\n")
+    if split is None:
+        lines = text.split("\n")
+    else:
+        lines = split.get(file)  # type: ignore[assignment]
+        if lines is None:
+            lines = split[file] = text.split("\n")
     if line > len(lines):
         return None
     return lines[line - 1]
@@ -79,6 +92,7 @@ def render_text(
         return f"{code}{s}{_RESET}" if color else s
 
     blocks: list[str] = []
+    split: dict[str, list[str]] = {}
     for d in _sorted(diags):
         sp = d.span
         sev_color = _RED if d.severity == "error" else _YELLOW
@@ -87,7 +101,7 @@ def render_text(
             f"{paint(sev_color, f'{d.severity}[{d.code}]')}: {paint(_BOLD, d.message)}"
         )
         lines = [head]
-        src = _source_line(sources, sp.file, sp.line)
+        src = _source_line(sources, sp.file, sp.line, split)
         if src is not None:
             text, start = _expand(src, sp.column)
             if sp.end_line == sp.line and sp.end_column > sp.column:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import gc
 import re
+from bisect import bisect_left
 from pathlib import Path
 from typing import Any
 
@@ -380,7 +381,12 @@ class _Scanner:
                     ):
                         st = states[state_stack[-1]]
                         if typ in st:
-                            if "NAME" in st and _COLON_AFTER.match(text, j, n):
+                            if "NAME" in st and (
+                                _COLON_AFTER.match(text, j, n)
+                                or (value not in _RESERVED and not _shifts(state_stack, typ))
+                            ):
+                                # merged LALR lookaheads: `input` after `let x = 1` looks like
+                                # an agent clause, but only a name is really accepted there
                                 typ = "NAME"
                         elif "NAME" in st and (
                             value not in _RESERVED
@@ -1027,6 +1033,30 @@ def _stack_before(
     except Exception:  # pragma: no cover - the first run got further: keep its stack
         return stack
     return st if target is None else stack
+
+
+def _shifts(stack: list[int], term: str) -> bool:
+    """True when the parser in ``stack`` really shifts ``term`` next, through the reductions it
+    triggers (the state's action for ``term`` may come from the merged LALR lookaheads of
+    another context)."""
+    t = _tables()
+    states = t.states
+    goto = t.goto
+    st = list(stack)
+    for _ in range(10_000):
+        act = states[st[-1]].get(term)
+        if act is None:
+            return False
+        if act[0]:
+            return True
+        size, _cb, nonterminal = act[1]
+        if size:
+            del st[-size:]
+        nxt = goto.get(st[-1], {}).get(nonterminal) if st else None
+        if nxt is None:
+            return False
+        st.append(nxt)
+    return False  # pragma: no cover
 
 
 def _viable(stack: list[int], start: str) -> set[str]:
@@ -2090,6 +2120,7 @@ def _parse_module(text: str, file: str) -> tuple[ast.Module, list[Diagnostic]]:
     diags: list[Diagnostic] = []
     n = len(text)
     pos, line, ls = 0, 1, 0
+    lines = _Lines(text)  # the error path asks for many line numbers
     while True:
         values: list = []
         sc = _Scanner(text, pos, n, file, line, ls, 0, module=True)
@@ -2111,17 +2142,19 @@ def _parse_module(text: str, file: str) -> tuple[ast.Module, list[Diagnostic]]:
         # the failed item starts at the first token after the last completed one
         start = got[-1].span.end if got else pos
         start = _SKIP_TRIVIA.match(text, start).end()
-        resume = _find_resume(text, file, err, sc, start)
+        resume = _find_resume(text, file, err, sc, start, lines)
         end = resume if resume is not None else n
         stop = len(text[start:end].rstrip())
         item_end = max(start + stop, min(err.span.end, n), start)
         items.append(
-            ast.ErrorItem(_offset_span(text, file, start, item_end), _item_name(text, start))
+            ast.ErrorItem(
+                _offset_span(text, file, start, item_end, lines), _item_name(text, start, lines)
+            )
         )
         if resume is None:
             break
         pos = resume
-        line = text.count("\n", 0, pos) + 1
+        line = lines.line(pos)
         ls = text.rfind("\n", 0, pos) + 1
     if items:
         span = _offset_span(text, file, 0, n)
@@ -2130,18 +2163,42 @@ def _parse_module(text: str, file: str) -> tuple[ast.Module, list[Diagnostic]]:
     return ast.Module(span, file, items), diags
 
 
-def _offset_span(text: str, file: str, i: int, j: int) -> ast.Span:
-    line = text.count("\n", 0, i) + 1
+class _Lines:
+    """1-based line numbers of offsets in ``text``, by bisection over its newline offsets (listed
+    on first use).  Error recovery asks for one per error: counting newlines from the start
+    each time made a file with an error on every line quadratic."""
+
+    __slots__ = ("_nl", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._nl: list[int] | None = None
+
+    def line(self, i: int) -> int:
+        """The line of offset ``i`` (``text.count("\\n", 0, i) + 1``)."""
+        nl = self._nl
+        if nl is None:
+            nl = self._nl = [m.start() for m in re.finditer("\n", self.text)]
+        return bisect_left(nl, i) + 1
+
+
+def _offset_span(text: str, file: str, i: int, j: int, lines: _Lines | None = None) -> ast.Span:
+    if lines is not None:
+        line, end_line = lines.line(i), lines.line(j)
+    else:
+        line = text.count("\n", 0, i) + 1
+        end_line = line + text.count("\n", i, j)
     ls = text.rfind("\n", 0, i) + 1
-    end_line = line + text.count("\n", i, j)
     els = text.rfind("\n", 0, j) + 1 if end_line != line else ls
     return ast.Span(file, line, i - ls + 1, end_line, j - els + 1, i, j)
 
 
-def _raw_tokens(text: str, file: str, i: int):
+def _raw_tokens(text: str, file: str, i: int, lines: _Lines | None = None):
     """Tokens from ``i`` without a parser (keywords by spelling); lexical errors skip a line."""
     n = len(text)
-    line = text.count("\n", 0, i) + 1
+    if lines is None:
+        lines = _Lines(text)
+    line = lines.line(i)
     ls = text.rfind("\n", 0, i) + 1
     while i < n:
         sc = _Scanner(text, i, n, file, line, ls, 0, module=False)
@@ -2154,13 +2211,15 @@ def _raw_tokens(text: str, file: str, i: int):
             if k < 0:
                 return
             i = k + 1
-            line = text.count("\n", 0, i) + 1
+            line = lines.line(i)
             ls = i
         except RecursionError:  # pragma: no cover
             return
 
 
-def _find_resume(text: str, file: str, err: _SynErr, sc: _Scanner, item_start: int) -> int | None:
+def _find_resume(
+    text: str, file: str, err: _SynErr, sc: _Scanner, item_start: int, lines: _Lines | None = None
+) -> int | None:
     """Where parsing resumes after ``err``: the next line-start top-level keyword at bracket
     depth 0 (or a strong keyword like ``stage x`` at any depth) after the failed item's start."""
     n = len(text)
@@ -2180,7 +2239,7 @@ def _find_resume(text: str, file: str, err: _SynErr, sc: _Scanner, item_start: i
     prev_nl = text.rfind("\n", 0, i)
     bol = not text[prev_nl + 1 : i].strip()
     first = True
-    for tok in _raw_tokens(text, file, i):
+    for tok in _raw_tokens(text, file, i, lines):
         at_bol = tok.bol
         if first and text.find("\n", i, tok.start - sc.ob) < 0:
             # the first token shares its line with the resume point
@@ -2200,10 +2259,10 @@ def _find_resume(text: str, file: str, err: _SynErr, sc: _Scanner, item_start: i
     return None
 
 
-def _item_name(text: str, start: int) -> str | None:
+def _item_name(text: str, start: int, lines: _Lines | None = None) -> str | None:
     """The declared name of the (broken) item at ``start``, when it can be seen."""
     toks = []
-    for tok in _raw_tokens(text, "<name>", start):
+    for tok in _raw_tokens(text, "<name>", start, lines):
         toks.append(tok)
         if len(toks) >= 6:
             break
