@@ -181,3 +181,26 @@ def test_bad_path_message_parenthesizes_the_defaulted_object(tmp_path):
     assert run.error["code"] == "bad_path"
     assert "path `(item.o ?? {a: null}).a`: `a` is missing" in run.error["message"]
     assert run.error["source"] == "t.flow:13:10"  # the projection `xs[*].o.a`
+
+
+def test_an_effectful_index_in_an_optional_projection_is_refused():
+    """It would run once per element inside the projection's map body: refused, with the fix."""
+    src = (
+        "extern tool user__idx() -> int\n"
+        "input { os: { tags: { b: text? }[] }[] }\n"
+        "stage s -> json {\n"
+        "  return input.os[*].tags[user__idx()].b\n"
+        "}\n"
+    )
+    with pytest.raises(api.CompileError) as info:
+        api.compile_source(src, "idx.flow")
+    (diag,) = info.value.diagnostics
+    assert diag.code == "unsupported-construct"
+    assert (diag.span.line, diag.span.column) == (4, 27)
+    assert "let i = " in diag.message
+    # bound first, it is one call and compiles
+    ok = src.replace(
+        "  return input.os[*].tags[user__idx()].b",
+        "  let i = user__idx()\n  return input.os[*].tags[i].b",
+    )
+    assert api.compile_source(ok, "idx.flow").plan["steps"][0]["tool_name"] == "user__idx"

@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import gc
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -204,22 +203,7 @@ class CheckResult:
 # helpers
 
 
-def _walk(node: Any) -> Iterator[ast.Node]:
-    """Yield ``node`` and every AST node below it (depth first, source order)."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, ast.Node):
-            yield n
-            kids = []
-            for name in type(n).__dataclass_fields__:
-                if name == "span":
-                    continue
-                kids.append(getattr(n, name, None))
-            for k in reversed(kids):
-                stack.append(k)
-        elif isinstance(n, (list, tuple)):
-            stack.extend(reversed(n))
+_walk = ast.walk
 
 
 def _const(expr: ast.Expr | None) -> tuple[bool, Any]:

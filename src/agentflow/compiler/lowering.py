@@ -37,6 +37,10 @@ from agentflow.grammar import ast
 __all__ = ["LoweringError", "lower"]
 
 
+#: Expressions that lower to effectful steps (tool calls, agents, asks, judges, checks).
+_EFFECTS = (ast.Call, ast.AgentExpr, ast.AskExpr, ast.VerifyExpr, ast.FilterExpr)
+
+
 class LoweringError(Exception):
     """A construct this version of the compiler cannot lower; carries the span."""
 
@@ -702,9 +706,20 @@ class _Lowerer:
                 return False
 
     def _projection_map(self, e: ast.Projection, ctx: _Ctx) -> Frag:
+        assert e.path is not None
+        for node in ast.walk(e.path):
+            if isinstance(node, ast.Index) and any(
+                isinstance(n, _EFFECTS) for n in ast.walk(node.index)
+            ):
+                # in the `map` body it would run once per element, not once (LANGUAGE.md §10)
+                raise LoweringError(
+                    "this index has an effect (a tool call, agent, ask or judge) inside a "
+                    "projection over optional fields, where it would run once per element; "
+                    "bind it first (`let i = …`) and index with `i`",
+                    node.index.span,
+                )
         if ctx.body:
             raise _NeedsOutline()  # a map cannot be a body
-        assert e.path is not None
         over = self.expr(e.base, ctx)
         stmts: list[ast.Stmt] = [ast.ExprStmt(e.path.span, e.path)]
         body = self.body_step(stmts, e.span, ctx, {_ELEMENT: "item"}, "projection")

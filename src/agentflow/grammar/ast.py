@@ -11,6 +11,7 @@ PLAN_IR.md §3).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -633,3 +634,19 @@ class Template(Node):
 
 
 AnyNode = Node | Span
+
+
+def walk(node: Any) -> Iterator[Node]:
+    """Yield ``node`` and every AST node below it (depth first, source order); lists and tuples
+    of nodes are entered, other field values skipped."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Node):
+            yield n
+            kids = [
+                getattr(n, name, None) for name in type(n).__dataclass_fields__ if name != "span"
+            ]
+            stack.extend(reversed(kids))
+        elif isinstance(n, (list, tuple)):
+            stack.extend(reversed(n))

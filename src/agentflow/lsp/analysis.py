@@ -108,15 +108,7 @@ def _children(node: ast.Node):
                     yield x
 
 
-def _walk(node: Any):
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, ast.Node):
-            yield n
-            stack.extend(reversed(list(_children(n))))
-        elif isinstance(n, list):
-            stack.extend(reversed(n))
+_walk = ast.walk
 
 
 def _fence(code: str) -> str:
