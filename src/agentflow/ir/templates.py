@@ -179,17 +179,7 @@ def _problem(
 
 def iter_nodes(node: Any) -> Iterator[ast.Node]:
     """Every AST node under ``node`` (itself included), depth first; lists are walked."""
-    if isinstance(node, list | tuple):
-        for item in node:
-            yield from iter_nodes(item)
-        return
-    if not isinstance(node, ast.Node):
-        return
-    yield node
-    for f in dataclasses.fields(node):
-        value = getattr(node, f.name)
-        if isinstance(value, ast.Node | list | tuple):
-            yield from iter_nodes(value)
+    return ast.walk(node)
 
 
 def too_deep(root: Any, limit: int = MAX_EXPR_DEPTH) -> ast.Node | None:
@@ -208,19 +198,19 @@ def too_deep(root: Any, limit: int = MAX_EXPR_DEPTH) -> ast.Node | None:
             continue
         if depth > limit:
             return node
-        for f in dataclasses.fields(node):
-            value = getattr(node, f.name)
+        for name in type(node).__dataclass_fields__:
+            value = getattr(node, name)
             if isinstance(value, ast.Node | list | tuple):
                 stack.append((value, depth + 1))
     return None
 
 
 def _remap_spans(root: ast.Node, fn) -> None:
-    for node in iter_nodes(root):
-        for f in dataclasses.fields(node):
-            value = getattr(node, f.name)
+    for node in ast.walk(root):
+        for name in type(node).__dataclass_fields__:
+            value = getattr(node, name)
             if isinstance(value, ast.Span):
-                setattr(node, f.name, fn(value))
+                setattr(node, name, fn(value))
 
 
 def _relocate(root: ast.Node, smap: SourceMap | None, file: str, path: Path) -> None:
