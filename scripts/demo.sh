@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Set up (idempotently), then check, compile and run examples/bug-triage.flow.
-# The run answers every model request from the shipped cassette (examples/bug-triage.cassette.jsonl),
-# so it needs no API key and no network. See README.md for how the cassette was made.
+# Set up (idempotently), then check, compile and run examples/bug-triage.flow, then run
+# examples/issue-review.flow.
+# The runs answer every model request from the shipped cassettes (examples/bug-triage.cassette.jsonl,
+# examples/issue-review.cassette.jsonl), so they need no API key and no network. See README.md for
+# how the cassettes were made.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || python3 -m venv .venv
@@ -16,4 +18,11 @@ out=$(mktemp -d)
   --replay examples/bug-triage.cassette.jsonl \
   --config examples/flow.toml \
   --trace "$out/trace.jsonl"
-echo "plan and trace written to $out" >&2
+# issue-review.flow: its `linear` MCP server is the offline stdio stub examples/mcp/linear_stub.py
+# (see examples/issue-review.toml); its model answers come from examples/issue-review.cassette.jsonl.
+.venv/bin/flowc run examples/issue-review.flow \
+  --input '{"limit": 50}' \
+  --replay examples/issue-review.cassette.jsonl \
+  --config examples/issue-review.toml \
+  --trace "$out/issue-review.trace.jsonl"
+echo "plan and traces written to $out" >&2
