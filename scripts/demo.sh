@@ -6,8 +6,7 @@
 # how the cassettes were made.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+. scripts/setup.sh  # .venv/ with Python ≥ 3.11, package (re)installed
 out=$(mktemp -d)
 .venv/bin/flowc check examples/bug-triage.flow
 .venv/bin/flowc compile examples/bug-triage.flow -o "$out/bug-triage.plan.yaml"

@@ -334,3 +334,16 @@ def test_a_json_plan_with_comments_is_left_alone():
     text = '# keep me\n{"version": 1, "name": "t", "steps": [{"id": "a", "tool_name": "value", "input": {"value": 1}}]}\n'
     with pytest.raises(PlanLoadError, match="JSON cannot keep"):
         fmt_plan_text(text, "p.plan.json")
+
+
+def test_finish_and_retry_fields_get_the_canonical_order_too():
+    text = (
+        "version: 1\nname: t\nsteps:\n  - id: E0\n    tool_name: value\n    input: {value: 1}\n"
+        "    retry: {on: [transient], attempts: 1, backoff: {max: 1s, initial: 1ms}}\n"
+        'finish: {output: "{{ E0 }}", mode: output}\n'
+    )
+    out = fmt_plan_text(text, "p.plan.yaml")
+    assert out.index("attempts:") < out.index("'on':") < out.index("backoff:")
+    assert out.index("initial: 1ms") < out.index("max: 1s")
+    assert out.index("mode: output") < out.index("output: '{{ E0 }}'")
+    assert fmt_plan_text(out, "p.plan.yaml") == out

@@ -30,6 +30,9 @@ PLAN_ORDER = (
     "plans",
 )
 STEP_ORDER = ("id", "tool_name", "input", "timeout", "retry", "select", "meta")
+FINISH_ORDER = ("mode", "output", "prompt")
+RETRY_ORDER = ("attempts", "on", "backoff")
+BACKOFF_ORDER = ("initial", "factor", "max")
 
 
 class _Dumper(yaml.SafeDumper):
@@ -64,6 +67,8 @@ def _canon_plan(data: Any) -> Any:
     if not isinstance(data, dict):
         return data
     data = _ordered(data, PLAN_ORDER)
+    if isinstance(data.get("finish"), dict):
+        data["finish"] = _ordered(data["finish"], FINISH_ORDER)
     if isinstance(data.get("steps"), list):
         data["steps"] = [_canon_step(s) for s in data["steps"]]
     if isinstance(data.get("plans"), dict):
@@ -77,6 +82,12 @@ def _canon_step(step: Any) -> Any:
     if not isinstance(step, dict):
         return step
     step = _ordered(step, STEP_ORDER)
+    retry = step.get("retry")
+    if isinstance(retry, dict):
+        retry = _ordered(retry, RETRY_ORDER)
+        if isinstance(retry.get("backoff"), dict):
+            retry["backoff"] = _ordered(retry["backoff"], BACKOFF_ORDER)
+        step["retry"] = retry
     inp = step.get("input")
     tool = step.get("tool_name")
     if isinstance(inp, dict):
