@@ -451,3 +451,27 @@ def test_unconfigured_mcp_tool_of_a_compiled_flow_is_reported_at_its_source(tmp_
     text = str(info.value.errors[0])
     assert text.startswith(f"{flow}:3:10: step "), text
     assert "needs MCP server 'linear'" in text
+
+
+def test_an_unknown_user_tool_says_where_user_tools_come_from(tmp_path):
+    import agentflow
+    from agentflow.errors import PlanLoadError
+    from agentflow.runtime.config import load_config
+
+    flow = tmp_path / "hello.flow"
+    flow.write_text(
+        'extern tool user__shout(text: text) -> text\nstage s -> text { return user__shout(text: "hi") }\n',
+        encoding="utf-8",
+    )
+    toml = tmp_path / "flow.toml"
+    toml.write_text('[tools]\nmodules = ["other.py"]\n', encoding="utf-8")
+    (tmp_path / "other.py").write_text("def whisper(text: str) -> str:\n    return text\n")
+    with pytest.raises(PlanLoadError) as info:
+        agentflow.run_sync(str(flow), {}, config=str(toml), workspace=str(tmp_path))
+    assert f"`[tools] modules` in {toml} (listed: other.py)" in str(info.value.errors[0])
+    toml.unlink()
+    bare = load_config(cwd=tmp_path, env={})
+    if bare.path is None:  # no flow.toml above the temp dir on this machine
+        with pytest.raises(PlanLoadError) as info:
+            agentflow.run_sync(str(flow), {}, config=bare, workspace=str(tmp_path))
+        assert "no flow.toml was found" in str(info.value.errors[0])

@@ -98,7 +98,7 @@ def _modules_where(config: Any) -> str | None:
     return _where(path, text, ("tools", "modules"))
 
 
-def check_plan_tools(plan: Any, catalog: Catalog) -> None:
+def check_plan_tools(plan: Any, catalog: Catalog, config: Any = None) -> None:
     """Resolve ``plan``'s tool names and ``tools`` patterns against ``catalog`` at the server level
     (no connection is made; RUNTIME.md §4). Raises PlanLoadError listing every problem, e.g.
     ``step E1: `tools` pattern 'linear__*' needs MCP server 'linear', which is not configured under
@@ -111,8 +111,25 @@ def check_plan_tools(plan: Any, catalog: Catalog) -> None:
         from agentflow.ir.loader import check_plan_cycles
 
         problems += check_plan_cycles(plan, catalog.plans)  # across the plans directory
+    if config is not None:
+        for problem in problems:
+            if problem.hint is None and "unknown tool 'user__" in problem.message:
+                problem.hint = _user_tools_hint(config)
     if problems:
         raise PlanLoadError(problems)
+
+
+def _user_tools_hint(config: Any) -> str:
+    """Where `user__*` tools come from, for an unknown one: the flow.toml in use, or none."""
+    path = getattr(config, "path", None)
+    if path is None:
+        return (
+            "user__* tools come from `[tools] modules` in flow.toml, and no flow.toml was found "
+            "in this directory or above (or pass --config FILE)"
+        )
+    modules = list(getattr(getattr(config, "tools", None), "modules", None) or [])
+    listed = ", ".join(modules) if modules else "none"
+    return f"user__* tools come from `[tools] modules` in {path} (listed: {listed})"
 
 
 __all__ = ["build_catalog", "check_plan_tools", "list_catalog", "schema_summary"]
