@@ -278,7 +278,8 @@ async def run(
     if catalog is None:
         catalog = build_catalog(config, plan=plan)
     if isinstance(catalog, Catalog):
-        check_plan_tools(plan, catalog, config)  # names and patterns, before the run (RUNTIME.md §4)
+        # tool names and patterns, before the run (RUNTIME.md §4)
+        check_plan_tools(plan, catalog, config)
     own_router = router is None
     if router is None and replay is not None:
         from agentflow.runtime.models.cassette import ReplayRouter
