@@ -1462,7 +1462,8 @@ class _Checker:
                     f"`{callee.name}` has no declared signature: its arguments are unchecked "
                     "and its result is `json`",
                     callee.span,
-                    hint=f"declare it: `extern tool {callee.name}(…) -> T`",
+                    hint=f"declare it: `extern tool {callee.name}(…) -> T` (`flowc tools` lists "
+                    "its parameters)",
                 )
                 for a in e.args:
                     self.infer(a.value)
