@@ -12,19 +12,11 @@ linear: a few times the clean figure, not hundreds.  CPU time, best of ``--repea
 from __future__ import annotations
 
 import argparse
-import time
+
+from check_speed import _best  # same directory: best-of-N process time
 
 from agentflow.compiler.api import check_source
 from agentflow.compiler.render import render_text
-
-
-def _best(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.process_time()
-        fn()
-        best = min(best, time.process_time() - t0)
-    return best
 
 
 def main() -> None:
