@@ -425,11 +425,17 @@ def test_plain_console_shows_sources_and_an_agents_tool_calls():
     bus.emit("tool_finished", "E0/agent.1/builtin__grep", ["t"], tool_name="builtin__grep",
              error={"code": "tool_error", "message": "bad pattern"})  # fmt: skip
     bus.emit("tool_started", "E1", ["t"], tool_name="builtin__grep", input={})  # a step's own call
+    bus.emit("model_call", "E0", ["t"], role="chat", model="m1", input_tokens=900,
+             output_tokens=80, latency_ms=1200)  # fmt: skip
+    bus.emit("run_finished", "", ["t"], status="ok", duration_ms=2500,
+             usage={"inferences": 2, "input_tokens": 1000, "output_tokens": 90})  # fmt: skip
     lines = stream.getvalue().splitlines()
     assert lines == [
         "▶ E0 agent  (t.flow:3:5)",
         '  → E0/agent.1/builtin__grep {"pattern":"todo"}',
         "  ✗ E0/agent.1/builtin__grep tool_error: bad pattern",
+        "  ◆ E0 chat m1 1.20s 900→80 tokens",
+        "run ok in 2.50s · 2 inference(s), 1000→90 tokens",
     ]
 
 

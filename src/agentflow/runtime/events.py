@@ -147,7 +147,8 @@ class ConsoleSink:
     progress bar under each running ``map``; otherwise (or with ``force_plain``) one
     plain line per step start/finish (``▶ E1 agent  (triage.flow:12:3)``, ``✓ E1 1.23s`` /
     ``✗ E1 2.00s timeout: …``), one per tool call an agent makes (``  → E1/agent.2/builtin__grep
-    {"pattern":"…"}``, and ``  ✗ …`` when it fails), plus warnings and retries.  ``force_plain=True`` forces the plain lines.
+    {"pattern":"…"}``, and ``  ✗ …`` when it fails), one per inference (``  ◆ E1 chat gpt-4o
+    1.20s 900→80 tokens``), plus warnings and retries; the last line sums the run's usage.  ``force_plain=True`` forces the plain lines.
     """
 
     def __init__(
@@ -271,6 +272,14 @@ class ConsoleSink:
                 self._print(f"✗ {path} {secs:.2f}s {err.get('code')}: {_short(err.get('message'))}")
             else:
                 self._print(f"✓ {path} {secs:.2f}s")
+        elif kind == "model_call":
+            # one inference: role, model, latency and tokens (what the run is spending)
+            secs = (data.get("latency_ms") or 0) / 1000
+            reused = " (reused)" if data.get("reused") else ""
+            self._print(
+                f"  ◆ {path} {data.get('role') or 'chat'} {data.get('model', '')} {secs:.2f}s "
+                f"{data.get('input_tokens', 0)}→{data.get('output_tokens', 0)} tokens{reused}"
+            )
         elif kind == "warning":
             self._print(f"! {path} {data.get('message', '')}".replace("  ", " "))
         elif kind == "retry":
@@ -283,7 +292,15 @@ class ConsoleSink:
             if self._live is not None:
                 self._live.stop()
                 self._live_started = False
-            self._print(f"run {data.get('status', '')} in {data.get('duration_ms', 0) / 1000:.2f}s")
+            usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+            spent = ""
+            if usage.get("inferences"):
+                spent = (
+                    f" · {usage['inferences']} inference(s), "
+                    f"{usage.get('input_tokens', 0)}→{usage.get('output_tokens', 0)} tokens"
+                )
+            secs = data.get("duration_ms", 0) / 1000
+            self._print(f"run {data.get('status', '')} in {secs:.2f}s{spent}")
         # the live view redraws itself (auto refresh, 8/s) from _render: no work per event
 
     def close(self) -> None:
