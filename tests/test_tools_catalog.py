@@ -475,3 +475,65 @@ def test_an_unknown_user_tool_says_where_user_tools_come_from(tmp_path):
         with pytest.raises(PlanLoadError) as info:
             agentflow.run_sync(str(flow), {}, config=bare, workspace=str(tmp_path))
         assert "no flow.toml was found" in str(info.value.errors[0])
+
+
+@pytest.mark.parametrize(
+    ("schema", "flow"),
+    [
+        ({"type": "string"}, "text"),
+        ({"type": "string", "x-flow-type": "path"}, "path"),
+        ({"type": ["integer", "null"]}, "int?"),
+        ({"enum": ["fast", "deep"]}, '"fast" | "deep"'),
+        ({"type": "array", "items": {"type": "number"}}, "number[]"),
+        (
+            {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "integer"}]}},
+            "(text | int)[]",
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {"a": {"type": "boolean"}, "b": {}},
+                "required": ["a"],
+            },
+            "{ a: bool, b: json }",
+        ),
+        ({"type": "object"}, "json"),
+        ({"not": {}}, "json"),
+    ],
+)
+def test_flow_type_of_schema(schema, flow):
+    from agentflow.compiler.contracts import flow_type_of_schema
+
+    assert flow_type_of_schema(schema) == flow
+
+
+def test_tools_extern_prints_declarations_that_check_clean(tmp_path):
+    """`flowc tools --extern`: paste-ready `extern tool` lines for user tools (typed from their
+    annotations), which the checker accepts and then types calls with."""
+    from click.testing import CliRunner
+
+    from agentflow.cli import main
+    from agentflow.compiler.api import check_source
+
+    (tmp_path / "tools.py").write_text(
+        "from typing import Literal\n\n"
+        "def search(q: str, mode: Literal['fast', 'deep'] = 'fast', limit: int | None = None)"
+        " -> list:\n"
+        '    """Search the knowledge base."""\n'
+        "    return []\n",
+        encoding="utf-8",
+    )
+    toml = tmp_path / "flow.toml"
+    toml.write_text('[tools]\nmodules = ["tools.py"]\n', encoding="utf-8")
+    res = CliRunner().invoke(main, ["tools", "--extern", "--config", str(toml)])
+    assert res.exit_code == 0, res.output
+    assert "// Search the knowledge base." in res.output
+    decl = [line for line in res.output.splitlines() if line.startswith("extern tool user__search")]
+    assert decl == [
+        'extern tool user__search(q: text, mode: ("fast" | "deep")?, limit: int?) -> json'
+    ]
+    src = res.output + 'stage s -> json {\n  return user__search(q: "x", mode: "deep")\n}\n'
+    assert check_source(src, "t.flow").diagnostics == []
+    bad = res.output + 'stage s -> json {\n  return user__search(q: 1, mode: "slow")\n}\n'
+    codes = {d.code for d in check_source(bad, "t.flow").diagnostics}
+    assert "type-mismatch" in codes  # the declaration now types the calls

@@ -408,7 +408,13 @@ def _configured_prefixes(cfg: Any, catalog: Any) -> set[str]:
 @click.option(
     "--no-connect", is_flag=True, help="Do not start MCP servers (list each as SERVER__*)."
 )
-def tools_cmd(config: str | None, as_json: bool, no_connect: bool) -> None:
+@click.option(
+    "--extern",
+    "as_extern",
+    is_flag=True,
+    help="Print an `extern tool` declaration for each non-builtin tool, to paste into a .flow.",
+)
+def tools_cmd(config: str | None, as_json: bool, no_connect: bool, as_extern: bool) -> None:
     """List the tool catalog: name, source, description, input schema summary (RUNTIME.md §4)."""
     from agentflow.runtime.config import load_config
     from agentflow.runtime.loop import run as run_loop
@@ -421,7 +427,17 @@ def tools_cmd(config: str | None, as_json: bool, no_connect: bool) -> None:
     except FlowError as e:
         _err(f"error: {e}")
         sys.exit(1)
-    if as_json:
+    if as_extern:
+        from agentflow.compiler.contracts import extern_declaration
+
+        for r in rows:
+            if r["source"] == "builtin" or r["name"].endswith("__*"):
+                continue  # builtins are declared by the prelude; unconnected servers unknown
+            try:
+                click.echo(extern_declaration(r["name"], r["input_schema"], r["description"]))
+            except ValueError as e:
+                click.echo(f"// {r['name']}: not declarable ({e})")
+    elif as_json:
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
     else:
         width = max((len(r["name"]) for r in rows), default=10)

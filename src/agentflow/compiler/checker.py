@@ -1462,8 +1462,8 @@ class _Checker:
                     f"`{callee.name}` has no declared signature: its arguments are unchecked "
                     "and its result is `json`",
                     callee.span,
-                    hint=f"declare it: `extern tool {callee.name}(…) -> T` (`flowc tools` lists "
-                    "its parameters)",
+                    hint=f"declare it: `extern tool {callee.name}(…) -> T` (`flowc tools --extern` "
+                    "prints it)",
                 )
                 for a in e.args:
                     self.infer(a.value)

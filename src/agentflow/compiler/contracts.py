@@ -13,6 +13,8 @@ Rules:
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 from agentflow.compiler import types as T
@@ -228,3 +230,92 @@ def _finish(schema: dict, b: _Builder) -> dict:
     if b.defs:
         out["$defs"] = {k: b.defs[k] for k in sorted(b.defs)}
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The other way: a tool's JSON Schema input → an `extern tool` declaration (`flowc tools --extern`)
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_SCALARS = {
+    "string": "text",
+    "integer": "int",
+    "number": "number",
+    "boolean": "bool",
+    "null": "null",
+}
+
+
+def flow_type_of_schema(schema: Any, depth: int = 0) -> str:
+    """The `.flow` type (LANGUAGE.md §3) closest to a JSON Schema, as source text: scalars map to
+    ``text``/``int``/``number``/``bool``/``null``, ``x-flow-type`` is honoured (``path``…),
+    string enums become literal unions, arrays ``T[]``, objects with properties inline object
+    types (optional fields ``T?``), ``anyOf``/``oneOf``/type lists unions; anything else (or
+    deeper than 4 levels) is ``json``."""
+    if not isinstance(schema, dict) or depth > 4:
+        return "json"
+    flow_type = schema.get("x-flow-type")
+    if isinstance(flow_type, str) and _IDENT.match(flow_type):
+        return flow_type
+    enum = schema.get("enum")
+    if isinstance(enum, list) and enum and all(isinstance(v, str) for v in enum):
+        return " | ".join(json.dumps(v, ensure_ascii=False) for v in enum)
+    for key in ("anyOf", "oneOf"):
+        options = schema.get(key)
+        if isinstance(options, list) and options:
+            return _union([flow_type_of_schema(o, depth + 1) for o in options])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return _union([flow_type_of_schema({**schema, "type": k}, depth + 1) for k in kind])
+    if kind in _SCALARS:
+        return _SCALARS[kind]
+    if kind == "array":
+        item = flow_type_of_schema(schema.get("items"), depth + 1)
+        return f"({item})[]" if "|" in item else f"{item}[]"
+    if kind == "object":
+        props = schema.get("properties")
+        if not isinstance(props, dict) or not props or not all(_IDENT.match(k) for k in props):
+            return "json"
+        required = set(schema.get("required") or [])
+        fields = []
+        for name, sub in props.items():
+            t = flow_type_of_schema(sub, depth + 1)
+            fields.append(f"{name}: {_optional(t) if name not in required else t}")
+        return "{ " + ", ".join(fields) + " }"
+    return "json"
+
+
+def _union(members: list[str]) -> str:
+    if "json" in members:
+        return "json"
+    rest = [m for m in dict.fromkeys(members) if m != "null"]
+    if not rest:
+        return "null"
+    body = " | ".join(rest) if len(rest) > 1 else rest[0]
+    return _optional(body) if "null" in members else body
+
+
+def _optional(t: str) -> str:
+    if t.endswith("?") or t == "json" or t == "null":
+        return t
+    return f"({t})?" if "|" in t else f"{t}?"
+
+
+def extern_declaration(name: str, input_schema: Any, description: str | None = None) -> str:
+    """An ``extern tool NAME(param: T, …) -> json`` line for a catalog tool (its result type is
+    not known: ``json``), preceded by ``// description`` when one is given.  A parameter that is
+    not required gets ``T?``.  Raises ValueError when ``name`` or a parameter name is not a
+    `.flow` identifier."""
+    if not _IDENT.match(name):
+        raise ValueError(f"`{name}` is not a .flow name")
+    schema = input_schema if isinstance(input_schema, dict) else {}
+    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    required = set(schema.get("required") or [])
+    params = []
+    for pname, sub in props.items():
+        if not _IDENT.match(pname):
+            raise ValueError(f"parameter `{pname}` of `{name}` is not a .flow name")
+        t = flow_type_of_schema(sub)
+        params.append(f"{pname}: {t if pname in required else _optional(t)}")
+    first = (description or "").strip().splitlines()
+    head = f"// {first[0]}\n" if first else ""
+    return f"{head}extern tool {name}({', '.join(params)}) -> json"
