@@ -2,12 +2,15 @@
 # (re)install the package into it. PYTHON names the interpreter to use (default: python3).
 py=${PYTHON:-python3}
 if ! "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
-  echo "agentflow needs Python 3.11 or newer; '$py' is $("$py" -V 2>&1 || echo missing)." >&2
+  what=$("$py" -V 2>&1) || what="not a Python that runs"
+  echo "agentflow needs Python 3.11 or newer; '$py' is $what." >&2
   echo "Run again with PYTHON=/path/to/python3.11 (or newer)." >&2
   exit 1
 fi
-if [ -x .venv/bin/python ] && ! .venv/bin/python -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
-  echo "removing .venv/: it was made with $(.venv/bin/python -V 2>&1)" >&2
+# an old .venv/: made by a Python < 3.11, or by one that is gone (its python link dangles)
+if [ -e .venv ] && ! .venv/bin/python -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  old=$(.venv/bin/python -V 2>&1) || old="a Python that no longer runs"
+  echo "removing .venv/: it was made with $old" >&2
   rm -rf .venv
 fi
 [ -x .venv/bin/python ] || "$py" -m venv .venv

@@ -564,3 +564,30 @@ async def test_runtime_plan_cycle_through_an_agent_free_chain_of_plans():
     assert res.error["step_path"] == "E0/E5/do.0"
     assert "a → b → a" in res.error["message"]
     assert calls == []  # plan_cycle is never offered to on_tool_error
+
+
+def test_plain_console_lines_stay_single_short_and_escape_free():
+    """Tool inputs, errors, sources and model names come from outside (a model's tool call, a
+    tool's error text, the config): a console line shows their control characters escaped (no
+    ESC reaches the terminal), never breaks in two and stays short."""
+    stream = io.StringIO()
+    bus = EventBus([ConsoleSink(stream, force_plain=True)])
+    esc = "\x1b]0;pwned\x07\x1b[2J\x9b31m"
+    bus.emit(
+        "step_started", "E0", ["t"], tool_name="agent", source="t.flow:3:5\n" + esc + "x" * 5000
+    )
+    bus.emit("tool_started", "E0/agent.1/builtin__grep", ["t"], tool_name="builtin__grep",
+             input="a\n" + esc + "y" * 5000)  # fmt: skip
+    bus.emit("tool_finished", "E0/agent.1/builtin__grep", ["t"], tool_name="builtin__grep",
+             error={"code": "c" + esc, "message": "m\n" + esc})  # fmt: skip
+    bus.emit("model_call", "E0", ["t"], role="chat", model="gpt\n" + esc + "z" * 5000,
+             input_tokens=1, output_tokens=2, latency_ms=3)  # fmt: skip
+    bus.emit("warning", "E0", ["t"], message="w\n" + esc + "w" * 5000)
+    bus.emit("retry", "E0", ["t"], model="m\n" + esc, attempt=1, code="x")
+    bus.emit("run_finished", "", ["t"], status="ok", duration_ms=5)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 7
+    for line in lines:
+        assert len(line) < 300, line
+        assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in line), ascii(line)
+    assert "\\x1b]0;pwned" in lines[1]

@@ -537,3 +537,34 @@ def test_tools_extern_prints_declarations_that_check_clean(tmp_path):
     bad = res.output + 'stage s -> json {\n  return user__search(q: 1, mode: "slow")\n}\n'
     codes = {d.code for d in check_source(bad, "t.flow").diagnostics}
     assert "type-mismatch" in codes  # the declaration now types the calls
+
+
+def test_extern_declaration_of_odd_schemas_checks_clean_and_stays_on_its_line():
+    """Schemas as an MCP server may send them: string enums with `${…}`, NUL, CR and U+2028
+    (escaped as `.flow` strings, one line), an unknown `x-flow-type` (not a declared type here),
+    malformed `type`/`required` (no TypeError), a parameter name with a newline (one comment
+    line), a description with ANSI escapes (shown escaped, never sent to the terminal)."""
+    from agentflow.compiler.api import check_source
+    from agentflow.compiler.contracts import extern_declaration
+
+    enum = {"enum": ["${HOME}", "a\x00b", "c\rd", "\u2028", 'q"\\', "x", "x"]}
+    schema = {
+        "type": "object",
+        "properties": {
+            "m": enum,
+            "w": {"type": "string", "x-flow-type": "Widget"},
+            "d": {"x-flow-type": {"odd": 1}, "type": {"bad": 1}},
+            "o": {"type": "object", "properties": {"k": {"type": "string"}}, "required": [{}]},
+        },
+        "required": ["m", 5],
+    }
+    decl = extern_declaration("mcp__odd", schema, "\x1b[31mred\x1b[0m")
+    assert decl.splitlines() == [
+        "// \\u{1b}[31mred\\u{1b}[0m",
+        'extern tool mcp__odd(m: "\\${HOME}" | "a\\u{0}b" | "c\\u{d}d" | "\\u{2028}" | "q\\"\\\\"'
+        ' | "x", w: text?, d: json, o: { k: text? }?) -> json',
+    ]
+    assert check_source(decl + "\nstage s -> json {\n  return 1\n}\n", "t.flow").diagnostics == []
+    with pytest.raises(ValueError) as info:
+        extern_declaration("mcp__p", {"properties": {"p\nq": {}}})
+    assert "\n" not in str(info.value)

@@ -13,7 +13,6 @@ Rules:
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -254,16 +253,18 @@ def flow_type_of_schema(schema: Any, depth: int = 0) -> str:
     if not isinstance(schema, dict) or depth > 4:
         return "json"
     flow_type = schema.get("x-flow-type")
-    if isinstance(flow_type, str) and _IDENT.match(flow_type):
+    if isinstance(flow_type, str) and flow_type in _FLOW_TYPES:  # `prim` writes only these
         return flow_type
     enum = schema.get("enum")
     if isinstance(enum, list) and enum and all(isinstance(v, str) for v in enum):
-        return " | ".join(json.dumps(v, ensure_ascii=False) for v in enum)
+        return " | ".join(flow_string(v) for v in dict.fromkeys(enum))
     for key in ("anyOf", "oneOf"):
         options = schema.get(key)
         if isinstance(options, list) and options:
             return _union([flow_type_of_schema(o, depth + 1) for o in options])
     kind = schema.get("type")
+    if not isinstance(kind, str | list):
+        return "json"
     if isinstance(kind, list):
         return _union([flow_type_of_schema({**schema, "type": k}, depth + 1) for k in kind])
     if kind in _SCALARS:
@@ -275,13 +276,39 @@ def flow_type_of_schema(schema: Any, depth: int = 0) -> str:
         props = schema.get("properties")
         if not isinstance(props, dict) or not props or not all(_IDENT.match(k) for k in props):
             return "json"
-        required = set(schema.get("required") or [])
+        required = _required(schema)
         fields = []
         for name, sub in props.items():
             t = flow_type_of_schema(sub, depth + 1)
             fields.append(f"{name}: {_optional(t) if name not in required else t}")
         return "{ " + ", ".join(fields) + " }"
     return "json"
+
+
+_FLOW_TYPES = {"path", "member", "duration"}
+#: characters a `.flow` string cannot hold raw (LANGUAGE.md §1: `\u{…}` escapes them): controls,
+#: DEL, C1 controls and the Unicode line/paragraph separators (`str.splitlines` breaks on those)
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def flow_string(value: str) -> str:
+    r"""``value`` as a `.flow` string literal (LANGUAGE.md §1 escapes): ``\\``, ``\"``, ``\$``
+    (no interpolation), ``\n``/``\t`` and ``\u{…}`` for other control characters — one line."""
+    body = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+    body = body.replace("\n", "\\n").replace("\t", "\\t")
+    return '"' + _UNPRINTABLE.sub(lambda m: f"\\u{{{ord(m.group()):x}}}", body) + '"'
+
+
+def _one_line(text: str) -> str:
+    r"""``text`` fit for a ``// …`` comment: control characters and line breaks shown as ``\u{…}``
+    escapes, so the comment stays on its line and prints nothing to the terminal."""
+    return _UNPRINTABLE.sub(lambda m: f"\\u{{{ord(m.group()):x}}}", text)
+
+
+def _required(schema: dict) -> set[str]:
+    """The names in a schema's ``required`` list (anything malformed there is ignored)."""
+    required = schema.get("required")
+    return {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
 
 
 def _union(members: list[str]) -> str:
@@ -306,16 +333,16 @@ def extern_declaration(name: str, input_schema: Any, description: str | None = N
     not required gets ``T?``.  Raises ValueError when ``name`` or a parameter name is not a
     `.flow` identifier."""
     if not _IDENT.match(name):
-        raise ValueError(f"`{name}` is not a .flow name")
+        raise ValueError(f"`{_one_line(name)}` is not a .flow name")
     schema = input_schema if isinstance(input_schema, dict) else {}
     props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-    required = set(schema.get("required") or [])
+    required = _required(schema)
     params = []
     for pname, sub in props.items():
         if not _IDENT.match(pname):
-            raise ValueError(f"parameter `{pname}` of `{name}` is not a .flow name")
+            raise ValueError(f"parameter `{_one_line(pname)}` of `{name}` is not a .flow name")
         t = flow_type_of_schema(sub)
         params.append(f"{pname}: {t if pname in required else _optional(t)}")
     first = (description or "").strip().splitlines()
-    head = f"// {first[0]}\n" if first else ""
+    head = f"// {_one_line(first[0])}\n" if first else ""
     return f"{head}extern tool {name}({', '.join(params)}) -> json"

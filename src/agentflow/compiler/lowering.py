@@ -32,6 +32,7 @@ from typing import Any
 from agentflow.compiler import types as T
 from agentflow.compiler.checker import CheckResult
 from agentflow.compiler.contracts import agent_contract, contract_for
+from agentflow.compiler.contracts import flow_string as _flow_string
 from agentflow.grammar import ast
 
 __all__ = ["LoweringError", "lower"]
@@ -980,28 +981,6 @@ def _select_expr(sel: str) -> str:
 
 def _is_ident(s: str) -> bool:
     return s.isidentifier() and s.isascii()
-
-
-def _flow_string(s: str) -> str:
-    """``s`` as a `.flow` string literal (LANGUAGE.md §1 escapes; ``$`` escaped)."""
-    out = ['"']
-    for ch in s:
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "$":
-            out.append("\\$")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append("\\u{" + format(ord(ch), "x") + "}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
 
 
 def _number(v: int | float) -> str:

@@ -12,6 +12,7 @@ Sinks: :class:`JsonlSink` (``--trace FILE``), :class:`CallbackSink` (Python API)
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 import time
@@ -140,6 +141,17 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+#: what a console line must not send to the terminal raw: C0/C1 controls (ESC starts an escape
+#: sequence that can recolour, clear or retitle the terminal), DEL and the Unicode line separators
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _visible(text: str) -> str:
+    """``text`` with every control character shown as a ``\\xNN``/``\\uNNNN`` escape: one line,
+    no terminal escape sequences."""
+    return _CONTROL.sub(lambda m: ascii(m.group())[1:-1], text)
+
+
 class ConsoleSink:
     """Progress on stderr.
 
@@ -225,6 +237,7 @@ class ConsoleSink:
         return cm()
 
     def _print(self, text: str) -> None:
+        text = _visible(text)  # tool inputs, errors and model names come from outside
         if self.plain:
             self.stream.write(text + "\n")
             self.stream.flush()
@@ -248,8 +261,8 @@ class ConsoleSink:
                 over = (data.get("input") or {}).get("over")
                 self._maps[path] = [0, len(over) if isinstance(over, list) else 0]
             if self.plain:
-                where = f"  ({data['source']})" if data.get("source") else ""
-                self._print(f"▶ {path} {data.get('tool_name', '')}{where}")
+                where = f"  ({_short(data['source'])})" if data.get("source") else ""
+                self._print(f"▶ {path} {_short(data.get('tool_name', ''))}{where}")
         elif kind == "tool_started" and "/agent." in path:
             # an agent's own tool call (E0/agent.2/builtin__grep): what the agent is doing
             self._running[path] = (str(data.get("tool_name", "")), event.time)
@@ -277,13 +290,14 @@ class ConsoleSink:
             secs = (data.get("latency_ms") or 0) / 1000
             reused = " (reused)" if data.get("reused") else ""
             self._print(
-                f"  ◆ {path} {data.get('role') or 'chat'} {data.get('model', '')} {secs:.2f}s "
+                f"  ◆ {path} {_short(data.get('role') or 'chat', 20)} "
+                f"{_short(data.get('model', ''), 60)} {secs:.2f}s "
                 f"{data.get('input_tokens', 0)}→{data.get('output_tokens', 0)} tokens{reused}"
             )
         elif kind == "warning":
-            self._print(f"! {path} {data.get('message', '')}".replace("  ", " "))
+            self._print(f"! {path} {_short(data.get('message', ''), 200)}".replace("  ", " "))
         elif kind == "retry":
-            what = f"model call ({data['model']})" if data.get("model") else "step"
+            what = f"model call ({_short(data['model'], 60)})" if data.get("model") else "step"
             why = data.get("code") or data.get("kind") or "an error"
             self._print(f"↻ {path} {what} retry {data.get('attempt')} after {why}")
         elif kind == "run_finished":
