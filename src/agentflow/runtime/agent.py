@@ -480,12 +480,11 @@ async def run_agent(
                 answer_text, answer_errors = repair_text, repair_errors
 
         last_problem = errors
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         await _emit(
             emit,
             "warning",
             step_path,
-            message=f"agent answer does not conform to output_schema: {errors[0]}{more}",
+            message=f"agent answer does not conform to output_schema: {first_problem(errors)}",
             errors=errors,
             round=round_,
         )
@@ -507,6 +506,12 @@ async def run_agent(
         # why no round ended in a valid answer (the last round's problem)
         "errors": last_problem or ["the agent was still calling tools when its rounds ran out"],
     }
+
+
+def first_problem(problems: list[str]) -> str:
+    """The first of a non-empty list of problems, with ``(and N more)`` when there are others."""
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"{problems[0]}{more}"
 
 
 def _result(

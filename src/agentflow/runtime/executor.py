@@ -1546,11 +1546,10 @@ async def _c_agent(ex: Executor, step, c, scope, path, frame, announce) -> Any:
             where.append(f"step `{step.id or path}`")
         if meta.get("source"):
             where.append(f"({meta['source']})")
+        from agentflow.runtime.agent import first_problem
+
         problems = [str(p) for p in result.get("errors") or []]
-        why = ""
-        if problems:
-            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-            why = f"; last problem: {problems[0]}{more}"
+        why = f"; last problem: {first_problem(problems)}" if problems else ""
         raise RunError(
             "output_validation",
             " ".join(where) + ": agent could not produce output conforming to its contract "
@@ -1790,6 +1789,7 @@ async def _until_stopped(work: Awaitable[Any]) -> Any:
     if stop is None:
         return await work
     stop.listeners += 1
+    task: asyncio.Future[Any] | None = None
     try:
         # A signal that came while the run was loading (tool modules, config: synchronous code)
         # still sits in the loop's wake-up pipe: let the loop hand it to ``stop.request`` before
@@ -1798,25 +1798,21 @@ async def _until_stopped(work: Awaitable[Any]) -> Any:
             if stop.handled >= stop.received:
                 break
             await asyncio.sleep(0)
-    except BaseException:
-        stop.listeners -= 1
-        _close_awaitable(work)
-        raise
-    if stop.event.is_set():
-        stop.listeners -= 1
-        _close_awaitable(work)
-        raise _Stopped(f"interrupted by {stop.signal}", None)
-    task = asyncio.ensure_future(work)
-    waiter = asyncio.ensure_future(stop.event.wait())
-    try:
-        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        if not stop.event.is_set():
+            task = asyncio.ensure_future(work)
+            waiter = asyncio.ensure_future(stop.event.wait())
+            try:
+                await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waiter.cancel()
+                if not task.done():
+                    task.cancel()
+                    await asyncio.wait({task})  # unwinds even if we are cancelled meanwhile
     finally:
         stop.listeners -= 1
-        waiter.cancel()
-        if not task.done():
-            task.cancel()
-            await asyncio.wait({task})  # unwinds even if we are cancelled meanwhile
-    if task.cancelled() and stop.event.is_set():
+        if task is None:
+            _close_awaitable(work)  # never started
+    if task is None or (task.cancelled() and stop.event.is_set()):
         raise _Stopped(f"interrupted by {stop.signal}", None)
     return task.result()
 
