@@ -35,6 +35,7 @@ from agentflow.runtime.extract import (
 )
 from agentflow.runtime.models.base import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec
 from agentflow.runtime.models.router import current_step
+from agentflow.runtime.result import model_call_fields
 
 CallTool = Callable[[str, dict[str, Any], str], Awaitable[Any]]
 Emit = Callable[..., Any]
@@ -249,7 +250,7 @@ async def run_agent(
     async def infer(
         which: Any, which_role: str, msgs: list[Message], round_: int, tools: list[ToolSpec]
     ) -> ChatResponse:
-        started = time.perf_counter()
+        started = time.monotonic()
         request = ChatRequest(
             messages=list(msgs),
             tools=tools,
@@ -274,13 +275,9 @@ async def run_agent(
             "model_call",
             step_path,
             role=which_role,
-            model=response.model,
             round=round_,
-            input_tokens=int(response.usage.get("input_tokens", 0) or 0),
-            output_tokens=int(response.usage.get("output_tokens", 0) or 0),
-            latency_ms=round((time.perf_counter() - started) * 1000.0, 1),
             finish_reason=response.finish_reason,
-            **({"reused": True} if getattr(response, "reused", False) else {}),
+            **model_call_fields(response, started),
         )
         return response
 

@@ -47,7 +47,7 @@ from agentflow.runtime.planner import (
     plan_and_execute,
     planner_tools,
 )
-from agentflow.runtime.result import elapsed_ms, usage_delta, usage_snapshot
+from agentflow.runtime.result import elapsed_ms, model_call_fields, usage_delta, usage_snapshot
 
 __all__ = ["CHAT_SYSTEM", "AskResult", "ask", "ask_with_config", "chat_tools"]
 
@@ -369,12 +369,9 @@ async def ask(
             f"ask/chat.{round_}",
             ["ask"],
             role="chat",
-            model=resp.model,
             round=round_,
-            input_tokens=int(resp.usage.get("input_tokens", 0) or 0),
-            output_tokens=int(resp.usage.get("output_tokens", 0) or 0),
-            latency_ms=elapsed_ms(started),
             finish_reason=resp.finish_reason,
+            **model_call_fields(resp, started),
         )
         if resp.tool_calls:
             calls = assign_ids(resp.tool_calls, round_)

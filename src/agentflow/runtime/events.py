@@ -160,7 +160,8 @@ class ConsoleSink:
     plain line per step start/finish (``▶ E1 agent  (triage.flow:12:3)``, ``✓ E1 1.23s`` /
     ``✗ E1 2.00s timeout: …``), one per tool call an agent makes (``  → E1/agent.2/builtin__grep
     {"pattern":"…"}``, and ``  ✗ …`` when it fails), one per inference (``  ◆ E1 chat gpt-4o
-    1.20s 900→80 tokens``), plus warnings and retries; the last line sums the run's usage.  ``force_plain=True`` forces the plain lines.
+    1.20s 900→80 tokens``), plus warnings and retries; the last line sums the run's usage.
+    ``force_plain=True`` forces the plain lines.
     """
 
     def __init__(

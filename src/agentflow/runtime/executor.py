@@ -484,7 +484,7 @@ class _Run:
     hooks: Hooks
     plans: dict[str, Any]
     ask_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    step_usage: Any = None  # models.router.StepUsage: per-step model usage (from model_call events)
+    step_usage: Any = None  # result.StepUsage: per-step model usage (from model_call events)
 
 
 DEFAULT_DENIED = frozenset({"builtin__write_file", "builtin__edit_file"})

@@ -16,7 +16,6 @@ from agentflow.errors import ConfigError, ModelError
 from agentflow.runtime.config import Config, ResolvedModel
 from agentflow.runtime.models.base import ChatRequest, ChatResponse, ModelClient, token_count
 from agentflow.runtime.models.http import RetryPolicy
-from agentflow.runtime.result import StepUsage  # noqa: F401  (re-exported: its old home)
 
 ClientFactory = Callable[[ResolvedModel], ModelClient]
 
