@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from agentflow.compiler.api import check_file, check_source, read_source
 from agentflow.compiler.checker import CheckResult
 from agentflow.compiler.diagnostics import Diagnostic
-from agentflow.errors import ConfigError, FlowError, InputError, PlanLoadError
+from agentflow.errors import ConfigError, FlowError, InputError, Location, PlanLoadError
 from agentflow.grammar.ast import Span
 
 if TYPE_CHECKING:  # the plan models (pydantic) load only when a plan is built or run
@@ -130,8 +130,9 @@ def _problem_span(message: str, plan: dict[str, Any], file: str) -> Span:
     if m:
         try:
             where = plan["plans"][m.group(1)] if m.group(1) else plan
-            source = where["steps"][int(m.group(2))]["meta"]["source"]
-            line, column = (int(x) for x in source.rsplit(":", 2)[1:])
+            loc = Location.parse(where["steps"][int(m.group(2))]["meta"]["source"])
+            if loc is not None:
+                line, column = loc.line, loc.column
         except (KeyError, IndexError, TypeError, ValueError):
             pass
     return Span(file, line, column, line, column + 1)

@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 import click
 
 from agentflow import api
-from agentflow.errors import FlowError, Interrupted, PlanLoadError
+from agentflow.errors import FlowError, Interrupted, Location, PlanLoadError
 
 
 def _err(message: str) -> None:
@@ -98,8 +98,6 @@ class _FlowGroup(click.Group):
     plain ``KeyboardInterrupt``: it ends with 130 too."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        from agentflow.errors import Interrupted
-
         try:
             return super().invoke(ctx)
         except Interrupted as e:
@@ -353,14 +351,13 @@ def _show_run_error(error: dict, target: str) -> None:
     path = error.get("step_path")
     where = f" at step {path}" if path else ""
     _err(f"error[{code}]{where}: {msg}")
-    source = error.get("source")
-    if source and target.endswith(".flow"):
+    loc = Location.parse(error.get("source"))
+    if loc is not None and target.endswith(".flow"):
         try:
-            _, line, col = source.rsplit(":", 2)
-            text = Path(target).read_text(encoding="utf-8").splitlines()[int(line) - 1]
-            _err(f"  --> {target}:{line}:{col}")
+            text = Path(target).read_text(encoding="utf-8").splitlines()[loc.line - 1]
+            _err(f"  --> {target}:{loc.line}:{loc.column}")
             _err(f"   | {text}")
-            _err("   | " + " " * (int(col) - 1) + "^")
+            _err("   | " + " " * (loc.column - 1) + "^")
         except (ValueError, IndexError, OSError):
             pass
 

@@ -26,6 +26,18 @@ class Location:
             return f"{self.file}:{self.line}:{self.column}"
         return self.file
 
+    @classmethod
+    def parse(cls, text: object) -> Location | None:
+        """``"file:line:col"`` (a step's ``meta.source``) as a Location; None when ``text`` is
+        not of that form."""
+        if not isinstance(text, str):
+            return None
+        rest, _, col = text.rpartition(":")
+        file, _, line = rest.rpartition(":")
+        if file and line.isdigit() and col.isdigit():
+            return cls(file, int(line), int(col))
+        return None
+
 
 class SourceError(FlowError):
     """A `.flow` source or template that does not parse; carries a span."""

@@ -823,14 +823,7 @@ def _server(name: str) -> str | None:
 def _meta_location(step: Any) -> Location | None:
     """``meta.source`` (``file:line:col``, set by the compiler) of ``step`` as a Location."""
     meta = getattr(step, "meta", None)
-    source = meta.get("source") if isinstance(meta, dict) else None
-    if not isinstance(source, str):
-        return None
-    file, _, rest = source.rpartition(":")
-    file, _, line = file.rpartition(":")
-    if file and line.isdigit() and rest.isdigit():
-        return Location(file, int(line), int(rest))
-    return None
+    return Location.parse(meta.get("source")) if isinstance(meta, dict) else None
 
 
 def resolve_tools(
