@@ -450,16 +450,23 @@ class _Lowerer:
         (``{var: "item", "index": "index", acc: "accumulator"}``).
         """
         # A gate inside the attempt numbers its scratch steps from ``ctx.plan``: roll that back too.
-        snapshot = (list(self.plans), dict(self.sub_counters), ctx.plan.counter)
+        snapshot = self._snapshot(ctx)
         try:
             return self.inline_body(stmts, span, ctx, loop)
         except _NeedsOutline:
-            names, counters, ctx.plan.counter = snapshot
-            for k in list(self.plans):
-                if k not in names:
-                    del self.plans[k]
-            self.sub_counters = counters
+            self._rollback(ctx, snapshot)
         return self.outline_body(stmts, span, ctx, loop, what)
+
+    def _snapshot(self, ctx: _Ctx) -> tuple[list[str], dict, int]:
+        """What a failed lowering attempt must undo: sub-plans, their counters, the step counter."""
+        return list(self.plans), dict(self.sub_counters), ctx.plan.counter
+
+    def _rollback(self, ctx: _Ctx, snapshot: tuple[list[str], dict, int]) -> None:
+        """Undo everything registered since :meth:`_snapshot` (no gaps in ids or plan names)."""
+        names, self.sub_counters, ctx.plan.counter = snapshot
+        for k in list(self.plans):
+            if k not in names:
+                del self.plans[k]
 
     def inline_body(
         self, stmts: list[ast.Stmt], span: ast.Span, ctx: _Ctx, loop: dict[str, str]
@@ -861,7 +868,7 @@ class _Lowerer:
         bindings = {e.var.name: _scope_name("item"), "index": _scope_name("index")}
         scratch: list[dict] = []
         gate = _Ctx(ctx.plan, scratch, ctx.stage, parent=ctx, bindings=bindings, gate=True)
-        counter, names, counters = ctx.plan.counter, list(self.plans), dict(self.sub_counters)
+        snapshot = self._snapshot(ctx)
         if e.judge is not None:
             inp["infer"] = self.text_value(e.judge, gate)
         else:
@@ -870,10 +877,7 @@ class _Lowerer:
         if scratch:
             # The gate needs a step (a projection lowered to a `map`): roll the attempt back,
             # compute the gate of every item by a `map` first and let the filter read it by index.
-            ctx.plan.counter, self.sub_counters = counter, counters
-            for k in list(self.plans):
-                if k not in names:
-                    del self.plans[k]
+            self._rollback(ctx, snapshot)
             if ctx.body:
                 raise _NeedsOutline()  # two steps cannot be a body
             gate_expr = e.judge if e.judge is not None else e.cond
