@@ -1035,10 +1035,10 @@ def _stack_before(
     return st if target is None else stack
 
 
-def _shifts(stack: list[int], term: str) -> bool:
+def _shifts(stack: list[int], term: str, end_state: int | None = None) -> bool:
     """True when the parser in ``stack`` really shifts ``term`` next, through the reductions it
     triggers (the state's action for ``term`` may come from the merged LALR lookaheads of
-    another context)."""
+    another context); for ``$END``, when reducing reaches ``end_state`` (the input is accepted)."""
     t = _tables()
     states = t.states
     goto = t.goto
@@ -1056,40 +1056,23 @@ def _shifts(stack: list[int], term: str) -> bool:
         if nxt is None:
             return False
         st.append(nxt)
+        if term == "$END" and nxt == end_state:
+            return True
     return False  # pragma: no cover
 
 
 def _viable(stack: list[int], start: str) -> set[str]:
     """The terminals that the parser in ``stack`` can really shift next (or ``$END`` when it
     can accept): each candidate of the top state is tried on a copy of the stack through the
-    reductions it triggers.  This removes the merged LALR lookaheads of other contexts."""
+    reductions it triggers (:func:`_shifts`).  This removes the merged LALR lookaheads of other
+    contexts."""
     t = _tables()
-    states = t.states
-    goto = t.goto
     end_state = t.end[start]
-    out: set[str] = set()
-    for term in states[stack[-1]]:
-        if not (term.isupper() or term == "$END"):
-            continue
-        st = list(stack)
-        for _ in range(10_000):
-            act = states[st[-1]].get(term)
-            if act is None:
-                break
-            if act[0]:
-                out.add(term)
-                break
-            size, _cb, nonterminal = act[1]
-            if size:
-                del st[-size:]
-            nxt = goto.get(st[-1], {}).get(nonterminal) if st else None
-            if nxt is None:
-                break
-            st.append(nxt)
-            if term == "$END" and nxt == end_state:
-                out.add(term)
-                break
-    return out
+    return {
+        term
+        for term in t.states[stack[-1]]
+        if (term.isupper() or term == "$END") and _shifts(stack, term, end_state)
+    }
 
 
 _EXPR_START = frozenset(
