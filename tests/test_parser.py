@@ -570,13 +570,14 @@ def test_simple_interpolation_fast_path_builds_the_same_nodes(monkeypatch):
     import re
 
     from agentflow.grammar import parser as P
+    from agentflow.grammar import scanner
 
     text = (
         'stage s -> text {\n  let t = "x ${input.a} ${index}${b.c.d} ${true} ${a . b}"\n'
         '  return """\n    ${item.title}: ${z}\n    """\n}\n'
     )
     fast = repr(P.parse_module(text, "f.flow"))
-    monkeypatch.setattr(P, "_SIMPLE_HOLE", re.compile(r"(?!)"))
+    monkeypatch.setattr(scanner, "_SIMPLE_HOLE", re.compile(r"(?!)"))
     slow = repr(P.parse_module(text, "f.flow"))
     assert fast == slow
 
@@ -648,7 +649,7 @@ def test_agent_target_without_parentheses():
 
 def test_unexpected_token_phrasing_has_no_article():
     # when nothing the parser expects can be named, the message reads "unexpected name `x`"
-    from agentflow.grammar.parser import _describe
+    from agentflow.grammar.syntax_errors import describe as _describe
 
     class T:
         type, value = "NAME", "reviewer"

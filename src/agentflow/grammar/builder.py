@@ -1,0 +1,685 @@
+"""The AST builder: Lark transformer callbacks that build :mod:`agentflow.grammar.ast` nodes,
+one call per LALR reduction (LANGUAGE.md §1–8).
+
+:class:`Builder` has one method per rule (or rule alias) of :file:`flow.lark`; each receives the
+children of the reduction (:class:`~agentflow.grammar.scanner.Tok` or values built before) and
+returns a node.  Binary operators arrive as a flat sequence and are arranged by precedence
+climbing (:func:`_climb`, §4), which keeps the number of LALR reductions per operand small.
+Errors that the grammar cannot express (chained comparisons, a comma where a line break is
+needed, too long expressions) are raised here as :class:`~agentflow.grammar.scanner.SynErr`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from agentflow.grammar import ast
+from agentflow.grammar.scanner import SynErr, Tok
+
+__all__ = ["Builder", "MAX_OPERATORS", "MAX_PREFIX"]
+
+#: Most binary operators in one expression, and most prefix ``not``/``-`` on one operand.
+MAX_OPERATORS = 200
+MAX_PREFIX = 50
+
+_Span = ast.Span
+_DUR_PART = re.compile(r"([0-9]+)(ms|h|m|s)")
+_DUR_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
+
+
+class _Acc(list):
+    """A list being accumulated by a left-recursive rule; ``comma`` tells whether the last
+    thing added was a separating comma."""
+
+    __slots__ = ("comma",)
+
+    def __init__(self, *a):
+        super().__init__(*a)
+        self.comma = False
+
+
+class _Not:
+    """A prefix ``not`` waiting for precedence climbing."""
+
+    __slots__ = ("tok", "operand")
+
+    def __init__(self, tok, operand):
+        self.tok = tok
+        self.operand = operand
+
+
+_PREC = {
+    "??": 1,
+    "or": 2,
+    "and": 3,
+    # 4: prefix `not`
+    "==": 5,
+    "!=": 5,
+    "<": 5,
+    "<=": 5,
+    ">": 5,
+    ">=": 5,
+    "in": 5,
+    "not in": 5,
+    "..": 6,
+    "+": 7,
+    "-": 7,
+    "*": 8,
+    "/": 8,
+    "%": 8,
+}
+_NOT_PREC = 4
+
+
+def _cover(a: Any, b: Any) -> ast.Span:
+    """The span from the start of ``a`` to the end of ``b`` (each a Tok or a node)."""
+    if type(a) is not Tok:
+        a = a.span
+    if type(b) is not Tok:
+        b = b.span
+    return _Span(a.file, a.line, a.column, b.end_line, b.end_column, a.start, b.end)
+
+
+def _operand_span(x: Any) -> ast.Span:
+    if isinstance(x, _Not):
+        return x.tok.span.to(_operand_span(x.operand))
+    return x.span
+
+
+def _climb(seq: list) -> ast.Expr:
+    """Arrange ``[operand, (op, tok, tok2), operand, …]`` by precedence (LANGUAGE.md §4)."""
+    if len(seq) > 2 * MAX_OPERATORS:
+        raise SynErr(
+            f"expression too long (more than {MAX_OPERATORS} operators); split it with `let`",
+            _operand_span(seq[0]),
+        )
+    pos = 0
+    n = len(seq)
+
+    def level(p: int) -> ast.Expr:
+        nonlocal pos
+        x = seq[pos]
+        if isinstance(x, _Not):
+            if p > _NOT_PREC:
+                raise SynErr(
+                    "`not` needs parentheses here: write `(not …)`",
+                    x.tok.span,
+                )
+            seq[pos] = x.operand
+            inner = level(_NOT_PREC)
+            left: ast.Expr = ast.Unary(x.tok.span.to(inner.span), "not", inner)
+        else:
+            pos += 1
+            left = x
+        while pos < n:
+            op, t1, t2 = seq[pos]
+            q = _PREC[op]
+            if q < p:
+                break
+            pos += 1
+            right = level(q + 1)
+            if q in (5, 6) and pos < n and _PREC[seq[pos][0]] == q:
+                what = "comparisons" if q == 5 else "ranges"
+                nxt = seq[pos]
+                raise SynErr(
+                    f"{what} do not chain: combine them with `and` or add parentheses",
+                    nxt[1].span.to(nxt[2].span),
+                )
+            op_span = t1.span.to(t2.span) if t2 is not t1 else t1.span
+            if op == "..":
+                left = ast.RangeExpr(left.span.to(right.span), left, right)
+            else:
+                left = ast.Binary(left.span.to(right.span), op, left, right, op_span)
+        return left
+
+    return level(0)
+
+
+def _string_value(tok: Tok, what: str) -> str:
+    lit = tok.value
+    if not lit.is_plain:
+        raise SynErr(f"{what} cannot contain `${{…}}` interpolation", lit.span)
+    return lit.text
+
+
+def _push_projection(p: ast.Projection, build, end_span: ast.Span) -> ast.Projection:
+    """Extend an open projection's per-element path with ``build(inner)``."""
+    inner = p.path
+    if isinstance(inner, ast.Projection) and not inner.closed:
+        p.path = _push_projection(inner, build, end_span)
+    else:
+        if inner is None:
+            inner = ast.ProjectionItem(p.span)
+        p.path = build(inner)
+    p.span = p.span.to(end_span)
+    return p
+
+
+def _duration_ms(text: str) -> int:
+    return sum(int(a) * _DUR_MS[u] for a, u in _DUR_PART.findall(text))
+
+
+def _number(text: str) -> int | float:
+    return float(text) if "." in text else int(text)
+
+
+def _sep_check(acc: _Acc, new: Any, what: str) -> None:
+    """Entries without a comma must be on a new line (LANGUAGE.md §1)."""
+    if acc and not acc.comma and acc[-1].span.end_line == new.span.line:
+        raise SynErr(f"expected `,` or a line break between {what}", new.span, hint=None)
+
+
+def _sep_next(c: list, what: str) -> _Acc:
+    """Append the entry ``c[1]`` to the list ``c[0]``, checking its separation from the last one
+    (:func:`_sep_check`; ``what`` names the entries in the message)."""
+    acc, new = c
+    _sep_check(acc, new, what)
+    acc.append(new)
+    acc.comma = False
+    return acc
+
+
+def _comma(c: list) -> _Acc:
+    """A separating comma after an entry (a second comma, or one before any entry, is an error)."""
+    acc = c[0]
+    if acc.comma or not acc:
+        raise SynErr("expected an entry before `,`", c[1].span)
+    acc.comma = True
+    return acc
+
+
+class Builder:
+    """Lark transformer callbacks; each receives the children of one reduction."""
+
+    # -- entry points / items -------------------------------------------------------------------
+
+    def expr_only(self, c):
+        return c[0]
+
+    def module(self, c):
+        return c[0]
+
+    def items(self, c):
+        if not c:
+            return []
+        lst = c[0]
+        lst.append(c[1])
+        return lst
+
+    def flow_header(self, c):
+        desc = _string_value(c[2], "a flow description") if len(c) > 2 else None
+        return ast.FlowHeader(_cover(c[0], c[-1]), ast.Ident(c[1].span, c[1].value), desc)
+
+    def input_decl(self, c):
+        return ast.InputDecl(_cover(c[0], c[1]), c[1])
+
+    def output_decl(self, c):
+        return ast.OutputDecl(_cover(c[0], c[1]), c[1])
+
+    def deadline_decl(self, c):
+        d = c[1]
+        return ast.DeadlineDecl(
+            _cover(c[0], d), ast.DurationLit(d.span, _duration_ms(d.value), d.value)
+        )
+
+    def use_decl(self, c):
+        target = c[2]
+        return ast.UseDecl(
+            _cover(c[0], c[4]),
+            c[1].value,
+            _string_value(target, "a `use` name"),
+            target.span,
+            ast.Ident(c[4].span, c[4].value),
+        )
+
+    def extern_tool(self, c):
+        params = c[4] if len(c) == 8 else []
+        return ast.ExternTool(
+            _cover(c[0], c[-1]),
+            ast.Ident(c[2].span, c[2].value),
+            list(params),
+            c[-1],
+            doc=c[0].doc,
+        )
+
+    def params(self, c):
+        if len(c) == 1:
+            return [c[0]]
+        if c[1].type == "COMMA" and len(c) == 2:
+            return c[0]
+        c[0].append(c[2])
+        return c[0]
+
+    def param(self, c):
+        return ast.Param(_cover(c[0], c[2]), ast.Ident(c[0].span, c[0].value), c[2])
+
+    def extern_type(self, c):
+        return ast.ExternType(_cover(c[0], c[2]), ast.Ident(c[2].span, c[2].value), doc=c[0].doc)
+
+    def type_decl(self, c):
+        return ast.TypeDecl(
+            _cover(c[0], c[2]), ast.Ident(c[1].span, c[1].value), c[2], None, doc=c[0].doc
+        )
+
+    def type_alias(self, c):
+        return ast.TypeDecl(
+            _cover(c[0], c[3]), ast.Ident(c[1].span, c[1].value), None, c[3], doc=c[0].doc
+        )
+
+    def stage_decl(self, c):
+        returns = c[3] if len(c) == 5 else None
+        return ast.StageDecl(
+            _cover(c[0], c[-1]), ast.Ident(c[1].span, c[1].value), returns, c[-1], doc=c[0].doc
+        )
+
+    # -- types ----------------------------------------------------------------------------------
+
+    def type(self, c):
+        return c[0]
+
+    def union_type(self, c):
+        left, right = c[0], c[2]
+        if isinstance(left, ast.UnionType):
+            members = left.members + [right]
+        else:
+            members = [left, right]
+        return ast.UnionType(_cover(left, right), members)
+
+    def array_type(self, c):
+        return ast.ArrayType(_cover(c[0], c[2]), c[0])
+
+    def optional_type(self, c):
+        return ast.OptionalType(_cover(c[0], c[1]), c[0])
+
+    def named_type(self, c):
+        return ast.NamedType(c[0].span, c[0].value)
+
+    def map_type(self, c):
+        return ast.MapType(_cover(c[0], c[3]), c[2])
+
+    def literal_type(self, c):
+        t = c[0]
+        typ = t.type
+        if typ == "STRING":
+            value: Any = _string_value(t, "a literal type")
+        elif typ == "NUMBER":
+            value = _number(t.value)
+        else:
+            value = {"TRUE": True, "FALSE": False, "NULL": None}[typ]
+        return ast.LiteralType(t.span, value)
+
+    def paren_type(self, c):
+        return c[1]
+
+    def object_type(self, c):
+        return ast.ObjectType(_cover(c[0], c[2]), list(c[1]))
+
+    def fields_empty(self, c):
+        return _Acc()
+
+    def fields_first(self, c):
+        return _Acc(c)
+
+    def fields_next(self, c):
+        return _sep_next(c, "fields")
+
+    def fields_comma(self, c):
+        return _comma(c)
+
+    def field(self, c):
+        name = c[0]
+        constraints = c[3] if len(c) == 4 else []
+        end = constraints[-1] if constraints else c[2]
+        return ast.FieldDecl(
+            _cover(name, end),
+            ast.Ident(name.span, name.value),
+            c[2],
+            constraints,
+            doc=name.doc,
+        )
+
+    def constraints(self, c):
+        if len(c) == 1:
+            return [c[0]]
+        c[0].append(c[1])
+        return c[0]
+
+    def constraint(self, c):
+        args = []
+        if len(c) == 5:
+            for a in c[3]:
+                if isinstance(a, ast.Argument):
+                    raise SynErr("constraint arguments are written without names", a.span)
+                args.append(a)
+        return ast.Constraint(_cover(c[0], c[-1]), ast.Ident(c[1].span, c[1].value), args)
+
+    # -- statements -----------------------------------------------------------------------------
+
+    def block(self, c):
+        return ast.Block(_cover(c[0], c[2]), c[1])
+
+    def stmts(self, c):
+        if not c:
+            return []
+        c[0].append(c[1])
+        return c[0]
+
+    def let_stmt(self, c):
+        ann = c[3] if len(c) == 6 else None
+        return ast.LetStmt(_cover(c[0], c[-1]), ast.Ident(c[1].span, c[1].value), ann, c[-1])
+
+    def require_stmt(self, c):
+        return ast.RequireStmt(_cover(c[0], c[4]), c[1], c[4])
+
+    def fail_stmt(self, c):
+        return ast.FailStmt(_cover(c[0], c[1]), c[1])
+
+    def return_stmt(self, c):
+        return ast.ReturnStmt(_cover(c[0], c[1]), c[1])
+
+    def expr_stmt(self, c):
+        return ast.ExprStmt(c[0].span, c[0])
+
+    def if_stmt(self, c):
+        else_ = c[4] if len(c) == 5 else None
+        return ast.IfStmt(_cover(c[0], c[-1]), c[1], c[2], else_)
+
+    # -- control expressions --------------------------------------------------------------------
+
+    def filter_expr(self, c):
+        return ast.FilterExpr(
+            _cover(c[0], c[5]), c[1], ast.Ident(c[3].span, c[3].value), c[5], None
+        )
+
+    def filter_judge(self, c):
+        return ast.FilterExpr(
+            _cover(c[0], c[6]), c[1], ast.Ident(c[3].span, c[3].value), None, c[6]
+        )
+
+    def ask_tail(self, c):
+        expect = default = else_fail = None
+        i = 0
+        while i < len(c):
+            t = c[i]
+            if t.type == "EXPECT":
+                expect = c[i + 1]
+                i += 2
+            elif t.type == "DEFAULT":
+                default = c[i + 1]
+                i += 2
+            else:  # ELSE FAIL msg
+                else_fail = c[i + 2]
+                i += 3
+        return (expect, default, else_fail, c[-1] if c else None)
+
+    def ask_expr(self, c):
+        expect, default, else_fail, last = c[2]
+        end = last if last is not None else c[1]
+        return ast.AskExpr(_cover(c[0], end), c[1], expect, default, else_fail)
+
+    def map_expr(self, c):
+        parallel = c[0].type == "PARALLEL"
+        k = 1 if parallel else 0
+        over = c[k + 1]
+        var = c[k + 3]
+        limit = c[k + 5] if len(c) > k + 5 else None
+        return ast.MapExpr(
+            _cover(c[0], c[-1]),
+            parallel,
+            over,
+            ast.Ident(var.span, var.value),
+            limit,
+            c[-1],
+            keyword_span=c[k].span,
+        )
+
+    def reduce_expr(self, c):
+        acc_type = c[7] if len(c) == 11 else None
+        return ast.ReduceExpr(
+            _cover(c[0], c[-1]),
+            c[1],
+            ast.Ident(c[3].span, c[3].value),
+            ast.Ident(c[5].span, c[5].value),
+            acc_type,
+            c[-2],
+            c[-1],
+        )
+
+    def verify_expr(self, c):
+        return ast.VerifyExpr(_cover(c[0], c[3]), c[2])
+
+    def verify_items(self, c):
+        return []
+
+    def verify_check(self, c):
+        c[0].append(ast.VerifyCheck(_cover(c[1], c[4]), c[2], c[4]))
+        return c[0]
+
+    def verify_judge(self, c):
+        c[0].append(ast.VerifyJudge(_cover(c[1], c[2]), c[2]))
+        return c[0]
+
+    def agent_expr(self, c):
+        return ast.AgentExpr(_cover(c[0], c[6]), c[2], c[5], c[0].span)
+
+    def clauses(self, c):
+        if not c:
+            return []
+        c[0].append(c[1])
+        return c[0]
+
+    def clause(self, c):
+        kw = c[0]
+        kind = kw.value
+        if kind == "tools":
+            if c[1].type == "NONE":
+                value: Any = None
+            else:
+                value = list(c[2])
+        elif kind == "retry":
+            value = _retry(c[1])
+        else:
+            value = c[1]
+        return ast.Clause(_cover(kw, c[-1]), kind, value, kw.span)
+
+    def tool_refs_empty(self, c):
+        return _Acc()
+
+    def tool_refs_first(self, c):
+        return _Acc(c)
+
+    def tool_refs_next(self, c):
+        c[0].append(c[2])
+        return c[0]
+
+    def tool_refs_comma(self, c):
+        return c[0]
+
+    def tool_ref(self, c):
+        t = c[0]
+        if t.type == "STRING":
+            return ast.ToolRef(t.span, _string_value(t, "a tool pattern"), True)
+        return ast.ToolRef(t.span, t.value, False)
+
+    # -- operators ------------------------------------------------------------------------------
+
+    def opexpr_single(self, c):
+        x = c[0]
+        if type(x) is _Not:
+            return _climb([x])
+        return x
+
+    def climb(self, c):
+        return _climb(c[0])
+
+    def opseq_first(self, c):
+        return c
+
+    def opseq_next(self, c):
+        seq = c[0]
+        seq.append(c[1])
+        seq.append(c[2])
+        return seq
+
+    def operand_not(self, c):
+        inner = c[1]
+        depth = 1
+        x = inner
+        while isinstance(x, _Not):
+            depth += 1
+            x = x.operand
+        if depth > MAX_PREFIX:
+            raise SynErr("too many `not` in a row", c[0].span)
+        return _Not(c[0], inner)
+
+    def binop(self, c):
+        t = c[0]
+        if len(c) == 2:
+            return ("not in", t, c[1])
+        return (t.value, t, t)
+
+    def neg(self, c):
+        operand = c[1]
+        if isinstance(operand, ast.Unary) and operand.op == "-":
+            depth = 1
+            x = operand
+            while isinstance(x, ast.Unary) and x.op == "-":
+                depth += 1
+                x = x.operand
+            if depth > MAX_PREFIX:
+                raise SynErr("too many `-` in a row", c[0].span)
+        return ast.Unary(_cover(c[0], operand), "-", operand)
+
+    # -- postfix --------------------------------------------------------------------------------
+
+    def member(self, c):
+        obj, name = c[0], c[2]
+        nspan = name.span
+        if isinstance(obj, ast.Projection) and not obj.closed:
+            return _push_projection(
+                obj, lambda inner: ast.Member(inner.span.to(nspan), inner, name.value, nspan), nspan
+            )
+        return ast.Member(obj.span.to(nspan), obj, name.value, nspan)
+
+    def index(self, c):
+        obj, idx, close = c[0], c[2], c[3].span
+        if isinstance(obj, ast.Projection) and not obj.closed:
+            return _push_projection(
+                obj, lambda inner: ast.Index(inner.span.to(close), inner, idx), close
+            )
+        return ast.Index(obj.span.to(close), obj, idx)
+
+    def project(self, c):
+        obj, close = c[0], c[3].span
+        if isinstance(obj, ast.Projection) and not obj.closed:
+
+            def build(inner):
+                return ast.Projection(inner.span.to(close), inner, None)
+
+            return _push_projection(obj, build, close)
+        return ast.Projection(obj.span.to(close), obj, None)
+
+    def call(self, c):
+        callee = c[0]
+        close = c[-1].span
+        named: list[ast.Argument] = []
+        positional: list[ast.Expr] = []
+        if len(c) == 4:
+            for a in c[2]:
+                (named if isinstance(a, ast.Argument) else positional).append(a)
+        return ast.Call(callee.span.to(close), callee, named, positional)
+
+    def args(self, c):
+        if len(c) == 1:
+            return [c[0]]
+        if len(c) == 2:
+            return c[0]
+        c[0].append(c[2])
+        return c[0]
+
+    def named_arg(self, c):
+        return ast.Argument(_cover(c[0], c[2]), c[0].value, c[0].span, c[2])
+
+    # -- atoms ----------------------------------------------------------------------------------
+
+    def name(self, c):
+        t = c[0]
+        return ast.Name(t.span, t.value)
+
+    def number(self, c):
+        t = c[0]
+        return ast.NumberLit(t.span, _number(t.value))
+
+    def duration(self, c):
+        t = c[0]
+        return ast.DurationLit(t.span, _duration_ms(t.value), t.value)
+
+    def string(self, c):
+        return c[0].value
+
+    def true(self, c):
+        return ast.BoolLit(c[0].span, True)
+
+    def false(self, c):
+        return ast.BoolLit(c[0].span, False)
+
+    def null(self, c):
+        return ast.NullLit(c[0].span)
+
+    def list(self, c):
+        return ast.ListLit(_cover(c[0], c[2]), list(c[1]))
+
+    # list items are collected like tool references (comma-separated)
+    items_empty = tool_refs_empty
+    items_first = tool_refs_first
+    items_next = tool_refs_next
+    items_comma = tool_refs_comma
+
+    def object(self, c):
+        return ast.ObjectLit(_cover(c[0], c[2]), list(c[1]))
+
+    # object entries are collected like the fields of a type
+    entries_empty = fields_empty
+    entries_first = fields_first
+    entries_comma = fields_comma
+
+    def entries_next(self, c):
+        return _sep_next(c, "object entries")
+
+    def entry(self, c):
+        k = c[0]
+        key = _string_value(k, "an object key") if k.type == "STRING" else k.value
+        return ast.ObjectEntry(_cover(k, c[2]), key, k.span, c[2])
+
+    def paren(self, c):
+        e = c[1]
+        if isinstance(e, ast.Projection):
+            e.closed = True
+        return e
+
+
+def _retry(obj: ast.ObjectLit) -> ast.RetrySpec:
+    """``retry { attempts: N, on: [code, …] }`` from its object-literal form (LANGUAGE.md §8)."""
+    attempts = None
+    on = None
+    for e in obj.entries:
+        if e.key == "attempts":
+            attempts = e.value
+        elif e.key == "on":
+            if not isinstance(e.value, ast.ListLit):
+                raise SynErr("`on` takes a list of error codes: `on: [transient]`", e.value.span)
+            on = []
+            for item in e.value.items:
+                if not isinstance(item, ast.Name):
+                    raise SynErr(
+                        "an error code is a bare name such as `timeout`, `rate_limit` or "
+                        "`transient`",
+                        item.span,
+                    )
+                on.append(ast.Ident(item.span, item.name))
+        else:
+            raise SynErr(
+                f"unknown retry setting `{e.key}`: expected `attempts` or `on`", e.key_span
+            )
+    return ast.RetrySpec(obj.span, attempts, on)

@@ -1,0 +1,1036 @@
+"""The `.flow` scanner: source text → tokens (LANGUAGE.md §1, §2, §5).
+
+One lexer serves every reader of `.flow` text:
+
+* **Parse mode** (:class:`Scanner` with a ``driver``): the LALR driver (:mod:`.lalr`) pulls
+  :class:`Tok` from :meth:`Scanner.tokens`, handing it the live state stack.  The scanner is
+  *contextual* like Lark's contextual lexer: a word that is a keyword is emitted as the keyword
+  only where the current LALR state accepts it, and as ``NAME`` otherwise — so any identifier
+  works after ``.``, as an object key, field name or named argument, and ``use_it`` is a name.
+  A word directly followed by ``:`` is always a name.
+* Strings are scanned with a mode stack: each ``${…}`` is parsed by a nested parse of the same
+  text starting at its real offset (a nested scanner that stops at the matching ``}``), so
+  interpolations keep real source positions, also inside ``\"\"\"`` strings whose indentation is
+  trimmed (Kotlin ``trimIndent``).  A STRING token's value is the finished ``ast.StringLit``.
+* The newline rule (§1, ``module`` scanners): ``(``, ``[``, ``-`` and ``not`` that are the first
+  token on a line, outside ``( )`` and ``[ ]``, become ``LPAR_NL``/``LSQB_NL``/``MINUS_NL``/
+  ``NOT_NL``; the grammar lets those begin an expression but never continue one.  A top-level
+  keyword that starts a line inside an unclosed bracket ends the item (error recovery).
+* **Raw mode** (:func:`lex`, ``raw=True``): the tokens of any text, for the formatter and the
+  language server — keywords by spelling, comments and line breaks kept as trivia (``COMMENT``,
+  ``DOC``, ``BLOCK``, ``NL``) when asked, every token's value its source text (a STRING token
+  covers the whole literal, interpolations included, which are skipped lexically, not parsed).
+  Raw mode is lenient: an unknown character is an ``ERROR`` token, a malformed number a
+  ``BADNUM`` token, and brackets need not balance; only an unterminated string, interpolation or
+  block comment (and absurd nesting) raise :class:`SynErr`.
+
+Errors are :class:`SynErr` (message, span, recovery position); they never leave
+:mod:`agentflow.grammar` (the parser turns them into diagnostics or ``SourceError``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+from agentflow.grammar import ast
+
+__all__ = ["KEYWORDS", "TOP_LEVEL", "Tok", "Scanner", "SynErr", "lex", "comments"]
+
+#: Deepest bracket nesting accepted (deeper input is a syntax error, which keeps every later
+#: recursive pass over the AST far from Python's recursion limit).
+MAX_NESTING = 100
+#: Deepest nesting of strings inside ``${…}``.
+MAX_STRING_NESTING = 20
+
+# ---------------------------------------------------------------------------------------------
+# Tokens
+
+
+KEYWORDS: dict[str, str] = {
+    w: w.upper()
+    for w in (
+        "not and or in true false null flow input output deadline use agent team extern tool "
+        "type stage let require else fail return if map parallel as limit filter where judge "
+        "reduce ask expect default verify check task system model tools none write timeout "
+        "retry max_iterations"
+    ).split()
+}
+
+#: Keywords that are never a plain name (a variable, a loop variable, an expression), only
+#: after ``.`` or before ``:`` (field names, object keys, named arguments); every other keyword
+#: is a name wherever the grammar does not expect it as a keyword (``let model = …``).
+_RESERVED = frozenset("let return require fail if else true false null and or not in".split())
+#: Keywords that start a top-level item (recovery points).
+TOP_LEVEL = frozenset({"flow", "input", "output", "deadline", "use", "extern", "type", "stage"})
+#: Top-level keywords that can never start a line inside a body when followed by a word,
+#: a string or a number on the same line (so they end an unclosed item).
+STRONG = frozenset(TOP_LEVEL - {"input"})
+
+OPS: dict[str, str] = {
+    "(": "LPAR",
+    ")": "RPAR",
+    "[": "LSQB",
+    "]": "RSQB",
+    "{": "LBRACE",
+    "}": "RBRACE",
+    ",": "COMMA",
+    ":": "COLON",
+    ".": "DOT",
+    "..": "DOTDOT",
+    "->": "ARROW",
+    "|": "PIPE",
+    "?": "QMARK",
+    "??": "QQ",
+    "@": "AT",
+    "=": "EQUALS",
+    "==": "EQ",
+    "!=": "NE",
+    "<": "LT",
+    "<=": "LE",
+    ">": "GT",
+    ">=": "GE",
+    "+": "PLUS",
+    "-": "MINUS",
+    "*": "STAR",
+    "/": "SLASH",
+    "%": "PERCENT",
+}
+_NL_VARIANT = {"LPAR": "LPAR_NL", "LSQB": "LSQB_NL", "MINUS": "MINUS_NL"}
+OPENERS = {"(": ")", "[": "]", "{": "}"}
+CLOSERS = {")": "(", "]": "[", "}": "{"}
+
+_TOKEN_RE = re.compile(
+    r"""
+    [ \t\r\f\v\ufeff]*
+   (?:
+    (?P<nl>\n)
+  | (?P<doc>///[^\n]*)
+  | (?P<comment>//[^\n]*)
+  | (?P<block>/\*)
+  | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<dur>(?:[0-9]+(?:ms|h|m|s))+(?![A-Za-z0-9_]))
+  | (?P<num>[0-9]+(?:\.[0-9]+)?(?![A-Za-z_0-9]))
+  | (?P<badnum>[0-9]+(?:\.[0-9]+)?[A-Za-z_0-9]*)
+  | (?P<str3>\"\"\")
+  | (?P<str>\")
+  | (?P<op>\.\.|\?\?|==|!=|<=|>=|->|[-+*/%<>=.,:(){}\[\]|?@])
+  | (?P<eof>\Z)
+   )
+    """,
+    re.VERBOSE,
+)
+#: group number → kind (leading blanks are part of every match; the group is the token)
+_KIND = [None] + [None] * _TOKEN_RE.groups
+for _name, _idx in _TOKEN_RE.groupindex.items():
+    _KIND[_idx] = _name
+_KIND = tuple(_KIND)
+#: an interpolation that is a name or a chain of field reads, written without blanks
+_SIMPLE_HOLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z_][A-Za-z0-9_]*)*)\}")
+_BLANKS = re.compile(r"[ \t\r\f\v\ufeff]*")
+_PLAIN_STR = re.compile(r'"([^"\\$\n]*)"')
+_STR_SPECIAL = re.compile(r'["\\\n$]')
+_STR3_SPECIAL = re.compile(r'"""|[\\\n$]')
+_COLON_AFTER = re.compile(r"[ \t]*:(?!:)")
+WORD_AFTER = re.compile(r"[ \t]+(?:[A-Za-z_0-9\"])")
+
+
+_Span = ast.Span
+
+
+class Tok:
+    """A token as the Lark parser sees it (``type``) plus its source position.
+
+    ``value`` is the matched text, except for STRING tokens in parse mode, whose value is an
+    ``ast.StringLit``.  ``doc`` holds the ``///`` comment lines immediately before the token, if
+    any (``module`` scanners); ``bol`` is True on the first token of a line.
+    """
+
+    __slots__ = (
+        "type",
+        "value",
+        "start",
+        "end",
+        "line",
+        "column",
+        "end_line",
+        "end_column",
+        "file",
+        "doc",
+        "bol",
+    )
+
+    def __init__(self, type, value, start, end, line, column, end_line, end_column, file):
+        self.type = type
+        self.value = value
+        self.start = start
+        self.end = end
+        self.line = line
+        self.column = column
+        self.end_line = end_line
+        self.end_column = end_column
+        self.file = file
+        self.doc = None
+        self.bol = False
+
+    @property
+    def span(self) -> ast.Span:
+        return ast.Span(
+            self.file,
+            self.line,
+            self.column,
+            self.end_line,
+            self.end_column,
+            self.start,
+            self.end,
+        )
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"Tok({self.type}, {self.value!r}, {self.line}:{self.column})"
+
+
+_OPENER_CONTEXT = [
+    (re.compile(r"^\s*stage\b[^{]*$"), "the stage body"),
+    (re.compile(r"^\s*type\s+\w+\s*(=\s*)?$"), "the type body"),
+    (re.compile(r"\bagent\s*\(.*\)\s*$"), "the agent block"),
+    (re.compile(r"\bverify\s*$"), "the `verify` block"),
+    (re.compile(r"\bretry\s*$"), "the `retry` object"),
+    (re.compile(r"^\s*input\s*$"), "the `input` object"),
+    (re.compile(r"\b(map|reduce)\b.*\bas\b[^{]*$"), "the `{0}` body"),
+    (re.compile(r"(^|\})\s*(if|else)\b[^{]*$"), "the `if` block"),
+    (re.compile(r"\b(use|extern)\b"), "the declaration"),
+]
+
+
+def _opener_words(text: str, i: int, bracket: str) -> str:
+    """What the bracket at ``text[i]`` opens, in words: ``"the stage body"``, ``"the agent
+    block"``, …, else ``"the `(`"``.  Looks only at the text before it on the same line."""
+    if bracket == "{":
+        before = text[text.rfind("\n", 0, i) + 1 : i]
+        for pattern, words in _OPENER_CONTEXT:
+            m = pattern.search(before)
+            if m is not None:
+                return words.format(m.group(1)) if "{0}" in words else words
+        if before.rstrip().endswith(("=", "(", ",", ":", "[", "return")):
+            return "the object"
+    return f"the `{bracket}`"
+
+
+class SynErr(Exception):
+    """Internal syntax error: message, primary span, and where recovery may start scanning
+    (``resume``: text index, ``depth``: bracket depth there), when known."""
+
+    def __init__(
+        self,
+        message: str,
+        span: ast.Span,
+        resume: int | None = None,
+        depth: int | None = None,
+        hint: str | None = None,
+        notes: list[tuple[str, ast.Span]] | None = None,
+    ):
+        super().__init__(message)
+        self.message = message
+        self.span = span
+        self.resume = resume
+        self.depth = depth
+        self.hint = hint
+        self.notes = notes or []
+
+
+# ---------------------------------------------------------------------------------------------
+# The scanner
+
+
+class Driver(Protocol):
+    """What the scanner needs from the parser that pulls its tokens (:mod:`.lalr` provides it)."""
+
+    def run(self, sc: Scanner, start: str) -> Any:
+        """Parse the tokens of ``sc`` from the start symbol ``start``; raise :class:`SynErr`."""
+
+    def shifts(self, stack: list[int], term: str) -> bool:
+        """True when the parser with state stack ``stack`` really shifts ``term`` next."""
+
+
+class Scanner:
+    """Scans ``text[pos:end]`` into :class:`Tok`; positions are reported as real positions.
+
+    ``line`` is the line number at ``pos``; ``ls`` is the (virtual) index of the start of that
+    line, such that column = index - ls + 1; ``ob`` is added to indices to give file offsets.
+    ``stop`` is None, ``"}"`` (an interpolation: stop at the unmatched ``}``) or ``"}}"`` (a
+    template hole).  ``module`` turns on the newline rule and the top-level recovery rules.
+    ``driver`` parses the interpolations of strings (parse mode).  ``raw`` selects raw mode
+    (see the module docstring; no driver needed) and ``trivia`` makes it yield comments and
+    line breaks too.
+    """
+
+    __slots__ = (
+        "text",
+        "pos",
+        "end",
+        "file",
+        "line",
+        "ls",
+        "ob",
+        "stop",
+        "module",
+        "stack",
+        "nest",
+        "last",
+        "stopped_at",
+        "driver",
+        "raw",
+        "trivia",
+    )
+
+    def __init__(
+        self,
+        text: str,
+        pos: int,
+        end: int,
+        file: str,
+        line: int,
+        ls: int,
+        ob: int,
+        *,
+        stop: str | None = None,
+        module: bool = False,
+        nest: int = 0,
+        driver: Driver | None = None,
+        raw: bool = False,
+        trivia: bool = False,
+    ) -> None:
+        self.text = text
+        self.pos = pos
+        self.end = end
+        self.file = file
+        self.line = line
+        self.ls = ls
+        self.ob = ob
+        self.stop = stop
+        self.module = module
+        self.stack: list[Tok] = []
+        self.nest = nest
+        self.last: Tok | None = None
+        self.stopped_at: int | None = None
+        self.driver = driver
+        self.raw = raw
+        self.trivia = trivia
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def span_at(self, i: int, j: int, line: int, ls: int) -> ast.Span:
+        """Span of text[i:j] that starts on ``line`` (whose start index is ``ls``)."""
+        text = self.text
+        nl = text.count("\n", i, j)
+        if nl:
+            end_line = line + nl
+            end_col = j - text.rfind("\n", i, j)
+        else:
+            end_line = line
+            end_col = j - ls + 1
+        return ast.Span(self.file, line, i - ls + 1, end_line, end_col, i + self.ob, j + self.ob)
+
+    def opened(self, opener: Tok, *, at: bool = True) -> str:
+        """Words for what the bracket token ``opener`` opens: ``"the stage body opened on line
+        4"`` (``at=False``: ``"the stage body"``)."""
+        what = _opener_words(self.text, opener.start - self.ob, opener.value)
+        return f"{what} opened on line {opener.line}" if at else what
+
+    def error(self, message: str, i: int, j: int, line: int, ls: int, **kw) -> SynErr:
+        end = self.end
+        i = min(i, end)
+        return SynErr(message, self.span_at(i, min(max(j, i), end), line, ls), **kw)
+
+    # -- main loop -----------------------------------------------------------------------------
+
+    def tokens(
+        self, states: dict | None = None, state_stack: list[int] | None = None
+    ) -> Iterator[Tok]:
+        """Yield the tokens of ``text[pos:end]``.
+
+        ``states`` is the driver's action table and ``state_stack`` its live state stack, read
+        to decide keyword-or-name for each word; both None means keywords by spelling (raw
+        scanning).  Raises :class:`SynErr` at the first lexical error (raw mode: see the module
+        docstring).
+        """
+        text = self.text
+        n = self.end
+        i = self.pos
+        line = self.line
+        ls = self.ls
+        ob = self.ob
+        file = self.file
+        module = self.module
+        stop = self.stop
+        stack = self.stack
+        raw = self.raw
+        trivia = self.trivia
+        shifts = self.driver.shifts if states is not None else None
+        match = _TOKEN_RE.match
+        bol = True
+        doc: list[str] | None = None
+        while i < n:
+            m = match(text, i, n)
+            if m is None:
+                i = _BLANKS.match(text, i, n).end()
+                if raw:
+                    col = i - ls + 1
+                    tok = Tok("ERROR", text[i], i + ob, i + 1 + ob, line, col, line, col + 1, file)
+                    tok.bol = bol
+                    bol = False
+                    i += 1
+                    self.last = tok
+                    self.pos = i
+                    self.line, self.ls = line, ls
+                    yield tok
+                    continue
+                ch = text[i]
+                shown = repr(ch)[1:-1] if not ch.isprintable() else ch
+                raise self.error(
+                    f"unexpected character `{shown}`",
+                    i,
+                    i + 1,
+                    line,
+                    ls,
+                    resume=i + 1,
+                    depth=len(stack),
+                )
+            g = m.lastindex
+            kind = _KIND[g]
+            i, j = m.span(g)
+            if kind == "word":
+                value = text[i:j]
+                typ = KEYWORDS.get(value)
+                if typ is None:
+                    typ = "NAME"
+                else:
+                    if bol and module:
+                        if value in STRONG and stack and WORD_AFTER.match(text, j, n):
+                            opener = stack[-1]
+                            self.line, self.ls = line, ls
+                            raise SynErr(
+                                f"expected `{OPENERS[opener.value]}` to close "
+                                f"{self.opened(opener)} before `{value}` "
+                                f"starts a new declaration",
+                                opener.span,
+                                resume=i,
+                                depth=0,
+                            )
+                        if typ == "NOT" and (not stack or stack[-1].value == "{"):
+                            typ = "NOT_NL"
+                    if states is not None and not (
+                        bol and module and not stack and value in TOP_LEVEL
+                    ):
+                        st = states[state_stack[-1]]
+                        if typ in st:
+                            if "NAME" in st and (
+                                _COLON_AFTER.match(text, j, n)
+                                or (value not in _RESERVED and not shifts(state_stack, typ))
+                            ):
+                                # merged LALR lookaheads: `input` after `let x = 1` looks like
+                                # an agent clause, but only a name is really accepted there
+                                typ = "NAME"
+                        elif "NAME" in st and (
+                            value not in _RESERVED
+                            or (self.last is not None and self.last.type == "DOT")
+                            or _COLON_AFTER.match(text, j, n)
+                        ):
+                            typ = "NAME"
+                tok = Tok(typ, value, i + ob, j + ob, line, i - ls + 1, line, j - ls + 1, file)
+            elif kind == "op":
+                value = text[i:j]
+                typ = OPS[value]
+                if value in OPENERS:
+                    if bol and module and value != "{" and (not stack or stack[-1].value == "{"):
+                        typ = _NL_VARIANT[typ]
+                    tok = Tok(typ, value, i + ob, j + ob, line, i - ls + 1, line, j - ls + 1, file)
+                    if len(stack) >= MAX_NESTING and not raw:
+                        raise self.error(
+                            f"brackets nested too deeply (more than {MAX_NESTING} levels)",
+                            i,
+                            j,
+                            line,
+                            ls,
+                        )
+                    stack.append(tok)
+                elif value in CLOSERS:
+                    if stack and stack[-1].value == CLOSERS[value]:
+                        stack.pop()
+                    elif raw:
+                        # unbalanced: close the innermost matching bracket, if any is open
+                        k = len(stack) - 1
+                        while k >= 0 and stack[k].value != CLOSERS[value]:
+                            k -= 1
+                        if k >= 0:
+                            del stack[k:]
+                        elif stop is not None and value == "}":
+                            self.stopped_at = i
+                            break
+                    elif not stack:
+                        if stop is not None and value == "}":
+                            if stop == "}" or text.startswith("}}", i):
+                                self.stopped_at = i
+                                break
+                        raise self.error(
+                            f"unexpected `{value}`: there is no open `{CLOSERS[value]}` to close",
+                            i,
+                            j,
+                            line,
+                            ls,
+                            resume=j,
+                            depth=0,
+                        )
+                    else:
+                        opener = stack.pop()
+                        raise self.error(
+                            f"expected `{OPENERS[opener.value]}` to close "
+                            f"{self.opened(opener)}, found `{value}`",
+                            i,
+                            j,
+                            line,
+                            ls,
+                            resume=j,
+                            depth=len(stack),
+                            notes=[(f"{self.opened(opener, at=False)} opened here", opener.span)],
+                        )
+                    tok = Tok(typ, value, i + ob, j + ob, line, i - ls + 1, line, j - ls + 1, file)
+                else:
+                    if bol and module and typ == "MINUS" and (not stack or stack[-1].value == "{"):
+                        typ = "MINUS_NL"
+                    tok = Tok(typ, value, i + ob, j + ob, line, i - ls + 1, line, j - ls + 1, file)
+            elif kind == "nl":
+                if trivia:
+                    self.pos = j
+                    yield Tok("NL", "\n", i + ob, j + ob, line, i - ls + 1, line, j - ls + 1, file)
+                line += 1
+                ls = j
+                i = j
+                bol = True
+                continue
+            elif kind == "eof":
+                i = n
+                continue
+            elif kind == "str" or kind == "str3":
+                self.line, self.ls = line, ls
+                if raw:
+                    j = self.skip_string(i, line, ls, kind == "str3")
+                    tok = Tok(
+                        "STRING",
+                        text[i:j],
+                        i + ob,
+                        j + ob,
+                        line,
+                        i - ls + 1,
+                        self.line,
+                        j - self.ls + 1,
+                        file,
+                    )
+                else:
+                    if kind == "str":
+                        pm = _PLAIN_STR.match(text, i, n)
+                        if pm is not None:
+                            j = pm.end()
+                            s = pm.group(1)
+                            lit = ast.StringLit(self.span_at(i, j, line, ls), [s] if s else [])
+                        else:
+                            lit, j = self.scan_string(i, line, ls)
+                    else:
+                        lit, j = self.scan_triple(i, line, ls)
+                    sp = lit.span
+                    tok = Tok(
+                        "STRING",
+                        lit,
+                        i + ob,
+                        j + ob,
+                        line,
+                        sp.column,
+                        sp.end_line,
+                        sp.end_column,
+                        file,
+                    )
+                line, ls = self.line, self.ls
+            elif (kind == "num" or kind == "dur") and j - i > 100 and not raw:
+                raise self.error(
+                    "number too long (more than 100 digits)",
+                    i,
+                    j,
+                    line,
+                    ls,
+                    resume=j,
+                    depth=len(stack),
+                )
+            elif kind == "num":
+                tok = Tok(
+                    "NUMBER", text[i:j], i + ob, j + ob, line, i - ls + 1, line, j - ls + 1, file
+                )
+            elif kind == "dur":
+                tok = Tok(
+                    "DURATION", text[i:j], i + ob, j + ob, line, i - ls + 1, line, j - ls + 1, file
+                )
+            elif kind == "doc" or kind == "comment":
+                if module and kind == "doc":
+                    d = text[i:j][3:]
+                    if d.startswith(" "):
+                        d = d[1:]
+                    if doc is None:
+                        doc = [d.rstrip()]
+                    else:
+                        doc.append(d.rstrip())
+                if trivia:
+                    self.pos = j
+                    tok = Tok(
+                        kind.upper(),
+                        text[i:j],
+                        i + ob,
+                        j + ob,
+                        line,
+                        i - ls + 1,
+                        line,
+                        j - ls + 1,
+                        file,
+                    )
+                    tok.bol = bol
+                    yield tok
+                i = j
+                continue
+            elif kind == "block":
+                k = text.find("*/", j, n)
+                if k < 0:
+                    raise self.error(
+                        "unterminated comment: `/*` has no closing `*/`", i, j, line, ls
+                    )
+                k += 2
+                line0, ls0 = line, ls
+                nl = text.count("\n", i, k)
+                if nl:
+                    line += nl
+                    ls = text.rfind("\n", i, k) + 1
+                if trivia:
+                    self.pos = k
+                    tok = Tok(
+                        "BLOCK",
+                        text[i:k],
+                        i + ob,
+                        k + ob,
+                        line0,
+                        i - ls0 + 1,
+                        line,
+                        k - ls + 1,
+                        file,
+                    )
+                    tok.bol = bol
+                    yield tok
+                i = k
+                continue
+            elif raw:  # badnum
+                tok = Tok(
+                    "BADNUM", text[i:j], i + ob, j + ob, line, i - ls + 1, line, j - ls + 1, file
+                )
+            else:  # badnum
+                raise self.error(
+                    f"`{text[i:j]}` is neither a number nor a duration "
+                    "(durations are written like `250ms`, `90s`, `5m`, `1h30m`)",
+                    i,
+                    j,
+                    line,
+                    ls,
+                    resume=j,
+                    depth=len(stack),
+                )
+            if doc is not None:
+                tok.doc = "\n".join(doc)
+                doc = None
+            tok.bol = bol
+            bol = False
+            self.last = tok
+            self.pos = j
+            self.line, self.ls = line, ls
+            yield tok
+            i = j
+        else:
+            if stop is not None:
+                self.line, self.ls = line, ls
+                what = "`}`" if stop == "}" else "`}}`"
+                start = self.pos if self.last is None else self.last.end - ob
+                raise self.error(f"expected {what} before the end of the text", start, n, line, ls)
+        self.pos = i
+        self.line, self.ls = line, ls
+        if stack and not raw:
+            opener = stack[-1]
+            raise SynErr(
+                f"expected `{OPENERS[opener.value]}` to close {self.opened(opener)}, "
+                f"found the end of the {'file' if module else 'text'}",
+                opener.span,
+            )
+
+    # -- strings -------------------------------------------------------------------------------
+
+    def _escape(self, i: int, line: int, ls: int) -> tuple[str, int]:
+        """Decode the escape at text[i] (a backslash); return (text, next index)."""
+        text = self.text
+        c = text[i + 1 : i + 2]
+        simple = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r", "$": "$", "0": "\0"}
+        if c in simple and c:
+            return simple[c], i + 2
+        if c == "u":
+            m = re.compile(r"\\u\{([0-9A-Fa-f]{1,6})\}").match(text, i, self.end)
+            if m is not None:
+                cp = int(m.group(1), 16)
+                if cp <= 0x10FFFF and not (0xD800 <= cp <= 0xDFFF):
+                    return chr(cp), m.end()
+                why = (
+                    "is a surrogate, not a character"
+                    if cp <= 0x10FFFF
+                    else "is beyond the last code point U+10FFFF"
+                )
+                raise self.error(
+                    f"invalid unicode escape: `\\u{{{m.group(1)}}}` {why}",
+                    i,
+                    m.end(),
+                    line,
+                    ls,
+                )
+            raise self.error(
+                "invalid unicode escape: write `\\u{…}` with 1 to 6 hex digits",
+                i,
+                i + 2,
+                line,
+                ls,
+            )
+        if not c:
+            raise self.error("a `\\` at the end of the text escapes nothing", i, i + 1, line, ls)
+        shown = c if c.isprintable() else repr(c)
+        raise self.error(
+            f'unknown escape `\\{shown}` (use `\\"`, `\\\\`, `\\n`, `\\t`, `\\u{{…}}` or `\\$`)',
+            i,
+            i + 2,
+            line,
+            ls,
+        )
+
+    def _simple_hole(self, m: re.Match, k: int, line: int, ls: int) -> ast.Interpolation:
+        """The ``Interpolation`` of a hole matched by :data:`_SIMPLE_HOLE` (one line)."""
+        file, ob, col0 = self.file, self.ob, 1 - ls
+        i = k + 2
+        j = m.end(1)
+        expr: ast.Expr = ast.Name(
+            _Span(file, line, i + col0, line, j + col0, i + ob, j + ob), m.group(1)
+        )
+        start = expr.span
+        for seg in m.group(2).split(".")[1:]:
+            i = j + 1
+            j = i + len(seg)
+            nspan = _Span(file, line, i + col0, line, j + col0, i + ob, j + ob)
+            expr = ast.Member(start.to(nspan), expr, seg, nspan)
+        e = m.end()
+        return ast.Interpolation(_Span(file, line, k + col0, line, e + col0, k + ob, e + ob), expr)
+
+    def _interpolation(self, k: int, line: int, ls: int) -> tuple[ast.Interpolation, int, int, int]:
+        """Parse ``${ … }`` starting at text[k] == '$'; return (node, next index, line, ls)."""
+        if self.nest >= MAX_STRING_NESTING:
+            raise self.error("strings nested too deeply inside `${…}`", k, k + 2, line, ls)
+        m = _SIMPLE_HOLE.match(self.text, k, self.end)
+        if m is not None and (m.group(1) not in KEYWORDS or m.group(1) == "input"):
+            # fast path for the common `${name}` / `${a.b.c}`: the same nodes the parser builds
+            return self._simple_hole(m, k, line, ls), m.end(), line, ls
+        sub = Scanner(
+            self.text,
+            k + 2,
+            self.end,
+            self.file,
+            line,
+            ls,
+            self.ob,
+            stop="}",
+            nest=self.nest + 1,
+            driver=self.driver,
+        )
+        expr = self.driver.run(sub, "expr_only")
+        close = sub.stopped_at
+        assert close is not None
+        node = ast.Interpolation(self.span_at(k, close + 1, line, ls), expr)
+        return node, close + 1, sub.line, sub.ls
+
+    def skip_string(self, i: int, line: int, ls: int, triple: bool) -> int:
+        """Raw mode: the index just past the string literal at ``text[i]`` (on ``line``, whose
+        start index is ``ls``), leaving ``self.line``/``self.ls`` there.  Escapes are not
+        decoded and interpolations are skipped by a raw nested scanner; raises :class:`SynErr`
+        when the string, or an interpolation in it, is unterminated."""
+        text = self.text
+        n = self.end
+        start_line, start_ls = line, ls
+        search = (_STR3_SPECIAL if triple else _STR_SPECIAL).search
+        j = i + (3 if triple else 1)
+        while True:
+            m = search(text, j, n)
+            if m is None or (not triple and m.group() == "\n"):
+                if triple:
+                    message = 'unterminated string: `"""` has no closing `"""`'
+                    k = i + 3
+                else:
+                    message = (
+                        'unterminated string: expected a closing `"` on this line '
+                        '(use `"""` for multi-line text)'
+                    )
+                    k = n if m is None else m.start()
+                raise self.error(message, i, k, start_line, start_ls)
+            k = m.start()
+            c = m.group()
+            if c == '"':
+                j = k + 1
+                break
+            if c == '"""':
+                j = k + 3
+                while text.startswith('"', j) and j < n:
+                    j += 1
+                break
+            if c == "\n":
+                line += 1
+                ls = j = k + 1
+            elif c == "\\":
+                # the escaped character is skipped too, unless it is a line break
+                j = k + 1 if text.startswith("\n", k + 1) else k + 2
+            elif text.startswith("${", k):
+                j, line, ls = self._skip_hole(k, line, ls)
+            else:
+                j = k + 1
+        self.line, self.ls = line, ls
+        return j
+
+    def _skip_hole(self, k: int, line: int, ls: int) -> tuple[int, int, int]:
+        """Raw mode: skip the ``${ … }`` at ``text[k]``; return (next index, line, ls)."""
+        if self.nest >= MAX_STRING_NESTING:
+            raise self.error("strings nested too deeply inside `${…}`", k, k + 2, line, ls)
+        m = _SIMPLE_HOLE.match(self.text, k, self.end)
+        if m is not None:
+            return m.end(), line, ls
+        sub = Scanner(
+            self.text,
+            k + 2,
+            self.end,
+            self.file,
+            line,
+            ls,
+            self.ob,
+            stop="}",
+            nest=self.nest + 1,
+            raw=True,
+        )
+        for _ in sub.tokens():
+            pass
+        close = sub.stopped_at
+        assert close is not None
+        return close + 1, sub.line, sub.ls
+
+    def scan_string(self, i: int, line: int, ls: int) -> tuple[ast.StringLit, int]:
+        """Scan a ``"…"`` string starting at text[i]; return (node, index after it)."""
+        text = self.text
+        n = self.end
+        parts: list = []
+        buf: list[str] = []
+        j = i + 1
+        start_line, start_ls = line, ls
+        search = _STR_SPECIAL.search
+        while True:
+            m = search(text, j, n)
+            if m is None or m.group() == "\n":
+                k = n if m is None else m.start()
+                raise self.error(
+                    'unterminated string: expected a closing `"` on this line '
+                    '(use `"""` for multi-line text)',
+                    i,
+                    k,
+                    start_line,
+                    start_ls,
+                )
+            k = m.start()
+            if k > j:
+                buf.append(text[j:k])
+            c = m.group()
+            if c == '"':
+                j = k + 1
+                break
+            if c == "\\":
+                s, j = self._escape(k, line, ls)
+                buf.append(s)
+                continue
+            # `$`
+            if text.startswith("${", k):
+                if buf:
+                    parts.append("".join(buf))
+                    buf = []
+                node, j, line2, ls2 = self._interpolation(k, line, ls)
+                if line2 != line:
+                    # an interpolation may span lines; the string goes on after it
+                    line, ls = line2, ls2
+                parts.append(node)
+            else:
+                buf.append("$")
+                j = k + 1
+        if buf:
+            parts.append("".join(buf))
+        span = self.span_at(i, j, self.line, self.ls)
+        self.line, self.ls = line, ls
+        return ast.StringLit(span, parts), j
+
+    def scan_triple(self, i: int, line: int, ls: int) -> tuple[ast.StringLit, int]:
+        """Scan a ``\"\"\"…\"\"\"`` string at text[i]; trims indentation like Kotlin's trimIndent."""
+        text = self.text
+        n = self.end
+        start_line, start_ls = line, ls
+        # pieces: ("raw", text) for source text, ("esc", text) for decoded escapes, or nodes
+        pieces: list = []
+        j = i + 3
+        search = _STR3_SPECIAL.search
+        while True:
+            m = search(text, j, n)
+            if m is None:
+                raise self.error(
+                    'unterminated string: `"""` has no closing `"""`',
+                    i,
+                    i + 3,
+                    start_line,
+                    start_ls,
+                )
+            k = m.start()
+            if k > j:
+                pieces.append(("raw", text[j:k]))
+            c = m.group()
+            if c == '"""':
+                j = k + 3
+                # `""""` ends with the quote included: a quote right before the closing triple
+                while text.startswith('"', j) and j < n:
+                    pieces.append(("raw", '"'))
+                    j += 1
+                break
+            if c == "\n":
+                prev = pieces[-1] if pieces else None
+                if type(prev) is tuple and prev[0] == "raw" and prev[1].endswith("\r"):
+                    pieces[-1] = ("raw", pieces[-1][1][:-1])
+                pieces.append(("raw", "\n"))
+                line += 1
+                ls = k + 1
+                j = k + 1
+                continue
+            if c == "\\":
+                s, j = self._escape(k, line, ls)
+                pieces.append(("esc", s))
+                continue
+            if text.startswith("${", k):
+                node, j, line, ls = self._interpolation(k, line, ls)
+                pieces.append(node)
+            else:
+                pieces.append(("raw", "$"))
+                j = k + 1
+        span = self.span_at(i, j, start_line, start_ls)
+        self.line, self.ls = line, ls
+        return ast.StringLit(span, _trim_indent(pieces), triple=True), j
+
+
+def _trim_indent(pieces: list) -> list:
+    """Apply Kotlin's ``trimIndent`` to scanned triple-quoted pieces; return StringLit parts."""
+    lines: list[list] = [[]]
+    for p in pieces:
+        if isinstance(p, tuple) and p[0] == "raw" and "\n" in p[1]:
+            segs = p[1].split("\n")
+            for idx, seg in enumerate(segs):
+                if idx:
+                    lines.append([])
+                if seg:
+                    lines[-1].append(("raw", seg))
+        else:
+            lines[-1].append(p)
+
+    def blank(ln: list) -> bool:
+        return all(isinstance(p, tuple) and p[0] == "raw" and not p[1].strip(" \t\r") for p in ln)
+
+    if len(lines) > 1 and blank(lines[0]):
+        lines.pop(0)
+    if len(lines) > 1 and blank(lines[-1]):
+        lines.pop()
+    elif (
+        len(lines) == 1
+        and blank(lines[0])
+        and len(pieces)
+        and any(isinstance(p, tuple) and p[1] == "\n" for p in pieces)
+    ):
+        lines = [[]]
+    indent = None
+    for ln in lines:
+        if blank(ln):
+            continue
+        first = ln[0]
+        if isinstance(first, tuple) and first[0] == "raw":
+            s = first[1]
+            w = len(s) - len(s.lstrip(" \t"))
+        else:
+            w = 0
+        indent = w if indent is None else min(indent, w)
+    indent = indent or 0
+    parts: list = []
+    buf: list[str] = []
+    for idx, ln in enumerate(lines):
+        if idx:
+            buf.append("\n")
+        if blank(ln):
+            text = "".join(p[1] for p in ln)
+            buf.append(text[indent:])
+            continue
+        for pi, p in enumerate(ln):
+            if isinstance(p, tuple):
+                s = p[1]
+                if pi == 0 and p[0] == "raw" and indent:
+                    s = s[indent:]
+                buf.append(s)
+            else:
+                if buf:
+                    joined = "".join(buf)
+                    if joined:
+                        parts.append(joined)
+                    buf = []
+                parts.append(p)
+    if buf:
+        joined = "".join(buf)
+        if joined:
+            parts.append(joined)
+    return parts
+
+
+# ---------------------------------------------------------------------------------------------
+# Raw mode: the tokens of any text, for the formatter and the language server
+
+
+#: token types of the trivia that raw mode yields with ``trivia=True``
+TRIVIA = frozenset({"COMMENT", "DOC", "BLOCK", "NL"})
+#: the comment token types among them
+COMMENTS = frozenset({"COMMENT", "DOC", "BLOCK"})
+
+
+def lex(text: str, *, trivia: bool = True, pos: int = 0, file: str = "<text>") -> Iterator[Tok]:
+    """The raw-mode tokens of ``text[pos:]`` (see the module docstring), in order.
+
+    Each token's ``value`` is its source text ``text[start:end]`` (a STRING token covers the
+    whole literal, ``${…}`` included; a ``//`` comment runs to the end of its line, the line
+    break excluded); ``type`` is the keyword's or operator's terminal name (keywords by
+    spelling, never ``…_NL``), ``NAME``, ``NUMBER``, ``DURATION``, ``STRING``, ``BADNUM`` or
+    ``ERROR``, and with ``trivia`` also ``COMMENT``, ``DOC``, ``BLOCK`` and ``NL``.  ``bol`` is
+    set on the first token of a line.  Offsets are 0-based in ``text``; lines and columns
+    1-based.  Raises :class:`SynErr` (lazily, while iterating) at an unterminated string,
+    interpolation or block comment.
+    """
+    line = text.count("\n", 0, pos) + 1
+    ls = text.rfind("\n", 0, pos) + 1
+    sc = Scanner(text, pos, len(text), file, line, ls, 0, raw=True, trivia=trivia)
+    return sc.tokens()
+
+
+def comments(text: str) -> list[Tok]:
+    """Every comment of ``text`` (``COMMENT``, ``DOC`` and ``BLOCK`` tokens of :func:`lex`,
+    so never a ``//`` inside a string), in order; ``[]`` when ``text`` has an unterminated
+    string, interpolation or block comment."""
+    try:
+        return [t for t in lex(text) if t.type in COMMENTS]
+    except SynErr:
+        return []

@@ -1,0 +1,259 @@
+"""Syntax errors in words: "expected …, found …", the notes and the hints (LANGUAGE.md §1–8).
+
+The driver (:mod:`.lalr`) hands :func:`unexpected` the offending token and the terminals the
+parser could really shift there; this module only words them — it reads no parse tables.
+Hints name the common slips of users of other languages (``=`` for ``==``, ``List[str]``,
+``task: "…"`` …).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from agentflow.compiler import diagnostics as diag
+from agentflow.grammar import ast
+from agentflow.grammar.scanner import OPENERS, OPS, TOP_LEVEL, Scanner, SynErr, Tok
+
+__all__ = ["describe", "unexpected"]
+
+_EXPR_START = frozenset(
+    "NAME NUMBER DURATION STRING LPAR LPAR_NL LSQB LSQB_NL LBRACE MINUS MINUS_NL NOT NOT_NL "
+    "TRUE FALSE NULL MAP PARALLEL REDUCE AGENT VERIFY FILTER ASK".split()
+)
+_OPERATORS = frozenset(
+    "QQ OR AND EQ NE LT LE GT GE IN NOT PLUS MINUS STAR SLASH PERCENT DOTDOT DOT".split()
+)
+#: tokens that can only begin an expression (not continue one as an operator or postfix)
+_EXPR_START_STRICT = _EXPR_START - {"MINUS", "NOT", "LPAR", "LSQB"}
+_STMT_START = frozenset("LET REQUIRE FAIL RETURN IF".split())
+_CLAUSE = frozenset(
+    "TASK SYSTEM MODEL INPUT TOOLS WRITE EXPECT TIMEOUT RETRY MAX_ITERATIONS".split()
+)
+_TOP = frozenset(k.upper() for k in TOP_LEVEL)
+_PUNCT_WORDS = {v: f"`{k}`" for k, v in OPS.items()}
+_PUNCT_WORDS.update({"LPAR_NL": "`(`", "LSQB_NL": "`[`", "MINUS_NL": "`-`", "NOT_NL": "`not`"})
+
+
+def describe(tok: Any, *, article: bool = True) -> str:
+    """Words for a token found where it does not belong: ``"the name `x`"`` (after "found"),
+    or without the article, ``"name `x`"`` (after "unexpected")."""
+    t = tok.type
+    the = "the " if article else ""
+    if t == "$END":
+        return f"{the}end of the text"
+    if t == "STRING":
+        return "a string" if article else "string"
+    if t == "NUMBER":
+        return f"{the}number `{tok.value}`"
+    if t == "DURATION":
+        return f"{the}duration `{tok.value}`"
+    if t == "NAME":
+        return f"{the}name `{tok.value}`"
+    if t in _PUNCT_WORDS:
+        return _PUNCT_WORDS[t]
+    return f"`{tok.value}`"
+
+
+def _expected_words(expected: set[str]) -> list[str]:
+    """Summarise an LALR expected-terminal set in words a person uses."""
+    exp = set(expected)
+    words: list[str] = []
+    if _TOP & exp and len(_TOP & exp) >= 4:
+        words.append("a declaration (`type`, `stage`, `use`, …)")
+        exp -= _TOP
+    if len(_CLAUSE & exp) >= 4:
+        words.append("an agent clause (`task`, `expect`, `tools`, …)")
+        exp -= _CLAUSE
+    if _STMT_START <= exp:
+        words.append("a statement")
+        exp -= _STMT_START
+        exp -= _EXPR_START
+    if "MAP" in exp and "NAME" in exp and "NOT" not in exp and "MINUS" not in exp:
+        words.append("a type")
+        exp -= {"MAP", "NAME", "STRING", "NUMBER", "TRUE", "FALSE", "NULL", "LBRACE", "LPAR"}
+        exp -= {"LPAR_NL"}
+    if "NAME" in exp and len(_EXPR_START_STRICT & exp) >= 4:
+        words.append("an expression")
+        exp -= _EXPR_START
+    ops = _OPERATORS & exp
+    if "GT" in exp and "LT" not in exp:
+        ops -= {"GT"}  # the `>` closing `map<T>`, not a comparison
+    rest = exp - ops - {"$END", "LSQB", "LPAR", "QMARK", "PIPE", "AT"}
+    for t in sorted(rest, key=_term_order):
+        if t in _PUNCT_WORDS:
+            words.append(_PUNCT_WORDS[t])
+        elif t == "NAME":
+            words.append("a name")
+        elif t == "STRING":
+            words.append("a string")
+        elif t == "DURATION":
+            words.append("a duration")
+        elif t == "NUMBER":
+            words.append("a number")
+        else:
+            words.append(f"`{t.lower()}`")
+    if not words and "$END" in exp:
+        words.append("the end of the text")
+    if not words:
+        # only a call/index bracket fits (`agent` must be followed by `(`)
+        words.extend(_PUNCT_WORDS[t] for t in ("LPAR", "LSQB") if t in exp)
+    if not words and ops:
+        words.append("an operator")
+    return words
+
+
+def _term_order(t: str) -> tuple:
+    order = ["RBRACE", "RSQB", "RPAR", "GT", "COMMA", "COLON", "EQUALS", "ARROW"]
+    return (order.index(t) if t in order else len(order), t)
+
+
+def _join_or(words: list[str]) -> str:
+    words = list(dict.fromkeys(words))
+    if len(words) > 5:
+        words = words[:5] + ["…"]
+    if len(words) == 1:
+        return words[0]
+    return ", ".join(words[:-1]) + " or " + words[-1]
+
+
+#: a short example of each agent clause, for the "no colon" hint
+_CLAUSE_EXAMPLE = {
+    "TASK": 'task "…"',
+    "SYSTEM": 'system "…"',
+    "MODEL": 'model "…"',
+    "INPUT": "input { … }",
+    "TOOLS": "tools [read_file, grep]",
+    "WRITE": "write [path]",
+    "EXPECT": "expect T",
+    "TIMEOUT": "timeout 3m",
+    "RETRY": "retry { attempts: 1 }",
+    "MAX_ITERATIONS": "max_iterations 6",
+}
+
+
+_WORD_BEFORE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*(\[\s*)?$")
+_TYPE_ARGS = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:,\s*([A-Za-z_][A-Za-z0-9_]*)\s*)?[>\]]")
+
+
+def _generic_hint(tok: Any, expected: set[str], sc: Scanner) -> str | None:
+    """Hints for generic types written as in other languages, in a type position:
+    ``list<text>`` / ``List[str]`` / ``Optional[int]`` / ``Dict[str, int]`` / ``map<text, int>``."""
+    typ = tok.type
+    i = tok.start - sc.ob
+    if typ == "COMMA" and "GT" in expected and "LT" not in expected:
+        m = _TYPE_ARGS.match(sc.text, i + 1)
+        value = diag.agentflow_type_name(m.group(1)) if m else "T"
+        return f"`map<T>` takes only the value type (its keys are text): `map<{value}>`"
+    if typ == "LT" and "LT" not in expected:
+        j = i + 1
+    elif typ == "NAME" and "RSQB" in expected and "LT" not in expected:
+        j = i
+    else:
+        return None
+    before = _WORD_BEFORE.search(sc.text, max(0, i - 100), i)
+    if before is None or (typ == "NAME") != bool(before.group(2)):
+        return None
+    m = _TYPE_ARGS.match(sc.text, j)
+    args = [a for a in m.groups() if a] if m else []
+    return diag.generic_type_hint(before.group(1), args)
+
+
+def _syntax_hint(
+    tok: Any, expected: set[str], values: list | None, sc: Scanner, in_agent_block: bool
+) -> str | None:
+    """A hint for the common slips of users of other languages, from the offending token, the
+    terminals that fit (``expected``), the tokens shifted before it (``values``) and whether
+    the parser is inside an agent block."""
+    typ = tok.type
+    hint = _generic_hint(tok, expected, sc)
+    if hint is not None:
+        return hint
+    prev = values[-1] if values and isinstance(values[-1], Tok) else None
+    prev2 = values[-2] if values and len(values) > 1 and isinstance(values[-2], Tok) else None
+    if typ == "EQUALS" and "EQ" in expected:
+        return "did you mean `==`?"
+    if typ == "STRING" and "COLON" in expected:
+        return "object entries are written `key: value`"
+    if prev is None:
+        return None
+    if prev.type == "AGENT" and "LPAR" in expected:
+        target = tok.value if typ == "NAME" else "target"
+        return f"the agent's target goes in parentheses: `agent({target}) {{ … }}`"
+    if typ == "COLON" and prev.type in _CLAUSE_EXAMPLE and in_agent_block:
+        return f"agent clauses take no colon: `{_CLAUSE_EXAMPLE[prev.type]}`"
+    if (
+        typ == "NAME"
+        and prev.type in ("AGENT", "TEAM")
+        and prev2 is not None
+        and prev2.type == "USE"
+        and "STRING" in expected
+    ):
+        kind = prev.value
+        return f'the {kind} name is a string: `use {kind} "{tok.value}" as {tok.value}`'
+    return None
+
+
+def unexpected(
+    tok: Any,
+    expected: set[str],
+    sc: Scanner,
+    values: list | None = None,
+    *,
+    in_agent_block: bool = False,
+) -> SynErr:
+    """The syntax error for ``tok`` (a :class:`Tok`, or the driver's end marker of type
+    ``$END``) read by scanner ``sc`` where the parser can take only the terminals ``expected``
+    (``$END`` when it could accept): "expected …, found …" plus notes and a hint.  ``values``
+    is the driver's value stack (the tokens shifted before ``tok`` are on its top);
+    ``in_agent_block`` tells whether the parser is inside ``agent(…) { … }``."""
+    found = describe(tok)
+    words = _expected_words(expected)
+    if tok.type == "EQUALS" and "EQ" in expected and "an operator" not in words:
+        # `where e.kind = "file"`: the expression could go on with an operator (`==`)
+        words.insert(0, "an operator")
+    if words:
+        msg = f"expected {_join_or(words)}, found {found}"
+    else:
+        msg = f"unexpected {describe(tok, article=False)}"
+    notes: list[tuple[str, ast.Span]] = []
+    stack = sc.stack
+    if stack and stack[-1] is not tok and len(words) <= 4:
+        opener = stack[-1]
+        closer = f"`{OPENERS[opener.value]}`"
+        if closer in words:
+            # "expected `,` or `)` to close the `(` opened on line 3, found `return`"
+            words = [w for w in words if w != closer] + [closer]
+            msg = f"expected {_join_or(words)} to close {sc.opened(opener)}, found {found}"
+            notes.append((f"{sc.opened(opener, at=False)} opened here", opener.span))
+    if sc.module:
+        msg = msg.replace("end of the text", "end of the file")
+    elif sc.stop is not None and tok.type != "$END":
+        # inside `${…}` / `{{ … }}` the text ends at the closing brace
+        msg = msg.replace("the end of the text", "`}`" if sc.stop == "}" else "`}}`")
+    if tok.type == "$END" or not isinstance(tok, Tok):
+        last = sc.last
+        if sc.stopped_at is not None:
+            k = sc.stopped_at
+            closer = "}" if sc.stop == "}" else "}}"
+            span = sc.span_at(k, k + len(closer), sc.line, sc.ls)
+            msg = msg.replace("the end of the text", f"`{closer}`")
+            return SynErr(msg, span)
+        if last is not None:
+            span = ast.Span(
+                last.file,
+                last.end_line,
+                last.end_column,
+                last.end_line,
+                last.end_column,
+                last.end,
+                last.end,
+            )
+        else:
+            span = sc.span_at(sc.pos, sc.pos, sc.line, sc.ls)
+        return SynErr(msg, span)
+    hint = _syntax_hint(tok, expected, values, sc, in_agent_block)
+    resume = tok.end - sc.ob
+    if tok.bol and tok.value in TOP_LEVEL and not isinstance(tok.value, ast.Node):
+        resume = tok.start - sc.ob
+    return SynErr(msg, tok.span, resume=resume, depth=len(sc.stack), hint=hint, notes=notes)
