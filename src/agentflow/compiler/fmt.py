@@ -1,8 +1,9 @@
 """`flowc fmt`: the canonical layout of `.flow` source (LANGUAGE.md §1, §10 "fmt never changes
 meaning").
 
-The formatter works on tokens, in the manner of ``gofmt``: it keeps the author's line breaks
-(they are significant in `.flow`, see the newline rule of §1) and rewrites everything else.
+The formatter works on tokens — the raw mode of the parser's scanner, comments kept — in the
+manner of ``gofmt``: it keeps the author's line breaks (they are significant in `.flow`, see the
+newline rule of §1) and rewrites everything else.
 
 - Indentation is two spaces per open bracket *line* (a line opening ``({`` indents the next
   line once); a line starting with closers is aligned with the line that opened them.  A
@@ -28,14 +29,15 @@ Black).  ``format_source(format_source(x)) == format_source(x)``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agentflow.errors import SourceError
+from agentflow.grammar.scanner import KEYWORDS as _SCANNER_KEYWORDS
+from agentflow.grammar.scanner import SynErr, lex
 
-__all__ = ["FormatError", "format_source", "format_file", "ast_key", "scan_comments", "Token"]
+__all__ = ["FormatError", "format_source", "format_file", "ast_key", "tokenize", "Token"]
 
 INDENT = "  "
 
@@ -82,22 +84,6 @@ _CONT_END = frozenset(
     }
 )
 
-_TOKEN_RE = re.compile(
-    r"""
-    (?P<ws>[ \t\r\f\v\ufeff]+)
-  | (?P<nl>\n)
-  | (?P<doc>///[^\n]*)
-  | (?P<comment>//[^\n]*)
-  | (?P<block>/\*)
-  | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<num>[0-9]+(?:\.[0-9]+)?[A-Za-z0-9_]*)
-  | (?P<str>\")
-  | (?P<op>\.\.|\?\?|==|!=|<=|>=|->|[-+*/%<>=.,:(){}\[\]|?@])
-  | (?P<other>.)
-    """,
-    re.VERBOSE | re.DOTALL,
-)
-
 
 class FormatError(SourceError):
     """The source cannot be formatted: it has a syntax error, or (never expected) formatting
@@ -107,7 +93,8 @@ class FormatError(SourceError):
 @dataclass(slots=True)
 class Token:
     """A formatter token: ``kind`` is ``word``, ``num``, ``str``, ``op``, ``comment``, ``doc``,
-    ``block`` or ``nl``; ``text`` is verbatim; ``start``/``end`` are character offsets."""
+    ``block``, ``nl`` or ``other``; ``text`` is verbatim (a comment's without trailing blanks);
+    ``start``/``end`` are character offsets."""
 
     kind: str
     text: str
@@ -115,102 +102,37 @@ class Token:
     end: int
 
 
-def _skip_string(text: str, i: int) -> int:
-    """``text[i]`` is the opening ``"``: return the offset just past the closing quote(s).
-
-    Handles ``\"\"\"`` strings, escapes and nested ``${…}`` interpolations (which may contain
-    strings again).  Raises :class:`FormatError` when unterminated."""
-    n = len(text)
-    triple = text.startswith('"""', i)
-    j = i + (3 if triple else 1)
-    while j < n:
-        ch = text[j]
-        if ch == "\\":
-            j += 2
-            continue
-        if triple and text.startswith('"""', j):
-            # a run of quotes longer than three ends with the last three
-            k = j
-            while k < n and text[k] == '"':
-                k += 1
-            return k
-        if not triple and ch == '"':
-            return j + 1
-        if not triple and ch == "\n":
-            break
-        if ch == "$" and j + 1 < n and text[j + 1] == "{":
-            j = _skip_interpolation(text, j + 2)
-            continue
-        j += 1
-    raise FormatError("unterminated string", None)
-
-
-def _skip_interpolation(text: str, j: int) -> int:
-    """Skip the expression of a ``${`` whose body starts at ``j``; return past its ``}``."""
-    n = len(text)
-    depth = 0
-    while j < n:
-        ch = text[j]
-        if ch == '"':
-            j = _skip_string(text, j)
-            continue
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            if depth == 0:
-                return j + 1
-            depth -= 1
-        elif text.startswith("//", j):
-            k = text.find("\n", j)
-            j = n if k < 0 else k
-            continue
-        elif text.startswith("/*", j):
-            k = text.find("*/", j + 2)
-            j = n if k < 0 else k + 2
-            continue
-        j += 1
-    raise FormatError("unterminated interpolation", None)
+#: scanner token type → formatter kind (keywords are words, every other type an operator)
+_KINDS = {
+    "NAME": "word",
+    "NUMBER": "num",
+    "DURATION": "num",
+    "BADNUM": "num",
+    "STRING": "str",
+    "COMMENT": "comment",
+    "DOC": "doc",
+    "BLOCK": "block",
+    "NL": "nl",
+    "ERROR": "other",
+}
 
 
 def tokenize(text: str) -> list[Token]:
     """Split `.flow` source into formatter tokens (whitespace dropped, newlines kept as ``nl``).
 
-    Strings (with their interpolations) and block comments are single tokens.  Raises
-    :class:`FormatError` on an unterminated string or comment."""
+    The tokens are the raw mode of the parser's own scanner
+    (:func:`agentflow.grammar.scanner.lex`): strings (with their interpolations) and block
+    comments are single tokens.  Raises :class:`FormatError` on an unterminated string,
+    interpolation or comment."""
     out: list[Token] = []
-    i, n = 0, len(text)
-    while i < n:
-        m = _TOKEN_RE.match(text, i)
-        assert m is not None
-        kind = m.lastgroup or "other"
-        j = m.end()
-        if kind == "ws":
-            i = j
-            continue
-        if kind == "str":
-            j = _skip_string(text, i)
-        elif kind == "block":
-            k = text.find("*/", j)
-            if k < 0:
-                raise FormatError("unterminated comment", None)
-            j = k + 2
-        if kind in ("comment", "doc"):
-            out.append(Token(kind, text[i:j].rstrip(), i, j))
-        else:
-            out.append(Token(kind, text[i:j], i, j))
-        i = j
-    return out
-
-
-def scan_comments(text: str) -> list[Token]:
-    """Every comment of ``text`` (``//``, ``///`` and ``/* */``), string-aware, in order.
-
-    Used by the language server to find doc comments of declarations the parser does not attach
-    them to.  Never raises: on a lexical error it returns the comments found so far."""
     try:
-        return [t for t in tokenize(text) if t.kind in ("comment", "doc", "block")]
-    except FormatError:
-        return []
+        for t in lex(text):
+            kind = _KINDS.get(t.type) or ("word" if t.value in _SCANNER_KEYWORDS else "op")
+            value = t.value.rstrip() if kind == "comment" or kind == "doc" else t.value
+            out.append(Token(kind, value, t.start, t.end))
+    except SynErr as e:
+        raise FormatError(e.message, e.span) from None
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -31,8 +31,8 @@ from typing import Any
 from agentflow.compiler import types as T
 from agentflow.compiler.checker import CLAUSES, CheckResult, Symbol, ToolSig
 from agentflow.compiler.diagnostics import Diagnostic
-from agentflow.compiler.fmt import FormatError, scan_comments, tokenize
 from agentflow.grammar import ast
+from agentflow.grammar.scanner import COMMENTS, SynErr, comments, lex
 
 __all__ = ["Analysis", "Completion", "DocSymbol", "Fix", "analyze", "PRELUDE_FILE", "IDENT_RE"]
 
@@ -234,8 +234,8 @@ class Analysis:
         """The ``///`` lines directly above the line of ``span`` (string-aware), joined."""
         if self._doc_lines is None:
             self._doc_lines = set()
-            for c in scan_comments(self.text):
-                if c.kind == "doc":
+            for c in comments(self.text):
+                if c.type == "DOC":
                     ls = self.text.rfind("\n", 0, c.start) + 1
                     if not self.text[ls : c.start].strip():
                         self._doc_lines.add(ls)
@@ -936,14 +936,14 @@ class Analysis:
         if before.endswith(".") and not before.endswith(".."):
             return self._member_completions(text, wstart - 1, offset)
         try:
-            toks = [t for t in tokenize(before) if t.kind not in ("comment", "doc", "block")]
-        except FormatError:
+            toks = [t for t in lex(before) if t.type not in COMMENTS]
+        except SynErr:
             return []  # inside a string or comment
         if _inside_comment(text, wstart):
             return []
         ctx = _context(toks)
-        code = [t for t in toks if t.kind != "nl"]
-        prev = code[-1].text if code else None
+        code = [t for t in toks if t.type != "NL"]
+        prev = code[-1].value if code else None
         at_line_start = not text[text.rfind("\n", 0, wstart) + 1 : wstart].strip()
         if ctx.tools_list:
             return self._tool_completions()
@@ -1162,10 +1162,10 @@ def _fields_of(t: T.Type, env: T.TypeEnv) -> list[Completion]:
 
 
 def _inside_comment(text: str, offset: int) -> bool:
-    for c in scan_comments(text):
-        if c.start <= offset <= c.end and (c.kind == "block" or offset > c.start):
+    for c in comments(text):
+        if c.start <= offset <= c.end and (c.type == "BLOCK" or offset > c.start):
             if (
-                c.kind != "block"
+                c.type != "BLOCK"
                 and offset == c.end
                 and offset < len(text)
                 and text[offset] == "\n"
@@ -1173,6 +1173,9 @@ def _inside_comment(text: str, offset: int) -> bool:
                 return True
             return True
     return False
+
+
+_BRACKETS = frozenset({"LPAR", "RPAR", "LSQB", "RSQB", "LBRACE", "RBRACE"})
 
 
 @dataclass(slots=True)
@@ -1186,17 +1189,17 @@ class _Ctx:
 
 
 def _context(toks: list) -> _Ctx:
-    """Bracket context at the end of ``toks`` (tokens before the cursor)."""
-    code = [t for t in toks if t.kind != "nl"]
+    """Bracket context at the end of ``toks`` (raw scanner tokens before the cursor)."""
+    code = [t for t in toks if t.type != "NL"]
     stack: list[tuple[str, str]] = []  # (opener, role)
     last_closed_role = ""
     for i, t in enumerate(code):
-        tx = t.text
-        p1 = code[i - 1].text if i >= 1 else ""
-        p2 = code[i - 2].text if i >= 2 else ""
-        p3 = code[i - 3].text if i >= 3 else ""
+        tx = t.value
+        p1 = code[i - 1].value if i >= 1 else ""
+        p2 = code[i - 2].value if i >= 2 else ""
+        p3 = code[i - 3].value if i >= 3 else ""
         top = stack[-1][1] if stack else ""
-        if t.kind != "op":
+        if t.type not in _BRACKETS:
             continue
         if tx == "{":
             if p2 == "type" or p1 == "->" or (p1 in ("input", "output") and not stack):
@@ -1228,12 +1231,12 @@ def _context(toks: list) -> _Ctx:
     ctx.in_type = top == "type"
     ctx.tools_list = top == "tools"
     ctx.agent_block = top == "agent" and stack[-1][0] == "{"
-    if code and code[-1].text == ":":
-        ctx.type_colon = top == "type" or (len(code) >= 3 and code[-3].text == "let")
-    if code and code[-1].text == "=":
-        ctx.type_alias = len(code) >= 3 and code[-3].text == "type"
-    if code and code[-1].text == "|":
-        ctx.in_type = ctx.in_type or any(t.text == "type" for t in code[-12:])
+    if code and code[-1].value == ":":
+        ctx.type_colon = top == "type" or (len(code) >= 3 and code[-3].value == "let")
+    if code and code[-1].value == "=":
+        ctx.type_alias = len(code) >= 3 and code[-3].value == "type"
+    if code and code[-1].value == "|":
+        ctx.in_type = ctx.in_type or any(t.value == "type" for t in code[-12:])
     return ctx
 
 

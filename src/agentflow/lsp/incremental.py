@@ -17,22 +17,57 @@ follows an item, so only error-free chunks are reused).
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from typing import Any
 
 from agentflow.compiler.diagnostics import Diagnostic
-from agentflow.compiler.fmt import FormatError, _skip_string
 from agentflow.grammar import ast
 from agentflow.grammar.parser import parse_module
+from agentflow.grammar.scanner import TOP_LEVEL, SynErr, lex
 
 __all__ = ["IncrementalParser", "split_chunks"]
 
-_TOP = frozenset({"flow", "input", "output", "deadline", "use", "extern", "type", "stage"})
 _SPAN_FIELDS = ("span", "key_span", "name_span", "op_span", "target_span", "keyword_span")
 
 
-_SCAN = re.compile(
-    r'"|//[^\n]*|/\*|[(\[{]|[)\]}]|(?:^|(?<=\n))[ \t]*(?:flow|input|output|deadline|use|extern|type|stage)\b'
-)
+_OPEN = frozenset({"LPAR", "LSQB", "LBRACE"})
+_CLOSE = frozenset({"RPAR", "RSQB", "RBRACE"})
+
+
+class _Unsplittable(Exception):
+    """The text has a lexical error or unbalanced brackets."""
+
+
+def _keyword_lines(text: str, pos: int = 0):
+    """Yield ``(offset of the keyword, chunk start)`` for each line of ``text[pos:]`` whose first
+    token is a top-level keyword at bracket depth 0, scanning with the parser's own tokens (the
+    scanner's raw mode).  ``pos`` is 0 or the offset of such a keyword.  Raises
+    :class:`_Unsplittable` (lazily) on a lexical error or unbalanced brackets."""
+    depth = 0
+    try:
+        for tok in lex(text, trivia=False, pos=pos):
+            t = tok.type
+            if t in _OPEN:
+                depth += 1
+            elif t in _CLOSE:
+                depth -= 1
+                if depth < 0:
+                    raise _Unsplittable
+            elif depth == 0 and tok.bol and tok.value in TOP_LEVEL:
+                ls = text.rfind("\n", 0, tok.start) + 1
+                yield tok.start, (_back_over_comments(text, ls) if ls else 0)
+    except SynErr:
+        raise _Unsplittable from None
+    if depth != 0:
+        raise _Unsplittable
+
+
+def _starts(lines: list[tuple[int, int]]) -> list[int]:
+    out = [0]
+    for _, s in lines:
+        if s > out[-1]:
+            out.append(s)
+    return out
 
 
 def split_chunks(text: str) -> list[int] | None:
@@ -40,49 +75,82 @@ def split_chunks(text: str) -> list[int] | None:
     the text cannot be split safely (lexical error, unbalanced brackets).
 
     A chunk starts on a line whose first token is a top-level keyword at bracket depth 0; the
-    comment and blank lines just above it belong to it (so ``///`` docs stay with their item).
-    Only brackets, strings, comments and line-initial keywords are scanned."""
-    starts = [0]
-    depth = 0
-    i = 0
+    comment and blank lines just above it belong to it (so ``///`` docs stay with their item)."""
     try:
-        while True:
-            m = _SCAN.search(text, i)
-            if m is None:
+        return _starts(list(_keyword_lines(text)))
+    except _Unsplittable:
+        return None
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix of ``a`` and ``b`` (string compares in C)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _common_suffix(a: str, b: str, limit: int) -> int:
+    """The length of the longest common suffix of ``a`` and ``b``, at most ``limit``."""
+    lo, hi = 0, limit
+    na, nb = len(a), len(b)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[na - mid : na - lo] == b[nb - mid : nb - lo]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+class _Chunker:
+    """:func:`split_chunks` for successive versions of one document, rescanning only from the
+    last keyword line before the first changed character until the scan reaches a keyword line
+    in the unchanged tail that was a keyword line before: from there on the scan (a function
+    of the text that follows, since the state there is always the same — depth 0, start of a
+    line, outside any string or comment) would repeat the previous one, shifted."""
+
+    __slots__ = ("text", "lines")
+
+    def __init__(self) -> None:
+        self.text: str | None = None
+        self.lines: list[tuple[int, int]] = []
+
+    def split(self, text: str) -> list[int] | None:
+        """``split_chunks(text)``."""
+        try:
+            lines = self._lines(text)
+        except _Unsplittable:
+            self.text = None
+            return None
+        self.text, self.lines = text, lines
+        return _starts(lines)
+
+    def _lines(self, text: str) -> list[tuple[int, int]]:
+        old_text, old = self.text, self.lines
+        if old_text is None:
+            return list(_keyword_lines(text))
+        if old_text == text:
+            return old
+        p = _common_prefix(old_text, text)
+        changed_end = len(text) - _common_suffix(old_text, text, min(len(old_text), len(text)) - p)
+        delta = len(text) - len(old_text)
+        # the keyword lines up to the first change stay; the scan restarts at the last of them
+        kept = bisect_right(old, p, key=lambda line: line[0])
+        restart = old[kept - 1][0] if kept else 0
+        lines = old[: kept - 1] if kept else []
+        index = {k: i for i, (k, _) in enumerate(old)}
+        for k, s in _keyword_lines(text, restart):
+            lines.append((k, s))
+            i = index.get(k - delta) if k >= changed_end else None
+            if i is not None:
+                lines.extend((ok + delta, os + delta) for ok, os in old[i + 1 :])
                 break
-            tok = m.group()
-            c = tok[0]
-            if c == '"':
-                i = _skip_string(text, m.start())
-                continue
-            if tok.startswith("/*"):
-                k = text.find("*/", m.end())
-                if k < 0:
-                    return None
-                i = k + 2
-                continue
-            i = m.end()
-            if c == "/":
-                continue
-            if c in "([{":
-                depth += 1
-            elif c in ")]}":
-                depth -= 1
-                if depth < 0:
-                    return None
-            elif depth == 0:
-                ls = m.start()
-                if ls > 0:
-                    starts.append(_back_over_comments(text, ls))
-    except FormatError:
-        return None
-    if depth != 0:
-        return None
-    out = [0]
-    for s in starts[1:]:
-        if s > out[-1]:
-            out.append(s)
-    return out
+        return lines
 
 
 def _back_over_comments(text: str, ls: int) -> int:
@@ -157,6 +225,7 @@ class IncrementalParser:
     def __init__(self, file: str) -> None:
         self.file = file
         self.cache: dict[str, _Entry] = {}
+        self.chunker = _Chunker()
         self.last_mode = "full"
         self.reparsed = 0
 
@@ -166,7 +235,7 @@ class IncrementalParser:
 
     def parse(self, text: str) -> tuple[ast.Module, list[Diagnostic]]:
         """Parse ``text``; returns ``(module, diagnostics)`` like ``parse_module``."""
-        starts = split_chunks(text)
+        starts = self.chunker.split(text)
         if starts is None or len(starts) < 2:
             return self._full(text)
         bounds = list(zip(starts, starts[1:] + [len(text)], strict=True))
