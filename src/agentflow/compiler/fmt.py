@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 from agentflow.errors import SourceError
-from agentflow.grammar.scanner import KEYWORDS as _SCANNER_KEYWORDS
 from agentflow.grammar.scanner import SynErr, lex
 
 __all__ = ["FormatError", "format_source", "format_file", "ast_key", "tokenize", "Token"]
@@ -127,7 +126,7 @@ def tokenize(text: str) -> list[Token]:
     out: list[Token] = []
     try:
         for t in lex(text):
-            kind = _KINDS.get(t.type) or ("word" if t.value in _SCANNER_KEYWORDS else "op")
+            kind = _KINDS.get(t.type) or ("word" if t.value in KEYWORDS else "op")
             value = t.value.rstrip() if kind == "comment" or kind == "doc" else t.value
             out.append(Token(kind, value, t.start, t.end))
     except SynErr as e:
