@@ -36,7 +36,17 @@ from typing import Any, Protocol
 
 from agentflow.grammar import ast
 
-__all__ = ["KEYWORDS", "TOP_LEVEL", "Tok", "Scanner", "SynErr", "lex", "comments"]
+__all__ = [
+    "KEYWORDS",
+    "TOP_LEVEL",
+    "TRIVIA",
+    "COMMENTS",
+    "Tok",
+    "Scanner",
+    "SynErr",
+    "lex",
+    "comments",
+]
 
 #: Deepest bracket nesting accepted (deeper input is a syntax error, which keeps every later
 #: recursive pass over the AST far from Python's recursion limit).
