@@ -107,12 +107,36 @@ class RunError(FlowError):
 
 
 class ModelError(FlowError):
-    """A model provider call failed; ``kind`` is rate_limit, transient or permanent."""
+    """A model provider call failed; ``kind`` is rate_limit, transient, content_filter (a
+    provider's content filter refused the prompt or the answer) or permanent; ``status`` is the
+    HTTP status (or the status an error body stood for) when there was one."""
 
-    def __init__(self, message: str, kind: str = "permanent", retry_after: float | None = None):
+    def __init__(
+        self,
+        message: str,
+        kind: str = "permanent",
+        retry_after: float | None = None,
+        status: int | None = None,
+    ):
         super().__init__(message)
         self.kind = kind
         self.retry_after = retry_after
+        self.status = status
+
+
+#: The plan error code (PLAN_IR.md §8) a ModelError of each kind ends a step with: ``rate_limit``
+#: and ``transient`` (retryable), ``content_filter``, and ``model_error`` for every other
+#: permanent failure (a bad request, a bad key, an unknown model: not a tool's fault).
+MODEL_ERROR_CODES = {
+    "rate_limit": "rate_limit",
+    "transient": "transient",
+    "content_filter": "content_filter",
+}
+
+
+def model_error_code(exc: ModelError) -> str:
+    """The plan error code of a model failure (see :data:`MODEL_ERROR_CODES`)."""
+    return MODEL_ERROR_CODES.get(exc.kind, "model_error")
 
 
 class Interrupted(KeyboardInterrupt):

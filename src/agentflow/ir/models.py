@@ -57,6 +57,11 @@ ERROR_CODES: frozenset[str] = frozenset(
         "replay_miss",
         "failed",
         "plan_cycle",
+        # the model layer (docs/models.md): a permanent provider failure, a content filter's
+        # refusal, a budget that would be exceeded by the next model call
+        "model_error",
+        "content_filter",
+        "budget_exceeded",
     }
 )
 

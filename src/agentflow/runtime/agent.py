@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentflow.errors import ConfigError, ModelError, RunError
+from agentflow.errors import ConfigError, ModelError, RunError, model_error_code
 from agentflow.runtime.extract import (
     ExtractionError,
     canonical_json,
@@ -34,6 +34,7 @@ from agentflow.runtime.extract import (
     validate,
 )
 from agentflow.runtime.models.base import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec
+from agentflow.runtime.models.budget import pop_budget, push_budget
 from agentflow.runtime.models.router import current_step
 from agentflow.runtime.result import model_call_fields
 
@@ -43,7 +44,7 @@ Emit = Callable[..., Any]
 #: Tool-result size cap (characters) when the spec does not set one.
 DEFAULT_RESULT_CHARS = 20_000
 #: Error codes raised by ``call_tool`` that stop the agent instead of going back to the model.
-HARD_STOP_CODES = frozenset({"aborted", "deadline_exceeded"})
+HARD_STOP_CODES = frozenset({"aborted", "deadline_exceeded", "budget_exceeded"})
 FORBIDDEN_TOOLS = frozenset({"plan_and_execute"})
 #: The tool result of a call whose reply was cut off by the output token limit (RUNTIME.md §10).
 TRUNCATED_CALL = (
@@ -52,14 +53,14 @@ TRUNCATED_CALL = (
     "arguments, or fewer calls at once."
 )
 
+#: The built-in system prompt. It holds no contract: the request's ``response_schema`` carries
+#: it, sent once by the adapter (native structured output, else compact prompt text appended to
+#: this system text), so this prefix is byte-identical across rounds, steps and map items.
 BASE_SYSTEM_PROMPT = """\
 You are an agent running one step of a workflow. Work on the task you are given, calling the \
-available tools when they help; you may call several tools at once when the calls are independent.
-
-When you are done, reply with ONLY a JSON object, no other text, that conforms to this JSON Schema:
-{schema}
-
-Report only what the task and the tool results support; never invent values."""
+available tools when they help; you may call several tools at once when the calls are independent. \
+When you are done, reply with ONLY a JSON object that conforms to the output contract. Report only \
+what the task and the tool results support; never invent values."""
 
 
 @dataclass
@@ -71,7 +72,9 @@ class AgentSpec:
     round budget (≥ 1). ``model``: role or named model (default ``chat``). ``system_prompt``: appended
     to the built-in one. ``input``: structured input shown as JSON. ``repair_attempts``: repair-role
     passes per invalid answer. ``max_result_chars``: tool-result size cap. ``max_tokens``: output cap
-    per inference (None: the model's default).
+    per inference (None: the model's default). ``budget``: this step's own model budget
+    (:class:`~agentflow.runtime.models.budget.Budget`), checked before each of its calls.
+    ``on_partial``: called with each new typed partial answer while a streaming model writes it.
     """
 
     prompt: str
@@ -84,6 +87,8 @@ class AgentSpec:
     repair_attempts: int = 1
     max_result_chars: int = DEFAULT_RESULT_CHARS
     max_tokens: int | None = None
+    budget: Any = None
+    on_partial: Callable[[Any], Any] | None = None
 
 
 def _dumps(value: Any, indent: int | None = None) -> str:
@@ -91,8 +96,9 @@ def _dumps(value: Any, indent: int | None = None) -> str:
 
 
 def build_system_prompt(spec: AgentSpec) -> str:
-    """The built-in system prompt with the output schema, plus ``spec.system_prompt``."""
-    text = BASE_SYSTEM_PROMPT.format(schema=_dumps(spec.output_schema, indent=2))
+    """The built-in system prompt plus ``spec.system_prompt`` (the contract is not in it: see
+    :data:`BASE_SYSTEM_PROMPT`)."""
+    text = BASE_SYSTEM_PROMPT
     if spec.system_prompt and spec.system_prompt.strip():
         text += "\n\n" + spec.system_prompt.strip()
     return text
@@ -247,21 +253,35 @@ async def run_agent(
     tools_called: list[dict[str, Any]] = []
     seen_calls: dict[str, tuple[int, int]] = {}  # key -> (first round, count)
 
+    partials = PartialAnswers(spec.output_schema)
+
     async def infer(
         which: Any, which_role: str, msgs: list[Message], round_: int, tools: list[ToolSpec]
     ) -> ChatResponse:
         started = time.monotonic()
+        partials.reset(None)
+
+        def on_delta(piece: str | None) -> None:
+            value = partials.add(piece)
+            if value is not None:
+                if spec.on_partial is not None:
+                    spec.on_partial(value)
+                if emit is not None:
+                    emit("partial_output", step_path, value=value, round=round_)
+
         request = ChatRequest(
             messages=list(msgs),
             tools=tools,
             response_schema=spec.output_schema,
             max_tokens=spec.max_tokens,
+            on_delta=on_delta,
         )
         token = current_step.set(step_path)
+        budget_token = push_budget(spec.budget)
         try:
             response = await which.chat(request)
         except ModelError as exc:
-            code = exc.kind if exc.kind in ("rate_limit", "transient") else "tool_error"
+            code = model_error_code(exc)
             raise RunError(
                 code=code,
                 message=f"agent model call failed ({which_role}): {exc}",
@@ -269,6 +289,7 @@ async def run_agent(
                 details={"model_error": exc.kind},
             ) from None
         finally:
+            pop_budget(budget_token)
             current_step.reset(token)
         await _emit(
             emit,
@@ -530,7 +551,7 @@ async def _note_trailing(emit: Emit | None, step_path: str, trailing: str, round
 
 
 REPAIR_SYSTEM_PROMPT = """\
-You fix JSON answers so that they conform to a JSON Schema. Keep every value the answer supports; \
+You fix JSON answers so that they conform to the output contract. Keep every value the answer supports; \
 change only what the validation errors require; never invent information that is not in the answer. \
 Reply with ONLY the corrected JSON object."""
 
@@ -553,13 +574,11 @@ async def _repair(
         repair_role = "repair"
     except ConfigError:
         repair_client, repair_role = client, role
-    messages = [
+    messages = [  # the contract travels as the request's response_schema (sent once)
         Message(role="system", content=REPAIR_SYSTEM_PROMPT),
         Message(
             role="user",
-            content="JSON Schema:\n"
-            + _dumps(spec.output_schema, indent=2)
-            + "\n\nAnswer:\n"
+            content="Answer:\n"
             + answer
             + "\n\nValidation errors:\n"
             + "\n".join(f"- {e}" for e in errors),
@@ -586,3 +605,62 @@ async def _repair(
     if repair_errors:
         return None, response.text, repair_errors
     return value, response.text, []
+
+
+class PartialAnswers:
+    """The typed partial values of an answer being streamed (BAML's partial types, Pydantic AI's
+    ``run_stream``): text pieces are added as they arrive; :meth:`add` returns the answer parsed
+    so far (``pydantic_core.from_json(allow_partial=True)``: an unfinished string, array or object
+    is cut at what has arrived) when it is a JSON object that conforms to the contract with every
+    field optional (:func:`partial_schema`) and differs from the last one returned, else None.
+    A leading code fence is skipped; text that does not start a JSON object gives nothing."""
+
+    def __init__(self, schema: dict[str, Any]):
+        self.schema = partial_schema(schema)
+        self.text = ""
+        self.last: Any = None
+
+    def reset(self, _: Any) -> None:
+        """Forget the text so far (a new round, or a retried request that starts over)."""
+        self.text = ""
+        self.last = None
+
+    def add(self, piece: str | None) -> Any:
+        """Add ``piece`` (None: start over) and return a new partial value or None."""
+        if piece is None:
+            self.reset(None)
+            return None
+        self.text += piece
+        body = self.text.lstrip()
+        if body.startswith("```"):
+            newline = body.find("\n")
+            if newline < 0:
+                return None
+            body = body[newline + 1 :].lstrip()
+        if not body.startswith("{"):
+            return None
+        from pydantic_core import from_json
+
+        try:
+            value = from_json(body, allow_partial=True)
+        except ValueError:
+            return None
+        if not isinstance(value, dict) or value == self.last or validate(self.schema, value):
+            return None
+        self.last = value
+        return value
+
+
+def partial_schema(schema: Any) -> Any:
+    """``schema`` with nothing required: ``required``, ``minItems``, ``minLength`` and
+    ``minProperties`` dropped at every level, so any prefix of a conforming answer conforms
+    (``enum``/``const``/``type`` stay: a partial value is still typed)."""
+    if isinstance(schema, list):
+        return [partial_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {
+        key: partial_schema(value)
+        for key, value in schema.items()
+        if key not in ("required", "minItems", "minLength", "minProperties")
+    }

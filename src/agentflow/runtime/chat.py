@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentflow.errors import ConfigError, ModelError, RunError
+from agentflow.errors import ConfigError, ModelError, RunError, model_error_code
 from agentflow.runtime.events import EventBus
 from agentflow.runtime.planner import (
     PLAN_AND_EXECUTE,
@@ -354,7 +354,7 @@ async def ask(
         try:
             resp = await client.chat(ChatRequest(messages=list(messages), tools=tools))
         except ModelError as exc:
-            code = exc.kind if exc.kind in ("transient", "rate_limit") else "tool_error"
+            code = model_error_code(exc)
             return finish(
                 "error",
                 error={

@@ -120,16 +120,69 @@ class ProviderConfig(_Strict):
         return value
 
 
-class NamedModel(_Strict):
-    """``[models.named.NAME]``: a provider plus the provider's model name and request options."""
+class PriceConfig(_Strict):
+    """A model's price in US dollars per million tokens (``cache_read`` / ``cache_write``
+    default to ``input``)."""
 
-    provider: str
-    model: str
-    max_tokens: int | None = None
+    input: float = Field(ge=0, allow_inf_nan=False)
+    output: float = Field(ge=0, allow_inf_nan=False)
+    cache_read: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    cache_write: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+
+
+class BudgetLimits(_Strict):
+    """Limits on model use: ``inferences`` (calls), ``tokens`` (prompt + completion), ``cost``
+    (US dollars). Unset: no limit."""
+
+    inferences: int | None = Field(default=None, ge=0)
+    tokens: int | None = Field(default=None, ge=0)
+    cost: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+
+
+class BudgetConfig(BudgetLimits):
+    """``[budget]``: the limits of each run (``inferences``, ``tokens``, ``cost``) and, under
+    ``[budget.per_agent]``, of each agent step. Checked before every model call
+    (docs/models.md "Budgets")."""
+
+    per_agent: BudgetLimits | None = None
+
+
+#: ``reasoning_effort`` values OpenAI-compatible servers take.
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+
+
+class ModelOptions(_Strict):
+    """Request options of a model (``[models.named.NAME]``; docs/models.md has the table).
+
+    ``max_tokens``: output cap; ``max_completion_tokens``: output cap sent as
+    ``max_completion_tokens`` (o-series / gpt-5; those model names get it automatically);
+    ``temperature``; ``structured_output``: the contract as native structured output instead of
+    prompt text; ``tool_choice``; ``parallel_tool_calls``; ``stream``: Server-Sent Events;
+    ``reasoning_effort`` (OpenAI-compatible); ``thinking_budget``: Anthropic extended thinking
+    budget tokens; ``system_role``: ``developer`` sends system text as a developer message
+    (OpenAI reasoning models); ``prompt_cache``: Anthropic ``cache_control`` breakpoints
+    (default true); ``price``: dollars per million tokens (else the genai-prices table).
+    """
+
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
     temperature: float | None = None
     structured_output: bool = False
     tool_choice: Literal["auto", "required", "none"] | None = None
     parallel_tool_calls: bool | None = None
+    stream: bool = False
+    reasoning_effort: ReasoningEffort | None = None
+    thinking_budget: int | None = Field(default=None, ge=1024)
+    system_role: Literal["system", "developer"] = "system"
+    prompt_cache: bool = True
+    price: PriceConfig | None = None
+
+
+class NamedModel(ModelOptions):
+    """``[models.named.NAME]``: a provider plus the provider's model name and request options."""
+
+    provider: str
+    model: str
 
 
 class ModelsConfig(_Strict):
@@ -266,18 +319,16 @@ class PlannerConfig(_Strict):
     repair_attempts: int = Field(default=1, ge=0)
 
 
-class ResolvedModel(BaseModel):
+class ResolvedModel(ModelOptions):
     """One concrete model: provider name + provider config + the provider's model name + options."""
+
+    model_config = ConfigDict(extra="forbid")
 
     label: str
     provider_name: str
     provider: ProviderConfig
     model: str
-    max_tokens: int | None = None
-    temperature: float | None = None
-    structured_output: bool = False
-    tool_choice: str | None = None
-    parallel_tool_calls: bool | None = None
+    tool_choice: str | None = None  # type: ignore[assignment]
 
 
 class Config(_Strict):
@@ -293,6 +344,8 @@ class Config(_Strict):
     plans: PlansConfig = Field(default_factory=PlansConfig)
     chat: ChatConfig = Field(default_factory=ChatConfig)
     planner: PlannerConfig = Field(default_factory=PlannerConfig)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    prices: dict[str, PriceConfig] = Field(default_factory=dict)
     path: Path | None = None
 
     _env: Mapping[str, str] = PrivateAttr(default_factory=dict)
@@ -369,17 +422,14 @@ class Config(_Strict):
             return out
         if ref in self.models.named:
             named = self.models.named[ref]
+            options = named.model_dump(exclude={"provider", "model"})
             return [
                 ResolvedModel(
                     label=ref,
                     provider_name=named.provider,
                     provider=self.provider(named.provider),
                     model=named.model,
-                    max_tokens=named.max_tokens,
-                    temperature=named.temperature,
-                    structured_output=named.structured_output,
-                    tool_choice=named.tool_choice,
-                    parallel_tool_calls=named.parallel_tool_calls,
+                    **options,
                 )
             ]
         if ":" in ref:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentflow.errors import FlowError, InputError, ModelError, RunError
+from agentflow.errors import FlowError, InputError, ModelError, RunError, model_error_code
 from agentflow.runtime.events import Event, EventBus, Sink
 from agentflow.runtime.expressions import (
     _kind,
@@ -410,7 +410,7 @@ def _as_error(exc: BaseException, tool_name: str) -> RunError:
     if isinstance(exc, RunError):
         return exc
     if isinstance(exc, ModelError):
-        code = exc.kind if exc.kind in ("transient", "rate_limit") else "tool_error"
+        code = model_error_code(exc)
         return RunError(code, f"{tool_name}: {exc}")
     if isinstance(exc, TimeoutError):
         return RunError("timeout", f"{tool_name}: timed out")

@@ -55,7 +55,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentflow.errors import ConfigError, FlowError, InputError, ModelError, PlanLoadError
+from agentflow.errors import (
+    ConfigError,
+    FlowError,
+    InputError,
+    ModelError,
+    PlanLoadError,
+    model_error_code,
+)
 from agentflow.runtime.events import Event, EventBus
 from agentflow.runtime.result import (
     elapsed_ms,
@@ -603,7 +610,7 @@ async def plan_and_execute(
 
     def model_failure(exc: FlowError, what: str) -> PlanExecution:
         if isinstance(exc, ModelError):
-            code = exc.kind if exc.kind in ("transient", "rate_limit") else "tool_error"
+            code = model_error_code(exc)
         else:
             code = "validation"
         return done("error", error={"code": code, "message": f"{what}: {exc}", "step_path": path})

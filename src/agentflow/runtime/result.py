@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agentflow.runtime.models.base import token_count
+from agentflow.runtime.models.base import add_usage, token_count
 
 RunStatus = Literal["ok", "exited", "error", "aborted"]
 
@@ -28,7 +28,9 @@ class RunResult:
     - ``error``: ``{code, message, step_path, source?}`` (PLAN_IR.md §8 codes) or None.
     - ``results``: ``{step id: result}`` of every top-level step that finished.
     - ``usage``: ``{inferences, input_tokens, output_tokens, by_role: {role: {inferences,
-      input_tokens, output_tokens}}}``.
+      input_tokens, output_tokens}}}``, plus ``cache_read_tokens`` / ``cache_write_tokens``
+      when a provider reported prompt-cache use and ``cost`` (US dollars, the sum of the priced
+      calls) when a call had a price (docs/models.md).
     - ``duration_ms``: wall time of the run in milliseconds.
     """
 
@@ -58,6 +60,8 @@ class RunResult:
 
 
 _USAGE_KEYS = ("inferences", "input_tokens", "output_tokens")
+#: Counters present only once a call had them (prompt cache, money).
+_OPTIONAL_KEYS = ("cache_read_tokens", "cache_write_tokens", "cost")
 
 
 def elapsed_ms(started: float) -> int:
@@ -77,6 +81,11 @@ def model_call_fields(response: Any, started: float) -> dict[str, Any]:
         "output_tokens": int(response.usage.get("output_tokens", 0) or 0),
         "latency_ms": elapsed_ms(started),
     }
+    for key in ("cache_read_tokens", "cache_write_tokens"):
+        if token_count(response.usage.get(key)):
+            fields[key] = token_count(response.usage.get(key))
+    if getattr(response, "cost", None) is not None and not getattr(response, "reused", False):
+        fields["cost"] = response.cost
     if getattr(response, "reused", False):
         fields["reused"] = True
     return fields
@@ -98,14 +107,24 @@ def usage_delta(router: Any, before: dict[str, Any] | None) -> dict[str, Any]:
         return empty_usage()
     before = before or empty_usage()
     out = empty_usage()
-    for k in _USAGE_KEYS:
-        out[k] = int(now.get(k, 0)) - int(before.get(k, 0))
+    _delta(out, now, before)
     for role, entry in (now.get("by_role") or {}).items():
         prev = (before.get("by_role") or {}).get(role, {})
-        d = {k: int(entry.get(k, 0)) - int(prev.get(k, 0)) for k in _USAGE_KEYS}
+        d: dict[str, Any] = {}
+        _delta(d, entry, prev)
         if any(d.values()):
             out["by_role"][role] = d
     return out
+
+
+def _delta(out: dict[str, Any], now: dict[str, Any], before: dict[str, Any]) -> None:
+    for k in _USAGE_KEYS:
+        out[k] = int(now.get(k, 0)) - int(before.get(k, 0))
+    for k in _OPTIONAL_KEYS:
+        if k in now:
+            diff = now[k] - before.get(k, 0)
+            if diff:
+                out[k] = round(diff, 10) if k == "cost" else int(diff)
 
 
 class StepUsage:
@@ -130,8 +149,6 @@ class StepUsage:
         data = event.data or {}
         if data.get("reused"):  # answered from an earlier plan_and_execute attempt: free
             return
-        inp = token_count(data.get("input_tokens"))
-        out = token_count(data.get("output_tokens"))
         entry = self.by_step.setdefault(
             event.path, {"inferences": 0, "input_tokens": 0, "output_tokens": 0, "by_role": {}}
         )
@@ -139,10 +156,12 @@ class StepUsage:
             str(data.get("role") or "chat"),
             {"inferences": 0, "input_tokens": 0, "output_tokens": 0},
         )
+        cost = data.get("cost")
+        cost = (
+            float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+        )
         for target in (entry, role):
-            target["inferences"] += 1
-            target["input_tokens"] += inp
-            target["output_tokens"] += out
+            add_usage(target, data, cost)
 
     def total(self, path: str) -> dict[str, int] | None:
         """``{inferences, input_tokens, output_tokens}`` of ``path`` and its nested steps, or None
@@ -150,8 +169,11 @@ class StepUsage:
         keys = [k for k in self.by_step if k == path or k.startswith(path + "/")]
         if not keys:
             return None
-        out = {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
+        out: dict[str, Any] = {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
         for key in keys:
-            for name in out:
-                out[name] += self.by_step[key][name]
+            for name, value in self.by_step[key].items():
+                if name != "by_role":
+                    out[name] = out.get(name, 0) + value
+        if "cost" in out:
+            out["cost"] = round(out["cost"], 10)
         return out

@@ -4,11 +4,17 @@
 (§10): system messages become the ``system`` field; all tool results of a turn go in ONE user
 message as ``tool_result`` blocks (``is_error: true`` for failures); consecutive messages of the same
 role are merged; reply content blocks are selected by ``type`` (text, tool_use, thinking, …) and the
-assistant turn's blocks are round-tripped unchanged through ``Message.raw``.
+assistant turn's blocks are round-tripped unchanged through ``Message.raw`` (thinking blocks with
+their signatures, redacted thinking).
+
+Prompt caching: unless ``prompt_cache=False``, requests carry ``cache_control`` breakpoints on the
+last tool definition, the system text and the last block of the conversation, so the unchanged
+prefix of each round is read from Anthropic's cache; cache reads and writes are counted in usage.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -20,9 +26,18 @@ from agentflow.runtime.models.base import (
     ReplyShapeError,
     ToolCall,
     token_count,
+    tool_name_map,
     type_name,
+    wire_tool_name,
+    with_contract,
 )
-from agentflow.runtime.models.http import HTTPModelClient, redact
+from agentflow.runtime.models.http import (
+    HTTPModelClient,
+    StreamFailure,
+    error_body,
+    status_of_error_body,
+)
+from agentflow.runtime.models.openai import schema_rejected, strict_schema
 
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
@@ -39,7 +54,27 @@ class AnthropicClient(HTTPModelClient):
 
     ``tool_choice`` (``auto``/``required``→``any``/``none``) and ``parallel_tool_calls=False``
     (``disable_parallel_tool_use``) map onto the Messages API ``tool_choice`` object.
+    ``structured_output``: the output contract goes as ``output_config.format`` (a strict
+    ``json_schema``) instead of prompt text; refused once with a 400, the client falls back to
+    prompt text (warning through ``on_warning``). ``thinking_budget``: extended thinking with
+    that many budget tokens (``max_tokens`` is raised above it; ``temperature`` is not sent, as
+    the API requires). ``prompt_cache``: ``cache_control`` breakpoints (default on). ``stream``:
+    Server-Sent Events, answer text to ``ChatRequest.on_delta``.
     """
+
+    def __init__(
+        self,
+        *,
+        structured_output: bool = False,
+        thinking_budget: int | None = None,
+        prompt_cache: bool = True,
+        **options: Any,
+    ):
+        super().__init__(**options)
+        self.structured_output = structured_output
+        self.thinking_budget = thinking_budget
+        self.prompt_cache = prompt_cache
+        self.native_refused = False
 
     @property
     def url(self) -> str:
@@ -47,20 +82,32 @@ class AnthropicClient(HTTPModelClient):
         base = self.base_url
         return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
 
-    def build_payload(self, request: ChatRequest) -> dict[str, Any]:
+    def native_schema(self, request: ChatRequest) -> dict[str, Any] | None:
+        """The strict schema sent as ``output_config.format`` for ``request``, or None."""
+        if not self.structured_output or self.native_refused or request.response_schema is None:
+            return None
+        return strict_schema(request.response_schema)
+
+    def build_payload(self, request: ChatRequest, *, native: bool = True) -> dict[str, Any]:
         """The JSON body of the Messages API request for ``request``."""
-        system, messages = messages_to_anthropic(request.messages)
-        payload: dict[str, Any] = {
-            "model": self.model,
-            "max_tokens": request.max_tokens or self.max_tokens or DEFAULT_MAX_TOKENS,
-            "messages": messages,
-        }
+        strict = self.native_schema(request) if native else None
+        source = (
+            request.messages
+            if strict is not None
+            else with_contract(request.messages, request.response_schema)
+        )
+        system, messages = messages_to_anthropic(source)
+        max_tokens = request.max_tokens or self.max_tokens or DEFAULT_MAX_TOKENS
+        if self.thinking_budget and max_tokens <= self.thinking_budget:
+            max_tokens += self.thinking_budget
+        payload: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens}
         if system:
             payload["system"] = system
+        payload["messages"] = messages
         if request.tools:
             payload["tools"] = [
                 {
-                    "name": t.name,
+                    "name": wire_tool_name(t.name),
                     "description": t.description,
                     "input_schema": t.input_schema or {"type": "object", "properties": {}},
                 }
@@ -74,8 +121,16 @@ class AnthropicClient(HTTPModelClient):
                 choice["disable_parallel_tool_use"] = True
             if choice:
                 payload["tool_choice"] = choice
-        if self.temperature is not None:
+        if self.thinking_budget:
+            payload["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
+        elif self.temperature is not None:
             payload["temperature"] = self.temperature
+        if strict is not None:
+            payload["output_config"] = {"format": {"type": "json_schema", "schema": strict}}
+        if self.stream:
+            payload["stream"] = True
+        if self.prompt_cache:
+            add_cache_breakpoints(payload)
         return payload
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
@@ -87,19 +142,160 @@ class AnthropicClient(HTTPModelClient):
         }
         if self._api_key:
             headers["x-api-key"] = self._api_key
-        data = await self._post(self.url, self.build_payload(request), headers)
-        if isinstance(data, dict) and data.get("type") == "error":
-            err = data.get("error")
-            message = str((err.get("message") if isinstance(err, dict) else err) or "error")
-            kind = "transient" if "overloaded" in json.dumps(data).lower() else "permanent"
-            raise ModelError(
-                redact(f"model provider '{self.provider}' failed: {message}", self._api_key),
-                kind=kind,
-            )
+        native = self.native_schema(request) is not None
         try:
-            return parse_anthropic_response(data, default_model=self.model)
+            data = await self._send(self.build_payload(request), headers, request)
+        except ModelError as exc:
+            if not (native and schema_rejected(exc)):
+                raise
+            self.native_refused = True
+            self._warn(
+                f"model provider '{self.provider}' refused the output contract as "
+                f"output_config.format ({exc}); sent again with the contract as prompt text (it "
+                "is still validated)"
+            )
+            data = await self._send(self.build_payload(request, native=False), headers, request)
+        try:
+            return parse_anthropic_response(
+                data, default_model=self.model, tool_names=tool_name_map(request.tools)
+            )
         except ReplyShapeError as exc:
             raise self._malformed(exc) from None
+
+    async def _send(
+        self, payload: dict[str, Any], headers: dict[str, str], request: ChatRequest
+    ) -> Any:
+        chunks: list[str] = []
+
+        async def read(events: Any) -> Any:
+            chunks.clear()
+            data = await read_anthropic_stream(events, request.on_delta, chunks)
+            data["_chunks"] = list(chunks)
+            return data
+
+        def restart() -> None:
+            chunks.clear()
+            if request.on_delta is not None:
+                request.on_delta(None)
+
+        return await self._post(self.url, payload, headers, read_stream=read, on_restart=restart)
+
+
+_EPHEMERAL = {"type": "ephemeral"}
+
+
+def add_cache_breakpoints(payload: dict[str, Any]) -> None:
+    """Put ``cache_control`` breakpoints (at most 3 of the API's 4) on ``payload``: the last tool
+    definition (tools come first in the cached prefix), the system text (turned into one text
+    block) and the last content block of the last message (the conversation so far, so the next
+    round reads it from the cache). Blocks are copied, never changed in place (they may be a
+    reply's round-tripped blocks)."""
+    tools = payload.get("tools")
+    if tools:
+        tools[-1] = {**tools[-1], "cache_control": _EPHEMERAL}
+    system = payload.get("system")
+    if isinstance(system, str) and system:
+        payload["system"] = [{"type": "text", "text": system, "cache_control": _EPHEMERAL}]
+    messages = payload.get("messages") or []
+    if messages:
+        last = messages[-1]
+        content = last.get("content")
+        if isinstance(content, list) and content:
+            block = content[-1]
+            if isinstance(block, dict) and block.get("type") not in (
+                "thinking",
+                "redacted_thinking",
+            ):
+                content = list(content)
+                content[-1] = {**copy.deepcopy(block), "cache_control": _EPHEMERAL}
+                messages[-1] = {**last, "content": content}
+
+
+async def read_anthropic_stream(events: Any, on_delta: Any, chunks: list[str]) -> dict[str, Any]:
+    """A Messages API event stream accumulated into the message a non-streamed reply would have
+    been (``message_start``, ``content_block_start``/``_delta``/``_stop``, ``message_delta``;
+    thinking and signature deltas included, so thinking blocks round-trip). Text deltas go to
+    ``on_delta`` and ``chunks``. Raises StreamFailure on an ``error`` event (e.g. overloaded)
+    or a stream that ends before ``message_stop``."""
+    message: dict[str, Any] = {}
+    blocks: dict[int, dict[str, Any]] = {}
+    partial_json: dict[int, str] = {}
+    done = False
+    async for event, data in events:
+        try:
+            item = json.loads(data)
+        except (ValueError, RecursionError):
+            raise StreamFailure(
+                500, json.dumps({"error": {"message": "a stream event is not JSON"}})
+            ) from None
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type") or event
+        error = error_body(item) if kind == "error" else None
+        if kind == "error":
+            raise StreamFailure(status_of_error_body(error or "error"), data)
+        if kind == "message_start" and isinstance(item.get("message"), dict):
+            message = dict(item["message"])
+            message["content"] = []
+        elif kind == "content_block_start":
+            index = item.get("index", len(blocks))
+            block = item.get("content_block")
+            if isinstance(block, dict):
+                blocks[index] = dict(block)
+                if block.get("type") == "tool_use":
+                    blocks[index]["input"] = {}
+                    partial_json[index] = ""
+        elif kind == "content_block_delta":
+            index = item.get("index", 0)
+            delta = item.get("delta") or {}
+            block = blocks.setdefault(index, {"type": "text", "text": ""})
+            dtype = delta.get("type")
+            if dtype == "text_delta":
+                piece = delta.get("text") or ""
+                block["text"] = (block.get("text") or "") + piece
+                if piece:
+                    chunks.append(piece)
+                    if on_delta is not None:
+                        on_delta(piece)
+            elif dtype == "input_json_delta":
+                partial_json[index] = partial_json.get(index, "") + (
+                    delta.get("partial_json") or ""
+                )
+            elif dtype == "thinking_delta":
+                block["thinking"] = (block.get("thinking") or "") + (delta.get("thinking") or "")
+            elif dtype == "signature_delta":
+                block["signature"] = (block.get("signature") or "") + (delta.get("signature") or "")
+            elif dtype == "citations_delta" and delta.get("citation") is not None:
+                block.setdefault("citations", []).append(delta["citation"])
+        elif kind == "content_block_stop":
+            index = item.get("index", 0)
+            if index in partial_json and index in blocks:
+                text = partial_json.pop(index)
+                try:
+                    blocks[index]["input"] = json.loads(text) if text.strip() else {}
+                except (ValueError, RecursionError):
+                    blocks[index]["input"] = text  # kept raw: the agent loop reports it
+        elif kind == "message_delta":
+            delta = item.get("delta") or {}
+            for key in ("stop_reason", "stop_sequence"):
+                if key in delta:
+                    message[key] = delta[key]
+            if isinstance(item.get("usage"), dict):
+                usage = dict(message.get("usage") or {})
+                usage.update({k: v for k, v in item["usage"].items() if v is not None})
+                message["usage"] = usage
+        elif kind == "message_stop":
+            done = True
+            break
+    if not done:
+        raise StreamFailure(
+            502, json.dumps({"error": {"message": "the stream ended before message_stop"}})
+        )
+    for index, text in partial_json.items():  # a block never stopped
+        blocks[index]["input"] = text
+    message["content"] = [blocks[i] for i in sorted(blocks)]
+    message.setdefault("type", "message")
+    return message
 
 
 def _arguments_object(arguments: str | dict[str, Any]) -> dict[str, Any]:
@@ -187,7 +383,7 @@ def messages_to_anthropic(messages: list[Message]) -> tuple[str, list[dict[str, 
                     {
                         "type": "tool_use",
                         "id": call.id,
-                        "name": call.name,
+                        "name": wire_tool_name(call.name),
                         "input": _arguments_object(call.arguments),
                     }
                 )
@@ -196,8 +392,14 @@ def messages_to_anthropic(messages: list[Message]) -> tuple[str, list[dict[str, 
     return "\n\n".join(system_parts), out
 
 
-def parse_anthropic_response(data: Any, *, default_model: str = "") -> ChatResponse:
+def parse_anthropic_response(
+    data: Any, *, default_model: str = "", tool_names: dict[str, str] | None = None
+) -> ChatResponse:
     """A Messages API reply as a ChatResponse; blocks selected by ``type``; ``raw`` = the blocks.
+
+    ``tool_names`` maps shortened tool names back (see :func:`tool_name_map`). Usage:
+    ``input_tokens`` is the whole prompt (uncached + cache reads + cache writes, which the API
+    reports apart), with ``cache_read_tokens`` / ``cache_write_tokens``.
 
     Parsed defensively: a reply that is not an object, ``content`` that is not an array, a block
     that is not an object or a text block whose ``text`` is not a string raise
@@ -226,11 +428,12 @@ def parse_anthropic_response(data: Any, *, default_model: str = "") -> ChatRespo
         elif kind == "tool_use":
             arguments = block.get("input")
             name = block.get("name")
+            name = name if isinstance(name, str) else ""
             call_id = block.get("id")
             calls.append(
                 ToolCall(
                     id=str(call_id) if isinstance(call_id, (str, int)) and call_id != "" else "",
-                    name=name if isinstance(name, str) else "",
+                    name=(tool_names or {}).get(name, name),
                     arguments=arguments if isinstance(arguments, (dict, str)) else {},
                 )
             )
@@ -242,15 +445,29 @@ def parse_anthropic_response(data: Any, *, default_model: str = "") -> ChatRespo
         usage = {}
     model = data.get("model")
     text = "".join(texts) if texts else None
+    chunks = data.get("_chunks")
     return ChatResponse(
         text=text,
         refusal=(text or "") if stop == "refusal" else None,
         tool_calls=calls,
         finish_reason=_STOP.get(stop, stop),
-        usage={
-            "input_tokens": token_count(usage.get("input_tokens")),
-            "output_tokens": token_count(usage.get("output_tokens")),
-        },
+        usage=anthropic_usage(usage),
         model=model if isinstance(model, str) and model else default_model,
         raw=blocks,
+        chunks=chunks if isinstance(chunks, list) else None,
     )
+
+
+def anthropic_usage(usage: dict[str, Any]) -> dict[str, int]:
+    """Neutral usage from a Messages API ``usage`` block (see :func:`parse_anthropic_response`)."""
+    read = token_count(usage.get("cache_read_input_tokens"))
+    write = token_count(usage.get("cache_creation_input_tokens"))
+    out = {
+        "input_tokens": token_count(usage.get("input_tokens")) + read + write,
+        "output_tokens": token_count(usage.get("output_tokens")),
+    }
+    if read:
+        out["cache_read_tokens"] = read
+    if write:
+        out["cache_write_tokens"] = write
+    return out

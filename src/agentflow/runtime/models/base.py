@@ -6,6 +6,10 @@ Every provider adapter turns a :class:`ChatRequest` into its wire format and its
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -91,23 +95,35 @@ class ToolSpec:
 class ChatRequest:
     """One inference request.
 
-    ``response_schema``: optional JSON Schema for providers' native structured output (used only
-    when the model option enables it); ``max_tokens``: output token cap (None: provider default).
+    ``response_schema``: the output contract of the answer, or None. It is sent ONCE: through
+    the provider's native structured output when the model option enables it, else as compact
+    text appended to the system prompt (:func:`with_contract`); the caller never puts it in the
+    messages itself. ``max_tokens``: output token cap (None: provider default).
+    ``on_delta``: for streaming models, called with each piece of answer text as it arrives, and
+    with None when a retried request starts over (not part of the request's identity: cassettes
+    and the memo ignore it).
     """
 
     messages: list[Message]
     tools: list[ToolSpec] = field(default_factory=list)
     response_schema: dict[str, Any] | None = None
     max_tokens: int | None = None
+    on_delta: Callable[[str | None], Any] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
 class ChatResponse:
     """One inference result.
 
-    ``finish_reason``: "stop" | "tool_calls" | "length" | a provider's other value.
-    ``usage``: ``{"input_tokens": int, "output_tokens": int}``. ``model``: the model that answered
-    (label used in events). ``raw``: provider content blocks to round-trip (see Message.raw).
+    ``finish_reason``: "stop" | "tool_calls" | "length" | "content_filter" | a provider's other
+    value. ``usage``: ``{"input_tokens": int, "output_tokens": int}`` plus, when the provider
+    reported them, ``cache_read_tokens`` / ``cache_write_tokens`` (prompt tokens read from / written
+    to the provider's prompt cache; ``input_tokens`` is always the WHOLE prompt, cached part
+    included) and ``reasoning_tokens`` (part of ``output_tokens``). ``model``: the model that
+    answered (label used in events). ``raw``: provider state to round-trip (see Message.raw).
+    ``chunks``: the answer text as it was streamed, piece by piece (None: not streamed); cassettes
+    keep it so a replay streams the same pieces. ``cost``: the call's price in US dollars when
+    known (set by the router from the price table; None: unknown).
     """
 
     text: str | None
@@ -122,6 +138,8 @@ class ChatResponse:
     #: not asked of a provider: the answer to an identical request of an earlier
     #: ``plan_and_execute`` attempt (:mod:`agentflow.runtime.models.memo`); costs nothing (usage 0)
     reused: bool = False
+    chunks: list[str] | None = None
+    cost: float | None = None
 
     def to_message(self) -> Message:
         """The assistant message recording this response in a conversation."""
@@ -137,3 +155,97 @@ class ModelClient(Protocol):
     async def chat(self, request: ChatRequest) -> ChatResponse:  # pragma: no cover - protocol
         """Run one inference."""
         ...
+
+
+# ---------------------------------------------------------------------------------------------
+# The output contract as prompt text, and tool names the providers accept
+
+#: Keys of a contract that only agentflow reads (JSON Schema dialect, our type annotations):
+#: left out of what a model is shown.
+_UNSHOWN = ("$schema", "$id", "title")
+
+
+def compact_schema(schema: Any) -> Any:
+    """``schema`` without what the model does not need: ``$schema``, ``$id``, ``title`` and our
+    ``x-*`` annotations (``x-flow-type``) are dropped at every level (property NAMES are kept,
+    whatever they are called)."""
+    if isinstance(schema, list):
+        return [compact_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _UNSHOWN or key.startswith("x-"):
+            continue
+        if key in ("properties", "$defs", "definitions", "patternProperties") and isinstance(
+            value, dict
+        ):
+            out[key] = {name: compact_schema(sub) for name, sub in value.items()}
+        else:
+            out[key] = compact_schema(value)
+    return out
+
+
+def contract_text(schema: dict[str, Any]) -> str:
+    """The output contract as the short prompt text sent when the provider does not enforce it
+    natively: one line of compact JSON (no indentation, no annotations), deterministic (so the
+    prompt prefix is byte-identical across rounds and map items)."""
+    compact = json.dumps(compact_schema(schema), ensure_ascii=False, separators=(",", ":"))
+    return f"Output contract (JSON Schema): {compact}"
+
+
+def with_contract(messages: list[Message], schema: dict[str, Any] | None) -> list[Message]:
+    """``messages`` with :func:`contract_text` appended to the first system message (a system
+    message is put first when there is none); ``messages`` itself when ``schema`` is None."""
+    if schema is None:
+        return messages
+    text = contract_text(schema)
+    out = list(messages)
+    for index, message in enumerate(out):
+        if message.role == "system":
+            joined = f"{message.content}\n\n{text}" if message.content else text
+            out[index] = Message(role="system", content=joined)
+            return out
+    return [Message(role="system", content=text), *out]
+
+
+#: What OpenAI and Anthropic accept as a tool name.
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def wire_tool_name(name: str) -> str:
+    """``name`` as a provider accepts it: unchanged when it is 1–64 letters, digits, ``_`` or
+    ``-``; else its other characters become ``_`` and a long one is cut to 55 characters plus
+    ``_`` and 8 hex digits of its SHA-1 (deterministic, so requests stay byte-identical and
+    distinct names stay distinct)."""
+    if _TOOL_NAME.match(name):
+        return name
+    clean = re.sub(r"[^A-Za-z0-9_-]", "_", name) or "tool"
+    if len(clean) <= 64 and clean == name:  # pragma: no cover - matched above
+        return clean
+    digest = hashlib.sha1(name.encode("utf-8")).hexdigest()[:8]
+    return f"{clean[:55]}_{digest}"
+
+
+def tool_name_map(tools: list[ToolSpec]) -> dict[str, str]:
+    """``{wire name: tool name}`` for the tools whose name :func:`wire_tool_name` changes (the
+    adapters map a reply's tool calls back with it)."""
+    return {wire_tool_name(t.name): t.name for t in tools if wire_tool_name(t.name) != t.name}
+
+
+#: Usage counters always present in a usage record; the cache counters and ``cost`` appear once
+#: a call reported / was priced with them.
+_ALWAYS = ("inferences", "input_tokens", "output_tokens")
+_EXTRA_TOKENS = ("cache_read_tokens", "cache_write_tokens")
+
+
+def add_usage(target: dict[str, Any], usage: dict[str, Any], cost: float | None) -> None:
+    """Add one call to a usage record (``inferences`` +1, its tokens, its cost when known; the
+    cache counters and ``cost`` are created on first use)."""
+    target["inferences"] = target.get("inferences", 0) + 1
+    for key in ("input_tokens", "output_tokens", *_EXTRA_TOKENS):
+        value = token_count(usage.get(key))
+        if value or key in _ALWAYS:
+            target[key] = target.get(key, 0) + value
+    if cost is not None:
+        target["cost"] = round(target.get("cost", 0.0) + cost, 10)

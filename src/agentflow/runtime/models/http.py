@@ -2,20 +2,29 @@
 
 Classification (§10): 429 is ``rate_limit`` (``Retry-After`` honoured) except quota exhaustion
 (``insufficient_quota``, spend/billing limits) which is ``permanent``; 408, 409, 5xx, 529 and
-"overloaded" bodies are ``transient``; connection failures and timeouts are ``transient``; everything
-else (400, 401, 403, 404, 413, 422, …) is ``permanent`` and never retried.
+"overloaded" bodies are ``transient``; connection failures and timeouts are ``transient``; a
+content filter's refusal (Azure ``content_filter``, OpenAI ``content_policy_violation``) is
+``content_filter``, permanent; everything else (400, 401, 403, 404, 413, 422, …) is
+``permanent`` and never retried.
+
+An HTTP 200 whose body is an error object (OpenAI ``{"error": …}`` without ``choices``,
+Anthropic ``{"type": "error", …}``; some gateways and overloaded servers answer so) is classified
+as the status its error type stands for (:func:`status_of_error_body`), and so is an ``error``
+event inside a stream. Replies sent as Server-Sent Events (``text/event-stream``) go to the
+adapter's stream reader, whether or not streaming was asked for (a server that only streams).
 """
 
 from __future__ import annotations
 
 import asyncio
+import codecs
 import email.utils
 import json
 import math
 import random
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,10 +115,22 @@ def error_detail(body: str) -> tuple[str, str]:
     return message, code_text
 
 
+#: Error codes/types that mean a content filter refused the prompt or the answer.
+_FILTER_MARKERS = (
+    "content_filter",
+    "content_policy_violation",
+    "responsibleaipolicyviolation",
+    "content management policy",
+)
+
+
 def classify(status: int, body: str) -> str:
-    """``rate_limit`` | ``transient`` | ``permanent`` for an HTTP error status and body."""
+    """``rate_limit`` | ``transient`` | ``content_filter`` | ``permanent`` for an HTTP error
+    status and body."""
     message, code_text = error_detail(body)
     low = (message + " " + code_text).lower()
+    if any(marker in low for marker in _FILTER_MARKERS) and status < 500:
+        return "content_filter"
     if status == 429:
         if any(marker in low for marker in _QUOTA_MARKERS):
             return "permanent"
@@ -119,6 +140,126 @@ def classify(status: int, body: str) -> str:
     if "overloaded" in low:
         return "transient"
     return "permanent"
+
+
+#: Error types (OpenAI ``type``/``code``, Anthropic ``error.type``) → the HTTP status they stand
+#: for, used for error bodies that arrive with status 200 or inside a stream.
+_ERROR_TYPE_STATUS = (
+    ("overloaded", 529),
+    ("rate_limit", 429),
+    ("insufficient_quota", 429),
+    ("timeout", 408),
+    ("server_error", 500),
+    ("api_error", 500),
+    ("internal", 500),
+    ("service_unavailable", 503),
+    ("unavailable", 503),
+    ("authentication", 401),
+    ("permission", 403),
+    ("not_found", 404),
+    ("request_too_large", 413),
+    ("invalid_request", 400),
+    ("content_filter", 400),
+    ("content_policy", 400),
+)
+
+
+def error_body(data: Any) -> dict[str, Any] | str | None:
+    """The error object of a reply body that is an error rather than an answer, else None:
+    OpenAI-style ``{"error": {...}}`` (no ``choices``) or Anthropic-style ``{"type": "error",
+    "error": {...}}``."""
+    if not isinstance(data, dict):
+        return None
+    if data.get("type") == "error" or ("error" in data and "choices" not in data):
+        err = data.get("error")
+        if isinstance(err, (dict, str)) and err:
+            return err
+        if data.get("type") == "error":
+            return {"message": "error"}
+    return None
+
+
+def status_of_error_body(error: dict[str, Any] | str) -> int:
+    """The HTTP status an error object stands for: a numeric ``code``/``status`` in 400–599 as it
+    is, else by its type text (:data:`_ERROR_TYPE_STATUS`; "Overloaded" → 529), else 500 (an
+    unexplained error is treated as a server fault: retried within the bounds)."""
+    if isinstance(error, dict):
+        for key in ("code", "status"):
+            value = error.get(key)
+            if isinstance(value, str) and value.isdigit():
+                value = int(value)
+            if isinstance(value, int) and not isinstance(value, bool) and 400 <= value < 600:
+                return value
+        text = " ".join(str(error.get(k) or "") for k in ("type", "code", "status", "message"))
+    else:
+        text = error
+    low = text.lower()
+    for marker, status in _ERROR_TYPE_STATUS:
+        if marker in low:
+            return status
+    return 500
+
+
+class StreamFailure(Exception):
+    """A stream that broke off with an error event or was cut short; ``body`` is the error's
+    JSON text (classified like an HTTP error of ``status``)."""
+
+    def __init__(self, status: int, body: str):
+        super().__init__(body)
+        self.status = status
+        self.body = body
+
+
+async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
+    """The Server-Sent Events of a stream of lines as ``(event name, data)`` pairs (event name
+    ``""`` when the event has none; multi-line data joined with ``\n``; comments skipped)."""
+    event, data = "", []
+    async for raw in lines:
+        line = raw.rstrip("\r\n")
+        if not line:
+            if data:
+                yield event, "\n".join(data)
+            event, data = "", []
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if name == "event":
+            event = value
+        elif name == "data":
+            data.append(value)
+    if data:
+        yield event, "\n".join(data)
+
+
+async def _text_lines(text: str) -> AsyncIterator[str]:
+    for line in text.splitlines():
+        yield line
+
+
+async def _decoded_lines(response: httpx.Response) -> AsyncIterator[str]:
+    """The lines of a streamed body, decoded as UTF-8 incrementally (a character split across
+    two network chunks survives)."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    pending = ""
+    async for chunk in response.aiter_bytes():
+        pending += decoder.decode(chunk)
+        *lines, pending = pending.split("\n")
+        for line in lines:
+            yield line
+    pending += decoder.decode(b"", final=True)
+    if pending:
+        yield pending
+
+
+#: Reads a stream's events into the adapter's answer (raises StreamFailure on an error event).
+StreamReader = Callable[[AsyncIterator[tuple[str, str]]], Awaitable[Any]]
+
+
+def _looks_like_sse(text: str) -> bool:
+    head = text.lstrip()[:16]
+    return head.startswith(("data:", "event:", ":"))
 
 
 #: ``Bearer <token>`` and ``x-api-key: <token>`` / ``'x-api-key': '<token>'`` in any text
@@ -179,19 +320,28 @@ async def post_with_retries(
     timeout: float,
     on_retry: Callable[[dict[str, Any]], Any] | None = None,
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    read_stream: StreamReader | None = None,
+    on_restart: Callable[[], Any] | None = None,
 ) -> Any:
     """POST ``payload`` as JSON and return the decoded JSON reply, retrying per ``policy``.
 
-    Raises ModelError(kind=rate_limit|transient|permanent) naming ``provider`` (never the key) once
-    retries are exhausted or on a permanent error. ``on_retry`` receives
-    ``{provider, attempt, kind, status, delay_s}`` before each wait.
+    A reply sent as Server-Sent Events goes to ``read_stream`` (whose result is returned); a
+    stream that fails (an ``error`` event, a connection cut) is retried like the HTTP error it
+    stands for, and ``on_restart()`` is called before the new attempt (partial answers shown so
+    far are void). An HTTP 200 with an error body is classified as its status equivalent.
+
+    Raises ModelError(kind=rate_limit|transient|content_filter|permanent) naming ``provider``
+    (never the key) once retries are exhausted or on a permanent error. ``on_retry`` receives
+    ``{provider, attempt, kind, status, delay_s, message}`` before each wait.
     """
     attempt = 0
     while True:
         status: int | None = None
         retry_after: float | None = None
         try:
-            response = await client.post(url, json=payload, headers=headers, timeout=timeout)
+            result, kind, message, status, retry_after = await _attempt(
+                client, url, payload, headers, timeout, read_stream
+            )
         except httpx.TimeoutException as exc:
             kind, message = "transient", f"request timed out ({type(exc).__name__})"
         except httpx.LocalProtocolError as exc:
@@ -205,30 +355,16 @@ async def post_with_retries(
         except httpx.TransportError as exc:
             kind, message = "transient", f"connection failed ({type(exc).__name__}: {exc})"
         else:
-            status = response.status_code
-            if status < 400:
-                try:
-                    return response.json()
-                except ValueError:
-                    kind = "transient"
-                    message = "reply is not valid JSON"
-                except RecursionError:
-                    kind = "transient"
-                    message = "reply JSON is nested too deeply"
-            else:
-                body = response.text
-                kind = classify(status, body)
-                detail, _ = error_detail(body)
-                message = f"HTTP {status}: {detail}" if detail else f"HTTP {status}"
-                if kind == "rate_limit":
-                    retry_after = parse_retry_after(response.headers.get("retry-after"))
+            if kind is None:
+                return result
         message = redact(message, secret)
-        if kind == "permanent" or attempt >= policy.max_retries:
+        if kind in ("permanent", "content_filter") or attempt >= policy.max_retries:
             suffix = f" after {attempt + 1} attempts" if attempt else ""
             raise ModelError(
                 f"model provider '{provider}' failed{suffix}: {message}",
                 kind=kind,
                 retry_after=retry_after,
+                status=status,
             )
         attempt += 1
         delay = policy.delay(attempt, retry_after)
@@ -243,7 +379,71 @@ async def post_with_retries(
                     "message": message,
                 }
             )
+        if on_restart is not None:
+            on_restart()
         await sleep(delay)
+
+
+async def _attempt(
+    client: httpx.AsyncClient,
+    url: str,
+    payload: dict[str, Any],
+    headers: dict[str, str],
+    timeout: float,
+    read_stream: StreamReader | None,
+) -> tuple[Any, str | None, str, int | None, float | None]:
+    """One POST: ``(result, None, "", status, None)`` on success, else ``(None, kind, message,
+    status, retry_after)``. Transport errors propagate."""
+    request = client.build_request("POST", url, json=payload, headers=headers, timeout=timeout)
+    response = await client.send(request, stream=True)
+    try:
+        status = response.status_code
+        ctype = response.headers.get("content-type", "").lower()
+        if status < 400 and "text/event-stream" in ctype and read_stream is not None:
+            try:
+                return (
+                    await read_stream(sse_events(_decoded_lines(response))),
+                    None,
+                    "",
+                    status,
+                    None,
+                )
+            except StreamFailure as failure:
+                return _failed(failure.status, failure.body, None, streamed=True)
+        body = (await response.aread()).decode("utf-8", errors="replace")
+    finally:
+        await response.aclose()
+    if status >= 400:
+        retry_after = parse_retry_after(response.headers.get("retry-after"))
+        return _failed(status, body, retry_after)
+    try:
+        data = json.loads(body)
+    except RecursionError:
+        return None, "transient", "reply JSON is nested too deeply", status, None
+    except ValueError:
+        if read_stream is not None and _looks_like_sse(body):
+            try:
+                return await read_stream(sse_events(_text_lines(body))), None, "", status, None
+            except StreamFailure as failure:
+                return _failed(failure.status, failure.body, None, streamed=True)
+        return None, "transient", "reply is not valid JSON", status, None
+    error = error_body(data)
+    if error is not None:
+        equivalent = status_of_error_body(error)
+        kind, message, _, _, _ = _failed(equivalent, body, None)
+        return None, kind, f"HTTP 200 with an error body ({message})", status, None
+    return data, None, "", status, None
+
+
+def _failed(
+    status: int, body: str, retry_after: float | None, *, streamed: bool = False
+) -> tuple[None, str, str, int, float | None]:
+    kind = classify(status, body)
+    detail, _ = error_detail(body)
+    message = f"HTTP {status}: {detail}" if detail else f"HTTP {status}"
+    if streamed:
+        message = f"the stream failed ({detail or 'cut short'})"
+    return None, kind, message, status, retry_after if kind == "rate_limit" else None
 
 
 class HTTPModelClient:
@@ -255,8 +455,10 @@ class HTTPModelClient:
     :class:`RetryPolicy`), ``headers`` (extra request headers), ``max_tokens``, ``temperature``,
     ``tool_choice``, ``parallel_tool_calls``, ``http_client`` (an ``httpx.AsyncClient`` to use; one is
     created on first use otherwise), ``on_retry`` (see :func:`post_with_retries`), ``sleep``
-    (the wait between retries; ``asyncio.sleep`` by default) and ``api_key_env`` (the variable the
-    key came from, named in messages). A key that cannot travel in an HTTP header (see
+    (the wait between retries; ``asyncio.sleep`` by default), ``api_key_env`` (the variable the
+    key came from, named in messages), ``stream`` (ask for Server-Sent Events) and ``on_warning``
+    (receives a message when the client changes course, e.g. drops native structured output
+    after the endpoint refused the schema). A key that cannot travel in an HTTP header (see
     :func:`api_key_problem`) fails every request with a permanent ModelError that never shows it.
     Subclasses implement ``chat``.
     """
@@ -279,8 +481,12 @@ class HTTPModelClient:
         on_retry: Callable[[dict[str, Any]], Any] | None = None,
         sleep: Callable[[float], Awaitable[Any]] | None = None,
         api_key_env: str | None = None,
+        stream: bool = False,
+        on_warning: Callable[[str], Any] | None = None,
     ):
         self.provider = provider
+        self.stream = stream
+        self.on_warning = on_warning
         self.base_url = base_url.rstrip("/")
         self.model = model
         self._api_key = api_key
@@ -310,6 +516,10 @@ class HTTPModelClient:
             self._http = httpx.AsyncClient()
         return self._http
 
+    def _warn(self, message: str) -> None:
+        if self.on_warning is not None:
+            self.on_warning(redact(message, self._api_key))
+
     def _malformed(self, exc: Exception) -> ModelError:
         """The (transient) error for a reply whose shape is not the provider's (key redacted)."""
         return ModelError(
@@ -319,7 +529,14 @@ class HTTPModelClient:
             kind="transient",
         )
 
-    async def _post(self, url: str, payload: dict[str, Any], headers: dict[str, str]) -> Any:
+    async def _post(
+        self,
+        url: str,
+        payload: dict[str, Any],
+        headers: dict[str, str],
+        read_stream: StreamReader | None = None,
+        on_restart: Callable[[], Any] | None = None,
+    ) -> Any:
         """:func:`post_with_retries` with this client's pool, policy, key, timeout and hooks.
 
         Raises ModelError(permanent) before sending anything when the API key is unusable.
@@ -328,6 +545,10 @@ class HTTPModelClient:
         if problem:
             raise ModelError(f"model provider '{self.provider}': {problem}", kind="permanent")
         kwargs: dict[str, Any] = {"sleep": self._sleep} if self._sleep is not None else {}
+        if read_stream is not None:
+            kwargs["read_stream"] = read_stream
+        if on_restart is not None:
+            kwargs["on_restart"] = on_restart
         return await post_with_retries(
             self._client(),
             url,

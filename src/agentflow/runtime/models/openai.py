@@ -9,18 +9,29 @@ object from servers that decode it). Transient errors and rate limits are retrie
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
+from agentflow.errors import ModelError
 from agentflow.runtime.models.base import (
     ChatRequest,
     ChatResponse,
     Message,
     ReplyShapeError,
     ToolCall,
+    ToolSpec,
     token_count,
+    tool_name_map,
     type_name,
+    wire_tool_name,
+    with_contract,
 )
-from agentflow.runtime.models.http import HTTPModelClient
+from agentflow.runtime.models.http import (
+    HTTPModelClient,
+    StreamFailure,
+    error_body,
+    status_of_error_body,
+)
 
 
 class OpenAIClient(HTTPModelClient):
@@ -29,102 +40,309 @@ class OpenAIClient(HTTPModelClient):
     ``provider``: provider name (for messages); ``base_url``: e.g. ``http://127.0.0.1:11434/v1``;
     ``model``: the provider's model name; ``api_key``: sent as ``Authorization: Bearer`` and never
     logged or put in an error. ``timeout``: seconds per HTTP request. ``structured_output``: send
-    ``response_format: json_schema`` (strict, see :func:`strict_schema`) when a request carries a
-    ``response_schema``. ``tool_choice`` (``auto``/``required``/``none``) and
-    ``parallel_tool_calls`` are sent, when set, with requests that offer tools (unset: the
-    server's default, which is ``auto`` and parallel for OpenAI; some local servers reject them).
-    The other keyword arguments are those of :class:`HTTPModelClient`.
+    the output contract as ``response_format: json_schema`` (strict, see :func:`strict_schema`)
+    instead of prompt text, and mark a function tool ``strict: true`` when its schema is strict
+    as it is; a 400 that rejects the schema is retried once with the contract as prompt text (a
+    warning through ``on_warning``), and the client then stays with prompt text.
+    ``tool_choice`` (``auto``/``required``/``none``) and ``parallel_tool_calls`` are sent, when
+    set, with requests that offer tools (unset: the server's default, which is ``auto`` and
+    parallel for OpenAI; some local servers reject them).
+
+    Reasoning models: ``max_completion_tokens`` (sent instead of ``max_tokens``, which o-series
+    and gpt-5 models refuse; used automatically for those model names), ``reasoning_effort``,
+    ``system_role="developer"`` (system text sent as a ``developer`` message). A reply's
+    reasoning state (DeepSeek ``reasoning_content``, vLLM/Ollama ``reasoning``, Gemini's
+    ``thought_signature`` in a tool call's ``extra_content``) is kept in ``ChatResponse.raw`` and
+    sent back unchanged with the assistant turn. ``stream``: ask for Server-Sent Events (answer
+    text goes to ``ChatRequest.on_delta`` as it arrives); a server that streams unasked is read
+    the same way. The other keyword arguments are those of :class:`HTTPModelClient`.
     """
 
-    def __init__(self, *, structured_output: bool = False, **options: Any):
+    def __init__(
+        self,
+        *,
+        structured_output: bool = False,
+        max_completion_tokens: int | None = None,
+        reasoning_effort: str | None = None,
+        system_role: str = "system",
+        **options: Any,
+    ):
         super().__init__(**options)
         self.structured_output = structured_output
+        self.max_completion_tokens = max_completion_tokens
+        self.reasoning_effort = reasoning_effort
+        self.system_role = system_role
+        #: set once the endpoint refused a response_format schema (then prompt text is used)
+        self.native_refused = False
 
-    def build_payload(self, request: ChatRequest) -> dict[str, Any]:
-        """The JSON body of the chat-completions request for ``request``."""
+    def native_schema(self, request: ChatRequest) -> dict[str, Any] | None:
+        """The strict schema sent as ``response_format`` for ``request``, or None (prompt text)."""
+        if not self.structured_output or self.native_refused or request.response_schema is None:
+            return None
+        return strict_schema(request.response_schema)
+
+    def build_payload(self, request: ChatRequest, *, native: bool = True) -> dict[str, Any]:
+        """The JSON body of the chat-completions request for ``request``.
+
+        ``native=False`` sends the contract as prompt text even when native output is on.
+        """
+        strict = self.native_schema(request) if native else None
+        messages = (
+            request.messages
+            if strict is not None
+            else with_contract(request.messages, request.response_schema)
+        )
         payload: dict[str, Any] = {
             "model": self.model,
-            "messages": [message_to_openai(m) for m in request.messages],
+            "messages": [message_to_openai(m, self.system_role) for m in messages],
         }
         if request.tools:
-            payload["tools"] = [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": t.name,
-                        "description": t.description,
-                        "parameters": t.input_schema or {"type": "object", "properties": {}},
-                    },
-                }
-                for t in request.tools
-            ]
+            payload["tools"] = [self._tool(t) for t in request.tools]
             if self.tool_choice is not None:
                 payload["tool_choice"] = self.tool_choice
             if self.parallel_tool_calls is not None:
                 payload["parallel_tool_calls"] = self.parallel_tool_calls
-        max_tokens = request.max_tokens or self.max_tokens
+        max_tokens = request.max_tokens or self.max_completion_tokens or self.max_tokens
         if max_tokens:
-            payload["max_tokens"] = max_tokens
+            if self.max_completion_tokens or _COMPLETION_TOKENS_MODELS.match(self.model):
+                payload["max_completion_tokens"] = max_tokens
+            else:
+                payload["max_tokens"] = max_tokens
         if self.temperature is not None:
             payload["temperature"] = self.temperature
-        strict = None
-        if self.structured_output and request.response_schema is not None:
-            strict = strict_schema(request.response_schema)
+        if self.reasoning_effort is not None:
+            payload["reasoning_effort"] = self.reasoning_effort
         if strict is not None:
             payload["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {
-                    "name": "output",
-                    "schema": strict,
-                    "strict": True,
-                },
+                "json_schema": {"name": "output", "schema": strict, "strict": True},
             }
+        if self.stream:
+            payload["stream"] = True
+            payload["stream_options"] = {"include_usage": True}
         return payload
+
+    def _tool(self, tool: ToolSpec) -> dict[str, Any]:
+        schema = tool.input_schema or {"type": "object", "properties": {}}
+        function: dict[str, Any] = {
+            "name": wire_tool_name(tool.name),
+            "description": tool.description,
+            "parameters": schema,
+        }
+        if self.structured_output and is_strict_as_is(schema):
+            function["parameters"] = strict_schema(schema)
+            function["strict"] = True
+        return {"type": "function", "function": function}
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         """Run one inference; raises ModelError(kind) after bounded retries (never shows the key)."""
         headers = {"Content-Type": "application/json", **self._headers}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        data = await self._post(
-            f"{self.base_url}/chat/completions", self.build_payload(request), headers
-        )
+        url = f"{self.base_url}/chat/completions"
+        native = self.native_schema(request) is not None
         try:
-            return parse_openai_response(data, default_model=self.model)
+            data = await self._send(url, self.build_payload(request), headers, request)
+        except ModelError as exc:
+            if not (native and schema_rejected(exc)):
+                raise
+            self.native_refused = True
+            self._warn(
+                f"model provider '{self.provider}' refused the output contract as "
+                f"response_format ({exc}); sent again with the contract as prompt text (it is "
+                "still validated)"
+            )
+            data = await self._send(
+                url, self.build_payload(request, native=False), headers, request
+            )
+        try:
+            response = parse_openai_response(
+                data, default_model=self.model, tool_names=tool_name_map(request.tools)
+            )
         except ReplyShapeError as exc:
             raise self._malformed(exc) from None
+        if response.finish_reason == "content_filter":
+            raise ModelError(
+                f"model provider '{self.provider}': the provider's content filter stopped the "
+                "answer (finish_reason content_filter)",
+                kind="content_filter",
+            )
+        return response
+
+    async def _send(
+        self, url: str, payload: dict[str, Any], headers: dict[str, str], request: ChatRequest
+    ) -> Any:
+        chunks: list[str] = []
+
+        async def read(events: Any) -> Any:
+            chunks.clear()
+            data = await read_openai_stream(events, request.on_delta, chunks)
+            data["_chunks"] = list(chunks)
+            return data
+
+        def restart() -> None:
+            chunks.clear()
+            if request.on_delta is not None:
+                request.on_delta(None)
+
+        return await self._post(url, payload, headers, read_stream=read, on_restart=restart)
 
 
-def message_to_openai(message: Message) -> dict[str, Any]:
-    """A neutral Message as an OpenAI chat message dict (arguments always a JSON string)."""
+#: Model names that refuse ``max_tokens`` and want ``max_completion_tokens`` (o-series, gpt-5).
+_COMPLETION_TOKENS_MODELS = re.compile(r"^(?:[\w.-]+/)?(?:o\d|gpt-5)")
+
+#: Words of a 400 that refuses the response_format schema (not the request as a whole).
+_SCHEMA_REJECTION = ("schema", "response_format", "json_schema", "structured output")
+
+
+def schema_rejected(exc: ModelError) -> bool:
+    """True when a permanent ModelError is a 400 refusing the structured-output schema."""
+    text = str(exc).lower()
+    return (
+        exc.kind == "permanent"
+        and exc.status in (400, 422)
+        and any(word in text for word in _SCHEMA_REJECTION)
+    )
+
+
+async def read_openai_stream(events: Any, on_delta: Any, chunks: list[str]) -> dict[str, Any]:
+    """A chat-completions stream (``data:`` chunks up to ``[DONE]``) accumulated into the body a
+    non-streamed reply would have had (so one parser serves both). Answer text deltas go to
+    ``on_delta`` and ``chunks``. Raises StreamFailure on an ``error`` chunk or a stream that ends
+    without any choice."""
+    message: dict[str, Any] = {"role": "assistant", "content": None}
+    calls: dict[int, dict[str, Any]] = {}
+    finish: str | None = None
+    usage: Any = None
+    model: Any = None
+    seen = False
+    async for _event, data in events:
+        if data.strip() == "[DONE]":
+            break
+        try:
+            chunk = json.loads(data)
+        except (ValueError, RecursionError):
+            raise StreamFailure(
+                500, json.dumps({"error": {"message": "a stream chunk is not JSON"}})
+            ) from None
+        error = error_body(chunk)
+        if error is not None:
+            raise StreamFailure(status_of_error_body(error), data)
+        if not isinstance(chunk, dict):
+            continue
+        model = chunk.get("model") or model
+        if isinstance(chunk.get("usage"), dict):
+            usage = chunk["usage"]
+        for choice in chunk.get("choices") or []:
+            if not isinstance(choice, dict):
+                continue
+            seen = True
+            finish = choice.get("finish_reason") or finish
+            delta = choice.get("delta") or {}
+            if not isinstance(delta, dict):
+                continue
+            for key, value in delta.items():
+                if key == "tool_calls" and isinstance(value, list):
+                    for part in value:
+                        _merge_call(calls, part)
+                elif key == "content" and isinstance(value, str):
+                    message["content"] = (message["content"] or "") + value
+                    if value:
+                        chunks.append(value)
+                        if on_delta is not None:
+                            on_delta(value)
+                elif key in ("reasoning_content", "reasoning", "refusal") and isinstance(
+                    value, str
+                ):
+                    message[key] = (message.get(key) or "") + value
+                elif key not in ("role",) and value is not None:
+                    message[key] = value
+    if not seen:
+        raise StreamFailure(
+            502, json.dumps({"error": {"message": "the stream ended without an answer"}})
+        )
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    return {
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": usage,
+    }
+
+
+def _merge_call(calls: dict[int, dict[str, Any]], part: Any) -> None:
+    if not isinstance(part, dict):
+        return
+    index = part.get("index", len(calls))
+    if not isinstance(index, int):
+        index = len(calls)
+    call = calls.setdefault(index, {"type": "function", "function": {"name": "", "arguments": ""}})
+    for key, value in part.items():
+        if key == "function" and isinstance(value, dict):
+            for fkey in ("name", "arguments"):
+                piece = value.get(fkey)
+                if isinstance(piece, str):
+                    call["function"][fkey] += piece
+                elif isinstance(piece, dict):  # a server that sends decoded arguments
+                    call["function"][fkey] = piece
+        elif key not in ("index", "type") and value is not None:
+            call[key] = value
+
+
+#: Reasoning fields of an assistant message that go back to the provider as they came.
+REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_details")
+
+
+def message_to_openai(message: Message, system_role: str = "system") -> dict[str, Any]:
+    """A neutral Message as an OpenAI chat message dict (arguments always a JSON string, tool
+    names as sent, :func:`wire_tool_name`). An assistant turn this adapter produced carries its
+    reasoning state back (``raw``: reasoning fields and each tool call's extra fields, e.g.
+    Gemini's ``extra_content.google.thought_signature``). ``system_role``: ``system`` or
+    ``developer``."""
     if message.role == "tool":
         return {
             "role": "tool",
             "tool_call_id": message.tool_call_id or "",
             "content": message.content or "",
         }
-    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    role = system_role if message.role == "system" else message.role
+    out: dict[str, Any] = {"role": role, "content": message.content}
+    raw = message.raw if message.role == "assistant" and isinstance(message.raw, dict) else {}
+    for key in REASONING_FIELDS:
+        if raw.get(key) is not None:
+            out[key] = raw[key]
     if message.role == "assistant" and message.tool_calls:
-        out["tool_calls"] = [
-            {
+        extras = raw.get("tool_calls") if isinstance(raw.get("tool_calls"), list) else []
+        out["tool_calls"] = []
+        for index, call in enumerate(message.tool_calls):
+            item: dict[str, Any] = {
                 "id": call.id,
                 "type": "function",
                 "function": {
-                    "name": call.name,
+                    "name": wire_tool_name(call.name),
                     "arguments": call.arguments
                     if isinstance(call.arguments, str)
                     else json.dumps(call.arguments, ensure_ascii=False),
                 },
             }
-            for call in message.tool_calls
-        ]
+            extra = extras[index] if index < len(extras) else None
+            if isinstance(extra, dict):
+                item.update({k: v for k, v in extra.items() if k not in item})
+            out["tool_calls"].append(item)
     elif out["content"] is None:
         out["content"] = ""
     return out
 
 
-def parse_openai_response(data: Any, *, default_model: str = "") -> ChatResponse:
+def parse_openai_response(
+    data: Any, *, default_model: str = "", tool_names: dict[str, str] | None = None
+) -> ChatResponse:
     """A chat-completions reply as a ChatResponse (arguments kept raw, missing ids left empty).
+
+    ``tool_names``: ``{wire name: tool name}`` (:func:`tool_name_map`) to map shortened tool names
+    back. Reasoning fields and each tool call's extra fields go to ``raw`` (round-tripped by
+    :func:`message_to_openai`); usage counts cached prompt tokens (``cache_read_tokens``) and
+    reasoning tokens when reported.
 
     Parsed defensively: a reply without the expected shape (no ``choices`` array, a message or
     tool call that is not an object, ``content`` that is neither text, null nor an array of text
@@ -170,6 +388,7 @@ def parse_openai_response(data: Any, *, default_model: str = "") -> ChatResponse
             f"`message.tool_calls` should be an array, got {type_name(raw_calls)}"
         )
     calls: list[ToolCall] = []
+    extras: list[dict[str, Any]] = []
     for index, raw in enumerate(raw_calls):
         if not isinstance(raw, dict):
             raise ReplyShapeError(
@@ -184,13 +403,17 @@ def parse_openai_response(data: Any, *, default_model: str = "") -> ChatResponse
         if arguments is None:
             arguments = ""
         name = function.get("name")
+        name = name if isinstance(name, str) else ""
         call_id = raw.get("id")
         calls.append(
             ToolCall(
                 id=str(call_id) if isinstance(call_id, (str, int)) and call_id != "" else "",
-                name=name if isinstance(name, str) else "",
+                name=(tool_names or {}).get(name, name),
                 arguments=arguments,
             )
+        )
+        extras.append(
+            {k: v for k, v in raw.items() if k not in ("id", "type", "function", "index")}
         )
     finish = choice.get("finish_reason")
     if not isinstance(finish, str) or not finish:
@@ -200,19 +423,43 @@ def parse_openai_response(data: Any, *, default_model: str = "") -> ChatResponse
         usage = {}
     model = data.get("model")
     refusal = message.get("refusal")
+    raw_state: dict[str, Any] = {
+        key: message[key] for key in REASONING_FIELDS if message.get(key) is not None
+    }
+    if any(extras):
+        raw_state["tool_calls"] = extras
+    chunks = data.get("_chunks")
     return ChatResponse(
         text=content,
         refusal=refusal if isinstance(refusal, str) else None,
         tool_calls=calls,
         finish_reason=finish,
-        usage={
-            "input_tokens": token_count(usage.get("prompt_tokens"))
-            or token_count(usage.get("input_tokens")),
-            "output_tokens": token_count(usage.get("completion_tokens"))
-            or token_count(usage.get("output_tokens")),
-        },
+        usage=openai_usage(usage),
         model=model if isinstance(model, str) and model else default_model,
+        raw=raw_state or None,
+        chunks=chunks if isinstance(chunks, list) else None,
     )
+
+
+def openai_usage(usage: dict[str, Any]) -> dict[str, int]:
+    """Neutral usage from a chat-completions ``usage`` block (``prompt_tokens`` includes the
+    cached ones; ``prompt_tokens_details.cached_tokens`` → ``cache_read_tokens``;
+    ``completion_tokens_details.reasoning_tokens`` → ``reasoning_tokens``)."""
+    out = {
+        "input_tokens": token_count(usage.get("prompt_tokens"))
+        or token_count(usage.get("input_tokens")),
+        "output_tokens": token_count(usage.get("completion_tokens"))
+        or token_count(usage.get("output_tokens")),
+    }
+    prompt_details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details")
+    if isinstance(prompt_details, dict) and token_count(prompt_details.get("cached_tokens")):
+        out["cache_read_tokens"] = token_count(prompt_details.get("cached_tokens"))
+    elif token_count(usage.get("prompt_cache_hit_tokens")):  # DeepSeek
+        out["cache_read_tokens"] = token_count(usage.get("prompt_cache_hit_tokens"))
+    details = usage.get("completion_tokens_details") or usage.get("output_tokens_details")
+    if isinstance(details, dict) and token_count(details.get("reasoning_tokens")):
+        out["reasoning_tokens"] = token_count(details.get("reasoning_tokens"))
+    return out
 
 
 class _Recursive(Exception):
@@ -302,6 +549,11 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
                 raise _Unsupported("additionalProperties with a schema (a map)")
             else:
                 out[key] = value
+        if "type" not in out and ("enum" in out or "const" in out):
+            # a literal union (`"low" | "high"`) is an enum without a type; strict mode wants one
+            kind = _literal_type(out["enum"] if "enum" in out else [out["const"]])
+            if kind is not None:
+                out = {"type": kind, **out}
         if out.get("type") == "object" or isinstance(out.get("properties"), dict):
             props = out.get("properties") or {}
             required = set(out.get("required") or [])
@@ -322,3 +574,49 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
             return out
     except _Unsupported:
         return None
+
+
+def _literal_type(values: Any) -> str | list[str] | None:
+    """The JSON type(s) of an enum's values (None when they are not all scalars)."""
+    if not isinstance(values, list) or not values:
+        return None
+    kinds: list[str] = []
+    for value in values:
+        if value is None:
+            kind = "null"
+        elif isinstance(value, bool):
+            kind = "boolean"
+        elif isinstance(value, int):
+            kind = "integer"
+        elif isinstance(value, float):
+            kind = "number"
+        elif isinstance(value, str):
+            kind = "string"
+        else:
+            return None
+        if kind not in kinds:
+            kinds.append(kind)
+    if "integer" in kinds and "number" in kinds:
+        kinds.remove("integer")
+    return kinds[0] if len(kinds) == 1 else kinds
+
+
+def is_strict_as_is(schema: dict[str, Any]) -> bool:
+    """True when strict mode would accept ``schema``'s meaning unchanged: :func:`strict_schema`
+    can express it and makes no optional property nullable (so ``strict: true`` on a tool never
+    makes the model send ``null`` for an argument the tool wants absent)."""
+    strict = strict_schema(schema)
+    if strict is None:
+        return False
+
+    def optional_somewhere(node: Any) -> bool:
+        if isinstance(node, list):
+            return any(optional_somewhere(n) for n in node)
+        if not isinstance(node, dict):
+            return False
+        props = node.get("properties")
+        if isinstance(props, dict) and set(props) - set(node.get("required") or []):
+            return True
+        return any(optional_somewhere(v) for v in node.values())
+
+    return not optional_somewhere(schema)

@@ -2,7 +2,11 @@
 
 ``ModelRouter(config).client_for("judge")`` gives a :class:`RoutedClient` that tries the role's models
 in failover order (next model on a ``transient`` or ``rate_limit`` ModelError, after that client's own
-retries) and adds every successful inference to ``router.usage``.
+retries) and adds every successful inference to ``router.usage``: tokens (cache reads and writes
+apart when the provider reports them) and, when the model has a price
+(:mod:`agentflow.runtime.models.prices`), its cost in dollars. Before each provider call the
+budgets in force are checked (:mod:`agentflow.runtime.models.budget`): a call that would exceed
+one is not made.
 """
 
 from __future__ import annotations
@@ -14,8 +18,16 @@ from typing import Any
 
 from agentflow.errors import ConfigError, ModelError
 from agentflow.runtime.config import Config, ResolvedModel
-from agentflow.runtime.models.base import ChatRequest, ChatResponse, ModelClient, token_count
+from agentflow.runtime.models.base import (
+    ChatRequest,
+    ChatResponse,
+    ModelClient,
+    add_usage,
+    token_count,
+)
+from agentflow.runtime.models.budget import charge_budgets, check_budgets
 from agentflow.runtime.models.http import RetryPolicy
+from agentflow.runtime.models.prices import Price, PriceBook
 
 ClientFactory = Callable[[ResolvedModel], ModelClient]
 
@@ -48,6 +60,18 @@ class RoutedClient:
         self.models = [resolved.label for resolved, _ in candidates]
         self.last_model: str | None = None
         self.last_latency_ms: float | None = None
+        #: (first message object, number of messages, input tokens) of the last call: a request
+        #: that continues that conversation needs at least as many prompt tokens (budgets)
+        self._last_prompt: tuple[int, int, int] | None = None
+
+    def _least_tokens(self, request: ChatRequest) -> int:
+        last = self._last_prompt
+        if last is None or not request.messages:
+            return 0
+        first, count, tokens = last
+        if id(request.messages[0]) == first and len(request.messages) >= count:
+            return tokens
+        return 0
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         """Run one inference, failing over on transient errors/rate limits; raises ModelError.
@@ -64,6 +88,12 @@ class RoutedClient:
                 self.last_model = reused.model
                 self.last_latency_ms = 0.0
                 return reused
+        least = self._least_tokens(request)
+        first_model = self.candidates[0][0]
+        per_token = self.router.input_price(first_model)
+        check_budgets(
+            least, least * per_token / 1_000_000 if per_token else 0.0, current_step.get()
+        )
         last_error: ModelError | None = None
         for index, (resolved, client) in enumerate(self.candidates):
             started = time.perf_counter()
@@ -80,6 +110,18 @@ class RoutedClient:
             if not response.model:
                 response.model = resolved.model
             self.last_model = response.model
+            response.cost = self.router.price(resolved, response.usage or {})
+            usage = response.usage or {}
+            if request.messages:
+                self._last_prompt = (
+                    id(request.messages[0]),
+                    len(request.messages),
+                    token_count(usage.get("input_tokens")),
+                )
+            charge_budgets(
+                token_count(usage.get("input_tokens")) + token_count(usage.get("output_tokens")),
+                response.cost,
+            )
             self.router._record(self.role, response)
             if ticket is not None:
                 memo.record(ticket, response)
@@ -116,6 +158,27 @@ class ModelRouter:
             "output_tokens": 0,
             "by_role": {},
         }
+        configured = {name: _price(p) for name, p in (config.prices or {}).items()}
+        for name, named in config.models.named.items():
+            if named.price is not None:
+                configured[name] = _price(named.price)
+        self.prices = PriceBook(configured)
+
+    def price(self, resolved: ResolvedModel, usage: dict[str, Any]) -> float | None:
+        """Dollars for one call of ``resolved`` with ``usage`` (None: no price known)."""
+        if resolved.price is not None:
+            return _price(resolved.price).cost(usage)
+        return self.prices.cost(
+            usage,
+            model=resolved.model,
+            label=resolved.label,
+            kind=resolved.provider.kind,
+            base_url=resolved.provider.base_url,
+        )
+
+    def input_price(self, resolved: ResolvedModel) -> float | None:
+        """Dollars per million prompt tokens of ``resolved`` (None: unknown)."""
+        return self.price(resolved, {"input_tokens": 1_000_000, "output_tokens": 0})
 
     def client_for(self, role_or_name: str | None = None) -> RoutedClient:
         """The client of a role (``chat`` when None), named model or ``provider:model``.
@@ -152,6 +215,10 @@ class ModelRouter:
             if self.on_event is not None:
                 self.on_event("retry", {**data, "model": resolved.label})
 
+        def on_warning(message: str) -> None:
+            if self.on_event is not None:
+                self.on_event("warning", {"message": message, "model": resolved.label})
+
         options: dict[str, Any] = {
             "provider": resolved.provider_name,
             "model": resolved.model,
@@ -165,6 +232,9 @@ class ModelRouter:
             "tool_choice": resolved.tool_choice,
             "parallel_tool_calls": resolved.parallel_tool_calls,
             "on_retry": on_retry,
+            "on_warning": on_warning,
+            "stream": resolved.stream,
+            "structured_output": resolved.structured_output,
         }
         if provider.kind == "openai":
             from agentflow.runtime.models.openai import OpenAIClient
@@ -175,7 +245,9 @@ class ModelRouter:
                 )
             return OpenAIClient(
                 base_url=provider.base_url,
-                structured_output=resolved.structured_output,
+                max_completion_tokens=resolved.max_completion_tokens,
+                reasoning_effort=resolved.reasoning_effort,
+                system_role=resolved.system_role,
                 **options,
             )
         if provider.kind == "anthropic":
@@ -187,24 +259,21 @@ class ModelRouter:
                     "adapter is not available in this build"
                 ) from None
             return AnthropicClient(
-                base_url=provider.base_url or "https://api.anthropic.com", **options
+                base_url=provider.base_url or "https://api.anthropic.com",
+                thinking_budget=resolved.thinking_budget,
+                prompt_cache=resolved.prompt_cache,
+                **options,
             )
         raise ConfigError(  # pragma: no cover - the config model restricts kind
             f"{self.config.where()}: provider '{resolved.provider_name}' has unknown kind"
         )
 
     def _record(self, role: str, response: ChatResponse) -> None:
-        inp = token_count((response.usage or {}).get("input_tokens"))
-        out = token_count((response.usage or {}).get("output_tokens"))
-        self.usage["inferences"] += 1
-        self.usage["input_tokens"] += inp
-        self.usage["output_tokens"] += out
         entry = self.usage["by_role"].setdefault(
             role, {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
         )
-        entry["inferences"] += 1
-        entry["input_tokens"] += inp
-        entry["output_tokens"] += out
+        for target in (self.usage, entry):
+            add_usage(target, response.usage or {}, response.cost)
 
     def _notify_failover(self, role: str, resolved: ResolvedModel, exc: ModelError) -> None:
         if self.on_event is not None:
@@ -243,6 +312,8 @@ def forward_model_events(bus: Any) -> Callable[[str, dict[str, Any]], None]:
                 status=data.get("status"),
                 message=data.get("message"),
             )
+        elif kind == "warning":
+            bus.emit("warning", path, message=data.get("message"), model=data.get("model"))
         elif kind == "failover":
             bus.emit(
                 "warning",
@@ -253,3 +324,12 @@ def forward_model_events(bus: Any) -> Callable[[str, dict[str, Any]], None]:
             )
 
     return on_event
+
+
+def _price(config: Any) -> Price:
+    return Price(
+        input=config.input,
+        output=config.output,
+        cache_read=config.cache_read,
+        cache_write=config.cache_write,
+    )
