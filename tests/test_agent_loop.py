@@ -78,8 +78,10 @@ async def test_valid_answer_first_round(chat_server, scripted_router):
         "final": True,
     }
     messages = chat_server.requests[0]["messages"]
-    assert messages[0]["role"] == "system" and messages[0]["content"].endswith("Be terse.")
-    assert '"required"' in messages[0]["content"]  # the schema is shown
+    system = messages[0]["content"]
+    assert messages[0]["role"] == "system" and "\n\nBe terse.\n\n" in system
+    # the contract is shown once, last, as compact JSON (no indentation, no annotations)
+    assert system.endswith('"additionalProperties":false}') and system.count('"required"') == 1
     assert "Zürich" in messages[1]["content"]  # input as JSON, Unicode kept
     assert [t["function"]["name"] for t in chat_server.requests[0]["tools"]] == [
         "slow",
@@ -385,7 +387,8 @@ async def test_permanent_model_error_fails_the_step(chat_server, scripted_router
     chat_server.script([status(401)])
     with pytest.raises(RunError) as info:
         await run(scripted_router, Recorder())
-    assert info.value.code == "tool_error" and "401" in info.value.message
+    # a permanent provider failure is the model's, not a tool's
+    assert info.value.code == "model_error" and "401" in info.value.message
 
 
 async def test_transient_errors_do_not_consume_rounds(chat_server, scripted_router):

@@ -22,6 +22,7 @@ from support.chat_server import (
     anthropic_text,
     reset,
     status,
+    system_text,
     text,
     tool_calls,
     tool_messages,
@@ -744,7 +745,7 @@ def _leaky(kind, leak):
 
 
 def _anthropic_two_agent(request):
-    system = request.get("system", "")
+    system = system_text(request)
     flat = json.dumps(request["messages"])
     if system.startswith("You fix JSON"):
         return anthropic_text('{"answer": "repaired"}')

@@ -6,7 +6,7 @@ import json
 import time
 
 import pytest
-from support.chat_server import TEST_API_KEY, ChatServer, status, text, tool_calls
+from support.chat_server import TEST_API_KEY, ChatServer, status, system_text, text, tool_calls
 
 from agentflow.errors import ConfigError, ModelError
 from agentflow.runtime.config import load_config, no_model_message
@@ -451,7 +451,7 @@ async def test_anthropic_agent_round_trip(chat_server, tmp_path):
     assert chat_server.paths == ["/v1/messages", "/v1/messages"]
     assert chat_server.headers[0]["x-api-key"] == TEST_API_KEY
     first, second = chat_server.requests
-    assert "JSON Schema" in first["system"] and first["messages"][0]["role"] == "user"
+    assert "JSON Schema" in system_text(first) and first["messages"][0]["role"] == "user"
     assert first["tools"][0] == {
         "name": "look",
         "description": "Look.",

@@ -416,3 +416,19 @@ def _as_reply(item: Any) -> Reply:
 def tool_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
     """The ``role: tool`` messages of a recorded request."""
     return [m for m in request.get("messages", []) if m.get("role") == "tool"]
+
+
+def system_text(request: dict[str, Any]) -> str:
+    """The system text of a recorded request: Anthropic's ``system`` (a string or a list of text
+    blocks, as sent with ``cache_control``) or the OpenAI system/developer message."""
+    system = request.get("system")
+    if isinstance(system, list):
+        return "".join(b.get("text", "") for b in system if isinstance(b, dict))
+    if isinstance(system, str):
+        return system
+    for message in request.get("messages", []):
+        if message.get("role") in ("system", "developer") and isinstance(
+            message.get("content"), str
+        ):
+            return message["content"]
+    return ""

@@ -25,6 +25,7 @@ PLAN_ORDER = (
     "description",
     "input_schema",
     "deadline",
+    "budget",
     "steps",
     "finish",
     "plans",

@@ -170,6 +170,18 @@ class Step(BaseModel):
         return out
 
 
+class BudgetLimits(BaseModel):
+    """``budget: {inferences?, tokens?, cost?}`` of a plan (per run) or of an agent step (per
+    run of that step): model calls, prompt + completion tokens, US dollars. Checked before each
+    model call; the call that would exceed is not made (``budget_exceeded``)."""
+
+    model_config = _CONFIG
+
+    inferences: int | None = Field(None, ge=0)
+    tokens: int | None = Field(None, ge=0)
+    cost: float | None = Field(None, ge=0)
+
+
 class Finish(BaseModel):
     """How a run ends (PLAN_IR.md §1): ``output`` renders a template, ``solver`` makes one LLM call
     with ``prompt``, ``silent`` returns no output."""
@@ -216,6 +228,7 @@ class Plan(BaseModel):
     description: str | None = None
     input_schema: dict[str, Any] | None = Field(default=None, alias="inputSchema")
     deadline: str | None = None
+    budget: BudgetLimits | None = None
     steps: list[Step]
     finish: Finish | None = None
     plans: dict[str, Plan] = Field(default_factory=dict)
@@ -302,6 +315,7 @@ class AgentInput(BaseModel):
     write: list[str] | str | None = None
     repair_attempts: int = Field(1, ge=0, alias="repairAttempts")
     require_final: bool = Field(False, alias="requireFinal")
+    budget: BudgetLimits | None = None
 
 
 #: Field names (and accepted aliases) of each control step's input (PLAN_IR.md §5–6).
@@ -325,6 +339,7 @@ CONTROL_FIELDS: dict[str, tuple[set[str], set[str]]] = {
             "write",
             "repair_attempts",
             "require_final",
+            "budget",
         },
         {"prompt", "output_schema"},
     ),

@@ -549,6 +549,24 @@ class _Validator:
         if key in inp and not isinstance(inp[key], Step) and f"body:{key}" not in broken:
             self.problem((*ipath, key), f"`{key}` must be a single step")
 
+    def budget(self, value: Any, path: tuple) -> None:
+        """``budget: {inferences?, tokens?, cost?}`` of an agent step (docs/models.md)."""
+        if not isinstance(value, dict):
+            self.problem(path, "`budget` must be a mapping of inferences, tokens and cost")
+            return
+        for key, limit in value.items():
+            if key not in ("inferences", "tokens", "cost"):
+                self.problem(
+                    (*path, key),
+                    f"unknown budget `{key}` (a budget has inferences, tokens and cost)",
+                    key=True,
+                )
+            elif key == "cost":
+                if isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit < 0:
+                    self.problem((*path, key), "`cost` must be a number of dollars ≥ 0")
+            else:
+                self.positive_int(value, path, key, 0)
+
     def positive_int(self, inp: dict, ipath: tuple, key: str, minimum: int) -> None:
         if key not in inp:
             return
@@ -728,6 +746,8 @@ class _Validator:
                 self.problem((*ipath, key), f"`{key}` must be a text")
         if "require_final" in inp and not isinstance(inp["require_final"], bool):
             self.problem((*ipath, "require_final"), "`require_final` must be true or false")
+        if "budget" in inp:
+            self.budget(inp["budget"], (*ipath, "budget"))
         if "write" in inp:
             w = inp["write"]
             ok = isinstance(w, str) or (isinstance(w, list) and all(isinstance(x, str) for x in w))

@@ -267,7 +267,9 @@ async def run_agent(
                 if spec.on_partial is not None:
                     spec.on_partial(value)
                 if emit is not None:
-                    emit("partial_output", step_path, value=value, round=round_)
+                    pending = emit("partial_output", step_path, value=value, round=round_)
+                    if inspect.isawaitable(pending):
+                        asyncio.ensure_future(pending)
 
         request = ChatRequest(
             messages=list(msgs),

@@ -28,6 +28,7 @@ EVENT_KINDS = (
     "tool_started",
     "tool_finished",
     "model_call",
+    "partial_output",
     "retry",
     "ask",
     "warning",
@@ -44,7 +45,8 @@ class Event:
     ``data``: kind-specific payload, e.g. ``step_started: {tool_name, input, source?}``,
     ``step_finished: {tool_name, result, elapsed_ms}`` or ``{tool_name, error: {code, message},
     elapsed_ms}``, ``model_call: {role, model, input_tokens, output_tokens, latency_ms, reused?}``,
-    ``retry: {attempt, code, delay_ms}``, ``warning: {message}``.
+    ``retry: {attempt, code, delay_ms}``, ``warning: {message}``, ``partial_output: {value,
+    round}`` (a streaming agent's answer so far: a typed partial value, docs/models.md).
     """
 
     kind: str

@@ -1523,6 +1523,7 @@ async def _c_agent(ex: Executor, step, c, scope, path, frame, announce) -> Any:
             input=agent_input,
             repair_attempts=int(c.get("repair_attempts", 1)),
             **_result_cap(ex.run.config),
+            budget=_agent_budget(ex.run.config, c.get("budget"), path),
             call_tool=call_tool,
             emit=emit,
             path=path,
@@ -1582,6 +1583,30 @@ def _tool_for(ex: Executor, name: str, frame: _Frame) -> Any:
         func=unreachable,
         source="plan",
     )
+
+
+def _agent_budget(config: Any, planned: Any, path: str) -> Any:
+    """The model budget of one agent step run: the plan's ``budget`` of the step, else
+    ``[budget.per_agent]`` of flow.toml, else None (docs/models.md "Budgets")."""
+    from agentflow.runtime.models.budget import budget_from
+
+    name = f"agent step {path}"
+    if isinstance(planned, dict):
+        return budget_from(planned, name=name, source="its `budget` in the plan")
+    per_agent = getattr(getattr(config, "budget", None), "per_agent", None)
+    return budget_from(per_agent, name=name, source="flow.toml [budget.per_agent]")
+
+
+def run_budgets(plan: Any, config: Any) -> list[Any]:
+    """The run-level model budgets of ``plan``: its ``budget`` and flow.toml's ``[budget]``
+    (both apply when both are set)."""
+    from agentflow.runtime.models.budget import budget_from
+
+    found = [
+        budget_from(getattr(plan, "budget", None), name="run", source="the plan's `budget`"),
+        budget_from(getattr(config, "budget", None), name="run", source="flow.toml [budget]"),
+    ]
+    return [b for b in found if b is not None]
 
 
 def _result_cap(config: Any) -> dict[str, int]:
@@ -1726,6 +1751,9 @@ async def run_plan(
     scope: dict[str, Any] = {"input": input}
     results: dict[str, Any] = {}
     status, output, error = "ok", None, None
+    from agentflow.runtime.models.budget import pop_budget, push_budget
+
+    budget_tokens = [push_budget(b) for b in run_budgets(plan, config)]
     ex.emit("run_started", "", frame.stack, plan=plan.name, input=_json_safe(input))
     cancelled: BaseException | None = None
 
@@ -1749,6 +1777,8 @@ async def run_plan(
         cancelled = e
         status = "aborted"
         error = {"code": "aborted", "message": "the run was cancelled", "step_path": None}
+    for token in reversed(budget_tokens):
+        pop_budget(token)
     result = RunResult(
         status=status,  # type: ignore[arg-type]
         output=output,

@@ -81,6 +81,9 @@ def request_key(request: ChatRequest) -> str:
 
 
 def _response_data(response: ChatResponse) -> dict[str, Any]:
+    """A response as a cassette stores it: what the agent loop reads, plus the provider state
+    that goes back with the next request (``raw``: thinking blocks, reasoning fields) and, for a
+    streamed answer, its text pieces (``chunks``) so a replay streams them again."""
     return {
         "text": response.text,
         "tool_calls": [
@@ -90,6 +93,8 @@ def _response_data(response: ChatResponse) -> dict[str, Any]:
         "usage": dict(response.usage or {}),
         "model": response.model,
         **({"refusal": response.refusal} if response.refusal is not None else {}),
+        **({"raw": response.raw} if response.raw is not None else {}),
+        **({"chunks": list(response.chunks)} if response.chunks is not None else {}),
     }
 
 
@@ -110,6 +115,11 @@ def _response_problem(data: Any) -> str | None:
         return "`response.tool_calls` is not a list of {id, name, arguments}"
     if not isinstance(data.get("usage") or {}, dict):
         return "`response.usage` is not an object"
+    chunks = data.get("chunks")
+    if chunks is not None and not (
+        isinstance(chunks, list) and all(isinstance(c, str) for c in chunks)
+    ):
+        return "`response.chunks` is not a list of strings"
     for field in ("finish_reason", "model", "refusal"):
         if not isinstance(data.get(field), (str, type(None))):
             return f"`response.{field}` is not a string"
@@ -125,13 +135,20 @@ def _response_from(data: dict[str, Any]) -> ChatResponse:
             ToolCall(c["id"], c["name"], c["arguments"]) for c in data.get("tool_calls", [])
         ],
         finish_reason=data.get("finish_reason") or "stop",
-        usage={
-            k: token_count((data.get("usage") or {}).get(k))
-            for k in ("input_tokens", "output_tokens")
-        },
+        usage=_usage_from(data.get("usage") or {}),
         model=data.get("model") or "",
         refusal=data.get("refusal"),
+        raw=data.get("raw"),
+        chunks=data.get("chunks"),
     )
+
+
+def _usage_from(usage: dict[str, Any]) -> dict[str, int]:
+    out = {k: token_count(usage.get(k)) for k in ("input_tokens", "output_tokens")}
+    for key in ("cache_read_tokens", "cache_write_tokens", "reasoning_tokens"):
+        if token_count(usage.get(key)):
+            out[key] = token_count(usage.get(key))
+    return out
 
 
 class CassetteWriter:
@@ -214,10 +231,16 @@ class ReplayClient:
         key = request_key(request)
         with self._lock:
             queue = self._entries.get(key)
+            data = None
             if queue:
                 data = queue.popleft() if len(queue) > 1 else queue[0]
-                return _response_from(data)
-        raise RunError("replay_miss", self._miss_message(request))
+        if data is None:
+            raise RunError("replay_miss", self._miss_message(request))
+        response = _response_from(data)
+        if response.chunks and request.on_delta is not None:
+            for piece in response.chunks:  # a recorded stream is streamed again
+                request.on_delta(piece)
+        return response
 
     def _miss_message(self, request: ChatRequest) -> str:
         wanted = normalise_request(request)

@@ -100,12 +100,27 @@ class PriceBook:
         )
 
 
+def _is_local(base_url: str) -> bool:
+    """True for a server on this machine or a private network (no provider the table knows)."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(base_url).hostname or "").lower()
+    if host in ("localhost", "") or host.endswith((".local", ".localhost", ".internal")):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local
+
+
 def _table_cost(usage: dict[str, Any], model: str, kind: str, base_url: str | None) -> float | None:
+    if not base_url or _is_local(base_url):
+        return None
     try:  # imported on first use: the table is large (≈0.6 s), most runs never need it
         from genai_prices import Usage, calc_price
     except ImportError:  # pragma: no cover - a dependency of the package
-        return None
-    if not base_url:
         return None
     try:
         result = calc_price(
