@@ -20,6 +20,16 @@ Both protocols are spoken: ``POST /v1/chat/completions`` (OpenAI) and ``POST /v1
     text("late", delay=2.0)                       # a slow reply (client timeout)
     text('{"a": "cut', finish_reason="length")    # cut off by the token limit
     anthropic_message([...], "max_tokens")        # the same, Anthropic style
+    overloaded_200()                              # HTTP 200 whose body is an "Overloaded" error
+
+Streams (Server-Sent Events): :func:`sse` sends a list of events (``(name, data)`` pairs or
+data dicts) as ``text/event-stream``; :func:`openai_stream` / :func:`anthropic_stream` build the
+events of a whole answer from a reply body, cut into pieces; ``cut_after=N`` drops the
+connection after N events (a stream that breaks off). ``server.stream_only = True`` makes the
+server answer every request as a stream, asked for or not (a streaming-only server)::
+
+    server.script([openai_stream(completion('{"a": 1}'), pieces=4)])
+    server.script([sse([{"error": {"type": "overloaded_error", "message": "Overloaded"}}])])
 """
 
 from __future__ import annotations
@@ -45,6 +55,8 @@ class Reply:
 
     ``fault``: ``"reset"`` sends the status line, headers and half the body, then resets the
     connection (TCP RST); ``"drop"`` closes the connection without sending anything.
+    ``events``: a Server-Sent Events reply (``[(event name or "", data text)]``) sent chunk by
+    chunk; ``cut_after``: close the connection after that many events.
     """
 
     status: int = 200
@@ -52,6 +64,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     fault: str | None = None
+    events: list[tuple[str, str]] | None = None
+    cut_after: int | None = None
 
 
 _ids = itertools.count(1)
@@ -182,6 +196,128 @@ def anthropic_error(
     return status(code, body=body, **kw)
 
 
+def overloaded_200(kind: str = "openai") -> Reply:
+    """An HTTP 200 whose body is an "Overloaded" error (OpenAI or Anthropic shape), as some
+    servers and gateways send under load."""
+    if kind == "anthropic":
+        body = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    else:
+        body = {"error": {"message": "Overloaded", "type": "server_error", "code": None}}
+    return Reply(body=body)
+
+
+def sse(events: list[Any], *, cut_after: int | None = None, delay: float = 0.0) -> Reply:
+    """A Server-Sent Events reply: each event a data dict/str, or an ``(event name, data)``
+    pair (data a dict or str)."""
+    out: list[tuple[str, str]] = []
+    for item in events:
+        name, data = item if isinstance(item, tuple) else ("", item)
+        out.append((name, data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)))
+    return Reply(events=out, cut_after=cut_after, delay=delay)
+
+
+def _pieces(text: str, pieces: int) -> list[str]:
+    if not text:
+        return []
+    size = max(1, -(-len(text) // max(1, pieces)))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def openai_stream(
+    body: dict[str, Any], *, pieces: int = 3, cut_after: int | None = None, done: bool = True
+) -> Reply:
+    """A chat-completions reply ``body`` (see :func:`completion`) as the chunks OpenAI streams:
+    the content cut into ``pieces``, each tool call's arguments likewise, usage last, then
+    ``[DONE]``."""
+    choice = body["choices"][0]
+    message = choice["message"]
+    base = {
+        "id": body.get("id", "chatcmpl-s"),
+        "object": "chat.completion.chunk",
+        "model": body["model"],
+    }
+    events: list[Any] = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant"}}]}]
+    for key in ("reasoning_content", "reasoning"):
+        for piece in _pieces(message.get(key) or "", pieces):
+            events.append({**base, "choices": [{"index": 0, "delta": {key: piece}}]})
+    for piece in _pieces(message.get("content") or "", pieces):
+        events.append({**base, "choices": [{"index": 0, "delta": {"content": piece}}]})
+    for index, call in enumerate(message.get("tool_calls") or []):
+        head = {k: v for k, v in call.items() if k != "function"}
+        head["index"] = index
+        head["function"] = {"name": call["function"]["name"], "arguments": ""}
+        events.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": [head]}}]})
+        for piece in _pieces(call["function"]["arguments"], pieces):
+            part = {"index": index, "function": {"arguments": piece}}
+            events.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": [part]}}]})
+    events.append(
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]}
+    )
+    events.append({**base, "choices": [], "usage": body.get("usage")})
+    if done:
+        events.append("[DONE]")
+    return sse(events, cut_after=cut_after)
+
+
+def anthropic_stream(
+    body: dict[str, Any], *, pieces: int = 3, cut_after: int | None = None
+) -> Reply:
+    """An Anthropic reply ``body`` (see :func:`anthropic_message`) as the Messages API streams
+    it: message_start, each block started / delta'd in ``pieces`` / stopped, message_delta,
+    message_stop."""
+    start = {k: v for k, v in body.items() if k not in ("content", "stop_reason")}
+    start["content"] = []
+    start["stop_reason"] = None
+    usage = dict(body.get("usage") or {})
+    start["usage"] = {**usage, "output_tokens": 1}
+    events: list[Any] = [("message_start", {"type": "message_start", "message": start})]
+    for index, block in enumerate(body["content"]):
+        kind = block["type"]
+        if kind == "text":
+            first = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": p} for p in _pieces(block["text"], pieces)]
+        elif kind == "thinking":
+            first = {"type": "thinking", "thinking": "", "signature": ""}
+            deltas = [
+                {"type": "thinking_delta", "thinking": p}
+                for p in _pieces(block["thinking"], pieces)
+            ] + [{"type": "signature_delta", "signature": block.get("signature", "")}]
+        elif kind == "tool_use":
+            first = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+            text = json.dumps(block["input"], ensure_ascii=False)
+            deltas = [
+                {"type": "input_json_delta", "partial_json": p} for p in _pieces(text, pieces)
+            ]
+        else:
+            first, deltas = block, []
+        events.append(
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": first},
+            )
+        )
+        for delta in deltas:
+            events.append(
+                (
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": index, "delta": delta},
+                )
+            )
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": body.get("stop_reason"), "stop_sequence": None},
+                "usage": {"output_tokens": usage.get("output_tokens", 0)},
+            },
+        )
+    )
+    events.append(("message_stop", {"type": "message_stop"}))
+    return sse(events, cut_after=cut_after)
+
+
 Script = list[Any] | Callable[[dict[str, Any]], Any]
 
 
@@ -203,6 +339,8 @@ class ChatServer:
         self.paths: list[str] = []
         self.in_flight = 0
         self.max_in_flight = 0
+        #: answer every request as a stream (a streaming-only server), asked for or not
+        self.stream_only = False
         if script is not None:
             self.script(script)
         self._httpd: ThreadingHTTPServer | None = None
@@ -241,7 +379,33 @@ class ChatServer:
                 if reply.fault:
                     self._fault(reply)
                     return
+                if reply.events is None and server.stream_only and reply.status < 400:
+                    if "/messages" in self.path:
+                        reply = anthropic_stream(reply.body)
+                    elif isinstance(reply.body, dict) and "choices" in reply.body:
+                        reply = openai_stream(reply.body)
+                if reply.events is not None:
+                    self._send_events(reply)
+                    return
                 self._send(reply)
+
+            def _send_events(self, reply: Reply) -> None:
+                self.send_response(reply.status)
+                self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                for number, (name, data) in enumerate(reply.events or [], start=1):
+                    frame = (f"event: {name}\n" if name else "") + f"data: {data}\n\n"
+                    self.wfile.write(frame.encode("utf-8"))
+                    self.wfile.flush()
+                    if reply.cut_after is not None and number >= reply.cut_after:
+                        self.connection.setsockopt(
+                            socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                        )
+                        self.connection.close()
+                        return
 
             def _fault(self, reply: Reply) -> None:
                 self.close_connection = True

@@ -430,7 +430,7 @@ async def _attempt(
     error = error_body(data)
     if error is not None:
         equivalent = status_of_error_body(error)
-        kind, message, _, _, _ = _failed(equivalent, body, None)
+        _, kind, message, _, _ = _failed(equivalent, body, None)
         return None, kind, f"HTTP 200 with an error body ({message})", status, None
     return data, None, "", status, None
 
