@@ -1135,7 +1135,9 @@ async def _c_map(ex: Executor, step, c, scope, path, frame, announce) -> Any:
         try:
             results[i] = await ex.run_step(body, _layer(scope, item=items[i], index=i), p, frame)
         except RunError as e:
-            if mode == "skip" and not isinstance(e, ExitError):
+            # a budget that would be exceeded ends the run: skipping the item would only make
+            # the next one hit it too
+            if mode == "skip" and not isinstance(e, ExitError) and e.code != "budget_exceeded":
                 failed.add(i)
                 ex.warn(p, frame.stack, f"item {i} skipped after {e.code}: {e.message}")
                 return
