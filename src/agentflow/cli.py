@@ -399,6 +399,45 @@ def _configured_prefixes(cfg: Any, catalog: Any) -> set[str]:
     return prefixes
 
 
+@main.command("cost")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+def cost_cmd(file: str, as_json: bool) -> None:
+    """The most model calls a run of FILE (.flow or plan) can make, per role.
+
+    Figures are in the sizes of the run's input (map lengths, ``max_iterations`` …), read from
+    the compiled plan before anything runs; docs/models.md "flowc cost".
+    """
+    from agentflow.ir.cost import worst_case
+
+    if not Path(file).is_file():
+        raise click.UsageError(f"{file}: no such file")
+    if file.endswith(".flow"):
+        compiled = _compile(file)
+        from agentflow.ir.loader import load_plan_data
+
+        try:
+            plan = load_plan_data(compiled.plan, file)
+        except FlowError as e:
+            _fail(e)
+    else:
+        try:
+            plan = api.load(file)
+        except FlowError as e:
+            _fail(e)
+    figures = worst_case(plan).to_dict()
+    if as_json:
+        click.echo(json.dumps({"plan": plan.name, **figures}, ensure_ascii=False, indent=2))
+        return
+    click.echo(f"most model calls of one run of '{plan.name}' (inferences per role):")
+    width = max([len(r) for r in figures["roles"]] + [5])
+    for role, text in figures["roles"].items():
+        click.echo(f"  {role:<{width}}  {text}")
+    click.echo(f"  {'total':<{width}}  {figures['total']}")
+    for why in figures["unbounded"]:
+        click.echo(f"  not counted: {why}")
+
+
 @main.command("tools")
 @click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
 @click.option("--json", "as_json", is_flag=True, help="Print the catalog as JSON (full schemas).")

@@ -1,0 +1,120 @@
+"""`flowc cost FILE`: the static worst case of model calls per role, in the input's sizes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+from agentflow.cli import main
+from agentflow.ir.cost import worst_case
+from agentflow.ir.loader import load_plan_data
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def plan(steps, **extra):
+    return load_plan_data({"version": 1, "name": "p", "steps": steps, **extra}, "p.plan.yaml")
+
+
+AGENT = {
+    "prompt": "p",
+    "output_schema": {"type": "object"},
+    "tools": ["builtin__read_file"],
+    "max_iterations": 3,
+    "repair_attempts": 2,
+}
+
+
+def test_map_multiplies_agent_rounds_and_repairs_by_the_input_length():
+    cost = worst_case(
+        plan(
+            [
+                {
+                    "id": "E0",
+                    "tool_name": "map",
+                    "input": {
+                        "over": "{{ input.items }}",
+                        "do": {"tool_name": "agent", "input": {**AGENT, "model": "judge"}},
+                    },
+                    "retry": {"attempts": 1, "on": ["transient"]},
+                }
+            ],
+            finish={"mode": "solver", "prompt": "sum up"},
+        )
+    ).to_dict()
+    assert cost["roles"] == {
+        "judge": "6 × len(input.items)",  # 3 rounds × 2 tries
+        "repair": "12 × len(input.items)",  # 3 rounds × 2 repairs × 2 tries
+        "solver": "1",
+    }
+    assert cost["total"] == "18 × len(input.items) + 1" and cost["unbounded"] == []
+
+
+def test_decide_takes_the_dearer_branch_and_filters_judge_each_item():
+    agent = {"tool_name": "agent", "input": AGENT}
+    cost = worst_case(
+        plan(
+            [
+                {
+                    "id": "E0",
+                    "tool_name": "filter",
+                    "input": {"over": "{{ input.a }}", "infer": "ok?"},
+                },
+                {
+                    "id": "E1",
+                    "tool_name": "decide",
+                    "input": {
+                        "infer": "big?",
+                        "then": {"tool_name": "plan__two", "input": {}},
+                        "else": agent,
+                    },
+                },
+                {
+                    "id": "E2",
+                    "tool_name": "verify",
+                    "input": {"judges": [{"prompt": "a"}, {"prompt": "b"}]},
+                },
+            ],
+            plans={
+                "two": {
+                    "version": 1,
+                    "name": "two",
+                    "steps": [
+                        {
+                            "id": "E0",
+                            "tool_name": "parallel",
+                            "input": {"branches": {"x": agent, "y": agent}},
+                        }
+                    ],
+                }
+            },
+        )
+    ).to_dict()
+    assert cost["roles"]["judge"] == "len(input.a) + 3"
+    assert cost["roles"]["chat"] == "6" and cost["roles"]["repair"] == "12"
+
+
+def test_an_agent_that_may_call_plans_is_reported_as_not_counted():
+    cost = worst_case(plan([{"id": "E0", "tool_name": "agent", "input": {**AGENT, "tools": None}}]))
+    assert "E0: the agent may call plan__* tools" in cost.to_dict()["unbounded"][0]
+
+
+def test_flowc_cost_prints_the_figures_of_a_flow_and_of_a_plan():
+    runner = CliRunner()
+    result = runner.invoke(main, ["cost", str(EXAMPLES / "incident-digest.flow")])
+    assert result.exit_code == 0, result.output
+    assert "chat    4 × len(input.incidents)" in result.output
+    result = runner.invoke(main, ["cost", "--json", str(EXAMPLES / "issue-review.plan.yaml")])
+    data = json.loads(result.output)
+    max_iter = yaml.safe_load((EXAMPLES / "issue-review.plan.yaml").read_text())["steps"][1][
+        "input"
+    ]["max_iterations"]
+    assert data["roles"]["chat"] == str(max_iter) and data["plan"] == "issue_review_plan"
+
+
+def test_flowc_cost_of_a_missing_file_is_a_usage_error():
+    result = CliRunner().invoke(main, ["cost", "nope.flow"])
+    assert result.exit_code == 2 and "no such file" in result.output
