@@ -169,7 +169,7 @@ async def test_a_rejected_schema_is_sent_again_once_as_prompt_text_with_a_warnin
         await router.aclose()
     first, second, third = chat_server.requests
     assert "response_format" in first and "response_format" not in second
-    assert "Output contract (JSON Schema)" in second["messages"][0]["content"]
+    assert "conforms to this JSON Schema" in second["messages"][0]["content"]
     # the client stays with prompt text: the prefix of the next round is the same
     assert "response_format" not in third
     assert third["messages"][0] == second["messages"][0]

@@ -53,14 +53,12 @@ TRUNCATED_CALL = (
     "arguments, or fewer calls at once."
 )
 
-#: The built-in system prompt. It holds no contract: the request's ``response_schema`` carries
-#: it, sent once by the adapter (native structured output, else compact prompt text appended to
-#: this system text), so this prefix is byte-identical across rounds, steps and map items.
-BASE_SYSTEM_PROMPT = """\
-You are an agent running one step of a workflow. Work on the task you are given, calling the \
-available tools when they help; you may call several tools at once when the calls are independent. \
-When you are done, reply with ONLY a JSON object that conforms to the output contract. Report only \
-what the task and the tool results support; never invent values."""
+#: The built-in system prompt: none. A step's own ``system_prompt`` is the only system text; the
+#: output contract travels as the request's ``response_schema`` and is sent once by the adapter
+#: (native structured output, else one compact line of prompt text that says to answer with it:
+#: :func:`agentflow.runtime.models.base.contract_text`). Everything before the conversation is
+#: so the same in every round, step and map item, and no longer than the task needs.
+BASE_SYSTEM_PROMPT = ""
 
 
 @dataclass
@@ -96,19 +94,18 @@ def _dumps(value: Any, indent: int | None = None) -> str:
 
 
 def build_system_prompt(spec: AgentSpec) -> str:
-    """The built-in system prompt plus ``spec.system_prompt`` (the contract is not in it: see
-    :data:`BASE_SYSTEM_PROMPT`)."""
-    text = BASE_SYSTEM_PROMPT
-    if spec.system_prompt and spec.system_prompt.strip():
-        text += "\n\n" + spec.system_prompt.strip()
-    return text
+    """The system text of an agent step: its ``system_prompt`` (stripped), or ``""`` (see
+    :data:`BASE_SYSTEM_PROMPT`: the contract is not in it)."""
+    parts = [BASE_SYSTEM_PROMPT, (spec.system_prompt or "").strip()]
+    return "\n\n".join(p for p in parts if p)
 
 
 def build_user_prompt(spec: AgentSpec) -> str:
-    """The task message: the prompt, then the structured input as JSON when there is one."""
+    """The task message: the prompt, then the structured input as compact JSON when there is
+    one."""
     text = spec.prompt
     if spec.input is not None:
-        text += "\n\nInput (JSON):\n" + _dumps(spec.input, indent=2)
+        text += "\n\nInput (JSON):\n" + _dumps(spec.input)
     return text
 
 
@@ -246,8 +243,9 @@ async def run_agent(
     client = router.client_for(role)
     offered = [t for t in spec.tools if t.name not in FORBIDDEN_TOOLS]
     allowed = {t.name for t in offered}
+    system = build_system_prompt(spec)
     messages: list[Message] = [
-        Message(role="system", content=build_system_prompt(spec)),
+        *([Message(role="system", content=system)] if system else []),
         Message(role="user", content=build_user_prompt(spec)),
     ]
     tools_called: list[dict[str, Any]] = []

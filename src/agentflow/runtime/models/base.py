@@ -188,10 +188,11 @@ def compact_schema(schema: Any) -> Any:
 
 def contract_text(schema: dict[str, Any]) -> str:
     """The output contract as the short prompt text sent when the provider does not enforce it
-    natively: one line of compact JSON (no indentation, no annotations), deterministic (so the
-    prompt prefix is byte-identical across rounds and map items)."""
+    natively: one sentence saying to answer with it, then the schema as one line of compact JSON
+    (no indentation, no annotations), deterministic (so the prompt prefix is byte-identical
+    across rounds and map items)."""
     compact = json.dumps(compact_schema(schema), ensure_ascii=False, separators=(",", ":"))
-    return f"Output contract (JSON Schema): {compact}"
+    return f"Reply with only a JSON object that conforms to this JSON Schema: {compact}"
 
 
 def with_contract(messages: list[Message], schema: dict[str, Any] | None) -> list[Message]:
