@@ -216,6 +216,21 @@ def sse(events: list[Any], *, cut_after: int | None = None, delay: float = 0.0) 
     return Reply(events=out, cut_after=cut_after, delay=delay)
 
 
+def recorded_sse(text: str) -> Reply:
+    """A recorded Server-Sent Events body (as a provider sent it) replayed event by event."""
+    events: list[tuple[str, str]] = []
+    for block in text.split("\n\n"):
+        name, data = "", []
+        for line in block.splitlines():
+            if line.startswith("event:"):
+                name = line[len("event:") :].strip()
+            elif line.startswith("data:"):
+                data.append(line[len("data:") :].removeprefix(" "))
+        if data:
+            events.append((name, "\n".join(data)))
+    return Reply(events=events)
+
+
 def _pieces(text: str, pieces: int) -> list[str]:
     if not text:
         return []
