@@ -245,6 +245,7 @@ async def run(
     record: str | os.PathLike | None = None,
     replay: str | os.PathLike | None = None,
     shape_cache: Any = None,
+    on_partial: Any = None,
 ) -> Any:
     """Run a `.flow` file, a plan file or a loaded :class:`Plan` and return its ``RunResult``.
 
@@ -258,6 +259,8 @@ async def run(
       (a request not in it fails the step with ``replay_miss``).
     - ``shape_cache``: the :class:`~agentflow.runtime.shape_cache.ShapeCache` fed with the result
       shape of every successful tool call (default: the user's cache directory; ``False``: off).
+    - ``on_partial``: ``fn(step_path, value)``, called with each typed partial answer of an agent
+      step whose model streams (``stream = true``; docs/models.md "Streaming").
 
     Raises :class:`ConfigError` before the first step when the plan needs a model and none is
     configured; :class:`InputError` when ``input`` does not match the plan's input schema;
@@ -300,6 +303,12 @@ async def run(
         else:
             router = ModelRouter(config)
     all_sinks = list(sinks)
+    if on_partial is not None:
+        from agentflow.runtime.events import CallbackSink
+
+        partial_sink = CallbackSink(lambda event: on_partial(event.path, event.data.get("value")))
+        partial_sink.kinds = frozenset({"partial_output"})  # type: ignore[attr-defined]
+        all_sinks.append(partial_sink)
     if shape_cache is not False:  # every successful tool call feeds the shape cache (RUNTIME.md §9)
         from agentflow.runtime.shape_cache import ShapeCache, ShapeRecorder
 

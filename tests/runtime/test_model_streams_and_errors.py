@@ -270,3 +270,35 @@ async def test_a_content_filter_ends_the_agent_step_with_content_filter(chat_ser
     finally:
         await router.aclose()
     assert info.value.code == "content_filter" and len(chat_server.requests) == 1
+
+
+async def test_a_host_gets_the_partial_answers_of_a_streaming_flow(chat_server, tmp_path):
+    from agentflow import api
+    from agentflow.ir.loader import load_plan_data
+
+    chat_server.script([openai_stream(completion(json.dumps(ANSWER)), pieces=10)])
+    plan = load_plan_data(
+        {
+            "version": 1,
+            "name": "s",
+            "steps": [
+                {
+                    "id": "E0",
+                    "tool_name": "agent",
+                    "input": {"prompt": "p", "output_schema": CONTRACT, "tools": "none"},
+                }
+            ],
+        },
+        "s.plan.yaml",
+    )
+    seen = []
+    result = await api.run(
+        plan,
+        config=config(chat_server, tmp_path),
+        workspace=tmp_path,
+        shape_cache=False,
+        on_partial=lambda path, value: seen.append((path, value)),
+    )
+    assert result.status == "ok" and result.output["output"] == ANSWER
+    assert len(seen) >= 2 and all(path == "E0" for path, _ in seen)
+    assert seen[-1][1] == ANSWER

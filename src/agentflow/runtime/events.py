@@ -177,6 +177,8 @@ class ConsoleSink:
         self._running: dict[str, tuple[str, float]] = {}
         #: map step path → [items finished, items total] (the progress bars)
         self._maps: dict[str, list[int]] = {}
+        #: a streaming agent step's answer so far (``partial_output``), shown in the live view
+        self._partials: dict[str, str] = {}
         self._lock = threading.RLock()
         if not self.plain:
             try:
@@ -209,10 +211,13 @@ class ConsoleSink:
         with self._lock:
             running = list(self._running.items())
             maps = {k: list(v) for k, v in self._maps.items()}
+            partials = dict(self._partials)
         for path, (tool, started) in running:
             # Text cells, not markup: a line printed while the view is up re-renders it with
             # markup off, and step paths may hold brackets (`steps[0]`)
             table.add_row(Text("…", style="cyan"), Text(path), Text(tool), f"{now - started:5.1f}s")
+            if path in partials:  # a streaming agent's answer so far
+                table.add_row("", Text(partials[path], style="dim"), "", "")
             if path in maps:
                 done, total = maps[path]
                 table.add_row(
@@ -278,6 +283,7 @@ class ConsoleSink:
         elif kind == "step_finished":
             started = self._running.pop(path, (None, event.time))[1]
             self._maps.pop(path, None)
+            self._partials.pop(path, None)
             parent, _, last = path.rpartition("/")
             if last.startswith("do.") and parent in self._maps:
                 self._maps[parent][0] += 1
@@ -289,14 +295,19 @@ class ConsoleSink:
             else:
                 self._print(f"✓ {path} {secs:.2f}s")
         elif kind == "model_call":
-            # one inference: role, model, latency and tokens (what the run is spending)
+            # one inference: role, model, latency, tokens and money (what the run is spending)
+            self._partials.pop(path, None)
             secs = (data.get("latency_ms") or 0) / 1000
             reused = " (reused)" if data.get("reused") else ""
             self._print(
                 f"  ◆ {path} {_short(data.get('role') or 'chat', 20)} "
                 f"{_short(data.get('model', ''), 60)} {secs:.2f}s "
-                f"{data.get('input_tokens', 0)}→{data.get('output_tokens', 0)} tokens{reused}"
+                f"{data.get('input_tokens', 0)}→{data.get('output_tokens', 0)} tokens"
+                f"{_spent_extra(data)}{reused}"
             )
+        elif kind == "partial_output":
+            # shown in the live view only (a line per streamed piece would flood the log)
+            self._partials[path] = _short(data.get("value"), 100)
         elif kind == "warning":
             self._print(f"! {path} {_short(data.get('message', ''), 200)}".replace("  ", " "))
         elif kind == "retry":
@@ -306,6 +317,7 @@ class ConsoleSink:
         elif kind == "run_finished":
             self._running.clear()
             self._maps.clear()
+            self._partials.clear()
             if self._live is not None:
                 self._live.stop()
                 self._live_started = False
@@ -315,6 +327,7 @@ class ConsoleSink:
                 spent = (
                     f" · {usage['inferences']} inference(s), "
                     f"{usage.get('input_tokens', 0)}→{usage.get('output_tokens', 0)} tokens"
+                    f"{_spent_extra(usage)}"
                 )
             secs = data.get("duration_ms", 0) / 1000
             self._print(f"run {data.get('status', '')} in {secs:.2f}s{spent}")
@@ -323,6 +336,18 @@ class ConsoleSink:
     def close(self) -> None:
         if self._live is not None:
             self._live.stop()
+
+
+def _spent_extra(data: dict[str, Any]) -> str:
+    """`` (N cached)`` and `` $0.0012`` for a usage record that has them, else ``""``."""
+    out = ""
+    cached = data.get("cache_read_tokens")
+    if isinstance(cached, int) and cached:
+        out += f" ({cached} cached)"
+    cost = data.get("cost")
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+        out += f" ${cost:.4f}"
+    return out
 
 
 class EventBus:
