@@ -38,6 +38,7 @@ def _copy(response: ChatResponse, *, reused: bool) -> ChatResponse:
         response,
         tool_calls=list(response.tool_calls),
         usage=({"input_tokens": 0, "output_tokens": 0} if reused else dict(response.usage or {})),
+        cost=None if reused else response.cost,
         reused=reused,
     )
 
