@@ -313,3 +313,20 @@ async def test_anthropic_thinking_and_native_output_options(chat_server, tmp_pat
     )
     assert "JSON Schema" not in system_text(request)
     assert "cache_control" not in json.dumps(request)
+
+
+def test_only_tools_whose_meaning_strict_mode_keeps_are_marked_strict():
+    from agentflow.runtime.models.openai import is_strict_as_is
+
+    assert is_strict_as_is(
+        {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+    )
+    assert not is_strict_as_is({"type": "object"})  # any arguments
+    assert not is_strict_as_is({"type": "object", "properties": {"a": {"type": "string"}}})
+    assert not is_strict_as_is(  # a map type has no strict form
+        {
+            "type": "object",
+            "properties": {"m": {"type": "object", "additionalProperties": {"type": "string"}}},
+            "required": ["m"],
+        }
+    )

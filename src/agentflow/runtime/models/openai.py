@@ -603,20 +603,23 @@ def _literal_type(values: Any) -> str | list[str] | None:
 
 def is_strict_as_is(schema: dict[str, Any]) -> bool:
     """True when strict mode would accept ``schema``'s meaning unchanged: :func:`strict_schema`
-    can express it and makes no optional property nullable (so ``strict: true`` on a tool never
-    makes the model send ``null`` for an argument the tool wants absent)."""
+    can express it, makes no optional property nullable (so ``strict: true`` on a tool never
+    makes the model send ``null`` for an argument the tool wants absent) and closes no open
+    object (an ``object`` without ``properties``, which takes any keys)."""
     strict = strict_schema(schema)
     if strict is None:
         return False
 
-    def optional_somewhere(node: Any) -> bool:
+    def loose_somewhere(node: Any) -> bool:
         if isinstance(node, list):
-            return any(optional_somewhere(n) for n in node)
+            return any(loose_somewhere(n) for n in node)
         if not isinstance(node, dict):
             return False
         props = node.get("properties")
         if isinstance(props, dict) and set(props) - set(node.get("required") or []):
-            return True
-        return any(optional_somewhere(v) for v in node.values())
+            return True  # an optional parameter would be sent as null
+        if node.get("type") == "object" and not isinstance(props, dict):
+            return True  # an open object (any keys) would be closed
+        return any(loose_somewhere(v) for v in node.values())
 
-    return not optional_somewhere(schema)
+    return not loose_somewhere(schema)
