@@ -306,6 +306,7 @@ async def test_anthropic_thinking_and_native_output_options(chat_server, tmp_pat
     finally:
         await router.aclose()
     request = chat_server.requests[0]
+    assert "strict" not in json.dumps(request.get("tools", []))
     assert request["thinking"] == {"type": "enabled", "budget_tokens": 2048}
     assert request["max_tokens"] > 2048 and "temperature" not in request
     assert (
@@ -330,3 +331,20 @@ def test_only_tools_whose_meaning_strict_mode_keeps_are_marked_strict():
             "required": ["m"],
         }
     )
+
+
+async def test_anthropic_strict_tool_use_for_a_tool_strict_mode_keeps(chat_server, tmp_path):
+    chat_server.script([anthropic_text('{"severity": "low", "title": "t"}')])
+    router = router_for(chat_server, tmp_path, kind="anthropic", options="structured_output = true")
+    fetch = ToolSpec(
+        "fetch",
+        "Fetch.",
+        {"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]},
+    )
+    try:
+        await agent(router, tools=[fetch, LOOK])
+    finally:
+        await router.aclose()
+    strict, loose = chat_server.requests[0]["tools"]
+    assert strict["strict"] is True and strict["input_schema"]["additionalProperties"] is False
+    assert "strict" not in loose

@@ -37,7 +37,7 @@ from agentflow.runtime.models.http import (
     error_body,
     status_of_error_body,
 )
-from agentflow.runtime.models.openai import schema_rejected, strict_schema
+from agentflow.runtime.models.openai import is_strict_as_is, schema_rejected, strict_schema
 
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
@@ -55,8 +55,9 @@ class AnthropicClient(HTTPModelClient):
     ``tool_choice`` (``auto``/``required``→``any``/``none``) and ``parallel_tool_calls=False``
     (``disable_parallel_tool_use``) map onto the Messages API ``tool_choice`` object.
     ``structured_output``: the output contract goes as ``output_config.format`` (a strict
-    ``json_schema``) instead of prompt text; refused once with a 400, the client falls back to
-    prompt text (warning through ``on_warning``). ``thinking_budget``: extended thinking with
+    ``json_schema``) instead of prompt text, and tools whose schema strict mode keeps as it is
+    get ``strict: true``; refused once with a 400, the client falls back to prompt text (warning
+    through ``on_warning``). ``thinking_budget``: extended thinking with
     that many budget tokens (``max_tokens`` is raised above it; ``temperature`` is not sent, as
     the API requires). ``prompt_cache``: ``cache_control`` breakpoints (default on). ``stream``:
     Server-Sent Events, answer text to ``ChatRequest.on_delta``.
@@ -105,14 +106,7 @@ class AnthropicClient(HTTPModelClient):
             payload["system"] = system
         payload["messages"] = messages
         if request.tools:
-            payload["tools"] = [
-                {
-                    "name": wire_tool_name(t.name),
-                    "description": t.description,
-                    "input_schema": t.input_schema or {"type": "object", "properties": {}},
-                }
-                for t in request.tools
-            ]
+            payload["tools"] = [self._tool(t) for t in request.tools]
             choice: dict[str, Any] = {}
             if self.tool_choice is not None:
                 choice["type"] = {"required": "any"}.get(self.tool_choice, self.tool_choice)
@@ -132,6 +126,18 @@ class AnthropicClient(HTTPModelClient):
         if self.prompt_cache:
             add_cache_breakpoints(payload)
         return payload
+
+    def _tool(self, tool: Any) -> dict[str, Any]:
+        schema = tool.input_schema or {"type": "object", "properties": {}}
+        out: dict[str, Any] = {
+            "name": wire_tool_name(tool.name),
+            "description": tool.description,
+            "input_schema": schema,
+        }
+        if self.structured_output and is_strict_as_is(schema):  # strict tool use
+            out["input_schema"] = strict_schema(schema)
+            out["strict"] = True
+        return out
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         """Run one inference; raises ModelError(kind) after bounded retries (never shows the key)."""
