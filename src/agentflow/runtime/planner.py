@@ -109,7 +109,7 @@ PLAN_AND_EXECUTE_DESCRIPTION = (
 )
 
 #: Error codes of a run that end plan_and_execute instead of replanning.
-NO_REPLAN_CODES = frozenset({"failed", "aborted", "deadline_exceeded"})
+NO_REPLAN_CODES = frozenset({"failed", "aborted", "deadline_exceeded", "budget_exceeded"})
 
 PLANNER_SYSTEM = """\
 You are the planner of a workflow runtime. Write a plan — one YAML document — that achieves the \
