@@ -348,3 +348,21 @@ async def test_anthropic_strict_tool_use_for_a_tool_strict_mode_keeps(chat_serve
     strict, loose = chat_server.requests[0]["tools"]
     assert strict["strict"] is True and strict["input_schema"]["additionalProperties"] is False
     assert "strict" not in loose
+
+
+def test_vllm_and_ollama_reasoning_is_kept_from_the_reply_and_sent_back():
+    from agentflow.runtime.models.openai import message_to_openai, parse_openai_response
+
+    body = {
+        "model": "qwen3",
+        "choices": [
+            {
+                "message": {"role": "assistant", "content": "{}", "reasoning": "short thought"},
+                "finish_reason": "stop",
+            }
+        ],
+    }
+    reply = parse_openai_response(body)
+    assert reply.raw == {"reasoning": "short thought"}
+    sent = message_to_openai(reply.to_message())
+    assert sent == {"role": "assistant", "content": "{}", "reasoning": "short thought"}
