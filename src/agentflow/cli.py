@@ -436,6 +436,8 @@ def cost_cmd(file: str, as_json: bool) -> None:
     click.echo(f"  {'total':<{width}}  {figures['total']}")
     for why in figures["unbounded"]:
         click.echo(f"  not counted: {why}")
+    for budget in figures["budgets"]:
+        click.echo(f"  budget {budget}")
 
 
 @main.command("tools")

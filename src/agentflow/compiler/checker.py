@@ -114,6 +114,7 @@ CLAUSES = (
     "timeout",
     "retry",
     "max_iterations",
+    "budget",
     "model",
     "system",
 )
@@ -658,7 +659,10 @@ class _Checker:
         header: ast.FlowHeader | None = None
         singles: dict[type, ast.Item] = {}
         for item in items:
-            if isinstance(item, (ast.FlowHeader, ast.InputDecl, ast.OutputDecl, ast.DeadlineDecl)):
+            if isinstance(
+                item,
+                (ast.FlowHeader, ast.InputDecl, ast.OutputDecl, ast.DeadlineDecl, ast.BudgetDecl),
+            ):
                 kind = type(item)
                 if kind in singles:
                     word = {
@@ -666,6 +670,7 @@ class _Checker:
                         ast.InputDecl: "input",
                         ast.OutputDecl: "output",
                         ast.DeadlineDecl: "deadline",
+                        ast.BudgetDecl: "budget",
                     }[kind]
                     self.report(
                         D.DUPLICATE_DEFINITION,
@@ -786,6 +791,9 @@ class _Checker:
                 )
             else:
                 deadline_ms = dl.duration.ms
+        budget_decl = singles.get(ast.BudgetDecl)
+        if isinstance(budget_decl, ast.BudgetDecl):
+            self.budget(budget_decl.spec)
         output_decl = singles.get(ast.OutputDecl)
         declared_output: Type | None = None
         if isinstance(output_decl, ast.OutputDecl):
@@ -1583,6 +1591,47 @@ class _Checker:
         self.report(D.TYPE_MISMATCH, f"`{what}` needs an array, found `{type_str(t)}`", span)
         return ERROR
 
+    def budget(self, spec: ast.BudgetSpec) -> None:
+        """A ``budget { … }``: each limit a number literal ≥ 0 (``inferences`` and ``tokens``
+        whole numbers, ``cost`` dollars); an empty budget is reported (it limits nothing)."""
+        if not spec.entries:
+            self.report(
+                D.INVALID_VALUE,
+                "an empty `budget` limits nothing",
+                spec.span,
+                hint="give `inferences`, `tokens` and/or `cost`, e.g. `budget { inferences: 20 }`",
+            )
+        seen: dict[str, ast.ObjectEntry] = {}
+        for entry in spec.entries:
+            key, value = entry.key, entry.value
+            if key in seen:
+                self.report(
+                    D.DUPLICATE_DEFINITION,
+                    f"budget `{key}` is given twice",
+                    entry.key_span,
+                    notes=[Note("first given here", seen[key].key_span)],
+                )
+                continue
+            seen[key] = entry
+            whole = key != "cost"
+            want = INT if whole else NUMBER
+            t = self.expr(value, want)
+            if isinstance(t, ErrorType) or not assignable(t, want, self.env):
+                continue  # the type mismatch is reported
+            ok, v = _const(value)
+            unit = "a whole number" if whole else "a number of dollars"
+            if not ok or isinstance(v, bool) or not isinstance(v, (int, float)):
+                self.report(
+                    D.INVALID_VALUE,
+                    f"budget `{key}` must be {unit} written out, not an expression",
+                    value.span,
+                    hint="budgets are fixed when the flow is compiled (`flowc cost` reads them)",
+                )
+            elif v < 0 or (whole and not isinstance(v, int)):
+                self.report(
+                    D.INVALID_VALUE, f"budget `{key}` must be {unit} ≥ 0, found {v}", value.span
+                )
+
     def positive_int(self, e: ast.Expr, what: str, *, allow_zero: bool = False) -> None:
         t = self.expr(e, INT)
         if isinstance(t, ErrorType):
@@ -1889,6 +1938,9 @@ class _Checker:
                     self.report(D.INVALID_DURATION, "`timeout` must be a positive duration", v.span)
         elif kind == "max_iterations":
             self.positive_int(v, "`max_iterations`")
+        elif kind == "budget":
+            if isinstance(v, ast.BudgetSpec):
+                self.budget(v)
         elif kind == "retry":
             if isinstance(v, ast.RetrySpec):
                 if v.attempts is not None:

@@ -45,7 +45,7 @@ KEYWORDS = frozenset(
         "not and or in true false null flow input output deadline use agent team extern tool "
         "type stage let require else fail return if map parallel as limit filter where judge "
         "reduce ask expect default verify check task system model tools none write timeout "
-        "retry max_iterations"
+        "retry max_iterations budget"
     ).split()
 )
 #: keywords that end a value (so a following ``(``/``[``/``-`` continues it)

@@ -345,6 +345,9 @@ class _Lowerer:
         deadline = r.module.of(ast.DeadlineDecl)
         if deadline:
             data["deadline"] = deadline[0].duration.text
+        budget = r.module.of(ast.BudgetDecl)
+        if budget:
+            data["budget"] = _budget(budget[0].spec)
         data["steps"] = plan.steps
         data["finish"] = {"mode": "output", "output": self.whole(last or NULL)}
         if self.plans:
@@ -789,6 +792,8 @@ class _Lowerer:
                 timeout = c.value.text if isinstance(c.value, ast.DurationLit) else None
             elif k == "retry":
                 retry = self._retry(c.value)
+            elif k == "budget":
+                inp["budget"] = _budget(c.value)
         t = self.r.type_of(e)
         schema, wrapped = agent_contract(t, self.env)
         inp["output_schema"] = schema
@@ -804,6 +809,7 @@ class _Lowerer:
                 "write",
                 "model",
                 "max_iterations",
+                "budget",
                 "require_final",
                 "output_schema",
             ],
@@ -1040,3 +1046,14 @@ def lower(result: CheckResult, *, file: str) -> dict:
         raise LoweringError(
             "internal error: a body could not be outlined", result.module.span
         ) from None
+
+
+def _budget(spec: ast.BudgetSpec) -> dict:
+    """A ``budget { … }`` as the plan's ``{inferences?, tokens?, cost?}`` (checked constants;
+    a limit that is not one is left out, the checker has reported it)."""
+    out: dict[str, Any] = {}
+    for key in ("inferences", "tokens", "cost"):
+        value = _const_int(spec.limit(key))
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[key] = value
+    return out

@@ -415,6 +415,21 @@ class RetrySpec(Node):
 
 
 @dataclass(slots=True, eq=False)
+class BudgetSpec(Node):
+    """``budget { inferences: N, tokens: N, cost: X }`` (docs/models.md "Budgets"): its
+    ``key: value`` entries in source order (keys already checked to be one of the three)."""
+
+    entries: list[ObjectEntry]
+
+    def limit(self, key: str) -> Expr | None:
+        """The value expression of limit ``key``, or None."""
+        for e in self.entries:
+            if e.key == key:
+                return e.value
+        return None
+
+
+@dataclass(slots=True, eq=False)
 class Clause(Node):
     """One clause of an ``agent { … }`` block.
 
@@ -427,6 +442,7 @@ class Clause(Node):
     - ``expect``: :class:`TypeExpr`
     - ``timeout``, ``max_iterations``: :class:`Expr`
     - ``retry``: :class:`RetrySpec`
+    - ``budget``: :class:`BudgetSpec`
 
     ``keyword_span`` is the clause keyword's span.
     """
@@ -530,6 +546,13 @@ class OutputDecl(Item):
 @dataclass(slots=True, eq=False)
 class DeadlineDecl(Item):
     duration: DurationLit
+
+
+@dataclass(slots=True, eq=False)
+class BudgetDecl(Item):
+    """``budget { … }`` at the top level: the model budget of each run."""
+
+    spec: BudgetSpec
 
 
 @dataclass(slots=True, eq=False)

@@ -223,6 +223,9 @@ class Builder:
             _cover(c[0], d), ast.DurationLit(d.span, _duration_ms(d.value), d.value)
         )
 
+    def budget_decl(self, c):
+        return ast.BudgetDecl(_cover(c[0], c[1]), _budget(c[1]))
+
     def use_decl(self, c):
         target = c[2]
         return ast.UseDecl(
@@ -479,6 +482,8 @@ class Builder:
                 value = list(c[2])
         elif kind == "retry":
             value = _retry(c[1])
+        elif kind == "budget":
+            value = _budget(c[1])
         else:
             value = c[1]
         return ast.Clause(_cover(kw, c[-1]), kind, value, kw.span)
@@ -657,6 +662,22 @@ class Builder:
         if isinstance(e, ast.Projection):
             e.closed = True
         return e
+
+
+#: the limits a ``budget { … }`` may set
+BUDGET_KEYS = ("inferences", "tokens", "cost")
+
+
+def _budget(obj: ast.ObjectLit) -> ast.BudgetSpec:
+    """``budget { inferences: N, tokens: N, cost: X }`` from its object-literal form; an unknown
+    key is a syntax error naming the three (their values are checked by the checker)."""
+    for e in obj.entries:
+        if e.key not in BUDGET_KEYS:
+            raise SynErr(
+                f"unknown budget limit `{e.key}`: expected `inferences`, `tokens` or `cost`",
+                e.key_span,
+            )
+    return ast.BudgetSpec(obj.span, list(obj.entries))
 
 
 def _retry(obj: ast.ObjectLit) -> ast.RetrySpec:

@@ -64,7 +64,7 @@ KEYWORDS: dict[str, str] = {
         "not and or in true false null flow input output deadline use agent team extern tool "
         "type stage let require else fail return if map parallel as limit filter where judge "
         "reduce ask expect default verify check task system model tools none write timeout "
-        "retry max_iterations"
+        "retry max_iterations budget"
     ).split()
 }
 
@@ -73,10 +73,12 @@ KEYWORDS: dict[str, str] = {
 #: is a name wherever the grammar does not expect it as a keyword (``let model = …``).
 _RESERVED = frozenset("let return require fail if else true false null and or not in".split())
 #: Keywords that start a top-level item (recovery points).
-TOP_LEVEL = frozenset({"flow", "input", "output", "deadline", "use", "extern", "type", "stage"})
+TOP_LEVEL = frozenset(
+    {"flow", "input", "output", "deadline", "budget", "use", "extern", "type", "stage"}
+)
 #: Top-level keywords that can never start a line inside a body when followed by a word,
 #: a string or a number on the same line (so they end an unclosed item).
-STRONG = frozenset(TOP_LEVEL - {"input"})
+STRONG = frozenset(TOP_LEVEL - {"input", "budget"})  # both are agent clauses too
 
 OPS: dict[str, str] = {
     "(": "LPAR",

@@ -28,7 +28,7 @@ _OPERATORS = frozenset(
 _EXPR_START_STRICT = _EXPR_START - {"MINUS", "NOT", "LPAR", "LSQB"}
 _STMT_START = frozenset("LET REQUIRE FAIL RETURN IF".split())
 _CLAUSE = frozenset(
-    "TASK SYSTEM MODEL INPUT TOOLS WRITE EXPECT TIMEOUT RETRY MAX_ITERATIONS".split()
+    "TASK SYSTEM MODEL INPUT TOOLS WRITE EXPECT TIMEOUT RETRY MAX_ITERATIONS BUDGET".split()
 )
 _TOP = frozenset(k.upper() for k in TOP_LEVEL)
 _PUNCT_WORDS = {v: f"`{k}`" for k, v in OPS.items()}
@@ -129,6 +129,7 @@ _CLAUSE_EXAMPLE = {
     "TIMEOUT": "timeout 3m",
     "RETRY": "retry { attempts: 1 }",
     "MAX_ITERATIONS": "max_iterations 6",
+    "BUDGET": "budget { inferences: 20 }",
 }
 
 

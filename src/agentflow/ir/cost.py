@@ -35,6 +35,8 @@ class Cost:
 
     roles: dict[str, dict[Monomial, int]] = field(default_factory=dict)
     unbounded: list[str] = field(default_factory=list)
+    #: budgets that cap the figure at run time (``run: 40 inferences``, ``E3: $0.5``)
+    budgets: list[str] = field(default_factory=list)
 
     def add(self, other: Cost) -> Cost:
         """``self + other`` (a new Cost)."""
@@ -81,6 +83,7 @@ class Cost:
             },
             "total": format_poly(total),
             "unbounded": list(self.unbounded),
+            "budgets": list(self.budgets),
         }
 
 
@@ -219,5 +222,24 @@ class _Walker:
 
 
 def worst_case(plan: Plan) -> Cost:
-    """The most inferences per role a run of ``plan`` can make (see the module doc)."""
-    return _Walker(plan).plan(plan)
+    """The most inferences per role a run of ``plan`` can make (see the module doc); the budgets
+    the plan sets (which stop a run earlier) are listed in ``budgets``."""
+    cost = _Walker(plan).plan(plan)
+    if plan.budget is not None:
+        cost.budgets.append(f"run: {_limits(plan.budget.model_dump())}")
+    for path, step in plan.iter_steps():
+        budget = step.input.get("budget") if isinstance(step.input, dict) else None
+        if step.tool_name == "agent" and isinstance(budget, dict):
+            cost.budgets.append(f"agent step {path} (each run): {_limits(budget)}")
+    return cost
+
+
+def _limits(data: dict[str, Any]) -> str:
+    parts = []
+    if data.get("inferences") is not None:
+        parts.append(f"{data['inferences']} inferences")
+    if data.get("tokens") is not None:
+        parts.append(f"{data['tokens']} tokens")
+    if data.get("cost") is not None:
+        parts.append(f"${data['cost']:g}")
+    return ", ".join(parts) or "no limit"

@@ -49,7 +49,9 @@ STATEMENT_KEYWORDS = (
 HOVER_MAX_TYPE = 500
 #: value bindings a rename may change (``input`` and the implicit ``index`` may not)
 _RENAMABLE = frozenset({"let", "loopvar", "acc", "stage", "use"})
-TOP_KEYWORDS = ("flow", "input", "output", "deadline", "use", "extern", "type", "stage")
+TOP_KEYWORDS = (
+    "flow", "input", "output", "deadline", "budget", "use", "extern", "type", "stage",
+)  # fmt: skip
 
 
 @dataclass(slots=True)
