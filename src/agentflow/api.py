@@ -246,6 +246,7 @@ async def run(
     replay: str | os.PathLike | None = None,
     shape_cache: Any = None,
     on_partial: Any = None,
+    telemetry: bool | str | None = None,
 ) -> Any:
     """Run a `.flow` file, a plan file or a loaded :class:`Plan` and return its ``RunResult``.
 
@@ -261,6 +262,12 @@ async def run(
       shape of every successful tool call (default: the user's cache directory; ``False``: off).
     - ``on_partial``: ``fn(step_path, value)``, called with each typed partial answer of an agent
       step whose model streams (``stream = true``; docs/models.md "Streaming").
+    - ``telemetry``: export the run as OpenTelemetry spans over OTLP/HTTP
+      (docs/observability.md): an endpoint URL, ``True`` (the ``[telemetry]`` endpoint, else
+      ``OTEL_EXPORTER_OTLP_ENDPOINT``, else ``http://127.0.0.1:4318``), ``False`` (off), or None
+      (on when the configuration's ``[telemetry]`` table sets an endpoint). Needs the ``otel``
+      extra; a host with its own TracerProvider passes
+      ``sinks=[agentflow.runtime.telemetry.OtelSink(tracer_provider=…)]`` instead.
 
     Raises :class:`ConfigError` before the first step when the plan needs a model and none is
     configured; :class:`InputError` when ``input`` does not match the plan's input schema;
@@ -309,6 +316,18 @@ async def run(
         partial_sink = CallbackSink(lambda event: on_partial(event.path, event.data.get("value")))
         partial_sink.kinds = frozenset({"partial_output"})  # type: ignore[attr-defined]
         all_sinks.append(partial_sink)
+    if telemetry or (telemetry is None and config.telemetry.active):
+        from agentflow.runtime.telemetry import OtelSink, settings_from_config
+
+        endpoint = telemetry if isinstance(telemetry, str) else None
+        try:
+            all_sinks.append(OtelSink(settings_from_config(config, endpoint)))
+        except ConfigError:
+            if hasattr(catalog, "aclose"):
+                await catalog.aclose()
+            if own_router:
+                await router.aclose()
+            raise
     if shape_cache is not False:  # every successful tool call feeds the shape cache (RUNTIME.md §9)
         from agentflow.runtime.shape_cache import ShapeCache, ShapeRecorder
 

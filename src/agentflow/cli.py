@@ -252,6 +252,17 @@ def schema(file: str, type_name: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the whole RunResult as JSON.")
 @_record_option
 @_replay_option
+@click.option(
+    "--otel",
+    is_flag=False,
+    flag_value="on",
+    default=None,
+    metavar="[ENDPOINT]",
+    callback=lambda ctx, param, value: _otel_endpoint(value),
+    help="Export the run as OpenTelemetry spans over OTLP/HTTP (default endpoint: [telemetry] "
+    "in flow.toml, else OTEL_EXPORTER_OTLP_ENDPOINT, else http://127.0.0.1:4318).",
+)
+@click.option("--no-otel", is_flag=True, help="Do not export, even when flow.toml says so.")
 def run(
     target: str,
     input_: str | None,
@@ -261,10 +272,13 @@ def run(
     as_json: bool,
     record: str | None,
     replay: str | None,
+    otel: str | None,
+    no_otel: bool,
 ) -> None:
     """Run a .flow file or a plan file; the output goes to stdout as JSON."""
     from agentflow.runtime.events import ConsoleSink
 
+    telemetry = _telemetry_option(otel, no_otel)
     if not Path(target).is_file():
         raise click.UsageError(f"{target}: no such file")
     _check_run_options(workspace, record, replay, trace)
@@ -291,6 +305,7 @@ def run(
                 hooks=hooks,
                 record=record,
                 replay=replay,
+                telemetry=telemetry,
             )
         except Interrupted as e:  # Ctrl-C / SIGTERM: the run wound down; show what it got
             if e.result is None:
@@ -313,6 +328,30 @@ def run(
     if result.status not in ("ok", "exited"):
         _show_run_error(result.error or {}, target)
         sys.exit(1)
+
+
+def _telemetry_option(otel: str | None, no_otel: bool) -> bool | str | None:
+    """``--otel [ENDPOINT]`` / ``--no-otel`` as :func:`agentflow.api.run`'s ``telemetry``:
+    None (as flow.toml says), False, True or an endpoint URL. Raises click.UsageError for a
+    value that is not an http(s) URL (e.g. the file, when ``--otel`` came before it)."""
+    if no_otel:
+        if otel is not None:
+            raise click.UsageError("--otel and --no-otel cannot be used together")
+        return False
+    if otel is None:
+        return None
+    return True if otel == "on" else otel
+
+
+def _otel_endpoint(value: str | None) -> str | None:
+    """The ``--otel`` value when it is ``on`` or an http(s) URL, else click.UsageError (checked
+    while parsing, so ``flowc run --otel FILE`` says why rather than "missing argument")."""
+    if value is None or value == "on" or value.startswith(("http://", "https://")):
+        return value
+    raise click.UsageError(
+        f"--otel {value}: the endpoint must be an http:// or https:// URL (for the default "
+        "endpoint put --otel after the file, or write --otel=on)"
+    )
 
 
 def _json_out(value: Any) -> str:

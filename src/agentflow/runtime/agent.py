@@ -297,7 +297,6 @@ async def run_agent(
             step_path,
             role=which_role,
             round=round_,
-            finish_reason=response.finish_reason,
             **model_call_fields(response, started),
         )
         return response

@@ -370,7 +370,6 @@ async def ask(
             ["ask"],
             role="chat",
             round=round_,
-            finish_reason=resp.finish_reason,
             **model_call_fields(resp, started),
         )
         if resp.tool_calls:

@@ -82,6 +82,19 @@ def check_base_url(url: str) -> str:
     return url
 
 
+def check_headers(value: dict[str, str]) -> dict[str, str]:
+    """``value`` when every name is a valid HTTP header name and no value holds a line break or
+    control character, else ValueError saying which."""
+    for name, text in value.items():
+        if not re.fullmatch(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+", name):
+            raise ValueError(f"header name {name!r} is not a valid HTTP header name")
+        if any(ord(c) < 0x20 and c != "\t" or ord(c) == 0x7F for c in text):
+            raise ValueError(
+                f"the value of header '{name}' contains a line break or control character"
+            )
+    return value
+
+
 class ProviderConfig(_Strict):
     """``[providers.NAME]``: where and how to reach a model provider.
 
@@ -110,14 +123,7 @@ class ProviderConfig(_Strict):
     @field_validator("headers")
     @classmethod
     def _header_values(cls, value: dict[str, str]) -> dict[str, str]:
-        for name, text in value.items():
-            if not re.fullmatch(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+", name):
-                raise ValueError(f"header name {name!r} is not a valid HTTP header name")
-            if any(ord(c) < 0x20 and c != "\t" or ord(c) == 0x7F for c in text):
-                raise ValueError(
-                    f"the value of header '{name}' contains a line break or control character"
-                )
-        return value
+        return check_headers(value)
 
 
 class PriceConfig(_Strict):
@@ -319,6 +325,48 @@ class PlannerConfig(_Strict):
     repair_attempts: int = Field(default=1, ge=0)
 
 
+class TelemetryConfig(_Strict):
+    """``[telemetry]``: OpenTelemetry export of runs over OTLP/HTTP (docs/observability.md).
+
+    Export is on for every run with this configuration when ``endpoint`` is set (``flowc run
+    --otel [ENDPOINT]`` turns it on for one run; ``enabled = false`` keeps the settings but turns
+    it off). ``endpoint``: an ``http(s)://`` OTLP/HTTP endpoint — a base such as
+    ``http://127.0.0.1:4318`` gets ``/v1/traces`` appended, a URL with a path is used as is.
+    ``headers``: sent with every export (values may hold ``${VAR}`` references, expanded from the
+    environment; never put into spans). ``capture_content``: also record prompts, replies, tool
+    arguments and results, step inputs and outputs on spans (default false; known secrets are
+    redacted either way). ``service_name``: the ``service.name`` resource attribute. ``timeout``:
+    seconds one export may take.
+    """
+
+    enabled: bool = True
+    endpoint: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    capture_content: bool = False
+    service_name: str = "agentflow"
+    timeout: float = Field(default=10.0, gt=0, le=300, allow_inf_nan=False)
+
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return check_base_url(value)
+        except ValueError as exc:
+            raise ValueError(str(exc).replace("base_url", "endpoint")) from None
+
+    @field_validator("headers")
+    @classmethod
+    def _header_values(cls, value: dict[str, str]) -> dict[str, str]:
+        return check_headers(value)
+
+    @property
+    def active(self) -> bool:
+        """True when this table turns export on by itself (an endpoint, and not disabled)."""
+        return self.enabled and self.endpoint is not None
+
+
 class ResolvedModel(ModelOptions):
     """One concrete model: provider name + provider config + the provider's model name + options."""
 
@@ -346,6 +394,7 @@ class Config(_Strict):
     planner: PlannerConfig = Field(default_factory=PlannerConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     prices: dict[str, PriceConfig] = Field(default_factory=dict)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     path: Path | None = None
 
     _env: Mapping[str, str] = PrivateAttr(default_factory=dict)

@@ -334,9 +334,16 @@ class _StepInfo:
     cap: float
     source: str | None
     id: str | None
+    stage: str | None = None  # meta.stage: the `.flow` stage the step belongs to
 
 
 _NO_CODES: frozenset[str] = frozenset()
+
+
+def _stage(meta: Any) -> str | None:
+    """``meta.stage`` of a step (the `.flow` stage it was lowered from), or None."""
+    stage = meta.get("stage") if type(meta) is dict else None
+    return str(stage) if stage else None
 
 
 def _backoff_delay(info: _StepInfo, attempt: int) -> float:
@@ -602,6 +609,7 @@ class Executor:
                 None if timeout is None else _duration_s(timeout),
                 1, _NO_CODES, 0.5, 2.0, 30.0,
                 str(source) if source else None, step.id,
+                _stage(meta),
             )  # fmt: skip
         else:
             backoff = retry.backoff
@@ -619,6 +627,7 @@ class Executor:
                 cap=_duration_s(getattr(backoff, "max", None) or "30s") or 30.0,
                 source=str(source) if source else None,
                 id=step.id,
+                stage=_stage(meta),
             )
         self._info[id(step)] = info
         return info
@@ -639,6 +648,8 @@ class Executor:
                     data["id"] = info.id
                 if info.source:
                     data["source"] = info.source
+                if info.stage:
+                    data["stage"] = info.stage
                 self.emit("step_started", path, frame.stack, **data)
 
         try:
@@ -1756,7 +1767,11 @@ async def run_plan(
     from agentflow.runtime.models.budget import pop_budget, push_budget
 
     budget_tokens = [push_budget(b) for b in run_budgets(plan, config)]
-    ex.emit("run_started", "", frame.stack, plan=plan.name, input=_json_safe(input))
+    started: dict[str, Any] = {"plan": plan.name, "input": _json_safe(input)}
+    source_file = getattr(plan, "source_file", None)
+    if source_file and not source_file.startswith("<"):
+        started["file"] = source_file  # the `.flow` or plan file, as given (for reports)
+    ex.emit("run_started", "", frame.stack, **started)
     cancelled: BaseException | None = None
 
     async def body() -> Any:

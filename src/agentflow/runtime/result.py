@@ -70,22 +70,37 @@ def elapsed_ms(started: float) -> int:
 
 
 def model_call_fields(response: Any, started: float) -> dict[str, Any]:
-    """The usage fields of a ``model_call`` event (RUNTIME.md §8) for one inference:
-    ``{model, input_tokens, output_tokens, latency_ms}`` plus ``reused: True`` for an answer
-    reused from an earlier ``plan_and_execute`` attempt (tokens 0; :class:`StepUsage` skips it);
-    ``response`` is a ChatResponse and ``started`` the ``time.monotonic()`` reading taken before
-    the request."""
+    """The fields of a ``model_call`` event (RUNTIME.md §8) for one inference:
+    ``{model, input_tokens, output_tokens, latency_ms, finish_reason, reply}`` plus ``provider``
+    and ``api`` (the configured provider's name and wire API, when a router answered) and
+    ``reused: True`` for an answer reused from an earlier ``plan_and_execute`` attempt (tokens 0;
+    :class:`StepUsage` skips it).  ``reply`` is what the model said: ``{text, tool_calls: [{id,
+    name, arguments}]}`` (``arguments`` as received).  ``response`` is a ChatResponse and
+    ``started`` the ``time.monotonic()`` reading taken before the request; the call began
+    ``latency_ms`` before the event's ``time``."""
     fields: dict[str, Any] = {
         "model": response.model,
         "input_tokens": int(response.usage.get("input_tokens", 0) or 0),
         "output_tokens": int(response.usage.get("output_tokens", 0) or 0),
         "latency_ms": elapsed_ms(started),
+        "finish_reason": getattr(response, "finish_reason", None),
+        "reply": {
+            "text": response.text,
+            "tool_calls": [
+                {"id": c.id, "name": c.name, "arguments": c.arguments}
+                for c in getattr(response, "tool_calls", None) or ()
+            ],
+        },
     }
     for key in ("cache_read_tokens", "cache_write_tokens"):
         if token_count(response.usage.get(key)):
             fields[key] = token_count(response.usage.get(key))
     if getattr(response, "cost", None) is not None and not getattr(response, "reused", False):
         fields["cost"] = response.cost
+    provider = getattr(response, "provider", None)
+    if provider:
+        fields["provider"] = provider
+        fields["api"] = getattr(response, "api", None)
     if getattr(response, "reused", False):
         fields["reused"] = True
     return fields

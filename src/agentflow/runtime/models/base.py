@@ -140,6 +140,11 @@ class ChatResponse:
     reused: bool = False
     chunks: list[str] | None = None
     cost: float | None = None
+    #: the configured provider that answered (its ``[providers]`` name, e.g. ``openai``,
+    #: ``local``, ``replay``) and that provider's wire API (``openai`` | ``anthropic``); set by
+    #: the router, None for a client used without one
+    provider: str | None = None
+    api: str | None = None
 
     def to_message(self) -> Message:
         """The assistant message recording this response in a conversation."""

@@ -109,6 +109,8 @@ class RoutedClient:
             self.last_latency_ms = (time.perf_counter() - started) * 1000.0
             if not response.model:
                 response.model = resolved.model
+            response.provider = resolved.provider_name
+            response.api = resolved.provider.kind
             self.last_model = response.model
             response.cost = self.router.price(resolved, response.usage or {})
             usage = response.usage or {}

@@ -1,0 +1,735 @@
+"""OpenTelemetry export of runs: an event sink that turns the run's events into spans
+(docs/observability.md; RUNTIME.md §8).
+
+:class:`OtelSink` reads the same event stream as ``--trace`` (runtime/events.py) and builds the
+span tree from step paths; it never looks inside the executor::
+
+    run bug_triage                               (the run: status, usage, error code)
+    ├── stage reproduce                          (top-level steps of one `.flow` stage)
+    │   ├── invoke_agent repo-investigator       (a step: path, tool, `.flow` source, status)
+    │   │   ├── round 1                          (one agent round)
+    │   │   │   ├── chat gpt-4o-mini             (one model call: GenAI semantic conventions)
+    │   │   │   └── execute_tool builtin__grep   (a tool call: name, duration, error)
+    │   │   └── round 2 …
+    │   └── exit E1
+    └── stage implement
+        └── map E3
+            ├── invoke_agent dev-team.backend    (map item 0: E3/do.0, agentflow.map.index 0)
+            └── invoke_agent dev-team.frontend   (map item 1)
+
+Model-call spans follow the OpenTelemetry GenAI semantic conventions (``gen_ai.operation.name``,
+``gen_ai.provider.name``, ``gen_ai.request.model``, ``gen_ai.response.model``,
+``gen_ai.usage.input_tokens`` / ``output_tokens``, ``gen_ai.response.finish_reasons``); tool
+spans are ``execute_tool`` spans (``gen_ai.tool.name``); agent steps are ``invoke_agent`` spans
+(``gen_ai.agent.name``). Failed spans get status ERROR and ``error.type`` = the run-time error
+code (PLAN_IR.md §8). Prompts, replies, tool arguments and results, step inputs and outputs are
+recorded only with ``capture_content`` (``gen_ai.input.messages``, ``gen_ai.output.messages``,
+``gen_ai.tool.call.arguments`` / ``result``, ``agentflow.step.input`` / ``output``), and every
+known secret (API keys, expanded ``${VAR}`` values) is replaced by ``[redacted]`` in every
+attribute either way.
+
+Nothing here imports OpenTelemetry until a sink is built: a run without telemetry pays nothing.
+The packages come with the ``otel`` extra (``pip install 'agentflow[otel]'``);
+:func:`otel_available` tells whether they are installed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import sys
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from agentflow.errors import ConfigError
+
+__all__ = [
+    "OtelSink",
+    "TelemetrySettings",
+    "otel_available",
+    "otlp_traces_url",
+    "settings_from_config",
+]
+
+#: the longest string attribute recorded (characters); longer ones end with a marker
+MAX_ATTRIBUTE_CHARS = 32_000
+REDACTED = "[redacted]"
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_SOURCE = re.compile(r"^(?P<file>.+):(?P<line>\d+):(?P<column>\d+)$")
+_ITEM = re.compile(r"^do\.(\d+)$")
+_ROUND = re.compile(r"^agent\.(\d+)$")
+INSTALL_HINT = "OpenTelemetry export needs the otel extra: pip install 'agentflow[otel]'"
+
+
+def otel_available() -> bool:
+    """True when the OpenTelemetry SDK and the OTLP/HTTP exporter are installed (without
+    importing them)."""
+    import importlib.util
+
+    try:
+        return (
+            importlib.util.find_spec("opentelemetry.sdk.trace") is not None
+            and importlib.util.find_spec("opentelemetry.exporter.otlp.proto.http") is not None
+        )
+    except ModuleNotFoundError:
+        return False
+
+
+def otlp_traces_url(endpoint: str) -> str:
+    """The OTLP/HTTP traces URL of ``endpoint``: a base URL (no path, or ``/``) gets
+    ``/v1/traces`` appended (``http://127.0.0.1:4318`` → ``http://127.0.0.1:4318/v1/traces``);
+    a URL with a path is used as is."""
+    parts = urlsplit(endpoint)
+    if parts.path in ("", "/"):
+        return endpoint.rstrip("/") + "/v1/traces"
+    return endpoint
+
+
+@dataclass
+class TelemetrySettings:
+    """What an :class:`OtelSink` exports and where.
+
+    ``endpoint``: the OTLP/HTTP traces URL (see :func:`otlp_traces_url`); ``headers``: sent with
+    each export (already expanded); ``capture_content``: record prompts, replies, tool arguments
+    and results, step inputs and outputs; ``service_name``: the ``service.name`` resource
+    attribute; ``timeout``: seconds per export; ``secrets``: strings replaced by ``[redacted]``
+    in every attribute (API keys, expanded ``${VAR}`` values); ``traceparent``: a W3C
+    ``traceparent`` the run span continues (default: the ``TRACEPARENT`` environment variable).
+    """
+
+    endpoint: str = "http://127.0.0.1:4318/v1/traces"
+    headers: dict[str, str] = field(default_factory=dict)
+    capture_content: bool = False
+    service_name: str = "agentflow"
+    timeout: float = 10.0
+    secrets: tuple[str, ...] = ()
+    traceparent: str | None = None
+
+
+def _expand(value: str, env: Mapping[str, str], where: str) -> str:
+    def sub(m: re.Match[str]) -> str:
+        if m.group(1) not in env:
+            raise ConfigError(f"{where}: environment variable {m.group(1)} is not set")
+        return env[m.group(1)]
+
+    return _VAR.sub(sub, value)
+
+
+def config_secrets(config: Any) -> list[str]:
+    """Every secret a configuration can reach: the API keys of its providers (declared and
+    implicit) and the values of the ``${VAR}`` references in its MCP servers' ``env`` and
+    ``headers`` and in ``[telemetry] headers``. Values shorter than 4 characters are left out
+    (redacting them would garble ordinary text)."""
+    env = getattr(config, "env", None) or {}
+    found: list[str] = []
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        if env.get(name):
+            found.append(env[name])
+    for provider in (getattr(config, "providers", None) or {}).values():
+        if provider.api_key_env and env.get(provider.api_key_env):
+            found.append(env[provider.api_key_env])
+    texts: list[str] = []
+    for server in (getattr(config, "mcp", None) or {}).values():
+        texts += list(server.env.values()) + list(server.headers.values())
+    telemetry = getattr(config, "telemetry", None)
+    if telemetry is not None:
+        texts += list(telemetry.headers.values())
+    for text in texts:
+        for m in _VAR.finditer(text):
+            if env.get(m.group(1)):
+                found.append(env[m.group(1)])
+    return sorted({s for s in found if len(s) >= 4}, key=len, reverse=True)
+
+
+def settings_from_config(
+    config: Any, endpoint: str | None = None, *, env: Mapping[str, str] | None = None
+) -> TelemetrySettings:
+    """Settings for a run with ``config`` (its ``[telemetry]`` table) and an optional endpoint
+    override (``flowc run --otel ENDPOINT``). With neither an override nor ``[telemetry]
+    endpoint``: ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, then ``OTEL_EXPORTER_OTLP_ENDPOINT``,
+    then ``http://127.0.0.1:4318`` (an OpenTelemetry Collector's, Jaeger's default).
+
+    Raises ConfigError for a header's unset ``${VAR}`` or a bad endpoint.
+    """
+    from agentflow.runtime.config import TelemetryConfig, check_base_url
+
+    env = dict(os.environ) if env is None else dict(env)
+    table = getattr(config, "telemetry", None) or TelemetryConfig()
+    where = f"{config.where()}: [telemetry]" if hasattr(config, "where") else "[telemetry]"
+    chosen = (
+        endpoint
+        or table.endpoint
+        or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        or env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+        or "http://127.0.0.1:4318"
+    )
+    try:
+        check_base_url(chosen)
+    except ValueError as exc:
+        raise ConfigError(f"telemetry: {str(exc).replace('base_url', 'endpoint')}") from None
+    headers = {k: _expand(v, env, f"{where} headers.{k}") for k, v in table.headers.items()}
+    return TelemetrySettings(
+        endpoint=otlp_traces_url(chosen),
+        headers=headers,
+        capture_content=table.capture_content,
+        service_name=table.service_name,
+        timeout=table.timeout,
+        secrets=tuple(config_secrets(config)) if config is not None else (),
+        traceparent=env.get("TRACEPARENT") or None,
+    )
+
+
+class _Redactor:
+    def __init__(self, secrets: Iterable[str]):
+        self.secrets = tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
+
+    def text(self, value: str) -> str:
+        for secret in self.secrets:
+            if secret in value:
+                value = value.replace(secret, REDACTED)
+        if len(value) > MAX_ATTRIBUTE_CHARS:
+            value = value[:MAX_ATTRIBUTE_CHARS] + f"… [{len(value)} characters, truncated]"
+        return value
+
+
+def _shorten(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
+
+
+def _ns(seconds: float) -> int:
+    return int(seconds * 1_000_000_000)
+
+
+@dataclass
+class _Open:
+    """One open span: what it is (run, stage, step, tool, round), the span, its latest known
+    end (Unix seconds: the end of its last finished child)."""
+
+    kind: str
+    span: Any
+    end: float = 0.0
+    round: int = 0
+    ended: bool = False
+
+
+class _ExportProblems(logging.Handler):
+    """Collects the OpenTelemetry SDK's export log records (they would otherwise reach stderr
+    with a traceback); the sink reports the first one in one line when it closes."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        message = text.splitlines()[0] if text else record.levelname
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            message = f"{message}: {type(exc).__name__}: {first}"
+        self.messages = [*self.messages[-4:], message]
+
+
+class OtelSink:
+    """An event sink exporting each run as a tree of OpenTelemetry spans (module docstring).
+
+    Build it with ``OtelSink(settings)`` (its own TracerProvider with a batching OTLP/HTTP
+    exporter, shut down — i.e. flushed — by :meth:`close`, which the run calls at its end), or
+    ``OtelSink(settings, tracer_provider=provider)`` to use a host's provider (not shut down:
+    :meth:`close` only flushes it; tests pass one with an in-memory exporter).
+
+    Raises ConfigError when the OpenTelemetry packages are not installed.
+    """
+
+    def __init__(self, settings: TelemetrySettings | None = None, *, tracer_provider: Any = None):
+        if not otel_available():
+            raise ConfigError(INSTALL_HINT)
+        from opentelemetry import trace
+
+        from agentflow import __version__
+
+        self.settings = settings or TelemetrySettings()
+        self._trace = trace
+        self._redact = _Redactor(self.settings.secrets)
+        self._lock = threading.RLock()
+        self._problems = _ExportProblems()
+        self._loggers = [logging.getLogger(n) for n in ("opentelemetry", "urllib3")]
+        self._saved = [(lg.propagate, lg.level) for lg in self._loggers]
+        for lg in self._loggers:
+            lg.addHandler(self._problems)
+            lg.propagate = False
+        self._owned = tracer_provider is None
+        if tracer_provider is None:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+            from opentelemetry.sdk.resources import Resource
+            from opentelemetry.sdk.trace import TracerProvider
+            from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+            resource = Resource.create(
+                {"service.name": self.settings.service_name, "service.version": __version__}
+            )
+            tracer_provider = TracerProvider(resource=resource)
+            exporter = OTLPSpanExporter(
+                endpoint=self.settings.endpoint,
+                headers=dict(self.settings.headers),
+                timeout=self.settings.timeout,
+            )
+            tracer_provider.add_span_processor(
+                BatchSpanProcessor(exporter, export_timeout_millis=self.settings.timeout * 1000)
+            )
+        self.provider = tracer_provider
+        self.tracer = tracer_provider.get_tracer("agentflow", __version__)
+        #: step path → open spans at that path, outermost first (a tool step: step, then tool)
+        self._open: dict[str, list[_Open]] = {}
+        self._run: _Open | None = None
+        #: agent step path → its open round span (also open at ``{path}/agent.{N}``)
+        self._rounds: dict[str, _Open] = {}
+        self._stage: tuple[str, _Open] | None = None
+        self._closed = False
+
+    # ------------------------------------------------------------------ attribute helpers
+
+    def _text(self, value: Any) -> str:
+        return self._redact.text(value if isinstance(value, str) else _json(value))
+
+    def _content(self, attrs: dict[str, Any], key: str, value: Any) -> None:
+        if self.settings.capture_content and value is not None:
+            attrs[key] = self._text(value)
+
+    def _error(self, span: Any, error: Any) -> None:
+        if not isinstance(error, dict):
+            return
+        code = str(error.get("code") or "error")
+        message = self._text(str(error.get("message") or code))
+        span.set_attribute("error.type", code)
+        span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, f"{code}: {message}"))
+
+    # ------------------------------------------------------------------ span bookkeeping
+
+    def _parent(self, path: str, *, same: bool = False) -> _Open | None:
+        """The innermost open span at ``path`` (when ``same``) or at its nearest ancestor path;
+        the current stage or the run for a top-level path."""
+        with self._lock:
+            if same and self._open.get(path):
+                return self._open[path][-1]
+            parts = path.split("/") if path else []
+            while parts:
+                parts.pop()
+                key = "/".join(parts)
+                if key and self._open.get(key):
+                    return self._open[key][-1]
+            return self._run
+
+    def _start(
+        self,
+        kind: str,
+        name: str,
+        parent: _Open | None,
+        start: float,
+        attrs: dict[str, Any],
+        *,
+        span_kind: Any = None,
+    ) -> _Open:
+        trace = self._trace
+        if parent is not None:
+            ctx = trace.set_span_in_context(parent.span)
+        else:
+            ctx = self._root_context()
+        span = self.tracer.start_span(
+            name,
+            context=ctx,
+            kind=span_kind if span_kind is not None else trace.SpanKind.INTERNAL,
+            attributes={k: v for k, v in attrs.items() if v is not None},
+            start_time=_ns(start),
+        )
+        return _Open(kind, span, start)
+
+    def _root_context(self) -> Any:
+        if not self.settings.traceparent:
+            return None  # the caller's current context (a host's span), else a new trace
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+        return TraceContextTextMapPropagator().extract({"traceparent": self.settings.traceparent})
+
+    def _end(self, entry: _Open, end: float) -> None:
+        if entry.ended:
+            return
+        entry.ended = True
+        entry.span.end(end_time=_ns(max(end, entry.end)))
+
+    def _push(self, path: str, entry: _Open) -> None:
+        self._open.setdefault(path, []).append(entry)
+
+    def _pop(self, path: str, kind: str) -> _Open | None:
+        stack = self._open.get(path) or []
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i].kind == kind:
+                entry = stack.pop(i)
+                if not stack:
+                    self._open.pop(path, None)
+                return entry
+        return None
+
+    def _touch(self, path: str, end: float) -> None:
+        """A child under ``path`` ended at ``end``: the open spans above it end no earlier."""
+        parts = path.split("/")
+        while parts:
+            for entry in self._open.get("/".join(parts), ()):
+                entry.end = max(entry.end, end)
+            parts.pop()
+        if self._stage is not None:
+            self._stage[1].end = max(self._stage[1].end, end)
+
+    # ------------------------------------------------------------------ events
+
+    def handle(self, event: Any) -> None:
+        """Sink protocol: one event → span starts, ends, attributes or span events."""
+        with self._lock:
+            if self._closed:
+                return
+            method = getattr(self, "_on_" + event.kind, None)
+            if method is not None:
+                method(event, event.data or {})
+
+    def _on_run_started(self, event: Any, data: dict[str, Any]) -> None:
+        if event.stack[1:] or self._run is not None:
+            return  # a nested run (plan_and_execute's sub-run) stays inside the outer tree
+        attrs: dict[str, Any] = {
+            "agentflow.plan": data.get("plan"),
+            "agentflow.file": data.get("file"),
+        }
+        self._content(attrs, "agentflow.run.input", data.get("input"))
+        self._run = self._start("run", f"run {data.get('plan', '')}", None, event.time, attrs)
+
+    def _on_run_finished(self, event: Any, data: dict[str, Any]) -> None:
+        if event.stack[1:] or self._run is None:
+            return
+        self._close_stage(event.time)
+        for path in list(self._rounds):
+            self._end_round(path, event.time)
+        for path in list(self._open):  # anything left open (cancelled) ends with the run
+            for entry in reversed(self._open.pop(path)):
+                self._end(entry, event.time)
+        run = self._run
+        span = run.span
+        span.set_attribute("agentflow.run.status", str(data.get("status", "")))
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        for key in ("inferences", "input_tokens", "output_tokens"):
+            if isinstance(usage.get(key), int):
+                span.set_attribute(f"agentflow.usage.{key}", usage[key])
+        if isinstance(usage.get("cost"), int | float):
+            span.set_attribute("agentflow.cost", float(usage["cost"]))
+        if data.get("status") in ("error", "aborted"):
+            self._error(span, data.get("error"))
+        else:
+            attrs: dict[str, Any] = {}
+            self._content(attrs, "agentflow.run.output", data.get("output"))
+            span.set_attributes(attrs)
+        self._end(run, event.time)
+        self._run = None
+
+    def _close_stage(self, now: float) -> None:
+        if self._stage is not None:
+            entry = self._stage[1]
+            self._end(entry, entry.end or now)
+            self._stage = None
+
+    def _on_step_started(self, event: Any, data: dict[str, Any]) -> None:
+        path = event.path
+        tool = str(data.get("tool_name") or "")
+        stage = data.get("stage")
+        top = "/" not in path and not event.stack[1:]
+        if top:
+            current = self._stage[0] if self._stage is not None else None
+            if stage != current:
+                self._close_stage(event.time)
+                if stage:
+                    entry = self._start(
+                        "stage",
+                        f"stage {stage}",
+                        self._run,
+                        event.time,
+                        {"agentflow.stage": stage},
+                    )
+                    self._stage = (str(stage), entry)
+        parent = self._stage[1] if top and self._stage is not None else self._parent(path)
+        attrs: dict[str, Any] = {
+            "agentflow.step.path": path,
+            "agentflow.step.id": data.get("id"),
+            "agentflow.step.tool": tool,
+            "agentflow.stage": stage,
+            "agentflow.plan.stack": "/".join(event.stack) or None,
+        }
+        source = data.get("source")
+        if source:
+            attrs["agentflow.source"] = str(source)
+            m = _SOURCE.match(str(source))
+            if m:
+                attrs["code.file.path"] = m.group("file")
+                attrs["code.line.number"] = int(m.group("line"))
+                attrs["code.column.number"] = int(m.group("column"))
+        last = path.rsplit("/", 1)[-1]
+        item = _ITEM.match(last)
+        if item:
+            attrs["agentflow.map.index"] = int(item.group(1))
+        inp = data.get("input") if isinstance(data.get("input"), dict) else {}
+        name = f"{tool} {path}"
+        if tool == "agent":
+            label = inp.get("agent")
+            name = f"invoke_agent {label}" if label else "invoke_agent"
+            attrs["gen_ai.operation.name"] = "invoke_agent"
+            attrs["gen_ai.agent.name"] = label
+            attrs["agentflow.agent.model"] = inp.get("model")
+            attrs["agentflow.agent.tools"] = [str(t) for t in inp.get("tools") or []] or None
+            attrs["agentflow.agent.max_iterations"] = inp.get("max_iterations")
+            if self.settings.capture_content:
+                if inp.get("system_prompt"):
+                    attrs["gen_ai.system_instructions"] = self._text(
+                        [{"type": "text", "content": inp["system_prompt"]}]
+                    )
+                task = str(inp.get("prompt") or "")
+                if inp.get("input") is not None:
+                    task += "\n\nInput (JSON):\n" + _json(inp["input"])
+                attrs["gen_ai.input.messages"] = self._text(
+                    [{"role": "user", "parts": [{"type": "text", "content": task}]}]
+                )
+        elif tool == "map":
+            over = inp.get("over")
+            attrs["agentflow.map.items"] = len(over) if isinstance(over, list) else None
+        self._content(attrs, "agentflow.step.input", data.get("input"))
+        self._push(path, self._start("step", name, parent, event.time, attrs))
+
+    def _end_round(self, path: str, fallback: float) -> None:
+        entry = self._rounds.pop(path, None)
+        if entry is not None:
+            self._open.pop(f"{path}/agent.{entry.round}", None)
+            self._end(entry, entry.end or fallback)
+
+    def _on_step_finished(self, event: Any, data: dict[str, Any]) -> None:
+        path = event.path
+        self._end_round(path, event.time)
+        entry = self._pop(path, "step")
+        if entry is None:
+            return
+        span = entry.span
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        for key in ("inferences", "input_tokens", "output_tokens"):
+            if isinstance(usage.get(key), int):
+                span.set_attribute(f"agentflow.usage.{key}", usage[key])
+        if isinstance(usage.get("cost"), int | float):
+            span.set_attribute("agentflow.cost", float(usage["cost"]))
+        if isinstance(data.get("elapsed_ms"), int | float):
+            span.set_attribute("agentflow.elapsed_ms", data["elapsed_ms"])
+        if data.get("error"):
+            span.set_attribute("agentflow.step.status", "error")
+            self._error(span, data["error"])
+        elif data.get("aborted"):
+            span.set_attribute("agentflow.step.status", "aborted")
+            self._error(span, {"code": "aborted", "message": data["aborted"]})
+        else:
+            span.set_attribute("agentflow.step.status", "exited" if data.get("exit") else "ok")
+            attrs: dict[str, Any] = {}
+            self._content(attrs, "agentflow.step.output", data.get("result"))
+            result = data.get("result")
+            if isinstance(result, dict) and isinstance(result.get("iterations"), int):
+                attrs["agentflow.agent.rounds"] = result["iterations"]
+            span.set_attributes(attrs)
+        self._end(entry, event.time)
+        self._touch(path, event.time)
+
+    def _on_tool_started(self, event: Any, data: dict[str, Any]) -> None:
+        path = event.path
+        name = str(data.get("tool_name") or path.rsplit("/", 1)[-1])
+        parent = self._parent(path, same=True)
+        attrs: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name,
+            "agentflow.step.path": path,
+        }
+        parts = path.split("/")
+        if len(parts) >= 2 and _ROUND.match(parts[-2]):
+            attrs["agentflow.agent.round"] = int(_ROUND.match(parts[-2]).group(1))  # type: ignore[union-attr]
+        self._content(attrs, "gen_ai.tool.call.arguments", data.get("input"))
+        self._push(path, self._start("tool", f"execute_tool {name}", parent, event.time, attrs))
+
+    def _on_tool_finished(self, event: Any, data: dict[str, Any]) -> None:
+        entry = self._pop(event.path, "tool")
+        if entry is None:
+            return
+        span = entry.span
+        if isinstance(data.get("elapsed_ms"), int | float):
+            span.set_attribute("agentflow.elapsed_ms", data["elapsed_ms"])
+        if data.get("skipped"):
+            span.set_attribute("agentflow.tool.skipped", True)
+        if data.get("error"):
+            self._error(span, data["error"])
+        else:
+            attrs: dict[str, Any] = {}
+            self._content(attrs, "gen_ai.tool.call.result", data.get("result"))
+            span.set_attributes(attrs)
+        self._end(entry, event.time)
+        self._touch(event.path, event.time)
+
+    def _round(self, path: str, number: int, start: float) -> _Open:
+        """The open span of agent round ``number`` at step ``path`` (ending an earlier one)."""
+        current = self._rounds.get(path)
+        if current is not None and current.round == number:
+            return current
+        self._end_round(path, start)
+        parent = self._parent(path, same=True)
+        entry = self._start(
+            "round",
+            f"round {number}",
+            parent,
+            start,
+            {"agentflow.agent.round": number, "agentflow.step.path": path},
+        )
+        entry.round = number
+        self._rounds[path] = entry
+        self._open[f"{path}/agent.{number}"] = [entry]  # the round's tool calls nest under it
+        return entry
+
+    def _on_model_call(self, event: Any, data: dict[str, Any]) -> None:
+        path = event.path
+        latency = data.get("latency_ms")
+        end = event.time
+        start = end - (latency / 1000 if isinstance(latency, int | float) else 0.0)
+        number = data.get("round")
+        parent = (
+            self._round(path, number, start)
+            if isinstance(number, int) and not path.startswith("ask/")
+            else self._parent(path, same=True)
+        )
+        model = str(data.get("model") or "")
+        reply = data.get("reply") if isinstance(data.get("reply"), dict) else {}
+        attrs: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": data.get("api") or data.get("provider"),
+            "gen_ai.request.model": model,
+            "gen_ai.response.model": model,
+            "gen_ai.usage.input_tokens": data.get("input_tokens"),
+            "gen_ai.usage.output_tokens": data.get("output_tokens"),
+            "gen_ai.response.finish_reasons": [str(data["finish_reason"])]
+            if data.get("finish_reason")
+            else None,
+            "agentflow.model.role": data.get("role"),
+            "agentflow.model.provider": data.get("provider"),
+            "agentflow.agent.round": number if isinstance(number, int) else None,
+            "agentflow.step.path": path,
+            "agentflow.model.reused": True if data.get("reused") else None,
+            "agentflow.cost": float(data["cost"])
+            if isinstance(data.get("cost"), int | float)
+            else None,
+        }
+        if self.settings.capture_content and reply:
+            parts: list[dict[str, Any]] = []
+            if reply.get("text"):
+                parts.append({"type": "text", "content": reply["text"]})
+            for call in reply.get("tool_calls") or []:
+                parts.append(
+                    {
+                        "type": "tool_call",
+                        "id": call.get("id"),
+                        "name": call.get("name"),
+                        "arguments": call.get("arguments"),
+                    }
+                )
+            message = {"role": "assistant", "parts": parts}
+            if data.get("finish_reason"):
+                message["finish_reason"] = data["finish_reason"]
+            attrs["gen_ai.output.messages"] = self._text([message])
+        entry = self._start(
+            "model",
+            f"chat {model}".strip(),
+            parent,
+            start,
+            attrs,
+            span_kind=self._trace.SpanKind.CLIENT,
+        )
+        self._end(entry, end)
+        if parent is not None:
+            parent.end = max(parent.end, end)
+        self._touch(path, end)
+
+    def _span_event(self, event: Any, name: str, attrs: dict[str, Any]) -> None:
+        target = self._parent(event.path, same=True) if event.path else self._run
+        if target is None:
+            return
+        clean = {k: v for k, v in attrs.items() if v is not None}
+        target.span.add_event(name, clean, timestamp=_ns(event.time))
+
+    def _on_retry(self, event: Any, data: dict[str, Any]) -> None:
+        self._span_event(
+            event,
+            "retry",
+            {
+                "agentflow.retry.attempt": data.get("attempt"),
+                "error.type": data.get("code") or data.get("kind"),
+                "agentflow.retry.delay_ms": data.get("delay_ms"),
+                "agentflow.retry.model": data.get("model"),
+            },
+        )
+
+    def _on_warning(self, event: Any, data: dict[str, Any]) -> None:
+        self._span_event(
+            event,
+            "warning",
+            {
+                "message": self._text(str(data.get("message", ""))),
+                "agentflow.agent.round": data.get("round"),
+            },
+        )
+
+    def _on_ask(self, event: Any, data: dict[str, Any]) -> None:
+        attrs: dict[str, Any] = {"agentflow.ask.answered": bool(data.get("answered"))}
+        self._content(attrs, "agentflow.ask.question", data.get("question"))
+        self._content(attrs, "agentflow.ask.answer", data.get("answer"))
+        self._span_event(event, "ask", attrs)
+
+    # ------------------------------------------------------------------ end
+
+    def close(self) -> None:
+        """End any span still open, then flush (and shut down an owned provider: the batched
+        spans are exported now, bounded by the settings' timeout). An export that failed is
+        reported in one line on stderr, never with a traceback."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            import time
+
+            now = time.time()
+            for path in list(self._rounds):
+                self._end_round(path, now)
+            for path in list(self._open):
+                for entry in reversed(self._open.pop(path)):
+                    self._end(entry, now)
+            self._close_stage(now)
+            if self._run is not None:
+                self._end(self._run, now)
+                self._run = None
+        try:
+            if self._owned:
+                self.provider.shutdown()
+            else:
+                self.provider.force_flush(int(self.settings.timeout * 1000))
+        finally:
+            for lg, (propagate, level) in zip(self._loggers, self._saved, strict=True):
+                lg.removeHandler(self._problems)
+                lg.propagate = propagate
+                lg.setLevel(level)
+        if self._problems.messages:
+            print(
+                f"agentflow: telemetry export to {self.settings.endpoint} failed: "
+                f"{_shorten(self._redact.text(self._problems.messages[-1]))}",
+                file=sys.stderr,
+            )
