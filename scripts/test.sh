@@ -3,6 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh  # .venv/ with Python ≥ 3.11, package (re)installed
+bash scripts/setup-phoenix.sh  # .venv-phoenix/: the OTLP backend of tests/e2e/test_otel_phoenix.py
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/python -m pytest -p no:cacheprovider "$@"

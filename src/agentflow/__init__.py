@@ -6,6 +6,7 @@ The embedding API (each function documented in :mod:`agentflow.api`)::
 
     result = check("bug-triage.flow")            # CheckResult with .diagnostics
     plan_yaml = compile_flow("bug-triage.flow").to_yaml()
+    mermaid = graph("bug-triage.flow")            # or format="dot"; run="trace.jsonl" colours it
     outcome = run_sync("bug-triage.flow", {"title": "…", "body": "…"}, workspace="src")
     print(outcome.status, outcome.output)
 
@@ -34,7 +35,9 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         check,
         compile_flow,
         compile_source,
+        graph,
         load,
+        report,
         run,
         run_sync,
     )
@@ -76,6 +79,8 @@ _EXPORTS: dict[str, str] = {
     "check": "agentflow.api",
     "compile_flow": "agentflow.api",
     "compile_source": "agentflow.api",
+    "graph": "agentflow.api",
+    "report": "agentflow.api",
     "load": "agentflow.api",
     "run": "agentflow.api",
     "run_sync": "agentflow.api",
@@ -155,6 +160,8 @@ __all__ = [
     "check",
     "compile_flow",
     "compile_source",
+    "graph",
+    "report",
     "load",
     "run",
     "run_sync",

@@ -41,6 +41,8 @@ __all__ = [
     "run_sync",
     "parse_input",
     "plan_needs_model",
+    "graph",
+    "report",
 ]
 
 
@@ -153,6 +155,104 @@ def load(path: str | os.PathLike) -> Plan:
         compiled = compile_flow(p)
         return load_plan_data(compiled.plan, str(p))
     return load_plan(p)
+
+
+def graph(
+    target: str | os.PathLike | Plan,
+    *,
+    format: str = "mermaid",
+    run: str | os.PathLike | Iterable[dict[str, Any]] | None = None,
+) -> str:
+    """The graph of a `.flow` file (compiled in memory), a plan file or a loaded plan, as
+    Mermaid (``format="mermaid"``, a ``flowchart``) or Graphviz DOT (``"dot"``) text: stages,
+    steps and their data dependencies, branches, maps with their concurrency, agents (alias or
+    team member, contract type, tools), tools, ``require``/``verify`` checks, ``ask`` steps
+    (docs/observability.md). ``run``: a ``--trace`` file (or its events) whose outcome colours
+    the nodes (status, time, inferences, tokens).
+
+    Raises :class:`CompileError`, :class:`PlanLoadError`, :class:`InputError` (an unreadable
+    trace) or ValueError (an unknown format).
+    """
+    from agentflow.ir.graph import render
+    from agentflow.ir.models import Plan
+
+    plan = target if isinstance(target, Plan) else load(target)
+    events = None
+    if run is not None:
+        if isinstance(run, str | os.PathLike):
+            from agentflow.runtime.events import read_trace
+
+            events = read_trace(run)
+        else:
+            events = list(run)
+    return render(plan, format, events)
+
+
+def report(
+    trace: str | os.PathLike,
+    *,
+    plan: str | os.PathLike | Plan | None = None,
+    title: str | None = None,
+) -> str:
+    """A self-contained HTML report of the run recorded in ``trace`` (a ``--trace`` file): the
+    flow's graph coloured by outcome with each step's status, time, inferences and cost; a
+    timeline of steps, model calls and tool calls (map items side by side); each agent's
+    conversation round by round with its tool calls and contract check; the output; errors with
+    their `.flow` location (docs/observability.md). Needs no network to open.
+
+    ``plan``: the `.flow` or plan file that ran (default: the file the trace names, looked up as
+    given, then beside the trace); without one the graph is left out.
+
+    Raises :class:`InputError` for an unreadable trace, :class:`CompileError` /
+    :class:`PlanLoadError` for a ``plan`` given explicitly that does not load.
+    """
+    from agentflow.runtime.events import read_trace
+    from agentflow.runtime.report import build_report
+
+    events = read_trace(trace)
+    loaded, source_text, source_name = _report_plan(events, trace, plan)
+    return build_report(
+        events, plan=loaded, source=source_text, source_name=source_name, title=title
+    )
+
+
+def _report_plan(
+    events: list[dict[str, Any]], trace: str | os.PathLike, plan: Any
+) -> tuple[Plan | None, str | None, str | None]:
+    """The plan of a report and its `.flow` text: ``plan`` when given (errors raised), else the
+    file named by the trace's ``run_started`` (None when it cannot be found or loaded)."""
+    from agentflow.ir.models import Plan
+
+    if isinstance(plan, Plan):
+        return plan, None, None
+    candidates: list[Path] = []
+    if plan is not None:
+        candidates = [Path(plan)]
+    else:
+        named = next(
+            (e["data"].get("file") for e in events if e.get("kind") == "run_started"), None
+        )
+        if isinstance(named, str) and named:
+            candidates = [Path(named), Path(trace).parent / Path(named).name]
+    for candidate in candidates:
+        if not candidate.is_file():
+            continue
+        try:
+            loaded = load(candidate)
+        except FlowError:
+            if plan is not None:
+                raise
+            return None, None, None
+        text = None
+        if candidate.suffix == ".flow":
+            try:
+                text = read_source(candidate)
+            except OSError:
+                text = None
+        return loaded, text, candidate.name
+    if plan is not None:
+        raise InputError(f"{plan}: no such file")
+    return None, None, None
 
 
 def parse_input(value: str | None) -> Any:

@@ -401,6 +401,75 @@ def _show_run_error(error: dict, target: str) -> None:
             pass
 
 
+@main.command("graph")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option(
+    "--format", "fmt", type=click.Choice(["mermaid", "dot"]), default="mermaid", show_default=True
+)
+@click.option(
+    "--run", "trace", type=click.Path(dir_okay=False), help="Colour the graph by this run's trace."
+)
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Write it here.")
+def graph_cmd(file: str, fmt: str, trace: str | None, out: str | None) -> None:
+    """Print the graph of a .flow program or a plan as Mermaid (or Graphviz DOT)."""
+    if not Path(file).is_file():
+        raise click.UsageError(f"{file}: no such file")
+    if trace is not None and not Path(trace).is_file():
+        raise click.UsageError(f"--run {trace}: no such file")
+    try:
+        text = api.graph(file, format=fmt, run=trace)
+    except api.CompileError as e:
+        _err(_render(e.diagnostics, e.sources, "text"))
+        sys.exit(1)
+    except FlowError as e:
+        _fail(e)
+    _write_or_echo(text, out)
+
+
+@main.command("report")
+@click.argument("trace", type=click.Path(dir_okay=False))
+@click.option(
+    "-o",
+    "--output",
+    "out",
+    type=click.Path(dir_okay=False),
+    default="report.html",
+    show_default=True,
+    help="The HTML file to write.",
+)
+@click.option(
+    "--plan",
+    "plan_file",
+    type=click.Path(dir_okay=False),
+    help="The .flow or plan that ran (default: the file the trace names).",
+)
+def report_cmd(trace: str, out: str, plan_file: str | None) -> None:
+    """Write a self-contained HTML report of a run from its --trace file."""
+    if not Path(trace).is_file():
+        raise click.UsageError(f"{trace}: no such file")
+    try:
+        html = api.report(trace, plan=plan_file)
+    except api.CompileError as e:
+        _err(_render(e.diagnostics, e.sources, "text"))
+        sys.exit(1)
+    except FlowError as e:
+        _fail(e)
+    _write_or_echo(html, out)
+
+
+def _write_or_echo(text: str, out: str | None) -> None:
+    """Write ``text`` to ``out`` (saying so on stderr), or print it when ``out`` is None/``-``."""
+    if out is None or out == "-":
+        click.echo(text, nl=False)
+        return
+    try:
+        Path(out).write_text(text, encoding="utf-8")
+    except OSError as e:
+        _err(f"error: cannot write {out}: {e.strerror or e}")
+        sys.exit(1)
+    _err(f"wrote {out}")
+
+
 @main.group()
 def plan() -> None:
     """Work with plan files (validate, fmt)."""

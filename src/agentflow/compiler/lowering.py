@@ -816,6 +816,7 @@ class _Lowerer:
         )
         select = "{{ result.output.value }}" if wrapped else "{{ result.output }}"
         step = self.add_step(ctx, "agent", ordered, e.keyword_span, select=select)
+        step["meta"]["expect"] = str(t)  # the contract's `.flow` type, for graphs and reports
         if timeout:
             _insert_before(step, "select", "timeout", timeout)
         if retry:

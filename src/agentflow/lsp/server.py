@@ -298,6 +298,14 @@ class FlowLanguageServer(LanguageServer):
             lsp.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diags)
         )
 
+    def graph(self, *args: Any) -> dict[str, Any]:
+        """The ``agentflow.graph`` command: the open document's graph (:func:`graph_of`)."""
+        uri, fmt = _graph_args(args)
+        doc = self.document(uri) if isinstance(uri, str) else None
+        if doc is None:
+            return {"error": f"not an open document: {uri!r}"}
+        return graph_of(doc.source, self.file_of(uri), fmt)
+
     def schedule(self, uri: str, delay: float | None = None) -> None:
         """(Re)start the debounced check of ``uri``."""
         old = self.pending.pop(uri, None)
@@ -316,6 +324,16 @@ class FlowLanguageServer(LanguageServer):
 
         task = asyncio.get_running_loop().create_task(run())
         self.pending[uri] = task
+
+
+def _graph_args(args: tuple[Any, ...]) -> tuple[Any, str]:
+    """``(uri, format)`` from ``agentflow.graph``'s arguments (pygls passes the JSON array either
+    spread or as one list)."""
+    if len(args) == 1 and isinstance(args[0], list):
+        args = tuple(args[0])
+    uri = args[0] if args else None
+    opts = args[1] if len(args) > 1 and isinstance(args[1], dict) else {}
+    return uri, str(opts.get("format", "mermaid"))
 
 
 def _overlaps(a: lsp.Range, b: lsp.Range) -> bool:
@@ -520,7 +538,39 @@ def create_server() -> FlowLanguageServer:
         end = index.position(len(text))
         return [lsp.TextEdit(lsp.Range(lsp.Position(0, 0), lsp.Position(*end)), new)]
 
+    @server.command(GRAPH_COMMAND)
+    def graph_command(ls: FlowLanguageServer, *args: Any) -> dict[str, Any]:
+        return ls.graph(*args)
+
     return server
+
+
+#: ``workspace/executeCommand`` name: ``arguments: [uri, {"format": "mermaid" | "dot"}?]``
+GRAPH_COMMAND = "agentflow.graph"
+
+
+def graph_of(text: str, file: str, fmt: str = "mermaid") -> dict[str, Any]:
+    """``{format, text}``: the graph of `.flow` source ``text`` (compiled in memory), or
+    ``{error}`` when it has errors or the format is unknown (``flowc graph``'s output)."""
+    from agentflow.compiler.api import check_source
+    from agentflow.compiler.lowering import LoweringError, lower
+    from agentflow.errors import PlanLoadError
+    from agentflow.ir.graph import render
+    from agentflow.ir.loader import load_plan_data
+
+    if fmt not in ("mermaid", "dot"):
+        return {"error": f"unknown graph format {fmt!r} (mermaid, dot)"}
+    result = check_source(text, file)
+    if not result.ok:
+        first = result.errors[0]
+        return {"error": f"the program has errors: {first.span}: {first.message}"}
+    try:
+        plan = load_plan_data(lower(result, file=file), file)
+    except LoweringError as e:
+        return {"error": f"cannot compile: {e.message}"}
+    except PlanLoadError as e:
+        return {"error": f"cannot compile: {e}"}
+    return {"format": fmt, "text": render(plan, fmt)}
 
 
 def serve_stdio() -> None:

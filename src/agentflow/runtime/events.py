@@ -120,6 +120,43 @@ class JsonlSink:
                 self._fh = None
 
 
+def read_trace(path: str | Path) -> list[dict[str, Any]]:
+    """The events of a ``--trace`` file (JSON Lines written by :class:`JsonlSink`), as dicts
+    ``{kind, path, stack, time, data}``; blank lines are skipped.
+
+    Raises :class:`agentflow.errors.InputError` naming ``file:line`` for a file that cannot be
+    read or a line that is not an event.
+    """
+    from agentflow.errors import InputError
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise InputError(f"{path}: cannot read trace: {why}") from None
+    events: list[dict[str, Any]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise InputError(
+                f"{path}:{number}: not a trace event (invalid JSON: {e.msg})"
+            ) from None
+        if not isinstance(event, dict) or event.get("kind") not in EVENT_KINDS:
+            raise InputError(f"{path}:{number}: not a trace event (no known `kind`)")
+        if not isinstance(event.get("data"), dict):
+            event["data"] = {}
+        if not isinstance(event.get("stack"), list):
+            event["stack"] = []
+        if not isinstance(event.get("time"), int | float):
+            event["time"] = 0.0
+        event["path"] = str(event.get("path") or "")
+        events.append(event)
+    return events
+
+
 class CallbackSink:
     """Calls ``fn(event)`` for every event."""
 

@@ -1,0 +1,733 @@
+"""The graph of a plan: stages, steps and their data dependencies, as Mermaid or Graphviz DOT
+(docs/observability.md; ``flowc graph``, :func:`agentflow.graph`, the LSP's
+``agentflow.graph`` command, the run report).
+
+:func:`build_graph` reads a loaded :class:`~agentflow.ir.models.Plan` (a compiled `.flow` or a
+plan file) into a :class:`Graph`:
+
+- one node per step, grouped by `.flow` stage (``meta.stage``), labelled by what the step is:
+  an agent (alias or team member, ``expect`` contract type, tools, round budget), a tool call,
+  a ``map``/``reduce`` (what it iterates, its concurrency ``limit``) with its body inside, an
+  ``if``/``decide`` with its ``then``/``else`` branches, ``filter``, ``parallel`` branches,
+  ``ask`` (question, choices), ``verify`` checks and judges, ``require``/``fail`` (an ``exit``),
+  ``value`` and ``plan__*`` calls;
+- the plan's input and its ``finish``;
+- solid edges for data dependencies (a step's templates name an earlier step), dotted ones for
+  plain sequence (a step that reads nothing before it still runs after the previous one), and
+  dotted edges from agents to the tools they may call;
+- sub-plans (``plans:``, e.g. outlined bodies) as their own groups, with a dotted edge from the
+  step that calls them.
+
+:func:`outcomes_from_events` folds a run's trace events into per-node outcomes (status, time,
+inferences, tokens, cost, map item counts) that :func:`to_mermaid` / :func:`to_dot` colour the
+nodes with.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentflow.ir.models import Plan, Step
+from agentflow.ir.templates import template_refs
+
+__all__ = [
+    "Graph",
+    "GraphEdge",
+    "GraphGroup",
+    "GraphNode",
+    "NodeOutcome",
+    "build_graph",
+    "node_for_path",
+    "outcomes_from_events",
+    "render",
+    "to_dot",
+    "to_mermaid",
+]
+
+#: the longest expression or text shown in a label (characters)
+LABEL_CHARS = 60
+_TEMPLATE = re.compile(r"^\{\{\s*(.*?)\s*\}\}$", re.S)
+_ITEM = re.compile(r"^do\.\d+$")
+
+
+@dataclass
+class GraphNode:
+    """One node: ``id`` (safe for Mermaid and DOT), ``path`` (the step path pattern, e.g.
+    ``E3`` or ``E3/do``; ``""`` for input, finish and tools), ``kind`` (``input``, ``finish``,
+    ``tool``, or the step's ``tool_name`` class: ``agent``, ``map``, ``decide``, ``call`` …),
+    ``title`` and ``details`` (label lines), ``plan`` (the plan it belongs to), ``source``
+    (``file.flow:LINE:COL`` when known)."""
+
+    id: str
+    path: str
+    kind: str
+    title: str
+    details: list[str] = field(default_factory=list)
+    plan: str = ""
+    source: str | None = None
+
+
+@dataclass
+class GraphEdge:
+    """``src`` → ``dst`` (node ids); ``kind``: ``data``, ``order``, ``body``, ``branch``,
+    ``tool`` or ``call``; ``label`` may be empty."""
+
+    src: str
+    dst: str
+    kind: str = "data"
+    label: str = ""
+
+
+@dataclass
+class GraphGroup:
+    """A subgraph: a stage, a map/reduce/parallel body, or a sub-plan; ``members`` are node ids,
+    ``parent`` the id of the enclosing group (or None)."""
+
+    id: str
+    label: str
+    kind: str
+    members: list[str] = field(default_factory=list)
+    parent: str | None = None
+
+
+@dataclass
+class NodeOutcome:
+    """What a run did at one node: ``status`` (``ok``, ``error``, ``partial`` — some map items
+    failed — or ``skipped`` — never ran), ``runs`` / ``failed`` (instances: map items, retries
+    count once), ``elapsed_ms`` (summed), ``inferences``, ``input_tokens``, ``output_tokens``,
+    ``cost`` (when the events carry it), ``error`` (the first error's ``{code, message}``)."""
+
+    status: str = "skipped"
+    runs: int = 0
+    failed: int = 0
+    elapsed_ms: float = 0.0
+    inferences: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float | None = None
+    error: dict[str, Any] | None = None
+
+
+@dataclass
+class Graph:
+    """Nodes, edges and groups of one plan and its sub-plans (see the module docstring)."""
+
+    name: str
+    nodes: list[GraphNode] = field(default_factory=list)
+    edges: list[GraphEdge] = field(default_factory=list)
+    groups: list[GraphGroup] = field(default_factory=list)
+
+    def node(self, node_id: str) -> GraphNode | None:
+        """The node with that id, or None."""
+        return next((n for n in self.nodes if n.id == node_id), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data: ``{name, nodes, edges, groups}``."""
+        from dataclasses import asdict
+
+        return {
+            "name": self.name,
+            "nodes": [asdict(n) for n in self.nodes],
+            "edges": [asdict(e) for e in self.edges],
+            "groups": [asdict(g) for g in self.groups],
+        }
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", text)
+
+
+def _short(text: str, limit: int = LABEL_CHARS) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _expr(value: Any) -> str:
+    """A template or condition shown as its expression (``{{ E2.work }}`` → ``E2.work``)."""
+    if isinstance(value, dict) and "expr" in value:
+        value = value["expr"]
+    if isinstance(value, str):
+        m = _TEMPLATE.match(value.strip())
+        return _short(m.group(1) if m else value)
+    return _short(json.dumps(value, ensure_ascii=False, default=str))
+
+
+def _tool_label(name: str) -> str:
+    return name.removeprefix("builtin__")
+
+
+def _schema_type(schema: Any) -> str | None:
+    """A short name for a JSON Schema: its ``title``, else ``object{a, b, …}``."""
+    if not isinstance(schema, dict):
+        return None
+    if schema.get("title"):
+        return str(schema["title"])
+    props = schema.get("properties")
+    if isinstance(props, dict) and props:
+        names = list(props)
+        more = ", …" if len(names) > 4 else ""
+        return "{" + ", ".join(names[:4]) + more + "}"
+    return str(schema.get("type")) if schema.get("type") else None
+
+
+def _agent_target(agent: Any) -> str:
+    if not isinstance(agent, dict):
+        return ""
+    kind = agent.get("kind")
+    if kind == "alias":
+        return str(agent.get("name", ""))
+    if kind == "team.main":
+        return f"{agent.get('team', '')}.main"
+    if kind == "team.member":
+        return f"{agent.get('team', '')}.member({_expr(agent.get('member'))})"
+    return ""
+
+
+class _Builder:
+    def __init__(self, root: Plan):
+        self.root = root
+        self.graph = Graph(root.name)
+        self.tools: dict[str, str] = {}  # tool name → node id
+
+    # -- nodes and groups
+    def add(self, node: GraphNode, group: GraphGroup | None) -> GraphNode:
+        self.graph.nodes.append(node)
+        if group is not None:
+            group.members.append(node.id)
+        return node
+
+    def group(self, gid: str, label: str, kind: str, parent: GraphGroup | None) -> GraphGroup:
+        g = GraphGroup(gid, label, kind, parent=parent.id if parent else None)
+        self.graph.groups.append(g)
+        return g
+
+    def edge(self, src: str, dst: str, kind: str = "data", label: str = "") -> None:
+        e = GraphEdge(src, dst, kind, label)
+        if e not in self.graph.edges:
+            self.graph.edges.append(e)
+
+    def tool(self, name: str) -> str:
+        if name not in self.tools:
+            nid = "tool_" + _safe(name)
+            self.tools[name] = nid
+            self.add(GraphNode(nid, "", "tool", _tool_label(name)), None)
+        return self.tools[name]
+
+    # -- plans
+    def plan(self, plan: Plan, prefix: str, parent_group: GraphGroup | None) -> str | None:
+        """Add ``plan``'s nodes (ids prefixed with ``prefix``); returns its first node's id."""
+        ids = {s.id for _, s in plan.iter_steps() if s.id}
+        input_id = f"{prefix}input"
+        props = (plan.input_schema or {}).get("properties") if plan.input_schema else None
+        details = [", ".join(props)] if isinstance(props, dict) and props else []
+        self.add(
+            GraphNode(input_id, "", "input", "input", _shorten_all(details), plan.name),
+            parent_group,
+        )
+        node_of: dict[str, str] = {"input": input_id}
+        stage_groups: dict[str, GraphGroup] = {}
+        previous = input_id
+        first: str | None = input_id
+        for i, step in enumerate(plan.steps):
+            sid = step.id or f"steps[{i}]"
+            stage = step.meta.get("stage") if isinstance(step.meta, dict) else None
+            group = parent_group
+            if stage:
+                if stage not in stage_groups:
+                    stage_groups[stage] = self.group(
+                        f"{prefix}stage_{_safe(str(stage))}",
+                        f"stage {stage}",
+                        "stage",
+                        parent_group,
+                    )
+                group = stage_groups[stage]
+            nid = self.step(step, sid, prefix, plan, group, node_of, ids)
+            node_of[sid] = nid
+            if not any(e.dst == nid and e.kind == "data" for e in self.graph.edges):
+                self.edge(previous, nid, "order")  # reads nothing earlier: runs after `previous`
+            previous = nid
+        fin = plan.effective_finish()
+        fin_id = f"{prefix}finish"
+        if fin.mode == "solver":
+            title, details = "finish: solver", [_short(fin.prompt or "")] if fin.prompt else []
+        elif fin.mode == "silent":
+            title, details = "finish: silent", []
+        else:
+            title, details = "output", [_expr(fin.output)] if fin.output else []
+        self.add(GraphNode(fin_id, "finish", "finish", title, details, plan.name), parent_group)
+        refs = _refs_of_text(fin.output) | _refs_of_text(fin.prompt)
+        linked = False
+        for ref in sorted(refs):
+            if ref in node_of and ref != "input":
+                self.edge(node_of[ref], fin_id)
+                linked = True
+        if not linked:
+            self.edge(previous, fin_id, "order")
+        return first
+
+    def step(
+        self,
+        step: Step,
+        path: str,
+        prefix: str,
+        plan: Plan,
+        group: GraphGroup | None,
+        node_of: dict[str, str],
+        ids: set[str],
+    ) -> str:
+        nid = prefix + "s_" + _safe(path)  # prefixed: a step may be called `end` (a keyword)
+        inp = step.input if isinstance(step.input, dict) else {}
+        tool = step.tool_name
+        meta = step.meta if isinstance(step.meta, dict) else {}
+        title, details, kind = self.describe(step, path, inp, meta)
+        self.add(GraphNode(nid, path, kind, title, details, plan.name, meta.get("source")), group)
+        for ref in sorted(template_refs(step.compiled) if step.compiled is not None else set()):
+            if ref in node_of:
+                self.edge(node_of[ref], nid)
+        if tool == "agent":
+            tools = inp.get("tools")
+            for name in tools if isinstance(tools, list) else []:
+                self.edge(nid, self.tool(str(name)), "tool")
+        elif tool.startswith("plan__"):
+            sub = self.sub_plan(tool.removeprefix("plan__"), plan)
+            if sub is not None:
+                self.edge(nid, sub, "call", "calls")
+        bodies = step.bodies()
+        if bodies:
+            body_group = group
+            if tool in ("map", "reduce", "parallel"):
+                label = {
+                    "map": f"for each item of {_expr(inp.get('over'))}",
+                    "reduce": f"over {_expr(inp.get('over'))}",
+                    "parallel": "branches",
+                }[tool]
+                body_group = self.group(f"{nid}_body", label, "body", group)
+            for label, body in bodies:
+                bid = self.step(body, f"{path}/{label}", prefix, plan, body_group, node_of, ids)
+                edge_label = {"do": "each item" if tool == "map" else "each"}.get(label, label)
+                self.edge(nid, bid, "branch" if tool == "decide" else "body", edge_label)
+        return nid
+
+    def sub_plan(self, name: str, caller: Plan) -> str | None:
+        plans = {**(self.root.plans or {}), **(caller.plans or {})}
+        sub = plans.get(name)
+        if sub is None:
+            return None
+        prefix = f"p_{_safe(name)}__"
+        if any(n.id == f"{prefix}input" for n in self.graph.nodes):
+            return f"{prefix}input"
+        group = self.group(f"p_{_safe(name)}", f"plan {name}", "plan", None)
+        return self.plan(sub, prefix, group)
+
+    def describe(
+        self, step: Step, path: str, inp: dict[str, Any], meta: dict[str, Any]
+    ) -> tuple[str, list[str], str]:
+        tool = step.tool_name
+        details: list[str] = []
+        if tool == "agent":
+            target = _agent_target(inp.get("agent"))
+            title = f"agent {target}".strip()
+            expect = meta.get("expect") or _schema_type(inp.get("output_schema"))
+            if expect:
+                details.append(f"expect {expect}")
+            tools = inp.get("tools")
+            if tools == "none" or tools == []:
+                details.append("no tools")
+            elif isinstance(tools, list):
+                details.append("tools: " + ", ".join(_tool_label(str(t)) for t in tools))
+            else:
+                details.append("tools: the whole catalog")
+            if inp.get("max_iterations") is not None:
+                details.append(f"≤ {_expr(inp['max_iterations'])} rounds")
+            if inp.get("write") is not None:
+                details.append(f"writes {_expr(inp['write'])}")
+            kind = "agent"
+        elif tool == "map":
+            limit = inp.get("concurrency", 1)
+            title = f"map over {_expr(inp.get('over'))}"
+            details.append(f"limit {_expr(limit)}")
+            if inp.get("on_item_error") == "skip":
+                details.append("failed items skipped")
+            kind = "map"
+        elif tool == "reduce":
+            title = f"reduce over {_expr(inp.get('over'))}"
+            kind = "map"
+        elif tool == "parallel":
+            title = "parallel"
+            if inp.get("concurrency") is not None:
+                details.append(f"limit {_expr(inp['concurrency'])}")
+            kind = "map"
+        elif tool == "decide":
+            gate = inp.get("when") if "when" in inp else inp.get("infer")
+            title = f"if {_expr(gate)}" if "when" in inp else f"if (judge) {_expr(gate)}"
+            kind = "decide"
+        elif tool == "filter":
+            gate = inp.get("when") if "when" in inp else inp.get("infer")
+            title = f"filter {_expr(inp.get('over'))}"
+            details.append(f"keep when {_expr(gate)}")
+            kind = "filter"
+        elif tool == "exit":
+            title, kind = self.exit_title(inp)
+            if inp.get("message"):
+                details.append(_short(f'"{inp["message"]}"'))
+        elif tool == "ask":
+            title = f"ask: {_short(str(inp.get('question', '')))}"
+            choices = inp.get("choices") or (inp.get("schema") or {}).get("enum")
+            if isinstance(choices, list):
+                details.append("choices: " + ", ".join(str(c) for c in choices))
+            unanswered = inp.get("when_unanswered")
+            if isinstance(unanswered, dict) and "default" in unanswered:
+                details.append(f"unanswered: {_expr(unanswered['default'])}")
+            elif isinstance(unanswered, dict) and "fail" in unanswered:
+                details.append("unanswered: fail")
+            kind = "ask"
+        elif tool == "verify":
+            checks = inp.get("checks") or []
+            judges = inp.get("judges") or []
+            title = "verify"
+            details += [f"check {_expr(c.get('ok'))}" for c in checks if isinstance(c, dict)]
+            details += [
+                f"judge {_short(str(j.get('prompt', '')))}" for j in judges if isinstance(j, dict)
+            ]
+            kind = "verify"
+        elif tool == "value":
+            title = "value"
+            if "value" in inp:
+                details.append(_expr(inp["value"]))
+            kind = "value"
+        elif tool.startswith("plan__"):
+            title = f"call {tool.removeprefix('plan__')}"
+            kind = "call"
+        else:
+            title = _tool_label(tool)
+            args = ", ".join(str(k) for k in inp) if inp else ""
+            if args:
+                details.append(f"({_short(args)})")
+            kind = "tool_step"
+        head = step.id or path
+        if meta.get("name"):
+            head += f" · {meta['name']}"
+        return f"{head}: {title}", _shorten_all(details), kind
+
+    def exit_title(self, inp: dict[str, Any]) -> tuple[str, str]:
+        when = inp.get("when")
+        status = inp.get("status", "ok")
+        if isinstance(when, dict) and isinstance(when.get("expr"), str):
+            text = when["expr"].strip()
+            if text.startswith("not (") and text.endswith(")") and status == "error":
+                return f"require {_short(text[5:-1])}", "require"
+            return f"exit ({status}) when {_expr(when)}", "exit"
+        if status == "error":
+            return f"fail ({inp.get('code', 'failed')})", "exit"
+        return "exit", "exit"
+
+
+def _shorten_all(lines: list[str]) -> list[str]:
+    return [_short(line) for line in lines[:8]] + (
+        [f"… {len(lines) - 8} more"] if len(lines) > 8 else []
+    )
+
+
+def _refs_of_text(text: Any) -> set[str]:
+    if not isinstance(text, str) or "{{" not in text:
+        return set()
+    return set(
+        re.findall(r"\b([A-Za-z_][A-Za-z0-9_]*)\b", " ".join(re.findall(r"\{\{(.*?)\}\}", text)))
+    )
+
+
+def build_graph(plan: Plan) -> Graph:
+    """The :class:`Graph` of a loaded plan (its sub-plans included where they are called)."""
+    builder = _Builder(plan)
+    builder.plan(plan, "", None)
+    for name in plan.plans or {}:  # sub-plans nobody calls directly still get drawn
+        builder.sub_plan(name, plan)
+    return builder.graph
+
+
+# ------------------------------------------------------------------------------- outcomes
+
+
+def node_for_path(path: str, stack: list[str] | None, root: str) -> str | None:
+    """The node id of a step event: ``E3`` → ``s_E3``, ``E3/do.2`` → ``s_E3_do``, ``E1/then``
+    → ``s_E1_then``, ``E3/do.2/E10`` in sub-plan ``p`` → ``p_p__s_E10``; None for paths that are
+    not steps (an agent's tool calls)."""
+    if not path:
+        return None
+    parts = path.split("/")
+    if any(p.startswith("agent.") for p in parts):
+        return None
+    plan = stack[-1] if stack else root
+    prefix = "" if plan == root else f"p_{_safe(plan)}__"
+    # the step's own path inside its plan: drop the caller's prefix (a sub-plan's steps sit
+    # under the calling step's path), keep body labels, turn map item numbers into `do`
+    depth = len(stack or [root]) - 1
+    local = _local(parts, depth)
+    return prefix + "s_" + _safe("/".join("do" if _ITEM.match(p) else p for p in local))
+
+
+def _local(parts: list[str], depth: int) -> list[str]:
+    """The path segments inside the innermost plan: a sub-plan call adds a step path prefix per
+    level; the first segment that is a step id after ``depth`` such prefixes starts it."""
+    if depth <= 0:
+        return parts
+    # each nested plan's steps start after the calling path (which itself may hold bodies);
+    # without the plans at hand the innermost plan's steps are the last id-like segment and
+    # its body labels
+    i = len(parts) - 1
+    while i > 0 and (_ITEM.match(parts[i]) or parts[i] in ("then", "else", "do")):
+        i -= 1
+    return parts[i:]
+
+
+def outcomes_from_events(events: Iterable[Mapping[str, Any]], plan: Plan) -> dict[str, NodeOutcome]:
+    """Fold trace events (the dicts of a ``--trace`` file) into ``{node id: NodeOutcome}`` for
+    :func:`build_graph`'s nodes. Nodes of the plan that never ran are absent (``skipped``)."""
+    out: dict[str, NodeOutcome] = {}
+    root = plan.name
+    for event in events:
+        kind = event.get("kind")
+        data = event.get("data") or {}
+        nid = node_for_path(str(event.get("path") or ""), event.get("stack"), root)
+        if kind == "step_finished" and nid is not None:
+            o = out.setdefault(nid, NodeOutcome())
+            o.runs += 1
+            if isinstance(data.get("elapsed_ms"), int | float):
+                o.elapsed_ms += data["elapsed_ms"]
+            usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+            if isinstance(usage.get("cost"), int | float):
+                o.cost = (o.cost or 0.0) + usage["cost"]
+            err = data.get("error")
+            if err or data.get("aborted"):
+                o.failed += 1
+                if o.error is None:
+                    o.error = dict(err) if isinstance(err, dict) else {
+                        "code": "aborted", "message": str(data.get("aborted"))
+                    }  # fmt: skip
+        elif kind == "model_call" and not data.get("reused"):
+            path = str(event.get("path") or "")
+            target = node_for_path(path, event.get("stack"), root)
+            if target is None:
+                continue
+            o = out.setdefault(target, NodeOutcome())
+            o.inferences += 1
+            o.input_tokens += int(data.get("input_tokens") or 0)
+            o.output_tokens += int(data.get("output_tokens") or 0)
+            if isinstance(data.get("cost"), int | float):
+                o.cost = (o.cost or 0.0) + data["cost"]
+    for o in out.values():
+        if o.runs == 0:
+            o.status = "ok"  # model calls seen but no finish event (a judge/solver path)
+        elif o.failed == 0:
+            o.status = "ok"
+        elif o.failed < o.runs:
+            o.status = "partial"
+        else:
+            o.status = "error"
+    return out
+
+
+# ------------------------------------------------------------------------------- renderers
+
+_STATUS_STYLE = {
+    "ok": ("#d8f5d8", "#2e7d32"),
+    "error": ("#fbd5d5", "#c62828"),
+    "partial": ("#fde9c8", "#e65100"),
+    "skipped": ("#eeeeee", "#9e9e9e"),
+}
+_MERMAID_SHAPES = {
+    "input": ('(["', '"])'),
+    "finish": ('(["', '"])'),
+    "tool": ('{{"', '"}}'),
+    "decide": ('{"', '"}'),
+    "require": ('[/"', '"/]'),
+    "exit": ('[/"', '"/]'),
+    "verify": ('[/"', '"/]'),
+    "ask": ('(["', '"])'),
+    "call": ('[["', '"]]'),
+    "map": ('[["', '"]]'),
+}
+
+
+def _outcome_line(o: NodeOutcome | None) -> str | None:
+    if o is None:
+        return "not run"
+    bits = []
+    if o.runs > 1:
+        bits.append(f"{o.runs - o.failed}/{o.runs} ok")
+    elif o.runs == 1:
+        bits.append("ok" if not o.failed else f"error: {o.error.get('code') if o.error else ''}")
+    if o.elapsed_ms:
+        bits.append(f"{o.elapsed_ms / 1000:.2f}s")
+    if o.inferences:
+        bits.append(f"{o.inferences} inf, {o.input_tokens}→{o.output_tokens} tok")
+    if o.cost is not None:
+        bits.append(f"${o.cost:.4f}")
+    return " · ".join(bits) if bits else None
+
+
+def _mermaid_text(text: str) -> str:
+    out = text.replace("&", "#amp;").replace('"', "#quot;").replace("<", "#lt;")
+    return out.replace(">", "#gt;").replace("`", "#96;").replace("\n", " ")
+
+
+def to_mermaid(graph: Graph, outcomes: Mapping[str, NodeOutcome] | None = None) -> str:
+    """Mermaid ``flowchart TD`` text of ``graph``; with ``outcomes`` (from
+    :func:`outcomes_from_events`) each step node is coloured by status and shows its time,
+    inferences and tokens."""
+    lines = ["flowchart TD"]
+    grouped = {m for g in graph.groups for m in g.members}
+
+    def node_line(node: GraphNode, indent: str) -> str:
+        label = [f"<b>{_mermaid_text(node.title)}</b>"] + [_mermaid_text(d) for d in node.details]
+        if outcomes is not None and node.path and node.kind not in ("input", "finish", "tool"):
+            line = _outcome_line(outcomes.get(node.id))
+            if line:
+                label.append(f"<i>{_mermaid_text(line)}</i>")
+        left, right = _MERMAID_SHAPES.get(node.kind, ('["', '"]'))
+        return f"{indent}{node.id}{left}{'<br/>'.join(label)}{right}"
+
+    def emit_group(group: GraphGroup, indent: str) -> None:
+        lines.append(f'{indent}subgraph {group.id}["{_mermaid_text(group.label)}"]')
+        lines.append(f"{indent}  direction TB")
+        for member in group.members:
+            node = graph.node(member)
+            if node is not None:
+                lines.append(node_line(node, indent + "  "))
+        for child in graph.groups:
+            if child.parent == group.id:
+                emit_group(child, indent + "  ")
+        lines.append(f"{indent}end")
+
+    for node in graph.nodes:
+        if node.id not in grouped:
+            lines.append(node_line(node, "  "))
+    for group in graph.groups:
+        if group.parent is None:
+            emit_group(group, "  ")
+    arrows = {
+        "data": "-->",
+        "order": "-.->",
+        "body": "==>",
+        "branch": "-->",
+        "tool": "-.-",
+        "call": "-.->",
+    }
+    for e in graph.edges:
+        arrow = arrows.get(e.kind, "-->")
+        label = f"|{_mermaid_text(e.label)}|" if e.label else ""
+        lines.append(f"  {e.src} {arrow}{label} {e.dst}")
+    lines.append("  classDef tool fill:#f3f0ff,stroke:#7e57c2,color:#311b92")
+    lines.append("  classDef io fill:#e3f2fd,stroke:#1565c0")
+    tools = [n.id for n in graph.nodes if n.kind == "tool"]
+    if tools:
+        lines.append(f"  class {','.join(tools)} tool")
+    io = [n.id for n in graph.nodes if n.kind in ("input", "finish")]
+    if io:
+        lines.append(f"  class {','.join(io)} io")
+    if outcomes is not None:
+        by_status: dict[str, list[str]] = {}
+        for node in graph.nodes:
+            if node.path and node.kind not in ("input", "finish", "tool"):
+                o = outcomes.get(node.id)
+                by_status.setdefault(o.status if o else "skipped", []).append(node.id)
+        for status, ids in by_status.items():
+            fill, stroke = _STATUS_STYLE[status]
+            lines.append(f"  classDef {status} fill:{fill},stroke:{stroke},stroke-width:2px")
+            lines.append(f"  class {','.join(ids)} {status}")
+    return "\n".join(lines) + "\n"
+
+
+def _dot_text(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
+
+
+_DOT_SHAPES = {
+    "input": "oval",
+    "finish": "oval",
+    "tool": "hexagon",
+    "decide": "diamond",
+    "require": "parallelogram",
+    "exit": "parallelogram",
+    "verify": "parallelogram",
+    "ask": "oval",
+    "call": "component",
+    "map": "box3d",
+}
+
+
+def to_dot(graph: Graph, outcomes: Mapping[str, NodeOutcome] | None = None) -> str:
+    """Graphviz DOT text of ``graph`` (``dot -Tsvg``); ``outcomes`` as in :func:`to_mermaid`."""
+    lines = [
+        f'digraph "{_dot_text(graph.name)}" {{',
+        "  rankdir=TB;",
+        '  node [shape=box, style="rounded,filled", fillcolor="#ffffff", fontname="Helvetica"];',
+        '  edge [fontname="Helvetica", fontsize=10];',
+    ]
+    grouped = {m for g in graph.groups for m in g.members}
+
+    def node_line(node: GraphNode, indent: str) -> str:
+        label = [node.title, *node.details]
+        fill, stroke = "#ffffff", "#555555"
+        if node.kind == "tool":
+            fill, stroke = "#f3f0ff", "#7e57c2"
+        elif node.kind in ("input", "finish"):
+            fill, stroke = "#e3f2fd", "#1565c0"
+        if outcomes is not None and node.path and node.kind not in ("input", "finish", "tool"):
+            o = outcomes.get(node.id)
+            line = _outcome_line(o)
+            if line:
+                label.append(line)
+            fill, stroke = _STATUS_STYLE[o.status if o else "skipped"]
+        text = "\\n".join(_dot_text(x) for x in label)
+        shape = _DOT_SHAPES.get(node.kind, "box")
+        return f'{indent}{node.id} [label="{text}", shape={shape}, fillcolor="{fill}", color="{stroke}"];'
+
+    def emit_group(group: GraphGroup, indent: str) -> None:
+        lines.append(f"{indent}subgraph cluster_{group.id} {{")
+        lines.append(f'{indent}  label="{_dot_text(group.label)}"; style="rounded,dashed";')
+        for member in group.members:
+            node = graph.node(member)
+            if node is not None:
+                lines.append(node_line(node, indent + "  "))
+        for child in graph.groups:
+            if child.parent == group.id:
+                emit_group(child, indent + "  ")
+        lines.append(f"{indent}}}")
+
+    for node in graph.nodes:
+        if node.id not in grouped:
+            lines.append(node_line(node, "  "))
+    for group in graph.groups:
+        if group.parent is None:
+            emit_group(group, "  ")
+    styles = {
+        "order": "style=dashed",
+        "body": "penwidth=2",
+        "tool": "style=dotted, arrowhead=none",
+        "call": "style=dashed",
+    }
+    for e in graph.edges:
+        attrs = [styles.get(e.kind, "")] + ([f'label="{_dot_text(e.label)}"'] if e.label else [])
+        text = ", ".join(a for a in attrs if a)
+        lines.append(f"  {e.src} -> {e.dst}" + (f" [{text}];" if text else ";"))
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def render(
+    plan: Plan, fmt: str = "mermaid", events: Iterable[Mapping[str, Any]] | None = None
+) -> str:
+    """``plan``'s graph as ``mermaid`` or ``dot`` text, coloured by a run's trace ``events``
+    when given. Raises ValueError for another format."""
+    graph = build_graph(plan)
+    outcomes = outcomes_from_events(events, plan) if events is not None else None
+    if fmt == "mermaid":
+        return to_mermaid(graph, outcomes)
+    if fmt == "dot":
+        return to_dot(graph, outcomes)
+    raise ValueError(f"unknown graph format {fmt!r} (mermaid, dot)")

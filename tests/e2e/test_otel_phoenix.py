@@ -1,0 +1,178 @@
+"""Acceptance (issue 22): the spans of the bug-triage example arrive in a real OTLP backend with
+the documented tree — run → stages → steps → agent rounds → model calls (with token usage) and
+tool calls — checked through the backend's own API.
+
+The backend is Arize Phoenix (open source), installed by scripts/setup-phoenix.sh into
+.venv-phoenix/ and started here on free loopback ports with its data in a temporary directory.
+If it cannot be started the test fails (it never skips): run scripts/setup-phoenix.sh.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+PHOENIX = ROOT / ".venv-phoenix" / "bin" / "phoenix"
+START_TIMEOUT_S = 180
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def phoenix(tmp_path_factory):
+    """A running Phoenix server: ``http://127.0.0.1:PORT`` (its UI, REST API and OTLP/HTTP
+    receiver share the port); stopped after the module."""
+    if not PHOENIX.exists():
+        pytest.fail(f"{PHOENIX} is missing: run scripts/setup-phoenix.sh (scripts/test.sh does)")
+    work = tmp_path_factory.mktemp("phoenix")
+    port = _free_port()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("PHOENIX_", "OTEL_"))},
+        "PHOENIX_WORKING_DIR": str(work),
+        "PHOENIX_HOST": "127.0.0.1",
+        "PHOENIX_PORT": str(port),
+        "PHOENIX_GRPC_PORT": str(_free_port()),
+        "PHOENIX_TELEMETRY_ENABLED": "false",
+    }
+    log = (work / "phoenix.log").open("w")
+    proc = subprocess.Popen(
+        [str(PHOENIX), "serve"], stdout=log, stderr=subprocess.STDOUT, env=env, cwd=work
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"phoenix exited with {proc.returncode}:\n{_tail(work)}")
+            try:
+                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"phoenix did not answer within {START_TIMEOUT_S}s:\n{_tail(work)}")
+            time.sleep(0.5)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        log.close()
+
+
+def _tail(work: Path) -> str:
+    return "\n".join((work / "phoenix.log").read_text(errors="replace").splitlines()[-20:])
+
+
+def _spans(base: str, project: str, expected: int) -> list[dict]:
+    """The project's spans from Phoenix's REST API, once ``expected`` of them arrived."""
+    deadline = time.monotonic() + 30
+    spans: list[dict] = []
+    while time.monotonic() < deadline:
+        reply = httpx.get(f"{base}/v1/projects/{project}/spans", params={"limit": 500}, timeout=10)
+        if reply.status_code == 200:
+            spans = reply.json()["data"]
+            if len(spans) >= expected:
+                return spans
+        time.sleep(0.5)
+    raise AssertionError(f"{len(spans)} of {expected} spans arrived: {[s['name'] for s in spans]}")
+
+
+def test_bug_triage_spans_arrive_in_phoenix_with_the_documented_tree(phoenix, tmp_path):
+    project = f"agentflow-{uuid.uuid4().hex[:8]}"
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))},
+        # Phoenix files spans under the project named by this resource attribute
+        "OTEL_RESOURCE_ATTRIBUTES": f"openinference.project.name={project}",
+    }
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "agentflow", "run", str(EXAMPLES / "bug-triage.flow"),
+            "--input", f"@{EXAMPLES / 'bug-report.json'}",
+            "--workspace", str(EXAMPLES / "workspace"),
+            "--replay", str(EXAMPLES / "bug-triage.cassette.jsonl"),
+            "--config", str(EXAMPLES / "flow.toml"),
+            "--otel", phoenix,
+        ],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "telemetry export" not in proc.stderr, proc.stderr
+
+    # run 1 + stages 3 + steps 6 + agent rounds 7 + model calls 7 + tool calls 3
+    spans = _spans(phoenix, project, 27)
+    assert len(spans) == 27, sorted(s["name"] for s in spans)
+    by_id = {s["context"]["span_id"]: s for s in spans}
+    assert len({s["context"]["trace_id"] for s in spans}) == 1
+
+    def children(span: dict) -> list[dict]:
+        kids = [s for s in spans if s["parent_id"] == span["context"]["span_id"]]
+        return sorted(kids, key=lambda s: (s["start_time"], s["name"]))
+
+    def names(span: dict) -> list[str]:
+        return [s["name"] for s in children(span)]
+
+    (run,) = [s for s in spans if s["parent_id"] is None]
+    assert run["name"] == "run bug_triage" and run["status_code"] != "ERROR"
+    assert run["attributes"]["agentflow.run.status"] == "ok"
+    assert run["attributes"]["agentflow.usage.inferences"] == 7
+    assert names(run) == ["stage reproduce", "stage plan", "stage implement"]
+    reproduce, plan, implement = children(run)
+
+    assert names(reproduce) == ["invoke_agent repo-investigator", "exit E1"]
+    agent = children(reproduce)[0]
+    assert agent["attributes"]["gen_ai.agent.name"] == "repo-investigator"
+    assert agent["attributes"]["agentflow.step.path"] == "E0"
+    assert agent["attributes"]["code.file.path"] == "bug-triage.flow"
+    assert agent["attributes"]["code.line.number"] == 42
+    assert names(agent) == ["round 1", "round 2", "round 3", "round 4"]
+    tools = []
+    for round_span in children(agent):
+        kids = children(round_span)
+        chats = [k for k in kids if k["name"] == "chat test-model"]
+        assert len(chats) == 1, names(round_span)
+        model = chats[0]["attributes"]
+        assert model["gen_ai.operation.name"] == "chat"
+        assert model["gen_ai.provider.name"] == "openai"
+        assert model["gen_ai.request.model"] == "test-model"
+        assert model["gen_ai.usage.input_tokens"] == 10
+        assert model["gen_ai.usage.output_tokens"] == 5
+        tools += [k["attributes"]["gen_ai.tool.name"] for k in kids if k is not chats[0]]
+    assert tools == ["builtin__list_dir", "builtin__grep", "builtin__read_file"]
+    for span in spans:
+        if span["name"].startswith("execute_tool "):
+            assert span["attributes"]["gen_ai.operation.name"] == "execute_tool"
+            assert span["status_code"] != "ERROR"
+
+    assert names(plan) == ["invoke_agent dev-team.lead"]
+    (map_span,) = children(implement)
+    assert map_span["name"] == "map E3"
+    items = children(map_span)
+    assert sorted(i["attributes"]["agentflow.map.index"] for i in items) == [0, 1]
+    assert sorted(i["attributes"]["agentflow.step.path"] for i in items) == ["E3/do.0", "E3/do.1"]
+    for item in items:
+        (item_round,) = children(item)
+        (chat,) = children(item_round)
+        assert chat["attributes"]["gen_ai.usage.input_tokens"] == 10
+    # nothing of the content is exported without capture_content
+    dumped = json.dumps([s["attributes"] for s in spans])
+    assert "gen_ai.input.messages" not in dumped and "Locate the suspect code" not in dumped
+    assert all(by_id.get(s["parent_id"]) or s is run for s in spans)
