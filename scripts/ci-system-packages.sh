@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# System packages the tests need beyond Python: headless Chromium and its driver, from the
+# distribution (tests/e2e/test_report_browser.py drives them with Selenium). Run as root on a
+# fresh Debian machine (.ci/run calls it); does nothing when both are already installed.
+set -euo pipefail
+if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then
+  exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+  echo "chromium and chromedriver are missing; install them as root: apt-get install -y chromium chromium-driver" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends chromium chromium-driver
