@@ -420,7 +420,8 @@ class _Builder:
             text = when["expr"].strip()
             if text.startswith("not (") and text.endswith(")") and status == "error":
                 return f"require {_short(text[5:-1])}", "require"
-            return f"exit ({status}) when {_expr(when)}", "exit"
+            verb = "fail" if status == "error" else "exit"
+            return f"{verb} when {_expr(when)}", "exit"
         if status == "error":
             return f"fail ({inp.get('code', 'failed')})", "exit"
         return "exit", "exit"

@@ -42,11 +42,15 @@ class Event:
 
     ``kind``: one of :data:`EVENT_KINDS`. ``path``: the step path ("" for run-level events).
     ``stack``: plan names, outermost first. ``time``: Unix time in seconds (float).
-    ``data``: kind-specific payload, e.g. ``step_started: {tool_name, input, source?}``,
-    ``step_finished: {tool_name, result, elapsed_ms}`` or ``{tool_name, error: {code, message},
-    elapsed_ms}``, ``model_call: {role, model, input_tokens, output_tokens, latency_ms, reused?}``,
-    ``retry: {attempt, code, delay_ms}``, ``warning: {message}``, ``partial_output: {value,
-    round}`` (a streaming agent's answer so far: a typed partial value, docs/models.md).
+    ``data``: kind-specific payload, e.g. ``run_started: {plan, input, file?}`` (``file``: the
+    `.flow` or plan file, as given), ``step_started: {tool_name, input, id?, source?, stage?}``,
+    ``step_finished: {tool_name, result, elapsed_ms, usage?}`` or ``{tool_name, error: {code,
+    message}, elapsed_ms}``, ``model_call: {role, round?, model, input_tokens, output_tokens,
+    latency_ms, finish_reason, reply: {text, tool_calls: [{id, name, arguments}]}, provider?,
+    api?, cache_read_tokens?, cache_write_tokens?, cost?, reused?}`` (emitted when the call
+    returns: it began ``latency_ms`` earlier), ``retry: {attempt, code, delay_ms}``, ``warning:
+    {message}``, ``partial_output: {value, round}`` (a streaming agent's answer so far: a typed
+    partial value, docs/models.md).
     """
 
     kind: str

@@ -1,0 +1,138 @@
+"""The graph of a plan (ir/graph.py): what each kind of step looks like, data dependencies,
+sub-plans, outcome colouring from a trace, and DOT output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentflow import api
+from agentflow.ir.graph import build_graph, node_for_path, outcomes_from_events, to_dot, to_mermaid
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+COMPILE = ROOT / "tests" / "compile"
+
+
+def _graph(path: Path):
+    return build_graph(api.load(path))
+
+
+def test_bug_triage_graph_has_stages_agents_tools_map_and_require():
+    g = _graph(EXAMPLES / "bug-triage.flow")
+    titles = {n.id: n.title for n in g.nodes}
+    assert titles["s_E0"] == "E0 · result: agent repo-investigator"
+    assert titles["s_E1"] == "E1: require E0.suspect_files.count in (0..10)"
+    assert titles["s_E2"] == "E2: agent dev-team.main"
+    assert titles["s_E3"] == "E3: map over E2.work"
+    assert titles["s_E3_do"] == "E3/do: agent dev-team.member(item.owner)"
+    details = {n.id: n.details for n in g.nodes}
+    assert details["s_E0"][:2] == ["expect Reproduction", "tools: read_file, grep, list_dir"]
+    assert "limit 4" in details["s_E3"]
+    assert details["s_E3_do"][0] == "expect ChangeResult"
+    groups = {gr.id: gr for gr in g.groups}
+    assert [gr.label for gr in g.groups if gr.kind == "stage"] == [
+        "stage reproduce", "stage plan", "stage implement",
+    ]  # fmt: skip
+    assert groups["stage_reproduce"].members == ["s_E0", "s_E1"]
+    assert (
+        groups["s_E3_body"].members == ["s_E3_do"]
+        and groups["s_E3_body"].parent == "stage_implement"
+    )
+    edges = {(e.src, e.dst, e.kind) for e in g.edges}
+    assert ("input", "s_E0", "data") in edges
+    assert ("s_E0", "s_E2", "data") in edges  # plan reads the reproduction
+    assert ("s_E0", "s_E3_do", "data") in edges  # each item reads the hypothesis
+    assert ("s_E3", "s_E3_do", "body") in edges
+    assert ("s_E3", "finish", "data") in edges
+    assert ("s_E0", "tool_builtin__grep", "tool") in edges
+    assert {n.title for n in g.nodes if n.kind == "tool"} == {
+        "read_file", "grep", "list_dir", "edit_file", "write_file",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "flow, expected",
+    [
+        ("if_else.flow", ["E0: if input.n > 100", "E0/then: user__note", "E0/else: user__note"]),
+        ("ask.flow", ["E0: ask: Approve {{ input.n }} changes?", "E1: ask: Ship or hold?"]),
+        ("verify.flow", ["E0: verify", "E1 · v: verify"]),
+        ("filter.flow", ["filter"]),
+        ("reduce.flow", ["reduce over"]),
+        ("require_fail.flow", ["E0: require input.n >= 0", "E3: fail when E1 == 42"]),
+        ("outline.flow", ["call outline__twice_0"]),
+    ],
+)
+def test_each_kind_of_step_is_labelled_by_what_it_does(flow, expected):
+    titles = [n.title for n in _graph(COMPILE / flow).nodes]
+    for want in expected:
+        assert any(want in t for t in titles), (want, titles)
+
+
+def test_ask_choices_and_verify_checks_are_listed():
+    g = _graph(COMPILE / "ask.flow")
+    ship = next(n for n in g.nodes if "Ship or hold" in n.title)
+    assert "choices: ship, hold" in ship.details and "unanswered: hold" in ship.details
+    g = _graph(COMPILE / "verify.flow")
+    first = next(n for n in g.nodes if n.id == "s_E0")
+    assert first.details[0] == "check input.xs.count > 0"
+    second = next(n for n in g.nodes if n.id == "s_E1")
+    assert any(d.startswith("judge the title") for d in second.details)
+
+
+def test_outlined_bodies_are_drawn_as_sub_plans_called_by_their_step():
+    g = _graph(COMPILE / "outline.flow")
+    plans = [gr.label for gr in g.groups if gr.kind == "plan"]
+    assert "plan outline__twice_0" in plans
+    assert any(e.kind == "call" and e.dst == "p_outline__twice_0__input" for e in g.edges)
+
+
+def test_mermaid_escapes_labels_and_prefixes_step_ids():
+    text = api.graph(COMPILE / "verify.flow")
+    assert text.startswith("flowchart TD\n")
+    assert "the title #quot;" in text  # a quote inside a label
+    assert "s_E0" in text and "\n  E0[" not in text
+    assert to_mermaid(_graph(COMPILE / "map.flow")).count("subgraph") >= 2
+
+
+def test_dot_output_is_a_digraph_with_clusters():
+    text = to_dot(_graph(EXAMPLES / "bug-triage.flow"))
+    assert text.startswith('digraph "bug_triage" {') and text.rstrip().endswith("}")
+    assert "subgraph cluster_stage_reproduce {" in text
+    assert "s_E3 -> s_E3_do [penwidth=2" in text
+
+
+def test_node_for_path_maps_items_bodies_and_sub_plan_steps():
+    assert node_for_path("E3", ["root"], "root") == "s_E3"
+    assert node_for_path("E3/do.12", ["root"], "root") == "s_E3_do"
+    assert node_for_path("E1/then", ["root"], "root") == "s_E1_then"
+    assert node_for_path("E0/do.2/E1", ["root", "sub"], "root") == "p_sub__s_E1"
+    assert node_for_path("E0/agent.2/builtin__grep", ["root"], "root") is None
+
+
+def test_run_outcomes_colour_nodes_and_count_map_items(tmp_path):
+    events = [
+        {"kind": "step_finished", "path": "E0", "stack": ["bug_triage"], "time": 1,
+         "data": {"elapsed_ms": 40, "usage": {"inferences": 4}}},
+        {"kind": "model_call", "path": "E0", "stack": ["bug_triage"], "time": 1,
+         "data": {"input_tokens": 10, "output_tokens": 5}},
+        {"kind": "step_finished", "path": "E3/do.0", "stack": ["bug_triage"], "time": 2,
+         "data": {"elapsed_ms": 10}},
+        {"kind": "step_finished", "path": "E3/do.1", "stack": ["bug_triage"], "time": 2,
+         "data": {"elapsed_ms": 10, "error": {"code": "timeout", "message": "slow"}}},
+    ]  # fmt: skip
+    plan = api.load(EXAMPLES / "bug-triage.flow")
+    outcomes = outcomes_from_events(events, plan)
+    assert outcomes["s_E0"].status == "ok" and outcomes["s_E0"].inferences == 1
+    item = outcomes["s_E3_do"]
+    assert (item.status, item.runs, item.failed) == ("partial", 2, 1)
+    assert item.error == {"code": "timeout", "message": "slow"}
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("\n".join(json.dumps(e) for e in events) + "\n")
+    text = api.graph(EXAMPLES / "bug-triage.flow", run=trace)
+    assert "class s_E3_do partial" in text
+    assert "1/2 ok" in text
+    assert "class s_E1,s_E2,s_E3 skipped" in text  # never ran in this (partial) trace
+    assert "not run" in text
