@@ -2,7 +2,7 @@
 
 The embedding API (each function documented in :mod:`agentflow.api`)::
 
-    from agentflow import check, compile_flow, load, run, run_sync
+    from agentflow import check, compile_flow, graph, load, report, run, run_sync
 
     result = check("bug-triage.flow")            # CheckResult with .diagnostics
     plan_yaml = compile_flow("bug-triage.flow").to_yaml()
