@@ -322,3 +322,14 @@ def test_a_bad_telemetry_endpoint_in_flow_toml_names_the_key(tmp_path):
     assert "telemetry.endpoint" in str(info.value) and "endpoint must start with http" in str(
         info.value
     )
+
+
+def test_without_the_otel_extra_asking_for_export_is_a_config_error(tmp_path, monkeypatch):
+    import agentflow.runtime.telemetry as telemetry
+    from agentflow.errors import ConfigError
+
+    plan = tmp_path / "echo.plan.yaml"
+    plan.write_text(PLAN_ECHO.split("  - id: E1")[0])
+    monkeypatch.setattr(telemetry, "otel_available", lambda: False)
+    with pytest.raises(ConfigError, match=r"pip install 'agentflow\[otel\]'"):
+        api.run_sync(plan, {"token": "t"}, telemetry=True, shape_cache=False)

@@ -205,6 +205,16 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
 
 
+def _attr(value: Any) -> Any:
+    """``value`` as an OpenTelemetry attribute value: a str/bool/int/float, a list of str, or
+    (anything else) its JSON text."""
+    if isinstance(value, str | bool | int | float):
+        return value
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return list(value)
+    return _json(value)
+
+
 def _ns(seconds: float) -> int:
     return int(seconds * 1_000_000_000)
 
@@ -348,7 +358,7 @@ class OtelSink:
             name,
             context=ctx,
             kind=span_kind if span_kind is not None else trace.SpanKind.INTERNAL,
-            attributes={k: v for k, v in attrs.items() if v is not None},
+            attributes={k: _attr(v) for k, v in attrs.items() if v is not None},
             start_time=_ns(start),
         )
         return _Open(kind, span, start)
@@ -433,7 +443,7 @@ class OtelSink:
         else:
             attrs: dict[str, Any] = {}
             self._content(attrs, "agentflow.run.output", data.get("output"))
-            span.set_attributes(attrs)
+            span.set_attributes({k: _attr(v) for k, v in attrs.items() if v is not None})
         self._end(run, event.time)
         self._run = None
 
@@ -542,7 +552,7 @@ class OtelSink:
             result = data.get("result")
             if isinstance(result, dict) and isinstance(result.get("iterations"), int):
                 attrs["agentflow.agent.rounds"] = result["iterations"]
-            span.set_attributes(attrs)
+            span.set_attributes({k: _attr(v) for k, v in attrs.items() if v is not None})
         self._end(entry, event.time)
         self._touch(path, event.time)
 
@@ -575,7 +585,7 @@ class OtelSink:
         else:
             attrs: dict[str, Any] = {}
             self._content(attrs, "gen_ai.tool.call.result", data.get("result"))
-            span.set_attributes(attrs)
+            span.set_attributes({k: _attr(v) for k, v in attrs.items() if v is not None})
         self._end(entry, event.time)
         self._touch(event.path, event.time)
 
@@ -664,7 +674,7 @@ class OtelSink:
         target = self._parent(event.path, same=True) if event.path else self._run
         if target is None:
             return
-        clean = {k: v for k, v in attrs.items() if v is not None}
+        clean = {k: _attr(v) for k, v in attrs.items() if v is not None}
         target.span.add_event(name, clean, timestamp=_ns(event.time))
 
     def _on_retry(self, event: Any, data: dict[str, Any]) -> None:
