@@ -288,7 +288,7 @@ def run(
             plan = _load_flow(target)
         else:
             plan = api.load(target)
-        from agentflow.runtime.executor import Hooks, default_interlocutor
+        from agentflow.runtime.hooks import Hooks, default_interlocutor
 
         console = ConsoleSink()
         # a person at the terminal answers `ask` steps; otherwise each ask's when_unanswered

@@ -1,9 +1,10 @@
 """The runtime: executes plans (RUNTIME.md).
 
-Re-exports the executor entry points, hooks, result and event types.  Heavy submodules (the agent
-loop, model clients, tools) are imported lazily by the executor.
+Re-exports the executor entry points, the run context, hooks, result and event types.  Heavy
+submodules (the agent loop, model clients, tools) are imported lazily by the executor.
 """
 
+from agentflow.runtime.context import RunContext, RunOptions
 from agentflow.runtime.events import (
     CallbackSink,
     ConsoleSink,
@@ -11,7 +12,15 @@ from agentflow.runtime.events import (
     EventBus,
     JsonlSink,
 )
-from agentflow.runtime.executor import (
+from agentflow.runtime.executor import run_plan, run_plan_sync
+from agentflow.runtime.expressions import (
+    BadPath,
+    evaluate,
+    evaluate_condition,
+    render,
+    render_value,
+)
+from agentflow.runtime.hooks import (
     NO_ANSWER,
     AskRequest,
     Decision,
@@ -21,17 +30,8 @@ from agentflow.runtime.executor import (
     abort,
     proceed,
     propagate,
-    run_plan,
-    run_plan_sync,
     skip,
     substitute,
-)
-from agentflow.runtime.expressions import (
-    BadPath,
-    evaluate,
-    evaluate_condition,
-    render,
-    render_value,
 )
 from agentflow.runtime.result import RunResult
 
@@ -47,6 +47,8 @@ __all__ = [
     "GateCall",
     "Hooks",
     "JsonlSink",
+    "RunContext",
+    "RunOptions",
     "RunResult",
     "ToolFailure",
     "abort",

@@ -1,0 +1,379 @@
+"""The ``agent`` control step (PLAN_IR.md §6; RUNTIME.md §3, §4): from the step's compiled input
+to one run of the agent loop (:mod:`agentflow.runtime.agent`).
+
+The handler renders the fields, resolves the agent profile or team member (``[agents.X]``,
+``[teams.T]`` in flow.toml), resolves the tools the agent may call (the request ∩ the host
+policy; write tools only under a ``write`` scope; ``plan_and_execute`` never), caps tool results
+(``[tools] max_result_chars``) and runs the loop.  Every tool call of the agent goes through the
+executor's gated dispatch; every inference through the executor's model-call seam.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentflow.errors import FlowError, RunError
+from agentflow.runtime.control import ControlCall, ExitError
+from agentflow.runtime.expressions import render_value, to_json_value, to_text
+from agentflow.runtime.hooks import RunAborted
+
+if TYPE_CHECKING:
+    from agentflow.ir.models import Plan
+    from agentflow.runtime.config import AgentProfile, TeamMember
+    from agentflow.runtime.executor import Executor, Frame
+    from agentflow.runtime.models.base import ChatRequest, ChatResponse
+    from agentflow.runtime.models.budget import Budget
+    from agentflow.runtime.models.router import ModelRouter, RoutedClient
+    from agentflow.runtime.tools.catalog import Tool
+
+__all__ = ["DEFAULT_DENIED", "OUTLINED_MARK", "is_outlined", "resolve_tools", "run_agent_step"]
+
+#: Write tools an agent gets only under a ``write`` scope when no host policy is configured.
+DEFAULT_DENIED = frozenset({"builtin__write_file", "builtin__edit_file"})
+
+#: How lowering describes the sub-plans it outlines (compiler/lowering.py): "…, outlined by flowc".
+OUTLINED_MARK = ", outlined by flowc"
+
+
+def is_outlined(plan: Plan) -> bool:
+    """True for a sub-plan the compiler outlined (its ``description`` ends with
+    :data:`OUTLINED_MARK`), as opposed to one written by hand."""
+    return str(plan.description or "").endswith(OUTLINED_MARK)
+
+
+def _sub_plans(frame: Frame) -> tuple[Mapping[str, Plan], Mapping[str, Plan]]:
+    """The plans a step of ``frame`` may call besides the plans directory: its own plan's
+    sub-plans and the root plan's."""
+    return frame.plan.plans, frame.root_plans
+
+
+def resolve_tools(
+    ex: Executor, requested: Any, write: list[Path] | None, path: str, frame: Frame
+) -> list[str]:
+    """Names the agent may call (RUNTIME.md §4): the request (None: the whole catalog, outlined
+    sub-plans only when named; ``"none"``: nothing; names and ``*`` patterns) ∩ the host policy;
+    write tools granted by a ``write`` scope; ``plan_and_execute`` never offered.  RunError
+    ``validation`` for a request entry that matches no tool."""
+    from agentflow.runtime.tools.catalog import match_pattern
+
+    catalog = ex.ctx.catalog
+    names = list(catalog.names()) if catalog is not None else []
+    # plans from the plans directory are tools too (outlined sub-plans only when named)
+    for pname in ex.plans:
+        if f"plan__{pname}" not in names:
+            names.append(f"plan__{pname}")
+    sub_plans = [f"plan__{p}" for source in _sub_plans(frame) for p in source]
+    if requested == "none":
+        return []
+    if requested is None:
+        # LANGUAGE.md §10: sub-plans the compiler outlined are offered only when named, though
+        # build_catalog registers them; hand-written sub-plans stay tools (RUNTIME.md §4)
+        outlined = {
+            f"plan__{n}"
+            for source in _sub_plans(frame)
+            for n, sub in source.items()
+            if is_outlined(sub)
+        }
+        chosen = [n for n in names if n not in outlined]
+    else:
+        if isinstance(requested, str):
+            requested = [requested]
+        chosen = []
+        for r in requested:
+            r = str(r)
+            pool = names + [p for p in sub_plans if p not in names]
+            if "*" in r:
+                hits = [n for n in pool if match_pattern(r, n)]
+            elif r in pool:
+                hits = [r]
+            elif f"builtin__{r}" in pool:
+                hits = [f"builtin__{r}"]
+            else:
+                hits = []
+            if not hits:
+                raise RunError(
+                    "validation", f"`tools` entry '{r}' matches no tool in the catalog", path
+                )
+            for h in hits:
+                if h not in chosen:
+                    chosen.append(h)
+    config = ex.ctx.config
+    policy = config.policy.allowed_tools if config is not None else None
+    out = []
+    for n in chosen:
+        if n == "plan_and_execute":
+            continue
+        if policy is None:
+            allowed = n not in DEFAULT_DENIED
+        else:
+            allowed = any(match_pattern(p, n) for p in policy)
+        if not allowed and write and n in DEFAULT_DENIED:
+            allowed = True
+        if allowed:
+            out.append(n)
+        elif requested is not None and "*" not in n:
+            ex.warn(path, frame.stack, f"tool '{n}' is outside the host policy and is not offered")
+    return out
+
+
+def _profile(call: ControlCall, target: Any) -> tuple[AgentProfile | TeamMember | None, str]:
+    """(profile or None, label) for an agent step's ``agent`` field."""
+    if not target:
+        return None, "default"
+    if not isinstance(target, dict):
+        target = dict(target)
+    kind = target.get("kind")
+    cfg = call.ex.ctx.config
+    path = call.path
+    if kind == "alias":
+        name = target.get("name")
+        prof = cfg.agents.get(name) if cfg is not None else None
+        if prof is None:
+            call.warn(
+                f"agent '{name}' has no [agents.{name}] profile; running with the default profile"
+            )
+        return prof, str(name)
+    if kind in ("team.main", "team.member"):
+        team_name = target.get("team")
+        team = cfg.teams.get(team_name) if cfg is not None else None
+        if team is None:
+            raise RunError(
+                "validation",
+                f"team '{team_name}' is not configured (add [teams.{team_name}] to flow.toml)",
+                path,
+            )
+        if kind == "team.main":
+            member = team.main
+        else:
+            member = render_value(target.get("member"), call.scope)
+            if not isinstance(member, str) or member not in team.members:
+                raise RunError(
+                    "invalid_member",
+                    f"team '{team_name}' has no member {to_text(member)!s}; members: "
+                    + ", ".join(sorted(team.members)),
+                    path,
+                )
+        return team.members.get(member), f"{team_name}.{member}"
+    raise RunError("validation", f"unknown agent kind {kind!r}", path)
+
+
+def _max_iterations(call: ControlCall) -> int:
+    max_iter = call.render("max_iterations", 8)
+    if isinstance(max_iter, float) and max_iter.is_integer():
+        max_iter = int(max_iter)
+    if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
+        # a templated budget is checked like a literal one (PLAN_IR.md §6: an integer ≥ 1),
+        # never coerced (2.5 → 2, true → 1) nor reported as a Python error
+        shown = json.dumps(to_json_value(max_iter), ensure_ascii=False)
+        raise RunError(
+            "validation",
+            f"`max_iterations` must be an integer ≥ 1, got {shown}",
+            call.path,
+            call.source,
+        )
+    return max_iter
+
+
+async def run_agent_step(call: ControlCall) -> Any:
+    """The ``agent`` control step: render, resolve profile and tools, run the agent loop, and
+    enforce ``require_final`` (``output_validation`` when no conforming answer came)."""
+    from agentflow.runtime import agent as agent_mod
+
+    ex, c, path, stack, frame = call.ex, call.input, call.path, call.stack, call.frame
+    prompt = to_text(call.render_text(c.get("prompt")))
+    system = c.get("system_prompt")
+    system = to_text(call.render_text(system)) if system else None
+    agent_input = call.render("input") if "input" in c else None
+    model = call.render("model") if c.get("model") is not None else None
+    write_raw = call.render("write") if c.get("write") is not None else None
+    max_iter = _max_iterations(call)
+    profile, label = _profile(call, c.get("agent"))
+    write: list[Path] | None = None
+    if write_raw is not None:
+        items = write_raw if isinstance(write_raw, list) else [write_raw]
+        ws = ex.ctx.workspace
+        write = [(ws / str(p)) if not Path(str(p)).is_absolute() else Path(str(p)) for p in items]
+    catalog = ex.ctx.catalog
+    if catalog is not None:  # connect the MCP servers the request may touch
+        try:
+            await catalog.prepare(c.get("tools"))
+        except RunError as e:
+            e.step_path = e.step_path or path
+            raise
+    tool_names = resolve_tools(ex, c.get("tools"), write, path, frame)
+    if profile is not None:
+        if profile.system_prompt:
+            system = f"{profile.system_prompt}\n\n{system}" if system else profile.system_prompt
+        if model is None and profile.model:
+            model = profile.model
+    model = model or "chat"
+    call.announce(
+        {
+            "prompt": prompt,
+            "system_prompt": system,
+            "input": agent_input,
+            "model": model,
+            "tools": tool_names,
+            "write": [str(p) for p in write] if write is not None else None,
+            "agent": label,
+            "max_iterations": max_iter,
+        }
+    )
+    allowed = set(tool_names)
+    hard_stop: list[BaseException] = []
+
+    async def call_tool(name: str, args: Any, tool_path: str) -> Any:
+        try:
+            return await ex.dispatch_tool(
+                name,
+                args,
+                scope=call.scope,
+                path=tool_path,
+                frame=frame,
+                write_scope=write,
+                allowed=allowed,
+            )
+        except (RunAborted, ExitError) as e:
+            # Hard stops must not return into the loop: the agent re-raises `aborted`.
+            hard_stop.append(e)
+            raise RunError("aborted", str(e), tool_path) from None
+
+    def emit(kind: str, ev_path: str | None = None, **data: Any) -> None:
+        ex.emit(kind, ev_path or path, stack, **data)
+
+    try:
+        spec = agent_mod.AgentSpec(
+            prompt=prompt,
+            output_schema=c.get("output_schema") or {"type": "object"},
+            tools=[_tool_for(ex, n, frame).spec() for n in tool_names],
+            max_iterations=max_iter,
+            model=model,
+            system_prompt=system,
+            input=agent_input,
+            repair_attempts=int(c.get("repair_attempts", 1)),
+            **_result_cap(ex),
+            budget=_agent_budget(ex, c.get("budget"), path),
+        )
+        if ex.ctx.router is None:
+            raise RunError(
+                "validation",
+                "an agent step needs a model but none is configured "
+                "(set [models] in flow.toml, or OPENAI_BASE_URL/OPENAI_API_KEY)",
+                path,
+            )
+        result = dict(
+            await agent_mod.run_agent(
+                spec,
+                router=_EffectRouter(ex, ex.ctx.router, path),
+                call_tool=call_tool,
+                emit=emit,
+                step_path=path,
+            )
+        )
+    except RunError:
+        if hard_stop:
+            raise hard_stop[0] from None
+        raise
+    except FlowError as e:  # ConfigError: no model for the role
+        if hard_stop:
+            raise hard_stop[0] from None
+        if isinstance(e, RunAborted):
+            raise
+        raise RunError("validation", str(e), path) from None
+    if c.get("require_final") and not result.get("final"):
+        raise _not_final(call, result, max_iter)
+    return result
+
+
+def _not_final(call: ControlCall, result: dict[str, Any], max_iter: int) -> RunError:
+    """The ``output_validation`` error of a ``require_final`` agent without a valid answer."""
+    from agentflow.runtime.agent import first_problem
+
+    meta = call.step.meta
+    where = [
+        f"stage `{meta['stage']}`" if meta.get("stage") else f"step `{call.step.id or call.path}`"
+    ]
+    if meta.get("source"):
+        where.append(f"({meta['source']})")
+    problems = [str(p) for p in result.get("errors") or []]
+    why = f"; last problem: {first_problem(problems)}" if problems else ""
+    return RunError(
+        "output_validation",
+        " ".join(where) + ": agent could not produce output conforming to its contract "
+        f"within {max_iter} rounds{why}",
+        call.path,
+        call.source,
+        details={"errors": problems} if problems else None,
+    )
+
+
+def _tool_for(ex: Executor, name: str, frame: Frame) -> Tool:
+    """The catalog Tool for ``name`` (a synthesized entry for plans not in the catalog)."""
+    catalog = ex.ctx.catalog
+    tool = catalog.get(name) if catalog is not None else None
+    if tool is not None:
+        return tool
+    from agentflow.runtime.tools.catalog import Tool
+
+    plan = ex.find_plan(name, frame)
+    schema = (plan.input_schema if plan is not None else None) or {"type": "object"}
+    description = plan.description if plan is not None else None
+
+    async def unreachable(args: dict[str, Any], ctx: Any) -> Any:
+        raise RunError("tool_error", f"{name} must be dispatched by the executor")
+
+    return Tool(
+        name=name,
+        description=description or f"Run plan {name}",
+        input_schema=schema,
+        func=unreachable,
+        source="plan",
+    )
+
+
+def _agent_budget(ex: Executor, planned: Any, path: str) -> Budget | None:
+    """The model budget of one agent step run: the plan's ``budget`` of the step, else
+    ``[budget.per_agent]`` of flow.toml, else None (docs/models.md "Budgets")."""
+    from agentflow.runtime.models.budget import budget_from
+
+    name = f"agent step {path}"
+    if isinstance(planned, dict):
+        return budget_from(planned, name=name, source="its `budget` in the plan")
+    config = ex.ctx.config
+    per_agent = config.budget.per_agent if config is not None else None
+    return budget_from(per_agent, name=name, source="flow.toml [budget.per_agent]")
+
+
+def _result_cap(ex: Executor) -> dict[str, int]:
+    """``{max_result_chars}`` from ``[tools] max_result_chars`` when a configuration is given."""
+    config = ex.ctx.config
+    return {"max_result_chars": config.tools.max_result_chars} if config is not None else {}
+
+
+class _EffectRouter:
+    """The router as the agent loop sees it: ``client_for(role)`` resolves like the run's router
+    (raising ConfigError the same way) and each client's ``chat`` goes through the executor's
+    model-call seam (:meth:`~agentflow.runtime.effects.Effects.chat`) at the agent step's path."""
+
+    def __init__(self, ex: Executor, router: ModelRouter, path: str):
+        self._ex = ex
+        self._router = router
+        self._path = path
+
+    def client_for(self, role_or_name: str | None = None) -> _EffectClient:
+        """The run router's client for ``role_or_name``, its calls routed through the seam."""
+        return _EffectClient(self._ex, self._router.client_for(role_or_name), self._path)
+
+
+class _EffectClient:
+    def __init__(self, ex: Executor, client: RoutedClient, path: str):
+        self._ex = ex
+        self._client = client
+        self._path = path
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        """One inference of the agent loop, through :meth:`Effects.chat`."""
+        return await self._ex.effects.chat(self._client, request, self._path)

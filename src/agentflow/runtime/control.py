@@ -1,0 +1,424 @@
+"""The control steps (PLAN_IR.md §5): ``value``, ``exit``, ``decide``, ``filter``, ``map``,
+``reduce``, ``parallel``, ``ask``, ``verify`` (``agent`` lives in :mod:`agentflow.runtime.agent_step`).
+
+The executor never dispatches a control step to a tool: it calls the step's handler from
+:data:`HANDLERS` with one :class:`ControlCall`, which bundles what the handler may use — the
+executor, the step, its compiled input, the template scope, the step path, the plan frame and
+``announce`` (which emits the step's ``step_started`` with the rendered input, once).  Bodies run
+through :meth:`ControlCall.run_body` (so they get their own events, retries and timeouts), model
+calls through the executor's ``judge``, questions through its ``ask``.
+
+Adding a control step: a handler here (``async def _name(call: ControlCall) -> Any``) and its
+entry in :data:`HANDLERS`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from agentflow.errors import RunError
+from agentflow.runtime.expressions import (
+    _kind,
+    evaluate_condition,
+    render_value,
+    to_json_value,
+    to_text,
+)
+from agentflow.runtime.hooks import NO_ANSWER, AskRequest
+
+if TYPE_CHECKING:
+    from agentflow.ir.models import Step
+    from agentflow.runtime.executor import Executor, Frame
+
+__all__ = [
+    "HANDLERS",
+    "Announce",
+    "ControlCall",
+    "ControlHandler",
+    "ExitError",
+    "ExitOk",
+    "as_body",
+    "check_answer",
+    "run_all",
+    "run_pool",
+]
+
+#: ``announce(rendered_input)``: emit the step's ``step_started`` (once; later calls do nothing).
+Announce = Callable[[Any], None]
+
+
+class ExitError(RunError):
+    """An ``exit`` with status error: ends the whole run, never skipped or substituted."""
+
+
+class ExitOk(Exception):
+    """An ``exit`` with status ok: ends the current plan with ``output``."""
+
+    def __init__(self, output: Any, path: str):
+        super().__init__("exit")
+        self.output = output
+        self.path = path
+
+
+@dataclass(slots=True)
+class ControlCall:
+    """One invocation of a control step: everything its handler may use.
+
+    ``input``: the step's compiled input (PLAN_IR.md §5 fields; templates parsed, bodies kept as
+    :class:`~agentflow.ir.models.Step`).  ``scope``: the template scope (``input``, earlier step
+    results, and ``item``/``index``/``accumulator`` inside bodies).  ``path``: the step path
+    (PLAN_IR.md §7).  ``frame``: the plan activation (call stack, deadline, sub-plans).
+    """
+
+    ex: Executor
+    step: Step
+    input: dict[str, Any]
+    scope: Mapping[str, Any]
+    path: str
+    frame: Frame
+    announce: Announce
+
+    @property
+    def stack(self) -> list[str]:
+        """The plan call stack (plan names, outermost first)."""
+        return self.frame.stack
+
+    @property
+    def source(self) -> str | None:
+        """The step's ``.flow`` position (``meta.source``), or None."""
+        src = self.step.meta.get("source")
+        return str(src) if src else None
+
+    def render(self, key: str, default: Any = None) -> Any:
+        """The field ``key`` (``default`` when absent) rendered against the scope."""
+        return render_value(self.input.get(key, default), self.scope)
+
+    def render_text(self, value: Any) -> Any:
+        """``value`` rendered leniently (a missing path renders as text and warns here) — for
+        the prose fields: questions, prompts, messages."""
+        return render_value(value, self.scope, lenient=True, on_warning=self.warn)
+
+    def warn(self, message: str) -> None:
+        """Emit a ``warning`` event at this step."""
+        self.ex.warn(self.path, self.frame.stack, message)
+
+    def body(self, key: str) -> Step:
+        """The body step held by field ``key``; RunError when it is not a step."""
+        return as_body(self.input.get(key), key, self.path)
+
+    async def run_body(self, body: Step, path: str, scope: Mapping[str, Any] | None = None) -> Any:
+        """Run a body step at ``path`` (events, retries, timeout) in ``scope`` (default: this
+        step's)."""
+        return await self.ex.run_step(
+            body, self.scope if scope is None else scope, path, self.frame
+        )
+
+
+ControlHandler = Callable[[ControlCall], Awaitable[Any]]
+
+
+def as_body(value: Any, label: str, path: str) -> Step:
+    """``value`` when it is a body step (the loader makes every body a Step), else RunError."""
+    from agentflow.ir.models import Step
+
+    if not isinstance(value, Step):
+        raise RunError("validation", f"`{label}` must be a step", path)
+    return value
+
+
+def _layer(scope: Mapping[str, Any], **names: Any) -> dict[str, Any]:
+    out = dict(scope)
+    out.update(names)
+    return out
+
+
+async def _condition(call: ControlCall, scope: Mapping[str, Any], path: str, what: str) -> bool:
+    """A ``when`` condition, or an ``infer`` question put to the judge role."""
+    c = call.input
+    if "when" in c and c["when"] is not None:
+        return evaluate_condition(c["when"], scope)
+    if "infer" in c and c["infer"] is not None:
+        stack = call.stack
+        question = render_value(
+            c["infer"], scope, lenient=True, on_warning=lambda m: call.ex.warn(path, stack, m)
+        )
+        return await call.ex.judge(to_text(question), path=path, stack=stack)
+    raise RunError("validation", f"`{what}` needs `when` or `infer`", path)
+
+
+def _over(call: ControlCall) -> list[Any]:
+    over = call.render("over")
+    if over is None:  # a missing upstream value is not "no items"; `?? []` opts in to that
+        raise RunError(
+            "validation",
+            "`over` must be a list, got null (write `?? []` to default it)",
+            call.path,
+        )
+    if isinstance(over, dict):
+        return list(over.values())
+    if hasattr(over, "to_list"):
+        return over.to_list()
+    if not isinstance(over, list | tuple):
+        raise RunError("validation", f"`over` must be a list, got {_kind(over)}", call.path)
+    return list(over)
+
+
+# ---------------------------------------------------------------------------------------------
+# The handlers
+
+
+async def _value(call: ControlCall) -> Any:
+    value = call.render("value")
+    call.announce({"value": value})
+    return value
+
+
+async def _exit(call: ControlCall) -> Any:
+    when = call.input.get("when")
+    if when is not None and not evaluate_condition(when, call.scope):
+        call.announce({"when": False})
+        return None
+    status = call.render("status", "error")
+    code = call.render("code") or "failed"
+    message = call.render_text(call.input.get("message"))
+    call.announce({"when": True, "status": status, "code": code, "message": message})
+    if status == "ok":
+        output = call.render("output") if "output" in call.input else None
+        raise ExitOk(output, call.path)
+    text = to_text(message) if message is not None else "exit"
+    raise ExitError(str(code), text, call.path, call.source)
+
+
+async def _decide(call: ControlCall) -> Any:
+    taken = await _condition(call, call.scope, call.path, "decide")
+    branch = "then" if taken else "else"
+    call.announce({"branch": branch})
+    body = call.input.get(branch)
+    if body is None:
+        return {"branch": branch, "output": None}
+    out = await call.run_body(as_body(body, branch, call.path), f"{call.path}/{branch}")
+    return {"branch": branch, "output": out}
+
+
+async def _filter(call: ControlCall) -> Any:
+    items = _over(call)
+    call.announce({"over": items})
+    kept, dropped = [], []
+    for i, item in enumerate(items):
+        inner = _layer(call.scope, item=item, index=i)
+        if await _condition(call, inner, f"{call.path}/item.{i}", "filter"):
+            kept.append(item)
+        else:
+            dropped.append(item)
+    return {"kept": kept, "dropped": dropped}
+
+
+async def _map(call: ControlCall) -> Any:
+    items = _over(call)
+    conc = call.render("concurrency")
+    conc = 1 if conc is None else conc
+    mode = call.render("on_item_error", "fail") or "fail"
+    body = call.body("do")
+    call.announce({"over": items, "concurrency": conc, "on_item_error": mode})
+    if mode not in ("fail", "skip"):
+        raise RunError(
+            "validation", f"`on_item_error` must be fail or skip, got {mode!r}", call.path
+        )
+    if not isinstance(conc, int) or isinstance(conc, bool) or conc < 1:
+        raise RunError(
+            "validation", f"`concurrency` must be a positive integer, got {conc!r}", call.path
+        )
+    results: list[Any] = [None] * len(items)
+    failed: set[int] = set()
+    units = call.ex.effects
+
+    async def one(i: int) -> None:
+        p = f"{call.path}/do.{i}"
+        scope = _layer(call.scope, item=items[i], index=i)
+        try:
+            results[i] = await units.unit(p, partial(call.run_body, body, p, scope))
+        except RunError as e:
+            # a budget that would be exceeded ends the run: skipping the item would only make
+            # the next one hit it too
+            if mode == "skip" and not isinstance(e, ExitError) and e.code != "budget_exceeded":
+                failed.add(i)
+                call.ex.warn(p, call.stack, f"item {i} skipped after {e.code}: {e.message}")
+                return
+            raise
+
+    await run_pool(len(items), conc, one)
+    return [r for i, r in enumerate(results) if i not in failed]
+
+
+async def _reduce(call: ControlCall) -> Any:
+    items = _over(call)
+    acc = call.render("initial")
+    body = call.body("do")
+    call.announce({"over": items, "initial": acc})
+    units = call.ex.effects
+    for i, item in enumerate(items):
+        p = f"{call.path}/do.{i}"
+        scope = _layer(call.scope, item=item, index=i, accumulator=acc)
+        acc = await units.unit(p, partial(call.run_body, body, p, scope))
+    return acc
+
+
+async def _parallel(call: ControlCall) -> Any:
+    branches = call.input.get("branches") or {}
+    if not isinstance(branches, dict):
+        raise RunError("validation", "`branches` must map names to steps", call.path)
+    conc = call.render("concurrency") or max(1, len(branches))
+    call.announce({"branches": list(branches), "concurrency": conc})
+    sem = asyncio.Semaphore(int(conc))
+    units = call.ex.effects
+
+    async def one(name: str, raw: Any) -> Any:
+        async with sem:
+            body = as_body(raw, name, call.path)
+            p = f"{call.path}/{name}"
+            return await units.unit(p, partial(call.run_body, body, p))
+
+    names = list(branches)
+    values = await run_all([one(n, branches[n]) for n in names])
+    return dict(zip(names, values, strict=True))
+
+
+async def _ask(call: ControlCall) -> Any:
+    question = to_text(call.render_text(call.input.get("question")))
+    schema = call.render("schema")
+    choices = call.render("choices")
+    unanswered = call.render("when_unanswered", "skip")
+    call.announce({"question": question, "choices": choices})
+    path, stack, ex = call.path, call.stack, call.ex
+    answer = await ex.ask(AskRequest(question, schema, choices, path, list(stack)))
+    if answer is not NO_ANSWER:
+        problem = check_answer(answer, schema, choices)
+        if problem:
+            raise RunError("output_validation", f"answer to `{question}`: {problem}", path)
+        ex.emit("ask", path, stack, question=question, answer=to_json_value(answer), answered=True)
+        return {"answer": answer, "answered": True}
+    if isinstance(unanswered, dict) and "default" in unanswered:
+        value = unanswered["default"]
+        problem = check_answer(value, schema, choices)
+        if problem:  # a templated default outside the declared contract (literal: load error)
+            raise RunError(
+                "validation", f"`when_unanswered.default` of `{question}`: {problem}", path
+            )
+        ex.emit("ask", path, stack, question=question, answer=to_json_value(value), answered=False)
+        return {"answer": value, "answered": False}
+    if isinstance(unanswered, dict) and "fail" in unanswered:
+        ex.emit("ask", path, stack, question=question, answered=False)
+        raise RunError("failed", to_text(unanswered["fail"]), path)
+    ex.emit("ask", path, stack, question=question, answer=None, answered=False)
+    return {"answer": None, "answered": False}
+
+
+def check_answer(answer: Any, schema: Any, choices: Any) -> str | None:
+    """Why ``answer`` breaks an ask's ``choices``/``schema`` (PLAN_IR.md §3), or None."""
+    if choices is not None and not isinstance(choices, list | tuple):
+        return f"`choices` must be a list, got {_kind(choices)}"
+    if choices and answer not in choices:
+        return f"{answer!r} is not one of {list(choices)!r}"
+    if schema is not None and not isinstance(schema, dict):
+        return f"`schema` must be a JSON Schema object, got {_kind(schema)}"
+    if schema:
+        import jsonschema
+
+        try:
+            jsonschema.validate(answer, schema)
+        except jsonschema.ValidationError as e:
+            return e.message
+        except jsonschema.SchemaError as e:
+            return f"`schema` is not valid JSON Schema: {e.message}"
+    return None
+
+
+async def _verify(call: ControlCall) -> Any:
+    checks = call.input.get("checks") or []
+    judges = call.input.get("judges") or []
+    call.announce({"checks": len(checks), "judges": len(judges)})
+    scope, path = call.scope, call.path
+    failures: list[str] = []
+    for i, chk in enumerate(checks):
+        ok = render_value(chk.get("ok"), scope) if isinstance(chk, dict) else chk
+        if isinstance(ok, dict):  # a condition object
+            ok = evaluate_condition(ok, scope)
+        if not isinstance(ok, bool):  # like a non-bool `decide` condition: an error, not a failure
+            raise RunError("validation", f"check {i}: `ok` must be a bool, got {_kind(ok)}", path)
+        if not ok:
+            msg = render_value(chk.get("message", "check failed"), scope, lenient=True)
+            failures.append(to_text(msg))
+    for i, j in enumerate(judges):
+        prompt = to_text(call.render_text(j.get("prompt") if isinstance(j, dict) else j))
+        if not await call.ex.judge(prompt, path=f"{path}/judge.{i}", stack=call.stack):
+            failures.append(prompt)
+    return {"passed": not failures, "failures": failures}
+
+
+# ---------------------------------------------------------------------------------------------
+# Concurrency
+
+
+async def run_pool(n: int, concurrency: int, fn: Callable[[int], Awaitable[Any]]) -> None:
+    """Run ``fn(0) … fn(n-1)`` with at most ``concurrency`` in flight (a pool of workers pulling
+    indices in order, so starting order is input order).  The first failure cancels the calls in
+    flight, waits for them to unwind, and is raised; nothing new starts after it.  Outer
+    cancellation (deadline, abort) cancels every worker."""
+    if n == 0:
+        return
+    if concurrency == 1:
+        for i in range(n):
+            await fn(i)
+        return
+    indices = iter(range(n))
+
+    async def worker() -> None:
+        for i in indices:
+            await fn(i)
+
+    await run_all([worker() for _ in range(min(concurrency, n))])
+
+
+async def run_all(coros: list[Awaitable[Any]]) -> list[Any]:
+    """Run coroutines concurrently; the first failure cancels the others and is raised."""
+    tasks = [asyncio.ensure_future(co) for co in coros]
+    if not tasks:
+        return []
+    try:
+        pending = set(tasks)
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)
+            for t in tasks:
+                if t in done and not t.cancelled():
+                    error = t.exception()
+                    if error is not None:
+                        for p in pending:
+                            p.cancel()
+                        if pending:
+                            await asyncio.wait(pending)
+                        raise error
+        return [t.result() for t in tasks]
+    except BaseException:
+        for t in tasks:
+            if not t.done():
+                t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+#: Control-step name → handler (``agent`` is added by the executor from ``agent_step``).
+HANDLERS: dict[str, ControlHandler] = {
+    "value": _value,
+    "exit": _exit,
+    "decide": _decide,
+    "filter": _filter,
+    "map": _map,
+    "reduce": _reduce,
+    "parallel": _parallel,
+    "ask": _ask,
+    "verify": _verify,
+}

@@ -1,0 +1,250 @@
+"""The host-hook API (RUNTIME.md §7): the execution gate, ``on_tool_error`` and the interlocutor.
+
+A host installs hooks on a :class:`Hooks` and passes it to a run (``agentflow.run(…, hooks=…)``,
+:class:`~agentflow.runtime.context.RunContext`).  Each hook may be sync or async:
+
+- ``gate(GateCall) -> Decision | None`` before every real tool dispatch: :func:`proceed` (or
+  None), :func:`skip` (``value`` is used as the call's result) or :func:`abort` (a hard stop);
+- ``on_tool_error(ToolFailure) -> Decision | None`` when a dispatched call failed after its
+  step's retries: :func:`propagate` (or None), :func:`substitute` or :func:`abort`;
+- ``interlocutor(AskRequest) -> answer | NO_ANSWER`` for ``ask`` steps (:func:`terminal_interlocutor`
+  asks on the terminal).
+
+:class:`RunAborted` is how a hook's ``abort`` travels up to the run (status ``aborted``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agentflow.errors import FlowError, RunError
+
+__all__ = [
+    "NO_ANSWER",
+    "AskRequest",
+    "Decision",
+    "GateCall",
+    "Hooks",
+    "RunAborted",
+    "ToolFailure",
+    "abort",
+    "default_interlocutor",
+    "maybe_await",
+    "proceed",
+    "propagate",
+    "skip",
+    "substitute",
+    "terminal_interlocutor",
+]
+
+
+@dataclass
+class GateCall:
+    """What the execution gate sees before a real tool dispatch.
+
+    ``input``: the fully rendered input. ``scope``: the template scope it rendered against (the
+    results map at top level; the layered body scope with item/index/accumulator inside bodies).
+    """
+
+    tool_name: str
+    input: Any
+    scope: Mapping[str, Any]
+    step_path: str
+    stack: list[str]
+
+
+@dataclass
+class ToolFailure:
+    """What ``on_tool_error`` sees when a dispatched call failed (``error`` is the RunError)."""
+
+    tool_name: str
+    input: Any
+    error: RunError
+    step_path: str
+    stack: list[str]
+
+
+DecisionAction = Literal["proceed", "skip", "abort", "propagate", "substitute"]
+
+
+@dataclass
+class Decision:
+    """A hook's answer. ``action``: ``proceed`` | ``skip`` (gate; ``value`` = injected result) |
+    ``abort`` (``message``) | ``propagate`` | ``substitute`` (on_tool_error; ``value``)."""
+
+    action: DecisionAction
+    value: Any = None
+    message: str = ""
+
+
+def proceed() -> Decision:
+    """Gate: run the call."""
+    return Decision("proceed")
+
+
+def skip(result: Any = None) -> Decision:
+    """Gate: do not run the call; ``result`` is used as its result."""
+    return Decision("skip", result)
+
+
+def abort(message: str = "aborted by hook") -> Decision:
+    """Gate / on_tool_error: hard-stop the run (status ``aborted``)."""
+    return Decision("abort", message=message)
+
+
+def propagate() -> Decision:
+    """on_tool_error: let the error propagate (the default)."""
+    return Decision("propagate")
+
+
+def substitute(value: Any) -> Decision:
+    """on_tool_error: continue the run with ``value`` as the call's result."""
+    return Decision("substitute", value)
+
+
+@dataclass
+class AskRequest:
+    """A question of an ``ask`` step for the interlocutor (``choices``/``schema`` may be None)."""
+
+    question: str
+    schema: dict[str, Any] | None
+    choices: list[Any] | None
+    step_path: str
+    stack: list[str]
+
+
+class _NoAnswer:
+    def __repr__(self) -> str:
+        return "NO_ANSWER"
+
+
+#: Returned by an interlocutor that could not get an answer (then ``when_unanswered`` decides).
+NO_ANSWER: Any = _NoAnswer()
+
+#: What a gate or ``on_tool_error`` hook returns: a decision (None: the default), maybe awaitable.
+HookResult = Decision | None | Awaitable[Decision | None]
+Gate = Callable[[GateCall], HookResult]
+OnToolError = Callable[[ToolFailure], HookResult]
+Interlocutor = Callable[[AskRequest], Any]
+
+
+@dataclass
+class Hooks:
+    """Host hooks (RUNTIME.md §7); each may be sync or async.
+
+    - ``gate(GateCall) -> Decision | None`` before every real tool dispatch (None = proceed).
+    - ``on_tool_error(ToolFailure) -> Decision | None`` when a dispatched call failed
+      (None = propagate).
+    - ``interlocutor(AskRequest) -> answer | NO_ANSWER`` for ``ask`` steps; questions are
+      serialized by a lock, even under concurrent map items.
+    """
+
+    gate: Gate | None = None
+    on_tool_error: OnToolError | None = None
+    interlocutor: Interlocutor | None = None
+
+    def install_gate(self, fn: Gate) -> Gate:
+        """Install the execution gate; returns ``fn`` (usable as a decorator)::
+
+        hooks = Hooks()
+
+        @hooks.install_gate
+        def gate(call: GateCall):
+            return skip({"stub": True}) if call.tool_name == "linear__delete" else None
+        """
+        self.gate = fn
+        return fn
+
+    def install_on_tool_error(self, fn: OnToolError) -> OnToolError:
+        """Install ``on_tool_error`` (return :func:`propagate`, :func:`substitute` or
+        :func:`abort`); returns ``fn``."""
+        self.on_tool_error = fn
+        return fn
+
+    def install_interlocutor(self, fn: Interlocutor) -> Interlocutor:
+        """Install the interlocutor of ``ask`` steps (return the answer or :data:`NO_ANSWER`);
+        returns ``fn``.  :func:`terminal_interlocutor` is the stderr/stdin one."""
+        self.interlocutor = fn
+        return fn
+
+
+class RunAborted(FlowError):
+    """A hook aborted the run (a hard stop); ``error`` is the failing tool's error, if any."""
+
+    def __init__(self, message: str, step_path: str | None, error: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.step_path = step_path
+        self.error = error
+
+
+async def maybe_await(value: Any) -> Any:
+    """``value``, awaited first when it is awaitable (a hook may be sync or async)."""
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+def _parse_answer(text: str, request: AskRequest) -> Any:
+    """A typed line → the answer: a choice by number or text, JSON when the schema wants a
+    non-string, else the text."""
+    text = text.strip()
+    choices = request.choices or []
+    if choices and text.isdigit() and 1 <= int(text) <= len(choices):
+        return choices[int(text) - 1]
+    if choices and text in [str(c) for c in choices]:
+        return next(c for c in choices if str(c) == text)
+    wants_text = not request.schema or request.schema.get("type") == "string"
+    if not wants_text or (choices and not all(isinstance(c, str) for c in choices)):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text
+
+
+def terminal_interlocutor(
+    stdin: Any = None, stderr: Any = None, *, pause: Callable[[], Any] | None = None
+) -> Callable[[AskRequest], Awaitable[Any]]:
+    """The terminal interlocutor (RUNTIME.md §7): writes the question (and numbered choices) to
+    ``stderr`` and reads one line from ``stdin`` (defaults: the process's).  An empty line or
+    end of input gives :data:`NO_ANSWER`, so the ask's ``when_unanswered`` decides.  ``pause``:
+    a context-manager factory that hides a live view while asking (``ConsoleSink.paused``).
+
+    The executor serializes questions, so concurrent map items never interleave prompts.
+    """
+    import sys
+
+    from agentflow.runtime.tools.catalog import run_in_daemon_thread
+
+    async def ask(request: AskRequest) -> Any:
+        inp = stdin if stdin is not None else sys.stdin
+        out = stderr if stderr is not None else sys.stderr
+        ctx = pause() if pause is not None else contextlib.nullcontext()
+        with ctx:
+            lines = [f"? [{request.step_path}] {request.question}"]
+            for i, choice in enumerate(request.choices or [], 1):
+                lines.append(f"  {i}) {choice}")
+            out.write("\n".join(lines) + "\n> ")
+            out.flush()
+            line = await run_in_daemon_thread(inp.readline)
+        if not line or not line.strip():
+            return NO_ANSWER
+        return _parse_answer(line, request)
+
+    return ask
+
+
+def default_interlocutor(**kwargs: Any) -> Callable[[AskRequest], Awaitable[Any]] | None:
+    """:func:`terminal_interlocutor` when stdin is a TTY, else None (CI: ``when_unanswered``
+    decides)."""
+    import sys
+
+    stdin = kwargs.get("stdin") or sys.stdin
+    isatty = getattr(stdin, "isatty", None)
+    return terminal_interlocutor(**kwargs) if callable(isatty) and isatty() else None
