@@ -16,7 +16,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,8 +27,17 @@ from agentflow.compiler.diagnostics import Diagnostic
 from agentflow.errors import ConfigError, FlowError, InputError, Location, PlanLoadError
 from agentflow.grammar.ast import Span
 
-if TYPE_CHECKING:  # the plan models (pydantic) load only when a plan is built or run
+if TYPE_CHECKING:  # the plan models (pydantic) and the runtime load only when a plan is run
+    from typing import Literal
+
     from agentflow.ir.models import Plan
+    from agentflow.runtime.config import Config
+    from agentflow.runtime.events import Sink
+    from agentflow.runtime.hooks import Hooks
+    from agentflow.runtime.models.router import ModelRouter
+    from agentflow.runtime.result import RunResult
+    from agentflow.runtime.shape_cache import ShapeCache
+    from agentflow.runtime.tools.catalog import Catalog
 
 __all__ = [
     "CompileError",
@@ -335,25 +344,27 @@ async def run(
     target: str | os.PathLike | Plan,
     input: Any = None,
     *,
-    config: Any = None,
+    config: Config | str | os.PathLike | None = None,
     workspace: str | os.PathLike | None = None,
     trace: str | os.PathLike | None = None,
-    sinks: Iterable[Any] = (),
-    hooks: Any = None,
-    catalog: Any = None,
-    router: Any = None,
+    sinks: Iterable[Sink] = (),
+    hooks: Hooks | None = None,
+    catalog: Catalog | None = None,
+    router: ModelRouter | None = None,
     record: str | os.PathLike | None = None,
     replay: str | os.PathLike | None = None,
-    shape_cache: Any = None,
-    on_partial: Any = None,
+    shape_cache: ShapeCache | Literal[False] | None = None,
+    on_partial: Callable[[str, Any], Any] | None = None,
     telemetry: bool | str | None = None,
-) -> Any:
+) -> RunResult:
     """Run a `.flow` file, a plan file or a loaded :class:`Plan` and return its ``RunResult``.
 
     - ``config``: a :class:`agentflow.runtime.config.Config`, a path to ``flow.toml``, or None to
       find ``flow.toml`` from the current directory upwards (else the environment);
     - ``workspace``: the root the file tools are confined to (default: the current directory);
     - ``trace``: a JSON Lines file receiving every event;
+    - ``sinks``: more event sinks (closed when the run ends); ``hooks``: the host's gate,
+      on_tool_error and interlocutor (RUNTIME.md §7);
     - ``catalog`` / ``router``: override the tool catalog and the model router (embedding, tests);
     - ``record``: write every model exchange to this cassette (JSON Lines, no keys);
     - ``replay``: answer every model request from this cassette; needs no model configuration
@@ -369,6 +380,9 @@ async def run(
       extra; a host with its own TracerProvider passes
       ``sinks=[agentflow.runtime.telemetry.OtelSink(tracer_provider=…)]`` instead.
 
+    The run itself is :func:`agentflow.runtime.executor.run_plan` with a
+    :class:`~agentflow.runtime.context.RunContext` built from these.
+
     Raises :class:`ConfigError` before the first step when the plan needs a model and none is
     configured; :class:`InputError` when ``input`` does not match the plan's input schema;
     :class:`PlanLoadError` when a tool name or ``tools`` pattern does not resolve against the
@@ -377,20 +391,20 @@ async def run(
     """
     from agentflow.ir.models import Plan
     from agentflow.runtime.config import Config, load_config, missing_key_message, no_model_message
+    from agentflow.runtime.context import RunContext
     from agentflow.runtime.events import JsonlSink
     from agentflow.runtime.executor import run_plan
+    from agentflow.runtime.hooks import Hooks
     from agentflow.runtime.models.router import ModelRouter
     from agentflow.runtime.tools.build import build_catalog, check_plan_tools
-    from agentflow.runtime.tools.catalog import Catalog
 
     plan = target if isinstance(target, Plan) else load(target)
     if not isinstance(config, Config):
         config = load_config(config)
     if catalog is None:
         catalog = build_catalog(config, plan=plan)
-    if isinstance(catalog, Catalog):
-        # tool names and patterns, before the run (RUNTIME.md §4)
-        check_plan_tools(plan, catalog, config)
+    # tool names and patterns, before the run (RUNTIME.md §4)
+    check_plan_tools(plan, catalog, config)
     own_router = router is None
     if router is None and replay is not None:
         from agentflow.runtime.models.cassette import ReplayRouter
@@ -423,8 +437,7 @@ async def run(
         try:
             all_sinks.append(OtelSink(settings_from_config(config, endpoint)))
         except ConfigError:
-            if hasattr(catalog, "aclose"):
-                await catalog.aclose()
+            await catalog.aclose()
             if own_router:
                 await router.aclose()
             raise
@@ -436,31 +449,27 @@ async def run(
         try:
             all_sinks.append(JsonlSink(trace))
         except OSError as e:
-            if hasattr(catalog, "aclose"):
-                await catalog.aclose()
+            await catalog.aclose()
             if own_router:
                 await router.aclose()
             raise ConfigError(f"{trace}: cannot write trace file: {e.strerror or e}") from None
+    context = RunContext(
+        catalog=catalog,
+        router=router,
+        config=config,
+        workspace=Path(workspace) if workspace is not None else Path.cwd(),
+        sinks=tuple(all_sinks),
+        hooks=hooks or Hooks(),
+    )
     try:
-        return await run_plan(
-            plan,
-            input,
-            catalog=catalog,
-            router=router,
-            config=config,
-            workspace=Path(workspace) if workspace is not None else Path.cwd(),
-            sinks=all_sinks,
-            hooks=hooks,
-            plans=getattr(catalog, "plans", None) or None,
-        )
+        return await run_plan(plan, input, context)
     finally:
-        if hasattr(catalog, "aclose"):
-            await catalog.aclose()  # MCP connections opened during the run
+        await catalog.aclose()  # MCP connections opened during the run
         if own_router:
             await router.aclose()  # the HTTP connection pools this run opened
 
 
-def run_sync(target: str | os.PathLike | Plan, input: Any = None, **kwargs: Any) -> Any:
+def run_sync(target: str | os.PathLike | Plan, input: Any = None, **kwargs: Any) -> RunResult:
     """:func:`run` for synchronous callers.  Runs its own event loop, the precise-timer loop of
     :mod:`agentflow.runtime.loop` (``AGENTFLOW_EVENT_LOOP=asyncio`` selects the stock one)."""
     from agentflow.runtime.loop import run as run_loop

@@ -19,10 +19,14 @@ finish = 3 (chat, solver, chat); ``plan_and_execute`` = 4 + 1 per replan (chat, 
 
 Public API::
 
-    await ask(question, *, catalog, router, config=None, workspace=None, sinks=(), hooks=None,
-              plans=None, shape_cache=None, max_iterations=None, on_progress=None) -> AskResult
+    await ask(question, context=None, *, max_iterations=None, max_result_chars=None,
+              on_progress=None, **options) -> AskResult
     await ask_with_config(question, *, config=None, workspace=None, trace=None, record=None,
                           replay=None, max_iterations=None, hooks=None, on_progress=None)
+
+``context`` / ``options``: a :class:`~agentflow.runtime.context.RunContext` and its fields as
+keywords (``catalog=``, ``router=``, ``config=``, ``workspace=``, ``sinks=``, ``hooks=``,
+``plans=``, ``shape_cache=``).
 """
 
 from __future__ import annotations
@@ -32,12 +36,13 @@ import inspect
 import json
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentflow.errors import ConfigError, ModelError, RunError, model_error_code
+from agentflow.runtime.context import RunContext
 from agentflow.runtime.events import EventBus
 from agentflow.runtime.planner import (
     PLAN_AND_EXECUTE,
@@ -48,6 +53,16 @@ from agentflow.runtime.planner import (
     planner_tools,
 )
 from agentflow.runtime.result import elapsed_ms, model_call_fields, usage_delta, usage_snapshot
+
+if TYPE_CHECKING:
+    from typing import Unpack
+
+    from agentflow.ir.models import Plan
+    from agentflow.runtime.config import Config
+    from agentflow.runtime.context import RunOptions
+    from agentflow.runtime.hooks import Hooks
+    from agentflow.runtime.models.base import ToolSpec
+    from agentflow.runtime.tools.catalog import Catalog
 
 __all__ = ["CHAT_SYSTEM", "AskResult", "ask", "ask_with_config", "chat_tools"]
 
@@ -114,7 +129,9 @@ class _HardStop(Exception):
         self.error = error
 
 
-def chat_tools(catalog: Any, plans: Mapping[str, Any] | None, config: Any = None) -> list[Any]:
+def chat_tools(
+    catalog: Catalog | None, plans: Mapping[str, Plan] | None, config: Config | None = None
+) -> list[ToolSpec]:
     """The ToolSpecs offered to the chat model: catalog tools and ``plan__*`` plans under the host
     policy, then ``plan_and_execute``."""
     from agentflow.runtime.models.base import ToolSpec
@@ -152,20 +169,16 @@ def _short(value: Any, limit: int = 100) -> str:
 
 async def ask(
     question: str,
+    context: RunContext | None = None,
     *,
-    catalog: Any,
-    router: Any,
-    config: Any = None,
-    workspace: Path | str | None = None,
-    sinks: Iterable[Any] = (),
-    hooks: Any = None,
-    plans: Mapping[str, Any] | None = None,
-    shape_cache: Any = None,
     max_iterations: int | None = None,
     max_result_chars: int | None = None,
     on_progress: Progress | None = None,
+    **options: Unpack[RunOptions],
 ) -> AskResult:
     """Answer ``question`` with the chat-role tool-calling loop (see the module docstring).
+
+    ``context`` / ``options`` (:class:`~agentflow.runtime.context.RunContext` and its fields):
 
     - ``catalog``/``plans``: the tools and plans offered (under ``config.policy``); ``plans``
       defaults to ``catalog.plans`` (:func:`agentflow.runtime.tools.build.build_catalog`).
@@ -173,34 +186,40 @@ async def ask(
     - ``sinks``: event sinks (``model_call`` events of the chat model plus every event of the tool
       runs); not closed here.  ``hooks``: the host's gate / on_tool_error / interlocutor.
     - ``shape_cache``: see :func:`~agentflow.runtime.planner.plan_and_execute` (``False`` disables).
-    - ``max_iterations``: chat rounds (default ``config.chat.max_agent_iterations``, else 10).
-    - ``on_progress(kind, text)``: progress callback (the CLI prints it dimmed on stderr).
+
+    ``max_iterations``: chat rounds (default ``config.chat.max_agent_iterations``, else 10);
+    ``max_result_chars``: cap of one tool result shown to the model (default
+    ``config.chat.max_result_chars``); ``on_progress(kind, text)``: progress callback (the CLI
+    prints it dimmed on stderr).
 
     Raises ConfigError when no chat model is configured; every other failure is in the result.
     """
     from agentflow.runtime.agent import assign_ids, gather_tool_results, parse_arguments
-    from agentflow.runtime.executor import GateCall, Hooks
+    from agentflow.runtime.hooks import GateCall
     from agentflow.runtime.models.base import ChatRequest, Message
     from agentflow.runtime.shape_cache import ShapeCache, ShapeRecorder
 
-    ccfg = getattr(config, "chat", None)
+    ctx = RunContext.of(context, options)
+    catalog, router, config = ctx.catalog, ctx.router, ctx.config
     if max_iterations is None:
-        max_iterations = int(getattr(ccfg, "max_agent_iterations", DEFAULT_MAX_ITERATIONS))
+        max_iterations = (
+            config.chat.max_agent_iterations if config is not None else DEFAULT_MAX_ITERATIONS
+        )
     if max_result_chars is None:
-        max_result_chars = int(getattr(ccfg, "max_result_chars", DEFAULT_RESULT_CHARS))
+        max_result_chars = (
+            config.chat.max_result_chars if config is not None else DEFAULT_RESULT_CHARS
+        )
     if router is None:
         from agentflow.runtime.config import no_model_message
 
         raise ConfigError(no_model_message(config, "chat"))
     client = router.client_for("chat")
-    if shape_cache is None:
-        shape_cache = ShapeCache()
-    cache = shape_cache or None
-    kept = [_KeepOpen(s) for s in sinks]
+    cache = (ShapeCache() if ctx.shape_cache is None else ctx.shape_cache) or None
+    kept = [_KeepOpen(s) for s in ctx.sinks]
     bus = EventBus(kept)
-    host = hooks or Hooks()
-    plans = dict(plans if plans is not None else (getattr(catalog, "plans", None) or {}))
-    if hasattr(catalog, "prepare"):
+    host = ctx.hooks
+    plans = ctx.callable_plans
+    if catalog is not None:
         try:
             await catalog.prepare(None)  # list the MCP servers' tools too
         except RunError as exc:
@@ -225,6 +244,7 @@ async def ask(
     run_sinks: list[Any] = list(kept)
     if cache is not None:
         run_sinks.append(ShapeRecorder(cache))
+    tool_runs = ctx.replace(sinks=run_sinks, plans=plans)  # one single-step run per tool call
 
     async def gate(name: str, args: Any, path: str) -> tuple[bool, Any]:
         """(skipped, injected result) for plan_and_execute; raises _HardStop on abort."""
@@ -250,17 +270,7 @@ async def ask(
         step = Step.model_validate({"id": sid, "tool_name": name, "input": args})
         step.compiled = args  # the model's arguments are data, never templates
         wrapper = Plan.model_validate({"name": WRAPPER_PLAN, "steps": [step]})
-        result = await run_plan(
-            wrapper,
-            {},
-            catalog=catalog,
-            router=router,
-            config=config,
-            workspace=workspace,
-            sinks=run_sinks,
-            hooks=host,
-            plans=plans,
-        )
+        result = await run_plan(wrapper, {}, tool_runs)
         if result.status == "aborted":
             raise _HardStop(result.error or {"code": "aborted", "message": "aborted"})
         if result.status == "error":
@@ -292,14 +302,11 @@ async def ask(
 
         ex = await plan_and_execute(
             goal,
-            catalog=catalog,
-            router=router,
-            config=config,
-            workspace=workspace,
-            sinks=[*kept, _Relay()],
-            hooks=host,
-            plans=plans,
-            shape_cache=cache if cache is not None else False,
+            ctx.replace(
+                sinks=[*kept, _Relay()],
+                plans=plans,
+                shape_cache=cache if cache is not None else False,
+            ),
             path=path,
         )
         if ex.status == "aborted":
@@ -407,13 +414,13 @@ async def ask(
 async def ask_with_config(
     question: str,
     *,
-    config: Any = None,
+    config: Config | Path | str | None = None,
     workspace: Path | str | None = None,
     trace: Path | str | None = None,
     record: Path | str | None = None,
     replay: Path | str | None = None,
     max_iterations: int | None = None,
-    hooks: Any = None,
+    hooks: Hooks | None = None,
     on_progress: Progress | None = None,
 ) -> AskResult:
     """:func:`ask` as ``flowc ask`` runs it: the configuration (a Config, a path, or None to find
@@ -432,15 +439,18 @@ async def ask_with_config(
         no_model_message,
     )
     from agentflow.runtime.events import JsonlSink
+    from agentflow.runtime.hooks import Hooks
     from agentflow.runtime.models.router import ModelRouter
+    from agentflow.runtime.shape_cache import ShapeCache
     from agentflow.runtime.tools.build import build_catalog
 
     if not isinstance(config, Config):
         config = load_config(config)
+    router: ModelRouter
     if replay is not None:
         from agentflow.runtime.models.cassette import ReplayRouter
 
-        router: Any = ReplayRouter(replay, config)
+        router = ReplayRouter(replay, config)
     elif not config.has_model():
         raise ConfigError(no_model_message(config, "chat"))
     elif (missing := missing_key_message(config, ("chat", "planner", "solver"))) is not None:
@@ -452,38 +462,31 @@ async def ask_with_config(
     else:
         router = ModelRouter(config)
     catalog = build_catalog(config)
-    sinks: list[Any] = [JsonlSink(trace)] if trace is not None else []
+    sinks = [JsonlSink(trace)] if trace is not None else []
     scratch = None
-    shape_cache: Any = None
+    shape_cache: ShapeCache | None = None
     if record is not None or replay is not None:
         # a cassette must not depend on the user's cache: the planner of a recorded or replayed
         # question reads a cache that starts empty (and still learns within the question)
         import tempfile
 
-        from agentflow.runtime.shape_cache import ShapeCache
-
         scratch = tempfile.TemporaryDirectory(prefix="agentflow-shapes-")
         shape_cache = ShapeCache(Path(scratch.name) / "shapes.sqlite")
+    context = RunContext(
+        catalog=catalog,
+        router=router,
+        config=config,
+        workspace=Path(workspace) if workspace is not None else Path.cwd(),
+        sinks=tuple(sinks),
+        hooks=hooks or Hooks(),
+        shape_cache=shape_cache,
+    )
     try:
-        return await ask(
-            question,
-            catalog=catalog,
-            router=router,
-            config=config,
-            workspace=Path(workspace) if workspace is not None else Path.cwd(),
-            sinks=sinks,
-            hooks=hooks,
-            max_iterations=max_iterations,
-            on_progress=on_progress,
-            shape_cache=shape_cache,
-        )
+        return await ask(question, context, max_iterations=max_iterations, on_progress=on_progress)
     finally:
         if scratch is not None:
             scratch.cleanup()
         for sink in sinks:
             sink.close()
-        if hasattr(catalog, "aclose"):
-            await catalog.aclose()
-        close = getattr(router, "aclose", None)
-        if close is not None:
-            await close()
+        await catalog.aclose()
+        await router.aclose()

@@ -39,10 +39,13 @@ requests that differ from earlier attempts' (the rest are reused, above).
 
 Public API::
 
-    await plan_and_execute(goal, *, catalog, router, config=None, workspace=None, sinks=(),
-                           hooks=None, plans=None, shape_cache=None, max_replans=None,
-                           repair_attempts=None, path="plan_and_execute") -> PlanExecution
+    await plan_and_execute(goal, context=None, *, max_replans=None, repair_attempts=None,
+                           path="plan_and_execute", stack=None, **options) -> PlanExecution
     await solve(goal, results, *, router, emit=None, path="solver", stack=None) -> str
+
+``context`` / ``options``: a :class:`~agentflow.runtime.context.RunContext` and its fields as
+keywords (``catalog=``, ``router=``, ``config=``, ``workspace=``, ``sinks=``, ``hooks=``,
+``plans=``, ``shape_cache=``).
 """
 
 from __future__ import annotations
@@ -50,10 +53,9 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentflow.errors import (
     ConfigError,
@@ -63,6 +65,7 @@ from agentflow.errors import (
     PlanLoadError,
     model_error_code,
 )
+from agentflow.runtime.context import RunContext
 from agentflow.runtime.events import Event, EventBus
 from agentflow.runtime.result import (
     elapsed_ms,
@@ -71,6 +74,11 @@ from agentflow.runtime.result import (
     usage_delta,
     usage_snapshot,
 )
+
+if TYPE_CHECKING:
+    from typing import Unpack
+
+    from agentflow.runtime.context import RunOptions
 
 __all__ = [
     "DEFAULT_MAX_REPLANS",
@@ -526,22 +534,18 @@ def _planner_request(
 
 async def plan_and_execute(
     goal: str,
+    context: RunContext | None = None,
     *,
-    catalog: Any,
-    router: Any,
-    config: Any = None,
-    workspace: Path | str | None = None,
-    sinks: Iterable[Any] = (),
-    hooks: Any = None,
-    plans: Mapping[str, Any] | None = None,
-    shape_cache: Any = None,
     max_replans: int | None = None,
     repair_attempts: int | None = None,
     path: str = PLAN_AND_EXECUTE,
     stack: list[str] | None = None,
+    **options: Unpack[RunOptions],
 ) -> PlanExecution:
     """Author a plan for ``goal`` with the planner role, run it, replan on defects, and write the
     report with the solver role (RUNTIME.md §9; see the module docstring for the replan design).
+
+    ``context`` / ``options`` (:class:`~agentflow.runtime.context.RunContext` and its fields):
 
     - ``catalog`` / ``plans``: the tools (and plans callable as ``plan__NAME``) offered to the
       planner, filtered by ``config.policy``.
@@ -552,44 +556,48 @@ async def plan_and_execute(
       the memo gate.
     - ``shape_cache``: a :class:`~agentflow.runtime.shape_cache.ShapeCache` (default: the user's
       cache), read fresh at each attempt and fed by every successful tool call; ``False`` disables it.
-    - ``max_replans`` / ``repair_attempts``: defaults from ``config.planner`` (2 and 1).
+
+    ``max_replans`` / ``repair_attempts``: defaults from ``config.planner`` (2 and 1).  ``path``
+    and ``stack``: where this call sits in the events (``ask/chat.2/plan_and_execute`` in
+    ``flowc ask``).
 
     Never raises for a failing plan or model: the outcome is in the returned :class:`PlanExecution`.
     Raises ConfigError when no model is configured at all (``router`` None).
     """
     from agentflow.ir.models import Finish
-    from agentflow.runtime.executor import Decision, Hooks, run_plan
+    from agentflow.runtime.executor import run_plan
+    from agentflow.runtime.hooks import Decision, GateCall, Hooks, maybe_await
     from agentflow.runtime.models.memo import ModelMemo
     from agentflow.runtime.models.router import model_memo
     from agentflow.runtime.shape_cache import ShapeCache, ShapeRecorder
 
+    ctx = RunContext.of(context, options)
+    catalog, router, config = ctx.catalog, ctx.router, ctx.config
     if router is None:
         from agentflow.runtime.config import no_model_message
 
         raise ConfigError(no_model_message(config, "planner"))
-    pcfg = getattr(config, "planner", None)
     if max_replans is None:
-        max_replans = int(getattr(pcfg, "max_replans", DEFAULT_MAX_REPLANS))
+        max_replans = config.planner.max_replans if config is not None else DEFAULT_MAX_REPLANS
     if repair_attempts is None:
-        repair_attempts = int(getattr(pcfg, "repair_attempts", DEFAULT_REPAIR_ATTEMPTS))
-    if shape_cache is None:
-        shape_cache = ShapeCache()
-    cache = shape_cache or None
+        repair_attempts = (
+            config.planner.repair_attempts if config is not None else DEFAULT_REPAIR_ATTEMPTS
+        )
+    cache = (ShapeCache() if ctx.shape_cache is None else ctx.shape_cache) or None
     stack = list(stack or [PLAN_AND_EXECUTE])
-    kept = [_KeepOpen(s) for s in sinks]
+    kept = [_KeepOpen(s) for s in ctx.sinks]
     bus = EventBus(kept)
     emit = bus.emit
     before = usage_snapshot(router)
     t0 = time.monotonic()
-    if plans is None:
-        plans = getattr(catalog, "plans", None) or {}
-    if hasattr(catalog, "prepare"):
+    plans = ctx.callable_plans
+    if catalog is not None:
         try:
             await catalog.prepare(None)  # the MCP servers' tools are listed to the planner too
         except FlowError as exc:
             emit("warning", path, stack, message=f"some MCP tools are unavailable: {exc}")
     tools = planner_tools(catalog, plans, config)
-    host = hooks or Hooks()
+    host = ctx.hooks
     memo: dict[str, Any] = {}
     models = ModelMemo()  # kept model work (see the module docstring)
     results: dict[str, Any] = {}
@@ -617,15 +625,13 @@ async def plan_and_execute(
 
     reused = {"n": 0}
 
-    async def memo_gate(call: Any) -> Any:
+    async def memo_gate(call: GateCall) -> Decision | None:
         key = call.tool_name + "\x00" + _canonical(_json_input(call.input))
         if key in memo:
             reused["n"] += 1
             return Decision("skip", memo[key])
         if host.gate is not None:
-            decision = host.gate(call)
-            if hasattr(decision, "__await__"):
-                decision = await decision
+            decision: Decision | None = await maybe_await(host.gate(call))
             return decision
         return None
 
@@ -700,20 +706,11 @@ async def plan_and_execute(
         models.start_attempt()
         memo_token = model_memo.set(models)
         try:
+            hooks = Hooks(
+                gate=memo_gate, on_tool_error=host.on_tool_error, interlocutor=host.interlocutor
+            )
             run = await run_plan(
-                plan,
-                {"goal": goal},
-                catalog=catalog,
-                router=router,
-                config=config,
-                workspace=workspace,
-                sinks=run_sinks,
-                hooks=Hooks(
-                    gate=memo_gate,
-                    on_tool_error=host.on_tool_error,
-                    interlocutor=host.interlocutor,
-                ),
-                plans=dict(plans or {}),
+                plan, {"goal": goal}, ctx, sinks=run_sinks, hooks=hooks, plans=plans
             )
         except InputError as exc:
             attempt.problems = [f"{file}: {exc}"]
