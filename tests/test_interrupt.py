@@ -1,4 +1,4 @@
-"""SIGINT / SIGTERM during `flowc run` and `run_sync` (runtime/loop.py, executor `_until_stopped`):
+"""SIGINT / SIGTERM during `flowc run` and `run_sync` (runtime/interrupt.py: `run`, `until_stopped`):
 the run winds down, the trace gets its run_finished, the finished steps come back, and the exit
 code is the shell's 128 + signal.  Real processes, real signals."""
 

@@ -470,8 +470,9 @@ async def run(
 
 
 def run_sync(target: str | os.PathLike | Plan, input: Any = None, **kwargs: Any) -> RunResult:
-    """:func:`run` for synchronous callers.  Runs its own event loop, the precise-timer loop of
-    :mod:`agentflow.runtime.loop` (``AGENTFLOW_EVENT_LOOP=asyncio`` selects the stock one)."""
-    from agentflow.runtime.loop import run as run_loop
+    """:func:`run` for synchronous callers: runs its own (stock asyncio) event loop with
+    :func:`agentflow.runtime.interrupt.run`, where SIGINT/SIGTERM stop the run gracefully
+    (:class:`agentflow.errors.Interrupted` carries the partial result)."""
+    from agentflow.runtime.interrupt import run as run_loop
 
     return run_loop(run(target, input, **kwargs))

@@ -563,7 +563,7 @@ def cost_cmd(file: str, as_json: bool) -> None:
 def tools_cmd(config: str | None, as_json: bool, no_connect: bool, as_extern: bool) -> None:
     """List the tool catalog: name, source, description, input schema summary (RUNTIME.md §4)."""
     from agentflow.runtime.config import load_config
-    from agentflow.runtime.loop import run as run_loop
+    from agentflow.runtime.interrupt import run as run_loop
     from agentflow.runtime.tools.build import build_catalog, list_catalog
 
     try:
@@ -696,7 +696,7 @@ def ask(
     """Answer QUESTION with the chat model and the tool catalog (tools, plan__* plans,
     plan_and_execute). The answer goes to stdout; progress and solver reports, dimmed, to stderr."""
     from agentflow.runtime.chat import ask_with_config
-    from agentflow.runtime.loop import run as run_loop
+    from agentflow.runtime.interrupt import run as run_loop
 
     _check_run_options(workspace, record, replay, trace)
 

@@ -25,11 +25,10 @@ Step paths follow PLAN_IR.md §7: ``E3``, ``E3/then``, ``E3/do.2`` (map/reduce i
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import re
 import time
-from collections.abc import Awaitable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -912,6 +911,8 @@ async def run_plan(
     message, step_path, source?})``; hook aborts as ``status="aborted"``.  Cancelled from
     outside, the run still closes its trace (``run_finished``), then the cancellation goes on.
     """
+    from agentflow.runtime.interrupt import until_stopped
+
     ctx = RunContext.of(context, options)
     if input is None:
         input = {}
@@ -956,7 +957,7 @@ async def run_plan(
 
     try:
         try:
-            output = await _until_stopped(body())
+            output = await until_stopped(body())
         except ExitOk as e:
             status, output = "exited", e.output
     except RunAborted as e:
@@ -999,61 +1000,14 @@ async def run_plan(
     return result
 
 
-class _Stopped(RunAborted):
-    """The run was asked to stop by a signal (runtime/loop.py ``StopRequest``)."""
-
-
-async def _until_stopped(work: Awaitable[Any]) -> Any:
-    """Await ``work``; when the owning loop's stop request fires first (SIGINT / SIGTERM under
-    :func:`agentflow.runtime.loop.run`), cancel it, let it unwind (its steps emit their
-    ``step_finished``) and raise :class:`_Stopped` (→ an ``aborted`` RunResult)."""
-    from agentflow.runtime.loop import stop_request
-
-    stop = stop_request()
-    if stop is None:
-        return await work
-    stop.listeners += 1
-    task: asyncio.Future[Any] | None = None
-    try:
-        # A signal that came while the run was loading (tool modules, config: synchronous code)
-        # still sits in the loop's wake-up pipe: let the loop hand it to ``stop.request`` before
-        # the first step starts (a few passes; none when no signal came).
-        for _ in range(16):
-            if stop.handled >= stop.received:
-                break
-            await asyncio.sleep(0)
-        if not stop.event.is_set():
-            task = asyncio.ensure_future(work)
-            waiter = asyncio.ensure_future(stop.event.wait())
-            try:
-                await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                waiter.cancel()
-                if not task.done():
-                    task.cancel()
-                    await asyncio.wait({task})  # unwinds even if we are cancelled meanwhile
-    finally:
-        stop.listeners -= 1
-        if task is None:
-            _close_awaitable(work)  # never started
-    if task is None or (task.cancelled() and stop.event.is_set()):
-        raise _Stopped(f"interrupted by {stop.signal}", None)
-    return task.result()
-
-
-def _close_awaitable(work: Awaitable[Any]) -> None:
-    """Close a coroutine that will never run (no "was never awaited" warning)."""
-    if inspect.iscoroutine(work):
-        work.close()
-
-
 def run_plan_sync(
     plan: Plan,
     input: Any = None,
     context: RunContext | None = None,
     **options: Unpack[RunOptions],
 ) -> RunResult:
-    """:func:`run_plan` from synchronous code (runs its own event loop)."""
-    from agentflow.runtime.loop import run as _run_loop
+    """:func:`run_plan` from synchronous code: runs its own event loop
+    (:func:`agentflow.runtime.interrupt.run`: SIGINT/SIGTERM stop the run gracefully)."""
+    from agentflow.runtime.interrupt import run
 
-    return _run_loop(run_plan(plan, input, context, **options))
+    return run(run_plan(plan, input, context, **options))

@@ -1,31 +1,23 @@
-"""The event loop agentflow runs on when it owns the loop (``run_sync``, ``flowc run``, ``flowc ask``).
+"""Stopping a run, and the event loop agentflow runs on when it owns one.
 
-Why not the stock loop: on Linux, asyncio's default selector is epoll, and ``epoll_wait`` takes its
-timeout in whole milliseconds, rounded *up*.  Every ``asyncio.sleep(0.01)`` therefore wakes up to
-1 ms late, plus the kernel's wake-up latency (≈ 0.15–0.2 ms on the 2-core VMs we measure on).  A
-``map`` whose items wait on timers chains those overshoots: 100 sequential 10 ms waits per worker
-came out 10–12 % over the ideal with the stock loop (``bench/map_throughput.py``).
+:func:`run` runs a coroutine for synchronous callers (``run_sync``, ``run_plan_sync``, ``flowc run``,
+``flowc ask``, ``flowc tools``) like ``asyncio.run`` — the stock asyncio loop of the current event
+loop policy — with two additions:
 
-:class:`PreciseSelector` keeps epoll for readiness (no ``FD_SETSIZE`` limit on the descriptors it
-watches) but sleeps with ``select()`` on the single epoll descriptor, whose timeout has microsecond
-resolution, then collects the ready events with a non-blocking ``epoll_wait``.  To absorb the wake-up
-latency it stops sleeping :data:`SPIN_S` (200 µs) before a due timer and polls until the timer is
-due: at most 200 µs of CPU per timer wake-up, nothing while the loop waits on I/O with no timer near
-(e.g. a model call).  Measured effect: the bare-asyncio floor of that benchmark drops from ≈ 1.11×
-to ≈ 1.02×.
+- **Signals.** The first SIGINT or SIGTERM becomes a :class:`StopRequest`; a plan being run watches
+  it (:func:`until_stopped`, called by ``run_plan``), cancels its steps in flight and returns an
+  ``aborted`` RunResult with the steps finished so far; :func:`run` then raises
+  :class:`agentflow.errors.Interrupted` carrying it.  A second signal, or one arriving while no run
+  watches, cancels everything at once.  Handlers are installed only on the main thread and only
+  over the default ones (an application's own handlers win).
+- **A default executor of daemon threads** (:class:`DaemonThreadExecutor`) whose shutdown never
+  waits for a running call: a thread abandoned by a step timeout or the plan deadline
+  (``asyncio.to_thread``, ``loop.run_in_executor(None, …)``, ``loop.getaddrinfo``) cannot hold
+  the end of the run open, as it would with ``asyncio.run``.  Its result is dropped, as with tools
+  run by ``run_in_daemon_thread``.
 
-Set ``AGENTFLOW_EVENT_LOOP=asyncio`` to use the stock loop instead (``default``, ``stock``, ``0``,
-``off``, ``false``, ``no``, ``none`` mean the same; ``agentflow``, ``precise``, ``1``, ``on``,
-``true``, ``yes`` or unset select this loop; any other value warns and falls back to the stock
-loop).  Callers of the async API (:func:`agentflow.run`) run on their own loop; nothing here
-touches it.  Off Linux (kqueue takes float timeouts already; Windows uses the proactor) the stock
-loop is used.
-
-:func:`run` also gives the loop a default executor (``asyncio.to_thread``,
-``loop.run_in_executor(None, …)``, ``loop.getaddrinfo``) of daemon threads that the end of the run
-does not wait for: a thread abandoned by a step timeout or the plan deadline (it cannot be stopped)
-no longer holds ``run_sync`` / ``flowc run`` open until it finishes, as it would with
-``asyncio.run``.  Its result is dropped, as with tools run by ``run_in_daemon_thread``.
+Callers of the async API (:func:`agentflow.run`, ``run_plan``) run on their own loop; nothing here
+touches it, and cancelling the run there is the caller's business.
 """
 
 from __future__ import annotations
@@ -33,94 +25,27 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import inspect
 import os
 import queue
-import select
-import selectors
 import signal
 import threading
-import warnings
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
+from agentflow.runtime.hooks import RunAborted
+
 __all__ = [
-    "SPIN_S",
+    "ABANDON_S",
     "DaemonThreadExecutor",
-    "PreciseSelector",
     "StopRequest",
-    "new_event_loop",
+    "Stopped",
     "run",
     "stop_request",
+    "until_stopped",
 ]
 
 T = TypeVar("T")
-
-#: How long before a due timer the loop stops sleeping and polls instead (seconds).
-SPIN_S = 0.0002
-
-#: select() cannot watch a descriptor at or above this number (FD_SETSIZE on Linux).
-_FD_SETSIZE = 1024
-
-_Base: type[selectors.BaseSelector] = getattr(selectors, "EpollSelector", selectors.DefaultSelector)
-
-
-class PreciseSelector(_Base):  # type: ignore[misc,valid-type]
-    """An epoll selector whose timeouts have microsecond resolution (see the module docstring).
-
-    ``select(timeout)`` returns the same ``[(SelectorKey, events)]`` list as
-    :class:`selectors.EpollSelector`; ``timeout`` is in seconds (``None`` blocks, ``<= 0`` polls).
-    If the epoll descriptor cannot be passed to ``select()`` (number ≥ 1024) it behaves exactly
-    like the stock selector.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._precise = self.fileno() < _FD_SETSIZE
-
-    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-        if timeout is not None and timeout > 0 and self._precise:
-            if timeout > SPIN_S:
-                try:
-                    # readable as soon as any watched descriptor is ready; µs timeout
-                    select.select([self.fileno()], [], [], timeout - SPIN_S)
-                except (ValueError, OSError):
-                    self._precise = False
-                    return super().select(timeout)
-            timeout = 0  # collect what is ready (or spin toward a timer due within SPIN_S)
-        return super().select(timeout)
-
-
-#: ``AGENTFLOW_EVENT_LOOP`` values (lower-cased, stripped) selecting each loop.
-_STOCK_VALUES = frozenset({"asyncio", "default", "stock", "0", "off", "false", "no", "none"})
-_PRECISE_VALUES = frozenset({"", "agentflow", "precise", "1", "on", "true", "yes"})
-_WARNED: dict[Any, Any] = {}  # warnings registry: an odd value is reported once per process
-
-
-def _precise_available() -> bool:
-    raw = os.environ.get("AGENTFLOW_EVENT_LOOP", "")
-    value = raw.strip().lower()
-    if value in _STOCK_VALUES:
-        return False
-    if value not in _PRECISE_VALUES:
-        warnings.warn_explicit(  # located at the variable, not at asyncio's code calling us
-            f"AGENTFLOW_EVENT_LOOP={raw!r} is not understood (use 'asyncio' for the stock asyncio "
-            "loop, 'agentflow' for agentflow's own); using the stock asyncio loop",
-            RuntimeWarning,
-            filename="AGENTFLOW_EVENT_LOOP",
-            lineno=0,
-            registry=_WARNED,
-        )
-        return False
-    return hasattr(selectors, "EpollSelector") and hasattr(select, "select")
-
-
-def new_event_loop() -> asyncio.AbstractEventLoop:
-    """A new event loop for a run agentflow owns: a ``SelectorEventLoop`` over
-    :class:`PreciseSelector` on Linux, the stock ``asyncio.new_event_loop()`` elsewhere or when
-    ``AGENTFLOW_EVENT_LOOP=asyncio``."""
-    if not _precise_available():
-        return asyncio.new_event_loop()
-    return asyncio.SelectorEventLoop(PreciseSelector())
 
 
 class DaemonThreadExecutor(concurrent.futures.ThreadPoolExecutor):
@@ -198,8 +123,8 @@ class DaemonThreadExecutor(concurrent.futures.ThreadPoolExecutor):
 
 class StopRequest:
     """The first SIGINT / SIGTERM of a run :func:`run` owns: ``event`` is set and ``signal``
-    names it.  :func:`agentflow.runtime.executor.run_plan` watches it (``listeners`` counts the
-    runs watching) and winds down: the steps in flight are cancelled and an ``aborted``
+    names it.  :func:`until_stopped` (in ``run_plan``) watches it (``listeners`` counts the runs
+    watching) and winds down: the steps in flight are cancelled and an ``aborted``
     RunResult with the finished steps comes back.  A second signal, or one arriving while no
     run watches, cancels everything at once."""
 
@@ -244,6 +169,53 @@ def stop_request() -> StopRequest | None:
     return _STOP.get()
 
 
+class Stopped(RunAborted):
+    """The run was asked to stop by a signal (its :class:`StopRequest`)."""
+
+
+async def until_stopped(work: Awaitable[T]) -> T:
+    """Await ``work``; when the owning loop's stop request fires first (SIGINT / SIGTERM under
+    :func:`run`), cancel it, let it unwind (its steps emit their ``step_finished``) and raise
+    :class:`Stopped` (→ an ``aborted`` RunResult).  Without a stop request (the caller's own
+    loop) it is ``await work``."""
+    stop = stop_request()
+    if stop is None:
+        return await work
+    stop.listeners += 1
+    task: asyncio.Future[T] | None = None
+    try:
+        # A signal that came while the run was loading (tool modules, config: synchronous code)
+        # still sits in the loop's wake-up pipe: let the loop hand it to ``stop.request`` before
+        # the first step starts (a few passes; none when no signal came).
+        for _ in range(16):
+            if stop.handled >= stop.received:
+                break
+            await asyncio.sleep(0)
+        if not stop.event.is_set():
+            task = asyncio.ensure_future(work)
+            waiter = asyncio.ensure_future(stop.event.wait())
+            try:
+                await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waiter.cancel()
+                if not task.done():
+                    task.cancel()
+                    await asyncio.wait({task})  # unwinds even if we are cancelled meanwhile
+    finally:
+        stop.listeners -= 1
+        if task is None:
+            _close_awaitable(work)  # never started
+    if task is None or (task.cancelled() and stop.event.is_set()):
+        raise Stopped(f"interrupted by {stop.signal}", None)
+    return task.result()
+
+
+def _close_awaitable(work: Awaitable[Any]) -> None:
+    """Close a coroutine that will never run (no "was never awaited" warning)."""
+    if inspect.iscoroutine(work):
+        work.close()
+
+
 def _install_signals(loop: asyncio.AbstractEventLoop, stop: StopRequest) -> list[int]:
     """SIGINT and SIGTERM → ``stop.request`` when this is the main thread and the process has
     the default handlers (an application's own handlers are left alone)."""
@@ -264,7 +236,7 @@ def _install_signals(loop: asyncio.AbstractEventLoop, stop: StopRequest) -> list
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(coro)`` on :func:`new_event_loop` (same shutdown: pending tasks cancelled,
+    """``asyncio.run(coro)`` (a new stock event loop; same shutdown: pending tasks cancelled,
     async generators closed), with a :class:`DaemonThreadExecutor` as the default executor, so
     the end of the run never waits for an abandoned executor thread.
 
@@ -287,7 +259,7 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
         )
     from agentflow.errors import Interrupted
 
-    runner = asyncio.Runner(loop_factory=new_event_loop)
+    runner = asyncio.Runner()
     loop = runner.get_loop()
     loop.set_default_executor(DaemonThreadExecutor())
     stop = StopRequest()

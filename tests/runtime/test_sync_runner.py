@@ -1,11 +1,11 @@
-"""The event loop agentflow owns (runtime/loop.py): I/O readiness, timers never early, subprocesses,
-the opt-out, and that run_sync / run_plan_sync run on it."""
+"""Running a coroutine for synchronous callers (runtime/interrupt.py ``run``: run_sync,
+run_plan_sync, the CLI): the stock asyncio loop, exceptions and leftover tasks, subprocesses,
+refusal inside a running loop, and the default executor of daemon threads."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
-import socket
 import sys
 import threading
 import time
@@ -14,43 +14,9 @@ import warnings
 import pytest
 
 from agentflow.ir.loader import load_plan_data
-from agentflow.runtime import loop as flow_loop
+from agentflow.runtime import interrupt
 from agentflow.runtime.executor import run_plan_sync
 from agentflow.runtime.tools.catalog import Catalog, Tool
-
-linux_only = pytest.mark.skipif(not hasattr(flow_loop.selectors, "EpollSelector"), reason="epoll")
-
-
-@linux_only
-def test_new_event_loop_uses_the_precise_selector(monkeypatch):
-    monkeypatch.delenv("AGENTFLOW_EVENT_LOOP", raising=False)
-    lp = flow_loop.new_event_loop()
-    try:
-        assert isinstance(lp._selector, flow_loop.PreciseSelector)  # type: ignore[attr-defined]
-    finally:
-        lp.close()
-
-
-@linux_only
-@pytest.mark.parametrize("precise", [True, False])
-def test_selector_reports_readiness_and_times_out(precise):
-    sel = flow_loop.PreciseSelector()
-    sel._precise = precise  # False: the stock path taken when the epoll fd is ≥ FD_SETSIZE
-    a, b = socket.socketpair()
-    try:
-        sel.register(a, flow_loop.selectors.EVENT_READ, "reader")
-        assert sel.select(0) == []
-        assert sel.select(0.003) == []  # times out with nothing ready
-        b.send(b"x")
-        ready = sel.select(5.0)  # returns at once: readiness is not delayed by the sleep
-        assert [(key.data, events) for key, events in ready] == [
-            ("reader", flow_loop.selectors.EVENT_READ)
-        ]
-        assert [key.data for key, _ in sel.select(None)] == ["reader"]
-    finally:
-        sel.close()
-        a.close()
-        b.close()
 
 
 def test_timers_never_fire_early_and_results_come_back():
@@ -63,7 +29,7 @@ def test_timers_never_fire_early_and_results_come_back():
             late.append(lp.time() - t0 - delay)
         return late
 
-    late = flow_loop.run(main())
+    late = interrupt.run(main())
     assert len(late) == 4 and all(x >= 0 for x in late)
 
 
@@ -83,7 +49,7 @@ def test_run_propagates_exceptions_and_cancels_leftover_tasks():
         raise KeyError("boom")
 
     with pytest.raises(KeyError, match="boom"):
-        flow_loop.run(main())
+        interrupt.run(main())
     assert cancelled == [True]
 
 
@@ -99,16 +65,19 @@ def test_subprocesses_work_on_the_loop():
         out, _ = await proc.communicate(b"stdio ok")
         return out
 
-    assert flow_loop.run(main()) == b"STDIO OK"
+    assert interrupt.run(main()) == b"STDIO OK"
 
 
-@linux_only
-def test_run_plan_sync_runs_on_the_agentflow_loop(monkeypatch):
-    monkeypatch.delenv("AGENTFLOW_EVENT_LOOP", raising=False)
+def test_run_plan_sync_runs_on_the_stock_asyncio_loop():
+    """No loop of agentflow's own: run_plan_sync drives a map on the loop asyncio's policy makes
+    (``asyncio.run``'s), so an application's loop policy (e.g. uvloop) applies to it too."""
+    probe = asyncio.new_event_loop()
+    stock = type(probe).__name__
+    probe.close()
 
     async def which(args, ctx):
         await asyncio.sleep(0.001)
-        return type(asyncio.get_running_loop()._selector).__name__  # type: ignore[attr-defined]
+        return type(asyncio.get_running_loop()).__name__
 
     plan = load_plan_data(
         {
@@ -132,36 +101,7 @@ def test_run_plan_sync_runs_on_the_agentflow_loop(monkeypatch):
     cat = Catalog([Tool(name="builtin__which", description="", input_schema={}, func=which)])
     res = run_plan_sync(plan, {}, catalog=cat)
     assert res.status == "ok", res.error
-    assert res.output == ["PreciseSelector"] * 20
-
-
-@linux_only
-@pytest.mark.parametrize(
-    ("value", "precise"),
-    [
-        *[(v, True) for v in ("", "agentflow", "Precise", " 1 ", "on")],
-        *[(v, False) for v in ("asyncio", "STOCK", "default", "off", "0", "none")],
-    ],
-)
-def test_env_selects_the_loop(monkeypatch, value, precise):
-    monkeypatch.setenv("AGENTFLOW_EVENT_LOOP", value)
-    lp = flow_loop.new_event_loop()
-    try:
-        assert isinstance(getattr(lp, "_selector", None), flow_loop.PreciseSelector) is precise
-    finally:
-        lp.close()
-
-
-def test_an_odd_env_value_warns_and_falls_back_to_the_stock_loop(monkeypatch):
-    # before: any unknown value (a typo, "uvloop") silently gave the precise loop
-    monkeypatch.setenv("AGENTFLOW_EVENT_LOOP", "uvloop")
-    monkeypatch.setattr(flow_loop, "_WARNED", {})
-    with pytest.warns(RuntimeWarning, match=r"AGENTFLOW_EVENT_LOOP='uvloop' is not understood"):
-        lp = flow_loop.new_event_loop()
-    try:
-        assert not isinstance(getattr(lp, "_selector", None), flow_loop.PreciseSelector)
-    finally:
-        lp.close()
+    assert res.output == [stock] * 20
 
 
 async def test_sync_entry_points_inside_a_running_loop_fail_clearly():
@@ -173,7 +113,7 @@ async def test_sync_entry_points_inside_a_running_loop_fail_clearly():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a never-awaited coroutine would be reported here
         with pytest.raises(RuntimeError, match=r"await agentflow\.run\(\.\.\.\)") as info:
-            flow_loop.run(never())
+            interrupt.run(never())
         gc.collect()
     assert "cannot be called while an event loop is running" in str(info.value)
     plan = load_plan_data(
@@ -220,7 +160,7 @@ def test_an_abandoned_executor_thread_does_not_hold_the_run_open():
 
 
 def test_daemon_executor_runs_bounds_and_abandons():
-    ex = flow_loop.DaemonThreadExecutor(max_workers=2)
+    ex = interrupt.DaemonThreadExecutor(max_workers=2)
     gate = threading.Event()
     try:
         assert ex.submit(pow, 2, 10).result(timeout=5) == 1024
