@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -284,6 +285,7 @@ def fmt_plan_text(text: str, file: str = "<plan>") -> str:
 # ---------------------------------------------------------------------------------------------
 # Comments (``flowc plan fmt``)
 
+_ScanLoader: type[yaml.CSafeLoader] | type[yaml.SafeLoader]
 try:  # pragma: no cover - depends on the PyYAML build
     _ScanLoader = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover
@@ -384,6 +386,7 @@ def _map_paths(old: Any, new: Any, po: tuple, pn: tuple, out: dict[tuple, tuple]
     the order and number of keys)."""
     out[po] = pn
     if isinstance(old, dict) and isinstance(new, dict):
+        pairs: Iterable[tuple[tuple[Any, Any], tuple[Any, Any]]]
         if len(old) == len(new):
             pairs = zip(old.items(), new.items(), strict=True)
         else:  # pragma: no cover - the loader refuses keys given twice
@@ -489,16 +492,15 @@ def _place_comments(
         if target == "end":
             end.extend(entries(cs, None))
             continue
-        line = 0 if target == "top" else out_line(target)
-        if line is None:
-            line = 0
+        line = 0 if target == "top" else (out_line(target) or 0)
         key = (-1, -1) if target == "top" else (cs[0].line, cs[0].col)
         before_line.setdefault(line, []).append((key, entries(cs, group_anchor.get(target))))
     for path, c in trailing:
-        line = out_line(path)
-        if line is None:  # pragma: no cover - every path has a place
+        found = out_line(path)
+        if found is None:  # pragma: no cover - every path has a place
             before_line.setdefault(0, []).append(((c.line, c.col), [c.text]))
             continue
+        line = found
         after_line.setdefault(line, []).append(((c.line, c.col), c.text))
 
     keep_ends = _keep_ends(new, out_lines)

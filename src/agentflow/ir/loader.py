@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path as FsPath
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -24,12 +24,15 @@ from agentflow.errors import Location, PlanLoadError, PlanProblem
 from agentflow.ir.models import BODY_KEYS, CAMEL_ALIASES, Backoff, Finish, Plan, Retry, Step
 from agentflow.ir.templates import NodePos, SourceMap, path_str
 
+_Loader: type[yaml.CSafeLoader] | type[yaml.SafeLoader]
 try:  # pragma: no cover - depends on the PyYAML build
     _Loader = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover
     _Loader = yaml.SafeLoader
 
 _MAX_DEPTH = 200
+
+_M = TypeVar("_M", bound=BaseModel)
 
 _INT_RE = re.compile(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+")
 _FLOAT_RE = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
@@ -166,21 +169,24 @@ def _refused_features(text: str, file: str) -> list[PlanProblem]:
     hint = "write the value out in full"
     for ev in yaml.parse(text, Loader=_Loader):
         kind = type(ev)
-        if kind is not yaml.AliasEvent and kind not in _ALLOWED_TAGS:
+        if not isinstance(ev, yaml.NodeEvent) or (
+            kind is not yaml.AliasEvent and kind not in _ALLOWED_TAGS
+        ):
             continue
         mark = ev.start_mark
-        where = Location(file, mark.line + 1, mark.column + 1)
+        where = Location(file, mark.line + 1, mark.column + 1) if mark else Location(file)
         if ev.anchor is not None:
             seen = anchors.get(ev.anchor)
             if seen is None:
                 anchors[ev.anchor] = seen = [where, 0]
             if kind is yaml.AliasEvent:
                 seen[1] += 1
-        if kind is not yaml.AliasEvent and ev.tag is not None and ev.tag not in _ALLOWED_TAGS[kind]:
+        tag = ev.tag if isinstance(ev, yaml.ScalarEvent | yaml.CollectionStartEvent) else None
+        if tag is not None and tag not in _ALLOWED_TAGS[kind]:
             problems.append(
                 PlanProblem(
                     where,
-                    f"YAML tag `{_short_tag(ev.tag)}` is not allowed in plans",
+                    f"YAML tag `{_short_tag(tag)}` is not allowed in plans",
                     "plans hold JSON values; the only tags allowed are "
                     "!!str, !!int, !!float, !!bool and !!null",
                 )
@@ -433,7 +439,7 @@ class _Builder:
                 )
             canon_seen[canon] = key
 
-    def validate(self, model: type[BaseModel], data: dict, path) -> BaseModel | None:
+    def validate(self, model: type[_M], data: dict, path) -> _M | None:
         """``model.model_validate(data)``; errors become problems (unknown fields excepted:
         :meth:`check_keys` reports those)."""
         self.last_bad: set[str] = set()

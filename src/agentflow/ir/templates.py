@@ -300,7 +300,7 @@ def compile_value(
     then kept as ``str``); when ``problems`` is None, a :class:`PlanLoadError` is raised instead.
     """
     own = problems is None
-    errs: list[PlanProblem] = [] if own else problems
+    errs: list[PlanProblem] = [] if problems is None else problems
     out = _compile(value, file, tuple(path), source_map, errs, conditions, False)
     if own and errs:
         raise PlanLoadError(errs)

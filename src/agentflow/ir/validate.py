@@ -78,7 +78,7 @@ class _Ordered:
     def __contains__(self, name: object) -> bool:
         if name in self.extra:
             return True
-        idx = self.first.get(name)  # type: ignore[arg-type]
+        idx = self.first.get(name) if isinstance(name, str) else None
         if idx is None:
             return False
         return idx < self.i if self.before else idx >= self.i
@@ -360,7 +360,7 @@ class _Validator:
                         (*rpath, "on", i),
                         f"`{code}` is not a retryable error code "
                         f"(retry on: {', '.join(sorted(RETRYABLE_CODES))})",
-                        hint=did_you_mean(code, RETRYABLE_CODES),
+                        hint=did_you_mean(code, sorted(RETRYABLE_CODES)),
                     )
             if step.retry.attempts > MAX_RETRY_ATTEMPTS:
                 self.problem(
@@ -517,7 +517,7 @@ class _Validator:
                 self.problem(
                     (*path, "op"),
                     f"unknown operator {op!r}",
-                    hint=did_you_mean(str(op), CONDITION_OPS)
+                    hint=did_you_mean(str(op), sorted(CONDITION_OPS))
                     or f"operators: {', '.join(sorted(CONDITION_OPS))}",
                 )
             elif op not in UNARY_OPS and "to" not in keys:
@@ -905,7 +905,9 @@ def resolve_tools(
         elif server not in servers:
             report(path, f"step {label}: `tools` pattern '{pattern}' {not_configured(server)}")
 
-    all_plans = [(plan, getattr(plan, "_path", ()) or (), None)]
+    all_plans: list[tuple[Plan, tuple[Any, ...], str | None]] = [
+        (plan, getattr(plan, "_path", ()) or (), None)
+    ]
     all_plans += [(sub, (*all_plans[0][1], "plans", n), n) for n, sub in plan.plans.items()]
     for p, ppath, pname in all_plans:
         for spath, label, step in walk_steps(p, ppath):

@@ -19,7 +19,7 @@ import asyncio
 import inspect
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -161,7 +161,7 @@ def parse_arguments(raw: str | dict[str, Any] | None) -> dict[str, Any]:
 
 
 async def gather_tool_results(
-    calls: list[ToolCall], jobs: list[asyncio.Future[tuple[str, str, bool]]]
+    calls: list[ToolCall], jobs: Sequence[asyncio.Future[tuple[str, str, bool]]]
 ) -> list[Message]:
     """Await one round's tool calls, started in parallel by the caller, as ``tool`` messages.
 

@@ -37,6 +37,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import ErrorDetails
 
 from agentflow.errors import ConfigError
 
@@ -579,6 +580,7 @@ def load_config(
     Raises ConfigError naming ``file:line`` for unreadable files, TOML syntax errors and invalid values.
     """
     env = dict(os.environ) if env is None else dict(env)
+    file: Path | None
     if path is not None:
         file = Path(path)
         if not file.is_file():
@@ -690,7 +692,7 @@ def _strip_file(exc: ConfigError, file: str) -> str:
 
 
 def _format_validation(exc: ValidationError, file: Path | None, text: str) -> str:
-    grouped: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    grouped: dict[tuple[str, ...], list[ErrorDetails]] = {}
     for err in exc.errors():
         # drop pydantic's union-member tags ("str", "list[str]") so one key gives one message
         loc = tuple(str(p) for p in err["loc"] if not _UNION_TAG.fullmatch(str(p)))

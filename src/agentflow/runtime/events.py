@@ -362,7 +362,9 @@ class ConsoleSink:
             if self._live is not None:
                 self._live.stop()
                 self._live_started = False
-            usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+            usage = data.get("usage")
+            if not isinstance(usage, dict):
+                usage = {}
             spent = ""
             if usage.get("inferences"):
                 spent = (

@@ -113,7 +113,9 @@ def _num_text(x: float) -> str:
     return str(int(x)) if isinstance(x, float) and x.is_integer() else str(x)
 
 
-_ITEM = object()  # scope key of the current element inside a projection path
+#: Scope key of the current element inside a projection path (a sentinel, never a name: typed
+#: Any so it can key the str-keyed scope mappings).
+_ITEM: Any = object()
 
 
 def _is_number(x: object) -> bool:
@@ -146,38 +148,37 @@ def expr_text(node: ast.Expr | None) -> str:
     """A compact source-like rendering of an expression (paths exactly as written)."""
     if node is None:
         return ""
-    t = type(node)
-    if t is ast.Name:
+    if isinstance(node, ast.Name):
         return node.name
-    if t is ast.Member:
+    if isinstance(node, ast.Member):
         return f"{_operand_text(node.obj)}.{node.name}"
-    if t is ast.Index:
+    if isinstance(node, ast.Index):
         return f"{_operand_text(node.obj)}[{expr_text(node.index)}]"
-    if t is ast.ProjectionItem:
+    if isinstance(node, ast.ProjectionItem):
         return ""
-    if t is ast.Projection:
+    if isinstance(node, ast.Projection):
         rest = expr_text(node.path) if node.path is not None else ""
         return f"{expr_text(node.base)}[*]{rest}"
-    if t is ast.NumberLit:
+    if isinstance(node, ast.NumberLit):
         return repr(node.value)
-    if t is ast.StringLit:
+    if isinstance(node, ast.StringLit):
         return json.dumps(node.text, ensure_ascii=False) if node.is_plain else '"…"'
-    if t is ast.BoolLit:
+    if isinstance(node, ast.BoolLit):
         return "true" if node.value else "false"
-    if t is ast.NullLit:
+    if isinstance(node, ast.NullLit):
         return "null"
-    if t is ast.DurationLit:
+    if isinstance(node, ast.DurationLit):
         return node.text
-    if t is ast.Binary:
+    if isinstance(node, ast.Binary):
         return f"{expr_text(node.left)} {node.op} {expr_text(node.right)}"
-    if t is ast.Unary:
+    if isinstance(node, ast.Unary):
         sep = " " if node.op == "not" else ""
         return f"{node.op}{sep}{expr_text(node.operand)}"
-    if t is ast.RangeExpr:
+    if isinstance(node, ast.RangeExpr):
         return f"{expr_text(node.low)}..{expr_text(node.high)}"
-    if t is ast.ListLit:
+    if isinstance(node, ast.ListLit):
         return "[" + ", ".join(expr_text(i) for i in node.items) + "]"
-    if t is ast.ObjectLit:
+    if isinstance(node, ast.ObjectLit):
         return "{" + ", ".join(f"{e.key}: {expr_text(e.value)}" for e in node.entries) + "}"
     return type(node).__name__
 
@@ -257,7 +258,7 @@ def _ev_name(node: ast.Name, scope: Mapping[str, Any]) -> Any:
         raise BadPath(node.name, node.name, "no such name in scope") from None
 
 
-def _get_member(obj: Any, name: str, node: ast.Expr) -> Any:
+def _get_member(obj: Any, name: str, node: ast.Member) -> Any:
     if isinstance(obj, dict):
         if name in obj:
             return obj[name]

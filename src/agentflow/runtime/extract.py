@@ -274,7 +274,7 @@ def _validate(schema: dict[str, Any], value: Any) -> list[str]:
     out = []
     for err in errors:
         message = err.message
-        if err.validator == "enum":
+        if err.validator == "enum" and isinstance(err.validator_value, list):
             allowed = ", ".join(json.dumps(v, ensure_ascii=False) for v in err.validator_value)
             message = f"{json.dumps(err.instance, ensure_ascii=False)} is not one of the allowed values: {allowed}"
         out.append(f"{json_path(err.absolute_path)}: {message}")

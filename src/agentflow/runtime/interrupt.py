@@ -221,7 +221,7 @@ def _install_signals(loop: asyncio.AbstractEventLoop, stop: StopRequest) -> list
     the default handlers (an application's own handlers are left alone)."""
     if threading.current_thread() is not threading.main_thread():
         return []
-    installed = []
+    installed: list[int] = []
     defaults = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
     for signum, default in defaults.items():
         try:
@@ -310,7 +310,8 @@ def _close_after_signal(runner: asyncio.Runner, loop: asyncio.AbstractEventLoop)
         runner.close()
         return
     for task in left:
-        task._log_destroy_pending = False  # abandoned on purpose
+        # abandoned on purpose; asyncio's private flag (not in typeshed) silences the log
+        task._log_destroy_pending = False  # type: ignore[attr-defined]
     for task in pending:
         if task.done() and not task.cancelled():
             task.exception()  # retrieved: no "exception was never retrieved" log

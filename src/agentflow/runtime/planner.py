@@ -490,7 +490,8 @@ def _step_tools(plan: Any) -> set[str]:
 def _results_text(results: Mapping[str, Any]) -> str:
     if not results:
         return "(no step finished)"
-    lines, total = [], 0
+    lines: list[str] = []
+    total = 0
     for sid, value in results.items():
         chunk = f"- {sid}: {_preview(value, RESULT_PREVIEW_CHARS)}"
         if total + len(chunk) > RESULTS_PREVIEW_TOTAL:

@@ -140,7 +140,7 @@ def merge_shapes(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
                 if k in pa and k in pb:
                     props[k] = merge_shapes(pa[k], pb[k])
                 else:
-                    props[k] = dict(pa.get(k) or pb.get(k))
+                    props[k] = dict(pa[k] if k in pa else pb[k])
                 if len(props) >= MAX_PROPERTIES:
                     break
             out: dict[str, Any] = {"type": "object"}
@@ -158,8 +158,8 @@ def merge_shapes(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
             ia, ib = a.get("items"), b.get("items")
             if ia and ib:
                 out["items"] = merge_shapes(ia, ib)
-            elif ia or ib:
-                out["items"] = dict(ia or ib)
+            elif one := ia or ib:
+                out["items"] = dict(one)
             return out
         return {"type": t}
     # integer ⊂ number

@@ -175,7 +175,7 @@ async def list_catalog(catalog: Catalog, *, connect: bool = True) -> tuple[list[
                 await catalog.prepare([f"{prefix}__*"])
             except RunError as exc:
                 errors.append(exc.message)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in catalog.names():
         tool = catalog.get(name)
         assert tool is not None

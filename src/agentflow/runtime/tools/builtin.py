@@ -22,7 +22,7 @@ from typing import Any
 import regex
 
 from agentflow.errors import RunError
-from agentflow.runtime.tools.catalog import Tool, ToolContext
+from agentflow.runtime.tools.catalog import Tool, ToolContext, ensure_async
 
 MAX_READ_CHARS = 100_000
 MAX_LIST_ENTRIES = 5_000
@@ -496,7 +496,7 @@ def builtin_tools() -> list[Tool]:
             name=f"builtin__{name}",
             description=DESCRIPTIONS[name],
             input_schema=SCHEMAS[name],
-            func=func,
+            func=ensure_async(func),
             source="builtin",
         )
         for name, func in _FUNCS.items()

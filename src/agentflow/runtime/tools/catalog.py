@@ -307,7 +307,7 @@ def _adapt_function(fn: Callable[..., Any]) -> tuple[ToolFunc, dict[str, Any]]:
     for p in params:
         if p.name == "ctx":
             continue
-        t = json_types.get(hints.get(p.name))
+        t = json_types.get(hints[p.name]) if p.name in hints else None
         props[p.name] = {"type": t} if t else {}
         if p.default is p.empty:
             required.append(p.name)

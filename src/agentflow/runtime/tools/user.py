@@ -27,7 +27,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 from agentflow.errors import ConfigError, RunError
 from agentflow.runtime.tools.catalog import Tool, ToolContext, run_in_daemon_thread
@@ -122,11 +122,9 @@ def function_tool(
 
             default = Field(default, description=param_docs[p.name])
         fields[p.name] = (annotation, default)
-    extra = "allow" if takes_kwargs else "forbid"
+    extra: Literal["allow", "forbid"] = "allow" if takes_kwargs else "forbid"
     try:
-        model = create_model(  # type: ignore[call-overload]
-            f"{tool_name}_input", __config__=ConfigDict(extra=extra), **fields
-        )
+        model = create_model(f"{tool_name}_input", __config__=ConfigDict(extra=extra), **fields)
         schema = model.model_json_schema()
     except Exception:  # noqa: BLE001 - pydantic schema generation errors (their text is long)
         raise ConfigError(_schema_problem(fn, fields)) from None
