@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Set up (idempotently) and run the whole test suite, plus ruff. Exit non-zero if no test ran.
+# Set up (idempotently) and run the whole test suite, plus ruff and mypy (the type checker, over
+# ir/ and runtime/: [tool.mypy] in pyproject.toml). Exit non-zero if no test ran.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh  # .venv/ with Python ≥ 3.11, package (re)installed
 bash scripts/setup-phoenix.sh  # .venv-phoenix/: the OTLP backend of tests/e2e/test_otel_phoenix.py
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+.venv/bin/mypy
 .venv/bin/python -m pytest -p no:cacheprovider "$@"
