@@ -279,8 +279,8 @@ async def ask(
         output = result.output
         if name.startswith("plan__"):
             plan = plans.get(name.removeprefix("plan__"))
-            fin = getattr(plan, "finish", None)
-            if fin is not None and getattr(fin, "mode", None) == "solver" and output:
+            fin = plan.finish if plan is not None else None
+            if fin is not None and fin.mode == "solver" and output:
                 out.reports.append(str(output))
                 progress("report", str(output))
         return True, _content(output, max_result_chars)

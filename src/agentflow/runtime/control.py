@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentflow.errors import RunError
 from agentflow.runtime.expressions import (
+    FlowRange,
     _kind,
     evaluate_condition,
     render_value,
@@ -160,7 +161,7 @@ def _over(call: ControlCall) -> list[Any]:
         )
     if isinstance(over, dict):
         return list(over.values())
-    if hasattr(over, "to_list"):
+    if isinstance(over, FlowRange):
         return over.to_list()
     if not isinstance(over, list | tuple):
         raise RunError("validation", f"`over` must be a list, got {_kind(over)}", call.path)

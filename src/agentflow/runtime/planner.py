@@ -78,7 +78,10 @@ from agentflow.runtime.result import (
 if TYPE_CHECKING:
     from typing import Unpack
 
+    from agentflow.ir.models import Plan
+    from agentflow.runtime.config import Config
     from agentflow.runtime.context import RunOptions
+    from agentflow.runtime.tools.catalog import Catalog
 
 __all__ = [
     "DEFAULT_MAX_REPLANS",
@@ -296,18 +299,19 @@ def extract_plan_text(reply: str | None) -> str:
 
 
 def planner_tools(
-    catalog: Any, plans: Mapping[str, Any] | None, config: Any = None
+    catalog: Catalog | None, plans: Mapping[str, Plan] | None, config: Config | None = None
 ) -> list[dict[str, Any]]:
     """The tools a planner may use: catalog tools and ``plan__*`` plans allowed by the host policy
     (RUNTIME.md §4), never ``plan_and_execute``; each ``{name, description, input_schema}``."""
     from agentflow.runtime.tools.catalog import policy_allows
 
-    allowed = getattr(getattr(config, "policy", None), "allowed_tools", None)
+    allowed = config.policy.allowed_tools if config is not None else None
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for name in catalog.names() if catalog is not None else []:
-        tool = catalog.get(name)
-        if name == PLAN_AND_EXECUTE or not policy_allows(name, allowed):
+    names = catalog.names() if catalog is not None else []
+    for name in names:
+        tool = catalog.get(name) if catalog is not None else None
+        if tool is None or name == PLAN_AND_EXECUTE or not policy_allows(name, allowed):
             continue
         seen.add(name)
         out.append(
@@ -324,8 +328,8 @@ def planner_tools(
         out.append(
             {
                 "name": name,
-                "description": getattr(plan, "description", None) or f"Run plan {pname}",
-                "input_schema": getattr(plan, "input_schema", None) or {"type": "object"},
+                "description": plan.description or f"Run plan {pname}",
+                "input_schema": plan.input_schema or {"type": "object"},
             }
         )
     return out
@@ -435,8 +439,8 @@ async def solve(
 
 
 def _validate(
-    text: str, file: str, tools: list[dict[str, Any]], catalog: Any, config: Any
-) -> tuple[Any, list[str]]:
+    text: str, file: str, tools: list[dict[str, Any]], catalog: Catalog | None, config: Any
+) -> tuple[Plan | None, list[str]]:
     """Load ``text`` like a plan file, then resolve its tools; (plan or None, problems)."""
     from agentflow.ir.loader import load_plan_text
     from agentflow.ir.validate import resolve_tools
@@ -449,7 +453,8 @@ def _validate(
         return None, [str(p) for p in e.errors]
     names = {t["name"] for t in tools}
     prefixes = {n.split("__", 1)[0] for n in names if "__" in n}
-    prefixes |= set(getattr(catalog, "configured_prefixes", set()) or set()) & prefixes
+    if catalog is not None:
+        prefixes |= catalog.configured_prefixes & prefixes
     problems = [str(p) for p in resolve_tools(plan, names, prefixes)]
     problems += _exact_names(plan, names, file, problems)
     if PLAN_AND_EXECUTE in _step_tools(plan):
@@ -693,7 +698,7 @@ async def plan_and_execute(
                 text, plan, problems, attempt.repaired = fixed_text, fixed_plan, [], True
                 break
         attempt.plan = text or None
-        if problems:
+        if problems or plan is None:  # (no problems means a plan)
             attempt.problems = problems
             previous = attempt
             continue
