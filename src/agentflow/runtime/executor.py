@@ -376,9 +376,11 @@ class Executor:
             if step.input is not None:
                 raise _not_loaded(f"step `{step.id or path}`", path)
             compiled = {}  # `input: null`: a call without arguments
-        select = step.compiled_select
-        if select is None and step.select is not None:
-            raise _not_loaded(f"the `select` of step `{step.id or path}`", path)
+        select = None
+        if step.select is not None:
+            select = step.compiled_select
+            if select is None:
+                raise _not_loaded(f"the `select` of step `{step.id or path}`", path)
         retry = step.retry
         meta = step.meta
         source = meta.get("source")
