@@ -235,13 +235,14 @@ async def _map(call: ControlCall) -> Any:
         )
     results: list[Any] = [None] * len(items)
     failed: set[int] = set()
-    units = call.ex.effects
+    ex, frame = call.ex, call.frame
+    units = ex.effects
 
     async def one(i: int) -> None:
         p = f"{call.path}/do.{i}"
         scope = _layer(call.scope, item=items[i], index=i)
         try:
-            results[i] = await units.unit(p, partial(call.run_body, body, p, scope))
+            results[i] = await units.unit(p, partial(ex.run_step, body, scope, p, frame))
         except RunError as e:
             # a budget that would be exceeded ends the run: skipping the item would only make
             # the next one hit it too

@@ -43,28 +43,32 @@ class Effects:
     """Performs a run's effects directly (the default, non-durable engine).
 
     Each method takes the step path of the effect (``path``) so an engine can key it; this one
-    ignores it.
+    ignores it.  The asynchronous ones return an awaitable (a subclass may define them with
+    ``async def``); here they hand back the underlying call's own coroutine, so the seam adds no
+    coroutine frame to a map item's path.
     """
 
     __slots__ = ()
 
-    async def call_tool(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Any:
-        """Call ``tool`` with ``args`` (``ctx.step_path`` is the call's path); returns its result
-        or raises what the tool raises."""
-        return await tool.func(args, ctx)
+    def call_tool(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Awaitable[Any]:
+        """Call ``tool`` with ``args`` (``ctx.step_path`` is the call's path); its result, or
+        what the tool raises."""
+        return tool.func(args, ctx)
 
-    async def chat(self, client: RoutedClient, request: ChatRequest, path: str) -> ChatResponse:
+    def chat(
+        self, client: RoutedClient, request: ChatRequest, path: str
+    ) -> Awaitable[ChatResponse]:
         """One inference of ``client`` (a role's routed client: failover, usage); raises
         ModelError."""
-        return await client.chat(request)
+        return client.chat(request)
 
     async def ask(self, interlocutor: Interlocutor, request: AskRequest) -> Any:
         """Put ``request`` to the host's interlocutor; returns the answer or ``NO_ANSWER``."""
         return await maybe_await(interlocutor(request))
 
-    async def sleep(self, seconds: float, path: str) -> None:
+    def sleep(self, seconds: float, path: str) -> Awaitable[None]:
         """Wait ``seconds`` (a retry's backoff at ``path``)."""
-        await asyncio.sleep(seconds)
+        return asyncio.sleep(seconds)
 
     def now(self) -> float:
         """The running loop's clock in seconds (monotonic): what deadlines are measured on."""
@@ -74,7 +78,7 @@ class Effects:
         """A uniform number in [0, 1) (a retry's jitter at ``path``)."""
         return _random.random()
 
-    async def unit(self, path: str, work: Callable[[], Awaitable[T]]) -> T:
+    def unit(self, path: str, work: Callable[[], Awaitable[T]]) -> Awaitable[T]:
         """Run ``work()``, a unit of concurrent work with its own step ``path`` (a map or reduce
-        item, a parallel branch, a ``plan__*`` call), and return its result."""
-        return await work()
+        item, a parallel branch, a ``plan__*`` call); its result."""
+        return work()
