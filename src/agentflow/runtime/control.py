@@ -5,8 +5,9 @@ The executor never dispatches a control step to a tool: it calls the step's hand
 :data:`HANDLERS` with one :class:`ControlCall`, which bundles what the handler may use — the
 executor, the step, its compiled input, the template scope, the step path, the plan frame and
 ``announce`` (which emits the step's ``step_started`` with the rendered input, once).  Bodies run
-through :meth:`ControlCall.run_body` (so they get their own events, retries and timeouts), model
-calls through the executor's ``judge``, questions through its ``ask``.
+through the executor's ``run_step`` (:meth:`ControlCall.run_body`), so they get their own events,
+retries and timeouts; each ``map``/``reduce`` item and ``parallel`` branch is a unit of the run's
+``Effects``; model calls go through the executor's ``judge``, questions through its ``ask``.
 
 Adding a control step: a handler here (``async def _name(call: ControlCall) -> Any``) and its
 entry in :data:`HANDLERS`.
