@@ -254,7 +254,7 @@ async def run_agent_step(call: ControlCall) -> Any:
             system_prompt=system,
             input=agent_input,
             repair_attempts=int(c.get("repair_attempts", 1)),
-            **_result_cap(ex),
+            max_result_chars=_result_cap(ex),
             budget=_agent_budget(ex, c.get("budget"), path),
         )
         if ex.ctx.router is None:
@@ -347,10 +347,13 @@ def _agent_budget(ex: Executor, planned: Any, path: str) -> Budget | None:
     return budget_from(per_agent, name=name, source="flow.toml [budget.per_agent]")
 
 
-def _result_cap(ex: Executor) -> dict[str, int]:
-    """``{max_result_chars}`` from ``[tools] max_result_chars`` when a configuration is given."""
+def _result_cap(ex: Executor) -> int:
+    """The cap of one tool result shown to the agent: ``[tools] max_result_chars``, else the
+    agent loop's default."""
+    from agentflow.runtime.agent import DEFAULT_RESULT_CHARS
+
     config = ex.ctx.config
-    return {"max_result_chars": config.tools.max_result_chars} if config is not None else {}
+    return config.tools.max_result_chars if config is not None else DEFAULT_RESULT_CHARS
 
 
 class _EffectRouter:

@@ -114,7 +114,13 @@ def budget_from(data: Any, *, name: str, source: str) -> Budget | None:
     limits = {k: get(k) for k in LIMITS}
     if all(v is None for v in limits.values()):
         return None
-    return Budget(name=name, source=source, **limits)
+    return Budget(
+        name=name,
+        source=source,
+        inferences=limits["inferences"],
+        tokens=limits["tokens"],
+        cost=limits["cost"],
+    )
 
 
 def push_budget(budget: Budget | None) -> Token | None:

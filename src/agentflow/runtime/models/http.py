@@ -215,7 +215,8 @@ class StreamFailure(Exception):
 async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
     """The Server-Sent Events of a stream of lines as ``(event name, data)`` pairs (event name
     ``""`` when the event has none; multi-line data joined with ``\n``; comments skipped)."""
-    event, data = "", []
+    event = ""
+    data: list[str] = []
     async for raw in lines:
         line = raw.rstrip("\r\n")
         if not line:

@@ -312,7 +312,9 @@ def message_to_openai(message: Message, system_role: str = "system") -> dict[str
         if raw.get(key) is not None:
             out[key] = raw[key]
     if message.role == "assistant" and message.tool_calls:
-        extras = raw.get("tool_calls") if isinstance(raw.get("tool_calls"), list) else []
+        extras = raw.get("tool_calls")
+        if not isinstance(extras, list):
+            extras = []
         out["tool_calls"] = []
         for index, call in enumerate(message.tool_calls):
             item: dict[str, Any] = {
