@@ -499,7 +499,7 @@ def outcomes_from_events(events: Iterable[Mapping[str, Any]], plan: Plan) -> dic
             o.runs += 1
             if isinstance(data.get("elapsed_ms"), int | float):
                 o.elapsed_ms += data["elapsed_ms"]
-            usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+            usage = _as_dict(data.get("usage"))
             if isinstance(usage.get("cost"), int | float):
                 o.cost = (o.cost or 0.0) + usage["cost"]
             err = data.get("error")
@@ -732,3 +732,8 @@ def render(
     if fmt == "dot":
         return to_dot(graph, outcomes)
     raise ValueError(f"unknown graph format {fmt!r} (mermaid, dot)")
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    """``value`` when it is a mapping (an event field), else an empty one."""
+    return value if isinstance(value, dict) else {}

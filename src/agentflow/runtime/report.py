@@ -142,7 +142,7 @@ def read_run(events: Iterable[Mapping[str, Any]]) -> RunView:
             view.status = str(data.get("status") or "")
             view.error = data.get("error") if isinstance(data.get("error"), dict) else None
             view.output = data.get("output")
-            view.usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+            view.usage = _as_dict(data.get("usage"))
         elif kind == "step_started":
             view.steps.append(
                 StepRun(
@@ -163,7 +163,7 @@ def read_run(events: Iterable[Mapping[str, Any]]) -> RunView:
             step.end = t
             if isinstance(data.get("elapsed_ms"), int | float) and step.start == t:
                 step.start = t - data["elapsed_ms"] / 1000
-            step.usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+            step.usage = _as_dict(data.get("usage"))
             if data.get("error"):
                 step.status, step.error = "error", data["error"]
             elif data.get("aborted"):
@@ -180,8 +180,9 @@ def read_run(events: Iterable[Mapping[str, Any]]) -> RunView:
             view.calls.append(call)
         elif kind == "tool_finished":
             pending = open_tools.get(path) or []
-            call = pending.pop() if pending else None
-            if call is None:
+            if pending:
+                call = pending.pop()
+            else:
                 call = Call("tool", path, str(data.get("tool_name") or ""), t, t)
                 view.calls.append(call)
             call.end = t
@@ -251,6 +252,9 @@ class _Report:
         self.plan = plan
         self.source_lines = source.splitlines() if source else None
         self.source_name = source_name
+        self.events: list[
+            Mapping[str, Any]
+        ] = []  # the trace's events (the graph's outcome colours)
         self.t0 = view.start or min((s.start for s in view.steps), default=0.0)
         self.span = max((view.end or self.t0) - self.t0, 0.001)
         self.expect: dict[str, str] = {}
@@ -456,7 +460,7 @@ class _Report:
                 f"{_secs(call.end - call.start)} · {d.get('input_tokens', 0)}→{d.get('output_tokens', 0)} "
                 f"tokens · finish <code>{_e(d.get('finish_reason') or '')}</code></div>"
             )
-            reply = d.get("reply") if isinstance(d.get("reply"), dict) else {}
+            reply = _as_dict(d.get("reply"))
             if reply.get("text"):
                 out.append(
                     f"<div class='msg'><span class='who'>reply</span>{_pre(reply['text'])}</div>"
@@ -523,7 +527,7 @@ def build_report(
     events = list(events)
     view = read_run(events)
     report = _Report(view, plan, source, source_name)
-    report.events = events  # type: ignore[attr-defined]
+    report.events = events
     body = "".join(
         [
             report.header(),
@@ -552,3 +556,8 @@ def build_report(
     }
     # one pass: a `{{…}}` inside the inserted text (a trace's content) is never substituted
     return re.sub(r"\{\{(\w+)\}\}", lambda m: values.get(m.group(1), m.group(0)), page)
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    """``value`` when it is a mapping (an event field), else an empty one."""
+    return value if isinstance(value, dict) else {}

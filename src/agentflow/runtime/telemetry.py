@@ -432,7 +432,7 @@ class OtelSink:
         run = self._run
         span = run.span
         span.set_attribute("agentflow.run.status", str(data.get("status", "")))
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        usage = _as_dict(data.get("usage"))
         for key in ("inferences", "input_tokens", "output_tokens"):
             if isinstance(usage.get(key), int):
                 span.set_attribute(f"agentflow.usage.{key}", usage[key])
@@ -491,7 +491,7 @@ class OtelSink:
         item = _ITEM.match(last)
         if item:
             attrs["agentflow.map.index"] = int(item.group(1))
-        inp = data.get("input") if isinstance(data.get("input"), dict) else {}
+        inp = _as_dict(data.get("input"))
         name = f"{tool} {path}"
         if tool == "agent":
             label = inp.get("agent")
@@ -531,7 +531,7 @@ class OtelSink:
         if entry is None:
             return
         span = entry.span
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        usage = _as_dict(data.get("usage"))
         for key in ("inferences", "input_tokens", "output_tokens"):
             if isinstance(usage.get(key), int):
                 span.set_attribute(f"agentflow.usage.{key}", usage[key])
@@ -620,7 +620,7 @@ class OtelSink:
             else self._parent(path, same=True)
         )
         model = str(data.get("model") or "")
-        reply = data.get("reply") if isinstance(data.get("reply"), dict) else {}
+        reply = _as_dict(data.get("reply"))
         attrs: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": data.get("api") or data.get("provider"),
@@ -743,3 +743,8 @@ class OtelSink:
                 f"{_shorten(self._redact.text(self._problems.messages[-1]))}",
                 file=sys.stderr,
             )
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    """``value`` when it is a mapping (an event field), else an empty one."""
+    return value if isinstance(value, dict) else {}
