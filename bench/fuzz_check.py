@@ -24,8 +24,8 @@ sys.path.insert(0, str(ROOT / "tests" / "check"))
 from hostile import HOSTILE, mutate  # noqa: E402
 
 from agentflow.compiler.api import check_source  # noqa: E402
-from agentflow.compiler.diagnostics import CODES  # noqa: E402
 from agentflow.compiler.render import render_json, render_sarif, render_text  # noqa: E402
+from agentflow.core.diagnostics import CODES  # noqa: E402
 
 
 def _sources() -> list[str]:

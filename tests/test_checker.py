@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 
 from agentflow.compiler.api import check_file, check_source
 from agentflow.compiler.checker import prelude_tools
-from agentflow.compiler.diagnostics import CODES
 from agentflow.compiler.types import (
     BOOL,
     DURATION,
@@ -47,6 +46,7 @@ from agentflow.compiler.types import (
     type_str,
     widen,
 )
+from agentflow.core.diagnostics import CODES
 from agentflow.grammar import ast
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from agentflow.core.spans import NO_SPAN
 from agentflow.errors import RunError
 from agentflow.grammar import ast
 from agentflow.runtime.expressions import (
@@ -18,7 +19,7 @@ from agentflow.runtime.expressions import (
     to_text,
 )
 
-S = ast.NO_SPAN
+S = NO_SPAN
 
 
 # -- tiny AST builders (independent of the parser) ---------------------------------------------

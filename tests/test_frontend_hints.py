@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from agentflow.cli import main
 from agentflow.compiler.api import check_file, check_source
-from agentflow.compiler.diagnostics import foreign_type_hint, generic_type_hint
+from agentflow.core.diagnostics import foreign_type_hint, generic_type_hint
 
 HERE = Path(__file__).parent
 

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from agentflow.cli import _json_out, main
 from agentflow.compiler.api import check_source
+from agentflow.core.spans import NO_SPAN
 from agentflow.errors import PlanLoadError, SourceError
 from agentflow.grammar.parser import parse_expression
 from agentflow.ir.loader import load_plan_text
@@ -173,10 +174,10 @@ def test_evaluator_turns_recursion_overflow_into_expr_error():
     # a tree built by hand, without the loader's depth check
     from agentflow.grammar import ast
 
-    expr: ast.Expr = ast.Name(ast.NO_SPAN, "input")
+    expr: ast.Expr = ast.Name(NO_SPAN, "input")
     for _ in range(5000):
-        expr = ast.Member(ast.NO_SPAN, expr, "a", ast.NO_SPAN)
-    tpl = ast.Template(ast.NO_SPAN, [expr])
+        expr = ast.Member(NO_SPAN, expr, "a", NO_SPAN)
+    tpl = ast.Template(NO_SPAN, [expr])
     with pytest.raises(ExprError, match="nested too deeply"):
         evaluate(expr, {"input": {}})
     with pytest.raises(ExprError, match="nested too deeply"):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from agentflow.core.spans import Span
 from agentflow.lsp.client import LspClient, LspError
 from agentflow.lsp.positions import LineIndex
 
@@ -544,7 +545,7 @@ def _key(n):
         )
     if isinstance(n, (list, tuple)):
         return tuple(_key(x) for x in n)
-    if isinstance(n, ast.Span):
+    if isinstance(n, Span):
         return (n.line, n.column, n.end_line, n.end_column, n.start, n.end)
     return n
 

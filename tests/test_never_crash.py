@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentflow.compiler.api import check_source
-from agentflow.compiler.diagnostics import CODES
 from agentflow.compiler.render import render_json, render_sarif, render_text
+from agentflow.core.diagnostics import CODES
 
 sys.path.insert(0, str(Path(__file__).parent / "check"))
 from hostile import _PIECES, HOSTILE, mutate  # noqa: E402

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agentflow.core.spans import Span
 from agentflow.errors import SourceError
 from agentflow.grammar import ast
 from agentflow.grammar.parser import parse_expression, parse_module, parse_template
@@ -140,7 +141,7 @@ def test_spans_are_real_positions():
     assert e.left.name_span.column == 5 and e.left.name_span.end_column == 8
     assert source_of(text, e.right) == "baz[0]"
     shifted = parse_expression("a.b", "f.yaml", line=10, column=5, offset=100)
-    assert shifted.span == ast.Span("f.yaml", 10, 5, 10, 8, 100, 103)
+    assert shifted.span == Span("f.yaml", 10, 5, 10, 8, 100, 103)
     multi = parse_expression("a +\n  b", "f", line=3, column=7, offset=50)
     assert (multi.right.span.line, multi.right.span.column, multi.right.span.start) == (4, 3, 56)
 

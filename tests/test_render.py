@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from agentflow.compiler.api import check_source
-from agentflow.compiler.diagnostics import CODES, Diagnostic, Note
 from agentflow.compiler.render import render_json, render_sarif, render_text, summary
-from agentflow.grammar.ast import Span
+from agentflow.core.diagnostics import CODES, Diagnostic, Note
+from agentflow.core.spans import Span
 
 HERE = Path(__file__).parent
 SNAP = HERE / "check" / "render"

@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 from agentflow.compiler.api import check_file, check_source, read_source
 from agentflow.compiler.checker import CheckResult
-from agentflow.compiler.diagnostics import Diagnostic
-from agentflow.errors import ConfigError, FlowError, InputError, Location, PlanLoadError
-from agentflow.grammar.ast import Span
+from agentflow.core.diagnostics import Diagnostic
+from agentflow.core.spans import Span
+from agentflow.errors import ConfigError, FlowError, InputError, PlanLoadError
 
 if TYPE_CHECKING:  # the plan models (pydantic) and the runtime load only when a plan is run
     from typing import Literal
@@ -141,7 +141,7 @@ def _problem_span(message: str, plan: dict[str, Any], file: str) -> Span:
     if m:
         try:
             where = plan["plans"][m.group(1)] if m.group(1) else plan
-            loc = Location.parse(where["steps"][int(m.group(2))]["meta"]["source"])
+            loc = Span.parse(where["steps"][int(m.group(2))]["meta"]["source"])
             if loc is not None:
                 line, column = loc.line, loc.column
         except (KeyError, IndexError, TypeError, ValueError):

@@ -16,7 +16,8 @@ from typing import Any, NoReturn
 import click
 
 from agentflow import api
-from agentflow.errors import FlowError, Interrupted, Location, PlanLoadError
+from agentflow.core.spans import Span
+from agentflow.errors import FlowError, Interrupted, PlanLoadError
 
 
 def _err(message: str) -> None:
@@ -220,7 +221,7 @@ def schema(file: str, type_name: str) -> None:
         _err(_render(result.errors, {file: read_source(file)}, "text"))
         sys.exit(1)
     if type_name not in result.env.names():
-        from agentflow.compiler.diagnostics import did_you_mean
+        from agentflow.core.diagnostics import did_you_mean
 
         declared = sorted(result.env.names())
         hint = did_you_mean(type_name, declared)
@@ -390,7 +391,7 @@ def _show_run_error(error: dict, target: str) -> None:
     path = error.get("step_path")
     where = f" at step {path}" if path else ""
     _err(f"error[{code}]{where}: {msg}")
-    loc = Location.parse(error.get("source"))
+    loc = Span.parse(error.get("source"))
     if loc is not None and target.endswith(".flow"):
         try:
             text = Path(target).read_text(encoding="utf-8").splitlines()[loc.line - 1]

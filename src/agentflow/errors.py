@@ -8,41 +8,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agentflow.core.spans import Span
+
 
 class FlowError(Exception):
     """Base class of every error agentflow raises on purpose."""
 
 
-@dataclass
-class Location:
-    """A position in a user file (1-based line and column; line 0 means "whole file")."""
-
-    file: str
-    line: int = 0
-    column: int = 0
-
-    def __str__(self) -> str:
-        if self.line:
-            return f"{self.file}:{self.line}:{self.column}"
-        return self.file
-
-    @classmethod
-    def parse(cls, text: object) -> Location | None:
-        """``"file:line:col"`` (a step's ``meta.source``) as a Location; None when ``text`` is
-        not of that form."""
-        if not isinstance(text, str):
-            return None
-        rest, _, col = text.rpartition(":")
-        file, _, line = rest.rpartition(":")
-        if file and line.isdigit() and col.isdigit():
-            return cls(file, int(line), int(col))
-        return None
-
-
 class SourceError(FlowError):
     """A `.flow` source or template that does not parse; carries a span."""
 
-    def __init__(self, message: str, span=None, hint: str | None = None):
+    def __init__(self, message: str, span: Span | None = None, hint: str | None = None):
         super().__init__(message)
         self.message = message
         self.span = span
@@ -59,9 +35,10 @@ class PlanLoadError(FlowError):
 
 @dataclass
 class PlanProblem:
-    """One load-time problem of a plan: where, what, and an optional hint."""
+    """One load-time problem of a plan: where (a point, or line 0 for the whole file), what, and an
+    optional hint."""
 
-    location: Location
+    location: Span
     message: str
     hint: str | None = None
     code: str = "validation"

@@ -2,7 +2,7 @@
 
 ``check_module(module, parse_diagnostics=...)`` resolves every name and type of a parsed module,
 types every expression (bidirectionally: an expected type flows into literals), and reports all
-the problems it finds as :class:`~agentflow.compiler.diagnostics.Diagnostic` objects.  It never
+the problems it finds as :class:`~agentflow.core.diagnostics.Diagnostic` objects.  It never
 raises for any module the parser can produce, and it avoids cascades: anything whose type could
 not be determined gets the error type (:data:`~agentflow.compiler.types.ERROR`), which is silently
 assignable to and from everything.  Items that are :class:`ast.ErrorItem` get no diagnostics.
@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentflow.compiler import diagnostics as D
-from agentflow.compiler.diagnostics import Diagnostic, Note, did_you_mean
 from agentflow.compiler.types import (
     BOOL,
     DURATION,
@@ -66,6 +64,9 @@ from agentflow.compiler.types import (
     type_str,
     widen,
 )
+from agentflow.core import diagnostics as D
+from agentflow.core.diagnostics import Diagnostic, Note, did_you_mean
+from agentflow.core.spans import Span
 from agentflow.grammar import ast
 
 __all__ = [
@@ -269,7 +270,7 @@ def prelude_tools() -> dict[str, ToolSig]:
 @dataclass(slots=True)
 class _Var:
     symbol: Symbol
-    span: ast.Span
+    span: Span
     used: bool = False
 
 
@@ -319,7 +320,7 @@ class _Checker:
         self,
         code: str,
         message: str,
-        span: ast.Span,
+        span: Span,
         *,
         notes: list[Note] | None = None,
         hint: str | None = None,
@@ -865,9 +866,7 @@ class _Checker:
             self.stage_syms[name] = Symbol("stage", name, st, stage)
             self.stage_order.append(stage)
 
-    def body(
-        self, block: ast.Block, expected: Type | None, owner_span: ast.Span, what: str
-    ) -> Type:
+    def body(self, block: ast.Block, expected: Type | None, owner_span: Span, what: str) -> Type:
         """Check a stage or control body; returns the body's value type."""
         frame = _Frame(expected)
         self.frames.append(frame)
@@ -901,7 +900,7 @@ class _Checker:
                     hint=f"remove it, or name it `_{var.symbol.name}`",
                 )
 
-    def declare(self, symbol: Symbol, span: ast.Span) -> None:
+    def declare(self, symbol: Symbol, span: Span) -> None:
         scope = self.scopes[-1]
         prev = scope.get(symbol.name)
         if prev is not None and symbol.kind == "let" and prev.symbol.kind == "let":
@@ -1309,7 +1308,7 @@ class _Checker:
         ot = self.infer(e.obj)
         return self.member_type(ot, e.name, e.name_span, e)
 
-    def member_type(self, ot: Type, name: str, span: ast.Span, e: ast.Expr) -> Type:
+    def member_type(self, ot: Type, name: str, span: Span, e: ast.Expr) -> Type:
         # fast path: a field that an object type (named or inline) has
         tp = type(ot)
         if tp is NamedRef:

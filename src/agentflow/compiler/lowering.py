@@ -33,6 +33,7 @@ from agentflow.compiler import types as T
 from agentflow.compiler.checker import CheckResult
 from agentflow.compiler.contracts import agent_contract, contract_for
 from agentflow.compiler.contracts import flow_string as _flow_string
+from agentflow.core.spans import Span
 from agentflow.grammar import ast
 
 __all__ = ["LoweringError", "lower"]
@@ -45,7 +46,7 @@ _EFFECTS = (ast.Call, ast.AgentExpr, ast.AskExpr, ast.VerifyExpr, ast.FilterExpr
 class LoweringError(Exception):
     """A construct this version of the compiler cannot lower; carries the span."""
 
-    def __init__(self, message: str, span: ast.Span):
+    def __init__(self, message: str, span: Span):
         super().__init__(f"{span}: {message}")
         self.message = message
         self.span = span
@@ -237,10 +238,10 @@ class _Lowerer:
         )
 
     # -- meta / steps ------------------------------------------------------------------------
-    def source(self, span: ast.Span) -> str:
+    def source(self, span: Span) -> str:
         return f"{self.file}:{span.line}:{span.column}"
 
-    def meta(self, span: ast.Span, ctx: _Ctx, name: str | None = None) -> dict:
+    def meta(self, span: Span, ctx: _Ctx, name: str | None = None) -> dict:
         m: dict[str, Any] = {"source": self.source(span)}
         if ctx.stage:
             m["stage"] = ctx.stage
@@ -249,7 +250,7 @@ class _Lowerer:
         return m
 
     def add_step(
-        self, ctx: _Ctx, tool_name: str, inp: Any, span: ast.Span, *, select: str | None = None
+        self, ctx: _Ctx, tool_name: str, inp: Any, span: Span, *, select: str | None = None
     ) -> dict:
         """Append a step to ``ctx.target`` (numbered unless ``ctx`` is an inline body)."""
         if ctx.body and (ctx.target or tool_name in _NOT_BODY):
@@ -266,9 +267,7 @@ class _Lowerer:
         return step
 
     # -- names -------------------------------------------------------------------------------
-    def share(
-        self, frag: Frag, ctx: _Ctx, span: ast.Span, uses: int, name: str | None = None
-    ) -> Frag:
+    def share(self, frag: Frag, ctx: _Ctx, span: Span, uses: int, name: str | None = None) -> Frag:
         """The fragment a name bound to ``frag`` and used ``uses`` times should stand for.
 
         Small fragments are returned as they are (inlined at every use); one that could blow up
@@ -382,7 +381,7 @@ class _Lowerer:
                     return out
         return value
 
-    def exit_step(self, ctx: _Ctx, span: ast.Span, message: ast.Expr, when: Frag | None) -> dict:
+    def exit_step(self, ctx: _Ctx, span: Span, message: ast.Expr, when: Frag | None) -> dict:
         inp: dict[str, Any] = {}
         if when is not None:
             inp["when"] = {"expr": when.render()}
@@ -442,7 +441,7 @@ class _Lowerer:
     def body_step(
         self,
         stmts: list[ast.Stmt],
-        span: ast.Span,
+        span: Span,
         ctx: _Ctx,
         loop: dict[str, str],
         what: str,
@@ -472,7 +471,7 @@ class _Lowerer:
                 del self.plans[k]
 
     def inline_body(
-        self, stmts: list[ast.Stmt], span: ast.Span, ctx: _Ctx, loop: dict[str, str]
+        self, stmts: list[ast.Stmt], span: Span, ctx: _Ctx, loop: dict[str, str]
     ) -> dict:
         scratch: list[dict] = []
         bindings = {n: _scope_name(s) for n, s in loop.items()}
@@ -498,7 +497,7 @@ class _Lowerer:
     def outline_body(
         self,
         stmts: list[ast.Stmt],
-        span: ast.Span,
+        span: Span,
         ctx: _Ctx,
         loop: dict[str, str],
         what: str,
@@ -965,7 +964,7 @@ def _else_stmts(st: ast.IfStmt) -> list[ast.Stmt] | None:
     return [st.else_]
 
 
-def _else_span(st: ast.IfStmt, else_stmts: list[ast.Stmt]) -> ast.Span:
+def _else_span(st: ast.IfStmt, else_stmts: list[ast.Stmt]) -> Span:
     if st.else_ is not None:
         return st.else_.span
     return else_stmts[0].span if else_stmts else st.span

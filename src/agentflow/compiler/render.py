@@ -1,7 +1,7 @@
 """Renderers for diagnostics: human text (rustc/ruff style), JSON and SARIF 2.1.0
 (LANGUAGE.md §9: detection and rendering are separate).
 
-All three take a list of :class:`~agentflow.compiler.diagnostics.Diagnostic` and return a string;
+All three take a list of :class:`~agentflow.core.diagnostics.Diagnostic` and return a string;
 none of them raises for odd spans (out-of-range lines, zero-width spans, missing sources).
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from agentflow.compiler.diagnostics import CODES, Diagnostic, Note
+from agentflow.core.diagnostics import CODES, Diagnostic, Note
 
 __all__ = ["render_text", "render_json", "render_sarif", "summary", "diagnostic_dict"]
 

@@ -1,8 +1,9 @@
 """AST node classes for `.flow` programs and `{{ … }}` templates.
 
-Every node carries a :class:`Span` (1-based line/column, end exclusive column, plus 0-based
-character offsets into the source text).  Nodes are plain dataclasses; visitors dispatch on
-the node class (``type(node).__name__``), in the manner of Jinja2's ``NodeVisitor``.
+Every node carries a :class:`~agentflow.core.spans.Span` (1-based line/column, end exclusive
+column, plus 0-based character offsets into the source text).  Nodes are plain dataclasses;
+visitors dispatch on the node class (``type(node).__name__``), in the manner of Jinja2's
+``NodeVisitor``.
 
 The same expression nodes are produced for `.flow` source and for plan templates, so the
 checker types, and the runtime evaluates, one expression language (LANGUAGE.md §4,
@@ -15,44 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-
-# Not ``frozen=True``: a frozen dataclass's ``__init__`` goes through ``object.__setattr__``
-# for every field, which made span creation a fifth of the parse time.  Spans are still
-# treated as immutable values (hashable, compared by value); never assign to their fields.
-@dataclass(slots=True, unsafe_hash=True)
-class Span:
-    """A source range.
-
-    ``line``/``column`` are 1-based and point at the first character; ``end_line``/``end_column``
-    are 1-based and point one past the last character (so a one-character token at column 5 has
-    ``end_column == 6``).  ``start``/``end`` are 0-based character offsets into the file text.
-    """
-
-    file: str
-    line: int
-    column: int
-    end_line: int
-    end_column: int
-    start: int = 0
-    end: int = 0
-
-    def to(self, other: Span) -> Span:
-        """Return the span covering ``self`` through ``other`` (same file)."""
-        return Span(
-            self.file,
-            self.line,
-            self.column,
-            other.end_line,
-            other.end_column,
-            self.start,
-            other.end,
-        )
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.column}"
-
-
-NO_SPAN = Span("<unknown>", 1, 1, 1, 1, 0, 0)
+from agentflow.core.spans import Span
 
 
 @dataclass(slots=True, eq=False)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from agentflow.core.spans import Span
 from agentflow.grammar import ast
 from agentflow.grammar.scanner import SynErr, Tok
 
@@ -23,7 +24,6 @@ __all__ = ["Builder", "MAX_OPERATORS", "MAX_PREFIX"]
 MAX_OPERATORS = 200
 MAX_PREFIX = 50
 
-_Span = ast.Span
 _DUR_PART = re.compile(r"([0-9]+)(ms|h|m|s)")
 _DUR_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
 
@@ -72,16 +72,16 @@ _PREC = {
 _NOT_PREC = 4
 
 
-def _cover(a: Any, b: Any) -> ast.Span:
+def _cover(a: Any, b: Any) -> Span:
     """The span from the start of ``a`` to the end of ``b`` (each a Tok or a node)."""
     if type(a) is not Tok:
         a = a.span
     if type(b) is not Tok:
         b = b.span
-    return _Span(a.file, a.line, a.column, b.end_line, b.end_column, a.start, b.end)
+    return Span(a.file, a.line, a.column, b.end_line, b.end_column, a.start, b.end)
 
 
-def _operand_span(x: Any) -> ast.Span:
+def _operand_span(x: Any) -> Span:
     if isinstance(x, _Not):
         return x.tok.span.to(_operand_span(x.operand))
     return x.span
@@ -143,7 +143,7 @@ def _string_value(tok: Tok, what: str) -> str:
     return lit.text
 
 
-def _push_projection(p: ast.Projection, build, end_span: ast.Span) -> ast.Projection:
+def _push_projection(p: ast.Projection, build, end_span: Span) -> ast.Projection:
     """Extend an open projection's per-element path with ``build(inner)``."""
     inner = p.path
     if isinstance(inner, ast.Projection) and not inner.closed:

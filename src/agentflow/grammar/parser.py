@@ -21,7 +21,8 @@ import gc
 import re
 from bisect import bisect_left
 
-from agentflow.compiler.diagnostics import SYNTAX_ERROR, Diagnostic, Note
+from agentflow.core.diagnostics import SYNTAX_ERROR, Diagnostic, Note
+from agentflow.core.spans import Span
 from agentflow.errors import SourceError
 from agentflow.grammar import ast
 from agentflow.grammar.lalr import DRIVER, run
@@ -53,7 +54,7 @@ def parse_expression(
     except SynErr as e:
         raise _to_source_error(e) from None
     except RecursionError:
-        span = ast.Span(file, line, column, line, column, offset, offset)
+        span = Span(file, line, column, line, column, offset, offset)
         raise SourceError(f"{span}: expression nested too deeply", span) from None
 
 
@@ -91,7 +92,7 @@ def parse_template(
                 expr = run(sc, "expr_only")
             except SynErr as e:
                 if sc.stopped_at is None and e.message.startswith("expected `}}`"):
-                    span = ast.Span(
+                    span = Span(
                         file, cur_line, k - ls + 1, cur_line, k - ls + 3, k + offset, k + 2 + offset
                     )
                     raise SynErr("unclosed `{{`: expected `}}`", span) from None
@@ -112,7 +113,7 @@ def parse_template(
     except SynErr as e:
         raise _to_source_error(e) from None
     except RecursionError:
-        span = ast.Span(file, line, column, line, column, offset, offset)
+        span = Span(file, line, column, line, column, offset, offset)
         raise SourceError(f"{span}: template nested too deeply", span) from None
     if buf:
         s = "".join(buf)
@@ -120,7 +121,7 @@ def parse_template(
             parts.append(s)
     end_line = line + text.count("\n")
     end_col = (n - text.rfind("\n")) if "\n" in text else column + n
-    span = ast.Span(file, line, column, end_line, end_col, offset, offset + n)
+    span = Span(file, line, column, end_line, end_col, offset, offset + n)
     return ast.Template(span, parts)
 
 
@@ -139,7 +140,7 @@ def parse_module(text: str, file: str) -> tuple[ast.Module, list[Diagnostic]]:
     try:
         return _parse_module(text, file)
     except Exception as e:  # pragma: no cover - last-resort guard: never raise
-        span = ast.Span(file, 1, 1, 1, 1, 0, 0)
+        span = Span(file, 1, 1, 1, 1, 0, 0)
         diag = Diagnostic(
             SYNTAX_ERROR, f"the parser failed on this file ({type(e).__name__})", span
         )
@@ -195,7 +196,7 @@ def _parse_module(text: str, file: str) -> tuple[ast.Module, list[Diagnostic]]:
     if items:
         span = _offset_span(text, file, 0, n)
     else:
-        span = ast.Span(file, 1, 1, 1, 1, 0, 0)
+        span = Span(file, 1, 1, 1, 1, 0, 0)
     return ast.Module(span, file, items), diags
 
 
@@ -218,7 +219,7 @@ class _Lines:
         return bisect_left(nl, i) + 1
 
 
-def _offset_span(text: str, file: str, i: int, j: int, lines: _Lines | None = None) -> ast.Span:
+def _offset_span(text: str, file: str, i: int, j: int, lines: _Lines | None = None) -> Span:
     if lines is not None:
         line, end_line = lines.line(i), lines.line(j)
     else:
@@ -226,7 +227,7 @@ def _offset_span(text: str, file: str, i: int, j: int, lines: _Lines | None = No
         end_line = line + text.count("\n", i, j)
     ls = text.rfind("\n", 0, i) + 1
     els = text.rfind("\n", 0, j) + 1 if end_line != line else ls
-    return ast.Span(file, line, i - ls + 1, end_line, j - els + 1, i, j)
+    return Span(file, line, i - ls + 1, end_line, j - els + 1, i, j)
 
 
 def _raw_tokens(text: str, file: str, i: int, lines: _Lines | None = None):

@@ -34,6 +34,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, Protocol
 
+from agentflow.core.spans import Span
 from agentflow.grammar import ast
 
 __all__ = [
@@ -148,9 +149,6 @@ _COLON_AFTER = re.compile(r"[ \t]*:(?!:)")
 WORD_AFTER = re.compile(r"[ \t]+(?:[A-Za-z_0-9\"])")
 
 
-_Span = ast.Span
-
-
 class Tok:
     """A token as the Lark parser sees it (``type``) plus its source position.
 
@@ -187,8 +185,8 @@ class Tok:
         self.bol = False
 
     @property
-    def span(self) -> ast.Span:
-        return ast.Span(
+    def span(self) -> Span:
+        return Span(
             self.file,
             self.line,
             self.column,
@@ -236,11 +234,11 @@ class SynErr(Exception):
     def __init__(
         self,
         message: str,
-        span: ast.Span,
+        span: Span,
         resume: int | None = None,
         depth: int | None = None,
         hint: str | None = None,
-        notes: list[tuple[str, ast.Span]] | None = None,
+        notes: list[tuple[str, Span]] | None = None,
     ):
         super().__init__(message)
         self.message = message
@@ -332,7 +330,7 @@ class Scanner:
 
     # -- helpers ------------------------------------------------------------------------------
 
-    def span_at(self, i: int, j: int, line: int, ls: int) -> ast.Span:
+    def span_at(self, i: int, j: int, line: int, ls: int) -> Span:
         """Span of text[i:j] that starts on ``line`` (whose start index is ``ls``)."""
         text = self.text
         nl = text.count("\n", i, j)
@@ -342,7 +340,7 @@ class Scanner:
         else:
             end_line = line
             end_col = j - ls + 1
-        return ast.Span(self.file, line, i - ls + 1, end_line, end_col, i + self.ob, j + self.ob)
+        return Span(self.file, line, i - ls + 1, end_line, end_col, i + self.ob, j + self.ob)
 
     def opened(self, opener: Tok, *, at: bool = True) -> str:
         """Words for what the bracket token ``opener`` opens: ``"the stage body opened on line
@@ -728,16 +726,16 @@ class Scanner:
         i = k + 2
         j = m.end(1)
         expr: ast.Expr = ast.Name(
-            _Span(file, line, i + col0, line, j + col0, i + ob, j + ob), m.group(1)
+            Span(file, line, i + col0, line, j + col0, i + ob, j + ob), m.group(1)
         )
         start = expr.span
         for seg in m.group(2).split(".")[1:]:
             i = j + 1
             j = i + len(seg)
-            nspan = _Span(file, line, i + col0, line, j + col0, i + ob, j + ob)
+            nspan = Span(file, line, i + col0, line, j + col0, i + ob, j + ob)
             expr = ast.Member(start.to(nspan), expr, seg, nspan)
         e = m.end()
-        return ast.Interpolation(_Span(file, line, k + col0, line, e + col0, k + ob, e + ob), expr)
+        return ast.Interpolation(Span(file, line, k + col0, line, e + col0, k + ob, e + ob), expr)
 
     def _interpolation(self, k: int, line: int, ls: int) -> tuple[ast.Interpolation, int, int, int]:
         """Parse ``${ … }`` starting at text[k] == '$'; return (node, next index, line, ls)."""

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from agentflow.compiler import diagnostics as diag
+from agentflow.core import diagnostics as diag
+from agentflow.core.spans import Span
 from agentflow.grammar import ast
 from agentflow.grammar.scanner import OPENERS, OPS, TOP_LEVEL, Scanner, SynErr, Tok
 
@@ -217,7 +218,7 @@ def unexpected(
         msg = f"expected {_join_or(words)}, found {found}"
     else:
         msg = f"unexpected {describe(tok, article=False)}"
-    notes: list[tuple[str, ast.Span]] = []
+    notes: list[tuple[str, Span]] = []
     stack = sc.stack
     if stack and stack[-1] is not tok and len(words) <= 4:
         opener = stack[-1]
@@ -241,7 +242,7 @@ def unexpected(
             msg = msg.replace("the end of the text", f"`{closer}`")
             return SynErr(msg, span)
         if last is not None:
-            span = ast.Span(
+            span = Span(
                 last.file,
                 last.end_line,
                 last.end_column,

@@ -230,7 +230,8 @@ def fmt_plan_text(text: str, file: str = "<plan>") -> str:
     rewritten and no comment is ever lost silently. Raises :class:`agentflow.errors.PlanLoadError`
     with the load problems.
     """
-    from agentflow.errors import Location, PlanLoadError, PlanProblem
+    from agentflow.core.spans import Span
+    from agentflow.errors import PlanLoadError, PlanProblem
     from agentflow.ir.loader import load_plan_text, parse_yaml
 
     load_plan_text(text, file)
@@ -241,7 +242,7 @@ def fmt_plan_text(text: str, file: str = "<plan>") -> str:
             raise PlanLoadError(
                 [
                     PlanProblem(
-                        Location(file),
+                        Span.at(file),
                         "this .json plan holds YAML comments, which JSON cannot keep; the file "
                         "was left as is",
                         "rename it to .plan.yaml to format it with its comments",
@@ -253,7 +254,7 @@ def fmt_plan_text(text: str, file: str = "<plan>") -> str:
 
     def bug(what: str) -> PlanLoadError:  # pragma: no cover - a formatter bug; never write it
         return PlanLoadError(
-            [PlanProblem(Location(file), f"plan fmt {what}; the file was left as is")]
+            [PlanProblem(Span.at(file), f"plan fmt {what}; the file was left as is")]
         )
 
     body = text.removeprefix("\ufeff")  # the scanner's columns do not count a byte-order mark
@@ -370,13 +371,11 @@ def _anchors(smap: Any) -> list[tuple[int, int, int, tuple]]:
     """``(line, column, depth, path)`` (0-based) of every key (its key's position) and list item
     (its value's first character), in text order, outer before inner at the same place."""
     out = []
-    for path, pos in smap.positions.items():
+    for path, src in smap.nodes.items():
         if not path:
             continue
-        if isinstance(path[-1], str) and pos.key_line is not None:
-            out.append((pos.key_line - 1, (pos.key_column or 1) - 1, len(path), path))
-        else:
-            out.append((pos.line - 1, pos.column - 1, len(path), path))
+        at = src.key if isinstance(path[-1], str) and src.key is not None else src.at
+        out.append((at.line - 1, at.column - 1, len(path), path))
     out.sort(key=lambda a: a[:3])
     return out
 

@@ -19,10 +19,11 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from agentflow.compiler.diagnostics import did_you_mean
-from agentflow.errors import Location, PlanLoadError, PlanProblem
+from agentflow.core.diagnostics import did_you_mean
+from agentflow.core.spans import Span
+from agentflow.errors import PlanLoadError, PlanProblem
 from agentflow.ir.models import BODY_KEYS, CAMEL_ALIASES, Backoff, Finish, Plan, Retry, Step
-from agentflow.ir.templates import NodePos, SourceMap, path_str
+from agentflow.ir.templates import NodeSource, SourceMap, path_str
 
 _Loader: type[yaml.CSafeLoader] | type[yaml.SafeLoader]
 try:  # pragma: no cover - depends on the PyYAML build
@@ -63,7 +64,7 @@ def read_plan_text(path: str | FsPath) -> str:
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise PlanLoadError(
-            [PlanProblem(Location(file), f"cannot read plan file: {reason}")]
+            [PlanProblem(Span.at(file), f"cannot read plan file: {reason}")]
         ) from None
 
 
@@ -117,15 +118,15 @@ def parse_yaml(text: str, file: str = "<plan>") -> tuple[Any, SourceMap]:
         root = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        loc = Location(file, mark.line + 1, mark.column + 1) if mark else Location(file)
+        loc = Span.at(file, mark.line + 1, mark.column + 1) if mark else Span.at(file)
         msg = exc.problem or str(exc)
         if exc.context:
             msg = f"{exc.context}: {msg}" if exc.problem else msg
         raise PlanLoadError([PlanProblem(loc, f"YAML syntax error: {msg}")]) from None
     except yaml.YAMLError as exc:
-        raise PlanLoadError([PlanProblem(Location(file), f"YAML error: {exc}")]) from None
+        raise PlanLoadError([PlanProblem(Span.at(file), f"YAML error: {exc}")]) from None
     if root is None:
-        raise PlanLoadError([PlanProblem(Location(file, 1, 1), "the plan file is empty")])
+        raise PlanLoadError([PlanProblem(Span.at(file, 1, 1), "the plan file is empty")])
     problems: list[PlanProblem] = []
     lines = text.split("\n")
     data = _construct(root, (), smap, problems, lines, set(), None)
@@ -174,7 +175,7 @@ def _refused_features(text: str, file: str) -> list[PlanProblem]:
         ):
             continue
         mark = ev.start_mark
-        where = Location(file, mark.line + 1, mark.column + 1) if mark else Location(file)
+        where = Span.at(file, mark.line + 1, mark.column + 1) if mark else Span.at(file)
         if ev.anchor is not None:
             seen = anchors.get(ev.anchor)
             if seen is None:
@@ -203,9 +204,10 @@ def _refused_features(text: str, file: str) -> list[PlanProblem]:
 # YAML nodes → data
 
 
-def _scalar_pos(node: yaml.ScalarNode, lines: list[str]) -> NodePos:
+def _scalar_source(node: yaml.ScalarNode, lines: list[str], file: str) -> NodeSource:
     m = node.start_mark
-    pos = NodePos(m.line + 1, m.column + 1)
+    line, col = m.line + 1, m.column + 1
+    src = NodeSource(Span(file, line, col, line, col))
     style = node.style
     if style in ("|", ">"):
         # content starts on the next non-header line; its indentation is the block's
@@ -214,21 +216,20 @@ def _scalar_pos(node: yaml.ScalarNode, lines: list[str]) -> NodePos:
             i += 1
         if i < len(lines):
             indent = len(lines[i]) - len(lines[i].lstrip(" "))
-            pos.content_line = m.line + 2
-            pos.content_column = indent + 1
-            pos.block_indent = indent + 1
+            src.text = Span(file, line + 1, indent + 1, line + 1, indent + 1)
+            src.block_indent = indent + 1
         else:
-            pos.content_line, pos.content_column = m.line + 1, m.column + 2
+            src.text = Span(file, line, col + 1, line, col + 1)
     elif style in ("'", '"'):
-        pos.content_line, pos.content_column = m.line + 1, m.column + 2
-        pos.block_indent = 1
+        src.text = Span(file, line, col + 1, line, col + 1)
+        src.block_indent = 1
         end = node.end_mark
         if end.line == m.line and m.line < len(lines):
-            pos.raw_offsets = _quoted_offsets(lines[m.line][m.column + 1 : end.column - 1], style)
+            src.raw_offsets = _quoted_offsets(lines[m.line][m.column + 1 : end.column - 1], style)
     else:
-        pos.content_line, pos.content_column = m.line + 1, m.column + 1
-        pos.block_indent = 1
-    return pos
+        src.text = src.at
+        src.block_indent = 1
+    return src
 
 
 #: raw length of a double-quoted escape by its letter (``\x41``, ``\u00e9``, ``\U0001F600``)
@@ -308,7 +309,7 @@ class _BadTag(ValueError):
     """A scalar its explicit tag cannot convert (``!!int abc``); ``args[0]`` is the tag name."""
 
 
-def _construct(node, path, smap, problems, lines, stack, key_pos) -> Any:
+def _construct(node, path, smap, problems, lines, stack, key) -> Any:
     if len(path) > _MAX_DEPTH:
         problems.append(PlanProblem(_loc(smap, node), "the plan nests too deeply"))
         return None
@@ -316,12 +317,12 @@ def _construct(node, path, smap, problems, lines, stack, key_pos) -> Any:
         problems.append(PlanProblem(_loc(smap, node), "recursive YAML alias"))
         return None
     if isinstance(node, yaml.ScalarNode):
-        pos = _scalar_pos(node, lines)
+        src = _scalar_source(node, lines, smap.file)
     else:
-        pos = NodePos(node.start_mark.line + 1, node.start_mark.column + 1)
-    if key_pos is not None:
-        pos.key_line, pos.key_column = key_pos
-    smap.positions[path] = pos
+        line, col = node.start_mark.line + 1, node.start_mark.column + 1
+        src = NodeSource(Span(smap.file, line, col, line, col))
+    src.key = key
+    smap.nodes[path] = src
     if isinstance(node, yaml.ScalarNode):
         try:
             value = _resolve_scalar(node)
@@ -353,7 +354,8 @@ def _construct(node, path, smap, problems, lines, stack, key_pos) -> Any:
         ]
     out: dict[str, Any] = {}
     for knode, vnode in node.value:
-        kloc = (knode.start_mark.line + 1, knode.start_mark.column + 1)
+        kline, kcol = knode.start_mark.line + 1, knode.start_mark.column + 1
+        kspan = Span(smap.file, kline, kcol, kline, kcol)
         if not isinstance(knode, yaml.ScalarNode):
             problems.append(PlanProblem(_loc(smap, knode), "mapping keys must be plain text"))
             continue
@@ -361,17 +363,17 @@ def _construct(node, path, smap, problems, lines, stack, key_pos) -> Any:
         if key in out:
             problems.append(
                 PlanProblem(
-                    Location(smap.file, *kloc),
+                    kspan,
                     f"{_prefix(path)}duplicate key `{key}`",
                 )
             )
             continue
-        out[key] = _construct(vnode, (*path, key), smap, problems, lines, stack, kloc)
+        out[key] = _construct(vnode, (*path, key), smap, problems, lines, stack, kspan)
     return out
 
 
-def _loc(smap: SourceMap, node) -> Location:
-    return Location(smap.file, node.start_mark.line + 1, node.start_mark.column + 1)
+def _loc(smap: SourceMap, node) -> Span:
+    return Span.at(smap.file, node.start_mark.line + 1, node.start_mark.column + 1)
 
 
 def _prefix(path) -> str:
@@ -413,7 +415,7 @@ class _Builder:
         self.problems = problems
 
     def problem(self, path, message: str, *, hint: str | None = None, key: bool = False) -> None:
-        loc = self.smap.location(path, key=key) if self.smap else Location(self.file)
+        loc = self.smap.location(path, key=key) if self.smap else Span.at(self.file)
         self.problems.append(PlanProblem(loc, f"{_prefix(path)}{message}", hint))
 
     def check_keys(self, data: dict, model: type[BaseModel], path) -> None:
@@ -637,9 +639,9 @@ class _Builder:
                     continue
                 if self.smap is not None:
                     old = (*path, key)
-                    for p, pos in list(self.smap.positions.items()):
+                    for p, src in list(self.smap.nodes.items()):
                         if p[: len(old)] == old:
-                            self.smap.positions[(*path, canon, *p[len(old) :])] = pos
+                            self.smap.nodes[(*path, canon, *p[len(old) :])] = src
             out[canon] = value
         return out
 
@@ -653,13 +655,13 @@ def broken_fields(model: BaseModel) -> set[str]:
 # Cross-file checks (the plans directory itself is loaded by runtime.tools.plans)
 
 
-def plan_location(plan: Plan, path: tuple) -> Location:
+def plan_location(plan: Plan, path: tuple) -> Span:
     """file:line:col of the value at ``path`` (a value path inside ``plan``'s file)."""
     smap = getattr(plan, "_source_map", None)
     full = (*(getattr(plan, "_path", ()) or ()), *path)
     if smap is not None:
         return smap.location(full)
-    return Location(plan.source_file or "<plan>")
+    return Span.at(plan.source_file or "<plan>")
 
 
 def check_plan_cycles(root: Plan, others: dict[str, Plan]) -> list[PlanProblem]:
@@ -694,7 +696,7 @@ def check_plan_cycles(root: Plan, others: dict[str, Plan]) -> list[PlanProblem]:
         loc = (
             smap.location((*spath, "tool_name"))
             if smap is not None
-            else Location(plan.source_file or "<plan>")
+            else Span.at(plan.source_file or "<plan>")
         )
         problems.append(
             PlanProblem(

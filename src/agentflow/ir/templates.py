@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentflow.errors import Location, PlanLoadError, PlanProblem, SourceError
+from agentflow.core.spans import Span
+from agentflow.errors import PlanLoadError, PlanProblem, SourceError
 from agentflow.grammar import ast
 
 Path = tuple  # tuple[str | int, ...]
@@ -75,25 +76,21 @@ def path_str(path: Path) -> str:
 # Source positions
 
 
-@dataclass
-class NodePos:
-    """Where a YAML node sits (1-based).
+@dataclass(slots=True)
+class NodeSource:
+    """Where a YAML node sits in its plan file.
 
-    ``line``/``column``: the node's first character (the quote or ``|`` included).
-    ``key_line``/``key_column``: its mapping key, when it is a mapping value.
-    ``content_line``/``content_column``/``content_offset``: the first character of a scalar's text;
-    ``block_indent``: for ``|``/``>`` scalars the column (1-based) where later lines start.
+    ``at``: the node's first character (the quote or ``|`` included); ``key``: its mapping key,
+    when it is a mapping value; ``text``: the first character of a scalar's text (None for
+    mappings and sequences); ``block_indent``: the column (1-based) where the later lines of a
+    scalar's text start (a ``|``/``>`` block's indentation, else 1).  Every position is a point.
     """
 
-    line: int
-    column: int
-    key_line: int | None = None
-    key_column: int | None = None
-    content_line: int = 0
-    content_column: int = 0
-    content_offset: int = 0
+    at: Span
+    key: Span | None = None
+    text: Span | None = None
     block_indent: int | None = None
-    #: one-line quoted scalars with escapes (``\"``, ``''``): the raw offset, from the content's
+    #: one-line quoted scalars with escapes (``\"``, ``''``): the raw offset, from the text's
     #: first character, of each decoded character (and one past the last), so columns inside
     #: the text map to the file exactly
     raw_offsets: list[int] | None = None
@@ -101,55 +98,57 @@ class NodePos:
 
 @dataclass
 class SourceMap:
-    """Positions of the nodes of one plan file, keyed by value path (see :func:`path_str`)."""
+    """Where the nodes of one plan file sit, keyed by value path (see :func:`path_str`)."""
 
     file: str
-    positions: dict[Path, NodePos] = field(default_factory=dict)
+    nodes: dict[Path, NodeSource] = field(default_factory=dict)
     line_starts: list[int] = field(default_factory=list)
 
-    def get(self, path: Path) -> NodePos | None:
-        """The position of the node at ``path``, or of its nearest recorded ancestor."""
+    def get(self, path: Path) -> NodeSource | None:
+        """The node at ``path``, or its nearest recorded ancestor."""
         path = tuple(path)
         while True:
-            pos = self.positions.get(path)
-            if pos is not None or not path:
-                return pos
+            node = self.nodes.get(path)
+            if node is not None or not path:
+                return node
             path = path[:-1]
 
-    def location(self, path: Path, *, key: bool = False) -> Location:
-        """A :class:`Location` for ``path`` (its key when ``key`` and known)."""
-        pos = self.positions.get(tuple(path)) if key else None
-        if pos is not None and pos.key_line is not None:
-            return Location(self.file, pos.key_line, pos.key_column or 0)
-        pos = self.get(path)
-        if pos is None:
-            return Location(self.file)
-        return Location(self.file, pos.line, pos.column)
+    def location(self, path: Path, *, key: bool = False) -> Span:
+        """The position of ``path`` as a point (its key when ``key`` and known; the whole file when
+        nothing is recorded)."""
+        node = self.nodes.get(tuple(path)) if key else None
+        if node is not None and node.key is not None:
+            return node.key
+        node = self.get(path)
+        if node is None:
+            return Span.at(self.file)
+        return node.at
 
     def map_point(self, path: Path, rel_line: int, rel_col: int) -> tuple[int, int, int]:
         """Map a (line, column) inside a scalar's text to the file: ``(line, column, offset)``."""
-        pos = self.positions.get(tuple(path))
-        if pos is None or not pos.content_line:
+        node = self.nodes.get(tuple(path))
+        text = node.text if node is not None else None
+        if text is None:
             return rel_line, rel_col, 0
         if rel_line <= 1:
             shift = rel_col - 1
-            raw = pos.raw_offsets
+            raw = node.raw_offsets
             if raw is not None and 0 <= shift < len(raw):
                 shift = raw[shift]
-            line, col = pos.content_line, pos.content_column + shift
+            line, col = text.line, text.column + shift
         else:
-            line = pos.content_line + rel_line - 1
-            col = (pos.block_indent or 1) + rel_col - 1
+            line = text.line + rel_line - 1
+            col = (node.block_indent or 1) + rel_col - 1
         offset = 0
         if 0 < line <= len(self.line_starts):
             offset = self.line_starts[line - 1] + col - 1
         return line, col, offset
 
-    def map_span(self, path: Path, span: ast.Span) -> ast.Span:
+    def map_span(self, path: Path, span: Span) -> Span:
         """Map a span relative to a scalar's text to a span in the file."""
         line, col, start = self.map_point(path, span.line, span.column)
         end_line, end_col, end = self.map_point(path, span.end_line, span.end_column)
-        return ast.Span(self.file, line, col, end_line, end_col, start, end)
+        return Span(self.file, line, col, end_line, end_col, start, end)
 
 
 def _problem(
@@ -164,11 +163,11 @@ def _problem(
     column: int | None = None,
 ) -> PlanProblem:
     if line is not None:
-        loc = Location(file, line, column or 0)
+        loc = Span.at(file, line, column or 0)
     elif smap is not None:
         loc = smap.location(path, key=key)
     else:
-        loc = Location(file)
+        loc = Span.at(file)
     prefix = path_str(path)
     return PlanProblem(loc, f"{prefix}: {message}" if prefix else message, hint)
 
@@ -209,12 +208,12 @@ def _remap_spans(root: ast.Node, fn) -> None:
     for node in ast.walk(root):
         for name in type(node).__dataclass_fields__:
             value = getattr(node, name)
-            if isinstance(value, ast.Span):
+            if isinstance(value, Span):
                 setattr(node, name, fn(value))
 
 
 def _relocate(root: ast.Node, smap: SourceMap | None, file: str, path: Path) -> None:
-    if smap is not None and tuple(path) in smap.positions:
+    if smap is not None and tuple(path) in smap.nodes:
         _remap_spans(root, lambda s: smap.map_span(path, s))
     else:
         _remap_spans(root, lambda s: dataclasses.replace(s, file=file))

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,8 +17,9 @@ from typing import Any
 import jsonschema
 import regex
 
-from agentflow.compiler.diagnostics import did_you_mean
-from agentflow.errors import Location, PlanProblem
+from agentflow.core.diagnostics import did_you_mean
+from agentflow.core.spans import Span
+from agentflow.errors import PlanProblem
 from agentflow.grammar import ast
 from agentflow.ir.limits import MAX_RETRY_ATTEMPTS
 from agentflow.ir.models import (
@@ -165,15 +167,15 @@ class _Validator:
         *,
         hint: str | None = None,
         key: bool = False,
-        span: ast.Span | None = None,
+        span: Span | None = None,
         code: str = "validation",
     ) -> None:
         if span is not None and self.smap is not None:
-            loc = Location(self.file, span.line, span.column)
+            loc = dataclasses.replace(span, file=self.file)
         elif self.smap is not None:
             loc = self.smap.location(path, key=key)
         else:
-            loc = Location(self.file)
+            loc = Span.at(self.file)
         prefix = path_str(path)
         self.problems.append(
             PlanProblem(loc, f"{prefix}: {message}" if prefix else message, hint, code)
@@ -232,7 +234,7 @@ class _Validator:
             )
         if plan.input_schema is not None:
             key = "input_schema"
-            if self.smap is not None and (*path, "inputSchema") in self.smap.positions:
+            if self.smap is not None and (*path, "inputSchema") in self.smap.nodes:
                 key = "inputSchema"
             self.json_schema(plan.input_schema, (*path, key), "input_schema")
         if "deadline" not in broken:
@@ -840,10 +842,10 @@ def _server(name: str) -> str | None:
     return head
 
 
-def _meta_location(step: Any) -> Location | None:
-    """``meta.source`` (``file:line:col``, set by the compiler) of ``step`` as a Location."""
+def _meta_location(step: Any) -> Span | None:
+    """``meta.source`` (``file:line:col``, set by the compiler) of ``step`` as a point."""
     meta = getattr(step, "meta", None)
-    return Location.parse(meta.get("source")) if isinstance(meta, dict) else None
+    return Span.parse(meta.get("source")) if isinstance(meta, dict) else None
 
 
 def resolve_tools(
@@ -873,9 +875,9 @@ def resolve_tools(
         if smap is not None:
             loc = smap.location(path)
         else:  # a plan compiled in memory: the step's `.flow` source position, when it has one
-            loc = _meta_location(current[0]) or Location(file)
+            loc = _meta_location(current[0]) or Span.at(file)
             if loc.file != file and Path(file).name == loc.file:  # the compiler keeps base names
-                loc = Location(file, loc.line, loc.column)
+                loc = Span.at(file, loc.line, loc.column)
         problems.append(PlanProblem(loc, message, hint))
 
     def not_configured(server: str) -> str:

@@ -2,7 +2,7 @@
 
 :class:`Analysis` wraps the source text and the :class:`~agentflow.compiler.checker.CheckResult`
 of the *same* checker ``flowc check`` runs, and answers in code-point offsets and
-:class:`~agentflow.grammar.ast.Span` values (the server converts them to LSP positions):
+:class:`~agentflow.grammar.Span` values (the server converts them to LSP positions):
 
 - :meth:`Analysis.node_path` — the chain of AST nodes under an offset;
 - :meth:`Analysis.hover` — Markdown: kind, name and type of what is under the cursor, plus its
@@ -30,7 +30,8 @@ from typing import Any
 
 from agentflow.compiler import types as T
 from agentflow.compiler.checker import CLAUSES, CheckResult, Symbol, ToolSig
-from agentflow.compiler.diagnostics import Diagnostic
+from agentflow.core.diagnostics import Diagnostic
+from agentflow.core.spans import Span
 from agentflow.grammar import ast
 from agentflow.grammar.scanner import COMMENTS, SynErr, comments, lex
 
@@ -72,8 +73,8 @@ class DocSymbol:
 
     name: str
     kind: str
-    span: ast.Span
-    name_span: ast.Span
+    span: Span
+    name_span: Span
     detail: str | None = None
     children: list[DocSymbol] = field(default_factory=list)
 
@@ -232,7 +233,7 @@ class Analysis:
 
     # -- docs ----------------------------------------------------------------------------------
 
-    def doc_before(self, span: ast.Span) -> str | None:
+    def doc_before(self, span: Span) -> str | None:
         """The ``///`` lines directly above the line of ``span`` (string-aware), joined."""
         if self._doc_lines is None:
             self._doc_lines = set()
@@ -282,7 +283,7 @@ class Analysis:
 
     # -- hover ---------------------------------------------------------------------------------
 
-    def hover(self, offset: int) -> tuple[str, ast.Span] | None:
+    def hover(self, offset: int) -> tuple[str, Span] | None:
         """Markdown for what is under ``offset`` and the span it describes, or None."""
         target = self._target(offset)
         if target is None:
@@ -411,7 +412,7 @@ class Analysis:
 
     # -- definition ----------------------------------------------------------------------------
 
-    def definition(self, offset: int) -> ast.Span | None:
+    def definition(self, offset: int) -> Span | None:
         """The span of the declaration of what is under ``offset`` (its name), or None.
 
         Prelude tools point into ``stdlib/prelude.flow`` (span file ``"<prelude>"``)."""
@@ -432,7 +433,7 @@ class Analysis:
             obj = self._object_of(self.result.type_of(payload.obj))
             if obj is not None and payload.name in obj.fields:
                 sp = obj.fields[payload.name].span
-                return sp if isinstance(sp, ast.Span) else None
+                return sp if isinstance(sp, Span) else None
             return None
         if kind == "letdecl":
             return payload.name.span
@@ -448,7 +449,7 @@ class Analysis:
             return self._param_span(*payload)
         return None
 
-    def _param_span(self, sig: ToolSig, name: str) -> ast.Span | None:
+    def _param_span(self, sig: ToolSig, name: str) -> Span | None:
         """The name span of parameter ``name`` in the ``extern tool`` declaring ``sig``."""
         decl = sig.decl
         if isinstance(decl, ast.ExternTool):
@@ -478,7 +479,7 @@ class Analysis:
             return decl, ident.name, k
         return None
 
-    def _binding_decl_span(self, decl: Any, name: str, kind: str) -> ast.Span | None:
+    def _binding_decl_span(self, decl: Any, name: str, kind: str) -> Span | None:
         """The name token declaring a value binding (``input``: the keyword of the ``input``
         item; the implicit ``index``: None)."""
         if isinstance(decl, (ast.LetStmt, ast.StageDecl)):
@@ -487,18 +488,18 @@ class Analysis:
             return decl.alias.span
         if isinstance(decl, ast.InputDecl):
             s = decl.span
-            return ast.Span(s.file, s.line, s.column, s.line, s.column + 5, s.start, s.start + 5)
+            return Span(s.file, s.line, s.column, s.line, s.column + 5, s.start, s.start + 5)
         if isinstance(decl, ast.ReduceExpr) and kind == "acc":
             return decl.acc.span
         if isinstance(decl, (ast.MapExpr, ast.FilterExpr, ast.ReduceExpr)) and kind == "loopvar":
             return decl.var.span
         return None
 
-    def _binding_uses(self, decl: Any, name: str, kind: str) -> list[ast.Span]:
+    def _binding_uses(self, decl: Any, name: str, kind: str) -> list[Span]:
         """Every name resolving to the binding; for a stage also the names the checker
         reported as ``forward-stage-reference`` to it (they spell it, and a rename must keep
         them spelling it)."""
-        out: list[ast.Span] = []
+        out: list[Span] = []
         refs = self.result.references
         forward: set[tuple[int, int]] = set()
         if kind == "stage":
@@ -530,9 +531,9 @@ class Analysis:
         if obj is None or payload.name not in obj.fields:
             return None
         sp = obj.fields[payload.name].span
-        return _span_key(sp) if isinstance(sp, ast.Span) else None
+        return _span_key(sp) if isinstance(sp, Span) else None
 
-    def references(self, offset: int, include_declaration: bool = True) -> list[ast.Span] | None:
+    def references(self, offset: int, include_declaration: bool = True) -> list[Span] | None:
         """Every span naming what is under ``offset`` (LSP ``textDocument/references``), in
         source order, or None when nothing resolvable is there.
 
@@ -546,8 +547,8 @@ class Analysis:
         if target is None:
             return None
         kind, payload, path = target
-        uses: list[ast.Span] = []
-        decls: list[ast.Span] = []
+        uses: list[Span] = []
+        decls: list[Span] = []
         binding = self._binding(kind, payload)
         if binding is not None:
             uses = self._binding_uses(*binding)
@@ -590,9 +591,9 @@ class Analysis:
             return None
         return _unique(uses + (decls if include_declaration else []))
 
-    def _field_uses(self, key: tuple[str, int, int]) -> list[ast.Span]:
+    def _field_uses(self, key: tuple[str, int, int]) -> list[Span]:
         """Member accesses and object-literal keys whose field is declared at ``key``."""
-        out: list[ast.Span] = []
+        out: list[Span] = []
         res = self.result
         for n in _walk(self.module):
             if isinstance(n, ast.Member):
@@ -600,7 +601,7 @@ class Analysis:
                     continue
                 obj = self._object_of(res.type_of(n.obj))
                 f = obj.fields.get(n.name) if obj is not None else None
-                if f is not None and isinstance(f.span, ast.Span) and _span_key(f.span) == key:
+                if f is not None and isinstance(f.span, Span) and _span_key(f.span) == key:
                     out.append(n.name_span)
             elif isinstance(n, ast.ObjectLit) and id(n) in res.expr_types:
                 obj = self._object_of(res.type_of(n))
@@ -608,13 +609,13 @@ class Analysis:
                     continue
                 for entry in n.entries:
                     f = obj.fields.get(entry.key)
-                    if f is not None and isinstance(f.span, ast.Span) and _span_key(f.span) == key:
+                    if f is not None and isinstance(f.span, Span) and _span_key(f.span) == key:
                         out.append(entry.key_span)
         return out
 
     # -- rename --------------------------------------------------------------------------------
 
-    def rename_target(self, offset: int) -> tuple[str, str, ast.Span] | None:
+    def rename_target(self, offset: int) -> tuple[str, str, Span] | None:
         """``(kind, name, span under the cursor)`` when a rename is possible there: ``kind`` is
         ``let``, ``loopvar``/``acc``, ``stage``, ``use`` or ``type`` (built-in types, ``input``
         and ``index`` cannot be renamed)."""
@@ -637,7 +638,7 @@ class Analysis:
         span = self._binding_decl_span(*binding)
         return (bkind, name, span) if span is not None else None
 
-    def references_for_rename(self, offset: int) -> list[ast.Span] | None:
+    def references_for_rename(self, offset: int) -> list[Span] | None:
         """Every span naming the same ``let``/loop variable/stage/``use`` alias/type as the one
         under ``offset`` (declaration included), or None when it cannot be renamed."""
         if self.rename_target(offset) is None:
@@ -687,7 +688,7 @@ class Analysis:
                 return clash
         return self._semantic_change(kind, old, new, spans)
 
-    def _value_clash(self, new: str, spans: list[ast.Span]) -> str | None:
+    def _value_clash(self, new: str, spans: list[Span]) -> str | None:
         """A message when ``new`` is a global name or a local name visible at one of
         ``spans`` (declaration and references of a value binding) or declared in the
         declaration's block."""
@@ -707,7 +708,7 @@ class Analysis:
                 )
         return None
 
-    def _local_clash(self, new: str, site: ast.Span) -> int | None:
+    def _local_clash(self, new: str, site: Span) -> int | None:
         """The line of a local binding named ``new`` visible at ``site`` (or declared in the
         same block as a ``let`` at ``site``), else None."""
         path = self.node_path(site.start)
@@ -740,7 +741,7 @@ class Analysis:
                     return n.var.span.line
         return None
 
-    def _semantic_change(self, kind: str, old: str, new: str, spans: list[ast.Span]) -> str | None:
+    def _semantic_change(self, kind: str, old: str, new: str, spans: list[Span]) -> str | None:
         """Re-check the text with ``spans`` replaced by ``new`` and compare name resolution
         and errors with this analysis; a message when they differ."""
         text = self.text
@@ -1090,11 +1091,11 @@ def _with_doc(text: str, doc: str | None) -> str:
     return f"{text}\n\n{doc}" if doc else text
 
 
-def _span_key(s: ast.Span) -> tuple[str, int, int]:
+def _span_key(s: Span) -> tuple[str, int, int]:
     return (s.file, s.start, s.end)
 
 
-def _unique(spans: list[ast.Span]) -> list[ast.Span]:
+def _unique(spans: list[Span]) -> list[Span]:
     seen: set[tuple[str, int, int]] = set()
     out = []
     for s in sorted(spans, key=lambda s: (s.file, s.start)):
@@ -1130,7 +1131,7 @@ def _written(text: str, node: ast.Node | None) -> str:
     return text[node.span.start : node.span.end]
 
 
-def _decl_span(sym: Symbol) -> ast.Span | None:
+def _decl_span(sym: Symbol) -> Span | None:
     d = sym.decl
     if isinstance(d, ast.StageDecl):
         return d.name.span

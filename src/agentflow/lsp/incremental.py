@@ -20,7 +20,8 @@ import re
 from bisect import bisect_right
 from typing import Any
 
-from agentflow.compiler.diagnostics import Diagnostic
+from agentflow.core.diagnostics import Diagnostic
+from agentflow.core.spans import Span
 from agentflow.grammar import ast
 from agentflow.grammar.parser import parse_module
 from agentflow.grammar.scanner import TOP_LEVEL, SynErr, lex
@@ -165,7 +166,7 @@ def _back_over_comments(text: str, ls: int) -> int:
 
 
 def _span_refs(items: list[ast.Item]) -> list[tuple[Any, str]]:
-    """Every ``(node, field name)`` of ``items`` whose value is a :class:`~ast.Span`."""
+    """Every ``(node, field name)`` of ``items`` whose value is a :class:`~Span`."""
     refs: list[tuple[Any, str]] = []
     seen: set[int] = set()
     stack: list[Any] = list(items)
@@ -177,7 +178,7 @@ def _span_refs(items: list[ast.Item]) -> list[tuple[Any, str]]:
             seen.add(id(n))
             for name in type(n).__dataclass_fields__:
                 v = getattr(n, name, None)
-                if isinstance(v, ast.Span):
+                if isinstance(v, Span):
                     refs.append((n, name))
                 elif isinstance(v, (ast.Node, list, tuple)):
                     stack.append(v)
@@ -188,7 +189,6 @@ def _span_refs(items: list[ast.Item]) -> list[tuple[Any, str]]:
 
 def _shift(refs: list[tuple[Any, str]], dl: int, do: int) -> None:
     """Shift the spans at ``refs`` by ``dl`` lines and ``do`` characters, in place."""
-    Span = ast.Span
     for node, name in refs:
         s = getattr(node, name)
         setattr(
@@ -317,8 +317,8 @@ def _blank(s: str) -> str:
     return re.sub(r"[^\n]+", lambda m: " " * len(m.group()), s)
 
 
-def _module_span(text: str, file: str) -> ast.Span:
+def _module_span(text: str, file: str) -> Span:
     n = len(text)
     end_line = text.count("\n") + 1
     els = text.rfind("\n") + 1
-    return ast.Span(file, 1, 1, end_line, n - els + 1, 0, n)
+    return Span(file, 1, 1, end_line, n - els + 1, 0, n)

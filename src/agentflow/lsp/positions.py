@@ -1,6 +1,6 @@
 """Position conversion between `.flow` spans and LSP positions.
 
-Spans (``agentflow.grammar.ast.Span``) count lines from 1 and columns in Unicode code points
+Spans (``agentflow.core.spans.Span``) count lines from 1 and columns in Unicode code points
 from 1; ``start``/``end`` are code-point offsets.  LSP positions count both from 0, with
 ``character`` in the *negotiated* encoding: UTF-16 code units (the default, which counts a
 non-BMP character such as 😀 as two), UTF-8 bytes or UTF-32 code points (LSP 3.17

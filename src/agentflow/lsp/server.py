@@ -35,9 +35,9 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace import TextDocument
 
-from agentflow.compiler.diagnostics import Diagnostic
 from agentflow.compiler.fmt import KEYWORDS as _KEYWORDS
-from agentflow.grammar.ast import Span
+from agentflow.core.diagnostics import Diagnostic
+from agentflow.core.spans import Span
 from agentflow.lsp.analysis import (
     PRELUDE_FILE,
     Analysis,

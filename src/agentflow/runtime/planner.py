@@ -465,8 +465,9 @@ def _validate(
 def _exact_names(plan: Any, names: set[str], file: str, reported: list[str]) -> list[str]:
     """The planner saw the exact tool list: a step naming any other tool is a load problem, even
     under a configured server prefix (which :func:`resolve_tools` accepts at the server level)."""
-    from agentflow.compiler.diagnostics import did_you_mean
-    from agentflow.errors import Location, PlanProblem
+    from agentflow.core.diagnostics import did_you_mean
+    from agentflow.core.spans import Span
+    from agentflow.errors import PlanProblem
     from agentflow.ir.models import CONTROL_STEPS
     from agentflow.ir.validate import walk_steps
 
@@ -477,7 +478,7 @@ def _exact_names(plan: Any, names: set[str], file: str, reported: list[str]) -> 
         tool = step.tool_name
         if tool in CONTROL_STEPS or tool in known or tool == PLAN_AND_EXECUTE:
             continue
-        loc = smap.location((*spath, "tool_name")) if smap is not None else Location(file)
+        loc = smap.location((*spath, "tool_name")) if smap is not None else Span.at(file)
         msg = str(
             PlanProblem(loc, f"step {label}: unknown tool '{tool}'", did_you_mean(tool, known))
         )

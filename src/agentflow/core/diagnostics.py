@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from agentflow.grammar.ast import Span
+from agentflow.core.spans import Span
 
 Severity = Literal["error", "warning"]
 
