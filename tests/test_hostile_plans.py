@@ -13,10 +13,10 @@ from click.testing import CliRunner
 from agentflow.cli import _json_out, main
 from agentflow.compiler.api import check_source
 from agentflow.core.spans import NO_SPAN
+from agentflow.core.vocabulary import MAX_EXPR_DEPTH
 from agentflow.errors import PlanLoadError, SourceError
 from agentflow.grammar.parser import parse_expression
 from agentflow.ir.loader import load_plan_text
-from agentflow.ir.templates import MAX_EXPR_DEPTH
 from agentflow.runtime.expressions import (
     MAX_RANGE_ITEMS,
     ExprError,

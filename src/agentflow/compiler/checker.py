@@ -67,7 +67,14 @@ from agentflow.compiler.types import (
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Diagnostic, Note, did_you_mean
 from agentflow.core.spans import Span
+from agentflow.core.vocabulary import (
+    BUILTIN_TYPES,
+    MAX_RETRY_ATTEMPTS,
+    RETRYABLE_CODES,
+    VERDICT_TYPE,
+)
 from agentflow.grammar import ast
+from agentflow.stdlib import PRELUDE
 
 __all__ = [
     "Symbol",
@@ -75,12 +82,8 @@ __all__ = [
     "CheckResult",
     "check_module",
     "prelude_tools",
-    "RETRY_CODES",
     "flow_name_from_file",
 ]
-
-#: error codes a ``retry { on: [...] }`` may name (LANGUAGE.md §8)
-RETRY_CODES = ("timeout", "rate_limit", "transient")
 
 #: JSON Schema formats accepted by ``@format`` (draft 2020-12)
 FORMATS = (
@@ -103,21 +106,6 @@ FORMATS = (
     "json-pointer",
     "relative-json-pointer",
     "regex",
-)
-
-#: clause kinds of an ``agent { … }`` block
-CLAUSES = (
-    "task",
-    "input",
-    "tools",
-    "write",
-    "expect",
-    "timeout",
-    "retry",
-    "max_iterations",
-    "budget",
-    "model",
-    "system",
 )
 
 
@@ -227,9 +215,6 @@ def _const(expr: ast.Expr | None) -> tuple[bool, Any]:
 # prelude
 
 
-_PRELUDE_FILE = Path(__file__).resolve().parent.parent / "stdlib" / "prelude.flow"
-
-
 @functools.cache
 def _prelude_module() -> ast.Module | None:
     try:
@@ -237,7 +222,7 @@ def _prelude_module() -> ast.Module | None:
     except ImportError:  # pragma: no cover - the parser is part of the package
         return None
     try:
-        text = _PRELUDE_FILE.read_text(encoding="utf-8")
+        text = PRELUDE.read_text(encoding="utf-8")
     except OSError:  # pragma: no cover
         return None
     module, _diags = parse_module(text, "<prelude>")
@@ -414,7 +399,7 @@ class _Checker:
         hint = _suggest(name, declared - set(PRIMS))
         if hint:
             return hint
-        builtin = _suggest(name, set(PRIMS) | {"Verdict"})
+        builtin = _suggest(name, set(PRIMS) | {VERDICT_TYPE})
         if builtin and builtin.split("`")[1].lower() == name.lower():
             return builtin  # `Bool`, `Text`: only the case differs
         return D.foreign_type_hint(name) or builtin
@@ -426,7 +411,7 @@ class _Checker:
             name = t.name
             if name in PRIMS:
                 return PRIMS[name]
-            if name == "Verdict":
+            if name == VERDICT_TYPE:
                 return VERDICT
             if name in self.env.objects or (
                 name in self.type_decls
@@ -694,7 +679,7 @@ class _Checker:
         for item in items:
             if isinstance(item, (ast.TypeDecl, ast.ExternType)):
                 name = item.name.name
-                if name in PRIMS or name == "Verdict":
+                if name in BUILTIN_TYPES:
                     self.report(
                         D.DUPLICATE_DEFINITION,
                         f"`{name}` is a built-in type and cannot be redefined",
@@ -1944,8 +1929,6 @@ class _Checker:
             if isinstance(v, ast.RetrySpec):
                 if v.attempts is not None:
                     self.positive_int(v.attempts, "`attempts`", allow_zero=True)
-                    from agentflow.ir.limits import MAX_RETRY_ATTEMPTS
-
                     ok, n = _const(v.attempts)
                     if ok and isinstance(n, int) and n > MAX_RETRY_ATTEMPTS:
                         self.report(
@@ -1954,13 +1937,13 @@ class _Checker:
                             v.attempts.span,
                         )
                 for code in v.on or []:
-                    if code.name not in RETRY_CODES:
+                    if code.name not in RETRYABLE_CODES:
                         self.report(
                             D.UNKNOWN_ERROR_CODE,
                             f"`{code.name}` is not a retryable error code",
                             code.span,
-                            hint=_suggest(code.name, list(RETRY_CODES))
-                            or f"retry on {', '.join(RETRY_CODES)}",
+                            hint=_suggest(code.name, list(RETRYABLE_CODES))
+                            or f"retry on {', '.join(RETRYABLE_CODES)}",
                         )
         return ERROR
 

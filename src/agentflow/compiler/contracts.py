@@ -17,9 +17,10 @@ import re
 from typing import Any
 
 from agentflow.compiler import types as T
+from agentflow.core import vocabulary
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
-DURATION_PATTERN = r"^([0-9]+(ms|h|m|s))+$"
+DURATION_PATTERN = f"^{vocabulary.DURATION_PATTERN}$"
 
 
 class ContractError(Exception):

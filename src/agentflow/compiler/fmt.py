@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentflow.core.vocabulary import KEYWORDS
 from agentflow.errors import SourceError
 from agentflow.grammar.scanner import SynErr, lex
 
@@ -40,14 +41,6 @@ __all__ = ["FormatError", "format_source", "format_file", "ast_key", "tokenize",
 
 INDENT = "  "
 
-KEYWORDS = frozenset(
-    (
-        "not and or in true false null flow input output deadline use agent team extern tool "
-        "type stage let require else fail return if map parallel as limit filter where judge "
-        "reduce ask expect default verify check task system model tools none write timeout "
-        "retry max_iterations budget"
-    ).split()
-)
 #: keywords that end a value (so a following ``(``/``[``/``-`` continues it)
 _VALUE_WORDS = frozenset({"true", "false", "null", "input"})
 

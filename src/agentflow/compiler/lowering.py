@@ -34,6 +34,7 @@ from agentflow.compiler.checker import CheckResult
 from agentflow.compiler.contracts import agent_contract, contract_for
 from agentflow.compiler.contracts import flow_string as _flow_string
 from agentflow.core.spans import Span
+from agentflow.core.vocabulary import BODY_CONTROL_STEPS, CONTROL_STEPS
 from agentflow.grammar import ast
 
 __all__ = ["LoweringError", "lower"]
@@ -66,7 +67,7 @@ _INLINE_MAX_SHARED = 100  # characters, for a name used more than once
 _INLINE_MAX_LENGTH = 4000  # characters, for a name used once
 
 # Control steps that may not be a body (PLAN_IR.md §5): they nest only through plan__*.
-_NOT_BODY = frozenset({"map", "reduce", "decide", "verify", "parallel"})
+_NOT_BODY = CONTROL_STEPS - BODY_CONTROL_STEPS
 # Scope names a nested filter gate shadows (PLAN_IR.md §3).
 _SHADOWED = frozenset({"item", "index"})
 # The binding of a projection's element (`xs[*]`) in the `map` body it is lowered to: not an

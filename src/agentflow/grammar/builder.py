@@ -11,21 +11,15 @@ needed, too long expressions) are raised here as :class:`~agentflow.grammar.scan
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from agentflow.core.spans import Span
+from agentflow.core.vocabulary import BUDGET_LIMITS, MAX_OPERATORS, MAX_PREFIX
+from agentflow.core.vocabulary import duration_ms as _duration_ms
 from agentflow.grammar import ast
 from agentflow.grammar.scanner import SynErr, Tok
 
-__all__ = ["Builder", "MAX_OPERATORS", "MAX_PREFIX"]
-
-#: Most binary operators in one expression, and most prefix ``not``/``-`` on one operand.
-MAX_OPERATORS = 200
-MAX_PREFIX = 50
-
-_DUR_PART = re.compile(r"([0-9]+)(ms|h|m|s)")
-_DUR_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
+__all__ = ["Builder"]
 
 
 class _Acc(list):
@@ -154,10 +148,6 @@ def _push_projection(p: ast.Projection, build, end_span: Span) -> ast.Projection
         p.path = build(inner)
     p.span = p.span.to(end_span)
     return p
-
-
-def _duration_ms(text: str) -> int:
-    return sum(int(a) * _DUR_MS[u] for a, u in _DUR_PART.findall(text))
 
 
 def _number(text: str) -> int | float:
@@ -664,15 +654,11 @@ class Builder:
         return e
 
 
-#: the limits a ``budget { … }`` may set
-BUDGET_KEYS = ("inferences", "tokens", "cost")
-
-
 def _budget(obj: ast.ObjectLit) -> ast.BudgetSpec:
     """``budget { inferences: N, tokens: N, cost: X }`` from its object-literal form; an unknown
     key is a syntax error naming the three (their values are checked by the checker)."""
     for e in obj.entries:
-        if e.key not in BUDGET_KEYS:
+        if e.key not in BUDGET_LIMITS:
             raise SynErr(
                 f"unknown budget limit `{e.key}`: expected `inferences`, `tokens` or `cost`",
                 e.key_span,

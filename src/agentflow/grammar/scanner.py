@@ -35,6 +35,14 @@ from collections.abc import Iterator
 from typing import Any, Protocol
 
 from agentflow.core.spans import Span
+from agentflow.core.vocabulary import (
+    AGENT_CLAUSES,
+    MAX_NESTING,
+    MAX_STRING_NESTING,
+    TOP_LEVEL_WORDS,
+)
+from agentflow.core.vocabulary import KEYWORD_TERMINALS as KEYWORDS
+from agentflow.core.vocabulary import RESERVED_WORDS as _RESERVED
 from agentflow.grammar import ast
 
 __all__ = [
@@ -49,37 +57,16 @@ __all__ = [
     "comments",
 ]
 
-#: Deepest bracket nesting accepted (deeper input is a syntax error, which keeps every later
-#: recursive pass over the AST far from Python's recursion limit).
-MAX_NESTING = 100
-#: Deepest nesting of strings inside ``${…}``.
-MAX_STRING_NESTING = 20
-
 # ---------------------------------------------------------------------------------------------
 # Tokens
 
 
-KEYWORDS: dict[str, str] = {
-    w: w.upper()
-    for w in (
-        "not and or in true false null flow input output deadline use agent team extern tool "
-        "type stage let require else fail return if map parallel as limit filter where judge "
-        "reduce ask expect default verify check task system model tools none write timeout "
-        "retry max_iterations budget"
-    ).split()
-}
-
-#: Keywords that are never a plain name (a variable, a loop variable, an expression), only
-#: after ``.`` or before ``:`` (field names, object keys, named arguments); every other keyword
-#: is a name wherever the grammar does not expect it as a keyword (``let model = …``).
-_RESERVED = frozenset("let return require fail if else true false null and or not in".split())
 #: Keywords that start a top-level item (recovery points).
-TOP_LEVEL = frozenset(
-    {"flow", "input", "output", "deadline", "budget", "use", "extern", "type", "stage"}
-)
+TOP_LEVEL = frozenset(TOP_LEVEL_WORDS)
 #: Top-level keywords that can never start a line inside a body when followed by a word,
-#: a string or a number on the same line (so they end an unclosed item).
-STRONG = frozenset(TOP_LEVEL - {"input", "budget"})  # both are agent clauses too
+#: a string or a number on the same line (so they end an unclosed item): not those that are
+#: agent clauses too (``input``, ``budget``).
+STRONG = TOP_LEVEL - set(AGENT_CLAUSES)
 
 OPS: dict[str, str] = {
     "(": "LPAR",

@@ -13,6 +13,8 @@ from typing import Any
 
 from agentflow.core import diagnostics as diag
 from agentflow.core.spans import Span
+from agentflow.core.vocabulary import AGENT_CLAUSES, STATEMENT_WORDS
+from agentflow.core.vocabulary import KEYWORD_TERMINALS as KEYWORDS
 from agentflow.grammar import ast
 from agentflow.grammar.scanner import OPENERS, OPS, TOP_LEVEL, Scanner, SynErr, Tok
 
@@ -27,10 +29,8 @@ _OPERATORS = frozenset(
 )
 #: tokens that can only begin an expression (not continue one as an operator or postfix)
 _EXPR_START_STRICT = _EXPR_START - {"MINUS", "NOT", "LPAR", "LSQB"}
-_STMT_START = frozenset("LET REQUIRE FAIL RETURN IF".split())
-_CLAUSE = frozenset(
-    "TASK SYSTEM MODEL INPUT TOOLS WRITE EXPECT TIMEOUT RETRY MAX_ITERATIONS BUDGET".split()
-)
+_STMT_START = frozenset(KEYWORDS[w] for w in STATEMENT_WORDS)
+_CLAUSE = frozenset(KEYWORDS[c] for c in AGENT_CLAUSES)
 _TOP = frozenset(k.upper() for k in TOP_LEVEL)
 _PUNCT_WORDS = {v: f"`{k}`" for k, v in OPS.items()}
 _PUNCT_WORDS.update({"LPAR_NL": "`(`", "LSQB_NL": "`[`", "MINUS_NL": "`-`", "NOT_NL": "`not`"})
@@ -119,19 +119,7 @@ def _join_or(words: list[str]) -> str:
 
 
 #: a short example of each agent clause, for the "no colon" hint
-_CLAUSE_EXAMPLE = {
-    "TASK": 'task "…"',
-    "SYSTEM": 'system "…"',
-    "MODEL": 'model "…"',
-    "INPUT": "input { … }",
-    "TOOLS": "tools [read_file, grep]",
-    "WRITE": "write [path]",
-    "EXPECT": "expect T",
-    "TIMEOUT": "timeout 3m",
-    "RETRY": "retry { attempts: 1 }",
-    "MAX_ITERATIONS": "max_iterations 6",
-    "BUDGET": "budget { inferences: 20 }",
-}
+_CLAUSE_EXAMPLE = {KEYWORDS[c]: example for c, example in AGENT_CLAUSES.items()}
 
 
 _WORD_BEFORE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*(\[\s*)?$")

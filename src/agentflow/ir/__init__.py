@@ -5,10 +5,10 @@ from typing import TYPE_CHECKING
 from agentflow._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from agentflow.core.vocabulary import CONTROL_STEPS, duration_ms
     from agentflow.ir.dump import dump_plan, fmt_plan_text, plan_to_data
     from agentflow.ir.loader import load_plan, load_plan_data, load_plan_text
     from agentflow.ir.models import (
-        CONTROL_STEPS,
         AgentInput,
         Backoff,
         Finish,
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
         Retry,
         Step,
     )
-    from agentflow.ir.templates import compile_value, duration_ms, template_refs
+    from agentflow.ir.templates import compile_value, template_refs
     from agentflow.ir.validate import resolve_tools, validate_plan
 
 _EXPORTS: dict[str, str] = {
@@ -26,7 +26,7 @@ _EXPORTS: dict[str, str] = {
     "load_plan": "agentflow.ir.loader",
     "load_plan_data": "agentflow.ir.loader",
     "load_plan_text": "agentflow.ir.loader",
-    "CONTROL_STEPS": "agentflow.ir.models",
+    "CONTROL_STEPS": "agentflow.core.vocabulary",
     "AgentInput": "agentflow.ir.models",
     "Backoff": "agentflow.ir.models",
     "Finish": "agentflow.ir.models",
@@ -34,7 +34,7 @@ _EXPORTS: dict[str, str] = {
     "Retry": "agentflow.ir.models",
     "Step": "agentflow.ir.models",
     "compile_value": "agentflow.ir.templates",
-    "duration_ms": "agentflow.ir.templates",
+    "duration_ms": "agentflow.core.vocabulary",
     "template_refs": "agentflow.ir.templates",
     "resolve_tools": "agentflow.ir.validate",
     "validate_plan": "agentflow.ir.validate",

@@ -21,8 +21,9 @@ from pydantic import BaseModel, ValidationError
 
 from agentflow.core.diagnostics import did_you_mean
 from agentflow.core.spans import Span
+from agentflow.core.vocabulary import BODY_KEYS
 from agentflow.errors import PlanLoadError, PlanProblem
-from agentflow.ir.models import BODY_KEYS, CAMEL_ALIASES, Backoff, Finish, Plan, Retry, Step
+from agentflow.ir.models import CAMEL_ALIASES, Backoff, Finish, Plan, Retry, Step
 from agentflow.ir.templates import NodeSource, SourceMap, path_str
 
 _Loader: type[yaml.CSafeLoader] | type[yaml.SafeLoader]

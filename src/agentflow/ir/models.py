@@ -21,49 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-#: Control steps: intercepted by the executor, never dispatched to a tool (PLAN_IR.md §5).
-CONTROL_STEPS: frozenset[str] = frozenset(
-    {"exit", "decide", "filter", "map", "reduce", "agent", "ask", "parallel", "value", "verify"}
-)
-
-#: Control steps that may be a body (PLAN_IR.md §5); ordinary tool calls may be bodies too.
-BODY_CONTROL_STEPS: frozenset[str] = frozenset({"agent", "ask", "filter", "value", "exit"})
-
-#: Input keys of each control step that hold a body step (a single Step).
-BODY_KEYS: dict[str, tuple[str, ...]] = {
-    "decide": ("then", "else"),
-    "map": ("do",),
-    "reduce": ("do",),
-}
-
-#: Error codes that ``retry.on`` may name (PLAN_IR.md §8, LANGUAGE.md §8).
-RETRYABLE_CODES: frozenset[str] = frozenset({"timeout", "rate_limit", "transient"})
-
-#: Every error code of PLAN_IR.md §8.
-ERROR_CODES: frozenset[str] = frozenset(
-    {
-        "timeout",
-        "rate_limit",
-        "transient",
-        "tool_error",
-        "bad_path",
-        "output_validation",
-        "deadline_exceeded",
-        "aborted",
-        "invalid_member",
-        "write_scope",
-        "tool_denied",
-        "validation",
-        "replay_miss",
-        "failed",
-        "plan_cycle",
-        # the model layer (docs/models.md): a permanent provider failure, a content filter's
-        # refusal, a budget that would be exceeded by the next model call
-        "model_error",
-        "content_filter",
-        "budget_exceeded",
-    }
-)
+from agentflow.core.vocabulary import BODY_KEYS, CONTROL_STEPS
 
 #: camelCase spellings accepted on load (PLAN_IR.md §1), mapped to the canonical snake_case.
 CAMEL_ALIASES: dict[str, str] = {
@@ -93,7 +51,7 @@ class Retry(BaseModel):
     """``retry: { attempts, on, backoff }`` (RUNTIME.md §2).
 
     ``attempts`` counts *extra* tries (``attempts: 1`` runs at most twice); ``on`` lists error codes
-    from :data:`RETRYABLE_CODES`.
+    from :data:`agentflow.core.vocabulary.RETRYABLE_CODES`.
     """
 
     model_config = _CONFIG
@@ -106,9 +64,9 @@ class Retry(BaseModel):
 class Step(BaseModel):
     """One plan step (PLAN_IR.md §2).
 
-    ``tool_name`` is a catalog tool or a control step (:data:`CONTROL_STEPS`).  ``input`` is any
-    YAML value whose strings may hold ``{{ … }}`` templates; for control steps the body positions
-    hold :class:`Step` objects after loading.  ``timeout`` is a duration text.  ``select`` is a
+    ``tool_name`` is a catalog tool or a control step (``core.vocabulary.CONTROL_STEPS``).
+    ``input`` is any YAML value whose strings may hold ``{{ … }}`` templates; for control steps the
+    body positions hold :class:`Step` objects after loading.  ``timeout`` is a duration text.  ``select`` is a
     template rendered against the raw result (``result`` in scope).
     """
 
@@ -322,36 +280,5 @@ class AgentInput(BaseModel):
     require_final: bool = Field(False, alias="requireFinal")
     budget: BudgetLimits | None = None
 
-
-#: Field names (and accepted aliases) of each control step's input (PLAN_IR.md §5–6).
-CONTROL_FIELDS: dict[str, tuple[set[str], set[str]]] = {
-    # tool_name: (allowed fields, required fields)
-    "exit": ({"when", "status", "code", "message", "output"}, {"status"}),
-    "decide": ({"when", "infer", "then", "else"}, {"then"}),
-    "filter": ({"over", "when", "infer"}, {"over"}),
-    "map": ({"over", "do", "concurrency", "on_item_error"}, {"over", "do"}),
-    "reduce": ({"over", "initial", "do"}, {"over", "initial", "do"}),
-    "agent": (
-        {
-            "prompt",
-            "output_schema",
-            "tools",
-            "max_iterations",
-            "model",
-            "system_prompt",
-            "input",
-            "agent",
-            "write",
-            "repair_attempts",
-            "require_final",
-            "budget",
-        },
-        {"prompt", "output_schema"},
-    ),
-    "ask": ({"question", "schema", "choices", "when_unanswered"}, {"question"}),
-    "parallel": ({"branches", "concurrency"}, {"branches"}),
-    "value": ({"value"}, {"value"}),
-    "verify": ({"checks", "judges"}, set()),
-}
 
 Plan.model_rebuild()

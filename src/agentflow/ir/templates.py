@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentflow.core.spans import Span
+from agentflow.core.vocabulary import MAX_EXPR_DEPTH
 from agentflow.errors import PlanLoadError, PlanProblem, SourceError
 from agentflow.grammar import ast
 
@@ -39,26 +40,7 @@ EFFECTFUL_NODES: tuple[type, ...] = (
     ast.VerifyExpr,
 )
 
-#: Deepest expression tree a template or condition may hold (a member chain ``a.b.c…`` or an
-#: operator chain counts one level per link). Evaluation recurses once per level, so this bounds
-#: the evaluator's stack; the parser bounds brackets separately (100 levels).
-MAX_EXPR_DEPTH = 200
-
 _LOC_PREFIX = re.compile(r"^.*?:\d+:\d+: ")
-_DURATION_RE = re.compile(r"(?:\d+(?:ms|h|m|s))+")
-_DURATION_PART = re.compile(r"(\d+)(ms|h|m|s)")
-_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
-
-
-def duration_ms(text: str) -> int:
-    """Parse a duration (``250ms``, ``90s``, ``5m``, ``1h``, ``1h30m``) into milliseconds.
-
-    Grammar ``(\\d+(ms|h|m|s))+`` (LANGUAGE.md §2). Raises ``ValueError`` for anything else
-    (including non-strings); ``0s`` gives 0 (callers needing a positive duration check it).
-    """
-    if not isinstance(text, str) or not _DURATION_RE.fullmatch(text.strip()):
-        raise ValueError(f"invalid duration {text!r}: write e.g. 250ms, 90s, 5m, 1h or 1h30m")
-    return sum(int(n) * _UNIT_MS[u] for n, u in _DURATION_PART.findall(text.strip()))
 
 
 def path_str(path: Path) -> str:

@@ -19,21 +19,23 @@ import regex
 
 from agentflow.core.diagnostics import did_you_mean
 from agentflow.core.spans import Span
-from agentflow.errors import PlanProblem
-from agentflow.grammar import ast
-from agentflow.ir.limits import MAX_RETRY_ATTEMPTS
-from agentflow.ir.models import (
+from agentflow.core.vocabulary import (
     BODY_CONTROL_STEPS,
+    BODY_SCOPE,
     CONTROL_FIELDS,
     CONTROL_STEPS,
+    MAX_BACKOFF_FACTOR,
+    MAX_BACKOFF_MS,
+    MAX_RETRY_ATTEMPTS,
     RETRYABLE_CODES,
-    Plan,
-    Step,
+    duration_ms,
 )
+from agentflow.errors import PlanProblem
+from agentflow.grammar import ast
+from agentflow.ir.models import Plan, Step
 from agentflow.ir.templates import (
     SourceMap,
     compile_value,
-    duration_ms,
     iter_compiled_paths,
     iter_names,
     path_str,
@@ -48,19 +50,6 @@ CONDITION_OPS = frozenset(
     | {"not_empty", "matches"}
 )
 UNARY_OPS = frozenset({"exists", "empty", "not_empty"})
-
-#: Bounds on `retry` (RUNTIME.md §2 is silent; docs/decisions.md "Plan validation"): extra tries,
-#: the longest single backoff wait (`initial`, `max`) in ms, and the growth factor.
-MAX_BACKOFF_MS = 3_600_000
-MAX_BACKOFF_FACTOR = 10.0
-
-#: Names a body adds to the scope, per control step (PLAN_IR.md §3).
-BODY_SCOPE: dict[str, frozenset[str]] = {
-    "map": frozenset({"item", "index"}),
-    "reduce": frozenset({"item", "index", "accumulator"}),
-    "decide": frozenset(),
-    "parallel": frozenset(),
-}
 
 #: Servers whose tools resolve exactly (not at the server level).
 EXACT_SERVERS = frozenset({"builtin", "user", "plan"})
@@ -390,7 +379,7 @@ class _Validator:
             self.problem(
                 (*path, "tool_name"),
                 f"`{tool}` cannot be a body: a body is a single step (a tool call, plan__*, "
-                "agent, ask, filter, value or exit)",
+                f"{_or_list(sorted(BODY_CONTROL_STEPS))})",
                 hint="move it into a sub-plan under `plans:` and call it as plan__<name>",
             )
         if tool in CONTROL_STEPS:
@@ -936,3 +925,8 @@ def resolve_tools(
                 else:
                     check_name(entry, epath, label, "`tools` entry")
     return problems
+
+
+def _or_list(words: list[str]) -> str:
+    """``a, b or c``."""
+    return ", ".join(words[:-1]) + " or " + words[-1] if len(words) > 1 else "".join(words)

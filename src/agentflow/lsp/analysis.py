@@ -25,34 +25,36 @@ import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from agentflow.compiler import types as T
-from agentflow.compiler.checker import CLAUSES, CheckResult, Symbol, ToolSig
+from agentflow.compiler.checker import CheckResult, Symbol, ToolSig
 from agentflow.core.diagnostics import Diagnostic
 from agentflow.core.spans import Span
+from agentflow.core.vocabulary import (
+    AGENT_CLAUSES,
+    BUILTIN_TYPES,
+    EXPRESSION_WORDS,
+    KEYWORDS,
+    STATEMENT_WORDS,
+    TOP_LEVEL_WORDS,
+    VERDICT_TYPE,
+)
 from agentflow.grammar import ast
 from agentflow.grammar.scanner import COMMENTS, SynErr, comments, lex
+from agentflow.stdlib import PRELUDE
 
-__all__ = ["Analysis", "Completion", "DocSymbol", "Fix", "analyze", "PRELUDE_FILE", "IDENT_RE"]
+__all__ = ["Analysis", "Completion", "DocSymbol", "Fix", "analyze", "IDENT_RE"]
 
-PRELUDE_FILE = Path(__file__).resolve().parent.parent / "stdlib" / "prelude.flow"
 IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _WORD_TAIL = re.compile(r"[A-Za-z0-9_]*\Z")
 
-BUILTIN_TYPES = ("text", "int", "number", "bool", "path", "member", "duration", "json", "Verdict")
-STATEMENT_KEYWORDS = (
-    "let", "require", "fail", "return", "if", "else", "map", "parallel", "filter", "reduce",
-    "ask", "verify", "agent", "not", "and", "or", "in", "true", "false", "null",
-)  # fmt: skip
+#: keywords offered where a statement or an expression may start
+STATEMENT_KEYWORDS = (*STATEMENT_WORDS, "else", *EXPRESSION_WORDS)
 #: longest type text shown in an expression hover (characters); longer ones are cut with "…"
 HOVER_MAX_TYPE = 500
 #: value bindings a rename may change (``input`` and the implicit ``index`` may not)
 _RENAMABLE = frozenset({"let", "loopvar", "acc", "stage", "use"})
-TOP_KEYWORDS = (
-    "flow", "input", "output", "deadline", "budget", "use", "extern", "type", "stage",
-)  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -275,8 +277,8 @@ class Analysis:
             return f"type {name} = {T.type_str(env.aliases[name])}"
         if name in env.externs:
             return f"extern type {name}"
-        if name == "Verdict":
-            return "type Verdict { passed: bool, failures: text[] }"
+        if name == VERDICT_TYPE:
+            return f"type {VERDICT_TYPE} {{ passed: bool, failures: text[] }}"
         if name in T.PRIMS:
             return f"{name}  (built-in)"
         return name
@@ -798,8 +800,6 @@ class Analysis:
             return []
         m = _UNUSED_HINT.match(hint)
         if m and d.code == "unused-variable":
-            from agentflow.compiler.fmt import KEYWORDS
-
             new, off = m.group(1), d.span.start
             rt = self.rename_target(off)
             if rt is None or rt[0] != "let" or rt[1] != new[1:]:
@@ -960,9 +960,9 @@ class Analysis:
         if prev in ("input", "output") and len(code) >= 1 and ctx.depth == 0:
             return self._names_analysis(text, wstart)._type_completions()
         if ctx.agent_block and at_line_start:
-            return [Completion(c, "keyword", "agent clause") for c in CLAUSES]
+            return [Completion(c, "keyword", "agent clause") for c in AGENT_CLAUSES]
         if ctx.depth == 0 and at_line_start:
-            return [Completion(k, "keyword") for k in TOP_KEYWORDS]
+            return [Completion(k, "keyword") for k in TOP_LEVEL_WORDS]
         return self._names_analysis(text, wstart)._expr_completions(wstart)
 
     def _names_analysis(self, text: str, offset: int) -> Analysis:
@@ -1082,7 +1082,7 @@ class Analysis:
 @functools.cache
 def _prelude_text() -> str:
     try:
-        return PRELUDE_FILE.read_text(encoding="utf-8")
+        return PRELUDE.read_text(encoding="utf-8")
     except OSError:  # pragma: no cover
         return ""
 

@@ -35,16 +35,14 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace import TextDocument
 
-from agentflow.compiler.fmt import KEYWORDS as _KEYWORDS
 from agentflow.core.diagnostics import Diagnostic
 from agentflow.core.spans import Span
-from agentflow.lsp.analysis import (
-    PRELUDE_FILE,
-    Analysis,
-    analyze,
-)
+from agentflow.core.version import __version__
+from agentflow.core.vocabulary import KEYWORDS
+from agentflow.lsp.analysis import Analysis, analyze
 from agentflow.lsp.incremental import IncrementalParser
 from agentflow.lsp.positions import LineIndex
+from agentflow.stdlib import PRELUDE
 
 __all__ = ["FlowLanguageServer", "create_server", "serve_stdio", "DEBOUNCE_S"]
 
@@ -149,8 +147,6 @@ class FlowLanguageServer(LanguageServer):
     debounced checker task per document."""
 
     def __init__(self) -> None:
-        from agentflow import __version__
-
         super().__init__("flowc", __version__, protocol_cls=_FlowProtocol)
         self.debounce_s = DEBOUNCE_S
         self.states: dict[str, _DocState] = {}
@@ -211,9 +207,9 @@ class FlowLanguageServer(LanguageServer):
 
     def location_of(self, span: Span, uri: str, index: LineIndex) -> lsp.Location:
         if span.file == "<prelude>":
-            text = PRELUDE_FILE.read_text(encoding="utf-8")
+            text = PRELUDE.read_text(encoding="utf-8")
             return lsp.Location(
-                from_fs_path(str(PRELUDE_FILE)) or "",
+                from_fs_path(str(PRELUDE)) or "",
                 self.range_of(span, LineIndex(text, self.encoding)),
             )
         return lsp.Location(uri, self.range_of(span, index))
@@ -478,7 +474,7 @@ def create_server() -> FlowLanguageServer:
         if got is None:
             return None
         analysis, index, offset = got
-        problem = analysis.rename_problem(offset, params.new_name, _KEYWORDS)
+        problem = analysis.rename_problem(offset, params.new_name, KEYWORDS)
         if problem is not None:
             raise JsonRpcInvalidParams(f"cannot rename: {problem}")
         new = params.new_name

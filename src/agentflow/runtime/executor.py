@@ -135,7 +135,7 @@ def _duration_s(value: Any) -> float | None:
         raise RunError("validation", f"invalid duration {value!r}")
     if isinstance(value, int | float):
         return float(value)
-    from agentflow.ir.templates import duration_ms
+    from agentflow.core.vocabulary import duration_ms
 
     try:
         secs = duration_ms(str(value)) / 1000.0

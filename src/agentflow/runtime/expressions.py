@@ -235,7 +235,7 @@ def evaluate(expr: ast.Expr, scope: Mapping[str, Any]) -> Any:
 
     Raises :class:`BadPath` for a missing name, field, key or index (caught by ``??``) and
     :class:`ExprError` for operands of the wrong kind, a float overflow, or a tree too deep to
-    evaluate (the loader bounds depth at ``templates.MAX_EXPR_DEPTH``; this is a last guard).
+    evaluate (the loader bounds depth at ``vocabulary.MAX_EXPR_DEPTH``; this is a last guard).
     """
     try:
         return _EVAL[type(expr)](expr, scope)
@@ -687,8 +687,9 @@ def _as_expr(e: Any) -> ast.Expr:
         # Hand-built condition dicts (tests, API users) may hold raw text: parse once, cache.
         cached = _PARSED_EXPRS.get(e)
         if cached is None:
+            from agentflow.core.vocabulary import MAX_EXPR_DEPTH
             from agentflow.grammar.parser import parse_expression
-            from agentflow.ir.templates import MAX_EXPR_DEPTH, too_deep
+            from agentflow.ir.templates import too_deep
 
             try:
                 cached = parse_expression(e, "<condition>")

@@ -467,8 +467,8 @@ def _exact_names(plan: Any, names: set[str], file: str, reported: list[str]) -> 
     under a configured server prefix (which :func:`resolve_tools` accepts at the server level)."""
     from agentflow.core.diagnostics import did_you_mean
     from agentflow.core.spans import Span
+    from agentflow.core.vocabulary import CONTROL_STEPS
     from agentflow.errors import PlanProblem
-    from agentflow.ir.models import CONTROL_STEPS
     from agentflow.ir.validate import walk_steps
 
     known = set(names) | {f"plan__{plan.name}"} | {f"plan__{n}" for n in plan.plans}

@@ -30,6 +30,7 @@ from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentflow.core.vocabulary import BUDGET_LIMITS
 from agentflow.errors import RunError
 
 __all__ = [
@@ -43,9 +44,6 @@ __all__ = [
 
 #: The budgets in force (outermost first).
 _active: ContextVar[tuple[Budget, ...]] = ContextVar("agentflow_budgets", default=())
-
-#: The limit keys, in the order messages list them.
-LIMITS = ("inferences", "tokens", "cost")
 
 
 @dataclass
@@ -69,7 +67,7 @@ class Budget:
 
     def limits(self) -> dict[str, Any]:
         """The limits that are set, ``{key: limit}``."""
-        return {k: getattr(self, k) for k in LIMITS if getattr(self, k) is not None}
+        return {k: getattr(self, k) for k in BUDGET_LIMITS if getattr(self, k) is not None}
 
     def refusal(self, tokens_needed: int, cost_needed: float) -> str | None:
         """Why the next call would exceed this budget (a message), or None when it fits."""
@@ -111,7 +109,7 @@ def budget_from(data: Any, *, name: str, source: str) -> Budget | None:
     if data is None:
         return None
     get = data.get if isinstance(data, dict) else lambda k: getattr(data, k, None)
-    limits = {k: get(k) for k in LIMITS}
+    limits = {k: get(k) for k in BUDGET_LIMITS}
     if all(v is None for v in limits.values()):
         return None
     return Budget(

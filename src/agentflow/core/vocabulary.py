@@ -1,0 +1,357 @@
+"""The vocabulary of agentflow, defined once: the words of `.flow` (LANGUAGE.md §1–8), the control
+steps and error codes of plans (PLAN_IR.md §5, §8), the duration syntax and the numeric limits.
+
+Every other module imports these names instead of spelling the words again: the scanner and the
+syntax-error wording (``grammar``), the checker and the formatter (``compiler``), plan loading and
+validation (``ir``), the executor (``runtime``) and the language server (``lsp``).  The grammar
+file ``grammar/flow.lark`` necessarily declares one terminal per keyword; a test checks those
+declarations against :data:`KEYWORD_TERMINALS` both ways.
+
+Plain tuples, frozensets and dicts, no imports beyond the standard library, so that importing this
+module costs nothing (``flowc check`` start-up).  Tuples keep the order in which words are shown
+to users (completion lists, hints).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = [
+    "AGENT_CLAUSES",
+    "BODY_CONTROL_STEPS",
+    "BODY_KEYS",
+    "BODY_SCOPE",
+    "BUDGET_LIMITS",
+    "BUILTIN_TYPES",
+    "CONTEXTUAL_KEYWORDS",
+    "CONTINUATION_WORDS",
+    "CONTROL_FIELDS",
+    "CONTROL_STEPS",
+    "CONTROL_STEP_SPECS",
+    "ControlStep",
+    "DECLARATION_WORDS",
+    "DURATION_PATTERN",
+    "DURATION_UNITS_MS",
+    "ERROR_CODES",
+    "ErrorCode",
+    "EXPRESSION_WORDS",
+    "KEYWORDS",
+    "KEYWORD_TERMINALS",
+    "MAX_BACKOFF_FACTOR",
+    "MAX_BACKOFF_MS",
+    "MAX_EXPR_DEPTH",
+    "MAX_NESTING",
+    "MAX_OPERATORS",
+    "MAX_PREFIX",
+    "MAX_RETRY_ATTEMPTS",
+    "MAX_STRING_NESTING",
+    "PRIMITIVE_TYPES",
+    "RESERVED_WORDS",
+    "RETRYABLE_CODES",
+    "STATEMENT_WORDS",
+    "TOOLS_NONE",
+    "TOP_LEVEL_WORDS",
+    "VERDICT_TYPE",
+    "duration_ms",
+]
+
+# ---------------------------------------------------------------------------------------------
+# Keywords of `.flow` (LANGUAGE.md §1): each word listed once, under the role that introduces it.
+# A word may play other roles too (``input`` also starts an agent clause, ``agent`` also starts an
+# agent expression, ``else`` closes several constructs); KEYWORDS is their union.
+
+#: Words that start a top-level item; error recovery resumes at them (LANGUAGE.md §2).
+TOP_LEVEL_WORDS: tuple[str, ...] = (
+    "flow",
+    "input",
+    "output",
+    "deadline",
+    "budget",
+    "use",
+    "extern",
+    "type",
+    "stage",
+)
+#: Words that follow ``use`` (``agent``, ``team``) or ``extern`` (``tool``; ``type`` is top-level).
+DECLARATION_WORDS: tuple[str, ...] = ("agent", "team", "tool")
+#: Words that start a statement in a stage body (LANGUAGE.md §5).
+STATEMENT_WORDS: tuple[str, ...] = ("let", "require", "fail", "return", "if")
+#: Words that start an expression, are one, or join two (LANGUAGE.md §4, §6), in the order a
+#: completion list offers them.
+EXPRESSION_WORDS: tuple[str, ...] = (
+    "map",
+    "parallel",
+    "filter",
+    "reduce",
+    "ask",
+    "verify",
+    "agent",
+    "not",
+    "and",
+    "or",
+    "in",
+    "true",
+    "false",
+    "null",
+)
+#: Words that continue a construct another word started (``if … else``, ``map … as x limit n``,
+#: ``filter … where judge …``, ``ask … expect T default v``, ``verify { check … }``).
+CONTINUATION_WORDS: tuple[str, ...] = (
+    "else",
+    "as",
+    "limit",
+    "where",
+    "judge",
+    "expect",
+    "default",
+    "check",
+)
+#: The clauses of an ``agent(…) { … }`` block (LANGUAGE.md §6), in the order completion offers
+#: them, each with a short example (the "clauses take no colon" hint shows it).
+AGENT_CLAUSES: dict[str, str] = {
+    "task": 'task "…"',
+    "input": "input { … }",
+    "tools": "tools [read_file, grep]",
+    "write": "write [path]",
+    "expect": "expect T",
+    "timeout": "timeout 3m",
+    "retry": "retry { attempts: 1 }",
+    "max_iterations": "max_iterations 6",
+    "budget": "budget { inferences: 20 }",
+    "model": 'model "…"',
+    "system": 'system "…"',
+}
+#: ``tools none``: an agent with no tools.
+TOOLS_NONE = "none"
+#: The limits a ``budget { … }`` may set (docs/models.md "Budgets"), in the order messages list
+#: them: ``inferences`` and ``tokens`` are counts, ``cost`` is dollars.
+BUDGET_LIMITS: tuple[str, ...] = ("inferences", "tokens", "cost")
+
+#: Every keyword of `.flow`.
+KEYWORDS: frozenset[str] = frozenset(
+    (
+        *TOP_LEVEL_WORDS,
+        *DECLARATION_WORDS,
+        *STATEMENT_WORDS,
+        *EXPRESSION_WORDS,
+        *CONTINUATION_WORDS,
+        *AGENT_CLAUSES,
+        TOOLS_NONE,
+    )
+)
+#: Keyword → the grammar terminal the scanner emits for it (``max_iterations`` → ``MAX_ITERATIONS``).
+KEYWORD_TERMINALS: dict[str, str] = {w: w.upper() for w in sorted(KEYWORDS)}
+#: Keywords that are never a plain name (a variable, a loop variable, an expression), only after
+#: ``.`` or before ``:`` (field names, object keys, named arguments).
+RESERVED_WORDS: frozenset[str] = frozenset(
+    ("let", "return", "require", "fail", "if", "else", "true", "false", "null", "and", "or")
+    + ("not", "in")
+)
+#: Keywords that are a name wherever the grammar does not expect them as a keyword
+#: (``let model = …``, ``input.limit``).
+CONTEXTUAL_KEYWORDS: frozenset[str] = KEYWORDS - RESERVED_WORDS
+
+# ---------------------------------------------------------------------------------------------
+# Built-in types (LANGUAGE.md §3)
+
+#: Primitive type names.
+PRIMITIVE_TYPES: tuple[str, ...] = (
+    "text",
+    "int",
+    "number",
+    "bool",
+    "path",
+    "member",
+    "duration",
+    "json",
+)
+#: The type of ``verify`` (``{ passed: bool, failures: text[] }``), not schema-generatable.
+VERDICT_TYPE = "Verdict"
+#: Every name a type position resolves without a declaration; such a name cannot be declared.
+#: (``null`` is a literal type and a reserved word, not a name.)
+BUILTIN_TYPES: tuple[str, ...] = (*PRIMITIVE_TYPES, VERDICT_TYPE)
+
+# ---------------------------------------------------------------------------------------------
+# Control steps of plans (PLAN_IR.md §5–6)
+
+
+@dataclass(frozen=True, slots=True)
+class ControlStep:
+    """A control step: intercepted by the executor, never dispatched to a tool.
+
+    ``fields``/``required``: the keys its ``input`` may / must hold (PLAN_IR.md §5–6);
+    ``body_keys``: the input keys that hold one body step (``parallel`` holds its bodies in the
+    ``branches`` mapping instead); ``scope``: names a body sees besides the plan's (``item``,
+    ``index`` …); ``may_be_body``: whether this step may itself be a body.
+    """
+
+    name: str
+    fields: frozenset[str]
+    required: frozenset[str]
+    body_keys: tuple[str, ...] = ()
+    scope: frozenset[str] = frozenset()
+    may_be_body: bool = False
+
+
+def _step(
+    name: str,
+    fields: str,
+    required: str,
+    body_keys: str = "",
+    scope: str = "",
+    may_be_body: bool = False,
+) -> ControlStep:
+    return ControlStep(
+        name,
+        frozenset(fields.split()),
+        frozenset(required.split()),
+        tuple(body_keys.split()),
+        frozenset(scope.split()),
+        may_be_body,
+    )
+
+
+#: Every control step, in PLAN_IR.md §5's order.  Adding one: an entry here, its handler in the
+#: executor, and its rules in ``ir/validate.py`` (docs/ARCHITECTURE.md).
+CONTROL_STEP_SPECS: dict[str, ControlStep] = {
+    s.name: s
+    for s in (
+        _step("exit", "when status code message output", "status", may_be_body=True),
+        _step("decide", "when infer then else", "then", body_keys="then else"),
+        _step("filter", "over when infer", "over", may_be_body=True),
+        _step(
+            "map",
+            "over do concurrency on_item_error",
+            "over do",
+            body_keys="do",
+            scope="item index",
+        ),
+        _step(
+            "reduce",
+            "over initial do",
+            "over initial do",
+            body_keys="do",
+            scope="item index accumulator",
+        ),
+        _step(
+            "agent",
+            "prompt output_schema tools max_iterations model system_prompt input agent write"
+            " repair_attempts require_final budget",
+            "prompt output_schema",
+            may_be_body=True,
+        ),
+        _step("ask", "question schema choices when_unanswered", "question", may_be_body=True),
+        _step("parallel", "branches concurrency", "branches"),
+        _step("value", "value", "value", may_be_body=True),
+        _step("verify", "checks judges", ""),
+    )
+}
+#: The control step names.
+CONTROL_STEPS: frozenset[str] = frozenset(CONTROL_STEP_SPECS)
+#: Control steps that may be a body (ordinary tool calls, including ``plan__*``, may be bodies too).
+BODY_CONTROL_STEPS: frozenset[str] = frozenset(
+    s.name for s in CONTROL_STEP_SPECS.values() if s.may_be_body
+)
+#: Input keys of each control step that hold a body step (a single Step).
+BODY_KEYS: dict[str, tuple[str, ...]] = {
+    s.name: s.body_keys for s in CONTROL_STEP_SPECS.values() if s.body_keys
+}
+#: Names a body adds to the scope, per control step whose bodies see more names (PLAN_IR.md §3).
+BODY_SCOPE: dict[str, frozenset[str]] = {
+    s.name: s.scope for s in CONTROL_STEP_SPECS.values() if s.scope
+}
+#: Field names of each control step's input: ``(allowed, required)`` (PLAN_IR.md §5–6).
+CONTROL_FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    s.name: (s.fields, s.required) for s in CONTROL_STEP_SPECS.values()
+}
+
+# ---------------------------------------------------------------------------------------------
+# Error codes of runs (PLAN_IR.md §8)
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorCode:
+    """A run-time error code: whether ``retry.on`` may name it, and a one-line summary."""
+
+    code: str
+    retryable: bool
+    summary: str
+
+
+#: Every error code a step or run may fail with (PLAN_IR.md §8).  Retrying is decided by code,
+#: never by parsing a message.
+ERROR_CODES: dict[str, ErrorCode] = {
+    e.code: e
+    for e in (
+        ErrorCode("timeout", True, "the step ran past its timeout"),
+        ErrorCode("rate_limit", True, "the model provider or a tool refused for rate"),
+        ErrorCode("transient", True, "a failure that may pass (connection, overload)"),
+        ErrorCode("tool_error", False, "a tool failed"),
+        ErrorCode("bad_path", False, "a template reads a path that is missing at run time"),
+        ErrorCode("output_validation", False, "a result does not match its schema"),
+        ErrorCode("deadline_exceeded", False, "the run ran past its deadline"),
+        ErrorCode("aborted", False, "the run was stopped (a hook, a signal)"),
+        ErrorCode("invalid_member", False, "an agent target names no member of the team"),
+        ErrorCode("write_scope", False, "a write outside the agent's `write` scope"),
+        ErrorCode("tool_denied", False, "the host policy or a gate refused a tool call"),
+        ErrorCode("validation", False, "a plan, input or value that is not valid"),
+        ErrorCode("replay_miss", False, "a replayed run asked what the cassette does not hold"),
+        ErrorCode("failed", False, "a user `exit` with status error, or `fail`"),
+        ErrorCode("plan_cycle", False, "a plan calls itself through plan__* tools"),
+        ErrorCode("model_error", False, "the model provider failed for good (request, key, model)"),
+        ErrorCode("content_filter", False, "the model provider's content filter refused"),
+        ErrorCode("budget_exceeded", False, "the next model call would exceed a budget"),
+    )
+}
+#: Error codes ``retry { on: [...] }`` (LANGUAGE.md §8) and a plan's ``retry.on`` may name.
+RETRYABLE_CODES: tuple[str, ...] = tuple(c for c, e in ERROR_CODES.items() if e.retryable)
+
+# ---------------------------------------------------------------------------------------------
+# Durations (LANGUAGE.md §2): ``250ms``, ``90s``, ``5m``, ``1h``, and sums written together
+# (``1h30m``).  Digits are ASCII (``[0-9]``, as the JSON Schema of `duration` says).
+
+#: A duration unit → milliseconds.
+DURATION_UNITS_MS: dict[str, int] = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
+#: The duration syntax as a regular expression, no anchors (ECMA-262 compatible: the JSON Schema of
+#: the `duration` type anchors it).
+DURATION_PATTERN = r"([0-9]+(ms|h|m|s))+"
+_DURATION = re.compile(DURATION_PATTERN)
+_DURATION_PART = re.compile(r"([0-9]+)(ms|h|m|s)")
+
+
+def duration_ms(text: object) -> int:
+    """Parse a duration (``250ms``, ``90s``, ``5m``, ``1h``, ``1h30m``) into milliseconds.
+
+    Blanks around the text are ignored.  Raises ``ValueError`` for anything else (non-strings and
+    digits other than ASCII ``0``–``9`` included); ``0s`` gives 0 (callers needing a positive
+    duration check it).  LANGUAGE.md §2.
+    """
+    bare = text.strip() if isinstance(text, str) else None
+    if bare is None or not _DURATION.fullmatch(bare):
+        raise ValueError(f"invalid duration {text!r}: write e.g. 250ms, 90s, 5m, 1h or 1h30m")
+    return sum(int(n) * DURATION_UNITS_MS[u] for n, u in _DURATION_PART.findall(bare))
+
+
+# ---------------------------------------------------------------------------------------------
+# Numeric limits
+
+#: ``retry.attempts`` counts extra tries after the first; more than this is refused (a `.flow`
+#: error at check time, a plan error at load time).
+MAX_RETRY_ATTEMPTS = 20
+#: The longest single backoff wait of a plan's ``retry.backoff`` (``initial``, ``max``), in ms,
+#: and the largest growth ``factor`` (docs/decisions.md "Plan validation").
+MAX_BACKOFF_MS = 3_600_000
+MAX_BACKOFF_FACTOR = 10.0
+#: Deepest bracket nesting the parser accepts (deeper input is a syntax error, which keeps every
+#: later recursive pass over the AST far from Python's recursion limit).
+MAX_NESTING = 100
+#: Deepest nesting of strings inside ``${…}``.
+MAX_STRING_NESTING = 20
+#: Most binary operators in one expression, and most prefix ``not``/``-`` on one operand.
+MAX_OPERATORS = 200
+MAX_PREFIX = 50
+#: Deepest expression tree a plan template or condition may hold (a member chain ``a.b.c…`` or an
+#: operator chain counts one level per link).  Evaluation recurses once per level, so this bounds
+#: the evaluator's stack; the parser bounds brackets separately (:data:`MAX_NESTING`).
+MAX_EXPR_DEPTH = 200
