@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agentflow._lazy import lazy_exports
+from agentflow.core.version import __version__ as __version__
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name loads on first use
     from agentflow.api import (
@@ -121,7 +122,6 @@ _EXPORTS: dict[str, str] = {
     "tool": "agentflow.runtime.tools.user",
 }
 
-__version__ = "0.1.0"
 
 __all__ = [
     "AskResult",

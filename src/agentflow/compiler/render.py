@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterable
 
 from agentflow.core.diagnostics import CODES, Diagnostic, Note
+from agentflow.core.version import __version__
 
 __all__ = ["render_text", "render_json", "render_sarif", "summary", "diagnostic_dict"]
 
@@ -200,10 +201,7 @@ def render_sarif(diags: Iterable[Diagnostic], *, tool_version: str | None = None
     notes as ``relatedLocations``; a hint is in ``properties.hint`` and appended to the message.
     """
     if tool_version is None:
-        try:
-            from agentflow import __version__ as tool_version  # type: ignore[attr-defined]
-        except Exception:  # pragma: no cover - version is optional
-            tool_version = "0.1.0"
+        tool_version = __version__
     codes = list(CODES)
     rules = [
         {
