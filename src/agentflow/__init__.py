@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
     from agentflow.api import (
         CompiledFlow,
         CompileError,
+        build_catalog,
         check,
         compile_flow,
         compile_source,
@@ -70,7 +71,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
     )
     from agentflow.runtime.planner import PlanExecution, plan_and_execute
     from agentflow.runtime.result import RunResult
-    from agentflow.runtime.tools.catalog import Catalog, Tool, ToolContext, build_catalog
+    from agentflow.runtime.tools.catalog import Catalog, Tool, ToolContext
     from agentflow.runtime.tools.user import tool
 
 #: Public name → the module that defines it.  Loading is lazy (PEP 562) so that `flowc check`
@@ -118,7 +119,7 @@ _EXPORTS: dict[str, str] = {
     "Catalog": "agentflow.runtime.tools.catalog",
     "Tool": "agentflow.runtime.tools.catalog",
     "ToolContext": "agentflow.runtime.tools.catalog",
-    "build_catalog": "agentflow.runtime.tools.catalog",
+    "build_catalog": "agentflow.api",
     "tool": "agentflow.runtime.tools.user",
 }
 

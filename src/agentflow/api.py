@@ -4,7 +4,10 @@
 - :func:`compile_flow` — check and lower it to a plan (LANGUAGE.md §10);
 - :func:`load` — a runnable :class:`~agentflow.ir.models.Plan` from a `.flow` or plan file;
 - :func:`run` / :func:`run_sync` — execute it (RUNTIME.md §1) and return a
-  :class:`~agentflow.runtime.result.RunResult`.
+  :class:`~agentflow.runtime.result.RunResult`;
+- :func:`build_catalog` — the tool catalog of a configuration, its plans directory's `.flow`
+  files compiled here (the runtime never calls the compiler: this module hands it ready plans
+  or :func:`load` as the loader).
 
 Errors in the user's files come back as :class:`agentflow.errors.FlowError` subclasses that name
 file, line and column; nothing here prints.
@@ -42,6 +45,7 @@ if TYPE_CHECKING:  # the plan models (pydantic) and the runtime load only when a
 __all__ = [
     "CompileError",
     "CompiledFlow",
+    "build_catalog",
     "check",
     "compile_flow",
     "compile_source",
@@ -264,6 +268,17 @@ def _report_plan(
     return None, None, None
 
 
+def build_catalog(config: Any = None, **kwargs: Any) -> Catalog:
+    """The full tool catalog of ``config`` (builtins, user tools, the plans directory, MCP
+    servers): :func:`agentflow.runtime.tools.build.build_catalog` with :func:`load` as the loader
+    of the plans directory, so its `.flow` files are compiled (a broken one raises
+    :class:`CompileError`).  ``kwargs`` as there (``plan``, ``entry_points``, ``plans``)."""
+    from agentflow.runtime.tools.build import build_catalog as build
+
+    kwargs.setdefault("load_plan", load)
+    return build(config, **kwargs)
+
+
 def parse_input(value: str | None) -> Any:
     """Parse a ``--input`` value: inline JSON, or ``@file.json``.  Raises :class:`InputError`."""
     if value is None:
@@ -386,8 +401,8 @@ async def run(
     Raises :class:`ConfigError` before the first step when the plan needs a model and none is
     configured; :class:`InputError` when ``input`` does not match the plan's input schema;
     :class:`PlanLoadError` when a tool name or ``tools`` pattern does not resolve against the
-    catalog (built by :func:`agentflow.runtime.tools.build.build_catalog` unless given; its MCP
-    connections are closed when the run ends).
+    catalog (built by :func:`build_catalog` unless given; its MCP connections are closed when the
+    run ends).
     """
     from agentflow.ir.models import Plan
     from agentflow.runtime.config import Config, load_config, missing_key_message, no_model_message
@@ -396,7 +411,7 @@ async def run(
     from agentflow.runtime.executor import run_plan
     from agentflow.runtime.hooks import Hooks
     from agentflow.runtime.models.router import ModelRouter
-    from agentflow.runtime.tools.build import build_catalog, check_plan_tools
+    from agentflow.runtime.tools.build import check_plan_tools
 
     plan = target if isinstance(target, Plan) else load(target)
     if not isinstance(config, Config):

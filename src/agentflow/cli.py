@@ -483,14 +483,13 @@ def plan_validate(file: str, config: str | None) -> None:
     """Validate a plan file (structure, templates, and tool names against the catalog)."""
     from agentflow.ir.validate import resolve_tools
     from agentflow.runtime.config import load_config
-    from agentflow.runtime.tools.build import build_catalog
 
     if not Path(file).is_file():
         raise click.UsageError(f"{file}: no such file")
     try:
         p = api.load(file)
         cfg = load_config(config)
-        catalog = build_catalog(cfg, plan=p)  # builtins, user tools, plans, MCP (not connected)
+        catalog = api.build_catalog(cfg, plan=p)  # builtins, user, plans, MCP (not connected)
         names = set(catalog.names()) | {f"plan__{n}" for n in catalog.plans}
         problems = resolve_tools(p, names, _configured_prefixes(cfg, catalog))
     except FlowError as e:
@@ -565,11 +564,11 @@ def tools_cmd(config: str | None, as_json: bool, no_connect: bool, as_extern: bo
     """List the tool catalog: name, source, description, input schema summary (RUNTIME.md §4)."""
     from agentflow.runtime.config import load_config
     from agentflow.runtime.interrupt import run as run_loop
-    from agentflow.runtime.tools.build import build_catalog, list_catalog
+    from agentflow.runtime.tools.build import list_catalog
 
     try:
         cfg = load_config(config)
-        catalog = build_catalog(cfg)
+        catalog = api.build_catalog(cfg)
         rows, errors = run_loop(list_catalog(catalog, connect=not no_connect))
     except FlowError as e:
         _err(f"error: {e}")
@@ -719,6 +718,7 @@ def ask(
                 replay=replay,
                 max_iterations=max_iterations,
                 on_progress=progress,
+                load_plan=api.load,
             )
         )
     except FlowError as e:

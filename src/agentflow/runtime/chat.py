@@ -22,7 +22,8 @@ Public API::
     await ask(question, context=None, *, max_iterations=None, max_result_chars=None,
               on_progress=None, **options) -> AskResult
     await ask_with_config(question, *, config=None, workspace=None, trace=None, record=None,
-                          replay=None, max_iterations=None, hooks=None, on_progress=None)
+                          replay=None, max_iterations=None, hooks=None, on_progress=None,
+                          load_plan=None)
 
 ``context`` / ``options``: a :class:`~agentflow.runtime.context.RunContext` and its fields as
 keywords (``catalog=``, ``router=``, ``config=``, ``workspace=``, ``sinks=``, ``hooks=``,
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
     from agentflow.runtime.hooks import Hooks
     from agentflow.runtime.models.base import ToolSpec
     from agentflow.runtime.tools.catalog import Catalog
+    from agentflow.runtime.tools.plans import PlanLoader
 
 __all__ = ["CHAT_SYSTEM", "AskResult", "ask", "ask_with_config", "chat_tools"]
 
@@ -422,10 +424,11 @@ async def ask_with_config(
     max_iterations: int | None = None,
     hooks: Hooks | None = None,
     on_progress: Progress | None = None,
+    load_plan: PlanLoader | None = None,
 ) -> AskResult:
     """:func:`ask` as ``flowc ask`` runs it: the configuration (a Config, a path, or None to find
     ``flow.toml``), the full catalog (:func:`~agentflow.runtime.tools.build.build_catalog`: builtin,
-    user, plans directory, MCP), a model router (``record``/``replay`` cassettes as for ``flowc
+    user, plans directory read with ``load_plan``, MCP), a model router (``record``/``replay`` cassettes as for ``flowc
     run``), a JSON Lines ``trace``; closes the catalog's MCP connections and the trace at the end.
     With ``record``/``replay`` the planner reads a shape cache that starts empty, so a cassette
     never depends on the user's cache.
@@ -461,7 +464,7 @@ async def ask_with_config(
         router = recording_router(config, record)
     else:
         router = ModelRouter(config)
-    catalog = build_catalog(config)
+    catalog = build_catalog(config, load_plan=load_plan)
     sinks = [JsonlSink(trace)] if trace is not None else []
     scratch = None
     shape_cache: ShapeCache | None = None

@@ -12,10 +12,13 @@ connecting to any server (the validate-time check of PLAN_IR.md §2).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentflow.errors import PlanLoadError, RunError
 from agentflow.runtime.tools.catalog import Catalog
+
+if TYPE_CHECKING:
+    from agentflow.runtime.tools.plans import PlanLoader
 
 
 def build_catalog(
@@ -24,19 +27,24 @@ def build_catalog(
     plan: Any = None,
     entry_points: bool | None = None,
     plans: dict[str, Any] | None = None,
+    load_plan: PlanLoader | None = None,
 ) -> Catalog:
     """The full catalog for ``config`` (a :class:`agentflow.runtime.config.Config`; None = an
     empty configuration: builtins only, plus entry points).
 
     ``plan``: the plan about to run (its sub-plans are listed as ``plan__*`` tools);
     ``entry_points``: override ``[tools] entry_points``; ``plans``: override the plans directory
-    (name → Plan). ``catalog.plans`` holds every plan callable as ``plan__NAME`` (pass it to the
-    executor). Raises ConfigError / PlanLoadError / CompileError for broken tool modules or plans.
+    (name → Plan); ``load_plan``: how a file of the plans directory becomes a Plan (default
+    :func:`~agentflow.runtime.tools.plans.load_plan_file`: YAML/JSON only — the runtime never
+    compiles; :func:`agentflow.api.build_catalog` passes one that compiles `.flow` files).
+    ``catalog.plans`` holds every plan callable as ``plan__NAME`` (pass it to the executor).
+    Raises ConfigError / PlanLoadError / CompileError for broken tool modules or plans.
     """
     from agentflow.runtime.tools.builtin import builtin_tools
     from agentflow.runtime.tools.mcp import McpHub
     from agentflow.runtime.tools.plans import (
         callable_plans,
+        load_plan_file,
         load_plans_dir,
         plan_tool,
         plans_dir,
@@ -59,7 +67,8 @@ def build_catalog(
         catalog.register(tool)
     if plans is None:
         directory = plans_dir(config)
-        plans = load_plans_dir(directory) if directory is not None else {}
+        loader = load_plan if load_plan is not None else load_plan_file
+        plans = load_plans_dir(directory, loader) if directory is not None else {}
     catalog.plans = callable_plans(plans, plan)
     for pname, p in sorted(catalog.plans.items()):
         if f"plan__{pname}" not in catalog:

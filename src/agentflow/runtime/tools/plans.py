@@ -3,7 +3,9 @@ sub-plan, each with its ``input_schema`` as the tool's input and its ``descripti
 
 The plans directory is ``[plans] dir`` of ``flow.toml`` (relative to it), or ``plans/`` beside
 ``flow.toml`` when that exists. Every ``*.yaml``, ``*.yml``, ``*.json`` and ``*.flow`` file in it
-(not recursive) is loaded; the plan's ``name`` is the tool name. A sub-plan becomes a tool too when
+(not recursive) is loaded by the caller's plan loader (the runtime never calls the compiler:
+:func:`agentflow.api.build_catalog` passes one that compiles `.flow` files; without one, YAML and
+JSON plans load and a `.flow` file is a ConfigError); the plan's ``name`` is the tool name. A sub-plan becomes a tool too when
 its name is unambiguous (no other plan or sub-plan has it); an ambiguous sub-plan stays callable
 inside its own plan. The executor runs ``plan__*`` calls itself (nested step paths, cycle check):
 the catalog entries carry the schema and description and refuse direct calls.
@@ -11,6 +13,7 @@ the catalog entries carry the schema and description and refuse direct calls.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +21,10 @@ from agentflow.errors import ConfigError, RunError
 from agentflow.runtime.tools.catalog import Tool, ToolContext
 
 PLAN_SUFFIXES = (".yaml", ".yml", ".json", ".flow")
+
+#: A plan file's path → its loaded :class:`agentflow.ir.models.Plan` (raises PlanLoadError, or
+#: CompileError for a `.flow` file).
+PlanLoader = Callable[[Path], Any]
 
 
 def plans_dir(config: Any) -> Path | None:
@@ -37,19 +44,32 @@ def plans_dir(config: Any) -> Path | None:
     return None
 
 
-def load_plans_dir(directory: Path) -> dict[str, Any]:
-    """name → :class:`agentflow.ir.models.Plan` for every plan file in ``directory``.
+def load_plan_file(path: Path) -> Any:
+    """The default :data:`PlanLoader`: a YAML/JSON plan file as a Plan (PlanLoadError naming
+    file:line:col when broken).  A `.flow` file needs the compiler, which the runtime does not
+    call: ConfigError saying how to load it."""
+    if path.suffix == ".flow":
+        raise ConfigError(
+            f"{path}: a .flow plan must be compiled first: build the catalog with "
+            "agentflow.build_catalog (it compiles .flow plans), or pass load_plan=agentflow.load"
+        )
+    from agentflow.ir.loader import load_plan
 
-    Raises PlanLoadError / CompileError for a broken file (naming file:line:col) and ConfigError
-    when two files define the same plan name."""
-    from agentflow import api
+    return load_plan(path)
 
+
+def load_plans_dir(directory: Path, load_plan: PlanLoader = load_plan_file) -> dict[str, Any]:
+    """name → :class:`agentflow.ir.models.Plan` for every plan file in ``directory``, each loaded
+    by ``load_plan``.
+
+    Raises what ``load_plan`` raises for a broken file (PlanLoadError / CompileError naming
+    file:line:col) and ConfigError when two files define the same plan name."""
     out: dict[str, Any] = {}
     files: dict[str, Path] = {}
     for file in sorted(directory.iterdir()):
         if not file.is_file() or file.suffix not in PLAN_SUFFIXES:
             continue
-        plan = api.load(file)
+        plan = load_plan(file)
         if plan.name in out:
             raise ConfigError(
                 f"{file}: plan '{plan.name}' is already defined by {files[plan.name]} "
@@ -95,4 +115,12 @@ def plan_tool(plan: Any) -> Tool:
     )
 
 
-__all__ = ["PLAN_SUFFIXES", "callable_plans", "load_plans_dir", "plan_tool", "plans_dir"]
+__all__ = [
+    "PLAN_SUFFIXES",
+    "PlanLoader",
+    "callable_plans",
+    "load_plan_file",
+    "load_plans_dir",
+    "plan_tool",
+    "plans_dir",
+]
