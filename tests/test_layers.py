@@ -1,0 +1,193 @@
+"""Imports flow one way (docs/ARCHITECTURE.md "Layers"):
+
+    core ← grammar ← compiler ← ir ← runtime ← {api, lsp} ← {cli, the agentflow package}
+
+A module may import its own package and any layer to its left, never one to its right.  Every
+import of every ``.py`` under ``src/agentflow`` counts, found with :mod:`ast`: module-level ones,
+function-local ones, those under ``if TYPE_CHECKING:`` (a type annotation that names an upper
+layer is a dependency too: a lower layer takes a Protocol or ``Any`` instead), and the modules
+named by the lazy-export tables (``_EXPORTS``) of ``agentflow`` and ``agentflow.ir``.
+
+The bottom layer is ``agentflow.core`` with ``agentflow.errors`` (the public exception tree),
+``agentflow._lazy`` (lazy exports) and ``agentflow.stdlib`` (the prelude, data); ``core`` itself
+imports nothing of agentflow outside it.  Two edges the order would allow are refused as well:
+plans load, validate and run without the compiler, so neither ``ir`` nor ``runtime`` imports
+``compiler`` (compiling a `.flow` for the runtime is the api's job).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+PACKAGE = SRC / "agentflow"
+
+#: module prefix → (layer, rank); the longest matching prefix wins.  A module may import its own
+#: layer and any layer of a lower rank.
+LAYERS: dict[str, tuple[str, int]] = {
+    "agentflow.core": ("core", 0),
+    "agentflow.errors": ("core", 0),
+    "agentflow._lazy": ("core", 0),
+    "agentflow.stdlib": ("core", 0),
+    "agentflow.grammar": ("grammar", 1),
+    "agentflow.compiler": ("compiler", 2),
+    "agentflow.ir": ("ir", 3),
+    "agentflow.runtime": ("runtime", 4),
+    "agentflow.api": ("api", 5),
+    "agentflow.lsp": ("lsp", 5),
+    "agentflow.cli": ("cli", 6),
+    "agentflow": ("package", 6),
+    "agentflow.__main__": ("main", 7),
+}
+#: (importing layer, imported layer) pairs refused although the ranks allow them
+FORBIDDEN: dict[tuple[str, str], str] = {
+    ("ir", "compiler"): "plans load and validate without the compiler",
+    ("runtime", "compiler"): "the runtime never calls the compiler (the api compiles `.flow`)",
+}
+
+
+@dataclass(frozen=True)
+class Import:
+    """One import: the importing module and file, its line, the imported module and its text."""
+
+    module: str
+    file: Path
+    line: int
+    target: str
+    text: str
+
+    def where(self) -> str:
+        return f"{self.file.relative_to(SRC.parent)}:{self.line}: `{self.text}`"
+
+
+def module_name(file: Path) -> str:
+    parts = list(file.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_module(name: str) -> bool:
+    path = SRC.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def imports_of(file: Path) -> list[Import]:
+    """Every agentflow import in ``file`` (see the module docstring for what counts)."""
+    module = module_name(file)
+    package = module if file.name == "__init__.py" else module.rpartition(".")[0]
+    source_text = file.read_text(encoding="utf-8")
+    tree = ast.parse(source_text, str(file))
+    out: dict[tuple[int, str], Import] = {}  # one entry per line and imported module
+
+    def add(node: ast.AST, target: str) -> None:
+        if target == "agentflow" or target.startswith("agentflow."):
+            text = ast.get_source_segment(source_text, node) or target
+            imp = Import(module, file, node.lineno, target, " ".join(text.split()))
+            out.setdefault((node.lineno, target), imp)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                add(node, alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            for alias in node.names:
+                # `from agentflow import api` imports the module agentflow.api
+                sub = f"{source}.{alias.name}"
+                add(node, sub if _is_module(sub) else source)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = {t.id for t in targets if isinstance(t, ast.Name)}
+            if "_EXPORTS" in names and isinstance(node.value, ast.Dict):
+                for value in node.value.values:
+                    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                        add(value, value.value)
+    return list(out.values())
+
+
+def layer_of(module: str) -> tuple[str, int]:
+    best = max((p for p in LAYERS if module == p or module.startswith(p + ".")), key=len)
+    return LAYERS[best]
+
+
+def violation(imp: Import) -> str | None:
+    """Why ``imp`` breaks the layering, or None."""
+    if imp.module.startswith("agentflow.core") and not (
+        imp.target == "agentflow.core" or imp.target.startswith("agentflow.core.")
+    ):
+        return "core imports nothing of agentflow outside core"
+    (src_layer, src_rank), (dst_layer, dst_rank) = layer_of(imp.module), layer_of(imp.target)
+    if src_layer == dst_layer:
+        return None
+    if dst_rank >= src_rank:
+        return f"{src_layer} (layer {src_rank}) imports {dst_layer} (layer {dst_rank})"
+    reason = FORBIDDEN.get((src_layer, dst_layer))
+    return f"{src_layer} imports {dst_layer}: {reason}" if reason else None
+
+
+def all_imports() -> list[Import]:
+    return [imp for file in sorted(PACKAGE.rglob("*.py")) for imp in imports_of(file)]
+
+
+def test_imports_follow_the_layers():
+    found = all_imports()
+    assert len(found) > 100  # the walk really saw the package
+    problems = [f"{imp.where()}: {why}" for imp in found if (why := violation(imp))]
+    assert not problems, "imports against the layering:\n" + "\n".join(problems)
+
+
+def test_every_module_has_a_layer():
+    for file in sorted(PACKAGE.rglob("*.py")):
+        layer_of(module_name(file))  # raises ValueError (max of nothing) for an unknown package
+
+
+@pytest.mark.parametrize(
+    ("source", "module", "expected"),
+    [
+        # an upward import inside a function counts
+        (
+            "def f():\n    from agentflow.compiler.checker import check_module\n",
+            "agentflow.grammar.parser",
+            "grammar (layer 1) imports compiler (layer 2)",
+        ),
+        # so does one that only type checkers see
+        (
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from agentflow.api import run\n",
+            "agentflow.runtime.executor",
+            "runtime (layer 4) imports api (layer 5)",
+        ),
+        # `from agentflow import X` of a name (not a module) is an import of the package
+        ("from agentflow import __version__\n", "agentflow.compiler.render", "compiler (layer 2)"),
+        # a lazy export table names the modules it loads
+        ('_EXPORTS = {"run": "agentflow.runtime.executor"}\n', "agentflow.ir", "ir (layer 3)"),
+        # edges the ranks allow but the architecture refuses
+        ("import agentflow.compiler.lowering\n", "agentflow.runtime.planner", "never calls"),
+        ("from agentflow.errors import RunError\n", "agentflow.core.spans", "core imports nothing"),
+    ],
+)
+def test_the_layer_check_catches(tmp_path, monkeypatch, source, module, expected):
+    """The checker itself: each kind of import it must see, in a throw-away module."""
+    file = tmp_path / "agentflow" / Path(*module.split(".")[1:]).with_suffix(".py")
+    if module == "agentflow.ir":
+        file = tmp_path / "agentflow" / "ir" / "__init__.py"
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_text(source)
+    monkeypatch.setattr(f"{__name__}.SRC", tmp_path)
+    monkeypatch.setattr(f"{__name__}.PACKAGE", tmp_path / "agentflow")
+    for name in ("api", "compiler/checker", "compiler/lowering", "runtime/executor", "errors"):
+        stub = tmp_path / "agentflow" / f"{name}.py"
+        stub.parent.mkdir(parents=True, exist_ok=True)
+        if not stub.exists():
+            stub.write_text("")
+    problems = [f"{imp.where()}: {why}" for imp in imports_of(file) if (why := violation(imp))]
+    assert len(problems) == 1 and expected in problems[0], problems
+    assert str(file.relative_to(tmp_path.parent)) in problems[0]  # names file and line
