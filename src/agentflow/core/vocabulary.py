@@ -24,6 +24,7 @@ __all__ = [
     "BODY_SCOPE",
     "BUDGET_LIMITS",
     "BUILTIN_TYPES",
+    "CONDITION_OPS",
     "CONTEXTUAL_KEYWORDS",
     "CONTINUATION_WORDS",
     "CONTROL_FIELDS",
@@ -52,6 +53,7 @@ __all__ = [
     "STATEMENT_WORDS",
     "TOOLS_NONE",
     "TOP_LEVEL_WORDS",
+    "UNARY_CONDITION_OPS",
     "VERDICT_TYPE",
     "duration_ms",
 ]
@@ -265,6 +267,14 @@ BODY_SCOPE: dict[str, frozenset[str]] = {
 CONTROL_FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     s.name: (s.fields, s.required) for s in CONTROL_STEP_SPECS.values()
 }
+
+#: Operators of a plan condition ``{value, op, to}`` (PLAN_IR.md §4).
+CONDITION_OPS: frozenset[str] = frozenset(
+    ("eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "contains", "matches")
+    + ("exists", "empty", "not_empty")
+)
+#: The condition operators that take no ``to`` (a missing ``value`` is absent, not an error).
+UNARY_CONDITION_OPS: frozenset[str] = frozenset(("exists", "empty", "not_empty"))
 
 # ---------------------------------------------------------------------------------------------
 # Error codes of runs (PLAN_IR.md §8)

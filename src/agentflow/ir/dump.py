@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
+from agentflow.core.vocabulary import BODY_KEYS
 from agentflow.ir.models import CAMEL_ALIASES, Finish, Plan, Step
 
 PLAN_ORDER = (
@@ -35,6 +36,8 @@ STEP_ORDER = ("id", "tool_name", "input", "timeout", "retry", "select", "meta")
 FINISH_ORDER = ("mode", "output", "prompt")
 RETRY_ORDER = ("attempts", "on", "backoff")
 BACKOFF_ORDER = ("initial", "factor", "max")
+#: input keys that hold a body step, whatever the control step (``do``, ``then``, ``else``)
+_BODY_FIELDS = tuple(sorted({key for keys in BODY_KEYS.values() for key in keys}))
 
 
 class _Dumper(yaml.SafeDumper):
@@ -94,7 +97,7 @@ def _canon_step(step: Any) -> Any:
     tool = step.get("tool_name")
     if isinstance(inp, dict):
         inp = dict(inp)
-        for key in ("do", "then", "else"):
+        for key in _BODY_FIELDS:
             if key in inp and (isinstance(inp[key], Step) or _looks_like_step(inp[key])):
                 inp[key] = _canon_step(inp[key])
         if tool == "parallel" and isinstance(inp.get("branches"), dict):
@@ -190,7 +193,7 @@ def _rename_camel(data: Any, level: str) -> Any:
         if isinstance(inp, dict):
             if out.get("tool_name") == "agent":
                 inp = {CAMEL_ALIASES.get(k, k): v for k, v in inp.items()}
-            for key in ("do", "then", "else"):
+            for key in _BODY_FIELDS:
                 if _looks_like_step(inp.get(key)) or (
                     isinstance(inp.get(key), dict) and "toolName" in inp[key]
                 ):

@@ -22,12 +22,14 @@ from agentflow.core.spans import Span
 from agentflow.core.vocabulary import (
     BODY_CONTROL_STEPS,
     BODY_SCOPE,
+    CONDITION_OPS,
     CONTROL_FIELDS,
     CONTROL_STEPS,
     MAX_BACKOFF_FACTOR,
     MAX_BACKOFF_MS,
     MAX_RETRY_ATTEMPTS,
     RETRYABLE_CODES,
+    UNARY_CONDITION_OPS,
     duration_ms,
 )
 from agentflow.errors import PlanProblem
@@ -43,13 +45,6 @@ from agentflow.ir.templates import (
 
 STEP_ID_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 PLAN_NAME_RE = re.compile(r"[a-z_][a-z0-9_]*")
-
-#: Condition operators (PLAN_IR.md §4); the unary ones take no `to`.
-CONDITION_OPS = frozenset(
-    {"eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "contains", "exists", "empty"}
-    | {"not_empty", "matches"}
-)
-UNARY_OPS = frozenset({"exists", "empty", "not_empty"})
 
 #: Servers whose tools resolve exactly (not at the server level).
 EXACT_SERVERS = frozenset({"builtin", "user", "plan"})
@@ -511,7 +506,7 @@ class _Validator:
                     hint=did_you_mean(str(op), sorted(CONDITION_OPS))
                     or f"operators: {', '.join(sorted(CONDITION_OPS))}",
                 )
-            elif op not in UNARY_OPS and "to" not in keys:
+            elif op not in UNARY_CONDITION_OPS and "to" not in keys:
                 self.problem(path, f"operator `{op}` needs `to`")
             elif op == "matches":
                 self.pattern(cond["to"], (*path, "to"))

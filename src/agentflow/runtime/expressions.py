@@ -21,6 +21,7 @@ from typing import Any
 
 import regex
 
+from agentflow.core.vocabulary import UNARY_CONDITION_OPS
 from agentflow.errors import RunError, SourceError
 from agentflow.grammar import ast
 
@@ -764,8 +765,6 @@ _OPS: dict[str, Callable[[Any, Any], bool]] = {
     "matches": _op_matches,
 }
 
-_UNARY_OPS = frozenset({"exists", "empty", "not_empty"})
-
 
 def evaluate_condition(cond: Any, scope: Mapping[str, Any]) -> bool:
     """Evaluate a condition of PLAN_IR.md §4 to a bool.
@@ -810,7 +809,7 @@ def evaluate_condition(cond: Any, scope: Mapping[str, Any]) -> bool:
         fn = _OPS.get(op)
         if fn is None:
             raise ExprError(f"unknown condition op `{op}` (one of {', '.join(_OPS)})")
-        v = _cond_value(cond.get("value"), scope, allow_missing=op in _UNARY_OPS)
-        to = render_value(cond.get("to"), scope) if op not in _UNARY_OPS else None
+        v = _cond_value(cond.get("value"), scope, allow_missing=op in UNARY_CONDITION_OPS)
+        to = render_value(cond.get("to"), scope) if op not in UNARY_CONDITION_OPS else None
         return bool(fn(v, to))
     raise ExprError(f"a condition needs one of value/op, expr, all, any, not; got {sorted(cond)}")
