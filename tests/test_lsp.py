@@ -369,7 +369,7 @@ def test_rename_refuses_name_capture(client):
 def test_rename_resolution_check_catches_capture():
     """The last line of defence: re-checking the edited text finds a capture by comparing
     name resolution (the finding's example: `abc` → `s`)."""
-    from agentflow.compiler.fmt import KEYWORDS
+    from agentflow.core.vocabulary import KEYWORDS
     from agentflow.lsp.analysis import analyze
 
     src = "stage s -> int { return 5 }\nstage t -> int {\n  let abc = 1\n  return abc + s\n}\n"
