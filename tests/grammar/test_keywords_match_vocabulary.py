@@ -6,8 +6,10 @@ keywords, no word twice in one list, the control-step table is closed)."""
 
 from __future__ import annotations
 
+import ast as ast_module
 import re
 from importlib.resources import files
+from pathlib import Path
 
 import pytest
 
@@ -108,3 +110,37 @@ def test_retryable_codes_are_error_codes():
     assert all(V.ERROR_CODES[c].retryable for c in V.RETRYABLE_CODES)
     for code, info in V.ERROR_CODES.items():
         assert info.code == code and re.fullmatch(r"[a-z_]+", code) and info.summary
+
+
+def _word_lists(tree: ast_module.AST):
+    """Every literal list of words in a module: the elements of a tuple, list or set display,
+    the keys of a dict display, and the words of a string constant (``"let return …".split()``)."""
+    for node in ast_module.walk(tree):
+        if isinstance(node, ast_module.Tuple | ast_module.List | ast_module.Set):
+            items = node.elts
+        elif isinstance(node, ast_module.Dict):
+            items = [k for k in node.keys if k is not None]
+        elif isinstance(node, ast_module.Constant) and isinstance(node.value, str):
+            yield node.lineno, node.value.split()
+            continue
+        else:
+            continue
+        words = [i.value for i in items if isinstance(i, ast_module.Constant)]
+        if len(words) == len(items) and all(isinstance(w, str) for w in words):
+            yield node.lineno, words
+
+
+def test_no_module_spells_a_list_of_keywords_again():
+    """Five or more keywords (or their terminals) and nothing else in one literal is a copy of
+    the vocabulary: import it from ``core.vocabulary`` instead."""
+    src = Path(V.__file__).resolve().parent.parent
+    terminals = set(V.KEYWORD_TERMINALS.values())
+    copies = []
+    for file in sorted(src.rglob("*.py")):
+        if file.name == "vocabulary.py":
+            continue
+        tree = ast_module.parse(file.read_text(encoding="utf-8"))
+        for line, words in _word_lists(tree):
+            if len(words) >= 5 and (set(words) <= V.KEYWORDS or set(words) <= terminals):
+                copies.append(f"{file.relative_to(src.parent)}:{line}: {' '.join(words[:8])} …")
+    assert not copies, "keyword lists outside core/vocabulary.py:\n" + "\n".join(copies)
