@@ -546,7 +546,7 @@ def build_report(
     mermaid_js = (assets / "mermaid.min.js").read_text(encoding="utf-8") if plan is not None else ""
     # the library is inlined in a <script>: it must not be able to end that element early
     mermaid_js = re.sub(r"</(script)", r"<\\/\1", mermaid_js, flags=re.I)
-    from agentflow import __version__
+    from agentflow.core.version import __version__
 
     values = {
         "title": _e(title or f"agentflow run {view.plan}"),

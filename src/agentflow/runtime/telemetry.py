@@ -265,7 +265,7 @@ class OtelSink:
             raise ConfigError(INSTALL_HINT)
         from opentelemetry import trace
 
-        from agentflow import __version__
+        from agentflow.core.version import __version__
 
         self.settings = settings or TelemetrySettings()
         self._trace = trace
