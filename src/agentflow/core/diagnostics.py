@@ -7,6 +7,7 @@ checker's public contract: add more, never rename (the pattern of mypy's ``error
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -124,8 +125,9 @@ class Diagnostic:
         return (self.span.file, self.span.line, self.span.column, self.code)
 
 
-def did_you_mean(name: str, candidates: list[str] | set[str] | dict) -> str | None:
-    """Return a hint naming the closest candidate by edit distance, or None.
+def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
+    """Return a hint naming the closest of ``candidates`` (any iterable of names: a list, a set,
+    a dict's keys) by edit distance, or None.
 
     Uses Damerau-free Levenshtein distance with a cut-off of ``max(1, len(name) // 3)``
     (Starlark-go's resolver uses the same idea).  A candidate that shares no character position

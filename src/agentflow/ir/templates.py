@@ -109,9 +109,9 @@ class SourceMap:
     def map_point(self, path: Path, rel_line: int, rel_col: int) -> tuple[int, int, int]:
         """Map a (line, column) inside a scalar's text to the file: ``(line, column, offset)``."""
         node = self.nodes.get(tuple(path))
-        text = node.text if node is not None else None
-        if text is None:
+        if node is None or node.text is None:
             return rel_line, rel_col, 0
+        text = node.text
         if rel_line <= 1:
             shift = rel_col - 1
             raw = node.raw_offsets
