@@ -11,8 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
+from support.paths import REPO as ROOT
 
 # PYTHON for setup.sh: a real interpreter for `-c` checks; `-m venv DIR` makes DIR/bin/python
 # (with `ln -s`, which, like `python -m venv`, does not replace a python link already there)

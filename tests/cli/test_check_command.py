@@ -11,11 +11,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from support.hostile import HOSTILE
 
 from agentflow.cli import main
-
-sys.path.insert(0, str(Path(__file__).parent / "check"))
-from hostile import HOSTILE  # noqa: E402
 
 CLEAN = """\
 type A { x: int }

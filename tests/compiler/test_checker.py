@@ -8,11 +8,12 @@ diagnostics documentation.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.paths import REPO
+from support.paths import SPEC_EXAMPLES as EXAMPLES
 
 from agentflow.compiler.api import check_file, check_source
 from agentflow.compiler.checker import prelude_tools
@@ -48,9 +49,6 @@ from agentflow.compiler.types import (
 )
 from agentflow.core.diagnostics import CODES
 from agentflow.grammar import ast
-
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = Path("/work/shared/examples")
 
 
 def codes(src: str) -> list[tuple[int, str]]:
@@ -337,7 +335,7 @@ def test_random_text_never_raises(text):
     check_source(text, "fuzz.flow")
 
 
-_SOURCES = [p.read_text() for p in sorted(EXAMPLES.glob("*.flow"))] if EXAMPLES.is_dir() else [""]
+_SOURCES = [p.read_text() for p in sorted(EXAMPLES.glob("*.flow"))]
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -358,7 +356,7 @@ def test_mutated_programs_never_raise(src, cuts, insert):
 # ------------------------------------------------------------------------------- docs
 
 
-DOC = ROOT / "docs" / "diagnostics.md"
+DOC = REPO / "docs" / "diagnostics.md"
 
 
 def _doc_sections() -> dict[str, str]:

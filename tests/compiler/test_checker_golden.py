@@ -15,15 +15,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from golden import (
+from support.golden import (
     HERE,
-    SHARED_DIAGNOSTICS,
-    SHARED_EXAMPLES,
     actual_marks,
     expected_marks,
     rewrite_marks,
     update_requested,
 )
+from support.paths import SPEC_DIAGNOSTICS as SHARED_DIAGNOSTICS
+from support.paths import SPEC_EXAMPLES as SHARED_EXAMPLES
 
 from agentflow.compiler.api import check_file
 from agentflow.compiler.render import render_text

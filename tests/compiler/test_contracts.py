@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import fastjsonschema
 import jsonschema
 import pytest
+from support.paths import SPEC_EXAMPLES
 
 from agentflow.compiler import types as T
 from agentflow.compiler.api import check_source
 from agentflow.compiler.contracts import ContractError, agent_contract, contract_for
-
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "examples"
 
 SOURCE = """
 type Severity = "low" | "medium" | "high"
@@ -118,7 +116,7 @@ def test_extern_and_verdict_are_refused():
 def test_every_compiled_contract_passes_the_metaschema(name):
     from agentflow.api import compile_flow
 
-    plan = compile_flow(SHARED / name).plan
+    plan = compile_flow(SPEC_EXAMPLES / name).plan
     schemas = [d["output_schema"] for d in walk(plan) if "output_schema" in d]
     schemas += [plan["input_schema"]] if "input_schema" in plan else []
     assert schemas

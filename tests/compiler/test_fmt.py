@@ -11,20 +11,17 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.paths import REPO, TESTS
 
 from agentflow import api
 from agentflow.cli import main
 from agentflow.compiler.fmt import FormatError, format_source, tokenize
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = Path("/work/shared/examples")
-
 
 def _corpus() -> list[Path]:
     files: list[Path] = []
-    for base in (EXAMPLES, ROOT / "tests", ROOT / "src" / "agentflow" / "stdlib"):
-        if base.is_dir():
-            files.extend(sorted(base.rglob("*.flow")))
+    for base in (TESTS, REPO / "src" / "agentflow" / "stdlib"):  # the spec examples included
+        files.extend(sorted(base.rglob("*.flow")))
     out = []
     for f in files:
         try:

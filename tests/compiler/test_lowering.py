@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from support.paths import SPEC_EXAMPLES as EXAMPLES
 
 from agentflow import api
 from agentflow.ir.dump import dump_plan
@@ -23,7 +24,6 @@ from agentflow.runtime.executor import NO_ANSWER, Hooks
 from agentflow.runtime.tools.catalog import Catalog
 
 HERE = Path(__file__).parent / "compile"
-EXAMPLES = Path("/work/shared/examples")
 GOLDEN = sorted(HERE.glob("*.flow"))
 ALL_FLOWS = GOLDEN + sorted(EXAMPLES.glob("*.flow"))
 

@@ -19,7 +19,7 @@ from agentflow.core.diagnostics import CODES, Diagnostic, Note
 from agentflow.core.spans import Span
 
 HERE = Path(__file__).parent
-SNAP = HERE / "check" / "render"
+SNAP = HERE / "render"
 SOURCES = ["returns.flow", "bidirectional.flow", "tools.flow"]
 
 

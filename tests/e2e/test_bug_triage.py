@@ -16,11 +16,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 from support.chat_server import TEST_API_KEY, answer
+from support.paths import EXAMPLES
+from support.paths import REPO as ROOT
+from support.paths import SPEC_EXAMPLES as SHARED
 from support.triage_script import TriageScript
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "examples"
-EXAMPLES = ROOT / "examples"
 FLOWC = [sys.executable, "-m", "agentflow"]
 
 

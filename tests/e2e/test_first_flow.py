@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from support.chat_server import answer
+from support.paths import EXAMPLES
 
 from agentflow import api
 
-FIRST = Path(__file__).resolve().parent.parent / "examples" / "first.flow"
+FIRST = EXAMPLES / "first.flow"
 
 
 async def test_first_flow_asks_the_agent_when_there_are_todos(

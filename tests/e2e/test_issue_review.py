@@ -16,10 +16,11 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from support.chat_server import TEST_API_KEY, ChatServer
+from support.paths import EXAMPLES
+from support.paths import REPO as ROOT
 from support.review_script import ReviewScript
 
 import agentflow
@@ -28,8 +29,6 @@ from agentflow.runtime.config import load_config
 from agentflow.runtime.tools.build import build_catalog
 from agentflow.runtime.tools.catalog import ToolContext
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples"
 CONFIG = EXAMPLES / "issue-review.toml"
 CASSETTE = EXAMPLES / "issue-review.cassette.jsonl"
 FIXTURE = json.loads((EXAMPLES / "mcp" / "linear_issues.json").read_text(encoding="utf-8"))

@@ -8,13 +8,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.paths import SPEC_EXAMPLES as EXAMPLES
 
 from agentflow.core.spans import Span
 from agentflow.errors import SourceError
 from agentflow.grammar import ast
 from agentflow.grammar.parser import parse_expression, parse_module, parse_template
-
-EXAMPLES = Path("/work/shared/examples")
 
 
 def ok(text: str, file: str = "t.flow") -> ast.Module:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import textwrap
 
 import yaml
+from support.paths import SPEC_EXAMPLES
 
 from agentflow.ir import dump_plan, fmt_plan_text, load_plan, load_plan_text, plan_to_data
 
-EXAMPLE = "/work/shared/examples/issue-review.plan.yaml"
+EXAMPLE = str(SPEC_EXAMPLES / "issue-review.plan.yaml")
 
 
 def test_dump_is_deterministic_and_round_trips():

@@ -6,13 +6,14 @@ import json
 import textwrap
 
 import pytest
+from support.paths import SPEC_EXAMPLES
 
 from agentflow.errors import PlanLoadError, PlanProblem
 from agentflow.grammar import ast
 from agentflow.ir import Plan, Step, load_plan, load_plan_data, load_plan_text
 from agentflow.ir.models import AgentInput
 
-EXAMPLE = "/work/shared/examples/issue-review.plan.yaml"
+EXAMPLE = str(SPEC_EXAMPLES / "issue-review.plan.yaml")
 
 
 def problems(text: str, file: str = "p.yaml") -> list[PlanProblem]:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from support.paths import TESTS
 
 from agentflow.cli import main
 from agentflow.errors import PlanLoadError
@@ -24,7 +25,7 @@ from agentflow.ir.loader import load_plan_text
 
 HERE = Path(__file__).parent
 PAIRS = sorted((HERE / "fmt_plans").glob("*.in.yaml"))
-COMPILED = sorted((HERE / "compile").glob("*.plan.yaml"))
+COMPILED = sorted((TESTS / "compiler" / "compile").glob("*.plan.yaml"))
 
 
 def _update(config) -> bool:
@@ -280,7 +281,7 @@ def _hand_written(rng: random.Random, data, depth: int = 0):
 @pytest.mark.parametrize("seed", range(4))
 def test_sprinkled_comments_are_kept_and_fmt_is_idempotent(seed):
     rng = random.Random(seed)
-    files = sorted(glob.glob(str(HERE / "compile" / "*.plan.yaml")))
+    files = sorted(glob.glob(str(TESTS / "compiler" / "compile" / "*.plan.yaml")))
     checked = 0
     for _ in range(10):
         data = yaml.safe_load(Path(rng.choice(files)).read_text(encoding="utf-8"))

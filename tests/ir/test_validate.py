@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import textwrap
 
+from support.paths import SPEC_EXAMPLES
+
 from agentflow.ir import Plan, Step, load_plan, load_plan_text, resolve_tools, validate_plan
 
-EXAMPLE = "/work/shared/examples/issue-review.plan.yaml"
+EXAMPLE = str(SPEC_EXAMPLES / "issue-review.plan.yaml")
 
 NOT_CONFIGURED = (
     "step E1: `tools` pattern 'linear__*' needs MCP server 'linear', "

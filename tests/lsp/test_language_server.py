@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.paths import REPO, TESTS
 
 from agentflow.core.spans import Span
 from agentflow.lsp.client import LspClient, LspError
@@ -58,7 +59,14 @@ stage route -> Report {
 }
 """
 
-URI = "file:///tmp/agentflow-test/main.flow"
+
+def doc_uri(name: str) -> str:
+    """A `file:` URI for an editor buffer `name`: inside the repository, never on disk (the server
+    only checks the text it is sent)."""
+    return (TESTS / "lsp" / "buffers" / name).as_uri()
+
+
+URI = doc_uri("main.flow")
 
 
 def pos(text: str, needle: str, delta: int = 0, nth: int = 0, encoding: str = "utf-16") -> dict:
@@ -106,7 +114,7 @@ def test_capabilities(client):
 
 def test_diagnostics_on_open_and_change(client):
     assert client.first_diagnostics["diagnostics"] == []
-    uri = "file:///tmp/agentflow-test/diag.flow"
+    uri = doc_uri("diag.flow")
     client.open(uri, SOURCE)
     client.wait_notification("textDocument/publishDiagnostics", lambda p: p["uri"] == uri)
     bad = SOURCE.replace("hit.level", "hit.levle")
@@ -138,7 +146,7 @@ def test_diagnostics_on_open_and_change(client):
 
 
 def test_changes_are_debounced_to_the_latest_version(client):
-    uri = "file:///tmp/agentflow-test/debounce.flow"
+    uri = doc_uri("debounce.flow")
     client.open(uri, SOURCE)
     client.wait_notification("textDocument/publishDiagnostics", lambda p: p["uri"] == uri)
     for v in range(2, 12):
@@ -208,7 +216,7 @@ def _edit(client, uri: str, text: str, version: int) -> None:
 
 
 def test_completion(client):
-    uri = "file:///tmp/agentflow-test/complete.flow"
+    uri = doc_uri("complete.flow")
     client.open(uri, SOURCE)
     client.wait_notification("textDocument/publishDiagnostics", lambda p: p["uri"] == uri)
     # fields after `.` — also while the line does not parse yet
@@ -333,7 +341,7 @@ stage t -> int[] {
 def test_rename_refuses_name_capture(client):
     """Regression (adversarial round 2, P2 #3): a rename that would make a reference resolve
     to another binding (or another reference resolve to the renamed one) is refused."""
-    uri = "file:///tmp/agentflow-test/capture.flow"
+    uri = doc_uri("capture.flow")
     client.open(uri, CAPTURE)
     at_abc = pos(CAPTURE, "abc = 1")
     refused = {
@@ -389,7 +397,7 @@ def test_malformed_requests_always_get_a_reply(tmp_path):
     c = LspClient([sys.executable, "-m", "agentflow", "lsp"], stderr=err)
     try:
         c.initialize()
-        uri = "file:///tmp/agentflow-test/malformed.flow"
+        uri = doc_uri("malformed.flow")
         c.open(uri, CAPTURE)
         td = {"uri": uri}
         methods = [
@@ -470,7 +478,7 @@ def test_malformed_requests_always_get_a_reply(tmp_path):
 
 
 def test_hover_of_a_huge_literal_is_bounded(client):
-    uri = "file:///tmp/agentflow-test/huge.flow"
+    uri = doc_uri("huge.flow")
     text = 'stage s -> text { return "' + "a" * 200_000 + '" }\n'
     client.open(uri, text)
     r = client.request(
@@ -480,7 +488,7 @@ def test_hover_of_a_huge_literal_is_bounded(client):
 
 
 def test_formatting(client):
-    uri = "file:///tmp/agentflow-test/fmt.flow"
+    uri = doc_uri("fmt.flow")
     messy = "stage s->int{\nreturn 1+2\n}\n"
     client.open(uri, messy)
     edits = client.request(
@@ -499,7 +507,7 @@ stage s -> text {
 
 
 def test_utf16_positions_after_non_bmp(client):
-    uri = "file:///tmp/agentflow-test/emoji.flow"
+    uri = doc_uri("emoji.flow")
     client.open(uri, EMOJI)
     got = client.wait_notification("textDocument/publishDiagnostics", lambda p: p["uri"] == uri)
     [d] = got["diagnostics"]
@@ -523,7 +531,7 @@ def test_other_position_encodings(encoding, width):
     with LspClient() as c:
         caps = c.initialize(encodings=[encoding])
         assert caps["capabilities"]["positionEncoding"] == encoding
-        uri = "file:///tmp/agentflow-test/enc.flow"
+        uri = doc_uri("enc.flow")
         c.open(uri, EMOJI)
         got = c.wait_notification("textDocument/publishDiagnostics")
         line = EMOJI.splitlines()[2]
@@ -563,8 +571,7 @@ def test_incremental_parse_equals_full_parse():
     from agentflow.grammar.parser import parse_module
     from agentflow.lsp.incremental import IncrementalParser
 
-    root = Path(__file__).resolve().parent
-    files = sorted(root.rglob("*.flow")) + sorted(Path("/work/shared/examples").rglob("*.flow"))
+    files = sorted(TESTS.rglob("*.flow"))  # golden cases and the spec examples
     pieces = ["{", "}", "(", ")", '"', "stage ", "type ", "\n", "x", ".", "let y = ", "// c", " "]
     modes: dict[str, int] = {}
     for f in files:
@@ -601,7 +608,7 @@ def test_vscode_extension_files():
     import json
     import re
 
-    base = Path(__file__).resolve().parent.parent / "editors" / "vscode"
+    base = REPO / "editors" / "vscode"
     pkg = json.loads((base / "package.json").read_text())
     assert pkg["contributes"]["languages"][0]["extensions"] == [".flow"]
     assert (base / "src" / "extension.js").read_text().count('args: ["lsp"]') == 1
@@ -743,7 +750,7 @@ def test_references_of_every_name_kind(client):
 
 
 def test_references_of_locals_and_loop_variables(client):
-    uri = "file:///tmp/agentflow-test/refs-capture.flow"
+    uri = doc_uri("refs-capture.flow")
     client.open(uri, CAPTURE)
     C = CAPTURE
     assert [t for _, t in _refs(client, uri, C, pos(C, "abc = 1"))] == ["abc"] * C.count("abc")
@@ -755,14 +762,14 @@ def test_references_of_locals_and_loop_variables(client):
     assert _refs(client, uri, C, pos(C, "index")) == [(_line(C, "q + index"), "index")]
     # a shadowing `let` in another block is a different binding
     shadow = "stage s -> int {\n  let x = 1\n  if x > 0 {\n    let x = 2\n    return x\n  }\n  return x\n}\n"
-    uri2 = "file:///tmp/agentflow-test/refs-shadow.flow"
+    uri2 = doc_uri("refs-shadow.flow")
     client.open(uri2, shadow)
     assert _refs(client, uri2, shadow, pos(shadow, "x", nth=3)) == [(3, "x"), (4, "x")]
     assert _refs(client, uri2, shadow, pos(shadow, "x", nth=0)) == [(1, "x"), (2, "x"), (6, "x")]
 
 
 def test_references_utf16_after_non_bmp(client):
-    uri = "file:///tmp/agentflow-test/refs-emoji.flow"
+    uri = doc_uri("refs-emoji.flow")
     text = 'stage s -> text {\n  let name = "😀"\n  return "😀😀" + name + name\n}\n'
     client.open(uri, text)
     line = text.splitlines()[2]
@@ -851,7 +858,7 @@ def _codes(text: str) -> list[str]:
 def test_quick_fixes_for_every_hint(client):
     from agentflow.compiler.api import check_source
 
-    uri = "file:///tmp/agentflow-test/fixes.flow"
+    uri = doc_uri("fixes.flow")
     client.open(uri, MISTAKES)
     diags = client.wait_notification("textDocument/publishDiagnostics", lambda p: p["uri"] == uri)
     diags = diags["diagnostics"]
@@ -915,7 +922,7 @@ def test_quick_fixes_for_every_hint(client):
 def test_quick_fix_is_computed_from_the_current_text(client):
     """A stale diagnostic (sent back after an edit moved the mistake) never yields a stale
     edit: fixes come from the analysis of the current text, in UTF-16 positions."""
-    uri = "file:///tmp/agentflow-test/fixes-stale.flow"
+    uri = doc_uri("fixes-stale.flow")
     text = 'stage s -> text {\n  let name = "x"\n  return "😀😀" + nmae\n}\n'
     client.open(uri, text)
     [d] = client.wait_notification("textDocument/publishDiagnostics", lambda p: p["uri"] == uri)[
@@ -951,7 +958,7 @@ stage c -> int[] {
 
 
 def test_rename_stages_and_use_aliases(client):
-    uri = "file:///tmp/agentflow-test/rename-globals.flow"
+    uri = doc_uri("rename-globals.flow")
     client.open(uri, RENAMES)
     R = RENAMES
     prep = client.request(
@@ -1000,7 +1007,7 @@ def test_type_completion_inside_a_type_being_edited(client):
     (`extra: `) were published, completion there lost the type being edited (`Report`) — it
     came from the analysis in which that item is a syntax error.  Deterministic now: the
     request waits for that analysis."""
-    uri = "file:///tmp/agentflow-test/complete-type.flow"
+    uri = doc_uri("complete-type.flow")
     text = SOURCE.replace("  files: path[]\n", "  files: path[]\n  extra: \n")
     client.open(uri, text)
     client.wait_notification("textDocument/publishDiagnostics", lambda p: p["uri"] == uri)
@@ -1011,7 +1018,7 @@ def test_type_completion_inside_a_type_being_edited(client):
 def test_quick_fixes_for_syntax_and_foreign_type_hints(client):
     """`=` in a condition ("did you mean `==`?", a syntax error) and another language's type
     name ("agentflow's string type is `text`") are fixed in place."""
-    uri = "file:///tmp/agentflow-test/fixes-foreign.flow"
+    uri = doc_uri("fixes-foreign.flow")
     text = 'stage s -> int {\n  require 1 = 1 else fail "x"\n  return 1\n}\n'
     client.open(uri, text)
     [d] = client.wait_notification("textDocument/publishDiagnostics", lambda p: p["uri"] == uri)[
@@ -1022,7 +1029,7 @@ def test_quick_fixes_for_syntax_and_foreign_type_hints(client):
     assert a["isPreferred"] and _apply(text, a["edit"]["changes"][uri]) == text.replace(
         "1 = 1", "1 == 1"
     )
-    uri2 = "file:///tmp/agentflow-test/fixes-foreign-type.flow"
+    uri2 = doc_uri("fixes-foreign-type.flow")
     text = "type R {\n  a: string\n}\nstage s -> R {\n  return { a: 1 }\n}\n"
     client.open(uri2, text)
     diags = client.wait_notification("textDocument/publishDiagnostics", lambda p: p["uri"] == uri2)[

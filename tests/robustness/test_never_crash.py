@@ -4,25 +4,19 @@ diagnostics with sane spans, never an exception, and every renderer copes with t
 from __future__ import annotations
 
 import random
-import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.hostile import _PIECES, HOSTILE, mutate
+from support.paths import SPEC_EXAMPLES, TESTS
 
 from agentflow.compiler.api import check_source
 from agentflow.compiler.render import render_json, render_sarif, render_text
 from agentflow.core.diagnostics import CODES
 
-sys.path.insert(0, str(Path(__file__).parent / "check"))
-from hostile import _PIECES, HOSTILE, mutate  # noqa: E402
-
-EXAMPLES = Path("/work/shared/examples")
-LOCAL = Path(__file__).parent / "check"
-SOURCES = [p.read_text() for p in sorted(LOCAL.glob("*.flow"))]
-if EXAMPLES.is_dir():
-    SOURCES += [p.read_text() for p in sorted(EXAMPLES.glob("*.flow"))]
+SOURCES = [p.read_text() for p in sorted((TESTS / "compiler" / "check").glob("*.flow"))]
+SOURCES += [p.read_text() for p in sorted(SPEC_EXAMPLES.glob("*.flow"))]
 
 
 def assert_sane(text: str, name: str = "f.flow") -> list:

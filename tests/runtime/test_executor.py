@@ -9,16 +9,16 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from pathlib import Path
 
 import pytest
+from support.paths import SPEC_EXAMPLES
 
 from agentflow.errors import InputError, RunError
 from agentflow.runtime.events import CallbackSink, ConsoleSink, JsonlSink
 from agentflow.runtime.executor import Hooks, abort, run_plan, run_plan_sync, skip, substitute
 from agentflow.runtime.tools.catalog import Catalog
 
-EXAMPLES = Path("/work/shared/examples")
+EXAMPLES = SPEC_EXAMPLES
 
 # ---------------------------------------------------------------------------------------------
 # Helpers

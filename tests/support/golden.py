@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 
-HERE = Path(__file__).parent
-SHARED_DIAGNOSTICS = Path("/work/shared/examples/diagnostics")
-SHARED_EXAMPLES = Path("/work/shared/examples")
+from support.paths import TESTS
+
+HERE = TESTS / "compiler" / "check"
 
 #: one or more marks at the very end of a line: `// error: code // warning: code`
 TRAILER = re.compile(r"(\s*//\s*(?:error|warning):\s*[a-z0-9-]+)+\s*$")

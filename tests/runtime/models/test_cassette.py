@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from support.chat_server import TEST_API_KEY
+from support.paths import EXAMPLES
 from support.triage_script import TriageScript
 
 import agentflow
 from agentflow.runtime.config import load_config
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples"
 REPORT = json.loads((EXAMPLES / "bug-report.json").read_text())
 
 

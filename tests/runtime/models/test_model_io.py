@@ -11,7 +11,6 @@ import asyncio
 import json
 import logging
 import time
-from pathlib import Path
 
 import pytest
 from support.chat_server import (
@@ -288,7 +287,8 @@ stage ask -> A {
 
 
 def test_acc06_no_compiled_contract_contains_default():
-    root = Path(__file__).resolve().parents[1]
+    from support.paths import REPO as root
+
     files = sorted((root / "examples").glob("*.flow"))
     assert files
     contracts: list[dict] = []

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from support.chat_server import TEST_API_KEY, text, tool_calls
+from support.paths import TESTS
 
 from agentflow import api
 from agentflow.errors import ConfigError, PlanLoadError, RunError
@@ -387,7 +388,7 @@ async def test_default_policy_leaves_write_tools_out_unless_write_scope(tmp_path
 def test_flowc_tools_lists_every_source(tmp_path, monkeypatch):
     from agentflow.cli import main
 
-    server = Path(__file__).parent / "support" / "mcp_server.py"
+    server = TESTS / "support" / "mcp_server.py"
     (tmp_path / "plans").mkdir()
     (tmp_path / "plans" / "summarize.yaml").write_text(SUB_PLAN)
     cfg = _project(

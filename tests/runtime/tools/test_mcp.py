@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from support.chat_server import TEST_API_KEY, text, tool_calls
+from support.paths import TESTS
 
 from agentflow import api
 from agentflow.errors import ConfigError, PlanLoadError, RunError
@@ -22,7 +23,7 @@ from agentflow.runtime.config import load_config
 from agentflow.runtime.tools.build import build_catalog
 from agentflow.runtime.tools.catalog import ToolContext
 
-SERVER = Path(__file__).parent / "support" / "mcp_server.py"
+SERVER = TESTS / "support" / "mcp_server.py"
 
 
 def mcp_toml(name: str = "tracker", **extra: str) -> str:
