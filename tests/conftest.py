@@ -5,6 +5,8 @@
   point a configuration at it.
 * ``scripted_config``: a loaded ``Config`` whose default model is ``chat_server`` (fast retries).
 * ``scripted_router``: a ``ModelRouter`` over ``scripted_config``.
+* ``golden``: the :class:`support.golden.Golden` every golden test compares with;
+  ``pytest --update-golden`` rewrites the golden files instead of comparing.
 """
 
 from __future__ import annotations
@@ -17,16 +19,24 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from support.chat_server import TEST_API_KEY, ChatServer  # noqa: E402
+from support.golden import UPDATE_OPTION, Golden  # noqa: E402
 
 
 def pytest_addoption(parser):
-    """``--update-golden``: rewrite golden expectations (checker, renderers, compiler)."""
+    """``--update-golden``: rewrite the golden files (checker marks, renderer snapshots, compiled
+    plans, plan fmt output) to the current output instead of comparing with them."""
     parser.addoption(
-        "--update-golden",
+        UPDATE_OPTION,
         action="store_true",
         default=False,
-        help="rewrite golden test expectations to the current output",
+        help="rewrite golden files to the current output (review with git diff)",
     )
+
+
+@pytest.fixture
+def golden(request) -> Golden:
+    """The golden-file comparer; it rewrites instead under ``--update-golden``."""
+    return Golden(request.config.getoption(UPDATE_OPTION))
 
 
 @pytest.fixture

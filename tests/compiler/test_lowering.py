@@ -1,7 +1,7 @@
 """compiler.lowering: golden plans, round trips and runs (LANGUAGE.md §10, PLAN_IR.md).
 
 ``tests/compile/*.flow`` are compiled and compared with the ``.plan.yaml`` next to them;
-``pytest --update-golden`` (or ``FLOW_UPDATE_GOLDEN=1``) rewrites the expectations.  Every golden
+``pytest --update-golden`` rewrites the expectations.  Every golden
 and every shared example must compile, load with the runtime's loader, dump deterministically,
 and — where no model is needed — run with a catalog of Python tools to the expected output.
 """
@@ -9,7 +9,6 @@ and — where no model is needed — run with a catalog of Python tools to the e
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -26,14 +25,6 @@ from agentflow.runtime.tools.catalog import Catalog
 HERE = Path(__file__).parent / "compile"
 GOLDEN = sorted(HERE.glob("*.flow"))
 ALL_FLOWS = GOLDEN + sorted(EXAMPLES.glob("*.flow"))
-
-
-def _update(config) -> bool:
-    try:
-        flag = config.getoption("update_golden", default=False)
-    except ValueError:  # pragma: no cover - option not registered
-        flag = False
-    return bool(flag) or os.environ.get("FLOW_UPDATE_GOLDEN") == "1"
 
 
 def _ids(paths):
@@ -69,15 +60,8 @@ def test_golden_corpus_is_broad():
 
 
 @pytest.mark.parametrize("flow", GOLDEN, ids=_ids(GOLDEN))
-def test_golden_plan(flow: Path, request):
-    compiled = api.compile_flow(flow)
-    text = compiled.to_yaml()
-    expected = flow.with_suffix(".plan.yaml")
-    if _update(request.config) or not expected.exists():
-        expected.write_text(text, encoding="utf-8")
-    assert text == expected.read_text(encoding="utf-8"), (
-        f"{flow.name}: compiled plan differs from {expected.name} (rerun with --update-golden)"
-    )
+def test_golden_plan(flow: Path, golden):
+    golden.check(flow.with_suffix(".plan.yaml"), api.compile_flow(flow).to_yaml())
 
 
 @pytest.mark.parametrize("flow", ALL_FLOWS, ids=_ids(ALL_FLOWS))

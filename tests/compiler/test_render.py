@@ -1,13 +1,12 @@
 """Tests of the diagnostic renderers (text, JSON, SARIF 2.1.0).
 
-Snapshots live in tests/check/render/; ``FLOW_UPDATE_GOLDEN=1`` (or ``pytest tests/check
---update-golden`` style runs that register the option) rewrites them.
+Snapshots of three checker cases live in ``tests/compiler/render/``; ``pytest --update-golden``
+rewrites them.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -21,14 +20,6 @@ from agentflow.core.spans import Span
 HERE = Path(__file__).parent
 SNAP = HERE / "render"
 SOURCES = ["returns.flow", "bidirectional.flow", "tools.flow"]
-
-
-def _update(config) -> bool:
-    try:
-        flag = config.getoption("update_golden", default=False)
-    except ValueError:  # pragma: no cover
-        flag = False
-    return bool(flag) or os.environ.get("FLOW_UPDATE_GOLDEN") == "1"
 
 
 def _checked(name: str):
@@ -47,16 +38,8 @@ def _renders(name: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("name", SOURCES)
 @pytest.mark.parametrize("fmt", ["txt", "json", "sarif"])
-def test_render_snapshots(name, fmt, request):
-    out = _renders(name)[fmt]
-    snap = SNAP / f"{Path(name).stem}.{fmt}"
-    if _update(request.config) or not snap.exists():
-        SNAP.mkdir(parents=True, exist_ok=True)
-        snap.write_text(out, encoding="utf-8")
-        if not _update(request.config):
-            pytest.skip(f"wrote new snapshot {snap.name}")
-        return
-    assert out == snap.read_text(encoding="utf-8")
+def test_render_snapshots(name, fmt, golden):
+    golden.check(SNAP / f"{Path(name).stem}.{fmt}", _renders(name)[fmt])
 
 
 def test_text_layout():

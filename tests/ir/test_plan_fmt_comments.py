@@ -1,14 +1,13 @@
 """`flowc plan fmt` keeps YAML comments (LANGUAGE.md §10, PLAN_IR.md §1; docs/decisions.md "Plans").
 
-Golden pairs live in ``tests/fmt_plans/``: ``NAME.in.yaml`` is formatted and compared with
-``NAME.out.yaml``. ``pytest --update-golden`` (or ``FLOW_UPDATE_GOLDEN=1``) rewrites the ``.out``
-files; review the diff before committing.
+Golden pairs live in ``tests/ir/fmt_plans/``: ``NAME.in.yaml`` is formatted and compared with
+``NAME.out.yaml``. ``pytest --update-golden`` rewrites the ``.out`` files; review the diff before
+committing.
 """
 
 from __future__ import annotations
 
 import glob
-import os
 import random
 import textwrap
 from pathlib import Path
@@ -28,14 +27,6 @@ PAIRS = sorted((HERE / "fmt_plans").glob("*.in.yaml"))
 COMPILED = sorted((TESTS / "compiler" / "compile").glob("*.plan.yaml"))
 
 
-def _update(config) -> bool:
-    try:
-        flag = config.getoption("update_golden", default=False)
-    except ValueError:  # pragma: no cover - option not registered
-        flag = False
-    return bool(flag) or os.environ.get("FLOW_UPDATE_GOLDEN") == "1"
-
-
 def _comments(text: str) -> list[str]:
     return [c.text for c in _find_comments(text)]
 
@@ -53,14 +44,10 @@ def _assert_keeps_everything(before: str, after: str) -> None:
 
 
 @pytest.mark.parametrize("src", PAIRS, ids=[p.name.removesuffix(".in.yaml") for p in PAIRS])
-def test_golden(src: Path, request):
+def test_golden(src: Path, golden):
     expected = src.with_name(src.name.replace(".in.yaml", ".out.yaml"))
     out = fmt_plan_text(src.read_text(encoding="utf-8"), str(src))
-    if _update(request.config) or not expected.exists():
-        expected.write_text(out, encoding="utf-8")
-    assert out == expected.read_text(encoding="utf-8"), (
-        f"{src.name}: formatted text differs from {expected.name} (rerun with --update-golden)"
-    )
+    golden.check(expected, out)
     _assert_keeps_everything(src.read_text(encoding="utf-8"), out)
 
 
