@@ -166,6 +166,24 @@ def test_outlined_env_holds_only_the_outer_names_used():
     }
 
 
+def test_gate_attempt_that_outlines_leaves_no_hole_in_step_ids(tmp_path):
+    """A filter gate that needs a step and reads an outer loop variable outlines the body it is in;
+    the attempt leaves no hole in the `E<n>` numbering (LANGUAGE.md §10)."""
+    src = (
+        "type O { name: text, a: int? }\n"
+        "extern tool user__get() -> int\n"
+        "input { os: O[] }\n"
+        "stage s -> text[][] {\n"
+        "  let z = user__get()\n"
+        "  return map input.os as x {\n"
+        "    (filter input.os as y where null in input.os[*].a and y.name == x.name)[*].name\n"
+        "  }\n"
+        "}\n"
+    )
+    plan = api.compile_source(src, "t.flow").plan
+    assert [s["id"] for s in plan["steps"]] == ["E0", "E1"]
+
+
 def test_parallel_map_concurrency():
     steps = api.compile_flow(HERE / "map.flow").plan["steps"]
     assert "concurrency" not in steps[0]["input"]

@@ -204,3 +204,26 @@ def test_an_effectful_index_in_an_optional_projection_is_refused():
         "  let i = user__idx()\n  return input.os[*].tags[i].b",
     )
     assert api.compile_source(ok, "idx.flow").plan["steps"][0]["tool_name"] == "user__idx"
+
+
+UNION = 'type A { k: "a", a: int? }\ntype B { k: "b", a: text }\n'
+
+
+@pytest.mark.parametrize(
+    ("decl", "expr", "data", "expected"),
+    [
+        ("o: A | B", "input.o.a", {"o": {"k": "a"}}, None),
+        ("o: A | B", "input.o.a", {"o": {"k": "b", "a": "x"}}, "x"),
+        ("o: (A | B)?", "input.o.a", {"o": {"k": "a"}}, None),
+        ("o: (A | B)?", "input.o.a", {}, None),
+        ("os: (A | B)[]", "input.os[*].a", {"os": [{"k": "a"}, {"k": "b", "a": "x"}]}, [None, "x"]),
+        ("os: { x: A | B }[]", "input.os[*].x.a", {"os": [{"x": {"k": "a"}}]}, [None]),
+    ],
+)
+def test_optional_field_of_a_union_member_reads_null(tmp_path, decl, expr, data, expected):
+    """A field optional in one member of a union (`a: int?` in `A`) is a `T?` field of `A | B`
+    (LANGUAGE.md §4): absent, it reads null, in plain reads and projections."""
+    src = UNION + f"input {{ {decl} }}\nstage s -> json {{ return {expr} }}\n"
+    run = _run(tmp_path, src, data)
+    assert run.status == "ok", run.error
+    assert run.output == expected

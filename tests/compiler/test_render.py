@@ -77,6 +77,25 @@ def test_text_tabs_multiline_and_missing_source():
     assert "t.flow:9:1" in render_text([odd], {"t.flow": "x"})
 
 
+def test_tab_expansion_keeps_display_columns():
+    from agentflow.compiler.render import _expand
+
+    assert _expand("\tab\tc", 1) == ("    ab  c", 0)
+    assert _expand("\tab\tc", 4) == ("    ab  c", 6)
+    assert _expand("a\t\tb", 4) == ("a       b", 8)
+    assert _expand("ab", 5) == ("ab", 4)  # past the end: the missing columns count
+
+
+def test_render_text_of_many_diagnostics_shows_each_line():
+    from agentflow.compiler.render import render_text
+
+    text = "flow x\n" + "".join(f"stage s{i} -> int {{ let x = = {i} }}\n" for i in range(50))
+    diags = check_source(text, "t.flow").diagnostics
+    out = render_text(diags, {"t.flow": text})
+    for i in range(50):
+        assert f"{i + 2} | stage s{i} -> int {{ let x = = {i} }}" in out
+
+
 def test_color_output_has_ansi_codes():
     diags, sources = _checked("returns.flow")
     colored = render_text(diags, sources, color=True)

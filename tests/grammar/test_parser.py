@@ -10,10 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.paths import SPEC_EXAMPLES as EXAMPLES
 
+from agentflow.compiler.api import check_source
 from agentflow.core.spans import Span
 from agentflow.errors import SourceError
 from agentflow.grammar import ast
-from agentflow.grammar.parser import parse_expression, parse_module, parse_template
+from agentflow.grammar.parser import _Lines, parse_expression, parse_module, parse_template
 
 
 def ok(text: str, file: str = "t.flow") -> ast.Module:
@@ -468,6 +469,22 @@ def test_recovery_keeps_following_declaration_after_dangling_use():
     assert isinstance(module.items[-1], ast.ExternTool)
 
 
+def test_line_index_matches_counting_newlines():
+    """Error recovery numbers lines with its line index: the same numbers as counting newlines."""
+    text = "a\n\nbc\nd\n" * 3
+    lines = _Lines(text)
+    for i in range(len(text) + 1):
+        assert lines.line(i) == text.count("\n", 0, i) + 1
+
+
+def test_error_on_every_item_gives_every_line():
+    text = "flow x\n" + "stage s -> int { let x = = 1 }\n" * 300
+    diags = check_source(text, "t.flow").diagnostics
+    syntax = [d for d in diags if d.code == "syntax-error"]
+    assert [d.span.line for d in syntax] == list(range(2, 302))
+    assert all(d.span.column == 26 for d in syntax)
+
+
 def test_syntax_error_messages_use_words():
     cases = {
         "stage s { let = 1 }": "expected a name, found `=`",
@@ -595,6 +612,31 @@ def test_statement_keywords_are_not_names_in_expressions():
     )
     _, diags = parse_module(ok, "k.flow")
     assert diags == []
+
+
+@pytest.mark.parametrize("word", ["input", "task", "model", "tools", "expect", "timeout", "as"])
+def test_contextual_keyword_begins_a_statement_after_a_statement(word):
+    """Keywords are contextual (LANGUAGE.md §1): `input.a`, or a name like `task`, may begin a
+    statement after another statement (LALR's merged lookaheads made it an agent clause)."""
+    if word == "input":
+        body = '  let x = 1\n  require x > 0 else fail "m"\n  input.a + x\n'
+    else:
+        body = f"  let {word} = 1\n  let y = 2\n  {word} + y\n"
+    src = f"input {{ a: int }}\nstage s -> int {{\n{body}}}\n"
+    result = check_source(src, "t.flow")
+    assert result.ok, [d.message for d in result.diagnostics]
+
+
+def test_agent_clauses_after_an_expression_stay_keywords():
+    src = (
+        'use agent "w" as w\n'
+        "stage s -> text {\n"
+        '  agent(w) {\n    task "do ${1}"\n    input { a: 1 }\n    expect text\n'
+        "    timeout 2m\n  }\n"
+        "}\n"
+    )
+    result = check_source(src, "t.flow")
+    assert result.ok, [d.message for d in result.diagnostics]
 
 
 def test_unterminated_string_after_a_multiline_interpolation_points_at_its_start():
