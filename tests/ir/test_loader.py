@@ -229,6 +229,30 @@ def test_unknown_fields_with_hints():
     assert len(errs) == 4
 
 
+def test_unknown_fields_in_retry_and_backoff_are_load_errors():
+    """PLAN_IR.md §1: unknown fields are errors with the nearest valid name, at file:line:col —
+    inside `retry` and `retry.backoff` too (they used to load silently as the defaults)."""
+    import pytest
+
+    from agentflow.errors import PlanLoadError
+    from agentflow.ir.loader import load_plan_text
+
+    text = (
+        "version: 1\nname: r\nsteps:\n  - id: E1\n    tool_name: value\n"
+        "    input: { value: 1 }\n    retry: { attempt: 1, backof: { intial: 1s } }\n"
+        "  - id: E2\n    tool_name: value\n    input: { value: 1 }\n"
+        "    retry: { attempts: 1, backoff: { intial: 1s } }\n"
+    )
+    with pytest.raises(PlanLoadError) as info:
+        load_plan_text(text, "r.yaml")
+    msg = str(info.value)
+    assert "r.yaml:7:14: steps[0].retry.attempt: unknown field `attempt`" in msg
+    assert "did you mean `attempts`?" in msg
+    assert "r.yaml:7:26: steps[0].retry.backof: unknown field `backof`" in msg
+    assert "r.yaml:11:38: steps[1].retry.backoff.intial: unknown field `intial`" in msg
+    assert "did you mean `initial`?" in msg
+
+
 def test_wrong_types_and_missing_required():
     errs = problems(
         """\
