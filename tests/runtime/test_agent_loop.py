@@ -11,6 +11,7 @@ from support.chat_server import answer, status, text, tool_calls, tool_messages
 
 from agentflow.errors import RunError
 from agentflow.runtime.agent import AgentSpec, run_agent
+from agentflow.runtime.config import load_config
 from agentflow.runtime.extract import ExtractionError, compile_count, extract_json, validate
 from agentflow.runtime.models.base import ToolSpec
 
@@ -160,6 +161,40 @@ async def test_invalid_answer_fixed_by_repair(chat_server, scripted_router):
     }
     assert [c["role"] for c in rec.kinds("model_call")] == ["chat", "repair"]
     assert scripted_router.usage["by_role"]["repair"]["inferences"] == 1
+
+
+async def test_second_repair_pass_works_on_the_first_passes_answer(chat_server, scripted_router):
+    """RUNTIME.md §3: `repair_attempts` repair-role passes per invalid answer. A second pass
+    that repeated the first request verbatim could only get the same reply (and replays the
+    same cassette entry): it is shown the previous pass's answer and its errors."""
+    schema = {
+        "type": "object",
+        "required": ["a", "b"],
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+    }
+    repair_requests = []
+
+    def script(request):
+        messages = request["messages"]
+        if messages[0]["content"].startswith("You fix JSON"):
+            repair_requests.append(messages[1]["content"])
+            if len(repair_requests) == 1:
+                return answer({"a": 1, "b": "2"})  # fixes a, not b
+            return answer({"a": 1, "b": 2})
+        return answer({"a": "1", "b": "2"})
+
+    chat_server.script(script)
+    result = await run_agent(
+        AgentSpec(prompt="p", output_schema=schema, repair_attempts=2),
+        router=scripted_router,
+        call_tool=None,
+        emit=None,
+        step_path="E1",
+    )
+    assert result["output"] == {"a": 1, "b": 2} and result["iterations"] == 1
+    first, second = repair_requests
+    assert '"a": "1"' in first and "$.a" in first
+    assert '"a": 1' in second and "$.a" not in second and "$.b" in second
 
 
 async def test_never_conforming_gives_final_false(chat_server, scripted_router):
@@ -345,6 +380,40 @@ async def test_one_iteration_cannot_call_a_tool_and_answer(chat_server, scripted
     }
 
 
+async def test_templated_max_iterations_is_checked_not_coerced(chat_server, tmp_path):
+    """PLAN_IR.md §6: `max_iterations` is an integer ≥ 1. A templated value that renders to
+    2.5, true, a text or null is a `validation` error naming the value, never coerced
+    (2.5 → 2 rounds, true → 1) nor a Python `int()` error."""
+    from agentflow.api import run
+    from agentflow.ir.loader import load_plan_text
+
+    plan = load_plan_text(
+        """
+version: 1
+name: t
+input_schema: {type: object}
+steps:
+  - id: E1
+    tool_name: agent
+    input:
+      prompt: hi
+      max_iterations: "{{ input.n }}"
+      tools: none
+      output_schema: {type: object}
+"""
+    )
+    config = load_config(chat_server.write_config(tmp_path), env={"SCRIPTED_API_KEY": "k"})
+    for bad, shown in ((2.5, "2.5"), (True, "true"), ("x", '"x"'), (None, "null"), (0, "0")):
+        chat_server.script([answer({})])
+        result = await run(plan, {"n": bad}, config=config, workspace=tmp_path, shape_cache=False)
+        assert result.status == "error", bad
+        assert result.error["code"] == "validation"
+        assert result.error["message"] == f"`max_iterations` must be an integer ≥ 1, got {shown}"
+    chat_server.script([answer({})])
+    result = await run(plan, {"n": 2.0}, config=config, workspace=tmp_path, shape_cache=False)
+    assert result.status == "ok" and result.output["final"] is True
+
+
 async def test_scripted_investigator_reacts_to_tool_results(chat_server, scripted_router):
     def investigator(request):
         results = [json.loads(m["content"]) for m in tool_messages(request)]
@@ -458,6 +527,52 @@ def test_validation_does_not_apply_defaults():
     value = {}
     assert validate(schema, value) == []
     assert value == {}
+
+
+def test_newer_draft_keywords_are_enforced_not_skipped():
+    """RUNTIME.md §3: the contract is validated, each failure named by its JSON path. Plans'
+    schemas are checked as JSON Schema 2020-12, but fastjsonschema (drafts 4–7) silently
+    ignores `prefixItems`, `dependentRequired`, `unevaluatedProperties`…: such a schema is
+    validated by jsonschema alone, so the keyword is enforced."""
+    from agentflow.runtime.extract import validate
+
+    cases = [
+        ({"type": "array", "prefixItems": [{"type": "string"}]}, [1], "$.x[0]:"),
+        ({"type": "object", "dependentRequired": {"a": ["b"]}}, {"a": 1}, "$.x:"),
+        (
+            {"type": "object", "properties": {"a": {}}, "unevaluatedProperties": False},
+            {"b": 1},
+            "$.x:",
+        ),
+    ]
+    for schema, bad, where in cases:
+        contract = {"type": "object", "properties": {"x": schema}}
+        errors = validate(contract, {"x": bad})
+        assert errors and errors[0].startswith(where), (schema, errors)
+
+
+def test_format_violations_are_all_reported_with_their_paths():
+    """Contracts with `@format(...)`: every violation, each at its JSON path, in one wording."""
+    from agentflow.runtime.extract import validate
+
+    schema = {
+        "type": "object",
+        "required": ["a"],
+        "properties": {
+            "url": {"type": "string", "format": "uri"},
+            "when": {"type": "string", "format": "date-time"},
+            "mail": {"type": "string", "format": "email"},
+        },
+    }
+    errors = validate(schema, {"url": "not a uri", "when": "yesterday", "mail": "nope"})
+    assert errors == [
+        "$: 'a' is a required property",
+        "$.mail: 'nope' is not a 'email'",
+        "$.url: 'not a uri' is not a 'uri'",
+        "$.when: 'yesterday' is not a 'date-time'",
+    ]
+    ok = {"a": 1, "url": "https://x.org/a", "when": "2026-11-30T10:00:00Z", "mail": "a@b.org"}
+    assert validate(schema, ok) == []
 
 
 async def test_an_openai_refusal_ends_the_loop_and_says_why(chat_server, scripted_router):

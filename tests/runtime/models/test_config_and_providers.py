@@ -6,9 +6,19 @@ import json
 import time
 
 import pytest
-from support.chat_server import TEST_API_KEY, ChatServer, status, system_text, text, tool_calls
+from support.chat_server import (
+    TEST_API_KEY,
+    ChatServer,
+    anthropic_message,
+    anthropic_text,
+    status,
+    system_text,
+    text,
+    tool_calls,
+)
 
 from agentflow.errors import ConfigError, ModelError
+from agentflow.runtime.agent import AgentSpec, run_agent
 from agentflow.runtime.config import load_config, no_model_message
 from agentflow.runtime.models.base import ChatRequest, Message, ToolSpec
 from agentflow.runtime.models.http import RetryPolicy, classify, parse_retry_after
@@ -136,6 +146,36 @@ def test_unknown_model_reference(tmp_path):
     config = load_config(cwd=tmp_path, env={"OPENAI_API_KEY": "k"})
     with pytest.raises(ConfigError, match="unknown model 'fastest'"):
         config.resolve("fastest")
+
+
+def test_unknown_model_of_an_agent_profile_or_team_member_fails_at_load(tmp_path):
+    """RUNTIME.md §6: a model reference in `[agents.X]` or a team member that names no role,
+    named model or provider is a ConfigError with file:line at load, not a `validation` error
+    when the agent's step runs (after earlier steps did their work); roles still need no
+    model at load (`--replay` runs without one)."""
+    import pytest
+
+    from agentflow.errors import ConfigError
+
+    base = '[providers.local]\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n'
+    bad = {
+        '[agents.inv]\nmodel = "fsat"\n': ("flow.toml:5:1:", "[agents.inv] model", "'fsat'"),
+        '[teams.dev]\nmain = "lead"\nmembers = { lead = {}, be = { model = "nope:x" } }\n': (
+            "flow.toml:6:1:",
+            "[teams.dev] member 'be' model",
+            "provider 'nope'",
+        ),
+    }
+    for extra, needles in bad.items():
+        (tmp_path / "flow.toml").write_text(base + extra)
+        with pytest.raises(ConfigError) as info:
+            load_config(tmp_path / "flow.toml", env={})
+        assert all(n in str(info.value) for n in needles), str(info.value)
+    (tmp_path / "flow.toml").write_text(
+        base + '[agents.inv]\nmodel = "chat"\n[agents.two]\nmodel = "local:m"\n'
+    )
+    config = load_config(tmp_path / "flow.toml", env={})  # no model at all: still loads
+    assert config.agents["inv"].model == "chat"
 
 
 def test_missing_explicit_path(tmp_path):
@@ -492,6 +532,89 @@ async def test_anthropic_max_tokens_is_length_and_overloaded_retried(chat_server
     assert chat_server.paths[-1] == "/v1/messages"
 
 
+def _anthropic_router(chat_server, tmp_path) -> ModelRouter:
+    (tmp_path / "flow.toml").write_text(
+        '[models]\ndefault = "claude:claude-test"\n[providers.claude]\nkind = "anthropic"\n'
+        f'base_url = "http://127.0.0.1:{chat_server.port}"\napi_key_env = "ANTHROPIC_API_KEY"\n'
+        "max_retries = 0\n"
+    )
+    return ModelRouter(load_config(cwd=tmp_path, env={"ANTHROPIC_API_KEY": TEST_API_KEY}))
+
+
+async def test_anthropic_round_trip_uses_the_generated_ids_and_drops_empty_text(
+    chat_server, tmp_path
+):
+    """RUNTIME.md §10: missing call ids get stable generated ids, and every result is matched
+    by id. With Anthropic the assistant turn is sent back from its raw blocks: their `tool_use`
+    ids must be the generated ones (a missing or duplicate id left as it was matched no
+    `tool_result`), and empty text blocks (which the API sends but refuses) are left out."""
+    chat_server.script(
+        [
+            anthropic_message(
+                [
+                    {"type": "thinking", "thinking": "hm", "signature": "s=="},
+                    {"type": "text", "text": ""},
+                    {"type": "tool_use", "name": "look", "input": {"q": 1}},
+                    {"type": "tool_use", "id": "dup", "name": "look", "input": {"q": 2}},
+                    {"type": "tool_use", "id": "dup", "name": "look", "input": {"q": 3}},
+                ],
+                "tool_use",
+            ),
+            anthropic_text('{"answer": "ok"}'),
+        ]
+    )
+    router = _anthropic_router(chat_server, tmp_path)
+
+    async def call_tool(name, args, path):
+        return {"q": args["q"]}
+
+    try:
+        result = await run_agent(
+            AgentSpec(
+                prompt="find",
+                output_schema={"type": "object"},
+                tools=[ToolSpec("look", "Look.", {"type": "object"})],
+            ),
+            router=router,
+            call_tool=call_tool,
+            emit=None,
+            step_path="E1",
+        )
+    finally:
+        await router.aclose()
+    assert result["final"] is True
+    assistant, results = chat_server.requests[1]["messages"][1:3]
+    uses = [b for b in assistant["content"] if b["type"] == "tool_use"]
+    answered = [b["tool_use_id"] for b in results["content"] if b["type"] == "tool_result"]
+    assert [u["id"] for u in uses] == answered
+    assert len(set(answered)) == 3 and all(answered)
+    assert assistant["content"][0]["type"] == "thinking"  # kept, unchanged
+    assert not any(b["type"] == "text" and not b["text"].strip() for b in assistant["content"])
+    # each result is the one of its own call
+    by_id = {b["tool_use_id"]: json.loads(b["content"]) for b in results["content"]}
+    assert [by_id[u["id"]]["q"] for u in uses] == [1, 2, 3]
+
+
+async def test_anthropic_empty_prompt_is_never_an_empty_text_block(chat_server, tmp_path):
+    """An agent prompt that renders empty (missing data renders as empty text, PLAN_IR.md §3)
+    must not produce a request the Messages API refuses (`text content blocks must be
+    non-empty`)."""
+    chat_server.script([anthropic_text('{"answer": "ok"}')])
+    router = _anthropic_router(chat_server, tmp_path)
+    try:
+        await run_agent(
+            AgentSpec(prompt="", output_schema={"type": "object"}),
+            router=router,
+            call_tool=None,
+            emit=None,
+            step_path="E1",
+        )
+    finally:
+        await router.aclose()
+    (first,) = chat_server.requests[0]["messages"]
+    assert all(b["text"].strip() for b in first["content"] if b["type"] == "text")
+
+
 def test_strict_schema_for_structured_output():
     from agentflow.runtime.models.openai import strict_schema
 
@@ -527,6 +650,51 @@ def test_strict_schema_for_structured_output():
     assert out["$defs"]["N"]["additionalProperties"] is False
     # a map type has no strict form: no response_format at all
     assert strict_schema({"type": "object", "additionalProperties": {"type": "string"}}) is None
+
+
+STRICT_FLOW = """
+use agent "a" as a
+type Link {
+  url: text @format("uri")
+  day: text @format("date")
+  file: path
+  kind: "a" | "b" | int
+}
+stage s -> Link {
+  let s = agent(a) {
+    task "find"
+    tools none
+    expect Link
+  }
+  return s
+}
+"""
+
+
+def _agent_contract(plan) -> dict:
+    for step in plan["steps"]:
+        if step["tool_name"] == "agent":
+            return step["input"]["output_schema"]
+    raise AssertionError("no agent step")
+
+
+def test_strict_schema_is_one_openai_accepts():
+    """RUNTIME.md §3/§10: the strict copy sent as `response_format` must be accepted by
+    OpenAI's strict mode, which refuses `format` values it does not know (`'uri' is not a valid
+    format`), `oneOf`, `allOf`, `not`; the contract (with its formats) is still validated."""
+    import agentflow
+    from agentflow.runtime.models.openai import strict_schema
+
+    contract = _agent_contract(agentflow.compile_source(STRICT_FLOW, "s.flow").plan)
+    strict = strict_schema(contract)
+    assert strict is not None
+    text = json.dumps(strict)
+    assert '"uri"' not in text and "x-flow-type" not in text
+    assert strict["properties"]["day"]["format"] == "date"  # a format strict mode knows stays
+    one_of = {"type": "object", "properties": {"v": {"oneOf": [{"type": "string"}]}}}
+    assert "oneOf" not in json.dumps(strict_schema(one_of))
+    for refused in ({"allOf": [{"type": "string"}]}, {"not": {"type": "string"}}):
+        assert strict_schema({"type": "object", "properties": {"v": refused}}) is None
 
 
 async def test_structured_output_option_sends_response_format(chat_server):
