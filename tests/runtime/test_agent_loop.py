@@ -9,6 +9,7 @@ import time
 import pytest
 from support.chat_server import answer, status, text, tool_calls, tool_messages
 
+from agentflow import api
 from agentflow.errors import RunError
 from agentflow.runtime.agent import AgentSpec, run_agent
 from agentflow.runtime.config import load_config
@@ -347,6 +348,38 @@ async def test_big_result_truncated(chat_server, scripted_router):
     (message,) = tool_messages(chat_server.requests[1])
     assert message["content"].startswith("x" * 1000)
     assert "[truncated: result has 50000 characters; showing the first 1000]" in message["content"]
+
+
+BIG_RESULT = """\
+version: 1
+name: big
+steps:
+  - id: E0
+    tool_name: agent
+    input:
+      prompt: read it
+      tools: [builtin__read_file]
+      output_schema: {type: object}
+"""
+
+
+async def test_tool_result_cap_of_agent_steps_comes_from_flow_toml(tmp_path, chat_server):
+    """RUNTIME.md §10: the tool-result size cap is configurable: `[tools] max_result_chars`."""
+    from support.chat_server import TEST_API_KEY, tool_calls
+
+    from agentflow.runtime.config import load_config
+
+    (tmp_path / "big.txt").write_text("x" * 5000, encoding="utf-8")
+    path = chat_server.write_config(tmp_path)
+    path.write_text(path.read_text() + "\n[tools]\nmax_result_chars = 300\n", encoding="utf-8")
+    config = load_config(path, env={"SCRIPTED_API_KEY": TEST_API_KEY})
+    chat_server.script([tool_calls(("builtin__read_file", {"path": "big.txt"})), text("{}")])
+    f = tmp_path / "big.plan.yaml"
+    f.write_text(BIG_RESULT, encoding="utf-8")
+    result = await api.run(str(f), {}, config=config, workspace=tmp_path)
+    assert result.status == "ok", result.error
+    shown = [m for m in chat_server.requests[1]["messages"] if m["role"] == "tool"][0]["content"]
+    assert "showing the first 300]" in shown and len(shown) < 600
 
 
 async def test_length_finish_is_truncation_not_schema_error(chat_server, scripted_router):

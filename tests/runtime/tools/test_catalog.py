@@ -382,6 +382,76 @@ async def test_default_policy_leaves_write_tools_out_unless_write_scope(tmp_path
     assert any("write_scope" in c for c in contents)
 
 
+OUTLINED = """\
+type Out { ok: bool }
+input { xs: int[] }
+use agent "coder" as coder
+stage s -> json {
+  let sizes = map input.xs as x {
+    let a = read_file(path: "a.txt")
+    read_file(path: "a.txt").count + a.count + x
+  }
+  let free = agent(coder) { task "no tools clause" expect Out }
+  let named = agent(coder) { task "asks for the sub-plans" tools ["plan__*"] expect Out }
+  return { sizes: sizes, free: free, named: named }
+}
+"""
+
+
+async def test_outlined_sub_plans_not_offered_when_tools_omitted(
+    tmp_path, chat_server, scripted_config
+):
+    """LANGUAGE.md §10: the sub-plans flowc outlined are not offered to an agent whose `tools` is
+    omitted; asking for them by name or pattern still offers them."""
+    (tmp_path / "a.txt").write_text("abc", encoding="utf-8")
+    src = tmp_path / "outlined.flow"
+    src.write_text(OUTLINED, encoding="utf-8")
+    plan = api.load(src)
+    assert plan.plans, "the map body must be outlined for this test to mean anything"
+    chat_server.script([text('{"ok": true}'), text('{"ok": true}')])
+    result = await api.run(plan, {"xs": [1]}, config=scripted_config, workspace=tmp_path)
+    assert result.status == "ok", result.error
+    assert result.output["sizes"] == [7]
+    free = [t["function"]["name"] for t in chat_server.requests[0].get("tools", [])]
+    named = [t["function"]["name"] for t in chat_server.requests[1].get("tools", [])]
+    assert "builtin__read_file" in free
+    assert not [n for n in free if n.startswith("plan__")], free
+    # asking for them by name or pattern still works (request ∩ policy)
+    assert named == [f"plan__{n}" for n in plan.plans]
+
+
+HAND_WRITTEN = """\
+version: 1
+name: main
+steps:
+  - id: E0
+    tool_name: agent
+    input:
+      prompt: use what you have
+      output_schema: {type: object, required: [ok], properties: {ok: {type: boolean}}}
+plans:
+  helper:
+    version: 1
+    name: helper
+    description: a sub-plan written by hand
+    steps:
+      - {id: H0, tool_name: value, input: {value: 1}}
+"""
+
+
+async def test_hand_written_sub_plans_are_offered_when_tools_omitted(
+    tmp_path, chat_server, scripted_config
+):
+    """RUNTIME.md §4: `plan__*` covers every sub-plan; only outlined ones are held back."""
+    f = tmp_path / "main.plan.yaml"
+    f.write_text(HAND_WRITTEN, encoding="utf-8")
+    chat_server.script([text('{"ok": true}')])
+    result = await api.run(str(f), {}, config=scripted_config, workspace=tmp_path)
+    assert result.status == "ok", result.error
+    offered = [t["function"]["name"] for t in chat_server.requests[0].get("tools", [])]
+    assert "plan__helper" in offered, offered
+
+
 # --------------------------------------------------------------------------- flowc tools
 
 
