@@ -353,6 +353,14 @@ def test_mutated_programs_never_raise(src, cuts, insert):
         assert d.code in CODES
 
 
+def test_flow_retry_attempts_bound_is_a_check_diagnostic():
+    text = (EXAMPLES / "bug-triage.flow").read_text()
+    assert "retry { attempts: 1," in text
+    result = check_source(text.replace("retry { attempts: 1,", "retry { attempts: 21,"), "b.flow")
+    msgs = [(d.code, d.message) for d in result.diagnostics]
+    assert ("invalid-value", "`attempts` must be at most 20, found 21") in msgs
+
+
 # ------------------------------------------------------------------------------- docs
 
 

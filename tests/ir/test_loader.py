@@ -44,6 +44,16 @@ def plan_with(step_yaml: str, extra: str = "") -> str:
     )
 
 
+def _problems(text: str) -> list[str]:
+    with pytest.raises(PlanLoadError) as exc:
+        load_plan_text(text, "p.yaml")
+    return [str(p) for p in exc.value.errors]
+
+
+def _one_step(step: str) -> str:
+    return f"version: 1\nname: a\nsteps:\n  - {step}\n"
+
+
 # -- the example -----------------------------------------------------------------------------
 
 
@@ -531,6 +541,66 @@ def test_retry_codes_and_durations():
     assert "attempts: input should be greater than or equal to 0" in msgs[(8, 24)].message
     assert "`tool_eror` is not a retryable error code" in msgs[(8, 44)].message
     assert "invalid duration" in msgs[(8, 76)].message
+
+
+def test_literal_ask_default_outside_choices_is_a_load_error():
+    errs = _problems(
+        _one_step(
+            "{id: E0, tool_name: ask, input: {question: pick, choices: [a, b], "
+            "when_unanswered: {default: c}}}"
+        )
+    )
+    assert errs == [
+        "p.yaml:4:98: steps[0].input.when_unanswered.default: the default 'c' is not one of "
+        "the choices ['a', 'b']"
+    ]
+
+
+def test_literal_ask_default_against_schema_is_a_load_error():
+    errs = _problems(
+        _one_step(
+            "{id: E0, tool_name: ask, input: {question: pick, schema: {type: integer}, "
+            "when_unanswered: {default: nope}}}"
+        )
+    )
+    assert errs == [
+        "p.yaml:4:106: steps[0].input.when_unanswered.default: the default does not match "
+        "`schema`: 'nope' is not of type 'integer'"
+    ]
+
+
+def test_valid_literal_ask_defaults_load():
+    load_plan_text(
+        _one_step(
+            "{id: E0, tool_name: ask, input: {question: pick, choices: [1, 2], "
+            "schema: {type: integer}, when_unanswered: {default: 2}}}"
+        )
+    )
+
+
+def test_absurd_retry_settings_are_load_errors():
+    errs = _problems(
+        _one_step(
+            "{id: E0, tool_name: value, input: {value: 1}, retry: {attempts: 21, on: [timeout], "
+            "backoff: {initial: 100000h, factor: 1e308, max: 2h}}}"
+        )
+    )
+    assert errs == [
+        "p.yaml:4:69: steps[0].retry.attempts: `attempts` is 21; at most 20 extra tries",
+        "p.yaml:4:107: steps[0].retry.backoff.initial: `backoff.initial` is 100000h; "
+        "a retry waits at most 1h",
+        "p.yaml:4:124: steps[0].retry.backoff.factor: `backoff.factor` is 1e+308; at most 10",
+        "p.yaml:4:136: steps[0].retry.backoff.max: `backoff.max` is 2h; a retry waits at most 1h",
+    ]
+
+
+def test_retry_at_the_bounds_loads():
+    load_plan_text(
+        _one_step(
+            "{id: E0, tool_name: value, input: {value: 1}, retry: {attempts: 20, on: [timeout], "
+            "backoff: {initial: 1h, factor: 10, max: 60m}}}"
+        )
+    )
 
 
 def test_sub_plans_and_cycles():

@@ -37,6 +37,11 @@ def catalog(**fns) -> Catalog:
     return cat
 
 
+def _one_step(step: str) -> str:
+    """A plan of one step, ``step`` a YAML flow mapping."""
+    return f"version: 1\nname: a\nsteps:\n  - {step}\n"
+
+
 class Events(list):
     def sink(self):
         return CallbackSink(self.append)
@@ -351,6 +356,50 @@ steps:
     assert res.output == {"branch": "else", "output": 7}
 
 
+async def test_verify_check_with_non_bool_ok_is_a_step_error():
+    plan = load(
+        _one_step("{id: E0, tool_name: verify, input: {checks: [{ok: '{{ 1 }}', message: m}]}}")
+    )
+    res = await run_plan(plan, catalog=Catalog())
+    assert res.status == "error"
+    assert res.error["code"] == "validation"
+    assert res.error["message"] == "check 0: `ok` must be a bool, got number"
+    ok = load(
+        _one_step(
+            "{id: E0, tool_name: verify, input: {checks: [{ok: '{{ 1 == 2 }}', message: m}, "
+            "{ok: {value: 1, op: eq, to: 1}, message: n}]}}"
+        )
+    )
+    res = await run_plan(ok, catalog=Catalog())
+    assert res.output == {"passed": False, "failures": ["m"]}
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        "{id: E0, tool_name: map, input: {over: '{{ input.x }}', do: {tool_name: value, "
+        "input: {value: 1}}}}",
+        "{id: E0, tool_name: filter, input: {over: '{{ input.x }}', when: {expr: 'true'}}}",
+        "{id: E0, tool_name: reduce, input: {over: '{{ input.x }}', initial: 0, "
+        "do: {tool_name: value, input: {value: 1}}}}",
+    ],
+)
+async def test_over_null_is_an_error_not_an_empty_list(step):
+    res = await run_plan(load(_one_step(step)), {"x": None}, catalog=Catalog())
+    assert res.status == "error"
+    assert res.error["code"] == "validation"
+    assert res.error["message"].startswith("`over` must be a list, got null")
+
+
+async def test_over_with_a_default_opts_in_to_no_items():
+    step = (
+        "{id: E0, tool_name: map, input: {over: '{{ input.x ?? [] }}', "
+        "do: {tool_name: value, input: {value: 1}}}}"
+    )
+    res = await run_plan(load(_one_step(step)), {"x": None}, catalog=Catalog())
+    assert res.status == "ok" and res.output == []
+
+
 # ---------------------------------------------------------------------------------------------
 # timeouts, deadlines, retry
 
@@ -531,6 +580,23 @@ steps:
         hooks=Hooks(interlocutor=lambda req: asked.append(req.question) or True),
     )
     assert res.output == {"answer": True, "answered": True} and asked == ["Approve x?"]
+
+
+async def test_templated_ask_default_is_checked_at_run_time():
+    plan = load(
+        _one_step(
+            "{id: E0, tool_name: ask, input: {question: pick, choices: [a, b], "
+            "when_unanswered: {default: '{{ input.d }}'}}}"
+        )
+    )
+    bad = await run_plan(plan, {"d": "c"}, catalog=Catalog())
+    assert bad.status == "error"
+    assert bad.error["code"] == "validation" and bad.error["step_path"] == "E0"
+    assert bad.error["message"] == (
+        "`when_unanswered.default` of `pick`: 'c' is not one of ['a', 'b']"
+    )
+    good = await run_plan(plan, {"d": "b"}, catalog=Catalog())
+    assert good.status == "ok" and good.output == {"answer": "b", "answered": False}
 
 
 # ---------------------------------------------------------------------------------------------

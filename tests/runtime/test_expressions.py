@@ -250,6 +250,17 @@ def test_conditions_all_ops():
         c({"value": T(M(N("input"), "nope")), "op": "eq", "to": 1}, SCOPE)
 
 
+def test_contains_condition_error_names_the_op():
+    with pytest.raises(ExprError) as exc:
+        evaluate_condition({"value": 5, "op": "contains", "to": 3}, {})
+    assert exc.value.message == (
+        "condition `contains` needs an array, text, map or range, got number"
+    )
+    with pytest.raises(ExprError) as exc:
+        evaluate_condition({"value": 1, "op": "in", "to": "abc"}, {})
+    assert exc.value.message == "condition `in` on a text needs a text operand, got number"
+
+
 def test_evaluation_is_fast():
     # 20k evaluations of a projection + count + comparison path in well under a second
     expr = B(">", M(proj(M(N("E0"), "issues"), M(ITEM, "id")), "count"), num(1))

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import threading
 
+import pytest
 from click.testing import CliRunner
 
 from agentflow.cli import main
@@ -177,3 +179,43 @@ def test_cli_cache_show_and_clear():
     cleared = runner.invoke(main, ["cache", "clear"])
     assert cleared.exit_code == 0 and "cleared 1 shape(s)" in cleared.stderr
     assert runner.invoke(main, ["cache", "show"]).stdout == ""
+
+
+def test_cache_dir_that_is_a_file_is_an_error(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    monkeypatch.setenv("AGENTFLOW_CACHE_DIR", str(blocker))
+    runner = CliRunner()
+    for cmd in (["cache", "show"], ["cache", "clear"]):
+        res = runner.invoke(main, cmd)
+        assert res.exit_code == 1
+        assert f"{blocker} is not a directory" in res.stderr
+
+
+def test_foreign_shapes_table_is_never_touched(tmp_path, monkeypatch):
+    db = tmp_path / "shapes.sqlite"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE shapes (x)")
+    conn.execute("INSERT INTO shapes VALUES (1)")
+    conn.commit()
+    conn.close()
+    monkeypatch.setenv("AGENTFLOW_CACHE_DIR", str(tmp_path))
+    runner = CliRunner()
+    for cmd in (["cache", "clear"], ["cache", "show"]):
+        res = runner.invoke(main, cmd)
+        assert res.exit_code == 1
+        assert "not an agentflow shape cache" in res.stderr
+    with pytest.raises(sqlite3.DatabaseError):
+        ShapeCache(db).record_shape("t__x", {"type": "integer"})
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT x FROM shapes").fetchall() == [(1,)]
+    conn.close()
+
+
+def test_empty_cache_env_is_unset_and_said(tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENTFLOW_CACHE_DIR", "")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    res = CliRunner().invoke(main, ["cache", "show"])
+    assert res.exit_code == 0
+    assert "AGENTFLOW_CACHE_DIR is empty, so it is ignored" in res.stderr
+    assert f"{tmp_path / 'agentflow' / 'shapes.sqlite'}: no shapes recorded" in res.stderr

@@ -15,6 +15,7 @@ from support.chat_server import TEST_API_KEY, text, tool_calls
 from support.paths import TESTS
 
 from agentflow import api
+from agentflow.cli import main
 from agentflow.errors import ConfigError, PlanLoadError, RunError
 from agentflow.ir import load_plan_text
 from agentflow.runtime.config import load_config
@@ -186,6 +187,54 @@ def test_user_tool_import_errors_are_config_errors(tmp_path):
     )
     with pytest.raises(ConfigError, match="'missing.py' not found"):
         build_catalog(cfg)
+
+
+def _tools_dir(tmp_path, module: str, body: str):
+    (tmp_path / module).write_text(body)
+    (tmp_path / "flow.toml").write_text(
+        f'# tools\n[tools]\nentry_points = false\nmodules = ["{module}"]\n'
+    )
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "body, why",
+    [
+        ("import sys\nsys.exit(3)\n", "it called sys.exit(3)"),
+        ("raise SystemExit\n", "it called sys.exit()"),
+        ("raise GeneratorExit('x')\n", "GeneratorExit: x"),
+        ("raise RuntimeError('boom')\n", "RuntimeError: boom"),
+    ],
+)
+def test_user_module_failing_at_import_is_a_config_error(tmp_path, monkeypatch, body, why):
+    _tools_dir(tmp_path, "m.py", body)
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(main, ["tools"])
+    assert res.exit_code == 1, res.output
+    assert (
+        f"error: {tmp_path / 'flow.toml'}:4:1: [tools] modules: importing 'm.py' failed: {why}"
+        in res.stderr
+    )
+
+
+def test_user_module_with_unsupported_annotation_names_the_function(tmp_path):
+    from agentflow.runtime.config import load_config
+    from agentflow.runtime.tools.build import build_catalog
+
+    _tools_dir(
+        tmp_path,
+        "ann.py",
+        "import socket\n\ndef f(s: socket.socket, n: int = 1) -> int:\n    return 1\n",
+    )
+    config = load_config(tmp_path / "flow.toml", env={})
+    with pytest.raises(ConfigError) as exc:
+        build_catalog(config)
+    assert str(exc.value) == (
+        f"{tmp_path / 'flow.toml'}:4:1: [tools] modules: 'ann.py': tool function `f`: "
+        "`s: socket.socket` cannot become a JSON Schema input; annotate parameters with JSON "
+        "types (str, int, float, bool, list[...], dict[str, ...]), Optional, Literal or a "
+        "pydantic model"
+    )
 
 
 def test_entry_point_group(tmp_path, monkeypatch):
