@@ -1,9 +1,9 @@
 """compiler.lowering: programs that must not blow up the compiler (LANGUAGE.md §10,
 docs/decisions.md "Lowering"), plan names from awkward file names, and clean CLI errors.
 
-Regression tests for the adversarial findings: `let x1 = x0 + x0` chains (exponential plans),
-long `let` chains (templates nested deeper than the loader allows), file stems that are not plan
-names, and tracebacks from `flowc compile` / `flowc schema`.
+Covered: `let x1 = x0 + x0` chains (exponential plans), long `let` chains (templates nested
+deeper than the loader allows), file stems that are not plan names, and clean errors instead of
+tracebacks from `flowc compile` / `flowc schema`.
 """
 
 from __future__ import annotations

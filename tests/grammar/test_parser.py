@@ -648,7 +648,7 @@ def test_unterminated_string_after_a_multiline_interpolation_points_at_its_start
     assert span.end_line >= span.line and span.column >= 1
 
 
-# -- hints for the slips of users of other languages (new-user trial) -------------------------
+# -- hints for the slips of users of other languages --------------------------------------------
 
 
 def _first(text: str):

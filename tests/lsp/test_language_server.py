@@ -339,8 +339,8 @@ stage t -> int[] {
 
 
 def test_rename_refuses_name_capture(client):
-    """Regression (adversarial round 2, P2 #3): a rename that would make a reference resolve
-    to another binding (or another reference resolve to the renamed one) is refused."""
+    """A rename that would make a reference resolve to another binding (or another reference
+    resolve to the renamed one) is refused."""
     uri = doc_uri("capture.flow")
     client.open(uri, CAPTURE)
     at_abc = pos(CAPTURE, "abc = 1")
@@ -376,7 +376,7 @@ def test_rename_refuses_name_capture(client):
 
 def test_rename_resolution_check_catches_capture():
     """The last line of defence: re-checking the edited text finds a capture by comparing
-    name resolution (the finding's example: `abc` → `s`)."""
+    name resolution (`abc` → `s` here)."""
     from agentflow.core.vocabulary import KEYWORDS
     from agentflow.lsp.analysis import analyze
 
@@ -390,9 +390,9 @@ def test_rename_resolution_check_catches_capture():
 
 
 def test_malformed_requests_always_get_a_reply(tmp_path):
-    """Regression (adversarial round 2, P2 #6): every request gets a response — malformed
-    params give -32602, unknown documents give null/[] without reading the file from disk,
-    and neither those nor refused renames put a traceback on stderr."""
+    """Every request gets a response — malformed params give -32602, unknown documents give
+    null/[] without reading the file from disk, and neither those nor refused renames put a
+    traceback on stderr."""
     err = (tmp_path / "stderr.log").open("wb")
     c = LspClient([sys.executable, "-m", "agentflow", "lsp"], stderr=err)
     try:

@@ -1,4 +1,4 @@
-"""Bounded waits found by adversarial testing (round 2, P1 #1–2, P2 #4).
+"""Bounded waits: nothing a plan, a pattern or a tool does keeps a run or the process hanging.
 
 - Catastrophic regexes in ``builtin__grep`` and in a ``matches`` condition fail cleanly within
   their time budget instead of freezing the event loop (step timeouts and deadlines hold).

@@ -1,9 +1,8 @@
-"""Regression tests for the adversarial findings on model I/O, config and the run CLI paths.
-
-#1 API keys that cannot travel in an HTTP header never leak; #5 deeply nested JSON from a model or
-``--input`` never raises RecursionError; #16/#20 retries and config values are bounded and
-validated; #17 malformed replies are clean ModelErrors; #19 flow.toml errors carry a column; P2
-``--trace``/``--replay``/``--input`` file problems are clean errors. Real HTTP on 127.0.0.1.
+"""Hostile model I/O, configuration and run files: API keys that cannot travel in an HTTP header
+never leak; deeply nested JSON from a model or ``--input`` never raises RecursionError; retries and
+config values are bounded and validated; malformed replies are clean ModelErrors; flow.toml errors
+carry a column; ``--trace``/``--replay``/``--input`` file problems are clean errors. Real HTTP on
+127.0.0.1.
 """
 
 from __future__ import annotations
@@ -71,7 +70,7 @@ def _setup(tmp_path, server: ChatServer, extra: str = "", retries: int = 0):
     return flow, tmp_path / "flow.toml"
 
 
-# --------------------------------------------------------------------------- #1 API key
+# --------------------------------------------------------------------------- API keys
 
 
 @pytest.mark.parametrize("key", [FAKE_KEY + "\n", FAKE_KEY + "\r\nX-Evil: 1", FAKE_KEY + " x"])
@@ -151,7 +150,7 @@ def test_redact_covers_escaped_forms_and_auth_headers():
     assert problem and "line break" in problem and "FAKE" not in problem
 
 
-# --------------------------------------------------------------------------- #5 deep JSON
+# --------------------------------------------------------------------------- deep JSON
 
 
 def test_deep_json_is_refused_plainly_everywhere():
@@ -219,7 +218,7 @@ def test_deep_and_binary_input_files_are_input_errors(tmp_path):
         assert res.output.startswith("error: ")
 
 
-# --------------------------------------------------------------------------- #16 / #20 retries, config
+# --------------------------------------------------------------------------- retries, config values
 
 
 def test_retry_after_is_capped():
@@ -299,7 +298,7 @@ def test_unknown_key_error_has_a_column(tmp_path):
         load_config(path, env={})
 
 
-# --------------------------------------------------------------------------- #17 malformed replies
+# --------------------------------------------------------------------------- malformed replies
 
 
 def _msg(message, **extra):
@@ -366,7 +365,7 @@ def test_usage_abc_through_the_cli_succeeds(chat_server, tmp_path):
     assert res.exit_code == 0, res.output
 
 
-# --------------------------------------------------------------------------- P2 files
+# --------------------------------------------------------------------------- run files
 
 
 def test_trace_into_missing_directory_is_a_usage_error(tmp_path):

@@ -1,6 +1,6 @@
-"""Regression tests for adversarial plan / template / lexing inputs (/tmp/breakit FINDINGS
-#4, #12, #13, #9, #15, #18, #21, #22, #23): each must give a clean, positioned error — never a
-traceback, an out-of-memory or a silently changed value."""
+"""Hostile plans, templates and lexer inputs — YAML alias bombs and anchors, tags, deep templates,
+huge ranges, NaN/Infinity, plan fmt edge cases, byte-order marks: each gives a clean, positioned
+error, never a traceback, an out-of-memory or a silently changed value."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def _problems(text: str) -> list[str]:
     return [str(p) for p in exc.value.errors]
 
 
-# -- #4 alias bomb, anchors --------------------------------------------------------------------
+# -- alias bomb, anchors -----------------------------------------------------------------------
 
 
 def test_alias_bomb_is_refused_fast_with_positions():
@@ -77,7 +77,7 @@ def test_anchors_are_refused(text, where):
     assert errs[0].startswith(f"p.yaml:{where}:")
 
 
-# -- #22 tags ----------------------------------------------------------------------------------
+# -- tags --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -103,7 +103,7 @@ def test_standard_scalar_tags_still_work():
     assert plan.steps[0].input["value"] == {"a": "1", "b": 2, "c": 1.5, "d": None}
 
 
-# -- #23 messages --------------------------------------------------------------------------------
+# -- messages ----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("text", ["- 1\n", "[1, 2]\n", "hello\n", "42\n"])
@@ -132,7 +132,7 @@ def test_surrogate_escape_message():
     assert "beyond the last code point" in exc.value.message
 
 
-# -- #12 deep templates --------------------------------------------------------------------------
+# -- deep templates ----------------------------------------------------------------------------
 
 
 def test_deep_member_chain_is_a_load_error():
@@ -184,7 +184,7 @@ def test_evaluator_turns_recursion_overflow_into_expr_error():
         render(tpl, {"input": {}})
 
 
-# -- #13 ranges ----------------------------------------------------------------------------------
+# -- ranges ------------------------------------------------------------------------------------
 
 
 def test_huge_range_as_value_is_a_bad_value_not_memory_error():
@@ -218,7 +218,7 @@ def test_range_at_the_limit():
         FlowRange(0, MAX_RANGE_ITEMS).to_list()
 
 
-# -- #21 NaN / Infinity ----------------------------------------------------------------------------
+# -- NaN / Infinity ----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -284,7 +284,7 @@ def test_run_with_finite_input_prints_json(tmp_path):
     assert json.loads(r.stdout) == {"a": 1.5, "b": [1, 2]}
 
 
-# -- #15, #9 plan fmt --------------------------------------------------------------------------------
+# -- plan fmt ----------------------------------------------------------------------------------
 
 
 def test_plan_fmt_refuses_flow_files(tmp_path):
@@ -336,7 +336,7 @@ def test_plan_fmt_still_formats_valid_plans(tmp_path):
     )
 
 
-# -- #18 BOM -------------------------------------------------------------------------------------------
+# -- BOM ---------------------------------------------------------------------------------------
 
 
 def test_bom_does_not_shift_columns(tmp_path):

@@ -1,5 +1,6 @@
-"""runtime.executor, second wave (issue #4): cancellation, hooks at depth, retry backoff, events,
-sinks, interlocutor, finish modes, cross-file plan cycles.  Real loader, real Catalog."""
+"""runtime.executor: deadlines and cancellation, retry backoff, hooks at any depth, events and
+console sinks, the interlocutor, finish modes, plan cycles across files and deferred rendering.
+Real loader, real Catalog."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""Model I/O (RUNTIME.md §3, §5, §10): issue #5's twelve acceptance inputs, one test each
-(``test_accNN_…``), then the loopback server's faults, the error table, usage per role and per step,
-record/replay with the Anthropic protocol, and key hygiene.
+"""Model I/O (RUNTIME.md §3, §5, §10): what models send back (fenced and trailing-text answers, bad
+tool arguments, truncation, optional fields under strict mode, several tool calls and results per
+round, raising tools, repeated calls, mixed Anthropic blocks, 429/401), then the loopback server's
+faults, the error table, usage per role and per step, record/replay with the Anthropic protocol,
+and key hygiene.
 
 Everything talks to the real loopback server of :mod:`support.chat_server` over HTTP.
 """
@@ -109,17 +111,17 @@ def results_by_id(request):
     return {m["tool_call_id"]: json.loads(m["content"]) for m in tool_messages(request)}
 
 
-# ------------------------------------------------------------------------ acceptance 1–12
+# ------------------------------------------------------------------------ replies and tool calls
 
 
-async def test_acc01_one_wrapping_fence_removed_inner_backticks_survive(chat_server, tmp_path):
+async def test_one_wrapping_fence_removed_inner_backticks_survive(chat_server, tmp_path):
     chat_server.script([text('```json\n{"answer": "a ```code``` b"}\n```')])
     result = await agent(make_router(chat_server, tmp_path), Recorder())
     assert result["output"] == {"answer": "a ```code``` b"}
     assert result["final"] is True and result["iterations"] == 1
 
 
-async def test_acc02_trailing_text_noted_no_repair(chat_server, tmp_path):
+async def test_trailing_text_noted_no_repair(chat_server, tmp_path):
     chat_server.script([text('{"answer": "yes"} Hope this helps!')])
     rec = Recorder()
     result = await agent(make_router(chat_server, tmp_path), rec)
@@ -137,7 +139,7 @@ async def test_acc02_trailing_text_noted_no_repair(chat_server, tmp_path):
     ],
     ids=["acc03_two_objects_back_to_back", "acc04_cut_off_mid_string"],
 )
-async def test_acc03_acc04_bad_arguments_never_run(chat_server, tmp_path, n, arguments, quoted):
+async def test_bad_arguments_never_run(chat_server, tmp_path, n, arguments, quoted):
     chat_server.script(
         [
             tool_calls(("weather", arguments, "c1")),
@@ -156,7 +158,7 @@ async def test_acc03_acc04_bad_arguments_never_run(chat_server, tmp_path, n, arg
     assert any("not run" in w["message"] for w in rec.warnings())
 
 
-async def test_acc05_openai_length_with_tool_call_is_truncation(chat_server, tmp_path):
+async def test_openai_length_with_tool_call_is_truncation(chat_server, tmp_path):
     chat_server.script(
         [
             tool_calls(("weather", '{"city": "Par', "c1"), finish_reason="length"),
@@ -172,7 +174,7 @@ async def test_acc05_openai_length_with_tool_call_is_truncation(chat_server, tmp
     assert any(w.get("truncated") for w in rec.warnings())
 
 
-async def test_acc05_anthropic_max_tokens_partial_tool_use_is_truncation(chat_server, tmp_path):
+async def test_anthropic_max_tokens_partial_tool_use_is_truncation(chat_server, tmp_path):
     chat_server.script(
         [
             anthropic_message(
@@ -197,7 +199,7 @@ async def test_acc05_anthropic_max_tokens_partial_tool_use_is_truncation(chat_se
     assert any(w.get("truncated") for w in rec.warnings())
 
 
-async def test_acc05_truncated_text_answer_reported_as_truncation(chat_server, tmp_path):
+async def test_truncated_text_answer_reported_as_truncation(chat_server, tmp_path):
     chat_server.script(
         [anthropic_text('{"answer": "a very lo', "max_tokens"), anthropic_text('{"answer": "a"}')]
     )
@@ -211,7 +213,7 @@ async def test_acc05_truncated_text_answer_reported_as_truncation(chat_server, t
     ]
 
 
-async def test_acc05_truncated_repair_reply_is_reported(chat_server, tmp_path):
+async def test_truncated_repair_reply_is_reported(chat_server, tmp_path):
     def script(request):
         if request["messages"][0]["content"].startswith("You fix JSON"):
             return text('{"answer": "fix', finish_reason="length")
@@ -286,7 +288,7 @@ stage ask -> A {
 """
 
 
-def test_acc06_no_compiled_contract_contains_default():
+def test_no_compiled_contract_contains_default():
     from support.paths import REPO as root
 
     files = sorted((root / "examples").glob("*.flow"))
@@ -302,7 +304,7 @@ def test_acc06_no_compiled_contract_contains_default():
         assert "default" not in keywords, contract
 
 
-async def test_acc06_optional_field_strict_required_nullable_null_validates(chat_server, tmp_path):
+async def test_optional_field_strict_required_nullable_null_validates(chat_server, tmp_path):
     contract = _contracts_of(agentflow.compile_source(OPT_FLOW, "opt.flow").plan)[-1]
     assert contract["required"] == ["answer"]  # the original: note/tags optional
     strict = strict_schema(contract)
@@ -331,7 +333,7 @@ def _contracts_of(plan):
     return [c for c in out if "answer" in c.get("properties", {})]
 
 
-async def test_acc07_two_calls_one_raising_one_result_per_id(chat_server, tmp_path):
+async def test_two_calls_one_raising_one_result_per_id(chat_server, tmp_path):
     chat_server.script(
         [
             tool_calls(("weather", {"city": "Oslo"}, "ok1"), ("explode", {}, "bad1")),
@@ -352,7 +354,7 @@ async def test_acc07_two_calls_one_raising_one_result_per_id(chat_server, tmp_pa
     }
 
 
-async def test_acc08_anthropic_two_results_in_one_user_message(chat_server, tmp_path):
+async def test_anthropic_two_results_in_one_user_message(chat_server, tmp_path):
     chat_server.script(
         [
             anthropic_message(
@@ -380,7 +382,7 @@ async def test_acc08_anthropic_two_results_in_one_user_message(chat_server, tmp_
 @pytest.mark.parametrize(
     "exc", [ZeroDivisionError("division by zero"), KeyError("x"), OSError(5, "I/O error")]
 )
-async def test_acc09_raising_tool_never_ends_the_run(chat_server, tmp_path, exc):
+async def test_raising_tool_never_ends_the_run(chat_server, tmp_path, exc):
     """Through the whole stack: a catalog tool that raises inside a compiled flow's agent."""
 
     def boom(args, ctx):
@@ -415,7 +417,7 @@ async def test_acc09_raising_tool_never_ends_the_run(chat_server, tmp_path, exc)
     assert result.output == {"answer": "checked"}
 
 
-async def test_acc10_identical_call_three_rounds_reported_round_limit_ends(chat_server, tmp_path):
+async def test_identical_call_three_rounds_reported_round_limit_ends(chat_server, tmp_path):
     chat_server.script([tool_calls(("weather", {"city": "Oslo"})) for _ in range(3)])
     rec = Recorder()
     result = await agent(make_router(chat_server, tmp_path), rec, max_iterations=3)
@@ -435,7 +437,7 @@ async def test_acc10_identical_call_three_rounds_reported_round_limit_ends(chat_
     assert len(chat_server.requests) == 3
 
 
-async def test_acc11_anthropic_mixed_blocks_selected_by_type_nothing_lost(chat_server, tmp_path):
+async def test_anthropic_mixed_blocks_selected_by_type_nothing_lost(chat_server, tmp_path):
     blocks = [
         {"type": "thinking", "thinking": "Weather first.", "signature": "c2lnbmF0dXJl"},
         {"type": "redacted_thinking", "data": "ZW5jcnlwdGVk"},
@@ -453,7 +455,7 @@ async def test_acc11_anthropic_mixed_blocks_selected_by_type_nothing_lost(chat_s
     assert second[2]["content"][0]["tool_use_id"] == "tu_9"
 
 
-async def test_acc12_429_retry_after_one_second_rounds_unchanged(chat_server, tmp_path):
+async def test_429_retry_after_one_second_rounds_unchanged(chat_server, tmp_path):
     chat_server.script(
         [status(429, headers={"Retry-After": "1"}), answer({"answer": "after the wait"})]
     )
@@ -464,7 +466,7 @@ async def test_acc12_429_retry_after_one_second_rounds_unchanged(chat_server, tm
     assert result["final"] is True and result["iterations"] == 1
 
 
-async def test_acc12_401_no_retry_names_provider_never_the_key(chat_server, tmp_path):
+async def test_401_no_retry_names_provider_never_the_key(chat_server, tmp_path):
     body = {
         "error": {"message": f"Incorrect API key provided: {FAKE_KEY}", "code": "invalid_api_key"}
     }
