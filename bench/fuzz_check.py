@@ -1,5 +1,6 @@
-"""Fuzz the front end (issue #3): N random mutations of the example programs and of the
-hostile inputs, each checked with ``check_source`` and rendered; prints the crash count.
+"""Fuzz the front end (issue #3): N random mutations of the checker's golden cases, the
+specification's example programs (``tests/data/spec_examples``) and the hostile inputs, each
+checked with ``check_source`` and rendered; prints the crash count.
 
 A *crash* is an exception escaping the checker or a renderer, or a diagnostic with an
 impossible span (line/column < 1, end before start, offsets outside the text).
@@ -19,9 +20,9 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "check"))
+sys.path.insert(0, str(ROOT / "tests"))
 
-from hostile import HOSTILE, mutate  # noqa: E402
+from support.hostile import HOSTILE, mutate  # noqa: E402
 
 from agentflow.compiler.api import check_source  # noqa: E402
 from agentflow.compiler.render import render_json, render_sarif, render_text  # noqa: E402
@@ -29,11 +30,10 @@ from agentflow.core.diagnostics import CODES  # noqa: E402
 
 
 def _sources() -> list[str]:
-    out = [p.read_text() for p in sorted((ROOT / "tests" / "check").glob("*.flow"))]
-    shared = Path("/work/shared/examples")
-    for d in (shared, shared / "diagnostics"):
-        if d.is_dir():
-            out += [p.read_text() for p in sorted(d.glob("*.flow"))]
+    out = [p.read_text() for p in sorted((ROOT / "tests" / "compiler" / "check").glob("*.flow"))]
+    spec = ROOT / "tests" / "data" / "spec_examples"
+    for d in (spec, spec / "diagnostics"):
+        out += [p.read_text() for p in sorted(d.glob("*.flow"))]
     # small hostile inputs only (the big ones are slow to mutate many times)
     out += [b.decode("utf-8", "replace") for b in HOSTILE.values() if len(b) < 5000]
     return out

@@ -17,6 +17,7 @@ import argparse
 import statistics
 import sys
 import time
+from pathlib import Path
 
 from agentflow.compiler.api import check_source
 from agentflow.lsp.client import LspClient
@@ -83,7 +84,7 @@ def measure(
 ) -> list[float]:
     """Milliseconds from each didChange to its publishDiagnostics; every other change breaks
     the last stage with a type error (or, with ``syntax``, a syntax error)."""
-    uri = "file:///tmp/bench/lsp_latency.flow"
+    uri = Path(__file__).with_suffix(".flow").as_uri()  # a buffer: the server never reads it
     options = None if debounce_ms is None else {"debounce_ms": debounce_ms}
     wrong = "return high.count + " if syntax else 'return high.count + "x"'
     broken = text.replace("return high.count + found.count * 2", wrong, 1)

@@ -1,8 +1,8 @@
 """Tests of the `.flow` type checker (LANGUAGE.md §2–9) and its semantic types.
 
-Line-level expectations live in tests/check/*.flow (see tests/check/test_golden.py); these tests
-cover the CheckResult interface the lowering relies on, the type relation, robustness and the
-diagnostics documentation.
+Line-level expectations live in tests/compiler/check/*.flow (see test_checker_golden.py); these
+tests cover the CheckResult interface the lowering relies on, the type relation, robustness and
+the diagnostics documentation.
 """
 
 from __future__ import annotations

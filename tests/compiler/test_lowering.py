@@ -1,6 +1,6 @@
 """compiler.lowering: golden plans, round trips and runs (LANGUAGE.md §10, PLAN_IR.md).
 
-``tests/compile/*.flow`` are compiled and compared with the ``.plan.yaml`` next to them;
+``tests/compiler/compile/*.flow`` are compiled and compared with the ``.plan.yaml`` next to them;
 ``pytest --update-golden`` rewrites the expectations.  Every golden
 and every shared example must compile, load with the runtime's loader, dump deterministically,
 and — where no model is needed — run with a catalog of Python tools to the expected output.

@@ -5,7 +5,7 @@ bad_path"; docs/decisions.md "Lowering").
 on an element without ``a``.  A projection whose per-element path crosses an optional part is now a
 ``map`` step whose ``value`` body reads ``item`` with the defaults of plain reads; a missing
 *required* field is still ``bad_path``.  The lowering itself is pinned by the golden
-``tests/compile/projection_optional.flow``; these tests run real flows.
+``tests/compiler/compile/projection_optional.flow``; these tests run real flows.
 """
 
 from __future__ import annotations

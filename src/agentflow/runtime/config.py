@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -244,6 +245,14 @@ class PolicyConfig(_Strict):
 RESERVED_SERVER_NAMES = frozenset({"builtin", "user", "plan"})
 _SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 
+#: `command` values of an MCP server that mean "the Python interpreter running flowc"
+#: (``sys.executable``), as in Jupyter kernel specs: ``python``, ``python3`` and ``python3.N`` of
+#: the running version. A Python MCP server then starts with flowc's own interpreter, which has the
+#: ``mcp`` SDK, wherever the project and its virtual environment are.
+RUNNING_PYTHON_COMMANDS = frozenset(
+    {"python", f"python{sys.version_info[0]}", f"python{sys.version_info[0]}.{sys.version_info[1]}"}
+)
+
 
 class McpServer(_Strict):
     """``[mcp.NAME]``: one MCP server (RUNTIME.md §4, §6), reached through the official ``mcp`` SDK.
@@ -256,6 +265,9 @@ class McpServer(_Strict):
 
     ``timeout``: seconds one tool call may take (then ``timeout``); ``connect_timeout``: seconds to
     start and initialize the connection (then ``tool_error``).
+
+    A ``command`` of ``python``, ``python3`` or ``python3.N`` (the running version) is replaced at
+    load by the interpreter running flowc (:data:`RUNNING_PYTHON_COMMANDS`).
     """
 
     command: str | None = None
@@ -266,6 +278,13 @@ class McpServer(_Strict):
     headers: dict[str, str] = Field(default_factory=dict)
     timeout: float = Field(default=120.0, gt=0)
     connect_timeout: float = Field(default=30.0, gt=0)
+
+    @field_validator("command")
+    @classmethod
+    def _running_python(cls, value: str | None) -> str | None:
+        if value is not None and value.strip() in RUNNING_PYTHON_COMMANDS and sys.executable:
+            return sys.executable
+        return value
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServer:

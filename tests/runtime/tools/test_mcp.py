@@ -170,6 +170,26 @@ def test_config_errors_name_the_line(tmp_path):
     assert cfg.mcp["web"].transport == "http" and cfg.mcp["web"].headers == {"A": "b"}
 
 
+@pytest.mark.parametrize(
+    ("command", "runs_flowcs_python"),
+    [
+        ("python", True),
+        (f"python{sys.version_info[0]}", True),
+        (f"python{sys.version_info[0]}.{sys.version_info[1]}", True),
+        ("python2", False),
+        (f"python{sys.version_info[0]}.{sys.version_info[1] + 1}", False),
+        ("/usr/bin/python3", False),
+        ("npx", False),
+    ],
+)
+def test_python_command_is_the_interpreter_running_flowc(tmp_path, command, runs_flowcs_python):
+    """`python`, `python3` and `python3.N` (the running version) start an MCP server with the
+    interpreter running flowc, so a config needs no path to a virtual environment; other
+    commands are kept as written."""
+    cfg = load_config(write_config(tmp_path, f'[mcp.s]\ncommand = "{command}"\n'), env={})
+    assert cfg.mcp["s"].command == (sys.executable if runs_flowcs_python else command)
+
+
 PLAN_UNCONFIGURED = """
 version: 1
 name: p
