@@ -350,7 +350,7 @@ def duration_ms(text: object) -> int:
 #: error at check time, a plan error at load time).
 MAX_RETRY_ATTEMPTS = 20
 #: The longest single backoff wait of a plan's ``retry.backoff`` (``initial``, ``max``), in ms,
-#: and the largest growth ``factor`` (docs/decisions.md "Plan validation").
+#: and the largest growth ``factor`` (docs/decisions.md "Plans").
 MAX_BACKOFF_MS = 3_600_000
 MAX_BACKOFF_FACTOR = 10.0
 #: Deepest bracket nesting the parser accepts (deeper input is a syntax error, which keeps every
