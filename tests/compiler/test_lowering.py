@@ -60,7 +60,7 @@ def test_golden_corpus_is_broad():
 
 
 @pytest.mark.parametrize("flow", GOLDEN, ids=_ids(GOLDEN))
-def test_golden_plan(flow: Path, golden):
+def test_compiles_to_the_golden_plan(flow: Path, golden):
     golden.check(flow.with_suffix(".plan.yaml"), api.compile_flow(flow).to_yaml())
 
 

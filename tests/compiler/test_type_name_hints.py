@@ -69,7 +69,7 @@ def test_declared_type_beats_the_foreign_hint():
     assert d.code == "unknown-type" and d.hint == "did you mean `Record`?"
 
 
-def test_golden_file_hints():
+def test_hints_in_the_foreign_types_case():
     result = check_file(HERE / "check" / "foreign_types.flow")
     hints = {d.span.line: d.hint for d in result.diagnostics}
     assert hints[5] == TEXT and hints[6] == INT and hints[10] == LIST

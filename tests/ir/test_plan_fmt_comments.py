@@ -44,7 +44,7 @@ def _assert_keeps_everything(before: str, after: str) -> None:
 
 
 @pytest.mark.parametrize("src", PAIRS, ids=[p.name.removesuffix(".in.yaml") for p in PAIRS])
-def test_golden(src: Path, golden):
+def test_formats_to_the_golden_output(src: Path, golden):
     expected = src.with_name(src.name.replace(".in.yaml", ".out.yaml"))
     out = fmt_plan_text(src.read_text(encoding="utf-8"), str(src))
     golden.check(expected, out)
