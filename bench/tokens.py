@@ -56,7 +56,7 @@ TASK = "Locate the suspect code for the reported bug.\nQuote the decisive lines 
 #: A bug report the size of a real one: a few sentences and the traceback a user pastes.
 LOGS = """\
 2026-11-30 09:14:02,118 INFO  app.main: starting with profile 'default' (pid 48211)
-2026-11-30 09:14:02,119 INFO  app.config: reading /home/ana/.config/app/config.toml
+2026-11-30 09:14:02,119 INFO  app.config: reading /etc/app/config.toml
 2026-11-30 09:14:02,121 WARN  app.config: config file is empty; using defaults
 Traceback (most recent call last):
   File "/usr/lib/python3.12/site-packages/app/__main__.py", line 4, in <module>
