@@ -13,7 +13,7 @@ from agentflow.ir.graph import build_graph, node_for_path, outcomes_from_events,
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-COMPILE = ROOT / "tests" / "compile"
+COMPILE = ROOT / "tests" / "compiler" / "compile"
 
 
 def _graph(path: Path):
