@@ -1,4 +1,4 @@
-"""Benchmark: front-end speed (issue #3, LANGUAGE.md §9).
+"""Benchmark: front-end speed (issue #3, docs/spec/LANGUAGE.md §9).
 
 Generates a valid, varied ``.flow`` program (named types, aliases, literal unions, maps, optional
 fields, constraints, extern tools, agents, stages with lets, ``if``, ``map``/``parallel map``,

@@ -10,7 +10,7 @@ The embedding API (each function documented in :mod:`agentflow.api`)::
     outcome = run_sync("bug-triage.flow", {"title": "…", "body": "…"}, workspace="src")
     print(outcome.status, outcome.output)
 
-Hooks and events (RUNTIME.md §7–8)::
+Hooks and events (docs/spec/RUNTIME.md §7–8)::
 
     from agentflow import Hooks, CallbackSink, skip, substitute, abort, NO_ANSWER
 

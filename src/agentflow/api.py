@@ -1,9 +1,9 @@
 """The embedding API: everything the CLI does, as documented Python functions.
 
-- :func:`check` — parse and type-check a `.flow` file (LANGUAGE.md §9);
-- :func:`compile_flow` — check and lower it to a plan (LANGUAGE.md §10);
+- :func:`check` — parse and type-check a `.flow` file (docs/spec/LANGUAGE.md §9);
+- :func:`compile_flow` — check and lower it to a plan (docs/spec/LANGUAGE.md §10);
 - :func:`load` — a runnable :class:`~agentflow.ir.models.Plan` from a `.flow` or plan file;
-- :func:`run` / :func:`run_sync` — execute it (RUNTIME.md §1) and return a
+- :func:`run` / :func:`run_sync` — execute it (docs/spec/RUNTIME.md §1) and return a
   :class:`~agentflow.runtime.result.RunResult`;
 - :func:`build_catalog` — the tool catalog of a configuration, its plans directory's `.flow`
   files compiled here (the runtime never calls the compiler: this module hands it ready plans
@@ -80,7 +80,7 @@ class CompiledFlow:
     file: str
 
     def to_yaml(self) -> str:
-        """The plan as deterministic YAML (PLAN_IR.md §1; same input, same bytes)."""
+        """The plan as deterministic YAML (docs/spec/PLAN_IR.md §1; same input, same bytes)."""
         from agentflow.ir.dump import dump_plan
 
         return dump_plan(self.plan)
@@ -379,7 +379,7 @@ async def run(
     - ``workspace``: the root the file tools are confined to (default: the current directory);
     - ``trace``: a JSON Lines file receiving every event;
     - ``sinks``: more event sinks (closed when the run ends); ``hooks``: the host's gate,
-      on_tool_error and interlocutor (RUNTIME.md §7);
+      on_tool_error and interlocutor (docs/spec/RUNTIME.md §7);
     - ``catalog`` / ``router``: override the tool catalog and the model router (embedding, tests);
     - ``record``: write every model exchange to this cassette (JSON Lines, no keys);
     - ``replay``: answer every model request from this cassette; needs no model configuration
@@ -418,7 +418,7 @@ async def run(
         config = load_config(config)
     if catalog is None:
         catalog = build_catalog(config, plan=plan)
-    # tool names and patterns, before the run (RUNTIME.md §4)
+    # tool names and patterns, before the run (docs/spec/RUNTIME.md §4)
     check_plan_tools(plan, catalog, config)
     own_router = router is None
     if router is None and replay is not None:
@@ -456,7 +456,8 @@ async def run(
             if own_router:
                 await router.aclose()
             raise
-    if shape_cache is not False:  # every successful tool call feeds the shape cache (RUNTIME.md §9)
+    # every successful tool call feeds the shape cache (docs/spec/RUNTIME.md §9)
+    if shape_cache is not False:
         from agentflow.runtime.shape_cache import ShapeCache, ShapeRecorder
 
         all_sinks.append(ShapeRecorder(shape_cache or ShapeCache()))

@@ -561,7 +561,8 @@ def cost_cmd(file: str, as_json: bool) -> None:
     help="Print an `extern tool` declaration for each non-builtin tool, to paste into a .flow.",
 )
 def tools_cmd(config: str | None, as_json: bool, no_connect: bool, as_extern: bool) -> None:
-    """List the tool catalog: name, source, description, input schema summary (RUNTIME.md §4)."""
+    """List the tool catalog: name, source, description, input schema summary
+    (docs/spec/RUNTIME.md §4)."""
     from agentflow.runtime.config import load_config
     from agentflow.runtime.interrupt import run as run_loop
     from agentflow.runtime.tools.build import list_catalog

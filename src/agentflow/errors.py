@@ -59,7 +59,8 @@ class InputError(FlowError):
 
 
 class RunError(FlowError):
-    """A step failed with a plan error code (PLAN_IR.md §8): ``code``, ``message``, ``step_path``."""
+    """A step failed with a plan error code (docs/spec/PLAN_IR.md §8): ``code``, ``message``,
+    ``step_path``."""
 
     def __init__(
         self,
@@ -101,9 +102,9 @@ class ModelError(FlowError):
         self.status = status
 
 
-#: The plan error code (PLAN_IR.md §8) a ModelError of each kind ends a step with: ``rate_limit``
-#: and ``transient`` (retryable), ``content_filter``, and ``model_error`` for every other
-#: permanent failure (a bad request, a bad key, an unknown model: not a tool's fault).
+#: The plan error code (docs/spec/PLAN_IR.md §8) a ModelError of each kind ends a step with:
+#: ``rate_limit`` and ``transient`` (retryable), ``content_filter``, and ``model_error`` for every
+#: other permanent failure (a bad request, a bad key, an unknown model: not a tool's fault).
 MODEL_ERROR_CODES = {
     "rate_limit": "rate_limit",
     "transient": "transient",

@@ -1,5 +1,6 @@
-"""`flowc check FILE|DIR… --format text|json|sarif` (issue #3, LANGUAGE.md §9): exit codes,
-formats, `--warnings-as-errors`, and hostile files that must give diagnostics, never a traceback."""
+"""`flowc check FILE|DIR… --format text|json|sarif` (issue #3, docs/spec/LANGUAGE.md §9): exit
+codes, formats, `--warnings-as-errors`, and hostile files that must give diagnostics, never a
+traceback."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests of the `.flow` type checker (LANGUAGE.md §2–9) and its semantic types.
+"""Tests of the `.flow` type checker (docs/spec/LANGUAGE.md §2–9) and its semantic types.
 
 Line-level expectations live in tests/compiler/check/*.flow (see test_checker_golden.py); these
 tests cover the CheckResult interface the lowering relies on, the type relation, robustness and

@@ -1,4 +1,4 @@
-"""Golden checker cases (LANGUAGE.md §9).
+"""Golden checker cases (docs/spec/LANGUAGE.md §9).
 
 Each ``tests/compiler/check/*.flow`` file marks every diagnostic it must produce at the end of the
 line where its primary span starts: ``// error[code]: message`` or ``// warning[code]: message``

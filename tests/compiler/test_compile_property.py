@@ -1,5 +1,5 @@
-"""Property test of the compiler (LANGUAGE.md §10): random well-typed programs compile, load,
-validate, and run to the value a direct Python evaluation of the same program gives.
+"""Property test of the compiler (docs/spec/LANGUAGE.md §10): random well-typed programs compile,
+load, validate, and run to the value a direct Python evaluation of the same program gives.
 
 The generator builds `.flow` source and a Python model of it side by side: stages, ``let``s,
 ``map`` / ``parallel map`` / ``filter`` / ``reduce`` over ``int[]`` and ``text[]``, tool calls

@@ -1,4 +1,4 @@
-"""Contracts: `.flow` types → JSON Schema 2020-12 (LANGUAGE.md §3, §8, §10)."""
+"""Contracts: `.flow` types → JSON Schema 2020-12 (docs/spec/LANGUAGE.md §3, §8, §10)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`flowc fmt` (LANGUAGE.md §10): one canonical layout, comments kept, idempotent, and the
+"""`flowc fmt` (docs/spec/LANGUAGE.md §10): one canonical layout, comments kept, idempotent, and the
 compiled plan is identical before and after (``meta.source`` aside)."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""compiler.lowering: golden plans, round trips and runs (LANGUAGE.md §10, PLAN_IR.md).
+"""compiler.lowering: golden plans, round trips and runs (docs/spec/LANGUAGE.md §10,
+docs/spec/PLAN_IR.md).
 
 ``tests/compiler/compile/*.flow`` are compiled and compared with the ``.plan.yaml`` next to them;
 ``pytest --update-golden`` rewrites the expectations.  Every golden
@@ -168,7 +169,7 @@ def test_outlined_env_holds_only_the_outer_names_used():
 
 def test_gate_attempt_that_outlines_leaves_no_hole_in_step_ids(tmp_path):
     """A filter gate that needs a step and reads an outer loop variable outlines the body it is in;
-    the attempt leaves no hole in the `E<n>` numbering (LANGUAGE.md §10)."""
+    the attempt leaves no hole in the `E<n>` numbering (docs/spec/LANGUAGE.md §10)."""
     src = (
         "type O { name: text, a: int? }\n"
         "extern tool user__get() -> int\n"

@@ -1,4 +1,4 @@
-"""compiler.lowering: programs that must not blow up the compiler (LANGUAGE.md §10,
+"""compiler.lowering: programs that must not blow up the compiler (docs/spec/LANGUAGE.md §10,
 docs/decisions.md "Lowering"), plan names from awkward file names, and clean CLI errors.
 
 Covered: `let x1 = x0 + x0` chains (exponential plans), long `let` chains (templates nested

@@ -1,5 +1,5 @@
-"""Projections through optional parts (LANGUAGE.md §4: "an absent optional field is null, never
-bad_path"; docs/decisions.md "Lowering").
+"""Projections through optional parts (docs/spec/LANGUAGE.md §4: "an absent optional field is null,
+never bad_path"; docs/decisions.md "Lowering").
 
 ``xs[*].a`` with ``a: T?`` used to lower to the template ``xs[*].a``, which fails with ``bad_path``
 on an element without ``a``.  A projection whose per-element path crosses an optional part is now a
@@ -222,7 +222,7 @@ UNION = 'type A { k: "a", a: int? }\ntype B { k: "b", a: text }\n'
 )
 def test_optional_field_of_a_union_member_reads_null(tmp_path, decl, expr, data, expected):
     """A field optional in one member of a union (`a: int?` in `A`) is a `T?` field of `A | B`
-    (LANGUAGE.md §4): absent, it reads null, in plain reads and projections."""
+    (docs/spec/LANGUAGE.md §4): absent, it reads null, in plain reads and projections."""
     src = UNION + f"input {{ {decl} }}\nstage s -> json {{ return {expr} }}\n"
     run = _run(tmp_path, src, data)
     assert run.status == "ok", run.error

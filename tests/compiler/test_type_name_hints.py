@@ -1,5 +1,6 @@
 """Hints for names and type names users of other languages type first:
-`unknown-type` hints (LANGUAGE.md §3 names), `flowc schema` did-you-mean / declared list."""
+`unknown-type` hints (docs/spec/LANGUAGE.md §3 names), `flowc schema` did-you-mean / declared
+list."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from agentflow.grammar import ast
 from agentflow.grammar.parser import parse_module
 
 #: Terminals of flow.lark that are not keywords: token classes, punctuation and operators, and
-#: the line-start variants of the newline rule (LANGUAGE.md §1).
+#: the line-start variants of the newline rule (docs/spec/LANGUAGE.md §1).
 NON_KEYWORD_TERMINALS = frozenset(
     "NAME NUMBER DURATION STRING "
     "LPAR LPAR_NL RPAR LSQB LSQB_NL RSQB LBRACE RBRACE "

@@ -1,4 +1,4 @@
-"""Tests of the `.flow` parser (LANGUAGE.md §1–8, PLAN_IR.md §3)."""
+"""Tests of the `.flow` parser (docs/spec/LANGUAGE.md §1–8, docs/spec/PLAN_IR.md §3)."""
 
 from __future__ import annotations
 
@@ -616,8 +616,8 @@ def test_statement_keywords_are_not_names_in_expressions():
 
 @pytest.mark.parametrize("word", ["input", "task", "model", "tools", "expect", "timeout", "as"])
 def test_contextual_keyword_begins_a_statement_after_a_statement(word):
-    """Keywords are contextual (LANGUAGE.md §1): `input.a`, or a name like `task`, may begin a
-    statement after another statement (LALR's merged lookaheads made it an agent clause)."""
+    """Keywords are contextual (docs/spec/LANGUAGE.md §1): `input.a`, or a name like `task`, may
+    begin a statement after another statement (LALR's merged lookaheads made it an agent clause)."""
     if word == "input":
         body = '  let x = 1\n  require x > 0 else fail "m"\n  input.a + x\n'
     else:

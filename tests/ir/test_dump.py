@@ -1,4 +1,5 @@
-"""Canonical YAML: determinism, round trip, `|` blocks, fmt (PLAN_IR.md §1, LANGUAGE.md §10)."""
+"""Canonical YAML: determinism, round trip, `|` blocks, fmt (docs/spec/PLAN_IR.md §1,
+docs/spec/LANGUAGE.md §10)."""
 
 from __future__ import annotations
 

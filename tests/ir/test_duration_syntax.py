@@ -1,4 +1,4 @@
-"""A duration means the same in `.flow` source, plan files and contracts (LANGUAGE.md §2):
+"""A duration means the same in `.flow` source, plan files and contracts (docs/spec/LANGUAGE.md §2):
 ``core.vocabulary.duration_ms`` is the one parser.  The plan side used to match ``\\d`` — any
 Unicode decimal digit — so a plan accepted ``timeout: "٣m"`` that the `.flow` scanner and the
 `duration` JSON Schema (``[0-9]``) refuse; ASCII digits are right (the grammar of §2, the schema

@@ -1,4 +1,5 @@
-"""Loading plans: the example, every load error with its file:line:col (PLAN_IR.md §1–6)."""
+"""Loading plans: the example, every load error with its file:line:col
+(docs/spec/PLAN_IR.md §1–6)."""
 
 from __future__ import annotations
 
@@ -240,8 +241,9 @@ def test_unknown_fields_with_hints():
 
 
 def test_unknown_fields_in_retry_and_backoff_are_load_errors():
-    """PLAN_IR.md §1: unknown fields are errors with the nearest valid name, at file:line:col —
-    inside `retry` and `retry.backoff` too (they used to load silently as the defaults)."""
+    """docs/spec/PLAN_IR.md §1: unknown fields are errors with the nearest valid name, at
+    file:line:col — inside `retry` and `retry.backoff` too (they used to load silently as the
+    defaults)."""
     import pytest
 
     from agentflow.errors import PlanLoadError

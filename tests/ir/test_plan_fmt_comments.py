@@ -1,4 +1,5 @@
-"""`flowc plan fmt` keeps YAML comments (LANGUAGE.md §10, PLAN_IR.md §1; docs/decisions.md "Plans").
+"""`flowc plan fmt` keeps YAML comments (docs/spec/LANGUAGE.md §10, docs/spec/PLAN_IR.md §1;
+docs/decisions.md "Plans").
 
 Golden pairs live in ``tests/ir/fmt_plans/``: ``NAME.in.yaml`` is formatted and compared with
 ``NAME.out.yaml``. ``pytest --update-golden`` rewrites the ``.out`` files; review the diff before

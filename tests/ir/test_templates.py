@@ -1,4 +1,5 @@
-"""Templates: compile_value, conditions, schemas untouched, refs, durations (PLAN_IR.md §3–4)."""
+"""Templates: compile_value, conditions, schemas untouched, refs, durations
+(docs/spec/PLAN_IR.md §3–4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""validate_plan on in-memory plans and resolve_tools against a catalog (RUNTIME.md §4)."""
+"""validate_plan on in-memory plans and resolve_tools against a catalog
+(docs/spec/RUNTIME.md §4)."""
 
 from __future__ import annotations
 

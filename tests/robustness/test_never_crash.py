@@ -1,5 +1,5 @@
-"""Never crash (LANGUAGE.md §9, issue #3): random bytes, bracket soup and mutated programs give
-diagnostics with sane spans, never an exception, and every renderer copes with them."""
+"""Never crash (docs/spec/LANGUAGE.md §9, issue #3): random bytes, bracket soup and mutated programs
+give diagnostics with sane spans, never an exception, and every renderer copes with them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The agent loop (RUNTIME.md §3, §10) against the scripted chat server."""
+"""The agent loop (docs/spec/RUNTIME.md §3, §10) against the scripted chat server."""
 
 from __future__ import annotations
 
@@ -165,8 +165,8 @@ async def test_invalid_answer_fixed_by_repair(chat_server, scripted_router):
 
 
 async def test_second_repair_pass_works_on_the_first_passes_answer(chat_server, scripted_router):
-    """RUNTIME.md §3: `repair_attempts` repair-role passes per invalid answer. A second pass
-    that repeated the first request verbatim could only get the same reply (and replays the
+    """docs/spec/RUNTIME.md §3: `repair_attempts` repair-role passes per invalid answer. A second
+    pass that repeated the first request verbatim could only get the same reply (and replays the
     same cassette entry): it is shown the previous pass's answer and its errors."""
     schema = {
         "type": "object",
@@ -364,7 +364,8 @@ steps:
 
 
 async def test_tool_result_cap_of_agent_steps_comes_from_flow_toml(tmp_path, chat_server):
-    """RUNTIME.md §10: the tool-result size cap is configurable: `[tools] max_result_chars`."""
+    """docs/spec/RUNTIME.md §10: the tool-result size cap is configurable: `[tools]
+    max_result_chars`."""
     from support.chat_server import TEST_API_KEY, tool_calls
 
     from agentflow.runtime.config import load_config
@@ -414,8 +415,8 @@ async def test_one_iteration_cannot_call_a_tool_and_answer(chat_server, scripted
 
 
 async def test_templated_max_iterations_is_checked_not_coerced(chat_server, tmp_path):
-    """PLAN_IR.md §6: `max_iterations` is an integer ≥ 1. A templated value that renders to
-    2.5, true, a text or null is a `validation` error naming the value, never coerced
+    """docs/spec/PLAN_IR.md §6: `max_iterations` is an integer ≥ 1. A templated value that renders
+    to 2.5, true, a text or null is a `validation` error naming the value, never coerced
     (2.5 → 2 rounds, true → 1) nor a Python `int()` error."""
     from agentflow.api import run
     from agentflow.ir.loader import load_plan_text
@@ -563,8 +564,8 @@ def test_validation_does_not_apply_defaults():
 
 
 def test_newer_draft_keywords_are_enforced_not_skipped():
-    """RUNTIME.md §3: the contract is validated, each failure named by its JSON path. Plans'
-    schemas are checked as JSON Schema 2020-12, but fastjsonschema (drafts 4–7) silently
+    """docs/spec/RUNTIME.md §3: the contract is validated, each failure named by its JSON path.
+    Plans' schemas are checked as JSON Schema 2020-12, but fastjsonschema (drafts 4–7) silently
     ignores `prefixItems`, `dependentRequired`, `unevaluatedProperties`…: such a schema is
     validated by jsonschema alone, so the keyword is enforced."""
     from agentflow.runtime.extract import validate

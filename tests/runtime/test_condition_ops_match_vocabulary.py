@@ -1,5 +1,6 @@
-"""The condition operators are defined once (``core.vocabulary.CONDITION_OPS``, PLAN_IR.md §4):
-the plan validator accepts exactly those, and the evaluator runs every one of them."""
+"""The condition operators are defined once (``core.vocabulary.CONDITION_OPS``,
+docs/spec/PLAN_IR.md §4): the plan validator accepts exactly those, and the evaluator runs every one
+of them."""
 
 from __future__ import annotations
 

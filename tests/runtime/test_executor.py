@@ -1,4 +1,5 @@
-"""runtime.executor: plan pipeline semantics (RUNTIME.md §1, §2, §7, §8; PLAN_IR.md §2–7).
+"""runtime.executor: plan pipeline semantics (docs/spec/RUNTIME.md §1, §2, §7, §8;
+docs/spec/PLAN_IR.md §2–7).
 
 Plans are loaded with the real loader (and parser). Tools are plain Python functions registered
 in a real ``Catalog``; models are the scripted chat server of ``tests/support``.

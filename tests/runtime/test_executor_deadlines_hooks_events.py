@@ -44,7 +44,7 @@ class Events(list):
 
 
 # ---------------------------------------------------------------------------------------------
-# Deadlines and cancellation (RUNTIME.md §2)
+# Deadlines and cancellation (docs/spec/RUNTIME.md §2)
 
 
 async def test_deadline_really_stops_a_sleeping_tool():
@@ -175,7 +175,7 @@ steps:
 
 
 # ---------------------------------------------------------------------------------------------
-# Hooks at any depth (RUNTIME.md §7)
+# Hooks at any depth (docs/spec/RUNTIME.md §7)
 
 
 NESTED = """
@@ -352,7 +352,7 @@ def _paired(events) -> tuple[list[str], list[str]]:
 
 
 async def test_every_tool_started_gets_a_tool_finished_on_deadline_and_sub_plan_exit():
-    """RUNTIME.md §8: a dispatch cancelled by the deadline, or a plan__ call ended by an
+    """docs/spec/RUNTIME.md §8: a dispatch cancelled by the deadline, or a plan__ call ended by an
     `exit` error inside the sub-plan, still closes its `tool_started` with a `tool_finished`."""
     import asyncio
 
@@ -598,7 +598,7 @@ def test_check_plan_cycles_across_files_names_the_closing_call():
 
 
 # ---------------------------------------------------------------------------------------------
-# Deferred rendering (PLAN_IR.md §5)
+# Deferred rendering (docs/spec/PLAN_IR.md §5)
 
 
 async def test_branch_not_taken_never_renders_and_nested_filter_shadows_item():

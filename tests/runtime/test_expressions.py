@@ -1,4 +1,5 @@
-"""runtime.expressions: LANGUAGE.md §4 semantics, PLAN_IR.md §3 templates, §4 conditions."""
+"""runtime.expressions: docs/spec/LANGUAGE.md §4 semantics, docs/spec/PLAN_IR.md §3 templates, §4
+conditions."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""on_tool_error and step retry/timeout together (RUNTIME.md §2, §7): the hook sees a tool's failure
-once, after the step's retries; a tool step's own timeout is offered to it; the deadline is not."""
+"""on_tool_error and step retry/timeout together (docs/spec/RUNTIME.md §2, §7): the hook sees a
+tool's failure once, after the step's retries; a tool step's own timeout is offered to it; the
+deadline is not."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """plan_and_execute: planning, validation like a file, replans with preserved results, the solver
-finish, hooks (RUNTIME.md §9; seed 002) — against the scripted loopback model."""
+finish, hooks (docs/spec/RUNTIME.md §9; seed 002) — against the scripted loopback model."""
 
 from __future__ import annotations
 

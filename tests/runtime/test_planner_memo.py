@@ -1,6 +1,6 @@
 """plan_and_execute replans reuse kept MODEL work: a request identical to one answered in an
 earlier attempt is answered from that answer, costs nothing and says ``reused: true``
-(RUNTIME.md §9; docs/decisions.md "Planning") — against the scripted loopback model."""
+(docs/spec/RUNTIME.md §9; docs/decisions.md "Planning") — against the scripted loopback model."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""`.flow` files in the plans directory (RUNTIME.md §4): the runtime never calls the compiler, so
-``agentflow.build_catalog`` (the api) compiles them and hands the runtime a loader; the runtime's
-own catalog builder loads YAML/JSON plans and refuses a `.flow` one with a ConfigError that says
-how to load it.  ``flowc tools``, ``flowc plan validate`` and ``flowc ask`` go through the api."""
+"""`.flow` files in the plans directory (docs/spec/RUNTIME.md §4): the runtime never calls the
+compiler, so ``agentflow.build_catalog`` (the api) compiles them and hands the runtime a loader; the
+runtime's own catalog builder loads YAML/JSON plans and refuses a `.flow` one with a ConfigError
+that says how to load it.  ``flowc tools``, ``flowc plan validate`` and ``flowc ask`` go through the
+api."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The shape cache (RUNTIME.md §9): summaries, merging, SQLite persistence, feeding from runs,
-and `flowc cache show|clear`."""
+"""The shape cache (docs/spec/RUNTIME.md §9): summaries, merging, SQLite persistence, feeding from
+runs, and `flowc cache show|clear`."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The trace events carry what telemetry and reports need (RUNTIME.md §8): the plan file on
-``run_started``, the `.flow` stage on ``step_started``, and on ``model_call`` the provider, its
+"""The trace events carry what telemetry and reports need (docs/spec/RUNTIME.md §8): the plan file
+on ``run_started``, the `.flow` stage on ``step_started``, and on ``model_call`` the provider, its
 wire API, the finish reason and the model's reply (text and tool calls)."""
 
 from __future__ import annotations

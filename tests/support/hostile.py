@@ -1,4 +1,4 @@
-"""Hostile inputs for the never-crash tests and ``bench/fuzz_check.py`` (LANGUAGE.md §9:
+"""Hostile inputs for the never-crash tests and ``bench/fuzz_check.py`` (docs/spec/LANGUAGE.md §9:
 "never crashes on any input (bytes, binary, huge, deeply nested)").
 
 ``HOSTILE`` maps a short name to raw bytes; ``mutate(src, rng)`` returns one random mutation of

@@ -1,4 +1,5 @@
-"""Front-end entry points: parse and check `.flow` source (ARCHITECTURE.md, LANGUAGE.md §9).
+"""Front-end entry points: parse and check `.flow` source (ARCHITECTURE.md,
+docs/spec/LANGUAGE.md §9).
 
 ``check_source`` and ``check_file`` never raise for the *content* of a program: every problem
 comes back as a diagnostic in the :class:`~agentflow.compiler.checker.CheckResult`.

@@ -1,4 +1,4 @@
-"""The `.flow` type checker (LANGUAGE.md §2–9).
+"""The `.flow` type checker (docs/spec/LANGUAGE.md §2–9).
 
 ``check_module(module, parse_diagnostics=...)`` resolves every name and type of a parsed module,
 types every expression (bidirectionally: an expected type flows into literals), and reports all
@@ -231,7 +231,7 @@ def _prelude_module() -> ast.Module | None:
 
 @functools.cache
 def prelude_tools() -> dict[str, ToolSig]:
-    """The standard library tool signatures (LANGUAGE.md §7), parsed once from
+    """The standard library tool signatures (docs/spec/LANGUAGE.md §7), parsed once from
     ``stdlib/prelude.flow`` and cached for the process."""
     module = _prelude_module()
     if module is None:
@@ -668,7 +668,7 @@ class _Checker:
                     singles[kind] = item
         header = singles.get(ast.FlowHeader)  # type: ignore[assignment]
         if header is not None and self.module.items and self.module.items[0] is not header:
-            # LANGUAGE.md §2: "optional header, first if present"
+            # docs/spec/LANGUAGE.md §2: "optional header, first if present"
             self.report(
                 D.SYNTAX_ERROR,
                 "the `flow` header must be the first item of the file",
@@ -1995,10 +1995,11 @@ _NOT_PLAN_NAME_CHAR = re.compile(r"[^a-z0-9_]")
 
 
 def flow_name_from_file(file: str) -> str:
-    """The plan name of a flow without a ``flow`` header, from its file name (LANGUAGE.md §2,
-    extended in docs/decisions.md "Lowering"): the stem lower-cased, ``-`` and every other
-    character outside ``[a-z0-9_]`` replaced by ``_``, prefixed with ``flow_`` when it starts with
-    a digit, and ``flow`` when empty — so it always matches ``[a-z_][a-z0-9_]*`` (PLAN_IR.md).
+    """The plan name of a flow without a ``flow`` header, from its file name
+    (docs/spec/LANGUAGE.md §2, extended in docs/decisions.md "Lowering"): the stem lower-cased,
+    ``-`` and every other character outside ``[a-z0-9_]`` replaced by ``_``, prefixed with ``flow_``
+    when it starts with a digit, and ``flow`` when empty — so it always matches ``[a-z_][a-z0-9_]*``
+    (docs/spec/PLAN_IR.md).
 
     ``"bug-triage.flow"`` → ``bug_triage``; ``"v1.2.flow"`` → ``v1_2``; ``"1st.flow"`` →
     ``flow_1st``; ``"café.flow"`` → ``caf_``; ``"<input>"`` → ``_input_``.
@@ -2026,7 +2027,7 @@ def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
 def check_module(
     module: ast.Module, *, parse_diagnostics: tuple | list = (), prelude: bool = True
 ) -> CheckResult:
-    """Type-check a parsed module (LANGUAGE.md §2–9) and return a :class:`CheckResult`.
+    """Type-check a parsed module (docs/spec/LANGUAGE.md §2–9) and return a :class:`CheckResult`.
 
     ``parse_diagnostics`` (the parser's ``syntax-error`` list) are merged into the sorted
     result.  ``prelude=False`` leaves the standard library tools out.  Never raises for any

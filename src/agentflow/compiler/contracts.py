@@ -1,4 +1,4 @@
-"""Output contracts: `.flow` types → JSON Schema draft 2020-12 (LANGUAGE.md §3, §8, §10).
+"""Output contracts: `.flow` types → JSON Schema draft 2020-12 (docs/spec/LANGUAGE.md §3, §8, §10).
 
 Rules:
 
@@ -182,7 +182,8 @@ def contract_for(t: T.Type, env: T.TypeEnv) -> dict[str, Any]:
     """Return the JSON Schema (2020-12) of type ``t``.
 
     A named object type becomes the root schema, other named types go under ``$defs``.
-    Raises :class:`ContractError` for types that are not schema-generatable (LANGUAGE.md §3).
+    Raises :class:`ContractError` for types that are not schema-generatable
+    (docs/spec/LANGUAGE.md §3).
     """
     root_name = _root_object_name(t, env)
     b = _Builder(env, root_name)
@@ -194,7 +195,8 @@ def contract_for(t: T.Type, env: T.TypeEnv) -> dict[str, Any]:
 
 
 def agent_contract(t: T.Type, env: T.TypeEnv) -> tuple[dict[str, Any], bool]:
-    """Return ``(output_schema, wrapped)`` for an agent's ``expect`` type (LANGUAGE.md §10).
+    """Return ``(output_schema, wrapped)`` for an agent's ``expect`` type
+    (docs/spec/LANGUAGE.md §10).
 
     A named object type is the root itself (``wrapped`` False); any other type ``T`` is wrapped as
     ``{ value: T }`` (``wrapped`` True) and read back as ``.output.value``.
@@ -246,8 +248,8 @@ _SCALARS = {
 
 
 def flow_type_of_schema(schema: Any, depth: int = 0) -> str:
-    """The `.flow` type (LANGUAGE.md §3) closest to a JSON Schema, as source text: scalars map to
-    ``text``/``int``/``number``/``bool``/``null``, ``x-flow-type`` is honoured (``path``…),
+    """The `.flow` type (docs/spec/LANGUAGE.md §3) closest to a JSON Schema, as source text: scalars
+    map to ``text``/``int``/``number``/``bool``/``null``, ``x-flow-type`` is honoured (``path``…),
     string enums become literal unions, arrays ``T[]``, objects with properties inline object
     types (optional fields ``T?``), ``anyOf``/``oneOf``/type lists unions; anything else (or
     deeper than 4 levels) is ``json``."""
@@ -287,14 +289,16 @@ def flow_type_of_schema(schema: Any, depth: int = 0) -> str:
 
 
 _FLOW_TYPES = {"path", "member", "duration"}
-#: characters a `.flow` string cannot hold raw (LANGUAGE.md §1: `\u{…}` escapes them): controls,
-#: DEL, C1 controls and the Unicode line/paragraph separators (`str.splitlines` breaks on those)
+#: characters a `.flow` string cannot hold raw (docs/spec/LANGUAGE.md §1: `\u{…}` escapes them):
+#: controls, DEL, C1 controls and the Unicode line/paragraph separators (`str.splitlines` breaks on
+#: those)
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def flow_string(value: str) -> str:
-    r"""``value`` as a `.flow` string literal (LANGUAGE.md §1 escapes): ``\\``, ``\"``, ``\$``
-    (no interpolation), ``\n``/``\t`` and ``\u{…}`` for other control characters — one line."""
+    r"""``value`` as a `.flow` string literal (docs/spec/LANGUAGE.md §1 escapes): ``\\``, ``\"``,
+    ``\$`` (no interpolation), ``\n``/``\t`` and ``\u{…}`` for other control characters — one
+    line."""
     body = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
     body = body.replace("\n", "\\n").replace("\t", "\\t")
     return '"' + _UNPRINTABLE.sub(lambda m: f"\\u{{{ord(m.group()):x}}}", body) + '"'

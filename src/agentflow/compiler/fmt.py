@@ -1,5 +1,5 @@
-"""`flowc fmt`: the canonical layout of `.flow` source (LANGUAGE.md §1, §10 "fmt never changes
-meaning").
+"""`flowc fmt`: the canonical layout of `.flow` source (docs/spec/LANGUAGE.md §1, §10 "fmt never
+changes meaning").
 
 The formatter works on tokens — the raw mode of the parser's scanner, comments kept — in the
 manner of ``gofmt``: it keeps the author's line breaks (they are significant in `.flow`, see the

@@ -1,4 +1,5 @@
-"""Lowering a checked `.flow` program to the plan IR (LANGUAGE.md §10, PLAN_IR.md).
+"""Lowering a checked `.flow` program to the plan IR (docs/spec/LANGUAGE.md §10,
+docs/spec/PLAN_IR.md).
 
 Pure expressions cost nothing: they are printed back into the ``{{ … }}`` template language and
 inlined where they are used.  Effectful expressions (tool calls, ``agent``, ``map``, ``filter``,
@@ -57,18 +58,19 @@ class _NeedsOutline(Exception):
     """Raised while lowering a control body inline when it cannot be a single body step."""
 
 
-# When a `let` (or a stage's value) is inlined into the templates that use it (LANGUAGE.md §10) and
-# when it is materialised once as a `value` step instead (docs/decisions.md, "Lowering"): inlining
-# copies its printed text into every use, so a name used more than once is inlined only while its
-# text is short, and any name only while its text is not too deep (the template parser allows 100
-# levels) nor huge.  This keeps compile time and plan size linear in the source.
+# When a `let` (or a stage's value) is inlined into the templates that use it
+# (docs/spec/LANGUAGE.md §10) and when it is materialised once as a `value` step instead
+# (docs/decisions.md, "Lowering"): inlining copies its printed text into every use, so a name used
+# more than once is inlined only while its text is short, and any name only while its text is not
+# too deep (the template parser allows 100 levels) nor huge.  This keeps compile time and plan size
+# linear in the source.
 _INLINE_MAX_NESTING = 16
 _INLINE_MAX_SHARED = 100  # characters, for a name used more than once
 _INLINE_MAX_LENGTH = 4000  # characters, for a name used once
 
-# Control steps that may not be a body (PLAN_IR.md §5): they nest only through plan__*.
+# Control steps that may not be a body (docs/spec/PLAN_IR.md §5): they nest only through plan__*.
 _NOT_BODY = CONTROL_STEPS - BODY_CONTROL_STEPS
-# Scope names a nested filter gate shadows (PLAN_IR.md §3).
+# Scope names a nested filter gate shadows (docs/spec/PLAN_IR.md §3).
 _SHADOWED = frozenset({"item", "index"})
 # The binding of a projection's element (`xs[*]`) in the `map` body it is lowered to: not an
 # identifier, so no source name can clash with it.
@@ -333,7 +335,7 @@ class _Lowerer:
             root.bindings[stage.name.name] = value
             last = value
         if not plan.steps:
-            # A flow with no effectful step still gets one value step (LANGUAGE.md §10).
+            # A flow with no effectful step still gets one value step (docs/spec/LANGUAGE.md §10).
             span = r.stages[-1].span if r.stages else r.module.span
             step = self.add_step(ctx, "value", {"value": self.whole(last or NULL)}, span)
             last = Frag([StepRef(step)])
@@ -397,8 +399,8 @@ class _Lowerer:
         """Lower ``if``; ``rest`` are the statements after it in the same block.
 
         Returns ``(True, value)`` when the ``if`` consumed ``rest`` (a branch that leaves the
-        stage takes the rest as the other branch, LANGUAGE.md §10) and so produced the block's
-        value, else ``(False, value)``.
+        stage takes the rest as the other branch, docs/spec/LANGUAGE.md §10) and so produced the
+        block's value, else ``(False, value)``.
         """
         then_stmts = list(st.then.stmts)
         else_stmts = _else_stmts(st)
@@ -447,7 +449,8 @@ class _Lowerer:
         loop: dict[str, str],
         what: str,
     ) -> dict:
-        """Lower a control body to exactly one step (PLAN_IR.md §5), outlining when needed.
+        """Lower a control body to exactly one step (docs/spec/PLAN_IR.md §5), outlining when
+        needed.
 
         ``loop`` maps source names to the scope names the control step binds
         (``{var: "item", "index": "index", acc: "accumulator"}``).
@@ -644,8 +647,8 @@ class _Lowerer:
     def x_Member(self, e: ast.Member, ctx: _Ctx) -> Frag:
         if self._nullable(e.obj) and not self._optional_field(e):
             # A required field (or `.count`) read through a `T?` value is null when the value is
-            # null or absent (LANGUAGE.md §4), and still `bad_path` when the value is there but
-            # the field is missing: `(x ?? {f: null}).f`.
+            # null or absent (docs/spec/LANGUAGE.md §4), and still `bad_path` when the value is
+            # there but the field is missing: `(x ?? {f: null}).f`.
             key = e.name if _is_ident(e.name) else _flow_string(e.name)
             return _join("(", self._read(e.obj, ctx), f" ?? {{{key}: null}}).{e.name}", atomic=True)
         f = _join(_paren(self.expr(e.obj, ctx)), "." + e.name, atomic=True)
@@ -691,7 +694,7 @@ class _Lowerer:
         """``xs[*].path``: a plain template path, or — when the per-element path reads an
         optional part (a `T?` field, a field of a `T?` value) — a ``map`` step over ``xs`` whose
         ``value`` body reads the path of ``item`` with the ``??`` defaults of plain reads
-        (LANGUAGE.md §4: an absent optional field is null, never ``bad_path``)."""
+        (docs/spec/LANGUAGE.md §4: an absent optional field is null, never ``bad_path``)."""
         if e.path is not None and self._path_defaults(e.path):
             return self._projection_map(e, ctx)
         base = _join(_paren(self.expr(e.base, ctx)), "[*]", atomic=True)
@@ -722,7 +725,8 @@ class _Lowerer:
             if isinstance(node, ast.Index) and any(
                 isinstance(n, _EFFECTS) for n in ast.walk(node.index)
             ):
-                # in the `map` body it would run once per element, not once (LANGUAGE.md §10)
+                # in the `map` body it would run once per element, not once
+                # (docs/spec/LANGUAGE.md §10)
                 raise LoweringError(
                     "this index has an effect (a tool call, agent, ask or judge) inside a "
                     "projection over optional fields, where it would run once per element; "
@@ -1032,7 +1036,7 @@ def _insert_before(step: dict, before: str, key: str, value: Any) -> None:
 
 
 def lower(result: CheckResult, *, file: str) -> dict:
-    """Lower a checked program (no errors) to a plan as plain data (LANGUAGE.md §10).
+    """Lower a checked program (no errors) to a plan as plain data (docs/spec/LANGUAGE.md §10).
 
     ``file`` is the source path; its base name goes into every step's ``meta.source``
     (``"bug-triage.flow:41:13"``).  Outlined bodies are sub-plans under ``plans``.  Raises

@@ -1,5 +1,5 @@
 """Renderers for diagnostics: human text (rustc/ruff style), JSON and SARIF 2.1.0
-(LANGUAGE.md §9: detection and rendering are separate).
+(docs/spec/LANGUAGE.md §9: detection and rendering are separate).
 
 All three take a list of :class:`~agentflow.core.diagnostics.Diagnostic` and return a string;
 none of them raises for odd spans (out-of-range lines, zero-width spans, missing sources).

@@ -1,4 +1,4 @@
-"""Semantic types of the `.flow` language and the assignability relation (LANGUAGE.md §3).
+"""Semantic types of the `.flow` language and the assignability relation (docs/spec/LANGUAGE.md §3).
 
 Written types (:mod:`agentflow.grammar.ast` ``TypeExpr`` nodes) are resolved by the checker into
 the immutable values defined here:
@@ -99,7 +99,8 @@ class NeverType(Type):
 
 @dataclass(slots=True, unsafe_hash=True)  # not frozen: faster __init__
 class ErrorType(Type):
-    """The error type (LANGUAGE.md §3): assignable to and from everything, silences follow-ups."""
+    """The error type (docs/spec/LANGUAGE.md §3): assignable to and from everything, silences
+    follow-ups."""
 
     def __str__(self) -> str:
         return "<error>"
@@ -444,7 +445,7 @@ def widen(t: Type) -> Type:
 def join(types: list[Type], env: TypeEnv | None = None) -> Type:
     """The common type of several values (array literal elements, a body's returns):
     the first type, widened, that all the others are assignable to; else their union
-    (LANGUAGE.md §3).  An empty list gives :data:`NEVER`."""
+    (docs/spec/LANGUAGE.md §3).  An empty list gives :data:`NEVER`."""
     env = env or _EMPTY_ENV
     types = [t for t in types if not isinstance(t, NeverType)]
     if not types:
@@ -471,7 +472,8 @@ def join(types: list[Type], env: TypeEnv | None = None) -> Type:
 
 
 def assignable(src: Type, dst: Type, env: TypeEnv | None = None) -> bool:
-    """True when a value of type ``src`` may be used where ``dst`` is expected (LANGUAGE.md §3).
+    """True when a value of type ``src`` may be used where ``dst`` is expected
+    (docs/spec/LANGUAGE.md §3).
 
     ``int`` → ``number``; ``path``/``member`` → ``text``; ``T`` → ``T?``; ``null`` → ``T?``;
     literal → its base type; a *string literal* → ``path``/``member``; arrays and maps are
@@ -629,7 +631,7 @@ def _type_str(t: Type, depth: int) -> str:
 
 
 def schema_problem(t: Type, env: TypeEnv | None = None) -> str | None:
-    """Why ``t`` is not schema-generatable (LANGUAGE.md §3), or None when it is.
+    """Why ``t`` is not schema-generatable (docs/spec/LANGUAGE.md §3), or None when it is.
 
     ``Verdict``, ``extern type`` names, ranges and ``use`` aliases, or any type containing one
     (through named types too), have no JSON Schema.

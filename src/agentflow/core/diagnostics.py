@@ -1,4 +1,4 @@
-"""The diagnostic model and the registry of diagnostic codes (LANGUAGE.md §9).
+"""The diagnostic model and the registry of diagnostic codes (docs/spec/LANGUAGE.md §9).
 
 Detection never prints: the parser and checker return :class:`Diagnostic` objects and the
 renderers in :mod:`agentflow.compiler.render` turn them into text, JSON or SARIF.  Codes are the
@@ -157,8 +157,8 @@ def _levenshtein(a: str, b: str, limit: int) -> int:
 
 
 #: Type names users of other languages type first, lower-cased, mapped to the kind of
-#: agentflow type they mean (LANGUAGE.md §3).  Used for `unknown-type` and for `list<T>`-style
-#: syntax errors.
+#: agentflow type they mean (docs/spec/LANGUAGE.md §3).  Used for `unknown-type` and for
+#: `list<T>`-style syntax errors.
 _FOREIGN_KINDS: dict[str, str] = {}
 _KIND_HINTS: dict[str, str] = {}
 

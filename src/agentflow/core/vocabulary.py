@@ -1,5 +1,6 @@
-"""The vocabulary of agentflow, defined once: the words of `.flow` (LANGUAGE.md §1–8), the control
-steps and error codes of plans (PLAN_IR.md §5, §8), the duration syntax and the numeric limits.
+"""The vocabulary of agentflow, defined once: the words of `.flow` (docs/spec/LANGUAGE.md §1–8), the
+control steps and error codes of plans (docs/spec/PLAN_IR.md §5, §8), the duration syntax and the
+numeric limits.
 
 Every other module imports these names instead of spelling the words again: the scanner and the
 syntax-error wording (``grammar``), the checker and the formatter (``compiler``), plan loading and
@@ -59,11 +60,11 @@ __all__ = [
 ]
 
 # ---------------------------------------------------------------------------------------------
-# Keywords of `.flow` (LANGUAGE.md §1): each word listed once, under the role that introduces it.
-# A word may play other roles too (``input`` also starts an agent clause, ``agent`` also starts an
-# agent expression, ``else`` closes several constructs); KEYWORDS is their union.
+# Keywords of `.flow` (docs/spec/LANGUAGE.md §1): each word listed once, under the role that
+# introduces it. A word may play other roles too (``input`` also starts an agent clause, ``agent``
+# also starts an agent expression, ``else`` closes several constructs); KEYWORDS is their union.
 
-#: Words that start a top-level item; error recovery resumes at them (LANGUAGE.md §2).
+#: Words that start a top-level item; error recovery resumes at them (docs/spec/LANGUAGE.md §2).
 TOP_LEVEL_WORDS: tuple[str, ...] = (
     "flow",
     "input",
@@ -77,10 +78,10 @@ TOP_LEVEL_WORDS: tuple[str, ...] = (
 )
 #: Words that follow ``use`` (``agent``, ``team``) or ``extern`` (``tool``; ``type`` is top-level).
 DECLARATION_WORDS: tuple[str, ...] = ("agent", "team", "tool")
-#: Words that start a statement in a stage body (LANGUAGE.md §5).
+#: Words that start a statement in a stage body (docs/spec/LANGUAGE.md §5).
 STATEMENT_WORDS: tuple[str, ...] = ("let", "require", "fail", "return", "if")
-#: Words that start an expression, are one, or join two (LANGUAGE.md §4, §6), in the order a
-#: completion list offers them.
+#: Words that start an expression, are one, or join two (docs/spec/LANGUAGE.md §4, §6), in the order
+#: a completion list offers them.
 EXPRESSION_WORDS: tuple[str, ...] = (
     "map",
     "parallel",
@@ -109,8 +110,8 @@ CONTINUATION_WORDS: tuple[str, ...] = (
     "default",
     "check",
 )
-#: The clauses of an ``agent(…) { … }`` block (LANGUAGE.md §6), in the order completion offers
-#: them, each with a short example (the "clauses take no colon" hint shows it).
+#: The clauses of an ``agent(…) { … }`` block (docs/spec/LANGUAGE.md §6), in the order completion
+#: offers them, each with a short example (the "clauses take no colon" hint shows it).
 AGENT_CLAUSES: dict[str, str] = {
     "task": 'task "…"',
     "input": "input { … }",
@@ -155,7 +156,7 @@ RESERVED_WORDS: frozenset[str] = frozenset(
 CONTEXTUAL_KEYWORDS: frozenset[str] = KEYWORDS - RESERVED_WORDS
 
 # ---------------------------------------------------------------------------------------------
-# Built-in types (LANGUAGE.md §3)
+# Built-in types (docs/spec/LANGUAGE.md §3)
 
 #: Primitive type names.
 PRIMITIVE_TYPES: tuple[str, ...] = (
@@ -175,14 +176,14 @@ VERDICT_TYPE = "Verdict"
 BUILTIN_TYPES: tuple[str, ...] = (*PRIMITIVE_TYPES, VERDICT_TYPE)
 
 # ---------------------------------------------------------------------------------------------
-# Control steps of plans (PLAN_IR.md §5–6)
+# Control steps of plans (docs/spec/PLAN_IR.md §5–6)
 
 
 @dataclass(frozen=True, slots=True)
 class ControlStep:
     """A control step: intercepted by the executor, never dispatched to a tool.
 
-    ``fields``/``required``: the keys its ``input`` may / must hold (PLAN_IR.md §5–6);
+    ``fields``/``required``: the keys its ``input`` may / must hold (docs/spec/PLAN_IR.md §5–6);
     ``body_keys``: the input keys that hold one body step (``parallel`` holds its bodies in the
     ``branches`` mapping instead); ``scope``: names a body sees besides the plan's (``item``,
     ``index`` …); ``may_be_body``: whether this step may itself be a body.
@@ -214,8 +215,8 @@ def _step(
     )
 
 
-#: Every control step, in PLAN_IR.md §5's order.  Adding one: an entry here, its handler in the
-#: executor, and its rules in ``ir/validate.py`` (docs/ARCHITECTURE.md).
+#: Every control step, in docs/spec/PLAN_IR.md §5's order.  Adding one: an entry here, its handler
+#: in the executor, and its rules in ``ir/validate.py`` (docs/ARCHITECTURE.md).
 CONTROL_STEP_SPECS: dict[str, ControlStep] = {
     s.name: s
     for s in (
@@ -259,16 +260,17 @@ BODY_CONTROL_STEPS: frozenset[str] = frozenset(
 BODY_KEYS: dict[str, tuple[str, ...]] = {
     s.name: s.body_keys for s in CONTROL_STEP_SPECS.values() if s.body_keys
 }
-#: Names a body adds to the scope, per control step whose bodies see more names (PLAN_IR.md §3).
+#: Names a body adds to the scope, per control step whose bodies see more names
+#: (docs/spec/PLAN_IR.md §3).
 BODY_SCOPE: dict[str, frozenset[str]] = {
     s.name: s.scope for s in CONTROL_STEP_SPECS.values() if s.scope
 }
-#: Field names of each control step's input: ``(allowed, required)`` (PLAN_IR.md §5–6).
+#: Field names of each control step's input: ``(allowed, required)`` (docs/spec/PLAN_IR.md §5–6).
 CONTROL_FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     s.name: (s.fields, s.required) for s in CONTROL_STEP_SPECS.values()
 }
 
-#: Operators of a plan condition ``{value, op, to}`` (PLAN_IR.md §4).
+#: Operators of a plan condition ``{value, op, to}`` (docs/spec/PLAN_IR.md §4).
 CONDITION_OPS: frozenset[str] = frozenset(
     ("eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "contains", "matches")
     + ("exists", "empty", "not_empty")
@@ -277,7 +279,7 @@ CONDITION_OPS: frozenset[str] = frozenset(
 UNARY_CONDITION_OPS: frozenset[str] = frozenset(("exists", "empty", "not_empty"))
 
 # ---------------------------------------------------------------------------------------------
-# Error codes of runs (PLAN_IR.md §8)
+# Error codes of runs (docs/spec/PLAN_IR.md §8)
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,8 +291,8 @@ class ErrorCode:
     summary: str
 
 
-#: Every error code a step or run may fail with (PLAN_IR.md §8).  Retrying is decided by code,
-#: never by parsing a message.
+#: Every error code a step or run may fail with (docs/spec/PLAN_IR.md §8).  Retrying is decided by
+#: code, never by parsing a message.
 ERROR_CODES: dict[str, ErrorCode] = {
     e.code: e
     for e in (
@@ -314,12 +316,13 @@ ERROR_CODES: dict[str, ErrorCode] = {
         ErrorCode("budget_exceeded", False, "the next model call would exceed a budget"),
     )
 }
-#: Error codes ``retry { on: [...] }`` (LANGUAGE.md §8) and a plan's ``retry.on`` may name.
+#: Error codes ``retry { on: [...] }`` (docs/spec/LANGUAGE.md §8) and a plan's ``retry.on`` may
+#: name.
 RETRYABLE_CODES: tuple[str, ...] = tuple(c for c, e in ERROR_CODES.items() if e.retryable)
 
 # ---------------------------------------------------------------------------------------------
-# Durations (LANGUAGE.md §2): ``250ms``, ``90s``, ``5m``, ``1h``, and sums written together
-# (``1h30m``).  Digits are ASCII (``[0-9]``, as the JSON Schema of `duration` says).
+# Durations (docs/spec/LANGUAGE.md §2): ``250ms``, ``90s``, ``5m``, ``1h``, and sums written
+# together (``1h30m``).  Digits are ASCII (``[0-9]``, as the JSON Schema of `duration` says).
 
 #: A duration unit → milliseconds.
 DURATION_UNITS_MS: dict[str, int] = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
@@ -335,7 +338,7 @@ def duration_ms(text: object) -> int:
 
     Blanks around the text are ignored.  Raises ``ValueError`` for anything else (non-strings and
     digits other than ASCII ``0``–``9`` included); ``0s`` gives 0 (callers needing a positive
-    duration check it).  LANGUAGE.md §2.
+    duration check it).  docs/spec/LANGUAGE.md §2.
     """
     bare = text.strip() if isinstance(text, str) else None
     if bare is None or not _DURATION.fullmatch(bare):

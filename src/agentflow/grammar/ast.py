@@ -6,8 +6,8 @@ visitors dispatch on the node class (``type(node).__name__``), in the manner of 
 ``NodeVisitor``.
 
 The same expression nodes are produced for `.flow` source and for plan templates, so the
-checker types, and the runtime evaluates, one expression language (LANGUAGE.md §4,
-PLAN_IR.md §3).
+checker types, and the runtime evaluates, one expression language (docs/spec/LANGUAGE.md §4,
+docs/spec/PLAN_IR.md §3).
 """
 
 from __future__ import annotations
@@ -577,7 +577,7 @@ class StageDecl(Item):
 @dataclass(slots=True, eq=False)
 class ErrorItem(Item):
     """A top-level item that failed to parse; the parser already reported it.  The checker
-    skips it (LANGUAGE.md §9: an item with a syntax error gets no other diagnostics)."""
+    skips it (docs/spec/LANGUAGE.md §9: an item with a syntax error gets no other diagnostics)."""
 
     name: str | None = None
 
@@ -595,7 +595,7 @@ class Module(Node):
 
 
 # ---------------------------------------------------------------------------------------------
-# Templates (PLAN_IR.md §3)
+# Templates (docs/spec/PLAN_IR.md §3)
 
 
 @dataclass(slots=True, eq=False)

@@ -1,5 +1,5 @@
 """The AST builder: Lark transformer callbacks that build :mod:`agentflow.grammar.ast` nodes,
-one call per LALR reduction (LANGUAGE.md §1–8).
+one call per LALR reduction (docs/spec/LANGUAGE.md §1–8).
 
 :class:`Builder` has one method per rule (or rule alias) of :file:`flow.lark`; each receives the
 children of the reduction (:class:`~agentflow.grammar.scanner.Tok` or values built before) and
@@ -82,7 +82,8 @@ def _operand_span(x: Any) -> Span:
 
 
 def _climb(seq: list) -> ast.Expr:
-    """Arrange ``[operand, (op, tok, tok2), operand, …]`` by precedence (LANGUAGE.md §4)."""
+    """Arrange ``[operand, (op, tok, tok2), operand, …]`` by precedence
+    (docs/spec/LANGUAGE.md §4)."""
     if len(seq) > 2 * MAX_OPERATORS:
         raise SynErr(
             f"expression too long (more than {MAX_OPERATORS} operators); split it with `let`",
@@ -155,7 +156,7 @@ def _number(text: str) -> int | float:
 
 
 def _sep_check(acc: _Acc, new: Any, what: str) -> None:
-    """Entries without a comma must be on a new line (LANGUAGE.md §1)."""
+    """Entries without a comma must be on a new line (docs/spec/LANGUAGE.md §1)."""
     if acc and not acc.comma and acc[-1].span.end_line == new.span.line:
         raise SynErr(f"expected `,` or a line break between {what}", new.span, hint=None)
 
@@ -667,7 +668,8 @@ def _budget(obj: ast.ObjectLit) -> ast.BudgetSpec:
 
 
 def _retry(obj: ast.ObjectLit) -> ast.RetrySpec:
-    """``retry { attempts: N, on: [code, …] }`` from its object-literal form (LANGUAGE.md §8)."""
+    """``retry { attempts: N, on: [code, …] }`` from its object-literal form
+    (docs/spec/LANGUAGE.md §8)."""
     attempts = None
     on = None
     for e in obj.entries:

@@ -1,4 +1,5 @@
-"""The `.flow` parser: source text → :mod:`agentflow.grammar.ast` (LANGUAGE.md §1–8, PLAN_IR.md §3).
+"""The `.flow` parser: source text → :mod:`agentflow.grammar.ast` (docs/spec/LANGUAGE.md §1–8,
+docs/spec/PLAN_IR.md §3).
 
 The entry points and error recovery.  The work is split along the parser's pipeline:
 
@@ -40,7 +41,7 @@ def _to_source_error(e: SynErr) -> SourceError:
 def parse_expression(
     text: str, file: str = "<expr>", *, line: int = 1, column: int = 1, offset: int = 0
 ) -> ast.Expr:
-    """Parse a pure expression (LANGUAGE.md §4) such as ``E0.issues[*].id ?? []``.
+    """Parse a pure expression (docs/spec/LANGUAGE.md §4) such as ``E0.issues[*].id ?? []``.
 
     ``line``/``column``/``offset`` give the position of ``text[0]`` in the enclosing file, so the
     spans of the result are real positions there (1-based line/column, 0-based offsets).
@@ -61,7 +62,7 @@ def parse_expression(
 def parse_template(
     text: str, file: str = "<template>", *, line: int = 1, column: int = 1, offset: int = 0
 ) -> ast.Template:
-    """Split a plan string into literal text and ``{{ expr }}`` holes (PLAN_IR.md §3).
+    """Split a plan string into literal text and ``{{ expr }}`` holes (docs/spec/PLAN_IR.md §3).
 
     The closing ``}}`` of a hole is the first one outside strings and brackets, so
     ``{{ {a: {b: 1}} }}`` is one hole.  A hole holding a plain string literal is folded into
@@ -126,7 +127,7 @@ def parse_template(
 
 
 def parse_module(text: str, file: str) -> tuple[ast.Module, list[Diagnostic]]:
-    """Parse a whole `.flow` file (LANGUAGE.md §1–8).
+    """Parse a whole `.flow` file (docs/spec/LANGUAGE.md §1–8).
 
     Returns ``(module, diagnostics)``; never raises.  Each syntax error becomes a
     ``syntax-error`` diagnostic, the top-level item it occurred in becomes ``ast.ErrorItem``

@@ -1,4 +1,4 @@
-"""The `.flow` scanner: source text → tokens (LANGUAGE.md §1, §2, §5).
+"""The `.flow` scanner: source text → tokens (docs/spec/LANGUAGE.md §1, §2, §5).
 
 One lexer serves every reader of `.flow` text:
 

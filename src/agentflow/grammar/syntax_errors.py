@@ -1,4 +1,5 @@
-"""Syntax errors in words: "expected …, found …", the notes and the hints (LANGUAGE.md §1–8).
+"""Syntax errors in words: "expected …, found …", the notes and the hints
+(docs/spec/LANGUAGE.md §1–8).
 
 The driver (:mod:`.lalr`) hands :func:`unexpected` the offending token and the terminals the
 parser could really shift there; this module only words them — it reads no parse tables.

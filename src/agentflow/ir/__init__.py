@@ -1,4 +1,5 @@
-"""The plan IR: models, templates, loading, validation and canonical dumping (PLAN_IR.md)."""
+"""The plan IR: models, templates, loading, validation and canonical dumping
+(docs/spec/PLAN_IR.md)."""
 
 from typing import TYPE_CHECKING
 

@@ -1,4 +1,4 @@
-"""Deterministic YAML for plans (PLAN_IR.md §1, LANGUAGE.md §10).
+"""Deterministic YAML for plans (docs/spec/PLAN_IR.md §1, docs/spec/LANGUAGE.md §10).
 
 :func:`dump_plan` writes keys in a canonical order (plan: version, name, description, input_schema,
 deadline, steps, finish, plans; step: id, tool_name, input, timeout, retry, select, meta; other
@@ -209,7 +209,7 @@ def _rename_camel(data: Any, level: str) -> Any:
 
 def fmt_plan_text(text: str, file: str = "<plan>") -> str:
     """``flowc plan fmt``: rewrite plan text canonically (snake_case keys, canonical order, ``|``
-    blocks), keeping every YAML comment (LANGUAGE.md §10, PLAN_IR.md §1).
+    blocks), keeping every YAML comment (docs/spec/LANGUAGE.md §10, docs/spec/PLAN_IR.md §1).
 
     Comments are found with PyYAML's scanner (text between tokens, plus the comment a ``|``/``>``
     header may carry), so a ``#`` inside a quoted scalar, a block scalar or a template is never one.

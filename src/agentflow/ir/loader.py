@@ -1,4 +1,4 @@
-"""Load a plan file into validated models (PLAN_IR.md §1–6).
+"""Load a plan file into validated models (docs/spec/PLAN_IR.md §1–6).
 
 ``load_plan(path)`` / ``load_plan_text(text, file)`` / ``load_plan_data(data, file)`` return a
 :class:`~agentflow.ir.models.Plan` whose steps carry their compiled templates, or raise
@@ -667,7 +667,7 @@ def plan_location(plan: Plan, path: tuple) -> Span:
 
 def check_plan_cycles(root: Plan, others: dict[str, Plan]) -> list[PlanProblem]:
     """``plan_cycle`` problems of ``root`` together with the plans directory ``others``
-    (PLAN_IR.md §2): a plan reaching itself through ``plan__*`` calls, across files.
+    (docs/spec/PLAN_IR.md §2): a plan reaching itself through ``plan__*`` calls, across files.
 
     Each cycle is reported once, at the call that closes it (file:line:col of its ``tool_name``).
     """

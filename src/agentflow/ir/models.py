@@ -1,4 +1,4 @@
-"""Pydantic models of the plan IR (PLAN_IR.md §1–2, §6).
+"""Pydantic models of the plan IR (docs/spec/PLAN_IR.md §1–2, §6).
 
 A :class:`Plan` is what :func:`agentflow.ir.loader.load_plan` returns.  Models are strict (a YAML
 ``"1"`` is not an int) and refuse unknown fields; the loader turns pydantic errors into
@@ -23,7 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from agentflow.core.vocabulary import BODY_KEYS, CONTROL_STEPS
 
-#: camelCase spellings accepted on load (PLAN_IR.md §1), mapped to the canonical snake_case.
+#: camelCase spellings accepted on load (docs/spec/PLAN_IR.md §1), mapped to the canonical
+#: snake_case.
 CAMEL_ALIASES: dict[str, str] = {
     "toolName": "tool_name",
     "outputSchema": "output_schema",
@@ -48,7 +49,7 @@ class Backoff(BaseModel):
 
 
 class Retry(BaseModel):
-    """``retry: { attempts, on, backoff }`` (RUNTIME.md §2).
+    """``retry: { attempts, on, backoff }`` (docs/spec/RUNTIME.md §2).
 
     ``attempts`` counts *extra* tries (``attempts: 1`` runs at most twice); ``on`` lists error codes
     from :data:`agentflow.core.vocabulary.RETRYABLE_CODES`.
@@ -62,7 +63,7 @@ class Retry(BaseModel):
 
 
 class Step(BaseModel):
-    """One plan step (PLAN_IR.md §2).
+    """One plan step (docs/spec/PLAN_IR.md §2).
 
     ``tool_name`` is a catalog tool or a control step (``core.vocabulary.CONTROL_STEPS``).
     ``input`` is any YAML value whose strings may hold ``{{ … }}`` templates; for control steps the
@@ -116,8 +117,8 @@ class Step(BaseModel):
     def bodies(self) -> list[tuple[str, Step]]:
         """The body steps of a control step as ``(label, step)`` pairs.
 
-        Labels follow step paths (PLAN_IR.md §7): ``then``, ``else``, ``do``, and for ``parallel``
-        the branch name.  Empty for ordinary steps or before loading.
+        Labels follow step paths (docs/spec/PLAN_IR.md §7): ``then``, ``else``, ``do``, and for
+        ``parallel`` the branch name.  Empty for ordinary steps or before loading.
         """
         out: list[tuple[str, Step]] = []
         if not isinstance(self.input, dict):
@@ -146,8 +147,8 @@ class BudgetLimits(BaseModel):
 
 
 class Finish(BaseModel):
-    """How a run ends (PLAN_IR.md §1): ``output`` renders a template, ``solver`` makes one LLM call
-    with ``prompt``, ``silent`` returns no output."""
+    """How a run ends (docs/spec/PLAN_IR.md §1): ``output`` renders a template, ``solver`` makes one
+    LLM call with ``prompt``, ``silent`` returns no output."""
 
     model_config = _CONFIG
 
@@ -178,7 +179,7 @@ class Finish(BaseModel):
 
 
 class Plan(BaseModel):
-    """A whole plan file (PLAN_IR.md §1).
+    """A whole plan file (docs/spec/PLAN_IR.md §1).
 
     ``name`` matches ``[a-z_][a-z0-9_]*`` and is exposed as the tool ``plan__<name>``; ``plans``
     holds sub-plans (same schema, no nested ``plans``).  ``deadline`` is a duration text.
@@ -224,7 +225,7 @@ class Plan(BaseModel):
 
     def iter_steps(self) -> list[tuple[str, Step]]:
         """Every step of this plan (not sub-plans), bodies included, in order, as
-        ``(step_path, step)``; step paths as in PLAN_IR.md §7 (``E3``, ``E3/do``)."""
+        ``(step_path, step)``; step paths as in docs/spec/PLAN_IR.md §7 (``E3``, ``E3/do``)."""
         out: list[tuple[str, Step]] = []
 
         def visit(step: Step, path: str) -> None:
@@ -257,7 +258,7 @@ class AgentTarget(BaseModel):
 
 
 class AgentInput(BaseModel):
-    """The input of an ``agent`` step (PLAN_IR.md §6, seed 000).
+    """The input of an ``agent`` step (docs/spec/PLAN_IR.md §6, seed 000).
 
     Templates (``prompt``, ``system_prompt``, ``model``, ``input``, ``write``, ``agent.member``) are
     kept as text here; use ``step.compiled`` for the parsed form.  ``tools`` is a list of names or

@@ -1,4 +1,4 @@
-"""Templates in plan values, parsed once at load time (PLAN_IR.md §3–4).
+"""Templates in plan values, parsed once at load time (docs/spec/PLAN_IR.md §3–4).
 
 :func:`compile_value` turns a plan value into its *compiled* form: the same structure, where every
 string holding ``{{`` is an :class:`agentflow.grammar.ast.Template`, every condition's ``expr`` is an
@@ -28,8 +28,8 @@ Path = tuple  # tuple[str | int, ...]
 #: Keys whose values are JSON Schemas: never compiled.
 SCHEMA_KEYS: frozenset[str] = frozenset({"output_schema", "outputSchema", "input_schema", "schema"})
 
-#: Expression nodes that have effects and so are not allowed in templates (PLAN_IR.md §3: the
-#: *pure* part of the expression language).
+#: Expression nodes that have effects and so are not allowed in templates (docs/spec/PLAN_IR.md §3:
+#: the *pure* part of the expression language).
 EFFECTFUL_NODES: tuple[type, ...] = (
     ast.Call,
     ast.MapExpr,

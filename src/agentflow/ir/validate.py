@@ -1,4 +1,5 @@
-"""Structural validation of plans and tool-name resolution (PLAN_IR.md §1–6, RUNTIME.md §4).
+"""Structural validation of plans and tool-name resolution (docs/spec/PLAN_IR.md §1–6,
+docs/spec/RUNTIME.md §4).
 
 - :func:`validate_plan` needs no configuration: names, ids, durations, retry codes, control-step
   inputs, body restrictions, agent inputs, templates (parsed here, stored on the steps) and their
@@ -84,7 +85,7 @@ def _broken(model) -> set[str]:
 
 
 def call_cycles(edges: dict[str, list[tuple[str, Any]]]) -> list[tuple[list[str], Any]]:
-    """The cycles of a plan call graph (PLAN_IR.md §2 ``plan_cycle``), each reported once.
+    """The cycles of a plan call graph (docs/spec/PLAN_IR.md §2 ``plan_cycle``), each reported once.
 
     ``edges``: ``{plan: [(callee, call), …]}`` (``call``: anything that places the call, e.g. its
     value path). Depth-first from each plan in ``edges`` order; returns ``[(cycle, call), …]``
@@ -119,7 +120,7 @@ def walk_steps(plan: Plan, path: tuple = ()) -> Iterator[tuple[tuple, str, Step]
     """Every step of one plan (bodies included, sub-plans not): ``(data_path, label, step)``.
 
     ``data_path`` is the value path in the plan data (``("steps", 2, "input", "do")``);
-    ``label`` is the step path of PLAN_IR.md §7 (``E2/do``).
+    ``label`` is the step path of docs/spec/PLAN_IR.md §7 (``E2/do``).
     """
 
     def visit(step: Step, p: tuple, label: str):
@@ -709,7 +710,7 @@ class _Validator:
                 self.problem(dpath, f"the default does not match `schema`: {exc.message}")
 
     def c_agent(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
-        """Agent input rules (PLAN_IR.md §6, seed 000 'Input')."""
+        """Agent input rules (docs/spec/PLAN_IR.md §6, seed 000 'Input')."""
         if "prompt" in inp and not isinstance(inp["prompt"], str):
             self.problem((*ipath, "prompt"), "`prompt` must be a text")
         if "output_schema" in inp:
@@ -797,7 +798,7 @@ def _templated(value: Any) -> bool:
 
 
 def validate_plan(plan: Plan, file: str | None = None) -> list[PlanProblem]:
-    """Structural validation of a plan (PLAN_IR.md §1–6); needs no configuration.
+    """Structural validation of a plan (docs/spec/PLAN_IR.md §1–6); needs no configuration.
 
     Parses every template (setting ``step.compiled``, ``step.compiled_select`` and the finish's
     compiled output) and checks names, ids (unique across the plan, bodies included), durations,
@@ -835,7 +836,8 @@ def _meta_location(step: Any) -> Span | None:
 def resolve_tools(
     plan: Plan, catalog_names: set[str], configured_prefixes: set[str]
 ) -> list[PlanProblem]:
-    """Resolve step tool names and agent ``tools`` entries against a catalog (RUNTIME.md §4).
+    """Resolve step tool names and agent ``tools`` entries against a catalog
+    (docs/spec/RUNTIME.md §4).
 
     ``catalog_names``: every tool name known to the run (``builtin__read_file``, ``user__x``,
     ``plan__y``, MCP names the caller already knows); ``configured_prefixes``: MCP servers

@@ -14,7 +14,7 @@ of the *same* checker ``flowc check`` runs, and answers in code-point offsets an
   rewrite when renaming a ``let`` (or loop variable), a stage, a ``use`` alias or a type, and
   why a rename must be refused;
 - :meth:`Analysis.fixes` — the quick fixes a diagnostic's hint states exactly;
-- :meth:`Analysis.completions` — context-sensitive completion items (LANGUAGE.md §2–8);
+- :meth:`Analysis.completions` — context-sensitive completion items (docs/spec/LANGUAGE.md §2–8);
 - :meth:`Analysis.symbols` — the document outline (flow, types with fields, tools, uses,
   stages).
 """

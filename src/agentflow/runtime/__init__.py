@@ -1,4 +1,4 @@
-"""The runtime: executes plans (RUNTIME.md).
+"""The runtime: executes plans (docs/spec/RUNTIME.md).
 
 Re-exports the executor entry points, the run context, hooks, result and event types.  Heavy
 submodules (the agent loop, model clients, tools) are imported lazily by the executor.

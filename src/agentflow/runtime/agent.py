@@ -1,4 +1,4 @@
-"""The agent loop (RUNTIME.md §3, §10; PLAN_IR.md §6; seed 000).
+"""The agent loop (docs/spec/RUNTIME.md §3, §10; docs/spec/PLAN_IR.md §6; seed 000).
 
 ``run_agent(spec, router=…, call_tool=…, emit=…, step_path=…)`` runs a bounded tool-calling loop and
 returns ``{output, iterations, tools_called: [{tool, round}], final}``: schema-conforming output with
@@ -46,7 +46,8 @@ DEFAULT_RESULT_CHARS = 20_000
 #: Error codes raised by ``call_tool`` that stop the agent instead of going back to the model.
 HARD_STOP_CODES = frozenset({"aborted", "deadline_exceeded", "budget_exceeded"})
 FORBIDDEN_TOOLS = frozenset({"plan_and_execute"})
-#: The tool result of a call whose reply was cut off by the output token limit (RUNTIME.md §10).
+#: The tool result of a call whose reply was cut off by the output token limit
+#: (docs/spec/RUNTIME.md §10).
 TRUNCATED_CALL = (
     "your reply was cut off by the output token limit (truncated) while you were writing this "
     "call, so its arguments may be incomplete; the call was not run. Send it again with shorter "
@@ -63,7 +64,7 @@ BASE_SYSTEM_PROMPT = ""
 
 @dataclass
 class AgentSpec:
-    """One agent invocation (PLAN_IR.md §6, already rendered).
+    """One agent invocation (docs/spec/PLAN_IR.md §6, already rendered).
 
     ``prompt``: the task. ``output_schema``: JSON Schema of the answer (an object). ``tools``: the
     effective tool set (request ∩ policy; ``plan_and_execute`` is never offered). ``max_iterations``:
@@ -166,9 +167,10 @@ async def gather_tool_results(
     """Await one round's tool calls, started in parallel by the caller, as ``tool`` messages.
 
     ``jobs``: one future per call yielding ``(call_id, content, is_error)``. Returns one
-    ``Message(role="tool")`` per call of ``calls``, in call order, matched by call id (RUNTIME.md
-    §3: every call id gets exactly one result). On any exception (a hard stop, cancellation) every
-    job is cancelled and awaited before the exception propagates, so no call outlives its round.
+    ``Message(role="tool")`` per call of ``calls``, in call order, matched by call id
+    (docs/spec/RUNTIME.md §3: every call id gets exactly one result). On any exception (a hard stop,
+    cancellation) every job is cancelled and awaited before the exception propagates, so no call
+    outlives its round.
     """
     try:
         outcomes = await asyncio.gather(*jobs)
@@ -224,7 +226,8 @@ async def run_agent(
     emit: Emit | None,
     step_path: str,
 ) -> dict[str, Any]:
-    """Run the agent loop (RUNTIME.md §3) and return ``{output, iterations, tools_called, final}``.
+    """Run the agent loop (docs/spec/RUNTIME.md §3) and return ``{output, iterations, tools_called,
+    final}``.
 
     ``router.client_for(role)`` supplies the model clients (``spec.model`` or ``chat`` for rounds,
     ``repair`` for fix-up passes). ``call_tool(name, args, path)`` dispatches one tool call at path

@@ -1,5 +1,5 @@
-"""The ``agent`` control step (PLAN_IR.md §6; RUNTIME.md §3, §4): from the step's compiled input
-to one run of the agent loop (:mod:`agentflow.runtime.agent`).
+"""The ``agent`` control step (docs/spec/PLAN_IR.md §6; docs/spec/RUNTIME.md §3, §4): from the
+step's compiled input to one run of the agent loop (:mod:`agentflow.runtime.agent`).
 
 The handler renders the fields, resolves the agent profile or team member (``[agents.X]``,
 ``[teams.T]`` in flow.toml), resolves the tools the agent may call (the request ∩ the host
@@ -53,9 +53,9 @@ def _sub_plans(frame: Frame) -> tuple[Mapping[str, Plan], Mapping[str, Plan]]:
 def resolve_tools(
     ex: Executor, requested: Any, write: list[Path] | None, path: str, frame: Frame
 ) -> list[str]:
-    """Names the agent may call (RUNTIME.md §4): the request (None: the whole catalog, outlined
-    sub-plans only when named; ``"none"``: nothing; names and ``*`` patterns) ∩ the host policy;
-    write tools granted by a ``write`` scope; ``plan_and_execute`` never offered.  RunError
+    """Names the agent may call (docs/spec/RUNTIME.md §4): the request (None: the whole catalog,
+    outlined sub-plans only when named; ``"none"``: nothing; names and ``*`` patterns) ∩ the host
+    policy; write tools granted by a ``write`` scope; ``plan_and_execute`` never offered.  RunError
     ``validation`` for a request entry that matches no tool."""
     from agentflow.runtime.tools.catalog import match_pattern
 
@@ -69,8 +69,9 @@ def resolve_tools(
     if requested == "none":
         return []
     if requested is None:
-        # LANGUAGE.md §10: sub-plans the compiler outlined are offered only when named, though
-        # build_catalog registers them; hand-written sub-plans stay tools (RUNTIME.md §4)
+        # docs/spec/LANGUAGE.md §10: sub-plans the compiler outlined are offered only when named,
+        # though build_catalog registers them; hand-written sub-plans stay tools
+        # (docs/spec/RUNTIME.md §4)
         outlined = {
             f"plan__{n}"
             for source in _sub_plans(frame)
@@ -165,8 +166,8 @@ def _max_iterations(call: ControlCall) -> int:
     if isinstance(max_iter, float) and max_iter.is_integer():
         max_iter = int(max_iter)
     if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
-        # a templated budget is checked like a literal one (PLAN_IR.md §6: an integer ≥ 1),
-        # never coerced (2.5 → 2, true → 1) nor reported as a Python error
+        # a templated budget is checked like a literal one (docs/spec/PLAN_IR.md §6: an integer ≥
+        # 1), never coerced (2.5 → 2, true → 1) nor reported as a Python error
         shown = json.dumps(to_json_value(max_iter), ensure_ascii=False)
         raise RunError(
             "validation",

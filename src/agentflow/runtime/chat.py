@@ -1,4 +1,4 @@
-"""The ``flowc ask`` loop (seed 002 "The agent loop"; RUNTIME.md §3, §7, §9).
+"""The ``flowc ask`` loop (seed 002 "The agent loop"; docs/spec/RUNTIME.md §3, §7, §9).
 
 The chat-role model gets the question and the tool catalog — direct tools, ``plan__*`` tools (every
 plan of the plans directory) and ``plan_and_execute`` — and loops::

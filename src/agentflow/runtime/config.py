@@ -1,4 +1,4 @@
-"""`flow.toml` configuration (RUNTIME.md §5, §6).
+"""`flow.toml` configuration (docs/spec/RUNTIME.md §5, §6).
 
 `load_config(path=None, *, cwd=None, env=None) -> Config` finds `flow.toml` in ``cwd`` (default: the
 current directory) or any parent, or reads the given path, and validates it into pydantic models.
@@ -56,7 +56,7 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-#: Upper bound of ``max_retries`` (RUNTIME.md §10: retries are bounded).
+#: Upper bound of ``max_retries`` (docs/spec/RUNTIME.md §10: retries are bounded).
 MAX_RETRIES_LIMIT = 20
 
 
@@ -236,12 +236,13 @@ class TeamConfig(_Strict):
 
 
 class PolicyConfig(_Strict):
-    """``[policy]``: ``allowed_tools`` patterns; ``None`` means the default policy (RUNTIME.md §4)."""
+    """``[policy]``: ``allowed_tools`` patterns; ``None`` means the default policy
+    (docs/spec/RUNTIME.md §4)."""
 
     allowed_tools: list[str] | None = None
 
 
-#: Server names reserved for the other tool sources (RUNTIME.md §4).
+#: Server names reserved for the other tool sources (docs/spec/RUNTIME.md §4).
 RESERVED_SERVER_NAMES = frozenset({"builtin", "user", "plan"})
 _SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 
@@ -255,7 +256,8 @@ RUNNING_PYTHON_COMMANDS = frozenset(
 
 
 class McpServer(_Strict):
-    """``[mcp.NAME]``: one MCP server (RUNTIME.md §4, §6), reached through the official ``mcp`` SDK.
+    """``[mcp.NAME]``: one MCP server (docs/spec/RUNTIME.md §4, §6), reached through the official
+    ``mcp`` SDK.
 
     Either stdio — ``command`` (the executable), ``args``, ``env`` (extra environment variables on
     top of the SDK's minimal default environment), ``cwd`` (relative to the directory of
@@ -315,7 +317,7 @@ class ToolsConfig(_Strict):
     ``flow.toml``) whose functions become ``user__*`` tools; ``entry_points`` — also load the
     ``agentflow.tools`` entry-point group of installed packages (default true);
     ``max_result_chars`` — the size cap of a tool result shown to a model in an agent step
-    (RUNTIME.md §10; longer results are truncated with a marker; default 20,000)."""
+    (docs/spec/RUNTIME.md §10; longer results are truncated with a marker; default 20,000)."""
 
     modules: list[str] = Field(default_factory=list)
     entry_points: bool = True
@@ -338,8 +340,8 @@ class ChatConfig(_Strict):
 
 
 class PlannerConfig(_Strict):
-    """``[planner]``: ``plan_and_execute`` (RUNTIME.md §9): ``max_replans`` (default 2) and
-    ``repair_attempts`` — repair-role fix-ups of a plan that does not load (default 1)."""
+    """``[planner]``: ``plan_and_execute`` (docs/spec/RUNTIME.md §9): ``max_replans`` (default 2)
+    and ``repair_attempts`` — repair-role fix-ups of a plan that does not load (default 1)."""
 
     max_replans: int = Field(default=2, ge=0)
     repair_attempts: int = Field(default=1, ge=0)
@@ -559,7 +561,8 @@ def missing_key_message(config: Config, roles: tuple[str, ...] = ("chat",)) -> s
 
 
 def no_model_message(config: Config | None = None, role: str = "chat") -> str:
-    """The message shown when no model is configured: says exactly what to set (RUNTIME.md §6)."""
+    """The message shown when no model is configured: says exactly what to set
+    (docs/spec/RUNTIME.md §6)."""
     where = f" (read {config.path})" if config is not None and config.path else ""
     return (
         f"no model is configured for the '{role}' role{where}. Either set the environment variables "
@@ -590,7 +593,7 @@ def load_config(
     cwd: Path | str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Config:
-    """Load the configuration (RUNTIME.md §6).
+    """Load the configuration (docs/spec/RUNTIME.md §6).
 
     ``path``: an explicit file (must exist); otherwise the nearest ``flow.toml`` from ``cwd`` upward;
     otherwise the environment alone. ``env`` defaults to ``os.environ``. When the file sets no

@@ -1,4 +1,5 @@
-"""What a run needs besides its plan and input: :class:`RunContext` (RUNTIME.md §1, §7, §8).
+"""What a run needs besides its plan and input: :class:`RunContext` (docs/spec/RUNTIME.md §1, §7,
+§8).
 
 One object shared by the three ways of running — :func:`~agentflow.runtime.executor.run_plan`,
 :func:`~agentflow.runtime.chat.ask` and :func:`~agentflow.runtime.planner.plan_and_execute` — so
@@ -63,9 +64,10 @@ class RunContext:
     - ``config``: the ``flow.toml`` configuration (agent profiles, teams, tool policy, limits).
     - ``workspace``: the root the file tools are confined to (default: the current directory
       when the context is made).
-    - ``sinks``: event sinks (RUNTIME.md §8).  :func:`run_plan` closes them when the run ends;
+    - ``sinks``: event sinks (docs/spec/RUNTIME.md §8).  :func:`run_plan` closes them when the run
+    ends;
       ``ask`` and ``plan_and_execute``, which run many plans, never do.
-    - ``hooks``: the host's gate / on_tool_error / interlocutor (RUNTIME.md §7).
+    - ``hooks``: the host's gate / on_tool_error / interlocutor (docs/spec/RUNTIME.md §7).
     - ``plans``: plans callable as ``plan__NAME`` besides the plan's own sub-plans;
       None means the catalog's (``catalog.plans``, the plans directory).
     - ``shape_cache``: what ``plan_and_execute`` reads and ``ask``/``plan_and_execute`` feed

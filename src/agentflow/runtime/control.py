@@ -1,5 +1,6 @@
-"""The control steps (PLAN_IR.md §5): ``value``, ``exit``, ``decide``, ``filter``, ``map``,
-``reduce``, ``parallel``, ``ask``, ``verify`` (``agent`` lives in :mod:`agentflow.runtime.agent_step`).
+"""The control steps (docs/spec/PLAN_IR.md §5): ``value``, ``exit``, ``decide``, ``filter``,
+``map``, ``reduce``, ``parallel``, ``ask``, ``verify`` (``agent`` lives in
+:mod:`agentflow.runtime.agent_step`).
 
 The executor never dispatches a control step to a tool: it calls the step's handler from
 :data:`HANDLERS` with one :class:`ControlCall`, which bundles what the handler may use — the
@@ -70,10 +71,10 @@ class ExitOk(Exception):
 class ControlCall:
     """One invocation of a control step: everything its handler may use.
 
-    ``input``: the step's compiled input (PLAN_IR.md §5 fields; templates parsed, bodies kept as
-    :class:`~agentflow.ir.models.Step`).  ``scope``: the template scope (``input``, earlier step
-    results, and ``item``/``index``/``accumulator`` inside bodies).  ``path``: the step path
-    (PLAN_IR.md §7).  ``frame``: the plan activation (call stack, deadline, sub-plans).
+    ``input``: the step's compiled input (docs/spec/PLAN_IR.md §5 fields; templates parsed, bodies
+    kept as :class:`~agentflow.ir.models.Step`).  ``scope``: the template scope (``input``, earlier
+    step results, and ``item``/``index``/``accumulator`` inside bodies).  ``path``: the step path
+    (docs/spec/PLAN_IR.md §7).  ``frame``: the plan activation (call stack, deadline, sub-plans).
     """
 
     ex: Executor
@@ -321,7 +322,7 @@ async def _ask(call: ControlCall) -> Any:
 
 
 def check_answer(answer: Any, schema: Any, choices: Any) -> str | None:
-    """Why ``answer`` breaks an ask's ``choices``/``schema`` (PLAN_IR.md §3), or None."""
+    """Why ``answer`` breaks an ask's ``choices``/``schema`` (docs/spec/PLAN_IR.md §3), or None."""
     if choices is not None and not isinstance(choices, list | tuple):
         return f"`choices` must be a list, got {_kind(choices)}"
     if choices and answer not in choices:

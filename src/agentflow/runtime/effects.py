@@ -2,7 +2,7 @@
 
 Everything a run does that is not a pure function of the plan, its input and earlier results goes
 through one of these methods, called by the executor with the step path it belongs to
-(PLAN_IR.md §7):
+(docs/spec/PLAN_IR.md §7):
 
 ==================  ===========================================================================
 ``call_tool``       one real tool call (after the gate; builtin, MCP, user Python)

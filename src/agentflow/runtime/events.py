@@ -1,4 +1,4 @@
-"""Run events and sinks (RUNTIME.md §8, PLAN_IR.md §7).
+"""Run events and sinks (docs/spec/RUNTIME.md §8, docs/spec/PLAN_IR.md §7).
 
 Every step and body call emits ``step_started`` (with its rendered input) and ``step_finished``
 (with its full result or error), addressed by a step path (``E3``, ``E3/then``, ``E3/do.2``,

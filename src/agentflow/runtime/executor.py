@@ -1,12 +1,13 @@
-"""The plan executor core (RUNTIME.md §1, §2, §7, §8; PLAN_IR.md §2–8).
+"""The plan executor core (docs/spec/RUNTIME.md §1, §2, §7, §8; docs/spec/PLAN_IR.md §2–8).
 
 ``validate input → run steps sequentially → finish``.  The executor is asyncio-based: ``map`` with
 ``concurrency > 1`` and ``parallel`` run bodies concurrently; everything else is sequential.
-Control steps (PLAN_IR.md §5) are intercepted and run by their handlers
+Control steps (docs/spec/PLAN_IR.md §5) are intercepted and run by their handlers
 (:mod:`agentflow.runtime.control`, :mod:`agentflow.runtime.agent_step`); ordinary steps go
-through the catalog, behind the execution gate (RUNTIME.md §7, :mod:`agentflow.runtime.hooks`).
-Every effect (tool call, model call, question, backoff sleep, clock, jitter, unit of concurrent
-work) goes through one method of :class:`~agentflow.runtime.effects.Effects`.
+through the catalog, behind the execution gate (docs/spec/RUNTIME.md §7,
+:mod:`agentflow.runtime.hooks`). Every effect (tool call, model call, question, backoff sleep,
+clock, jitter, unit of concurrent work) goes through one method of
+:class:`~agentflow.runtime.effects.Effects`.
 
 Public API::
 
@@ -17,8 +18,8 @@ Public API::
 keywords (``catalog=``, ``router=``, ``config=``, ``workspace=``, ``sinks=``, ``hooks=``,
 ``plans=``), overriding the context's.
 
-Step paths follow PLAN_IR.md §7: ``E3``, ``E3/then``, ``E3/do.2`` (map/reduce item 2, 0-based like
-``index``), ``E3/<branch>`` (parallel), ``E3/do.2/E10`` (a step of a called plan),
+Step paths follow docs/spec/PLAN_IR.md §7: ``E3``, ``E3/then``, ``E3/do.2`` (map/reduce item 2,
+0-based like ``index``), ``E3/<branch>`` (parallel), ``E3/do.2/E10`` (a step of a called plan),
 ``E1/agent.2/linear__list_issues`` (built by the agent loop).
 """
 
@@ -112,7 +113,7 @@ __all__ = [
     "validate_input",
 ]
 
-#: Control-step name → handler (PLAN_IR.md §5).
+#: Control-step name → handler (docs/spec/PLAN_IR.md §5).
 CONTROL: dict[str, ControlHandler] = {**HANDLERS, "agent": run_agent_step}
 
 
@@ -292,7 +293,7 @@ class Executor:
     # ----------------------------------------------------------------- events
 
     def emit(self, kind: str, path: str, stack: list[str], **data: Any) -> Event | None:
-        """Emit one event (RUNTIME.md §8); a no-op when no sink listens."""
+        """Emit one event (docs/spec/RUNTIME.md §8); a no-op when no sink listens."""
         if not self.bus.listens(kind):
             return None
         return self.bus.emit(kind, path, stack, **data)
@@ -315,8 +316,8 @@ class Executor:
         return last
 
     async def finish(self, frame: Frame, scope: dict[str, Any], last: Any) -> Any:
-        """The plan's ``finish`` (PLAN_IR.md §1): the rendered output, the solver's answer, None
-        (silent), or the last step's result when there is no finish."""
+        """The plan's ``finish`` (docs/spec/PLAN_IR.md §1): the rendered output, the solver's
+        answer, None (silent), or the last step's result when there is no finish."""
         fin = frame.plan.finish
         if fin is None:
             return last
@@ -416,8 +417,9 @@ class Executor:
         return info
 
     def _backoff_delay(self, info: _StepInfo, attempt: int, path: str) -> float:
-        """Exponential backoff with jitter (RUNTIME.md §2): ``min(cap, initial·factor^(n-1))``
-        scaled by a uniform factor in [0.5, 1) — "equal jitter", so retries never synchronise."""
+        """Exponential backoff with jitter (docs/spec/RUNTIME.md §2): ``min(cap,
+        initial·factor^(n-1))`` scaled by a uniform factor in [0.5, 1) — "equal jitter", so retries
+        never synchronise."""
         try:
             delay = min(info.cap, info.initial * (info.factor ** (attempt - 1)))
         except OverflowError:  # a huge factor in a plan that skipped validation
@@ -450,7 +452,7 @@ class Executor:
             while True:
                 attempt += 1
                 # codes the next attempt will absorb are not offered to on_tool_error: the hook
-                # sees a tool's failure once, after the step's retries (RUNTIME.md §2, §7)
+                # sees a tool's failure once, after the step's retries (docs/spec/RUNTIME.md §2, §7)
                 call.retried = info.on if attempt < info.attempts else _NO_CODES
                 try:
                     raw = await self._bounded(info, scope, path, frame, announce, call)
@@ -541,7 +543,7 @@ class Executor:
 
     def _step_finished(self, path: str, frame: Frame, announce: Announce, **data: Any) -> None:
         """Close a step: ``announce(None)`` (its ``step_started`` if still due), then the
-        ``step_finished`` event with ``data`` (RUNTIME.md §8)."""
+        ``step_finished`` event with ``data`` (docs/spec/RUNTIME.md §8)."""
         announce(None)
         self.emit("step_finished", path, frame.stack, **data)
 
@@ -555,8 +557,8 @@ class Executor:
     async def _offer_error(
         self, name: str, args: Any, err: RunError, path: str, stack: list[str]
     ) -> Any:
-        """Consult ``on_tool_error`` (RUNTIME.md §7) about ``err``: return the substituted value,
-        raise RunAborted on abort, re-raise ``err`` on propagate."""
+        """Consult ``on_tool_error`` (docs/spec/RUNTIME.md §7) about ``err``: return the substituted
+        value, raise RunAborted on abort, re-raise ``err`` on propagate."""
         hook = self.ctx.hooks.on_tool_error
         assert hook is not None
         decision = await maybe_await(hook(ToolFailure(name, args, err, path, list(stack))))
@@ -577,7 +579,8 @@ class Executor:
         announce: Announce,
         call: _Call | None = None,
     ) -> Any:
-        """One invocation raced against min(step timeout, remaining deadline) (RUNTIME.md §2).
+        """One invocation raced against min(step timeout, remaining deadline)
+        (docs/spec/RUNTIME.md §2).
 
         Expiry cancels the invocation (the tool's task is cancelled; a thread-run sync tool's
         late result is discarded) and raises ``timeout`` or ``deadline_exceeded``.
@@ -671,7 +674,7 @@ class Executor:
         if hooks.gate is not None:
             decision = await maybe_await(hooks.gate(GateCall(name, args, scope, path, list(stack))))
             if decision is not None and decision.action == "skip":
-                # a skipped call still opens and closes in the trace (RUNTIME.md §8)
+                # a skipped call still opens and closes in the trace (docs/spec/RUNTIME.md §8)
                 self.emit("tool_started", path, stack, tool_name=name, input=to_json_value(args))
                 self.emit(
                     "tool_finished",
@@ -707,7 +710,7 @@ class Executor:
                 result = await self.effects.call_tool(tool, call_args, ctx)
         except (RunAborted, ExitOk, ExitError, asyncio.CancelledError) as stop:
             # hard stops pass through untouched, but the `tool_started` still gets its
-            # `tool_finished` (RUNTIME.md §8): a trace never holds a call left open
+            # `tool_finished` (docs/spec/RUNTIME.md §8): a trace never holds a call left open
             if not quiet:
                 self.emit(
                     "tool_finished",
@@ -845,7 +848,7 @@ class Executor:
 
 
 def _stopped_fields(stop: BaseException, path: str) -> dict[str, Any]:
-    """The ``tool_finished`` fields of a call ended by a hard stop (RUNTIME.md §8)."""
+    """The ``tool_finished`` fields of a call ended by a hard stop (docs/spec/RUNTIME.md §8)."""
     if isinstance(stop, ExitOk):  # an `exit` with status ok ends the run here
         return {"exit": True, "result": to_json_value(stop.output)}
     if isinstance(stop, ExitError):

@@ -1,8 +1,9 @@
 """Evaluation of the pure expression language and of plan templates.
 
-Implements LANGUAGE.md §4 (expression semantics) for the nodes of :mod:`agentflow.grammar.ast`,
-PLAN_IR.md §3 (templates: whole-value vs text rendering, lenient rendering) and PLAN_IR.md §4
-(conditions: ``value/op/to``, ``expr``, ``all``/``any``/``not``).
+Implements docs/spec/LANGUAGE.md §4 (expression semantics) for the nodes of
+:mod:`agentflow.grammar.ast`, docs/spec/PLAN_IR.md §3 (templates: whole-value vs text rendering,
+lenient rendering) and docs/spec/PLAN_IR.md §4 (conditions: ``value/op/to``, ``expr``,
+``all``/``any``/``not``).
 
 Expressions are parsed once at load time (the loader stores :class:`ast.Template` / :class:`ast.Expr`
 objects in ``step.compiled``); this module never parses per render.  Evaluation dispatches on the
@@ -40,7 +41,7 @@ __all__ = [
 
 
 class BadPath(RunError):
-    """A path that is missing at run time (PLAN_IR.md §3, code ``bad_path``).
+    """A path that is missing at run time (docs/spec/PLAN_IR.md §3, code ``bad_path``).
 
     ``path`` is the path as written (``E0.issues[3].id``), ``missing`` the part that was missing
     (``[3]``, ``id``, or the root name).
@@ -229,7 +230,7 @@ def to_text(value: Any) -> str:
 
 
 def evaluate(expr: ast.Expr, scope: Mapping[str, Any]) -> Any:
-    """Evaluate ``expr`` against ``scope`` (LANGUAGE.md §4).
+    """Evaluate ``expr`` against ``scope`` (docs/spec/LANGUAGE.md §4).
 
     Returns plain JSON-like Python values (``dict``, ``list``, ``str``, ``int``/``float``,
     ``bool``, ``None``) or a :class:`FlowRange` for ``a..b``.
@@ -587,7 +588,7 @@ def render(
     lenient: bool = False,
     on_warning: Warn | None = None,
 ) -> Any:
-    """Render a template (PLAN_IR.md §3).
+    """Render a template (docs/spec/PLAN_IR.md §3).
 
     A template that is exactly one ``{{ expr }}`` renders to the typed value of ``expr``;
     otherwise to text (text holes as-is, other values as compact JSON).
@@ -658,7 +659,7 @@ def render_value(
 
 
 # ---------------------------------------------------------------------------------------------
-# Conditions (PLAN_IR.md §4)
+# Conditions (docs/spec/PLAN_IR.md §4)
 
 _MISSING = object()
 
@@ -767,7 +768,7 @@ _OPS: dict[str, Callable[[Any, Any], bool]] = {
 
 
 def evaluate_condition(cond: Any, scope: Mapping[str, Any]) -> bool:
-    """Evaluate a condition of PLAN_IR.md §4 to a bool.
+    """Evaluate a condition of docs/spec/PLAN_IR.md §4 to a bool.
 
     ``cond`` is one of ``{value, op, to}`` (ops eq ne lt le gt ge in not_in contains exists empty
     not_empty matches; ``value``/``to`` may hold templates), ``{expr}`` (an :class:`ast.Expr`, or

@@ -1,4 +1,4 @@
-"""JSON extraction from model replies and schema validation (RUNTIME.md §3, §10).
+"""JSON extraction from model replies and schema validation (docs/spec/RUNTIME.md §3, §10).
 
 Extraction rules (§10): strip at most one Markdown code fence, and only one that wraps the whole
 reply (backticks inside JSON strings survive because the JSON decoder, not a regex, finds the end of

@@ -1,4 +1,5 @@
-"""The host-hook API (RUNTIME.md §7): the execution gate, ``on_tool_error`` and the interlocutor.
+"""The host-hook API (docs/spec/RUNTIME.md §7): the execution gate, ``on_tool_error`` and the
+interlocutor.
 
 A host installs hooks on a :class:`Hooks` and passes it to a run (``agentflow.run(…, hooks=…)``,
 :class:`~agentflow.runtime.context.RunContext`).  Each hook may be sync or async:
@@ -135,7 +136,7 @@ Interlocutor = Callable[[AskRequest], Any]
 
 @dataclass
 class Hooks:
-    """Host hooks (RUNTIME.md §7); each may be sync or async.
+    """Host hooks (docs/spec/RUNTIME.md §7); each may be sync or async.
 
     - ``gate(GateCall) -> Decision | None`` before every real tool dispatch (None = proceed).
     - ``on_tool_error(ToolFailure) -> Decision | None`` when a dispatched call failed
@@ -211,10 +212,11 @@ def _parse_answer(text: str, request: AskRequest) -> Any:
 def terminal_interlocutor(
     stdin: Any = None, stderr: Any = None, *, pause: Callable[[], Any] | None = None
 ) -> Callable[[AskRequest], Awaitable[Any]]:
-    """The terminal interlocutor (RUNTIME.md §7): writes the question (and numbered choices) to
-    ``stderr`` and reads one line from ``stdin`` (defaults: the process's).  An empty line or
-    end of input gives :data:`NO_ANSWER`, so the ask's ``when_unanswered`` decides.  ``pause``:
-    a context-manager factory that hides a live view while asking (``ConsoleSink.paused``).
+    """The terminal interlocutor (docs/spec/RUNTIME.md §7): writes the question (and numbered
+    choices) to ``stderr`` and reads one line from ``stdin`` (defaults: the process's).  An empty
+    line or end of input gives :data:`NO_ANSWER`, so the ask's ``when_unanswered`` decides.
+    ``pause``: a context-manager factory that hides a live view while asking
+    (``ConsoleSink.paused``).
 
     The executor serializes questions, so concurrent map items never interleave prompts.
     """

@@ -1,4 +1,4 @@
-"""``plan_and_execute`` and the solver finish (RUNTIME.md §9; seed 002 "Execution model").
+"""``plan_and_execute`` and the solver finish (docs/spec/RUNTIME.md §9; seed 002 "Execution model").
 
 A planner-role call authors a plan (YAML) from the goal, the tool catalog (names, descriptions,
 input schemas) and the shape cache; the plan is validated exactly like a plan file
@@ -302,7 +302,8 @@ def planner_tools(
     catalog: Catalog | None, plans: Mapping[str, Plan] | None, config: Config | None = None
 ) -> list[dict[str, Any]]:
     """The tools a planner may use: catalog tools and ``plan__*`` plans allowed by the host policy
-    (RUNTIME.md §4), never ``plan_and_execute``; each ``{name, description, input_schema}``."""
+    (docs/spec/RUNTIME.md §4), never ``plan_and_execute``; each ``{name, description,
+    input_schema}``."""
     from agentflow.runtime.tools.catalog import policy_allows
 
     allowed = config.policy.allowed_tools if config is not None else None
@@ -550,7 +551,8 @@ async def plan_and_execute(
     **options: Unpack[RunOptions],
 ) -> PlanExecution:
     """Author a plan for ``goal`` with the planner role, run it, replan on defects, and write the
-    report with the solver role (RUNTIME.md §9; see the module docstring for the replan design).
+    report with the solver role (docs/spec/RUNTIME.md §9; see the module docstring for the replan
+    design).
 
     ``context`` / ``options`` (:class:`~agentflow.runtime.context.RunContext` and its fields):
 

@@ -17,8 +17,8 @@ library vendored beside this module (``report_assets/mermaid.min.js``, MIT, see
   and the contract check of the final answer;
 - the run's output.
 
-Everything comes from the events a ``--trace`` file holds (RUNTIME.md §8); the trace already
-records step inputs, tool arguments and results and the models' replies, so the report shows
+Everything comes from the events a ``--trace`` file holds (docs/spec/RUNTIME.md §8); the trace
+already records step inputs, tool arguments and results and the models' replies, so the report shows
 what the trace shows — keep traces of runs on sensitive data as private as the data.
 """
 

@@ -1,4 +1,4 @@
-"""The result of one plan run (RUNTIME.md §1)."""
+"""The result of one plan run (docs/spec/RUNTIME.md §1)."""
 
 from __future__ import annotations
 
@@ -19,13 +19,13 @@ def empty_usage() -> dict[str, Any]:
 
 @dataclass
 class RunResult:
-    """What a run returns (RUNTIME.md §1).
+    """What a run returns (docs/spec/RUNTIME.md §1).
 
     - ``status``: ``ok`` (finished), ``exited`` (an ``exit`` step with status ok), ``error`` (a
       step failed, or an ``exit`` with status error), ``aborted`` (a gate / on_tool_error hook
       aborted the run: a hard stop, the partial ``results`` come back).
     - ``output``: the finish value (None for ``silent`` and on error).
-    - ``error``: ``{code, message, step_path, source?}`` (PLAN_IR.md §8 codes) or None.
+    - ``error``: ``{code, message, step_path, source?}`` (docs/spec/PLAN_IR.md §8 codes) or None.
     - ``results``: ``{step id: result}`` of every top-level step that finished.
     - ``usage``: ``{inferences, input_tokens, output_tokens, by_role: {role: {inferences,
       input_tokens, output_tokens}}}``, plus ``cache_read_tokens`` / ``cache_write_tokens``
@@ -70,7 +70,7 @@ def elapsed_ms(started: float) -> int:
 
 
 def model_call_fields(response: Any, started: float) -> dict[str, Any]:
-    """The fields of a ``model_call`` event (RUNTIME.md §8) for one inference:
+    """The fields of a ``model_call`` event (docs/spec/RUNTIME.md §8) for one inference:
     ``{model, input_tokens, output_tokens, latency_ms, finish_reason, reply}`` plus ``provider``
     and ``api`` (the configured provider's name and wire API, when a router answered) and
     ``reused: True`` for an answer reused from an earlier ``plan_and_execute`` attempt (tokens 0;
@@ -107,7 +107,8 @@ def model_call_fields(response: Any, started: float) -> dict[str, Any]:
 
 
 def usage_snapshot(router: Any) -> dict[str, Any] | None:
-    """A deep copy of ``router.usage`` (RUNTIME.md §1 ``usage`` shape), or None without one."""
+    """A deep copy of ``router.usage`` (docs/spec/RUNTIME.md §1 ``usage`` shape), or None without
+    one."""
     usage = getattr(router, "usage", None) if router is not None else None
     if not isinstance(usage, dict):
         return None
@@ -143,7 +144,8 @@ def _delta(out: dict[str, Any], now: dict[str, Any], before: dict[str, Any]) -> 
 
 
 class StepUsage:
-    """An event sink that adds up ``model_call`` events per step path (RUNTIME.md §1 ``usage``).
+    """An event sink that adds up ``model_call`` events per step path (docs/spec/RUNTIME.md §1
+    ``usage``).
 
     ``by_step``: ``{step path: {inferences, input_tokens, output_tokens, by_role: {role: {…}}}}``,
     keyed by the path the call was made at (an agent step, a judge, a solver). :meth:`total`

@@ -1,4 +1,4 @@
-"""The shape cache (RUNTIME.md §9; seed 002 "Learning across turns").
+"""The shape cache (docs/spec/RUNTIME.md §9; seed 002 "Learning across turns").
 
 Every successful tool call feeds the cache with the *shape* of its result — a compact JSON-Schema
 summary (types, object keys, array item shapes), never the data itself — merged per tool across
@@ -381,8 +381,8 @@ class ShapeCache:
 
 
 class ShapeRecorder:
-    """An event sink (RUNTIME.md §8) that records the result shape of every successful tool call
-    (``tool_finished`` with a result, not skipped by a gate) into ``cache``.
+    """An event sink (docs/spec/RUNTIME.md §8) that records the result shape of every successful
+    tool call (``tool_finished`` with a result, not skipped by a gate) into ``cache``.
 
     Shapes are merged in memory and written in one transaction when the run finishes
     (``run_finished``) or the sink is closed, so a run with thousands of tool calls costs one

@@ -1,5 +1,5 @@
 """OpenTelemetry export of runs: an event sink that turns the run's events into spans
-(docs/observability.md; RUNTIME.md §8).
+(docs/observability.md; docs/spec/RUNTIME.md §8).
 
 :class:`OtelSink` reads the same event stream as ``--trace`` (runtime/events.py) and builds the
 span tree from step paths; it never looks inside the executor::
@@ -22,11 +22,11 @@ Model-call spans follow the OpenTelemetry GenAI semantic conventions (``gen_ai.o
 ``gen_ai.usage.input_tokens`` / ``output_tokens``, ``gen_ai.response.finish_reasons``); tool
 spans are ``execute_tool`` spans (``gen_ai.tool.name``); agent steps are ``invoke_agent`` spans
 (``gen_ai.agent.name``). Failed spans get status ERROR and ``error.type`` = the run-time error
-code (PLAN_IR.md §8). Prompts, replies, tool arguments and results, step inputs and outputs are
-recorded only with ``capture_content`` (``gen_ai.input.messages``, ``gen_ai.output.messages``,
-``gen_ai.tool.call.arguments`` / ``result``, ``agentflow.step.input`` / ``output``), and every
-known secret (API keys, expanded ``${VAR}`` values) is replaced by ``[redacted]`` in every
-attribute either way.
+code (docs/spec/PLAN_IR.md §8). Prompts, replies, tool arguments and results, step inputs and
+outputs are recorded only with ``capture_content`` (``gen_ai.input.messages``,
+``gen_ai.output.messages``, ``gen_ai.tool.call.arguments`` / ``result``, ``agentflow.step.input`` /
+``output``), and every known secret (API keys, expanded ``${VAR}`` values) is replaced by
+``[redacted]`` in every attribute either way.
 
 Nothing here imports OpenTelemetry until a sink is built: a run without telemetry pays nothing.
 The packages come with the ``otel`` extra (``pip install 'agentflow[otel]'``);

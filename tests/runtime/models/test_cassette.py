@@ -1,4 +1,4 @@
-"""Record/replay cassettes (RUNTIME.md §5) and the shipped demo cassette."""
+"""Record/replay cassettes (docs/spec/RUNTIME.md §5) and the shipped demo cassette."""
 
 from __future__ import annotations
 

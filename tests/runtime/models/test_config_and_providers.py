@@ -1,4 +1,5 @@
-"""Configuration (RUNTIME.md §5–6) and the OpenAI-compatible provider against a real HTTP server."""
+"""Configuration (docs/spec/RUNTIME.md §5–6) and the OpenAI-compatible provider against a real HTTP
+server."""
 
 from __future__ import annotations
 
@@ -149,8 +150,8 @@ def test_unknown_model_reference(tmp_path):
 
 
 def test_unknown_model_of_an_agent_profile_or_team_member_fails_at_load(tmp_path):
-    """RUNTIME.md §6: a model reference in `[agents.X]` or a team member that names no role,
-    named model or provider is a ConfigError with file:line at load, not a `validation` error
+    """docs/spec/RUNTIME.md §6: a model reference in `[agents.X]` or a team member that names no
+    role, named model or provider is a ConfigError with file:line at load, not a `validation` error
     when the agent's step runs (after earlier steps did their work); roles still need no
     model at load (`--replay` runs without one)."""
     import pytest
@@ -544,9 +545,9 @@ def _anthropic_router(chat_server, tmp_path) -> ModelRouter:
 async def test_anthropic_round_trip_uses_the_generated_ids_and_drops_empty_text(
     chat_server, tmp_path
 ):
-    """RUNTIME.md §10: missing call ids get stable generated ids, and every result is matched
-    by id. With Anthropic the assistant turn is sent back from its raw blocks: their `tool_use`
-    ids must be the generated ones (a missing or duplicate id left as it was matched no
+    """docs/spec/RUNTIME.md §10: missing call ids get stable generated ids, and every result is
+    matched by id. With Anthropic the assistant turn is sent back from its raw blocks: their
+    `tool_use` ids must be the generated ones (a missing or duplicate id left as it was matched no
     `tool_result`), and empty text blocks (which the API sends but refuses) are left out."""
     chat_server.script(
         [
@@ -596,9 +597,9 @@ async def test_anthropic_round_trip_uses_the_generated_ids_and_drops_empty_text(
 
 
 async def test_anthropic_empty_prompt_is_never_an_empty_text_block(chat_server, tmp_path):
-    """An agent prompt that renders empty (missing data renders as empty text, PLAN_IR.md §3)
-    must not produce a request the Messages API refuses (`text content blocks must be
-    non-empty`)."""
+    """An agent prompt that renders empty (missing data renders as empty text,
+    docs/spec/PLAN_IR.md §3) must not produce a request the Messages API refuses (`text content
+    blocks must be non-empty`)."""
     chat_server.script([anthropic_text('{"answer": "ok"}')])
     router = _anthropic_router(chat_server, tmp_path)
     try:
@@ -679,7 +680,7 @@ def _agent_contract(plan) -> dict:
 
 
 def test_strict_schema_is_one_openai_accepts():
-    """RUNTIME.md §3/§10: the strict copy sent as `response_format` must be accepted by
+    """docs/spec/RUNTIME.md §3/§10: the strict copy sent as `response_format` must be accepted by
     OpenAI's strict mode, which refuses `format` values it does not know (`'uri' is not a valid
     format`), `oneOf`, `allOf`, `not`; the contract (with its formats) is still validated."""
     import agentflow

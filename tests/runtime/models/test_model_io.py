@@ -1,8 +1,8 @@
-"""Model I/O (RUNTIME.md §3, §5, §10): what models send back (fenced and trailing-text answers, bad
-tool arguments, truncation, optional fields under strict mode, several tool calls and results per
-round, raising tools, repeated calls, mixed Anthropic blocks, 429/401), then the loopback server's
-faults, the error table, usage per role and per step, record/replay with the Anthropic protocol,
-and key hygiene.
+"""Model I/O (docs/spec/RUNTIME.md §3, §5, §10): what models send back (fenced and trailing-text
+answers, bad tool arguments, truncation, optional fields under strict mode, several tool calls and
+results per round, raising tools, repeated calls, mixed Anthropic blocks, 429/401), then the
+loopback server's faults, the error table, usage per role and per step, record/replay with the
+Anthropic protocol, and key hygiene.
 
 Everything talks to the real loopback server of :mod:`support.chat_server` over HTTP.
 """

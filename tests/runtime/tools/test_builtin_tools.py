@@ -1,4 +1,4 @@
-"""The builtin file tools and the catalog (RUNTIME.md §4), on real temp directories."""
+"""The builtin file tools and the catalog (docs/spec/RUNTIME.md §4), on real temp directories."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The full catalog (RUNTIME.md §4): stdlib schemas vs the prelude, ``user__*`` Python tools
-(modules, files, entry points), ``plan__*`` tools (plans directory, sub-plans), host policy and
-``tool_denied`` in the agent loop, ``plan_and_execute`` never offered, and ``flowc tools``."""
+"""The full catalog (docs/spec/RUNTIME.md §4): stdlib schemas vs the prelude, ``user__*`` Python
+tools (modules, files, entry points), ``plan__*`` tools (plans directory, sub-plans), host policy
+and ``tool_denied`` in the agent loop, ``plan_and_execute`` never offered, and ``flowc tools``."""
 
 from __future__ import annotations
 
@@ -450,8 +450,8 @@ stage s -> json {
 async def test_outlined_sub_plans_not_offered_when_tools_omitted(
     tmp_path, chat_server, scripted_config
 ):
-    """LANGUAGE.md §10: the sub-plans flowc outlined are not offered to an agent whose `tools` is
-    omitted; asking for them by name or pattern still offers them."""
+    """docs/spec/LANGUAGE.md §10: the sub-plans flowc outlined are not offered to an agent whose
+    `tools` is omitted; asking for them by name or pattern still offers them."""
     (tmp_path / "a.txt").write_text("abc", encoding="utf-8")
     src = tmp_path / "outlined.flow"
     src.write_text(OUTLINED, encoding="utf-8")
@@ -491,7 +491,8 @@ plans:
 async def test_hand_written_sub_plans_are_offered_when_tools_omitted(
     tmp_path, chat_server, scripted_config
 ):
-    """RUNTIME.md §4: `plan__*` covers every sub-plan; only outlined ones are held back."""
+    """docs/spec/RUNTIME.md §4: `plan__*` covers every sub-plan; only outlined ones are held
+    back."""
     f = tmp_path / "main.plan.yaml"
     f.write_text(HAND_WRITTEN, encoding="utf-8")
     chat_server.script([text('{"ok": true}')])

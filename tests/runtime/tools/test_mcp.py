@@ -1,4 +1,4 @@
-"""MCP servers as catalog tools (RUNTIME.md §4) against a real MCP server over stdio.
+"""MCP servers as catalog tools (docs/spec/RUNTIME.md §4) against a real MCP server over stdio.
 
 The server is ``tests/support/mcp_server.py`` (official SDK, ``MCPServer``); each test that
 connects starts one process (~1 s), so the tests group their checks per connection.

@@ -1,5 +1,6 @@
-"""The prelude signatures (stdlib/prelude.flow, LANGUAGE.md §7) and the runtime input schemas of
-the builtin tools (runtime/tools/builtin.py, RUNTIME.md §4) describe the same parameters."""
+"""The prelude signatures (stdlib/prelude.flow, docs/spec/LANGUAGE.md §7) and the runtime input
+schemas of the builtin tools (runtime/tools/builtin.py, docs/spec/RUNTIME.md §4) describe the same
+parameters."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Write-scope battery (RUNTIME.md §4): the builtin write tools, called as an agent with
+"""Write-scope battery (docs/spec/RUNTIME.md §4): the builtin write tools, called as an agent with
 ``write: [out]``, against ``../``, absolute paths, ``~``, symlinks pointing out, symlinked parents,
 hard links, case variants, NUL bytes and ``.git`` — 0 escapes.
 

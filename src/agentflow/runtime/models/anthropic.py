@@ -1,4 +1,4 @@
-"""Anthropic Messages API adapter over httpx (RUNTIME.md §5, §10).
+"""Anthropic Messages API adapter over httpx (docs/spec/RUNTIME.md §5, §10).
 
 ``POST {base_url}/v1/messages`` with ``x-api-key`` and ``anthropic-version``. Conversation rules
 (§10): system messages become the ``system`` field; all tool results of a turn go in ONE user

@@ -1,4 +1,4 @@
-"""Provider-neutral chat types and the `ModelClient` protocol (RUNTIME.md §5, §10).
+"""Provider-neutral chat types and the `ModelClient` protocol (docs/spec/RUNTIME.md §5, §10).
 
 Every provider adapter turns a :class:`ChatRequest` into its wire format and its reply into a
 :class:`ChatResponse`; the agent loop only sees these types.

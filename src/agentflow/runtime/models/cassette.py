@@ -1,4 +1,5 @@
-"""Record and replay model exchanges (RUNTIME.md §5: ``--record FILE`` / ``--replay FILE``).
+"""Record and replay model exchanges (docs/spec/RUNTIME.md §5: ``--record FILE`` / ``--replay
+FILE``).
 
 A cassette is a JSON Lines file; each line is one exchange::
 
@@ -306,7 +307,7 @@ _REPLAY_MODEL = ResolvedModel(
 class ReplayRouter(ModelRouter):
     """A :class:`ModelRouter` whose every role and named model answers from one cassette.
 
-    Needs no model, key or provider configuration (RUNTIME.md §5).
+    Needs no model, key or provider configuration (docs/spec/RUNTIME.md §5).
     """
 
     def __init__(self, cassette: str | Path, config: Config | None = None, **kwargs: Any):

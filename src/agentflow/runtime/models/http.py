@@ -1,4 +1,5 @@
-"""Shared HTTP plumbing of the provider adapters: error classification and retries (RUNTIME.md §2, §10).
+"""Shared HTTP plumbing of the provider adapters: error classification and retries
+(docs/spec/RUNTIME.md §2, §10).
 
 Classification (§10): 429 is ``rate_limit`` (``Retry-After`` honoured) except quota exhaustion
 (``insufficient_quota``, spend/billing limits) which is ``permanent``; 408, 409, 5xx, 529 and

@@ -1,4 +1,5 @@
-"""The model memo of one ``plan_and_execute`` call (RUNTIME.md §9; docs/decisions.md "Planning").
+"""The model memo of one ``plan_and_execute`` call (docs/spec/RUNTIME.md §9; docs/decisions.md
+"Planning").
 
 A replan re-runs the complete corrected plan.  Kept tool calls are answered by the planner's memo
 gate; :class:`ModelMemo` does the same for kept *model* work (agent rounds, agent repair passes,

@@ -1,4 +1,4 @@
-"""OpenAI-compatible chat-completions adapter over httpx (RUNTIME.md §5, §10).
+"""OpenAI-compatible chat-completions adapter over httpx (docs/spec/RUNTIME.md §5, §10).
 
 Works with OpenAI, Ollama, vLLM, llama.cpp server, LM Studio: ``POST {base_url}/chat/completions``.
 Tools go out in the OpenAI function format; tool-call arguments come back raw (a JSON string, or an
@@ -501,7 +501,7 @@ def _nullable(node: dict[str, Any]) -> dict[str, Any]:
 
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
-    """``schema`` rewritten for OpenAI strict structured output (RUNTIME.md §10), or None.
+    """``schema`` rewritten for OpenAI strict structured output (docs/spec/RUNTIME.md §10), or None.
 
     Only the *provider request* uses the result; answers are always validated against the original
     contract. Every object gets ``additionalProperties: false`` and lists all its properties as

@@ -1,4 +1,4 @@
-"""Role → client resolution, failover and usage accounting (RUNTIME.md §5).
+"""Role → client resolution, failover and usage accounting (docs/spec/RUNTIME.md §5).
 
 ``ModelRouter(config).client_for("judge")`` gives a :class:`RoutedClient` that tries the role's models
 in failover order (next model on a ``transient`` or ``rate_limit`` ModelError, after that client's own
@@ -133,7 +133,8 @@ class RoutedClient:
 
 
 class ModelRouter:
-    """Resolves roles / named models to clients and tracks usage (RUNTIME.md §1 ``usage``).
+    """Resolves roles / named models to clients and tracks usage (docs/spec/RUNTIME.md §1
+    ``usage``).
 
     ``client_factory(resolved) -> ModelClient`` overrides client construction (record/replay, tests).
     ``on_event(kind, data)`` receives ``retry`` and ``failover`` notifications.

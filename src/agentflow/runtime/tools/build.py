@@ -1,4 +1,4 @@
-"""Build a run's whole tool catalog from its configuration (RUNTIME.md §4).
+"""Build a run's whole tool catalog from its configuration (docs/spec/RUNTIME.md §4).
 
 ``build_catalog(config, plan=None)`` = ``builtin__*`` (the standard library) + ``user__*`` (``[tools]
 modules`` and the ``agentflow.tools`` entry points) + ``plan__*`` (the plans directory, sub-plans) +
@@ -6,7 +6,7 @@ modules`` and the ``agentflow.tools`` entry points) + ``plan__*`` (the plans dir
 :meth:`Catalog.prepare`; :meth:`Catalog.aclose` closes the connections).
 
 :func:`check_plan_tools` resolves a plan's tool names and patterns against such a catalog without
-connecting to any server (the validate-time check of PLAN_IR.md §2).
+connecting to any server (the validate-time check of docs/spec/PLAN_IR.md §2).
 """
 
 from __future__ import annotations
@@ -109,9 +109,9 @@ def _modules_where(config: Any) -> str | None:
 
 def check_plan_tools(plan: Any, catalog: Catalog, config: Any = None) -> None:
     """Resolve ``plan``'s tool names and ``tools`` patterns against ``catalog`` at the server level
-    (no connection is made; RUNTIME.md §4). Raises PlanLoadError listing every problem, e.g.
-    ``step E1: `tools` pattern 'linear__*' needs MCP server 'linear', which is not configured under
-    [mcp.linear]``, and ``plan_cycle`` problems across the plans directory."""
+    (no connection is made; docs/spec/RUNTIME.md §4). Raises PlanLoadError listing every problem,
+    e.g. ``step E1: `tools` pattern 'linear__*' needs MCP server 'linear', which is not configured
+    under [mcp.linear]``, and ``plan_cycle`` problems across the plans directory."""
     from agentflow.ir.validate import resolve_tools
 
     names = set(catalog.names()) | {f"plan__{n}" for n in catalog.plans}

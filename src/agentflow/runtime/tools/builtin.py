@@ -1,4 +1,5 @@
-"""The builtin file tools (RUNTIME.md §4): read_file, list_dir, glob, grep, write_file, edit_file.
+"""The builtin file tools (docs/spec/RUNTIME.md §4): read_file, list_dir, glob, grep, write_file,
+edit_file.
 
 Every path is relative to the workspace root (``ToolContext.workspace``); absolute paths are accepted
 only when they lie inside it. Paths are resolved (symlinks followed) and must stay inside the
@@ -193,10 +194,10 @@ def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
 
 def list_dir(args: dict[str, Any], ctx: ToolContext) -> list[dict[str, str]]:
     """``{path?, recursive?}`` → ``[{path, kind}]`` sorted by path within each directory, ``kind``
-    ``file`` | ``dir`` (LANGUAGE.md §7). ``.git`` is skipped. A symlink is listed with the kind of
-    what it points to when that lies inside the workspace (never recursed into); symlinks leading
-    out of the workspace or dangling are left out. More than MAX_LIST_ENTRIES entries is an error
-    (list a subdirectory, or use glob) rather than a silently cut list.
+    ``file`` | ``dir`` (docs/spec/LANGUAGE.md §7). ``.git`` is skipped. A symlink is listed with the
+    kind of what it points to when that lies inside the workspace (never recursed into); symlinks
+    leading out of the workspace or dangling are left out. More than MAX_LIST_ENTRIES entries is an
+    error (list a subdirectory, or use glob) rather than a silently cut list.
     """
     path = _str_arg(args, "path", required=False, default=".") or "."
     recursive = args.get("recursive", False)

@@ -1,4 +1,4 @@
-"""The tool catalog (RUNTIME.md §4): name → async callable + JSON Schema input.
+"""The tool catalog (docs/spec/RUNTIME.md §4): name → async callable + JSON Schema input.
 
 Tool names are ``prefix__name``: ``builtin__*`` (the file tools of :mod:`.builtin`), ``user__*``
 (functions the user registers), ``plan__*`` (plans), and ``SERVER__tool`` (MCP servers, or any prefix
@@ -22,7 +22,7 @@ from agentflow.runtime.models.base import ToolSpec
 
 ToolFunc = Callable[[dict[str, Any], "ToolContext"], Awaitable[Any]]
 
-#: The builtin tools that write; the default policy leaves them out (RUNTIME.md §4).
+#: The builtin tools that write; the default policy leaves them out (docs/spec/RUNTIME.md §4).
 WRITE_TOOLS = frozenset({"builtin__write_file", "builtin__edit_file"})
 
 
@@ -73,9 +73,9 @@ async def run_in_daemon_thread(fn: Callable[..., Any], /, *args: Any, **kwargs: 
 
     Unlike ``asyncio.to_thread`` the thread is not part of the loop's default executor, which
     ``asyncio.run`` joins at shutdown: a sync tool abandoned by a step timeout or the deadline
-    (RUNTIME.md §5; its thread cannot be stopped) no longer keeps the process alive after the run
-    has ended.  Context variables are copied as ``to_thread`` does.  Exceptions of ``fn`` are
-    re-raised here; cancelling the await abandons the thread (its result is dropped).
+    (docs/spec/RUNTIME.md §5; its thread cannot be stopped) no longer keeps the process alive after
+    the run has ended.  Context variables are copied as ``to_thread`` does.  Exceptions of ``fn``
+    are re-raised here; cancelling the await abandons the thread (its result is dropped).
     """
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
@@ -224,9 +224,9 @@ class Catalog:
         loader: Callable[[], Awaitable[list[Tool]]],
         close: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
-        """Declare server ``prefix`` whose tools ``loader()`` lists on first need (RUNTIME.md §4:
-        MCP servers connect lazily). The prefix counts as configured at once; ``close`` runs on
-        :meth:`aclose`."""
+        """Declare server ``prefix`` whose tools ``loader()`` lists on first need
+        (docs/spec/RUNTIME.md §4: MCP servers connect lazily). The prefix counts as configured at
+        once; ``close`` runs on :meth:`aclose`."""
         self._lazy[prefix] = loader
         self.configured_prefixes.add(prefix)
         if close is not None:
@@ -370,8 +370,9 @@ __all__ = [
 def policy_allows(
     name: str, allowed_tools: list[str] | None, *, write_granted: bool = False
 ) -> bool:
-    """Host policy (RUNTIME.md §4): ``allowed_tools`` patterns, or by default every tool except the
-    builtin write tools. ``write_granted`` (an agent with a ``write`` scope) admits the write tools."""
+    """Host policy (docs/spec/RUNTIME.md §4): ``allowed_tools`` patterns, or by default every tool
+    except the builtin write tools. ``write_granted`` (an agent with a ``write`` scope) admits the
+    write tools."""
     if name in WRITE_TOOLS and write_granted:
         return True
     if allowed_tools is None:

@@ -1,4 +1,4 @@
-"""MCP servers as catalog tools (RUNTIME.md §4), through the official ``mcp`` SDK (2.x).
+"""MCP servers as catalog tools (docs/spec/RUNTIME.md §4), through the official ``mcp`` SDK (2.x).
 
 A server configured under ``[mcp.NAME]`` (:class:`agentflow.runtime.config.McpServer`: stdio
 ``command``/``args``/``env``/``cwd``, or streamable HTTP ``url``/``headers``) exposes its tools as

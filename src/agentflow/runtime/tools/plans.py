@@ -1,5 +1,6 @@
-"""``plan__*`` tools (RUNTIME.md §4, PLAN_IR.md §1): every plan of the plans directory and every
-sub-plan, each with its ``input_schema`` as the tool's input and its ``description``.
+"""``plan__*`` tools (docs/spec/RUNTIME.md §4, docs/spec/PLAN_IR.md §1): every plan of the plans
+directory and every sub-plan, each with its ``input_schema`` as the tool's input and its
+``description``.
 
 The plans directory is ``[plans] dir`` of ``flow.toml`` (relative to it), or ``plans/`` beside
 ``flow.toml`` when that exists. Every ``*.yaml``, ``*.yml``, ``*.json`` and ``*.flow`` file in it

@@ -1,4 +1,4 @@
-"""``user__*`` tools: plain Python functions (RUNTIME.md §4).
+"""``user__*`` tools: plain Python functions (docs/spec/RUNTIME.md §4).
 
 Sources, in order:
 
@@ -191,8 +191,8 @@ def _schema_problem(fn: Callable[..., Any], fields: dict[str, Any]) -> str:
 
 def inline_refs(schema: dict[str, Any], max_depth: int = 8) -> dict[str, Any]:
     """``schema`` with local ``#/$defs/X`` references inlined and pydantic's ``title`` keys
-    dropped (some providers reject ``$defs``; RUNTIME.md §10). References nested deeper than
-    ``max_depth`` (recursive models) keep their ``$ref`` and the ``$defs`` they need."""
+    dropped (some providers reject ``$defs``; docs/spec/RUNTIME.md §10). References nested deeper
+    than ``max_depth`` (recursive models) keep their ``$ref`` and the ``$defs`` they need."""
     defs = schema.get("$defs") or {}
     kept: set[str] = set()
 
