@@ -1,6 +1,6 @@
 """Acceptance (issue 22): run reports and flow graphs open in a real headless Chromium.
 
-Chromium and its driver come from the distribution's packages (scripts/ci-system-packages.sh
+Chromium and its driver come from the distribution's packages (scripts/system-packages.sh
 installs them; .ci/run calls it) and are driven with Selenium. Each page must load without a
 console error, draw its Mermaid graph, and show what the run did; a screenshot of each is
 saved in the test's temporary directory. If the browser cannot be started the tests fail (they
@@ -54,7 +54,7 @@ def browser(tmp_path_factory):
     """A headless Chromium driven by the distribution's chromedriver (Selenium)."""
     for exe in (CHROMIUM, CHROMEDRIVER):
         if not Path(exe).exists():
-            pytest.fail(f"{exe} is missing: run scripts/ci-system-packages.sh (as root)")
+            pytest.fail(f"{exe} is missing: run scripts/system-packages.sh (as root)")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # System packages the tests need beyond Python: headless Chromium and its driver, from the
-# distribution (tests/e2e/test_report_browser.py drives them with Selenium). Run as root on a
-# fresh Debian machine (.ci/run calls it); does nothing when both are already installed.
+# distribution (tests/e2e/test_report_browser.py drives them with Selenium). scripts/test.sh runs
+# it first: it does nothing when they are installed, installs them with apt-get when run as root,
+# and otherwise stops with the command to run (a browser test never skips silently).
 set -euo pipefail
 if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then
   exit 0
