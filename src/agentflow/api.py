@@ -371,6 +371,7 @@ async def run(
     shape_cache: ShapeCache | Literal[False] | None = None,
     on_partial: Callable[[str, Any], Any] | None = None,
     telemetry: bool | str | None = None,
+    model: str | None = None,
 ) -> RunResult:
     """Run a `.flow` file, a plan file or a loaded :class:`Plan` and return its ``RunResult``.
 
@@ -384,6 +385,10 @@ async def run(
     - ``record``: write every model exchange to this cassette (JSON Lines, no keys);
     - ``replay``: answer every model request from this cassette; needs no model configuration
       (a request not in it fails the step with ``replay_miss``).
+    - ``model``: ``"test"`` (or ``"test:SEED"``, ``"test+tools"``, ``"test+tools:SEED"``) answers
+      every agent with the built-in test model instead of the configured ones: values generated
+      from each agent's contract, deterministic per seed, no network, no key (docs/models.md
+      "The test model"). Raises :class:`ConfigError` for any other value.
     - ``shape_cache``: the :class:`~agentflow.runtime.shape_cache.ShapeCache` fed with the result
       shape of every successful tool call (default: the user's cache directory; ``False``: off).
     - ``on_partial``: ``fn(step_path, value)``, called with each typed partial answer of an agent
@@ -421,6 +426,15 @@ async def run(
     # tool names and patterns, before the run (docs/spec/RUNTIME.md §4)
     check_plan_tools(plan, catalog, config)
     own_router = router is None
+    if router is None and model is not None:
+        from agentflow.runtime.models.test_model import parse_model_option, test_router
+
+        try:
+            seed, call_tools = parse_model_option(model)
+        except ValueError as e:
+            await catalog.aclose()
+            raise ConfigError(str(e)) from None
+        router = test_router(config, seed, call_tools=call_tools)
     if router is None and replay is not None:
         from agentflow.runtime.models.cassette import ReplayRouter
 

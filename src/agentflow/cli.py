@@ -264,6 +264,13 @@ def schema(file: str, type_name: str) -> None:
     "in flow.toml, else OTEL_EXPORTER_OTLP_ENDPOINT, else http://127.0.0.1:4318).",
 )
 @click.option("--no-otel", is_flag=True, help="Do not export, even when flow.toml says so.")
+@click.option(
+    "--model",
+    "model",
+    metavar="test[:SEED]",
+    help="Answer every agent with the built-in test model (values generated from each contract, "
+    "no network, no key); test+tools also calls each offered tool once first.",
+)
 def run(
     target: str,
     input_: str | None,
@@ -275,6 +282,7 @@ def run(
     replay: str | None,
     otel: str | None,
     no_otel: bool,
+    model: str | None,
 ) -> None:
     """Run a .flow file or a plan file; the output goes to stdout as JSON."""
     from agentflow.runtime.events import ConsoleSink
@@ -283,6 +291,8 @@ def run(
     if not Path(target).is_file():
         raise click.UsageError(f"{target}: no such file")
     _check_run_options(workspace, record, replay, trace)
+    if model is not None and (record or replay):
+        raise click.UsageError("--model cannot be used with --record or --replay")
     try:
         data = api.parse_input(input_)
         if target.endswith(".flow"):
@@ -307,6 +317,7 @@ def run(
                 record=record,
                 replay=replay,
                 telemetry=telemetry,
+                model=model,
             )
         except Interrupted as e:  # Ctrl-C / SIGTERM: the run wound down; show what it got
             if e.result is None:

@@ -105,9 +105,14 @@ class ProviderConfig(_Strict):
     seconds per HTTP request (> 0, finite); ``max_retries`` (0–20) bounds the in-client retries of
     transient errors and rate limits; ``backoff_base``/``backoff_max`` are seconds (> 0, finite);
     ``max_retry_after`` caps the seconds a ``Retry-After`` header can make a retry wait.
+    ``kind = "test"`` is the built-in test model (no network, no key: answers every agent from
+    its contract, :mod:`agentflow.runtime.models.test_model`); ``seed`` and ``call_tools`` apply
+    to it only.
     """
 
-    kind: Literal["openai", "anthropic"] = "openai"
+    kind: Literal["openai", "anthropic", "test"] = "openai"
+    seed: int = 0
+    call_tools: bool = False
     base_url: str | None = None
     api_key_env: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)

@@ -239,6 +239,10 @@ class ModelRouter:
             "stream": resolved.stream,
             "structured_output": resolved.structured_output,
         }
+        if provider.kind == "test":
+            from agentflow.runtime.models.test_model import TestModel
+
+            return TestModel(provider.seed, call_tools=provider.call_tools, label=resolved.label)
         if provider.kind == "openai":
             from agentflow.runtime.models.openai import OpenAIClient
 
