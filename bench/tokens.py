@@ -1,6 +1,6 @@
 """Benchmark: prompt tokens of the same agent task in agentflow and in Pydantic AI (issue 20).
 
-One scripted OpenAI-compatible server (tests/support/chat_server.py, real HTTP on 127.0.0.1)
+One scripted OpenAI-compatible server (src/agentflow/testing/chat_server.py, real HTTP on 127.0.0.1)
 answers both frameworks the same way: round 1 calls ``read_file``, round 2 calls ``grep``, round 3
 gives the answer (a ``final_result`` tool call where the framework offers one). The task is the
 ``reproduce`` agent of examples/bug-triage.flow: three tools (read_file, grep, list_dir) and the

@@ -2,7 +2,7 @@
 """Re-record examples/bug-triage.cassette.jsonl.
 
 The "model" behind the recording is NOT a real LLM: it is the scripted loopback chat-completions
-server of tests/support/chat_server.py driven by tests/support/triage_script.py, whose investigator
+server of src/agentflow/testing/chat_server.py driven by tests/support/triage_script.py, whose investigator
 really calls list_dir, grep and read_file on examples/workspace and answers from what they
 returned.  To record against a real model instead, run
 `flowc run examples/bug-triage.flow --record FILE …` with a model configured.

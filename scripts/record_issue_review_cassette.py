@@ -3,7 +3,7 @@
 its hand-written twin issue-review.plan.yaml).
 
 The "model" behind the recording is NOT a real LLM: it is the scripted loopback chat-completions
-server of tests/support/chat_server.py driven by tests/support/review_script.py, whose
+server of src/agentflow/testing/chat_server.py driven by tests/support/review_script.py, whose
 investigator really calls `linear__get_issue` on the offline Linear MCP server
 examples/mcp/linear_stub.py (run over stdio) and answers from what it returned.  Both runs are
 recorded, then concatenated into the one cassette (the requests differ, so the keys do not clash).

@@ -1,10 +1,8 @@
 """Shared fixtures.
 
-* ``chat_server``: a started :class:`support.chat_server.ChatServer` (real HTTP on 127.0.0.1);
-  script it with ``chat_server.script([...])``; ``chat_server.env()`` / ``chat_server.write_config(dir)``
-  point a configuration at it.
-* ``scripted_config``: a loaded ``Config`` whose default model is ``chat_server`` (fast retries).
-* ``scripted_router``: a ``ModelRouter`` over ``scripted_config``.
+* ``chat_server``, ``scripted_config``, ``scripted_router``: the packaged fixtures of
+  :mod:`agentflow.testing.pytest_plugin` (a real scripted model server on 127.0.0.1, a Config and
+  a ModelRouter answering from it), as users of ``agentflow.testing`` get them.
 * ``golden``: the :class:`support.golden.Golden` every golden test compares with;
   ``pytest --update-golden`` rewrites the golden files instead of comparing.
 """
@@ -18,8 +16,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from support.chat_server import TEST_API_KEY, ChatServer  # noqa: E402
 from support.golden import UPDATE_OPTION, Golden  # noqa: E402
+
+pytest_plugins = ["agentflow.testing.pytest_plugin"]
 
 
 def pytest_addoption(parser):
@@ -37,37 +36,6 @@ def pytest_addoption(parser):
 def golden(request) -> Golden:
     """The golden-file comparer; it rewrites instead under ``--update-golden``."""
     return Golden(request.config.getoption(UPDATE_OPTION))
-
-
-@pytest.fixture
-def chat_server():
-    """A running scripted chat-completions server; stopped after the test."""
-    server = ChatServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def scripted_config(chat_server, tmp_path):
-    """A Config (flow.toml in tmp_path) whose every role answers from ``chat_server``."""
-    from agentflow.runtime.config import load_config
-
-    path = chat_server.write_config(tmp_path)
-    return load_config(path, env={"SCRIPTED_API_KEY": TEST_API_KEY})
-
-
-@pytest.fixture
-async def scripted_router(scripted_config):
-    """A ModelRouter over ``scripted_config``; its HTTP clients are closed after the test."""
-    from agentflow.runtime.models.router import ModelRouter
-
-    router = ModelRouter(scripted_config)
-    try:
-        yield router
-    finally:
-        await router.aclose()
 
 
 @pytest.fixture(autouse=True)

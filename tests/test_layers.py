@@ -40,6 +40,7 @@ LAYERS: dict[str, tuple[str, int]] = {
     "agentflow.api": ("api", 5),
     "agentflow.lsp": ("lsp", 5),
     "agentflow.cli": ("cli", 6),
+    "agentflow.testing": ("testing", 6),
     "agentflow": ("package", 6),
     "agentflow.__main__": ("main", 7),
 }

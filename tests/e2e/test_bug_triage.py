@@ -1,6 +1,6 @@
 """Acceptance: `flowc check`, `compile` and `run` of bug-triage.flow end to end (issue 2).
 
-The model is the real loopback chat-completions server of ``tests/support/chat_server.py``
+The model is the real loopback chat-completions server of ``agentflow.testing` (src/agentflow/testing/chat_server.py)`
 driven by :class:`support.triage_script.TriageScript`, whose investigator really calls
 ``list_dir``, ``grep`` and ``read_file`` on this project's own ``src/`` tree through ``flowc run``.
 """

@@ -1,0 +1,45 @@
+"""agentflow.testing, as a user's test uses it: the packaged scripted server answers a flow's
+agent over real HTTP, with the tool results of its first reply visible in the second request."""
+
+from __future__ import annotations
+
+import agentflow
+from agentflow.runtime.config import load_config
+from agentflow.testing import TEST_API_KEY, ChatServer, answer, tool_calls
+
+FLOW = """
+flow hello "read one file"
+input { name: text }
+type Greeting { ok: bool, why: text }
+use agent "reader" as reader
+stage s -> Greeting {
+  return agent(reader) {
+    task "Read a.txt and say whether it greets ${input.name}."
+    tools [read_file]
+    expect Greeting
+  }
+}
+"""
+
+
+def test_a_flow_runs_against_the_packaged_scripted_server(tmp_path):
+    (tmp_path / "a.txt").write_text("hello ada\n")
+    (tmp_path / "hello.flow").write_text(FLOW)
+    script = [
+        tool_calls(("builtin__read_file", {"path": "a.txt"})),
+        answer({"ok": True, "why": "it says hello ada"}),
+    ]
+    with ChatServer(script) as server:
+        config = load_config(server.write_config(tmp_path), env={"SCRIPTED_API_KEY": TEST_API_KEY})
+        result = agentflow.run_sync(
+            str(tmp_path / "hello.flow"), {"name": "ada"}, config=config, workspace=tmp_path
+        )
+    assert result.status == "ok", result.error
+    assert result.output == {"ok": True, "why": "it says hello ada"}
+    tool_turn = server.requests[1]["messages"][-1]
+    assert tool_turn["role"] == "tool" and "hello ada" in tool_turn["content"]
+
+
+def test_the_packaged_fixture_serves_this_suite(chat_server):
+    # the suite's chat_server fixture is agentflow.testing.pytest_plugin's
+    assert type(chat_server) is ChatServer and chat_server.url.startswith("http://127.0.0.1:")
