@@ -821,6 +821,9 @@ class _Lowerer:
         select = "{{ result.output.value }}" if wrapped else "{{ result.output }}"
         step = self.add_step(ctx, "agent", ordered, e.keyword_span, select=select)
         step["meta"]["expect"] = str(t)  # the contract's `.flow` type, for graphs and reports
+        alias = _alias_of(e.target)
+        if alias:  # the `use` alias the source names the agent by, for run output
+            step["meta"]["agent"] = alias
         if timeout:
             _insert_before(step, "select", "timeout", timeout)
         if retry:
@@ -959,6 +962,16 @@ class _Lowerer:
 def _scope_name(s: str) -> Frag:
     """A fragment reading a scope name (``item``, ``input.item``, …)."""
     return Frag.text(s, free=frozenset({s.split(".", 1)[0]}))
+
+
+def _alias_of(target: ast.Expr) -> str | None:
+    """The ``use`` alias an agent target is written with: ``investigator`` for
+    ``agent(investigator)``, ``dev`` for ``agent(dev.main)`` and ``agent(dev.member(x))``."""
+    if isinstance(target, ast.Call):
+        target = target.callee
+    if isinstance(target, ast.Member):
+        target = target.obj
+    return target.name if isinstance(target, ast.Name) else None
 
 
 def _else_stmts(st: ast.IfStmt) -> list[ast.Stmt] | None:
