@@ -76,11 +76,15 @@ class RunError(FlowError):
         self.step_path = step_path
         self.source = source
         self.details = details or {}
+        #: the failed step in the user's terms: ``stage``, ``item``, ``agent``, ``label``
+        #: (those known; set by the executor, agentflow/runtime/where.py)
+        self.where: dict = {}
 
     def to_dict(self) -> dict:
         data = {"code": self.code, "message": self.message, "step_path": self.step_path}
         if self.source:
             data["source"] = self.source
+        data.update(self.where)
         return data
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentflow.errors import FlowError, InputError, ModelError, RunError, model_error_code
-from agentflow.runtime.agent_step import run_agent_step
+from agentflow.runtime.agent_step import is_outlined, run_agent_step
 from agentflow.runtime.context import RunContext
 from agentflow.runtime.control import (
     HANDLERS,
@@ -78,6 +78,7 @@ from agentflow.runtime.result import (
     usage_delta,
     usage_snapshot,
 )
+from agentflow.runtime.where import Place
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -115,6 +116,9 @@ __all__ = [
 
 #: Control-step name → handler (docs/spec/PLAN_IR.md §5).
 CONTROL: dict[str, ControlHandler] = {**HANDLERS, "agent": run_agent_step}
+
+#: Events that name their step themselves (``Executor.run_step``).
+_STEP_EVENTS = frozenset({"step_started", "step_finished", "run_started", "run_finished"})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -289,14 +293,44 @@ class Executor:
         self.step_usage = step_usage
         self.ask_lock = asyncio.Lock()
         self._info: dict[int, _StepInfo] = {}
+        #: the running steps by path: where each runs in the user's terms (runtime/where.py)
+        self.places: dict[str, Place] = {}
 
     # ----------------------------------------------------------------- events
 
     def emit(self, kind: str, path: str, stack: list[str], **data: Any) -> Event | None:
-        """Emit one event (docs/spec/RUNTIME.md §8); a no-op when no sink listens."""
+        """Emit one event (docs/spec/RUNTIME.md §8); a no-op when no sink listens.  An event
+        below a running step (a tool call, a model call, a warning …) carries that place's
+        names (``stage``, ``item``, ``agent``, ``label``; runtime/where.py)."""
         if not self.bus.listens(kind):
             return None
+        if path and kind not in _STEP_EVENTS:
+            place = self.place_of(path)
+            if place is not None:
+                for key, value in place.names_below(path).fields().items():
+                    data.setdefault(key, value)
         return self.bus.emit(kind, path, stack, **data)
+
+    def place_of(self, path: str) -> Place | None:
+        """The running step at ``path`` or nearest above it, or None."""
+        places = self.places
+        while True:
+            place = places.get(path)
+            if place is not None or "/" not in path:
+                return place
+            path = path.rpartition("/")[0]
+
+    def _enter(self, info: _StepInfo, path: str, frame: Frame) -> Place:
+        """Register the step starting at ``path`` as a running place."""
+        parent = self.place_of(path.rpartition("/")[0]) if "/" in path else None
+        tool = info.tool
+        outlined = False
+        if tool.startswith("plan__"):
+            sub = self.find_plan(tool, frame)
+            outlined = sub is not None and is_outlined(sub)
+        place = Place(path, info.step, tool, parent, outlined)
+        self.places[path] = place
+        return place
 
     def warn(self, path: str, stack: list[str], message: str) -> None:
         """Emit a ``warning`` event."""
@@ -427,8 +461,18 @@ class Executor:
         return delay * (0.5 + self.effects.random(path) / 2)
 
     async def run_step(self, step: Step, scope: Mapping[str, Any], path: str, frame: Frame) -> Any:
-        """Run one step (or body): events, timeout/deadline bound, retry, ``select``."""
+        """Run one step (or body): events, timeout/deadline bound, retry, ``select``; the step
+        is a running place (:attr:`places`) meanwhile."""
         info = self._step_info(step, path)
+        place = self._enter(info, path, frame)
+        try:
+            return await self._run_step(info, place, scope, path, frame)
+        finally:
+            del self.places[path]
+
+    async def _run_step(
+        self, info: _StepInfo, place: Place, scope: Mapping[str, Any], path: str, frame: Frame
+    ) -> Any:
         tool = info.tool
         quiet = not self.bus.listens("step_finished")
         started = time.monotonic()
@@ -444,6 +488,8 @@ class Executor:
                     data["source"] = info.source
                 if info.stage:
                     data["stage"] = info.stage
+                place.resolve_agent(rendered)
+                data.update(place.step_fields())  # the user's names (runtime/where.py)
                 self.emit("step_started", path, frame.stack, **data)
 
         try:
@@ -495,6 +541,9 @@ class Executor:
                 e.step_path = path
             if e.source is None:
                 e.source = info.source
+            if not e.where:  # the innermost step names where it failed
+                at = e.step_path
+                e.where = (place.names() if at == path else place.names_below(at)).fields()
             if not quiet:
                 self._step_finished(
                     path,
@@ -545,6 +594,11 @@ class Executor:
         """Close a step: ``announce(None)`` (its ``step_started`` if still due), then the
         ``step_finished`` event with ``data`` (docs/spec/RUNTIME.md §8)."""
         announce(None)
+        place = self.places.get(path)
+        if place is not None:
+            data.update(place.step_fields())
+            if place.source is not None:
+                data.setdefault("source", place.source)
         self.emit("step_finished", path, frame.stack, **data)
 
     async def _timed_out(self, e: RunError, call: _Call, path: str, frame: Frame) -> Any:
@@ -847,6 +901,17 @@ class Executor:
             return await self.effects.ask(interlocutor, request)
 
 
+class _Named:
+    """The bus as the model layer's event forwarding sees it: its events go through
+    :meth:`Executor.emit`, so they carry the names of the step they happen in."""
+
+    def __init__(self, ex: Executor):
+        self._ex = ex
+
+    def emit(self, kind: str, path: str = "", stack: list[str] | None = None, **data: Any) -> None:
+        self._ex.emit(kind, path, list(stack or ()), **data)
+
+
 def _stopped_fields(stop: BaseException, path: str) -> dict[str, Any]:
     """The ``tool_finished`` fields of a call ended by a hard stop (docs/spec/RUNTIME.md §8)."""
     if isinstance(stop, ExitOk):  # an `exit` with status ok ends the run here
@@ -940,7 +1005,7 @@ async def run_plan(
         from agentflow.runtime.models.router import forward_model_events
 
         assert router is not None
-        router.on_event = forward_model_events(bus)
+        router.on_event = forward_model_events(_Named(ex))
     t0 = time.monotonic()
     scope: dict[str, Any] = {"input": input}
     results: dict[str, Any] = {}
@@ -983,7 +1048,11 @@ async def run_plan(
         output=output,
         error=error,
         results=results,
-        usage={**usage_delta(router, before), "by_step": step_usage.by_step},
+        usage={
+            **usage_delta(router, before),
+            "by_step": step_usage.by_step,
+            "by_stage": step_usage.by_stage,
+        },
         duration_ms=elapsed_ms(t0),
     )
     ex.emit(

@@ -30,7 +30,8 @@ class RunResult:
     - ``usage``: ``{inferences, input_tokens, output_tokens, by_role: {role: {inferences,
       input_tokens, output_tokens}}}``, plus ``cache_read_tokens`` / ``cache_write_tokens``
       when a provider reported prompt-cache use and ``cost`` (US dollars, the sum of the priced
-      calls) when a call had a price (docs/models.md).
+      calls) when a call had a price (docs/models.md); ``by_step`` (by step path) and
+      ``by_stage`` (by `.flow` stage) from :class:`StepUsage`.
     - ``duration_ms``: wall time of the run in milliseconds.
     """
 
@@ -151,6 +152,8 @@ class StepUsage:
     keyed by the path the call was made at (an agent step, a judge, a solver). :meth:`total`
     sums a step and everything nested under it (``E3`` includes ``E3/do.2/E10``). Events with
     ``reused: true`` (answers reused by a ``plan_and_execute`` replan) cost nothing: not counted.
+    ``by_stage``: ``{stage: {inferences, input_tokens, output_tokens, cost?}}``, the calls of
+    each `.flow` stage (the event's ``stage``; calls outside any stage are left out).
     """
 
     #: EventBus filter: this sink only receives ``model_call`` events.
@@ -158,6 +161,7 @@ class StepUsage:
 
     def __init__(self) -> None:
         self.by_step: dict[str, dict[str, Any]] = {}
+        self.by_stage: dict[str, dict[str, Any]] = {}
 
     def handle(self, event: Any) -> None:
         """Sink protocol: count ``model_call`` events, ignore the rest."""
@@ -177,7 +181,15 @@ class StepUsage:
         cost = (
             float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
         )
-        for target in (entry, role):
+        targets = [entry, role]
+        stage = data.get("stage")
+        if isinstance(stage, str) and stage:
+            targets.append(
+                self.by_stage.setdefault(
+                    stage, {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
+                )
+            )
+        for target in targets:
             add_usage(target, data, cost)
 
     def total(self, path: str) -> dict[str, int] | None:

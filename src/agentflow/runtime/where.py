@@ -1,0 +1,289 @@
+"""A run's places in the user's own terms (docs/reference/events.md "Names").
+
+A step path (docs/spec/PLAN_IR.md §7: ``E1/do.3/E1/else``) is the plan's address of a step; the
+person who wrote the `.flow` thinks of the same place as *the agent `auditor` of item 3 of stage
+`audits`, line 28*.  Every running step is a :class:`Place`: its step, its path, and the place it runs in
+(its ``parent``: the ``map`` of an item, the ``decide`` of a branch, the ``plan__*`` call of a
+called plan's steps).  :meth:`Place.names` derives, once, what events and results say besides the
+path:
+
+- ``stage`` — the step's ``meta.stage``, else its parent's (a plan called from a stage runs in it);
+- ``item`` — the index of the innermost ``map``/``reduce`` item the step runs in (0-based, like
+  ``index`` in the `.flow`), from the path's ``do.N`` segments;
+- ``agent`` — the agent the step is or runs under: the `.flow` alias (``meta.agent``) or the
+  profile name, with the member a team step resolved (``dev.backend``);
+- ``name`` — the ``let`` the step's value is bound to (``meta.name``);
+- ``label`` — all of it as one line, ``audits › item 3 › agent(auditor)``; only for steps with a
+  stage (a compiled flow's): a hand-written plan's own names are its step ids, in the path;
+- ``fold`` — True for the compiler's bookkeeping, which progress output folds into the parent:
+  calls of sub-plans the compiler outlined, ``value``/``reduce``/``filter`` steps inside bodies,
+  and ``decide`` (the branch it takes shows).
+
+Events below a step that are not steps themselves (an agent's tool call at
+``E1/do.3/E1/else/agent.2/builtin__read_file``, a judge at ``E4/judge.0``) take the names of the
+nearest place with the rest of the path appended (:meth:`Place.names_below`).  This module reads
+plans and paths only; the executor keeps the running places (``Executor.places``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentflow.ir.models import Step
+
+__all__ = ["SEP", "Names", "Place", "call_summary", "tool_label"]
+
+#: Between the parts of a label.
+SEP = " › "
+
+_INDEXED = re.compile(r"(do|item|judge|agent)\.(\d+)")
+
+#: Control steps folded into their parent when they run inside a body (zero cost, pure).
+_FOLDED_INSIDE = frozenset({"value", "reduce", "filter"})
+
+
+def tool_label(tool: str) -> str:
+    """A tool's name as the `.flow` writes it: ``read_file`` for ``builtin__read_file``; other
+    names (``linear__list_issues``, ``plan__x``) as they are."""
+    return tool.removeprefix("builtin__")
+
+
+def _short(value: Any, limit: int) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def call_summary(tool: str, args: Any, limit: int = 100) -> str:
+    """What a tool call works on, in a few words: ``src/app.py:12`` for ``read_file`` (path and
+    1-based line ``offset``), ``"TODO" in src`` for ``grep``, the path for ``list_dir``,
+    ``write_file`` and ``edit_file``, ``**/*.py in src`` for ``glob``; the arguments as compact
+    JSON for every other tool.  At most ``limit`` characters."""
+    name = tool_label(tool)
+    if isinstance(args, dict) and tool.startswith("builtin__"):
+        path = args.get("path")
+        where = str(path) if isinstance(path, str) and path else "."
+        if name == "read_file":
+            offset = args.get("offset")
+            shown = f"{where}:{offset}" if isinstance(offset, int) and offset > 1 else where
+            return _short(shown, limit)
+        if name in ("list_dir", "write_file", "edit_file"):
+            return _short(where, limit)
+        if name == "grep" and isinstance(args.get("pattern"), str):
+            return _short(f"{json.dumps(args['pattern'], ensure_ascii=False)} in {where}", limit)
+        if name == "glob" and isinstance(args.get("pattern"), str):
+            return _short(f"{args['pattern']} in {where}", limit)
+    try:
+        text = json.dumps(args, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        text = repr(args)
+    return _short(text, limit)
+
+
+@dataclass(slots=True)
+class Names:
+    """The user's names of one place (see the module docstring).  ``base``: the label without
+    the ``let`` name (``audits › agent(auditor)`` for ``audits › a = agent(auditor)``), what
+    the events under the step start from; ``context``: the label prefix of the steps under it."""
+
+    stage: str | None
+    item: int | None
+    agent: str | None
+    name: str | None
+    label: str | None
+    context: tuple[str, ...]
+    base: str | None = None
+
+    def fields(self) -> dict[str, Any]:
+        """The event / error fields: ``stage``, ``item``, ``agent``, ``label`` (those known)."""
+        out: dict[str, Any] = {}
+        if self.stage is not None:
+            out["stage"] = self.stage
+        if self.item is not None:
+            out["item"] = self.item
+        if self.agent is not None:
+            out["agent"] = self.agent
+        if self.label is not None:
+            out["label"] = self.label
+        return out
+
+
+class Place:
+    """One running step: ``path``, ``step``, its tool, the ``parent`` place it runs in (None for
+    a top-level step), and whether it is a call of a sub-plan the compiler outlined."""
+
+    __slots__ = ("_names", "outlined", "parent", "path", "resolved_agent", "step", "tool")
+
+    def __init__(self, path: str, step: Step, tool: str, parent: Place | None, outlined: bool):
+        self.path = path
+        self.step = step
+        self.tool = tool
+        self.parent = parent
+        self.outlined = outlined
+        #: the agent an ``agent`` step runs as, once resolved (its ``step_started`` input)
+        self.resolved_agent: str | None = None
+        self._names: Names | None = None
+
+    @property
+    def source(self) -> str | None:
+        """The step's `.flow` position (``meta.source``: ``file.flow:line:col``), or None."""
+        source = self.step.meta.get("source")
+        return str(source) if source else None
+
+    def resolve_agent(self, rendered: Any) -> None:
+        """Take the agent an ``agent`` step resolved (``rendered["agent"]``: the profile name or
+        ``team.member``) into its names."""
+        if self.tool == "agent" and isinstance(rendered, dict):
+            label = rendered.get("agent")
+            if isinstance(label, str) and label != self.resolved_agent:
+                self.resolved_agent = label
+                self._names = None
+
+    @property
+    def fold(self) -> bool:
+        """True for compiler bookkeeping a progress view folds into its parent (only in
+        compiled flows: a hand-written plan's steps are all the user's)."""
+        if self.names().label is None:
+            return False
+        if self.tool == "decide" or self.outlined:
+            return True
+        return self.tool in _FOLDED_INSIDE and "/" in self.path
+
+    def names(self) -> Names:
+        """This place's :class:`Names` (computed once)."""
+        if self._names is None:
+            self._names = self._compute()
+        return self._names
+
+    def step_fields(self) -> dict[str, Any]:
+        """The fields of this step's ``step_started`` / ``step_finished`` events: ``stage``,
+        ``item``, ``agent``, ``name``, ``label`` (those known) and ``fold: true`` for
+        bookkeeping."""
+        names = self.names()
+        out = names.fields()
+        if names.name is not None:
+            out["name"] = names.name
+        if self.fold:
+            out["fold"] = True
+        return out
+
+    def names_below(self, path: str) -> Names:
+        """The names of an event at ``path``, this step's path or a place under it that is not
+        a step (an agent's tool call, a judge, a filter item): this step's, without its ``let``
+        name, with the rest of the path appended."""
+        names = self.names()
+        parts: list[str] = []
+        item = None
+        if path.startswith(self.path + "/"):
+            parts, item = _parts(path[len(self.path) + 1 :].split("/"), after_round=False)
+        base = names.base
+        return Names(
+            names.stage,
+            item if item is not None else names.item,
+            names.agent,
+            None,
+            SEP.join((base, *parts)) if base is not None else None,
+            names.context + tuple(parts),
+            base,
+        )
+
+    # -- derivation
+
+    def _compute(self) -> Names:
+        step, parent = self.step, self.parent
+        meta = step.meta
+        up = parent.names() if parent is not None else None
+        own_stage = meta.get("stage")
+        own_stage = str(own_stage) if own_stage else None
+        stage = own_stage or (up.stage if up is not None else None)
+        if parent is not None:
+            rest = self.path[len(parent.path) + 1 :].split("/")
+            branch = parent.tool == "parallel"
+        else:
+            rest = self.path.split("/")
+            branch = False
+        parts, item = _parts(rest[:-1], after_round=False)
+        last = rest[-1]
+        m = _INDEXED.fullmatch(last)
+        if m is not None and m.group(1) == "do":
+            item = int(m.group(2))
+            parts.append(f"item {item}")
+        elif branch:  # a `parallel` branch is named by the plan
+            parts.append(last)
+        if item is None and up is not None:
+            item = up.item
+        agent = self._agent(up)
+        context: list[str] = list(up.context) if up is not None else []
+        if up is None and own_stage:
+            context.append(own_stage)
+        context.extend(parts)
+        if up is not None and own_stage and own_stage != up.stage:
+            context.append(own_stage)  # a plan of another flow, called from this one
+        name = meta.get("name")
+        name = str(name) if name else None
+        if stage is None:
+            return Names(None, item, agent, name, None, tuple(context))
+        what = self._what(agent)
+        base = SEP.join([*context, what] if what else context)
+        label = SEP.join([*context, f"{name} = {what}"]) if name and what else base
+        if what and (
+            self.tool == "agent" or (self.tool.startswith("plan__") and not self.outlined)
+        ):
+            context.append(what)  # the places under an agent or a called plan name it
+        return Names(stage, item, agent, name, label, tuple(context), base)
+
+    def _agent(self, up: Names | None) -> str | None:
+        if self.tool != "agent":
+            return up.agent if up is not None else None
+        meta = self.step.meta
+        alias = meta.get("agent")
+        resolved = self.resolved_agent
+        target = self.step.input.get("agent") if isinstance(self.step.input, dict) else None
+        kind = target.get("kind") if isinstance(target, dict) else None
+        if resolved is None and isinstance(target, dict):
+            resolved = str(target.get("name") or target.get("team") or "") or None
+        if alias and kind in ("team.main", "team.member"):
+            member = resolved.partition(".")[2] if resolved and "." in resolved else None
+            return f"{alias}.{member}" if member else str(alias)
+        return str(alias) if alias else resolved
+
+    def _what(self, agent: str | None) -> str:
+        tool = self.tool
+        if tool == "agent":
+            return f"agent({agent})" if agent else "agent"
+        if tool == "exit":
+            inp = self.step.input
+            return "require" if isinstance(inp, dict) and inp.get("when") is not None else "fail"
+        if tool == "decide":
+            return "if"
+        if self.outlined:
+            return ""
+        return tool_label(tool)
+
+
+def _parts(segments: list[str], *, after_round: bool) -> tuple[list[str], int | None]:
+    """The label parts of path ``segments`` between two places, and the innermost item index
+    among them: ``do.N`` / ``item.N`` → ``item N``, ``judge.N`` → ``judge N``, a tool called in
+    an agent round (the segment after ``agent.N``) → its name; step ids, branches of ``decide``
+    and round numbers name nothing."""
+    parts: list[str] = []
+    item: int | None = None
+    for seg in segments:
+        m = _INDEXED.fullmatch(seg)
+        if m is not None:
+            kind, n = m.group(1), int(m.group(2))
+            if kind in ("do", "item"):
+                item = n
+                parts.append(f"item {n}")
+            elif kind == "judge":
+                parts.append(f"judge {n}")
+            after_round = kind == "agent"
+            continue
+        if after_round:
+            parts.append(tool_label(seg))
+        after_round = False
+    return parts, item
