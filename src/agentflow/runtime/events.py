@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from agentflow.runtime.where import call_summary
+
 EVENT_KINDS = (
     "run_started",
     "step_started",
@@ -196,14 +198,19 @@ def _visible(text: str) -> str:
 
 
 class ConsoleSink:
-    """Progress on stderr.
+    """Progress on stderr, in the user's terms (an event's ``label``, runtime/where.py).
 
-    On a TTY a live ``rich`` view lists the running steps (path, tool, elapsed time) with a
-    progress bar under each running ``map``; otherwise (or with ``force_plain``) one
-    plain line per step start/finish (``▶ E1 agent  (triage.flow:12:3)``, ``✓ E1 1.23s`` /
-    ``✗ E1 2.00s timeout: …``), one per tool call an agent makes (``  → E1/agent.2/builtin__grep
-    {"pattern":"…"}``, and ``  ✗ …`` when it fails), one per inference (``  ◆ E1 chat gpt-4o
-    1.20s 900→80 tokens``), plus warnings and retries; the last line sums the run's usage.
+    On a TTY a live ``rich`` view lists the running steps (label and `.flow` position, elapsed
+    time) with a progress bar under each running ``map``; otherwise (or with ``force_plain``)
+    one plain line per step start/finish (``▶ review › item 3 › agent(reviewer)
+    review.flow:25:5``, ``✓ … review.flow:25:5  1.23s · 2 inference(s), 20→10 tokens`` /
+    ``✗ …  2.00s  timeout: …``), one per tool call an agent makes (``  → review › item 3 ›
+    agent(reviewer) › read_file  src/app.py:12``, and ``  ✗ …`` when it fails), one per
+    inference (``  ◆ … agent(reviewer)  chat gpt-4o 1.20s 900→80 tokens``), plus warnings and
+    retries; the last line sums the run's usage.  Steps marked ``fold`` (the compiler's
+    bookkeeping: outlined-body calls, values inside bodies, ``if``) get no line of their own —
+    their inner steps show — unless the run's error starts there.  Steps without a label (a
+    hand-written plan's) show their step path and tool instead (``▶ E1 agent``, ``✓ E1 1.23s``).
     ``force_plain=True`` forces the plain lines.
     """
 
@@ -215,11 +222,14 @@ class ConsoleSink:
         self.plain = force_plain or not (is_tty or force_live)
         self._live = None
         self._live_started = False
-        self._running: dict[str, tuple[str, float]] = {}
+        #: path → (what, detail, started): the rows of the live view
+        self._running: dict[str, tuple[str, str, float]] = {}
         #: map step path → [items finished, items total] (the progress bars)
         self._maps: dict[str, list[int]] = {}
         #: a streaming agent step's answer so far (``partial_output``), shown in the live view
         self._partials: dict[str, str] = {}
+        #: the warnings already shown (a warning repeated word for word is shown once)
+        self._warned: set[str] = set()
         self._lock = threading.RLock()
         if not self.plain:
             try:
@@ -241,8 +251,8 @@ class ConsoleSink:
 
     # -- rich view
     def _render(self):
-        """The live table: one row per running step (path, tool, elapsed seconds), and under a
-        running ``map`` a progress bar ``done/total``."""
+        """The live table: one row per running step (its label and `.flow` position, or path
+        and tool; elapsed seconds), and under a running ``map`` a progress bar ``done/total``."""
         from rich.progress_bar import ProgressBar
         from rich.table import Table
         from rich.text import Text
@@ -253,10 +263,15 @@ class ConsoleSink:
             running = list(self._running.items())
             maps = {k: list(v) for k, v in self._maps.items()}
             partials = dict(self._partials)
-        for path, (tool, started) in running:
+        for path, (what, detail, started) in running:
             # Text cells, not markup: a line printed while the view is up re-renders it with
             # markup off, and step paths may hold brackets (`steps[0]`)
-            table.add_row(Text("…", style="cyan"), Text(path), Text(tool), f"{now - started:5.1f}s")
+            table.add_row(
+                Text("…", style="cyan"),
+                Text(_visible(what)),
+                Text(_visible(detail), style="dim"),
+                f"{now - started:5.1f}s",
+            )
             if path in partials:  # a streaming agent's answer so far
                 table.add_row("", Text(partials[path], style="dim"), "", "")
             if path in maps:
@@ -303,26 +318,47 @@ class ConsoleSink:
             if self._live is not None and not event.stack[1:]:
                 self._live.start()
                 self._live_started = True
-            self._print(f"run {data.get('plan', '')}")
+            self._print(f"run {data.get('plan', '')}{_at(data.get('file'))}")
         elif kind == "step_started":
-            self._running[path] = (str(data.get("tool_name", "")), event.time)
-            if data.get("tool_name") == "map":
+            label = data.get("label")
+            fold = bool(data.get("fold")) and label is not None
+            tool = str(data.get("tool_name", ""))
+            if tool == "map":
                 over = (data.get("input") or {}).get("over")
                 self._maps[path] = [0, len(over) if isinstance(over, list) else 0]
-            if self.plain:
-                where = f"  ({_short(data['source'])})" if data.get("source") else ""
-                self._print(f"▶ {path} {_short(data.get('tool_name', ''))}{where}")
+            if fold:
+                return
+            source = data.get("source")
+            if label is not None:
+                what = str(label)
+                if tool == "map":
+                    what += f" ({self._maps[path][1]} items)"
+                self._running[path] = (what, str(source or ""), event.time)
+                self._print(f"▶ {_short(what, 200)}{_at(source)}")
+            else:
+                self._running[path] = (path, tool, event.time)
+                where = f"  ({_short(source)})" if source else ""
+                self._print(f"▶ {path} {_short(tool)}{where}")
         elif kind == "tool_started" and "/agent." in path:
             # an agent's own tool call (E0/agent.2/builtin__grep): what the agent is doing
-            self._running[path] = (str(data.get("tool_name", "")), event.time)
-            self._print(f"  → {path} {_short(data.get('input'), 100)}")
+            tool = str(data.get("tool_name", ""))
+            label = data.get("label")
+            if label is not None:
+                summary = call_summary(tool, data.get("input"))
+                self._running[path] = (str(label), summary, event.time)
+                self._print(f"  → {_short(label, 200)}  {summary}")
+            else:
+                self._running[path] = (path, tool, event.time)
+                self._print(f"  → {path} {_short(data.get('input'), 100)}")
         elif kind == "tool_finished" and "/agent." in path:
             self._running.pop(path, None)
             if data.get("error"):
                 err = data["error"]
-                self._print(f"  ✗ {path} {err.get('code')}: {_short(err.get('message'))}")
+                self._print(
+                    f"  ✗ {self._name(path, data)} {err.get('code')}: {_short(err.get('message'))}"
+                )
         elif kind == "step_finished":
-            started = self._running.pop(path, (None, event.time))[1]
+            started = self._running.pop(path, (None, None, event.time))[2]
             self._maps.pop(path, None)
             self._partials.pop(path, None)
             parent, _, last = path.rpartition("/")
@@ -331,17 +367,30 @@ class ConsoleSink:
             elapsed = data.get("elapsed_ms")
             secs = elapsed / 1000 if isinstance(elapsed, int | float) else event.time - started
             err = data.get("error")
+            label = data.get("label")
+            if label is None:
+                if err:
+                    self._print(
+                        f"✗ {path} {secs:.2f}s {err.get('code')}: {_short(err.get('message'))}"
+                    )
+                else:
+                    self._print(f"✓ {path} {secs:.2f}s")
+                return
+            if data.get("fold") and not (err and err.get("step_path") == path):
+                return  # bookkeeping: its inner steps said it; an error it raised is shown
+            head = f"{_short(label, 200)}{_at(data.get('source'))}  {secs:.2f}s"
             if err:
-                self._print(f"✗ {path} {secs:.2f}s {err.get('code')}: {_short(err.get('message'))}")
+                self._print(f"✗ {head}  {err.get('code')}: {_short(err.get('message'))}")
             else:
-                self._print(f"✓ {path} {secs:.2f}s")
+                usage = data.get("usage")
+                self._print(f"✓ {head}{_spent(usage) if isinstance(usage, dict) else ''}")
         elif kind == "model_call":
             # one inference: role, model, latency, tokens and money (what the run is spending)
             self._partials.pop(path, None)
             secs = (data.get("latency_ms") or 0) / 1000
             reused = " (reused)" if data.get("reused") else ""
             self._print(
-                f"  ◆ {path} {_short(data.get('role') or 'chat', 20)} "
+                f"  ◆ {self._name(path, data)} {_short(data.get('role') or 'chat', 20)} "
                 f"{_short(data.get('model', ''), 60)} {secs:.2f}s "
                 f"{data.get('input_tokens', 0)}→{data.get('output_tokens', 0)} tokens"
                 f"{_spent_extra(data)}{reused}"
@@ -350,11 +399,17 @@ class ConsoleSink:
             # shown in the live view only (a line per streamed piece would flood the log)
             self._partials[path] = _short(data.get("value"), 100)
         elif kind == "warning":
-            self._print(f"! {path} {_short(data.get('message', ''), 200)}".replace("  ", " "))
+            message = _short(data.get("message", ""), 200).replace("  ", " ")
+            if message in self._warned:
+                return  # the same warning again (each item of a map): said once is enough
+            self._warned.add(message)
+            self._print(f"! {self._name(path, data)} {message}")
         elif kind == "retry":
             what = f"model call ({_short(data['model'], 60)})" if data.get("model") else "step"
             why = data.get("code") or data.get("kind") or "an error"
-            self._print(f"↻ {path} {what} retry {data.get('attempt')} after {why}")
+            self._print(
+                f"↻ {self._name(path, data)} {what} retry {data.get('attempt')} after {why}"
+            )
         elif kind == "run_finished":
             self._running.clear()
             self._maps.clear()
@@ -363,15 +418,7 @@ class ConsoleSink:
                 self._live.stop()
                 self._live_started = False
             usage = data.get("usage")
-            if not isinstance(usage, dict):
-                usage = {}
-            spent = ""
-            if usage.get("inferences"):
-                spent = (
-                    f" · {usage['inferences']} inference(s), "
-                    f"{usage.get('input_tokens', 0)}→{usage.get('output_tokens', 0)} tokens"
-                    f"{_spent_extra(usage)}"
-                )
+            spent = _spent(usage) if isinstance(usage, dict) else ""
             secs = data.get("duration_ms", 0) / 1000
             self._print(f"run {data.get('status', '')} in {secs:.2f}s{spent}")
         # the live view redraws itself (auto refresh, 8/s) from _render: no work per event
@@ -379,6 +426,29 @@ class ConsoleSink:
     def close(self) -> None:
         if self._live is not None:
             self._live.stop()
+
+    @staticmethod
+    def _name(path: str, data: dict[str, Any]) -> str:
+        """How a line names the place of an event: its label and two spaces, else its path."""
+        label = data.get("label")
+        return f"{_short(label, 200)} " if label is not None else path
+
+
+def _at(source: Any) -> str:
+    """``  file.flow:line:col`` for a step's `.flow` position, else ``""``."""
+    return f"  {_short(source)}" if source else ""
+
+
+def _spent(usage: dict[str, Any]) -> str:
+    """`` · N inference(s), IN→OUT tokens`` (cached tokens and cost when known) for a usage
+    record with inferences, else ``""``."""
+    if not usage.get("inferences"):
+        return ""
+    return (
+        f" · {usage['inferences']} inference(s), "
+        f"{usage.get('input_tokens', 0)}→{usage.get('output_tokens', 0)} tokens"
+        f"{_spent_extra(usage)}"
+    )
 
 
 def _spent_extra(data: dict[str, Any]) -> str:
