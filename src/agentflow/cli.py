@@ -400,7 +400,11 @@ def _show_run_error(error: dict, target: str) -> None:
     code = error.get("code", "error")
     msg = error.get("message", "")
     path = error.get("step_path")
-    where = f" at step {path}" if path else ""
+    label = error.get("label")  # the failed step in the .flow's terms (runtime/where.py)
+    if label and path:
+        where = f" in {label} (step {path})"
+    else:
+        where = f" at step {path}" if path else ""
     _err(f"error[{code}]{where}: {msg}")
     loc = Span.parse(error.get("source"))
     if loc is not None and target.endswith(".flow"):

@@ -410,7 +410,7 @@ def test_cli_shows_flow_line_with_caret(tmp_path):
     res = CliRunner().invoke(main, ["run", str(flow), "--input", '{"n": -1}'])
     assert res.exit_code == 1, res.output
     err = res.stderr
-    assert "error[failed] at step E0: n must not be negative, got -1" in err
+    assert "error[failed] in s › require (step E0): n must not be negative, got -1" in err
     assert f"--> {flow}:4:3" in err
     lines = err.splitlines()
     i = next(k for k, line in enumerate(lines) if "require input.n >= 0" in line)

@@ -1,0 +1,90 @@
+"""`flowc run` reports in the `.flow`'s terms: the plain progress log of a shipped example is
+its golden file (``tests/cli/golden/``; ``pytest --update-golden`` rewrites it), a failed run
+names the stage, item and step it failed in, and ``--json`` results carry those names."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def _update(config) -> bool:
+    return bool(config.getoption("update_golden", default=False)) or (
+        os.environ.get("FLOW_UPDATE_GOLDEN") == "1"
+    )
+
+
+def flowc(*args: str, cwd: Path, cache: Path) -> subprocess.CompletedProcess:
+    """``flowc`` with stderr a pipe (so the plain log, not the live view), no model keys from
+    the environment and the shape cache under ``cache``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
+    env["AGENTFLOW_CACHE_DIR"] = str(cache)
+    return subprocess.run(
+        [sys.executable, "-m", "agentflow", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+    )
+
+
+def _timeless(log: str) -> str:
+    """The log with every duration (``0.12s``) written ``N.NNs``."""
+    return re.sub(r"\b\d+\.\d\ds\b", "N.NNs", log)
+
+
+def test_plain_progress_of_the_bug_triage_example_matches_its_golden_log(request, tmp_path):
+    work = tmp_path / "examples"
+    shutil.copytree(EXAMPLES, work)
+    proc = flowc(
+        "run", "bug-triage.flow", "--input", "@bug-report.json", "--workspace", "workspace",
+        "--replay", "bug-triage.cassette.jsonl", cwd=work, cache=tmp_path / "cache",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    log = _timeless(proc.stderr)
+    golden = GOLDEN / "bug-triage.progress.log"
+    if _update(request.config):
+        golden.write_text(log, encoding="utf-8")
+    assert log == golden.read_text(encoding="utf-8"), (
+        "the progress log differs from tests/cli/golden/bug-triage.progress.log "
+        "(rerun with --update-golden after checking the new log):\n" + log
+    )
+
+
+BROKEN = """\
+input { files: path[] }
+
+stage load -> text[] {
+  map input.files as f { read_file(path: f) }
+}
+"""
+
+
+def test_a_failed_run_names_stage_item_and_step_on_stderr_and_in_json(tmp_path):
+    (tmp_path / "load.flow").write_text(BROKEN)
+    (tmp_path / "a.txt").write_text("a")
+    proc = flowc(
+        "run", "load.flow", "--input", '{"files": ["a.txt", "gone.txt"]}', "--json",
+        cwd=tmp_path, cache=tmp_path / "cache",
+    )  # fmt: skip
+    assert proc.returncode == 1
+    error = json.loads(proc.stdout)["error"]
+    assert error["code"] == "tool_error" and error["step_path"] == "E0/do.1"
+    assert {k: error[k] for k in ("stage", "item", "label", "source")} == {
+        "stage": "load", "item": 1, "label": "load › item 1 › read_file", "source": "load.flow:4:26",
+    }  # fmt: skip
+    lines = proc.stderr.splitlines()
+    assert "✗ load › item 1 › read_file  load.flow:4:26" in _timeless(proc.stderr)
+    shown = next(line for line in lines if line.startswith("error["))
+    assert shown.startswith("error[tool_error] in load › item 1 › read_file (step E0/do.1): ")
+    assert "  --> load.flow:4:26" in lines
