@@ -46,7 +46,8 @@ SHOW_CHARS = 20_000
 class StepRun:
     """One step instance of the run (a map item is one): ``path``, ``tool``, times (Unix
     seconds), ``status`` (``ok``, ``error``, ``aborted``, ``exited``, ``running``), ``error``,
-    ``usage`` (this step and what it contains), ``input``/``result`` and its `.flow` ``source``."""
+    ``usage`` (this step and what it contains), ``input``/``result``, its `.flow` ``source``
+    and its ``label`` in the `.flow`'s terms (``audits › item 3 › agent(auditor)``)."""
 
     path: str
     tool: str
@@ -60,6 +61,12 @@ class StepRun:
     source: str | None = None
     stage: str | None = None
     stack: list[str] = field(default_factory=list)
+    label: str | None = None
+
+    @property
+    def name(self) -> str:
+        """How the report names the step: its label, else its path."""
+        return self.label or self.path
 
     @property
     def item(self) -> int | None:
@@ -153,6 +160,7 @@ def read_run(events: Iterable[Mapping[str, Any]]) -> RunView:
                     source=data.get("source"),
                     stage=data.get("stage"),
                     stack=stack,
+                    label=data.get("label") if isinstance(data.get("label"), str) else None,
                 )
             )
         elif kind == "step_finished":
@@ -229,6 +237,12 @@ def _secs(seconds: float | None) -> str:
     if seconds is None:
         return "—"
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def _step_cell(s: StepRun) -> str:
+    """The step column: its label in the `.flow`'s terms over its path, or the path alone."""
+    path = f"<code>{_e(s.path)}</code>"
+    return f"{_e(s.label)}<div class='muted'>{path}</div>" if s.label else path
 
 
 def _badge(status: str) -> str:
@@ -312,9 +326,8 @@ class _Report:
             boxes.append(self.error_box("the run", v.error, v.error.get("source")))
         for s in v.steps:
             if s.error and not (v.error and v.error.get("step_path") == s.path):
-                boxes.append(
-                    self.error_box(f"step {s.path}", s.error, s.error.get("source") or s.source)
-                )
+                what = f"step {s.label} ({s.path})" if s.label else f"step {s.path}"
+                boxes.append(self.error_box(what, s.error, s.error.get("source") or s.source))
         for call in v.calls:
             if call.kind == "tool" and call.error:
                 owner = v.step(call.owner)
@@ -357,7 +370,7 @@ class _Report:
             code = f" <code>{_e(s.error.get('code'))}</code>" if s.error else ""
             rows.append(
                 f'<tr class="{cls}" data-path="{_e(s.path)}" data-status="{_e(s.status)}">'
-                f"<td><code>{_e(s.path)}</code></td><td>{_e(s.tool)}</td>"
+                f"<td>{_step_cell(s)}</td><td>{_e(s.tool)}</td>"
                 f"<td>{_e(s.stage or '')}</td><td>{_badge(s.status)}{code}</td>"
                 f'<td class="num">{_secs(start)}</td><td class="num">{_secs(took)}</td>'
                 f"{_usage_cells(s.usage)}<td><code>{_e(s.source or '')}</code></td></tr>"
@@ -401,7 +414,7 @@ class _Report:
             item = ' data-item="1"' if s.item is not None else ""
             rows.append(
                 f'<div class="row"{item}><div class="label" title="{_e(s.path)} {_e(s.tool)}">'
-                f"{_e(s.path)} <span class='muted'>{_e(s.tool)}</span></div>"
+                f"{_e(s.name)} <span class='muted'>{_e(s.tool)}</span></div>"
                 f'<div class="lane">{"".join(bars)}</div></div>'
             )
         axis = "".join(f"<span>{_secs(self.span * k / 4)}</span>" for k in range(5))
@@ -446,7 +459,7 @@ class _Report:
             parts.append(self.agent_round(number, calls, warnings))
         parts.append(self.contract_check(s))
         title = (
-            f"{_e(s.path)} · {_e(inp.get('agent') or 'agent')} · {len(rounds)} round(s) "
+            f"{_e(s.name)} · {_e(inp.get('agent') or 'agent')} · {len(rounds)} round(s) "
             f"{_badge(s.status)}"
         )
         return f'<details class="agent" open data-path="{_e(s.path)}"><summary>{title}</summary>{"".join(parts)}</details>'

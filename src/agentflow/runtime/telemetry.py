@@ -478,6 +478,9 @@ class OtelSink:
             "agentflow.step.tool": tool,
             "agentflow.stage": stage,
             "agentflow.plan.stack": "/".join(event.stack) or None,
+            # the step in the .flow's terms: `audits › item 3 › agent(auditor)`, item index
+            "agentflow.step.label": data.get("label"),
+            "agentflow.item": data.get("item"),
         }
         source = data.get("source")
         if source:
