@@ -1,0 +1,58 @@
+"""The run report and the OpenTelemetry spans show each step by its label in the `.flow`'s
+terms (``implement › item 1 › agent(dev.frontend)``) besides its step path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from agentflow import api
+from agentflow.runtime.telemetry import OtelSink, TelemetrySettings
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _run_bug_triage(**kw):
+    result = api.run_sync(
+        EXAMPLES / "bug-triage.flow",
+        json.loads((EXAMPLES / "bug-report.json").read_text()),
+        config=EXAMPLES / "flow.toml",
+        workspace=EXAMPLES / "workspace",
+        replay=EXAMPLES / "bug-triage.cassette.jsonl",
+        shape_cache=False,
+        **kw,
+    )
+    assert result.ok, result.error
+    return result
+
+
+def test_report_names_steps_by_label_over_their_path(tmp_path):
+    trace = tmp_path / "trace.jsonl"
+    _run_bug_triage(trace=trace)
+    html = api.report(trace)
+    table = html[html.index('id="steps-table"') :]
+    row = table[table.index('data-path="E3/do.1"') :]
+    row = row[: row.index("</tr>")]
+    assert "implement › item 1 › agent(dev.frontend)" in row and "<code>E3/do.1</code>" in row
+    timeline = html[html.index('id="timeline"') :]
+    assert "reproduce › result = agent(investigator)" in timeline
+
+
+def test_step_spans_carry_the_label_and_the_item():
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    _run_bug_triage(sinks=[OtelSink(TelemetrySettings(), tracer_provider=provider)])
+    steps = {
+        s.attributes["agentflow.step.path"]: s.attributes
+        for s in exporter.get_finished_spans()
+        if "agentflow.step.path" in (s.attributes or {})
+    }
+    assert steps["E0"]["agentflow.step.label"] == "reproduce › result = agent(investigator)"
+    assert steps["E3/do.1"]["agentflow.step.label"] == "implement › item 1 › agent(dev.frontend)"
+    assert steps["E3/do.1"]["agentflow.item"] == 1
+    assert "agentflow.item" not in steps["E0"]
