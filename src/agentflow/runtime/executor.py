@@ -307,7 +307,7 @@ class Executor:
         if path and kind not in _STEP_EVENTS:
             place = self.place_of(path)
             if place is not None:
-                for key, value in place.names_below(path).fields().items():
+                for key, value in place.event_fields(path).items():
                     data.setdefault(key, value)
         return self.bus.emit(kind, path, stack, **data)
 
@@ -488,7 +488,8 @@ class Executor:
                     data["source"] = info.source
                 if info.stage:
                     data["stage"] = info.stage
-                place.resolve_agent(rendered)
+                if tool == "agent":
+                    place.resolve_agent(rendered)  # the profile or team member it runs as
                 data.update(place.step_fields())  # the user's names (runtime/where.py)
                 self.emit("step_started", path, frame.stack, **data)
 

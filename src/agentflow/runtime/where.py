@@ -116,7 +116,17 @@ class Place:
     """One running step: ``path``, ``step``, its tool, the ``parent`` place it runs in (None for
     a top-level step), and whether it is a call of a sub-plan the compiler outlined."""
 
-    __slots__ = ("_names", "outlined", "parent", "path", "resolved_agent", "step", "tool")
+    __slots__ = (
+        "_event_fields",
+        "_names",
+        "_step_fields",
+        "outlined",
+        "parent",
+        "path",
+        "resolved_agent",
+        "step",
+        "tool",
+    )
 
     def __init__(self, path: str, step: Step, tool: str, parent: Place | None, outlined: bool):
         self.path = path
@@ -127,6 +137,8 @@ class Place:
         #: the agent an ``agent`` step runs as, once resolved (its ``step_started`` input)
         self.resolved_agent: str | None = None
         self._names: Names | None = None
+        self._step_fields: dict[str, Any] | None = None
+        self._event_fields: dict[str, Any] | None = None
 
     @property
     def source(self) -> str | None:
@@ -141,7 +153,7 @@ class Place:
             label = rendered.get("agent")
             if isinstance(label, str) and label != self.resolved_agent:
                 self.resolved_agent = label
-                self._names = None
+                self._names = self._step_fields = self._event_fields = None
 
     @property
     def fold(self) -> bool:
@@ -162,13 +174,27 @@ class Place:
     def step_fields(self) -> dict[str, Any]:
         """The fields of this step's ``step_started`` / ``step_finished`` events: ``stage``,
         ``item``, ``agent``, ``name``, ``label`` (those known) and ``fold: true`` for
-        bookkeeping."""
-        names = self.names()
-        out = names.fields()
-        if names.name is not None:
-            out["name"] = names.name
-        if self.fold:
-            out["fold"] = True
+        bookkeeping.  The same dict each time: do not change it."""
+        out = self._step_fields
+        if out is None:
+            names = self.names()
+            out = names.fields()
+            if names.name is not None:
+                out["name"] = names.name
+            if self.fold:
+                out["fold"] = True
+            self._step_fields = out
+        return out
+
+    def event_fields(self, path: str) -> dict[str, Any]:
+        """The fields of an event at ``path`` (this step's path or below it) that is not a
+        step event: :meth:`names_below` as ``stage``, ``item``, ``agent``, ``label``.  For this
+        step's own path, the same dict each time: do not change it."""
+        if path != self.path:
+            return self.names_below(path).fields()
+        out = self._event_fields
+        if out is None:
+            out = self._event_fields = self.names_below(path).fields()
         return out
 
     def names_below(self, path: str) -> Names:
@@ -208,7 +234,7 @@ class Place:
             branch = False
         parts, item = _parts(rest[:-1], after_round=False)
         last = rest[-1]
-        m = _INDEXED.fullmatch(last)
+        m = _INDEXED.fullmatch(last) if "." in last else None
         if m is not None and m.group(1) == "do":
             item = int(m.group(2))
             parts.append(f"item {item}")
