@@ -53,6 +53,12 @@ class Event:
     returns: it began ``latency_ms`` earlier), ``retry: {attempt, code, delay_ms}``, ``warning:
     {message}``, ``partial_output: {value, round}`` (a streaming agent's answer so far: a typed
     partial value, docs/models.md).
+
+    Every event at a step path (all kinds but ``run_*``) also names its place as the `.flow`
+    does, when known (runtime/where.py): ``stage``, ``item`` (map/reduce item index), ``agent``
+    (alias, ``team.member``), ``label`` (``review › item 3 › agent(reviewer) › read_file``);
+    ``step_started`` / ``step_finished`` add ``name`` (the ``let``), ``source`` and ``fold: true``
+    for the compiler's bookkeeping, which progress output folds into its parent.
     """
 
     kind: str

@@ -1,4 +1,4 @@
-"""A run's places in the user's own terms (docs/reference/events.md "Names").
+"""A run's places in the user's own terms (docs/observability.md "What the trace carries for this").
 
 A step path (docs/spec/PLAN_IR.md §7: ``E1/do.3/E1/else``) is the plan's address of a step; the
 person who wrote the `.flow` thinks of the same place as *the agent `auditor` of item 3 of stage
