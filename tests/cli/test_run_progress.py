@@ -12,15 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "examples"
+from support.paths import EXAMPLES
+
 GOLDEN = Path(__file__).parent / "golden"
-
-
-def _update(config) -> bool:
-    return bool(config.getoption("update_golden", default=False)) or (
-        os.environ.get("FLOW_UPDATE_GOLDEN") == "1"
-    )
 
 
 def flowc(*args: str, cwd: Path, cache: Path) -> subprocess.CompletedProcess:
@@ -43,7 +37,7 @@ def _timeless(log: str) -> str:
     return re.sub(r"\b\d+\.\d\ds\b", "N.NNs", log)
 
 
-def test_plain_progress_of_the_bug_triage_example_matches_its_golden_log(request, tmp_path):
+def test_plain_progress_of_the_bug_triage_example_matches_its_golden_log(golden, tmp_path):
     work = tmp_path / "examples"
     shutil.copytree(EXAMPLES, work)
     proc = flowc(
@@ -51,14 +45,7 @@ def test_plain_progress_of_the_bug_triage_example_matches_its_golden_log(request
         "--replay", "bug-triage.cassette.jsonl", cwd=work, cache=tmp_path / "cache",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    log = _timeless(proc.stderr)
-    golden = GOLDEN / "bug-triage.progress.log"
-    if _update(request.config):
-        golden.write_text(log, encoding="utf-8")
-    assert log == golden.read_text(encoding="utf-8"), (
-        "the progress log differs from tests/cli/golden/bug-triage.progress.log "
-        "(rerun with --update-golden after checking the new log):\n" + log
-    )
+    golden.check(GOLDEN / "bug-triage.progress.log", _timeless(proc.stderr))
 
 
 BROKEN = """\

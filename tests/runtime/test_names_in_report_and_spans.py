@@ -4,16 +4,14 @@ terms (``implement › item 1 › agent(dev.frontend)``) besides its step path."
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from support.paths import EXAMPLES
 
 from agentflow import api
 from agentflow.runtime.telemetry import OtelSink, TelemetrySettings
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def _run_bug_triage(**kw):
