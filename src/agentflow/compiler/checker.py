@@ -69,6 +69,8 @@ from agentflow.core.diagnostics import Diagnostic, Note, did_you_mean
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import (
     BUILTIN_TYPES,
+    MAX_CONCURRENCY,
+    MAX_ITERATIONS,
     MAX_RETRY_ATTEMPTS,
     RETRYABLE_CODES,
     VERDICT_TYPE,
@@ -155,7 +157,12 @@ class CheckResult:
     - ``input_type`` (``json`` without ``input``), ``output_type`` (``output`` or the last
       stage's type), ``flow_name`` (header name, else the file stem with ``-`` → ``_``),
       ``description``, ``deadline_ms``;
-    - ``references``: ``id(ast.Name node)`` → :class:`Symbol`.
+    - ``references``: ``id(ast.Name node)`` → :class:`Symbol`;
+    - ``constants``: ``id(expr)`` → the value the compiler computed for a setting written as a
+      constant (``limit``, ``max_iterations``, ``timeout``, ``retry { attempts }``, budget
+      limits): an int or float, a duration as its text (``"1m30s"``). A ``limit`` or
+      ``max_iterations`` that is not a constant is absent: the plan evaluates it at run time
+      (docs/decisions.md "Settings: compile time or run time").
     """
 
     diagnostics: list[Diagnostic]
@@ -173,6 +180,7 @@ class CheckResult:
     description: str | None
     deadline_ms: int | None
     references: dict[int, Symbol]
+    constants: dict[int, Any] = field(default_factory=dict)
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -209,6 +217,50 @@ def _const(expr: ast.Expr | None) -> tuple[bool, Any]:
     if isinstance(expr, ast.NullLit):
         return True, None
     return False, None
+
+
+@dataclass(frozen=True, slots=True)
+class _Duration:
+    """A duration the compiler computed: milliseconds, and the text of a literal (kept as the
+    user wrote it: ``90s`` stays ``90s``)."""
+
+    ms: int
+    text: str | None = None
+
+
+def duration_text(ms: int) -> str:
+    """A positive number of milliseconds as a `.flow`/plan duration: ``90000`` → ``"1m30s"``,
+    ``1500`` → ``"1s500ms"`` (LANGUAGE.md §2: ``(\\d+(ms|h|m|s))+``)."""
+    out = []
+    for unit, size in (("h", 3_600_000), ("m", 60_000), ("s", 1000), ("ms", 1)):
+        n, ms = divmod(ms, size)
+        if n:
+            out.append(f"{n}{unit}")
+    return "".join(out) or "0ms"
+
+
+def _what_is(e: ast.Expr) -> str:
+    """A name for an expression in a note: its path as written (``input.t``, ``xs.count``),
+    else "this value"."""
+    parts = []
+    while isinstance(e, ast.Member):
+        parts.append(e.name)
+        e = e.obj
+    if isinstance(e, ast.Name):
+        return "`" + ".".join([e.name, *reversed(parts)]) + "`"
+    return "this value"
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+#: the binary operators the compiler folds: numbers with ``+ - *``, durations with ``+ -``
+_FOLD = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -298,6 +350,7 @@ class _Checker:
         self.input_sym = Symbol("input", "input", JSON, None)
         self.range_ok: int | None = None
         self.target_ok: int | None = None
+        self.constants: dict[int, Any] = {}
 
     # -- diagnostics ---------------------------------------------------------------------------
 
@@ -834,6 +887,7 @@ class _Checker:
             description=description,
             deadline_ms=deadline_ms,
             references=self.refs,
+            constants=self.constants,
         )
 
     # -- stages and statements -----------------------------------------------------------------
@@ -1602,28 +1656,110 @@ class _Checker:
             t = self.expr(value, want)
             if isinstance(t, ErrorType) or not assignable(t, want, self.env):
                 continue  # the type mismatch is reported
-            ok, v = _const(value)
             unit = "a whole number" if whole else "a number of dollars"
-            if not ok or isinstance(v, bool) or not isinstance(v, (int, float)):
-                self.report(
-                    D.INVALID_VALUE,
-                    f"budget `{key}` must be {unit} written out, not an expression",
-                    value.span,
-                    hint="budgets are fixed when the flow is compiled (`flowc cost` reads them)",
-                )
-            elif v < 0 or (whole and not isinstance(v, int)):
+            v = self.compile_time(
+                value,
+                f"budget `{key}`",
+                "budgets are fixed when the flow is compiled (`flowc cost` reads them)",
+                hint=f"write {unit}, e.g. `{key}: {20 if whole else 0.5}`",
+            )
+            if v is None:
+                continue
+            if v < 0 or (whole and not isinstance(v, int)):
                 self.report(
                     D.INVALID_VALUE, f"budget `{key}` must be {unit} ≥ 0, found {v}", value.span
                 )
 
-    def positive_int(self, e: ast.Expr, what: str, *, allow_zero: bool = False) -> None:
+    # settings: compile time or run time (docs/decisions.md) ----------------------------------
+
+    def constant(self, e: ast.Expr, depth: int = 0) -> tuple[bool, Any]:
+        """The value of ``e`` when the compiler can compute it: ``(True, value)`` or
+        ``(False, None)``. Constants are literals (a duration as :class:`_Duration`), ``-`` of
+        one, ``+ - *`` of two numbers, ``+ -`` of two durations, and a name bound by ``let`` to
+        a constant (``let t = 90s`` … ``timeout t``). Call after ``e`` is typed (names
+        resolved)."""
+        if depth > 64:
+            return False, None
+        if isinstance(e, ast.DurationLit):
+            return True, _Duration(e.ms, e.text)
+        if isinstance(e, ast.Name):
+            sym = self.refs.get(id(e))
+            if sym is not None and sym.kind == "let" and isinstance(sym.decl, ast.LetStmt):
+                return self.constant(sym.decl.value, depth + 1)
+            return False, None
+        if isinstance(e, ast.Unary) and e.op == "-":
+            ok, v = self.constant(e.operand, depth + 1)
+            if ok and isinstance(v, _Duration):
+                return True, _Duration(-v.ms)
+            if ok and _is_number(v):
+                return True, -v
+            return False, None
+        if isinstance(e, ast.Binary) and e.op in _FOLD:
+            ok, a = self.constant(e.left, depth + 1)
+            ok2, b = self.constant(e.right, depth + 1)
+            if not (ok and ok2):
+                return False, None
+            if _is_number(a) and _is_number(b):
+                return True, _FOLD[e.op](a, b)
+            if isinstance(a, _Duration) and isinstance(b, _Duration) and e.op != "*":
+                return True, _Duration(_FOLD[e.op](a.ms, b.ms))
+            return False, None
+        return _const(e)
+
+    def run_time_part(self, e: ast.Expr) -> ast.Expr:
+        """The first part of a non-constant ``e`` that is only known at run time (``input.t``
+        in ``input.t + 1s``), for the note of a compile-time setting."""
+        if isinstance(e, ast.Binary):
+            for side in (e.left, e.right):
+                if not self.constant(side)[0]:
+                    return self.run_time_part(side)
+        if isinstance(e, ast.Unary):
+            return self.run_time_part(e.operand)
+        return e
+
+    def compile_time(self, e: ast.Expr, what: str, why: str, *, hint: str) -> Any:
+        """The constant value of a setting the plan fixes when the flow is compiled (``timeout``,
+        ``retry { attempts }``, budget limits), recorded in ``constants``; None, reported as
+        `invalid-value`, when ``e`` is not a constant. Durations come back as
+        :class:`_Duration`."""
+        ok, v = self.constant(e)
+        if ok and not isinstance(v, bool) and (_is_number(v) or isinstance(v, _Duration)):
+            if isinstance(v, _Duration):
+                self.constants[id(e)] = v.text or duration_text(v.ms)
+            else:
+                self.constants[id(e)] = v
+            return v
+        part = self.run_time_part(e)
+        self.report(
+            D.INVALID_VALUE,
+            f"{what} must be a constant: {why}",
+            e.span,
+            notes=[Note(f"{_what_is(part)} is only known when the flow runs", part.span)],
+            hint=hint,
+        )
+        return None
+
+    def count_setting(self, e: ast.Expr, what: str, maximum: int) -> None:
+        """``limit`` / ``max_iterations``: any `int` expression (LANGUAGE.md §6). A constant is
+        checked here (1 … ``maximum``) and written into the plan as a number; anything else is
+        a template the run evaluates and checks the same way (a `validation` error naming the
+        `.flow` source)."""
         t = self.expr(e, INT)
         if isinstance(t, ErrorType):
             return
-        ok, v = _const(e)
-        if ok and isinstance(v, int) and (v < 0 or (v == 0 and not allow_zero)):
-            need = "zero or more" if allow_zero else "positive"
-            self.report(D.INVALID_VALUE, f"{what} must be {need}, found {v}", e.span)
+        ok, v = self.constant(e)
+        if not ok or not isinstance(v, int) or isinstance(v, bool):
+            return
+        if v < 1:
+            self.report(D.INVALID_VALUE, f"{what} must be positive, found {v}", e.span)
+        elif v > maximum:
+            self.report(
+                D.INVALID_VALUE,
+                f"{what} must be at most {maximum}, found {v}",
+                e.span,
+            )
+        else:
+            self.constants[id(e)] = v
 
     def loop_scope(self, var: ast.Ident, elem: Type, decl: ast.Node) -> None:
         self.scopes.append({})
@@ -1634,7 +1770,14 @@ class _Checker:
     def e_MapExpr(self, e: ast.MapExpr, hint: Type | None) -> Type:
         elem = self.elem_type(e.over, "map")
         if e.limit is not None:
-            self.positive_int(e.limit, "`limit`")
+            self.count_setting(e.limit, "`limit`", MAX_CONCURRENCY)
+            if not e.parallel:
+                self.report(
+                    D.SYNTAX_ERROR,
+                    "`limit` needs `parallel map`: a `map` runs its items one at a time",
+                    e.limit.span,
+                    hint="write `parallel map … limit N { … }` to run up to N items at once",
+                )
         h = self._hint_parts(hint)
         body_hint = h.elem if isinstance(h, ListType) else None
         self.loop_scope(e.var, elem, e)
@@ -1916,21 +2059,38 @@ class _Checker:
         elif kind == "timeout":
             t = self.expr(v, DURATION)
             if not isinstance(t, ErrorType):
-                if isinstance(v, ast.DurationLit) and v.ms <= 0:
-                    self.report(D.INVALID_DURATION, "`timeout` must be a positive duration", v.span)
-                elif isinstance(v, ast.Unary) and v.op == "-":
+                d = self.compile_time(
+                    v,
+                    "`timeout`",
+                    "the plan gives the step a fixed timeout when the flow is compiled",
+                    hint="write a duration such as `timeout 90s` (or a `let` of one)",
+                )
+                if isinstance(d, _Duration) and d.ms <= 0:
+                    del self.constants[id(v)]
                     self.report(D.INVALID_DURATION, "`timeout` must be a positive duration", v.span)
         elif kind == "max_iterations":
-            self.positive_int(v, "`max_iterations`")
+            self.count_setting(v, "`max_iterations`", MAX_ITERATIONS)
         elif kind == "budget":
             if isinstance(v, ast.BudgetSpec):
                 self.budget(v)
         elif kind == "retry":
             if isinstance(v, ast.RetrySpec):
-                if v.attempts is not None:
-                    self.positive_int(v.attempts, "`attempts`", allow_zero=True)
-                    ok, n = _const(v.attempts)
-                    if ok and isinstance(n, int) and n > MAX_RETRY_ATTEMPTS:
+                if v.attempts is not None and not isinstance(self.expr(v.attempts, INT), ErrorType):
+                    n = self.compile_time(
+                        v.attempts,
+                        "`attempts`",
+                        "the plan fixes a step's retries when the flow is compiled",
+                        hint="write a number of extra tries, e.g. `attempts: 2`",
+                    )
+                    if n is None:
+                        pass
+                    elif n < 0:
+                        self.report(
+                            D.INVALID_VALUE,
+                            f"`attempts` must be zero or more, found {n}",
+                            v.attempts.span,
+                        )
+                    elif n > MAX_RETRY_ATTEMPTS:
                         self.report(
                             D.INVALID_VALUE,
                             f"`attempts` must be at most {MAX_RETRY_ATTEMPTS}, found {n}",

@@ -349,7 +349,7 @@ class _Lowerer:
             data["deadline"] = deadline[0].duration.text
         budget = r.module.of(ast.BudgetDecl)
         if budget:
-            data["budget"] = _budget(budget[0].spec)
+            data["budget"] = self._budget(budget[0].spec)
         data["steps"] = plan.steps
         data["finish"] = {"mode": "output", "output": self.whole(last or NULL)}
         if self.plans:
@@ -791,13 +791,13 @@ class _Lowerer:
             elif k == "write":
                 inp["write"] = self.whole(self.expr(c.value, ctx))
             elif k == "max_iterations":
-                inp["max_iterations"] = _const_int(c.value)
+                inp["max_iterations"] = self.count_setting(c.value, ctx)
             elif k == "timeout":
-                timeout = c.value.text if isinstance(c.value, ast.DurationLit) else None
+                timeout = self.constant(c.value, "timeout")
             elif k == "retry":
                 retry = self._retry(c.value)
             elif k == "budget":
-                inp["budget"] = _budget(c.value)
+                inp["budget"] = self._budget(c.value)
         t = self.r.type_of(e)
         schema, wrapped = agent_contract(t, self.env)
         inp["output_schema"] = schema
@@ -836,9 +836,33 @@ class _Lowerer:
         return t.name
 
     def _retry(self, spec: ast.RetrySpec) -> dict:
-        out: dict[str, Any] = {"attempts": _const_int(spec.attempts) if spec.attempts else 0}
+        attempts = self.constant(spec.attempts, "retry attempts") if spec.attempts else 0
+        out: dict[str, Any] = {"attempts": attempts}
         out["on"] = [i.name for i in spec.on] if spec.on is not None else ["transient"]
         return out
+
+    def constant(self, e: ast.Expr, what: str) -> Any:
+        """The value the checker computed for a setting the plan fixes (``timeout``,
+        ``retry { attempts }``, budget limits); the checker refuses one that is not a constant,
+        so a missing value is a compiler bug, never a dropped setting."""
+        if id(e) not in self.r.constants:
+            raise LoweringError(f"internal compiler error: no constant value for {what}", e.span)
+        return self.r.constants[id(e)]
+
+    def count_setting(self, e: ast.Expr, ctx: _Ctx) -> Any:
+        """``limit`` / ``max_iterations``: the number when the checker computed it, else a
+        template the run evaluates (and checks: a positive integer up to the limit)."""
+        if id(e) in self.r.constants:
+            return self.r.constants[id(e)]
+        return self.whole(self.expr(e, ctx))
+
+    def _budget(self, spec: ast.BudgetSpec) -> dict:
+        """A ``budget { … }`` as the plan's ``{inferences?, tokens?, cost?}``."""
+        return {
+            key: self.constant(value, f"budget `{key}`")
+            for key in ("inferences", "tokens", "cost")
+            if (value := spec.limit(key)) is not None
+        }
 
     def _target(self, target: ast.Expr, ctx: _Ctx) -> dict:
         if isinstance(target, ast.Name) and target.name in self.uses:
@@ -863,12 +887,13 @@ class _Lowerer:
         if ctx.body:
             raise _NeedsOutline()
         over = self.expr(e.over, ctx)
+        limit = self.count_setting(e.limit, ctx) if e.limit is not None else None
         loop = {e.var.name: "item", "index": "index"}
         what = "parallel map body" if e.parallel else "map body"
         body = self.body_step(e.body.stmts, e.body.span, ctx, loop, what)
         inp: dict[str, Any] = {"over": self.whole(over)}
         if e.parallel:
-            inp["concurrency"] = _const_int(e.limit) if e.limit is not None else 4
+            inp["concurrency"] = limit if limit is not None else 4
         inp["do"] = body
         step = self.add_step(ctx, "map", inp, e.keyword_span or e.span)
         return Frag([StepRef(step)])
@@ -1008,14 +1033,6 @@ def _number(v: int | float) -> str:
     return text
 
 
-def _const_int(e: ast.Expr | None) -> Any:
-    if isinstance(e, ast.NumberLit):
-        return e.value
-    if isinstance(e, ast.Unary) and e.op == "-" and isinstance(e.operand, ast.NumberLit):
-        return -e.operand.value
-    return None
-
-
 def _order(d: dict, keys: list[str]) -> dict:
     out = {k: d[k] for k in keys if k in d}
     out.update({k: v for k, v in d.items() if k not in out})
@@ -1051,14 +1068,3 @@ def lower(result: CheckResult, *, file: str) -> dict:
         raise LoweringError(
             "internal error: a body could not be outlined", result.module.span
         ) from None
-
-
-def _budget(spec: ast.BudgetSpec) -> dict:
-    """A ``budget { … }`` as the plan's ``{inferences?, tokens?, cost?}`` (checked constants;
-    a limit that is not one is left out, the checker has reported it)."""
-    out: dict[str, Any] = {}
-    for key in ("inferences", "tokens", "cost"):
-        value = _const_int(spec.limit(key))
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[key] = value
-    return out

@@ -352,6 +352,11 @@ def duration_ms(text: object) -> int:
 #: ``retry.attempts`` counts extra tries after the first; more than this is refused (a `.flow`
 #: error at check time, a plan error at load time).
 MAX_RETRY_ATTEMPTS = 20
+#: A ``parallel map``'s ``limit`` (the plan's map ``concurrency``) and an agent's
+#: ``max_iterations`` are at most these: checked when the flow is compiled for a constant, when
+#: the step starts for a computed one (docs/decisions.md "Settings: compile time or run time").
+MAX_CONCURRENCY = 1000
+MAX_ITERATIONS = 1000
 #: The longest single backoff wait of a plan's ``retry.backoff`` (``initial``, ``max``), in ms,
 #: and the largest growth ``factor`` (docs/decisions.md "Plans").
 MAX_BACKOFF_MS = 3_600_000

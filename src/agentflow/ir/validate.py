@@ -30,6 +30,8 @@ from agentflow.core.vocabulary import (
     CONTROL_STEPS,
     MAX_BACKOFF_FACTOR,
     MAX_BACKOFF_MS,
+    MAX_CONCURRENCY,
+    MAX_ITERATIONS,
     MAX_RETRY_ATTEMPTS,
     RETRYABLE_CODES,
     UNARY_CONDITION_OPS,
@@ -555,7 +557,11 @@ class _Validator:
             else:
                 self.positive_int(value, path, key, 0)
 
-    def positive_int(self, inp: dict, ipath: tuple, key: str, minimum: int) -> None:
+    def positive_int(
+        self, inp: dict, ipath: tuple, key: str, minimum: int, maximum: int | None = None
+    ) -> None:
+        """``inp[key]``, when given, is an integer from ``minimum`` to ``maximum`` — or a
+        template, which the run evaluates and checks the same way."""
         if key not in inp:
             return
         v = inp[key]
@@ -565,6 +571,8 @@ class _Validator:
             self.problem((*ipath, key), f"`{key}` must be an integer ≥ {minimum}")
         elif v < minimum:
             self.problem((*ipath, key), f"`{key}` must be ≥ {minimum}, not {v}")
+        elif maximum is not None and v > maximum:
+            self.problem((*ipath, key), f"`{key}` must be at most {maximum}, not {v}")
 
     def c_exit(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
         if "infer" in inp:
@@ -602,7 +610,7 @@ class _Validator:
     def c_map(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
         self.over(inp, ipath)
         self.body_field(inp, ipath, "do", broken)
-        self.positive_int(inp, ipath, "concurrency", 1)
+        self.positive_int(inp, ipath, "concurrency", 1, MAX_CONCURRENCY)
         if "on_item_error" in inp and inp["on_item_error"] not in ("fail", "skip"):
             v = inp["on_item_error"]
             self.problem(
@@ -727,7 +735,7 @@ class _Validator:
                     )
         if "tools" in inp:
             self.agent_tools(inp["tools"], (*ipath, "tools"))
-        self.positive_int(inp, ipath, "max_iterations", 1)
+        self.positive_int(inp, ipath, "max_iterations", 1, MAX_ITERATIONS)
         self.positive_int(inp, ipath, "repair_attempts", 0)
         for key in ("model", "system_prompt"):
             if key in inp and not isinstance(inp[key], str):
