@@ -1864,6 +1864,13 @@ class _Checker:
         return t
 
     def e_VerifyExpr(self, e: ast.VerifyExpr, hint: Type | None) -> Type:
+        if not e.items:
+            self.report(
+                D.INVALID_VALUE,
+                "an empty `verify` checks nothing",
+                e.span,
+                hint='give it `check COND else "message"` and/or `judge "…"` items',
+            )
         for item in e.items:
             if isinstance(item, ast.VerifyCheck):
                 self.expr(item.cond, BOOL)

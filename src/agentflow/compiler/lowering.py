@@ -548,8 +548,20 @@ class _Lowerer:
         return "{{ " + f.render() + " }}"
 
     def text_value(self, e: ast.Expr, ctx: _Ctx) -> str:
-        """A text-valued input (prompt, message): an interpolated string literal becomes template
-        text (a literal ``{{`` escaped as ``{{ "{{" }}``); anything else a whole-value template."""
+        """A text-valued input (prompt, message, a tool's text argument): an interpolated string
+        literal becomes template text (a literal ``{{`` escaped as ``{{ "{{" }}``); anything else
+        a whole-value template.
+
+        ``"${x}"`` alone would be the whole-value template ``{{ x }}``, which renders ``x``'s own
+        value (a number, an array); unless ``x`` is text it is printed as the string expression
+        ``{{ "${x}" }}``, so interpolation always yields text (LANGUAGE.md §2)."""
+        if (
+            isinstance(e, ast.StringLit)
+            and len(e.parts) == 1
+            and isinstance(e.parts[0], ast.Interpolation)
+            and not self._text(e.parts[0].expr)
+        ):
+            return self.whole(self.expr(e, ctx))
         if isinstance(e, ast.StringLit):
             out = []
             for i, p in enumerate(e.parts):
@@ -662,6 +674,11 @@ class _Lowerer:
         if isinstance(e, ast.Member) and self._optional_field(e) and not self._nullable(e.obj):
             return _join(_paren(self.expr(e.obj, ctx)), "." + e.name, atomic=True)
         return self.expr(e, ctx)
+
+    def _text(self, e: ast.Expr) -> bool:
+        """True when the checked type of ``e`` is text (``text``, ``path``, ``member``, string
+        literals), never null."""
+        return T.is_textual(self.r.type_of(e), self.env)
 
     def _nullable(self, e: ast.Expr) -> bool:
         """True when the checked type of ``e`` is ``T?`` (or a union with ``null``)."""
