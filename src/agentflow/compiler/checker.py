@@ -53,12 +53,15 @@ from agentflow.compiler.types import (
     UseType,
     VerdictType,
     assignable,
+    finite_values,
     is_numeric,
     is_textual,
     join,
+    literal_str,
     make_optional,
     make_union,
     object_mismatches,
+    overlaps,
     schema_problem,
     strip_optional,
     type_str,
@@ -249,6 +252,10 @@ def _what_is(e: ast.Expr) -> str:
     if isinstance(e, ast.Name):
         return "`" + ".".join([e.name, *reversed(parts)]) + "`"
     return "this value"
+
+
+#: literal expressions: a side of a comparison that is one of these is not what the hint lists
+_LITERALS = (ast.StringLit, ast.NumberLit, ast.BoolLit, ast.NullLit)
 
 
 def _is_number(v: Any) -> bool:
@@ -1237,14 +1244,17 @@ class _Checker:
         if isinstance(lt, ErrorType) or isinstance(rt, ErrorType):
             return BOOL if op in ("==", "!=", "<", "<=", ">", ">=") else ERROR
         if op in ("==", "!="):
-            if not (
+            comparable = (
                 assignable(lt, rt, self.env)
                 or assignable(rt, lt, self.env)
                 or (is_numeric(lt, self.env) and is_numeric(rt, self.env))
                 or (is_textual(lt, self.env) and is_textual(rt, self.env))
                 or assignable(widen(lt), widen(rt), self.env)
                 or assignable(widen(rt), widen(lt), self.env)
-            ):
+            )
+            if not overlaps(lt, rt, self.env) and (comparable or self.same_kind(lt, rt)):
+                self.no_overlap(e, e.left, lt, e.right, rt)
+            elif not comparable:
                 self.report(
                     D.TYPE_MISMATCH,
                     f"cannot compare `{type_str(widen(lt))}` with `{type_str(widen(rt))}`",
@@ -1340,6 +1350,76 @@ class _Checker:
                 f"`{type_str(widen(lt))}` cannot be {'in' if e.op == 'in' else 'not in'} `{type_str(rt)}`",
                 e.span,
             )
+        elif isinstance(r, ListType):
+            elem = r.elem
+            if isinstance(e.right, ast.ListLit) and e.right.items:
+                # `k in ["x", "y"]`: the literals, not the widened `text`
+                elem = make_union([self.types.get(id(i), ERROR) for i in e.right.items])
+            if not overlaps(lt, elem, self.env):
+                self.no_overlap(e, e.left, lt, e.right, elem)
+
+    def same_kind(self, lt: Type, rt: Type) -> bool:
+        """Operands whose comparison is a question of values, not of kinds: two object types,
+        or ``null`` against anything (``x == null`` with ``x: int`` is always false)."""
+        a, b = self.env.resolve(lt), self.env.resolve(rt)
+        return a == NULL or b == NULL or (isinstance(a, ObjectType) and isinstance(b, ObjectType))
+
+    def no_overlap(
+        self, e: ast.Binary, left: ast.Expr, lt: Type, right: ast.Expr, rt: Type
+    ) -> None:
+        """Report `no-overlap`: ``e`` (``==``, ``!=``, ``in``, ``not in``; for ``in``, ``rt``
+        is the array's element type) can never be true, or for ``!=`` / ``not in`` never false.
+        The hint lists the values the finite side can be (and the closest one to a literal on
+        the other side)."""
+        always = "true" if e.op in ("!=", "not in") else "false"
+        if e.op in ("==", "!="):
+            message = (
+                f"this comparison is always {always}: `{type_str(lt)}` and `{type_str(rt)}` "
+                "have no value in common"
+            )
+        else:
+            message = (
+                f"this `{e.op}` test is always {always}: the array's elements are "
+                f"`{type_str(rt)}`, never `{type_str(lt)}`"
+            )
+        hint = None
+        for side, t, ot in ((left, lt, rt), (right, rt, lt)):
+            values = finite_values(t, self.env)
+            if values is None or len(values) < 2 and isinstance(side, _LITERALS):
+                continue
+            shown = [literal_str(v) for v in values]
+            listed = ", ".join(shown[:-1]) + f" or {shown[-1]}" if len(shown) > 1 else shown[0]
+            name = _what_is(side)
+            if name == "this value":
+                name = "the left side" if side is left else "the right side"
+            if e.op in ("in", "not in") and side is right:
+                name = "the elements"
+            hint = f"{name} can be {listed}"
+            other_values = finite_values(ot, self.env)
+            if other_values and len(other_values) == 1 and isinstance(other_values[0], str):
+                close = did_you_mean(
+                    other_values[0], [v for v in values if isinstance(v, str)]
+                ) or _suggest(other_values[0], [v for v in values if isinstance(v, str)])
+                if close:
+                    meant = close.split("`")[1]
+                    hint = f"did you mean {literal_str(meant)}? ({hint})"
+            break
+        a, b = self.env.resolve(lt), self.env.resolve(rt)
+        if isinstance(a, ObjectType) and isinstance(b, ObjectType):
+            for name, fa in a.fields.items():
+                fb = b.fields.get(name)
+                if fb and not (fa.optional or fb.optional or overlaps(fa.type, fb.type, self.env)):
+                    hint = (
+                        f"field `{name}` is `{type_str(fa.type)}` on one side and "
+                        f"`{type_str(fb.type)}` on the other"
+                    )
+                    break
+        for side, t, ot in ((left, lt, rt), (right, rt, lt)):
+            if ot == NULL and hint is None:
+                name = _what_is(side)
+                name = "this value" if name == "this value" else name
+                hint = f"{name} is never null: its type is `{type_str(t)}`, not `{type_str(t)}?`"
+        self.report(D.NO_OVERLAP, message, e.span, hint=hint)
 
     # member access ------------------------------------------------------------------------
 

@@ -85,6 +85,9 @@ UNSUPPORTED_CONSTRUCT = _register(
 POSITIONAL_ARGUMENT = _register(
     "positional-argument", "error", "a tool argument given without its name"
 )
+NO_OVERLAP = _register(
+    "no-overlap", "error", "a comparison that can never be true: no value is common to both sides"
+)
 
 
 @dataclass(frozen=True, slots=True)
