@@ -254,6 +254,24 @@ def _what_is(e: ast.Expr) -> str:
     return "this value"
 
 
+@dataclass(slots=True)
+class _Expect:
+    span: ast.Span
+    what: str
+
+
+def _expect_clause(e: ast.Expr) -> _Expect | None:
+    """The ``expect`` clause that gives ``e`` its type: of an ``agent`` block (its first, the one
+    that counts) or of an ``ask``; None for anything else."""
+    if isinstance(e, ast.AgentExpr):
+        for c in e.clauses:
+            if c.kind == "expect":
+                return _Expect(c.span, "agent")
+    if isinstance(e, ast.AskExpr) and e.expect is not None:
+        return _Expect(e.expect.span, "ask")
+    return None
+
+
 #: literal expressions: a side of a comparison that is one of these is not what the hint lists
 _LITERALS = (ast.StringLit, ast.NumberLit, ast.BoolLit, ast.NullLit)
 
@@ -385,8 +403,18 @@ class _Checker:
                 wname = type_str(want)
                 reported = False
                 missing = [f for k, f in problems if k == "missing"]
+                # a misspelt key (`titel` for a missing `title`) is one mistake: one error, on
+                # the key, rather than "missing `title`" and "no field `titel`" on the `{`
+                typos: dict[str, str] = {}
+                for kind, fname in problems:
+                    if kind == "unknown":
+                        hint = _suggest(fname, [m for m in missing if m not in typos.values()])
+                        if hint:
+                            typos[fname] = hint.split("`")[1]
                 for kind, fname in problems:
                     if kind == "missing":
+                        if fname in typos.values():
+                            continue
                         fdecl = want_r.fields[fname]
                         self.report(
                             D.TYPE_MISMATCH,
@@ -397,17 +425,22 @@ class _Checker:
                         reported = True
                     elif kind == "unknown":
                         entry = entries.get(fname)
+                        meant = typos.get(fname)
+                        if meant is not None:
+                            notes = [
+                                Note(f"field `{meant}` is required", want_r.fields[meant].span)
+                            ]
+                            hint = f"did you mean `{meant}`?"
+                        else:
+                            names = ", ".join(f"`{f}`" for f in want_r.fields) or "none"
+                            notes = [Note(f"the fields of `{wname}` are {names}")]
+                            hint = _suggest(fname, list(want_r.fields))
                         self.report(
                             D.TYPE_MISMATCH,
                             f"`{wname}` has no field `{fname}`",
-                            expr.span,
-                            notes=[
-                                Note(
-                                    f"unknown field `{fname}`",
-                                    entry.key_span if entry else None,
-                                )
-                            ],
-                            hint=_suggest(fname, missing or list(want_r.fields)),
+                            entry.key_span if entry else expr.span,
+                            notes=notes,
+                            hint=hint,
                         )
                         reported = True
                     else:
@@ -442,6 +475,20 @@ class _Checker:
             )
             return
         shown = got if _has_literal(want, self.env) else widen(got)
+        expect = _expect_clause(expr)
+        if expect is not None:
+            # the value of `agent(…) { … }` / `ask … expect T` is its `expect` type: that clause
+            # is what to change (or the expected type), not the block's first line
+            self.report(
+                D.TYPE_MISMATCH,
+                f"expected `{type_str(want)}`, found `{type_str(shown)}`",
+                expect.span,
+                notes=[
+                    Note(f"the answer of this `{expect.what}` has its `expect` type", expr.span)
+                ],
+                hint=f"`expect {type_str(want)}` would fit here",
+            )
+            return
         self.report(
             D.TYPE_MISMATCH,
             f"expected `{type_str(want)}`, found `{type_str(shown)}`",

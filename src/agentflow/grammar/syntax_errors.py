@@ -247,4 +247,33 @@ def unexpected(
     resume = tok.end - sc.ob
     if tok.bol and tok.value in TOP_LEVEL and not isinstance(tok.value, ast.Node):
         resume = tok.start - sc.ob
+    limit = _limit_without_number(sc, values)
+    if limit is not None:
+        word, brace = limit
+        return SynErr(
+            "`limit` needs a number: how many items the `parallel map` runs at once",
+            word.span,
+            resume=resume,
+            depth=len(sc.stack),
+            hint="write `limit 4 { … }`, or drop `limit` (the default is 4)",
+            notes=[
+                ("this `{` was read as an object, the value of `limit`", brace.span),
+                (f"the parser stopped here: {msg}", tok.span),
+            ],
+        )
     return SynErr(msg, tok.span, resume=resume, depth=len(sc.stack), hint=hint, notes=notes)
+
+
+def _limit_without_number(sc: Scanner, values: list | None) -> tuple[Tok, Tok] | None:
+    """``(limit, {)`` when the parse failed inside a `{` right after the `limit` of a map
+    (``map xs as x limit { … }``): the body was taken for an object literal, the value of
+    `limit`, and the error surfaced inside it — often lines after the mistake. ``values`` is
+    the driver's value stack: the unfinished object is its top part."""
+    for i in range(len(values or ()) - 1, 0, -1):
+        v = values[i]  # type: ignore[index]
+        if isinstance(v, Tok) and v.type == "LBRACE":
+            word = values[i - 1]  # type: ignore[index]
+            if isinstance(word, Tok) and word.type == "LIMIT":
+                return word, v
+            return None
+    return None
