@@ -14,6 +14,7 @@ types, the tools called with their signatures, and the flow's header data.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import gc
 import re
@@ -72,10 +73,12 @@ from agentflow.core.diagnostics import Diagnostic, Note, did_you_mean
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import (
     BUILTIN_TYPES,
+    EXPRESSION_WORDS,
     MAX_CONCURRENCY,
     MAX_ITERATIONS,
     MAX_RETRY_ATTEMPTS,
     RETRYABLE_CODES,
+    STATEMENT_WORDS,
     VERDICT_TYPE,
 )
 from agentflow.grammar import ast
@@ -252,6 +255,24 @@ def _what_is(e: ast.Expr) -> str:
     if isinstance(e, ast.Name):
         return "`" + ".".join([e.name, *reversed(parts)]) + "`"
     return "this value"
+
+
+def _duration_hint(e: ast.Expr) -> str:
+    """The hint for a number or a string where a duration goes: `timeout 2` → `2s`."""
+    if isinstance(e, ast.NumberLit):
+        return f"a duration needs a unit: `{e.value}s` (or `ms`, `m`, `h`)"
+    if isinstance(e, ast.StringLit) and e.is_plain and _DURATION_TEXT.fullmatch(e.text.strip()):
+        return f"a duration is written without quotes: `{e.text.strip()}`"
+    return "write a duration such as `90s`, `5m` or `1h30m`"
+
+
+_DURATION_TEXT = re.compile(r"(?:[0-9]+(?:ms|h|m|s))+")
+
+#: keywords that start a statement or an expression (the hint of a misspelt one read as a name)
+_EXPRESSION_KEYWORDS = [
+    *STATEMENT_WORDS,
+    *(w for w in EXPRESSION_WORDS if w not in ("and", "or", "in")),
+]
 
 
 @dataclass(slots=True)
@@ -475,6 +496,14 @@ class _Checker:
             )
             return
         shown = got if _has_literal(want, self.env) else widen(got)
+        if want == DURATION and isinstance(expr, (ast.NumberLit, ast.StringLit)):
+            self.report(
+                D.TYPE_MISMATCH,
+                f"expected `duration`, found `{type_str(shown)}`",
+                expr.span,
+                hint=_duration_hint(expr),
+            )
+            return
         expect = _expect_clause(expr)
         if expect is not None:
             # the value of `agent(…) { … }` / `ask … expect T` is its `expect` type: that clause
@@ -1109,7 +1138,10 @@ class _Checker:
         if e.name in self.error_names:
             return ERROR
         hint = _suggest(e.name, self.visible_names())
-        if hint:
+        if hint is None:
+            # `paralel map …`, `retrun x`: a misspelt keyword reads as a name
+            hint = did_you_mean(e.name, _EXPRESSION_KEYWORDS)
+        elif hint:
             # the misspelt name was most likely meant to read that variable: not "unused"
             meant = hint.split("`")[1]
             for scope in reversed(self.scopes):
@@ -1551,7 +1583,8 @@ class _Checker:
             return ERROR
         if isinstance(r, MapType):
             return r.value
-        self.report(D.UNKNOWN_FIELD, f"`{type_str(ot)}` has no field `{name}`", span)
+        hint = _suggest(name, ["count"]) if self.countable(r) else None
+        self.report(D.UNKNOWN_FIELD, f"`{type_str(ot)}` has no field `{name}`", span, hint=hint)
         return ERROR
 
     def countable(self, r: Type) -> bool:
@@ -1665,7 +1698,7 @@ class _Checker:
                         D.UNKNOWN_TOOL,
                         f"unknown tool `{callee.name}`",
                         callee.span,
-                        hint=_suggest(callee.name, list(self.tool_decls)),
+                        hint=self.tool_hint(callee.name),
                     )
                 for a in e.args:
                     self.infer(a.value)
@@ -1679,8 +1712,33 @@ class _Checker:
         for p in e.positional:
             self.infer(p)
         if not isinstance(ct, ErrorType):
+            if isinstance(callee, ast.Member) and not e.args and not e.positional:
+                # `xs.count()`, `m.title()`: a field read written as a method call
+                path = _what_is(callee)
+                shown = path.strip("`") if path != "this value" else f"….{callee.name}"
+                self.report(
+                    D.NOT_CALLABLE,
+                    f"`.{callee.name}` is a field, not a method: it cannot be called",
+                    e.span,
+                    hint=f"drop the parentheses: `{shown}`",
+                )
+                return ct
             self.report(D.NOT_CALLABLE, "only tools can be called", callee.span)
         return ERROR
+
+    def tool_hint(self, name: str) -> str | None:
+        """The hint of `unknown-tool`: "did you mean" for a close name, else the three declared
+        tools nearest by name and where catalog tools come from."""
+        hint = _suggest(name, list(self.tool_decls))
+        if hint:
+            return hint
+        near = difflib.get_close_matches(name, sorted(self.tool_decls), n=3, cutoff=0.3)
+        catalog = "a catalog tool is named `server__tool` (`flowc tools` lists them)"
+        if not near:
+            return catalog
+        shown = ", ".join(f"`{t}`" for t in near)
+        nearest = "the nearest tool is" if len(near) == 1 else "the nearest tools are"
+        return f"{nearest} {shown}; {catalog}"
 
     def tool_call(self, e: ast.Call, callee: ast.Name, sig: ToolSig) -> Type:
         self.tools[sig.name] = sig
@@ -2093,6 +2151,24 @@ class _Checker:
                 sym = self.lookup(n.name)
                 if sym is not None:
                     self.refs[id(n)] = sym
+        if isinstance(target, ast.StringLit) and target.is_plain:
+            # `agent("classifier")`: the agent's name where its `use agent` alias goes
+            aliases = [
+                a for a, u in self.uses.items() if u.kind == "agent" and u.target == target.text
+            ]
+            ident = re.sub(r"\W", "_", target.text) if target.text else "name"
+            self.report(
+                D.INVALID_AGENT_TARGET,
+                "an agent target is a `use agent` alias, not a string",
+                target.span,
+                hint=(
+                    f"use its alias: `agent({aliases[0]})`"
+                    if aliases
+                    else f'declare it: `use agent "{target.text}" as {ident}`, then '
+                    f"`agent({ident})`"
+                ),
+            )
+            return
         invalid("this is not an agent target")
 
     def in_names(self, name: str) -> bool:
@@ -2165,7 +2241,7 @@ class _Checker:
                     D.UNKNOWN_TOOL,
                     f"unknown tool `{ref.name}`",
                     ref.span,
-                    hint=_suggest(ref.name, list(self.tool_decls)),
+                    hint=self.tool_hint(ref.name),
                 )
         elif kind == "write":
             t = self.infer(v, ListType(PATH))

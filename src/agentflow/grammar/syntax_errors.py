@@ -166,8 +166,22 @@ def _syntax_hint(
         return "did you mean `==`?"
     if typ == "STRING" and "COLON" in expected:
         return "object entries are written `key: value`"
+    if typ == "NUMBER" and "DURATION" in expected:
+        return f"a duration needs a unit: `{tok.value}s` (or `ms`, `m`, `h`)"
+    if typ == "NAME":
+        # `stge s {`, `paralel map`, `retyr { … }`: a keyword that fits here, misspelt
+        words = [w for w, term in KEYWORDS.items() if term in expected]
+        hint = diag.did_you_mean(str(tok.value), words)
+        if hint:
+            return hint
     if prev is None:
         return None
+    if prev.type == "DEADLINE" and "DURATION" in expected:
+        return (
+            "the deadline is fixed when the flow is compiled: write a duration, e.g. `deadline 30m`"
+        )
+    if prev.type == "DURATION" and prev2 is not None and prev2.type == "DEADLINE":
+        return "write the deadline as one duration: `1h30m`, not `1h + 30m`"
     if prev.type == "AGENT" and "LPAR" in expected:
         target = tok.value if typ == "NAME" else "target"
         return f"the agent's target goes in parentheses: `agent({target}) {{ … }}`"
