@@ -12,7 +12,6 @@ templates are rewritten to point into the plan file, so errors name file:line:co
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -197,8 +196,8 @@ def _remap_spans(root: ast.Node, fn) -> None:
 def _relocate(root: ast.Node, smap: SourceMap | None, file: str, path: Path) -> None:
     if smap is not None and tuple(path) in smap.nodes:
         _remap_spans(root, lambda s: smap.map_span(path, s))
-    else:
-        _remap_spans(root, lambda s: dataclasses.replace(s, file=file))
+    # otherwise the spans stay relative to the text; they already name ``file`` (the parser
+    # was given it), so no walk is needed
 
 
 def iter_compiled(compiled: Any) -> Iterator[ast.Template | ast.Expr]:
