@@ -252,6 +252,8 @@ class Gen:
             return E(f"({a.src}).count", lambda env, f=a.fn: len(f(env)))
         if kind == "coalesce":
             a = self.pure("int?", scope, depth - 1)
+            if a.lit:  # `null ?? 4` is the literal 4 (and `4 == 7` never overlaps)
+                a = E("input.o", lambda env: env["input.o"])
             b = self.pure("int", scope, depth - 1)
             self.tag("coalesce")
 

@@ -1473,7 +1473,7 @@ class _Checker:
                 name = "the left side" if side is left else "the right side"
             if e.op in ("in", "not in") and side is right:
                 name = "the elements"
-            hint = f"{name} can be {listed}"
+            hint = f"{name} is always {listed}" if len(shown) == 1 else f"{name} can be {listed}"
             other_values = finite_values(ot, self.env)
             if other_values and len(other_values) == 1 and isinstance(other_values[0], str):
                 close = did_you_mean(
