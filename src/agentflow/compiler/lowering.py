@@ -68,6 +68,26 @@ _INLINE_MAX_NESTING = 16
 _INLINE_MAX_SHARED = 100  # characters, for a name used more than once
 _INLINE_MAX_LENGTH = 4000  # characters, for a name used once
 
+# Binding strength of the binary operators (the grammar's precedence climbing, builder._PREC),
+# of prefix `not` and of prefix `-` (tighter than every binary operator).
+_PREC = {
+    "??": 1,
+    "or": 2,
+    "and": 3,
+    **dict.fromkeys(("==", "!=", "<", "<=", ">", ">=", "in", "not in"), 5),
+    "..": 6,
+    "+": 7,
+    "-": 7,
+    "*": 8,
+    "/": 8,
+    "%": 8,
+}
+_NOT_PREC = 4
+_MINUS_PREC = 9
+# Operators a printed chain may hold before its left part becomes a `value` step of its own (the
+# template parser allows 200 in one chain, and 200 levels of depth).
+_MAX_CHAIN = 150
+
 # Control steps that may not be a body (docs/spec/PLAN_IR.md §5): they nest only through plan__*.
 _NOT_BODY = CONTROL_STEPS - BODY_CONTROL_STEPS
 # Scope names a nested filter gate shadows (docs/spec/PLAN_IR.md §3).
@@ -93,12 +113,17 @@ class Frag:
     """Template-expression text: a list of literal text and :class:`StepRef` pieces.
 
     ``atomic`` is True when the text needs no parentheses to be used as an operand; ``free`` holds
-    the scope names (``item``, ``index``, ``accumulator``, ``input``) the text reads.
+    the scope names (``item``, ``index``, ``accumulator``, ``input``) the text reads. A text that
+    is not atomic records the binding strength of its top operator (``prec``, as in the grammar's
+    precedence climbing; 0: unknown, always parenthesized) and how many binary operators its top
+    chain holds (``ops``), so that ``a + b + c`` prints without the parentheses of its tree.
     """
 
     parts: list[str | StepRef] = field(default_factory=list)
     atomic: bool = True
     free: frozenset[str] = frozenset()
+    prec: int = 0
+    ops: int = 0
 
     @staticmethod
     def text(s: str, atomic: bool = True, free: frozenset[str] = frozenset()) -> Frag:
@@ -280,6 +305,7 @@ class _Lowerer:
         if uses == 0 or (len(frag.parts) == 1 and isinstance(frag.parts[0], StepRef)):
             return frag
         length, nesting = frag.measure()
+        nesting += frag.ops  # a flat chain `a + b + …` is as deep in the parsed template
         if (
             nesting <= _INLINE_MAX_NESTING
             and length <= _INLINE_MAX_LENGTH
@@ -645,16 +671,37 @@ class _Lowerer:
         return _join(*items, atomic=True)
 
     def x_RangeExpr(self, e: ast.RangeExpr, ctx: _Ctx) -> Frag:
-        return _join(_paren(self.expr(e.low, ctx)), "..", _paren(self.expr(e.high, ctx)))
+        f = _join(_paren(self.expr(e.low, ctx)), "..", _paren(self.expr(e.high, ctx)))
+        f.prec, f.ops = _PREC[".."], 1
+        return f
 
     def x_Binary(self, e: ast.Binary, ctx: _Ctx) -> Frag:
-        left = _paren(self.expr(e.left, ctx))
-        right = _paren(self.expr(e.right, ctx))
-        return _join(left, f" {e.op} ", right)
+        """``left op right`` with only the parentheses the grammar needs: every binary operator
+        is left-associative, comparisons and ranges do not chain. A long chain (``1 + 1 + …``)
+        stays flat instead of nesting a parenthesis per operator (the template parser allows
+        100 levels of brackets). A chain is as deep as it is long in the parsed template (at
+        most 200 levels, and 200 operators): past ``_MAX_CHAIN`` operators its left part is
+        computed by a `value` step of its own."""
+        p = _PREC[e.op]
+        left, right = self.expr(e.left, ctx), self.expr(e.right, ctx)
+        bare_left = not left.atomic and (left.prec > p or (left.prec == p and p not in (5, 6)))
+        bare_right = not right.atomic and right.prec > p
+        lops = left.ops if bare_left else 0
+        rops = right.ops if bare_right else 0
+        if lops + rops + 1 > _MAX_CHAIN:
+            step = self.add_step(ctx, "value", {"value": self.whole(left)}, e.left.span)
+            left, bare_left, lops = Frag([StepRef(step)]), False, 0
+        lf = left if left.atomic or bare_left else _paren(left)
+        rf = right if right.atomic or bare_right else _paren(right)
+        f = _join(lf, f" {e.op} ", rf)
+        f.prec, f.ops = p, lops + rops + 1
+        return f
 
     def x_Unary(self, e: ast.Unary, ctx: _Ctx) -> Frag:
         op = "not " if e.op == "not" else "-"
-        return _join(op, _paren(self.expr(e.operand, ctx)))
+        f = _join(op, _paren(self.expr(e.operand, ctx)))
+        f.prec = _NOT_PREC if e.op == "not" else _MINUS_PREC
+        return f
 
     def x_Member(self, e: ast.Member, ctx: _Ctx) -> Frag:
         if self._nullable(e.obj) and not self._optional_field(e):
