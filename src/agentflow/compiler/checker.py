@@ -293,6 +293,9 @@ def _expect_clause(e: ast.Expr) -> _Expect | None:
     return None
 
 
+#: expressions that are effects (a step each, in evaluation order)
+_EFFECT_NODES = (ast.Call, ast.AgentExpr, ast.AskExpr, ast.VerifyExpr, ast.FilterExpr)
+
 #: literal expressions: a side of a comparison that is one of these is not what the hint lists
 _LITERALS = (ast.StringLit, ast.NumberLit, ast.BoolLit, ast.NullLit)
 
@@ -1648,7 +1651,62 @@ class _Checker:
             self.proj.pop()
         if isinstance(pt, ErrorType) or isinstance(elem, ErrorType):
             return ERROR
+        if self.path_defaults(e.path):
+            self.effectful_index(e.path)
         return ListType(pt)
+
+    def path_defaults(self, p: ast.Expr) -> bool:
+        """True when a projection's per-element path reads an optional part (a `T?` field, a
+        field of a `T?` value), nested projections included: lowering then computes it with a
+        `map` step per element (the rule of ``lowering._path_defaults``)."""
+        while True:
+            if isinstance(p, ast.Member):
+                if self.optional_field(p) or self.nullable(p.obj):
+                    return True
+                p = p.obj
+            elif isinstance(p, ast.Index):
+                p = p.obj
+            elif isinstance(p, ast.Projection):
+                if p.path is not None and self.path_defaults(p.path):
+                    return True
+                p = p.base
+            else:
+                return False
+
+    def nullable(self, e: ast.Expr) -> bool:
+        t = self.env.resolve(self.types.get(id(e), ERROR))
+        return isinstance(t, OptionalType) or (isinstance(t, UnionType) and NULL in t.members)
+
+    def optional_field(self, e: ast.Member) -> bool:
+        t = self.env.resolve(self.types.get(id(e.obj), ERROR))
+        if isinstance(t, OptionalType):
+            t = self.env.resolve(t.inner)
+        for m in t.members if isinstance(t, UnionType) else (t,):
+            m = self.env.resolve(m)
+            if isinstance(m, OptionalType):
+                m = self.env.resolve(m.inner)
+            if isinstance(m, ObjectType):
+                f = m.fields.get(e.name)
+                if f is not None and f.optional:
+                    return True
+        return False
+
+    def effectful_index(self, path: ast.Expr) -> None:
+        """An index with an effect inside a projection path over optional parts would run once
+        per element of the `map` that computes the path: `unsupported-construct`, at check time
+        (it used to pass the check and fail `flowc compile`)."""
+        for node in _walk(path):
+            if isinstance(node, ast.Index) and any(
+                isinstance(n, _EFFECT_NODES) for n in _walk(node.index)
+            ):
+                self.report(
+                    D.UNSUPPORTED_CONSTRUCT,
+                    "this index has an effect (a tool call, agent, ask or judge) inside a "
+                    "projection over optional fields, where it would run once per element",
+                    node.index.span,
+                    hint="bind it first (`let i = …`) and index with `i`",
+                )
+                return
 
     def e_ProjectionItem(self, e: ast.ProjectionItem, hint: Type | None) -> Type:
         return self.proj[-1] if self.proj else ERROR
