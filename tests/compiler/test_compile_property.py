@@ -80,6 +80,7 @@ def sweep(seed: int, count: int) -> dict:
             out["failures"].append((program.source, f"dropped: {missing}"))
             continue
         out["clean"] += 1
+    out["failed"] = len(out["failures"])
     out["failures"] = out["failures"][:3]
     return out
 
