@@ -180,6 +180,12 @@ def _parse_module(text: str, file: str) -> tuple[ast.Module, list[Diagnostic]]:
         # the failed item starts at the first token after the last completed one
         start = got[-1].span.end if got else pos
         start = _SKIP_TRIVIA.match(text, start).end()
+        done = _complete_before(text, file, start, err.span.start, lines)
+        if done:
+            # an item that ends just before a bad line (`stge b {` after a whole stage) is
+            # complete, only not reduced yet (LALR wanted the next token): keep it
+            items.extend(done)
+            start = _SKIP_TRIVIA.match(text, done[-1].span.end).end()
         resume = _find_resume(text, file, err, sc, start, lines)
         end = resume if resume is not None else n
         stop = len(text[start:end].rstrip())
@@ -235,6 +241,23 @@ def _encoding_errors(
         if not (d.span.start in starts and d.message.startswith("unexpected character"))
     ]
     return kept + found
+
+
+def _complete_before(text: str, file: str, start: int, stop: int, lines: _Lines) -> list:
+    """The items of ``text[start:stop]`` when that text, ending at the start of a line, parses
+    as whole items on its own; else ``[]``."""
+    if stop <= start or text.rfind("\n", start, stop) == -1:
+        return []
+    if text[text.rfind("\n", 0, stop) + 1 : stop].strip():
+        return []  # the error is not at the start of its line
+    line = lines.line(start)
+    ls = text.rfind("\n", 0, start) + 1
+    sc = Scanner(text, start, stop, file, line, ls, 0, module=True, driver=DRIVER)
+    try:
+        got = run(sc, "module", [])
+    except (SynErr, RecursionError):
+        return []
+    return list(got)
 
 
 class _Lines:
