@@ -80,6 +80,8 @@ from agentflow.core.vocabulary import (
     RETRYABLE_CODES,
     STATEMENT_WORDS,
     VERDICT_TYPE,
+    duration_ms,
+    duration_text,
 )
 from agentflow.grammar import ast
 from agentflow.stdlib import PRELUDE
@@ -234,17 +236,6 @@ class _Duration:
     text: str | None = None
 
 
-def duration_text(ms: int) -> str:
-    """A positive number of milliseconds as a `.flow`/plan duration: ``90000`` → ``"1m30s"``,
-    ``1500`` → ``"1s500ms"`` (LANGUAGE.md §2: ``(\\d+(ms|h|m|s))+``)."""
-    out = []
-    for unit, size in (("h", 3_600_000), ("m", 60_000), ("s", 1000), ("ms", 1)):
-        n, ms = divmod(ms, size)
-        if n:
-            out.append(f"{n}{unit}")
-    return "".join(out) or "0ms"
-
-
 def _what_is(e: ast.Expr) -> str:
     """A name for an expression in a note: its path as written (``input.t``, ``xs.count``),
     else "this value"."""
@@ -261,12 +252,14 @@ def _duration_hint(e: ast.Expr) -> str:
     """The hint for a number or a string where a duration goes: `timeout 2` → `2s`."""
     if isinstance(e, ast.NumberLit):
         return f"a duration needs a unit: `{e.value}s` (or `ms`, `m`, `h`)"
-    if isinstance(e, ast.StringLit) and e.is_plain and _DURATION_TEXT.fullmatch(e.text.strip()):
-        return f"a duration is written without quotes: `{e.text.strip()}`"
+    if isinstance(e, ast.StringLit) and e.is_plain:
+        try:
+            duration_ms(e.text)
+        except ValueError:
+            pass
+        else:
+            return f"a duration is written without quotes: `{e.text.strip()}`"
     return "write a duration such as `90s`, `5m` or `1h30m`"
-
-
-_DURATION_TEXT = re.compile(r"(?:[0-9]+(?:ms|h|m|s))+")
 
 #: keywords that start a statement or an expression (the hint of a misspelt one read as a name)
 _EXPRESSION_KEYWORDS = [

@@ -346,6 +346,17 @@ def duration_ms(text: object) -> int:
     return sum(int(n) * DURATION_UNITS_MS[u] for n, u in _DURATION_PART.findall(bare))
 
 
+def duration_text(ms: int) -> str:
+    """A number of milliseconds as a duration, largest units first (the inverse of
+    :func:`duration_ms`): ``90000`` → ``"1m30s"``, ``1500`` → ``"1s500ms"``, ``0`` → ``"0ms"``."""
+    out = []
+    for unit, size in sorted(DURATION_UNITS_MS.items(), key=lambda u: -u[1]):
+        n, ms = divmod(ms, size)
+        if n:
+            out.append(f"{n}{unit}")
+    return "".join(out) or "0ms"
+
+
 # ---------------------------------------------------------------------------------------------
 # Numeric limits
 
