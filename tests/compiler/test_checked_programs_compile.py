@@ -2,14 +2,15 @@
 and then fail `flowc compile` with an internal compiler error are now a diagnostic at check time
 or a plan that validates; and every `.flow` file and docs example of the repository that checks
 clean compiles (an internal compiler error in the corpus fails the suite; the fuzzers of
-tests/test_never_crash.py and bench/fuzz_check.py compile their clean mutants the same way)."""
+tests/robustness/test_never_crash.py and bench/fuzz_check.py compile their clean mutants the same
+way)."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
+from support.paths import REPO
 
 from agentflow.api import CompileError, compile_checked
 from agentflow.compiler.api import check_source, read_source
@@ -25,7 +26,6 @@ def test_an_empty_verify_is_an_invalid_value():
 
 # -- the corpus: every program of the repository that checks clean compiles -----------------
 
-REPO = Path(__file__).resolve().parents[2]
 CORPUS = sorted(
     p
     for p in REPO.rglob("*.flow")

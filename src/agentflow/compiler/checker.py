@@ -261,6 +261,7 @@ def _duration_hint(e: ast.Expr) -> str:
             return f"a duration is written without quotes: `{e.text.strip()}`"
     return "write a duration such as `90s`, `5m` or `1h30m`"
 
+
 #: keywords that start a statement or an expression (the hint of a misspelt one read as a name)
 _EXPRESSION_KEYWORDS = [
     *STATEMENT_WORDS,
@@ -1976,7 +1977,7 @@ class _Checker:
         return None
 
     def count_setting(self, e: ast.Expr, what: str, maximum: int) -> None:
-        """``limit`` / ``max_iterations``: any `int` expression (LANGUAGE.md §6). A constant is
+        """``limit`` / ``max_iterations``: any `int` expression (docs/spec/LANGUAGE.md §6). A constant is
         checked here (1 … ``maximum``) and written into the plan as a number; anything else is
         a template the run evaluates and checks the same way (a `validation` error naming the
         `.flow` source)."""

@@ -580,7 +580,7 @@ class _Lowerer:
 
         ``"${x}"`` alone would be the whole-value template ``{{ x }}``, which renders ``x``'s own
         value (a number, an array); unless ``x`` is text it is printed as the string expression
-        ``{{ "${x}" }}``, so interpolation always yields text (LANGUAGE.md §2)."""
+        ``{{ "${x}" }}``, so interpolation always yields text (docs/spec/LANGUAGE.md §2)."""
         if (
             isinstance(e, ast.StringLit)
             and len(e.parts) == 1
