@@ -24,6 +24,26 @@ def test_an_empty_verify_is_an_invalid_value():
     assert diag.hint == 'give it `check COND else "message"` and/or `judge "…"` items'
 
 
+ALIAS_AS_VALUE = {
+    "let": 'let who = inv\n  return agent(inv) { task "x" expect Out }',
+    "field": 'let o = { team: dev }\n  return agent(inv) { task "x" expect Out }',
+    "interpolation": 'return agent(inv) { task "ask ${inv}" expect Out }',
+    "argument": 'let _r = read_file(path: "${dev}")\n  return agent(inv) { task "x" expect Out }',
+}
+
+
+@pytest.mark.parametrize("body", ALIAS_AS_VALUE.values(), ids=ALIAS_AS_VALUE.keys())
+def test_a_use_alias_as_a_value_is_a_type_mismatch_not_an_internal_compiler_error(body):
+    src = (
+        'use agent "investigator" as inv\nuse team "dev-team" as dev\ntype Out { ok: bool }\n'
+        f"stage s -> Out {{\n  {body}\n}}\n"
+    )
+    errors = [d for d in check_source(src, "s.flow").diagnostics if d.severity == "error"]
+    assert [d.code for d in errors] == ["type-mismatch"]
+    assert "alias, not a value" in errors[0].message
+    assert errors[0].hint.startswith(("a `use` alias can only be", "a team is an agent target"))
+
+
 # -- the corpus: every program of the repository that checks clean compiles -----------------
 
 CORPUS = sorted(

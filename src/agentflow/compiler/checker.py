@@ -1169,7 +1169,24 @@ class _Checker:
         return t
 
     def e_Name(self, e: ast.Name, hint: Type | None) -> Type:
-        return self.name(e)
+        t = self.name(e)
+        if isinstance(t, UseType):
+            # an alias names an agent or team for `agent(…)`; the plan has no value for it, so a
+            # `let`, field, argument or interpolation holding one could not be compiled
+            self.report(
+                D.TYPE_MISMATCH,
+                f"`{t.alias}` is a `use {t.kind}` alias, not a value"
+                + (f" (expected `{type_str(hint)}`)" if hint is not None else ""),
+                e.span,
+                hint=(
+                    f"a `use` alias can only be the target of `agent(…)`: `agent({t.alias})`"
+                    if t.kind == "agent"
+                    else f"a team is an agent target through `agent({t.alias}.main)` or "
+                    f'`agent({t.alias}.member("name"))`'
+                ),
+            )
+            return ERROR
+        return t
 
     def e_StringLit(self, e: ast.StringLit, hint: Type | None) -> Type:
         if e.is_plain:
@@ -1184,13 +1201,7 @@ class _Checker:
             result = PATH if assignable(PATH, hint, self.env) else MEMBER
         for p in e.parts:
             if isinstance(p, ast.Interpolation):
-                t = self.infer(p.expr)
-                if isinstance(t, UseType):
-                    self.report(
-                        D.TYPE_MISMATCH,
-                        f"`{t.alias}` is a `use {t.kind}` alias and cannot be interpolated",
-                        p.expr.span,
-                    )
+                self.infer(p.expr)  # a `use` alias is reported by e_Name: it is not a value
         return result
 
     def e_NumberLit(self, e: ast.NumberLit, hint: Type | None) -> Type:
@@ -1500,7 +1511,11 @@ class _Checker:
     # member access ------------------------------------------------------------------------
 
     def e_Member(self, e: ast.Member, hint: Type | None) -> Type:
-        ot = self.infer(e.obj)
+        if isinstance(e.obj, ast.Name):
+            # `dev.main` outside an agent target is reported by member_type, as a whole
+            ot = self.types[id(e.obj)] = self.name(e.obj)
+        else:
+            ot = self.infer(e.obj)
         return self.member_type(ot, e.name, e.name_span, e)
 
     def member_type(self, ot: Type, name: str, span: Span, e: ast.Expr) -> Type:
@@ -2161,6 +2176,8 @@ class _Checker:
                     f"`{target.name}` is a team: use `{target.name}.main` or `{target.name}.member(…)`"
                 )
                 return
+            if isinstance(sym.type, ErrorType):
+                return  # already reported where it was bound (e.g. `let who = alias`)
             invalid(f"`{target.name}` is not an agent")
             return
         if isinstance(target, ast.Member) and isinstance(target.obj, ast.Name):
