@@ -1,6 +1,6 @@
-"""`"${x}"` is text wherever it is written (docs/spec/LANGUAGE.md §2): as a tool argument it used to lower
-to the whole-value template `{{ x }}`, and the tool received `x`'s raw value (a number, an
-array)."""
+"""`"${x}"` is text wherever it is written (docs/spec/LANGUAGE.md §2): as a tool argument it used
+to lower to the whole-value template `{{ x }}`, and the tool received `x`'s raw value (a number,
+an array)."""
 
 from __future__ import annotations
 

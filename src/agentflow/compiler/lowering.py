@@ -761,10 +761,12 @@ class _Lowerer:
         (docs/spec/LANGUAGE.md §4: an absent optional field is null, never ``bad_path``)."""
         if e.path is not None and self._path_defaults(e.path):
             return self._projection_map(e, ctx)
-        base = _join(_paren(self.expr(e.base, ctx)), "[*]", atomic=True)
+        # not atomic: an index or field after a projection in the template would apply to each
+        # element (`xs[*].id[0]`), so `(xs[*].id)[0]` keeps its parentheses
+        base = _join(_paren(self.expr(e.base, ctx)), "[*]")
         if e.path is None:
             return base
-        return _join(base, self._path(e.path, ctx), atomic=True)
+        return _join(base, self._path(e.path, ctx))
 
     def _path_defaults(self, p: ast.Expr) -> bool:
         """True when a per-element projection path crosses an optional part (see
