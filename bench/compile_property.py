@@ -5,7 +5,7 @@ validation → "nothing the program wrote is missing from the plan", on W worker
 Prints the programs drawn, how many checked clean and compiled, how many were refused as the
 generator expected (settings only known at run time where the plan fixes them), internal
 compiler errors, dropped clauses, unexpected diagnostics, constructs never drawn, and the time.
-The test suite runs 20,000 programs from a fixed seed (tests/test_compile_property.py); this
+The test suite runs 20,000 programs from a fixed seed (tests/compiler/test_compile_property.py); this
 script runs more, from any seed.
 
     .venv/bin/python bench/compile_property.py [N=100000] [--seed S] [--workers W] [--show K]
@@ -24,8 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from support.program_gen import CONSTRUCTS  # noqa: E402
-from test_compile_property import sweep  # noqa: E402
+from support.program_gen import CONSTRUCTS, sweep  # noqa: E402
 
 
 def main() -> int:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 from concurrent.futures import ProcessPoolExecutor
 
 import pytest
@@ -32,15 +31,14 @@ from support.chat_server import TEST_API_KEY, ChatServer, answer, text
 from support.program_gen import (
     CONSTRUCTS,
     DrawSource,
-    RandomSource,
     catalog_functions,
     draw_input,
     draw_program,
     dropped,
+    sweep,
 )
 
 from agentflow import api
-from agentflow.compiler.api import check_source
 from agentflow.compiler.lowering import lower
 from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.config import load_config
@@ -49,40 +47,6 @@ from agentflow.runtime.tools.catalog import Catalog
 #: programs per run of the sweep, and its seed
 SWEEP = int(os.environ.get("FLOW_PROPERTY_SWEEP", "20000"))
 SEED = 20261201
-
-
-def sweep(seed: int, count: int) -> dict:
-    """Draw ``count`` programs from ``seed`` and put each through check → compile → validate →
-    :func:`dropped`. Returns counts, the construct tags seen and the first failures (source and
-    what went wrong): an internal compiler error, a clean check the generator did not expect (or
-    an unexpected diagnostic), or a clause missing from the plan."""
-    rng = random.Random(seed)
-    out = {"programs": 0, "clean": 0, "refused": 0, "seen": set(), "failures": []}
-    for _ in range(count):
-        program = draw_program(RandomSource(rng))
-        out["programs"] += 1
-        out["seen"] |= program.constructs
-        result = check_source(program.source, "prop.flow")
-        codes = {d.code for d in result.errors}
-        if codes != program.expected:
-            out["failures"].append((program.source, f"check gave {sorted(codes)}: {result.errors}"))
-            continue
-        if codes:
-            out["refused"] += 1
-            continue
-        try:
-            compiled = api.compile_checked(result, program.source, "prop.flow")
-        except api.CompileError as e:
-            out["failures"].append((program.source, f"compile failed: {e.diagnostics}"))
-            continue
-        missing = dropped(program, compiled.plan)
-        if missing:
-            out["failures"].append((program.source, f"dropped: {missing}"))
-            continue
-        out["clean"] += 1
-    out["failed"] = len(out["failures"])
-    out["failures"] = out["failures"][:3]
-    return out
 
 
 def test_generated_programs_sweep():

@@ -18,6 +18,9 @@ text and, side by side, functions that evaluate each expression in Python. A dra
 - ``constructs``: the construct and clause-position tags it exercises (:data:`CONSTRUCTS` lists
   them all; a sweep asserts each one occurs).
 
+:func:`sweep` puts ``count`` programs drawn from a seed through check → compile → plan
+validation → :func:`dropped` (the test suite's fixed-seed sweep and ``bench/compile_property.py``).
+
 ``mode="run"`` draws only what the scripted runtime answers deterministically (no team targets,
 no named models, no `ask` without a default). Programs use the tools of :func:`catalog_functions`.
 """
@@ -30,6 +33,9 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from agentflow import api
+from agentflow.compiler.api import check_source
 
 #: every construct and clause position the generator covers (a sweep checks each occurs)
 CONSTRUCTS = frozenset(
@@ -1333,3 +1339,37 @@ def dropped(program: Program, plan: dict) -> list[str]:
         if plan.get(key) != want:
             problems.append(f"`{key}` is {plan.get(key)!r}, not {want!r}")
     return problems
+
+
+def sweep(seed: int, count: int) -> dict:
+    """Draw ``count`` programs from ``seed`` and put each through check → compile → validate →
+    :func:`dropped`. Returns counts, the construct tags seen and the first failures (source and
+    what went wrong): an internal compiler error, a clean check the generator did not expect (or
+    an unexpected diagnostic), or a clause missing from the plan."""
+    rng = random.Random(seed)
+    out = {"programs": 0, "clean": 0, "refused": 0, "seen": set(), "failures": []}
+    for _ in range(count):
+        program = draw_program(RandomSource(rng))
+        out["programs"] += 1
+        out["seen"] |= program.constructs
+        result = check_source(program.source, "prop.flow")
+        codes = {d.code for d in result.errors}
+        if codes != program.expected:
+            out["failures"].append((program.source, f"check gave {sorted(codes)}: {result.errors}"))
+            continue
+        if codes:
+            out["refused"] += 1
+            continue
+        try:
+            compiled = api.compile_checked(result, program.source, "prop.flow")
+        except api.CompileError as e:
+            out["failures"].append((program.source, f"compile failed: {e.diagnostics}"))
+            continue
+        missing = dropped(program, compiled.plan)
+        if missing:
+            out["failures"].append((program.source, f"dropped: {missing}"))
+            continue
+        out["clean"] += 1
+    out["failed"] = len(out["failures"])
+    out["failures"] = out["failures"][:3]
+    return out
