@@ -2,8 +2,9 @@
 specification's example programs (``tests/data/spec_examples``) and the hostile inputs, each
 checked with ``check_source`` and rendered; prints the crash count.
 
-A *crash* is an exception escaping the checker or a renderer, or a diagnostic with an
-impossible span (line/column < 1, end before start, offsets outside the text).
+A *crash* is an exception escaping the checker or a renderer, a diagnostic with an impossible
+span (line/column < 1, end before start, offsets outside the text), or a mutant that checks
+clean and then fails ``flowc compile`` (an internal compiler error).
 
     .venv/bin/python bench/fuzz_check.py N [--seed S] [--show K]
 
@@ -24,6 +25,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from support.hostile import HOSTILE, mutate  # noqa: E402
 
+from agentflow.api import CompileError, compile_checked  # noqa: E402
 from agentflow.compiler.api import check_source  # noqa: E402
 from agentflow.compiler.render import render_json, render_sarif, render_text  # noqa: E402
 from agentflow.core.diagnostics import CODES  # noqa: E402
@@ -54,6 +56,11 @@ def _problem(text: str) -> str | None:
         render_text(res.diagnostics, {"fuzz.flow": text})
         render_json(res.diagnostics)
         render_sarif(res.diagnostics)
+        if res.ok:
+            try:
+                compile_checked(res, text, "fuzz.flow")
+            except CompileError as e:
+                return f"checks clean but does not compile: {e.diagnostics}"
     except Exception:
         return traceback.format_exc(limit=3)
     return None

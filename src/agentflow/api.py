@@ -47,6 +47,7 @@ __all__ = [
     "CompiledFlow",
     "build_catalog",
     "check",
+    "compile_checked",
     "compile_flow",
     "compile_source",
     "load",
@@ -107,10 +108,16 @@ def compile_source(text: str, file: str) -> CompiledFlow:
     than hidden): then each problem is an ``unsupported-construct`` diagnostic whose message
     starts with ``internal compiler error``, placed at the offending step's source.
     """
+    return compile_checked(check_source(text, file), text, file)
+
+
+def compile_checked(result: Any, text: str, file: str) -> CompiledFlow:
+    """Lower a checked program (the :class:`~agentflow.compiler.checker.CheckResult` of
+    ``text``, named ``file``) and validate the plan, as :func:`compile_source` does after its
+    check (same errors); for a caller that has checked the source already."""
     from agentflow.compiler.lowering import LoweringError, lower
     from agentflow.ir.loader import load_plan_data
 
-    result = check_source(text, file)
     if not result.ok:
         raise CompileError(result.errors, {file: text})
     try:

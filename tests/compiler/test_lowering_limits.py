@@ -90,9 +90,7 @@ def test_small_lets_are_still_inlined(tmp_path):
     )
     plan = api.compile_flow(flow).plan
     assert len(plan["steps"]) == 1  # the flow's single value step, no step per let
-    assert plan["steps"][0]["input"]["value"] == (
-        "{{ ((input.n * 2) + (input.n * 2)) + (input.n * 2) }}"
-    )
+    assert plan["steps"][0]["input"]["value"] == ("{{ input.n * 2 + input.n * 2 + input.n * 2 }}")
     assert _run(flow, {"n": 3}).output == 18
 
 
@@ -198,20 +196,21 @@ def test_header_name_wins_over_file_name(tmp_path):
 # No traceback from compile / run / schema
 
 
-def _too_deep(tmp_path: Path) -> Path:
-    # each let is shallow enough to be inlined, but the use sits 92 brackets deep: the printed
-    # template exceeds the loader's 100 levels (a limitation of the compiler, reported cleanly)
-    lets = "\n".join(f"  let y{i} = y{i - 1} + 1" for i in range(1, 15))
-    body = "[" * 92 + "y14" + "]" * 92
-    return _write(
-        tmp_path,
-        "deep.flow",
-        f"input {{ n: int }}\nstage a -> json {{\n  let y0 = input.n\n{lets}\n  return {body}\n}}\n",
-    )
+def test_compiled_plan_that_fails_validation_is_an_internal_error(tmp_path, monkeypatch):
+    """A compiler bug — a lowered plan the loader refuses — is an `unsupported-construct`
+    "internal compiler error" at the offending step's source, never a traceback. (No known
+    program does this any more: lowering is made to produce a plan it does not validate.)"""
+    from agentflow.compiler import lowering
 
+    real = lowering.lower
 
-def test_compiled_plan_that_fails_validation_is_an_internal_error(tmp_path):
-    flow = _too_deep(tmp_path)
+    def broken(result, *, file):
+        plan = real(result, file=file)
+        plan["steps"][0]["input"]["value"] = "{{ " + "[" * 120 + "]" * 120 + " }}"
+        return plan
+
+    monkeypatch.setattr(lowering, "lower", broken)
+    flow = _write(tmp_path, "deep.flow", "input { n: int }\nstage a -> json {\n  return 1\n}\n")
     with pytest.raises(api.CompileError) as info:
         api.compile_flow(flow)
     diag = info.value.diagnostics[0]
@@ -223,6 +222,23 @@ def test_compiled_plan_that_fails_validation_is_an_internal_error(tmp_path):
         assert res.exit_code == 1, res.output
         assert res.exception is None or isinstance(res.exception, SystemExit)
         assert f"{flow}:2:1: error[unsupported-construct]: internal compiler error" in res.stderr
+
+
+def test_long_operator_chains_and_deep_lets_compile(tmp_path):
+    """What used to exceed the template parser's limits: a chain of 199 operators (printed with
+    a parenthesis per operator: 200 levels), 14 chained lets inlined 92 brackets deep."""
+    chain = " + ".join(["input.n"] * 200)
+    lets = "\n".join(f"  let y{i} = y{i - 1} + 1" for i in range(1, 15))
+    deep = "[" * 92 + "y14" + "]" * 92
+    for name, body in (
+        ("chain", f"  return {chain}"),
+        ("deep", f"  let y0 = input.n\n{lets}\n  return {deep}"),
+    ):
+        flow = _write(
+            tmp_path, f"{name}.flow", f"input {{ n: int }}\nstage a -> json {{\n{body}\n}}\n"
+        )
+        api.compile_flow(flow)
+    assert _run(tmp_path / "chain.flow", {"n": 1}).output == 200
 
 
 def test_compile_to_a_missing_directory_is_a_clean_error(tmp_path):

@@ -197,7 +197,7 @@ def test_an_effectful_index_in_an_optional_projection_is_refused():
     (diag,) = info.value.diagnostics
     assert diag.code == "unsupported-construct"
     assert (diag.span.line, diag.span.column) == (4, 27)
-    assert "let i = " in diag.message
+    assert "let i = " in diag.hint
     # bound first, it is one call and compiles
     ok = src.replace(
         "  return input.os[*].tags[user__idx()].b",

@@ -20,6 +20,8 @@ from agentflow.core.spans import Span
 HERE = Path(__file__).parent
 SNAP = HERE / "render"
 SOURCES = ["returns.flow", "bidirectional.flow", "tools.flow"]
+#: where diagnostics point and what they hint and note: their text snapshots pin it
+TEXT_SOURCES = ["placements.flow", "hints.flow", "no_overlap.flow", "settings.flow"]
 
 
 def _checked(name: str):
@@ -36,8 +38,11 @@ def _renders(name: str) -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize("name", SOURCES)
-@pytest.mark.parametrize("fmt", ["txt", "json", "sarif"])
+@pytest.mark.parametrize(
+    "name, fmt",
+    [(n, f) for n in SOURCES for f in ("txt", "json", "sarif")]
+    + [(n, "txt") for n in TEXT_SOURCES],
+)
 def test_render_snapshots(name, fmt, golden):
     golden.check(SNAP / f"{Path(name).stem}.{fmt}", _renders(name)[fmt])
 

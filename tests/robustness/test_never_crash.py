@@ -1,5 +1,6 @@
 """Never crash (docs/spec/LANGUAGE.md §9, issue #3): random bytes, bracket soup and mutated programs
-give diagnostics with sane spans, never an exception, and every renderer copes with them."""
+give diagnostics with sane spans, never an exception, and every renderer copes with them; one that
+checks clean compiles (an internal compiler error fails the test)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 from support.hostile import _PIECES, HOSTILE, mutate
 from support.paths import SPEC_EXAMPLES, TESTS
 
+from agentflow.api import CompileError, compile_checked
 from agentflow.compiler.api import check_source
 from agentflow.compiler.render import render_json, render_sarif, render_text
 from agentflow.core.diagnostics import CODES
@@ -37,6 +39,11 @@ def assert_sane(text: str, name: str = "f.flow") -> list:
     render_text(res.diagnostics, sources)
     render_json(res.diagnostics)
     render_sarif(res.diagnostics)
+    if res.ok:  # a program that checks clean compiles: no internal compiler error
+        try:
+            compile_checked(res, text, name)
+        except CompileError as e:
+            raise AssertionError(f"checks clean but does not compile: {e.diagnostics}") from None
     return res.diagnostics
 
 

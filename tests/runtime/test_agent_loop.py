@@ -442,7 +442,9 @@ steps:
         result = await run(plan, {"n": bad}, config=config, workspace=tmp_path, shape_cache=False)
         assert result.status == "error", bad
         assert result.error["code"] == "validation"
-        assert result.error["message"] == f"`max_iterations` must be an integer ≥ 1, got {shown}"
+        assert result.error["message"] == (
+            f"`max_iterations` must be an integer from 1 to 1000, got {shown}"
+        )
     chat_server.script([answer({})])
     result = await run(plan, {"n": 2.0}, config=config, workspace=tmp_path, shape_cache=False)
     assert result.status == "ok" and result.output["final"] is True

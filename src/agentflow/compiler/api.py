@@ -37,17 +37,19 @@ def check_source(text: str, file: str = "<input>") -> CheckResult:
 
 
 def read_source(path: str | os.PathLike) -> str:
-    """Read a source file as text: UTF-8, undecodable bytes replaced (U+FFFD), NUL bytes kept,
-    a leading byte-order mark dropped (so columns on the first line count from the first real
-    character; a later ``flowc fmt`` writes the file without it).
+    """Read a source file as text: UTF-8, NUL bytes kept, a leading byte-order mark dropped (so
+    columns on the first line count from the first real character; a later ``flowc fmt`` writes
+    the file without it). A byte that is not UTF-8 is kept as the lone surrogate U+DC80…U+DCFF
+    (``errors="surrogateescape"``), which the parser reports as a `syntax-error` at its position
+    (it is never silently a U+FFFD in the program or its plan).
 
     Raises ``OSError`` when the file cannot be read (missing, a directory, no permission).
     """
     data = Path(path).read_bytes()
-    return data.decode("utf-8", errors="replace").removeprefix("\ufeff")
+    return data.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
 
 
 def check_file(path: str | os.PathLike) -> CheckResult:
-    """Read ``path`` (bytes decoded as UTF-8 with ``errors="replace"``) and check it; spans name
-    the file as given.  Raises ``OSError`` only when the file cannot be read."""
+    """Read ``path`` (:func:`read_source`) and check it; spans name the file as given.  Raises
+    ``OSError`` only when the file cannot be read."""
     return check_source(read_source(path), str(path))

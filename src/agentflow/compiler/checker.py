@@ -14,6 +14,7 @@ types, the tools called with their signatures, and the flow's header data.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import gc
 import re
@@ -53,12 +54,15 @@ from agentflow.compiler.types import (
     UseType,
     VerdictType,
     assignable,
+    finite_values,
     is_numeric,
     is_textual,
     join,
+    literal_str,
     make_optional,
     make_union,
     object_mismatches,
+    overlaps,
     schema_problem,
     strip_optional,
     type_str,
@@ -69,9 +73,15 @@ from agentflow.core.diagnostics import Diagnostic, Note, did_you_mean
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import (
     BUILTIN_TYPES,
+    EXPRESSION_WORDS,
+    MAX_CONCURRENCY,
+    MAX_ITERATIONS,
     MAX_RETRY_ATTEMPTS,
     RETRYABLE_CODES,
+    STATEMENT_WORDS,
     VERDICT_TYPE,
+    duration_ms,
+    duration_text,
 )
 from agentflow.grammar import ast
 from agentflow.stdlib import PRELUDE
@@ -155,7 +165,12 @@ class CheckResult:
     - ``input_type`` (``json`` without ``input``), ``output_type`` (``output`` or the last
       stage's type), ``flow_name`` (header name, else the file stem with ``-`` → ``_``),
       ``description``, ``deadline_ms``;
-    - ``references``: ``id(ast.Name node)`` → :class:`Symbol`.
+    - ``references``: ``id(ast.Name node)`` → :class:`Symbol`;
+    - ``constants``: ``id(expr)`` → the value the compiler computed for a setting written as a
+      constant (``limit``, ``max_iterations``, ``timeout``, ``retry { attempts }``, budget
+      limits): an int or float, a duration as its text (``"1m30s"``). A ``limit`` or
+      ``max_iterations`` that is not a constant is absent: the plan evaluates it at run time
+      (docs/decisions.md "Settings: compile time or run time").
     """
 
     diagnostics: list[Diagnostic]
@@ -173,6 +188,7 @@ class CheckResult:
     description: str | None
     deadline_ms: int | None
     references: dict[int, Symbol]
+    constants: dict[int, Any] = field(default_factory=dict)
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -209,6 +225,85 @@ def _const(expr: ast.Expr | None) -> tuple[bool, Any]:
     if isinstance(expr, ast.NullLit):
         return True, None
     return False, None
+
+
+@dataclass(frozen=True, slots=True)
+class _Duration:
+    """A duration the compiler computed: milliseconds, and the text of a literal (kept as the
+    user wrote it: ``90s`` stays ``90s``)."""
+
+    ms: int
+    text: str | None = None
+
+
+def _what_is(e: ast.Expr) -> str:
+    """A name for an expression in a note: its path as written (``input.t``, ``xs.count``),
+    else "this value"."""
+    parts = []
+    while isinstance(e, ast.Member):
+        parts.append(e.name)
+        e = e.obj
+    if isinstance(e, ast.Name):
+        return "`" + ".".join([e.name, *reversed(parts)]) + "`"
+    return "this value"
+
+
+def _duration_hint(e: ast.Expr) -> str:
+    """The hint for a number or a string where a duration goes: `timeout 2` → `2s`."""
+    if isinstance(e, ast.NumberLit):
+        return f"a duration needs a unit: `{e.value}s` (or `ms`, `m`, `h`)"
+    if isinstance(e, ast.StringLit) and e.is_plain:
+        try:
+            duration_ms(e.text)
+        except ValueError:
+            pass
+        else:
+            return f"a duration is written without quotes: `{e.text.strip()}`"
+    return "write a duration such as `90s`, `5m` or `1h30m`"
+
+
+#: keywords that start a statement or an expression (the hint of a misspelt one read as a name)
+_EXPRESSION_KEYWORDS = [
+    *STATEMENT_WORDS,
+    *(w for w in EXPRESSION_WORDS if w not in ("and", "or", "in")),
+]
+
+
+@dataclass(slots=True)
+class _Expect:
+    span: ast.Span
+    what: str
+
+
+def _expect_clause(e: ast.Expr) -> _Expect | None:
+    """The ``expect`` clause that gives ``e`` its type: of an ``agent`` block (its first, the one
+    that counts) or of an ``ask``; None for anything else."""
+    if isinstance(e, ast.AgentExpr):
+        for c in e.clauses:
+            if c.kind == "expect":
+                return _Expect(c.span, "agent")
+    if isinstance(e, ast.AskExpr) and e.expect is not None:
+        return _Expect(e.expect.span, "ask")
+    return None
+
+
+#: expressions that are effects (a step each, in evaluation order)
+_EFFECT_NODES = (ast.Call, ast.AgentExpr, ast.AskExpr, ast.VerifyExpr, ast.FilterExpr)
+
+#: literal expressions: a side of a comparison that is one of these is not what the hint lists
+_LITERALS = (ast.StringLit, ast.NumberLit, ast.BoolLit, ast.NullLit)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+#: the binary operators the compiler folds: numbers with ``+ - *``, durations with ``+ -``
+_FOLD = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -298,6 +393,7 @@ class _Checker:
         self.input_sym = Symbol("input", "input", JSON, None)
         self.range_ok: int | None = None
         self.target_ok: int | None = None
+        self.constants: dict[int, Any] = {}
 
     # -- diagnostics ---------------------------------------------------------------------------
 
@@ -325,8 +421,18 @@ class _Checker:
                 wname = type_str(want)
                 reported = False
                 missing = [f for k, f in problems if k == "missing"]
+                # a misspelt key (`titel` for a missing `title`) is one mistake: one error, on
+                # the key, rather than "missing `title`" and "no field `titel`" on the `{`
+                typos: dict[str, str] = {}
+                for kind, fname in problems:
+                    if kind == "unknown":
+                        hint = _suggest(fname, [m for m in missing if m not in typos.values()])
+                        if hint:
+                            typos[fname] = hint.split("`")[1]
                 for kind, fname in problems:
                     if kind == "missing":
+                        if fname in typos.values():
+                            continue
                         fdecl = want_r.fields[fname]
                         self.report(
                             D.TYPE_MISMATCH,
@@ -337,17 +443,22 @@ class _Checker:
                         reported = True
                     elif kind == "unknown":
                         entry = entries.get(fname)
+                        meant = typos.get(fname)
+                        if meant is not None:
+                            notes = [
+                                Note(f"field `{meant}` is required", want_r.fields[meant].span)
+                            ]
+                            hint = f"did you mean `{meant}`?"
+                        else:
+                            names = ", ".join(f"`{f}`" for f in want_r.fields) or "none"
+                            notes = [Note(f"the fields of `{wname}` are {names}")]
+                            hint = _suggest(fname, list(want_r.fields))
                         self.report(
                             D.TYPE_MISMATCH,
                             f"`{wname}` has no field `{fname}`",
-                            expr.span,
-                            notes=[
-                                Note(
-                                    f"unknown field `{fname}`",
-                                    entry.key_span if entry else None,
-                                )
-                            ],
-                            hint=_suggest(fname, missing or list(want_r.fields)),
+                            entry.key_span if entry else expr.span,
+                            notes=notes,
+                            hint=hint,
                         )
                         reported = True
                     else:
@@ -382,6 +493,28 @@ class _Checker:
             )
             return
         shown = got if _has_literal(want, self.env) else widen(got)
+        if want == DURATION and isinstance(expr, (ast.NumberLit, ast.StringLit)):
+            self.report(
+                D.TYPE_MISMATCH,
+                f"expected `duration`, found `{type_str(shown)}`",
+                expr.span,
+                hint=_duration_hint(expr),
+            )
+            return
+        expect = _expect_clause(expr)
+        if expect is not None:
+            # the value of `agent(…) { … }` / `ask … expect T` is its `expect` type: that clause
+            # is what to change (or the expected type), not the block's first line
+            self.report(
+                D.TYPE_MISMATCH,
+                f"expected `{type_str(want)}`, found `{type_str(shown)}`",
+                expect.span,
+                notes=[
+                    Note(f"the answer of this `{expect.what}` has its `expect` type", expr.span)
+                ],
+                hint=f"`expect {type_str(want)}` would fit here",
+            )
+            return
         self.report(
             D.TYPE_MISMATCH,
             f"expected `{type_str(want)}`, found `{type_str(shown)}`",
@@ -834,6 +967,7 @@ class _Checker:
             description=description,
             deadline_ms=deadline_ms,
             references=self.refs,
+            constants=self.constants,
         )
 
     # -- stages and statements -----------------------------------------------------------------
@@ -1001,7 +1135,10 @@ class _Checker:
         if e.name in self.error_names:
             return ERROR
         hint = _suggest(e.name, self.visible_names())
-        if hint:
+        if hint is None:
+            # `paralel map …`, `retrun x`: a misspelt keyword reads as a name
+            hint = did_you_mean(e.name, _EXPRESSION_KEYWORDS)
+        elif hint:
             # the misspelt name was most likely meant to read that variable: not "unused"
             meant = hint.split("`")[1]
             for scope in reversed(self.scopes):
@@ -1032,7 +1169,24 @@ class _Checker:
         return t
 
     def e_Name(self, e: ast.Name, hint: Type | None) -> Type:
-        return self.name(e)
+        t = self.name(e)
+        if isinstance(t, UseType):
+            # an alias names an agent or team for `agent(…)`; the plan has no value for it, so a
+            # `let`, field, argument or interpolation holding one could not be compiled
+            self.report(
+                D.TYPE_MISMATCH,
+                f"`{t.alias}` is a `use {t.kind}` alias, not a value"
+                + (f" (expected `{type_str(hint)}`)" if hint is not None else ""),
+                e.span,
+                hint=(
+                    f"a `use` alias can only be the target of `agent(…)`: `agent({t.alias})`"
+                    if t.kind == "agent"
+                    else f"a team is an agent target through `agent({t.alias}.main)` or "
+                    f'`agent({t.alias}.member("name"))`'
+                ),
+            )
+            return ERROR
+        return t
 
     def e_StringLit(self, e: ast.StringLit, hint: Type | None) -> Type:
         if e.is_plain:
@@ -1047,13 +1201,7 @@ class _Checker:
             result = PATH if assignable(PATH, hint, self.env) else MEMBER
         for p in e.parts:
             if isinstance(p, ast.Interpolation):
-                t = self.infer(p.expr)
-                if isinstance(t, UseType):
-                    self.report(
-                        D.TYPE_MISMATCH,
-                        f"`{t.alias}` is a `use {t.kind}` alias and cannot be interpolated",
-                        p.expr.span,
-                    )
+                self.infer(p.expr)  # a `use` alias is reported by e_Name: it is not a value
         return result
 
     def e_NumberLit(self, e: ast.NumberLit, hint: Type | None) -> Type:
@@ -1183,14 +1331,17 @@ class _Checker:
         if isinstance(lt, ErrorType) or isinstance(rt, ErrorType):
             return BOOL if op in ("==", "!=", "<", "<=", ">", ">=") else ERROR
         if op in ("==", "!="):
-            if not (
+            comparable = (
                 assignable(lt, rt, self.env)
                 or assignable(rt, lt, self.env)
                 or (is_numeric(lt, self.env) and is_numeric(rt, self.env))
                 or (is_textual(lt, self.env) and is_textual(rt, self.env))
                 or assignable(widen(lt), widen(rt), self.env)
                 or assignable(widen(rt), widen(lt), self.env)
-            ):
+            )
+            if not overlaps(lt, rt, self.env) and (comparable or self.same_kind(lt, rt)):
+                self.no_overlap(e, e.left, lt, e.right, rt)
+            elif not comparable:
                 self.report(
                     D.TYPE_MISMATCH,
                     f"cannot compare `{type_str(widen(lt))}` with `{type_str(widen(rt))}`",
@@ -1286,11 +1437,85 @@ class _Checker:
                 f"`{type_str(widen(lt))}` cannot be {'in' if e.op == 'in' else 'not in'} `{type_str(rt)}`",
                 e.span,
             )
+        elif isinstance(r, ListType):
+            elem = r.elem
+            if isinstance(e.right, ast.ListLit) and e.right.items:
+                # `k in ["x", "y"]`: the literals, not the widened `text`
+                elem = make_union([self.types.get(id(i), ERROR) for i in e.right.items])
+            if not overlaps(lt, elem, self.env):
+                self.no_overlap(e, e.left, lt, e.right, elem)
+
+    def same_kind(self, lt: Type, rt: Type) -> bool:
+        """Operands whose comparison is a question of values, not of kinds: two object types,
+        or ``null`` against anything (``x == null`` with ``x: int`` is always false)."""
+        a, b = self.env.resolve(lt), self.env.resolve(rt)
+        return a == NULL or b == NULL or (isinstance(a, ObjectType) and isinstance(b, ObjectType))
+
+    def no_overlap(
+        self, e: ast.Binary, left: ast.Expr, lt: Type, right: ast.Expr, rt: Type
+    ) -> None:
+        """Report `no-overlap`: ``e`` (``==``, ``!=``, ``in``, ``not in``; for ``in``, ``rt``
+        is the array's element type) can never be true, or for ``!=`` / ``not in`` never false.
+        The hint lists the values the finite side can be (and the closest one to a literal on
+        the other side)."""
+        always = "true" if e.op in ("!=", "not in") else "false"
+        if e.op in ("==", "!="):
+            message = (
+                f"this comparison is always {always}: `{type_str(lt)}` and `{type_str(rt)}` "
+                "have no value in common"
+            )
+        else:
+            message = (
+                f"this `{e.op}` test is always {always}: the array's elements are "
+                f"`{type_str(rt)}`, never `{type_str(lt)}`"
+            )
+        hint = None
+        for side, t, ot in ((left, lt, rt), (right, rt, lt)):
+            values = finite_values(t, self.env)
+            if values is None or len(values) < 2 and isinstance(side, _LITERALS):
+                continue
+            shown = [literal_str(v) for v in values]
+            listed = ", ".join(shown[:-1]) + f" or {shown[-1]}" if len(shown) > 1 else shown[0]
+            name = _what_is(side)
+            if name == "this value":
+                name = "the left side" if side is left else "the right side"
+            if e.op in ("in", "not in") and side is right:
+                name = "the elements"
+            hint = f"{name} is always {listed}" if len(shown) == 1 else f"{name} can be {listed}"
+            other_values = finite_values(ot, self.env)
+            if other_values and len(other_values) == 1 and isinstance(other_values[0], str):
+                close = did_you_mean(
+                    other_values[0], [v for v in values if isinstance(v, str)]
+                ) or _suggest(other_values[0], [v for v in values if isinstance(v, str)])
+                if close:
+                    meant = close.split("`")[1]
+                    hint = f"did you mean {literal_str(meant)}? ({hint})"
+            break
+        a, b = self.env.resolve(lt), self.env.resolve(rt)
+        if isinstance(a, ObjectType) and isinstance(b, ObjectType):
+            for name, fa in a.fields.items():
+                fb = b.fields.get(name)
+                if fb and not (fa.optional or fb.optional or overlaps(fa.type, fb.type, self.env)):
+                    hint = (
+                        f"field `{name}` is `{type_str(fa.type)}` on one side and "
+                        f"`{type_str(fb.type)}` on the other"
+                    )
+                    break
+        for side, t, ot in ((left, lt, rt), (right, rt, lt)):
+            if ot == NULL and hint is None:
+                name = _what_is(side)
+                name = "this value" if name == "this value" else name
+                hint = f"{name} is never null: its type is `{type_str(t)}`, not `{type_str(t)}?`"
+        self.report(D.NO_OVERLAP, message, e.span, hint=hint)
 
     # member access ------------------------------------------------------------------------
 
     def e_Member(self, e: ast.Member, hint: Type | None) -> Type:
-        ot = self.infer(e.obj)
+        if isinstance(e.obj, ast.Name):
+            # `dev.main` outside an agent target is reported by member_type, as a whole
+            ot = self.types[id(e.obj)] = self.name(e.obj)
+        else:
+            ot = self.infer(e.obj)
         return self.member_type(ot, e.name, e.name_span, e)
 
     def member_type(self, ot: Type, name: str, span: Span, e: ast.Expr) -> Type:
@@ -1370,7 +1595,8 @@ class _Checker:
             return ERROR
         if isinstance(r, MapType):
             return r.value
-        self.report(D.UNKNOWN_FIELD, f"`{type_str(ot)}` has no field `{name}`", span)
+        hint = _suggest(name, ["count"]) if self.countable(r) else None
+        self.report(D.UNKNOWN_FIELD, f"`{type_str(ot)}` has no field `{name}`", span, hint=hint)
         return ERROR
 
     def countable(self, r: Type) -> bool:
@@ -1434,7 +1660,62 @@ class _Checker:
             self.proj.pop()
         if isinstance(pt, ErrorType) or isinstance(elem, ErrorType):
             return ERROR
+        if self.path_defaults(e.path):
+            self.effectful_index(e.path)
         return ListType(pt)
+
+    def path_defaults(self, p: ast.Expr) -> bool:
+        """True when a projection's per-element path reads an optional part (a `T?` field, a
+        field of a `T?` value), nested projections included: lowering then computes it with a
+        `map` step per element (the rule of ``lowering._path_defaults``)."""
+        while True:
+            if isinstance(p, ast.Member):
+                if self.optional_field(p) or self.nullable(p.obj):
+                    return True
+                p = p.obj
+            elif isinstance(p, ast.Index):
+                p = p.obj
+            elif isinstance(p, ast.Projection):
+                if p.path is not None and self.path_defaults(p.path):
+                    return True
+                p = p.base
+            else:
+                return False
+
+    def nullable(self, e: ast.Expr) -> bool:
+        t = self.env.resolve(self.types.get(id(e), ERROR))
+        return isinstance(t, OptionalType) or (isinstance(t, UnionType) and NULL in t.members)
+
+    def optional_field(self, e: ast.Member) -> bool:
+        t = self.env.resolve(self.types.get(id(e.obj), ERROR))
+        if isinstance(t, OptionalType):
+            t = self.env.resolve(t.inner)
+        for m in t.members if isinstance(t, UnionType) else (t,):
+            m = self.env.resolve(m)
+            if isinstance(m, OptionalType):
+                m = self.env.resolve(m.inner)
+            if isinstance(m, ObjectType):
+                f = m.fields.get(e.name)
+                if f is not None and f.optional:
+                    return True
+        return False
+
+    def effectful_index(self, path: ast.Expr) -> None:
+        """An index with an effect inside a projection path over optional parts would run once
+        per element of the `map` that computes the path: `unsupported-construct`, at check time
+        (it used to pass the check and fail `flowc compile`)."""
+        for node in _walk(path):
+            if isinstance(node, ast.Index) and any(
+                isinstance(n, _EFFECT_NODES) for n in _walk(node.index)
+            ):
+                self.report(
+                    D.UNSUPPORTED_CONSTRUCT,
+                    "this index has an effect (a tool call, agent, ask or judge) inside a "
+                    "projection over optional fields, where it would run once per element",
+                    node.index.span,
+                    hint="bind it first (`let i = …`) and index with `i`",
+                )
+                return
 
     def e_ProjectionItem(self, e: ast.ProjectionItem, hint: Type | None) -> Type:
         return self.proj[-1] if self.proj else ERROR
@@ -1484,7 +1765,7 @@ class _Checker:
                         D.UNKNOWN_TOOL,
                         f"unknown tool `{callee.name}`",
                         callee.span,
-                        hint=_suggest(callee.name, list(self.tool_decls)),
+                        hint=self.tool_hint(callee.name),
                     )
                 for a in e.args:
                     self.infer(a.value)
@@ -1498,8 +1779,33 @@ class _Checker:
         for p in e.positional:
             self.infer(p)
         if not isinstance(ct, ErrorType):
+            if isinstance(callee, ast.Member) and not e.args and not e.positional:
+                # `xs.count()`, `m.title()`: a field read written as a method call
+                path = _what_is(callee)
+                shown = path.strip("`") if path != "this value" else f"….{callee.name}"
+                self.report(
+                    D.NOT_CALLABLE,
+                    f"`.{callee.name}` is a field, not a method: it cannot be called",
+                    e.span,
+                    hint=f"drop the parentheses: `{shown}`",
+                )
+                return ct
             self.report(D.NOT_CALLABLE, "only tools can be called", callee.span)
         return ERROR
+
+    def tool_hint(self, name: str) -> str | None:
+        """The hint of `unknown-tool`: "did you mean" for a close name, else the three declared
+        tools nearest by name and where catalog tools come from."""
+        hint = _suggest(name, list(self.tool_decls))
+        if hint:
+            return hint
+        near = difflib.get_close_matches(name, sorted(self.tool_decls), n=3, cutoff=0.3)
+        catalog = "a catalog tool is named `server__tool` (`flowc tools` lists them)"
+        if not near:
+            return catalog
+        shown = ", ".join(f"`{t}`" for t in near)
+        nearest = "the nearest tool is" if len(near) == 1 else "the nearest tools are"
+        return f"{nearest} {shown}; {catalog}"
 
     def tool_call(self, e: ast.Call, callee: ast.Name, sig: ToolSig) -> Type:
         self.tools[sig.name] = sig
@@ -1602,28 +1908,110 @@ class _Checker:
             t = self.expr(value, want)
             if isinstance(t, ErrorType) or not assignable(t, want, self.env):
                 continue  # the type mismatch is reported
-            ok, v = _const(value)
             unit = "a whole number" if whole else "a number of dollars"
-            if not ok or isinstance(v, bool) or not isinstance(v, (int, float)):
-                self.report(
-                    D.INVALID_VALUE,
-                    f"budget `{key}` must be {unit} written out, not an expression",
-                    value.span,
-                    hint="budgets are fixed when the flow is compiled (`flowc cost` reads them)",
-                )
-            elif v < 0 or (whole and not isinstance(v, int)):
+            v = self.compile_time(
+                value,
+                f"budget `{key}`",
+                "budgets are fixed when the flow is compiled (`flowc cost` reads them)",
+                hint=f"write {unit}, e.g. `{key}: {20 if whole else 0.5}`",
+            )
+            if v is None:
+                continue
+            if v < 0 or (whole and not isinstance(v, int)):
                 self.report(
                     D.INVALID_VALUE, f"budget `{key}` must be {unit} ≥ 0, found {v}", value.span
                 )
 
-    def positive_int(self, e: ast.Expr, what: str, *, allow_zero: bool = False) -> None:
+    # settings: compile time or run time (docs/decisions.md) ----------------------------------
+
+    def constant(self, e: ast.Expr, depth: int = 0) -> tuple[bool, Any]:
+        """The value of ``e`` when the compiler can compute it: ``(True, value)`` or
+        ``(False, None)``. Constants are literals (a duration as :class:`_Duration`), ``-`` of
+        one, ``+ - *`` of two numbers, ``+ -`` of two durations, and a name bound by ``let`` to
+        a constant (``let t = 90s`` … ``timeout t``). Call after ``e`` is typed (names
+        resolved)."""
+        if depth > 64:
+            return False, None
+        if isinstance(e, ast.DurationLit):
+            return True, _Duration(e.ms, e.text)
+        if isinstance(e, ast.Name):
+            sym = self.refs.get(id(e))
+            if sym is not None and sym.kind == "let" and isinstance(sym.decl, ast.LetStmt):
+                return self.constant(sym.decl.value, depth + 1)
+            return False, None
+        if isinstance(e, ast.Unary) and e.op == "-":
+            ok, v = self.constant(e.operand, depth + 1)
+            if ok and isinstance(v, _Duration):
+                return True, _Duration(-v.ms)
+            if ok and _is_number(v):
+                return True, -v
+            return False, None
+        if isinstance(e, ast.Binary) and e.op in _FOLD:
+            ok, a = self.constant(e.left, depth + 1)
+            ok2, b = self.constant(e.right, depth + 1)
+            if not (ok and ok2):
+                return False, None
+            if _is_number(a) and _is_number(b):
+                return True, _FOLD[e.op](a, b)
+            if isinstance(a, _Duration) and isinstance(b, _Duration) and e.op != "*":
+                return True, _Duration(_FOLD[e.op](a.ms, b.ms))
+            return False, None
+        return _const(e)
+
+    def run_time_part(self, e: ast.Expr) -> ast.Expr:
+        """The first part of a non-constant ``e`` that is only known at run time (``input.t``
+        in ``input.t + 1s``), for the note of a compile-time setting."""
+        if isinstance(e, ast.Binary):
+            for side in (e.left, e.right):
+                if not self.constant(side)[0]:
+                    return self.run_time_part(side)
+        if isinstance(e, ast.Unary):
+            return self.run_time_part(e.operand)
+        return e
+
+    def compile_time(self, e: ast.Expr, what: str, why: str, *, hint: str) -> Any:
+        """The constant value of a setting the plan fixes when the flow is compiled (``timeout``,
+        ``retry { attempts }``, budget limits), recorded in ``constants``; None, reported as
+        `invalid-value`, when ``e`` is not a constant. Durations come back as
+        :class:`_Duration`."""
+        ok, v = self.constant(e)
+        if ok and not isinstance(v, bool) and (_is_number(v) or isinstance(v, _Duration)):
+            if isinstance(v, _Duration):
+                self.constants[id(e)] = v.text or duration_text(v.ms)
+            else:
+                self.constants[id(e)] = v
+            return v
+        part = self.run_time_part(e)
+        self.report(
+            D.INVALID_VALUE,
+            f"{what} must be a constant: {why}",
+            e.span,
+            notes=[Note(f"{_what_is(part)} is only known when the flow runs", part.span)],
+            hint=hint,
+        )
+        return None
+
+    def count_setting(self, e: ast.Expr, what: str, maximum: int) -> None:
+        """``limit`` / ``max_iterations``: any `int` expression (docs/spec/LANGUAGE.md §6). A constant is
+        checked here (1 … ``maximum``) and written into the plan as a number; anything else is
+        a template the run evaluates and checks the same way (a `validation` error naming the
+        `.flow` source)."""
         t = self.expr(e, INT)
         if isinstance(t, ErrorType):
             return
-        ok, v = _const(e)
-        if ok and isinstance(v, int) and (v < 0 or (v == 0 and not allow_zero)):
-            need = "zero or more" if allow_zero else "positive"
-            self.report(D.INVALID_VALUE, f"{what} must be {need}, found {v}", e.span)
+        ok, v = self.constant(e)
+        if not ok or not isinstance(v, int) or isinstance(v, bool):
+            return
+        if v < 1:
+            self.report(D.INVALID_VALUE, f"{what} must be positive, found {v}", e.span)
+        elif v > maximum:
+            self.report(
+                D.INVALID_VALUE,
+                f"{what} must be at most {maximum}, found {v}",
+                e.span,
+            )
+        else:
+            self.constants[id(e)] = v
 
     def loop_scope(self, var: ast.Ident, elem: Type, decl: ast.Node) -> None:
         self.scopes.append({})
@@ -1634,7 +2022,14 @@ class _Checker:
     def e_MapExpr(self, e: ast.MapExpr, hint: Type | None) -> Type:
         elem = self.elem_type(e.over, "map")
         if e.limit is not None:
-            self.positive_int(e.limit, "`limit`")
+            self.count_setting(e.limit, "`limit`", MAX_CONCURRENCY)
+            if not e.parallel:
+                self.report(
+                    D.SYNTAX_ERROR,
+                    "`limit` needs `parallel map`: a `map` runs its items one at a time",
+                    e.limit.span,
+                    hint="write `parallel map … limit N { … }` to run up to N items at once",
+                )
         h = self._hint_parts(hint)
         body_hint = h.elem if isinstance(h, ListType) else None
         self.loop_scope(e.var, elem, e)
@@ -1721,6 +2116,13 @@ class _Checker:
         return t
 
     def e_VerifyExpr(self, e: ast.VerifyExpr, hint: Type | None) -> Type:
+        if not e.items:
+            self.report(
+                D.INVALID_VALUE,
+                "an empty `verify` checks nothing",
+                e.span,
+                hint='give it `check COND else "message"` and/or `judge "…"` items',
+            )
         for item in e.items:
             if isinstance(item, ast.VerifyCheck):
                 self.expr(item.cond, BOOL)
@@ -1774,6 +2176,8 @@ class _Checker:
                     f"`{target.name}` is a team: use `{target.name}.main` or `{target.name}.member(…)`"
                 )
                 return
+            if isinstance(sym.type, ErrorType):
+                return  # already reported where it was bound (e.g. `let who = alias`)
             invalid(f"`{target.name}` is not an agent")
             return
         if isinstance(target, ast.Member) and isinstance(target.obj, ast.Name):
@@ -1816,6 +2220,24 @@ class _Checker:
                 sym = self.lookup(n.name)
                 if sym is not None:
                     self.refs[id(n)] = sym
+        if isinstance(target, ast.StringLit) and target.is_plain:
+            # `agent("classifier")`: the agent's name where its `use agent` alias goes
+            aliases = [
+                a for a, u in self.uses.items() if u.kind == "agent" and u.target == target.text
+            ]
+            ident = re.sub(r"\W", "_", target.text) if target.text else "name"
+            self.report(
+                D.INVALID_AGENT_TARGET,
+                "an agent target is a `use agent` alias, not a string",
+                target.span,
+                hint=(
+                    f"use its alias: `agent({aliases[0]})`"
+                    if aliases
+                    else f'declare it: `use agent "{target.text}" as {ident}`, then '
+                    f"`agent({ident})`"
+                ),
+            )
+            return
         invalid("this is not an agent target")
 
     def in_names(self, name: str) -> bool:
@@ -1888,7 +2310,7 @@ class _Checker:
                     D.UNKNOWN_TOOL,
                     f"unknown tool `{ref.name}`",
                     ref.span,
-                    hint=_suggest(ref.name, list(self.tool_decls)),
+                    hint=self.tool_hint(ref.name),
                 )
         elif kind == "write":
             t = self.infer(v, ListType(PATH))
@@ -1916,21 +2338,38 @@ class _Checker:
         elif kind == "timeout":
             t = self.expr(v, DURATION)
             if not isinstance(t, ErrorType):
-                if isinstance(v, ast.DurationLit) and v.ms <= 0:
-                    self.report(D.INVALID_DURATION, "`timeout` must be a positive duration", v.span)
-                elif isinstance(v, ast.Unary) and v.op == "-":
+                d = self.compile_time(
+                    v,
+                    "`timeout`",
+                    "the plan gives the step a fixed timeout when the flow is compiled",
+                    hint="write a duration such as `timeout 90s` (or a `let` of one)",
+                )
+                if isinstance(d, _Duration) and d.ms <= 0:
+                    del self.constants[id(v)]
                     self.report(D.INVALID_DURATION, "`timeout` must be a positive duration", v.span)
         elif kind == "max_iterations":
-            self.positive_int(v, "`max_iterations`")
+            self.count_setting(v, "`max_iterations`", MAX_ITERATIONS)
         elif kind == "budget":
             if isinstance(v, ast.BudgetSpec):
                 self.budget(v)
         elif kind == "retry":
             if isinstance(v, ast.RetrySpec):
-                if v.attempts is not None:
-                    self.positive_int(v.attempts, "`attempts`", allow_zero=True)
-                    ok, n = _const(v.attempts)
-                    if ok and isinstance(n, int) and n > MAX_RETRY_ATTEMPTS:
+                if v.attempts is not None and not isinstance(self.expr(v.attempts, INT), ErrorType):
+                    n = self.compile_time(
+                        v.attempts,
+                        "`attempts`",
+                        "the plan fixes a step's retries when the flow is compiled",
+                        hint="write a number of extra tries, e.g. `attempts: 2`",
+                    )
+                    if n is None:
+                        pass
+                    elif n < 0:
+                        self.report(
+                            D.INVALID_VALUE,
+                            f"`attempts` must be zero or more, found {n}",
+                            v.attempts.span,
+                        )
+                    elif n > MAX_RETRY_ATTEMPTS:
                         self.report(
                             D.INVALID_VALUE,
                             f"`attempts` must be at most {MAX_RETRY_ATTEMPTS}, found {n}",

@@ -68,6 +68,26 @@ _INLINE_MAX_NESTING = 16
 _INLINE_MAX_SHARED = 100  # characters, for a name used more than once
 _INLINE_MAX_LENGTH = 4000  # characters, for a name used once
 
+# Binding strength of the binary operators (the grammar's precedence climbing, builder._PREC),
+# of prefix `not` and of prefix `-` (tighter than every binary operator).
+_PREC = {
+    "??": 1,
+    "or": 2,
+    "and": 3,
+    **dict.fromkeys(("==", "!=", "<", "<=", ">", ">=", "in", "not in"), 5),
+    "..": 6,
+    "+": 7,
+    "-": 7,
+    "*": 8,
+    "/": 8,
+    "%": 8,
+}
+_NOT_PREC = 4
+_MINUS_PREC = 9
+# Operators a printed chain may hold before its left part becomes a `value` step of its own (the
+# template parser allows 200 in one chain, and 200 levels of depth).
+_MAX_CHAIN = 150
+
 # Control steps that may not be a body (docs/spec/PLAN_IR.md §5): they nest only through plan__*.
 _NOT_BODY = CONTROL_STEPS - BODY_CONTROL_STEPS
 # Scope names a nested filter gate shadows (docs/spec/PLAN_IR.md §3).
@@ -93,12 +113,17 @@ class Frag:
     """Template-expression text: a list of literal text and :class:`StepRef` pieces.
 
     ``atomic`` is True when the text needs no parentheses to be used as an operand; ``free`` holds
-    the scope names (``item``, ``index``, ``accumulator``, ``input``) the text reads.
+    the scope names (``item``, ``index``, ``accumulator``, ``input``) the text reads. A text that
+    is not atomic records the binding strength of its top operator (``prec``, as in the grammar's
+    precedence climbing; 0: unknown, always parenthesized) and how many binary operators its top
+    chain holds (``ops``), so that ``a + b + c`` prints without the parentheses of its tree.
     """
 
     parts: list[str | StepRef] = field(default_factory=list)
     atomic: bool = True
     free: frozenset[str] = frozenset()
+    prec: int = 0
+    ops: int = 0
 
     @staticmethod
     def text(s: str, atomic: bool = True, free: frozenset[str] = frozenset()) -> Frag:
@@ -280,6 +305,7 @@ class _Lowerer:
         if uses == 0 or (len(frag.parts) == 1 and isinstance(frag.parts[0], StepRef)):
             return frag
         length, nesting = frag.measure()
+        nesting += frag.ops  # a flat chain `a + b + …` is as deep in the parsed template
         if (
             nesting <= _INLINE_MAX_NESTING
             and length <= _INLINE_MAX_LENGTH
@@ -349,7 +375,7 @@ class _Lowerer:
             data["deadline"] = deadline[0].duration.text
         budget = r.module.of(ast.BudgetDecl)
         if budget:
-            data["budget"] = _budget(budget[0].spec)
+            data["budget"] = self._budget(budget[0].spec)
         data["steps"] = plan.steps
         data["finish"] = {"mode": "output", "output": self.whole(last or NULL)}
         if self.plans:
@@ -548,8 +574,20 @@ class _Lowerer:
         return "{{ " + f.render() + " }}"
 
     def text_value(self, e: ast.Expr, ctx: _Ctx) -> str:
-        """A text-valued input (prompt, message): an interpolated string literal becomes template
-        text (a literal ``{{`` escaped as ``{{ "{{" }}``); anything else a whole-value template."""
+        """A text-valued input (prompt, message, a tool's text argument): an interpolated string
+        literal becomes template text (a literal ``{{`` escaped as ``{{ "{{" }}``); anything else
+        a whole-value template.
+
+        ``"${x}"`` alone would be the whole-value template ``{{ x }}``, which renders ``x``'s own
+        value (a number, an array); unless ``x`` is text it is printed as the string expression
+        ``{{ "${x}" }}``, so interpolation always yields text (docs/spec/LANGUAGE.md §2)."""
+        if (
+            isinstance(e, ast.StringLit)
+            and len(e.parts) == 1
+            and isinstance(e.parts[0], ast.Interpolation)
+            and not self._text(e.parts[0].expr)
+        ):
+            return self.whole(self.expr(e, ctx))
         if isinstance(e, ast.StringLit):
             out = []
             for i, p in enumerate(e.parts):
@@ -633,16 +671,37 @@ class _Lowerer:
         return _join(*items, atomic=True)
 
     def x_RangeExpr(self, e: ast.RangeExpr, ctx: _Ctx) -> Frag:
-        return _join(_paren(self.expr(e.low, ctx)), "..", _paren(self.expr(e.high, ctx)))
+        f = _join(_paren(self.expr(e.low, ctx)), "..", _paren(self.expr(e.high, ctx)))
+        f.prec, f.ops = _PREC[".."], 1
+        return f
 
     def x_Binary(self, e: ast.Binary, ctx: _Ctx) -> Frag:
-        left = _paren(self.expr(e.left, ctx))
-        right = _paren(self.expr(e.right, ctx))
-        return _join(left, f" {e.op} ", right)
+        """``left op right`` with only the parentheses the grammar needs: every binary operator
+        is left-associative, comparisons and ranges do not chain. A long chain (``1 + 1 + …``)
+        stays flat instead of nesting a parenthesis per operator (the template parser allows
+        100 levels of brackets). A chain is as deep as it is long in the parsed template (at
+        most 200 levels, and 200 operators): past ``_MAX_CHAIN`` operators its left part is
+        computed by a `value` step of its own."""
+        p = _PREC[e.op]
+        left, right = self.expr(e.left, ctx), self.expr(e.right, ctx)
+        bare_left = not left.atomic and (left.prec > p or (left.prec == p and p not in (5, 6)))
+        bare_right = not right.atomic and right.prec > p
+        lops = left.ops if bare_left else 0
+        rops = right.ops if bare_right else 0
+        if lops + rops + 1 > _MAX_CHAIN:
+            step = self.add_step(ctx, "value", {"value": self.whole(left)}, e.left.span)
+            left, bare_left, lops = Frag([StepRef(step)]), False, 0
+        lf = left if left.atomic or bare_left else _paren(left)
+        rf = right if right.atomic or bare_right else _paren(right)
+        f = _join(lf, f" {e.op} ", rf)
+        f.prec, f.ops = p, lops + rops + 1
+        return f
 
     def x_Unary(self, e: ast.Unary, ctx: _Ctx) -> Frag:
         op = "not " if e.op == "not" else "-"
-        return _join(op, _paren(self.expr(e.operand, ctx)))
+        f = _join(op, _paren(self.expr(e.operand, ctx)))
+        f.prec = _NOT_PREC if e.op == "not" else _MINUS_PREC
+        return f
 
     def x_Member(self, e: ast.Member, ctx: _Ctx) -> Frag:
         if self._nullable(e.obj) and not self._optional_field(e):
@@ -662,6 +721,11 @@ class _Lowerer:
         if isinstance(e, ast.Member) and self._optional_field(e) and not self._nullable(e.obj):
             return _join(_paren(self.expr(e.obj, ctx)), "." + e.name, atomic=True)
         return self.expr(e, ctx)
+
+    def _text(self, e: ast.Expr) -> bool:
+        """True when the checked type of ``e`` is text (``text``, ``path``, ``member``, string
+        literals), never null."""
+        return T.is_textual(self.r.type_of(e), self.env)
 
     def _nullable(self, e: ast.Expr) -> bool:
         """True when the checked type of ``e`` is ``T?`` (or a union with ``null``)."""
@@ -697,10 +761,12 @@ class _Lowerer:
         (docs/spec/LANGUAGE.md §4: an absent optional field is null, never ``bad_path``)."""
         if e.path is not None and self._path_defaults(e.path):
             return self._projection_map(e, ctx)
-        base = _join(_paren(self.expr(e.base, ctx)), "[*]", atomic=True)
+        # not atomic: an index or field after a projection in the template would apply to each
+        # element (`xs[*].id[0]`), so `(xs[*].id)[0]` keeps its parentheses
+        base = _join(_paren(self.expr(e.base, ctx)), "[*]")
         if e.path is None:
             return base
-        return _join(base, self._path(e.path, ctx), atomic=True)
+        return _join(base, self._path(e.path, ctx))
 
     def _path_defaults(self, p: ast.Expr) -> bool:
         """True when a per-element projection path crosses an optional part (see
@@ -791,13 +857,13 @@ class _Lowerer:
             elif k == "write":
                 inp["write"] = self.whole(self.expr(c.value, ctx))
             elif k == "max_iterations":
-                inp["max_iterations"] = _const_int(c.value)
+                inp["max_iterations"] = self.count_setting(c.value, ctx)
             elif k == "timeout":
-                timeout = c.value.text if isinstance(c.value, ast.DurationLit) else None
+                timeout = self.constant(c.value, "timeout")
             elif k == "retry":
                 retry = self._retry(c.value)
             elif k == "budget":
-                inp["budget"] = _budget(c.value)
+                inp["budget"] = self._budget(c.value)
         t = self.r.type_of(e)
         schema, wrapped = agent_contract(t, self.env)
         inp["output_schema"] = schema
@@ -839,9 +905,33 @@ class _Lowerer:
         return t.name
 
     def _retry(self, spec: ast.RetrySpec) -> dict:
-        out: dict[str, Any] = {"attempts": _const_int(spec.attempts) if spec.attempts else 0}
+        attempts = self.constant(spec.attempts, "retry attempts") if spec.attempts else 0
+        out: dict[str, Any] = {"attempts": attempts}
         out["on"] = [i.name for i in spec.on] if spec.on is not None else ["transient"]
         return out
+
+    def constant(self, e: ast.Expr, what: str) -> Any:
+        """The value the checker computed for a setting the plan fixes (``timeout``,
+        ``retry { attempts }``, budget limits); the checker refuses one that is not a constant,
+        so a missing value is a compiler bug, never a dropped setting."""
+        if id(e) not in self.r.constants:
+            raise LoweringError(f"internal compiler error: no constant value for {what}", e.span)
+        return self.r.constants[id(e)]
+
+    def count_setting(self, e: ast.Expr, ctx: _Ctx) -> Any:
+        """``limit`` / ``max_iterations``: the number when the checker computed it, else a
+        template the run evaluates (and checks: a positive integer up to the limit)."""
+        if id(e) in self.r.constants:
+            return self.r.constants[id(e)]
+        return self.whole(self.expr(e, ctx))
+
+    def _budget(self, spec: ast.BudgetSpec) -> dict:
+        """A ``budget { … }`` as the plan's ``{inferences?, tokens?, cost?}``."""
+        return {
+            key: self.constant(value, f"budget `{key}`")
+            for key in ("inferences", "tokens", "cost")
+            if (value := spec.limit(key)) is not None
+        }
 
     def _target(self, target: ast.Expr, ctx: _Ctx) -> dict:
         if isinstance(target, ast.Name) and target.name in self.uses:
@@ -866,12 +956,13 @@ class _Lowerer:
         if ctx.body:
             raise _NeedsOutline()
         over = self.expr(e.over, ctx)
+        limit = self.count_setting(e.limit, ctx) if e.limit is not None else None
         loop = {e.var.name: "item", "index": "index"}
         what = "parallel map body" if e.parallel else "map body"
         body = self.body_step(e.body.stmts, e.body.span, ctx, loop, what)
         inp: dict[str, Any] = {"over": self.whole(over)}
         if e.parallel:
-            inp["concurrency"] = _const_int(e.limit) if e.limit is not None else 4
+            inp["concurrency"] = limit if limit is not None else 4
         inp["do"] = body
         step = self.add_step(ctx, "map", inp, e.keyword_span or e.span)
         return Frag([StepRef(step)])
@@ -1021,14 +1112,6 @@ def _number(v: int | float) -> str:
     return text
 
 
-def _const_int(e: ast.Expr | None) -> Any:
-    if isinstance(e, ast.NumberLit):
-        return e.value
-    if isinstance(e, ast.Unary) and e.op == "-" and isinstance(e.operand, ast.NumberLit):
-        return -e.operand.value
-    return None
-
-
 def _order(d: dict, keys: list[str]) -> dict:
     out = {k: d[k] for k in keys if k in d}
     out.update({k: v for k, v in d.items() if k not in out})
@@ -1064,14 +1147,3 @@ def lower(result: CheckResult, *, file: str) -> dict:
         raise LoweringError(
             "internal error: a body could not be outlined", result.module.span
         ) from None
-
-
-def _budget(spec: ast.BudgetSpec) -> dict:
-    """A ``budget { … }`` as the plan's ``{inferences?, tokens?, cost?}`` (checked constants;
-    a limit that is not one is left out, the checker has reported it)."""
-    out: dict[str, Any] = {}
-    for key in ("inferences", "tokens", "cost"):
-        value = _const_int(spec.limit(key))
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[key] = value
-    return out

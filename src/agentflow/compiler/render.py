@@ -8,6 +8,7 @@ none of them raises for odd spans (out-of-range lines, zero-width spans, missing
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 
 from agentflow.core.diagnostics import CODES, Diagnostic, Note
@@ -124,7 +125,17 @@ def render_text(
         if d.hint:
             lines.append(f"{indent}{paint(_BLUE, '=')} {paint(_CYAN, 'hint')}: {d.hint}")
         blocks.append("\n".join(lines) + "\n")
-    return "\n".join(blocks)
+    return _printable("\n".join(blocks))
+
+
+#: a byte that was not UTF-8 in a source file (``read_source``: U+DC80…U+DCFF)
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")
+
+
+def _printable(text: str) -> str:
+    """``text`` with the bytes of a source file that were not UTF-8 shown as U+FFFD (one
+    column each, like the byte): a lone surrogate cannot be written to a UTF-8 terminal."""
+    return _NOT_UTF8.sub("\ufffd", text)
 
 
 def summary(diags: Iterable[Diagnostic]) -> str:
@@ -178,7 +189,9 @@ def diagnostic_dict(d: Diagnostic) -> dict:
 def render_json(diags: Iterable[Diagnostic]) -> str:
     """Render diagnostics as a JSON array of :func:`diagnostic_dict` objects, sorted by
     position (2-space indentation, stable key order, UTF-8 kept)."""
-    return json.dumps([diagnostic_dict(d) for d in _sorted(diags)], indent=2, ensure_ascii=False)
+    return _printable(
+        json.dumps([diagnostic_dict(d) for d in _sorted(diags)], indent=2, ensure_ascii=False)
+    )
 
 
 def _region(span) -> dict:
@@ -261,4 +274,4 @@ def render_sarif(diags: Iterable[Diagnostic], *, tool_version: str | None = None
             }
         ],
     }
-    return json.dumps(log, indent=2, ensure_ascii=False)
+    return _printable(json.dumps(log, indent=2, ensure_ascii=False))

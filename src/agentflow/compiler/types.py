@@ -66,6 +66,9 @@ __all__ = [
     "is_error",
     "is_numeric",
     "is_textual",
+    "overlaps",
+    "finite_values",
+    "literal_str",
     "schema_problem",
 ]
 
@@ -469,6 +472,100 @@ def join(types: list[Type], env: TypeEnv | None = None) -> Type:
         if not isinstance(inner, UnionType):
             return make_optional(inner)
     return make_union([widen(t) for t in types])
+
+
+def overlaps(a: Type, b: Type, env: TypeEnv | None = None) -> bool:
+    """True when a value of type ``a`` can equal a value of type ``b`` — when ``==`` between
+    them can be true (the `no-overlap` diagnostic, TypeScript's "no overlap").
+
+    Literal types overlap only when equal (``1`` and ``1.0`` are equal numbers); a literal
+    overlaps its base type (an integral number literal ``int``); primitive types overlap within
+    their kind (texts — ``text``, ``path``, ``member``, ``duration`` —, numbers, booleans);
+    ``null`` overlaps only a type that admits it; unions and optionals overlap when a member
+    does; object types overlap unless a field required in both has types that do not. Anything
+    else (``json``, errors, arrays, maps, extern types) is assumed to overlap.
+    """
+    return _overlaps(a, b, env or _EMPTY_ENV, set())
+
+
+_KINDS = {"text": "text", "path": "text", "member": "text", "duration": "text"}
+_KINDS.update({"int": "number", "number": "number", "bool": "bool", "null": "null"})
+
+
+def _overlaps(a: Type, b: Type, env: TypeEnv, seen: set) -> bool:
+    a, b = env.resolve(a), env.resolve(b)
+    if isinstance(a, (ErrorType, NeverType)) or isinstance(b, (ErrorType, NeverType)):
+        return True
+    if a == JSON or b == JSON:
+        return True
+    for x, y in ((a, b), (b, a)):
+        if isinstance(x, OptionalType):
+            return _overlaps(NULL, y, env, seen) or _overlaps(x.inner, y, env, seen)
+        if isinstance(x, UnionType):
+            return any(_overlaps(m, y, env, seen) for m in x.members)
+    if isinstance(a, LiteralType) and isinstance(b, LiteralType):
+        if isinstance(a.value, bool) or isinstance(b.value, bool):
+            return a == b
+        if isinstance(a.value, str) or isinstance(b.value, str):
+            return a == b
+        return a.value == b.value  # 1 == 1.0
+    for x, y in ((a, b), (b, a)):
+        if isinstance(x, LiteralType):
+            if not isinstance(y, Prim):
+                return False
+            kind = _KINDS.get(x.base.name)
+            if y == INT and isinstance(x.value, float):
+                return x.value.is_integer()
+            return kind == _KINDS.get(y.name)
+    if isinstance(a, Prim) and isinstance(b, Prim):
+        return _KINDS.get(a.name, a.name) == _KINDS.get(b.name, b.name)
+    if isinstance(a, ObjectType) and isinstance(b, ObjectType):
+        key = (id(a), id(b))
+        if key in seen:
+            return True
+        seen.add(key)
+        for name, fa in a.fields.items():
+            fb = b.fields.get(name)
+            if fb is not None and not fa.optional and not fb.optional:
+                if not _overlaps(fa.type, fb.type, env, seen):
+                    return False
+        return True
+    if a == NULL or b == NULL:
+        return False  # null against an object, array or map
+    return True
+
+
+def finite_values(t: Type, env: TypeEnv | None = None, limit: int = 50) -> list | None:
+    """The values a type allows when it is a small finite set — a literal type, ``bool``,
+    ``null`` and unions and optionals of those — in declaration order; else None."""
+    env = env or _EMPTY_ENV
+    out: list = []
+
+    def add(x: Type) -> bool:
+        x = env.resolve(x)
+        if isinstance(x, LiteralType):
+            vals = [x.value]
+        elif x == BOOL:
+            vals = [True, False]
+        elif x == NULL:
+            vals = [None]
+        elif isinstance(x, OptionalType):
+            return add(x.inner) and add(NULL)
+        elif isinstance(x, UnionType):
+            return all(add(m) for m in x.members)
+        else:
+            return False
+        for v in vals:
+            if not any(type(v) is type(o) and v == o for o in out):
+                out.append(v)
+        return len(out) <= limit
+
+    return out if add(t) else None
+
+
+def literal_str(v: Any) -> str:
+    """A value of a literal type as written in `.flow` (``"bug"``, ``3``, ``true``, ``null``)."""
+    return "null" if v is None else _literal_str(v)
 
 
 def assignable(src: Type, dst: Type, env: TypeEnv | None = None) -> bool:

@@ -85,6 +85,9 @@ UNSUPPORTED_CONSTRUCT = _register(
 POSITIONAL_ARGUMENT = _register(
     "positional-argument", "error", "a tool argument given without its name"
 )
+NO_OVERLAP = _register(
+    "no-overlap", "error", "a comparison that can never be true: no value is common to both sides"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,9 +132,10 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
     """Return a hint naming the closest of ``candidates`` (any iterable of names: a list, a set,
     a dict's keys) by edit distance, or None.
 
-    Uses Damerau-free Levenshtein distance with a cut-off of ``max(1, len(name) // 3)``
-    (Starlark-go's resolver uses the same idea).  A candidate that shares no character position
-    with ``name`` (every character rewritten, e.g. ``x`` → ``y``) is never suggested.
+    Uses the edit distance with adjacent transpositions (optimal string alignment: ``retyr`` is
+    one edit from ``retry``) and a cut-off of ``max(1, len(name) // 3)`` (Starlark-go's resolver
+    uses the same idea).  A candidate that shares no character position with ``name`` (every
+    character rewritten, e.g. ``x`` → ``y``) is never suggested.
     """
     best: tuple[int, str] | None = None
     limit = max(1, len(name) // 3)
@@ -145,14 +149,20 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
 
 
 def _levenshtein(a: str, b: str, limit: int) -> int:
+    """Edit distance of ``a`` and ``b`` counting an adjacent transposition as one edit (optimal
+    string alignment); anything above ``limit`` may be returned as ``limit + 1``."""
     if abs(len(a) - len(b)) > limit:
         return limit + 1
+    before: list[int] = []
     prev = list(range(len(b) + 1))
     for i, ca in enumerate(a, 1):
         cur = [i]
         for j, cb in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
-        prev = cur
+            d = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                d = min(d, before[j - 2] + 1)
+            cur.append(d)
+        before, prev = prev, cur
     return prev[-1]
 
 

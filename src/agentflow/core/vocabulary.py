@@ -346,12 +346,28 @@ def duration_ms(text: object) -> int:
     return sum(int(n) * DURATION_UNITS_MS[u] for n, u in _DURATION_PART.findall(bare))
 
 
+def duration_text(ms: int) -> str:
+    """A number of milliseconds as a duration, largest units first (the inverse of
+    :func:`duration_ms`): ``90000`` → ``"1m30s"``, ``1500`` → ``"1s500ms"``, ``0`` → ``"0ms"``."""
+    out = []
+    for unit, size in sorted(DURATION_UNITS_MS.items(), key=lambda u: -u[1]):
+        n, ms = divmod(ms, size)
+        if n:
+            out.append(f"{n}{unit}")
+    return "".join(out) or "0ms"
+
+
 # ---------------------------------------------------------------------------------------------
 # Numeric limits
 
 #: ``retry.attempts`` counts extra tries after the first; more than this is refused (a `.flow`
 #: error at check time, a plan error at load time).
 MAX_RETRY_ATTEMPTS = 20
+#: A ``parallel map``'s ``limit`` (the plan's map ``concurrency``) and an agent's
+#: ``max_iterations`` are at most these: checked when the flow is compiled for a constant, when
+#: the step starts for a computed one (docs/decisions.md "Settings: compile time or run time").
+MAX_CONCURRENCY = 1000
+MAX_ITERATIONS = 1000
 #: The longest single backoff wait of a plan's ``retry.backoff`` (``initial``, ``max``), in ms,
 #: and the largest growth ``factor`` (docs/decisions.md "Plans").
 MAX_BACKOFF_MS = 3_600_000

@@ -180,6 +180,12 @@ def _parse_module(text: str, file: str) -> tuple[ast.Module, list[Diagnostic]]:
         # the failed item starts at the first token after the last completed one
         start = got[-1].span.end if got else pos
         start = _SKIP_TRIVIA.match(text, start).end()
+        done = _complete_before(text, file, start, err.span.start, lines)
+        if done:
+            # an item that ends just before a bad line (`stge b {` after a whole stage) is
+            # complete, only not reduced yet (LALR wanted the next token): keep it
+            items.extend(done)
+            start = _SKIP_TRIVIA.match(text, done[-1].span.end).end()
         resume = _find_resume(text, file, err, sc, start, lines)
         end = resume if resume is not None else n
         stop = len(text[start:end].rstrip())
@@ -198,7 +204,60 @@ def _parse_module(text: str, file: str) -> tuple[ast.Module, list[Diagnostic]]:
         span = _offset_span(text, file, 0, n)
     else:
         span = Span(file, 1, 1, 1, 1, 0, 0)
+    if _NOT_UTF8.search(text):
+        diags = _encoding_errors(text, file, diags, lines)
     return ast.Module(span, file, items), diags
+
+
+#: bytes that were not UTF-8, as ``compiler.api.read_source`` decodes them (``surrogateescape``:
+#: byte 0xNN becomes U+DCNN)
+_NOT_UTF8 = re.compile("[\udc80-\udcff]+")
+
+
+def _encoding_errors(
+    text: str, file: str, diags: list[Diagnostic], lines: _Lines
+) -> list[Diagnostic]:
+    """One `syntax-error` per run of bytes that are not UTF-8 (a file read by
+    ``read_source``), at their position — never a U+FFFD silently in the program. It replaces
+    the scanner's "unexpected character" for a run outside a string or comment."""
+    found = []
+    for m in _NOT_UTF8.finditer(text):
+        raw = bytes(ord(c) - 0xDC00 for c in m.group(0))
+        shown = " ".join(f"0x{b:02X}" for b in raw)
+        what = f"the byte {shown} is" if len(raw) == 1 else f"the bytes {shown} are"
+        latin = raw.decode("cp1252", errors="replace")
+        found.append(
+            Diagnostic(
+                SYNTAX_ERROR,
+                f"invalid UTF-8: {what} not part of a UTF-8 character",
+                _offset_span(text, file, m.start(), m.end(), lines),
+                hint=f"save the file as UTF-8 (in Windows-1252 these bytes read `{latin}`)",
+            )
+        )
+    starts = {d.span.start for d in found}
+    kept = [
+        d
+        for d in diags
+        if not (d.span.start in starts and d.message.startswith("unexpected character"))
+    ]
+    return kept + found
+
+
+def _complete_before(text: str, file: str, start: int, stop: int, lines: _Lines) -> list:
+    """The items of ``text[start:stop]`` when that text, ending at the start of a line, parses
+    as whole items on its own; else ``[]``."""
+    if stop <= start or text.rfind("\n", start, stop) == -1:
+        return []
+    if text[text.rfind("\n", 0, stop) + 1 : stop].strip():
+        return []  # the error is not at the start of its line
+    line = lines.line(start)
+    ls = text.rfind("\n", 0, start) + 1
+    sc = Scanner(text, start, stop, file, line, ls, 0, module=True, driver=DRIVER)
+    try:
+        got = run(sc, "module", [])
+    except (SynErr, RecursionError):
+        return []
+    return list(got)
 
 
 class _Lines:

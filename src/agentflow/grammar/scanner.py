@@ -744,7 +744,10 @@ class Scanner:
             nest=self.nest + 1,
             driver=self.driver,
         )
-        expr = self.driver.run(sub, "expr_only")
+        try:
+            expr = self.driver.run(sub, "expr_only")
+        except SynErr as e:
+            raise _unclosed_hole(e, self.span_at(k, k + 2, line, ls), sub) from None
         close = sub.stopped_at
         assert close is not None
         node = ast.Interpolation(self.span_at(k, close + 1, line, ls), expr)
@@ -924,6 +927,36 @@ class Scanner:
         span = self.span_at(i, j, start_line, start_ls)
         self.line, self.ls = line, ls
         return ast.StringLit(span, _trim_indent(pieces), triple=True), j
+
+
+def _unclosed_hole(e: SynErr, opener: ast.Span, sub: Scanner) -> SynErr:
+    """The error of an interpolation whose parse failed with ``e``. When the parser wanted its
+    closing `}` and gave up on a later line (a triple-quoted string runs on: ``${name``, text),
+    the interpolation is unclosed: reported at the `${` (what a reader must fix), with the place
+    the parser stopped as a note. Otherwise ``e`` gains a note at the `${`."""
+    wants_close = "`}`" in e.message and not sub.stack
+    if e.message.startswith("unterminated string") and not sub.stack:
+        # `"a ${x"`: the quote meant to end the string starts one inside the interpolation
+        return SynErr(
+            "unclosed `${`: the interpolation opened here has no `}`",
+            opener,
+            resume=e.resume,
+            depth=e.depth,
+            hint="close it with `}` (`${name}`), or write `\\${` for a literal `${`",
+            notes=[("this quote starts a string inside the interpolation", e.span)],
+        )
+    if wants_close and e.span.line > opener.line:
+        return SynErr(
+            f"unclosed `${{`: the interpolation opened here is not closed on line {opener.line}",
+            opener,
+            resume=e.resume,
+            depth=e.depth,
+            hint="close it with `}` (`${name}`), or write `\\${` for a literal `${`",
+            notes=[(f"the parser stopped here: {e.message}", e.span), *e.notes],
+        )
+    if wants_close:
+        e.notes.append(("the interpolation opened here", opener))
+    return e
 
 
 def _trim_indent(pieces: list) -> list:

@@ -166,8 +166,22 @@ def _syntax_hint(
         return "did you mean `==`?"
     if typ == "STRING" and "COLON" in expected:
         return "object entries are written `key: value`"
+    if typ == "NUMBER" and "DURATION" in expected:
+        return f"a duration needs a unit: `{tok.value}s` (or `ms`, `m`, `h`)"
+    if typ == "NAME":
+        # `stge s {`, `paralel map`, `retyr { … }`: a keyword that fits here, misspelt
+        words = [w for w, term in KEYWORDS.items() if term in expected]
+        hint = diag.did_you_mean(str(tok.value), words)
+        if hint:
+            return hint
     if prev is None:
         return None
+    if prev.type == "DEADLINE" and "DURATION" in expected:
+        return (
+            "the deadline is fixed when the flow is compiled: write a duration, e.g. `deadline 30m`"
+        )
+    if prev.type == "DURATION" and prev2 is not None and prev2.type == "DEADLINE":
+        return "write the deadline as one duration: `1h30m`, not `1h + 30m`"
     if prev.type == "AGENT" and "LPAR" in expected:
         target = tok.value if typ == "NAME" else "target"
         return f"the agent's target goes in parentheses: `agent({target}) {{ … }}`"
@@ -247,4 +261,33 @@ def unexpected(
     resume = tok.end - sc.ob
     if tok.bol and tok.value in TOP_LEVEL and not isinstance(tok.value, ast.Node):
         resume = tok.start - sc.ob
+    limit = _limit_without_number(sc, values)
+    if limit is not None:
+        word, brace = limit
+        return SynErr(
+            "`limit` needs a number: how many items the `parallel map` runs at once",
+            word.span,
+            resume=resume,
+            depth=len(sc.stack),
+            hint="write `limit 4 { … }`, or drop `limit` (the default is 4)",
+            notes=[
+                ("this `{` was read as an object, the value of `limit`", brace.span),
+                (f"the parser stopped here: {msg}", tok.span),
+            ],
+        )
     return SynErr(msg, tok.span, resume=resume, depth=len(sc.stack), hint=hint, notes=notes)
+
+
+def _limit_without_number(sc: Scanner, values: list | None) -> tuple[Tok, Tok] | None:
+    """``(limit, {)`` when the parse failed inside a `{` right after the `limit` of a map
+    (``map xs as x limit { … }``): the body was taken for an object literal, the value of
+    `limit`, and the error surfaced inside it — often lines after the mistake. ``values`` is
+    the driver's value stack: the unfinished object is its top part."""
+    for i in range(len(values or ()) - 1, 0, -1):
+        v = values[i]  # type: ignore[index]
+        if isinstance(v, Tok) and v.type == "LBRACE":
+            word = values[i - 1]  # type: ignore[index]
+            if isinstance(word, Tok) and word.type == "LIMIT":
+                return word, v
+            return None
+    return None

@@ -10,6 +10,8 @@ docs/spec/RUNTIME.md §4).
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +30,8 @@ from agentflow.core.vocabulary import (
     CONTROL_STEPS,
     MAX_BACKOFF_FACTOR,
     MAX_BACKOFF_MS,
+    MAX_CONCURRENCY,
+    MAX_ITERATIONS,
     MAX_RETRY_ATTEMPTS,
     RETRYABLE_CODES,
     UNARY_CONDITION_OPS,
@@ -184,14 +188,13 @@ class _Validator:
         if not isinstance(schema, dict):
             self.problem(path, f"`{what}` must be a JSON Schema object (a mapping)")
             return False
-        try:
-            jsonschema.Draft202012Validator.check_schema(schema)
-        except jsonschema.SchemaError as exc:
-            sub = (*path, *exc.path)
-            where = "/".join(str(p) for p in exc.path)
+        error = _schema_error(schema)
+        if error is not None:
+            message, at = error
+            where = "/".join(str(p) for p in at)
             self.problem(
-                sub,
-                f"`{what}` is not valid JSON Schema: {exc.message}"
+                (*path, *at),
+                f"`{what}` is not valid JSON Schema: {message}"
                 + (f" (at {where})" if where else ""),
             )
             return False
@@ -554,7 +557,11 @@ class _Validator:
             else:
                 self.positive_int(value, path, key, 0)
 
-    def positive_int(self, inp: dict, ipath: tuple, key: str, minimum: int) -> None:
+    def positive_int(
+        self, inp: dict, ipath: tuple, key: str, minimum: int, maximum: int | None = None
+    ) -> None:
+        """``inp[key]``, when given, is an integer from ``minimum`` to ``maximum`` — or a
+        template, which the run evaluates and checks the same way."""
         if key not in inp:
             return
         v = inp[key]
@@ -564,6 +571,8 @@ class _Validator:
             self.problem((*ipath, key), f"`{key}` must be an integer ≥ {minimum}")
         elif v < minimum:
             self.problem((*ipath, key), f"`{key}` must be ≥ {minimum}, not {v}")
+        elif maximum is not None and v > maximum:
+            self.problem((*ipath, key), f"`{key}` must be at most {maximum}, not {v}")
 
     def c_exit(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
         if "infer" in inp:
@@ -601,7 +610,7 @@ class _Validator:
     def c_map(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
         self.over(inp, ipath)
         self.body_field(inp, ipath, "do", broken)
-        self.positive_int(inp, ipath, "concurrency", 1)
+        self.positive_int(inp, ipath, "concurrency", 1, MAX_CONCURRENCY)
         if "on_item_error" in inp and inp["on_item_error"] not in ("fail", "skip"):
             v = inp["on_item_error"]
             self.problem(
@@ -726,7 +735,7 @@ class _Validator:
                     )
         if "tools" in inp:
             self.agent_tools(inp["tools"], (*ipath, "tools"))
-        self.positive_int(inp, ipath, "max_iterations", 1)
+        self.positive_int(inp, ipath, "max_iterations", 1, MAX_ITERATIONS)
         self.positive_int(inp, ipath, "repair_attempts", 0)
         for key in ("model", "system_prompt"):
             if key in inp and not isinstance(inp[key], str):
@@ -927,3 +936,28 @@ def resolve_tools(
 def _or_list(words: list[str]) -> str:
     """``a, b or c``."""
     return ", ".join(words[:-1]) + " or " + words[-1] if len(words) > 1 else "".join(words)
+
+
+def _schema_error(schema: dict) -> tuple[str, tuple] | None:
+    """The first problem of ``schema`` against the JSON Schema 2020-12 metaschema as
+    ``(message, path inside the schema)``, or None. Checking against the metaschema costs
+    ~20 ms per schema, and a compiled plan repeats the same few contracts: results are cached
+    by the schema's canonical JSON text (a schema that is not JSON text is checked uncached)."""
+    try:
+        key = json.dumps(schema, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError):
+        return _check_schema(schema)
+    return _cached_schema_error(key)
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_schema_error(key: str) -> tuple[str, tuple] | None:
+    return _check_schema(json.loads(key))
+
+
+def _check_schema(schema: dict) -> tuple[str, tuple] | None:
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        return exc.message, tuple(exc.path)
+    return None

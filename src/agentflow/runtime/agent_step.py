@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentflow.core.vocabulary import MAX_ITERATIONS
 from agentflow.errors import FlowError, RunError
 from agentflow.runtime.control import ControlCall, ExitError
 from agentflow.runtime.expressions import render_value, to_json_value, to_text
@@ -165,13 +166,17 @@ def _max_iterations(call: ControlCall) -> int:
     max_iter = call.render("max_iterations", 8)
     if isinstance(max_iter, float) and max_iter.is_integer():
         max_iter = int(max_iter)
-    if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
-        # a templated budget is checked like a literal one (docs/spec/PLAN_IR.md §6: an integer ≥
-        # 1), never coerced (2.5 → 2, true → 1) nor reported as a Python error
+    if (
+        isinstance(max_iter, bool)
+        or not isinstance(max_iter, int)
+        or not 1 <= max_iter <= MAX_ITERATIONS
+    ):
+        # a templated budget is checked like a literal one (docs/spec/PLAN_IR.md §6: an integer ≥ 1,
+        # at most MAX_ITERATIONS), never coerced (2.5 → 2, true → 1) nor a Python error
         shown = json.dumps(to_json_value(max_iter), ensure_ascii=False)
         raise RunError(
             "validation",
-            f"`max_iterations` must be an integer ≥ 1, got {shown}",
+            f"`max_iterations` must be an integer from 1 to {MAX_ITERATIONS}, got {shown}",
             call.path,
             call.source,
         )

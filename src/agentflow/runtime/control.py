@@ -17,11 +17,13 @@ entry in :data:`HANDLERS`.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from agentflow.core.vocabulary import MAX_CONCURRENCY
 from agentflow.errors import RunError
 from agentflow.runtime.expressions import (
     FlowRange,
@@ -231,9 +233,16 @@ async def _map(call: ControlCall) -> Any:
         raise RunError(
             "validation", f"`on_item_error` must be fail or skip, got {mode!r}", call.path
         )
-    if not isinstance(conc, int) or isinstance(conc, bool) or conc < 1:
+    if isinstance(conc, float) and conc.is_integer():
+        conc = int(conc)
+    if not isinstance(conc, int) or isinstance(conc, bool) or not 1 <= conc <= MAX_CONCURRENCY:
+        # a computed `limit` is checked here as the compiler checks a constant one
         raise RunError(
-            "validation", f"`concurrency` must be a positive integer, got {conc!r}", call.path
+            "validation",
+            f"`concurrency` (a `parallel map`'s `limit`) must be an integer from 1 to "
+            f"{MAX_CONCURRENCY}, got " + json.dumps(to_json_value(conc), ensure_ascii=False),
+            call.path,
+            call.source,
         )
     results: list[Any] = [None] * len(items)
     failed: set[int] = set()
