@@ -589,8 +589,8 @@ def tools_cmd(config: str | None, as_json: bool, no_connect: bool, as_extern: bo
         from agentflow.compiler.contracts import extern_declaration
 
         for r in rows:
-            if r["source"] == "builtin" or r["name"].endswith("__*"):
-                continue  # builtins are declared by the prelude; unconnected servers unknown
+            if r["source"] == "builtin" or r.get("kind", "tool") != "tool":
+                continue  # builtins are declared by the prelude; servers, resources, prompts
             try:
                 click.echo(extern_declaration(r["name"], r["input_schema"], r["description"]))
             except ValueError as e:

@@ -26,10 +26,11 @@ Step paths follow docs/spec/PLAN_IR.md §7: ``E3``, ``E3/then``, ``E3/do.2`` (ma
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -960,9 +961,10 @@ async def run_plan(
         last = await ex.run_steps(frame, scope, results)
         return await ex.finish(frame, scope, last)
 
+    services = _run_services(ex, frame.stack)
     try:
         try:
-            output = await until_stopped(body())
+            output = await until_stopped(_with_services(services, body()))
         except ExitOk as e:
             status, output = "exited", e.output
     except RunAborted as e:
@@ -1003,6 +1005,35 @@ async def run_plan(
     if cancelled is not None:
         raise cancelled
     return result
+
+
+def _run_services(ex: Executor, stack: list[str]) -> Any:
+    """The run's :class:`~agentflow.runtime.tools.catalog.RunServices` (MCP elicitation,
+    sampling and notifications reach the trace and the interlocutor through them)."""
+    from agentflow.runtime.tools.catalog import RunServices
+
+    def emit(kind: str, path: str, data: dict[str, Any]) -> None:
+        ex.emit(kind, path, stack, **data)
+
+    return RunServices(
+        emit=emit,
+        interlocutor=ex.ctx.hooks.interlocutor,
+        ask_lock=ex.ask_lock,
+        router=ex.ctx.router,
+    )
+
+
+async def _with_services(services: Any, work: Awaitable[Any]) -> Any:
+    """Await ``work`` with ``current_run`` set to ``services`` (tasks it starts inherit it)."""
+    from agentflow.runtime.tools.catalog import current_run
+
+    token = current_run.set(services)
+    try:
+        return await work
+    finally:
+        # a run abandoned by a second signal is closed from another context: nothing to undo
+        with contextlib.suppress(ValueError):
+            current_run.reset(token)
 
 
 def run_plan_sync(

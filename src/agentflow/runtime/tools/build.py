@@ -174,9 +174,12 @@ def schema_summary(schema: dict[str, Any] | None, limit: int = 120) -> str:
 
 
 async def list_catalog(catalog: Catalog, *, connect: bool = True) -> tuple[list[dict], list[str]]:
-    """Rows ``{name, source, description, input_schema, summary}`` for every catalog tool (sorted
-    by name) and the errors met. With ``connect``, MCP servers are connected to list their tools
-    (then closed); without, each server shows as one ``SERVER__*`` row."""
+    """Rows ``{name, source, description, input_schema, output_schema, summary}`` for every
+    catalog tool (sorted by name) and the errors met. With ``connect``, MCP servers are connected
+    to list their tools (then closed), and each connected server adds a ``SERVER__*`` row
+    (``kind: server``, also when it has no tools) and rows for its resources and prompts
+    (``kind: resource`` / ``prompt``, see :func:`_server_rows`); without, or when a server
+    cannot be reached, each server shows as one ``SERVER__*`` row "(not connected)"."""
     errors: list[str] = []
     if connect:
         for prefix in catalog.lazy_prefixes():
@@ -191,28 +194,96 @@ async def list_catalog(catalog: Catalog, *, connect: bool = True) -> tuple[list[
         source = tool.source
         if source == "mcp":
             source = f"mcp:{tool.meta.get('server', tool.prefix)}"
+        if tool.meta.get("needs_tasks"):
+            source += " (needs MCP tasks: not offered to agents)"
         rows.append(
             {
                 "name": name,
                 "source": source,
                 "description": tool.description,
                 "input_schema": tool.input_schema,
+                "output_schema": tool.meta.get("output_schema"),
                 "summary": schema_summary(tool.input_schema),
             }
         )
-    loaded = {r["name"].split("__", 1)[0] for r in rows}
+    hub = getattr(catalog, "mcp", None)
     for prefix in catalog.lazy_prefixes():
-        if prefix not in loaded:
-            rows.append(
-                {
-                    "name": f"{prefix}__*",
-                    "source": f"mcp:{prefix}",
-                    "description": "(not connected)",
-                    "input_schema": None,
-                    "summary": "",
-                }
-            )
-    rows.sort(key=lambda r: r["name"])
+        conn = hub.connections.get(prefix) if hub is not None else None
+        if conn is not None and conn.connected:
+            rows.extend(_server_rows(conn))
+            continue
+        rows.append(
+            {
+                "name": f"{prefix}__*",
+                "kind": "server",
+                "source": f"mcp:{prefix}",
+                "description": "(not connected)",
+                "input_schema": None,
+                "summary": "",
+            }
+        )
+    rows.sort(key=lambda r: (r["name"], r.get("kind", "tool")))
     if connect:
         await catalog.aclose()
     return rows, errors
+
+
+def _server_rows(conn: Any) -> list[dict[str, Any]]:
+    """Rows for a connected MCP server beyond its tools: one ``SERVER`` row saying it is
+    connected (also when it has no tools), then one per resource, resource template and prompt
+    (``kind``: ``server`` | ``resource`` | ``prompt``)."""
+    source = f"mcp:{conn.name}"
+    info = conn.server_info
+    what = f"{info.name} {info.version}".strip() if info is not None else "MCP server"
+    counts = (
+        f"{len(conn._tools or [])} tools, {len(conn.resources) + len(conn.resource_templates)} "
+        f"resources, {len(conn.prompts)} prompts"
+    )
+    rows: list[dict[str, Any]] = [
+        {
+            "name": f"{conn.name}__*",
+            "kind": "server",
+            "source": source,
+            "description": f"(connected: {what}; {counts})",
+            "input_schema": None,
+            "summary": "",
+        }
+    ]
+    for r in conn.resources:
+        rows.append(
+            {
+                "name": f"{conn.name}__read_resource({r.uri})",
+                "kind": "resource",
+                "source": source,
+                "description": r.description or r.title or r.name or "",
+                "input_schema": None,
+                "summary": r.mime_type or "",
+                "uri": str(r.uri),
+            }
+        )
+    for t in conn.resource_templates:
+        rows.append(
+            {
+                "name": f"{conn.name}__read_resource({t.uri_template})",
+                "kind": "resource",
+                "source": source,
+                "description": t.description or t.title or t.name or "",
+                "input_schema": None,
+                "summary": t.mime_type or "",
+                "uri_template": t.uri_template,
+            }
+        )
+    for p in conn.prompts:
+        args = list(getattr(p, "arguments", None) or [])
+        rows.append(
+            {
+                "name": f"{conn.name}__get_prompt({p.name})",
+                "kind": "prompt",
+                "source": source,
+                "description": p.description or p.title or "",
+                "input_schema": None,
+                "summary": ", ".join(a.name + ("" if a.required else "?") for a in args),
+                "prompt": p.name,
+            }
+        )
+    return rows
