@@ -272,6 +272,10 @@ class McpOAuth(_Strict):
     loopback port the browser is sent back to (default: a free one); ``token_dir``: where
     tokens are kept, one file per server, mode 0600 (default ``$XDG_STATE_HOME/agentflow/
     mcp-oauth``, i.e. ``~/.local/state/agentflow/mcp-oauth``; relative to ``flow.toml``).
+
+    ``grant = "client_credentials"``: machine-to-machine, no user: ``client_id`` with
+    ``client_secret`` (``client_secret_basic``) or ``private_key`` (PEM, usually ``${VAR}``;
+    a ``private_key_jwt`` assertion signed with ``signing_algorithm``, default RS256).
     """
 
     client_id: str | None = None
@@ -280,6 +284,20 @@ class McpOAuth(_Strict):
     scope: str | None = None
     redirect_port: int = Field(default=0, ge=0, le=65535)
     token_dir: str | None = None
+    grant: Literal["authorization_code", "client_credentials"] = "authorization_code"
+    private_key: str | None = None
+    signing_algorithm: str = "RS256"
+
+    @model_validator(mode="after")
+    def _grant_needs(self) -> McpOAuth:
+        if self.grant == "client_credentials":
+            if not self.client_id:
+                raise ValueError("`grant = \"client_credentials\"` needs `client_id`")
+            if not self.client_secret and not self.private_key:
+                raise ValueError(
+                    "`grant = \"client_credentials\"` needs `client_secret` or `private_key`"
+                )
+        return self
 
 
 class McpServer(_Strict):

@@ -287,6 +287,8 @@ def oauth_provider(
         if oauth.client_id
         else None
     )
+    if oauth.grant == "client_credentials":
+        return _client_credentials(name, server.url, oauth, storage, client_id, secret, env)
     if client_id is not None:  # a pre-registered client: never registered dynamically
         storage = _PreRegistered(
             storage,
@@ -303,7 +305,6 @@ def oauth_provider(
         grant_types=["authorization_code", "refresh_token"],
         response_types=["code"],
         scope=oauth.scope,
-        token_endpoint_auth_method="client_secret_post" if secret else "none",
     )
     try:
         provider = OAuthClientProvider(
@@ -317,6 +318,50 @@ def oauth_provider(
     except ValueError as exc:
         raise RunError("tool_error", f"[mcp.{name}.oauth]: {exc}") from None
     return provider
+
+
+def _client_credentials(
+    name: str,
+    url: str,
+    oauth: Any,
+    storage: Any,
+    client_id: str | None,
+    secret: str | None,
+    env: Mapping[str, str],
+) -> Any:
+    """The SDK's client-credentials providers: a secret (``client_secret_basic``) or a
+    ``private_key_jwt`` assertion signed with ``private_key``."""
+    from mcp.client.auth.extensions.client_credentials import (
+        ClientCredentialsOAuthProvider,
+        PrivateKeyJWTOAuthProvider,
+        SignedJWTParameters,
+    )
+
+    from agentflow.runtime.tools.mcp import expand_vars
+
+    assert client_id is not None
+    if oauth.private_key:
+        key = expand_vars(oauth.private_key, env, server=name, where="oauth.private_key")
+        params = SignedJWTParameters(
+            issuer=client_id,
+            subject=client_id,
+            signing_key=key,
+            signing_algorithm=oauth.signing_algorithm,
+        )
+        return PrivateKeyJWTOAuthProvider(
+            server_url=url,
+            storage=storage,
+            client_id=client_id,
+            assertion_provider=params.create_assertion_provider(),
+            scope=oauth.scope,
+        )
+    return ClientCredentialsOAuthProvider(
+        server_url=url,
+        storage=storage,
+        client_id=client_id,
+        client_secret=secret or "",
+        scope=oauth.scope,
+    )
 
 
 __all__ = [
