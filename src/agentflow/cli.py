@@ -592,7 +592,11 @@ def tools_cmd(config: str | None, as_json: bool, no_connect: bool, as_extern: bo
             if r["source"] == "builtin" or r.get("kind", "tool") != "tool":
                 continue  # builtins are declared by the prelude; servers, resources, prompts
             try:
-                click.echo(extern_declaration(r["name"], r["input_schema"], r["description"]))
+                click.echo(
+                    extern_declaration(
+                        r["name"], r["input_schema"], r["description"], r.get("output_schema")
+                    )
+                )
             except ValueError as e:
                 click.echo(f"// {r['name']}: not declarable ({e})")
     elif as_json:

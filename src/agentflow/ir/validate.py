@@ -398,6 +398,12 @@ class _Validator:
                 self.refs(value, sc, later, (*ipath, key), step.id)
         else:
             self.refs(step.compiled, scope, later, ipath, step.id)
+        if step.result_schema is not None:
+            rpath = (*path, "result_schema")
+            if tool in CONTROL_STEPS:
+                self.problem(rpath, f"`result_schema` applies to tool calls, not `{tool}` steps")
+            else:
+                self.json_schema(step.result_schema, rpath, "result_schema")
         if step.select is not None:
             spath = (*path, "select")
             compiled = self.compile(step.select, spath, conditions=False)

@@ -292,10 +292,10 @@ class McpOAuth(_Strict):
     def _grant_needs(self) -> McpOAuth:
         if self.grant == "client_credentials":
             if not self.client_id:
-                raise ValueError("`grant = \"client_credentials\"` needs `client_id`")
+                raise ValueError('`grant = "client_credentials"` needs `client_id`')
             if not self.client_secret and not self.private_key:
                 raise ValueError(
-                    "`grant = \"client_credentials\"` needs `client_secret` or `private_key`"
+                    '`grant = "client_credentials"` needs `client_secret` or `private_key`'
                 )
         return self
 

@@ -483,6 +483,8 @@ class Executor:
                     )
                     await self.effects.sleep(delay, path)
             result = raw
+            if step.result_schema is not None and info.handler is None:
+                check_tool_result(tool, raw, step.result_schema)
             if info.select is not None:
                 sel_scope = dict(scope)
                 sel_scope["result"] = raw
@@ -1005,6 +1007,23 @@ async def run_plan(
     if cancelled is not None:
         raise cancelled
     return result
+
+
+def check_tool_result(tool: str, result: Any, schema: dict[str, Any]) -> None:
+    """Raise RunError(output_validation) naming ``tool`` when ``result`` breaks the step's
+    ``result_schema`` (the declared result type of an ``extern tool``): the run never goes on
+    with a value its program's types do not describe."""
+    from agentflow.runtime.extract import validate
+
+    errors = validate(schema, _json_safe(result))
+    if errors:
+        shown = "; ".join(errors[:3]) + (
+            f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+        )
+        raise RunError(
+            "output_validation",
+            f"tool {tool} returned a result that does not match its declared type: {shown}",
+        )
 
 
 def _run_services(ex: Executor, stack: list[str]) -> Any:

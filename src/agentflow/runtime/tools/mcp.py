@@ -34,6 +34,7 @@ import logging
 import re
 import tempfile
 import time
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -225,7 +226,8 @@ class McpConnection:
                 if getattr(caps, "prompts", None) is not None:
                     self.prompts = await _list_all(session.list_prompts, "prompts", True)
                 if getattr(caps, "logging", None) is not None:
-                    with contextlib.suppress(Exception):
+                    with contextlib.suppress(Exception), warnings.catch_warnings():
+                        warnings.simplefilter("ignore")  # deprecated in 2026-07-28 only
                         await session.set_logging_level("info")
                 self._session = session
                 if not ready.done():
@@ -462,7 +464,10 @@ class McpConnection:
             raise RunError("tool_error", f"MCP tool {self.name}__{name}: {message}") from None
         finally:
             self._calls.pop(key, None)
-        return _convert(result, self._tool(name))
+        tool = self._tool(name)
+        if result.is_error:
+            _convert(result, _Named(f"MCP tool {tool_name(self.name, name)}"))
+        return _convert(result, tool)
 
     async def read_resource(self, uri: str) -> Any:
         """The contents of resource ``uri``: its text (parsed when it is JSON), or
@@ -694,6 +699,11 @@ def _is_closed(exc: BaseException) -> bool:
     return code == CONNECTION_CLOSED or "closed" in str(exc).lower()
 
 
+class _Named:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
 def _convert(result: Any, tool: Any) -> Any:
     text = "\n".join(
         getattr(block, "text", "")
@@ -701,7 +711,8 @@ def _convert(result: Any, tool: Any) -> Any:
         if getattr(block, "type", "") == "text"
     )
     if result.is_error:
-        raise RunError("tool_error", text or "the MCP tool reported an error")
+        label = getattr(tool, "name", None) or "the MCP tool"
+        raise RunError("tool_error", f"{label}: {text or 'the tool reported an error'}")
     structured = result.structured_content
     if structured is not None:
         schema = getattr(tool, "output_schema", None) or {}
