@@ -141,7 +141,40 @@ def _user_tools_hint(config: Any) -> str:
     return f"user__* tools come from `[tools] modules` in {path} (listed: {listed})"
 
 
-__all__ = ["build_catalog", "check_plan_tools", "list_catalog", "schema_summary"]
+async def check_plan_arguments(plan: Any, catalog: Catalog) -> None:
+    """Check the plan's literal tool arguments against the tools' input schemas before the run
+    (:func:`agentflow.ir.validate.check_arguments`): the MCP servers its ordinary steps name are
+    connected first (they will be needed; a server that cannot be reached is left to fail its
+    own step).  Raises PlanLoadError listing every problem."""
+    from agentflow.ir.validate import CONTROL_STEPS, check_arguments, walk_steps
+
+    names: set[str] = set()
+    for p in [plan, *(plan.plans or {}).values()]:
+        for _path, _label, step in walk_steps(p):
+            if isinstance(step.tool_name, str) and step.tool_name not in CONTROL_STEPS:
+                names.add(step.tool_name)
+    for prefix in catalog.pending(sorted(names)):
+        try:
+            await catalog.prepare([f"{prefix}__*"])
+        except RunError:
+            pass
+    schemas = {}
+    for name in names:
+        tool = catalog.get(name)
+        if tool is not None and tool.source in ("mcp", "user", "builtin"):
+            schemas[name] = tool.input_schema
+    problems = check_arguments(plan, schemas)
+    if problems:
+        raise PlanLoadError(problems)
+
+
+__all__ = [
+    "build_catalog",
+    "check_plan_arguments",
+    "check_plan_tools",
+    "list_catalog",
+    "schema_summary",
+]
 
 
 def schema_summary(schema: dict[str, Any] | None, limit: int = 120) -> str:

@@ -134,6 +134,8 @@ class McpConnection:
         self._calls: dict[int, _Call] = {}
         self._services: RunServices | None = None  # of the run that connected (no call in flight)
         self._http_status: list[int] = []  # statuses of failed HTTP requests, latest last
+        self._startup: dict[str, Any] | None = None  # the `mcp_server` event of the start-up
+        self._announced: set[int] = set()  # the runs (id of their services) told of it
 
     @property
     def connected(self) -> bool:
@@ -255,6 +257,7 @@ class McpConnection:
         server's stderr, when there is one, or says what an HTTP 401/403 means).
         """
         if self._dead is not None:
+            self._announce(run_services())
             raise self._unavailable()
         if self._session is not None:
             return
@@ -299,27 +302,36 @@ class McpConnection:
                 self._task = None
                 raise
             info = self.server_info
-            self._emit(
-                "mcp_server",
-                "",
-                state="started",
-                transport=self.server.transport,
-                server_info={"name": info.name, "version": info.version} if info else None,
-                tools=len(self._tools or []),
-                resources=len(self.resources),
-                prompts=len(self.prompts),
-                elapsed_ms=round((time.monotonic() - t0) * 1000, 1),
-            )
+            self._startup = {
+                "server": self.name,
+                "state": "started",
+                "transport": self.server.transport,
+                "server_info": {"name": info.name, "version": info.version} if info else None,
+                "tools": len(self._tools or []),
+                "resources": len(self.resources),
+                "prompts": len(self.prompts),
+                "elapsed_ms": round((time.monotonic() - t0) * 1000, 1),
+            }
+            self._announce(self._services)
+
+    def _announce(self, services: RunServices | None) -> None:
+        """Put the server's start-up into the trace of the run ``services`` belong to, once per
+        run (a connection made before the run started is announced at its first call)."""
+        if services is None or self._startup is None or id(services) in self._announced:
+            return
+        self._announced.add(id(services))
+        with contextlib.suppress(Exception):
+            services.emit("mcp_server", "", dict(self._startup))
 
     def _event_failed(self, t0: float, error: str) -> None:
-        self._emit(
-            "mcp_server",
-            "",
-            state="failed",
-            transport=self.server.transport,
-            error=error,
-            elapsed_ms=round((time.monotonic() - t0) * 1000, 1),
-        )
+        self._startup = {
+            "server": self.name,
+            "state": "failed",
+            "transport": self.server.transport,
+            "error": error,
+            "elapsed_ms": round((time.monotonic() - t0) * 1000, 1),
+        }
+        self._announce(self._services)
 
     def _explain(self, exc: BaseException) -> str:
         """What went wrong, in words: an HTTP 401/403 of the server says what to configure."""
@@ -426,6 +438,7 @@ class McpConnection:
             raise self._unavailable()
         timeout = self.server.timeout
         call = _Call(run_services(), path, name)
+        self._announce(call.services)
         key = id(call)
         self._calls[key] = call
 
@@ -547,6 +560,8 @@ class McpConnection:
         self.resources, self.resource_templates, self.prompts = [], [], []
         self._services = None
         self._http_status.clear()
+        self._startup = None
+        self._announced.clear()
         if self._errlog is not None:
             with contextlib.suppress(OSError):
                 self._errlog.close()
