@@ -59,7 +59,7 @@ def extern(tmp_path: Path) -> str:
 
 
 #: A call of every tool of server-everything (2026.8.31), through the `.flow` names `--extern`
-#: gives them; `simulate-research-query` runs only as an MCP task (not supported: see below).
+#: gives them (`simulate-research-query` runs as an MCP task).
 EVERYTHING_CALLS = {
     "echo": 'everything__echo(message: "hi")',
     "annotated": 'everything__get_annotated_message(messageType: "success", includeImage: true)',
@@ -77,6 +77,7 @@ EVERYTHING_CALLS = {
     "long": "everything__trigger_long_running_operation(duration: 1, steps: 2)",
     "sampling": 'everything__trigger_sampling_request(prompt: "Say hi", maxTokens: 20)',
     "url": 'everything__trigger_url_elicitation(url: "https://example.com/consent")',
+    "research": 'everything__simulate_research_query(topic: "rust")',  # an MCP task
     "prompt": 'everything__get_prompt(name: "simple-prompt")',
     "resource": 'everything__read_resource(uri: "demo://resource/static/document/architecture.md")',
 }
@@ -94,6 +95,7 @@ async def run_every_tool(tmp_path: Path, toml: str, chat_server) -> None:
     # every tool is declared, also the twelve whose names are not .flow identifiers
     assert declarations.count("extern tool everything__") == 3  # echo, get_prompt, read_resource
     assert declarations.count('extern tool "everything__') == 15
+    assert len(EVERYTHING_CALLS) == 3 + 15
     assert (
         'extern tool "everything__get-structured-content" as everything__get_structured_content('
         'location: "New York" | "Chicago" | "Los Angeles") -> { temperature: number, '
@@ -124,6 +126,7 @@ async def run_every_tool(tmp_path: Path, toml: str, chat_server) -> None:
     # nobody can answer in a test run: the elicitation is declined, the URL one too
     assert "decline" in json.dumps(out["elicitation"]).lower()
     assert "decline" in json.dumps(out["url"]).lower()
+    assert "Research Report: rust" in json.dumps(out["research"])
     kinds = {e.kind for e in events}
     assert {"mcp_server", "mcp_progress", "ask", "model_call"} <= kinds
 
@@ -147,16 +150,33 @@ async def test_every_tool_of_server_everything_is_callable_from_flow_over_http(
         proc.wait(10)
 
 
-async def test_a_task_only_tool_is_listed_but_not_offered_to_agents(tmp_path):
+async def test_a_task_only_tool_runs_as_an_mcp_task_and_its_question_reaches_the_user(tmp_path):
+    from agentflow.runtime.executor import Hooks
+    from agentflow.runtime.tools.catalog import RunServices, ToolContext, current_run
+
     (tmp_path / "flow.toml").write_text(everything_stdio(), encoding="utf-8")
     catalog = build_catalog(load_config(tmp_path / "flow.toml", env={}), entry_points=False)
+    asked = []
+
+    def interlocutor(request):
+        asked.append(request)
+        return "historical"
+
+    hooks = Hooks(interlocutor=interlocutor)
+    token = current_run.set(RunServices(emit=lambda *a: None, interlocutor=hooks.interlocutor))
     try:
         await catalog.prepare(["everything__*"])
         name = "everything__simulate-research-query"
-        assert catalog.get(name).meta["needs_tasks"] is True
-        offered = effective_tools(catalog, ["everything__*"], None)
-        assert name not in offered and "everything__echo" in offered
+        tool = catalog.get(name)
+        assert tool.meta["needs_tasks"] is True
+        assert name in effective_tools(catalog, ["everything__*"], None)  # it works: offered
+        report = await tool.func({"topic": "rust", "ambiguous": True}, ToolContext(tmp_path))
+        assert "Research Report: rust" in json.dumps(report)
+        assert "historical" in json.dumps(report).lower()
+        # the task's clarification came through the run's interlocutor, with its choices
+        assert asked and asked[0].choices == ["technical", "historical", "current"]
     finally:
+        current_run.reset(token)
         await catalog.aclose()
 
 

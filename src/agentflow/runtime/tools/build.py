@@ -228,7 +228,7 @@ async def list_catalog(catalog: Catalog, *, connect: bool = True) -> tuple[list[
         if source == "mcp":
             source = f"mcp:{tool.meta.get('server', tool.prefix)}"
         if tool.meta.get("needs_tasks"):
-            source += " (needs MCP tasks: not offered to agents)"
+            source += " (task)"
         rows.append(
             {
                 "name": name,

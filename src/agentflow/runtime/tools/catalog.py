@@ -419,8 +419,7 @@ def effective_tools(
     *,
     write_granted: bool = False,
 ) -> list[str]:
-    """Effective tool names of an agent = request ∩ policy, minus ``plan_and_execute`` (§3–4) and
-    MCP tools that need MCP tasks (flowc does not run them).
+    """Effective tool names of an agent = request ∩ policy, minus ``plan_and_execute`` (§3–4).
 
     ``requested``: names/patterns (None = the whole catalog). A pattern matching no catalog tool raises
     ``RunError(code="validation")`` naming it (a typo must not shrink the set silently).
@@ -442,13 +441,5 @@ def effective_tools(
     return [
         n
         for n in names
-        if n != "plan_and_execute"
-        and policy_allows(n, allowed_tools, write_granted=write_granted)
-        and not _needs_tasks(catalog, n)
+        if n != "plan_and_execute" and policy_allows(n, allowed_tools, write_granted=write_granted)
     ]
-
-
-def _needs_tasks(catalog: Catalog, name: str) -> bool:
-    """An MCP tool that runs only as an MCP task (unsupported): never offered to an agent."""
-    tool = catalog.get(name)
-    return tool is not None and bool(tool.meta.get("needs_tasks"))

@@ -453,12 +453,13 @@ class McpConnection:
                     call.services.emit("mcp_progress", path, {"server": self.name, **data})
 
         try:
-            result = await asyncio.wait_for(
-                session.call_tool(
+            if needs_tasks(self._tool(name)):
+                work = self._call_as_task(session, name, arguments, timeout)
+            else:
+                work = session.call_tool(
                     name, arguments, read_timeout_seconds=timeout, progress_callback=progress
-                ),
-                timeout + 1.0,
-            )
+                )
+            result = await asyncio.wait_for(work, timeout + 1.0)
         except TimeoutError:
             raise RunError(
                 "timeout", f"MCP tool {self.name}__{name} did not answer within {timeout:g}s"
@@ -481,6 +482,51 @@ class McpConnection:
         if result.is_error:
             _convert(result, _Named(f"MCP tool {tool_name(self.name, name)}"))
         return _convert(result, tool)
+
+    async def _call_as_task(
+        self, session: Any, name: str, arguments: dict[str, Any], timeout: float
+    ) -> Any:
+        """Call a tool that runs only as an MCP task (2025-11-25): ``tools/call`` with a
+        ``task`` asks the server to start it, ``tasks/result`` waits for its result (the server
+        sends its elicitation and sampling requests meanwhile, answered like any other).  A
+        call given up (timeout, cancellation) cancels the task, best effort."""
+        from mcp.types import (
+            CallToolResult,
+            CancelTaskRequest,
+            CancelTaskRequestParams,
+            CreateTaskResult,
+            EmptyResult,
+            GetTaskPayloadRequest,
+            GetTaskPayloadRequestParams,
+        )
+
+        # The SDK's call_tool reads the answer as a CallToolResult; a task's first answer is a
+        # CreateTaskResult, so the request goes through the session's dispatcher itself.
+        data = {
+            "method": "tools/call",
+            "params": {
+                "name": name,
+                "arguments": arguments,
+                "task": {"ttl": int(timeout * 1000)},
+            },
+        }
+        opts: dict[str, Any] = {"timeout": timeout}
+        session._stamp(data, opts)
+        raw = await session._dispatcher.send_raw_request("tools/call", data["params"], opts)
+        task_id = CreateTaskResult.model_validate(raw, by_name=False).task.task_id
+        try:
+            return await session.send_request(
+                GetTaskPayloadRequest(params=GetTaskPayloadRequestParams(task_id=task_id)),
+                CallToolResult,
+                request_read_timeout_seconds=timeout,
+            )
+        except BaseException:
+            with contextlib.suppress(Exception):
+                cancel = CancelTaskRequest(params=CancelTaskRequestParams(task_id=task_id))
+                await asyncio.wait_for(
+                    asyncio.shield(session.send_request(cancel, EmptyResult)), 2.0
+                )
+            raise
 
     async def read_resource(self, uri: str) -> Any:
         """The contents of resource ``uri``: its text (parsed when it is JSON), or
@@ -790,8 +836,8 @@ class McpHub:
 
 
 def needs_tasks(mcp_tool: Any) -> bool:
-    """Whether the MCP tool can only run as an MCP task (``execution.taskSupport: required``),
-    which flowc does not support: such a tool is listed but never offered to an agent."""
+    """Whether the MCP tool can only run as an MCP task (``execution.taskSupport: required``):
+    :meth:`McpConnection.call` then runs it as one."""
     execution = getattr(mcp_tool, "execution", None)
     return getattr(execution, "task_support", None) == "required"
 
@@ -802,12 +848,6 @@ def _catalog_tool(conn: McpConnection, mcp_tool: Any) -> Tool:
     name = tool_name(conn.name, original)
 
     async def call(args: dict[str, Any], ctx: ToolContext) -> Any:
-        if tasks:
-            raise RunError(
-                "tool_error",
-                f"MCP tool {name} runs only as an MCP task (taskSupport: required), "
-                "which flowc does not support",
-            )
         return await conn.call(original, args, ctx.step_path)
 
     schema = dict(getattr(mcp_tool, "input_schema", None) or {"type": "object"})
