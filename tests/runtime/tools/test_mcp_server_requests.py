@@ -208,3 +208,16 @@ async def test_listing_shows_a_zero_tool_server_as_connected_with_its_prompts(tm
     assert mine["empty__get_prompt(review)"]["kind"] == "prompt"
     assert mine["empty__get_prompt(review)"]["summary"] == "topic"
     assert "empty__get_prompt" in mine  # offered as a tool
+
+
+def test_the_stderr_tail_keeps_the_cause_of_a_crash():
+    from agentflow.runtime.tools.mcp import stderr_tail
+
+    frames = "\n".join(f'  File "/srv/lib/module{i}.py", line {i}, in call_{i}' for i in range(40))
+    text = f"starting\nTraceback (most recent call last):\n{frames}\n\nModuleNotFoundError: No module named 'tomli_w'\n"
+    tail = stderr_tail(text)
+    assert tail.endswith("ModuleNotFoundError: No module named 'tomli_w'")
+    assert len(tail) <= 600 and "module39.py" in tail
+    long = "x" * 2000 + " the cause"
+    assert stderr_tail(long).endswith("the cause") and len(stderr_tail(long)) == 600
+    assert stderr_tail("\n \n") == ""
