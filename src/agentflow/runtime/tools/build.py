@@ -91,6 +91,12 @@ def build_catalog(
     return catalog
 
 
+def _retrieve(fut: Any) -> None:
+    """Mark a background attempt's outcome as retrieved (its error reaches its step)."""
+    if not fut.cancelled():
+        fut.exception()
+
+
 def _modules_where(config: Any) -> str | None:
     """``flow.toml:line:col`` of ``[tools] modules`` for error messages (None without a file)."""
     path = getattr(config, "path", None)
@@ -141,22 +147,51 @@ def _user_tools_hint(config: Any) -> str:
     return f"user__* tools come from `[tools] modules` in {path} (listed: {listed})"
 
 
+#: Seconds the pre-run argument check waits for an MCP server to start (at most its
+#: ``connect_timeout``, and at most half the shortest ``timeout`` of the steps that name it).
+PRECONNECT_LIMIT = 10.0
+
+
 async def check_plan_arguments(plan: Any, catalog: Catalog) -> None:
     """Check the plan's literal tool arguments against the tools' input schemas before the run
     (:func:`agentflow.ir.validate.check_arguments`): the MCP servers its ordinary steps name are
-    connected first (they will be needed; a server that cannot be reached is left to fail its
-    own step).  Raises PlanLoadError listing every problem."""
+    connected first, within :data:`PRECONNECT_LIMIT` (they will be needed; a server that cannot
+    be reached in that time is left to its own step, and its arguments to the server).  Raises
+    PlanLoadError listing every problem."""
+    import asyncio
+
+    from agentflow.ir.templates import duration_ms
     from agentflow.ir.validate import CONTROL_STEPS, check_arguments, walk_steps
 
     names: set[str] = set()
+    bounds: dict[str, float] = {}  # server → half the shortest step timeout naming it
     for p in [plan, *(plan.plans or {}).values()]:
         for _path, _label, step in walk_steps(p):
             if isinstance(step.tool_name, str) and step.tool_name not in CONTROL_STEPS:
                 names.add(step.tool_name)
+                if step.timeout and "__" in step.tool_name:
+                    server = step.tool_name.split("__", 1)[0]
+                    try:
+                        seconds = duration_ms(step.timeout) / 1000
+                    except ValueError:
+                        continue
+                    bounds[server] = min(bounds.get(server, seconds / 2), seconds / 2)
+    hub = getattr(catalog, "mcp", None)
     for prefix in catalog.pending(sorted(names)):
+        # Bounded: a server that is slow to start is left to connect at its step, within the
+        # step's own timeout (a hung server must not hold the run before it starts: the wait
+        # here is at most half the shortest timeout of the steps that name it).
+        conn = hub.connections.get(prefix) if hub is not None else None
+        limit = min(PRECONNECT_LIMIT, bounds.get(prefix, PRECONNECT_LIMIT))
+        if conn is not None:
+            limit = min(limit, conn.server.connect_timeout)
+        # Not cancelled when the wait ends: the connection goes on starting, and the step that
+        # needs it joins it instead of starting the server a second time.
+        attempt = asyncio.ensure_future(catalog.prepare([f"{prefix}__*"]))
+        attempt.add_done_callback(_retrieve)
         try:
-            await catalog.prepare([f"{prefix}__*"])
-        except RunError:
+            await asyncio.wait_for(asyncio.shield(attempt), limit)
+        except (RunError, TimeoutError):
             pass
     schemas = {}
     for name in names:
