@@ -207,6 +207,10 @@ async def test_streamable_http_with_elicitation(served):
         proc.wait(10)
 
 
+#: JSON output only, and a start-up allowance for a loaded machine (flowc compiles every program)
+INSPECTOR_OPTIONS = ("--format", "json", "-q", "--connect-timeout", "90000")
+
+
 def inspector(*args: str, cwd: Path) -> dict:
     """The MCP Inspector's CLI (``mcp-inspector --cli``), JSON output."""
     need(INSPECTOR)
@@ -217,7 +221,7 @@ def inspector(*args: str, cwd: Path) -> dict:
         "PATH": f"{need(NODE).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     }
     done = subprocess.run(
-        [str(MODULES / ".bin" / "mcp-inspector"), "--cli", "--format", "json", "-q", *args],
+        [str(MODULES / ".bin" / "mcp-inspector"), "--cli", *INSPECTOR_OPTIONS, *args],
         capture_output=True,
         text=True,
         timeout=120,
