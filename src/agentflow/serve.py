@@ -216,7 +216,7 @@ class McpFlowServer:
     def _build(self) -> Any:
         from mcp.server.lowlevel import Server
 
-        from agentflow import __version__
+        from agentflow.core.version import __version__
 
         return Server(
             "flowc",

@@ -953,13 +953,14 @@ def check_arguments(plan: Plan, schemas: dict[str, dict[str, Any]]) -> list[Plan
         if smap is not None:
             loc = smap.location(path)
         else:
-            loc = _meta_location(step) or Location(file)
+            loc = _meta_location(step) or Span.at(file)
             if loc.file != file and Path(file).name == loc.file:
-                loc = Location(file, loc.line, loc.column)
+                loc = Span.at(file, loc.line, loc.column)
         problems.append(PlanProblem(loc, message, hint))
 
-    all_plans = [(plan, getattr(plan, "_path", ()) or (), None)]
-    all_plans += [(sub, (*all_plans[0][1], "plans", n), n) for n, sub in plan.plans.items()]
+    root: tuple = getattr(plan, "_path", ()) or ()
+    all_plans: list[tuple[Plan, tuple, str | None]] = [(plan, root, None)]
+    all_plans += [(sub, (*root, "plans", n), n) for n, sub in plan.plans.items()]
     for p, ppath, pname in all_plans:
         for spath, label, step in walk_steps(p, ppath):
             tool = step.tool_name

@@ -356,7 +356,7 @@ class McpServer(_Strict):
             raise ValueError("`headers` apply to HTTP servers (`url`), not `command`")
         if self.command is not None and self.oauth is not None:
             raise ValueError("`oauth` applies to HTTP servers (`url`), not `command`")
-        if self.sampling is True or (isinstance(self.sampling, str) and not self.sampling.strip()):
+        if isinstance(self.sampling, str) and not self.sampling.strip():
             raise ValueError("`sampling` is a role or named model, or false to refuse")
         if self.command is not None and not self.command.strip():
             raise ValueError("`command` cannot be empty")

@@ -1015,7 +1015,7 @@ def check_tool_result(tool: str, result: Any, schema: dict[str, Any]) -> None:
     with a value its program's types do not describe."""
     from agentflow.runtime.extract import validate
 
-    errors = validate(schema, _json_safe(result))
+    errors = validate(schema, to_json_value(result))
     if errors:
         shown = "; ".join(errors[:3]) + (
             f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""

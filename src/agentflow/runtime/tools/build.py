@@ -160,7 +160,7 @@ async def check_plan_arguments(plan: Any, catalog: Catalog) -> None:
     PlanLoadError listing every problem."""
     import asyncio
 
-    from agentflow.ir.templates import duration_ms
+    from agentflow.core.vocabulary import duration_ms
     from agentflow.ir.validate import CONTROL_STEPS, check_arguments, walk_steps
 
     names: set[str] = set()

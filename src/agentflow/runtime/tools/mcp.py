@@ -203,7 +203,7 @@ class McpConnection:
         from mcp import ClientSession
         from mcp.types import Implementation
 
-        from agentflow import __version__
+        from agentflow.core.version import __version__
 
         try:
             async with contextlib.AsyncExitStack() as stack:
@@ -909,7 +909,7 @@ def _prompt_tool(conn: McpConnection) -> Tool:
 
     async def call(args: dict[str, Any], ctx: ToolContext) -> Any:
         name = args.get("name")
-        if name not in names:
+        if not isinstance(name, str) or name not in names:
             raise RunError(
                 "tool_error",
                 f"MCP server '{conn.name}' has no prompt {name!r} (it has: {', '.join(names)})",
@@ -978,8 +978,11 @@ async def elicit(
     if isinstance(params, ElicitRequestURLParams):
         event(question=params.message, url=params.url, answered=False)
         return ElicitResult(action="decline")
-    schema = params.requested_schema if isinstance(params.requested_schema, dict) else {}
-    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    schema: dict[str, Any] = (
+        params.requested_schema if isinstance(params.requested_schema, dict) else {}
+    )
+    raw_props = schema.get("properties")
+    props: dict[str, Any] = raw_props if isinstance(raw_props, dict) else {}
     required = set(schema.get("required") or [])
     interlocutor = services.interlocutor if services is not None and policy == "ask" else None
     content: dict[str, Any] = {}
