@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The MCP conformance suite (@modelcontextprotocol/conformance, installed by .ci/npm-tools.sh)
+# The MCP conformance suite (@modelcontextprotocol/conformance, installed by scripts/npm-tools.sh)
 # against flowc's MCP client (python -m agentflow.mcp_conformance_client): every client scenario
 # of the pinned suite, one at a time (the suite's parallel mode times clients out on 2 cores),
 # then the pass figure.  Fails when fewer than 90 % of the scenarios pass, or when a scenario of
@@ -14,7 +14,7 @@
 #     token exchange) flowc does not implement.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bash .ci/npm-tools.sh
+bash scripts/npm-tools.sh
 export PATH="$PWD/.ci/node/node_modules/node/bin:$PATH"
 suite=.ci/node/node_modules/.bin/conformance
 client="$PWD/.venv/bin/python -m agentflow.mcp_conformance_client"

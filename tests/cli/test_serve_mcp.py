@@ -1,6 +1,6 @@
 """``flowc serve --mcp DIR``: the programs of a directory as MCP tools, tested through the
 official SDK's client (stdio and streamable HTTP) and the MCP Inspector's CLI (npm, from
-``.ci/npm-tools.sh``): listing with input/output schemas and doc comments, calls, ``ask`` steps
+``scripts/npm-tools.sh``): listing with input/output schemas and doc comments, calls, ``ask`` steps
 as elicitation requests whose answers the run uses, progress per step, cancellation."""
 
 from __future__ import annotations

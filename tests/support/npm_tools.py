@@ -1,10 +1,13 @@
-"""The npm tools the MCP tests use, installed by ``.ci/npm-tools.sh`` into ``.ci/node/``: a node
-22, ``@modelcontextprotocol/server-everything``, ``server-filesystem``, the MCP Inspector and
-the conformance suite.  A test that needs one that is not installed fails (never skips), saying
-how to install it."""
+"""The third-party MCP tools the tests use.  npm ones, installed by ``scripts/npm-tools.sh`` (run
+by ``scripts/test.sh`` and ``.ci/run``) into ``.ci/node/``: a node 22,
+``@modelcontextprotocol/server-everything``, ``server-filesystem``, the MCP Inspector and the
+conformance suite; Python ones (``mcp-server-time``, ``mcp-server-git``) from the ``test`` extra
+that ``scripts/setup.sh`` installs.  A test that needs one that is not installed fails (never
+skips), saying how to install it."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 import subprocess
@@ -14,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from support.paths import REPO
+
 PREFIX = REPO / ".ci" / "node"
 MODULES = PREFIX / "node_modules"
 NODE = MODULES / "node" / "bin" / "node"
@@ -27,7 +31,7 @@ def need(path: Path) -> Path:
     """``path``, or fail the test: the npm tools are not installed."""
     if not path.exists():
         pytest.fail(
-            f"{path.relative_to(REPO)} is missing: run `bash .ci/npm-tools.sh` (needs npm) "
+            f"{path.relative_to(REPO)} is missing: run `bash scripts/npm-tools.sh` (needs npm) "
             "to install the MCP tools the tests use"
         )
     return path
@@ -67,6 +71,12 @@ def start_everything_http(port: int) -> subprocess.Popen:
     return proc
 
 
-def python() -> str:
-    """The interpreter running the tests (it has mcp-server-time and mcp-server-git)."""
+def python_server(module: str) -> str:
+    """The interpreter running the tests, which must have the MCP server ``module`` (e.g.
+    ``mcp_server_time``) installed, or fail the test: the ``test`` extra is not installed."""
+    if importlib.util.find_spec(module) is None:
+        pytest.fail(
+            f"the MCP server module {module!r} is missing from {sys.executable}: run "
+            "`bash scripts/setup.sh` (installs the package with its `test` extra)"
+        )
     return sys.executable

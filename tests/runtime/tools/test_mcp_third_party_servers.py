@@ -1,5 +1,5 @@
 """flowc's MCP client against real third-party servers: ``@modelcontextprotocol/server-everything``
-(stdio and streamable HTTP) and ``server-filesystem`` (npm, from ``.ci/npm-tools.sh``),
+(stdio and streamable HTTP) and ``server-filesystem`` (npm, from ``scripts/npm-tools.sh``),
 ``mcp-server-time`` and ``mcp-server-git`` (PyPI, the test extra).  Declarations come from
 ``flowc tools --extern`` and are compiled and run as a user would."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from support.npm_tools import (
     NODE,
     free_port,
     need,
-    python,
+    python_server,
     start_everything_http,
 )
 
@@ -27,7 +28,7 @@ from agentflow.runtime.events import CallbackSink
 from agentflow.runtime.tools.build import build_catalog
 from agentflow.runtime.tools.catalog import effective_tools
 
-FLOWC = Path(python()).parent / "flowc"
+FLOWC = Path(sys.executable).parent / "flowc"
 
 
 def everything_stdio() -> str:
@@ -40,7 +41,7 @@ def everything_stdio() -> str:
 
 def time_server() -> str:
     return (
-        f'[mcp.time]\ncommand = {json.dumps(python())}\nargs = ["-m", "mcp_server_time", '
+        f'[mcp.time]\ncommand = {json.dumps(python_server("mcp_server_time"))}\nargs = ["-m", "mcp_server_time", '
         '"--local-timezone", "Europe/Oslo"]\n'
     )
 
@@ -249,7 +250,7 @@ async def test_git_server_status_of_a_repository(tmp_path):
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     (repo / "new.txt").write_text("x", encoding="utf-8")
     (tmp_path / "flow.toml").write_text(
-        f'[mcp.git]\ncommand = {json.dumps(python())}\nargs = ["-m", "mcp_server_git"]\n',
+        f'[mcp.git]\ncommand = {json.dumps(python_server("mcp_server_git"))}\nargs = ["-m", "mcp_server_git"]\n',
         encoding="utf-8",
     )
     declarations = extern(tmp_path)
@@ -290,3 +291,12 @@ async def test_filesystem_server_reads_a_file_in_its_root(tmp_path):
     result = await api.run(program, config=tmp_path / "flow.toml", shape_cache=False)
     assert result.status == "ok", result.error
     assert "hello" in json.dumps(result.output)
+
+
+def test_a_server_that_is_not_installed_fails_the_test_naming_its_installer(tmp_path):
+    """A missing npm server or Python server module fails the test that needs it (never a skip),
+    saying which script installs it."""
+    with pytest.raises(pytest.fail.Exception, match="scripts/npm-tools.sh"):
+        need(EVERYTHING.parent / "no-such-server.js")
+    with pytest.raises(pytest.fail.Exception, match="scripts/setup.sh"):
+        python_server("mcp_server_that_is_not_installed")
