@@ -175,24 +175,34 @@ async def test_a_server_that_cannot_start_is_a_failed_start_up_event(tmp_path):
 
 
 async def test_resources_and_prompts_are_tools(tmp_path):
-    result, _ = await run_step(
-        tmp_path, server_toml(), "tracker__read_resource", {"uri": "memo://config"}
+    # one plan, one server start: each step's output is in its step_finished event
+    steps = [
+        ("tracker__read_resource", {"uri": "memo://config"}),
+        ("tracker__read_resource", {"uri": "memo://readme"}),
+        ("tracker__get_prompt", {"name": "review", "arguments": {"topic": "the plan"}}),
+        ("tracker__read_resource", {"uri": "memo://nothing"}),
+    ]
+    plan = {
+        "version": 1,
+        "name": "p",
+        "steps": [{"id": f"E{i}", "tool_name": t, "input": a} for i, (t, a) in enumerate(steps)],
+    }
+    (tmp_path / "flow.toml").write_text(server_toml(), encoding="utf-8")
+    config = load_config(tmp_path / "flow.toml", env={})
+    events: list = []
+    result = await api.run(
+        load_plan_text(json.dumps(plan), "p.plan.json"),
+        config=config,
+        workspace=tmp_path,
+        sinks=[CallbackSink(events.append)],
+        catalog=build_catalog(config, entry_points=False),
+        shape_cache=False,
     )
-    assert result.output == {"retries": 3}  # JSON contents parsed
-    result, _ = await run_step(
-        tmp_path, server_toml(), "tracker__read_resource", {"uri": "memo://readme"}
-    )
-    assert result.output == "Read me first."
-    result, _ = await run_step(
-        tmp_path,
-        server_toml(),
-        "tracker__get_prompt",
-        {"name": "review", "arguments": {"topic": "the plan"}},
-    )
-    assert result.output["messages"] == [{"role": "user", "content": "Please review the plan."}]
-    result, _ = await run_step(
-        tmp_path, server_toml(), "tracker__read_resource", {"uri": "memo://nothing"}
-    )
+    finished = {e.path: e.data for e in events if e.kind == "step_finished"}
+    assert finished["E0"]["result"] == {"retries": 3}  # JSON contents parsed
+    assert finished["E1"]["result"] == "Read me first."
+    prompt = finished["E2"]["result"]
+    assert prompt["messages"] == [{"role": "user", "content": "Please review the plan."}]
     assert result.status == "error" and "memo://nothing" in result.error["message"]
 
 
