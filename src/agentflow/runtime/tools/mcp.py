@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import json
 import logging
 import re
@@ -200,6 +201,10 @@ class McpConnection:
         return callbacks
 
     async def _owner(self, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
+        # the SDK's first import takes a second or more (thousands of pydantic models): in a
+        # thread, so the loop keeps running — the run's deadlines, the pre-run argument check's
+        # bounded wait and other servers' connections are not held up by it
+        await asyncio.to_thread(importlib.import_module, "mcp")
         from mcp import ClientSession
         from mcp.types import Implementation
 
