@@ -423,15 +423,20 @@ async def run(
     from agentflow.runtime.executor import run_plan
     from agentflow.runtime.hooks import Hooks
     from agentflow.runtime.models.router import ModelRouter
-    from agentflow.runtime.tools.build import check_plan_tools
+    from agentflow.runtime.tools.build import check_plan_arguments, check_plan_tools
 
     plan = target if isinstance(target, Plan) else load(target)
     if not isinstance(config, Config):
         config = load_config(config)
     if catalog is None:
         catalog = build_catalog(config, plan=plan)
-    # tool names and patterns, before the run (docs/spec/RUNTIME.md §4)
+    # tool names and patterns, then literal arguments, before the run (docs/spec/RUNTIME.md §4)
     check_plan_tools(plan, catalog, config)
+    try:
+        await check_plan_arguments(plan, catalog)
+    except BaseException:
+        await catalog.aclose()
+        raise
     own_router = router is None
     if router is None and model is not None:
         from agentflow.runtime.models.test_model import parse_model_option, test_router

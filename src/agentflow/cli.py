@@ -593,10 +593,14 @@ def tools_cmd(config: str | None, as_json: bool, no_connect: bool, as_extern: bo
         from agentflow.compiler.contracts import extern_declaration
 
         for r in rows:
-            if r["source"] == "builtin" or r["name"].endswith("__*"):
-                continue  # builtins are declared by the prelude; unconnected servers unknown
+            if r["source"] == "builtin" or r.get("kind", "tool") != "tool":
+                continue  # builtins are declared by the prelude; servers, resources, prompts
             try:
-                click.echo(extern_declaration(r["name"], r["input_schema"], r["description"]))
+                click.echo(
+                    extern_declaration(
+                        r["name"], r["input_schema"], r["description"], r.get("output_schema")
+                    )
+                )
             except ValueError as e:
                 click.echo(f"// {r['name']}: not declarable ({e})")
     elif as_json:
@@ -668,6 +672,47 @@ def fmt_cmd(paths: tuple[str, ...], check_only: bool) -> None:
         sys.exit(1)
     if not check_only and not changed:
         _err(f"{len(files)} file(s) already formatted")
+
+
+@main.command("serve")
+@click.argument("directory", required=False, type=click.Path(file_okay=False), default=".")
+@click.option("--mcp", "as_mcp", is_flag=True, help="Serve as an MCP server (the only mode).")
+@click.option("--http", "port", type=int, default=None, help="Streamable HTTP on this port.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address for --http.")
+@click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
+@click.option("--workspace", type=click.Path(file_okay=False), help="Root for file tools.")
+def serve_cmd(
+    directory: str,
+    as_mcp: bool,
+    port: int | None,
+    host: str,
+    config: str | None,
+    workspace: str | None,
+) -> None:
+    """Serve every .flow program and plan file in DIRECTORY as an MCP tool (stdio by default)."""
+    if not as_mcp:
+        raise click.UsageError("say how to serve: `flowc serve --mcp [DIR]`")
+    path = Path(directory)
+    if not path.is_dir():
+        raise click.UsageError(f"{directory}: no such directory")
+    from agentflow.serve import serve
+
+    try:
+        cfg = None
+        if config is not None:
+            from agentflow.runtime.config import load_config
+
+            cfg = load_config(config)
+        serve(
+            path,
+            http=port,
+            host=host,
+            config=cfg,
+            workspace=Path(workspace) if workspace else None,
+        )
+    except FlowError as e:
+        _err(f"error: {e}")
+        sys.exit(1)
 
 
 @main.command("lsp")

@@ -36,12 +36,21 @@ type O {
 
 def _run(tmp_path: Path, source: str, data: Any = None, *, tool: Any = None) -> Any:
     """Run ``source`` (a `.flow` file written to ``tmp_path``); ``tool`` is the result of the
-    extern tool ``user__get()`` (which, unlike the flow input, no schema checks)."""
+    extern tool ``user__get()``.  The compiled plan's ``result_schema`` checks are dropped (as in
+    a plan written by hand), so data that breaks the declared type reaches the templates: these
+    tests are about what projections do with it."""
+    from agentflow.ir.loader import load_plan_data
+
     src = tmp_path / "t.flow"
     src.write_text(source, encoding="utf-8")
+    plan = api.compile_flow(src).plan
+    for step in plan["steps"]:
+        step.pop("result_schema", None)
     cat = Catalog()
     cat.register_function("user__get", lambda: tool)
-    return api.run_sync(src, data, catalog=cat, shape_cache=False, workspace=tmp_path)
+    return api.run_sync(
+        load_plan_data(plan, str(src)), data, catalog=cat, shape_cache=False, workspace=tmp_path
+    )
 
 
 def test_brief_reproduction_gives_null_for_the_absent_field(tmp_path):
@@ -181,6 +190,23 @@ def test_bad_path_message_parenthesizes_the_defaulted_object(tmp_path):
     assert run.error["code"] == "bad_path"
     assert "path `(item.o ?? {a: null}).a`: `a` is missing" in run.error["message"]
     assert run.error["source"] == "t.flow:13:10"  # the projection `xs[*].o.a`
+
+
+def test_compiled_plans_check_the_tool_result_before_any_projection(tmp_path):
+    src = TYPES + (
+        "extern tool user__get() -> O[]\n"
+        "stage s -> json {\n  let xs = user__get()\n  return xs[*].name\n}\n"
+    )
+    (tmp_path / "t.flow").write_text(src, encoding="utf-8")
+    cat = Catalog()
+    cat.register_function("user__get", lambda: [{"tags": [], "maybe": []}])
+    run = api.run_sync(tmp_path / "t.flow", catalog=cat, shape_cache=False, workspace=tmp_path)
+    assert run.error["code"] == "output_validation"
+    assert (
+        "user__get returned a result that does not match its declared type"
+        in (run.error["message"])
+    )
+    assert "'name' is a required property" in run.error["message"]
 
 
 def test_an_effectful_index_in_an_optional_projection_is_refused():

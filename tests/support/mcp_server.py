@@ -11,7 +11,17 @@ Tools:
 * ``slow(seconds: float)`` → sleeps, then ``"done"``;
 * ``die()`` → the process exits immediately (a server dying mid-run);
 * ``env(name: str)`` → the value of an environment variable of the server process;
-* ``cwd()`` → the server's working directory.
+* ``cwd()`` → the server's working directory;
+* ``book(city: str)`` → asks the client (elicitation: ``nights: int``, ``breakfast: bool`` with a
+  default) and returns ``{"action", "content"}``;
+* ``summarize(text: str)`` → asks the client's model (sampling) and returns its text;
+* ``steps(count: int)`` → reports progress ``1..count`` and logs each step, then ``"stepped"``;
+* ``clock(zone: str)`` → ``{"zone", "hour"}`` with an output schema (structured);
+* ``bad_clock()`` → declared like ``clock`` but returns ``{"zone": 3}`` (breaks its schema);
+* the resource ``memo://readme`` (text) and ``memo://config`` (JSON), the prompt
+  ``review(topic)``.
+
+``--name empty`` serves no tool at all (only the prompt), like a prompt-only server.
 """
 
 from __future__ import annotations
@@ -20,12 +30,85 @@ import asyncio
 import os
 import sys
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import SamplingMessage, TextContent
+from pydantic import BaseModel, Field
 
 NAME = sys.argv[sys.argv.index("--name") + 1] if "--name" in sys.argv else "tracker"
 
 server = MCPServer(NAME)
+
+
+@server.prompt()
+def review(topic: str) -> str:
+    """Review a topic."""
+    return f"Please review {topic}."
+
+
+if NAME == "empty":
+    server.run()
+    sys.exit(0)
+
+
+@server.resource("memo://readme", mime_type="text/plain", description="The read-me.")
+def readme() -> str:
+    return "Read me first."
+
+
+@server.resource("memo://config", mime_type="application/json", description="The settings.")
+def settings() -> str:
+    return '{"retries": 3}'
+
+
+class Booking(BaseModel):
+    nights: int = Field(description="How many nights")
+    breakfast: bool = Field(default=True, description="Breakfast included")
+
+
+@server.tool()
+async def book(city: str, ctx: Context) -> dict:
+    """Book a room: asks the user how many nights."""
+    result = await ctx.elicit(f"Booking in {city}: how long?", Booking)
+    data = result.data.model_dump() if result.action == "accept" and result.data else None
+    return {"action": result.action, "content": data}
+
+
+@server.tool()
+async def summarize(text: str, ctx: Context) -> str:
+    """Summarize the text with the client's model."""
+    reply = await ctx.session.create_message(
+        [SamplingMessage(role="user", content=TextContent(type="text", text=text))],
+        max_tokens=50,
+        system_prompt="Summarize in one line.",
+    )
+    return reply.content.text if reply.content.type == "text" else ""
+
+
+@server.tool()
+async def steps(count: int, ctx: Context) -> str:
+    """Report progress for each step."""
+    for i in range(1, count + 1):
+        await ctx.info(f"step {i}")
+        await ctx.report_progress(i, count, f"step {i} of {count}")
+    return "stepped"
+
+
+class Clock(BaseModel):
+    zone: str
+    hour: int
+
+
+@server.tool()
+def clock(zone: str) -> Clock:
+    """The hour in a zone."""
+    return Clock(zone=zone, hour=12)
+
+
+@server.tool(structured_output=False)
+def bad_clock() -> dict:
+    """Claims a Clock, returns something else."""
+    return {"zone": 3}
 
 
 @server.tool()

@@ -148,6 +148,17 @@ class ToolSig:
     declared: bool = True
     prelude: bool = False
     decl: Any = None
+    #: the catalog tool's own name when it differs from ``name``
+    #: (``extern tool "everything__get-tiny-image" as everything__get_tiny_image(…)``)
+    catalog: str | None = None
+
+    @property
+    def catalog_name(self) -> str:
+        """The tool's name in plans and the catalog: ``builtin__NAME`` for the prelude, the
+        quoted name of an ``extern tool "…" as NAME``, else ``name``."""
+        if self.prelude:
+            return f"builtin__{self.name}"
+        return self.catalog or self.name
 
 
 @dataclass(slots=True)
@@ -762,10 +773,18 @@ class _Checker:
                 )
                 continue
             seen[p.name.name] = p
-            optional = isinstance(pt, OptionalType) or pt == NULL
+            optional = p.omittable or isinstance(pt, OptionalType) or pt == NULL
             params[p.name.name] = (pt, optional)
         returns = self.resolve_type(item.returns)
-        return ToolSig(item.name.name, params, returns, True, False, item)
+        if item.catalog is not None and "__" not in item.catalog.strip("_"):
+            self.report(
+                D.INVALID_VALUE,
+                f"`{item.catalog}` is not a catalog tool name (SERVER__tool)",
+                item.catalog_span or item.span,
+                hint='name the tool as the catalog does: `extern tool "server__tool-name" as '
+                "server__tool_name(…)` (`flowc tools --extern` prints it)",
+            )
+        return ToolSig(item.name.name, params, returns, True, False, item, catalog=item.catalog)
 
     # -- module --------------------------------------------------------------------------------
 
@@ -1845,7 +1864,15 @@ class _Checker:
                     hint=_suggest(a.name, missing or list(sig.params)),
                 )
                 continue
-            pt, _opt = sig.params[a.name]
+            pt, opt = sig.params[a.name]
+            if opt and isinstance(a.value, ast.NullLit) and not _takes_null(pt):
+                self.report(
+                    D.TYPE_MISMATCH,
+                    f"`{a.name}` of `{sig.name}` may be left out, but not given as `null`",
+                    a.value.span,
+                    hint=f"leave `{a.name}` out",
+                )
+                continue
             self.expr(a.value, pt)
         if not unknown:
             missing = [p for p, (_t, opt) in sig.params.items() if not opt and p not in given]
@@ -2513,3 +2540,8 @@ def _empty_result(checker: _Checker) -> CheckResult:
         deadline_ms=None,
         references={},
     )
+
+
+def _takes_null(t: Type) -> bool:
+    """Whether ``null`` is a value of ``t`` (``T?``, ``null``, ``json``)."""
+    return isinstance(t, OptionalType) or t == NULL or t == JSON

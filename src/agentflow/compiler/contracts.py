@@ -332,22 +332,85 @@ def _optional(t: str) -> str:
     return f"({t})?" if "|" in t else f"{t}?"
 
 
-def extern_declaration(name: str, input_schema: Any, description: str | None = None) -> str:
-    """An ``extern tool NAME(param: T, …) -> json`` line for a catalog tool (its result type is
-    not known: ``json``), preceded by ``// description`` when one is given.  A parameter that is
-    not required gets ``T?``.  Raises ValueError when ``name`` or a parameter name is not a
-    `.flow` identifier."""
-    if not _IDENT.match(name):
-        raise ValueError(f"`{_one_line(name)}` is not a .flow name")
-    schema = input_schema if isinstance(input_schema, dict) else {}
+def extern_declaration(
+    name: str,
+    input_schema: Any,
+    description: str | None = None,
+    output_schema: Any = None,
+) -> str:
+    """An ``extern tool`` declaration for a catalog tool, preceded by ``// description`` when one
+    is given.
+
+    A name that is not a `.flow` identifier (an MCP tool with ``-`` or ``.``) is declared under
+    an alias: ``extern tool "everything__get-tiny-image" as everything__get_tiny_image(…)``.
+    A parameter that is not required may be left out: ``name?: T`` (``null`` is not offered
+    unless the schema allows it).  The result type is the ``output_schema``'s (MCP
+    ``outputSchema``; a ``{result: T}`` wrapper — what the SDK makes of a non-object result — is
+    unwrapped as the client unwraps it), else ``json``.  Raises ValueError when a required
+    parameter's name is not a `.flow` identifier (an optional one is left out, with a note)."""
+    schema = inline_refs(input_schema) if isinstance(input_schema, dict) else {}
+    output_schema = inline_refs(output_schema) if isinstance(output_schema, dict) else None
     props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
     required = _required(schema)
     params = []
+    dropped = []
     for pname, sub in props.items():
         if not _IDENT.match(pname):
-            raise ValueError(f"parameter `{_one_line(pname)}` of `{name}` is not a .flow name")
+            if pname in required:
+                raise ValueError(
+                    f"parameter `{_one_line(pname)}` of `{_one_line(name)}` is not a .flow name"
+                )
+            dropped.append(pname)
+            continue
         t = flow_type_of_schema(sub)
-        params.append(f"{pname}: {t if pname in required else _optional(t)}")
+        params.append(f"{pname}: {t}" if pname in required else f"{pname}?: {t}")
+    returns = "json"
+    if isinstance(output_schema, dict):
+        props_out = output_schema.get("properties")
+        if isinstance(props_out, dict) and set(props_out) == {"result"}:
+            returns = flow_type_of_schema(props_out["result"])
+        else:
+            returns = flow_type_of_schema(output_schema)
     first = (description or "").strip().splitlines()
     head = f"// {_one_line(first[0])}\n" if first else ""
-    return f"{head}extern tool {name}({', '.join(params)}) -> json"
+    if dropped:
+        head += f"// (left out: optional parameters {', '.join(_one_line(d) for d in dropped)})\n"
+    if _IDENT.match(name):
+        declared = name
+    else:
+        declared = f"{flow_string(name)} as {flow_alias(name)}"
+    return f"{head}extern tool {declared}({', '.join(params)}) -> {returns}"
+
+
+def inline_refs(schema: dict[str, Any], depth: int = 0) -> dict[str, Any]:
+    """``schema`` with its local references (``#/$defs/X``, ``#/definitions/X``) replaced by
+    what they name, up to 6 levels deep (deeper or unresolvable references are left as they
+    are, which reads as ``json``)."""
+    defs = {
+        **(schema.get("definitions") if isinstance(schema.get("definitions"), dict) else {}),
+        **(schema.get("$defs") if isinstance(schema.get("$defs"), dict) else {}),
+    }
+
+    def walk(node: Any, level: int) -> Any:
+        if isinstance(node, list):
+            return [walk(n, level) for n in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and level < 6:
+            m = re.fullmatch(r"#/(?:\$defs|definitions)/([^/]+)", ref)
+            if m and isinstance(defs.get(m.group(1)), dict):
+                rest = {k: v for k, v in node.items() if k != "$ref"}
+                return walk({**defs[m.group(1)], **rest}, level + 1)
+        return {k: walk(v, level) for k, v in node.items() if k not in ("$defs", "definitions")}
+
+    return walk(schema, depth)
+
+
+def flow_alias(name: str) -> str:
+    """A `.flow` identifier for catalog tool ``name``: every character that cannot be in one
+    becomes ``_`` (``everything__get-tiny-image`` → ``everything__get_tiny_image``)."""
+    alias = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    if not re.match(r"[A-Za-z_]", alias):
+        alias = "t_" + alias
+    return alias

@@ -32,7 +32,7 @@ from typing import Any
 
 from agentflow.compiler import types as T
 from agentflow.compiler.checker import CheckResult
-from agentflow.compiler.contracts import agent_contract, contract_for
+from agentflow.compiler.contracts import ContractError, agent_contract, contract_for
 from agentflow.compiler.contracts import flow_string as _flow_string
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import BODY_CONTROL_STEPS, CONTROL_STEPS
@@ -831,10 +831,26 @@ class _Lowerer:
     def x_Call(self, e: ast.Call, ctx: _Ctx) -> Frag:
         name = e.callee.name if isinstance(e.callee, ast.Name) else "?"
         sig = self.r.tools.get(name) or self.r.tool_decls.get(name)
-        tool = f"builtin__{name}" if sig is not None and sig.prelude else name
+        tool = sig.catalog_name if sig is not None else name
         inp = {a.name: self.value_input(a.value, ctx) for a in e.args}
         step = self.add_step(ctx, tool, inp, e.span)
+        schema = self._result_schema(sig)
+        if schema is not None:
+            _insert_before(step, "meta", "result_schema", schema)
         return Frag([StepRef(step)])
+
+    def _result_schema(self, sig: Any) -> dict | None:
+        """The ``result_schema`` of a call to a declared catalog tool: its declared result type
+        as JSON Schema, open to fields the type does not name (a server may add some), so the
+        run checks what the program relies on.  None for the prelude, ``json`` results and
+        types with no schema (``extern type``)."""
+        if sig is None or sig.prelude or not sig.declared or sig.returns == T.JSON:
+            return None
+        try:
+            schema = contract_for(sig.returns, self.env)
+        except ContractError:
+            return None
+        return _open_objects(schema)
 
     def x_AgentExpr(self, e: ast.AgentExpr, ctx: _Ctx) -> Frag:
         inp: dict[str, Any] = {"agent": self._target(e.target, ctx)}
@@ -900,9 +916,7 @@ class _Lowerer:
         if t.pattern:
             return t.name
         sig = self.r.tool_decls.get(t.name)
-        if sig is not None and sig.prelude:
-            return f"builtin__{t.name}"
-        return t.name
+        return sig.catalog_name if sig is not None else t.name
 
     def _retry(self, spec: ast.RetrySpec) -> dict:
         attempts = self.constant(spec.attempts, "retry attempts") if spec.attempts else 0
@@ -1147,3 +1161,16 @@ def lower(result: CheckResult, *, file: str) -> dict:
         raise LoweringError(
             "internal error: a body could not be outlined", result.module.span
         ) from None
+
+
+def _open_objects(schema: Any) -> Any:
+    """``schema`` with every ``additionalProperties: false`` dropped (recursively)."""
+    if isinstance(schema, list):
+        return [_open_objects(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {
+        k: _open_objects(v)
+        for k, v in schema.items()
+        if not (k == "additionalProperties" and v is False)
+    }

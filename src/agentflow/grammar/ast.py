@@ -531,18 +531,26 @@ class UseDecl(Item):
 
 @dataclass(slots=True, eq=False)
 class Param(Node):
+    """``name: T``, or ``name?: T`` (``omittable``: the argument may be left out, and when
+    given it is a ``T`` — unlike ``name: T?``, which also takes ``null``)."""
+
     name: Ident
     type: TypeExpr
+    omittable: bool = False
 
 
 @dataclass(slots=True, eq=False)
 class ExternTool(Item):
-    """``extern tool name(param: T, …) -> R``."""
+    """``extern tool name(param: T, …) -> R``, or ``extern tool "catalog-name" as name(…) -> R``
+    (``catalog``: the catalog tool's own name, for names that are not `.flow` identifiers, such
+    as MCP tools with ``-`` or ``.``; ``catalog_span``: its string's span)."""
 
     name: Ident
     params: list[Param]
     returns: TypeExpr
     doc: str | None = None
+    catalog: str | None = None
+    catalog_span: Span | None = None
 
 
 @dataclass(slots=True, eq=False)

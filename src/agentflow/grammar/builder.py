@@ -237,6 +237,23 @@ class Builder:
             doc=c[0].doc,
         )
 
+    def extern_tool_as(self, c):
+        # EXTERN TOOL STRING AS NAME LPAR [params] RPAR ARROW type
+        params = c[6] if len(c) == 10 else []
+        target = c[2]
+        return ast.ExternTool(
+            _cover(c[0], c[-1]),
+            ast.Ident(c[4].span, c[4].value),
+            list(params),
+            c[-1],
+            doc=c[0].doc,
+            catalog=_string_value(target, "a tool name"),
+            catalog_span=target.span,
+        )
+
+    def param_omittable(self, c):
+        return ast.Param(_cover(c[0], c[3]), ast.Ident(c[0].span, c[0].value), c[3], omittable=True)
+
     def params(self, c):
         if len(c) == 1:
             return [c[0]]

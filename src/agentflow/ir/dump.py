@@ -1,8 +1,8 @@
 """Deterministic YAML for plans (docs/spec/PLAN_IR.md §1, docs/spec/LANGUAGE.md §10).
 
 :func:`dump_plan` writes keys in a canonical order (plan: version, name, description, input_schema,
-deadline, steps, finish, plans; step: id, tool_name, input, timeout, retry, select, meta; other
-mappings in insertion order), multi-line strings as ``|`` block scalars, unicode as is, and never
+deadline, steps, finish, plans; step: id, tool_name, input, timeout, retry, select, result_schema,
+meta; other mappings in insertion order), multi-line strings as ``|`` block scalars, unicode as is, and never
 anchors or aliases — so the same plan always gives byte-identical text.
 """
 
@@ -32,7 +32,7 @@ PLAN_ORDER = (
     "finish",
     "plans",
 )
-STEP_ORDER = ("id", "tool_name", "input", "timeout", "retry", "select", "meta")
+STEP_ORDER = ("id", "tool_name", "input", "timeout", "retry", "select", "result_schema", "meta")
 FINISH_ORDER = ("mode", "output", "prompt")
 RETRY_ORDER = ("attempts", "on", "backoff")
 BACKOFF_ORDER = ("initial", "factor", "max")

@@ -67,8 +67,11 @@ class Step(BaseModel):
 
     ``tool_name`` is a catalog tool or a control step (``core.vocabulary.CONTROL_STEPS``).
     ``input`` is any YAML value whose strings may hold ``{{ … }}`` templates; for control steps the
-    body positions hold :class:`Step` objects after loading.  ``timeout`` is a duration text.  ``select`` is a
-    template rendered against the raw result (``result`` in scope).
+    body positions hold :class:`Step` objects after loading.  ``timeout`` is a duration text.
+    ``select`` is a template rendered against the raw result (``result`` in scope).
+    ``result_schema`` (ordinary steps): the JSON Schema the tool's raw result must match (the
+    compiler writes the declared result type of an ``extern tool``); a result that does not is
+    ``output_validation``.
     """
 
     model_config = _CONFIG
@@ -80,6 +83,7 @@ class Step(BaseModel):
     retry: Retry | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
     select: str | None = None
+    result_schema: dict[str, Any] | None = Field(default=None, alias="resultSchema")
 
     _compiled: Any = PrivateAttr(default=None)
     _compiled_select: Any = PrivateAttr(default=None)

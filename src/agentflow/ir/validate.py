@@ -401,6 +401,12 @@ class _Validator:
                 self.refs(value, sc, later, (*ipath, key), step.id)
         else:
             self.refs(step.compiled, scope, later, ipath, step.id)
+        if step.result_schema is not None:
+            rpath = (*path, "result_schema")
+            if tool in CONTROL_STEPS:
+                self.problem(rpath, f"`result_schema` applies to tool calls, not `{tool}` steps")
+            else:
+                self.json_schema(step.result_schema, rpath, "result_schema")
         if step.select is not None:
             spath = (*path, "select")
             compiled = self.compile(step.select, spath, conditions=False)
@@ -961,3 +967,87 @@ def _check_schema(schema: dict) -> tuple[str, tuple] | None:
     except jsonschema.SchemaError as exc:
         return exc.message, tuple(exc.path)
     return None
+
+
+def check_arguments(plan: Plan, schemas: dict[str, dict[str, Any]]) -> list[PlanProblem]:
+    """Check the literal arguments of ordinary steps against their tools' input schemas.
+
+    ``schemas``: tool name → JSON Schema of its input (the catalog's, MCP tools included once
+    their servers are connected).  For a step whose ``input`` is a mapping: an argument the
+    schema does not name (when it names its ``properties`` and does not admit others) is a
+    problem with the nearest name as a hint, a required argument left out is one, and an
+    argument with no template in it that breaks its property's schema is one.  Templated
+    values are checked when the tool is called.  Returns every problem found.
+    """
+    smap = getattr(plan, "_source_map", None)
+    file = plan.source_file or "<plan>"
+    problems: list[PlanProblem] = []
+
+    def report(step: Step, path: tuple, message: str, hint: str | None = None) -> None:
+        if smap is not None:
+            loc = smap.location(path)
+        else:
+            loc = _meta_location(step) or Span.at(file)
+            if loc.file != file and Path(file).name == loc.file:
+                loc = Span.at(file, loc.line, loc.column)
+        problems.append(PlanProblem(loc, message, hint))
+
+    root: tuple = getattr(plan, "_path", ()) or ()
+    all_plans: list[tuple[Plan, tuple, str | None]] = [(plan, root, None)]
+    all_plans += [(sub, (*root, "plans", n), n) for n, sub in plan.plans.items()]
+    for p, ppath, pname in all_plans:
+        for spath, label, step in walk_steps(p, ppath):
+            tool = step.tool_name
+            schema = schemas.get(tool) if isinstance(tool, str) else None
+            if tool in CONTROL_STEPS or not isinstance(schema, dict):
+                continue
+            if pname is not None:
+                label = f"{label} (plan {pname})"
+            inp = step.input
+            if not isinstance(inp, dict):
+                continue
+            props = schema.get("properties")
+            props = props if isinstance(props, dict) else None
+            extra = schema.get("additionalProperties", None)
+            closed = props is not None and (extra is None or extra is False)
+            for key, value in inp.items():
+                kpath = (*spath, "input", key)
+                if props is not None and key not in props:
+                    if closed:
+                        report(
+                            step,
+                            kpath,
+                            f"step {label}: `{tool}` has no parameter `{key}`"
+                            + (f" (parameters: {', '.join(props)})" if props else ""),
+                            did_you_mean(str(key), [k for k in props if k not in inp]),
+                        )
+                    continue
+                sub = props.get(key) if props is not None else None
+                if isinstance(sub, dict) and not _has_template(value):
+                    try:
+                        jsonschema.validate(value, sub)
+                    except jsonschema.ValidationError as e:
+                        report(
+                            step, kpath, f"step {label}: argument `{key}` of `{tool}`: {e.message}"
+                        )
+                    except jsonschema.SchemaError:
+                        pass
+            required = schema.get("required")
+            for key in required if isinstance(required, list) else []:
+                if isinstance(key, str) and key not in inp:
+                    report(
+                        step,
+                        (*spath, "input"),
+                        f"step {label}: `{tool}` needs argument `{key}`",
+                    )
+    return problems
+
+
+def _has_template(value: Any) -> bool:
+    if isinstance(value, str):
+        return "{{" in value
+    if isinstance(value, dict):
+        return any(_has_template(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_template(v) for v in value)
+    return False

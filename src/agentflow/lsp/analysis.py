@@ -121,9 +121,19 @@ def _fence(code: str) -> str:
 
 
 def sig_str(sig: ToolSig) -> str:
-    """``name(p: T, q: U?) -> R`` for a tool signature."""
-    params = ", ".join(f"{k}: {T.type_str(t)}" for k, (t, _opt) in sig.params.items())
-    return f"{sig.name}({params}) -> {T.type_str(sig.returns)}"
+    """``name(p: T, q: U?, r?: V) -> R`` for a tool signature (``r?:`` may be left out, not
+    given as null); an ``extern tool "catalog-name" as name`` shows its catalog name too."""
+    params = ", ".join(
+        f"{k}{'?' if _omittable(t, opt) else ''}: {T.type_str(t)}"
+        for k, (t, opt) in sig.params.items()
+    )
+    head = f'"{sig.catalog}" as {sig.name}' if sig.catalog else sig.name
+    return f"{head}({params}) -> {T.type_str(sig.returns)}"
+
+
+def _omittable(t: T.Type, optional: bool) -> bool:
+    """A parameter that may be left out but does not take ``null`` (``name?: T``)."""
+    return optional and not (isinstance(t, T.OptionalType) or t == T.NULL or t == T.JSON)
 
 
 class Analysis:
@@ -348,9 +358,13 @@ class Analysis:
         if kind == "param":
             sig, pname = payload
             pt, opt = sig.params[pname]
-            shown = T.type_str(pt) + ("?" if opt and not T.type_str(pt).endswith("?") else "")
+            if _omittable(pt, opt):  # `name?: T`: may be left out, never null
+                label, shown = f"{pname}?", T.type_str(pt)
+            else:
+                label = pname
+                shown = T.type_str(pt) + ("?" if opt and not T.type_str(pt).endswith("?") else "")
             here = node.name_span if isinstance(node, ast.Argument) else node.span
-            return _fence(f"(parameter of {sig.name}) {pname}: {shown}"), here
+            return _fence(f"(parameter of {sig.name}) {label}: {shown}"), here
         if kind == "loopdecl":
             _, ident = payload
             for sym in res.references.values():

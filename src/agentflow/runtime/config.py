@@ -260,6 +260,46 @@ RUNNING_PYTHON_COMMANDS = frozenset(
 )
 
 
+class McpOAuth(_Strict):
+    """``[mcp.NAME.oauth]``: OAuth 2.1 for a remote (``url``) MCP server, through the SDK's
+    OAuth client (discovery of the protected resource and authorization server metadata, PKCE,
+    dynamic client registration or a client metadata document, token refresh, scope step-up).
+
+    ``client_id`` / ``client_secret``: a pre-registered client (default: registered
+    dynamically; values may hold ``${VAR}``); ``client_metadata_url``: an HTTPS client ID
+    metadata document used instead of registration when the server supports it; ``scope``:
+    the scopes to ask for (default: what the server advertises); ``redirect_port``: the
+    loopback port the browser is sent back to (default: a free one); ``token_dir``: where
+    tokens are kept, one file per server, mode 0600 (default ``$XDG_STATE_HOME/agentflow/
+    mcp-oauth``, i.e. ``~/.local/state/agentflow/mcp-oauth``; relative to ``flow.toml``).
+
+    ``grant = "client_credentials"``: machine-to-machine, no user: ``client_id`` with
+    ``client_secret`` (``client_secret_basic``) or ``private_key`` (PEM, usually ``${VAR}``;
+    a ``private_key_jwt`` assertion signed with ``signing_algorithm``, default RS256).
+    """
+
+    client_id: str | None = None
+    client_secret: str | None = None
+    client_metadata_url: str | None = None
+    scope: str | None = None
+    redirect_port: int = Field(default=0, ge=0, le=65535)
+    token_dir: str | None = None
+    grant: Literal["authorization_code", "client_credentials"] = "authorization_code"
+    private_key: str | None = None
+    signing_algorithm: str = "RS256"
+
+    @model_validator(mode="after")
+    def _grant_needs(self) -> McpOAuth:
+        if self.grant == "client_credentials":
+            if not self.client_id:
+                raise ValueError('`grant = "client_credentials"` needs `client_id`')
+            if not self.client_secret and not self.private_key:
+                raise ValueError(
+                    '`grant = "client_credentials"` needs `client_secret` or `private_key`'
+                )
+        return self
+
+
 class McpServer(_Strict):
     """``[mcp.NAME]``: one MCP server (docs/spec/RUNTIME.md §4, §6), reached through the official
     ``mcp`` SDK.
@@ -275,6 +315,12 @@ class McpServer(_Strict):
 
     A ``command`` of ``python``, ``python3`` or ``python3.N`` (the running version) is replaced at
     load by the interpreter running flowc (:data:`RUNNING_PYTHON_COMMANDS`).
+
+    What the server may ask of a run: ``elicitation`` — ``ask`` (default: the run's interlocutor
+    asks the user; unanswered fields take their defaults), ``defaults`` (answer with the
+    defaults, never ask) or ``decline``; ``sampling`` — the role or named model that answers the
+    server's model requests (default ``chat``; usage counts in the run's), or ``false`` to
+    refuse them.  ``oauth``: OAuth 2.1 for a ``url`` server (:class:`McpOAuth`).
     """
 
     command: str | None = None
@@ -285,6 +331,9 @@ class McpServer(_Strict):
     headers: dict[str, str] = Field(default_factory=dict)
     timeout: float = Field(default=120.0, gt=0)
     connect_timeout: float = Field(default=30.0, gt=0)
+    elicitation: Literal["ask", "defaults", "decline"] = "ask"
+    sampling: str | Literal[False] = "chat"
+    oauth: McpOAuth | None = None
 
     @field_validator("command")
     @classmethod
@@ -305,6 +354,10 @@ class McpServer(_Strict):
             )
         if self.command is not None and self.headers:
             raise ValueError("`headers` apply to HTTP servers (`url`), not `command`")
+        if self.command is not None and self.oauth is not None:
+            raise ValueError("`oauth` applies to HTTP servers (`url`), not `command`")
+        if isinstance(self.sampling, str) and not self.sampling.strip():
+            raise ValueError("`sampling` is a role or named model, or false to refuse")
         if self.command is not None and not self.command.strip():
             raise ValueError("`command` cannot be empty")
         if self.url is not None and not re.match(r"^https?://", self.url):

@@ -34,6 +34,9 @@ EVENT_KINDS = (
     "retry",
     "ask",
     "warning",
+    "mcp_server",
+    "mcp_log",
+    "mcp_progress",
     "run_finished",
 )
 
@@ -52,7 +55,9 @@ class Event:
     api?, cache_read_tokens?, cache_write_tokens?, cost?, reused?}`` (emitted when the call
     returns: it began ``latency_ms`` earlier), ``retry: {attempt, code, delay_ms}``, ``warning:
     {message}``, ``partial_output: {value, round}`` (a streaming agent's answer so far: a typed
-    partial value, docs/models.md).
+    partial value, docs/models.md), ``mcp_server: {server, state: started|failed, transport,
+    server_info?, tools?, elapsed_ms, error?}``, ``mcp_log: {server, level, logger?, data}``,
+    ``mcp_progress: {server, tool, progress, total?, message?}``.
 
     Every event at a step path (all kinds but ``run_*``) also names its place as the `.flow`
     does, when known (runtime/where.py): ``stage``, ``item`` (map/reduce item index), ``agent``

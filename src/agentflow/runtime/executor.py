@@ -26,10 +26,11 @@ Step paths follow docs/spec/PLAN_IR.md §7: ``E3``, ``E3/then``, ``E3/do.2`` (ma
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -529,6 +530,8 @@ class Executor:
                     )
                     await self.effects.sleep(delay, path)
             result = raw
+            if step.result_schema is not None and info.handler is None:
+                check_tool_result(tool, raw, step.result_schema)
             if info.select is not None:
                 sel_scope = dict(scope)
                 sel_scope["result"] = raw
@@ -1026,9 +1029,10 @@ async def run_plan(
         last = await ex.run_steps(frame, scope, results)
         return await ex.finish(frame, scope, last)
 
+    services = _run_services(ex, frame.stack)
     try:
         try:
-            output = await until_stopped(body())
+            output = await until_stopped(_with_services(services, body()))
         except ExitOk as e:
             status, output = "exited", e.output
     except RunAborted as e:
@@ -1073,6 +1077,52 @@ async def run_plan(
     if cancelled is not None:
         raise cancelled
     return result
+
+
+def check_tool_result(tool: str, result: Any, schema: dict[str, Any]) -> None:
+    """Raise RunError(output_validation) naming ``tool`` when ``result`` breaks the step's
+    ``result_schema`` (the declared result type of an ``extern tool``): the run never goes on
+    with a value its program's types do not describe."""
+    from agentflow.runtime.extract import validate
+
+    errors = validate(schema, to_json_value(result))
+    if errors:
+        shown = "; ".join(errors[:3]) + (
+            f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+        )
+        raise RunError(
+            "output_validation",
+            f"tool {tool} returned a result that does not match its declared type: {shown}",
+        )
+
+
+def _run_services(ex: Executor, stack: list[str]) -> Any:
+    """The run's :class:`~agentflow.runtime.tools.catalog.RunServices` (MCP elicitation,
+    sampling and notifications reach the trace and the interlocutor through them)."""
+    from agentflow.runtime.tools.catalog import RunServices
+
+    def emit(kind: str, path: str, data: dict[str, Any]) -> None:
+        ex.emit(kind, path, stack, **data)
+
+    return RunServices(
+        emit=emit,
+        interlocutor=ex.ctx.hooks.interlocutor,
+        ask_lock=ex.ask_lock,
+        router=ex.ctx.router,
+    )
+
+
+async def _with_services(services: Any, work: Awaitable[Any]) -> Any:
+    """Await ``work`` with ``current_run`` set to ``services`` (tasks it starts inherit it)."""
+    from agentflow.runtime.tools.catalog import current_run
+
+    token = current_run.set(services)
+    try:
+        return await work
+    finally:
+        # a run abandoned by a second signal is closed from another context: nothing to undo
+        with contextlib.suppress(ValueError):
+            current_run.reset(token)
 
 
 def run_plan_sync(

@@ -651,7 +651,7 @@ def test_tools_extern_prints_declarations_that_check_clean(tmp_path):
     assert "// Search the knowledge base." in res.output
     decl = [line for line in res.output.splitlines() if line.startswith("extern tool user__search")]
     assert decl == [
-        'extern tool user__search(q: text, mode: ("fast" | "deep")?, limit: int?) -> json'
+        'extern tool user__search(q: text, mode?: "fast" | "deep", limit?: int?) -> json'
     ]
     src = res.output + 'stage s -> json {\n  return user__search(q: "x", mode: "deep")\n}\n'
     assert check_source(src, "t.flow").diagnostics == []
@@ -683,9 +683,15 @@ def test_extern_declaration_of_odd_schemas_checks_clean_and_stays_on_its_line():
     assert decl.splitlines() == [
         "// \\u{1b}[31mred\\u{1b}[0m",
         'extern tool mcp__odd(m: "\\${HOME}" | "a\\u{0}b" | "c\\u{d}d" | "\\u{2028}" | "q\\"\\\\"'
-        ' | "x", w: text?, d: json, o: { k: text? }?) -> json',
+        ' | "x", w?: text, d?: json, o?: { k: text? }) -> json',
     ]
     assert check_source(decl + "\nstage s -> json {\n  return 1\n}\n", "t.flow").diagnostics == []
-    with pytest.raises(ValueError) as info:
-        extern_declaration("mcp__p", {"properties": {"p\nq": {}}})
+    with pytest.raises(ValueError) as info:  # a required parameter .flow cannot name
+        extern_declaration("mcp__p", {"properties": {"p\nq": {}}, "required": ["p\nq"]})
     assert "\n" not in str(info.value)
+    # an optional one is left out, said in a comment line
+    decl = extern_declaration("mcp__p", {"properties": {"p\nq": {}, "r": {"type": "integer"}}})
+    assert decl.splitlines() == [
+        "// (left out: optional parameters p\\u{a}q)",
+        "extern tool mcp__p(r?: int) -> json",
+    ]

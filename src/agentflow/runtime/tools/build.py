@@ -91,6 +91,12 @@ def build_catalog(
     return catalog
 
 
+def _retrieve(fut: Any) -> None:
+    """Mark a background attempt's outcome as retrieved (its error reaches its step)."""
+    if not fut.cancelled():
+        fut.exception()
+
+
 def _modules_where(config: Any) -> str | None:
     """``flow.toml:line:col`` of ``[tools] modules`` for error messages (None without a file)."""
     path = getattr(config, "path", None)
@@ -141,7 +147,69 @@ def _user_tools_hint(config: Any) -> str:
     return f"user__* tools come from `[tools] modules` in {path} (listed: {listed})"
 
 
-__all__ = ["build_catalog", "check_plan_tools", "list_catalog", "schema_summary"]
+#: Seconds the pre-run argument check waits for an MCP server to start (at most its
+#: ``connect_timeout``, and at most half the shortest ``timeout`` of the steps that name it).
+PRECONNECT_LIMIT = 10.0
+
+
+async def check_plan_arguments(plan: Any, catalog: Catalog) -> None:
+    """Check the plan's literal tool arguments against the tools' input schemas before the run
+    (:func:`agentflow.ir.validate.check_arguments`): the MCP servers its ordinary steps name are
+    connected first, within :data:`PRECONNECT_LIMIT` (they will be needed; a server that cannot
+    be reached in that time is left to its own step, and its arguments to the server).  Raises
+    PlanLoadError listing every problem."""
+    import asyncio
+
+    from agentflow.core.vocabulary import duration_ms
+    from agentflow.ir.validate import CONTROL_STEPS, check_arguments, walk_steps
+
+    names: set[str] = set()
+    bounds: dict[str, float] = {}  # server → half the shortest step timeout naming it
+    for p in [plan, *(plan.plans or {}).values()]:
+        for _path, _label, step in walk_steps(p):
+            if isinstance(step.tool_name, str) and step.tool_name not in CONTROL_STEPS:
+                names.add(step.tool_name)
+                if step.timeout and "__" in step.tool_name:
+                    server = step.tool_name.split("__", 1)[0]
+                    try:
+                        seconds = duration_ms(step.timeout) / 1000
+                    except ValueError:
+                        continue
+                    bounds[server] = min(bounds.get(server, seconds / 2), seconds / 2)
+    hub = getattr(catalog, "mcp", None)
+    for prefix in catalog.pending(sorted(names)):
+        # Bounded: a server that is slow to start is left to connect at its step, within the
+        # step's own timeout (a hung server must not hold the run before it starts: the wait
+        # here is at most half the shortest timeout of the steps that name it).
+        conn = hub.connections.get(prefix) if hub is not None else None
+        limit = min(PRECONNECT_LIMIT, bounds.get(prefix, PRECONNECT_LIMIT))
+        if conn is not None:
+            limit = min(limit, conn.server.connect_timeout)
+        # Not cancelled when the wait ends: the connection goes on starting, and the step that
+        # needs it joins it instead of starting the server a second time.
+        attempt = asyncio.ensure_future(catalog.prepare([f"{prefix}__*"]))
+        attempt.add_done_callback(_retrieve)
+        try:
+            await asyncio.wait_for(asyncio.shield(attempt), limit)
+        except (RunError, TimeoutError):
+            pass
+    schemas = {}
+    for name in names:
+        tool = catalog.get(name)
+        if tool is not None and tool.source in ("mcp", "user", "builtin"):
+            schemas[name] = tool.input_schema
+    problems = check_arguments(plan, schemas)
+    if problems:
+        raise PlanLoadError(problems)
+
+
+__all__ = [
+    "build_catalog",
+    "check_plan_arguments",
+    "check_plan_tools",
+    "list_catalog",
+    "schema_summary",
+]
 
 
 def schema_summary(schema: dict[str, Any] | None, limit: int = 120) -> str:
@@ -174,9 +242,12 @@ def schema_summary(schema: dict[str, Any] | None, limit: int = 120) -> str:
 
 
 async def list_catalog(catalog: Catalog, *, connect: bool = True) -> tuple[list[dict], list[str]]:
-    """Rows ``{name, source, description, input_schema, summary}`` for every catalog tool (sorted
-    by name) and the errors met. With ``connect``, MCP servers are connected to list their tools
-    (then closed); without, each server shows as one ``SERVER__*`` row."""
+    """Rows ``{name, source, description, input_schema, output_schema, summary}`` for every
+    catalog tool (sorted by name) and the errors met. With ``connect``, MCP servers are connected
+    to list their tools (then closed), and each connected server adds a ``SERVER__*`` row
+    (``kind: server``, also when it has no tools) and rows for its resources and prompts
+    (``kind: resource`` / ``prompt``, see :func:`_server_rows`); without, or when a server
+    cannot be reached, each server shows as one ``SERVER__*`` row "(not connected)"."""
     errors: list[str] = []
     if connect:
         for prefix in catalog.lazy_prefixes():
@@ -191,28 +262,96 @@ async def list_catalog(catalog: Catalog, *, connect: bool = True) -> tuple[list[
         source = tool.source
         if source == "mcp":
             source = f"mcp:{tool.meta.get('server', tool.prefix)}"
+        if tool.meta.get("needs_tasks"):
+            source += " (task)"
         rows.append(
             {
                 "name": name,
                 "source": source,
                 "description": tool.description,
                 "input_schema": tool.input_schema,
+                "output_schema": tool.meta.get("output_schema"),
                 "summary": schema_summary(tool.input_schema),
             }
         )
-    loaded = {r["name"].split("__", 1)[0] for r in rows}
+    hub = getattr(catalog, "mcp", None)
     for prefix in catalog.lazy_prefixes():
-        if prefix not in loaded:
-            rows.append(
-                {
-                    "name": f"{prefix}__*",
-                    "source": f"mcp:{prefix}",
-                    "description": "(not connected)",
-                    "input_schema": None,
-                    "summary": "",
-                }
-            )
-    rows.sort(key=lambda r: r["name"])
+        conn = hub.connections.get(prefix) if hub is not None else None
+        if conn is not None and conn.connected:
+            rows.extend(_server_rows(conn))
+            continue
+        rows.append(
+            {
+                "name": f"{prefix}__*",
+                "kind": "server",
+                "source": f"mcp:{prefix}",
+                "description": "(not connected)",
+                "input_schema": None,
+                "summary": "",
+            }
+        )
+    rows.sort(key=lambda r: (r["name"], r.get("kind", "tool")))
     if connect:
         await catalog.aclose()
     return rows, errors
+
+
+def _server_rows(conn: Any) -> list[dict[str, Any]]:
+    """Rows for a connected MCP server beyond its tools: one ``SERVER`` row saying it is
+    connected (also when it has no tools), then one per resource, resource template and prompt
+    (``kind``: ``server`` | ``resource`` | ``prompt``)."""
+    source = f"mcp:{conn.name}"
+    info = conn.server_info
+    what = f"{info.name} {info.version}".strip() if info is not None else "MCP server"
+    counts = (
+        f"{len(conn._tools or [])} tools, {len(conn.resources) + len(conn.resource_templates)} "
+        f"resources, {len(conn.prompts)} prompts"
+    )
+    rows: list[dict[str, Any]] = [
+        {
+            "name": f"{conn.name}__*",
+            "kind": "server",
+            "source": source,
+            "description": f"(connected: {what}; {counts})",
+            "input_schema": None,
+            "summary": "",
+        }
+    ]
+    for r in conn.resources:
+        rows.append(
+            {
+                "name": f"{conn.name}__read_resource({r.uri})",
+                "kind": "resource",
+                "source": source,
+                "description": r.description or r.title or r.name or "",
+                "input_schema": None,
+                "summary": r.mime_type or "",
+                "uri": str(r.uri),
+            }
+        )
+    for t in conn.resource_templates:
+        rows.append(
+            {
+                "name": f"{conn.name}__read_resource({t.uri_template})",
+                "kind": "resource",
+                "source": source,
+                "description": t.description or t.title or t.name or "",
+                "input_schema": None,
+                "summary": t.mime_type or "",
+                "uri_template": t.uri_template,
+            }
+        )
+    for p in conn.prompts:
+        args = list(getattr(p, "arguments", None) or [])
+        rows.append(
+            {
+                "name": f"{conn.name}__get_prompt({p.name})",
+                "kind": "prompt",
+                "source": source,
+                "description": p.description or p.title or "",
+                "input_schema": None,
+                "summary": ", ".join(a.name + ("" if a.required else "?") for a in args),
+                "prompt": p.name,
+            }
+        )
+    return rows

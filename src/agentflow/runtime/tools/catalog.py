@@ -41,6 +41,35 @@ class ToolContext:
 
 
 @dataclass
+class RunServices:
+    """What a tool may ask of the run that called it (MCP elicitation, sampling, notifications).
+
+    ``emit(kind, path, data)``: add an event to the run's trace (``path``: a step path);
+    ``interlocutor``: the run's ``ask`` hook (``AskRequest -> answer | NO_ANSWER``, maybe async;
+    None when nobody can answer, e.g. CI); ``ask_lock``: serializes questions with the run's
+    ``ask`` steps; ``router``: the run's model router (None: no model configured).
+    The executor sets :data:`current_run` for the duration of a run; tools read it with
+    :func:`run_services` from the task that calls them.
+    """
+
+    emit: Callable[[str, str, dict[str, Any]], None]
+    interlocutor: Callable[[Any], Any] | None = None
+    ask_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    router: Any = None
+
+
+#: The services of the run being executed (set by ``run_plan``; None outside a run).
+current_run: contextvars.ContextVar[RunServices | None] = contextvars.ContextVar(
+    "agentflow_run_services", default=None
+)
+
+
+def run_services() -> RunServices | None:
+    """The :class:`RunServices` of the run calling the current task's tool (None outside one)."""
+    return current_run.get()
+
+
+@dataclass
 class Tool:
     """A catalog entry.
 
@@ -354,7 +383,10 @@ def glob_to_names(catalog: Catalog, patterns: Iterable[str]) -> list[str]:
 __all__ = [
     "WRITE_TOOLS",
     "Catalog",
+    "RunServices",
     "build_catalog",
+    "current_run",
+    "run_services",
     "Tool",
     "ToolContext",
     "ToolFunc",

@@ -1,0 +1,400 @@
+"""``flowc serve --mcp [DIR]``: the programs of a directory as the tools of an MCP server.
+
+Every ``.flow`` program and plan file (``*.plan.yaml``, ``*.plan.yml``, ``*.plan.json``) in
+``DIR`` (not its subdirectories) becomes one MCP tool, named like the plan (``flow NAME`` or the
+file's stem):
+
+* input schema — the program's ``input`` type as JSON Schema (an input that is not an object is
+  passed as the one argument ``input``); output schema — the output type's (a result that is not
+  an object comes back as ``{"result": …}``, as MCP's structured content must be an object);
+  description — the program's doc comment / ``flow`` header description (a plan's
+  ``description``).  Plan files have no declared output type: no output schema.
+* A call runs the program (:func:`agentflow.api.run`, the directory's ``flow.toml`` or the one
+  given) and answers with its output as text and structured content; a run that fails is a tool
+  error whose text is the run's error message.
+* Each ``ask`` step of the run becomes an elicitation request to the MCP client (the client is the
+  run's interlocutor): the question, a form of one field ``answer`` typed from the ask's
+  ``expect`` type (its choices as an enum); a declined or cancelled form, or a client without
+  elicitation, is an unanswered question (the ask's ``when_unanswered`` decides).
+* When the client asks for progress (``_meta.progressToken``), every finished top-level step is
+  one progress notification (``progress`` of ``total`` steps).
+* A client's cancellation cancels the run (its steps unwind as on Ctrl-C).
+
+Transports: stdio (:func:`serve_stdio`) and streamable HTTP (:func:`serve_http`, endpoint
+``/mcp``, DNS-rebinding protection on loopback hosts), both through the SDK's low-level server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentflow.errors import FlowError
+
+#: File name endings of the plans a directory serves (``.flow`` programs are compiled).
+PLAN_SUFFIXES = (".plan.yaml", ".plan.yml", ".plan.json")
+
+
+@dataclass
+class ServedFlow:
+    """One program served as an MCP tool (see the module doc)."""
+
+    name: str
+    path: Path
+    plan: Any
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None
+    wrap_input: bool = False
+    wrap_output: bool = False
+    steps: int = 0
+
+
+@dataclass
+class Served:
+    """What a directory serves: ``flows`` by tool name, and ``problems`` (one line each) for
+    the files that could not be served (compile errors, duplicate names)."""
+
+    flows: dict[str, ServedFlow] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def _object_schema(schema: Any) -> bool:
+    return isinstance(schema, dict) and schema.get("type") == "object"
+
+
+def _describe(path: Path, plan: Any, doc: str | None) -> str:
+    text = (doc or getattr(plan, "description", None) or "").strip()
+    return text or f"Run {path.name}"
+
+
+def _leading_doc(text: str) -> str | None:
+    """The ``///`` doc comment that opens a program (before its first declaration), if any."""
+    lines: list[str] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("///"):
+            lines.append(stripped[3:].strip())
+        elif stripped and not stripped.startswith("//"):
+            break
+    return "\n".join(lines).strip() or None
+
+
+def load_flow(path: Path) -> ServedFlow:
+    """Compile or load one program and describe it as a tool.  Raises FlowError."""
+    from agentflow import api
+    from agentflow.ir.loader import load_plan, load_plan_data
+
+    output_schema: dict[str, Any] | None = None
+    doc: str | None = None
+    if path.suffix == ".flow":
+        from agentflow.compiler.contracts import ContractError, contract_for
+        from agentflow.compiler.types import JSON
+
+        compiled = api.compile_flow(path)
+        plan = load_plan_data(compiled.plan, str(path))
+        check = compiled.check
+        doc = _leading_doc(path.read_text(encoding="utf-8"))
+        if check.output_type != JSON:
+            with contextlib.suppress(ContractError):
+                output_schema = contract_for(check.output_type, check.env)
+    else:
+        plan = load_plan(path)
+    input_schema = plan.input_schema or {"type": "object"}
+    wrap_input = not _object_schema(input_schema)
+    if wrap_input:
+        input_schema = {
+            "type": "object",
+            "properties": {"input": input_schema},
+            "required": ["input"],
+        }
+    wrap_output = output_schema is not None and not _object_schema(output_schema)
+    if wrap_output:
+        defs = output_schema.pop("$defs", None)  # type: ignore[union-attr]
+        output_schema.pop("$schema", None)  # type: ignore[union-attr]
+        output_schema = {
+            "type": "object",
+            "properties": {"result": output_schema},
+            "required": ["result"],
+            **({"$defs": defs} if defs else {}),
+        }
+    return ServedFlow(
+        name=plan.name,
+        path=path,
+        plan=plan,
+        description=_describe(path, plan, doc),
+        input_schema=input_schema,
+        output_schema=output_schema,
+        wrap_input=wrap_input,
+        wrap_output=wrap_output,
+        steps=len(plan.steps),
+    )
+
+
+def discover(directory: Path) -> Served:
+    """The programs of ``directory`` (sorted by file name) as tools; never raises for a program
+    that does not compile (it is left out, with its first problem in ``problems``)."""
+    served = Served()
+    files = sorted(
+        p
+        for p in directory.iterdir()
+        if p.is_file() and (p.suffix == ".flow" or p.name.endswith(PLAN_SUFFIXES))
+    )
+    for path in files:
+        try:
+            flow = load_flow(path)
+        except FlowError as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            served.problems.append(f"{path.name}: not served: {first}")
+            continue
+        if flow.name in served.flows:
+            other = served.flows[flow.name].path.name
+            served.problems.append(
+                f"{path.name}: not served: its name `{flow.name}` is {other}'s too"
+            )
+            continue
+        served.flows[flow.name] = flow
+    return served
+
+
+# ----------------------------------------------------------------------------- the MCP server
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1)
+
+
+def ask_form(request: Any) -> dict[str, Any]:
+    """The elicitation form of an ``ask`` (``AskRequest``): one field ``answer`` typed from its
+    schema (string by default), its choices as an enum."""
+    schema = dict(request.schema) if isinstance(request.schema, dict) else {"type": "string"}
+    for key in ("$schema", "$defs", "title"):
+        schema.pop(key, None)
+    if request.choices:
+        schema = {**schema, "enum": list(request.choices)}
+    enum = schema.get("enum")
+    if "type" not in schema and isinstance(enum, list) and enum:
+        kinds = {type(v) for v in enum}
+        if kinds <= {str}:
+            schema["type"] = "string"
+        elif kinds <= {int}:
+            schema["type"] = "integer"
+        elif kinds <= {int, float}:
+            schema["type"] = "number"
+    if schema.get("type") not in ("string", "integer", "number", "boolean", "array"):
+        schema = {"type": "string", "description": "JSON text"}
+    schema.setdefault("title", "answer")
+    return {"type": "object", "properties": {"answer": schema}, "required": ["answer"]}
+
+
+class McpFlowServer:
+    """The MCP server of :func:`discover`'s tools.
+
+    ``directory``: the served directory; ``config``: a ``flow.toml`` path or Config (default:
+    the one found from ``directory``); ``workspace``: the runs' workspace root (default
+    ``directory``).
+    """
+
+    def __init__(
+        self, directory: Path, *, config: Any = None, workspace: Path | None = None
+    ) -> None:
+        from agentflow.runtime.config import load_config
+
+        self.directory = directory
+        self.served = discover(directory)
+        self.config = config if config is not None else load_config(cwd=directory)
+        if not hasattr(self.config, "mcp"):
+            self.config = load_config(config)
+        self.workspace = workspace or directory
+        self.server = self._build()
+
+    def _build(self) -> Any:
+        from mcp.server.lowlevel import Server
+
+        from agentflow.core.version import __version__
+
+        return Server(
+            "flowc",
+            version=__version__,
+            instructions=f"Workflows of {self.directory.name}/, run by flowc.",
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+        )
+
+    async def _list_tools(self, ctx: Any, params: Any) -> Any:
+        from mcp.types import ListToolsResult, Tool
+
+        tools = [
+            Tool(
+                name=f.name,
+                description=f.description,
+                input_schema=f.input_schema,
+                output_schema=f.output_schema,
+            )
+            for f in self.served.flows.values()
+        ]
+        return ListToolsResult(tools=tools)
+
+    async def _call_tool(self, ctx: Any, params: Any) -> Any:
+        from mcp.types import CallToolResult, TextContent
+
+        from agentflow import api
+        from agentflow.runtime.events import CallbackSink
+        from agentflow.runtime.executor import Hooks
+
+        flow = self.served.flows.get(params.name)
+        if flow is None:
+            names = ", ".join(self.served.flows) or "none"
+            return CallToolResult(
+                content=[TextContent(text=f"unknown tool {params.name!r} (tools: {names})")],
+                is_error=True,
+            )
+        args = dict(params.arguments or {})
+        run_input = args.get("input") if flow.wrap_input else args
+        progress = _Progress(ctx, flow.steps)
+        try:
+            result = await api.run(
+                flow.plan,
+                run_input,
+                config=self.config,
+                workspace=self.workspace,
+                hooks=Hooks(interlocutor=_Elicitor(ctx)),
+                sinks=[CallbackSink(progress.on_event)],
+                shape_cache=False,
+            )
+        except FlowError as exc:  # bad input, a tool that does not resolve, no model
+            await progress.flush()
+            return CallToolResult(content=[TextContent(text=str(exc))], is_error=True)
+        await progress.flush()
+        if result.status in ("ok", "exited"):
+            output = result.output
+            structured = None
+            if flow.output_schema is not None:
+                structured = {"result": output} if flow.wrap_output else output
+            return CallToolResult(
+                content=[TextContent(text=_text(output))], structured_content=structured
+            )
+        error = result.error or {}
+        where = f" (step {error['step_path']})" if error.get("step_path") else ""
+        return CallToolResult(
+            content=[
+                TextContent(
+                    text=f"{error.get('code', result.status)}: {error.get('message')}{where}"
+                )
+            ],
+            is_error=True,
+        )
+
+    # ------------------------------------------------------------------ transports
+
+    async def serve_stdio(self) -> None:
+        """Serve over the process's stdin/stdout until the client closes them."""
+        from mcp.server.stdio import stdio_server
+
+        async with stdio_server() as (read, write):
+            await self.server.run(read, write, self.server.create_initialization_options())
+
+    async def serve_http(self, host: str = "127.0.0.1", port: int = 8000) -> None:
+        """Serve over streamable HTTP at ``http://HOST:PORT/mcp`` until cancelled."""
+        import uvicorn
+
+        app = self.server.streamable_http_app(host=host)
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+        await uvicorn.Server(config).serve()
+
+
+class _Elicitor:
+    """The interlocutor of a served run: each ``ask`` is an elicitation request to the client
+    (related to the tool call, so streamable HTTP sends it on the call's stream)."""
+
+    def __init__(self, ctx: Any) -> None:
+        self.ctx = ctx
+
+    async def __call__(self, request: Any) -> Any:
+        from mcp.types import ClientCapabilities, ElicitationCapability
+
+        from agentflow.runtime.executor import NO_ANSWER
+
+        session = self.ctx.session
+        if not session.check_client_capability(
+            ClientCapabilities(elicitation=ElicitationCapability())
+        ):
+            return NO_ANSWER
+        form = ask_form(request)
+        result = await session.elicit_form(
+            request.question, form, related_request_id=self.ctx.request_id
+        )
+        if result.action != "accept" or not result.content or "answer" not in result.content:
+            return NO_ANSWER
+        answer = result.content["answer"]
+        wants = form["properties"]["answer"]
+        if wants.get("description") == "JSON text" and isinstance(answer, str):
+            with contextlib.suppress(ValueError):
+                return json.loads(answer)
+        return answer
+
+
+class _Progress:
+    """Progress notifications of a served run: one per finished top-level step, when the
+    client asked for them (``_meta.progressToken``)."""
+
+    def __init__(self, ctx: Any, total: int) -> None:
+        meta = getattr(ctx, "meta", None) or {}
+        self.token = meta.get("progress_token", meta.get("progressToken"))
+        self.ctx = ctx
+        self.total = total
+        self.done = 0
+        self.tasks: list[asyncio.Task[None]] = []
+
+    def on_event(self, event: Any) -> None:
+        if self.token is None or event.kind != "step_finished" or "/" in event.path:
+            return
+        if len(event.stack) != 1:
+            return
+        self.done += 1
+        status = "failed" if event.data.get("error") else "done"
+        message = f"step {event.path} {status}"
+        self.tasks.append(
+            asyncio.ensure_future(
+                self.ctx.session.send_progress_notification(
+                    self.token,
+                    float(self.done),
+                    float(max(self.total, self.done)),
+                    message,
+                    related_request_id=self.ctx.request_id,
+                )
+            )
+        )
+
+    async def flush(self) -> None:
+        if self.tasks:
+            await asyncio.gather(*self.tasks, return_exceptions=True)
+            self.tasks.clear()
+
+
+def serve(
+    directory: Path,
+    *,
+    http: int | None = None,
+    host: str = "127.0.0.1",
+    config: Any = None,
+    workspace: Path | None = None,
+) -> None:
+    """Serve ``directory``'s programs (stdio, or streamable HTTP on ``http``); reports the
+    tools and the files left out on stderr.  Raises ConfigError for a broken configuration."""
+    server = McpFlowServer(directory, config=config, workspace=workspace)
+    for problem in server.served.problems:
+        print(f"flowc serve: {problem}", file=sys.stderr)
+    names = ", ".join(server.served.flows) or "none"
+    where = f"http://{host}:{http}/mcp" if http is not None else "stdio"
+    print(f"flowc serve: {len(server.served.flows)} tool(s) on {where}: {names}", file=sys.stderr)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(server.serve_http(host, http) if http is not None else server.serve_stdio())
+
+
+__all__ = ["McpFlowServer", "ServedFlow", "ask_form", "discover", "load_flow", "serve"]
