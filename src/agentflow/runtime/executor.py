@@ -530,8 +530,8 @@ class Executor:
                     )
                     await self.effects.sleep(delay, path)
             result = raw
-            if step.result_schema is not None and info.handler is None:
-                check_tool_result(tool, raw, step.result_schema)
+            if info.step.result_schema is not None and info.handler is None:
+                check_tool_result(tool, raw, info.step.result_schema)
             if info.select is not None:
                 sel_scope = dict(scope)
                 sel_scope["result"] = raw
