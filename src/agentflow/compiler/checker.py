@@ -1616,12 +1616,22 @@ class _Checker:
                     D.INVALID_VALUE, f"budget `{key}` must be {unit} ≥ 0, found {v}", value.span
                 )
 
-    def positive_int(self, e: ast.Expr, what: str, *, allow_zero: bool = False) -> None:
+    def positive_int(
+        self, e: ast.Expr, what: str, example: str, *, allow_zero: bool = False
+    ) -> None:
         t = self.expr(e, INT)
         if isinstance(t, ErrorType):
             return
         ok, v = _const(e)
-        if ok and isinstance(v, int) and (v < 0 or (v == 0 and not allow_zero)):
+        if not ok:
+            # the plan holds a number here (map concurrency, agent rounds, retry attempts)
+            self.report(
+                D.INVALID_VALUE,
+                f"{what} must be an integer literal: it is fixed when the flow is compiled",
+                e.span,
+                hint=f"write a number, e.g. `{example}`",
+            )
+        elif isinstance(v, int) and (v < 0 or (v == 0 and not allow_zero)):
             need = "zero or more" if allow_zero else "positive"
             self.report(D.INVALID_VALUE, f"{what} must be {need}, found {v}", e.span)
 
@@ -1634,7 +1644,7 @@ class _Checker:
     def e_MapExpr(self, e: ast.MapExpr, hint: Type | None) -> Type:
         elem = self.elem_type(e.over, "map")
         if e.limit is not None:
-            self.positive_int(e.limit, "`limit`")
+            self.positive_int(e.limit, "`limit`", "limit 4")
         h = self._hint_parts(hint)
         body_hint = h.elem if isinstance(h, ListType) else None
         self.loop_scope(e.var, elem, e)
@@ -1920,15 +1930,23 @@ class _Checker:
                     self.report(D.INVALID_DURATION, "`timeout` must be a positive duration", v.span)
                 elif isinstance(v, ast.Unary) and v.op == "-":
                     self.report(D.INVALID_DURATION, "`timeout` must be a positive duration", v.span)
+                elif not isinstance(v, ast.DurationLit):
+                    # the plan's step `timeout` is a fixed duration text
+                    self.report(
+                        D.INVALID_VALUE,
+                        "`timeout` must be a duration literal: it is fixed when the flow is compiled",
+                        v.span,
+                        hint="write a duration, e.g. `timeout 90s`",
+                    )
         elif kind == "max_iterations":
-            self.positive_int(v, "`max_iterations`")
+            self.positive_int(v, "`max_iterations`", "max_iterations 6")
         elif kind == "budget":
             if isinstance(v, ast.BudgetSpec):
                 self.budget(v)
         elif kind == "retry":
             if isinstance(v, ast.RetrySpec):
                 if v.attempts is not None:
-                    self.positive_int(v.attempts, "`attempts`", allow_zero=True)
+                    self.positive_int(v.attempts, "`attempts`", "attempts: 1", allow_zero=True)
                     ok, n = _const(v.attempts)
                     if ok and isinstance(n, int) and n > MAX_RETRY_ATTEMPTS:
                         self.report(
