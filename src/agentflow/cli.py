@@ -586,8 +586,8 @@ def cost_cmd(file: str, as_json: bool) -> None:
     help="Print an `extern tool` declaration for each non-builtin tool, to paste into a .flow.",
 )
 def tools_cmd(config: str | None, as_json: bool, no_connect: bool, as_extern: bool) -> None:
-    """List the tool catalog: name, source, description, input schema summary
-    (docs/spec/RUNTIME.md §4)."""
+    """List the tool catalog: name, source, description and input schema summary of every tool
+    (builtin, user__ Python, plan__ and MCP server__ tools) the configuration provides."""
     from agentflow.runtime.config import load_config
     from agentflow.runtime.interrupt import run as run_loop
     from agentflow.runtime.tools.build import list_catalog
