@@ -1,0 +1,91 @@
+"""The language reference (``docs/reference/``) covers the whole vocabulary: every keyword of the
+grammar, every diagnostic code and every run-time error code appears in its code (inline code
+spans or code blocks), and the index links every page."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+REFERENCE = ROOT / "docs" / "reference"
+
+
+def language_vocabulary() -> dict[str, set[str]]:
+    """The words the reference must cover, by kind: ``keyword`` (the grammar's keyword
+    terminals, spelled as written in `.flow`), ``diagnostic code`` (the checker's registry) and
+    ``run-time error code`` (the codes a step or run can fail with)."""
+    from agentflow.compiler.diagnostics import CODES
+    from agentflow.grammar.parser import KEYWORDS
+    from agentflow.ir.models import ERROR_CODES
+
+    grammar = (ROOT / "src" / "agentflow" / "grammar" / "flow.lark").read_text(encoding="utf-8")
+    declared = {
+        word for line in re.findall(r"^%declare (.*)$", grammar, re.M) for word in line.split()
+    }
+    # a keyword terminal is named after its word (MAX_ITERATIONS is `max_iterations`); the
+    # scanner's table says which words are keywords (NAME, LPAR … are token classes)
+    keywords = {word for word, terminal in KEYWORDS.items() if terminal in declared}
+    assert len(keywords) == len(KEYWORDS), "the scanner knows keywords the grammar does not"
+    return {
+        "keyword": keywords,
+        "diagnostic code": set(CODES),
+        "run-time error code": set(ERROR_CODES),
+    }
+
+
+def _code_words() -> set[str]:
+    """Every word written as code in the reference (inline spans and fenced blocks)."""
+    words: set[str] = set()
+    for page in REFERENCE.glob("*.md"):
+        text = page.read_text(encoding="utf-8")
+        blocks = re.findall(r"^```[^\n]*\n(.*?)^```", text, re.S | re.M)
+        rest = re.sub(r"^```[^\n]*\n.*?^```", "", text, flags=re.S | re.M)
+        spans = re.findall(r"`([^`\n]+)`", rest)
+        for code in blocks + spans:
+            words.update(re.findall(r"[A-Za-z_][A-Za-z0-9_-]*", code))
+    return words
+
+
+@pytest.mark.parametrize("kind", ["keyword", "diagnostic code", "run-time error code"])
+def test_reference_mentions_every_word_of_the_vocabulary(kind):
+    words = language_vocabulary()[kind]
+    missing = sorted(words - _code_words())
+    assert missing == [], f"docs/reference/ never shows the {kind}s {missing} as code"
+
+
+def test_reference_index_links_every_page():
+    index = (REFERENCE / "README.md").read_text(encoding="utf-8")
+    linked = set(re.findall(r"\]\(([a-z0-9-]+\.md)(?:#[^)]*)?\)", index))
+    pages = {p.name for p in REFERENCE.glob("*.md")} - {"README.md"}
+    assert pages - linked == set(), f"docs/reference/README.md does not link {pages - linked}"
+    assert linked - pages == set(), f"docs/reference/README.md links missing pages {linked - pages}"
+
+
+def test_reference_links_point_at_existing_pages_and_sections():
+    """Relative links between documentation pages resolve, anchors included."""
+    docs = ROOT / "docs"
+    problems = []
+    for page in [*docs.rglob("*.md"), ROOT / "README.md"]:
+        text = page.read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+://|mailto:", target):
+                continue
+            file, _, anchor = target.partition("#")
+            dest = (page.parent / file).resolve() if file else page
+            if not dest.exists():
+                problems.append(f"{page.relative_to(ROOT)}: {target}: no such file")
+            elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
+                problems.append(f"{page.relative_to(ROOT)}: {target}: no such section")
+    assert problems == []
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's anchors of a page's headings: lower-case, punctuation dropped, blanks → ``-``."""
+    out = set()
+    for heading in re.findall(r"^#{1,6} (.*)$", page.read_text(encoding="utf-8"), re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        out.add(slug)
+    return out
