@@ -1370,7 +1370,8 @@ class _Checker:
             return ERROR
         if isinstance(r, MapType):
             return r.value
-        self.report(D.UNKNOWN_FIELD, f"`{type_str(ot)}` has no field `{name}`", span)
+        hint = _LENGTH_HINTS.get(name) if self.countable(r) else None
+        self.report(D.UNKNOWN_FIELD, f"`{type_str(ot)}` has no field `{name}`", span, hint=hint)
         return ERROR
 
     def countable(self, r: Type) -> bool:
@@ -1484,7 +1485,8 @@ class _Checker:
                         D.UNKNOWN_TOOL,
                         f"unknown tool `{callee.name}`",
                         callee.span,
-                        hint=_suggest(callee.name, list(self.tool_decls)),
+                        hint=_suggest(callee.name, list(self.tool_decls))
+                        or _LENGTH_HINTS.get(callee.name),
                     )
                 for a in e.args:
                     self.infer(a.value)
@@ -1973,6 +1975,13 @@ _DISPATCH: dict[type, Any] = {}
 def _no_rule(checker: _Checker, e: ast.Expr, hint: Type | None) -> Type:
     """Typing rule of a node class with no ``e_`` method: the error type."""
     return ERROR
+
+
+#: what users of other languages write for a length: ``xs.length``, ``len(xs)`` …
+_LENGTH_HINTS = {
+    name: "the length of an array, a text or a map is `.count` (`xs.count`)"
+    for name in ("length", "len", "size", "count", "Count", "Length")
+}
 
 
 def _suggest(name: str, candidates) -> str | None:
