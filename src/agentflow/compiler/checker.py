@@ -983,6 +983,16 @@ class _Checker:
         sym = self.lookup(e.name)
         if sym is not None:
             self.refs[id(e)] = sym
+            if isinstance(sym.type, UseType):
+                # agent targets resolve their aliases themselves (agent_target): here the
+                # alias is used as a value, which it is not (even where `json` is expected)
+                self.report(
+                    D.TYPE_MISMATCH,
+                    f"`{e.name}` is a `use {sym.type.kind}` alias, not a value",
+                    e.span,
+                    hint="a `use` alias can only be the target of `agent(…)`",
+                )
+                return ERROR
             return sym.type
         if e.name in self.all_stages:
             later = self.all_stages[e.name]
@@ -1290,6 +1300,13 @@ class _Checker:
     # member access ------------------------------------------------------------------------
 
     def e_Member(self, e: ast.Member, hint: Type | None) -> Type:
+        if isinstance(e.obj, ast.Name):
+            sym = self.lookup(e.obj.name)
+            if sym is not None and isinstance(sym.type, UseType):
+                # `dev.main` outside `agent(…)`: member_type says what it is for
+                self.refs[id(e.obj)] = sym
+                self.types[id(e.obj)] = sym.type
+                return self.member_type(sym.type, e.name, e.name_span, e)
         ot = self.infer(e.obj)
         return self.member_type(ot, e.name, e.name_span, e)
 
