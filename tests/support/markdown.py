@@ -68,9 +68,14 @@ def fences(path: Path) -> list[Fence]:
     return out
 
 
+#: the implementers' specification, kept as written: its blocks are fragments, not programs
+SPEC = DOCS / "spec"
+
+
 def doc_files() -> list[Path]:
-    """The user documentation: every Markdown file under ``docs/`` and the README."""
-    return sorted(DOCS.rglob("*.md")) + [ROOT / "README.md"]
+    """The user documentation: every Markdown file under ``docs/`` (but the specification,
+    :data:`SPEC`) and the README."""
+    return [p for p in sorted(DOCS.rglob("*.md")) if SPEC not in p.parents] + [ROOT / "README.md"]
 
 
 def all_fences(lang: str) -> list[Fence]:
