@@ -18,7 +18,7 @@ def language_vocabulary() -> dict[str, set[str]]:
     terminals, spelled as written in `.flow`), ``diagnostic code`` (the checker's registry) and
     ``run-time error code`` (the codes a step or run can fail with)."""
     from agentflow.compiler.diagnostics import CODES
-    from agentflow.grammar.parser import KEYWORDS
+    from agentflow.grammar.scanner import KEYWORDS
     from agentflow.ir.models import ERROR_CODES
 
     grammar = (ROOT / "src" / "agentflow" / "grammar" / "flow.lark").read_text(encoding="utf-8")
