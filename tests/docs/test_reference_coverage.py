@@ -14,23 +14,14 @@ REFERENCE = ROOT / "docs" / "reference"
 
 
 def language_vocabulary() -> dict[str, set[str]]:
-    """The words the reference must cover, by kind: ``keyword`` (the grammar's keyword
-    terminals, spelled as written in `.flow`), ``diagnostic code`` (the checker's registry) and
-    ``run-time error code`` (the codes a step or run can fail with)."""
-    from agentflow.compiler.diagnostics import CODES
-    from agentflow.grammar.scanner import KEYWORDS
-    from agentflow.ir.models import ERROR_CODES
+    """The words the reference must cover, by kind: ``keyword`` (every keyword of `.flow`),
+    ``diagnostic code`` (the checker's registry) and ``run-time error code`` (the codes a step
+    or run can fail with) — as the language's one vocabulary defines them."""
+    from agentflow.core.diagnostics import CODES
+    from agentflow.core.vocabulary import ERROR_CODES, KEYWORDS
 
-    grammar = (ROOT / "src" / "agentflow" / "grammar" / "flow.lark").read_text(encoding="utf-8")
-    declared = {
-        word for line in re.findall(r"^%declare (.*)$", grammar, re.M) for word in line.split()
-    }
-    # a keyword terminal is named after its word (MAX_ITERATIONS is `max_iterations`); the
-    # scanner's table says which words are keywords (NAME, LPAR … are token classes)
-    keywords = {word for word, terminal in KEYWORDS.items() if terminal in declared}
-    assert len(keywords) == len(KEYWORDS), "the scanner knows keywords the grammar does not"
     return {
-        "keyword": keywords,
+        "keyword": set(KEYWORDS),
         "diagnostic code": set(CODES),
         "run-time error code": set(ERROR_CODES),
     }
