@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
+from support.paths import DOCS, REPO
 
-ROOT = Path(__file__).resolve().parents[2]
-REFERENCE = ROOT / "docs" / "reference"
+REFERENCE = DOCS / "reference"
 
 
 def language_vocabulary() -> dict[str, set[str]]:
@@ -57,8 +57,7 @@ def test_reference_index_links_every_page():
 
 def test_reference_links_point_at_existing_pages_and_sections():
     """Relative links of the reference, the tutorial and the README resolve, anchors included."""
-    docs = ROOT / "docs"
-    pages = [*REFERENCE.glob("*.md"), *(docs / "tutorial").glob("*.md"), ROOT / "README.md"]
+    pages = [*REFERENCE.glob("*.md"), *(DOCS / "tutorial").glob("*.md"), REPO / "README.md"]
     problems = []
     for page in pages:
         text = page.read_text(encoding="utf-8")
@@ -68,9 +67,9 @@ def test_reference_links_point_at_existing_pages_and_sections():
             file, _, anchor = target.partition("#")
             dest = (page.parent / file).resolve() if file else page
             if not dest.exists():
-                problems.append(f"{page.relative_to(ROOT)}: {target}: no such file")
+                problems.append(f"{page.relative_to(REPO)}: {target}: no such file")
             elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
-                problems.append(f"{page.relative_to(ROOT)}: {target}: no such section")
+                problems.append(f"{page.relative_to(REPO)}: {target}: no such section")
     assert problems == []
 
 

@@ -24,9 +24,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "examples"
+from support.paths import EXAMPLES
+from support.paths import REPO as ROOT
 
 
 def _tracked_files() -> list[str]:

@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-DOCS = ROOT / "docs"
+from support.paths import DOCS
+from support.paths import REPO as ROOT
 
 _OPEN = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
 _MARK = re.compile(r"//\s*(error|warning)\[([a-z0-9-]+)\](?::\s*((?:(?!//).)*?))?\s*(?=//|$)")
