@@ -1018,6 +1018,7 @@ class _Checker:
                 if meant in scope:
                     scope[meant].used = True
                     break
+        hint = hint or _OPERATOR_HINTS.get(e.name)
         self.report(D.UNKNOWN_NAME, f"unknown name `{e.name}`", e.span, hint=hint)
         return ERROR
 
@@ -1998,6 +1999,17 @@ def _no_rule(checker: _Checker, e: ast.Expr, hint: Type | None) -> Type:
 _LENGTH_HINTS = {
     name: "the length of an array, a text or a map is `.count` (`xs.count`)"
     for name in ("length", "len", "size", "count", "Count", "Length")
+}
+
+
+#: operators of other languages written between two values (``s matches "x"``): a name to
+#: the checker, which then says what `.flow` has instead
+_OPERATOR_HINTS = {
+    name: "`.flow` has no `"
+    + name
+    + '` operator: `needle in text` tests for a substring, `@pattern("…")` constrains a'
+    " type, and the `grep` tool searches files"
+    for name in ("matches", "like", "contains")
 }
 
 
