@@ -80,3 +80,79 @@ def _anchors(page: Path) -> set[str]:
         slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
         out.add(slug)
     return out
+
+
+def cli_options() -> set[tuple[str, str]]:
+    """``(command, option)`` for every option of every ``flowc`` command (``-o`` and
+    ``--output`` alike), read from the click command tree."""
+    import click
+
+    from agentflow.cli import main
+
+    out: set[tuple[str, str]] = set()
+
+    def walk(cmd: click.Command, path: str) -> None:
+        if isinstance(cmd, click.Group):
+            for name, sub in cmd.commands.items():
+                walk(sub, f"{path} {name}")
+            return
+        for param in cmd.params:
+            out.update((path, o) for o in param.opts if o.startswith("-"))
+
+    walk(main, "flowc")
+    return out
+
+
+def test_cli_reference_names_every_command_and_option():
+    text = (REFERENCE / "cli.md").read_text(encoding="utf-8")
+    missing = sorted(
+        f"{cmd} {opt}" for cmd, opt in cli_options() if cmd not in text or opt not in text
+    )
+    assert missing == [], f"docs/reference/cli.md does not describe {missing}"
+
+
+def config_keys() -> set[str]:
+    """Every key ``flow.toml`` accepts, as the configuration models name them (field aliases
+    included; ``path`` is where the file came from, not a key)."""
+    from pydantic import BaseModel
+
+    from agentflow.runtime.config import Config
+
+    keys: set[str] = set()
+    seen: set[type] = set()
+
+    def walk(model: type[BaseModel]) -> None:
+        if model in seen:
+            return
+        seen.add(model)
+        for name, field in model.model_fields.items():
+            keys.add(field.alias or name)
+            for inner in _models_in(field.annotation):
+                walk(inner)
+
+    walk(Config)
+    return keys - {"path"}
+
+
+def _models_in(annotation) -> list[type]:
+    from typing import get_args
+
+    from pydantic import BaseModel
+
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in get_args(annotation) for m in _models_in(arg)]
+
+
+def test_configuration_reference_names_every_flow_toml_key():
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_-]*", _code_text(REFERENCE / "configuration.md")))
+    missing = sorted(config_keys() - words)
+    assert missing == [], f"docs/reference/configuration.md never shows the keys {missing}"
+
+
+def _code_text(page: Path) -> str:
+    """The code of a page: its fenced blocks and inline code spans, joined."""
+    text = page.read_text(encoding="utf-8")
+    blocks = re.findall(r"^```[^\n]*\n(.*?)^```", text, re.S | re.M)
+    rest = re.sub(r"^```[^\n]*\n.*?^```", "", text, flags=re.S | re.M)
+    return "\n".join(blocks + re.findall(r"`([^`\n]+)`", rest))
