@@ -202,12 +202,22 @@ def _compile(file: str) -> api.CompiledFlow:
 
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.argument("type_name")
-def schema(file: str, type_name: str) -> None:
-    """Print the JSON Schema contract of TYPE_NAME declared in FILE."""
+@click.argument("type_name", required=False)
+@click.option(
+    "--input",
+    "show_input",
+    is_flag=True,
+    help="Print the schema the run's input is validated against (its `input` type).",
+)
+def schema(file: str, type_name: str | None, show_input: bool) -> None:
+    """Print the JSON Schema contract of TYPE_NAME declared in FILE, or with --input the schema
+    of FILE's input (a schema without constraints when FILE declares no `input`: any JSON
+    value is accepted)."""
     from agentflow.compiler import types as T
     from agentflow.compiler.contracts import ContractError, contract_for
 
+    if (type_name is None) == (not show_input):
+        raise click.UsageError("give either a TYPE_NAME or --input (not both)")
     if not Path(file).is_file():
         raise click.UsageError(f"{file}: no such file")
     try:
@@ -220,7 +230,9 @@ def schema(file: str, type_name: str) -> None:
 
         _err(_render(result.errors, {file: read_source(file)}, "text"))
         sys.exit(1)
-    if type_name not in result.env.names():
+    if show_input:
+        target: T.Type = result.input_type
+    elif type_name not in result.env.names():
         from agentflow.core.diagnostics import did_you_mean
 
         declared = sorted(result.env.names())
@@ -236,8 +248,10 @@ def schema(file: str, type_name: str) -> None:
             hint = f"declared types: {listed}" if usable else "it declares no types"
         _err(f"{file}: no type `{type_name}`; {hint}")
         sys.exit(1)
+    else:
+        target = T.NamedRef(type_name)
     try:
-        data = contract_for(T.NamedRef(type_name), result.env)
+        data = contract_for(target, result.env)
     except ContractError as e:
         _err(f"{file}: {e}")
         sys.exit(1)
@@ -576,8 +590,8 @@ def cost_cmd(file: str, as_json: bool) -> None:
     help="Print an `extern tool` declaration for each non-builtin tool, to paste into a .flow.",
 )
 def tools_cmd(config: str | None, as_json: bool, no_connect: bool, as_extern: bool) -> None:
-    """List the tool catalog: name, source, description, input schema summary
-    (docs/spec/RUNTIME.md §4)."""
+    """List the tool catalog: name, source, description and input schema summary of every tool
+    (builtin, user__ Python, plan__ and MCP server__ tools) the configuration provides."""
     from agentflow.runtime.config import load_config
     from agentflow.runtime.interrupt import run as run_loop
     from agentflow.runtime.tools.build import list_catalog

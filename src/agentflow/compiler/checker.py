@@ -1136,6 +1136,16 @@ class _Checker:
         sym = self.lookup(e.name)
         if sym is not None:
             self.refs[id(e)] = sym
+            if isinstance(sym.type, UseType):
+                # agent targets resolve their aliases themselves (agent_target): here the
+                # alias is used as a value, which it is not (even where `json` is expected)
+                self.report(
+                    D.TYPE_MISMATCH,
+                    f"`{e.name}` is a `use {sym.type.kind}` alias, not a value",
+                    e.span,
+                    hint="a `use` alias can only be the target of `agent(…)`",
+                )
+                return ERROR
             return sym.type
         if e.name in self.all_stages:
             later = self.all_stages[e.name]
@@ -1164,6 +1174,7 @@ class _Checker:
                 if meant in scope:
                     scope[meant].used = True
                     break
+        hint = hint or _OPERATOR_HINTS.get(e.name)
         self.report(D.UNKNOWN_NAME, f"unknown name `{e.name}`", e.span, hint=hint)
         return ERROR
 
@@ -1614,7 +1625,7 @@ class _Checker:
             return ERROR
         if isinstance(r, MapType):
             return r.value
-        hint = _suggest(name, ["count"]) if self.countable(r) else None
+        hint = (_LENGTH_HINTS.get(name) or _suggest(name, ["count"])) if self.countable(r) else None
         self.report(D.UNKNOWN_FIELD, f"`{type_str(ot)}` has no field `{name}`", span, hint=hint)
         return ERROR
 
@@ -1784,7 +1795,7 @@ class _Checker:
                         D.UNKNOWN_TOOL,
                         f"unknown tool `{callee.name}`",
                         callee.span,
-                        hint=self.tool_hint(callee.name),
+                        hint=_LENGTH_HINTS.get(callee.name) or self.tool_hint(callee.name),
                     )
                 for a in e.args:
                     self.infer(a.value)
@@ -2421,6 +2432,24 @@ _DISPATCH: dict[type, Any] = {}
 def _no_rule(checker: _Checker, e: ast.Expr, hint: Type | None) -> Type:
     """Typing rule of a node class with no ``e_`` method: the error type."""
     return ERROR
+
+
+#: what users of other languages write for a length: ``xs.length``, ``len(xs)`` …
+_LENGTH_HINTS = {
+    name: "the length of an array, a text or a map is `.count` (`xs.count`)"
+    for name in ("length", "len", "size", "count", "Count", "Length")
+}
+
+
+#: operators of other languages written between two values (``s matches "x"``): a name to
+#: the checker, which then says what `.flow` has instead
+_OPERATOR_HINTS = {
+    name: "`.flow` has no `"
+    + name
+    + '` operator: `needle in text` tests for a substring, `@pattern("…")` constrains a'
+    " type, and the `grep` tool searches files"
+    for name in ("matches", "like", "contains")
+}
 
 
 def _suggest(name: str, candidates) -> str | None:

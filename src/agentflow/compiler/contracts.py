@@ -157,7 +157,11 @@ def _with_constraints(schema: dict, f: T.Field, env: T.TypeEnv) -> dict:
 
 def _apply(schema: dict, constraints: dict[str, tuple], env: T.TypeEnv) -> dict:
     out = dict(schema)
-    is_array = out.get("type") == "array"
+    # `@length` bounds a text's characters, an array's items or a map's keys
+    lo_key, hi_key = {
+        "array": ("minItems", "maxItems"),
+        "object": ("minProperties", "maxProperties"),
+    }.get(out.get("type"), ("minLength", "maxLength"))
     for name, args in constraints.items():
         if name == "range":
             lo, hi = (list(args) + [None, None])[:2]
@@ -168,9 +172,9 @@ def _apply(schema: dict, constraints: dict[str, tuple], env: T.TypeEnv) -> dict:
         elif name == "length":
             lo, hi = (list(args) + [None, None])[:2]
             if lo is not None:
-                out["minItems" if is_array else "minLength"] = lo
+                out[lo_key] = lo
             if hi is not None:
-                out["maxItems" if is_array else "maxLength"] = hi
+                out[hi_key] = hi
         elif name == "pattern" and args:
             out["pattern"] = args[0]
         elif name == "format" and args:

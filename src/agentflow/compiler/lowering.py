@@ -1029,6 +1029,8 @@ class _Lowerer:
         inp: dict[str, Any] = {"question": self.text_value(e.question, ctx)}
         if e.expect is not None:
             inp["schema"] = contract_for(self.r.type_of(e), self.env)
+            if "enum" in inp["schema"]:  # `expect "ship" | "hold"`: offer them as choices
+                inp["choices"] = list(inp["schema"]["enum"])
         if e.default is not None:
             inp["when_unanswered"] = {"default": self.value_input(e.default, ctx)}
         elif e.else_fail is not None:

@@ -1,0 +1,34 @@
+"""`xs.length`, `xs.size`, `len(xs)`: users of other languages get pointed at `.count`."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentflow.compiler.api import check_source
+
+HEAD = "input { xs: text[], t: text, m: map<int> }\nstage s -> int {\n"
+
+
+@pytest.mark.parametrize(
+    "expr, code",
+    [
+        ("input.xs.length", "unknown-field"),
+        ("input.t.size", "unknown-field"),
+        ("len(input.xs)", "unknown-tool"),
+        ("length(input.t)", "unknown-tool"),
+    ],
+)
+def test_a_length_spelt_as_elsewhere_hints_at_count(expr, code):
+    (diag,) = check_source(HEAD + f"  return {expr}\n}}\n", "s.flow").diagnostics
+    assert diag.code == code
+    assert diag.hint == "the length of an array, a text or a map is `.count` (`xs.count`)"
+
+
+def test_an_object_field_typo_keeps_its_did_you_mean():
+    src = "type T { lenght: int }\ninput { x: T }\nstage s -> int {\n  return input.x.length\n}\n"
+    (diag,) = check_source(src, "s.flow").diagnostics
+    assert diag.code == "unknown-field" and diag.hint == "did you mean `lenght`?"
+
+
+def test_a_map_reads_any_key_as_a_field():
+    assert check_source(HEAD + "  return input.m.length\n}\n", "s.flow").ok
