@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
     )
     from agentflow.errors import (
         ConfigError,
+        ErrorInfo,
         FlowError,
         InputError,
         ModelError,
@@ -88,6 +89,7 @@ _EXPORTS: dict[str, str] = {
     "run": "agentflow.api",
     "run_sync": "agentflow.api",
     "ConfigError": "agentflow.errors",
+    "ErrorInfo": "agentflow.errors",
     "FlowError": "agentflow.errors",
     "InputError": "agentflow.errors",
     "ModelError": "agentflow.errors",
@@ -155,6 +157,7 @@ __all__ = [
     "CompileError",
     "CompiledFlow",
     "ConfigError",
+    "ErrorInfo",
     "FlowError",
     "InputError",
     "ModelError",

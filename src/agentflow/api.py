@@ -28,7 +28,7 @@ from agentflow.compiler.api import check_file, check_source, read_source
 from agentflow.compiler.checker import CheckResult
 from agentflow.core.diagnostics import Diagnostic
 from agentflow.core.spans import Span
-from agentflow.errors import ConfigError, FlowError, InputError, PlanLoadError
+from agentflow.errors import CompileError, ConfigError, FlowError, InputError, PlanLoadError
 
 if TYPE_CHECKING:  # the plan models (pydantic) and the runtime load only when a plan is run
     from typing import Literal
@@ -57,17 +57,6 @@ __all__ = [
     "graph",
     "report",
 ]
-
-
-class CompileError(FlowError):
-    """A `.flow` program with errors; ``diagnostics`` holds every one of them."""
-
-    def __init__(self, diagnostics: list[Diagnostic], sources: dict[str, str]):
-        self.diagnostics = diagnostics
-        self.sources = sources
-        first = diagnostics[0] if diagnostics else None
-        msg = f"{first.span}: {first.message}" if first else "compilation failed"
-        super().__init__(msg)
 
 
 @dataclass

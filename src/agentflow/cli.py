@@ -17,7 +17,7 @@ import click
 
 from agentflow import api
 from agentflow.core.spans import Span
-from agentflow.errors import FlowError, Interrupted, PlanLoadError
+from agentflow.errors import ErrorInfo, FlowError, Interrupted, PlanLoadError
 
 
 def _err(message: str) -> None:
@@ -338,7 +338,10 @@ def run(
         _err(f"interrupted by {interrupted.signal}; steps finished: {done}")
         sys.exit(interrupted.exit_code)
     if result.status not in ("ok", "exited"):
-        _show_run_error(result.error or {}, target)
+        if result.error is not None:
+            _show_run_error(result.error, target)
+        else:  # pragma: no cover - a failed run always says why
+            _err(f"error: the run ended with status {result.status}")
         sys.exit(1)
 
 
@@ -396,13 +399,10 @@ def _load_flow(target: str) -> Any:
     return load_plan_data(compiled.plan, target)
 
 
-def _show_run_error(error: dict, target: str) -> None:
-    code = error.get("code", "error")
-    msg = error.get("message", "")
-    path = error.get("step_path")
-    where = f" at step {path}" if path else ""
-    _err(f"error[{code}]{where}: {msg}")
-    loc = Span.parse(error.get("source"))
+def _show_run_error(error: ErrorInfo, target: str) -> None:
+    where = f" at step {error.step_path}" if error.step_path else ""
+    _err(f"error[{error.code}]{where}: {error.message}")
+    loc = Span.parse(error.source)
     if loc is not None and target.endswith(".flow"):
         try:
             text = Path(target).read_text(encoding="utf-8").splitlines()[loc.line - 1]
@@ -740,8 +740,8 @@ def ask(
     elif result.answer is not None:
         click.echo(result.answer)
     if not result.ok:
-        err = result.error or {}
-        _err(f"error[{err.get('code', 'error')}]: {err.get('message', '')}")
+        err = result.error
+        _err(f"error[{err.code}]: {err.message}" if err else f"error: {result.status}")
         sys.exit(1)
 
 
