@@ -33,8 +33,10 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
     from agentflow.api import (
         CompiledFlow,
         CompileError,
+        PlanCheck,
         build_catalog,
         check,
+        check_plan,
         compile_flow,
         compile_source,
         graph,
@@ -80,6 +82,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
 _EXPORTS: dict[str, str] = {
     "CompiledFlow": "agentflow.api",
     "CompileError": "agentflow.api",
+    "PlanCheck": "agentflow.api",
+    "check_plan": "agentflow.api",
     "check": "agentflow.api",
     "compile_flow": "agentflow.api",
     "compile_source": "agentflow.api",
@@ -156,6 +160,8 @@ __all__ = [
     "terminal_interlocutor",
     "CompileError",
     "CompiledFlow",
+    "PlanCheck",
+    "check_plan",
     "ConfigError",
     "ErrorInfo",
     "FlowError",

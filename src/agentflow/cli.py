@@ -25,14 +25,27 @@ def _err(message: str) -> None:
 
 
 def _fail(e: FlowError) -> NoReturn:
-    """Print a user error and exit 1: each problem of a PlanLoadError on its own line, anything
-    else as ``error: …``."""
-    if isinstance(e, PlanLoadError):
-        for problem in e.errors:
-            _err(str(problem))
+    """Print a user error and exit 1: the diagnostics of a PlanLoadError or CompileError as
+    ``flowc check`` renders them, anything else as ``error: …``."""
+    if isinstance(e, PlanLoadError | api.CompileError):
+        _err(_render(e.diagnostics, _with_sources(e.diagnostics, e.sources), "text"))
     else:
         _err(f"error: {e}")
     sys.exit(1)
+
+
+def _with_sources(diags: list, sources: dict[str, str]) -> dict[str, str]:
+    """``sources`` plus the text of every other file the diagnostics name that can be read (for
+    the source excerpts; a file that cannot be read is shown without)."""
+    out = dict(sources)
+    for d in diags:
+        file = d.span.file
+        if file not in out and d.span.line > 0:
+            try:
+                out[file] = Path(file).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError, ValueError):
+                out[file] = ""
+    return out
 
 
 # Options shared by `run` and `ask`.
@@ -490,32 +503,35 @@ def plan() -> None:
 @plan.command("validate")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--config", type=click.Path(dir_okay=False), help="flow.toml for tool resolution.")
-def plan_validate(file: str, config: str | None) -> None:
-    """Validate a plan file (structure, templates, and tool names against the catalog)."""
-    from agentflow.ir.validate import resolve_tools
-    from agentflow.runtime.config import load_config
-
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "sarif"]),
+    default="text",
+    help="Output format of the diagnostics.",
+)
+def plan_validate(file: str, config: str | None, fmt: str) -> None:
+    """Validate a plan file: YAML, structure, templates, and tool names against the catalog,
+    every problem in one run (exit 1 when there is one)."""
     if not Path(file).is_file():
         raise click.UsageError(f"{file}: no such file")
     try:
-        p = api.load(file)
-        cfg = load_config(config)
-        catalog = api.build_catalog(cfg, plan=p)  # builtins, user, plans, MCP (not connected)
-        names = set(catalog.names()) | {f"plan__{n}" for n in catalog.plans}
-        problems = resolve_tools(p, names, _configured_prefixes(cfg, catalog))
+        found = api.check_plan(file, config=config)
     except FlowError as e:
         _fail(e)
-    if problems:
-        for problem in problems:
-            _err(str(problem))
-        sys.exit(1)
-    click.echo(f"{file}: ok")
+    diags = found.diagnostics
+    if fmt != "text":
+        click.echo(_render(diags, found.sources, fmt))
+    elif diags:  # like `flowc check`: the report on stdout, the count on stderr
+        from agentflow.compiler.render import render_text, summary
 
-
-def _configured_prefixes(cfg: Any, catalog: Any) -> set[str]:
-    prefixes = set(getattr(catalog, "configured_prefixes", set()) or set())
-    prefixes.update(getattr(cfg, "mcp", {}) or {})
-    return prefixes
+        out = render_text(diags, found.sources, color=sys.stdout.isatty())
+        click.echo(out, nl=not out.endswith("\n"))
+        sys.stdout.flush()
+        _err(f"{file}: {summary(diags)}")
+    else:
+        click.echo(f"{file}: ok")
+    sys.exit(0 if found.ok else 1)
 
 
 @main.command("cost")

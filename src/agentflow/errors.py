@@ -41,7 +41,6 @@ __all__ = [
     "LoweringError",
     "ModelError",
     "PlanLoadError",
-    "PlanProblem",
     "RunAborted",
     "RunError",
     "SourceError",
@@ -102,28 +101,24 @@ class LoweringError(FlowError):
 
 
 class PlanLoadError(FlowError):
-    """A plan file that fails to load or validate; ``errors`` lists every problem found."""
+    """A plan file that fails to load or validate: ``diagnostics`` lists every problem found.
 
-    def __init__(self, errors: list[PlanProblem]):
-        self.errors = errors
-        super().__init__("\n".join(str(e) for e in errors))
+    Each is a :class:`~agentflow.core.diagnostics.Diagnostic` with a ``plan-*`` code, a span in
+    the plan file (a whole-file span, line 0, when there is no better one), a message and maybe a
+    hint; ``sources`` maps the plan file to its text when the loader read it (for the renderers'
+    source excerpts).  ``errors`` is the same list (its older name).  ``str()`` is one problem per
+    line, ``file:line:col: message (hint)``.
+    """
 
+    def __init__(self, diagnostics: list[Diagnostic], sources: dict[str, str] | None = None):
+        self.diagnostics = diagnostics
+        self.sources = dict(sources or {})
+        super().__init__("\n".join(str(d) for d in diagnostics))
 
-@dataclass
-class PlanProblem:
-    """One load-time problem of a plan: where (a point, or line 0 for the whole file), what, and an
-    optional hint."""
-
-    location: Span
-    message: str
-    hint: str | None = None
-    code: str = "validation"
-
-    def __str__(self) -> str:
-        text = f"{self.location}: {self.message}"
-        if self.hint:
-            text += f" ({self.hint})"
-        return text
+    @property
+    def errors(self) -> list[Diagnostic]:
+        """The diagnostics (the name this list had before plan problems were diagnostics)."""
+        return self.diagnostics
 
 
 class ConfigError(FlowError):

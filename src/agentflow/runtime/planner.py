@@ -468,10 +468,9 @@ def _validate(
 def _exact_names(plan: Any, names: set[str], file: str, reported: list[str]) -> list[str]:
     """The planner saw the exact tool list: a step naming any other tool is a load problem, even
     under a configured server prefix (which :func:`resolve_tools` accepts at the server level)."""
-    from agentflow.core.diagnostics import did_you_mean
+    from agentflow.core.diagnostics import PLAN_UNKNOWN_TOOL, Diagnostic, did_you_mean
     from agentflow.core.spans import Span
     from agentflow.core.vocabulary import CONTROL_STEPS
-    from agentflow.errors import PlanProblem
     from agentflow.ir.validate import walk_steps
 
     known = set(names) | {f"plan__{plan.name}"} | {f"plan__{n}" for n in plan.plans}
@@ -483,7 +482,12 @@ def _exact_names(plan: Any, names: set[str], file: str, reported: list[str]) -> 
             continue
         loc = smap.location((*spath, "tool_name")) if smap is not None else Span.at(file)
         msg = str(
-            PlanProblem(loc, f"step {label}: unknown tool '{tool}'", did_you_mean(tool, known))
+            Diagnostic(
+                PLAN_UNKNOWN_TOOL,
+                f"step {label}: unknown tool '{tool}'",
+                loc,
+                hint=did_you_mean(tool, known),
+            )
         )
         if not any(f"'{tool}'" in r and label in r for r in reported):
             out.append(msg)
