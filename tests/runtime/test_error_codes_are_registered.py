@@ -192,3 +192,27 @@ def test_run_time_codes_and_diagnostic_codes_do_not_mix():
     assert all("_" not in c for c in CODES)
     assert not set(ERROR_CODES) & set(CODES)
     assert PLAN_CODES and all(c.startswith("plan-") and c in CODES for c in PLAN_CODES)
+
+
+async def test_a_user_tool_raising_an_unregistered_code_fails_with_tool_error_naming_it():
+    from agentflow.ir import load_plan_text
+    from agentflow.runtime.executor import run_plan
+    from agentflow.runtime.tools.build import build_catalog
+    from agentflow.runtime.tools.user import function_tool
+
+    def flaky(x: int) -> int:
+        raise RunError("my_code", "custom")
+
+    catalog = build_catalog(None, entry_points=False)
+    catalog.register(function_tool(flaky))
+    plan = load_plan_text(
+        "version: 1\nname: p\nsteps:\n  - {id: E0, tool_name: user__flaky, input: {x: 1}}\n",
+        "p.yaml",
+    )
+    result = await run_plan(plan, {}, catalog=catalog)
+    assert (result.status, result.error.code, result.error.step_path) == (
+        "error",
+        "tool_error",
+        "E0",
+    )
+    assert "unregistered run-time error code 'my_code'" in result.error.message
