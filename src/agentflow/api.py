@@ -4,7 +4,7 @@
 - :func:`compile_flow` — check and lower it to a plan (docs/spec/LANGUAGE.md §10);
 - :func:`load` — a runnable :class:`~agentflow.ir.models.Plan` from a `.flow` or plan file;
 - :func:`check_plan` — every problem of a plan file, tool names included, as diagnostics;
-- :func:`run` / :func:`run_sync` — execute it (RUNTIME.md §1) and return a
+- :func:`run` / :func:`run_sync` — execute it (docs/spec/RUNTIME.md §1) and return a
   :class:`~agentflow.runtime.result.RunResult`;
 - :func:`build_catalog` — the tool catalog of a configuration, its plans directory's `.flow`
   files compiled here (the runtime never calls the compiler: this module hands it ready plans
@@ -177,10 +177,11 @@ class PlanCheck:
 
 def check_plan(path: str | os.PathLike, *, config: Any = None) -> PlanCheck:
     """Every problem of the plan file at ``path`` in one run (``flowc plan validate``): its YAML,
-    its structure and templates (PLAN_IR.md §1–6), and its tool names and ``tools`` patterns
-    against the catalog of ``config`` (a :class:`~agentflow.runtime.config.Config`, a flow.toml
-    path, or None: the flow.toml found from the current directory; RUNTIME.md §4), together —
-    without a problem hiding another, and without follow-up problems of one mistake.  A `.flow`
+    its structure and templates (docs/spec/PLAN_IR.md §1–6), and its tool names and ``tools``
+    patterns against the catalog of ``config`` (a :class:`~agentflow.runtime.config.Config`, a
+    flow.toml path, or None: the flow.toml found from the current directory;
+    docs/spec/RUNTIME.md §4), together — without a problem hiding another, and without follow-up
+    problems of one mistake.  A `.flow`
     file is compiled first; when it has errors, those are the diagnostics.
 
     Never raises for the plan's content (an unreadable file is a ``plan-unreadable``

@@ -10,8 +10,8 @@ Errors in a user's `.flow`, plan, configuration or input are reported through th
 naming file, line and column where one is known; the CLI prints them without a traceback.
 
 A run-time failure is a :class:`RunError` whose ``code`` is one of the registered run-time error
-codes (:data:`agentflow.core.vocabulary.ERROR_CODES`, PLAN_IR.md §8); a result records it as an
-:class:`ErrorInfo`.
+codes (:data:`agentflow.core.vocabulary.ERROR_CODES`, docs/spec/PLAN_IR.md §8); a result records
+it as an :class:`ErrorInfo`.
 """
 
 from __future__ import annotations
@@ -138,10 +138,12 @@ class ErrorInfo:
     """The record of a run-time failure in a result (``RunResult.error``, ``AskResult.error``,
     ``PlanExecution.error``, a ``RunAborted``'s failing call): what failed and where.
 
-    - ``code``: a run-time error code (PLAN_IR.md §8, :data:`~agentflow.core.vocabulary.ERROR_CODES`),
-      or the code an ``exit`` step gave (``failed`` by default);
+    - ``code``: a run-time error code (docs/spec/PLAN_IR.md §8,
+      :data:`~agentflow.core.vocabulary.ERROR_CODES`), or the code an ``exit`` step gave
+      (``failed`` by default);
     - ``message``: what happened, for a person;
-    - ``step_path``: the step path (PLAN_IR.md §7, ``E3/do.2``), None for the run as a whole;
+    - ``step_path``: the step path (docs/spec/PLAN_IR.md §7, ``E3/do.2``), None for the run as a
+      whole;
     - ``source``: the `.flow` position of the failed step (``file:line:col``), when compiled from one;
     - ``details``: structured extras of some codes (``bad_path``: ``path``, ``missing``).
 
@@ -184,7 +186,7 @@ class ErrorInfo:
 
 
 class RunError(FlowError):
-    """A step failed with a run-time error code (PLAN_IR.md §8): ``code``, ``message``,
+    """A step failed with a run-time error code (docs/spec/PLAN_IR.md §8): ``code``, ``message``,
     ``step_path``, ``source``, ``details``.
 
     ``code`` must be registered in :data:`agentflow.core.vocabulary.ERROR_CODES` (ValueError
@@ -238,7 +240,7 @@ class ExitError(RunError):
 
 
 class BadPath(RunError):
-    """A path that is missing at run time (PLAN_IR.md §3, code ``bad_path``).
+    """A path that is missing at run time (docs/spec/PLAN_IR.md §3, code ``bad_path``).
 
     ``path`` is the path as written (``E0.issues[3].id``), ``missing`` the part that was missing
     (``[3]``, ``id``, or the root name).

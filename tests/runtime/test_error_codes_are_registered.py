@@ -1,6 +1,6 @@
 """Every error code spelled in the source is registered, as every diagnostic code is.
 
-Run-time error codes (PLAN_IR.md §8) are registered once, in
+Run-time error codes (docs/spec/PLAN_IR.md §8) are registered once, in
 ``agentflow.core.vocabulary.ERROR_CODES`` (code, retryable, summary); ``RunError`` refuses any
 other (an ``exit`` step's own code excepted, ``ExitError``), like ``Diagnostic`` refuses an
 unregistered diagnostic code.  A construction on a path no test runs would only fail in a user's
@@ -180,7 +180,7 @@ def test_run_error_refuses_an_unregistered_code():
 
 
 def test_an_exit_step_keeps_its_own_code():
-    """``exit`` takes any error-code name (PLAN_IR.md §5); the run ends with it."""
+    """``exit`` takes any error-code name (docs/spec/PLAN_IR.md §5); the run ends with it."""
     err = ExitError("needs_review", "a person must look", "E4")
     assert err.info() == ErrorInfo("needs_review", "a person must look", "E4")
 

@@ -86,7 +86,8 @@ POSITIONAL_ARGUMENT = _register(
     "positional-argument", "error", "a tool argument given without its name"
 )
 
-# Plan files (PLAN_IR.md §1–6): what `flowc plan validate`, the loader and tool resolution report.
+# Plan files (docs/spec/PLAN_IR.md §1–6): what `flowc plan validate`, the loader and tool
+# resolution report.
 # Each starts with ``plan-``; :data:`PLAN_CODES` lists them.
 
 PLAN_CODES: set[str] = set()

@@ -291,8 +291,8 @@ class ErrorCode:
     summary: str
 
 
-#: Every error code a step or run may fail with (PLAN_IR.md §8), and ``truncated``, the code of
-#: the error result an agent's model gets for tool calls its cut-off reply held (never run).
+#: Every error code a step or run may fail with (docs/spec/PLAN_IR.md §8), and ``truncated``, the
+#: code of the error result an agent's model gets for tool calls its cut-off reply held (never run).
 #: Retrying is decided by code, never by parsing a message.  ``RunError`` refuses any other
 #: code; ``tests/runtime/test_error_codes_are_registered.py`` checks every code the source spells.
 ERROR_CODES: dict[str, ErrorCode] = {

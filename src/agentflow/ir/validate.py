@@ -856,7 +856,7 @@ def _templated(value: Any) -> bool:
 
 
 def validate_plan(plan: Plan, file: str | None = None) -> list[Diagnostic]:
-    """Structural validation of a plan (PLAN_IR.md §1–6); needs no configuration.
+    """Structural validation of a plan (docs/spec/PLAN_IR.md §1–6); needs no configuration.
 
     Parses every template (setting ``step.compiled``, ``step.compiled_select`` and the finish's
     compiled output) and checks names, ids (unique across the plan, bodies included), durations,
@@ -894,7 +894,8 @@ def _meta_location(step: Any) -> Span | None:
 def resolve_tools(
     plan: Plan, catalog_names: set[str], configured_prefixes: set[str]
 ) -> list[Diagnostic]:
-    """Resolve step tool names and agent ``tools`` entries against a catalog (RUNTIME.md §4).
+    """Resolve step tool names and agent ``tools`` entries against a catalog
+    (docs/spec/RUNTIME.md §4).
 
     ``catalog_names``: every tool name known to the run (``builtin__read_file``, ``user__x``,
     ``plan__y``, MCP names the caller already knows); ``configured_prefixes``: MCP servers

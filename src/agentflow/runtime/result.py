@@ -26,7 +26,7 @@ class RunResult:
       step failed, or an ``exit`` with status error), ``aborted`` (a gate / on_tool_error hook
       aborted the run: a hard stop, the partial ``results`` come back).
     - ``output``: the finish value (None for ``silent`` and on error).
-    - ``error``: an :class:`~agentflow.errors.ErrorInfo` (``code`` of PLAN_IR.md §8,
+    - ``error``: an :class:`~agentflow.errors.ErrorInfo` (``code`` of docs/spec/PLAN_IR.md §8,
       ``message``, ``step_path``, ``source``, ``details``) or None.
     - ``results``: ``{step id: result}`` of every top-level step that finished.
     - ``usage``: ``{inferences, input_tokens, output_tokens, by_role: {role: {inferences,

@@ -110,7 +110,7 @@ def _modules_where(config: Any) -> str | None:
 
 def check_plan_tools(plan: Any, catalog: Catalog, config: Any = None) -> None:
     """Resolve ``plan``'s tool names and ``tools`` patterns against ``catalog`` at the server level
-    (no connection is made; RUNTIME.md §4). Raises PlanLoadError listing every problem
+    (no connection is made; docs/spec/RUNTIME.md §4). Raises PlanLoadError listing every problem
     (:func:`plan_tool_problems`)."""
     problems = plan_tool_problems(plan, catalog, config)
     if problems:
@@ -118,9 +118,9 @@ def check_plan_tools(plan: Any, catalog: Catalog, config: Any = None) -> None:
 
 
 def plan_tool_problems(plan: Any, catalog: Catalog, config: Any = None) -> list[Diagnostic]:
-    """Every tool-resolution problem of ``plan`` against ``catalog`` (RUNTIME.md §4), e.g.
-    ``step E1: `tools` pattern 'linear__*' needs MCP server 'linear', which is not configured under
-    [mcp.linear]`` (``plan-unconfigured-server``), ``plan-unknown-tool`` and ``plan-cycle``
+    """Every tool-resolution problem of ``plan`` against ``catalog`` (docs/spec/RUNTIME.md §4),
+    e.g. ``step E1: `tools` pattern 'linear__*' needs MCP server 'linear', which is not configured
+    under [mcp.linear]`` (``plan-unconfigured-server``), ``plan-unknown-tool`` and ``plan-cycle``
     problems across the plans directory.  ``config`` adds where ``user__*`` tools come from to
     the hint of an unknown one.  Works on a plan that had load problems too (its broken steps
     are skipped)."""
