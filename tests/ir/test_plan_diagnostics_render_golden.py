@@ -4,14 +4,13 @@ renders them like ``flowc check`` does, as text, JSON or SARIF.
 
 The rendered reports of the plans under ``tests/ir/plan_diagnostics/`` are pinned in the
 snapshots beside them (``<plan>.txt``, ``.json``; the SARIF log, which lists every registered
-rule, is checked by its results); ``pytest --update-golden`` (or ``FLOW_UPDATE_GOLDEN=1``)
-rewrites them.
+rule, is checked by its results) through the ``golden`` fixture (tests/support/golden.py);
+``pytest --update-golden`` rewrites them.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -25,11 +24,6 @@ from agentflow.errors import PlanLoadError
 
 HERE = Path(__file__).parent / "plan_diagnostics"
 CASES = sorted(p.name for p in HERE.glob("*.plan.yaml") if p.name != "clean.plan.yaml")
-
-
-def update_requested(config) -> bool:
-    """``--update-golden`` (declared in tests/conftest.py) or ``FLOW_UPDATE_GOLDEN=1``."""
-    return bool(config.getoption("update_golden")) or os.environ.get("FLOW_UPDATE_GOLDEN") == "1"
 
 
 @pytest.fixture
@@ -50,15 +44,8 @@ def _renders(name: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("name", CASES)
 @pytest.mark.parametrize("fmt", ["txt", "json"])
-def test_plan_problems_render_to_the_golden_report(name, fmt, in_cases, request):
-    out = _renders(name)[fmt]
-    snap = HERE / f"{name.removesuffix('.plan.yaml')}.{fmt}"
-    if update_requested(request.config) or not snap.exists():
-        snap.write_text(out, encoding="utf-8")
-        if not update_requested(request.config):
-            pytest.skip(f"wrote new snapshot {snap.name}")
-        return
-    assert out == snap.read_text(encoding="utf-8")
+def test_plan_problems_render_to_the_golden_report(name, fmt, in_cases, golden):
+    golden.check(HERE / f"{name.removesuffix('.plan.yaml')}.{fmt}", _renders(name)[fmt])
 
 
 def test_one_run_reports_structure_templates_and_tools_together(in_cases):
