@@ -26,6 +26,7 @@ INTERNAL = {
     "ExtractionError": "no JSON in an agent's answer: a repair round or output_validation",
     "ExitOk": "an `exit` with status ok: control flow, caught by the executor",
     "LspError": "an error answer to the test/bench LSP client (lsp/client.py), not the server",
+    "GenerationError": "a contract the test model cannot fill: a ModelError (models/test_model.py)",
 }
 
 #: public exceptions that moved into errors.py → the modules that still export them
