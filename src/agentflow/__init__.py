@@ -33,8 +33,10 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
     from agentflow.api import (
         CompiledFlow,
         CompileError,
+        PlanCheck,
         build_catalog,
         check,
+        check_plan,
         compile_flow,
         compile_source,
         graph,
@@ -45,6 +47,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
     )
     from agentflow.errors import (
         ConfigError,
+        ErrorInfo,
         FlowError,
         InputError,
         ModelError,
@@ -79,6 +82,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
 _EXPORTS: dict[str, str] = {
     "CompiledFlow": "agentflow.api",
     "CompileError": "agentflow.api",
+    "PlanCheck": "agentflow.api",
+    "check_plan": "agentflow.api",
     "check": "agentflow.api",
     "compile_flow": "agentflow.api",
     "compile_source": "agentflow.api",
@@ -88,6 +93,7 @@ _EXPORTS: dict[str, str] = {
     "run": "agentflow.api",
     "run_sync": "agentflow.api",
     "ConfigError": "agentflow.errors",
+    "ErrorInfo": "agentflow.errors",
     "FlowError": "agentflow.errors",
     "InputError": "agentflow.errors",
     "ModelError": "agentflow.errors",
@@ -154,7 +160,10 @@ __all__ = [
     "terminal_interlocutor",
     "CompileError",
     "CompiledFlow",
+    "PlanCheck",
+    "check_plan",
     "ConfigError",
+    "ErrorInfo",
     "FlowError",
     "InputError",
     "ModelError",

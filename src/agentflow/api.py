@@ -3,6 +3,7 @@
 - :func:`check` — parse and type-check a `.flow` file (docs/spec/LANGUAGE.md §9);
 - :func:`compile_flow` — check and lower it to a plan (docs/spec/LANGUAGE.md §10);
 - :func:`load` — a runnable :class:`~agentflow.ir.models.Plan` from a `.flow` or plan file;
+- :func:`check_plan` — every problem of a plan file, tool names included, as diagnostics;
 - :func:`run` / :func:`run_sync` — execute it (docs/spec/RUNTIME.md §1) and return a
   :class:`~agentflow.runtime.result.RunResult`;
 - :func:`build_catalog` — the tool catalog of a configuration, its plans directory's `.flow`
@@ -26,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from agentflow.compiler.api import check_file, check_source, read_source
 from agentflow.compiler.checker import CheckResult
-from agentflow.core.diagnostics import Diagnostic
+from agentflow.core.diagnostics import PLAN_UNREADABLE, Diagnostic
 from agentflow.core.spans import Span
-from agentflow.errors import ConfigError, FlowError, InputError, PlanLoadError
+from agentflow.errors import CompileError, ConfigError, FlowError, InputError, PlanLoadError
 
 if TYPE_CHECKING:  # the plan models (pydantic) and the runtime load only when a plan is run
     from typing import Literal
@@ -58,17 +59,6 @@ __all__ = [
     "graph",
     "report",
 ]
-
-
-class CompileError(FlowError):
-    """A `.flow` program with errors; ``diagnostics`` holds every one of them."""
-
-    def __init__(self, diagnostics: list[Diagnostic], sources: dict[str, str]):
-        self.diagnostics = diagnostics
-        self.sources = sources
-        first = diagnostics[0] if diagnostics else None
-        msg = f"{first.span}: {first.message}" if first else "compilation failed"
-        super().__init__(msg)
 
 
 @dataclass
@@ -175,6 +165,64 @@ def load(path: str | os.PathLike) -> Plan:
         compiled = compile_flow(p)
         return load_plan_data(compiled.plan, str(p))
     return load_plan(p)
+
+
+@dataclass
+class PlanCheck:
+    """The result of :func:`check_plan`: ``diagnostics`` (every problem, sorted by position; the
+    ``plan-*`` codes of docs/diagnostics.md, or a `.flow` file's own) and ``sources`` (file →
+    text, for the renderers' source excerpts)."""
+
+    diagnostics: list[Diagnostic]
+    sources: dict[str, str]
+
+    @property
+    def ok(self) -> bool:
+        """True when no diagnostic is an error."""
+        return not any(d.is_error for d in self.diagnostics)
+
+
+def check_plan(path: str | os.PathLike, *, config: Any = None) -> PlanCheck:
+    """Every problem of the plan file at ``path`` in one run (``flowc plan validate``): its YAML,
+    its structure and templates (docs/spec/PLAN_IR.md §1–6), and its tool names and ``tools``
+    patterns against the catalog of ``config`` (a :class:`~agentflow.runtime.config.Config`, a
+    flow.toml path, or None: the flow.toml found from the current directory;
+    docs/spec/RUNTIME.md §4), together — without a problem hiding another, and without follow-up
+    problems of one mistake.  A `.flow`
+    file is compiled first; when it has errors, those are the diagnostics.
+
+    Never raises for the plan's content (an unreadable file is a ``plan-unreadable``
+    diagnostic); raises :class:`ConfigError` for a broken configuration and what
+    :func:`build_catalog` raises for a broken plans directory.
+    """
+    from agentflow.ir.loader import check_plan_data, check_plan_text, read_plan_text
+    from agentflow.runtime.config import Config, load_config
+    from agentflow.runtime.tools.build import plan_tool_problems
+
+    file = str(path)
+    if Path(path).suffix == ".flow":
+        try:
+            text = read_source(path)
+        except OSError as e:
+            why = f"cannot read: {e.strerror or e}"
+            return PlanCheck([Diagnostic(PLAN_UNREADABLE, why, Span.at(file))], {})
+        try:
+            compiled = compile_source(text, file)
+        except CompileError as e:
+            return PlanCheck(e.diagnostics, e.sources)
+        plan, diags = check_plan_data(compiled.plan, file)
+    else:
+        try:
+            text = read_plan_text(path)
+        except PlanLoadError as e:
+            return PlanCheck(e.diagnostics, {})
+        plan, diags = check_plan_text(text, file)
+    if plan is not None:
+        if not isinstance(config, Config):
+            config = load_config(config)
+        catalog = build_catalog(config, plan=plan)  # MCP servers are not connected
+        diags = diags + plan_tool_problems(plan, catalog, config)
+    return PlanCheck(sorted(diags, key=lambda d: d.sort_key()), {file: text})
 
 
 def graph(

@@ -17,7 +17,7 @@ import click
 
 from agentflow import api
 from agentflow.core.spans import Span
-from agentflow.errors import FlowError, Interrupted, PlanLoadError
+from agentflow.errors import ErrorInfo, FlowError, Interrupted, PlanLoadError
 
 
 def _err(message: str) -> None:
@@ -25,14 +25,27 @@ def _err(message: str) -> None:
 
 
 def _fail(e: FlowError) -> NoReturn:
-    """Print a user error and exit 1: each problem of a PlanLoadError on its own line, anything
-    else as ``error: …``."""
-    if isinstance(e, PlanLoadError):
-        for problem in e.errors:
-            _err(str(problem))
+    """Print a user error and exit 1: the diagnostics of a PlanLoadError or CompileError as
+    ``flowc check`` renders them, anything else as ``error: …``."""
+    if isinstance(e, PlanLoadError | api.CompileError):
+        _err(_render(e.diagnostics, _with_sources(e.diagnostics, e.sources), "text"))
     else:
         _err(f"error: {e}")
     sys.exit(1)
+
+
+def _with_sources(diags: list, sources: dict[str, str]) -> dict[str, str]:
+    """``sources`` plus the text of every other file the diagnostics name that can be read (for
+    the source excerpts; a file that cannot be read is shown without)."""
+    out = dict(sources)
+    for d in diags:
+        file = d.span.file
+        if file not in out and d.span.line > 0:
+            try:
+                out[file] = Path(file).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError, ValueError):
+                out[file] = ""
+    return out
 
 
 # Options shared by `run` and `ask`.
@@ -352,7 +365,10 @@ def run(
         _err(f"interrupted by {interrupted.signal}; steps finished: {done}")
         sys.exit(interrupted.exit_code)
     if result.status not in ("ok", "exited"):
-        _show_run_error(result.error or {}, target)
+        if result.error is not None:
+            _show_run_error(result.error, target)
+        else:  # pragma: no cover - a failed run always says why
+            _err(f"error: the run ended with status {result.status}")
         sys.exit(1)
 
 
@@ -410,17 +426,14 @@ def _load_flow(target: str) -> Any:
     return load_plan_data(compiled.plan, target)
 
 
-def _show_run_error(error: dict, target: str) -> None:
-    code = error.get("code", "error")
-    msg = error.get("message", "")
-    path = error.get("step_path")
+def _show_run_error(error: ErrorInfo, target: str) -> None:
     label = error.get("label")  # the failed step in the .flow's terms (runtime/where.py)
-    if label and path:
-        where = f" in {label} (step {path})"
+    if label and error.step_path:
+        where = f" in {label} (step {error.step_path})"
     else:
-        where = f" at step {path}" if path else ""
-    _err(f"error[{code}]{where}: {msg}")
-    loc = Span.parse(error.get("source"))
+        where = f" at step {error.step_path}" if error.step_path else ""
+    _err(f"error[{error.code}]{where}: {error.message}")
+    loc = Span.parse(error.source)
     if loc is not None and target.endswith(".flow"):
         try:
             text = Path(target).read_text(encoding="utf-8").splitlines()[loc.line - 1]
@@ -508,32 +521,35 @@ def plan() -> None:
 @plan.command("validate")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--config", type=click.Path(dir_okay=False), help="flow.toml for tool resolution.")
-def plan_validate(file: str, config: str | None) -> None:
-    """Validate a plan file (structure, templates, and tool names against the catalog)."""
-    from agentflow.ir.validate import resolve_tools
-    from agentflow.runtime.config import load_config
-
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "sarif"]),
+    default="text",
+    help="Output format of the diagnostics.",
+)
+def plan_validate(file: str, config: str | None, fmt: str) -> None:
+    """Validate a plan file: YAML, structure, templates, and tool names against the catalog,
+    every problem in one run (exit 1 when there is one)."""
     if not Path(file).is_file():
         raise click.UsageError(f"{file}: no such file")
     try:
-        p = api.load(file)
-        cfg = load_config(config)
-        catalog = api.build_catalog(cfg, plan=p)  # builtins, user, plans, MCP (not connected)
-        names = set(catalog.names()) | {f"plan__{n}" for n in catalog.plans}
-        problems = resolve_tools(p, names, _configured_prefixes(cfg, catalog))
+        found = api.check_plan(file, config=config)
     except FlowError as e:
         _fail(e)
-    if problems:
-        for problem in problems:
-            _err(str(problem))
-        sys.exit(1)
-    click.echo(f"{file}: ok")
+    diags = found.diagnostics
+    if fmt != "text":
+        click.echo(_render(diags, found.sources, fmt))
+    elif diags:  # like `flowc check`: the report on stdout, the count on stderr
+        from agentflow.compiler.render import render_text, summary
 
-
-def _configured_prefixes(cfg: Any, catalog: Any) -> set[str]:
-    prefixes = set(getattr(catalog, "configured_prefixes", set()) or set())
-    prefixes.update(getattr(cfg, "mcp", {}) or {})
-    return prefixes
+        out = render_text(diags, found.sources, color=sys.stdout.isatty())
+        click.echo(out, nl=not out.endswith("\n"))
+        sys.stdout.flush()
+        _err(f"{file}: {summary(diags)}")
+    else:
+        click.echo(f"{file}: ok")
+    sys.exit(0 if found.ok else 1)
 
 
 @main.command("cost")
@@ -803,8 +819,8 @@ def ask(
     elif result.answer is not None:
         click.echo(result.answer)
     if not result.ok:
-        err = result.error or {}
-        _err(f"error[{err.get('code', 'error')}]: {err.get('message', '')}")
+        err = result.error
+        _err(f"error[{err.code}]: {err.message}" if err else f"error: {result.status}")
         sys.exit(1)
 
 

@@ -1,18 +1,60 @@
 """The exception tree of agentflow (one root, one-line docstrings, in the manner of httpx).
 
+Every exception a caller of agentflow may see is defined here, under :class:`FlowError` (the one
+exception is :class:`Interrupted`, a ``KeyboardInterrupt`` on purpose); the modules that raise
+them import them from here (and some re-export them where they used to live).  Exceptions that
+never leave the module raising them (the scanner's ``SynErr``, the model layer's
+``StreamFailure`` …) stay private to it; ``tests/test_exception_tree.py`` checks both rules.
+
 Errors in a user's `.flow`, plan, configuration or input are reported through these, each
 naming file, line and column where one is known; the CLI prints them without a traceback.
+
+A run-time failure is a :class:`RunError` whose ``code`` is one of the registered run-time error
+codes (:data:`agentflow.core.vocabulary.ERROR_CODES`, docs/spec/PLAN_IR.md §8); a result records
+it as an :class:`ErrorInfo`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from agentflow.core.spans import Span
+from agentflow.core.vocabulary import ERROR_CODES
+
+if TYPE_CHECKING:
+    from agentflow.core.diagnostics import Diagnostic
+
+__all__ = [
+    "MODEL_ERROR_CODES",
+    "BadPath",
+    "CompileError",
+    "ConfigError",
+    "ContractError",
+    "ErrorInfo",
+    "ExitError",
+    "ExprError",
+    "FlowError",
+    "FormatError",
+    "InputError",
+    "Interrupted",
+    "LoweringError",
+    "ModelError",
+    "PlanLoadError",
+    "RunAborted",
+    "RunError",
+    "SourceError",
+    "Stopped",
+    "model_error_code",
+]
 
 
 class FlowError(Exception):
     """Base class of every error agentflow raises on purpose."""
+
+
+# ---------------------------------------------------------------------------------------------
+# `.flow` sources
 
 
 class SourceError(FlowError):
@@ -25,29 +67,58 @@ class SourceError(FlowError):
         self.hint = hint
 
 
+class FormatError(SourceError):
+    """The source cannot be formatted: it has a syntax error, or (never expected) formatting
+    would change its meaning.  ``span`` locates the problem when known."""
+
+
+class CompileError(FlowError):
+    """A `.flow` program with errors; ``diagnostics`` holds every one of them."""
+
+    def __init__(self, diagnostics: list[Diagnostic], sources: dict[str, str]):
+        self.diagnostics = diagnostics
+        self.sources = sources
+        first = diagnostics[0] if diagnostics else None
+        msg = f"{first.span}: {first.message}" if first else "compilation failed"
+        super().__init__(msg)
+
+
+class ContractError(FlowError):
+    """A type that has no JSON Schema (extern or verification types)."""
+
+
+class LoweringError(FlowError):
+    """A construct this version of the compiler cannot lower; carries the span."""
+
+    def __init__(self, message: str, span: Span):
+        super().__init__(f"{span}: {message}")
+        self.message = message
+        self.span = span
+
+
+# ---------------------------------------------------------------------------------------------
+# Plans, configuration, input
+
+
 class PlanLoadError(FlowError):
-    """A plan file that fails to load or validate; ``errors`` lists every problem found."""
+    """A plan file that fails to load or validate: ``diagnostics`` lists every problem found.
 
-    def __init__(self, errors: list[PlanProblem]):
-        self.errors = errors
-        super().__init__("\n".join(str(e) for e in errors))
+    Each is a :class:`~agentflow.core.diagnostics.Diagnostic` with a ``plan-*`` code, a span in
+    the plan file (a whole-file span, line 0, when there is no better one), a message and maybe a
+    hint; ``sources`` maps the plan file to its text when the loader read it (for the renderers'
+    source excerpts).  ``errors`` is the same list (its older name).  ``str()`` is one problem per
+    line, ``file:line:col: message (hint)``.
+    """
 
+    def __init__(self, diagnostics: list[Diagnostic], sources: dict[str, str] | None = None):
+        self.diagnostics = diagnostics
+        self.sources = dict(sources or {})
+        super().__init__("\n".join(str(d) for d in diagnostics))
 
-@dataclass
-class PlanProblem:
-    """One load-time problem of a plan: where (a point, or line 0 for the whole file), what, and an
-    optional hint."""
-
-    location: Span
-    message: str
-    hint: str | None = None
-    code: str = "validation"
-
-    def __str__(self) -> str:
-        text = f"{self.location}: {self.message}"
-        if self.hint:
-            text += f" ({self.hint})"
-        return text
+    @property
+    def errors(self) -> list[Diagnostic]:
+        """The diagnostics (the name this list had before plan problems were diagnostics)."""
+        return self.diagnostics
 
 
 class ConfigError(FlowError):
@@ -58,9 +129,77 @@ class InputError(FlowError):
     """A run input that is not valid JSON or does not match the plan's input schema."""
 
 
+# ---------------------------------------------------------------------------------------------
+# Runs
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorInfo:
+    """The record of a run-time failure in a result (``RunResult.error``, ``AskResult.error``,
+    ``PlanExecution.error``, a ``RunAborted``'s failing call): what failed and where.
+
+    - ``code``: a run-time error code (docs/spec/PLAN_IR.md §8,
+      :data:`~agentflow.core.vocabulary.ERROR_CODES`), or the code an ``exit`` step gave
+      (``failed`` by default);
+    - ``message``: what happened, for a person;
+    - ``step_path``: the step path (docs/spec/PLAN_IR.md §7, ``E3/do.2``), None for the run as a
+      whole;
+    - ``source``: the `.flow` position of the failed step (``file:line:col``), when compiled from one;
+    - ``details``: structured extras of some codes (``bad_path``: ``path``, ``missing``).
+
+    :meth:`to_dict` is its JSON form (``flowc run --json``, events), ``{code, message, step_path,
+    source?}``; ``details`` stay in Python.
+    """
+
+    code: str
+    message: str
+    step_path: str | None = None
+    source: str | None = None
+    details: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: the failed step in the user's terms — ``stage``, ``item``, ``agent``, ``label`` (those
+    #: known; agentflow/runtime/where.py) — part of :meth:`to_dict`
+    where: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def retryable(self) -> bool:
+        """Whether ``retry.on`` may name this code (timeout, rate_limit, transient)."""
+        entry = ERROR_CODES.get(self.code)
+        return entry is not None and entry.retryable
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{code, message, step_path}``, plus ``source`` when known (the JSON shape of
+        ``flowc run --json`` and of the events' ``error`` fields)."""
+        data: dict[str, Any] = {
+            "code": self.code,
+            "message": self.message,
+            "step_path": self.step_path,
+        }
+        if self.source:
+            data["source"] = self.source
+        data.update(self.where)
+        return data
+
+    def __getitem__(self, key: str) -> Any:
+        """``error["code"]``: a field of :meth:`to_dict` (``KeyError`` for any other key), for
+        code written when results held the error as a dict."""
+        return self.to_dict()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``error.get("code")``: a field of :meth:`to_dict`, or ``default`` (as a dict's)."""
+        return self.to_dict().get(key, default)
+
+
 class RunError(FlowError):
-    """A step failed with a plan error code (docs/spec/PLAN_IR.md §8): ``code``, ``message``,
-    ``step_path``."""
+    """A step failed with a run-time error code (docs/spec/PLAN_IR.md §8): ``code``, ``message``,
+    ``step_path``, ``source``, ``details``.
+
+    ``code`` must be registered in :data:`agentflow.core.vocabulary.ERROR_CODES` (ValueError
+    otherwise, as for an unregistered diagnostic code): retrying is decided by code, so a code
+    nothing knows would silently never be retried.  :class:`ExitError` carries the user's own.
+    """
+
+    #: whether any code is accepted (an ``exit`` step's ``code`` is the user's)
+    user_code = False
 
     def __init__(
         self,
@@ -70,6 +209,11 @@ class RunError(FlowError):
         source: str | None = None,
         details: dict | None = None,
     ):
+        if not self.user_code and code not in ERROR_CODES:
+            raise ValueError(
+                f"unregistered run-time error code {code!r} (register it in "
+                "agentflow.core.vocabulary.ERROR_CODES)"
+            )
         super().__init__(message)
         self.code = code
         self.message = message
@@ -80,12 +224,74 @@ class RunError(FlowError):
         #: (those known; set by the executor, agentflow/runtime/where.py)
         self.where: dict = {}
 
+    @property
+    def retryable(self) -> bool:
+        """Whether ``retry.on`` may name this error's code."""
+        entry = ERROR_CODES.get(self.code)
+        return entry is not None and entry.retryable
+
+    def info(self) -> ErrorInfo:
+        """This error as the record a result keeps."""
+        return ErrorInfo(
+            self.code,
+            self.message,
+            self.step_path,
+            self.source,
+            dict(self.details),
+            dict(self.where),
+        )
+
     def to_dict(self) -> dict:
-        data = {"code": self.code, "message": self.message, "step_path": self.step_path}
-        if self.source:
-            data["source"] = self.source
-        data.update(self.where)
-        return data
+        """``{code, message, step_path, source?}`` (:meth:`ErrorInfo.to_dict`)."""
+        return self.info().to_dict()
+
+
+class ExitError(RunError):
+    """An ``exit`` with status error: ends the whole run, never skipped or substituted.  Its
+    ``code`` is the step's own (any error-code name; ``failed`` by default)."""
+
+    user_code = True
+
+
+class BadPath(RunError):
+    """A path that is missing at run time (docs/spec/PLAN_IR.md §3, code ``bad_path``).
+
+    ``path`` is the path as written (``E0.issues[3].id``), ``missing`` the part that was missing
+    (``[3]``, ``id``, or the root name).
+    """
+
+    def __init__(self, path: str, missing: str, detail: str | None = None):
+        message = f"path `{path}`: `{missing}` is missing"
+        if detail:
+            message += f" ({detail})"
+        super().__init__("bad_path", message, details={"path": path, "missing": missing})
+        self.path = path
+        self.missing = missing
+
+
+class ExprError(RunError):
+    """An expression applied to values of the wrong kind at run time (e.g. ``1 + "a"``).
+
+    The checker rejects these in `.flow` programs; hand-written plans can still reach them.
+    Code ``validation``.
+    """
+
+    def __init__(self, message: str):
+        super().__init__("validation", message)
+
+
+class RunAborted(FlowError):
+    """A hook aborted the run (a hard stop); ``error`` is the failing tool's error, if any."""
+
+    def __init__(self, message: str, step_path: str | None, error: ErrorInfo | None = None):
+        super().__init__(message)
+        self.message = message
+        self.step_path = step_path
+        self.error = error
+
+
+class Stopped(RunAborted):
+    """The run was asked to stop by a signal (its stop request: ``runtime/interrupt.py``)."""
 
 
 class ModelError(FlowError):
@@ -127,7 +333,8 @@ class Interrupted(KeyboardInterrupt):
     ``signal``: ``"SIGINT"`` or ``"SIGTERM"``; ``exit_code``: 128 + the signal number (the shell
     convention); ``result``: the partial :class:`~agentflow.runtime.result.RunResult` (status
     ``aborted``, the steps finished so far) when the run could wind down, else None.  A
-    ``KeyboardInterrupt``, so a script that does not catch it stops as on any Ctrl-C.
+    ``KeyboardInterrupt`` (not a FlowError), so a script that does not catch it stops as on any
+    Ctrl-C and ``except Exception`` does not swallow it.
     """
 
     def __init__(self, signal: str, exit_code: int, result: object = None):

@@ -88,18 +88,25 @@ def test_validate_reports_every_error_with_file_line_col(cwd):
     lines = [ln for ln in res.output.splitlines() if ln.startswith("bad.plan.yaml:")]
     text = "\n".join(lines)
     for expected in (
-        "bad.plan.yaml:12:32: steps[0].input.do.input.output_schema.type: `output_schema` must "
-        "have `type: object`",
-        "bad.plan.yaml:13:18: steps[0].input.do.input.tools: `tools: []` is refused",
-        "bad.plan.yaml:14:26: steps[0].input.do.input.max_iterations: `max_iterations` must be ≥ 1",
-        "bad.plan.yaml:16:5: steps[1].tool_nmae: unknown field `tool_nmae` (did you mean "
-        "`tool_name`?)",
-        "bad.plan.yaml:17:24: steps[1].input.value: `E2` refers to a later step",
-        "bad.plan.yaml:21:28: steps[2].input.when.op: unknown operator 'eqq' (did you mean `eq`?)",
-        "bad.plan.yaml:22:25: steps[2].input.then.tool_name: `map` cannot be a body",
-        "bad.plan.yaml:23:9: steps[3].id: duplicate step id `E0` (first used at bad.plan.yaml:4:9)",
+        "bad.plan.yaml:12:32: error[plan-invalid-schema]: "
+        "steps[0].input.do.input.output_schema.type: `output_schema` must have `type: object`",
+        "bad.plan.yaml:13:18: error[plan-invalid-value]: steps[0].input.do.input.tools: "
+        "`tools: []` is refused",
+        "bad.plan.yaml:14:26: error[plan-invalid-value]: "
+        "steps[0].input.do.input.max_iterations: `max_iterations` must be ≥ 1",
+        "bad.plan.yaml:16:5: error[plan-unknown-field]: steps[1].tool_nmae: unknown field "
+        "`tool_nmae`",
+        "bad.plan.yaml:17:24: error[plan-unknown-name]: steps[1].input.value: `E2` refers to a "
+        "later step",
+        "bad.plan.yaml:21:28: error[plan-invalid-value]: steps[2].input.when.op: unknown "
+        "operator 'eqq'",
+        "bad.plan.yaml:22:25: error[plan-invalid-body]: steps[2].input.then.tool_name: `map` "
+        "cannot be a body",
+        "bad.plan.yaml:23:9: error[plan-duplicate-id]: steps[3].id: duplicate step id `E0`",
     ):
         assert expected in text, expected
+    assert "= hint: did you mean `tool_name`?" in res.output
+    assert "= note: bad.plan.yaml:4:9: first used here" in res.output
     assert "Traceback" not in res.output
 
 
@@ -112,10 +119,12 @@ def test_validate_ok_and_catalog_resolution_with_config(cwd):
     res = invoke("plan", "validate", "p.plan.yaml")
     assert res.exit_code == 1
     assert (
-        "p.plan.yaml:4:25: step E0: tool 'linear__list' needs MCP server 'linear', which is not "
-        "configured under [mcp.linear]" in res.output
+        "p.plan.yaml:4:25: error[plan-unconfigured-server]: step E0: tool 'linear__list' needs "
+        "MCP server 'linear', which is not configured under [mcp.linear]" in res.output
     )
-    assert "p.plan.yaml:7:63: step E1: unknown tool 'builtin__nope'" in res.output
+    assert "p.plan.yaml:7:63: error[plan-unknown-tool]: step E1: unknown tool 'builtin__nope'" in (
+        res.output
+    )
     (cwd / "flow.toml").write_text('[mcp.linear]\ncommand = "true"\n')
     (cwd / "p.plan.yaml").write_text(
         "version: 1\nname: p\nsteps:\n  - {id: E0, tool_name: linear__list, input: {}}\n"

@@ -47,7 +47,7 @@ from agentflow.compiler.types import (
     type_str,
     widen,
 )
-from agentflow.core.diagnostics import CODES
+from agentflow.core.diagnostics import CODES, PLAN_CODES
 from agentflow.grammar import ast
 
 
@@ -379,6 +379,8 @@ def test_every_code_is_documented():
     assert missing == [], f"docs/diagnostics.md lacks sections for {missing}"
     for code, body in sections.items():
         assert code in CODES, f"documented code {code} is not registered"
+        if code in PLAN_CODES:  # a plan file's codes: tests/ir/test_plan_codes_documented.py
+            continue
         assert "```flow" in body and "Fix:" in body, f"section {code} needs an example and a fix"
 
 
@@ -387,7 +389,7 @@ def test_every_code_is_documented():
 NOT_FROM_CHECKER: set[str] = set()
 
 
-@pytest.mark.parametrize("code", sorted(set(CODES) - NOT_FROM_CHECKER))
+@pytest.mark.parametrize("code", sorted(set(CODES) - NOT_FROM_CHECKER - PLAN_CODES))
 def test_documented_example_triggers_its_code(code):
     body = _doc_sections().get(code)
     assert body is not None

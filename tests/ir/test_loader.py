@@ -9,7 +9,8 @@ import textwrap
 import pytest
 from support.paths import SPEC_EXAMPLES
 
-from agentflow.errors import PlanLoadError, PlanProblem
+from agentflow.core.diagnostics import Diagnostic
+from agentflow.errors import PlanLoadError
 from agentflow.grammar import ast
 from agentflow.ir import Plan, Step, load_plan, load_plan_data, load_plan_text
 from agentflow.ir.models import AgentInput
@@ -17,20 +18,20 @@ from agentflow.ir.models import AgentInput
 EXAMPLE = str(SPEC_EXAMPLES / "issue-review.plan.yaml")
 
 
-def problems(text: str, file: str = "p.yaml") -> list[PlanProblem]:
+def problems(text: str, file: str = "p.yaml") -> list[Diagnostic]:
     with pytest.raises(PlanLoadError) as info:
         load_plan_text(textwrap.dedent(text), file)
     return info.value.errors
 
 
-def one(text: str) -> PlanProblem:
+def one(text: str) -> Diagnostic:
     errs = problems(text)
     assert len(errs) == 1, [str(e) for e in errs]
     return errs[0]
 
 
-def at(p: PlanProblem) -> tuple[int, int]:
-    return (p.location.line, p.location.column)
+def at(p: Diagnostic) -> tuple[int, int]:
+    return (p.span.line, p.span.column)
 
 
 def plan_with(step_yaml: str, extra: str = "") -> str:
@@ -197,7 +198,7 @@ def test_bodies_become_steps():
 def test_yaml_syntax_error():
     p = one("version: 1\nname: t\nsteps: [\n")
     assert p.message.startswith("YAML syntax error")
-    assert (p.location.file, *at(p)) == ("p.yaml", 4, 1)
+    assert (p.span.file, *at(p)) == ("p.yaml", 4, 1)
     p = one("version: 1\nname: t\n  bad: indent\n")
     assert at(p) == (3, 6) and "mapping values are not allowed" in p.message
 
@@ -306,7 +307,8 @@ def test_duplicate_ids_including_bodies():
     )
     assert len(errs) == 1
     assert at(errs[0]) == (11, 17) and "duplicate step id `E0`" in errs[0].message
-    assert errs[0].hint == "first used at p.yaml:4:9"
+    ((note),) = errs[0].notes
+    assert (note.message, str(note.span)) == ("first used here", "p.yaml:4:9")
 
 
 def test_bad_ids_and_names():
@@ -626,7 +628,7 @@ def test_sub_plans_and_cycles():
     )
     msgs = {at(p): p for p in errs}
     assert "cannot have its own `plans`" in msgs[(14, 5)].message
-    cyc = [p for p in errs if p.code == "plan_cycle"]
+    cyc = [p for p in errs if p.code == "plan-cycle"]
     assert len(cyc) == 1 and "a → b → a" in cyc[0].message
     assert at(cyc[0]) == (13, 30)
 
@@ -646,7 +648,7 @@ def test_load_plan_data_uses_paths():
     msgs = [str(p) for p in info.value.errors]
     assert any(m.startswith("gen.flow: steps[1].input.do: ") for m in msgs), msgs
     assert any(m.startswith("gen.flow: steps[2].input.value: unknown name `E9`") for m in msgs)
-    assert all(p.location.line == 0 for p in info.value.errors)
+    assert all(p.span.line == 0 for p in info.value.errors)
 
 
 def test_load_plan_missing_file(tmp_path):
@@ -671,7 +673,7 @@ def test_every_error_has_a_position():
             """
         )
     )
-    assert errs and all(p.location.line > 0 and p.location.file == "p.yaml" for p in errs)
+    assert errs and all(p.span.line > 0 and p.span.file == "p.yaml" for p in errs)
 
 
 # -- robustness: any data gives a Plan or a PlanLoadError, never a traceback ------------------
@@ -741,7 +743,7 @@ def test_any_data_loads_or_fails_cleanly(steps, finish):
     try:
         load_plan_data(data, "fuzz")
     except PlanLoadError as exc:
-        assert exc.errors and all(isinstance(p, PlanProblem) for p in exc.errors)
+        assert exc.errors and all(isinstance(p, Diagnostic) for p in exc.errors)
 
 
 @settings(max_examples=100, deadline=None)

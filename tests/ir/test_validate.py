@@ -27,7 +27,7 @@ def test_resolve_tools_exact_message_for_unconfigured_server():
         "which is not configured under [mcp.linear]" in msgs
     )
     pattern = next(p for p in problems if p.message == NOT_CONFIGURED)
-    assert (pattern.location.line, pattern.location.column) == (16, 15)
+    assert (pattern.span.line, pattern.span.column) == (16, 15)
 
 
 def test_resolve_tools_configured_prefix_forms():
@@ -84,7 +84,7 @@ def test_resolve_exact_servers_and_plans():
     )
     assert "step E5/do: unknown tool 'nowhere'" in msgs
     assert len(problems) == 4, list(msgs)
-    loc = msgs["step E5/do: unknown tool 'nowhere'"].location
+    loc = msgs["step E5/do: unknown tool 'nowhere'"].span
     assert (loc.line, loc.column) == (24, 42)
 
 
@@ -112,7 +112,7 @@ def test_validate_programmatic_plan():
     assert any("steps[0].input.do.tool_name: `map` cannot be a body" in m for m in msgs)
     assert any("steps[1]: a top-level step needs an `id`" in m for m in msgs)
     assert any("steps[1].timeout: invalid duration" in m for m in msgs)
-    assert all(p.location.file == "mem" and p.location.line == 0 for p in problems)
+    assert all(p.span.file == "mem" and p.span.line == 0 for p in problems)
     # templates were compiled on the way
     assert plan.steps[0].compiled["over"].whole is not None
 
@@ -129,7 +129,7 @@ def test_validate_clean_plan_has_no_problems():
 def test_self_cycle():
     plan = Plan(name="me", steps=[Step(id="E0", tool_name="plan__me")])
     (problem,) = validate_plan(plan)
-    assert problem.code == "plan_cycle" and "me → me" in problem.message
+    assert problem.code == "plan-cycle" and "me → me" in problem.message
 
 
 def test_an_agent_pattern_never_counts_the_plan_it_runs_in():

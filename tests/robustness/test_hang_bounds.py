@@ -108,7 +108,7 @@ def test_literal_invalid_pattern_is_a_load_error_at_its_position():
     with pytest.raises(PlanLoadError) as info:
         load_plan_text(decide_plan("(["), "p.yaml")
     (problem,) = info.value.errors
-    assert str(problem.location) == "p.yaml:5:102"  # the `to` value
+    assert str(problem.span) == "p.yaml:5:102"  # the `to` value
     assert "invalid regular expression '(['" in problem.message
     load_plan_text(decide_plan("{{ input.re }}"), "p.yaml")  # templated: checked at run time
 

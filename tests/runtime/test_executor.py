@@ -289,7 +289,7 @@ steps:
     err = load(text % "error")
     res = await run_plan(err, {"n": 9})
     assert res.status == "error"
-    assert res.error == {"code": "failed", "message": "too big: 9", "step_path": "E1"}
+    assert res.error.to_dict() == {"code": "failed", "message": "too big: 9", "step_path": "E1"}
 
 
 async def test_decide_filter_reduce_value_parallel():

@@ -590,8 +590,8 @@ def test_check_plan_cycles_across_files_names_the_closing_call():
     problems = check_plan_cycles(a, {"b": b})
     assert len(problems) == 1
     p = problems[0]
-    assert p.code == "plan_cycle" and "a → b → a" in p.message
-    assert str(p.location) == "b.plan.yaml:8:23"
+    assert p.code == "plan-cycle" and "a → b → a" in p.message
+    assert str(p.span) == "b.plan.yaml:8:23"
     assert check_plan_cycles(a, {}) == []
     with pytest.raises(PlanLoadError):
         raise PlanLoadError(problems)

@@ -89,7 +89,7 @@ async def test_a_plan_that_skipped_the_loader_is_refused_with_a_validation_error
     )
     result = await run_plan(plan, {})
     assert result.status == "error"
-    assert result.error == {
+    assert result.error.to_dict() == {
         "code": "validation",
         "message": "step `E0` has no compiled templates: run plans made by agentflow.load(), "
         "agentflow.ir.loader.load_plan() or load_plan_data()",

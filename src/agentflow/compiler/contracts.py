@@ -18,13 +18,10 @@ from typing import Any
 
 from agentflow.compiler import types as T
 from agentflow.core import vocabulary
+from agentflow.errors import ContractError
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 DURATION_PATTERN = f"^{vocabulary.DURATION_PATTERN}$"
-
-
-class ContractError(Exception):
-    """A type that has no JSON Schema (extern or verification types)."""
 
 
 class _Builder:

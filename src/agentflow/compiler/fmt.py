@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow.core.vocabulary import KEYWORDS
-from agentflow.errors import SourceError
+from agentflow.errors import FormatError
 from agentflow.grammar.scanner import SynErr, lex
 
 __all__ = ["FormatError", "format_source", "format_file", "ast_key", "tokenize", "Token"]
@@ -75,11 +75,6 @@ _CONT_END = frozenset(
         ".",
     }
 )
-
-
-class FormatError(SourceError):
-    """The source cannot be formatted: it has a syntax error, or (never expected) formatting
-    would change its meaning.  ``span`` locates the problem when known."""
 
 
 @dataclass(slots=True)

@@ -36,6 +36,7 @@ from agentflow.compiler.contracts import ContractError, agent_contract, contract
 from agentflow.compiler.contracts import flow_string as _flow_string
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import BODY_CONTROL_STEPS, CONTROL_STEPS
+from agentflow.errors import LoweringError
 from agentflow.grammar import ast
 
 __all__ = ["LoweringError", "lower"]
@@ -43,15 +44,6 @@ __all__ = ["LoweringError", "lower"]
 
 #: Expressions that lower to effectful steps (tool calls, agents, asks, judges, checks).
 _EFFECTS = (ast.Call, ast.AgentExpr, ast.AskExpr, ast.VerifyExpr, ast.FilterExpr)
-
-
-class LoweringError(Exception):
-    """A construct this version of the compiler cannot lower; carries the span."""
-
-    def __init__(self, message: str, span: Span):
-        super().__init__(f"{span}: {message}")
-        self.message = message
-        self.span = span
 
 
 class _NeedsOutline(Exception):

@@ -89,6 +89,68 @@ NO_OVERLAP = _register(
     "no-overlap", "error", "a comparison that can never be true: no value is common to both sides"
 )
 
+# Plan files (docs/spec/PLAN_IR.md §1–6): what `flowc plan validate`, the loader and tool
+# resolution report.
+# Each starts with ``plan-``; :data:`PLAN_CODES` lists them.
+
+PLAN_CODES: set[str] = set()
+
+
+def _register_plan(code: str, summary: str) -> str:
+    assert code.startswith("plan-"), code
+    PLAN_CODES.add(code)
+    return _register(code, "error", summary)
+
+
+PLAN_UNREADABLE = _register_plan(
+    "plan-unreadable", "a plan file that cannot be read (missing, unreadable, not UTF-8)"
+)
+PLAN_SYNTAX = _register_plan("plan-syntax", "a plan file that is not YAML or JSON, or is empty")
+PLAN_NOT_JSON = _register_plan(
+    "plan-not-json",
+    "YAML a plan cannot hold: anchors and aliases, tags, non-text keys, NaN or infinities",
+)
+PLAN_TOO_DEEP = _register_plan("plan-too-deep", "a plan value or template nested too deeply")
+PLAN_DUPLICATE_KEY = _register_plan(
+    "plan-duplicate-key", "a key given twice in a mapping, or one field under two spellings"
+)
+PLAN_UNKNOWN_FIELD = _register_plan(
+    "plan-unknown-field", "a field the plan, the step or the control step does not have"
+)
+PLAN_MISSING_FIELD = _register_plan("plan-missing-field", "a required field that is not given")
+PLAN_INVALID_VALUE = _register_plan(
+    "plan-invalid-value", "a value of the wrong kind, or out of its range"
+)
+PLAN_INVALID_SCHEMA = _register_plan(
+    "plan-invalid-schema", "a JSON Schema that is not valid, or an output schema not an object"
+)
+PLAN_DUPLICATE_ID = _register_plan("plan-duplicate-id", "a step id used twice")
+PLAN_TEMPLATE_SYNTAX = _register_plan(
+    "plan-template-syntax", "a `{{ … }}` template or condition expression that does not parse"
+)
+PLAN_EFFECTFUL_TEMPLATE = _register_plan(
+    "plan-effectful-template", "a template with a tool call, an agent, an ask or another effect"
+)
+PLAN_UNKNOWN_NAME = _register_plan(
+    "plan-unknown-name", "a template reads a name not in scope (unknown, later, its own step)"
+)
+PLAN_INVALID_BODY = _register_plan(
+    "plan-invalid-body", "a body that is not a single step, or a step that cannot be a body"
+)
+PLAN_UNKNOWN_ERROR_CODE = _register_plan(
+    "plan-unknown-error-code", "a `retry.on` code that is not a retryable error code"
+)
+PLAN_CYCLE = _register_plan("plan-cycle", "a plan that calls itself through plan__* tools")
+PLAN_UNKNOWN_TOOL = _register_plan(
+    "plan-unknown-tool", "a tool name or `tools` pattern that no tool of the catalog matches"
+)
+PLAN_UNCONFIGURED_SERVER = _register_plan(
+    "plan-unconfigured-server", "a tool of an MCP server that is not configured"
+)
+PLAN_NOT_FORMATTABLE = _register_plan(
+    "plan-not-formattable", "a plan `flowc plan fmt` cannot rewrite without losing something"
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Note:
@@ -127,6 +189,13 @@ class Diagnostic:
     def sort_key(self) -> tuple:
         return (self.span.file, self.span.line, self.span.column, self.code)
 
+    def __str__(self) -> str:
+        """The one-line form ``file:line:col: message (hint)`` (``file: message`` for a
+        whole-file span): what a plan's load problems print as in ``str(PlanLoadError)`` and in
+        the planner's feedback to its model.  Renderers show the code, notes and source."""
+        text = f"{self.span}: {self.message}"
+        return f"{text} ({self.hint})" if self.hint else text
+
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
     """Return a hint naming the closest of ``candidates`` (any iterable of names: a list, a set,
@@ -146,6 +215,11 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
         if d <= limit and (best is None or d < best[0]):
             best = (d, cand)
     return f"did you mean `{best[1]}`?" if best else None
+
+
+def suggested(hint: str) -> str:
+    """The name a :func:`did_you_mean` hint suggests (``did you mean `retry`?`` → ``retry``)."""
+    return hint.split("`")[1]
 
 
 def _levenshtein(a: str, b: str, limit: int) -> int:
@@ -226,7 +300,7 @@ def foreign_type_kind(name: str) -> str | None:
     if kind is None and len(low) >= 5:
         close = did_you_mean(low, _FOREIGN_KINDS)
         if close is not None:
-            kind = _FOREIGN_KINDS[close.split("`")[1]]
+            kind = _FOREIGN_KINDS[suggested(close)]
     return kind
 
 

@@ -291,8 +291,10 @@ class ErrorCode:
     summary: str
 
 
-#: Every error code a step or run may fail with (docs/spec/PLAN_IR.md §8).  Retrying is decided by
-#: code, never by parsing a message.
+#: Every error code a step or run may fail with (docs/spec/PLAN_IR.md §8), and ``truncated``, the
+#: code of the error result an agent's model gets for tool calls its cut-off reply held (never run).
+#: Retrying is decided by code, never by parsing a message.  ``RunError`` refuses any other
+#: code; ``tests/runtime/test_error_codes_are_registered.py`` checks every code the source spells.
 ERROR_CODES: dict[str, ErrorCode] = {
     e.code: e
     for e in (
@@ -314,6 +316,9 @@ ERROR_CODES: dict[str, ErrorCode] = {
         ErrorCode("model_error", False, "the model provider failed for good (request, key, model)"),
         ErrorCode("content_filter", False, "the model provider's content filter refused"),
         ErrorCode("budget_exceeded", False, "the next model call would exceed a budget"),
+        ErrorCode(
+            "truncated", False, "a reply cut off while writing tool calls (told to the model)"
+        ),
     )
 }
 #: Error codes ``retry { on: [...] }`` (docs/spec/LANGUAGE.md §8) and a plan's ``retry.on`` may

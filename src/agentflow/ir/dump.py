@@ -233,8 +233,9 @@ def fmt_plan_text(text: str, file: str = "<plan>") -> str:
     rewritten and no comment is ever lost silently. Raises :class:`agentflow.errors.PlanLoadError`
     with the load problems.
     """
+    from agentflow.core.diagnostics import PLAN_NOT_FORMATTABLE, Diagnostic
     from agentflow.core.spans import Span
-    from agentflow.errors import PlanLoadError, PlanProblem
+    from agentflow.errors import PlanLoadError
     from agentflow.ir.loader import load_plan_text, parse_yaml
 
     load_plan_text(text, file)
@@ -244,20 +245,26 @@ def fmt_plan_text(text: str, file: str = "<plan>") -> str:
         if _find_comments(text.removeprefix("\ufeff")):
             raise PlanLoadError(
                 [
-                    PlanProblem(
-                        Span.at(file),
+                    Diagnostic(
+                        PLAN_NOT_FORMATTABLE,
                         "this .json plan holds YAML comments, which JSON cannot keep; the file "
                         "was left as is",
-                        "rename it to .plan.yaml to format it with its comments",
+                        Span.at(file),
+                        hint="rename it to .plan.yaml to format it with its comments",
                     )
-                ]
+                ],
+                {file: text},
             )
         return json.dumps(_canon_plan(_plain(renamed)), ensure_ascii=False, indent=2) + "\n"
     new = dump_plan(renamed)
 
     def bug(what: str) -> PlanLoadError:  # pragma: no cover - a formatter bug; never write it
         return PlanLoadError(
-            [PlanProblem(Span.at(file), f"plan fmt {what}; the file was left as is")]
+            [
+                Diagnostic(
+                    PLAN_NOT_FORMATTABLE, f"plan fmt {what}; the file was left as is", Span.at(file)
+                )
+            ]
         )
 
     body = text.removeprefix("\ufeff")  # the scanner's columns do not count a byte-order mark

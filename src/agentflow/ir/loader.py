@@ -2,8 +2,12 @@
 
 ``load_plan(path)`` / ``load_plan_text(text, file)`` / ``load_plan_data(data, file)`` return a
 :class:`~agentflow.ir.models.Plan` whose steps carry their compiled templates, or raise
-:class:`agentflow.errors.PlanLoadError` listing *every* problem found, each with file:line:col of
-the offending YAML node (for in-memory data, the value path such as ``steps[2].input.do``).
+:class:`agentflow.errors.PlanLoadError` listing *every* problem found: one
+:class:`~agentflow.core.diagnostics.Diagnostic` each, with a ``plan-*`` code and the span of the
+offending YAML node (for in-memory data, the value path such as ``steps[2].input.do`` in the
+message).  :func:`check_plan_text` / :func:`check_plan_data` return the problems instead of raising,
+with the plan as far as it could be built, so that tool resolution can run over it too
+(``flowc plan validate`` reports everything in one run).
 
 YAML is read with ``yaml.compose`` (libyaml's ``CSafeLoader`` when available) so every node keeps
 its position; scalars are resolved with YAML 1.2 core rules, so ``on:``/``yes``/``no`` stay text.
@@ -14,15 +18,29 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path as FsPath
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from agentflow.core.diagnostics import did_you_mean
+from agentflow.core.diagnostics import (
+    PLAN_CYCLE,
+    PLAN_DUPLICATE_KEY,
+    PLAN_INVALID_BODY,
+    PLAN_INVALID_VALUE,
+    PLAN_MISSING_FIELD,
+    PLAN_NOT_JSON,
+    PLAN_SYNTAX,
+    PLAN_TOO_DEEP,
+    PLAN_UNKNOWN_FIELD,
+    PLAN_UNREADABLE,
+    Diagnostic,
+    did_you_mean,
+    suggested,
+)
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import BODY_KEYS
-from agentflow.errors import PlanLoadError, PlanProblem
+from agentflow.errors import PlanLoadError
 from agentflow.ir.models import CAMEL_ALIASES, Backoff, Finish, Plan, Retry, Step
 from agentflow.ir.templates import NodeSource, SourceMap, path_str
 
@@ -65,37 +83,67 @@ def read_plan_text(path: str | FsPath) -> str:
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise PlanLoadError(
-            [PlanProblem(Span.at(file), f"cannot read plan file: {reason}")]
+            [Diagnostic(PLAN_UNREADABLE, f"cannot read plan file: {reason}", Span.at(file))]
         ) from None
 
 
 def load_plan_text(text: str, file: str = "<plan>") -> Plan:
     """Parse plan text (YAML or JSON) and load it, keeping the position of every node.
 
-    Raises :class:`PlanLoadError` with every problem (YAML syntax errors included).
+    Raises :class:`PlanLoadError` with every problem (YAML syntax errors included) and
+    ``sources`` = ``{file: text}``.
     """
-    data, smap = parse_yaml(text, file)
-    return load_plan_data(data, file, source_map=smap)
+    plan, problems = check_plan_text(text, file)
+    if problems:
+        raise PlanLoadError(problems, {file: text})
+    assert plan is not None
+    return plan
 
 
 def load_plan_data(data: Any, file: str = "<plan>", *, source_map: SourceMap | None = None) -> Plan:
     """Load a plan from plain data (e.g. the compiler's output) and validate it structurally.
 
     Without ``source_map``, problems carry the value path (``steps[2].input.do``) in their
-    message and no line. Raises :class:`PlanLoadError` listing every problem.
+    message and a whole-file span. Raises :class:`PlanLoadError` listing every problem.
     """
+    plan, problems = check_plan_data(data, file, source_map=source_map)
+    if problems:
+        raise PlanLoadError(problems)
+    assert plan is not None
+    return plan
+
+
+def check_plan_text(text: str, file: str = "<plan>") -> tuple[Plan | None, list[Diagnostic]]:
+    """Every load problem of plan text, sorted by position, and the plan as far as it could be
+    built (None when the text is not YAML, is empty, or uses an alias).
+
+    Problems of the YAML itself (duplicate keys, tags, NaN, non-text keys) do not stop the
+    checking: the value in question is left out, and nothing more is reported inside it.  The
+    plan returned with problems is for further checks only (tool resolution): never run it.
+    """
+    try:
+        data, smap, problems, poisoned = _parse(text, file)
+    except PlanLoadError as exc:
+        return None, exc.diagnostics
+    plan, more = check_plan_data(data, file, source_map=smap)
+    more = [d for d in more if not any(_inside(d.span, p) for p in poisoned)]
+    return plan, _sorted(problems + more)
+
+
+def check_plan_data(
+    data: Any, file: str = "<plan>", *, source_map: SourceMap | None = None
+) -> tuple[Plan | None, list[Diagnostic]]:
+    """Every structural problem of plan data (:func:`load_plan_data` without the raising),
+    sorted, and the plan as far as it could be built (None when ``data`` is not a mapping)."""
     from agentflow.ir.validate import validate_plan
 
-    problems: list[PlanProblem] = []
+    problems: list[Diagnostic] = []
     builder = _Builder(file, source_map, problems)
     plan = builder.plan(data, (), sub=False)
     if plan is not None:
         plan.source_file = file
         problems.extend(validate_plan(plan, file))
-    if problems:
-        raise PlanLoadError(_sorted(problems))
-    assert plan is not None
-    return plan
+    return plan, _sorted(problems)
 
 
 def parse_yaml(text: str, file: str = "<plan>") -> tuple[Any, SourceMap]:
@@ -106,16 +154,32 @@ def parse_yaml(text: str, file: str = "<plan>") -> tuple[Any, SourceMap]:
     keys, anchors/aliases and tags other than the standard scalar ones (see
     :func:`_refused_features`), NaN/infinite numbers and empty documents.
     """
+    data, smap, problems, _ = _parse(text, file)
+    if problems:
+        raise PlanLoadError(problems, {file: text})
+    return data, smap
+
+
+def _parse(text: str, file: str) -> tuple[Any, SourceMap, list[Diagnostic], list[Span]]:
+    """``(data, source map, problems, spans of the values left out)``; raises
+    :class:`PlanLoadError` when there is no data to go on: YAML syntax errors, an empty
+    document, anchors and aliases (refused before anything is built, see
+    :func:`_refused_features`)."""
     smap = SourceMap(file)
     starts = [0]
     for m in re.finditer("\n", text):
         starts.append(m.end())
     smap.line_starts = starts
+    sources = {file: text}
+    refused: list[Diagnostic] = []
     try:
         if _MAYBE_FEATURES.search(text):
-            refused = _refused_features(text, file)
-            if refused:
-                raise PlanLoadError(refused)
+            found = _refused_features(text, file)
+            if found.stop:
+                raise PlanLoadError(found.problems, sources)
+            refused, tagged = found.problems, found.tagged
+        else:
+            tagged = set()
         root = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -123,17 +187,25 @@ def parse_yaml(text: str, file: str = "<plan>") -> tuple[Any, SourceMap]:
         msg = exc.problem or str(exc)
         if exc.context:
             msg = f"{exc.context}: {msg}" if exc.problem else msg
-        raise PlanLoadError([PlanProblem(loc, f"YAML syntax error: {msg}")]) from None
+        raise PlanLoadError(
+            [Diagnostic(PLAN_SYNTAX, f"YAML syntax error: {msg}", loc)], sources
+        ) from None
     except yaml.YAMLError as exc:
-        raise PlanLoadError([PlanProblem(Span.at(file), f"YAML error: {exc}")]) from None
+        raise PlanLoadError(
+            [Diagnostic(PLAN_SYNTAX, f"YAML error: {exc}", Span.at(file))], sources
+        ) from None
     if root is None:
-        raise PlanLoadError([PlanProblem(Span.at(file, 1, 1), "the plan file is empty")])
-    problems: list[PlanProblem] = []
-    lines = text.split("\n")
-    data = _construct(root, (), smap, problems, lines, set(), None)
-    if problems:
-        raise PlanLoadError(problems)
-    return data, smap
+        raise PlanLoadError(
+            [Diagnostic(PLAN_SYNTAX, "the plan file is empty", Span.at(file, 1, 1))], sources
+        )
+    build = _Construct(smap, text.split("\n"), tagged)
+    data = build.value(root, (), set(), None)
+    return data, smap, _sorted(refused + build.problems), build.left_out
+
+
+def _inside(span: Span, outer: Span) -> bool:
+    """Whether ``span`` starts inside ``outer`` (same file, by character offset)."""
+    return span.file == outer.file and span.line > 0 and outer.start <= span.start < outer.end
 
 
 # ---------------------------------------------------------------------------------------------
@@ -156,7 +228,17 @@ def _short_tag(tag: str) -> str:
     return "!!" + tag[len(_CORE) :] if tag.startswith(_CORE) else tag
 
 
-def _refused_features(text: str, file: str) -> list[PlanProblem]:
+class _Refused(NamedTuple):
+    """What :func:`_refused_features` found: the problems; whether building the data must not
+    even be tried (an alias is used, or there were too many problems to look further); where
+    the refused tags are (1-based line and column of each tagged node)."""
+
+    problems: list[Diagnostic]
+    stop: bool
+    tagged: set[tuple[int, int]]
+
+
+def _refused_features(text: str, file: str) -> _Refused:
     """Anchors/aliases and non-standard tags, each at file:line:col.
 
     Aliases are refused outright rather than expanded under a bound: a plan is a tree written by
@@ -166,8 +248,10 @@ def _refused_features(text: str, file: str) -> list[PlanProblem]:
     (``!!binary`` text, ``!!set`` mapping, ``!!python/object`` string). At most 20 problems.
     Reads the event stream only (nothing is built); raises ``yaml.YAMLError`` on bad syntax.
     """
-    problems: list[PlanProblem] = []
+    problems: list[Diagnostic] = []
     anchors: dict[str, list] = {}  # name -> [location, uses]
+    tagged: set[tuple[int, int]] = set()
+    stop = False
     hint = "write the value out in full"
     for ev in yaml.parse(text, Loader=_Loader):
         kind = type(ev)
@@ -183,22 +267,41 @@ def _refused_features(text: str, file: str) -> list[PlanProblem]:
                 anchors[ev.anchor] = seen = [where, 0]
             if kind is yaml.AliasEvent:
                 seen[1] += 1
+                stop = True
         tag = ev.tag if isinstance(ev, yaml.ScalarEvent | yaml.CollectionStartEvent) else None
         if tag is not None and tag not in _ALLOWED_TAGS[kind]:
+            tagged.add((where.line, where.column))
             problems.append(
-                PlanProblem(
-                    where,
+                Diagnostic(
+                    PLAN_NOT_JSON,
                     f"YAML tag `{_short_tag(tag)}` is not allowed in plans",
-                    "plans hold JSON values; the only tags allowed are "
+                    _mark_span(file, ev.start_mark, ev.end_mark),
+                    hint="plans hold JSON values; the only tags allowed are "
                     "!!str, !!int, !!float, !!bool and !!null",
                 )
             )
         if len(problems) + len(anchors) >= _MAX_FEATURE_PROBLEMS:
+            stop = True
             break
     for name, (where, uses) in anchors.items():
         used = f", used {uses} time{'s' if uses != 1 else ''}" if uses else ""
-        problems.append(PlanProblem(where, f"{ANCHOR_MESSAGE} (`&{name}`{used})", hint))
-    return problems
+        problems.append(
+            Diagnostic(PLAN_NOT_JSON, f"{ANCHOR_MESSAGE} (`&{name}`{used})", where, hint=hint)
+        )
+    return _Refused(problems, stop, tagged)
+
+
+def _mark_span(file: str, start: Any, end: Any) -> Span:
+    """The span from one YAML mark to another (``end`` exclusive; both 0-based in PyYAML)."""
+    return Span(
+        file,
+        start.line + 1,
+        start.column + 1,
+        end.line + 1,
+        end.column + 1,
+        getattr(start, "index", 0) or 0,
+        getattr(end, "index", 0) or 0,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -310,71 +413,106 @@ class _BadTag(ValueError):
     """A scalar its explicit tag cannot convert (``!!int abc``); ``args[0]`` is the tag name."""
 
 
-def _construct(node, path, smap, problems, lines, stack, key) -> Any:
-    if len(path) > _MAX_DEPTH:
-        problems.append(PlanProblem(_loc(smap, node), "the plan nests too deeply"))
-        return None
-    if id(node) in stack:
-        problems.append(PlanProblem(_loc(smap, node), "recursive YAML alias"))
-        return None
-    if isinstance(node, yaml.ScalarNode):
-        src = _scalar_source(node, lines, smap.file)
-    else:
-        line, col = node.start_mark.line + 1, node.start_mark.column + 1
-        src = NodeSource(Span(smap.file, line, col, line, col))
-    src.key = key
-    smap.nodes[path] = src
-    if isinstance(node, yaml.ScalarNode):
+class _Construct:
+    """Builds plain data from composed YAML nodes, recording every node's span in ``smap``.
+
+    Values that have no JSON meaning (a refused tag, ``!!int abc``, NaN, a mapping as a key)
+    are reported, left out (None, or the key skipped) and their spans kept in ``left_out``, so
+    later checks say nothing more about them.
+    """
+
+    def __init__(self, smap: SourceMap, lines: list[str], tagged: set[tuple[int, int]]):
+        self.smap = smap
+        self.lines = lines
+        self.tagged = tagged
+        self.problems: list[Diagnostic] = []
+        self.left_out: list[Span] = []
+
+    def span(self, node: yaml.Node) -> Span:
+        """The whole node: first character to one past the last."""
+        s, e = node.start_mark, node.end_mark
+        smap = self.smap
+        return Span(
+            smap.file,
+            s.line + 1,
+            s.column + 1,
+            e.line + 1,
+            e.column + 1,
+            smap.offset(s.line + 1, s.column + 1),
+            smap.offset(e.line + 1, e.column + 1),
+        )
+
+    def refuse(self, node: yaml.Node, code: str, message: str, hint: str | None = None) -> None:
+        span = self.span(node)
+        self.left_out.append(span)
+        if message:
+            self.problems.append(Diagnostic(code, message, span, hint=hint))
+
+    def value(self, node: yaml.Node, path: tuple, stack: set[int], key: Span | None) -> Any:
+        if len(path) > _MAX_DEPTH:
+            self.refuse(node, PLAN_TOO_DEEP, "the plan nests too deeply")
+            return None
+        if id(node) in stack:  # pragma: no cover - aliases are refused before composing
+            self.refuse(node, PLAN_NOT_JSON, "recursive YAML alias")
+            return None
+        smap = self.smap
+        span = self.span(node)
+        if isinstance(node, yaml.ScalarNode):
+            src = _scalar_source(node, self.lines, smap.file)
+            src.at = span
+        else:
+            src = NodeSource(span)
+        src.key = key
+        smap.nodes[path] = src
+        if (span.line, span.column) in self.tagged:
+            self.refuse(node, PLAN_NOT_JSON, "")  # reported with the tag
+            return None
+        if isinstance(node, yaml.ScalarNode):
+            return self.scalar(node, path)
+        stack = stack | {id(node)}
+        if isinstance(node, yaml.SequenceNode):
+            return [self.value(item, (*path, i), stack, None) for i, item in enumerate(node.value)]
+        out: dict[str, Any] = {}
+        for knode, vnode in node.value:
+            if not isinstance(knode, yaml.ScalarNode):
+                self.refuse(knode, PLAN_NOT_JSON, "mapping keys must be plain text")
+                self.left_out.append(self.span(vnode))
+                continue
+            kspan = self.span(knode)
+            key_text = knode.value
+            if key_text in out:
+                self.problems.append(
+                    Diagnostic(
+                        PLAN_DUPLICATE_KEY,
+                        f"{_prefix(path)}duplicate key `{key_text}`",
+                        kspan,
+                    )
+                )
+                continue
+            out[key_text] = self.value(vnode, (*path, key_text), stack, kspan)
+        return out
+
+    def scalar(self, node: yaml.ScalarNode, path: tuple) -> Any:
         try:
             value = _resolve_scalar(node)
         except _BadTag as bad:
-            problems.append(
-                PlanProblem(
-                    _loc(smap, node),
-                    f"{_prefix(path)}`{node.value}` is not a valid `!!{bad.args[0]}`",
-                    "fix the value or remove the tag; quote it to mean text",
-                )
+            self.refuse(
+                node,
+                PLAN_NOT_JSON,
+                f"{_prefix(path)}`{node.value}` is not a valid `!!{bad.args[0]}`",
+                "fix the value or remove the tag; quote it to mean text",
             )
             return None
         if isinstance(value, float) and not math.isfinite(value):
-            problems.append(
-                PlanProblem(
-                    _loc(smap, node),
-                    f"{_prefix(path)}`{node.value}` is not a JSON number "
-                    "(NaN and infinities cannot be written in a plan)",
-                    "quote it to mean text",
-                )
+            self.refuse(
+                node,
+                PLAN_NOT_JSON,
+                f"{_prefix(path)}`{node.value}` is not a JSON number "
+                "(NaN and infinities cannot be written in a plan)",
+                "quote it to mean text",
             )
             return None
         return value
-    stack = stack | {id(node)}
-    if isinstance(node, yaml.SequenceNode):
-        return [
-            _construct(item, (*path, i), smap, problems, lines, stack, None)
-            for i, item in enumerate(node.value)
-        ]
-    out: dict[str, Any] = {}
-    for knode, vnode in node.value:
-        kline, kcol = knode.start_mark.line + 1, knode.start_mark.column + 1
-        kspan = Span(smap.file, kline, kcol, kline, kcol)
-        if not isinstance(knode, yaml.ScalarNode):
-            problems.append(PlanProblem(_loc(smap, knode), "mapping keys must be plain text"))
-            continue
-        key = knode.value
-        if key in out:
-            problems.append(
-                PlanProblem(
-                    kspan,
-                    f"{_prefix(path)}duplicate key `{key}`",
-                )
-            )
-            continue
-        out[key] = _construct(vnode, (*path, key), smap, problems, lines, stack, kspan)
-    return out
-
-
-def _loc(smap: SourceMap, node) -> Span:
-    return Span.at(smap.file, node.start_mark.line + 1, node.start_mark.column + 1)
 
 
 def _prefix(path) -> str:
@@ -382,15 +520,17 @@ def _prefix(path) -> str:
     return f"{text}: " if text else ""
 
 
-def _sorted(problems: list[PlanProblem]) -> list[PlanProblem]:
+def _sorted(problems: list[Diagnostic]) -> list[Diagnostic]:
+    """``problems`` without repeats (same place, same message), by position (whole-file
+    problems last)."""
     seen: set[tuple] = set()
     unique = []
     for p in problems:
-        key = (str(p.location), p.message)
+        key = (str(p.span), p.message)
         if key not in seen:
             seen.add(key)
             unique.append(p)
-    return sorted(unique, key=lambda p: (p.location.line == 0, p.location.line, p.location.column))
+    return sorted(unique, key=lambda p: (p.span.line == 0, p.span.line, p.span.column))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -410,14 +550,24 @@ def _fields(model: type[BaseModel]) -> dict[str, str]:
 class _Builder:
     """Builds models from data, turning every pydantic error into a positioned problem."""
 
-    def __init__(self, file: str, smap: SourceMap | None, problems: list[PlanProblem]):
+    def __init__(self, file: str, smap: SourceMap | None, problems: list[Diagnostic]):
         self.file = file
         self.smap = smap
         self.problems = problems
+        #: value paths of required fields written with a typo (reported as unknown fields)
+        self.misspelt: set[tuple] = set()
 
-    def problem(self, path, message: str, *, hint: str | None = None, key: bool = False) -> None:
+    def problem(
+        self,
+        path,
+        message: str,
+        *,
+        code: str = PLAN_INVALID_VALUE,
+        hint: str | None = None,
+        key: bool = False,
+    ) -> None:
         loc = self.smap.location(path, key=key) if self.smap else Span.at(self.file)
-        self.problems.append(PlanProblem(loc, f"{_prefix(path)}{message}", hint))
+        self.problems.append(Diagnostic(code, f"{_prefix(path)}{message}", loc, hint=hint))
 
     def check_keys(self, data: dict, model: type[BaseModel], path) -> None:
         """Unknown fields (with a hint) and fields given under two spellings."""
@@ -426,18 +576,23 @@ class _Builder:
         for key in data:
             if not isinstance(key, str) or key not in accepted:
                 names = sorted(n for n in model.model_fields)
+                hint = did_you_mean(str(key), names)
                 self.problem(
                     (*path, key),
                     f"unknown field `{key}`",
-                    hint=did_you_mean(str(key), names),
+                    code=PLAN_UNKNOWN_FIELD,
+                    hint=hint,
                     key=True,
                 )
+                if hint is not None:  # its "missing required field" is this same mistake
+                    self.misspelt.add((*path, suggested(hint)))
                 continue
             canon = accepted[key]
             if canon in canon_seen:
                 self.problem(
                     (*path, key),
                     f"`{key}` and `{canon_seen[canon]}` are the same field; give it once",
+                    code=PLAN_DUPLICATE_KEY,
                     key=True,
                 )
             canon_seen[canon] = key
@@ -462,7 +617,10 @@ class _Builder:
                 canon = CAMEL_ALIASES.get(field, field)
                 if etype == "missing":
                     parent = (*path, *loc[:-1])
-                    self.problem(parent, f"missing required field `{canon}`")
+                    if (*parent, canon) not in self.misspelt:
+                        self.problem(
+                            parent, f"missing required field `{canon}`", code=PLAN_MISSING_FIELD
+                        )
                     continue
                 msg = err["msg"]
                 msg = msg[:1].lower() + msg[1:]
@@ -497,7 +655,12 @@ class _Builder:
         if "plans" in data:
             raw_plans = data["plans"]
             if sub:
-                self.problem((*path, "plans"), "a sub-plan cannot have its own `plans`", key=True)
+                self.problem(
+                    (*path, "plans"),
+                    "a sub-plan cannot have its own `plans`",
+                    code=PLAN_UNKNOWN_FIELD,
+                    key=True,
+                )
             elif not isinstance(raw_plans, dict):
                 self.problem((*path, "plans"), "`plans` must map names to sub-plans")
             else:
@@ -621,6 +784,7 @@ class _Builder:
             self.problem(
                 path,
                 f"`{label}` must be a single step (a mapping with `tool_name` and `input`)",
+                code=PLAN_INVALID_BODY,
             )
             return None
         return self.step(raw, path)
@@ -635,6 +799,7 @@ class _Builder:
                     self.problem(
                         (*path, key),
                         f"`{key}` and `{canon}` are the same field; give it once",
+                        code=PLAN_DUPLICATE_KEY,
                         key=True,
                     )
                     continue
@@ -665,7 +830,7 @@ def plan_location(plan: Plan, path: tuple) -> Span:
     return Span.at(plan.source_file or "<plan>")
 
 
-def check_plan_cycles(root: Plan, others: dict[str, Plan]) -> list[PlanProblem]:
+def check_plan_cycles(root: Plan, others: dict[str, Plan]) -> list[Diagnostic]:
     """``plan_cycle`` problems of ``root`` together with the plans directory ``others``
     (docs/spec/PLAN_IR.md §2): a plan reaching itself through ``plan__*`` calls, across files.
 
@@ -691,7 +856,7 @@ def check_plan_cycles(root: Plan, others: dict[str, Plan]) -> list[PlanProblem]:
                 tool = step.tool_name
                 if isinstance(tool, str) and tool.startswith("plan__") and tool[6:] in units:
                     edges[name].append((tool[6:], (plan, spath)))
-    problems: list[PlanProblem] = []
+    problems: list[Diagnostic] = []
     for cycle, (plan, spath) in call_cycles(edges):
         smap = getattr(plan, "_source_map", None)
         loc = (
@@ -700,10 +865,6 @@ def check_plan_cycles(root: Plan, others: dict[str, Plan]) -> list[PlanProblem]:
             else Span.at(plan.source_file or "<plan>")
         )
         problems.append(
-            PlanProblem(
-                loc,
-                "plan calls itself through plan__*: " + " → ".join(cycle),
-                code="plan_cycle",
-            )
+            Diagnostic(PLAN_CYCLE, "plan calls itself through plan__*: " + " → ".join(cycle), loc)
         )
     return problems

@@ -18,9 +18,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentflow.core.diagnostics import (
+    PLAN_EFFECTFUL_TEMPLATE,
+    PLAN_TEMPLATE_SYNTAX,
+    PLAN_TOO_DEEP,
+    Diagnostic,
+)
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import MAX_EXPR_DEPTH
-from agentflow.errors import PlanLoadError, PlanProblem, SourceError
+from agentflow.errors import PlanLoadError, SourceError
 from agentflow.grammar import ast
 
 Path = tuple  # tuple[str | int, ...]
@@ -62,10 +68,11 @@ def path_str(path: Path) -> str:
 class NodeSource:
     """Where a YAML node sits in its plan file.
 
-    ``at``: the node's first character (the quote or ``|`` included); ``key``: its mapping key,
-    when it is a mapping value; ``text``: the first character of a scalar's text (None for
-    mappings and sequences); ``block_indent``: the column (1-based) where the later lines of a
-    scalar's text start (a ``|``/``>`` block's indentation, else 1).  Every position is a point.
+    ``at``: the whole node, from its first character (the quote or ``|`` included) to one past
+    its last; ``key``: its mapping key, when it is a mapping value (the key's text); ``text``:
+    the first character of a scalar's text, a point (None for mappings and sequences);
+    ``block_indent``: the column (1-based) where the later lines of a scalar's text start (a
+    ``|``/``>`` block's indentation, else 1).
     """
 
     at: Span
@@ -95,9 +102,15 @@ class SourceMap:
                 return node
             path = path[:-1]
 
+    def offset(self, line: int, column: int) -> int:
+        """The 0-based character offset of 1-based ``line``/``column`` (0 when out of range)."""
+        if 0 < line <= len(self.line_starts):
+            return self.line_starts[line - 1] + column - 1
+        return 0
+
     def location(self, path: Path, *, key: bool = False) -> Span:
-        """The position of ``path`` as a point (its key when ``key`` and known; the whole file when
-        nothing is recorded)."""
+        """The span of the value at ``path`` (of its key when ``key`` and known), or of its
+        nearest recorded ancestor; the whole file when nothing is recorded."""
         node = self.nodes.get(tuple(path)) if key else None
         if node is not None and node.key is not None:
             return node.key
@@ -137,21 +150,24 @@ def _problem(
     smap: SourceMap | None,
     file: str,
     path: Path,
+    code: str,
     message: str,
     *,
     hint: str | None = None,
-    key: bool = False,
-    line: int | None = None,
-    column: int | None = None,
-) -> PlanProblem:
-    if line is not None:
-        loc = Span.at(file, line, column or 0)
+    span: Span | None = None,
+    mapped: bool = False,
+) -> Diagnostic:
+    """A template problem at ``span`` (relative to the text at ``path``, mapped into the file
+    through ``smap``; already in the file when ``mapped``), else at the value at ``path``, else
+    the whole file."""
+    if span is not None and smap is not None and tuple(path) in smap.nodes:
+        loc = span if mapped else smap.map_span(path, span)
     elif smap is not None:
-        loc = smap.location(path, key=key)
+        loc = smap.location(path)
     else:
         loc = Span.at(file)
     prefix = path_str(path)
-    return PlanProblem(loc, f"{prefix}: {message}" if prefix else message, hint)
+    return Diagnostic(code, f"{prefix}: {message}" if prefix else message, loc, hint=hint)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -264,7 +280,7 @@ def compile_value(
     file: str = "<plan>",
     path: Path = (),
     source_map: SourceMap | None = None,
-    problems: list[PlanProblem] | None = None,
+    problems: list[Diagnostic] | None = None,
     conditions: bool = True,
 ) -> Any:
     """Compile a plan value: a copy where each ``str`` containing ``{{`` is an ``ast.Template``.
@@ -281,7 +297,7 @@ def compile_value(
     then kept as ``str``); when ``problems`` is None, a :class:`PlanLoadError` is raised instead.
     """
     own = problems is None
-    errs: list[PlanProblem] = [] if problems is None else problems
+    errs: list[Diagnostic] = [] if problems is None else problems
     out = _compile(value, file, tuple(path), source_map, errs, conditions, False)
     if own and errs:
         raise PlanLoadError(errs)
@@ -343,33 +359,26 @@ def _compile_text(text, file, path, smap, errs, *, template: bool):
             node = _parse_shared(text, file, template)
     except SourceError as exc:
         exc.message = _LOC_PREFIX.sub("", exc.message)
-        line = column = None
-        if exc.span is not None and smap is not None:
-            line, column, _ = smap.map_point(path, exc.span.line, exc.span.column)
-        elif exc.span is not None and smap is None:
+        message = exc.message
+        if exc.span is not None and smap is None:
             # no file positions: say where inside the string
-            exc_msg = f"{exc.message} (at {exc.span.line}:{exc.span.column} of the text)"
-            errs.append(_problem(None, file, path, exc_msg, hint=exc.hint))
-            return text
+            message = f"{message} (at {exc.span.line}:{exc.span.column} of the text)"
         errs.append(
-            _problem(smap, file, path, exc.message, hint=exc.hint, line=line, column=column)
+            _problem(smap, file, path, PLAN_TEMPLATE_SYNTAX, message, hint=exc.hint, span=exc.span)
         )
         return text
     deep = too_deep(node)
     if deep is not None:
-        line = column = None
-        if smap is not None:
-            line, column, _ = smap.map_point(path, deep.span.line, deep.span.column)
         what = "template" if template else "expression"
         errs.append(
             _problem(
                 smap,
                 file,
                 path,
+                PLAN_TOO_DEEP,
                 f"{what} nested too deeply (more than {MAX_EXPR_DEPTH} levels)",
                 hint="split it into several steps",
-                line=line,
-                column=column,
+                span=Span.at(file, deep.span.line, deep.span.column),
             )
         )
         return text
@@ -386,9 +395,10 @@ def _compile_text(text, file, path, smap, errs, *, template: bool):
                     smap,
                     file,
                     path,
+                    PLAN_EFFECTFUL_TEMPLATE,
                     f"templates hold pure expressions only; {kind} is not allowed here",
-                    line=sub.span.line if smap is not None else None,
-                    column=sub.span.column if smap is not None else None,
+                    span=sub.span,
+                    mapped=True,
                 )
             )
             return text

@@ -20,7 +20,23 @@ from typing import Any
 import jsonschema
 import regex
 
-from agentflow.core.diagnostics import did_you_mean
+from agentflow.core.diagnostics import (
+    PLAN_CYCLE,
+    PLAN_DUPLICATE_ID,
+    PLAN_INVALID_BODY,
+    PLAN_INVALID_SCHEMA,
+    PLAN_INVALID_VALUE,
+    PLAN_MISSING_FIELD,
+    PLAN_UNCONFIGURED_SERVER,
+    PLAN_UNKNOWN_ERROR_CODE,
+    PLAN_UNKNOWN_FIELD,
+    PLAN_UNKNOWN_NAME,
+    PLAN_UNKNOWN_TOOL,
+    Diagnostic,
+    Note,
+    did_you_mean,
+    suggested,
+)
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import (
     BODY_CONTROL_STEPS,
@@ -37,7 +53,6 @@ from agentflow.core.vocabulary import (
     UNARY_CONDITION_OPS,
     duration_ms,
 )
-from agentflow.errors import PlanProblem
 from agentflow.grammar import ast
 from agentflow.ir.models import Plan, Step
 from agentflow.ir.templates import (
@@ -50,6 +65,9 @@ from agentflow.ir.templates import (
 
 STEP_ID_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 PLAN_NAME_RE = re.compile(r"[a-z_][a-z0-9_]*")
+
+#: The hint for ``infer`` in an ``exit`` step (an unknown field there).
+_EXIT_INFER = "`exit` takes `when`, not `infer`: a judge cannot end a run"
 
 #: Servers whose tools resolve exactly (not at the server level).
 EXACT_SERVERS = frozenset({"builtin", "user", "plan"})
@@ -145,7 +163,7 @@ class _Validator:
     def __init__(self, file: str, smap: SourceMap | None):
         self.file = file
         self.smap = smap
-        self.problems: list[PlanProblem] = []
+        self.problems: list[Diagnostic] = []
 
     # -- reporting -------------------------------------------------------------------------
 
@@ -157,8 +175,11 @@ class _Validator:
         hint: str | None = None,
         key: bool = False,
         span: Span | None = None,
-        code: str = "validation",
+        code: str = PLAN_INVALID_VALUE,
+        notes: list[Note] | None = None,
     ) -> None:
+        """A problem at the value at ``path`` (its key when ``key``; ``span``: a template's
+        position in the file), its message prefixed with the value path."""
         if span is not None and self.smap is not None:
             loc = dataclasses.replace(span, file=self.file)
         elif self.smap is not None:
@@ -167,7 +188,13 @@ class _Validator:
             loc = Span.at(self.file)
         prefix = path_str(path)
         self.problems.append(
-            PlanProblem(loc, f"{prefix}: {message}" if prefix else message, hint, code)
+            Diagnostic(
+                code,
+                f"{prefix}: {message}" if prefix else message,
+                loc,
+                notes=notes or [],
+                hint=hint,
+            )
         )
 
     def duration(self, value: Any, path: tuple, what: str) -> int | None:
@@ -186,7 +213,9 @@ class _Validator:
 
     def json_schema(self, schema: Any, path: tuple, what: str) -> bool:
         if not isinstance(schema, dict):
-            self.problem(path, f"`{what}` must be a JSON Schema object (a mapping)")
+            self.problem(
+                path, f"`{what}` must be a JSON Schema object (a mapping)", code=PLAN_INVALID_SCHEMA
+            )
             return False
         error = _schema_error(schema)
         if error is not None:
@@ -196,6 +225,7 @@ class _Validator:
                 (*path, *at),
                 f"`{what}` is not valid JSON Schema: {message}"
                 + (f" (at {where})" if where else ""),
+                code=PLAN_INVALID_SCHEMA,
             )
             return False
         return True
@@ -230,7 +260,12 @@ class _Validator:
         if not plan.steps and "steps" not in broken and "*" not in broken:
             self.problem((*path, "steps"), "`steps` must not be empty")
         if not top and plan.plans:
-            self.problem((*path, "plans"), "a sub-plan cannot have its own `plans`", key=True)
+            self.problem(
+                (*path, "plans"),
+                "a sub-plan cannot have its own `plans`",
+                key=True,
+                code=PLAN_UNKNOWN_FIELD,
+            )
 
         self.ids: dict[str, tuple] = {}
         top_ids = [s.id for s in plan.steps]
@@ -268,7 +303,9 @@ class _Validator:
         assert fin is not None
         fpath = (*path, "finish")
         if fin.mode == "solver" and not fin.prompt:
-            self.problem(fpath, "`finish` with mode `solver` needs a `prompt`")
+            self.problem(
+                fpath, "`finish` with mode `solver` needs a `prompt`", code=PLAN_MISSING_FIELD
+            )
         if fin.output is not None:
             fin.compiled_output = self.compile(fin.output, (*fpath, "output"), conditions=False)
             self.refs(fin.compiled_output, scope, frozenset(), (*fpath, "output"))
@@ -292,7 +329,7 @@ class _Validator:
             self.problem(
                 (*spath, "tool_name"),
                 "plan calls itself through plan__*: " + " → ".join(cycle),
-                code="plan_cycle",
+                code=PLAN_CYCLE,
             )
 
     # -- steps -----------------------------------------------------------------------------
@@ -326,16 +363,20 @@ class _Validator:
                 )
             elif step.id in self.ids:
                 first = self.ids[step.id]
-                where = self.smap.location(first) if self.smap else path_str(first)
+                if self.smap is not None:
+                    note = Note("first used here", self.smap.location(first))
+                else:
+                    note = Note(f"first used at {path_str(first)}")
                 self.problem(
                     (*path, "id"),
                     f"duplicate step id `{step.id}`",
-                    hint=f"first used at {where}",
+                    code=PLAN_DUPLICATE_ID,
+                    notes=[note],
                 )
             else:
                 self.ids[step.id] = (*path, "id")
         elif not body and "*" not in broken:
-            self.problem(path, "a top-level step needs an `id`")
+            self.problem(path, "a top-level step needs an `id`", code=PLAN_MISSING_FIELD)
         if not tool:
             if "*" not in broken:
                 self.problem((*path, "tool_name"), "`tool_name` must not be empty")
@@ -351,6 +392,7 @@ class _Validator:
                         f"`{code}` is not a retryable error code "
                         f"(retry on: {', '.join(sorted(RETRYABLE_CODES))})",
                         hint=did_you_mean(code, sorted(RETRYABLE_CODES)),
+                        code=PLAN_UNKNOWN_ERROR_CODE,
                     )
             if step.retry.attempts > MAX_RETRY_ATTEMPTS:
                 self.problem(
@@ -380,6 +422,7 @@ class _Validator:
                 f"`{tool}` cannot be a body: a body is a single step (a tool call, plan__*, "
                 f"{_or_list(sorted(BODY_CONTROL_STEPS))})",
                 hint="move it into a sub-plan under `plans:` and call it as plan__<name>",
+                code=PLAN_INVALID_BODY,
             )
         if tool in CONTROL_STEPS:
             self.control(step, path)
@@ -432,10 +475,10 @@ class _Validator:
                     continue
                 if own is not None and name.name == own:
                     msg = f"`{own}` refers to the step's own result, which does not exist yet"
-                    self.problem(sub, msg, span=name.span)
+                    self.problem(sub, msg, span=name.span, code=PLAN_UNKNOWN_NAME)
                 elif name.name in later:
                     msg = f"`{name.name}` refers to a later step (only earlier steps are in scope)"
-                    self.problem(sub, msg, span=name.span)
+                    self.problem(sub, msg, span=name.span, code=PLAN_UNKNOWN_NAME)
                 else:
                     self.problem(
                         sub,
@@ -443,6 +486,7 @@ class _Validator:
                         hint=did_you_mean(name.name, scope)
                         or f"in scope: {', '.join(sorted(scope))}",
                         span=name.span,
+                        code=PLAN_UNKNOWN_NAME,
                     )
 
     # -- control steps ---------------------------------------------------------------------
@@ -455,18 +499,10 @@ class _Validator:
             self.problem(ipath, f"the input of `{tool}` must be a mapping")
             return
         allowed, required = CONTROL_FIELDS[tool]
-        for key in inp:
-            if key not in allowed:
-                self.problem(
-                    (*ipath, key),
-                    f"unknown field `{key}` in `{tool}` input",
-                    hint=did_you_mean(str(key), allowed)
-                    or f"`{tool}` takes: {', '.join(sorted(allowed))}",
-                    key=True,
-                )
+        misspelt = self.unknown_fields(inp, ipath, allowed, f"`{tool}` input", tool)
         for key in sorted(required):
-            if key not in inp:
-                self.problem(ipath, f"`{tool}` needs `{key}`")
+            if key not in inp and key not in misspelt:
+                self.problem(ipath, f"`{tool}` needs `{key}`", code=PLAN_MISSING_FIELD)
         getattr(self, f"c_{tool}")(inp, ipath, _broken(step))
 
     def gate(self, inp: dict, ipath: tuple, tool: str, *, required: bool) -> None:
@@ -474,7 +510,7 @@ class _Validator:
         if has_when and has_infer:
             self.problem(ipath, f"`{tool}` takes `when` or `infer`, not both")
         elif required and not has_when and not has_infer:
-            self.problem(ipath, f"`{tool}` needs `when` or `infer`")
+            self.problem(ipath, f"`{tool}` needs `when` or `infer`", code=PLAN_MISSING_FIELD)
         if has_when:
             self.condition(inp["when"], (*ipath, "when"))
         if has_infer and not isinstance(inp["infer"], str):
@@ -506,9 +542,9 @@ class _Validator:
             allowed = {"value", "op", "to"}
             op = cond.get("op")
             if "value" not in keys:
-                self.problem(path, "a comparison needs `value`")
+                self.problem(path, "a comparison needs `value`", code=PLAN_MISSING_FIELD)
             if op is None:
-                self.problem(path, "a comparison needs `op`")
+                self.problem(path, "a comparison needs `op`", code=PLAN_MISSING_FIELD)
             elif op not in CONDITION_OPS:
                 self.problem(
                     (*path, "op"),
@@ -517,7 +553,7 @@ class _Validator:
                     or f"operators: {', '.join(sorted(CONDITION_OPS))}",
                 )
             elif op not in UNARY_CONDITION_OPS and "to" not in keys:
-                self.problem(path, f"operator `{op}` needs `to`")
+                self.problem(path, f"operator `{op}` needs `to`", code=PLAN_MISSING_FIELD)
             elif op == "matches":
                 self.pattern(cond["to"], (*path, "to"))
         else:
@@ -529,6 +565,7 @@ class _Validator:
                 f"unknown field `{key}` in condition",
                 hint=did_you_mean(str(key), allowed),
                 key=True,
+                code=PLAN_UNKNOWN_FIELD,
             )
 
     def pattern(self, to: Any, path: tuple) -> None:
@@ -543,7 +580,7 @@ class _Validator:
 
     def body_field(self, inp: dict, ipath: tuple, key: str, broken: set[str]) -> None:
         if key in inp and not isinstance(inp[key], Step) and f"body:{key}" not in broken:
-            self.problem((*ipath, key), f"`{key}` must be a single step")
+            self.problem((*ipath, key), f"`{key}` must be a single step", code=PLAN_INVALID_BODY)
 
     def budget(self, value: Any, path: tuple) -> None:
         """``budget: {inferences?, tokens?, cost?}`` of an agent step (docs/models.md)."""
@@ -556,6 +593,7 @@ class _Validator:
                     (*path, key),
                     f"unknown budget `{key}` (a budget has inferences, tokens and cost)",
                     key=True,
+                    code=PLAN_UNKNOWN_FIELD,
                 )
             elif key == "cost":
                 if isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit < 0:
@@ -581,8 +619,6 @@ class _Validator:
             self.problem((*ipath, key), f"`{key}` must be at most {maximum}, not {v}")
 
     def c_exit(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
-        if "infer" in inp:
-            self.problem((*ipath, "infer"), "`exit` takes `when`, not `infer`", key=True)
         if "when" in inp:
             self.condition(inp["when"], (*ipath, "when"))
         status = inp.get("status")
@@ -593,7 +629,9 @@ class _Validator:
                 hint=did_you_mean(str(status), {"ok", "error"}),
             )
         if status == "error" and "message" not in inp:
-            self.problem(ipath, "`exit` with status `error` needs a `message`")
+            self.problem(
+                ipath, "`exit` with status `error` needs a `message`", code=PLAN_MISSING_FIELD
+            )
         if "message" in inp and not isinstance(inp["message"], str):
             self.problem((*ipath, "message"), "`message` must be a text")
         code = inp.get("code")
@@ -664,23 +702,42 @@ class _Validator:
             for i, judge in enumerate(judges):
                 self.fields(judge, (*ipath, "judges", i), {"prompt"}, {"prompt"}, "judge")
         if not checks and not judges:
-            self.problem(ipath, "`verify` needs `checks` or `judges`")
+            self.problem(ipath, "`verify` needs `checks` or `judges`", code=PLAN_MISSING_FIELD)
 
     def fields(self, value: Any, path: tuple, allowed: set, required: set, what: str) -> bool:
         if not isinstance(value, dict):
             self.problem(path, f"a {what} must be a mapping with {', '.join(sorted(allowed))}")
             return False
-        for key in value:
-            if key not in allowed:
-                self.problem(
-                    (*path, key),
-                    f"unknown field `{key}` in {what}",
-                    hint=did_you_mean(str(key), allowed),
-                    key=True,
-                )
-        for key in sorted(required - set(value)):
-            self.problem(path, f"a {what} needs `{key}`")
+        misspelt = self.unknown_fields(value, path, allowed, what)
+        for key in sorted(required - set(value) - misspelt):
+            self.problem(path, f"a {what} needs `{key}`", code=PLAN_MISSING_FIELD)
         return True
+
+    def unknown_fields(
+        self, value: dict, path: tuple, allowed: Any, what: str, tool: str | None = None
+    ) -> set[str]:
+        """Report each key of ``value`` not in ``allowed`` (with the nearest allowed one as the
+        hint; for a control step's input, else the fields it takes); return the allowed fields
+        so suggested, whose "needs" problem would be the same mistake again."""
+        misspelt: set[str] = set()
+        for key in value:
+            if key in allowed:
+                continue
+            hint = did_you_mean(str(key), allowed)
+            if hint is not None:
+                misspelt.add(suggested(hint))
+            elif tool == "exit" and key == "infer":
+                hint = _EXIT_INFER
+            elif tool is not None:
+                hint = f"`{tool}` takes: {', '.join(sorted(allowed))}"
+            self.problem(
+                (*path, key),
+                f"unknown field `{key}` in {what}",
+                hint=hint,
+                key=True,
+                code=PLAN_UNKNOWN_FIELD,
+            )
+        return misspelt
 
     def c_ask(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
         if "question" in inp and not isinstance(inp["question"], str):
@@ -738,6 +795,7 @@ class _Validator:
                         (*spath, "type") if "type" in schema else spath,
                         "`output_schema` must have `type: object` at its root"
                         + (f", not {root!r}" if root is not None else ""),
+                        code=PLAN_INVALID_SCHEMA,
                     )
         if "tools" in inp:
             self.agent_tools(inp["tools"], (*ipath, "tools"))
@@ -812,7 +870,7 @@ def _templated(value: Any) -> bool:
     return False
 
 
-def validate_plan(plan: Plan, file: str | None = None) -> list[PlanProblem]:
+def validate_plan(plan: Plan, file: str | None = None) -> list[Diagnostic]:
     """Structural validation of a plan (docs/spec/PLAN_IR.md §1–6); needs no configuration.
 
     Parses every template (setting ``step.compiled``, ``step.compiled_select`` and the finish's
@@ -850,7 +908,7 @@ def _meta_location(step: Any) -> Span | None:
 
 def resolve_tools(
     plan: Plan, catalog_names: set[str], configured_prefixes: set[str]
-) -> list[PlanProblem]:
+) -> list[Diagnostic]:
     """Resolve step tool names and agent ``tools`` entries against a catalog
     (docs/spec/RUNTIME.md §4).
 
@@ -869,17 +927,17 @@ def resolve_tools(
     known = set(catalog_names) | plan_tools
     servers = {p[:-2] if p.endswith("__") else p for p in configured_prefixes}
     servers |= {s for n in catalog_names if (s := _server(n)) and s not in EXACT_SERVERS}
-    problems: list[PlanProblem] = []
+    problems: list[Diagnostic] = []
     current: list[Any] = [None]  # the step being resolved
 
-    def report(path: tuple, message: str, hint: str | None = None) -> None:
+    def report(path: tuple, code: str, message: str, hint: str | None = None) -> None:
         if smap is not None:
             loc = smap.location(path)
         else:  # a plan compiled in memory: the step's `.flow` source position, when it has one
             loc = _meta_location(current[0]) or Span.at(file)
             if loc.file != file and Path(file).name == loc.file:  # the compiler keeps base names
                 loc = Span.at(file, loc.line, loc.column)
-        problems.append(PlanProblem(loc, message, hint))
+        problems.append(Diagnostic(code, message, loc, hint=hint))
 
     def not_configured(server: str) -> str:
         return f"needs MCP server '{server}', which is not configured under [mcp.{server}]"
@@ -893,9 +951,19 @@ def resolve_tools(
         server = _server(name)
         if server is not None and server not in EXACT_SERVERS:
             if server not in servers:
-                report(path, f"step {label}: {what} '{name}' {not_configured(server)}")
+                report(
+                    path,
+                    PLAN_UNCONFIGURED_SERVER,
+                    f"step {label}: {what} '{name}' {not_configured(server)}",
+                )
             return
-        report(path, f"step {label}: unknown tool '{name}'", did_you_mean(name, known))
+        report(
+            path,
+            PLAN_UNKNOWN_TOOL,
+            f"step {label}: unknown tool '{name}'",
+            # a step's tool may also be a control step (`valu` → `value`); an agent's may not
+            did_you_mean(name, known | set(CONTROL_STEPS) if what == "tool" else offerable),
+        )
 
     def check_pattern(pattern: str, path: tuple, label: str) -> None:
         server = _server(pattern)
@@ -904,9 +972,17 @@ def resolve_tools(
         if server in EXACT_SERVERS:
             rx = _pattern_re(pattern)
             if not any(rx.fullmatch(n) for n in offerable):
-                report(path, f"step {label}: `tools` pattern '{pattern}' matches no tool")
+                report(
+                    path,
+                    PLAN_UNKNOWN_TOOL,
+                    f"step {label}: `tools` pattern '{pattern}' matches no tool",
+                )
         elif server not in servers:
-            report(path, f"step {label}: `tools` pattern '{pattern}' {not_configured(server)}")
+            report(
+                path,
+                PLAN_UNCONFIGURED_SERVER,
+                f"step {label}: `tools` pattern '{pattern}' {not_configured(server)}",
+            )
 
     all_plans: list[tuple[Plan, tuple[Any, ...], str | None]] = [
         (plan, getattr(plan, "_path", ()) or (), None)
@@ -969,7 +1045,7 @@ def _check_schema(schema: dict) -> tuple[str, tuple] | None:
     return None
 
 
-def check_arguments(plan: Plan, schemas: dict[str, dict[str, Any]]) -> list[PlanProblem]:
+def check_arguments(plan: Plan, schemas: dict[str, dict[str, Any]]) -> list[Diagnostic]:
     """Check the literal arguments of ordinary steps against their tools' input schemas.
 
     ``schemas``: tool name → JSON Schema of its input (the catalog's, MCP tools included once
@@ -981,16 +1057,22 @@ def check_arguments(plan: Plan, schemas: dict[str, dict[str, Any]]) -> list[Plan
     """
     smap = getattr(plan, "_source_map", None)
     file = plan.source_file or "<plan>"
-    problems: list[PlanProblem] = []
+    problems: list[Diagnostic] = []
 
-    def report(step: Step, path: tuple, message: str, hint: str | None = None) -> None:
+    def report(
+        step: Step,
+        path: tuple,
+        message: str,
+        hint: str | None = None,
+        code: str = PLAN_INVALID_VALUE,
+    ) -> None:
         if smap is not None:
             loc = smap.location(path)
         else:
             loc = _meta_location(step) or Span.at(file)
             if loc.file != file and Path(file).name == loc.file:
                 loc = Span.at(file, loc.line, loc.column)
-        problems.append(PlanProblem(loc, message, hint))
+        problems.append(Diagnostic(code, message, loc, hint=hint))
 
     root: tuple = getattr(plan, "_path", ()) or ()
     all_plans: list[tuple[Plan, tuple, str | None]] = [(plan, root, None)]
@@ -1020,6 +1102,7 @@ def check_arguments(plan: Plan, schemas: dict[str, dict[str, Any]]) -> list[Plan
                             f"step {label}: `{tool}` has no parameter `{key}`"
                             + (f" (parameters: {', '.join(props)})" if props else ""),
                             did_you_mean(str(key), [k for k in props if k not in inp]),
+                            PLAN_UNKNOWN_FIELD,
                         )
                     continue
                 sub = props.get(key) if props is not None else None
@@ -1039,6 +1122,7 @@ def check_arguments(plan: Plan, schemas: dict[str, dict[str, Any]]) -> list[Plan
                         step,
                         (*spath, "input"),
                         f"step {label}: `{tool}` needs argument `{key}`",
+                        code=PLAN_MISSING_FIELD,
                     )
     return problems
 

@@ -529,8 +529,11 @@ async def run_agent(
 
 
 def first_problem(problems: list[str]) -> str:
-    """The first of a non-empty list of problems, with ``(and N more)`` when there are others."""
-    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    """The first of a non-empty list of contract violations, with ``(and N more violations)``
+    when there are others (a bare "and 2 more" after an enum's allowed values read as two more
+    values)."""
+    n = len(problems) - 1
+    more = f" (and {n} more violation{'s' if n != 1 else ''})" if n > 0 else ""
     return f"{problems[0]}{more}"
 
 

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentflow.errors import ConfigError, ModelError, RunError, model_error_code
+from agentflow.errors import ConfigError, ErrorInfo, ModelError, RunError, model_error_code
 from agentflow.runtime.context import RunContext
 from agentflow.runtime.events import EventBus
 from agentflow.runtime.planner import (
@@ -102,7 +102,7 @@ class AskResult:
     rounds: int = 0
     tools_called: list[dict[str, Any]] = field(default_factory=list)
     reports: list[str] = field(default_factory=list)
-    error: dict[str, Any] | None = None
+    error: ErrorInfo | None = None
     usage: dict[str, Any] = field(default_factory=dict)
     duration_ms: int = 0
 
@@ -119,15 +119,15 @@ class AskResult:
             "rounds": self.rounds,
             "tools_called": self.tools_called,
             "reports": self.reports,
-            "error": self.error,
+            "error": self.error.to_dict() if self.error is not None else None,
             "usage": self.usage,
             "duration_ms": self.duration_ms,
         }
 
 
 class _HardStop(Exception):
-    def __init__(self, error: dict[str, Any]):
-        super().__init__(error.get("message", "aborted"))
+    def __init__(self, error: ErrorInfo):
+        super().__init__(error.message)
         self.error = error
 
 
@@ -237,7 +237,7 @@ async def ask(
         if on_progress is not None:
             on_progress(kind, text)
 
-    def finish(status: str, answer: str | None = None, error: dict | None = None) -> AskResult:
+    def finish(status: str, answer: str | None = None, error: ErrorInfo | None = None) -> AskResult:
         out.status, out.answer, out.error = status, answer, error
         out.usage = usage_delta(router, before)
         out.duration_ms = elapsed_ms(t0)
@@ -258,7 +258,7 @@ async def ask(
         if decision is not None and decision.action == "skip":
             return True, decision.value
         if decision is not None and decision.action == "abort":
-            raise _HardStop({"code": "aborted", "message": decision.message, "step_path": path})
+            raise _HardStop(ErrorInfo("aborted", decision.message, path))
         return False, None
 
     async def run_tool(name: str, args: dict[str, Any], path: str) -> tuple[bool, str]:
@@ -274,10 +274,10 @@ async def ask(
         wrapper = Plan.model_validate({"name": WRAPPER_PLAN, "steps": [step]})
         result = await run_plan(wrapper, {}, tool_runs)
         if result.status == "aborted":
-            raise _HardStop(result.error or {"code": "aborted", "message": "aborted"})
+            raise _HardStop(result.error or ErrorInfo("aborted", "aborted"))
         if result.status == "error":
-            err = result.error or {}
-            return False, _error_content(err.get("code", "tool_error"), err.get("message", ""))
+            err = result.error or ErrorInfo("tool_error", "")
+            return False, _error_content(err.code, err.message)
         output = result.output
         if name.startswith("plan__"):
             plan = plans.get(name.removeprefix("plan__"))
@@ -312,10 +312,10 @@ async def ask(
             path=path,
         )
         if ex.status == "aborted":
-            raise _HardStop(ex.error or {"code": "aborted", "message": "aborted"})
+            raise _HardStop(ex.error or ErrorInfo("aborted", "aborted"))
         if not ex.ok:
-            err = ex.error or {}
-            return False, _error_content(err.get("code", "tool_error"), err.get("message", ""))
+            err = ex.error or ErrorInfo("tool_error", "")
+            return False, _error_content(err.code, err.message)
         out.reports.append(str(ex.output))
         progress("report", str(ex.output))
         return True, _content(
@@ -364,14 +364,7 @@ async def ask(
             resp = await client.chat(ChatRequest(messages=list(messages), tools=tools))
         except ModelError as exc:
             code = model_error_code(exc)
-            return finish(
-                "error",
-                error={
-                    "code": code,
-                    "message": f"chat model call failed: {exc}",
-                    "step_path": "ask",
-                },
-            )
+            return finish("error", error=ErrorInfo(code, f"chat model call failed: {exc}", "ask"))
         out.rounds = round_
         bus.emit(
             "model_call",
@@ -405,11 +398,11 @@ async def ask(
         return finish("ok", answer=text)
     return finish(
         "budget",
-        error={
-            "code": "output_validation",
-            "message": f"no answer within max_agent_iterations = {max_iterations} rounds",
-            "step_path": "ask",
-        },
+        error=ErrorInfo(
+            "output_validation",
+            f"no answer within max_agent_iterations = {max_iterations} rounds",
+            "ask",
+        ),
     )
 
 

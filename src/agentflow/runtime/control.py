@@ -24,7 +24,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from agentflow.core.vocabulary import MAX_CONCURRENCY
-from agentflow.errors import RunError
+from agentflow.errors import ExitError, RunError
 from agentflow.runtime.expressions import (
     FlowRange,
     _kind,
@@ -54,10 +54,6 @@ __all__ = [
 
 #: ``announce(rendered_input)``: emit the step's ``step_started`` (once; later calls do nothing).
 Announce = Callable[[Any], None]
-
-
-class ExitError(RunError):
-    """An ``exit`` with status error: ends the whole run, never skipped or substituted."""
 
 
 class ExitOk(Exception):

@@ -36,7 +36,14 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentflow.errors import FlowError, InputError, ModelError, RunError, model_error_code
+from agentflow.errors import (
+    ErrorInfo,
+    FlowError,
+    InputError,
+    ModelError,
+    RunError,
+    model_error_code,
+)
 from agentflow.runtime.agent_step import is_outlined, run_agent_step
 from agentflow.runtime.context import RunContext
 from agentflow.runtime.control import (
@@ -564,7 +571,7 @@ class Executor:
                 if isinstance(e, RunAborted):
                     data["aborted"] = e.message
                     if e.error:
-                        data["error"] = e.error
+                        data["error"] = e.error.to_dict()
                 else:
                     data["exit"] = True
                     data["result"] = to_json_value(e.output)
@@ -577,7 +584,7 @@ class Executor:
                     frame,
                     announce,
                     tool_name=tool,
-                    error={"code": "aborted", "message": "cancelled", "step_path": path},
+                    error=ErrorInfo("aborted", "cancelled", path).to_dict(),
                     elapsed_ms=elapsed_ms(started),
                 )
             raise
@@ -624,7 +631,7 @@ class Executor:
             return decision.value
         if decision is not None and decision.action == "abort":
             raise RunAborted(
-                decision.message or "aborted after a tool error", path, err.to_dict()
+                decision.message or "aborted after a tool error", path, err.info()
             ) from None
         raise err from None
 
@@ -923,7 +930,7 @@ def _stopped_fields(stop: BaseException, path: str) -> dict[str, Any]:
     if isinstance(stop, ExitError):
         return {"error": stop.to_dict()}
     message = stop.message if isinstance(stop, RunAborted) else "cancelled"
-    return {"error": {"code": "aborted", "message": message, "step_path": path}}
+    return {"error": ErrorInfo("aborted", message, path).to_dict()}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -981,8 +988,8 @@ async def run_plan(
     ``agentflow.ir.loader``): its templates are parsed there.
 
     Raises :class:`InputError` when ``input`` does not match ``plan.input_schema`` (before any
-    step).  Every run-time failure comes back as ``RunResult(status="error", error={code,
-    message, step_path, source?})``; hook aborts as ``status="aborted"``.  Cancelled from
+    step).  Every run-time failure comes back as ``RunResult(status="error", error=ErrorInfo(code,
+    message, step_path, source))``; hook aborts as ``status="aborted"``.  Cancelled from
     outside, the run still closes its trace (``run_finished``), then the cancellation goes on.
     """
     from agentflow.runtime.interrupt import until_stopped
@@ -1015,7 +1022,7 @@ async def run_plan(
     results: dict[str, Any] = {}
     status: RunStatus = "ok"
     output: Any = None
-    error: dict[str, Any] | None = None
+    error: ErrorInfo | None = None
     from agentflow.runtime.models.budget import pop_budget, push_budget
 
     budget_tokens = [push_budget(b) for b in run_budgets(plan, ctx.config)]
@@ -1037,15 +1044,15 @@ async def run_plan(
             status, output = "exited", e.output
     except RunAborted as e:
         status = "aborted"
-        error = e.error or {"code": "aborted", "message": e.message, "step_path": e.step_path}
+        error = e.error or ErrorInfo("aborted", e.message, e.step_path)
     except RunError as e:
-        status, error = "error", e.to_dict()
+        status, error = "error", e.info()
     except asyncio.CancelledError as e:
         # cancelled from outside (a second Ctrl-C, the host's own timeout): the trace still
         # gets its run_finished and the sinks are closed, then the cancellation goes on
         cancelled = e
         status = "aborted"
-        error = {"code": "aborted", "message": "the run was cancelled", "step_path": None}
+        error = ErrorInfo("aborted", "the run was cancelled")
     for token in reversed(budget_tokens):
         pop_budget(token)
     result = RunResult(
@@ -1065,7 +1072,7 @@ async def run_plan(
         "",
         frame.stack,
         status=status,
-        error=error,
+        error=error.to_dict() if error is not None else None,
         output=to_json_value(output),
         duration_ms=result.duration_ms,
         usage=result.usage,

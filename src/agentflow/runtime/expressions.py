@@ -23,7 +23,7 @@ from typing import Any
 import regex
 
 from agentflow.core.vocabulary import UNARY_CONDITION_OPS
-from agentflow.errors import RunError, SourceError
+from agentflow.errors import BadPath, ExprError, SourceError
 from agentflow.grammar import ast
 
 __all__ = [
@@ -38,33 +38,6 @@ __all__ = [
     "to_json_value",
     "to_text",
 ]
-
-
-class BadPath(RunError):
-    """A path that is missing at run time (docs/spec/PLAN_IR.md §3, code ``bad_path``).
-
-    ``path`` is the path as written (``E0.issues[3].id``), ``missing`` the part that was missing
-    (``[3]``, ``id``, or the root name).
-    """
-
-    def __init__(self, path: str, missing: str, detail: str | None = None):
-        message = f"path `{path}`: `{missing}` is missing"
-        if detail:
-            message += f" ({detail})"
-        super().__init__("bad_path", message, details={"path": path, "missing": missing})
-        self.path = path
-        self.missing = missing
-
-
-class ExprError(RunError):
-    """An expression applied to values of the wrong kind at run time (e.g. ``1 + "a"``).
-
-    The checker rejects these in `.flow` programs; hand-written plans can still reach them.
-    Code ``validation``.
-    """
-
-    def __init__(self, message: str):
-        super().__init__("validation", message)
 
 
 #: Most elements a range may have when it leaves the expression world as a list (a whole-value

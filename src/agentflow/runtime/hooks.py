@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from agentflow.errors import FlowError, RunError
+from agentflow.errors import RunAborted, RunError
 
 __all__ = [
     "NO_ANSWER",
@@ -172,16 +172,6 @@ class Hooks:
         returns ``fn``.  :func:`terminal_interlocutor` is the stderr/stdin one."""
         self.interlocutor = fn
         return fn
-
-
-class RunAborted(FlowError):
-    """A hook aborted the run (a hard stop); ``error`` is the failing tool's error, if any."""
-
-    def __init__(self, message: str, step_path: str | None, error: dict[str, Any] | None = None):
-        super().__init__(message)
-        self.message = message
-        self.step_path = step_path
-        self.error = error
 
 
 async def maybe_await(value: Any) -> Any:

@@ -33,7 +33,7 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
-from agentflow.runtime.hooks import RunAborted
+from agentflow.errors import Stopped
 
 __all__ = [
     "ABANDON_S",
@@ -167,10 +167,6 @@ def stop_request() -> StopRequest | None:
     """The :class:`StopRequest` of the run :func:`run` drives in this context, or None (the
     async API on the caller's loop: cancellation there is the caller's business)."""
     return _STOP.get()
-
-
-class Stopped(RunAborted):
-    """The run was asked to stop by a signal (its :class:`StopRequest`)."""
 
 
 async def until_stopped(work: Awaitable[T]) -> T:

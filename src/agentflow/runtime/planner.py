@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentflow.errors import (
     ConfigError,
+    ErrorInfo,
     FlowError,
     InputError,
     ModelError,
@@ -180,7 +181,7 @@ class PlanAttempt:
     problems: list[str] = field(default_factory=list)
     repaired: bool = False
     status: str | None = None
-    error: dict[str, Any] | None = None
+    error: ErrorInfo | None = None
     reused: int = 0
     reused_inferences: int = 0
 
@@ -192,7 +193,7 @@ class PlanAttempt:
             "problems": list(self.problems),
             "repaired": self.repaired,
             "status": self.status,
-            "error": self.error,
+            "error": self.error.to_dict() if self.error is not None else None,
             "reused": self.reused,
             "reused_inferences": self.reused_inferences,
         }
@@ -206,7 +207,8 @@ class PlanExecution:
       ended it with status ok; the solver still reports), ``error`` (replans exhausted, a
       non-replannable failure, or a model failure), ``aborted`` (a hook hard stop: no solver).
     - ``output``: the solver's report (text) or None.
-    - ``error``: ``{code, message, step_path}`` or None.
+    - ``error``: an :class:`~agentflow.errors.ErrorInfo` (``code``, ``message``, ``step_path``…)
+      or None.
     - ``results``: step id → result, accumulated over attempts (later attempts win).
     - ``attempts``: every :class:`PlanAttempt`; ``replans`` = ``len(attempts) - 1``.
     - ``plan``: the YAML of the last plan that loaded, or None.
@@ -216,7 +218,7 @@ class PlanExecution:
 
     status: str
     output: Any = None
-    error: dict[str, Any] | None = None
+    error: ErrorInfo | None = None
     results: dict[str, Any] = field(default_factory=dict)
     attempts: list[PlanAttempt] = field(default_factory=list)
     plan: str | None = None
@@ -238,7 +240,7 @@ class PlanExecution:
         return {
             "status": self.status,
             "output": self.output,
-            "error": self.error,
+            "error": self.error.to_dict() if self.error is not None else None,
             "results": self.results,
             "attempts": [a.to_dict() for a in self.attempts],
             "replans": self.replans,
@@ -466,10 +468,9 @@ def _validate(
 def _exact_names(plan: Any, names: set[str], file: str, reported: list[str]) -> list[str]:
     """The planner saw the exact tool list: a step naming any other tool is a load problem, even
     under a configured server prefix (which :func:`resolve_tools` accepts at the server level)."""
-    from agentflow.core.diagnostics import did_you_mean
+    from agentflow.core.diagnostics import PLAN_UNKNOWN_TOOL, Diagnostic, did_you_mean
     from agentflow.core.spans import Span
     from agentflow.core.vocabulary import CONTROL_STEPS
-    from agentflow.errors import PlanProblem
     from agentflow.ir.validate import walk_steps
 
     known = set(names) | {f"plan__{plan.name}"} | {f"plan__{n}" for n in plan.plans}
@@ -481,7 +482,12 @@ def _exact_names(plan: Any, names: set[str], file: str, reported: list[str]) -> 
             continue
         loc = smap.location((*spath, "tool_name")) if smap is not None else Span.at(file)
         msg = str(
-            PlanProblem(loc, f"step {label}: unknown tool '{tool}'", did_you_mean(tool, known))
+            Diagnostic(
+                PLAN_UNKNOWN_TOOL,
+                f"step {label}: unknown tool '{tool}'",
+                loc,
+                hint=did_you_mean(tool, known),
+            )
         )
         if not any(f"'{tool}'" in r and label in r for r in reported):
             out.append(msg)
@@ -528,9 +534,7 @@ def _planner_request(
             parts.append("It did not load:\n" + "\n".join(f"- {p}" for p in previous.problems))
         elif previous.error:
             e = previous.error
-            parts.append(
-                f"It failed at step {e.get('step_path')}: [{e.get('code')}] {e.get('message')}"
-            )
+            parts.append(f"It failed at step {e.step_path}: [{e.code}] {e.message}")
         parts.append("Results of the steps that succeeded so far:\n" + _results_text(results))
         parts.append(
             "Write the complete corrected plan. Tool calls that already succeeded are not run "
@@ -613,7 +617,7 @@ async def plan_and_execute(
     attempts: list[PlanAttempt] = []
     last_plan: str | None = None
 
-    def done(status: str, output: Any = None, error: dict[str, Any] | None = None):
+    def done(status: str, output: Any = None, error: ErrorInfo | None = None):
         return PlanExecution(
             status=status,
             output=output,
@@ -630,7 +634,7 @@ async def plan_and_execute(
             code = model_error_code(exc)
         else:
             code = "validation"
-        return done("error", error={"code": code, "message": f"{what}: {exc}", "step_path": path})
+        return done("error", error=ErrorInfo(code, f"{what}: {exc}", path))
 
     reused = {"n": 0}
 
@@ -653,7 +657,9 @@ async def plan_and_execute(
                 "; ".join(previous.problems[:3])
                 if previous.problems
                 else (
-                    f"[{(previous.error or {}).get('code')}] {(previous.error or {}).get('message')}"
+                    f"[{previous.error.code}] {previous.error.message}"
+                    if previous.error is not None
+                    else "[None] None"
                 )
             )
             emit(
@@ -735,7 +741,7 @@ async def plan_and_execute(
         if run.status == "aborted":
             return done("aborted", error=run.error)
         if run.status == "error":
-            if (run.error or {}).get("code") in NO_REPLAN_CODES:
+            if run.error is not None and run.error.code in NO_REPLAN_CODES:
                 return done("error", error=run.error)
             previous = attempt
             continue
@@ -749,20 +755,19 @@ async def plan_and_execute(
 
     last = attempts[-1]
     if last.problems:
-        error = {
-            "code": "validation",
-            "message": f"the planner gave no valid plan in {len(attempts)} attempt(s): "
+        error = ErrorInfo(
+            "validation",
+            f"the planner gave no valid plan in {len(attempts)} attempt(s): "
             + "; ".join(last.problems[:5]),
-            "step_path": path,
-        }
+            path,
+        )
     else:
-        e = last.error or {}
-        error = {
-            "code": e.get("code", "tool_error"),
-            "message": f"the plan still failed after {len(attempts) - 1} replan(s): "
-            f"{e.get('message', '')}",
-            "step_path": e.get("step_path") or path,
-        }
+        e = last.error or ErrorInfo("tool_error", "")
+        error = ErrorInfo(
+            e.code,
+            f"the plan still failed after {len(attempts) - 1} replan(s): {e.message}",
+            e.step_path or path,
+        )
     return done("error", error=error)
 
 

@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agentflow.errors import ErrorInfo
 from agentflow.runtime.models.base import add_usage, token_count
 
 RunStatus = Literal["ok", "exited", "error", "aborted"]
@@ -25,7 +26,8 @@ class RunResult:
       step failed, or an ``exit`` with status error), ``aborted`` (a gate / on_tool_error hook
       aborted the run: a hard stop, the partial ``results`` come back).
     - ``output``: the finish value (None for ``silent`` and on error).
-    - ``error``: ``{code, message, step_path, source?}`` (docs/spec/PLAN_IR.md §8 codes) or None.
+    - ``error``: an :class:`~agentflow.errors.ErrorInfo` (``code`` of docs/spec/PLAN_IR.md §8,
+      ``message``, ``step_path``, ``source``, ``details``) or None.
     - ``results``: ``{step id: result}`` of every top-level step that finished.
     - ``usage``: ``{inferences, input_tokens, output_tokens, by_role: {role: {inferences,
       input_tokens, output_tokens}}}``, plus ``cache_read_tokens`` / ``cache_write_tokens``
@@ -37,7 +39,7 @@ class RunResult:
 
     status: RunStatus
     output: Any = None
-    error: dict[str, Any] | None = None
+    error: ErrorInfo | None = None
     results: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, Any] = field(default_factory=empty_usage)
     duration_ms: int = 0
@@ -48,12 +50,13 @@ class RunResult:
         return self.status in ("ok", "exited")
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict (``error`` omitted when None)."""
+        """Plain JSON-ready dict (``error`` as ``{code, message, step_path, source?}``, omitted
+        when None)."""
         from agentflow.runtime.expressions import to_json_value
 
         data: dict[str, Any] = {"status": self.status, "output": to_json_value(self.output)}
         if self.error is not None:
-            data["error"] = dict(self.error)
+            data["error"] = self.error.to_dict()
         data["results"] = to_json_value(self.results)
         data["usage"] = self.usage
         data["duration_ms"] = self.duration_ms

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from agentflow.core.diagnostics import Diagnostic
 from agentflow.errors import PlanLoadError, RunError
 from agentflow.runtime.tools.catalog import Catalog
 
@@ -115,9 +116,20 @@ def _modules_where(config: Any) -> str | None:
 
 def check_plan_tools(plan: Any, catalog: Catalog, config: Any = None) -> None:
     """Resolve ``plan``'s tool names and ``tools`` patterns against ``catalog`` at the server level
-    (no connection is made; docs/spec/RUNTIME.md §4). Raises PlanLoadError listing every problem,
+    (no connection is made; docs/spec/RUNTIME.md §4). Raises PlanLoadError listing every problem
+    (:func:`plan_tool_problems`)."""
+    problems = plan_tool_problems(plan, catalog, config)
+    if problems:
+        raise PlanLoadError(problems)
+
+
+def plan_tool_problems(plan: Any, catalog: Catalog, config: Any = None) -> list[Diagnostic]:
+    """Every tool-resolution problem of ``plan`` against ``catalog`` (docs/spec/RUNTIME.md §4),
     e.g. ``step E1: `tools` pattern 'linear__*' needs MCP server 'linear', which is not configured
-    under [mcp.linear]``, and ``plan_cycle`` problems across the plans directory."""
+    under [mcp.linear]`` (``plan-unconfigured-server``), ``plan-unknown-tool`` and ``plan-cycle``
+    problems across the plans directory.  ``config`` adds where ``user__*`` tools come from to
+    the hint of an unknown one.  Works on a plan that had load problems too (its broken steps
+    are skipped)."""
     from agentflow.ir.validate import resolve_tools
 
     names = set(catalog.names()) | {f"plan__{n}" for n in catalog.plans}
@@ -130,8 +142,7 @@ def check_plan_tools(plan: Any, catalog: Catalog, config: Any = None) -> None:
         for problem in problems:
             if problem.hint is None and "unknown tool 'user__" in problem.message:
                 problem.hint = _user_tools_hint(config)
-    if problems:
-        raise PlanLoadError(problems)
+    return problems
 
 
 def _user_tools_hint(config: Any) -> str:
