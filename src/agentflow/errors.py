@@ -188,6 +188,10 @@ class ErrorInfo:
         """``error.get("code")``: a field of :meth:`to_dict`, or ``default`` (as a dict's)."""
         return self.to_dict().get(key, default)
 
+    def __contains__(self, key: object) -> bool:
+        """``"label" in error``: whether :meth:`to_dict` has that field (as a dict's ``in``)."""
+        return key in self.to_dict()
+
 
 class RunError(FlowError):
     """A step failed with a run-time error code (docs/spec/PLAN_IR.md §8): ``code``, ``message``,
