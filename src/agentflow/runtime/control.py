@@ -23,6 +23,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from agentflow.errors import RunError
+from agentflow.runtime.effects import UnitSpec
 from agentflow.runtime.expressions import (
     FlowRange,
     _kind,
@@ -239,12 +240,14 @@ async def _map(call: ControlCall) -> Any:
     failed: set[int] = set()
     ex, frame = call.ex, call.frame
     units = ex.effects
+    concurrent = conc > 1 and len(items) > 1
 
     async def one(i: int) -> None:
         p = f"{call.path}/do.{i}"
         scope = _layer(call.scope, item=items[i], index=i)
+        spec = UnitSpec("body", frame, concurrent, conc, body=body, scope=scope)
         try:
-            results[i] = await units.unit(p, partial(ex.run_step, body, scope, p, frame))
+            results[i] = await units.unit(p, partial(ex.run_step, body, scope, p, frame), spec)
         except RunError as e:
             # a budget that would be exceeded ends the run: skipping the item would only make
             # the next one hit it too
@@ -267,7 +270,8 @@ async def _reduce(call: ControlCall) -> Any:
     for i, item in enumerate(items):
         p = f"{call.path}/do.{i}"
         scope = _layer(call.scope, item=item, index=i, accumulator=acc)
-        acc = await units.unit(p, partial(call.run_body, body, p, scope))
+        spec = UnitSpec("body", call.frame, body=body, scope=scope)
+        acc = await units.unit(p, partial(call.run_body, body, p, scope), spec)
     return acc
 
 
@@ -279,12 +283,14 @@ async def _parallel(call: ControlCall) -> Any:
     call.announce({"branches": list(branches), "concurrency": conc})
     sem = asyncio.Semaphore(int(conc))
     units = call.ex.effects
+    concurrent = int(conc) > 1 and len(branches) > 1
 
     async def one(name: str, raw: Any) -> Any:
+        body = as_body(raw, name, call.path)
+        p = f"{call.path}/{name}"
+        spec = UnitSpec("body", call.frame, concurrent, int(conc), body=body, scope=call.scope)
         async with sem:
-            body = as_body(raw, name, call.path)
-            p = f"{call.path}/{name}"
-            return await units.unit(p, partial(call.run_body, body, p))
+            return await units.unit(p, partial(call.run_body, body, p), spec)
 
     names = list(branches)
     values = await run_all([one(n, branches[n]) for n in names])

@@ -46,7 +46,7 @@ from agentflow.runtime.control import (
     ExitError,
     ExitOk,
 )
-from agentflow.runtime.effects import Effects
+from agentflow.runtime.effects import Effects, UnitSpec
 from agentflow.runtime.events import Event, EventBus
 from agentflow.runtime.expressions import render_value, to_json_value, to_text
 
@@ -293,8 +293,9 @@ class Executor:
     # ----------------------------------------------------------------- events
 
     def emit(self, kind: str, path: str, stack: list[str], **data: Any) -> Event | None:
-        """Emit one event (docs/spec/RUNTIME.md §8); a no-op when no sink listens."""
-        if not self.bus.listens(kind):
+        """Emit one event (docs/spec/RUNTIME.md §8); a no-op when no sink listens, and while a
+        durable engine replays recorded work (its events were written when it first ran)."""
+        if not self.bus.listens(kind) or self.effects.replaying():
             return None
         return self.bus.emit(kind, path, stack, **data)
 
@@ -694,8 +695,9 @@ class Executor:
         t0 = time.monotonic()
         try:
             if name.startswith("plan__") and self.find_plan(name, frame) is not None:
+                spec = UnitSpec("plan", frame, name=name, args=args)
                 result = await self.effects.unit(
-                    path, partial(self.call_plan, name, args, path, frame)
+                    path, partial(self.call_plan, name, args, path, frame), spec
                 )
             else:
                 catalog = self.ctx.catalog
@@ -901,6 +903,8 @@ async def run_plan(
     plan: Plan,
     input: Any = None,
     context: RunContext | None = None,
+    *,
+    effects: Effects | None = None,
     **options: Unpack[RunOptions],
 ) -> RunResult:
     """Run ``plan`` (a loaded :class:`agentflow.ir.models.Plan`) with ``input`` (default ``{}``).
@@ -909,7 +913,9 @@ async def run_plan(
     keywords, overriding it) give the catalog, model router, configuration, workspace, event
     sinks (closed at the end), hooks and the plans callable as ``plan__NAME`` (default: the
     catalog's).  A plan must come from the loader (``agentflow.load``,
-    ``agentflow.ir.loader``): its templates are parsed there.
+    ``agentflow.ir.loader``): its templates are parsed there.  ``effects``: how effects are
+    performed (default: directly; the durable engine passes its own,
+    :mod:`agentflow.runtime.durable`).
 
     Raises :class:`InputError` when ``input`` does not match ``plan.input_schema`` (before any
     step).  Every run-time failure comes back as ``RunResult(status="error", error={code,
@@ -924,14 +930,14 @@ async def run_plan(
     validate_input(plan, input)
     step_usage = StepUsage()
     bus = EventBus([step_usage, *ctx.sinks])
-    ex = Executor(ctx, bus, step_usage=step_usage)
+    ex = Executor(ctx, bus, effects=effects, step_usage=step_usage)
     router = ctx.router
     deadline_s = _duration_s(plan.deadline)
     frame = Frame(
         plan=plan,
         stack=[plan.name],
         prefix="",
-        deadline_at=ex.effects.now() + deadline_s if deadline_s is not None else None,
+        deadline_at=ex.effects.started_at() + deadline_s if deadline_s is not None else None,
         root_plans=dict(plan.plans),
     )
     before = usage_snapshot(router)
