@@ -77,6 +77,14 @@ class RunError(FlowError):
         self.source = source
         self.details = details or {}
 
+    def __reduce__(self) -> tuple:
+        # pickled whole (class, code, message, path, source, details): a durable engine stores
+        # a step's error and raises it again on replay (runtime/durable)
+        return (
+            type(self),
+            (self.code, self.message, self.step_path, self.source, self.details or None),
+        )
+
     def to_dict(self) -> dict:
         data = {"code": self.code, "message": self.message, "step_path": self.step_path}
         if self.source:

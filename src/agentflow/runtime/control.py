@@ -67,6 +67,10 @@ class ExitOk(Exception):
         self.output = output
         self.path = path
 
+    def __reduce__(self) -> tuple:
+        # round-trips a durable engine's serializer (runtime/durable)
+        return (type(self), (self.output, self.path))
+
 
 @dataclass(slots=True)
 class ControlCall:
@@ -304,7 +308,9 @@ async def _ask(call: ControlCall) -> Any:
     unanswered = call.render("when_unanswered", "skip")
     call.announce({"question": question, "choices": choices})
     path, stack, ex = call.path, call.stack, call.ex
-    answer = await ex.ask(AskRequest(question, schema, choices, path, list(stack)))
+    timeout = call.step.timeout
+    timeout_s = _seconds(timeout) if timeout is not None else None
+    answer = await ex.ask(AskRequest(question, schema, choices, path, list(stack), timeout_s))
     if answer is not NO_ANSWER:
         problem = check_answer(answer, schema, choices)
         if problem:
@@ -325,6 +331,17 @@ async def _ask(call: ControlCall) -> Any:
         raise RunError("failed", to_text(unanswered["fail"]), path)
     ex.emit("ask", path, stack, question=question, answer=None, answered=False)
     return {"answer": None, "answered": False}
+
+
+def _seconds(duration: Any) -> float | None:
+    from agentflow.ir.templates import duration_ms
+
+    if isinstance(duration, int | float) and not isinstance(duration, bool):
+        return float(duration)
+    try:
+        return duration_ms(str(duration)) / 1000.0
+    except ValueError:
+        return None
 
 
 def check_answer(answer: Any, schema: Any, choices: Any) -> str | None:

@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from agentflow.runtime.hooks import AskRequest, Interlocutor, maybe_await
+from agentflow.runtime.hooks import NO_ANSWER, AskRequest, Interlocutor, maybe_await
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Step
@@ -93,8 +93,11 @@ class Effects:
         ModelError."""
         return client.chat(request)
 
-    async def ask(self, interlocutor: Interlocutor, request: AskRequest) -> Any:
-        """Put ``request`` to the host's interlocutor; returns the answer or ``NO_ANSWER``."""
+    async def ask(self, interlocutor: Interlocutor | None, request: AskRequest) -> Any:
+        """Put ``request`` to the host's interlocutor; returns the answer or ``NO_ANSWER``
+        (also when there is none)."""
+        if interlocutor is None:
+            return NO_ANSWER
         return await maybe_await(interlocutor(request))
 
     def sleep(self, seconds: float, path: str) -> Awaitable[None]:
@@ -108,6 +111,9 @@ class Effects:
     def random(self, path: str) -> float:
         """A uniform number in [0, 1) (a retry's jitter at ``path``)."""
         return _random.random()
+
+    def bind(self, executor: Any) -> None:
+        """Called by the executor that uses these effects (an engine may keep it); no-op."""
 
     def started_at(self) -> float:
         """The reading of :meth:`now` the run's deadline counts from (here: now)."""

@@ -285,6 +285,7 @@ class Executor:
         self.ctx = ctx
         self.bus = bus
         self.effects = effects if effects is not None else Effects()
+        self.effects.bind(self)
         self.plans: dict[str, Plan] = ctx.callable_plans
         self.step_usage = step_usage
         self.ask_lock = asyncio.Lock()
@@ -587,6 +588,8 @@ class Executor:
         late result is discarded) and raises ``timeout`` or ``deadline_exceeded``.
         """
         timeout = info.timeout_s
+        if timeout is not None and info.tool == "ask" and self.effects.durable:
+            timeout = None  # a durable question's timeout is the engine's (it survives restarts)
         remaining = None
         if frame.deadline_at is not None:
             remaining = frame.deadline_at - self.effects.now()
@@ -843,6 +846,8 @@ class Executor:
         """Put an ``ask`` step's question to the host's interlocutor (one at a time, even under
         concurrent map items); :data:`NO_ANSWER` when there is none or it gave no answer."""
         interlocutor = self.ctx.hooks.interlocutor
+        if self.effects.durable:  # a durable question waits for its answer as a message
+            return await self.effects.ask(interlocutor, request)
         if interlocutor is None:
             return NO_ANSWER
         async with self.ask_lock:

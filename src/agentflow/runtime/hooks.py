@@ -110,13 +110,15 @@ def substitute(value: Any) -> Decision:
 
 @dataclass
 class AskRequest:
-    """A question of an ``ask`` step for the interlocutor (``choices``/``schema`` may be None)."""
+    """A question of an ``ask`` step for the interlocutor (``choices``/``schema`` may be None;
+    ``timeout``: the step's ``timeout`` in seconds, how long a durable run waits for the answer)."""
 
     question: str
     schema: dict[str, Any] | None
     choices: list[Any] | None
     step_path: str
     stack: list[str]
+    timeout: float | None = None
 
 
 class _NoAnswer:
@@ -182,6 +184,10 @@ class RunAborted(FlowError):
         self.message = message
         self.step_path = step_path
         self.error = error
+
+    def __reduce__(self) -> tuple:
+        # round-trips a durable engine's serializer (runtime/durable)
+        return (type(self), (self.message, self.step_path, self.error))
 
 
 async def maybe_await(value: Any) -> Any:
