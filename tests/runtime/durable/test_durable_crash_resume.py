@@ -207,8 +207,8 @@ def _uninterrupted(project: Path, env: dict) -> dict:
 @pytest.mark.parametrize(
     "points",
     [
-        [("tool", 2), ("tool", 9), ("model", 10), ("tool", 30), ("model", 34), ("tool", 52)],
-        [("model", 1), ("tool", 14), ("model", 22), ("tool", 40), ("model", 48), ("tool", 62)],
+        [("tool", 2), ("tool", 9), ("model", 10), ("tool", 24), ("model", 28), ("tool", 36)],
+        [("model", 1), ("tool", 14), ("model", 20), ("tool", 30), ("model", 34), ("tool", 40)],
     ],
     ids=["chain-a", "chain-b"],
 )
@@ -224,7 +224,7 @@ def test_a_run_killed_at_each_point_resumes_to_the_uninterrupted_output(
 
     outcome = _run_chain(project, env, chat_server, points)
 
-    assert outcome["kills"] >= len(points) - 1, outcome["kills"]
+    assert outcome["kills"] == len(points)  # two chains: 12 kill points
     assert outcome["output"] == expected  # every item carries its own result: 0 wrong mappings
     every_call = {0, 99, *range(1, ITEMS + 1), *range(1001, 1001 + ITEMS)}
     starts = outcome["starts"]

@@ -267,11 +267,33 @@ def _mismatch(e: Exception) -> RunError:
     )
 
 
+def _sys_db() -> Any:
+    from dbos._dbos import _get_dbos_instance
+
+    return _get_dbos_instance()._sys_db
+
+
+async def query_steps(workflow_id: str, *, load_output: bool = True) -> list[Any]:
+    """The recorded steps of ``workflow_id``, read from the database directly: DBOS's own
+    ``list_workflow_steps`` called inside a workflow is recorded as one of its steps (and
+    replayed with its old answer), which a query made only on some executions must not be."""
+    return await asyncio.to_thread(  # type: ignore[no-any-return]
+        _sys_db().list_workflow_steps, workflow_id, load_output=load_output
+    )
+
+
+async def query_workflows(**filters: Any) -> list[Any]:
+    """Workflow statuses matching ``filters`` (``list_workflows``'s), read directly (see
+    :func:`query_steps`)."""
+    return await asyncio.to_thread(  # type: ignore[no-any-return]
+        lambda: _sys_db().list_workflows(**filters)
+    )
+
+
 async def _note_recorded(workflow_id: str) -> None:
     """Remember how many operations ``workflow_id`` has recorded (events are dropped while it
     replays them)."""
-    dbos = _dbos()
-    steps = await dbos.DBOS.list_workflow_steps_async(workflow_id)
+    steps = await query_steps(workflow_id, load_output=False)
     _RECORDED[workflow_id] = max((s["function_id"] for s in steps), default=0)
 
 
@@ -340,8 +362,7 @@ async def runtime_for(run_id: str, spec: dict[str, Any] | None = None) -> Runtim
 
 async def recorded_input(run_id: str) -> dict[str, Any]:
     """The input ``agentflow.run`` was started with for ``run_id``."""
-    dbos = _dbos()
-    found = await dbos.DBOS.list_workflows_async(workflow_ids=[run_id], load_input=True)
+    found = await query_workflows(workflow_ids=[run_id], load_input=True)
     if not found or not found[0].input:
         raise RunError("validation", f"no durable run {run_id!r} in this database")
     return found[0].input["args"][0]  # type: ignore[no-any-return]

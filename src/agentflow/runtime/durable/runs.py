@@ -410,17 +410,16 @@ async def work(url: str, name: str, *, sinks: list[Any] | None = None) -> None:
 async def reuse_table(run_id: str) -> dict[str, tuple[str, Any]]:
     """``{operation name: (input digest, value)}`` of every step run ``run_id`` (and its child
     units) finished without error: what ``--reuse`` and ``redrive`` may take."""
-    from agentflow.runtime.durable.dbos_engine import _dbos
+    from agentflow.runtime.durable.dbos_engine import query_steps, query_workflows
 
-    dbos = _dbos()
-    runs = await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id)
+    runs = await query_workflows(workflow_id_prefix=run_id, load_input=False, load_output=False)
     table: dict[str, tuple[str, Any]] = {}
     ids = [w.workflow_id for w in runs if w.workflow_id == run_id or
            w.workflow_id.startswith(run_id + "/")]  # fmt: skip
     if run_id not in ids:
         raise InputError(f"no durable run {run_id!r} to reuse")
     for wfid in ids:
-        for step in await dbos.DBOS.list_workflow_steps_async(wfid):
+        for step in await query_steps(wfid):
             out = step.get("output")
             if step.get("error") is None and isinstance(out, dict) and "d" in out and "v" in out:
                 table.setdefault(step["function_name"], (out["d"], out["v"]))
