@@ -151,6 +151,10 @@ def shutdown() -> None:
         return
     dbos = _dbos()
     dbos.DBOS.destroy(workflow_completion_timeout_sec=0)
+    with contextlib.suppress(RuntimeError):  # a loop goes on: give it threads of its own again
+        from concurrent.futures import ThreadPoolExecutor
+
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())
     _state.update(url=None, executor_id=None)
     _RUNTIMES.clear()
     _RECORDED.clear()
@@ -277,6 +281,7 @@ async def query_steps(workflow_id: str, *, load_output: bool = True) -> list[Any
     """The recorded steps of ``workflow_id``, read from the database directly: DBOS's own
     ``list_workflow_steps`` called inside a workflow is recorded as one of its steps (and
     replayed with its old answer), which a query made only on some executions must not be."""
+    await _dbos().DBOS._configure_asyncio_thread_pool()  # this DBOS's threads, not a stopped one's
     return await asyncio.to_thread(  # type: ignore[no-any-return]
         _sys_db().list_workflow_steps, workflow_id, load_output=load_output
     )
@@ -285,6 +290,7 @@ async def query_steps(workflow_id: str, *, load_output: bool = True) -> list[Any
 async def query_workflows(**filters: Any) -> list[Any]:
     """Workflow statuses matching ``filters`` (``list_workflows``'s), read directly (see
     :func:`query_steps`)."""
+    await _dbos().DBOS._configure_asyncio_thread_pool()
     return await asyncio.to_thread(  # type: ignore[no-any-return]
         lambda: _sys_db().list_workflows(**filters)
     )
