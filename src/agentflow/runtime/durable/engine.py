@@ -369,8 +369,15 @@ class DurableEffects(Effects):
         name = self._name(f"{path}/model:{role}")
         key = digest(role, request_key(request))
         queue = self.queues.model_queue(client) if self.queues is not None else None
-        if queue is not None:
-            fn = partial_chat_on_queue(self, name, role, request, path, queue)
+        hit = self.reuse.get(name)
+        if queue is not None and (hit is None or hit[0] != key):
+            # a child unit on the model's queue (a step cannot start one), then its answer
+            # recorded as this operation's result like any other model call's
+            answered = await chat_on_queue(self, name, role, request, path, queue)
+
+            async def fn() -> ChatResponse:
+                return answered
+
         else:
 
             def fn() -> Awaitable[ChatResponse]:
@@ -497,25 +504,21 @@ def _unit_path_of(workflow_id: str, run_id: str) -> str:
     return workflow_id[len(run_id) + 1 :].split("#", 1)[0]
 
 
-def partial_chat_on_queue(
+async def chat_on_queue(
     effects: DurableEffects, name: str, role: str, request: ChatRequest, path: str, queue: str
-) -> Callable[[], Awaitable[ChatResponse]]:
+) -> ChatResponse:
     """The model call ``name`` as a child unit on the model's fleet-wide ``queue`` (its rate
-    limit and concurrency hold across every worker)."""
-
-    async def run() -> ChatResponse:
-        spec = {
-            "run": effects.run_id,
-            "kind": "model",
-            "role": role,
-            "path": path,
-            "request": dataclasses.replace(request, on_delta=None),
-        }
-        child_id = f"{effects.engine.workflow_id()}/{name}"
-        handle = await effects.engine.start_child(child_id, spec, queue)
-        return await effects.engine.collect(handle)  # type: ignore[no-any-return]
-
-    return run
+    limit and concurrency hold across every worker); its answer."""
+    spec = {
+        "run": effects.run_id,
+        "kind": "model",
+        "role": role,
+        "path": path,
+        "request": dataclasses.replace(request, on_delta=None),
+    }
+    child_id = f"{effects.engine.workflow_id()}/{name}"
+    handle = await effects.engine.start_child(child_id, spec, queue)
+    return await effects.engine.collect(handle)  # type: ignore[no-any-return]
 
 
 async def run_unit(ex: Executor, index: PlanIndex, spec: dict[str, Any]) -> Any:
@@ -524,6 +527,12 @@ async def run_unit(ex: Executor, index: PlanIndex, spec: dict[str, Any]) -> Any:
 
     from agentflow.runtime.executor import Frame
 
+    kind = spec["kind"]
+    if kind == "model":
+        router = ex.ctx.router
+        if router is None:
+            raise RunError("validation", "a model call reached a worker without a model")
+        return await router.client_for(spec["role"]).chat(spec["request"])
     plan = index.plan_for(spec["stack"])
     frame = Frame(
         plan=plan,
@@ -532,7 +541,6 @@ async def run_unit(ex: Executor, index: PlanIndex, spec: dict[str, Any]) -> Any:
         deadline_at=spec["deadline_at"],
         root_plans=dict(index.root.plans or {}),
     )
-    kind = spec["kind"]
     if kind == "body":
         body = index.step(spec["body"])
         return await ex.run_step(body, dict(spec["scope"]), spec["path"], frame)
@@ -550,9 +558,4 @@ async def run_unit(ex: Executor, index: PlanIndex, spec: dict[str, Any]) -> Any:
             write_scope=[Path(p) for p in write] if write is not None else None,
             allowed=set(allowed) if allowed is not None else None,
         )
-    if kind == "model":
-        router = ex.ctx.router
-        if router is None:
-            raise RunError("validation", "a model call reached a worker without a model")
-        return await router.client_for(spec["role"]).chat(spec["request"])
     raise RunError("durable_replay_mismatch", f"unknown unit kind {kind!r}")

@@ -214,6 +214,10 @@ async def _close(ctx: RunContext) -> None:
             await close()
 
 
+#: How much longer than the configured window a model's limiter window is (see register_queues).
+RATE_MARGIN = 1.5
+
+
 class _Queues:
     """How a fleet run spreads its work: concurrent units on ``agentflow.units.c{limit}``
     (partitioned by the step that made them: a map's ``limit`` holds across the fleet), model
@@ -262,7 +266,11 @@ async def register_queues(config: Config | None, limits: set[int]) -> list[str]:
             limiter = None
             if named.rate_limit:  # requests per second, as whole requests per period
                 period = max(1.0, 1.0 / named.rate_limit)
-                limiter = {"limit": max(1, int(named.rate_limit * period)), "period": period}
+                limit = max(1, int(named.rate_limit * period))
+                # the queue spaces the calls' starts; each request leaves a fixed time after its
+                # start (dbos_engine.PACE_S), give or take how busy its worker is: the margin
+                # keeps that wobble from letting more than `limit` requests into one window
+                limiter = {"limit": limit, "period": period * RATE_MARGIN}
             await dbos.DBOS.register_queue_async(
                 name,
                 global_concurrency=named.concurrency,
@@ -330,7 +338,7 @@ async def run_durable(
 
     validate_input(plan, input)
     run_id = run_id or new_run_id()
-    open_database(url, executor_id=f"run:{run_id}", queues=None if fleet else [])
+    open_database(url, executor_id=f"run:{run_id}", queues=[])  # fleet work: the workers
     spec: dict[str, Any] = {
         "plan_text": plan_text,
         "plan_file": plan_file,
