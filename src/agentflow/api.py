@@ -416,7 +416,6 @@ async def run(
       ``result.run_id`` holds it); ``reuse``: an earlier run whose steps are taken where their
       step path and rendered input are unchanged; ``fleet``: spread concurrent units and
       rate-limited model calls over the ``flowc worker`` processes on the same database.
-      Needs the ``durable`` extra.
 
     The run itself is :func:`agentflow.runtime.executor.run_plan` with a
     :class:`~agentflow.runtime.context.RunContext` built from these.

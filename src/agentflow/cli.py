@@ -1054,6 +1054,7 @@ def redrive(
     """Run failed durable run RUN again from its failed steps: a new run of the same plan and
     input that takes every step RUN finished (prints the new run id)."""
     import asyncio
+    import secrets
 
     from agentflow.runtime.durable.dbos_engine import shutdown
     from agentflow.runtime.durable.runs import recorded_spec
@@ -1066,7 +1067,8 @@ def redrive(
     from agentflow.ir.loader import load_plan_text
 
     plan = load_plan_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
-    new_id = f"{run_id.split('~', 1)[0]}~{int(__import__('time').time())}"
+    # the new run's id: RUN's own (before any earlier redrive's suffix) + a fresh suffix
+    new_id = f"{run_id.split('~', 1)[0]}~{secrets.token_hex(3)}"
     try:
         result = asyncio.run(
             api.run(

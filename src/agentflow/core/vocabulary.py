@@ -314,6 +314,16 @@ ERROR_CODES: dict[str, ErrorCode] = {
         ErrorCode("model_error", False, "the model provider failed for good (request, key, model)"),
         ErrorCode("content_filter", False, "the model provider's content filter refused"),
         ErrorCode("budget_exceeded", False, "the next model call would exceed a budget"),
+        ErrorCode(
+            "durable_replay_mismatch",
+            False,
+            "a resumed durable run met a step its record does not hold at that place",
+        ),
+        ErrorCode(
+            "outcome_unknown",
+            False,
+            "a non-idempotent tool was running when a durable run stopped; not run again",
+        ),
     )
 }
 #: Error codes ``retry { on: [...] }`` (docs/spec/LANGUAGE.md §8) and a plan's ``retry.on`` may

@@ -419,7 +419,7 @@ class DurableConfig(_Strict):
     def _duration(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        from agentflow.ir.templates import duration_ms
+        from agentflow.core.vocabulary import duration_ms
 
         duration_ms(value)  # raises ValueError naming the accepted forms
         return value
@@ -429,7 +429,7 @@ class DurableConfig(_Strict):
         """``ask_timeout`` in seconds (None: wait until answered)."""
         if self.ask_timeout is None:
             return None
-        from agentflow.ir.templates import duration_ms
+        from agentflow.core.vocabulary import duration_ms
 
         return duration_ms(self.ask_timeout) / 1000.0
 

@@ -334,7 +334,7 @@ async def _ask(call: ControlCall) -> Any:
 
 
 def _seconds(duration: Any) -> float | None:
-    from agentflow.ir.templates import duration_ms
+    from agentflow.core.vocabulary import duration_ms
 
     if isinstance(duration, int | float) and not isinstance(duration, bool):
         return float(duration)

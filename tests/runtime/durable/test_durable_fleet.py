@@ -108,8 +108,11 @@ def test_two_workers_split_a_map_and_a_fleet_wide_model_rate_limit_holds(
     chat_server.script(labeller)
     workers = [
         subprocess.Popen(
-            _flowc("worker", "--name", name), cwd=project, env=env,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            _flowc("worker", "--name", name),
+            cwd=project,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
         )  # fmt: skip
         for name in ("w1", "w2")
     ]

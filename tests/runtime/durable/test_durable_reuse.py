@@ -118,7 +118,6 @@ async def test_reuse_on_an_edited_flow_asks_the_model_only_for_the_changed_stage
 
 def test_redrive_reruns_a_failed_run_from_its_failed_step(project, chat_server):
     """A run whose stage c failed (the model was down) is redriven: a, b are taken from it."""
-    flow = project / "five.flow"
     calls = {"n": 0}
 
     def flaky(body: dict) -> object:

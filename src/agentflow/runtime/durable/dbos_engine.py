@@ -70,7 +70,7 @@ def _dbos() -> Any:
         import dbos
     except ImportError:
         raise ConfigError(
-            "durable runs need the `durable` extra: pip install 'agentflow[durable]'"
+            "durable runs need the dbos package (a dependency of agentflow): pip install 'dbos>=3.4,<3.5'"
         ) from None
     return dbos
 
@@ -123,12 +123,12 @@ def launch(url: str, *, executor_id: str, queues: list[str] | None = None) -> No
     if _state["url"] is not None:
         shutdown()
     dbos = _dbos()
-    import agentflow
+    from agentflow.core.version import __version__
 
     config: dict[str, Any] = {
         "name": "agentflow",
         "system_database_url": url,
-        "application_version": agentflow.__version__,
+        "application_version": __version__,
         "executor_id": executor_id,
         "log_level": os.environ.get("AGENTFLOW_DBOS_LOG", "WARNING"),
         "notification_listener_polling_interval_sec": 0.1,
@@ -225,9 +225,7 @@ class DbosEngine:
                 else:
                     partition = spec.get("queue_key")
                     with dbos.SetEnqueueOptions(queue_partition_key=partition):
-                        handle = await dbos.DBOS.enqueue_workflow_async(
-                            queue, _unit_workflow, spec
-                        )
+                        handle = await dbos.DBOS.enqueue_workflow_async(queue, _unit_workflow, spec)
         except dbos.error.DBOSUnexpectedStepError as e:
             raise _mismatch(e) from None
         if handle.get_workflow_id() != child_id:
@@ -284,7 +282,7 @@ async def query_steps(workflow_id: str, *, load_output: bool = True) -> list[Any
     ``list_workflow_steps`` called inside a workflow is recorded as one of its steps (and
     replayed with its old answer), which a query made only on some executions must not be."""
     await _dbos().DBOS._configure_asyncio_thread_pool()  # this DBOS's threads, not a stopped one's
-    return await asyncio.to_thread(  # type: ignore[no-any-return]
+    return await asyncio.to_thread(
         _sys_db().list_workflow_steps, workflow_id, load_output=load_output
     )
 
@@ -293,9 +291,7 @@ async def query_workflows(**filters: Any) -> list[Any]:
     """Workflow statuses matching ``filters`` (``list_workflows``'s), read directly (see
     :func:`query_steps`)."""
     await _dbos().DBOS._configure_asyncio_thread_pool()
-    return await asyncio.to_thread(  # type: ignore[no-any-return]
-        lambda: _sys_db().list_workflows(**filters)
-    )
+    return await asyncio.to_thread(lambda: _sys_db().list_workflows(**filters))
 
 
 async def _note_recorded(workflow_id: str) -> None:
@@ -373,7 +369,7 @@ async def recorded_input(run_id: str) -> dict[str, Any]:
     found = await query_workflows(workflow_ids=[run_id], load_input=True)
     if not found or not found[0].input:
         raise RunError("validation", f"no durable run {run_id!r} in this database")
-    return found[0].input["args"][0]  # type: ignore[no-any-return]
+    return found[0].input["args"][0]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -174,7 +174,7 @@ async def build_runtime(
             workspace=Path(spec.get("workspace") or Path.cwd()),
             sinks=tuple(extra_sinks or ()),
         )
-    config = context.config
+    config = context.config or load_config(spec.get("config"))
     effects = dbos_engine.new_effects(
         run_id,
         plan,
@@ -595,7 +595,9 @@ async def show_run(url: str, run_id: str) -> RunInfo:
     root = next((w for w in family if w.workflow_id == run_id), None)
     if root is None:
         raise InputError(f"no durable run {run_id!r} in {_safe(url)}")
-    family = [w for w in family if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")]
+    family = [
+        w for w in family if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")
+    ]
     info = _info(root, _alive(url, run_id))
     cost: dict[str, Any] = {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
     priced = 0.0
@@ -646,16 +648,16 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
     open_database(url, executor_id=f"cli:{os.getpid()}", queues=[])
     dbos = _dbos()
     family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id)
-    family = [w for w in family if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")]
+    family = [
+        w for w in family if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")
+    ]
     if not family:
         raise InputError(f"no durable run {run_id!r} in {_safe(url)}")
     pending = await _questions(run_id, family)
     question = next((q for q in pending if q.path == step), None)
     if question is None:
         waiting = ", ".join(q.path for q in pending) or "none"
-        raise InputError(
-            f"run {run_id} has no question waiting at {step!r} (waiting: {waiting})"
-        )
+        raise InputError(f"run {run_id} has no question waiting at {step!r} (waiting: {waiting})")
     if isinstance(value, str) and not _wants_text(question):
         with contextlib.suppress(ValueError):
             value = json.loads(value)
