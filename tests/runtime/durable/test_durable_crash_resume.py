@@ -1,6 +1,7 @@
 """A durable run survives SIGKILL: real `flowc run --durable` / `flowc resume` subprocesses, a
 plan with a map of 20 multi-step items (a tool call, then an agent whose first round calls a
-tool and whose second answers) at concurrency 5, the scripted model server
+tool and whose second answers) at concurrency 5, then a map of 20 one-call items (which run in the
+run's own record, not as child units), the scripted model server
 (tests/support/chat_server.py) answering from the request so replies never depend on order.
 
 Each process of a chain is killed with SIGKILL at the next kill point (after so many tool calls
@@ -46,7 +47,13 @@ steps:
   - id: E2
     tool_name: user__note
     input: {n: 99}
-finish: {mode: output, output: "{{ {first: E0, items: E1, last: E2} }}"}
+  - id: E3
+    tool_name: map
+    input:
+      over: "{{ input.xs }}"
+      concurrency: 5
+      do: {tool_name: user__note, input: {n: "{{ 2000 + item }}"}}
+finish: {mode: output, output: "{{ {first: E0, items: E1, last: E2, notes: E3} }}"}
 plans:
   item:
     name: item
@@ -133,6 +140,8 @@ def _recorded_calls(db: Path) -> set[int]:
             found.add(0)
         elif path == "E2":
             found.add(99)
+        elif path.startswith("E3/do."):  # a one-call map item: recorded in the run itself
+            found.add(2000 + int(path.split(".")[1]) + 1)
         else:
             m = re.match(r"E1/do\.(\d+)/(S0|S1/agent\.1/user__note)$", path)
             assert m, name
@@ -170,7 +179,9 @@ def _run_chain(project: Path, env: dict, chat_server, points: list[tuple[str, in
                 kills += 1
                 finished_at_kill.append(_recorded_calls(project / ".flowc" / "durable.sqlite"))
                 started_at_kill.append(
-                    Counter(int(line.split()[1]) for line in _lines(log) if line.startswith("start"))
+                    Counter(
+                        int(line.split()[1]) for line in _lines(log) if line.startswith("start")
+                    )
                 )
                 break
             time.sleep(0.01)
@@ -207,8 +218,8 @@ def _uninterrupted(project: Path, env: dict) -> dict:
 @pytest.mark.parametrize(
     "points",
     [
-        [("tool", 2), ("tool", 9), ("model", 10), ("tool", 24), ("model", 28), ("tool", 36)],
-        [("model", 1), ("tool", 14), ("model", 20), ("tool", 30), ("model", 34), ("tool", 40)],
+        [("tool", 2), ("tool", 9), ("model", 10), ("tool", 24), ("model", 28), ("tool", 52)],
+        [("model", 1), ("tool", 14), ("model", 20), ("tool", 30), ("model", 34), ("tool", 58)],
     ],
     ids=["chain-a", "chain-b"],
 )
@@ -227,6 +238,7 @@ def test_a_run_killed_at_each_point_resumes_to_the_uninterrupted_output(
     assert outcome["kills"] == len(points)  # two chains: 12 kill points
     assert outcome["output"] == expected  # every item carries its own result: 0 wrong mappings
     every_call = {0, 99, *range(1, ITEMS + 1), *range(1001, 1001 + ITEMS)}
+    every_call |= set(range(2001, 2001 + ITEMS))
     starts = outcome["starts"]
     assert set(starts) == every_call
     # a call recorded as finished at a kill never ran again; only calls in flight ran twice
@@ -237,6 +249,9 @@ def test_a_run_killed_at_each_point_resumes_to_the_uninterrupted_output(
             assert started[n] == starts[n], (n, started[n], starts[n])
     repeated = {n for n, c in starts.items() if c > 1}
     in_flight = set().union(
-        *(set(s) - f for f, s in zip(outcome["finished_at_kill"], outcome["started_at_kill"], strict=True))
+        *(
+            set(s) - f
+            for f, s in zip(outcome["finished_at_kill"], outcome["started_at_kill"], strict=True)
+        )
     )
     assert repeated <= in_flight

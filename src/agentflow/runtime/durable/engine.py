@@ -45,7 +45,7 @@ from agentflow.runtime.hooks import NO_ANSWER, AskRequest, Interlocutor
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan, Step
-    from agentflow.runtime.executor import Executor, Frame
+    from agentflow.runtime.executor import Executor
     from agentflow.runtime.models.base import ChatRequest, ChatResponse
     from agentflow.runtime.models.router import RoutedClient
     from agentflow.runtime.tools.catalog import Tool, ToolContext
@@ -380,13 +380,13 @@ class DurableEffects(Effects):
 
         else:
 
-            def fn() -> Awaitable[ChatResponse]:
-                return client.chat(request)
+            async def fn() -> ChatResponse:
+                return await client.chat(request)
 
         response = await self._step(name, key, fn)
         if name in self.reused:
             response = dataclasses.replace(response)
-            response.reused = True  # type: ignore[attr-defined]  # free: model_call says so
+            response.reused = True  # free: model_call says so
         return response
 
     async def ask(self, interlocutor: Interlocutor | None, request: AskRequest) -> Any:
@@ -439,7 +439,7 @@ class DurableEffects(Effects):
     ) -> T:
         """A concurrent unit runs as a child unit ``{parent id}/{path}``; any other runs here
         (its operations are recorded in the running unit, one after another)."""
-        if spec is None or not spec.concurrent:
+        if spec is None or not spec.concurrent or self.one_call(spec):
             return await work()
         child_spec = self.describe(path, spec)
         parent = self.engine.workflow_id()
@@ -454,10 +454,33 @@ class DurableEffects(Effects):
             child_spec["queue_key"] = f"{self.run_id}/{child_spec['group']}"
         handle = await self.engine.start_child(child_id, child_spec, queue)
         try:
-            return await self.engine.collect(handle)  # type: ignore[no-any-return]
+            return await self.engine.collect(handle)
         except asyncio.CancelledError:
             await asyncio.shield(self.engine.cancel_child(handle))
             raise
+
+    def one_call(self, spec: UnitSpec) -> bool:
+        """True for a unit that makes exactly one durable call, reached without waiting on
+        anything: a body that is one plain, idempotent tool call without ``retry``, when the
+        run's gate (if any) is synchronous.  Such units run in the parent like any other call:
+        started in index order, each claims its position in the parent's record before yielding,
+        and its name holds its path (the issue's rule: only units making more than one durable
+        call need a child workflow)."""
+        body = spec.body
+        ex = self.executor
+        if spec.kind != "body" or body is None or ex is None or self.queues is not None:
+            return False
+        from agentflow.runtime.executor import CONTROL
+
+        name = body.tool_name
+        if name in CONTROL or name.startswith("plan__") or body.retry is not None:
+            return False
+        catalog = ex.ctx.catalog
+        tool = catalog.get(name) if catalog is not None else None
+        if tool is None or not tool_idempotent(tool):
+            return False
+        gate = ex.ctx.hooks.gate
+        return gate is None or not asyncio.iscoroutinefunction(gate)
 
     def describe(self, path: str, spec: UnitSpec) -> dict[str, Any]:
         """The input of a child unit: everything it needs to run in another process (the plan
@@ -518,7 +541,7 @@ async def chat_on_queue(
     }
     child_id = f"{effects.engine.workflow_id()}/{name}"
     handle = await effects.engine.start_child(child_id, spec, queue)
-    return await effects.engine.collect(handle)  # type: ignore[no-any-return]
+    return await effects.engine.collect(handle)
 
 
 async def run_unit(ex: Executor, index: PlanIndex, spec: dict[str, Any]) -> Any:
