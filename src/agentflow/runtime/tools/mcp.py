@@ -451,8 +451,18 @@ def _catalog_tool(conn: McpConnection, mcp_tool: Any) -> Tool:
         input_schema=schema,
         func=call,
         source="mcp",
-        meta={"server": conn.name, "mcp_name": original},
+        meta={"server": conn.name, "mcp_name": original, "idempotent": _idempotent(mcp_tool)},
     )
+
+
+def _idempotent(mcp_tool: Any) -> bool:
+    """Whether the server says calling the tool again is harmless (its ``readOnlyHint`` or
+    ``idempotentHint`` annotation; MCP's default for both is false)."""
+    annotations = getattr(mcp_tool, "annotations", None)
+    if annotations is None:
+        return False
+    hints = ("read_only_hint", "idempotent_hint", "readOnlyHint", "idempotentHint")
+    return any(getattr(annotations, hint, None) is True for hint in hints)
 
 
 __all__ = ["McpConnection", "McpHub", "expand_vars", "tool_name"]
