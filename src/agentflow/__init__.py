@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
     from agentflow.api import (
         CompiledFlow,
         CompileError,
+        answer_run,
         build_catalog,
         check,
         compile_flow,
@@ -40,6 +41,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         graph,
         load,
         report,
+        resume_run,
         run,
         run_sync,
     )
@@ -87,6 +89,8 @@ _EXPORTS: dict[str, str] = {
     "load": "agentflow.api",
     "run": "agentflow.api",
     "run_sync": "agentflow.api",
+    "resume_run": "agentflow.api",
+    "answer_run": "agentflow.api",
     "ConfigError": "agentflow.errors",
     "FlowError": "agentflow.errors",
     "InputError": "agentflow.errors",
@@ -169,6 +173,8 @@ __all__ = [
     "load",
     "run",
     "run_sync",
+    "resume_run",
+    "answer_run",
 ]
 
 
