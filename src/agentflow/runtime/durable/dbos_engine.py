@@ -53,8 +53,6 @@ RUN_WORKFLOW = "agentflow.run"
 UNIT_WORKFLOW = "agentflow.unit"
 #: Seconds between two reads of a child's outcome while the parent waits for it.
 RESULT_POLL_S = 0.05
-#: How long after its queue starts a rate-limited model call the request is sent (seconds).
-PACE_S = 0.5
 #: A wait "without timeout" (DBOS needs a number): ten years.
 FOREVER_S = 10 * 365 * 24 * 3600.0
 
@@ -392,11 +390,18 @@ def _register() -> tuple[Any, Any]:
     @dbos.DBOS.workflow(name=UNIT_WORKFLOW, max_recovery_attempts=50)
     async def unit_workflow(spec: dict[str, Any]) -> Any:
         wfid = dbos.DBOS.workflow_id
-        if spec.get("kind") == "model":  # one request, no events: paced by its queue's limiter
+        if spec.get("kind") == "model":  # one request, no events; its model's rate limit
             rt = await runtime_for(spec["run"])
             if rt.ctx.router is not None:  # the client (and its modules) made before the wait
                 rt.ctx.router.client_for(spec["role"])
-            await _paced(wfid)
+            label = spec.get("model")
+            config = rt.ctx.config
+            named = config.models.named.get(label) if config is not None and label else None
+            if named is not None and named.rate_limit:
+                from agentflow.runtime.durable.ratelimit import rate_slot
+
+                async with rate_slot(str(_state["url"]), str(label), named.rate_limit):
+                    return await run_unit(rt.unit_executor(), rt.effects.index, spec)
             return await run_unit(rt.unit_executor(), rt.effects.index, spec)
         await _note_recorded(wfid)
         rt = await runtime_for(spec["run"])
@@ -410,20 +415,6 @@ def _register() -> tuple[Any, Any]:
 
 
 _run_workflow, _unit_workflow = _register()
-
-
-async def _paced(workflow_id: str) -> None:
-    """Wait until :data:`PACE_S` after the queue started this model call: the queue's rate
-    limiter spaces the starts, and a request sent a fixed time after its start keeps that
-    spacing however long the worker took to get to it (up to ``PACE_S``)."""
-    import time
-
-    found = await query_workflows(workflow_ids=[workflow_id], load_input=False, load_output=False)
-    started = getattr(found[0], "dequeued_at", None) if found else None
-    if started:
-        wait = started / 1000.0 + PACE_S - time.time()
-        if wait > 0:
-            await asyncio.sleep(min(wait, PACE_S))
 
 
 def run_workflow() -> Any:

@@ -538,6 +538,7 @@ async def chat_on_queue(
         "role": role,
         "path": path,
         "request": dataclasses.replace(request, on_delta=None),
+        "model": queue.removeprefix("agentflow.model."),  # its rate limit: ratelimit.py
     }
     child_id = f"{effects.engine.workflow_id()}/{name}"
     handle = await effects.engine.start_child(child_id, spec, queue)

@@ -214,10 +214,6 @@ async def _close(ctx: RunContext) -> None:
             await close()
 
 
-#: How much longer than the configured window a model's limiter window is (see register_queues).
-RATE_MARGIN = 1.5
-
-
 class _Queues:
     """How a fleet run spreads its work: concurrent units on ``agentflow.units.c{limit}``
     (partitioned by the step that made them: a map's ``limit`` holds across the fleet), model
@@ -243,8 +239,10 @@ class _Queues:
 
 
 async def register_queues(config: Config | None, limits: set[int]) -> list[str]:
-    """Register the fleet's queues: one per map limit in use and one per rate-limited model
-    (``DBOS.register_queue_async``, persisted: every worker finds them)."""
+    """Register the fleet's queues: one per map limit in use and one per model with a
+    ``rate_limit`` or ``concurrency`` (``DBOS.register_queue_async``, persisted: every worker
+    finds them).  The queue holds a model's concurrency; its rate limit is held per request
+    (runtime/durable/ratelimit.py), not by the queue's limiter."""
     from agentflow.runtime.durable.dbos_engine import _dbos
 
     dbos = _dbos()
@@ -263,18 +261,9 @@ async def register_queues(config: Config | None, limits: set[int]) -> list[str]:
             if not (named.rate_limit or named.concurrency):
                 continue
             name = f"agentflow.model.{label}"
-            limiter = None
-            if named.rate_limit:  # requests per second, as whole requests per period
-                period = max(1.0, 1.0 / named.rate_limit)
-                limit = max(1, int(named.rate_limit * period))
-                # the queue spaces the calls' starts; each request leaves a fixed time after its
-                # start (dbos_engine.PACE_S), give or take how busy its worker is: the margin
-                # keeps that wobble from letting more than `limit` requests into one window
-                limiter = {"limit": limit, "period": period * RATE_MARGIN}
             await dbos.DBOS.register_queue_async(
                 name,
                 global_concurrency=named.concurrency,
-                limiter=limiter,
                 polling_interval_sec=0.05,
                 on_conflict="always_update",
             )
