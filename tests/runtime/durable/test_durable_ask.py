@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -70,14 +71,28 @@ def _pending(project: Path, env: dict, run_id: str) -> list[dict]:
 
 
 def _wait_for_question(project: Path, env: dict, run_id: str, proc: subprocess.Popen) -> dict:
+    """The first question `flowc runs` lists for ``run_id``, once the run has published one
+    (watched in the database, which is cheaper than a `flowc runs` process per look)."""
+    db = project / ".flowc" / "durable.sqlite"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
-        pending = _pending(project, env, run_id)
-        if pending:
-            return pending[0]
-        time.sleep(0.2)
-    raise AssertionError("the question never showed up in `flowc runs`")
+        if db.exists():
+            try:
+                with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+                    found = conn.execute(
+                        "select 1 from workflow_events where workflow_uuid = ? "
+                        "and key like 'question:%'",
+                        (run_id,),
+                    ).fetchone()
+            except sqlite3.OperationalError:  # the tables are not made yet
+                found = None
+            if found:
+                pending = _pending(project, env, run_id)
+                assert pending, "a published question is missing from `flowc runs`"
+                return pending[0]
+        time.sleep(0.05)
+    raise AssertionError("the question never showed up in the database")
 
 
 def test_a_question_survives_a_restart_and_is_answered_from_another_process(tmp_path):
