@@ -3,7 +3,8 @@
 
 - ``50 sequential``: 50 tool steps in a row, each a no-op tool (the cost per recorded step);
 - ``3 tools + 20 items``: three tool steps, then a map of 20 items at concurrency 5, each item a
-  0.25 s tool call (every item a child unit of its own).
+  0.25 s tool call (an item that is one idempotent tool call is recorded in the run itself, not
+  as a child unit).
 
 Prints the wall time of each (best of ``--repeat``), the durable/plain ratio (goal: ≤ 1.3 on
 the item plan) and the engine's start-up time, which a run pays once per process.

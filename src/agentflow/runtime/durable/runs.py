@@ -327,7 +327,11 @@ async def run_durable(
 
     validate_input(plan, input)
     run_id = run_id or new_run_id()
-    open_database(url, executor_id=f"run:{run_id}", queues=[])  # fleet work: the workers
+    if dbos_engine._state["url"] != url:
+        # fleet work goes to the workers.  A process that runs several runs launches once: the
+        # later runs share the first one's executor id, and `flowc resume` of any of them
+        # recovers that executor's pending work (runs.resume)
+        open_database(url, executor_id=f"run:{run_id}", queues=[])
     spec: dict[str, Any] = {
         "plan_text": plan_text,
         "plan_file": plan_file,
