@@ -134,10 +134,29 @@ def launch(url: str, *, executor_id: str, queues: list[str] | None = None) -> No
     if url.startswith("sqlite:"):
         config["system_database_engine"] = _sqlite_engine(url)
     dbos.DBOS(config=config)
+    _quiet_cancellations()
     if queues is not None:
         dbos.DBOS.listen_queues(queues)
     dbos.DBOS.launch()
     _state.update(url=url, executor_id=executor_id)
+
+
+def _quiet_cancellations() -> None:
+    """Keep DBOS from logging a traceback for a workflow cancelled on purpose (``flowc cancel``:
+    the run's own process reports it as an ``aborted`` error) and from warning that a
+    cancelled workflow is no longer owned by this process."""
+    import logging
+
+    class QuietCancel(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            exc = record.exc_info[1] if record.exc_info else None
+            if exc is not None and "Cancelled" in type(exc).__name__:
+                return False
+            return "no longer owned by this execution" not in record.getMessage()
+
+    logger = logging.getLogger("dbos")
+    if not any(type(f).__name__ == "QuietCancel" for f in logger.filters):
+        logger.addFilter(QuietCancel())
 
 
 def launched() -> bool:

@@ -354,8 +354,21 @@ async def run_durable(
             handle = await dbos.DBOS.start_workflow_async(dbos_engine.run_workflow(), spec)
         if on_start is not None:
             on_start(run_id)
-        out = await handle.get_result()
+        out = await _outcome(handle)
     return run_id, _result(out, RunResult)
+
+
+async def _outcome(handle: Any) -> dict[str, Any]:
+    """The recorded outcome of a run's workflow; a run cancelled (``flowc cancel``) while this
+    process waited for it ends ``aborted``, not with the engine's exception."""
+    from agentflow.runtime.durable.dbos_engine import _dbos
+
+    try:
+        out: dict[str, Any] = await handle.get_result(polling_interval_sec=0.1)
+    except _dbos()._error.DBOSAwaitedWorkflowCancelledError:
+        message = "the run was cancelled (flowc cancel)"
+        return {"status": "aborted", "error": {"code": "aborted", "message": message}}
+    return out
 
 
 def _result(out: dict[str, Any], cls: Any) -> RunResult:
@@ -390,7 +403,7 @@ async def resume(url: str, run_id: str, *, sinks: list[Any] | None = None) -> Ru
                     dbos_engine._dbos().DBOS._recover_pending_workflows, [status.executor_id]
                 )
         handle = await dbos.DBOS.retrieve_workflow_async(run_id)
-        out = await handle.get_result(polling_interval_sec=0.1)
+        out = await _outcome(handle)
     return _result(out, RunResult)
 
 
