@@ -124,6 +124,13 @@ class Effects:
         as they were written when the work first ran); never here."""
         return False
 
+    def replayed(self, path: str) -> bool:
+        """True when the latest durable operation made at step ``path`` (in the running unit)
+        was replayed from the record, not run: the events that follow it (``tool_finished``,
+        ``model_call``, the step's ``step_finished``) were written when it first ran; never
+        here."""
+        return False
+
     def unit(
         self, path: str, work: Callable[[], Awaitable[T]], spec: UnitSpec | None = None
     ) -> Awaitable[T]:

@@ -266,6 +266,10 @@ class _Call:
     retried: frozenset[str] = frozenset()
 
 
+#: Events written right after a durable operation at their path (left out when it was replayed).
+AFTER_OPERATION = frozenset({"tool_finished", "model_call", "step_finished"})
+
+
 class Executor:
     """Runs the steps of one run.  Made by :func:`run_plan`, one per run.
 
@@ -294,9 +298,12 @@ class Executor:
     # ----------------------------------------------------------------- events
 
     def emit(self, kind: str, path: str, stack: list[str], **data: Any) -> Event | None:
-        """Emit one event (docs/spec/RUNTIME.md §8); a no-op when no sink listens, and while a
-        durable engine replays recorded work (its events were written when it first ran)."""
+        """Emit one event (docs/spec/RUNTIME.md §8); a no-op when no sink listens, while a
+        durable engine replays recorded work, and for the events that follow an operation it
+        replayed at ``path`` (its events were written when it first ran)."""
         if not self.bus.listens(kind) or self.effects.replaying():
+            return None
+        if kind in AFTER_OPERATION and self.effects.replayed(path):
             return None
         return self.bus.emit(kind, path, stack, **data)
 

@@ -154,7 +154,8 @@ def _run_chain(project: Path, env: dict, chat_server, points: list[tuple[str, in
     log = project / "notes.log"
     run_id = f"crash-{len(points)}-{points[0][1]}"
     xs = json.dumps({"xs": list(range(1, ITEMS + 1))})
-    argv = _flowc("run", "--durable", "--run-id", run_id, "plan.yaml", "--input", xs)
+    trace = ("--trace", "trace.jsonl")  # every process adds its events (resume appends)
+    argv = _flowc("run", "--durable", "--run-id", run_id, "plan.yaml", "--input", xs, *trace)
     kills = 0
     finished_at_kill: list[set[int]] = []
     started_at_kill: list[Counter] = []
@@ -191,14 +192,31 @@ def _run_chain(project: Path, env: dict, chat_server, points: list[tuple[str, in
                 # the run finished before this point: nothing left to kill
                 break
         assert proc.returncode is not None
-        argv = _flowc("resume", run_id)
+        argv = _flowc("resume", run_id, *trace)
     return {
         "output": json.loads(out),
         "kills": kills,
         "finished_at_kill": finished_at_kill,
         "started_at_kill": started_at_kill,
         "starts": Counter(int(line.split()[1]) for line in _lines(log) if line.startswith("start")),
+        "ends": Counter(int(line.split()[1]) for line in _lines(log) if line.startswith("end")),
+        "traced": _traced_notes(project / "trace.jsonl"),
     }
+
+
+def _traced_notes(trace: Path) -> Counter:
+    """How many ``tool_finished`` events of ``user__note`` the trace holds per note ``n`` (the
+    tool returns 2n); a line cut by a kill is skipped."""
+    found: Counter = Counter()
+    for line in _lines(trace):
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        data = event.get("data") or {}
+        if event.get("kind") == "tool_finished" and data.get("tool_name") == "user__note":
+            found[int(data["result"]) // 2] += 1
+    return found
 
 
 def _uninterrupted(project: Path, env: dict, monkeypatch) -> dict:
@@ -260,3 +278,7 @@ def test_a_run_killed_at_each_point_resumes_to_the_uninterrupted_output(
         )
     )
     assert repeated <= in_flight
+    # the trace holds each call's events once per time it really ran, never again on replay
+    traced, ends = outcome["traced"], outcome["ends"]
+    assert set(traced) == every_call
+    assert all(traced[n] <= ends[n] for n in traced), (traced, ends)

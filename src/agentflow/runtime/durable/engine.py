@@ -273,6 +273,7 @@ class DurableEffects(Effects):
         "queues",
         "executor",
         "_counts",
+        "_replayed",
         "reused",
     )
 
@@ -298,6 +299,8 @@ class DurableEffects(Effects):
         self.queues = queues
         self.executor: Executor | None = None
         self._counts: dict[tuple[str, str], int] = {}
+        #: (unit, step path) → whether the latest operation made there was replayed
+        self._replayed: dict[tuple[str, str], bool] = {}
         #: names of operations whose result was taken from ``reuse`` (for tests and reports)
         self.reused: list[str] = []
 
@@ -322,10 +325,17 @@ class DurableEffects(Effects):
         return f"{base}#{n}"
 
     async def _step(
-        self, name: str, key: str, fn: Callable[[], Awaitable[T]], *, idempotent: bool = True
+        self,
+        name: str,
+        key: str,
+        fn: Callable[[], Awaitable[T]],
+        *,
+        idempotent: bool = True,
+        path: str | None = None,
     ) -> T:
-        """Run ``fn`` as operation ``name`` whose rendered input has digest ``key``; a result
-        recorded under the same name and digest by the run reused is taken instead."""
+        """Run ``fn`` as operation ``name`` (made at step ``path``) whose rendered input has
+        digest ``key``; a result recorded under the same name and digest by the run reused is
+        taken instead."""
         if not idempotent:
             _, began_now = await self.engine.step(f"{name}/begin", _true)
         else:
@@ -345,7 +355,9 @@ class DurableEffects(Effects):
                 )
             return {"d": key, "v": await fn()}
 
-        record, _ = await self.engine.step(name, perform)
+        record, ran = await self.engine.step(name, perform)
+        if path is not None:
+            self._replayed[(self.engine.workflow_id(), path)] = not ran
         return record["v"]
 
     # ----------------------------------------------------------------- effects
@@ -358,6 +370,7 @@ class DurableEffects(Effects):
             digest(tool.name, args),
             lambda: tool.func(args, ctx),
             idempotent=tool_idempotent(tool),
+            path=ctx.step_path,
         )
 
     async def chat(self, client: RoutedClient, request: ChatRequest, path: str) -> ChatResponse:
@@ -383,7 +396,7 @@ class DurableEffects(Effects):
             async def fn() -> ChatResponse:
                 return await client.chat(request)
 
-        response = await self._step(name, key, fn)
+        response = await self._step(name, key, fn, path=path)
         if name in self.reused:
             response = dataclasses.replace(response)
             response.reused = True  # free: model_call says so
@@ -433,6 +446,11 @@ class DurableEffects(Effects):
     def replaying(self) -> bool:
         """True while the running unit replays recorded operations."""
         return self.engine.replaying()
+
+    def replayed(self, path: str) -> bool:
+        """True when the latest tool or model operation at ``path`` in the running unit was
+        replayed (see :meth:`Effects.replayed`)."""
+        return self._replayed.get((self.engine.workflow_id(), path), False)
 
     async def unit(
         self, path: str, work: Callable[[], Awaitable[T]], spec: UnitSpec | None = None
