@@ -1,6 +1,6 @@
 """A throwaway PostgreSQL server for tests: the distribution's binaries
 (``/usr/lib/postgresql/*/bin``; ``apt-get install postgresql``, done by
-scripts/ci-system-packages.sh), ``initdb`` in a temporary directory, ``postgres`` on a free
+scripts/system-packages.sh), ``initdb`` in a temporary directory, ``postgres`` on a free
 loopback port, trust authentication for one user.  As root the server runs as the ``postgres``
 system user (PostgreSQL refuses to run as root).  Anything that stops it from starting raises
 :class:`PostgresUnavailable` naming what is missing: tests that need it fail loudly.
@@ -30,7 +30,7 @@ def _bin_dir() -> Path:
     if not found:
         raise PostgresUnavailable(
             "PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/postgres): "
-            "apt-get install -y postgresql (scripts/ci-system-packages.sh does it)"
+            "apt-get install -y postgresql (scripts/system-packages.sh does it)"
         )
     return Path(found[-1]).parent
 
