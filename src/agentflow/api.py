@@ -513,7 +513,7 @@ async def run(
             return await _run_durable(
                 target, plan, input, context, config,
                 run_id=run_id, reuse=reuse, database=database, fleet=fleet,
-                replay=replay, on_start=on_start,
+                replay=replay, on_start=on_start, model=model,
             )  # fmt: skip
         return await run_plan(plan, input, context)
     finally:
@@ -547,6 +547,7 @@ async def _run_durable(
     recorded = load_plan_text(text, file)  # what a resumed process will load
     url = database_for(config, kw.pop("database"))
     replay = kw.pop("replay")
+    model = kw.pop("model")
     own_engine = not launched()  # the engine is stopped again when this call started it
     try:
         run_id, result = await run_durable(
@@ -558,6 +559,7 @@ async def _run_durable(
             plan_file=file,
             config_path=str(config.path) if config.path else None,
             replay=str(Path(replay).resolve()) if replay else None,
+            model=model,
             **kw,
         )
     finally:

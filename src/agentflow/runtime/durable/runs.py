@@ -161,7 +161,12 @@ async def build_runtime(
         config = load_config(spec.get("config"))
         catalog = build_catalog(config, plan=plan)
         router: Any
-        if spec.get("replay"):
+        if spec.get("model"):  # `--model test[:SEED]`: the built-in test model again
+            from agentflow.runtime.models.test_model import parse_model_option, test_router
+
+            seed, call_tools = parse_model_option(spec["model"])
+            router = test_router(config, seed, call_tools=call_tools)
+        elif spec.get("replay"):
             from agentflow.runtime.models.cassette import ReplayRouter
 
             router = ReplayRouter(spec["replay"], config)
@@ -315,11 +320,14 @@ async def run_durable(
     replay: str | None = None,
     fleet: bool = False,
     on_start: Any = None,
+    model: str | None = None,
 ) -> tuple[str, RunResult]:
     """Run ``plan`` (loaded from ``plan_text``) as durable run ``run_id`` (default: a new id)
     with ``context``; ``on_start(run_id)`` is called once the run is recorded.  ``reuse``: an
     earlier run whose steps are taken where their path and rendered input are unchanged.
     ``fleet``: hand concurrent units and rate-limited model calls to the fleet's queues.
+    ``replay`` / ``model``: the cassette or the test model (``test[:SEED]``) answering the
+    run's model calls, recorded so a resumed process answers the same way.
     Returns ``(run_id, result)``."""
     from agentflow.runtime.durable import dbos_engine
     from agentflow.runtime.executor import validate_input
@@ -341,6 +349,7 @@ async def run_durable(
         "started": time.time(),
         "reuse": reuse,
         "replay": replay,
+        "model": model,
         "fleet": fleet,
     }
     if fleet:
