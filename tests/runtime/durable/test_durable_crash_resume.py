@@ -278,7 +278,10 @@ def test_a_run_killed_at_each_point_resumes_to_the_uninterrupted_output(
         )
     )
     assert repeated <= in_flight
-    # the trace holds each call's events once per time it really ran, never again on replay
+    # the trace holds each call's finish at most once per time it really ran, never again on
+    # replay; one is missing only when a kill fell between recording the call and writing its
+    # event (the call is then recorded as finished at that kill)
     traced, ends = outcome["traced"], outcome["ends"]
-    assert set(traced) == every_call
     assert all(traced[n] <= ends[n] for n in traced), (traced, ends)
+    recorded_at_a_kill = set().union(*outcome["finished_at_kill"])
+    assert every_call - set(traced) <= recorded_at_a_kill
