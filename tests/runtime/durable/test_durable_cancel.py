@@ -10,23 +10,14 @@ import sys
 import time
 from pathlib import Path
 
-PLAN = """\
-version: 1
-name: waiter
-steps:
-  - id: E0
-    tool_name: ask
-    input: {question: "Go?", when_unanswered: {default: "no"}}
-    timeout: 2s
-  - id: E1
-    tool_name: ask
-    input: {question: "Again?", when_unanswered: {default: "no"}}
-    timeout: 2s
-  - id: E2
-    tool_name: ask
-    input: {question: "Once more?", when_unanswered: {default: "no"}}
-    timeout: 2s
-"""
+#: Twenty questions of 3 s each: a cancel lands while one waits (the run notices it at its next
+#: operation, within 3 s), long before the last would time out.
+PLAN = "version: 1\nname: waiter\nsteps:\n" + "".join(
+    f"  - id: E{i}\n    tool_name: ask\n"
+    f'    input: {{question: "Go {i}?", when_unanswered: {{default: "no"}}}}\n'
+    "    timeout: 3s\n"
+    for i in range(20)
+)
 
 
 def _flowc(*args: str) -> list[str]:
