@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # System packages the tests need beyond Python, from the distribution: headless Chromium and its
-# driver (tests/e2e/test_report_browser.py drives them with Selenium), and node with npm (which
-# scripts/npm-tools.sh uses to install node 22 and the npm MCP servers the MCP tests start).
-# scripts/test.sh runs it first: it does nothing when they are installed, installs them with
-# apt-get when run as root, and otherwise stops with the command to run (a test never skips
-# silently).
+# driver (tests/e2e/test_report_browser.py drives them with Selenium), node with npm (which
+# scripts/npm-tools.sh uses to install node 22 and the npm MCP servers the MCP tests start) and
+# PostgreSQL (the durable fleet test starts a throwaway server from the distribution's binaries:
+# tests/support/postgres.py). scripts/test.sh runs it first: it does nothing when they are
+# installed, installs them with apt-get when run as root, and otherwise stops with the command to
+# run (a test never skips silently).
 set -euo pipefail
+have_postgres() { compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null; }
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
 command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
+have_postgres || missing+=(postgresql)
 if [ "${#missing[@]}" -eq 0 ]; then
   exit 0
 fi

@@ -3,7 +3,7 @@
 # ir/ and runtime/: [tool.mypy] in pyproject.toml). Exit non-zero if no test ran.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/system-packages.sh  # headless Chromium + driver, npm (apt-get as root)
+bash scripts/system-packages.sh  # headless Chromium + driver, npm, PostgreSQL (apt-get as root)
 . scripts/setup.sh  # .venv/ with Python ≥ 3.11, package (re)installed
 bash scripts/setup-phoenix.sh  # .venv-phoenix/: the OTLP backend of tests/e2e/test_otel_phoenix.py
 bash scripts/npm-tools.sh  # .ci/node/: node 22, the npm MCP servers, the Inspector (MCP tests)

@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         CompiledFlow,
         CompileError,
         PlanCheck,
+        answer_run,
         build_catalog,
         check,
         check_plan,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         graph,
         load,
         report,
+        resume_run,
         run,
         run_sync,
     )
@@ -92,6 +94,8 @@ _EXPORTS: dict[str, str] = {
     "load": "agentflow.api",
     "run": "agentflow.api",
     "run_sync": "agentflow.api",
+    "resume_run": "agentflow.api",
+    "answer_run": "agentflow.api",
     "ConfigError": "agentflow.errors",
     "ErrorInfo": "agentflow.errors",
     "FlowError": "agentflow.errors",
@@ -178,6 +182,8 @@ __all__ = [
     "load",
     "run",
     "run_sync",
+    "resume_run",
+    "answer_run",
 ]
 
 

@@ -54,6 +54,9 @@ __all__ = [
     "load",
     "run",
     "run_sync",
+    "resume_run",
+    "answer_run",
+    "plan_text",
     "parse_input",
     "plan_needs_model",
     "graph",
@@ -427,6 +430,12 @@ async def run(
     on_partial: Callable[[str, Any], Any] | None = None,
     telemetry: bool | str | None = None,
     model: str | None = None,
+    durable: bool = False,
+    run_id: str | None = None,
+    reuse: str | None = None,
+    database: str | None = None,
+    fleet: bool = False,
+    on_start: Callable[[str], Any] | None = None,
 ) -> RunResult:
     """Run a `.flow` file, a plan file or a loaded :class:`Plan` and return its ``RunResult``.
 
@@ -454,6 +463,14 @@ async def run(
       (on when the configuration's ``[telemetry]`` table sets an endpoint). Needs the ``otel``
       extra; a host with its own TracerProvider passes
       ``sinks=[agentflow.runtime.telemetry.OtelSink(tracer_provider=…)]`` instead.
+
+    - ``durable``: run it as a durable run (docs/durable.md): every tool call, model call,
+      question and sleep is recorded in ``database`` (default ``[durable] database``), so a run
+      whose process dies continues with :func:`resume_run` (``flowc resume``); ``run_id``:
+      its id (default: a new one; ``on_start(run_id)`` is called once it is recorded, and
+      ``result.run_id`` holds it); ``reuse``: an earlier run whose steps are taken where their
+      step path and rendered input are unchanged; ``fleet``: spread concurrent units and
+      rate-limited model calls over the ``flowc worker`` processes on the same database.
 
     The run itself is :func:`agentflow.runtime.executor.run_plan` with a
     :class:`~agentflow.runtime.context.RunContext` built from these.
@@ -552,11 +569,105 @@ async def run(
         hooks=hooks or Hooks(),
     )
     try:
+        if durable:
+            return await _run_durable(
+                target, plan, input, context, config,
+                run_id=run_id, reuse=reuse, database=database, fleet=fleet,
+                replay=replay, on_start=on_start, model=model,
+            )  # fmt: skip
         return await run_plan(plan, input, context)
     finally:
         await catalog.aclose()  # MCP connections opened during the run
         if own_router:
             await router.aclose()  # the HTTP connection pools this run opened
+
+
+def plan_text(target: str | os.PathLike | Plan) -> tuple[str, str]:
+    """``(plan YAML text, file name)`` of a `.flow` file (compiled), a plan file or a loaded plan:
+    the input a durable run records, so editing the file never changes a run in flight."""
+    from agentflow.ir.dump import dump_plan
+    from agentflow.ir.models import Plan
+
+    if isinstance(target, Plan):
+        return dump_plan(target), target.source_file or "<plan>"
+    p = Path(target)
+    if p.suffix == ".flow":
+        return dump_plan(compile_flow(p).plan), str(p)
+    return p.read_text(encoding="utf-8"), str(p)
+
+
+async def _run_durable(
+    target: Any, plan: Plan, input: Any, context: Any, config: Config, **kw: Any
+) -> RunResult:
+    from agentflow.ir.loader import load_plan_text
+    from agentflow.runtime.durable.dbos_engine import launched, shutdown
+    from agentflow.runtime.durable.runs import database_for, run_durable
+
+    text, file = plan_text(target if not isinstance(target, str | os.PathLike) else Path(target))
+    recorded = load_plan_text(text, file)  # what a resumed process will load
+    url = database_for(config, kw.pop("database"))
+    replay = kw.pop("replay")
+    model = kw.pop("model")
+    own_engine = not launched()  # the engine is stopped again when this call started it
+    try:
+        run_id, result = await run_durable(
+            recorded,
+            text,
+            input,
+            context,
+            url=url,
+            plan_file=file,
+            config_path=str(config.path) if config.path else None,
+            replay=str(Path(replay).resolve()) if replay else None,
+            model=model,
+            **kw,
+        )
+    finally:
+        if own_engine:
+            shutdown()
+    result.run_id = run_id
+    return result
+
+
+async def resume_run(
+    run_id: str,
+    *,
+    config: Config | str | os.PathLike | None = None,
+    database: str | None = None,
+    trace: str | os.PathLike | None = None,
+) -> RunResult:
+    """Continue durable run ``run_id`` after its process stopped (docs/durable.md): recorded
+    steps are replayed, the rest runs here; ``trace``: events are added to this file.  Raises
+    :class:`InputError` for an unknown run or one still running."""
+    from agentflow.runtime.config import Config, load_config
+    from agentflow.runtime.durable.runs import database_for, resume
+    from agentflow.runtime.events import JsonlSink
+
+    if not isinstance(config, Config):
+        config = load_config(config)
+    sinks = [JsonlSink(trace, append=True)] if trace is not None else []
+    result = await resume(database_for(config, database), run_id, sinks=sinks)
+    result.run_id = run_id
+    return result
+
+
+async def answer_run(
+    run_id: str,
+    step: str,
+    value: Any,
+    *,
+    config: Config | str | os.PathLike | None = None,
+    database: str | None = None,
+) -> None:
+    """Answer the question durable run ``run_id`` waits on at step path ``step`` with ``value``
+    (a JSON text is parsed unless the question wants text), from any process.  Raises
+    :class:`InputError` when no such question waits or the value breaks its choices/schema."""
+    from agentflow.runtime.config import Config, load_config
+    from agentflow.runtime.durable.runs import answer, database_for
+
+    if not isinstance(config, Config):
+        config = load_config(config)
+    await answer(database_for(config, database), run_id, step, value)
 
 
 def run_sync(target: str | os.PathLike | Plan, input: Any = None, **kwargs: Any) -> RunResult:

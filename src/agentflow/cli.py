@@ -298,6 +298,23 @@ def schema(file: str, type_name: str | None, show_input: bool) -> None:
     help="Answer every agent with the built-in test model (values generated from each contract, "
     "no network, no key); test+tools also calls each offered tool once first.",
 )
+@click.option(
+    "--durable",
+    is_flag=True,
+    help="Record every step so the run survives a crash (flowc resume RUN); prints the run id.",
+)
+@click.option(
+    "--reuse",
+    metavar="RUN",
+    help="A durable run whose steps are taken where their path and rendered input are "
+    "unchanged (implies --durable).",
+)
+@click.option("--run-id", metavar="ID", help="The durable run's id (default: a new one).")
+@click.option(
+    "--fleet",
+    is_flag=True,
+    help="Spread map items and rate-limited model calls over `flowc worker` processes.",
+)
 def run(
     target: str,
     input_: str | None,
@@ -310,10 +327,15 @@ def run(
     otel: str | None,
     no_otel: bool,
     model: str | None,
+    durable: bool,
+    reuse: str | None,
+    run_id: str | None,
+    fleet: bool,
 ) -> None:
     """Run a .flow file or a plan file; the output goes to stdout as JSON."""
     from agentflow.runtime.events import ConsoleSink
 
+    durable = durable or reuse is not None or run_id is not None or fleet
     telemetry = _telemetry_option(otel, no_otel)
     if not Path(target).is_file():
         raise click.UsageError(f"{target}: no such file")
@@ -332,19 +354,32 @@ def run(
         # a person at the terminal answers `ask` steps; otherwise each ask's when_unanswered
         hooks = Hooks(interlocutor=default_interlocutor(pause=console.paused))
         interrupted = None
+        sinks: list[Any] = [console]
+        durable_options: dict[str, Any] = {}
+        if durable:
+            started: list[str] = []
+            durable_options = dict(
+                durable=True,
+                run_id=run_id,
+                reuse=reuse,
+                fleet=fleet,
+                on_start=lambda rid: (started.append(rid), _err(f"run id: {rid}")),
+            )
+            sinks.append(_question_notice(started))
         try:
             result = api.run_sync(
-                plan,
+                target if durable else plan,
                 data,
                 config=config,
                 workspace=workspace,
                 trace=trace,
-                sinks=[console],
+                sinks=sinks,
                 hooks=hooks,
                 record=record,
                 replay=replay,
                 telemetry=telemetry,
                 model=model,
+                **durable_options,
             )
         except Interrupted as e:  # Ctrl-C / SIGTERM: the run wound down; show what it got
             if e.result is None:
@@ -370,6 +405,21 @@ def run(
         else:  # pragma: no cover - a failed run always says why
             _err(f"error: the run ended with status {result.status}")
         sys.exit(1)
+
+
+def _question_notice(run_ids: list[str]) -> Any:
+    """A sink that says, for each question a durable run asks, how to answer it."""
+    from agentflow.runtime.events import CallbackSink
+
+    def notice(event: Any) -> None:
+        if event.data.get("tool_name") == "ask" and run_ids:
+            question = (event.data.get("input") or {}).get("question", "")
+            _err(f"? [{event.path}] {question}")
+            _err(f"  answer with: flowc answer {run_ids[0]} {event.path} VALUE")
+
+    sink = CallbackSink(notice)
+    sink.kinds = frozenset({"step_started"})  # type: ignore[attr-defined]
+    return sink
 
 
 def _telemetry_option(otel: str | None, no_otel: bool) -> bool | str | None:
@@ -885,6 +935,276 @@ def cache_clear(tool: str | None) -> None:
         _err(f"error: {store.path}: {e}")
         sys.exit(1)
     _err(f"cleared {n} shape(s) from {store.path}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Durable runs (docs/durable.md)
+
+_config_option = click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
+_database_option = click.option(
+    "--database", metavar="URL", help="SQLite file or PostgreSQL URL (default: [durable] database)."
+)
+
+
+def _durable_url(config: str | None, database: str | None) -> str:
+    from agentflow.runtime.config import load_config
+    from agentflow.runtime.durable.runs import database_for
+
+    return database_for(load_config(config), database)
+
+
+def _durable_call(coro_fn: Any) -> Any:
+    """Run a coroutine of the durable API with the engine shut down afterwards; a user error
+    is printed (exit 1), never a traceback."""
+    import asyncio
+
+    from agentflow.runtime.durable.dbos_engine import shutdown
+
+    try:
+        return asyncio.run(coro_fn())
+    except FlowError as e:
+        _fail(e)
+    finally:
+        shutdown()
+
+
+def _when(epoch: float | None) -> str:
+    import time
+
+    if not epoch:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
+
+
+@main.command()
+@click.argument("run_id", metavar="RUN")
+@_config_option
+@_database_option
+@_trace_option
+@click.option("--json", "as_json", is_flag=True, help="Print the whole RunResult as JSON.")
+def resume(
+    run_id: str, config: str | None, database: str | None, trace: str | None, as_json: bool
+) -> None:
+    """Continue durable run RUN after its process stopped: finished steps are replayed from
+    the record, the rest runs here."""
+    try:
+        url = _durable_url(config, database)
+    except FlowError as e:
+        _fail(e)
+    from agentflow.runtime.durable.runs import resume as resume_run
+    from agentflow.runtime.events import ConsoleSink, JsonlSink
+
+    sinks: list[Any] = [ConsoleSink()]
+    if trace is not None:
+        sinks.append(JsonlSink(trace, append=True))
+    result = _durable_call(lambda: resume_run(url, run_id, sinks=sinks))
+    result.run_id = run_id
+    if as_json:
+        click.echo(_json_out(result.to_dict()))
+    elif result.status in ("ok", "exited"):
+        click.echo(_json_out(result.output))
+    if result.status not in ("ok", "exited"):
+        _show_run_error(result.error or {}, "")
+        sys.exit(1)
+
+
+@main.group(invoke_without_command=True)
+@_config_option
+@_database_option
+@click.option("--json", "as_json", is_flag=True, help="Print the runs as JSON.")
+@click.pass_context
+def runs(ctx: click.Context, config: str | None, database: str | None, as_json: bool) -> None:
+    """List durable runs (newest first) with their status and pending questions."""
+    ctx.obj = {"config": config, "database": database}
+    if ctx.invoked_subcommand is not None:
+        return
+    try:
+        url = _durable_url(config, database)
+    except FlowError as e:
+        _fail(e)
+    from agentflow.runtime.durable.runs import list_runs
+
+    found = _durable_call(lambda: list_runs(url))
+    if as_json:
+        click.echo(_json_out([r.to_dict() for r in found]))
+        return
+    if not found:
+        _err("no durable runs")
+        return
+    for r in found:
+        click.echo(f"{r.run_id}  {r.status:<9} {r.plan}  started {_when(r.created_at)}")
+        for q in r.questions:
+            choices = f" {q.choices}" if q.choices else ""
+            click.echo(f"    ? [{q.path}] {q.question}{choices}")
+
+
+@runs.command("show")
+@click.argument("run_id", metavar="RUN")
+@_config_option
+@_database_option
+@click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
+@click.pass_context
+def runs_show(
+    ctx: click.Context, run_id: str, config: str | None, database: str | None, as_json: bool
+) -> None:
+    """Show durable run RUN: its steps, status, cost so far, pending questions, error."""
+    parent = ctx.obj or {}
+    try:
+        url = _durable_url(config or parent.get("config"), database or parent.get("database"))
+    except FlowError as e:
+        _fail(e)
+    from agentflow.runtime.durable.runs import show_run
+
+    info = _durable_call(lambda: show_run(url, run_id))
+    if as_json:
+        click.echo(_json_out(info.to_dict()))
+        return
+    click.echo(f"run {info.run_id}: {info.status}  plan {info.plan}")
+    click.echo(f"started {_when(info.created_at)}, last change {_when(info.updated_at)}")
+    cost = info.cost
+    money = f", ${cost['cost']}" if "cost" in cost else ""
+    click.echo(
+        f"model calls so far: {cost.get('inferences', 0)} ({cost.get('input_tokens', 0)} in, "
+        f"{cost.get('output_tokens', 0)} out tokens{money})"
+    )
+    click.echo("steps:")
+    for step in info.steps:
+        mark = "reused" if step.get("reused") else step["status"]
+        click.echo(f"  {mark:<6} {step['operation']}")
+    for q in info.questions:
+        click.echo(f"waiting: ? [{q.path}] {q.question}" + (f" {q.choices}" if q.choices else ""))
+        click.echo(f"  answer with: flowc answer {info.run_id} {q.path} VALUE")
+    if info.error:
+        e = info.error
+        where = f" at step {e.get('step_path')}" if e.get("step_path") else ""
+        click.echo(f"error[{e.get('code')}]{where}: {e.get('message')}")
+
+
+@main.command()
+@click.argument("run_id", metavar="RUN")
+@click.argument("step", metavar="STEP")
+@click.argument("value", metavar="VALUE")
+@_config_option
+@_database_option
+def answer(run_id: str, step: str, value: str, config: str | None, database: str | None) -> None:
+    """Answer the question durable run RUN waits on at STEP (its step path) with VALUE (JSON
+    unless the question wants text), checked against the question's type and choices."""
+    try:
+        url = _durable_url(config, database)
+    except FlowError as e:
+        _fail(e)
+    from agentflow.runtime.durable.runs import answer as answer_run
+
+    question = _durable_call(lambda: answer_run(url, run_id, step, value))
+    _err(f"answered [{question.path}] {question.question}")
+
+
+@main.command()
+@click.argument("run_id", metavar="RUN")
+@_config_option
+@_database_option
+def cancel(run_id: str, config: str | None, database: str | None) -> None:
+    """Cancel durable run RUN (each of its units stops at its next step)."""
+    try:
+        url = _durable_url(config, database)
+    except FlowError as e:
+        _fail(e)
+    from agentflow.runtime.durable.runs import cancel as cancel_run
+
+    _durable_call(lambda: cancel_run(url, run_id))
+    _err(f"cancelled {run_id}")
+
+
+@main.command()
+@click.argument("run_id", metavar="RUN")
+@_config_option
+@_database_option
+@_workspace_option
+@_trace_option
+@click.option("--json", "as_json", is_flag=True, help="Print the whole RunResult as JSON.")
+def redrive(
+    run_id: str,
+    config: str | None,
+    database: str | None,
+    workspace: str | None,
+    trace: str | None,
+    as_json: bool,
+) -> None:
+    """Run failed durable run RUN again from its failed steps: a new run of the same plan and
+    input that takes every step RUN finished (prints the new run id)."""
+    import asyncio
+    import secrets
+
+    from agentflow.runtime.durable.dbos_engine import shutdown
+    from agentflow.runtime.durable.runs import recorded_spec
+
+    try:
+        url = _durable_url(config, database)
+    except FlowError as e:
+        _fail(e)
+    spec = _durable_call(lambda: recorded_spec(url, run_id))
+    from agentflow.ir.loader import load_plan_text
+
+    plan = load_plan_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
+    # the new run's id: RUN's own (before any earlier redrive's suffix) + a fresh suffix
+    new_id = f"{run_id.split('~', 1)[0]}~{secrets.token_hex(3)}"
+    try:
+        result = asyncio.run(
+            api.run(
+                plan,
+                spec.get("input"),
+                config=config or spec.get("config"),
+                workspace=workspace or spec.get("workspace"),
+                trace=trace,
+                database=database,
+                durable=True,
+                run_id=new_id,
+                reuse=run_id,
+                replay=spec.get("replay"),
+                on_start=lambda rid: _err(f"run id: {rid} (redrive of {run_id})"),
+            )
+        )
+    except FlowError as e:
+        _fail(e)
+    finally:
+        shutdown()
+    if as_json:
+        click.echo(_json_out(result.to_dict()))
+    elif result.status in ("ok", "exited"):
+        click.echo(_json_out(result.output))
+    if result.status not in ("ok", "exited"):
+        _show_run_error(result.error or {}, "")
+        sys.exit(1)
+
+
+@main.command()
+@_config_option
+@_database_option
+@click.option(
+    "--name",
+    default="worker",
+    show_default=True,
+    help="The worker's name (a restarted worker of the same name resumes its predecessor's work).",
+)
+@_trace_option
+def worker(config: str | None, database: str | None, name: str, trace: str | None) -> None:
+    """Work for a fleet of durable runs on one database (PostgreSQL): take map items, runs and
+    rate-limited model calls from its queues until stopped (Ctrl-C)."""
+    import asyncio
+
+    try:
+        url = _durable_url(config, database)
+    except FlowError as e:
+        _fail(e)
+    from agentflow.runtime.durable.runs import work
+    from agentflow.runtime.events import JsonlSink
+
+    sinks = [JsonlSink(trace, append=True)] if trace else []
+    _err(f"worker {name} on {url.split('@')[-1]}")
+    try:
+        _durable_call(lambda: work(url, name, sinks=sinks))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -245,6 +245,12 @@ class RunError(FlowError):
             dict(self.where),
         )
 
+    def __reduce__(self) -> tuple:
+        # pickled whole (class and every field): a durable engine stores a step's error and
+        # raises it again on replay (runtime/durable); subclasses with other constructors
+        # (BadPath, ExprError, ExitError) come back as themselves, not through __init__
+        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
+
     def to_dict(self) -> dict:
         """``{code, message, step_path, source?}`` (:meth:`ErrorInfo.to_dict`)."""
         return self.info().to_dict()
@@ -292,6 +298,19 @@ class RunAborted(FlowError):
         self.message = message
         self.step_path = step_path
         self.error = error
+
+    def __reduce__(self) -> tuple:
+        # round-trips a durable engine's serializer (runtime/durable)
+        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
+
+
+def _rebuild(cls: type, args: tuple, state: dict[str, Any]) -> BaseException:
+    """An exception of class ``cls`` with ``args`` and attributes ``state``, made without
+    calling its ``__init__`` (unpickling a :class:`RunError` or :class:`RunAborted`)."""
+    exc = cls.__new__(cls)
+    exc.args = args
+    exc.__dict__.update(state)
+    return exc
 
 
 class Stopped(RunAborted):

@@ -92,9 +92,9 @@ class RecordingEffects(Effects):
         self.log.append(("random", path))
         return super().random(path)
 
-    async def unit(self, path: str, work: Any) -> Any:
+    async def unit(self, path: str, work: Any, spec: Any = None) -> Any:
         self.log.append(("unit", path))
-        return await super().unit(path, work)
+        return await super().unit(path, work, spec)
 
 
 async def test_every_effect_of_a_run_goes_through_effects_with_its_step_path(

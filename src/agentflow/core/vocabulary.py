@@ -319,6 +319,16 @@ ERROR_CODES: dict[str, ErrorCode] = {
         ErrorCode(
             "truncated", False, "a reply cut off while writing tool calls (told to the model)"
         ),
+        ErrorCode(
+            "durable_replay_mismatch",
+            False,
+            "a resumed durable run met a step its record does not hold at that place",
+        ),
+        ErrorCode(
+            "outcome_unknown",
+            False,
+            "a non-idempotent tool was running when a durable run stopped; not run again",
+        ),
     )
 }
 #: Error codes ``retry { on: [...] }`` (docs/spec/LANGUAGE.md §8) and a plan's ``retry.on`` may

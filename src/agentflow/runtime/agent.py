@@ -16,6 +16,7 @@ to the agent and cost a round. A reply cut off by the token limit is reported as
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import json
 import time
@@ -46,6 +47,13 @@ DEFAULT_RESULT_CHARS = 20_000
 #: Error codes raised by ``call_tool`` that stop the agent instead of going back to the model.
 HARD_STOP_CODES = frozenset({"aborted", "deadline_exceeded", "budget_exceeded"})
 FORBIDDEN_TOOLS = frozenset({"plan_and_execute"})
+
+#: While a round's tool calls run: ``(index, count)`` of the call among the round's calls (the
+#: calls run concurrently; ``call_tool`` may read it, e.g. to run each call of a round that makes
+#: several as a unit of work of its own: runtime/effects.py ``Effects.unit``).
+round_call: contextvars.ContextVar[tuple[int, int]] = contextvars.ContextVar(
+    "agentflow_round_call", default=(0, 1)
+)
 #: The tool result of a call whose reply was cut off by the output token limit
 #: (docs/spec/RUNTIME.md §10).
 TRUNCATED_CALL = (
@@ -392,7 +400,7 @@ async def run_agent(
                     )
                 continue
             jobs = []
-            for call in calls:
+            for position, call in enumerate(calls):
                 note = None
                 runnable = call.name in allowed and call.name not in FORBIDDEN_TOOLS
                 if runnable:
@@ -423,7 +431,10 @@ async def run_agent(
                             )
                 if runnable:
                     tools_called.append({"tool": call.name, "round": round_})
+                # each job's task copies the context as it is here: its place in the round
+                token = round_call.set((position, len(calls)))
                 jobs.append(asyncio.ensure_future(run_call(call, round_, note)))
+                round_call.reset(token)
             messages.extend(await gather_tool_results(calls, jobs))
             continue
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentflow.core.vocabulary import MAX_ITERATIONS
 from agentflow.errors import FlowError, RunError
 from agentflow.runtime.control import ControlCall, ExitError
+from agentflow.runtime.effects import UnitSpec
 from agentflow.runtime.expressions import render_value, to_json_value, to_text
 from agentflow.runtime.hooks import RunAborted
 
@@ -233,6 +235,28 @@ async def run_agent_step(call: ControlCall) -> Any:
 
     async def call_tool(name: str, args: Any, tool_path: str) -> Any:
         try:
+            position, count = agent_mod.round_call.get()
+            if count > 1:  # one of several concurrent calls: a unit of work of its own
+                spec = UnitSpec(
+                    "tool",
+                    frame,
+                    concurrent=True,
+                    name=name,
+                    args=args,
+                    write_scope=write,
+                    allowed=allowed,
+                )
+                work = partial(
+                    ex.dispatch_tool,
+                    name,
+                    args,
+                    scope=call.scope,
+                    path=tool_path,
+                    frame=frame,
+                    write_scope=write,
+                    allowed=allowed,
+                )
+                return await ex.effects.unit(f"{tool_path}#{position + 1}", work, spec)
             return await ex.dispatch_tool(
                 name,
                 args,

@@ -192,10 +192,17 @@ class ModelOptions(_Strict):
 
 
 class NamedModel(ModelOptions):
-    """``[models.named.NAME]``: a provider plus the provider's model name and request options."""
+    """``[models.named.NAME]``: a provider plus the provider's model name and request options.
+
+    ``rate_limit`` (requests per second) and ``concurrency`` (requests at once) bound this
+    model's calls across every process of a durable run's fleet (docs/durable.md): each call
+    then goes through a queue of the durable engine.
+    """
 
     provider: str
     model: str
+    rate_limit: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    concurrency: int | None = Field(default=None, ge=1)
 
 
 class ModelsConfig(_Strict):
@@ -447,6 +454,39 @@ class TelemetryConfig(_Strict):
         return self.enabled and self.endpoint is not None
 
 
+class DurableConfig(_Strict):
+    """``[durable]``: where durable runs keep their state (docs/durable.md).
+
+    ``database``: a SQLite file (relative to the directory of ``flow.toml``; default
+    ``.flowc/durable.sqlite``) or a PostgreSQL URL (``postgresql://…``, shared by a fleet of
+    ``flowc worker`` processes; ``${VAR}`` references are expanded from the environment).
+    ``ask_timeout``: how long a question of a durable run waits for its answer before its
+    ``when_unanswered`` decides (a duration such as ``24h``; default: until answered).
+    """
+
+    database: str = ".flowc/durable.sqlite"
+    ask_timeout: str | None = None
+
+    @field_validator("ask_timeout")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from agentflow.core.vocabulary import duration_ms
+
+        duration_ms(value)  # raises ValueError naming the accepted forms
+        return value
+
+    @property
+    def ask_timeout_s(self) -> float | None:
+        """``ask_timeout`` in seconds (None: wait until answered)."""
+        if self.ask_timeout is None:
+            return None
+        from agentflow.core.vocabulary import duration_ms
+
+        return duration_ms(self.ask_timeout) / 1000.0
+
+
 class ResolvedModel(ModelOptions):
     """One concrete model: provider name + provider config + the provider's model name + options."""
 
@@ -475,6 +515,7 @@ class Config(_Strict):
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     prices: dict[str, PriceConfig] = Field(default_factory=dict)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+    durable: DurableConfig = Field(default_factory=DurableConfig)
     path: Path | None = None
 
     _env: Mapping[str, str] = PrivateAttr(default_factory=dict)
@@ -551,7 +592,7 @@ class Config(_Strict):
             return out
         if ref in self.models.named:
             named = self.models.named[ref]
-            options = named.model_dump(exclude={"provider", "model"})
+            options = named.model_dump(exclude={"provider", "model", "rate_limit", "concurrency"})
             return [
                 ResolvedModel(
                     label=ref,

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentflow.core.vocabulary import MAX_CONCURRENCY
 from agentflow.errors import ExitError, RunError
+from agentflow.runtime.effects import UnitSpec
 from agentflow.runtime.expressions import (
     FlowRange,
     _kind,
@@ -63,6 +64,10 @@ class ExitOk(Exception):
         super().__init__("exit")
         self.output = output
         self.path = path
+
+    def __reduce__(self) -> tuple:
+        # round-trips a durable engine's serializer (runtime/durable)
+        return (type(self), (self.output, self.path))
 
 
 @dataclass(slots=True)
@@ -244,12 +249,14 @@ async def _map(call: ControlCall) -> Any:
     failed: set[int] = set()
     ex, frame = call.ex, call.frame
     units = ex.effects
+    concurrent = conc > 1 and len(items) > 1
 
     async def one(i: int) -> None:
         p = f"{call.path}/do.{i}"
         scope = _layer(call.scope, item=items[i], index=i)
+        spec = UnitSpec("body", frame, concurrent, conc, body=body, scope=scope)
         try:
-            results[i] = await units.unit(p, partial(ex.run_step, body, scope, p, frame))
+            results[i] = await units.unit(p, partial(ex.run_step, body, scope, p, frame), spec)
         except RunError as e:
             # a budget that would be exceeded ends the run: skipping the item would only make
             # the next one hit it too
@@ -272,7 +279,8 @@ async def _reduce(call: ControlCall) -> Any:
     for i, item in enumerate(items):
         p = f"{call.path}/do.{i}"
         scope = _layer(call.scope, item=item, index=i, accumulator=acc)
-        acc = await units.unit(p, partial(call.run_body, body, p, scope))
+        spec = UnitSpec("body", call.frame, body=body, scope=scope)
+        acc = await units.unit(p, partial(call.run_body, body, p, scope), spec)
     return acc
 
 
@@ -284,12 +292,14 @@ async def _parallel(call: ControlCall) -> Any:
     call.announce({"branches": list(branches), "concurrency": conc})
     sem = asyncio.Semaphore(int(conc))
     units = call.ex.effects
+    concurrent = int(conc) > 1 and len(branches) > 1
 
     async def one(name: str, raw: Any) -> Any:
+        body = as_body(raw, name, call.path)
+        p = f"{call.path}/{name}"
+        spec = UnitSpec("body", call.frame, concurrent, int(conc), body=body, scope=call.scope)
         async with sem:
-            body = as_body(raw, name, call.path)
-            p = f"{call.path}/{name}"
-            return await units.unit(p, partial(call.run_body, body, p))
+            return await units.unit(p, partial(call.run_body, body, p), spec)
 
     names = list(branches)
     values = await run_all([one(n, branches[n]) for n in names])
@@ -303,7 +313,9 @@ async def _ask(call: ControlCall) -> Any:
     unanswered = call.render("when_unanswered", "skip")
     call.announce({"question": question, "choices": choices})
     path, stack, ex = call.path, call.stack, call.ex
-    answer = await ex.ask(AskRequest(question, schema, choices, path, list(stack)))
+    timeout = call.step.timeout
+    timeout_s = _seconds(timeout) if timeout is not None else None
+    answer = await ex.ask(AskRequest(question, schema, choices, path, list(stack), timeout_s))
     if answer is not NO_ANSWER:
         problem = check_answer(answer, schema, choices)
         if problem:
@@ -324,6 +336,17 @@ async def _ask(call: ControlCall) -> Any:
         raise RunError("failed", to_text(unanswered["fail"]), path)
     ex.emit("ask", path, stack, question=question, answer=None, answered=False)
     return {"answer": None, "answered": False}
+
+
+def _seconds(duration: Any) -> float | None:
+    from agentflow.core.vocabulary import duration_ms
+
+    if isinstance(duration, int | float) and not isinstance(duration, bool):
+        return float(duration)
+    try:
+        return duration_ms(str(duration)) / 1000.0
+    except ValueError:
+        return None
 
 
 def check_answer(answer: Any, schema: Any, choices: Any) -> str | None:

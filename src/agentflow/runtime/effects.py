@@ -11,32 +11,60 @@ through one of these methods, called by the executor with the step path it belon
 ``sleep``           a retry's backoff
 ``now``             the clock deadlines are measured on (seconds, monotonic)
 ``random``          the jitter of a retry's backoff
-``unit``            a unit of concurrent work with its own step path: a ``map``/``reduce`` item,
-                    a ``parallel`` branch, a ``plan__*`` call
+``unit``            a unit of work with its own step path: a ``map``/``reduce`` item, a
+                    ``parallel`` branch, a ``plan__*`` call, one tool call of an agent round that
+                    makes several (described by a :class:`UnitSpec`)
 ==================  ===========================================================================
 
-This class performs them directly.  A durable engine (issue 17) replaces it with one that records
-each effect under its step path and replays it on resume, so a change of engine touches this seam
-and nothing in the control-step logic.
+This class performs them directly.  The durable engine (:mod:`agentflow.runtime.durable`)
+replaces it with one that records each effect under its step path and replays it on resume, so a
+change of engine touches this seam and nothing in the control-step logic.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random as _random
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from agentflow.runtime.hooks import AskRequest, Interlocutor, maybe_await
+from agentflow.runtime.hooks import NO_ANSWER, AskRequest, Interlocutor, maybe_await
 
 if TYPE_CHECKING:
+    from agentflow.ir.models import Step
+    from agentflow.runtime.executor import Frame
     from agentflow.runtime.models.base import ChatRequest, ChatResponse
     from agentflow.runtime.models.router import RoutedClient
     from agentflow.runtime.tools.catalog import Tool, ToolContext
 
-__all__ = ["Effects"]
+__all__ = ["Effects", "UnitSpec"]
 
 T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class UnitSpec:
+    """What a unit of work is, for an engine that must re-create it in another process.
+
+    ``kind``: ``body`` (run the body step ``body`` at the unit's path in ``scope``), ``plan``
+    (call sub-plan ``name`` with ``args``) or ``tool`` (dispatch tool ``name`` with ``args``, an
+    agent's call: ``write_scope`` and ``allowed`` as the agent has them).  ``frame``: the plan
+    activation the unit runs in.  ``concurrent``: the unit may run alongside sibling units of
+    the same step (map items at concurrency > 1, parallel branches, the calls of one agent
+    round); ``limit`` is then how many may run at once (None: no limit).
+    """
+
+    kind: Literal["body", "plan", "tool"]
+    frame: Frame
+    concurrent: bool = False
+    limit: int | None = None
+    body: Step | None = None
+    scope: Mapping[str, Any] | None = None
+    name: str | None = None
+    args: Any = None
+    write_scope: list[Any] | None = None
+    allowed: set[str] | None = None
 
 
 class Effects:
@@ -50,6 +78,9 @@ class Effects:
 
     __slots__ = ()
 
+    #: True for an engine that records effects (trace events of replayed work are dropped).
+    durable = False
+
     def call_tool(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Awaitable[Any]:
         """Call ``tool`` with ``args`` (``ctx.step_path`` is the call's path); its result, or
         what the tool raises."""
@@ -62,8 +93,11 @@ class Effects:
         ModelError."""
         return client.chat(request)
 
-    async def ask(self, interlocutor: Interlocutor, request: AskRequest) -> Any:
-        """Put ``request`` to the host's interlocutor; returns the answer or ``NO_ANSWER``."""
+    async def ask(self, interlocutor: Interlocutor | None, request: AskRequest) -> Any:
+        """Put ``request`` to the host's interlocutor; returns the answer or ``NO_ANSWER``
+        (also when there is none)."""
+        if interlocutor is None:
+            return NO_ANSWER
         return await maybe_await(interlocutor(request))
 
     def sleep(self, seconds: float, path: str) -> Awaitable[None]:
@@ -78,7 +112,29 @@ class Effects:
         """A uniform number in [0, 1) (a retry's jitter at ``path``)."""
         return _random.random()
 
-    def unit(self, path: str, work: Callable[[], Awaitable[T]]) -> Awaitable[T]:
-        """Run ``work()``, a unit of concurrent work with its own step ``path`` (a map or reduce
-        item, a parallel branch, a ``plan__*`` call); its result."""
+    def bind(self, executor: Any) -> None:
+        """Called by the executor that uses these effects (an engine may keep it); no-op."""
+
+    def started_at(self) -> float:
+        """The reading of :meth:`now` the run's deadline counts from (here: now)."""
+        return self.now()
+
+    def replaying(self) -> bool:
+        """True while the engine re-runs work it has recorded (trace events are then left out,
+        as they were written when the work first ran); never here."""
+        return False
+
+    def replayed(self, path: str) -> bool:
+        """True when the latest durable operation made at step ``path`` (in the running unit)
+        was replayed from the record, not run: the events that follow it (``tool_finished``,
+        ``model_call``, the step's ``step_finished``) were written when it first ran; never
+        here."""
+        return False
+
+    def unit(
+        self, path: str, work: Callable[[], Awaitable[T]], spec: UnitSpec | None = None
+    ) -> Awaitable[T]:
+        """Run ``work()``, a unit of work with its own step ``path`` (a map or reduce item, a
+        parallel branch, a ``plan__*`` call, one call of a multi-call agent round); its result.
+        ``spec`` describes the work for an engine that runs it elsewhere (a child workflow)."""
         return work()

@@ -115,11 +115,12 @@ def event_json(event: Event) -> str:
 
 
 class JsonlSink:
-    """Writes one JSON object per line to ``path`` (truncating it), flushed after every event."""
+    """Writes one JSON object per line to ``path`` (truncating it, or adding to its end with
+    ``append=True``: a resumed durable run), flushed after every event."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, *, append: bool = False):
         self.path = Path(path)
-        self._fh: IO[str] | None = self.path.open("w", encoding="utf-8")
+        self._fh: IO[str] | None = self.path.open("a" if append else "w", encoding="utf-8")
         self._lock = threading.Lock()
 
     def handle(self, event: Event) -> None:

@@ -54,7 +54,7 @@ from agentflow.runtime.control import (
     ExitError,
     ExitOk,
 )
-from agentflow.runtime.effects import Effects
+from agentflow.runtime.effects import Effects, UnitSpec
 from agentflow.runtime.events import Event, EventBus
 from agentflow.runtime.expressions import render_value, to_json_value, to_text
 
@@ -278,6 +278,10 @@ class _Call:
     retried: frozenset[str] = frozenset()
 
 
+#: Events written right after a durable operation at their path (left out when it was replayed).
+AFTER_OPERATION = frozenset({"tool_finished", "model_call", "step_finished"})
+
+
 class Executor:
     """Runs the steps of one run.  Made by :func:`run_plan`, one per run.
 
@@ -297,6 +301,7 @@ class Executor:
         self.ctx = ctx
         self.bus = bus
         self.effects = effects if effects is not None else Effects()
+        self.effects.bind(self)
         self.plans: dict[str, Plan] = ctx.callable_plans
         self.step_usage = step_usage
         self.ask_lock = asyncio.Lock()
@@ -307,10 +312,14 @@ class Executor:
     # ----------------------------------------------------------------- events
 
     def emit(self, kind: str, path: str, stack: list[str], **data: Any) -> Event | None:
-        """Emit one event (docs/spec/RUNTIME.md §8); a no-op when no sink listens.  An event
-        below a running step (a tool call, a model call, a warning …) carries that place's
-        names (``stage``, ``item``, ``agent``, ``label``; runtime/where.py)."""
-        if not self.bus.listens(kind):
+        """Emit one event (docs/spec/RUNTIME.md §8); a no-op when no sink listens, while a
+        durable engine replays recorded work, and for the events that follow an operation it
+        replayed at ``path`` (its events were written when it first ran).  An event below a
+        running step (a tool call, a model call, a warning …) carries that place's names
+        (``stage``, ``item``, ``agent``, ``label``; runtime/where.py)."""
+        if not self.bus.listens(kind) or self.effects.replaying():
+            return None
+        if kind in AFTER_OPERATION and self.effects.replayed(path):
             return None
         if path and kind not in _STEP_EVENTS:
             place = self.place_of(path)
@@ -651,6 +660,8 @@ class Executor:
         late result is discarded) and raises ``timeout`` or ``deadline_exceeded``.
         """
         timeout = info.timeout_s
+        if timeout is not None and info.tool == "ask" and self.effects.durable:
+            timeout = None  # a durable question's timeout is the engine's (it survives restarts)
         remaining = None
         if frame.deadline_at is not None:
             remaining = frame.deadline_at - self.effects.now()
@@ -759,8 +770,9 @@ class Executor:
         t0 = time.monotonic()
         try:
             if name.startswith("plan__") and self.find_plan(name, frame) is not None:
+                spec = UnitSpec("plan", frame, name=name, args=args)
                 result = await self.effects.unit(
-                    path, partial(self.call_plan, name, args, path, frame)
+                    path, partial(self.call_plan, name, args, path, frame), spec
                 )
             else:
                 catalog = self.ctx.catalog
@@ -906,6 +918,8 @@ class Executor:
         """Put an ``ask`` step's question to the host's interlocutor (one at a time, even under
         concurrent map items); :data:`NO_ANSWER` when there is none or it gave no answer."""
         interlocutor = self.ctx.hooks.interlocutor
+        if self.effects.durable:  # a durable question waits for its answer as a message
+            return await self.effects.ask(interlocutor, request)
         if interlocutor is None:
             return NO_ANSWER
         async with self.ask_lock:
@@ -977,6 +991,8 @@ async def run_plan(
     plan: Plan,
     input: Any = None,
     context: RunContext | None = None,
+    *,
+    effects: Effects | None = None,
     **options: Unpack[RunOptions],
 ) -> RunResult:
     """Run ``plan`` (a loaded :class:`agentflow.ir.models.Plan`) with ``input`` (default ``{}``).
@@ -985,7 +1001,9 @@ async def run_plan(
     keywords, overriding it) give the catalog, model router, configuration, workspace, event
     sinks (closed at the end), hooks and the plans callable as ``plan__NAME`` (default: the
     catalog's).  A plan must come from the loader (``agentflow.load``,
-    ``agentflow.ir.loader``): its templates are parsed there.
+    ``agentflow.ir.loader``): its templates are parsed there.  ``effects``: how effects are
+    performed (default: directly; the durable engine passes its own,
+    :mod:`agentflow.runtime.durable`).
 
     Raises :class:`InputError` when ``input`` does not match ``plan.input_schema`` (before any
     step).  Every run-time failure comes back as ``RunResult(status="error", error=ErrorInfo(code,
@@ -1000,14 +1018,14 @@ async def run_plan(
     validate_input(plan, input)
     step_usage = StepUsage()
     bus = EventBus([step_usage, *ctx.sinks])
-    ex = Executor(ctx, bus, step_usage=step_usage)
+    ex = Executor(ctx, bus, effects=effects, step_usage=step_usage)
     router = ctx.router
     deadline_s = _duration_s(plan.deadline)
     frame = Frame(
         plan=plan,
         stack=[plan.name],
         prefix="",
-        deadline_at=ex.effects.now() + deadline_s if deadline_s is not None else None,
+        deadline_at=ex.effects.started_at() + deadline_s if deadline_s is not None else None,
         root_plans=dict(plan.plans),
     )
     before = usage_snapshot(router)

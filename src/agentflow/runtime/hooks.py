@@ -110,13 +110,15 @@ def substitute(value: Any) -> Decision:
 
 @dataclass
 class AskRequest:
-    """A question of an ``ask`` step for the interlocutor (``choices``/``schema`` may be None)."""
+    """A question of an ``ask`` step for the interlocutor (``choices``/``schema`` may be None;
+    ``timeout``: the step's ``timeout`` in seconds, how long a durable run waits for the answer)."""
 
     question: str
     schema: dict[str, Any] | None
     choices: list[Any] | None
     step_path: str
     stack: list[str]
+    timeout: float | None = None
 
 
 class _NoAnswer:

@@ -35,6 +35,7 @@ class RunResult:
       calls) when a call had a price (docs/models.md); ``by_step`` (by step path) and
       ``by_stage`` (by `.flow` stage) from :class:`StepUsage`.
     - ``duration_ms``: wall time of the run in milliseconds.
+    - ``run_id``: the id of a durable run (docs/durable.md), else None.
     """
 
     status: RunStatus
@@ -43,6 +44,7 @@ class RunResult:
     results: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, Any] = field(default_factory=empty_usage)
     duration_ms: int = 0
+    run_id: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -60,6 +62,8 @@ class RunResult:
         data["results"] = to_json_value(self.results)
         data["usage"] = self.usage
         data["duration_ms"] = self.duration_ms
+        if self.run_id is not None:
+            data["run_id"] = self.run_id
         return data
 
 

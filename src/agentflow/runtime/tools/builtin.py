@@ -499,6 +499,10 @@ def builtin_tools() -> list[Tool]:
             input_schema=SCHEMAS[name],
             func=ensure_async(func),
             source="builtin",
+            # a durable run repeats a call its crash interrupted only when that is harmless:
+            # reads, and write_file (the same content again); not edit_file (the replaced
+            # text may be gone, or appear again)
+            meta={"idempotent": name != "edit_file"},
         )
         for name, func in _FUNCS.items()
     ]

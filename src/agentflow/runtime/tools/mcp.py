@@ -858,7 +858,11 @@ def _catalog_tool(conn: McpConnection, mcp_tool: Any) -> Tool:
     schema = dict(getattr(mcp_tool, "input_schema", None) or {"type": "object"})
     schema.pop("title", None)
     description = mcp_tool.description or getattr(mcp_tool, "title", None) or original
-    meta: dict[str, Any] = {"server": conn.name, "mcp_name": original}
+    meta: dict[str, Any] = {
+        "server": conn.name,
+        "mcp_name": original,
+        "idempotent": _idempotent(mcp_tool),
+    }
     output_schema = getattr(mcp_tool, "output_schema", None)
     if isinstance(output_schema, dict):
         meta["output_schema"] = output_schema
@@ -1120,6 +1124,16 @@ async def sample(
         model=response.model or str(role),
         stop_reason=stop,
     )
+
+
+def _idempotent(mcp_tool: Any) -> bool:
+    """Whether the server says calling the tool again is harmless (its ``readOnlyHint`` or
+    ``idempotentHint`` annotation; MCP's default for both is false)."""
+    annotations = getattr(mcp_tool, "annotations", None)
+    if annotations is None:
+        return False
+    hints = ("read_only_hint", "idempotent_hint", "readOnlyHint", "idempotentHint")
+    return any(getattr(annotations, hint, None) is True for hint in hints)
 
 
 __all__ = ["McpConnection", "McpHub", "expand_vars", "tool_name"]

@@ -38,15 +38,22 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 
 def tool(
-    fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    idempotent: bool = True,
 ) -> Any:
     """Mark a function as a ``user__`` tool: ``@tool`` or ``@tool(name="x", description="…")``.
 
-    The function is returned unchanged (it stays callable as before).
+    ``idempotent=False`` says that calling it twice with the same arguments is not harmless
+    (it sends, appends, charges): a durable run whose process died while it ran does not run it
+    again but stops with ``outcome_unknown`` (docs/durable.md).  The function is returned
+    unchanged (it stays callable as before).
     """
 
     def mark(f: Callable[..., Any]) -> Callable[..., Any]:
-        setattr(f, _MARK, {"name": name, "description": description})
+        setattr(f, _MARK, {"name": name, "description": description, "idempotent": idempotent})
         return f
 
     return mark(fn) if fn is not None else mark
@@ -160,7 +167,10 @@ def function_tool(
         input_schema=schema,
         func=call,
         source="user",
-        meta={"python": f"{fn.__module__}.{fn.__qualname__}"},
+        meta={
+            "python": f"{fn.__module__}.{fn.__qualname__}",
+            "idempotent": mark.get("idempotent", True) is not False,
+        },
     )
 
 

@@ -1,0 +1,450 @@
+"""The DBOS backend of durable runs (``dbos`` 3.4.x: a library over a SQLite file or PostgreSQL).
+
+- :func:`launch` starts DBOS in this process for one database (``application_version`` pinned to
+  agentflow's version: a run started by one version is recovered only by the same version);
+- two registered workflows: ``agentflow.run`` (a run; its input is the plan *text*, the input
+  and where the configuration is, so editing the `.flow` file never changes a run in flight)
+  and ``agentflow.unit`` (a child unit: a map item, a parallel branch, a ``plan__*`` call or a
+  tool call of a multi-call agent round, or a rate-limited model call);
+- :class:`DbosEngine`, the :class:`~agentflow.runtime.durable.engine.Engine` over DBOS steps,
+  child workflows, ``sleep``, ``set_event`` / ``recv``;
+- the per-process :class:`Runtime` of each run (plan, context, executor), built from the run's
+  recorded input when a worker or a resumed process meets a unit of a run it did not start.
+
+SQLite: WAL journal, ``synchronous=FULL`` (a committed step survives power loss), a busy
+timeout of 30 s.  One private DBOS call is used: ``_sys_db.await_workflow_result_async`` (the
+result of a child without recording a ``getResult`` operation in the parent, whose position
+would depend on which child finished first).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from agentflow.errors import ConfigError, RunError
+from agentflow.runtime.durable.engine import NO_MESSAGE, DurableEffects, PlanIndex, run_unit
+
+if TYPE_CHECKING:
+    from agentflow.ir.models import Plan
+    from agentflow.runtime.context import RunContext
+    from agentflow.runtime.events import Sink
+    from agentflow.runtime.executor import Executor
+
+__all__ = [
+    "DbosEngine",
+    "Runtime",
+    "launch",
+    "launched",
+    "register_runtime",
+    "runtime_for",
+    "shutdown",
+]
+
+T = TypeVar("T")
+
+#: The registered names of the two workflows (stable: they are recorded with every run).
+RUN_WORKFLOW = "agentflow.run"
+UNIT_WORKFLOW = "agentflow.unit"
+#: Seconds between two reads of a child's outcome while the parent waits for it.
+RESULT_POLL_S = 0.05
+#: A wait "without timeout" (DBOS needs a number): ten years.
+FOREVER_S = 10 * 365 * 24 * 3600.0
+
+_state: dict[str, Any] = {"url": None, "executor_id": None}
+_RUNTIMES: dict[str, Runtime] = {}
+_RECORDED: dict[str, int] = {}
+#: Sinks of this process for runs it did not start (a worker's ``--trace``, a resume's trace).
+_PROCESS_SINKS: list[Sink] = []
+
+
+def _dbos() -> Any:
+    try:
+        import dbos
+    except ImportError:
+        raise ConfigError(
+            "durable runs need the dbos package (a dependency of agentflow): pip install 'dbos>=3.4,<3.5'"
+        ) from None
+    return dbos
+
+
+# ---------------------------------------------------------------------------------------------
+# Launch
+
+
+def database_url(database: str, base: Path) -> str:
+    """The SQLAlchemy URL of ``[durable] database``: a PostgreSQL URL as it is, else a SQLite
+    file (relative to ``base``, the project directory)."""
+    if database.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
+        if database.startswith("postgres://"):
+            database = "postgresql://" + database[len("postgres://") :]
+        return database
+    if database.startswith("sqlite:///"):
+        return database
+    path = Path(database)
+    if not path.is_absolute():
+        path = base / path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{path}"
+
+
+def _sqlite_engine(url: str) -> Any:
+    import sqlalchemy as sa
+    from sqlalchemy import event
+
+    engine = sa.create_engine(url)
+
+    @event.listens_for(engine, "connect")
+    def _pragmas(conn: Any, _record: Any) -> None:  # the pragmas DBOS sets, plus WAL
+        conn.isolation_level = "IMMEDIATE"
+        conn.execute("PRAGMA busy_timeout=30000")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+
+    return engine
+
+
+def launch(url: str, *, executor_id: str, queues: list[str] | None = None) -> None:
+    """Start DBOS in this process on database ``url`` as executor ``executor_id`` (its pending
+    workflows are recovered: a resumed run's, a restarted worker's).  ``queues``: the queues
+    this process takes work from (None: all, as a worker; ``[]``: none but DBOS's own).
+    Launching again with the same database and executor does nothing; another one replaces
+    the running DBOS."""
+    if _state["url"] == url and _state["executor_id"] == executor_id:
+        return
+    if _state["url"] is not None:
+        shutdown()
+    dbos = _dbos()
+    from agentflow.core.version import __version__
+
+    config: dict[str, Any] = {
+        "name": "agentflow",
+        "system_database_url": url,
+        "application_version": __version__,
+        "executor_id": executor_id,
+        "log_level": os.environ.get("AGENTFLOW_DBOS_LOG", "WARNING"),
+        "notification_listener_polling_interval_sec": 0.1,
+    }
+    if url.startswith("sqlite:"):
+        config["system_database_engine"] = _sqlite_engine(url)
+    dbos.DBOS(config=config)
+    _quiet_cancellations()
+    if queues is not None:
+        dbos.DBOS.listen_queues(queues)
+    dbos.DBOS.launch()
+    _state.update(url=url, executor_id=executor_id)
+
+
+def _quiet_cancellations() -> None:
+    """Keep DBOS from logging a traceback for a workflow cancelled on purpose (``flowc cancel``:
+    the run's own process reports it as an ``aborted`` error) and from warning that a
+    cancelled workflow is no longer owned by this process."""
+    import logging
+
+    class QuietCancel(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            exc = record.exc_info[1] if record.exc_info else None
+            if exc is not None and "Cancelled" in type(exc).__name__:
+                return False
+            return "no longer owned by this execution" not in record.getMessage()
+
+    logger = logging.getLogger("dbos")
+    if not any(type(f).__name__ == "QuietCancel" for f in logger.filters):
+        logger.addFilter(QuietCancel())
+
+
+def launched() -> bool:
+    """True when DBOS runs in this process."""
+    return _state["url"] is not None
+
+
+def shutdown() -> None:
+    """Stop DBOS in this process (waiting briefly for its threads) and forget the runtimes."""
+    if _state["url"] is None:
+        return
+    dbos = _dbos()
+    dbos.DBOS.destroy(workflow_completion_timeout_sec=0)
+    with contextlib.suppress(RuntimeError):  # a loop goes on: give it threads of its own again
+        from concurrent.futures import ThreadPoolExecutor
+
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())
+    _state.update(url=None, executor_id=None)
+    _RUNTIMES.clear()
+    _RECORDED.clear()
+
+
+def set_process_sinks(sinks: list[Sink]) -> None:
+    """Event sinks for the units of runs this process did not start (a worker's trace)."""
+    _PROCESS_SINKS[:] = sinks
+
+
+# ---------------------------------------------------------------------------------------------
+# The engine
+
+
+class DbosEngine:
+    """:class:`~agentflow.runtime.durable.engine.Engine` over DBOS (one per process)."""
+
+    def workflow_id(self) -> str:
+        """The running DBOS workflow's id."""
+        return str(_dbos().DBOS.workflow_id or "")
+
+    async def step(self, name: str, fn: Callable[[], Awaitable[T]]) -> tuple[T, bool]:
+        """``DBOS.run_step_async`` named ``name``; a recorded step of another name at this
+        position (the workflow took another path than when it was recorded) is a
+        ``durable_replay_mismatch``."""
+        dbos = _dbos()
+        ran = False
+
+        async def body() -> T:
+            nonlocal ran
+            ran = True
+            return await fn()
+
+        try:
+            value = await dbos.DBOS.run_step_async({"name": name}, body)
+        except dbos.error.DBOSUnexpectedStepError as e:
+            raise _mismatch(e) from None
+        except dbos.error.DBOSWorkflowCancelledError:
+            from agentflow.runtime.hooks import RunAborted
+
+            raise RunAborted("the run was cancelled (flowc cancel)", None) from None
+        return value, ran
+
+    async def sleep(self, seconds: float) -> None:
+        """``DBOS.sleep_async``: the wake-up time is recorded."""
+        await _dbos().DBOS.sleep_async(max(0.0, seconds))
+
+    async def publish(self, key: str, value: Any) -> None:
+        """``DBOS.set_event_async`` on the running workflow."""
+        await _dbos().DBOS.set_event_async(key, value)
+
+    async def receive(self, topic: str, timeout: float | None) -> Any:
+        """``DBOS.recv_async`` (durable timeout); :data:`NO_MESSAGE` when it passed."""
+        seconds = FOREVER_S if timeout is None else max(0.0, timeout)
+        message = await _dbos().DBOS.recv_async(topic, timeout_seconds=seconds)
+        return NO_MESSAGE if message is None else message
+
+    async def start_child(self, child_id: str, spec: dict[str, Any], queue: str | None) -> Any:
+        """A child workflow ``child_id`` (``DBOS.start_workflow_async``, or enqueued on
+        ``queue`` in the partition ``spec["queue_key"]``)."""
+        dbos = _dbos()
+        try:
+            with dbos.SetWorkflowID(child_id):
+                if queue is None:
+                    handle = await dbos.DBOS.start_workflow_async(_unit_workflow, spec)
+                else:
+                    partition = spec.get("queue_key")
+                    with dbos.SetEnqueueOptions(queue_partition_key=partition):
+                        handle = await dbos.DBOS.enqueue_workflow_async(queue, _unit_workflow, spec)
+        except dbos.error.DBOSUnexpectedStepError as e:
+            raise _mismatch(e) from None
+        if handle.get_workflow_id() != child_id:
+            raise RunError(
+                "durable_replay_mismatch",
+                f"the run was recorded starting unit {handle.get_workflow_id()!r} here, "
+                f"not {child_id!r} (the plan or agentflow changed under a run in flight?)",
+            )
+        return handle
+
+    async def collect(self, handle: Any) -> Any:
+        """The child's result: awaited directly when it runs here, else read from the
+        database (no operation is recorded in the parent)."""
+        task = getattr(handle, "task", None)
+        if task is not None:
+            return await asyncio.shield(task)
+        from dbos._dbos import _get_dbos_instance
+
+        sys_db = _get_dbos_instance()._sys_db
+        return await sys_db.await_workflow_result_async(handle.get_workflow_id(), RESULT_POLL_S)
+
+    async def cancel_child(self, handle: Any) -> None:
+        """``DBOS.cancel_workflow_async`` (a sibling failed, or the run was stopped)."""
+        with contextlib.suppress(Exception):
+            await _dbos().DBOS.cancel_workflow_async(handle.get_workflow_id())
+
+    def replaying(self) -> bool:
+        """True while the running workflow's step counter is behind what it has recorded."""
+        from dbos._context import get_local_dbos_context
+
+        ctx = get_local_dbos_context()
+        if ctx is None or not ctx.workflow_id:
+            return False
+        recorded = _RECORDED.get(ctx.workflow_id, 0)
+        return recorded > 0 and ctx.function_id < recorded
+
+
+def _mismatch(e: Exception) -> RunError:
+    return RunError(
+        "durable_replay_mismatch",
+        f"resuming the run reached another operation than the one recorded: {e} (a durable "
+        "run replays the code it was recorded with; agentflow or a tool changed meanwhile?)",
+    )
+
+
+def _sys_db() -> Any:
+    from dbos._dbos import _get_dbos_instance
+
+    return _get_dbos_instance()._sys_db
+
+
+async def query_steps(workflow_id: str, *, load_output: bool = True) -> list[Any]:
+    """The recorded steps of ``workflow_id``, read from the database directly: DBOS's own
+    ``list_workflow_steps`` called inside a workflow is recorded as one of its steps (and
+    replayed with its old answer), which a query made only on some executions must not be."""
+    await _dbos().DBOS._configure_asyncio_thread_pool()  # this DBOS's threads, not a stopped one's
+    return await asyncio.to_thread(
+        _sys_db().list_workflow_steps, workflow_id, load_output=load_output
+    )
+
+
+async def query_workflows(**filters: Any) -> list[Any]:
+    """Workflow statuses matching ``filters`` (``list_workflows``'s), read directly (see
+    :func:`query_steps`)."""
+    await _dbos().DBOS._configure_asyncio_thread_pool()
+    return await asyncio.to_thread(lambda: _sys_db().list_workflows(**filters))
+
+
+async def _note_recorded(workflow_id: str) -> None:
+    """Remember how many operations ``workflow_id`` has recorded (events are dropped while it
+    replays them)."""
+    steps = await query_steps(workflow_id, load_output=False)
+    _RECORDED[workflow_id] = max((s["function_id"] for s in steps), default=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Runtimes: what a process needs to run a run's units
+
+
+@dataclass
+class Runtime:
+    """One run as this process sees it: its plan, context, durable effects and executor."""
+
+    run_id: str
+    spec: dict[str, Any]
+    plan: Plan
+    ctx: RunContext
+    effects: DurableEffects
+    owned: bool = False  # built here from the recorded input: close its catalog and router
+    _unit_ex: Executor | None = None
+    _limits: dict[str, asyncio.Semaphore] = field(default_factory=dict)
+
+    def unit_executor(self) -> Executor:
+        """The executor units run with: the root's when it runs in this process."""
+        if self.effects.executor is not None:
+            return self.effects.executor
+        if self._unit_ex is None:
+            from agentflow.runtime.events import EventBus
+            from agentflow.runtime.executor import Executor
+
+            self._unit_ex = Executor(self.ctx, EventBus(self.ctx.sinks), effects=self.effects)
+        return self._unit_ex
+
+    def limit(self, group: str, limit: int | None) -> Any:
+        """The in-process bound of a group of sibling units (a map's ``limit``): also holds
+        for units recovered after a crash, which no pool starts."""
+        if not limit:
+            return contextlib.nullcontext()
+        sem = self._limits.get(group)
+        if sem is None:
+            sem = self._limits[group] = asyncio.Semaphore(limit)
+        return sem
+
+
+def register_runtime(
+    run_id: str, spec: dict[str, Any], plan: Plan, ctx: RunContext, effects: DurableEffects
+) -> Runtime:
+    """Register the runtime of a run started (or resumed) by this process with its own context."""
+    rt = Runtime(run_id, spec, plan, ctx, effects)
+    _RUNTIMES[run_id] = rt
+    return rt
+
+
+async def runtime_for(run_id: str, spec: dict[str, Any] | None = None) -> Runtime:
+    """The runtime of ``run_id`` in this process, built from the run's recorded input (its
+    plan text, input and configuration path) the first time a unit of it runs here."""
+    rt = _RUNTIMES.get(run_id)
+    if rt is not None:
+        return rt
+    if spec is None:
+        spec = await recorded_input(run_id)
+    from agentflow.runtime.durable.runs import build_runtime
+
+    rt = await build_runtime(run_id, spec, extra_sinks=list(_PROCESS_SINKS))
+    _RUNTIMES.setdefault(run_id, rt)
+    return _RUNTIMES[run_id]
+
+
+async def recorded_input(run_id: str) -> dict[str, Any]:
+    """The input ``agentflow.run`` was started with for ``run_id``."""
+    found = await query_workflows(workflow_ids=[run_id], load_input=True)
+    if not found or not found[0].input:
+        raise RunError("validation", f"no durable run {run_id!r} in this database")
+    return found[0].input["args"][0]
+
+
+# ---------------------------------------------------------------------------------------------
+# The two workflows (registered when this module is imported)
+
+
+def _register() -> tuple[Any, Any]:
+    dbos = _dbos()
+
+    @dbos.DBOS.workflow(name=RUN_WORKFLOW, max_recovery_attempts=50)
+    async def run_workflow(spec: dict[str, Any]) -> dict[str, Any]:
+        wfid = dbos.DBOS.workflow_id
+        await _note_recorded(wfid)
+        rt = await runtime_for(wfid, spec)
+        rt.effects.forget(wfid)
+        from agentflow.runtime.durable.runs import run_root
+
+        return await run_root(rt)
+
+    @dbos.DBOS.workflow(name=UNIT_WORKFLOW, max_recovery_attempts=50)
+    async def unit_workflow(spec: dict[str, Any]) -> Any:
+        wfid = dbos.DBOS.workflow_id
+        if spec.get("kind") == "model":  # one request, no events; its model's rate limit
+            rt = await runtime_for(spec["run"])
+            if rt.ctx.router is not None:  # the client (and its modules) made before the wait
+                rt.ctx.router.client_for(spec["role"])
+            label = spec.get("model")
+            config = rt.ctx.config
+            named = config.models.named.get(label) if config is not None and label else None
+            if named is not None and named.rate_limit:
+                from agentflow.runtime.durable.ratelimit import rate_slot
+
+                async with rate_slot(str(_state["url"]), str(label), named.rate_limit):
+                    return await run_unit(rt.unit_executor(), rt.effects.index, spec)
+            return await run_unit(rt.unit_executor(), rt.effects.index, spec)
+        await _note_recorded(wfid)
+        rt = await runtime_for(spec["run"])
+        rt.effects.forget(wfid)
+        if spec.get("kind") == "body" and not spec.get("queue_key"):
+            async with rt.limit(f"{spec['run']}|{spec['group']}", spec.get("limit")):
+                return await run_unit(rt.unit_executor(), rt.effects.index, spec)
+        return await run_unit(rt.unit_executor(), rt.effects.index, spec)
+
+    return run_workflow, unit_workflow
+
+
+_run_workflow, _unit_workflow = _register()
+
+
+def run_workflow() -> Any:
+    """The registered ``agentflow.run`` workflow function."""
+    return _run_workflow
+
+
+def new_effects(
+    run_id: str, plan: Plan, callable_plans: dict[str, Plan], spec: dict[str, Any], **kw: Any
+) -> DurableEffects:
+    """The :class:`DurableEffects` of run ``run_id`` over DBOS."""
+    return DurableEffects(
+        DbosEngine(), run_id, PlanIndex(plan, callable_plans), started=spec.get("started"), **kw
+    )

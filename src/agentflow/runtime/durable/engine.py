@@ -1,0 +1,603 @@
+"""The engine-neutral half of durable runs: the :class:`Engine` protocol a backend implements,
+and :class:`DurableEffects`, the run's :class:`~agentflow.runtime.effects.Effects` that sends
+every effect through it.
+
+One interpreter: the executor, the control steps, the agent loop and the tools run the same code
+with or without durability; only the ``Effects`` differ.  :class:`DurableEffects` turns each
+effect into an engine operation with a stable, persisted name that includes its step path
+(``E3/do.4/E1/tool:builtin__grep#1``, ``E5/model:chat#2``), so a replay that reaches a different
+operation than the one recorded at that position fails loudly (``durable_replay_mismatch``)
+instead of handing one call's result to another.
+
+=================  ===========================================================================
+tool call          one engine step (a non-idempotent tool gets a "begin" marker step first:
+                   a call found begun but not finished on resume is reported, ``outcome_unknown``)
+model call         one engine step per inference (each agent round, repair, judge, solver)
+ask                the question is published, the answer awaited as a message (durable timeout)
+backoff sleep      a durable sleep
+clock / jitter     the wall clock (deadlines count from the run's recorded start); jitter is a
+                   hash of the workflow, path and call count (the same on replay)
+concurrent unit    a child workflow whose id is the parent's id + the unit's path, started in
+                   index order; it receives only the scope values its body references
+=================  ===========================================================================
+
+Every recorded step result carries the digest of its rendered input, which is what ``--reuse``
+and ``redrive`` compare (a step of an earlier run whose name and digest match is taken, not run).
+
+A backend is "callable" (DBOS: any function runs as a step) or would be "registered" (Temporal:
+activities by name): :meth:`Engine.step` takes the operation name and a zero-argument coroutine
+function, and a registered backend can dispatch on the name's kind (``tool:``, ``model:``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import json
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from agentflow.errors import RunError
+from agentflow.runtime.effects import Effects, UnitSpec
+from agentflow.runtime.hooks import NO_ANSWER, AskRequest, Interlocutor
+
+if TYPE_CHECKING:
+    from agentflow.ir.models import Plan, Step
+    from agentflow.runtime.executor import Executor
+    from agentflow.runtime.models.base import ChatRequest, ChatResponse
+    from agentflow.runtime.models.router import RoutedClient
+    from agentflow.runtime.tools.catalog import Tool, ToolContext
+
+__all__ = [
+    "NO_MESSAGE",
+    "DurableEffects",
+    "Engine",
+    "PlanIndex",
+    "body_refs",
+    "digest",
+    "tool_idempotent",
+]
+
+T = TypeVar("T")
+
+#: What :meth:`Engine.receive` returns when its timeout passed without a message.
+NO_MESSAGE: Any = object()
+
+
+class Engine(Protocol):
+    """What a durable-execution backend provides (DBOS: runtime/durable/dbos_engine.py).
+
+    Every method is called from inside a running durable unit (the run's root workflow or a
+    child); names are unique within the unit and stable across replays.
+    """
+
+    def workflow_id(self) -> str:
+        """The id of the durable unit running now."""
+        ...
+
+    async def step(self, name: str, fn: Callable[[], Awaitable[T]]) -> tuple[T, bool]:
+        """Run ``fn()`` once as the operation ``name`` and record its result (or exception);
+        on replay return the recorded one.  Returns ``(value, ran)``: ``ran`` is False when
+        the value was replayed.  A recorded operation of another name at this position raises
+        ``RunError("durable_replay_mismatch")``."""
+        ...
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep durably (a resumed unit sleeps only what is left)."""
+        ...
+
+    async def publish(self, key: str, value: Any) -> None:
+        """Record ``value`` under ``key`` on this unit, readable from any process."""
+        ...
+
+    async def receive(self, topic: str, timeout: float | None) -> Any:
+        """The next message sent to this unit on ``topic``, or :data:`NO_MESSAGE` after
+        ``timeout`` seconds (None: wait indefinitely); the timeout is durable."""
+        ...
+
+    async def start_child(self, child_id: str, spec: dict[str, Any], queue: str | None) -> Any:
+        """Start the child unit ``child_id`` running ``spec`` (on ``queue``, shared by the
+        fleet's workers, or here when None); returns a handle for :meth:`collect`.  Children
+        are started in index order; a replay that starts another child id at this position
+        raises ``durable_replay_mismatch``."""
+        ...
+
+    async def collect(self, handle: Any) -> Any:
+        """The child's result (or its exception raised here)."""
+        ...
+
+    async def cancel_child(self, handle: Any) -> None:
+        """Cancel a child that is no longer awaited."""
+        ...
+
+    def replaying(self) -> bool:
+        """True while the running unit re-executes operations it has recorded."""
+        ...
+
+
+# ---------------------------------------------------------------------------------------------
+# Digests, idempotency, scope
+
+
+def digest(*parts: Any) -> str:
+    """A short stable digest of JSON-able ``parts`` (a step's rendered input)."""
+    text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=repr)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+
+
+def tool_idempotent(tool: Tool) -> bool:
+    """Whether running ``tool`` twice with the same arguments is harmless (at-least-once is
+    then fine when a crash leaves a call's outcome unknown): ``tool.meta["idempotent"]`` when
+    set (user tools: ``@tool(idempotent=False)``; MCP: the ``idempotentHint``/``readOnlyHint``
+    annotations; builtins: every tool but ``edit_file``), else True for user tools and plans,
+    False for MCP tools (the MCP default)."""
+    flag = tool.meta.get("idempotent") if isinstance(tool.meta, dict) else None
+    if isinstance(flag, bool):
+        return flag
+    return tool.source != "mcp"
+
+
+def body_refs(step: Step) -> set[str]:
+    """The root names (``input``, step ids, ``item``, ``index``, …) a body step and everything
+    nested in it reference: the scope values a child unit must be given."""
+    from agentflow.ir.models import Step as StepModel
+    from agentflow.ir.templates import template_refs
+
+    names: set[str] = set()
+    seen: set[int] = set()
+
+    def walk_step(s: Any) -> None:
+        if id(s) in seen:
+            return
+        seen.add(id(s))
+        names.update(template_refs(s.compiled))
+        if s.select is not None:
+            names.update(template_refs(s.compiled_select))
+        walk_value(s.compiled)
+
+    def walk_value(value: Any) -> None:
+        if isinstance(value, StepModel):
+            walk_step(value)
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk_value(v)
+        elif isinstance(value, list | tuple):
+            for v in value:
+                walk_value(v)
+
+    walk_step(step)
+    return names
+
+
+class PlanIndex:
+    """Every step object of a run's plans, by a stable locator (``plan-chain:steps[2]/do``), so
+    a child unit in another process finds the body it runs."""
+
+    def __init__(self, plan: Plan, callable_plans: Mapping[str, Plan]):
+        self.root = plan
+        self.callable = dict(callable_plans)
+        self._by_id: dict[int, str] = {}
+        self._by_key: dict[str, Step] = {}
+        self._indexed: set[int] = set()
+
+    def _index(self, plan: Plan, name: str) -> None:
+        if id(plan) in self._indexed:
+            return
+        self._indexed.add(id(plan))
+        from agentflow.ir.models import Step as StepModel
+
+        def walk(value: Any, key: str) -> None:
+            if isinstance(value, StepModel):
+                self._by_id.setdefault(id(value), key)
+                self._by_key.setdefault(key, value)
+                walk(value.compiled, key)
+            elif isinstance(value, dict):
+                for k, v in value.items():
+                    walk(v, f"{key}/{k}")
+            elif isinstance(value, list | tuple):
+                for i, v in enumerate(value):
+                    walk(v, f"{key}/{i}")
+
+        for i, step in enumerate(plan.steps):
+            walk(step, f"{name}:{i}")
+        for sub_name, sub in (plan.plans or {}).items():
+            self._index(sub, f"{name}.{sub_name}")
+
+    def _all(self) -> None:
+        self._index(self.root, "")
+        for name, plan in self.callable.items():
+            self._index(plan, f"@{name}")
+
+    def locator(self, step: Step) -> str:
+        """The locator of ``step`` (a step of one of the run's plans)."""
+        key = self._by_id.get(id(step))
+        if key is None:
+            self._all()
+            key = self._by_id.get(id(step))
+        if key is None:
+            raise RunError("validation", "a unit's body is not a step of the run's plans")
+        return key
+
+    def step(self, key: str) -> Step:
+        """The step at locator ``key``."""
+        found = self._by_key.get(key)
+        if found is None:
+            self._all()
+            found = self._by_key.get(key)
+        if found is None:
+            raise RunError("durable_replay_mismatch", f"no step at {key!r} in the run's plans")
+        return found
+
+    def plan_for(self, stack: list[str]) -> Plan:
+        """The plan of a frame whose call stack is ``stack`` (outermost plan name first)."""
+        plan = self.root
+        for name in stack[1:]:
+            found = (plan.plans or {}).get(name) or (self.root.plans or {}).get(name)
+            if found is None:
+                found = next(
+                    (p for p in (*(self.root.plans or {}).values(), *self.callable.values())
+                     if p.name == name),
+                    None,
+                )  # fmt: skip
+            if found is None:
+                raise RunError("durable_replay_mismatch", f"no plan {name!r} in the run")
+            plan = found
+        return plan
+
+
+# ---------------------------------------------------------------------------------------------
+# The effects of a durable run
+
+
+class DurableEffects(Effects):
+    """The :class:`~agentflow.runtime.effects.Effects` of a durable run: every effect becomes an
+    operation of ``engine`` named by its step path (see the module doc).
+
+    ``run_id``: the run (the root unit's id).  ``index``: the run's plans, to describe child
+    units.  ``reuse``: ``{operation name: (digest, value)}`` of an earlier run whose results
+    may be taken (``--reuse``, ``redrive``).  ``started``: the run's start (epoch seconds; its
+    deadline counts from there).  ``ask_timeout``: how long a question waits by default
+    (seconds; None: until answered).  ``queues``: how concurrent units and rate-limited model
+    calls are spread over a fleet (None: all here).
+    """
+
+    __slots__ = (
+        "engine",
+        "run_id",
+        "index",
+        "reuse",
+        "started",
+        "ask_timeout",
+        "queues",
+        "executor",
+        "_counts",
+        "_replayed",
+        "reused",
+    )
+
+    durable = True
+
+    def __init__(
+        self,
+        engine: Engine,
+        run_id: str,
+        index: PlanIndex,
+        *,
+        reuse: Mapping[str, tuple[str, Any]] | None = None,
+        started: float | None = None,
+        ask_timeout: float | None = None,
+        queues: Any = None,
+    ):
+        self.engine = engine
+        self.run_id = run_id
+        self.index = index
+        self.reuse = dict(reuse or {})
+        self.started = started if started is not None else time.time()
+        self.ask_timeout = ask_timeout
+        self.queues = queues
+        self.executor: Executor | None = None
+        self._counts: dict[tuple[str, str], int] = {}
+        #: (unit, step path) → whether the latest operation made there was replayed
+        self._replayed: dict[tuple[str, str], bool] = {}
+        #: names of operations whose result was taken from ``reuse`` (for tests and reports)
+        self.reused: list[str] = []
+
+    # ----------------------------------------------------------------- plumbing
+
+    def bind(self, executor: Executor) -> None:
+        """Remember the executor of the run's root (child units in this process use it)."""
+        if self.executor is None:
+            self.executor = executor
+
+    def forget(self, workflow_id: str) -> None:
+        """Drop the call counts of a unit that (re)starts: it counts from 1 again."""
+        for key in [k for k in self._counts if k[0] == workflow_id]:
+            del self._counts[key]
+
+    def _name(self, base: str) -> str:
+        """``base#n``: the n-th operation of that base name in the running unit (operations of
+        one name in one unit run one after another, so n is the same on replay)."""
+        key = (self.engine.workflow_id(), base)
+        n = self._counts.get(key, 0) + 1
+        self._counts[key] = n
+        return f"{base}#{n}"
+
+    async def _step(
+        self,
+        name: str,
+        key: str,
+        fn: Callable[[], Awaitable[T]],
+        *,
+        idempotent: bool = True,
+        path: str | None = None,
+    ) -> T:
+        """Run ``fn`` as operation ``name`` (made at step ``path``) whose rendered input has
+        digest ``key``; a result recorded under the same name and digest by the run reused is
+        taken instead."""
+        if not idempotent:
+            _, began_now = await self.engine.step(f"{name}/begin", _true)
+        else:
+            began_now = True
+
+        async def perform() -> dict[str, Any]:
+            hit = self.reuse.get(name)
+            if hit is not None and hit[0] == key:
+                self.reused.append(name)
+                return {"d": key, "v": hit[1], "reused": True}
+            if not began_now:
+                raise RunError(
+                    "outcome_unknown",
+                    f"`{name.split('/tool:')[-1].split('#')[0]}` was running when the run "
+                    "stopped and is not idempotent, so it is not run again: check its effect, "
+                    "then `flowc redrive` the run",
+                )
+            return {"d": key, "v": await fn()}
+
+        record, ran = await self.engine.step(name, perform)
+        if path is not None:
+            self._replayed[(self.engine.workflow_id(), path)] = not ran
+        return record["v"]
+
+    # ----------------------------------------------------------------- effects
+
+    async def call_tool(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Any:
+        """One tool call as one durable operation ``{path}/tool:{name}#n``."""
+        name = self._name(f"{ctx.step_path}/tool:{tool.name}")
+        return await self._step(
+            name,
+            digest(tool.name, args),
+            lambda: tool.func(args, ctx),
+            idempotent=tool_idempotent(tool),
+            path=ctx.step_path,
+        )
+
+    async def chat(self, client: RoutedClient, request: ChatRequest, path: str) -> ChatResponse:
+        """One inference as one durable operation ``{path}/model:{role}#n`` (through the model's
+        fleet-wide queue when ``[models.X]`` sets a rate limit or concurrency)."""
+        from agentflow.runtime.models.cassette import request_key
+
+        role = getattr(client, "role", "chat")
+        name = self._name(f"{path}/model:{role}")
+        key = digest(role, request_key(request))
+        queue = self.queues.model_queue(client) if self.queues is not None else None
+        hit = self.reuse.get(name)
+        if queue is not None and (hit is None or hit[0] != key):
+            # a child unit on the model's queue (a step cannot start one), then its answer
+            # recorded as this operation's result like any other model call's
+            answered = await chat_on_queue(self, name, role, request, path, queue)
+
+            async def fn() -> ChatResponse:
+                return answered
+
+        else:
+
+            async def fn() -> ChatResponse:
+                return await client.chat(request)
+
+        response = await self._step(name, key, fn, path=path)
+        if name in self.reused:
+            response = dataclasses.replace(response)
+            response.reused = True  # free: model_call says so
+        return response
+
+    async def ask(self, interlocutor: Interlocutor | None, request: AskRequest) -> Any:
+        """Publish the question (``flowc runs`` lists it; ``flowc answer`` answers it from any
+        process) and wait for the answer as a message; :data:`NO_ANSWER` after the question's
+        timeout (the ask step's ``timeout``, else ``[durable] ask_timeout``)."""
+        path = request.step_path
+        timeout = request.timeout if request.timeout is not None else self.ask_timeout
+        question = {
+            "question": request.question,
+            "schema": request.schema,
+            "choices": request.choices,
+            "path": path,
+            "timeout": timeout,
+            "asked_at": time.time(),
+        }
+        await self.engine.publish(f"question:{path}", question)
+        message = await self.engine.receive(f"answer:{path}", timeout)
+        await self.engine.publish(
+            f"question:{path}", {**question, "answered": message is not NO_MESSAGE}
+        )
+        if message is NO_MESSAGE or not isinstance(message, dict):
+            return NO_ANSWER
+        return message.get("answer")
+
+    async def sleep(self, seconds: float, path: str) -> None:
+        """A retry's backoff as a durable sleep."""
+        await self.engine.sleep(seconds)
+
+    def now(self) -> float:
+        """The wall clock (epoch seconds): deadlines hold across processes and restarts."""
+        return time.time()
+
+    def started_at(self) -> float:
+        """When the run started (recorded with it): its deadline counts from there."""
+        return self.started
+
+    def random(self, path: str) -> float:
+        """A number in [0, 1) from the unit, the path and the call count: the same on replay."""
+        name = self._name(f"{path}/random")
+        value = int(hashlib.sha256(f"{self.run_id}|{name}".encode()).hexdigest()[:13], 16)
+        return value / float(1 << 52)
+
+    def replaying(self) -> bool:
+        """True while the running unit replays recorded operations."""
+        return self.engine.replaying()
+
+    def replayed(self, path: str) -> bool:
+        """True when the latest tool or model operation at ``path`` in the running unit was
+        replayed (see :meth:`Effects.replayed`)."""
+        return self._replayed.get((self.engine.workflow_id(), path), False)
+
+    async def unit(
+        self, path: str, work: Callable[[], Awaitable[T]], spec: UnitSpec | None = None
+    ) -> T:
+        """A concurrent unit runs as a child unit ``{parent id}/{path}``; any other runs here
+        (its operations are recorded in the running unit, one after another)."""
+        if spec is None or not spec.concurrent or self.one_call(spec):
+            return await work()
+        child_spec = self.describe(path, spec)
+        parent = self.engine.workflow_id()
+        base = path
+        prefix = child_spec.get("parent_path") or ""
+        if prefix and path.startswith(prefix + "/"):
+            base = path[len(prefix) + 1 :]
+        n = self._name(f"unit:{path}").rsplit("#", 1)[1]
+        child_id = f"{parent}/{base}" + (f"#{n}" if n != "1" else "")
+        queue = self.queues.unit_queue(spec) if self.queues is not None else None
+        if queue is not None:
+            child_spec["queue_key"] = f"{self.run_id}/{child_spec['group']}"
+        handle = await self.engine.start_child(child_id, child_spec, queue)
+        try:
+            return await self.engine.collect(handle)
+        except asyncio.CancelledError:
+            await asyncio.shield(self.engine.cancel_child(handle))
+            raise
+
+    def one_call(self, spec: UnitSpec) -> bool:
+        """True for a unit that makes exactly one durable call, reached without waiting on
+        anything: a body that is one plain, idempotent tool call without ``retry``, when the
+        run's gate (if any) is synchronous.  Such units run in the parent like any other call:
+        started in index order, each claims its position in the parent's record before yielding,
+        and its name holds its path (the issue's rule: only units making more than one durable
+        call need a child workflow)."""
+        body = spec.body
+        ex = self.executor
+        if spec.kind != "body" or body is None or ex is None or self.queues is not None:
+            return False
+        from agentflow.runtime.executor import CONTROL
+
+        name = body.tool_name
+        if name in CONTROL or name.startswith("plan__") or body.retry is not None:
+            return False
+        catalog = ex.ctx.catalog
+        tool = catalog.get(name) if catalog is not None else None
+        if tool is None or not tool_idempotent(tool):
+            return False
+        gate = ex.ctx.hooks.gate
+        return gate is None or not asyncio.iscoroutinefunction(gate)
+
+    def describe(self, path: str, spec: UnitSpec) -> dict[str, Any]:
+        """The input of a child unit: everything it needs to run in another process (the plan
+        frame by name, the body by locator, only the scope values the body references)."""
+        frame = spec.frame
+        group = path.rsplit("/", 1)[0] if "/" in path else path
+        out: dict[str, Any] = {
+            "run": self.run_id,
+            "kind": spec.kind,
+            "path": path.split("#", 1)[0] if spec.kind == "tool" else path,
+            "unit": path,
+            "stack": list(frame.stack),
+            "prefix": frame.prefix,
+            "deadline_at": frame.deadline_at,
+            "limit": spec.limit,
+            "group": group,
+            "parent_path": _unit_path_of(self.engine.workflow_id(), self.run_id),
+        }
+        if spec.kind == "body":
+            assert spec.body is not None
+            out["body"] = self.index.locator(spec.body)
+            wanted = body_refs(spec.body)
+            scope = spec.scope or {}
+            out["scope"] = {k: scope[k] for k in wanted if k in scope}
+        else:
+            out["name"] = spec.name
+            out["args"] = spec.args
+            if spec.kind == "tool":
+                out["write_scope"] = (
+                    [str(p) for p in spec.write_scope] if spec.write_scope is not None else None
+                )
+                out["allowed"] = sorted(spec.allowed) if spec.allowed is not None else None
+        return out
+
+
+async def _true() -> bool:
+    return True
+
+
+def _unit_path_of(workflow_id: str, run_id: str) -> str:
+    """The step path a child unit's id stands for ("" for the run's root unit)."""
+    if workflow_id == run_id or not workflow_id.startswith(run_id + "/"):
+        return ""
+    return workflow_id[len(run_id) + 1 :].split("#", 1)[0]
+
+
+async def chat_on_queue(
+    effects: DurableEffects, name: str, role: str, request: ChatRequest, path: str, queue: str
+) -> ChatResponse:
+    """The model call ``name`` as a child unit on the model's fleet-wide ``queue`` (its rate
+    limit and concurrency hold across every worker); its answer."""
+    spec = {
+        "run": effects.run_id,
+        "kind": "model",
+        "role": role,
+        "path": path,
+        "request": dataclasses.replace(request, on_delta=None),
+        "model": queue.removeprefix("agentflow.model."),  # its rate limit: ratelimit.py
+    }
+    child_id = f"{effects.engine.workflow_id()}/{name}"
+    handle = await effects.engine.start_child(child_id, spec, queue)
+    return await effects.engine.collect(handle)
+
+
+async def run_unit(ex: Executor, index: PlanIndex, spec: dict[str, Any]) -> Any:
+    """Run the child unit described by ``spec`` (:meth:`DurableEffects.describe`) with ``ex``."""
+    from pathlib import Path
+
+    from agentflow.runtime.executor import Frame
+
+    kind = spec["kind"]
+    if kind == "model":
+        router = ex.ctx.router
+        if router is None:
+            raise RunError("validation", "a model call reached a worker without a model")
+        return await router.client_for(spec["role"]).chat(spec["request"])
+    plan = index.plan_for(spec["stack"])
+    frame = Frame(
+        plan=plan,
+        stack=list(spec["stack"]),
+        prefix=spec["prefix"],
+        deadline_at=spec["deadline_at"],
+        root_plans=dict(index.root.plans or {}),
+    )
+    if kind == "body":
+        body = index.step(spec["body"])
+        return await ex.run_step(body, dict(spec["scope"]), spec["path"], frame)
+    if kind == "plan":
+        return await ex.call_plan(spec["name"], spec["args"], spec["path"], frame)
+    if kind == "tool":
+        write = spec.get("write_scope")
+        allowed = spec.get("allowed")
+        return await ex.dispatch_tool(
+            spec["name"],
+            spec["args"],
+            scope={},
+            path=spec["path"],
+            frame=frame,
+            write_scope=[Path(p) for p in write] if write is not None else None,
+            allowed=set(allowed) if allowed is not None else None,
+        )
+    raise RunError("durable_replay_mismatch", f"unknown unit kind {kind!r}")

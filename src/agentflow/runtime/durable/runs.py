@@ -1,0 +1,716 @@
+"""Durable runs from the outside: start, resume, inspect, answer, cancel, redrive, work
+(``flowc run --durable``, ``flowc resume``, ``flowc runs``, ``flowc answer``, ``flowc cancel``,
+``flowc redrive``, ``flowc worker``; docs/durable.md).
+
+A run's id is printed when it starts; its state lives in the database of ``[durable] database``
+(default ``.flowc/durable.sqlite`` beside ``flow.toml``, else in the current directory).  A run
+started here holds a lock file while its process lives, so ``flowc resume`` can tell a run
+whose process died from one still running (SQLite; a fleet on PostgreSQL recovers through its
+workers, each of which resumes the work of its predecessor of the same ``--name``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentflow.errors import ConfigError, InputError, RunError
+
+if TYPE_CHECKING:
+    from agentflow.ir.models import Plan
+    from agentflow.runtime.config import Config
+    from agentflow.runtime.context import RunContext
+    from agentflow.runtime.durable.dbos_engine import Runtime
+    from agentflow.runtime.result import RunResult
+
+__all__ = [
+    "Question",
+    "RunInfo",
+    "answer",
+    "build_runtime",
+    "cancel",
+    "database_for",
+    "list_runs",
+    "new_run_id",
+    "open_database",
+    "resume",
+    "reuse_table",
+    "run_durable",
+    "run_root",
+    "show_run",
+    "work",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Where the state is
+
+
+def database_for(config: Config, database: str | None = None) -> str:
+    """The database URL of durable runs under ``config``: ``database`` when given, else
+    ``[durable] database`` (``${VAR}`` expanded), a SQLite file relative to the directory of
+    ``flow.toml`` (the current directory without one)."""
+    import re
+
+    from agentflow.runtime.durable.dbos_engine import database_url
+
+    raw = database or config.durable.database
+
+    def var(m: re.Match[str]) -> str:
+        if m.group(1) not in os.environ:
+            raise ConfigError(
+                f"{config.where()}: [durable] database: environment variable {m.group(1)} is "
+                "not set"
+            )
+        return os.environ[m.group(1)]
+
+    raw = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", var, raw)
+    return database_url(raw, config.base_dir())
+
+
+def open_database(url: str, *, executor_id: str, queues: list[str] | None = None) -> None:
+    """Launch the durable engine on ``url`` in this process as ``executor_id``."""
+    from agentflow.runtime.durable.dbos_engine import launch
+
+    try:
+        launch(url, executor_id=executor_id, queues=queues)
+    except ConfigError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a database that cannot be opened
+        raise ConfigError(f"cannot open the durable runs database {_safe(url)}: {e}") from None
+
+
+def _safe(url: str) -> str:
+    """``url`` without a password."""
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
+    return url
+
+
+def new_run_id() -> str:
+    """A fresh run id: ``run-`` + UTC date and time + 6 random hex digits."""
+    return time.strftime("run-%Y%m%d-%H%M%S-", time.gmtime()) + secrets.token_hex(3)
+
+
+def _lock_path(url: str, run_id: str) -> Path | None:
+    if not url.startswith("sqlite:///"):
+        return None
+    db = Path(url[len("sqlite:///") :])
+    return db.parent / "locks" / f"{run_id.replace('/', '_')}.lock"
+
+
+@contextlib.contextmanager
+def _run_lock(url: str, run_id: str) -> Any:
+    """Hold the lock of ``run_id`` while this process runs it (released by the OS when the
+    process dies, however it dies).  Raises InputError when another process holds it."""
+    path = _lock_path(url, run_id)
+    if path is None:
+        yield
+        return
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fh = path.open("a+")
+    try:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise InputError(
+                f"run {run_id} is running in another process (its lock {path} is held)"
+            ) from None
+        yield
+    finally:
+        fh.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Runtimes
+
+
+async def build_runtime(
+    run_id: str,
+    spec: dict[str, Any],
+    *,
+    context: RunContext | None = None,
+    extra_sinks: list[Any] | None = None,
+    reuse: dict[str, tuple[str, Any]] | None = None,
+) -> Runtime:
+    """The runtime of run ``run_id`` from its recorded input ``spec``: the plan from its text,
+    the configuration from its ``flow.toml`` path, the catalog and model router built from it
+    (``context``: the caller's own, for a run started in this process)."""
+    from agentflow.ir.loader import load_plan_text
+    from agentflow.runtime.config import load_config
+    from agentflow.runtime.context import RunContext
+    from agentflow.runtime.durable import dbos_engine
+
+    plan = load_plan_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
+    owned = context is None
+    if context is None:
+        from agentflow.runtime.models.router import ModelRouter
+        from agentflow.runtime.tools.build import build_catalog
+
+        config = load_config(spec.get("config"))
+        catalog = build_catalog(config, plan=plan)
+        router: Any
+        if spec.get("model"):  # `--model test[:SEED]`: the built-in test model again
+            from agentflow.runtime.models.test_model import parse_model_option, test_router
+
+            seed, call_tools = parse_model_option(spec["model"])
+            router = test_router(config, seed, call_tools=call_tools)
+        elif spec.get("replay"):
+            from agentflow.runtime.models.cassette import ReplayRouter
+
+            router = ReplayRouter(spec["replay"], config)
+        else:
+            router = ModelRouter(config) if config.has_model() else None
+        context = RunContext(
+            catalog=catalog,
+            router=router,
+            config=config,
+            workspace=Path(spec.get("workspace") or Path.cwd()),
+            sinks=tuple(extra_sinks or ()),
+        )
+    config = context.config or load_config(spec.get("config"))
+    effects = dbos_engine.new_effects(
+        run_id,
+        plan,
+        context.callable_plans,
+        spec,
+        reuse=reuse if reuse is not None else spec.get("_reuse_table"),
+        ask_timeout=config.durable.ask_timeout_s if config is not None else None,
+        queues=_Queues(config, spec) if spec.get("fleet") else None,
+    )
+    rt = dbos_engine.Runtime(run_id, spec, plan, context, effects, owned=owned)
+    if spec.get("reuse") and not effects.reuse:
+        effects.reuse = await reuse_table(spec["reuse"])
+    return rt
+
+
+async def run_root(rt: Runtime) -> dict[str, Any]:
+    """Run the root of a durable run (inside its ``agentflow.run`` workflow)."""
+    from agentflow.runtime.executor import run_plan
+
+    try:
+        result = await run_plan(rt.plan, rt.spec.get("input"), rt.ctx, effects=rt.effects)
+    finally:
+        if rt.owned:
+            await _close(rt.ctx)
+    out = result.to_dict()
+    out["reused"] = len(rt.effects.reused)
+    return out
+
+
+async def _close(ctx: RunContext) -> None:
+    if ctx.catalog is not None:
+        with contextlib.suppress(Exception):
+            await ctx.catalog.aclose()
+    close = getattr(ctx.router, "aclose", None)
+    if close is not None:
+        with contextlib.suppress(Exception):
+            await close()
+
+
+class _Queues:
+    """How a fleet run spreads its work: concurrent units on ``agentflow.units.c{limit}``
+    (partitioned by the step that made them: a map's ``limit`` holds across the fleet), model
+    calls of a model with ``rate_limit``/``concurrency`` on ``agentflow.model.{name}``."""
+
+    def __init__(self, config: Config | None, spec: dict[str, Any]):
+        self.config = config
+        self.registered: set[str] = set(spec.get("queues") or ())
+
+    def unit_queue(self, spec: Any) -> str | None:
+        if spec.kind != "body":
+            return None
+        return f"agentflow.units.c{spec.limit or 0}"
+
+    def model_queue(self, client: Any) -> str | None:
+        if self.config is None:
+            return None
+        for resolved in getattr(client, "models", None) or ():
+            named = self.config.models.named.get(resolved)
+            if named is not None and (named.rate_limit or named.concurrency):
+                return f"agentflow.model.{resolved}"
+        return None
+
+
+async def register_queues(config: Config | None, limits: set[int]) -> list[str]:
+    """Register the fleet's queues: one per map limit in use and one per model with a
+    ``rate_limit`` or ``concurrency`` (``DBOS.register_queue_async``, persisted: every worker
+    finds them).  The queue holds a model's concurrency; its rate limit is held per request
+    (runtime/durable/ratelimit.py), not by the queue's limiter."""
+    from agentflow.runtime.durable.dbos_engine import _dbos
+
+    dbos = _dbos()
+    names = []
+    for limit in sorted(limits):
+        name = f"agentflow.units.c{limit}"
+        await dbos.DBOS.register_queue_async(
+            name,
+            partition_concurrency=limit if limit else None,
+            polling_interval_sec=0.05,
+            on_conflict="always_update",
+        )
+        names.append(name)
+    if config is not None:
+        for label, named in config.models.named.items():
+            if not (named.rate_limit or named.concurrency):
+                continue
+            name = f"agentflow.model.{label}"
+            await dbos.DBOS.register_queue_async(
+                name,
+                global_concurrency=named.concurrency,
+                polling_interval_sec=0.05,
+                on_conflict="always_update",
+            )
+            names.append(name)
+    return names
+
+
+def plan_limits(plan: Plan) -> set[int]:
+    """Every literal map ``concurrency`` of ``plan`` and its sub-plans (1 for a templated one)."""
+    from agentflow.ir.models import Step
+
+    found: set[int] = set()
+
+    def visit(value: Any) -> None:
+        if isinstance(value, Step):
+            if value.tool_name in ("map", "parallel"):
+                c = (value.input or {}).get("concurrency")
+                found.add(c if isinstance(c, int) and not isinstance(c, bool) else 0)
+            visit(value.input)
+        elif isinstance(value, dict):
+            for v in value.values():
+                visit(v)
+        elif isinstance(value, list):
+            for v in value:
+                visit(v)
+
+    for step in plan.steps:
+        visit(step)
+    for sub in (plan.plans or {}).values():
+        found |= plan_limits(sub)
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# Start, resume
+
+
+async def run_durable(
+    plan: Plan,
+    plan_text: str,
+    input: Any,
+    context: RunContext,
+    *,
+    url: str,
+    run_id: str | None = None,
+    plan_file: str | None = None,
+    config_path: str | None = None,
+    reuse: str | None = None,
+    replay: str | None = None,
+    fleet: bool = False,
+    on_start: Any = None,
+    model: str | None = None,
+) -> tuple[str, RunResult]:
+    """Run ``plan`` (loaded from ``plan_text``) as durable run ``run_id`` (default: a new id)
+    with ``context``; ``on_start(run_id)`` is called once the run is recorded.  ``reuse``: an
+    earlier run whose steps are taken where their path and rendered input are unchanged.
+    ``fleet``: hand concurrent units and rate-limited model calls to the fleet's queues.
+    ``replay`` / ``model``: the cassette or the test model (``test[:SEED]``) answering the
+    run's model calls, recorded so a resumed process answers the same way.
+    Returns ``(run_id, result)``."""
+    from agentflow.runtime.durable import dbos_engine
+    from agentflow.runtime.executor import validate_input
+    from agentflow.runtime.result import RunResult
+
+    validate_input(plan, input)
+    run_id = run_id or new_run_id()
+    if dbos_engine._state["url"] != url:
+        # fleet work goes to the workers.  A process that runs several runs launches once: the
+        # later runs share the first one's executor id, and `flowc resume` of any of them
+        # recovers that executor's pending work (runs.resume)
+        open_database(url, executor_id=f"run:{run_id}", queues=[])
+    spec: dict[str, Any] = {
+        "plan_text": plan_text,
+        "plan_file": plan_file,
+        "input": input,
+        "config": config_path,
+        "workspace": str(context.workspace),
+        "started": time.time(),
+        "reuse": reuse,
+        "replay": replay,
+        "model": model,
+        "fleet": fleet,
+    }
+    if fleet:
+        spec["queues"] = await register_queues(context.config, plan_limits(plan))
+    reuse_table_ = await reuse_table(reuse) if reuse else {}
+    rt = await build_runtime(run_id, spec, context=context, reuse=reuse_table_)
+    dbos_engine._RUNTIMES[run_id] = rt
+    dbos = dbos_engine._dbos()
+    with _run_lock(url, run_id):
+        with dbos.SetWorkflowID(run_id):
+            handle = await dbos.DBOS.start_workflow_async(dbos_engine.run_workflow(), spec)
+        if on_start is not None:
+            on_start(run_id)
+        out = await _outcome(handle)
+    return run_id, _result(out, RunResult)
+
+
+async def _outcome(handle: Any) -> dict[str, Any]:
+    """The recorded outcome of a run's workflow; a run cancelled (``flowc cancel``) while this
+    process waited for it ends ``aborted``, not with the engine's exception."""
+    from agentflow.runtime.durable.dbos_engine import _dbos
+
+    try:
+        out: dict[str, Any] = await handle.get_result(polling_interval_sec=0.1)
+    except _dbos()._error.DBOSAwaitedWorkflowCancelledError:
+        message = "the run was cancelled (flowc cancel)"
+        return {"status": "aborted", "error": {"code": "aborted", "message": message}}
+    return out
+
+
+def _result(out: dict[str, Any], cls: Any) -> RunResult:
+    return cls(
+        status=out.get("status", "error"),
+        output=out.get("output"),
+        error=out.get("error"),
+        results=out.get("results") or {},
+        usage=out.get("usage") or {},
+        duration_ms=int(out.get("duration_ms") or 0),
+    )
+
+
+async def resume(url: str, run_id: str, *, sinks: list[Any] | None = None) -> RunResult:
+    """Continue run ``run_id`` whose process stopped (a crash, ``kill -9``, a reboot): its
+    recorded steps are replayed, the rest runs here.  Returns its result (at once for a run
+    that already finished).  Raises InputError for an unknown run or one still running."""
+    from agentflow.runtime.durable import dbos_engine
+    from agentflow.runtime.result import RunResult
+
+    open_database(url, executor_id=f"run:{run_id}", queues=[])
+    dbos = dbos_engine._dbos()
+    found = await dbos.DBOS.list_workflows_async(workflow_ids=[run_id])
+    if not found or found[0].name != dbos_engine.RUN_WORKFLOW:
+        raise InputError(f"no durable run {run_id!r} in {_safe(url)}")
+    dbos_engine.set_process_sinks(list(sinks or []))
+    with _run_lock(url, run_id):
+        status = found[0]
+        if status.status in ("PENDING", "ENQUEUED"):
+            if status.executor_id != f"run:{run_id}":  # a fleet run: its worker resumes it
+                await asyncio.to_thread(
+                    dbos_engine._dbos().DBOS._recover_pending_workflows, [status.executor_id]
+                )
+        handle = await dbos.DBOS.retrieve_workflow_async(run_id)
+        out = await _outcome(handle)
+    return _result(out, RunResult)
+
+
+async def work(url: str, name: str, *, sinks: list[Any] | None = None) -> None:
+    """Be a worker of the fleet on ``url`` until cancelled: take units and runs from every
+    queue; the pending work of an earlier worker named ``name`` is resumed first."""
+    from agentflow.runtime.durable import dbos_engine
+
+    dbos_engine.set_process_sinks(list(sinks or []))
+    open_database(url, executor_id=f"worker:{name}", queues=None)
+    await asyncio.Event().wait()
+
+
+# ---------------------------------------------------------------------------------------------
+# Reuse and redrive: one table of an earlier run's results
+
+
+async def reuse_table(run_id: str) -> dict[str, tuple[str, Any]]:
+    """``{operation name: (input digest, value)}`` of every step run ``run_id`` (and its child
+    units) finished without error: what ``--reuse`` and ``redrive`` may take."""
+    from agentflow.runtime.durable.dbos_engine import query_steps, query_workflows
+
+    runs = await query_workflows(workflow_id_prefix=run_id, load_input=False, load_output=False)
+    table: dict[str, tuple[str, Any]] = {}
+    ids = [w.workflow_id for w in runs if w.workflow_id == run_id or
+           w.workflow_id.startswith(run_id + "/")]  # fmt: skip
+    if run_id not in ids:
+        raise InputError(f"no durable run {run_id!r} to reuse")
+    for wfid in ids:
+        for step in await query_steps(wfid):
+            out = step.get("output")
+            if step.get("error") is None and isinstance(out, dict) and "d" in out and "v" in out:
+                table.setdefault(step["function_name"], (out["d"], out["v"]))
+    return table
+
+
+# ---------------------------------------------------------------------------------------------
+# Inspection
+
+
+@dataclass
+class Question:
+    """A question a durable run waits on: its step path, text, choices and schema."""
+
+    run_id: str
+    workflow_id: str
+    path: str
+    question: str
+    choices: list[Any] | None = None
+    schema: dict[str, Any] | None = None
+    asked_at: float | None = None
+    timeout: float | None = None
+
+
+@dataclass
+class RunInfo:
+    """One durable run: id, status (``running``, ``waiting``, ``ok``, ``error``, ``exited``,
+    ``aborted``, ``cancelled``, ``stopped``), plan name, times, pending questions, the error."""
+
+    run_id: str
+    status: str
+    plan: str
+    created_at: float
+    updated_at: float
+    questions: list[Question] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+    output: Any = None
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    cost: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+async def _questions(run_id: str, workflows: list[Any]) -> list[Question]:
+    from agentflow.runtime.durable.dbos_engine import _dbos
+
+    dbos = _dbos()
+    out = []
+    for w in workflows:
+        if w.status not in ("PENDING", "ENQUEUED"):
+            continue
+        events = await dbos.DBOS.get_all_events_async(w.workflow_id)
+        for key, value in sorted(events.items()):
+            if not key.startswith("question:") or not isinstance(value, dict):
+                continue
+            if "answered" in value:
+                continue
+            out.append(
+                Question(
+                    run_id=run_id,
+                    workflow_id=w.workflow_id,
+                    path=value.get("path") or key[len("question:") :],
+                    question=value.get("question", ""),
+                    choices=value.get("choices"),
+                    schema=value.get("schema"),
+                    asked_at=value.get("asked_at"),
+                    timeout=value.get("timeout"),
+                )
+            )
+    return out
+
+
+def _status(w: Any, alive: bool) -> str:
+    if w.status == "SUCCESS":
+        out = w.output if isinstance(w.output, dict) else {}
+        return str(out.get("status") or "ok")
+    if w.status == "ERROR":
+        return "error"
+    if w.status == "CANCELLED":
+        return "cancelled"
+    if w.status in ("PENDING", "ENQUEUED"):
+        return "running" if alive else "stopped"
+    return str(w.status).lower()
+
+
+def _alive(url: str, run_id: str) -> bool:
+    """True when a process holds the run's lock (SQLite); always True without locks."""
+    path = _lock_path(url, run_id)
+    if path is None or not path.exists():
+        return path is None
+    import fcntl
+
+    with path.open("a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        return False
+
+
+async def list_runs(url: str, *, limit: int = 50) -> list[RunInfo]:
+    """The latest ``limit`` durable runs in ``url``, newest first, with pending questions."""
+    from agentflow.runtime.durable.dbos_engine import RUN_WORKFLOW, _dbos
+
+    open_database(url, executor_id=f"cli:{os.getpid()}", queues=[])
+    dbos = _dbos()
+    roots = await dbos.DBOS.list_workflows_async(
+        name=RUN_WORKFLOW, limit=limit, sort_desc=True, load_input=True, load_output=True
+    )
+    out = []
+    for w in roots:
+        alive = _alive(url, w.workflow_id)
+        info = _info(w, alive)
+        if w.status in ("PENDING", "ENQUEUED"):
+            family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=w.workflow_id)
+            info.questions = await _questions(w.workflow_id, family)
+            if info.questions and info.status == "running":
+                info.status = "waiting"
+        out.append(info)
+    return out
+
+
+def _info(w: Any, alive: bool) -> RunInfo:
+    spec = w.input["args"][0] if w.input and w.input.get("args") else {}
+    plan_name = ""
+    text = spec.get("plan_text") if isinstance(spec, dict) else None
+    if isinstance(text, str):
+        for line in text.splitlines():
+            if line.startswith("name:"):
+                plan_name = line.split(":", 1)[1].strip()
+                break
+    output = w.output if isinstance(w.output, dict) else {}
+    return RunInfo(
+        run_id=w.workflow_id,
+        status=_status(w, alive),
+        plan=plan_name,
+        created_at=(w.created_at or 0) / 1000.0,
+        updated_at=(w.updated_at or 0) / 1000.0,
+        error=output.get("error") if output else (_error_text(w.error) if w.error else None),
+        output=output.get("output") if output else None,
+    )
+
+
+def _error_text(error: Any) -> dict[str, Any]:
+    if isinstance(error, RunError):
+        return error.to_dict()
+    return {"code": "error", "message": str(error), "step_path": None}
+
+
+async def show_run(url: str, run_id: str) -> RunInfo:
+    """Run ``run_id`` in detail: every recorded step (unit, operation, status), the cost of
+    its model calls so far, pending questions, the error."""
+    from agentflow.runtime.durable.dbos_engine import _dbos
+
+    open_database(url, executor_id=f"cli:{os.getpid()}", queues=[])
+    dbos = _dbos()
+    family = await dbos.DBOS.list_workflows_async(
+        workflow_id_prefix=run_id, load_input=True, load_output=True
+    )
+    root = next((w for w in family if w.workflow_id == run_id), None)
+    if root is None:
+        raise InputError(f"no durable run {run_id!r} in {_safe(url)}")
+    family = [
+        w for w in family if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")
+    ]
+    info = _info(root, _alive(url, run_id))
+    cost: dict[str, Any] = {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
+    priced = 0.0
+    for w in family:
+        for step in await dbos.DBOS.list_workflow_steps_async(w.workflow_id):
+            name = step["function_name"]
+            error = step.get("error")
+            out = step.get("output")
+            entry = {
+                "unit": w.workflow_id[len(run_id) :].lstrip("/") or "(run)",
+                "operation": name,
+                "status": "error" if error is not None else "done",
+            }
+            if error is not None:
+                entry["error"] = _error_text(error)
+            value = out.get("v") if isinstance(out, dict) else None
+            if "/model:" in name and value is not None and not out.get("reused"):
+                usage = getattr(value, "usage", None) or {}
+                cost["inferences"] += 1
+                cost["input_tokens"] += int(usage.get("input_tokens", 0) or 0)
+                cost["output_tokens"] += int(usage.get("output_tokens", 0) or 0)
+                if getattr(value, "cost", None) is not None:
+                    priced += float(value.cost)
+            if isinstance(out, dict) and out.get("reused"):
+                entry["reused"] = True
+            info.steps.append(entry)
+    if priced:
+        cost["cost"] = round(priced, 10)
+    info.cost = cost
+    if root.status in ("PENDING", "ENQUEUED"):
+        info.questions = await _questions(run_id, family)
+        if info.questions and info.status == "running":
+            info.status = "waiting"
+    return info
+
+
+# ---------------------------------------------------------------------------------------------
+# Answer, cancel
+
+
+async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
+    """Answer the question of run ``run_id`` at step path ``step`` with ``value`` (checked
+    against the question's choices and schema), from any process.  Raises InputError for no
+    such question or a value it does not accept."""
+    from agentflow.runtime.control import check_answer
+    from agentflow.runtime.durable.dbos_engine import _dbos
+
+    open_database(url, executor_id=f"cli:{os.getpid()}", queues=[])
+    dbos = _dbos()
+    family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id)
+    family = [
+        w for w in family if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")
+    ]
+    if not family:
+        raise InputError(f"no durable run {run_id!r} in {_safe(url)}")
+    pending = await _questions(run_id, family)
+    question = next((q for q in pending if q.path == step), None)
+    if question is None:
+        waiting = ", ".join(q.path for q in pending) or "none"
+        raise InputError(f"run {run_id} has no question waiting at {step!r} (waiting: {waiting})")
+    if isinstance(value, str) and not _wants_text(question):
+        with contextlib.suppress(ValueError):
+            value = json.loads(value)
+    problem = check_answer(value, question.schema, question.choices)
+    if problem:
+        raise InputError(f"answer to `{question.question}`: {problem}")
+    await dbos.DBOS.send_async(question.workflow_id, {"answer": value}, topic=f"answer:{step}")
+    return question
+
+
+def _wants_text(q: Question) -> bool:
+    if q.choices and all(isinstance(c, str) for c in q.choices):
+        return True
+    return not q.schema or q.schema.get("type") == "string"
+
+
+async def cancel(url: str, run_id: str) -> None:
+    """Cancel run ``run_id`` and its child units (each stops at its next operation)."""
+    from agentflow.runtime.durable.dbos_engine import _dbos
+
+    open_database(url, executor_id=f"cli:{os.getpid()}", queues=[])
+    dbos = _dbos()
+    family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id)
+    ids = [w.workflow_id for w in family
+           if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")]  # fmt: skip
+    if run_id not in ids:
+        raise InputError(f"no durable run {run_id!r} in {_safe(url)}")
+    for wfid in ids:
+        with contextlib.suppress(Exception):
+            await dbos.DBOS.cancel_workflow_async(wfid)
+
+
+async def recorded_spec(url: str, run_id: str) -> dict[str, Any]:
+    """The recorded input of run ``run_id`` (plan text, input, configuration path, …)."""
+    from agentflow.runtime.durable.dbos_engine import recorded_input
+
+    open_database(url, executor_id=f"cli:{os.getpid()}", queues=[])
+    try:
+        return await recorded_input(run_id)
+    except RunError as e:
+        raise InputError(e.message) from None

@@ -1,0 +1,152 @@
+"""A durable run's question waits across restarts and is answered from another process: real
+`flowc run --durable`, `flowc resume`, `flowc runs` and `flowc answer` subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PLAN = """\
+version: 1
+name: approval
+input_schema: {type: object}
+steps:
+  - id: E0
+    tool_name: user__note
+    input: {n: 1}
+  - id: E1
+    tool_name: ask
+    input:
+      question: "Ship release {{ E0 }}?"
+      choices: ["yes", "no"]
+      when_unanswered: {fail: "nobody answered"}
+  - id: E2
+    tool_name: ask
+    input:
+      question: "Any note?"
+      when_unanswered: {default: "none"}
+    timeout: 1s
+finish: {mode: output, output: "{{ {shipped: E1.answer, note: E2.answer, e0: E0} }}"}
+"""
+
+TOOLS = """\
+import os
+
+
+def note(n: int) -> int:
+    \"\"\"Note n in the side-effect log.\"\"\"
+    with open(os.environ["NOTE_LOG"], "a") as f:
+        f.write(f"{n}\\n")
+    return 10 * n
+"""
+
+
+def _flowc(*args: str) -> list[str]:
+    return [sys.executable, "-m", "agentflow", *args]
+
+
+def _project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "tools.py").write_text(TOOLS)
+    (project / "plan.yaml").write_text(PLAN)
+    (project / "flow.toml").write_text('[tools]\nmodules = ["tools.py"]\n')
+    env = {**os.environ, "NOTE_LOG": str(project / "notes.log"), "NO_COLOR": "1"}
+    return project, env
+
+
+def _pending(project: Path, env: dict, run_id: str) -> list[dict]:
+    done = subprocess.run(
+        _flowc("runs", "--json"), cwd=project, env=env, capture_output=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    runs = {r["run_id"]: r for r in json.loads(done.stdout)}
+    return runs[run_id]["questions"] if run_id in runs else []
+
+
+def _wait_for_question(project: Path, env: dict, run_id: str, proc: subprocess.Popen) -> dict:
+    """The first question `flowc runs` lists for ``run_id``, once the run has published one
+    (watched in the database, which is cheaper than a `flowc runs` process per look)."""
+    db = project / ".flowc" / "durable.sqlite"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
+        if db.exists():
+            try:
+                with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+                    found = conn.execute(
+                        "select 1 from workflow_events where workflow_uuid = ? "
+                        "and key like 'question:%'",
+                        (run_id,),
+                    ).fetchone()
+            except sqlite3.OperationalError:  # the tables are not made yet
+                found = None
+            if found:
+                pending = _pending(project, env, run_id)
+                assert pending, "a published question is missing from `flowc runs`"
+                return pending[0]
+        time.sleep(0.05)
+    raise AssertionError("the question never showed up in the database")
+
+
+def test_a_question_survives_a_restart_and_is_answered_from_another_process(tmp_path):
+    project, env = _project(tmp_path)
+    run = subprocess.Popen(
+        _flowc("run", "--durable", "--run-id", "ask-1", "plan.yaml"),
+        cwd=project,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    question = _wait_for_question(project, env, "ask-1", run)
+    assert question["path"] == "E1"
+    assert question["question"] == "Ship release 10?"
+    assert question["choices"] == ["yes", "no"]
+    run.send_signal(signal.SIGKILL)  # the waiting process dies
+    run.wait()
+
+    resumed = subprocess.Popen(
+        _flowc("resume", "ask-1"),
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert _wait_for_question(project, env, "ask-1", resumed)["path"] == "E1"
+
+    wrong = subprocess.run(
+        _flowc("answer", "ask-1", "E1", "maybe"), cwd=project, env=env, capture_output=True
+    )
+    assert wrong.returncode == 1
+    assert "'maybe' is not one of ['yes', 'no']" in wrong.stderr.decode()
+    missing = subprocess.run(
+        _flowc("answer", "ask-1", "E7", "yes"), cwd=project, env=env, capture_output=True
+    )
+    assert missing.returncode == 1
+    assert "no question waiting at 'E7' (waiting: E1)" in missing.stderr.decode()
+
+    ok = subprocess.run(
+        _flowc("answer", "ask-1", "E1", "yes"), cwd=project, env=env, capture_output=True
+    )
+    assert ok.returncode == 0, ok.stderr.decode()
+
+    out, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err.decode()[-2000:]
+    # E2 waited its 1 s timeout for an answer, then took its default
+    assert json.loads(out) == {"shipped": "yes", "note": "none", "e0": 10}
+    assert (project / "notes.log").read_text() == "1\n"  # the tool before the question ran once
+
+    shown = subprocess.run(
+        _flowc("runs", "show", "ask-1", "--json"), cwd=project, env=env, capture_output=True
+    )
+    info = json.loads(shown.stdout)
+    assert info["status"] == "ok"
+    assert info["questions"] == []
+    assert any(s["operation"] == "E0/tool:user__note#1" for s in info["steps"])

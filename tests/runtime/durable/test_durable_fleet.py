@@ -1,0 +1,147 @@
+"""A fleet of `flowc worker` processes on one PostgreSQL (the distribution's server, started in
+a temporary directory: tests/support/postgres.py; if it cannot start, this test fails) shares
+a durable run's map items, and a model's fleet-wide rate limit holds across them."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+
+import pytest
+from support.chat_server import TEST_API_KEY, answer
+from support.postgres import PostgresServer
+
+ITEMS = 40
+
+PLAN = """\
+version: 1
+name: fleet
+input_schema: {type: object}
+steps:
+  - id: E1
+    tool_name: map
+    input:
+      over: "{{ input.xs }}"
+      concurrency: 8
+      do:
+        tool_name: plan__item
+        input: {x: "{{ item }}"}
+finish: {mode: output, output: "{{ E1 }}"}
+plans:
+  item:
+    name: item
+    steps:
+      - id: S0
+        tool_name: user__where
+        input: {x: "{{ input.x }}"}
+      - id: S1
+        tool_name: agent
+        input:
+          prompt: "Label item {{ input.x }}."
+          tools: none
+          output_schema: {type: object, properties: {x: {type: integer}}, required: [x]}
+    finish: {mode: output, output: "{{ {x: input.x, label: S1.output.x} }}"}
+"""
+
+TOOLS = """\
+import os, time
+
+
+def where(x: int) -> int:
+    \"\"\"Log which process ran item x.\"\"\"
+    with open(os.environ["WHERE_LOG"], "a") as f:
+        f.write(f"{x} {os.getpid()}\\n")
+    time.sleep(0.05)
+    return x
+"""
+
+
+def _flowc(*args: str) -> list[str]:
+    return [sys.executable, "-m", "agentflow", *args]
+
+
+@pytest.fixture
+def postgres():
+    with PostgresServer() as pg:  # raises (the test fails) when it cannot start
+        yield pg
+
+
+def test_two_workers_split_a_map_and_a_fleet_wide_model_rate_limit_holds(
+    tmp_path, chat_server, postgres
+):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "plan.yaml").write_text(PLAN)
+    (project / "tools.py").write_text(TOOLS)
+    config = chat_server.config_text(retries=4).replace(
+        'default = "scripted:test-model"', 'default = "limited"'
+    )
+    config += (
+        '\n[models.named.limited]\nprovider = "scripted"\nmodel = "test-model"\n'
+        "rate_limit = 5\n"
+        f'\n[durable]\ndatabase = "{postgres.url}"\n'
+        '\n[tools]\nmodules = ["tools.py"]\n'
+    )
+    (project / "flow.toml").write_text(config)
+    env = {
+        **os.environ,
+        "SCRIPTED_API_KEY": TEST_API_KEY,
+        "WHERE_LOG": str(project / "where.log"),
+        "NO_COLOR": "1",
+    }
+    stamps: list[float] = []
+    lock = threading.Lock()
+
+    def labeller(body: dict) -> object:
+        with lock:
+            stamps.append(time.monotonic())
+        user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        return answer({"x": int(re.search(r"item (\d+)", user).group(1))})
+
+    chat_server.script(labeller)
+    workers = [
+        subprocess.Popen(
+            _flowc("worker", "--name", name),
+            cwd=project,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )  # fmt: skip
+        for name in ("w1", "w2")
+    ]
+    try:
+        run = subprocess.run(
+            _flowc("run", "--durable", "--fleet", "--run-id", "fleet-1", "plan.yaml",
+                   "--input", json.dumps({"xs": list(range(ITEMS))})),
+            cwd=project, env=env, capture_output=True, timeout=400,
+        )  # fmt: skip
+    finally:
+        for w in workers:
+            w.send_signal(signal.SIGINT)
+        for w in workers:
+            try:
+                w.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                w.kill()
+    worker_errors = "\n".join(w.stderr.read().decode()[:6000] for w in workers)
+    assert run.returncode == 0, run.stderr.decode()[-3000:] + worker_errors
+    assert json.loads(run.stdout) == [{"x": x, "label": x} for x in range(ITEMS)]
+
+    ran = [line.split() for line in (project / "where.log").read_text().splitlines()]
+    by_pid = Counter(pid for _, pid in ran)
+    worker_pids = {str(w.pid) for w in workers}
+    assert set(by_pid) <= worker_pids  # the items ran on the workers ...
+    assert len(by_pid) == 2, by_pid  # ... both of them: neither did all
+    assert sorted(int(x) for x, _ in ran) == list(range(ITEMS))
+
+    assert len(stamps) == ITEMS
+    stamps.sort()
+    busiest = max(sum(1 for t in stamps if s <= t < s + 1.0) for s in stamps)
+    assert busiest <= 5, str([round(t - stamps[0], 2) for t in stamps])  # never > 5 in any 1 s
