@@ -532,7 +532,12 @@ class Config(_Strict):
         """The provider's API key from the environment (``None`` when unset or not needed)."""
         if not provider.api_key_env:
             return None
-        return self._env.get(provider.api_key_env) or None
+        key = self._env.get(provider.api_key_env) or None
+        if key is not None:
+            from agentflow.core.redaction import register_secret
+
+            register_secret(key)
+        return key
 
 
 def missing_key_message(config: Config, roles: tuple[str, ...] = ("chat",)) -> str | None:
@@ -639,12 +644,40 @@ def load_config(
     except ValidationError as exc:
         raise ConfigError(_format_validation(exc, file, text)) from None
     config._env = env
+    _register_secrets(config, env)
     if config.models.default is None:
         default = _env_default(env)
         if default is not None:
             config.models.default = default
     _check_references(config, text)
     return config
+
+
+#: Header names whose values are credentials (registered as secrets, never shown).
+_SECRET_HEADER = re.compile(r"(?i)authorization|api[-_]?key|token|secret|password|cookie")
+_VAR_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _register_secrets(config: Config, env: Mapping[str, str]) -> None:
+    """Tell the redaction layer (:mod:`agentflow.core.redaction`) every secret this configuration
+    can put on the wire: each provider's API key, credential-like header values, and the values
+    of ``${VAR}`` references given to MCP servers."""
+    from agentflow.core.redaction import register_secret
+
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        register_secret(env.get(name))
+    for provider in config.providers.values():
+        if provider.api_key_env:
+            register_secret(env.get(provider.api_key_env))
+        for header, value in provider.headers.items():
+            if _SECRET_HEADER.search(header):
+                register_secret(value)
+    for server in config.mcp.values():
+        for key, value in (*server.env.items(), *server.headers.items()):
+            for var in _VAR_REF.findall(value):
+                register_secret(env.get(var))
+            if _SECRET_HEADER.search(key) and not _VAR_REF.search(value):
+                register_secret(value)
 
 
 def _env_default(env: Mapping[str, str]) -> str | None:

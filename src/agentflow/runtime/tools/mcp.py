@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from agentflow.core.redaction import redact, register_secret
 from agentflow.errors import RunError
 from agentflow.runtime.config import McpServer
 from agentflow.runtime.tools.catalog import Tool, ToolContext
@@ -71,6 +72,7 @@ def expand_vars(value: str, env: Mapping[str, str], *, server: str, where: str) 
                 f"MCP server '{server}': environment variable {var} (used in [mcp.{server}] "
                 f"{where}) is not set",
             )
+        register_secret(env[var])  # a value given to a server is never shown
         return env[var]
 
     return _VAR.sub(sub, value)
@@ -231,7 +233,8 @@ class McpConnection:
             lines = [ln for ln in self._errlog.read().splitlines() if ln.strip()]
         except (OSError, ValueError):
             return ""
-        return ("; server stderr: " + " | ".join(lines[-3:])[:500]) if lines else ""
+        # redacted before the cut: a secret the server prints is never shown, not even in part
+        return ("; server stderr: " + redact(" | ".join(lines[-3:]))[:500]) if lines else ""
 
     def _unavailable(self) -> RunError:
         return RunError(
