@@ -36,6 +36,7 @@ from agentflow.core.vocabulary import (
 from agentflow.errors import PlanProblem
 from agentflow.grammar import ast
 from agentflow.ir.models import Plan, Step
+from agentflow.ir.schemas import ref_problems, validation_errors
 from agentflow.ir.templates import (
     SourceMap,
     compile_value,
@@ -195,7 +196,14 @@ class _Validator:
                 + (f" (at {where})" if where else ""),
             )
             return False
-        return True
+        except RecursionError:
+            self.problem(path, f"`{what}` is nested too deeply to check")
+            return False
+        # only references to itself: nothing is fetched, every one resolves, no endless loop
+        problems = ref_problems(schema)
+        for sub, message in problems:
+            self.problem((*path, *sub), f"`{what}`: {message}")
+        return not problems
 
     # -- plans -----------------------------------------------------------------------------
 
@@ -705,9 +713,12 @@ class _Validator:
         schema = inp.get("schema")
         if schema_ok and isinstance(schema, dict) and schema and not _templated(schema):
             try:
-                jsonschema.validate(default, schema)
-            except jsonschema.ValidationError as exc:
-                self.problem(dpath, f"the default does not match `schema`: {exc.message}")
+                errors = validation_errors(schema, default)
+            except ValueError as exc:
+                self.problem(dpath, f"the default cannot be checked: {exc}")
+                return
+            if errors:
+                self.problem(dpath, f"the default does not match `schema`: {errors[0].message}")
 
     def c_agent(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
         """Agent input rules (docs/spec/PLAN_IR.md §6, seed 000 'Input')."""

@@ -881,10 +881,13 @@ def validate_input(plan: Plan, data: Any, *, code: str | None = None) -> None:
     schema = plan.input_schema
     if not schema:
         return
-    import jsonschema
+    from agentflow.ir.schemas import validation_errors
 
-    validator_cls = jsonschema.validators.validator_for(schema)
-    errors = sorted(validator_cls(schema).iter_errors(data), key=lambda e: list(e.path))
+    try:
+        errors = validation_errors(schema, data)  # never fetches a reference
+    except ValueError as e:
+        message = f"input_schema of plan '{plan.name}': {e}"
+        raise (RunError(code, message) if code is not None else InputError(message)) from None
     if not errors:
         return
     lines = []
