@@ -196,7 +196,7 @@ class _Layout:
         if pt in (",", ":"):
             return " "
         if ct == "?":
-            return ""
+            return " " if pt == "?" else ""  # `T? ?` must not become the `??` operator
         if pt == "@":
             return ""
         if b in self.angle or a in self.angle and pt == "<":

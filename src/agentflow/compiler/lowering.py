@@ -177,6 +177,28 @@ def _join(*items: Frag | str, atomic: bool = False) -> Frag:
     return Frag(parts, atomic, frozenset(free))
 
 
+#: Binary operator precedence of the expression language (LANGUAGE.md §4; the parser's
+#: precedence climbing uses the same levels), higher binds tighter.
+_BINARY_PRECEDENCE = {
+    "??": 1,
+    "or": 2,
+    "and": 3,
+    **dict.fromkeys(("==", "!=", "<", "<=", ">", ">=", "in", "not in"), 5),
+    "+": 7,
+    "-": 7,
+    "*": 8,
+    "/": 8,
+    "%": 8,
+}
+#: Levels whose operators do not chain (comparisons): an operand of the same level needs ( ).
+_NON_CHAINING = frozenset({5})
+
+
+def _binary_level(e: ast.Expr) -> int:
+    """The precedence level of ``e`` when it is a binary operation (0 otherwise: needs ( ))."""
+    return _BINARY_PRECEDENCE.get(e.op, 0) if isinstance(e, ast.Binary) else 0
+
+
 def _paren(f: Frag) -> Frag:
     return f if f.atomic else _join("(", f, ")", atomic=True)
 
@@ -636,8 +658,17 @@ class _Lowerer:
         return _join(_paren(self.expr(e.low, ctx)), "..", _paren(self.expr(e.high, ctx)))
 
     def x_Binary(self, e: ast.Binary, ctx: _Ctx) -> Frag:
-        left = _paren(self.expr(e.left, ctx))
-        right = _paren(self.expr(e.right, ctx))
+        # Parentheses only where precedence needs them: `1 + 2 + 3`, not `((1 + 2) + 3)` (a long
+        # chain must not nest brackets past the template parser's limit). Operators are
+        # left-associative; comparisons do not chain, so their operands keep parentheses.
+        q = _BINARY_PRECEDENCE.get(e.op, 0)
+        left = self.expr(e.left, ctx)
+        level = _binary_level(e.left)
+        if level < q or (level == q and q in _NON_CHAINING):
+            left = _paren(left)
+        right = self.expr(e.right, ctx)
+        if not _binary_level(e.right) > q:
+            right = _paren(right)
         return _join(left, f" {e.op} ", right)
 
     def x_Unary(self, e: ast.Unary, ctx: _Ctx) -> Frag:

@@ -10,8 +10,10 @@ docs/spec/RUNTIME.md §4).
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -185,19 +187,14 @@ class _Validator:
         if not isinstance(schema, dict):
             self.problem(path, f"`{what}` must be a JSON Schema object (a mapping)")
             return False
-        try:
-            jsonschema.Draft202012Validator.check_schema(schema)
-        except jsonschema.SchemaError as exc:
-            sub = (*path, *exc.path)
-            where = "/".join(str(p) for p in exc.path)
+        found = _metaschema_problem(schema)
+        if found is not None:
+            sub, message = found
+            where = "/".join(str(p) for p in sub)
             self.problem(
-                sub,
-                f"`{what}` is not valid JSON Schema: {exc.message}"
-                + (f" (at {where})" if where else ""),
+                (*path, *sub),
+                f"`{what}` {message}" + (f" (at {where})" if where else ""),
             )
-            return False
-        except RecursionError:
-            self.problem(path, f"`{what}` is nested too deeply to check")
             return False
         # only references to itself: nothing is fetched, every one resolves, no endless loop
         problems = ref_problems(schema)
@@ -508,7 +505,7 @@ class _Validator:
                 self.problem(path, "a comparison needs `value`")
             if op is None:
                 self.problem(path, "a comparison needs `op`")
-            elif op not in CONDITION_OPS:
+            elif not isinstance(op, str) or op not in CONDITION_OPS:
                 self.problem(
                     (*path, "op"),
                     f"unknown operator {op!r}",
@@ -782,7 +779,7 @@ class _Validator:
             self.problem(path, "`agent` must be a mapping with `kind`")
             return
         kind = target.get("kind")
-        if kind not in kinds:
+        if not isinstance(kind, str) or kind not in kinds:
             self.problem(
                 (*path, "kind") if "kind" in target else path,
                 f"`agent.kind` must be one of alias, team.main, team.member, not {kind!r}",
@@ -806,6 +803,33 @@ def _templated(value: Any) -> bool:
     if isinstance(value, list):
         return any(_templated(v) for v in value)
     return False
+
+
+def _metaschema_problem(schema: Any) -> tuple[tuple, str] | None:
+    """Where and why ``schema`` breaks the JSON Schema 2020-12 metaschema, or None (cached by
+    the schema's canonical JSON: a plan repeats its contracts, and checking one costs ms)."""
+    try:
+        key = json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        key = None
+    if key is None:
+        return _metaschema_check(schema)
+    return _cached_metaschema_check(key)
+
+
+@lru_cache(maxsize=1024)
+def _cached_metaschema_check(key: str) -> tuple[tuple, str] | None:
+    return _metaschema_check(json.loads(key))
+
+
+def _metaschema_check(schema: Any) -> tuple[tuple, str] | None:
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        return tuple(exc.path), f"is not valid JSON Schema: {exc.message}"
+    except RecursionError:
+        return (), "is nested too deeply to check"
+    return None
 
 
 def validate_plan(plan: Plan, file: str | None = None) -> list[PlanProblem]:

@@ -170,6 +170,11 @@ class _StepInfo:
 _NO_CODES: frozenset[str] = frozenset()
 
 
+def _literal_names(value: Any) -> bool:
+    """True for a list of plain tool names/patterns (no ``{{ }}`` template)."""
+    return isinstance(value, list) and all(isinstance(v, str) and "{{" not in v for v in value)
+
+
 def _not_loaded(what: str, path: str | None) -> RunError:
     """The error for a plan that did not go through the loader (its templates are not parsed)."""
     return RunError(
@@ -593,6 +598,11 @@ class Executor:
                 raise RunError("deadline_exceeded", "the workflow deadline has passed", path)
         if timeout is None and remaining is None:
             return await self._invoke(info, scope, path, frame, announce, call)
+        if timeout is not None and await self._connect_first(info, path, remaining):
+            if frame.deadline_at is not None:  # connecting took part of the deadline
+                remaining = frame.deadline_at - self.effects.now()
+                if remaining <= 0:
+                    raise RunError("deadline_exceeded", "the workflow deadline has passed", path)
         bound: float
         if remaining is not None and (timeout is None or remaining < timeout):
             bound, code = remaining, "deadline_exceeded"
@@ -608,6 +618,43 @@ class Executor:
             if cm.expired():
                 raise RunError(code, message, path, details={"bound": code}) from None
             raise
+
+    async def _connect_first(self, info: _StepInfo, path: str, remaining: float | None) -> bool:
+        """Start the MCP servers a timed step will use before its ``timeout`` starts counting
+        (a server's start-up is bounded by its own ``connect_timeout``, and by the deadline):
+        the step named a server's tool, or is an agent whose literal ``tools`` may reach one.
+        True when something was connected."""
+        catalog = self.ctx.catalog
+        if catalog is None:
+            return False
+        requests: Any
+        if info.handler is None:
+            requests = info.tool
+        elif info.tool == "agent" and isinstance(info.step.input, dict):
+            requests = info.step.input.get("tools")
+            if not (requests is None or requests == "none" or _literal_names(requests)):
+                return False  # templated: the agent step connects what it renders
+        else:
+            return False
+        try:
+            if not catalog.pending(requests):
+                return False
+        except Exception:  # noqa: BLE001 - a malformed request is reported by the step itself
+            return False
+        try:
+            if remaining is None:
+                await catalog.prepare(requests)
+            else:
+                async with asyncio.timeout(remaining):
+                    await catalog.prepare(requests)
+        except TimeoutError:
+            raise RunError(
+                "deadline_exceeded", "the workflow deadline expired while starting MCP servers", path
+            ) from None
+        except RunError as e:
+            e.step_path = e.step_path or path
+            raise
+        return True
 
     async def _invoke(
         self,

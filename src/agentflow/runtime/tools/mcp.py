@@ -123,7 +123,13 @@ class McpConnection:
                 cwd = cwd if cwd.is_absolute() else self.base_dir / cwd
             _bound_sdk_shutdown()
             params = StdioServerParameters(
-                command=server.command, args=list(server.args), env=env or None, cwd=cwd
+                command=server.command,
+                args=list(server.args),
+                env=env or None,
+                cwd=cwd,
+                # a line of invalid UTF-8 on stdout is one unparsable line (skipped), not a
+                # reader that dies and leaves every call waiting out its timeout
+                encoding_error_handler="replace",
             )
             self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
             return stdio_client(params, errlog=self._errlog)
@@ -263,7 +269,7 @@ class McpConnection:
             raise self._unavailable()
         timeout = self.server.timeout
         try:
-            result = await asyncio.wait_for(
+            result = await self._unless_dead(
                 session.call_tool(name, arguments, read_timeout_seconds=timeout), timeout + 1.0
             )
         except TimeoutError:
@@ -283,6 +289,30 @@ class McpConnection:
                 raise self._unavailable() from None
             raise RunError("tool_error", f"MCP tool {self.name}__{name}: {message}") from None
         return _convert(result, self._tool(name))
+
+    async def _unless_dead(self, coro: Any, timeout: float) -> Any:
+        """Await ``coro`` for at most ``timeout`` seconds (TimeoutError), but give up at once —
+        with the :meth:`_unavailable` error — when the connection's owner task ends meanwhile
+        (the server died, its output broke the transport): a pending call never waits out its
+        timeout on a connection that is gone."""
+        call = asyncio.ensure_future(coro)
+        owner = self._task
+        if owner is None or owner.done():
+            return await asyncio.wait_for(call, timeout)
+        try:
+            done, _ = await asyncio.wait(
+                {call, owner}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        except BaseException:
+            call.cancel()
+            raise
+        if call in done:
+            return call.result()
+        call.cancel()
+        if owner in done:
+            self._dead = self._dead or "the connection closed"
+            raise self._unavailable()
+        raise TimeoutError
 
     def _tool(self, name: str) -> Any:
         for tool in self._tools or []:
