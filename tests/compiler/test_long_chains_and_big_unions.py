@@ -1,6 +1,7 @@
 """Front-end limits that used to break (issue 16): ``compile`` of 103+ chained ``+`` (the plan
 text nested one bracket per operator), checking a literal union of 10,000 members (quadratic:
-≈ 9 s), and ``flowc fmt`` on a doubled optional ``T? ?`` (printed as the ``??`` operator)."""
+≈ 9 s), and ``flowc fmt`` on a doubled optional ``T? ?`` (printed as the ``??`` operator) and
+on a 500-deep member chain (RecursionError in its meaning check)."""
 
 from __future__ import annotations
 
@@ -65,3 +66,10 @@ def test_fmt_keeps_a_doubled_optional_apart():
     assert format_source(text, "q.flow") == text
     assert format_source("type T = { a: int ? ? ? }\n", "q.flow") == "type T = { a: int? ? ? }\n"
     assert check_source(format_source(text, "q.flow"), "q.flow").ok
+
+
+def test_fmt_of_a_very_long_member_chain_is_checked_without_recursion():
+    for chain in (".a" * 3000, "[0]" * 1000):
+        text = "stage  s -> int {\n  return input" + chain + "\n}\n"
+        out = format_source(text, "deep.flow")
+        assert out.startswith("stage s -> int {") and format_source(out, "deep.flow") == out

@@ -63,6 +63,8 @@ def mutate(src: str, rng: random.Random) -> str:
                 + chr(rng.choice([rng.randint(0, 0x7F), rng.randint(0, 0x2FF)]))
                 + src[at + 1 :]
             )
+        elif rng.random() < 0.5:  # layout only: what `flowc fmt` has to undo
+            src = src.replace(" ", rng.choice(["  ", " \t", "   "]), rng.randint(1, 20))
         else:
             lines = src.split("\n")
             if len(lines) > 1:
@@ -115,16 +117,18 @@ class _Gen:
                 ]
             )
         k = r.randrange(12)
-        if k < 4:
-            chain = [self.expr(depth + 1) for _ in range(r.randint(2, 6))]
+        if k < 4:  # a chain of one family of operators (comparisons do not chain)
+            family = r.choice([["+", "-", "*", "/", "%"], ["and", "or"], ["??"], ["+"]])
+            chain = [self.operand(depth + 1) for _ in range(r.randint(2, 6))]
             out = chain[0]
             for item in chain[1:]:
-                out += f" {r.choice(self.BINOPS)} {item}"
+                out += f" {r.choice(family)} {item}"
             return out
         if k == 4:
-            return f"({self.expr(depth + 1)})"
+            cmp = r.choice(["==", "!=", "<", "<=", ">", ">=", "in", "not in"])
+            return f"{self.operand(depth + 1)} {cmp} {self.operand(depth + 1)}"
         if k == 5:
-            return r.choice(["not ", "-"]) + self.expr(depth + 1)
+            return r.choice(["not ", "-"]) + f"({self.expr(depth + 1)})"
         if k == 6:
             return "[" + ", ".join(self.expr(depth + 1) for _ in range(r.randint(0, 3))) + "]"
         if k == 7:
@@ -133,15 +137,21 @@ class _Gen:
                 + ", ".join(f"k{i}: {self.expr(depth + 1)}" for i in range(r.randint(0, 3)))
                 + " }"
             )
-        if k == 8:
-            return r.choice(self.names) + "".join(
-                r.choice([".a", ".b", "[0]", "[*]", ".count"]) for _ in range(r.randint(1, 5))
-            )
+        if k == 8:  # a member chain, now and then a very long one
+            n = r.randint(1, 5) if r.random() < 0.8 else r.randint(300, 1500)
+            steps = [".a", ".b", "[0]", "[*]", ".count"]
+            return r.choice(self.names) + "".join(r.choice(steps) for _ in range(n))
         if k == 9:
             return f'read_file(path: "{r.choice(["a.txt", "${input.a}"])}")'
         if k == 10:
             return f"map input.xs as x {{ {self.expr(depth + 1)} }}"
         return f"filter input.xs as x where {self.expr(depth + 1)}"
+
+    def operand(self, depth: int) -> str:
+        """An operand of a binary operator: atomic, or parenthesised."""
+        e = self.expr(depth)
+        atomic = e.replace(".", "").replace("_", "").isalnum() or e.startswith(("[", "{", '"'))
+        return e if atomic and " " not in e else f"({e})"
 
     def stmt(self, depth: int = 0) -> str:
         r = self.rng
@@ -163,6 +173,67 @@ class _Gen:
             + ", ".join(r.sample(["read_file", "grep", "glob", "list_dir"], r.randint(0, 2)))
             + f"]\n    expect {self.type_()}\n  }}"
         )
+
+    def typed(self, t: str, depth: int = 0) -> str:
+        """An expression of type ``t`` (int, bool, text, int[]) that checks."""
+        r = self.rng
+        leaf = depth > 3 or r.random() < 0.35
+        if t == "int":
+            if leaf:
+                return r.choice([str(r.randint(0, 99)), "input.xs.count", "input.a.count"])
+            k = r.randrange(4)
+            if k == 0 and r.random() < 0.1:  # a long chain (the lowering once nested each `+`)
+                return " + ".join(str(r.randint(0, 9)) for _ in range(r.randint(100, 190)))
+            if k <= 1:
+                op = r.choice(["+", "-", "*"])
+                return f"{self.typed('int', depth + 1)} {op} {self.typed('int', depth + 1)}"
+            if k == 2:
+                return f"({self.typed('int', depth + 1)})"
+            return f"(input.n ?? {self.typed('int', depth + 1)})"
+        if t == "bool":
+            if leaf:
+                return r.choice(["true", "false", "input.xs.count > 0"])
+            k = r.randrange(4)
+            if k == 0:
+                cmp = r.choice(["==", "!=", "<", "<=", ">", ">="])
+                return f"{self.typed('int', depth + 1)} {cmp} {self.typed('int', depth + 1)}"
+            if k == 1:
+                op = r.choice(["and", "or"])
+                return f"{self.typed('bool', depth + 1)} {op} {self.typed('bool', depth + 1)}"
+            if k == 2:
+                return f"not ({self.typed('bool', depth + 1)})"
+            return f"{self.typed('int', depth + 1)} in input.xs"
+        if t == "text":
+            if leaf:
+                return r.choice(['"x"', "input.a", '"n=${input.xs.count}"'])
+            return f"{self.typed('text', depth + 1)} + {self.typed('text', depth + 1)}"
+        # int[]
+        if leaf:
+            return r.choice(["input.xs", "[1, 2]", "[]"])
+        k = r.randrange(3)
+        if k == 0:
+            return f"map input.xs as x {{ x * {self.typed('int', depth + 1)} }}"
+        if k == 1:
+            return f"filter input.xs as x where x > {self.typed('int', depth + 1)}"
+        return f"({self.typed('int[]', depth + 1)}) + [{self.typed('int', depth + 1)}]"
+
+    def typed_program(self) -> str:
+        """A program that checks (and so compiles and runs)."""
+        r = self.rng
+        parts = ["input { a: text, xs: int[], n: int? }"]
+        for s in range(r.randint(1, 3)):
+            t = r.choice(["int", "bool", "text", "int[]"])
+            lines = []
+            for i in range(r.randint(0, 3)):
+                lt = r.choice(["int", "bool", "text", "int[]"])
+                lines.append(f"let v{i} = {self.typed(lt)}")
+                if r.random() < 0.5:
+                    lines.append(f'require v{i} == v{i} else fail "never"')
+            if r.random() < 0.3:
+                lines.append(f"if {self.typed('bool')} {{\n    return {self.typed(t)}\n  }}")
+            body = "".join(f"  {line}\n" for line in lines)
+            parts.append(f"stage s{s} -> {t} {{\n{body}  return {self.typed(t)}\n}}")
+        return "\n".join(parts) + "\n"
 
     def program(self) -> str:
         r = self.rng
@@ -199,7 +270,9 @@ def seed_programs() -> list[str]:
 
 def gen_program(rng: random.Random, seeds: list[str]) -> str:
     """A fuzzed program: generated, a mutated seed, or a mutated generated program."""
-    k = rng.randrange(3)
+    k = rng.randrange(4)
+    if k == 3:
+        return _Gen(rng).typed_program()
     if k == 0:
         return _Gen(rng).program()
     if k == 1 and seeds:
@@ -238,11 +311,16 @@ def check_program(src: str) -> str | None:
     codes = sorted(d.code for d in result.diagnostics)
     if result.ok:
         try:
-            compile_source(src, "fuzz.flow")
+            compiled = compile_source(src, "fuzz.flow")
         except CompileError as e:
             internal = [d.message for d in e.diagnostics if "internal compiler error" in d.message]
             if internal:
                 return f"compile: {internal[0]}"
+        else:
+            if "agent" not in src and "ask" not in src and "judge" not in src:
+                problem = _run_compiled(compiled.plan)
+                if problem:
+                    return problem
     try:
         out = format_source(src, "fuzz.flow")
     except FormatError as e:
@@ -256,6 +334,24 @@ def check_program(src: str) -> str | None:
         after = sorted(d.code for d in check_source(out, "fuzz.flow").diagnostics)
         if after != codes:
             return f"fmt changed what check reports: {codes} → {after}"
+    return None
+
+
+def _run_compiled(plan: dict) -> str | None:
+    """Run a compiled plan that needs no model; an internal error is a failure (a step error
+    a program can cause — a failed `require`, a division by zero — is not)."""
+    from agentflow.errors import FlowError
+    from agentflow.ir.loader import load_plan_data
+    from agentflow.runtime.executor import run_plan_sync
+
+    try:
+        result = run_plan_sync(
+            load_plan_data(plan, "fuzz.yaml"), {"a": "x", "xs": [1, 2, 3], "n": None}
+        )
+    except FlowError:  # the input does not fit a mutated program's own `input`
+        return None
+    if result.status == "error" and (result.error or {}).get("code") in ("internal", None):
+        return f"run: {result.error}"
     return None
 
 
