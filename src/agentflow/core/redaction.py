@@ -117,8 +117,8 @@ class Secrets:
                 merged.append((start, end))
         return merged
 
-    def redact(self, text: str) -> str:
-        """``text`` with every run of ≥ MIN_RUN characters of a secret replaced by ``***``."""
+    def redact(self, text: str, mask: str = MASK) -> str:
+        """``text`` with every run of ≥ MIN_RUN characters of a secret replaced by ``mask``."""
         if not self._secrets or not isinstance(text, str):
             return text
         spans = self.spans(text)
@@ -128,7 +128,7 @@ class Secrets:
         at = 0
         for start, end in spans:
             out.append(text[at:start])
-            out.append(MASK)
+            out.append(mask)
             at = end
         out.append(text[at:])
         return "".join(out)
