@@ -138,8 +138,8 @@ class _Gen:
                 + " }"
             )
         if k == 8:  # a member chain, now and then a very long one
-            n = r.randint(1, 5) if r.random() < 0.8 else r.randint(300, 1500)
-            steps = [".a", ".b", "[0]", "[*]", ".count"]
+            n = r.randint(1, 5) if r.random() < 0.9 else r.randint(300, 1500)
+            steps = [".a", ".b", "[0]", "[*]", ".count"] if n < 10 else [".a", ".b", "[0]"]
             return r.choice(self.names) + "".join(r.choice(steps) for _ in range(n))
         if k == 9:
             return f'read_file(path: "{r.choice(["a.txt", "${input.a}"])}")'
