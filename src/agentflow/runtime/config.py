@@ -102,7 +102,8 @@ class ProviderConfig(_Strict):
 
     ``api_key_env`` names the environment variable holding the key (the key itself never lives in the
     config). ``base_url``: ``http(s)://host[:port][/path]`` (checked at load time). ``timeout`` is
-    seconds per HTTP request (> 0, finite); ``max_retries`` (0–20) bounds the in-client retries of
+    seconds one HTTP request may take from sending to the last byte of the reply, a streamed one
+    included (> 0, finite); ``max_retries`` (0–20) bounds the in-client retries of
     transient errors and rate limits; ``backoff_base``/``backoff_max`` are seconds (> 0, finite);
     ``max_retry_after`` caps the seconds a ``Retry-After`` header can make a retry wait.
     ``kind = "test"`` is the built-in test model (no network, no key: answers every agent from
@@ -322,11 +323,15 @@ class ToolsConfig(_Strict):
     ``flow.toml``) whose functions become ``user__*`` tools; ``entry_points`` — also load the
     ``agentflow.tools`` entry-point group of installed packages (default true);
     ``max_result_chars`` — the size cap of a tool result shown to a model in an agent step
-    (docs/spec/RUNTIME.md §10; longer results are truncated with a marker; default 20,000)."""
+    (docs/spec/RUNTIME.md §10; longer results are truncated with a marker; default 20,000);
+    ``isolation`` — ``"thread"`` (default: user tools run on threads of the run's process) or
+    ``"process"`` (each call in a worker process that is killed when the call is cancelled, so a
+    tool that holds the GIL or ignores cancellation cannot outlive its timeout or the deadline)."""
 
     modules: list[str] = Field(default_factory=list)
     entry_points: bool = True
     max_result_chars: int = Field(default=20_000, ge=100)
+    isolation: Literal["thread", "process"] = "thread"
 
 
 class PlansConfig(_Strict):

@@ -341,9 +341,14 @@ async def post_with_retries(
         status: int | None = None
         retry_after: float | None = None
         try:
-            result, kind, message, status, retry_after = await _attempt(
-                client, url, payload, headers, timeout, read_stream
-            )
+            # `timeout` bounds the whole exchange, not only each wait for bytes: a server that
+            # trickles its reply a byte at a time would otherwise never time out
+            async with asyncio.timeout(timeout):
+                result, kind, message, status, retry_after = await _attempt(
+                    client, url, payload, headers, timeout, read_stream
+                )
+        except TimeoutError:
+            kind, message = "transient", f"no complete reply within {timeout:g} s"
         except httpx.TimeoutException as exc:
             kind, message = "transient", f"request timed out ({type(exc).__name__})"
         except httpx.LocalProtocolError as exc:

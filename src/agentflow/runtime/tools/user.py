@@ -86,10 +86,16 @@ def function_tool(
     name: str | None = None,
     description: str | None = None,
     prefix: str = "user",
+    isolation: str = "thread",
+    locator: tuple[str, ...] | None = None,
+    pool: Any = None,
 ) -> Tool:
     """A catalog :class:`Tool` ``prefix__name`` for Python function ``fn`` (see the module doc).
 
-    Raises ConfigError when a parameter's annotation cannot be turned into a JSON Schema.
+    ``isolation="process"`` with a ``locator`` (how a worker imports ``fn``) and a
+    :class:`~agentflow.runtime.tools.isolation.ProcessPool` runs each call in a killable worker
+    process (arguments are still validated here first). Raises ConfigError when a parameter's
+    annotation cannot be turned into a JSON Schema.
     """
     from pydantic import ConfigDict, ValidationError, create_model
 
@@ -131,6 +137,7 @@ def function_tool(
     schema = inline_refs(schema)
     is_async = inspect.iscoroutinefunction(fn)
     full_name = f"{prefix}__{tool_name}"
+    in_process = isolation == "process" and locator is not None and pool is not None
 
     async def call(args: dict[str, Any], ctx: ToolContext) -> Any:
         try:
@@ -141,6 +148,8 @@ def function_tool(
                 for e in exc.errors()
             )
             raise RunError("tool_error", f"{full_name}: invalid arguments: {problems}") from None
+        if in_process:
+            return await pool.call(full_name, locator, args, ctx)
         kwargs = {k: getattr(parsed, k) for k in fields}
         if takes_kwargs and parsed.model_extra:
             kwargs.update(parsed.model_extra)
@@ -160,7 +169,10 @@ def function_tool(
         input_schema=schema,
         func=call,
         source="user",
-        meta={"python": f"{fn.__module__}.{fn.__qualname__}"},
+        meta={
+            "python": f"{fn.__module__}.{fn.__qualname__}",
+            **({"isolation": "process"} if in_process else {}),
+        },
     )
 
 
@@ -235,9 +247,12 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def module_tools(module: ModuleType) -> list[Tool]:
+def module_tools(
+    module: ModuleType, *, locate: Callable[[str], tuple[str, ...]] | None = None, pool: Any = None
+) -> list[Tool]:
     """The tools of ``module``: its :func:`tool`-marked functions, or else every public function
-    defined in it. Sorted by name."""
+    defined in it. Sorted by name. ``locate(qualname)`` and ``pool``: process isolation (see
+    :func:`function_tool`)."""
     functions = [
         f
         for n, f in vars(module).items()
@@ -245,7 +260,15 @@ def module_tools(module: ModuleType) -> list[Tool]:
     ]
     marked = [f for f in functions if hasattr(f, _MARK)]
     chosen = marked or [f for f in functions if not f.__name__.startswith("_")]
-    return sorted((function_tool(f) for f in chosen), key=lambda t: t.name)
+    tools = []
+    for f in chosen:
+        if pool is not None and locate is not None:
+            tools.append(
+                function_tool(f, isolation="process", locator=locate(f.__qualname__), pool=pool)
+            )
+        else:
+            tools.append(function_tool(f))
+    return sorted(tools, key=lambda t: t.name)
 
 
 def import_tool_module(spec: str, base_dir: Path) -> ModuleType:
@@ -294,8 +317,9 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def entry_point_tools(group: str = ENTRY_POINT_GROUP) -> list[Tool]:
-    """Tools from the installed packages' entry points of ``group`` (see the module doc).
+def entry_point_tools(group: str = ENTRY_POINT_GROUP, *, pool: Any = None) -> list[Tool]:
+    """Tools from the installed packages' entry points of ``group`` (see the module doc); with a
+    ``pool``, each call runs in a worker process.
 
     Raises ConfigError naming the entry point when it fails to load."""
     from importlib.metadata import entry_points
@@ -311,9 +335,18 @@ def entry_point_tools(group: str = ENTRY_POINT_GROUP) -> list[Tool]:
                 f"entry point {group}:{ep.name} ({ep.value}) failed to load: {_describe(exc)}"
             ) from None
         if isinstance(obj, ModuleType):
-            out.extend(module_tools(obj))
+            mod_name = obj.__name__
+            out.extend(module_tools(obj, locate=lambda q, m=mod_name: ("module", m, q), pool=pool))
         elif callable(obj):
-            out.append(function_tool(obj, name=ep.name if _NAME.match(ep.name) else None))
+            name = ep.name if _NAME.match(ep.name) else None
+            if pool is not None:
+                out.append(
+                    function_tool(
+                        obj, name=name, isolation="process", locator=("entry", ep.value), pool=pool
+                    )
+                )
+            else:
+                out.append(function_tool(obj, name=name))
         else:
             raise ConfigError(
                 f"entry point {group}:{ep.name} ({ep.value}) is neither a module nor a function"
@@ -322,24 +355,38 @@ def entry_point_tools(group: str = ENTRY_POINT_GROUP) -> list[Tool]:
 
 
 def load_user_tools(
-    modules: list[str], *, base_dir: Path, entry_points: bool = True, where: str | None = None
+    modules: list[str],
+    *,
+    base_dir: Path,
+    entry_points: bool = True,
+    where: str | None = None,
+    pool: Any = None,
 ) -> list[Tool]:
     """Every ``user__*`` tool of ``modules`` (``[tools] modules``) and, when ``entry_points``,
     the ``agentflow.tools`` entry-point group. Raises ConfigError on an import failure (any
     exception, ``SystemExit`` included; not ``KeyboardInterrupt``), a function whose parameters
     give no JSON Schema, or a duplicate tool name (naming both sources). ``where`` (e.g.
-    ``flow.toml:7:1``, the ``modules`` key) prefixes the errors of ``modules``."""
+    ``flow.toml:7:1``, the ``modules`` key) prefixes the errors of ``modules``. ``pool`` (a
+    :class:`~agentflow.runtime.tools.isolation.ProcessPool`): ``[tools] isolation = "process"``,
+    every call runs in a killable worker process."""
     tools: list[Tool] = []
     for spec in modules:
         try:
-            tools.extend(module_tools(import_tool_module(spec, base_dir)))
+            module = import_tool_module(spec, base_dir)
+            tools.extend(
+                module_tools(
+                    module,
+                    locate=lambda q, spec=spec: ("spec", spec, str(base_dir), q),
+                    pool=pool,
+                )
+            )
         except ConfigError as exc:
             msg = str(exc)
             if not msg.startswith("[tools]"):
                 msg = f"[tools] modules: '{spec}': {msg}"
             raise ConfigError(f"{where}: {msg}" if where else msg) from None
     if entry_points:
-        tools.extend(entry_point_tools())
+        tools.extend(entry_point_tools(pool=pool))
     seen: dict[str, Tool] = {}
     for t in tools:
         if t.name in seen:
