@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow.errors import RunError
-from agentflow.runtime.tools.builtin import builtin_tools
+from agentflow.runtime.tools import builtin
 from agentflow.runtime.tools.catalog import ToolContext
 
 TOOLS = ("read_file", "write_file", "edit_file", "list_dir", "grep", "glob")
@@ -114,7 +114,7 @@ def race(base: Path, tool: str, ops: int) -> RaceResult:
     """Run ``builtin__<tool>`` ``ops`` times through ``d`` while ``d`` is swapped for a symlink
     to a directory outside the workspace; see the module docstring for what counts."""
     ws, outside, swap = _setup(base, tool)
-    func = {t.name: t.func for t in builtin_tools()}[f"builtin__{tool}"]
+    func = getattr(builtin, tool)  # the plain function (the catalog wraps it as async)
     ctx = ToolContext(workspace=ws, write_scope=[Path("d")] if tool.endswith("_file") else None)
     exchange = _exchanger()
     stop = threading.Event()

@@ -233,11 +233,11 @@ def _cached_problem(key: str) -> str | None:
 
 
 def _refuse(uri: str) -> referencing.Resource[Any]:
-    raise referencing.exceptions.NoSuchResource(ref=uri)
+    raise referencing.exceptions.NoSuchResource(ref=uri)  # type: ignore[call-arg]
 
 
 #: The registry every validator gets: retrieving anything not in the schema itself is refused.
-_NO_RETRIEVAL: referencing.Registry[Any] = referencing.Registry(retrieve=_refuse)
+_NO_RETRIEVAL: referencing.Registry[Any] = referencing.Registry(retrieve=_refuse)  # type: ignore[call-arg]
 
 
 def validator(schema: dict[str, Any], *, formats: bool = False) -> Any:

@@ -649,7 +649,9 @@ class Executor:
                     await catalog.prepare(requests)
         except TimeoutError:
             raise RunError(
-                "deadline_exceeded", "the workflow deadline expired while starting MCP servers", path
+                "deadline_exceeded",
+                "the workflow deadline expired while starting MCP servers",
+                path,
             ) from None
         except RunError as e:
             e.step_path = e.step_path or path
@@ -932,8 +934,8 @@ def validate_input(plan: Plan, data: Any, *, code: str | None = None) -> None:
 
     try:
         errors = validation_errors(schema, data)  # never fetches a reference
-    except ValueError as e:
-        message = f"input_schema of plan '{plan.name}': {e}"
+    except ValueError as exc:
+        message = f"input_schema of plan '{plan.name}': {exc}"
         raise (RunError(code, message) if code is not None else InputError(message)) from None
     if not errors:
         return

@@ -26,7 +26,7 @@ RACE_OPS = 300
 
 
 def call(name, args, workspace, scope=None):
-    func = {t.name: t.func for t in builtin.builtin_tools()}[f"builtin__{name}"]
+    func = getattr(builtin, name)
     return func(args, ToolContext(workspace=workspace, write_scope=scope))
 
 

@@ -307,7 +307,7 @@ def list_dir(args: dict[str, Any], ctx: ToolContext) -> list[dict[str, str]]:
                     loc, descend=lambda _parts: recursive, skip=lambda n: n.casefold() in SKIP_DIRS
                 )
                 for entry in entries:
-                    kind = entry.kind
+                    kind: str | None = entry.kind
                     if kind == "link":
                         kind = _link_kind(ws, entry.parts)
                         if kind is None:

@@ -374,7 +374,7 @@ def walk(
     non-directories before descending (``os.walk`` order); otherwise pre-order. Unreadable
     directories below ``top`` are left out.
     """
-    stack: list[tuple[tuple[str, ...], int, Iterator[os.DirEntry[str]] | None]] = []
+    stack: list[tuple[tuple[str, ...], int, Iterator[Entry]]] = []
 
     def listing(fd: int) -> list[os.DirEntry[str]]:
         with os.scandir(fd) as it:
@@ -408,7 +408,7 @@ def walk(
     try:
         while stack:
             parts, fd, it = stack[-1]
-            entry = next(it, None) if it is not None else None
+            entry = next(it, None)
             if entry is None:
                 stack.pop()
                 os.close(fd)

@@ -307,6 +307,24 @@ def import_tool_module(spec: str, base_dir: Path) -> ModuleType:
         raise ConfigError(f"[tools] modules: importing '{spec}' failed: {_describe(exc)}") from None
 
 
+def _module_locator(module: str) -> Callable[[str], tuple[str, ...]]:
+    """How a worker process finds a function of the importable module ``module``."""
+
+    def locate(qualname: str) -> tuple[str, ...]:
+        return ("module", module, qualname)
+
+    return locate
+
+
+def _spec_locator(spec: str, base_dir: Path) -> Callable[[str], tuple[str, ...]]:
+    """How a worker process finds a function of the ``[tools] modules`` entry ``spec``."""
+
+    def locate(qualname: str) -> tuple[str, ...]:
+        return ("spec", spec, str(base_dir), qualname)
+
+    return locate
+
+
 def _describe(exc: BaseException) -> str:
     """An import failure as one line: ``RuntimeError: boom``, ``it called sys.exit(3)``."""
     if isinstance(exc, SystemExit):
@@ -335,8 +353,7 @@ def entry_point_tools(group: str = ENTRY_POINT_GROUP, *, pool: Any = None) -> li
                 f"entry point {group}:{ep.name} ({ep.value}) failed to load: {_describe(exc)}"
             ) from None
         if isinstance(obj, ModuleType):
-            mod_name = obj.__name__
-            out.extend(module_tools(obj, locate=lambda q, m=mod_name: ("module", m, q), pool=pool))
+            out.extend(module_tools(obj, locate=_module_locator(obj.__name__), pool=pool))
         elif callable(obj):
             name = ep.name if _NAME.match(ep.name) else None
             if pool is not None:
@@ -373,13 +390,7 @@ def load_user_tools(
     for spec in modules:
         try:
             module = import_tool_module(spec, base_dir)
-            tools.extend(
-                module_tools(
-                    module,
-                    locate=lambda q, spec=spec: ("spec", spec, str(base_dir), q),
-                    pool=pool,
-                )
-            )
+            tools.extend(module_tools(module, locate=_spec_locator(spec, base_dir), pool=pool))
         except ConfigError as exc:
             msg = str(exc)
             if not msg.startswith("[tools]"):
