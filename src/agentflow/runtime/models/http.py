@@ -348,7 +348,10 @@ async def post_with_retries(
                     client, url, payload, headers, timeout, read_stream
                 )
         except TimeoutError:
-            kind, message = "transient", f"no complete reply within {timeout:g} s"
+            kind, message = (
+                "transient",
+                f"request timed out: no complete reply within {timeout:g} s",
+            )
         except httpx.TimeoutException as exc:
             kind, message = "transient", f"request timed out ({type(exc).__name__})"
         except httpx.LocalProtocolError as exc:

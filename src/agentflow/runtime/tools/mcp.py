@@ -31,7 +31,7 @@ from typing import Any
 from agentflow.core.redaction import redact, register_secret
 from agentflow.errors import RunError
 from agentflow.runtime.config import McpServer
-from agentflow.runtime.tools.catalog import Tool, ToolContext
+from agentflow.runtime.tools.catalog import Tool, ToolContext, run_in_daemon_thread
 
 #: Seconds to wait for a connection's owner task to wind down on close (then it is cancelled and,
 #: after :data:`CANCEL_GRACE` more, abandoned).  A connection still starting is cancelled at once.
@@ -194,6 +194,9 @@ class McpConnection:
                 return
             if self._dead is not None:
                 raise self._unavailable()
+            # Importing the SDK takes a second or more: on a worker thread, so the event loop
+            # (step timeouts, the deadline, Ctrl-C) keeps running meanwhile.
+            await run_in_daemon_thread(_import_sdk)
             loop = asyncio.get_running_loop()
             ready: asyncio.Future[None] = loop.create_future()
             # Nobody may be left to read `ready` (the connecting step was cancelled): retrieve its
@@ -369,6 +372,15 @@ def _retrieve(fut: asyncio.Future[Any]) -> None:
     """Mark the outcome of ``fut`` as retrieved (no "exception was never retrieved" log)."""
     if not fut.cancelled():
         fut.exception()
+
+
+def _import_sdk() -> None:
+    """Import the parts of the MCP SDK a connection uses (see :meth:`McpConnection.connect`)."""
+    import mcp  # noqa: F401
+    import mcp.client.stdio  # noqa: F401
+    import mcp.client.streamable_http  # noqa: F401
+    import mcp.shared._httpx_utils  # noqa: F401
+    import mcp.types  # noqa: F401
 
 
 def _bound_sdk_shutdown() -> None:
