@@ -310,6 +310,9 @@ def run(
 ) -> None:
     """Run a .flow file or a plan file; the output goes to stdout as JSON."""
     from agentflow.runtime.events import ConsoleSink
+    from agentflow.runtime.interrupt import enable_watchdog
+
+    enable_watchdog()  # a run frozen by a tool holding the GIL is still ended (runtime/watchdog.py)
 
     telemetry = _telemetry_option(otel, no_otel)
     if not Path(target).is_file():
@@ -736,8 +739,10 @@ def ask(
     """Answer QUESTION with the chat model and the tool catalog (tools, plan__* plans,
     plan_and_execute). The answer goes to stdout; progress and solver reports, dimmed, to stderr."""
     from agentflow.runtime.chat import ask_with_config
+    from agentflow.runtime.interrupt import enable_watchdog
     from agentflow.runtime.interrupt import run as run_loop
 
+    enable_watchdog()
     _check_run_options(workspace, record, replay, trace)
 
     def progress(kind: str, text: str) -> None:

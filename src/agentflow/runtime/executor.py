@@ -611,13 +611,21 @@ class Executor:
             assert timeout is not None
             bound, code = timeout, "timeout"
             message = f"`{info.tool}` did not finish within its timeout ({info.step.timeout})"
+        # The invocation runs as its own task, so that expiry does not depend on it: it is
+        # cancelled, given CANCEL_GRACE_S to unwind, and abandoned when it ignores the
+        # cancellation (a tool catching CancelledError) — the step ends on time regardless.
+        from agentflow.runtime.interrupt import cancel_within
+
+        task = asyncio.ensure_future(self._invoke(info, scope, path, frame, announce, call))
         try:
-            async with asyncio.timeout(bound) as cm:
-                return await self._invoke(info, scope, path, frame, announce, call)
-        except TimeoutError:
-            if cm.expired():
-                raise RunError(code, message, path, details={"bound": code}) from None
+            done, _ = await asyncio.wait({task}, timeout=bound)
+        except asyncio.CancelledError:
+            await cancel_within(task)  # the run is stopping: bounded, then it goes on
             raise
+        if task in done:
+            return task.result()
+        await cancel_within(task)
+        raise RunError(code, message, path, details={"bound": code})
 
     async def _connect_first(self, info: _StepInfo, path: str, remaining: float | None) -> bool:
         """Start the MCP servers a timed step will use before its ``timeout`` starts counting
@@ -968,7 +976,7 @@ async def run_plan(
     message, step_path, source?})``; hook aborts as ``status="aborted"``.  Cancelled from
     outside, the run still closes its trace (``run_finished``), then the cancellation goes on.
     """
-    from agentflow.runtime.interrupt import until_stopped
+    from agentflow.runtime.interrupt import stop_request, until_stopped
 
     ctx = RunContext.of(context, options)
     if input is None:
@@ -1007,6 +1015,11 @@ async def run_plan(
         started["file"] = plan.source_file  # the `.flow` or plan file, as given (for reports)
     ex.emit("run_started", "", frame.stack, **started)
     cancelled: BaseException | None = None
+    stop = stop_request()
+    watchdog = stop.watchdog if stop is not None and deadline_s is not None else None
+    if watchdog is not None:  # `flowc run`: a run frozen past its deadline is ended from outside
+        assert deadline_s is not None
+        watchdog.push_deadline(time.monotonic() + deadline_s)
 
     async def body() -> Any:
         last = await ex.run_steps(frame, scope, results)
@@ -1052,6 +1065,8 @@ async def run_plan(
         assert router is not None
         router.on_event = None
     bus.close()
+    if watchdog is not None:
+        watchdog.pop_deadline()
     if cancelled is not None:
         raise cancelled
     return result
