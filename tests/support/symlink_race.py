@@ -1,4 +1,4 @@
-"""A symlink-swap race against the builtin file tools (issue 16, RUNTIME.md §4).
+"""A symlink-swap race against the builtin file tools (issue 16, docs/spec/RUNTIME.md §4).
 
 :func:`race` builds a workspace holding a directory ``d`` and, outside the workspace, a directory
 with the same file names plus a marker; a thread swaps ``ws/d`` between the real directory and a

@@ -177,7 +177,7 @@ def _join(*items: Frag | str, atomic: bool = False) -> Frag:
     return Frag(parts, atomic, frozenset(free))
 
 
-#: Binary operator precedence of the expression language (LANGUAGE.md §4; the parser's
+#: Binary operator precedence of the expression language (docs/spec/LANGUAGE.md §4; the parser's
 #: precedence climbing uses the same levels), higher binds tighter.
 _BINARY_PRECEDENCE = {
     "??": 1,

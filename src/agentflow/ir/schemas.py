@@ -1,4 +1,4 @@
-"""JSON Schemas in plans, made safe to load and to validate with (PLAN_IR.md §3; issue 16).
+"""JSON Schemas in plans, made safe to load and to validate with (docs/spec/PLAN_IR.md §3; issue 16).
 
 A schema may only refer to itself: every ``$ref`` / ``$dynamicRef`` / ``$recursiveRef`` must be a
 local reference (``#``, ``#/json/pointer`` or ``#anchor``). Nothing is ever fetched — not over the

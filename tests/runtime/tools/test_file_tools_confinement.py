@@ -1,6 +1,6 @@
 """The builtin file tools stay beneath the workspace under concurrent change, never open a FIFO
 or device, read large files in bounded memory, and honour write scopes under a relative
-``--workspace`` (RUNTIME.md §4; issue 16)."""
+``--workspace`` (docs/spec/RUNTIME.md §4; issue 16)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Workspace-confined file access through directory descriptors (RUNTIME.md §4).
+"""Workspace-confined file access through directory descriptors (docs/spec/RUNTIME.md §4).
 
 Every path the file tools touch is resolved *beneath* the workspace root one component at a time,
 starting from a descriptor of the root and opening each directory with
