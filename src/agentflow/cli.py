@@ -313,6 +313,7 @@ def run(
     from agentflow.runtime.interrupt import enable_watchdog
 
     enable_watchdog()  # a run frozen by a tool holding the GIL is still ended (runtime/watchdog.py)
+    click.get_current_context().call_on_close(lambda: enable_watchdog(False))
 
     telemetry = _telemetry_option(otel, no_otel)
     if not Path(target).is_file():
@@ -743,6 +744,7 @@ def ask(
     from agentflow.runtime.interrupt import run as run_loop
 
     enable_watchdog()
+    click.get_current_context().call_on_close(lambda: enable_watchdog(False))
     _check_run_options(workspace, record, replay, trace)
 
     def progress(kind: str, text: str) -> None:
