@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from support.fuzz import run  # noqa: E402
+from support.fuzz import Outcome, run  # noqa: E402
 
 
 def main() -> int:
@@ -28,17 +28,26 @@ def main() -> int:
     ap.add_argument("--time-limit", type=float, default=30.0)
     ap.add_argument("--show", type=int, default=5)
     args = ap.parse_args()
+    shown = 0
+
+    def report(outcome: Outcome) -> None:  # progress, and each kept failure as soon as it is seen
+        nonlocal shown
+        print(outcome.line(), flush=True)
+        for reason, text in outcome.samples[shown:]:
+            print(f"--- {reason}\n{text[:2000]}", flush=True)
+        shown = len(outcome.samples)
+
     outcome = run(
         args.kind,
         args.n,
         args.seed,
         time_limit=args.time_limit,
         keep=args.show,
-        progress=lambda o: print(o.line(), flush=True),
+        progress=report,
     )
     print(f"{outcome.inputs} inputs, {outcome.failures} failures")
     print(outcome.line())
-    for reason, text in outcome.samples:
+    for reason, text in outcome.samples[shown:]:
         print(f"--- {reason}\n{text[:2000]}")
     return 1 if outcome.failures else 0
 
