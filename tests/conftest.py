@@ -42,3 +42,15 @@ def golden(request) -> Golden:
 def _shape_cache_dir(tmp_path_factory, monkeypatch):
     """Every test gets its own shape cache directory (never the user's ~/.cache/agentflow)."""
     monkeypatch.setenv("AGENTFLOW_CACHE_DIR", str(tmp_path_factory.mktemp("agentflow-cache")))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_secrets():
+    """Every test starts with no registered secret: the redaction registry is process-wide (as it
+    is in a flowc process), so a secret one test registered would otherwise mask text in the next
+    (``AGENTFLOW_…`` in a message, once a test used an env value holding those letters)."""
+    from agentflow.core.redaction import SECRETS
+
+    SECRETS.clear()
+    yield
+    SECRETS.clear()

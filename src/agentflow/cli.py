@@ -7,6 +7,7 @@ mistake in their `.flow`, plan, configuration or input.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import sys
@@ -112,14 +113,37 @@ class _FlowGroup(click.Group):
     plain ``KeyboardInterrupt``: it ends with 130 too."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        with _redacted_stderr():
+            try:
+                return super().invoke(ctx)
+            except Interrupted as e:
+                _err(f"interrupted by {e.signal}")
+                ctx.exit(e.exit_code)
+            except KeyboardInterrupt:
+                _err("interrupted by SIGINT")
+                ctx.exit(130)
+
+
+@contextlib.contextmanager
+def _redacted_stderr() -> Any:
+    """Everything written to stderr while a command runs passes the redaction layer
+    (:mod:`agentflow.core.redaction`), which knows the credential-like environment variables from
+    the start and each configured secret once the configuration is loaded. stdout carries
+    programs (compile, fmt) and is left alone; the results of ``run`` and ``ask`` are redacted
+    where they are printed."""
+    from agentflow.core.redaction import RedactingStream, register_environment
+
+    register_environment()
+    saved = sys.stderr
+    sys.stderr = RedactingStream(saved)
+    try:
+        yield
+    finally:
         try:
-            return super().invoke(ctx)
-        except Interrupted as e:
-            _err(f"interrupted by {e.signal}")
-            ctx.exit(e.exit_code)
-        except KeyboardInterrupt:
-            _err("interrupted by SIGINT")
-            ctx.exit(130)
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        sys.stderr = saved
 
 
 @click.group(cls=_FlowGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -334,6 +358,10 @@ def run(
 ) -> None:
     """Run a .flow file or a plan file; the output goes to stdout as JSON."""
     from agentflow.runtime.events import ConsoleSink
+    from agentflow.runtime.interrupt import enable_watchdog
+
+    enable_watchdog()  # a run frozen by a tool holding the GIL is still ended (runtime/watchdog.py)
+    click.get_current_context().call_on_close(lambda: enable_watchdog(False))
 
     durable = durable or reuse is not None or run_id is not None or fleet
     telemetry = _telemetry_option(otel, no_otel)
@@ -448,7 +476,11 @@ def _otel_endpoint(value: str | None) -> str | None:
 
 def _json_out(value: Any) -> str:
     """``value`` as indented JSON that is always valid: a NaN or infinity (which JSON cannot
-    hold; e.g. from a tool's reply) is printed as ``null`` with a warning on stderr."""
+    hold; e.g. from a tool's reply) is printed as ``null`` with a warning on stderr. Configured
+    secrets are redacted from every string first."""
+    from agentflow.core.redaction import redact_data
+
+    value = redact_data(value)
     try:
         return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
     except ValueError:
@@ -837,8 +869,11 @@ def ask(
     """Answer QUESTION with the chat model and the tool catalog (tools, plan__* plans,
     plan_and_execute). The answer goes to stdout; progress and solver reports, dimmed, to stderr."""
     from agentflow.runtime.chat import ask_with_config
+    from agentflow.runtime.interrupt import enable_watchdog
     from agentflow.runtime.interrupt import run as run_loop
 
+    enable_watchdog()
+    click.get_current_context().call_on_close(lambda: enable_watchdog(False))
     _check_run_options(workspace, record, replay, trace)
 
     def progress(kind: str, text: str) -> None:
@@ -867,7 +902,9 @@ def ask(
     if as_json:
         click.echo(_json_out(result.to_dict()))
     elif result.answer is not None:
-        click.echo(result.answer)
+        from agentflow.core.redaction import redact
+
+        click.echo(redact(result.answer))
     if not result.ok:
         err = result.error
         _err(f"error[{err.code}]: {err.message}" if err else f"error: {result.status}")

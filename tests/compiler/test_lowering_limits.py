@@ -112,7 +112,10 @@ def test_a_long_let_used_once_is_inlined_but_a_long_shared_one_is_a_step(tmp_pat
 
 
 def test_a_deep_let_used_once_is_a_step(tmp_path):
-    words = " + ".join(f'"w{i}"' for i in range(40))  # 39 nested parentheses once printed
+    words = '"w39"'
+    for i in reversed(range(39)):  # "w0" + ("w1" + (…)): 39 nested parentheses once printed
+        words = f'"w{i}" + ({words})'
+
     flow = _write(
         tmp_path, "deep_once.flow", f"stage a -> text {{\n  let t = {words}\n  return t\n}}\n"
     )

@@ -22,6 +22,9 @@ Tools:
   ``review(topic)``.
 
 ``--name empty`` serves no tool at all (only the prompt), like a prompt-only server.
+* ``garble()`` → writes a line of invalid UTF-8 on stdout (the protocol channel), then answers.
+
+``--start-delay SECONDS`` sleeps before serving (a server that is slow to start).
 """
 
 from __future__ import annotations
@@ -163,7 +166,18 @@ def cwd() -> str:
     return os.getcwd()
 
 
+@server.tool()
+def garble() -> str:
+    """Write a line of invalid UTF-8 on stdout (the protocol channel), then answer "ok"."""
+    os.write(1, b"\xff\xfe garbage \xc3\x28\n")  # fd 1 itself: the SDK may wrap sys.stdout
+    return "ok"
+
+
 if __name__ == "__main__":
+    if "--start-delay" in sys.argv:
+        import time
+
+        time.sleep(float(sys.argv[sys.argv.index("--start-delay") + 1]))
     if "--http" in sys.argv:  # streamable HTTP on 127.0.0.1:PORT, path /mcp
         port = int(sys.argv[sys.argv.index("--http") + 1])
         server.run("streamable-http", host="127.0.0.1", port=port)

@@ -191,7 +191,7 @@ class _Layout:
         if pt in (",", ":"):
             return " "
         if ct == "?":
-            return ""
+            return " " if pt == "?" else ""  # `T? ?` must not become the `??` operator
         if pt == "@":
             return ""
         if b in self.angle or a in self.angle and pt == "<":
@@ -407,22 +407,45 @@ _SPAN_FIELDS = frozenset(
 )
 
 
-def ast_key(node: Any) -> Any:
-    """A hashable structural key of an AST (every field but spans), for equivalence checks."""
+def ast_key(node: Any) -> tuple:
+    """A hashable structural key of an AST (every field but spans), for equivalence checks:
+    the nodes in pre-order as one flat tuple of markers, names and values. Built with an
+    explicit stack, so a 3,000-deep member chain neither recurses nor builds a nested tuple that
+    comparing would recurse into."""
     from agentflow.grammar import ast
 
-    if isinstance(node, ast.Node):
-        fields = getattr(type(node), "__dataclass_fields__", {})
-        return (type(node).__name__,) + tuple(
-            (name, ast_key(getattr(node, name))) for name in fields if name not in _SPAN_FIELDS
-        )
-    if isinstance(node, (list, tuple)):
-        return tuple(ast_key(x) for x in node)
-    if isinstance(node, float):
-        return ("float", node)
-    if isinstance(node, bool):
-        return ("bool", node)
-    return node
+    out: list[Any] = []
+    stack: list[Any] = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, _Mark):
+            out.append(item.text)
+        elif isinstance(item, ast.Node):
+            fields = getattr(type(item), "__dataclass_fields__", {})
+            names = [name for name in fields if name not in _SPAN_FIELDS]
+            out.append(("node", type(item).__name__, len(names)))
+            for name in reversed(names):
+                stack.append(getattr(item, name))
+                stack.append(_Mark(("field", name)))
+        elif isinstance(item, list | tuple):
+            out.append(("seq", len(item)))
+            stack.extend(reversed(item))
+        elif isinstance(item, float):
+            out.append(("float", item))
+        elif isinstance(item, bool):
+            out.append(("bool", item))
+        else:
+            out.append(item)
+    return tuple(out)
+
+
+class _Mark:
+    """A field-name marker on :func:`ast_key`'s stack."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: Any) -> None:
+        self.text = text
 
 
 def format_source(text: str, file: str = "<input>") -> str:

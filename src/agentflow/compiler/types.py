@@ -379,6 +379,7 @@ def make_union(members: list[Type]) -> Type:
     """The union of ``members``, flattened and de-duplicated (a single member is returned as
     is; none gives :data:`NEVER`; any error member gives :data:`ERROR`)."""
     flat: list[Type] = []
+    seen: set[Type] = set()  # hashable members: de-duplicated in linear time (10,000 literals)
     for m in members:
         if isinstance(m, ErrorType):
             return ERROR
@@ -386,8 +387,14 @@ def make_union(members: list[Type]) -> Type:
         for p in parts:
             if isinstance(p, NeverType):
                 continue
-            if p not in flat:
-                flat.append(p)
+            try:
+                if p in seen:
+                    continue
+                seen.add(p)
+            except TypeError:  # an unhashable member: compare with the others
+                if p in flat:
+                    continue
+            flat.append(p)
     if not flat:
         return NEVER
     if len(flat) == 1:

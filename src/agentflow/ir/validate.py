@@ -55,6 +55,7 @@ from agentflow.core.vocabulary import (
 )
 from agentflow.grammar import ast
 from agentflow.ir.models import Plan, Step
+from agentflow.ir.schemas import ref_problems, validation_errors
 from agentflow.ir.templates import (
     SourceMap,
     compile_value,
@@ -228,7 +229,11 @@ class _Validator:
                 code=PLAN_INVALID_SCHEMA,
             )
             return False
-        return True
+        # only references to itself: nothing is fetched, every one resolves, no endless loop
+        problems = ref_problems(schema)
+        for sub, message in problems:
+            self.problem((*path, *sub), f"`{what}`: {message}", code=PLAN_INVALID_SCHEMA)
+        return not problems
 
     # -- plans -----------------------------------------------------------------------------
 
@@ -545,7 +550,7 @@ class _Validator:
                 self.problem(path, "a comparison needs `value`", code=PLAN_MISSING_FIELD)
             if op is None:
                 self.problem(path, "a comparison needs `op`", code=PLAN_MISSING_FIELD)
-            elif op not in CONDITION_OPS:
+            elif not isinstance(op, str) or op not in CONDITION_OPS:
                 self.problem(
                     (*path, "op"),
                     f"unknown operator {op!r}",
@@ -777,9 +782,12 @@ class _Validator:
         schema = inp.get("schema")
         if schema_ok and isinstance(schema, dict) and schema and not _templated(schema):
             try:
-                jsonschema.validate(default, schema)
-            except jsonschema.ValidationError as exc:
-                self.problem(dpath, f"the default does not match `schema`: {exc.message}")
+                errors = validation_errors(schema, default)
+            except ValueError as exc:
+                self.problem(dpath, f"the default cannot be checked: {exc}")
+                return
+            if errors:
+                self.problem(dpath, f"the default does not match `schema`: {errors[0].message}")
 
     def c_agent(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
         """Agent input rules (docs/spec/PLAN_IR.md §6, seed 000 'Input')."""
@@ -844,7 +852,7 @@ class _Validator:
             self.problem(path, "`agent` must be a mapping with `kind`")
             return
         kind = target.get("kind")
-        if kind not in kinds:
+        if not isinstance(kind, str) or kind not in kinds:
             self.problem(
                 (*path, "kind") if "kind" in target else path,
                 f"`agent.kind` must be one of alias, team.main, team.member, not {kind!r}",
@@ -1027,7 +1035,7 @@ def _schema_error(schema: dict) -> tuple[str, tuple] | None:
     by the schema's canonical JSON text (a schema that is not JSON text is checked uncached)."""
     try:
         key = json.dumps(schema, sort_keys=True, allow_nan=False)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return _check_schema(schema)
     return _cached_schema_error(key)
 
@@ -1042,6 +1050,8 @@ def _check_schema(schema: dict) -> tuple[str, tuple] | None:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:
         return exc.message, tuple(exc.path)
+    except RecursionError:
+        return "it is nested too deeply to check", ()
     return None
 
 

@@ -23,13 +23,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from concurrent.futures import Future
+import sys
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInternalError,
+    JsonRpcInvalidParams,
+    JsonRpcServerNotInitialized,
+)
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
@@ -76,6 +83,8 @@ _log = logging.getLogger(__name__)
 
 #: returned by :meth:`_FlowProtocol.structure_message` for a message already answered/dropped
 _HANDLED = object()
+#: what a client may send before `initialize` (everything else: -32002 or dropped)
+_BEFORE_INIT = frozenset({lsp.INITIALIZE, lsp.EXIT, None})
 
 
 class _NoDeserializeTraceback(logging.Filter):
@@ -121,6 +130,19 @@ class _FlowProtocol(LanguageServerProtocol):
     def handle_message(self, message: Any) -> None:
         if message is _HANDLED:
             return
+        method = getattr(message, "method", None)
+        if method == lsp.INITIALIZE:
+            self._flow_initialized = True
+        elif not getattr(self, "_flow_initialized", False) and method not in _BEFORE_INIT:
+            msg_id = getattr(message, "id", None)
+            if msg_id is not None:  # a request: JSON-RPC error -32002 (LSP "ServerNotInitialized")
+                self._send_response(
+                    msg_id,
+                    error=JsonRpcServerNotInitialized(
+                        f"{method!r} before `initialize`"
+                    ).to_response_error(),
+                )
+            return  # a notification before `initialize` is dropped (LSP 3.17 §initialize)
         super().handle_message(message)
 
     def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:
@@ -129,6 +151,12 @@ class _FlowProtocol(LanguageServerProtocol):
             if isinstance(exc, JsonRpcException):
                 self._request_futures.pop(msg_id, None)
                 self._send_response(msg_id, error=exc.to_response_error())
+                return
+            if exc is not None:  # a server bug: -32603 and one log line, never a traceback
+                self._request_futures.pop(msg_id, None)
+                _log.error("request %r failed: %s: %s", msg_id, type(exc).__name__, exc)
+                err = JsonRpcInternalError(f"internal error: {type(exc).__name__}: {exc}")
+                self._send_response(msg_id, error=err.to_response_error())
                 return
         super()._send_handler_result(future, msg_id=msg_id)
 
@@ -152,6 +180,12 @@ class FlowLanguageServer(LanguageServer):
         self.states: dict[str, _DocState] = {}
         self.parsers: dict[str, IncrementalParser] = {}
         self.pending: dict[str, asyncio.Task] = {}
+        # Checking runs on worker threads, never on the event loop, one check per document at a
+        # time: a huge document keeps its own requests waiting for its check, but no other
+        # document's request and no notification.
+        self._worker = ThreadPoolExecutor(max_workers=4, thread_name_prefix="flowc-check")
+        self._inflight: dict[str, tuple[str, asyncio.Future[Analysis | None]]] = {}
+        self._locks: dict[str, threading.Lock] = {}
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -178,23 +212,74 @@ class FlowLanguageServer(LanguageServer):
             parser = self.parsers[uri] = IncrementalParser(self.file_of(uri))
         return analyze(text, parser.file, parser)
 
-    def analysis(self, uri: str) -> tuple[Analysis, LineIndex] | None:
-        """The analysis of the current text of ``uri`` (re-checked now if it is stale)."""
+    def _check_job(self, uri: str, text: str, skip_if_stale: bool) -> Analysis | None:
+        """Runs on a worker thread: the analysis of ``text`` as ``uri`` (one per document at a
+        time: the incremental parser is per document); None when ``skip_if_stale`` and the
+        document has changed meanwhile (a newer check publishes)."""
+        lock = self._locks.setdefault(uri, threading.Lock())
+        with lock:
+            if skip_if_stale:
+                doc = self.document(uri)
+                if doc is None or doc.source != text:
+                    return None
+            state = self.states.get(uri)
+            if state is not None and state.text == text:
+                return state.analysis
+            return self.analyze(uri, text)
+
+    def checked(
+        self, uri: str, text: str, *, skip_if_stale: bool = False
+    ) -> asyncio.Future[Analysis | None]:
+        """The analysis of ``text`` as ``uri``, computed on a worker thread (one computation
+        shared by every caller waiting for the same text; awaiting it never blocks the loop).
+        With ``skip_if_stale`` the result is None when the document changed before its turn."""
+        state = self.states.get(uri)
+        loop = asyncio.get_running_loop()
+        if state is not None and state.text == text:
+            done: asyncio.Future[Analysis | None] = loop.create_future()
+            done.set_result(state.analysis)
+            return done
+        inflight = self._inflight.get(uri)
+        if inflight is not None and inflight[0] == text:
+            return asyncio.shield(inflight[1])
+        fut = loop.run_in_executor(self._worker, self._check_job, uri, text, skip_if_stale)
+        self._inflight[uri] = (text, fut)
+        version = getattr(self.document(uri), "version", None)
+
+        def finished(f: asyncio.Future[Analysis | None]) -> None:
+            if self._inflight.get(uri, (None, None))[1] is f:
+                del self._inflight[uri]
+            if not f.cancelled() and f.exception() is None and f.result() is not None:
+                current = self.document(uri)
+                if current is not None and current.source == text:
+                    self.states[uri] = _DocState(text, version, f.result())
+
+        fut.add_done_callback(finished)
+        return asyncio.shield(fut)
+
+    async def analysis_of(self, uri: str, text: str) -> Analysis:
+        """The analysis of ``text`` as ``uri`` (see :meth:`checked`), never None."""
+        analysis = await self.checked(uri, text)
+        if analysis is None:  # a skipped check of the same text: do it for this caller
+            loop = asyncio.get_running_loop()
+            analysis = await loop.run_in_executor(self._worker, self._check_job, uri, text, False)
+        assert analysis is not None
+        return analysis
+
+    async def analysis(self, uri: str) -> tuple[Analysis, LineIndex] | None:
+        """The analysis of the current text of ``uri`` (re-checked on a worker if stale)."""
         doc = self.document(uri)
         if doc is None:
             return None
         text = doc.source
-        state = self.states.get(uri)
-        if state is None or state.text != text:
-            state = _DocState(text, doc.version, self.analyze(uri, text))
-            self.states[uri] = state
-        return state.analysis, LineIndex(text, self.encoding)
+        analysis = await self.analysis_of(uri, text)
+        return analysis, LineIndex(text, self.encoding)
 
-    def analysis_at(
+    async def analysis_at(
         self, uri: str, position: lsp.Position
     ) -> tuple[Analysis, LineIndex, int] | None:
         """:meth:`analysis` of ``uri`` and the character offset of ``position`` in its text."""
-        got = self.analysis(uri)
+        got = await self.analysis(uri)
         if got is None:
             return None
         analysis, index = got
@@ -275,13 +360,16 @@ class FlowLanguageServer(LanguageServer):
                 )
         return out
 
-    def publish(self, uri: str) -> None:
-        """Check the current text of ``uri`` and publish its diagnostics."""
+    async def publish(self, uri: str) -> None:
+        """Check the current text of ``uri`` (on the worker thread) and publish its
+        diagnostics."""
         doc = self.document(uri)
         if doc is None:
             return
         text, version = doc.source, doc.version
-        analysis = self.analyze(uri, text)
+        analysis = await self.checked(uri, text, skip_if_stale=True)
+        if analysis is None:
+            return  # changed before its turn: the newer change's own task publishes
         current = self.document(uri)
         if (
             current is None or current.source != text
@@ -313,7 +401,7 @@ class FlowLanguageServer(LanguageServer):
             try:
                 if d > 0:
                     await asyncio.sleep(d)
-                self.publish(uri)
+                await self.publish(uri)
             finally:
                 if self.pending.get(uri) is task:
                     self.pending.pop(uri, None)
@@ -375,8 +463,8 @@ def create_server() -> FlowLanguageServer:
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
-    def hover(ls: FlowLanguageServer, params: lsp.HoverParams) -> lsp.Hover | None:
-        got = ls.analysis_at(params.text_document.uri, params.position)
+    async def hover(ls: FlowLanguageServer, params: lsp.HoverParams) -> lsp.Hover | None:
+        got = await ls.analysis_at(params.text_document.uri, params.position)
         if got is None:
             return None
         analysis, index, offset = got
@@ -390,9 +478,11 @@ def create_server() -> FlowLanguageServer:
         )
 
     @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
-    def definition(ls: FlowLanguageServer, params: lsp.DefinitionParams) -> lsp.Location | None:
+    async def definition(
+        ls: FlowLanguageServer, params: lsp.DefinitionParams
+    ) -> lsp.Location | None:
         uri = params.text_document.uri
-        got = ls.analysis_at(uri, params.position)
+        got = await ls.analysis_at(uri, params.position)
         if got is None:
             return None
         analysis, index, offset = got
@@ -402,7 +492,7 @@ def create_server() -> FlowLanguageServer:
     @server.feature(
         lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=[".", ":"])
     )
-    def completion(
+    async def completion(
         ls: FlowLanguageServer, params: lsp.CompletionParams
     ) -> lsp.CompletionList | None:
         uri = params.text_document.uri
@@ -410,8 +500,8 @@ def create_server() -> FlowLanguageServer:
         if doc is None:
             return None
         text = doc.source
-        state = ls.states.get(uri)
-        analysis = state.analysis if state is not None else ls.analyze(uri, text)
+        state = ls.states.get(uri)  # the last check (the text being typed may not parse)
+        analysis = state.analysis if state is not None else await ls.analysis_of(uri, text)
         index = LineIndex(text, ls.encoding)
         offset = index.offset(params.position.line, params.position.character)
         items = []
@@ -433,10 +523,10 @@ def create_server() -> FlowLanguageServer:
         return lsp.CompletionList(is_incomplete=False, items=items)
 
     @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-    def document_symbol(
+    async def document_symbol(
         ls: FlowLanguageServer, params: lsp.DocumentSymbolParams
     ) -> list[lsp.DocumentSymbol]:
-        got = ls.analysis(params.text_document.uri)
+        got = await ls.analysis(params.text_document.uri)
         if got is None:
             return []
         analysis, index = got
@@ -454,10 +544,10 @@ def create_server() -> FlowLanguageServer:
         return [conv(s) for s in analysis.symbols()]
 
     @server.feature(lsp.TEXT_DOCUMENT_PREPARE_RENAME)
-    def prepare_rename(
+    async def prepare_rename(
         ls: FlowLanguageServer, params: lsp.PrepareRenameParams
     ) -> lsp.PrepareRenamePlaceholder | None:
-        got = ls.analysis_at(params.text_document.uri, params.position)
+        got = await ls.analysis_at(params.text_document.uri, params.position)
         if got is None:
             return None
         analysis, index, offset = got
@@ -468,9 +558,9 @@ def create_server() -> FlowLanguageServer:
         return lsp.PrepareRenamePlaceholder(range=ls.range_of(span, index), placeholder=name)
 
     @server.feature(lsp.TEXT_DOCUMENT_RENAME, lsp.RenameOptions(prepare_provider=True))
-    def rename(ls: FlowLanguageServer, params: lsp.RenameParams) -> lsp.WorkspaceEdit | None:
+    async def rename(ls: FlowLanguageServer, params: lsp.RenameParams) -> lsp.WorkspaceEdit | None:
         uri = params.text_document.uri
-        got = ls.analysis_at(uri, params.position)
+        got = await ls.analysis_at(uri, params.position)
         if got is None:
             return None
         analysis, index, offset = got
@@ -483,11 +573,11 @@ def create_server() -> FlowLanguageServer:
         return lsp.WorkspaceEdit(changes={uri: edits})
 
     @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
-    def references(
+    async def references(
         ls: FlowLanguageServer, params: lsp.ReferenceParams
     ) -> list[lsp.Location] | None:
         uri = params.text_document.uri
-        got = ls.analysis_at(uri, params.position)
+        got = await ls.analysis_at(uri, params.position)
         if got is None:
             return None
         analysis, index, offset = got
@@ -500,11 +590,11 @@ def create_server() -> FlowLanguageServer:
         lsp.TEXT_DOCUMENT_CODE_ACTION,
         lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix]),
     )
-    def code_action(
+    async def code_action(
         ls: FlowLanguageServer, params: lsp.CodeActionParams
     ) -> list[lsp.CodeAction] | None:
         uri = params.text_document.uri
-        got = ls.analysis(uri)
+        got = await ls.analysis(uri)
         if got is None:
             return None
         only = params.context.only
@@ -514,7 +604,7 @@ def create_server() -> FlowLanguageServer:
         return ls.quick_fixes(uri, analysis, index, params.range, params.context.diagnostics)
 
     @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
-    def formatting(
+    async def formatting(
         ls: FlowLanguageServer, params: lsp.DocumentFormattingParams
     ) -> list[lsp.TextEdit] | None:
         from agentflow.compiler.fmt import FormatError, format_source
@@ -524,8 +614,9 @@ def create_server() -> FlowLanguageServer:
         if doc is None:
             return None
         text = doc.source
-        try:
-            new = format_source(text, ls.file_of(uri))
+        loop = asyncio.get_running_loop()
+        try:  # on the worker thread, like checking: a huge document blocks nothing else
+            new = await loop.run_in_executor(ls._worker, format_source, text, ls.file_of(uri))
         except FormatError:
             return None  # syntax errors: the diagnostics already say so
         if new == text:
@@ -569,6 +660,33 @@ def graph_of(text: str, file: str, fmt: str = "mermaid") -> dict[str, Any]:
     return {"format": fmt, "text": render(plan, fmt)}
 
 
+class _OneLine(logging.Formatter):
+    """Log records as one line each — an exception as ``(Type: message)``, never a traceback —
+    with every configured secret redacted (:mod:`agentflow.core.redaction`)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from agentflow.core.redaction import redact
+
+        text = f"flowc lsp: {record.levelname.lower()}: {record.getMessage()}"
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            text += f" ({type(exc).__name__}: {exc})"
+        return redact(" ".join(text.split()))
+
+
+def _log_to_stderr() -> None:
+    """The server's (and pygls') log: warnings and errors on stderr, one line each, redacted."""
+    from agentflow.core.redaction import RedactingStream, register_environment
+
+    register_environment()
+    handler = logging.StreamHandler(RedactingStream(sys.stderr))
+    handler.setFormatter(_OneLine())
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(logging.WARNING)
+
+
 def serve_stdio() -> None:
     """Run the language server on stdin/stdout until the client exits."""
+    _log_to_stderr()
     create_server().start_io()

@@ -102,7 +102,8 @@ class ProviderConfig(_Strict):
 
     ``api_key_env`` names the environment variable holding the key (the key itself never lives in the
     config). ``base_url``: ``http(s)://host[:port][/path]`` (checked at load time). ``timeout`` is
-    seconds per HTTP request (> 0, finite); ``max_retries`` (0–20) bounds the in-client retries of
+    seconds one HTTP request may take from sending to the last byte of the reply, a streamed one
+    included (> 0, finite); ``max_retries`` (0–20) bounds the in-client retries of
     transient errors and rate limits; ``backoff_base``/``backoff_max`` are seconds (> 0, finite);
     ``max_retry_after`` caps the seconds a ``Retry-After`` header can make a retry wait.
     ``kind = "test"`` is the built-in test model (no network, no key: answers every agent from
@@ -382,11 +383,15 @@ class ToolsConfig(_Strict):
     ``flow.toml``) whose functions become ``user__*`` tools; ``entry_points`` — also load the
     ``agentflow.tools`` entry-point group of installed packages (default true);
     ``max_result_chars`` — the size cap of a tool result shown to a model in an agent step
-    (docs/spec/RUNTIME.md §10; longer results are truncated with a marker; default 20,000)."""
+    (docs/spec/RUNTIME.md §10; longer results are truncated with a marker; default 20,000);
+    ``isolation`` — ``"thread"`` (default: user tools run on threads of the run's process) or
+    ``"process"`` (each call in a worker process that is killed when the call is cancelled, so a
+    tool that holds the GIL or ignores cancellation cannot outlive its timeout or the deadline)."""
 
     modules: list[str] = Field(default_factory=list)
     entry_points: bool = True
     max_result_chars: int = Field(default=20_000, ge=100)
+    isolation: Literal["thread", "process"] = "thread"
 
 
 class PlansConfig(_Strict):
@@ -626,7 +631,12 @@ class Config(_Strict):
         """The provider's API key from the environment (``None`` when unset or not needed)."""
         if not provider.api_key_env:
             return None
-        return self._env.get(provider.api_key_env) or None
+        key = self._env.get(provider.api_key_env) or None
+        if key is not None:
+            from agentflow.core.redaction import register_secret
+
+            register_secret(key)
+        return key
 
 
 def missing_key_message(config: Config, roles: tuple[str, ...] = ("chat",)) -> str | None:
@@ -733,12 +743,40 @@ def load_config(
     except ValidationError as exc:
         raise ConfigError(_format_validation(exc, file, text)) from None
     config._env = env
+    _register_secrets(config, env)
     if config.models.default is None:
         default = _env_default(env)
         if default is not None:
             config.models.default = default
     _check_references(config, text)
     return config
+
+
+#: Header names whose values are credentials (registered as secrets, never shown).
+_SECRET_HEADER = re.compile(r"(?i)authorization|api[-_]?key|token|secret|password|cookie")
+_VAR_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _register_secrets(config: Config, env: Mapping[str, str]) -> None:
+    """Tell the redaction layer (:mod:`agentflow.core.redaction`) every secret this configuration
+    can put on the wire: each provider's API key, credential-like header values, and the values
+    of ``${VAR}`` references given to MCP servers."""
+    from agentflow.core.redaction import register_secret
+
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        register_secret(env.get(name))
+    for provider in config.providers.values():
+        if provider.api_key_env:
+            register_secret(env.get(provider.api_key_env))
+        for header, value in provider.headers.items():
+            if _SECRET_HEADER.search(header):
+                register_secret(value)
+    for server in config.mcp.values():
+        for key, value in (*server.env.items(), *server.headers.items()):
+            for var in _VAR_REF.findall(value):
+                register_secret(env.get(var))
+            if _SECRET_HEADER.search(key) and not _VAR_REF.search(value):
+                register_secret(value)
 
 
 def _env_default(env: Mapping[str, str]) -> str | None:

@@ -114,12 +114,13 @@ class RunContext:
 
 
 def _normalised(options: RunOptions) -> dict[str, Any]:
-    """``options`` in the field types of :class:`RunContext`: ``workspace`` a Path (None: the
-    current directory), ``sinks`` a tuple, ``hooks`` never None."""
+    """``options`` in the field types of :class:`RunContext`: ``workspace`` an absolute Path
+    (None: the current directory), ``sinks`` a tuple, ``hooks`` never None."""
     out: dict[str, Any] = dict(options)
-    if "workspace" in out and not isinstance(out["workspace"], Path):
+    if "workspace" in out:
+        # absolute once: a relative `--workspace ws` must not prefix write scopes twice (ws/ws/out)
         workspace = out["workspace"]
-        out["workspace"] = Path(workspace) if workspace is not None else Path.cwd()
+        out["workspace"] = Path(workspace).absolute() if workspace is not None else Path.cwd()
     if "sinks" in out and not isinstance(out["sinks"], tuple):
         out["sinks"] = tuple(out["sinks"])
     if "hooks" in out and out["hooks"] is None:

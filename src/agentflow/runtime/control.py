@@ -360,12 +360,16 @@ def check_answer(answer: Any, schema: Any, choices: Any) -> str | None:
     if schema:
         import jsonschema
 
+        from agentflow.ir.schemas import validation_errors
+
         try:
-            jsonschema.validate(answer, schema)
-        except jsonschema.ValidationError as e:
-            return e.message
+            jsonschema.validators.validator_for(schema).check_schema(schema)
+            errors = validation_errors(schema, answer)  # never fetches a reference
         except jsonschema.SchemaError as e:
             return f"`schema` is not valid JSON Schema: {e.message}"
+        except ValueError as e:
+            return f"`schema`: {e}"
+        return errors[0].message if errors else None
     return None
 
 

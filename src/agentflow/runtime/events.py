@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from agentflow.core.redaction import SECRETS, redact, redact_data
 from agentflow.runtime.where import call_summary
 
 EVENT_KINDS = (
@@ -110,8 +111,14 @@ def _json_default(o: Any) -> Any:
 
 
 def event_json(event: Event) -> str:
-    """One event as one line of JSON (``ensure_ascii=False``)."""
-    return json.dumps(event.to_dict(), ensure_ascii=False, default=_json_default)
+    """One event as one line of JSON (``ensure_ascii=False``), every configured secret redacted
+    (:mod:`agentflow.core.redaction`: the strings are redacted before serialising, so the line
+    stays valid JSON)."""
+    line = json.dumps(event.to_dict(), ensure_ascii=False, default=_json_default)
+    if SECRETS and SECRETS.spans(line):
+        data = json.loads(line)  # plain JSON data now (default= applied)
+        line = json.dumps(redact_data(data), ensure_ascii=False)
+    return line
 
 
 class JsonlSink:
@@ -194,7 +201,7 @@ def _short(value: Any, limit: int = 80) -> str:
         )
     except (TypeError, ValueError):
         text = repr(value)
-    text = " ".join(text.split())
+    text = " ".join(redact(text).split())  # redacted before the cut
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -313,7 +320,7 @@ class ConsoleSink:
         return cm()
 
     def _print(self, text: str) -> None:
-        text = _visible(text)  # tool inputs, errors and model names come from outside
+        text = _visible(redact(text))  # tool inputs, errors and model names come from outside
         if self.plain:
             self.stream.write(text + "\n")
             self.stream.flush()
@@ -518,7 +525,8 @@ class EventBus:
                 self.sinks.remove(sink)
                 self._listens.clear()
                 print(
-                    f"agentflow: event sink {sink!r} failed and was removed: {exc}", file=sys.stderr
+                    redact(f"agentflow: event sink {sink!r} failed and was removed: {exc}"),
+                    file=sys.stderr,
                 )
 
     def close(self) -> None:

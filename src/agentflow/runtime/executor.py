@@ -182,6 +182,11 @@ class _StepInfo:
 _NO_CODES: frozenset[str] = frozenset()
 
 
+def _literal_names(value: Any) -> bool:
+    """True for a list of plain tool names/patterns (no ``{{ }}`` template)."""
+    return isinstance(value, list) and all(isinstance(v, str) and "{{" not in v for v in value)
+
+
 def _not_loaded(what: str, path: str | None) -> RunError:
     """The error for a plan that did not go through the loader (its templates are not parsed)."""
     return RunError(
@@ -669,6 +674,11 @@ class Executor:
                 raise RunError("deadline_exceeded", "the workflow deadline has passed", path)
         if timeout is None and remaining is None:
             return await self._invoke(info, scope, path, frame, announce, call)
+        if timeout is not None and await self._connect_first(info, path, remaining):
+            if frame.deadline_at is not None:  # connecting took part of the deadline
+                remaining = frame.deadline_at - self.effects.now()
+                if remaining <= 0:
+                    raise RunError("deadline_exceeded", "the workflow deadline has passed", path)
         bound: float
         if remaining is not None and (timeout is None or remaining < timeout):
             bound, code = remaining, "deadline_exceeded"
@@ -677,13 +687,60 @@ class Executor:
             assert timeout is not None
             bound, code = timeout, "timeout"
             message = f"`{info.tool}` did not finish within its timeout ({info.step.timeout})"
+        # The invocation runs as its own task, so that expiry does not depend on it: it is
+        # cancelled, given CANCEL_GRACE_S to unwind, and abandoned when it ignores the
+        # cancellation (a tool catching CancelledError) — the step ends on time regardless.
+        from agentflow.runtime.interrupt import cancel_within
+
+        task = asyncio.ensure_future(self._invoke(info, scope, path, frame, announce, call))
         try:
-            async with asyncio.timeout(bound) as cm:
-                return await self._invoke(info, scope, path, frame, announce, call)
-        except TimeoutError:
-            if cm.expired():
-                raise RunError(code, message, path, details={"bound": code}) from None
+            done, _ = await asyncio.wait({task}, timeout=bound)
+        except asyncio.CancelledError:
+            await cancel_within(task)  # the run is stopping: bounded, then it goes on
             raise
+        if task in done:
+            return task.result()
+        await cancel_within(task)
+        raise RunError(code, message, path, details={"bound": code})
+
+    async def _connect_first(self, info: _StepInfo, path: str, remaining: float | None) -> bool:
+        """Start the MCP servers a timed step will use before its ``timeout`` starts counting
+        (a server's start-up is bounded by its own ``connect_timeout``, and by the deadline):
+        the step named a server's tool, or is an agent whose literal ``tools`` may reach one.
+        True when something was connected."""
+        catalog = self.ctx.catalog
+        if catalog is None:
+            return False
+        requests: Any
+        if info.handler is None:
+            requests = info.tool
+        elif info.tool == "agent" and isinstance(info.step.input, dict):
+            requests = info.step.input.get("tools")
+            if not (requests is None or requests == "none" or _literal_names(requests)):
+                return False  # templated: the agent step connects what it renders
+        else:
+            return False
+        try:
+            if not catalog.pending(requests):
+                return False
+        except Exception:  # noqa: BLE001 - a malformed request is reported by the step itself
+            return False
+        try:
+            if remaining is None:
+                await catalog.prepare(requests)
+            else:
+                async with asyncio.timeout(remaining):
+                    await catalog.prepare(requests)
+        except TimeoutError:
+            raise RunError(
+                "deadline_exceeded",
+                "the workflow deadline expired while starting MCP servers",
+                path,
+            ) from None
+        except RunError as e:
+            e.step_path = e.step_path or path
+            raise
+        return True
 
     async def _invoke(
         self,
@@ -971,10 +1028,13 @@ def validate_input(plan: Plan, data: Any, *, code: str | None = None) -> None:
     schema = plan.input_schema
     if not schema:
         return
-    import jsonschema
+    from agentflow.ir.schemas import validation_errors
 
-    validator_cls = jsonschema.validators.validator_for(schema)
-    errors = sorted(validator_cls(schema).iter_errors(data), key=lambda e: list(e.path))
+    try:
+        errors = validation_errors(schema, data)  # never fetches a reference
+    except ValueError as exc:
+        message = f"input_schema of plan '{plan.name}': {exc}"
+        raise (RunError(code, message) if code is not None else InputError(message)) from None
     if not errors:
         return
     lines = []
@@ -1010,7 +1070,7 @@ async def run_plan(
     message, step_path, source))``; hook aborts as ``status="aborted"``.  Cancelled from
     outside, the run still closes its trace (``run_finished``), then the cancellation goes on.
     """
-    from agentflow.runtime.interrupt import until_stopped
+    from agentflow.runtime.interrupt import stop_request, until_stopped
 
     ctx = RunContext.of(context, options)
     if input is None:
@@ -1049,6 +1109,11 @@ async def run_plan(
         started["file"] = plan.source_file  # the `.flow` or plan file, as given (for reports)
     ex.emit("run_started", "", frame.stack, **started)
     cancelled: BaseException | None = None
+    stop = stop_request()
+    watchdog = stop.watchdog if stop is not None and deadline_s is not None else None
+    if watchdog is not None:  # `flowc run`: a run frozen past its deadline is ended from outside
+        assert deadline_s is not None
+        watchdog.push_deadline(time.monotonic() + deadline_s)
 
     async def body() -> Any:
         last = await ex.run_steps(frame, scope, results)
@@ -1099,6 +1164,8 @@ async def run_plan(
         assert router is not None
         router.on_event = None
     bus.close()
+    if watchdog is not None:
+        watchdog.pop_deadline()
     if cancelled is not None:
         raise cancelled
     return result

@@ -21,6 +21,10 @@ from typing import Any
 
 import fastjsonschema
 import jsonschema
+import referencing.exceptions
+
+from agentflow.ir.schemas import schema_problem
+from agentflow.ir.schemas import validator as schema_validator
 
 _FENCE_OPEN = re.compile(r"\A```[ \t]*([A-Za-z0-9_+\-]*)[ \t]*\r?\n")
 _FENCE_CLOSE = re.compile(r"\A\s*```[ \t]*(?:\r?\n|\Z)")
@@ -205,23 +209,29 @@ def _keywords(node: Any) -> set[str]:
     return keys
 
 
+def _no_fetch(uri: str) -> Any:
+    raise fastjsonschema.JsonSchemaDefinitionException(f"refusing to fetch {uri!r}")
+
+
+#: fastjsonschema fetches remote references with urllib unless a handler answers the scheme.
+_NO_FETCH = {scheme: _no_fetch for scheme in ("http", "https", "file", "ftp", "data", "")}
+
+
 @lru_cache(maxsize=512)
 def _compiled(schema_key: str) -> Any:
     schema = json.loads(schema_key)
-    if _keywords(schema) & _NEWER_KEYWORDS:
+    if _keywords(schema) & _NEWER_KEYWORDS or schema_problem(schema) is not None:
         return None
     try:
-        return fastjsonschema.compile(schema)
-    except Exception:  # noqa: BLE001 - unsupported keyword: fall back to jsonschema only
+        return fastjsonschema.compile(schema, handlers=_NO_FETCH)
+    except Exception:  # noqa: BLE001 - unsupported keyword, or nested too deeply: jsonschema only
         return None
 
 
 @lru_cache(maxsize=512)
 def _full_validator(schema_key: str) -> jsonschema.protocols.Validator:
-    schema = json.loads(schema_key)
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    # check `format` like fastjsonschema does, so both report the same violations
-    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+    # check `format` like fastjsonschema does, so both report the same violations; never fetch
+    return schema_validator(json.loads(schema_key), formats=True)
 
 
 def compile_count() -> int:
@@ -252,7 +262,15 @@ def validate(schema: dict[str, Any], value: Any) -> list[str]:
     if json_depth_exceeds(value):
         return [f"$: the value is {too_deep_message()}"]
     try:
+        problem = schema_problem(schema)
+    except RecursionError:
+        problem = "it is nested too deeply"
+    if problem is not None:  # a remote, unresolvable or endlessly looping reference
+        return [f"$: the schema cannot be used: {problem}"]
+    try:
         return _validate(schema, value)
+    except referencing.exceptions.Unresolvable as exc:
+        return [f"$: the schema cannot be used: unresolvable reference {exc}"]
     except RecursionError:
         return [f"$: the value is {too_deep_message()}"]
 

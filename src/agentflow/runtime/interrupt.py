@@ -30,6 +30,7 @@ import os
 import queue
 import signal
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -37,13 +38,69 @@ from agentflow.errors import Stopped
 
 __all__ = [
     "ABANDON_S",
+    "CANCEL_GRACE_S",
     "DaemonThreadExecutor",
     "StopRequest",
     "Stopped",
+    "abandon",
+    "cancel_within",
+    "enable_watchdog",
     "run",
     "stop_request",
     "until_stopped",
 ]
+
+#: Seconds a cancelled step (or a run asked to stop) gets to unwind before it is abandoned: a tool
+#: that swallows cancellation cannot hold a timeout, the deadline or Ctrl-C up (issue 16).
+CANCEL_GRACE_S = 1.0
+#: Tasks given up on (see :func:`abandon`): the end of the run does not wait for them again.
+_ABANDONED: weakref.WeakSet[asyncio.Future[Any]] = weakref.WeakSet()
+#: Whether :func:`run` starts a watchdog process (the CLI turns it on: :func:`enable_watchdog`).
+_WATCHDOG = False
+
+
+def enable_watchdog(on: bool = True) -> None:
+    """Let :func:`run` start a :class:`~agentflow.runtime.watchdog.Watchdog` next to each run it
+    drives on the main thread (the CLI does; a library calling ``run_sync`` owns its process)."""
+    global _WATCHDOG
+    _WATCHDOG = on
+
+
+def abandon(task: asyncio.Future[Any]) -> None:
+    """Give up on ``task`` (cancelled, still running): its outcome is retrieved when it comes,
+    asyncio does not log it as destroyed while pending, and the end of the run does not wait
+    for it."""
+    _ABANDONED.add(task)
+    task._log_destroy_pending = False  # type: ignore[attr-defined]  # asyncio's private flag
+
+    def retrieve(fut: asyncio.Future[Any]) -> None:
+        if not fut.cancelled():
+            fut.exception()
+
+    task.add_done_callback(retrieve)
+
+
+async def cancel_within(task: asyncio.Future[Any], grace: float = CANCEL_GRACE_S) -> bool:
+    """Cancel ``task`` and wait up to ``grace`` seconds for it to unwind; True when it did,
+    False when it was abandoned (:func:`abandon`) because it ignored the cancellation. Waiting
+    goes on (bounded) when the caller itself is cancelled meanwhile."""
+    if task.done():
+        return True
+    task.cancel()
+    end = asyncio.get_running_loop().time() + grace
+    while not task.done():
+        left = end - asyncio.get_running_loop().time()
+        if left <= 0:
+            break
+        try:
+            await asyncio.wait({task}, timeout=left)
+        except asyncio.CancelledError:
+            continue  # cancelled while waiting: finish the bounded wait, then let it go on
+    if task.done():
+        return True
+    abandon(task)
+    return False
+
 
 T = TypeVar("T")
 
@@ -139,6 +196,8 @@ class StopRequest:
         #: before its first step, so a Ctrl-C while the tools load stops the run before it starts
         self.received = 0
         self.handled = 0
+        #: the watchdog process of this run (CLI only), or None
+        self.watchdog: Any = None
 
     def note(self, signum: int, frame: Any) -> None:
         """Python-level signal handler (main thread, between bytecodes): count the signal; the
@@ -195,13 +254,14 @@ async def until_stopped(work: Awaitable[T]) -> T:
             finally:
                 waiter.cancel()
                 if not task.done():
-                    task.cancel()
-                    await asyncio.wait({task})  # unwinds even if we are cancelled meanwhile
+                    # unwinds (bounded) even if we are cancelled meanwhile; a step that ignores
+                    # the cancellation is abandoned after CANCEL_GRACE_S
+                    await cancel_within(task)
     finally:
         stop.listeners -= 1
         if task is None:
             _close_awaitable(work)  # never started
-    if task is None or (task.cancelled() and stop.event.is_set()):
+    if task is None or (stop.event.is_set() and (task.cancelled() or not task.done())):
         raise Stopped(f"interrupted by {stop.signal}", None)
     return task.result()
 
@@ -266,6 +326,12 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
         return await coro
 
     installed = _install_signals(loop, stop)
+    if _WATCHDOG and installed:
+        from agentflow.runtime.watchdog import Watchdog
+
+        stop.watchdog = Watchdog()
+        stop.watchdog.start()  # after the handlers above: its stack dumps chain to them
+        _heartbeat(loop, stop.watchdog)
     try:
         try:
             value = runner.run(main())
@@ -277,30 +343,45 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
             raise Interrupted(stop.signal, 128 + stop.signum, value)
         return value
     finally:
+        if stop.watchdog is not None:
+            stop.watchdog.stop()
         if stop.signal is None:
             for signum in installed:
                 loop.remove_signal_handler(signum)
-            runner.close()
+            _close_bounded(runner, loop)
         else:  # further signals are ignored while the loop closes (bounded)
-            _close_after_signal(runner, loop)
+            _close_bounded(runner, loop)
             for signum in installed:
                 loop.remove_signal_handler(signum)  # (closing the loop removed them already)
 
 
-#: After a signal, how long the end of the run waits for tasks still running (seconds) before it
-#: abandons them: a tool that ignores cancellation cannot hold the process open.
+def _heartbeat(loop: asyncio.AbstractEventLoop, watchdog: Any) -> None:
+    """Tell ``watchdog`` every ``BEAT_S`` seconds that the loop runs (see runtime/watchdog.py)."""
+    from agentflow.runtime.watchdog import BEAT_S
+
+    def beat() -> None:
+        watchdog.beat()
+        loop.call_later(BEAT_S, beat)
+
+    loop.call_soon(beat)
+
+
+#: How long the end of the run waits for tasks still running (seconds) before it abandons them: a
+#: tool that ignores cancellation cannot hold the process open.
 ABANDON_S = 1.0
 
 
-def _close_after_signal(runner: asyncio.Runner, loop: asyncio.AbstractEventLoop) -> None:
+def _close_bounded(runner: asyncio.Runner, loop: asyncio.AbstractEventLoop) -> None:
     """``runner.close()``, except that tasks still running :data:`ABANDON_S` after their
-    cancellation are abandoned (``asyncio.Runner`` would wait for them forever): the loop is
+    cancellation are abandoned (``asyncio.Runner`` would wait for them forever), and tasks
+    already abandoned during the run (:func:`abandon`) are not waited for again: the loop is
     closed under them, without the "Task was destroyed but it is pending" log."""
     pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
-    for task in pending:
+    waited = [t for t in pending if t not in _ABANDONED]
+    for task in waited:
         task.cancel()
-    if pending:
-        loop.run_until_complete(asyncio.wait(pending, timeout=ABANDON_S))
+    if waited:
+        loop.run_until_complete(asyncio.wait(waited, timeout=ABANDON_S))
     left = [t for t in pending if not t.done()]
     if not left:
         runner.close()

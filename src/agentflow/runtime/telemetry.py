@@ -185,11 +185,22 @@ def settings_from_config(
 
 
 class _Redactor:
+    """The redaction layer (:mod:`agentflow.core.redaction`: every run of 8 or more characters
+    of any secret of the process) with this sink's own secrets added, as ``[redacted]``; secrets
+    of 4–7 characters, too short for the run rule, are replaced where they occur whole."""
+
     def __init__(self, secrets: Iterable[str]):
+        from agentflow.core.redaction import MIN_RUN, register_secrets
+
         self.secrets = tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
+        register_secrets(self.secrets)
+        self.short = tuple(s for s in self.secrets if len(s.strip()) < MIN_RUN)
 
     def text(self, value: str) -> str:
-        for secret in self.secrets:
+        from agentflow.core.redaction import SECRETS
+
+        value = SECRETS.redact(value, mask=REDACTED)  # before the length cap below
+        for secret in self.short:
             if secret in value:
                 value = value.replace(secret, REDACTED)
         if len(value) > MAX_ATTRIBUTE_CHARS:

@@ -81,7 +81,8 @@ class Reply:
     ``fault``: ``"reset"`` sends the status line, headers and half the body, then resets the
     connection (TCP RST); ``"drop"`` closes the connection without sending anything.
     ``events``: a Server-Sent Events reply (``[(event name or "", data text)]``) sent chunk by
-    chunk; ``cut_after``: close the connection after that many events.
+    chunk; ``cut_after``: close the connection after that many events. ``trickle``: send the
+    body one byte every that many seconds (never idle long enough for a between-bytes timeout).
     """
 
     status: int = 200
@@ -91,6 +92,7 @@ class Reply:
     fault: str | None = None
     events: list[tuple[str, str]] | None = None
     cut_after: int | None = None
+    trickle: float | None = None
 
 
 _ids = itertools.count(1)
@@ -476,6 +478,15 @@ class ChatServer:
                 for key, value in reply.headers.items():
                     self.send_header(key, value)
                 self.end_headers()
+                if reply.trickle:
+                    try:
+                        for i in range(len(data)):
+                            self.wfile.write(data[i : i + 1])
+                            self.wfile.flush()
+                            time.sleep(reply.trickle)
+                    except (BrokenPipeError, ConnectionResetError):
+                        self.close_connection = True
+                    return
                 self.wfile.write(data)
 
         self._httpd = _QuietServer(("127.0.0.1", 0), Handler)

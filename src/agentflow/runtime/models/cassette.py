@@ -8,7 +8,8 @@ A cassette is a JSON Lines file; each line is one exchange::
 The key is the SHA-256 of the *normalised* request: messages, tools and the response schema only,
 never the provider, model name, URL, headers or API key, so a recorded run replays against any
 configuration or none.  Nothing secret is ever written: requests are stored in the neutral form of
-:mod:`agentflow.runtime.models.base`, which holds no credentials.
+:mod:`agentflow.runtime.models.base`, which holds no credentials, and every configured secret a
+model or a tool put into a message is redacted (:mod:`agentflow.core.redaction`).
 
 Identical requests recorded several times are replayed in recorded order.  A request that is not in
 the cassette raises :class:`~agentflow.errors.RunError` with code ``replay_miss``, whose message
@@ -25,6 +26,7 @@ from collections import defaultdict, deque
 from pathlib import Path
 from typing import Any
 
+from agentflow.core.redaction import redact_data
 from agentflow.errors import ConfigError, RunError
 from agentflow.runtime.config import Config, ProviderConfig, ResolvedModel
 from agentflow.runtime.extract import json_depth_exceeds, too_deep_message
@@ -77,8 +79,11 @@ def _canonical(data: Any) -> str:
 
 
 def request_key(request: ChatRequest) -> str:
-    """SHA-256 (hex) of the canonical JSON of :func:`normalise_request`."""
-    return hashlib.sha256(_canonical(normalise_request(request)).encode()).hexdigest()
+    """SHA-256 (hex) of the canonical JSON of :func:`normalise_request`, configured secrets
+    redacted (as the cassette stores the request, so a replay that sends the stored text back
+    finds it)."""
+    normal = redact_data(normalise_request(request))
+    return hashlib.sha256(_canonical(normal).encode()).hexdigest()
 
 
 def _response_data(response: ChatResponse) -> dict[str, Any]:
@@ -167,9 +172,9 @@ class CassetteWriter:
     def write(self, request: ChatRequest, response: ChatResponse) -> None:
         line = {
             "key": request_key(request),
-            "request": normalise_request(request),
-            "response": _response_data(response),
-        }
+            "request": redact_data(normalise_request(request)),
+            "response": redact_data(_response_data(response)),
+        }  # no configured secret reaches the file, wherever a model or a tool put it
         text = json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n"
         with self._lock, self.path.open("a", encoding="utf-8") as f:
             f.write(text)

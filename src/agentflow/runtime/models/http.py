@@ -33,6 +33,8 @@ from typing import Any
 
 import httpx
 
+from agentflow.core.redaction import redact as redact_secrets
+from agentflow.core.redaction import register_secret
 from agentflow.errors import ModelError
 
 #: 429 bodies that mean "out of money", not "slow down": permanent, never retried. A bare "quota"
@@ -113,6 +115,7 @@ def error_detail(body: str) -> tuple[str, str]:
             code_text = " ".join(str(err.get(k) or "") for k in ("code", "type", "status")).lower()
         elif isinstance(err, str):
             message = err
+    message = redact_secrets(message)  # before the cut: a key straddling it would survive in part
     if len(message) > 300:
         message = message[:300] + "…"
     return message, code_text
@@ -273,19 +276,14 @@ _API_KEY_HEADER = re.compile(r"(?i)(x-api-key['\"]?\s*[:=,]\s*b?['\"]?)[^\s'\"]+
 
 
 def redact(text: str, secret: str | None) -> str:
-    """``text`` with the API key removed: every occurrence of ``secret`` (also in its
-    ``repr``/escaped forms and without surrounding whitespace) and every ``Bearer …`` or
-    ``x-api-key`` value become ``***``. Used on every message a provider error produces."""
-    if secret:
-        forms = {
-            secret,
-            secret.strip(),
-            repr(secret)[1:-1],
-            secret.encode("unicode_escape").decode(),
-        }
-        for form in sorted(forms, key=len, reverse=True):
-            if len(form) >= 4:
-                text = text.replace(form, "***")
+    """``text`` with the API key removed: ``secret`` joins the process's secrets
+    (:mod:`agentflow.core.redaction`), every run of 8 or more of its characters (or another
+    secret's, also in escaped forms) and every ``Bearer …`` or ``x-api-key`` value become
+    ``***``. Used on every message a provider error produces."""
+    register_secret(secret)
+    if secret and 4 <= len(secret.strip()) < 8:  # too short for the run rule: the whole key
+        text = text.replace(secret.strip(), "***")
+    text = redact_secrets(text)
     text = _BEARER.sub(r"\1***", text)
     return _API_KEY_HEADER.sub(r"\1***", text)
 
@@ -343,8 +341,16 @@ async def post_with_retries(
         status: int | None = None
         retry_after: float | None = None
         try:
-            result, kind, message, status, retry_after = await _attempt(
-                client, url, payload, headers, timeout, read_stream
+            # `timeout` bounds the whole exchange, not only each wait for bytes: a server that
+            # trickles its reply a byte at a time would otherwise never time out
+            async with asyncio.timeout(timeout):
+                result, kind, message, status, retry_after = await _attempt(
+                    client, url, payload, headers, timeout, read_stream
+                )
+        except TimeoutError:
+            kind, message = (
+                "transient",
+                f"request timed out: no complete reply within {timeout:g} s",
             )
         except httpx.TimeoutException as exc:
             kind, message = "transient", f"request timed out ({type(exc).__name__})"
@@ -503,6 +509,7 @@ class HTTPModelClient:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self._api_key = api_key
+        register_secret(api_key)
         self._api_key_env = api_key_env
         self.timeout = timeout
         self.retry = retry or RetryPolicy()

@@ -574,7 +574,7 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
             if defs:
                 out["$defs"] = {name: conv(d, None) for name, d in defs.items()}
             return out
-    except _Unsupported:
+    except (_Unsupported, RecursionError):  # RecursionError: nested too deeply to rewrite
         return None
 
 

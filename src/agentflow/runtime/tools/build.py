@@ -59,11 +59,18 @@ def build_catalog(
     catalog = Catalog(builtin_tools())
     tools_cfg = getattr(config, "tools", None)
     use_eps = entry_points if entry_points is not None else getattr(tools_cfg, "entry_points", True)
+    pool = None
+    if getattr(tools_cfg, "isolation", "thread") == "process":
+        from agentflow.runtime.tools.isolation import ProcessPool
+
+        pool = ProcessPool()
+        catalog.add_closer(pool.aclose)
     for tool in load_user_tools(
         list(getattr(tools_cfg, "modules", []) or []),
         base_dir=config.base_dir(),
         entry_points=use_eps,
         where=_modules_where(config),
+        pool=pool,
     ):
         catalog.register(tool)
     if plans is None:

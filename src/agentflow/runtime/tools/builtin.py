@@ -2,9 +2,14 @@
 edit_file.
 
 Every path is relative to the workspace root (``ToolContext.workspace``); absolute paths are accepted
-only when they lie inside it. Paths are resolved (symlinks followed) and must stay inside the
-workspace: ``..``, absolute paths and symlinks that lead out are refused. Write tools never write
-inside ``.git`` and honour ``ToolContext.write_scope`` (a directory covers its subtree).
+only when they lie inside it. Paths are resolved beneath the root by :mod:`.confined`: one
+component at a time from a descriptor of the root, never letting the kernel follow a symbolic link,
+so ``..``, absolute paths and links that lead out are refused — also when a directory is swapped for
+a link while a tool runs. Links that stay inside the workspace resolve to what they name. Only
+regular files are read (a FIFO or device is refused, never opened), reads are streamed or capped,
+and writes go through a temporary file created in the target's own directory descriptor. Write
+tools never write inside ``.git`` and honour ``ToolContext.write_scope`` (a directory covers its
+subtree).
 
 Failures raise ``RunError(code="tool_error" | "write_scope", message)``. All results use
 workspace-relative POSIX paths, so the output of one tool is valid input for another.
@@ -12,17 +17,21 @@ workspace-relative POSIX paths, so the output of one tool is valid input for ano
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import fnmatch
 import os
 import re
+import stat
 import time
-from pathlib import Path, PurePosixPath
+from collections.abc import Iterator
+from pathlib import PurePosixPath
 from typing import Any
 
 import regex
 
 from agentflow.errors import RunError
+from agentflow.runtime.tools import confined
 from agentflow.runtime.tools.catalog import Tool, ToolContext, ensure_async
 
 MAX_READ_CHARS = 100_000
@@ -30,9 +39,16 @@ MAX_LIST_ENTRIES = 5_000
 MAX_GLOB_RESULTS = 2_000
 MAX_GREP_FILE_BYTES = 5_000_000
 MAX_GREP_LINE_CHARS = 500
+#: Largest file ``builtin__edit_file`` rewrites, in bytes (it holds the file in memory).
+MAX_EDIT_BYTES = 10_000_000
+#: Characters ``read_file`` reads past its cap to say how long the window is (then "more than").
+READ_COUNT_BUDGET_CHARS = 8_000_000
 #: Time budget for searching one file with ``builtin__grep``, in seconds (all its lines together).
 GREP_FILE_TIMEOUT_S = 1.0
 SKIP_DIRS = frozenset({".git"})
+_READ_CHUNK = 1 << 16
+#: What ``str.splitlines`` treats as a line end (``\r\n`` counts once).
+_LINE_ENDS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
 
 def _err(message: str, code: str = "tool_error") -> RunError:
@@ -63,133 +79,211 @@ def _int_arg(args: dict[str, Any], name: str, default: int | None, minimum: int 
     return value
 
 
-def workspace_root(ctx: ToolContext) -> Path:
-    """The resolved workspace root."""
-    return Path(ctx.workspace).resolve()
+# --------------------------------------------------------------------------- paths
 
 
-def resolve_path(ctx: ToolContext, path: str) -> Path:
-    """The resolved absolute path of workspace-relative ``path``; RunError(tool_error) if it escapes."""
-    if not path:
-        path = "."
-    if "\x00" in path:
-        raise _err("path contains a NUL character")
-    root = workspace_root(ctx)
-    given = Path(path).expanduser() if path.startswith("~") else Path(path)
-    candidate = given if given.is_absolute() else root / given
+def _outside(path: str) -> RunError:
+    return _err(
+        f"path '{path}' is outside the workspace; use a path relative to the workspace root"
+    )
+
+
+@contextlib.contextmanager
+def _workspace(ctx: ToolContext) -> Iterator[confined.Workspace]:
     try:
-        resolved = candidate.resolve()
-    except (OSError, RuntimeError) as exc:  # symlink loops
-        raise _err(f"cannot resolve path '{path}': {exc}") from None
-    if resolved != root and root not in resolved.parents:
-        raise _err(
-            f"path '{path}' is outside the workspace; use a path relative to the workspace root"
-        )
-    return resolved
-
-
-def rel(ctx: ToolContext, resolved: Path) -> str:
-    """``resolved`` relative to the workspace, POSIX style (``.`` for the root)."""
-    relative = resolved.relative_to(workspace_root(ctx))
-    return relative.as_posix() if relative.parts else "."
-
-
-def check_writable(ctx: ToolContext, path: str) -> Path:
-    """Resolve ``path`` for writing: inside the workspace, not in ``.git``, inside the write scope."""
-    target = resolve_path(ctx, path)
-    root = workspace_root(ctx)
-    relative = target.relative_to(root)
-    given_parts = PurePosixPath(path.replace("\\", "/")).parts
-    if any(part.casefold() in SKIP_DIRS for part in (*relative.parts, *given_parts)):
-        raise _err(f"refusing to write '{path}': tools never write inside .git")
-    if target == root:
-        raise _err("cannot write to the workspace root itself")
-    if ctx.write_scope is not None:
-        allowed = []
-        for scope in ctx.write_scope:
-            scope_path = Path(scope)
-            scope_resolved = (
-                scope_path if scope_path.is_absolute() else root / scope_path
-            ).resolve()
-            allowed.append(scope_resolved)
-            if target == scope_resolved or scope_resolved in target.parents:
-                return target
-        shown = ", ".join(
-            rel(ctx, a) if (a == root or root in a.parents) else str(a) for a in allowed
-        )
-        raise _err(
-            f"'{path}' is outside this agent's write scope ({shown or 'nothing'})",
-            code="write_scope",
-        )
-    return target
-
-
-def _atomic_write(target: Path, data: bytes, display: str) -> None:
-    """Write ``data`` to ``target`` through a temporary file in the same directory and a rename:
-    readers never see half a file, and a hard link or symlink at ``target`` is replaced rather
-    than written through (so a link cannot carry a write out of the workspace)."""
-    import tempfile
-
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        mode = target.stat().st_mode & 0o777 if target.exists() else None
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            if mode is not None:
-                os.chmod(tmp, mode)
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        ws = confined.open_workspace(ctx.workspace)
     except OSError as exc:
-        raise _err(f"cannot write '{display}': {exc.strerror or exc}") from None
+        raise _err(f"cannot open the workspace '{ctx.workspace}': {exc.strerror or exc}") from None
+    with ws:
+        yield ws
 
 
-def _read_text(target: Path, display: str) -> str:
+def _parts(ws: confined.Workspace, path: str) -> tuple[str, ...]:
     try:
-        data = target.read_bytes()
-    except IsADirectoryError:
-        raise _err(f"'{display}' is a directory; use builtin__list_dir") from None
+        return ws.relative_parts(path)
+    except ValueError as exc:
+        raise _err(str(exc)) from None
+    except confined.Escape:
+        raise _outside(path) from None
+
+
+@contextlib.contextmanager
+def _locate(
+    ws: confined.Workspace, path: str, parts: tuple[str, ...] | None = None, **how: Any
+) -> Iterator[confined.Located]:
+    """:func:`confined.resolve` with its errors turned into tool errors naming ``path``."""
+    try:
+        loc = confined.resolve(ws, _parts(ws, path) if parts is None else parts, **how)
+    except confined.Escape:
+        raise _outside(path) from None
+    except confined.NotRegular as exc:
+        raise _err(
+            f"'{path}' is {exc.kind}, not a regular file; the file tools read and write regular "
+            "files only"
+        ) from None
     except FileNotFoundError:
-        raise _err(f"file '{display}' does not exist") from None
+        raise _err(f"'{path}' does not exist") from None
+    except NotADirectoryError:
+        raise _err(f"'{path}': a part of the path is not a directory") from None
     except OSError as exc:
-        raise _err(f"cannot read '{display}': {exc.strerror or exc}") from None
-    if b"\x00" in data[:8192]:
-        raise _err(f"'{display}' looks like a binary file")
-    return data.decode("utf-8", errors="replace")
+        raise _err(f"cannot resolve path '{path}': {exc.strerror or exc}") from None
+    with loc:
+        yield loc
 
 
-# --------------------------------------------------------------------------- tools
+def _fstat(loc: confined.Located) -> os.stat_result:
+    return os.fstat(loc.fd)
+
+
+def _is_git(parts: tuple[str, ...]) -> bool:
+    return any(part.casefold() in SKIP_DIRS for part in parts)
+
+
+def _scopes(ws: confined.Workspace, ctx: ToolContext) -> list[tuple[str, ...]] | None:
+    """The write scope as resolved workspace-relative parts (entries outside the workspace, which
+    nothing can be written to, are dropped); ``None`` when there is no restriction."""
+    if ctx.write_scope is None:
+        return None
+    out: list[tuple[str, ...]] = []
+    for scope in ctx.write_scope:
+        try:
+            loc = confined.resolve(
+                ws, ws.relative_parts(os.fspath(scope)), final="entry", missing_ok=True
+            )
+        except (confined.Escape, ValueError, OSError):
+            continue
+        with loc:
+            out.append(loc.parts)
+    return out
+
+
+def _within(parts: tuple[str, ...], scope: tuple[str, ...]) -> bool:
+    return parts[: len(scope)] == scope
+
+
+def _scope_error(path: str, scopes: list[tuple[str, ...]]) -> RunError:
+    shown = ", ".join("/".join(s) or "." for s in scopes)
+    return _err(
+        f"'{path}' is outside this agent's write scope ({shown or 'nothing'})", code="write_scope"
+    )
+
+
+def _check_writable(
+    path: str, given: tuple[str, ...], parts: tuple[str, ...], scopes: list[tuple[str, ...]] | None
+) -> None:
+    """Refuse writing the resolved ``parts``: inside ``.git``, the root, outside the scope."""
+    if _is_git(parts) or _is_git(given):
+        raise _err(f"refusing to write '{path}': tools never write inside .git")
+    if not parts:
+        raise _err("cannot write to the workspace root itself")
+    if scopes is not None and not any(_within(parts, s) for s in scopes):
+        raise _scope_error(path, scopes)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _line_pieces(fd: int) -> Iterator[tuple[str, bool]]:
+    """The text of ``fd`` (UTF-8, undecodable bytes replaced) as ``(piece, ends_line)``: pieces
+    of at most about one read chunk, ``ends_line`` when the piece closes a line (the line breaks
+    of ``str.splitlines``). Memory stays bounded whatever the line lengths."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    carry_cr = False
+    while True:
+        data = os.read(fd, _READ_CHUNK)
+        text = decoder.decode(data, final=not data)
+        if carry_cr:
+            text = "\r" + text
+            carry_cr = False
+        if data and text.endswith("\r"):  # maybe the first half of \r\n
+            text = text[:-1]
+            carry_cr = True
+        for piece in text.splitlines(keepends=True):
+            yield piece, piece[-1] in _LINE_ENDS
+        if not data:
+            return
+
+
+def _regular(loc: confined.Located, path: str) -> os.stat_result:
+    info = _fstat(loc)
+    if stat.S_ISDIR(info.st_mode):
+        raise _err(f"'{path}' is a directory; use builtin__list_dir")
+    if not stat.S_ISREG(info.st_mode):
+        raise _err(f"'{path}' is not a regular file; the file tools read regular files only")
+    return info
+
+
+def _looks_binary(fd: int) -> bool:
+    head = os.pread(fd, 8192, 0)
+    return b"\x00" in head
 
 
 def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
     """``{path, offset?, limit?}`` → the file's text (lines ``offset``… 1-based, at most ``limit``).
 
-    Output beyond MAX_READ_CHARS characters is cut with a ``[truncated …]`` marker.
+    The file is streamed: output beyond MAX_READ_CHARS characters is cut with a ``[truncated …]``
+    marker saying where to read on, and memory stays bounded by the cap, not the file size.
     """
     path = _str_arg(args, "path")
     offset = _int_arg(args, "offset", 1, minimum=1) or 1
     limit = _int_arg(args, "limit", None, minimum=1)
-    target = resolve_path(ctx, path)
-    if target.is_dir():
-        raise _err(f"'{path}' is a directory; use builtin__list_dir")
-    text = _read_text(target, path)
-    if offset > 1 or limit is not None:
-        lines = text.splitlines(keepends=True)
-        end = None if limit is None else offset - 1 + limit
-        text = "".join(lines[offset - 1 : end])
-    if len(text) > MAX_READ_CHARS:
-        shown = text[:MAX_READ_CHARS]
-        shown_lines = shown.count("\n")
-        text = (
-            shown
-            + f"\n[truncated: showing {MAX_READ_CHARS} of {len(text)} characters; read on with "
-            f"offset={offset + shown_lines}]"
+    with _workspace(ctx) as ws, _locate(ws, path, final="open") as loc:
+        _regular(loc, path)
+        try:
+            if _looks_binary(loc.fd):
+                raise _err(f"'{path}' looks like a binary file")
+            return _read_window(loc.fd, offset, limit)
+        except OSError as exc:
+            raise _err(f"cannot read '{path}': {exc.strerror or exc}") from None
+
+
+def _read_window(fd: int, offset: int, limit: int | None) -> str:
+    """Lines ``offset``… (at most ``limit``) of ``fd``, cut at MAX_READ_CHARS with a marker."""
+    kept: list[str] = []
+    kept_chars = 0
+    line = 1
+    taken = 0
+    pieces = _line_pieces(fd)
+    for piece, ends in pieces:
+        if line < offset:
+            line += ends
+            continue
+        if limit is not None and taken >= limit:
+            break
+        kept.append(piece)
+        kept_chars += len(piece)
+        taken += ends
+        line += ends
+        if kept_chars > MAX_READ_CHARS:
+            break
+    else:
+        return "".join(kept)
+    if kept_chars <= MAX_READ_CHARS:
+        return "".join(kept)  # the limit ended the window
+    total, exact = kept_chars, True
+    for more, more_ends in pieces:  # count on (bounded) to say how long the window is
+        if limit is not None and taken >= limit:
+            break
+        if total > READ_COUNT_BUDGET_CHARS:
+            exact = False
+            break
+        total += len(more)
+        taken += more_ends
+    shown = "".join(kept)[:MAX_READ_CHARS]
+    complete = len(shown.splitlines()) - (shown[-1] not in _LINE_ENDS)
+    size = str(total) if exact else f"more than {READ_COUNT_BUDGET_CHARS}"
+    if complete <= 0:
+        return shown + (
+            f"\n[truncated: showing {MAX_READ_CHARS} of {size} characters; line {offset} alone is "
+            "longer than that]"
         )
-    return text
+    return shown + (
+        f"\n[truncated: showing {MAX_READ_CHARS} of {size} characters; read on with "
+        f"offset={offset + complete}]"
+    )
+
+
+# --------------------------------------------------------------------------- listing
 
 
 def list_dir(args: dict[str, Any], ctx: ToolContext) -> list[dict[str, str]]:
@@ -203,45 +297,46 @@ def list_dir(args: dict[str, Any], ctx: ToolContext) -> list[dict[str, str]]:
     recursive = args.get("recursive", False)
     if not isinstance(recursive, bool):
         raise _err(f"argument 'recursive' must be a boolean, got {type(recursive).__name__}")
-    target = resolve_path(ctx, path)
-    if not target.exists():
-        raise _err(f"directory '{path}' does not exist")
-    if not target.is_dir():
-        raise _err(f"'{path}' is not a directory")
-    root = workspace_root(ctx)
     out: list[dict[str, str]] = []
-
-    def walk(directory: Path) -> None:
+    with _workspace(ctx) as ws:
         try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
-        except OSError as exc:
-            raise _err(f"cannot list '{rel(ctx, directory)}': {exc.strerror or exc}") from None
-        for entry in entries:
-            if entry.name.casefold() in SKIP_DIRS:
-                continue
-            entry_path = directory / entry.name
-            is_link = entry.is_symlink()
-            if is_link:
-                try:
-                    real = entry_path.resolve(strict=True)
-                except (OSError, RuntimeError):
-                    continue  # dangling or looping
-                if real != root and root not in real.parents:
-                    continue  # leads out of the workspace
-                kind = "dir" if real.is_dir() else "file"
-            else:
-                kind = "dir" if entry.is_dir(follow_symlinks=False) else "file"
-            if len(out) >= MAX_LIST_ENTRIES:
-                raise _err(
-                    f"'{path}' holds more than {MAX_LIST_ENTRIES} entries; list a subdirectory "
-                    "or use builtin__glob with a narrower pattern"
+            with _locate(ws, path, final="open") as loc:
+                if not stat.S_ISDIR(_fstat(loc).st_mode):
+                    raise _err(f"'{path}' is not a directory")
+                entries = confined.walk(
+                    loc, descend=lambda _parts: recursive, skip=lambda n: n.casefold() in SKIP_DIRS
                 )
-            out.append({"path": rel(ctx, entry_path), "kind": kind})
-            if recursive and kind == "dir" and not is_link:
-                walk(entry_path)
-
-    walk(target)
+                for entry in entries:
+                    kind: str | None = entry.kind
+                    if kind == "link":
+                        kind = _link_kind(ws, entry.parts)
+                        if kind is None:
+                            continue  # dangling, looping or leading out of the workspace
+                    elif kind != "dir":
+                        kind = "file"
+                    if len(out) >= MAX_LIST_ENTRIES:
+                        raise _err(
+                            f"'{path}' holds more than {MAX_LIST_ENTRIES} entries; list a "
+                            "subdirectory or use builtin__glob with a narrower pattern"
+                        )
+                    out.append({"path": "/".join(entry.parts), "kind": kind})
+        except OSError as exc:
+            raise _err(f"cannot list '{path}': {exc.strerror or exc}") from None
     return out
+
+
+def _link_kind(ws: confined.Workspace, parts: tuple[str, ...]) -> str | None:
+    """``dir`` | ``file`` for a link inside the workspace, None when it leads out or dangles."""
+    try:
+        with confined.resolve(ws, parts, final="entry") as loc:
+            if not loc.parts:
+                return "dir"
+            info = os.stat(loc.name, dir_fd=loc.parent_fd, follow_symlinks=False)
+    except (confined.Escape, OSError):
+        return None
+    if stat.S_ISLNK(info.st_mode):
+        return None  # changed under us
+    return "dir" if stat.S_ISDIR(info.st_mode) else "file"
 
 
 def _check_pattern(pattern: str) -> None:
@@ -255,37 +350,96 @@ def _check_pattern(pattern: str) -> None:
         raise _err(f"glob pattern '{pattern}' must be relative and stay inside the workspace")
 
 
+class _Glob:
+    """A ``pathlib``-style glob over path components: ``*``, ``?``, ``[…]`` within one name,
+    ``**`` for any number of directories (at the end: everything beneath)."""
+
+    def __init__(self, pattern: str) -> None:
+        self.segments = [s for s in pattern.split("/") if s not in ("", ".")]
+        self.end = len(self.segments)
+
+    def closure(self, states: frozenset[int]) -> frozenset[int]:
+        out = set(states)
+        todo = list(states)
+        while todo:
+            i = todo.pop()
+            if i < self.end and self.segments[i] == "**" and i + 1 not in out:
+                out.add(i + 1)
+                todo.append(i + 1)
+        return frozenset(out)
+
+    def start(self) -> frozenset[int]:
+        return self.closure(frozenset({0}))
+
+    def step(self, states: frozenset[int], name: str) -> frozenset[int]:
+        nxt: set[int] = set()
+        for i in states:
+            if i >= self.end:
+                continue
+            segment = self.segments[i]
+            if segment == "**":
+                nxt.add(i)
+            elif fnmatch.fnmatchcase(name, segment):
+                nxt.add(i + 1)
+        return self.closure(frozenset(nxt))
+
+    def matches(self, states: frozenset[int]) -> bool:
+        return self.end in states
+
+    def alive(self, states: frozenset[int]) -> bool:
+        return any(i < self.end for i in states)
+
+
 def glob(args: dict[str, Any], ctx: ToolContext) -> list[str]:
-    """``{pattern, path?}`` → sorted workspace-relative paths matching ``pattern`` (``**`` recurses)."""
+    """``{pattern, path?}`` → sorted workspace-relative paths matching ``pattern`` (``**`` recurses).
+
+    Files and directories match; ``.git`` is skipped; a link matches when it resolves inside the
+    workspace and is never descended into. At most MAX_GLOB_RESULTS paths.
+    """
     pattern = _str_arg(args, "pattern")
     _check_pattern(pattern)
-    base = resolve_path(ctx, _str_arg(args, "path", required=False, default=".") or ".")
-    if not base.is_dir():
-        raise _err(f"'{args.get('path')}' is not a directory")
-    root = workspace_root(ctx)
+    path = _str_arg(args, "path", required=False, default=".") or "."
+    matcher = _Glob(pattern)
     out: list[str] = []
-    for match in base.glob(pattern):
-        relative_parts = match.relative_to(base).parts
-        if any(part in SKIP_DIRS for part in relative_parts):
-            continue
+    with _workspace(ctx) as ws, _locate(ws, path, final="open") as loc:
+        if not stat.S_ISDIR(_fstat(loc).st_mode):
+            raise _err(f"'{path}' is not a directory")
+        if matcher.end == 0:
+            return [loc.posix]
+        base = len(loc.parts)
+        states: dict[tuple[str, ...], frozenset[int]] = {loc.parts: matcher.start()}
+
+        def descend(parts: tuple[str, ...]) -> bool:
+            return matcher.alive(states.get(parts, frozenset()))
+
         try:
-            resolved = match.resolve()
-        except OSError:
-            continue
-        if resolved != root and root not in resolved.parents:
-            continue
-        out.append(match.relative_to(root).as_posix())
-        if len(out) >= MAX_GLOB_RESULTS:
-            break
+            for entry in confined.walk(
+                loc, descend=descend, skip=lambda n: n.casefold() in SKIP_DIRS
+            ):
+                now = matcher.step(states[entry.parts[:-1]], entry.name)
+                if entry.kind == "dir":
+                    states[entry.parts] = now
+                if not matcher.matches(now) or len(entry.parts) == base:
+                    continue
+                if entry.kind == "link" and _link_kind(ws, entry.parts) is None:
+                    continue
+                out.append("/".join(entry.parts))
+                if len(out) >= MAX_GLOB_RESULTS:
+                    break
+        except OSError as exc:
+            raise _err(f"cannot search '{path}': {exc.strerror or exc}") from None
     return sorted(set(out))
+
+
+# --------------------------------------------------------------------------- grep
 
 
 def grep(args: dict[str, Any], ctx: ToolContext) -> list[dict[str, Any]]:
     """``{pattern, path?, glob?, max_results?, ignore_case?}`` → ``[{path, line, text}]``.
 
     ``pattern`` is a Python regular expression searched per line; ``glob`` filters file names (or
-    workspace-relative paths when it holds a ``/``); binary and very large files are skipped.
-    Patterns run on the third-party ``regex`` engine (``re`` syntax) with a budget of
+    workspace-relative paths when it holds a ``/``); binary, non-regular and very large files are
+    skipped. Patterns run on the third-party ``regex`` engine (``re`` syntax) with a budget of
     :data:`GREP_FILE_TIMEOUT_S` per file and the GIL released, so a catastrophic pattern (a model
     can choose any) fails with ``tool_error`` naming the pattern and the file instead of hanging.
     """
@@ -298,58 +452,94 @@ def grep(args: dict[str, Any], ctx: ToolContext) -> list[dict[str, Any]]:
         compiled = regex.compile(pattern, flags)
     except (regex.error, ValueError, OverflowError, RecursionError) as exc:
         raise _err(f"invalid regular expression {pattern!r}: {exc}") from None
-    base = resolve_path(ctx, path)
-    root = workspace_root(ctx)
-    if not base.exists():
-        raise _err(f"'{path}' does not exist")
-    files: list[Path]
-    if base.is_file():
-        files = [base]
-    else:
-        files = []
-        for dirpath, dirnames, filenames in os.walk(base):
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
-            for name in sorted(filenames):
-                files.append(Path(dirpath) / name)
     out: list[dict[str, Any]] = []
-    for file in files:
-        relative = file.relative_to(root).as_posix() if root in file.parents else None
-        if relative is None:
-            continue
-        if name_glob and not (
-            fnmatch.fnmatchcase(file.name, name_glob) or fnmatch.fnmatchcase(relative, name_glob)
-        ):
-            continue
+
+    def wanted(parts: tuple[str, ...]) -> bool:
+        if not name_glob:
+            return True
+        return fnmatch.fnmatchcase(parts[-1], name_glob) or fnmatch.fnmatchcase(
+            "/".join(parts), name_glob
+        )
+
+    with _workspace(ctx) as ws, _locate(ws, path, final="open") as loc:
+        mode = _fstat(loc).st_mode
+        if stat.S_ISREG(mode):
+            if loc.parts and wanted(loc.parts):
+                _grep_fd(os.dup(loc.fd), loc.posix, compiled, pattern, out, max_results)
+            return out
+        if not stat.S_ISDIR(mode):
+            raise _err(f"'{path}' is not a regular file; the file tools read regular files only")
         try:
-            resolved = file.resolve()
-            if resolved != root and root not in resolved.parents:
-                continue
-            if resolved.stat().st_size > MAX_GREP_FILE_BYTES:
-                continue
-            data = resolved.read_bytes()
-        except OSError:
-            continue
-        if b"\x00" in data[:8192]:
-            continue
-        budget_end = time.monotonic() + GREP_FILE_TIMEOUT_S
-        for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
-            try:
-                found = compiled.search(
-                    line, timeout=max(budget_end - time.monotonic(), 0.001), concurrent=True
-                )
-            except TimeoutError:
-                raise _err(
-                    f"regular expression {pattern!r} took longer than {GREP_FILE_TIMEOUT_S:g} s "
-                    f"on '{relative}' (catastrophic backtracking?); simplify the pattern"
-                ) from None
-            if found:
-                text = (
-                    line if len(line) <= MAX_GREP_LINE_CHARS else line[:MAX_GREP_LINE_CHARS] + "…"
-                )
-                out.append({"path": relative, "line": number, "text": text})
-                if len(out) >= max_results:
-                    return out
+            for entry in confined.walk(
+                loc, descend=lambda _p: True, skip=lambda n: n in SKIP_DIRS, files_first=True
+            ):
+                if entry.kind in ("dir", "other") or not wanted(entry.parts):
+                    continue
+                fd = _open_for_grep(ws, entry)
+                if fd is None:
+                    continue
+                relative = "/".join(entry.parts)
+                if _grep_fd(fd, relative, compiled, pattern, out, max_results):
+                    break
+        except OSError as exc:
+            raise _err(f"cannot search '{path}': {exc.strerror or exc}") from None
     return out
+
+
+def _open_for_grep(ws: confined.Workspace, entry: confined.Entry) -> int | None:
+    """A descriptor of the regular file ``entry`` (a link resolved inside the workspace), or None
+    to skip it (gone, leading out, not regular)."""
+    try:
+        if entry.kind == "link":
+            with confined.resolve(ws, entry.parts, final="open") as loc:
+                fd, loc.fd = loc.fd, -1
+        else:
+            fd = confined.open_entry(entry.dir_fd, entry.name)
+    except (confined.Escape, OSError):
+        return None
+    return fd
+
+
+def _grep_fd(
+    fd: int,
+    relative: str,
+    compiled: Any,
+    pattern: str,
+    out: list[dict[str, Any]],
+    max_results: int,
+) -> bool:
+    """Search the file ``fd`` (closed here) line by line; True when ``max_results`` is reached."""
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_GREP_FILE_BYTES:
+            return False
+        data = confined.read_capped(fd, MAX_GREP_FILE_BYTES + 1)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    if len(data) > MAX_GREP_FILE_BYTES or b"\x00" in data[:8192]:
+        return False
+    budget_end = time.monotonic() + GREP_FILE_TIMEOUT_S
+    for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+        try:
+            found = compiled.search(
+                line, timeout=max(budget_end - time.monotonic(), 0.001), concurrent=True
+            )
+        except TimeoutError:
+            raise _err(
+                f"regular expression {pattern!r} took longer than {GREP_FILE_TIMEOUT_S:g} s "
+                f"on '{relative}' (catastrophic backtracking?); simplify the pattern"
+            ) from None
+        if found:
+            text = line if len(line) <= MAX_GREP_LINE_CHARS else line[:MAX_GREP_LINE_CHARS] + "…"
+            out.append({"path": relative, "line": number, "text": text})
+            if len(out) >= max_results:
+                return True
+    return False
+
+
+# --------------------------------------------------------------------------- writing
 
 
 def write_file(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
@@ -358,18 +548,50 @@ def write_file(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     content = args.get("content")
     if not isinstance(content, str):
         raise _err("argument 'content' must be a string")
-    target = check_writable(ctx, path)
-    if target.is_dir():
-        raise _err(f"'{path}' is a directory")
     data = content.encode("utf-8")
-    _atomic_write(target, data, path)
-    return {"path": rel(ctx, target), "bytes": len(data)}
+    with _workspace(ctx) as ws:
+        given = _parts(ws, path)
+        scopes = _scopes(ws, ctx)
+
+        def may_create(parts: tuple[str, ...]) -> None:
+            if _is_git(parts) or _is_git(given):
+                raise _err(f"refusing to write '{path}': tools never write inside .git")
+            if scopes is not None and not any(
+                _within(parts, s) or _within(s, parts) for s in scopes
+            ):
+                raise _scope_error(path, scopes)
+
+        with _locate(ws, path, given, final="entry", create_dirs=may_create) as loc:
+            _check_writable(path, given, loc.parts, scopes)
+            try:
+                info = os.stat(loc.name, dir_fd=loc.parent_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                info = None
+            if info is not None and stat.S_ISDIR(info.st_mode):
+                raise _err(f"'{path}' is a directory")
+            if info is not None and not (stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)):
+                raise _err(f"'{path}' is not a regular file; refusing to replace it")
+            mode = (
+                stat.S_IMODE(info.st_mode)
+                if info is not None and stat.S_ISREG(info.st_mode)
+                else None
+            )
+            _write(loc, data, mode, path)
+            return {"path": loc.posix, "bytes": len(data)}
+
+
+def _write(loc: confined.Located, data: bytes, mode: int | None, path: str) -> None:
+    try:
+        confined.write_atomic(loc.parent_fd, loc.name, data, mode)
+    except OSError as exc:
+        raise _err(f"cannot write '{path}': {exc.strerror or exc}") from None
 
 
 def edit_file(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """``{path, old, new}`` → ``{path, replacements: 1}``: replace the one exact occurrence of ``old``.
 
-    Refuses when ``old`` is absent or occurs more than once (add context to make it unique).
+    Refuses when ``old`` is absent or occurs more than once (add context to make it unique), and
+    files over MAX_EDIT_BYTES.
     """
     path = _str_arg(args, "path")
     old = args.get("old")
@@ -378,19 +600,39 @@ def edit_file(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         raise _err("argument 'old' must be a non-empty string")
     if not isinstance(new, str):
         raise _err("argument 'new' must be a string")
-    target = check_writable(ctx, path)
-    text = _read_text(target, path)
-    count = text.count(old)
-    if count == 0:
-        raise _err(f"the text to replace was not found in '{path}' (it must match exactly)")
-    if count > 1:
-        raise _err(
-            f"the text to replace occurs {count} times in '{path}'; include more surrounding text "
-            "so it matches exactly once"
-        )
-    updated = text.replace(old, new, 1)
-    _atomic_write(target, updated.encode("utf-8"), path)
-    return {"path": rel(ctx, target), "replacements": 1}
+    with _workspace(ctx) as ws:
+        given = _parts(ws, path)
+        scopes = _scopes(ws, ctx)
+        if _is_git(given):
+            _check_writable(path, given, given, scopes)
+        with _locate(ws, path, given, final="open") as loc:
+            _check_writable(path, given, loc.parts, scopes)
+            info = _regular(loc, path)
+            if info.st_size > MAX_EDIT_BYTES:
+                raise _err(
+                    f"'{path}' is too large to edit ({info.st_size} bytes; builtin__edit_file "
+                    f"handles up to {MAX_EDIT_BYTES}); use builtin__write_file"
+                )
+            try:
+                data = confined.read_capped(loc.fd, MAX_EDIT_BYTES + 1)
+            except OSError as exc:
+                raise _err(f"cannot read '{path}': {exc.strerror or exc}") from None
+            if len(data) > MAX_EDIT_BYTES:
+                raise _err(f"'{path}' is too large to edit; use builtin__write_file")
+            if b"\x00" in data[:8192]:
+                raise _err(f"'{path}' looks like a binary file")
+            text = data.decode("utf-8", errors="replace")
+            count = text.count(old)
+            if count == 0:
+                raise _err(f"the text to replace was not found in '{path}' (it must match exactly)")
+            if count > 1:
+                raise _err(
+                    f"the text to replace occurs {count} times in '{path}'; include more "
+                    "surrounding text so it matches exactly once"
+                )
+            updated = text.replace(old, new, 1)
+            _write(loc, updated.encode("utf-8"), stat.S_IMODE(info.st_mode), path)
+            return {"path": loc.posix, "replacements": 1}
 
 
 _PATH = {"type": "string", "description": "Path relative to the workspace root."}

@@ -261,6 +261,10 @@ class Catalog:
         if close is not None:
             self._closers.append(close)
 
+    def add_closer(self, close: Callable[[], Awaitable[None]]) -> None:
+        """Run ``close()`` on :meth:`aclose` (worker processes, connections)."""
+        self._closers.append(close)
+
     def lazy_prefixes(self) -> list[str]:
         """Server prefixes declared with :meth:`add_lazy`, sorted."""
         return sorted(self._lazy)

@@ -40,9 +40,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from agentflow.core.redaction import redact, register_secret
 from agentflow.errors import RunError
 from agentflow.runtime.config import McpServer
-from agentflow.runtime.tools.catalog import RunServices, Tool, ToolContext, run_services
+from agentflow.runtime.tools.catalog import (
+    RunServices,
+    Tool,
+    ToolContext,
+    run_in_daemon_thread,
+    run_services,
+)
 
 #: Seconds to wait for a connection's owner task to wind down on close (then it is cancelled and,
 #: after :data:`CANCEL_GRACE` more, abandoned).  A connection still starting is cancelled at once.
@@ -83,6 +90,7 @@ def expand_vars(value: str, env: Mapping[str, str], *, server: str, where: str) 
                 f"MCP server '{server}': environment variable {var} (used in [mcp.{server}] "
                 f"{where}) is not set",
             )
+        register_secret(env[var])  # a value given to a server is never shown
         return env[var]
 
     return _VAR.sub(sub, value)
@@ -160,7 +168,13 @@ class McpConnection:
                 cwd = cwd if cwd.is_absolute() else self.base_dir / cwd
             _bound_sdk_shutdown()
             params = StdioServerParameters(
-                command=server.command, args=list(server.args), env=env or None, cwd=cwd
+                command=server.command,
+                args=list(server.args),
+                env=env or None,
+                cwd=cwd,
+                # a line of invalid UTF-8 on stdout is one unparsable line (skipped), not a
+                # reader that dies and leaves every call waiting out its timeout
+                encoding_error_handler="replace",
             )
             self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
             return stdio_client(params, errlog=self._errlog)
@@ -272,6 +286,9 @@ class McpConnection:
             if self._dead is not None:
                 raise self._unavailable()
             self._services = run_services()
+            # Importing the SDK takes a second or more: on a worker thread, so the event loop
+            # (step timeouts, the deadline, Ctrl-C) keeps running meanwhile.
+            await run_in_daemon_thread(_import_sdk)
             loop = asyncio.get_running_loop()
             ready: asyncio.Future[None] = loop.create_future()
             # Nobody may be left to read `ready` (the connecting step was cancelled): retrieve its
@@ -360,7 +377,8 @@ class McpConnection:
             text = self._errlog.read()
         except (OSError, ValueError):
             return ""
-        tail = stderr_tail(text)
+        # redacted before the cut: a secret the server prints is never shown, not even in part
+        tail = stderr_tail(redact(text))
         return f"; server stderr: {tail}" if tail else ""
 
     def _unavailable(self) -> RunError:
@@ -464,7 +482,7 @@ class McpConnection:
                 work = session.call_tool(
                     name, arguments, read_timeout_seconds=timeout, progress_callback=progress
                 )
-            result = await asyncio.wait_for(work, timeout + 1.0)
+            result = await self._unless_dead(work, timeout + 1.0)
         except TimeoutError:
             raise RunError(
                 "timeout", f"MCP tool {self.name}__{name} did not answer within {timeout:g}s"
@@ -582,6 +600,30 @@ class McpConnection:
         if result.description:
             out["description"] = result.description
         return out
+
+    async def _unless_dead(self, coro: Any, timeout: float) -> Any:
+        """Await ``coro`` for at most ``timeout`` seconds (TimeoutError), but give up at once —
+        with the :meth:`_unavailable` error — when the connection's owner task ends meanwhile
+        (the server died, its output broke the transport): a pending call never waits out its
+        timeout on a connection that is gone."""
+        call = asyncio.ensure_future(coro)
+        owner = self._task
+        if owner is None or owner.done():
+            return await asyncio.wait_for(call, timeout)
+        try:
+            done, _ = await asyncio.wait(
+                {call, owner}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        except BaseException:
+            call.cancel()
+            raise
+        if call in done:
+            return call.result()
+        call.cancel()
+        if owner in done:
+            self._dead = self._dead or "the connection closed"
+            raise self._unavailable()
+        raise TimeoutError
 
     def _tool(self, name: str) -> Any:
         for tool in self._tools or []:
@@ -725,6 +767,15 @@ def _retrieve(fut: asyncio.Future[Any]) -> None:
     """Mark the outcome of ``fut`` as retrieved (no "exception was never retrieved" log)."""
     if not fut.cancelled():
         fut.exception()
+
+
+def _import_sdk() -> None:
+    """Import the parts of the MCP SDK a connection uses (see :meth:`McpConnection.connect`)."""
+    import mcp  # noqa: F401
+    import mcp.client.stdio  # noqa: F401
+    import mcp.client.streamable_http  # noqa: F401
+    import mcp.shared._httpx_utils  # noqa: F401
+    import mcp.types  # noqa: F401
 
 
 def _bound_sdk_shutdown() -> None:

@@ -93,10 +93,16 @@ def function_tool(
     name: str | None = None,
     description: str | None = None,
     prefix: str = "user",
+    isolation: str = "thread",
+    locator: tuple[str, ...] | None = None,
+    pool: Any = None,
 ) -> Tool:
     """A catalog :class:`Tool` ``prefix__name`` for Python function ``fn`` (see the module doc).
 
-    Raises ConfigError when a parameter's annotation cannot be turned into a JSON Schema.
+    ``isolation="process"`` with a ``locator`` (how a worker imports ``fn``) and a
+    :class:`~agentflow.runtime.tools.isolation.ProcessPool` runs each call in a killable worker
+    process (arguments are still validated here first). Raises ConfigError when a parameter's
+    annotation cannot be turned into a JSON Schema.
     """
     from pydantic import ConfigDict, ValidationError, create_model
 
@@ -138,6 +144,7 @@ def function_tool(
     schema = inline_refs(schema)
     is_async = inspect.iscoroutinefunction(fn)
     full_name = f"{prefix}__{tool_name}"
+    in_process = isolation == "process" and locator is not None and pool is not None
 
     async def call(args: dict[str, Any], ctx: ToolContext) -> Any:
         try:
@@ -148,6 +155,8 @@ def function_tool(
                 for e in exc.errors()
             )
             raise RunError("tool_error", f"{full_name}: invalid arguments: {problems}") from None
+        if in_process:
+            return await pool.call(full_name, locator, args, ctx)
         kwargs = {k: getattr(parsed, k) for k in fields}
         if takes_kwargs and parsed.model_extra:
             kwargs.update(parsed.model_extra)
@@ -170,6 +179,7 @@ def function_tool(
         meta={
             "python": f"{fn.__module__}.{fn.__qualname__}",
             "idempotent": mark.get("idempotent", True) is not False,
+            **({"isolation": "process"} if in_process else {}),
         },
     )
 
@@ -245,9 +255,12 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def module_tools(module: ModuleType) -> list[Tool]:
+def module_tools(
+    module: ModuleType, *, locate: Callable[[str], tuple[str, ...]] | None = None, pool: Any = None
+) -> list[Tool]:
     """The tools of ``module``: its :func:`tool`-marked functions, or else every public function
-    defined in it. Sorted by name."""
+    defined in it. Sorted by name. ``locate(qualname)`` and ``pool``: process isolation (see
+    :func:`function_tool`)."""
     functions = [
         f
         for n, f in vars(module).items()
@@ -255,7 +268,15 @@ def module_tools(module: ModuleType) -> list[Tool]:
     ]
     marked = [f for f in functions if hasattr(f, _MARK)]
     chosen = marked or [f for f in functions if not f.__name__.startswith("_")]
-    return sorted((function_tool(f) for f in chosen), key=lambda t: t.name)
+    tools = []
+    for f in chosen:
+        if pool is not None and locate is not None:
+            tools.append(
+                function_tool(f, isolation="process", locator=locate(f.__qualname__), pool=pool)
+            )
+        else:
+            tools.append(function_tool(f))
+    return sorted(tools, key=lambda t: t.name)
 
 
 def import_tool_module(spec: str, base_dir: Path) -> ModuleType:
@@ -294,6 +315,24 @@ def import_tool_module(spec: str, base_dir: Path) -> ModuleType:
         raise ConfigError(f"[tools] modules: importing '{spec}' failed: {_describe(exc)}") from None
 
 
+def _module_locator(module: str) -> Callable[[str], tuple[str, ...]]:
+    """How a worker process finds a function of the importable module ``module``."""
+
+    def locate(qualname: str) -> tuple[str, ...]:
+        return ("module", module, qualname)
+
+    return locate
+
+
+def _spec_locator(spec: str, base_dir: Path) -> Callable[[str], tuple[str, ...]]:
+    """How a worker process finds a function of the ``[tools] modules`` entry ``spec``."""
+
+    def locate(qualname: str) -> tuple[str, ...]:
+        return ("spec", spec, str(base_dir), qualname)
+
+    return locate
+
+
 def _describe(exc: BaseException) -> str:
     """An import failure as one line: ``RuntimeError: boom``, ``it called sys.exit(3)``."""
     if isinstance(exc, SystemExit):
@@ -304,8 +343,9 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def entry_point_tools(group: str = ENTRY_POINT_GROUP) -> list[Tool]:
-    """Tools from the installed packages' entry points of ``group`` (see the module doc).
+def entry_point_tools(group: str = ENTRY_POINT_GROUP, *, pool: Any = None) -> list[Tool]:
+    """Tools from the installed packages' entry points of ``group`` (see the module doc); with a
+    ``pool``, each call runs in a worker process.
 
     Raises ConfigError naming the entry point when it fails to load."""
     from importlib.metadata import entry_points
@@ -321,9 +361,17 @@ def entry_point_tools(group: str = ENTRY_POINT_GROUP) -> list[Tool]:
                 f"entry point {group}:{ep.name} ({ep.value}) failed to load: {_describe(exc)}"
             ) from None
         if isinstance(obj, ModuleType):
-            out.extend(module_tools(obj))
+            out.extend(module_tools(obj, locate=_module_locator(obj.__name__), pool=pool))
         elif callable(obj):
-            out.append(function_tool(obj, name=ep.name if _NAME.match(ep.name) else None))
+            name = ep.name if _NAME.match(ep.name) else None
+            if pool is not None:
+                out.append(
+                    function_tool(
+                        obj, name=name, isolation="process", locator=("entry", ep.value), pool=pool
+                    )
+                )
+            else:
+                out.append(function_tool(obj, name=name))
         else:
             raise ConfigError(
                 f"entry point {group}:{ep.name} ({ep.value}) is neither a module nor a function"
@@ -332,24 +380,32 @@ def entry_point_tools(group: str = ENTRY_POINT_GROUP) -> list[Tool]:
 
 
 def load_user_tools(
-    modules: list[str], *, base_dir: Path, entry_points: bool = True, where: str | None = None
+    modules: list[str],
+    *,
+    base_dir: Path,
+    entry_points: bool = True,
+    where: str | None = None,
+    pool: Any = None,
 ) -> list[Tool]:
     """Every ``user__*`` tool of ``modules`` (``[tools] modules``) and, when ``entry_points``,
     the ``agentflow.tools`` entry-point group. Raises ConfigError on an import failure (any
     exception, ``SystemExit`` included; not ``KeyboardInterrupt``), a function whose parameters
     give no JSON Schema, or a duplicate tool name (naming both sources). ``where`` (e.g.
-    ``flow.toml:7:1``, the ``modules`` key) prefixes the errors of ``modules``."""
+    ``flow.toml:7:1``, the ``modules`` key) prefixes the errors of ``modules``. ``pool`` (a
+    :class:`~agentflow.runtime.tools.isolation.ProcessPool`): ``[tools] isolation = "process"``,
+    every call runs in a killable worker process."""
     tools: list[Tool] = []
     for spec in modules:
         try:
-            tools.extend(module_tools(import_tool_module(spec, base_dir)))
+            module = import_tool_module(spec, base_dir)
+            tools.extend(module_tools(module, locate=_spec_locator(spec, base_dir), pool=pool))
         except ConfigError as exc:
             msg = str(exc)
             if not msg.startswith("[tools]"):
                 msg = f"[tools] modules: '{spec}': {msg}"
             raise ConfigError(f"{where}: {msg}" if where else msg) from None
     if entry_points:
-        tools.extend(entry_point_tools())
+        tools.extend(entry_point_tools(pool=pool))
     seen: dict[str, Tool] = {}
     for t in tools:
         if t.name in seen:

@@ -1,0 +1,249 @@
+"""The one redaction layer: every configured secret kept out of every output (issue 16).
+
+Secrets are registered when they are read — API keys by the configuration, ``${VAR}`` values
+given to MCP servers when they are expanded, and, at CLI and language-server start, the values of
+environment variables named like credentials (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``,
+``*_PASSWORD``, …). Every boundary where text leaves the process calls :func:`redact` (text) or
+:func:`redact_data` (JSON-able data, before it is serialised): stderr and stdout of the CLI, the
+``--json`` output, the trace, the cassette, the language server's log, error messages, an MCP
+server's stderr. Redaction comes before any truncation, and removes every run of
+:data:`MIN_RUN` or more consecutive characters of a secret (also in its JSON-escaped form), so a
+key cut short by a length cap, or quoted in part, is removed as well: each such run becomes
+``***``.
+
+Only the standard library is imported (bottom layer).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+#: The shortest run of a secret's characters that is removed; values shorter than this are not
+#: registered (they cannot be told from ordinary words).
+MIN_RUN = 8
+MASK = "***"
+#: Environment variables whose values count as secrets without being named by a configuration.
+_CREDENTIAL_NAME = re.compile(
+    r"(?i)(?:^|_)(?:API_?KEY|TOKEN|SECRET|SECRET_KEY|ACCESS_KEY|PASSWORD|PASSWD|CREDENTIALS?)$"
+)
+#: Anchors are 4-grams at offsets 0, 4, 8, …: any run of 8 characters of a secret contains one.
+_ANCHOR = MIN_RUN // 2
+
+
+class _Secret:
+    __slots__ = ("text", "anchors")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        last = len(text) - _ANCHOR
+        offsets = list(range(0, last + 1, _ANCHOR))
+        if offsets[-1] != last:
+            offsets.append(last)  # the tail: a run ending at the last character
+        self.anchors = tuple((k, text[k : k + _ANCHOR]) for k in offsets)
+
+
+class Secrets:
+    """A set of secret strings and the redaction of text against them (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._known: frozenset[str] = frozenset()
+        self._secrets: tuple[_Secret, ...] = ()
+
+    def add(self, value: object) -> None:
+        """Register ``value`` without surrounding whitespace (and its JSON- and
+        backslash-escaped forms when they differ); values shorter than :data:`MIN_RUN`
+        characters and non-strings are ignored."""
+        if not isinstance(value, str):
+            return
+        value = value.strip()  # surrounding whitespace (a key file's newline) is not secret
+        forms = {value, json.dumps(value, ensure_ascii=False)[1:-1], json.dumps(value)[1:-1]}
+        forms.add(value.encode("unicode_escape").decode("ascii"))
+        new = {f for f in forms if len(f) >= MIN_RUN} - self._known
+        if not new:
+            return
+        with self._lock:
+            new -= self._known
+            self._known = self._known | new
+            self._secrets = self._secrets + tuple(_Secret(f) for f in sorted(new))
+
+    def __bool__(self) -> bool:
+        return bool(self._secrets)
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._known
+
+    def clear(self) -> None:
+        """Forget every secret (tests)."""
+        with self._lock:
+            self._known = frozenset()
+            self._secrets = ()
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Sorted, merged ``(start, end)`` ranges of ``text`` that are runs of ≥ MIN_RUN
+        characters of some secret."""
+        found: list[tuple[int, int]] = []
+        n = len(text)
+        if n < MIN_RUN:
+            return found
+        for secret in self._secrets:
+            s, m = secret.text, len(secret.text)
+            for k, anchor in secret.anchors:
+                p = text.find(anchor)
+                while p != -1:
+                    a = 0  # extend to the left …
+                    while a < p and a < k and text[p - a - 1] == s[k - a - 1]:
+                        a += 1
+                    b = _ANCHOR  # … and to the right
+                    while p + b < n and k + b < m and text[p + b] == s[k + b]:
+                        b += 1
+                    if a + b >= MIN_RUN:
+                        found.append((p - a, p + b))
+                    p = text.find(anchor, p + 1)
+        if not found:
+            return found
+        found.sort()
+        merged = [found[0]]
+        for start, end in found[1:]:
+            if start <= merged[-1][1]:
+                if end > merged[-1][1]:
+                    merged[-1] = (merged[-1][0], end)
+            else:
+                merged.append((start, end))
+        return merged
+
+    def redact(self, text: str, mask: str = MASK) -> str:
+        """``text`` with every run of ≥ MIN_RUN characters of a secret replaced by ``mask``."""
+        if not self._secrets or not isinstance(text, str):
+            return text
+        spans = self.spans(text)
+        if not spans:
+            return text
+        out: list[str] = []
+        at = 0
+        for start, end in spans:
+            out.append(text[at:start])
+            out.append(mask)
+            at = end
+        out.append(text[at:])
+        return "".join(out)
+
+    def redact_data(self, value: Any) -> Any:
+        """``value`` (JSON-able data) with :meth:`redact` applied to every string in it, keys
+        included; containers are copied only where something changed."""
+        if not self._secrets:
+            return value
+        if isinstance(value, str):
+            return self.redact(value)
+        try:  # one scan of the whole serialised value: the common case finds nothing
+            blob = json.dumps(value, ensure_ascii=False, default=repr)
+        except (TypeError, ValueError, RecursionError):
+            blob = None
+        if blob is not None and not self.spans(blob):
+            return value
+        return _walk(value, self.redact)
+
+
+def _walk(value: Any, fn: Any, depth: int = 0) -> Any:
+    if isinstance(value, str):
+        return fn(value)
+    if depth > 200:  # pathological nesting: fall back to its text
+        return fn(repr(value))
+    if isinstance(value, Mapping):
+        changed = False
+        out: dict[Any, Any] = {}
+        for k, v in value.items():
+            nk = fn(k) if isinstance(k, str) else k
+            nv = _walk(v, fn, depth + 1)
+            changed = changed or nk is not k or nv is not v
+            out[nk] = nv
+        return out if changed else value
+    if isinstance(value, list | tuple):
+        items = [_walk(v, fn, depth + 1) for v in value]
+        if any(a is not b for a, b in zip(items, value, strict=True)):
+            return items if isinstance(value, list) else tuple(items)
+        return value
+    return value
+
+
+#: The process-wide registry every boundary uses.
+SECRETS = Secrets()
+
+
+def register_secret(value: object) -> None:
+    """Register ``value`` as a secret of this process (see :meth:`Secrets.add`)."""
+    SECRETS.add(value)
+
+
+def register_secrets(values: Iterable[object]) -> None:
+    """Register each of ``values``."""
+    for value in values:
+        SECRETS.add(value)
+
+
+def register_environment(env: Mapping[str, str] | None = None) -> None:
+    """Register the values of environment variables named like credentials (names ending in
+    ``API_KEY``, ``_TOKEN``, ``_SECRET``, ``_ACCESS_KEY``, ``_PASSWORD``, ``_CREDENTIALS``) of
+    ``env`` (default ``os.environ``)."""
+    for name, value in (os.environ if env is None else env).items():
+        if _CREDENTIAL_NAME.search(name):
+            SECRETS.add(value)
+
+
+def redact(text: str) -> str:
+    """``text`` with every run of ≥ :data:`MIN_RUN` characters of a registered secret replaced
+    by ``***``."""
+    return SECRETS.redact(text)
+
+
+def redact_data(value: Any) -> Any:
+    """JSON-able ``value`` with every string in it passed through :func:`redact`."""
+    return SECRETS.redact_data(value)
+
+
+class RedactingStream:
+    """A text stream wrapper that redacts what is written to it, line by line (a secret split
+    across two ``write`` calls of one line is still caught). Everything else is delegated to the
+    wrapped stream; ``flush()`` writes a pending partial line."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._pending = ""
+        self._lock = threading.RLock()
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            return self._stream.write(text)
+        with self._lock:
+            data = self._pending + text
+            cut = data.rfind("\n") + 1
+            self._pending = data[cut:]
+            if len(self._pending) > 65536:  # no newline for long: write what there is
+                cut, self._pending = len(data), ""
+            if cut:
+                self._stream.write(redact(data[:cut]))
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._pending:
+                self._stream.write(redact(self._pending))
+                self._pending = ""
+        self._stream.flush()
+
+    @property
+    def wrapped(self) -> Any:
+        """The stream written to."""
+        return self._stream
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)

@@ -1,0 +1,76 @@
+"""The language server under misuse (issue 16): a request before ``initialize`` gets the LSP
+error -32002 instead of an internal error and a traceback, nothing reaches stderr as a
+traceback, and one huge document no longer holds up requests about other documents (its check
+runs on a worker thread)."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import pytest
+
+from agentflow.lsp.client import LspClient, LspError
+
+SMALL = "stage s -> int {\n  return 1\n}\n"
+HUGE = (
+    "stage s -> int {\n"
+    + "".join(f"  let v{i} = {i} + {i}\n" for i in range(20_000))
+    + "  return 1\n}\n"
+)
+
+
+def _client(tmp_path):
+    err = (tmp_path / "stderr.log").open("wb")
+    return LspClient([sys.executable, "-m", "agentflow", "lsp"], stderr=err), err
+
+
+def test_a_request_before_initialize_is_server_not_initialized(tmp_path):
+    client, err = _client(tmp_path)
+    try:
+        hover = {"textDocument": {"uri": "file:///x.flow"}, "position": {"line": 0, "character": 0}}
+        with pytest.raises(LspError) as info:
+            client.request("textDocument/hover", hover, timeout=60)
+        assert info.value.code == -32002
+        client.notify("textDocument/didOpen", {"textDocument": {"uri": "file:///x.flow"}})
+        client.initialize()
+        client.open("file:///x.flow", SMALL)
+        assert client.request(
+            "textDocument/documentSymbol", {"textDocument": {"uri": "file:///x.flow"}}
+        )
+    finally:
+        client.close()
+        err.close()
+    log = (tmp_path / "stderr.log").read_text(errors="replace")
+    assert "Traceback" not in log, log
+
+
+def test_a_huge_document_does_not_hold_up_requests_about_another(tmp_path):
+    client, err = _client(tmp_path)
+    try:
+        client.initialize(options={"debounce_ms": 0})
+        client.open("file:///huge.flow", HUGE)
+        client.open("file:///small.flow", SMALL)
+        started = time.monotonic()
+        symbols = client.request(
+            "textDocument/documentSymbol",
+            {"textDocument": {"uri": "file:///small.flow"}},
+            timeout=120,
+        )
+        took = time.monotonic() - started
+        assert [s["name"] for s in symbols] == ["s"]
+        # answered before the huge document's check was done (that check takes seconds)
+        with client._cond:
+            huge_done = any(
+                n.get("params", {}).get("uri") == "file:///huge.flow" for n in client._notes
+            )
+        assert not huge_done, f"the request waited for the huge document ({took:.1f} s)"
+        client.wait_notification(
+            "textDocument/publishDiagnostics",
+            lambda p: p["uri"] == "file:///huge.flow",
+            timeout=300,
+        )
+    finally:
+        client.close()
+        err.close()
+    assert "Traceback" not in (tmp_path / "stderr.log").read_text(errors="replace")
