@@ -508,7 +508,8 @@ def _load_flow(target: str) -> Any:
     return load_plan_data(compiled.plan, target)
 
 
-def _show_run_error(error: ErrorInfo, target: str) -> None:
+def _show_run_error(error: ErrorInfo | dict, target: str) -> None:
+    error = ErrorInfo.from_dict(error) or ErrorInfo("failed", "the run failed")
     label = error.get("label")  # the failed step in the .flow's terms (runtime/where.py)
     if label and error.step_path:
         where = f" in {label} (step {error.step_path})"
@@ -1041,7 +1042,9 @@ def resume(
     elif result.status in ("ok", "exited"):
         click.echo(_json_out(result.output))
     if result.status not in ("ok", "exited"):
-        _show_run_error(result.error or {}, "")
+        _show_run_error(
+            result.error or ErrorInfo("failed", f"the run ended with status {result.status}"), ""
+        )
         sys.exit(1)
 
 
@@ -1210,7 +1213,9 @@ def redrive(
     elif result.status in ("ok", "exited"):
         click.echo(_json_out(result.output))
     if result.status not in ("ok", "exited"):
-        _show_run_error(result.error or {}, "")
+        _show_run_error(
+            result.error or ErrorInfo("failed", f"the run ended with status {result.status}"), ""
+        )
         sys.exit(1)
 
 

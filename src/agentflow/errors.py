@@ -179,6 +179,25 @@ class ErrorInfo:
         data.update(self.where)
         return data
 
+    @classmethod
+    def from_dict(cls, data: Any) -> ErrorInfo | None:
+        """The record :meth:`to_dict` wrote (a durable run's stored outcome), or None for None;
+        the place names (``stage``, ``item``, ``agent``, ``label``) come back in ``where``."""
+        if data is None or isinstance(data, ErrorInfo):
+            return data
+        if not isinstance(data, dict):
+            return cls("failed", str(data))
+        rest = {
+            k: v for k, v in data.items() if k not in ("code", "message", "step_path", "source")
+        }
+        return cls(
+            str(data.get("code") or "failed"),
+            str(data.get("message") or ""),
+            data.get("step_path"),
+            data.get("source"),
+            where=rest,
+        )
+
     def __getitem__(self, key: str) -> Any:
         """``error["code"]``: a field of :meth:`to_dict` (``KeyError`` for any other key), for
         code written when results held the error as a dict."""

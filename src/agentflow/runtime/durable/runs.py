@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentflow.errors import ConfigError, InputError, RunError
+from agentflow.errors import ConfigError, ErrorInfo, InputError, RunError
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan
@@ -384,7 +384,7 @@ def _result(out: dict[str, Any], cls: Any) -> RunResult:
     return cls(
         status=out.get("status", "error"),
         output=out.get("output"),
-        error=out.get("error"),
+        error=ErrorInfo.from_dict(out.get("error")),
         results=out.get("results") or {},
         usage=out.get("usage") or {},
         duration_ms=int(out.get("duration_ms") or 0),
@@ -594,7 +594,8 @@ def _info(w: Any, alive: bool) -> RunInfo:
 def _error_text(error: Any) -> dict[str, Any]:
     if isinstance(error, RunError):
         return error.to_dict()
-    return {"code": "error", "message": str(error), "step_path": None}
+    # not a step's failure: the engine's own (a workflow that raised outside any step)
+    return {"code": "failed", "message": str(error), "step_path": None}
 
 
 async def show_run(url: str, run_id: str) -> RunInfo:
