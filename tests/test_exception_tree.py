@@ -27,6 +27,9 @@ INTERNAL = {
     "ExitOk": "an `exit` with status ok: control flow, caught by the executor",
     "LspError": "an error answer to the test/bench LSP client (lsp/client.py), not the server",
     "GenerationError": "a contract the test model cannot fill: a ModelError (models/test_model.py)",
+    "Escape": "a path leaving the workspace: a tool_error (runtime/tools/confined.py)",
+    "TooManyLinks": "a symlink loop while resolving a path: a tool_error (confined.py)",
+    "NotRegular": "a FIFO or device where a file was expected: a tool_error (confined.py)",
 }
 
 #: public exceptions that moved into errors.py → the modules that still export them

@@ -150,7 +150,7 @@ def test_the_async_api_returns_at_the_deadline_despite_a_stubborn_tool(tmp_path)
 
         loop = asyncio.new_event_loop()
         result, took = loop.run_until_complete(main())
-        print(json.dumps({"took": took, "status": result.status, "error": result.error}))
+        print(json.dumps({"took": took, "status": result.status, "error": result.error and result.error.to_dict()}))
         sys.stdout.flush()
         os._exit(0)
         """

@@ -23,7 +23,9 @@ def test_200_chained_additions_compile_and_run():
 
     text = "stage s -> int {\n  return " + " + ".join(["1"] * 200) + "\n}\n"
     plan = api.compile_source(text, "chain.flow").plan
-    assert plan["steps"][0]["input"]["value"] == "{{ " + " + ".join(["1"] * 200) + " }}"
+    # flat, no parenthesis per operator (a chain past 150 operators gets a value step for its
+    # left part, so the template stays within the template parser's depth)
+    assert all("(" not in str(step["input"]["value"]) for step in plan["steps"])
     assert run_plan_sync(_load(plan)).output == 200
 
 

@@ -30,7 +30,8 @@ def test_an_alias_used_as_a_value_is_a_type_mismatch(body):
 
 def test_a_team_member_outside_an_agent_target_says_what_it_is_for():
     (diag,) = check_source(HEAD + "stage s -> json {\n  return dev.main\n}\n", "s.flow").diagnostics
-    assert diag.message == "`dev.main` names an agent and can only be an agent target"
+    assert diag.message == "`dev` is a `use team` alias, not a value"
+    assert diag.hint == "a `use` alias can only be the target of `agent(…)`"
 
 
 def test_aliases_as_agent_targets_still_compile():

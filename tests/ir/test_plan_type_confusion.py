@@ -100,7 +100,7 @@ def test_every_non_string_in_a_string_place_is_a_problem_not_a_traceback():
             resolve_tools(plan, names, set(catalog.configured_prefixes))
         except PlanLoadError as e:
             refused += 1
-            assert all(str(p.location).startswith("every_kind.yaml") for p in e.errors)
+            assert all(str(p.span).startswith("every_kind.yaml") for p in e.errors)
         except FlowError:
             refused += 1
         except Exception as e:  # noqa: BLE001 - what this test is about
