@@ -9,6 +9,7 @@ The embedding API (each function documented in :mod:`agentflow.api`)::
     mermaid = graph("bug-triage.flow")            # or format="dot"; run="trace.jsonl" colours it
     outcome = run_sync("bug-triage.flow", {"title": "…", "body": "…"}, workspace="src")
     print(outcome.status, outcome.output)
+    report = run_tests(["examples/"])              # the `test` blocks; report.summary()
 
 Hooks and events (docs/spec/RUNTIME.md §7–8)::
 
@@ -44,6 +45,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         report,
         run,
         run_sync,
+        run_tests,
     )
     from agentflow.errors import (
         ConfigError,
@@ -55,6 +57,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         RunError,
         SourceError,
     )
+    from agentflow.flowtest import TestOutcome, TestReport
     from agentflow.runtime.chat import AskResult, ask
     from agentflow.runtime.context import RunContext
     from agentflow.runtime.events import CallbackSink, ConsoleSink, Event, JsonlSink
@@ -92,6 +95,9 @@ _EXPORTS: dict[str, str] = {
     "load": "agentflow.api",
     "run": "agentflow.api",
     "run_sync": "agentflow.api",
+    "run_tests": "agentflow.api",
+    "TestOutcome": "agentflow.flowtest",
+    "TestReport": "agentflow.flowtest",
     "ConfigError": "agentflow.errors",
     "ErrorInfo": "agentflow.errors",
     "FlowError": "agentflow.errors",
@@ -178,6 +184,9 @@ __all__ = [
     "load",
     "run",
     "run_sync",
+    "run_tests",
+    "TestOutcome",
+    "TestReport",
 ]
 
 

@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # the plan models (pydantic) and the runtime load only when a
     from agentflow.runtime.models.router import ModelRouter
     from agentflow.runtime.result import RunResult
     from agentflow.runtime.shape_cache import ShapeCache
+    from agentflow.flowtest import TestReport
     from agentflow.runtime.tools.catalog import Catalog
 
 __all__ = [
@@ -54,6 +55,7 @@ __all__ = [
     "load",
     "run",
     "run_sync",
+    "run_tests",
     "parse_input",
     "plan_needs_model",
     "graph",
@@ -566,3 +568,27 @@ def run_sync(target: str | os.PathLike | Plan, input: Any = None, **kwargs: Any)
     from agentflow.runtime.interrupt import run as run_loop
 
     return run_loop(run(target, input, **kwargs))
+
+
+def run_tests(
+    paths: str | os.PathLike | list[str | os.PathLike],
+    pattern: str | None = None,
+    fail_fast: bool = False,
+    *,
+    on_outcome: Callable[[Any], Any] | None = None,
+) -> TestReport:
+    """Run the ``test`` blocks of the `.flow` files under ``paths`` (files or directories,
+    searched recursively) hermetically and return a :class:`agentflow.flowtest.TestReport`
+    (docs/reference/testing.md).
+
+    Stubbed agents answer their stub, other agents the built-in test model; stubbed tools return
+    (or fail with) their stub, other builtin file tools run in the file's directory, and any
+    other tool fails the test naming the stub to add: no request leaves the process.
+    ``pattern`` keeps the tests whose name contains it (or matches it as a glob);
+    ``fail_fast`` stops after the first failure; ``on_outcome(outcome)`` is called as each test
+    ends. A file that does not check is one failed outcome with its diagnostics; this function
+    does not raise for mistakes in `.flow` files. Synchronous (it runs its own event loop).
+    """
+    from agentflow.flowtest import run_tests as run_all
+
+    return run_all(paths, pattern, fail_fast, on_outcome=on_outcome)

@@ -469,6 +469,43 @@ def graph_cmd(file: str, fmt: str, trace: str | None, out: str | None) -> None:
     _write_or_echo(text, out)
 
 
+@main.command("test")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("-k", "pattern", help="Run only the tests whose name contains (or matches) this.")
+@click.option("-x", "--exitfirst", "fail_fast", is_flag=True, help="Stop at the first failure.")
+@click.option(
+    "--junit", "junit", type=click.Path(dir_okay=False), help="Write a JUnit XML report here."
+)
+def test_cmd(paths: tuple[str, ...], pattern: str | None, fail_fast: bool, junit: str | None):
+    """Run the `test` blocks of .flow files (default: the current directory) with no network:
+    stubbed agents and tools answer their stubs, other agents the test model
+    (docs/reference/testing.md). Exit code 0 when every test passed, 1 otherwise."""
+    files = _flow_files(paths or (".",))
+    out = click.get_text_stream("stdout")
+
+    def show(outcome: Any) -> None:
+        mark = click.style("PASSED", fg="green") if outcome.passed else click.style(
+            "FAILED", fg="red"
+        )
+        click.echo(f"{outcome.file}:{outcome.line} {outcome.name} {mark}", file=out)
+        for failure in outcome.failures:
+            click.echo("  " + failure.replace("\n", "\n  "), file=out)
+
+    report = api.run_tests(list(files), pattern, fail_fast, on_outcome=show)
+    if junit is not None:
+        try:
+            Path(junit).write_text(report.to_junit(), encoding="utf-8")
+        except OSError as e:
+            _err(f"{junit}: cannot write the JUnit report: {e.strerror or e}")
+            sys.exit(1)
+    if not report.outcomes:
+        click.echo("no tests found", file=out)
+        sys.exit(1 if pattern else 0)
+    summary = report.summary()
+    click.echo(click.style(summary, fg="green" if report.ok else "red"), file=out)
+    sys.exit(0 if report.ok else 1)
+
+
 @main.command("report")
 @click.argument("trace", type=click.Path(dir_okay=False))
 @click.option(

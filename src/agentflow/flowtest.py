@@ -372,9 +372,11 @@ def _check_expect(shown: str, exp: Any, scope: dict[str, Any], ran: bool, text: 
             return [f"{head}\n    is false"]
         lsrc = text[cond.left.span.start : cond.left.span.end]
         rsrc = text[cond.right.span.start : cond.right.span.end]
-        return [
-            f"{head}\n    {lsrc}: {_show(left)}\n    {rsrc}: {_show(right)}"
-        ]
+        if not any(isinstance(n, ast.Name) for n in ast.walk(cond.right)):
+            lines = [f"actual ({lsrc}): {_show(left)}", f"expected: {_show(right)}"]
+        else:
+            lines = [f"{lsrc}: {_show(left)}", f"{rsrc}: {_show(right)}"]
+        return [head + "".join("\n    " + line for line in lines)]
     return [f"{head}\n    is {_show(value)}"]
 
 
