@@ -481,15 +481,14 @@ def test_cmd(paths: tuple[str, ...], pattern: str | None, fail_fast: bool, junit
     stubbed agents and tools answer their stubs, other agents the test model
     (docs/reference/testing.md). Exit code 0 when every test passed, 1 otherwise."""
     files = _flow_files(paths or (".",))
-    out = click.get_text_stream("stdout")
 
     def show(outcome: Any) -> None:
-        mark = click.style("PASSED", fg="green") if outcome.passed else click.style(
-            "FAILED", fg="red"
+        mark = (
+            click.style("PASSED", fg="green") if outcome.passed else click.style("FAILED", fg="red")
         )
-        click.echo(f"{outcome.file}:{outcome.line} {outcome.name} {mark}", file=out)
+        click.echo(f"{outcome.file}:{outcome.line} {outcome.name} {mark}")
         for failure in outcome.failures:
-            click.echo("  " + failure.replace("\n", "\n  "), file=out)
+            click.echo("  " + failure.replace("\n", "\n  "))
 
     report = api.run_tests(list(files), pattern, fail_fast, on_outcome=show)
     if junit is not None:
@@ -499,10 +498,10 @@ def test_cmd(paths: tuple[str, ...], pattern: str | None, fail_fast: bool, junit
             _err(f"{junit}: cannot write the JUnit report: {e.strerror or e}")
             sys.exit(1)
     if not report.outcomes:
-        click.echo("no tests found", file=out)
+        click.echo("no tests found")
         sys.exit(1 if pattern else 0)
     summary = report.summary()
-    click.echo(click.style(summary, fg="green" if report.ok else "red"), file=out)
+    click.echo(click.style(summary, fg="green" if report.ok else "red"))
     sys.exit(0 if report.ok else 1)
 
 

@@ -89,7 +89,7 @@ class TestReport:
             failed = sum(1 for o in outs if not o.passed)
             secs = sum(o.duration_ms for o in outs) / 1000
             lines.append(
-                f"  <testsuite name={quoteattr(file)} tests=\"{len(outs)}\" "
+                f'  <testsuite name={quoteattr(file)} tests="{len(outs)}" '
                 f'failures="{failed}" time="{secs:.3f}">'
             )
             for o in outs:
@@ -103,9 +103,7 @@ class TestReport:
                 text = "\n".join(o.failures)
                 first = o.failures[0] if o.failures else "failed"
                 lines.append(head + ">")
-                lines.append(
-                    f"      <failure message={quoteattr(first)}>{escape(text)}</failure>"
-                )
+                lines.append(f"      <failure message={quoteattr(first)}>{escape(text)}</failure>")
                 lines.append("    </testcase>")
             lines.append("  </testsuite>")
         lines.append("</testsuites>")
@@ -119,9 +117,9 @@ def find_flow_files(paths: list[str | os.PathLike]) -> list[Path]:
         path = Path(p)
         if path.is_dir():
             out.extend(
-                f for f in sorted(path.rglob("*.flow")) if not any(
-                    part.startswith(".") for part in f.relative_to(path).parts
-                )
+                f
+                for f in sorted(path.rglob("*.flow"))
+                if not any(part.startswith(".") for part in f.relative_to(path).parts)
             )
         else:
             out.append(path)
@@ -258,7 +256,10 @@ async def _run_one(
         if stub.kind == "tool":
             tool_stubs[stub.target.name] = stub
         elif stub.kind == "agent":
-            agent_values[stub.target.name] = evaluate(stub.value, {})
+            # the plan names the agent or team as `use` does ("repo-investigator"), not its alias
+            use = result.uses.get(stub.target.name)
+            target = use.target if use is not None else stub.target.name
+            agent_values[target] = evaluate(stub.value, {})
         else:
             stage_values[stub.target.name] = evaluate(stub.value, {})
     data = copy.deepcopy(plan)
@@ -417,7 +418,9 @@ def _stub_tool(Tool: Any, RunError: Any, plan_name: str, stub: Any, shown: str) 
         code = stub.fails
 
         async def fail(args: dict[str, Any], ctx: Any) -> Any:
-            raise RunError(code, f"stubbed failure of `{stub.target.name}` ({_where(shown, stub.span)})")
+            raise RunError(
+                code, f"stubbed failure of `{stub.target.name}` ({_where(shown, stub.span)})"
+            )
 
         func = fail
     else:
@@ -437,7 +440,7 @@ def _unstubbed_tool(Tool: Any, RunError: Any, name: str, plan_name: str) -> Any:
         raise RunError(
             "tool_error",
             f"tool `{name}` is not stubbed and tests run without network, MCP servers or user "
-            f"tools: add `stub tool {name} returns …` (or `fails \"code\"`) to the test",
+            f'tools: add `stub tool {name} returns …` (or `fails "code"`) to the test',
         )
 
     return Tool(plan_name, f"unstubbed {name}", {"type": "object"}, refuse, source="test-stub")

@@ -193,9 +193,7 @@ def _check_test(checker: Any, test: ast.TestDecl, calls: list[AgentCall]) -> Non
         stubbed[key] = stub
         _check_stub(checker, stub, calls)
     names = test_scope_names(checker)
-    scope = {
-        name: _var(checker, name, t, test.span) for name, t in names.items()
-    }
+    scope = {name: _var(checker, name, t, test.span) for name, t in names.items()}
     for exp in test.expects:
         if exp.cond is not None:
             checker.scopes.append(dict(scope))
@@ -272,6 +270,13 @@ def _check_stub(checker: Any, stub: ast.TestStub, calls: list[AgentCall]) -> Non
     for call in targets:
         what = f"the agent `{call.alias}`" if call.alias else "the agent"
         before = len(checker.diags)
-        _fits(checker, stub.value, call.type, stub, f"{what} in stage `{call.stage}`", call.expect_span)
+        _fits(
+            checker,
+            stub.value,
+            call.type,
+            stub,
+            f"{what} in stage `{call.stage}`",
+            call.expect_span,
+        )
         if len(checker.diags) > before:
             break
