@@ -34,6 +34,7 @@ from agentflow.errors import CompileError, ConfigError, FlowError, InputError, P
 if TYPE_CHECKING:  # the plan models (pydantic) and the runtime load only when a plan is run
     from typing import Literal
 
+    from agentflow.flowtest import TestReport
     from agentflow.ir.models import Plan
     from agentflow.runtime.config import Config
     from agentflow.runtime.events import Sink
@@ -41,7 +42,6 @@ if TYPE_CHECKING:  # the plan models (pydantic) and the runtime load only when a
     from agentflow.runtime.models.router import ModelRouter
     from agentflow.runtime.result import RunResult
     from agentflow.runtime.shape_cache import ShapeCache
-    from agentflow.flowtest import TestReport
     from agentflow.runtime.tools.catalog import Catalog
 
 __all__ = [

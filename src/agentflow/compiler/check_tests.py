@@ -20,8 +20,8 @@ from typing import Any
 
 from agentflow.compiler.types import (
     BOOL,
-    INT,
     ERROR,
+    INT,
     ErrorType,
     Field,
     ObjectType,

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentflow.compiler.check_tests import check_tests
 from agentflow.compiler.types import (
     BOOL,
     DURATION,
@@ -68,7 +69,6 @@ from agentflow.compiler.types import (
     type_str,
     widen,
 )
-from agentflow.compiler.check_tests import check_tests
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Diagnostic, Note, did_you_mean
 from agentflow.core.spans import Span
