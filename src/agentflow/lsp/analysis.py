@@ -938,7 +938,14 @@ class Analysis:
                             )
                         )
                 out.append(ds)
+            elif isinstance(item, ast.TestDecl):
+                out.append(DocSymbol(item.name, "test", item.span, item.name_span, "test"))
         return out
+
+    def tests(self) -> list[tuple[str, Span]]:
+        """``(name, span of the name)`` of every ``test`` block, in source order (the "run
+        test" code lenses)."""
+        return [(t.name, t.name_span) for t in self.module.of(ast.TestDecl)]
 
     # -- completion ----------------------------------------------------------------------------
 
