@@ -208,20 +208,27 @@ async def _run_file(file: Path, pattern: str | None) -> list[TestOutcome]:
         "mode": "output",
         "output": {"output": plan["finish"]["output"], "stages": stages},
     }
+    from agentflow.runtime.expressions import evaluate
+
     outcomes = []
     for test in tests:
-        started = time.monotonic()
-        failures = await _run_one(file, shown, text, result, plan, test)
-        outcomes.append(
-            TestOutcome(
-                shown,
-                test.name,
-                test.span.line,
-                not failures,
-                failures,
-                int((time.monotonic() - started) * 1000),
+        runs: list[tuple[str, dict[str, Any]]] = [(test.name, {})]
+        if test.cases is not None and test.case is not None:
+            cases = evaluate(test.cases, {})
+            runs = [(f"{test.name}[{i}]", {test.case.name: c}) for i, c in enumerate(cases)]
+        for name, case in runs:
+            started = time.monotonic()
+            failures = await _run_one(file, shown, text, result, plan, test, case)
+            outcomes.append(
+                TestOutcome(
+                    shown,
+                    name,
+                    test.span.line,
+                    not failures,
+                    failures,
+                    int((time.monotonic() - started) * 1000),
+                )
             )
-        )
     return outcomes
 
 
@@ -240,9 +247,10 @@ def _plan_tool_name(name: str, sig: Any) -> str:
 
 
 async def _run_one(
-    file: Path, shown: str, text: str, result: Any, plan: dict, test: Any
+    file: Path, shown: str, text: str, result: Any, plan: dict, test: Any, case: dict[str, Any]
 ) -> list[str]:
-    """Run one test; the failure messages (empty when it passed)."""
+    """Run one test (``case``: the binding of a parametrised test's case, else empty); the
+    failure messages (empty when it passed)."""
     import copy
 
     from agentflow.api import run
@@ -256,7 +264,7 @@ async def _run_one(
     failures: list[str] = []
     inp: Any = {}
     if test.inputs:
-        inp = evaluate(test.inputs[0].value, {})
+        inp = evaluate(test.inputs[0].value, case)
     agent_values: dict[str, Any] = {}
     stage_values: dict[str, Any] = {}
     tool_stubs: dict[str, Any] = {}
@@ -267,9 +275,9 @@ async def _run_one(
             # the plan names the agent or team as `use` does ("repo-investigator"), not its alias
             use = result.uses.get(stub.target.name)
             target = use.target if use is not None else stub.target.name
-            agent_values[target] = evaluate(stub.value, {})
+            agent_values[target] = evaluate(stub.value, case)
         else:
-            stage_values[stub.target.name] = evaluate(stub.value, {})
+            stage_values[stub.target.name] = evaluate(stub.value, case)
     data = copy.deepcopy(plan)
     answers: dict[str, Any] = {}
     _route_stubs(data, agent_values, stage_values, answers)
@@ -283,7 +291,8 @@ async def _run_one(
         plan_name = _plan_tool_name(name, sig)
         stub = tool_stubs.get(name)
         if stub is not None:
-            catalog.register(_stub_tool(Tool, RunError, plan_name, stub, shown), replace=True)
+            tool = _stub_tool(Tool, RunError, plan_name, stub, shown, case)
+            catalog.register(tool, replace=True)
         elif plan_name not in catalog:
             catalog.register(_unstubbed_tool(Tool, RunError, name, plan_name), replace=True)
 
@@ -321,7 +330,7 @@ async def _run_one(
     finally:
         await router.aclose()
 
-    scope: dict[str, Any] = {"input": inp}
+    scope: dict[str, Any] = {**case, "input": inp}
     if outcome.ok and isinstance(outcome.output, dict):
         scope["output"] = outcome.output.get("output")
         scope.update(outcome.output.get("stages") or {})
@@ -419,7 +428,9 @@ def _route_stubs(
     visit(data)
 
 
-def _stub_tool(Tool: Any, RunError: Any, plan_name: str, stub: Any, shown: str) -> Any:
+def _stub_tool(
+    Tool: Any, RunError: Any, plan_name: str, stub: Any, shown: str, case: dict[str, Any]
+) -> Any:
     from agentflow.runtime.expressions import evaluate
 
     if stub.fails is not None:
@@ -432,7 +443,7 @@ def _stub_tool(Tool: Any, RunError: Any, plan_name: str, stub: Any, shown: str) 
 
         func = fail
     else:
-        value = evaluate(stub.value, {})
+        value = evaluate(stub.value, case)
 
         async def answer(args: dict[str, Any], ctx: Any) -> Any:
             return json.loads(json.dumps(value))
@@ -614,7 +625,15 @@ async def _explore(file: Path, runs: int) -> ExploreReport:
             schemas[_plan_tool_name(name, sig)] = contract_for(sig.returns, result.env)
         except Exception:  # noqa: BLE001 - a type with no schema: any value
             schemas[_plan_tool_name(name, sig)] = {}
-    inputs = [evaluate(t.inputs[0].value, {}) for t in result.tests if t.inputs]
+    inputs = []
+    for t in result.tests:
+        if not t.inputs:
+            continue
+        if t.cases is not None and t.case is not None:
+            for c in evaluate(t.cases, {}):
+                inputs.append(evaluate(t.inputs[0].value, {t.case.name: c}))
+        else:
+            inputs.append(evaluate(t.inputs[0].value, {}))
     for seed in range(runs):
         rng = random.Random(seed)
         if inputs:

@@ -154,3 +154,49 @@ def test_no_tests_found_exits_zero(tmp_path):
     result = CliRunner().invoke(main, ["test", str(tmp_path)])
     assert result.exit_code == 0
     assert "no tests found" in result.output
+
+
+ROUTE = """\
+type Triage { severity: "low" | "medium" | "high" }
+use agent "triager" as triager
+
+stage triage -> Triage {
+  agent(triager) {
+    task "Triage it"
+    tools none
+    expect Triage
+  }
+}
+
+stage route -> text {
+  if triage.severity == "high" {
+    return "page the on-call"
+  }
+  return "queue it"
+}
+
+test "routes by severity" map [
+  { severity: "high", route: "page the on-call" },
+  { severity: "medium", route: "queue it" },
+  { severity: "low", route: "page the on-call" },
+] as case {
+  stub agent triager returns { severity: case.severity }
+  expect route == case.route
+}
+"""
+
+
+def test_a_parametrised_test_runs_once_per_case(tmp_path):
+    report = agentflow.run_tests(_write(tmp_path, ROUTE, "route.flow"))
+    assert [(o.name, o.passed) for o in report.outcomes] == [
+        ("routes by severity[0]", True),
+        ("routes by severity[1]", True),
+        ("routes by severity[2]", False),
+    ]
+    assert (
+        report.outcomes[2]
+        .failures[0]
+        .endswith(
+            'expect route == case.route\n    route: "queue it"\n    case.route: "page the on-call"'
+        )
+    )

@@ -147,3 +147,41 @@ def test_compile_leaves_tests_out_of_the_plan():
     )
     without = compile_source(FLOW, "t.flow")
     assert with_tests.plan == without.plan
+
+
+ROUTE = """\
+type Triage { severity: "low" | "medium" | "high" }
+use agent "triager" as triager
+stage triage -> Triage {
+  agent(triager) { task "Triage it" expect Triage }
+}
+"""
+
+
+def test_a_case_field_keeps_its_literal_type_and_fills_a_literal_union():
+    src = ROUTE + (
+        'test "by severity" map [{ severity: "high" }, { severity: "low" }] as case {\n'
+        "  stub agent triager returns { severity: case.severity }\n"
+        "  expect triage.severity == case.severity\n}\n"
+    )
+    assert check_source(src, "t.flow").diagnostics == []
+
+
+def test_a_case_that_does_not_fit_makes_the_stub_a_mismatch():
+    src = ROUTE + (
+        'test "by severity" map [{ severity: "high" }, { severity: "urgent" }] as case {\n'
+        "  stub agent triager returns { severity: case.severity }\n}\n"
+    )
+    (diag,) = check_source(src, "t.flow").diagnostics
+    assert diag.code == "stub-mismatch"
+    assert '"urgent"' in diag.message
+
+
+def test_cases_are_a_written_out_list_and_only_the_case_is_a_name():
+    src = ROUTE + (
+        'test "t" map triage as case {\n  expect true\n}\n'
+        'test "u" map [{ s: "low" }] as case {\n'
+        "  stub agent triager returns { severity: triage.severity }\n}\n"
+    )
+    codes = [d.code for d in check_source(src, "t.flow").diagnostics]
+    assert codes == ["invalid-value", "invalid-value"]

@@ -22,11 +22,17 @@ from agentflow.compiler.types import (
     BOOL,
     ERROR,
     INT,
+    NULL,
+    TEXT,
     ErrorType,
     Field,
+    ListType,
+    LiteralType,
     ObjectType,
     Type,
     assignable,
+    make_optional,
+    make_union,
     type_str,
 )
 from agentflow.core import diagnostics as D
@@ -93,9 +99,10 @@ def test_scope_names(checker: Any) -> dict[str, Type]:
     return {"output": checker.test_output_type, "inferences": INT, "calls": calls}
 
 
-def _constant(checker: Any, value: ast.Expr, what: str) -> bool:
+def _constant(checker: Any, value: ast.Expr, what: str, case: str | None = None) -> bool:
+    """True when ``value`` reads no name (but the test's ``case``); else reported."""
     for node in ast.walk(value):
-        if isinstance(node, ast.Name):
+        if isinstance(node, ast.Name) and node.name != case:
             checker.report(
                 D.INVALID_VALUE,
                 f"{what} must be a constant; `{node.name}` is a name",
@@ -168,7 +175,71 @@ def check_tests(checker: Any, tests: list[ast.TestDecl], output_type: Type) -> N
         _check_test(checker, test, calls)
 
 
+def const_type(checker: Any, e: ast.Expr) -> Type:
+    """The most precise type of the constant ``e``: string, number and boolean literals keep
+    their literal type (``"high"``, not ``text``), so a case field can fill a literal union."""
+    if isinstance(e, ast.StringLit) and all(isinstance(p, str) for p in e.parts):
+        return LiteralType("".join(e.parts))
+    if isinstance(e, (ast.NumberLit, ast.BoolLit)):
+        return LiteralType(e.value)
+    if isinstance(e, ast.NullLit):
+        return NULL
+    if isinstance(e, ast.ListLit):
+        return ListType(make_union([const_type(checker, i) for i in e.items]))
+    if isinstance(e, ast.ObjectLit):
+        return ObjectType({en.key: Field(const_type(checker, en.value)) for en in e.entries})
+    t = checker.types.get(id(e))
+    return t if t is not None else TEXT
+
+
+def case_type(checker: Any, cases: ast.ListLit) -> Type:
+    """The type of a test's ``case``: objects merged field by field (a field some cases lack is
+    optional), each field the union of the cases' literal types; else the union of the cases."""
+    types = [const_type(checker, c) for c in cases.items]
+    if types and all(isinstance(t, ObjectType) for t in types):
+        keys: list[str] = []
+        for t in types:
+            keys.extend(k for k in t.fields if k not in keys)  # type: ignore[attr-defined]
+        fields = {}
+        for k in keys:
+            present = [t.fields[k].type for t in types if k in t.fields]  # type: ignore[attr-defined]
+            ft = make_union(present)
+            if len(present) < len(types):
+                fields[k] = Field(make_optional(ft), optional=True)
+            else:
+                fields[k] = Field(ft)
+        return ObjectType(fields)
+    return make_union(types)
+
+
 def _check_test(checker: Any, test: ast.TestDecl, calls: list[AgentCall]) -> None:
+    case = test.case.name if test.case is not None else None
+    case_scope: dict[str, Any] = {}
+    if test.cases is not None and test.case is not None:
+        checker.infer(test.cases)
+        if not isinstance(test.cases, ast.ListLit) or not _constant(
+            checker, test.cases, "a test's cases"
+        ):
+            if not isinstance(test.cases, ast.ListLit):
+                checker.report(
+                    D.INVALID_VALUE,
+                    "a test's cases must be a list written out: `map [{ … }, { … }] as case`",
+                    test.cases.span,
+                )
+            ct: Type = ERROR
+        else:
+            ct = case_type(checker, test.cases)
+        case_scope[case] = _var(checker, case, ct, test.case.span)
+    checker.scopes.append(case_scope)
+    try:
+        _check_items(checker, test, calls, case)
+    finally:
+        checker.scopes.pop()
+
+
+def _check_items(
+    checker: Any, test: ast.TestDecl, calls: list[AgentCall], case: str | None
+) -> None:
     inputs = test.inputs
     for extra in inputs[1:]:
         checker.report(
@@ -177,7 +248,7 @@ def _check_test(checker: Any, test: ast.TestDecl, calls: list[AgentCall]) -> Non
             extra.span,
             notes=[Note("first given here", inputs[0].span)],
         )
-    if inputs and _constant(checker, inputs[0].value, "a test's input"):
+    if inputs and _constant(checker, inputs[0].value, "a test's input", case):
         checker.expr(inputs[0].value, checker.input_type)
     stubbed: dict[tuple[str, str], ast.TestStub] = {}
     for stub in test.stubs:
@@ -191,7 +262,7 @@ def _check_test(checker: Any, test: ast.TestDecl, calls: list[AgentCall]) -> Non
             )
             continue
         stubbed[key] = stub
-        _check_stub(checker, stub, calls)
+        _check_stub(checker, stub, calls, case)
     names = test_scope_names(checker)
     scope = {name: _var(checker, name, t, test.span) for name, t in names.items()}
     for exp in test.expects:
@@ -211,7 +282,9 @@ def _var(checker: Any, name: str, t: Type, span: Span) -> Any:
     return _Var(Symbol("test", name, t, None), span, used=True)
 
 
-def _check_stub(checker: Any, stub: ast.TestStub, calls: list[AgentCall]) -> None:
+def _check_stub(
+    checker: Any, stub: ast.TestStub, calls: list[AgentCall], case: str | None = None
+) -> None:
     name = stub.target.name
     if stub.kind == "tool":
         sig = checker.tool_decls.get(name)
@@ -226,7 +299,7 @@ def _check_stub(checker: Any, stub: ast.TestStub, calls: list[AgentCall]) -> Non
         if stub.fails is not None:
             _code(checker, stub.fails, stub.fails_span)
             return
-        if stub.value is not None and _constant(checker, stub.value, "a stub's value"):
+        if stub.value is not None and _constant(checker, stub.value, "a stub's value", case):
             decl = getattr(sig.decl, "returns", None)
             _fits(
                 checker,
@@ -265,7 +338,7 @@ def _check_stub(checker: Any, stub: ast.TestStub, calls: list[AgentCall]) -> Non
                 or (f"stages with agents: {', '.join(stages)}" if stages else None),
             )
             return
-    if stub.value is None or not _constant(checker, stub.value, "a stub's value"):
+    if stub.value is None or not _constant(checker, stub.value, "a stub's value", case):
         return
     for call in targets:
         what = f"the agent `{call.alias}`" if call.alias else "the agent"

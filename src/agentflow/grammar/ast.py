@@ -617,12 +617,15 @@ class TestExpect(Node):
 
 @dataclass(slots=True, eq=False)
 class TestDecl(Item):
-    """``test "name" { … }`` (docs/reference/testing.md): ``body`` holds its inputs, stubs and
-    expectations in source order."""
+    """``test "name" [map CASES as case] { … }`` (docs/reference/testing.md): ``body`` holds its
+    inputs, stubs and expectations in source order; a parametrised test has ``cases`` (a list)
+    and ``case`` (the name each element is bound to in the body)."""
 
     name: str
     name_span: Span
     body: list[TestInput | TestStub | TestExpect]
+    cases: Expr | None = None
+    case: Ident | None = None
 
     @property
     def inputs(self) -> list[TestInput]:

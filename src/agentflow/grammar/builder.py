@@ -285,9 +285,11 @@ class Builder:
         )
 
     def test_decl(self, c):
-        return ast.TestDecl(
-            _cover(c[0], c[-1]), _string_value(c[1], "a test name"), c[1].span, c[3]
-        )
+        name = _string_value(c[1], "a test name")
+        if len(c) == 5:
+            return ast.TestDecl(_cover(c[0], c[-1]), name, c[1].span, c[3])
+        case = ast.Ident(c[5].span, c[5].value)
+        return ast.TestDecl(_cover(c[0], c[-1]), name, c[1].span, c[7], c[3], case)
 
     def test_items(self, c):
         if not c:
