@@ -506,7 +506,8 @@ def test_cmd(
         mark = (
             click.style("PASSED", fg="green") if outcome.passed else click.style("FAILED", fg="red")
         )
-        click.echo(f"{outcome.file}:{outcome.line} {outcome.name} {mark}")
+        where = f"{outcome.file}:{outcome.line}" if outcome.line else outcome.file
+        click.echo(f"{where} {outcome.name} {mark}")
         for failure in outcome.failures:
             click.echo("  " + failure.replace("\n", "\n  "))
 

@@ -22,6 +22,7 @@ import asyncio
 import fnmatch
 import json
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,8 @@ __all__ = [
     "run_tests",
 ]
 
+#: a line that starts a `test` block (a file whose test blocks do not parse still has them)
+_TEST_LINE = re.compile(r'^[ \t]*test[ \t]+"', re.M)
 #: the ``model`` an agent step answered by a stub names (never a configured model)
 _STUB_PREFIX = "flowc-test-stub:"
 
@@ -190,7 +193,8 @@ async def _run_file(file: Path, pattern: str | None) -> list[TestOutcome]:
         return [TestOutcome(shown, "flowc check", 0, False, [f"{shown}: cannot read: {e}"])]
     result = check_source(text, shown)
     tests = [t for t in result.tests if _selected(t.name, pattern)]
-    if not result.tests:
+    has_tests = bool(result.tests) or _TEST_LINE.search(text) is not None
+    if not has_tests:
         return []
     if not result.ok:
         rendered = render_text(result.errors, {shown: text}, color=False)
@@ -208,13 +212,27 @@ async def _run_file(file: Path, pattern: str | None) -> list[TestOutcome]:
         "mode": "output",
         "output": {"output": plan["finish"]["output"], "stages": stages},
     }
+    from agentflow.errors import RunError
     from agentflow.runtime.expressions import evaluate
 
     outcomes = []
     for test in tests:
         runs: list[tuple[str, dict[str, Any]]] = [(test.name, {})]
         if test.cases is not None and test.case is not None:
-            cases = evaluate(test.cases, {})
+            try:
+                cases = evaluate(test.cases, {})
+            except RunError as e:
+                where = _where(shown, test.cases.span)
+                outcomes.append(
+                    TestOutcome(
+                        shown,
+                        test.name,
+                        test.span.line,
+                        False,
+                        [f"{where}: the cases cannot be evaluated: {e.message}"],
+                    )
+                )
+                continue
             runs = [(f"{test.name}[{i}]", {test.case.name: c}) for i, c in enumerate(cases)]
         for name, case in runs:
             started = time.monotonic()
@@ -251,6 +269,17 @@ async def _run_one(
 ) -> list[str]:
     """Run one test (``case``: the binding of a parametrised test's case, else empty); the
     failure messages (empty when it passed)."""
+    from agentflow.errors import RunError
+
+    try:
+        return await _run_prepared(file, shown, text, result, plan, test, case)
+    except RunError as e:  # a constant of the test that cannot be evaluated (`1 / 0`)
+        return [f"{_where(shown, test.name_span)}: {e.message}"]
+
+
+async def _run_prepared(
+    file: Path, shown: str, text: str, result: Any, plan: dict, test: Any, case: dict[str, Any]
+) -> list[str]:
     import copy
 
     from agentflow.api import run
