@@ -184,7 +184,8 @@ async def _run_file(file: Path, pattern: str | None) -> list[TestOutcome]:
     from agentflow.compiler.api import check_source, read_source
     from agentflow.compiler.lowering import LoweringError, lower_with_stages
     from agentflow.compiler.render import render_text
-    from agentflow.errors import FlowError
+    from agentflow.errors import FlowError, RunError
+    from agentflow.runtime.expressions import evaluate
 
     shown = str(file)
     try:
@@ -212,9 +213,6 @@ async def _run_file(file: Path, pattern: str | None) -> list[TestOutcome]:
         "mode": "output",
         "output": {"output": plan["finish"]["output"], "stages": stages},
     }
-    from agentflow.errors import RunError
-    from agentflow.runtime.expressions import evaluate
-
     outcomes = []
     for test in tests:
         runs: list[tuple[str, dict[str, Any]]] = [(test.name, {})]
