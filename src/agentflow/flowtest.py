@@ -538,20 +538,13 @@ _StubRouter = _stub_router
 # ---------------------------------------------------------------------------------------------
 # Exploration: `flowc test --explore N FILE`
 
-#: what each kind of site may do, in the order reports list them
-_SITE_OUTCOMES = {
-    "if": ("then", "else"),
-    "require": ("held", "failed"),
-    "verify": ("passed", "failed"),
-    "map": ("empty", "items"),
-    "filter": ("empty", "items"),
-}
-_SITE_KIND = {
-    "decide": "if",
-    "exit": "require",
-    "verify": "verify",
-    "map": "map",
-    "filter": "filter",
+#: plan step → (the site kind reports name, the outcomes it may have, in the order listed)
+_SITES: dict[str, tuple[str, tuple[str, str]]] = {
+    "decide": ("if", ("then", "else")),
+    "exit": ("require", ("held", "failed")),
+    "verify": ("verify", ("passed", "failed")),
+    "map": ("map", ("empty", "items")),
+    "filter": ("filter", ("empty", "items")),
 }
 
 
@@ -638,13 +631,14 @@ async def _explore(file: Path, runs: int) -> ExploreReport:
     plan = load_plan_data(data, shown)
     sites: dict[str, ExploreSite] = {}
     for step in _plan_steps(data):
-        kind = _SITE_KIND.get(step.get("tool_name", ""))
+        entry = _SITES.get(step.get("tool_name", ""))
         source = (step.get("meta") or {}).get("source")
-        if kind is None or source is None:
+        if entry is None or source is None:
             continue
+        kind, outcomes = entry
         if kind == "require" and "when" not in (step.get("input") or {}):
             continue
-        sites.setdefault(source, ExploreSite(source, kind, dict.fromkeys(_SITE_OUTCOMES[kind], 0)))
+        sites.setdefault(source, ExploreSite(source, kind, dict.fromkeys(outcomes, 0)))
     report.sites = sorted(sites.values(), key=lambda s: _source_key(s.source))
     schemas = {}
     for name, sig in result.tool_decls.items():
