@@ -39,6 +39,7 @@ LAYERS: dict[str, tuple[str, int]] = {
     "agentflow.runtime": ("runtime", 4),
     "agentflow.api": ("api", 5),
     "agentflow.serve": ("api", 5),  # flowc serve --mcp: runs programs through the api
+    "agentflow.flowtest": ("api", 5),
     "agentflow.lsp": ("lsp", 5),
     "agentflow.cli": ("cli", 6),
     "agentflow.testing": ("testing", 6),

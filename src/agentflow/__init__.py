@@ -9,6 +9,7 @@ The embedding API (each function documented in :mod:`agentflow.api`)::
     mermaid = graph("bug-triage.flow")            # or format="dot"; run="trace.jsonl" colours it
     outcome = run_sync("bug-triage.flow", {"title": "…", "body": "…"}, workspace="src")
     print(outcome.status, outcome.output)
+    report = run_tests(["examples/"])              # the `test` blocks; report.summary()
 
 Hooks and events (docs/spec/RUNTIME.md §7–8)::
 
@@ -46,6 +47,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         resume_run,
         run,
         run_sync,
+        run_tests,
     )
     from agentflow.errors import (
         ConfigError,
@@ -57,6 +59,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         RunError,
         SourceError,
     )
+    from agentflow.flowtest import TestOutcome, TestReport
     from agentflow.runtime.chat import AskResult, ask
     from agentflow.runtime.context import RunContext
     from agentflow.runtime.events import CallbackSink, ConsoleSink, Event, JsonlSink
@@ -96,6 +99,9 @@ _EXPORTS: dict[str, str] = {
     "run_sync": "agentflow.api",
     "resume_run": "agentflow.api",
     "answer_run": "agentflow.api",
+    "run_tests": "agentflow.api",
+    "TestOutcome": "agentflow.flowtest",
+    "TestReport": "agentflow.flowtest",
     "ConfigError": "agentflow.errors",
     "ErrorInfo": "agentflow.errors",
     "FlowError": "agentflow.errors",
@@ -184,6 +190,9 @@ __all__ = [
     "run_sync",
     "resume_run",
     "answer_run",
+    "run_tests",
+    "TestOutcome",
+    "TestReport",
 ]
 
 

@@ -34,6 +34,7 @@ from agentflow.errors import CompileError, ConfigError, FlowError, InputError, P
 if TYPE_CHECKING:  # the plan models (pydantic) and the runtime load only when a plan is run
     from typing import Literal
 
+    from agentflow.flowtest import TestReport
     from agentflow.ir.models import Plan
     from agentflow.runtime.config import Config
     from agentflow.runtime.events import Sink
@@ -57,6 +58,7 @@ __all__ = [
     "resume_run",
     "answer_run",
     "plan_text",
+    "run_tests",
     "parse_input",
     "plan_needs_model",
     "graph",
@@ -677,3 +679,27 @@ def run_sync(target: str | os.PathLike | Plan, input: Any = None, **kwargs: Any)
     from agentflow.runtime.interrupt import run as run_loop
 
     return run_loop(run(target, input, **kwargs))
+
+
+def run_tests(
+    paths: str | os.PathLike | list[str | os.PathLike],
+    pattern: str | None = None,
+    fail_fast: bool = False,
+    *,
+    on_outcome: Callable[[Any], Any] | None = None,
+) -> TestReport:
+    """Run the ``test`` blocks of the `.flow` files under ``paths`` (files or directories,
+    searched recursively) hermetically and return a :class:`agentflow.flowtest.TestReport`
+    (docs/reference/testing.md).
+
+    Stubbed agents answer their stub, other agents the built-in test model; stubbed tools return
+    (or fail with) their stub, other builtin file tools run in the file's directory, and any
+    other tool fails the test naming the stub to add: no request leaves the process.
+    ``pattern`` keeps the tests whose name contains it (or matches it as a glob);
+    ``fail_fast`` stops after the first failure; ``on_outcome(outcome)`` is called as each test
+    ends. A file that does not check is one failed outcome with its diagnostics; this function
+    does not raise for mistakes in `.flow` files. Synchronous (it runs its own event loop).
+    """
+    from agentflow.flowtest import run_tests as run_all
+
+    return run_all(paths, pattern, fail_fast, on_outcome=on_outcome)

@@ -18,6 +18,16 @@ function activate(context) {
     initializationOptions: { debounce_ms: config.get("debounceMs", 10) },
   };
   client = new LanguageClient("agentflow", "agentflow (flowc lsp)", serverOptions, clientOptions);
+  // the "run test" code lens of each `test` block: `flowc test FILE -k NAME` in a terminal
+  context.subscriptions.push(
+    vscode.commands.registerCommand("agentflow.runTest", (uri, name) => {
+      const file = vscode.Uri.parse(uri).fsPath;
+      const quote = (s) => "'" + String(s).replace(/'/g, "'\\''") + "'";
+      const terminal = vscode.window.createTerminal("flowc test");
+      terminal.show();
+      terminal.sendText(`${command} test ${quote(file)} -k ${quote(name)}`);
+    })
+  );
   context.subscriptions.push({ dispose: () => client && client.stop() });
   return client.start();
 }

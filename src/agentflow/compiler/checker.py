@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentflow.compiler.check_tests import check_tests
 from agentflow.compiler.types import (
     BOOL,
     DURATION,
@@ -200,6 +201,8 @@ class CheckResult:
     deadline_ms: int | None
     references: dict[int, Symbol]
     constants: dict[int, Any] = field(default_factory=dict)
+    #: the ``test`` blocks (docs/reference/testing.md), checked; not part of the plan
+    tests: list[ast.TestDecl] = field(default_factory=list)
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -961,6 +964,10 @@ class _Checker:
         else:
             output_type = JSON
 
+        # 8. test blocks (compiler/check_tests.py)
+        tests = [i for i in items if isinstance(i, ast.TestDecl)]
+        check_tests(self, tests, output_type)
+
         if isinstance(header, ast.FlowHeader):
             flow_name = header.name.name
             description = header.description
@@ -987,6 +994,7 @@ class _Checker:
             deadline_ms=deadline_ms,
             references=self.refs,
             constants=self.constants,
+            tests=tests,
         )
 
     # -- stages and statements -----------------------------------------------------------------

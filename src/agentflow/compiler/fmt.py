@@ -404,6 +404,7 @@ def _render(lines: list[_Line | None]) -> str:
 
 _SPAN_FIELDS = frozenset(
     {"span", "key_span", "name_span", "op_span", "target_span", "keyword_span", "catalog_span"}
+    | {"fails_span", "code_span"}
 )
 
 

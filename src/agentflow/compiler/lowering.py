@@ -343,6 +343,7 @@ class _Lowerer:
         root = _Ctx(plan, plan.steps, None, bindings={"input": _scope_name("input")})
         last: Frag | None = None
         ctx = root
+        self.stage_values: dict[str, Any] = {}
         for stage in r.stages:
             ctx = _Ctx(plan, plan.steps, stage.name.name, parent=root)
             value = self.block(stage.body.stmts, ctx)
@@ -351,6 +352,7 @@ class _Lowerer:
             uses = self.name_uses[id(stage)] + (stage is r.stages[-1])  # the finish reads it
             value = self.share(value, ctx, stage.span, uses)
             root.bindings[stage.name.name] = value
+            self.stage_values[stage.name.name] = self.whole(value)
             last = value
         if not plan.steps:
             # A flow with no effectful step still gets one value step (docs/spec/LANGUAGE.md §10).
@@ -1168,3 +1170,19 @@ def _open_objects(schema: Any) -> Any:
         for k, v in schema.items()
         if not (k == "additionalProperties" and v is False)
     }
+
+
+def lower_with_stages(result: CheckResult, *, file: str) -> tuple[dict, dict[str, Any]]:
+    """:func:`lower`, plus each stage's value as the plan template that reads it after the
+    run's steps (``{"todos": "{{ E1 }}"}``) — what the test runner reads stages with
+    (docs/reference/testing.md). Raises like :func:`lower`."""
+    if not result.ok:
+        raise ValueError("lower() needs a program without errors")
+    lowerer = _Lowerer(result, file)
+    try:
+        plan = lowerer.lower()
+    except _NeedsOutline:  # pragma: no cover - every attempt that raises it is caught
+        raise LoweringError(
+            "internal error: a body could not be outlined", result.module.span
+        ) from None
+    return plan, dict(lowerer.stage_values)

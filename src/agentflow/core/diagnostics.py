@@ -88,6 +88,12 @@ POSITIONAL_ARGUMENT = _register(
 NO_OVERLAP = _register(
     "no-overlap", "error", "a comparison that can never be true: no value is common to both sides"
 )
+STUB_MISMATCH = _register(
+    "stub-mismatch", "error", "a test stub whose value does not fit the contract it stands in for"
+)
+UNKNOWN_STUB_TARGET = _register(
+    "unknown-stub-target", "error", "a test stub naming no agent alias, stage with agents or tool"
+)
 
 # Plan files (docs/spec/PLAN_IR.md §1–6): what `flowc plan validate`, the loader and tool
 # resolution report.

@@ -52,6 +52,7 @@ __all__ = [
     "RESERVED_WORDS",
     "RETRYABLE_CODES",
     "STATEMENT_WORDS",
+    "TEST_WORDS",
     "TOOLS_NONE",
     "TOP_LEVEL_WORDS",
     "UNARY_CONDITION_OPS",
@@ -75,7 +76,11 @@ TOP_LEVEL_WORDS: tuple[str, ...] = (
     "extern",
     "type",
     "stage",
+    "test",
 )
+#: Words inside a ``test "name" { … }`` block besides ``input`` and ``expect``
+#: (docs/reference/testing.md): ``stub agent A returns V``, ``stub tool T fails "code"``.
+TEST_WORDS: tuple[str, ...] = ("stub", "returns", "fails")
 #: Words that follow ``use`` (``agent``, ``team``) or ``extern`` (``tool``; ``type`` is top-level).
 DECLARATION_WORDS: tuple[str, ...] = ("agent", "team", "tool")
 #: Words that start a statement in a stage body (docs/spec/LANGUAGE.md §5).
@@ -141,6 +146,7 @@ KEYWORDS: frozenset[str] = frozenset(
         *CONTINUATION_WORDS,
         *AGENT_CLAUSES,
         TOOLS_NONE,
+        *TEST_WORDS,
     )
 )
 #: Keyword → the grammar terminal the scanner emits for it (``max_iterations`` → ``MAX_ITERATIONS``).

@@ -583,6 +583,64 @@ class StageDecl(Item):
 
 
 @dataclass(slots=True, eq=False)
+class TestInput(Node):
+    """``input V`` in a test: the run's input."""
+
+    value: Expr
+
+
+@dataclass(slots=True, eq=False)
+class TestStub(Node):
+    """``stub agent|stage|tool NAME returns V`` or ``stub tool NAME fails "code"``.
+
+    ``kind``: ``agent`` (an alias), ``stage`` (every agent call inside the stage) or ``tool``;
+    ``value``: the answer or result (None for ``fails``); ``fails``: the error code, with
+    ``fails_span`` its string's span.
+    """
+
+    kind: Literal["agent", "stage", "tool"]
+    target: Ident
+    value: Expr | None
+    fails: str | None = None
+    fails_span: Span | None = None
+
+
+@dataclass(slots=True, eq=False)
+class TestExpect(Node):
+    """``expect E`` (``cond``: a ``bool`` expression) or ``expect fail "code"`` (``fail_code``,
+    with ``code_span`` its string's span)."""
+
+    cond: Expr | None
+    fail_code: str | None = None
+    code_span: Span | None = None
+
+
+@dataclass(slots=True, eq=False)
+class TestDecl(Item):
+    """``test "name" [map CASES as case] { … }`` (docs/reference/testing.md): ``body`` holds its
+    inputs, stubs and expectations in source order; a parametrised test has ``cases`` (a list)
+    and ``case`` (the name each element is bound to in the body)."""
+
+    name: str
+    name_span: Span
+    body: list[TestInput | TestStub | TestExpect]
+    cases: Expr | None = None
+    case: Ident | None = None
+
+    @property
+    def inputs(self) -> list[TestInput]:
+        return [i for i in self.body if isinstance(i, TestInput)]
+
+    @property
+    def stubs(self) -> list[TestStub]:
+        return [i for i in self.body if isinstance(i, TestStub)]
+
+    @property
+    def expects(self) -> list[TestExpect]:
+        return [i for i in self.body if isinstance(i, TestExpect)]
+
+
+@dataclass(slots=True, eq=False)
 class ErrorItem(Item):
     """A top-level item that failed to parse; the parser already reported it.  The checker
     skips it (docs/spec/LANGUAGE.md §9: an item with a syntax error gets no other diagnostics)."""

@@ -284,6 +284,47 @@ class Builder:
             _cover(c[0], c[-1]), ast.Ident(c[1].span, c[1].value), returns, c[-1], doc=c[0].doc
         )
 
+    def test_decl(self, c):
+        name = _string_value(c[1], "a test name")
+        if len(c) == 5:
+            return ast.TestDecl(_cover(c[0], c[-1]), name, c[1].span, c[3])
+        case = ast.Ident(c[5].span, c[5].value)
+        return ast.TestDecl(_cover(c[0], c[-1]), name, c[1].span, c[7], c[3], case)
+
+    def test_items(self, c):
+        if not c:
+            return []
+        c[0].append(c[1])
+        return c[0]
+
+    def test_input(self, c):
+        return ast.TestInput(_cover(c[0], c[1]), c[1])
+
+    def _stub(self, c, kind):
+        return ast.TestStub(_cover(c[0], c[-1]), kind, ast.Ident(c[2].span, c[2].value), c[4])
+
+    def stub_agent(self, c):
+        return self._stub(c, "agent")
+
+    def stub_stage(self, c):
+        return self._stub(c, "stage")
+
+    def stub_tool(self, c):
+        return self._stub(c, "tool")
+
+    def stub_tool_fails(self, c):
+        code = _string_value(c[4], "an error code")
+        return ast.TestStub(
+            _cover(c[0], c[4]), "tool", ast.Ident(c[2].span, c[2].value), None, code, c[4].span
+        )
+
+    def expect_fail(self, c):
+        code = _string_value(c[2], "an error code")
+        return ast.TestExpect(_cover(c[0], c[2]), None, code, c[2].span)
+
+    def expect_true(self, c):
+        return ast.TestExpect(_cover(c[0], c[1]), c[1])
+
     # -- types ----------------------------------------------------------------------------------
 
     def type(self, c):

@@ -27,7 +27,7 @@ from agentflow.core.spans import Span
 from agentflow.errors import SourceError
 from agentflow.grammar import ast
 from agentflow.grammar.lalr import DRIVER, run
-from agentflow.grammar.scanner import STRONG, TOP_LEVEL, WORD_AFTER, Scanner, SynErr
+from agentflow.grammar.scanner import TOP_LEVEL, Scanner, SynErr, starts_declaration
 
 __all__ = ["parse_expression", "parse_template", "parse_module"]
 
@@ -346,7 +346,7 @@ def _find_resume(
         if at_bol and isinstance(v, str) and v in TOP_LEVEL and tok.start > item_start:
             if depth <= 0:
                 return tok.start
-            if v in STRONG and WORD_AFTER.match(text, tok.end, n):
+            if starts_declaration(v, text, tok.end, n):
                 return tok.start
         t = tok.type
         if t in ("LPAR", "LSQB", "LBRACE", "LPAR_NL", "LSQB_NL"):

@@ -48,6 +48,7 @@ from agentflow.grammar import ast
 __all__ = [
     "KEYWORDS",
     "TOP_LEVEL",
+    "starts_declaration",
     "TRIVIA",
     "COMMENTS",
     "Tok",
@@ -66,7 +67,7 @@ TOP_LEVEL = frozenset(TOP_LEVEL_WORDS)
 #: Top-level keywords that can never start a line inside a body when followed by a word,
 #: a string or a number on the same line (so they end an unclosed item): not those that are
 #: agent clauses too (``input``, ``budget``).
-STRONG = TOP_LEVEL - set(AGENT_CLAUSES)
+STRONG = TOP_LEVEL - set(AGENT_CLAUSES) - {"test"}
 
 OPS: dict[str, str] = {
     "(": "LPAR",
@@ -134,6 +135,17 @@ _STR_SPECIAL = re.compile(r'["\\\n$]')
 _STR3_SPECIAL = re.compile(r'"""|[\\\n$]')
 _COLON_AFTER = re.compile(r"[ \t]*:(?!:)")
 WORD_AFTER = re.compile(r"[ \t]+(?:[A-Za-z_0-9\"])")
+#: ``test`` is a common variable name (``test in cases``): it ends an unclosed item only when a
+#: string follows it (``test "name" {``).
+_STRING_AFTER = re.compile(r"[ \t]+\"")
+
+
+def starts_declaration(value: str, text: str, end: int, n: int) -> bool:
+    """True when the keyword ``value`` at the start of a line, ending at ``end`` of ``text``
+    (``n`` long), can only start a new top-level declaration (so it ends an unclosed item)."""
+    if value == "test":
+        return _STRING_AFTER.match(text, end, n) is not None
+    return value in STRONG and WORD_AFTER.match(text, end, n) is not None
 
 
 class Tok:
@@ -404,7 +416,7 @@ class Scanner:
                     typ = "NAME"
                 else:
                     if bol and module:
-                        if value in STRONG and stack and WORD_AFTER.match(text, j, n):
+                        if stack and starts_declaration(value, text, j, n):
                             opener = stack[-1]
                             self.line, self.ls = line, ls
                             raise SynErr(

@@ -37,6 +37,7 @@ from agentflow.core.vocabulary import (
     EXPRESSION_WORDS,
     KEYWORDS,
     STATEMENT_WORDS,
+    TEST_WORDS,
     TOP_LEVEL_WORDS,
     VERDICT_TYPE,
 )
@@ -937,7 +938,14 @@ class Analysis:
                             )
                         )
                 out.append(ds)
+            elif isinstance(item, ast.TestDecl):
+                out.append(DocSymbol(item.name, "test", item.span, item.name_span, "test"))
         return out
+
+    def tests(self) -> list[tuple[str, Span]]:
+        """``(name, span of the name)`` of every ``test`` block, in source order (the "run
+        test" code lenses)."""
+        return [(t.name, t.name_span) for t in self.module.of(ast.TestDecl)]
 
     # -- completion ----------------------------------------------------------------------------
 
@@ -964,6 +972,19 @@ class Analysis:
         at_line_start = not text[text.rfind("\n", 0, wstart) + 1 : wstart].strip()
         if ctx.tools_list:
             return self._tool_completions()
+        if ctx.test_block:
+            # a `test` block (docs/reference/testing.md): its items, then stub targets
+            if at_line_start:
+                return [Completion(k, "keyword", "test item") for k in ("input", "expect")] + [
+                    Completion(TEST_WORDS[0], "keyword", "test item")
+                ]
+            if prev == "stub":
+                return [Completion(k, "keyword") for k in ("agent", "stage", "tool")]
+            if prev == "expect":
+                extra = [Completion("fail", "keyword", 'expect fail "code"')] + [
+                    Completion(n, "variable") for n in ("output", "inferences", "calls")
+                ]
+                return extra + self._names_analysis(text, wstart)._expr_completions(wstart)
         if (
             prev in ("expect", "->", "<")
             or (prev == ":" and ctx.type_colon)
@@ -1203,6 +1224,7 @@ class _Ctx:
     type_alias: bool = False
     tools_list: bool = False
     agent_block: bool = False
+    test_block: bool = False
 
 
 def _context(toks: list) -> _Ctx:
@@ -1227,6 +1249,8 @@ def _context(toks: list) -> _Ctx:
                 role = "type"
             elif p1 == ")" and last_closed_role == "agent":
                 role = "agent"
+            elif p2 == "test" and not stack:
+                role = "test"
             else:
                 role = "block"
             stack.append(("{", role))
@@ -1248,6 +1272,7 @@ def _context(toks: list) -> _Ctx:
     ctx.in_type = top == "type"
     ctx.tools_list = top == "tools"
     ctx.agent_block = top == "agent" and stack[-1][0] == "{"
+    ctx.test_block = top == "test"
     if code and code[-1].value == ":":
         ctx.type_colon = top == "type" or (len(code) >= 3 and code[-3].value == "let")
     if code and code[-1].value == "=":

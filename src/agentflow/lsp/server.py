@@ -66,6 +66,7 @@ _SYMBOL_KINDS = {
     "team": lsp.SymbolKind.Object,
     "stage": lsp.SymbolKind.Function,
     "let": lsp.SymbolKind.Variable,
+    "test": lsp.SymbolKind.Method,
 }
 _COMPLETION_KINDS = {
     "field": lsp.CompletionItemKind.Field,
@@ -543,6 +544,26 @@ def create_server() -> FlowLanguageServer:
 
         return [conv(s) for s in analysis.symbols()]
 
+    @server.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
+    def code_lens(ls: FlowLanguageServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
+        """A "run test" lens on each ``test`` block: the client's ``agentflow.runTest`` command
+        (``flowc test FILE -k NAME``) with ``[uri, name]``."""
+        got = ls.analysis(params.text_document.uri)
+        if got is None:
+            return []
+        analysis, index = got
+        return [
+            lsp.CodeLens(
+                range=ls.range_of(span, index),
+                command=lsp.Command(
+                    title="\u25b6 run test",
+                    command=RUN_TEST_COMMAND,
+                    arguments=[params.text_document.uri, name],
+                ),
+            )
+            for name, span in analysis.tests()
+        ]
+
     @server.feature(lsp.TEXT_DOCUMENT_PREPARE_RENAME)
     async def prepare_rename(
         ls: FlowLanguageServer, params: lsp.PrepareRenameParams
@@ -632,6 +653,9 @@ def create_server() -> FlowLanguageServer:
     return server
 
 
+#: the client command of the "run test" code lens: ``arguments: [uri, test name]`` (the VS Code
+#: extension runs ``flowc test FILE -k NAME`` in a terminal)
+RUN_TEST_COMMAND = "agentflow.runTest"
 #: ``workspace/executeCommand`` name: ``arguments: [uri, {"format": "mermaid" | "dot"}?]``
 GRAPH_COMMAND = "agentflow.graph"
 

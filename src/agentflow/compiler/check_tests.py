@@ -1,0 +1,355 @@
+"""Checking `test` blocks (docs/reference/testing.md), after the stages are checked.
+
+A test's ``input`` must fit the flow's input type; ``stub agent A returns V`` must fit the
+``expect`` type of every agent call of alias ``A`` (a team alias: of every member), ``stub stage
+S returns V`` that of every agent call inside stage ``S``, ``stub tool T returns V`` the tool's
+declared result type; stub values and inputs are constants (no names). ``expect E`` must be a
+``bool`` over ``output``, ``input``, the stages, ``inferences`` and ``calls``; the codes of
+``fails`` and ``expect fail`` must be run-time error codes. A stub that does not fit is a
+``stub-mismatch`` at the stub, with a note at the contract it breaks.
+
+:func:`check_tests` is called by the checker with itself (``_Checker``); it only reports.
+:func:`test_targets` is what the test runner needs to place the stubs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentflow.compiler.types import (
+    BOOL,
+    ERROR,
+    INT,
+    NULL,
+    TEXT,
+    ErrorType,
+    Field,
+    ListType,
+    LiteralType,
+    ObjectType,
+    Type,
+    assignable,
+    make_optional,
+    make_union,
+    type_str,
+)
+from agentflow.core import diagnostics as D
+from agentflow.core.diagnostics import Note, did_you_mean
+from agentflow.core.spans import Span
+from agentflow.core.vocabulary import ERROR_CODES
+from agentflow.grammar import ast
+
+__all__ = ["AgentCall", "check_tests", "agent_calls", "test_scope_names"]
+
+#: names an ``expect`` sees besides the stages and ``input``
+TEST_NAMES = ("output", "inferences", "calls")
+
+
+@dataclass(slots=True)
+class AgentCall:
+    """One ``agent(…) { … }`` of the flow: its alias (``dev`` for ``dev.main`` and
+    ``dev.member(x)``; None when the target is not an alias), its stage, its ``expect`` type and
+    the span of its ``expect`` clause."""
+
+    alias: str | None
+    stage: str
+    type: Type
+    expect_span: Span | None
+    node: Any = field(default=None, repr=False)
+
+
+def _alias_of(target: ast.Expr) -> str | None:
+    if isinstance(target, ast.Name):
+        return target.name
+    if isinstance(target, ast.Member) and isinstance(target.obj, ast.Name):
+        return target.obj.name
+    if (
+        isinstance(target, ast.Call)
+        and isinstance(target.callee, ast.Member)
+        and isinstance(target.callee.obj, ast.Name)
+    ):
+        return target.callee.obj.name
+    return None
+
+
+def agent_calls(stages: list[ast.StageDecl], types: dict[int, Type]) -> list[AgentCall]:
+    """Every agent call in ``stages`` (checked: ``types`` maps ``id(node)`` → type), in order."""
+    out = []
+    for stage in stages:
+        for node in ast.walk(stage.body):
+            if isinstance(node, ast.AgentExpr):
+                expect = next((c for c in node.clauses if c.kind == "expect"), None)
+                out.append(
+                    AgentCall(
+                        _alias_of(node.target),
+                        stage.name.name,
+                        types.get(id(node), ERROR),
+                        expect.span if expect is not None else None,
+                        node,
+                    )
+                )
+    return out
+
+
+def test_scope_names(checker: Any) -> dict[str, Type]:
+    """The types of the names only an ``expect`` sees: ``output``, ``inferences``, ``calls``."""
+    calls = ObjectType({name: Field(INT) for name in sorted(checker.tool_decls)}, None)
+    return {"output": checker.test_output_type, "inferences": INT, "calls": calls}
+
+
+def _constant(checker: Any, value: ast.Expr, what: str, case: str | None = None) -> bool:
+    """True when ``value`` reads no name (but the test's ``case``); else reported."""
+    for node in ast.walk(value):
+        if isinstance(node, ast.Name) and node.name != case:
+            checker.report(
+                D.INVALID_VALUE,
+                f"{what} must be a constant; `{node.name}` is a name",
+                node.span,
+                hint="write the value out: a literal, list or object",
+            )
+            return False
+    return True
+
+
+def _code(checker: Any, code: str, span: Span | None) -> None:
+    if code not in ERROR_CODES and span is not None:
+        checker.report(
+            D.UNKNOWN_ERROR_CODE,
+            f'"{code}" is not a run-time error code',
+            span,
+            hint=did_you_mean(code, list(ERROR_CODES)) or "codes: " + ", ".join(ERROR_CODES),
+        )
+
+
+def _fits(
+    checker: Any, value: ast.Expr, want: Type, stub: ast.TestStub, what: str, where: Span | None
+) -> None:
+    """Report ``stub-mismatch`` diagnostics when ``value`` does not fit ``want``."""
+    got = checker.infer(value, want)
+    if isinstance(got, ErrorType) or isinstance(want, ErrorType):
+        return
+    if assignable(got, want, checker.env):
+        return
+    mark = len(checker.diags)
+    checker.mismatch(value, got, want)
+    found = checker.diags[mark:]
+    del checker.diags[mark:]
+    notes = [Note(f"{what} expects `{type_str(want)}`", where)] if where is not None else []
+    if not found:
+        found = [
+            D.Diagnostic(
+                D.TYPE_MISMATCH, f"expected `{type_str(want)}`, found `{type_str(got)}`", value.span
+            )
+        ]
+    for d in found:
+        checker.diags.append(
+            dataclasses.replace(
+                d,
+                code=D.STUB_MISMATCH,
+                message=f"this stub does not fit {what}: {d.message}",
+                notes=list(d.notes) + notes,
+                hint=d.hint or "update the stub to the contract, or the contract to the stub",
+            )
+        )
+
+
+def check_tests(checker: Any, tests: list[ast.TestDecl], output_type: Type) -> None:
+    """Check every test block (see the module docstring); reports through ``checker``."""
+    if not tests:
+        return
+    checker.test_output_type = output_type
+    calls = agent_calls(checker.stage_order, checker.types)
+    seen: dict[str, ast.TestDecl] = {}
+    for test in tests:
+        if test.name in seen:
+            checker.report(
+                D.DUPLICATE_DEFINITION,
+                f'test "{test.name}" is defined twice',
+                test.name_span,
+                notes=[Note("first defined here", seen[test.name].name_span)],
+            )
+        else:
+            seen[test.name] = test
+        _check_test(checker, test, calls)
+
+
+def const_type(checker: Any, e: ast.Expr) -> Type:
+    """The most precise type of the constant ``e``: string, number and boolean literals keep
+    their literal type (``"high"``, not ``text``), so a case field can fill a literal union."""
+    if isinstance(e, ast.StringLit) and all(isinstance(p, str) for p in e.parts):
+        return LiteralType("".join(e.parts))
+    if isinstance(e, (ast.NumberLit, ast.BoolLit)):
+        return LiteralType(e.value)
+    if isinstance(e, ast.NullLit):
+        return NULL
+    if isinstance(e, ast.ListLit):
+        return ListType(make_union([const_type(checker, i) for i in e.items]))
+    if isinstance(e, ast.ObjectLit):
+        return ObjectType({en.key: Field(const_type(checker, en.value)) for en in e.entries})
+    t = checker.types.get(id(e))
+    return t if t is not None else TEXT
+
+
+def case_type(checker: Any, cases: ast.ListLit) -> Type:
+    """The type of a test's ``case``: objects merged field by field (a field some cases lack is
+    optional), each field the union of the cases' literal types; else the union of the cases."""
+    types = [const_type(checker, c) for c in cases.items]
+    if types and all(isinstance(t, ObjectType) for t in types):
+        keys: list[str] = []
+        for t in types:
+            keys.extend(k for k in t.fields if k not in keys)  # type: ignore[attr-defined]
+        fields = {}
+        for k in keys:
+            present = [t.fields[k].type for t in types if k in t.fields]  # type: ignore[attr-defined]
+            ft = make_union(present)
+            if len(present) < len(types):
+                fields[k] = Field(make_optional(ft), optional=True)
+            else:
+                fields[k] = Field(ft)
+        return ObjectType(fields)
+    return make_union(types)
+
+
+def _check_test(checker: Any, test: ast.TestDecl, calls: list[AgentCall]) -> None:
+    case = test.case.name if test.case is not None else None
+    case_scope: dict[str, Any] = {}
+    if test.cases is not None and test.case is not None:
+        checker.infer(test.cases)
+        if not isinstance(test.cases, ast.ListLit) or not _constant(
+            checker, test.cases, "a test's cases"
+        ):
+            if not isinstance(test.cases, ast.ListLit):
+                checker.report(
+                    D.INVALID_VALUE,
+                    "a test's cases must be a list written out: `map [{ … }, { … }] as case`",
+                    test.cases.span,
+                )
+            ct: Type = ERROR
+        else:
+            ct = case_type(checker, test.cases)
+        case_scope[case] = _var(checker, case, ct, test.case.span)
+    checker.scopes.append(case_scope)
+    try:
+        _check_items(checker, test, calls, case)
+    finally:
+        checker.scopes.pop()
+
+
+def _check_items(
+    checker: Any, test: ast.TestDecl, calls: list[AgentCall], case: str | None
+) -> None:
+    inputs = test.inputs
+    for extra in inputs[1:]:
+        checker.report(
+            D.DUPLICATE_DEFINITION,
+            "this test gives its `input` twice",
+            extra.span,
+            notes=[Note("first given here", inputs[0].span)],
+        )
+    if inputs and _constant(checker, inputs[0].value, "a test's input", case):
+        checker.expr(inputs[0].value, checker.input_type)
+    stubbed: dict[tuple[str, str], ast.TestStub] = {}
+    for stub in test.stubs:
+        key = (stub.kind, stub.target.name)
+        if key in stubbed:
+            checker.report(
+                D.DUPLICATE_DEFINITION,
+                f"`{stub.kind} {stub.target.name}` is stubbed twice in this test",
+                stub.span,
+                notes=[Note("first stubbed here", stubbed[key].span)],
+            )
+            continue
+        stubbed[key] = stub
+        _check_stub(checker, stub, calls, case)
+    names = test_scope_names(checker)
+    scope = {name: _var(checker, name, t, test.span) for name, t in names.items()}
+    for exp in test.expects:
+        if exp.cond is not None:
+            checker.scopes.append(dict(scope))
+            try:
+                checker.expr(exp.cond, BOOL)
+            finally:
+                checker.scopes.pop()
+        elif exp.fail_code is not None:
+            _code(checker, exp.fail_code, exp.code_span)
+
+
+def _var(checker: Any, name: str, t: Type, span: Span) -> Any:
+    from agentflow.compiler.checker import Symbol, _Var
+
+    return _Var(Symbol("test", name, t, None), span, used=True)
+
+
+def _check_stub(
+    checker: Any, stub: ast.TestStub, calls: list[AgentCall], case: str | None = None
+) -> None:
+    name = stub.target.name
+    if stub.kind == "tool":
+        sig = checker.tool_decls.get(name)
+        if sig is None:
+            checker.report(
+                D.UNKNOWN_STUB_TARGET,
+                f"`{name}` is not a tool of this flow",
+                stub.target.span,
+                hint=did_you_mean(name, list(checker.tool_decls)),
+            )
+            return
+        if stub.fails is not None:
+            _code(checker, stub.fails, stub.fails_span)
+            return
+        if stub.value is not None and _constant(checker, stub.value, "a stub's value", case):
+            decl = getattr(sig.decl, "returns", None)
+            _fits(
+                checker,
+                stub.value,
+                sig.returns,
+                stub,
+                f"tool `{name}`",
+                decl.span if decl is not None else None,
+            )
+        return
+    if stub.kind == "agent":
+        targets = [c for c in calls if c.alias == name]
+        if not targets:
+            known = sorted({c.alias for c in calls if c.alias})
+            checker.report(
+                D.UNKNOWN_STUB_TARGET,
+                f"no agent call of this flow uses the alias `{name}`",
+                stub.target.span,
+                hint=did_you_mean(name, known)
+                or (f"agent aliases called: {', '.join(known)}" if known else None),
+            )
+            return
+    else:
+        targets = [c for c in calls if c.stage == name]
+        if not targets:
+            if name in checker.all_stages:
+                message = f"stage `{name}` calls no agent"
+            else:
+                message = f"`{name}` is not a stage of this flow"
+            stages = sorted({c.stage for c in calls})
+            checker.report(
+                D.UNKNOWN_STUB_TARGET,
+                message,
+                stub.target.span,
+                hint=did_you_mean(name, stages)
+                or (f"stages with agents: {', '.join(stages)}" if stages else None),
+            )
+            return
+    if stub.value is None or not _constant(checker, stub.value, "a stub's value", case):
+        return
+    for call in targets:
+        what = f"the agent `{call.alias}`" if call.alias else "the agent"
+        before = len(checker.diags)
+        _fits(
+            checker,
+            stub.value,
+            call.type,
+            stub,
+            f"{what} in stage `{call.stage}`",
+            call.expect_span,
+        )
+        if len(checker.diags) > before:
+            break

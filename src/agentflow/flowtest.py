@@ -1,0 +1,826 @@
+"""Running the `test` blocks of `.flow` files (docs/reference/testing.md): ``flowc test`` and
+:func:`agentflow.run_tests`.
+
+Each test compiles its file once (the plan of ``flowc compile``, with the finish extended to
+hand back every stage's value), then runs it through :func:`agentflow.api.run` with:
+
+- a model router whose client for a stubbed agent answers the stub: each agent step the stub
+  covers names that client as its ``model`` (a stage stub wins over an alias stub); every other
+  agent is answered by the built-in test model (seed 0) — no request leaves the process;
+- a catalog of the builtin file tools (confined to the file's directory) plus one tool per stub,
+  and, for every other tool the flow declares, a tool that fails the test with a message naming
+  the stub to add (MCP servers and user tools are never started);
+- the ``flow.toml`` next to the file, when there is one, for agent profiles and teams.
+
+Then each ``expect`` is evaluated over ``output``, ``input``, the stages, ``inferences`` and
+``calls``. Layer: api (it compiles and runs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+__all__ = [
+    "ExploreFailure",
+    "ExploreReport",
+    "ExploreSite",
+    "TestOutcome",
+    "TestReport",
+    "explore",
+    "run_tests",
+]
+
+#: a line that starts a `test` block (a file whose test blocks do not parse still has them)
+_TEST_LINE = re.compile(r'^[ \t]*test[ \t]+"', re.M)
+#: the ``model`` an agent step answered by a stub names (never a configured model)
+_STUB_PREFIX = "flowc-test-stub:"
+
+
+@dataclass
+class TestOutcome:
+    """One test's result: ``file`` (as found), ``name``, ``line`` of the ``test`` keyword,
+    ``passed``, ``failures`` (one message per failed expectation or problem, each starting with
+    its ``file:line:col``), ``duration_ms``. A file that does not check is one outcome named
+    ``flowc check`` carrying its diagnostics."""
+
+    __test__ = False  # not a pytest test class
+
+    file: str
+    name: str
+    line: int
+    passed: bool
+    failures: list[str] = field(default_factory=list)
+    duration_ms: int = 0
+
+
+@dataclass
+class TestReport:
+    """What :func:`run_tests` returns: every outcome in run order."""
+
+    __test__ = False  # not a pytest test class
+
+    outcomes: list[TestOutcome] = field(default_factory=list)
+
+    @property
+    def passed(self) -> int:
+        """Number of tests that passed."""
+        return sum(1 for o in self.outcomes if o.passed)
+
+    @property
+    def failed(self) -> int:
+        """Number of tests (and files that do not check) that failed."""
+        return sum(1 for o in self.outcomes if not o.passed)
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing failed."""
+        return self.failed == 0
+
+    def summary(self) -> str:
+        """``N passed, N failed``."""
+        return f"{self.passed} passed, {self.failed} failed"
+
+    def to_junit(self) -> str:
+        """The report as JUnit XML (one ``testsuite`` per file, one ``testcase`` per test)."""
+        by_file: dict[str, list[TestOutcome]] = {}
+        for o in self.outcomes:
+            by_file.setdefault(o.file, []).append(o)
+        lines = ['<?xml version="1.0" encoding="utf-8"?>']
+        lines.append(f'<testsuites tests="{len(self.outcomes)}" failures="{self.failed}">')
+        for file, outs in by_file.items():
+            failed = sum(1 for o in outs if not o.passed)
+            secs = sum(o.duration_ms for o in outs) / 1000
+            lines.append(
+                f'  <testsuite name={quoteattr(file)} tests="{len(outs)}" '
+                f'failures="{failed}" time="{secs:.3f}">'
+            )
+            for o in outs:
+                head = (
+                    f"    <testcase classname={quoteattr(file)} name={quoteattr(o.name)} "
+                    f'time="{o.duration_ms / 1000:.3f}"'
+                )
+                if o.passed:
+                    lines.append(head + "/>")
+                    continue
+                text = "\n".join(o.failures)
+                first = o.failures[0] if o.failures else "failed"
+                lines.append(head + ">")
+                lines.append(f"      <failure message={quoteattr(first)}>{escape(text)}</failure>")
+                lines.append("    </testcase>")
+            lines.append("  </testsuite>")
+        lines.append("</testsuites>")
+        return "\n".join(lines) + "\n"
+
+
+def find_flow_files(paths: list[str | os.PathLike]) -> list[Path]:
+    """The `.flow` files named by ``paths`` (directories searched recursively, sorted)."""
+    out: list[Path] = []
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            out.extend(
+                f
+                for f in sorted(path.rglob("*.flow"))
+                if not any(part.startswith(".") for part in f.relative_to(path).parts)
+            )
+        else:
+            out.append(path)
+    return out
+
+
+def run_tests(
+    paths: list[str | os.PathLike] | str | os.PathLike,
+    pattern: str | None = None,
+    fail_fast: bool = False,
+    *,
+    on_outcome: Any = None,
+) -> TestReport:
+    """Run the `test` blocks of the `.flow` files under ``paths`` (files or directories) and
+    return a :class:`TestReport` (docs/reference/testing.md).
+
+    ``pattern``: keep the tests whose name contains it (or matches it as a glob);
+    ``fail_fast``: stop after the first failure; ``on_outcome(outcome)``: called as each test
+    finishes (the command line prints from it). Never raises for a mistake in a `.flow` file: a
+    file that does not read or check is a failed outcome. Synchronous: runs its own event loop.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    return asyncio.run(_run_all(find_flow_files(list(paths)), pattern, fail_fast, on_outcome))
+
+
+def _selected(name: str, pattern: str | None) -> bool:
+    if not pattern:
+        return True
+    return pattern in name or fnmatch.fnmatchcase(name, pattern)
+
+
+async def _run_all(files: list[Path], pattern: str | None, fail_fast: bool, on_outcome: Any):
+    report = TestReport()
+
+    def add(outcome: TestOutcome) -> bool:
+        report.outcomes.append(outcome)
+        if on_outcome is not None:
+            on_outcome(outcome)
+        return fail_fast and not outcome.passed
+
+    for file in files:
+        for outcome in await _run_file(file, pattern):
+            if add(outcome):
+                return report
+    return report
+
+
+async def _run_file(file: Path, pattern: str | None) -> list[TestOutcome]:
+    from agentflow.api import CompileError
+    from agentflow.compiler.api import check_source, read_source
+    from agentflow.compiler.lowering import LoweringError, lower_with_stages
+    from agentflow.compiler.render import render_text
+    from agentflow.errors import FlowError, RunError
+    from agentflow.runtime.expressions import evaluate
+
+    shown = str(file)
+    try:
+        text = read_source(file)
+    except (OSError, FlowError, UnicodeDecodeError) as e:
+        return [TestOutcome(shown, "flowc check", 0, False, [f"{shown}: cannot read: {e}"])]
+    result = check_source(text, shown)
+    tests = [t for t in result.tests if _selected(t.name, pattern)]
+    has_tests = bool(result.tests) or _TEST_LINE.search(text) is not None
+    if not has_tests:
+        return []
+    if not result.ok:
+        rendered = render_text(result.errors, {shown: text}, color=False)
+        return [TestOutcome(shown, "flowc check", 0, False, [rendered.rstrip()])]
+    if not tests:
+        return []
+    try:
+        plan, stages = lower_with_stages(result, file=shown)
+    except LoweringError as e:
+        where = f"{shown}:{e.span.line}:{e.span.column}"
+        return [TestOutcome(shown, "flowc compile", 0, False, [f"{where}: {e.message}"])]
+    except CompileError as e:  # pragma: no cover - lower raises LoweringError only
+        return [TestOutcome(shown, "flowc compile", 0, False, [str(e)])]
+    plan["finish"] = {
+        "mode": "output",
+        "output": {"output": plan["finish"]["output"], "stages": stages},
+    }
+    outcomes = []
+    for test in tests:
+        runs: list[tuple[str, dict[str, Any]]] = [(test.name, {})]
+        if test.cases is not None and test.case is not None:
+            try:
+                cases = evaluate(test.cases, {})
+            except RunError as e:
+                where = _where(shown, test.cases.span)
+                outcomes.append(
+                    TestOutcome(
+                        shown,
+                        test.name,
+                        test.span.line,
+                        False,
+                        [f"{where}: the cases cannot be evaluated: {e.message}"],
+                    )
+                )
+                continue
+            runs = [(f"{test.name}[{i}]", {test.case.name: c}) for i, c in enumerate(cases)]
+        for name, case in runs:
+            started = time.monotonic()
+            failures = await _run_one(file, shown, text, result, plan, test, case)
+            outcomes.append(
+                TestOutcome(
+                    shown,
+                    name,
+                    test.span.line,
+                    not failures,
+                    failures,
+                    int((time.monotonic() - started) * 1000),
+                )
+            )
+    return outcomes
+
+
+def _where(shown: str, span: Any) -> str:
+    return f"{shown}:{span.line}:{span.column}"
+
+
+def _show(value: Any) -> str:
+    from agentflow.runtime.expressions import to_json_value
+
+    return json.dumps(to_json_value(value), ensure_ascii=False, sort_keys=False)
+
+
+def _plan_tool_name(name: str, sig: Any) -> str:
+    return f"builtin__{name}" if sig.prelude else name
+
+
+async def _run_one(
+    file: Path, shown: str, text: str, result: Any, plan: dict, test: Any, case: dict[str, Any]
+) -> list[str]:
+    """Run one test (``case``: the binding of a parametrised test's case, else empty); the
+    failure messages (empty when it passed)."""
+    from agentflow.errors import RunError
+
+    try:
+        return await _run_prepared(file, shown, text, result, plan, test, case)
+    except RunError as e:  # a constant of the test that cannot be evaluated (`1 / 0`)
+        return [f"{_where(shown, test.name_span)}: {e.message}"]
+
+
+async def _run_prepared(
+    file: Path, shown: str, text: str, result: Any, plan: dict, test: Any, case: dict[str, Any]
+) -> list[str]:
+    import copy
+
+    from agentflow.api import run
+    from agentflow.errors import ConfigError, FlowError, InputError, PlanLoadError, RunError
+    from agentflow.ir.loader import load_plan_data
+    from agentflow.runtime.config import Config, load_config
+    from agentflow.runtime.events import CallbackSink
+    from agentflow.runtime.expressions import evaluate
+    from agentflow.runtime.tools.catalog import Tool, default_catalog
+
+    failures: list[str] = []
+    inp: Any = {}
+    if test.inputs:
+        inp = evaluate(test.inputs[0].value, case)
+    agent_values: dict[str, Any] = {}
+    stage_values: dict[str, Any] = {}
+    tool_stubs: dict[str, Any] = {}
+    for stub in test.stubs:
+        if stub.kind == "tool":
+            tool_stubs[stub.target.name] = stub
+        elif stub.kind == "agent":
+            # the plan names the agent or team as `use` does ("repo-investigator"), not its alias
+            use = result.uses.get(stub.target.name)
+            target = use.target if use is not None else stub.target.name
+            agent_values[target] = evaluate(stub.value, case)
+        else:
+            stage_values[stub.target.name] = evaluate(stub.value, case)
+    data = copy.deepcopy(plan)
+    answers: dict[str, Any] = {}
+    _route_stubs(data, agent_values, stage_values, answers)
+    try:
+        loaded = load_plan_data(data, shown)
+    except PlanLoadError as e:  # pragma: no cover - the compiled plan validated
+        return [f"{shown}: internal error: the test plan does not load: {e}"]
+
+    catalog = default_catalog()
+    for name, sig in result.tool_decls.items():
+        plan_name = _plan_tool_name(name, sig)
+        stub = tool_stubs.get(name)
+        if stub is not None:
+            tool = _stub_tool(Tool, RunError, plan_name, stub, shown, case)
+            catalog.register(tool, replace=True)
+        elif plan_name not in catalog:
+            catalog.register(_unstubbed_tool(Tool, RunError, name, plan_name), replace=True)
+
+    config: Any = Config()
+    toml = file.parent / "flow.toml"
+    if toml.is_file():
+        try:
+            config = load_config(toml, env={})
+        except ConfigError as e:
+            return [f"{toml}: {e}"]
+    calls: dict[str, int] = {}
+
+    def count(event: Any) -> None:
+        if event.kind == "tool_started":
+            name = event.data.get("tool_name")
+            calls[name] = calls.get(name, 0) + 1
+
+    router = _StubRouter(config, answers)
+    try:
+        outcome = await run(
+            loaded,
+            inp,
+            config=config,
+            workspace=file.parent,
+            catalog=catalog,
+            router=router,
+            shape_cache=False,
+            telemetry=False,
+            sinks=[CallbackSink(count)],
+        )
+    except InputError as e:
+        return [f"{_where(shown, test.name_span)}: the test's input is refused: {e}"]
+    except FlowError as e:
+        return [f"{_where(shown, test.name_span)}: the run could not start: {e}"]
+    finally:
+        await router.aclose()
+
+    scope: dict[str, Any] = {**case, "input": inp}
+    if outcome.ok and isinstance(outcome.output, dict):
+        scope["output"] = outcome.output.get("output")
+        scope.update(outcome.output.get("stages") or {})
+    scope["inferences"] = int(outcome.usage.get("inferences", 0))
+    scope["calls"] = {
+        name: calls.get(_plan_tool_name(name, sig), 0) for name, sig in result.tool_decls.items()
+    }
+    error = outcome.error or {}
+    expected_fail = [e for e in test.expects if e.fail_code is not None]
+    if not outcome.ok and not expected_fail:
+        where = error.get("source") or shown
+        failures.append(
+            f"{_where(shown, test.name_span)}: the run failed with {error.get('code')}: "
+            f"{error.get('message')} (at {where})"
+        )
+        return failures
+    for exp in test.expects:
+        if exp.fail_code is not None:
+            if outcome.ok:
+                failures.append(
+                    f"{_where(shown, exp.span)}: expected the run to fail with "
+                    f"{exp.fail_code}, it finished with output "
+                    f"{_show(scope.get('output'))}"
+                )
+            elif error.get("code") != exp.fail_code:
+                failures.append(
+                    f"{_where(shown, exp.span)}: expected the run to fail with "
+                    f"{exp.fail_code}, it failed with {error.get('code')}: {error.get('message')}"
+                )
+            continue
+        failures.extend(_check_expect(shown, exp, scope, outcome.ok, text))
+    return failures
+
+
+def _check_expect(shown: str, exp: Any, scope: dict[str, Any], ran: bool, text: str) -> list[str]:
+    from agentflow.errors import RunError
+    from agentflow.grammar import ast
+    from agentflow.runtime.expressions import evaluate
+
+    source = text[exp.cond.span.start : exp.cond.span.end]
+    head = f"{_where(shown, exp.span)}: expect {source}"
+    try:
+        value = evaluate(exp.cond, scope)
+    except RunError as e:
+        why = e.message
+        if not ran:
+            why += " (the run failed: `output` and the stages have no value)"
+        return [f"{head}\n    could not be evaluated: {why}"]
+    if value is True:
+        return []
+    cond = exp.cond
+    if isinstance(cond, ast.Binary) and cond.op in ("==", "!=", "<", "<=", ">", ">=", "in"):
+        try:
+            left = evaluate(cond.left, scope)
+            right = evaluate(cond.right, scope)
+        except RunError:  # pragma: no cover - the whole evaluated
+            return [f"{head}\n    is false"]
+        lsrc = text[cond.left.span.start : cond.left.span.end]
+        rsrc = text[cond.right.span.start : cond.right.span.end]
+        if not any(isinstance(n, ast.Name) for n in ast.walk(cond.right)):
+            lines = [f"actual ({lsrc}): {_show(left)}", f"expected: {_show(right)}"]
+        else:
+            lines = [f"{lsrc}: {_show(left)}", f"{rsrc}: {_show(right)}"]
+        return [head + "".join("\n    " + line for line in lines)]
+    return [f"{head}\n    is {_show(value)}"]
+
+
+def _route_stubs(
+    data: dict, agent_values: dict[str, Any], stage_values: dict[str, Any], answers: dict
+) -> None:
+    """Point every stubbed agent step of plan ``data`` (sub-plans included) at a stub client:
+    its ``model`` becomes ``flowc-test-stub:<n>`` and ``answers[that]`` the value."""
+
+    def visit(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("tool_name") == "agent" and isinstance(node.get("input"), dict):
+                inp = node["input"]
+                target = inp.get("agent") or {}
+                alias = target.get("name") if target.get("kind") == "alias" else target.get("team")
+                stage = (node.get("meta") or {}).get("stage")
+                if stage in stage_values:
+                    key = f"{_STUB_PREFIX}stage:{stage}"
+                    answers[key] = stage_values[stage]
+                    inp["model"] = key
+                elif alias in agent_values:
+                    key = f"{_STUB_PREFIX}agent:{alias}"
+                    answers[key] = agent_values[alias]
+                    inp["model"] = key
+            for v in node.values():
+                visit(v)
+        elif isinstance(node, list):
+            for v in node:
+                visit(v)
+
+    visit(data)
+
+
+def _stub_tool(
+    Tool: Any, RunError: Any, plan_name: str, stub: Any, shown: str, case: dict[str, Any]
+) -> Any:
+    from agentflow.runtime.expressions import evaluate
+
+    if stub.fails is not None:
+        code = stub.fails
+
+        async def fail(args: dict[str, Any], ctx: Any) -> Any:
+            raise RunError(
+                code, f"stubbed failure of `{stub.target.name}` ({_where(shown, stub.span)})"
+            )
+
+        func = fail
+    else:
+        value = evaluate(stub.value, case)
+
+        async def answer(args: dict[str, Any], ctx: Any) -> Any:
+            return json.loads(json.dumps(value))
+
+        func = answer
+    return Tool(
+        plan_name, f"stub of {stub.target.name}", {"type": "object"}, func, source="test-stub"
+    )
+
+
+def _unstubbed_tool(Tool: Any, RunError: Any, name: str, plan_name: str) -> Any:
+    async def refuse(args: dict[str, Any], ctx: Any) -> Any:
+        raise RunError(
+            "tool_error",
+            f"tool `{name}` is not stubbed and tests run without network, MCP servers or user "
+            f'tools: add `stub tool {name} returns …` (or `fails "code"`) to the test',
+        )
+
+    return Tool(plan_name, f"unstubbed {name}", {"type": "object"}, refuse, source="test-stub")
+
+
+def _stub_router(config: Any, answers: dict[str, Any]) -> Any:
+    from agentflow.runtime.config import ProviderConfig, ResolvedModel
+    from agentflow.runtime.models.base import ChatResponse
+    from agentflow.runtime.models.router import ModelRouter, RoutedClient
+    from agentflow.runtime.models.test_model import TestModel
+
+    class StubModel:
+        """A model client answering one value, whatever the request."""
+
+        def __init__(self, value: Any) -> None:
+            self.text = json.dumps(value, ensure_ascii=False)
+
+        async def chat(self, request: Any) -> Any:
+            usage = {"input_tokens": 0, "output_tokens": 0}
+            return ChatResponse(text=self.text, usage=usage, model="stub")
+
+        async def aclose(self) -> None:
+            """Nothing to close."""
+
+    def resolved(label: str) -> Any:
+        return ResolvedModel(
+            label=label, provider_name="test", provider=ProviderConfig(kind="test"), model=label
+        )
+
+    generated = TestModel(0)
+
+    class Router(ModelRouter):
+        def client_for(self, role_or_name: str | None = None) -> RoutedClient:
+            name = role_or_name or "chat"
+            if name not in self._routed:
+                if name in answers:
+                    client: Any = (resolved("stub"), StubModel(answers[name]))
+                else:
+                    client = (resolved("test"), generated)
+                self._routed[name] = RoutedClient(self, name, [client])
+            return self._routed[name]
+
+    return Router(config)
+
+
+_StubRouter = _stub_router
+
+
+# ---------------------------------------------------------------------------------------------
+# Exploration: `flowc test --explore N FILE`
+
+#: plan step → (the site kind reports name, the outcomes it may have, in the order listed)
+_SITES: dict[str, tuple[str, tuple[str, str]]] = {
+    "decide": ("if", ("then", "else")),
+    "exit": ("require", ("held", "failed")),
+    "verify": ("verify", ("passed", "failed")),
+    "map": ("map", ("empty", "items")),
+    "filter": ("filter", ("empty", "items")),
+}
+
+
+@dataclass
+class ExploreSite:
+    """A place of the flow whose outcome varies with the answers: an ``if`` (``then``/``else``),
+    a ``require`` (``held``/``failed``), a ``verify`` (``passed``/``failed``), a ``map``
+    (``empty``/``items``: whether an item ran), a ``filter`` (``empty``/``items``: whether any
+    item was kept). ``source`` is its ``file:line:col``; ``counts`` maps each outcome to
+    the number of runs that took it."""
+
+    source: str
+    kind: str
+    counts: dict[str, int]
+
+    @property
+    def missed(self) -> list[str]:
+        """The outcomes no run took."""
+        return [o for o, n in self.counts.items() if n == 0]
+
+
+@dataclass
+class ExploreFailure:
+    """A run that failed: its ``seed``, error ``code``, ``message``, ``source`` (where, when
+    known) and the generated ``answers`` (``[(agent, JSON text)]``) that led there."""
+
+    seed: int
+    code: str
+    message: str
+    source: str | None
+    answers: list[tuple[str, str]]
+
+
+@dataclass
+class ExploreReport:
+    """What :func:`explore` returns: ``runs`` made, the ``sites`` with their outcome counts, the
+    ``failures``; ``error`` is set (and the rest empty) when the file does not check."""
+
+    file: str
+    runs: int = 0
+    sites: list[ExploreSite] = field(default_factory=list)
+    failures: list[ExploreFailure] = field(default_factory=list)
+    error: str | None = None
+
+
+def explore(path: str | os.PathLike, runs: int) -> ExploreReport:
+    """Run the flow at ``path`` ``runs`` times with generated answers (docs/reference/testing.md
+    "Exploring"): agents answer with the test model, seeds ``0 … runs-1``; every tool answers a
+    value generated from its declared result type (nothing touches the disk or the network); the
+    input is, in turn, each ``input`` of the file's tests, else one generated from the input type.
+    Reports how often each ``if`` branch, ``require``, ``verify`` and ``map`` outcome happened and
+    which answers made a run fail. Never raises for a mistake in the file (``error`` says it)."""
+    return asyncio.run(_explore(Path(path), runs))
+
+
+async def _explore(file: Path, runs: int) -> ExploreReport:
+    import random
+
+    from agentflow.compiler.api import check_source, read_source
+    from agentflow.compiler.contracts import contract_for
+    from agentflow.compiler.lowering import LoweringError, lower
+    from agentflow.compiler.render import render_text
+    from agentflow.errors import FlowError
+    from agentflow.ir.loader import load_plan_data
+    from agentflow.runtime.expressions import evaluate
+    from agentflow.runtime.models.test_model import GenerationError, generate_value
+
+    shown = str(file)
+    report = ExploreReport(shown)
+    try:
+        text = read_source(file)
+    except (OSError, FlowError, UnicodeDecodeError) as e:
+        report.error = f"{shown}: cannot read: {e}"
+        return report
+    result = check_source(text, shown)
+    if not result.ok:
+        report.error = render_text(result.errors, {shown: text}, color=False).rstrip()
+        return report
+    try:
+        data = lower(result, file=shown)
+    except LoweringError as e:
+        report.error = f"{_where(shown, e.span)}: {e.message}"
+        return report
+    plan = load_plan_data(data, shown)
+    sites: dict[str, ExploreSite] = {}
+    for step in _plan_steps(data):
+        entry = _SITES.get(step.get("tool_name", ""))
+        source = (step.get("meta") or {}).get("source")
+        if entry is None or source is None:
+            continue
+        kind, outcomes = entry
+        if kind == "require" and "when" not in (step.get("input") or {}):
+            continue
+        sites.setdefault(source, ExploreSite(source, kind, dict.fromkeys(outcomes, 0)))
+    report.sites = sorted(sites.values(), key=lambda s: _source_key(s.source))
+    schemas = {}
+    for name, sig in result.tool_decls.items():
+        try:
+            schemas[_plan_tool_name(name, sig)] = contract_for(sig.returns, result.env)
+        except Exception:  # noqa: BLE001 - a type with no schema: any value
+            schemas[_plan_tool_name(name, sig)] = {}
+    inputs = []
+    for t in result.tests:
+        if not t.inputs:
+            continue
+        if t.cases is not None and t.case is not None:
+            for c in evaluate(t.cases, {}):
+                inputs.append(evaluate(t.inputs[0].value, {t.case.name: c}))
+        else:
+            inputs.append(evaluate(t.inputs[0].value, {}))
+    for seed in range(runs):
+        rng = random.Random(seed)
+        if inputs:
+            inp = inputs[seed % len(inputs)]
+        else:
+            try:
+                inp = generate_value(data.get("input_schema") or {"type": "object"}, rng)
+            except GenerationError:
+                inp = {}
+        await _explore_once(file, plan, result, schemas, seed, inp, sites, report)
+        report.runs += 1
+    return report
+
+
+def _source_key(source: str) -> tuple:
+    parts = source.rsplit(":", 2)
+    try:
+        return (parts[0], int(parts[1]), int(parts[2]))
+    except (IndexError, ValueError):
+        return (source, 0, 0)
+
+
+def _plan_steps(data: Any):
+    """Every step dict of plan ``data``: top level, bodies and sub-plans."""
+    if isinstance(data, dict):
+        if "tool_name" in data:
+            yield data
+        for v in data.values():
+            yield from _plan_steps(v)
+    elif isinstance(data, list):
+        for v in data:
+            yield from _plan_steps(v)
+
+
+async def _explore_once(
+    file: Path,
+    plan: Any,
+    result: Any,
+    schemas: dict[str, Any],
+    seed: int,
+    inp: Any,
+    sites: dict[str, ExploreSite],
+    report: ExploreReport,
+) -> None:
+    import random
+
+    from agentflow.api import run
+    from agentflow.errors import FlowError
+    from agentflow.runtime.config import Config, load_config
+    from agentflow.runtime.events import CallbackSink
+    from agentflow.runtime.models.test_model import GenerationError, generate_value, test_router
+    from agentflow.runtime.tools.catalog import Catalog, Tool
+
+    def generated_tool(name: str, schema: Any) -> Any:
+        async def answer(args: dict[str, Any], ctx: Any) -> Any:
+            key = json.dumps([seed, name, args], sort_keys=True, default=str)
+            try:
+                return generate_value(schema, random.Random(key))
+            except GenerationError:
+                return None
+
+        return Tool(name, f"generated {name}", {"type": "object"}, answer, source="explore")
+
+    catalog = Catalog(generated_tool(name, schema) for name, schema in schemas.items())
+    config: Any = Config()
+    toml = file.parent / "flow.toml"
+    if toml.is_file():
+        try:
+            config = load_config(toml, env={})
+        except FlowError:
+            config = Config()
+    started: dict[str, tuple[str, str]] = {}  # path → (tool_name, source)
+    maps: list[str] = []  # paths of the map steps started
+    mapped: set[str] = set()  # … of those that started an item
+    counted: set[str] = set()  # … of those that finished
+    checked: list[str] = []  # paths of the `require` steps that finished
+    branched: set[str] = set()
+    answers: list[tuple[str, str]] = []
+    agent_of: dict[str, str] = {}
+
+    def site(path: str) -> ExploreSite | None:
+        info = started.get(path)
+        return sites.get(info[1]) if info is not None else None
+
+    def on_event(event: Any) -> None:
+        d, path = event.data, event.path or ""
+        if event.kind == "step_started":
+            started[path] = (d.get("tool_name", ""), d.get("source") or "")
+            for m in maps:
+                if path != m and path.startswith(m) and path[len(m)] in "[/":
+                    mapped.add(m)
+            if d.get("tool_name") == "map":
+                maps.append(path)
+            parent, _, leg = path.rpartition("/")
+            if leg in ("then", "else") and parent in started:
+                branched.add(parent)
+                s = site(parent)
+                if s is not None and s.kind == "if":
+                    s.counts[leg] += 1
+            if d.get("tool_name") == "agent":
+                agent_of[path] = f"the agent at {d.get('source') or path}"
+        elif event.kind == "step_finished":
+            s = site(path)
+            if s is None:
+                return
+            value = d.get("result")
+            if s.kind == "if" and path not in branched:
+                s.counts["else"] += 1
+            elif s.kind == "require":
+                checked.append(path)  # held, unless the run failed right there
+            elif s.kind == "verify" and isinstance(value, dict):
+                s.counts["passed" if value.get("passed") else "failed"] += 1
+            elif s.kind == "filter" and isinstance(value, list):
+                s.counts["items" if value else "empty"] += 1
+            elif s.kind == "map":
+                ran = path in mapped or (isinstance(value, list) and bool(value))
+                s.counts["items" if ran else "empty"] += 1
+                counted.add(path)
+        elif event.kind == "model_call":
+            reply = d.get("reply") or {}
+            if reply.get("text"):
+                who = next(
+                    (a for p, a in agent_of.items() if path == p or path.startswith(p + "/")),
+                    path,
+                )
+                answers.append((who, str(reply["text"])))
+
+    router = test_router(config, seed)
+    try:
+        outcome = await run(
+            plan,
+            inp,
+            config=config,
+            workspace=file.parent,
+            catalog=catalog,
+            router=router,
+            shape_cache=False,
+            telemetry=False,
+            sinks=[CallbackSink(on_event)],
+        )
+    except FlowError as e:
+        report.failures.append(ExploreFailure(seed, "validation", str(e), None, answers))
+        return
+    finally:
+        await router.aclose()
+    for m in mapped - counted:  # a map whose items ran but that did not finish
+        s = site(m)
+        if s is not None:
+            s.counts["items"] += 1
+    error = outcome.error or {}
+    where = error.get("step_path")
+    for p in checked:
+        s = site(p)
+        if s is not None and p != where:
+            s.counts["held"] += 1
+    if outcome.ok:
+        return
+    s = site(where) if isinstance(where, str) else None
+    if s is not None and s.kind == "require":
+        s.counts["failed"] += 1
+    report.failures.append(
+        ExploreFailure(
+            seed,
+            str(error.get("code")),
+            str(error.get("message")),
+            error.get("source") or (s.source if s is not None else None),
+            answers,
+        )
+    )

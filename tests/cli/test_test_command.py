@@ -1,0 +1,214 @@
+"""`flowc test` and `agentflow.run_tests` (docs/reference/testing.md): a line per test, the
+failure's expected vs actual with its `.flow` location, the summary, exit codes, `-k`, `-x`,
+JUnit XML, stubs reaching the run through the router and the catalog, and no request leaving
+the process."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from click.testing import CliRunner
+
+import agentflow
+from agentflow.cli import main
+
+FLOW = """\
+type Summary { top: text[], count: int }
+input { dir: path }
+use agent "helper" as helper
+extern tool notify__send(text: text) -> { sent: bool }
+
+stage todos -> Summary {
+  let hits = grep(pattern: "TODO", path: input.dir)
+  if hits.count == 0 {
+    return { top: [], count: 0 }
+  }
+  return agent(helper) {
+    task "Pick from ${hits}"
+    tools none
+    expect Summary
+  }
+}
+
+stage told -> bool {
+  let r = notify__send(text: "${todos.count} TODOs")
+  return r.sent
+}
+
+test "empty" {
+  input { dir: "." }
+  stub tool grep returns []
+  stub tool notify__send returns { sent: true }
+  expect todos == { top: [], count: 0 }
+  expect calls.grep == 1 and inferences == 0
+}
+
+test "picked" {
+  input { dir: "." }
+  stub tool grep returns [{ path: "a.py", line: 1, text: "TODO: x" }]
+  stub agent helper returns { top: ["x"], count: 1 }
+  stub tool notify__send returns { sent: true }
+  expect todos.count == 2
+}
+
+test "unstubbed tool" {
+  input { dir: "." }
+  stub tool grep returns []
+}
+
+test "notify fails" {
+  input { dir: "." }
+  stub tool grep returns []
+  stub tool notify__send fails "rate_limit"
+  expect fail "rate_limit"
+  expect calls.notify__send == 1
+}
+"""
+
+
+def _line(text: str) -> int:
+    """The 1-based line of FLOW that ``text`` starts."""
+    return FLOW[: FLOW.index(text)].count("\n") + 1
+
+
+def _write(tmp_path, text=FLOW, name="todo.flow"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_line_per_test_the_failure_diff_and_the_summary(tmp_path):
+    _write(tmp_path)
+    result = CliRunner().invoke(main, ["test", str(tmp_path)])
+    out = result.output
+    assert result.exit_code == 1
+    lines = [line for line in out.splitlines() if line.endswith(("PASSED", "FAILED"))]
+    assert [line.rsplit(" ", 1)[1] for line in lines] == ["PASSED", "FAILED", "FAILED", "PASSED"]
+    assert f"todo.flow:{_line('expect todos.count == 2')}:3: expect todos.count == 2" in out
+    assert "actual (todos.count): 1" in out and "expected: 2" in out
+    assert out.rstrip().endswith("2 passed, 2 failed")
+
+
+def test_an_unstubbed_external_tool_fails_the_test_naming_the_stub_to_add(tmp_path):
+    path = _write(tmp_path)
+    report = agentflow.run_tests([path], pattern="unstubbed")
+    (outcome,) = report.outcomes
+    assert not outcome.passed
+    assert "tool `notify__send` is not stubbed" in outcome.failures[0]
+    assert "add `stub tool notify__send returns …`" in outcome.failures[0]
+
+
+def test_k_selects_tests_by_name_and_x_stops_at_the_first_failure(tmp_path):
+    _write(tmp_path)
+    result = CliRunner().invoke(main, ["test", str(tmp_path), "-k", "empty"])
+    assert result.exit_code == 0
+    assert result.output.rstrip().endswith("1 passed, 0 failed")
+    result = CliRunner().invoke(main, ["test", str(tmp_path), "-x"])
+    assert result.exit_code == 1
+    assert result.output.rstrip().endswith("1 passed, 1 failed")
+
+
+def test_junit_xml_lists_every_test_with_its_failure(tmp_path):
+    _write(tmp_path)
+    junit = tmp_path / "report.xml"
+    CliRunner().invoke(main, ["test", str(tmp_path), "--junit", str(junit)])
+    root = ET.parse(junit).getroot()
+    assert root.get("tests") == "4" and root.get("failures") == "2"
+    cases = {c.get("name"): c for c in root.iter("testcase")}
+    assert set(cases) == {"empty", "picked", "unstubbed tool", "notify fails"}
+    assert cases["empty"].find("failure") is None
+    assert "expect todos.count == 2" in cases["picked"].find("failure").text
+
+
+def test_run_tests_returns_a_typed_report(tmp_path):
+    report = agentflow.run_tests(_write(tmp_path), pattern="notify*")
+    assert isinstance(report, agentflow.TestReport)
+    assert [(o.name, o.passed, o.line) for o in report.outcomes] == [
+        ("notify fails", True, _line('test "notify fails"'))
+    ]
+    assert report.ok and report.summary() == "1 passed, 0 failed"
+
+
+def test_unstubbed_agents_get_the_test_models_answer(tmp_path):
+    text = FLOW.split("test ")[0] + (
+        'test "generated" {\n  input { dir: "." }\n'
+        '  stub tool grep returns [{ path: "a.py", line: 1, text: "TODO" }]\n'
+        "  stub tool notify__send returns { sent: false }\n"
+        "  expect inferences == 1 and told == false\n}\n"
+    )
+    report = agentflow.run_tests(_write(tmp_path, text))
+    assert [(o.passed, o.failures) for o in report.outcomes] == [(True, [])]
+
+
+def test_a_file_that_does_not_check_is_one_failed_entry_with_its_diagnostics(tmp_path):
+    broken = FLOW.replace('returns { top: ["x"], count: 1 }', 'returns { top: ["x"], count: "1" }')
+    _write(tmp_path, broken)
+    result = CliRunner().invoke(main, ["test", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "error[stub-mismatch]" in result.output
+    assert result.output.rstrip().endswith("0 passed, 1 failed")
+
+
+def test_no_tests_found_exits_zero(tmp_path):
+    _write(tmp_path, FLOW.split("test ")[0])
+    result = CliRunner().invoke(main, ["test", str(tmp_path)])
+    assert result.exit_code == 0
+    assert "no tests found" in result.output
+
+
+ROUTE = """\
+type Triage { severity: "low" | "medium" | "high" }
+use agent "triager" as triager
+
+stage triage -> Triage {
+  agent(triager) {
+    task "Triage it"
+    tools none
+    expect Triage
+  }
+}
+
+stage route -> text {
+  if triage.severity == "high" {
+    return "page the on-call"
+  }
+  return "queue it"
+}
+
+test "routes by severity" map [
+  { severity: "high", route: "page the on-call" },
+  { severity: "medium", route: "queue it" },
+  { severity: "low", route: "page the on-call" },
+] as case {
+  stub agent triager returns { severity: case.severity }
+  expect route == case.route
+}
+"""
+
+
+def test_a_parametrised_test_runs_once_per_case(tmp_path):
+    report = agentflow.run_tests(_write(tmp_path, ROUTE, "route.flow"))
+    assert [(o.name, o.passed) for o in report.outcomes] == [
+        ("routes by severity[0]", True),
+        ("routes by severity[1]", True),
+        ("routes by severity[2]", False),
+    ]
+    assert (
+        report.outcomes[2]
+        .failures[0]
+        .endswith(
+            'expect route == case.route\n    route: "queue it"\n    case.route: "page the on-call"'
+        )
+    )
+
+
+def test_mistakes_in_test_constants_and_unparsable_tests_are_failures_not_tracebacks(tmp_path):
+    _write(
+        tmp_path, 'stage s -> int { return 1 }\ntest "div" {\n  input { x: 1 / 0 }\n}\n', "a.flow"
+    )
+    _write(tmp_path, 'stage s -> int { return 1 }\ntest "broken {\n', "b.flow")
+    result = CliRunner().invoke(main, ["test", str(tmp_path)])
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert result.exit_code == 1
+    assert "a.flow:2:6: `1 / 0`: division by zero" in result.output
+    assert "b.flow flowc check FAILED" in result.output and "unterminated string" in result.output
