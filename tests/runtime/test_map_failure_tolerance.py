@@ -85,7 +85,7 @@ async def test_a_percentage_tolerates_that_share_of_the_items_rounded_down():
     assert res.status == "ok", res.error
     res, _ = await _run('{ tolerate: "19%" }')  # 1 of 10
     assert res.status == "error"
-    assert 'more than the 19% (1 of 10) tolerated' in res.error["message"]
+    assert "more than the 19% (1 of 10) tolerated" in res.error["message"]
 
 
 async def test_a_tolerance_of_zero_still_yields_outcomes_when_nothing_fails():

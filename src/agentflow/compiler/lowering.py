@@ -969,6 +969,9 @@ class _Lowerer:
         inp: dict[str, Any] = {"over": self.whole(over)}
         if e.parallel:
             inp["concurrency"] = limit if limit is not None else 4
+        if e.tolerate is not None:
+            n = e.tolerate
+            inp["on_item_error"] = {"tolerate": f"{n:g}%" if e.tolerate_percent else n}
         inp["do"] = body
         step = self.add_step(ctx, "map", inp, e.keyword_span or e.span)
         return Frag([StepRef(step)])

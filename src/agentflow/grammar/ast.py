@@ -300,7 +300,7 @@ class Block(Node):
 
 @dataclass(slots=True, eq=False)
 class MapExpr(Expr):
-    """``[parallel] map over as var [limit N] { body }``."""
+    """``[parallel] map over as var [limit N] [tolerate N | tolerate P%] { body }``."""
 
     parallel: bool
     over: Expr
@@ -308,6 +308,11 @@ class MapExpr(Expr):
     limit: Expr | None
     body: Block
     keyword_span: Span | None = None
+    #: ``tolerate N`` / ``tolerate P%``: how many failed items the map tolerates (then it yields
+    #: ``Outcome<T>`` per item); ``tolerate_percent`` when written as a percentage.
+    tolerate: int | float | None = None
+    tolerate_percent: bool = False
+    tolerate_span: Span | None = None
 
 
 @dataclass(slots=True, eq=False)

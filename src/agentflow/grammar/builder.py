@@ -434,7 +434,8 @@ class Builder:
         k = 1 if parallel else 0
         over = c[k + 1]
         var = c[k + 3]
-        limit = c[k + 5] if len(c) > k + 5 else None
+        limit, tolerance = c[k + 4]
+        count, percent, tspan = tolerance if tolerance is not None else (None, False, None)
         return ast.MapExpr(
             _cover(c[0], c[-1]),
             parallel,
@@ -443,7 +444,28 @@ class Builder:
             limit,
             c[-1],
             keyword_span=c[k].span,
+            tolerate=count,
+            tolerate_percent=percent,
+            tolerate_span=tspan,
         )
+
+    def map_options_none(self, c):
+        return (None, None)
+
+    def map_limit(self, c):
+        return (c[1], None)
+
+    def map_tolerate(self, c):
+        return (None, c[1])
+
+    def map_limit_tolerate(self, c):
+        return (c[1], c[3])
+
+    def tolerance(self, c):
+        """``N`` or ``P%`` → (number, is_percent, span)."""
+        n = c[0]
+        value = _number(n.value)
+        return (value, len(c) == 2, _cover(n, c[-1]))
 
     def reduce_expr(self, c):
         acc_type = c[7] if len(c) == 11 else None

@@ -231,7 +231,7 @@ async def _map(call: ControlCall) -> Any:
     if tolerated is None:
         raise RunError(
             "validation",
-            "`on_item_error` must be fail, skip or { tolerate: N | \"P%\" }, "
+            '`on_item_error` must be fail, skip or { tolerate: N | "P%" }, '
             f"got {to_json_value(mode)!r}",
             call.path,
         )
