@@ -2088,6 +2088,9 @@ class _Checker:
             return ListType(check_errors.outcome_type(bt))
         return ListType(bt)
 
+    def e_CatchExpr(self, e: ast.CatchExpr, hint: Type | None) -> Type:
+        return check_errors.check_catch(self, e, hint)
+
     def e_FilterExpr(self, e: ast.FilterExpr, hint: Type | None) -> Type:
         ot = self.infer(e.over)
         elem = self.list_elem(ot, "filter", e.over.span)

@@ -106,6 +106,8 @@ CONTINUATION_WORDS: tuple[str, ...] = (
     "as",
     "limit",
     "tolerate",
+    "catch",
+    "on",
     "where",
     "judge",
     "expect",
@@ -250,6 +252,7 @@ CONTROL_STEP_SPECS: dict[str, ControlStep] = {
         _step("parallel", "branches concurrency", "branches"),
         _step("value", "value", "value", may_be_body=True),
         _step("verify", "checks judges", ""),
+        _step("try", "do on catch", "do catch", body_keys="do catch", scope="error"),
     )
 }
 #: The control step names.

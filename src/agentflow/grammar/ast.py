@@ -316,6 +316,19 @@ class MapExpr(Expr):
 
 
 @dataclass(slots=True, eq=False)
+class CatchExpr(Expr):
+    """``guarded catch [on [code, …]] [as var] { fallback }``: the guarded expression's value, or,
+    when it fails (with one of ``codes``, when given), the fallback's, with ``var`` bound to the
+    error."""
+
+    guarded: Expr
+    codes: list[Ident] | None
+    var: Ident | None
+    body: Block
+    keyword_span: Span | None = None
+
+
+@dataclass(slots=True, eq=False)
 class FilterExpr(Expr):
     """``filter over as var where cond`` or ``… where judge "prompt"``."""
 

@@ -449,6 +449,32 @@ class Builder:
             tolerate_span=tspan,
         )
 
+    def catch_expr(self, c):
+        guarded, kw, codes, var, body = c
+        return ast.CatchExpr(_cover(guarded, body), guarded, codes, var, body, keyword_span=kw.span)
+
+    def catch_any(self, c):
+        return None
+
+    def catch_on(self, c):
+        return c[2]
+
+    def codes_first(self, c):
+        return [ast.Ident(c[0].span, c[0].value)]
+
+    def codes_next(self, c):
+        c[0].append(ast.Ident(c[2].span, c[2].value))
+        return c[0]
+
+    def codes_comma(self, c):
+        return c[0]
+
+    def catch_unbound(self, c):
+        return None
+
+    def catch_bound(self, c):
+        return ast.Ident(c[1].span, c[1].value)
+
     def map_options_none(self, c):
         return (None, None)
 

@@ -44,6 +44,8 @@ from agentflow.core.vocabulary import (
     CONDITION_OPS,
     CONTROL_FIELDS,
     CONTROL_STEPS,
+    ERROR_CODES,
+    HARD_STOP_CODES,
     MAX_BACKOFF_FACTOR,
     MAX_BACKOFF_MS,
     MAX_CONCURRENCY,
@@ -643,6 +645,25 @@ class _Validator:
         self.gate(inp, ipath, "decide", required=True)
         self.body_field(inp, ipath, "then", broken)
         self.body_field(inp, ipath, "else", broken)
+
+    def c_try(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+        self.body_field(inp, ipath, "do", broken)
+        self.body_field(inp, ipath, "catch", broken)
+        if "on" not in inp:
+            return
+        codes = inp["on"]
+        if not isinstance(codes, list) or not codes:
+            self.problem((*ipath, "on"), "`on` must be a non-empty list of error codes")
+            return
+        for i, code in enumerate(codes):
+            if code in HARD_STOP_CODES:
+                self.problem((*ipath, "on", i), f"`{code}` stops the run and cannot be caught")
+            elif code not in ERROR_CODES:
+                self.problem(
+                    (*ipath, "on", i),
+                    f"`on` lists {code!r}, which is not an error code",
+                    hint=did_you_mean(str(code), ERROR_CODES),
+                )
 
     def c_filter(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
         self.gate(inp, ipath, "filter", required=True)

@@ -1,5 +1,5 @@
 """The control steps (docs/spec/PLAN_IR.md §5): ``value``, ``exit``, ``decide``, ``filter``,
-``map``, ``reduce``, ``parallel``, ``ask``, ``verify`` (``agent`` lives in
+``map``, ``reduce``, ``parallel``, ``ask``, ``verify``, ``try`` (``agent`` lives in
 :mod:`agentflow.runtime.agent_step`).
 
 The executor never dispatches a control step to a tool: it calls the step's handler from
@@ -322,6 +322,27 @@ def _over_tolerance(call: ControlCall, errors: dict[int, RunError], n: int, mode
     )
 
 
+async def _try(call: ControlCall) -> Any:
+    """``do``'s value; when ``do`` fails (after its own retries) with one of ``on`` (any code when
+    absent), a ``step_caught`` event and ``catch``'s value, with ``error`` — ``{code, message,
+    step, source?}`` — in its scope.  A `fail`/`exit` with status error is caught like any
+    failure; ``aborted``, ``deadline_exceeded`` and ``budget_exceeded`` never are, nor a
+    cancellation (not a RunError)."""
+    codes = call.render("on")
+    call.announce({"on": codes} if codes is not None else {})
+    body = call.body("do")
+    p = f"{call.path}/do"
+    try:
+        return await call.run_body(body, p)
+    except RunError as e:
+        if e.code in HARD_STOP_CODES or (codes is not None and e.code not in codes):
+            raise
+        error = outcome_error(e, p)
+    call.ex.emit("step_caught", call.path, call.stack, error=error)
+    fallback = call.body("catch")
+    return await call.run_body(fallback, f"{call.path}/catch", _layer(call.scope, error=error))
+
+
 async def _reduce(call: ControlCall) -> Any:
     items = _over(call)
     acc = call.render("initial")
@@ -489,4 +510,5 @@ HANDLERS: dict[str, ControlHandler] = {
     "parallel": _parallel,
     "ask": _ask,
     "verify": _verify,
+    "try": _try,
 }

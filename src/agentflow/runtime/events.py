@@ -27,6 +27,7 @@ EVENT_KINDS = (
     "run_started",
     "step_started",
     "step_finished",
+    "step_caught",
     "tool_started",
     "tool_finished",
     "model_call",
