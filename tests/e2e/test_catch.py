@@ -6,9 +6,9 @@ listed is not; a hook abort never is."""
 from __future__ import annotations
 
 from agentflow import api
+from agentflow.runtime.config import load_config
 from agentflow.runtime.events import CallbackSink
 from agentflow.runtime.hooks import Hooks, abort
-from agentflow.runtime.config import load_config
 from agentflow.testing.chat_server import TEST_API_KEY, answer
 
 SUMMARY = """\

@@ -37,3 +37,15 @@ def test_an_outcome_and_its_error_hover_with_their_names():
 
 def test_the_values_of_the_outcomes_hover_as_the_body_type():
     assert "number[]" in _hover("values")
+
+
+def test_a_catch_binding_hovers_as_error():
+    source = """\
+extern tool user__fetch(url: text) -> text
+stage s -> text {
+  user__fetch(url: "a") catch on [timeout] as err { err.message }
+}
+"""
+    a = analyze(source, "c.flow")
+    found = a.hover(source.index("err.message") + 1)
+    assert found is not None and "err: Error" in found[0]
