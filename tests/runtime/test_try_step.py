@@ -84,3 +84,19 @@ def test_codes_are_checked_at_load(on, problem):
     with pytest.raises(PlanLoadError) as info:
         load_plan_text(PLAN.format(on=on), "t.plan.yaml")
     assert problem in str(info.value) and "t.plan.yaml:12:" in str(info.value)
+
+
+def test_the_console_shows_the_failure_and_that_it_was_caught():
+    import io
+
+    from agentflow.runtime.events import ConsoleSink
+    from agentflow.runtime.executor import run_plan_sync
+
+    catalog = Catalog()
+    catalog.register_function("user__flaky", Flaky(failures=5, code="tool_error"))
+    buf = io.StringIO()
+    plan = load_plan_text(PLAN.format(on=""), "t.plan.yaml")
+    res = run_plan_sync(plan, {"n": 1}, catalog=catalog, sinks=[ConsoleSink(buf)])
+    assert res.status == "ok"
+    out = buf.getvalue()
+    assert "✗ E0/do" in out and "↪ E0 caught tool_error: call 1 failed" in out and "✓ E0 " in out

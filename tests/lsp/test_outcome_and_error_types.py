@@ -1,5 +1,5 @@
-"""The language server shows the types of a map that tolerates failed items: `Outcome<T>[]`, its
-`.error` (`Error`), and `.values`."""
+"""The language server on errors as values: hovers of a tolerant map's `Outcome<T>[]`, its `.error`
+(`Error`) and `.values`; a `catch … as err` binding hovers as `Error` and goes to its declaration."""
 
 from __future__ import annotations
 
@@ -49,3 +49,16 @@ stage s -> text {
     a = analyze(source, "c.flow")
     found = a.hover(source.index("err.message") + 1)
     assert found is not None and "err: Error" in found[0]
+
+
+def test_a_catch_binding_goes_to_its_declaration():
+    source = """\
+extern tool user__fetch(url: text) -> text
+stage s -> text {
+  user__fetch(url: "a") catch on [timeout] as err { err.message }
+}
+"""
+    a = analyze(source, "c.flow")
+    target = a.definition(source.index("err.message") + 1)
+    assert target is not None
+    assert (target.line, target.column) == (3, source.split("\n")[2].index("err") + 1)
