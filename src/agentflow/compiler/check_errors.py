@@ -182,7 +182,9 @@ def check_catch(ck: Any, e: ast.CatchExpr, hint: Type | None) -> Type:
     ``report``, scopes)."""
     from agentflow.compiler.checker import Symbol  # the checker imports this module
 
-    t = ck.expr(e.guarded, hint) if hint is not None else widen(ck.infer(e.guarded))
+    # the fallback must produce what the context expects, else the guarded expression's type
+    guarded = ck.expr(e.guarded, hint) if hint is not None else ck.infer(e.guarded)
+    t = hint if hint is not None and not isinstance(guarded, ErrorType) else widen(guarded)
     kw = e.keyword_span or e.span
     for code in e.codes or []:
         name = code.name
