@@ -277,3 +277,10 @@ def test_cli_fmt_check_and_write(tmp_path: Path):
     assert r.exit_code == 1
     assert "c.flow:1:" in r.output
     assert "Traceback" not in r.output
+
+
+def test_a_tolerated_percentage_is_written_against_its_number():
+    src = "stage s {\n  map [1] as x limit 2 tolerate 20  % { x }\n}\n"
+    out = format_source(src)
+    assert "limit 2 tolerate 20% { x }" in out
+    assert "a % b" in format_source("stage s {\n  let a = 1\n  let b = 2\n  a%b\n}\n")

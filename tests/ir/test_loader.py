@@ -519,7 +519,7 @@ def test_control_step_inputs():
     assert "`status` must be `ok` or `error`" in msgs[(9, 22)].message
     assert msgs[(9, 40)].message.endswith("unknown field `colour` in `exit` input")
     assert "`concurrency` must be ≥ 1" in msgs[(12, 85)].message
-    assert "`on_item_error` must be `fail` or `skip`" in msgs[(12, 103)].message
+    assert "`on_item_error` must be `fail`, `skip` or `{ tolerate: N }`" in msgs[(12, 103)].message
     assert msgs[(12, 103)].hint is None or "fail" in msgs[(12, 103)].hint
     assert "unknown operator 'equals'" in msgs[(15, 47)].message
     assert "`when_unanswered` must be" in msgs[(18, 46)].message

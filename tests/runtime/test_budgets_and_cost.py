@@ -3,6 +3,7 @@ agent step, from flow.toml and the plan, enforced before each model call."""
 
 from __future__ import annotations
 
+import pytest
 from support.chat_server import TEST_API_KEY, answer, tool_calls
 
 from agentflow import api
@@ -163,14 +164,17 @@ async def test_a_bad_budget_in_a_plan_is_a_load_problem(tmp_path):
     assert "`inferences` must be ≥ 0" in text and "unknown budget `dollars`" in text
 
 
-async def test_a_budget_is_not_skipped_by_a_map_that_skips_failed_items(chat_server, tmp_path):
+@pytest.mark.parametrize("mode", ["skip", {"tolerate": "100%"}], ids=["skip", "tolerate"])
+async def test_a_budget_is_not_skipped_by_a_map_that_skips_failed_items(
+    chat_server, tmp_path, mode
+):
     chat_server.script(forever)
     config = setup(chat_server, tmp_path, "[budget]\ninferences = 2\n")
     mapped = plan(
         {
             "id": "E0",
             "tool_name": "map",
-            "input": {"over": [1, 2, 3], "on_item_error": "skip", "do": agent_step("E1")},
+            "input": {"over": [1, 2, 3], "on_item_error": mode, "do": agent_step("E1")},
         }
     )
     result, _ = await run(mapped, config, tmp_path)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentflow.compiler import check_errors
 from agentflow.compiler.check_tests import check_tests
 from agentflow.compiler.types import (
     BOOL,
@@ -1618,6 +1619,8 @@ class _Checker:
         if name == "count" and self.countable(r):
             if not (isinstance(r, ObjectType) and "count" in r.fields):
                 return INT
+        if (helper := check_errors.outcome_list_member(r, name)) is not None:
+            return helper  # `.values` / `.errors` of Outcome<T>[]
         if isinstance(r, VerdictType):
             r = VERDICT_OBJECT
         if isinstance(r, ObjectType):
@@ -2078,6 +2081,9 @@ class _Checker:
                 )
         h = self._hint_parts(hint)
         body_hint = h.elem if isinstance(h, ListType) else None
+        if e.tolerate is not None:  # `tolerate …`: the map yields Outcome<T>[]
+            check_errors.check_tolerance(e, self.report)
+            body_hint = check_errors.outcome_value_type(body_hint) if body_hint else None
         self.loop_scope(e.var, elem, e)
         try:
             span = e.keyword_span or e.span
@@ -2086,7 +2092,12 @@ class _Checker:
             self.pop_scope()
         if isinstance(bt, ErrorType):
             return ERROR
+        if e.tolerate is not None:
+            return ListType(check_errors.outcome_type(bt))
         return ListType(bt)
+
+    def e_CatchExpr(self, e: ast.CatchExpr, hint: Type | None) -> Type:
+        return check_errors.check_catch(self, e, hint)
 
     def e_FilterExpr(self, e: ast.FilterExpr, hint: Type | None) -> Type:
         ot = self.infer(e.over)

@@ -139,6 +139,8 @@ class _Layout:
         self.angle: set[int] = set()
         self.keyword: set[int] = set()
         self.unary: set[int] = set()
+        #: the ``%`` of a percentage (``tolerate 20%``), written against its number
+        self.percent: set[int] = set()
         code = [k for k, t in enumerate(toks) if _is_code(t)]
         opened: list[int] = []
         for pos, k in enumerate(code):
@@ -161,6 +163,9 @@ class _Layout:
             elif t.text == ">" and opened:
                 self.angle.add(k)
                 opened.pop()
+            elif t.text == "%" and prev is not None and prev.kind == "num" and pos >= 2:
+                if toks[code[pos - 2]].text == "tolerate":
+                    self.percent.add(k)
             elif t.text == "-":
                 if prev is None or not self.value_end(code[pos - 1]):
                     self.unary.add(k)
@@ -192,7 +197,7 @@ class _Layout:
             return " "
         if ct == "?":
             return " " if pt == "?" else ""  # `T? ?` must not become the `??` operator
-        if pt == "@":
+        if pt == "@" or b in self.percent:
             return ""
         if b in self.angle or a in self.angle and pt == "<":
             return ""
@@ -403,7 +408,16 @@ def _render(lines: list[_Line | None]) -> str:
 
 
 _SPAN_FIELDS = frozenset(
-    {"span", "key_span", "name_span", "op_span", "target_span", "keyword_span", "catalog_span"}
+    {
+        "span",
+        "key_span",
+        "name_span",
+        "op_span",
+        "target_span",
+        "keyword_span",
+        "catalog_span",
+        "tolerate_span",
+    }
     | {"fails_span", "code_span"}
 )
 

@@ -971,8 +971,27 @@ class _Lowerer:
         inp: dict[str, Any] = {"over": self.whole(over)}
         if e.parallel:
             inp["concurrency"] = limit if limit is not None else 4
+        if e.tolerate is not None:
+            n = e.tolerate
+            inp["on_item_error"] = {"tolerate": f"{n:g}%" if e.tolerate_percent else n}
         inp["do"] = body
         step = self.add_step(ctx, "map", inp, e.keyword_span or e.span)
+        return Frag([StepRef(step)])
+
+    def x_CatchExpr(self, e: ast.CatchExpr, ctx: _Ctx) -> Frag:
+        """A `try` step: the guarded expression as its `do` body, the fallback as its `catch` body
+        (the binding reads the scope's `error`), `on` the codes caught (all when absent)."""
+        if ctx.body:
+            raise _NeedsOutline()
+        guarded: list[ast.Stmt] = [ast.ExprStmt(e.guarded.span, e.guarded)]
+        do = self.body_step(guarded, e.guarded.span, ctx, {}, "guarded expression")
+        loop = {e.var.name: "error"} if e.var is not None else {}
+        fallback = self.body_step(e.body.stmts, e.body.span, ctx, loop, "catch fallback")
+        inp: dict[str, Any] = {"do": do}
+        if e.codes:
+            inp["on"] = [c.name for c in e.codes]
+        inp["catch"] = fallback
+        step = self.add_step(ctx, "try", inp, e.keyword_span or e.span)
         return Frag([StepRef(step)])
 
     def x_FilterExpr(self, e: ast.FilterExpr, ctx: _Ctx) -> Frag:

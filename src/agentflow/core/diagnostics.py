@@ -58,7 +58,7 @@ WRITE_NOT_PATH_ARRAY = _register(
 )
 INVALID_DURATION = _register("invalid-duration", "error", "a zero or negative duration")
 UNKNOWN_ERROR_CODE = _register(
-    "unknown-error-code", "error", "a retry `on` code that is not retryable"
+    "unknown-error-code", "error", "a retry or `catch` `on` code that is not one of its codes"
 )
 EMPTY_TOOLS = _register("empty-tools", "error", "`tools []`: write `tools none` for no tools")
 MISSING_RETURN = _register(
@@ -81,6 +81,15 @@ UNREACHABLE_CODE = _register("unreachable-code", "warning", "code after `return`
 UNUSED_VARIABLE = _register("unused-variable", "warning", "a `let` that is never read")
 UNSUPPORTED_CONSTRUCT = _register(
     "unsupported-construct", "error", "a construct `flowc compile` cannot lower yet"
+)
+UNCATCHABLE_ERROR_CODE = _register(
+    "uncatchable-error-code", "error", "a `catch on` code that stops the run and cannot be caught"
+)
+IMPOSSIBLE_ERROR_CODE = _register(
+    "impossible-error-code", "warning", "a `catch on` code the guarded expression cannot fail with"
+)
+UNREACHABLE_CATCH = _register(
+    "unreachable-catch", "warning", "a `catch` whose guarded expression cannot fail"
 )
 POSITIONAL_ARGUMENT = _register(
     "positional-argument", "error", "a tool argument given without its name"

@@ -38,6 +38,7 @@ __all__ = [
     "ERROR_CODES",
     "ErrorCode",
     "EXPRESSION_WORDS",
+    "HARD_STOP_CODES",
     "KEYWORDS",
     "KEYWORD_TERMINALS",
     "MAX_BACKOFF_FACTOR",
@@ -103,12 +104,15 @@ EXPRESSION_WORDS: tuple[str, ...] = (
     "false",
     "null",
 )
-#: Words that continue a construct another word started (``if … else``, ``map … as x limit n``,
+#: Words that continue a construct another word started (``if … else``, ``map … as x limit n tolerate k``,
 #: ``filter … where judge …``, ``ask … expect T default v``, ``verify { check … }``).
 CONTINUATION_WORDS: tuple[str, ...] = (
     "else",
     "as",
     "limit",
+    "tolerate",
+    "catch",
+    "on",
     "where",
     "judge",
     "expect",
@@ -254,6 +258,7 @@ CONTROL_STEP_SPECS: dict[str, ControlStep] = {
         _step("parallel", "branches concurrency", "branches"),
         _step("value", "value", "value", may_be_body=True),
         _step("verify", "checks judges", ""),
+        _step("try", "do on catch", "do catch", body_keys="do catch", scope="error"),
     )
 }
 #: The control step names.
@@ -340,6 +345,10 @@ ERROR_CODES: dict[str, ErrorCode] = {
 #: Error codes ``retry { on: [...] }`` (docs/spec/LANGUAGE.md §8) and a plan's ``retry.on`` may
 #: name.
 RETRYABLE_CODES: tuple[str, ...] = tuple(c for c, e in ERROR_CODES.items() if e.retryable)
+#: Error codes that stop the run however a step handles failures: a map never tolerates them (nor
+#: skips them) — the run was stopped (a hook, a signal), ran past its deadline, or the next model
+#: call would exceed a budget (the next item would only hit it too).
+HARD_STOP_CODES: frozenset[str] = frozenset({"aborted", "deadline_exceeded", "budget_exceeded"})
 
 # ---------------------------------------------------------------------------------------------
 # Durations (docs/spec/LANGUAGE.md §2): ``250ms``, ``90s``, ``5m``, ``1h``, and sums written

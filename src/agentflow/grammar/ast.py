@@ -300,12 +300,30 @@ class Block(Node):
 
 @dataclass(slots=True, eq=False)
 class MapExpr(Expr):
-    """``[parallel] map over as var [limit N] { body }``."""
+    """``[parallel] map over as var [limit N] [tolerate N | tolerate P%] { body }``."""
 
     parallel: bool
     over: Expr
     var: Ident
     limit: Expr | None
+    body: Block
+    keyword_span: Span | None = None
+    #: ``tolerate N`` / ``tolerate P%``: how many failed items the map tolerates (then it yields
+    #: ``Outcome<T>`` per item); ``tolerate_percent`` when written as a percentage.
+    tolerate: int | float | None = None
+    tolerate_percent: bool = False
+    tolerate_span: Span | None = None
+
+
+@dataclass(slots=True, eq=False)
+class CatchExpr(Expr):
+    """``guarded catch [on [code, …]] [as var] { fallback }``: the guarded expression's value, or,
+    when it fails (with one of ``codes``, when given), the fallback's, with ``var`` bound to the
+    error."""
+
+    guarded: Expr
+    codes: list[Ident] | None
+    var: Ident | None
     body: Block
     keyword_span: Span | None = None
 

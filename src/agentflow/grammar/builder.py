@@ -475,7 +475,8 @@ class Builder:
         k = 1 if parallel else 0
         over = c[k + 1]
         var = c[k + 3]
-        limit = c[k + 5] if len(c) > k + 5 else None
+        limit, tolerance = c[k + 4]
+        count, percent, tspan = tolerance if tolerance is not None else (None, False, None)
         return ast.MapExpr(
             _cover(c[0], c[-1]),
             parallel,
@@ -484,7 +485,54 @@ class Builder:
             limit,
             c[-1],
             keyword_span=c[k].span,
+            tolerate=count,
+            tolerate_percent=percent,
+            tolerate_span=tspan,
         )
+
+    def catch_expr(self, c):
+        guarded, kw, codes, var, body = c
+        return ast.CatchExpr(_cover(guarded, body), guarded, codes, var, body, keyword_span=kw.span)
+
+    def catch_any(self, c):
+        return None
+
+    def catch_on(self, c):
+        return c[2]
+
+    def codes_first(self, c):
+        return [ast.Ident(c[0].span, c[0].value)]
+
+    def codes_next(self, c):
+        c[0].append(ast.Ident(c[2].span, c[2].value))
+        return c[0]
+
+    def codes_comma(self, c):
+        return c[0]
+
+    def catch_unbound(self, c):
+        return None
+
+    def catch_bound(self, c):
+        return ast.Ident(c[1].span, c[1].value)
+
+    def map_options_none(self, c):
+        return (None, None)
+
+    def map_limit(self, c):
+        return (c[1], None)
+
+    def map_tolerate(self, c):
+        return (None, c[1])
+
+    def map_limit_tolerate(self, c):
+        return (c[1], c[3])
+
+    def tolerance(self, c):
+        """``N`` or ``P%`` → (number, is_percent, span)."""
+        n = c[0]
+        value = _number(n.value)
+        return (value, len(c) == 2, _cover(n, c[-1]))
 
     def reduce_expr(self, c):
         acc_type = c[7] if len(c) == 11 else None

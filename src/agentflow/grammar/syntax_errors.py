@@ -26,7 +26,7 @@ _EXPR_START = frozenset(
     "TRUE FALSE NULL MAP PARALLEL REDUCE AGENT VERIFY FILTER ASK".split()
 )
 _OPERATORS = frozenset(
-    "QQ OR AND EQ NE LT LE GT GE IN NOT PLUS MINUS STAR SLASH PERCENT DOTDOT DOT".split()
+    "QQ OR AND EQ NE LT LE GT GE IN NOT PLUS MINUS STAR SLASH PERCENT DOTDOT DOT CATCH".split()
 )
 #: tokens that can only begin an expression (not continue one as an operator or postfix)
 _EXPR_START_STRICT = _EXPR_START - {"MINUS", "NOT", "LPAR", "LSQB"}

@@ -39,6 +39,7 @@ SCHEMA_KEYS: frozenset[str] = frozenset({"output_schema", "outputSchema", "input
 EFFECTFUL_NODES: tuple[type, ...] = (
     ast.Call,
     ast.MapExpr,
+    ast.CatchExpr,
     ast.FilterExpr,
     ast.ReduceExpr,
     ast.AskExpr,

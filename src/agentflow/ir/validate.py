@@ -44,6 +44,8 @@ from agentflow.core.vocabulary import (
     CONDITION_OPS,
     CONTROL_FIELDS,
     CONTROL_STEPS,
+    ERROR_CODES,
+    HARD_STOP_CODES,
     MAX_BACKOFF_FACTOR,
     MAX_BACKOFF_MS,
     MAX_CONCURRENCY,
@@ -55,6 +57,7 @@ from agentflow.core.vocabulary import (
 )
 from agentflow.grammar import ast
 from agentflow.ir.models import Plan, Step
+from agentflow.ir.outcomes import tolerance
 from agentflow.ir.schemas import ref_problems, validation_errors
 from agentflow.ir.templates import (
     SourceMap,
@@ -648,6 +651,25 @@ class _Validator:
         self.body_field(inp, ipath, "then", broken)
         self.body_field(inp, ipath, "else", broken)
 
+    def c_try(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+        self.body_field(inp, ipath, "do", broken)
+        self.body_field(inp, ipath, "catch", broken)
+        if "on" not in inp:
+            return
+        codes = inp["on"]
+        if not isinstance(codes, list) or not codes:
+            self.problem((*ipath, "on"), "`on` must be a non-empty list of error codes")
+            return
+        for i, code in enumerate(codes):
+            if code in HARD_STOP_CODES:
+                self.problem((*ipath, "on", i), f"`{code}` stops the run and cannot be caught")
+            elif code not in ERROR_CODES:
+                self.problem(
+                    (*ipath, "on", i),
+                    f"`on` lists {code!r}, which is not an error code",
+                    hint=did_you_mean(str(code), ERROR_CODES),
+                )
+
     def c_filter(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
         self.gate(inp, ipath, "filter", required=True)
         self.over(inp, ipath)
@@ -660,13 +682,38 @@ class _Validator:
         self.over(inp, ipath)
         self.body_field(inp, ipath, "do", broken)
         self.positive_int(inp, ipath, "concurrency", 1, MAX_CONCURRENCY)
-        if "on_item_error" in inp and inp["on_item_error"] not in ("fail", "skip"):
-            v = inp["on_item_error"]
-            self.problem(
-                (*ipath, "on_item_error"),
-                f"`on_item_error` must be `fail` or `skip`, not {v!r}",
-                hint=did_you_mean(str(v), {"fail", "skip"}),
-            )
+        if "on_item_error" in inp:
+            self.on_item_error(inp["on_item_error"], (*ipath, "on_item_error"))
+
+    def on_item_error(self, v: Any, path: tuple) -> None:
+        """``fail``, ``skip``, ``{ tolerate: N }`` (N ≥ 0) or ``{ tolerate: "P%" }`` (0–100), or a
+        template (checked when it renders)."""
+        if v in ("fail", "skip") or (isinstance(v, str) and "{{" in v):
+            return
+        if isinstance(v, dict):
+            extra = sorted(str(k) for k in v if k != "tolerate")
+            if extra:
+                self.problem(
+                    (*path, extra[0]),
+                    f"`on_item_error` takes only `tolerate`, not `{extra[0]}`",
+                    hint=did_you_mean(extra[0], {"tolerate"}),
+                )
+                return
+            t = v.get("tolerate")
+            if isinstance(t, str) and "{{" in t:
+                return
+            if tolerance(v, 100) is None:
+                self.problem(
+                    (*path, "tolerate"),
+                    "`tolerate` must be a count of items (0 or more) or a percentage "
+                    f'from "0%" to "100%", not {t!r}',
+                )
+            return
+        self.problem(
+            path,
+            f"`on_item_error` must be `fail`, `skip` or `{{ tolerate: N }}`, not {v!r}",
+            hint=did_you_mean(str(v), {"fail", "skip"}),
+        )
 
     def c_reduce(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
         self.over(inp, ipath)

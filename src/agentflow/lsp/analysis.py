@@ -213,6 +213,8 @@ class Analysis:
                 return None
             if isinstance(parent, (ast.MapExpr, ast.FilterExpr, ast.ReduceExpr)):
                 return "loopdecl", (parent, node), path
+            if isinstance(parent, ast.CatchExpr) and node is parent.var:
+                return "loopdecl", (parent, node), path  # `catch … as err`
             return None
         if isinstance(node, ast.Argument):
             s = node.name_span
@@ -509,6 +511,8 @@ class Analysis:
         if isinstance(decl, ast.ReduceExpr) and kind == "acc":
             return decl.acc.span
         if isinstance(decl, (ast.MapExpr, ast.FilterExpr, ast.ReduceExpr)) and kind == "loopvar":
+            return decl.var.span
+        if isinstance(decl, ast.CatchExpr) and decl.var is not None:
             return decl.var.span
         return None
 
@@ -1179,6 +1183,8 @@ def _decl_span(sym: Symbol) -> Span | None:
     if isinstance(d, ast.ReduceExpr):
         return d.acc.span if sym.kind == "acc" else d.var.span
     if isinstance(d, (ast.MapExpr, ast.FilterExpr)):
+        return d.var.span
+    if isinstance(d, ast.CatchExpr) and d.var is not None:
         return d.var.span
     return None
 

@@ -1,5 +1,5 @@
 """The control steps (docs/spec/PLAN_IR.md §5): ``value``, ``exit``, ``decide``, ``filter``,
-``map``, ``reduce``, ``parallel``, ``ask``, ``verify`` (``agent`` lives in
+``map``, ``reduce``, ``parallel``, ``ask``, ``verify``, ``try`` (``agent`` lives in
 :mod:`agentflow.runtime.agent_step`).
 
 The executor never dispatches a control step to a tool: it calls the step's handler from
@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from agentflow.core.vocabulary import MAX_CONCURRENCY
+from agentflow.core.vocabulary import ERROR_CODES, HARD_STOP_CODES, MAX_CONCURRENCY
 from agentflow.errors import ExitError, RunError
+from agentflow.ir.outcomes import tolerance
 from agentflow.runtime.effects import UnitSpec
 from agentflow.runtime.expressions import (
     FlowRange,
@@ -49,6 +50,7 @@ __all__ = [
     "ExitOk",
     "as_body",
     "check_answer",
+    "outcome_error",
     "run_all",
     "run_pool",
 ]
@@ -230,9 +232,13 @@ async def _map(call: ControlCall) -> Any:
     mode = call.render("on_item_error", "fail") or "fail"
     body = call.body("do")
     call.announce({"over": items, "concurrency": conc, "on_item_error": mode})
-    if mode not in ("fail", "skip"):
+    tolerated = tolerance(mode, len(items))
+    if tolerated is None:
         raise RunError(
-            "validation", f"`on_item_error` must be fail or skip, got {mode!r}", call.path
+            "validation",
+            '`on_item_error` must be fail, skip or { tolerate: N | "P%" }, '
+            f"got {to_json_value(mode)!r}",
+            call.path,
         )
     if isinstance(conc, float) and conc.is_integer():
         conc = int(conc)
@@ -247,6 +253,7 @@ async def _map(call: ControlCall) -> Any:
         )
     results: list[Any] = [None] * len(items)
     failed: set[int] = set()
+    errors: dict[int, RunError] = {}
     ex, frame = call.ex, call.frame
     units = ex.effects
     concurrent = conc > 1 and len(items) > 1
@@ -256,18 +263,91 @@ async def _map(call: ControlCall) -> Any:
         scope = _layer(call.scope, item=items[i], index=i)
         spec = UnitSpec("body", frame, concurrent, conc, body=body, scope=scope)
         try:
-            results[i] = await units.unit(p, partial(ex.run_step, body, scope, p, frame), spec)
+            value = await units.unit(p, partial(ex.run_step, body, scope, p, frame), spec)
         except RunError as e:
-            # a budget that would be exceeded ends the run: skipping the item would only make
-            # the next one hit it too
-            if mode == "skip" and not isinstance(e, ExitError) and e.code != "budget_exceeded":
+            if mode == "fail":
+                raise
+            if mode == "skip":
+                # a budget that would be exceeded ends the run: skipping the item would only make
+                # the next one hit it too
+                if isinstance(e, ExitError) or e.code == "budget_exceeded":
+                    raise
                 failed.add(i)
                 call.ex.warn(p, call.stack, f"item {i} skipped after {e.code}: {e.message}")
                 return
-            raise
+            if e.code in HARD_STOP_CODES:  # a `fail` (ExitError) is an item's failure like any
+                raise
+            errors[i] = e
+            results[i] = {"ok": False, "error": outcome_error(e, p)}
+            if len(errors) > tolerated:
+                raise _over_tolerance(call, errors, len(items), mode) from e
+            call.ex.warn(p, call.stack, f"item {i} failed (tolerated) with {e.code}: {e.message}")
+            return
+        results[i] = {"ok": True, "value": value} if isinstance(mode, dict) else value
 
     await run_pool(len(items), conc, one)
     return [r for i, r in enumerate(results) if i not in failed]
+
+
+#: How many failed items a map tolerates, at most, when it lists them in a message.
+_LISTED_FAILURES = 3
+
+
+def outcome_error(e: RunError, path: str) -> dict[str, Any]:
+    """The ``error`` of a failed item's outcome: ``{code, message, step, source?}`` (``step``: the
+    step path that failed, ``source``: its ``.flow`` position when known)."""
+    err: dict[str, Any] = {"code": e.code, "message": e.message, "step": e.step_path or path}
+    if e.source:
+        err["source"] = e.source
+    return err
+
+
+def _over_tolerance(call: ControlCall, errors: dict[int, RunError], n: int, mode: Any) -> RunError:
+    """The map's error once more items failed than ``mode`` tolerates: how many, and the first
+    few (index, code, source, message), in input order.  Its code is the first failure's."""
+    order = sorted(errors)
+    listed = []
+    for i in order[:_LISTED_FAILURES]:
+        e = errors[i]
+        where = f" at {e.source}" if e.source else ""
+        listed.append(f"item {i}: {e.code}{where}: {e.message}")
+    more = len(order) - _LISTED_FAILURES
+    if more > 0:
+        listed.append(f"and {more} more")
+    t = mode["tolerate"]
+    allowed = tolerance(mode, n)
+    limit = f"{t} ({allowed} of {n})" if isinstance(t, str) else str(t)
+    first = errors[order[0]]
+    # an `exit`'s own code is no registered code: the map's error keeps it as an exit would
+    cls = RunError if first.code in ERROR_CODES else ExitError
+    return cls(
+        first.code,
+        f"{len(order)} of {n} items failed, more than the {limit} tolerated; " + "; ".join(listed),
+        call.path,
+        call.source,
+        details={"failed": [outcome_error(errors[i], f"{call.path}/do.{i}") for i in order]},
+    )
+
+
+async def _try(call: ControlCall) -> Any:
+    """``do``'s value; when ``do`` fails (after its own retries) with one of ``on`` (any code when
+    absent), a ``step_caught`` event and ``catch``'s value, with ``error`` — ``{code, message,
+    step, source?}`` — in its scope.  A `fail`/`exit` with status error is caught like any
+    failure; ``aborted``, ``deadline_exceeded`` and ``budget_exceeded`` never are, nor a
+    cancellation (not a RunError)."""
+    codes = call.render("on")
+    call.announce({"on": codes} if codes is not None else {})
+    body = call.body("do")
+    p = f"{call.path}/do"
+    try:
+        return await call.run_body(body, p)
+    except RunError as e:
+        if e.code in HARD_STOP_CODES or (codes is not None and e.code not in codes):
+            raise
+        error = outcome_error(e, p)
+    call.ex.emit("step_caught", call.path, call.stack, error=error)
+    fallback = call.body("catch")
+    return await call.run_body(fallback, f"{call.path}/catch", _layer(call.scope, error=error))
 
 
 async def _reduce(call: ControlCall) -> Any:
@@ -457,4 +537,5 @@ HANDLERS: dict[str, ControlHandler] = {
     "parallel": _parallel,
     "ask": _ask,
     "verify": _verify,
+    "try": _try,
 }

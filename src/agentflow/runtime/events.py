@@ -28,6 +28,7 @@ EVENT_KINDS = (
     "run_started",
     "step_started",
     "step_finished",
+    "step_caught",
     "tool_started",
     "tool_finished",
     "model_call",
@@ -54,7 +55,9 @@ class Event:
     message}, elapsed_ms}``, ``model_call: {role, round?, model, input_tokens, output_tokens,
     latency_ms, finish_reason, reply: {text, tool_calls: [{id, name, arguments}]}, provider?,
     api?, cache_read_tokens?, cache_write_tokens?, cost?, reused?}`` (emitted when the call
-    returns: it began ``latency_ms`` earlier), ``retry: {attempt, code, delay_ms}``, ``warning:
+    returns: it began ``latency_ms`` earlier), ``retry: {attempt, code, delay_ms}``,
+    ``step_caught: {error: {code, message, step, source?}}`` (a ``try`` step caught its body's
+    failure; the fallback runs next), ``warning:
     {message}``, ``partial_output: {value, round}`` (a streaming agent's answer so far: a typed
     partial value, docs/models.md), ``mcp_server: {server, state: started|failed, transport,
     server_info?, tools?, elapsed_ms, error?}``, ``mcp_log: {server, level, logger?, data}``,
@@ -423,6 +426,10 @@ class ConsoleSink:
                 return  # the same warning again (each item of a map): said once is enough
             self._warned.add(message)
             self._print(f"! {self._name(path, data)} {message}")
+        elif kind == "step_caught":
+            err = data.get("error") or {}
+            name = self._name(path, data)
+            self._print(f"↪ {name} caught {err.get('code')}: {_short(err.get('message'))}")
         elif kind == "retry":
             what = f"model call ({_short(data['model'], 60)})" if data.get("model") else "step"
             why = data.get("code") or data.get("kind") or "an error"

@@ -242,9 +242,24 @@ def _get_member(obj: Any, name: str, node: ast.Member) -> Any:
         raise BadPath(expr_text(node), name)
     if name == "count" and isinstance(obj, list | tuple | str):
         return len(obj)
+    if name in ("values", "errors") and isinstance(obj, list | tuple):
+        helper = outcome_helper(obj, name)
+        if helper is not None:
+            return helper
     if obj is None:
         raise BadPath(expr_text(node), name, f"`{expr_text(node.obj)}` is null")
     raise BadPath(expr_text(node), name, f"`{expr_text(node.obj)}` is {_kind(obj)}, not an object")
+
+
+def outcome_helper(items: list | tuple, name: str) -> list | None:
+    """``xs.values`` (the ``value`` of each ``{ok: true}`` outcome) or ``xs.errors`` (the ``error``
+    of each ``{ok: false}`` one), input order, when every item of ``xs`` is an outcome of a map that
+    tolerates failures (docs/spec/PLAN_IR.md §5); None otherwise."""
+    if not all(isinstance(o, dict) and isinstance(o.get("ok"), bool) for o in items):
+        return None
+    if name == "values":
+        return [o.get("value") for o in items if o["ok"]]
+    return [o.get("error") for o in items if not o["ok"]]
 
 
 def _ev_member(node: ast.Member, scope: Mapping[str, Any]) -> Any:

@@ -1,0 +1,233 @@
+"""Errors as values in the checker (docs/reference/errors-as-values.md): the ``Outcome<T>`` of a
+map that tolerates failed items (``map … tolerate 3 { … }``), its ``Error``, the list helpers
+``.values`` / ``.errors``, and ``… catch [on [codes]] [as err] { fallback }``.
+
+``Outcome<T>`` is a closed object type ``{ ok: bool, value?: T, error?: Error }`` named for hovers
+and messages; ``Error`` is ``{ code, message: text, step: text, source?: text }`` whose ``code`` is
+the literal union of the run-time error codes (``core.vocabulary.ERROR_CODES``), so comparing it
+with a code that does not exist is a type error.  The checker calls in here from ``e_MapExpr``
+and ``member_type``; nothing here keeps state.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agentflow.compiler.types import (
+    BOOL,
+    TEXT,
+    ErrorType,
+    Field,
+    ListType,
+    LiteralType,
+    ObjectType,
+    OptionalType,
+    Type,
+    make_optional,
+    make_union,
+    type_str,
+    widen,
+)
+from agentflow.core import diagnostics as D
+from agentflow.core.diagnostics import Note, did_you_mean
+from agentflow.core.vocabulary import ERROR_CODES, HARD_STOP_CODES
+
+if TYPE_CHECKING:
+    from agentflow.grammar import ast
+
+__all__ = [
+    "ERROR_OBJECT",
+    "OUTCOME_LIST_MEMBERS",
+    "check_catch",
+    "check_tolerance",
+    "is_outcome",
+    "outcome_list_member",
+    "outcome_type",
+    "outcome_value_type",
+]
+
+#: The name prefix of outcome types (``Outcome<T>``).
+_OUTCOME = "Outcome"
+
+#: ``Error``: what a failed step reports (docs/spec/PLAN_IR.md §8).
+ERROR_OBJECT = ObjectType(
+    {
+        "code": Field(make_union([LiteralType(c) for c in ERROR_CODES])),
+        "message": Field(TEXT),
+        "step": Field(TEXT),
+        "source": Field(make_optional(TEXT), optional=True),
+    },
+    name="Error",
+)
+
+#: The helpers of a list of outcomes: ``.values`` (the successes' values, input order) and
+#: ``.errors`` (the failures' errors, input order).
+OUTCOME_LIST_MEMBERS: tuple[str, ...] = ("values", "errors")
+
+
+def outcome_type(value: Type) -> ObjectType:
+    """``Outcome<value>``: ``{ ok: bool, value?: value, error?: Error }``."""
+    return ObjectType(
+        {
+            "ok": Field(BOOL),
+            "value": Field(make_optional(value), optional=True),
+            "error": Field(make_optional(ERROR_OBJECT), optional=True),
+        },
+        name=f"{_OUTCOME}<{type_str(value)}>",
+    )
+
+
+def is_outcome(t: Type) -> bool:
+    """True for an ``Outcome<T>`` type."""
+    return (
+        isinstance(t, ObjectType)
+        and t.name is not None
+        and t.name.startswith(_OUTCOME + "<")
+        and set(t.fields) == {"ok", "value", "error"}
+    )
+
+
+def outcome_value_type(t: Type) -> Type | None:
+    """``T`` of ``Outcome<T>`` (None for another type)."""
+    if not is_outcome(t):
+        return None
+    assert isinstance(t, ObjectType)
+    v = t.fields["value"].type
+    return v.inner if isinstance(v, OptionalType) else v
+
+
+def outcome_list_member(t: Type, name: str) -> Type | None:
+    """The type of ``xs.values`` (``T[]``) or ``xs.errors`` (``Error[]``) when ``t`` is
+    ``Outcome<T>[]``; None otherwise (the caller reports the unknown field)."""
+    if not isinstance(t, ListType) or name not in OUTCOME_LIST_MEMBERS:
+        return None
+    value = outcome_value_type(t.elem)
+    if value is None:
+        return None
+    return ListType(value) if name == "values" else ListType(ERROR_OBJECT)
+
+
+def check_tolerance(e: ast.MapExpr, report) -> None:
+    """``tolerate N`` must count whole items (0 or more); ``tolerate P%`` must be 0–100%.
+    ``report(code, message, span, hint=…)`` is the checker's."""
+    n, span = e.tolerate, e.tolerate_span or e.span
+    if n is None:
+        return
+    if e.tolerate_percent:
+        if not 0 <= n <= 100:
+            report(
+                D.INVALID_VALUE,
+                f"`tolerate` must be a percentage from 0% to 100%, found {n}%",
+                span,
+                hint="`tolerate 100%` keeps going whatever fails",
+            )
+    elif not isinstance(n, int):
+        report(
+            D.INVALID_VALUE,
+            f"`tolerate` counts failed items and must be a whole number, found {n}",
+            span,
+            hint=f"write a percentage instead: `tolerate {n}%`",
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# `… catch [on [codes]] [as err] { fallback }`
+
+#: Codes only a model call can fail with (an agent, a `filter … where judge`, a `verify` judge).
+_MODEL_CODES = frozenset({"model_error", "content_filter"})
+#: Codes only an agent can fail with.
+_AGENT_CODES = frozenset({"invalid_member", "write_scope"})
+
+
+def _can_fail(guarded: ast.Expr, tool_calls: set[int]) -> bool:
+    """Whether the guarded expression runs anything that may fail at run time: a tool call, an
+    agent, a question, a control expression, a `fail`, or a read of a path that may be missing
+    (member, index, projection) or a division."""
+    from agentflow.grammar import ast as A
+
+    for n in A.walk(guarded):
+        if isinstance(
+            n,
+            (A.Call, A.AgentExpr, A.AskExpr, A.VerifyExpr, A.MapExpr, A.FilterExpr)
+            + (A.ReduceExpr, A.CatchExpr, A.Member, A.Index, A.Projection, A.FailStmt),
+        ):
+            return True
+        if isinstance(n, A.Binary) and n.op in ("/", "%"):
+            return True
+    return False
+
+
+def _calls_models(guarded: ast.Expr, agents_only: bool) -> bool:
+    from agentflow.grammar import ast as A
+
+    for n in A.walk(guarded):
+        if isinstance(n, A.AgentExpr):
+            return True
+        if isinstance(n, A.Call) and isinstance(n.callee, A.Name) and "__" in n.callee.name:
+            if n.callee.name.startswith("plan__"):
+                return True  # a sub-plan may run agents
+        if not agents_only and isinstance(n, A.VerifyExpr | A.FilterExpr):
+            if not isinstance(n, A.FilterExpr) or n.judge is not None:
+                return True
+    return False
+
+
+def check_catch(ck: Any, e: ast.CatchExpr, hint: Type | None) -> Type:
+    """Type ``guarded catch … { fallback }``: the guarded expression's type ``T`` (checked
+    against ``hint`` when given); the fallback must produce ``T`` (``type-mismatch``) with the
+    binding typed ``Error``.  Codes must be run-time error codes (``unknown-error-code``), not ones
+    that stop the run (``uncatchable-error-code``), and possible for what is guarded
+    (``impossible-error-code``, warning); a catch whose guarded expression cannot fail is
+    ``unreachable-catch`` (warning).  ``ck`` is the checker (``expr``, ``infer``, ``body``,
+    ``report``, scopes)."""
+    from agentflow.compiler.checker import Symbol  # the checker imports this module
+
+    # the fallback must produce what the context expects, else the guarded expression's type
+    guarded = ck.expr(e.guarded, hint) if hint is not None else ck.infer(e.guarded)
+    t = hint if hint is not None and not isinstance(guarded, ErrorType) else widen(guarded)
+    kw = e.keyword_span or e.span
+    for code in e.codes or []:
+        name = code.name
+        if name not in ERROR_CODES:
+            ck.report(
+                D.UNKNOWN_ERROR_CODE,
+                f"`{name}` is not an error code",
+                code.span,
+                hint=did_you_mean(name, list(ERROR_CODES))
+                or "codes: " + ", ".join(c for c in ERROR_CODES if c not in HARD_STOP_CODES),
+            )
+        elif name in HARD_STOP_CODES:
+            ck.report(
+                D.UNCATCHABLE_ERROR_CODE,
+                f"`{name}` stops the run and cannot be caught",
+                code.span,
+                hint="a budget, the deadline or a stop (a hook, a signal) ends the run whatever "
+                "handles failures; remove the code",
+            )
+        elif (name in _MODEL_CODES and not _calls_models(e.guarded, agents_only=False)) or (
+            name in _AGENT_CODES and not _calls_models(e.guarded, agents_only=True)
+        ):
+            needs = "a model call" if name in _MODEL_CODES else "an agent"
+            ck.report(
+                D.IMPOSSIBLE_ERROR_CODE,
+                f"`{name}` cannot occur here: only {needs} fails with it",
+                code.span,
+                hint="remove the code, or guard the expression that can fail with it",
+            )
+    if not _can_fail(e.guarded, ck.tool_calls):
+        ck.report(
+            D.UNREACHABLE_CATCH,
+            "this `catch` is unreachable: the guarded expression cannot fail",
+            kw,
+            notes=[Note("it runs no tool, agent or question and reads no path", e.guarded.span)],
+            hint="remove the `catch`",
+        )
+    ck.scopes.append({})
+    try:
+        if e.var is not None:
+            ck.declare(Symbol("loopvar", e.var.name, ERROR_OBJECT, e), e.var.span)
+        expected = t if not isinstance(t, ErrorType) else None
+        ck.body(e.body, expected, kw, "the `catch` fallback")
+    finally:
+        ck.pop_scope()
+    return t
