@@ -545,10 +545,10 @@ def create_server() -> FlowLanguageServer:
         return [conv(s) for s in analysis.symbols()]
 
     @server.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
-    def code_lens(ls: FlowLanguageServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
+    async def code_lens(ls: FlowLanguageServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
         """A "run test" lens on each ``test`` block: the client's ``agentflow.runTest`` command
         (``flowc test FILE -k NAME``) with ``[uri, name]``."""
-        got = ls.analysis(params.text_document.uri)
+        got = await ls.analysis(params.text_document.uri)
         if got is None:
             return []
         analysis, index = got
