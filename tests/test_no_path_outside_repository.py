@@ -92,7 +92,7 @@ UP, SLASH = "../", "/"
         (f"source: `{UP}seeds/000.txt`", "docs/spec", []),
         (f'command = "{UP}{UP}.venv/bin/python"', "examples", [f"{UP}{UP}.venv/bin/python"]),
         (f'command = "{UP}{UP}.venv/bin/python"', "examples/mcp", []),  # stays inside
-        (f'Path("{SLASH}work/shared/examples")', "tests", [f"{SLASH}work/shared/examples"]),
+        (f'Path("{SLASH}work/elsewhere/flows")', "tests", [f"{SLASH}work/elsewhere/flows"]),
         (f"uri = 'file://{SLASH}tmp/x/main.flow'", "tests", [f"{SLASH}tmp/x/main.flow"]),
         (f"cd {SLASH}home/someone/src; ls", "", [f"{SLASH}home/someone/src"]),
         (f"{SLASH}dev/null, {SLASH}usr/bin/env, {SLASH}etc/passwd", "", []),

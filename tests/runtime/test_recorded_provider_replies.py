@@ -43,7 +43,7 @@ def openai(server, **kw) -> OpenAIClient:
 
 
 async def test_anthropic_thinking_blocks_go_back_as_the_real_api_accepted_them(chat_server):
-    first, second = json.loads(recorded("anthropic_thinking_tool_round_trip.json"))
+    first, second = json.loads(recorded("anthropic_thinking_with_tool_call.json"))
     chat_server.script([first["response"], second["response"]])
     client = anthropic(chat_server, thinking_budget=3000)
     tool = ToolSpec("get_user_country", "", {"type": "object", "properties": {}})
@@ -134,7 +134,7 @@ async def test_deepseek_reasoning_content_is_kept_and_sent_back(chat_server):
 @pytest.mark.parametrize("status_code", [529, 200])
 async def test_the_recorded_overloaded_body_is_retried_with_either_status(chat_server, status_code):
     overloaded = Reply(status=status_code, body=json.loads(recorded("anthropic_overloaded.json")))
-    first, _ = json.loads(recorded("anthropic_thinking_tool_round_trip.json"))
+    first, _ = json.loads(recorded("anthropic_thinking_with_tool_call.json"))
     chat_server.script([overloaded, first["response"]])
     client = anthropic(chat_server)
     try:
