@@ -5,8 +5,8 @@ map that tolerates failed items (``map … tolerate 3 { … }``), its ``Error``,
 ``Outcome<T>`` is a closed object type ``{ ok: bool, value?: T, error?: Error }`` named for hovers
 and messages; ``Error`` is ``{ code, message: text, step: text, source?: text }`` whose ``code`` is
 the literal union of the run-time error codes (``core.vocabulary.ERROR_CODES``), so comparing it
-with a code that does not exist is a type error.  The checker calls in here from ``e_MapExpr``
-and ``member_type``; nothing here keeps state.
+with a code that does not exist is a type error.  The checker calls in here from ``visit_MapExpr``,
+``visit_CatchExpr`` and ``member_type``; nothing here keeps state.
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ declared result type; stub values and inputs are constants (no names). ``expect 
 ``fails`` and ``expect fail`` must be run-time error codes. A stub that does not fit is a
 ``stub-mismatch`` at the stub, with a note at the contract it breaks.
 
-:func:`check_tests` is called by the checker with itself (``_Checker``); it only reports.
+:func:`check_tests` is called by the checker with itself (:class:`~agentflow.compiler.checker.Checker`,
+from its ``check_test_blocks`` phase); it only reports.
 :func:`test_targets` is what the test runner needs to place the stubs.
 """
 

@@ -1,0 +1,644 @@
+"""The checker's effects: tool calls, agents, ``ask``, ``verify``, clauses and settings.
+
+Checks calls against tool signatures, ``agent`` blocks and their clauses (targets, tools,
+``expect``, ``retry``, ``timeout``, ``budget`` …), ``ask`` and ``verify``, and the settings that
+must be constants (docs/spec/LANGUAGE.md §5, §7, §8).  A mixin of
+:class:`~agentflow.compiler.checker.Checker`, whose state it reads and writes.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from agentflow.compiler.check_expressions import LENGTH_HINTS, literal_const, what_is
+from agentflow.compiler.symbols import Symbol, ToolSig, suggest
+from agentflow.compiler.types import (
+    BOOL,
+    DURATION,
+    ERROR,
+    INT,
+    JSON,
+    MEMBER,
+    NULL,
+    NUMBER,
+    PATH,
+    TEXT,
+    VERDICT,
+    ErrorType,
+    ListType,
+    MapType,
+    ObjectType,
+    OptionalType,
+    Type,
+    assignable,
+    make_union,
+    schema_problem,
+    type_str,
+)
+from agentflow.core import diagnostics as D
+from agentflow.core.diagnostics import Note
+from agentflow.core.vocabulary import (
+    MAX_ITERATIONS,
+    MAX_RETRY_ATTEMPTS,
+    RETRYABLE_CODES,
+    duration_text,
+)
+from agentflow.grammar import ast
+
+
+@dataclass(frozen=True, slots=True)
+class _Duration:
+    """A duration the compiler computed: milliseconds, and the text of a literal (kept as the
+    user wrote it: ``90s`` stays ``90s``)."""
+
+    ms: int
+    text: str | None = None
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+#: the binary operators the compiler folds: numbers with ``+ - *``, durations with ``+ -``
+_FOLD = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+}
+
+
+def _takes_null(t: Type) -> bool:
+    """Whether ``null`` is a value of ``t`` (``T?``, ``null``, ``json``)."""
+    return isinstance(t, OptionalType) or t == NULL or t == JSON
+
+
+class AgentChecks:
+    """Tool calls, agents, ask, verify, clauses, budgets and constant settings."""
+
+    def lookup_tool(self, name: str) -> ToolSig | None:
+        return self.tool_decls.get(name)
+
+    def visit_Call(self, e: ast.Call, hint: Type | None) -> Type:
+        callee = e.callee
+        if isinstance(callee, ast.Name):
+            sig = self.lookup_tool(callee.name)
+            if sig is None and "__" in callee.name:
+                self.report(
+                    D.UNTYPED_TOOL,
+                    f"`{callee.name}` has no declared signature: its arguments are unchecked "
+                    "and its result is `json`",
+                    callee.span,
+                    hint=f"declare it: `extern tool {callee.name}(…) -> T` (`flowc tools --extern` "
+                    "prints it)",
+                )
+                for a in e.args:
+                    self.infer(a.value)
+                for p in e.positional:
+                    self.infer(p)
+                params = {a.name: (JSON, False) for a in e.args}
+                prev = self.tools.get(callee.name)
+                if prev is not None and not prev.declared:
+                    params = {**prev.params, **params}
+                self.tools[callee.name] = ToolSig(callee.name, params, JSON, False)
+                self.tool_calls.add(id(e))
+                self.types[id(callee)] = JSON
+                return JSON
+            if sig is None:
+                sym = self.lookup(callee.name)
+                if sym is not None:
+                    self.refs[id(callee)] = sym
+                    self.types[id(callee)] = sym.type
+                    self.report(
+                        D.NOT_CALLABLE,
+                        f"`{callee.name}` is not a tool and cannot be called",
+                        callee.span,
+                    )
+                elif callee.name not in self.error_names:
+                    self.report(
+                        D.UNKNOWN_TOOL,
+                        f"unknown tool `{callee.name}`",
+                        callee.span,
+                        hint=LENGTH_HINTS.get(callee.name) or self.tool_hint(callee.name),
+                    )
+                for a in e.args:
+                    self.infer(a.value)
+                for p in e.positional:
+                    self.infer(p)
+                return ERROR
+            return self.tool_call(e, callee, sig)
+        ct = self.infer(callee)
+        for a in e.args:
+            self.infer(a.value)
+        for p in e.positional:
+            self.infer(p)
+        if not isinstance(ct, ErrorType):
+            if isinstance(callee, ast.Member) and not e.args and not e.positional:
+                # `xs.count()`, `m.title()`: a field read written as a method call
+                path = what_is(callee)
+                shown = path.strip("`") if path != "this value" else f"….{callee.name}"
+                self.report(
+                    D.NOT_CALLABLE,
+                    f"`.{callee.name}` is a field, not a method: it cannot be called",
+                    e.span,
+                    hint=f"drop the parentheses: `{shown}`",
+                )
+                return ct
+            self.report(D.NOT_CALLABLE, "only tools can be called", callee.span)
+        return ERROR
+
+    def tool_hint(self, name: str) -> str | None:
+        """The hint of `unknown-tool`: "did you mean" for a close name, else the three declared
+        tools nearest by name and where catalog tools come from."""
+        hint = suggest(name, list(self.tool_decls))
+        if hint:
+            return hint
+        near = difflib.get_close_matches(name, sorted(self.tool_decls), n=3, cutoff=0.3)
+        catalog = "a catalog tool is named `server__tool` (`flowc tools` lists them)"
+        if not near:
+            return catalog
+        shown = ", ".join(f"`{t}`" for t in near)
+        nearest = "the nearest tool is" if len(near) == 1 else "the nearest tools are"
+        return f"{nearest} {shown}; {catalog}"
+
+    def tool_call(self, e: ast.Call, callee: ast.Name, sig: ToolSig) -> Type:
+        self.tools[sig.name] = sig
+        self.tool_calls.add(id(e))
+        self.types[id(callee)] = sig.returns
+        given: dict[str, ast.Argument] = {}
+        unknown = False
+        for p in e.positional:
+            self.infer(p)
+            self.report(
+                D.POSITIONAL_ARGUMENT,
+                "tool arguments must be named",
+                p.span,
+                hint="write `name: value`"
+                + (f" (parameters: {', '.join(sig.params)})" if sig.params else ""),
+            )
+            unknown = True
+        for a in e.args:
+            if a.name in given:
+                self.infer(a.value)
+                self.report(
+                    D.DUPLICATE_FIELD,
+                    f"argument `{a.name}` is given twice",
+                    a.name_span,
+                    notes=[Note("first given here", given[a.name].name_span)],
+                )
+                continue
+            given[a.name] = a
+            if a.name not in sig.params:
+                self.infer(a.value)
+                unknown = True
+                missing = [p for p in sig.params if p not in given]
+                self.report(
+                    D.UNKNOWN_ARGUMENT,
+                    f"`{sig.name}` has no parameter `{a.name}`",
+                    a.name_span,
+                    hint=suggest(a.name, missing or list(sig.params)),
+                )
+                continue
+            pt, opt = sig.params[a.name]
+            if opt and isinstance(a.value, ast.NullLit) and not _takes_null(pt):
+                self.report(
+                    D.TYPE_MISMATCH,
+                    f"`{a.name}` of `{sig.name}` may be left out, but not given as `null`",
+                    a.value.span,
+                    hint=f"leave `{a.name}` out",
+                )
+                continue
+            self.expr(a.value, pt)
+        if not unknown:
+            missing = [p for p, (_t, opt) in sig.params.items() if not opt and p not in given]
+            if missing:
+                names = ", ".join(f"`{m}`" for m in missing)
+                self.report(
+                    D.MISSING_ARGUMENT,
+                    f"`{sig.name}` needs argument{'s' if len(missing) > 1 else ''} {names}",
+                    callee.span,
+                    notes=(
+                        [Note("declared here", sig.decl.span)]
+                        if sig.decl is not None and not sig.prelude
+                        else []
+                    ),
+                )
+        return sig.returns
+
+    def budget(self, spec: ast.BudgetSpec) -> None:
+        """A ``budget { … }``: each limit a number literal ≥ 0 (``inferences`` and ``tokens``
+        whole numbers, ``cost`` dollars); an empty budget is reported (it limits nothing)."""
+        if not spec.entries:
+            self.report(
+                D.INVALID_VALUE,
+                "an empty `budget` limits nothing",
+                spec.span,
+                hint="give `inferences`, `tokens` and/or `cost`, e.g. `budget { inferences: 20 }`",
+            )
+        seen: dict[str, ast.ObjectEntry] = {}
+        for entry in spec.entries:
+            key, value = entry.key, entry.value
+            if key in seen:
+                self.report(
+                    D.DUPLICATE_DEFINITION,
+                    f"budget `{key}` is given twice",
+                    entry.key_span,
+                    notes=[Note("first given here", seen[key].key_span)],
+                )
+                continue
+            seen[key] = entry
+            whole = key != "cost"
+            want = INT if whole else NUMBER
+            t = self.expr(value, want)
+            if isinstance(t, ErrorType) or not assignable(t, want, self.env):
+                continue  # the type mismatch is reported
+            unit = "a whole number" if whole else "a number of dollars"
+            v = self.compile_time(
+                value,
+                f"budget `{key}`",
+                "budgets are fixed when the flow is compiled (`flowc cost` reads them)",
+                hint=f"write {unit}, e.g. `{key}: {20 if whole else 0.5}`",
+            )
+            if v is None:
+                continue
+            if v < 0 or (whole and not isinstance(v, int)):
+                self.report(
+                    D.INVALID_VALUE, f"budget `{key}` must be {unit} ≥ 0, found {v}", value.span
+                )
+
+    def constant(self, e: ast.Expr, depth: int = 0) -> tuple[bool, Any]:
+        """The value of ``e`` when the compiler can compute it: ``(True, value)`` or
+        ``(False, None)``. Constants are literals (a duration as :class:`_Duration`), ``-`` of
+        one, ``+ - *`` of two numbers, ``+ -`` of two durations, and a name bound by ``let`` to
+        a constant (``let t = 90s`` … ``timeout t``). Call after ``e`` is typed (names
+        resolved)."""
+        if depth > 64:
+            return False, None
+        if isinstance(e, ast.DurationLit):
+            return True, _Duration(e.ms, e.text)
+        if isinstance(e, ast.Name):
+            sym = self.refs.get(id(e))
+            if sym is not None and sym.kind == "let" and isinstance(sym.decl, ast.LetStmt):
+                return self.constant(sym.decl.value, depth + 1)
+            return False, None
+        if isinstance(e, ast.Unary) and e.op == "-":
+            ok, v = self.constant(e.operand, depth + 1)
+            if ok and isinstance(v, _Duration):
+                return True, _Duration(-v.ms)
+            if ok and _is_number(v):
+                return True, -v
+            return False, None
+        if isinstance(e, ast.Binary) and e.op in _FOLD:
+            ok, a = self.constant(e.left, depth + 1)
+            ok2, b = self.constant(e.right, depth + 1)
+            if not (ok and ok2):
+                return False, None
+            if _is_number(a) and _is_number(b):
+                return True, _FOLD[e.op](a, b)
+            if isinstance(a, _Duration) and isinstance(b, _Duration) and e.op != "*":
+                return True, _Duration(_FOLD[e.op](a.ms, b.ms))
+            return False, None
+        return literal_const(e)
+
+    def run_time_part(self, e: ast.Expr) -> ast.Expr:
+        """The first part of a non-constant ``e`` that is only known at run time (``input.t``
+        in ``input.t + 1s``), for the note of a compile-time setting."""
+        if isinstance(e, ast.Binary):
+            for side in (e.left, e.right):
+                if not self.constant(side)[0]:
+                    return self.run_time_part(side)
+        if isinstance(e, ast.Unary):
+            return self.run_time_part(e.operand)
+        return e
+
+    def compile_time(self, e: ast.Expr, what: str, why: str, *, hint: str) -> Any:
+        """The constant value of a setting the plan fixes when the flow is compiled (``timeout``,
+        ``retry { attempts }``, budget limits), recorded in ``constants``; None, reported as
+        `invalid-value`, when ``e`` is not a constant. Durations come back as
+        :class:`_Duration`."""
+        ok, v = self.constant(e)
+        if ok and not isinstance(v, bool) and (_is_number(v) or isinstance(v, _Duration)):
+            if isinstance(v, _Duration):
+                self.constants[id(e)] = v.text or duration_text(v.ms)
+            else:
+                self.constants[id(e)] = v
+            return v
+        part = self.run_time_part(e)
+        self.report(
+            D.INVALID_VALUE,
+            f"{what} must be a constant: {why}",
+            e.span,
+            notes=[Note(f"{what_is(part)} is only known when the flow runs", part.span)],
+            hint=hint,
+        )
+        return None
+
+    def count_setting(self, e: ast.Expr, what: str, maximum: int) -> None:
+        """``limit`` / ``max_iterations``: any `int` expression (docs/spec/LANGUAGE.md §6). A constant is
+        checked here (1 … ``maximum``) and written into the plan as a number; anything else is
+        a template the run evaluates and checks the same way (a `validation` error naming the
+        `.flow` source)."""
+        t = self.expr(e, INT)
+        if isinstance(t, ErrorType):
+            return
+        ok, v = self.constant(e)
+        if not ok or not isinstance(v, int) or isinstance(v, bool):
+            return
+        if v < 1:
+            self.report(D.INVALID_VALUE, f"{what} must be positive, found {v}", e.span)
+        elif v > maximum:
+            self.report(
+                D.INVALID_VALUE,
+                f"{what} must be at most {maximum}, found {v}",
+                e.span,
+            )
+        else:
+            self.constants[id(e)] = v
+
+    def visit_AskExpr(self, e: ast.AskExpr, hint: Type | None) -> Type:
+        self.expr(e.question, TEXT)
+        t = self.resolve_type(e.expect) if e.expect is not None else TEXT
+        if e.expect is not None and not isinstance(t, ErrorType):
+            problem = schema_problem(t, self.env)
+            if problem:
+                self.report(
+                    D.NOT_SCHEMA_GENERATABLE,
+                    f"`ask … expect {type_str(t)}` has no JSON Schema: {problem}",
+                    e.expect.span,
+                )
+        if e.default is not None:
+            self.expr(e.default, t)
+        if e.else_fail is not None:
+            self.expr(e.else_fail, TEXT)
+        return t
+
+    def visit_VerifyExpr(self, e: ast.VerifyExpr, hint: Type | None) -> Type:
+        if not e.items:
+            self.report(
+                D.INVALID_VALUE,
+                "an empty `verify` checks nothing",
+                e.span,
+                hint='give it `check COND else "message"` and/or `judge "…"` items',
+            )
+        for item in e.items:
+            if isinstance(item, ast.VerifyCheck):
+                self.expr(item.cond, BOOL)
+                self.expr(item.message, TEXT)
+            else:
+                self.expr(item.prompt, TEXT)
+        return VERDICT
+
+    def agent_target(self, target: ast.Expr) -> None:
+        def invalid(msg: str) -> None:
+            self.report(
+                D.INVALID_AGENT_TARGET,
+                msg,
+                target.span,
+                hint="use an alias from `use agent`, `TEAM.main` or `TEAM.member(name)`",
+            )
+
+        def use_of(n: ast.Expr) -> Symbol | None:
+            if isinstance(n, ast.Name):
+                sym = self.lookup(n.name)
+                if sym is not None:
+                    self.refs[id(n)] = sym
+                    self.types[id(n)] = sym.type
+                    return sym
+            return None
+
+        if isinstance(target, ast.Name):
+            sym = use_of(target)
+            if (
+                sym is None
+                and target.name not in self.error_names
+                and not self.in_names(target.name)
+            ):
+                self.report(
+                    D.UNKNOWN_NAME,
+                    f"unknown agent `{target.name}`",
+                    target.span,
+                    hint=suggest(target.name, list(self.use_syms))
+                    or f'declare it: `use agent "{target.name}" as {target.name}`',
+                )
+                return
+            if sym is None:
+                return
+            if sym.kind == "use" and self.uses[sym.name].kind == "agent":
+                self.types[id(target)] = sym.type
+                return
+            if sym.kind == "use":
+                invalid(
+                    f"`{target.name}` is a team: use `{target.name}.main` or `{target.name}.member(…)`"
+                )
+                return
+            if isinstance(sym.type, ErrorType):
+                return  # already reported where it was bound (e.g. `let who = alias`)
+            invalid(f"`{target.name}` is not an agent")
+            return
+        if isinstance(target, ast.Member) and isinstance(target.obj, ast.Name):
+            sym = use_of(target.obj)
+            if sym is not None and sym.kind == "use" and self.uses[sym.name].kind == "team":
+                if target.name == "main":
+                    self.types[id(target)] = sym.type
+                    return
+                invalid(
+                    f"a team target is `{sym.name}.main` or `{sym.name}.member(…)`, "
+                    f"not `{sym.name}.{target.name}`"
+                )
+                return
+        if (
+            isinstance(target, ast.Call)
+            and isinstance(target.callee, ast.Member)
+            and isinstance(target.callee.obj, ast.Name)
+        ):
+            sym = use_of(target.callee.obj)
+            if sym is not None and sym.kind == "use" and self.uses[sym.name].kind == "team":
+                if target.callee.name == "member":
+                    values = list(target.positional) + [a.value for a in target.args]
+                    if len(values) == 1:
+                        self.expr(values[0], make_union([TEXT, MEMBER]))
+                        self.types[id(target)] = sym.type
+                        self.types[id(target.callee)] = sym.type
+                        return
+                    for v in values:
+                        self.infer(v)
+                    invalid(f"`{sym.name}.member(…)` takes exactly one member name")
+                    return
+                invalid(
+                    f"a team target is `{sym.name}.main` or `{sym.name}.member(…)`, "
+                    f"not `{sym.name}.{target.callee.name}(…)`"
+                )
+                return
+        # anything else: type it silently for the record, then report the target
+        for n in ast.walk(target):
+            if isinstance(n, ast.Name):
+                sym = self.lookup(n.name)
+                if sym is not None:
+                    self.refs[id(n)] = sym
+        if isinstance(target, ast.StringLit) and target.is_plain:
+            # `agent("classifier")`: the agent's name where its `use agent` alias goes
+            aliases = [
+                a for a, u in self.uses.items() if u.kind == "agent" and u.target == target.text
+            ]
+            ident = re.sub(r"\W", "_", target.text) if target.text else "name"
+            self.report(
+                D.INVALID_AGENT_TARGET,
+                "an agent target is a `use agent` alias, not a string",
+                target.span,
+                hint=(
+                    f"use its alias: `agent({aliases[0]})`"
+                    if aliases
+                    else f'declare it: `use agent "{target.text}" as {ident}`, then '
+                    f"`agent({ident})`"
+                ),
+            )
+            return
+        invalid("this is not an agent target")
+
+    def in_names(self, name: str) -> bool:
+        return name in self.all_stages or any(name in s for s in self.scopes)
+
+    def visit_AgentExpr(self, e: ast.AgentExpr, hint: Type | None) -> Type:
+        self.agent_target(e.target)
+        seen: dict[str, ast.Clause] = {}
+        result: Type = ERROR
+        for c in e.clauses:
+            if c.kind in seen:
+                self.report(
+                    D.DUPLICATE_CLAUSE,
+                    f"`{c.kind}` is given twice in this agent block",
+                    c.keyword_span,
+                    notes=[Note("first given here", seen[c.kind].keyword_span)],
+                )
+                # still check it, but its result does not count
+                self.clause(c)
+                continue
+            seen[c.kind] = c
+            t = self.clause(c)
+            if c.kind == "expect":
+                result = t
+        for required in ("task", "expect"):
+            if required not in seen:
+                self.report(
+                    D.MISSING_CLAUSE,
+                    f"this agent block has no `{required}` clause",
+                    e.keyword_span,
+                    hint=(
+                        'add `task "…"` saying what the agent must do'
+                        if required == "task"
+                        else "add `expect T` naming the type of the agent's answer"
+                    ),
+                )
+        return result
+
+    def clause(self, c: ast.Clause) -> Type:
+        kind, v = c.kind, c.value
+        if kind in ("task", "system", "model"):
+            self.expr(v, TEXT)
+        elif kind == "input":
+            if isinstance(v, ast.Expr):
+                t = self.infer(v)
+                if not isinstance(v, ast.ObjectLit) and not isinstance(t, ErrorType):
+                    r = self.env.resolve(t)
+                    if not isinstance(r, (ObjectType, MapType)) and t != JSON:
+                        self.report(
+                            D.TYPE_MISMATCH,
+                            f"`input` must be an object, found `{type_str(t)}`",
+                            v.span,
+                        )
+        elif kind == "tools":
+            if v is not None and len(v) == 0:
+                self.report(
+                    D.EMPTY_TOOLS,
+                    "`tools []` grants no tools",
+                    c.span,
+                    hint="write `tools none` for an agent without tools",
+                )
+            for ref in v or []:
+                if ref.pattern:
+                    continue
+                if ref.name in self.tool_decls or "__" in ref.name:
+                    continue
+                if ref.name in self.error_names:
+                    continue
+                self.report(
+                    D.UNKNOWN_TOOL,
+                    f"unknown tool `{ref.name}`",
+                    ref.span,
+                    hint=self.tool_hint(ref.name),
+                )
+        elif kind == "write":
+            t = self.infer(v, ListType(PATH))
+            if not isinstance(t, ErrorType) and not assignable(t, ListType(PATH), self.env):
+                self.report(
+                    D.WRITE_NOT_PATH_ARRAY,
+                    f"`write` must be `path[]`, found `{type_str(t)}`",
+                    v.span,
+                    hint='give a `path[]` field, or a list of paths such as `[input.dir, "notes.md"]`',
+                )
+        elif kind == "expect":
+            t = self.resolve_type(v)
+            if isinstance(t, ErrorType):
+                return ERROR
+            problem = schema_problem(t, self.env)
+            if problem:
+                self.report(
+                    D.NOT_SCHEMA_GENERATABLE,
+                    f"`expect {type_str(t)}` has no JSON Schema: {problem}",
+                    v.span,
+                    hint="an agent's answer must be plain data (no `Verdict` or extern types)",
+                )
+                return ERROR
+            return t
+        elif kind == "timeout":
+            t = self.expr(v, DURATION)
+            if not isinstance(t, ErrorType):
+                d = self.compile_time(
+                    v,
+                    "`timeout`",
+                    "the plan gives the step a fixed timeout when the flow is compiled",
+                    hint="write a duration such as `timeout 90s` (or a `let` of one)",
+                )
+                if isinstance(d, _Duration) and d.ms <= 0:
+                    del self.constants[id(v)]
+                    self.report(D.INVALID_DURATION, "`timeout` must be a positive duration", v.span)
+        elif kind == "max_iterations":
+            self.count_setting(v, "`max_iterations`", MAX_ITERATIONS)
+        elif kind == "budget":
+            if isinstance(v, ast.BudgetSpec):
+                self.budget(v)
+        elif kind == "retry":
+            if isinstance(v, ast.RetrySpec):
+                if v.attempts is not None and not isinstance(self.expr(v.attempts, INT), ErrorType):
+                    n = self.compile_time(
+                        v.attempts,
+                        "`attempts`",
+                        "the plan fixes a step's retries when the flow is compiled",
+                        hint="write a number of extra tries, e.g. `attempts: 2`",
+                    )
+                    if n is None:
+                        pass
+                    elif n < 0:
+                        self.report(
+                            D.INVALID_VALUE,
+                            f"`attempts` must be zero or more, found {n}",
+                            v.attempts.span,
+                        )
+                    elif n > MAX_RETRY_ATTEMPTS:
+                        self.report(
+                            D.INVALID_VALUE,
+                            f"`attempts` must be at most {MAX_RETRY_ATTEMPTS}, found {n}",
+                            v.attempts.span,
+                        )
+                for code in v.on or []:
+                    if code.name not in RETRYABLE_CODES:
+                        self.report(
+                            D.UNKNOWN_ERROR_CODE,
+                            f"`{code.name}` is not a retryable error code",
+                            code.span,
+                            hint=suggest(code.name, list(RETRYABLE_CODES))
+                            or f"retry on {', '.join(RETRYABLE_CODES)}",
+                        )
+        return ERROR

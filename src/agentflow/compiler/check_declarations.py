@@ -1,0 +1,239 @@
+"""The checker's declaration phases: every top-level item before any stage body is checked.
+
+In the order :meth:`~agentflow.compiler.checker.Checker.check` runs them: the items that may
+appear once (``flow``, ``input``, ``output``, ``deadline``, ``budget``), type names, aliases,
+object types, ``use`` aliases and stage names, ``extern tool`` signatures, the ``input`` type and
+the flow's settings; after the stages, the flow's output type and the ``test`` blocks
+(docs/spec/LANGUAGE.md §2, §3, §7).
+A mixin of :class:`~agentflow.compiler.checker.Checker`, whose state it reads and writes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentflow.compiler.check_tests import check_tests
+from agentflow.compiler.symbols import Symbol
+from agentflow.compiler.types import (
+    DURATION,
+    ERROR,
+    JSON,
+    ErrorType,
+    ExternType,
+    Type,
+    UseType,
+    assignable,
+    schema_problem,
+    type_str,
+)
+from agentflow.core import diagnostics as D
+from agentflow.core.diagnostics import Note
+from agentflow.core.vocabulary import BUILTIN_TYPES
+from agentflow.grammar import ast
+
+#: the items a module may hold once, and the word that declares each
+SINGLE_ITEMS: dict[type, str] = {
+    ast.FlowHeader: "flow",
+    ast.InputDecl: "input",
+    ast.OutputDecl: "output",
+    ast.DeadlineDecl: "deadline",
+    ast.BudgetDecl: "budget",
+}
+
+
+class DeclarationChecks:
+    """The phases over top-level items, each a method named for what it declares or checks."""
+
+    def collect_items(self) -> None:
+        """The items to check (error items left out, their names remembered so that uses of
+        them are not reported again), and the items that may appear once: a second one is a
+        ``duplicate-definition``; a ``flow`` header that is not first is a ``syntax-error``."""
+        self.items = [i for i in self.module.items if not isinstance(i, ast.ErrorItem)]
+        for i in self.module.items:
+            if isinstance(i, ast.ErrorItem) and i.name:
+                self.error_names.add(i.name)
+        singles: dict[type, ast.Item] = {}
+        for item in self.items:
+            if isinstance(
+                item,
+                (ast.FlowHeader, ast.InputDecl, ast.OutputDecl, ast.DeadlineDecl, ast.BudgetDecl),
+            ):
+                kind = type(item)
+                if kind in singles:
+                    word = SINGLE_ITEMS[kind]
+                    self.report(
+                        D.DUPLICATE_DEFINITION,
+                        f"`{word}` is declared twice",
+                        item.span,
+                        notes=[Note("first declared here", singles[kind].span)],
+                    )
+                else:
+                    singles[kind] = item
+        self.singles = singles
+        header = singles.get(ast.FlowHeader)
+        self.header = header if isinstance(header, ast.FlowHeader) else None
+        if header is not None and self.module.items and self.module.items[0] is not header:
+            # docs/spec/LANGUAGE.md §2: "optional header, first if present"
+            self.report(
+                D.SYNTAX_ERROR,
+                "the `flow` header must be the first item of the file",
+                header.span,
+            )
+
+    def declare_type_names(self) -> None:
+        """Each ``type`` and ``extern type`` name once (a built-in name or a second definition
+        is reported); aliases are noted for :meth:`resolve_aliases`, docs kept."""
+        for item in self.items:
+            if isinstance(item, (ast.TypeDecl, ast.ExternType)):
+                name = item.name.name
+                if name in BUILTIN_TYPES:
+                    self.report(
+                        D.DUPLICATE_DEFINITION,
+                        f"`{name}` is a built-in type and cannot be redefined",
+                        item.name.span,
+                    )
+                    continue
+                if name in self.type_decls:
+                    self.report(
+                        D.DUPLICATE_DEFINITION,
+                        f"type `{name}` is defined twice",
+                        item.name.span,
+                        notes=[Note("first defined here", self.type_decls[name].name.span)],
+                    )
+                    continue
+                self.type_decls[name] = item
+                if isinstance(item, ast.ExternType):
+                    self.env.externs[name] = ExternType(name)
+                elif item.alias is not None:
+                    self.alias_decls[name] = item
+                if item.doc:
+                    self.env.docs[name] = item.doc
+
+    def resolve_aliases(self) -> None:
+        """Every ``type N = T``, cycles reported once."""
+        for name in list(self.alias_decls):
+            self.resolve_alias(name, ())
+
+    def build_object_types(self) -> None:
+        """Every ``type N { … }``: its fields, their types and constraints."""
+        for item in self.items:
+            if isinstance(item, ast.TypeDecl) and item.body is not None:
+                obj = self.object_type(item.body, item.name.name, item.doc)
+                if self.type_decls.get(item.name.name) is item:
+                    self.env.objects[item.name.name] = obj
+
+    def declare_uses_and_stages(self) -> None:
+        """``use`` aliases and stage names share one namespace with ``input``: each name once."""
+        value_names: dict[str, ast.Node] = {}
+
+        def claim(ident: Any, reserved: str) -> bool:
+            """Take the value name ``ident`` (a use alias or stage name); False, reported, when
+            it is taken already or is ``input`` (``reserved``: the message for that)."""
+            name = ident.name
+            if name in value_names or name == "input":
+                first = value_names.get(name)
+                self.report(
+                    D.DUPLICATE_DEFINITION,
+                    f"`{name}` is defined twice" if first is not None else reserved,
+                    ident.span,
+                    notes=[Note("first defined here", first.span)] if first is not None else [],
+                )
+                return False
+            value_names[name] = ident
+            return True
+
+        for item in self.items:
+            if isinstance(item, ast.UseDecl):
+                if claim(item.alias, "`input` is reserved and cannot be an alias"):
+                    alias = item.alias.name
+                    self.uses[alias] = item
+                    self.use_syms[alias] = Symbol("use", alias, UseType(item.kind, alias), item)
+            elif isinstance(item, ast.StageDecl):
+                if claim(item.name, "a stage cannot be named `input`"):
+                    self.all_stages[item.name.name] = item
+
+    def declare_tools(self) -> None:
+        """Each ``extern tool`` once, with its signature; the prelude's tools first."""
+        for item in self.items:
+            if isinstance(item, ast.ExternTool):
+                name = item.name.name
+                if name in self.externs:
+                    self.report(
+                        D.DUPLICATE_DEFINITION,
+                        f"tool `{name}` is declared twice",
+                        item.name.span,
+                        notes=[Note("first declared here", self.externs[name].name.span)],
+                    )
+                    self.tool_sig(item)
+                    continue
+                self.externs[name] = item
+        self.tool_decls = dict(self.prelude_sigs)
+        for name, item in self.externs.items():
+            self.tool_decls[name] = self.tool_sig(item)
+
+    def check_input(self) -> None:
+        """The ``input`` type (``json`` without one), which must have a JSON Schema."""
+        inp = self.singles.get(ast.InputDecl)
+        if isinstance(inp, ast.InputDecl):
+            self.input_type = self.resolve_type(inp.type)
+            problem = schema_problem(self.input_type, self.env)
+            if problem and not isinstance(self.input_type, ErrorType):
+                self.report(
+                    D.NOT_SCHEMA_GENERATABLE,
+                    f"the input type has no JSON Schema: {problem}",
+                    inp.type.span,
+                )
+        self.input_sym = Symbol("input", "input", self.input_type, inp)
+
+    def check_settings(self) -> None:
+        """The flow's ``deadline`` (a positive duration) and ``budget``, and the declared
+        ``output`` type (compared with the last stage by :meth:`check_output`)."""
+        dl = self.singles.get(ast.DeadlineDecl)
+        if isinstance(dl, ast.DeadlineDecl):
+            self.types[id(dl.duration)] = DURATION
+            if dl.duration.ms <= 0:
+                self.report(
+                    D.INVALID_DURATION, "the deadline must be a positive duration", dl.duration.span
+                )
+            else:
+                self.deadline_ms = dl.duration.ms
+        budget_decl = self.singles.get(ast.BudgetDecl)
+        if isinstance(budget_decl, ast.BudgetDecl):
+            self.budget(budget_decl.spec)
+        output_decl = self.singles.get(ast.OutputDecl)
+        if isinstance(output_decl, ast.OutputDecl):
+            self.declared_output = self.resolve_type(output_decl.type)
+
+    def check_stages(self) -> None:
+        """Every stage, in order (a stage sees the stages before it)."""
+        for item in self.items:
+            if isinstance(item, ast.StageDecl):
+                self.check_stage(item)
+
+    def check_output(self) -> None:
+        """The flow's output type: the declared ``output``, which the last stage's type must be
+        assignable to, else the last stage's type, else ``json``."""
+        declared_output: Type | None = self.declared_output
+        if declared_output is not None:
+            self.output_type = declared_output
+            if self.stage_order:
+                last = self.stage_order[-1]
+                lt = self.stage_types.get(last.name.name, ERROR)
+                if not assignable(lt, declared_output, self.env):
+                    output_decl = self.singles[ast.OutputDecl]
+                    self.report(
+                        D.TYPE_MISMATCH,
+                        f"the flow's output is `{type_str(declared_output)}` but its last stage "
+                        f"`{last.name.name}` gives `{type_str(lt)}`",
+                        output_decl.type.span,  # type: ignore[attr-defined]
+                        notes=[Note("last stage", last.name.span)],
+                    )
+        elif self.stage_order:
+            self.output_type = self.stage_types.get(self.stage_order[-1].name.name, ERROR)
+        else:
+            self.output_type = JSON
+
+    def check_test_blocks(self) -> None:
+        """The ``test`` blocks (compiler/check_tests.py), against the flow's output type."""
+        self.tests = [i for i in self.items if isinstance(i, ast.TestDecl)]
+        check_tests(self, self.tests, self.output_type)

@@ -1,0 +1,700 @@
+"""The checker's expressions: one ``visit_<Node>`` typing rule per expression class.
+
+:meth:`ExpressionChecks.expr` types an expression with the expected type flowing into it
+(bidirectional checking); :meth:`ExpressionChecks.infer` dispatches on the node class through a
+table filled once per class.  Literals, operators, comparisons (``no-overlap``), members,
+indexing and projections are typed here (docs/spec/LANGUAGE.md §4).  A mixin of
+:class:`~agentflow.compiler.checker.Checker`, whose state it reads and writes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentflow.compiler import check_errors
+from agentflow.compiler.symbols import suggest
+from agentflow.compiler.types import (
+    BOOL,
+    DURATION,
+    ERROR,
+    INT,
+    JSON,
+    MEMBER,
+    NEVER,
+    NULL,
+    NUMBER,
+    PATH,
+    TEXT,
+    VERDICT_OBJECT,
+    ErrorType,
+    Field,
+    ListType,
+    LiteralType,
+    MapType,
+    NamedRef,
+    NeverType,
+    ObjectType,
+    OptionalType,
+    RangeType,
+    Type,
+    UnionType,
+    UseType,
+    VerdictType,
+    assignable,
+    finite_values,
+    is_numeric,
+    is_textual,
+    join,
+    literal_str,
+    make_optional,
+    make_union,
+    overlaps,
+    strip_optional,
+    type_str,
+    widen,
+)
+from agentflow.core import diagnostics as D
+from agentflow.core.diagnostics import Note, did_you_mean
+from agentflow.core.spans import Span
+from agentflow.grammar import ast
+
+
+def literal_const(expr: ast.Expr | None) -> tuple[bool, Any]:
+    """Evaluate a literal constant: ``(True, value)`` or ``(False, None)``."""
+    if isinstance(expr, ast.NumberLit):
+        return True, expr.value
+    if isinstance(expr, ast.Unary) and expr.op == "-" and isinstance(expr.operand, ast.NumberLit):
+        return True, -expr.operand.value
+    if isinstance(expr, ast.StringLit) and expr.is_plain:
+        return True, expr.text
+    if isinstance(expr, ast.BoolLit):
+        return True, expr.value
+    if isinstance(expr, ast.NullLit):
+        return True, None
+    return False, None
+
+
+def what_is(e: ast.Expr) -> str:
+    """A name for an expression in a note: its path as written (``input.t``, ``xs.count``),
+    else "this value"."""
+    parts = []
+    while isinstance(e, ast.Member):
+        parts.append(e.name)
+        e = e.obj
+    if isinstance(e, ast.Name):
+        return "`" + ".".join([e.name, *reversed(parts)]) + "`"
+    return "this value"
+
+
+#: expressions that are effects (a step each, in evaluation order)
+_EFFECT_NODES = (ast.Call, ast.AgentExpr, ast.AskExpr, ast.VerifyExpr, ast.FilterExpr)
+
+
+#: literal expressions: a side of a comparison that is one of these is not what the hint lists
+_LITERALS = (ast.StringLit, ast.NumberLit, ast.BoolLit, ast.NullLit)
+
+
+#: node class → the ``visit_<Class>`` method typing it (filled on first use)
+_DISPATCH: dict[type, Any] = {}
+
+
+def _no_rule(checker: Any, e: ast.Expr, hint: Type | None) -> Type:
+    """Typing rule of a node class with no ``visit_`` method: the error type."""
+    return ERROR
+
+
+#: what users of other languages write for a length: ``xs.length``, ``len(xs)`` …
+LENGTH_HINTS = {
+    name: "the length of an array, a text or a map is `.count` (`xs.count`)"
+    for name in ("length", "len", "size", "count", "Count", "Length")
+}
+
+
+class ExpressionChecks:
+    """Expression typing rules (``visit_<Node>``) and the dispatch."""
+
+    def expr(self, e: ast.Expr, expected: Type | None = None) -> Type:
+        """Type ``e`` with the expected type flowing into it; report a ``type-mismatch`` when the
+        result is not assignable to ``expected``."""
+        t = self.infer(e, expected)
+        if expected is not None and not assignable(t, expected, self.env):
+            self.mismatch(e, t, expected)
+            return ERROR
+        return t
+
+    def infer(self, e: ast.Expr, hint: Type | None = None) -> Type:
+        cls = type(e)
+        fn = _DISPATCH.get(cls)
+        if fn is None:
+            fn = _DISPATCH[cls] = getattr(type(self), "visit_" + cls.__name__, _no_rule)
+        t = fn(self, e, hint)
+        self.types[id(e)] = t
+        return t
+
+    def visit_Name(self, e: ast.Name, hint: Type | None) -> Type:
+        t = self.name(e)
+        if isinstance(t, UseType):
+            # an alias names an agent or team for `agent(…)`; the plan has no value for it, so a
+            # `let`, field, argument or interpolation holding one could not be compiled
+            self.report(
+                D.TYPE_MISMATCH,
+                f"`{t.alias}` is a `use {t.kind}` alias, not a value"
+                + (f" (expected `{type_str(hint)}`)" if hint is not None else ""),
+                e.span,
+                hint=(
+                    f"a `use` alias can only be the target of `agent(…)`: `agent({t.alias})`"
+                    if t.kind == "agent"
+                    else f"a team is an agent target through `agent({t.alias}.main)` or "
+                    f'`agent({t.alias}.member("name"))`'
+                ),
+            )
+            return ERROR
+        return t
+
+    def visit_StringLit(self, e: ast.StringLit, hint: Type | None) -> Type:
+        if e.is_plain:
+            return LiteralType(e.text, fresh=True)
+        result: Type = TEXT
+        # an interpolated string literal is still a string literal: it may be a path or member
+        if (
+            hint is not None
+            and not assignable(TEXT, hint, self.env)
+            and assignable(LiteralType(""), hint, self.env)
+        ):
+            result = PATH if assignable(PATH, hint, self.env) else MEMBER
+        for p in e.parts:
+            if isinstance(p, ast.Interpolation):
+                self.infer(p.expr)  # a `use` alias is reported by visit_Name: it is not a value
+        return result
+
+    def visit_NumberLit(self, e: ast.NumberLit, hint: Type | None) -> Type:
+        return LiteralType(e.value, fresh=True)
+
+    def visit_BoolLit(self, e: ast.BoolLit, hint: Type | None) -> Type:
+        return LiteralType(bool(e.value), fresh=True)
+
+    def visit_NullLit(self, e: ast.NullLit, hint: Type | None) -> Type:
+        return NULL
+
+    def visit_DurationLit(self, e: ast.DurationLit, hint: Type | None) -> Type:
+        return DURATION
+
+    def _hint_parts(self, hint: Type | None) -> Type | None:
+        if hint is None:
+            return None
+        r = self.env.resolve(strip_optional(hint, self.env))
+        return r
+
+    def visit_ListLit(self, e: ast.ListLit, hint: Type | None) -> Type:
+        h = self._hint_parts(hint)
+        elem_hint = h.elem if isinstance(h, ListType) else None
+        items = [self.infer(i, elem_hint) for i in e.items]
+        if elem_hint is not None and all(assignable(t, elem_hint, self.env) for t in items):
+            return ListType(elem_hint)
+        if not items:
+            return ListType(NEVER)
+        return ListType(join(items, self.env))
+
+    def visit_ObjectLit(self, e: ast.ObjectLit, hint: Type | None) -> Type:
+        h = self._hint_parts(hint)
+        fields: dict[str, Field] = {}
+        first: dict[str, ast.ObjectEntry] = {}
+        for entry in e.entries:
+            fh = None
+            if isinstance(h, ObjectType) and entry.key in h.fields:
+                fh = h.fields[entry.key].type
+            elif isinstance(h, MapType):
+                fh = h.value
+            vt = self.infer(entry.value, fh)
+            if entry.key in first:
+                self.report(
+                    D.DUPLICATE_FIELD,
+                    f"key `{entry.key}` is given twice",
+                    entry.key_span,
+                    notes=[Note("first given here", first[entry.key].key_span)],
+                )
+                continue
+            first[entry.key] = entry
+            fields[entry.key] = Field(vt, False, {}, None, entry.key_span)
+        if any(isinstance(f.type, ErrorType) for f in fields.values()):
+            return ERROR
+        obj = ObjectType(fields)
+        if hint is not None and isinstance(h, (ObjectType, MapType)):
+            if assignable(obj, h, self.env):
+                return strip_optional(hint, self.env)
+        return obj
+
+    def visit_RangeExpr(self, e: ast.RangeExpr, hint: Type | None) -> Type:
+        lo = self.infer(e.low)
+        hi = self.infer(e.high)
+        bad = False
+        for side, t in ((e.low, lo), (e.high, hi)):
+            if not is_numeric(t, self.env) and not isinstance(t, ErrorType) and t != JSON:
+                self.report(
+                    D.TYPE_MISMATCH,
+                    f"a range bound must be a number, found `{type_str(t)}`",
+                    side.span,
+                )
+                bad = True
+        if self.range_ok != id(e):
+            self.report(D.TYPE_MISMATCH, "a range can only be used after `in`", e.span)
+            return ERROR
+        if bad:
+            return ERROR
+        return RangeType(join([lo, hi], self.env))
+
+    def visit_Unary(self, e: ast.Unary, hint: Type | None) -> Type:
+        if e.op == "not":
+            self.expr(e.operand, BOOL)
+            return BOOL
+        t = self.infer(e.operand)
+        if isinstance(t, ErrorType) or t == JSON:
+            return t
+        if is_numeric(t, self.env) or t == DURATION:
+            if isinstance(t, LiteralType):
+                return LiteralType(-t.value, fresh=True)  # type: ignore[operator]
+            return widen(t)
+        self.report(D.TYPE_MISMATCH, f"`-` needs a number, found `{type_str(t)}`", e.operand.span)
+        return ERROR
+
+    def visit_Binary(self, e: ast.Binary, hint: Type | None) -> Type:
+        op = e.op
+        if op in ("and", "or"):
+            self.expr(e.left, BOOL)
+            self.expr(e.right, BOOL)
+            return BOOL
+        if op == "??":
+            lt = self.infer(e.left, make_optional(hint) if hint is not None else None)
+            base = strip_optional(lt, self.env)
+            rt = self.infer(
+                e.right,
+                hint
+                if hint is not None
+                else (widen(base) if not isinstance(base, NeverType) else None),
+            )
+            if isinstance(lt, ErrorType) or isinstance(rt, ErrorType):
+                return ERROR
+            if isinstance(base, NeverType):
+                return rt
+            if assignable(rt, base, self.env):
+                return widen(base)
+            if assignable(base, rt, self.env):
+                return widen(rt)
+            return make_union([widen(base), widen(rt)])
+        if op in ("in", "not in"):
+            if isinstance(e.right, ast.RangeExpr):
+                self.range_ok = id(e.right)
+            lt = self.infer(e.left)
+            rt = self.infer(e.right)
+            self.range_ok = None
+            self.check_in(e, lt, rt)
+            return BOOL
+        lt = self.infer(e.left)
+        rt = self.infer(e.right)
+        if isinstance(lt, ErrorType) or isinstance(rt, ErrorType):
+            return BOOL if op in ("==", "!=", "<", "<=", ">", ">=") else ERROR
+        if op in ("==", "!="):
+            comparable = (
+                assignable(lt, rt, self.env)
+                or assignable(rt, lt, self.env)
+                or (is_numeric(lt, self.env) and is_numeric(rt, self.env))
+                or (is_textual(lt, self.env) and is_textual(rt, self.env))
+                or assignable(widen(lt), widen(rt), self.env)
+                or assignable(widen(rt), widen(lt), self.env)
+            )
+            if not overlaps(lt, rt, self.env) and (comparable or self.same_kind(lt, rt)):
+                self.no_overlap(e, e.left, lt, e.right, rt)
+            elif not comparable:
+                self.report(
+                    D.TYPE_MISMATCH,
+                    f"cannot compare `{type_str(widen(lt))}` with `{type_str(widen(rt))}`",
+                    e.span,
+                )
+            return BOOL
+        if op in ("<", "<=", ">", ">="):
+            if lt == JSON or rt == JSON:
+                return BOOL
+            ok = (
+                (is_numeric(lt, self.env) and is_numeric(rt, self.env))
+                or (is_textual(lt, self.env) and is_textual(rt, self.env))
+                or (lt == DURATION and rt == DURATION)
+            )
+            if not ok:
+                self.report(
+                    D.TYPE_MISMATCH,
+                    f"`{op}` cannot order `{type_str(widen(lt))}` and `{type_str(widen(rt))}`",
+                    e.span,
+                    hint="comparisons need two numbers, two texts or two durations",
+                )
+            return BOOL
+        if lt == JSON or rt == JSON:
+            return JSON
+        lw, rw = widen(lt), widen(rt)
+        if op == "+":
+            if is_numeric(lt, self.env) and is_numeric(rt, self.env):
+                return INT if lw == INT and rw == INT else NUMBER
+            if is_textual(lt, self.env) and is_textual(rt, self.env):
+                return TEXT
+            if lt == DURATION and rt == DURATION:
+                return DURATION
+            lr, rr = self.env.resolve(lw), self.env.resolve(rw)
+            if isinstance(lr, ListType) and isinstance(rr, ListType):
+                if isinstance(lr.elem, NeverType):
+                    return rr
+                if isinstance(rr.elem, NeverType):
+                    return lr
+                if assignable(rr.elem, lr.elem, self.env):
+                    return lr
+                if assignable(lr.elem, rr.elem, self.env):
+                    return rr
+                return ListType(make_union([lr.elem, rr.elem]))
+            self.report(
+                D.TYPE_MISMATCH,
+                f"`+` cannot combine `{type_str(lw)}` and `{type_str(rw)}`",
+                e.span,
+                hint="`+` adds numbers and concatenates text or arrays; "
+                'use interpolation ("${…}") to build text from other values',
+            )
+            return ERROR
+        # - * / %
+        if is_numeric(lt, self.env) and is_numeric(rt, self.env):
+            if op == "/":
+                return NUMBER
+            return INT if lw == INT and rw == INT else NUMBER
+        if op == "-" and lt == DURATION and rt == DURATION:
+            return DURATION
+        self.report(
+            D.TYPE_MISMATCH,
+            f"`{op}` needs numbers, found `{type_str(lw)}` and `{type_str(rw)}`",
+            e.span,
+        )
+        return ERROR
+
+    def check_in(self, e: ast.Binary, lt: Type, rt: Type) -> None:
+        if isinstance(lt, ErrorType) or isinstance(rt, ErrorType) or rt == JSON or lt == JSON:
+            return
+        r = self.env.resolve(rt)
+        ok = True
+        if isinstance(r, RangeType):
+            ok = is_numeric(lt, self.env)
+        elif isinstance(r, ListType):
+            ok = (
+                isinstance(r.elem, NeverType)
+                or assignable(lt, r.elem, self.env)
+                or assignable(r.elem, widen(lt), self.env)
+                or (is_textual(lt, self.env) and is_textual(r.elem, self.env))
+                or (is_numeric(lt, self.env) and is_numeric(r.elem, self.env))
+            )
+        elif is_textual(r, self.env) or isinstance(r, MapType):
+            ok = is_textual(lt, self.env)
+        else:
+            self.report(
+                D.TYPE_MISMATCH,
+                f"`{e.op}` needs an array, text, map or range on the right, found `{type_str(rt)}`",
+                e.right.span,
+            )
+            return
+        if not ok:
+            self.report(
+                D.TYPE_MISMATCH,
+                f"`{type_str(widen(lt))}` cannot be {'in' if e.op == 'in' else 'not in'} `{type_str(rt)}`",
+                e.span,
+            )
+        elif isinstance(r, ListType):
+            elem = r.elem
+            if isinstance(e.right, ast.ListLit) and e.right.items:
+                # `k in ["x", "y"]`: the literals, not the widened `text`
+                elem = make_union([self.types.get(id(i), ERROR) for i in e.right.items])
+            if not overlaps(lt, elem, self.env):
+                self.no_overlap(e, e.left, lt, e.right, elem)
+
+    def same_kind(self, lt: Type, rt: Type) -> bool:
+        """Operands whose comparison is a question of values, not of kinds: two object types,
+        or ``null`` against anything (``x == null`` with ``x: int`` is always false)."""
+        a, b = self.env.resolve(lt), self.env.resolve(rt)
+        return a == NULL or b == NULL or (isinstance(a, ObjectType) and isinstance(b, ObjectType))
+
+    def no_overlap(
+        self, e: ast.Binary, left: ast.Expr, lt: Type, right: ast.Expr, rt: Type
+    ) -> None:
+        """Report `no-overlap`: ``e`` (``==``, ``!=``, ``in``, ``not in``; for ``in``, ``rt``
+        is the array's element type) can never be true, or for ``!=`` / ``not in`` never false.
+        The hint lists the values the finite side can be (and the closest one to a literal on
+        the other side)."""
+        always = "true" if e.op in ("!=", "not in") else "false"
+        if e.op in ("==", "!="):
+            message = (
+                f"this comparison is always {always}: `{type_str(lt)}` and `{type_str(rt)}` "
+                "have no value in common"
+            )
+        else:
+            message = (
+                f"this `{e.op}` test is always {always}: the array's elements are "
+                f"`{type_str(rt)}`, never `{type_str(lt)}`"
+            )
+        hint = None
+        for side, t, ot in ((left, lt, rt), (right, rt, lt)):
+            values = finite_values(t, self.env)
+            if values is None or len(values) < 2 and isinstance(side, _LITERALS):
+                continue
+            shown = [literal_str(v) for v in values]
+            listed = ", ".join(shown[:-1]) + f" or {shown[-1]}" if len(shown) > 1 else shown[0]
+            name = what_is(side)
+            if name == "this value":
+                name = "the left side" if side is left else "the right side"
+            if e.op in ("in", "not in") and side is right:
+                name = "the elements"
+            hint = f"{name} is always {listed}" if len(shown) == 1 else f"{name} can be {listed}"
+            other_values = finite_values(ot, self.env)
+            if other_values and len(other_values) == 1 and isinstance(other_values[0], str):
+                close = did_you_mean(
+                    other_values[0], [v for v in values if isinstance(v, str)]
+                ) or suggest(other_values[0], [v for v in values if isinstance(v, str)])
+                if close:
+                    meant = close.split("`")[1]
+                    hint = f"did you mean {literal_str(meant)}? ({hint})"
+            break
+        a, b = self.env.resolve(lt), self.env.resolve(rt)
+        if isinstance(a, ObjectType) and isinstance(b, ObjectType):
+            for name, fa in a.fields.items():
+                fb = b.fields.get(name)
+                if fb and not (fa.optional or fb.optional or overlaps(fa.type, fb.type, self.env)):
+                    hint = (
+                        f"field `{name}` is `{type_str(fa.type)}` on one side and "
+                        f"`{type_str(fb.type)}` on the other"
+                    )
+                    break
+        for side, t, ot in ((left, lt, rt), (right, rt, lt)):
+            if ot == NULL and hint is None:
+                name = what_is(side)
+                name = "this value" if name == "this value" else name
+                hint = f"{name} is never null: its type is `{type_str(t)}`, not `{type_str(t)}?`"
+        self.report(D.NO_OVERLAP, message, e.span, hint=hint)
+
+    def visit_Member(self, e: ast.Member, hint: Type | None) -> Type:
+        if isinstance(e.obj, ast.Name):
+            # `dev.main` outside an agent target is reported by member_type, as a whole
+            ot = self.types[id(e.obj)] = self.name(e.obj)
+        else:
+            ot = self.infer(e.obj)
+        return self.member_type(ot, e.name, e.name_span, e)
+
+    def member_type(self, ot: Type, name: str, span: Span, e: ast.Expr) -> Type:
+        # fast path: a field that an object type (named or inline) has
+        tp = type(ot)
+        if tp is NamedRef:
+            r = self.env.resolve(ot)
+            tp = type(r)
+        else:
+            r = ot
+        if tp is ObjectType:
+            f = r.fields.get(name)
+            if f is not None:
+                return f.type
+        if isinstance(ot, ErrorType):
+            return ERROR
+        if ot == JSON:
+            return JSON
+        if isinstance(ot, UseType):
+            if ot.kind == "team" and name in ("main", "member"):
+                self.report(
+                    D.TYPE_MISMATCH,
+                    f"`{ot.alias}.{name}` names an agent and can only be an agent target",
+                    e.span,
+                )
+            else:
+                self.report(
+                    D.UNKNOWN_FIELD,
+                    f"{type_str(ot)} has no field `{name}`",
+                    span,
+                    hint=suggest(name, ["main", "member"]) if ot.kind == "team" else None,
+                )
+            return ERROR
+        r = self.env.resolve(ot)
+        if isinstance(r, ErrorType):
+            return ERROR
+        if isinstance(r, OptionalType):
+            inner = self.member_type(r.inner, name, span, e)
+            return make_optional(inner) if not isinstance(inner, ErrorType) else ERROR
+        if isinstance(r, UnionType):
+            members = [m for m in r.members if m != NULL]
+            has_null = len(members) < len(r.members)
+            found: list[Type] = []
+            for m in members:
+                mr = self.env.resolve(m)
+                if name == "count" and self.countable(mr):
+                    found.append(INT)
+                elif isinstance(mr, ObjectType) and name in mr.fields:
+                    found.append(mr.fields[name].type)
+                elif mr == JSON:
+                    found.append(JSON)
+                else:
+                    self.report(
+                        D.UNKNOWN_FIELD,
+                        f"`{name}` is not a field of every member of `{type_str(ot)}`",
+                        span,
+                        notes=[Note(f"`{type_str(m)}` has no field `{name}`")],
+                    )
+                    return ERROR
+            t = make_union(found)
+            return make_optional(t) if has_null else t
+        if name == "count" and self.countable(r):
+            if not (isinstance(r, ObjectType) and "count" in r.fields):
+                return INT
+        if (helper := check_errors.outcome_list_member(r, name)) is not None:
+            return helper  # `.values` / `.errors` of Outcome<T>[]
+        if isinstance(r, VerdictType):
+            r = VERDICT_OBJECT
+        if isinstance(r, ObjectType):
+            f = r.fields.get(name)
+            if f is not None:
+                return f.type
+            self.report(
+                D.UNKNOWN_FIELD,
+                f"`{type_str(ot)}` has no field `{name}`",
+                span,
+                hint=suggest(name, list(r.fields)),
+            )
+            return ERROR
+        if isinstance(r, MapType):
+            return r.value
+        hint = (LENGTH_HINTS.get(name) or suggest(name, ["count"])) if self.countable(r) else None
+        self.report(D.UNKNOWN_FIELD, f"`{type_str(ot)}` has no field `{name}`", span, hint=hint)
+        return ERROR
+
+    def countable(self, r: Type) -> bool:
+        return isinstance(r, (ListType, MapType)) or is_textual(r, self.env)
+
+    def visit_Index(self, e: ast.Index, hint: Type | None) -> Type:
+        ot = self.infer(e.obj)
+        it = self.infer(e.index)
+        if isinstance(ot, ErrorType):
+            return ERROR
+        if ot == JSON:
+            return JSON
+        r = self.env.resolve(ot)
+        opt = False
+        if isinstance(r, OptionalType):
+            r = self.env.resolve(r.inner)
+            opt = True
+        result: Type
+        if isinstance(r, ListType):
+            if not assignable(it, INT, self.env):
+                self.report(
+                    D.TYPE_MISMATCH,
+                    f"an array index must be an `int`, found `{type_str(widen(it))}`",
+                    e.index.span,
+                )
+            result = r.elem if not isinstance(r.elem, NeverType) else ERROR
+        elif isinstance(r, MapType):
+            if not is_textual(it, self.env) and not isinstance(it, ErrorType) and it != JSON:
+                self.report(
+                    D.TYPE_MISMATCH,
+                    f"a map key must be text, found `{type_str(it)}`",
+                    e.index.span,
+                )
+            result = r.value
+        elif (
+            isinstance(r, ObjectType) and isinstance(it, LiteralType) and isinstance(it.value, str)
+        ):
+            return self.member_type(ot, it.value, e.index.span, e)
+        elif is_textual(r, self.env):
+            if not assignable(it, INT, self.env):
+                self.report(
+                    D.TYPE_MISMATCH,
+                    f"a text index must be an `int`, found `{type_str(it)}`",
+                    e.index.span,
+                )
+            result = TEXT
+        else:
+            self.report(D.TYPE_MISMATCH, f"`{type_str(ot)}` cannot be indexed", e.obj.span)
+            return ERROR
+        return make_optional(result) if opt else result
+
+    def visit_Projection(self, e: ast.Projection, hint: Type | None) -> Type:
+        bt = self.infer(e.base)
+        elem = self.list_elem(bt, "[*]", e.base.span)
+        if e.path is None:
+            return bt if not isinstance(elem, ErrorType) else ERROR
+        self.proj.append(elem)
+        try:
+            pt = self.infer(e.path)
+        finally:
+            self.proj.pop()
+        if isinstance(pt, ErrorType) or isinstance(elem, ErrorType):
+            return ERROR
+        if self.path_defaults(e.path):
+            self.effectful_index(e.path)
+        return ListType(pt)
+
+    def path_defaults(self, p: ast.Expr) -> bool:
+        """True when a projection's per-element path reads an optional part (a `T?` field, a
+        field of a `T?` value), nested projections included: lowering then computes it with a
+        `map` step per element (the rule of ``lowering._path_defaults``)."""
+        while True:
+            if isinstance(p, ast.Member):
+                if self.optional_field(p) or self.nullable(p.obj):
+                    return True
+                p = p.obj
+            elif isinstance(p, ast.Index):
+                p = p.obj
+            elif isinstance(p, ast.Projection):
+                if p.path is not None and self.path_defaults(p.path):
+                    return True
+                p = p.base
+            else:
+                return False
+
+    def nullable(self, e: ast.Expr) -> bool:
+        t = self.env.resolve(self.types.get(id(e), ERROR))
+        return isinstance(t, OptionalType) or (isinstance(t, UnionType) and NULL in t.members)
+
+    def optional_field(self, e: ast.Member) -> bool:
+        t = self.env.resolve(self.types.get(id(e.obj), ERROR))
+        if isinstance(t, OptionalType):
+            t = self.env.resolve(t.inner)
+        for m in t.members if isinstance(t, UnionType) else (t,):
+            m = self.env.resolve(m)
+            if isinstance(m, OptionalType):
+                m = self.env.resolve(m.inner)
+            if isinstance(m, ObjectType):
+                f = m.fields.get(e.name)
+                if f is not None and f.optional:
+                    return True
+        return False
+
+    def effectful_index(self, path: ast.Expr) -> None:
+        """An index with an effect inside a projection path over optional parts would run once
+        per element of the `map` that computes the path: `unsupported-construct`, at check time
+        (it used to pass the check and fail `flowc compile`)."""
+        for node in ast.walk(path):
+            if isinstance(node, ast.Index) and any(
+                isinstance(n, _EFFECT_NODES) for n in ast.walk(node.index)
+            ):
+                self.report(
+                    D.UNSUPPORTED_CONSTRUCT,
+                    "this index has an effect (a tool call, agent, ask or judge) inside a "
+                    "projection over optional fields, where it would run once per element",
+                    node.index.span,
+                    hint="bind it first (`let i = …`) and index with `i`",
+                )
+                return
+
+    def visit_ProjectionItem(self, e: ast.ProjectionItem, hint: Type | None) -> Type:
+        return self.proj[-1] if self.proj else ERROR
+
+    def elem_type(self, over: ast.Expr, what: str) -> Type:
+        return self.list_elem(self.infer(over), what, over.span)
+
+    def list_elem(self, t: Type, what: str, span: Any) -> Type:
+        """The element type of the list type ``t`` (``json`` and errors pass through); anything
+        else is reported as "`what` needs an array" at ``span`` and gives the error type."""
+        if isinstance(t, ErrorType):
+            return ERROR
+        if t == JSON:
+            return JSON
+        r = self.env.resolve(t)
+        if isinstance(r, ListType):
+            return r.elem if not isinstance(r.elem, NeverType) else NEVER
+        self.report(D.TYPE_MISMATCH, f"`{what}` needs an array, found `{type_str(t)}`", span)
+        return ERROR

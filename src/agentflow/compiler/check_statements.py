@@ -1,0 +1,352 @@
+"""The checker's statements and control: stages, bodies, scopes and names.
+
+Checks each stage body and its statements (``let``, ``if``, ``require``, ``fail``, ``return``,
+a final expression), reachability (``missing-return``, ``unreachable-code``), the scopes of
+``let`` and loop variables (``unused-variable``), name lookup, and the loop expressions
+``map``/``filter``/``reduce`` (docs/spec/LANGUAGE.md §4, §6).  A mixin of
+:class:`~agentflow.compiler.checker.Checker`, whose state it reads and writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agentflow.compiler import check_errors
+from agentflow.compiler.symbols import Symbol, suggest
+from agentflow.compiler.types import (
+    BOOL,
+    ERROR,
+    INT,
+    JSON,
+    TEXT,
+    ErrorType,
+    ListType,
+    NamedRef,
+    Type,
+    UseType,
+    join,
+    widen,
+)
+from agentflow.core import diagnostics as D
+from agentflow.core.diagnostics import Note, did_you_mean
+from agentflow.core.spans import Span
+from agentflow.core.vocabulary import (
+    EXPRESSION_WORDS,
+    MAX_CONCURRENCY,
+    STATEMENT_WORDS,
+)
+from agentflow.grammar import ast
+
+#: keywords that start a statement or an expression (the hint of a misspelt one read as a name)
+_EXPRESSION_KEYWORDS = [
+    *STATEMENT_WORDS,
+    *(w for w in EXPRESSION_WORDS if w not in ("and", "or", "in")),
+]
+
+
+@dataclass(slots=True)
+class _Var:
+    symbol: Symbol
+    span: Span
+    used: bool = False
+
+
+@dataclass(slots=True)
+class _Frame:
+    """A stage or control body: its expected value type and the value types it produced."""
+
+    expected: Type | None
+    values: list[Type] = field(default_factory=list)
+
+
+#: operators of other languages written between two values (``s matches "x"``): a name to
+#: the checker, which then says what `.flow` has instead
+_OPERATOR_HINTS = {
+    name: "`.flow` has no `"
+    + name
+    + '` operator: `needle in text` tests for a substring, `@pattern("…")` constrains a'
+    " type, and the `grep` tool searches files"
+    for name in ("matches", "like", "contains")
+}
+
+
+class StatementChecks:
+    """Stages, bodies, scopes, statements, names, loops."""
+
+    def check_stage(self, stage: ast.StageDecl) -> None:
+        name = stage.name.name
+        declared = self.resolve_type(stage.returns) if stage.returns is not None else None
+        is_main = self.all_stages.get(name) is stage
+        self.current_stage = name
+        t = self.body(stage.body, declared, stage.name.span, f"stage `{name}`")
+        self.current_stage = None
+        if is_main:
+            st = declared if declared is not None else widen(t)
+            self.stage_types[name] = st
+            self.stage_syms[name] = Symbol("stage", name, st, stage)
+            self.stage_order.append(stage)
+
+    def body(self, block: ast.Block, expected: Type | None, owner_span: Span, what: str) -> Type:
+        """Check a stage or control body; returns the body's value type."""
+        frame = _Frame(expected)
+        self.frames.append(frame)
+        self.scopes.append({})
+        try:
+            reachable = self.stmts(block.stmts, frame, top=True)
+        finally:
+            self.pop_scope()
+            self.frames.pop()
+        if reachable:
+            self.report(
+                D.MISSING_RETURN,
+                f"{what} does not produce a value on every path",
+                owner_span,
+                hint='end it with `return <value>` (or an expression), or `fail "…"`',
+            )
+        if expected is not None:
+            return expected
+        if reachable and not frame.values:
+            return ERROR
+        return join(frame.values, self.env)
+
+    def pop_scope(self) -> None:
+        scope = self.scopes.pop()
+        for var in scope.values():
+            if var.symbol.kind == "let" and not var.used and not var.symbol.name.startswith("_"):
+                self.report(
+                    D.UNUSED_VARIABLE,
+                    f"`{var.symbol.name}` is never used",
+                    var.span,
+                    hint=f"remove it, or name it `_{var.symbol.name}`",
+                )
+
+    def declare(self, symbol: Symbol, span: Span) -> None:
+        scope = self.scopes[-1]
+        prev = scope.get(symbol.name)
+        if prev is not None and symbol.kind == "let" and prev.symbol.kind == "let":
+            self.report(
+                D.DUPLICATE_DEFINITION,
+                f"`{symbol.name}` is defined twice in this block",
+                span,
+                notes=[Note("first defined here", prev.span)],
+            )
+            prev.used = True
+        scope[symbol.name] = _Var(symbol, span)
+
+    def stmts(self, stmts: list[ast.Stmt], frame: _Frame, *, top: bool) -> bool:
+        reachable = True
+        warned = False
+        for i, s in enumerate(stmts):
+            if not reachable and not warned:
+                self.report(
+                    D.UNREACHABLE_CODE,
+                    "unreachable code: it follows a `return` or `fail`",
+                    s.span,
+                )
+                warned = True
+            last = top and i == len(stmts) - 1
+            if isinstance(s, ast.LetStmt):
+                ann = self.resolve_type(s.annotation) if s.annotation is not None else None
+                vt = self.expr(s.value, ann)
+                t = ann if ann is not None else widen(vt)
+                self.declare(Symbol("let", s.name.name, t, s), s.name.span)
+            elif isinstance(s, ast.RequireStmt):
+                self.expr(s.cond, BOOL)
+                self.expr(s.message, TEXT)
+            elif isinstance(s, ast.FailStmt):
+                self.expr(s.message, TEXT)
+                reachable = False
+            elif isinstance(s, ast.ReturnStmt):
+                vt = self.expr(s.value, frame.expected)
+                frame.values.append(vt)
+                reachable = False
+            elif isinstance(s, ast.IfStmt):
+                after = self.if_stmt(s, frame)
+                reachable = reachable and after
+            elif isinstance(s, ast.ExprStmt):
+                if last and reachable:
+                    vt = self.expr(s.expr, frame.expected)
+                    frame.values.append(vt)
+                    reachable = False
+                else:
+                    self.expr(s.expr, None)
+        return reachable
+
+    def if_stmt(self, s: ast.IfStmt, frame: _Frame) -> bool:
+        """Check an ``if``; True when control may continue after it."""
+        self.expr(s.cond, BOOL)
+        self.scopes.append({})
+        try:
+            r1 = self.stmts(s.then.stmts, frame, top=False)
+        finally:
+            self.pop_scope()
+        if s.else_ is None:
+            return True
+        if isinstance(s.else_, ast.IfStmt):
+            r2 = self.if_stmt(s.else_, frame)
+        else:
+            self.scopes.append({})
+            try:
+                r2 = self.stmts(s.else_.stmts, frame, top=False)
+            finally:
+                self.pop_scope()
+        return r1 or r2
+
+    def lookup(self, name: str) -> Symbol | None:
+        for scope in reversed(self.scopes):
+            var = scope.get(name)
+            if var is not None:
+                var.used = True
+                return var.symbol
+        if name in self.stage_syms:
+            return self.stage_syms[name]
+        if name == "input":
+            return self.input_sym
+        if name in self.use_syms:
+            return self.use_syms[name]
+        return None
+
+    def visible_names(self) -> set[str]:
+        names = {"input"} | set(self.stage_syms) | set(self.use_syms)
+        for scope in self.scopes:
+            names |= set(scope)
+        return names
+
+    def name(self, e: ast.Name) -> Type:
+        sym = self.lookup(e.name)
+        if sym is not None:
+            self.refs[id(e)] = sym
+            if isinstance(sym.type, UseType):
+                # agent targets resolve their aliases themselves (agent_target): here the
+                # alias is used as a value, which it is not (even where `json` is expected)
+                self.report(
+                    D.TYPE_MISMATCH,
+                    f"`{e.name}` is a `use {sym.type.kind}` alias, not a value",
+                    e.span,
+                    hint="a `use` alias can only be the target of `agent(…)`",
+                )
+                return ERROR
+            return sym.type
+        if e.name in self.all_stages:
+            later = self.all_stages[e.name]
+            if e.name == self.current_stage:
+                msg = f"stage `{e.name}` cannot use its own result"
+            else:
+                msg = f"stage `{e.name}` is used before the stage that defines it"
+            self.report(
+                D.FORWARD_STAGE_REFERENCE,
+                msg,
+                e.span,
+                notes=[Note(f"`{e.name}` is defined here", later.name.span)],
+                hint="a stage sees only the stages declared before it; move it earlier",
+            )
+            return ERROR
+        if e.name in self.error_names:
+            return ERROR
+        hint = suggest(e.name, self.visible_names())
+        if hint is None:
+            # `paralel map …`, `retrun x`: a misspelt keyword reads as a name
+            hint = did_you_mean(e.name, _EXPRESSION_KEYWORDS)
+        elif hint:
+            # the misspelt name was most likely meant to read that variable: not "unused"
+            meant = hint.split("`")[1]
+            for scope in reversed(self.scopes):
+                if meant in scope:
+                    scope[meant].used = True
+                    break
+        hint = hint or _OPERATOR_HINTS.get(e.name)
+        self.report(D.UNKNOWN_NAME, f"unknown name `{e.name}`", e.span, hint=hint)
+        return ERROR
+
+    def loop_scope(self, var: ast.Ident, elem: Type, decl: ast.Node) -> None:
+        self.scopes.append({})
+        self.declare(Symbol("loopvar", var.name, elem, decl), var.span)
+        if var.name != "index":
+            self.declare(Symbol("index", "index", INT, decl), var.span)
+
+    def visit_MapExpr(self, e: ast.MapExpr, hint: Type | None) -> Type:
+        elem = self.elem_type(e.over, "map")
+        if e.limit is not None:
+            self.count_setting(e.limit, "`limit`", MAX_CONCURRENCY)
+            if not e.parallel:
+                self.report(
+                    D.SYNTAX_ERROR,
+                    "`limit` needs `parallel map`: a `map` runs its items one at a time",
+                    e.limit.span,
+                    hint="write `parallel map … limit N { … }` to run up to N items at once",
+                )
+        h = self._hint_parts(hint)
+        body_hint = h.elem if isinstance(h, ListType) else None
+        if e.tolerate is not None:  # `tolerate …`: the map yields Outcome<T>[]
+            check_errors.check_tolerance(e, self.report)
+            body_hint = check_errors.outcome_value_type(body_hint) if body_hint else None
+        self.loop_scope(e.var, elem, e)
+        try:
+            span = e.keyword_span or e.span
+            bt = self.body(e.body, body_hint, span, "the `map` body")
+        finally:
+            self.pop_scope()
+        if isinstance(bt, ErrorType):
+            return ERROR
+        if e.tolerate is not None:
+            return ListType(check_errors.outcome_type(bt))
+        return ListType(bt)
+
+    def visit_CatchExpr(self, e: ast.CatchExpr, hint: Type | None) -> Type:
+        return check_errors.check_catch(self, e, hint)
+
+    def visit_FilterExpr(self, e: ast.FilterExpr, hint: Type | None) -> Type:
+        ot = self.infer(e.over)
+        elem = self.list_elem(ot, "filter", e.over.span)
+        self.loop_scope(e.var, elem, e)
+        try:
+            if e.cond is not None:
+                self.expr(e.cond, BOOL)
+                self.check_pure(e.cond)
+            if e.judge is not None:
+                self.expr(e.judge, TEXT)
+        finally:
+            self.pop_scope()
+        if isinstance(elem, ErrorType):
+            return ERROR
+        if ot == JSON:
+            return ListType(JSON)
+        return widen(ot) if not isinstance(ot, NamedRef) else ot
+
+    def check_pure(self, cond: ast.Expr) -> None:
+        for n in ast.walk(cond):
+            what = None
+            if isinstance(n, ast.Call) and id(n) in self.tool_calls:
+                what = "a tool call"
+            elif isinstance(n, ast.AgentExpr):
+                what = "an agent"
+            elif isinstance(n, ast.AskExpr):
+                what = "an `ask`"
+            elif isinstance(n, ast.VerifyExpr):
+                what = "a `verify`"
+            if what:
+                self.report(
+                    D.EFFECTFUL_GATE,
+                    f"a `filter` condition must be pure, but this is {what}",
+                    n.span,
+                    hint='compute it before the filter, or use `where judge "…"` for an LLM gate',
+                )
+                return
+
+    def visit_ReduceExpr(self, e: ast.ReduceExpr, hint: Type | None) -> Type:
+        elem = self.elem_type(e.over, "reduce")
+        if e.acc_type is not None:
+            acc_t = self.resolve_type(e.acc_type)
+            self.expr(e.init, acc_t)
+        elif hint is not None:
+            acc_t = hint
+            self.expr(e.init, acc_t)
+        else:
+            acc_t = widen(self.infer(e.init))
+        self.loop_scope(e.var, elem, e)
+        self.declare(Symbol("acc", e.acc.name, acc_t, e), e.acc.span)
+        try:
+            self.body(e.body, acc_t, e.span, "the `reduce` body")
+        finally:
+            self.pop_scope()
+        return acc_t

@@ -1,0 +1,489 @@
+"""The checker's types: type expressions to types, and how a mismatch is reported.
+
+Resolves named types, aliases (and their cycles), object bodies with field constraints and
+``extern tool`` signatures (docs/spec/LANGUAGE.md §3, §5), and reports a ``type-mismatch`` as
+precisely as it can (into object and list literals, at an ``expect`` clause).  A mixin of
+:class:`~agentflow.compiler.checker.Checker`, whose state it reads and writes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from agentflow.compiler.check_expressions import literal_const
+from agentflow.compiler.symbols import ToolSig, suggest
+from agentflow.compiler.types import (
+    DURATION,
+    ERROR,
+    JSON,
+    NULL,
+    PRIMS,
+    VERDICT,
+    ErrorType,
+    Field,
+    ListType,
+    LiteralType,
+    MapType,
+    NamedRef,
+    NeverType,
+    ObjectType,
+    OptionalType,
+    Type,
+    TypeEnv,
+    UnionType,
+    UseType,
+    assignable,
+    is_numeric,
+    is_textual,
+    make_optional,
+    make_union,
+    object_mismatches,
+    strip_optional,
+    type_str,
+    widen,
+)
+from agentflow.core import diagnostics as D
+from agentflow.core.diagnostics import Note
+from agentflow.core.vocabulary import (
+    VERDICT_TYPE,
+    duration_ms,
+)
+from agentflow.grammar import ast
+
+#: JSON Schema formats accepted by ``@format`` (draft 2020-12)
+FORMATS = (
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+)
+
+
+def _duration_hint(e: ast.Expr) -> str:
+    """The hint for a number or a string where a duration goes: `timeout 2` → `2s`."""
+    if isinstance(e, ast.NumberLit):
+        return f"a duration needs a unit: `{e.value}s` (or `ms`, `m`, `h`)"
+    if isinstance(e, ast.StringLit) and e.is_plain:
+        try:
+            duration_ms(e.text)
+        except ValueError:
+            pass
+        else:
+            return f"a duration is written without quotes: `{e.text.strip()}`"
+    return "write a duration such as `90s`, `5m` or `1h30m`"
+
+
+@dataclass(slots=True)
+class _Expect:
+    span: ast.Span
+    what: str
+
+
+def _expect_clause(e: ast.Expr) -> _Expect | None:
+    """The ``expect`` clause that gives ``e`` its type: of an ``agent`` block (its first, the one
+    that counts) or of an ``ask``; None for anything else."""
+    if isinstance(e, ast.AgentExpr):
+        for c in e.clauses:
+            if c.kind == "expect":
+                return _Expect(c.span, "agent")
+    if isinstance(e, ast.AskExpr) and e.expect is not None:
+        return _Expect(e.expect.span, "ask")
+    return None
+
+
+def _has_literal(t: Type, env: TypeEnv) -> bool:
+    t = env.resolve(t) if isinstance(t, NamedRef) and t.name in env.aliases else t
+    if isinstance(t, LiteralType):
+        return True
+    if isinstance(t, (UnionType,)):
+        return any(_has_literal(m, env) for m in t.members)
+    if isinstance(t, OptionalType):
+        return _has_literal(t.inner, env)
+    if isinstance(t, ListType):
+        return _has_literal(t.elem, env)
+    return False
+
+
+class TypeChecks:
+    """Type expressions, aliases, constraints, tool signatures, mismatches."""
+
+    def mismatch(self, expr: ast.Expr, got: Type, want: Type) -> None:
+        """Report that ``expr`` (of type ``got``) is not assignable to ``want``, as precisely as
+        possible (into object and list literals)."""
+        want_r = self.env.resolve(strip_optional(want, self.env))
+        if isinstance(expr, ast.ObjectLit) and isinstance(want_r, ObjectType):
+            src = self.env.resolve(got)
+            if isinstance(src, ObjectType):
+                problems = object_mismatches(src, want_r, self.env)
+                entries = {e.key: e for e in expr.entries}
+                wname = type_str(want)
+                reported = False
+                missing = [f for k, f in problems if k == "missing"]
+                # a misspelt key (`titel` for a missing `title`) is one mistake: one error, on
+                # the key, rather than "missing `title`" and "no field `titel`" on the `{`
+                typos: dict[str, str] = {}
+                for kind, fname in problems:
+                    if kind == "unknown":
+                        hint = suggest(fname, [m for m in missing if m not in typos.values()])
+                        if hint:
+                            typos[fname] = hint.split("`")[1]
+                for kind, fname in problems:
+                    if kind == "missing":
+                        if fname in typos.values():
+                            continue
+                        fdecl = want_r.fields[fname]
+                        self.report(
+                            D.TYPE_MISMATCH,
+                            f"missing field `{fname}` in an object literal of type `{wname}`",
+                            expr.span,
+                            notes=[Note(f"field `{fname}` is required", fdecl.span)],
+                        )
+                        reported = True
+                    elif kind == "unknown":
+                        entry = entries.get(fname)
+                        meant = typos.get(fname)
+                        if meant is not None:
+                            notes = [
+                                Note(f"field `{meant}` is required", want_r.fields[meant].span)
+                            ]
+                            hint = f"did you mean `{meant}`?"
+                        else:
+                            names = ", ".join(f"`{f}`" for f in want_r.fields) or "none"
+                            notes = [Note(f"the fields of `{wname}` are {names}")]
+                            hint = suggest(fname, list(want_r.fields))
+                        self.report(
+                            D.TYPE_MISMATCH,
+                            f"`{wname}` has no field `{fname}`",
+                            entry.key_span if entry else expr.span,
+                            notes=notes,
+                            hint=hint,
+                        )
+                        reported = True
+                    else:
+                        entry = entries.get(fname)
+                        if entry is not None:
+                            self.mismatch(
+                                entry.value,
+                                self.types.get(id(entry.value), ERROR),
+                                want_r.fields[fname].type,
+                            )
+                            reported = True
+                if reported:
+                    return
+        if isinstance(expr, ast.ListLit) and isinstance(want_r, ListType):
+            done = False
+            for item in expr.items:
+                it = self.types.get(id(item), ERROR)
+                if not assignable(it, want_r.elem, self.env):
+                    self.mismatch(item, it, want_r.elem)
+                    done = True
+            if done:
+                return
+        if isinstance(got, ErrorType) or isinstance(want, ErrorType):
+            return
+        if isinstance(got, UseType):
+            self.report(
+                D.TYPE_MISMATCH,
+                f"`{got.alias}` is a `use {got.kind}` alias, not a value "
+                f"(expected `{type_str(want)}`)",
+                expr.span,
+                hint="a `use` alias can only be the target of `agent(…)`",
+            )
+            return
+        shown = got if _has_literal(want, self.env) else widen(got)
+        if want == DURATION and isinstance(expr, (ast.NumberLit, ast.StringLit)):
+            self.report(
+                D.TYPE_MISMATCH,
+                f"expected `duration`, found `{type_str(shown)}`",
+                expr.span,
+                hint=_duration_hint(expr),
+            )
+            return
+        expect = _expect_clause(expr)
+        if expect is not None:
+            # the value of `agent(…) { … }` / `ask … expect T` is its `expect` type: that clause
+            # is what to change (or the expected type), not the block's first line
+            self.report(
+                D.TYPE_MISMATCH,
+                f"expected `{type_str(want)}`, found `{type_str(shown)}`",
+                expect.span,
+                notes=[
+                    Note(f"the answer of this `{expect.what}` has its `expect` type", expr.span)
+                ],
+                hint=f"`expect {type_str(want)}` would fit here",
+            )
+            return
+        self.report(
+            D.TYPE_MISMATCH,
+            f"expected `{type_str(want)}`, found `{type_str(shown)}`",
+            expr.span,
+        )
+
+    def _type_hint(self, name: str) -> str | None:
+        """The hint of `unknown-type`: did-you-mean among the declared types when one is close
+        (the user's own `Record` beats the foreign-name hint for `record`), else the agentflow
+        spelling of a type name from another language (`string` → `text`), else did-you-mean
+        among the builtin types."""
+        declared = set(self.type_decls) | set(self.env.externs)
+        hint = suggest(name, declared - set(PRIMS))
+        if hint:
+            return hint
+        builtin = suggest(name, set(PRIMS) | {VERDICT_TYPE})
+        if builtin and builtin.split("`")[1].lower() == name.lower():
+            return builtin  # `Bool`, `Text`: only the case differs
+        return D.foreign_type_hint(name) or builtin
+
+    def resolve_type(self, t: ast.TypeExpr, alias_stack: tuple[str, ...] = ()) -> Type:
+        """Turn a written type into a semantic type, reporting unknown names, duplicate fields
+        and invalid constraints."""
+        if isinstance(t, ast.NamedType):
+            name = t.name
+            if name in PRIMS:
+                return PRIMS[name]
+            if name == VERDICT_TYPE:
+                return VERDICT
+            if name in self.env.objects or (
+                name in self.type_decls
+                and isinstance(self.type_decls[name], ast.TypeDecl)
+                and self.type_decls[name].body is not None
+            ):
+                return NamedRef(name)
+            if name in self.alias_decls:
+                return self.resolve_alias(name, alias_stack)
+            if name in self.env.externs:
+                return self.env.externs[name]
+            if name in self.error_names:
+                return ERROR
+            self.report(
+                D.UNKNOWN_TYPE, f"unknown type `{name}`", t.span, hint=self._type_hint(name)
+            )
+            return ERROR
+        if isinstance(t, ast.ArrayType):
+            return ListType(self.resolve_type(t.element, alias_stack))
+        if isinstance(t, ast.OptionalType):
+            inner = self.resolve_type(t.inner, alias_stack)
+            return ERROR if isinstance(inner, ErrorType) else make_optional(inner)
+        if isinstance(t, ast.UnionType):
+            members = [self.resolve_type(m, alias_stack) for m in t.members]
+            if NULL in members:
+                rest = make_union([m for m in members if m != NULL])
+                return make_optional(rest) if not isinstance(rest, NeverType) else NULL
+            return make_union(members)
+        if isinstance(t, ast.LiteralType):
+            if t.value is None:
+                return NULL
+            return LiteralType(t.value)
+        if isinstance(t, ast.MapType):
+            return MapType(self.resolve_type(t.value, alias_stack))
+        if isinstance(t, ast.ObjectType):
+            return self.object_type(t, None, None, alias_stack)
+        return ERROR
+
+    def object_type(
+        self,
+        t: ast.ObjectType,
+        name: str | None,
+        doc: str | None,
+        alias_stack: tuple[str, ...] = (),
+    ) -> ObjectType:
+        fields: dict[str, Field] = {}
+        first: dict[str, ast.FieldDecl] = {}
+        for fd in t.fields:
+            fname = fd.name.name
+            ft = self.resolve_type(fd.type, alias_stack)
+            constraints = self.constraints(fd, ft)
+            if fname in first:
+                self.report(
+                    D.DUPLICATE_FIELD,
+                    f"field `{fname}` is declared twice",
+                    fd.name.span,
+                    notes=[Note("first declared here", first[fname].name.span)],
+                )
+                continue
+            first[fname] = fd
+            optional = isinstance(ft, OptionalType) or ft == NULL
+            fields[fname] = Field(ft, optional, constraints, fd.doc, fd.name.span)
+        return ObjectType(fields, name, doc)
+
+    def constraints(self, fd: ast.FieldDecl, ft: Type) -> dict[str, tuple]:
+        out: dict[str, tuple] = {}
+        base = self.env.resolve(strip_optional(ft, self.env))
+        for c in fd.constraints:
+            cname = c.name.name
+            if cname not in ("range", "length", "pattern", "format"):
+                self.report(
+                    D.INVALID_CONSTRAINT,
+                    f"unknown constraint `@{cname}`",
+                    c.name.span,
+                    hint=suggest(cname, ["range", "length", "pattern", "format"]),
+                )
+                continue
+            if cname in out:
+                self.report(D.INVALID_CONSTRAINT, f"constraint `@{cname}` is given twice", c.span)
+                continue
+            values = []
+            ok = True
+            for a in c.args:
+                is_const, v = literal_const(a)
+                if not is_const:
+                    self.report(
+                        D.INVALID_CONSTRAINT,
+                        f"the arguments of `@{cname}` must be literals",
+                        a.span,
+                    )
+                    ok = False
+                    break
+                values.append(v)
+            if not ok:
+                continue
+            if isinstance(base, ErrorType) or base == JSON:
+                applies = True
+            elif cname == "range":
+                applies = is_numeric(base, self.env)
+            elif cname == "length":
+                applies = is_textual(base, self.env) or isinstance(base, (ListType, MapType))
+            else:
+                applies = is_textual(base, self.env)
+            if not applies:
+                what = {
+                    "range": "numbers (`int`, `number`)",
+                    "length": "text, arrays and maps",
+                    "pattern": "text",
+                    "format": "text",
+                }[cname]
+                self.report(
+                    D.INVALID_CONSTRAINT,
+                    f"`@{cname}` does not apply to `{type_str(ft)}`: it constrains {what}",
+                    c.span,
+                )
+                continue
+            if not self.constraint_args(c, cname, values):
+                continue
+            out[cname] = tuple(values)
+        return out
+
+    def constraint_args(self, c: ast.Constraint, cname: str, values: list) -> bool:
+        def num(v: Any) -> bool:
+            return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+        if cname in ("range", "length"):
+            if len(values) != 2 or not all(v is None or num(v) for v in values):
+                self.report(
+                    D.INVALID_CONSTRAINT,
+                    f"`@{cname}` takes two numbers: `@{cname}(min, max)`",
+                    c.span,
+                )
+                return False
+            lo, hi = values
+            if cname == "length":
+                for v, a in zip(values, c.args, strict=False):
+                    if v is not None and (not isinstance(v, int) or v < 0):
+                        self.report(
+                            D.INVALID_VALUE,
+                            "a length bound must be a non-negative integer",
+                            a.span,
+                        )
+                        return False
+            if lo is not None and hi is not None and lo > hi:
+                self.report(
+                    D.INVALID_VALUE,
+                    f"`@{cname}` minimum {lo} is greater than its maximum {hi}",
+                    c.span,
+                )
+                return False
+            return True
+        if len(values) != 1 or not isinstance(values[0], str):
+            self.report(
+                D.INVALID_CONSTRAINT, f'`@{cname}` takes one string: `@{cname}("…")`', c.span
+            )
+            return False
+        if cname == "pattern":
+            try:
+                re.compile(values[0])
+            except re.error as exc:
+                self.report(D.INVALID_VALUE, f"invalid regular expression: {exc}", c.args[0].span)
+                return False
+        if cname == "format" and values[0] not in FORMATS:
+            self.report(
+                D.INVALID_VALUE,
+                f"unknown format `{values[0]}`",
+                c.args[0].span,
+                hint=suggest(values[0], list(FORMATS)),
+            )
+            return False
+        return True
+
+    def resolve_alias(self, name: str, stack: tuple[str, ...]) -> Type:
+        if name in self.alias_done:
+            return self.alias_done[name]
+        if name in stack:
+            cycle = stack[stack.index(name) :]
+            decls = [self.alias_decls[n] for n in cycle]
+            if not any(n in self.alias_reported for n in cycle):
+                first = min(decls, key=lambda d: (d.span.start, d.span.line, d.span.column))
+                others = [d for d in decls if d is not first]
+                chain = " → ".join([first.name.name] + [d.name.name for d in others])
+                self.report(
+                    D.CYCLIC_ALIAS,
+                    f"type alias `{first.name.name}` refers to itself ({chain} → {first.name.name})",
+                    first.name.span,
+                    notes=[
+                        Note(f"`{d.name.name}` is part of the cycle", d.name.span) for d in others
+                    ],
+                    hint="declare an object type (`type N { … }`) to make a recursive type",
+                )
+            for n in cycle:
+                self.alias_reported.add(n)
+                self.alias_done[n] = ERROR
+            return ERROR
+        decl = self.alias_decls[name]
+        t = self.resolve_type(decl.alias, stack + (name,))
+        if name in self.alias_done:  # marked by a cycle found below
+            return self.alias_done[name]
+        self.alias_done[name] = t
+        self.env.aliases[name] = t
+        return t
+
+    def tool_sig(self, item: ast.ExternTool) -> ToolSig:
+        params: dict[str, tuple[Type, bool]] = {}
+        seen: dict[str, ast.Param] = {}
+        for p in item.params:
+            pt = self.resolve_type(p.type)
+            if p.name.name in seen:
+                self.report(
+                    D.DUPLICATE_DEFINITION,
+                    f"parameter `{p.name.name}` is declared twice",
+                    p.name.span,
+                    notes=[Note("first declared here", seen[p.name.name].name.span)],
+                )
+                continue
+            seen[p.name.name] = p
+            optional = p.omittable or isinstance(pt, OptionalType) or pt == NULL
+            params[p.name.name] = (pt, optional)
+        returns = self.resolve_type(item.returns)
+        if item.catalog is not None and "__" not in item.catalog.strip("_"):
+            self.report(
+                D.INVALID_VALUE,
+                f"`{item.catalog}` is not a catalog tool name (SERVER__tool)",
+                item.catalog_span or item.span,
+                hint='name the tool as the catalog does: `extern tool "server__tool-name" as '
+                "server__tool_name(…)` (`flowc tools --extern` prints it)",
+            )
+        return ToolSig(item.name.name, params, returns, True, False, item, catalog=item.catalog)

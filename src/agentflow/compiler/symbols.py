@@ -1,0 +1,80 @@
+"""What names and tools resolve to in a checked program, and the "did you mean" for names.
+
+:class:`Symbol` (a value name: ``input``, a stage, a ``let``, a loop variable, a ``use`` alias) and
+:class:`ToolSig` (a tool's parameters and result) are part of the
+:class:`~agentflow.compiler.checker.CheckResult`; the checker's modules share :func:`suggest`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from agentflow.compiler.types import (
+    ERROR,
+    Type,
+)
+from agentflow.core.diagnostics import did_you_mean
+
+
+@dataclass(slots=True)
+class Symbol:
+    """What a name refers to.
+
+    ``kind`` is one of ``input``, ``stage``, ``let``, ``loopvar``, ``acc``, ``index``, ``use``;
+    ``name`` the name; ``type`` its type; ``decl`` the declaring node (``StageDecl``,
+    ``LetStmt``, the ``MapExpr``/``FilterExpr``/``ReduceExpr`` binding a loop variable, the
+    ``UseDecl``, or ``None`` for ``input``).
+    """
+
+    kind: str
+    name: str
+    type: Type = ERROR
+    decl: Any = None
+
+
+@dataclass(slots=True)
+class ToolSig:
+    """A tool signature: ``params`` maps name → ``(type, optional)``; ``declared`` is False for
+    an untyped catalog tool (``server__tool`` without ``extern tool``), whose params are the
+    arguments of the call and whose result is ``json``.  ``prelude`` is True for the standard
+    library tools (named ``builtin__<name>`` in plans)."""
+
+    name: str
+    params: dict[str, tuple[Type, bool]]
+    returns: Type
+    declared: bool = True
+    prelude: bool = False
+    decl: Any = None
+    #: the catalog tool's own name when it differs from ``name``
+    #: (``extern tool "everything__get-tiny-image" as everything__get_tiny_image(…)``)
+    catalog: str | None = None
+
+    @property
+    def catalog_name(self) -> str:
+        """The tool's name in plans and the catalog: ``builtin__NAME`` for the prelude, the
+        quoted name of an ``extern tool "…" as NAME``, else ``name``."""
+        if self.prelude:
+            return f"builtin__{self.name}"
+        return self.catalog or self.name
+
+
+def suggest(name: str, candidates) -> str | None:
+    """``did_you_mean``, plus one swap of adjacent letters (``titel`` → ``title``) and
+    case-only differences."""
+    hint = did_you_mean(name, candidates)
+    if hint:
+        return hint
+    for cand in sorted(candidates):
+        if cand.lower() == name.lower():
+            return f"did you mean `{cand}`?"
+        if len(cand) == len(name):
+            diff = [i for i, (a, b) in enumerate(zip(name, cand, strict=True)) if a != b]
+            if (
+                len(diff) == 2
+                and diff[1] == diff[0] + 1
+                and name[diff[0]] == cand[diff[1]]
+                and name[diff[1]] == cand[diff[0]]
+            ):
+                return f"did you mean `{cand}`?"
+    return None
