@@ -630,7 +630,7 @@ class ExpressionChecks:
     def path_defaults(self, p: ast.Expr) -> bool:
         """True when a projection's per-element path reads an optional part (a `T?` field, a
         field of a `T?` value), nested projections included: lowering then computes it with a
-        `map` step per element (the rule of ``lowering._path_defaults``)."""
+        `map` step per element (the rule of ``lower_expressions._path_defaults``)."""
         while True:
             if isinstance(p, ast.Member):
                 if self.optional_field(p) or self.nullable(p.obj):

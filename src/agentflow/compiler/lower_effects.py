@@ -1,0 +1,322 @@
+"""Lowering's effectful expressions: each becomes a step (docs/spec/LANGUAGE.md §10).
+
+:class:`EffectLowering` is a mixin of :class:`~agentflow.compiler.lowering._Lowerer` holding the
+``visit_<Node>`` rules of tool calls, ``agent`` (target, tools, ``expect`` contract, ``retry``,
+``timeout``, ``budget``), ``map``, ``catch``, ``filter``, ``reduce``, ``ask`` and ``verify``, and
+the settings the plan fixes at compile time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentflow.compiler import types as T
+from agentflow.compiler.contracts import ContractError, agent_contract, contract_for
+from agentflow.compiler.lower_expressions import (
+    Frag,
+    StepRef,
+    _Ctx,
+    _NeedsOutline,
+    _scope_name,
+)
+from agentflow.errors import LoweringError
+from agentflow.grammar import ast
+
+
+def _alias_of(target: ast.Expr) -> str | None:
+    """The ``use`` alias an agent target is written with: ``investigator`` for
+    ``agent(investigator)``, ``dev`` for ``agent(dev.main)`` and ``agent(dev.member(x))``."""
+    if isinstance(target, ast.Call):
+        target = target.callee
+    if isinstance(target, ast.Member):
+        target = target.obj
+    return target.name if isinstance(target, ast.Name) else None
+
+
+def _order(d: dict, keys: list[str]) -> dict:
+    out = {k: d[k] for k in keys if k in d}
+    out.update({k: v for k, v in d.items() if k not in out})
+    return out
+
+
+def _insert_before(step: dict, before: str, key: str, value: Any) -> None:
+    items = list(step.items())
+    step.clear()
+    placed = False
+    for k, v in items:
+        if k == before and not placed:
+            step[key] = value
+            placed = True
+        step[k] = v
+    if not placed:
+        step[key] = value
+
+
+def _open_objects(schema: Any) -> Any:
+    """``schema`` with every ``additionalProperties: false`` dropped (recursively)."""
+    if isinstance(schema, list):
+        return [_open_objects(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {
+        k: _open_objects(v)
+        for k, v in schema.items()
+        if not (k == "additionalProperties" and v is False)
+    }
+
+
+class EffectLowering:
+    """The ``visit_<Node>`` rules of effectful expressions, each adding a step."""
+
+    # effectful expressions
+    def visit_Call(self, e: ast.Call, ctx: _Ctx) -> Frag:
+        name = e.callee.name if isinstance(e.callee, ast.Name) else "?"
+        sig = self.r.tools.get(name) or self.r.tool_decls.get(name)
+        tool = sig.catalog_name if sig is not None else name
+        inp = {a.name: self.value_input(a.value, ctx) for a in e.args}
+        step = self.add_step(ctx, tool, inp, e.span)
+        schema = self._result_schema(sig)
+        if schema is not None:
+            _insert_before(step, "meta", "result_schema", schema)
+        return Frag([StepRef(step)])
+
+    def _result_schema(self, sig: Any) -> dict | None:
+        """The ``result_schema`` of a call to a declared catalog tool: its declared result type
+        as JSON Schema, open to fields the type does not name (a server may add some), so the
+        run checks what the program relies on.  None for the prelude, ``json`` results and
+        types with no schema (``extern type``)."""
+        if sig is None or sig.prelude or not sig.declared or sig.returns == T.JSON:
+            return None
+        try:
+            schema = contract_for(sig.returns, self.env)
+        except ContractError:
+            return None
+        return _open_objects(schema)
+
+    def visit_AgentExpr(self, e: ast.AgentExpr, ctx: _Ctx) -> Frag:
+        inp: dict[str, Any] = {"agent": self._target(e.target, ctx)}
+        retry = timeout = None
+        for c in e.clauses:
+            k = c.kind
+            if k == "task":
+                inp["prompt"] = self.text_value(c.value, ctx)
+            elif k == "system":
+                inp["system_prompt"] = self.text_value(c.value, ctx)
+            elif k == "model":
+                inp["model"] = self.text_value(c.value, ctx)
+            elif k == "input":
+                inp["input"] = self.value_input(c.value, ctx)
+            elif k == "tools":
+                if c.value is None:
+                    inp["tools"] = "none"
+                else:
+                    inp["tools"] = [self._tool_name(t) for t in c.value]
+            elif k == "write":
+                inp["write"] = self.whole(self.expr(c.value, ctx))
+            elif k == "max_iterations":
+                inp["max_iterations"] = self.count_setting(c.value, ctx)
+            elif k == "timeout":
+                timeout = self.constant(c.value, "timeout")
+            elif k == "retry":
+                retry = self._retry(c.value)
+            elif k == "budget":
+                inp["budget"] = self._budget(c.value)
+        t = self.r.type_of(e)
+        schema, wrapped = agent_contract(t, self.env)
+        inp["output_schema"] = schema
+        inp["require_final"] = True
+        ordered = _order(
+            inp,
+            [
+                "agent",
+                "prompt",
+                "system_prompt",
+                "input",
+                "tools",
+                "write",
+                "model",
+                "max_iterations",
+                "budget",
+                "require_final",
+                "output_schema",
+            ],
+        )
+        select = "{{ result.output.value }}" if wrapped else "{{ result.output }}"
+        step = self.add_step(ctx, "agent", ordered, e.keyword_span, select=select)
+        step["meta"]["expect"] = str(t)  # the contract's `.flow` type, for graphs and reports
+        alias = _alias_of(e.target)
+        if alias:  # the `use` alias the source names the agent by, for run output
+            step["meta"]["agent"] = alias
+        if timeout:
+            _insert_before(step, "select", "timeout", timeout)
+        if retry:
+            _insert_before(step, "select", "retry", retry)
+        return Frag([StepRef(step)])
+
+    def _tool_name(self, t: ast.ToolRef) -> str:
+        if t.pattern:
+            return t.name
+        sig = self.r.tool_decls.get(t.name)
+        return sig.catalog_name if sig is not None else t.name
+
+    def _retry(self, spec: ast.RetrySpec) -> dict:
+        attempts = self.constant(spec.attempts, "retry attempts") if spec.attempts else 0
+        out: dict[str, Any] = {"attempts": attempts}
+        out["on"] = [i.name for i in spec.on] if spec.on is not None else ["transient"]
+        return out
+
+    def constant(self, e: ast.Expr, what: str) -> Any:
+        """The value the checker computed for a setting the plan fixes (``timeout``,
+        ``retry { attempts }``, budget limits); the checker refuses one that is not a constant,
+        so a missing value is a compiler bug, never a dropped setting."""
+        if id(e) not in self.r.constants:
+            raise LoweringError(f"internal compiler error: no constant value for {what}", e.span)
+        return self.r.constants[id(e)]
+
+    def count_setting(self, e: ast.Expr, ctx: _Ctx) -> Any:
+        """``limit`` / ``max_iterations``: the number when the checker computed it, else a
+        template the run evaluates (and checks: a positive integer up to the limit)."""
+        if id(e) in self.r.constants:
+            return self.r.constants[id(e)]
+        return self.whole(self.expr(e, ctx))
+
+    def _budget(self, spec: ast.BudgetSpec) -> dict:
+        """A ``budget { … }`` as the plan's ``{inferences?, tokens?, cost?}``."""
+        return {
+            key: self.constant(value, f"budget `{key}`")
+            for key in ("inferences", "tokens", "cost")
+            if (value := spec.limit(key)) is not None
+        }
+
+    def _target(self, target: ast.Expr, ctx: _Ctx) -> dict:
+        if isinstance(target, ast.Name) and target.name in self.uses:
+            return {"kind": "alias", "name": self.uses[target.name].target}
+        if (
+            isinstance(target, ast.Member)
+            and target.name == "main"
+            and isinstance(target.obj, ast.Name)
+        ):
+            return {"kind": "team.main", "team": self.uses[target.obj.name].target}
+        if (
+            isinstance(target, ast.Call)
+            and isinstance(target.callee, ast.Member)
+            and isinstance(target.callee.obj, ast.Name)
+        ):
+            team = self.uses[target.callee.obj.name].target
+            arg = target.positional[0] if target.positional else target.args[0].value
+            return {"kind": "team.member", "team": team, "member": self.whole(self.expr(arg, ctx))}
+        raise LoweringError("invalid agent target", target.span)
+
+    def visit_MapExpr(self, e: ast.MapExpr, ctx: _Ctx) -> Frag:
+        if ctx.body:
+            raise _NeedsOutline()
+        over = self.expr(e.over, ctx)
+        limit = self.count_setting(e.limit, ctx) if e.limit is not None else None
+        loop = {e.var.name: "item", "index": "index"}
+        what = "parallel map body" if e.parallel else "map body"
+        body = self.body_step(e.body.stmts, e.body.span, ctx, loop, what)
+        inp: dict[str, Any] = {"over": self.whole(over)}
+        if e.parallel:
+            inp["concurrency"] = limit if limit is not None else 4
+        if e.tolerate is not None:
+            n = e.tolerate
+            inp["on_item_error"] = {"tolerate": f"{n:g}%" if e.tolerate_percent else n}
+        inp["do"] = body
+        step = self.add_step(ctx, "map", inp, e.keyword_span or e.span)
+        return Frag([StepRef(step)])
+
+    def visit_CatchExpr(self, e: ast.CatchExpr, ctx: _Ctx) -> Frag:
+        """A `try` step: the guarded expression as its `do` body, the fallback as its `catch` body
+        (the binding reads the scope's `error`), `on` the codes caught (all when absent)."""
+        if ctx.body:
+            raise _NeedsOutline()
+        guarded: list[ast.Stmt] = [ast.ExprStmt(e.guarded.span, e.guarded)]
+        do = self.body_step(guarded, e.guarded.span, ctx, {}, "guarded expression")
+        loop = {e.var.name: "error"} if e.var is not None else {}
+        fallback = self.body_step(e.body.stmts, e.body.span, ctx, loop, "catch fallback")
+        inp: dict[str, Any] = {"do": do}
+        if e.codes:
+            inp["on"] = [c.name for c in e.codes]
+        inp["catch"] = fallback
+        step = self.add_step(ctx, "try", inp, e.keyword_span or e.span)
+        return Frag([StepRef(step)])
+
+    def visit_FilterExpr(self, e: ast.FilterExpr, ctx: _Ctx) -> Frag:
+        over = self.expr(e.over, ctx)
+        inp: dict[str, Any] = {"over": self.whole(over)}
+        bindings = {e.var.name: _scope_name("item"), "index": _scope_name("index")}
+        scratch: list[dict] = []
+        gate = _Ctx(ctx.plan, scratch, ctx.stage, parent=ctx, bindings=bindings, gate=True)
+        snapshot = self._snapshot(ctx)
+        if e.judge is not None:
+            inp["infer"] = self.text_value(e.judge, gate)
+        else:
+            assert e.cond is not None
+            inp["when"] = {"expr": self.expr(e.cond, gate).render()}
+        if scratch:
+            # The gate needs a step (a projection lowered to a `map`): roll the attempt back,
+            # compute the gate of every item by a `map` first and let the filter read it by index.
+            self._rollback(ctx, snapshot)
+            if ctx.body:
+                raise _NeedsOutline()  # two steps cannot be a body
+            gate_expr = e.judge if e.judge is not None else e.cond
+            assert gate_expr is not None
+            loop = {e.var.name: "item", "index": "index"}
+            stmts: list[ast.Stmt] = [ast.ExprStmt(gate_expr.span, gate_expr)]
+            what = "filter prompt" if e.judge is not None else "filter condition"
+            body = self.body_step(stmts, gate_expr.span, ctx, loop, what)
+            gates = self.add_step(ctx, "map", {"over": inp["over"], "do": body}, gate_expr.span)
+            read = "{{ " + gates["id"] + "[index] }}"
+            if e.judge is not None:
+                inp["infer"] = read
+            else:
+                inp["when"] = {"expr": gates["id"] + "[index]"}
+        step = self.add_step(ctx, "filter", inp, e.span, select="{{ result.kept }}")
+        return Frag([StepRef(step)])
+
+    def visit_ReduceExpr(self, e: ast.ReduceExpr, ctx: _Ctx) -> Frag:
+        if ctx.body:
+            raise _NeedsOutline()
+        over = self.expr(e.over, ctx)
+        init = self.expr(e.init, ctx)
+        loop = {e.var.name: "item", "index": "index", e.acc.name: "accumulator"}
+        body = self.body_step(e.body.stmts, e.body.span, ctx, loop, "reduce body")
+        inp = {"over": self.whole(over), "initial": self.whole(init), "do": body}
+        step = self.add_step(ctx, "reduce", inp, e.span)
+        return Frag([StepRef(step)])
+
+    def visit_AskExpr(self, e: ast.AskExpr, ctx: _Ctx) -> Frag:
+        inp: dict[str, Any] = {"question": self.text_value(e.question, ctx)}
+        if e.expect is not None:
+            inp["schema"] = contract_for(self.r.type_of(e), self.env)
+            if "enum" in inp["schema"]:  # `expect "ship" | "hold"`: offer them as choices
+                inp["choices"] = list(inp["schema"]["enum"])
+        if e.default is not None:
+            inp["when_unanswered"] = {"default": self.value_input(e.default, ctx)}
+        elif e.else_fail is not None:
+            inp["when_unanswered"] = {"fail": self.text_value(e.else_fail, ctx)}
+        else:
+            inp["when_unanswered"] = {"fail": "question not answered"}
+        step = self.add_step(ctx, "ask", inp, e.span, select="{{ result.answer }}")
+        return Frag([StepRef(step)])
+
+    def visit_VerifyExpr(self, e: ast.VerifyExpr, ctx: _Ctx) -> Frag:
+        if ctx.body:
+            raise _NeedsOutline()
+        checks = []
+        judges = []
+        for it in e.items:
+            if isinstance(it, ast.VerifyCheck):
+                checks.append(
+                    {
+                        "ok": self.whole(self.expr(it.cond, ctx)),
+                        "message": self.text_value(it.message, ctx),
+                    }
+                )
+            else:
+                judges.append({"prompt": self.text_value(it.prompt, ctx)})
+        inp: dict[str, Any] = {"checks": checks}
+        if judges:
+            inp["judges"] = judges
+        step = self.add_step(ctx, "verify", inp, e.span)
+        return Frag([StepRef(step)])

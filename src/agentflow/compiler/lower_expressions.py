@@ -1,0 +1,432 @@
+"""Lowering's pure expressions: the printed template text and one ``visit_<Node>`` rule per class.
+
+A pure expression is printed back into the ``{{ … }}`` template language (docs/spec/LANGUAGE.md §10,
+docs/spec/PLAN_IR.md) as a :class:`Frag`, which keeps a :class:`StepRef` for every step it reads
+until it is printed, and its precedence, so that only the parentheses the grammar needs are written.
+:class:`ExpressionLowering` is a mixin of :class:`~agentflow.compiler.lowering._Lowerer` holding the
+rules for names, literals, operators, members, indexes and projections.  The scopes every rule
+lowers in (:class:`_Ctx`, :class:`_PlanBuilder`) are defined here too, below the fragments.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from agentflow.compiler import types as T
+from agentflow.compiler.contracts import flow_string as _flow_string
+from agentflow.errors import LoweringError
+from agentflow.grammar import ast
+
+#: Expressions that lower to effectful steps (tool calls, agents, asks, judges, checks).
+_EFFECTS = (ast.Call, ast.AgentExpr, ast.AskExpr, ast.VerifyExpr, ast.FilterExpr)
+
+
+class _NeedsOutline(Exception):
+    """Raised while lowering a control body inline when it cannot be a single body step."""
+
+
+# Binding strength of the binary operators (the grammar's precedence climbing, builder._PREC),
+# of prefix `not` and of prefix `-` (tighter than every binary operator).
+_PREC = {
+    "??": 1,
+    "or": 2,
+    "and": 3,
+    **dict.fromkeys(("==", "!=", "<", "<=", ">", ">=", "in", "not in"), 5),
+    "..": 6,
+    "+": 7,
+    "-": 7,
+    "*": 8,
+    "/": 8,
+    "%": 8,
+}
+
+
+_NOT_PREC = 4
+
+
+_MINUS_PREC = 9
+
+
+# Operators a printed chain may hold before its left part becomes a `value` step of its own (the
+# template parser allows 200 in one chain, and 200 levels of depth).
+_MAX_CHAIN = 150
+
+
+# The binding of a projection's element (`xs[*]`) in the `map` body it is lowered to: not an
+# identifier, so no source name can clash with it.
+_ELEMENT = "[*]"
+
+
+@dataclass(eq=False)
+class StepRef:
+    """A reference to a step's (selected) result, printed as its id or as ``result``."""
+
+    step: dict
+
+
+@dataclass
+class Frag:
+    """Template-expression text: a list of literal text and :class:`StepRef` pieces.
+
+    ``atomic`` is True when the text needs no parentheses to be used as an operand; ``free`` holds
+    the scope names (``item``, ``index``, ``accumulator``, ``input``) the text reads. A text that
+    is not atomic records the binding strength of its top operator (``prec``, as in the grammar's
+    precedence climbing; 0: unknown, always parenthesized) and how many binary operators its top
+    chain holds (``ops``), so that ``a + b + c`` prints without the parentheses of its tree.
+    """
+
+    parts: list[str | StepRef] = field(default_factory=list)
+    atomic: bool = True
+    free: frozenset[str] = frozenset()
+    prec: int = 0
+    ops: int = 0
+
+    @staticmethod
+    def text(s: str, atomic: bool = True, free: frozenset[str] = frozenset()) -> Frag:
+        """A fragment of literal template text."""
+        return Frag([s], atomic, free)
+
+    def refs(self) -> list[StepRef]:
+        """The step references in this fragment, in order."""
+        return [p for p in self.parts if isinstance(p, StepRef)]
+
+    def measure(self) -> tuple[int, int]:
+        """``(length, nesting)`` of the printed text: its length in characters (a step reference
+        counted as 4) and its deepest nesting of brackets, string literals and ``${…}`` holes."""
+        length = depth = 0
+        stack: list[str] = []  # the closer each open bracket / string waits for
+        for p in self.parts:
+            if isinstance(p, StepRef):
+                length += 4
+                continue
+            length += len(p)
+            i, n = 0, len(p)
+            while i < n:
+                ch = p[i]
+                if stack and stack[-1] == '"':  # inside a string literal
+                    if ch == "\\":
+                        i += 2
+                        continue
+                    if ch == '"':
+                        stack.pop()
+                    elif ch == "$" and p.startswith("${", i):
+                        stack.append("}")
+                        i += 1
+                elif ch == '"':
+                    stack.append('"')
+                elif ch in _OPENERS:
+                    stack.append(_OPENERS[ch])
+                elif ch in ")]}" and stack:
+                    stack.pop()
+                depth = max(depth, len(stack))
+                i += 1
+        return length, depth
+
+    def render(self, subst: dict[int, str] | None = None) -> str:
+        """The template-expression text; ``subst`` maps ``id(step)`` to replacement text.
+
+        A reference to a body step (which has no id) that is not substituted cannot be printed:
+        :class:`_NeedsOutline` is raised, so that the enclosing body gets outlined.
+        """
+        out = []
+        for p in self.parts:
+            if isinstance(p, StepRef):
+                key = id(p.step)
+                if subst and key in subst:
+                    out.append(subst[key])
+                elif "id" in p.step:
+                    out.append(p.step["id"])
+                else:
+                    raise _NeedsOutline()
+            else:
+                out.append(p)
+        return "".join(out)
+
+
+_OPENERS = {"(": ")", "[": "]", "{": "}"}
+
+
+def _join(*items: Frag | str, atomic: bool = False) -> Frag:
+    parts: list[str | StepRef] = []
+    free: set[str] = set()
+    for it in items:
+        if isinstance(it, str):
+            parts.append(it)
+        else:
+            parts.extend(it.parts)
+            free.update(it.free)
+    return Frag(parts, atomic, frozenset(free))
+
+
+def _paren(f: Frag) -> Frag:
+    return f if f.atomic else _join("(", f, ")", atomic=True)
+
+
+NULL = Frag.text("null")
+
+
+@dataclass
+class _PlanBuilder:
+    """The steps of one plan (main or outlined sub-plan) with its own ``E<n>`` counter."""
+
+    steps: list[dict] = field(default_factory=list)
+    counter: int = 0
+
+    def next_id(self) -> str:
+        n = self.counter
+        self.counter += 1
+        return f"E{n}"
+
+
+@dataclass(eq=False)
+class _Ctx:
+    """A lexical scope and where its steps go.
+
+    - ``target`` receives the steps (a plan's ``steps``, or a body's scratch list);
+    - ``bindings`` maps source names declared in this scope to fragments; lookups continue in
+      ``parent``;
+    - ``body``: an inline control body — steps carry no id, and at most one step is allowed;
+    - ``gate``: a ``filter`` condition — its ``item``/``index`` shadow those of enclosing bodies;
+    - ``env``: set on the root scope of an outlined sub-plan; names found beyond it are passed in
+      the call's ``env`` and read as ``input.env.<name>``.
+    """
+
+    plan: _PlanBuilder
+    target: list[dict]
+    stage: str | None
+    parent: _Ctx | None = None
+    bindings: dict[str, Frag] = field(default_factory=dict)
+    body: bool = False
+    gate: bool = False
+    env: dict[str, Frag] | None = None
+
+
+def _scope_name(s: str) -> Frag:
+    """A fragment reading a scope name (``item``, ``input.item``, …)."""
+    return Frag.text(s, free=frozenset({s.split(".", 1)[0]}))
+
+
+def _is_ident(s: str) -> bool:
+    return s.isidentifier() and s.isascii()
+
+
+def _number(v: int | float) -> str:
+    """A number in the `.flow` syntax (``\\d+(\\.\\d+)?``: no exponent)."""
+    if isinstance(v, int):
+        return str(v)
+    text = format(Decimal(repr(v)), "f")
+    if "." not in text:
+        text += ".0"
+    return text
+
+
+class ExpressionLowering:
+    """The ``visit_<Node>`` rules of pure expressions (names, literals, operators, paths)."""
+
+    # pure expressions
+    def visit_Name(self, e: ast.Name, ctx: _Ctx) -> Frag:
+        f = self.resolve(e.name, ctx)
+        return f if f is not None else Frag.text(e.name)
+
+    def visit_StringLit(self, e: ast.StringLit, ctx: _Ctx) -> Frag:
+        if e.is_plain:
+            return Frag.text(_flow_string(e.text))
+        items: list[Frag | str] = ['"']
+        for p in e.parts:
+            if isinstance(p, str):
+                items.append(_flow_string(p)[1:-1])
+            else:
+                items.extend(["${", self.expr(p.expr, ctx), "}"])
+        items.append('"')
+        return _join(*items, atomic=True)
+
+    def visit_NumberLit(self, e: ast.NumberLit, ctx: _Ctx) -> Frag:
+        return Frag.text(_number(e.value))
+
+    def visit_BoolLit(self, e: ast.BoolLit, ctx: _Ctx) -> Frag:
+        return Frag.text("true" if e.value else "false")
+
+    def visit_NullLit(self, e: ast.NullLit, ctx: _Ctx) -> Frag:
+        return NULL
+
+    def visit_DurationLit(self, e: ast.DurationLit, ctx: _Ctx) -> Frag:
+        return Frag.text(json.dumps(e.text))
+
+    def visit_ListLit(self, e: ast.ListLit, ctx: _Ctx) -> Frag:
+        items: list[Frag | str] = ["["]
+        for i, it in enumerate(e.items):
+            if i:
+                items.append(", ")
+            items.append(self.expr(it, ctx))
+        items.append("]")
+        return _join(*items, atomic=True)
+
+    def visit_ObjectLit(self, e: ast.ObjectLit, ctx: _Ctx) -> Frag:
+        items: list[Frag | str] = ["{"]
+        for i, en in enumerate(e.entries):
+            if i:
+                items.append(", ")
+            key = en.key if _is_ident(en.key) else _flow_string(en.key)
+            items.append(f"{key}: ")
+            items.append(self.expr(en.value, ctx))
+        items.append("}")
+        return _join(*items, atomic=True)
+
+    def visit_RangeExpr(self, e: ast.RangeExpr, ctx: _Ctx) -> Frag:
+        f = _join(_paren(self.expr(e.low, ctx)), "..", _paren(self.expr(e.high, ctx)))
+        f.prec, f.ops = _PREC[".."], 1
+        return f
+
+    def visit_Binary(self, e: ast.Binary, ctx: _Ctx) -> Frag:
+        """``left op right`` with only the parentheses the grammar needs: every binary operator
+        is left-associative, comparisons and ranges do not chain. A long chain (``1 + 1 + …``)
+        stays flat instead of nesting a parenthesis per operator (the template parser allows
+        100 levels of brackets). A chain is as deep as it is long in the parsed template (at
+        most 200 levels, and 200 operators): past ``_MAX_CHAIN`` operators its left part is
+        computed by a `value` step of its own."""
+        p = _PREC[e.op]
+        left, right = self.expr(e.left, ctx), self.expr(e.right, ctx)
+        bare_left = not left.atomic and (left.prec > p or (left.prec == p and p not in (5, 6)))
+        bare_right = not right.atomic and right.prec > p
+        lops = left.ops if bare_left else 0
+        rops = right.ops if bare_right else 0
+        if lops + rops + 1 > _MAX_CHAIN:
+            step = self.add_step(ctx, "value", {"value": self.whole(left)}, e.left.span)
+            left, bare_left, lops = Frag([StepRef(step)]), False, 0
+        lf = left if left.atomic or bare_left else _paren(left)
+        rf = right if right.atomic or bare_right else _paren(right)
+        f = _join(lf, f" {e.op} ", rf)
+        f.prec, f.ops = p, lops + rops + 1
+        return f
+
+    def visit_Unary(self, e: ast.Unary, ctx: _Ctx) -> Frag:
+        op = "not " if e.op == "not" else "-"
+        f = _join(op, _paren(self.expr(e.operand, ctx)))
+        f.prec = _NOT_PREC if e.op == "not" else _MINUS_PREC
+        return f
+
+    def visit_Member(self, e: ast.Member, ctx: _Ctx) -> Frag:
+        if self._nullable(e.obj) and not self._optional_field(e):
+            # A required field (or `.count`) read through a `T?` value is null when the value is
+            # null or absent (docs/spec/LANGUAGE.md §4), and still `bad_path` when the value is
+            # there but the field is missing: `(x ?? {f: null}).f`.
+            key = e.name if _is_ident(e.name) else _flow_string(e.name)
+            return _join("(", self._read(e.obj, ctx), f" ?? {{{key}: null}}).{e.name}", atomic=True)
+        f = _join(_paren(self.expr(e.obj, ctx)), "." + e.name, atomic=True)
+        if self._optional_field(e):
+            return _join("(", f, " ?? null)", atomic=True)
+        return f
+
+    def _read(self, e: ast.Expr, ctx: _Ctx) -> Frag:
+        """``e`` as the left operand of ``??``: an optional field read without its own
+        ``?? null`` (``??`` already catches the missing path)."""
+        if isinstance(e, ast.Member) and self._optional_field(e) and not self._nullable(e.obj):
+            return _join(_paren(self.expr(e.obj, ctx)), "." + e.name, atomic=True)
+        return self.expr(e, ctx)
+
+    def _text(self, e: ast.Expr) -> bool:
+        """True when the checked type of ``e`` is text (``text``, ``path``, ``member``, string
+        literals), never null."""
+        return T.is_textual(self.r.type_of(e), self.env)
+
+    def _nullable(self, e: ast.Expr) -> bool:
+        """True when the checked type of ``e`` is ``T?`` (or a union with ``null``)."""
+        t = self.env.resolve(self.r.type_of(e))
+        if isinstance(t, T.OptionalType):
+            return True
+        return isinstance(t, T.UnionType) and T.NULL in t.members
+
+    def _optional_field(self, e: ast.Member) -> bool:
+        """True when ``e`` reads a field that may be absent: optional in the object type of
+        ``e.obj``, or in any object member of a union (``A | B`` with ``a: int?`` in ``A``)."""
+        t = self.env.resolve(self.r.type_of(e.obj))
+        if isinstance(t, T.OptionalType):
+            t = self.env.resolve(t.inner)
+        members = t.members if isinstance(t, T.UnionType) else (t,)
+        for m in members:
+            m = self.env.resolve(m)
+            if isinstance(m, T.OptionalType):
+                m = self.env.resolve(m.inner)
+            if isinstance(m, T.ObjectType):
+                f = m.fields.get(e.name)
+                if f and f.optional:
+                    return True
+        return False
+
+    def visit_Index(self, e: ast.Index, ctx: _Ctx) -> Frag:
+        return _join(_paren(self.expr(e.obj, ctx)), "[", self.expr(e.index, ctx), "]", atomic=True)
+
+    def visit_Projection(self, e: ast.Projection, ctx: _Ctx) -> Frag:
+        """``xs[*].path``: a plain template path, or — when the per-element path reads an
+        optional part (a `T?` field, a field of a `T?` value) — a ``map`` step over ``xs`` whose
+        ``value`` body reads the path of ``item`` with the ``??`` defaults of plain reads
+        (docs/spec/LANGUAGE.md §4: an absent optional field is null, never ``bad_path``)."""
+        if e.path is not None and self._path_defaults(e.path):
+            return self._projection_map(e, ctx)
+        # not atomic: an index or field after a projection in the template would apply to each
+        # element (`xs[*].id[0]`), so `(xs[*].id)[0]` keeps its parentheses
+        base = _join(_paren(self.expr(e.base, ctx)), "[*]")
+        if e.path is None:
+            return base
+        return _join(base, self._path(e.path, ctx))
+
+    def _path_defaults(self, p: ast.Expr) -> bool:
+        """True when a per-element projection path crosses an optional part (see
+        :meth:`visit_Member`), nested projections included."""
+        while True:
+            if isinstance(p, ast.Member):
+                if self._optional_field(p) or self._nullable(p.obj):
+                    return True
+                p = p.obj
+            elif isinstance(p, ast.Index):
+                p = p.obj
+            elif isinstance(p, ast.Projection):
+                if p.path is not None and self._path_defaults(p.path):
+                    return True
+                p = p.base
+            else:
+                return False
+
+    def _projection_map(self, e: ast.Projection, ctx: _Ctx) -> Frag:
+        assert e.path is not None
+        for node in ast.walk(e.path):
+            if isinstance(node, ast.Index) and any(
+                isinstance(n, _EFFECTS) for n in ast.walk(node.index)
+            ):
+                # in the `map` body it would run once per element, not once
+                # (docs/spec/LANGUAGE.md §10)
+                raise LoweringError(
+                    "this index has an effect (a tool call, agent, ask or judge) inside a "
+                    "projection over optional fields, where it would run once per element; "
+                    "bind it first (`let i = …`) and index with `i`",
+                    node.index.span,
+                )
+        if ctx.body:
+            raise _NeedsOutline()  # a map cannot be a body
+        over = self.expr(e.base, ctx)
+        stmts: list[ast.Stmt] = [ast.ExprStmt(e.path.span, e.path)]
+        body = self.body_step(stmts, e.span, ctx, {_ELEMENT: "item"}, "projection")
+        step = self.add_step(ctx, "map", {"over": self.whole(over), "do": body}, e.span)
+        return Frag([StepRef(step)])
+
+    def visit_ProjectionItem(self, e: ast.ProjectionItem, ctx: _Ctx) -> Frag:
+        f = self.resolve(_ELEMENT, ctx)
+        if f is None:  # pragma: no cover - only a projection map body reads the element
+            raise LoweringError("projection element outside a projection", e.span)
+        return f
+
+    def _path(self, p: ast.Expr, ctx: _Ctx) -> Frag:
+        if isinstance(p, ast.ProjectionItem):
+            return Frag.text("")
+        if isinstance(p, ast.Member):
+            return _join(self._path(p.obj, ctx), "." + p.name, atomic=True)
+        if isinstance(p, ast.Index):
+            return _join(self._path(p.obj, ctx), "[", self.expr(p.index, ctx), "]", atomic=True)
+        if isinstance(p, ast.Projection):  # a nested projection: `xs[*].ys[*].b`
+            inner = _join(self._path(p.base, ctx), "[*]", atomic=True)
+            if p.path is None:
+                return inner
+            return _join(inner, self._path(p.path, ctx), atomic=True)
+        raise LoweringError("unsupported projection path", p.span)
