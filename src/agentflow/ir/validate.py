@@ -511,7 +511,7 @@ class _Validator:
         for key in sorted(required):
             if key not in inp and key not in misspelt:
                 self.problem(ipath, f"`{tool}` needs `{key}`", code=PLAN_MISSING_FIELD)
-        getattr(self, f"c_{tool}")(inp, ipath, _broken(step))
+        _STEP_RULES[tool](self, inp, ipath, _broken(step))
 
     def gate(self, inp: dict, ipath: tuple, tool: str, *, required: bool) -> None:
         has_when, has_infer = "when" in inp, "infer" in inp
@@ -626,7 +626,7 @@ class _Validator:
         elif maximum is not None and v > maximum:
             self.problem((*ipath, key), f"`{key}` must be at most {maximum}, not {v}")
 
-    def c_exit(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+    def visit_exit(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
         if "when" in inp:
             self.condition(inp["when"], (*ipath, "when"))
         status = inp.get("status")
@@ -646,12 +646,12 @@ class _Validator:
         if "code" in inp and (not isinstance(code, str) or not STEP_ID_RE.fullmatch(code)):
             self.problem((*ipath, "code"), f"`code` must be an error-code name, not {code!r}")
 
-    def c_decide(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+    def visit_decide(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
         self.gate(inp, ipath, "decide", required=True)
         self.body_field(inp, ipath, "then", broken)
         self.body_field(inp, ipath, "else", broken)
 
-    def c_try(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+    def visit_try(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
         self.body_field(inp, ipath, "do", broken)
         self.body_field(inp, ipath, "catch", broken)
         if "on" not in inp:
@@ -670,7 +670,7 @@ class _Validator:
                     hint=did_you_mean(str(code), ERROR_CODES),
                 )
 
-    def c_filter(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+    def visit_filter(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
         self.gate(inp, ipath, "filter", required=True)
         self.over(inp, ipath)
 
@@ -678,7 +678,7 @@ class _Validator:
         if "over" in inp and not isinstance(inp["over"], list | str):
             self.problem((*ipath, "over"), "`over` must be a list or a `{{ … }}` template")
 
-    def c_map(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+    def visit_map(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
         self.over(inp, ipath)
         self.body_field(inp, ipath, "do", broken)
         self.positive_int(inp, ipath, "concurrency", 1, MAX_CONCURRENCY)
@@ -715,11 +715,11 @@ class _Validator:
             hint=did_you_mean(str(v), {"fail", "skip"}),
         )
 
-    def c_reduce(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+    def visit_reduce(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
         self.over(inp, ipath)
         self.body_field(inp, ipath, "do", broken)
 
-    def c_parallel(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+    def visit_parallel(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
         branches = inp.get("branches")
         if "branches" in inp:
             if not isinstance(branches, dict) or not branches:
@@ -735,10 +735,10 @@ class _Validator:
                     self.body_field(branches, (*ipath, "branches"), name, broken)
         self.positive_int(inp, ipath, "concurrency", 1)
 
-    def c_value(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+    def visit_value(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
         pass
 
-    def c_verify(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+    def visit_verify(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
         checks = inp.get("checks", [])
         if not isinstance(checks, list):
             self.problem((*ipath, "checks"), "`checks` must be a list of {ok, message}")
@@ -791,7 +791,7 @@ class _Validator:
             )
         return misspelt
 
-    def c_ask(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+    def visit_ask(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
         if "question" in inp and not isinstance(inp["question"], str):
             self.problem((*ipath, "question"), "`question` must be a text")
         schema_ok = "schema" in inp and self.json_schema(
@@ -836,7 +836,7 @@ class _Validator:
             if errors:
                 self.problem(dpath, f"the default does not match `schema`: {errors[0].message}")
 
-    def c_agent(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+    def visit_agent(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
         """Agent input rules (docs/spec/PLAN_IR.md §6, seed 000 'Input')."""
         if "prompt" in inp and not isinstance(inp["prompt"], str):
             self.problem((*ipath, "prompt"), "`prompt` must be a text")
@@ -911,6 +911,11 @@ class _Validator:
         for key in need:
             if key in target and not isinstance(target[key], str):
                 self.problem((*path, key), f"`agent.{key}` must be a text")
+
+
+#: control step → the ``_Validator.visit_<step>`` method with its rules (built once; a control
+#: step without one fails here, at import)
+_STEP_RULES: dict[str, Any] = {name: getattr(_Validator, "visit_" + name) for name in CONTROL_STEPS}
 
 
 def _templated(value: Any) -> bool:

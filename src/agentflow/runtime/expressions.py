@@ -7,7 +7,9 @@ lenient rendering) and docs/spec/PLAN_IR.md §4 (conditions: ``value/op/to``, ``
 
 Expressions are parsed once at load time (the loader stores :class:`ast.Template` / :class:`ast.Expr`
 objects in ``step.compiled``); this module never parses per render.  Evaluation dispatches on the
-node class through a dict, so one evaluation is a handful of dict look-ups and calls per node.
+node class through a dict built once (``_VISIT``: node class → ``_visit_<Class>``, the visitor
+naming of docs/ARCHITECTURE.md), so one evaluation is a handful of dict look-ups and calls per
+node.
 
 Scopes are plain mappings: ``{"input": …, "E0": <result of E0>, "item": …, "index": …}``.
 """
@@ -213,7 +215,7 @@ def evaluate(expr: ast.Expr, scope: Mapping[str, Any]) -> Any:
     evaluate (the loader bounds depth at ``vocabulary.MAX_EXPR_DEPTH``; this is a last guard).
     """
     try:
-        return _EVAL[type(expr)](expr, scope)
+        return _VISIT[type(expr)](expr, scope)
     except RecursionError:
         raise _too_deep() from None
 
@@ -222,11 +224,11 @@ def _too_deep() -> ExprError:
     return ExprError("expression nested too deeply to evaluate")
 
 
-def _ev(node: ast.Expr, scope: Mapping[str, Any]) -> Any:
-    return _EVAL[type(node)](node, scope)
+def _visit(node: ast.Expr, scope: Mapping[str, Any]) -> Any:
+    return _VISIT[type(node)](node, scope)
 
 
-def _ev_name(node: ast.Name, scope: Mapping[str, Any]) -> Any:
+def _visit_Name(node: ast.Name, scope: Mapping[str, Any]) -> Any:
     try:
         return scope[node.name]
     except KeyError:
@@ -262,13 +264,13 @@ def outcome_helper(items: list | tuple, name: str) -> list | None:
     return [o.get("error") for o in items if not o["ok"]]
 
 
-def _ev_member(node: ast.Member, scope: Mapping[str, Any]) -> Any:
-    return _get_member(_ev(node.obj, scope), node.name, node)
+def _visit_Member(node: ast.Member, scope: Mapping[str, Any]) -> Any:
+    return _get_member(_visit(node.obj, scope), node.name, node)
 
 
-def _ev_index(node: ast.Index, scope: Mapping[str, Any]) -> Any:
-    obj = _ev(node.obj, scope)
-    idx = _ev(node.index, scope)
+def _visit_Index(node: ast.Index, scope: Mapping[str, Any]) -> Any:
+    obj = _visit(node.obj, scope)
+    idx = _visit(node.index, scope)
     if isinstance(obj, list | tuple | str):
         if isinstance(idx, bool) or not isinstance(idx, int):
             if isinstance(idx, float) and idx.is_integer():
@@ -288,8 +290,8 @@ def _ev_index(node: ast.Index, scope: Mapping[str, Any]) -> Any:
     raise BadPath(expr_text(node), f"[{to_text(idx)}]", f"`{expr_text(node.obj)}` is {_kind(obj)}")
 
 
-def _ev_projection(node: ast.Projection, scope: Mapping[str, Any]) -> Any:
-    base = _ev(node.base, scope)
+def _visit_Projection(node: ast.Projection, scope: Mapping[str, Any]) -> Any:
+    base = _visit(node.base, scope)
     if isinstance(base, dict):
         base = list(base.values())
     elif base is None:
@@ -299,7 +301,7 @@ def _ev_projection(node: ast.Projection, scope: Mapping[str, Any]) -> Any:
     path = node.path
     if path is None:
         return list(base)
-    return [_ev(path, _Layer(scope, el)) for el in base]
+    return [_visit(path, _Layer(scope, el)) for el in base]
 
 
 class _Layer(Mapping):
@@ -323,11 +325,11 @@ class _Layer(Mapping):
         return len(self._base)
 
 
-def _ev_projection_item(node: ast.ProjectionItem, scope: Mapping[str, Any]) -> Any:
+def _visit_ProjectionItem(node: ast.ProjectionItem, scope: Mapping[str, Any]) -> Any:
     return scope[_ITEM]
 
 
-def _ev_string(node: ast.StringLit, scope: Mapping[str, Any]) -> Any:
+def _visit_StringLit(node: ast.StringLit, scope: Mapping[str, Any]) -> Any:
     parts = node.parts
     if not parts:
         return ""
@@ -336,28 +338,28 @@ def _ev_string(node: ast.StringLit, scope: Mapping[str, Any]) -> Any:
         if isinstance(p, str):
             out.append(p)
         else:
-            out.append(to_text(_ev(p.expr, scope)))
+            out.append(to_text(_visit(p.expr, scope)))
     return "".join(out)
 
 
-def _ev_list(node: ast.ListLit, scope: Mapping[str, Any]) -> Any:
-    return [_ev(i, scope) for i in node.items]
+def _visit_ListLit(node: ast.ListLit, scope: Mapping[str, Any]) -> Any:
+    return [_visit(i, scope) for i in node.items]
 
 
-def _ev_object(node: ast.ObjectLit, scope: Mapping[str, Any]) -> Any:
-    return {e.key: _ev(e.value, scope) for e in node.entries}
+def _visit_ObjectLit(node: ast.ObjectLit, scope: Mapping[str, Any]) -> Any:
+    return {e.key: _visit(e.value, scope) for e in node.entries}
 
 
-def _ev_range(node: ast.RangeExpr, scope: Mapping[str, Any]) -> Any:
-    lo = _ev(node.low, scope)
-    hi = _ev(node.high, scope)
+def _visit_RangeExpr(node: ast.RangeExpr, scope: Mapping[str, Any]) -> Any:
+    lo = _visit(node.low, scope)
+    hi = _visit(node.high, scope)
     if not (_is_number(lo) and _is_number(hi)):
         raise ExprError(f"`{expr_text(node)}`: a range needs numbers, got {_kind(lo)}..{_kind(hi)}")
     return FlowRange(lo, hi)
 
 
-def _ev_unary(node: ast.Unary, scope: Mapping[str, Any]) -> Any:
-    v = _ev(node.operand, scope)
+def _visit_Unary(node: ast.Unary, scope: Mapping[str, Any]) -> Any:
+    v = _visit(node.operand, scope)
     if node.op == "not":
         if not isinstance(v, bool):
             raise ExprError(f"`{expr_text(node)}`: `not` needs a bool, got {_kind(v)}")
@@ -502,53 +504,53 @@ _STRICT_BINARY: dict[str, Callable[[Any, Any, ast.Binary], Any]] = {
 }
 
 
-def _ev_binary(node: ast.Binary, scope: Mapping[str, Any]) -> Any:
+def _visit_Binary(node: ast.Binary, scope: Mapping[str, Any]) -> Any:
     op = node.op
     if op == "??":
         try:
-            v = _ev(node.left, scope)
+            v = _visit(node.left, scope)
         except BadPath:
-            return _ev(node.right, scope)
-        return _ev(node.right, scope) if v is None else v
+            return _visit(node.right, scope)
+        return _visit(node.right, scope) if v is None else v
     if op == "and":
-        if not _truth(_ev(node.left, scope), node, "and"):
+        if not _truth(_visit(node.left, scope), node, "and"):
             return False
-        return _truth(_ev(node.right, scope), node, "and")
+        return _truth(_visit(node.right, scope), node, "and")
     if op == "or":
-        if _truth(_ev(node.left, scope), node, "or"):
+        if _truth(_visit(node.left, scope), node, "or"):
             return True
-        return _truth(_ev(node.right, scope), node, "or")
+        return _truth(_visit(node.right, scope), node, "or")
     fn = _STRICT_BINARY.get(op)
     if fn is None:
         raise ExprError(f"unknown operator `{op}`")
-    left, right = _ev(node.left, scope), _ev(node.right, scope)
+    left, right = _visit(node.left, scope), _visit(node.right, scope)
     try:
         return fn(left, right, node)
     except OverflowError:  # e.g. a huge int mixed with a float
         raise ExprError(f"`{expr_text(node)}`: the result is too large for a JSON number") from None
 
 
-def _ev_call(node: ast.Call, scope: Mapping[str, Any]) -> Any:
+def _visit_Call(node: ast.Call, scope: Mapping[str, Any]) -> Any:
     raise ExprError(f"`{expr_text(node.callee)}(…)`: tool calls are not allowed inside templates")
 
 
-_EVAL: dict[type, Callable[[Any, Mapping[str, Any]], Any]] = {
-    ast.Name: _ev_name,
-    ast.Member: _ev_member,
-    ast.Index: _ev_index,
-    ast.Projection: _ev_projection,
-    ast.ProjectionItem: _ev_projection_item,
-    ast.StringLit: _ev_string,
+_VISIT: dict[type, Callable[[Any, Mapping[str, Any]], Any]] = {
+    ast.Name: _visit_Name,
+    ast.Member: _visit_Member,
+    ast.Index: _visit_Index,
+    ast.Projection: _visit_Projection,
+    ast.ProjectionItem: _visit_ProjectionItem,
+    ast.StringLit: _visit_StringLit,
     ast.NumberLit: lambda n, s: n.value,
     ast.BoolLit: lambda n, s: n.value,
     ast.NullLit: lambda n, s: None,
     ast.DurationLit: lambda n, s: n.text,
-    ast.ListLit: _ev_list,
-    ast.ObjectLit: _ev_object,
-    ast.RangeExpr: _ev_range,
-    ast.Unary: _ev_unary,
-    ast.Binary: _ev_binary,
-    ast.Call: _ev_call,
+    ast.ListLit: _visit_ListLit,
+    ast.ObjectLit: _visit_ObjectLit,
+    ast.RangeExpr: _visit_RangeExpr,
+    ast.Unary: _visit_Unary,
+    ast.Binary: _visit_Binary,
+    ast.Call: _visit_Call,
 }
 
 
@@ -560,7 +562,7 @@ class _Dispatch(dict):
         return fail
 
 
-_EVAL = _Dispatch(_EVAL)
+_VISIT = _Dispatch(_VISIT)
 
 # ---------------------------------------------------------------------------------------------
 # Templates
@@ -598,7 +600,7 @@ def _render(
     parts = template.parts
     if len(parts) == 1 and not isinstance(parts[0], str):
         try:
-            value = _ev(parts[0], scope)
+            value = _visit(parts[0], scope)
             # a range leaves the expression world as a list (tools, results, traces see JSON)
             return value.to_list() if type(value) is FlowRange else value
         except BadPath as e:
@@ -613,7 +615,7 @@ def _render(
             out.append(p)
             continue
         try:
-            out.append(to_text(_ev(p, scope)))
+            out.append(to_text(_visit(p, scope)))
         except BadPath as e:
             if not lenient:
                 raise
