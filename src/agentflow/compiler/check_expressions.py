@@ -94,7 +94,8 @@ _EFFECT_NODES = (ast.Call, ast.AgentExpr, ast.AskExpr, ast.VerifyExpr, ast.Filte
 _LITERALS = (ast.StringLit, ast.NumberLit, ast.BoolLit, ast.NullLit)
 
 
-#: node class → the ``visit_<Class>`` method typing it (filled on first use)
+#: node class → the ``visit_<Class>`` method typing it; built once, by checker.py, from
+#: :class:`~agentflow.compiler.checker.Checker` (which assembles the mixins holding the rules)
 _DISPATCH: dict[type, Any] = {}
 
 
@@ -123,11 +124,7 @@ class ExpressionChecks:
         return t
 
     def infer(self, e: ast.Expr, hint: Type | None = None) -> Type:
-        cls = type(e)
-        fn = _DISPATCH.get(cls)
-        if fn is None:
-            fn = _DISPATCH[cls] = getattr(type(self), "visit_" + cls.__name__, _no_rule)
-        t = fn(self, e, hint)
+        t = _DISPATCH.get(type(e), _no_rule)(self, e, hint)
         self.types[id(e)] = t
         return t
 

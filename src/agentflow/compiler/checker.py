@@ -35,7 +35,7 @@ from typing import Any
 
 from agentflow.compiler.check_agents import AgentChecks
 from agentflow.compiler.check_declarations import DeclarationChecks
-from agentflow.compiler.check_expressions import ExpressionChecks
+from agentflow.compiler.check_expressions import _DISPATCH, ExpressionChecks
 from agentflow.compiler.check_statements import StatementChecks, _Frame, _Var
 from agentflow.compiler.check_types import TypeChecks
 from agentflow.compiler.symbols import Symbol, ToolSig
@@ -252,6 +252,16 @@ class Checker(DeclarationChecks, TypeChecks, StatementChecks, ExpressionChecks, 
             constants=self.constants,
             tests=self.tests,
         )
+
+
+#: the typing rules by node class (``visit_<Class>`` of every mixin), built once at import
+_DISPATCH.update(
+    {
+        getattr(ast, name[len("visit_") :]): getattr(Checker, name)
+        for name in dir(Checker)
+        if name.startswith("visit_")
+    }
+)
 
 
 _NOT_PLAN_NAME_CHAR = re.compile(r"[^a-z0-9_]")
