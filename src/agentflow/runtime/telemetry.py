@@ -67,6 +67,7 @@ REDACTED = "[redacted]"
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _SOURCE = re.compile(r"^(?P<file>.+):(?P<line>\d+):(?P<column>\d+)$")
 _ITEM = re.compile(r"^do\.(\d+)$")
+_NOT_A_STEP = re.compile(r"^(item|judge)\.\d+$")  # conditions' model calls, not step spans
 _ROUND = re.compile(r"^agent\.(\d+)$")
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$")
 INSTALL_HINT = "OpenTelemetry export needs the otel extra: pip install 'agentflow[otel]'"
@@ -352,6 +353,11 @@ class _Open:
     end: float = 0.0
     round: int = 0
     ended: bool = False
+    #: its id is pinned (a durable run's run, stage, step or round span: the same in every
+    #: process), so only the process that ends it exports it; ``lazy``: opened here after its
+    #: start was replayed (its first event in this process came from a child)
+    pinned: bool = False
+    lazy: bool = False
 
 
 class _ExportProblems(logging.Handler):
@@ -416,8 +422,9 @@ class OtelSink:
         #: the same ids in every process, and only the process that ends them exports them
         self._durable: dict[str, Any] | None = None
         self._attempt = 0
-        self._pinned_stages: set[str] = set()
+        self._pinned: set[tuple[str, str]] = set()
         self._run_seen = False
+        self._event_stage: str | None = None  # the `stage` of the event being handled
 
     # ------------------------------------------------------------------ attribute helpers
 
@@ -445,12 +452,58 @@ class OtelSink:
             if same and self._open.get(path):
                 return self._open[path][-1]
             parts = path.split("/") if path else []
+            missing: list[str] = []
+            if same and parts and not (len(parts) >= 2 and _ROUND.match(parts[-2])):
+                missing.append(path)  # the step itself (not an agent's tool call)
             while parts:
                 parts.pop()
                 key = "/".join(parts)
                 if key and self._open.get(key):
-                    return self._open[key][-1]
-            return self._run
+                    return self._reopen(self._open[key][-1], missing)
+                if key:
+                    missing.append(key)
+            return self._reopen(None, missing)
+
+    def _reopen(self, found: _Open | None, missing: list[str]) -> _Open | None:
+        """``found`` (else the stage or run), after a durable run's process opened the spans
+        of ``missing`` (paths, innermost first) beneath it: steps and rounds whose start was
+        replayed from the record, so that spans exported by an earlier process under their
+        pinned ids find their parent (see :meth:`durable_run`)."""
+        import time
+
+        if self._durable is None or not self._run:
+            return found if found is not None else self._run
+        parent = found
+        for key in reversed(missing):
+            last = key.rsplit("/", 1)[-1]
+            if _NOT_A_STEP.match(last):
+                continue
+            m = _ROUND.match(last)
+            now = time.time()
+            if m and "/" in key:
+                parent = self._round(key.rsplit("/", 1)[0], int(m.group(1)), now)
+                parent.lazy = True
+                continue
+            if parent is None and "/" not in key:
+                stage = self._event_stage
+                if stage and (self._stage is None or self._stage[0] != stage):
+                    self._close_stage(now)
+                    opened = self._start(
+                        "stage", f"stage {stage}", self._run, now, {"agentflow.stage": stage},
+                        ids=self._pin("stage", stage),
+                    )  # fmt: skip
+                    self._stage = (stage, opened)
+                parent = self._stage[1] if self._stage is not None else self._run
+            elif parent is None:
+                parent = self._run
+            attrs = {"agentflow.step.path": key}
+            entry = self._start(
+                "step", f"step {key}", parent, now, attrs, ids=self._pin("step", key)
+            )
+            entry.lazy = True
+            self._push(key, entry)
+            parent = entry
+        return parent if parent is not None else self._run
 
     def _start(
         self,
@@ -487,7 +540,7 @@ class OtelSink:
         finally:
             if pinned is not None:
                 self.tracer.id_generator = pinned.inner
-        return _Open(kind, span, start)
+        return _Open(kind, span, start, pinned=ids is not None)
 
     def _root_context(self, *, run: bool = False) -> Any:
         """The context of a span without an open parent: for a durable run, the run span
@@ -556,15 +609,17 @@ class OtelSink:
                     timestamp=_ns(time.time()),
                 )
 
-    def _stage_ids(self, stage: str) -> tuple[int | None, int] | None:
-        """The pinned span id of a durable run's stage (the first time it opens here)."""
-        if self._durable is None or stage in self._pinned_stages:
+    def _pin(self, kind: str, key: str) -> tuple[int | None, int] | None:
+        """The pinned span id of a durable run's stage, step or round ``key`` (derived from the
+        run's trace identity: the same in every process), the first time it opens here; None
+        (a random id) otherwise, and outside durable runs."""
+        if self._durable is None or (kind, key) in self._pinned:
             return None
         import hashlib
 
-        self._pinned_stages.add(stage)
+        self._pinned.add((kind, key))
         d = self._durable
-        text = f"{d['trace_id']}|{d['span_id']}|stage|{stage}"
+        text = f"{d['trace_id']}|{d['span_id']}|{kind}|{key}"
         return None, int(hashlib.sha256(text.encode()).hexdigest()[:16], 16)
 
     def _end(self, entry: _Open, end: float) -> None:
@@ -605,7 +660,9 @@ class OtelSink:
                 return
             method = getattr(self, "_on_" + event.kind, None)
             if method is not None:
-                method(event, event.data or {})
+                data = event.data or {}
+                self._event_stage = str(data["stage"]) if data.get("stage") else None
+                method(event, data)
 
     def _on_run_started(self, event: Any, data: dict[str, Any]) -> None:
         attrs: dict[str, Any] = {
@@ -659,13 +716,14 @@ class OtelSink:
     def _drop_open(self, now: float) -> None:
         """End the open spans of steps, rounds and tools, marked ``agentflow.stopped`` (their
         ids are random: the next process makes its own); the caller drops the pinned ones."""
-        for entry in [*self._rounds.values(), *(e for es in self._open.values() for e in es)]:
-            if not entry.ended:
+        entries = [*self._rounds.values(), *(e for es in self._open.values() for e in es)]
+        self._rounds.clear()
+        self._open.clear()
+        for entry in entries:
+            if entry.pinned:  # the process that finishes it exports it
+                entry.ended = True
+            elif not entry.ended:
                 entry.span.set_attribute("agentflow.stopped", True)
-        for path in list(self._rounds):
-            self._end_round(path, now)
-        for path in list(self._open):
-            for entry in reversed(self._open.pop(path)):
                 self._end(entry, now)
 
     def _close_stage(self, now: float) -> None:
@@ -690,7 +748,7 @@ class OtelSink:
                         self._run,
                         event.time,
                         {"agentflow.stage": stage},
-                        ids=self._stage_ids(str(stage)),
+                        ids=self._pin("stage", str(stage)),
                     )
                     self._stage = (str(stage), entry)
         parent = self._stage[1] if top and self._stage is not None else self._parent(path)
@@ -741,7 +799,9 @@ class OtelSink:
             over = inp.get("over")
             attrs["agentflow.map.items"] = len(over) if isinstance(over, list) else None
         self._content(attrs, "agentflow.step.input", data.get("input"))
-        self._push(path, self._start("step", name, parent, event.time, attrs))
+        self._push(
+            path, self._start("step", name, parent, event.time, attrs, ids=self._pin("step", path))
+        )
 
     def _end_round(self, path: str, fallback: float) -> None:
         entry = self._rounds.pop(path, None)
@@ -756,6 +816,10 @@ class OtelSink:
         if entry is None:
             return
         span = entry.span
+        if entry.lazy:  # opened from a child's event: its name and tool are known now
+            tool = str(data.get("tool_name") or "")
+            span.update_name("invoke_agent" if tool == "agent" else f"{tool} {path}".strip())
+            span.set_attribute("agentflow.step.tool", tool)
         usage = _as_dict(data.get("usage"))
         for key in ("inferences", "input_tokens", "output_tokens"):
             if isinstance(usage.get(key), int):
@@ -827,6 +891,7 @@ class OtelSink:
             parent,
             start,
             {"agentflow.agent.round": number, "agentflow.step.path": path},
+            ids=self._pin("round", f"{path}/agent.{number}"),
         )
         entry.round = number
         self._rounds[path] = entry

@@ -87,8 +87,10 @@ def test_a_durable_run_killed_and_resumed_exports_one_trace_with_one_run_span(tm
         )
         try:
             # E0's spans exported (a durable run exports every second), E1 started: kill
-            receiver.wait_for(lambda spans: any(s.name == "user__note E0" for s in spans))
-            deadline = time.monotonic() + 10
+            receiver.wait_for(
+                lambda spans: any(s.name == "user__note E0" for s in spans), timeout=40
+            )
+            deadline = time.monotonic() + 20
             while "start 1" not in (log.read_text() if log.exists() else ""):
                 assert time.monotonic() < deadline and first.poll() is None, first.stderr
                 time.sleep(0.05)
