@@ -445,16 +445,17 @@ class OtelSink:
 
     # ------------------------------------------------------------------ span bookkeeping
 
-    def _parent(self, path: str, *, same: bool = False) -> _Open | None:
+    def _parent(self, path: str, *, same: bool = False, step: bool = False) -> _Open | None:
         """The innermost open span at ``path`` (when ``same``) or at its nearest ancestor path;
-        the current stage or the run for a top-level path."""
+        the current stage or the run for a top-level path.  ``step``: ``path`` is a step's
+        (an agent's model call), which a resumed durable run may have to open."""
         with self._lock:
             if same and self._open.get(path):
                 return self._open[path][-1]
             parts = path.split("/") if path else []
             missing: list[str] = []
-            if same and parts and not (len(parts) >= 2 and _ROUND.match(parts[-2])):
-                missing.append(path)  # the step itself (not an agent's tool call)
+            if same and step and parts:
+                missing.append(path)  # the agent step itself
             while parts:
                 parts.pop()
                 key = "/".join(parts)
@@ -471,7 +472,8 @@ class OtelSink:
         pinned ids find their parent (see :meth:`durable_run`)."""
         import time
 
-        if self._durable is None or not self._run:
+        if self._durable is None or self._run is None or self._run_seen:
+            # the process that started the run saw every start: nothing to open
             return found if found is not None else self._run
         parent = found
         for key in reversed(missing):
@@ -884,7 +886,7 @@ class OtelSink:
         if current is not None and current.round == number:
             return current
         self._end_round(path, start)
-        parent = self._parent(path, same=True)
+        parent = self._parent(path, same=True, step=True)
         entry = self._start(
             "round",
             f"round {number}",
