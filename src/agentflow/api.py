@@ -543,7 +543,12 @@ async def run(
 
         endpoint = telemetry if isinstance(telemetry, str) else None
         try:
-            all_sinks.append(OtelSink(settings_from_config(config, endpoint)))
+            settings = settings_from_config(config, endpoint)
+            if durable:
+                from agentflow.runtime.telemetry import durable_settings
+
+                settings = durable_settings(settings)
+            all_sinks.append(OtelSink(settings))
         except ConfigError:
             await catalog.aclose()
             if own_router:
@@ -637,18 +642,22 @@ async def resume_run(
     config: Config | str | os.PathLike | None = None,
     database: str | None = None,
     trace: str | os.PathLike | None = None,
+    telemetry: bool | str | None = None,
 ) -> RunResult:
     """Continue durable run ``run_id`` after its process stopped (docs/durable.md): recorded
-    steps are replayed, the rest runs here; ``trace``: events are added to this file.  Raises
+    steps are replayed, the rest runs here; ``trace``: events are added to this file;
+    ``telemetry``: as :func:`run`'s, the spans go into the run's recorded trace.  Raises
     :class:`InputError` for an unknown run or one still running."""
     from agentflow.runtime.config import Config, load_config
     from agentflow.runtime.durable.runs import database_for, resume
     from agentflow.runtime.events import JsonlSink
+    from agentflow.runtime.telemetry import settings_for
 
     if not isinstance(config, Config):
         config = load_config(config)
+    settings = settings_for(config, telemetry)
     sinks = [JsonlSink(trace, append=True)] if trace is not None else []
-    result = await resume(database_for(config, database), run_id, sinks=sinks)
+    result = await resume(database_for(config, database), run_id, sinks=sinks, telemetry=settings)
     result.run_id = run_id
     return result
 

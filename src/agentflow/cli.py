@@ -1078,6 +1078,26 @@ _database_option = click.option(
 )
 
 
+def _otel_options(fn: Any) -> Any:
+    """``--otel [ENDPOINT]`` / ``--no-otel`` of ``flowc resume`` and ``flowc worker``."""
+    fn = click.option(
+        "--no-otel", is_flag=True, help="Do not export, even when flow.toml says so."
+    )(fn)
+    return click.option(
+        "--otel", is_flag=False, flag_value="on", default=None, metavar="[ENDPOINT]",
+        callback=lambda ctx, param, value: _otel_endpoint(value),
+        help="Export spans over OTLP/HTTP into the run's trace (as flowc run --otel).",
+    )(fn)  # fmt: skip
+
+
+def _otel_settings(config: str | None, otel: str | None, no_otel: bool) -> Any:
+    """The export settings of ``--otel`` / ``--no-otel`` / ``[telemetry]`` (None: none)."""
+    from agentflow.runtime.config import load_config
+    from agentflow.runtime.telemetry import settings_for
+
+    return settings_for(load_config(config), _telemetry_option(otel, no_otel))
+
+
 def _durable_url(config: str | None, database: str | None) -> str:
     from agentflow.runtime.config import load_config
     from agentflow.runtime.durable.runs import database_for
@@ -1113,14 +1133,22 @@ def _when(epoch: float | None) -> str:
 @_config_option
 @_database_option
 @_trace_option
+@_otel_options
 @click.option("--json", "as_json", is_flag=True, help="Print the whole RunResult as JSON.")
 def resume(
-    run_id: str, config: str | None, database: str | None, trace: str | None, as_json: bool
+    run_id: str,
+    config: str | None,
+    database: str | None,
+    trace: str | None,
+    otel: str | None,
+    no_otel: bool,
+    as_json: bool,
 ) -> None:
     """Continue durable run RUN after its process stopped: finished steps are replayed from
     the record, the rest runs here."""
     try:
         url = _durable_url(config, database)
+        telemetry = _otel_settings(config, otel, no_otel)
     except FlowError as e:
         _fail(e)
     from agentflow.runtime.durable.runs import resume as resume_run
@@ -1129,7 +1157,7 @@ def resume(
     sinks: list[Any] = [ConsoleSink()]
     if trace is not None:
         sinks.append(JsonlSink(trace, append=True))
-    result = _durable_call(lambda: resume_run(url, run_id, sinks=sinks))
+    result = _durable_call(lambda: resume_run(url, run_id, sinks=sinks, telemetry=telemetry))
     result.run_id = run_id
     if as_json:
         click.echo(_json_out(result.to_dict()))
@@ -1323,13 +1351,22 @@ def redrive(
     help="The worker's name (a restarted worker of the same name resumes its predecessor's work).",
 )
 @_trace_option
-def worker(config: str | None, database: str | None, name: str, trace: str | None) -> None:
+@_otel_options
+def worker(
+    config: str | None,
+    database: str | None,
+    name: str,
+    trace: str | None,
+    otel: str | None,
+    no_otel: bool,
+) -> None:
     """Work for a fleet of durable runs on one database (PostgreSQL): take map items, runs and
     rate-limited model calls from its queues until stopped (Ctrl-C)."""
     import asyncio
 
     try:
         url = _durable_url(config, database)
+        telemetry = _otel_settings(config, otel, no_otel)
     except FlowError as e:
         _fail(e)
     from agentflow.runtime.durable.runs import work
@@ -1338,7 +1375,7 @@ def worker(config: str | None, database: str | None, name: str, trace: str | Non
     sinks = [JsonlSink(trace, append=True)] if trace else []
     _err(f"worker {name} on {url.split('@')[-1]}")
     try:
-        _durable_call(lambda: work(url, name, sinks=sinks))
+        _durable_call(lambda: work(url, name, sinks=sinks, telemetry=telemetry))
     except (KeyboardInterrupt, asyncio.CancelledError):
         pass
 

@@ -49,10 +49,15 @@ from urllib.parse import urlsplit
 from agentflow.errors import ConfigError
 
 __all__ = [
+    "DURABLE_EXPORT_DELAY_S",
     "OtelSink",
+    "RunSinks",
     "TelemetrySettings",
+    "durable_settings",
+    "durable_trace",
     "otel_available",
     "otlp_traces_url",
+    "settings_for",
     "settings_from_config",
 ]
 
@@ -62,8 +67,13 @@ REDACTED = "[redacted]"
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _SOURCE = re.compile(r"^(?P<file>.+):(?P<line>\d+):(?P<column>\d+)$")
 _ITEM = re.compile(r"^do\.(\d+)$")
+_NOT_A_STEP = re.compile(r"^(item|judge)\.\d+$")  # conditions' model calls, not step spans
 _ROUND = re.compile(r"^agent\.(\d+)$")
+_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$")
 INSTALL_HINT = "OpenTelemetry export needs the otel extra: pip install 'agentflow[otel]'"
+#: seconds between two batched exports of a durable run's spans (the SDK's default is 5 s): a
+#: process killed mid-run loses at most about this much of its finished spans
+DURABLE_EXPORT_DELAY_S = 1.0
 
 
 def otel_available() -> bool:
@@ -99,7 +109,10 @@ class TelemetrySettings:
     and results, step inputs and outputs; ``service_name``: the ``service.name`` resource
     attribute; ``timeout``: seconds per export; ``secrets``: strings replaced by ``[redacted]``
     in every attribute (API keys, expanded ``${VAR}`` values); ``traceparent``: a W3C
-    ``traceparent`` the run span continues (default: the ``TRACEPARENT`` environment variable).
+    ``traceparent`` the run span continues (default: the ``TRACEPARENT`` environment variable);
+    ``export_delay``: seconds between two batched exports (None: ``OTEL_BSP_SCHEDULE_DELAY``,
+    else the SDK's 5 s; durable runs use :data:`DURABLE_EXPORT_DELAY_S` unless that variable
+    is set).
     """
 
     endpoint: str = "http://127.0.0.1:4318/v1/traces"
@@ -109,6 +122,7 @@ class TelemetrySettings:
     timeout: float = 10.0
     secrets: tuple[str, ...] = ()
     traceparent: str | None = None
+    export_delay: float | None = None
 
 
 def _expand(value: str, env: Mapping[str, str], where: str) -> str:
@@ -184,6 +198,105 @@ def settings_from_config(
     )
 
 
+def settings_for(config: Any, telemetry: bool | str | None) -> TelemetrySettings | None:
+    """The export settings of a run (or a resume, a worker) under ``config`` for the
+    ``telemetry`` choice of ``flowc run --otel`` / :func:`agentflow.api.run`: an endpoint URL or
+    ``True`` (export), ``False`` (do not), None (export when ``[telemetry]`` is active); None
+    when nothing is exported.  Raises ConfigError as :func:`settings_from_config`."""
+    table = getattr(config, "telemetry", None)
+    if not telemetry and not (telemetry is None and table is not None and table.active):
+        return None
+    return settings_from_config(config, telemetry if isinstance(telemetry, str) else None)
+
+
+def durable_settings(settings: TelemetrySettings) -> TelemetrySettings:
+    """``settings`` for a durable run: exported every :data:`DURABLE_EXPORT_DELAY_S` seconds
+    unless ``export_delay`` or ``OTEL_BSP_SCHEDULE_DELAY`` says otherwise (a process killed
+    mid-run loses the spans not exported yet)."""
+    if settings.export_delay is None and "OTEL_BSP_SCHEDULE_DELAY" not in os.environ:
+        settings.export_delay = DURABLE_EXPORT_DELAY_S
+    return settings
+
+
+def durable_trace(
+    run_id: str, started: float, traceparent: str | None = None
+) -> dict[str, str | None]:
+    """The trace identity of durable run ``run_id`` (started at ``started``, epoch seconds),
+    recorded with the run so every process that works on it exports into one trace:
+    ``{"trace_id": 32 hex digits, "span_id": the run span's 16, "parent_span_id": 16 or
+    None}``.  The trace (and parent) of a valid W3C ``traceparent`` when one is given, else a
+    trace id derived from the run id and its start; the run span's id is derived the same way.
+    Needs no OpenTelemetry package."""
+    import hashlib
+
+    seed = hashlib.sha256(f"agentflow-run|{run_id}|{started!r}".encode()).hexdigest()
+    trace_id, span_id, parent = seed[:32], seed[32:48], None
+    m = _TRACEPARENT.match((traceparent or "").strip().lower())
+    if m and int(m.group(1), 16) and int(m.group(2), 16):
+        trace_id, parent = m.group(1), m.group(2)
+    return {"trace_id": trace_id, "span_id": span_id, "parent_span_id": parent}
+
+
+def _process_stopping() -> bool:
+    """True while the running asyncio task is being cancelled: the process stops the run
+    (Ctrl-C, SIGTERM), which a durable run survives, rather than the run ending."""
+    import asyncio
+
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        return False
+    return task is not None and task.cancelling() > 0
+
+
+class _PinnedIds:
+    """An OpenTelemetry ``IdGenerator`` that hands out given ids once (the ids of a durable
+    run's run and stage spans, the same in every process), else its inner generator's."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.trace_id: int | None = None
+        self.span_id: int | None = None
+
+    def generate_span_id(self) -> int:
+        value, self.span_id = self.span_id, None
+        return value if value is not None else int(self.inner.generate_span_id())
+
+    def generate_trace_id(self) -> int:
+        value, self.trace_id = self.trace_id, None
+        return value if value is not None else int(self.inner.generate_trace_id())
+
+    def is_trace_id_random(self) -> bool:
+        return self.trace_id is None and bool(self.inner.is_trace_id_random())
+
+
+def _provider(settings: TelemetrySettings) -> Any:
+    """A TracerProvider exporting batches over OTLP/HTTP to ``settings.endpoint``."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    from agentflow.core.version import __version__
+
+    resource = Resource.create(
+        {"service.name": settings.service_name, "service.version": __version__}
+    )
+    provider = TracerProvider(resource=resource)
+    exporter = OTLPSpanExporter(
+        endpoint=settings.endpoint, headers=dict(settings.headers), timeout=settings.timeout
+    )
+    delay = settings.export_delay
+    provider.add_span_processor(
+        BatchSpanProcessor(
+            exporter,
+            export_timeout_millis=settings.timeout * 1000,
+            schedule_delay_millis=delay * 1000 if delay is not None else None,
+        )
+    )
+    return provider
+
+
 class _Redactor:
     """The redaction layer (:mod:`agentflow.core.redaction`: every run of 8 or more characters
     of any secret of the process) with this sink's own secrets added, as ``[redacted]``; secrets
@@ -240,6 +353,11 @@ class _Open:
     end: float = 0.0
     round: int = 0
     ended: bool = False
+    #: its id is pinned (a durable run's run, stage, step or round span: the same in every
+    #: process), so only the process that ends it exports it; ``lazy``: opened here after its
+    #: start was replayed (its first event in this process came from a child)
+    pinned: bool = False
+    lazy: bool = False
 
 
 class _ExportProblems(logging.Handler):
@@ -290,23 +408,7 @@ class OtelSink:
             lg.propagate = False
         self._owned = tracer_provider is None
         if tracer_provider is None:
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-            from opentelemetry.sdk.resources import Resource
-            from opentelemetry.sdk.trace import TracerProvider
-            from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-            resource = Resource.create(
-                {"service.name": self.settings.service_name, "service.version": __version__}
-            )
-            tracer_provider = TracerProvider(resource=resource)
-            exporter = OTLPSpanExporter(
-                endpoint=self.settings.endpoint,
-                headers=dict(self.settings.headers),
-                timeout=self.settings.timeout,
-            )
-            tracer_provider.add_span_processor(
-                BatchSpanProcessor(exporter, export_timeout_millis=self.settings.timeout * 1000)
-            )
+            tracer_provider = _provider(self.settings)
         self.provider = tracer_provider
         self.tracer = tracer_provider.get_tracer("agentflow", __version__)
         #: step path → open spans at that path, outermost first (a tool step: step, then tool)
@@ -316,6 +418,13 @@ class OtelSink:
         self._rounds: dict[str, _Open] = {}
         self._stage: tuple[str, _Open] | None = None
         self._closed = False
+        #: a durable run's trace identity (:meth:`durable_run`): its run and stage spans have
+        #: the same ids in every process, and only the process that ends them exports them
+        self._durable: dict[str, Any] | None = None
+        self._attempt = 0
+        self._pinned: set[tuple[str, str]] = set()
+        self._run_seen = False
+        self._event_stage: str | None = None  # the `stage` of the event being handled
 
     # ------------------------------------------------------------------ attribute helpers
 
@@ -336,19 +445,67 @@ class OtelSink:
 
     # ------------------------------------------------------------------ span bookkeeping
 
-    def _parent(self, path: str, *, same: bool = False) -> _Open | None:
+    def _parent(self, path: str, *, same: bool = False, step: bool = False) -> _Open | None:
         """The innermost open span at ``path`` (when ``same``) or at its nearest ancestor path;
-        the current stage or the run for a top-level path."""
+        the current stage or the run for a top-level path.  ``step``: ``path`` is a step's
+        (an agent's model call), which a resumed durable run may have to open."""
         with self._lock:
             if same and self._open.get(path):
                 return self._open[path][-1]
             parts = path.split("/") if path else []
+            missing: list[str] = []
+            if same and step and parts:
+                missing.append(path)  # the agent step itself
             while parts:
                 parts.pop()
                 key = "/".join(parts)
                 if key and self._open.get(key):
-                    return self._open[key][-1]
-            return self._run
+                    return self._reopen(self._open[key][-1], missing)
+                if key:
+                    missing.append(key)
+            return self._reopen(None, missing)
+
+    def _reopen(self, found: _Open | None, missing: list[str]) -> _Open | None:
+        """``found`` (else the stage or run), after a durable run's process opened the spans
+        of ``missing`` (paths, innermost first) beneath it: steps and rounds whose start was
+        replayed from the record, so that spans exported by an earlier process under their
+        pinned ids find their parent (see :meth:`durable_run`)."""
+        import time
+
+        if self._durable is None or self._run is None or self._run_seen:
+            # the process that started the run saw every start: nothing to open
+            return found if found is not None else self._run
+        parent = found
+        for key in reversed(missing):
+            last = key.rsplit("/", 1)[-1]
+            if _NOT_A_STEP.match(last):
+                continue
+            m = _ROUND.match(last)
+            now = time.time()
+            if m and "/" in key:
+                parent = self._round(key.rsplit("/", 1)[0], int(m.group(1)), now)
+                parent.lazy = True
+                continue
+            if parent is None and "/" not in key:
+                stage = self._event_stage
+                if stage and (self._stage is None or self._stage[0] != stage):
+                    self._close_stage(now)
+                    opened = self._start(
+                        "stage", f"stage {stage}", self._run, now, {"agentflow.stage": stage},
+                        ids=self._pin("stage", stage),
+                    )  # fmt: skip
+                    self._stage = (stage, opened)
+                parent = self._stage[1] if self._stage is not None else self._run
+            elif parent is None:
+                parent = self._run
+            attrs = {"agentflow.step.path": key}
+            entry = self._start(
+                "step", f"step {key}", parent, now, attrs, ids=self._pin("step", key)
+            )
+            entry.lazy = True
+            self._push(key, entry)
+            parent = entry
+        return parent if parent is not None else self._run
 
     def _start(
         self,
@@ -359,27 +516,113 @@ class OtelSink:
         attrs: dict[str, Any],
         *,
         span_kind: Any = None,
+        ids: tuple[int | None, int] | None = None,
     ) -> _Open:
+        """Start a span under ``parent`` (None: the root context); ``ids``: the (trace id,
+        span id) it must have (a durable run's pinned spans; a None trace id: its parent's)."""
         trace = self._trace
         if parent is not None:
             ctx = trace.set_span_in_context(parent.span)
         else:
-            ctx = self._root_context()
-        span = self.tracer.start_span(
-            name,
-            context=ctx,
-            kind=span_kind if span_kind is not None else trace.SpanKind.INTERNAL,
-            attributes={k: _attr(v) for k, v in attrs.items() if v is not None},
-            start_time=_ns(start),
-        )
-        return _Open(kind, span, start)
+            ctx = self._root_context(run=kind == "run")
+        if self._attempt:
+            attrs = {**attrs, "agentflow.resume.attempt": self._attempt}
+        pinned = getattr(self.tracer, "id_generator", None) if ids is not None else None
+        if ids is not None and pinned is not None:
+            pinned = self.tracer.id_generator = _PinnedIds(pinned)
+            pinned.trace_id, pinned.span_id = ids
+        try:
+            span = self.tracer.start_span(
+                name,
+                context=ctx,
+                kind=span_kind if span_kind is not None else trace.SpanKind.INTERNAL,
+                attributes={k: _attr(v) for k, v in attrs.items() if v is not None},
+                start_time=_ns(start),
+            )
+        finally:
+            if pinned is not None:
+                self.tracer.id_generator = pinned.inner
+        return _Open(kind, span, start, pinned=ids is not None)
 
-    def _root_context(self) -> Any:
+    def _root_context(self, *, run: bool = False) -> Any:
+        """The context of a span without an open parent: for a durable run, the run span
+        (pinned ids, possibly exported by another process) or, for the run span itself, the
+        recorded parent (else none: never the host's current span); else the settings'
+        ``traceparent``, else the caller's current context."""
+        durable = self._durable
+        if durable is not None:
+            from opentelemetry import context as otel_context
+
+            parent_id = durable.get("parent_span_id") if run else durable["span_id"]
+            if not parent_id:
+                return otel_context.Context()
+            parent = self._trace.SpanContext(
+                int(durable["trace_id"], 16),
+                int(parent_id, 16),
+                is_remote=True,
+                trace_flags=self._trace.TraceFlags(self._trace.TraceFlags.SAMPLED),
+            )
+            return self._trace.set_span_in_context(
+                self._trace.NonRecordingSpan(parent), otel_context.Context()
+            )
         if not self.settings.traceparent:
             return None  # the caller's current context (a host's span), else a new trace
         from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
         return TraceContextTextMapPropagator().extract({"traceparent": self.settings.traceparent})
+
+    def durable_run(
+        self,
+        trace_ids: Mapping[str, Any],
+        *,
+        run_id: str,
+        plan: str,
+        started: float,
+        attempt: int = 0,
+    ) -> None:
+        """Export durable run ``run_id`` (of plan ``plan``, started at ``started``, epoch
+        seconds) into its recorded trace (``trace_ids``: :func:`durable_trace`'s).  The run
+        span starts at once, with the ids of ``trace_ids`` and the run's own start, so the
+        spans of every process that works on the run share one trace and one run span; it is
+        exported only by the process that sees the run end (one that stops first drops it, as
+        it drops the open stage spans, whose ids are pinned too).  ``attempt``: how many times
+        the run was resumed (0: the process that started it); a resumed process marks its
+        spans ``agentflow.resume.attempt`` and the run span with a ``resumed`` event."""
+        import time
+
+        with self._lock:
+            if self._run is not None or self._closed:
+                return
+            self._durable = dict(trace_ids)
+            self._attempt = max(0, int(attempt))
+            attrs = {"agentflow.plan": plan, "agentflow.durable.run_id": run_id}
+            self._run = self._start(
+                "run",
+                f"run {plan}",
+                None,
+                started,
+                attrs,
+                ids=(int(trace_ids["trace_id"], 16), int(trace_ids["span_id"], 16)),
+            )
+            if self._attempt:
+                self._run.span.add_event(
+                    "resumed",
+                    {"agentflow.resume.attempt": self._attempt},
+                    timestamp=_ns(time.time()),
+                )
+
+    def _pin(self, kind: str, key: str) -> tuple[int | None, int] | None:
+        """The pinned span id of a durable run's stage, step or round ``key`` (derived from the
+        run's trace identity: the same in every process), the first time it opens here; None
+        (a random id) otherwise, and outside durable runs."""
+        if self._durable is None or (kind, key) in self._pinned:
+            return None
+        import hashlib
+
+        self._pinned.add((kind, key))
+        d = self._durable
+        text = f"{d['trace_id']}|{d['span_id']}|{kind}|{key}"
+        return None, int(hashlib.sha256(text.encode()).hexdigest()[:16], 16)
 
     def _end(self, entry: _Open, end: float) -> None:
         if entry.ended:
@@ -419,20 +662,34 @@ class OtelSink:
                 return
             method = getattr(self, "_on_" + event.kind, None)
             if method is not None:
-                method(event, event.data or {})
+                data = event.data or {}
+                self._event_stage = str(data["stage"]) if data.get("stage") else None
+                method(event, data)
 
     def _on_run_started(self, event: Any, data: dict[str, Any]) -> None:
-        if event.stack[1:] or self._run is not None:
-            return  # a nested run (plan_and_execute's sub-run) stays inside the outer tree
         attrs: dict[str, Any] = {
             "agentflow.plan": data.get("plan"),
             "agentflow.file": data.get("file"),
         }
         self._content(attrs, "agentflow.run.input", data.get("input"))
+        if not event.stack[1:] and self._durable is not None and self._run is not None:
+            if not self._run_seen:  # the durable run span, opened by durable_run()
+                self._run_seen = True
+                self._run.span.set_attributes({k: _attr(v) for k, v in attrs.items() if v})
+            return
+        if event.stack[1:] or self._run is not None:
+            return  # a nested run (plan_and_execute's sub-run) stays inside the outer tree
         self._run = self._start("run", f"run {data.get('plan', '')}", None, event.time, attrs)
 
     def _on_run_finished(self, event: Any, data: dict[str, Any]) -> None:
         if event.stack[1:] or self._run is None:
+            return
+        if self._durable is not None and _process_stopping():
+            # this process stops; the run goes on in the next (flowc resume): the spans whose
+            # ids are pinned (run, stage) are left to the process that ends them
+            self._stage = None
+            self._drop_open(event.time)
+            self._run = None
             return
         self._close_stage(event.time)
         for path in list(self._rounds):
@@ -458,6 +715,19 @@ class OtelSink:
         self._end(run, event.time)
         self._run = None
 
+    def _drop_open(self, now: float) -> None:
+        """End the open spans of steps, rounds and tools, marked ``agentflow.stopped`` (their
+        ids are random: the next process makes its own); the caller drops the pinned ones."""
+        entries = [*self._rounds.values(), *(e for es in self._open.values() for e in es)]
+        self._rounds.clear()
+        self._open.clear()
+        for entry in entries:
+            if entry.pinned:  # the process that finishes it exports it
+                entry.ended = True
+            elif not entry.ended:
+                entry.span.set_attribute("agentflow.stopped", True)
+                self._end(entry, now)
+
     def _close_stage(self, now: float) -> None:
         if self._stage is not None:
             entry = self._stage[1]
@@ -480,6 +750,7 @@ class OtelSink:
                         self._run,
                         event.time,
                         {"agentflow.stage": stage},
+                        ids=self._pin("stage", str(stage)),
                     )
                     self._stage = (str(stage), entry)
         parent = self._stage[1] if top and self._stage is not None else self._parent(path)
@@ -530,7 +801,9 @@ class OtelSink:
             over = inp.get("over")
             attrs["agentflow.map.items"] = len(over) if isinstance(over, list) else None
         self._content(attrs, "agentflow.step.input", data.get("input"))
-        self._push(path, self._start("step", name, parent, event.time, attrs))
+        self._push(
+            path, self._start("step", name, parent, event.time, attrs, ids=self._pin("step", path))
+        )
 
     def _end_round(self, path: str, fallback: float) -> None:
         entry = self._rounds.pop(path, None)
@@ -545,6 +818,10 @@ class OtelSink:
         if entry is None:
             return
         span = entry.span
+        if entry.lazy:  # opened from a child's event: its name and tool are known now
+            tool = str(data.get("tool_name") or "")
+            span.update_name("invoke_agent" if tool == "agent" else f"{tool} {path}".strip())
+            span.set_attribute("agentflow.step.tool", tool)
         usage = _as_dict(data.get("usage"))
         for key in ("inferences", "input_tokens", "output_tokens"):
             if isinstance(usage.get(key), int):
@@ -609,13 +886,14 @@ class OtelSink:
         if current is not None and current.round == number:
             return current
         self._end_round(path, start)
-        parent = self._parent(path, same=True)
+        parent = self._parent(path, same=True, step=True)
         entry = self._start(
             "round",
             f"round {number}",
             parent,
             start,
             {"agentflow.agent.round": number, "agentflow.step.path": path},
+            ids=self._pin("round", f"{path}/agent.{number}"),
         )
         entry.round = number
         self._rounds[path] = entry
@@ -732,6 +1010,10 @@ class OtelSink:
             import time
 
             now = time.time()
+            if self._durable is not None:  # the run did not end here: see durable_run()
+                self._stage = None
+                self._drop_open(now)
+                self._run = None
             for path in list(self._rounds):
                 self._end_round(path, now)
             for path in list(self._open):
@@ -757,6 +1039,39 @@ class OtelSink:
                 f"{_shorten(self._redact.text(self._problems.messages[-1]))}",
                 file=sys.stderr,
             )
+
+
+class RunSinks:
+    """The :class:`OtelSink` of each durable run a process resumes or works on (``flowc
+    resume``, ``flowc worker``): :meth:`for_run` makes one per run (a worker's runs must not
+    share one sink's span bookkeeping), all on one tracer provider that :meth:`close` shuts
+    down (flushing what is left).  Exports every :data:`DURABLE_EXPORT_DELAY_S` seconds unless
+    ``OTEL_BSP_SCHEDULE_DELAY`` or ``settings.export_delay`` says otherwise."""
+
+    def __init__(self, settings: TelemetrySettings):
+        self.settings = durable_settings(settings)
+        self._provider: Any = None
+        self._sinks: list[OtelSink] = []
+
+    def for_run(self) -> OtelSink:
+        """A new sink for one run, on the shared provider.  Raises ConfigError when the
+        OpenTelemetry packages are not installed."""
+        if not otel_available():
+            raise ConfigError(INSTALL_HINT)
+        if self._provider is None:
+            self._provider = _provider(self.settings)
+        sink = OtelSink(self.settings, tracer_provider=self._provider)
+        self._sinks.append(sink)
+        return sink
+
+    def close(self) -> None:
+        """Close every sink made here, then shut the provider down (its last export)."""
+        for sink in self._sinks:
+            sink.close()
+        self._sinks.clear()
+        if self._provider is not None:
+            self._provider.shutdown()
+            self._provider = None
 
 
 def _as_dict(value: Any) -> dict[str, Any]:

@@ -177,8 +177,9 @@ async def build_runtime(
             router=router,
             config=config,
             workspace=Path(spec.get("workspace") or Path.cwd()),
-            sinks=tuple(extra_sinks or ()),
+            sinks=tuple(_per_run(extra_sinks or ())),
         )
+    await _continue_trace(run_id, spec, plan, context.sinks, resumed=owned)
     config = context.config or load_config(spec.get("config"))
     effects = dbos_engine.new_effects(
         run_id,
@@ -193,6 +194,51 @@ async def build_runtime(
     if spec.get("reuse") and not effects.reuse:
         effects.reuse = await reuse_table(spec["reuse"])
     return rt
+
+
+def _per_run(sinks: Any) -> list[Any]:
+    """The process's sinks for one more run: a factory of per-run sinks (the telemetry of
+    ``flowc resume`` / ``flowc worker``, :class:`~agentflow.runtime.telemetry.RunSinks`)
+    makes this run's own."""
+    return [s.for_run() if hasattr(s, "for_run") else s for s in sinks]
+
+
+def trace_of(run_id: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """The trace identity recorded with run ``run_id`` (``spec["trace"]``), else (a run
+    recorded before it was) the one derived from its id and start."""
+    from agentflow.runtime.telemetry import durable_trace
+
+    recorded = spec.get("trace")
+    if isinstance(recorded, dict) and recorded.get("trace_id") and recorded.get("span_id"):
+        return recorded
+    return durable_trace(run_id, spec.get("started") or 0.0)
+
+
+async def _continue_trace(
+    run_id: str, spec: dict[str, Any], plan: Plan, sinks: Any, *, resumed: bool
+) -> None:
+    """Put the OpenTelemetry sinks among ``sinks`` on the run's recorded trace (one trace and
+    one run span across every process of the run; docs/durable.md "Telemetry"); ``resumed``:
+    this process did not start the run (its attempt number is the engine's count of
+    recoveries)."""
+    targets = [s for s in sinks if hasattr(s, "durable_run")]
+    if not targets:
+        return
+    attempt = 0
+    if resumed:
+        from agentflow.runtime.durable.dbos_engine import query_workflows
+
+        with contextlib.suppress(Exception):  # an attribute; never worth failing the run
+            found = await query_workflows(workflow_ids=[run_id])
+            attempt = max(0, int(found[0].recovery_attempts or 1) - 1) if found else 0
+    for sink in targets:
+        sink.durable_run(
+            trace_of(run_id, spec),
+            run_id=run_id,
+            plan=plan.name,
+            started=float(spec.get("started") or time.time()),
+            attempt=attempt,
+        )
 
 
 async def run_root(rt: Runtime) -> dict[str, Any]:
@@ -332,6 +378,7 @@ async def run_durable(
     from agentflow.runtime.durable import dbos_engine
     from agentflow.runtime.executor import validate_input
     from agentflow.runtime.result import RunResult
+    from agentflow.runtime.telemetry import OtelSink, durable_trace
 
     validate_input(plan, input)
     run_id = run_id or new_run_id()
@@ -340,17 +387,24 @@ async def run_durable(
         # later runs share the first one's executor id, and `flowc resume` of any of them
         # recovers that executor's pending work (runs.resume)
         open_database(url, executor_id=f"run:{run_id}", queues=[])
+    started = time.time()
+    traceparent = next(
+        (s.settings.traceparent for s in context.sinks if isinstance(s, OtelSink)),
+        os.environ.get("TRACEPARENT"),
+    )
     spec: dict[str, Any] = {
         "plan_text": plan_text,
         "plan_file": plan_file,
         "input": input,
         "config": config_path,
         "workspace": str(context.workspace),
-        "started": time.time(),
+        "started": started,
         "reuse": reuse,
         "replay": replay,
         "model": model,
         "fleet": fleet,
+        # every process of the run exports into this trace (docs/durable.md "Telemetry")
+        "trace": durable_trace(run_id, started, traceparent),
     }
     if fleet:
         spec["queues"] = await register_queues(context.config, plan_limits(plan))
@@ -391,19 +445,52 @@ def _result(out: dict[str, Any], cls: Any) -> RunResult:
     )
 
 
-async def resume(url: str, run_id: str, *, sinks: list[Any] | None = None) -> RunResult:
+async def resume(
+    url: str, run_id: str, *, sinks: list[Any] | None = None, telemetry: Any = None
+) -> RunResult:
     """Continue run ``run_id`` whose process stopped (a crash, ``kill -9``, a reboot): its
     recorded steps are replayed, the rest runs here.  Returns its result (at once for a run
-    that already finished).  Raises InputError for an unknown run or one still running."""
+    that already finished).  ``telemetry``: export its spans
+    (:class:`~agentflow.runtime.telemetry.TelemetrySettings`) into the run's trace.  Raises
+    InputError for an unknown run or one still running."""
     from agentflow.runtime.durable import dbos_engine
     from agentflow.runtime.result import RunResult
 
+    with _process_telemetry(sinks, telemetry) as process_sinks:
+        # the sinks are in place before the engine starts: it may recover the run at once
+        dbos_engine.set_process_sinks(process_sinks)
+        try:
+            return await _resume(url, run_id, dbos_engine, RunResult)
+        finally:
+            dbos_engine.set_process_sinks([])
+
+
+@contextlib.contextmanager
+def _process_telemetry(sinks: list[Any] | None, telemetry: Any) -> Any:
+    """``sinks`` plus, with ``telemetry`` settings, a factory of per-run OpenTelemetry sinks
+    (closed, i.e. flushed, at the end)."""
+    factory = None
+    if telemetry is not None:
+        from agentflow.runtime.telemetry import RunSinks, otel_available
+
+        if not otel_available():
+            from agentflow.runtime.telemetry import INSTALL_HINT
+
+            raise ConfigError(INSTALL_HINT)
+        factory = RunSinks(telemetry)
+    try:
+        yield [*(sinks or []), *([factory] if factory is not None else [])]
+    finally:
+        if factory is not None:
+            factory.close()
+
+
+async def _resume(url: str, run_id: str, dbos_engine: Any, result_cls: Any) -> RunResult:
     open_database(url, executor_id=f"run:{run_id}", queues=[])
     dbos = dbos_engine._dbos()
     found = await dbos.DBOS.list_workflows_async(workflow_ids=[run_id])
     if not found or found[0].name != dbos_engine.RUN_WORKFLOW:
         raise InputError(f"no durable run {run_id!r} in {_safe(url)}")
-    dbos_engine.set_process_sinks(list(sinks or []))
     with _run_lock(url, run_id):
         status = found[0]
         if status.status in ("PENDING", "ENQUEUED"):
@@ -413,17 +500,24 @@ async def resume(url: str, run_id: str, *, sinks: list[Any] | None = None) -> Ru
                 )
         handle = await dbos.DBOS.retrieve_workflow_async(run_id)
         out = await _outcome(handle)
-    return _result(out, RunResult)
+    return _result(out, result_cls)
 
 
-async def work(url: str, name: str, *, sinks: list[Any] | None = None) -> None:
+async def work(
+    url: str, name: str, *, sinks: list[Any] | None = None, telemetry: Any = None
+) -> None:
     """Be a worker of the fleet on ``url`` until cancelled: take units and runs from every
-    queue; the pending work of an earlier worker named ``name`` is resumed first."""
+    queue; the pending work of an earlier worker named ``name`` is resumed first.
+    ``telemetry``: export the spans of the units it runs, each into its run's trace."""
     from agentflow.runtime.durable import dbos_engine
 
-    dbos_engine.set_process_sinks(list(sinks or []))
-    open_database(url, executor_id=f"worker:{name}", queues=None)
-    await asyncio.Event().wait()
+    with _process_telemetry(sinks, telemetry) as process_sinks:
+        dbos_engine.set_process_sinks(process_sinks)
+        try:
+            open_database(url, executor_id=f"worker:{name}", queues=None)
+            await asyncio.Event().wait()
+        finally:
+            dbos_engine.set_process_sinks([])
 
 
 # ---------------------------------------------------------------------------------------------
