@@ -438,13 +438,16 @@ def _route_stubs(
                 target = inp.get("agent") or {}
                 alias = target.get("name") if target.get("kind") == "alias" else target.get("team")
                 stage = (node.get("meta") or {}).get("stage")
+                # an `expect` that is not a named object type is wrapped as `{ value: T }`
+                # (LANGUAGE.md §10): the stub answers the wrapped value
+                wrapped = node.get("select") == "{{ result.output.value }}"
                 if stage in stage_values:
                     key = f"{_STUB_PREFIX}stage:{stage}"
-                    answers[key] = stage_values[stage]
+                    answers[key] = _wrap(stage_values[stage], wrapped)
                     inp["model"] = key
                 elif alias in agent_values:
                     key = f"{_STUB_PREFIX}agent:{alias}"
-                    answers[key] = agent_values[alias]
+                    answers[key] = _wrap(agent_values[alias], wrapped)
                     inp["model"] = key
             for v in node.values():
                 visit(v)
@@ -453,6 +456,10 @@ def _route_stubs(
                 visit(v)
 
     visit(data)
+
+
+def _wrap(value: Any, wrapped: bool) -> Any:
+    return {"value": value} if wrapped else value
 
 
 def _stub_tool(

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,6 +57,8 @@ CONSTRUCTS = frozenset(
     clause-timeout-run clause-retry clause-retry-const clause-retry-run clause-max-iter-literal
     clause-max-iter-const clause-max-iter-run clause-budget clause-budget-run expect-object
     expect-scalar expect-list expect-union expect-constrained
+    tolerate-count tolerate-percent outcome-values outcome-errors catch catch-on catch-as
+    test-block test-stub-tool test-expect
     """.split()
 )
 
@@ -176,6 +179,8 @@ class Program:
     top: dict[str, Any]  # deadline / budget expected at the plan's top level
     constructs: set[str]
     fields: list[str]  # the input fields it declares (:meth:`input_for` keeps those)
+    tolerate: list[Any] = field(default_factory=list)  # each tolerating map's `tolerate`
+    catches: int = 0  # the `catch` expressions written (each guards one step)
 
     def input_for(self, inp: dict) -> dict:
         """``inp`` (from :func:`draw_input`) restricted to the fields the program declares."""
@@ -209,6 +214,8 @@ class Gen:
         self.expected: set[str] = set()
         self.seen: set[str] = set()
         self.top: dict[str, Any] = {}
+        self.tolerate: list[Any] = []
+        self.catches = 0
         self.fail_ok = True
 
     # helpers
@@ -571,8 +578,29 @@ class Gen:
         a = self.pure(ty, scope, 2)
         self.tag("tool-call")
         if ty == "int":
-            return E(f"user__inc(n: {a.src})", lambda env, fa=a.fn: fa(env) + 1)
-        return E(f"user__tag(t: {a.src})", lambda env, fa=a.fn: fa(env) + "!")
+            e = E(f"user__inc(n: {a.src})", lambda env, fa=a.fn: fa(env) + 1)
+        else:
+            e = E(f"user__tag(t: {a.src})", lambda env, fa=a.fn: fa(env) + "!")
+        return self.catch(e, ty, scope) if self.flip(0.25) else e
+
+    def catch(self, guarded: E, ty: str, scope) -> E:
+        """``guarded catch [on [codes]] [as err] { fallback }`` (the tools of
+        :func:`catalog_functions` do not fail: its value is the guarded one's)."""
+        self.catches += 1
+        self.tag("catch")
+        head = "catch"
+        if self.flip():
+            head += (
+                " on [" + ", ".join(self.pick([["tool_error"], ["tool_error", "timeout"]])) + "]"
+            )
+            self.tag("catch-on")
+        fallback = self.pure(ty, scope, 1).src
+        if self.flip():
+            head += " as err"
+            self.tag("catch-as")
+            fallback = "err.message.count" if ty == "int" else "err.message"
+        src = f"{guarded.src} {head} {{ {fallback} }}"
+        return E(f"({src})" if self.flip() else src, guarded.fn)
 
     def x_untyped(self, ty, scope, depth, indent) -> E:
         a = self.pure("int", scope, 2)
@@ -611,7 +639,11 @@ class Gen:
         var = self.fresh("it")
         inner = {**scope, var: ELEM[over_ty], "index": "int"}
         elem = ELEM[ty] if ty in ELEM else "int"
-        body, fbody = self.block(inner, elem, depth - 1, indent, may_fail=not parallel)
+        # a tolerating map's body does not fail here: its value is every item's (`.values`);
+        # not over `Item` bodies: the expected type does not flow through `.values` into them
+        tolerate = elem != "Item" and self.flip(0.3)
+        may_fail = not parallel and not tolerate
+        body, fbody = self.block(inner, elem, depth - 1, indent, may_fail=may_fail)
         head = f"map {over.src} as {var}"
         pre: list[str] = []
         limit_fn = None
@@ -626,6 +658,18 @@ class Gen:
                 self.concurrency.append(4)
         else:
             self.tag("map")
+        errors = False
+        if tolerate:
+            if self.flip():
+                n: Any = self.r.integer(0, 3)
+                head += f" tolerate {n}"
+                self.tag("tolerate-count")
+            else:
+                n = f"{self.pick([0, 10, 50, 100])}%"
+                head += f" tolerate {n}"
+                self.tag("tolerate-percent")
+            self.tolerate.append(n)
+            errors = ty == "int" and self.flip()
 
         def run_map(env, fover=over.fn, fbody=fbody, var=var, limit_fn=limit_fn):
             items = fover(env)
@@ -640,6 +684,12 @@ class Gen:
             return [fbody({**env, var: x, "index": i}) for i, x in enumerate(items)]
 
         src = f"{head} {body}"
+        if errors:
+            self.tag("outcome-errors")
+            return E(f"({src}).errors.count", lambda env, g=run_map: len(g(env)) * 0, pre=pre)
+        if tolerate:
+            self.tag("outcome-values")
+            src = f"({src}).values"
         if ty == "int":
             return E(f"({src}).count", lambda env, g=run_map: len(g(env)), pre=pre)
         return E(src, run_map, pre=pre)
@@ -1186,7 +1236,7 @@ def draw_program(src: Source, mode: str = "compile") -> Program:
         g.top["budget"] = {"inferences": 500, "cost": 20}
         g.tag("budget-top")
     stages = []
-    for _ in range(1 if src.flip(0.6) else 2):
+    for _ in range(1 if src.flip(0.75) else 2):
         name = g.fresh("s")
         ty = g.pick(TYPES[:-1])
         lines, run = g.stmts(scope, ty, 2, "  ")
@@ -1220,6 +1270,11 @@ def draw_program(src: Source, mode: str = "compile") -> Program:
     out.append(f"stage all -> {{ {fields} }} {{")
     out.append(f"  return {{ {values} }}")
     out.append("}")
+    if g.flip(0.15):
+        out += test_block(src, fields_in, [n for n, _, _ in stages], "user__inc(" in body)
+        g.tag("test-block", "test-expect")
+        if "user__inc(" in body:
+            g.tag("test-stub-tool")
     source = "\n".join(out) + "\n"
 
     def evaluate(inp: dict) -> tuple:
@@ -1242,7 +1297,38 @@ def draw_program(src: Source, mode: str = "compile") -> Program:
         g.top,
         g.seen,
         fields_in,
+        g.tolerate,
+        g.catches,
     )
+
+
+def flow_literal(value: Any, ty: str = "") -> str:
+    """A JSON value as a `.flow` literal (``ty`` "duration": a duration literal)."""
+    if ty == "duration":
+        return str(value)
+    if isinstance(value, str):
+        return flow_string(value)
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(flow_literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k}: {flow_literal(v)}" for k, v in value.items()) + " }"
+    return str(value)
+
+
+def test_block(src: Source, fields: list[str], stages: list[str], stub_inc: bool) -> list[str]:
+    """A `test` block for a program reading input ``fields``: an input drawn by
+    :func:`draw_input`, a stubbed tool when the program calls ``user__inc``, and expectations
+    that hold whatever the stages compute."""
+    inp = draw_input(src)
+    value = ", ".join(f"{f}: {flow_literal(inp.get(f), INPUT_FIELDS[f])}" for f in fields)
+    lines = ['test "generated" {', f"  input {{ {value} }}"]
+    if stub_inc:
+        lines.append(f"  stub tool user__inc returns {src.integer(0, 9)}")
+    stage = src.choice(stages)
+    lines += [f"  expect {stage} == {stage} or inferences >= 0", "}"]
+    return lines
 
 
 def draw_input(src: Source) -> dict:
@@ -1335,23 +1421,51 @@ def dropped(program: Program, plan: dict) -> list[str]:
     want_conc = sorted(program.concurrency, key=order)
     if got_conc != want_conc:
         problems.append(f"map concurrency {got_conc} (wrote {want_conc})")
+    got_tol = sorted(
+        str(s["input"]["on_item_error"].get("tolerate"))
+        for s in _steps(plan)
+        if s.get("tool_name") == "map" and isinstance(s["input"].get("on_item_error"), dict)
+    )
+    if got_tol != sorted(map(str, program.tolerate)):
+        problems.append(f"map tolerate {got_tol} (wrote {program.tolerate})")
+    # a `catch` is the guarded step's own `catch`, or a `try` step (a fallback reading `err`)
+    got_catches = sum(
+        1 for s in _steps(plan) if s.get("catch") is not None or s.get("tool_name") == "try"
+    )
+    if got_catches != program.catches:
+        problems.append(f"{got_catches} steps with a `catch` (wrote {program.catches})")
     for key, want in program.top.items():
         if plan.get(key) != want:
             problems.append(f"`{key}` is {plan.get(key)!r}, not {want!r}")
     return problems
 
 
-def sweep(seed: int, count: int) -> dict:
+def sweep(seed: int, count: int, max_chars: int | None = None) -> dict:
     """Draw ``count`` programs from ``seed`` and put each through check → compile → validate →
-    :func:`dropped`. Returns counts, the construct tags seen and the first failures (source and
-    what went wrong): an internal compiler error, a clean check the generator did not expect (or
-    an unexpected diagnostic), or a clause missing from the plan."""
+    :func:`dropped`. Returns counts, how many programs used each construct tag (``seen``, a
+    :class:`~collections.Counter`) and the first failures (source and what went wrong): an
+    internal compiler error, a clean check the generator did not expect (or an unexpected
+    diagnostic), or a clause missing from the plan.
+
+    ``max_chars``: programs longer than that are drawn again (counted in ``redrawn``), so a
+    sweep of many programs costs less — the front end's cost grows with the text, and a longer
+    program nests the same constructs deeper."""
     rng = random.Random(seed)
-    out = {"programs": 0, "clean": 0, "refused": 0, "seen": set(), "failures": []}
+    out: dict[str, Any] = {
+        "programs": 0,
+        "clean": 0,
+        "refused": 0,
+        "redrawn": 0,
+        "seen": Counter(),
+        "failures": [],
+    }
     for _ in range(count):
         program = draw_program(RandomSource(rng))
+        while max_chars is not None and len(program.source) > max_chars:
+            out["redrawn"] += 1
+            program = draw_program(RandomSource(rng))
         out["programs"] += 1
-        out["seen"] |= program.constructs
+        out["seen"].update(program.constructs)
         result = check_source(program.source, "prop.flow")
         codes = {d.code for d in result.errors}
         if codes != program.expected:

@@ -344,20 +344,35 @@ def _compile(value, file, path, smap, errs, conditions, in_condition):
 
 
 @functools.lru_cache(maxsize=4096)
-def _parse_shared(text: str, file: str, template: bool) -> ast.Template | ast.Expr:
+def _parse_shared(
+    text: str, file: str, template: bool
+) -> tuple[ast.Template | ast.Expr, ast.Node | None, ast.Node | None]:
     """The parse of a template or condition whose spans stay relative to its text (no source
-    map): shared by every place that holds the same text (``{{ result.output }}`` in each agent
-    step, a compiled plan's repeated reads; ~70% of a compiled plan's templates). Nothing
-    mutates a parsed template after :func:`_compile_text`, which relocates only fresh parses."""
-    return _parse_template(text, file) if template else _parse_expression(text, file)
+    map), with its first too-deep node and first effectful node (None when there is none):
+    shared by every place that holds the same text (``{{ result.output }}`` in each agent step,
+    a compiled plan's repeated reads; ~70% of a compiled plan's templates), so each text is
+    parsed and walked once. Nothing mutates a parsed template after :func:`_compile_text`,
+    which relocates only fresh parses."""
+    node = _parse_template(text, file) if template else _parse_expression(text, file)
+    return node, *_verdicts(node)
+
+
+def _verdicts(node: ast.Node) -> tuple[ast.Node | None, ast.Node | None]:
+    """``node``'s first node nested too deeply, else its first effectful node (when too deep,
+    the tree is not walked further)."""
+    deep = too_deep(node)
+    if deep is not None:
+        return deep, None
+    return None, next((n for n in iter_nodes(node) if isinstance(n, EFFECTFUL_NODES)), None)
 
 
 def _compile_text(text, file, path, smap, errs, *, template: bool):
     try:
         if smap is not None and tuple(path) in smap.nodes:
             node = _parse_template(text, file) if template else _parse_expression(text, file)
+            deep, effectful = _verdicts(node)
         else:
-            node = _parse_shared(text, file, template)
+            node, deep, effectful = _parse_shared(text, file, template)
     except SourceError as exc:
         exc.message = _LOC_PREFIX.sub("", exc.message)
         message = exc.message
@@ -368,7 +383,6 @@ def _compile_text(text, file, path, smap, errs, *, template: bool):
             _problem(smap, file, path, PLAN_TEMPLATE_SYNTAX, message, hint=exc.hint, span=exc.span)
         )
         return text
-    deep = too_deep(node)
     if deep is not None:
         what = "template" if template else "expression"
         errs.append(
@@ -383,24 +397,20 @@ def _compile_text(text, file, path, smap, errs, *, template: bool):
             )
         )
         return text
-    _relocate(node, smap, file, path)
-    for sub in iter_nodes(node):
-        if isinstance(sub, EFFECTFUL_NODES):
-            kind = type(sub).__name__.removesuffix("Expr").lower()
-            if kind == "call":
-                kind = "a tool call"
-            else:
-                kind = f"`{kind}`"
-            errs.append(
-                _problem(
-                    smap,
-                    file,
-                    path,
-                    PLAN_EFFECTFUL_TEMPLATE,
-                    f"templates hold pure expressions only; {kind} is not allowed here",
-                    span=sub.span,
-                    mapped=True,
-                )
+    _relocate(node, smap, file, path)  # moves the spans of a fresh parse, `effectful`'s too
+    if effectful is not None:
+        kind = type(effectful).__name__.removesuffix("Expr").lower()
+        kind = "a tool call" if kind == "call" else f"`{kind}`"
+        errs.append(
+            _problem(
+                smap,
+                file,
+                path,
+                PLAN_EFFECTFUL_TEMPLATE,
+                f"templates hold pure expressions only; {kind} is not allowed here",
+                span=effectful.span,
+                mapped=True,
             )
-            return text
+        )
+        return text
     return node

@@ -262,7 +262,8 @@ class TestModel:
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         """Answer ``request``: tool calls first (``call_tools``, once per conversation), then a
-        JSON value generated from ``response_schema`` (text when there is none). Raises
+        JSON value generated from ``response_schema`` (text when there is none; ``yes`` or ``no``,
+        drawn like a value, to a judge's yes-or-no question). Raises
         :class:`agentflow.errors.ModelError` (code ``model_error``) when the contract admits no
         value the generator can produce."""
         from agentflow.errors import ModelError
@@ -289,6 +290,10 @@ class TestModel:
                     model=self.label,
                 )
         if request.response_schema is None:
+            system = " ".join(m.content or "" for m in request.messages if m.role == "system")
+            if "yes or no" in system:  # a judge (filter … where judge, verify's judge)
+                verdict = rng.choice(["yes", "no"])
+                return ChatResponse(text=verdict, usage=usage, model=self.label)
             return ChatResponse(text="test answer", usage=usage, model=self.label)
         try:
             value = generate_value(request.response_schema, rng)
