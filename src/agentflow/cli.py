@@ -888,6 +888,8 @@ def fmt_cmd(paths: tuple[str, ...], check_only: bool) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address for --http.")
 @click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
 @click.option("--workspace", type=click.Path(file_okay=False), help="Root for file tools.")
+@click.option("--durable", is_flag=True, help="Each call a durable run (survives a restart).")
+@click.option("--database", help="Durable runs database (default: [durable] database).")
 def serve_cmd(
     directory: str,
     as_mcp: bool,
@@ -895,6 +897,8 @@ def serve_cmd(
     host: str,
     config: str | None,
     workspace: str | None,
+    durable: bool,
+    database: str | None,
 ) -> None:
     """Serve every .flow program and plan file in DIRECTORY as an MCP tool (stdio by default)."""
     if not as_mcp:
@@ -916,6 +920,8 @@ def serve_cmd(
             host=host,
             config=cfg,
             workspace=Path(workspace) if workspace else None,
+            durable=durable or database is not None,
+            database=database,
         )
     except FlowError as e:
         _err(f"error: {e}")

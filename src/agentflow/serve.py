@@ -19,6 +19,15 @@ file's stem):
 * When the client asks for progress (``_meta.progressToken``), every finished top-level step is
   one progress notification (``progress`` of ``total`` steps).
 * A client's cancellation cancels the run (its steps unwind as on Ctrl-C).
+* With ``durable=True`` (``flowc serve --mcp --durable``) each call is a durable run
+  (docs/durable.md) in ``[durable] database``, whose id the client may choose with the request's
+  ``_meta`` key ``io.agentflow/idempotency-key`` (:data:`KEY_META`): a server that died
+  mid-run (even ``kill -9``) resumes its runs when it starts again (finished steps are not
+  repeated), and a client that calls the tool again with the same key and arguments gets the
+  run's result — the finished one's at once, an unfinished one's when it ends.  A question
+  (``ask``) the run waits on is asked (again) as an elicitation request on every call that
+  waits for the run; an accepted answer is delivered to the run as ``flowc answer`` would.
+  The result's ``_meta`` names the run (``io.agentflow/run``, :data:`RUN_META`).
 
 Transports: stdio (:func:`serve_stdio`) and streamable HTTP (:func:`serve_http`, endpoint
 ``/mcp``, DNS-rebinding protection on loopback hosts), both through the SDK's low-level server.
@@ -28,7 +37,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +49,15 @@ from agentflow.errors import FlowError
 
 #: File name endings of the plans a directory serves (``.flow`` programs are compiled).
 PLAN_SUFFIXES = (".plan.yaml", ".plan.yml", ".plan.json")
+#: The ``_meta`` key of a ``tools/call`` request that names a durable run: the same key (and
+#: the same arguments) on a later call of the same tool reaches the same run.
+KEY_META = "io.agentflow/idempotency-key"
+#: The ``_meta`` key of a durable call's result: the run's id (``flowc runs show ID``).
+RUN_META = "io.agentflow/run"
+#: What an idempotency key may be: 1–100 letters, digits and ``._~-``.
+KEY_PATTERN = re.compile(r"[A-Za-z0-9._~-]{1,100}")
+#: Seconds between two looks for the questions a durable run waits on.
+QUESTION_POLL_S = 0.1
 
 
 @dataclass
@@ -197,11 +217,19 @@ class McpFlowServer:
 
     ``directory``: the served directory; ``config``: a ``flow.toml`` path or Config (default:
     the one found from ``directory``); ``workspace``: the runs' workspace root (default
-    ``directory``).
+    ``directory``); ``durable``: run each call as a durable run in ``database`` (default
+    ``[durable] database``; see the module doc).  Raises ConfigError for a broken
+    configuration or database URL.
     """
 
     def __init__(
-        self, directory: Path, *, config: Any = None, workspace: Path | None = None
+        self,
+        directory: Path,
+        *,
+        config: Any = None,
+        workspace: Path | None = None,
+        durable: bool = False,
+        database: str | None = None,
     ) -> None:
         from agentflow.runtime.config import load_config
 
@@ -211,7 +239,28 @@ class McpFlowServer:
         if not hasattr(self.config, "mcp"):
             self.config = load_config(config)
         self.workspace = workspace or directory
+        self.database = database
+        self.url: str | None = None
+        if durable:
+            from agentflow.runtime.durable.runs import database_for
+
+            self.url = database_for(self.config, database)
+        #: the durable engine's executor id: stable across restarts of a server of this
+        #: directory, so a restarted server recovers the runs its predecessor left unfinished
+        digest = hashlib.sha256(str(directory.resolve()).encode()).hexdigest()[:12]
+        self.executor_id = f"serve:{directory.resolve().name}-{digest}"
+        #: durable runs this process waits for after their caller went away
+        self._orphans: set[asyncio.Task[Any]] = set()
         self.server = self._build()
+
+    def open_durable(self) -> None:
+        """Start the durable engine (``durable`` servers; idempotent): the runs an earlier
+        server of this directory left unfinished resume now, in the background."""
+        if self.url is None:
+            return
+        from agentflow.runtime.durable.runs import open_database
+
+        open_database(self.url, executor_id=self.executor_id, queues=[])
 
     def _build(self) -> Any:
         from mcp.server.lowlevel import Server
@@ -256,6 +305,8 @@ class McpFlowServer:
             )
         args = dict(params.arguments or {})
         run_input = args.get("input") if flow.wrap_input else args
+        if self.url is not None:
+            return await self._call_durable(ctx, flow, run_input)
         progress = _Progress(ctx, flow.steps)
         try:
             result = await api.run(
@@ -271,24 +322,139 @@ class McpFlowServer:
             await progress.flush()
             return CallToolResult(content=[TextContent(text=str(exc))], is_error=True)
         await progress.flush()
-        if result.status in ("ok", "exited"):
-            output = result.output
-            structured = None
-            if flow.output_schema is not None:
-                structured = {"result": output} if flow.wrap_output else output
-            return CallToolResult(
-                content=[TextContent(text=_text(output))], structured_content=structured
+        return _tool_result(flow, result)
+
+    async def _call_durable(self, ctx: Any, flow: ServedFlow, run_input: Any) -> Any:
+        """A call as a durable run: a new one, or the run an earlier call with the same
+        idempotency key started (its result, or the wait for it)."""
+        import anyio
+
+        from agentflow import api
+        from agentflow.runtime.durable import dbos_engine, runs
+        from agentflow.runtime.events import CallbackSink
+        from agentflow.runtime.result import RunResult
+
+        assert self.url is not None
+        url = self.url
+        self.open_durable()
+        meta = getattr(ctx, "meta", None) or {}
+        key = meta.get(KEY_META)
+        if key is not None and not (isinstance(key, str) and KEY_PATTERN.fullmatch(key)):
+            return _error_result(
+                f"_meta {KEY_META}: {key!r} is not an idempotency key "
+                "(1-100 letters, digits and ._~-)"
             )
-        error = result.error or {}
-        where = f" (step {error['step_path']})" if error.get("step_path") else ""
-        return CallToolResult(
-            content=[
-                TextContent(
-                    text=f"{error.get('code', result.status)}: {error.get('message')}{where}"
+        run_id = f"mcp-{flow.name}-{key}" if key is not None else runs.new_run_id()
+        dbos = dbos_engine._dbos()
+        found = await dbos.DBOS.list_workflows_async(workflow_ids=[run_id], load_input=True)
+        progress = _Progress(ctx, flow.steps)
+        waiter: asyncio.Future[Any]
+        if found:
+            status = found[0]
+            spec = status.input["args"][0] if status.input and status.input.get("args") else {}
+            if status.name != dbos_engine.RUN_WORKFLOW or spec.get("input") != run_input:
+                return _error_result(
+                    f"idempotency key {key!r} was used for a call of {flow.name} with other "
+                    "arguments: use a new key for a new call"
                 )
-            ],
-            is_error=True,
+            if (
+                status.status in ("PENDING", "ENQUEUED")
+                and status.executor_id != self.executor_id
+                and not runs._alive(url, run_id)
+            ):  # left by a process of another executor that died: resume it here
+                await asyncio.to_thread(
+                    dbos.DBOS._recover_pending_workflows, [status.executor_id]
+                )
+            handle = await dbos.DBOS.retrieve_workflow_async(run_id)
+
+            async def outcome() -> Any:
+                return runs._result(await runs._outcome(handle), RunResult)
+
+            waiter = asyncio.ensure_future(outcome())
+        else:
+            waiter = asyncio.ensure_future(
+                api.run(
+                    flow.plan,
+                    run_input,
+                    config=self.config,
+                    workspace=self.workspace,
+                    sinks=[CallbackSink(progress.on_event)],
+                    shape_cache=False,
+                    durable=True,
+                    run_id=run_id,
+                    database=self.database,
+                )
+            )
+        relay = asyncio.ensure_future(self._relay_questions(ctx, url, run_id, waiter))
+        try:
+            result = await asyncio.shield(waiter)
+        except FlowError as exc:  # bad input, a tool that does not resolve, no model
+            return _error_result(str(exc))
+        except BaseException:
+            # the call ended before the run: a client's cancellation cancels the run too; a
+            # lost connection or a stopping server leaves it running (the same key finds it)
+            with anyio.CancelScope(shield=True):
+                cancel = getattr(ctx, "cancel_requested", None)
+                if cancel is not None and cancel.is_set():
+                    with contextlib.suppress(Exception):
+                        await runs.cancel(url, run_id)
+            self._orphans.add(waiter)
+            waiter.add_done_callback(self._orphans.discard)
+            raise
+        finally:
+            relay.cancel()
+            await progress.flush()
+        answer = _tool_result(flow, result)
+        answer.meta = {RUN_META: run_id}
+        return answer
+
+    async def _relay_questions(
+        self, ctx: Any, url: str, run_id: str, done: asyncio.Future[Any]
+    ) -> None:
+        """Ask each question run ``run_id`` waits on as an elicitation request related to this
+        call, until the run ends; an accepted answer goes to the run, a declined or cancelled
+        one leaves the question unanswered (its ``when_unanswered`` decides).  With a client
+        that cannot elicit, the questions wait (``flowc answer``, or their timeout)."""
+        from mcp.types import ClientCapabilities, ElicitationCapability
+
+        from agentflow.runtime.durable import runs
+
+        session = ctx.session
+        if not session.check_client_capability(
+            ClientCapabilities(elicitation=ElicitationCapability())
+        ):
+            return
+        asked: set[str] = set()
+        pending: set[asyncio.Task[None]] = set()
+        try:
+            while not done.done():
+                for question in await runs.pending_questions(url, run_id):
+                    if question.path in asked:
+                        continue
+                    asked.add(question.path)
+                    task = asyncio.ensure_future(self._ask(ctx, url, run_id, question))
+                    pending.add(task)
+                    task.add_done_callback(pending.discard)
+                await asyncio.sleep(QUESTION_POLL_S)
+        finally:
+            for task in list(pending):
+                task.cancel()
+
+    async def _ask(self, ctx: Any, url: str, run_id: str, question: Any) -> None:
+        from agentflow.errors import InputError
+        from agentflow.runtime.durable import runs
+
+        form = ask_form(question)
+        result = await ctx.session.elicit_form(
+            question.question, form, related_request_id=ctx.request_id
         )
+        if result.action == "accept" and result.content and "answer" in result.content:
+            answer = _form_answer(form, result.content["answer"])
+            with contextlib.suppress(InputError):  # not accepted: unanswered, as below
+                await runs.answer(url, run_id, question.path, answer)
+                return
+        with contextlib.suppress(InputError):
+            await runs.unanswered(url, run_id, question.path)
 
     # ------------------------------------------------------------------ transports
 
@@ -296,6 +462,7 @@ class McpFlowServer:
         """Serve over the process's stdin/stdout until the client closes them."""
         from mcp.server.stdio import stdio_server
 
+        self.open_durable()
         async with stdio_server() as (read, write):
             await self.server.run(read, write, self.server.create_initialization_options())
 
@@ -303,6 +470,7 @@ class McpFlowServer:
         """Serve over streamable HTTP at ``http://HOST:PORT/mcp`` until cancelled."""
         import uvicorn
 
+        self.open_durable()
         app = self.server.streamable_http_app(host=host)
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
         await uvicorn.Server(config).serve()
@@ -331,12 +499,40 @@ class _Elicitor:
         )
         if result.action != "accept" or not result.content or "answer" not in result.content:
             return NO_ANSWER
-        answer = result.content["answer"]
-        wants = form["properties"]["answer"]
-        if wants.get("description") == "JSON text" and isinstance(answer, str):
-            with contextlib.suppress(ValueError):
-                return json.loads(answer)
-        return answer
+        return _form_answer(form, result.content["answer"])
+
+
+def _form_answer(form: dict[str, Any], answer: Any) -> Any:
+    """The value of an accepted :func:`ask_form` answer (a "JSON text" field parsed)."""
+    wants = form["properties"]["answer"]
+    if wants.get("description") == "JSON text" and isinstance(answer, str):
+        with contextlib.suppress(ValueError):
+            return json.loads(answer)
+    return answer
+
+
+def _error_result(text: str) -> Any:
+    from mcp.types import CallToolResult, TextContent
+
+    return CallToolResult(content=[TextContent(text=text)], is_error=True)
+
+
+def _tool_result(flow: ServedFlow, result: Any) -> Any:
+    """The ``CallToolResult`` of a finished run: its output as text (and structured content
+    when the program declares an output type), or a tool error naming the run's error."""
+    from mcp.types import CallToolResult, TextContent
+
+    if result.status in ("ok", "exited"):
+        output = result.output
+        structured = None
+        if flow.output_schema is not None:
+            structured = {"result": output} if flow.wrap_output else output
+        return CallToolResult(
+            content=[TextContent(text=_text(output))], structured_content=structured
+        )
+    error = result.error or {}
+    where = f" (step {error['step_path']})" if error.get("step_path") else ""
+    return _error_result(f"{error.get('code', result.status)}: {error.get('message')}{where}")
 
 
 class _Progress:
@@ -384,17 +580,35 @@ def serve(
     host: str = "127.0.0.1",
     config: Any = None,
     workspace: Path | None = None,
+    durable: bool = False,
+    database: str | None = None,
 ) -> None:
     """Serve ``directory``'s programs (stdio, or streamable HTTP on ``http``); reports the
-    tools and the files left out on stderr.  Raises ConfigError for a broken configuration."""
-    server = McpFlowServer(directory, config=config, workspace=workspace)
+    tools and the files left out on stderr; ``durable``: each call a durable run (see the
+    module doc).  Raises ConfigError for a broken configuration or database."""
+    server = McpFlowServer(
+        directory, config=config, workspace=workspace, durable=durable, database=database
+    )
     for problem in server.served.problems:
         print(f"flowc serve: {problem}", file=sys.stderr)
     names = ", ".join(server.served.flows) or "none"
     where = f"http://{host}:{http}/mcp" if http is not None else "stdio"
     print(f"flowc serve: {len(server.served.flows)} tool(s) on {where}: {names}", file=sys.stderr)
+    if server.url is not None:
+        from agentflow.runtime.durable.runs import _safe
+
+        print(f"flowc serve: durable runs in {_safe(server.url)}", file=sys.stderr)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(server.serve_http(host, http) if http is not None else server.serve_stdio())
 
 
-__all__ = ["McpFlowServer", "ServedFlow", "ask_form", "discover", "load_flow", "serve"]
+__all__ = [
+    "KEY_META",
+    "RUN_META",
+    "McpFlowServer",
+    "ServedFlow",
+    "ask_form",
+    "discover",
+    "load_flow",
+    "serve",
+]

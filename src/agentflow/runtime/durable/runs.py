@@ -40,11 +40,13 @@ __all__ = [
     "list_runs",
     "new_run_id",
     "open_database",
+    "pending_questions",
     "resume",
     "reuse_table",
     "run_durable",
     "run_root",
     "show_run",
+    "unanswered",
     "work",
 ]
 
@@ -85,6 +87,15 @@ def open_database(url: str, *, executor_id: str, queues: list[str] | None = None
         raise
     except Exception as e:  # noqa: BLE001 - a database that cannot be opened
         raise ConfigError(f"cannot open the durable runs database {_safe(url)}: {e}") from None
+
+
+def _attach(url: str) -> None:
+    """Open ``url`` for inspecting or messaging runs: the engine this process already runs on
+    ``url`` (a server's, a run's) as it is, else a launch as this command-line process."""
+    from agentflow.runtime.durable.dbos_engine import _state
+
+    if _state["url"] != url:
+        open_database(url, executor_id=f"cli:{os.getpid()}", queues=[])
 
 
 def _safe(url: str) -> str:
@@ -646,7 +657,7 @@ async def list_runs(url: str, *, limit: int = 50) -> list[RunInfo]:
     """The latest ``limit`` durable runs in ``url``, newest first, with pending questions."""
     from agentflow.runtime.durable.dbos_engine import RUN_WORKFLOW, _dbos
 
-    open_database(url, executor_id=f"cli:{os.getpid()}", queues=[])
+    _attach(url)
     dbos = _dbos()
     roots = await dbos.DBOS.list_workflows_async(
         name=RUN_WORKFLOW, limit=limit, sort_desc=True, load_input=True, load_output=True
@@ -697,7 +708,7 @@ async def show_run(url: str, run_id: str) -> RunInfo:
     its model calls so far, pending questions, the error."""
     from agentflow.runtime.durable.dbos_engine import _dbos
 
-    open_database(url, executor_id=f"cli:{os.getpid()}", queues=[])
+    _attach(url)
     dbos = _dbos()
     family = await dbos.DBOS.list_workflows_async(
         workflow_id_prefix=run_id, load_input=True, load_output=True
@@ -755,7 +766,7 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
     from agentflow.runtime.control import check_answer
     from agentflow.runtime.durable.dbos_engine import _dbos
 
-    open_database(url, executor_id=f"cli:{os.getpid()}", queues=[])
+    _attach(url)
     dbos = _dbos()
     family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id)
     family = [
@@ -778,6 +789,33 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
     return question
 
 
+async def pending_questions(url: str, run_id: str) -> list[Question]:
+    """The questions run ``run_id`` (and its child units) waits on now; none for a run that
+    ended or does not exist."""
+    from agentflow.runtime.durable.dbos_engine import _dbos
+
+    _attach(url)
+    family = await _dbos().DBOS.list_workflows_async(workflow_id_prefix=run_id)
+    family = [
+        w for w in family if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")
+    ]
+    return await _questions(run_id, family)
+
+
+async def unanswered(url: str, run_id: str, step: str) -> Question:
+    """Leave the question of run ``run_id`` at step path ``step`` unanswered: the ``ask``
+    goes on as after its timeout (``when_unanswered`` decides).  Raises InputError for no such
+    question."""
+    from agentflow.runtime.durable.dbos_engine import _dbos
+
+    pending = await pending_questions(url, run_id)
+    question = next((q for q in pending if q.path == step), None)
+    if question is None:
+        raise InputError(f"run {run_id} has no question waiting at {step!r}")
+    await _dbos().DBOS.send_async(question.workflow_id, "unanswered", topic=f"answer:{step}")
+    return question
+
+
 def _wants_text(q: Question) -> bool:
     if q.choices and all(isinstance(c, str) for c in q.choices):
         return True
@@ -788,7 +826,7 @@ async def cancel(url: str, run_id: str) -> None:
     """Cancel run ``run_id`` and its child units (each stops at its next operation)."""
     from agentflow.runtime.durable.dbos_engine import _dbos
 
-    open_database(url, executor_id=f"cli:{os.getpid()}", queues=[])
+    _attach(url)
     dbos = _dbos()
     family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id)
     ids = [w.workflow_id for w in family
@@ -804,7 +842,7 @@ async def recorded_spec(url: str, run_id: str) -> dict[str, Any]:
     """The recorded input of run ``run_id`` (plan text, input, configuration path, …)."""
     from agentflow.runtime.durable.dbos_engine import recorded_input
 
-    open_database(url, executor_id=f"cli:{os.getpid()}", queues=[])
+    _attach(url)
     try:
         return await recorded_input(run_id)
     except RunError as e:

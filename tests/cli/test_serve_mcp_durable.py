@@ -1,0 +1,139 @@
+"""``flowc serve --mcp --durable``: each call a durable run that survives the server's death.
+
+The official SDK's client calls a served flow over streamable HTTP with an idempotency key
+(``_meta`` ``io.agentflow/idempotency-key``); the server is killed with SIGKILL while the run's
+``ask`` waits on the client's elicitation; a new server on the same directory resumes the run
+(its finished tool step is not repeated), and the client calling again with the same key is
+asked the question again and gets the run's result."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import ElicitResult
+from support.npm_tools import free_port, wait_for_port
+
+FLOWC = Path(sys.executable).parent / "flowc"
+KEY = "io.agentflow/idempotency-key"
+
+PAINT = """/// Note the wall, then ask for its colour.
+flow paint
+input { wall: text }
+output { wall: text, colour: text }
+
+extern tool user__note(text: text) -> text
+
+stage main {
+  let noted = user__note(text: input.wall)
+  let colour = ask "Which colour for the ${noted} wall?" expect "blue" | "green" default "white"
+  return { wall: noted, colour: colour }
+}
+"""
+
+NOTES_PY = '''def note(text: str, ctx) -> str:
+    """Append the text to notes.txt in the workspace (one line per call), return it."""
+    with (ctx.workspace / "notes.txt").open("a", encoding="utf-8") as fh:
+        fh.write(text + "\\n")
+    return text
+'''
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Path:
+    d = tmp_path / "flows"
+    d.mkdir()
+    (d / "paint.flow").write_text(PAINT, encoding="utf-8")
+    (d / "notes.py").write_text(NOTES_PY, encoding="utf-8")
+    (d / "flow.toml").write_text('[tools]\nmodules = ["notes.py"]\n', encoding="utf-8")
+    return d
+
+
+def start(directory: Path, port: int) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [str(FLOWC), "serve", "--mcp", str(directory), "--durable", "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wait_for_port(port, proc)
+    return proc
+
+
+async def test_a_killed_server_resumes_the_run_and_the_same_key_gets_its_result(served):
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    first = start(served, port)
+    asked = asyncio.Event()
+    questions: list[str] = []
+
+    async def kill_while_asked(context, params):
+        questions.append(params.message)
+        first.send_signal(signal.SIGKILL)  # mid-run: the note is recorded, the ask waits
+        asked.set()
+        await asyncio.sleep(30)
+        return ElicitResult(action="cancel")
+
+    async def call_then_die() -> None:
+        async with (
+            streamable_http_client(url) as (r, w),
+            ClientSession(r, w, elicitation_callback=kill_while_asked) as session,
+        ):
+            await session.initialize()
+            await session.call_tool("paint", {"wall": "north"}, meta={KEY: "job-1"})
+
+    try:
+        call = asyncio.ensure_future(call_then_die())
+        await asyncio.wait_for(asked.wait(), 20)
+        first.wait(5)
+        call.cancel()
+        with contextlib.suppress(BaseException):
+            await call
+        assert questions == ["Which colour for the north wall?"]
+        assert (served / "notes.txt").read_text() == "north\n"
+
+        second = start(served, port)
+        try:
+            answers: list[str] = []
+
+            async def answer_blue(context, params):
+                answers.append(params.message)
+                return ElicitResult(action="accept", content={"answer": "blue"})
+
+            async with (
+                streamable_http_client(url) as (r, w),
+                ClientSession(r, w, elicitation_callback=answer_blue) as session,
+            ):
+                await session.initialize()
+                result = await session.call_tool("paint", {"wall": "north"}, meta={KEY: "job-1"})
+                assert result.is_error is False, result.content
+                assert result.structured_content == {"wall": "north", "colour": "blue"}
+                assert result.meta == {"io.agentflow/run": "mcp-paint-job-1"}
+                # the interrupted question was asked again; the finished note not run again
+                assert answers == ["Which colour for the north wall?"]
+                assert (served / "notes.txt").read_text() == "north\n"
+
+                # the same key again: the recorded result at once, nothing asked or run
+                again = await session.call_tool("paint", {"wall": "north"}, meta={KEY: "job-1"})
+                assert again.structured_content == {"wall": "north", "colour": "blue"}
+                assert len(answers) == 1
+                # the same key with other arguments is refused; a malformed key too
+                other = await session.call_tool("paint", {"wall": "east"}, meta={KEY: "job-1"})
+                assert other.is_error is True
+                assert "with other arguments" in other.content[0].text
+                bad = await session.call_tool("paint", {"wall": "east"}, meta={KEY: "a/b"})
+                assert bad.is_error is True and "idempotency key" in bad.content[0].text
+                assert (served / "notes.txt").read_text() == "north\n"
+        finally:
+            second.terminate()
+            second.wait(10)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait(5)
