@@ -33,7 +33,7 @@ extern tool user__note(text: text) -> text
 
 stage main {
   let noted = user__note(text: input.wall)
-  let colour = ask "Which colour for the ${noted} wall?" expect "blue" | "green" default "white"
+  let colour = ask "Which colour for the ${noted} wall?" expect "blue" | "green" | "white" default "white"
   return { wall: noted, colour: colour }
 }
 """
