@@ -10,8 +10,6 @@
 #     server metadata whose issuer (<origin>/oauth) is not the origin it is served for; the SDK's
 #     OAuth client refuses it as RFC 8414 §3.3 requires (the suite fixed its mock in its #359,
 #     not yet released as a stable version).
-#   auth/cross-app-access-complete-flow — an extension (SEP-990, enterprise identity provider
-#     token exchange) flowc does not implement.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/npm-tools.sh
@@ -20,7 +18,6 @@ suite=.ci/node/node_modules/.bin/conformance
 client="$PWD/.venv/bin/python -m agentflow.mcp_conformance_client"
 declare -A why=(
   [auth/2025-03-26-oauth-metadata-backcompat]="the suite's 0.1.x mock: its metadata issuer is not its URL (RFC 8414 §3.3); fixed upstream, unreleased"
-  [auth/cross-app-access-complete-flow]="an extension scenario (SEP-990, enterprise IdP token exchange), not implemented"
 )
 known="${!why[*]}"
 mapfile -t scenarios < <("$suite" list --client 2>/dev/null | sed -n 's/^  - \([^ ]*\).*/\1/p')

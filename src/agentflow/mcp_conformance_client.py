@@ -15,7 +15,11 @@ so the suite measures what ``flowc run`` does:
   by this program instead of a browser (the suite's authorization server redirects at once),
   tokens kept in memory, a pre-registered client from the context, a client ID metadata
   document where the server supports one; ``auth/client-credentials-*`` — ``grant =
-  "client_credentials"`` with the context's secret or private key.
+  "client_credentials"`` with the context's secret or private key;
+  ``auth/cross-app-access-*`` — ``grant = "identity_assertion"`` (SEP-990) with the context's
+  client, ID token and identity provider; the authorization server's issuer, which flowc's
+  configuration names (it is never discovered at run time), is read here from the server's
+  protected-resource metadata.
 
 Exit status 0 when the scenario's calls succeeded, 1 otherwise (the message on stderr).
 """
@@ -67,14 +71,50 @@ def _headless_handlers() -> Any:
     )
 
 
-def server_config(url: str, scenario: str, context: dict[str, Any]) -> Any:
-    """The ``[mcp.conformance]`` server a scenario amounts to."""
+async def protected_resource_issuer(url: str) -> str:
+    """The first authorization server the protected-resource metadata of MCP server ``url``
+    names (RFC 9728: the path-suffixed well-known, then the root one)."""
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    from agentflow.errors import ConfigError
+
+    parsed = urlparse(url)
+    origin = f"{parsed.scheme}://{parsed.netloc}"
+    path = parsed.path.rstrip("/")
+    async with create_mcp_http_client() as http:
+        for where in (
+            f"/.well-known/oauth-protected-resource{path}",
+            "/.well-known/oauth-protected-resource",
+        ):
+            response = await http.get(origin + where)
+            if response.status_code == 200:
+                servers = response.json().get("authorization_servers") or []
+                if servers:
+                    return str(servers[0])
+    raise ConfigError(f"no protected-resource metadata names an authorization server for {url}")
+
+
+def server_config(
+    url: str, scenario: str, context: dict[str, Any], *, issuer: str | None = None
+) -> Any:
+    """The ``[mcp.conformance]`` server a scenario amounts to (``issuer``: the authorization
+    server of a cross-app-access scenario)."""
     from agentflow.runtime.config import McpOAuth, McpServer
 
     fields: dict[str, Any] = {"url": url, "timeout": 20, "connect_timeout": 25}
     if scenario.startswith("elicitation"):
         fields["elicitation"] = "defaults"
-    if scenario.startswith("auth/client-credentials"):
+    if scenario.startswith("auth/cross-app-access"):
+        fields["oauth"] = McpOAuth(
+            grant="identity_assertion",
+            client_id=context.get("client_id"),
+            client_secret=context.get("client_secret"),
+            issuer=issuer,
+            id_token=context.get("idp_id_token"),
+            idp_token_endpoint=context.get("idp_token_endpoint"),
+            idp_client_id=context.get("idp_client_id"),
+        )
+    elif scenario.startswith("auth/client-credentials"):
         fields["oauth"] = McpOAuth(
             grant="client_credentials",
             client_id=context.get("client_id"),
@@ -95,9 +135,12 @@ async def run_scenario(url: str, scenario: str, context: dict[str, Any]) -> None
     """Connect to ``url`` and do what ``scenario`` checks; raises on failure."""
     from agentflow.runtime.tools.mcp import McpConnection
 
+    issuer = None
+    if scenario.startswith("auth/cross-app-access"):
+        issuer = await protected_resource_issuer(url)
     conn = McpConnection(
         "conformance",
-        server_config(url, scenario, context),
+        server_config(url, scenario, context, issuer=issuer),
         base_dir=Path.cwd(),
         env=dict(os.environ),
         oauth_handlers=_headless_handlers() if scenario.startswith("auth/") else None,

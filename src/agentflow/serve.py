@@ -362,9 +362,7 @@ class McpFlowServer:
                 and status.executor_id != self.executor_id
                 and not runs._alive(url, run_id)
             ):  # left by a process of another executor that died: resume it here
-                await asyncio.to_thread(
-                    dbos.DBOS._recover_pending_workflows, [status.executor_id]
-                )
+                await asyncio.to_thread(dbos.DBOS._recover_pending_workflows, [status.executor_id])
             handle = await dbos.DBOS.retrieve_workflow_async(run_id)
 
             async def outcome() -> Any:

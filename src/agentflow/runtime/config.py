@@ -284,6 +284,14 @@ class McpOAuth(_Strict):
     ``grant = "client_credentials"``: machine-to-machine, no user: ``client_id`` with
     ``client_secret`` (``client_secret_basic``) or ``private_key`` (PEM, usually ``${VAR}``;
     a ``private_key_jwt`` assertion signed with ``signing_algorithm``, default RS256).
+
+    ``grant = "identity_assertion"``: enterprise-managed authorization (SEP-990, "cross-app
+    access"): the user's ID token from the enterprise identity provider (``id_token``, usually
+    ``${VAR}``) is exchanged at the provider's ``idp_token_endpoint`` (RFC 8693, as
+    ``idp_client_id`` / ``idp_client_secret`` when given) for an identity assertion grant
+    (ID-JAG), which the MCP authorization server ``issuer`` (configured, never discovered)
+    exchanges for an access token (RFC 7523 jwt-bearer, ``client_id`` / ``client_secret``,
+    ``client_secret_basic``).
     """
 
     client_id: str | None = None
@@ -292,12 +300,24 @@ class McpOAuth(_Strict):
     scope: str | None = None
     redirect_port: int = Field(default=0, ge=0, le=65535)
     token_dir: str | None = None
-    grant: Literal["authorization_code", "client_credentials"] = "authorization_code"
+    grant: Literal["authorization_code", "client_credentials", "identity_assertion"] = (
+        "authorization_code"
+    )
     private_key: str | None = None
     signing_algorithm: str = "RS256"
+    issuer: str | None = None
+    id_token: str | None = None
+    idp_token_endpoint: str | None = None
+    idp_client_id: str | None = None
+    idp_client_secret: str | None = None
 
     @model_validator(mode="after")
     def _grant_needs(self) -> McpOAuth:
+        if self.grant == "identity_assertion":
+            needed = ("client_id", "client_secret", "issuer", "id_token", "idp_token_endpoint")
+            missing = [f"`{k}`" for k in needed if not getattr(self, k)]
+            if missing:
+                raise ValueError(f'`grant = "identity_assertion"` needs {", ".join(missing)}')
         if self.grant == "client_credentials":
             if not self.client_id:
                 raise ValueError('`grant = "client_credentials"` needs `client_id`')

@@ -125,3 +125,106 @@ async def test_http_401_and_403_say_what_to_configure(tmp_path, status, says):
         await conn.aclose()
     finally:
         server.shutdown()
+
+
+def test_identity_assertion_names_every_setting_it_lacks():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError) as exc:
+        McpOAuth(grant="identity_assertion", client_id="c", id_token="${T}")
+    text = str(exc.value)
+    assert "`client_secret`, `issuer`, `idp_token_endpoint`" in text
+    assert "`client_id`" not in text and "`id_token`" not in text
+
+
+class _IdP(BaseHTTPRequestHandler):
+    """An identity provider's token endpoint: RFC 8693 exchange of an ID token for an ID-JAG."""
+
+    seen: list[dict] = []
+
+    def do_POST(self):  # noqa: N802 - http.server's naming
+        from urllib.parse import parse_qs
+
+        length = int(self.headers.get("Content-Length") or 0)
+        form = {k: v[0] for k, v in parse_qs(self.rfile.read(length).decode()).items()}
+        self.seen.append(form)
+        if form.get("subject_token") == "good-id-token":
+            status, body = (
+                200,
+                {
+                    "access_token": "the-id-jag",
+                    "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+                    "token_type": "N_A",
+                },
+            )
+        else:
+            status, body = 400, {"error": "invalid_grant", "error_description": "ID token expired"}
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+async def test_the_id_token_is_exchanged_for_an_id_jag_at_the_identity_provider(tmp_path):
+    from mcp.client.auth import OAuthTokenError
+    from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuthProvider
+
+    from agentflow.runtime.tools.mcp_auth import exchange_id_token
+
+    handler = type("IdP", (_IdP,), {"seen": []})
+    idp = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=idp.serve_forever, daemon=True).start()
+    endpoint = f"http://127.0.0.1:{idp.server_port}/token"
+    try:
+        jag = await exchange_id_token(
+            endpoint,
+            "good-id-token",
+            audience="https://auth.example.com",
+            resource="https://mcp.example.com/mcp",
+            client_id="flowc-at-idp",
+        )
+        assert jag == "the-id-jag"
+        assert handler.seen[0] == {
+            "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+            "subject_token": "good-id-token",
+            "subject_token_type": "urn:ietf:params:oauth:token-type:id_token",
+            "requested_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+            "audience": "https://auth.example.com",
+            "resource": "https://mcp.example.com/mcp",
+            "client_id": "flowc-at-idp",
+        }
+        with pytest.raises(OAuthTokenError) as exc:
+            await exchange_id_token(
+                endpoint, "stale-id-token", audience="a", resource="r", server="wiki"
+            )
+        message = str(exc.value)
+        assert "[mcp.wiki.oauth]: the identity provider refused the token exchange" in message
+        assert "HTTP 400" in message and "ID token expired" in message
+        assert "stale-id-token" not in message
+    finally:
+        idp.shutdown()
+    # the grant in the configuration: the SDK's jwt-bearer provider, secrets from the environment
+    server = McpServer(
+        url="https://mcp.example.com/mcp",
+        oauth=McpOAuth(
+            grant="identity_assertion",
+            client_id="flowc",
+            client_secret="${SECRET}",
+            issuer="https://auth.example.com",
+            id_token="${ID_TOKEN}",
+            idp_token_endpoint=endpoint,
+            token_dir="tok",
+        ),
+    )
+    provider = oauth_provider(
+        "wiki", server, env={"SECRET": "s", "ID_TOKEN": "t"}, base_dir=tmp_path
+    )
+    assert isinstance(provider, IdentityAssertionOAuthProvider)
+    with pytest.raises(RunError) as missing:
+        oauth_provider("wiki", server, env={"SECRET": "s"}, base_dir=tmp_path)
+    assert "ID_TOKEN" in missing.value.message and "oauth.id_token" in missing.value.message

@@ -289,6 +289,8 @@ def oauth_provider(
     )
     if oauth.grant == "client_credentials":
         return _client_credentials(name, server.url, oauth, storage, client_id, secret, env)
+    if oauth.grant == "identity_assertion":
+        return _identity_assertion(name, server.url, oauth, storage, client_id, secret, env)
     if client_id is not None:  # a pre-registered client: never registered dynamically
         storage = _PreRegistered(
             storage,
@@ -364,12 +366,120 @@ def _client_credentials(
     )
 
 
+#: RFC 8693 token exchange and the token types of SEP-990's first leg.
+TOKEN_EXCHANGE_GRANT = "urn:ietf:params:oauth:grant-type:token-exchange"
+ID_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:id_token"
+ID_JAG_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:id-jag"
+
+
+def _identity_assertion(
+    name: str,
+    url: str,
+    oauth: Any,
+    storage: Any,
+    client_id: str | None,
+    secret: str | None,
+    env: Mapping[str, str],
+) -> Any:
+    """SEP-990 (enterprise-managed authorization): the ID token exchanged at the identity
+    provider for an ID-JAG (RFC 8693, :func:`exchange_id_token`), the ID-JAG exchanged at the
+    configured authorization server for an access token (the SDK's
+    ``IdentityAssertionOAuthProvider``, RFC 7523 jwt-bearer with ``client_secret_basic``)."""
+    from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuthProvider
+
+    from agentflow.errors import RunError
+    from agentflow.runtime.tools.mcp import expand_vars
+
+    def value(key: str) -> str | None:
+        raw = getattr(oauth, key)
+        return expand_vars(raw, env, server=name, where=f"oauth.{key}") if raw else None
+
+    id_token, endpoint = value("id_token"), value("idp_token_endpoint")
+    idp_id, idp_secret = value("idp_client_id"), value("idp_client_secret")
+
+    async def assertion(audience: str, resource: str) -> str:
+        return await exchange_id_token(
+            str(endpoint),
+            str(id_token),
+            audience=audience,
+            resource=resource,
+            client_id=idp_id,
+            client_secret=idp_secret,
+            server=name,
+        )
+
+    try:
+        return IdentityAssertionOAuthProvider(
+            server_url=url,
+            storage=storage,
+            client_id=str(client_id),
+            client_secret=secret or "",
+            issuer=str(value("issuer")),
+            assertion_provider=assertion,
+            scope=oauth.scope,
+            token_endpoint_auth_method="client_secret_basic",
+        )
+    except ValueError as exc:
+        raise RunError("tool_error", f"[mcp.{name}.oauth]: {exc}") from None
+
+
+async def exchange_id_token(
+    endpoint: str,
+    id_token: str,
+    *,
+    audience: str,
+    resource: str,
+    client_id: str | None = None,
+    client_secret: str | None = None,
+    server: str = "",
+) -> str:
+    """SEP-990's first leg: exchange the identity provider's ``id_token`` at its token
+    ``endpoint`` (RFC 8693) for an ID-JAG whose audience is the MCP authorization server
+    (``audience``, its issuer) and whose resource is the MCP server (``resource``).  Returns
+    the ID-JAG.  Raises ``OAuthTokenError`` (the SDK's; a connection's tool error) when the
+    provider refuses, naming its ``error`` and ``error_description`` — never the token."""
+    from mcp.client.auth import OAuthTokenError
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    data = {
+        "grant_type": TOKEN_EXCHANGE_GRANT,
+        "subject_token": id_token,
+        "subject_token_type": ID_TOKEN_TYPE,
+        "requested_token_type": ID_JAG_TOKEN_TYPE,
+        "audience": audience,
+        "resource": resource,
+    }
+    if client_id:
+        data["client_id"] = client_id
+    if client_secret:
+        data["client_secret"] = client_secret
+    async with create_mcp_http_client() as http:
+        response = await http.post(endpoint, data=data)
+    try:
+        body = response.json()
+    except ValueError:
+        body = {}
+    if response.status_code != 200 or not isinstance(body, dict) or "access_token" not in body:
+        why = body.get("error_description") or body.get("error") if isinstance(body, dict) else ""
+        raise OAuthTokenError(
+            f"[mcp.{server}.oauth]: the identity provider refused the token exchange "
+            f"(HTTP {response.status_code}){': ' + str(why) if why else ''}"
+        )
+    if body.get("issued_token_type") not in (None, ID_JAG_TOKEN_TYPE):
+        raise OAuthTokenError(
+            f"[mcp.{server}.oauth]: the identity provider issued a "
+            f"{body.get('issued_token_type')}, not an ID-JAG"
+        )
+    return str(body["access_token"])
+
+
 __all__ = [
     "FileTokenStorage",
     "LoopbackAuthorization",
     "MemoryTokenStorage",
     "OAuthHandlers",
     "default_token_dir",
+    "exchange_id_token",
     "oauth_provider",
     "token_path",
 ]
