@@ -250,17 +250,40 @@ class McpFlowServer:
         digest = hashlib.sha256(str(directory.resolve()).encode()).hexdigest()[:12]
         self.executor_id = f"serve:{directory.resolve().name}-{digest}"
         #: durable runs this process waits for after their caller went away
-        self._orphans: set[asyncio.Task[Any]] = set()
+        self._orphans: set[asyncio.Future[Any]] = set()
+        self._locks = contextlib.ExitStack()
+        self._opened = False
         self.server = self._build()
 
-    def open_durable(self) -> None:
+    async def open_durable(self) -> None:
         """Start the durable engine (``durable`` servers; idempotent): the runs an earlier
-        server of this directory left unfinished resume now, in the background."""
-        if self.url is None:
+        server of this directory left unfinished resume now, in the background, and this
+        process holds their locks (``flowc runs`` shows them running, ``flowc resume`` leaves
+        them alone)."""
+        if self.url is None or self._opened:
             return
+        from agentflow.runtime.durable import dbos_engine
         from agentflow.runtime.durable.runs import open_database
 
         open_database(self.url, executor_id=self.executor_id, queues=[])
+        self._opened = True
+        recovered = await dbos_engine._dbos().DBOS.list_workflows_async(
+            status=["PENDING", "ENQUEUED"],
+            name=dbos_engine.RUN_WORKFLOW,
+            executor_id=self.executor_id,
+        )
+        for w in recovered:
+            self._hold(w.workflow_id)
+
+    def _hold(self, run_id: str) -> None:
+        """Hold the lock of run ``run_id`` while this server lives (none when another process
+        holds it)."""
+        from agentflow.errors import InputError
+        from agentflow.runtime.durable.runs import _run_lock
+
+        assert self.url is not None
+        with contextlib.suppress(InputError):
+            self._locks.enter_context(_run_lock(self.url, run_id))
 
     def _build(self) -> Any:
         from mcp.server.lowlevel import Server
@@ -336,7 +359,7 @@ class McpFlowServer:
 
         assert self.url is not None
         url = self.url
-        self.open_durable()
+        await self.open_durable()
         meta = getattr(ctx, "meta", None) or {}
         key = meta.get(KEY_META)
         if key is not None and not (isinstance(key, str) and KEY_PATTERN.fullmatch(key)):
@@ -362,6 +385,7 @@ class McpFlowServer:
                 and status.executor_id != self.executor_id
                 and not runs._alive(url, run_id)
             ):  # left by a process of another executor that died: resume it here
+                self._hold(run_id)
                 await asyncio.to_thread(dbos.DBOS._recover_pending_workflows, [status.executor_id])
             handle = await dbos.DBOS.retrieve_workflow_async(run_id)
 
@@ -460,7 +484,7 @@ class McpFlowServer:
         """Serve over the process's stdin/stdout until the client closes them."""
         from mcp.server.stdio import stdio_server
 
-        self.open_durable()
+        await self.open_durable()
         async with stdio_server() as (read, write):
             await self.server.run(read, write, self.server.create_initialization_options())
 
@@ -468,7 +492,7 @@ class McpFlowServer:
         """Serve over streamable HTTP at ``http://HOST:PORT/mcp`` until cancelled."""
         import uvicorn
 
-        self.open_durable()
+        await self.open_durable()
         app = self.server.streamable_http_app(host=host)
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
         await uvicorn.Server(config).serve()

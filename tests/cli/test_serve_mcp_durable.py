@@ -3,8 +3,8 @@
 The official SDK's client calls a served flow over streamable HTTP with an idempotency key
 (``_meta`` ``io.agentflow/idempotency-key``); the server is killed with SIGKILL while the run's
 ``ask`` waits on the client's elicitation; a new server on the same directory resumes the run
-(its finished tool step is not repeated), and the client calling again with the same key is
-asked the question again and gets the run's result."""
+at start-up (its finished tool step is not repeated), and the client calling again with the same
+key is asked the question again and gets the run's result."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import ElicitResult
 from support.npm_tools import free_port, wait_for_port
+
+from agentflow.runtime.durable.runs import _alive
 
 FLOWC = Path(sys.executable).parent / "flowc"
 KEY = "io.agentflow/idempotency-key"
@@ -98,8 +100,12 @@ async def test_a_killed_server_resumes_the_run_and_the_same_key_gets_its_result(
         assert questions == ["Which colour for the north wall?"]
         assert (served / "notes.txt").read_text() == "north\n"
 
+        database = f"sqlite:///{served / '.flowc' / 'durable.sqlite'}"
+        assert not _alive(database, "mcp-paint-job-1")  # its process died: `stopped`
         second = start(served, port)
         try:
+            # the new server resumed the run at start-up and holds it (`flowc runs`: running)
+            assert _alive(database, "mcp-paint-job-1")
             answers: list[str] = []
 
             async def answer_blue(context, params):
