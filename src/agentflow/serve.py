@@ -253,7 +253,10 @@ class McpFlowServer:
         self._orphans: set[asyncio.Future[Any]] = set()
         self._locks = contextlib.ExitStack()
         self._opened = False
+        #: (connection, request id) of the calls a client cancelled (``notifications/cancelled``)
+        self._cancelled: set[tuple[str | None, Any]] = set()
         self.server = self._build()
+        self.server.middleware.append(self._note_cancellation)
 
     async def open_durable(self) -> None:
         """Start the durable engine (``durable`` servers; idempotent): the runs an earlier
@@ -416,8 +419,7 @@ class McpFlowServer:
             # the call ended before the run: a client's cancellation cancels the run too; a
             # lost connection or a stopping server leaves it running (the same key finds it)
             with anyio.CancelScope(shield=True):
-                cancel = getattr(ctx, "cancel_requested", None)
-                if cancel is not None and cancel.is_set():
+                if await self._cancelled_by_client(ctx):
                     with contextlib.suppress(Exception):
                         await runs.cancel(url, run_id)
             self._orphans.add(waiter)
@@ -429,6 +431,28 @@ class McpFlowServer:
         answer = _tool_result(flow, result)
         answer.meta = {RUN_META: run_id}
         return answer
+
+    async def _note_cancellation(self, ctx: Any, call_next: Any) -> Any:
+        """Server middleware: remember the requests a client cancelled
+        (``notifications/cancelled``; the SDK interrupts the handler first, then passes the
+        notification on, and gives a low-level handler no other way to tell)."""
+        if ctx.method == "notifications/cancelled" and isinstance(ctx.params, dict):
+            rid = ctx.params.get("requestId")
+            if rid is not None:
+                self._cancelled.add((_connection(ctx), rid))
+        return await call_next(ctx)
+
+    async def _cancelled_by_client(self, ctx: Any, wait: float = 1.0) -> bool:
+        """True when the client cancelled this call (its notification may come a moment
+        after the interruption: waits up to ``wait`` seconds for it)."""
+        key = (_connection(ctx), ctx.request_id)
+        deadline = asyncio.get_running_loop().time() + wait
+        while key not in self._cancelled:
+            if asyncio.get_running_loop().time() >= deadline:
+                return False
+            await asyncio.sleep(0.02)
+        self._cancelled.discard(key)
+        return True
 
     async def _relay_questions(
         self, ctx: Any, url: str, run_id: str, done: asyncio.Future[Any]
@@ -522,6 +546,14 @@ class _Elicitor:
         if result.action != "accept" or not result.content or "answer" not in result.content:
             return NO_ANSWER
         return _form_answer(form, result.content["answer"])
+
+
+def _connection(ctx: Any) -> str | None:
+    """The MCP connection a request came on: its streamable HTTP session id (the server
+    session object is per request there), none on stdio (one connection)."""
+    request = getattr(ctx, "request", None)
+    headers = getattr(request, "headers", None)
+    return headers.get("mcp-session-id") if headers is not None else None
 
 
 def _form_answer(form: dict[str, Any], answer: Any) -> Any:

@@ -40,11 +40,34 @@ stage main {
 }
 """
 
-NOTES_PY = '''def note(text: str, ctx) -> str:
+NAP = """/// Nap, then note it.
+flow nap
+input { seconds: number }
+
+extern tool user__nap(seconds: number) -> text
+extern tool user__note(text: text) -> text
+
+stage main {
+  let woke = user__nap(seconds: input.seconds)
+  return user__note(text: "after the nap")
+}
+"""
+
+NOTES_PY = '''import asyncio
+
+
+def note(text: str, ctx) -> str:
     """Append the text to notes.txt in the workspace (one line per call), return it."""
     with (ctx.workspace / "notes.txt").open("a", encoding="utf-8") as fh:
         fh.write(text + "\\n")
     return text
+
+
+async def nap(seconds: float, ctx) -> str:
+    """Sleep, then leave a mark in the workspace."""
+    await asyncio.sleep(seconds)
+    (ctx.workspace / "woke.txt").write_text("woke", encoding="utf-8")
+    return "woke"
 '''
 
 
@@ -53,6 +76,7 @@ def served(tmp_path: Path) -> Path:
     d = tmp_path / "flows"
     d.mkdir()
     (d / "paint.flow").write_text(PAINT, encoding="utf-8")
+    (d / "nap.flow").write_text(NAP, encoding="utf-8")
     (d / "notes.py").write_text(NOTES_PY, encoding="utf-8")
     (d / "flow.toml").write_text('[tools]\nmodules = ["notes.py"]\n', encoding="utf-8")
     return d
@@ -64,7 +88,7 @@ def start(directory: Path, port: int) -> subprocess.Popen:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    wait_for_port(port, proc)
+    wait_for_port(port, proc, timeout=90)  # a loaded machine: flowc compiles, DBOS starts
     return proc
 
 
@@ -135,6 +159,18 @@ async def test_a_killed_server_resumes_the_run_and_the_same_key_gets_its_result(
                 assert "with other arguments" in other.content[0].text
                 bad = await session.call_tool("paint", {"wall": "east"}, meta={KEY: "a/b"})
                 assert bad.is_error is True and "idempotency key" in bad.content[0].text
+                assert (served / "notes.txt").read_text() == "north\n"
+
+                # a client's cancellation cancels the durable run (as `flowc cancel`: the
+                # nap in flight finishes, the note after it never runs); the same key says so
+                nap = {"seconds": 2}
+                call = asyncio.ensure_future(session.call_tool("nap", nap, meta={KEY: "nap-1"}))
+                await asyncio.sleep(1)
+                call.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await call
+                ended = await session.call_tool("nap", nap, meta={KEY: "nap-1"})
+                assert ended.is_error is True and "cancelled" in ended.content[0].text
                 assert (served / "notes.txt").read_text() == "north\n"
         finally:
             second.terminate()
