@@ -249,12 +249,13 @@ class McpFlowServer:
         #: directory, so a restarted server recovers the runs its predecessor left unfinished
         digest = hashlib.sha256(str(directory.resolve()).encode()).hexdigest()[:12]
         self.executor_id = f"serve:{directory.resolve().name}-{digest}"
-        #: durable runs this process waits for after their caller went away
-        self._orphans: set[asyncio.Future[Any]] = set()
         self._locks = contextlib.ExitStack()
         self._opened = False
         #: (connection, request id) of the calls a client cancelled (``notifications/cancelled``)
         self._cancelled: set[tuple[str | None, Any]] = set()
+        #: run id -> (input, the future of its result) of the durable runs calls wait for now
+        self._inflight: dict[str, tuple[Any, asyncio.Future[Any]]] = {}
+        self._starting: dict[str, asyncio.Lock] = {}
         self.server = self._build()
         self.server.middleware.append(self._note_cancellation)
 
@@ -372,44 +373,60 @@ class McpFlowServer:
             )
         run_id = f"mcp-{flow.name}-{key}" if key is not None else runs.new_run_id()
         dbos = dbos_engine._dbos()
-        found = await dbos.DBOS.list_workflows_async(workflow_ids=[run_id], load_input=True)
+        other_arguments = _error_result(
+            f"idempotency key {key!r} was used for a call of {flow.name} with other "
+            "arguments: use a new key for a new call"
+        )
         progress = _Progress(ctx, flow.steps)
         waiter: asyncio.Future[Any]
-        if found:
-            status = found[0]
-            spec = status.input["args"][0] if status.input and status.input.get("args") else {}
-            if status.name != dbos_engine.RUN_WORKFLOW or spec.get("input") != run_input:
-                return _error_result(
-                    f"idempotency key {key!r} was used for a call of {flow.name} with other "
-                    "arguments: use a new key for a new call"
-                )
-            if (
-                status.status in ("PENDING", "ENQUEUED")
-                and status.executor_id != self.executor_id
-                and not runs._alive(url, run_id)
-            ):  # left by a process of another executor that died: resume it here
-                self._hold(run_id)
-                await asyncio.to_thread(dbos.DBOS._recover_pending_workflows, [status.executor_id])
-            handle = await dbos.DBOS.retrieve_workflow_async(run_id)
-
-            async def outcome() -> Any:
-                return runs._result(await runs._outcome(handle), RunResult)
-
-            waiter = asyncio.ensure_future(outcome())
-        else:
-            waiter = asyncio.ensure_future(
-                api.run(
-                    flow.plan,
-                    run_input,
-                    config=self.config,
-                    workspace=self.workspace,
-                    sinks=[CallbackSink(progress.on_event)],
-                    shape_cache=False,
-                    durable=True,
-                    run_id=run_id,
-                    database=self.database,
-                )
+        lock = self._starting.setdefault(run_id, asyncio.Lock())
+        async with lock:  # one lookup-and-start at a time per run: one run per key
+            inflight = self._inflight.get(run_id)
+            found = (
+                await dbos.DBOS.list_workflows_async(workflow_ids=[run_id], load_input=True)
+                if inflight is None
+                else None
             )
+            if inflight is not None:  # a call of this process runs it (maybe not recorded yet)
+                if inflight[0] != run_input:
+                    return other_arguments
+                waiter = inflight[1]
+            elif found:
+                status = found[0]
+                spec = status.input["args"][0] if status.input and status.input.get("args") else {}
+                if status.name != dbos_engine.RUN_WORKFLOW or spec.get("input") != run_input:
+                    return other_arguments
+                if (
+                    status.status in ("PENDING", "ENQUEUED")
+                    and status.executor_id != self.executor_id
+                    and not runs._alive(url, run_id)
+                ):  # left by a process of another executor that died: resume it here
+                    self._hold(run_id)
+                    await asyncio.to_thread(
+                        dbos.DBOS._recover_pending_workflows, [status.executor_id]
+                    )
+                handle = await dbos.DBOS.retrieve_workflow_async(run_id)
+
+                async def outcome() -> Any:
+                    return runs._result(await runs._outcome(handle), RunResult)
+
+                waiter = asyncio.ensure_future(outcome())
+                self._track(run_id, run_input, waiter)
+            else:
+                waiter = asyncio.ensure_future(
+                    api.run(
+                        flow.plan,
+                        run_input,
+                        config=self.config,
+                        workspace=self.workspace,
+                        sinks=[CallbackSink(progress.on_event)],
+                        shape_cache=False,
+                        durable=True,
+                        run_id=run_id,
+                        database=self.database,
+                    )
+                )
+                self._track(run_id, run_input, waiter)
         relay = asyncio.ensure_future(self._relay_questions(ctx, url, run_id, waiter))
         try:
             result = await asyncio.shield(waiter)
@@ -422,15 +439,19 @@ class McpFlowServer:
                 if await self._cancelled_by_client(ctx):
                     with contextlib.suppress(Exception):
                         await runs.cancel(url, run_id)
-            self._orphans.add(waiter)
-            waiter.add_done_callback(self._orphans.discard)
-            raise
+            raise  # the run goes on: self._inflight holds its waiter until it ends
         finally:
             relay.cancel()
             await progress.flush()
         answer = _tool_result(flow, result)
         answer.meta = {RUN_META: run_id}
         return answer
+
+    def _track(self, run_id: str, run_input: Any, waiter: asyncio.Future[Any]) -> None:
+        """Remember that ``waiter`` waits for run ``run_id`` (started with ``run_input``)
+        until it ends: a second call with the same key waits for the same run."""
+        self._inflight[run_id] = (run_input, waiter)
+        waiter.add_done_callback(lambda _f: self._inflight.pop(run_id, None))
 
     async def _note_cancellation(self, ctx: Any, call_next: Any) -> Any:
         """Server middleware: remember the requests a client cancelled

@@ -172,6 +172,14 @@ async def test_a_killed_server_resumes_the_run_and_the_same_key_gets_its_result(
                 ended = await session.call_tool("nap", nap, meta={KEY: "nap-1"})
                 assert ended.is_error is True and "cancelled" in ended.content[0].text
                 assert (served / "notes.txt").read_text() == "north\n"
+
+                # two calls with one new key at once: one run, and both get its result
+                short = {"seconds": 0.5}
+                both = await asyncio.gather(
+                    *(session.call_tool("nap", short, meta={KEY: "nap-2"}) for _ in range(2))
+                )
+                assert [b.content[0].text for b in both] == ["after the nap"] * 2
+                assert (served / "notes.txt").read_text() == "north\nafter the nap\n"
         finally:
             second.terminate()
             second.wait(10)
