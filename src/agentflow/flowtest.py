@@ -19,10 +19,12 @@ Then each ``expect`` is evaluated over ``output``, ``input``, the stages, ``infe
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import fnmatch
 import json
 import os
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -154,7 +156,8 @@ def run_tests(
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    return asyncio.run(_run_all(find_flow_files(list(paths)), pattern, fail_fast, on_outcome))
+    with network_guard:
+        return asyncio.run(_run_all(find_flow_files(list(paths)), pattern, fail_fast, on_outcome))
 
 
 def _selected(name: str, pattern: str | None) -> bool:
@@ -259,7 +262,7 @@ def _show(value: Any) -> str:
 
 
 def _plan_tool_name(name: str, sig: Any) -> str:
-    return f"builtin__{name}" if sig.prelude else name
+    return str(sig.catalog_name)
 
 
 async def _run_one(
@@ -289,39 +292,44 @@ async def _run_prepared(
     from agentflow.runtime.tools.catalog import Tool, default_catalog
 
     failures: list[str] = []
+    problems: list[str] = []  # stubs run out, requests that tried to leave the process
     inp: Any = {}
     if test.inputs:
         inp = evaluate(test.inputs[0].value, case)
-    agent_values: dict[str, Any] = {}
-    stage_values: dict[str, Any] = {}
+    agent_values: dict[str, Answers] = {}
+    stage_values: dict[str, Answers] = {}
     tool_stubs: dict[str, Any] = {}
+    named: list[Any] = []  # `stub ask` and `stub step`
     for stub in test.stubs:
         if stub.kind == "tool":
             tool_stubs[stub.target.name] = stub
+        elif stub.kind in ("ask", "step"):
+            named.append(stub)
         elif stub.kind == "agent":
             # the plan names the agent or team as `use` does ("repo-investigator"), not its alias
             use = result.uses.get(stub.target.name)
             target = use.target if use is not None else stub.target.name
-            agent_values[target] = evaluate(stub.value, case)
+            agent_values[target] = Answers.of(stub, case, shown, problems)
         else:
-            stage_values[stub.target.name] = evaluate(stub.value, case)
+            stage_values[stub.target.name] = Answers.of(stub, case, shown, problems)
     data = copy.deepcopy(plan)
-    answers: dict[str, Any] = {}
+    answers: dict[str, Answers] = {}
     _route_stubs(data, agent_values, stage_values, answers)
+    catalog = default_catalog()
+    for stub in named:
+        tool_name = f"test_stub__{stub.kind}_{stub.target.name}"
+        if not _stub_named_steps(data, stub, tool_name):
+            return [
+                f"{_where(shown, stub.span)}: `stub {stub.kind} {stub.target.name}` answers no "
+                "step of the compiled flow (the value is computed inline, not by a step): "
+                "stub what it is computed from instead"
+            ]
+        answer = Answers.of(stub, case, shown, problems)
+        catalog.register(_answers_tool(Tool, tool_name, answer), replace=True)
     try:
         loaded = load_plan_data(data, shown)
     except PlanLoadError as e:  # pragma: no cover - the compiled plan validated
         return [f"{shown}: internal error: the test plan does not load: {e}"]
-
-    catalog = default_catalog()
-    for name, sig in result.tool_decls.items():
-        plan_name = _plan_tool_name(name, sig)
-        stub = tool_stubs.get(name)
-        if stub is not None:
-            tool = _stub_tool(Tool, RunError, plan_name, stub, shown, case)
-            catalog.register(tool, replace=True)
-        elif plan_name not in catalog:
-            catalog.register(_unstubbed_tool(Tool, RunError, name, plan_name), replace=True)
 
     config: Any = Config()
     toml = file.parent / "flow.toml"
@@ -330,6 +338,31 @@ async def _run_prepared(
             config = load_config(toml, env={})
         except ConfigError as e:
             return [f"{toml}: {e}"]
+    try:
+        user = _user_tools(config)
+    except FlowError as e:
+        return [f"{toml}: {e}"]
+    for name, sig in result.tool_decls.items():
+        plan_name = _plan_tool_name(name, sig)
+        stub = tool_stubs.get(name)
+        if stub is not None:
+            tool = _stub_tool(Tool, RunError, plan_name, stub, shown, case, problems)
+            catalog.register(tool, replace=True)
+        elif plan_name in user:
+            catalog.register(user[plan_name], replace=True)
+        elif plan_name not in catalog:
+            catalog.register(_unstubbed_tool(Tool, RunError, name, plan_name), replace=True)
+    replay = None
+    for item in test.replays[:1]:
+        cassette = file.parent / item.path
+        if not cassette.is_file():
+            return [f"{_where(shown, item.span)}: replay: no cassette at {cassette}"]
+        from agentflow.runtime.models.cassette import ReplayClient
+
+        try:
+            replay = (item, ReplayClient(cassette))
+        except ConfigError as e:
+            return [f"{_where(shown, item.span)}: replay: {e}"]
     calls: dict[str, int] = {}
 
     def count(event: Any) -> None:
@@ -337,7 +370,8 @@ async def _run_prepared(
             name = event.data.get("tool_name")
             calls[name] = calls.get(name, 0) + 1
 
-    router = _StubRouter(config, answers)
+    router = _StubRouter(config, answers, replay[1] if replay is not None else None)
+    token = _GUARD.set(problems)
     try:
         outcome = await run(
             loaded,
@@ -355,7 +389,10 @@ async def _run_prepared(
     except FlowError as e:
         return [f"{_where(shown, test.name_span)}: the run could not start: {e}"]
     finally:
+        _GUARD.reset(token)
         await router.aclose()
+    if problems:  # a stub ran out, or a request tried to leave the process: whatever happened
+        return list(dict.fromkeys(problems))
 
     scope: dict[str, Any] = {**case, "input": inp}
     if outcome.ok and isinstance(outcome.output, dict):
@@ -373,6 +410,8 @@ async def _run_prepared(
             f"{_where(shown, test.name_span)}: the run failed with {error.get('code')}: "
             f"{error.get('message')} (at {where})"
         )
+        if error.get("code") == "replay_miss" and replay is not None:
+            failures[-1] += f"; the cassette is replayed by {_where(shown, replay[0].span)}"
         return failures
     for exp in test.expects:
         if exp.fail_code is not None:
@@ -455,11 +494,52 @@ def _route_stubs(
     visit(data)
 
 
-def _stub_tool(
-    Tool: Any, RunError: Any, plan_name: str, stub: Any, shown: str, case: dict[str, Any]
-) -> Any:
-    from agentflow.runtime.expressions import evaluate
+class Answers:
+    """The answers of one stub, in call order: one answer answers every call; several answer
+    the calls in turn, and a call after the last adds a message to ``problems`` (the test
+    fails) and raises ``RunError(aborted)``, which stops the run."""
 
+    def __init__(self, stub: Any, values: list[Any], shown: str, problems: list[str]) -> None:
+        self.stub, self.values, self.shown, self.problems = stub, values, shown, problems
+        self.calls = 0
+
+    @classmethod
+    def of(cls, stub: Any, case: dict[str, Any], shown: str, problems: list[str]) -> Answers:
+        """The evaluated answers of ``stub`` (``case``: a parametrised test's binding)."""
+        from agentflow.runtime.expressions import evaluate
+
+        exprs = list(stub.values) or ([stub.value] if stub.value is not None else [])
+        return cls(stub, [evaluate(e, case) for e in exprs], shown, problems)
+
+    def next(self) -> Any:
+        """The answer to the next call (a fresh copy)."""
+        from agentflow.errors import RunError
+
+        self.calls += 1
+        if len(self.values) == 1:
+            value = self.values[0]
+        elif self.calls <= len(self.values):
+            value = self.values[self.calls - 1]
+        else:
+            stub = self.stub
+            message = (
+                f"{_where(self.shown, stub.span)}: `stub {stub.kind} {stub.target.name}` gives "
+                f"{len(self.values)} answers; call {self.calls} has none left"
+            )
+            self.problems.append(message)
+            raise RunError("aborted", message)
+        return json.loads(json.dumps(value))
+
+
+def _stub_tool(
+    Tool: Any,
+    RunError: Any,
+    plan_name: str,
+    stub: Any,
+    shown: str,
+    case: dict[str, Any],
+    problems: list[str],
+) -> Any:
     if stub.fails is not None:
         code = stub.fails
 
@@ -468,17 +548,153 @@ def _stub_tool(
                 code, f"stubbed failure of `{stub.target.name}` ({_where(shown, stub.span)})"
             )
 
-        func = fail
+        return Tool(
+            plan_name, f"stub of {stub.target.name}", {"type": "object"}, fail, source="test-stub"
+        )
+    return _answers_tool(Tool, plan_name, Answers.of(stub, case, shown, problems))
+
+
+def _answers_tool(Tool: Any, plan_name: str, answers: Answers) -> Any:
+    async def answer(args: dict[str, Any], ctx: Any) -> Any:
+        return answers.next()
+
+    what = f"stub of {answers.stub.target.name}"
+    return Tool(plan_name, what, {"type": "object"}, answer, source="test-stub")
+
+
+def _stub_named_steps(data: dict, stub: Any, tool_name: str) -> bool:
+    """Turn the steps ``stub ask|step NAME`` answers into calls of ``tool_name`` (which answers
+    the stub's value, the step's ``select`` and result check dropped); False when none is found.
+    ``stub step NAME``: every step bound by ``let NAME``; ``stub ask NAME``: the ``ask`` steps
+    bound by ``let NAME``, else every ``ask`` step of stage ``NAME``."""
+    steps = list(_plan_steps(data))
+    name = stub.target.name
+    if stub.kind == "step":
+        chosen = [st for st in steps if (st.get("meta") or {}).get("name") == name]
     else:
-        value = evaluate(stub.value, case)
+        asks = [st for st in steps if st.get("tool_name") == "ask"]
+        chosen = [st for st in asks if (st.get("meta") or {}).get("name") == name] or [
+            st for st in asks if (st.get("meta") or {}).get("stage") == name
+        ]
+    for st in chosen:
+        keep = {k: st[k] for k in ("id", "meta") if k in st}
+        st.clear()
+        st.update(keep, tool_name=tool_name, input={})
+    return bool(chosen)
 
-        async def answer(args: dict[str, Any], ctx: Any) -> Any:
-            return json.loads(json.dumps(value))
 
-        func = answer
-    return Tool(
-        plan_name, f"stub of {stub.target.name}", {"type": "object"}, func, source="test-stub"
+# ---------------------------------------------------------------------------------------------
+# The network guard: while tests run, an httpx request to a host other than this machine fails
+# the test that made it (and the request: ``httpx.ConnectError``).
+
+#: the problems list of the test running in this context (None: not in a test)
+_GUARD: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "flowc_test_guard", default=None
+)
+#: what runs in this context, for the guard's message (``tool `fetch_page```)
+_CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "flowc_test_caller", default=None
+)
+_LOOPBACK = ("localhost", "127.0.0.1", "::1", "[::1]")
+
+
+def _is_loopback(host: str) -> bool:
+    return host in _LOOPBACK or host.startswith("127.") or host.endswith(".localhost")
+
+
+def _refuse(request: Any) -> None:
+    """Raise ``httpx.ConnectError`` (and fail the running test) when ``request`` would leave."""
+    import httpx
+
+    url = request.url
+    if _is_loopback(url.host):
+        return
+    port = f":{url.port}" if url.port else ""
+    shown = f"{request.method} {url.scheme}://{url.host}{port}{url.path}"  # no query, no userinfo
+    caller = _CALLER.get()
+    who = f"{caller} " if caller else "something "
+    message = (
+        f"{who}tried to reach the network ({shown}); tests run with no network: "
+        "stub it (`stub tool …` / `stub agent …`)"
     )
+    problems = _GUARD.get()
+    if problems is not None:
+        problems.append(message)
+    raise httpx.ConnectError(message, request=request)
+
+
+class _NetworkGuard:
+    """Patches httpx's transports while at least one :func:`run_tests` runs (re-entrant)."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.saved: tuple[Any, Any] | None = None
+        self.lock = threading.Lock()
+
+    def __enter__(self) -> None:
+        import httpx
+
+        with self.lock:
+            self.depth += 1
+            if self.depth > 1:
+                return
+            sync_send = httpx.HTTPTransport.handle_request
+            async_send = httpx.AsyncHTTPTransport.handle_async_request
+            self.saved = (sync_send, async_send)
+
+            def handle_request(transport: Any, request: Any) -> Any:
+                _refuse(request)
+                return sync_send(transport, request)
+
+            async def handle_async_request(transport: Any, request: Any) -> Any:
+                _refuse(request)
+                return await async_send(transport, request)
+
+            httpx.HTTPTransport.handle_request = handle_request  # type: ignore[method-assign]
+            httpx.AsyncHTTPTransport.handle_async_request = handle_async_request  # type: ignore[method-assign]
+
+    def __exit__(self, *exc: Any) -> None:
+        import httpx
+
+        with self.lock:
+            self.depth -= 1
+            if self.depth or self.saved is None:
+                return
+            sync_send, async_send = self.saved
+            httpx.HTTPTransport.handle_request = sync_send  # type: ignore[method-assign]
+            httpx.AsyncHTTPTransport.handle_async_request = async_send  # type: ignore[method-assign]
+            self.saved = None
+
+
+network_guard = _NetworkGuard()
+
+
+def _named_caller(tool: Any, what: str) -> Any:
+    """``tool`` running with ``what`` as the guard's name for it."""
+    import dataclasses
+
+    inner = tool.func
+
+    async def func(args: dict[str, Any], ctx: Any) -> Any:
+        token = _CALLER.set(what)
+        try:
+            return await inner(args, ctx)
+        finally:
+            _CALLER.reset(token)
+
+    return dataclasses.replace(tool, func=func)
+
+
+def _user_tools(config: Any) -> dict[str, Any]:
+    """The ``user__*`` tools of the ``flow.toml``'s ``[tools] modules`` (they run in tests,
+    under the network guard; entry points are not loaded)."""
+    from agentflow.runtime.tools.user import load_user_tools
+
+    modules = list(getattr(getattr(config, "tools", None), "modules", []) or [])
+    if not modules:
+        return {}
+    tools = load_user_tools(modules, base_dir=config.base_dir(), entry_points=False)
+    return {t.name: _named_caller(t, f"tool `{t.name}`") for t in tools}
 
 
 def _unstubbed_tool(Tool: Any, RunError: Any, name: str, plan_name: str) -> Any:
@@ -492,21 +708,24 @@ def _unstubbed_tool(Tool: Any, RunError: Any, name: str, plan_name: str) -> Any:
     return Tool(plan_name, f"unstubbed {name}", {"type": "object"}, refuse, source="test-stub")
 
 
-def _stub_router(config: Any, answers: dict[str, Any]) -> Any:
+def _stub_router(config: Any, answers: dict[str, Answers], replay: Any = None) -> Any:
+    """A model router: stubbed agents answer their stubs, the others the cassette ``replay``
+    (a ``ReplayClient``) when given, else the test model (seed 0)."""
     from agentflow.runtime.config import ProviderConfig, ResolvedModel
     from agentflow.runtime.models.base import ChatResponse
     from agentflow.runtime.models.router import ModelRouter, RoutedClient
     from agentflow.runtime.models.test_model import TestModel
 
     class StubModel:
-        """A model client answering one value, whatever the request."""
+        """A model client answering a stub's answers in turn, whatever the request."""
 
-        def __init__(self, value: Any) -> None:
-            self.text = json.dumps(value, ensure_ascii=False)
+        def __init__(self, answers: Answers) -> None:
+            self.answers = answers
 
         async def chat(self, request: Any) -> Any:
             usage = {"input_tokens": 0, "output_tokens": 0}
-            return ChatResponse(text=self.text, usage=usage, model="stub")
+            text = json.dumps(self.answers.next(), ensure_ascii=False)
+            return ChatResponse(text=text, usage=usage, model="stub")
 
         async def aclose(self) -> None:
             """Nothing to close."""
@@ -524,6 +743,8 @@ def _stub_router(config: Any, answers: dict[str, Any]) -> Any:
             if name not in self._routed:
                 if name in answers:
                     client: Any = (resolved("stub"), StubModel(answers[name]))
+                elif replay is not None:
+                    client = (resolved("replay"), replay)
                 else:
                     client = (resolved("test"), generated)
                 self._routed[name] = RoutedClient(self, name, [client])

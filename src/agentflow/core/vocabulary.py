@@ -80,8 +80,9 @@ TOP_LEVEL_WORDS: tuple[str, ...] = (
     "test",
 )
 #: Words inside a ``test "name" { … }`` block besides ``input`` and ``expect``
-#: (docs/reference/testing.md): ``stub agent A returns V``, ``stub tool T fails "code"``.
-TEST_WORDS: tuple[str, ...] = ("stub", "returns", "fails")
+#: (docs/reference/testing.md): ``stub agent A returns V then W``, ``stub tool T fails "code"``,
+#: ``stub step S returns V``, ``replay "cassette.jsonl"``.
+TEST_WORDS: tuple[str, ...] = ("stub", "returns", "fails", "then", "step", "replay")
 #: Words that follow ``use`` (``agent``, ``team``) or ``extern`` (``tool``; ``type`` is top-level).
 DECLARATION_WORDS: tuple[str, ...] = ("agent", "team", "tool")
 #: Words that start a statement in a stage body (docs/spec/LANGUAGE.md §5).
