@@ -51,7 +51,8 @@ _STUB_PREFIX = "flowc-test-stub:"
 class TestOutcome:
     """One test's result: ``file`` (as found), ``name``, ``line`` of the ``test`` keyword,
     ``passed``, ``failures`` (one message per failed expectation or problem, each starting with
-    its ``file:line:col``), ``duration_ms``. A file that does not check is one outcome named
+    its ``file:line:col``), ``duration_ms``; ``cached``: it passed in an earlier run of the
+    same file, directory and agentflow version and was not run again. A file that does not check is one outcome named
     ``flowc check`` carrying its diagnostics."""
 
     __test__ = False  # not a pytest test class
@@ -62,6 +63,7 @@ class TestOutcome:
     passed: bool
     failures: list[str] = field(default_factory=list)
     duration_ms: int = 0
+    cached: bool = False
 
 
 @dataclass
@@ -87,9 +89,15 @@ class TestReport:
         """True when nothing failed."""
         return self.failed == 0
 
+    @property
+    def cached(self) -> int:
+        """Number of passes taken from the cache (not run)."""
+        return sum(1 for o in self.outcomes if o.cached)
+
     def summary(self) -> str:
-        """``N passed, N failed``."""
-        return f"{self.passed} passed, {self.failed} failed"
+        """``N passed, N failed`` (and `` (N cached)`` when some passes were not run)."""
+        cached = f" ({self.cached} cached)" if self.cached else ""
+        return f"{self.passed} passed, {self.failed} failed{cached}"
 
     def to_junit(self) -> str:
         """The report as JUnit XML (one ``testsuite`` per file, one ``testcase`` per test)."""
@@ -145,19 +153,27 @@ def run_tests(
     fail_fast: bool = False,
     *,
     on_outcome: Any = None,
+    jobs: int = 1,
+    cache: str | os.PathLike | None = None,
 ) -> TestReport:
     """Run the `test` blocks of the `.flow` files under ``paths`` (files or directories) and
     return a :class:`TestReport` (docs/reference/testing.md).
 
     ``pattern``: keep the tests whose name contains it (or matches it as a glob);
     ``fail_fast``: stop after the first failure; ``on_outcome(outcome)``: called as each test
-    finishes (the command line prints from it). Never raises for a mistake in a `.flow` file: a
-    file that does not read or check is a failed outcome. Synchronous: runs its own event loop.
+    finishes, in file and test order (the command line prints from it); ``jobs``: how many tests
+    run at once (tests of a flow that writes files run one at a time); ``cache``: a directory
+    (``flowc test`` uses ``.flowc-cache``) remembering the tests that passed: a test whose file,
+    directory and agentflow version are unchanged is reported as a cached pass without running.
+    Never raises for a mistake in a `.flow` file: a file that does not read or check is a
+    failed outcome. Synchronous: runs its own event loop, under the network guard.
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
+    store = _Cache(Path(cache)) if cache is not None else None
+    files = find_flow_files(list(paths))
     with network_guard:
-        return asyncio.run(_run_all(find_flow_files(list(paths)), pattern, fail_fast, on_outcome))
+        return asyncio.run(_run_all(files, pattern, fail_fast, on_outcome, max(1, jobs), store))
 
 
 def _selected(name: str, pattern: str | None) -> bool:
@@ -166,8 +182,16 @@ def _selected(name: str, pattern: str | None) -> bool:
     return pattern in name or fnmatch.fnmatchcase(name, pattern)
 
 
-async def _run_all(files: list[Path], pattern: str | None, fail_fast: bool, on_outcome: Any):
+async def _run_all(
+    files: list[Path],
+    pattern: str | None,
+    fail_fast: bool,
+    on_outcome: Any,
+    jobs: int,
+    cache: _Cache | None,
+) -> TestReport:
     report = TestReport()
+    slots = asyncio.Semaphore(jobs)
 
     def add(outcome: TestOutcome) -> bool:
         report.outcomes.append(outcome)
@@ -175,14 +199,22 @@ async def _run_all(files: list[Path], pattern: str | None, fail_fast: bool, on_o
             on_outcome(outcome)
         return fail_fast and not outcome.passed
 
-    for file in files:
-        for outcome in await _run_file(file, pattern):
-            if add(outcome):
-                return report
+    tasks = [asyncio.ensure_future(_run_file(file, pattern, slots, cache)) for file in files]
+    try:
+        for task in tasks:
+            for outcome in await task:
+                if add(outcome):
+                    return report
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
     return report
 
 
-async def _run_file(file: Path, pattern: str | None) -> list[TestOutcome]:
+async def _run_file(
+    file: Path, pattern: str | None, slots: asyncio.Semaphore, cache: _Cache | None = None
+) -> list[TestOutcome]:
     from agentflow.api import CompileError
     from agentflow.compiler.api import check_source, read_source
     from agentflow.compiler.lowering import LoweringError, lower_with_stages
@@ -195,6 +227,16 @@ async def _run_file(file: Path, pattern: str | None) -> list[TestOutcome]:
         text = read_source(file)
     except (OSError, FlowError, UnicodeDecodeError) as e:
         return [TestOutcome(shown, "flowc check", 0, False, [f"{shown}: cannot read: {e}"])]
+    key = cache.key(file, text) if cache is not None else None
+    record = cache.load(key) if cache is not None and key is not None else None
+    if record is not None:
+        chosen = [name for name in record["tests"] if _selected(name, pattern)]
+        if all(name in record["passed"] for name in chosen):
+            return [
+                TestOutcome(shown, run, record["passed"][name]["line"], True, [], 0, cached=True)
+                for name in chosen
+                for run in record["passed"][name]["runs"]
+            ]
     result = check_source(text, shown)
     tests = [t for t in result.tests if _selected(t.name, pattern)]
     has_tests = bool(result.tests) or _TEST_LINE.search(text) is not None
@@ -216,39 +258,159 @@ async def _run_file(file: Path, pattern: str | None) -> list[TestOutcome]:
         "mode": "output",
         "output": {"output": plan["finish"]["output"], "stages": stages},
     }
-    outcomes = []
+    # tests of a flow that may write files share its directory: they run one at a time
+    alone = asyncio.Lock() if _writes(plan) else None
+    passed: dict[str, Any] = dict(record["passed"]) if record is not None else {}
+
+    async def one(name: str, test: Any, case: dict[str, Any]) -> TestOutcome:
+        async with slots:
+            if alone is not None:
+                await alone.acquire()
+            try:
+                started = time.monotonic()
+                failures = await _run_one(file, shown, text, result, plan, test, case)
+            finally:
+                if alone is not None:
+                    alone.release()
+        ms = int((time.monotonic() - started) * 1000)
+        return TestOutcome(shown, name, test.span.line, not failures, failures, ms)
+
+    async def ready(outcome: TestOutcome) -> TestOutcome:
+        return outcome
+
+    pending: list[tuple[Any, list[Any]]] = []  # (test, its runs' awaitables)
     for test in tests:
+        if test.name in passed:  # passed last time, nothing changed
+            entry = passed[test.name]
+            pending.append(
+                (
+                    test,
+                    [
+                        ready(TestOutcome(shown, r, entry["line"], True, [], 0, cached=True))
+                        for r in entry["runs"]
+                    ],
+                )
+            )
+            continue
         runs: list[tuple[str, dict[str, Any]]] = [(test.name, {})]
         if test.cases is not None and test.case is not None:
             try:
                 cases = evaluate(test.cases, {})
             except RunError as e:
                 where = _where(shown, test.cases.span)
-                outcomes.append(
-                    TestOutcome(
-                        shown,
-                        test.name,
-                        test.span.line,
-                        False,
-                        [f"{where}: the cases cannot be evaluated: {e.message}"],
-                    )
+                failed = TestOutcome(
+                    shown,
+                    test.name,
+                    test.span.line,
+                    False,
+                    [f"{where}: the cases cannot be evaluated: {e.message}"],
                 )
+                pending.append((test, [ready(failed)]))
                 continue
             runs = [(f"{test.name}[{i}]", {test.case.name: c}) for i, c in enumerate(cases)]
-        for name, case in runs:
-            started = time.monotonic()
-            failures = await _run_one(file, shown, text, result, plan, test, case)
-            outcomes.append(
-                TestOutcome(
-                    shown,
-                    name,
-                    test.span.line,
-                    not failures,
-                    failures,
-                    int((time.monotonic() - started) * 1000),
-                )
-            )
+        pending.append((test, [one(name, test, case) for name, case in runs]))
+    flat = [asyncio.ensure_future(a) for _, group in pending for a in group]
+    try:
+        done = await asyncio.gather(*flat)
+    finally:
+        for f in flat:
+            f.cancel()
+    outcomes = list(done)
+    if cache is not None and key is not None:
+        i = 0
+        for test, group in pending:
+            mine = outcomes[i : i + len(group)]
+            i += len(group)
+            if mine and all(o.passed for o in mine):
+                passed[test.name] = {"line": test.span.line, "runs": [o.name for o in mine]}
+            else:
+                passed.pop(test.name, None)
+        cache.save(key, shown, [t.name for t in result.tests], passed)
     return outcomes
+
+
+#: files a cache key looks at in a flow's directory, at most (beyond: the file is not cached)
+_CACHE_MAX_FILES = 2000
+#: what the cache key leaves out of a flow's directory
+_CACHE_SKIP = ("__pycache__",)
+_REPLAY_LINE = re.compile(r'^[ \t]*replay[ \t]+"([^"\n]*)"', re.M)
+
+
+class _Cache:
+    """The ``.flowc-cache`` directory: ``tests/<key>.json`` per `.flow` file state, holding
+    its test names and the tests that passed (``{name: {line, runs}}``). The key is the SHA-256
+    of the agentflow version, the file's path and text, the contents of the cassettes it
+    replays, and the name, size and modification time of every file under its directory
+    (hidden ones and ``__pycache__`` left out): a change to any of them runs its tests again."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def key(self, file: Path, text: str) -> str | None:
+        """The cache key of ``file`` with source ``text``; None when it cannot be cached."""
+        import hashlib
+
+        from agentflow.core.version import __version__
+
+        h = hashlib.sha256()
+        base = file.parent.resolve()
+        for part in (__version__, str(file.resolve()), text):
+            h.update(part.encode("utf-8", "surrogatepass") + b"\0")
+        for cassette in _REPLAY_LINE.findall(text):
+            try:
+                h.update(hashlib.sha256((base / cassette).read_bytes()).digest())
+            except OSError:
+                h.update(b"missing\0")
+        count = 0
+        try:
+            for path in sorted(base.rglob("*")):
+                rel = path.relative_to(base).parts
+                if any(p.startswith(".") or p in _CACHE_SKIP for p in rel):
+                    continue
+                count += 1
+                if count > _CACHE_MAX_FILES:
+                    return None
+                st = path.stat()
+                h.update(f"{'/'.join(rel)}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+        except OSError:
+            return None
+        return h.hexdigest()
+
+    def load(self, key: str) -> dict[str, Any] | None:
+        """The record of ``key`` or None (none, or unreadable)."""
+        try:
+            data = json.loads((self.root / "tests" / f"{key}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        ok = isinstance(data, dict) and isinstance(data.get("tests"), list)
+        return data if ok and isinstance(data.get("passed"), dict) else None
+
+    def save(self, key: str, shown: str, tests: list[str], passed: dict[str, Any]) -> None:
+        """Remember ``passed`` for ``key``; a directory that cannot be written is left alone."""
+        try:
+            folder = self.root / "tests"
+            folder.mkdir(parents=True, exist_ok=True)
+            ignore = self.root / ".gitignore"
+            if not ignore.exists():
+                ignore.write_text("# made by flowc test\n*\n", encoding="utf-8")
+            record = {"file": shown, "tests": tests, "passed": passed}
+            tmp = folder / f"{key}.json.{os.getpid()}"
+            tmp.write_text(json.dumps(record), encoding="utf-8")
+            tmp.replace(folder / f"{key}.json")
+        except OSError:
+            pass
+
+
+def _writes(plan: Any) -> bool:
+    """True when ``plan`` may write files: a write tool, or an agent with a ``write`` scope."""
+    from agentflow.runtime.tools.catalog import WRITE_TOOLS
+
+    for step in _plan_steps(plan):
+        if step.get("tool_name") in WRITE_TOOLS:
+            return True
+        if step.get("tool_name") == "agent" and (step.get("input") or {}).get("write"):
+            return True
+    return False
 
 
 def _where(shown: str, span: Any) -> str:

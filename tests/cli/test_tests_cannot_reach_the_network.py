@@ -5,11 +5,19 @@ naming what tried to connect (docs/reference/testing.md "Running"): Python tools
 from __future__ import annotations
 
 import httpx
+import pytest
 from click.testing import CliRunner
 
 import agentflow
 from agentflow.cli import main
 from agentflow.testing import ChatServer
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp_path(tmp_path, monkeypatch):
+    """`flowc test` keeps its cache (.flowc-cache) in the current directory: a temporary one."""
+    monkeypatch.chdir(tmp_path)
+
 
 TOOLS = """\
 import httpx
