@@ -980,10 +980,11 @@ class Analysis:
             # a `test` block (docs/reference/testing.md): its items, then stub targets
             if at_line_start:
                 return [Completion(k, "keyword", "test item") for k in ("input", "expect")] + [
-                    Completion(TEST_WORDS[0], "keyword", "test item")
+                    Completion(TEST_WORDS[0], "keyword", "test item"),
+                    Completion("replay", "keyword", 'replay "cassette.jsonl"'),
                 ]
             if prev == "stub":
-                return [Completion(k, "keyword") for k in ("agent", "stage", "tool")]
+                return [Completion(k, "keyword") for k in ("agent", "stage", "tool", "ask", "step")]
             if prev == "expect":
                 extra = [Completion("fail", "keyword", 'expect fail "code"')] + [
                     Completion(n, "variable") for n in ("output", "inferences", "calls")
