@@ -479,15 +479,16 @@ async def _run_prepared(
     _route_stubs(data, agent_values, stage_values, answers)
     catalog = default_catalog()
     for stub in named:
-        tool_name = f"test_stub__{stub.kind}_{stub.target.name}"
-        if not _stub_named_steps(data, stub, tool_name):
+        answer = Answers.of(stub, case, shown, problems)
+        tools = _stub_named_steps(data, stub, answer, Tool)
+        if not tools:
             return [
                 f"{_where(shown, stub.span)}: `stub {stub.kind} {stub.target.name}` answers no "
                 "step of the compiled flow (the value is computed inline, not by a step): "
                 "stub what it is computed from instead"
             ]
-        answer = Answers.of(stub, case, shown, problems)
-        catalog.register(_answers_tool(Tool, tool_name, answer), replace=True)
+        for tool in tools:
+            catalog.register(tool, replace=True)
     try:
         loaded = load_plan_data(data, shown)
     except PlanLoadError as e:  # pragma: no cover - the compiled plan validated
@@ -716,19 +717,22 @@ def _stub_tool(
     return _answers_tool(Tool, plan_name, Answers.of(stub, case, shown, problems))
 
 
-def _answers_tool(Tool: Any, plan_name: str, answers: Answers) -> Any:
+def _answers_tool(Tool: Any, plan_name: str, answers: Answers, wrap: Any = None) -> Any:
     async def answer(args: dict[str, Any], ctx: Any) -> Any:
-        return answers.next()
+        value = answers.next()
+        return wrap(value) if wrap is not None else value
 
     what = f"stub of {answers.stub.target.name}"
     return Tool(plan_name, what, {"type": "object"}, answer, source="test-stub")
 
 
-def _stub_named_steps(data: dict, stub: Any, tool_name: str) -> bool:
-    """Turn the steps ``stub ask|step NAME`` answers into calls of ``tool_name`` (which answers
-    the stub's value, the step's ``select`` and result check dropped); False when none is found.
-    ``stub step NAME``: every step bound by ``let NAME``; ``stub ask NAME``: the ``ask`` steps
-    bound by ``let NAME``, else every ``ask`` step of stage ``NAME``."""
+def _stub_named_steps(data: dict, stub: Any, answers: Answers, Tool: Any) -> list[Any]:
+    """Turn the steps ``stub ask|step NAME`` answers into calls of a stub tool each, and return
+    those tools (none: no step found). ``stub step NAME``: every step bound by ``let NAME``;
+    ``stub ask NAME``: the ``ask`` steps bound by ``let NAME``, else every ``ask`` step of stage
+    ``NAME``. A step keeps its ``select`` (the compiler may have folded what follows into it);
+    the tool answers the result the step would have had, from which the ``select`` reads the
+    stub's value (``{answer: V}`` for an ``ask``, ``{output: V}`` for an agent, …)."""
     steps = list(_plan_steps(data))
     name = stub.target.name
     if stub.kind == "step":
@@ -738,11 +742,30 @@ def _stub_named_steps(data: dict, stub: Any, tool_name: str) -> bool:
         chosen = [st for st in asks if (st.get("meta") or {}).get("name") == name] or [
             st for st in asks if (st.get("meta") or {}).get("stage") == name
         ]
-    for st in chosen:
-        keep = {k: st[k] for k in ("id", "meta") if k in st}
+    tools = []
+    for n, st in enumerate(chosen):
+        tool_name = f"test_stub__{stub.kind}_{name}_{n}"
+        wrap = _result_shape(st)
+        keep = {k: st[k] for k in ("id", "select", "meta") if k in st}
         st.clear()
         st.update(keep, tool_name=tool_name, input={})
-    return bool(chosen)
+        tools.append(_answers_tool(Tool, tool_name, answers, wrap))
+    return tools
+
+
+def _result_shape(step: dict) -> Any:
+    """How the result of ``step`` holds its value, for its ``select``: a function value → result."""
+    tool = str(step.get("tool_name"))
+    select = str(step.get("select") or "")
+    if tool == "ask":
+        return lambda v: {"answer": v}
+    if tool == "filter":
+        return lambda v: {"kept": v}
+    if tool == "agent" and "result.output.value" in select:
+        return lambda v: {"output": {"value": v}}
+    if tool == "agent" or (tool.startswith("plan__") and "result.output" in select):
+        return lambda v: {"output": v}
+    return None
 
 
 # ---------------------------------------------------------------------------------------------

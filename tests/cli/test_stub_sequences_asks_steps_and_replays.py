@@ -167,3 +167,24 @@ def test_a_missing_or_unmatched_cassette_fails_with_the_replay_location(tmp_path
     assert "replay_miss" in message and message.endswith(
         f"the cassette is replayed by {flow}:{at}:3"
     )
+
+
+def test_stubbed_steps_whose_value_the_compiler_folded_into_what_follows(tmp_path):
+    # in an `if` branch, the ask's step also computes the stage's return value
+    flow = (
+        "type D { ship: bool, checks: Verdict }\n"
+        "stage d -> D {\n"
+        '  let checks = verify { judge "all good?" }\n'
+        "  if not checks.passed {\n    return { ship: false, checks: checks }\n  }\n"
+        '  let approved = ask "Ship?" expect bool default false\n'
+        "  return { ship: approved, checks: checks }\n}\n"
+    )
+    report = _run(
+        tmp_path,
+        '\ntest "approved" {\n  stub step checks returns { passed: true, failures: [] }\n'
+        "  stub ask approved returns true\n  expect d.ship\n  expect inferences == 0\n}\n"
+        '\ntest "judged by the test model" {\n  stub ask approved returns true\n'
+        "  expect inferences == 1\n}\n",
+        flow,
+    )
+    assert report.ok, [o.failures for o in report.outcomes]

@@ -88,3 +88,25 @@ def test_ask_and_step_stubs_naming_nothing_are_unknown_targets_with_a_suggestion
 def test_then_step_and_replay_stay_names_outside_tests():
     src = "input { step: int }\nstage replay -> int {\n  let then = input.step\n  return then\n}\n"
     assert check_source(src, "t.flow").diagnostics == []
+
+
+def test_a_let_computed_from_a_step_cannot_be_stubbed_as_a_step():
+    src = (
+        'stage s -> int {\n  let n = glob(pattern: "*").count\n  return n\n}\n'
+        'test "t" {\n  stub step n returns 3\n}\n'
+    )
+    (d,) = check_source(src, "t.flow").diagnostics
+    assert d.code == "unknown-stub-target"
+    assert d.message == "`n` is not a step of its own: its value is computed from other values"
+    assert (d.span.line, d.notes[0].span.line) == (6, 2)
+
+
+def test_a_verdict_is_stubbed_by_its_structure():
+    src = (
+        "stage s -> bool {\n"
+        '  let checks = verify { judge "fine?" }\n'
+        "  return checks.passed\n}\n"
+        'test "t" {\n  stub step checks returns { passed: true, failures: [] }\n}\n'
+        'test "u" {\n  stub step checks returns { passed: "yes", failures: [] }\n}\n'
+    )
+    assert [d.code for d in check_source(src, "t.flow").diagnostics] == ["stub-mismatch"]

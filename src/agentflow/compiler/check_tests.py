@@ -25,12 +25,14 @@ from agentflow.compiler.types import (
     INT,
     NULL,
     TEXT,
+    VERDICT_OBJECT,
     ErrorType,
     Field,
     ListType,
     LiteralType,
     ObjectType,
     Type,
+    VerdictType,
     assignable,
     make_optional,
     make_union,
@@ -127,7 +129,10 @@ def _code(checker: Any, code: str, span: Span | None) -> None:
 def _fits(
     checker: Any, value: ast.Expr, want: Type, stub: ast.TestStub, what: str, where: Span | None
 ) -> None:
-    """Report ``stub-mismatch`` diagnostics when ``value`` does not fit ``want``."""
+    """Report ``stub-mismatch`` diagnostics when ``value`` does not fit ``want`` (a ``Verdict``
+    is stubbed by its structure, ``{ passed: bool, failures: text[] }``)."""
+    if isinstance(want, VerdictType):
+        want = VERDICT_OBJECT
     got = checker.infer(value, want)
     if isinstance(got, ErrorType) or isinstance(want, ErrorType):
         return
@@ -416,6 +421,18 @@ def ask_targets(stages: list[ast.StageDecl], types: dict[int, Type], name: str) 
     return out
 
 
+#: the expressions a ``let`` of its own compiles to one step (``stub step`` can replace)
+_STEP_EXPRS = (
+    ast.Call,
+    ast.AgentExpr,
+    ast.AskExpr,
+    ast.MapExpr,
+    ast.FilterExpr,
+    ast.ReduceExpr,
+    ast.VerifyExpr,
+)
+
+
 def _check_named_stub(checker: Any, stub: ast.TestStub, case: str | None) -> None:
     """``stub ask NAME`` and ``stub step NAME``: the target exists, each value fits its type."""
     name = stub.target.name
@@ -444,6 +461,17 @@ def _check_named_stub(checker: Any, stub: ast.TestStub, case: str | None) -> Non
             return
     else:
         targets = [s for s in named_steps(checker.stage_order, checker.types) if s.name == name]
+        inline = [t for t in targets if not isinstance(t.value, _STEP_EXPRS)]
+        if inline:
+            checker.report(
+                D.UNKNOWN_STUB_TARGET,
+                f"`{name}` is not a step of its own: its value is computed from other values",
+                stub.target.span,
+                notes=[Note(f"`{name}` is computed here", inline[0].value.span)],
+                hint="stub what it is computed from (a tool, agent or ask), or bind that to a "
+                "`let` of its own",
+            )
+            return
         if not targets:
             lets = sorted(
                 {s.name for s in named_steps(checker.stage_order, checker.types) if s.name}
