@@ -110,3 +110,8 @@ def test_a_verdict_is_stubbed_by_its_structure():
         'test "u" {\n  stub step checks returns { passed: "yes", failures: [] }\n}\n'
     )
     assert [d.code for d in check_source(src, "t.flow").diagnostics] == ["stub-mismatch"]
+
+
+def test_a_test_replays_one_cassette():
+    found = _diags('\ntest "t" {\n  replay "a.jsonl"\n  replay "b.jsonl"\n}\n')
+    assert found == [("duplicate-definition", 'replay "b.jsonl"')]

@@ -254,6 +254,15 @@ def _check_items(
             extra.span,
             notes=[Note("first given here", inputs[0].span)],
         )
+    replays = test.replays
+    for extra in replays[1:]:
+        checker.report(
+            D.DUPLICATE_DEFINITION,
+            "this test replays a second cassette",
+            extra.span,
+            notes=[Note("the first is given here", replays[0].span)],
+            hint="one cassette per test: record the run once into one file",
+        )
     if inputs and _constant(checker, inputs[0].value, "a test's input", case):
         checker.expr(inputs[0].value, checker.input_type)
     stubbed: dict[tuple[str, str], ast.TestStub] = {}
