@@ -37,6 +37,7 @@ from agentflow.core.vocabulary import (
     EXPRESSION_WORDS,
     KEYWORDS,
     STATEMENT_WORDS,
+    STUB_KINDS,
     TEST_WORDS,
     TOP_LEVEL_WORDS,
     VERDICT_TYPE,
@@ -984,7 +985,7 @@ class Analysis:
                     Completion("replay", "keyword", 'replay "cassette.jsonl"'),
                 ]
             if prev == "stub":
-                return [Completion(k, "keyword") for k in ("agent", "stage", "tool", "ask", "step")]
+                return [Completion(k, "keyword") for k in STUB_KINDS]
             if prev == "expect":
                 extra = [Completion("fail", "keyword", 'expect fail "code"')] + [
                     Completion(n, "variable") for n in ("output", "inferences", "calls")
