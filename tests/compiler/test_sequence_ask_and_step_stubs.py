@@ -115,3 +115,12 @@ def test_a_verdict_is_stubbed_by_its_structure():
 def test_a_test_replays_one_cassette():
     found = _diags('\ntest "t" {\n  replay "a.jsonl"\n  replay "b.jsonl"\n}\n')
     assert found == [("duplicate-definition", 'replay "b.jsonl"')]
+
+
+def test_the_formatter_lays_out_replays_and_answers_in_turn():
+    from agentflow.compiler.fmt import format_source
+
+    src = FLOW + '\ntest "t" {\n  replay   "a.jsonl"\n  stub tool size_of   returns 1   then 2\n}\n'
+    assert format_source(src).endswith(
+        'test "t" {\n  replay "a.jsonl"\n  stub tool size_of returns 1 then 2\n}\n'
+    )
