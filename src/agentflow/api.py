@@ -696,19 +696,25 @@ def run_tests(
     fail_fast: bool = False,
     *,
     on_outcome: Callable[[Any], Any] | None = None,
+    jobs: int = 1,
+    cache: str | os.PathLike | None = None,
 ) -> TestReport:
     """Run the ``test`` blocks of the `.flow` files under ``paths`` (files or directories,
     searched recursively) hermetically and return a :class:`agentflow.flowtest.TestReport`
     (docs/reference/testing.md).
 
-    Stubbed agents answer their stub, other agents the built-in test model; stubbed tools return
-    (or fail with) their stub, other builtin file tools run in the file's directory, and any
-    other tool fails the test naming the stub to add: no request leaves the process.
+    Stubbed agents answer their stub, other agents the built-in test model (or the test's
+    ``replay`` cassette); stubbed tools return (or fail with) their stub, other builtin file
+    tools run in the file's directory, Python tools of ``[tools] modules`` run, and any other
+    tool fails the test naming the stub to add; an httpx request to another machine fails the
+    test that made it: no request leaves the process.
     ``pattern`` keeps the tests whose name contains it (or matches it as a glob);
     ``fail_fast`` stops after the first failure; ``on_outcome(outcome)`` is called as each test
     ends. A file that does not check is one failed outcome with its diagnostics; this function
     does not raise for mistakes in `.flow` files. Synchronous (it runs its own event loop).
+    ``jobs``: tests run at once; ``cache``: a directory remembering passed tests, so an
+    unchanged file's tests are reported as cached passes (``flowc test`` uses ``.flowc-cache``).
     """
     from agentflow.flowtest import run_tests as run_all
 
-    return run_all(paths, pattern, fail_fast, on_outcome=on_outcome)
+    return run_all(paths, pattern, fail_fast, on_outcome=on_outcome, jobs=jobs, cache=cache)

@@ -560,6 +560,14 @@ def graph_cmd(file: str, fmt: str, trace: str | None, out: str | None) -> None:
     "--junit", "junit", type=click.Path(dir_okay=False), help="Write a JUnit XML report here."
 )
 @click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(1, 256),
+    default=None,
+    help="Tests run at once (default: the number of CPU cores).",
+)
+@click.option("--no-cache", is_flag=True, help="Run every test, even those cached as passed.")
+@click.option(
     "--explore",
     "explore_runs",
     type=click.IntRange(1, 10_000),
@@ -570,11 +578,15 @@ def test_cmd(
     pattern: str | None,
     fail_fast: bool,
     junit: str | None,
+    jobs: int | None,
+    no_cache: bool,
     explore_runs: int | None,
 ) -> None:
     """Run the `test` blocks of .flow files (default: the current directory) with no network:
     stubbed agents and tools answer their stubs, other agents the test model
-    (docs/reference/testing.md). Exit code 0 when every test passed, 1 otherwise.
+    (docs/reference/testing.md). Exit code 0 when every test passed, 1 otherwise. Tests run
+    -j at once; a test that passed is not run again while its file, its directory and agentflow
+    are unchanged (reported "PASSED (cached)"; the cache is .flowc-cache/, --no-cache runs all).
 
     With --explore N FILE: run FILE N times, every agent and tool answering generated values
     (test model seeds 0..N-1), and report which `if` branches, `require`/`verify` outcomes and
@@ -589,12 +601,18 @@ def test_cmd(
         mark = (
             click.style("PASSED", fg="green") if outcome.passed else click.style("FAILED", fg="red")
         )
+        if outcome.cached:
+            mark += " (cached)"
         where = f"{outcome.file}:{outcome.line}" if outcome.line else outcome.file
         click.echo(f"{where} {outcome.name} {mark}")
         for failure in outcome.failures:
             click.echo("  " + failure.replace("\n", "\n  "))
 
-    report = api.run_tests(list(files), pattern, fail_fast, on_outcome=show)
+    from os import cpu_count
+
+    jobs = jobs or cpu_count() or 1
+    cache = None if no_cache else ".flowc-cache"
+    report = api.run_tests(list(files), pattern, fail_fast, on_outcome=show, jobs=jobs, cache=cache)
     if junit is not None:
         try:
             Path(junit).write_text(report.to_junit(), encoding="utf-8")

@@ -19,10 +19,12 @@ Then each ``expect`` is evaluated over ``output``, ``input``, the stages, ``infe
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import fnmatch
 import json
 import os
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,7 +51,8 @@ _STUB_PREFIX = "flowc-test-stub:"
 class TestOutcome:
     """One test's result: ``file`` (as found), ``name``, ``line`` of the ``test`` keyword,
     ``passed``, ``failures`` (one message per failed expectation or problem, each starting with
-    its ``file:line:col``), ``duration_ms``. A file that does not check is one outcome named
+    its ``file:line:col``), ``duration_ms``; ``cached``: it passed in an earlier run of the
+    same file, directory and agentflow version and was not run again. A file that does not check is one outcome named
     ``flowc check`` carrying its diagnostics."""
 
     __test__ = False  # not a pytest test class
@@ -60,6 +63,7 @@ class TestOutcome:
     passed: bool
     failures: list[str] = field(default_factory=list)
     duration_ms: int = 0
+    cached: bool = False
 
 
 @dataclass
@@ -85,9 +89,15 @@ class TestReport:
         """True when nothing failed."""
         return self.failed == 0
 
+    @property
+    def cached(self) -> int:
+        """Number of passes taken from the cache (not run)."""
+        return sum(1 for o in self.outcomes if o.cached)
+
     def summary(self) -> str:
-        """``N passed, N failed``."""
-        return f"{self.passed} passed, {self.failed} failed"
+        """``N passed, N failed`` (and `` (N cached)`` when some passes were not run)."""
+        cached = f" ({self.cached} cached)" if self.cached else ""
+        return f"{self.passed} passed, {self.failed} failed{cached}"
 
     def to_junit(self) -> str:
         """The report as JUnit XML (one ``testsuite`` per file, one ``testcase`` per test)."""
@@ -143,18 +153,27 @@ def run_tests(
     fail_fast: bool = False,
     *,
     on_outcome: Any = None,
+    jobs: int = 1,
+    cache: str | os.PathLike | None = None,
 ) -> TestReport:
     """Run the `test` blocks of the `.flow` files under ``paths`` (files or directories) and
     return a :class:`TestReport` (docs/reference/testing.md).
 
     ``pattern``: keep the tests whose name contains it (or matches it as a glob);
     ``fail_fast``: stop after the first failure; ``on_outcome(outcome)``: called as each test
-    finishes (the command line prints from it). Never raises for a mistake in a `.flow` file: a
-    file that does not read or check is a failed outcome. Synchronous: runs its own event loop.
+    finishes, in file and test order (the command line prints from it); ``jobs``: how many tests
+    run at once (tests of a flow that writes files run one at a time); ``cache``: a directory
+    (``flowc test`` uses ``.flowc-cache``) remembering the tests that passed: a test whose file,
+    directory and agentflow version are unchanged is reported as a cached pass without running.
+    Never raises for a mistake in a `.flow` file: a file that does not read or check is a
+    failed outcome. Synchronous: runs its own event loop, under the network guard.
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    return asyncio.run(_run_all(find_flow_files(list(paths)), pattern, fail_fast, on_outcome))
+    store = _Cache(Path(cache)) if cache is not None else None
+    files = find_flow_files(list(paths))
+    with network_guard:
+        return asyncio.run(_run_all(files, pattern, fail_fast, on_outcome, max(1, jobs), store))
 
 
 def _selected(name: str, pattern: str | None) -> bool:
@@ -163,8 +182,16 @@ def _selected(name: str, pattern: str | None) -> bool:
     return pattern in name or fnmatch.fnmatchcase(name, pattern)
 
 
-async def _run_all(files: list[Path], pattern: str | None, fail_fast: bool, on_outcome: Any):
+async def _run_all(
+    files: list[Path],
+    pattern: str | None,
+    fail_fast: bool,
+    on_outcome: Any,
+    jobs: int,
+    cache: _Cache | None,
+) -> TestReport:
     report = TestReport()
+    slots = asyncio.Semaphore(jobs)
 
     def add(outcome: TestOutcome) -> bool:
         report.outcomes.append(outcome)
@@ -172,14 +199,22 @@ async def _run_all(files: list[Path], pattern: str | None, fail_fast: bool, on_o
             on_outcome(outcome)
         return fail_fast and not outcome.passed
 
-    for file in files:
-        for outcome in await _run_file(file, pattern):
-            if add(outcome):
-                return report
+    tasks = [asyncio.ensure_future(_run_file(file, pattern, slots, cache)) for file in files]
+    try:
+        for task in tasks:
+            for outcome in await task:
+                if add(outcome):
+                    return report
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
     return report
 
 
-async def _run_file(file: Path, pattern: str | None) -> list[TestOutcome]:
+async def _run_file(
+    file: Path, pattern: str | None, slots: asyncio.Semaphore, cache: _Cache | None = None
+) -> list[TestOutcome]:
     from agentflow.api import CompileError
     from agentflow.compiler.api import check_source, read_source
     from agentflow.compiler.lowering import LoweringError, lower_with_stages
@@ -192,6 +227,16 @@ async def _run_file(file: Path, pattern: str | None) -> list[TestOutcome]:
         text = read_source(file)
     except (OSError, FlowError, UnicodeDecodeError) as e:
         return [TestOutcome(shown, "flowc check", 0, False, [f"{shown}: cannot read: {e}"])]
+    key = cache.key(file, text) if cache is not None else None
+    record = cache.load(key) if cache is not None and key is not None else None
+    if record is not None:
+        chosen = [name for name in record["tests"] if _selected(name, pattern)]
+        if all(name in record["passed"] for name in chosen):
+            return [
+                TestOutcome(shown, run, record["passed"][name]["line"], True, [], 0, cached=True)
+                for name in chosen
+                for run in record["passed"][name]["runs"]
+            ]
     result = check_source(text, shown)
     tests = [t for t in result.tests if _selected(t.name, pattern)]
     has_tests = bool(result.tests) or _TEST_LINE.search(text) is not None
@@ -213,39 +258,159 @@ async def _run_file(file: Path, pattern: str | None) -> list[TestOutcome]:
         "mode": "output",
         "output": {"output": plan["finish"]["output"], "stages": stages},
     }
-    outcomes = []
+    # tests of a flow that may write files share its directory: they run one at a time
+    alone = asyncio.Lock() if _writes(plan) else None
+    passed: dict[str, Any] = dict(record["passed"]) if record is not None else {}
+
+    async def one(name: str, test: Any, case: dict[str, Any]) -> TestOutcome:
+        async with slots:
+            if alone is not None:
+                await alone.acquire()
+            try:
+                started = time.monotonic()
+                failures = await _run_one(file, shown, text, result, plan, test, case)
+            finally:
+                if alone is not None:
+                    alone.release()
+        ms = int((time.monotonic() - started) * 1000)
+        return TestOutcome(shown, name, test.span.line, not failures, failures, ms)
+
+    async def ready(outcome: TestOutcome) -> TestOutcome:
+        return outcome
+
+    pending: list[tuple[Any, list[Any]]] = []  # (test, its runs' awaitables)
     for test in tests:
+        if test.name in passed:  # passed last time, nothing changed
+            entry = passed[test.name]
+            pending.append(
+                (
+                    test,
+                    [
+                        ready(TestOutcome(shown, r, entry["line"], True, [], 0, cached=True))
+                        for r in entry["runs"]
+                    ],
+                )
+            )
+            continue
         runs: list[tuple[str, dict[str, Any]]] = [(test.name, {})]
         if test.cases is not None and test.case is not None:
             try:
                 cases = evaluate(test.cases, {})
             except RunError as e:
                 where = _where(shown, test.cases.span)
-                outcomes.append(
-                    TestOutcome(
-                        shown,
-                        test.name,
-                        test.span.line,
-                        False,
-                        [f"{where}: the cases cannot be evaluated: {e.message}"],
-                    )
+                failed = TestOutcome(
+                    shown,
+                    test.name,
+                    test.span.line,
+                    False,
+                    [f"{where}: the cases cannot be evaluated: {e.message}"],
                 )
+                pending.append((test, [ready(failed)]))
                 continue
             runs = [(f"{test.name}[{i}]", {test.case.name: c}) for i, c in enumerate(cases)]
-        for name, case in runs:
-            started = time.monotonic()
-            failures = await _run_one(file, shown, text, result, plan, test, case)
-            outcomes.append(
-                TestOutcome(
-                    shown,
-                    name,
-                    test.span.line,
-                    not failures,
-                    failures,
-                    int((time.monotonic() - started) * 1000),
-                )
-            )
+        pending.append((test, [one(name, test, case) for name, case in runs]))
+    flat = [asyncio.ensure_future(a) for _, group in pending for a in group]
+    try:
+        done = await asyncio.gather(*flat)
+    finally:
+        for f in flat:
+            f.cancel()
+    outcomes = list(done)
+    if cache is not None and key is not None:
+        i = 0
+        for test, group in pending:
+            mine = outcomes[i : i + len(group)]
+            i += len(group)
+            if mine and all(o.passed for o in mine):
+                passed[test.name] = {"line": test.span.line, "runs": [o.name for o in mine]}
+            else:
+                passed.pop(test.name, None)
+        cache.save(key, shown, [t.name for t in result.tests], passed)
     return outcomes
+
+
+#: files a cache key looks at in a flow's directory, at most (beyond: the file is not cached)
+_CACHE_MAX_FILES = 2000
+#: what the cache key leaves out of a flow's directory
+_CACHE_SKIP = ("__pycache__",)
+_REPLAY_LINE = re.compile(r'^[ \t]*replay[ \t]+"([^"\n]*)"', re.M)
+
+
+class _Cache:
+    """The ``.flowc-cache`` directory: ``tests/<key>.json`` per `.flow` file state, holding
+    its test names and the tests that passed (``{name: {line, runs}}``). The key is the SHA-256
+    of the agentflow version, the file's path and text, the contents of the cassettes it
+    replays, and the name, size and modification time of every file under its directory
+    (hidden ones and ``__pycache__`` left out): a change to any of them runs its tests again."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def key(self, file: Path, text: str) -> str | None:
+        """The cache key of ``file`` with source ``text``; None when it cannot be cached."""
+        import hashlib
+
+        from agentflow.core.version import __version__
+
+        h = hashlib.sha256()
+        base = file.parent.resolve()
+        for part in (__version__, str(file.resolve()), text):
+            h.update(part.encode("utf-8", "surrogatepass") + b"\0")
+        for cassette in _REPLAY_LINE.findall(text):
+            try:
+                h.update(hashlib.sha256((base / cassette).read_bytes()).digest())
+            except OSError:
+                h.update(b"missing\0")
+        count = 0
+        try:
+            for path in sorted(base.rglob("*")):
+                rel = path.relative_to(base).parts
+                if any(p.startswith(".") or p in _CACHE_SKIP for p in rel):
+                    continue
+                count += 1
+                if count > _CACHE_MAX_FILES:
+                    return None
+                st = path.stat()
+                h.update(f"{'/'.join(rel)}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+        except OSError:
+            return None
+        return h.hexdigest()
+
+    def load(self, key: str) -> dict[str, Any] | None:
+        """The record of ``key`` or None (none, or unreadable)."""
+        try:
+            data = json.loads((self.root / "tests" / f"{key}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        ok = isinstance(data, dict) and isinstance(data.get("tests"), list)
+        return data if ok and isinstance(data.get("passed"), dict) else None
+
+    def save(self, key: str, shown: str, tests: list[str], passed: dict[str, Any]) -> None:
+        """Remember ``passed`` for ``key``; a directory that cannot be written is left alone."""
+        try:
+            folder = self.root / "tests"
+            folder.mkdir(parents=True, exist_ok=True)
+            ignore = self.root / ".gitignore"
+            if not ignore.exists():
+                ignore.write_text("# made by flowc test\n*\n", encoding="utf-8")
+            record = {"file": shown, "tests": tests, "passed": passed}
+            tmp = folder / f"{key}.json.{os.getpid()}"
+            tmp.write_text(json.dumps(record), encoding="utf-8")
+            tmp.replace(folder / f"{key}.json")
+        except OSError:
+            pass
+
+
+def _writes(plan: Any) -> bool:
+    """True when ``plan`` may write files: a write tool, or an agent with a ``write`` scope."""
+    from agentflow.runtime.tools.catalog import WRITE_TOOLS
+
+    for step in _plan_steps(plan):
+        if step.get("tool_name") in WRITE_TOOLS:
+            return True
+        if step.get("tool_name") == "agent" and (step.get("input") or {}).get("write"):
+            return True
+    return False
 
 
 def _where(shown: str, span: Any) -> str:
@@ -259,7 +424,7 @@ def _show(value: Any) -> str:
 
 
 def _plan_tool_name(name: str, sig: Any) -> str:
-    return f"builtin__{name}" if sig.prelude else name
+    return str(sig.catalog_name)
 
 
 async def _run_one(
@@ -289,39 +454,45 @@ async def _run_prepared(
     from agentflow.runtime.tools.catalog import Tool, default_catalog
 
     failures: list[str] = []
+    problems: list[str] = []  # stubs run out, requests that tried to leave the process
     inp: Any = {}
     if test.inputs:
         inp = evaluate(test.inputs[0].value, case)
-    agent_values: dict[str, Any] = {}
-    stage_values: dict[str, Any] = {}
+    agent_values: dict[str, Answers] = {}
+    stage_values: dict[str, Answers] = {}
     tool_stubs: dict[str, Any] = {}
+    named: list[Any] = []  # `stub ask` and `stub step`
     for stub in test.stubs:
         if stub.kind == "tool":
             tool_stubs[stub.target.name] = stub
+        elif stub.kind in ("ask", "step"):
+            named.append(stub)
         elif stub.kind == "agent":
             # the plan names the agent or team as `use` does ("repo-investigator"), not its alias
             use = result.uses.get(stub.target.name)
             target = use.target if use is not None else stub.target.name
-            agent_values[target] = evaluate(stub.value, case)
+            agent_values[target] = Answers.of(stub, case, shown, problems)
         else:
-            stage_values[stub.target.name] = evaluate(stub.value, case)
+            stage_values[stub.target.name] = Answers.of(stub, case, shown, problems)
     data = copy.deepcopy(plan)
-    answers: dict[str, Any] = {}
+    answers: dict[str, Answers] = {}
     _route_stubs(data, agent_values, stage_values, answers)
+    catalog = default_catalog()
+    for stub in named:
+        answer = Answers.of(stub, case, shown, problems)
+        tools = _stub_named_steps(data, stub, answer, Tool)
+        if not tools:
+            return [
+                f"{_where(shown, stub.span)}: `stub {stub.kind} {stub.target.name}` answers no "
+                "step of the compiled flow (the value is computed inline, not by a step): "
+                "stub what it is computed from instead"
+            ]
+        for tool in tools:
+            catalog.register(tool, replace=True)
     try:
         loaded = load_plan_data(data, shown)
     except PlanLoadError as e:  # pragma: no cover - the compiled plan validated
         return [f"{shown}: internal error: the test plan does not load: {e}"]
-
-    catalog = default_catalog()
-    for name, sig in result.tool_decls.items():
-        plan_name = _plan_tool_name(name, sig)
-        stub = tool_stubs.get(name)
-        if stub is not None:
-            tool = _stub_tool(Tool, RunError, plan_name, stub, shown, case)
-            catalog.register(tool, replace=True)
-        elif plan_name not in catalog:
-            catalog.register(_unstubbed_tool(Tool, RunError, name, plan_name), replace=True)
 
     config: Any = Config()
     toml = file.parent / "flow.toml"
@@ -330,6 +501,31 @@ async def _run_prepared(
             config = load_config(toml, env={})
         except ConfigError as e:
             return [f"{toml}: {e}"]
+    try:
+        user = _user_tools(config)
+    except FlowError as e:
+        return [f"{toml}: {e}"]
+    for name, sig in result.tool_decls.items():
+        plan_name = _plan_tool_name(name, sig)
+        stub = tool_stubs.get(name)
+        if stub is not None:
+            tool = _stub_tool(Tool, RunError, plan_name, stub, shown, case, problems)
+            catalog.register(tool, replace=True)
+        elif plan_name in user:
+            catalog.register(user[plan_name], replace=True)
+        elif plan_name not in catalog:
+            catalog.register(_unstubbed_tool(Tool, RunError, name, plan_name), replace=True)
+    replay = None
+    for item in test.replays[:1]:
+        cassette = file.parent / item.path
+        if not cassette.is_file():
+            return [f"{_where(shown, item.span)}: replay: no cassette at {cassette}"]
+        from agentflow.runtime.models.cassette import ReplayClient
+
+        try:
+            replay = (item, ReplayClient(cassette))
+        except ConfigError as e:
+            return [f"{_where(shown, item.span)}: replay: {e}"]
     calls: dict[str, int] = {}
 
     def count(event: Any) -> None:
@@ -337,7 +533,8 @@ async def _run_prepared(
             name = event.data.get("tool_name")
             calls[name] = calls.get(name, 0) + 1
 
-    router = _StubRouter(config, answers)
+    router = _StubRouter(config, answers, replay[1] if replay is not None else None)
+    token = _GUARD.set(problems)
     try:
         outcome = await run(
             loaded,
@@ -355,7 +552,10 @@ async def _run_prepared(
     except FlowError as e:
         return [f"{_where(shown, test.name_span)}: the run could not start: {e}"]
     finally:
+        _GUARD.reset(token)
         await router.aclose()
+    if problems:  # a stub ran out, or a request tried to leave the process: whatever happened
+        return list(dict.fromkeys(problems))
 
     scope: dict[str, Any] = {**case, "input": inp}
     if outcome.ok and isinstance(outcome.output, dict):
@@ -373,6 +573,8 @@ async def _run_prepared(
             f"{_where(shown, test.name_span)}: the run failed with {error.get('code')}: "
             f"{error.get('message')} (at {where})"
         )
+        if error.get("code") == "replay_miss" and replay is not None:
+            failures[-1] += f"; the cassette is replayed by {_where(shown, replay[0].span)}"
         return failures
     for exp in test.expects:
         if exp.fail_code is not None:
@@ -439,15 +641,15 @@ def _route_stubs(
                 alias = target.get("name") if target.get("kind") == "alias" else target.get("team")
                 stage = (node.get("meta") or {}).get("stage")
                 # an `expect` that is not a named object type is wrapped as `{ value: T }`
-                # (LANGUAGE.md §10): the stub answers the wrapped value
-                wrapped = node.get("select") == "{{ result.output.value }}"
+                # (LANGUAGE.md §10): the stub answers the wrapped value (a `:value` key)
+                wrapped = ":value" if node.get("select") == "{{ result.output.value }}" else ""
                 if stage in stage_values:
-                    key = f"{_STUB_PREFIX}stage:{stage}"
-                    answers[key] = _wrap(stage_values[stage], wrapped)
+                    key = f"{_STUB_PREFIX}stage:{stage}{wrapped}"
+                    answers[key] = stage_values[stage]
                     inp["model"] = key
                 elif alias in agent_values:
-                    key = f"{_STUB_PREFIX}agent:{alias}"
-                    answers[key] = _wrap(agent_values[alias], wrapped)
+                    key = f"{_STUB_PREFIX}agent:{alias}{wrapped}"
+                    answers[key] = agent_values[alias]
                     inp["model"] = key
             for v in node.values():
                 visit(v)
@@ -458,15 +660,52 @@ def _route_stubs(
     visit(data)
 
 
-def _wrap(value: Any, wrapped: bool) -> Any:
-    return {"value": value} if wrapped else value
+class Answers:
+    """The answers of one stub, in call order: one answer answers every call; several answer
+    the calls in turn, and a call after the last adds a message to ``problems`` (the test
+    fails) and raises ``RunError(aborted)``, which stops the run."""
+
+    def __init__(self, stub: Any, values: list[Any], shown: str, problems: list[str]) -> None:
+        self.stub, self.values, self.shown, self.problems = stub, values, shown, problems
+        self.calls = 0
+
+    @classmethod
+    def of(cls, stub: Any, case: dict[str, Any], shown: str, problems: list[str]) -> Answers:
+        """The evaluated answers of ``stub`` (``case``: a parametrised test's binding)."""
+        from agentflow.runtime.expressions import evaluate
+
+        exprs = list(stub.values) or ([stub.value] if stub.value is not None else [])
+        return cls(stub, [evaluate(e, case) for e in exprs], shown, problems)
+
+    def next(self) -> Any:
+        """The answer to the next call (a fresh copy)."""
+        from agentflow.errors import RunError
+
+        self.calls += 1
+        if len(self.values) == 1:
+            value = self.values[0]
+        elif self.calls <= len(self.values):
+            value = self.values[self.calls - 1]
+        else:
+            stub = self.stub
+            message = (
+                f"{_where(self.shown, stub.span)}: `stub {stub.kind} {stub.target.name}` gives "
+                f"{len(self.values)} answers; call {self.calls} has none left"
+            )
+            self.problems.append(message)
+            raise RunError("aborted", message)
+        return json.loads(json.dumps(value))
 
 
 def _stub_tool(
-    Tool: Any, RunError: Any, plan_name: str, stub: Any, shown: str, case: dict[str, Any]
+    Tool: Any,
+    RunError: Any,
+    plan_name: str,
+    stub: Any,
+    shown: str,
+    case: dict[str, Any],
+    problems: list[str],
 ) -> Any:
-    from agentflow.runtime.expressions import evaluate
-
     if stub.fails is not None:
         code = stub.fails
 
@@ -475,17 +714,175 @@ def _stub_tool(
                 code, f"stubbed failure of `{stub.target.name}` ({_where(shown, stub.span)})"
             )
 
-        func = fail
+        return Tool(
+            plan_name, f"stub of {stub.target.name}", {"type": "object"}, fail, source="test-stub"
+        )
+    return _answers_tool(Tool, plan_name, Answers.of(stub, case, shown, problems))
+
+
+def _answers_tool(Tool: Any, plan_name: str, answers: Answers, wrap: Any = None) -> Any:
+    async def answer(args: dict[str, Any], ctx: Any) -> Any:
+        value = answers.next()
+        return wrap(value) if wrap is not None else value
+
+    what = f"stub of {answers.stub.target.name}"
+    return Tool(plan_name, what, {"type": "object"}, answer, source="test-stub")
+
+
+def _stub_named_steps(data: dict, stub: Any, answers: Answers, Tool: Any) -> list[Any]:
+    """Turn the steps ``stub ask|step NAME`` answers into calls of a stub tool each, and return
+    those tools (none: no step found). ``stub step NAME``: every step bound by ``let NAME``;
+    ``stub ask NAME``: the ``ask`` steps bound by ``let NAME``, else every ``ask`` step of stage
+    ``NAME``. A step keeps its ``select`` (the compiler may have folded what follows into it);
+    the tool answers the result the step would have had, from which the ``select`` reads the
+    stub's value (``{answer: V}`` for an ``ask``, ``{output: V}`` for an agent, …)."""
+    steps = list(_plan_steps(data))
+    name = stub.target.name
+    if stub.kind == "step":
+        chosen = [st for st in steps if (st.get("meta") or {}).get("name") == name]
     else:
-        value = evaluate(stub.value, case)
+        asks = [st for st in steps if st.get("tool_name") == "ask"]
+        chosen = [st for st in asks if (st.get("meta") or {}).get("name") == name] or [
+            st for st in asks if (st.get("meta") or {}).get("stage") == name
+        ]
+    tools = []
+    for n, st in enumerate(chosen):
+        tool_name = f"test_stub__{stub.kind}_{name}_{n}"
+        wrap = _result_shape(st)
+        keep = {k: st[k] for k in ("id", "select", "meta") if k in st}
+        st.clear()
+        st.update(keep, tool_name=tool_name, input={})
+        tools.append(_answers_tool(Tool, tool_name, answers, wrap))
+    return tools
 
-        async def answer(args: dict[str, Any], ctx: Any) -> Any:
-            return json.loads(json.dumps(value))
 
-        func = answer
-    return Tool(
-        plan_name, f"stub of {stub.target.name}", {"type": "object"}, func, source="test-stub"
+def _result_shape(step: dict) -> Any:
+    """How the result of ``step`` holds its value, for its ``select``: a function value → result."""
+    tool = str(step.get("tool_name"))
+    select = str(step.get("select") or "")
+    if tool == "ask":
+        return lambda v: {"answer": v}
+    if tool == "filter":
+        return lambda v: {"kept": v}
+    if tool == "agent" and "result.output.value" in select:
+        return lambda v: {"output": {"value": v}}
+    if tool == "agent" or (tool.startswith("plan__") and "result.output" in select):
+        return lambda v: {"output": v}
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# The network guard: while tests run, an httpx request to a host other than this machine fails
+# the test that made it (and the request: ``httpx.ConnectError``).
+
+#: the problems list of the test running in this context (None: not in a test)
+_GUARD: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "flowc_test_guard", default=None
+)
+#: what runs in this context, for the guard's message (``tool `fetch_page```)
+_CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "flowc_test_caller", default=None
+)
+_LOOPBACK = ("localhost", "127.0.0.1", "::1", "[::1]")
+
+
+def _is_loopback(host: str) -> bool:
+    return host in _LOOPBACK or host.startswith("127.") or host.endswith(".localhost")
+
+
+def _refuse(request: Any) -> None:
+    """Raise ``httpx.ConnectError`` (and fail the running test) when ``request`` would leave."""
+    import httpx
+
+    url = request.url
+    if _is_loopback(url.host):
+        return
+    port = f":{url.port}" if url.port else ""
+    shown = f"{request.method} {url.scheme}://{url.host}{port}{url.path}"  # no query, no userinfo
+    caller = _CALLER.get()
+    who = f"{caller} " if caller else "something "
+    message = (
+        f"{who}tried to reach the network ({shown}); tests run with no network: "
+        "stub it (`stub tool …` / `stub agent …`)"
     )
+    problems = _GUARD.get()
+    if problems is not None:
+        problems.append(message)
+    raise httpx.ConnectError(message, request=request)
+
+
+class _NetworkGuard:
+    """Patches httpx's transports while at least one :func:`run_tests` runs (re-entrant)."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.saved: tuple[Any, Any] | None = None
+        self.lock = threading.Lock()
+
+    def __enter__(self) -> None:
+        import httpx
+
+        with self.lock:
+            self.depth += 1
+            if self.depth > 1:
+                return
+            sync_send = httpx.HTTPTransport.handle_request
+            async_send = httpx.AsyncHTTPTransport.handle_async_request
+            self.saved = (sync_send, async_send)
+
+            def handle_request(transport: Any, request: Any) -> Any:
+                _refuse(request)
+                return sync_send(transport, request)
+
+            async def handle_async_request(transport: Any, request: Any) -> Any:
+                _refuse(request)
+                return await async_send(transport, request)
+
+            httpx.HTTPTransport.handle_request = handle_request  # type: ignore[method-assign]
+            httpx.AsyncHTTPTransport.handle_async_request = handle_async_request  # type: ignore[method-assign]
+
+    def __exit__(self, *exc: Any) -> None:
+        import httpx
+
+        with self.lock:
+            self.depth -= 1
+            if self.depth or self.saved is None:
+                return
+            sync_send, async_send = self.saved
+            httpx.HTTPTransport.handle_request = sync_send  # type: ignore[method-assign]
+            httpx.AsyncHTTPTransport.handle_async_request = async_send  # type: ignore[method-assign]
+            self.saved = None
+
+
+network_guard = _NetworkGuard()
+
+
+def _named_caller(tool: Any, what: str) -> Any:
+    """``tool`` running with ``what`` as the guard's name for it."""
+    import dataclasses
+
+    inner = tool.func
+
+    async def func(args: dict[str, Any], ctx: Any) -> Any:
+        token = _CALLER.set(what)
+        try:
+            return await inner(args, ctx)
+        finally:
+            _CALLER.reset(token)
+
+    return dataclasses.replace(tool, func=func)
+
+
+def _user_tools(config: Any) -> dict[str, Any]:
+    """The ``user__*`` tools of the ``flow.toml``'s ``[tools] modules`` (they run in tests,
+    under the network guard; entry points are not loaded)."""
+    from agentflow.runtime.tools.user import load_user_tools
+
+    modules = list(getattr(getattr(config, "tools", None), "modules", []) or [])
+    if not modules:
+        return {}
+    tools = load_user_tools(modules, base_dir=config.base_dir(), entry_points=False)
+    return {t.name: _named_caller(t, f"tool `{t.name}`") for t in tools}
 
 
 def _unstubbed_tool(Tool: Any, RunError: Any, name: str, plan_name: str) -> Any:
@@ -499,21 +896,25 @@ def _unstubbed_tool(Tool: Any, RunError: Any, name: str, plan_name: str) -> Any:
     return Tool(plan_name, f"unstubbed {name}", {"type": "object"}, refuse, source="test-stub")
 
 
-def _stub_router(config: Any, answers: dict[str, Any]) -> Any:
+def _stub_router(config: Any, answers: dict[str, Answers], replay: Any = None) -> Any:
+    """A model router: stubbed agents answer their stubs, the others the cassette ``replay``
+    (a ``ReplayClient``) when given, else the test model (seed 0)."""
     from agentflow.runtime.config import ProviderConfig, ResolvedModel
     from agentflow.runtime.models.base import ChatResponse
     from agentflow.runtime.models.router import ModelRouter, RoutedClient
     from agentflow.runtime.models.test_model import TestModel
 
     class StubModel:
-        """A model client answering one value, whatever the request."""
+        """A model client answering a stub's answers in turn, whatever the request."""
 
-        def __init__(self, value: Any) -> None:
-            self.text = json.dumps(value, ensure_ascii=False)
+        def __init__(self, answers: Answers, wrapped: bool) -> None:
+            self.answers, self.wrapped = answers, wrapped
 
         async def chat(self, request: Any) -> Any:
             usage = {"input_tokens": 0, "output_tokens": 0}
-            return ChatResponse(text=self.text, usage=usage, model="stub")
+            value = self.answers.next()
+            text = json.dumps({"value": value} if self.wrapped else value, ensure_ascii=False)
+            return ChatResponse(text=text, usage=usage, model="stub")
 
         async def aclose(self) -> None:
             """Nothing to close."""
@@ -530,7 +931,12 @@ def _stub_router(config: Any, answers: dict[str, Any]) -> Any:
             name = role_or_name or "chat"
             if name not in self._routed:
                 if name in answers:
-                    client: Any = (resolved("stub"), StubModel(answers[name]))
+                    client: Any = (
+                        resolved("stub"),
+                        StubModel(answers[name], name.endswith(":value")),
+                    )
+                elif replay is not None:
+                    client = (resolved("replay"), replay)
                 else:
                     client = (resolved("test"), generated)
                 self._routed[name] = RoutedClient(self, name, [client])

@@ -7,10 +7,18 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+import pytest
 from click.testing import CliRunner
 
 import agentflow
 from agentflow.cli import main
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp_path(tmp_path, monkeypatch):
+    """`flowc test` keeps its cache (.flowc-cache) in the current directory: a temporary one."""
+    monkeypatch.chdir(tmp_path)
+
 
 FLOW = """\
 type Summary { top: text[], count: int }
@@ -103,7 +111,7 @@ def test_k_selects_tests_by_name_and_x_stops_at_the_first_failure(tmp_path):
     result = CliRunner().invoke(main, ["test", str(tmp_path), "-k", "empty"])
     assert result.exit_code == 0
     assert result.output.rstrip().endswith("1 passed, 0 failed")
-    result = CliRunner().invoke(main, ["test", str(tmp_path), "-x"])
+    result = CliRunner().invoke(main, ["test", str(tmp_path), "-x", "--no-cache"])
     assert result.exit_code == 1
     assert result.output.rstrip().endswith("1 passed, 1 failed")
 

@@ -13,7 +13,8 @@ from agentflow.compiler.api import check_source
 def test_flowc_test_examples_passes_offline(monkeypatch):
     for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(key, raising=False)
-    result = CliRunner().invoke(main, ["test", str(EXAMPLES)])
+    # --no-cache: this checks the code of this checkout, which a cached pass would not run
+    result = CliRunner().invoke(main, ["test", "--no-cache", str(EXAMPLES)])
     assert result.exit_code == 0, result.output
     assert "FAILED" not in result.output
     passed = int(result.output.strip().splitlines()[-1].split()[0])

@@ -77,4 +77,4 @@ def test_completion_offers_the_items_of_a_test(client):
         {"textDocument": {"uri": URI}, "position": _pos(SOURCE, "  \n}", 2)},
     )
     items = r["items"] if isinstance(r, dict) else r
-    assert [i["label"] for i in items] == ["input", "expect", "stub"]
+    assert [i["label"] for i in items] == ["input", "expect", "stub", "replay"]

@@ -25,12 +25,14 @@ from agentflow.compiler.types import (
     INT,
     NULL,
     TEXT,
+    VERDICT_OBJECT,
     ErrorType,
     Field,
     ListType,
     LiteralType,
     ObjectType,
     Type,
+    VerdictType,
     assignable,
     make_optional,
     make_union,
@@ -127,7 +129,10 @@ def _code(checker: Any, code: str, span: Span | None) -> None:
 def _fits(
     checker: Any, value: ast.Expr, want: Type, stub: ast.TestStub, what: str, where: Span | None
 ) -> None:
-    """Report ``stub-mismatch`` diagnostics when ``value`` does not fit ``want``."""
+    """Report ``stub-mismatch`` diagnostics when ``value`` does not fit ``want`` (a ``Verdict``
+    is stubbed by its structure, ``{ passed: bool, failures: text[] }``)."""
+    if isinstance(want, VerdictType):
+        want = VERDICT_OBJECT
     got = checker.infer(value, want)
     if isinstance(got, ErrorType) or isinstance(want, ErrorType):
         return
@@ -249,6 +254,15 @@ def _check_items(
             extra.span,
             notes=[Note("first given here", inputs[0].span)],
         )
+    replays = test.replays
+    for extra in replays[1:]:
+        checker.report(
+            D.DUPLICATE_DEFINITION,
+            "this test replays a second cassette",
+            extra.span,
+            notes=[Note("the first is given here", replays[0].span)],
+            hint="one cassette per test: record the run once into one file",
+        )
     if inputs and _constant(checker, inputs[0].value, "a test's input", case):
         checker.expr(inputs[0].value, checker.input_type)
     stubbed: dict[tuple[str, str], ast.TestStub] = {}
@@ -300,16 +314,20 @@ def _check_stub(
         if stub.fails is not None:
             _code(checker, stub.fails, stub.fails_span)
             return
-        if stub.value is not None and _constant(checker, stub.value, "a stub's value", case):
-            decl = getattr(sig.decl, "returns", None)
-            _fits(
-                checker,
-                stub.value,
-                sig.returns,
-                stub,
-                f"tool `{name}`",
-                decl.span if decl is not None else None,
-            )
+        for value in _values(stub):
+            if _constant(checker, value, "a stub's value", case):
+                decl = getattr(sig.decl, "returns", None)
+                _fits(
+                    checker,
+                    value,
+                    sig.returns,
+                    stub,
+                    f"tool `{name}`",
+                    decl.span if decl is not None else None,
+                )
+        return
+    if stub.kind in ("ask", "step"):
+        _check_named_stub(checker, stub, case)
         return
     if stub.kind == "agent":
         targets = [c for c in calls if c.alias == name]
@@ -339,18 +357,152 @@ def _check_stub(
                 or (f"stages with agents: {', '.join(stages)}" if stages else None),
             )
             return
-    if stub.value is None or not _constant(checker, stub.value, "a stub's value", case):
-        return
-    for call in targets:
-        what = f"the agent `{call.alias}`" if call.alias else "the agent"
-        before = len(checker.diags)
-        _fits(
-            checker,
-            stub.value,
-            call.type,
-            stub,
-            f"{what} in stage `{call.stage}`",
-            call.expect_span,
-        )
-        if len(checker.diags) > before:
-            break
+    for value in _values(stub):
+        if not _constant(checker, value, "a stub's value", case):
+            continue
+        for call in targets:
+            what = f"the agent `{call.alias}`" if call.alias else "the agent"
+            before = len(checker.diags)
+            _fits(
+                checker,
+                value,
+                call.type,
+                stub,
+                f"{what} in stage `{call.stage}`",
+                call.expect_span,
+            )
+            if len(checker.diags) > before:
+                break
+
+
+def _values(stub: ast.TestStub) -> list[ast.Expr]:
+    """Every answer of ``stub``, in call order."""
+    if stub.values:
+        return list(stub.values)
+    return [stub.value] if stub.value is not None else []
+
+
+@dataclass(slots=True)
+class NamedStep:
+    """A ``let NAME = …`` of the flow (``stage``: the stage it is in; ``value``: its expression;
+    ``type``: the value's type), or an ``ask`` (``let`` bound or not) when found for ``stub ask``."""
+
+    name: str | None
+    stage: str
+    value: ast.Expr
+    type: Type
+    span: Span
+
+
+def named_steps(stages: list[ast.StageDecl], types: dict[int, Type]) -> list[NamedStep]:
+    """Every ``let`` of ``stages`` (checked), in source order."""
+    out = []
+    for stage in stages:
+        for node in ast.walk(stage.body):
+            if isinstance(node, ast.LetStmt):
+                out.append(
+                    NamedStep(
+                        node.name.name,
+                        stage.name.name,
+                        node.value,
+                        types.get(id(node.value), ERROR),
+                        node.name.span,
+                    )
+                )
+    return out
+
+
+def ask_targets(stages: list[ast.StageDecl], types: dict[int, Type], name: str) -> list[NamedStep]:
+    """The ``ask`` expressions ``stub ask NAME`` answers: the one bound by ``let NAME = ask …``,
+    else every ``ask`` inside stage ``NAME``."""
+    bound = [
+        s for s in named_steps(stages, types) if s.name == name and isinstance(s.value, ast.AskExpr)
+    ]
+    if bound:
+        return bound
+    out = []
+    for stage in stages:
+        if stage.name.name != name:
+            continue
+        for node in ast.walk(stage.body):
+            if isinstance(node, ast.AskExpr):
+                out.append(NamedStep(None, name, node, types.get(id(node), ERROR), node.span))
+    return out
+
+
+#: the expressions a ``let`` of its own compiles to one step (``stub step`` can replace)
+_STEP_EXPRS = (
+    ast.Call,
+    ast.AgentExpr,
+    ast.AskExpr,
+    ast.MapExpr,
+    ast.FilterExpr,
+    ast.ReduceExpr,
+    ast.VerifyExpr,
+)
+
+
+def _check_named_stub(checker: Any, stub: ast.TestStub, case: str | None) -> None:
+    """``stub ask NAME`` and ``stub step NAME``: the target exists, each value fits its type."""
+    name = stub.target.name
+    if stub.kind == "ask":
+        targets = ask_targets(checker.stage_order, checker.types, name)
+        if not targets:
+            asks = sorted(
+                {
+                    s.name
+                    for s in named_steps(checker.stage_order, checker.types)
+                    if s.name and isinstance(s.value, ast.AskExpr)
+                }
+                | {
+                    st.name.name
+                    for st in checker.stage_order
+                    if any(isinstance(n, ast.AskExpr) for n in ast.walk(st.body))
+                }
+            )
+            checker.report(
+                D.UNKNOWN_STUB_TARGET,
+                f"no `ask` of this flow is bound to `{name}` or inside a stage `{name}`",
+                stub.target.span,
+                hint=did_you_mean(name, asks)
+                or (f"asks: {', '.join(asks)}" if asks else "this flow asks nothing"),
+            )
+            return
+    else:
+        targets = [s for s in named_steps(checker.stage_order, checker.types) if s.name == name]
+        inline = [t for t in targets if not isinstance(t.value, _STEP_EXPRS)]
+        if inline:
+            checker.report(
+                D.UNKNOWN_STUB_TARGET,
+                f"`{name}` is not a step of its own: its value is computed from other values",
+                stub.target.span,
+                notes=[Note(f"`{name}` is computed here", inline[0].value.span)],
+                hint="stub what it is computed from (a tool, agent or ask), or bind that to a "
+                "`let` of its own",
+            )
+            return
+        if not targets:
+            lets = sorted(
+                {s.name for s in named_steps(checker.stage_order, checker.types) if s.name}
+            )
+            checker.report(
+                D.UNKNOWN_STUB_TARGET,
+                f"no `let {name} = …` in this flow's stages",
+                stub.target.span,
+                hint=did_you_mean(name, lets)
+                or (f"steps that can be stubbed: {', '.join(lets)}" if lets else None),
+            )
+            return
+    for value in _values(stub):
+        if not _constant(checker, value, "a stub's value", case):
+            continue
+        for target in targets:
+            what = (
+                f"the `ask` in stage `{target.stage}`"
+                if stub.kind == "ask"
+                else (f"`{name}` in stage `{target.stage}`")
+            )
+            before = len(checker.diags)
+            _fits(checker, value, target.type, stub, what, target.span)
+            if len(checker.diags) > before:
+                break

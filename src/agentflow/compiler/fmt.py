@@ -418,7 +418,7 @@ _SPAN_FIELDS = frozenset(
         "catalog_span",
         "tolerate_span",
     }
-    | {"fails_span", "code_span"}
+    | {"fails_span", "code_span", "path_span"}
 )
 
 

@@ -54,6 +54,7 @@ __all__ = [
     "RETRYABLE_CODES",
     "STATEMENT_WORDS",
     "TEST_WORDS",
+    "STUB_KINDS",
     "TOOLS_NONE",
     "TOP_LEVEL_WORDS",
     "UNARY_CONDITION_OPS",
@@ -80,8 +81,11 @@ TOP_LEVEL_WORDS: tuple[str, ...] = (
     "test",
 )
 #: Words inside a ``test "name" { … }`` block besides ``input`` and ``expect``
-#: (docs/reference/testing.md): ``stub agent A returns V``, ``stub tool T fails "code"``.
-TEST_WORDS: tuple[str, ...] = ("stub", "returns", "fails")
+#: (docs/reference/testing.md): ``stub agent A returns V then W``, ``stub tool T fails "code"``,
+#: ``stub step S returns V``, ``replay "cassette.jsonl"``.
+TEST_WORDS: tuple[str, ...] = ("stub", "returns", "fails", "then", "step", "replay")
+#: What ``stub KIND NAME`` may stand in for, in the order completion offers them.
+STUB_KINDS: tuple[str, ...] = ("agent", "stage", "tool", "ask", "step")
 #: Words that follow ``use`` (``agent``, ``team``) or ``extern`` (``tool``; ``type`` is top-level).
 DECLARATION_WORDS: tuple[str, ...] = ("agent", "team", "tool")
 #: Words that start a statement in a stage body (docs/spec/LANGUAGE.md §5).

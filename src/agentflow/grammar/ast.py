@@ -609,18 +609,33 @@ class TestInput(Node):
 
 @dataclass(slots=True, eq=False)
 class TestStub(Node):
-    """``stub agent|stage|tool NAME returns V`` or ``stub tool NAME fails "code"``.
+    """``stub agent|stage|tool|ask NAME returns V [then V2 …]``, ``stub step NAME returns V`` or
+    ``stub tool NAME fails "code"``.
 
-    ``kind``: ``agent`` (an alias), ``stage`` (every agent call inside the stage) or ``tool``;
-    ``value``: the answer or result (None for ``fails``); ``fails``: the error code, with
-    ``fails_span`` its string's span.
+    ``kind``: ``agent`` (an alias), ``stage`` (every agent call inside the stage), ``tool``,
+    ``ask`` (the human's answer to the ``ask`` bound by ``let NAME``, or to every ``ask`` of stage
+    ``NAME``) or ``step`` (the value of the step bound by ``let NAME``: it does not run);
+    ``value``: the answer or result (None for ``fails``), the first of ``values`` (every answer,
+    in call order: one answers every call, several answer the calls in turn); ``fails``: the
+    error code, with ``fails_span`` its string's span.
     """
 
-    kind: Literal["agent", "stage", "tool"]
+    kind: str  # agent, stage, tool, ask or step
     target: Ident
     value: Expr | None
     fails: str | None = None
     fails_span: Span | None = None
+    values: list[Expr] = field(default_factory=list)
+
+
+@dataclass(slots=True, eq=False)
+class TestReplay(Node):
+    """``replay "cassette.jsonl"`` in a test: model requests answer from that cassette (a
+    ``--record`` file; ``path`` relative to the ``.flow`` file's directory, ``path_span`` its
+    string's span)."""
+
+    path: str
+    path_span: Span
 
 
 @dataclass(slots=True, eq=False)
@@ -641,7 +656,7 @@ class TestDecl(Item):
 
     name: str
     name_span: Span
-    body: list[TestInput | TestStub | TestExpect]
+    body: list[TestInput | TestStub | TestExpect | TestReplay]
     cases: Expr | None = None
     case: Ident | None = None
 
@@ -656,6 +671,10 @@ class TestDecl(Item):
     @property
     def expects(self) -> list[TestExpect]:
         return [i for i in self.body if isinstance(i, TestExpect)]
+
+    @property
+    def replays(self) -> list[TestReplay]:
+        return [i for i in self.body if isinstance(i, TestReplay)]
 
 
 @dataclass(slots=True, eq=False)

@@ -301,7 +301,30 @@ class Builder:
         return ast.TestInput(_cover(c[0], c[1]), c[1])
 
     def _stub(self, c, kind):
-        return ast.TestStub(_cover(c[0], c[-1]), kind, ast.Ident(c[2].span, c[2].value), c[4])
+        values = c[4] if isinstance(c[4], list) else [c[4]]
+        return ast.TestStub(
+            _cover(c[0], values[-1]),
+            kind,
+            ast.Ident(c[2].span, c[2].value),
+            values[0],
+            values=values,
+        )
+
+    def stub_answers(self, c):
+        if len(c) == 1:
+            return [c[0]]
+        c[0].append(c[2])
+        return c[0]
+
+    def stub_ask(self, c):
+        return self._stub(c, "ask")
+
+    def stub_step(self, c):
+        return self._stub(c, "step")
+
+    def test_replay(self, c):
+        path = _string_value(c[1], "a cassette path")
+        return ast.TestReplay(_cover(c[0], c[1]), path, c[1].span)
 
     def stub_agent(self, c):
         return self._stub(c, "agent")

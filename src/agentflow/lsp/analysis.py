@@ -37,6 +37,7 @@ from agentflow.core.vocabulary import (
     EXPRESSION_WORDS,
     KEYWORDS,
     STATEMENT_WORDS,
+    STUB_KINDS,
     TEST_WORDS,
     TOP_LEVEL_WORDS,
     VERDICT_TYPE,
@@ -980,10 +981,11 @@ class Analysis:
             # a `test` block (docs/reference/testing.md): its items, then stub targets
             if at_line_start:
                 return [Completion(k, "keyword", "test item") for k in ("input", "expect")] + [
-                    Completion(TEST_WORDS[0], "keyword", "test item")
+                    Completion(TEST_WORDS[0], "keyword", "test item"),
+                    Completion("replay", "keyword", 'replay "cassette.jsonl"'),
                 ]
             if prev == "stub":
-                return [Completion(k, "keyword") for k in ("agent", "stage", "tool")]
+                return [Completion(k, "keyword") for k in STUB_KINDS]
             if prev == "expect":
                 extra = [Completion("fail", "keyword", 'expect fail "code"')] + [
                     Completion(n, "variable") for n in ("output", "inferences", "calls")

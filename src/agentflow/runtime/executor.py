@@ -957,10 +957,12 @@ class Executor:
     async def judge(self, question: str, *, path: str, stack: list[str]) -> bool:
         """A yes/no judge-role call (one inference). Raises ``output_validation`` when the reply
         is neither yes nor no."""
+        from agentflow.runtime.models.base import JUDGE_SYSTEM_PROMPT
+
         text = await self.infer(
             "judge",
             question,
-            system="You are a strict judge. Answer with exactly one word: yes or no.",
+            system=JUDGE_SYSTEM_PROMPT,
             path=path,
             stack=stack,
         )

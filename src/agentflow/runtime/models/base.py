@@ -91,6 +91,11 @@ class ToolSpec:
     input_schema: dict[str, Any]
 
 
+#: The system prompt of a judge-role call (``where judge``, ``verify { judge … }``): the reply
+#: must be one word, yes or no. The test model recognises judge calls by it.
+JUDGE_SYSTEM_PROMPT = "You are a strict judge. Answer with exactly one word: yes or no."
+
+
 @dataclass
 class ChatRequest:
     """One inference request.

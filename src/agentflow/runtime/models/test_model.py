@@ -263,10 +263,11 @@ class TestModel:
     async def chat(self, request: ChatRequest) -> ChatResponse:
         """Answer ``request``: tool calls first (``call_tools``, once per conversation), then a
         JSON value generated from ``response_schema`` (text when there is none; ``yes`` or ``no``,
-        drawn like a value, to a judge's yes-or-no question). Raises
+        from the seed, to a judge). Raises
         :class:`agentflow.errors.ModelError` (code ``model_error``) when the contract admits no
         value the generator can produce."""
         from agentflow.errors import ModelError
+        from agentflow.runtime.models.base import JUDGE_SYSTEM_PROMPT
 
         rng = self._rng(request)
         usage = {"input_tokens": 0, "output_tokens": 0}
@@ -290,10 +291,11 @@ class TestModel:
                     model=self.label,
                 )
         if request.response_schema is None:
-            system = " ".join(m.content or "" for m in request.messages if m.role == "system")
-            if "yes or no" in system:  # a judge (filter … where judge, verify's judge)
-                verdict = rng.choice(["yes", "no"])
-                return ChatResponse(text=verdict, usage=usage, model=self.label)
+            judged = any(
+                m.role == "system" and m.content == JUDGE_SYSTEM_PROMPT for m in request.messages
+            )
+            if judged:  # a judge: yes or no, from the seed (exploration sees both verdicts)
+                return ChatResponse(text=rng.choice(("yes", "no")), usage=usage, model=self.label)
             return ChatResponse(text="test answer", usage=usage, model=self.label)
         try:
             value = generate_value(request.response_schema, rng)
