@@ -64,3 +64,37 @@ async def test_a_tolerance_of_one_fails_naming_both_failures():
 async def test_a_percentage_tolerance_compiles_to_the_plan_and_runs():
     assert (await _run("20%")).status == "ok"
     assert (await _run("10%")).status == "error"
+
+
+async def test_an_outcome_error_names_its_place_as_a_run_error_does():
+    res = await _run("3")
+    assert res.status == "ok", res.error
+    errors = res.output["errors"]
+    assert errors[0]["step"] == "E0/do.3"
+    where = errors[0]["where"]
+    assert {k: where[k] for k in ("file", "line", "col", "stage", "item")} == {
+        "file": "scores.flow",
+        "line": 5,
+        "col": 5,
+        "stage": "scored",
+        "item": 3,
+    }
+    assert where["label"].startswith("scored › item 3")
+    assert errors[1]["where"]["item"] == 7
+    # the place of a failure that ends the run has the same fields
+    failed = await _run("1")
+    assert failed.error["stage"] == "scored"
+
+
+async def test_a_failure_place_is_readable_in_the_flow():
+    source = SOURCE.replace(
+        'let codes = map outcomes as o { o.error.code ?? "none" }',
+        'let codes = map outcomes.errors as e { "${e.where.stage}:${e.where.line ?? 0}:${e.where.item ?? -1}" }',
+    )
+    compiled = compile_source(source.replace("{tolerance}", "3"), "scores.flow")
+    catalog = Catalog()
+    catalog.register_function("user__work", user__work)
+    plan = load_plan_data(compiled.plan, "scores.flow")
+    res = await run_plan(plan, {"items": list(range(10))}, catalog=catalog)
+    assert res.status == "ok", res.error
+    assert res.output["codes"] == ["scored:5:3", "scored:5:7"]

@@ -3,10 +3,11 @@ map that tolerates failed items (``map … tolerate 3 { … }``), its ``Error``,
 ``.values`` / ``.errors``, and ``… catch [on [codes]] [as err] { fallback }``.
 
 ``Outcome<T>`` is a closed object type ``{ ok: bool, value?: T, error?: Error }`` named for hovers
-and messages; ``Error`` is ``{ code, message: text, step: text, source?: text }`` whose ``code`` is
-the literal union of the run-time error codes (``core.vocabulary.ERROR_CODES``), so comparing it
-with a code that does not exist is a type error.  The checker calls in here from ``visit_MapExpr``,
-``visit_CatchExpr`` and ``member_type``; nothing here keeps state.
+and messages; ``Error`` is ``{ code, message: text, step: text, source?: text, where: ErrorPlace }``
+whose ``code`` is the literal union of the run-time error codes (``core.vocabulary.ERROR_CODES``),
+so comparing it with a code that does not exist is a type error; its ``where`` is an
+``ErrorPlace`` (file, line, col, stage, item, agent, label).  The checker calls in here from
+``visit_MapExpr``, ``visit_CatchExpr`` and ``member_type``; nothing here keeps state.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentflow.compiler.types import (
     BOOL,
+    INT,
     TEXT,
     ErrorType,
     Field,
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ERROR_OBJECT",
+    "ERROR_PLACE",
     "OUTCOME_LIST_MEMBERS",
     "check_catch",
     "check_tolerance",
@@ -49,13 +52,34 @@ __all__ = [
 #: The name prefix of outcome types (``Outcome<T>``).
 _OUTCOME = "Outcome"
 
+
+def _maybe(t: Type) -> Field:
+    return Field(make_optional(t), optional=True)
+
+
+#: ``ErrorPlace``: where a failure happened, in the `.flow`'s terms (a run error's place:
+#: ``file``/``line``/``col`` of its source, the ``stage``, map ``item``, ``agent`` and ``label``).
+ERROR_PLACE = ObjectType(
+    {
+        "file": _maybe(TEXT),
+        "line": _maybe(INT),
+        "col": _maybe(INT),
+        "stage": _maybe(TEXT),
+        "item": _maybe(INT),
+        "agent": _maybe(TEXT),
+        "label": _maybe(TEXT),
+    },
+    name="ErrorPlace",
+)
+
 #: ``Error``: what a failed step reports (docs/spec/PLAN_IR.md §8).
 ERROR_OBJECT = ObjectType(
     {
         "code": Field(make_union([LiteralType(c) for c in ERROR_CODES])),
         "message": Field(TEXT),
         "step": Field(TEXT),
-        "source": Field(make_optional(TEXT), optional=True),
+        "source": _maybe(TEXT),
+        "where": Field(ERROR_PLACE),
     },
     name="Error",
 )

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from agentflow.core.spans import Span
 from agentflow.core.vocabulary import ERROR_CODES, HARD_STOP_CODES, MAX_CONCURRENCY
 from agentflow.errors import ExitError, RunError
 from agentflow.ir.outcomes import tolerance
@@ -294,11 +295,21 @@ _LISTED_FAILURES = 3
 
 
 def outcome_error(e: RunError, path: str) -> dict[str, Any]:
-    """The ``error`` of a failed item's outcome: ``{code, message, step, source?}`` (``step``: the
-    step path that failed, ``source``: its ``.flow`` position when known)."""
+    """The ``error`` of a failed item's outcome or of a caught failure (docs/spec/PLAN_IR.md §5):
+    ``{code, message, step, source?, where}`` — ``step``: the step path that failed, ``source``:
+    its ``.flow`` position (``file:line:col``) when known, ``where``: the same place as a run
+    error's (:class:`~agentflow.errors.ErrorInfo`): ``file``, ``line``, ``col`` of ``source``
+    and the failed step's ``stage``, ``item``, ``agent``, ``label`` (those known; an empty object
+    for a hand-written plan's step without a source)."""
     err: dict[str, Any] = {"code": e.code, "message": e.message, "step": e.step_path or path}
+    where: dict[str, Any] = {}
     if e.source:
         err["source"] = e.source
+        at = Span.parse(e.source)
+        if at is not None:
+            where.update(file=at.file, line=at.line, col=at.column)
+    where.update(e.where)
+    err["where"] = where
     return err
 
 
