@@ -123,3 +123,29 @@ def test_every_compiled_contract_passes_the_metaschema(name):
     for s in schemas:
         jsonschema.Draft202012Validator.check_schema(s)
         assert '"default"' not in json.dumps(s)
+
+
+def test_outcome_and_error_contracts_accept_what_the_runtime_produces():
+    from agentflow.errors import RunError
+    from agentflow.runtime.control import outcome_error
+
+    source = """
+type Report { item: int, score: number }
+stage s -> Outcome<Report>[] { [] }
+"""
+    result = check_source(source, "o.flow")
+    assert result.ok, [d.message for d in result.diagnostics]
+    schema = contract_for(result.stage_types["s"], result.env)
+    assert schema["$defs"]["Error"]["additionalProperties"] is False
+    assert schema["$defs"]["Error"]["properties"]["where"] == {"$ref": "#/$defs/ErrorPlace"}
+    failure = RunError("tool_error", "boom", "E0/do.1", "o.flow:3:5")
+    failure.where = {"stage": "s", "item": 1, "label": "s › item 1 › user__score"}
+    outcomes = [
+        {"ok": True, "value": {"item": 0, "score": 0.5}},
+        {"ok": False, "error": outcome_error(failure, "E0/do.1")},
+    ]
+    jsonschema.validate(outcomes, schema)
+    assert outcomes[1]["error"]["where"]["line"] == 3
+    wrong = [{"ok": False, "error": {**outcomes[1]["error"], "code": "no_such_code"}}]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(wrong, schema)

@@ -737,6 +737,23 @@ def test_use_name_must_be_a_string(kind: str):
     [
         ("list<text>", "agentflow writes a list as `text[]`"),
         ("Array<string>", "agentflow writes a list as `text[]`"),
+        ("Dict<Integer>", "agentflow writes an object with text keys as `map<int>`"),
+        ("Result<text>", "a value or the error of a failed item is `Outcome<text>`"),
+    ],
+)
+def test_a_generic_type_of_another_language_is_an_unknown_type_with_its_spelling(
+    written: str, hint: str
+):
+    # `Name<T>` parses (`Outcome<T>` is a type); the checker names the agentflow spelling
+    result = check_source(f"type A {{ x: {written} }}", "m.flow")
+    d = result.diagnostics[0]
+    assert (d.code, d.hint) == ("unknown-type", hint), (d.message, d.hint)
+    assert d.message == f"unknown type `{written.split('<')[0]}<…>`"
+
+
+@pytest.mark.parametrize(
+    "written, hint",
+    [
         ("List[str]", "agentflow writes a list as `text[]`"),
         ("Optional[int]", "agentflow writes an optional type as `int?`"),
         ("Dict[str, Integer]", "agentflow writes an object with text keys as `map<int>`"),
@@ -756,3 +773,9 @@ def test_map_with_two_arguments_names_the_closing_angle():
 def test_interpolation_error_names_the_closing_brace():
     d = _first('stage s -> text {\n  return "a ${x return} b"\n}')
     assert d.message == "expected `}`, found `return`", d.message
+
+
+def test_an_outcome_with_two_type_arguments_names_its_one_argument():
+    d = _first("type A { x: Outcome<string, Error> }")
+    assert d.message == "expected `>`, found `,`"
+    assert d.hint == "`Outcome<T>` takes only the type of its value: `Outcome<text>`"

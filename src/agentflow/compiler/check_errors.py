@@ -32,7 +32,14 @@ from agentflow.compiler.types import (
 )
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Note, did_you_mean
-from agentflow.core.vocabulary import ERROR_CODES, HARD_STOP_CODES
+from agentflow.core.vocabulary import (
+    ERROR_CODES,
+    ERROR_PLACE_TYPE,
+    ERROR_TYPE,
+    GENERIC_TYPES,
+    HARD_STOP_CODES,
+    OUTCOME_TYPE,
+)
 
 if TYPE_CHECKING:
     from agentflow.grammar import ast
@@ -47,10 +54,12 @@ __all__ = [
     "outcome_list_member",
     "outcome_type",
     "outcome_value_type",
+    "resolve_builtin_name",
+    "resolve_generic",
 ]
 
 #: The name prefix of outcome types (``Outcome<T>``).
-_OUTCOME = "Outcome"
+_OUTCOME = OUTCOME_TYPE
 
 
 def _maybe(t: Type) -> Field:
@@ -69,7 +78,7 @@ ERROR_PLACE = ObjectType(
         "agent": _maybe(TEXT),
         "label": _maybe(TEXT),
     },
-    name="ErrorPlace",
+    name=ERROR_PLACE_TYPE,
 )
 
 #: ``Error``: what a failed step reports (docs/spec/PLAN_IR.md §8).
@@ -81,7 +90,7 @@ ERROR_OBJECT = ObjectType(
         "source": _maybe(TEXT),
         "where": Field(ERROR_PLACE),
     },
-    name="Error",
+    name=ERROR_TYPE,
 )
 
 #: The helpers of a list of outcomes: ``.values`` (the successes' values, input order) and
@@ -129,6 +138,43 @@ def outcome_list_member(t: Type, name: str) -> Type | None:
     if value is None:
         return None
     return ListType(value) if name == "values" else ListType(ERROR_OBJECT)
+
+
+def resolve_builtin_name(name: str, span: Any, report) -> Type | None:
+    """The type a bare built-in name of errors as values stands for in a type annotation:
+    ``Error``, ``ErrorPlace``; ``Outcome`` without its value type is ``unknown-type`` (ERROR).
+    None for any other name.  ``report(code, message, span, hint=…)`` is the checker's."""
+    if name == ERROR_TYPE:
+        return ERROR_OBJECT
+    if name == ERROR_PLACE_TYPE:
+        return ERROR_PLACE
+    if name == OUTCOME_TYPE:
+        report(
+            D.UNKNOWN_TYPE,
+            f"`{OUTCOME_TYPE}` needs the type of its value: `{OUTCOME_TYPE}<T>`",
+            span,
+            hint=f"write the type of the value it holds when it succeeds, e.g. `{OUTCOME_TYPE}<text>`",
+        )
+        return ErrorType()
+    return None
+
+
+def resolve_generic(t: ast.GenericType, arg: Type, report) -> Type:
+    """``Name<arg>`` written in a type annotation: ``Outcome<T>`` is :func:`outcome_type`; any
+    other name is ``unknown-type`` (ERROR), hinting at the agentflow spelling of another
+    language's generic (``list<text>`` → ``text[]``, ``Dict<int>`` → ``map<int>``)."""
+    from agentflow.grammar import ast as A
+
+    if t.name == OUTCOME_TYPE:
+        return ErrorType() if isinstance(arg, ErrorType) else outcome_type(arg)
+    written = t.arg.name if isinstance(t.arg, A.NamedType) else type_str(arg)
+    hint = D.generic_type_hint(t.name, [written])
+    if hint is None and t.name.lower() in ("result", "either", "try", "outcome"):
+        hint = f"a value or the error of a failed item is `{OUTCOME_TYPE}<{written}>`"
+    if hint is None:
+        hint = "only " + ", ".join(f"`{g}<T>`" for g in GENERIC_TYPES) + " and `map<T>` take a type"
+    report(D.UNKNOWN_TYPE, f"unknown type `{t.name}<…>`", t.name_span, hint=hint)
+    return ErrorType()
 
 
 def check_tolerance(e: ast.MapExpr, report) -> None:

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from agentflow.compiler import check_errors
 from agentflow.compiler.check_expressions import literal_const
 from agentflow.compiler.symbols import ToolSig, suggest
 from agentflow.compiler.types import (
@@ -271,10 +272,16 @@ class TypeChecks:
                 return self.env.externs[name]
             if name in self.error_names:
                 return ERROR
+            builtin = check_errors.resolve_builtin_name(name, t.span, self.report)
+            if builtin is not None:  # Error, ErrorPlace; `Outcome` without its `<T>`
+                return builtin
             self.report(
                 D.UNKNOWN_TYPE, f"unknown type `{name}`", t.span, hint=self._type_hint(name)
             )
             return ERROR
+        if isinstance(t, ast.GenericType):  # Outcome<T>
+            arg = self.resolve_type(t.arg, alias_stack)
+            return check_errors.resolve_generic(t, arg, self.report)
         if isinstance(t, ast.ArrayType):
             return ListType(self.resolve_type(t.element, alias_stack))
         if isinstance(t, ast.OptionalType):

@@ -3,7 +3,8 @@
 Rules:
 
 - named object types are emitted once under ``$defs`` and referenced with ``$ref``; the root type of
-  an agent contract is inlined at the root and refers to itself as ``{"$ref": "#"}``;
+  an agent contract is inlined at the root and refers to itself as ``{"$ref": "#"}``; so are the
+  built-in ``Error`` and ``ErrorPlace``, while ``Outcome<T>`` is inlined (``{ok, value?, error?}``);
 - objects are closed (``additionalProperties: false``); ``required`` lists the non-optional fields;
 - ``T?`` is ``anyOf [T, {"type": "null"}]``; a union of literals is an ``enum``;
 - doc comments become ``description``; constraints become ``minimum``/``maximum``,
@@ -22,6 +23,8 @@ from agentflow.errors import ContractError
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 DURATION_PATTERN = f"^{vocabulary.DURATION_PATTERN}$"
+#: Built-in object types emitted under ``$defs`` by their name (errors as values).
+_BUILTIN_OBJECTS = frozenset({vocabulary.ERROR_TYPE, vocabulary.ERROR_PLACE_TYPE})
 
 
 class _Builder:
@@ -38,6 +41,10 @@ class _Builder:
         if isinstance(t, T.ObjectType):
             if t.name is not None and t.name in self.env.objects:
                 return self.named(t.name)
+            if t.name in _BUILTIN_OBJECTS:  # Error, ErrorPlace: once under `$defs`
+                if t.name not in self.defs:
+                    self.defs[t.name] = self.object(t)
+                return {"$ref": f"#/$defs/{t.name}"}
             return self.object(t)
         if isinstance(t, T.Prim):
             return self.prim(t)

@@ -59,6 +59,10 @@ __all__ = [
     "TOP_LEVEL_WORDS",
     "UNARY_CONDITION_OPS",
     "VERDICT_TYPE",
+    "OUTCOME_TYPE",
+    "ERROR_TYPE",
+    "ERROR_PLACE_TYPE",
+    "GENERIC_TYPES",
     "duration_ms",
 ]
 
@@ -187,7 +191,21 @@ PRIMITIVE_TYPES: tuple[str, ...] = (
 VERDICT_TYPE = "Verdict"
 #: Every name a type position resolves without a declaration; such a name cannot be declared.
 #: (``null`` is a literal type and a reserved word, not a name.)
-BUILTIN_TYPES: tuple[str, ...] = (*PRIMITIVE_TYPES, VERDICT_TYPE)
+#: Errors as values (docs/reference/errors-as-values.md): ``Outcome<T>`` (a map item's value or
+#: error), ``Error`` (a failure: code, message, step, source, where) and ``ErrorPlace`` (its
+#: ``where``).  ``Outcome`` is written with its value type only.
+OUTCOME_TYPE = "Outcome"
+ERROR_TYPE = "Error"
+ERROR_PLACE_TYPE = "ErrorPlace"
+#: Built-in types written ``Name<T>`` (besides ``map<T>``, whose name is a keyword).
+GENERIC_TYPES: tuple[str, ...] = (OUTCOME_TYPE,)
+BUILTIN_TYPES: tuple[str, ...] = (
+    *PRIMITIVE_TYPES,
+    VERDICT_TYPE,
+    OUTCOME_TYPE,
+    ERROR_TYPE,
+    ERROR_PLACE_TYPE,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Control steps of plans (docs/spec/PLAN_IR.md §5–6)

@@ -86,6 +86,16 @@ class MapType(TypeExpr):
 
 
 @dataclass(slots=True, eq=False)
+class GenericType(TypeExpr):
+    """``Name<T>``: a built-in type that takes a type argument (``Outcome<Report>``;
+    docs/reference/errors-as-values.md).  ``name_span`` covers the name alone."""
+
+    name: str
+    arg: TypeExpr
+    name_span: Span
+
+
+@dataclass(slots=True, eq=False)
 class Constraint(Node):
     """``@range(0, 10)``, ``@length(1, 80)``, ``@pattern("…")``, ``@format("uri")``."""
 

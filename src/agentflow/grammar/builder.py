@@ -373,6 +373,9 @@ class Builder:
     def map_type(self, c):
         return ast.MapType(_cover(c[0], c[3]), c[2])
 
+    def generic_type(self, c):
+        return ast.GenericType(_cover(c[0], c[3]), c[0].value, c[2], c[0].span)
+
     def literal_type(self, c):
         t = c[0]
         typ = t.type

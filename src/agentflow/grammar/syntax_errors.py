@@ -14,7 +14,7 @@ from typing import Any
 
 from agentflow.core import diagnostics as diag
 from agentflow.core.spans import Span
-from agentflow.core.vocabulary import AGENT_CLAUSES, STATEMENT_WORDS
+from agentflow.core.vocabulary import AGENT_CLAUSES, OUTCOME_TYPE, STATEMENT_WORDS
 from agentflow.core.vocabulary import KEYWORD_TERMINALS as KEYWORDS
 from agentflow.grammar import ast
 from agentflow.grammar.scanner import OPENERS, OPS, TOP_LEVEL, Scanner, SynErr, Tok
@@ -79,8 +79,8 @@ def _expected_words(expected: set[str]) -> list[str]:
         words.append("an expression")
         exp -= _EXPR_START
     ops = _OPERATORS & exp
-    if "GT" in exp and "LT" not in exp:
-        ops -= {"GT"}  # the `>` closing `map<T>`, not a comparison
+    if "GT" in exp and ("LT" not in exp or "PIPE" in exp):
+        ops -= {"GT"}  # the `>` closing `map<T>`/`Outcome<T>` (`|` fits: a type), no comparison
     rest = exp - ops - {"$END", "LSQB", "LPAR", "QMARK", "PIPE", "AT"}
     for t in sorted(rest, key=_term_order):
         if t in _PUNCT_WORDS:
@@ -124,6 +124,7 @@ _CLAUSE_EXAMPLE = {KEYWORDS[c]: example for c, example in AGENT_CLAUSES.items()}
 
 
 _WORD_BEFORE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*(\[\s*)?$")
+_GENERIC_BASE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*<\s*([A-Za-z_][A-Za-z0-9_]*)[^<>]*$")
 _TYPE_ARGS = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:,\s*([A-Za-z_][A-Za-z0-9_]*)\s*)?[>\]]")
 
 
@@ -132,9 +133,15 @@ def _generic_hint(tok: Any, expected: set[str], sc: Scanner) -> str | None:
     ``list<text>`` / ``List[str]`` / ``Optional[int]`` / ``Dict[str, int]`` / ``map<text, int>``."""
     typ = tok.type
     i = tok.start - sc.ob
-    if typ == "COMMA" and "GT" in expected and "LT" not in expected:
+    if typ == "COMMA" and "GT" in expected and ("LT" not in expected or "PIPE" in expected):
         m = _TYPE_ARGS.match(sc.text, i + 1)
         value = diag.agentflow_type_name(m.group(1)) if m else "T"
+        base = _GENERIC_BASE.search(sc.text, max(0, i - 200), i)
+        if base is not None and base.group(1) == OUTCOME_TYPE:
+            first = diag.agentflow_type_name(base.group(2))
+            return (
+                f"`{OUTCOME_TYPE}<T>` takes only the type of its value: `{OUTCOME_TYPE}<{first}>`"
+            )
         return f"`map<T>` takes only the value type (its keys are text): `map<{value}>`"
     if typ == "LT" and "LT" not in expected:
         j = i + 1
