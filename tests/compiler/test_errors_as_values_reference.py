@@ -19,7 +19,7 @@ def _programs() -> list[str]:
 
 def test_the_reference_programs_check_clean():
     programs = _programs()
-    assert len(programs) == 4
+    assert len(programs) == 5
     for text in programs:
         result = check_source(text, "reference.flow")
         assert not result.diagnostics, [d.message for d in result.diagnostics]

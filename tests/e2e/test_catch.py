@@ -103,3 +103,62 @@ stage notes -> text {
     result, _ = await _run(source, chat_server, tmp_path)
     assert result.status == "ok", result.error
     assert result.output == "no notes (tool_error at E0/do)"
+
+
+async def test_a_try_block_guards_several_statements_and_a_fail_inside_is_caught(
+    chat_server, tmp_path
+):
+    source = """\
+stage notes -> text {
+  let first = try {
+    let listing = list_dir(path: ".")
+    require listing.count > 100 else fail "too few files"
+    read_file(path: "missing.txt")
+  } catch as e { "caught ${e.code}: ${e.message} in ${e.where.stage ?? "?"}" }
+  let second = try {
+    let body = read_file(path: "missing.txt")
+    "read ${body}"
+  } catch on [tool_error] as e { "no file (${e.code} at line ${e.where.line ?? 0})" }
+  return "${first} / ${second}"
+}
+"""
+    result, events = await _run(source, chat_server, tmp_path)
+    assert result.status == "ok", result.error
+    assert result.output == (
+        "caught failed: too few files in notes / no file (tool_error at line 8)"
+    )
+    caught = [e for e in events if e.kind == "step_caught"]
+    assert [c.data["error"]["code"] for c in caught] == ["failed", "tool_error"]
+
+
+async def test_a_try_statement_runs_its_fallback_for_its_effects(chat_server, tmp_path):
+    source = """\
+stage saved -> text {
+  try {
+    let body = read_file(path: "missing.txt")
+    write_file(path: "copy.txt", content: body)
+  } catch as e {
+    write_file(path: "error.txt", content: e.code)
+  }
+  return "done"
+}
+"""
+    result, _ = await _run(source, chat_server, tmp_path)
+    assert result.status == "ok", result.error
+    assert (tmp_path / "error.txt").read_text(encoding="utf-8") == "tool_error"
+    assert not (tmp_path / "copy.txt").exists()
+
+
+async def test_a_hook_abort_inside_a_try_block_is_never_caught(chat_server, tmp_path):
+    source = """\
+stage listing -> text {
+  try {
+    let files = list_dir(path: ".")
+    "${files.count} files"
+  } catch { "none" }
+}
+"""
+    hooks = Hooks(gate=lambda call: abort("not today"))
+    result, events = await _run(source, chat_server, tmp_path, hooks=hooks)
+    assert result.status == "aborted", result.error
+    assert not [e for e in events if e.kind == "step_caught"]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from agentflow.compiler.types import (
     BOOL,
     INT,
+    NULL,
     TEXT,
     ErrorType,
     Field,
@@ -25,6 +26,7 @@ from agentflow.compiler.types import (
     ObjectType,
     OptionalType,
     Type,
+    join,
     make_optional,
     make_union,
     type_str,
@@ -209,7 +211,7 @@ _MODEL_CODES = frozenset({"model_error", "content_filter"})
 _AGENT_CODES = frozenset({"invalid_member", "write_scope"})
 
 
-def _can_fail(guarded: ast.Expr, tool_calls: set[int]) -> bool:
+def _can_fail(guarded: ast.Node, tool_calls: set[int]) -> bool:
     """Whether the guarded expression runs anything that may fail at run time: a tool call, an
     agent, a question, a control expression, a `fail`, or a read of a path that may be missing
     (member, index, projection) or a division."""
@@ -219,7 +221,8 @@ def _can_fail(guarded: ast.Expr, tool_calls: set[int]) -> bool:
         if isinstance(
             n,
             (A.Call, A.AgentExpr, A.AskExpr, A.VerifyExpr, A.MapExpr, A.FilterExpr)
-            + (A.ReduceExpr, A.CatchExpr, A.Member, A.Index, A.Projection, A.FailStmt),
+            + (A.ReduceExpr, A.CatchExpr, A.TryExpr, A.Member, A.Index, A.Projection)
+            + (A.FailStmt, A.RequireStmt),
         ):
             return True
         if isinstance(n, A.Binary) and n.op in ("/", "%"):
@@ -227,7 +230,7 @@ def _can_fail(guarded: ast.Expr, tool_calls: set[int]) -> bool:
     return False
 
 
-def _calls_models(guarded: ast.Expr, agents_only: bool) -> bool:
+def _calls_models(guarded: ast.Node, agents_only: bool) -> bool:
     from agentflow.grammar import ast as A
 
     for n in A.walk(guarded):
@@ -242,20 +245,52 @@ def _calls_models(guarded: ast.Expr, agents_only: bool) -> bool:
     return False
 
 
-def check_catch(ck: Any, e: ast.CatchExpr, hint: Type | None) -> Type:
-    """Type ``guarded catch … { fallback }``: the guarded expression's type ``T`` (checked
-    against ``hint`` when given); the fallback must produce ``T`` (``type-mismatch``) with the
-    binding typed ``Error``.  Codes must be run-time error codes (``unknown-error-code``), not ones
-    that stop the run (``uncatchable-error-code``), and possible for what is guarded
-    (``impossible-error-code``, warning); a catch whose guarded expression cannot fail is
-    ``unreachable-catch`` (warning).  ``ck`` is the checker (``expr``, ``infer``, ``body``,
-    ``report``, scopes)."""
-    from agentflow.compiler.checker import Symbol  # the checker imports this module
+def _guarded(e: ast.CatchExpr | ast.TryExpr) -> ast.Node:
+    """What a catch guards: the expression before ``catch``, or the ``try`` block."""
+    from agentflow.grammar import ast as A
 
-    # the fallback must produce what the context expects, else the guarded expression's type
-    guarded = ck.expr(e.guarded, hint) if hint is not None else ck.infer(e.guarded)
-    t = hint if hint is not None and not isinstance(guarded, ErrorType) else widen(guarded)
+    return e.block if isinstance(e, A.TryExpr) else e.guarded
+
+
+def _block(ck: Any, block: ast.Block, expected: Type | None, span: Any, what: str, value: bool):
+    """Check a ``try`` block or fallback as a body; when its ``value`` is not used (a ``try``
+    statement) it need not produce one (its type is then ``null`` or what it produced)."""
+    if value:
+        return ck.body(block, expected, span, what)
+    from agentflow.compiler.check_statements import _Frame  # it imports this module
+
+    frame = _Frame(None)
+    ck.frames.append(frame)
+    ck.scopes.append({})
+    try:
+        ck.stmts(block.stmts, frame, top=True)
+    finally:
+        ck.pop_scope()
+        ck.frames.pop()
+    return join(frame.values, ck.env) if frame.values else NULL
+
+
+def check_catch(ck: Any, e: ast.CatchExpr | ast.TryExpr, hint: Type | None) -> Type:
+    """Type ``guarded catch … { fallback }`` or ``try { … } catch … { fallback }``: the guarded
+    expression's (block's) type ``T`` (checked against ``hint`` when given); the fallback must
+    produce ``T`` (``type-mismatch``) with the binding typed ``Error``.  A ``try`` whose value is
+    not used (a statement) needs no value from either block.  Codes must be run-time error codes
+    (``unknown-error-code``), not ones that stop the run (``uncatchable-error-code``), and
+    possible for what is guarded (``impossible-error-code``, warning); a catch whose guarded
+    expression cannot fail is ``unreachable-catch`` (warning).  ``ck`` is the checker (``expr``,
+    ``infer``, ``body``, ``stmts``, ``report``, scopes)."""
+    from agentflow.compiler.symbols import Symbol
+    from agentflow.grammar import ast as A
+
     kw = e.keyword_span or e.span
+    guarded_node = _guarded(e)
+    used = not (isinstance(e, A.TryExpr) and ck.discarded is e)
+    if isinstance(e, A.TryExpr):
+        guarded = _block(ck, e.block, hint, e.try_span or e.span, "the `try` block", used)
+    else:
+        # the fallback must produce what the context expects, else the guarded expression's type
+        guarded = ck.expr(e.guarded, hint) if hint is not None else ck.infer(e.guarded)
+    t = hint if hint is not None and not isinstance(guarded, ErrorType) else widen(guarded)
     for code in e.codes or []:
         name = code.name
         if name not in ERROR_CODES:
@@ -274,8 +309,8 @@ def check_catch(ck: Any, e: ast.CatchExpr, hint: Type | None) -> Type:
                 hint="a budget, the deadline or a stop (a hook, a signal) ends the run whatever "
                 "handles failures; remove the code",
             )
-        elif (name in _MODEL_CODES and not _calls_models(e.guarded, agents_only=False)) or (
-            name in _AGENT_CODES and not _calls_models(e.guarded, agents_only=True)
+        elif (name in _MODEL_CODES and not _calls_models(guarded_node, agents_only=False)) or (
+            name in _AGENT_CODES and not _calls_models(guarded_node, agents_only=True)
         ):
             needs = "a model call" if name in _MODEL_CODES else "an agent"
             ck.report(
@@ -284,20 +319,21 @@ def check_catch(ck: Any, e: ast.CatchExpr, hint: Type | None) -> Type:
                 code.span,
                 hint="remove the code, or guard the expression that can fail with it",
             )
-    if not _can_fail(e.guarded, ck.tool_calls):
+    if not _can_fail(guarded_node, ck.tool_calls):
+        what = "block" if isinstance(e, A.TryExpr) else "expression"
         ck.report(
             D.UNREACHABLE_CATCH,
-            "this `catch` is unreachable: the guarded expression cannot fail",
+            f"this `catch` is unreachable: the guarded {what} cannot fail",
             kw,
-            notes=[Note("it runs no tool, agent or question and reads no path", e.guarded.span)],
-            hint="remove the `catch`",
+            notes=[Note("it runs no tool, agent or question and reads no path", guarded_node.span)],
+            hint="remove the `catch`" if what == "expression" else "remove `try` and `catch`",
         )
     ck.scopes.append({})
     try:
         if e.var is not None:
             ck.declare(Symbol("loopvar", e.var.name, ERROR_OBJECT, e), e.var.span)
-        expected = t if not isinstance(t, ErrorType) else None
-        ck.body(e.body, expected, kw, "the `catch` fallback")
+        expected = t if used and not isinstance(t, ErrorType) else None
+        _block(ck, e.body, expected, kw, "the `catch` fallback", used)
     finally:
         ck.pop_scope()
     return t

@@ -169,6 +169,7 @@ class StatementChecks:
                     frame.values.append(vt)
                     reachable = False
                 else:
+                    self.discarded = s.expr  # a `try` statement: its value is not used
                     self.expr(s.expr, None)
         return reachable
 
@@ -292,8 +293,10 @@ class StatementChecks:
             return ListType(check_errors.outcome_type(bt))
         return ListType(bt)
 
-    def visit_CatchExpr(self, e: ast.CatchExpr, hint: Type | None) -> Type:
+    def visit_CatchExpr(self, e: ast.CatchExpr | ast.TryExpr, hint: Type | None) -> Type:
         return check_errors.check_catch(self, e, hint)
+
+    visit_TryExpr = visit_CatchExpr
 
     def visit_FilterExpr(self, e: ast.FilterExpr, hint: Type | None) -> Type:
         ot = self.infer(e.over)

@@ -175,6 +175,8 @@ class Checker(DeclarationChecks, TypeChecks, StatementChecks, ExpressionChecks, 
         self.tool_decls: dict[str, ToolSig] = {}
         self.tools: dict[str, ToolSig] = {}
         self.tool_calls: set[int] = set()
+        #: the expression statement whose value is not used (a `try` statement; check_errors)
+        self.discarded: ast.Expr | None = None
         self.error_names: set[str] = set()
         self.type_decls: dict[str, ast.Item] = {}
         self.alias_decls: dict[str, ast.TypeDecl] = {}

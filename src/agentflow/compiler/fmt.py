@@ -417,6 +417,7 @@ _SPAN_FIELDS = frozenset(
         "keyword_span",
         "catalog_span",
         "tolerate_span",
+        "try_span",
     }
     | {"fails_span", "code_span", "path_span"}
 )

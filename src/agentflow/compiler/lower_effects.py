@@ -225,13 +225,17 @@ class EffectLowering:
         step = self.add_step(ctx, "map", inp, e.keyword_span or e.span)
         return Frag([StepRef(step)])
 
-    def visit_CatchExpr(self, e: ast.CatchExpr, ctx: _Ctx) -> Frag:
-        """A `try` step: the guarded expression as its `do` body, the fallback as its `catch` body
-        (the binding reads the scope's `error`), `on` the codes caught (all when absent)."""
+    def visit_CatchExpr(self, e: ast.CatchExpr | ast.TryExpr, ctx: _Ctx) -> Frag:
+        """A `try` step: the guarded expression (a `try` block's statements) as its `do` body, the
+        fallback as its `catch` body (the binding reads the scope's `error`), `on` the codes
+        caught (all when absent)."""
         if ctx.body:
             raise _NeedsOutline()
-        guarded: list[ast.Stmt] = [ast.ExprStmt(e.guarded.span, e.guarded)]
-        do = self.body_step(guarded, e.guarded.span, ctx, {}, "guarded expression")
+        if isinstance(e, ast.TryExpr):
+            do = self.body_step(e.block.stmts, e.block.span, ctx, {}, "try block")
+        else:
+            guarded: list[ast.Stmt] = [ast.ExprStmt(e.guarded.span, e.guarded)]
+            do = self.body_step(guarded, e.guarded.span, ctx, {}, "guarded expression")
         loop = {e.var.name: "error"} if e.var is not None else {}
         fallback = self.body_step(e.body.stmts, e.body.span, ctx, loop, "catch fallback")
         inp: dict[str, Any] = {"do": do}
@@ -240,6 +244,8 @@ class EffectLowering:
         inp["catch"] = fallback
         step = self.add_step(ctx, "try", inp, e.keyword_span or e.span)
         return Frag([StepRef(step)])
+
+    visit_TryExpr = visit_CatchExpr
 
     def visit_FilterExpr(self, e: ast.FilterExpr, ctx: _Ctx) -> Frag:
         over = self.expr(e.over, ctx)

@@ -104,6 +104,7 @@ EXPRESSION_WORDS: tuple[str, ...] = (
     "ask",
     "verify",
     "agent",
+    "try",
     "not",
     "and",
     "or",

@@ -339,6 +339,22 @@ class CatchExpr(Expr):
 
 
 @dataclass(slots=True, eq=False)
+class TryExpr(Expr):
+    """``try { … } catch [on [code, …]] [as var] { fallback }``: the block form of
+    :class:`CatchExpr` — the guarded block's value (its ``return``, else its last expression),
+    or, when one of its statements fails (with one of ``codes``, when given), the fallback's.
+    A statement when its value is not used.  ``keyword_span`` covers ``catch``, ``try_span``
+    ``try``."""
+
+    block: Block
+    codes: list[Ident] | None
+    var: Ident | None
+    body: Block
+    keyword_span: Span | None = None
+    try_span: Span | None = None
+
+
+@dataclass(slots=True, eq=False)
 class FilterExpr(Expr):
     """``filter over as var where cond`` or ``… where judge "prompt"``."""
 

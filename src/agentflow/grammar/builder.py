@@ -520,6 +520,12 @@ class Builder:
         guarded, kw, codes, var, body = c
         return ast.CatchExpr(_cover(guarded, body), guarded, codes, var, body, keyword_span=kw.span)
 
+    def try_expr(self, c):
+        kw, block, catch, codes, var, body = c
+        return ast.TryExpr(
+            _cover(kw, body), block, codes, var, body, keyword_span=catch.span, try_span=kw.span
+        )
+
     def catch_any(self, c):
         return None
 
