@@ -44,6 +44,7 @@ from agentflow.core.vocabulary import (
 )
 from agentflow.grammar import ast
 from agentflow.grammar.scanner import COMMENTS, SynErr, comments, lex
+from agentflow.lsp import errors_help
 from agentflow.stdlib import PRELUDE
 
 __all__ = ["Analysis", "Completion", "DocSymbol", "Fix", "analyze", "IDENT_RE"]
@@ -191,6 +192,11 @@ class Analysis:
             return "expr", node, path
         if isinstance(node, ast.NamedType):
             return "type", node.name, path
+        if (
+            isinstance(node, ast.GenericType)
+            and node.name_span.start <= offset <= node.name_span.end
+        ):
+            return "type", node.name, path  # `Outcome` of `Outcome<T>`
         if isinstance(node, ast.Ident):
             if isinstance(parent, (ast.TypeDecl, ast.ExternType)) and parent.name is node:
                 return "type", node.name, path
@@ -293,6 +299,8 @@ class Analysis:
             return f"extern type {name}"
         if name == VERDICT_TYPE:
             return f"type {VERDICT_TYPE} {{ passed: bool, failures: text[] }}"
+        if (builtin := errors_help.type_summary(name)) is not None:  # Outcome, Error, ErrorPlace
+            return builtin
         if name in T.PRIMS:
             return f"{name}  (built-in)"
         return name
@@ -991,6 +999,9 @@ class Analysis:
                     Completion(n, "variable") for n in ("output", "inferences", "calls")
                 ]
                 return extra + self._names_analysis(text, wstart)._expr_completions(wstart)
+        found = errors_help.completions(code)  # tolerate, catch on [codes] as, error codes
+        if found is not None:
+            return [Completion(*c) for c in found]
         if (
             prev in ("expect", "->", "<")
             or (prev == ":" and ctx.type_colon)
@@ -1004,7 +1015,12 @@ class Analysis:
             return [Completion(c, "keyword", "agent clause") for c in AGENT_CLAUSES]
         if ctx.depth == 0 and at_line_start:
             return [Completion(k, "keyword") for k in TOP_LEVEL_WORDS]
-        return self._names_analysis(text, wstart)._expr_completions(wstart)
+        catch = errors_help.after_expression(code)
+        if at_line_start and prev != "}":
+            catch = []
+        return [Completion(*c) for c in catch] + self._names_analysis(
+            text, wstart
+        )._expr_completions(wstart)
 
     def _names_analysis(self, text: str, offset: int) -> Analysis:
         """An analysis in which the item around ``offset`` parses: this one when it is of
@@ -1111,6 +1127,9 @@ class Analysis:
                     out.append(Completion("index", "variable", "int"))
                     if isinstance(n, ast.ReduceExpr):
                         out.append(Completion(n.acc.name, "variable", "accumulator"))
+                elif isinstance(n, (ast.CatchExpr, ast.TryExpr)) and n.var is not None:
+                    if n.body.span.start <= offset <= n.body.span.end:  # `catch … as err { … }`
+                        out.append(Completion(n.var.name, "variable", "Error"))
         out.extend(self._tool_completions())
         out.extend(Completion(k, "keyword") for k in STATEMENT_KEYWORDS)
         return out
