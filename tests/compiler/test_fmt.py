@@ -284,3 +284,18 @@ def test_a_tolerated_percentage_is_written_against_its_number():
     out = format_source(src)
     assert "limit 2 tolerate 20% { x }" in out
     assert "a % b" in format_source("stage s {\n  let a = 1\n  let b = 2\n  a%b\n}\n")
+
+
+def test_a_try_block_and_an_outcome_type_are_formatted_like_the_rest():
+    src = (
+        "stage s -> Outcome<int>[] {\n  let r:Outcome< int >[] = map [1] as x tolerate 1 { x }\n"
+        "  try{\n  let a = r.errors\n  a.count\n  }catch on [ timeout ,tool_error ] as e{ 0 }\n"
+        "  return r\n}\n"
+    )
+    out = format_source(src)
+    assert "let r: Outcome<int>[] = map" in out
+    assert (
+        "  try {\n    let a = r.errors\n    a.count\n  } catch on [timeout, tool_error] as e { 0 }\n"
+        in out
+    )
+    assert format_source(out) == out

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentflow.core.vocabulary import KEYWORDS
+from agentflow.core.vocabulary import GENERIC_TYPES, KEYWORDS
 from agentflow.errors import FormatError
 from agentflow.grammar.scanner import SynErr, lex
 
@@ -155,7 +155,7 @@ class _Layout:
             elif (
                 t.text == "<"
                 and prev is not None
-                and prev.text == "map"
+                and prev.text in _ANGLE_OPENERS  # `map<T>`, `Outcome<T>`
                 and (pos < 2 or toks[code[pos - 2]].text != ".")
             ):
                 self.angle.add(k)
@@ -215,6 +215,8 @@ class _Layout:
 
 
 #: code tokens after which a ``{`` starts an inline object type, not a stage body
+#: the names whose `<` opens a type argument, not a comparison
+_ANGLE_OPENERS = frozenset({"map", *GENERIC_TYPES})
 _TYPE_BRACE_AFTER = frozenset({"->", "|", "(", "<", ":", ","})
 
 
