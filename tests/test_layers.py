@@ -40,6 +40,7 @@ LAYERS: dict[str, tuple[str, int]] = {
     "agentflow.api": ("api", 5),
     "agentflow.serve": ("api", 5),  # flowc serve --mcp: runs programs through the api
     "agentflow.flowtest": ("api", 5),
+    "agentflow.flowexplore": ("api", 5),
     "agentflow.lsp": ("lsp", 5),
     "agentflow.cli": ("cli", 6),
     "agentflow.testing": ("testing", 6),

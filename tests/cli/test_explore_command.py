@@ -7,7 +7,7 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 from agentflow.cli import main
-from agentflow.flowtest import explore
+from agentflow.flowexplore import explore
 
 FLOW = """\
 type Triage { severity: "low" | "medium" | "high" }

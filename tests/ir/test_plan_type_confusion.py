@@ -13,7 +13,7 @@ import yaml
 
 from agentflow.errors import FlowError, PlanLoadError
 from agentflow.ir import load_plan_text
-from agentflow.ir.validate import resolve_tools
+from agentflow.ir.resolve import resolve_tools
 from agentflow.runtime.tools.catalog import default_catalog
 
 PLAN = """

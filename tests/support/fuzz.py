@@ -442,7 +442,7 @@ def check_plan(text: str) -> str | None:
     from agentflow.errors import FlowError
     from agentflow.ir import load_plan_text
     from agentflow.ir.dump import dump_plan, fmt_plan_text
-    from agentflow.ir.validate import resolve_tools
+    from agentflow.ir.resolve import resolve_tools
 
     if _CATALOG is None:
         from agentflow.runtime.tools.catalog import default_catalog

@@ -17,8 +17,9 @@ if TYPE_CHECKING:
         Retry,
         Step,
     )
+    from agentflow.ir.resolve import resolve_tools
     from agentflow.ir.templates import compile_value, template_refs
-    from agentflow.ir.validate import resolve_tools, validate_plan
+    from agentflow.ir.validate import validate_plan
 
 _EXPORTS: dict[str, str] = {
     "dump_plan": "agentflow.ir.dump",
@@ -37,7 +38,7 @@ _EXPORTS: dict[str, str] = {
     "compile_value": "agentflow.ir.templates",
     "duration_ms": "agentflow.core.vocabulary",
     "template_refs": "agentflow.ir.templates",
-    "resolve_tools": "agentflow.ir.validate",
+    "resolve_tools": "agentflow.ir.resolve",
     "validate_plan": "agentflow.ir.validate",
 }
 

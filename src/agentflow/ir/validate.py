@@ -4,7 +4,7 @@ docs/spec/RUNTIME.md §4).
 - :func:`validate_plan` needs no configuration: names, ids, durations, retry codes, control-step
   inputs, body restrictions, agent inputs, templates (parsed here, stored on the steps) and their
   references, sub-plan cycles.  ``flowc compile`` and the loader run it.
-- :func:`resolve_tools` checks tool names and ``tools`` patterns against a catalog.
+- tool names are resolved against a catalog by :mod:`agentflow.ir.resolve`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import functools
 import json
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -27,11 +26,9 @@ from agentflow.core.diagnostics import (
     PLAN_INVALID_SCHEMA,
     PLAN_INVALID_VALUE,
     PLAN_MISSING_FIELD,
-    PLAN_UNCONFIGURED_SERVER,
     PLAN_UNKNOWN_ERROR_CODE,
     PLAN_UNKNOWN_FIELD,
     PLAN_UNKNOWN_NAME,
-    PLAN_UNKNOWN_TOOL,
     Diagnostic,
     Note,
     did_you_mean,
@@ -945,136 +942,6 @@ def validate_plan(plan: Plan, file: str | None = None) -> list[Diagnostic]:
     return v.problems
 
 
-# ---------------------------------------------------------------------------------------------
-# Catalog resolution
-
-
-def _pattern_re(pattern: str) -> re.Pattern:
-    return re.compile(".*".join(re.escape(p) for p in pattern.split("*")))
-
-
-def _server(name: str) -> str | None:
-    head, sep, _ = name.partition("__")
-    if not sep or "*" in head:
-        return None
-    return head
-
-
-def _meta_location(step: Any) -> Span | None:
-    """``meta.source`` (``file:line:col``, set by the compiler) of ``step`` as a point."""
-    meta = getattr(step, "meta", None)
-    return Span.parse(meta.get("source")) if isinstance(meta, dict) else None
-
-
-def resolve_tools(
-    plan: Plan, catalog_names: set[str], configured_prefixes: set[str]
-) -> list[Diagnostic]:
-    """Resolve step tool names and agent ``tools`` entries against a catalog
-    (docs/spec/RUNTIME.md §4).
-
-    ``catalog_names``: every tool name known to the run (``builtin__read_file``, ``user__x``,
-    ``plan__y``, MCP names the caller already knows); ``configured_prefixes``: MCP servers
-    configured under ``[mcp.SERVER]`` (``"linear"`` or ``"linear__"``), plus any prefix the Python
-    API registered tools under.
-
-    ``builtin__*``, ``user__*`` and ``plan__*`` names resolve exactly (``plan__X`` also exists when
-    ``X`` is this plan or one of its sub-plans); other ``server__tool`` names and patterns resolve at
-    the server level.  Control steps are never catalog tools.  Returns every problem found.
-    """
-    smap = getattr(plan, "_source_map", None)
-    file = plan.source_file or "<plan>"
-    plan_tools = {f"plan__{plan.name}"} | {f"plan__{n}" for n in plan.plans}
-    known = set(catalog_names) | plan_tools
-    servers = {p[:-2] if p.endswith("__") else p for p in configured_prefixes}
-    servers |= {s for n in catalog_names if (s := _server(n)) and s not in EXACT_SERVERS}
-    problems: list[Diagnostic] = []
-    current: list[Any] = [None]  # the step being resolved
-
-    def report(path: tuple, code: str, message: str, hint: str | None = None) -> None:
-        if smap is not None:
-            loc = smap.location(path)
-        else:  # a plan compiled in memory: the step's `.flow` source position, when it has one
-            loc = _meta_location(current[0]) or Span.at(file)
-            if loc.file != file and Path(file).name == loc.file:  # the compiler keeps base names
-                loc = Span.at(file, loc.line, loc.column)
-        problems.append(Diagnostic(code, message, loc, hint=hint))
-
-    def not_configured(server: str) -> str:
-        return f"needs MCP server '{server}', which is not configured under [mcp.{server}]"
-
-    # an agent is never offered the plan it runs in (that would be a plan_cycle)
-    offerable = known - {f"plan__{plan.name}"}
-
-    def check_name(name: str, path: tuple, label: str, what: str) -> None:
-        if name in (known if what == "tool" else offerable):
-            return
-        server = _server(name)
-        if server is not None and server not in EXACT_SERVERS:
-            if server not in servers:
-                report(
-                    path,
-                    PLAN_UNCONFIGURED_SERVER,
-                    f"step {label}: {what} '{name}' {not_configured(server)}",
-                )
-            return
-        report(
-            path,
-            PLAN_UNKNOWN_TOOL,
-            f"step {label}: unknown tool '{name}'",
-            # a step's tool may also be a control step (`valu` → `value`); an agent's may not
-            did_you_mean(name, known | set(CONTROL_STEPS) if what == "tool" else offerable),
-        )
-
-    def check_pattern(pattern: str, path: tuple, label: str) -> None:
-        server = _server(pattern)
-        if server is None:
-            return  # crosses servers (`*`, `*__search`): resolved at run time
-        if server in EXACT_SERVERS:
-            rx = _pattern_re(pattern)
-            if not any(rx.fullmatch(n) for n in offerable):
-                report(
-                    path,
-                    PLAN_UNKNOWN_TOOL,
-                    f"step {label}: `tools` pattern '{pattern}' matches no tool",
-                )
-        elif server not in servers:
-            report(
-                path,
-                PLAN_UNCONFIGURED_SERVER,
-                f"step {label}: `tools` pattern '{pattern}' {not_configured(server)}",
-            )
-
-    all_plans: list[tuple[Plan, tuple[Any, ...], str | None]] = [
-        (plan, getattr(plan, "_path", ()) or (), None)
-    ]
-    all_plans += [(sub, (*all_plans[0][1], "plans", n), n) for n, sub in plan.plans.items()]
-    for p, ppath, pname in all_plans:
-        for spath, label, step in walk_steps(p, ppath):
-            if pname is not None:
-                label = f"{label} (plan {pname})"
-            tool = step.tool_name
-            if not isinstance(tool, str) or not tool:
-                continue
-            current[0] = step
-            if tool not in CONTROL_STEPS:
-                check_name(tool, (*spath, "tool_name"), label, "tool")
-                continue
-            if tool != "agent" or not isinstance(step.input, dict):
-                continue
-            tools = step.input.get("tools")
-            if not isinstance(tools, list):
-                continue
-            for i, entry in enumerate(tools):
-                if not isinstance(entry, str):
-                    continue
-                epath = (*spath, "input", "tools", i)
-                if "*" in entry:
-                    check_pattern(entry, epath, label)
-                else:
-                    check_name(entry, epath, label, "`tools` entry")
-    return problems
-
-
 def _or_list(words: list[str]) -> str:
     """``a, b or c``."""
     return ", ".join(words[:-1]) + " or " + words[-1] if len(words) > 1 else "".join(words)
@@ -1159,95 +1026,3 @@ def _check_schema(schema: dict) -> tuple[str, tuple] | None:
     except RecursionError:
         return "it is nested too deeply to check", ()
     return None
-
-
-def check_arguments(plan: Plan, schemas: dict[str, dict[str, Any]]) -> list[Diagnostic]:
-    """Check the literal arguments of ordinary steps against their tools' input schemas.
-
-    ``schemas``: tool name → JSON Schema of its input (the catalog's, MCP tools included once
-    their servers are connected).  For a step whose ``input`` is a mapping: an argument the
-    schema does not name (when it names its ``properties`` and does not admit others) is a
-    problem with the nearest name as a hint, a required argument left out is one, and an
-    argument with no template in it that breaks its property's schema is one.  Templated
-    values are checked when the tool is called.  Returns every problem found.
-    """
-    smap = getattr(plan, "_source_map", None)
-    file = plan.source_file or "<plan>"
-    problems: list[Diagnostic] = []
-
-    def report(
-        step: Step,
-        path: tuple,
-        message: str,
-        hint: str | None = None,
-        code: str = PLAN_INVALID_VALUE,
-    ) -> None:
-        if smap is not None:
-            loc = smap.location(path)
-        else:
-            loc = _meta_location(step) or Span.at(file)
-            if loc.file != file and Path(file).name == loc.file:
-                loc = Span.at(file, loc.line, loc.column)
-        problems.append(Diagnostic(code, message, loc, hint=hint))
-
-    root: tuple = getattr(plan, "_path", ()) or ()
-    all_plans: list[tuple[Plan, tuple, str | None]] = [(plan, root, None)]
-    all_plans += [(sub, (*root, "plans", n), n) for n, sub in plan.plans.items()]
-    for p, ppath, pname in all_plans:
-        for spath, label, step in walk_steps(p, ppath):
-            tool = step.tool_name
-            schema = schemas.get(tool) if isinstance(tool, str) else None
-            if tool in CONTROL_STEPS or not isinstance(schema, dict):
-                continue
-            if pname is not None:
-                label = f"{label} (plan {pname})"
-            inp = step.input
-            if not isinstance(inp, dict):
-                continue
-            props = schema.get("properties")
-            props = props if isinstance(props, dict) else None
-            extra = schema.get("additionalProperties", None)
-            closed = props is not None and (extra is None or extra is False)
-            for key, value in inp.items():
-                kpath = (*spath, "input", key)
-                if props is not None and key not in props:
-                    if closed:
-                        report(
-                            step,
-                            kpath,
-                            f"step {label}: `{tool}` has no parameter `{key}`"
-                            + (f" (parameters: {', '.join(props)})" if props else ""),
-                            did_you_mean(str(key), [k for k in props if k not in inp]),
-                            PLAN_UNKNOWN_FIELD,
-                        )
-                    continue
-                sub = props.get(key) if props is not None else None
-                if isinstance(sub, dict) and not _has_template(value):
-                    try:
-                        jsonschema.validate(value, sub)
-                    except jsonschema.ValidationError as e:
-                        report(
-                            step, kpath, f"step {label}: argument `{key}` of `{tool}`: {e.message}"
-                        )
-                    except jsonschema.SchemaError:
-                        pass
-            required = schema.get("required")
-            for key in required if isinstance(required, list) else []:
-                if isinstance(key, str) and key not in inp:
-                    report(
-                        step,
-                        (*spath, "input"),
-                        f"step {label}: `{tool}` needs argument `{key}`",
-                        code=PLAN_MISSING_FIELD,
-                    )
-    return problems
-
-
-def _has_template(value: Any) -> bool:
-    if isinstance(value, str):
-        return "{{" in value
-    if isinstance(value, dict):
-        return any(_has_template(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_template(v) for v in value)
-    return False

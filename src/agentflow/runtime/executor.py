@@ -5,7 +5,8 @@
 Control steps (docs/spec/PLAN_IR.md §5) are intercepted and run by their handlers
 (:mod:`agentflow.runtime.control`, :mod:`agentflow.runtime.agent_step`); ordinary steps go
 through the catalog, behind the execution gate (docs/spec/RUNTIME.md §7,
-:mod:`agentflow.runtime.hooks`). Every effect (tool call, model call, question, backoff sleep,
+:mod:`agentflow.runtime.hooks`), bounded by their timeout and the deadline
+(:mod:`agentflow.runtime.dispatch`). Every effect (tool call, model call, question, backoff sleep,
 clock, jitter, unit of concurrent work) goes through one method of
 :class:`~agentflow.runtime.effects.Effects`.
 
@@ -32,8 +33,6 @@ import re
 import time
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
-from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentflow.errors import (
@@ -42,19 +41,18 @@ from agentflow.errors import (
     InputError,
     ModelError,
     RunError,
-    model_error_code,
 )
+from agentflow.runtime import dispatch
 from agentflow.runtime.agent_step import is_outlined, run_agent_step
 from agentflow.runtime.context import RunContext
 from agentflow.runtime.control import (
     HANDLERS,
     Announce,
-    ControlCall,
     ControlHandler,
     ExitError,
     ExitOk,
 )
-from agentflow.runtime.effects import Effects, UnitSpec
+from agentflow.runtime.effects import Effects
 from agentflow.runtime.events import Event, EventBus
 from agentflow.runtime.expressions import render_value, to_json_value, to_text
 
@@ -70,7 +68,6 @@ from agentflow.runtime.hooks import (
     ToolFailure,
     abort,
     default_interlocutor,
-    maybe_await,
     proceed,
     propagate,
     skip,
@@ -95,7 +92,6 @@ if TYPE_CHECKING:
     from agentflow.runtime.config import Config
     from agentflow.runtime.context import RunOptions
     from agentflow.runtime.models.budget import Budget
-    from agentflow.runtime.tools.catalog import ToolContext
 
 __all__ = [
     "CONTROL",
@@ -182,11 +178,6 @@ class _StepInfo:
 _NO_CODES: frozenset[str] = frozenset()
 
 
-def _literal_names(value: Any) -> bool:
-    """True for a list of plain tool names/patterns (no ``{{ }}`` template)."""
-    return isinstance(value, list) and all(isinstance(v, str) and "{{" not in v for v in value)
-
-
 def _not_loaded(what: str, path: str | None) -> RunError:
     """The error for a plan that did not go through the loader (its templates are not parsed)."""
     return RunError(
@@ -195,19 +186,6 @@ def _not_loaded(what: str, path: str | None) -> RunError:
         "agentflow.ir.loader.load_plan() or load_plan_data()",
         path,
     )
-
-
-def _as_error(exc: BaseException, tool_name: str) -> RunError:
-    """Any exception raised by a tool/model call → RunError with a plan error code."""
-    if isinstance(exc, RunError):
-        return exc
-    if isinstance(exc, ModelError):
-        return RunError(model_error_code(exc), f"{tool_name}: {exc}")
-    if isinstance(exc, TimeoutError):
-        return RunError("timeout", f"{tool_name}: timed out")
-    if isinstance(exc, ConnectionError):
-        return RunError("transient", f"{tool_name}: {type(exc).__name__}: {exc}")
-    return RunError("tool_error", f"{tool_name}: {type(exc).__name__}: {exc}")
 
 
 _YES = re.compile(r"^\W*(yes|true)\b", re.I)
@@ -236,18 +214,6 @@ def _parse_yes_no(text: str | None) -> bool | None:
     if _NO.match(t):
         return False
     return None
-
-
-_ToolContext: type[ToolContext] | None = None
-
-
-def _tool_context(workspace: Path, write_scope: list[Path] | None, path: str) -> ToolContext:
-    global _ToolContext
-    if _ToolContext is None:
-        from agentflow.runtime.tools.catalog import ToolContext
-
-        _ToolContext = ToolContext
-    return _ToolContext(workspace=workspace, write_scope=write_scope, step_path=path)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -552,7 +518,7 @@ class Executor:
                     await self.effects.sleep(delay, path)
             result = raw
             if info.step.result_schema is not None and info.handler is None:
-                check_tool_result(tool, raw, info.step.result_schema)
+                dispatch.check_tool_result(tool, raw, info.step.result_schema)
             if info.select is not None:
                 sel_scope = dict(scope)
                 sel_scope["result"] = raw
@@ -626,264 +592,15 @@ class Executor:
                 data.setdefault("source", place.source)
         self.emit("step_finished", path, frame.stack, **data)
 
-    async def _timed_out(self, e: RunError, call: _Call, path: str, frame: Frame) -> Any:
-        """A tool step's own ``timeout`` expired: offer it to ``on_tool_error`` like any failed
-        call (substitute → the step's result; abort → hard stop; propagate → raise ``e``)."""
-        if self.ctx.hooks.on_tool_error is None:
-            raise e
-        return await self._offer_error(call.name or "", call.args, e, path, frame.stack)
-
-    async def _offer_error(
-        self, name: str, args: Any, err: RunError, path: str, stack: list[str]
-    ) -> Any:
-        """Consult ``on_tool_error`` (docs/spec/RUNTIME.md §7) about ``err``: return the substituted
-        value, raise RunAborted on abort, re-raise ``err`` on propagate."""
-        hook = self.ctx.hooks.on_tool_error
-        assert hook is not None
-        decision = await maybe_await(hook(ToolFailure(name, args, err, path, list(stack))))
-        if decision is not None and decision.action == "substitute":
-            return decision.value
-        if decision is not None and decision.action == "abort":
-            raise RunAborted(
-                decision.message or "aborted after a tool error", path, err.info()
-            ) from None
-        raise err from None
-
-    async def _bounded(
-        self,
-        info: _StepInfo,
-        scope: Mapping[str, Any],
-        path: str,
-        frame: Frame,
-        announce: Announce,
-        call: _Call | None = None,
-    ) -> Any:
-        """One invocation raced against min(step timeout, remaining deadline)
-        (docs/spec/RUNTIME.md §2).
-
-        Expiry cancels the invocation (the tool's task is cancelled; a thread-run sync tool's
-        late result is discarded) and raises ``timeout`` or ``deadline_exceeded``.
-        """
-        timeout = info.timeout_s
-        if timeout is not None and info.tool == "ask" and self.effects.durable:
-            timeout = None  # a durable question's timeout is the engine's (it survives restarts)
-        remaining = None
-        if frame.deadline_at is not None:
-            remaining = frame.deadline_at - self.effects.now()
-            if remaining <= 0:
-                raise RunError("deadline_exceeded", "the workflow deadline has passed", path)
-        if timeout is None and remaining is None:
-            return await self._invoke(info, scope, path, frame, announce, call)
-        if timeout is not None and await self._connect_first(info, path, remaining):
-            if frame.deadline_at is not None:  # connecting took part of the deadline
-                remaining = frame.deadline_at - self.effects.now()
-                if remaining <= 0:
-                    raise RunError("deadline_exceeded", "the workflow deadline has passed", path)
-        bound: float
-        if remaining is not None and (timeout is None or remaining < timeout):
-            bound, code = remaining, "deadline_exceeded"
-            message = f"the workflow deadline ({frame.deadline_text}) expired during `{info.tool}`"
-        else:
-            assert timeout is not None
-            bound, code = timeout, "timeout"
-            message = f"`{info.tool}` did not finish within its timeout ({info.step.timeout})"
-        # The invocation runs as its own task, so that expiry does not depend on it: it is
-        # cancelled, given CANCEL_GRACE_S to unwind, and abandoned when it ignores the
-        # cancellation (a tool catching CancelledError) — the step ends on time regardless.
-        from agentflow.runtime.interrupt import cancel_within
-
-        task = asyncio.ensure_future(self._invoke(info, scope, path, frame, announce, call))
-        try:
-            done, _ = await asyncio.wait({task}, timeout=bound)
-        except asyncio.CancelledError:
-            await cancel_within(task)  # the run is stopping: bounded, then it goes on
-            raise
-        if task in done:
-            return task.result()
-        await cancel_within(task)
-        raise RunError(code, message, path, details={"bound": code})
-
-    async def _connect_first(self, info: _StepInfo, path: str, remaining: float | None) -> bool:
-        """Start the MCP servers a timed step will use before its ``timeout`` starts counting
-        (a server's start-up is bounded by its own ``connect_timeout``, and by the deadline):
-        the step named a server's tool, or is an agent whose literal ``tools`` may reach one.
-        True when something was connected."""
-        catalog = self.ctx.catalog
-        if catalog is None:
-            return False
-        requests: Any
-        if info.handler is None:
-            requests = info.tool
-        elif info.tool == "agent" and isinstance(info.step.input, dict):
-            requests = info.step.input.get("tools")
-            if not (requests is None or requests == "none" or _literal_names(requests)):
-                return False  # templated: the agent step connects what it renders
-        else:
-            return False
-        try:
-            if not catalog.pending(requests):
-                return False
-        except Exception:  # noqa: BLE001 - a malformed request is reported by the step itself
-            return False
-        try:
-            if remaining is None:
-                await catalog.prepare(requests)
-            else:
-                async with asyncio.timeout(remaining):
-                    await catalog.prepare(requests)
-        except TimeoutError:
-            raise RunError(
-                "deadline_exceeded",
-                "the workflow deadline expired while starting MCP servers",
-                path,
-            ) from None
-        except RunError as e:
-            e.step_path = e.step_path or path
-            raise
-        return True
-
-    async def _invoke(
-        self,
-        info: _StepInfo,
-        scope: Mapping[str, Any],
-        path: str,
-        frame: Frame,
-        announce: Announce,
-        call: _Call | None = None,
-    ) -> Any:
-        handler = info.handler
-        if handler is not None:
-            try:
-                return await handler(
-                    ControlCall(self, info.step, info.compiled, scope, path, frame, announce)
-                )
-            except (ValueError, TypeError, KeyError, AttributeError) as exc:
-                # a malformed hand-written control step: report it, never a traceback
-                raise RunError(
-                    "validation", f"`{info.tool}` step: {type(exc).__name__}: {exc}", path
-                ) from None
-        args = render_value(info.compiled, scope)
-        announce(args)
-        if call is None:
-            return await self.dispatch_tool(
-                info.tool, args, scope=scope, path=path, frame=frame, write_scope=None
-            )
-        call.name, call.args = info.tool, args
-        return await self.dispatch_tool(
-            info.tool,
-            args,
-            scope=scope,
-            path=path,
-            frame=frame,
-            write_scope=None,
-            retried=call.retried,
-        )
-
     # ----------------------------------------------------------------- tool dispatch
+    # The invocation of an ordinary step and the gated tool call live in
+    # agentflow.runtime.dispatch; they are methods here (no extra call per step).
 
-    async def dispatch_tool(
-        self,
-        name: str,
-        args: Any,
-        *,
-        scope: Mapping[str, Any],
-        path: str,
-        frame: Frame,
-        write_scope: list[Path] | None,
-        allowed: set[str] | None = None,
-        retried: frozenset[str] = frozenset(),
-    ) -> Any:
-        """A real tool dispatch: gate → tool_started → call → tool_finished → on_tool_error.
+    _bounded = dispatch.bounded
+    _timed_out = dispatch.timed_out
+    dispatch_tool = dispatch.dispatch_tool
 
-        ``plan__NAME`` runs the sub-plan (nested paths, cycle check).  ``allowed`` (agent calls)
-        restricts the names (``tool_denied`` otherwise).  ``retried``: error codes the calling
-        step will retry, which are raised without consulting ``on_tool_error`` (the hook sees the
-        last attempt's failure only).  Raises RunError / RunAborted.
-        """
-        stack = frame.stack
-        if allowed is not None and name not in allowed:
-            raise RunError("tool_denied", f"tool '{name}' is not available to this agent", path)
-        hooks = self.ctx.hooks
-        if hooks.gate is not None:
-            decision = await maybe_await(hooks.gate(GateCall(name, args, scope, path, list(stack))))
-            if decision is not None and decision.action == "skip":
-                # a skipped call still opens and closes in the trace (docs/spec/RUNTIME.md §8)
-                self.emit("tool_started", path, stack, tool_name=name, input=to_json_value(args))
-                self.emit(
-                    "tool_finished",
-                    path,
-                    stack,
-                    tool_name=name,
-                    skipped=True,
-                    result=to_json_value(decision.value),
-                    elapsed_ms=0,
-                )
-                return decision.value
-            if decision is not None and decision.action == "abort":
-                raise RunAborted(decision.message or "aborted by the gate", path)
-        quiet = not self.bus.listens("tool_finished")
-        if not quiet:
-            self.emit("tool_started", path, stack, tool_name=name, input=to_json_value(args))
-        t0 = time.monotonic()
-        try:
-            if name.startswith("plan__") and self.find_plan(name, frame) is not None:
-                spec = UnitSpec("plan", frame, name=name, args=args)
-                result = await self.effects.unit(
-                    path, partial(self.call_plan, name, args, path, frame), spec
-                )
-            else:
-                catalog = self.ctx.catalog
-                tool = catalog.get(name) if catalog is not None else None
-                if tool is None and catalog is not None:
-                    await catalog.prepare([name])  # lazy MCP servers (tools/mcp.py)
-                    tool = catalog.get(name)
-                if tool is None:
-                    raise RunError("tool_error", f"unknown tool '{name}'", path)
-                ctx = _tool_context(self.ctx.workspace, write_scope, path)
-                call_args = args if isinstance(args, dict) else {"input": args}
-                result = await self.effects.call_tool(tool, call_args, ctx)
-        except (RunAborted, ExitOk, ExitError, asyncio.CancelledError) as stop:
-            # hard stops pass through untouched, but the `tool_started` still gets its
-            # `tool_finished` (docs/spec/RUNTIME.md §8): a trace never holds a call left open
-            if not quiet:
-                self.emit(
-                    "tool_finished",
-                    path,
-                    stack,
-                    tool_name=name,
-                    elapsed_ms=elapsed_ms(t0),
-                    **_stopped_fields(stop, path),
-                )
-            raise
-        except Exception as exc:
-            err = _as_error(exc, name)
-            if err.step_path is None:
-                err.step_path = path
-            self.emit(
-                "tool_finished",
-                path,
-                stack,
-                tool_name=name,
-                error=err.to_dict(),
-                elapsed_ms=elapsed_ms(t0),
-            )
-            if (
-                hooks.on_tool_error is not None
-                and err.code != "plan_cycle"
-                and err.code not in retried
-            ):
-                return await self._offer_error(name, args, err, path, stack)
-            raise err from None
-        if not quiet:
-            self.emit(
-                "tool_finished",
-                path,
-                stack,
-                tool_name=name,
-                result=to_json_value(result),
-                elapsed_ms=elapsed_ms(t0),
-            )
-        return result
+    # ----------------------------------------------------------------- sub-plans
 
     def find_plan(self, name: str, frame: Frame) -> Plan | None:
         """The plan ``plan__NAME`` calls from ``frame``: a sub-plan of the frame's plan, of the
@@ -950,7 +667,7 @@ class Executor:
         try:
             resp = await self.effects.chat(client, ChatRequest(messages=messages), path)
         except ModelError as exc:
-            raise _as_error(exc, f"{role} model") from None
+            raise dispatch.as_error(exc, f"{role} model") from None
         self.emit("model_call", path, stack, role=role, **model_call_fields(resp, t0))
         return resp.text or ""
 
@@ -994,16 +711,6 @@ class _Named:
 
     def emit(self, kind: str, path: str = "", stack: list[str] | None = None, **data: Any) -> None:
         self._ex.emit(kind, path, list(stack or ()), **data)
-
-
-def _stopped_fields(stop: BaseException, path: str) -> dict[str, Any]:
-    """The ``tool_finished`` fields of a call ended by a hard stop (docs/spec/RUNTIME.md §8)."""
-    if isinstance(stop, ExitOk):  # an `exit` with status ok ends the run here
-        return {"exit": True, "result": to_json_value(stop.output)}
-    if isinstance(stop, ExitError):
-        return {"error": stop.to_dict()}
-    message = stop.message if isinstance(stop, RunAborted) else "cancelled"
-    return {"error": ErrorInfo("aborted", message, path).to_dict()}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1171,23 +878,6 @@ async def run_plan(
     if cancelled is not None:
         raise cancelled
     return result
-
-
-def check_tool_result(tool: str, result: Any, schema: dict[str, Any]) -> None:
-    """Raise RunError(output_validation) naming ``tool`` when ``result`` breaks the step's
-    ``result_schema`` (the declared result type of an ``extern tool``): the run never goes on
-    with a value its program's types do not describe."""
-    from agentflow.runtime.extract import validate
-
-    errors = validate(schema, to_json_value(result))
-    if errors:
-        shown = "; ".join(errors[:3]) + (
-            f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
-        )
-        raise RunError(
-            "output_validation",
-            f"tool {tool} returned a result that does not match its declared type: {shown}",
-        )
 
 
 def _run_services(ex: Executor, stack: list[str]) -> Any:

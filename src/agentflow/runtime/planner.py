@@ -446,7 +446,7 @@ def _validate(
 ) -> tuple[Plan | None, list[str]]:
     """Load ``text`` like a plan file, then resolve its tools; (plan or None, problems)."""
     from agentflow.ir.loader import load_plan_text
-    from agentflow.ir.validate import resolve_tools
+    from agentflow.ir.resolve import resolve_tools
 
     if not text.strip():
         return None, [f"{file}: the reply holds no plan (expected one YAML document)"]

@@ -137,7 +137,7 @@ def plan_tool_problems(plan: Any, catalog: Catalog, config: Any = None) -> list[
     problems across the plans directory.  ``config`` adds where ``user__*`` tools come from to
     the hint of an unknown one.  Works on a plan that had load problems too (its broken steps
     are skipped)."""
-    from agentflow.ir.validate import resolve_tools
+    from agentflow.ir.resolve import resolve_tools
 
     names = set(catalog.names()) | {f"plan__{n}" for n in catalog.plans}
     problems = resolve_tools(plan, names, set(catalog.configured_prefixes))
@@ -172,14 +172,15 @@ PRECONNECT_LIMIT = 10.0
 
 async def check_plan_arguments(plan: Any, catalog: Catalog) -> None:
     """Check the plan's literal tool arguments against the tools' input schemas before the run
-    (:func:`agentflow.ir.validate.check_arguments`): the MCP servers its ordinary steps name are
+    (:func:`agentflow.ir.resolve.check_arguments`): the MCP servers its ordinary steps name are
     connected first, within :data:`PRECONNECT_LIMIT` (they will be needed; a server that cannot
     be reached in that time is left to its own step, and its arguments to the server).  Raises
     PlanLoadError listing every problem."""
     import asyncio
 
     from agentflow.core.vocabulary import duration_ms
-    from agentflow.ir.validate import CONTROL_STEPS, check_arguments, walk_steps
+    from agentflow.ir.resolve import check_arguments
+    from agentflow.ir.validate import CONTROL_STEPS, walk_steps
 
     names: set[str] = set()
     bounds: dict[str, float] = {}  # server → half the shortest step timeout naming it

@@ -3,107 +3,41 @@
 Exit codes: 0 success; 1 the input has errors (diagnostics, a failed run, a bad plan or
 config); 2 usage errors (unknown option, missing file).  No traceback reaches the user for a
 mistake in their `.flow`, plan, configuration or input.
+
+This module holds the command group :func:`main` and the commands that check, compile and run
+a program; the others live beside it, one module a group: :mod:`.durable` (durable runs),
+:mod:`.flowtests` (`flowc test`), :mod:`.views` (`graph`, `report`); :mod:`.common` holds what
+they share.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import math
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
 from agentflow import api
-from agentflow.core.spans import Span
-from agentflow.errors import ErrorInfo, FlowError, Interrupted, PlanLoadError
-
-
-def _err(message: str) -> None:
-    click.echo(message, err=True)
-
-
-def _fail(e: FlowError) -> NoReturn:
-    """Print a user error and exit 1: the diagnostics of a PlanLoadError or CompileError as
-    ``flowc check`` renders them, anything else as ``error: …``."""
-    if isinstance(e, PlanLoadError | api.CompileError):
-        _err(_render(e.diagnostics, _with_sources(e.diagnostics, e.sources), "text"))
-    else:
-        _err(f"error: {e}")
-    sys.exit(1)
-
-
-def _with_sources(diags: list, sources: dict[str, str]) -> dict[str, str]:
-    """``sources`` plus the text of every other file the diagnostics name that can be read (for
-    the source excerpts; a file that cannot be read is shown without)."""
-    out = dict(sources)
-    for d in diags:
-        file = d.span.file
-        if file not in out and d.span.line > 0:
-            try:
-                out[file] = Path(file).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError, ValueError):
-                out[file] = ""
-    return out
-
-
-# Options shared by `run` and `ask`.
-_workspace_option = click.option(
-    "--workspace", type=click.Path(file_okay=False), help="Root for file tools (default: cwd)."
+from agentflow.cli import durable, flowtests, views
+from agentflow.cli.common import (
+    _check_run_options,
+    _err,
+    _fail,
+    _flow_files,
+    _json_out,
+    _otel_endpoint,
+    _record_option,
+    _render,
+    _replay_option,
+    _show_run_error,
+    _telemetry_option,
+    _trace_option,
+    _workspace_option,
 )
-_trace_option = click.option(
-    "--trace", type=click.Path(dir_okay=False), help="Write every event as JSON Lines here."
-)
-_record_option = click.option(
-    "--record", type=click.Path(dir_okay=False), help="Record model exchanges here."
-)
-_replay_option = click.option(
-    "--replay", type=click.Path(dir_okay=False), help="Answer model requests from this cassette."
-)
-
-
-def _check_run_options(
-    workspace: str | None, record: str | None, replay: str | None, trace: str | None = None
-) -> None:
-    """Raise click.UsageError (exit 2) for ``--record`` with ``--replay``, a missing ``--replay``
-    cassette, a missing ``--workspace`` directory, or a ``--trace`` file whose directory does not
-    exist (checked before the run starts)."""
-    if record and replay:
-        raise click.UsageError("--record and --replay cannot be used together")
-    if replay is not None and not Path(replay).is_file():
-        raise click.UsageError(f"--replay {replay}: no such file")
-    if workspace is not None and not Path(workspace).is_dir():
-        raise click.UsageError(f"--workspace {workspace}: no such directory")
-    if trace is not None:
-        if not Path(trace).parent.is_dir():
-            raise click.UsageError(f"--trace {trace}: no such directory {Path(trace).parent}")
-        if Path(trace).is_dir():
-            raise click.UsageError(f"--trace {trace}: is a directory")
-
-
-def _flow_files(paths: tuple[str, ...]) -> list[Path]:
-    out: list[Path] = []
-    for p in paths:
-        path = Path(p)
-        if path.is_dir():
-            out.extend(sorted(path.rglob("*.flow")))
-        elif path.exists():
-            out.append(path)
-        else:
-            raise click.UsageError(f"{p}: no such file or directory")
-    return out
-
-
-def _render(diags: list, sources: dict[str, str], fmt: str) -> str:
-    from agentflow.compiler import render
-
-    if fmt == "json":
-        return render.render_json(diags)
-    if fmt == "sarif":
-        return render.render_sarif(diags)
-    return render.render_text(diags, sources, color=sys.stderr.isatty())
+from agentflow.errors import FlowError, Interrupted, PlanLoadError
 
 
 class _FlowGroup(click.Group):
@@ -450,54 +384,6 @@ def _question_notice(run_ids: list[str]) -> Any:
     return sink
 
 
-def _telemetry_option(otel: str | None, no_otel: bool) -> bool | str | None:
-    """``--otel [ENDPOINT]`` / ``--no-otel`` as :func:`agentflow.api.run`'s ``telemetry``:
-    None (as flow.toml says), False, True or an endpoint URL. Raises click.UsageError for a
-    value that is not an http(s) URL (e.g. the file, when ``--otel`` came before it)."""
-    if no_otel:
-        if otel is not None:
-            raise click.UsageError("--otel and --no-otel cannot be used together")
-        return False
-    if otel is None:
-        return None
-    return True if otel == "on" else otel
-
-
-def _otel_endpoint(value: str | None) -> str | None:
-    """The ``--otel`` value when it is ``on`` or an http(s) URL, else click.UsageError (checked
-    while parsing, so ``flowc run --otel FILE`` says why rather than "missing argument")."""
-    if value is None or value == "on" or value.startswith(("http://", "https://")):
-        return value
-    raise click.UsageError(
-        f"--otel {value}: the endpoint must be an http:// or https:// URL (for the default "
-        "endpoint put --otel after the file, or write --otel=on)"
-    )
-
-
-def _json_out(value: Any) -> str:
-    """``value`` as indented JSON that is always valid: a NaN or infinity (which JSON cannot
-    hold; e.g. from a tool's reply) is printed as ``null`` with a warning on stderr. Configured
-    secrets are redacted from every string first."""
-    from agentflow.core.redaction import redact_data
-
-    value = redact_data(value)
-    try:
-        return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
-    except ValueError:
-        _err("warning: the output held NaN or an infinity, which JSON cannot hold; printed as null")
-        return json.dumps(_finite_only(value), indent=2, ensure_ascii=False, allow_nan=False)
-
-
-def _finite_only(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite_only(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite_only(v) for v in value]
-    return value
-
-
 def _load_flow(target: str) -> Any:
     from agentflow.ir.loader import load_plan_data
 
@@ -506,206 +392,6 @@ def _load_flow(target: str) -> Any:
         if d.severity == "warning":
             pass  # warnings do not block a run; `flowc check` shows them
     return load_plan_data(compiled.plan, target)
-
-
-def _show_run_error(error: ErrorInfo | dict, target: str) -> None:
-    error = ErrorInfo.from_dict(error) or ErrorInfo("failed", "the run failed")
-    label = error.get("label")  # the failed step in the .flow's terms (runtime/where.py)
-    if label and error.step_path:
-        where = f" in {label} (step {error.step_path})"
-    else:
-        where = f" at step {error.step_path}" if error.step_path else ""
-    _err(f"error[{error.code}]{where}: {error.message}")
-    loc = Span.parse(error.source)
-    if loc is not None and target.endswith(".flow"):
-        try:
-            text = Path(target).read_text(encoding="utf-8").splitlines()[loc.line - 1]
-            _err(f"  --> {target}:{loc.line}:{loc.column}")
-            _err(f"   | {text}")
-            _err("   | " + " " * (loc.column - 1) + "^")
-        except (ValueError, IndexError, OSError):
-            pass
-
-
-@main.command("graph")
-@click.argument("file", type=click.Path(dir_okay=False))
-@click.option(
-    "--format", "fmt", type=click.Choice(["mermaid", "dot"]), default="mermaid", show_default=True
-)
-@click.option(
-    "--run", "trace", type=click.Path(dir_okay=False), help="Colour the graph by this run's trace."
-)
-@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Write it here.")
-def graph_cmd(file: str, fmt: str, trace: str | None, out: str | None) -> None:
-    """Print the graph of a .flow program or a plan as Mermaid (or Graphviz DOT)."""
-    if not Path(file).is_file():
-        raise click.UsageError(f"{file}: no such file")
-    if trace is not None and not Path(trace).is_file():
-        raise click.UsageError(f"--run {trace}: no such file")
-    try:
-        text = api.graph(file, format=fmt, run=trace)
-    except api.CompileError as e:
-        _err(_render(e.diagnostics, e.sources, "text"))
-        sys.exit(1)
-    except FlowError as e:
-        _fail(e)
-    _write_or_echo(text, out)
-
-
-@main.command("test")
-@click.argument("paths", nargs=-1, type=click.Path())
-@click.option("-k", "pattern", help="Run only the tests whose name contains (or matches) this.")
-@click.option("-x", "--exitfirst", "fail_fast", is_flag=True, help="Stop at the first failure.")
-@click.option(
-    "--junit", "junit", type=click.Path(dir_okay=False), help="Write a JUnit XML report here."
-)
-@click.option(
-    "-j",
-    "--jobs",
-    type=click.IntRange(1, 256),
-    default=None,
-    help="Tests run at once (default: the number of CPU cores).",
-)
-@click.option("--no-cache", is_flag=True, help="Run every test, even those cached as passed.")
-@click.option(
-    "--explore",
-    "explore_runs",
-    type=click.IntRange(1, 10_000),
-    help="Instead: run FILE N times with generated answers and report the branches exercised.",
-)
-def test_cmd(
-    paths: tuple[str, ...],
-    pattern: str | None,
-    fail_fast: bool,
-    junit: str | None,
-    jobs: int | None,
-    no_cache: bool,
-    explore_runs: int | None,
-) -> None:
-    """Run the `test` blocks of .flow files (default: the current directory) with no network:
-    stubbed agents and tools answer their stubs, other agents the test model
-    (docs/reference/testing.md). Exit code 0 when every test passed, 1 otherwise. Tests run
-    -j at once; a test that passed is not run again while its file, its directory and agentflow
-    are unchanged (reported "PASSED (cached)"; the cache is .flowc-cache/, --no-cache runs all).
-
-    With --explore N FILE: run FILE N times, every agent and tool answering generated values
-    (test model seeds 0..N-1), and report which `if` branches, `require`/`verify` outcomes and
-    `map` paths each run took, and which answers made a run fail (exit code 0; 1 when FILE does
-    not check)."""
-    if explore_runs is not None:
-        _explore(paths, explore_runs)
-        return
-    files = _flow_files(paths or (".",))
-
-    def show(outcome: Any) -> None:
-        mark = (
-            click.style("PASSED", fg="green") if outcome.passed else click.style("FAILED", fg="red")
-        )
-        if outcome.cached:
-            mark += " (cached)"
-        where = f"{outcome.file}:{outcome.line}" if outcome.line else outcome.file
-        click.echo(f"{where} {outcome.name} {mark}")
-        for failure in outcome.failures:
-            click.echo("  " + failure.replace("\n", "\n  "))
-
-    from os import cpu_count
-
-    jobs = jobs or cpu_count() or 1
-    cache = None if no_cache else ".flowc-cache"
-    report = api.run_tests(list(files), pattern, fail_fast, on_outcome=show, jobs=jobs, cache=cache)
-    if junit is not None:
-        try:
-            Path(junit).write_text(report.to_junit(), encoding="utf-8")
-        except OSError as e:
-            _err(f"{junit}: cannot write the JUnit report: {e.strerror or e}")
-            sys.exit(1)
-    if not report.outcomes:
-        click.echo("no tests found")
-        sys.exit(1 if pattern else 0)
-    summary = report.summary()
-    click.echo(click.style(summary, fg="green" if report.ok else "red"))
-    sys.exit(0 if report.ok else 1)
-
-
-def _explore(paths: tuple[str, ...], runs: int) -> None:
-    from agentflow.flowtest import explore
-
-    if len(paths) != 1 or not Path(paths[0]).is_file():
-        raise click.UsageError("--explore N takes exactly one .flow FILE")
-    report = explore(paths[0], runs)
-    if report.error is not None:
-        _err(report.error)
-        sys.exit(1)
-    click.echo(f"explored {report.file}: {report.runs} runs (test model seeds 0..{runs - 1})")
-    width = max((len(s.source) for s in report.sites), default=0)
-    for site in report.sites:
-        counts = "  ".join(f"{o}: {n}" for o, n in site.counts.items())
-        click.echo(f"  {site.source.ljust(width)}  {site.kind:<8} {counts}")
-    missed = [f"{s.source} {s.kind} {o}" for s in report.sites for o in s.missed]
-    if missed:
-        click.echo("not exercised:")
-        for m in missed:
-            click.echo(f"  {m}")
-    else:
-        click.echo("every branch and check outcome was exercised")
-    click.echo(f"failing runs: {len(report.failures)}")
-    groups: dict[tuple[str, str | None], list[Any]] = {}
-    for f in report.failures:
-        groups.setdefault((f.code, f.source), []).append(f)
-    for (code, source), fails in groups.items():
-        where = f" at {source}" if source else ""
-        seeds = ", ".join(str(f.seed) for f in fails[:10]) + (", …" if len(fails) > 10 else "")
-        click.echo(
-            f"  {len(fails)} failed with {code}{where} (seeds {seeds}); seed {fails[0].seed}:"
-        )
-        click.echo(f"    {fails[0].message}")
-        for who, answer in fails[0].answers:
-            shown = answer if len(answer) <= 200 else answer[:199] + "…"
-            click.echo(f"    {who} answered {shown}")
-
-
-@main.command("report")
-@click.argument("trace", type=click.Path(dir_okay=False))
-@click.option(
-    "-o",
-    "--output",
-    "out",
-    type=click.Path(dir_okay=False),
-    default="report.html",
-    show_default=True,
-    help="The HTML file to write.",
-)
-@click.option(
-    "--plan",
-    "plan_file",
-    type=click.Path(dir_okay=False),
-    help="The .flow or plan that ran (default: the file the trace names).",
-)
-def report_cmd(trace: str, out: str, plan_file: str | None) -> None:
-    """Write a self-contained HTML report of a run from its --trace file."""
-    if not Path(trace).is_file():
-        raise click.UsageError(f"{trace}: no such file")
-    try:
-        html = api.report(trace, plan=plan_file)
-    except api.CompileError as e:
-        _err(_render(e.diagnostics, e.sources, "text"))
-        sys.exit(1)
-    except FlowError as e:
-        _fail(e)
-    _write_or_echo(html, out)
-
-
-def _write_or_echo(text: str, out: str | None) -> None:
-    """Write ``text`` to ``out`` (saying so on stderr), or print it when ``out`` is None/``-``."""
-    if out is None or out == "-":
-        click.echo(text, nl=False)
-        return
-    try:
-        Path(out).write_text(text, encoding="utf-8")
-    except OSError as e:
-        _err(f"error: cannot write {out}: {e.strerror or e}")
-        sys.exit(1)
-    _err(f"wrote {out}")
 
 
 @main.group()
@@ -1093,316 +779,16 @@ def cache_clear(tool: str | None) -> None:
     _err(f"cleared {n} shape(s) from {store.path}")
 
 
-# ---------------------------------------------------------------------------------------------
-# Durable runs (docs/durable.md)
-
-_config_option = click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
-_database_option = click.option(
-    "--database", metavar="URL", help="SQLite file or PostgreSQL URL (default: [durable] database)."
-)
-
-
-def _otel_options(fn: Any) -> Any:
-    """``--otel [ENDPOINT]`` / ``--no-otel`` of ``flowc resume`` and ``flowc worker``."""
-    fn = click.option(
-        "--no-otel", is_flag=True, help="Do not export, even when flow.toml says so."
-    )(fn)
-    return click.option(
-        "--otel", is_flag=False, flag_value="on", default=None, metavar="[ENDPOINT]",
-        callback=lambda ctx, param, value: _otel_endpoint(value),
-        help="Export spans over OTLP/HTTP into the run's trace (as flowc run --otel).",
-    )(fn)  # fmt: skip
-
-
-def _otel_settings(config: str | None, otel: str | None, no_otel: bool) -> Any:
-    """The export settings of ``--otel`` / ``--no-otel`` / ``[telemetry]`` (None: none)."""
-    from agentflow.runtime.config import load_config
-    from agentflow.runtime.telemetry import settings_for
-
-    return settings_for(load_config(config), _telemetry_option(otel, no_otel))
-
-
-def _durable_url(config: str | None, database: str | None) -> str:
-    from agentflow.runtime.config import load_config
-    from agentflow.runtime.durable.runs import database_for
-
-    return database_for(load_config(config), database)
-
-
-def _durable_call(coro_fn: Any) -> Any:
-    """Run a coroutine of the durable API with the engine shut down afterwards; a user error
-    is printed (exit 1), never a traceback."""
-    import asyncio
-
-    from agentflow.runtime.durable.dbos_engine import shutdown
-
-    try:
-        return asyncio.run(coro_fn())
-    except FlowError as e:
-        _fail(e)
-    finally:
-        shutdown()
-
-
-def _when(epoch: float | None) -> str:
-    import time
-
-    if not epoch:
-        return "-"
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
-
-
-@main.command()
-@click.argument("run_id", metavar="RUN")
-@_config_option
-@_database_option
-@_trace_option
-@_otel_options
-@click.option("--json", "as_json", is_flag=True, help="Print the whole RunResult as JSON.")
-def resume(
-    run_id: str,
-    config: str | None,
-    database: str | None,
-    trace: str | None,
-    otel: str | None,
-    no_otel: bool,
-    as_json: bool,
-) -> None:
-    """Continue durable run RUN after its process stopped: finished steps are replayed from
-    the record, the rest runs here."""
-    try:
-        url = _durable_url(config, database)
-        telemetry = _otel_settings(config, otel, no_otel)
-    except FlowError as e:
-        _fail(e)
-    from agentflow.runtime.durable.runs import resume as resume_run
-    from agentflow.runtime.events import ConsoleSink, JsonlSink
-
-    sinks: list[Any] = [ConsoleSink()]
-    if trace is not None:
-        sinks.append(JsonlSink(trace, append=True))
-    result = _durable_call(lambda: resume_run(url, run_id, sinks=sinks, telemetry=telemetry))
-    result.run_id = run_id
-    if as_json:
-        click.echo(_json_out(result.to_dict()))
-    elif result.status in ("ok", "exited"):
-        click.echo(_json_out(result.output))
-    if result.status not in ("ok", "exited"):
-        _show_run_error(
-            result.error or ErrorInfo("failed", f"the run ended with status {result.status}"), ""
-        )
-        sys.exit(1)
-
-
-@main.group(invoke_without_command=True)
-@_config_option
-@_database_option
-@click.option("--json", "as_json", is_flag=True, help="Print the runs as JSON.")
-@click.pass_context
-def runs(ctx: click.Context, config: str | None, database: str | None, as_json: bool) -> None:
-    """List durable runs (newest first) with their status and pending questions."""
-    ctx.obj = {"config": config, "database": database}
-    if ctx.invoked_subcommand is not None:
-        return
-    try:
-        url = _durable_url(config, database)
-    except FlowError as e:
-        _fail(e)
-    from agentflow.runtime.durable.runs import list_runs
-
-    found = _durable_call(lambda: list_runs(url))
-    if as_json:
-        click.echo(_json_out([r.to_dict() for r in found]))
-        return
-    if not found:
-        _err("no durable runs")
-        return
-    for r in found:
-        click.echo(f"{r.run_id}  {r.status:<9} {r.plan}  started {_when(r.created_at)}")
-        for q in r.questions:
-            choices = f" {q.choices}" if q.choices else ""
-            click.echo(f"    ? [{q.path}] {q.question}{choices}")
-
-
-@runs.command("show")
-@click.argument("run_id", metavar="RUN")
-@_config_option
-@_database_option
-@click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
-@click.pass_context
-def runs_show(
-    ctx: click.Context, run_id: str, config: str | None, database: str | None, as_json: bool
-) -> None:
-    """Show durable run RUN: its steps, status, cost so far, pending questions, error."""
-    parent = ctx.obj or {}
-    try:
-        url = _durable_url(config or parent.get("config"), database or parent.get("database"))
-    except FlowError as e:
-        _fail(e)
-    from agentflow.runtime.durable.runs import show_run
-
-    info = _durable_call(lambda: show_run(url, run_id))
-    if as_json:
-        click.echo(_json_out(info.to_dict()))
-        return
-    click.echo(f"run {info.run_id}: {info.status}  plan {info.plan}")
-    click.echo(f"started {_when(info.created_at)}, last change {_when(info.updated_at)}")
-    cost = info.cost
-    money = f", ${cost['cost']}" if "cost" in cost else ""
-    click.echo(
-        f"model calls so far: {cost.get('inferences', 0)} ({cost.get('input_tokens', 0)} in, "
-        f"{cost.get('output_tokens', 0)} out tokens{money})"
-    )
-    click.echo("steps:")
-    for step in info.steps:
-        mark = "reused" if step.get("reused") else step["status"]
-        click.echo(f"  {mark:<6} {step['operation']}")
-    for q in info.questions:
-        click.echo(f"waiting: ? [{q.path}] {q.question}" + (f" {q.choices}" if q.choices else ""))
-        click.echo(f"  answer with: flowc answer {info.run_id} {q.path} VALUE")
-    if info.error:
-        e = info.error
-        where = f" at step {e.get('step_path')}" if e.get("step_path") else ""
-        click.echo(f"error[{e.get('code')}]{where}: {e.get('message')}")
-
-
-@main.command()
-@click.argument("run_id", metavar="RUN")
-@click.argument("step", metavar="STEP")
-@click.argument("value", metavar="VALUE")
-@_config_option
-@_database_option
-def answer(run_id: str, step: str, value: str, config: str | None, database: str | None) -> None:
-    """Answer the question durable run RUN waits on at STEP (its step path) with VALUE (JSON
-    unless the question wants text), checked against the question's type and choices."""
-    try:
-        url = _durable_url(config, database)
-    except FlowError as e:
-        _fail(e)
-    from agentflow.runtime.durable.runs import answer as answer_run
-
-    question = _durable_call(lambda: answer_run(url, run_id, step, value))
-    _err(f"answered [{question.path}] {question.question}")
-
-
-@main.command()
-@click.argument("run_id", metavar="RUN")
-@_config_option
-@_database_option
-def cancel(run_id: str, config: str | None, database: str | None) -> None:
-    """Cancel durable run RUN (each of its units stops at its next step)."""
-    try:
-        url = _durable_url(config, database)
-    except FlowError as e:
-        _fail(e)
-    from agentflow.runtime.durable.runs import cancel as cancel_run
-
-    _durable_call(lambda: cancel_run(url, run_id))
-    _err(f"cancelled {run_id}")
-
-
-@main.command()
-@click.argument("run_id", metavar="RUN")
-@_config_option
-@_database_option
-@_workspace_option
-@_trace_option
-@click.option("--json", "as_json", is_flag=True, help="Print the whole RunResult as JSON.")
-def redrive(
-    run_id: str,
-    config: str | None,
-    database: str | None,
-    workspace: str | None,
-    trace: str | None,
-    as_json: bool,
-) -> None:
-    """Run failed durable run RUN again from its failed steps: a new run of the same plan and
-    input that takes every step RUN finished (prints the new run id)."""
-    import asyncio
-    import secrets
-
-    from agentflow.runtime.durable.dbos_engine import shutdown
-    from agentflow.runtime.durable.runs import recorded_spec
-
-    try:
-        url = _durable_url(config, database)
-    except FlowError as e:
-        _fail(e)
-    spec = _durable_call(lambda: recorded_spec(url, run_id))
-    from agentflow.ir.loader import load_plan_text
-
-    plan = load_plan_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
-    # the new run's id: RUN's own (before any earlier redrive's suffix) + a fresh suffix
-    new_id = f"{run_id.split('~', 1)[0]}~{secrets.token_hex(3)}"
-    try:
-        result = asyncio.run(
-            api.run(
-                plan,
-                spec.get("input"),
-                config=config or spec.get("config"),
-                workspace=workspace or spec.get("workspace"),
-                trace=trace,
-                database=database,
-                durable=True,
-                run_id=new_id,
-                reuse=run_id,
-                replay=spec.get("replay"),
-                on_start=lambda rid: _err(f"run id: {rid} (redrive of {run_id})"),
-            )
-        )
-    except FlowError as e:
-        _fail(e)
-    finally:
-        shutdown()
-    if as_json:
-        click.echo(_json_out(result.to_dict()))
-    elif result.status in ("ok", "exited"):
-        click.echo(_json_out(result.output))
-    if result.status not in ("ok", "exited"):
-        _show_run_error(
-            result.error or ErrorInfo("failed", f"the run ended with status {result.status}"), ""
-        )
-        sys.exit(1)
-
-
-@main.command()
-@_config_option
-@_database_option
-@click.option(
-    "--name",
-    default="worker",
-    show_default=True,
-    help="The worker's name (a restarted worker of the same name resumes its predecessor's work).",
-)
-@_trace_option
-@_otel_options
-def worker(
-    config: str | None,
-    database: str | None,
-    name: str,
-    trace: str | None,
-    otel: str | None,
-    no_otel: bool,
-) -> None:
-    """Work for a fleet of durable runs on one database (PostgreSQL): take map items, runs and
-    rate-limited model calls from its queues until stopped (Ctrl-C)."""
-    import asyncio
-
-    try:
-        url = _durable_url(config, database)
-        telemetry = _otel_settings(config, otel, no_otel)
-    except FlowError as e:
-        _fail(e)
-    from agentflow.runtime.durable.runs import work
-    from agentflow.runtime.events import JsonlSink
-
-    sinks = [JsonlSink(trace, append=True)] if trace else []
-    _err(f"worker {name} on {url.split('@')[-1]}")
-    try:
-        _durable_call(lambda: work(url, name, sinks=sinks, telemetry=telemetry))
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        pass
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()
+# the command groups of their own modules
+for _command in (
+    durable.resume,
+    durable.runs,
+    durable.answer,
+    durable.cancel,
+    durable.redrive,
+    durable.worker,
+    flowtests.test_cmd,
+    views.graph_cmd,
+    views.report_cmd,
+):
+    main.add_command(_command)

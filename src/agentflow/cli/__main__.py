@@ -1,0 +1,5 @@
+"""`python -m agentflow.cli` is `flowc`."""
+
+from agentflow.cli import main
+
+main()

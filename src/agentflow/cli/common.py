@@ -1,0 +1,187 @@
+"""What the `flowc` commands share: printing errors and diagnostics, the run options, JSON
+output that is always valid, a failed run's error with its source line."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from agentflow import api
+from agentflow.core.spans import Span
+from agentflow.errors import ErrorInfo, FlowError, PlanLoadError
+
+
+def _err(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def _fail(e: FlowError) -> NoReturn:
+    """Print a user error and exit 1: the diagnostics of a PlanLoadError or CompileError as
+    ``flowc check`` renders them, anything else as ``error: …``."""
+    if isinstance(e, PlanLoadError | api.CompileError):
+        _err(_render(e.diagnostics, _with_sources(e.diagnostics, e.sources), "text"))
+    else:
+        _err(f"error: {e}")
+    sys.exit(1)
+
+
+def _with_sources(diags: list, sources: dict[str, str]) -> dict[str, str]:
+    """``sources`` plus the text of every other file the diagnostics name that can be read (for
+    the source excerpts; a file that cannot be read is shown without)."""
+    out = dict(sources)
+    for d in diags:
+        file = d.span.file
+        if file not in out and d.span.line > 0:
+            try:
+                out[file] = Path(file).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError, ValueError):
+                out[file] = ""
+    return out
+
+
+# Options shared by `run`, `ask` and the durable-run commands.
+_workspace_option = click.option(
+    "--workspace", type=click.Path(file_okay=False), help="Root for file tools (default: cwd)."
+)
+
+
+_trace_option = click.option(
+    "--trace", type=click.Path(dir_okay=False), help="Write every event as JSON Lines here."
+)
+
+
+_record_option = click.option(
+    "--record", type=click.Path(dir_okay=False), help="Record model exchanges here."
+)
+
+
+_replay_option = click.option(
+    "--replay", type=click.Path(dir_okay=False), help="Answer model requests from this cassette."
+)
+
+
+def _check_run_options(
+    workspace: str | None, record: str | None, replay: str | None, trace: str | None = None
+) -> None:
+    """Raise click.UsageError (exit 2) for ``--record`` with ``--replay``, a missing ``--replay``
+    cassette, a missing ``--workspace`` directory, or a ``--trace`` file whose directory does not
+    exist (checked before the run starts)."""
+    if record and replay:
+        raise click.UsageError("--record and --replay cannot be used together")
+    if replay is not None and not Path(replay).is_file():
+        raise click.UsageError(f"--replay {replay}: no such file")
+    if workspace is not None and not Path(workspace).is_dir():
+        raise click.UsageError(f"--workspace {workspace}: no such directory")
+    if trace is not None:
+        if not Path(trace).parent.is_dir():
+            raise click.UsageError(f"--trace {trace}: no such directory {Path(trace).parent}")
+        if Path(trace).is_dir():
+            raise click.UsageError(f"--trace {trace}: is a directory")
+
+
+def _flow_files(paths: tuple[str, ...]) -> list[Path]:
+    out: list[Path] = []
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            out.extend(sorted(path.rglob("*.flow")))
+        elif path.exists():
+            out.append(path)
+        else:
+            raise click.UsageError(f"{p}: no such file or directory")
+    return out
+
+
+def _render(diags: list, sources: dict[str, str], fmt: str) -> str:
+    from agentflow.compiler import render
+
+    if fmt == "json":
+        return render.render_json(diags)
+    if fmt == "sarif":
+        return render.render_sarif(diags)
+    return render.render_text(diags, sources, color=sys.stderr.isatty())
+
+
+def _json_out(value: Any) -> str:
+    """``value`` as indented JSON that is always valid: a NaN or infinity (which JSON cannot
+    hold; e.g. from a tool's reply) is printed as ``null`` with a warning on stderr. Configured
+    secrets are redacted from every string first."""
+    from agentflow.core.redaction import redact_data
+
+    value = redact_data(value)
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        _err("warning: the output held NaN or an infinity, which JSON cannot hold; printed as null")
+        return json.dumps(_finite_only(value), indent=2, ensure_ascii=False, allow_nan=False)
+
+
+def _finite_only(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite_only(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite_only(v) for v in value]
+    return value
+
+
+def _show_run_error(error: ErrorInfo | dict, target: str) -> None:
+    error = ErrorInfo.from_dict(error) or ErrorInfo("failed", "the run failed")
+    label = error.get("label")  # the failed step in the .flow's terms (runtime/where.py)
+    if label and error.step_path:
+        where = f" in {label} (step {error.step_path})"
+    else:
+        where = f" at step {error.step_path}" if error.step_path else ""
+    _err(f"error[{error.code}]{where}: {error.message}")
+    loc = Span.parse(error.source)
+    if loc is not None and target.endswith(".flow"):
+        try:
+            text = Path(target).read_text(encoding="utf-8").splitlines()[loc.line - 1]
+            _err(f"  --> {target}:{loc.line}:{loc.column}")
+            _err(f"   | {text}")
+            _err("   | " + " " * (loc.column - 1) + "^")
+        except (ValueError, IndexError, OSError):
+            pass
+
+
+def _write_or_echo(text: str, out: str | None) -> None:
+    """Write ``text`` to ``out`` (saying so on stderr), or print it when ``out`` is None/``-``."""
+    if out is None or out == "-":
+        click.echo(text, nl=False)
+        return
+    try:
+        Path(out).write_text(text, encoding="utf-8")
+    except OSError as e:
+        _err(f"error: cannot write {out}: {e.strerror or e}")
+        sys.exit(1)
+    _err(f"wrote {out}")
+
+
+def _telemetry_option(otel: str | None, no_otel: bool) -> bool | str | None:
+    """``--otel [ENDPOINT]`` / ``--no-otel`` as :func:`agentflow.api.run`'s ``telemetry``:
+    None (as flow.toml says), False, True or an endpoint URL. Raises click.UsageError for a
+    value that is not an http(s) URL (e.g. the file, when ``--otel`` came before it)."""
+    if no_otel:
+        if otel is not None:
+            raise click.UsageError("--otel and --no-otel cannot be used together")
+        return False
+    if otel is None:
+        return None
+    return True if otel == "on" else otel
+
+
+def _otel_endpoint(value: str | None) -> str | None:
+    """The ``--otel`` value when it is ``on`` or an http(s) URL, else click.UsageError (checked
+    while parsing, so ``flowc run --otel FILE`` says why rather than "missing argument")."""
+    if value is None or value == "on" or value.startswith(("http://", "https://")):
+        return value
+    raise click.UsageError(
+        f"--otel {value}: the endpoint must be an http:// or https:// URL (for the default "
+        "endpoint put --otel after the file, or write --otel=on)"
+    )

@@ -1,0 +1,331 @@
+"""`flowc resume`, `runs`, `runs show`, `answer`, `cancel`, `redrive` and `worker`: durable runs
+(docs/durable.md), each a call of :mod:`agentflow.runtime.durable.runs` or :func:`agentflow.api.run`."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from agentflow import api
+from agentflow.cli.common import (
+    _err,
+    _fail,
+    _json_out,
+    _otel_endpoint,
+    _show_run_error,
+    _telemetry_option,
+    _trace_option,
+    _workspace_option,
+)
+from agentflow.errors import ErrorInfo, FlowError
+
+_config_option = click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
+
+
+_database_option = click.option(
+    "--database", metavar="URL", help="SQLite file or PostgreSQL URL (default: [durable] database)."
+)
+
+
+def _otel_options(fn: Any) -> Any:
+    """``--otel [ENDPOINT]`` / ``--no-otel`` of ``flowc resume`` and ``flowc worker``."""
+    fn = click.option(
+        "--no-otel", is_flag=True, help="Do not export, even when flow.toml says so."
+    )(fn)
+    return click.option(
+        "--otel", is_flag=False, flag_value="on", default=None, metavar="[ENDPOINT]",
+        callback=lambda ctx, param, value: _otel_endpoint(value),
+        help="Export spans over OTLP/HTTP into the run's trace (as flowc run --otel).",
+    )(fn)  # fmt: skip
+
+
+def _otel_settings(config: str | None, otel: str | None, no_otel: bool) -> Any:
+    """The export settings of ``--otel`` / ``--no-otel`` / ``[telemetry]`` (None: none)."""
+    from agentflow.runtime.config import load_config
+    from agentflow.runtime.telemetry import settings_for
+
+    return settings_for(load_config(config), _telemetry_option(otel, no_otel))
+
+
+def _durable_url(config: str | None, database: str | None) -> str:
+    from agentflow.runtime.config import load_config
+    from agentflow.runtime.durable.runs import database_for
+
+    return database_for(load_config(config), database)
+
+
+def _durable_call(coro_fn: Any) -> Any:
+    """Run a coroutine of the durable API with the engine shut down afterwards; a user error
+    is printed (exit 1), never a traceback."""
+    import asyncio
+
+    from agentflow.runtime.durable.dbos_engine import shutdown
+
+    try:
+        return asyncio.run(coro_fn())
+    except FlowError as e:
+        _fail(e)
+    finally:
+        shutdown()
+
+
+def _when(epoch: float | None) -> str:
+    import time
+
+    if not epoch:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
+
+
+@click.command()
+@click.argument("run_id", metavar="RUN")
+@_config_option
+@_database_option
+@_trace_option
+@_otel_options
+@click.option("--json", "as_json", is_flag=True, help="Print the whole RunResult as JSON.")
+def resume(
+    run_id: str,
+    config: str | None,
+    database: str | None,
+    trace: str | None,
+    otel: str | None,
+    no_otel: bool,
+    as_json: bool,
+) -> None:
+    """Continue durable run RUN after its process stopped: finished steps are replayed from
+    the record, the rest runs here."""
+    try:
+        url = _durable_url(config, database)
+        telemetry = _otel_settings(config, otel, no_otel)
+    except FlowError as e:
+        _fail(e)
+    from agentflow.runtime.durable.runs import resume as resume_run
+    from agentflow.runtime.events import ConsoleSink, JsonlSink
+
+    sinks: list[Any] = [ConsoleSink()]
+    if trace is not None:
+        sinks.append(JsonlSink(trace, append=True))
+    result = _durable_call(lambda: resume_run(url, run_id, sinks=sinks, telemetry=telemetry))
+    result.run_id = run_id
+    if as_json:
+        click.echo(_json_out(result.to_dict()))
+    elif result.status in ("ok", "exited"):
+        click.echo(_json_out(result.output))
+    if result.status not in ("ok", "exited"):
+        _show_run_error(
+            result.error or ErrorInfo("failed", f"the run ended with status {result.status}"), ""
+        )
+        sys.exit(1)
+
+
+@click.group(invoke_without_command=True)
+@_config_option
+@_database_option
+@click.option("--json", "as_json", is_flag=True, help="Print the runs as JSON.")
+@click.pass_context
+def runs(ctx: click.Context, config: str | None, database: str | None, as_json: bool) -> None:
+    """List durable runs (newest first) with their status and pending questions."""
+    ctx.obj = {"config": config, "database": database}
+    if ctx.invoked_subcommand is not None:
+        return
+    try:
+        url = _durable_url(config, database)
+    except FlowError as e:
+        _fail(e)
+    from agentflow.runtime.durable.runs import list_runs
+
+    found = _durable_call(lambda: list_runs(url))
+    if as_json:
+        click.echo(_json_out([r.to_dict() for r in found]))
+        return
+    if not found:
+        _err("no durable runs")
+        return
+    for r in found:
+        click.echo(f"{r.run_id}  {r.status:<9} {r.plan}  started {_when(r.created_at)}")
+        for q in r.questions:
+            choices = f" {q.choices}" if q.choices else ""
+            click.echo(f"    ? [{q.path}] {q.question}{choices}")
+
+
+@runs.command("show")
+@click.argument("run_id", metavar="RUN")
+@_config_option
+@_database_option
+@click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
+@click.pass_context
+def runs_show(
+    ctx: click.Context, run_id: str, config: str | None, database: str | None, as_json: bool
+) -> None:
+    """Show durable run RUN: its steps, status, cost so far, pending questions, error."""
+    parent = ctx.obj or {}
+    try:
+        url = _durable_url(config or parent.get("config"), database or parent.get("database"))
+    except FlowError as e:
+        _fail(e)
+    from agentflow.runtime.durable.runs import show_run
+
+    info = _durable_call(lambda: show_run(url, run_id))
+    if as_json:
+        click.echo(_json_out(info.to_dict()))
+        return
+    click.echo(f"run {info.run_id}: {info.status}  plan {info.plan}")
+    click.echo(f"started {_when(info.created_at)}, last change {_when(info.updated_at)}")
+    cost = info.cost
+    money = f", ${cost['cost']}" if "cost" in cost else ""
+    click.echo(
+        f"model calls so far: {cost.get('inferences', 0)} ({cost.get('input_tokens', 0)} in, "
+        f"{cost.get('output_tokens', 0)} out tokens{money})"
+    )
+    click.echo("steps:")
+    for step in info.steps:
+        mark = "reused" if step.get("reused") else step["status"]
+        click.echo(f"  {mark:<6} {step['operation']}")
+    for q in info.questions:
+        click.echo(f"waiting: ? [{q.path}] {q.question}" + (f" {q.choices}" if q.choices else ""))
+        click.echo(f"  answer with: flowc answer {info.run_id} {q.path} VALUE")
+    if info.error:
+        e = info.error
+        where = f" at step {e.get('step_path')}" if e.get("step_path") else ""
+        click.echo(f"error[{e.get('code')}]{where}: {e.get('message')}")
+
+
+@click.command()
+@click.argument("run_id", metavar="RUN")
+@click.argument("step", metavar="STEP")
+@click.argument("value", metavar="VALUE")
+@_config_option
+@_database_option
+def answer(run_id: str, step: str, value: str, config: str | None, database: str | None) -> None:
+    """Answer the question durable run RUN waits on at STEP (its step path) with VALUE (JSON
+    unless the question wants text), checked against the question's type and choices."""
+    try:
+        url = _durable_url(config, database)
+    except FlowError as e:
+        _fail(e)
+    from agentflow.runtime.durable.runs import answer as answer_run
+
+    question = _durable_call(lambda: answer_run(url, run_id, step, value))
+    _err(f"answered [{question.path}] {question.question}")
+
+
+@click.command()
+@click.argument("run_id", metavar="RUN")
+@_config_option
+@_database_option
+def cancel(run_id: str, config: str | None, database: str | None) -> None:
+    """Cancel durable run RUN (each of its units stops at its next step)."""
+    try:
+        url = _durable_url(config, database)
+    except FlowError as e:
+        _fail(e)
+    from agentflow.runtime.durable.runs import cancel as cancel_run
+
+    _durable_call(lambda: cancel_run(url, run_id))
+    _err(f"cancelled {run_id}")
+
+
+@click.command()
+@click.argument("run_id", metavar="RUN")
+@_config_option
+@_database_option
+@_workspace_option
+@_trace_option
+@click.option("--json", "as_json", is_flag=True, help="Print the whole RunResult as JSON.")
+def redrive(
+    run_id: str,
+    config: str | None,
+    database: str | None,
+    workspace: str | None,
+    trace: str | None,
+    as_json: bool,
+) -> None:
+    """Run failed durable run RUN again from its failed steps: a new run of the same plan and
+    input that takes every step RUN finished (prints the new run id)."""
+    import asyncio
+    import secrets
+
+    from agentflow.runtime.durable.dbos_engine import shutdown
+    from agentflow.runtime.durable.runs import recorded_spec
+
+    try:
+        url = _durable_url(config, database)
+    except FlowError as e:
+        _fail(e)
+    spec = _durable_call(lambda: recorded_spec(url, run_id))
+    from agentflow.ir.loader import load_plan_text
+
+    plan = load_plan_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
+    # the new run's id: RUN's own (before any earlier redrive's suffix) + a fresh suffix
+    new_id = f"{run_id.split('~', 1)[0]}~{secrets.token_hex(3)}"
+    try:
+        result = asyncio.run(
+            api.run(
+                plan,
+                spec.get("input"),
+                config=config or spec.get("config"),
+                workspace=workspace or spec.get("workspace"),
+                trace=trace,
+                database=database,
+                durable=True,
+                run_id=new_id,
+                reuse=run_id,
+                replay=spec.get("replay"),
+                on_start=lambda rid: _err(f"run id: {rid} (redrive of {run_id})"),
+            )
+        )
+    except FlowError as e:
+        _fail(e)
+    finally:
+        shutdown()
+    if as_json:
+        click.echo(_json_out(result.to_dict()))
+    elif result.status in ("ok", "exited"):
+        click.echo(_json_out(result.output))
+    if result.status not in ("ok", "exited"):
+        _show_run_error(
+            result.error or ErrorInfo("failed", f"the run ended with status {result.status}"), ""
+        )
+        sys.exit(1)
+
+
+@click.command()
+@_config_option
+@_database_option
+@click.option(
+    "--name",
+    default="worker",
+    show_default=True,
+    help="The worker's name (a restarted worker of the same name resumes its predecessor's work).",
+)
+@_trace_option
+@_otel_options
+def worker(
+    config: str | None,
+    database: str | None,
+    name: str,
+    trace: str | None,
+    otel: str | None,
+    no_otel: bool,
+) -> None:
+    """Work for a fleet of durable runs on one database (PostgreSQL): take map items, runs and
+    rate-limited model calls from its queues until stopped (Ctrl-C)."""
+    import asyncio
+
+    try:
+        url = _durable_url(config, database)
+        telemetry = _otel_settings(config, otel, no_otel)
+    except FlowError as e:
+        _fail(e)
+    from agentflow.runtime.durable.runs import work
+    from agentflow.runtime.events import JsonlSink
+
+    sinks = [JsonlSink(trace, append=True)] if trace else []
+    _err(f"worker {name} on {url.split('@')[-1]}")
+    try:
+        _durable_call(lambda: work(url, name, sinks=sinks, telemetry=telemetry))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        pass

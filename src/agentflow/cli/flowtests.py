@@ -1,0 +1,125 @@
+"""`flowc test`: the `test` blocks of `.flow` files (:func:`agentflow.api.run_tests`), and
+`flowc test --explore N FILE` (:func:`agentflow.flowexplore.explore`)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from agentflow import api
+from agentflow.cli.common import _err, _flow_files
+
+
+@click.command("test")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("-k", "pattern", help="Run only the tests whose name contains (or matches) this.")
+@click.option("-x", "--exitfirst", "fail_fast", is_flag=True, help="Stop at the first failure.")
+@click.option(
+    "--junit", "junit", type=click.Path(dir_okay=False), help="Write a JUnit XML report here."
+)
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(1, 256),
+    default=None,
+    help="Tests run at once (default: the number of CPU cores).",
+)
+@click.option("--no-cache", is_flag=True, help="Run every test, even those cached as passed.")
+@click.option(
+    "--explore",
+    "explore_runs",
+    type=click.IntRange(1, 10_000),
+    help="Instead: run FILE N times with generated answers and report the branches exercised.",
+)
+def test_cmd(
+    paths: tuple[str, ...],
+    pattern: str | None,
+    fail_fast: bool,
+    junit: str | None,
+    jobs: int | None,
+    no_cache: bool,
+    explore_runs: int | None,
+) -> None:
+    """Run the `test` blocks of .flow files (default: the current directory) with no network:
+    stubbed agents and tools answer their stubs, other agents the test model
+    (docs/reference/testing.md). Exit code 0 when every test passed, 1 otherwise. Tests run
+    -j at once; a test that passed is not run again while its file, its directory and agentflow
+    are unchanged (reported "PASSED (cached)"; the cache is .flowc-cache/, --no-cache runs all).
+
+    With --explore N FILE: run FILE N times, every agent and tool answering generated values
+    (test model seeds 0..N-1), and report which `if` branches, `require`/`verify` outcomes and
+    `map` paths each run took, and which answers made a run fail (exit code 0; 1 when FILE does
+    not check)."""
+    if explore_runs is not None:
+        _explore(paths, explore_runs)
+        return
+    files = _flow_files(paths or (".",))
+
+    def show(outcome: Any) -> None:
+        mark = (
+            click.style("PASSED", fg="green") if outcome.passed else click.style("FAILED", fg="red")
+        )
+        if outcome.cached:
+            mark += " (cached)"
+        where = f"{outcome.file}:{outcome.line}" if outcome.line else outcome.file
+        click.echo(f"{where} {outcome.name} {mark}")
+        for failure in outcome.failures:
+            click.echo("  " + failure.replace("\n", "\n  "))
+
+    from os import cpu_count
+
+    jobs = jobs or cpu_count() or 1
+    cache = None if no_cache else ".flowc-cache"
+    report = api.run_tests(list(files), pattern, fail_fast, on_outcome=show, jobs=jobs, cache=cache)
+    if junit is not None:
+        try:
+            Path(junit).write_text(report.to_junit(), encoding="utf-8")
+        except OSError as e:
+            _err(f"{junit}: cannot write the JUnit report: {e.strerror or e}")
+            sys.exit(1)
+    if not report.outcomes:
+        click.echo("no tests found")
+        sys.exit(1 if pattern else 0)
+    summary = report.summary()
+    click.echo(click.style(summary, fg="green" if report.ok else "red"))
+    sys.exit(0 if report.ok else 1)
+
+
+def _explore(paths: tuple[str, ...], runs: int) -> None:
+    from agentflow.flowexplore import explore
+
+    if len(paths) != 1 or not Path(paths[0]).is_file():
+        raise click.UsageError("--explore N takes exactly one .flow FILE")
+    report = explore(paths[0], runs)
+    if report.error is not None:
+        _err(report.error)
+        sys.exit(1)
+    click.echo(f"explored {report.file}: {report.runs} runs (test model seeds 0..{runs - 1})")
+    width = max((len(s.source) for s in report.sites), default=0)
+    for site in report.sites:
+        counts = "  ".join(f"{o}: {n}" for o, n in site.counts.items())
+        click.echo(f"  {site.source.ljust(width)}  {site.kind:<8} {counts}")
+    missed = [f"{s.source} {s.kind} {o}" for s in report.sites for o in s.missed]
+    if missed:
+        click.echo("not exercised:")
+        for m in missed:
+            click.echo(f"  {m}")
+    else:
+        click.echo("every branch and check outcome was exercised")
+    click.echo(f"failing runs: {len(report.failures)}")
+    groups: dict[tuple[str, str | None], list[Any]] = {}
+    for f in report.failures:
+        groups.setdefault((f.code, f.source), []).append(f)
+    for (code, source), fails in groups.items():
+        where = f" at {source}" if source else ""
+        seeds = ", ".join(str(f.seed) for f in fails[:10]) + (", …" if len(fails) > 10 else "")
+        click.echo(
+            f"  {len(fails)} failed with {code}{where} (seeds {seeds}); seed {fails[0].seed}:"
+        )
+        click.echo(f"    {fails[0].message}")
+        for who, answer in fails[0].answers:
+            shown = answer if len(answer) <= 200 else answer[:199] + "…"
+            click.echo(f"    {who} answered {shown}")

@@ -1,0 +1,69 @@
+"""`flowc graph` and `flowc report`: the graph of a program or plan
+(:func:`agentflow.api.graph`) and the HTML report of a run (:func:`agentflow.api.report`)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from agentflow import api
+from agentflow.cli.common import _err, _fail, _render, _write_or_echo
+from agentflow.errors import FlowError
+
+
+@click.command("graph")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option(
+    "--format", "fmt", type=click.Choice(["mermaid", "dot"]), default="mermaid", show_default=True
+)
+@click.option(
+    "--run", "trace", type=click.Path(dir_okay=False), help="Colour the graph by this run's trace."
+)
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), help="Write it here.")
+def graph_cmd(file: str, fmt: str, trace: str | None, out: str | None) -> None:
+    """Print the graph of a .flow program or a plan as Mermaid (or Graphviz DOT)."""
+    if not Path(file).is_file():
+        raise click.UsageError(f"{file}: no such file")
+    if trace is not None and not Path(trace).is_file():
+        raise click.UsageError(f"--run {trace}: no such file")
+    try:
+        text = api.graph(file, format=fmt, run=trace)
+    except api.CompileError as e:
+        _err(_render(e.diagnostics, e.sources, "text"))
+        sys.exit(1)
+    except FlowError as e:
+        _fail(e)
+    _write_or_echo(text, out)
+
+
+@click.command("report")
+@click.argument("trace", type=click.Path(dir_okay=False))
+@click.option(
+    "-o",
+    "--output",
+    "out",
+    type=click.Path(dir_okay=False),
+    default="report.html",
+    show_default=True,
+    help="The HTML file to write.",
+)
+@click.option(
+    "--plan",
+    "plan_file",
+    type=click.Path(dir_okay=False),
+    help="The .flow or plan that ran (default: the file the trace names).",
+)
+def report_cmd(trace: str, out: str, plan_file: str | None) -> None:
+    """Write a self-contained HTML report of a run from its --trace file."""
+    if not Path(trace).is_file():
+        raise click.UsageError(f"{trace}: no such file")
+    try:
+        html = api.report(trace, plan=plan_file)
+    except api.CompileError as e:
+        _err(_render(e.diagnostics, e.sources, "text"))
+        sys.exit(1)
+    except FlowError as e:
+        _fail(e)
+    _write_or_echo(html, out)

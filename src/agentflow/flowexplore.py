@@ -1,0 +1,292 @@
+"""Exploration: ``flowc test --explore N FILE`` (docs/reference/testing.md, "Exploring a flow"):
+run a flow N times against the built-in test model with varied generated answers and report
+which branches, ``require``/``verify`` checks and map paths were exercised, and which generated
+answers made the run fail. Layer: api (it compiles and runs)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentflow.flowtest import _plan_steps, _plan_tool_name, _where
+
+__all__ = ["ExploreFailure", "ExploreReport", "ExploreSite", "explore"]
+
+#: plan step → (the site kind reports name, the outcomes it may have, in the order listed)
+_SITES: dict[str, tuple[str, tuple[str, str]]] = {
+    "decide": ("if", ("then", "else")),
+    "exit": ("require", ("held", "failed")),
+    "verify": ("verify", ("passed", "failed")),
+    "map": ("map", ("empty", "items")),
+    "filter": ("filter", ("empty", "items")),
+}
+
+
+@dataclass
+class ExploreSite:
+    """A place of the flow whose outcome varies with the answers: an ``if`` (``then``/``else``),
+    a ``require`` (``held``/``failed``), a ``verify`` (``passed``/``failed``), a ``map``
+    (``empty``/``items``: whether an item ran), a ``filter`` (``empty``/``items``: whether any
+    item was kept). ``source`` is its ``file:line:col``; ``counts`` maps each outcome to
+    the number of runs that took it."""
+
+    source: str
+    kind: str
+    counts: dict[str, int]
+
+    @property
+    def missed(self) -> list[str]:
+        """The outcomes no run took."""
+        return [o for o, n in self.counts.items() if n == 0]
+
+
+@dataclass
+class ExploreFailure:
+    """A run that failed: its ``seed``, error ``code``, ``message``, ``source`` (where, when
+    known) and the generated ``answers`` (``[(agent, JSON text)]``) that led there."""
+
+    seed: int
+    code: str
+    message: str
+    source: str | None
+    answers: list[tuple[str, str]]
+
+
+@dataclass
+class ExploreReport:
+    """What :func:`explore` returns: ``runs`` made, the ``sites`` with their outcome counts, the
+    ``failures``; ``error`` is set (and the rest empty) when the file does not check."""
+
+    file: str
+    runs: int = 0
+    sites: list[ExploreSite] = field(default_factory=list)
+    failures: list[ExploreFailure] = field(default_factory=list)
+    error: str | None = None
+
+
+def explore(path: str | os.PathLike, runs: int) -> ExploreReport:
+    """Run the flow at ``path`` ``runs`` times with generated answers (docs/reference/testing.md
+    "Exploring"): agents answer with the test model, seeds ``0 … runs-1``; every tool answers a
+    value generated from its declared result type (nothing touches the disk or the network); the
+    input is, in turn, each ``input`` of the file's tests, else one generated from the input type.
+    Reports how often each ``if`` branch, ``require``, ``verify`` and ``map`` outcome happened and
+    which answers made a run fail. Never raises for a mistake in the file (``error`` says it)."""
+    return asyncio.run(_explore(Path(path), runs))
+
+
+async def _explore(file: Path, runs: int) -> ExploreReport:
+    import random
+
+    from agentflow.compiler.api import check_source, read_source
+    from agentflow.compiler.contracts import contract_for
+    from agentflow.compiler.lowering import LoweringError, lower
+    from agentflow.compiler.render import render_text
+    from agentflow.errors import FlowError
+    from agentflow.ir.loader import load_plan_data
+    from agentflow.runtime.expressions import evaluate
+    from agentflow.runtime.models.test_model import GenerationError, generate_value
+
+    shown = str(file)
+    report = ExploreReport(shown)
+    try:
+        text = read_source(file)
+    except (OSError, FlowError, UnicodeDecodeError) as e:
+        report.error = f"{shown}: cannot read: {e}"
+        return report
+    result = check_source(text, shown)
+    if not result.ok:
+        report.error = render_text(result.errors, {shown: text}, color=False).rstrip()
+        return report
+    try:
+        data = lower(result, file=shown)
+    except LoweringError as e:
+        report.error = f"{_where(shown, e.span)}: {e.message}"
+        return report
+    plan = load_plan_data(data, shown)
+    sites: dict[str, ExploreSite] = {}
+    for step in _plan_steps(data):
+        entry = _SITES.get(step.get("tool_name", ""))
+        source = (step.get("meta") or {}).get("source")
+        if entry is None or source is None:
+            continue
+        kind, outcomes = entry
+        if kind == "require" and "when" not in (step.get("input") or {}):
+            continue
+        sites.setdefault(source, ExploreSite(source, kind, dict.fromkeys(outcomes, 0)))
+    report.sites = sorted(sites.values(), key=lambda s: _source_key(s.source))
+    schemas = {}
+    for name, sig in result.tool_decls.items():
+        try:
+            schemas[_plan_tool_name(name, sig)] = contract_for(sig.returns, result.env)
+        except Exception:  # noqa: BLE001 - a type with no schema: any value
+            schemas[_plan_tool_name(name, sig)] = {}
+    inputs = []
+    for t in result.tests:
+        if not t.inputs:
+            continue
+        if t.cases is not None and t.case is not None:
+            for c in evaluate(t.cases, {}):
+                inputs.append(evaluate(t.inputs[0].value, {t.case.name: c}))
+        else:
+            inputs.append(evaluate(t.inputs[0].value, {}))
+    for seed in range(runs):
+        rng = random.Random(seed)
+        if inputs:
+            inp = inputs[seed % len(inputs)]
+        else:
+            try:
+                inp = generate_value(data.get("input_schema") or {"type": "object"}, rng)
+            except GenerationError:
+                inp = {}
+        await _explore_once(file, plan, result, schemas, seed, inp, sites, report)
+        report.runs += 1
+    return report
+
+
+def _source_key(source: str) -> tuple:
+    parts = source.rsplit(":", 2)
+    try:
+        return (parts[0], int(parts[1]), int(parts[2]))
+    except (IndexError, ValueError):
+        return (source, 0, 0)
+
+
+async def _explore_once(
+    file: Path,
+    plan: Any,
+    result: Any,
+    schemas: dict[str, Any],
+    seed: int,
+    inp: Any,
+    sites: dict[str, ExploreSite],
+    report: ExploreReport,
+) -> None:
+    import random
+
+    from agentflow.api import run
+    from agentflow.errors import FlowError
+    from agentflow.runtime.config import Config, load_config
+    from agentflow.runtime.events import CallbackSink
+    from agentflow.runtime.models.test_model import GenerationError, generate_value, test_router
+    from agentflow.runtime.tools.catalog import Catalog, Tool
+
+    def generated_tool(name: str, schema: Any) -> Any:
+        async def answer(args: dict[str, Any], ctx: Any) -> Any:
+            key = json.dumps([seed, name, args], sort_keys=True, default=str)
+            try:
+                return generate_value(schema, random.Random(key))
+            except GenerationError:
+                return None
+
+        return Tool(name, f"generated {name}", {"type": "object"}, answer, source="explore")
+
+    catalog = Catalog(generated_tool(name, schema) for name, schema in schemas.items())
+    config: Any = Config()
+    toml = file.parent / "flow.toml"
+    if toml.is_file():
+        try:
+            config = load_config(toml, env={})
+        except FlowError:
+            config = Config()
+    started: dict[str, tuple[str, str]] = {}  # path → (tool_name, source)
+    maps: list[str] = []  # paths of the map steps started
+    mapped: set[str] = set()  # … of those that started an item
+    counted: set[str] = set()  # … of those that finished
+    checked: list[str] = []  # paths of the `require` steps that finished
+    branched: set[str] = set()
+    answers: list[tuple[str, str]] = []
+    agent_of: dict[str, str] = {}
+
+    def site(path: str) -> ExploreSite | None:
+        info = started.get(path)
+        return sites.get(info[1]) if info is not None else None
+
+    def on_event(event: Any) -> None:
+        d, path = event.data, event.path or ""
+        if event.kind == "step_started":
+            started[path] = (d.get("tool_name", ""), d.get("source") or "")
+            for m in maps:
+                if path != m and path.startswith(m) and path[len(m)] in "[/":
+                    mapped.add(m)
+            if d.get("tool_name") == "map":
+                maps.append(path)
+            parent, _, leg = path.rpartition("/")
+            if leg in ("then", "else") and parent in started:
+                branched.add(parent)
+                s = site(parent)
+                if s is not None and s.kind == "if":
+                    s.counts[leg] += 1
+            if d.get("tool_name") == "agent":
+                agent_of[path] = f"the agent at {d.get('source') or path}"
+        elif event.kind == "step_finished":
+            s = site(path)
+            if s is None:
+                return
+            value = d.get("result")
+            if s.kind == "if" and path not in branched:
+                s.counts["else"] += 1
+            elif s.kind == "require":
+                checked.append(path)  # held, unless the run failed right there
+            elif s.kind == "verify" and isinstance(value, dict):
+                s.counts["passed" if value.get("passed") else "failed"] += 1
+            elif s.kind == "filter" and isinstance(value, list):
+                s.counts["items" if value else "empty"] += 1
+            elif s.kind == "map":
+                ran = path in mapped or (isinstance(value, list) and bool(value))
+                s.counts["items" if ran else "empty"] += 1
+                counted.add(path)
+        elif event.kind == "model_call":
+            reply = d.get("reply") or {}
+            if reply.get("text"):
+                who = next(
+                    (a for p, a in agent_of.items() if path == p or path.startswith(p + "/")),
+                    path,
+                )
+                answers.append((who, str(reply["text"])))
+
+    router = test_router(config, seed)
+    try:
+        outcome = await run(
+            plan,
+            inp,
+            config=config,
+            workspace=file.parent,
+            catalog=catalog,
+            router=router,
+            shape_cache=False,
+            telemetry=False,
+            sinks=[CallbackSink(on_event)],
+        )
+    except FlowError as e:
+        report.failures.append(ExploreFailure(seed, "validation", str(e), None, answers))
+        return
+    finally:
+        await router.aclose()
+    for m in mapped - counted:  # a map whose items ran but that did not finish
+        s = site(m)
+        if s is not None:
+            s.counts["items"] += 1
+    error = outcome.error or {}
+    where = error.get("step_path")
+    for p in checked:
+        s = site(p)
+        if s is not None and p != where:
+            s.counts["held"] += 1
+    if outcome.ok:
+        return
+    s = site(where) if isinstance(where, str) else None
+    if s is not None and s.kind == "require":
+        s.counts["failed"] += 1
+    report.failures.append(
+        ExploreFailure(
+            seed,
+            str(error.get("code")),
+            str(error.get("message")),
+            error.get("source") or (s.source if s is not None else None),
+            answers,
+        )
+    )

@@ -1,0 +1,326 @@
+"""Completion: context-sensitive items at the cursor (docs/spec/LANGUAGE.md §2–8) — fields
+after ``.``, types after ``expect``/``->``/``:``, tools in ``tools [...]``, agent clauses,
+top-level words, and the names in scope where an expression may start.
+
+The context comes from the raw scanner tokens before the cursor (:func:`_context`); names come
+from an analysis in which the cursor's item parses (:func:`names_analysis`)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from agentflow.compiler import types as T
+from agentflow.core.vocabulary import (
+    AGENT_CLAUSES,
+    BUILTIN_TYPES,
+    EXPRESSION_WORDS,
+    STATEMENT_WORDS,
+    STUB_KINDS,
+    TEST_WORDS,
+    TOP_LEVEL_WORDS,
+)
+from agentflow.grammar import ast
+from agentflow.grammar.scanner import COMMENTS, SynErr, comments, lex
+from agentflow.lsp import errors_help, locate
+
+if TYPE_CHECKING:
+    from agentflow.lsp.analysis import Analysis
+
+
+_WORD_TAIL = re.compile(r"[A-Za-z0-9_]*\Z")
+
+
+#: keywords offered where a statement or an expression may start
+STATEMENT_KEYWORDS = (*STATEMENT_WORDS, "else", *EXPRESSION_WORDS)
+
+
+@dataclass(slots=True)
+class Completion:
+    """One completion item: ``kind`` is ``field``, ``type``, ``tool``, ``keyword``,
+    ``variable``, ``stage``, ``agent`` or ``property``; ``detail`` a type or signature."""
+
+    label: str
+    kind: str
+    detail: str | None = None
+    doc: str | None = None
+
+
+def completions(a: Analysis, offset: int, text: str | None = None) -> list[Completion]:
+    """Completion items at ``offset`` of ``text`` (default: the analysed text; pass the
+    current buffer when this analysis is of an older version)."""
+    text = a.text if text is None else text
+    offset = max(0, min(offset, len(text)))
+    word = _WORD_TAIL.search(text, 0, offset)
+    wstart = word.start() if word else offset
+    before = text[:wstart]
+    # 1. fields after `.`
+    if before.endswith(".") and not before.endswith(".."):
+        return member_completions(a, text, wstart - 1, offset)
+    try:
+        toks = [t for t in lex(before) if t.type not in COMMENTS]
+    except SynErr:
+        return []  # inside a string or comment
+    if _inside_comment(text, wstart):
+        return []
+    ctx = _context(toks)
+    code = [t for t in toks if t.type != "NL"]
+    prev = code[-1].value if code else None
+    at_line_start = not text[text.rfind("\n", 0, wstart) + 1 : wstart].strip()
+    if ctx.tools_list:
+        return tool_completions(a)
+    if ctx.test_block:
+        # a `test` block (docs/reference/testing.md): its items, then stub targets
+        if at_line_start:
+            return [Completion(k, "keyword", "test item") for k in ("input", "expect")] + [
+                Completion(TEST_WORDS[0], "keyword", "test item"),
+                Completion("replay", "keyword", 'replay "cassette.jsonl"'),
+            ]
+        if prev == "stub":
+            return [Completion(k, "keyword") for k in STUB_KINDS]
+        if prev == "expect":
+            extra = [Completion("fail", "keyword", 'expect fail "code"')] + [
+                Completion(n, "variable") for n in ("output", "inferences", "calls")
+            ]
+            return extra + expr_completions(names_analysis(a, text, wstart), wstart)
+    found = errors_help.completions(code)  # tolerate, catch on [codes] as, error codes
+    if found is not None:
+        return [Completion(*c) for c in found]
+    if (
+        prev in ("expect", "->", "<")
+        or (prev == ":" and ctx.type_colon)
+        or (prev == "|" and ctx.in_type)
+        or (prev == "=" and ctx.type_alias)
+    ):
+        return type_completions(names_analysis(a, text, wstart))
+    if prev in ("input", "output") and len(code) >= 1 and ctx.depth == 0:
+        return type_completions(names_analysis(a, text, wstart))
+    if ctx.agent_block and at_line_start:
+        return [Completion(c, "keyword", "agent clause") for c in AGENT_CLAUSES]
+    if ctx.depth == 0 and at_line_start:
+        return [Completion(k, "keyword") for k in TOP_LEVEL_WORDS]
+    catch = errors_help.after_expression(code)
+    if at_line_start and prev != "}":
+        catch = []
+    return [Completion(*c) for c in catch] + expr_completions(
+        names_analysis(a, text, wstart), wstart
+    )
+
+
+def names_analysis(a: Analysis, text: str, offset: int) -> Analysis:
+    """An analysis in which the item around ``offset`` parses: this one when it is of
+    ``text`` and that item is fine, else one of ``text`` with the cursor's line blanked out
+    (offsets unchanged), which is what lets half-typed statements see their scope."""
+    if text == a.text and not any(
+        isinstance(i, ast.ErrorItem) and i.span.start <= offset <= i.span.end
+        for i in a.module.items
+    ):
+        return a
+    ls = text.rfind("\n", 0, offset) + 1
+    le = text.find("\n", offset)
+    le = len(text) if le < 0 else le
+    return a.reanalyze(text[:ls] + " " * (le - ls) + text[le:])
+
+
+def member_completions(a: Analysis, text: str, dot: int, offset: int) -> list[Completion]:
+    """Fields after the ``.`` at ``dot``: the text is re-checked with ``.partial`` blanked out
+    and the expression that ends at the dot is typed."""
+    # blank out `.partial` and re-check, then type the expression that ended at the dot
+    from agentflow.compiler.api import check_source
+
+    m = re.compile(r"[A-Za-z0-9_]*").match(text, offset)
+    end = m.end() if m else offset
+    patched = text[:dot] + " " * (end - dot) + text[end:]
+    patched_result = check_source(patched)
+    best: ast.Expr | None = None
+    for n in ast.walk(patched_result.module):
+        if (
+            isinstance(n, ast.Expr)
+            and n.span.end == dot
+            and not isinstance(
+                n,
+                (
+                    ast.Binary,
+                    ast.Unary,
+                    ast.RangeExpr,
+                    ast.FilterExpr,
+                    ast.AskExpr,
+                    ast.ProjectionItem,
+                ),
+            )
+        ):
+            if best is None or n.span.start < best.span.start:
+                best = n
+    if best is None:
+        return []
+    t = patched_result.type_of(best)
+    env = patched_result.env
+    if isinstance(best, ast.Projection) and best.path is None:
+        lt = env.resolve(t)
+        if isinstance(lt, T.ListType):
+            t = lt.elem
+    return _fields_of(t, env)
+
+
+def type_completions(a: Analysis) -> list[Completion]:
+    """Built-in and declared type names."""
+    out = [Completion(n, "type", "built-in") for n in BUILTIN_TYPES]
+    out.append(Completion("map", "type", "map<T>"))
+    for name in locate.type_decls(a):
+        out.append(
+            Completion(
+                name, "type", locate.type_summary(a, name).split("\n")[0], locate.type_doc(a, name)
+            )
+        )
+    return out
+
+
+def tool_completions(a: Analysis) -> list[Completion]:
+    """Declared and prelude tools with their signatures, then untyped catalog tools."""
+    out = []
+    for name, sig in sorted(a.result.tool_decls.items()):
+        out.append(
+            Completion(name, "tool", locate.tool_text(a, sig), getattr(sig.decl, "doc", None))
+        )
+    for name in sorted(a.result.tools):
+        if name not in a.result.tool_decls:
+            out.append(Completion(name, "tool", "catalog tool (untyped)"))
+    return out
+
+
+def expr_completions(a: Analysis, offset: int) -> list[Completion]:
+    """Names where an expression may start at ``offset``: ``input``, earlier stages, ``use``
+    aliases, the ``let`` and loop variables in scope, tools and statement keywords."""
+    res = a.result
+    out: list[Completion] = [Completion("input", "variable", T.type_str(res.input_type))]
+    stage: ast.StageDecl | None = None
+    for item in a.module.items:
+        if isinstance(item, ast.StageDecl):
+            if item.span.start <= offset <= item.span.end:
+                stage = item
+                break
+            if item.span.end < offset and item.name.name in res.stage_types:
+                out.append(
+                    Completion(item.name.name, "stage", T.type_str(res.stage_types[item.name.name]))
+                )
+    for alias, u in res.uses.items():
+        out.append(Completion(alias, "agent", f'use {u.kind} "{u.target}"'))
+    if stage is not None:
+        seen: set[str] = set()
+        for n in ast.walk(stage.body):
+            if isinstance(n, ast.LetStmt) and n.span.end <= offset and n.name.name not in seen:
+                seen.add(n.name.name)
+                out.append(Completion(n.name.name, "variable", T.type_str(res.type_of(n.value))))
+            elif isinstance(n, (ast.MapExpr, ast.FilterExpr, ast.ReduceExpr)) and (
+                n.span.start <= offset <= n.span.end
+            ):
+                out.append(Completion(n.var.name, "variable", "loop variable"))
+                out.append(Completion("index", "variable", "int"))
+                if isinstance(n, ast.ReduceExpr):
+                    out.append(Completion(n.acc.name, "variable", "accumulator"))
+            elif isinstance(n, (ast.CatchExpr, ast.TryExpr)) and n.var is not None:
+                if n.body.span.start <= offset <= n.body.span.end:  # `catch … as err { … }`
+                    out.append(Completion(n.var.name, "variable", "Error"))
+    out.extend(tool_completions(a))
+    out.extend(Completion(k, "keyword") for k in STATEMENT_KEYWORDS)
+    return out
+
+
+def _fields_of(t: T.Type, env: T.TypeEnv) -> list[Completion]:
+    t = env.resolve(T.strip_optional(env.resolve(t), env))
+    out: list[Completion] = []
+    if isinstance(t, T.VerdictType):
+        t = T.VERDICT_OBJECT
+    if isinstance(t, T.ObjectType):
+        for k, f in t.fields.items():
+            out.append(Completion(k, "field", T.type_str(f.type), f.doc))
+    elif isinstance(t, (T.ListType, T.MapType)) or t == T.TEXT or t in (T.PATH, T.MEMBER):
+        out.append(Completion("count", "property", "int"))
+    elif isinstance(t, T.UseType) and t.kind == "team":
+        out.append(Completion("main", "agent", "the team's main agent"))
+        out.append(Completion("member", "agent", "member(name: text | member)"))
+    return out
+
+
+def _inside_comment(text: str, offset: int) -> bool:
+    for c in comments(text):
+        if c.start <= offset <= c.end and (c.type == "BLOCK" or offset > c.start):
+            if (
+                c.type != "BLOCK"
+                and offset == c.end
+                and offset < len(text)
+                and text[offset] == "\n"
+            ):
+                return True
+            return True
+    return False
+
+
+_BRACKETS = frozenset({"LPAR", "RPAR", "LSQB", "RSQB", "LBRACE", "RBRACE"})
+
+
+@dataclass(slots=True)
+class _Ctx:
+    depth: int = 0
+    in_type: bool = False
+    type_colon: bool = False
+    type_alias: bool = False
+    tools_list: bool = False
+    agent_block: bool = False
+    test_block: bool = False
+
+
+def _context(toks: list) -> _Ctx:
+    """Bracket context at the end of ``toks`` (raw scanner tokens before the cursor)."""
+    code = [t for t in toks if t.type != "NL"]
+    stack: list[tuple[str, str]] = []  # (opener, role)
+    last_closed_role = ""
+    for i, t in enumerate(code):
+        tx = t.value
+        p1 = code[i - 1].value if i >= 1 else ""
+        p2 = code[i - 2].value if i >= 2 else ""
+        p3 = code[i - 3].value if i >= 3 else ""
+        top = stack[-1][1] if stack else ""
+        if t.type not in _BRACKETS:
+            continue
+        if tx == "{":
+            if p2 == "type" or p1 == "->" or (p1 in ("input", "output") and not stack):
+                role = "type"
+            elif top == "type" and p1 in (":", "|", "(", "<", "[", "=", ","):
+                role = "type"
+            elif p1 == "=" and p3 == "type":
+                role = "type"
+            elif p1 == ")" and last_closed_role == "agent":
+                role = "agent"
+            elif p2 == "test" and not stack:
+                role = "test"
+            else:
+                role = "block"
+            stack.append(("{", role))
+        elif tx == "(":
+            if p2 == "tool" and p3 == "extern":
+                role = "type"
+            elif p1 == "agent":
+                role = "agent"
+            else:
+                role = "paren"
+            stack.append(("(", role))
+        elif tx == "[":
+            stack.append(("[", "tools" if p1 == "tools" else ("type" if top == "type" else "list")))
+        elif tx in ("}", ")", "]"):
+            if stack:
+                last_closed_role = stack.pop()[1]
+    ctx = _Ctx(depth=len(stack))
+    top = stack[-1][1] if stack else ""
+    ctx.in_type = top == "type"
+    ctx.tools_list = top == "tools"
+    ctx.agent_block = top == "agent" and stack[-1][0] == "{"
+    ctx.test_block = top == "test"
+    if code and code[-1].value == ":":
+        ctx.type_colon = top == "type" or (len(code) >= 3 and code[-3].value == "let")
+    if code and code[-1].value == "=":
+        ctx.type_alias = len(code) >= 3 and code[-3].value == "type"
+    if code and code[-1].value == "|":
+        ctx.in_type = ctx.in_type or any(t.value == "type" for t in code[-12:])
+    return ctx

@@ -1,0 +1,149 @@
+"""Hover: Markdown for what is under the cursor — its kind, name and type, plus its doc
+comment (``///``) or the doc of its declared type."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agentflow.compiler import types as T
+from agentflow.compiler.checker import Symbol, ToolSig
+from agentflow.core.spans import Span
+from agentflow.grammar import ast
+from agentflow.lsp import locate
+
+if TYPE_CHECKING:
+    from agentflow.lsp.analysis import Analysis
+
+
+#: longest type text shown in an expression hover (characters); longer ones are cut with "…"
+HOVER_MAX_TYPE = 500
+
+
+def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
+    """Markdown for what is under ``offset`` and the span it describes, or None."""
+    target = locate.target(a, offset)
+    if target is None:
+        return None
+    kind, payload, path = target
+    node = path[-1]
+    res = a.result
+    if kind == "symbol":
+        sym, name = payload
+        text = locate.fence(f"({sym.kind}) {sym.name}: {T.type_str(sym.type)}")
+        doc = symbol_doc(a, sym)
+        return locate.with_doc(text, doc), name.span
+    if kind == "tool":
+        sig: ToolSig = payload
+        origin = (
+            "prelude tool"
+            if sig.prelude
+            else ("tool" if sig.declared else "catalog tool (untyped)")
+        )
+        doc = getattr(sig.decl, "doc", None)
+        return locate.with_doc(
+            locate.fence(f"({origin}) {locate.tool_text(a, sig)}"), doc
+        ), node.span
+    if kind == "type":
+        return locate.with_doc(
+            locate.fence(locate.type_summary(a, payload)), locate.type_doc(a, payload)
+        ), node.span
+    if kind == "fielddecl":
+        fd: ast.FieldDecl = payload
+        owner = next((p for p in reversed(path) if isinstance(p, ast.TypeDecl)), None)
+        ftype = None
+        if owner is not None and owner.name.name in res.env.objects:
+            f = res.env.objects[owner.name.name].fields.get(fd.name.name)
+            ftype = T.type_str(f.type) if f is not None else None
+        return (
+            locate.with_doc(locate.fence(f"(field) {fd.name.name}: {ftype or '?'}"), fd.doc),
+            fd.name.span,
+        )
+    if kind == "letdecl":
+        let: ast.LetStmt = payload
+        t = res.type_of(let.value)
+        if let.annotation is not None:
+            sym = let_symbol(a, let)
+            t = sym.type if sym is not None else t
+        return (
+            locate.with_doc(
+                locate.fence(f"(let) {let.name.name}: {T.type_str(t)}"),
+                locate.doc_before(a, let.span),
+            ),
+            let.name.span,
+        )
+    if kind == "stagedecl":
+        st: ast.StageDecl = payload
+        t = res.stage_types.get(st.name.name, T.ERROR)
+        doc = st.doc or locate.doc_before(a, st.span)
+        return locate.with_doc(
+            locate.fence(f"(stage) {st.name.name}: {T.type_str(t)}"), doc
+        ), st.name.span
+    if kind == "usedecl":
+        u: ast.UseDecl = payload
+        return (
+            locate.with_doc(
+                locate.fence(f'use {u.kind} "{u.target}" as {u.alias.name}'),
+                locate.doc_before(a, u.span),
+            ),
+            u.alias.span,
+        )
+    if kind == "param":
+        sig, pname = payload
+        pt, opt = sig.params[pname]
+        if locate.omittable(pt, opt):  # `name?: T`: may be left out, never null
+            label, shown = f"{pname}?", T.type_str(pt)
+        else:
+            label = pname
+            shown = T.type_str(pt) + ("?" if opt and not T.type_str(pt).endswith("?") else "")
+        here = node.name_span if isinstance(node, ast.Argument) else node.span
+        return locate.fence(f"(parameter of {sig.name}) {label}: {shown}"), here
+    if kind == "loopdecl":
+        _, ident = payload
+        for sym in res.references.values():
+            if sym.decl is payload[0] and sym.name == ident.name:
+                return locate.fence(f"({sym.kind}) {sym.name}: {T.type_str(sym.type)}"), ident.span
+        return None
+    if kind == "member":
+        m: ast.Member = payload
+        t = res.type_of(m)
+        obj = locate.object_of(a, res.type_of(m.obj))
+        doc = None
+        if obj is not None and m.name in obj.fields:
+            doc = obj.fields[m.name].doc
+        return locate.with_doc(locate.fence(f"(field) {m.name}: {T.type_str(t)}"), doc), m.name_span
+    if kind == "expr":
+        e = payload
+        t = res.expr_types.get(id(e))
+        if t is None:
+            return None
+        doc = None
+        if isinstance(t, T.NamedRef):
+            doc = locate.type_doc(a, t.name)
+        shown = T.type_str(t)
+        if len(shown) > HOVER_MAX_TYPE:  # e.g. the literal type of a huge string
+            shown = shown[:HOVER_MAX_TYPE] + "…"
+        return locate.with_doc(locate.fence(shown), doc), e.span
+    return None
+
+
+def symbol_doc(a: Analysis, sym: Symbol) -> str | None:
+    """The doc of a value binding: a stage's or ``let``'s/``use``'s ``///``, or the input
+    type's doc."""
+    d = sym.decl
+    if sym.kind == "stage" and isinstance(d, ast.StageDecl):
+        return d.doc or locate.doc_before(a, d.span)
+    if sym.kind in ("let", "use") and isinstance(d, ast.Node):
+        return locate.doc_before(a, d.span)
+    if sym.kind == "input":
+        t = a.result.input_type
+        if isinstance(t, T.NamedRef):
+            return locate.type_doc(a, t.name)
+    return None
+
+
+def let_symbol(a: Analysis, let: ast.LetStmt) -> Symbol | None:
+    """The symbol the checker declared for ``let``, or None."""
+    for sym in a.result.references.values():
+        if sym.decl is let:
+            return sym
+    return None

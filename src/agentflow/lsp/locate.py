@@ -1,0 +1,266 @@
+"""What is under the cursor, and the lookups every editor feature shares.
+
+:func:`target` classifies the node at an offset (``symbol``, ``tool``, ``type``, ``param``,
+``member``, ``expr`` and the declaration kinds ``fielddecl``/``letdecl``/``stagedecl``/
+``usedecl``/``loopdecl``) for hover, navigation and rename; the rest read declared types, doc
+comments (``///``) and tool signatures out of one :class:`~agentflow.lsp.analysis.Analysis`.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any
+
+from agentflow.compiler import types as T
+from agentflow.compiler.checker import ToolSig
+from agentflow.core.spans import Span
+from agentflow.core.vocabulary import VERDICT_TYPE
+from agentflow.grammar import ast
+from agentflow.grammar.scanner import comments
+from agentflow.lsp import errors_help
+from agentflow.stdlib import PRELUDE
+
+if TYPE_CHECKING:
+    from agentflow.lsp.analysis import Analysis
+
+
+def children(node: ast.Node):
+    """The AST nodes directly under ``node`` (its node-valued fields and list items)."""
+    for name in type(node).__dataclass_fields__:
+        if name == "span":
+            continue
+        v = getattr(node, name, None)
+        if isinstance(v, ast.Node):
+            yield v
+        elif isinstance(v, list):
+            for x in v:
+                if isinstance(x, ast.Node):
+                    yield x
+
+
+def fence(code: str) -> str:
+    """``code`` in a Markdown ``flow`` code fence."""
+    return f"```flow\n{code}\n```"
+
+
+def sig_str(sig: ToolSig) -> str:
+    """``name(p: T, q: U?, r?: V) -> R`` for a tool signature (``r?:`` may be left out, not
+    given as null); an ``extern tool "catalog-name" as name`` shows its catalog name too."""
+    params = ", ".join(
+        f"{k}{'?' if omittable(t, opt) else ''}: {T.type_str(t)}"
+        for k, (t, opt) in sig.params.items()
+    )
+    head = f'"{sig.catalog}" as {sig.name}' if sig.catalog else sig.name
+    return f"{head}({params}) -> {T.type_str(sig.returns)}"
+
+
+def omittable(t: T.Type, optional: bool) -> bool:
+    """A parameter that may be left out but does not take ``null`` (``name?: T``)."""
+    return optional and not (isinstance(t, T.OptionalType) or t == T.NULL or t == T.JSON)
+
+
+def node_path(a: Analysis, offset: int) -> list[ast.Node]:
+    """The nodes whose span contains ``offset`` (end inclusive), outermost first, following
+    the innermost match at each level."""
+    path: list[ast.Node] = []
+    node: ast.Node = a.module
+    while True:
+        path.append(node)
+        best = None
+        for c in children(node):
+            s = c.span
+            if s.start <= offset <= s.end and s.end > s.start:
+                if best is None or (s.end - s.start) < (best.span.end - best.span.start):
+                    best = c
+        if best is None:
+            return path
+        node = best
+
+
+def type_decls(a: Analysis) -> dict[str, ast.TypeDecl | ast.ExternType]:
+    """Declared type names → their first declaration."""
+    out: dict[str, Any] = {}
+    for item in a.module.items:
+        if isinstance(item, (ast.TypeDecl, ast.ExternType)):
+            out.setdefault(item.name.name, item)
+    return out
+
+
+def target(a: Analysis, offset: int) -> tuple[str, Any, list[ast.Node]] | None:
+    """Classify what is under ``offset``: ``(kind, payload, path)``."""
+    path = node_path(a, offset)
+    # prefer a name right before the cursor when the cursor sits just after it
+    node = path[-1]
+    parent = path[-2] if len(path) > 1 else None
+    if isinstance(node, ast.Name):
+        if isinstance(parent, ast.Call) and parent.callee is node:
+            sig = a.result.tool_decls.get(node.name) or a.result.tools.get(node.name)
+            if sig is not None:
+                return "tool", sig, path
+        sym = a.result.references.get(id(node))
+        if sym is not None:
+            return "symbol", (sym, node), path
+        return "expr", node, path
+    if isinstance(node, ast.NamedType):
+        return "type", node.name, path
+    if isinstance(node, ast.GenericType) and node.name_span.start <= offset <= node.name_span.end:
+        return "type", node.name, path  # `Outcome` of `Outcome<T>`
+    if isinstance(node, ast.Ident):
+        if isinstance(parent, (ast.TypeDecl, ast.ExternType)) and parent.name is node:
+            return "type", node.name, path
+        if isinstance(parent, ast.FieldDecl):
+            return "fielddecl", parent, path
+        if isinstance(parent, ast.LetStmt):
+            return "letdecl", parent, path
+        if isinstance(parent, ast.StageDecl):
+            return "stagedecl", parent, path
+        if isinstance(parent, ast.UseDecl):
+            return "usedecl", parent, path
+        if isinstance(parent, ast.ExternTool):
+            sig = a.result.tool_decls.get(node.name)
+            return ("tool", sig, path) if sig is not None else None
+        if isinstance(parent, ast.Param) and len(path) > 2:
+            owner = path[-3]
+            if isinstance(owner, ast.ExternTool):
+                sig = a.result.tool_decls.get(owner.name.name)
+                if sig is not None and sig.decl is owner and node.name in sig.params:
+                    return "param", (sig, node.name), path
+            return None
+        if isinstance(parent, (ast.MapExpr, ast.FilterExpr, ast.ReduceExpr)):
+            return "loopdecl", (parent, node), path
+        if isinstance(parent, ast.CatchExpr) and node is parent.var:
+            return "loopdecl", (parent, node), path  # `catch … as err`
+        return None
+    if isinstance(node, ast.Argument):
+        s = node.name_span
+        if s.start <= offset <= s.end and isinstance(parent, ast.Call):
+            sig = call_sig(a, parent)
+            if sig is not None and node.name in sig.params:
+                return "param", (sig, node.name), path
+        return None
+    if isinstance(node, ast.Member):
+        s = node.name_span
+        if s.start <= offset <= s.end:
+            return "member", node, path
+        return "expr", node, path
+    if isinstance(node, ast.ToolRef):
+        if not node.pattern:
+            sig = a.result.tool_decls.get(node.name) or a.result.tools.get(node.name)
+            if sig is not None:
+                return "tool", sig, path
+        return None
+    if isinstance(node, ast.Expr) and not isinstance(node, ast.ProjectionItem):
+        return "expr", node, path
+    return None
+
+
+def call_sig(a: Analysis, call: ast.Call) -> ToolSig | None:
+    """The signature ``call`` resolves to (a tool call's callee is looked up as a tool
+    first, as the checker does), or None."""
+    callee = call.callee
+    if not isinstance(callee, ast.Name):
+        return None
+    return a.result.tool_decls.get(callee.name) or a.result.tools.get(callee.name)
+
+
+def doc_before(a: Analysis, span: Span) -> str | None:
+    """The ``///`` lines directly above the line of ``span`` (string-aware), joined."""
+    if a.doc_lines is None:
+        a.doc_lines = set()
+        for c in comments(a.text):
+            if c.type == "DOC":
+                ls = a.text.rfind("\n", 0, c.start) + 1
+                if not a.text[ls : c.start].strip():
+                    a.doc_lines.add(ls)
+    lines: list[str] = []
+    ls = a.text.rfind("\n", 0, span.start) + 1
+    while ls > 0:
+        prev = a.text.rfind("\n", 0, ls - 1) + 1
+        if prev not in a.doc_lines:
+            break
+        d = a.text[prev : ls - 1].strip()[3:]
+        lines.append(d[1:] if d.startswith(" ") else d)
+        ls = prev
+    return "\n".join(reversed(lines)) if lines else None
+
+
+def type_doc(a: Analysis, name: str) -> str | None:
+    """The doc comment of the declared type ``name``, or None."""
+    return a.result.env.docs.get(name)
+
+
+def object_of(a: Analysis, t: T.Type) -> T.ObjectType | None:
+    """The object type behind ``t`` (aliases resolved, optional stripped; a verdict is its
+    object), or None."""
+    env = a.result.env
+    t = T.strip_optional(env.resolve(t), env)
+    t = env.resolve(t)
+    if isinstance(t, T.VerdictType):
+        return T.VERDICT_OBJECT
+    return t if isinstance(t, T.ObjectType) else None
+
+
+def type_summary(a: Analysis, name: str) -> str:
+    """``type N { f: T … }`` / ``type N = T`` / ``extern type N`` for a declared type."""
+    env = a.result.env
+    if name in env.objects:
+        obj = env.objects[name]
+        body = "\n".join(f"  {k}: {T.type_str(f.type)}" for k, f in obj.fields.items())
+        return f"type {name} {{\n{body}\n}}" if body else f"type {name} {{}}"
+    if name in env.aliases:
+        return f"type {name} = {T.type_str(env.aliases[name])}"
+    if name in env.externs:
+        return f"extern type {name}"
+    if name == VERDICT_TYPE:
+        return f"type {VERDICT_TYPE} {{ passed: bool, failures: text[] }}"
+    if (builtin := errors_help.type_summary(name)) is not None:  # Outcome, Error, ErrorPlace
+        return builtin
+    if name in T.PRIMS:
+        return f"{name}  (built-in)"
+    return name
+
+
+def tool_text(a: Analysis, sig: ToolSig) -> str:
+    """The tool's signature as declared (aliases unexpanded), else as resolved."""
+    decl = sig.decl
+    if isinstance(decl, ast.ExternTool):
+        if decl.span.file == a.module.file:
+            src = a.text
+        elif decl.span.file == "<prelude>":
+            src = prelude_text()
+        else:
+            src = ""
+        written = src[decl.span.start : decl.span.end]
+        if written.startswith("extern tool"):
+            return " ".join(written[len("extern tool") :].split())
+    return sig_str(sig)
+
+
+@functools.cache
+def prelude_text() -> str:
+    """The text of ``stdlib/prelude.flow`` (empty when unreadable), read once."""
+    try:
+        return PRELUDE.read_text(encoding="utf-8")
+    except OSError:  # pragma: no cover
+        return ""
+
+
+def with_doc(text: str, doc: str | None) -> str:
+    """Hover text followed by ``doc`` as a paragraph of its own, when there is one."""
+    return f"{text}\n\n{doc}" if doc else text
+
+
+def span_key(s: Span) -> tuple[str, int, int]:
+    """``(file, start, end)`` of a span: equal for spans of the same text."""
+    return (s.file, s.start, s.end)
+
+
+def unique(spans: list[Span]) -> list[Span]:
+    """``spans`` in source order without repeats."""
+    seen: set[tuple[str, int, int]] = set()
+    out = []
+    for s in sorted(spans, key=lambda s: (s.file, s.start)):
+        if span_key(s) not in seen:
+            seen.add(span_key(s))
+            out.append(s)
+    return out

@@ -1,0 +1,423 @@
+"""Navigation and rename: go to definition, find references, and renaming a ``let``, loop
+variable, stage, ``use`` alias or declared type — with the reasons a rename must be refused
+(a clash, or a re-check of the edited text that resolves a name differently or adds an error)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from agentflow.compiler.checker import Symbol, ToolSig
+from agentflow.core.spans import Span
+from agentflow.core.vocabulary import BUILTIN_TYPES
+from agentflow.grammar import ast
+from agentflow.lsp import locate
+
+if TYPE_CHECKING:
+    from agentflow.lsp.analysis import Analysis
+
+
+IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+#: value bindings a rename may change (``input`` and the implicit ``index`` may not)
+_RENAMABLE = frozenset({"let", "loopvar", "acc", "stage", "use"})
+
+
+def definition(a: Analysis, offset: int) -> Span | None:
+    """The span of the declaration of what is under ``offset`` (its name), or None.
+
+    Prelude tools point into ``stdlib/prelude.flow`` (span file ``"<prelude>"``)."""
+    target = locate.target(a, offset)
+    if target is None:
+        return None
+    kind, payload, _path = target
+    if kind == "symbol":
+        sym, _name = payload
+        return _decl_span(sym)
+    if kind == "tool":
+        decl = payload.decl
+        return decl.name.span if isinstance(decl, ast.ExternTool) else None
+    if kind == "type":
+        decl = locate.type_decls(a).get(payload)
+        return decl.name.span if decl is not None else None
+    if kind == "member":
+        obj = locate.object_of(a, a.result.type_of(payload.obj))
+        if obj is not None and payload.name in obj.fields:
+            sp = obj.fields[payload.name].span
+            return sp if isinstance(sp, Span) else None
+        return None
+    if kind == "letdecl":
+        return payload.name.span
+    if kind == "stagedecl":
+        return payload.name.span
+    if kind == "usedecl":
+        return payload.alias.span
+    if kind == "fielddecl":
+        return payload.name.span
+    if kind == "loopdecl":
+        return payload[1].span
+    if kind == "param":
+        return param_span(a, *payload)
+    return None
+
+
+def param_span(a: Analysis, sig: ToolSig, name: str) -> Span | None:
+    """The name span of parameter ``name`` in the ``extern tool`` declaring ``sig``."""
+    decl = sig.decl
+    if isinstance(decl, ast.ExternTool):
+        for p in decl.params:
+            if p.name.name == name:
+                return p.name.span
+    return None
+
+
+def value_binding(a: Analysis, kind: str, payload: Any) -> tuple[Any, str, str] | None:
+    """``(declaring node, name, symbol kind)`` of a value binding target (a name, or the
+    name in a ``let``/``stage``/``use``/loop declaration), else None.  The declaring node is
+    ``None`` for ``input`` without an ``input`` item."""
+    if kind == "symbol":
+        sym, _name = payload
+        return sym.decl, sym.name, sym.kind
+    if kind == "letdecl":
+        return payload, payload.name.name, "let"
+    if kind == "stagedecl":
+        return payload, payload.name.name, "stage"
+    if kind == "usedecl":
+        return payload, payload.alias.name, "use"
+    if kind == "loopdecl":
+        decl, ident = payload
+        k = "acc" if isinstance(decl, ast.ReduceExpr) and decl.acc is ident else "loopvar"
+        return decl, ident.name, k
+    return None
+
+
+def binding_decl_span(a: Analysis, decl: Any, name: str, kind: str) -> Span | None:
+    """The name token declaring a value binding (``input``: the keyword of the ``input``
+    item; the implicit ``index``: None)."""
+    if isinstance(decl, (ast.LetStmt, ast.StageDecl)):
+        return decl.name.span
+    if isinstance(decl, ast.UseDecl):
+        return decl.alias.span
+    if isinstance(decl, ast.InputDecl):
+        s = decl.span
+        return Span(s.file, s.line, s.column, s.line, s.column + 5, s.start, s.start + 5)
+    if isinstance(decl, ast.ReduceExpr) and kind == "acc":
+        return decl.acc.span
+    if isinstance(decl, (ast.MapExpr, ast.FilterExpr, ast.ReduceExpr)) and kind == "loopvar":
+        return decl.var.span
+    if isinstance(decl, ast.CatchExpr) and decl.var is not None:
+        return decl.var.span
+    return None
+
+
+def binding_uses(a: Analysis, decl: Any, name: str, kind: str) -> list[Span]:
+    """Every name resolving to the binding; for a stage also the names the checker
+    reported as ``forward-stage-reference`` to it (they spell it, and a rename must keep
+    them spelling it)."""
+    out: list[Span] = []
+    refs = a.result.references
+    forward: set[tuple[int, int]] = set()
+    if kind == "stage":
+        key = locate.span_key(decl.name.span)
+        for d in a.result.diagnostics:
+            if d.code == "forward-stage-reference" and any(
+                n.span is not None and locate.span_key(n.span) == key for n in d.notes
+            ):
+                forward.add((d.span.start, d.span.end))
+    for n in ast.walk(a.module):
+        if not isinstance(n, ast.Name):
+            continue
+        sym = refs.get(id(n))
+        if sym is None:
+            if forward and n.name == name and (n.span.start, n.span.end) in forward:
+                out.append(n.span)
+            continue
+        if sym.name != name or sym.kind != kind:
+            continue
+        if kind == "input" or sym.decl is decl:
+            out.append(n.span)
+    return out
+
+
+def field_key(a: Analysis, kind: str, payload: Any) -> tuple[str, int, int] | None:
+    """The declaration of the field under the cursor, as a span key, when resolvable."""
+    if kind == "fielddecl":
+        return locate.span_key(payload.name.span)
+    obj = locate.object_of(a, a.result.type_of(payload.obj))
+    if obj is None or payload.name not in obj.fields:
+        return None
+    sp = obj.fields[payload.name].span
+    return locate.span_key(sp) if isinstance(sp, Span) else None
+
+
+def references(a: Analysis, offset: int, include_declaration: bool = True) -> list[Span] | None:
+    """Every span naming what is under ``offset`` (LSP ``textDocument/references``), in
+    source order, or None when nothing resolvable is there.
+
+    Covers what :func:`definition` resolves: ``let``/loop variables/accumulators, ``index``,
+    ``input``, stages, ``use`` aliases (names and agent targets), declared and built-in
+    types, tools (calls and ``tools [...]`` entries), tool parameters (call arguments), and
+    fields (member accesses and object-literal keys typed by the declaring type).  With
+    ``include_declaration`` the declaring name is included too — for prelude tools, their
+    parameters and fields of prelude types a span in ``"<prelude>"``."""
+    target = locate.target(a, offset)
+    if target is None:
+        return None
+    kind, payload, path = target
+    uses: list[Span] = []
+    decls: list[Span] = []
+    binding = value_binding(a, kind, payload)
+    if binding is not None:
+        uses = binding_uses(a, *binding)
+        ds = binding_decl_span(a, *binding)
+        decls = [ds] if ds is not None else []
+    elif kind == "tool":
+        sig: ToolSig = payload
+        for n in ast.walk(a.module):
+            if isinstance(n, ast.Call) and isinstance(n.callee, ast.Name):
+                if n.callee.name == sig.name and locate.call_sig(a, n) is sig:
+                    uses.append(n.callee.span)
+            elif isinstance(n, ast.ToolRef) and not n.pattern and n.name == sig.name:
+                uses.append(n.span)
+        if isinstance(sig.decl, ast.ExternTool):
+            decls = [sig.decl.name.span]
+    elif kind == "param":
+        sig, pname = payload
+        for n in ast.walk(a.module):
+            if isinstance(n, ast.Call) and locate.call_sig(a, n) is sig:
+                uses.extend(a.name_span for a in n.args if a.name == pname)
+        ps = param_span(a, sig, pname)
+        decls = [ps] if ps is not None else []
+    elif kind == "type":
+        for n in ast.walk(a.module):
+            if isinstance(n, ast.NamedType) and n.name == payload:
+                uses.append(n.span)
+            elif isinstance(n, (ast.TypeDecl, ast.ExternType)) and n.name.name == payload:
+                decls.append(n.name.span)
+    elif kind in ("member", "fielddecl"):
+        key = field_key(a, kind, payload)
+        if key is None:
+            return None
+        uses = field_uses(a, key)
+        if kind == "fielddecl":
+            decls = [payload.name.span]
+        else:
+            obj = locate.object_of(a, a.result.type_of(payload.obj))
+            decls = [obj.fields[payload.name].span] if obj is not None else []
+    else:
+        return None
+    return locate.unique(uses + (decls if include_declaration else []))
+
+
+def field_uses(a: Analysis, key: tuple[str, int, int]) -> list[Span]:
+    """Member accesses and object-literal keys whose field is declared at ``key``."""
+    out: list[Span] = []
+    res = a.result
+    for n in ast.walk(a.module):
+        if isinstance(n, ast.Member):
+            if id(n.obj) not in res.expr_types:
+                continue
+            obj = locate.object_of(a, res.type_of(n.obj))
+            f = obj.fields.get(n.name) if obj is not None else None
+            if f is not None and isinstance(f.span, Span) and locate.span_key(f.span) == key:
+                out.append(n.name_span)
+        elif isinstance(n, ast.ObjectLit) and id(n) in res.expr_types:
+            obj = locate.object_of(a, res.type_of(n))
+            if obj is None:
+                continue
+            for entry in n.entries:
+                f = obj.fields.get(entry.key)
+                if f is not None and isinstance(f.span, Span) and locate.span_key(f.span) == key:
+                    out.append(entry.key_span)
+    return out
+
+
+def rename_target(a: Analysis, offset: int) -> tuple[str, str, Span] | None:
+    """``(kind, name, span under the cursor)`` when a rename is possible there: ``kind`` is
+    ``let``, ``loopvar``/``acc``, ``stage``, ``use`` or ``type`` (built-in types, ``input``
+    and ``index`` cannot be renamed)."""
+    target = locate.target(a, offset)
+    if target is None:
+        return None
+    kind, payload, path = target
+    if kind == "type":
+        if payload in locate.type_decls(a):
+            return "type", payload, path[-1].span
+        return None
+    binding = value_binding(a, kind, payload)
+    if binding is None:
+        return None
+    _decl, name, bkind = binding
+    if bkind not in _RENAMABLE:
+        return None
+    if kind == "symbol":
+        return bkind, name, payload[1].span
+    span = binding_decl_span(a, *binding)
+    return (bkind, name, span) if span is not None else None
+
+
+def references_for_rename(a: Analysis, offset: int) -> list[Span] | None:
+    """Every span naming the same ``let``/loop variable/stage/``use`` alias/type as the one
+    under ``offset`` (declaration included), or None when it cannot be renamed."""
+    if rename_target(a, offset) is None:
+        return None
+    return references(a, offset, include_declaration=True)
+
+
+def rename_problem(a: Analysis, offset: int, new: str, keywords: frozenset[str]) -> str | None:
+    """Why renaming what is under ``offset`` to ``new`` must be refused, or None when it
+    is safe (LSP ``textDocument/rename``).
+
+    Refused: a target that cannot be renamed; a ``new`` that is not an identifier or is one
+    of ``keywords``; for a type, a built-in or already declared type name; for a value
+    binding (``let``, loop variable, stage, ``use`` alias), ``input``, a stage or ``use``
+    alias name, or any name visible at the declaration or at a reference (``let``/loop
+    variables, ``index``) or declared in the declaration's block.  Finally the edited text
+    is re-checked: the rename is refused when any name resolves differently (every
+    reference must still reach the renamed declaration, and nothing else may newly reach
+    it) or a new error appears."""
+    rt = rename_target(a, offset)
+    if rt is None:
+        return (
+            "only `let` variables, loop variables, stages, `use` aliases and declared "
+            "types can be renamed"
+        )
+    kind, old, _span = rt
+    if not IDENT_RE.match(new):
+        return f"`{new}` is not a valid name"
+    if new in keywords:
+        return f"`{new}` is a keyword"
+    if new == old:
+        return None
+    spans = references_for_rename(a, offset) or []
+    if kind == "type":
+        if new in BUILTIN_TYPES or new == "map":
+            return f"`{new}` is a built-in type"
+        env = a.result.env
+        if (
+            new in locate.type_decls(a)
+            or new in env.objects
+            or new in env.aliases
+            or new in env.externs
+        ):
+            return f"a type named `{new}` already exists"
+    else:
+        clash = value_clash(a, new, spans)
+        if clash is not None:
+            return clash
+    return semantic_change(a, kind, old, new, spans)
+
+
+def value_clash(a: Analysis, new: str, spans: list[Span]) -> str | None:
+    """A message when ``new`` is a global name or a local name visible at one of
+    ``spans`` (declaration and references of a value binding) or declared in the
+    declaration's block."""
+    if new == "input":
+        return "`input` is the flow's input"
+    for item in a.module.items:
+        if isinstance(item, ast.StageDecl) and item.name.name == new:
+            return f"`{new}` is already the name of a stage (line {item.name.span.line})"
+        if isinstance(item, ast.UseDecl) and item.alias.name == new:
+            return f"`{new}` is already the name of a `use` (line {item.alias.span.line})"
+    for site in spans:
+        line = local_clash(a, new, site)
+        if line is not None:
+            return (
+                f"`{new}` is already a variable in scope at line {site.line} "
+                f"(declared on line {line})"
+            )
+    return None
+
+
+def local_clash(a: Analysis, new: str, site: Span) -> int | None:
+    """The line of a local binding named ``new`` visible at ``site`` (or declared in the
+    same block as a ``let`` at ``site``), else None."""
+    path = locate.node_path(a, site.start)
+    for i, n in enumerate(path):
+        child = path[i + 1] if i + 1 < len(path) else None
+        if isinstance(n, ast.Block):
+            decl_here = (
+                isinstance(child, ast.LetStmt)
+                and child.name.span.start == site.start
+                and child.name.span.end == site.end
+            )
+            for st in n.stmts:
+                if not isinstance(st, ast.LetStmt) or st is child:
+                    continue
+                if st.name.name == new and (decl_here or st.span.start < site.start):
+                    return st.name.span.line
+        elif isinstance(n, (ast.MapExpr, ast.FilterExpr, ast.ReduceExpr)):
+            outside = (
+                [n.over]
+                + ([n.init] if isinstance(n, ast.ReduceExpr) else [])
+                + ([n.limit] if isinstance(n, ast.MapExpr) and n.limit is not None else [])
+            )
+            if any(o.span.start <= site.start < o.span.end for o in outside):
+                continue
+            names = [n.var] + ([n.acc] if isinstance(n, ast.ReduceExpr) else [])
+            for ident in names:
+                if ident.name == new and ident.span.start != site.start:
+                    return ident.span.line
+            if new == "index":
+                return n.var.span.line
+    return None
+
+
+def semantic_change(a: Analysis, kind: str, old: str, new: str, spans: list[Span]) -> str | None:
+    """Re-check the text with ``spans`` replaced by ``new`` and compare name resolution
+    and errors with this analysis; a message when they differ."""
+    text = a.text
+    for s in sorted(spans, key=lambda s: s.start, reverse=True):
+        text = text[: s.start] + new + text[s.end :]
+    after = a.reanalyze(text)
+    before_sig = _resolution(a)
+    after_sig = _resolution(after)
+    what = f"renaming `{old}` to `{new}`"
+    if before_sig != after_sig:
+        return f"{what} would change what names refer to"
+    before_errs, after_errs = _error_counts(a), _error_counts(after)
+    for d in after.result.diagnostics:
+        if d.severity == "error" and after_errs[d.code] > before_errs[d.code]:
+            return f"{what} would make the program invalid: {d.message}"
+    return None
+
+
+def _resolution(a: Analysis) -> list[tuple[str, str, int | None]]:
+    """Name resolution of a module as comparable data: for each :class:`ast.Name` in walk order,
+    ``(node type, symbol kind, walk index of the declaring node)``; other nodes contribute
+    their type only (the structure of the tree)."""
+    nodes = list(ast.walk(a.module))
+    index = {id(n): i for i, n in enumerate(nodes)}
+    out: list[tuple[str, str, int | None]] = []
+    for n in nodes:
+        sym = a.result.references.get(id(n)) if isinstance(n, ast.Name) else None
+        if sym is None:
+            out.append((type(n).__name__, "", None))
+        else:
+            out.append((type(n).__name__, sym.kind, index.get(id(sym.decl))))
+    return out
+
+
+def _error_counts(a: Analysis) -> Counter[str]:
+    return Counter(d.code for d in a.result.diagnostics if d.severity == "error")
+
+
+def _decl_span(sym: Symbol) -> Span | None:
+    d = sym.decl
+    if isinstance(d, ast.StageDecl):
+        return d.name.span
+    if isinstance(d, ast.LetStmt):
+        return d.name.span
+    if isinstance(d, ast.UseDecl):
+        return d.alias.span
+    if isinstance(d, ast.InputDecl):
+        return d.span
+    if isinstance(d, ast.ReduceExpr):
+        return d.acc.span if sym.kind == "acc" else d.var.span
+    if isinstance(d, (ast.MapExpr, ast.FilterExpr)):
+        return d.var.span
+    if isinstance(d, ast.CatchExpr) and d.var is not None:
+        return d.var.span
+    return None
