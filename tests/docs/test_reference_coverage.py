@@ -27,10 +27,11 @@ def language_vocabulary() -> dict[str, set[str]]:
     }
 
 
-def _code_words() -> set[str]:
-    """Every word written as code in the reference (inline spans and fenced blocks)."""
+def _code_words(*extra: Path) -> set[str]:
+    """Every word written as code in the reference (inline spans and fenced blocks), and in the
+    ``extra`` pages."""
     words: set[str] = set()
-    for page in REFERENCE.glob("*.md"):
+    for page in [*REFERENCE.glob("*.md"), *extra]:
         text = page.read_text(encoding="utf-8")
         blocks = re.findall(r"^```[^\n]*\n(.*?)^```", text, re.S | re.M)
         rest = re.sub(r"^```[^\n]*\n.*?^```", "", text, flags=re.S | re.M)
@@ -43,7 +44,10 @@ def _code_words() -> set[str]:
 @pytest.mark.parametrize("kind", ["keyword", "diagnostic code", "run-time error code"])
 def test_reference_mentions_every_word_of_the_vocabulary(kind):
     words = language_vocabulary()[kind]
-    missing = sorted(words - _code_words())
+    # the table of every diagnostic code is docs/diagnostics.md's, which the reference links
+    # (one place to add a code's row: docs/ARCHITECTURE.md's checklist)
+    extra = [DOCS / "diagnostics.md"] if kind == "diagnostic code" else []
+    missing = sorted(words - _code_words(*extra))
     assert missing == [], f"docs/reference/ never shows the {kind}s {missing} as code"
 
 
@@ -156,3 +160,19 @@ def _code_text(page: Path) -> str:
     blocks = re.findall(r"^```[^\n]*\n(.*?)^```", text, re.S | re.M)
     rest = re.sub(r"^```[^\n]*\n.*?^```", "", text, flags=re.S | re.M)
     return "\n".join(blocks + re.findall(r"`([^`\n]+)`", rest))
+
+
+def test_diagnostics_page_tables_every_registered_code():
+    """docs/diagnostics.md opens with one table row per checker diagnostic code (the `plan-*`
+    codes have their own table in the reference's errors page), each linking its section, and
+    each row's severity is the registered one."""
+    from agentflow.core.diagnostics import CODES
+
+    text = (DOCS / "diagnostics.md").read_text(encoding="utf-8")
+    table = text.split("## Every diagnostic code", 1)[1].split("\n## ", 1)[0]
+    rows = dict(re.findall(r"^\| \[`([a-z0-9-]+)`\]\(#\1\) \| (\w+) \|", table, re.M))
+    expected = {c: info.severity for c, info in CODES.items() if not c.startswith("plan-")}
+    assert rows == expected
+    plan_table = (REFERENCE / "errors.md").read_text(encoding="utf-8")
+    plan_codes = {c for c in CODES if c.startswith("plan-")}
+    assert {c for c in plan_codes if f"`{c}`" not in plan_table} == set()
