@@ -24,6 +24,7 @@ import fnmatch
 import json
 import os
 import re
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -807,8 +808,46 @@ def _refuse(request: Any) -> None:
     raise httpx.ConnectError(message, request=request)
 
 
+def _refuse_address(host: Any, port: Any) -> None:
+    """Raise ``ConnectionRefusedError`` (and fail the running test) when a socket of a test is
+    about to resolve or connect to ``host`` off this machine: the guard below httpx, for tools
+    that use urllib, a raw socket or any other client."""
+    if _GUARD.get() is None or not isinstance(host, (str, bytes)):
+        return
+    name = host.decode("ascii", "replace") if isinstance(host, bytes) else host
+    if not name or _is_loopback(name.lower()):
+        return
+    caller = _CALLER.get()
+    who = f"{caller} " if caller else "something "
+    shown = f"{name}:{port}" if port else name
+    message = (
+        f"{who}tried to reach the network ({shown}); tests run with no network: "
+        "stub it (`stub tool …` / `stub agent …`)"
+    )
+    problems = _GUARD.get()
+    if problems is not None and message not in problems:
+        problems.append(message)
+    raise ConnectionRefusedError(message)
+
+
+def _socket_audit(event: str, args: tuple[Any, ...]) -> None:
+    """A ``sys.addaudithook`` hook: DNS lookups and connections of a test's context that would
+    leave the machine are refused (a no-op outside tests: one context-variable read)."""
+    if event == "socket.getaddrinfo":
+        _refuse_address(args[0], args[1])
+    elif event == "socket.connect":
+        address = args[1]
+        if isinstance(address, tuple) and len(address) >= 2:  # AF_INET / AF_INET6, not AF_UNIX
+            _refuse_address(address[0], address[1])
+
+
+_AUDIT_INSTALLED = False
+
+
 class _NetworkGuard:
-    """Patches httpx's transports while at least one :func:`run_tests` runs (re-entrant)."""
+    """Patches httpx's transports while at least one :func:`run_tests` runs (re-entrant), and
+    installs (once per process; audit hooks cannot be removed) :func:`_socket_audit`, which only
+    acts in the context of a running test."""
 
     def __init__(self) -> None:
         self.depth = 0
@@ -818,7 +857,11 @@ class _NetworkGuard:
     def __enter__(self) -> None:
         import httpx
 
+        global _AUDIT_INSTALLED
         with self.lock:
+            if not _AUDIT_INSTALLED:
+                sys.addaudithook(_socket_audit)
+                _AUDIT_INSTALLED = True
             self.depth += 1
             if self.depth > 1:
                 return

@@ -89,3 +89,69 @@ def test_the_guard_is_lifted_after_the_tests_and_loopback_is_allowed(tmp_path):
     before = httpx.HTTPTransport.handle_request
     agentflow.run_tests(path, pattern="stubbed")
     assert httpx.HTTPTransport.handle_request is before
+
+
+OTHER_CLIENTS = """\
+import socket
+import urllib.request
+
+
+def by_urllib(url: str) -> str:
+    \"\"\"The page, fetched with the standard library.\"\"\"
+    with urllib.request.urlopen(url, timeout=5) as page:
+        return page.read().decode()[:20]
+
+
+def by_socket(host: str) -> str:
+    \"\"\"A raw TCP connection to port 80 of an address.\"\"\"
+    with socket.create_connection((host, 80), timeout=5):
+        return "connected"
+"""
+
+OTHER_FLOW = """\
+extern tool user__by_urllib(url: text) -> text
+extern tool user__by_socket(host: text) -> text
+
+stage page -> text {
+  return user__by_urllib(url: "http://example.com/index.html")
+}
+
+stage raw -> text {
+  return user__by_socket(host: "192.0.2.7")
+}
+
+test "urllib" {
+  stub tool user__by_socket returns "stubbed"
+  expect page == "X"
+}
+
+test "raw socket" {
+  stub tool user__by_urllib returns "stubbed"
+  expect raw == "X"
+}
+"""
+
+
+def test_clients_other_than_httpx_are_refused_too(tmp_path):
+    """urllib (a DNS lookup of a name) and a raw socket (a connection to an address) are refused
+    by the socket-level guard, naming the tool and the host, not only httpx requests."""
+    (tmp_path / "tools.py").write_text(OTHER_CLIENTS, encoding="utf-8")
+    (tmp_path / "flow.toml").write_text('[tools]\nmodules = ["tools.py"]\n', encoding="utf-8")
+    path = tmp_path / "other.flow"
+    path.write_text(OTHER_FLOW, encoding="utf-8")
+    report = agentflow.run_tests(path)
+    failures = {o.name: "\n".join(o.failures) for o in report.outcomes}
+    assert set(failures) == {"urllib", "raw socket"}
+    assert (
+        "tool `user__by_urllib` tried to reach the network (example.com:80)" in (failures["urllib"])
+    ), failures
+    assert (
+        "tool `user__by_socket` tried to reach the network (192.0.2.7:80)"
+        in (failures["raw socket"])
+    ), failures
+    # outside a test the hook does nothing: a lookup of a name off this machine goes to the
+    # resolver (which knows no `.invalid` name) instead of being refused by the guard
+    import socket
+
+    with pytest.raises(socket.gaierror):
+        socket.getaddrinfo("flowc-guard-check.invalid", 80)
