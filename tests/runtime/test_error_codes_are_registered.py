@@ -24,6 +24,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from support import source_tree
 
 import agentflow
 from agentflow.core.diagnostics import CODES, PLAN_CODES
@@ -113,9 +114,9 @@ def _compared(node: ast.Compare) -> list[ast.Constant]:
 
 def _sources() -> list[tuple[Path, ast.AST]]:
     return [
-        (path, ast.parse(path.read_text(encoding="utf-8"), str(path)))
-        for path in sorted(PACKAGE.rglob("*.py"))
-        if path != REGISTRY
+        (source.path, source.tree)
+        for source in source_tree.sources(PACKAGE)  # each file parsed once per process
+        if source.path != REGISTRY
     ]
 
 
