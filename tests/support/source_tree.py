@@ -42,9 +42,7 @@ class SourceFile:
         if lineno == end_lineno:
             return first.encode()[col:end_col].decode()
         middle = self.lines[lineno : end_lineno - 1]
-        return "".join(
-            [first.encode()[col:].decode(), *middle, last.encode()[:end_col].decode()]
-        )
+        return "".join([first.encode()[col:].decode(), *middle, last.encode()[:end_col].decode()])
 
 
 @cache
