@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import importlib
 from pathlib import Path
 
@@ -48,6 +49,7 @@ MOVED = {
 }
 
 
+@functools.cache
 def _exception_classes() -> list[tuple[Path, ast.ClassDef]]:
     """Every class of the package that derives from a built-in exception, directly or through
     another class of the package (bases matched by name, to a fixed point)."""
