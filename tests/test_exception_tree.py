@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import importlib
 from pathlib import Path
+
+from support import source_tree
 
 import agentflow
 import agentflow.errors as errors
@@ -46,13 +49,14 @@ MOVED = {
 }
 
 
+@functools.cache
 def _exception_classes() -> list[tuple[Path, ast.ClassDef]]:
     """Every class of the package that derives from a built-in exception, directly or through
     another class of the package (bases matched by name, to a fixed point)."""
     classes = [
-        (path, node)
-        for path in sorted(PACKAGE.rglob("*.py"))
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        (source.path, node)
+        for source in source_tree.sources(PACKAGE)  # each file parsed once per process
+        for node in ast.walk(source.tree)
         if isinstance(node, ast.ClassDef)
     ]
     known = {n for n in dir(builtins) if n.endswith(("Error", "Exception", "Interrupt"))}

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from support import source_tree
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 PACKAGE = SRC / "agentflow"
@@ -84,17 +85,16 @@ def imports_of(file: Path) -> list[Import]:
     """Every agentflow import in ``file`` (see the module docstring for what counts)."""
     module = module_name(file)
     package = module if file.name == "__init__.py" else module.rpartition(".")[0]
-    source_text = file.read_text(encoding="utf-8")
-    tree = ast.parse(source_text, str(file))
+    parsed = source_tree.parse(file)  # read and parsed once per process
     out: dict[tuple[int, str], Import] = {}  # one entry per line and imported module
 
     def add(node: ast.AST, target: str) -> None:
         if target == "agentflow" or target.startswith("agentflow."):
-            text = ast.get_source_segment(source_text, node) or target
+            text = parsed.segment(node) or target
             imp = Import(module, file, node.lineno, target, " ".join(text.split()))
             out.setdefault((node.lineno, target), imp)
 
-    for node in ast.walk(tree):
+    for node in ast.walk(parsed.tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 add(node, alias.name)
@@ -195,3 +195,19 @@ def test_the_layer_check_catches(tmp_path, monkeypatch, source, module, expected
     problems = [f"{imp.where()}: {why}" for imp in imports_of(file) if (why := violation(imp))]
     assert len(problems) == 1 and expected in problems[0], problems
     assert str(file.relative_to(tmp_path.parent)) in problems[0]  # names file and line
+
+
+def test_an_import_is_quoted_as_ast_quotes_it(tmp_path):
+    """The cached walk quotes each import from its own line table: the same text as
+    :func:`ast.get_source_segment`, with non-ASCII text, form feeds and continued lines."""
+    file = tmp_path / "m.py"
+    file.write_bytes(
+        "x = 'é'; import agentflow.core\n\x0c\nfrom agentflow.core import (\n    spans,\n"
+        "    vocabulary)\n_EXPORTS = {'é': 'agentflow.ir'}\n".encode()
+    )
+    parsed = source_tree.parse(file)
+    text = file.read_text(encoding="utf-8")
+    nodes = [n for n in ast.walk(parsed.tree) if isinstance(n, ast.stmt | ast.Constant)]
+    assert len(nodes) > 6
+    for node in nodes:
+        assert parsed.segment(node) == ast.get_source_segment(text, node), ast.dump(node)

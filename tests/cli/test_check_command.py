@@ -187,3 +187,27 @@ def test_lazy_package_exports_resolve():
         assert set(pkg.__all__) <= set(dir(pkg))
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         agentflow.nope  # noqa: B018
+
+
+def test_a_run_that_calls_no_model_does_not_import_httpx(tmp_path):
+    """httpx (with its CLI's rich and pygments, ~0.1 s of every start) is imported where a model
+    request is made, so `flowc run` of a plan without an agent step never loads it."""
+    plan = tmp_path / "p.plan.yaml"
+    plan.write_text(
+        'version: 1\nname: p\nsteps:\n  - {id: E0, tool_name: value, input: {value: "hi"}}\n',
+        encoding="utf-8",
+    )
+    probe = (
+        "import sys\n"
+        "from agentflow.cli import main\n"
+        "try:\n"
+        f"    main(['run', {str(plan)!r}])\n"
+        "except SystemExit as e:\n"
+        "    assert e.code == 0, e.code\n"
+        "print(sorted(m for m in ('httpx', 'mcp', 'dbos') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr

@@ -12,6 +12,7 @@ from importlib.resources import files
 from pathlib import Path
 
 import pytest
+from support import source_tree
 
 from agentflow.core import vocabulary as V
 from agentflow.grammar import ast
@@ -136,11 +137,11 @@ def test_no_module_spells_a_list_of_keywords_again():
     src = Path(V.__file__).resolve().parent.parent
     terminals = set(V.KEYWORD_TERMINALS.values())
     copies = []
-    for file in sorted(src.rglob("*.py")):
+    for source in source_tree.sources(src):  # each file parsed once per process
+        file = source.path
         if file.name == "vocabulary.py":
             continue
-        tree = ast_module.parse(file.read_text(encoding="utf-8"))
-        for line, words in _word_lists(tree):
+        for line, words in _word_lists(source.tree):
             if len(words) >= 5 and (set(words) <= V.KEYWORDS or set(words) <= terminals):
                 copies.append(f"{file.relative_to(src.parent)}:{line}: {' '.join(words[:8])} …")
     assert not copies, "keyword lists outside core/vocabulary.py:\n" + "\n".join(copies)

@@ -547,12 +547,17 @@ def test_other_position_encodings(encoding, width):
 def _key(n):
     from agentflow.grammar import ast
 
-    if isinstance(n, ast.Node):
+    return _node_key(n, ast.Node)
+
+
+def _node_key(n, node_type):
+    """``n`` as nested tuples of its fields (``_key``; the import is done once, not per node)."""
+    if isinstance(n, node_type):
         return (type(n).__name__,) + tuple(
-            (f, _key(getattr(n, f))) for f in type(n).__dataclass_fields__
+            (f, _node_key(getattr(n, f), node_type)) for f in type(n).__dataclass_fields__
         )
     if isinstance(n, (list, tuple)):
-        return tuple(_key(x) for x in n)
+        return tuple(_node_key(x, node_type) for x in n)
     if isinstance(n, Span):
         return (n.line, n.column, n.end_line, n.end_column, n.start, n.end)
     return n

@@ -21,9 +21,11 @@ Diagnostic codes written as literals (``Diagnostic("…", …)``, ``d.code == "�
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
+from support import source_tree
 
 import agentflow
 from agentflow.core.diagnostics import CODES, PLAN_CODES
@@ -111,12 +113,25 @@ def _compared(node: ast.Compare) -> list[ast.Constant]:
     return [c for comp in node.comparators for c in _strings(comp)]
 
 
+@functools.cache
 def _sources() -> list[tuple[Path, ast.AST]]:
     return [
-        (path, ast.parse(path.read_text(encoding="utf-8"), str(path)))
-        for path in sorted(PACKAGE.rglob("*.py"))
-        if path != REGISTRY
+        (source.path, source.tree)
+        for source in source_tree.sources(PACKAGE)  # each file parsed once per process
+        if source.path != REGISTRY
     ]
+
+
+@functools.cache
+def _run_codes() -> list[tuple[Path, ast.Constant]]:
+    """Every run-time code literal of the package (walked once per process)."""
+    return [(path, c) for path, tree in _sources() for c in run_codes(tree)]
+
+
+@functools.cache
+def _diagnostic_codes() -> list[tuple[Path, ast.Constant]]:
+    """Every diagnostic code literal of the package (walked once per process)."""
+    return [(path, c) for path, tree in _sources() for c in diagnostic_codes(tree)]
 
 
 def _where(path: Path, node: ast.Constant) -> str:
@@ -124,35 +139,23 @@ def _where(path: Path, node: ast.Constant) -> str:
 
 
 def test_every_run_time_error_code_in_the_source_is_registered():
-    unknown = [
-        _where(path, c)
-        for path, tree in _sources()
-        for c in run_codes(tree)
-        if c.value not in ERROR_CODES
-    ]
+    unknown = [_where(path, c) for path, c in _run_codes() if c.value not in ERROR_CODES]
     assert unknown == [], "run-time error codes not in core.vocabulary.ERROR_CODES:\n" + "\n".join(
         unknown
     )
 
 
 def test_every_diagnostic_code_in_the_source_is_registered():
-    unknown = [
-        _where(path, c)
-        for path, tree in _sources()
-        for c in diagnostic_codes(tree)
-        if c.value not in CODES
-    ]
+    unknown = [_where(path, c) for path, c in _diagnostic_codes() if c.value not in CODES]
     assert unknown == [], "diagnostic codes not in core.diagnostics.CODES:\n" + "\n".join(unknown)
 
 
 def test_the_walk_finds_the_codes_the_runtime_writes():
     """The checks above see real constructions, not nothing: the executor's, the budget's,
     the cassette's and the planner's codes are among what they read."""
-    seen = {c.value for _, tree in _sources() for c in run_codes(tree)}
+    seen = {c.value for _, c in _run_codes()}
     assert {"tool_error", "validation", "aborted", "budget_exceeded", "replay_miss"} <= seen
-    assert {"unsupported-construct"} <= {
-        c.value for _, tree in _sources() for c in diagnostic_codes(tree)
-    }
+    assert {"unsupported-construct"} <= {c.value for _, c in _diagnostic_codes()}
 
 
 def test_the_walk_flags_an_unregistered_code():

@@ -10,13 +10,13 @@ import sys
 import time
 from pathlib import Path
 
-#: Twenty questions of 3 s each: a cancel lands while one waits (the run notices it at its next
-#: operation, within 3 s), long before the last would time out.
+#: Sixty questions of 1 s each: a cancel lands while one waits (the run notices it at its next
+#: operation, within 1 s), long before the last would time out.
 PLAN = "version: 1\nname: waiter\nsteps:\n" + "".join(
     f"  - id: E{i}\n    tool_name: ask\n"
     f'    input: {{question: "Go {i}?", when_unanswered: {{default: "no"}}}}\n'
-    "    timeout: 3s\n"
-    for i in range(20)
+    "    timeout: 1s\n"
+    for i in range(60)
 )
 
 

@@ -29,9 +29,10 @@ import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
+if TYPE_CHECKING:  # imported where a request is made: a run without a model never loads it
+    import httpx
 
 from agentflow.core.redaction import redact as redact_secrets
 from agentflow.core.redaction import register_secret
@@ -337,6 +338,8 @@ async def post_with_retries(
     ``{provider, attempt, kind, status, delay_s, message}`` before each wait.
     """
     attempt = 0
+    import httpx  # here, not at module level: a run that calls no model never needs it
+
     while True:
         status: int | None = None
         retry_after: float | None = None
@@ -533,6 +536,8 @@ class HTTPModelClient:
 
     def _client(self) -> httpx.AsyncClient:
         if self._http is None:
+            import httpx
+
             # one process-wide TLS context: loading the CA bundle costs 0.2-0.4 s per client
             self._http = httpx.AsyncClient(verify=shared_ssl_context())
         return self._http
