@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from agentflow.compiler.api import check_file, check_source, read_source
 from agentflow.compiler.checker import CheckResult
-from agentflow.core.diagnostics import PLAN_UNREADABLE, Diagnostic
+from agentflow.core.diagnostics import PLAN_TOO_DEEP, PLAN_UNREADABLE, Diagnostic
 from agentflow.core.spans import Span
+from agentflow.core.vocabulary import MAX_EXPR_DEPTH
 from agentflow.errors import CompileError, ConfigError, FlowError, InputError, PlanLoadError
 
 if TYPE_CHECKING:  # the plan models (pydantic) and the runtime load only when a plan is run
@@ -123,17 +124,32 @@ def compile_checked(result: Any, text: str, file: str) -> CompiledFlow:
     try:
         load_plan_data(data, file)  # round trip: the compiled plan must validate
     except PlanLoadError as e:
-        diags = [
-            Diagnostic(
-                "unsupported-construct",
-                f"internal compiler error: the compiled plan does not validate: {p.message}",
-                _problem_span(p.message, data, file),
-                hint="this is a flowc bug; simplifying the expression may work around it",
-            )
-            for p in e.errors
-        ]
+        diags = [_plan_problem(p, data, file) for p in e.errors]
         raise CompileError(diags, {file: text}) from None
     return CompiledFlow(plan=data, check=result, file=file)
+
+
+def _plan_problem(problem: Diagnostic, plan: dict[str, Any], file: str) -> Diagnostic:
+    """The ``unsupported-construct`` diagnostic for a compiled plan's load problem: a template
+    deeper than the plan limit (``vocabulary.MAX_EXPR_DEPTH`` levels, e.g. a long member chain
+    on a `let` that the lowering writes out in full) is the program's limit; anything else is
+    an internal compiler error."""
+    span = _problem_span(problem.message, plan, file)
+    if problem.code == PLAN_TOO_DEEP:
+        return Diagnostic(
+            "unsupported-construct",
+            f"expression nested too deeply once compiled (more than {MAX_EXPR_DEPTH} levels; "
+            "each link of a member or operator chain is a level, and a `let` read in it counts "
+            "with its own expression)",
+            span,
+            hint="shorten the chain, or split the work over several stages",
+        )
+    return Diagnostic(
+        "unsupported-construct",
+        f"internal compiler error: the compiled plan does not validate: {problem.message}",
+        span,
+        hint="this is a flowc bug; simplifying the expression may work around it",
+    )
 
 
 _STEP_PATH = re.compile(r"^(?:plans\.([A-Za-z0-9_]+)\.)?steps\[(\d+)\]")

@@ -654,12 +654,25 @@ class Outcome:
     samples: list[tuple[str, str]] = field(default_factory=list)
     slowest: float = 0.0
     seconds: float = 0.0
+    #: seconds each input took, in the order tried (``lsp``: empty)
+    times: list[float] = field(default_factory=list)
+    #: the slowest inputs seen, ``(seconds, input)``, slowest first (at most ``keep``)
+    slow: list[tuple[float, str]] = field(default_factory=list)
+
+    def percentile(self, q: float) -> float:
+        """The ``q``-quantile (0–1) of :attr:`times` in seconds (nearest rank), 0 when empty."""
+        if not self.times:
+            return 0.0
+        ordered = sorted(self.times)
+        return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
 
     def line(self) -> str:
-        """``N inputs, N failures`` and the timing."""
+        """``N inputs, N failures`` and the timing (per-input p50/p99/max in milliseconds)."""
         return (
             f"{self.kind}: {self.inputs} inputs, {self.failures} failures "
-            f"(slowest {self.slowest:.2f} s, {self.seconds:.0f} s in all)"
+            f"(per input p50 {self.percentile(0.5) * 1000:.1f} ms, "
+            f"p99 {self.percentile(0.99) * 1000:.1f} ms, max {self.slowest * 1000:.0f} ms; "
+            f"{self.seconds:.0f} s in all)"
         )
 
 
@@ -715,6 +728,9 @@ def run(
             reason = f"{type(exc).__name__} at {Path(tb.filename).name}:{tb.lineno}: {exc}"[:300]
         took = time.perf_counter() - t0
         out.slowest = max(out.slowest, took)
+        out.times.append(took)
+        if len(out.slow) < keep or took > out.slow[-1][0]:
+            out.slow = sorted([*out.slow, (took, text)], key=lambda p: -p[0])[:keep]
         out.inputs += 1
         if reason is not None:
             out.failures += 1

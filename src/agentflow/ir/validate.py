@@ -658,7 +658,9 @@ class _Validator:
             self.problem((*ipath, "on"), "`on` must be a non-empty list of error codes")
             return
         for i, code in enumerate(codes):
-            if code in HARD_STOP_CODES:
+            if not isinstance(code, str):
+                self.problem((*ipath, "on", i), f"`on` lists {code!r}, which is not an error code")
+            elif code in HARD_STOP_CODES:
                 self.problem((*ipath, "on", i), f"`{code}` stops the run and cannot be caught")
             elif code not in ERROR_CODES:
                 self.problem(
