@@ -473,8 +473,24 @@ class ExpressionChecks:
             # `dev.main` outside an agent target is reported by member_type, as a whole
             ot = self.types[id(e.obj)] = self.name(e.obj)
         else:
-            ot = self.infer(e.obj)
+            ot = self.infer(e.obj, self._values_hint(e, hint))
         return self.member_type(ot, e.name, e.name_span, e)
+
+    def _values_hint(self, e: ast.Member, hint: Type | None) -> Type | None:
+        """The type expected of ``e.obj`` when ``e`` is ``(map … tolerate N { … }).values``
+        and ``T[]`` is expected of ``e``: ``Outcome<T>[]``, so that ``T`` flows into the map's
+        body as it does without ``tolerate`` (an object literal there keeps its literal types,
+        ``kind: "bug"`` against ``"bug" | "debt"``); None otherwise."""
+        if e.name != "values" or hint is None or not isinstance(e.obj, ast.MapExpr):
+            return None
+        if e.obj.tolerate is None:
+            return None
+        h = self.env.resolve(hint)
+        if isinstance(h, OptionalType):
+            h = self.env.resolve(h.inner)
+        if not isinstance(h, ListType):
+            return None
+        return ListType(check_errors.outcome_type(h.elem))
 
     def member_type(self, ot: Type, name: str, span: Span, e: ast.Expr) -> Type:
         # fast path: a field that an object type (named or inline) has
