@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentflow.compiler.api import check_file, check_source, read_source
+from agentflow.compiler.check_depth import too_deep_diagnostic
 from agentflow.compiler.checker import CheckResult
 from agentflow.core.diagnostics import PLAN_TOO_DEEP, PLAN_UNREADABLE, Diagnostic
 from agentflow.core.spans import Span
-from agentflow.core.vocabulary import MAX_EXPR_DEPTH
 from agentflow.errors import CompileError, ConfigError, FlowError, InputError, PlanLoadError
 
 if TYPE_CHECKING:  # the plan models (pydantic) and the runtime load only when a plan is run
@@ -135,15 +135,8 @@ def _plan_problem(problem: Diagnostic, plan: dict[str, Any], file: str) -> Diagn
     on a `let` that the lowering writes out in full) is the program's limit; anything else is
     an internal compiler error."""
     span = _problem_span(problem.message, plan, file)
-    if problem.code == PLAN_TOO_DEEP:
-        return Diagnostic(
-            "unsupported-construct",
-            f"expression nested too deeply once compiled (more than {MAX_EXPR_DEPTH} levels; "
-            "each link of a member or operator chain is a level, and a `let` read in it counts "
-            "with its own expression)",
-            span,
-            hint="shorten the chain, or split the work over several stages",
-        )
+    if problem.code == PLAN_TOO_DEEP:  # the check reports these first (compiler.check_depth)
+        return too_deep_diagnostic(span)
     return Diagnostic(
         "unsupported-construct",
         f"internal compiler error: the compiled plan does not validate: {problem.message}",
@@ -152,22 +145,28 @@ def _plan_problem(problem: Diagnostic, plan: dict[str, Any], file: str) -> Diagn
     )
 
 
-_STEP_PATH = re.compile(r"^(?:plans\.([A-Za-z0-9_]+)\.)?steps\[(\d+)\]")
+_STEP_PATH = re.compile(r"^(?:plans\.([A-Za-z0-9_]+)\.)?(steps\[\d+\](?:\.[A-Za-z0-9_]+|\[\d+\])*)")
+_PATH_PART = re.compile(r"\.?([A-Za-z0-9_]+)|\[(\d+)\]")
 
 
 def _problem_span(message: str, plan: dict[str, Any], file: str) -> Span:
-    """The `.flow` position of a compiled plan's load problem: the ``meta.source`` of the step
-    its path (``steps[3]…`` / ``plans.<name>.steps[0]…``) names, else line 1, column 1."""
+    """The `.flow` position of a compiled plan's load problem: the ``meta.source`` of the
+    innermost step on the value path its message starts with (``steps[3].input.do…`` /
+    ``plans.<name>.steps[0]…``), as ``flowc check`` places it (compiler.check_depth), else
+    line 1, column 1."""
     line = column = 1
     m = _STEP_PATH.match(message)
     if m:
-        try:
-            where = plan["plans"][m.group(1)] if m.group(1) else plan
-            loc = Span.parse(where["steps"][int(m.group(2))]["meta"]["source"])
+        node: Any = (plan.get("plans") or {}).get(m.group(1)) if m.group(1) else plan
+        for part in _PATH_PART.finditer(m.group(2)):
+            try:
+                node = node[part.group(1)] if part.group(1) else node[int(part.group(2))]
+            except (KeyError, IndexError, TypeError):
+                break
+            meta = node.get("meta") if isinstance(node, dict) else None
+            loc = Span.parse(meta.get("source")) if isinstance(meta, dict) else None
             if loc is not None:
                 line, column = loc.line, loc.column
-        except (KeyError, IndexError, TypeError, ValueError):
-            pass
     return Span(file, line, column, line, column + 1)
 
 

@@ -307,7 +307,9 @@ def check_module(
     ``parse_diagnostics`` (the parser's ``syntax-error`` list) are merged into the sorted
     result.  ``prelude=False`` leaves the standard library tools out.  Never raises for any
     module the parser produces: a program nested too deeply to check gets one
-    ``syntax-error`` diagnostic instead.
+    ``syntax-error`` diagnostic instead.  A program without errors is also lowered, to report
+    what ``compile`` would refuse (:mod:`~agentflow.compiler.check_depth`: an expression too
+    deep once compiled), so a program that checks clean compiles.
     """
     # The check allocates many small acyclic objects; pausing the cyclic collector for its
     # duration halves the time on big files (the same trick as the parser's).
@@ -323,11 +325,19 @@ def check_module(
 def _check_module(module: ast.Module, parse_diagnostics, prelude: bool) -> CheckResult:
     checker = Checker(module, parse_diagnostics, prelude=prelude)
     try:
-        return checker.check()
+        result = checker.check()
     except RecursionError:
         checker = Checker(module, parse_diagnostics, prelude=prelude)
         checker.report(D.SYNTAX_ERROR, "the program is nested too deeply to check", module.span)
         return _empty_result(checker)
+    if result.ok:
+        # what `compile` would refuse beyond the check: an expression too deep once compiled
+        from agentflow.compiler.check_depth import compiled_depth_diagnostics
+
+        extra = compiled_depth_diagnostics(result)
+        if extra:
+            result.diagnostics = sorted([*result.diagnostics, *extra], key=lambda d: d.sort_key())
+    return result
 
 
 def _empty_result(checker: Checker) -> CheckResult:

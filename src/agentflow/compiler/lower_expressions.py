@@ -92,10 +92,12 @@ class Frag:
         """The step references in this fragment, in order."""
         return [p for p in self.parts if isinstance(p, StepRef)]
 
-    def measure(self) -> tuple[int, int]:
-        """``(length, nesting)`` of the printed text: its length in characters (a step reference
-        counted as 4) and its deepest nesting of brackets, string literals and ``${…}`` holes."""
-        length = depth = 0
+    def measure(self) -> tuple[int, int, int]:
+        """``(length, nesting, links)`` of the printed text: its length in characters (a step
+        reference counted as 4), its deepest nesting of brackets, string literals and ``${…}``
+        holes, and how many ``.`` and ``[`` it holds outside string literals (an upper bound on
+        the member and index links of its chains, each a level of the parsed template)."""
+        length = depth = links = 0
         stack: list[str] = []  # the closer each open bracket / string waits for
         for p in self.parts:
             if isinstance(p, StepRef):
@@ -116,13 +118,16 @@ class Frag:
                         i += 1
                 elif ch == '"':
                     stack.append('"')
+                elif ch == ".":
+                    links += 1
                 elif ch in _OPENERS:
+                    links += ch == "["
                     stack.append(_OPENERS[ch])
                 elif ch in ")]}" and stack:
                     stack.pop()
                 depth = max(depth, len(stack))
                 i += 1
-        return length, depth
+        return length, depth, links
 
     def render(self, subst: dict[int, str] | None = None) -> str:
         """The template-expression text; ``subst`` maps ``id(step)`` to replacement text.

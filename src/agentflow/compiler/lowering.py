@@ -59,7 +59,8 @@ __all__ = ["LoweringError", "lower"]
 # (docs/spec/LANGUAGE.md §10) and when it is materialised once as a `value` step instead
 # (docs/decisions.md, "Lowering"): inlining copies its printed text into every use, so a name used
 # more than once is inlined only while its text is short, and any name only while its text is not
-# too deep (the template parser allows 100 levels) nor huge.  This keeps compile time and plan size
+# too deep (brackets, operators of its top chain and member/index links together at most
+# `_INLINE_MAX_NESTING`: a compiled template may be 200 levels deep) nor huge.  This keeps compile time and plan size
 # linear in the source.
 _INLINE_MAX_NESTING = 16
 
@@ -138,8 +139,10 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         """
         if uses == 0 or (len(frag.parts) == 1 and isinstance(frag.parts[0], StepRef)):
             return frag
-        length, nesting = frag.measure()
-        nesting += frag.ops  # a flat chain `a + b + …` is as deep in the parsed template
+        length, nesting, links = frag.measure()
+        # a flat chain `a + b + …` is as deep in the parsed template as it has operators, and a
+        # member chain `a.b.c…` as it has links
+        nesting += frag.ops + links
         if (
             nesting <= _INLINE_MAX_NESTING
             and length <= _INLINE_MAX_LENGTH

@@ -49,6 +49,7 @@ __all__ = [
     "MAX_PREFIX",
     "MAX_RETRY_ATTEMPTS",
     "MAX_STRING_NESTING",
+    "PLAN_SCHEMA_KEYS",
     "PRIMITIVE_TYPES",
     "RESERVED_WORDS",
     "RETRYABLE_CODES",
@@ -437,3 +438,7 @@ MAX_PREFIX = 50
 #: operator chain counts one level per link).  Evaluation recurses once per level, so this bounds
 #: the evaluator's stack; the parser bounds brackets separately (:data:`MAX_NESTING`).
 MAX_EXPR_DEPTH = 200
+#: Keys of a plan whose values are JSON Schemas: their strings are never templates.
+PLAN_SCHEMA_KEYS: frozenset[str] = frozenset(
+    {"output_schema", "outputSchema", "input_schema", "schema"}
+)

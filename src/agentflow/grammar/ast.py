@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agentflow.core.spans import Span
+from agentflow.core.vocabulary import MAX_EXPR_DEPTH
 
 
 @dataclass(slots=True, eq=False)
@@ -766,3 +767,28 @@ def walk(node: Any) -> Iterator[Node]:
             stack.extend(reversed(kids))
         elif isinstance(n, (list, tuple)):
             stack.extend(reversed(n))
+
+
+def too_deep(root: Any, limit: int = MAX_EXPR_DEPTH) -> Node | None:
+    """The first AST node found deeper than ``limit`` levels under ``root``, or None.
+
+    Iterative (no recursion), so it is safe on trees of any depth; use it before walking a parsed
+    tree recursively. A node is one level below its parent; a list field is a level of its own
+    (its items sit at the list's level). Plans bound templates and conditions with it
+    (``vocabulary.MAX_EXPR_DEPTH``), and ``flowc check`` the templates a program compiles to.
+    """
+    stack: list[tuple[Any, int]] = [(root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, list | tuple):
+            stack.extend((item, depth) for item in node)
+            continue
+        if not isinstance(node, Node):
+            continue
+        if depth > limit:
+            return node
+        for name in type(node).__dataclass_fields__:
+            value = getattr(node, name)
+            if isinstance(value, Node | list | tuple):
+                stack.append((value, depth + 1))
+    return None

@@ -25,14 +25,15 @@ from agentflow.core.diagnostics import (
     Diagnostic,
 )
 from agentflow.core.spans import Span
-from agentflow.core.vocabulary import MAX_EXPR_DEPTH
+from agentflow.core.vocabulary import MAX_EXPR_DEPTH, PLAN_SCHEMA_KEYS
 from agentflow.errors import PlanLoadError, SourceError
 from agentflow.grammar import ast
+from agentflow.grammar.ast import too_deep
 
 Path = tuple  # tuple[str | int, ...]
 
 #: Keys whose values are JSON Schemas: never compiled.
-SCHEMA_KEYS: frozenset[str] = frozenset({"output_schema", "outputSchema", "input_schema", "schema"})
+SCHEMA_KEYS: frozenset[str] = PLAN_SCHEMA_KEYS
 
 #: Expression nodes that have effects and so are not allowed in templates (docs/spec/PLAN_IR.md §3:
 #: the *pure* part of the expression language).
@@ -178,29 +179,6 @@ def _problem(
 def iter_nodes(node: Any) -> Iterator[ast.Node]:
     """Every AST node under ``node`` (itself included), depth first; lists are walked."""
     return ast.walk(node)
-
-
-def too_deep(root: Any, limit: int = MAX_EXPR_DEPTH) -> ast.Node | None:
-    """The first AST node found deeper than ``limit`` levels under ``root``, or None.
-
-    Iterative (no recursion), so it is safe on trees of any depth; use it before walking a parsed
-    tree recursively.
-    """
-    stack: list[tuple[Any, int]] = [(root, 0)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, list | tuple):
-            stack.extend((item, depth) for item in node)
-            continue
-        if not isinstance(node, ast.Node):
-            continue
-        if depth > limit:
-            return node
-        for name in type(node).__dataclass_fields__:
-            value = getattr(node, name)
-            if isinstance(value, ast.Node | list | tuple):
-                stack.append((value, depth + 1))
-    return None
 
 
 def _remap_spans(root: ast.Node, fn) -> None:
