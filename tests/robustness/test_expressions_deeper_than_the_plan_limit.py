@@ -105,3 +105,18 @@ def test_check_is_clean_exactly_when_the_program_compiles_around_the_limit(famil
     # the window crosses the limit: clean below it, refused above it
     assert outcomes[0] and not outcomes[-1]
     assert outcomes == sorted(outcomes, reverse=True)
+
+
+def test_the_editor_reports_it_on_every_edit():
+    """The language server checks each version of a document (incrementally parsed after the
+    first): a chain growing past the limit gets the diagnostic, shrinking back clears it."""
+    from agentflow.lsp.analysis import analyze
+    from agentflow.lsp.incremental import IncrementalParser
+
+    parser = IncrementalParser("deep.flow")
+    codes = []
+    for n in (150, MAX_EXPR_DEPTH + 1, 150):
+        text = _program("  return input.a" + ".b" * n)
+        result = analyze(text, "deep.flow", parser).result
+        codes.append([d.code for d in result.diagnostics])
+    assert codes == [[], ["unsupported-construct"], []]
