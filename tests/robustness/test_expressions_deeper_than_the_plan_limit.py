@@ -120,3 +120,22 @@ def test_the_editor_reports_it_on_every_edit():
         result = analyze(text, "deep.flow", parser).result
         codes.append([d.code for d in result.diagnostics])
     assert codes == [[], ["unsupported-construct"], []]
+
+
+def test_the_check_lowers_only_programs_whose_expressions_nest_deeply(monkeypatch):
+    """The compiled-depth phase costs a lowering, so the check runs it only when some expression
+    nests more than ``checker._SHALLOW`` levels (fewer cannot compile to 200)."""
+    from agentflow.compiler import checker
+
+    calls = []
+    real = check_depth.compiled_depth_diagnostics
+    monkeypatch.setattr(
+        check_depth,
+        "compiled_depth_diagnostics",
+        lambda result: calls.append(1) or real(result),
+    )
+    shallow = _program("  return input.a" + ".b" * (checker._SHALLOW - 5))
+    assert check_source(shallow, "deep.flow").ok and calls == []
+    deeper = _program("  return input.a" + ".b" * (checker._SHALLOW + 5))
+    assert check_source(deeper, "deep.flow").ok and calls == [1]
+    assert 2 * checker._SHALLOW + 16 < MAX_EXPR_DEPTH

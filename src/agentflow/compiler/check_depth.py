@@ -5,7 +5,8 @@ parsed (docs/spec/PLAN_IR.md; each link of a member or operator chain is a level
 expression is once compiled depends on the lowering: a `let` is written out where it is read
 while it is small, a chain of more than 150 operators gets a `value` step for its left part, a
 field read through a `T?` value gets a default. So this phase does not estimate: after a check
-without errors it lowers the program (about a tenth more time) and measures the
+without errors, when some expression nests deeply enough to matter (``checker._SHALLOW``),
+it lowers the program and measures the
 templates and conditions of the plan it would produce, the way the plan loader does
 (:func:`agentflow.grammar.ast.too_deep`). Each one too deep is the ``unsupported-construct``
 diagnostic that ``flowc compile`` gave for it (:func:`too_deep_diagnostic`), placed at the

@@ -124,7 +124,13 @@ class ExpressionChecks:
         return t
 
     def infer(self, e: ast.Expr, hint: Type | None = None) -> Type:
-        t = _DISPATCH.get(type(e), _no_rule)(self, e, hint)
+        self.expr_depth += 1
+        if self.expr_depth > self.max_expr_depth:
+            self.max_expr_depth = self.expr_depth
+        try:
+            t = _DISPATCH.get(type(e), _no_rule)(self, e, hint)
+        finally:
+            self.expr_depth -= 1
         self.types[id(e)] = t
         return t
 

@@ -160,6 +160,8 @@ class Checker(DeclarationChecks, TypeChecks, StatementChecks, ExpressionChecks, 
         self.diags: list[Diagnostic] = list(parse_diagnostics)
         self.env = TypeEnv()
         self.types: dict[int, Type] = {}
+        #: how deeply expressions nest while being typed (now / the most seen), for _SHALLOW
+        self.expr_depth = self.max_expr_depth = 0
         self.refs: dict[int, Symbol] = {}
         self.scopes: list[dict[str, _Var]] = []
         self.frames: list[_Frame] = []
@@ -322,6 +324,16 @@ def check_module(
             gc.enable()
 
 
+#: A program whose expressions nest no deeper than this (as the checker types them: each
+#: expression typed inside another is a level) cannot compile to a template deeper than
+#: ``MAX_EXPR_DEPTH`` (200): a level of a `.flow` expression is at most two levels of its
+#: template (a field read through ``T?`` gains a default), and a `let` written out where it is
+#: read adds at most 16 (the lowering inlines no deeper `let`) — 2 × 75 + 16 < 200. For such a
+#: program the check skips the lowering that :mod:`~agentflow.compiler.check_depth` runs (it
+#: would cost a check of a 10,000-line program a third more time).
+_SHALLOW = 75
+
+
 def _check_module(module: ast.Module, parse_diagnostics, prelude: bool) -> CheckResult:
     checker = Checker(module, parse_diagnostics, prelude=prelude)
     try:
@@ -330,8 +342,9 @@ def _check_module(module: ast.Module, parse_diagnostics, prelude: bool) -> Check
         checker = Checker(module, parse_diagnostics, prelude=prelude)
         checker.report(D.SYNTAX_ERROR, "the program is nested too deeply to check", module.span)
         return _empty_result(checker)
-    if result.ok:
+    if result.ok and checker.max_expr_depth > _SHALLOW:
         # what `compile` would refuse beyond the check: an expression too deep once compiled
+        # (a module no deeper than _SHALLOW cannot compile to one: the lowering is skipped)
         from agentflow.compiler.check_depth import compiled_depth_diagnostics
 
         extra = compiled_depth_diagnostics(result)
