@@ -40,8 +40,9 @@ BACKOFF_ORDER = ("initial", "factor", "max")
 _BODY_FIELDS = tuple(sorted({key for keys in BODY_KEYS.values() for key in keys}))
 
 
-class _Dumper(yaml.SafeDumper):
-    """SafeDumper without aliases, with ``|`` blocks for multi-line text."""
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """SafeDumper without aliases, with ``|`` blocks for multi-line text (libyaml's emitter
+    when PyYAML has it: the pure-Python one was most of the cost of a dump)."""
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
@@ -166,7 +167,7 @@ def dump_plan(data: dict | Plan) -> str:
         data = plan_to_data(data)
     else:
         data = _canon_plan(_plain(data))
-    return yaml.dump(
+    text = yaml.dump(
         data,
         Dumper=_Dumper,
         sort_keys=False,
@@ -175,6 +176,9 @@ def dump_plan(data: dict | Plan) -> str:
         width=1_000_000,
         indent=2,
     )
+    # libyaml closes a document that ends in a `|+` block with `...`; the pure-Python emitter
+    # does not, and a one-document plan needs no end marker (the text is the same either way)
+    return text.removesuffix("\n...\n") + "\n" if text.endswith("\n...\n") else text
 
 
 def _rename_camel(data: Any, level: str) -> Any:
