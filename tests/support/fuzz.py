@@ -300,11 +300,18 @@ def _parse_each_text_once() -> Iterator[None]:
     they are given; for one input that is the same two texts four times, and parsing was most
     of a program's time. Only reused within one input; nothing that reads the tree changes it
     (were the checker to change it, ``format_source`` would see a different tree and report an
-    internal formatter error: a failure shown, never one hidden)."""
+    internal formatter error: a failure shown, never one hidden).
+
+    Likewise the compiled plan: ``compile_checked`` loads (validates) it, and running it loads
+    the same plan data again; the second ``load_plan_data`` of the same object returns the
+    first one's plan."""
     from agentflow.grammar import parser
+    from agentflow.ir import loader
 
     original = parser.parse_module
+    original_load = loader.load_plan_data
     seen: dict[tuple[str, str], tuple[Any, list[Any]]] = {}
+    loaded: dict[int, tuple[Any, Any]] = {}  # id(data) → (data, plan); `data` keeps the id
 
     def parse_module(text: str, file: str) -> tuple[Any, list[Any]]:
         key = (text, file)
@@ -313,11 +320,21 @@ def _parse_each_text_once() -> Iterator[None]:
         module, diags = seen[key]
         return module, list(diags)
 
+    def load_plan_data(data: Any, file: str = "<plan>", **kw: Any) -> Any:
+        if kw or id(data) not in loaded:
+            plan = original_load(data, file, **kw)
+            if not kw:
+                loaded[id(data)] = (data, plan)
+            return plan
+        return loaded[id(data)][1]
+
     parser.parse_module = parse_module  # type: ignore[assignment]
+    loader.load_plan_data = load_plan_data  # type: ignore[assignment]
     try:
         yield
     finally:
         parser.parse_module = original  # type: ignore[assignment]
+        loader.load_plan_data = original_load  # type: ignore[assignment]
 
 
 def check_program(src: str) -> str | None:
