@@ -82,6 +82,25 @@ def test_unicode_and_tricky_strings_survive():
     assert plan.steps[0].input["value"] == value
 
 
+def test_characters_beyond_the_basic_plane_are_written_as_they_are():
+    # libyaml's emitter (used for plain ASCII plans) would escape it as \U0001F600
+    value = {"emoji": "done 😀", "ascii": "plain"}
+    data = {"version": 1, "name": "t", "steps": [{"id": "E0", "tool_name": "value"}]}
+    data["steps"][0]["input"] = {"value": value}
+    text = dump_plan(data)
+    assert "emoji: done 😀\n" in text
+    assert "\\U" not in text
+    assert load_plan_text(text, "t.yaml").steps[0].input["value"] == value
+
+
+def test_a_plan_ending_in_a_kept_trailing_newline_has_no_document_end_marker():
+    data = {"version": 1, "name": "t", "steps": [{"id": "E0", "tool_name": "value"}]}
+    data["steps"][0]["input"] = {"value": "kept\n\n"}
+    text = dump_plan(data)
+    assert text.endswith("    value: |+\n      kept\n\n")
+    assert load_plan_text(text, "t.yaml").steps[0].input["value"] == "kept\n\n"
+
+
 def test_shared_objects_are_not_aliased():
     shared = {"type": "object"}
     steps = [{"id": f"E{i}", "tool_name": "value", "input": {"value": shared}} for i in range(2)]

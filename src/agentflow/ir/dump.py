@@ -40,9 +40,18 @@ BACKOFF_ORDER = ("initial", "factor", "max")
 _BODY_FIELDS = tuple(sorted({key for keys in BODY_KEYS.values() for key in keys}))
 
 
-class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
-    """SafeDumper without aliases, with ``|`` blocks for multi-line text (libyaml's emitter
-    when PyYAML has it: the pure-Python one was most of the cost of a dump)."""
+class _Dumper(yaml.SafeDumper):
+    """SafeDumper without aliases, with ``|`` blocks for multi-line text."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+class _FastDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """:class:`_Dumper` on libyaml's emitter when PyYAML has it (the pure-Python emitter was
+    most of the cost of a dump). Its text is the same as :class:`_Dumper`'s for ASCII without
+    escapes; it escapes some characters the other writes as they are (astral-plane characters
+    such as emoji, U+0085), so :func:`dump_plan` uses it only where its text is plain ASCII."""
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
@@ -59,6 +68,7 @@ def _repr_str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
 
 
 _Dumper.add_representer(str, _repr_str)
+_FastDumper.add_representer(str, _repr_str)
 
 
 def _ordered(data: dict, order: tuple[str, ...]) -> dict:
@@ -167,18 +177,19 @@ def dump_plan(data: dict | Plan) -> str:
         data = plan_to_data(data)
     else:
         data = _canon_plan(_plain(data))
-    text = yaml.dump(
-        data,
-        Dumper=_Dumper,
-        sort_keys=False,
-        allow_unicode=True,
-        default_flow_style=False,
-        width=1_000_000,
-        indent=2,
-    )
-    # libyaml closes a document that ends in a `|+` block with `...`; the pure-Python emitter
-    # does not, and a one-document plan needs no end marker (the text is the same either way)
-    return text.removesuffix("\n...\n") + "\n" if text.endswith("\n...\n") else text
+    options: dict[str, Any] = {
+        "sort_keys": False,
+        "allow_unicode": True,
+        "default_flow_style": False,
+        "width": 1_000_000,
+        "indent": 2,
+    }
+    text = yaml.dump(data, Dumper=_FastDumper, **options)
+    if text.isascii() and "\\" not in text:
+        # libyaml closes a document that ends in a `|+` block with `...`, the pure-Python
+        # emitter does not (a one-document plan needs no end marker): otherwise the same text
+        return text.removesuffix("\n...\n") + "\n" if text.endswith("\n...\n") else text
+    return yaml.dump(data, Dumper=_Dumper, **options)
 
 
 def _rename_camel(data: Any, level: str) -> Any:
