@@ -58,6 +58,8 @@ class _FastDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignor
 
 
 def _repr_str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+    if "\x85" in data:  # NEL: a line break to the emitter (written raw, read back as a space)
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style='"')
     if "\n" in data:
         return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|")
     from agentflow.ir.loader import resolve_plain
