@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
 import yaml
 from support.paths import SPEC_EXAMPLES
 
@@ -80,6 +81,33 @@ def test_unicode_and_tricky_strings_survive():
     assert yaml.safe_load(text)["steps"][0]["input"]["value"] == value
     plan = load_plan_text(text, "t.yaml")
     assert plan.steps[0].input["value"] == value
+
+
+def test_characters_beyond_the_basic_plane_are_written_as_they_are():
+    # libyaml's emitter (used for plain ASCII plans) would escape it as \U0001F600
+    value = {"emoji": "done 😀", "ascii": "plain"}
+    data = {"version": 1, "name": "t", "steps": [{"id": "E0", "tool_name": "value"}]}
+    data["steps"][0]["input"] = {"value": value}
+    text = dump_plan(data)
+    assert "emoji: done 😀\n" in text
+    assert "\\U" not in text
+    assert load_plan_text(text, "t.yaml").steps[0].input["value"] == value
+
+
+def test_a_plan_ending_in_a_kept_trailing_newline_has_no_document_end_marker():
+    data = {"version": 1, "name": "t", "steps": [{"id": "E0", "tool_name": "value"}]}
+    data["steps"][0]["input"] = {"value": "kept\n\n"}
+    text = dump_plan(data)
+    assert text.endswith("    value: |+\n      kept\n\n")
+    assert load_plan_text(text, "t.yaml").steps[0].input["value"] == "kept\n\n"
+
+
+@pytest.mark.parametrize("text", ["a\x85b", "\x85", "x\n\x85y\n", "a\u2028b", "a\r\nb\n"])
+def test_line_separators_other_than_newline_survive_a_dump(text):
+    data = {"version": 1, "name": "t", "steps": [{"id": "E0", "tool_name": "value"}]}
+    data["steps"][0]["input"] = {"value": text}
+    plan = load_plan_text(dump_plan(data), "t.yaml")
+    assert plan.steps[0].input["value"] == text
 
 
 def test_shared_objects_are_not_aliased():

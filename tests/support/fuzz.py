@@ -291,11 +291,62 @@ def _span_problem(d: Any, text: str) -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def _parse_each_text_once() -> Iterator[None]:
+    """Within the block, a second ``parse_module`` of the same text and file name returns the
+    first one's result (a fresh list of its diagnostics) instead of parsing again.
+
+    ``check_source``, ``format_source`` and the check of the formatted text each parse what
+    they are given; for one input that is the same two texts four times, and parsing was most
+    of a program's time. Only reused within one input; nothing that reads the tree changes it
+    (were the checker to change it, ``format_source`` would see a different tree and report an
+    internal formatter error: a failure shown, never one hidden).
+
+    Likewise the compiled plan: ``compile_checked`` loads (validates) it, and running it loads
+    the same plan data again; the second ``load_plan_data`` of the same object returns the
+    first one's plan."""
+    from agentflow.grammar import parser
+    from agentflow.ir import loader
+
+    original = parser.parse_module
+    original_load = loader.load_plan_data
+    seen: dict[tuple[str, str], tuple[Any, list[Any]]] = {}
+    loaded: dict[int, tuple[Any, Any]] = {}  # id(data) → (data, plan); `data` keeps the id
+
+    def parse_module(text: str, file: str) -> tuple[Any, list[Any]]:
+        key = (text, file)
+        if key not in seen:
+            seen[key] = original(text, file)
+        module, diags = seen[key]
+        return module, list(diags)
+
+    def load_plan_data(data: Any, file: str = "<plan>", **kw: Any) -> Any:
+        if kw or id(data) not in loaded:
+            plan = original_load(data, file, **kw)
+            if not kw:
+                loaded[id(data)] = (data, plan)
+            return plan
+        return loaded[id(data)][1]
+
+    parser.parse_module = parse_module  # type: ignore[assignment]
+    loader.load_plan_data = load_plan_data  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        parser.parse_module = original  # type: ignore[assignment]
+        loader.load_plan_data = original_load  # type: ignore[assignment]
+
+
 def check_program(src: str) -> str | None:
     """Check, render, compile and format ``src``; the failure found, or None."""
-    from agentflow.api import CompileError, compile_source
+    with _parse_each_text_once():
+        return _check_program(src)
+
+
+def _check_program(src: str) -> str | None:
+    from agentflow.api import CompileError, compile_checked
     from agentflow.compiler.api import check_source
-    from agentflow.compiler.fmt import FormatError, format_source
+    from agentflow.compiler.fmt import FormatError, _layout, format_source, tokenize
     from agentflow.compiler.render import render_json, render_sarif, render_text
 
     result = check_source(src, "fuzz.flow")
@@ -311,7 +362,8 @@ def check_program(src: str) -> str | None:
     codes = sorted(d.code for d in result.diagnostics)
     if result.ok:
         try:
-            compiled = compile_source(src, "fuzz.flow")
+            # what compile_source does after its own parse and check of the same text
+            compiled = compile_checked(result, src, "fuzz.flow")
         except CompileError as e:
             internal = [d.message for d in e.diagnostics if "internal compiler error" in d.message]
             if internal:
@@ -327,7 +379,9 @@ def check_program(src: str) -> str | None:
         if "internal formatter error" in e.message:
             return f"fmt: {e.message}"
         return None
-    again = format_source(out, "fuzz.flow")
+    # `format_source(out)`, less its parse of `out`: `format_source(src)` parsed `out` already
+    # (no syntax error, the same AST as `src`), so what it would return is this layout
+    again = out if out == src else _layout(out, tokenize(out))
     if again != out:
         return "fmt is not idempotent (formatting the output changes it again)"
     if out != src:
@@ -358,12 +412,16 @@ def _run_compiled(plan: dict) -> str | None:
 # --------------------------------------------------------------------------- plans
 
 
+#: libyaml's safe loader when PyYAML has it (the same data, read faster)
+_SEED_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def seed_plans() -> list[Any]:
     """The repository's plan files (tests and examples), as data."""
     out = []
     for p in _seed_files("tests/**/*.plan.yaml") + _seed_files("examples/*.plan.yaml"):
         try:
-            out.append(yaml.safe_load(p.read_text(encoding="utf-8")))
+            out.append(yaml.load(p.read_text(encoding="utf-8"), Loader=_SEED_LOADER))
         except yaml.YAMLError:
             continue
     return out
@@ -424,10 +482,14 @@ def _mutate_plan(data: Any, rng: random.Random) -> Any:
     return data
 
 
+#: libyaml's emitter when PyYAML has it (writing the inputs was a quarter of a plan run's time)
+_GEN_DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
 def gen_plan(rng: random.Random, seeds: list[Any]) -> str:
     """A fuzzed plan text: a mutated seed plan as YAML (or, sometimes, text-level mutations)."""
     data = _mutate_plan(rng.choice(seeds), rng)
-    text = yaml.safe_dump(data, allow_unicode=True, sort_keys=False)
+    text = yaml.dump(data, Dumper=_GEN_DUMPER, allow_unicode=True, sort_keys=False)
     if rng.random() < 0.2:
         text = mutate(text, rng)
     return text
@@ -436,8 +498,41 @@ def gen_plan(rng: random.Random, seeds: list[Any]) -> str:
 _CATALOG: Any = None
 
 
+@contextlib.contextmanager
+def _load_each_text_once() -> Iterator[None]:
+    """Within the block, a second ``check_plan_text`` (under ``load_plan_text``) of the same
+    text and file name returns the first one's result instead of loading again.
+
+    ``plan fmt`` loads the text it is given and the text it writes, and the fuzzer loads the
+    input and formats the output again: the same texts up to five times, and loading was most
+    of a plan's time. Only reused within one input; the later loads (inside ``fmt_plan_text``)
+    only ask whether the text loads, which the first answer says."""
+    from agentflow.ir import loader
+
+    original = loader.check_plan_text
+    seen: dict[tuple[str, str], tuple[Any, list[Any]]] = {}
+
+    def check_plan_text(text: str, file: str = "<plan>") -> tuple[Any, list[Any]]:
+        key = (text, file)
+        if key not in seen:
+            seen[key] = original(text, file)
+        plan, problems = seen[key]
+        return plan, list(problems)
+
+    loader.check_plan_text = check_plan_text  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        loader.check_plan_text = original  # type: ignore[assignment]
+
+
 def check_plan(text: str) -> str | None:
     """Load, validate, resolve tools, dump and ``plan fmt`` ``text``; the failure, or None."""
+    with _load_each_text_once():
+        return _check_plan(text)
+
+
+def _check_plan(text: str) -> str | None:
     global _CATALOG
     from agentflow.errors import FlowError
     from agentflow.ir import load_plan_text

@@ -32,6 +32,8 @@ def _sorted(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
 def _expand(line: str, col: int) -> tuple[str, int]:
     """Expand tabs in ``line``; return the expanded line and the 0-based display column of the
     1-based character column ``col``."""
+    if "\t" not in line and "\r" not in line and "\n" not in line:  # nothing to expand
+        return line, (col - 1 if col >= 1 else len(line))
     out: list[str] = []
     width = 0  # display width of `out` so far (kept, not recomputed: a line of tabs is linear)
     display_col = None
@@ -216,16 +218,6 @@ def render_sarif(diags: Iterable[Diagnostic], *, tool_version: str | None = None
     if tool_version is None:
         tool_version = __version__
     codes = list(CODES)
-    rules = [
-        {
-            "id": info.code,
-            "name": "".join(p.capitalize() for p in info.code.split("-")),
-            "shortDescription": {"text": info.summary},
-            "defaultConfiguration": {"level": info.severity},
-            "helpUri": f"docs/diagnostics.md#{info.code}",
-        }
-        for info in CODES.values()
-    ]
     results = []
     for d in _sorted(diags):
         text = d.message + (f" ({d.hint})" if d.hint else "")
@@ -266,7 +258,7 @@ def render_sarif(diags: Iterable[Diagnostic], *, tool_version: str | None = None
                     "driver": {
                         "name": "flowc",
                         "version": str(tool_version),
-                        "rules": rules,
+                        "rules": _RULES_MARK,
                     }
                 },
                 "columnKind": "unicodeCodePoints",
@@ -274,4 +266,35 @@ def render_sarif(diags: Iterable[Diagnostic], *, tool_version: str | None = None
             }
         ],
     }
-    return _printable(json.dumps(log, indent=2, ensure_ascii=False))
+    text = json.dumps(log, indent=2, ensure_ascii=False)
+    # the marker stands before every result in the text, so the first occurrence is its own
+    return _printable(text.replace(json.dumps(_RULES_MARK), _rules_json(), 1))
+
+
+#: stands for the driver's ``rules`` in a SARIF log until its cached text replaces it
+_RULES_MARK = "flowc-sarif-rules-placeholder"
+_rules_cache: tuple[tuple[str, ...], str] = ((), "")
+
+
+def _rules_json() -> str:
+    """The SARIF driver's ``rules`` (every registered code, in registration order) as the
+    indented JSON text it has inside the log (``runs[0].tool.driver.rules``, five levels deep).
+
+    Cached while the registered codes stay the same: encoding the ~200 rules with ``indent``
+    (the pure-Python encoder) was most of the cost of a log."""
+    global _rules_cache
+    key = tuple(CODES)
+    if _rules_cache[0] != key:
+        rules = [
+            {
+                "id": info.code,
+                "name": "".join(p.capitalize() for p in info.code.split("-")),
+                "shortDescription": {"text": info.summary},
+                "defaultConfiguration": {"level": info.severity},
+                "helpUri": f"docs/diagnostics.md#{info.code}",
+            }
+            for info in CODES.values()
+        ]
+        text = json.dumps(rules, indent=2, ensure_ascii=False).replace("\n", "\n" + " " * 10)
+        _rules_cache = (key, text)
+    return _rules_cache[1]

@@ -47,7 +47,19 @@ class _Dumper(yaml.SafeDumper):
         return True
 
 
+class _FastDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """:class:`_Dumper` on libyaml's emitter when PyYAML has it (the pure-Python emitter was
+    most of the cost of a dump). Its text is the same as :class:`_Dumper`'s for ASCII without
+    escapes; it escapes some characters the other writes as they are (astral-plane characters
+    such as emoji, U+0085), so :func:`dump_plan` uses it only where its text is plain ASCII."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def _repr_str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+    if "\x85" in data:  # NEL: a line break to the emitter (written raw, read back as a space)
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style='"')
     if "\n" in data:
         return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|")
     from agentflow.ir.loader import resolve_plain
@@ -58,6 +70,7 @@ def _repr_str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
 
 
 _Dumper.add_representer(str, _repr_str)
+_FastDumper.add_representer(str, _repr_str)
 
 
 def _ordered(data: dict, order: tuple[str, ...]) -> dict:
@@ -166,15 +179,19 @@ def dump_plan(data: dict | Plan) -> str:
         data = plan_to_data(data)
     else:
         data = _canon_plan(_plain(data))
-    return yaml.dump(
-        data,
-        Dumper=_Dumper,
-        sort_keys=False,
-        allow_unicode=True,
-        default_flow_style=False,
-        width=1_000_000,
-        indent=2,
-    )
+    options: dict[str, Any] = {
+        "sort_keys": False,
+        "allow_unicode": True,
+        "default_flow_style": False,
+        "width": 1_000_000,
+        "indent": 2,
+    }
+    text = yaml.dump(data, Dumper=_FastDumper, **options)
+    if text.isascii() and "\\" not in text:
+        # libyaml closes a document that ends in a `|+` block with `...`, the pure-Python
+        # emitter does not (a one-document plan needs no end marker): otherwise the same text
+        return text.removesuffix("\n...\n") + "\n" if text.endswith("\n...\n") else text
+    return yaml.dump(data, Dumper=_Dumper, **options)
 
 
 def _rename_camel(data: Any, level: str) -> Any:
