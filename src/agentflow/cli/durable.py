@@ -71,6 +71,20 @@ def _durable_call(coro_fn: Any) -> Any:
         shutdown()
 
 
+def _finish(result: Any, as_json: bool) -> None:
+    """Print a resumed or redriven run's result (``--json``: the whole result, else the output)
+    and exit 1 with its error when it did not end ``ok`` / ``exited``."""
+    if as_json:
+        click.echo(_json_out(result.to_dict()))
+    elif result.status in ("ok", "exited"):
+        click.echo(_json_out(result.output))
+    if result.status not in ("ok", "exited"):
+        _show_run_error(
+            result.error or ErrorInfo("failed", f"the run ended with status {result.status}"), ""
+        )
+        sys.exit(1)
+
+
 def _when(epoch: float | None) -> str:
     import time
 
@@ -110,15 +124,7 @@ def resume(
         sinks.append(JsonlSink(trace, append=True))
     result = _durable_call(lambda: resume_run(url, run_id, sinks=sinks, telemetry=telemetry))
     result.run_id = run_id
-    if as_json:
-        click.echo(_json_out(result.to_dict()))
-    elif result.status in ("ok", "exited"):
-        click.echo(_json_out(result.output))
-    if result.status not in ("ok", "exited"):
-        _show_run_error(
-            result.error or ErrorInfo("failed", f"the run ended with status {result.status}"), ""
-        )
-        sys.exit(1)
+    _finish(result, as_json)
 
 
 @click.group(invoke_without_command=True)
@@ -281,15 +287,7 @@ def redrive(
         _fail(e)
     finally:
         shutdown()
-    if as_json:
-        click.echo(_json_out(result.to_dict()))
-    elif result.status in ("ok", "exited"):
-        click.echo(_json_out(result.output))
-    if result.status not in ("ok", "exited"):
-        _show_run_error(
-            result.error or ErrorInfo("failed", f"the run ended with status {result.status}"), ""
-        )
-        sys.exit(1)
+    _finish(result, as_json)
 
 
 @click.command()
