@@ -85,6 +85,10 @@ def send(to: str) -> str:
 """
 
 
+def _sent(outbox: Path) -> bool:
+    return outbox.exists() and outbox.read_text().endswith("\n")
+
+
 def test_a_non_idempotent_call_cut_by_a_crash_is_reported_not_repeated(tmp_path: Path):
     assert "outcome_unknown" in ERROR_CODES
     (tmp_path / "tools.py").write_text(TOOLS)
@@ -101,9 +105,10 @@ def test_a_non_idempotent_call_cut_by_a_crash_is_reported_not_repeated(tmp_path:
         stderr=subprocess.PIPE,
     )
     deadline = time.monotonic() + 60
-    while not outbox.exists() and run.poll() is None and time.monotonic() < deadline:
+    # the file appears when the tool opens it, the line when it closes it: wait for the line
+    while not _sent(outbox) and run.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert outbox.exists(), run.communicate()[1].decode()[-2000:]
+    assert _sent(outbox), run.communicate()[1].decode()[-2000:]
     run.send_signal(signal.SIGKILL)
     run.wait()
 
