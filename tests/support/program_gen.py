@@ -613,8 +613,10 @@ class Gen:
         return E(f"user__read(h: user__open(t: {a.src}))", lambda env, fa=a.fn: fa(env) + "?")
 
     def limit(self, scope: dict[str, str], indent: str) -> tuple[str, Callable, Any, list[str]]:
-        """A `limit`: ``(source, fn(env) -> value, expected concurrency, lets to emit)``."""
-        kind = self.pick(["literal", "const", "let", "run"])
+        """A `limit`: ``(source, fn(env) -> value, expected concurrency, lets to emit)``; a
+        limit read from the input (which may fail at run time) only where a failure may be
+        drawn (not in a `parallel map` or tolerating `map` body: see :meth:`block`)."""
+        kind = self.pick(["literal", "const", "let"] + (["run"] if self.fail_ok else []))
         if kind == "literal":
             v = self.r.integer(1, 3)
             self.tag("limit-literal")
@@ -949,7 +951,8 @@ class Gen:
         return f"retry {{ attempts: input.k{on_src} }}", None, []
 
     def max_iterations_clause(self, indent):
-        kind = self.pick(["literal", "const", "let", "run"])
+        # read from the input only where a run-time failure may be drawn (as `limit`)
+        kind = self.pick(["literal", "const", "let"] + (["run"] if self.fail_ok else []))
         if kind == "literal":
             n = self.r.integer(1, 8)
             self.tag("clause-max-iter-literal")
@@ -1151,9 +1154,11 @@ class Gen:
         return run
 
     def block(self, scope, ret: str, depth: int, indent: str, *, may_fail: bool = True):
-        """A control body ``{ … }``; ``may_fail=False`` (a `parallel map` body) draws no
-        `require`/`fail` in it or below (concurrent items failing differently would make the
-        reported error depend on timing)."""
+        """A control body ``{ … }``; ``may_fail=False`` (a `parallel map` or tolerating `map`
+        body) draws nothing that can fail at run time in it or below: no `require`/`fail`, no
+        `limit` or `max_iterations` read from the input (concurrent items failing differently
+        would make the reported error depend on timing, and a tolerated failure is wrapped in
+        a message the model does not build)."""
         saved = self.fail_ok
         self.fail_ok = saved and may_fail
         try:
