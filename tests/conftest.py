@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -19,6 +21,17 @@ sys.path.insert(0, str(Path(__file__).parent))
 from support.golden import UPDATE_OPTION, Golden  # noqa: E402
 
 pytest_plugins = ["agentflow.testing.pytest_plugin"]
+
+
+def pytest_configure(config):
+    """Under pytest-xdist (scripts/test.sh runs the suite with ``-n 2``) a worker process starts
+    with SIGINT ignored — the controller handles Ctrl-C — and every process a test starts would
+    inherit that; a program started with SIGINT ignored rightly keeps ignoring it (POSIX: how a
+    shell shields its background jobs), flowc included, so the tests that stop a flowc with
+    Ctrl-C, or check how a run installs its handlers, would not see what a user sees. A worker
+    takes Python's default back: each test then runs as it does in a serial run."""
+    if os.environ.get("PYTEST_XDIST_WORKER") and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_addoption(parser):
