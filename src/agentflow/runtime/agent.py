@@ -82,6 +82,9 @@ class AgentSpec:
     per inference (None: the model's default). ``budget``: this step's own model budget
     (:class:`~agentflow.runtime.models.budget.Budget`), checked before each of its calls.
     ``on_partial``: called with each new typed partial answer while a streaming model writes it.
+    ``response_schema``: the contract as the model is shown it, when it says more than
+    ``output_schema`` (a ``member`` field listing the team's members); answers are always
+    checked against ``output_schema``.
     """
 
     prompt: str
@@ -96,6 +99,7 @@ class AgentSpec:
     max_tokens: int | None = None
     budget: Any = None
     on_partial: Callable[[Any], Any] | None = None
+    response_schema: dict[str, Any] | None = None
 
 
 def _dumps(value: Any, indent: int | None = None) -> str:
@@ -283,7 +287,7 @@ async def run_agent(
         request = ChatRequest(
             messages=list(msgs),
             tools=tools,
-            response_schema=spec.output_schema,
+            response_schema=spec.response_schema or spec.output_schema,
             max_tokens=spec.max_tokens,
             on_delta=on_delta,
         )

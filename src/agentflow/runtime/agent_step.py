@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentflow.core.diagnostics import did_you_mean
 from agentflow.core.vocabulary import MAX_ITERATIONS
 from agentflow.errors import FlowError, RunError
 from agentflow.runtime.control import ControlCall, ExitError
@@ -32,7 +33,15 @@ if TYPE_CHECKING:
     from agentflow.runtime.models.router import ModelRouter, RoutedClient
     from agentflow.runtime.tools.catalog import Tool
 
-__all__ = ["DEFAULT_DENIED", "OUTLINED_MARK", "is_outlined", "resolve_tools", "run_agent_step"]
+__all__ = [
+    "DEFAULT_DENIED",
+    "OUTLINED_MARK",
+    "is_outlined",
+    "member_choices",
+    "resolve_tools",
+    "run_agent_step",
+    "with_member_choices",
+]
 
 #: Write tools an agent gets only under a ``write`` scope when no host policy is configured.
 DEFAULT_DENIED = frozenset({"builtin__write_file", "builtin__edit_file"})
@@ -154,14 +163,78 @@ def _profile(call: ControlCall, target: Any) -> tuple[AgentProfile | TeamMember 
         else:
             member = render_value(target.get("member"), call.scope)
             if not isinstance(member, str) or member not in team.members:
+                hint = did_you_mean(member, team.members) if isinstance(member, str) else None
                 raise RunError(
                     "invalid_member",
-                    f"team '{team_name}' has no member {to_text(member)!s}; members: "
+                    f"team '{team_name}' has no member {to_text(member)!s}"
+                    + (f" ({hint})" if hint else "")
+                    + "; members: "
                     + ", ".join(sorted(team.members)),
                     path,
                 )
         return team.members.get(member), f"{team_name}.{member}"
     raise RunError("validation", f"unknown agent kind {kind!r}", path)
+
+
+def member_choices(ex: Executor, frame: Frame) -> dict[str, Mapping[str, TeamMember]]:
+    """The teams whose members a ``member`` in an agent's contract may name, ``{team: members}``
+    in name order: the configured teams (``[teams.NAME]``) that an agent step of the plans
+    ``frame`` can see names (its own plan and sub-plans, the root plan's sub-plans), else, when
+    they name none, every configured team. Empty without a configuration or teams."""
+    config = ex.ctx.config
+    teams = config.teams if config is not None else {}
+    if not teams:
+        return {}
+    named: set[str] = set()
+    plans = [frame.plan, *frame.plan.plans.values(), *frame.root_plans.values()]
+    for plan in plans:
+        for _, step in plan.iter_steps():
+            target = step.input.get("agent") if step.tool_name == "agent" else None
+            if isinstance(target, Mapping) and target.get("team") in teams:
+                named.add(str(target["team"]))
+    chosen = sorted(named) if named else sorted(teams)
+    return {name: teams[name].members for name in chosen}
+
+
+def with_member_choices(
+    schema: dict[str, Any], teams: Mapping[str, Mapping[str, TeamMember]]
+) -> dict[str, Any] | None:
+    """``schema`` as the model is shown it: every node annotated ``"x-flow-type": "member"``
+    (the compiled ``member`` type, docs/spec/LANGUAGE.md §3) gets an ``enum`` of the members of
+    ``teams`` (their names, sorted, each once) and a ``description`` naming them with their
+    ``description`` from flow.toml (appended to the node's own). None when ``schema`` has no
+    such node or ``teams`` no member: the model is shown ``schema`` itself. ``schema`` is not
+    changed; answers are still checked against it, and ``invalid_member`` remains the guard
+    when the step runs (docs/reference/agents.md)."""
+    names = sorted({m for members in teams.values() for m in members})
+    if not names:
+        return None
+    parts = []
+    for team, members in teams.items():
+        listed = [
+            f"{m} ({members[m].description})" if members[m].description else m
+            for m in sorted(members)
+        ]
+        parts.append(f"a member of team {team}: " + ", ".join(listed))
+    text = "; or ".join(parts)
+    found = False
+
+    def rewrite(node: Any) -> Any:
+        nonlocal found
+        if isinstance(node, list):
+            return [rewrite(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        out = {key: rewrite(value) for key, value in node.items()}
+        if node.get("x-flow-type") == "member" and "enum" not in node and "const" not in node:
+            found = True
+            out["enum"] = list(names)
+            own = node.get("description")
+            out["description"] = f"{own} ({text})" if isinstance(own, str) and own else text
+        return out
+
+    shown = rewrite(schema)
+    return shown if found else None
 
 
 def _max_iterations(call: ControlCall) -> int:
@@ -287,6 +360,7 @@ async def run_agent_step(call: ControlCall) -> Any:
             max_result_chars=_result_cap(ex),
             budget=_agent_budget(ex, c.get("budget"), path),
         )
+        spec.response_schema = with_member_choices(spec.output_schema, member_choices(ex, frame))
         if ex.ctx.router is None:
             raise RunError(
                 "validation",

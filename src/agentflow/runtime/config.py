@@ -235,10 +235,12 @@ class AgentProfile(_Strict):
 
 
 class TeamMember(_Strict):
-    """One member of ``[teams.NAME] members``."""
+    """One member of ``[teams.NAME] members``: its ``model`` and ``system_prompt`` (its profile),
+    and a ``description`` shown to a model choosing a member (docs/reference/agents.md)."""
 
     model: str | None = None
     system_prompt: str | None = None
+    description: str | None = None
 
 
 class TeamConfig(_Strict):
