@@ -77,3 +77,46 @@ def test_explore_takes_one_file_and_a_file_that_does_not_check_exits_1(tmp_path)
     bad.write_text("stage s -> int { return true }\n", encoding="utf-8")
     result = CliRunner().invoke(main, ["test", "--explore", "3", str(bad)])
     assert result.exit_code == 1 and "type-mismatch" in result.output
+
+
+TEAM_FLOW = """\
+use team "dev-team" as dev
+type WorkItem { owner: member, summary: text }
+type Change { owner: member, notes: text }
+
+stage plan -> WorkItem[] {
+  agent(dev.main) {
+    task "Split the fix into work items, one per owner."
+    tools none
+    expect WorkItem[]
+  }
+}
+
+stage implement -> Change[] {
+  return map plan as item {
+    agent(dev.member(item.owner)) {
+      task "Implement: ${item.summary}"
+      tools none
+      expect Change
+    }
+  }
+}
+"""
+
+TEAM_TOML = """\
+[teams.dev-team]
+main = "lead"
+members = { lead = {}, backend = {}, frontend = {} }
+"""
+
+
+def test_exploring_a_team_flow_routes_every_generated_owner_to_a_member(tmp_path):
+    # the test model draws a `member` from the team's members, as a real model is shown them
+    path = tmp_path / "team.flow"
+    path.write_text(TEAM_FLOW, encoding="utf-8")
+    (tmp_path / "flow.toml").write_text(TEAM_TOML, encoding="utf-8")
+    report = explore(path, 20)
+    assert report.runs == 20 and report.error is None
+    assert [f.code for f in report.failures] == []
+    (site,) = [s for s in report.sites if s.kind == "map"]
+    assert site.counts["items"] > 0  # owners were generated and routed
