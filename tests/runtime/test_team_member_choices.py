@@ -10,8 +10,8 @@ import json
 
 import agentflow
 from agentflow.ir.loader import load_plan_data
-from agentflow.runtime.config import TeamMember, load_config
 from agentflow.runtime.agent_step import with_member_choices
+from agentflow.runtime.config import TeamMember, load_config
 from agentflow.testing import TEST_API_KEY, ChatServer, answer
 
 FLOW = """
