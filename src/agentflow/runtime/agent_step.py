@@ -189,7 +189,9 @@ def member_choices(ex: Executor, frame: Frame) -> dict[str, Mapping[str, TeamMem
     plans = [frame.plan, *frame.plan.plans.values(), *frame.root_plans.values()]
     for plan in plans:
         for _, step in plan.iter_steps():
-            target = step.input.get("agent") if step.tool_name == "agent" else None
+            if step.tool_name != "agent" or not isinstance(step.input, Mapping):
+                continue
+            target = step.input.get("agent")
             if isinstance(target, Mapping) and target.get("team") in teams:
                 named.add(str(target["team"]))
     chosen = sorted(named) if named else sorted(teams)
@@ -235,6 +237,17 @@ def with_member_choices(
 
     shown = rewrite(schema)
     return shown if found else None
+
+
+def _has_member_field(node: Any) -> bool:
+    """Whether a node of the JSON Schema ``node`` is annotated ``"x-flow-type": "member"``."""
+    if isinstance(node, dict):
+        if node.get("x-flow-type") == "member":
+            return True
+        return any(_has_member_field(value) for value in node.values())
+    if isinstance(node, list):
+        return any(_has_member_field(item) for item in node)
+    return False
 
 
 def _max_iterations(call: ControlCall) -> int:
@@ -360,7 +373,12 @@ async def run_agent_step(call: ControlCall) -> Any:
             max_result_chars=_result_cap(ex),
             budget=_agent_budget(ex, c.get("budget"), path),
         )
-        spec.response_schema = with_member_choices(spec.output_schema, member_choices(ex, frame))
+        try:
+            if _has_member_field(spec.output_schema):
+                teams = member_choices(ex, frame)
+                spec.response_schema = with_member_choices(spec.output_schema, teams)
+        except RecursionError:  # a contract nested too deeply to rewrite: shown as compiled
+            spec.response_schema = None
         if ex.ctx.router is None:
             raise RunError(
                 "validation",
