@@ -24,9 +24,11 @@ file's stem):
   ``_meta`` key ``io.agentflow/idempotency-key`` (:data:`KEY_META`): a server that died
   mid-run (even ``kill -9``) resumes its runs when it starts again (finished steps are not
   repeated), and a client that calls the tool again with the same key and arguments gets the
-  run's result — the finished one's at once, an unfinished one's when it ends.  A question
-  (``ask``) the run waits on is asked (again) as an elicitation request on every call that
-  waits for the run; an accepted answer is delivered to the run as ``flowc answer`` would.
+  run's result — the finished one's at once, an unfinished one's when it ends.  Every call
+  waiting for the run gets its progress from the moment it came (not replayed).  A question
+  (``ask``) the run waits on is asked (again) as an elicitation request of one waiting call
+  at a time — the earliest one whose client can elicit — and of the next when that call ends
+  unanswered; an accepted answer is delivered to the run as ``flowc answer`` would.
   The result's ``_meta`` names the run (``io.agentflow/run``, :data:`RUN_META`).
 
 Transports: stdio (:func:`serve_stdio`) and streamable HTTP (:func:`serve_http`, endpoint
@@ -517,12 +519,15 @@ class McpFlowServer:
 
         try:
             while not done.done() and desk.waiters:
+                for waiter in desk.waiters:
+                    waiter.gone = waiter.gone or self._call_gone(waiter.ctx)
                 pending = await runs.pending_questions(url, run_id)
                 paths = {q.path for q in pending}
                 for path, (asked, task) in list(desk.asking.items()):
-                    if task.done():
+                    if task.done():  # its reply settled the question, or it failed
+                        desk.settle(asked, path)(task)
                         del desk.asking[path]
-                    elif path not in paths or asked not in desk.waiters:
+                    elif path not in paths or asked.gone or asked not in desk.waiters:
                         # answered elsewhere (`flowc answer`), or the asked call ended
                         task.cancel()
                         del desk.asking[path]
@@ -540,6 +545,23 @@ class McpFlowServer:
             for _asked, task in desk.asking.values():
                 task.cancel()
             desk.asking.clear()
+
+    def _call_gone(self, ctx: Any) -> bool:
+        """True when the client of a call over streamable HTTP is no longer there to answer:
+        its session ended, or the call's response stream closed (the client dropped the
+        connection, e.g. its process died).  The SDK does not interrupt the call's handler
+        then, so a call waiting on a durable run would go on waiting, and be asked, without a
+        client.  Never on stdio (one connection: the server ends with it)."""
+        session_id = _connection(ctx)
+        manager = getattr(self.server, "_session_manager", None)
+        if session_id is None or manager is None:
+            return False
+        # mcp is pinned <2.4 (pyproject): its transports by session id, and the response
+        # streams of the requests in flight by request id
+        transport = manager._server_instances.get(session_id)
+        if transport is None or transport.is_terminated:
+            return True
+        return str(ctx.request_id) not in transport._request_streams
 
     async def _ask(self, waiter: _Waiter, url: str, run_id: str, question: Any) -> None:
         from agentflow.errors import InputError
@@ -683,6 +705,8 @@ class _Waiter:
     ctx: Any
     progress: _Progress
     can_elicit: bool
+    #: its client went away (the call still waits: the SDK does not interrupt it)
+    gone: bool = False
 
 
 class _RunDesk:
@@ -728,7 +752,8 @@ class _RunDesk:
     def _step(self, message: str) -> None:
         self.done += 1
         for waiter in self.waiters:
-            waiter.progress.notify(self.done, self.total, message)
+            if not waiter.gone:
+                waiter.progress.notify(self.done, self.total, message)
 
     def join(self, ctx: Any) -> _Progress:
         """Add the call of request context ``ctx`` to the waiters; returns its progress."""
@@ -749,7 +774,7 @@ class _RunDesk:
 
     def asker(self) -> _Waiter | None:
         """The call the run's questions go to: the earliest waiting call that can elicit."""
-        return next((w for w in self.waiters if w.can_elicit), None)
+        return next((w for w in self.waiters if w.can_elicit and not w.gone), None)
 
     def settle(self, waiter: _Waiter, path: str) -> Any:
         """The done-callback of the elicitation of question ``path`` to ``waiter``: a reply
