@@ -454,8 +454,9 @@ class McpFlowServer:
         finally:
             desk.leave(progress)
             if not desk.waiters:
-                if desk.relay is not None:
+                if desk.relay is not None:  # a call that comes later starts a new one
                     desk.relay.cancel()
+                    desk.relay = None
                 if run_id not in self._inflight:
                     self._desks.pop(run_id, None)
             await progress.flush()
@@ -517,6 +518,7 @@ class McpFlowServer:
         can elicit, the questions wait (``flowc answer``, or their timeout)."""
         from agentflow.runtime.durable import runs
 
+        mine: set[asyncio.Task[None]] = set()
         try:
             while not done.done() and desk.waiters:
                 for waiter in desk.waiters:
@@ -539,12 +541,14 @@ class McpFlowServer:
                         break
                     task = asyncio.ensure_future(self._ask(asker, url, run_id, question))
                     desk.asking[question.path] = (asker, task)
+                    mine.add(task)
                     task.add_done_callback(desk.settle(asker, question.path))
                 await asyncio.sleep(QUESTION_POLL_S)
-        finally:
-            for _asked, task in desk.asking.values():
-                task.cancel()
-            desk.asking.clear()
+        finally:  # the elicitations this relay sent (a later relay of the run sends its own)
+            for path, (_asked, task) in list(desk.asking.items()):
+                if task in mine:
+                    task.cancel()
+                    del desk.asking[path]
 
     def _call_gone(self, ctx: Any) -> bool:
         """True when the client of a call over streamable HTTP is no longer there to answer:
