@@ -24,9 +24,11 @@ file's stem):
   ``_meta`` key ``io.agentflow/idempotency-key`` (:data:`KEY_META`): a server that died
   mid-run (even ``kill -9``) resumes its runs when it starts again (finished steps are not
   repeated), and a client that calls the tool again with the same key and arguments gets the
-  run's result — the finished one's at once, an unfinished one's when it ends.  A question
-  (``ask``) the run waits on is asked (again) as an elicitation request on every call that
-  waits for the run; an accepted answer is delivered to the run as ``flowc answer`` would.
+  run's result — the finished one's at once, an unfinished one's when it ends.  Every call
+  waiting for the run gets its progress from the moment it came (not replayed).  A question
+  (``ask``) the run waits on is asked (again) as an elicitation request of one waiting call
+  at a time — the earliest one whose client can elicit — and of the next when that call ends
+  unanswered; an accepted answer is delivered to the run as ``flowc answer`` would.
   The result's ``_meta`` names the run (``io.agentflow/run``, :data:`RUN_META`).
 
 Transports: stdio (:func:`serve_stdio`) and streamable HTTP (:func:`serve_http`, endpoint
@@ -256,6 +258,9 @@ class McpFlowServer:
         #: run id -> (input, the future of its result) of the durable runs calls wait for now
         self._inflight: dict[str, tuple[Any, asyncio.Future[Any]]] = {}
         self._starting: dict[str, asyncio.Lock] = {}
+        #: run id -> what the calls waiting on that run share (progress, who is asked)
+        self._desks: dict[str, _RunDesk] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.server = self._build()
         self.server.middleware.append(self._note_cancellation)
 
@@ -269,6 +274,10 @@ class McpFlowServer:
         from agentflow.runtime.durable import dbos_engine
         from agentflow.runtime.durable.runs import open_database
 
+        self._loop = asyncio.get_running_loop()
+        # the runs this process resumes (at start-up, or a dead server's a call finds) report
+        # their steps to the calls that wait for them, as the runs it starts do
+        dbos_engine.set_process_sinks([_RecoveredRuns(self)])
         open_database(self.url, executor_id=self.executor_id, queues=[])
         self._opened = True
         recovered = await dbos_engine._dbos().DBOS.list_workflows_async(
@@ -320,7 +329,6 @@ class McpFlowServer:
         from mcp.types import CallToolResult, TextContent
 
         from agentflow import api
-        from agentflow.runtime.events import CallbackSink
         from agentflow.runtime.executor import Hooks
 
         flow = self.served.flows.get(params.name)
@@ -334,7 +342,8 @@ class McpFlowServer:
         run_input = args.get("input") if flow.wrap_input else args
         if self.url is not None:
             return await self._call_durable(ctx, flow, run_input)
-        progress = _Progress(ctx, flow.steps)
+        desk = _RunDesk(asyncio.get_running_loop(), flow.steps)
+        progress = desk.join(ctx)
         try:
             result = await api.run(
                 flow.plan,
@@ -342,7 +351,7 @@ class McpFlowServer:
                 config=self.config,
                 workspace=self.workspace,
                 hooks=Hooks(interlocutor=_Elicitor(ctx)),
-                sinks=[CallbackSink(progress.on_event)],
+                sinks=[desk.sink()],
                 shape_cache=False,
             )
         except FlowError as exc:  # bad input, a tool that does not resolve, no model
@@ -358,7 +367,6 @@ class McpFlowServer:
 
         from agentflow import api
         from agentflow.runtime.durable import dbos_engine, runs
-        from agentflow.runtime.events import CallbackSink
         from agentflow.runtime.result import RunResult
 
         assert self.url is not None
@@ -377,7 +385,6 @@ class McpFlowServer:
             f"idempotency key {key!r} was used for a call of {flow.name} with other "
             "arguments: use a new key for a new call"
         )
-        progress = _Progress(ctx, flow.steps)
         waiter: asyncio.Future[Any]
         lock = self._starting.setdefault(run_id, asyncio.Lock())
         async with lock:  # one lookup-and-start at a time per run: one run per key
@@ -419,7 +426,7 @@ class McpFlowServer:
                         run_input,
                         config=self.config,
                         workspace=self.workspace,
-                        sinks=[CallbackSink(progress.on_event)],
+                        sinks=[self._desk(run_id).sink()],
                         shape_cache=False,
                         durable=True,
                         run_id=run_id,
@@ -427,7 +434,11 @@ class McpFlowServer:
                     )
                 )
                 self._track(run_id, run_input, waiter)
-        relay = asyncio.ensure_future(self._relay_questions(ctx, url, run_id, waiter))
+        desk = self._desk(run_id)
+        desk.total = flow.steps
+        progress = desk.join(ctx)
+        if desk.relay is None or desk.relay.done():
+            desk.relay = asyncio.ensure_future(self._relay_questions(desk, url, run_id, waiter))
         try:
             result = await asyncio.shield(waiter)
         except FlowError as exc:  # bad input, a tool that does not resolve, no model
@@ -441,7 +452,13 @@ class McpFlowServer:
                         await runs.cancel(url, run_id)
             raise  # the run goes on: self._inflight holds its waiter until it ends
         finally:
-            relay.cancel()
+            desk.leave(progress)
+            if not desk.waiters:
+                if desk.relay is not None:  # a call that comes later starts a new one
+                    desk.relay.cancel()
+                    desk.relay = None
+                if run_id not in self._inflight:
+                    self._desks.pop(run_id, None)
             await progress.flush()
         answer = _tool_result(flow, result)
         answer.meta = {RUN_META: run_id}
@@ -451,7 +468,21 @@ class McpFlowServer:
         """Remember that ``waiter`` waits for run ``run_id`` (started with ``run_input``)
         until it ends: a second call with the same key waits for the same run."""
         self._inflight[run_id] = (run_input, waiter)
-        waiter.add_done_callback(lambda _f: self._inflight.pop(run_id, None))
+
+        def ended(_f: Any) -> None:
+            self._inflight.pop(run_id, None)
+            desk = self._desks.get(run_id)
+            if desk is not None and not desk.waiters:
+                self._desks.pop(run_id, None)
+
+        waiter.add_done_callback(ended)
+
+    def _desk(self, run_id: str) -> _RunDesk:
+        """What the calls waiting on run ``run_id`` share (made on first use)."""
+        desk = self._desks.get(run_id)
+        if desk is None:
+            desk = self._desks[run_id] = _RunDesk(self._loop or asyncio.get_running_loop())
+        return desk
 
     async def _note_cancellation(self, ctx: Any, call_next: Any) -> Any:
         """Server middleware: remember the requests a client cancelled
@@ -476,41 +507,71 @@ class McpFlowServer:
         return True
 
     async def _relay_questions(
-        self, ctx: Any, url: str, run_id: str, done: asyncio.Future[Any]
+        self, desk: _RunDesk, url: str, run_id: str, done: asyncio.Future[Any]
     ) -> None:
-        """Ask each question run ``run_id`` waits on as an elicitation request related to this
-        call, until the run ends; an accepted answer goes to the run, a declined or cancelled
-        one leaves the question unanswered (its ``when_unanswered`` decides).  With a client
-        that cannot elicit, the questions wait (``flowc answer``, or their timeout)."""
-        from mcp.types import ClientCapabilities, ElicitationCapability
-
+        """Ask each question run ``run_id`` waits on as an elicitation request, until the run
+        ends or no call waits for it: one call at a time is asked — the earliest call still
+        waiting whose client can elicit (the one that started the run, while it waits) — and
+        when that call ends before the client answers, the question goes to the next such call
+        (or waits for one).  An accepted answer goes to the run, a declined or cancelled one
+        leaves the question unanswered (its ``when_unanswered`` decides).  With no call that
+        can elicit, the questions wait (``flowc answer``, or their timeout)."""
         from agentflow.runtime.durable import runs
 
-        session = ctx.session
-        if not session.check_client_capability(
-            ClientCapabilities(elicitation=ElicitationCapability())
-        ):
-            return
-        asked: set[str] = set()
-        pending: set[asyncio.Task[None]] = set()
+        mine: set[asyncio.Task[None]] = set()
         try:
-            while not done.done():
-                for question in await runs.pending_questions(url, run_id):
-                    if question.path in asked:
+            while not done.done() and desk.waiters:
+                for waiter in desk.waiters:
+                    waiter.gone = waiter.gone or self._call_gone(waiter.ctx)
+                pending = await runs.pending_questions(url, run_id)
+                paths = {q.path for q in pending}
+                for path, (asked, task) in list(desk.asking.items()):
+                    if task.done():  # its reply settled the question, or it failed
+                        desk.settle(asked, path)(task)
+                        del desk.asking[path]
+                    elif path not in paths or asked.gone or asked not in desk.waiters:
+                        # answered elsewhere (`flowc answer`), or the asked call ended
+                        task.cancel()
+                        del desk.asking[path]
+                for question in pending:
+                    if question.path in desk.settled or question.path in desk.asking:
                         continue
-                    asked.add(question.path)
-                    task = asyncio.ensure_future(self._ask(ctx, url, run_id, question))
-                    pending.add(task)
-                    task.add_done_callback(pending.discard)
+                    asker = desk.asker()
+                    if asker is None:
+                        break
+                    task = asyncio.ensure_future(self._ask(asker, url, run_id, question))
+                    desk.asking[question.path] = (asker, task)
+                    mine.add(task)
+                    task.add_done_callback(desk.settle(asker, question.path))
                 await asyncio.sleep(QUESTION_POLL_S)
-        finally:
-            for task in list(pending):
-                task.cancel()
+        finally:  # the elicitations this relay sent (a later relay of the run sends its own)
+            for path, (_asked, task) in list(desk.asking.items()):
+                if task in mine:
+                    task.cancel()
+                    del desk.asking[path]
 
-    async def _ask(self, ctx: Any, url: str, run_id: str, question: Any) -> None:
+    def _call_gone(self, ctx: Any) -> bool:
+        """True when the client of a call over streamable HTTP is no longer there to answer:
+        its session ended, or the call's response stream closed (the client dropped the
+        connection, e.g. its process died).  The SDK does not interrupt the call's handler
+        then, so a call waiting on a durable run would go on waiting, and be asked, without a
+        client.  Never on stdio (one connection: the server ends with it)."""
+        session_id = _connection(ctx)
+        manager = getattr(self.server, "_session_manager", None)
+        if session_id is None or manager is None:
+            return False
+        # mcp is pinned <2.4 (pyproject): its transports by session id, and the response
+        # streams of the requests in flight by request id
+        transport = manager._server_instances.get(session_id)
+        if transport is None or transport.is_terminated:
+            return True
+        return str(ctx.request_id) not in transport._request_streams
+
+    async def _ask(self, waiter: _Waiter, url: str, run_id: str, question: Any) -> None:
         from agentflow.errors import InputError
         from agentflow.runtime.durable import runs
 
+        ctx = waiter.ctx
         form = ask_form(question)
         result = await ctx.session.elicit_form(
             question.question, form, related_request_id=ctx.request_id
@@ -611,31 +672,23 @@ def _tool_result(flow: ServedFlow, result: Any) -> Any:
 
 
 class _Progress:
-    """Progress notifications of a served run: one per finished top-level step, when the
-    client asked for them (``_meta.progressToken``)."""
+    """The progress notifications of one call (when its client sent ``_meta.progressToken``)."""
 
-    def __init__(self, ctx: Any, total: int) -> None:
+    def __init__(self, ctx: Any) -> None:
         meta = getattr(ctx, "meta", None) or {}
         self.token = meta.get("progress_token", meta.get("progressToken"))
         self.ctx = ctx
-        self.total = total
-        self.done = 0
         self.tasks: list[asyncio.Task[None]] = []
 
-    def on_event(self, event: Any) -> None:
-        if self.token is None or event.kind != "step_finished" or "/" in event.path:
+    def notify(self, done: int, total: int, message: str) -> None:
+        if self.token is None:
             return
-        if len(event.stack) != 1:
-            return
-        self.done += 1
-        status = "failed" if event.data.get("error") else "done"
-        message = f"step {event.path} {status}"
         self.tasks.append(
             asyncio.ensure_future(
                 self.ctx.session.send_progress_notification(
                     self.token,
-                    float(self.done),
-                    float(max(self.total, self.done)),
+                    float(done),
+                    float(max(total, done)),
                     message,
                     related_request_id=self.ctx.request_id,
                 )
@@ -646,6 +699,123 @@ class _Progress:
         if self.tasks:
             await asyncio.gather(*self.tasks, return_exceptions=True)
             self.tasks.clear()
+
+
+@dataclass(eq=False)
+class _Waiter:
+    """One call waiting on a run: its request context and progress; ``can_elicit``: its
+    client declared elicitation (and no elicitation request to it has failed)."""
+
+    ctx: Any
+    progress: _Progress
+    can_elicit: bool
+    #: its client went away (the call still waits: the SDK does not interrupt it)
+    gone: bool = False
+
+
+class _RunDesk:
+    """What the calls waiting on one run share: the run's progress (top-level steps finished,
+    counted on the server's event loop ``loop`` whatever thread the run emits from) sent to
+    every waiting call that asked for progress — from the moment it joined, earlier
+    notifications are not replayed — and, for durable runs, the calls in the order they came
+    (``waiters``) that its questions go to (one at a time: :meth:`asker`)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, total: int = 0) -> None:
+        self.loop = loop
+        self.total = total
+        self.done = 0
+        self.waiters: list[_Waiter] = []
+        self.relay: asyncio.Task[None] | None = None
+        #: question path -> (the call asked, the elicitation task) of the questions out now
+        self.asking: dict[str, tuple[_Waiter, asyncio.Task[None]]] = {}
+        #: the questions a client answered, declined or cancelled (not asked again)
+        self.settled: set[str] = set()
+
+    def sink(self) -> Any:
+        """An event sink of the run (only ``step_finished`` events)."""
+        from agentflow.runtime.events import CallbackSink
+
+        sink = CallbackSink(self.on_event)
+        sink.kinds = ("step_finished",)  # type: ignore[attr-defined]
+        return sink
+
+    def on_event(self, event: Any) -> None:
+        if event.kind != "step_finished" or "/" in event.path or len(event.stack) != 1:
+            return
+        status = "failed" if event.data.get("error") else "done"
+        message = f"step {event.path} {status}"
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self.loop:
+            self._step(message)
+        else:  # a run the engine resumed on a loop of its own
+            self.loop.call_soon_threadsafe(self._step, message)
+
+    def _step(self, message: str) -> None:
+        self.done += 1
+        for waiter in self.waiters:
+            if not waiter.gone:
+                waiter.progress.notify(self.done, self.total, message)
+
+    def join(self, ctx: Any) -> _Progress:
+        """Add the call of request context ``ctx`` to the waiters; returns its progress."""
+        from mcp.types import ClientCapabilities, ElicitationCapability
+
+        can_elicit = bool(
+            ctx.session.check_client_capability(
+                ClientCapabilities(elicitation=ElicitationCapability())
+            )
+        )
+        progress = _Progress(ctx)
+        self.waiters.append(_Waiter(ctx, progress, can_elicit))
+        return progress
+
+    def leave(self, progress: _Progress) -> None:
+        """Remove the call whose progress is ``progress`` (its call ended, however)."""
+        self.waiters = [w for w in self.waiters if w.progress is not progress]
+
+    def asker(self) -> _Waiter | None:
+        """The call the run's questions go to: the earliest waiting call that can elicit."""
+        return next((w for w in self.waiters if w.can_elicit and not w.gone), None)
+
+    def settle(self, waiter: _Waiter, path: str) -> Any:
+        """The done-callback of the elicitation of question ``path`` to ``waiter``: a reply
+        settles the question; a failed request (the client went away) passes it on."""
+
+        def done(task: asyncio.Task[None]) -> None:
+            if task.cancelled():
+                return
+            if task.exception() is not None:
+                waiter.can_elicit = False
+                return
+            self.settled.add(path)
+
+        return done
+
+
+class _RecoveredRuns:
+    """The process sink of a durable server: each run the engine resumes in this process
+    reports to its :class:`_RunDesk` (found by the run's workflow id)."""
+
+    def __init__(self, server: McpFlowServer) -> None:
+        self.server = server
+
+    def for_run(self) -> Any:
+        from agentflow.runtime.durable import dbos_engine
+
+        workflow = str(dbos_engine._dbos().DBOS.workflow_id or "")
+        run_id = workflow.split("/", 1)[0]
+        desks = self.server._desks
+        desk = desks.get(run_id)
+        if desk is None:
+            assert self.server._loop is not None
+            desk = desks[run_id] = _RunDesk(self.server._loop)
+        return desk.sink()
+
+    def handle(self, event: Any) -> None:
+        """Nothing: the per-run sinks of :meth:`for_run` receive the events."""
 
 
 def serve(

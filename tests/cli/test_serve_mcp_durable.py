@@ -4,7 +4,8 @@ The official SDK's client calls a served flow over streamable HTTP with an idemp
 (``_meta`` ``io.agentflow/idempotency-key``); the server is killed with SIGKILL while the run's
 ``ask`` waits on the client's elicitation; a new server on the same directory resumes the run
 at start-up (its finished tool step is not repeated), and the client calling again with the same
-key is asked the question again and gets the run's result."""
+key is asked the question again, hears the progress of the steps the resumed run finishes, and
+gets the run's result."""
 
 from __future__ import annotations
 
@@ -141,8 +142,18 @@ async def test_a_killed_server_resumes_the_run_and_the_same_key_gets_its_result(
                 ClientSession(r, w, elicitation_callback=answer_blue) as session,
             ):
                 await session.initialize()
-                result = await session.call_tool("paint", {"wall": "north"}, meta={KEY: "job-1"})
+                progress: list[tuple[float, float | None, str | None]] = []
+
+                async def on_progress(value, total, message):
+                    progress.append((value, total, message))
+
+                result = await session.call_tool(
+                    "paint", {"wall": "north"}, meta={KEY: "job-1"}, progress_callback=on_progress
+                )
                 assert result.is_error is False, result.content
+                # the resumed run reports the steps it finishes here (the recorded note is
+                # not counted again)
+                assert progress == [(1.0, 2.0, "step E1 done")]
                 assert result.structured_content == {"wall": "north", "colour": "blue"}
                 assert result.meta == {"io.agentflow/run": "mcp-paint-job-1"}
                 # the interrupted question was asked again; the finished note not run again
