@@ -58,7 +58,8 @@ __all__ = [
 def database_for(config: Config, database: str | None = None) -> str:
     """The database URL of durable runs under ``config``: ``database`` when given, else
     ``[durable] database`` (``${VAR}`` expanded), a SQLite file relative to the directory of
-    ``flow.toml`` (the current directory without one)."""
+    ``flow.toml`` (the current directory without one). Raises ConfigError for an unset
+    variable or a URL that is neither SQLite nor PostgreSQL."""
     import re
 
     from agentflow.runtime.durable.dbos_engine import database_url
@@ -74,7 +75,11 @@ def database_for(config: Config, database: str | None = None) -> str:
         return os.environ[m.group(1)]
 
     raw = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", var, raw)
-    return database_url(raw, config.base_dir())
+    try:
+        return database_url(raw, config.base_dir())
+    except ValueError as e:
+        where = "--database" if database else f"{config.where()}: [durable] database"
+        raise ConfigError(f"{where}: {e}") from None
 
 
 def open_database(url: str, *, executor_id: str, queues: list[str] | None = None) -> None:
@@ -86,7 +91,9 @@ def open_database(url: str, *, executor_id: str, queues: list[str] | None = None
     except ConfigError:
         raise
     except Exception as e:  # noqa: BLE001 - a database that cannot be opened
-        raise ConfigError(f"cannot open the durable runs database {_safe(url)}: {e}") from None
+        # the driver's own words, without SQLAlchemy's wrapping and "Background on this error" link
+        reason = str(getattr(e, "orig", None) or e).strip()
+        raise ConfigError(f"cannot open the durable runs database {_safe(url)}: {reason}") from None
 
 
 def _attach(url: str) -> None:
