@@ -830,7 +830,9 @@ def _wants_text(q: Question) -> bool:
 
 
 async def cancel(url: str, run_id: str) -> None:
-    """Cancel run ``run_id`` and its child units (each stops at its next operation)."""
+    """Cancel run ``run_id`` and its child units (each stops at its next operation). Raises
+    InputError for an unknown run, and for one that has already ended (``ok``, ``error``,
+    ``cancelled`` …), which cancelling would not change."""
     from agentflow.runtime.durable.dbos_engine import _dbos
 
     _attach(url)
@@ -840,6 +842,11 @@ async def cancel(url: str, run_id: str) -> None:
            if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")]  # fmt: skip
     if run_id not in ids:
         raise InputError(f"no durable run {run_id!r} in {_safe(url)}")
+    root = next(w for w in family if w.workflow_id == run_id)
+    if root.status not in ("PENDING", "ENQUEUED"):
+        raise InputError(
+            f"run {run_id} has already ended ({_status(root, False)}): nothing to cancel"
+        )
     for wfid in ids:
         with contextlib.suppress(Exception):
             await dbos.DBOS.cancel_workflow_async(wfid)
