@@ -26,7 +26,11 @@ def _error(tmp_path: Path, text: str) -> str:
         ('[durabel]\ndatabase = "x.sqlite"\n', ":1:2", "durable"),
         ('[tools]\nisolation = "thread"\n[telemetry]\nendpont = "http://x"\n', ":4:1", "endpoint"),
         ('[tools]\nisolaton = "process"\n', ":2:1", "isolation"),
-        ('[providers.p]\nbase_url = "http://127.0.0.1:1"\napi_key_evn = "K"\n', ":3:1", "api_key_env"),
+        (
+            '[providers.p]\nbase_url = "http://127.0.0.1:1"\napi_key_evn = "K"\n',
+            ":3:1",
+            "api_key_env",
+        ),
     ],
 )
 def test_an_unknown_key_that_is_a_typo_names_its_place_and_the_key_meant(

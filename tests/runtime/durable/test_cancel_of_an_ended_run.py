@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-FLOW = 'input { n: int }\n\nstage s -> int {\n  return input.n + 1\n}\n'
+FLOW = "input { n: int }\n\nstage s -> int {\n  return input.n + 1\n}\n"
 
 
 def _flowc(*args: str) -> list[str]:

@@ -74,9 +74,7 @@ def test_a_database_url_of_an_unknown_scheme_is_refused_and_creates_nothing(
 
 def test_a_database_url_of_an_unknown_scheme_in_flow_toml_names_the_file(tmp_path: Path) -> None:
     (tmp_path / "flow.toml").write_text('[durable]\ndatabase = "mongodb://x/y"\n')
-    done = subprocess.run(
-        _flowc("runs"), cwd=tmp_path, capture_output=True, text=True, timeout=120
-    )
+    done = subprocess.run(_flowc("runs"), cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     assert "flow.toml" in done.stderr and "mongodb://" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
