@@ -1,5 +1,7 @@
 """`flowc cancel RUN` of a run that has already ended says so and exits 1: it no longer prints
-"cancelled RUN" (exit 0) while the run stays `ok` — nothing was cancelled."""
+"cancelled RUN" (exit 0) while the run stays `ok` — nothing was cancelled. (About 10 s: three
+`flowc` processes, each starting the durable engine; the bug is in what the command says, so it is
+checked through the command.)"""
 
 from __future__ import annotations
 
