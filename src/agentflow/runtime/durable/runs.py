@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import secrets
 import time
@@ -787,8 +786,10 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
         waiting = ", ".join(q.path for q in pending) or "none"
         raise InputError(f"run {run_id} has no question waiting at {step!r} (waiting: {waiting})")
     if isinstance(value, str) and not _wants_text(question):
-        with contextlib.suppress(ValueError):
-            value = json.loads(value)
+        from agentflow.runtime.extract import loads_bounded
+
+        with contextlib.suppress(ValueError):  # too deep is ValueError too: checked as text
+            value = loads_bounded(value)
     problem = check_answer(value, question.schema, question.choices)
     if problem:
         raise InputError(f"answer to `{question.question}`: {problem}")
