@@ -642,8 +642,10 @@ def _form_answer(form: dict[str, Any], answer: Any) -> Any:
     """The value of an accepted :func:`ask_form` answer (a "JSON text" field parsed)."""
     wants = form["properties"]["answer"]
     if wants.get("description") == "JSON text" and isinstance(answer, str):
-        with contextlib.suppress(ValueError):
-            return json.loads(answer)
+        from agentflow.runtime.extract import loads_bounded
+
+        with contextlib.suppress(ValueError):  # too deep is ValueError too: kept as text
+            return loads_bounded(answer)
     return answer
 
 

@@ -26,7 +26,7 @@ import sys
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -40,6 +40,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
+from agentflow.core.diagnostics import did_you_mean, suggested
 from agentflow.errors import ConfigError
 
 CONFIG_FILENAME = "flow.toml"
@@ -885,6 +886,9 @@ def _format_validation(exc: ValidationError, file: Path | None, text: str) -> st
         first = errs[0]
         if first["type"] == "extra_forbidden":
             message = f"unknown key '{dotted}'"
+            hint = did_you_mean(loc[-1], _keys_at(loc[:-1])) if loc else None
+            if hint is not None:
+                message += f"; did you mean '{suggested(hint)}'?"
         elif first["type"] == "missing":
             message = f"missing required key '{dotted}'"
         else:
@@ -893,6 +897,35 @@ def _format_validation(exc: ValidationError, file: Path | None, text: str) -> st
             )
         lines.append(f"{where}: {message}")
     return "\n".join(lines)
+
+
+def _keys_at(loc: tuple[str, ...]) -> list[str]:
+    """The keys the table at ``loc`` takes (``()``: the top level; a key of a ``[providers]``-like
+    table of tables is skipped over), for "did you mean"; empty when ``loc`` is no table."""
+    kind: Any = Config
+    for part in (*loc, None):
+        kind = next(
+            (
+                k
+                for k in (kind, *get_args(kind))
+                if (isinstance(k, type) and issubclass(k, BaseModel)) or get_origin(k) is dict
+            ),
+            None,
+        )
+        if kind is None:
+            return []
+        if part is None:
+            break
+        if get_origin(kind) is dict:
+            kind = get_args(kind)[1]
+        else:
+            field = kind.model_fields.get(part)
+            if field is None:
+                return []
+            kind = field.annotation
+    if get_origin(kind) is dict:
+        return []
+    return [f.alias or name for name, f in kind.model_fields.items() if name != "path"]
 
 
 _UNION_TAG = re.compile(r"(str|int|float|bool|list\[.*\]|dict\[.*\])")
@@ -932,8 +965,10 @@ def _pos_of(text: str, loc: tuple[str, ...]) -> tuple[int, int]:
         header = _HEADER.match(raw)
         if header:
             current = tuple(_unquote(p) for p in header.group(1).split("."))
-            if loc[: len(current)] == current and len(current) > best_len:
-                best_line, best_col, best_len = index, header.start(1) + 1, len(current)
+            # the table itself, one around it, or (``[providrs.x]`` for ``providrs``) one in it
+            depth = min(len(current), len(loc))
+            if loc[:depth] == current[:depth] and depth > best_len:
+                best_line, best_col, best_len = index, header.start(1) + 1, depth
             continue
         key = _KEY.match(raw)
         if key and loc[: len(current)] == current:

@@ -148,12 +148,18 @@ class JsonlSink:
                 self._fh = None
 
 
+#: How deeply a trace line may nest: an event wraps a value held to ``MAX_JSON_DEPTH`` (100) in a
+#: few levels of its own; far deeper is no trace of ours, and Python's parser gives up near 1,000.
+MAX_TRACE_DEPTH = 400
+
+
 def read_trace(path: str | Path) -> list[dict[str, Any]]:
     """The events of a ``--trace`` file (JSON Lines written by :class:`JsonlSink`), as dicts
     ``{kind, path, stack, time, data}``; blank lines are skipped.
 
     Raises :class:`agentflow.errors.InputError` naming ``file:line`` for a file that cannot be
-    read or a line that is not an event.
+    read or a line that is not an event (invalid JSON, no known ``kind``, nested deeper than
+    :data:`MAX_TRACE_DEPTH`).
     """
     from agentflow.errors import InputError
 
@@ -162,16 +168,20 @@ def read_trace(path: str | Path) -> list[dict[str, Any]]:
     except (OSError, UnicodeDecodeError) as e:
         why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         raise InputError(f"{path}: cannot read trace: {why}") from None
+    from agentflow.runtime.extract import loads_bounded
+
     events: list[dict[str, Any]] = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            event = json.loads(line)
+            event = loads_bounded(line, MAX_TRACE_DEPTH)
         except json.JSONDecodeError as e:
             raise InputError(
                 f"{path}:{number}: not a trace event (invalid JSON: {e.msg})"
             ) from None
+        except ValueError as e:  # deeper than a run writes (a tool's result is held to 100)
+            raise InputError(f"{path}:{number}: not a trace event ({e})") from None
         if not isinstance(event, dict) or event.get("kind") not in EVENT_KINDS:
             raise InputError(f"{path}:{number}: not a trace event (no known `kind`)")
         if not isinstance(event.get("data"), dict):

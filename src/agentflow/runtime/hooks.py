@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -194,8 +193,10 @@ def _parse_answer(text: str, request: AskRequest) -> Any:
         return next(c for c in choices if str(c) == text)
     wants_text = not request.schema or request.schema.get("type") == "string"
     if not wants_text or (choices and not all(isinstance(c, str) for c in choices)):
-        try:
-            return json.loads(text)
+        from agentflow.runtime.extract import loads_bounded
+
+        try:  # too deep a value is ValueError too (never RecursionError): kept as text
+            return loads_bounded(text)
         except ValueError:
             return text
     return text

@@ -126,6 +126,12 @@ def test_a_question_survives_a_restart_and_is_answered_from_another_process(tmp_
     )
     assert wrong.returncode == 1
     assert "'maybe' is not one of ['yes', 'no']" in wrong.stderr.decode()
+    deep = subprocess.run(  # deeper than the JSON parser follows: an answer that is wrong
+        _flowc("answer", "ask-1", "E1", "[" * 5000 + "]" * 5000),
+        cwd=project, env=env, capture_output=True,
+    )  # fmt: skip
+    assert deep.returncode == 1 and b"Traceback" not in deep.stderr, deep.stderr.decode()[-500:]
+    assert "is not one of ['yes', 'no']" in deep.stderr.decode()
     missing = subprocess.run(
         _flowc("answer", "ask-1", "E7", "yes"), cwd=project, env=env, capture_output=True
     )

@@ -22,7 +22,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Awaitable, Callable
+import re
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -77,15 +78,28 @@ def _dbos() -> Any:
 # Launch
 
 
+#: ``scheme://`` at the start of a database setting: a URL, never a file name.
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
+
+
 def database_url(database: str, base: Path) -> str:
-    """The SQLAlchemy URL of ``[durable] database``: a PostgreSQL URL as it is, else a SQLite
-    file (relative to ``base``, the project directory)."""
+    """The SQLAlchemy URL of ``[durable] database``: a PostgreSQL URL as it is, a
+    ``sqlite:///PATH`` URL as it is, else a SQLite file (relative to ``base``, the project
+    directory; its directory is made). Raises ValueError for a URL of any other scheme
+    (``mysql://…``, ``sqlite://x`` with two slashes), which would otherwise be taken for a file
+    name."""
     if database.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
         if database.startswith("postgres://"):
             database = "postgresql://" + database[len("postgres://") :]
         return database
     if database.startswith("sqlite:///"):
         return database
+    scheme = _SCHEME.match(database)
+    if scheme is not None:
+        raise ValueError(
+            f"{scheme.group(1)}:// is not a durable runs database: give a SQLite file "
+            "(a path, or sqlite:///PATH) or a PostgreSQL URL (postgresql://…)"
+        )
     path = Path(database)
     if not path.is_absolute():
         path = base / path
@@ -137,8 +151,32 @@ def launch(url: str, *, executor_id: str, queues: list[str] | None = None) -> No
     _quiet_cancellations()
     if queues is not None:
         dbos.DBOS.listen_queues(queues)
-    dbos.DBOS.launch()
+    try:
+        with _no_launch_traceback():
+            dbos.DBOS.launch()
+    except BaseException:
+        with contextlib.suppress(Exception):  # a half-launched DBOS must not block the next one
+            dbos.DBOS.destroy(workflow_completion_timeout_sec=0)
+        raise
     _state.update(url=url, executor_id=executor_id)
+
+
+@contextlib.contextmanager
+def _no_launch_traceback() -> Iterator[None]:
+    """Keep DBOS from logging its "DBOS failed to launch" traceback: the exception goes on to
+    the caller, which says in one line which database could not be opened
+    (:func:`agentflow.runtime.durable.runs.open_database`)."""
+    import logging
+
+    def drop(record: logging.LogRecord) -> bool:
+        return "failed to launch" not in record.getMessage()
+
+    logger = logging.getLogger("dbos")
+    logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop)
 
 
 def _quiet_cancellations() -> None:

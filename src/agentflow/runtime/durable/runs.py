@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import secrets
 import time
@@ -58,7 +57,8 @@ __all__ = [
 def database_for(config: Config, database: str | None = None) -> str:
     """The database URL of durable runs under ``config``: ``database`` when given, else
     ``[durable] database`` (``${VAR}`` expanded), a SQLite file relative to the directory of
-    ``flow.toml`` (the current directory without one)."""
+    ``flow.toml`` (the current directory without one). Raises ConfigError for an unset
+    variable or a URL that is neither SQLite nor PostgreSQL."""
     import re
 
     from agentflow.runtime.durable.dbos_engine import database_url
@@ -74,7 +74,11 @@ def database_for(config: Config, database: str | None = None) -> str:
         return os.environ[m.group(1)]
 
     raw = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", var, raw)
-    return database_url(raw, config.base_dir())
+    try:
+        return database_url(raw, config.base_dir())
+    except ValueError as e:
+        where = "--database" if database else f"{config.where()}: [durable] database"
+        raise ConfigError(f"{where}: {e}") from None
 
 
 def open_database(url: str, *, executor_id: str, queues: list[str] | None = None) -> None:
@@ -86,7 +90,9 @@ def open_database(url: str, *, executor_id: str, queues: list[str] | None = None
     except ConfigError:
         raise
     except Exception as e:  # noqa: BLE001 - a database that cannot be opened
-        raise ConfigError(f"cannot open the durable runs database {_safe(url)}: {e}") from None
+        # the driver's own words, without SQLAlchemy's wrapping and "Background on this error" link
+        reason = str(getattr(e, "orig", None) or e).strip()
+        raise ConfigError(f"cannot open the durable runs database {_safe(url)}: {reason}") from None
 
 
 def _attach(url: str) -> None:
@@ -780,8 +786,10 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
         waiting = ", ".join(q.path for q in pending) or "none"
         raise InputError(f"run {run_id} has no question waiting at {step!r} (waiting: {waiting})")
     if isinstance(value, str) and not _wants_text(question):
-        with contextlib.suppress(ValueError):
-            value = json.loads(value)
+        from agentflow.runtime.extract import loads_bounded
+
+        with contextlib.suppress(ValueError):  # too deep is ValueError too: checked as text
+            value = loads_bounded(value)
     problem = check_answer(value, question.schema, question.choices)
     if problem:
         raise InputError(f"answer to `{question.question}`: {problem}")
@@ -823,7 +831,9 @@ def _wants_text(q: Question) -> bool:
 
 
 async def cancel(url: str, run_id: str) -> None:
-    """Cancel run ``run_id`` and its child units (each stops at its next operation)."""
+    """Cancel run ``run_id`` and its child units (each stops at its next operation). Raises
+    InputError for an unknown run, and for one that has already ended (``ok``, ``error``,
+    ``cancelled`` …), which cancelling would not change."""
     from agentflow.runtime.durable.dbos_engine import _dbos
 
     _attach(url)
@@ -833,6 +843,11 @@ async def cancel(url: str, run_id: str) -> None:
            if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")]  # fmt: skip
     if run_id not in ids:
         raise InputError(f"no durable run {run_id!r} in {_safe(url)}")
+    root = next(w for w in family if w.workflow_id == run_id)
+    if root.status not in ("PENDING", "ENQUEUED"):
+        raise InputError(
+            f"run {run_id} has already ended ({_status(root, False)}): nothing to cancel"
+        )
     for wfid in ids:
         with contextlib.suppress(Exception):
             await dbos.DBOS.cancel_workflow_async(wfid)
