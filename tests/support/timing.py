@@ -1,0 +1,44 @@
+"""Wall-clock bounds that hold on a loaded machine.
+
+A test that bounds how long something takes ("gives up within its 1 s budget", "exits soon
+after its deadline") measures wall-clock time, which stretches when other processes share the
+cores — two test workers on two cores, or a developer's build. :func:`contention` measures that
+stretch right now, and :class:`Stretch` scales a bound by the worst stretch seen around the
+timed work, so a bound stays tight on an idle machine and fair on a busy one, while a real hang
+(minutes) still fails.
+"""
+
+from __future__ import annotations
+
+import time
+
+
+def contention(sample: float = 0.03) -> float:
+    """How many times slower wall-clock time runs than this process's CPU time just now (≥ 1):
+    about 1 on an idle machine, about N when N runnable processes share this core. Busy-loops
+    for ``sample`` seconds of CPU time."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    while time.process_time() - cpu < sample:
+        pass
+    return max(1.0, (time.perf_counter() - wall) / max(time.process_time() - cpu, 1e-9))
+
+
+class Stretch:
+    """Measure :func:`contention` on entry and on exit; :meth:`bound` scales a bound (seconds,
+    as measured on an idle machine) by the larger of the two.
+
+    ``with Stretch() as s: work()`` then ``assert took < s.bound(3)``."""
+
+    def __init__(self) -> None:
+        self.factor = 1.0
+
+    def __enter__(self) -> Stretch:
+        self.factor = contention()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.factor = max(self.factor, contention())
+
+    def bound(self, seconds: float) -> float:
+        """``seconds`` on an idle machine, stretched by the contention measured around the work."""
+        return seconds * self.factor
