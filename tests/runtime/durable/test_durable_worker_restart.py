@@ -2,7 +2,9 @@
 SIGKILL while it runs a fleet run's map item (its tool mid-call, other items finished), then a
 new `flowc worker --name w1` started on the same PostgreSQL (tests/support/postgres.py).  The
 run (its own process waiting all along) ends with the output of an uninterrupted run; no
-finished item's tool call or model call runs again, only the one in flight at the kill."""
+finished item's tool call or model call runs again, only the one in flight at the kill.  With
+`--otel` on every process (a real OTLP/HTTP receiver on loopback: tests/support/otlp_receiver.py)
+the run's trace stays whole across the kill."""
 
 from __future__ import annotations
 
@@ -12,8 +14,12 @@ import subprocess
 import time
 from collections import Counter
 
+import pytest
 from support.chat_server import TEST_API_KEY, answer
 from support.fleet import Workers, fleet_env, fleet_project, flowc
+from support.otlp_receiver import OtlpReceiver
+
+pytest.importorskip("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
 
 ITEMS = 6
 HANGS = 3  # the item whose tool call hangs the first time (the kill comes then)
@@ -77,6 +83,19 @@ def _log(path) -> list[tuple[str, int, int]]:
     ]
 
 
+def _finished_units(url: str, run_id: str) -> int:
+    """How many units of ``run_id`` the engine has recorded as finished (DBOS's own table)."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM dbos.workflow_status"
+            " WHERE workflow_uuid LIKE %s AND status = 'SUCCESS'",
+            (run_id + "/%",),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
 def test_a_worker_restarted_under_its_name_finishes_its_predecessors_items(
     tmp_path, chat_server, postgres
 ):
@@ -94,31 +113,32 @@ def test_a_worker_restarted_under_its_name_finishes_its_predecessors_items(
         return answer({"x": x})
 
     chat_server.script(labeller)
-    with Workers(project, env) as workers:
-        first = workers.start("w1")
+    with OtlpReceiver() as receiver, Workers(project, env) as workers:
+        first = workers.start("w1", "--otel", receiver.url)
         run = subprocess.Popen(
             flowc("run", "--durable", "--fleet", "--run-id", "restart-1", "plan.yaml",
-                  "--input", json.dumps({"xs": list(range(ITEMS))})),
+                  "--input", json.dumps({"xs": list(range(ITEMS))}), "--otel", receiver.url),
             cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
         try:
-            # every other item finished (its model call made), the hanging one in its tool
+            # every other item's result recorded, the hanging one in its tool call: kill
             deadline = time.monotonic() + 60
             while not (
                 ("start", HANGS) in {(w, x) for w, x, _ in _log(log)}
-                and len(set(labelled)) == ITEMS - 1
+                and _finished_units(postgres.url, "restart-1") == ITEMS - 1
             ):
                 assert time.monotonic() < deadline, (_log(log), labelled)
                 assert run.poll() is None and first.poll() is None, workers.errors()
                 time.sleep(0.05)
-            time.sleep(0.3)  # the finished items' results recorded
             workers.kill(first)
-            second = workers.start("w1")
+            second = workers.start("w1", "--otel", receiver.url)
             out, err = run.communicate(timeout=60)
         finally:
             if run.poll() is None:
                 run.kill()
                 run.wait()
+        workers.stop()  # the new worker's last spans exported as it stops
+        spans = receiver.spans()
     assert run.returncode == 0, err.decode()[-3000:] + workers.errors()
     assert json.loads(out) == [{"x": x, "label": x} for x in range(ITEMS)]
 
@@ -134,3 +154,19 @@ def test_a_worker_restarted_under_its_name_finishes_its_predecessors_items(
         ("end", second.pid),
     ]
     assert sorted(labelled) == list(range(ITEMS))  # one model call per item: none repeated
+
+    # the trace is whole: the killed worker exported each finished item's spans before its
+    # result was recorded; what it held (the item, its tool call in flight) the new one
+    # exported under the same pinned ids; nothing twice
+    assert len({s.trace_id for s in spans}) == 1
+    ids = {s.span_id for s in spans}
+    assert len(ids) == len(spans)
+    assert not [s.name for s in spans if s.parent_span_id and s.parent_span_id not in ids]
+    (the_map,) = (s for s in spans if s.name == "map E1")
+    items = sorted((s for s in spans if s.name.startswith("plan__item ")), key=lambda s: s.name)
+    assert [s.name for s in items] == [f"plan__item E1/do.{i}" for i in range(ITEMS)]
+    assert all(s.parent_span_id == the_map.span_id for s in items)
+    calls = Counter(
+        s.attributes["agentflow.step.path"] for s in spans if s.name == "execute_tool user__where"
+    )
+    assert calls == Counter(f"E1/do.{i}/S0" for i in range(ITEMS))  # the killed call: not exported
