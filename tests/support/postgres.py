@@ -7,6 +7,7 @@ system user (PostgreSQL refuses to run as root).  Anything that stops it from st
 
     with PostgresServer() as pg:
         url = pg.url  # postgresql://agentflow@127.0.0.1:PORT/agentflow
+        other = pg.new_database("t2")  # another, empty database on the same server
 """
 
 from __future__ import annotations
@@ -102,15 +103,24 @@ class PostgresServer:
         else:
             self.stop()
             raise PostgresUnavailable("postgres did not accept connections within 60 s")
+        try:
+            self.new_database(self.user)
+        except PostgresUnavailable:
+            self.stop()
+            raise
+        return self
+
+    def new_database(self, name: str) -> str:
+        """Create the empty database ``name`` on this server; returns its SQLAlchemy URL.
+        Raises PostgresUnavailable when ``createdb`` fails (a name already taken)."""
         made = subprocess.run(
             [str(self.bin / "createdb"), "-h", "127.0.0.1", "-p", str(self.port),
-             "-U", self.user, self.user],
+             "-U", self.user, name],
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         if made.returncode != 0:
-            self.stop()
             raise PostgresUnavailable(f"createdb failed: {made.stderr.strip()}")
-        return self
+        return f"postgresql://{self.user}@127.0.0.1:{self.port}/{name}"
 
     def stop(self) -> None:
         """Stop the server (fast shutdown) and wait for it."""

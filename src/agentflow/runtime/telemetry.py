@@ -35,6 +35,7 @@ The packages come with the ``otel`` extra (``pip install 'agentflow[otel]'``);
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -998,6 +999,16 @@ class OtelSink:
         self._span_event(event, "ask", attrs)
 
     # ------------------------------------------------------------------ end
+
+    def export_now(self) -> None:
+        """Export the spans ended so far now, not at the next batch (a worker calls it as each
+        unit of a durable run ends, before the unit's result is recorded: a worker killed
+        afterwards has lost none of that unit's spans).  Blocks up to the settings' timeout; a
+        failed export is reported at :meth:`close`, never raised."""
+        if self._closed:
+            return
+        with contextlib.suppress(Exception):
+            self.provider.force_flush(int(self.settings.timeout * 1000))
 
     def close(self) -> None:
         """End any span still open, then flush (and shut down an owned provider: the batched

@@ -5,18 +5,14 @@ a durable run's map items, and a model's fleet-wide rate limit holds across them
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter
 
-import pytest
 from support.chat_server import TEST_API_KEY, answer
-from support.postgres import PostgresServer
+from support.fleet import Workers, fleet_env, fleet_project, flowc
 
 ITEMS = 20  # at 5 model requests a second: 4 s at least, with both workers busy
 
@@ -63,39 +59,17 @@ def where(x: int) -> int:
 """
 
 
-def _flowc(*args: str) -> list[str]:
-    return [sys.executable, "-m", "agentflow", *args]
-
-
-@pytest.fixture
-def postgres():
-    with PostgresServer() as pg:  # raises (the test fails) when it cannot start
-        yield pg
-
-
 def test_two_workers_split_a_map_and_a_fleet_wide_model_rate_limit_holds(
     tmp_path, chat_server, postgres
 ):
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "plan.yaml").write_text(PLAN)
-    (project / "tools.py").write_text(TOOLS)
     config = chat_server.config_text(retries=4).replace(
         'default = "scripted:test-model"', 'default = "limited"'
     )
     config += (
-        '\n[models.named.limited]\nprovider = "scripted"\nmodel = "test-model"\n'
-        "rate_limit = 5\n"
-        f'\n[durable]\ndatabase = "{postgres.url}"\n'
-        '\n[tools]\nmodules = ["tools.py"]\n'
+        '\n[models.named.limited]\nprovider = "scripted"\nmodel = "test-model"\nrate_limit = 5\n'
     )
-    (project / "flow.toml").write_text(config)
-    env = {
-        **os.environ,
-        "SCRIPTED_API_KEY": TEST_API_KEY,
-        "WHERE_LOG": str(project / "where.log"),
-        "NO_COLOR": "1",
-    }
+    project = fleet_project(tmp_path, plan=PLAN, tools=TOOLS, config=config, database=postgres.url)
+    env = fleet_env(SCRIPTED_API_KEY=TEST_API_KEY, WHERE_LOG=str(project / "where.log"))
     stamps: list[float] = []
     lock = threading.Lock()
 
@@ -106,37 +80,19 @@ def test_two_workers_split_a_map_and_a_fleet_wide_model_rate_limit_holds(
         return answer({"x": int(re.search(r"item (\d+)", user).group(1))})
 
     chat_server.script(labeller)
-    workers = [
-        subprocess.Popen(
-            _flowc("worker", "--name", name),
-            cwd=project,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )  # fmt: skip
-        for name in ("w1", "w2")
-    ]
-    try:
+    with Workers(project, env) as workers:
+        procs = [workers.start(name) for name in ("w1", "w2")]
         run = subprocess.run(
-            _flowc("run", "--durable", "--fleet", "--run-id", "fleet-1", "plan.yaml",
-                   "--input", json.dumps({"xs": list(range(ITEMS))})),
+            flowc("run", "--durable", "--fleet", "--run-id", "fleet-1", "plan.yaml",
+                  "--input", json.dumps({"xs": list(range(ITEMS))})),
             cwd=project, env=env, capture_output=True, timeout=400,
         )  # fmt: skip
-    finally:
-        for w in workers:
-            w.send_signal(signal.SIGINT)
-        for w in workers:
-            try:
-                w.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                w.kill()
-    worker_errors = "\n".join(w.stderr.read().decode()[:6000] for w in workers)
-    assert run.returncode == 0, run.stderr.decode()[-3000:] + worker_errors
+    assert run.returncode == 0, run.stderr.decode()[-3000:] + workers.errors()
     assert json.loads(run.stdout) == [{"x": x, "label": x} for x in range(ITEMS)]
 
     ran = [line.split() for line in (project / "where.log").read_text().splitlines()]
     by_pid = Counter(pid for _, pid in ran)
-    worker_pids = {str(w.pid) for w in workers}
+    worker_pids = {str(w.pid) for w in procs}
     assert set(by_pid) <= worker_pids  # the items ran on the workers ...
     assert len(by_pid) == 2, by_pid  # ... both of them: neither did all
     assert sorted(int(x) for x, _ in ran) == list(range(ITEMS))

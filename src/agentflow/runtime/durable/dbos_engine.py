@@ -463,15 +463,32 @@ def _register() -> tuple[Any, Any]:
         await _note_recorded(wfid)
         rt = await runtime_for(spec["run"])
         rt.effects.forget(wfid)
-        if spec.get("kind") == "body" and not spec.get("queue_key"):
-            async with rt.limit(f"{spec['run']}|{spec['group']}", spec.get("limit")):
-                return await run_unit(rt.unit_executor(), rt.effects.index, spec)
-        return await run_unit(rt.unit_executor(), rt.effects.index, spec)
+        try:
+            if spec.get("kind") == "body" and not spec.get("queue_key"):
+                async with rt.limit(f"{spec['run']}|{spec['group']}", spec.get("limit")):
+                    return await run_unit(rt.unit_executor(), rt.effects.index, spec)
+            return await run_unit(rt.unit_executor(), rt.effects.index, spec)
+        finally:
+            await _export_unit_spans(rt)
 
     return run_workflow, unit_workflow
 
 
 _run_workflow, _unit_workflow = _register()
+
+
+async def _export_unit_spans(rt: Runtime) -> None:
+    """In a worker (``flowc worker``), export the spans of the unit that just ended before
+    its result is recorded, so a worker killed after that has lost none of them (the batch
+    would go out up to a second later; docs/durable.md "Telemetry").  Elsewhere: nothing."""
+    if not str(_state["executor_id"] or "").startswith("worker:"):
+        return
+    sinks = [s for s in rt.ctx.sinks if hasattr(s, "export_now")]
+    if not sinks:
+        return
+    await _dbos().DBOS._configure_asyncio_thread_pool()
+    for sink in sinks:  # an HTTP request each: not on the event loop
+        await asyncio.to_thread(sink.export_now)
 
 
 def run_workflow() -> Any:

@@ -1,0 +1,172 @@
+"""A restarted worker takes over its predecessor's work: `flowc worker --name w1` killed with
+SIGKILL while it runs a fleet run's map item (its tool mid-call, other items finished), then a
+new `flowc worker --name w1` started on the same PostgreSQL (tests/support/postgres.py).  The
+run (its own process waiting all along) ends with the output of an uninterrupted run; no
+finished item's tool call or model call runs again, only the one in flight at the kill.  With
+`--otel` on every process (a real OTLP/HTTP receiver on loopback: tests/support/otlp_receiver.py)
+the run's trace stays whole across the kill."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from collections import Counter
+
+import pytest
+from support.chat_server import TEST_API_KEY, answer
+from support.fleet import Workers, fleet_env, fleet_project, flowc
+from support.otlp_receiver import OtlpReceiver
+
+pytest.importorskip("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
+
+ITEMS = 6
+HANGS = 3  # the item whose tool call hangs the first time (the kill comes then)
+
+PLAN = """\
+version: 1
+name: restart
+input_schema: {type: object}
+steps:
+  - id: E1
+    tool_name: map
+    input:
+      over: "{{ input.xs }}"
+      concurrency: 8
+      do:
+        tool_name: plan__item
+        input: {x: "{{ item }}"}
+finish: {mode: output, output: "{{ E1 }}"}
+plans:
+  item:
+    name: item
+    steps:
+      - id: S0
+        tool_name: user__where
+        input: {x: "{{ input.x }}"}
+      - id: S1
+        tool_name: agent
+        input:
+          prompt: "Label item {{ input.x }}."
+          tools: none
+          output_schema: {type: object, properties: {x: {type: integer}}, required: [x]}
+    finish: {mode: output, output: "{{ {x: input.x, label: S1.output.x} }}"}
+"""
+
+TOOLS = f"""\
+import os, time
+from pathlib import Path
+
+
+def where(x: int) -> int:
+    \"\"\"Log the start and end of item x's call with this process's id; the first call for
+    item {HANGS} hangs (its worker is killed there).\"\"\"
+    log = Path(os.environ["WHERE_LOG"])
+    with log.open("a") as f:
+        f.write(f"start {{x}} {{os.getpid()}}\\n")
+    marker = log.with_name("hung")
+    if x == {HANGS} and not marker.exists():
+        marker.write_text("")
+        time.sleep(120)
+    with log.open("a") as f:
+        f.write(f"end {{x}} {{os.getpid()}}\\n")
+    return x
+"""
+
+
+def _log(path) -> list[tuple[str, int, int]]:
+    if not path.exists():
+        return []
+    return [
+        (w, int(x), int(pid)) for w, x, pid in (ln.split() for ln in path.read_text().splitlines())
+    ]
+
+
+def _finished_units(url: str, run_id: str) -> int:
+    """How many units of ``run_id`` the engine has recorded as finished (DBOS's own table)."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM dbos.workflow_status"
+            " WHERE workflow_uuid LIKE %s AND status = 'SUCCESS'",
+            (run_id + "/%",),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_a_worker_restarted_under_its_name_finishes_its_predecessors_items(
+    tmp_path, chat_server, postgres
+):
+    project = fleet_project(
+        tmp_path, plan=PLAN, tools=TOOLS, config=chat_server.config_text(), database=postgres.url
+    )
+    log = project / "where.log"
+    env = fleet_env(SCRIPTED_API_KEY=TEST_API_KEY, WHERE_LOG=str(log))
+    labelled: list[int] = []
+
+    def labeller(body: dict) -> object:
+        user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        x = int(re.search(r"item (\d+)", user).group(1))
+        labelled.append(x)
+        return answer({"x": x})
+
+    chat_server.script(labeller)
+    with OtlpReceiver() as receiver, Workers(project, env) as workers:
+        first = workers.start("w1", "--otel", receiver.url)
+        run = subprocess.Popen(
+            flowc("run", "--durable", "--fleet", "--run-id", "restart-1", "plan.yaml",
+                  "--input", json.dumps({"xs": list(range(ITEMS))}), "--otel", receiver.url),
+            cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            # every other item's result recorded, the hanging one in its tool call: kill
+            deadline = time.monotonic() + 60
+            while not (
+                ("start", HANGS) in {(w, x) for w, x, _ in _log(log)}
+                and _finished_units(postgres.url, "restart-1") == ITEMS - 1
+            ):
+                assert time.monotonic() < deadline, (_log(log), labelled)
+                assert run.poll() is None and first.poll() is None, workers.errors()
+                time.sleep(0.05)
+            workers.kill(first)
+            second = workers.start("w1", "--otel", receiver.url)
+            out, err = run.communicate(timeout=60)
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+        workers.stop()  # the new worker's last spans exported as it stops
+        spans = receiver.spans()
+    assert run.returncode == 0, err.decode()[-3000:] + workers.errors()
+    assert json.loads(out) == [{"x": x, "label": x} for x in range(ITEMS)]
+
+    entries = _log(log)
+    starts = Counter(x for w, x, _ in entries if w == "start")
+    # the call in flight at the kill ran again (at-least-once); no finished one did
+    assert starts == Counter({**{x: 1 for x in range(ITEMS)}, HANGS: 2}), entries
+    assert {pid for w, x, pid in entries if w == "start" and x != HANGS} == {first.pid}
+    # the hanging item was finished by the new worker
+    assert [(w, pid) for w, x, pid in entries if x == HANGS] == [
+        ("start", first.pid),
+        ("start", second.pid),
+        ("end", second.pid),
+    ]
+    assert sorted(labelled) == list(range(ITEMS))  # one model call per item: none repeated
+
+    # the trace is whole: the killed worker exported each finished item's spans before its
+    # result was recorded; what it held (the item, its tool call in flight) the new one
+    # exported under the same pinned ids; nothing twice
+    assert len({s.trace_id for s in spans}) == 1
+    ids = {s.span_id for s in spans}
+    assert len(ids) == len(spans)
+    assert not [s.name for s in spans if s.parent_span_id and s.parent_span_id not in ids]
+    (the_map,) = (s for s in spans if s.name == "map E1")
+    items = sorted((s for s in spans if s.name.startswith("plan__item ")), key=lambda s: s.name)
+    assert [s.name for s in items] == [f"plan__item E1/do.{i}" for i in range(ITEMS)]
+    assert all(s.parent_span_id == the_map.span_id for s in items)
+    calls = Counter(
+        s.attributes["agentflow.step.path"] for s in spans if s.name == "execute_tool user__where"
+    )
+    assert calls == Counter(f"E1/do.{i}/S0" for i in range(ITEMS))  # the killed call: not exported

@@ -1,0 +1,102 @@
+"""A fleet of durable-run processes for the tests: ``flowc run --durable --fleet`` and ``flowc
+worker`` as real subprocesses on one PostgreSQL (tests/support/postgres.py), in a project
+directory under the test's ``tmp_path``.
+
+    project = fleet_project(tmp_path, plan=PLAN, tools=TOOLS, config=..., database=pg.url)
+    with Workers(project, env) as workers:
+        w1 = workers.start("w1")              # flowc worker --name w1 (more arguments may follow)
+        run = subprocess.run(flowc("run", "--durable", "--fleet", ...), cwd=project, env=env)
+    workers.errors()                            # every worker's stderr, for a failure message
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def flowc(*args: str) -> list[str]:
+    """The command line of ``flowc ARGS`` with this interpreter."""
+    return [sys.executable, "-m", "agentflow", *args]
+
+
+def fleet_project(tmp_path: Path, *, plan: str, tools: str, config: str, database: str) -> Path:
+    """``tmp_path/project`` with ``plan.yaml``, ``tools.py`` and a ``flow.toml`` of ``config``
+    plus the fleet's database and the tools module; returns the directory."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "plan.yaml").write_text(plan)
+    (project / "tools.py").write_text(tools)
+    config += f'\n[durable]\ndatabase = "{database}"\n\n[tools]\nmodules = ["tools.py"]\n'
+    (project / "flow.toml").write_text(config)
+    return project
+
+
+def fleet_env(**extra: str) -> dict[str, str]:
+    """The environment of the fleet's processes: this one's without a ``TRACEPARENT`` (a run
+    must start its own trace), uncoloured, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if k != "TRACEPARENT"}
+    env["NO_COLOR"] = "1"
+    env.update(extra)
+    return env
+
+
+class Workers:
+    """``flowc worker`` processes of one project (a context manager: on exit each still
+    running gets SIGINT — a worker's Ctrl-C, which flushes its telemetry — and is killed
+    when it has not stopped within 30 s)."""
+
+    def __init__(self, project: Path, env: dict[str, str]):
+        self.project = project
+        self.env = env
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self._stderr: list[str] = []
+
+    def start(self, name: str, *args: str) -> subprocess.Popen[bytes]:
+        """Start ``flowc worker --name NAME ARGS`` (stderr kept for :meth:`errors`)."""
+        proc = subprocess.Popen(
+            flowc("worker", "--name", name, *args),
+            cwd=self.project,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        self.procs.append(proc)
+        return proc
+
+    def kill(self, proc: subprocess.Popen[bytes]) -> None:
+        """SIGKILL ``proc`` (a crash: nothing of it runs afterwards) and reap it."""
+        proc.send_signal(signal.SIGKILL)
+        self._collect(proc)
+
+    def stop(self) -> None:
+        """Stop every worker still running (SIGINT, then SIGKILL after 30 s)."""
+        running = [p for p in self.procs if p.poll() is None]
+        for proc in running:
+            proc.send_signal(signal.SIGINT)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            self._collect(proc)
+
+    def _collect(self, proc: subprocess.Popen[bytes]) -> None:
+        proc.wait()
+        if proc.stderr is not None and not proc.stderr.closed:
+            self._stderr.append(proc.stderr.read().decode(errors="replace")[-6000:])
+            proc.stderr.close()
+
+    def errors(self) -> str:
+        """What the stopped workers wrote on stderr (for an assertion's message)."""
+        return "\n".join(self._stderr)
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
