@@ -29,6 +29,7 @@ from agentflow.cli.common import (
     _flow_files,
     _json_out,
     _otel_endpoint,
+    _question_notice,
     _record_option,
     _render,
     _replay_option,
@@ -367,21 +368,6 @@ def run(
         else:  # pragma: no cover - a failed run always says why
             _err(f"error: the run ended with status {result.status}")
         sys.exit(1)
-
-
-def _question_notice(run_ids: list[str]) -> Any:
-    """A sink that says, for each question a durable run asks, how to answer it."""
-    from agentflow.runtime.events import CallbackSink
-
-    def notice(event: Any) -> None:
-        if event.data.get("tool_name") == "ask" and run_ids:
-            question = (event.data.get("input") or {}).get("question", "")
-            _err(f"? [{event.path}] {question}")
-            _err(f"  answer with: flowc answer {run_ids[0]} {event.path} VALUE")
-
-    sink = CallbackSink(notice)
-    sink.kinds = frozenset({"step_started"})  # type: ignore[attr-defined]
-    return sink
 
 
 def _load_flow(target: str) -> Any:
