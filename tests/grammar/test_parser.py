@@ -779,3 +779,32 @@ def test_an_outcome_with_two_type_arguments_names_its_one_argument():
     d = _first("type A { x: Outcome<string, Error> }")
     assert d.message == "expected `>`, found `,`"
     assert d.hint == "`Outcome<T>` takes only the type of its value: `Outcome<text>`"
+
+
+STUB_FLOW = """use team "support" as support
+type R { x: int }
+stage s -> R {
+  agent(support.main) { task "x" tools none expect R }
+}
+test "t" {
+  STUB
+}
+"""
+
+
+def test_stubbing_a_team_member_by_path_hints_at_the_alias_and_stub_stage():
+    d = _first(STUB_FLOW.replace("STUB", "stub agent support.main returns { x: 1 }"))
+    assert (d.span.line, d.span.column) == (7, 21) and "found `.`" in d.message, d.message
+    assert d.hint is not None
+    assert "`stub agent support returns …`" in d.hint
+    assert "`stub stage NAME returns …`" in d.hint
+
+
+@pytest.mark.parametrize("kind, name", [("agent", "support"), ("stage", "s"), ("ask", "go")])
+def test_stubbing_anything_but_a_tool_to_fail_hints_that_only_tools_fail(kind: str, name: str):
+    d = _first(STUB_FLOW.replace("STUB", f'stub {kind} {name} fails "output_validation"'))
+    assert "found `fails`" in d.message, d.message
+    assert d.hint == (
+        'only a tool can be stubbed to fail (`stub tool NAME fails "code"`); '
+        f"`stub {kind}` gives answers: `stub {kind} {name} returns …`"
+    )

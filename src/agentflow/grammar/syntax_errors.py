@@ -183,6 +183,33 @@ def _syntax_hint(
             return hint
     if prev is None:
         return None
+    prev3 = values[-3] if values and len(values) > 2 and isinstance(values[-3], Tok) else None
+    if (
+        typ == "DOT"
+        and prev.type == "NAME"
+        and prev2 is not None
+        and prev2.type == "AGENT"
+        and prev3 is not None
+        and prev3.type == "STUB"
+    ):
+        # `stub agent dev.main returns …`: a stub names the alias, not a member
+        return (
+            f"`stub agent` names an alias of `use agent` or `use team` (a team's alias stubs "
+            f"every member: `stub agent {prev.value} returns …`); to answer the agents of one "
+            f"stage, write `stub stage NAME returns …`"
+        )
+    if (
+        typ == "FAILS"
+        and prev2 is not None
+        and prev2.type in ("AGENT", "STAGE", "ASK", "STEP")
+        and prev3 is not None
+        and prev3.type == "STUB"
+    ):
+        # `stub agent writer fails "output_validation"`: only a tool's call can be made to fail
+        return (
+            f'only a tool can be stubbed to fail (`stub tool NAME fails "code"`); '
+            f"`stub {prev2.value}` gives answers: `stub {prev2.value} {prev.value} returns …`"
+        )
     if prev.type == "DEADLINE" and "DURATION" in expected:
         return (
             "the deadline is fixed when the flow is compiled: write a duration, e.g. `deadline 30m`"
