@@ -38,7 +38,7 @@ from agentflow.cli.common import (
     _trace_option,
     _workspace_option,
 )
-from agentflow.errors import FlowError, Interrupted, PlanLoadError
+from agentflow.errors import FlowError, InputMismatch, Interrupted, PlanLoadError
 
 
 class _FlowGroup(click.Group):
@@ -353,6 +353,8 @@ def run(
         sys.exit(1)
     except FlowError as e:
         _err(f"error: {e}")
+        if isinstance(e, InputMismatch):
+            _err(_input_hint(target, input_))
         sys.exit(1)
     if as_json:
         click.echo(_json_out(result.to_dict()))
@@ -368,6 +370,17 @@ def run(
         else:  # pragma: no cover - a failed run always says why
             _err(f"error: the run ended with status {result.status}")
         sys.exit(1)
+
+
+def _input_hint(target: str, given: str | None) -> str:
+    """The hint after an input that does not match the run's input type: where to see that type
+    (and that no ``--input`` means ``{}``)."""
+    how = f"`flowc schema {target} --input` prints the input it takes"
+    if not target.endswith(".flow"):
+        how = f"the plan's `input_schema` says what input {target} takes"
+    if given is None:
+        return f"hint: with no --input the input is {{}}; {how}"
+    return f"hint: {how}"
 
 
 def _load_flow(target: str) -> Any:
