@@ -502,9 +502,16 @@ def tools_cmd(config: str | None, as_json: bool, no_connect: bool, as_extern: bo
     if as_extern:
         from agentflow.compiler.contracts import extern_declaration
 
-        for r in rows:
-            if r["source"] == "builtin" or r.get("kind", "tool") != "tool":
-                continue  # builtins are declared by the prelude; servers, resources, prompts
+        declarable = [
+            r for r in rows if r["source"] != "builtin" and r.get("kind", "tool") == "tool"
+        ]  # builtins are declared by the prelude; servers, resources, prompts are no tools
+        if not declarable and not errors:
+            _err(
+                "no tools to declare: the builtins are declared already; user tools come from "
+                "`[tools] modules`, MCP tools from `[mcp.NAME]`, plan tools from `[plans] dir` "
+                "in flow.toml"
+            )
+        for r in declarable:
             try:
                 click.echo(
                     extern_declaration(

@@ -660,6 +660,21 @@ def test_tools_extern_prints_declarations_that_check_clean(tmp_path):
     assert "type-mismatch" in codes  # the declaration now types the calls
 
 
+def test_tools_extern_with_nothing_to_declare_says_where_tools_come_from(tmp_path):
+    toml = tmp_path / "flow.toml"
+    toml.write_text("", encoding="utf-8")
+    res = CliRunner().invoke(main, ["tools", "--extern", "--config", str(toml)])
+    assert res.exit_code == 0, res.output
+    assert res.stdout == ""
+    assert "no tools to declare" in res.stderr
+    assert "`[tools] modules`" in res.stderr and "`[mcp.NAME]`" in res.stderr
+    (tmp_path / "tools.py").write_text("def f(x: int) -> int:\n    return x\n", encoding="utf-8")
+    toml.write_text('[tools]\nmodules = ["tools.py"]\n', encoding="utf-8")
+    res = CliRunner().invoke(main, ["tools", "--extern", "--config", str(toml)])
+    assert "extern tool user__f(x: int) -> json" in res.stdout
+    assert "no tools to declare" not in res.stderr
+
+
 def test_extern_declaration_of_odd_schemas_checks_clean_and_stays_on_its_line():
     """Schemas as an MCP server may send them: string enums with `${…}`, NUL, CR and U+2028
     (escaped as `.flow` strings, one line), an unknown `x-flow-type` (not a declared type here),
