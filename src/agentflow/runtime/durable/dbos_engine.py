@@ -133,18 +133,29 @@ def launch(url: str, *, executor_id: str, queues: list[str] | None = None) -> No
     }
     if url.startswith("sqlite:"):
         config["system_database_engine"] = _sqlite_engine(url)
+    _quiet_cancellations()  # before DBOS(): it may log about the database already
     dbos.DBOS(config=config)
-    _quiet_cancellations()
     if queues is not None:
         dbos.DBOS.listen_queues(queues)
     dbos.DBOS.launch()
     _state.update(url=url, executor_id=executor_id)
 
 
+#: DBOS log messages agentflow reports itself: a database that cannot be reached or opened is
+#: one ``cannot open the durable runs database …`` line (runs.open_database), not DBOS's
+#: traceback and warning before it
+_QUIET_MESSAGES = (
+    "no longer owned by this execution",
+    "DBOS failed to launch",
+    "Could not connect to postgres database to verify existence",
+)
+
+
 def _quiet_cancellations() -> None:
     """Keep DBOS from logging a traceback for a workflow cancelled on purpose (``flowc cancel``:
-    the run's own process reports it as an ``aborted`` error) and from warning that a
-    cancelled workflow is no longer owned by this process."""
+    the run's own process reports it as an ``aborted`` error), from warning that a
+    cancelled workflow is no longer owned by this process, and from logging a traceback when
+    its database cannot be opened (the caller reports that in one line)."""
     import logging
 
     class QuietCancel(logging.Filter):
@@ -152,7 +163,8 @@ def _quiet_cancellations() -> None:
             exc = record.exc_info[1] if record.exc_info else None
             if exc is not None and "Cancelled" in type(exc).__name__:
                 return False
-            return "no longer owned by this execution" not in record.getMessage()
+            message = record.getMessage()
+            return not any(quiet in message for quiet in _QUIET_MESSAGES)
 
     logger = logging.getLogger("dbos")
     if not any(type(f).__name__ == "QuietCancel" for f in logger.filters):

@@ -87,7 +87,9 @@ def open_database(url: str, *, executor_id: str, queues: list[str] | None = None
     except ConfigError:
         raise
     except Exception as e:  # noqa: BLE001 - a database that cannot be opened
-        raise ConfigError(f"cannot open the durable runs database {_safe(url)}: {e}") from None
+        # SQLAlchemy wraps the driver's error and adds a "Background on this error" link
+        cause = getattr(e, "orig", None) or e
+        raise ConfigError(f"cannot open the durable runs database {_safe(url)}: {cause}") from None
 
 
 def _attach(url: str) -> None:
