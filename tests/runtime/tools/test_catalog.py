@@ -175,6 +175,47 @@ async def test_user_tools_from_a_module_and_a_file(tmp_path):
     assert "extra: Extra inputs are not permitted" in info.value.message
 
 
+EXITING_TOOLS = """\
+import sys
+
+
+def quits(code: int) -> int:
+    sys.exit(code)
+
+
+async def quits_async() -> int:
+    sys.exit()
+
+
+def interrupts() -> int:
+    raise KeyboardInterrupt
+"""
+
+
+async def test_a_user_tool_that_exits_or_raises_keyboardinterrupt_is_a_tool_error(tmp_path):
+    """A tool's own ``sys.exit()`` or ``KeyboardInterrupt`` fails its call (``tool_error``,
+    saying what it did) instead of escaping the run as the process's exit or Ctrl-C."""
+    cfg = load_config(
+        _project(
+            tmp_path,
+            '[tools]\nmodules = ["exiting.py"]\nentry_points = false\n',
+            {"exiting.py": EXITING_TOOLS},
+        ),
+        env={},
+    )
+    catalog = build_catalog(cfg)
+    ctx = ToolContext(workspace=tmp_path)
+    cases = [
+        ("user__quits", {"code": 3}, "user__quits: it called sys.exit(3)"),
+        ("user__quits_async", {}, "user__quits_async: it called sys.exit()"),
+        ("user__interrupts", {}, "user__interrupts: it raised KeyboardInterrupt"),
+    ]
+    for name, args, message in cases:
+        with pytest.raises(RunError) as info:
+            await catalog.get(name).func(args, ctx)
+        assert (info.value.code, info.value.message) == ("tool_error", message)
+
+
 def test_user_tool_import_errors_are_config_errors(tmp_path):
     cfg = load_config(
         _project(tmp_path, '[tools]\nmodules = ["no_such_module_xyz"]\nentry_points = false\n'),
