@@ -129,6 +129,11 @@ class InputError(FlowError):
     """A run input that is not valid JSON or does not match the plan's input schema."""
 
 
+class InputMismatch(InputError):
+    """A run input that does not match the plan's input schema (``flowc schema FILE --input``
+    prints that schema)."""
+
+
 # ---------------------------------------------------------------------------------------------
 # Runs
 

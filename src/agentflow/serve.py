@@ -306,7 +306,7 @@ class McpFlowServer:
         return Server(
             "flowc",
             version=__version__,
-            instructions=f"Workflows of {self.directory.name}/, run by flowc.",
+            instructions=f"Workflows of {self.directory.resolve().name}/, run by flowc.",
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
         )

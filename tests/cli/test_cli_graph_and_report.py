@@ -91,3 +91,22 @@ def test_graph_and_report_user_errors_are_one_line(tmp_path):
     assert proc.returncode == 1 and "error[" in proc.stderr and "Traceback" not in proc.stderr
     proc = flowc("graph", str(EXAMPLES / "bug-triage.flow"), "--run", str(bad), cwd=tmp_path)
     assert proc.returncode == 1 and "not a trace event" in proc.stderr
+
+
+def test_graph_of_a_trace_says_it_is_a_trace_and_how_to_colour_a_graph_with_it(tmp_path):
+    from click.testing import CliRunner
+
+    from agentflow.cli import main
+
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"kind": "run_started"}\n')
+    flow = tmp_path / "f.flow"
+    flow.write_text("stage a -> int { return 1 }\n")
+    swapped = CliRunner().invoke(main, ["graph", "--run", str(flow), str(trace)])
+    assert swapped.exit_code == 2
+    said = " ".join(swapped.stderr.split())
+    assert f"{trace} is a trace (JSON Lines), not a .flow or plan file" in said
+    assert f"`flowc graph {flow} --run {trace}`" in said
+    alone = CliRunner().invoke(main, ["graph", str(trace)])
+    assert alone.exit_code == 2
+    assert f"`flowc graph FLOW --run {trace}`" in " ".join(alone.stderr.split())

@@ -111,6 +111,13 @@ async def test_lists_every_program_with_its_schemas_and_doc_comment(served):
     assert tools["shout"].description == "Shout a word." and tools["shout"].output_schema is None
 
 
+async def test_the_instructions_name_the_served_directory_also_when_it_is_given_as_dot(served):
+    here = StdioServerParameters(command=str(FLOWC), args=["serve", "--mcp", "."], cwd=served)
+    async with stdio_client(here) as (r, w), ClientSession(r, w) as session:
+        init = await session.initialize()
+    assert init.instructions == "Workflows of flows/, run by flowc."
+
+
 async def test_ask_is_an_elicitation_whose_answer_the_run_uses_with_progress(served):
     asked = []
 

@@ -779,3 +779,60 @@ def test_an_outcome_with_two_type_arguments_names_its_one_argument():
     d = _first("type A { x: Outcome<string, Error> }")
     assert d.message == "expected `>`, found `,`"
     assert d.hint == "`Outcome<T>` takes only the type of its value: `Outcome<text>`"
+
+
+STUB_FLOW = """use team "support" as support
+type R { x: int }
+stage s -> R {
+  agent(support.main) { task "x" tools none expect R }
+}
+test "t" {
+  STUB
+}
+"""
+
+
+def test_stubbing_a_team_member_by_path_hints_at_the_alias_and_stub_stage():
+    d = _first(STUB_FLOW.replace("STUB", "stub agent support.main returns { x: 1 }"))
+    assert (d.span.line, d.span.column) == (7, 21) and "found `.`" in d.message, d.message
+    assert d.hint is not None
+    assert "`stub agent support returns …`" in d.hint
+    assert "`stub stage NAME returns …`" in d.hint
+
+
+@pytest.mark.parametrize("kind, name", [("agent", "support"), ("stage", "s"), ("ask", "go")])
+def test_stubbing_anything_but_a_tool_to_fail_hints_that_only_tools_fail(kind: str, name: str):
+    d = _first(STUB_FLOW.replace("STUB", f'stub {kind} {name} fails "output_validation"'))
+    assert "found `fails`" in d.message, d.message
+    assert d.hint == (
+        'only a tool can be stubbed to fail (`stub tool NAME fails "code"`); '
+        f"`stub {kind}` gives answers: `stub {kind} {name} returns …`"
+    )
+
+
+@pytest.mark.parametrize(
+    "body, word",
+    [
+        ("  for x in input.items { n = n + 1 }\n  return 1", "for"),
+        ("  for x in input.items {\n    let y = x\n  }\n  return 1", "for"),
+        ("  while true {\n    return 1\n  }", "while"),
+    ],
+)
+def test_a_loop_of_another_language_hints_at_map_filter_and_reduce(body: str, word: str):
+    d = _first(f"input {{ items: text[] }}\nstage a -> int {{\n{body}\n}}\n")
+    assert d.hint == (
+        f"there is no `{word}` loop: `map xs as x {{ … }}` gives a value per item, "
+        "`filter xs as x where …` keeps some, `reduce xs as x, acc = start { … }` folds them"
+    )
+
+
+def test_assigning_a_let_again_hints_that_lets_are_bound_once():
+    d = _first("stage a -> int {\n  let n = 0\n  n = n + 1\n  return n\n}\n")
+    assert (d.span.line, d.span.column) == (3, 5) and "found `=`" in d.message, d.message
+    assert d.hint == (
+        "a `let` is bound once and cannot be assigned again; name the new value "
+        "(`let n2 = …`), or fold a list with `reduce`"
+    )
+    # `=` for `==` inside an expression keeps its own hint
+    d = _first('input { k: text }\nstage a -> bool {\n  return input.k = "x"\n}\n')
+    assert d.hint == "did you mean `==`?"

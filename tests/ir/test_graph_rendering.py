@@ -112,6 +112,13 @@ def test_node_for_path_maps_items_bodies_and_sub_plan_steps():
     assert node_for_path("E0/agent.2/builtin__grep", ["root"], "root") is None
 
 
+def test_node_for_path_keeps_the_step_of_a_catch_body_inside_a_sub_plan():
+    # a map item's outlined `… catch` runs its fallback at E0/do.2/E0/catch in the sub-plan
+    assert node_for_path("E0/do.2/E0/catch", ["root", "sub"], "root") == "p_sub__s_E0_catch"
+    assert node_for_path("E0/do.2/E1/do", ["root", "sub"], "root") == "p_sub__s_E1_do"
+    assert node_for_path("E0/do.2/E1/else", ["root", "sub"], "root") == "p_sub__s_E1_else"
+
+
 def test_run_outcomes_colour_nodes_and_count_map_items(tmp_path):
     events = [
         {"kind": "step_finished", "path": "E0", "stack": ["bug_triage"], "time": 1,

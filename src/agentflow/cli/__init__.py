@@ -29,6 +29,7 @@ from agentflow.cli.common import (
     _flow_files,
     _json_out,
     _otel_endpoint,
+    _question_notice,
     _record_option,
     _render,
     _replay_option,
@@ -37,7 +38,7 @@ from agentflow.cli.common import (
     _trace_option,
     _workspace_option,
 )
-from agentflow.errors import FlowError, Interrupted, PlanLoadError
+from agentflow.errors import FlowError, InputMismatch, Interrupted, PlanLoadError
 
 
 class _FlowGroup(click.Group):
@@ -352,6 +353,8 @@ def run(
         sys.exit(1)
     except FlowError as e:
         _err(f"error: {e}")
+        if isinstance(e, InputMismatch):
+            _err(_input_hint(target, input_))
         sys.exit(1)
     if as_json:
         click.echo(_json_out(result.to_dict()))
@@ -369,19 +372,15 @@ def run(
         sys.exit(1)
 
 
-def _question_notice(run_ids: list[str]) -> Any:
-    """A sink that says, for each question a durable run asks, how to answer it."""
-    from agentflow.runtime.events import CallbackSink
-
-    def notice(event: Any) -> None:
-        if event.data.get("tool_name") == "ask" and run_ids:
-            question = (event.data.get("input") or {}).get("question", "")
-            _err(f"? [{event.path}] {question}")
-            _err(f"  answer with: flowc answer {run_ids[0]} {event.path} VALUE")
-
-    sink = CallbackSink(notice)
-    sink.kinds = frozenset({"step_started"})  # type: ignore[attr-defined]
-    return sink
+def _input_hint(target: str, given: str | None) -> str:
+    """The hint after an input that does not match the run's input type: where to see that type
+    (and that no ``--input`` means ``{}``)."""
+    how = f"`flowc schema {target} --input` prints the input it takes"
+    if not target.endswith(".flow"):
+        how = f"the plan's `input_schema` says what input {target} takes"
+    if given is None:
+        return f"hint: with no --input the input is {{}}; {how}"
+    return f"hint: {how}"
 
 
 def _load_flow(target: str) -> Any:
@@ -503,9 +502,16 @@ def tools_cmd(config: str | None, as_json: bool, no_connect: bool, as_extern: bo
     if as_extern:
         from agentflow.compiler.contracts import extern_declaration
 
-        for r in rows:
-            if r["source"] == "builtin" or r.get("kind", "tool") != "tool":
-                continue  # builtins are declared by the prelude; servers, resources, prompts
+        declarable = [
+            r for r in rows if r["source"] != "builtin" and r.get("kind", "tool") == "tool"
+        ]  # builtins are declared by the prelude; servers, resources, prompts are no tools
+        if not declarable and not errors:
+            _err(
+                "no tools to declare: the builtins are declared already; user tools come from "
+                "`[tools] modules`, MCP tools from `[mcp.NAME]`, plan tools from `[plans] dir` "
+                "in flow.toml"
+            )
+        for r in declarable:
             try:
                 click.echo(
                     extern_declaration(

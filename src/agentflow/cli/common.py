@@ -185,3 +185,30 @@ def _otel_endpoint(value: str | None) -> str | None:
         f"--otel {value}: the endpoint must be an http:// or https:// URL (for the default "
         "endpoint put --otel after the file, or write --otel=on)"
     )
+
+
+def _show_question(run_id: str, path: str, question: str, choices: Any = None) -> None:
+    """Print, on stderr, a question durable run ``run_id`` waits on at step ``path`` and the
+    `flowc answer` command that answers it."""
+    shown_choices = f" {choices}" if choices else ""
+    _err(f"? [{path}] {question}{shown_choices}")
+    _err(f"  answer with: flowc answer {run_id} {path} VALUE")
+
+
+def _question_notice(run_ids: list[str], shown: set[str] | None = None) -> Any:
+    """A sink that says, for each question a durable run asks, how to answer it (the run id is
+    ``run_ids[0]`` once known).  ``shown``: the step paths already announced (each is printed
+    once; the sink adds to it)."""
+    from agentflow.runtime.events import CallbackSink
+
+    seen = shown if shown is not None else set()
+
+    def notice(event: Any) -> None:
+        if event.data.get("tool_name") == "ask" and run_ids and event.path not in seen:
+            seen.add(event.path)
+            ask = event.data.get("input") or {}
+            _show_question(run_ids[0], event.path, ask.get("question", ""), ask.get("choices"))
+
+    sink = CallbackSink(notice)
+    sink.kinds = frozenset({"step_started"})  # type: ignore[attr-defined]
+    return sink

@@ -14,6 +14,8 @@ from agentflow.cli.common import (
     _fail,
     _json_out,
     _otel_endpoint,
+    _question_notice,
+    _show_question,
     _show_run_error,
     _telemetry_option,
     _trace_option,
@@ -119,10 +121,20 @@ def resume(
     from agentflow.runtime.durable.runs import resume as resume_run
     from agentflow.runtime.events import ConsoleSink, JsonlSink
 
-    sinks: list[Any] = [ConsoleSink()]
+    shown: set[str] = set()  # the questions announced (a waiting one, then new ones, once each)
+
+    def waiting(questions: list[Any]) -> None:
+        for q in questions:
+            if q.path not in shown:
+                shown.add(q.path)
+                _show_question(run_id, q.path, q.question, q.choices)
+
+    sinks: list[Any] = [ConsoleSink(), _question_notice([run_id], shown)]
     if trace is not None:
         sinks.append(JsonlSink(trace, append=True))
-    result = _durable_call(lambda: resume_run(url, run_id, sinks=sinks, telemetry=telemetry))
+    result = _durable_call(
+        lambda: resume_run(url, run_id, sinks=sinks, telemetry=telemetry, on_waiting=waiting)
+    )
     result.run_id = run_id
     _finish(result, as_json)
 

@@ -28,6 +28,14 @@ def graph_cmd(file: str, fmt: str, trace: str | None, out: str | None) -> None:
         raise click.UsageError(f"{file}: no such file")
     if trace is not None and not Path(trace).is_file():
         raise click.UsageError(f"--run {trace}: no such file")
+    if file.endswith(".jsonl"):  # FLOW and TRACE swapped, or the trace alone
+        run = f"`flowc graph FLOW --run {file}`"
+        if trace is not None and not trace.endswith(".jsonl"):
+            run = f"`flowc graph {trace} --run {file}`"
+        raise click.UsageError(
+            f"{file} is a trace (JSON Lines), not a .flow or plan file; to colour a graph by it: "
+            f"{run}"
+        )
     try:
         text = api.graph(file, format=fmt, run=trace)
     except api.CompileError as e:

@@ -169,6 +169,19 @@ def _syntax_hint(
         return hint
     prev = values[-1] if values and isinstance(values[-1], Tok) else None
     prev2 = values[-2] if values and len(values) > 1 and isinstance(values[-2], Tok) else None
+    loop = _loop_word(sc)
+    if loop is not None:
+        # `for x in xs { … }`, `while c { … }`: the braces were read as an object
+        return (
+            f"there is no `{loop}` loop: `map xs as x {{ … }}` gives a value per item, "
+            "`filter xs as x where …` keeps some, `reduce xs as x, acc = start { … }` folds them"
+        )
+    if typ == "EQUALS" and prev is not None and prev.type == "NAME" and prev.bol:
+        # `n = n + 1` on a line of its own: an assignment
+        return (
+            f"a `let` is bound once and cannot be assigned again; name the new value "
+            f"(`let {prev.value}2 = …`), or fold a list with `reduce`"
+        )
     if typ == "EQUALS" and "EQ" in expected:
         return "did you mean `==`?"
     if typ == "STRING" and "COLON" in expected:
@@ -183,6 +196,33 @@ def _syntax_hint(
             return hint
     if prev is None:
         return None
+    prev3 = values[-3] if values and len(values) > 2 and isinstance(values[-3], Tok) else None
+    if (
+        typ == "DOT"
+        and prev.type == "NAME"
+        and prev2 is not None
+        and prev2.type == "AGENT"
+        and prev3 is not None
+        and prev3.type == "STUB"
+    ):
+        # `stub agent dev.main returns …`: a stub names the alias, not a member
+        return (
+            f"`stub agent` names an alias of `use agent` or `use team` (a team's alias stubs "
+            f"every member: `stub agent {prev.value} returns …`); to answer the agents of one "
+            f"stage, write `stub stage NAME returns …`"
+        )
+    if (
+        typ == "FAILS"
+        and prev2 is not None
+        and prev2.type in ("AGENT", "STAGE", "ASK", "STEP")
+        and prev3 is not None
+        and prev3.type == "STUB"
+    ):
+        # `stub agent writer fails "output_validation"`: only a tool's call can be made to fail
+        return (
+            f'only a tool can be stubbed to fail (`stub tool NAME fails "code"`); '
+            f"`stub {prev2.value}` gives answers: `stub {prev2.value} {prev.value} returns …`"
+        )
     if prev.type == "DEADLINE" and "DURATION" in expected:
         return (
             "the deadline is fixed when the flow is compiled: write a duration, e.g. `deadline 30m`"
@@ -204,6 +244,22 @@ def _syntax_hint(
         kind = prev.value
         return f'the {kind} name is a string: `use {kind} "{tok.value}" as {tok.value}`'
     return None
+
+
+#: loop keywords of other languages (`.flow` iterates with map, filter and reduce)
+_LOOP_WORDS = ("for", "foreach", "while", "loop")
+
+
+def _loop_word(sc: Scanner) -> str | None:
+    """``for`` (``while``, …) when the innermost open bracket is a ``{`` on a line that starts
+    with that word: ``for x in xs {`` parsed as expressions and an object literal."""
+    if not sc.stack or sc.stack[-1].value != "{":
+        return None
+    k = sc.stack[-1].start - sc.ob
+    if not 0 <= k <= len(sc.text):
+        return None
+    head = sc.text[sc.text.rfind("\n", 0, k) + 1 : k].split(None, 1)
+    return head[0] if head and head[0] in _LOOP_WORDS else None
 
 
 def unexpected(

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentflow.core.vocabulary import BODY_KEYS
 from agentflow.ir.models import Plan, Step
 from agentflow.ir.templates import template_refs
 
@@ -52,6 +53,8 @@ __all__ = [
 LABEL_CHARS = 60
 _TEMPLATE = re.compile(r"^\{\{\s*(.*?)\s*\}\}$", re.S)
 _ITEM = re.compile(r"^do\.\d+$")
+#: the path segments of control steps' bodies (``then``, ``else``, ``do``, ``catch``)
+_BODY_LABELS = frozenset(label for labels in BODY_KEYS.values() for label in labels)
 
 
 @dataclass
@@ -480,7 +483,7 @@ def _local(parts: list[str], depth: int) -> list[str]:
     # without the plans at hand the innermost plan's steps are the last id-like segment and
     # its body labels
     i = len(parts) - 1
-    while i > 0 and (_ITEM.match(parts[i]) or parts[i] in ("then", "else", "do")):
+    while i > 0 and (_ITEM.match(parts[i]) or parts[i] in _BODY_LABELS):
         i -= 1
     return parts[i:]
 

@@ -39,6 +39,7 @@ from agentflow.errors import (
     ErrorInfo,
     FlowError,
     InputError,
+    InputMismatch,
     ModelError,
     RunError,
 )
@@ -753,7 +754,7 @@ def validate_input(plan: Plan, data: Any, *, code: str | None = None) -> None:
     message = f"input of plan '{plan.name}' does not match its input_schema: " + "; ".join(lines)
     if code is not None:
         raise RunError(code, message)
-    raise InputError(message)
+    raise InputMismatch(message)
 
 
 async def run_plan(

@@ -145,6 +145,13 @@ def test_a_question_survives_a_restart_and_is_answered_from_another_process(tmp_
 
     out, err = resumed.communicate(timeout=120)
     assert resumed.returncode == 0, err.decode()[-2000:]
+    # the resumed process tells whoever started it what the run waits on and how to answer:
+    # the question asked before the crash (replayed, so no event) and the one asked after, once each
+    said = err.decode()
+    assert said.count("? [E1] Ship release 10? ['yes', 'no']") == 1, said
+    assert "answer with: flowc answer ask-1 E1 VALUE" in said
+    assert said.count("? [E2] Any note?") == 1, said
+    assert "answer with: flowc answer ask-1 E2 VALUE" in said
     # E2 waited its 1 s timeout for an answer, then took its default
     assert json.loads(out) == {"shipped": "yes", "note": "none", "e0": 10}
     assert (project / "notes.log").read_text() == "1\n"  # the tool before the question ran once

@@ -175,6 +175,47 @@ async def test_user_tools_from_a_module_and_a_file(tmp_path):
     assert "extra: Extra inputs are not permitted" in info.value.message
 
 
+EXITING_TOOLS = """\
+import sys
+
+
+def quits(code: int) -> int:
+    sys.exit(code)
+
+
+async def quits_async() -> int:
+    sys.exit()
+
+
+def interrupts() -> int:
+    raise KeyboardInterrupt
+"""
+
+
+async def test_a_user_tool_that_exits_or_raises_keyboardinterrupt_is_a_tool_error(tmp_path):
+    """A tool's own ``sys.exit()`` or ``KeyboardInterrupt`` fails its call (``tool_error``,
+    saying what it did) instead of escaping the run as the process's exit or Ctrl-C."""
+    cfg = load_config(
+        _project(
+            tmp_path,
+            '[tools]\nmodules = ["exiting.py"]\nentry_points = false\n',
+            {"exiting.py": EXITING_TOOLS},
+        ),
+        env={},
+    )
+    catalog = build_catalog(cfg)
+    ctx = ToolContext(workspace=tmp_path)
+    cases = [
+        ("user__quits", {"code": 3}, "user__quits: it called sys.exit(3)"),
+        ("user__quits_async", {}, "user__quits_async: it called sys.exit()"),
+        ("user__interrupts", {}, "user__interrupts: it raised KeyboardInterrupt"),
+    ]
+    for name, args, message in cases:
+        with pytest.raises(RunError) as info:
+            await catalog.get(name).func(args, ctx)
+        assert (info.value.code, info.value.message) == ("tool_error", message)
+
+
 def test_user_tool_import_errors_are_config_errors(tmp_path):
     cfg = load_config(
         _project(tmp_path, '[tools]\nmodules = ["no_such_module_xyz"]\nentry_points = false\n'),
@@ -658,6 +699,21 @@ def test_tools_extern_prints_declarations_that_check_clean(tmp_path):
     bad = res.output + 'stage s -> json {\n  return user__search(q: 1, mode: "slow")\n}\n'
     codes = {d.code for d in check_source(bad, "t.flow").diagnostics}
     assert "type-mismatch" in codes  # the declaration now types the calls
+
+
+def test_tools_extern_with_nothing_to_declare_says_where_tools_come_from(tmp_path):
+    toml = tmp_path / "flow.toml"
+    toml.write_text("", encoding="utf-8")
+    res = CliRunner().invoke(main, ["tools", "--extern", "--config", str(toml)])
+    assert res.exit_code == 0, res.output
+    assert res.stdout == ""
+    assert "no tools to declare" in res.stderr
+    assert "`[tools] modules`" in res.stderr and "`[mcp.NAME]`" in res.stderr
+    (tmp_path / "tools.py").write_text("def f(x: int) -> int:\n    return x\n", encoding="utf-8")
+    toml.write_text('[tools]\nmodules = ["tools.py"]\n', encoding="utf-8")
+    res = CliRunner().invoke(main, ["tools", "--extern", "--config", str(toml)])
+    assert "extern tool user__f(x: int) -> json" in res.stdout
+    assert "no tools to declare" not in res.stderr
 
 
 def test_extern_declaration_of_odd_schemas_checks_clean_and_stays_on_its_line():

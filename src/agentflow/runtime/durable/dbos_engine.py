@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import os
 import re
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -147,13 +147,12 @@ def launch(url: str, *, executor_id: str, queues: list[str] | None = None) -> No
     }
     if url.startswith("sqlite:"):
         config["system_database_engine"] = _sqlite_engine(url)
+    _quiet_cancellations()  # before DBOS(): it may log about the database already
     dbos.DBOS(config=config)
-    _quiet_cancellations()
     if queues is not None:
         dbos.DBOS.listen_queues(queues)
     try:
-        with _no_launch_traceback():
-            dbos.DBOS.launch()
+        dbos.DBOS.launch()
     except BaseException:
         with contextlib.suppress(Exception):  # a half-launched DBOS must not block the next one
             dbos.DBOS.destroy(workflow_completion_timeout_sec=0)
@@ -161,28 +160,21 @@ def launch(url: str, *, executor_id: str, queues: list[str] | None = None) -> No
     _state.update(url=url, executor_id=executor_id)
 
 
-@contextlib.contextmanager
-def _no_launch_traceback() -> Iterator[None]:
-    """Keep DBOS from logging its "DBOS failed to launch" traceback: the exception goes on to
-    the caller, which says in one line which database could not be opened
-    (:func:`agentflow.runtime.durable.runs.open_database`)."""
-    import logging
-
-    def drop(record: logging.LogRecord) -> bool:
-        return "failed to launch" not in record.getMessage()
-
-    logger = logging.getLogger("dbos")
-    logger.addFilter(drop)
-    try:
-        yield
-    finally:
-        logger.removeFilter(drop)
+#: DBOS log messages agentflow reports itself: a database that cannot be reached or opened is
+#: one ``cannot open the durable runs database …`` line (runs.open_database), not DBOS's
+#: traceback and warning before it
+_QUIET_MESSAGES = (
+    "no longer owned by this execution",
+    "DBOS failed to launch",
+    "Could not connect to postgres database to verify existence",
+)
 
 
 def _quiet_cancellations() -> None:
     """Keep DBOS from logging a traceback for a workflow cancelled on purpose (``flowc cancel``:
-    the run's own process reports it as an ``aborted`` error) and from warning that a
-    cancelled workflow is no longer owned by this process."""
+    the run's own process reports it as an ``aborted`` error), from warning that a
+    cancelled workflow is no longer owned by this process, and from logging a traceback when
+    its database cannot be opened (the caller reports that in one line)."""
     import logging
 
     class QuietCancel(logging.Filter):
@@ -190,7 +182,8 @@ def _quiet_cancellations() -> None:
             exc = record.exc_info[1] if record.exc_info else None
             if exc is not None and "Cancelled" in type(exc).__name__:
                 return False
-            return "no longer owned by this execution" not in record.getMessage()
+            message = record.getMessage()
+            return not any(quiet in message for quiet in _QUIET_MESSAGES)
 
     logger = logging.getLogger("dbos")
     if not any(type(f).__name__ == "QuietCancel" for f in logger.filters):

@@ -16,6 +16,7 @@ import contextlib
 import os
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -463,13 +464,20 @@ def _result(out: dict[str, Any], cls: Any) -> RunResult:
 
 
 async def resume(
-    url: str, run_id: str, *, sinks: list[Any] | None = None, telemetry: Any = None
+    url: str,
+    run_id: str,
+    *,
+    sinks: list[Any] | None = None,
+    telemetry: Any = None,
+    on_waiting: Callable[[list[Question]], None] | None = None,
 ) -> RunResult:
     """Continue run ``run_id`` whose process stopped (a crash, ``kill -9``, a reboot): its
     recorded steps are replayed, the rest runs here.  Returns its result (at once for a run
     that already finished).  ``telemetry``: export its spans
-    (:class:`~agentflow.runtime.telemetry.TelemetrySettings`) into the run's trace.  Raises
-    InputError for an unknown run or one still running."""
+    (:class:`~agentflow.runtime.telemetry.TelemetrySettings`) into the run's trace.
+    ``on_waiting``: called once, as the run continues, with the questions it was already
+    waiting on (asked before its process stopped; a replayed ``ask`` emits no event, so the
+    sinks never see them).  Raises InputError for an unknown run or one still running."""
     from agentflow.runtime.durable import dbos_engine
     from agentflow.runtime.result import RunResult
 
@@ -477,7 +485,7 @@ async def resume(
         # the sinks are in place before the engine starts: it may recover the run at once
         dbos_engine.set_process_sinks(process_sinks)
         try:
-            return await _resume(url, run_id, dbos_engine, RunResult)
+            return await _resume(url, run_id, dbos_engine, RunResult, on_waiting)
         finally:
             dbos_engine.set_process_sinks([])
 
@@ -502,7 +510,13 @@ def _process_telemetry(sinks: list[Any] | None, telemetry: Any) -> Any:
             factory.close()
 
 
-async def _resume(url: str, run_id: str, dbos_engine: Any, result_cls: Any) -> RunResult:
+async def _resume(
+    url: str,
+    run_id: str,
+    dbos_engine: Any,
+    result_cls: Any,
+    on_waiting: Callable[[list[Question]], None] | None = None,
+) -> RunResult:
     open_database(url, executor_id=f"run:{run_id}", queues=[])
     dbos = dbos_engine._dbos()
     found = await dbos.DBOS.list_workflows_async(workflow_ids=[run_id])
@@ -515,6 +529,14 @@ async def _resume(url: str, run_id: str, dbos_engine: Any, result_cls: Any) -> R
                 await asyncio.to_thread(
                     dbos_engine._dbos().DBOS._recover_pending_workflows, [status.executor_id]
                 )
+            if on_waiting is not None:
+                family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id)
+                family = [
+                    w
+                    for w in family
+                    if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")
+                ]
+                on_waiting(await _questions(run_id, family))
         handle = await dbos.DBOS.retrieve_workflow_async(run_id)
         out = await _outcome(handle)
     return _result(out, result_cls)

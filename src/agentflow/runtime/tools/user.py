@@ -162,12 +162,20 @@ def function_tool(
             kwargs.update(parsed.model_extra)
         if wants_ctx:
             kwargs[ctx_name] = ctx
-        if is_async:
-            result = await fn(**kwargs)
-        else:
-            result = await run_in_daemon_thread(fn, **kwargs)
-            if inspect.isawaitable(result):
-                result = await result
+        try:
+            if is_async:
+                result = await fn(**kwargs)
+            else:
+                result = await run_in_daemon_thread(fn, **kwargs)
+                if inspect.isawaitable(result):
+                    result = await result
+        except SystemExit as exc:  # the tool's own sys.exit(): its failure, not the process's
+            raise RunError("tool_error", f"{full_name}: {_describe(exc)}") from None
+        except KeyboardInterrupt:
+            if is_async:
+                raise  # on the loop's thread: may be the user's Ctrl-C
+            # a signal never reaches a tool's thread: the tool raised it itself
+            raise RunError("tool_error", f"{full_name}: it raised KeyboardInterrupt") from None
         return _jsonable(result)
 
     return Tool(
