@@ -63,13 +63,25 @@ def _log(path) -> list[tuple[str, int, int]]:
     ]
 
 
-def _wait_for_the_hang(log, procs, workers) -> None:
-    """Until item HANGS is in its tool call and every other item has ended."""
+def _finished_units(url: str, run_id: str) -> int:
+    """How many units of ``run_id`` the engine has recorded as finished (DBOS's own table)."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM dbos.workflow_status"
+            " WHERE workflow_uuid LIKE %s AND status = 'SUCCESS'",
+            (run_id + "/%",),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _wait_for_the_hang(log, url, run_id, procs, workers) -> None:
+    """Until item HANGS is in its tool call and every other item's result is recorded."""
     deadline = time.monotonic() + 60
     while True:
-        entries = {(w, x) for w, x, _ in _log(log)}
-        if ("start", HANGS) in entries and all(
-            ("end", x) in entries for x in range(ITEMS) if x != HANGS
+        if ("start", HANGS) in {(w, x) for w, x, _ in _log(log)} and (
+            _finished_units(url, run_id) == ITEMS - 1
         ):
             return
         assert time.monotonic() < deadline, _log(log)
@@ -108,7 +120,7 @@ def test_the_runs_process_recovers_the_units_of_a_worker_that_died_for_good(
         run = subprocess.Popen(_run("gone-1"), cwd=project, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
         try:
-            _wait_for_the_hang(log, [run, first], workers)
+            _wait_for_the_hang(log, postgres.url, "gone-1", [run, first], workers)
             workers.kill(first)
             other = workers.start("w2")  # another name: w1 never comes back
             out, err = run.communicate(timeout=60)
@@ -131,7 +143,7 @@ def test_flowc_resume_recovers_the_units_of_a_dead_worker_after_the_run_process_
         first = workers.start("w1")
         run = subprocess.Popen(_run("gone-2"), cwd=project, env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-        _wait_for_the_hang(log, [run, first], workers)
+        _wait_for_the_hang(log, postgres.url, "gone-2", [run, first], workers)
         run.kill()  # the run's process and its worker both die
         run.wait()
         workers.kill(first)
