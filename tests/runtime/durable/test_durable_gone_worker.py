@@ -12,8 +12,9 @@ import subprocess
 import time
 from collections import Counter
 
-from agentflow.runtime.durable.liveness import worker_alive
 from support.fleet import Workers, fleet_env, fleet_project, flowc
+
+from agentflow.runtime.durable.liveness import worker_alive
 
 ITEMS = 4
 HANGS = 2  # the item whose tool call hangs the first time (its worker is killed then)
@@ -111,9 +112,7 @@ def _check_items_ran_once_but_the_killed_one(log, dead_pid: int, other_pid: int)
     ]
 
 
-def test_the_runs_process_recovers_the_units_of_a_worker_that_died_for_good(
-    tmp_path, postgres
-):
+def test_the_runs_process_recovers_the_units_of_a_worker_that_died_for_good(tmp_path, postgres):
     project, log, env = _setup(tmp_path, postgres)
     with Workers(project, env) as workers:
         first = workers.start("w1")
@@ -171,4 +170,3 @@ def test_a_second_live_worker_under_a_running_workers_name_is_refused(tmp_path, 
     assert second.returncode == 1
     assert "a worker named 'w1' is already running" in second.stderr.decode()
     assert "Traceback" not in second.stderr.decode()
-
