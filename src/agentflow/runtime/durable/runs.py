@@ -435,20 +435,29 @@ async def run_durable(
             handle = await dbos.DBOS.start_workflow_async(dbos_engine.run_workflow(), spec)
         if on_start is not None:
             on_start(run_id)
-        out = await _outcome(handle)
+        out = await _outcome(handle, watch=(url, run_id) if fleet else None)
     return run_id, _result(out, RunResult)
 
 
-async def _outcome(handle: Any) -> dict[str, Any]:
+async def _outcome(handle: Any, *, watch: tuple[str, str] | None = None) -> dict[str, Any]:
     """The recorded outcome of a run's workflow; a run cancelled (``flowc cancel``) while this
-    process waited for it ends ``aborted``, not with the engine's exception."""
+    process waited for it ends ``aborted``, not with the engine's exception.  ``watch``:
+    ``(database url, run id)`` of a fleet run, whose units held by a worker that dies meanwhile
+    are recovered while this process waits (liveness.watch_run)."""
     from agentflow.runtime.durable.dbos_engine import _dbos
+    from agentflow.runtime.durable.liveness import watch_run
 
+    watcher = asyncio.create_task(watch_run(*watch)) if watch is not None else None
     try:
         out: dict[str, Any] = await handle.get_result(polling_interval_sec=0.1)
     except _dbos()._error.DBOSAwaitedWorkflowCancelledError:
         message = "the run was cancelled (flowc cancel)"
         return {"status": "aborted", "error": {"code": "aborted", "message": message}}
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
     return out
 
 
@@ -538,7 +547,9 @@ async def _resume(
                 ]
                 on_waiting(await _questions(run_id, family))
         handle = await dbos.DBOS.retrieve_workflow_async(run_id)
-        out = await _outcome(handle)
+        # a fleet run (units held by workers): recover those of a worker that is gone, now and
+        # whenever one dies while this process waits
+        out = await _outcome(handle, watch=(url, run_id))
     return _result(out, result_cls)
 
 
@@ -549,12 +560,19 @@ async def work(
     queue; the pending work of an earlier worker named ``name`` is resumed first.
     ``telemetry``: export the spans of the units it runs, each into its run's trace."""
     from agentflow.runtime.durable import dbos_engine
+    from agentflow.runtime.durable.liveness import worker_lock
 
     with _process_telemetry(sinks, telemetry) as process_sinks:
         dbos_engine.set_process_sinks(process_sinks)
         try:
-            open_database(url, executor_id=f"worker:{name}", queues=None)
-            await asyncio.Event().wait()
+            # the worker's liveness lock, held from before it takes any unit until its process
+            # ends: while it is held nobody recovers its units (liveness.py)
+            with worker_lock(url, name):
+                try:
+                    open_database(url, executor_id=f"worker:{name}", queues=None)
+                    await asyncio.Event().wait()
+                finally:  # the engine stops before the lock goes: no unit runs unguarded
+                    dbos_engine.shutdown()
         finally:
             dbos_engine.set_process_sinks([])
 
