@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,18 @@ class Workers:
         )
         self.procs.append(proc)
         return proc
+
+    def wait_alive(self, database: str, *names: str, timeout: float = 60.0) -> None:
+        """Wait until each worker ``names`` holds its liveness lock on ``database`` (it has
+        started: runtime/durable/liveness.py), so a run started next finds them all."""
+        from agentflow.runtime.durable.liveness import worker_alive
+
+        deadline = time.monotonic() + timeout
+        for name in names:
+            while not worker_alive(database, name):
+                if time.monotonic() > deadline or any(p.poll() is not None for p in self.procs):
+                    raise AssertionError(f"worker {name} did not start\n" + self.errors())
+                time.sleep(0.1)
 
     def kill(self, proc: subprocess.Popen[bytes]) -> None:
         """SIGKILL ``proc`` (a crash: nothing of it runs afterwards) and reap it."""

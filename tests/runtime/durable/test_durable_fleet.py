@@ -82,6 +82,7 @@ def test_two_workers_split_a_map_and_a_fleet_wide_model_rate_limit_holds(
     chat_server.script(labeller)
     with Workers(project, env) as workers:
         procs = [workers.start(name) for name in ("w1", "w2")]
+        workers.wait_alive(postgres.url, "w1", "w2")  # both up before the run: both get items
         run = subprocess.run(
             flowc("run", "--durable", "--fleet", "--run-id", "fleet-1", "plan.yaml",
                   "--input", json.dumps({"xs": list(range(ITEMS))})),
