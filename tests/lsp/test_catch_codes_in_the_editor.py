@@ -146,3 +146,18 @@ def test_hover_on_a_code_that_cannot_occur_says_so(client):
     value = r["contents"]["value"]
     assert ERROR_CODES["tool_error"].summary in value
     assert "What is guarded cannot fail with it." in value
+
+
+def test_a_half_typed_on_list_at_the_end_of_a_line_still_gets_the_narrowed_codes(client):
+    text = SOURCE.replace(
+        '  user__fetch(url: "x") catch on [] { "" }\n',
+        '  let page = user__fetch(url: "x") catch on [\n  return page\n',
+    )
+    client.change(URI, text, 6)
+    try:
+        line, char = LineIndex(text).position(text.index("catch on [\n") + len("catch on ["))
+        got = _labels(client, {"line": line, "character": char})
+    finally:
+        client.change(URI, SOURCE, 7)
+    assert got[:2] == ["tool_error", "timeout"]
+    assert "model_error" not in got

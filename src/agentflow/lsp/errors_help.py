@@ -237,11 +237,12 @@ def code_completions(
     ``impossible-error-code``), most likely first, each with its meaning from the registry
     (``ERROR_CODES``) and why it can occur here as its doc; every catchable code where the
     analysis cannot tell (a sub-plan) or the source around the cursor does not parse."""
-    tries = [a] if a.text == text else []
-    # a placeholder code where the cursor is lets `on [` and `on [x, ` parse
-    patched = text[:start] + "failed" + text[end:]
-    for attempt in (*tries, None):
-        analysis = attempt if attempt is not None else a.reanalyze(patched)
+    # a placeholder code where the cursor is lets `on [x, ` parse; a half-typed `on [` at the end
+    # of a line is closed too (`on [failed] { }`)
+    texts: list[str | None] = [None] if a.text == text else []
+    texts += [text[:start] + "failed" + text[end:], text[:start] + "failed] { }" + text[end:]]
+    for patched in texts:
+        analysis = a if patched is None else a.reanalyze(patched)
         catch = _guarding(analysis.module, start)
         if catch is None:
             continue
