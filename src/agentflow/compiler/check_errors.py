@@ -12,6 +12,7 @@ so comparing it with a code that does not exist is a type error; its ``where`` i
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentflow.compiler.types import (
@@ -34,6 +35,7 @@ from agentflow.compiler.types import (
 )
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Note, did_you_mean
+from agentflow.core.spans import Span
 from agentflow.core.vocabulary import (
     ERROR_CODES,
     ERROR_PLACE_TYPE,
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ERROR_OBJECT",
+    "FailureCause",
     "ERROR_PLACE",
     "OUTCOME_LIST_MEMBERS",
     "check_catch",
@@ -56,6 +59,7 @@ __all__ = [
     "outcome_list_member",
     "outcome_type",
     "outcome_value_type",
+    "possible_error_codes",
     "resolve_builtin_name",
     "resolve_generic",
 ]
@@ -205,44 +209,156 @@ def check_tolerance(e: ast.MapExpr, report) -> None:
 # ---------------------------------------------------------------------------------------------
 # `… catch [on [codes]] [as err] { fallback }`
 
-#: Codes only a model call can fail with (an agent, a `filter … where judge`, a `verify` judge).
-_MODEL_CODES = frozenset({"model_error", "content_filter"})
-#: Codes only an agent can fail with.
-_AGENT_CODES = frozenset({"invalid_member", "write_scope"})
+
+@dataclass(frozen=True, slots=True)
+class FailureCause:
+    """Why a guarded expression can fail with ``code``: ``reason`` is one line in the `.flow`'s
+    terms (what runs and how it fails) and ``span`` the part of the guarded expression that does."""
+
+    code: str
+    reason: str
+    span: Span
 
 
-def _can_fail(guarded: ast.Node, tool_calls: set[int]) -> bool:
-    """Whether the guarded expression runs anything that may fail at run time: a tool call, an
-    agent, a question, a control expression, a `fail`, or a read of a path that may be missing
-    (member, index, projection) or a division."""
+#: What may fail with which code (docs/spec/PLAN_IR.md §8), most likely first for each kind of
+#: construct; ``{what}`` is filled in with the construct (e.g. ``user__fetch(…)``).
+_TOOL_CAUSES: tuple[tuple[str, str], ...] = (
+    ("tool_error", "{what} is a tool call, and the tool may fail"),
+    ("timeout", "{what} may run past its timeout"),
+    ("transient", "{what} may meet a failure that passes (connection, overload)"),
+    ("rate_limit", "{what} may be refused for rate"),
+    ("output_validation", "{what}'s result is checked against the tool's output type"),
+    ("tool_denied", "the host policy or a gate may refuse {what}"),
+    ("validation", "{what}'s arguments are checked against the tool's input schema"),
+    ("outcome_unknown", "{what} may have been running when a durable run stopped"),
+    ("replay_miss", "a replayed run's cassette may not hold {what}"),
+    ("durable_replay_mismatch", "a resumed durable run's record may not hold {what} here"),
+)
+_AGENT_CAUSES: tuple[tuple[str, str], ...] = (
+    ("output_validation", "{what}'s reply is checked against its `expect` type"),
+    ("timeout", "{what} may run past its timeout"),
+    ("model_error", "{what}'s model provider may fail for good (request, key, model)"),
+    ("transient", "{what}'s model call may meet a failure that passes (connection, overload)"),
+    ("rate_limit", "{what}'s model provider may refuse for rate"),
+    ("content_filter", "{what}'s model provider's content filter may refuse"),
+    ("tool_error", "a tool {what} calls may fail"),
+    ("tool_denied", "the host policy or a gate may refuse a tool {what} calls"),
+    ("write_scope", "{what} may write outside its `write` scope"),
+    ("invalid_member", "{what}'s target may name no member of the team"),
+    ("replay_miss", "a replayed run's cassette may not hold {what}'s model calls"),
+    ("durable_replay_mismatch", "a resumed durable run's record may not hold {what} here"),
+)
+#: A model judge (``verify … judge``, ``filter … where judge``).
+_JUDGE_CAUSES: tuple[tuple[str, str], ...] = (
+    ("model_error", "{what} calls a model, whose provider may fail for good"),
+    ("timeout", "{what}'s model call may run past its timeout"),
+    ("transient", "{what}'s model call may meet a failure that passes (connection, overload)"),
+    ("rate_limit", "{what}'s model provider may refuse for rate"),
+    ("content_filter", "{what}'s model provider's content filter may refuse"),
+    ("replay_miss", "a replayed run's cassette may not hold {what}'s model call"),
+)
+#: Where a code comes from, for ``impossible-error-code``'s message ("only … fails with it").
+_ONLY_FROM = {
+    "model_error": "a model call",
+    "content_filter": "a model call",
+    "invalid_member": "an agent",
+    "write_scope": "an agent",
+    "tool_error": "a tool call or an agent",
+    "tool_denied": "a tool call or an agent",
+    "outcome_unknown": "a tool call in a durable run",
+    "replay_miss": "a tool or model call in a replayed run",
+    "durable_replay_mismatch": "a tool call or an agent in a resumed durable run",
+    "bad_path": "a read of a field, an item or a projection",
+    "failed": "`fail`, `require` or `ask … else fail`",
+    "plan_cycle": "a sub-plan (`plan__…`)",
+    "rate_limit": "a tool or model call",
+    "transient": "a tool or model call",
+    "timeout": "a tool call, an agent or a model judge",
+    "output_validation": "a tool call, an agent or `ask`",
+    "validation": "a tool call, a division, or a `map`, `filter` or `reduce`",
+}
+
+
+def _causes(table: tuple[tuple[str, str], ...], what: str, span: Span) -> list[FailureCause]:
+    return [FailureCause(c, r.format(what=what), span) for c, r in table]
+
+
+def _member_text(n: ast.Node) -> str:
     from agentflow.grammar import ast as A
 
-    for n in A.walk(guarded):
-        if isinstance(
-            n,
-            (A.Call, A.AgentExpr, A.AskExpr, A.VerifyExpr, A.MapExpr, A.FilterExpr)
-            + (A.ReduceExpr, A.CatchExpr, A.TryExpr, A.Member, A.Index, A.Projection)
-            + (A.FailStmt, A.RequireStmt),
-        ):
-            return True
-        if isinstance(n, A.Binary) and n.op in ("/", "%"):
-            return True
-    return False
+    if isinstance(n, A.Name):
+        return n.name
+    if isinstance(n, A.Member):
+        return f"{_member_text(n.obj)}.{n.name}"
+    if isinstance(n, A.Index):
+        return f"{_member_text(n.obj)}[…]"
+    return "…"
 
 
-def _calls_models(guarded: ast.Node, agents_only: bool) -> bool:
+def possible_error_codes(guarded: ast.Node) -> list[FailureCause] | None:
+    """The run-time error codes (``core.vocabulary.ERROR_CODES``, never a hard stop) the guarded
+    expression or block ``guarded`` can fail with, each once with the first reason found, most
+    likely first (a code's rank is its best place in the lists of what can raise it; ties keep
+    source order).  An empty list: nothing in it can fail (``unreachable-catch``).  None: the
+    analysis cannot tell — a sub-plan (``plan__…``) may fail with any code.  The checker's
+    ``impossible-error-code`` and the language server's completion and hover inside
+    ``catch on [ … ]`` both read this (docs/reference/errors-as-values.md)."""
     from agentflow.grammar import ast as A
 
+    found: list[tuple[int, int, FailureCause]] = []
+
+    def add(causes: list[FailureCause]) -> None:
+        for rank, cause in enumerate(causes):
+            found.append((rank, len(found), cause))
+
     for n in A.walk(guarded):
-        if isinstance(n, A.AgentExpr):
-            return True
-        if isinstance(n, A.Call) and isinstance(n.callee, A.Name) and "__" in n.callee.name:
-            if n.callee.name.startswith("plan__"):
-                return True  # a sub-plan may run agents
-        if not agents_only and isinstance(n, A.VerifyExpr | A.FilterExpr):
-            if not isinstance(n, A.FilterExpr) or n.judge is not None:
-                return True
-    return False
+        if isinstance(n, A.Call):
+            if isinstance(n.callee, A.Name):
+                if n.callee.name.startswith("plan__"):
+                    return None  # a sub-plan runs what it runs
+                add(_causes(_TOOL_CAUSES, f"`{n.callee.name}(…)`", n.span))
+        elif isinstance(n, A.AgentExpr):
+            add(_causes(_AGENT_CAUSES, "the agent", n.span))
+        elif isinstance(n, A.AskExpr):
+            ask = [FailureCause("output_validation", "the answer to `ask` is checked", n.span)]
+            if n.else_fail is not None:
+                ask.insert(0, FailureCause("failed", "`ask … else fail` fails unanswered", n.span))
+            add(ask)
+        elif isinstance(n, A.VerifyExpr):
+            if any(isinstance(i, A.VerifyJudge) for i in n.items):
+                add(_causes(_JUDGE_CAUSES, "the `verify` judge", n.span))
+        elif isinstance(n, A.FilterExpr | A.MapExpr | A.ReduceExpr):
+            if isinstance(n, A.FilterExpr) and n.judge is not None:
+                add(_causes(_JUDGE_CAUSES, "the `filter` judge", n.span))
+            word = type(n).__name__.removesuffix("Expr").lower()
+            add([FailureCause("validation", f"`{word}` fails when its list is null", n.span)])
+        elif isinstance(n, A.Member | A.Index):
+            text = _member_text(n)
+            add([FailureCause("bad_path", f"`{text}` may be missing at run time", n.span)])
+        elif isinstance(n, A.Projection):
+            add(
+                [FailureCause("bad_path", "the projection reads paths that may be missing", n.span)]
+            )
+        elif isinstance(n, A.FailStmt):
+            add([FailureCause("failed", "`fail` fails with `failed`", n.span)])
+        elif isinstance(n, A.RequireStmt):
+            add([FailureCause("failed", "`require … else fail` fails with `failed`", n.span)])
+        elif isinstance(n, A.Binary) and n.op in ("/", "%"):
+            what = "division" if n.op == "/" else "remainder"
+            add(
+                [
+                    FailureCause(
+                        "validation", f"the {what} `{n.op}` fails when the divisor is 0", n.span
+                    )
+                ]
+            )
+    seen: set[str] = set()
+    out: list[FailureCause] = []
+    for _, _, cause in sorted(found, key=lambda f: (f[0], f[1])):
+        if cause.code not in seen and cause.code not in HARD_STOP_CODES:
+            seen.add(cause.code)
+            out.append(cause)
+    return out
 
 
 def _guarded(e: ast.CatchExpr | ast.TryExpr) -> ast.Node:
@@ -291,6 +407,7 @@ def check_catch(ck: Any, e: ast.CatchExpr | ast.TryExpr, hint: Type | None) -> T
         # the fallback must produce what the context expects, else the guarded expression's type
         guarded = ck.expr(e.guarded, hint) if hint is not None else ck.infer(e.guarded)
     t = hint if hint is not None and not isinstance(guarded, ErrorType) else widen(guarded)
+    possible = possible_error_codes(guarded_node)
     for code in e.codes or []:
         name = code.name
         if name not in ERROR_CODES:
@@ -309,17 +426,18 @@ def check_catch(ck: Any, e: ast.CatchExpr | ast.TryExpr, hint: Type | None) -> T
                 hint="a budget, the deadline or a stop (a hook, a signal) ends the run whatever "
                 "handles failures; remove the code",
             )
-        elif (name in _MODEL_CODES and not _calls_models(guarded_node, agents_only=False)) or (
-            name in _AGENT_CODES and not _calls_models(guarded_node, agents_only=True)
-        ):
-            needs = "a model call" if name in _MODEL_CODES else "an agent"
+        elif possible and name not in {c.code for c in possible}:  # [] is unreachable-catch
+            only = _ONLY_FROM.get(name)
+            why = f": only {only} fails with it" if only else ": it is never raised by a step"
+            can = ", ".join(f"`{c.code}`" for c in possible[:6]) + (", …" if possible[6:] else "")
             ck.report(
                 D.IMPOSSIBLE_ERROR_CODE,
-                f"`{name}` cannot occur here: only {needs} fails with it",
+                f"`{name}` cannot occur here{why}",
                 code.span,
+                notes=[Note(f"what is guarded can fail with {can}", guarded_node.span)],
                 hint="remove the code, or guard the expression that can fail with it",
             )
-    if not _can_fail(guarded_node, ck.tool_calls):
+    if possible == []:
         what = "block" if isinstance(e, A.TryExpr) else "expression"
         ck.report(
             D.UNREACHABLE_CATCH,

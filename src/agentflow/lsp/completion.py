@@ -84,7 +84,14 @@ def completions(a: Analysis, offset: int, text: str | None = None) -> list[Compl
                 Completion(n, "variable") for n in ("output", "inferences", "calls")
             ]
             return extra + expr_completions(names_analysis(a, text, wstart), wstart)
-    found = errors_help.completions(code)  # tolerate, catch on [codes] as, error codes
+    listed = errors_help.open_on_list(code)
+    if listed is not None:  # inside `catch on [ … ]`: what the guarded expression can fail with
+        if code[-1].value not in ("[", ","):
+            return []
+        return [
+            Completion(*c) for c in errors_help.code_completions(a, text, wstart, offset, listed)
+        ]
+    found = errors_help.completions(code)  # tolerate, catch on [codes] as
     if found is not None:
         return [Completion(*c) for c in found]
     if (

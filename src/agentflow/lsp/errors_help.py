@@ -11,9 +11,14 @@ line breaks left out), as the rest of :mod:`agentflow.lsp.analysis` does; it ret
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentflow.compiler.check_errors import ERROR_OBJECT, ERROR_PLACE
+from agentflow.compiler.check_errors import (
+    ERROR_OBJECT,
+    ERROR_PLACE,
+    FailureCause,
+    possible_error_codes,
+)
 from agentflow.compiler.types import type_str
 from agentflow.core.vocabulary import (
     ERROR_CODES,
@@ -23,10 +28,24 @@ from agentflow.core.vocabulary import (
     OUTCOME_TYPE,
     STATEMENT_WORDS,
 )
+from agentflow.grammar import ast
 
-__all__ = ["after_expression", "completions", "type_summary"]
+if TYPE_CHECKING:
+    from agentflow.core.spans import Span
+    from agentflow.lsp.analysis import Analysis
+
+__all__ = [
+    "after_expression",
+    "code_completions",
+    "code_hover",
+    "completions",
+    "open_on_list",
+    "type_summary",
+]
 
 Item = tuple[str, str, str | None]
+#: A completion item with its documentation: ``(label, kind, detail, doc)``.
+DocItem = tuple[str, str, str | None, str | None]
 
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
 #: words that start a statement: a map header never reaches back past them
@@ -61,7 +80,7 @@ def _codes(listed: set[str]) -> list[Item]:
     ]
 
 
-def _open_on_list(code: list[Any]) -> set[str] | None:
+def open_on_list(code: list[Any]) -> set[str] | None:
     """The codes already written when the cursor is inside ``catch on [ … ]``, else None."""
     depth = 0
     for i in range(len(code) - 1, -1, -1):
@@ -116,7 +135,7 @@ def completions(code: list[Any]) -> list[Item] | None:
     """
     if not code:
         return None
-    listed = _open_on_list(code)
+    listed = open_on_list(code)
     if listed is not None:
         if code[-1].value in ("[", ","):
             return _codes(listed)
@@ -183,3 +202,85 @@ def type_summary(name: str) -> str | None:
         shown.append(f"  {k}: {t}")
     body = "\n".join(shown)
     return f"type {name} {{\n{body}\n}}  (built-in)"
+
+
+# ---------------------------------------------------------------------------------------------
+# The codes of `catch on [ … ]` for what is guarded
+
+
+def _guarding(module: ast.Module, offset: int) -> ast.CatchExpr | ast.TryExpr | None:
+    """The innermost ``catch``/``try`` whose ``on [ … ]`` (between ``catch`` and the fallback's
+    ``{``) holds ``offset``, or None."""
+    best: ast.CatchExpr | ast.TryExpr | None = None
+    for n in ast.walk(module):
+        if isinstance(n, ast.CatchExpr | ast.TryExpr) and n.keyword_span is not None:
+            if n.keyword_span.end <= offset <= n.body.span.start:
+                if best is None or n.span.start >= best.span.start:
+                    best = n
+    return best
+
+
+def _guarded_node(e: ast.CatchExpr | ast.TryExpr) -> ast.Node:
+    return e.block if isinstance(e, ast.TryExpr) else e.guarded
+
+
+def _line(span: Span) -> str:
+    return f" (line {span.line})" if span.line else ""
+
+
+def code_completions(
+    a: Analysis, text: str, start: int, end: int, listed: set[str]
+) -> list[DocItem]:
+    """The codes to offer at ``start`` (the word being typed runs to ``end``) inside
+    ``catch on [ … ]`` of ``text``, not ``listed`` yet: the codes the guarded expression can fail
+    with (:func:`agentflow.compiler.check_errors.possible_error_codes`, the analysis behind
+    ``impossible-error-code``), most likely first, each with its meaning from the registry
+    (``ERROR_CODES``) and why it can occur here as its doc; every catchable code where the
+    analysis cannot tell (a sub-plan) or the source around the cursor does not parse."""
+    # a placeholder code where the cursor is lets `on [x, ` parse; a half-typed `on [` at the end
+    # of a line is closed too (`on [failed] { }`)
+    texts: list[str | None] = [None] if a.text == text else []
+    texts += [text[:start] + "failed" + text[end:], text[:start] + "failed] { }" + text[end:]]
+    for patched in texts:
+        analysis = a if patched is None else a.reanalyze(patched)
+        catch = _guarding(analysis.module, start)
+        if catch is None:
+            continue
+        possible = possible_error_codes(_guarded_node(catch))
+        if possible is None:
+            break
+        return [
+            (c.code, "constant", ERROR_CODES[c.code].summary, c.reason + _line(c.span))
+            for c in possible
+            if c.code not in listed
+        ]
+    return [(label, kind, detail, None) for label, kind, detail in _codes(listed)]
+
+
+def code_hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
+    """The hover of an error code written in ``catch on [ … ]`` at ``offset``: its meaning from
+    the registry and why the guarded expression can fail with it (or that it cannot, or stops
+    the run); None elsewhere and for a name that is no error code (``unknown-error-code``)."""
+    for n in ast.walk(a.module):
+        if not isinstance(n, ast.CatchExpr | ast.TryExpr) or not n.codes:
+            continue
+        for ident in n.codes:
+            if not ident.span.start <= offset <= ident.span.end or ident.name not in ERROR_CODES:
+                continue
+            head = f"```flow\n(error code) {ident.name}\n```\n\n{ERROR_CODES[ident.name].summary}"
+            if ident.name in HARD_STOP_CODES:
+                return f"{head}\n\nIt stops the run: no `catch` handles it.", ident.span
+            possible = possible_error_codes(_guarded_node(n))
+            if possible is None:
+                why = "Here: what is guarded runs a sub-plan, which may fail with any code."
+            else:
+                cause: FailureCause | None = next(
+                    (c for c in possible if c.code == ident.name), None
+                )
+                why = (
+                    f"Here: {cause.reason}{_line(cause.span)}."
+                    if cause is not None
+                    else "What is guarded cannot fail with it."
+                )
+            return f"{head}\n\n{why}", ident.span
+    return None

@@ -9,7 +9,7 @@ from agentflow.compiler import types as T
 from agentflow.compiler.checker import Symbol, ToolSig
 from agentflow.core.spans import Span
 from agentflow.grammar import ast
-from agentflow.lsp import locate
+from agentflow.lsp import errors_help, locate
 
 if TYPE_CHECKING:
     from agentflow.lsp.analysis import Analysis
@@ -21,6 +21,9 @@ HOVER_MAX_TYPE = 500
 
 def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
     """Markdown for what is under ``offset`` and the span it describes, or None."""
+    code = errors_help.code_hover(a, offset)  # an error code in `catch on [ … ]`
+    if code is not None:
+        return code
     target = locate.target(a, offset)
     if target is None:
         return None
