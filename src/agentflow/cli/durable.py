@@ -141,14 +141,15 @@ def runs(ctx: click.Context, config: str | None, database: str | None, as_json: 
         url = _durable_url(config, database)
     except FlowError as e:
         _fail(e)
-    from agentflow.runtime.durable.runs import list_runs
+    from agentflow.runtime.durable.runs import list_runs, missing_database
 
-    found = _durable_call(lambda: list_runs(url))
+    missing = missing_database(url)  # listing creates nothing
+    found = [] if missing is not None else _durable_call(lambda: list_runs(url))
     if as_json:
         click.echo(_json_out([r.to_dict() for r in found]))
         return
     if not found:
-        _err("no durable runs")
+        _err("no durable runs" + (f" (no database at {missing})" if missing else ""))
         return
     for r in found:
         click.echo(f"{r.run_id}  {r.status:<9} {r.plan}  started {_when(r.created_at)}")

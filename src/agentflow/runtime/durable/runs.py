@@ -37,6 +37,7 @@ __all__ = [
     "cancel",
     "database_for",
     "list_runs",
+    "missing_database",
     "new_run_id",
     "open_database",
     "pending_questions",
@@ -95,12 +96,28 @@ def open_database(url: str, *, executor_id: str, queues: list[str] | None = None
         raise ConfigError(f"cannot open the durable runs database {_safe(url)}: {reason}") from None
 
 
-def _attach(url: str) -> None:
+def missing_database(url: str) -> Path | None:
+    """The file of SQLite database ``url`` when it does not exist (None: it exists, or ``url``
+    is PostgreSQL): a command that only reads or messages runs has nothing to do there, and
+    creates nothing."""
+    from agentflow.runtime.durable.dbos_engine import sqlite_path
+
+    file = sqlite_path(url)
+    return file if file is not None and not file.exists() else None
+
+
+def _attach(url: str, run_id: str | None = None) -> None:
     """Open ``url`` for inspecting or messaging runs: the engine this process already runs on
-    ``url`` (a server's, a run's) as it is, else a launch as this command-line process."""
+    ``url`` (a server's, a run's) as it is, else a launch as this command-line process.
+    Raises InputError, naming ``run_id``, for a SQLite file that does not exist (it is not
+    created: see :func:`missing_database`)."""
     from agentflow.runtime.durable.dbos_engine import _state
 
     if _state["url"] != url:
+        missing = missing_database(url)
+        if missing is not None:
+            what = f"no durable run {run_id!r}" if run_id else "no durable runs"
+            raise InputError(f"{what} (no database at {missing})")
         open_database(url, executor_id=f"cli:{os.getpid()}", queues=[])
 
 
@@ -503,6 +520,9 @@ def _process_telemetry(sinks: list[Any] | None, telemetry: Any) -> Any:
 
 
 async def _resume(url: str, run_id: str, dbos_engine: Any, result_cls: Any) -> RunResult:
+    missing = missing_database(url)
+    if missing is not None:
+        raise InputError(f"no durable run {run_id!r} (no database at {missing})")
     open_database(url, executor_id=f"run:{run_id}", queues=[])
     dbos = dbos_engine._dbos()
     found = await dbos.DBOS.list_workflows_async(workflow_ids=[run_id])
@@ -660,9 +680,12 @@ def _alive(url: str, run_id: str) -> bool:
 
 
 async def list_runs(url: str, *, limit: int = 50) -> list[RunInfo]:
-    """The latest ``limit`` durable runs in ``url``, newest first, with pending questions."""
-    from agentflow.runtime.durable.dbos_engine import RUN_WORKFLOW, _dbos
+    """The latest ``limit`` durable runs in ``url``, newest first, with pending questions
+    (none, and nothing created, for a SQLite file that does not exist)."""
+    from agentflow.runtime.durable.dbos_engine import RUN_WORKFLOW, _dbos, _state
 
+    if _state["url"] != url and missing_database(url) is not None:
+        return []
     _attach(url)
     dbos = _dbos()
     roots = await dbos.DBOS.list_workflows_async(
@@ -714,7 +737,7 @@ async def show_run(url: str, run_id: str) -> RunInfo:
     its model calls so far, pending questions, the error."""
     from agentflow.runtime.durable.dbos_engine import _dbos
 
-    _attach(url)
+    _attach(url, run_id)
     dbos = _dbos()
     family = await dbos.DBOS.list_workflows_async(
         workflow_id_prefix=run_id, load_input=True, load_output=True
@@ -772,7 +795,7 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
     from agentflow.runtime.control import check_answer
     from agentflow.runtime.durable.dbos_engine import _dbos
 
-    _attach(url)
+    _attach(url, run_id)
     dbos = _dbos()
     family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id)
     family = [
@@ -802,6 +825,8 @@ async def pending_questions(url: str, run_id: str) -> list[Question]:
     ended or does not exist."""
     from agentflow.runtime.durable.dbos_engine import _dbos
 
+    if missing_database(url) is not None:
+        return []
     _attach(url)
     family = await _dbos().DBOS.list_workflows_async(workflow_id_prefix=run_id)
     family = [
@@ -836,7 +861,7 @@ async def cancel(url: str, run_id: str) -> None:
     ``cancelled`` …), which cancelling would not change."""
     from agentflow.runtime.durable.dbos_engine import _dbos
 
-    _attach(url)
+    _attach(url, run_id)
     dbos = _dbos()
     family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id)
     ids = [w.workflow_id for w in family
@@ -857,7 +882,7 @@ async def recorded_spec(url: str, run_id: str) -> dict[str, Any]:
     """The recorded input of run ``run_id`` (plan text, input, configuration path, …)."""
     from agentflow.runtime.durable.dbos_engine import recorded_input
 
-    _attach(url)
+    _attach(url, run_id)
     try:
         return await recorded_input(run_id)
     except RunError as e:
