@@ -267,6 +267,11 @@ def schema(file: str, type_name: str | None, show_input: bool) -> None:
     help="A durable run whose steps are taken where their path and rendered input are "
     "unchanged (implies --durable).",
 )
+@click.option(
+    "--ask-again",
+    is_flag=True,
+    help="With --reuse: ask every question again, those the earlier run had answered included.",
+)
 @click.option("--run-id", metavar="ID", help="The durable run's id (default: a new one).")
 @click.option(
     "--fleet",
@@ -287,6 +292,7 @@ def run(
     model: str | None,
     durable: bool,
     reuse: str | None,
+    ask_again: bool,
     run_id: str | None,
     fleet: bool,
 ) -> None:
@@ -297,6 +303,8 @@ def run(
     enable_watchdog()  # a run frozen by a tool holding the GIL is still ended (runtime/watchdog.py)
     click.get_current_context().call_on_close(lambda: enable_watchdog(False))
 
+    if ask_again and reuse is None:
+        raise click.UsageError("--ask-again goes with --reuse RUN")
     durable = durable or reuse is not None or run_id is not None or fleet
     telemetry = _telemetry_option(otel, no_otel)
     if not Path(target).is_file():
@@ -324,6 +332,7 @@ def run(
                 durable=True,
                 run_id=run_id,
                 reuse=reuse,
+                ask_again=ask_again,
                 fleet=fleet,
                 on_start=lambda rid: (started.append(rid), _err(f"run id: {rid}")),
             )

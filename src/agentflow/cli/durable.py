@@ -242,6 +242,7 @@ def cancel(run_id: str, config: str | None, database: str | None) -> None:
 @_workspace_option
 @_trace_option
 @click.option("--json", "as_json", is_flag=True, help="Print the whole RunResult as JSON.")
+@click.option("--ask-again", is_flag=True, help="Ask every question again, answered ones included.")
 def redrive(
     run_id: str,
     config: str | None,
@@ -249,9 +250,11 @@ def redrive(
     workspace: str | None,
     trace: str | None,
     as_json: bool,
+    ask_again: bool,
 ) -> None:
     """Run failed durable run RUN again from its failed steps: a new run of the same plan and
-    input that takes every step RUN finished (prints the new run id)."""
+    input that takes every step RUN finished and every question it had answered (prints the
+    new run id).  A run that ended ok is refused: `flowc run FILE --reuse RUN` runs it again."""
     import asyncio
     import secrets
 
@@ -262,7 +265,7 @@ def redrive(
         url = _durable_url(config, database)
     except FlowError as e:
         _fail(e)
-    spec = _durable_call(lambda: recorded_spec(url, run_id))
+    spec = _durable_call(lambda: recorded_spec(url, run_id, redrive=True))
     from agentflow.ir.loader import load_plan_text
 
     plan = load_plan_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
@@ -280,6 +283,7 @@ def redrive(
                 durable=True,
                 run_id=new_id,
                 reuse=run_id,
+                ask_again=ask_again,
                 replay=spec.get("replay"),
                 on_start=lambda rid: _err(f"run id: {rid} (redrive of {run_id})"),
             )

@@ -226,7 +226,7 @@ async def build_runtime(
     )
     rt = dbos_engine.Runtime(run_id, spec, plan, context, effects, owned=owned)
     if spec.get("reuse") and not effects.reuse:
-        effects.reuse = await reuse_table(spec["reuse"])
+        effects.reuse = await reuse_table(spec["reuse"], asks=not spec.get("ask_again"))
     return rt
 
 
@@ -397,6 +397,7 @@ async def run_durable(
     plan_file: str | None = None,
     config_path: str | None = None,
     reuse: str | None = None,
+    ask_again: bool = False,
     replay: str | None = None,
     fleet: bool = False,
     on_start: Any = None,
@@ -404,8 +405,9 @@ async def run_durable(
 ) -> tuple[str, RunResult]:
     """Run ``plan`` (loaded from ``plan_text``) as durable run ``run_id`` (default: a new id)
     with ``context``; ``on_start(run_id)`` is called once the run is recorded.  ``reuse``: an
-    earlier run whose steps are taken where their path and rendered input are unchanged.
-    ``fleet``: hand concurrent units and rate-limited model calls to the fleet's queues.
+    earlier run whose steps are taken where their path and rendered input are unchanged, its
+    answered questions where their text and choices are (``ask_again``: every question is
+    asked again).  ``fleet``: hand concurrent units and rate-limited model calls to the fleet's queues.
     ``replay`` / ``model``: the cassette or the test model (``test[:SEED]``) answering the
     run's model calls, recorded so a resumed process answers the same way.
     Returns ``(run_id, result)``."""
@@ -434,6 +436,7 @@ async def run_durable(
         "workspace": str(context.workspace),
         "started": started,
         "reuse": reuse,
+        "ask_again": ask_again,
         "replay": replay,
         "model": model,
         "fleet": fleet,
@@ -442,7 +445,7 @@ async def run_durable(
     }
     if fleet:
         spec["queues"] = await register_queues(context.config, plan_limits(plan))
-    reuse_table_ = await reuse_table(reuse) if reuse else {}
+    reuse_table_ = await reuse_table(reuse, asks=not ask_again) if reuse else {}
     rt = await build_runtime(run_id, spec, context=context, reuse=reuse_table_)
     dbos_engine._RUNTIMES[run_id] = rt
     dbos = dbos_engine._dbos()
@@ -561,9 +564,10 @@ async def work(
 # Reuse and redrive: one table of an earlier run's results
 
 
-async def reuse_table(run_id: str) -> dict[str, tuple[str, Any]]:
+async def reuse_table(run_id: str, *, asks: bool = True) -> dict[str, tuple[str, Any]]:
     """``{operation name: (input digest, value)}`` of every step run ``run_id`` (and its child
-    units) finished without error: what ``--reuse`` and ``redrive`` may take."""
+    units) finished without error: what ``--reuse`` and ``redrive`` may take.  ``asks``: its
+    answered questions too (``--ask-again``: False, every question is asked again)."""
     from agentflow.runtime.durable.dbos_engine import query_steps, query_workflows
 
     runs = await query_workflows(workflow_id_prefix=run_id, load_input=False, load_output=False)
@@ -577,6 +581,8 @@ async def reuse_table(run_id: str) -> dict[str, tuple[str, Any]]:
             out = step.get("output")
             if step.get("error") is None and isinstance(out, dict) and "d" in out and "v" in out:
                 table.setdefault(step["function_name"], (out["d"], out["v"]))
+    if not asks:
+        table = {k: v for k, v in table.items() if "/ask#" not in k and not k.startswith("ask#")}
     return table
 
 
@@ -809,10 +815,14 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
         waiting = ", ".join(q.path for q in pending) or "none"
         raise InputError(f"run {run_id} has no question waiting at {step!r} (waiting: {waiting})")
     if isinstance(value, str) and not _wants_text(question):
-        from agentflow.runtime.extract import loads_bounded
+        from agentflow.runtime.extract import NonJsonNumber, loads_value
 
-        with contextlib.suppress(ValueError):  # too deep is ValueError too: checked as text
-            value = loads_bounded(value)
+        try:
+            value = loads_value(value)
+        except NonJsonNumber as e:  # refused as `--input` refuses it
+            raise InputError(f"answer to `{question.question}`: {e}") from None
+        except ValueError:  # not JSON, or too deep: checked as text
+            pass
     problem = check_answer(value, question.schema, question.choices)
     if problem:
         raise InputError(f"answer to `{question.question}`: {problem}")
@@ -878,12 +888,25 @@ async def cancel(url: str, run_id: str) -> None:
             await dbos.DBOS.cancel_workflow_async(wfid)
 
 
-async def recorded_spec(url: str, run_id: str) -> dict[str, Any]:
-    """The recorded input of run ``run_id`` (plan text, input, configuration path, …)."""
-    from agentflow.runtime.durable.dbos_engine import recorded_input
+async def recorded_spec(url: str, run_id: str, *, redrive: bool = False) -> dict[str, Any]:
+    """The recorded input of run ``run_id`` (plan text, input, configuration path, …).
+    ``redrive``: for ``flowc redrive``, which runs a run that did not succeed again: raises
+    InputError for a run that ended ``ok`` or ``exited`` (``flowc run --reuse`` runs it again)."""
+    from agentflow.runtime.durable.dbos_engine import query_workflows, recorded_input
 
     _attach(url, run_id)
     try:
-        return await recorded_input(run_id)
+        spec = await recorded_input(run_id)
     except RunError as e:
         raise InputError(e.message) from None
+    if redrive:
+        found = await query_workflows(workflow_ids=[run_id], load_input=False)
+        status = _status(found[0], False) if found else None
+        if status in ("ok", "exited"):
+            file = spec.get("plan_file") or "FILE"
+            raise InputError(
+                f"run {run_id} ended {status}: nothing to redrive (redrive runs a failed run "
+                f"again); to run it again taking its finished steps: flowc run {file} --reuse "
+                f"{run_id}"
+            )
+    return spec
