@@ -97,10 +97,15 @@ def main() -> None:
 )
 @click.option("--warnings-as-errors", is_flag=True, help="Exit 1 on warnings too.")
 def check(paths: tuple[str, ...], fmt: str, warnings_as_errors: bool) -> None:
-    """Type-check .flow files (directories are searched for *.flow)."""
+    """Type-check .flow files (directories are searched for *.flow). Exit code 0: no errors;
+    1: errors (or warnings, with --warnings-as-errors); 2: a file could not be read, or the
+    directories hold no .flow file."""
     from agentflow.compiler.api import check_source, read_source
 
     files = _flow_files(paths)
+    if not files:  # a CI job pointed at the wrong directory checks nothing: not a pass
+        _err(f"error: no .flow files in {', '.join(paths)}")
+        sys.exit(2)
     diags: list = []
     sources: dict[str, str] = {}
     for f in files:
