@@ -734,8 +734,7 @@ class CheckedStdin:
             return line
         shown = line.strip().decode("utf-8", "replace")[:80]
         _log.error(
-            "malformed LSP header %r (expected `Content-Length: <bytes>`): that message is "
-            "skipped",
+            "malformed LSP header %r (expected `Content-Length: <bytes>`): that message is skipped",
             shown,
         )
         while True:

@@ -6,6 +6,8 @@ large with ``--input``'s words, and ``redrive`` refuses a run that ended ok."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -130,3 +132,30 @@ async def test_an_answer_too_large_for_a_number_is_refused_as_input_refuses_it(
         await runs.recorded_spec(url, "n-1", redrive=True)
     assert str(ended.value).startswith("run n-1 ended ok: nothing to redrive")
     assert f"flowc run {project / 'plan.yaml'} --reuse n-1" in str(ended.value)
+    cli = subprocess.run(
+        [sys.executable, "-m", "agentflow", "redrive", "n-1"],
+        cwd=project, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert cli.returncode == 1 and "run n-1 ended ok: nothing to redrive" in cli.stderr, cli.stderr
+    assert "Traceback" not in cli.stderr
+
+
+def test_ask_again_without_reuse_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "plan.yaml").write_text(PLAN)
+    done = subprocess.run(
+        [sys.executable, "-m", "agentflow", "run", "--ask-again", "plan.yaml"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "--ask-again goes with --reuse RUN" in done.stderr
+
+
+def test_a_number_too_large_typed_at_the_terminal_or_in_a_form_is_kept_as_text() -> None:
+    from agentflow.runtime.hooks import AskRequest, _parse_answer
+    from agentflow.serve import _form_answer
+
+    request = AskRequest("How many?", {"type": "integer"}, None, "E0", [])
+    assert _parse_answer("1e999", request) == "1e999"  # then "not of type 'integer'", not inf
+    assert _parse_answer("12", request) == 12
+    form = {"properties": {"answer": {"type": "string", "description": "JSON text"}}}
+    assert _form_answer(form, "NaN") == "NaN"
