@@ -17,7 +17,6 @@ file, line and column; nothing here prints.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 from collections.abc import Callable, Iterable
@@ -371,34 +370,18 @@ def parse_input(value: str | None) -> Any:
         where = file
     else:
         text, where = value, "--input"
-    from agentflow.runtime.extract import loads_bounded
+    from agentflow.runtime.extract import NonJsonNumber, loads_value
 
     try:
-        return loads_bounded(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        return loads_value(text)
     except json.JSONDecodeError as e:
         raise InputError(
             f"{where}:{e.lineno}:{e.colno}: input is not valid JSON: {e.msg}"
         ) from None
-    except _NonJsonNumber as e:
+    except NonJsonNumber as e:
         raise InputError(f"{where}: input is not valid JSON: {e.args[0]}") from None
     except ValueError as e:  # nested too deeply (loads_bounded)
         raise InputError(f"{where}: input is {e}") from None
-
-
-class _NonJsonNumber(ValueError):
-    """``NaN``/``Infinity``/``-Infinity`` in ``--input`` (Python's json accepts them; JSON
-    does not, and they could not be printed back as JSON)."""
-
-
-def _reject_constant(name: str) -> Any:
-    raise _NonJsonNumber(f"`{name}` is not a JSON number")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):  # 1e400 overflows to infinity
-        raise _NonJsonNumber(f"`{text}` is too large for a number")
-    return value
 
 
 _MODEL_STEPS = {"agent"}
@@ -450,6 +433,7 @@ async def run(
     durable: bool = False,
     run_id: str | None = None,
     reuse: str | None = None,
+    ask_again: bool = False,
     database: str | None = None,
     fleet: bool = False,
     on_start: Callable[[str], Any] | None = None,
@@ -486,8 +470,10 @@ async def run(
       whose process dies continues with :func:`resume_run` (``flowc resume``); ``run_id``:
       its id (default: a new one; ``on_start(run_id)`` is called once it is recorded, and
       ``result.run_id`` holds it); ``reuse``: an earlier run whose steps are taken where their
-      step path and rendered input are unchanged; ``fleet``: spread concurrent units and
-      rate-limited model calls over the ``flowc worker`` processes on the same database.
+      step path and rendered input are unchanged, and its answered questions where their step
+      path, text and choices are (``ask_again``: every question is asked again); ``fleet``:
+      spread concurrent units and rate-limited model calls over the ``flowc worker``
+      processes on the same database.
 
     The run itself is :func:`agentflow.runtime.executor.run_plan` with a
     :class:`~agentflow.runtime.context.RunContext` built from these.
@@ -594,7 +580,7 @@ async def run(
         if durable:
             return await _run_durable(
                 target, plan, input, context, config,
-                run_id=run_id, reuse=reuse, database=database, fleet=fleet,
+                run_id=run_id, reuse=reuse, ask_again=ask_again, database=database, fleet=fleet,
                 replay=replay, on_start=on_start, model=model,
             )  # fmt: skip
         return await run_plan(plan, input, context)

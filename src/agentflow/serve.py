@@ -642,10 +642,10 @@ def _form_answer(form: dict[str, Any], answer: Any) -> Any:
     """The value of an accepted :func:`ask_form` answer (a "JSON text" field parsed)."""
     wants = form["properties"]["answer"]
     if wants.get("description") == "JSON text" and isinstance(answer, str):
-        from agentflow.runtime.extract import loads_bounded
+        from agentflow.runtime.extract import loads_value
 
-        with contextlib.suppress(ValueError):  # too deep is ValueError too: kept as text
-            return loads_bounded(answer)
+        with contextlib.suppress(ValueError):  # too deep, NaN, 1e400: kept as text
+            return loads_value(answer)
     return answer
 
 

@@ -211,3 +211,15 @@ def test_a_run_that_calls_no_model_does_not_import_httpx(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr
+
+
+def test_a_directory_without_flow_files_is_an_error_not_a_silent_pass(tmp_path):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.txt").write_text("not a flow")
+    done = subprocess.run(
+        [sys.executable, "-m", "agentflow", "check", "empty"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == "error: no .flow files in empty"
+    assert done.stdout == ""

@@ -157,11 +157,28 @@ def test_a_file_that_does_not_check_is_one_failed_entry_with_its_diagnostics(tmp
     assert result.output.rstrip().endswith("0 passed, 1 failed")
 
 
-def test_no_tests_found_exits_zero(tmp_path):
+def test_files_without_test_blocks_say_so_and_exit_5_as_pytest_does(tmp_path):
     _write(tmp_path, FLOW.split("test ")[0])
     result = CliRunner().invoke(main, ["test", str(tmp_path)])
-    assert result.exit_code == 0
-    assert "no tests found" in result.output
+    assert result.exit_code == 5
+    assert "no test blocks in 1 .flow file(s)" in result.output
+    _write(tmp_path)
+    result = CliRunner().invoke(main, ["test", str(tmp_path), "-k", "nothing-like-this"])
+    assert result.exit_code == 5
+    assert "no test matches -k 'nothing-like-this' in 1 .flow file(s)" in result.output
+
+
+def test_a_directory_without_flow_files_is_said_and_exits_5_through_the_real_command(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "empty").mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "agentflow", "test", "empty"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 5, done.stdout + done.stderr
+    assert done.stdout.strip() == "no .flow files in empty"
 
 
 ROUTE = """\

@@ -74,3 +74,39 @@ def test_a_huge_document_does_not_hold_up_requests_about_another(tmp_path):
         client.close()
         err.close()
     assert "Traceback" not in (tmp_path / "stderr.log").read_text(errors="replace")
+
+
+def test_a_malformed_content_length_is_logged_and_the_next_message_is_served():
+    import json
+    import subprocess
+
+    def frame(msg: dict, length: bytes | None = None) -> bytes:
+        body = json.dumps(msg).encode()
+        return b"Content-Length: " + (length or b"%d" % len(body)) + b"\r\n\r\n" + body
+
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}
+    data = frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}, b"abc")
+    data += frame(initialize)
+    done = subprocess.run(
+        [sys.executable, "-m", "agentflow", "lsp"], input=data, capture_output=True, timeout=120
+    )
+    stderr = done.stderr.decode(errors="replace")
+    assert "malformed LSP header 'Content-Length: abc'" in stderr, stderr
+    assert "Traceback" not in stderr, stderr
+    # the message after the malformed one was read and answered
+    assert b'"id": 1' in done.stdout and b'"capabilities"' in done.stdout, done.stdout[:300]
+
+
+@pytest.mark.parametrize("after_body", [b"", b"\r\n"], ids=["body-then-header", "body-line"])
+def test_a_malformed_content_length_skips_to_the_next_well_formed_header(after_body, caplog):
+    import io
+
+    from agentflow.lsp.server import CheckedStdin
+
+    raw = io.BytesIO(b"Content-Length: 1e3\r\n\r\n{}" + after_body + b"Content-Length: 2\r\n\r\n{}")
+    stdin = CheckedStdin(raw)
+    with caplog.at_level("ERROR"):
+        assert stdin.readline() == b"Content-Length: 2\r\n"
+    assert stdin.readline() == b"\r\n" and stdin.read(2) == b"{}"
+    assert stdin.readline() == b""
+    assert "malformed LSP header 'Content-Length: 1e3'" in caplog.text

@@ -98,10 +98,15 @@ def main() -> None:
 )
 @click.option("--warnings-as-errors", is_flag=True, help="Exit 1 on warnings too.")
 def check(paths: tuple[str, ...], fmt: str, warnings_as_errors: bool) -> None:
-    """Type-check .flow files (directories are searched for *.flow)."""
+    """Type-check .flow files (directories are searched for *.flow). Exit code 0: no errors;
+    1: errors (or warnings, with --warnings-as-errors); 2: a file could not be read, or the
+    directories hold no .flow file."""
     from agentflow.compiler.api import check_source, read_source
 
     files = _flow_files(paths)
+    if not files:  # a CI job pointed at the wrong directory checks nothing: not a pass
+        _err(f"error: no .flow files in {', '.join(paths)}")
+        sys.exit(2)
     diags: list = []
     sources: dict[str, str] = {}
     for f in files:
@@ -268,6 +273,11 @@ def schema(file: str, type_name: str | None, show_input: bool) -> None:
     help="A durable run whose steps are taken where their path and rendered input are "
     "unchanged (implies --durable).",
 )
+@click.option(
+    "--ask-again",
+    is_flag=True,
+    help="With --reuse: ask every question again, those the earlier run had answered included.",
+)
 @click.option("--run-id", metavar="ID", help="The durable run's id (default: a new one).")
 @click.option(
     "--fleet",
@@ -288,6 +298,7 @@ def run(
     model: str | None,
     durable: bool,
     reuse: str | None,
+    ask_again: bool,
     run_id: str | None,
     fleet: bool,
 ) -> None:
@@ -298,6 +309,8 @@ def run(
     enable_watchdog()  # a run frozen by a tool holding the GIL is still ended (runtime/watchdog.py)
     click.get_current_context().call_on_close(lambda: enable_watchdog(False))
 
+    if ask_again and reuse is None:
+        raise click.UsageError("--ask-again goes with --reuse RUN")
     durable = durable or reuse is not None or run_id is not None or fleet
     telemetry = _telemetry_option(otel, no_otel)
     if not Path(target).is_file():
@@ -325,6 +338,7 @@ def run(
                 durable=True,
                 run_id=run_id,
                 reuse=reuse,
+                ask_again=ask_again,
                 fleet=fleet,
                 on_start=lambda rid: (started.append(rid), _err(f"run id: {rid}")),
             )

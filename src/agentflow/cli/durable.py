@@ -153,14 +153,15 @@ def runs(ctx: click.Context, config: str | None, database: str | None, as_json: 
         url = _durable_url(config, database)
     except FlowError as e:
         _fail(e)
-    from agentflow.runtime.durable.runs import list_runs
+    from agentflow.runtime.durable.runs import list_runs, missing_database
 
-    found = _durable_call(lambda: list_runs(url))
+    missing = missing_database(url)  # listing creates nothing
+    found = [] if missing is not None else _durable_call(lambda: list_runs(url))
     if as_json:
         click.echo(_json_out([r.to_dict() for r in found]))
         return
     if not found:
-        _err("no durable runs")
+        _err("no durable runs" + (f" (no database at {missing})" if missing else ""))
         return
     for r in found:
         click.echo(f"{r.run_id}  {r.status:<9} {r.plan}  started {_when(r.created_at)}")
@@ -253,6 +254,7 @@ def cancel(run_id: str, config: str | None, database: str | None) -> None:
 @_workspace_option
 @_trace_option
 @click.option("--json", "as_json", is_flag=True, help="Print the whole RunResult as JSON.")
+@click.option("--ask-again", is_flag=True, help="Ask every question again, answered ones included.")
 def redrive(
     run_id: str,
     config: str | None,
@@ -260,9 +262,11 @@ def redrive(
     workspace: str | None,
     trace: str | None,
     as_json: bool,
+    ask_again: bool,
 ) -> None:
     """Run failed durable run RUN again from its failed steps: a new run of the same plan and
-    input that takes every step RUN finished (prints the new run id)."""
+    input that takes every step RUN finished and every question it had answered (prints the
+    new run id).  A run that ended ok is refused: `flowc run FILE --reuse RUN` runs it again."""
     import asyncio
     import secrets
 
@@ -273,7 +277,7 @@ def redrive(
         url = _durable_url(config, database)
     except FlowError as e:
         _fail(e)
-    spec = _durable_call(lambda: recorded_spec(url, run_id))
+    spec = _durable_call(lambda: recorded_spec(url, run_id, redrive=True))
     from agentflow.ir.loader import load_plan_text
 
     plan = load_plan_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
@@ -291,6 +295,7 @@ def redrive(
                 durable=True,
                 run_id=new_id,
                 reuse=run_id,
+                ask_again=ask_again,
                 replay=spec.get("replay"),
                 on_start=lambda rid: _err(f"run id: {rid} (redrive of {run_id})"),
             )

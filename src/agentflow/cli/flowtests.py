@@ -12,6 +12,9 @@ import click
 from agentflow import api
 from agentflow.cli.common import _err, _flow_files
 
+#: the exit code of a `flowc test` that ran no test (pytest's for "no tests collected")
+NO_TESTS = 5
+
 
 @click.command("test")
 @click.argument("paths", nargs=-1, type=click.Path())
@@ -45,7 +48,8 @@ def test_cmd(
 ) -> None:
     """Run the `test` blocks of .flow files (default: the current directory) with no network:
     stubbed agents and tools answer their stubs, other agents the test model
-    (docs/reference/testing.md). Exit code 0 when every test passed, 1 otherwise. Tests run
+    (docs/reference/testing.md). Exit code 0 when every test passed, 1 otherwise, 5 when no
+    test ran (no .flow file, no test block, none matching -k; as pytest). Tests run
     -j at once; a test that passed is not run again while its file, its directory and agentflow
     are unchanged (reported "PASSED (cached)"; the cache is .flowc-cache/, --no-cache runs all).
 
@@ -57,6 +61,9 @@ def test_cmd(
         _explore(paths, explore_runs)
         return
     files = _flow_files(paths or (".",))
+    if not files:  # nothing ran: exit 5, as pytest's "no tests collected"
+        click.echo(f"no .flow files in {', '.join(paths or ('.',))}")
+        sys.exit(NO_TESTS)
 
     def show(outcome: Any) -> None:
         mark = (
@@ -81,8 +88,11 @@ def test_cmd(
             _err(f"{junit}: cannot write the JUnit report: {e.strerror or e}")
             sys.exit(1)
     if not report.outcomes:
-        click.echo("no tests found")
-        sys.exit(1 if pattern else 0)
+        if pattern:
+            click.echo(f"no test matches -k {pattern!r} in {len(files)} .flow file(s)")
+        else:
+            click.echo(f"no test blocks in {len(files)} .flow file(s)")
+        sys.exit(NO_TESTS)
     summary = report.summary()
     click.echo(click.style(summary, fg="green" if report.ok else "red"))
     sys.exit(0 if report.ok else 1)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import sys
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -710,7 +711,48 @@ def _log_to_stderr() -> None:
     root.setLevel(logging.WARNING)
 
 
+#: the header pygls reads (pygls/io_.py ``CONTENT_LENGTH_PATTERN``)
+_LENGTH = re.compile(rb"Content-Length: (\d+)\r\n")
+_LENGTH_NAME = re.compile(rb"\s*content-length\s*:", re.IGNORECASE)
+
+
+class CheckedStdin:
+    """``stdin`` as pygls reads it (``readline``, ``read(n)``), with the ``Content-Length``
+    header checked: pygls ignores a malformed one (``Content-Length: abc``) and then takes the
+    message's body and every later message for headers, serving nothing until the client
+    gives up.  Here a malformed header is logged (one line on stderr) and the input skipped up
+    to the next well-formed ``Content-Length`` header, so the next message is served (its body
+    may follow the skipped one's without a line break)."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def readline(self, *args: Any) -> bytes:
+        """The next header line; a malformed ``Content-Length`` is logged and skipped."""
+        line: bytes = self.raw.readline(*args)
+        if not _LENGTH_NAME.match(line) or _LENGTH.fullmatch(line):
+            return line
+        shown = line.strip().decode("utf-8", "replace")[:80]
+        _log.error(
+            "malformed LSP header %r (expected `Content-Length: <bytes>`): that message is skipped",
+            shown,
+        )
+        while True:
+            line = self.raw.readline(*args)
+            if not line:
+                return line
+            found = list(_LENGTH.finditer(line))
+            if found and found[-1].end() == len(line):
+                return line[found[-1].start() :]
+
+    def read(self, n: int = -1) -> bytes:
+        """``n`` bytes of a message body."""
+        data: bytes = self.raw.read(n)
+        return data
+
+
 def serve_stdio() -> None:
-    """Run the language server on stdin/stdout until the client exits."""
+    """Run the language server on stdin/stdout until the client exits; a malformed header is
+    one line on stderr and the next message is served (:class:`CheckedStdin`)."""
     _log_to_stderr()
-    create_server().start_io()
+    create_server().start_io(stdin=CheckedStdin(sys.stdin.buffer))  # type: ignore[arg-type]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -77,6 +78,32 @@ def loads_bounded(text: str, limit: int = MAX_JSON_DEPTH, **kwargs: Any) -> Any:
     if json_depth_exceeds(value, limit):
         raise ValueError(too_deep_message(limit))
     return value
+
+
+class NonJsonNumber(ValueError):
+    """``NaN``, ``Infinity``, ``-Infinity`` or a number too large for a float (``1e400``
+    overflows to infinity): Python's json accepts them, JSON does not, and they could not be
+    printed back as JSON."""
+
+
+def _not_a_json_number(name: str) -> Any:
+    raise NonJsonNumber(f"`{name}` is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise NonJsonNumber(f"`{text}` is too large for a number")
+    return value
+
+
+def loads_value(text: str, limit: int = MAX_JSON_DEPTH) -> Any:
+    """A value a person gave as JSON (``flowc run --input``, ``flowc answer``, an answer typed
+    at the terminal or sent by an MCP client): :func:`loads_bounded` with JSON's own numbers
+    only.  Raises :class:`NonJsonNumber` (a ValueError) for ``NaN``/``Infinity`` or a number
+    too large (one message wherever the value came from), ``json.JSONDecodeError`` for
+    invalid JSON, ValueError for too deep a value."""
+    return loads_bounded(text, limit, parse_constant=_not_a_json_number, parse_float=_finite_float)
 
 
 @dataclass

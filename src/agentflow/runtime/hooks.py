@@ -193,10 +193,10 @@ def _parse_answer(text: str, request: AskRequest) -> Any:
         return next(c for c in choices if str(c) == text)
     wants_text = not request.schema or request.schema.get("type") == "string"
     if not wants_text or (choices and not all(isinstance(c, str) for c in choices)):
-        from agentflow.runtime.extract import loads_bounded
+        from agentflow.runtime.extract import loads_value
 
-        try:  # too deep a value is ValueError too (never RecursionError): kept as text
-            return loads_bounded(text)
+        try:  # too deep, NaN or too large a number is ValueError too: kept as text
+            return loads_value(text)
         except ValueError:
             return text
     return text

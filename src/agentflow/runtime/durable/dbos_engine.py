@@ -85,7 +85,7 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 def database_url(database: str, base: Path) -> str:
     """The SQLAlchemy URL of ``[durable] database``: a PostgreSQL URL as it is, a
     ``sqlite:///PATH`` URL as it is, else a SQLite file (relative to ``base``, the project
-    directory; its directory is made). Raises ValueError for a URL of any other scheme
+    directory; nothing is made here: :func:`launch` makes its directory). Raises ValueError for a URL of any other scheme
     (``mysql://…``, ``sqlite://x`` with two slashes), which would otherwise be taken for a file
     name."""
     if database.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
@@ -103,7 +103,6 @@ def database_url(database: str, base: Path) -> str:
     path = Path(database)
     if not path.is_absolute():
         path = base / path
-    path.parent.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{path}"
 
 
@@ -124,9 +123,18 @@ def _sqlite_engine(url: str) -> Any:
     return engine
 
 
+def sqlite_path(url: str) -> Path | None:
+    """The file of a ``sqlite:///PATH`` URL (None: PostgreSQL, or SQLite in memory)."""
+    if not url.startswith("sqlite:///"):
+        return None
+    name = url[len("sqlite:///") :].split("?", 1)[0]
+    return None if name in ("", ":memory:") else Path(name)
+
+
 def launch(url: str, *, executor_id: str, queues: list[str] | None = None) -> None:
     """Start DBOS in this process on database ``url`` as executor ``executor_id`` (its pending
-    workflows are recovered: a resumed run's, a restarted worker's).  ``queues``: the queues
+    workflows are recovered: a resumed run's, a restarted worker's); a SQLite file's directory
+    is made.  ``queues``: the queues
     this process takes work from (None: all, as a worker; ``[]``: none but DBOS's own).
     Launching again with the same database and executor does nothing; another one replaces
     the running DBOS."""
@@ -146,6 +154,9 @@ def launch(url: str, *, executor_id: str, queues: list[str] | None = None) -> No
         "notification_listener_polling_interval_sec": 0.1,
     }
     if url.startswith("sqlite:"):
+        file = sqlite_path(url)
+        if file is not None:
+            file.parent.mkdir(parents=True, exist_ok=True)
         config["system_database_engine"] = _sqlite_engine(url)
     _quiet_cancellations()  # before DBOS(): it may log about the database already
     dbos.DBOS(config=config)

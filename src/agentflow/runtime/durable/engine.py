@@ -13,7 +13,8 @@ instead of handing one call's result to another.
 tool call          one engine step (a non-idempotent tool gets a "begin" marker step first:
                    a call found begun but not finished on resume is reported, ``outcome_unknown``)
 model call         one engine step per inference (each agent round, repair, judge, solver)
-ask                the question is published, the answer awaited as a message (durable timeout)
+ask                the question is published, the answer awaited as a message (durable timeout),
+                   then recorded as a step (what ``--reuse`` and ``redrive`` take)
 backoff sleep      a durable sleep
 clock / jitter     the wall clock (deadlines count from the run's recorded start); jitter is a
                    hash of the workflow, path and call count (the same on replay)
@@ -405,9 +406,18 @@ class DurableEffects(Effects):
     async def ask(self, interlocutor: Interlocutor | None, request: AskRequest) -> Any:
         """Publish the question (``flowc runs`` lists it; ``flowc answer`` answers it from any
         process) and wait for the answer as a message; :data:`NO_ANSWER` after the question's
-        timeout (the ask step's ``timeout``, else ``[durable] ask_timeout``)."""
+        timeout (the ask step's ``timeout``, else ``[durable] ask_timeout``).
+
+        An answer is recorded as operation ``{path}/ask#n`` whose digest is the question's
+        text, choices and schema, so ``--reuse`` / ``redrive`` take a question the earlier run
+        had answered, unchanged, without asking it again (an unanswered one is asked)."""
         path = request.step_path
         timeout = request.timeout if request.timeout is not None else self.ask_timeout
+        name = self._name(f"{path}/ask")
+        key = digest("ask", [request.question, request.choices, request.schema])
+        hit = self.reuse.get(name)
+        if hit is not None and hit[0] == key:
+            return await self._step(name, key, _no_answer, path=path)
         question = {
             "question": request.question,
             "schema": request.schema,
@@ -423,7 +433,12 @@ class DurableEffects(Effects):
         )
         if message is NO_MESSAGE or not isinstance(message, dict):
             return NO_ANSWER
-        return message.get("answer")
+        answer = message.get("answer")
+
+        async def given() -> Any:
+            return answer
+
+        return await self._step(name, key, given, path=path)
 
     async def sleep(self, seconds: float, path: str) -> None:
         """A retry's backoff as a durable sleep."""
@@ -536,6 +551,10 @@ class DurableEffects(Effects):
 
 async def _true() -> bool:
     return True
+
+
+async def _no_answer() -> Any:  # never called: a reused answer is taken before it
+    return NO_ANSWER
 
 
 def _unit_path_of(workflow_id: str, run_id: str) -> str:

@@ -38,6 +38,7 @@ __all__ = [
     "cancel",
     "database_for",
     "list_runs",
+    "missing_database",
     "new_run_id",
     "open_database",
     "pending_questions",
@@ -96,12 +97,28 @@ def open_database(url: str, *, executor_id: str, queues: list[str] | None = None
         raise ConfigError(f"cannot open the durable runs database {_safe(url)}: {reason}") from None
 
 
-def _attach(url: str) -> None:
+def missing_database(url: str) -> Path | None:
+    """The file of SQLite database ``url`` when it does not exist (None: it exists, or ``url``
+    is PostgreSQL): a command that only reads or messages runs has nothing to do there, and
+    creates nothing."""
+    from agentflow.runtime.durable.dbos_engine import sqlite_path
+
+    file = sqlite_path(url)
+    return file if file is not None and not file.exists() else None
+
+
+def _attach(url: str, run_id: str | None = None) -> None:
     """Open ``url`` for inspecting or messaging runs: the engine this process already runs on
-    ``url`` (a server's, a run's) as it is, else a launch as this command-line process."""
+    ``url`` (a server's, a run's) as it is, else a launch as this command-line process.
+    Raises InputError, naming ``run_id``, for a SQLite file that does not exist (it is not
+    created: see :func:`missing_database`)."""
     from agentflow.runtime.durable.dbos_engine import _state
 
     if _state["url"] != url:
+        missing = missing_database(url)
+        if missing is not None:
+            what = f"no durable run {run_id!r}" if run_id else "no durable runs"
+            raise InputError(f"{what} (no database at {missing})")
         open_database(url, executor_id=f"cli:{os.getpid()}", queues=[])
 
 
@@ -210,7 +227,7 @@ async def build_runtime(
     )
     rt = dbos_engine.Runtime(run_id, spec, plan, context, effects, owned=owned)
     if spec.get("reuse") and not effects.reuse:
-        effects.reuse = await reuse_table(spec["reuse"])
+        effects.reuse = await reuse_table(spec["reuse"], asks=not spec.get("ask_again"))
     return rt
 
 
@@ -381,6 +398,7 @@ async def run_durable(
     plan_file: str | None = None,
     config_path: str | None = None,
     reuse: str | None = None,
+    ask_again: bool = False,
     replay: str | None = None,
     fleet: bool = False,
     on_start: Any = None,
@@ -388,8 +406,9 @@ async def run_durable(
 ) -> tuple[str, RunResult]:
     """Run ``plan`` (loaded from ``plan_text``) as durable run ``run_id`` (default: a new id)
     with ``context``; ``on_start(run_id)`` is called once the run is recorded.  ``reuse``: an
-    earlier run whose steps are taken where their path and rendered input are unchanged.
-    ``fleet``: hand concurrent units and rate-limited model calls to the fleet's queues.
+    earlier run whose steps are taken where their path and rendered input are unchanged, its
+    answered questions where their text and choices are (``ask_again``: every question is
+    asked again).  ``fleet``: hand concurrent units and rate-limited model calls to the fleet's queues.
     ``replay`` / ``model``: the cassette or the test model (``test[:SEED]``) answering the
     run's model calls, recorded so a resumed process answers the same way.
     Returns ``(run_id, result)``."""
@@ -418,6 +437,7 @@ async def run_durable(
         "workspace": str(context.workspace),
         "started": started,
         "reuse": reuse,
+        "ask_again": ask_again,
         "replay": replay,
         "model": model,
         "fleet": fleet,
@@ -426,7 +446,7 @@ async def run_durable(
     }
     if fleet:
         spec["queues"] = await register_queues(context.config, plan_limits(plan))
-    reuse_table_ = await reuse_table(reuse) if reuse else {}
+    reuse_table_ = await reuse_table(reuse, asks=not ask_again) if reuse else {}
     rt = await build_runtime(run_id, spec, context=context, reuse=reuse_table_)
     dbos_engine._RUNTIMES[run_id] = rt
     dbos = dbos_engine._dbos()
@@ -526,6 +546,9 @@ async def _resume(
     result_cls: Any,
     on_waiting: Callable[[list[Question]], None] | None = None,
 ) -> RunResult:
+    missing = missing_database(url)
+    if missing is not None:
+        raise InputError(f"no durable run {run_id!r} (no database at {missing})")
     open_database(url, executor_id=f"run:{run_id}", queues=[])
     dbos = dbos_engine._dbos()
     found = await dbos.DBOS.list_workflows_async(workflow_ids=[run_id])
@@ -581,9 +604,10 @@ async def work(
 # Reuse and redrive: one table of an earlier run's results
 
 
-async def reuse_table(run_id: str) -> dict[str, tuple[str, Any]]:
+async def reuse_table(run_id: str, *, asks: bool = True) -> dict[str, tuple[str, Any]]:
     """``{operation name: (input digest, value)}`` of every step run ``run_id`` (and its child
-    units) finished without error: what ``--reuse`` and ``redrive`` may take."""
+    units) finished without error: what ``--reuse`` and ``redrive`` may take.  ``asks``: its
+    answered questions too (``--ask-again``: False, every question is asked again)."""
     from agentflow.runtime.durable.dbos_engine import query_steps, query_workflows
 
     runs = await query_workflows(workflow_id_prefix=run_id, load_input=False, load_output=False)
@@ -597,6 +621,8 @@ async def reuse_table(run_id: str) -> dict[str, tuple[str, Any]]:
             out = step.get("output")
             if step.get("error") is None and isinstance(out, dict) and "d" in out and "v" in out:
                 table.setdefault(step["function_name"], (out["d"], out["v"]))
+    if not asks:
+        table = {k: v for k, v in table.items() if "/ask#" not in k and not k.startswith("ask#")}
     return table
 
 
@@ -700,9 +726,12 @@ def _alive(url: str, run_id: str) -> bool:
 
 
 async def list_runs(url: str, *, limit: int = 50) -> list[RunInfo]:
-    """The latest ``limit`` durable runs in ``url``, newest first, with pending questions."""
-    from agentflow.runtime.durable.dbos_engine import RUN_WORKFLOW, _dbos
+    """The latest ``limit`` durable runs in ``url``, newest first, with pending questions
+    (none, and nothing created, for a SQLite file that does not exist)."""
+    from agentflow.runtime.durable.dbos_engine import RUN_WORKFLOW, _dbos, _state
 
+    if _state["url"] != url and missing_database(url) is not None:
+        return []
     _attach(url)
     dbos = _dbos()
     roots = await dbos.DBOS.list_workflows_async(
@@ -754,7 +783,7 @@ async def show_run(url: str, run_id: str) -> RunInfo:
     its model calls so far, pending questions, the error."""
     from agentflow.runtime.durable.dbos_engine import _dbos
 
-    _attach(url)
+    _attach(url, run_id)
     dbos = _dbos()
     family = await dbos.DBOS.list_workflows_async(
         workflow_id_prefix=run_id, load_input=True, load_output=True
@@ -812,7 +841,7 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
     from agentflow.runtime.control import check_answer
     from agentflow.runtime.durable.dbos_engine import _dbos
 
-    _attach(url)
+    _attach(url, run_id)
     dbos = _dbos()
     family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id)
     family = [
@@ -826,10 +855,14 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
         waiting = ", ".join(q.path for q in pending) or "none"
         raise InputError(f"run {run_id} has no question waiting at {step!r} (waiting: {waiting})")
     if isinstance(value, str) and not _wants_text(question):
-        from agentflow.runtime.extract import loads_bounded
+        from agentflow.runtime.extract import NonJsonNumber, loads_value
 
-        with contextlib.suppress(ValueError):  # too deep is ValueError too: checked as text
-            value = loads_bounded(value)
+        try:
+            value = loads_value(value)
+        except NonJsonNumber as e:  # refused as `--input` refuses it
+            raise InputError(f"answer to `{question.question}`: {e}") from None
+        except ValueError:  # not JSON, or too deep: checked as text
+            pass
     problem = check_answer(value, question.schema, question.choices)
     if problem:
         raise InputError(f"answer to `{question.question}`: {problem}")
@@ -842,6 +875,8 @@ async def pending_questions(url: str, run_id: str) -> list[Question]:
     ended or does not exist."""
     from agentflow.runtime.durable.dbos_engine import _dbos
 
+    if missing_database(url) is not None:
+        return []
     _attach(url)
     family = await _dbos().DBOS.list_workflows_async(workflow_id_prefix=run_id)
     family = [
@@ -876,7 +911,7 @@ async def cancel(url: str, run_id: str) -> None:
     ``cancelled`` …), which cancelling would not change."""
     from agentflow.runtime.durable.dbos_engine import _dbos
 
-    _attach(url)
+    _attach(url, run_id)
     dbos = _dbos()
     family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id)
     ids = [w.workflow_id for w in family
@@ -893,12 +928,25 @@ async def cancel(url: str, run_id: str) -> None:
             await dbos.DBOS.cancel_workflow_async(wfid)
 
 
-async def recorded_spec(url: str, run_id: str) -> dict[str, Any]:
-    """The recorded input of run ``run_id`` (plan text, input, configuration path, …)."""
-    from agentflow.runtime.durable.dbos_engine import recorded_input
+async def recorded_spec(url: str, run_id: str, *, redrive: bool = False) -> dict[str, Any]:
+    """The recorded input of run ``run_id`` (plan text, input, configuration path, …).
+    ``redrive``: for ``flowc redrive``, which runs a run that did not succeed again: raises
+    InputError for a run that ended ``ok`` or ``exited`` (``flowc run --reuse`` runs it again)."""
+    from agentflow.runtime.durable.dbos_engine import query_workflows, recorded_input
 
-    _attach(url)
+    _attach(url, run_id)
     try:
-        return await recorded_input(run_id)
+        spec = await recorded_input(run_id)
     except RunError as e:
         raise InputError(e.message) from None
+    if redrive:
+        found = await query_workflows(workflow_ids=[run_id], load_input=False)
+        status = _status(found[0], False) if found else None
+        if status in ("ok", "exited"):
+            file = spec.get("plan_file") or "FILE"
+            raise InputError(
+                f"run {run_id} ended {status}: nothing to redrive (redrive runs a failed run "
+                f"again); to run it again taking its finished steps: flowc run {file} --reuse "
+                f"{run_id}"
+            )
+    return spec
