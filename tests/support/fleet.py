@@ -25,14 +25,17 @@ def flowc(*args: str) -> list[str]:
     return [sys.executable, "-m", "agentflow", *args]
 
 
-def fleet_project(tmp_path: Path, *, plan: str, tools: str, config: str, database: str) -> Path:
+def fleet_project(
+    tmp_path: Path, *, plan: str, tools: str, config: str, database: str, durable: str = ""
+) -> Path:
     """``tmp_path/project`` with ``plan.yaml``, ``tools.py`` and a ``flow.toml`` of ``config``
-    plus the fleet's database and the tools module; returns the directory."""
+    plus the fleet's database (and ``durable``, more lines of its ``[durable]`` table) and the
+    tools module; returns the directory."""
     project = tmp_path / "project"
     project.mkdir()
     (project / "plan.yaml").write_text(plan)
     (project / "tools.py").write_text(tools)
-    config += f'\n[durable]\ndatabase = "{database}"\n\n[tools]\nmodules = ["tools.py"]\n'
+    config += f'\n[durable]\ndatabase = "{database}"\n{durable}\n[tools]\nmodules = ["tools.py"]\n'
     (project / "flow.toml").write_text(config)
     return project
 

@@ -490,10 +490,15 @@ class DurableConfig(_Strict):
     ``flowc worker`` processes; ``${VAR}`` references are expanded from the environment).
     ``ask_timeout``: how long a question of a durable run waits for its answer before its
     ``when_unanswered`` decides (a duration such as ``24h``; default: until answered).
+    ``worker_concurrency``: the most map items of a fleet run one ``flowc worker`` runs at once
+    (per map ``limit``: items of maps with different limits wait in different queues); the
+    rest wait for another worker (default: no cap beyond the map's own ``limit``). Set by the
+    run's ``flow.toml``, it holds for every worker of the fleet.
     """
 
     database: str = ".flowc/durable.sqlite"
     ask_timeout: str | None = None
+    worker_concurrency: int | None = Field(default=None, ge=1, le=10_000)
 
     @field_validator("ask_timeout")
     @classmethod

@@ -68,7 +68,14 @@ def test_two_workers_split_a_map_and_a_fleet_wide_model_rate_limit_holds(
     config += (
         '\n[models.named.limited]\nprovider = "scripted"\nmodel = "test-model"\nrate_limit = 5\n'
     )
-    project = fleet_project(tmp_path, plan=PLAN, tools=TOOLS, config=config, database=postgres.url)
+    project = fleet_project(
+        tmp_path,
+        plan=PLAN,
+        tools=TOOLS,
+        config=config,
+        database=postgres.url,
+        durable="worker_concurrency = 4\n",  # of the map's 8 items at once, one worker runs 4
+    )
     env = fleet_env(SCRIPTED_API_KEY=TEST_API_KEY, WHERE_LOG=str(project / "where.log"))
     stamps: list[float] = []
     lock = threading.Lock()

@@ -328,7 +328,8 @@ async def register_queues(config: Config | None, limits: set[int]) -> list[str]:
     """Register the fleet's queues: one per map limit in use and one per model with a
     ``rate_limit`` or ``concurrency`` (``DBOS.register_queue_async``, persisted: every worker
     finds them).  The queue holds a model's concurrency; its rate limit is held per request
-    (runtime/durable/ratelimit.py), not by the queue's limiter."""
+    (runtime/durable/ratelimit.py), not by the queue's limiter.  A map limit's queue also
+    holds ``[durable] worker_concurrency``, the most of its items one worker runs at once."""
     from agentflow.runtime.durable.dbos_engine import _dbos
 
     dbos = _dbos()
@@ -338,6 +339,7 @@ async def register_queues(config: Config | None, limits: set[int]) -> list[str]:
         await dbos.DBOS.register_queue_async(
             name,
             partition_concurrency=limit if limit else None,
+            worker_concurrency=config.durable.worker_concurrency if config is not None else None,
             polling_interval_sec=0.05,
             on_conflict="always_update",
         )
