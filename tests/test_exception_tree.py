@@ -33,6 +33,8 @@ INTERNAL = {
     "Escape": "a path leaving the workspace: a tool_error (runtime/tools/confined.py)",
     "TooManyLinks": "a symlink loop while resolving a path: a tool_error (confined.py)",
     "NotRegular": "a FIFO or device where a file was expected: a tool_error (confined.py)",
+    "NonJsonNumber": "NaN, Infinity or 1e999 in a JSON text: an InputError (api.py, durable/runs.py)"
+    " or text checked like any wrong answer (hooks.py, serve.py)",
 }
 
 #: public exceptions that moved into errors.py → the modules that still export them
