@@ -116,3 +116,83 @@ class Workers:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+#: a fleet run's map over ``input.xs``, each item a sub-plan that logs where it runs
+#: (``user__where``) then asks the model for a label: ``{x, label}`` per item
+LABELLED_ITEMS_PLAN = """\
+version: 1
+name: {name}
+input_schema: {{type: object}}
+steps:
+  - id: E1
+    tool_name: map
+    input:
+      over: "{{{{ input.xs }}}}"
+      concurrency: 8
+      do:
+        tool_name: plan__item
+        input: {{x: "{{{{ item }}}}"}}
+finish: {{mode: output, output: "{{{{ E1 }}}}"}}
+plans:
+  item:
+    name: item
+    steps:
+      - id: S0
+        tool_name: user__where
+        input: {{x: "{{{{ input.x }}}}"}}
+      - id: S1
+        tool_name: agent
+        input:
+          prompt: "Label item {{{{ input.x }}}}."
+          tools: none
+          output_schema: {{type: object, properties: {{x: {{type: integer}}}}, required: [x]}}
+    finish: {{mode: output, output: "{{{{ {{x: input.x, label: S1.output.x}} }}}}"}}
+"""
+
+
+def hanging_where_tools(hangs: int, result: str = "x") -> str:
+    """A tools module whose ``where(x)`` logs ``start X PID`` / ``end X PID`` lines to
+    ``$WHERE_LOG`` and returns ``result`` (a Python expression of ``x``); its first call for
+    item ``hangs`` hangs (the test kills its worker there)."""
+    return f"""\
+import os, time
+from pathlib import Path
+
+
+def where(x: int) -> int:
+    \"\"\"Log the start and end of item x's call with this process's id; the first call for
+    item {hangs} hangs (its worker is killed there).\"\"\"
+    log = Path(os.environ["WHERE_LOG"])
+    with log.open("a") as f:
+        f.write(f"start {{x}} {{os.getpid()}}\\n")
+    marker = log.with_name("hung")
+    if x == {hangs} and not marker.exists():
+        marker.write_text("")
+        time.sleep(120)
+    with log.open("a") as f:
+        f.write(f"end {{x}} {{os.getpid()}}\\n")
+    return {result}
+"""
+
+
+def where_log(path: Path) -> list[tuple[str, int, int]]:
+    """The ``(start|end, item, pid)`` lines :func:`hanging_where_tools` wrote to ``path``."""
+    if not path.exists():
+        return []
+    return [
+        (w, int(x), int(pid)) for w, x, pid in (ln.split() for ln in path.read_text().splitlines())
+    ]
+
+
+def finished_units(url: str, run_id: str) -> int:
+    """How many units of ``run_id`` the engine has recorded as finished (DBOS's own table)."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM dbos.workflow_status"
+            " WHERE workflow_uuid LIKE %s AND status = 'SUCCESS'",
+            (run_id + "/%",),
+        ).fetchone()
+    return int(row[0]) if row else 0

@@ -12,39 +12,17 @@ import time
 from collections import Counter
 
 from support.chat_server import TEST_API_KEY, answer
-from support.fleet import Workers, fleet_env, fleet_project, flowc
+from support.fleet import (
+    LABELLED_ITEMS_PLAN,
+    Workers,
+    fleet_env,
+    fleet_project,
+    flowc,
+)
 
 ITEMS = 20  # at 5 model requests a second: 4 s at least, with both workers busy
 
-PLAN = """\
-version: 1
-name: fleet
-input_schema: {type: object}
-steps:
-  - id: E1
-    tool_name: map
-    input:
-      over: "{{ input.xs }}"
-      concurrency: 8
-      do:
-        tool_name: plan__item
-        input: {x: "{{ item }}"}
-finish: {mode: output, output: "{{ E1 }}"}
-plans:
-  item:
-    name: item
-    steps:
-      - id: S0
-        tool_name: user__where
-        input: {x: "{{ input.x }}"}
-      - id: S1
-        tool_name: agent
-        input:
-          prompt: "Label item {{ input.x }}."
-          tools: none
-          output_schema: {type: object, properties: {x: {type: integer}}, required: [x]}
-    finish: {mode: output, output: "{{ {x: input.x, label: S1.output.x} }}"}
-"""
+PLAN = LABELLED_ITEMS_PLAN.format(name="fleet")
 
 TOOLS = """\
 import os, time

@@ -12,7 +12,15 @@ import subprocess
 import time
 from collections import Counter
 
-from support.fleet import Workers, fleet_env, fleet_project, flowc
+from support.fleet import (
+    Workers,
+    finished_units,
+    fleet_env,
+    fleet_project,
+    flowc,
+    hanging_where_tools,
+    where_log,
+)
 
 from agentflow.runtime.durable.liveness import worker_alive
 
@@ -35,57 +43,18 @@ steps:
 finish: {mode: output, output: "{{ E1 }}"}
 """
 
-TOOLS = f"""\
-import os, time
-from pathlib import Path
-
-
-def where(x: int) -> int:
-    \"\"\"Log the start and end of item x's call with this process's id; the first call for
-    item {HANGS} hangs (its worker is killed there).\"\"\"
-    log = Path(os.environ["WHERE_LOG"])
-    with log.open("a") as f:
-        f.write(f"start {{x}} {{os.getpid()}}\\n")
-    marker = log.with_name("hung")
-    if x == {HANGS} and not marker.exists():
-        marker.write_text("")
-        time.sleep(120)
-    with log.open("a") as f:
-        f.write(f"end {{x}} {{os.getpid()}}\\n")
-    return 10 * x
-"""
-
-
-def _log(path) -> list[tuple[str, int, int]]:
-    if not path.exists():
-        return []
-    return [
-        (w, int(x), int(pid)) for w, x, pid in (ln.split() for ln in path.read_text().splitlines())
-    ]
-
-
-def _finished_units(url: str, run_id: str) -> int:
-    """How many units of ``run_id`` the engine has recorded as finished (DBOS's own table)."""
-    import psycopg
-
-    with psycopg.connect(url) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM dbos.workflow_status"
-            " WHERE workflow_uuid LIKE %s AND status = 'SUCCESS'",
-            (run_id + "/%",),
-        ).fetchone()
-    return int(row[0]) if row else 0
+TOOLS = hanging_where_tools(HANGS, result="10 * x")
 
 
 def _wait_for_the_hang(log, url, run_id, procs, workers) -> None:
     """Until item HANGS is in its tool call and every other item's result is recorded."""
     deadline = time.monotonic() + 60
     while True:
-        if ("start", HANGS) in {(w, x) for w, x, _ in _log(log)} and (
-            _finished_units(url, run_id) == ITEMS - 1
+        if ("start", HANGS) in {(w, x) for w, x, _ in where_log(log)} and (
+            finished_units(url, run_id) == ITEMS - 1
         ):
             return
-        assert time.monotonic() < deadline, _log(log)
+        assert time.monotonic() < deadline, where_log(log)
         assert all(p.poll() is None for p in procs), workers.errors()
         time.sleep(0.05)
 
@@ -102,7 +71,7 @@ def _run(run_id: str) -> list[str]:
 
 
 def _check_items_ran_once_but_the_killed_one(log, dead_pid: int, other_pid: int) -> None:
-    entries = _log(log)
+    entries = where_log(log)
     starts = Counter(x for w, x, _ in entries if w == "start")
     assert starts == Counter({**{x: 1 for x in range(ITEMS)}, HANGS: 2}), entries
     assert [(w, pid) for w, x, pid in entries if x == HANGS] == [

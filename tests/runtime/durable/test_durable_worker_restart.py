@@ -16,7 +16,16 @@ from collections import Counter
 
 import pytest
 from support.chat_server import TEST_API_KEY, answer
-from support.fleet import Workers, fleet_env, fleet_project, flowc
+from support.fleet import (
+    LABELLED_ITEMS_PLAN,
+    Workers,
+    finished_units,
+    fleet_env,
+    fleet_project,
+    flowc,
+    hanging_where_tools,
+    where_log,
+)
 from support.otlp_receiver import OtlpReceiver
 
 pytest.importorskip("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
@@ -24,76 +33,9 @@ pytest.importorskip("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
 ITEMS = 6
 HANGS = 3  # the item whose tool call hangs the first time (the kill comes then)
 
-PLAN = """\
-version: 1
-name: restart
-input_schema: {type: object}
-steps:
-  - id: E1
-    tool_name: map
-    input:
-      over: "{{ input.xs }}"
-      concurrency: 8
-      do:
-        tool_name: plan__item
-        input: {x: "{{ item }}"}
-finish: {mode: output, output: "{{ E1 }}"}
-plans:
-  item:
-    name: item
-    steps:
-      - id: S0
-        tool_name: user__where
-        input: {x: "{{ input.x }}"}
-      - id: S1
-        tool_name: agent
-        input:
-          prompt: "Label item {{ input.x }}."
-          tools: none
-          output_schema: {type: object, properties: {x: {type: integer}}, required: [x]}
-    finish: {mode: output, output: "{{ {x: input.x, label: S1.output.x} }}"}
-"""
+PLAN = LABELLED_ITEMS_PLAN.format(name="restart")
 
-TOOLS = f"""\
-import os, time
-from pathlib import Path
-
-
-def where(x: int) -> int:
-    \"\"\"Log the start and end of item x's call with this process's id; the first call for
-    item {HANGS} hangs (its worker is killed there).\"\"\"
-    log = Path(os.environ["WHERE_LOG"])
-    with log.open("a") as f:
-        f.write(f"start {{x}} {{os.getpid()}}\\n")
-    marker = log.with_name("hung")
-    if x == {HANGS} and not marker.exists():
-        marker.write_text("")
-        time.sleep(120)
-    with log.open("a") as f:
-        f.write(f"end {{x}} {{os.getpid()}}\\n")
-    return x
-"""
-
-
-def _log(path) -> list[tuple[str, int, int]]:
-    if not path.exists():
-        return []
-    return [
-        (w, int(x), int(pid)) for w, x, pid in (ln.split() for ln in path.read_text().splitlines())
-    ]
-
-
-def _finished_units(url: str, run_id: str) -> int:
-    """How many units of ``run_id`` the engine has recorded as finished (DBOS's own table)."""
-    import psycopg
-
-    with psycopg.connect(url) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM dbos.workflow_status"
-            " WHERE workflow_uuid LIKE %s AND status = 'SUCCESS'",
-            (run_id + "/%",),
-        ).fetchone()
-    return int(row[0]) if row else 0
+TOOLS = hanging_where_tools(HANGS)
 
 
 def test_a_worker_restarted_under_its_name_finishes_its_predecessors_items(
@@ -124,10 +66,10 @@ def test_a_worker_restarted_under_its_name_finishes_its_predecessors_items(
             # every other item's result recorded, the hanging one in its tool call: kill
             deadline = time.monotonic() + 60
             while not (
-                ("start", HANGS) in {(w, x) for w, x, _ in _log(log)}
-                and _finished_units(postgres.url, "restart-1") == ITEMS - 1
+                ("start", HANGS) in {(w, x) for w, x, _ in where_log(log)}
+                and finished_units(postgres.url, "restart-1") == ITEMS - 1
             ):
-                assert time.monotonic() < deadline, (_log(log), labelled)
+                assert time.monotonic() < deadline, (where_log(log), labelled)
                 assert run.poll() is None and first.poll() is None, workers.errors()
                 time.sleep(0.05)
             workers.kill(first)
@@ -142,7 +84,7 @@ def test_a_worker_restarted_under_its_name_finishes_its_predecessors_items(
     assert run.returncode == 0, err.decode()[-3000:] + workers.errors()
     assert json.loads(out) == [{"x": x, "label": x} for x in range(ITEMS)]
 
-    entries = _log(log)
+    entries = where_log(log)
     starts = Counter(x for w, x, _ in entries if w == "start")
     # the call in flight at the kill ran again (at-least-once); no finished one did
     assert starts == Counter({**{x: 1 for x in range(ITEMS)}, HANGS: 2}), entries
