@@ -65,8 +65,16 @@ def test_a_database_that_cannot_be_opened_is_one_error_line_without_a_traceback(
     )
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
-    assert "error: cannot open the durable runs database" in done.stderr, done.stderr
+    assert "DBOS failed to launch" not in done.stderr, done.stderr
+    assert "Background on this error" not in done.stderr, done.stderr  # SQLAlchemy's wrapper
+    # one line (the driver's reason may continue it, indented: psycopg's hint), no warning before
+    first, *rest = done.stderr.strip().splitlines()
+    assert first.startswith("error: cannot open the durable runs database "), done.stderr
+    assert all(line.startswith(("\t", " ")) for line in rest), done.stderr
     assert "hunter2hunter2" not in done.stderr + done.stdout
+    if url.startswith("postgresql:"):  # named with its password masked, the driver's words
+        assert f"someone:***@127.0.0.1:{url.rsplit(':', 1)[1].split('/')[0]}/runs: " in first
+        assert "connection failed" in first, done.stderr
 
 
 @pytest.mark.parametrize("url", ["foo://bar", "mysql://u@localhost/db", "sqlite://relative.db"])
