@@ -8,10 +8,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-import pytest
-
-pytest.importorskip("opentelemetry.sdk.trace")
-
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402

@@ -271,8 +271,9 @@ def test_evaluation_is_fast():
     assert time.perf_counter() - t0 < 1.5
 
 
-def test_with_parser_when_available():
-    parser = pytest.importorskip("agentflow.grammar.parser")
+def test_parsed_expressions_and_templates_evaluate():
+    from agentflow.grammar import parser
+
     e = parser.parse_expression('E0.issues[*].owner.name ?? "x"')
     assert evaluate(e, SCOPE) == ["ann", "bob"]
     e = parser.parse_expression("input.limit in 0..10 and not flag")

@@ -16,10 +16,7 @@ import sys
 import time
 from collections import Counter
 
-import pytest
 from support.otlp_receiver import OtlpReceiver
-
-pytest.importorskip("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
 
 SECRET = "sk-resume-trace-secret-0123456789"
 

@@ -14,7 +14,6 @@ import subprocess
 import time
 from collections import Counter
 
-import pytest
 from support.chat_server import TEST_API_KEY, answer
 from support.fleet import (
     LABELLED_ITEMS_PLAN,
@@ -27,8 +26,6 @@ from support.fleet import (
     where_log,
 )
 from support.otlp_receiver import OtlpReceiver
-
-pytest.importorskip("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
 
 ITEMS = 6
 HANGS = 3  # the item whose tool call hangs the first time (the kill comes then)

@@ -12,12 +12,9 @@ import re
 import subprocess
 from collections import Counter
 
-import pytest
 from support.chat_server import TEST_API_KEY, answer
 from support.fleet import Workers, fleet_env, fleet_project, flowc
 from support.otlp_receiver import OtlpReceiver
-
-pytest.importorskip("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
 
 ITEMS = 4
 
