@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from collections import Counter
 
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
 
-from agentflow.runtime.events import Event  # noqa: E402
-from agentflow.runtime.telemetry import OtelSink, TelemetrySettings, durable_trace  # noqa: E402
+from agentflow.runtime.events import Event
+from agentflow.runtime.telemetry import OtelSink, TelemetrySettings, durable_trace
 
 STARTED = 1_700_000_000.0
 
