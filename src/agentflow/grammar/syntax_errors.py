@@ -214,14 +214,21 @@ def _syntax_hint(
     if (
         typ == "FAILS"
         and prev2 is not None
-        and prev2.type in ("AGENT", "STAGE", "ASK", "STEP")
+        and prev2.type in ("ASK", "STEP")
         and prev3 is not None
         and prev3.type == "STUB"
     ):
-        # `stub agent writer fails "output_validation"`: only a tool's call can be made to fail
+        # `stub ask go fails "failed"`: only agents, stages and tools can be made to fail
         return (
-            f'only a tool can be stubbed to fail (`stub tool NAME fails "code"`); '
+            "only an agent, a stage's agents or a tool can be stubbed to fail "
+            '(`stub agent|stage|tool NAME fails "code"`); '
             f"`stub {prev2.value}` gives answers: `stub {prev2.value} {prev.value} returns …`"
+        )
+    if typ == "FAILS" and prev.type == "THEN":
+        # `stub ask go returns true then fails "failed"`
+        return (
+            "only the answers of `stub agent|stage|tool` can fail in turn "
+            '(`returns V then fails "code"`); `stub ask` and `stub step` give values'
         )
     if prev.type == "DEADLINE" and "DURATION" in expected:
         return (
