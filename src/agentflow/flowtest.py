@@ -669,9 +669,8 @@ class Answers:
     @classmethod
     def of(cls, stub: Any, case: dict[str, Any], shown: str, problems: list[str]) -> Answers:
         """The evaluated answers of ``stub`` (``case``: a parametrised test's binding)."""
-        from agentflow.runtime.expressions import evaluate
-
         from agentflow.grammar import ast
+        from agentflow.runtime.expressions import evaluate
 
         exprs = list(stub.values) or ([stub.value] if stub.value is not None else [])
         values = [e if isinstance(e, ast.StubFails) else evaluate(e, case) for e in exprs]

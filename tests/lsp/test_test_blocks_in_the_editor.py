@@ -95,6 +95,6 @@ def test_completion_after_fails_offers_the_codes_the_stubbed_thing_can_fail_with
     agent = at("stub agent helper fails ")
     assert agent == [f'"{c}"' for c in agent_error_codes()]
     assert agent[:2] == ['"output_validation"', '"timeout"'] and '"bad_path"' not in agent
-    assert at('stub stage todos returns { top: [], count: 0 } then fails ') == agent
+    assert at("stub stage todos returns { top: [], count: 0 } then fails ") == agent
     tool = at("stub tool grep fails ")
     assert '"bad_path"' in tool and '"aborted"' not in tool

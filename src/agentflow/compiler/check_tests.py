@@ -5,8 +5,9 @@ A test's ``input`` must fit the flow's input type; ``stub agent A returns V`` mu
 S returns V`` that of every agent call inside stage ``S``, ``stub tool T returns V`` the tool's
 declared result type; stub values and inputs are constants (no names). ``expect E`` must be a
 ``bool`` over ``output``, ``input``, the stages, ``inferences`` and ``calls``; the codes of
-``fails`` and ``expect fail`` must be run-time error codes. A stub that does not fit is a
-``stub-mismatch`` at the stub, with a note at the contract it breaks.
+``fails`` and ``expect fail`` must be run-time error codes, and a ``fails`` of an agent or stage
+stub one an agent call can fail with (``check_errors.agent_error_codes``). A stub that does not
+fit is a ``stub-mismatch`` at the stub, with a note at the contract it breaks.
 
 :func:`check_tests` is called by the checker with itself (:class:`~agentflow.compiler.checker.Checker`,
 from its ``check_test_blocks`` phase); it only reports.
