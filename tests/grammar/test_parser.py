@@ -811,8 +811,9 @@ def test_stubbing_an_ask_to_fail_hints_at_what_can_fail():
 
 
 def test_an_ask_answer_then_a_failure_hints_that_only_agents_and_tools_fail_in_turn():
+    # `fails` after `then` of an ask stub is read as a name: the string after it is unexpected
     d = _first(STUB_FLOW.replace("STUB", 'stub ask go returns true then fails "failed"'))
-    assert "found `fails`" in d.message, d.message
+    assert d.message.endswith("found a string"), d.message
     assert d.hint is not None and "`stub ask` and `stub step` give values" in d.hint
 
 
