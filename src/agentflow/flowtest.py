@@ -669,14 +669,19 @@ class Answers:
     @classmethod
     def of(cls, stub: Any, case: dict[str, Any], shown: str, problems: list[str]) -> Answers:
         """The evaluated answers of ``stub`` (``case``: a parametrised test's binding)."""
+        from agentflow.grammar import ast
         from agentflow.runtime.expressions import evaluate
 
         exprs = list(stub.values) or ([stub.value] if stub.value is not None else [])
-        return cls(stub, [evaluate(e, case) for e in exprs], shown, problems)
+        values = [e if isinstance(e, ast.StubFails) else evaluate(e, case) for e in exprs]
+        return cls(stub, values, shown, problems)
 
     def next(self) -> Any:
-        """The answer to the next call (a fresh copy)."""
+        """The answer to the next call (a fresh copy); an answer ``fails "code"`` raises
+        ``RunError(code)`` saying the failure is stubbed (an agent's, as a real one, is then
+        placed at the agent step: ``err.where.agent``, ``err.where.stage``, …)."""
         from agentflow.errors import RunError
+        from agentflow.grammar import ast
 
         self.calls += 1
         if len(self.values) == 1:
@@ -691,6 +696,15 @@ class Answers:
             )
             self.problems.append(message)
             raise RunError("aborted", message)
+        if isinstance(value, ast.StubFails):
+            stub = self.stub
+            name = stub.target.name
+            what = {"agent": f"the agent `{name}`", "stage": f"an agent of stage `{name}`"}
+            raise RunError(
+                value.code,
+                f"stubbed failure of {what.get(stub.kind, f'`{name}`')} "
+                f"({_where(self.shown, stub.span)})",
+            )
         return json.loads(json.dumps(value))
 
 
@@ -703,17 +717,6 @@ def _stub_tool(
     case: dict[str, Any],
     problems: list[str],
 ) -> Any:
-    if stub.fails is not None:
-        code = stub.fails
-
-        async def fail(args: dict[str, Any], ctx: Any) -> Any:
-            raise RunError(
-                code, f"stubbed failure of `{stub.target.name}` ({_where(shown, stub.span)})"
-            )
-
-        return Tool(
-            plan_name, f"stub of {stub.target.name}", {"type": "object"}, fail, source="test-stub"
-        )
     return _answers_tool(Tool, plan_name, Answers.of(stub, case, shown, problems))
 
 

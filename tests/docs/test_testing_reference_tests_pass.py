@@ -20,3 +20,12 @@ def test_the_reference_test_blocks_pass(tmp_path):
     report = agentflow.run_tests(tmp_path)
     assert report.ok, [(o.name, o.failures) for o in report.outcomes if not o.passed]
     assert report.passed >= 6
+
+
+def test_the_reference_lists_the_codes_an_agent_stub_may_fail_with():
+    from agentflow.compiler.check_errors import agent_error_codes
+
+    text = (DOCS / "reference" / "testing.md").read_text(encoding="utf-8")
+    section = text.split("### Making an agent fail", 1)[1].split("```flow", 1)[0]
+    listed = re.split(r"\(the\s+list", section.split("can fail with:", 1)[1])[0]
+    assert re.findall(r"`([a-z_]+)`", listed) == agent_error_codes()

@@ -800,14 +800,29 @@ def test_stubbing_a_team_member_by_path_hints_at_the_alias_and_stub_stage():
     assert "`stub stage NAME returns …`" in d.hint
 
 
-@pytest.mark.parametrize("kind, name", [("agent", "support"), ("stage", "s"), ("ask", "go")])
-def test_stubbing_anything_but_a_tool_to_fail_hints_that_only_tools_fail(kind: str, name: str):
-    d = _first(STUB_FLOW.replace("STUB", f'stub {kind} {name} fails "output_validation"'))
+def test_stubbing_an_ask_to_fail_hints_at_what_can_fail():
+    d = _first(STUB_FLOW.replace("STUB", 'stub ask go fails "output_validation"'))
     assert "found `fails`" in d.message, d.message
     assert d.hint == (
-        'only a tool can be stubbed to fail (`stub tool NAME fails "code"`); '
-        f"`stub {kind}` gives answers: `stub {kind} {name} returns …`"
+        "only an agent, a stage's agents or a tool can be stubbed to fail "
+        '(`stub agent|stage|tool NAME fails "code"`); '
+        "`stub ask` gives answers: `stub ask go returns …`"
     )
+
+
+def test_an_ask_answer_then_a_failure_hints_that_only_agents_and_tools_fail_in_turn():
+    # `fails` after `then` of an ask stub is read as a name: the string after it is unexpected
+    d = _first(STUB_FLOW.replace("STUB", 'stub ask go returns true then fails "failed"'))
+    assert d.message.endswith("found a string"), d.message
+    assert d.hint is not None and "`stub ask` and `stub step` give values" in d.hint
+
+
+@pytest.mark.parametrize("kind, name", [("agent", "support"), ("stage", "s")])
+def test_an_agent_or_stage_stub_may_fail(kind: str, name: str):
+    _, diags = parse_module(
+        STUB_FLOW.replace("STUB", f'stub {kind} {name} fails "output_validation"'), "m.flow"
+    )
+    assert diags == []
 
 
 @pytest.mark.parametrize(

@@ -78,3 +78,23 @@ def test_completion_offers_the_items_of_a_test(client):
     )
     items = r["items"] if isinstance(r, dict) else r
     assert [i["label"] for i in items] == ["input", "expect", "stub", "replay"]
+
+
+def test_completion_after_fails_offers_the_codes_the_stubbed_thing_can_fail_with():
+    from agentflow.compiler.check_errors import agent_error_codes
+    from agentflow.lsp.analysis import analyze
+
+    text = SOURCE
+    a = analyze(text, "tests.flow")
+
+    def at(line: str) -> list[str]:
+        patched = text.replace("  \n}", f"  {line}\n}}")
+        offset = patched.index(line) + len(line)
+        return [c.label for c in a.completions(offset, patched)]
+
+    agent = at("stub agent helper fails ")
+    assert agent == [f'"{c}"' for c in agent_error_codes()]
+    assert agent[:2] == ['"output_validation"', '"timeout"'] and '"bad_path"' not in agent
+    assert at("stub stage todos returns { top: [], count: 0 } then fails ") == agent
+    tool = at("stub tool grep fails ")
+    assert '"bad_path"' in tool and '"aborted"' not in tool

@@ -59,6 +59,7 @@ __all__ = [
     "outcome_list_member",
     "outcome_type",
     "outcome_value_type",
+    "agent_error_codes",
     "possible_error_codes",
     "resolve_builtin_name",
     "resolve_generic",
@@ -293,6 +294,13 @@ def _member_text(n: ast.Node) -> str:
     if isinstance(n, A.Index):
         return f"{_member_text(n.obj)}[…]"
     return "…"
+
+
+def agent_error_codes() -> list[str]:
+    """The run-time error codes an agent call can fail with, most likely first (the causes
+    :func:`possible_error_codes` gives an agent; what ``stub agent A fails "code"`` may name,
+    docs/reference/testing.md)."""
+    return [code for code, _ in _AGENT_CAUSES]
 
 
 def possible_error_codes(guarded: ast.Node) -> list[FailureCause] | None:

@@ -5,8 +5,9 @@ A test's ``input`` must fit the flow's input type; ``stub agent A returns V`` mu
 S returns V`` that of every agent call inside stage ``S``, ``stub tool T returns V`` the tool's
 declared result type; stub values and inputs are constants (no names). ``expect E`` must be a
 ``bool`` over ``output``, ``input``, the stages, ``inferences`` and ``calls``; the codes of
-``fails`` and ``expect fail`` must be run-time error codes. A stub that does not fit is a
-``stub-mismatch`` at the stub, with a note at the contract it breaks.
+``fails`` and ``expect fail`` must be run-time error codes, and a ``fails`` of an agent or stage
+stub one an agent call can fail with (``check_errors.agent_error_codes``). A stub that does not
+fit is a ``stub-mismatch`` at the stub, with a note at the contract it breaks.
 
 :func:`check_tests` is called by the checker with itself (:class:`~agentflow.compiler.checker.Checker`,
 from its ``check_test_blocks`` phase); it only reports.
@@ -311,9 +312,8 @@ def _check_stub(
                 hint=did_you_mean(name, list(checker.tool_decls)),
             )
             return
-        if stub.fails is not None:
-            _code(checker, stub.fails, stub.fails_span)
-            return
+        for fails in _failures(stub):
+            _code(checker, fails.code, fails.code_span)
         for value in _values(stub):
             if _constant(checker, value, "a stub's value", case):
                 decl = getattr(sig.decl, "returns", None)
@@ -357,6 +357,8 @@ def _check_stub(
                 or (f"stages with agents: {', '.join(stages)}" if stages else None),
             )
             return
+    for fails in _failures(stub):
+        _agent_code(checker, stub, fails)
     for value in _values(stub):
         if not _constant(checker, value, "a stub's value", case):
             continue
@@ -376,10 +378,41 @@ def _check_stub(
 
 
 def _values(stub: ast.TestStub) -> list[ast.Expr]:
-    """Every answer of ``stub``, in call order."""
+    """Every answer of ``stub`` that is a value (not a ``fails "code"``), in call order."""
     if stub.values:
-        return list(stub.values)
+        return [v for v in stub.values if not isinstance(v, ast.StubFails)]
     return [stub.value] if stub.value is not None else []
+
+
+def _failures(stub: ast.TestStub) -> list[ast.StubFails]:
+    """Every ``fails "code"`` among the answers of ``stub``, in call order."""
+    return [v for v in stub.values if isinstance(v, ast.StubFails)]
+
+
+def _agent_code(checker: Any, stub: ast.TestStub, fails: ast.StubFails) -> None:
+    """``stub agent|stage … fails "code"``: ``code`` must be a code an agent call can fail with
+    (:func:`~agentflow.compiler.check_errors.agent_error_codes`), else ``unknown-error-code``
+    (no such code) or ``stub-mismatch`` (an agent never fails with it)."""
+    from agentflow.compiler.check_errors import agent_error_codes
+
+    codes = agent_error_codes()
+    if fails.code in codes:
+        return
+    if fails.code not in ERROR_CODES:
+        checker.report(
+            D.UNKNOWN_ERROR_CODE,
+            f'"{fails.code}" is not a run-time error code',
+            fails.code_span,
+            hint=did_you_mean(fails.code, codes) or "an agent fails with: " + ", ".join(codes),
+        )
+        return
+    what = "the agents of stage" if stub.kind == "stage" else "the agent"
+    checker.report(
+        D.STUB_MISMATCH,
+        f'this stub does not fit {what} `{stub.target.name}`: an agent never fails with "{fails.code}"',
+        fails.code_span,
+        hint="an agent fails with: " + ", ".join(codes),
+    )
 
 
 @dataclass(slots=True)

@@ -635,16 +635,26 @@ class TestInput(Node):
 
 
 @dataclass(slots=True, eq=False)
+class StubFails(Node):
+    """``fails "code"`` in a stub's answers (``stub agent A fails "timeout"``, ``… returns V then
+    fails "timeout"``): that call fails with run-time error ``code`` (``code_span``: its string)."""
+
+    code: str
+    code_span: Span
+
+
+@dataclass(slots=True, eq=False)
 class TestStub(Node):
     """``stub agent|stage|tool|ask NAME returns V [then V2 …]``, ``stub step NAME returns V`` or
-    ``stub tool NAME fails "code"``.
+    ``stub agent|stage|tool NAME fails "code"``.
 
     ``kind``: ``agent`` (an alias), ``stage`` (every agent call inside the stage), ``tool``,
     ``ask`` (the human's answer to the ``ask`` bound by ``let NAME``, or to every ``ask`` of stage
     ``NAME``) or ``step`` (the value of the step bound by ``let NAME``: it does not run);
-    ``value``: the answer or result (None for ``fails``), the first of ``values`` (every answer,
-    in call order: one answers every call, several answer the calls in turn); ``fails``: the
-    error code, with ``fails_span`` its string's span.
+    ``values``: every answer, in call order (one answers every call, several answer the calls in
+    turn); for agents, stages and tools an answer may be a :class:`StubFails` (that call fails);
+    ``value``: the first answer when it is a value (None when it fails); ``fails``: the error
+    code when the only answer is a failure, with ``fails_span`` its string's span.
     """
 
     kind: str  # agent, stage, tool, ask or step
@@ -652,7 +662,7 @@ class TestStub(Node):
     value: Expr | None
     fails: str | None = None
     fails_span: Span | None = None
-    values: list[Expr] = field(default_factory=list)
+    values: list[Expr | StubFails] = field(default_factory=list)
 
 
 @dataclass(slots=True, eq=False)

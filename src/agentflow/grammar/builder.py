@@ -326,20 +326,47 @@ class Builder:
         path = _string_value(c[1], "a cassette path")
         return ast.TestReplay(_cover(c[0], c[1]), path, c[1].span)
 
+    def _seq_stub(self, c, kind):
+        values = c[3]
+        last = values[-1]
+        first = values[0]
+        only_fails = len(values) == 1 and isinstance(first, ast.StubFails)
+        return ast.TestStub(
+            _cover(c[0], last),
+            kind,
+            ast.Ident(c[2].span, c[2].value),
+            None if isinstance(first, ast.StubFails) else first,
+            first.code if only_fails else None,
+            first.code_span if only_fails else None,
+            values=values,
+        )
+
+    def _stub_fails(self, fails, string):
+        code = _string_value(string, "an error code")
+        return ast.StubFails(_cover(fails, string), code, string.span)
+
+    def stub_first(self, c):
+        return [c[1]]
+
+    def stub_first_fails(self, c):
+        return [self._stub_fails(c[0], c[1])]
+
+    def stub_then(self, c):
+        c[0].append(c[2])
+        return c[0]
+
+    def stub_then_fails(self, c):
+        c[0].append(self._stub_fails(c[2], c[3]))
+        return c[0]
+
     def stub_agent(self, c):
-        return self._stub(c, "agent")
+        return self._seq_stub(c, "agent")
 
     def stub_stage(self, c):
-        return self._stub(c, "stage")
+        return self._seq_stub(c, "stage")
 
     def stub_tool(self, c):
-        return self._stub(c, "tool")
-
-    def stub_tool_fails(self, c):
-        code = _string_value(c[4], "an error code")
-        return ast.TestStub(
-            _cover(c[0], c[4]), "tool", ast.Ident(c[2].span, c[2].value), None, code, c[4].span
-        )
+        return self._seq_stub(c, "tool")
 
     def expect_fail(self, c):
         code = _string_value(c[2], "an error code")

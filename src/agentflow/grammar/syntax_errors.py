@@ -167,6 +167,12 @@ def _syntax_hint(
     hint = _generic_hint(tok, expected, sc)
     if hint is not None:
         return hint
+    if _ask_then_fails(tok, sc):
+        # `stub ask go returns true then fails "failed"` (`fails` is read as a name there)
+        return (
+            "only the answers of `stub agent|stage|tool` can fail in turn "
+            '(`returns V then fails "code"`); `stub ask` and `stub step` give values'
+        )
     prev = values[-1] if values and isinstance(values[-1], Tok) else None
     prev2 = values[-2] if values and len(values) > 1 and isinstance(values[-2], Tok) else None
     loop = _loop_word(sc)
@@ -214,13 +220,14 @@ def _syntax_hint(
     if (
         typ == "FAILS"
         and prev2 is not None
-        and prev2.type in ("AGENT", "STAGE", "ASK", "STEP")
+        and prev2.type in ("ASK", "STEP")
         and prev3 is not None
         and prev3.type == "STUB"
     ):
-        # `stub agent writer fails "output_validation"`: only a tool's call can be made to fail
+        # `stub ask go fails "failed"`: only agents, stages and tools can be made to fail
         return (
-            f'only a tool can be stubbed to fail (`stub tool NAME fails "code"`); '
+            "only an agent, a stage's agents or a tool can be stubbed to fail "
+            '(`stub agent|stage|tool NAME fails "code"`); '
             f"`stub {prev2.value}` gives answers: `stub {prev2.value} {prev.value} returns …`"
         )
     if prev.type == "DEADLINE" and "DURATION" in expected:
@@ -244,6 +251,18 @@ def _syntax_hint(
         kind = prev.value
         return f'the {kind} name is a string: `use {kind} "{tok.value}" as {tok.value}`'
     return None
+
+
+_ASK_THEN_FAILS = re.compile(r"^\s*stub\s+(ask|step)\b.*\bthen\s+fails\s*$")
+
+
+def _ask_then_fails(tok: Any, sc: Scanner) -> bool:
+    """True when ``tok`` follows ``then fails`` on a line ``stub ask|step …``."""
+    k = getattr(tok, "start", -1) - sc.ob
+    if not 0 <= k <= len(sc.text):
+        return False
+    line = sc.text[sc.text.rfind("\n", 0, k) + 1 : k]
+    return _ASK_THEN_FAILS.match(line) is not None
 
 
 #: loop keywords of other languages (`.flow` iterates with map, filter and reduce)

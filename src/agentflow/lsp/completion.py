@@ -79,6 +79,9 @@ def completions(a: Analysis, offset: int, text: str | None = None) -> list[Compl
             ]
         if prev == "stub":
             return [Completion(k, "keyword") for k in STUB_KINDS]
+        failing = errors_help.stub_fail_codes(code)
+        if failing is not None:  # `stub agent A fails |`: the codes it may fail with
+            return [Completion(*c) for c in failing]
         if prev == "expect":
             extra = [Completion("fail", "keyword", 'expect fail "code"')] + [
                 Completion(n, "variable") for n in ("output", "inferences", "calls")

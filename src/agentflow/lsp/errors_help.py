@@ -17,6 +17,7 @@ from agentflow.compiler.check_errors import (
     ERROR_OBJECT,
     ERROR_PLACE,
     FailureCause,
+    agent_error_codes,
     possible_error_codes,
 )
 from agentflow.compiler.types import type_str
@@ -78,6 +79,24 @@ def _codes(listed: set[str]) -> list[Item]:
         for code, entry in ERROR_CODES.items()
         if code not in HARD_STOP_CODES and code not in listed
     ]
+
+
+def stub_fail_codes(code: list[Any]) -> list[Item] | None:
+    """The codes to offer after ``fails`` in a test's stub (the cursor follows ``code``'s last
+    token), each as a string ``"timeout"`` with its meaning: for ``stub agent|stage`` the codes an
+    agent call can fail with (:func:`agentflow.compiler.check_errors.agent_error_codes`, what the
+    checker accepts there), for ``stub tool`` every catchable code. None: not after ``fails``."""
+    if not code or code[-1].value != "fails":
+        return None
+    kind = next(
+        (code[i + 1].value for i in range(len(code) - 2, -1, -1) if code[i].value == "stub"),
+        None,
+    )
+    if kind in ("agent", "stage"):
+        return [(f'"{c}"', "constant", ERROR_CODES[c].summary) for c in agent_error_codes()]
+    if kind == "tool":
+        return [(f'"{c}"', kind_, detail) for c, kind_, detail in _codes(set())]
+    return None
 
 
 def open_on_list(code: list[Any]) -> set[str] | None:
