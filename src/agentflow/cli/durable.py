@@ -239,7 +239,7 @@ def _step_line(step: dict[str, Any]) -> str:
         what = f"(engine) {step['operation']}"
     elif step.get("label"):
         what = str(step["label"])
-        if step.get("kind") == "ask" or str(step.get("kind", "")).startswith("model"):
+        if str(step.get("kind", "")).startswith("model"):  # a call of the agent's model
             what += f" › {step['kind']}"
     else:
         what = f"{step.get('path') or '(run)'}  {step.get('kind', '')}".rstrip()
