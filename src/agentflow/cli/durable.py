@@ -175,11 +175,21 @@ def runs(ctx: click.Context, config: str | None, database: str | None, as_json: 
 @_config_option
 @_database_option
 @click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
+@click.option(
+    "--all", "show_all", is_flag=True,
+    help="List the durable engine's own operations too (DBOS.setEvent, DBOS.sleep, ...).",
+)  # fmt: skip
 @click.pass_context
 def runs_show(
-    ctx: click.Context, run_id: str, config: str | None, database: str | None, as_json: bool
+    ctx: click.Context,
+    run_id: str,
+    config: str | None,
+    database: str | None,
+    as_json: bool,
+    show_all: bool,
 ) -> None:
-    """Show durable run RUN: its steps, status, cost so far, pending questions, error."""
+    """Show durable run RUN: its steps (status, start, duration), status, cost so far, pending
+    questions, error, and for a --fleet run which worker holds which unfinished unit."""
     parent = ctx.obj or {}
     try:
         url = _durable_url(config or parent.get("config"), database or parent.get("database"))
@@ -187,7 +197,7 @@ def runs_show(
         _fail(e)
     from agentflow.runtime.durable.runs import show_run
 
-    info = _durable_call(lambda: show_run(url, run_id))
+    info = _durable_call(lambda: show_run(url, run_id, internals=show_all))
     if as_json:
         click.echo(_json_out(info.to_dict()))
         return
@@ -199,10 +209,14 @@ def runs_show(
         f"model calls so far: {cost.get('inferences', 0)} ({cost.get('input_tokens', 0)} in, "
         f"{cost.get('output_tokens', 0)} out tokens{money})"
     )
-    click.echo("steps:")
+    hidden = ""
+    if info.internal and not show_all:
+        hidden = f" ({info.internal} engine operation(s) not shown: --all lists them)"
+    click.echo(f"steps:{hidden}" if info.steps else f"steps: none yet{hidden}")
     for step in info.steps:
-        mark = "reused" if step.get("reused") else step["status"]
-        click.echo(f"  {mark:<6} {step['operation']}")
+        click.echo("  " + _step_line(step))
+    for holder in info.workers:
+        click.echo(_holder_line(holder, info.run_id))
     for q in info.questions:
         click.echo(f"waiting: ? [{q.path}] {q.question}" + (f" {q.choices}" if q.choices else ""))
         click.echo(f"  answer with: flowc answer {info.run_id} {q.path} VALUE")
@@ -210,6 +224,42 @@ def runs_show(
         e = info.error
         where = f" at step {e.get('step_path')}" if e.get("step_path") else ""
         click.echo(f"error[{e.get('code')}]{where}: {e.get('message')}")
+
+
+def _step_line(step: dict[str, Any]) -> str:
+    """One step of ``flowc runs show``: status, start time, duration, the step in the user's
+    terms (its `.flow` label, else its path and what it called)."""
+    import time
+
+    mark = "reused" if step.get("reused") else step["status"]
+    start, end = step.get("started_at"), step.get("finished_at")
+    at = time.strftime("%H:%M:%S", time.localtime(start)) if start else "-"
+    took = f"{end - start:.2f}s" if start and end else "-"
+    if step.get("internal"):
+        what = f"(engine) {step['operation']}"
+    elif step.get("label"):
+        what = str(step["label"])
+        if str(step.get("kind", "")).startswith("model"):  # a call of the agent's model
+            what += f" › {step['kind']}"
+    else:
+        what = f"{step.get('path') or '(run)'}  {step.get('kind', '')}".rstrip()
+    return f"{mark:<10} {at}  {took:>7}  {what}"
+
+
+def _holder_line(holder: dict[str, Any], run_id: str) -> str:
+    """Who holds some of a fleet run's unfinished units (``flowc runs show``)."""
+    units = holder["units"]
+    listed = ", ".join(units[:5]) + (" …" if len(units) > 5 else "")
+    if holder.get("queued"):
+        return f"queued: {len(units)} unit(s) no worker has taken yet: {listed}"
+    if "worker" in holder:
+        if holder.get("alive"):
+            return f"worker {holder['worker']} (alive) holds {len(units)} unit(s): {listed}"
+        return (
+            f"worker {holder['worker']} (gone: its process ended) holds {len(units)} unit(s): "
+            f"{listed}; flowc resume {run_id} puts them back for the live workers"
+        )
+    return f"{holder['executor']} holds {len(units)} unit(s): {listed}"
 
 
 @click.command()
@@ -266,7 +316,8 @@ def redrive(
 ) -> None:
     """Run failed durable run RUN again from its failed steps: a new run of the same plan and
     input that takes every step RUN finished and every question it had answered (prints the
-    new run id).  A run that ended ok is refused: `flowc run FILE --reuse RUN` runs it again."""
+    new run id).  A run that ended ok is refused: `flowc run FILE --reuse RUN` runs it again; so
+    is one that has not ended: `flowc resume RUN` continues it (or `flowc cancel RUN` first)."""
     import asyncio
     import secrets
 

@@ -649,7 +649,9 @@ class Question:
 @dataclass
 class RunInfo:
     """One durable run: id, status (``running``, ``waiting``, ``ok``, ``error``, ``exited``,
-    ``aborted``, ``cancelled``, ``stopped``), plan name, times, pending questions, the error."""
+    ``aborted``, ``cancelled``, ``stopped``), plan name, times (epoch seconds), pending
+    questions, the error; from :func:`show_run` also its steps, cost, the count of engine
+    operations left out of ``steps`` and a fleet run's holders of unfinished units."""
 
     run_id: str
     status: str
@@ -661,6 +663,10 @@ class RunInfo:
     output: Any = None
     steps: list[dict[str, Any]] = field(default_factory=list)
     cost: dict[str, Any] = field(default_factory=dict)
+    #: the engine's own operations (``DBOS.setEvent`` …) not among ``steps``
+    internal: int = 0
+    #: a fleet run's unfinished units by holder (:func:`show_run`)
+    workers: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -780,10 +786,14 @@ def _error_text(error: Any) -> dict[str, Any]:
     return {"code": "failed", "message": str(error), "step_path": None}
 
 
-async def show_run(url: str, run_id: str) -> RunInfo:
-    """Run ``run_id`` in detail: every recorded step (unit, operation, status), the cost of
-    its model calls so far, pending questions, the error."""
+async def show_run(url: str, run_id: str, *, internals: bool = False) -> RunInfo:
+    """Run ``run_id`` in detail: its steps in the user's terms (each recorded tool call, model
+    call and question: unit, step path, `.flow` label, status, start and end), the count of the
+    engine's own operations left out (``internals``: listed too, marked ``internal``), the cost
+    of its model calls so far, pending questions, the error, and for a ``--fleet`` run which
+    worker holds which unfinished unit and whether that worker is alive."""
     from agentflow.runtime.durable.dbos_engine import _dbos
+    from agentflow.runtime.durable.shown import Labels, parse_operation
 
     _attach(url, run_id)
     dbos = _dbos()
@@ -797,18 +807,33 @@ async def show_run(url: str, run_id: str) -> RunInfo:
         w for w in family if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")
     ]
     info = _info(root, _alive(url, run_id))
+    spec = _spec_of(root)
+    labels = Labels(_plan_of(spec))
     cost: dict[str, Any] = {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
     priced = 0.0
     for w in family:
-        for step in await dbos.DBOS.list_workflow_steps_async(w.workflow_id):
+        unit = w.workflow_id[len(run_id) :].lstrip("/") or "(run)"
+        steps = await dbos.DBOS.list_workflow_steps_async(w.workflow_id)
+        for step in steps:
             name = step["function_name"]
             error = step.get("error")
             out = step.get("output")
-            entry = {
-                "unit": w.workflow_id[len(run_id) :].lstrip("/") or "(run)",
+            op = parse_operation(name)
+            if op is None:
+                info.internal += 1
+                if not internals:
+                    continue
+            entry: dict[str, Any] = {
+                "unit": unit,
                 "operation": name,
                 "status": "error" if error is not None else "done",
+                "started_at": _seconds(step.get("started_at_epoch_ms")),
+                "finished_at": _seconds(step.get("completed_at_epoch_ms")),
             }
+            if op is None:
+                entry["internal"] = True
+            else:
+                entry.update(path=op.path, kind=op.title(), label=labels.label(op.path))
             if error is not None:
                 entry["error"] = _error_text(error)
             value = out.get("v") if isinstance(out, dict) else None
@@ -822,6 +847,12 @@ async def show_run(url: str, run_id: str) -> RunInfo:
             if isinstance(out, dict) and out.get("reused"):
                 entry["reused"] = True
             info.steps.append(entry)
+        if any(s["function_name"] == "DBOS.setEvent" for s in steps):
+            info.steps.extend(await _unanswered(w.workflow_id, unit, labels))
+            mine = [e for e in info.steps if e["unit"] == unit]
+            rest = [e for e in info.steps if e["unit"] != unit]
+            mine.sort(key=lambda e: e["started_at"] or float("inf"))  # stable: record order
+            info.steps = rest + mine
     if priced:
         cost["cost"] = round(priced, 10)
     info.cost = cost
@@ -829,7 +860,89 @@ async def show_run(url: str, run_id: str) -> RunInfo:
         info.questions = await _questions(run_id, family)
         if info.questions and info.status == "running":
             info.status = "waiting"
+        if isinstance(spec, dict) and spec.get("fleet"):
+            info.workers = await _holders(url, run_id, family)
     return info
+
+
+def _seconds(epoch_ms: Any) -> float | None:
+    return epoch_ms / 1000.0 if isinstance(epoch_ms, (int, float)) and epoch_ms else None
+
+
+def _spec_of(w: Any) -> dict[str, Any]:
+    """The recorded input (``run_durable``'s spec) of a run's root workflow ``w``."""
+    args = w.input.get("args") if isinstance(w.input, dict) else None
+    return args[0] if args and isinstance(args[0], dict) else {}
+
+
+def _plan_of(spec: dict[str, Any]) -> Plan | None:
+    """The plan recorded in ``spec``, or None when it no longer loads."""
+    from agentflow.ir.loader import load_plan_text
+
+    text = spec.get("plan_text")
+    if not isinstance(text, str):
+        return None
+    try:
+        return load_plan_text(text, spec.get("plan_file") or "<durable>")
+    except Exception:  # noqa: BLE001 - names are a nicety: the paths still show
+        return None
+
+
+async def _unanswered(workflow_id: str, unit: str, labels: Any) -> list[dict[str, Any]]:
+    """The questions unit ``workflow_id`` asked that went unanswered (its ``ask`` went on as
+    after a timeout): they record no operation of the run's own, only their events."""
+    from agentflow.runtime.durable.dbos_engine import _dbos
+
+    events = await _dbos().DBOS.get_all_events_async(workflow_id)
+    out = []
+    for key, value in sorted(events.items()):
+        if not key.startswith("question:") or not isinstance(value, dict):
+            continue
+        if value.get("answered") is not False:
+            continue  # answered: its `ask#` operation shows; pending: under `waiting`
+        path = str(value.get("path") or key[len("question:") :])
+        out.append(
+            {
+                "unit": unit,
+                "operation": f"{path}/ask",
+                "status": "unanswered",
+                "started_at": value.get("asked_at"),
+                "finished_at": None,
+                "path": path,
+                "kind": "ask",
+                "label": labels.label(path),
+            }
+        )
+    return out
+
+
+async def _holders(url: str, run_id: str, family: list[Any]) -> list[dict[str, Any]]:
+    """Who holds the unfinished units of fleet run ``run_id``: one entry per executor (a
+    worker ``worker:NAME`` — with ``alive`` from its liveness lock — or the run's own
+    process), plus ``queued`` for units no worker has taken yet."""
+    from agentflow.runtime.durable.liveness import worker_alive
+
+    held: dict[str, list[str]] = {}
+    queued: list[str] = []
+    for w in family:
+        if w.workflow_id == run_id:
+            continue
+        unit = w.workflow_id[len(run_id) + 1 :]
+        if w.status == "ENQUEUED":
+            queued.append(unit)
+        elif w.status == "PENDING":
+            held.setdefault(str(w.executor_id or ""), []).append(unit)
+    out: list[dict[str, Any]] = []
+    for executor, units in sorted(held.items()):
+        entry: dict[str, Any] = {"executor": executor, "units": sorted(units)}
+        if executor.startswith("worker:"):
+            name = executor[len("worker:") :]
+            entry["worker"] = name
+            entry["alive"] = await asyncio.to_thread(worker_alive, url, name)
+        out.append(entry)
+    if queued:
+        out.append({"executor": None, "queued": True, "units": sorted(queued)})
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -933,7 +1046,9 @@ async def cancel(url: str, run_id: str) -> None:
 async def recorded_spec(url: str, run_id: str, *, redrive: bool = False) -> dict[str, Any]:
     """The recorded input of run ``run_id`` (plan text, input, configuration path, …).
     ``redrive``: for ``flowc redrive``, which runs a run that did not succeed again: raises
-    InputError for a run that ended ``ok`` or ``exited`` (``flowc run --reuse`` runs it again)."""
+    InputError for a run that ended ``ok`` or ``exited`` (``flowc run --reuse`` runs it again)
+    and for one that has not ended, ``running`` or ``stopped`` (``flowc resume`` continues it;
+    ``flowc cancel`` ends it, after which it may be redriven)."""
     from agentflow.runtime.durable.dbos_engine import query_workflows, recorded_input
 
     _attach(url, run_id)
@@ -943,7 +1058,19 @@ async def recorded_spec(url: str, run_id: str, *, redrive: bool = False) -> dict
         raise InputError(e.message) from None
     if redrive:
         found = await query_workflows(workflow_ids=[run_id], load_input=False)
-        status = _status(found[0], False) if found else None
+        status = _status(found[0], _alive(url, run_id)) if found else None
+        if status in ("running", "stopped"):
+            state = (
+                "is still running"
+                if status == "running"
+                else "has not ended (its process stopped before it finished)"
+            )
+            raise InputError(
+                f"run {run_id} {state}: nothing to redrive (redrive runs a run that ended "
+                f"without success again); to continue it: flowc resume {run_id}; to give it up "
+                f"and run it again from its finished steps: flowc cancel {run_id}, then flowc "
+                f"redrive {run_id}"
+            )
         if status in ("ok", "exited"):
             file = spec.get("plan_file") or "FILE"
             raise InputError(

@@ -1,0 +1,104 @@
+"""A durable run's recorded operations in the user's terms, for ``flowc runs show``
+(docs/durable.md "Looking at runs").
+
+The engine records two kinds of operation per unit: the run's own — a tool call, a model
+call, an answered question — named ``PATH/KIND#N`` (``E1/do.3/tool:user__note#1``,
+``E4/model:gpt#2``, ``E2/ask#1``), and its own bookkeeping (``DBOS.setEvent``, ``DBOS.recv``,
+``DBOS.sleep``, starting and awaiting child units …), which a user never wrote.
+:func:`parse_operation` tells them apart; :class:`Labels` names a step path as the rest of the
+CLI does (``prep › item 0 › user__note``: runtime/where.py), from the plan recorded with the
+run.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentflow.ir.models import Plan
+
+__all__ = ["Labels", "Operation", "parse_operation"]
+
+_OPERATION = re.compile(r"(?:(?P<path>.+)/)?(?P<kind>tool|model|ask)(?::(?P<what>[^/#]+))?#\d+")
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One of the run's own operations: its step ``path`` (``E1/do.3``), ``kind`` (``tool``,
+    ``model``, ``ask``) and what it called (the tool's or model's name; None for ``ask``)."""
+
+    path: str
+    kind: str
+    what: str | None
+
+    def title(self) -> str:
+        """``tool note`` / ``model gpt`` / ``ask``: the operation in a few words."""
+        from agentflow.runtime.where import tool_label
+
+        if self.what is None:
+            return self.kind
+        return f"{self.kind} {tool_label(self.what) if self.kind == 'tool' else self.what}"
+
+
+def parse_operation(name: str) -> Operation | None:
+    """The :class:`Operation` of recorded operation ``name``; None for the engine's own
+    bookkeeping (``DBOS.*``, child units' start and result, …)."""
+    if name.startswith("DBOS."):
+        return None
+    m = _OPERATION.fullmatch(name)
+    if m is None:
+        return None
+    return Operation(m.group("path") or "", m.group("kind"), m.group("what"))
+
+
+class Labels:
+    """Step paths of a run of ``plan`` named in the `.flow`'s terms (``stage › name = tool``,
+    ``stage › item 3 › tool``); a hand-written plan's paths, which carry its own step ids,
+    name themselves.  Never raises: a path it cannot follow is shown as it is."""
+
+    def __init__(self, plan: Plan | None):
+        self.plan = plan
+        self._cache: dict[str, str | None] = {}
+
+    def label(self, path: str) -> str | None:
+        """The user's name of the step at ``path``, or None (no stage: a hand-written plan)."""
+        if path not in self._cache:
+            try:
+                self._cache[path] = self._label(path)
+            except Exception:  # noqa: BLE001 - a name is a nicety; the path still shows
+                self._cache[path] = None
+        return self._cache[path]
+
+    def _label(self, path: str) -> str | None:
+        from agentflow.ir.models import Step
+        from agentflow.runtime.where import Place
+
+        plan = self.plan
+        if plan is None or not path:
+            return None
+        segments = path.split("/")
+        step = next((s for s in plan.steps if s.id == segments[0]), None)
+        if step is None:
+            return None
+        place = Place(segments[0], step, step.tool_name, None, self._outlined(step))
+        here = segments[0]
+        for seg in segments[1:]:
+            body = step.input.get("do") if isinstance(step.input, dict) else None
+            if not (seg.startswith("do.") and isinstance(body, Step)):
+                break  # deeper places take the nearest one's names
+            here = f"{here}/{seg}"
+            step = body
+            place = Place(here, step, step.tool_name, place, self._outlined(step))
+        names = place.names() if here == path else place.names_below(path)
+        return names.label
+
+    def _outlined(self, step: Any) -> bool:
+        from agentflow.runtime.agent_step import is_outlined
+
+        tool = str(step.tool_name or "")
+        if not tool.startswith("plan__") or self.plan is None:
+            return False
+        sub = (self.plan.plans or {}).get(tool.removeprefix("plan__"))
+        return sub is not None and is_outlined(sub)

@@ -1,0 +1,120 @@
+"""``flowc runs show RUN`` lists the run's own steps in the `.flow`'s terms (stage, ``let`` name,
+map item, tool), each with its status, start and duration; the durable engine's bookkeeping
+(``DBOS.setEvent``, ``DBOS.recv``, ``DBOS.sleep`` of a question's wait) is left out and counted,
+and listed with ``--all``.  A question nobody answered shows as a step of its own.  (A real
+durable run on SQLite in ``tmp_path``, in this process; ``flowc runs show`` through click.)"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import agentflow
+from agentflow.cli import main
+from agentflow.runtime.durable.dbos_engine import shutdown
+from agentflow.runtime.durable.runs import show_run
+
+FLOW = """\
+flow tally "Tally"
+input { xs: int[] }
+
+stage prep -> int[] {
+  let first = user__note(n: 1)
+  let go = ask "Go on?" expect bool default true
+  return parallel map input.xs as x limit 2 {
+    return user__note(n: x)
+  }
+}
+"""
+
+TOOLS = '''\
+def note(n: int) -> int:
+    """Ten times n."""
+    return 10 * n
+'''
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "tally.flow").write_text(FLOW)
+    (tmp_path / "tools.py").write_text(TOOLS)
+    (tmp_path / "flow.toml").write_text(
+        '[tools]\nmodules = ["tools.py"]\n\n[durable]\nask_timeout = "300ms"\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NO_COLOR", "1")
+    result = asyncio.run(
+        agentflow.run(
+            tmp_path / "tally.flow",
+            {"xs": [1, 2]},
+            config=tmp_path / "flow.toml",
+            durable=True,
+            run_id="tally-1",
+        )
+    )
+    assert result.status == "ok", result.error
+    assert result.output == [10, 20]
+    yield tmp_path
+    shutdown()
+
+
+def _show(*args: str) -> str:
+    shown = CliRunner().invoke(main, ["runs", "show", "tally-1", *args])
+    assert shown.exit_code == 0, shown.output
+    return shown.stdout
+
+
+def test_runs_show_names_each_step_as_the_flow_does_with_its_time(project: Path) -> None:
+    text = _show()
+    lines = text.splitlines()
+    steps = lines[lines.index(next(ln for ln in lines if ln.startswith("steps:"))) + 1 :]
+    whats = [ln.split(None, 3)[3] for ln in steps]
+    assert whats == [
+        "prep › first = user__note",
+        "prep › go = ask",
+        "prep › item 0 › user__note",
+        "prep › item 1 › user__note",
+    ], text
+    assert [ln.split()[0] for ln in steps] == ["done", "unanswered", "done", "done"]
+    assert all(ln.split()[2].endswith("s") for ln in steps if ln.split()[0] == "done"), text
+    # the engine's own operations of the question's wait are counted, not listed
+    assert "DBOS." not in text
+    assert "engine operation(s) not shown: --all lists them" in text
+
+
+def test_runs_show_all_lists_the_engine_operations_too(project: Path) -> None:
+    text = _show("--all")
+    assert "(engine) DBOS.setEvent" in text
+    assert "(engine) DBOS.recv" in text
+    assert "not shown" not in text
+    assert "prep › first = user__note" in text
+
+
+def test_runs_show_json_gives_each_step_its_path_label_and_times(project: Path) -> None:
+    info = json.loads(_show("--json"))
+    assert info["internal"] >= 3  # setEvent, recv, setEvent at least
+    assert not any(s["operation"].startswith("DBOS.") for s in info["steps"])
+    first = next(s for s in info["steps"] if s["path"] == "E0")
+    assert first["operation"] == "E0/tool:user__note#1"
+    assert first["kind"] == "tool user__note"
+    assert first["label"] == "prep › first = user__note"
+    assert first["status"] == "done"
+    assert 0 < first["started_at"] <= first["finished_at"]
+    asked = [s for s in info["steps"] if s["kind"] == "ask"]
+    assert [(s["status"], s["label"]) for s in asked] == [("unanswered", "prep › go = ask")]
+    assert info["workers"] == []  # not a fleet run
+
+
+def test_show_run_with_internals_marks_them(project: Path) -> None:
+    from agentflow.runtime.config import load_config
+    from agentflow.runtime.durable.runs import database_for
+
+    url = database_for(load_config(project / "flow.toml"))
+    info = asyncio.run(show_run(url, "tally-1", internals=True))
+    engine = [s for s in info.steps if s.get("internal")]
+    assert len(engine) == info.internal >= 3
+    assert all(s["operation"].startswith("DBOS.") for s in engine)
