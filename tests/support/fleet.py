@@ -176,6 +176,40 @@ def where(x: int) -> int:
 """
 
 
+#: a fleet run's map over ``input.xs`` calling ``user__where`` on each item
+WHERE_MAP_PLAN = """\
+version: 1
+name: {name}
+input_schema: {{type: object}}
+steps:
+  - id: E1
+    tool_name: map
+    input:
+      over: "{{{{ input.xs }}}}"
+      concurrency: 8
+      do:
+        tool_name: user__where
+        input: {{x: "{{{{ item }}}}"}}
+finish: {{mode: output, output: "{{{{ E1 }}}}"}}
+"""
+
+
+def wait_for_the_hang(
+    log: Path, url: str, run_id: str, *, hangs: int, items: int, procs: list, workers: Workers
+) -> None:
+    """Until item ``hangs`` is in its (hanging) tool call and the engine has recorded every
+    other item's unit of ``run_id`` as finished; fails when 60 s pass first or when one of
+    ``procs`` ends (with the workers' stderr)."""
+    deadline = time.monotonic() + 60
+    while not (
+        ("start", hangs) in {(w, x) for w, x, _ in where_log(log)}
+        and finished_units(url, run_id) == items - 1
+    ):
+        assert time.monotonic() < deadline, where_log(log)
+        assert all(p.poll() is None for p in procs), workers.errors()
+        time.sleep(0.05)
+
+
 def where_log(path: Path) -> list[tuple[str, int, int]]:
     """The ``(start|end, item, pid)`` lines :func:`hanging_where_tools` wrote to ``path``."""
     if not path.exists():

@@ -13,12 +13,13 @@ import time
 from collections import Counter
 
 from support.fleet import (
+    WHERE_MAP_PLAN,
     Workers,
-    finished_units,
     fleet_env,
     fleet_project,
     flowc,
     hanging_where_tools,
+    wait_for_the_hang,
     where_log,
 )
 
@@ -27,36 +28,9 @@ from agentflow.runtime.durable.liveness import worker_alive
 ITEMS = 4
 HANGS = 2  # the item whose tool call hangs the first time (its worker is killed then)
 
-PLAN = """\
-version: 1
-name: gone
-input_schema: {type: object}
-steps:
-  - id: E1
-    tool_name: map
-    input:
-      over: "{{ input.xs }}"
-      concurrency: 8
-      do:
-        tool_name: user__where
-        input: {x: "{{ item }}"}
-finish: {mode: output, output: "{{ E1 }}"}
-"""
+PLAN = WHERE_MAP_PLAN.format(name="gone")
 
 TOOLS = hanging_where_tools(HANGS, result="10 * x")
-
-
-def _wait_for_the_hang(log, url, run_id, procs, workers) -> None:
-    """Until item HANGS is in its tool call and every other item's result is recorded."""
-    deadline = time.monotonic() + 60
-    while True:
-        if ("start", HANGS) in {(w, x) for w, x, _ in where_log(log)} and (
-            finished_units(url, run_id) == ITEMS - 1
-        ):
-            return
-        assert time.monotonic() < deadline, where_log(log)
-        assert all(p.poll() is None for p in procs), workers.errors()
-        time.sleep(0.05)
 
 
 def _setup(tmp_path, postgres):
@@ -88,7 +62,15 @@ def test_the_runs_process_recovers_the_units_of_a_worker_that_died_for_good(tmp_
         run = subprocess.Popen(_run("gone-1"), cwd=project, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
         try:
-            _wait_for_the_hang(log, postgres.url, "gone-1", [run, first], workers)
+            wait_for_the_hang(
+                log,
+                postgres.url,
+                "gone-1",
+                hangs=HANGS,
+                items=ITEMS,
+                procs=[run, first],
+                workers=workers,
+            )
             workers.kill(first)
             other = workers.start("w2")  # another name: w1 never comes back
             out, err = run.communicate(timeout=60)
@@ -111,7 +93,15 @@ def test_flowc_resume_recovers_the_units_of_a_dead_worker_after_the_run_process_
         first = workers.start("w1")
         run = subprocess.Popen(_run("gone-2"), cwd=project, env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-        _wait_for_the_hang(log, postgres.url, "gone-2", [run, first], workers)
+        wait_for_the_hang(
+            log,
+            postgres.url,
+            "gone-2",
+            hangs=HANGS,
+            items=ITEMS,
+            procs=[run, first],
+            workers=workers,
+        )
         run.kill()  # the run's process and its worker both die
         run.wait()
         workers.kill(first)

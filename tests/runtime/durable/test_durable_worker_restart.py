@@ -11,18 +11,17 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import time
 from collections import Counter
 
 from support.chat_server import TEST_API_KEY, answer
 from support.fleet import (
     LABELLED_ITEMS_PLAN,
     Workers,
-    finished_units,
     fleet_env,
     fleet_project,
     flowc,
     hanging_where_tools,
+    wait_for_the_hang,
     where_log,
 )
 from support.otlp_receiver import OtlpReceiver
@@ -61,14 +60,10 @@ def test_a_worker_restarted_under_its_name_finishes_its_predecessors_items(
         )  # fmt: skip
         try:
             # every other item's result recorded, the hanging one in its tool call: kill
-            deadline = time.monotonic() + 60
-            while not (
-                ("start", HANGS) in {(w, x) for w, x, _ in where_log(log)}
-                and finished_units(postgres.url, "restart-1") == ITEMS - 1
-            ):
-                assert time.monotonic() < deadline, (where_log(log), labelled)
-                assert run.poll() is None and first.poll() is None, workers.errors()
-                time.sleep(0.05)
+            wait_for_the_hang(
+                log, postgres.url, "restart-1", hangs=HANGS, items=ITEMS, procs=[run, first],
+                workers=workers,
+            )  # fmt: skip
             workers.kill(first)
             second = workers.start("w1", "--otel", receiver.url)
             out, err = run.communicate(timeout=60)

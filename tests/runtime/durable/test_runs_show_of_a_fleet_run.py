@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 
 from click.testing import CliRunner
 from support.fleet import (
+    WHERE_MAP_PLAN,
     Workers,
-    finished_units,
     fleet_env,
     fleet_project,
     flowc,
     hanging_where_tools,
-    where_log,
+    wait_for_the_hang,
 )
 
 from agentflow.cli import main
@@ -27,21 +26,7 @@ from agentflow.runtime.durable.dbos_engine import shutdown
 ITEMS = 3
 HANGS = 1  # the item whose tool call hangs (its worker holds it until killed)
 
-PLAN = """\
-version: 1
-name: stuck
-input_schema: {type: object}
-steps:
-  - id: E1
-    tool_name: map
-    input:
-      over: "{{ input.xs }}"
-      concurrency: 8
-      do:
-        tool_name: user__where
-        input: {x: "{{ item }}"}
-finish: {mode: output, output: "{{ E1 }}"}
-"""
+PLAN = WHERE_MAP_PLAN.format(name="stuck")
 
 
 def _show(database: str, *args: str) -> str:
@@ -66,14 +51,10 @@ def test_runs_show_names_the_worker_holding_each_unit_and_whether_it_lives(tmp_p
             cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )  # fmt: skip
         try:
-            deadline = time.monotonic() + 60
-            while not (
-                ("start", HANGS) in {(w, x) for w, x, _ in where_log(log)}
-                and finished_units(postgres.url, "stuck-1") == ITEMS - 1
-            ):
-                assert time.monotonic() < deadline, where_log(log)
-                assert run.poll() is None and w1.poll() is None, workers.errors()
-                time.sleep(0.05)
+            wait_for_the_hang(
+                log, postgres.url, "stuck-1", hangs=HANGS, items=ITEMS, procs=[run, w1],
+                workers=workers,
+            )  # fmt: skip
             alive = _show(postgres.url)
             info = json.loads(_show(postgres.url, "--json"))
         finally:
