@@ -118,9 +118,10 @@ class Workers:
         self.stop()
 
 
-#: a fleet run's map over ``input.xs``, each item a sub-plan that logs where it runs
-#: (``user__where``) then asks the model for a label: ``{x, label}`` per item
-LABELLED_ITEMS_PLAN = """\
+def map_plan(name: str, do: str) -> str:
+    """A plan ``name``: a fleet run's map over ``input.xs`` (concurrency 8) calling the tool
+    ``do`` with ``{x: item}`` on each item; its output is the map's list."""
+    return f"""\
 version: 1
 name: {name}
 input_schema: {{type: object}}
@@ -131,24 +132,34 @@ steps:
       over: "{{{{ input.xs }}}}"
       concurrency: 8
       do:
-        tool_name: plan__item
+        tool_name: {do}
         input: {{x: "{{{{ item }}}}"}}
 finish: {{mode: output, output: "{{{{ E1 }}}}"}}
+"""
+
+
+def labelled_items_plan(name: str) -> str:
+    """:func:`map_plan` whose item is a sub-plan that logs where it runs (``user__where``) then
+    asks the model for a label: ``{x, label}`` per item."""
+    return (
+        map_plan(name, "plan__item")
+        + """\
 plans:
   item:
     name: item
     steps:
       - id: S0
         tool_name: user__where
-        input: {{x: "{{{{ input.x }}}}"}}
+        input: {x: "{{ input.x }}"}
       - id: S1
         tool_name: agent
         input:
-          prompt: "Label item {{{{ input.x }}}}."
+          prompt: "Label item {{ input.x }}."
           tools: none
-          output_schema: {{type: object, properties: {{x: {{type: integer}}}}, required: [x]}}
-    finish: {{mode: output, output: "{{{{ {{x: input.x, label: S1.output.x}} }}}}"}}
+          output_schema: {type: object, properties: {x: {type: integer}}, required: [x]}
+    finish: {mode: output, output: "{{ {x: input.x, label: S1.output.x} }}"}
 """
+    )
 
 
 def hanging_where_tools(hangs: int, result: str = "x") -> str:
@@ -173,24 +184,6 @@ def where(x: int) -> int:
     with log.open("a") as f:
         f.write(f"end {{x}} {{os.getpid()}}\\n")
     return {result}
-"""
-
-
-#: a fleet run's map over ``input.xs`` calling ``user__where`` on each item
-WHERE_MAP_PLAN = """\
-version: 1
-name: {name}
-input_schema: {{type: object}}
-steps:
-  - id: E1
-    tool_name: map
-    input:
-      over: "{{{{ input.xs }}}}"
-      concurrency: 8
-      do:
-        tool_name: user__where
-        input: {{x: "{{{{ item }}}}"}}
-finish: {{mode: output, output: "{{{{ E1 }}}}"}}
 """
 
 

@@ -13,16 +13,16 @@ from collections import Counter
 
 from support.chat_server import TEST_API_KEY, answer
 from support.fleet import (
-    LABELLED_ITEMS_PLAN,
     Workers,
     fleet_env,
     fleet_project,
     flowc,
+    labelled_items_plan,
 )
 
 ITEMS = 20  # at 5 model requests a second: 4 s at least, with both workers busy
 
-PLAN = LABELLED_ITEMS_PLAN.format(name="fleet")
+PLAN = labelled_items_plan("fleet")
 
 TOOLS = """\
 import os, time

@@ -13,12 +13,12 @@ import time
 from collections import Counter
 
 from support.fleet import (
-    WHERE_MAP_PLAN,
     Workers,
     fleet_env,
     fleet_project,
     flowc,
     hanging_where_tools,
+    map_plan,
     wait_for_the_hang,
     where_log,
 )
@@ -28,7 +28,7 @@ from agentflow.runtime.durable.liveness import worker_alive
 ITEMS = 4
 HANGS = 2  # the item whose tool call hangs the first time (its worker is killed then)
 
-PLAN = WHERE_MAP_PLAN.format(name="gone")
+PLAN = map_plan("gone", "user__where")
 
 TOOLS = hanging_where_tools(HANGS, result="10 * x")
 

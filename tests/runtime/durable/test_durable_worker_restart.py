@@ -15,12 +15,12 @@ from collections import Counter
 
 from support.chat_server import TEST_API_KEY, answer
 from support.fleet import (
-    LABELLED_ITEMS_PLAN,
     Workers,
     fleet_env,
     fleet_project,
     flowc,
     hanging_where_tools,
+    labelled_items_plan,
     wait_for_the_hang,
     where_log,
 )
@@ -29,7 +29,7 @@ from support.otlp_receiver import OtlpReceiver
 ITEMS = 6
 HANGS = 3  # the item whose tool call hangs the first time (the kill comes then)
 
-PLAN = LABELLED_ITEMS_PLAN.format(name="restart")
+PLAN = labelled_items_plan("restart")
 
 TOOLS = hanging_where_tools(HANGS)
 

@@ -11,12 +11,12 @@ import subprocess
 
 from click.testing import CliRunner
 from support.fleet import (
-    WHERE_MAP_PLAN,
     Workers,
     fleet_env,
     fleet_project,
     flowc,
     hanging_where_tools,
+    map_plan,
     wait_for_the_hang,
 )
 
@@ -26,7 +26,7 @@ from agentflow.runtime.durable.dbos_engine import shutdown
 ITEMS = 3
 HANGS = 1  # the item whose tool call hangs (its worker holds it until killed)
 
-PLAN = WHERE_MAP_PLAN.format(name="stuck")
+PLAN = map_plan("stuck", "user__where")
 
 
 def _show(database: str, *args: str) -> str:
