@@ -30,6 +30,7 @@ from agentflow.compiler.types import (
     join,
     make_optional,
     make_union,
+    mentions_never,
     type_str,
     widen,
 )
@@ -397,7 +398,9 @@ def _block(ck: Any, block: ast.Block, expected: Type | None, span: Any, what: st
 def check_catch(ck: Any, e: ast.CatchExpr | ast.TryExpr, hint: Type | None) -> Type:
     """Type ``guarded catch … { fallback }`` or ``try { … } catch … { fallback }``: the guarded
     expression's (block's) type ``T`` (checked against ``hint`` when given); the fallback must
-    produce ``T`` (``type-mismatch``) with the binding typed ``Error``.  A ``try`` whose value is
+    produce ``T`` (``type-mismatch``) with the binding typed ``Error`` — unless, with no
+    ``hint``, ``T`` mentions ``never`` (a block that always fails, a ``[]``): then the fallback
+    is checked on its own and the value is the join of both.  A ``try`` whose value is
     not used (a statement) needs no value from either block.  Codes must be run-time error codes
     (``unknown-error-code``), not ones that stop the run (``uncatchable-error-code``), and
     possible for what is guarded (``impossible-error-code``, warning); a catch whose guarded
@@ -415,6 +418,9 @@ def check_catch(ck: Any, e: ast.CatchExpr | ast.TryExpr, hint: Type | None) -> T
         # the fallback must produce what the context expects, else the guarded expression's type
         guarded = ck.expr(e.guarded, hint) if hint is not None else ck.infer(e.guarded)
     t = hint if hint is not None and not isinstance(guarded, ErrorType) else widen(guarded)
+    # a guarded block that always fails (`never`), or whose value held nothing (`never[]`), says
+    # nothing of what the fallback gives: the fallback is not held to it, the value is the join
+    settle = used and hint is None and mentions_never(t)
     possible = possible_error_codes(guarded_node)
     for code in e.codes or []:
         name = code.name
@@ -458,8 +464,10 @@ def check_catch(ck: Any, e: ast.CatchExpr | ast.TryExpr, hint: Type | None) -> T
     try:
         if e.var is not None:
             ck.declare(Symbol("loopvar", e.var.name, ERROR_OBJECT, e), e.var.span)
-        expected = t if used and not isinstance(t, ErrorType) else None
-        _block(ck, e.body, expected, kw, "the `catch` fallback", used)
+        expected = t if used and not settle and not isinstance(t, ErrorType) else None
+        fallback = _block(ck, e.body, expected, kw, "the `catch` fallback", used)
     finally:
         ck.pop_scope()
+    if settle:
+        return join([t, widen(fallback)], ck.env)
     return t

@@ -48,6 +48,7 @@ from agentflow.compiler.types import (
     literal_str,
     make_optional,
     make_union,
+    mentions_never,
     overlaps,
     strip_optional,
     type_str,
@@ -271,9 +272,7 @@ class ExpressionChecks:
             base = strip_optional(lt, self.env)
             rt = self.infer(
                 e.right,
-                hint
-                if hint is not None
-                else (widen(base) if not isinstance(base, NeverType) else None),
+                hint if hint is not None else (widen(base) if not mentions_never(base) else None),
             )
             if isinstance(lt, ErrorType) or isinstance(rt, ErrorType):
                 return ERROR
@@ -292,8 +291,11 @@ class ExpressionChecks:
             self.range_ok = None
             self.check_in(e, lt, rt)
             return BOOL
-        lt = self.infer(e.left)
-        rt = self.infer(e.right)
+        if op == "+":
+            lt, rt = self.concat_operands(e, hint)
+        else:
+            lt = self.infer(e.left)
+            rt = self.infer(e.right)
         if isinstance(lt, ErrorType) or isinstance(rt, ErrorType):
             return BOOL if op in ("==", "!=", "<", "<=", ">", ">=") else ERROR
         if op in ("==", "!="):
@@ -372,6 +374,29 @@ class ExpressionChecks:
             e.span,
         )
         return ERROR
+
+    def concat_operands(self, e: ast.Binary, hint: Type | None) -> tuple[Type, Type]:
+        """The operand types of ``a + b``.  When an array is expected of the sum (a stage's
+        ``-> WorkItem[]``, an annotated ``let``, an argument), that type flows into both
+        operands, as into an array literal: ``input.work + [{ owner: "lead", … }]`` keeps
+        ``owner`` a ``member`` and ``input.files + ["b.txt"]`` is a ``path[]``.  With no such
+        expectation, an array operand's type flows into the other one (``acc.seen + ["x"]``
+        with ``acc.seen: path[]``), so the sum has the array's type rather than a union."""
+        h = self._hint_parts(hint)
+        if isinstance(h, ListType) and not mentions_never(h):
+            return self.infer(e.left, h), self.infer(e.right, h)
+        if isinstance(e.left, ast.ListLit) and not isinstance(e.right, ast.ListLit):
+            # `["a.txt"] + input.files`: the literal takes the other side's type
+            rt = self.infer(e.right)
+            return self.infer(e.left, self._concat_hint(rt)), rt
+        lt = self.infer(e.left)
+        return lt, self.infer(e.right, self._concat_hint(lt))
+
+    def _concat_hint(self, t: Type) -> Type | None:
+        """The type an operand of ``+`` gives the other one: its own when it is an array type
+        that holds something (not ``never[]``), else nothing."""
+        r = self.env.resolve(widen(t))
+        return r if isinstance(r, ListType) and not mentions_never(r) else None
 
     def check_in(self, e: ast.Binary, lt: Type, rt: Type) -> None:
         if isinstance(lt, ErrorType) or isinstance(rt, ErrorType) or rt == JSON or lt == JSON:

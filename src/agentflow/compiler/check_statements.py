@@ -25,6 +25,7 @@ from agentflow.compiler.types import (
     Type,
     UseType,
     join,
+    mentions_never,
     widen,
 )
 from agentflow.core import diagnostics as D
@@ -336,6 +337,24 @@ class StatementChecks:
                 )
                 return
 
+    def settle_acc(self, e: ast.ReduceExpr, elem: Type, init: Type) -> Type:
+        """The accumulator's type of a ``reduce`` whose initial value held nothing somewhere
+        (``acc = []``, ``acc = { seen: [] }``: ``never`` in it), which cannot be what each body
+        must give: the join of the initial value and what the body gives with the accumulator
+        typed ``init``.  That trial pass reports nothing (its diagnostics are dropped); the
+        body is then checked against the joined type."""
+        mark = len(self.diags)
+        self.loop_scope(e.var, elem, e)
+        self.declare(Symbol("acc", e.acc.name, init, e), e.acc.span)
+        try:
+            bt = self.body(e.body, None, e.span, "the `reduce` body")
+        finally:
+            self.pop_scope()
+            del self.diags[mark:]
+        if isinstance(bt, ErrorType):
+            return init
+        return join([init, widen(bt)], self.env)
+
     def visit_ReduceExpr(self, e: ast.ReduceExpr, hint: Type | None) -> Type:
         elem = self.elem_type(e.over, "reduce")
         if e.acc_type is not None:
@@ -346,6 +365,8 @@ class StatementChecks:
             self.expr(e.init, acc_t)
         else:
             acc_t = widen(self.infer(e.init))
+            if mentions_never(acc_t):
+                acc_t = self.settle_acc(e, elem, acc_t)
         self.loop_scope(e.var, elem, e)
         self.declare(Symbol("acc", e.acc.name, acc_t, e), e.acc.span)
         try:

@@ -28,6 +28,7 @@ __all__ = [
     "Type",
     "Prim",
     "NeverType",
+    "mentions_never",
     "ErrorType",
     "ListType",
     "OptionalType",
@@ -450,6 +451,29 @@ def widen(t: Type) -> Type:
             }
         )
     return t
+
+
+def mentions_never(t: Type) -> bool:
+    """True when ``t`` was inferred from values that held nothing somewhere: it is ``never`` or
+    has ``never`` as an element, map value, field, optional or union member (``[]`` is
+    ``never[]``, ``{ items: [] }`` is ``{ items: never[] }``, a block that always fails is
+    ``never``).  Such a type says nothing about what a later value may be, so it is never used as
+    the type another expression is expected to have (a ``catch`` fallback, a ``reduce`` body):
+    the checker joins instead (docs/decisions.md "never is not an expectation").  Named types
+    are declared, so they are not looked into."""
+    if isinstance(t, NeverType):
+        return True
+    if isinstance(t, ListType):
+        return mentions_never(t.elem)
+    if isinstance(t, OptionalType):
+        return mentions_never(t.inner)
+    if isinstance(t, MapType):
+        return mentions_never(t.value)
+    if isinstance(t, UnionType):
+        return any(mentions_never(m) for m in t.members)
+    if isinstance(t, ObjectType) and t.name is None:
+        return any(mentions_never(f.type) for f in t.fields.values())
+    return False
 
 
 def join(types: list[Type], env: TypeEnv | None = None) -> Type:
