@@ -15,6 +15,7 @@ Usage: .venv/bin/python scripts/record_pattern_cassettes.py [NAME.flow …]   (d
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -44,6 +45,10 @@ def record(flow: Path, server: ChatServer, build: Path) -> bool:
         record=out,
         shape_cache=False,
     )
+    # concurrent calls (`parallel map`) record in the order they end: keep the file stable by
+    # sorting on the request key (stable, so identical requests keep their recorded order)
+    lines = out.read_text(encoding="utf-8").splitlines(keepends=True)
+    out.write_text("".join(sorted(lines, key=lambda line: json.loads(line)["key"])), "utf-8")
     if TEST_API_KEY in out.read_text(encoding="utf-8"):
         print(f"{out.name}: the API key leaked into the cassette", file=sys.stderr)
         out.unlink()

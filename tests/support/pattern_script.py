@@ -5,8 +5,10 @@ the agents apart by their system prompt (the profiles of examples/patterns/flow.
 task, and answers from what the request holds — the topic, the outline, the diff, the code,
 the members' results — by fixed rules:
 
-- the writer outlines (two points per sentence of the topic) and writes one paragraph per point;
-  the translator marks the text as translated into the asked language;
+- the writer outlines (three points on the topic) and writes one paragraph per point; the
+  translator marks the text as translated into the asked language;
+- for evaluator-optimizer, the writer drafts and revises (saying what it fixed) and the critic
+  approves a draft once it has been revised;
 - the classifier routes by keywords (charged / refund → ``refund``; error / crash / install →
   ``technical``; else ``general``), and each specialist answers in its own words;
 - the reviewer flags, per aspect, what the diff shows (a removed check, a loop in a loop, a
@@ -14,8 +16,10 @@ the members' results — by fixed rules:
 - the team's lead splits a change into a subtask for each of ``backend`` and ``frontend`` and
   merges the members' notes; each member reports its part done;
 - a judge (``where judge``, ``verify { judge … }``) says ``yes``;
-- any other agent (a pattern added later) gets a value generated from its contract by the
-  built-in test model's generator, seeded by the request, so a recording is reproducible.
+- any other agent or task (a pattern added later) gets a value generated from its contract by
+  the built-in test model's generator, seeded by the request, so a recording is reproducible;
+  its boolean fields named like an approval (``approved``, ``done``, ``ok`` …) are true, so a
+  loop waiting for a critic ends.
 
 ``scripts/record_pattern_cassettes.py`` records the examples' cassettes against it.
 """
@@ -33,6 +37,9 @@ from agentflow.runtime.models.test_model import generate_value
 from agentflow.testing.chat_server import answer, system_text, text
 
 _SCHEMA = "conforms to this JSON Schema: "
+
+#: boolean fields a generated answer sets true: an unknown critic approves
+_APPROVAL = {"approved", "approve", "accepted", "accept", "done", "ok", "passed", "satisfied"}
 
 
 def _user(request: dict[str, Any]) -> str:
@@ -77,7 +84,9 @@ class PatternScript:
             return text("yes")
         for prefix, rule in self.RULES:
             if system.startswith(prefix):
-                return answer(rule(self, user))
+                value = rule(self, user)
+                if value is not None:
+                    return answer(value)
         return self.generated(request, system)
 
     # -- prompt chaining ------------------------------------------------------------------------
@@ -90,10 +99,25 @@ class PatternScript:
                 "title": f"{topic} for {audience}",
                 "points": [f"what {topic} is", f"why {audience} should care", "how to start"],
             }
-        outline = (_input(user) or {}).get("outline") or {}
-        points = outline.get("points") or []
-        body = "\n\n".join(f"{p[0].upper()}{p[1:]}: in one paragraph." for p in points)
-        return {"title": outline.get("title", "Announcement"), "body": body}
+        if user.startswith("Write the announcement from this outline"):
+            outline = (_input(user) or {}).get("outline") or {}
+            points = outline.get("points") or []
+            body = "\n\n".join(f"{p[0].upper()}{p[1:]}: in one paragraph." for p in points)
+            return {"title": outline.get("title", "Announcement"), "body": body}
+        # evaluator-optimizer: a first draft, then revisions that say what they fixed
+        if user.startswith("Write a short piece on "):
+            topic = user.removeprefix("Write a short piece on ").partition(".")[0]
+            return {"text": f"A first draft on {topic}."}
+        if user.startswith("Revise:"):
+            draft, _, fix = user.removeprefix("Revise:").strip().partition("\nFix: ")
+            return {"text": f"{draft.strip()} (revised: {fix.strip()})"}
+        return None
+
+    def critic(self, user: str) -> Any:
+        """Approves a draft once it has been revised; asks for a revision before."""
+        if "(revised" in user:
+            return {"approved": True, "notes": ""}
+        return {"approved": False, "notes": "make it shorter"}
 
     def translator(self, user: str) -> Any:
         language = re.search(r"into (\w+)", user)
@@ -183,11 +207,19 @@ class PatternScript:
             return text("done")
         key = json.dumps([system, _user(request)], sort_keys=True)
         rng = random.Random(int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big"))
-        return answer(generate_value(schema, rng))
+        value = generate_value(schema, rng)
+        # a critic, judge or checker of a pattern it does not know approves, so loops end
+        for obj in (value, value.get("value") if isinstance(value, dict) else None):
+            if isinstance(obj, dict):
+                for name in _APPROVAL & obj.keys():
+                    if isinstance(obj[name], bool):
+                        obj[name] = True
+        return answer(value)
 
 
 PatternScript.RULES = [
     ("You write clear, short announcements.", PatternScript.writer),
+    ("You critique drafts", PatternScript.critic),
     ("You translate faithfully", PatternScript.translator),
     ("You classify customer support requests.", PatternScript.classifier),
     ("You handle refund requests", PatternScript.refunds),
