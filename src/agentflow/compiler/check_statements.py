@@ -45,6 +45,11 @@ _EXPRESSION_KEYWORDS = [
 ]
 
 
+#: how deeply trial passes of ``reduce`` bodies nest (StatementChecks.settle_acc): each level
+#: checks its body twice, so nesting is bounded
+_MAX_TRIALS = 3
+
+
 @dataclass(slots=True)
 class _Var:
     symbol: Symbol
@@ -342,14 +347,20 @@ class StatementChecks:
         (``acc = []``, ``acc = { seen: [] }``: ``never`` in it), which cannot be what each body
         must give: the join of the initial value and what the body gives with the accumulator
         typed ``init``.  That trial pass reports nothing (its diagnostics are dropped); the
-        body is then checked against the joined type."""
+        body is then checked against the joined type.  Trials nest (a ``reduce`` from ``[]``
+        in one) at most :data:`_MAX_TRIALS` deep, so the passes stay few; deeper, ``init`` is
+        the type."""
+        if self.settling >= _MAX_TRIALS:
+            return init
         mark = len(self.diags)
+        self.settling += 1
         self.loop_scope(e.var, elem, e)
         self.declare(Symbol("acc", e.acc.name, init, e), e.acc.span)
         try:
             bt = self.body(e.body, None, e.span, "the `reduce` body")
         finally:
             self.pop_scope()
+            self.settling -= 1
             del self.diags[mark:]
         if isinstance(bt, ErrorType):
             return init

@@ -179,6 +179,8 @@ class Checker(DeclarationChecks, TypeChecks, StatementChecks, ExpressionChecks, 
         self.tool_calls: set[int] = set()
         #: the expression statement whose value is not used (a `try` statement; check_errors)
         self.discarded: ast.Expr | None = None
+        #: trial passes of `reduce` bodies in progress (check_statements.settle_acc)
+        self.settling = 0
         self.error_names: set[str] = set()
         self.type_decls: dict[str, ast.Item] = {}
         self.alias_decls: dict[str, ast.TypeDecl] = {}

@@ -459,7 +459,8 @@ def mentions_never(t: Type) -> bool:
     ``never[]``, ``{ items: [] }`` is ``{ items: never[] }``, a block that always fails is
     ``never``).  Such a type says nothing about what a later value may be, so it is never used as
     the type another expression is expected to have (a ``catch`` fallback, a ``reduce`` body):
-    the checker joins instead (docs/decisions.md "never is not an expectation").  Named types
+    the checker joins instead (docs/decisions.md "Expected types: array `+`, and `never` is no
+    expectation").  Named types
     are declared, so they are not looked into."""
     if isinstance(t, NeverType):
         return True
