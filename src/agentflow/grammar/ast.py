@@ -303,6 +303,28 @@ class Call(Expr):
 
 
 @dataclass(slots=True, eq=False)
+class FuncCall(Expr):
+    """``name(a, b, …)``: a call of a library function (docs/reference/functions.md), written
+    with positional arguments only; ``name_span`` covers the name.  Whether ``name`` is a library
+    function is the checker's (and the plan loader's) question: the parser builds this node for
+    any plain name called with positional arguments."""
+
+    name: str
+    name_span: Span
+    args: list[Expr]
+
+
+@dataclass(slots=True, eq=False)
+class CondExpr(Expr):
+    """``if cond then a else b`` (docs/reference/expressions.md): only the chosen arm is
+    evaluated."""
+
+    cond: Expr
+    then: Expr
+    else_: Expr
+
+
+@dataclass(slots=True, eq=False)
 class Block(Node):
     """``{ stmt … }``."""
 

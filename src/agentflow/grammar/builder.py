@@ -553,6 +553,9 @@ class Builder:
             _cover(kw, body), block, codes, var, body, keyword_span=catch.span, try_span=kw.span
         )
 
+    def cond_expr(self, c):
+        return ast.CondExpr(_cover(c[0], c[5]), c[1], c[3], c[5])
+
     def catch_any(self, c):
         return None
 
@@ -749,6 +752,9 @@ class Builder:
         if len(c) == 4:
             for a in c[2]:
                 (named if isinstance(a, ast.Argument) else positional).append(a)
+        if isinstance(callee, ast.Name) and positional and not named:
+            # `join(xs, ", ")`: a library function (docs/reference/functions.md)
+            return ast.FuncCall(callee.span.to(close), callee.name, callee.span, positional)
         return ast.Call(callee.span.to(close), callee, named, positional)
 
     def args(self, c):
