@@ -183,8 +183,7 @@ _SPECS: tuple[FunctionSpec, ...] = (
     ),
     _f(
         "pad_start(s: text, width: int, fill?: text) -> text",
-        "`s` with `fill` (one character, default a space) added before it up to `width` "
-        "characters",
+        "`s` with `fill` (one character, default a space) added before it up to `width` characters",
         'pad_start("7", 3, "0")',
         "007",
         _T,
@@ -216,7 +215,7 @@ _SPECS: tuple[FunctionSpec, ...] = (
     _f(
         "match(s: text, pattern: text) -> text[]?",
         "the first match of the regular expression `pattern` in `s`: the matched text, then each "
-        "group (`\"\"` for a group that took no part), or `null` when nothing matches",
+        'group (`""` for a group that took no part), or `null` when nothing matches',
         'match("release v2.13", "v(\\\\d+)\\\\.(\\\\d+)")',
         ["v2.13", "2", "13"],
         _T,
@@ -280,7 +279,7 @@ _SPECS: tuple[FunctionSpec, ...] = (
     ),
     _f(
         "sort_by<T>(xs: T[], field: text) -> T[]",
-        "the objects ordered by the number or text in `field` (`\"-field\"`: descending); the "
+        'the objects ordered by the number or text in `field` (`"-field"`: descending); the '
         "order of equal ones is kept, `null` sorts first",
         'sort_by([{ n: "b", s: 2 }, { n: "a", s: 1 }], "s")',
         [{"n": "a", "s": 1}, {"n": "b", "s": 2}],

@@ -305,9 +305,9 @@ class Call(Expr):
 @dataclass(slots=True, eq=False)
 class FuncCall(Expr):
     """``name(a, b, …)``: a call of a library function (docs/reference/functions.md), written
-    with positional arguments only; ``name_span`` covers the name.  Whether ``name`` is a library
-    function is the checker's (and the plan loader's) question: the parser builds this node for
-    any plain name called with positional arguments."""
+    with positional arguments only; ``name_span`` covers the name.  The parser builds it for a
+    name of ``core.functions.FUNCTIONS`` called with positional arguments only; any other call is
+    a :class:`Call` (a tool call, or a mistake the checker explains)."""
 
     name: str
     name_span: Span

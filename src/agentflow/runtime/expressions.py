@@ -167,9 +167,7 @@ def expr_text(node: ast.Expr | None) -> str:
     if isinstance(node, ast.FuncCall):
         return f"{node.name}(" + ", ".join(expr_text(a) for a in node.args) + ")"
     if isinstance(node, ast.CondExpr):
-        return (
-            f"if {expr_text(node.cond)} then {expr_text(node.then)} else {expr_text(node.else_)}"
-        )
+        return f"if {expr_text(node.cond)} then {expr_text(node.then)} else {expr_text(node.else_)}"
     return type(node).__name__
 
 

@@ -189,11 +189,11 @@ def _regex(pattern: str) -> Any:
         return regex.compile(pattern)
     except regex.error as exc:
         raise FunctionFailure(
-            "invalid_argument", f"invalid regular expression {pattern!r}: {exc}"
+            "invalid_argument", f"invalid regular expression {_quote(pattern)}: {exc}"
         ) from None
     except (RecursionError, OverflowError, MemoryError):
         raise FunctionFailure(
-            "invalid_argument", f"regular expression {pattern!r} is too complex"
+            "invalid_argument", f"regular expression {_quote(pattern)} is too complex"
         ) from None
 
 
@@ -203,7 +203,7 @@ def _timed(fn: Callable[[], Any], pattern: str) -> Any:
     except TimeoutError:
         raise FunctionFailure(
             "regex_timeout",
-            f"the regular expression {pattern!r} took longer than {REGEX_TIMEOUT_S:g} s "
+            f"the regular expression {_quote(pattern)} took longer than {REGEX_TIMEOUT_S:g} s "
             "(catastrophic backtracking?): simplify it",
         ) from None
 
@@ -240,7 +240,9 @@ def _slice(x: Any, start: int, end: int | None) -> Any:
 def _fill(fill: str | None) -> str:
     fill = " " if fill is None else fill
     if len(fill) != 1:
-        raise FunctionFailure("invalid_argument", f"`fill` must be one character, got {fill!r}")
+        raise FunctionFailure(
+            "invalid_argument", f"`fill` must be one character, got {_quote(fill)}"
+        )
     return fill
 
 
@@ -265,7 +267,9 @@ _CONTEXT = Context(prec=400)
 def _quantize(x: int | float, places: int) -> Decimal:
     """``x`` rounded to ``places`` decimals, halves away from zero, exactly (from its shortest
     decimal text, so ``2.675`` is 2.675, not the binary float below it)."""
-    return _decimal(x).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP, context=_CONTEXT)
+    return _decimal(x).quantize(
+        Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP, context=_CONTEXT
+    )
 
 
 def _decimal(x: int | float) -> Decimal:
@@ -299,9 +303,7 @@ def _matches(s: str, pattern: str) -> bool:
 
 def _find_all(s: str, pattern: str) -> list:
     rx = _regex(pattern)
-    return _timed(
-        lambda: [m.group(0) for m in rx.finditer(s, timeout=REGEX_TIMEOUT_S)], pattern
-    )
+    return _timed(lambda: [m.group(0) for m in rx.finditer(s, timeout=REGEX_TIMEOUT_S)], pattern)
 
 
 # -- lists --------------------------------------------------------------------------------------
@@ -313,7 +315,9 @@ def _len(x: Any) -> int:
 
 def _sum(xs: list) -> Any:
     if not all(_is_number(x) for x in xs):
-        raise KindError(f"`xs` must hold numbers, got {', '.join(sorted({kind_of(x) for x in xs}))}")
+        raise KindError(
+            f"`xs` must hold numbers, got {', '.join(sorted({kind_of(x) for x in xs}))}"
+        )
     total = math.fsum(xs) if any(isinstance(x, float) for x in xs) else sum(xs)
     if isinstance(total, float) and not math.isfinite(total):
         raise FunctionFailure("invalid_argument", "the sum is too large for a JSON number")
@@ -470,7 +474,12 @@ _NUMBER = regex.compile(r"\s*-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?\s*")
 
 
 def _short(s: str) -> str:
-    return repr(s if len(s) <= 40 else s[:40] + "…")
+    """A text as a `.flow` string literal, cut after 40 characters."""
+    return _quote(s if len(s) <= 40 else s[:40] + "…")
+
+
+def _quote(s: str) -> str:
+    return json.dumps(s, ensure_ascii=False)
 
 
 def _parse_int(s: str) -> int:
