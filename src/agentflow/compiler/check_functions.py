@@ -53,10 +53,16 @@ from agentflow.compiler.types import (
 )
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Note
-from agentflow.core.functions import FOREIGN_FUNCTION_NAMES, FUNCTIONS, FunctionSpec, arity
+from agentflow.core.functions import (
+    FOREIGN_FUNCTION_NAMES,
+    FUNCTIONS,
+    FunctionSpec,
+    arity,
+    function_hint,
+)
 from agentflow.grammar import ast
 
-__all__ = ["FunctionChecks", "function_hint", "signature_types"]
+__all__ = ["FunctionChecks", "signature_types"]
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -165,26 +171,6 @@ def _wants_map(t: Type) -> bool:
     if isinstance(t, MapType):
         return True
     return isinstance(t, UnionType) and any(isinstance(m, MapType) for m in t.members)
-
-
-def function_hint(name: str) -> str | None:
-    """The "did you mean" towards a library function for a name users bring from other
-    languages (``toUpperCase`` → ``upper``) or a misspelt one (``lenght`` → ``len``)."""
-    if name in FOREIGN_FUNCTION_NAMES:
-        target = FUNCTIONS[FOREIGN_FUNCTION_NAMES[name]]
-        return f"did you mean the library function `{target.name}`? `{target.signature}`"
-    hint = suggest(name, list(FOREIGN_FUNCTION_NAMES))
-    if hint:
-        return function_hint(hint.split("`")[1])
-    hint = suggest(name, list(FUNCTIONS))
-    if hint:
-        target = FUNCTIONS[hint.split("`")[1]]
-        return f"did you mean `{target.name}`? `{target.signature}`"
-    lower = name.lower().replace("_", "")
-    for fname in FUNCTIONS:
-        if fname.replace("_", "") == lower:
-            return f"did you mean `{fname}`? `{FUNCTIONS[fname].signature}`"
-    return None
 
 
 class FunctionChecks:

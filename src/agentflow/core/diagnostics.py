@@ -155,6 +155,10 @@ PLAN_TEMPLATE_SYNTAX = _register_plan(
 PLAN_EFFECTFUL_TEMPLATE = _register_plan(
     "plan-effectful-template", "a template with a tool call, an agent, an ask or another effect"
 )
+PLAN_FUNCTION_CALL = _register_plan(
+    "plan-function-call",
+    "a template calls no library function, or one with the wrong number of arguments",
+)
 PLAN_UNKNOWN_NAME = _register_plan(
     "plan-unknown-name", "a template reads a name not in scope (unknown, later, its own step)"
 )
