@@ -209,30 +209,52 @@ class FunctionChecks:
         ]
         if any(isinstance(t, ErrorType) for t in args):
             return ERROR
-        binds: dict[str, Type] = {}
+        # each argument's bindings, then their join (two arguments binding `T` to types with
+        # nothing in common, `index_of(["a"], 1)`, is a conflict)
+        per_arg: list[dict[str, Type]] = []
         for pt, at in zip(ptypes, args, strict=False):
-            self._bind(pt, at, binds)
+            b: dict[str, Type] = {}
+            self._bind(pt, at, b)
+            per_arg.append(b)
+        binds: dict[str, Type] = {}
+        conflict: dict[str, tuple[Type, ast.Expr]] = {}
+        for arg, b in zip(e.args, per_arg, strict=False):
+            for tp, t in b.items():
+                prev = binds.get(tp)
+                if prev is None or isinstance(prev, NeverType):
+                    binds[tp] = t
+                    continue
+                if isinstance(t, NeverType):
+                    continue
+                j = join([prev, t], self.env)
+                if isinstance(j, UnionType) and not _optional_union(j) and tp not in conflict:
+                    conflict[tp] = (prev, arg)
+                binds[tp] = j
         ok = True
         for tp, bound in bounds.items():
-            bt = binds.get(tp)
-            if bound is not None and bt is not None and bt != JSON:
-                if not assignable(bt, bound, self.env):
-                    arg = next(
-                        (a for a, pt in zip(e.args, ptypes, strict=False) if _mentions(pt, tp)),
-                        e.args[0],
-                    )
-                    self._arg_mismatch(e, spec, arg, f"`{tp}` must be `{type_str(bound)}`", bt)
-                    ok = False
-            first = binds.get("__conflict_" + tp)
-            if first is not None and e.name != "merge":
-                # two arguments bind T to types with nothing in common: `index_of(["a"], 1)`
-                arg = [a for a, pt in zip(e.args, ptypes, strict=False) if _mentions(pt, tp)][-1]
+            bad = None
+            if bound is not None:
+                bad = next(
+                    (
+                        (arg, b[tp])
+                        for arg, b in zip(e.args, per_arg, strict=False)
+                        if tp in b and b[tp] != JSON and not assignable(b[tp], bound, self.env)
+                    ),
+                    None,
+                )
+            if bad is not None:
+                self._arg_mismatch(e, spec, bad[0], f"`{tp}` must be `{type_str(bound)}`", bad[1])
+                ok = False
+            elif tp in conflict and e.name != "merge":
+                first, arg = conflict[tp]
                 self._arg_mismatch(e, spec, arg, f"`{tp}` is `{type_str(first)}` here", None)
                 ok = False
         if not ok:
             return ERROR
+        # a type parameter no argument binds (`sum("x")`) is checked as its bound, else `json`
+        check_binds = {tp: binds.get(tp) or bound or JSON for tp, bound in bounds.items()}
         for a, pt, at in zip(e.args, ptypes, args, strict=False):
-            want = _subst(pt, binds)
+            want = _subst(pt, check_binds)
             got = self._as_map(at) if _wants_map(want) else at
             if not assignable(got, want, self.env):
                 self._arg_mismatch(e, spec, a, f"expected `{type_str(want)}`", at)
@@ -251,13 +273,7 @@ class FunctionChecks:
         if isinstance(pt, TypeVar):
             w = widen(at)
             prev = binds.get(pt.name)
-            if prev is None:
-                binds[pt.name] = w
-            elif not isinstance(w, NeverType):
-                j = join([prev, w], self.env)
-                if isinstance(j, UnionType) and not _optional_union(j):
-                    binds.setdefault("__conflict_" + pt.name, prev)
-                binds[pt.name] = j
+            binds[pt.name] = w if prev is None else join([prev, w], self.env)
             return
         if r == JSON:
             for v in _vars(pt):
