@@ -83,6 +83,10 @@ _FOREIGN_NAMESPACES = frozenset(
 )
 
 
+#: fields every list or text has (``.count``; ``.values``/``.errors`` of outcomes)
+_FIELD_HELPERS = frozenset(("count", "values", "errors"))
+
+
 def _sig_type(t: ast.TypeExpr, params: dict[str, str | None]) -> Type:
     if isinstance(t, ast.NamedType):
         if t.name in params:
@@ -467,8 +471,8 @@ class FunctionChecks:
         target = (
             callee.name if callee.name in FUNCTIONS else FOREIGN_FUNCTION_NAMES.get(callee.name)
         )
-        if target is None:
-            return False
+        if target is None or (callee.name in _FIELD_HELPERS and not e.args and not e.positional):
+            return False  # `xs.count()`: a field written as a method call (the caller says so)
         spec = FUNCTIONS[target]
         obj = callee.obj
         if (
