@@ -360,6 +360,11 @@ ERROR_CODES: dict[str, ErrorCode] = {
             "a resumed durable run met a step its record does not hold at that place",
         ),
         ErrorCode(
+            "outcome_unknown",
+            False,
+            "a non-idempotent tool was running when a durable run stopped; not run again",
+        ),
+        ErrorCode(
             "invalid_argument",
             False,
             "a library function was given a value it cannot use (a negative count, a bad pattern)",
@@ -367,11 +372,6 @@ ERROR_CODES: dict[str, ErrorCode] = {
         ErrorCode("parse_error", False, "`parse_int`, `parse_number` or `parse_json` met bad text"),
         ErrorCode(
             "regex_timeout", False, "a regular expression ran past its time budget (backtracking)"
-        ),
-        ErrorCode(
-            "outcome_unknown",
-            False,
-            "a non-idempotent tool was running when a durable run stopped; not run again",
         ),
     )
 }
