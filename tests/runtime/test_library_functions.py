@@ -39,6 +39,7 @@ def _fails(text: str, **scope) -> RunError:
         ('pad_start("a", 3, "ab")', "invalid_argument", "`fill` must be one character"),
         ("format_number(1, 21)", "invalid_argument", "`decimals` must be 0 to 20"),
         ("round(1.5, 30)", "invalid_argument", "`digits` must be -20 to 20"),
+        ("format_number(huge, 2)", "invalid_argument", "too many digits"),
         ("clamp(1, 5, 0)", "invalid_argument", "`lo` (5) is above `hi` (0)"),
         ('replace("a", "", "b")', "invalid_argument", "`old` must not be empty"),
         ('sort_by([{ a: 1 }], "b")', "bad_path", "no field `b`"),
@@ -49,7 +50,7 @@ def _fails(text: str, **scope) -> RunError:
     ],
 )
 def test_each_failure_has_a_registered_code_and_names_the_call(text, code, says):
-    err = _fails(text, x=3)
+    err = _fails(text, x=3, huge=10**500)
     assert err.code == code
     assert says in err.message
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from decimal import ROUND_HALF_UP, Context, Decimal
+from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
 from typing import Any
 
 import regex
@@ -267,9 +267,12 @@ _CONTEXT = Context(prec=400)
 def _quantize(x: int | float, places: int) -> Decimal:
     """``x`` rounded to ``places`` decimals, halves away from zero, exactly (from its shortest
     decimal text, so ``2.675`` is 2.675, not the binary float below it)."""
-    return _decimal(x).quantize(
-        Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP, context=_CONTEXT
-    )
+    try:
+        return _decimal(x).quantize(
+            Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP, context=_CONTEXT
+        )
+    except InvalidOperation:  # an integer of hundreds of digits
+        raise FunctionFailure("invalid_argument", "the number has too many digits") from None
 
 
 def _decimal(x: int | float) -> Decimal:
