@@ -39,3 +39,18 @@ def test_hover_inside_a_conditional_types_the_arms_join():
     a = analyze(SOURCE, "h.flow")
     found = a.hover(SOURCE.index("lower") + 2)
     assert found is not None and "lower(s: text) -> text" in found[0]
+
+
+def _fixed(source: str) -> str:
+    a = analyze(source, "q.flow")
+    (d,) = [d for d in a.result.diagnostics if d.code == "unknown-function"]
+    (fix,) = a.fixes(d)
+    start, end, new = fix.edits[0]
+    return source[:start] + new + source[end:]
+
+
+def test_a_quick_fix_replaces_a_name_of_another_language_by_the_library_function():
+    source = "input { s: text, n: number }\nstage s -> text {\n  return strip(input.s)\n}\n"
+    assert "return trim(input.s)" in _fixed(source)
+    source = "input { n: number }\nstage s -> int {\n  return Math.round(input.n)\n}\n"
+    assert "return round(input.n)" in _fixed(source)

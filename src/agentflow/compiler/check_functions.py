@@ -450,12 +450,15 @@ class FunctionChecks:
                 )
             return True
         if e.positional and not e.args:
+            meant = function_hint(name)
             self.report(
                 D.UNKNOWN_FUNCTION,
                 f"unknown function `{name}`",
                 e.callee.span,
-                hint=function_hint(name)
-                or "the library functions are listed in docs/reference/functions.md; a tool "
+                notes=[Note(f"`{FUNCTIONS[meant].signature}`")] if meant else [],
+                hint=f"did you mean `{meant}`?"
+                if meant
+                else "the library functions are listed in docs/reference/functions.md; a tool "
                 "takes named arguments: `tool(name: value)`",
             )
             return True
@@ -486,10 +489,10 @@ class FunctionChecks:
                 self.infer(p)
             self.report(
                 D.UNKNOWN_FUNCTION,
-                f"`{obj.name}.{callee.name}` is not a `.flow` function: there are no modules",
+                f"there are no modules: `{obj.name}.{callee.name}` is not a function",
                 callee.span,
                 notes=[Note(f"`{spec.signature}`", callee.name_span)],
-                hint=f"did you mean the library function `{target}`? e.g. `{spec.example}`",
+                hint=f"did you mean `{target}`?",
             )
             return True
         ot = self.infer(obj)

@@ -599,21 +599,19 @@ FOREIGN_FUNCTION_NAMES: dict[str, str] = {
 
 
 def function_hint(name: str) -> str | None:
-    """The "did you mean" towards a library function for a name users bring from other
-    languages (``toUpperCase`` → ``upper``) or a misspelt one (``lenght`` → ``len``), with the
-    function's signature; None when nothing is close."""
+    """The library function meant by ``name``: the one a name of another language stands for
+    (``toUpperCase`` → ``upper``, ``strip`` → ``trim``), else the nearest by spelling
+    (``lenght`` → ``len``), else None."""
     target = FOREIGN_FUNCTION_NAMES.get(name)
     if target is None:
         near = did_you_mean(name, FOREIGN_FUNCTION_NAMES)
         if near is not None:
             target = FOREIGN_FUNCTION_NAMES[near.split("`")[1]]
-    if target is not None:
-        return f"did you mean the library function `{target}`? `{FUNCTIONS[target].signature}`"
-    near = did_you_mean(name, FUNCTIONS)
-    if near is None:
+    if target is None:
+        near = did_you_mean(name, FUNCTIONS)
+        if near is not None:
+            target = near.split("`")[1]
+    if target is None:
         folded = name.lower().replace("_", "")
-        near = next((f"`{f}`" for f in FUNCTIONS if f.replace("_", "") == folded), None)
-    if near is not None:
-        fname = near.split("`")[1]
-        return f"did you mean `{fname}`? `{FUNCTIONS[fname].signature}`"
-    return None
+        target = next((f for f in FUNCTIONS if f.replace("_", "") == folded), None)
+    return target

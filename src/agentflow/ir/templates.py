@@ -360,9 +360,12 @@ def _bad_function_call(
         and not effectful.args
     ):
         name = effectful.callee.name
+        meant = function_hint(name)
         return (
             f"unknown function `{name}`",
-            function_hint(name) or "the library functions are in docs/reference/functions.md",
+            f"did you mean `{meant}`? `{FUNCTIONS[meant].signature}`"
+            if meant
+            else "the library functions are in docs/reference/functions.md",
             effectful.callee.span,
         )
     for n in iter_nodes(node):
