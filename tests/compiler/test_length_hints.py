@@ -1,4 +1,5 @@
-"""`xs.length`, `xs.size`, `len(xs)`: users of other languages get pointed at `.count`."""
+"""`xs.length`, `xs.size`: users of other languages get pointed at `.count`; `len(xs)` is the
+library function, `length(xs)` points at it."""
 
 from __future__ import annotations
 
@@ -14,14 +15,19 @@ HEAD = "input { xs: text[], t: text, m: map<int> }\nstage s -> int {\n"
     [
         ("input.xs.length", "unknown-field"),
         ("input.t.size", "unknown-field"),
-        ("len(input.xs)", "unknown-tool"),
-        ("length(input.t)", "unknown-tool"),
     ],
 )
 def test_a_length_spelt_as_elsewhere_hints_at_count(expr, code):
     (diag,) = check_source(HEAD + f"  return {expr}\n}}\n", "s.flow").diagnostics
     assert diag.code == code
     assert diag.hint == "the length of an array, a text or a map is `.count` (`xs.count`)"
+
+
+def test_len_is_the_library_function_and_length_points_at_it():
+    assert check_source(HEAD + "  return len(input.xs)\n}\n", "s.flow").ok
+    (diag,) = check_source(HEAD + "  return length(input.t)\n}\n", "s.flow").diagnostics
+    assert diag.code == "unknown-function"
+    assert diag.hint is not None and "`len`" in diag.hint
 
 
 def test_an_object_field_typo_keeps_its_did_you_mean():

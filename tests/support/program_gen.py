@@ -69,6 +69,12 @@ TEXTS = ("a", "bc", "", "x y", "é")
 DUR_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
 
 
+#: what the library and the conditional expression add to :data:`CONSTRUCTS`, and the types
+#: :meth:`Gen.library` draws them for
+CONSTRUCTS = CONSTRUCTS | frozenset({"cond-expr", "lib-text", "lib-list", "lib-number"})
+LIBRARY_TYPES = frozenset({"int", "text", "bool", "int[]", "text[]", "Item[]"})
+
+
 class Fail(Exception):
     """A run error in the Python model: ``code`` (``failed``, ``validation``) and message."""
 
@@ -242,6 +248,8 @@ class Gen:
         if leaf and names and self.flip(0.7):
             n = self.pick(names)
             return E(n, lambda env, n=n: env[n])
+        if not leaf and ty in LIBRARY_TYPES and self.flip(0.15):
+            return self.library(ty, scope, depth)
         return getattr(self, "p_" + ty.replace("[]", "s").replace("?", "_opt"))(scope, depth, leaf)
 
     def p_int(self, scope, depth, leaf) -> E:
@@ -547,6 +555,169 @@ class Gen:
         b = self.pure(ty, scope, depth - 1)
         self.tag("concat-list")
         return E(f"({a.src} + {b.src})", lambda env, fa=a.fn, fb=b.fn: fa(env) + fb(env))
+
+    # -- library functions and `if … then … else` (docs/reference/functions.md) -----------------
+    def library(self, ty: str, scope: dict[str, str], depth: int) -> E:
+        """A library call giving ``ty``, or a conditional expression whose arms do."""
+        if self.flip(0.3):
+            c = self.pure("bool", scope, depth - 1)
+            a = self.pure(ty, scope, depth - 1)
+            b = self.pure(ty, scope, depth - 1)
+            self.tag("cond-expr")
+            return E(
+                f"(if {c.src} then {a.src} else {b.src})",
+                lambda env, fc=c.fn, fa=a.fn, fb=b.fn: fa(env) if fc(env) else fb(env),
+            )
+        return getattr(self, "l_" + ty.replace("[]", "s"))(scope, depth - 1)
+
+    def _call(self, tag: str, name: str, args: list[E], model: Callable, extra: str = "") -> E:
+        self.tag(tag)
+        src = f"{name}({', '.join(a.src for a in args)}{extra})"
+        return E(src, lambda env, fs=[a.fn for a in args], m=model: m(*(f(env) for f in fs)))
+
+    def l_int(self, scope, depth) -> E:
+        kind = self.pick(["len", "tlen", "sum", "index_of", "abs", "clamp", "parse", "min"])
+        if kind == "len":
+            a = self.pure(self.pick(["int[]", "text[]", "Item[]"]), scope, depth)
+            return self._call("lib-list", "len", [a], len)
+        if kind == "tlen":
+            return self._call("lib-text", "len", [self.pure("text", scope, depth)], len)
+        if kind == "sum":
+            return self._call("lib-list", "sum", [self.pure("int[]", scope, depth)], sum)
+        if kind == "index_of":
+            xs, x = self.pure("int[]", scope, depth), self.pure("int", scope, depth)
+            return self._call(
+                "lib-list", "index_of", [xs, x], lambda a, b: a.index(b) if b in a else -1
+            )
+        if kind == "abs":
+            return self._call("lib-number", "abs", [self.pure("int", scope, depth)], abs)
+        if kind == "clamp":
+            lo = self.r.integer(-3, 3)
+            hi = lo + self.r.integer(0, 6)
+            return self._call(
+                "lib-number",
+                "clamp",
+                [self.pure("int", scope, depth)],
+                lambda x, lo=lo, hi=hi: max(lo, min(hi, x)),
+                f", {lo}, {hi}" if lo >= 0 else f", ({lo}), {hi}",
+            )
+        if kind == "parse":
+            a = self.pure("int", scope, depth)
+            self.tag("lib-text")
+            return E(f"parse_int(to_text({a.src}))", a.fn)
+        xs, d = self.pure("int[]", scope, depth), self.pure("int", scope, depth)
+        self.tag("lib-list", "coalesce")
+
+        def least(env, fx=xs.fn, fd=d.fn):
+            v = fx(env)
+            return min(v) if v else fd(env)
+
+        return E(f"(min({xs.src}) ?? {d.src})", least)
+
+    def l_text(self, scope, depth) -> E:
+        kind = self.pick(["join", "lower", "upper", "trim", "replace", "to_text", "slice", "pad"])
+        if kind == "join":
+            xs = self.pure(self.pick(["text[]", "int[]"]), scope, depth)
+            sep = self.pick([", ", "", "-"])
+            return self._call(
+                "lib-text",
+                "join",
+                [xs],
+                lambda v, sep=sep: sep.join(interp(x) for x in v),
+                ", " + json.dumps(sep),
+            )
+        if kind == "to_text":
+            a = self.pure(self.pick(["int", "int[]", "bool"]), scope, depth)
+            return self._call("lib-text", "to_text", [a], interp)
+        a = self.pure("text", scope, depth)
+        if kind == "replace":
+            return self._call(
+                "lib-text", "replace", [a], lambda s: s.replace("a", "b"), ', "a", "b"'
+            )
+        if kind == "slice":
+            i = self.r.integer(0, 2)
+            return self._call("lib-text", "slice", [a], lambda s, i=i: s[i:], f", {i}")
+        if kind == "pad":
+            w = self.r.integer(0, 4)
+            return self._call(
+                "lib-text", "pad_start", [a], lambda s, w=w: s.rjust(w, "0"), f', {w}, "0"'
+            )
+        fns = {"lower": str.lower, "upper": str.upper, "trim": str.strip}
+        return self._call("lib-text", kind, [a], fns[kind])
+
+    def l_bool(self, scope, depth) -> E:
+        kind = self.pick(["starts", "ends", "matches", "any", "all"])
+        if kind in ("any", "all"):
+            bs = [self.pure("bool", scope, depth) for _ in range(self.r.integer(1, 3))]
+            self.tag("lib-list")
+            fn = any if kind == "any" else all
+            return E(
+                f"{kind}([{', '.join(b.src for b in bs)}])",
+                lambda env, fs=[b.fn for b in bs], fn=fn: fn([f(env) for f in fs]),
+            )
+        a = self.pure("text", scope, depth)
+        if kind == "matches":
+            return self._call(
+                "lib-text",
+                "matches",
+                [a],
+                lambda s: re.search("^[a-c]", s) is not None,
+                ', "^[a-c]"',
+            )
+        b = self.pure("text", scope, depth)
+        fn = str.startswith if kind == "starts" else str.endswith
+        name = "starts_with" if kind == "starts" else "ends_with"
+        return self._call("lib-text", name, [a, b], fn)
+
+    def l_ints(self, scope, depth) -> E:
+        kind = self.pick(["sort", "reverse", "unique", "take", "drop", "range", "flatten"])
+        xs = self.pure("int[]", scope, depth)
+        if kind in ("take", "drop"):
+            n = self.r.integer(0, 3)
+            fn = (lambda v, n=n: v[:n]) if kind == "take" else (lambda v, n=n: v[n:])
+            return self._call("lib-list", kind, [xs], fn, f", {n}")
+        if kind == "range":
+            n = self.r.integer(0, 4)
+            self.tag("lib-list")
+            return E(f"range({n})", lambda env, n=n: list(range(n)))
+        if kind == "flatten":
+            ys = self.pure("int[]", scope, depth)
+            self.tag("lib-list")
+            return E(
+                f"flatten([{xs.src}, {ys.src}])",
+                lambda env, fa=xs.fn, fb=ys.fn: fa(env) + fb(env),
+            )
+        fns = {
+            "sort": sorted,
+            "reverse": lambda v: v[::-1],
+            "unique": lambda v: list(dict.fromkeys(v)),
+        }
+        return self._call("lib-list", kind, [xs], fns[kind])
+
+    def l_texts(self, scope, depth) -> E:
+        kind = self.pick(["split", "lines", "sort", "keys"])
+        if kind == "keys":
+            a = self.pure("Item", scope, depth)
+            return self._call("lib-list", "keys", [a], lambda o: list(o))
+        a = self.pure("text" if kind != "sort" else "text[]", scope, depth)
+        if kind == "split":
+            return self._call("lib-text", "split", [a], lambda s: s.split(" "), ', " "')
+        if kind == "lines":
+            return self._call(
+                "lib-text", "lines", [a], lambda s: re.split(r"\r\n|\r|\n", s.removesuffix("\n"))
+            )
+        return self._call("lib-list", "sort", [a], sorted)
+
+    def l_Items(self, scope, depth) -> E:
+        xs = self.pure("Item[]", scope, depth)
+        desc = self.flip()
+        return self._call(
+            "lib-list",
+            "sort_by",
+            [xs],
+            lambda v, desc=desc: sorted(v, key=lambda i: i["id"], reverse=desc),
+            ', "-id"' if desc else ', "id"',
+        )
 
     # -- effects ----------------------------------------------------------------------------------
     def effect(self, ty: str, scope: dict[str, str], depth: int, indent: str) -> E:

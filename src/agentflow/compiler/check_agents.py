@@ -116,7 +116,7 @@ class AgentChecks:
                         f"`{callee.name}` is not a tool and cannot be called",
                         callee.span,
                     )
-                elif callee.name not in self.error_names:
+                elif callee.name not in self.error_names and not self.not_a_function_call(e):
                     self.report(
                         D.UNKNOWN_TOOL,
                         f"unknown tool `{callee.name}`",
@@ -129,6 +129,8 @@ class AgentChecks:
                     self.infer(p)
                 return ERROR
             return self.tool_call(e, callee, sig)
+        if isinstance(callee, ast.Member) and self.method_call(e):
+            return ERROR
         ct = self.infer(callee)
         for a in e.args:
             self.infer(a.value)

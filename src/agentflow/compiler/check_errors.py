@@ -36,6 +36,7 @@ from agentflow.compiler.types import (
 )
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Note, did_you_mean
+from agentflow.core.functions import FUNCTIONS
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import (
     ERROR_CODES,
@@ -278,6 +279,18 @@ _ONLY_FROM = {
     "timeout": "a tool call, an agent or a model judge",
     "output_validation": "a tool call, an agent or `ask`",
     "validation": "a tool call, a division, or a `map`, `filter` or `reduce`",
+    "invalid_argument": "a library function (docs/reference/functions.md)",
+    "parse_error": "`parse_int`, `parse_number` or `parse_json`",
+    "regex_timeout": "`match`, `matches` or `find_all`",
+}
+
+
+#: why a library function fails with each of its codes (docs/reference/functions.md)
+_FUNCTION_FAILURES = {
+    "invalid_argument": "an argument it cannot use",
+    "parse_error": "text that does not parse",
+    "regex_timeout": "a pattern that runs past its time budget",
+    "bad_path": "an element without the field",
 }
 
 
@@ -352,6 +365,17 @@ def possible_error_codes(guarded: ast.Node) -> list[FailureCause] | None:
             add([FailureCause("failed", "`fail` fails with `failed`", n.span)])
         elif isinstance(n, A.RequireStmt):
             add([FailureCause("failed", "`require … else fail` fails with `failed`", n.span)])
+        elif isinstance(n, A.FuncCall) and n.name in FUNCTIONS:
+            add(
+                [
+                    FailureCause(
+                        code,
+                        f"`{n.name}(…)` fails with `{code}`: {_FUNCTION_FAILURES[code]}",
+                        n.span,
+                    )
+                    for code in FUNCTIONS[n.name].errors
+                ]
+            )
         elif isinstance(n, A.Binary) and n.op in ("/", "%"):
             what = "division" if n.op == "/" else "remainder"
             add(

@@ -20,6 +20,7 @@ modules :class:`Checker` is assembled from, one concern each:
 - :mod:`~agentflow.compiler.check_statements` — stages, bodies, scopes, statements, names, loops;
 - :mod:`~agentflow.compiler.check_expressions` — the ``visit_<Node>`` typing rules;
 - :mod:`~agentflow.compiler.check_agents` — tool calls, agents, ``ask``, ``verify``, settings;
+- :mod:`~agentflow.compiler.check_functions` — library function calls, ``if … then … else``;
 - :mod:`~agentflow.compiler.check_tests` and :mod:`~agentflow.compiler.check_errors` — ``test``
   blocks and errors as values, called from the phases and rules above.
 """
@@ -36,6 +37,7 @@ from typing import Any
 from agentflow.compiler.check_agents import AgentChecks
 from agentflow.compiler.check_declarations import DeclarationChecks
 from agentflow.compiler.check_expressions import _DISPATCH, ExpressionChecks
+from agentflow.compiler.check_functions import FunctionChecks
 from agentflow.compiler.check_statements import StatementChecks, _Frame, _Var
 from agentflow.compiler.check_types import TypeChecks
 from agentflow.compiler.symbols import Symbol, ToolSig
@@ -151,7 +153,9 @@ def prelude_tools() -> dict[str, ToolSig]:
     return sigs
 
 
-class Checker(DeclarationChecks, TypeChecks, StatementChecks, ExpressionChecks, AgentChecks):
+class Checker(
+    DeclarationChecks, TypeChecks, StatementChecks, ExpressionChecks, AgentChecks, FunctionChecks
+):
     """The checker of one module: its state, and :meth:`check`, the phases in order."""
 
     def __init__(self, module: ast.Module, parse_diagnostics, *, prelude: bool = True) -> None:

@@ -50,6 +50,7 @@ _BINARY = frozenset(
 #: tokens that cannot start a statement, so a line starting with one continues the previous
 _CONT_START = frozenset(
     {"??", "==", "!=", "<=", ">=", "+", "*", "/", "%", "->", "|", "and", "or", ".", "..", "where"}
+    | {"then"}
 )
 #: tokens that cannot end an expression, so the next line continues this one
 _CONT_END = frozenset(
@@ -68,6 +69,7 @@ _CONT_END = frozenset(
         "%",
         "=",
         "->",
+        "then",
         "|",
         "and",
         "or",
@@ -324,6 +326,8 @@ def _layout(text: str, toks: list[Token]) -> str:
                     prev_last.text == ">" and prev_last_k in lay.angle
                 ):
                     level += 1
+                elif prev_last.text == "else" and first.text not in ("{", "if"):
+                    level += 1  # the `else` arm of `if … then … else` on its own line
         # blank lines
         if li == 0:
             pass

@@ -17,6 +17,7 @@ from agentflow.compiler.lower_expressions import (
     StepRef,
     _Ctx,
     _NeedsOutline,
+    _paren,
     _scope_name,
 )
 from agentflow.errors import LoweringError
@@ -65,8 +66,50 @@ def _open_objects(schema: Any) -> Any:
     }
 
 
+#: what makes an arm of ``if … then … else`` effectful (run only when chosen: a `decide` step)
+_ARM_EFFECTS = (
+    ast.Call,
+    ast.AgentExpr,
+    ast.AskExpr,
+    ast.VerifyExpr,
+    ast.FilterExpr,
+    ast.MapExpr,
+    ast.ReduceExpr,
+    ast.CatchExpr,
+    ast.TryExpr,
+)
+
+
 class EffectLowering:
     """The ``visit_<Node>`` rules of effectful expressions, each adding a step."""
+
+    def visit_CondExpr(self, e: ast.CondExpr, ctx: _Ctx) -> Frag:
+        """``if c then a else b``: with pure arms the template expression itself (the evaluator
+        evaluates only the chosen arm); when an arm has an effect (a tool call, an agent …), a
+        ``decide`` step whose branches are the arms, so only the chosen arm's effects run."""
+        cond = self.expr(e.cond, ctx)
+        if not any(isinstance(n, _ARM_EFFECTS) for arm in (e.then, e.else_) for n in ast.walk(arm)):
+            then, else_ = self.expr(e.then, ctx), self.expr(e.else_, ctx)
+            # the condition and the `then` arm are operand chains: a conditional there (prec 0)
+            # needs parentheses; the `else` arm extends to the end
+            c = _paren(cond) if cond.prec == 0 else cond
+            t = _paren(then) if then.prec == 0 else then
+            return Frag(
+                ["if ", *c.parts, " then ", *t.parts, " else ", *else_.parts],
+                False,
+                cond.free | then.free | else_.free,
+            )
+        if ctx.body:
+            raise _NeedsOutline()  # a decide cannot be a body
+        inp: dict[str, Any] = {"when": {"expr": cond.render()}}
+        then_stmt = ast.ExprStmt(e.then.span, e.then)
+        inp["then"] = self.body_step([then_stmt], e.then.span, ctx, {}, "then arm")
+        inp["else"] = self.body_step(
+            [ast.ExprStmt(e.else_.span, e.else_)], e.else_.span, ctx, {}, "else arm"
+        )
+        step = self.add_step(ctx, "decide", inp, e.span)
+        _insert_before(step, "meta", "select", "{{ result.output }}")
+        return Frag([StepRef(step)])
 
     # effectful expressions
     def visit_Call(self, e: ast.Call, ctx: _Ctx) -> Frag:

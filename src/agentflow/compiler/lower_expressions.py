@@ -312,6 +312,17 @@ class ExpressionLowering:
         f.prec = _NOT_PREC if e.op == "not" else _MINUS_PREC
         return f
 
+    def visit_FuncCall(self, e: ast.FuncCall, ctx: _Ctx) -> Frag:
+        """A library function call, printed as written: the evaluator runs it inside the
+        template (docs/reference/functions.md)."""
+        items: list[Frag | str] = [e.name + "("]
+        for i, a in enumerate(e.args):
+            if i:
+                items.append(", ")
+            items.append(self.expr(a, ctx))
+        items.append(")")
+        return _join(*items, atomic=True)
+
     def visit_Member(self, e: ast.Member, ctx: _Ctx) -> Frag:
         if self._nullable(e.obj) and not self._optional_field(e):
             # A required field (or `.count`) read through a `T?` value is null when the value is

@@ -94,6 +94,15 @@ UNREACHABLE_CATCH = _register(
 POSITIONAL_ARGUMENT = _register(
     "positional-argument", "error", "a tool argument given without its name"
 )
+UNKNOWN_FUNCTION = _register(
+    "unknown-function", "error", "a call with positional arguments of no library function"
+)
+ARGUMENT_COUNT = _register(
+    "argument-count", "error", "a library function given too few or too many arguments"
+)
+NAMED_ARGUMENT = _register(
+    "named-argument", "error", "a library function's argument given with a name"
+)
 NO_OVERLAP = _register(
     "no-overlap", "error", "a comparison that can never be true: no value is common to both sides"
 )
@@ -145,6 +154,10 @@ PLAN_TEMPLATE_SYNTAX = _register_plan(
 )
 PLAN_EFFECTFUL_TEMPLATE = _register_plan(
     "plan-effectful-template", "a template with a tool call, an agent, an ask or another effect"
+)
+PLAN_FUNCTION_CALL = _register_plan(
+    "plan-function-call",
+    "a template calls no library function, or one with the wrong number of arguments",
 )
 PLAN_UNKNOWN_NAME = _register_plan(
     "plan-unknown-name", "a template reads a name not in scope (unknown, later, its own step)"

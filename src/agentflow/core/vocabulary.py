@@ -364,6 +364,15 @@ ERROR_CODES: dict[str, ErrorCode] = {
             False,
             "a non-idempotent tool was running when a durable run stopped; not run again",
         ),
+        ErrorCode(
+            "invalid_argument",
+            False,
+            "a library function was given a value it cannot use (a negative count, a bad pattern)",
+        ),
+        ErrorCode("parse_error", False, "`parse_int`, `parse_number` or `parse_json` met bad text"),
+        ErrorCode(
+            "regex_timeout", False, "a regular expression ran past its time budget (backtracking)"
+        ),
     )
 }
 #: Error codes ``retry { on: [...] }`` (docs/spec/LANGUAGE.md §8) and a plan's ``retry.on`` may

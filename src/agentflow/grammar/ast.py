@@ -303,6 +303,28 @@ class Call(Expr):
 
 
 @dataclass(slots=True, eq=False)
+class FuncCall(Expr):
+    """``name(a, b, …)``: a call of a library function (docs/reference/functions.md), written
+    with positional arguments only; ``name_span`` covers the name.  The parser builds it for a
+    name of ``core.functions.FUNCTIONS`` called with positional arguments only; any other call is
+    a :class:`Call` (a tool call, or a mistake the checker explains)."""
+
+    name: str
+    name_span: Span
+    args: list[Expr]
+
+
+@dataclass(slots=True, eq=False)
+class CondExpr(Expr):
+    """``if cond then a else b`` (docs/reference/expressions.md): only the chosen arm is
+    evaluated."""
+
+    cond: Expr
+    then: Expr
+    else_: Expr
+
+
+@dataclass(slots=True, eq=False)
 class Block(Node):
     """``{ stmt … }``."""
 

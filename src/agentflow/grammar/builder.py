@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentflow.core.functions import FUNCTIONS
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import BUDGET_LIMITS, MAX_OPERATORS, MAX_PREFIX
 from agentflow.core.vocabulary import duration_ms as _duration_ms
@@ -553,6 +554,9 @@ class Builder:
             _cover(kw, body), block, codes, var, body, keyword_span=catch.span, try_span=kw.span
         )
 
+    def cond_expr(self, c):
+        return ast.CondExpr(_cover(c[0], c[5]), c[1], c[3], c[5])
+
     def catch_any(self, c):
         return None
 
@@ -749,6 +753,10 @@ class Builder:
         if len(c) == 4:
             for a in c[2]:
                 (named if isinstance(a, ast.Argument) else positional).append(a)
+        if isinstance(callee, ast.Name) and positional and not named and callee.name in FUNCTIONS:
+            # `join(xs, ", ")`: a library function (docs/reference/functions.md); named arguments
+            # make a tool call, even of a tool with a library function's name
+            return ast.FuncCall(callee.span.to(close), callee.name, callee.span, positional)
         return ast.Call(callee.span.to(close), callee, named, positional)
 
     def args(self, c):

@@ -20,10 +20,12 @@ from typing import Any
 
 from agentflow.core.diagnostics import (
     PLAN_EFFECTFUL_TEMPLATE,
+    PLAN_FUNCTION_CALL,
     PLAN_TEMPLATE_SYNTAX,
     PLAN_TOO_DEEP,
     Diagnostic,
 )
+from agentflow.core.functions import FUNCTIONS, arity, function_hint
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import MAX_EXPR_DEPTH, PLAN_SCHEMA_KEYS
 from agentflow.errors import PlanLoadError, SourceError
@@ -344,6 +346,40 @@ def _verdicts(node: ast.Node) -> tuple[ast.Node | None, ast.Node | None]:
     return None, next((n for n in iter_nodes(node) if isinstance(n, EFFECTFUL_NODES)), None)
 
 
+def _bad_function_call(
+    effectful: ast.Node | None, node: ast.Node
+) -> tuple[str, str | None, Span] | None:
+    """A call the library cannot run, as ``(message, hint, span)``: a name called with
+    positional arguments that is no library function (the parser made it a tool
+    :class:`ast.Call`, ``effectful``), or a library function given too few or too many arguments
+    (docs/reference/functions.md)."""
+    if (
+        isinstance(effectful, ast.Call)
+        and isinstance(effectful.callee, ast.Name)
+        and effectful.positional
+        and not effectful.args
+    ):
+        name = effectful.callee.name
+        meant = function_hint(name)
+        return (
+            f"unknown function `{name}`",
+            f"did you mean `{meant}`? `{FUNCTIONS[meant].signature}`"
+            if meant
+            else "the library functions are in docs/reference/functions.md",
+            effectful.callee.span,
+        )
+    for n in iter_nodes(node):
+        if isinstance(n, ast.FuncCall):
+            spec = FUNCTIONS[n.name]
+            if not spec.min_args <= len(n.args) <= spec.max_args:
+                return (
+                    f"`{n.name}` takes {arity(spec)}, {len(n.args)} given",
+                    f"`{spec.signature}`",
+                    n.span,
+                )
+    return None
+
+
 def _compile_text(text, file, path, smap, errs, *, template: bool):
     try:
         if smap is not None and tuple(path) in smap.nodes:
@@ -376,6 +412,15 @@ def _compile_text(text, file, path, smap, errs, *, template: bool):
         )
         return text
     _relocate(node, smap, file, path)  # moves the spans of a fresh parse, `effectful`'s too
+    bad_call = _bad_function_call(effectful, node) if "(" in text else None
+    if bad_call is not None:
+        message, hint, span = bad_call
+        errs.append(
+            _problem(
+                smap, file, path, PLAN_FUNCTION_CALL, message, hint=hint, span=span, mapped=True
+            )
+        )
+        return text
     if effectful is not None:
         kind = type(effectful).__name__.removesuffix("Expr").lower()
         kind = "a tool call" if kind == "call" else f"`{kind}`"

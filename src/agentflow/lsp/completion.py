@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agentflow.compiler import types as T
+from agentflow.core.functions import FUNCTIONS
 from agentflow.core.vocabulary import (
     AGENT_CLAUSES,
     BUILTIN_TYPES,
@@ -38,8 +39,9 @@ STATEMENT_KEYWORDS = (*STATEMENT_WORDS, "else", *EXPRESSION_WORDS)
 
 @dataclass(slots=True)
 class Completion:
-    """One completion item: ``kind`` is ``field``, ``type``, ``tool``, ``keyword``,
-    ``variable``, ``stage``, ``agent`` or ``property``; ``detail`` a type or signature."""
+    """One completion item: ``kind`` is ``field``, ``type``, ``tool``, ``function``,
+    ``keyword``, ``variable``, ``stage``, ``agent`` or ``property``; ``detail`` a type or
+    signature."""
 
     label: str
     kind: str
@@ -233,8 +235,18 @@ def expr_completions(a: Analysis, offset: int) -> list[Completion]:
                 if n.body.span.start <= offset <= n.body.span.end:  # `catch … as err { … }`
                     out.append(Completion(n.var.name, "variable", "Error"))
     out.extend(tool_completions(a))
+    out.extend(function_completions())
     out.extend(Completion(k, "keyword") for k in STATEMENT_KEYWORDS)
     return out
+
+
+def function_completions() -> list[Completion]:
+    """The library functions (docs/reference/functions.md), each with its signature and
+    summary."""
+    return [
+        Completion(f.name, "function", f.signature, f"{f.summary}\n\ne.g. `{f.example}`")
+        for f in FUNCTIONS.values()
+    ]
 
 
 def _fields_of(t: T.Type, env: T.TypeEnv) -> list[Completion]:

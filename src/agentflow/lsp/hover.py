@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from agentflow.compiler import types as T
 from agentflow.compiler.checker import Symbol, ToolSig
+from agentflow.core.functions import FUNCTIONS
 from agentflow.core.spans import Span
 from agentflow.grammar import ast
 from agentflow.lsp import errors_help, locate
@@ -24,6 +25,9 @@ def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
     code = errors_help.code_hover(a, offset)  # an error code in `catch on [ … ]`
     if code is not None:
         return code
+    fn = function_hover(a, offset)
+    if fn is not None:
+        return fn
     target = locate.target(a, offset)
     if target is None:
         return None
@@ -127,6 +131,26 @@ def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
             shown = shown[:HOVER_MAX_TYPE] + "…"
         return locate.with_doc(locate.fence(shown), doc), e.span
     return None
+
+
+def function_hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
+    """The signature, summary and example of the library function whose name is under
+    ``offset`` (docs/reference/functions.md), or None."""
+    for node in reversed(locate.node_path(a, offset)):
+        if isinstance(node, ast.FuncCall):
+            s = node.name_span
+            if s.start <= offset <= s.end:
+                spec = FUNCTIONS[node.name]
+                doc = f"{spec.summary}\n\ne.g. `{spec.example}` gives `{_json(spec.result)}`"
+                return locate.with_doc(locate.fence(f"(function) {spec.signature}"), doc), s
+            return None
+    return None
+
+
+def _json(v: object) -> str:
+    import json
+
+    return json.dumps(v, ensure_ascii=False)
 
 
 def symbol_doc(a: Analysis, sym: Symbol) -> str | None:

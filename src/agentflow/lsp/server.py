@@ -74,6 +74,7 @@ _COMPLETION_KINDS = {
     "property": lsp.CompletionItemKind.Property,
     "type": lsp.CompletionItemKind.Struct,
     "tool": lsp.CompletionItemKind.Function,
+    "function": lsp.CompletionItemKind.Function,
     "keyword": lsp.CompletionItemKind.Keyword,
     "variable": lsp.CompletionItemKind.Variable,
     "stage": lsp.CompletionItemKind.Function,

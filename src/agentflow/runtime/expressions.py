@@ -24,9 +24,16 @@ from typing import Any
 
 import regex
 
+from agentflow.core.functions import FUNCTIONS, arity
 from agentflow.core.vocabulary import UNARY_CONDITION_OPS
-from agentflow.errors import BadPath, ExprError, SourceError
+from agentflow.errors import BadPath, ExprError, RunError, SourceError
 from agentflow.grammar import ast
+from agentflow.runtime.functions import (
+    IMPLEMENTATIONS,
+    FunctionFailure,
+    KindError,
+    check_kinds,
+)
 
 __all__ = [
     "BadPath",
@@ -157,6 +164,10 @@ def expr_text(node: ast.Expr | None) -> str:
         return "[" + ", ".join(expr_text(i) for i in node.items) + "]"
     if isinstance(node, ast.ObjectLit):
         return "{" + ", ".join(f"{e.key}: {expr_text(e.value)}" for e in node.entries) + "}"
+    if isinstance(node, ast.FuncCall):
+        return f"{node.name}(" + ", ".join(expr_text(a) for a in node.args) + ")"
+    if isinstance(node, ast.CondExpr):
+        return f"if {expr_text(node.cond)} then {expr_text(node.then)} else {expr_text(node.else_)}"
     return type(node).__name__
 
 
@@ -164,7 +175,7 @@ def _operand_text(node: ast.Expr) -> str:
     """``expr_text`` of the object of a member/index, parenthesized when it is an operation
     (``(x ?? {a: null}).a``, not ``x ?? {a: null}.a``)."""
     text = expr_text(node)
-    if isinstance(node, ast.Binary | ast.Unary | ast.RangeExpr):
+    if isinstance(node, ast.Binary | ast.Unary | ast.RangeExpr | ast.CondExpr):
         return f"({text})"
     return text
 
@@ -530,6 +541,47 @@ def _visit_Binary(node: ast.Binary, scope: Mapping[str, Any]) -> Any:
         raise ExprError(f"`{expr_text(node)}`: the result is too large for a JSON number") from None
 
 
+def _visit_CondExpr(node: ast.CondExpr, scope: Mapping[str, Any]) -> Any:
+    c = _visit(node.cond, scope)
+    if not isinstance(c, bool):
+        raise ExprError(f"`{expr_text(node)}`: the condition must be a bool, got {_kind(c)}")
+    return _visit(node.then if c else node.else_, scope)
+
+
+def _visit_FuncCall(node: ast.FuncCall, scope: Mapping[str, Any]) -> Any:
+    """A library function (docs/reference/functions.md): the arguments evaluated, their kinds
+    checked, the implementation of runtime/functions.py called; its failures become run-time
+    errors with their registered code, naming the call as written."""
+    spec = FUNCTIONS.get(node.name)
+    if spec is None:
+        raise ExprError(f"`{node.name}(…)`: there is no library function `{node.name}`")
+    if not spec.min_args <= len(node.args) <= spec.max_args:
+        raise ExprError(
+            f"`{node.name}(…)` takes {arity(spec)}, got {len(node.args)}: `{spec.signature}`"
+        )
+    args = [to_json_value(_visit(a, scope)) for a in node.args]
+    try:
+        return _call_function(node.name, args)
+    except KindError as e:
+        raise ExprError(f"`{expr_text(node)}`: {e}") from None
+    except FunctionFailure as e:
+        if e.code == "bad_path":
+            raise BadPath(expr_text(node), e.message.rsplit("`", 2)[-2], e.message) from None
+        raise RunError(e.code, f"`{expr_text(node)}`: {e.message}") from None
+
+
+def _call_function(name: str, args: list[Any]) -> Any:
+    checked = check_kinds(name, args)
+    try:
+        return IMPLEMENTATIONS[name](*checked)
+    except (FunctionFailure, KindError):
+        raise
+    except (TypeError, ValueError, OverflowError) as e:  # operands a JSON value cannot order …
+        raise KindError(str(e)) from None
+    except RecursionError:
+        raise _too_deep() from None
+
+
 def _visit_Call(node: ast.Call, scope: Mapping[str, Any]) -> Any:
     raise ExprError(f"`{expr_text(node.callee)}(…)`: tool calls are not allowed inside templates")
 
@@ -551,6 +603,8 @@ _VISIT: dict[type, Callable[[Any, Mapping[str, Any]], Any]] = {
     ast.Unary: _visit_Unary,
     ast.Binary: _visit_Binary,
     ast.Call: _visit_Call,
+    ast.FuncCall: _visit_FuncCall,
+    ast.CondExpr: _visit_CondExpr,
 }
 
 

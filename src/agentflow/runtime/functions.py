@@ -1,0 +1,588 @@
+"""The implementations of the standard library's pure functions (docs/reference/functions.md).
+
+Signatures, summaries and error codes are in :mod:`agentflow.core.functions` (one registry); this
+module holds one Python function per entry, in :data:`IMPLEMENTATIONS`, which
+:mod:`agentflow.runtime.expressions` calls for an :class:`~agentflow.grammar.ast.FuncCall`.
+Every function is deterministic (the same arguments give the same value: safe under durable
+replay) and costs no model call or tool call.
+
+An implementation takes the evaluated arguments (JSON-like values; an omitted optional argument
+is ``None``) and returns a JSON-like value.  A value of the wrong kind — possible with ``json``
+values and in hand-written plans — is :class:`~agentflow.errors.ExprError` (``validation``); the
+failure modes of each function raise :class:`FunctionFailure` with a registered code
+(``invalid_argument``, ``parse_error``, ``regex_timeout``, ``bad_path``), which the evaluator turns
+into a run-time error naming the call as written.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
+from typing import Any
+
+import regex
+
+from agentflow.core.functions import FUNCTIONS
+from agentflow.core.vocabulary import MAX_EXPR_DEPTH
+
+__all__ = ["IMPLEMENTATIONS", "REGEX_TIMEOUT_S", "FunctionFailure", "MAX_LIST_ITEMS", "check_kinds"]
+
+#: Time budget of one regular-expression search of ``match``, ``matches`` and ``find_all``, in
+#: seconds (the ``timeout=`` of the ``regex`` library): a pattern that backtracks longer fails
+#: with ``regex_timeout`` instead of freezing the run.
+REGEX_TIMEOUT_S = 1.0
+#: Most elements ``range`` builds (as a range used as a value, ``MAX_RANGE_ITEMS``).
+MAX_LIST_ITEMS = 100_000
+#: Largest width ``pad_start``/``pad_end`` pad to.
+MAX_PAD = 100_000
+
+
+class FunctionFailure(Exception):
+    """A library function's failure: a registered run-time ``code`` and a message without the
+    call (the evaluator prefixes the call as written)."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class KindError(Exception):
+    """An argument of the wrong kind (the evaluator raises it as ``validation``)."""
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+def kind_of(x: object) -> str:
+    """The JSON kind of a value, as messages say it."""
+    if x is None:
+        return "null"
+    if isinstance(x, bool):
+        return "bool"
+    if _is_number(x):
+        return "number"
+    if isinstance(x, str):
+        return "text"
+    if isinstance(x, list | tuple):
+        return "array"
+    if isinstance(x, dict):
+        return "object"
+    return type(x).__name__
+
+
+def _as_int(x: Any) -> Any:
+    """An integral float as an int (JSON has one number type); anything else unchanged."""
+    if isinstance(x, float) and x.is_integer():
+        return int(x)
+    return x
+
+
+# -- kinds of parameters, from the signature's type text ---------------------------------------
+
+
+def _kind(type_text: str, type_params: dict[str, str | None]) -> str:
+    t = type_text.strip()
+    if t in type_params:
+        bound = type_params[t]
+        return _kind(bound, {}) if bound else "any"
+    if t == "text | json[]":
+        return "text|list"
+    if t == "text | json[] | map<json>":
+        return "text|list|map"
+    if "|" in t:
+        return "any"  # checked by the function (the elements of min, max, sort)
+    if t.endswith("[]"):
+        return "list"
+    if t.startswith("map<"):
+        return "map"
+    if t in ("text", "int", "number", "bool"):
+        return t
+    return "any"
+
+
+_KIND_OK: dict[str, Callable[[Any], bool]] = {
+    "any": lambda v: True,
+    "text": lambda v: isinstance(v, str),
+    "int": lambda v: isinstance(_as_int(v), int) and not isinstance(v, bool),
+    "number": _is_number,
+    "bool": lambda v: isinstance(v, bool),
+    "list": lambda v: isinstance(v, list | tuple),
+    "map": lambda v: isinstance(v, dict),
+    "text|list": lambda v: isinstance(v, str | list | tuple),
+    "text|list|map": lambda v: isinstance(v, str | list | tuple | dict),
+}
+_KIND_WORDS = {
+    "int": "an integer",
+    "number": "a number",
+    "text": "a text",
+    "bool": "a bool",
+    "list": "a list",
+    "map": "an object",
+    "text|list": "a text or a list",
+    "text|list|map": "a text, a list or an object",
+}
+
+#: name → the kind each parameter needs
+PARAM_KINDS: dict[str, tuple[str, ...]] = {
+    name: tuple(_kind(p.type, spec.type_params) for p in spec.params)
+    for name, spec in FUNCTIONS.items()
+}
+
+
+def check_kinds(name: str, args: list[Any]) -> list[Any]:
+    """``args`` checked against the kinds of ``name``'s parameters (integral floats given where
+    an ``int`` is wanted become ints; omitted ones are ``None``).  Raises :class:`KindError`."""
+    spec = FUNCTIONS[name]
+    kinds = PARAM_KINDS[name]
+    out = list(args) + [None] * (len(kinds) - len(args))
+    for i, (p, kind) in enumerate(zip(spec.params, kinds, strict=True)):
+        v = out[i]
+        if v is None and (p.omittable or kind == "any"):
+            continue
+        if not _KIND_OK[kind](v):
+            raise KindError(f"`{p.name}` must be {_KIND_WORDS[kind]}, got {kind_of(v)}")
+        if kind == "int":
+            out[i] = _as_int(v)
+    return out
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def _render(v: Any) -> str:
+    """A value as ``${…}`` renders it (runtime.expressions.to_text)."""
+    if isinstance(v, str):
+        return v
+    return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+
+
+def _strict_eq(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_strict_eq(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_strict_eq(a[k], b[k]) for k in a)
+    return a == b
+
+
+def _orderable(xs: list, what: str) -> None:
+    """Elements all numbers or all texts (else :class:`KindError`)."""
+    if all(_is_number(x) for x in xs) or all(isinstance(x, str) for x in xs):
+        return
+    kinds = sorted({kind_of(x) for x in xs})
+    raise KindError(f"{what} needs numbers or texts, got {' and '.join(kinds)}")
+
+
+def _nonneg(n: int, what: str) -> int:
+    if n < 0:
+        raise FunctionFailure("invalid_argument", f"{what} must not be negative, got {n}")
+    return n
+
+
+def _regex(pattern: str) -> Any:
+    try:
+        return regex.compile(pattern)
+    except regex.error as exc:
+        raise FunctionFailure(
+            "invalid_argument", f"invalid regular expression {_quote(pattern)}: {exc}"
+        ) from None
+    except (RecursionError, OverflowError, MemoryError):
+        raise FunctionFailure(
+            "invalid_argument", f"regular expression {_quote(pattern)} is too complex"
+        ) from None
+
+
+def _timed(fn: Callable[[], Any], pattern: str) -> Any:
+    try:
+        return fn()
+    except TimeoutError:
+        raise FunctionFailure(
+            "regex_timeout",
+            f"the regular expression {_quote(pattern)} took longer than {REGEX_TIMEOUT_S:g} s "
+            "(catastrophic backtracking?): simplify it",
+        ) from None
+
+
+def _field(x: Any, name: str) -> Any:
+    if not isinstance(x, dict):
+        raise KindError(f"a field name needs objects, got {kind_of(x)}")
+    if name not in x:
+        raise FunctionFailure("bad_path", f"an element has no field `{name}`")
+    return x[name]
+
+
+# -- text ---------------------------------------------------------------------------------------
+
+
+def _join(xs: list, sep: str) -> str:
+    return sep.join(_render(x) for x in xs)
+
+
+def _split(s: str, sep: str) -> list:
+    return list(s) if sep == "" else s.split(sep)
+
+
+def _replace(s: str, old: str, new: str) -> str:
+    if old == "":
+        raise FunctionFailure("invalid_argument", "`old` must not be empty")
+    return s.replace(old, new)
+
+
+def _slice(x: Any, start: int, end: int | None) -> Any:
+    return x[start:end] if not isinstance(x, tuple) else list(x[start:end])
+
+
+def _fill(fill: str | None) -> str:
+    fill = " " if fill is None else fill
+    if len(fill) != 1:
+        raise FunctionFailure(
+            "invalid_argument", f"`fill` must be one character, got {_quote(fill)}"
+        )
+    return fill
+
+
+def _width(width: int) -> int:
+    if width > MAX_PAD:
+        raise FunctionFailure("invalid_argument", f"`width` must be at most {MAX_PAD:,}")
+    return width
+
+
+def _pad_start(s: str, width: int, fill: str | None) -> str:
+    return s.rjust(_width(width), _fill(fill))
+
+
+def _pad_end(s: str, width: int, fill: str | None) -> str:
+    return s.ljust(_width(width), _fill(fill))
+
+
+#: enough digits for any JSON float (up to ~1e308) with 20 decimals: quantize never overflows
+_CONTEXT = Context(prec=400)
+
+
+def _quantize(x: int | float, places: int) -> Decimal:
+    """``x`` rounded to ``places`` decimals, halves away from zero, exactly (from its shortest
+    decimal text, so ``2.675`` is 2.675, not the binary float below it)."""
+    try:
+        return _decimal(x).quantize(
+            Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP, context=_CONTEXT
+        )
+    except InvalidOperation:  # an integer of hundreds of digits
+        raise FunctionFailure("invalid_argument", "the number has too many digits") from None
+
+
+def _decimal(x: int | float) -> Decimal:
+    return Decimal(x) if isinstance(x, int) else Decimal(repr(x))
+
+
+def _format_number(x: int | float, decimals: int) -> str:
+    if not 0 <= decimals <= 20:
+        raise FunctionFailure("invalid_argument", f"`decimals` must be 0 to 20, got {decimals}")
+    d = _quantize(x, decimals)
+    text = format(d, "f")
+    return "0" + text[2:] if text.startswith("-0") and d == 0 else text
+
+
+def _lines(s: str) -> list:
+    return regex.split(r"\r\n|\r|\n", s.removesuffix("\n").removesuffix("\r"))
+
+
+def _match(s: str, pattern: str) -> list | None:
+    rx = _regex(pattern)
+    m = _timed(lambda: rx.search(s, timeout=REGEX_TIMEOUT_S), pattern)
+    if m is None:
+        return None
+    return [m.group(0), *(g if g is not None else "" for g in m.groups())]
+
+
+def _matches(s: str, pattern: str) -> bool:
+    rx = _regex(pattern)
+    return _timed(lambda: rx.search(s, timeout=REGEX_TIMEOUT_S), pattern) is not None
+
+
+def _find_all(s: str, pattern: str) -> list:
+    rx = _regex(pattern)
+    return _timed(lambda: [m.group(0) for m in rx.finditer(s, timeout=REGEX_TIMEOUT_S)], pattern)
+
+
+# -- lists --------------------------------------------------------------------------------------
+
+
+def _len(x: Any) -> int:
+    return len(x)
+
+
+def _sum(xs: list) -> Any:
+    if not all(_is_number(x) for x in xs):
+        raise KindError(
+            f"`xs` must hold numbers, got {', '.join(sorted({kind_of(x) for x in xs}))}"
+        )
+    total = math.fsum(xs) if any(isinstance(x, float) for x in xs) else sum(xs)
+    if isinstance(total, float) and not math.isfinite(total):
+        raise FunctionFailure("invalid_argument", "the sum is too large for a JSON number")
+    return total
+
+
+def _min(xs: list) -> Any:
+    if not xs:
+        return None
+    _orderable(xs, "`min`")
+    return min(xs)
+
+
+def _max(xs: list) -> Any:
+    if not xs:
+        return None
+    _orderable(xs, "`max`")
+    return max(xs)
+
+
+def _sort(xs: list) -> list:
+    _orderable(xs, "`sort`")
+    return sorted(xs)
+
+
+def _sort_by(xs: list, field: str) -> list:
+    desc = field.startswith("-")
+    name = field[1:] if desc else field
+    keys = [_field(x, name) for x in xs]
+    present = [k for k in keys if k is not None]
+    _orderable(present, f"`sort_by` on `{name}`")
+    # nulls first (ascending); Python's sort is stable in both directions
+    order = sorted(
+        range(len(xs)),
+        key=lambda i: (keys[i] is not None, keys[i] if keys[i] is not None else 0),
+        reverse=desc,
+    )
+    return [xs[i] for i in order]
+
+
+def _unique(xs: list) -> list:
+    out: list = []
+    for x in xs:
+        if not any(_strict_eq(x, y) for y in out):
+            out.append(x)
+    return out
+
+
+def _flatten(xs: list) -> list:
+    out: list = []
+    for x in xs:
+        if not isinstance(x, list | tuple):
+            raise KindError(f"`xs` must hold lists, got {kind_of(x)}")
+        out.extend(x)
+    return out
+
+
+def _take(xs: list, n: int) -> list:
+    return list(xs[: _nonneg(n, "`n`")])
+
+
+def _drop(xs: list, n: int) -> list:
+    return list(xs[_nonneg(n, "`n`") :])
+
+
+def _zip(a: list, b: list) -> list:
+    return [{"first": x, "second": y} for x, y in zip(a, b, strict=False)]
+
+
+def _range(a: int, b: int | None) -> list:
+    lo, hi = (0, a) if b is None else (a, b)
+    if hi - lo > MAX_LIST_ITEMS:
+        raise FunctionFailure(
+            "invalid_argument", f"range({lo}, {hi}) would hold more than {MAX_LIST_ITEMS:,} numbers"
+        )
+    return list(range(lo, hi))
+
+
+def _bools(xs: list) -> list:
+    for x in xs:
+        if not isinstance(x, bool):
+            raise KindError(f"`xs` must hold bools, got {kind_of(x)}")
+    return xs
+
+
+def _index_of(xs: list, x: Any) -> int:
+    return next((i for i, y in enumerate(xs) if _strict_eq(x, y)), -1)
+
+
+def _group_by(xs: list, field: str) -> dict:
+    out: dict[str, list] = {}
+    for x in xs:
+        out.setdefault(_render(_field(x, field)), []).append(x)
+    return out
+
+
+def _count_by(xs: list, field: str | None) -> dict:
+    out: dict[str, int] = {}
+    for x in xs:
+        key = _render(x if field is None else _field(x, field))
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
+# -- objects and maps ---------------------------------------------------------------------------
+
+
+def _texts(keys: list) -> list:
+    for k in keys:
+        if not isinstance(k, str):
+            raise KindError(f"`keys` must hold texts, got {kind_of(k)}")
+    return keys
+
+
+# -- numbers ------------------------------------------------------------------------------------
+
+
+def _finite_int(x: Any, what: str) -> int:
+    if isinstance(x, float) and not math.isfinite(x):  # pragma: no cover - JSON has none
+        raise FunctionFailure("invalid_argument", f"{what} is not a finite number")
+    return int(x)
+
+
+def _round(x: int | float, digits: int | None) -> Any:
+    if digits is None:
+        if isinstance(x, int):
+            return x
+        return _finite_int(_quantize(x, 0), "`x`")
+    if not -20 <= digits <= 20:
+        raise FunctionFailure("invalid_argument", f"`digits` must be -20 to 20, got {digits}")
+    if isinstance(x, int):
+        return x if digits >= 0 else int(_quantize(x, digits))
+    return float(_quantize(x, digits))
+
+
+def _floor(x: int | float) -> int:
+    return x if isinstance(x, int) else math.floor(x)
+
+
+def _ceil(x: int | float) -> int:
+    return x if isinstance(x, int) else math.ceil(x)
+
+
+def _clamp(x: Any, lo: Any, hi: Any) -> Any:
+    if lo > hi:
+        raise FunctionFailure("invalid_argument", f"`lo` ({lo}) is above `hi` ({hi})")
+    return lo if x < lo else hi if x > hi else x
+
+
+# -- conversions --------------------------------------------------------------------------------
+
+_INT = regex.compile(r"\s*[+-]?[0-9]+\s*")
+_NUMBER = regex.compile(r"\s*-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?\s*")
+
+
+def _short(s: str) -> str:
+    """A text as a `.flow` string literal, cut after 40 characters."""
+    return _quote(s if len(s) <= 40 else s[:40] + "…")
+
+
+def _quote(s: str) -> str:
+    return json.dumps(s, ensure_ascii=False)
+
+
+def _parse_int(s: str) -> int:
+    if not _INT.fullmatch(s) or len(s) > 4300:
+        raise FunctionFailure("parse_error", f"{_short(s)} is not an integer")
+    return int(s)
+
+
+def _parse_number(s: str) -> Any:
+    if not _NUMBER.fullmatch(s) or len(s) > 4300:
+        raise FunctionFailure("parse_error", f"{_short(s)} is not a number")
+    text = s.strip()
+    if regex.fullmatch(r"-?[0-9]+", text):
+        return int(text)
+    v = float(text)
+    if not math.isfinite(v):
+        raise FunctionFailure("parse_error", f"{_short(s)} is too large for a JSON number")
+    return v
+
+
+def _no_constant(c: str) -> Any:
+    raise ValueError(f"{c} is not JSON")
+
+
+def _depth(v: Any, limit: int) -> bool:
+    """True when ``v`` nests deeper than ``limit`` (iteratively)."""
+    stack = [(v, 0)]
+    while stack:
+        x, d = stack.pop()
+        if d > limit:
+            return True
+        if isinstance(x, dict):
+            stack.extend((y, d + 1) for y in x.values())
+        elif isinstance(x, list):
+            stack.extend((y, d + 1) for y in x)
+    return False
+
+
+def _parse_json(s: str) -> Any:
+    try:
+        v = json.loads(s, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:
+        detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "not JSON"
+        raise FunctionFailure("parse_error", f"{_short(s)} is not JSON ({detail})") from None
+    if _depth(v, MAX_EXPR_DEPTH):
+        raise FunctionFailure("parse_error", f"the JSON nests deeper than {MAX_EXPR_DEPTH} levels")
+    return v
+
+
+#: name → implementation (arguments evaluated, kinds checked, omitted ones ``None``)
+IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {
+    "join": _join,
+    "split": _split,
+    "lower": str.lower,
+    "upper": str.upper,
+    "trim": str.strip,
+    "replace": _replace,
+    "starts_with": lambda s, p: s.startswith(p),
+    "ends_with": lambda s, p: s.endswith(p),
+    "slice": _slice,
+    "pad_start": _pad_start,
+    "pad_end": _pad_end,
+    "format_number": _format_number,
+    "lines": _lines,
+    "match": _match,
+    "matches": _matches,
+    "find_all": _find_all,
+    "len": _len,
+    "sum": _sum,
+    "min": _min,
+    "max": _max,
+    "sort": _sort,
+    "sort_by": _sort_by,
+    "unique": _unique,
+    "flatten": _flatten,
+    "take": _take,
+    "drop": _drop,
+    "reverse": lambda xs: list(reversed(xs)),
+    "zip": _zip,
+    "range": _range,
+    "any": lambda xs: any(_bools(xs)),
+    "all": lambda xs: all(_bools(xs)),
+    "index_of": _index_of,
+    "group_by": _group_by,
+    "count_by": _count_by,
+    "keys": lambda m: list(m),
+    "values": lambda m: list(m.values()),
+    "entries": lambda m: [{"key": k, "value": v} for k, v in m.items()],
+    "merge": lambda a, b: {**a, **b},
+    "pick": lambda m, keys: {k: m[k] for k in dict.fromkeys(_texts(keys)) if k in m},
+    "omit": lambda m, keys: {k: v for k, v in m.items() if k not in set(_texts(keys))},
+    "round": _round,
+    "floor": _floor,
+    "ceil": _ceil,
+    "abs": abs,
+    "clamp": _clamp,
+    "to_text": _render,
+    "parse_int": _parse_int,
+    "parse_number": _parse_number,
+    "parse_json": _parse_json,
+}
+
+assert IMPLEMENTATIONS.keys() == FUNCTIONS.keys(), "every library function has one implementation"
