@@ -837,7 +837,8 @@ def test_a_loop_of_another_language_hints_at_map_filter_and_reduce(body: str, wo
     d = _first(f"input {{ items: text[] }}\nstage a -> int {{\n{body}\n}}\n")
     assert d.hint == (
         f"there is no `{word}` loop: `map xs as x {{ … }}` gives a value per item, "
-        "`filter xs as x where …` keeps some, `reduce xs as x, acc = start { … }` folds them"
+        "`filter xs as x where …` keeps some, `reduce xs as x, acc = start { … }` folds them, "
+        "`loop up to n as i, s = start { … } until cond else …` repeats"
     )
 
 
