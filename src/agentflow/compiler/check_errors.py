@@ -337,7 +337,9 @@ def possible_error_codes(guarded: ast.Node) -> list[FailureCause] | None:
             if any(isinstance(i, A.VerifyJudge) for i in n.items):
                 add(_causes(_JUDGE_CAUSES, "the `verify` judge", n.span))
         elif isinstance(n, A.LoopExpr):
-            loop = [FailureCause("validation", "`loop` fails when its bound is out of range", n.span)]
+            loop = [
+                FailureCause("validation", "`loop` fails when its bound is out of range", n.span)
+            ]
             if n.else_fail is not None:
                 why = "`loop … until … else fail` fails when no round meets `until`"
                 loop.insert(0, FailureCause("loop_exhausted", why, n.span))

@@ -335,7 +335,10 @@ class StatementChecks:
                 what = "a `verify`"
             if what:
                 self.report(
-                    D.EFFECTFUL_GATE, f"{what_is} must be pure, but this is {what}", n.span, hint=hint
+                    D.EFFECTFUL_GATE,
+                    f"{what_is} must be pure, but this is {what}",
+                    n.span,
+                    hint=hint,
                 )
                 return
 
