@@ -175,6 +175,14 @@ def _syntax_hint(
         )
     prev = values[-1] if values and isinstance(values[-1], Tok) else None
     prev2 = values[-2] if values and len(values) > 1 and isinstance(values[-2], Tok) else None
+    if "ELSE" in expected and any(isinstance(v, Tok) and v.type == "UNTIL" for v in values or ()):
+        # `loop … { … } until c` with nothing after: running out of rounds must be spelt out
+        return (
+            "say what the loop gives when no round meets `until`: "
+            '`else fail "…"` (fails with `loop_exhausted`) or `else <value>` (e.g. the last state)'
+        )
+    if expected >= {"UP"} and typ != "UP" and prev is not None and prev.type == "LOOP":
+        return "a loop is bounded: `loop up to N as round, state = start { … }`"
     loop = _loop_word(sc)
     if loop is not None:
         # `for x in xs { … }`, `while c { … }`: the braces were read as an object
