@@ -1,13 +1,13 @@
 """A durable run of a `loop` records each round (docs/durable.md, docs/reference/control.md
 "loop"): the evaluator-optimizer example (examples/patterns/evaluator-optimizer.flow), run by a
 real `flowc run --durable` against the scripted model server, killed with SIGKILL while the critic
-of round 3 is answering, then `flowc resume` — rounds 1 and 2 are not asked again (requests
+of round 3 is answering, then resumed (`api.resume_run`, what `flowc resume` runs) — rounds 1 and 2 are not asked again (requests
 counted at the server).  Then `--reuse` of that run by an edited flow asks the model only for the
-calls the edit changed, round by round."""
+calls the edit changed, round by round, and `flowc runs show` names the rounds' steps."""
 
 from __future__ import annotations
 
-import json
+import asyncio
 import os
 import re
 import signal
@@ -15,10 +15,12 @@ import subprocess
 import sys
 import time
 
+from click.testing import CliRunner
 from support.chat_server import TEST_API_KEY, answer
 from support.paths import EXAMPLES
 
 import agentflow
+from agentflow.cli import main
 from agentflow.runtime.durable.dbos_engine import shutdown
 
 _DRAFT = re.compile(r"\b(v\d+)\b")
@@ -78,26 +80,28 @@ def test_a_loop_killed_in_round_3_resumes_without_repeating_rounds_1_and_2(
     assert asked == ["write", "critic v1", "revise v1", "critic v2", "revise v2", "critic v3"]
 
     chat_server.requests.clear()
-    resumed = subprocess.run(
-        [*flowc, "resume", "loop-1", "--json"], cwd=tmp_path, env=env, capture_output=True,
-        timeout=120,
-    )  # fmt: skip
-    assert resumed.returncode == 0, resumed.stderr.decode()[-3000:]
-    assert json.loads(resumed.stdout)["output"] == {"text": "v4", "approved": True, "rounds": 4}
-    # only round 3's review (in flight at the kill) and what came after it reached the model
-    assert [_what(r) for r in chat_server.requests] == ["critic v3", "revise v3", "critic v4"]
-
-    # --reuse through the loop: an edited revise prompt asks again only the revisions
     monkeypatch.setenv("SCRIPTED_API_KEY", TEST_API_KEY)
-    flow.write_text(flow.read_text().replace('"Revise:\\n', '"Revise it:\\n'))
-    chat_server.requests.clear()
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "flow.toml"
     try:
+        resumed = asyncio.run(agentflow.api.resume_run("loop-1", config=config))
+        assert resumed.status == "ok", resumed.error
+        assert resumed.output == {"text": "v4", "approved": True, "rounds": 4}
+        # only round 3's review (in flight at the kill) and what came after it reached the model
+        assert [_what(r) for r in chat_server.requests] == ["critic v3", "revise v3", "critic v4"]
+
+        # --reuse through the loop: an edited revise prompt asks again only the revisions
+        flow.write_text(flow.read_text().replace('"Revise:\\n', '"Revise it:\\n'))
+        chat_server.requests.clear()
         again = agentflow.run_sync(
-            flow, {"topic": "tea"}, config=tmp_path / "flow.toml", durable=True,
-            run_id="loop-2", reuse="loop-1",
-        )  # fmt: skip
+            flow, {"topic": "tea"}, config=config, durable=True, run_id="loop-2", reuse="loop-1"
+        )
+        shown = CliRunner().invoke(main, ["runs", "show", "loop-1"])
     finally:
         shutdown()
     assert again.status == "ok", again.error
     assert again.output == {"text": "v4", "approved": True, "rounds": 4}
     assert [_what(r) for r in chat_server.requests] == ["revise v1", "revise v2", "revise v3"]
+    # `flowc runs show` names each round's steps as the .flow does (round 3: two model calls)
+    assert shown.exit_code == 0, shown.output
+    assert shown.stdout.count("revise › round 3 › model chat") == 2, shown.stdout
