@@ -638,8 +638,12 @@ def _route_stubs(
                 alias = target.get("name") if target.get("kind") == "alias" else target.get("team")
                 stage = (node.get("meta") or {}).get("stage")
                 # an `expect` that is not a named object type is wrapped as `{ value: T }`
-                # (LANGUAGE.md §10): the stub answers the wrapped value (a `:value` key)
-                wrapped = ":value" if node.get("select") == "{{ result.output.value }}" else ""
+                # (LANGUAGE.md §10): the stub answers the wrapped value (a `:value` key), whether
+                # the step's select reads only it or goes on with it (a body's later expression
+                # folded in: `{{ (result.output.value).text }}`)
+                select = str(node.get("select") or "")
+                reads_value = select == "{{ result.output.value }}"
+                wrapped = ":value" if reads_value or "(result.output.value)" in select else ""
                 if stage in stage_values:
                     key = f"{_STUB_PREFIX}stage:{stage}{wrapped}"
                     answers[key] = stage_values[stage]

@@ -118,3 +118,49 @@ def test_flowc_cost_prints_the_figures_of_a_flow_and_of_a_plan():
 def test_flowc_cost_of_a_missing_file_is_a_usage_error():
     result = CliRunner().invoke(main, ["cost", "nope.flow"])
     assert result.exit_code == 2 and "no such file" in result.output
+
+
+def test_a_loop_multiplies_its_body_by_its_bound_and_lists_itself():
+    agent = {"tool_name": "agent", "input": {**AGENT, "tools": "none"}}
+    guarded = {"id": "T", "tool_name": "try", "input": {"do": agent, "catch": agent}}
+    cost = worst_case(
+        plan(
+            [
+                {
+                    "id": "E0",
+                    "tool_name": "loop",
+                    "input": {"up_to": 4, "initial": 0, "do": agent},
+                    "meta": {"source": "f.flow:3:3", "stage": "polish"},
+                },
+                {
+                    "id": "E1",
+                    "tool_name": "plan__twice",
+                    "input": {},
+                },
+            ],
+            plans={
+                "twice": {
+                    "version": 1,
+                    "name": "twice",
+                    "steps": [
+                        {
+                            "id": "L",
+                            "tool_name": "loop",
+                            "input": {
+                                "up_to": "{{ input.n }}",
+                                "initial": 0,
+                                "do": {"tool_name": "plan__guarded", "input": {}},
+                            },
+                        }
+                    ],
+                },
+                "guarded": {"version": 1, "name": "guarded", "steps": [guarded]},
+            },
+        )
+    ).to_dict()
+    # an agent: 3 rounds + 6 repairs; the try counts its do and its catch (both agents)
+    assert cost["roles"] == {"chat": "6 × input.n + 12", "repair": "12 × input.n + 24"}
+    assert cost["loops"] == [
+        "polish › loop (f.flow:3:3): up to 4 rounds × 9 per round = 36",
+        "L (loop): up to input.n rounds × 18 per round = 18 × input.n",
+    ]

@@ -188,3 +188,29 @@ def test_stubbed_steps_whose_value_the_compiler_folded_into_what_follows(tmp_pat
         flow,
     )
     assert report.ok, [o.failures for o in report.outcomes]
+
+
+def test_a_stub_answers_an_inline_contract_whose_value_a_body_reads_on(tmp_path):
+    """An agent whose `expect` is not a named type is wrapped as `{ value: T }`; in a body the
+    lowering folds the next expression into its select (`(result.output.value).text + "!"`):
+    the stub still answers it (it used to fall through to the test model)."""
+    flow = """\
+use agent "writer" as writer
+input { xs: text[] }
+stage s -> text[] {
+  map input.xs as x {
+    let next = agent(writer) { task "Revise ${x}" tools none expect { text: text } }
+    let shout = next.text + "!"
+    return shout
+  }
+}
+"""
+    tests = """
+test "stubbed" {
+  input { xs: ["a", "b"] }
+  stub agent writer returns { text: "one" } then { text: "two" }
+  expect s == ["one!", "two!"]
+}
+"""
+    report = _run(tmp_path, tests, flow)
+    assert report.ok, [o.failures for o in report.outcomes]

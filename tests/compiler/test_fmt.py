@@ -299,3 +299,18 @@ def test_a_try_block_and_an_outcome_type_are_formatted_like_the_rest():
         in out
     )
     assert format_source(out) == out
+
+
+def test_a_loop_is_formatted_like_the_rest():
+    src = (
+        "type S { n: int, done: bool }\nstage s -> S {\n"
+        "  loop   up  to 3 as r,st:S={n:0,done:false}{\n  return {n:st.n+r,done:st.n>2}\n"
+        '  }   until st.done   else   fail "never"\n}\n'
+    )
+    out = format_source(src)
+    assert (
+        "  loop up to 3 as r, st: S = { n: 0, done: false } {\n"
+        "    return { n: st.n + r, done: st.n > 2 }\n"
+        '  } until st.done else fail "never"\n' in out
+    )
+    assert format_source(out) == out

@@ -837,7 +837,8 @@ def test_a_loop_of_another_language_hints_at_map_filter_and_reduce(body: str, wo
     d = _first(f"input {{ items: text[] }}\nstage a -> int {{\n{body}\n}}\n")
     assert d.hint == (
         f"there is no `{word}` loop: `map xs as x {{ … }}` gives a value per item, "
-        "`filter xs as x where …` keeps some, `reduce xs as x, acc = start { … }` folds them"
+        "`filter xs as x where …` keeps some, `reduce xs as x, acc = start { … }` folds them, "
+        "`loop up to n as i, s = start { … } until cond else …` repeats"
     )
 
 
@@ -851,3 +852,32 @@ def test_assigning_a_let_again_hints_that_lets_are_bound_once():
     # `=` for `==` inside an expression keeps its own hint
     d = _first('input { k: text }\nstage a -> bool {\n  return input.k = "x"\n}\n')
     assert d.hint == "did you mean `==`?"
+
+
+def test_a_loop_without_up_to_hints_that_loops_are_bounded():
+    d = _first("stage s -> int {\n  loop 3 as r, n = 0 { n + r }\n}\n")
+    assert "expected `up`" in d.message
+    assert d.hint == "a loop is bounded: `loop up to N as round, state = start { … }`"
+
+
+def test_a_loop_until_without_else_hints_at_what_running_out_of_rounds_gives():
+    d = _first("stage s -> int {\n  loop up to 3 as r, n = 0 { n + r } until n > 3\n}\n")
+    assert "expected `else`" in d.message, d.message
+    assert d.hint == (
+        "say what the loop gives when no round meets `until`: "
+        '`else fail "…"` (fails with `loop_exhausted`) or `else <value>` (e.g. the last state)'
+    )
+
+
+def test_a_loop_parses_with_its_bound_round_state_until_and_else():
+    module, diags = parse_module(
+        "stage s -> int {\n  loop up to 2 + 1 as r, n: int = 0 { n + r } until n > 3 else n\n}\n",
+        "l.flow",
+    )
+    assert diags == []
+    (stmt,) = module.items[0].body.stmts
+    loop = stmt.expr
+    assert isinstance(loop, ast.LoopExpr)
+    assert (loop.var.name, loop.acc.name, loop.else_fail) == ("r", "n", None)
+    assert isinstance(loop.over, ast.Binary) and isinstance(loop.else_value, ast.Name)
+    assert (loop.keyword_span.column, loop.keyword_span.end_column) == (3, 7)

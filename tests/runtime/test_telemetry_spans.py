@@ -333,3 +333,27 @@ def test_without_the_otel_extra_asking_for_export_is_a_config_error(tmp_path, mo
     monkeypatch.setattr(telemetry, "otel_available", lambda: False)
     with pytest.raises(ConfigError, match=r"pip install 'agentflow\[otel\]'"):
         api.run_sync(plan, {"token": "t"}, telemetry=True, shape_cache=False)
+
+
+def test_each_round_of_a_loop_is_a_span_with_its_round_under_the_loop(tmp_path):
+    """A `loop`'s rounds (docs/reference/control.md "loop") are step spans `…/round.N` under the
+    loop's span, with `agentflow.loop.round` and the label in the `.flow`'s terms."""
+    flow = tmp_path / "count.flow"
+    flow.write_text(
+        "type S { n: int, done: bool }\n"
+        "stage count -> S {\n"
+        "  loop up to 5 as r, s: S = { n: 0, done: false } {\n"
+        "    return { n: s.n + r, done: s.n + r >= 3 }\n"
+        '  } until s.done else fail "never"\n'
+        "}\n"
+    )
+    sink, exporter = _sink()
+    result = api.run_sync(flow, None, sinks=[sink])
+    sink.close()
+    assert result.status == "ok", result.error
+    tree = Tree(exporter.get_finished_spans())
+    (loop,) = [s for s in tree.spans if s.attributes.get("agentflow.step.tool") == "loop"]
+    rounds = tree.children(loop)
+    assert [s.attributes["agentflow.loop.round"] for s in rounds] == [1, 2]
+    assert [s.attributes["agentflow.step.path"] for s in rounds] == ["E0/round.1", "E0/round.2"]
+    assert rounds[1].attributes["agentflow.step.label"] == "count › round 2 › value"

@@ -50,6 +50,7 @@ CONSTRUCTS = frozenset(
     not-in in-range not and or coalesce count index projection member optional-field
     tool-call tool-effect-stmt map map-parallel limit-literal limit-const limit-let limit-run
     filter filter-judge reduce reduce-typed ask-default ask-expect ask-else-fail ask-bare
+    loop loop-typed loop-bound-run loop-until loop-else-fail loop-else-value
     verify-check verify-judge verify-failures
     agent target-alias target-team-main target-team-member clause-task-triple clause-system
     clause-model clause-input clause-tools-none clause-tools-list clause-tools-pattern
@@ -729,7 +730,7 @@ class Gen:
             if ty in ("int[]", "text[]", "Item[]"):
                 kinds += ["filter", "judge"]
             if ty in ("int", "text"):
-                kinds += ["reduce"]
+                kinds += ["reduce", "loop"]
         if ty in ("int", "text", "bool", "Item", "Kind", "text[]"):
             kinds += ["agent", "agent"]
         if ty in ("int", "text", "bool", "Kind", "Item"):
@@ -927,6 +928,59 @@ class Gen:
             return a
 
         return E(f"{head} {body}", run_reduce)
+
+    def x_loop(self, ty, scope, depth, indent) -> E:
+        """``(loop up to N as r, s[: T] = init { … } [until c else (fail "m" | v)])``: the bound
+        a literal, or ``input.k`` where a failure may be drawn (a bad bound fails the step)."""
+        self.tag("loop")
+        if self.fail_ok and self.flip(0.25):
+            self.tag("loop-bound-run")
+            bound_src, fbound = "input.k", (lambda env: env["input.k"])
+        else:
+            n = self.r.integer(0, 3)
+            bound_src, fbound = str(n), (lambda env, n=n: n)
+        var = self.fresh("round")
+        st = self.fresh("st")
+        init = self.pure(ty, scope, 1)
+        inner = {**scope, var: "int", st: ty}
+        body, fbody = self.block(inner, ty, depth - 1, indent, may_fail=True)
+        typed = self.flip() or init.lit
+        if typed:
+            self.tag("loop-typed")
+        head = f"loop up to {bound_src} as {var}, {st}{': ' + ty if typed else ''} = {init.src}"
+        until = fail = value = None
+        if self.flip(0.6):
+            self.tag("loop-until")
+            until = self.pure("bool", inner, 1)
+            if self.fail_ok and self.flip():
+                self.tag("loop-else-fail")
+                fail = self.pick(["not done", "gave up"])
+            else:
+                self.tag("loop-else-value")
+                value = self.pure(ty, inner, 1)
+        tail = ""
+        if until is not None:
+            tail = f" until {until.src} else " + (f'fail "{fail}"' if fail else value.src)
+
+        def run_loop(env, fb=fbound, fi=init.fn, fbody=fbody, u=until, f=fail, v=value):
+            n = fb(env)
+            if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 1000:
+                raise Fail(
+                    "validation",
+                    f"`up_to` (a `loop`'s `up to`) must be an integer from 0 to 1000, got {n}",
+                )
+            state, r = fi(env), 0
+            for r in range(1, n + 1):
+                state = fbody({**env, var: r, st: state})
+                if u is not None and u.fn({**env, var: r, st: state}):
+                    return state
+            if u is None:
+                return state
+            if f is not None:
+                raise Fail("loop_exhausted", f)
+            return v.fn({**env, var: r, st: state})
+
+        return E(f"({head} {body}{tail})", run_loop)
 
     # agents
     def answer_for(self, ty: str) -> tuple[str, Any, Any, str]:

@@ -481,6 +481,8 @@ def cost_cmd(file: str, as_json: bool) -> None:
     for role, text in figures["roles"].items():
         click.echo(f"  {role:<{width}}  {text}")
     click.echo(f"  {'total':<{width}}  {figures['total']}")
+    for loop in figures["loops"]:
+        click.echo(f"  loop {loop}")
     for why in figures["unbounded"]:
         click.echo(f"  not counted: {why}")
     for budget in figures["budgets"]:

@@ -278,7 +278,8 @@ _ONLY_FROM = {
     "transient": "a tool or model call",
     "timeout": "a tool call, an agent or a model judge",
     "output_validation": "a tool call, an agent or `ask`",
-    "validation": "a tool call, a division, or a `map`, `filter` or `reduce`",
+    "validation": "a tool call, a division, or a `map`, `filter`, `reduce` or `loop`",
+    "loop_exhausted": "a `loop … until … else fail`",
     "invalid_argument": "a library function (docs/reference/functions.md)",
     "parse_error": "`parse_int`, `parse_number` or `parse_json`",
     "regex_timeout": "`match`, `matches` or `find_all`",
@@ -349,6 +350,14 @@ def possible_error_codes(guarded: ast.Node) -> list[FailureCause] | None:
         elif isinstance(n, A.VerifyExpr):
             if any(isinstance(i, A.VerifyJudge) for i in n.items):
                 add(_causes(_JUDGE_CAUSES, "the `verify` judge", n.span))
+        elif isinstance(n, A.LoopExpr):
+            loop = [
+                FailureCause("validation", "`loop` fails when its bound is out of range", n.span)
+            ]
+            if n.else_fail is not None:
+                why = "`loop … until … else fail` fails when no round meets `until`"
+                loop.insert(0, FailureCause("loop_exhausted", why, n.span))
+            add(loop)
         elif isinstance(n, A.FilterExpr | A.MapExpr | A.ReduceExpr):
             if isinstance(n, A.FilterExpr) and n.judge is not None:
                 add(_causes(_JUDGE_CAUSES, "the `filter` judge", n.span))

@@ -34,6 +34,7 @@ from agentflow.core.spans import Span
 from agentflow.core.vocabulary import (
     EXPRESSION_WORDS,
     MAX_CONCURRENCY,
+    MAX_LOOP_ROUNDS,
     STATEMENT_WORDS,
 )
 from agentflow.grammar import ast
@@ -322,7 +323,12 @@ class StatementChecks:
             return ListType(JSON)
         return widen(ot) if not isinstance(ot, NamedRef) else ot
 
-    def check_pure(self, cond: ast.Expr) -> None:
+    def check_pure(
+        self,
+        cond: ast.Expr,
+        what_is: str = "a `filter` condition",
+        hint: str = 'compute it before the filter, or use `where judge "…"` for an LLM gate',
+    ) -> None:
         for n in ast.walk(cond):
             what = None
             if isinstance(n, ast.Call) and id(n) in self.tool_calls:
@@ -336,9 +342,9 @@ class StatementChecks:
             if what:
                 self.report(
                     D.EFFECTFUL_GATE,
-                    f"a `filter` condition must be pure, but this is {what}",
+                    f"{what_is} must be pure, but this is {what}",
                     n.span,
-                    hint='compute it before the filter, or use `where judge "…"` for an LLM gate',
+                    hint=hint,
                 )
                 return
 
@@ -385,3 +391,58 @@ class StatementChecks:
         finally:
             self.pop_scope()
         return acc_t
+
+    def visit_LoopExpr(self, e: ast.LoopExpr, hint: Type | None) -> Type:
+        """``loop up to N as round, state = init { … } [until c else …]`` (docs/reference/control.md
+        "loop"): ``N`` an `int` (a constant 0 … MAX_LOOP_ROUNDS), the state typed like a
+        ``reduce`` accumulator, ``round`` an `int` (1-based); ``until`` a pure `bool` over the
+        new state, ``else fail`` a pure text, ``else v`` a pure value of the state's type."""
+        self.loop_bound(e.over)
+        if e.acc_type is not None:
+            acc_t = self.resolve_type(e.acc_type)
+            self.expr(e.init, acc_t)
+        elif hint is not None:
+            acc_t = hint
+            self.expr(e.init, acc_t)
+        else:
+            acc_t = widen(self.infer(e.init))
+        self.scopes.append({})
+        self.declare(Symbol("loopvar", e.var.name, INT, e), e.var.span)
+        self.declare(Symbol("acc", e.acc.name, acc_t, e), e.acc.span)
+        try:
+            self.body(e.body, acc_t, e.keyword_span or e.span, "the `loop` body")
+            hint_pure = "compute it in the body and keep it in the state"
+            if e.until is not None:
+                self.expr(e.until, BOOL)
+                self.check_pure(e.until, "an `until` condition", hint_pure)
+            if e.else_fail is not None:
+                self.expr(e.else_fail, TEXT)
+                self.check_pure(e.else_fail, "an `else fail` message", hint_pure)
+            if e.else_value is not None:
+                self.expr(e.else_value, acc_t)
+                self.check_pure(e.else_value, "the value of a `loop`'s `else`", hint_pure)
+        finally:
+            self.pop_scope()
+        return acc_t
+
+    def loop_bound(self, e: ast.Expr) -> None:
+        """A ``loop``'s ``up to N``: any `int` expression; a constant must be 0 … MAX_LOOP_ROUNDS
+        (`invalid-value`), a computed one is checked the same way when the loop starts (a
+        `validation` error)."""
+        t = self.expr(e, INT)
+        if isinstance(t, ErrorType):
+            return
+        ok, v = self.constant(e)
+        if not ok or not isinstance(v, int) or isinstance(v, bool):
+            return
+        if v < 0:
+            self.report(D.INVALID_VALUE, f"`up to` must be 0 or more, found {v}", e.span)
+        elif v > MAX_LOOP_ROUNDS:
+            self.report(
+                D.INVALID_VALUE,
+                f"`up to` must be at most {MAX_LOOP_ROUNDS}, found {v}",
+                e.span,
+                hint="a `loop` is bounded: split the work, or loop over fewer rounds",
+            )
+        else:
+            self.constants[id(e)] = v

@@ -2,7 +2,7 @@
 
 :class:`EffectLowering` is a mixin of :class:`~agentflow.compiler.lowering._Lowerer` holding the
 ``visit_<Node>`` rules of tool calls, ``agent`` (target, tools, ``expect`` contract, ``retry``,
-``timeout``, ``budget``), ``map``, ``catch``, ``filter``, ``reduce``, ``ask`` and ``verify``, and
+``timeout``, ``budget``), ``map``, ``catch``, ``filter``, ``reduce``, ``loop``, ``ask`` and ``verify``, and
 the settings the plan fixes at compile time.
 """
 
@@ -332,6 +332,35 @@ class EffectLowering:
         body = self.body_step(e.body.stmts, e.body.span, ctx, loop, "reduce body")
         inp = {"over": self.whole(over), "initial": self.whole(init), "do": body}
         step = self.add_step(ctx, "reduce", inp, e.span)
+        return Frag([StepRef(step)])
+
+    def visit_LoopExpr(self, e: ast.LoopExpr, ctx: _Ctx) -> Frag:
+        """A `loop` step (docs/spec/PLAN_IR.md §5): ``up_to`` the bound (a number when
+        constant), the body as ``do`` (the round variable reads ``round``, the state
+        ``accumulator``), ``until`` a condition and ``on_exhausted`` from the ``else``."""
+        if ctx.body:
+            raise _NeedsOutline()
+        bound = self.count_setting(e.over, ctx)
+        init = self.expr(e.init, ctx)
+        loop = {e.var.name: "round", e.acc.name: "accumulator"}
+        body = self.body_step(e.body.stmts, e.body.span, ctx, loop, "loop body")
+        inp: dict[str, Any] = {"up_to": bound, "initial": self.whole(init), "do": body}
+        if e.until is not None:
+            scratch: list[dict] = []
+            bindings = {n: _scope_name(s) for n, s in loop.items()}
+            after = _Ctx(ctx.plan, scratch, ctx.stage, parent=ctx, bindings=bindings)
+            inp["until"] = {"expr": self.expr(e.until, after).render()}
+            if e.else_fail is not None:
+                inp["on_exhausted"] = {"fail": self.text_value(e.else_fail, after)}
+            elif e.else_value is not None:
+                inp["on_exhausted"] = {"value": self.whole(self.expr(e.else_value, after))}
+            if scratch:
+                raise LoweringError(
+                    "a `loop`'s `until` and `else` are computed without steps of their own: "
+                    "compute this in the body and keep it in the state",
+                    e.until.span,
+                )
+        step = self.add_step(ctx, "loop", inp, e.keyword_span or e.span)
         return Frag([StepRef(step)])
 
     def visit_AskExpr(self, e: ast.AskExpr, ctx: _Ctx) -> Frag:

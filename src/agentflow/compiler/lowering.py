@@ -394,7 +394,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
             "finish": {"mode": "output", "output": self.whole(value)},
         }
         call: dict[str, Any] = {}
-        for s in ("item", "index", "accumulator"):
+        for s in ("item", "index", "round", "accumulator"):
             if s in loop.values():
                 call[s] = "{{ " + s + " }}"
         assert sctx.env is not None

@@ -74,7 +74,9 @@ INVALID_CONSTRAINT = _register(
     "invalid-constraint", "error", "a constraint on a type it does not apply to"
 )
 EFFECTFUL_GATE = _register(
-    "effectful-gate", "error", "a filter condition with a tool call, agent or ask"
+    "effectful-gate",
+    "error",
+    "a filter condition or a loop's `until`/`else` with a tool call, agent or ask",
 )
 UNTYPED_TOOL = _register("untyped-tool", "warning", "a catalog tool with no declared signature")
 UNREACHABLE_CODE = _register("unreachable-code", "warning", "code after `return` or `fail`")

@@ -102,6 +102,7 @@ EXPRESSION_WORDS: tuple[str, ...] = (
     "parallel",
     "filter",
     "reduce",
+    "loop",
     "ask",
     "verify",
     "agent",
@@ -119,6 +120,9 @@ EXPRESSION_WORDS: tuple[str, ...] = (
 CONTINUATION_WORDS: tuple[str, ...] = (
     "else",
     "as",
+    "up",
+    "to",
+    "until",
     "limit",
     "tolerate",
     "catch",
@@ -272,6 +276,13 @@ CONTROL_STEP_SPECS: dict[str, ControlStep] = {
             scope="item index accumulator",
         ),
         _step(
+            "loop",
+            "up_to initial do until on_exhausted",
+            "up_to initial do",
+            body_keys="do",
+            scope="round accumulator",
+        ),
+        _step(
             "agent",
             "prompt output_schema tools max_iterations model system_prompt input agent write"
             " repair_attempts require_final budget",
@@ -348,6 +359,11 @@ ERROR_CODES: dict[str, ErrorCode] = {
         ErrorCode("replay_miss", False, "a replayed run asked what the cassette does not hold"),
         ErrorCode("failed", False, "a user `exit` with status error, or `fail`"),
         ErrorCode("plan_cycle", False, "a plan calls itself through plan__* tools"),
+        ErrorCode(
+            "loop_exhausted",
+            False,
+            "a `loop … until` ran all its rounds without meeting its condition (`else fail`)",
+        ),
         ErrorCode("model_error", False, "the model provider failed for good (request, key, model)"),
         ErrorCode("content_filter", False, "the model provider's content filter refused"),
         ErrorCode("budget_exceeded", False, "the next model call would exceed a budget"),
@@ -431,6 +447,9 @@ MAX_RETRY_ATTEMPTS = 20
 #: the step starts for a computed one (docs/decisions.md "Settings: compile time or run time").
 MAX_CONCURRENCY = 1000
 MAX_ITERATIONS = 1000
+#: A ``loop up to N`` (the plan's loop ``up_to``) runs at most this many rounds: ``N`` from 0 to
+#: this, checked when the flow is compiled for a constant, when the loop starts for a computed one.
+MAX_LOOP_ROUNDS = 1000
 #: The longest single backoff wait of a plan's ``retry.backoff`` (``initial``, ``max``), in ms,
 #: and the largest growth ``factor`` (docs/decisions.md "Plans").
 MAX_BACKOFF_MS = 3_600_000

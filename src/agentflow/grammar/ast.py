@@ -400,6 +400,21 @@ class ReduceExpr(Expr):
 
 
 @dataclass(slots=True, eq=False)
+class LoopExpr(ReduceExpr):
+    """``loop up to bound as var, acc[: T] = init { body } [until cond else (fail m | value)]``
+    (docs/reference/control.md "loop"): a :class:`ReduceExpr` whose ``over`` is the bound (an
+    ``int``), ``var`` the round number (1-based), ``acc`` the state.  ``until`` is checked after
+    each round on the new state; when every round ran without meeting it, the loop fails with
+    ``else_fail`` (code ``loop_exhausted``) or takes ``else_value`` (the last state in scope).
+    ``keyword_span`` covers ``loop``."""
+
+    until: Expr | None = None
+    else_fail: Expr | None = None
+    else_value: Expr | None = None
+    keyword_span: Span | None = None
+
+
+@dataclass(slots=True, eq=False)
 class AskExpr(Expr):
     """``ask question [expect T] [default v | else fail "m"]``."""
 

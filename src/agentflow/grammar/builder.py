@@ -609,6 +609,38 @@ class Builder:
             c[-1],
         )
 
+    def loop_head(self, c):
+        """``loop up to N as var, acc[: T] = init`` → (keyword, bound, var, acc, type, init)."""
+        acc_type = c[9] if len(c) == 12 else None
+        var = ast.Ident(c[5].span, c[5].value)
+        acc = ast.Ident(c[7].span, c[7].value)
+        return (c[0], c[3], var, acc, acc_type, c[-1])
+
+    def _loop(self, head, body, end, until=None, else_fail=None, else_value=None):
+        kw, bound, var, acc, acc_type, init = head
+        return ast.LoopExpr(
+            _cover(kw, end),
+            bound,
+            var,
+            acc,
+            acc_type,
+            init,
+            body,
+            until,
+            else_fail,
+            else_value,
+            kw.span,
+        )
+
+    def loop_expr(self, c):
+        return self._loop(c[0], c[1], c[1])
+
+    def loop_until_fail(self, c):
+        return self._loop(c[0], c[1], c[6], until=c[3], else_fail=c[6])
+
+    def loop_until_value(self, c):
+        return self._loop(c[0], c[1], c[5], until=c[3], else_value=c[5])
+
     def verify_expr(self, c):
         return ast.VerifyExpr(_cover(c[0], c[3]), c[2])
 

@@ -206,7 +206,7 @@ _OPENER_CONTEXT = [
     (re.compile(r"\bverify\s*$"), "the `verify` block"),
     (re.compile(r"\bretry\s*$"), "the `retry` object"),
     (re.compile(r"^\s*input\s*$"), "the `input` object"),
-    (re.compile(r"\b(map|reduce)\b.*\bas\b[^{]*$"), "the `{0}` body"),
+    (re.compile(r"\b(map|reduce|loop)\b.*\bas\b[^{]*$"), "the `{0}` body"),
     (re.compile(r"(^|\})\s*(if|else)\b[^{]*$"), "the `if` block"),
     (re.compile(r"\b(use|extern)\b"), "the declaration"),
 ]

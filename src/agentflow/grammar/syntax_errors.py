@@ -23,7 +23,7 @@ __all__ = ["describe", "unexpected"]
 
 _EXPR_START = frozenset(
     "NAME NUMBER DURATION STRING LPAR LPAR_NL LSQB LSQB_NL LBRACE MINUS MINUS_NL NOT NOT_NL "
-    "TRUE FALSE NULL MAP PARALLEL REDUCE AGENT VERIFY FILTER ASK TRY IF".split()
+    "TRUE FALSE NULL MAP PARALLEL REDUCE LOOP AGENT VERIFY FILTER ASK TRY IF".split()
 )
 _OPERATORS = frozenset(
     "QQ OR AND EQ NE LT LE GT GE IN NOT PLUS MINUS STAR SLASH PERCENT DOTDOT DOT CATCH".split()
@@ -175,12 +175,21 @@ def _syntax_hint(
         )
     prev = values[-1] if values and isinstance(values[-1], Tok) else None
     prev2 = values[-2] if values and len(values) > 1 and isinstance(values[-2], Tok) else None
+    if "ELSE" in expected and any(isinstance(v, Tok) and v.type == "UNTIL" for v in values or ()):
+        # `loop … { … } until c` with nothing after: running out of rounds must be spelt out
+        return (
+            "say what the loop gives when no round meets `until`: "
+            '`else fail "…"` (fails with `loop_exhausted`) or `else <value>` (e.g. the last state)'
+        )
+    if expected >= {"UP"} and typ != "UP" and prev is not None and prev.type == "LOOP":
+        return "a loop is bounded: `loop up to N as round, state = start { … }`"
     loop = _loop_word(sc)
     if loop is not None:
         # `for x in xs { … }`, `while c { … }`: the braces were read as an object
         return (
             f"there is no `{loop}` loop: `map xs as x {{ … }}` gives a value per item, "
-            "`filter xs as x where …` keeps some, `reduce xs as x, acc = start { … }` folds them"
+            "`filter xs as x where …` keeps some, `reduce xs as x, acc = start { … }` folds them, "
+            "`loop up to n as i, s = start { … } until cond else …` repeats"
         )
     if typ == "EQUALS" and prev is not None and prev.type == "NAME" and prev.bol:
         # `n = n + 1` on a line of its own: an assignment
@@ -265,8 +274,8 @@ def _ask_then_fails(tok: Any, sc: Scanner) -> bool:
     return _ASK_THEN_FAILS.match(line) is not None
 
 
-#: loop keywords of other languages (`.flow` iterates with map, filter and reduce)
-_LOOP_WORDS = ("for", "foreach", "while", "loop")
+#: loop keywords of other languages (`.flow` iterates with map, filter, reduce and `loop up to`)
+_LOOP_WORDS = ("for", "foreach", "while")
 
 
 def _loop_word(sc: Scanner) -> str | None:

@@ -3,9 +3,11 @@
 :func:`worst_case` walks a loaded :class:`~agentflow.ir.models.Plan` and returns, per model
 role, the most inferences a run can make, as a polynomial in the sizes of its inputs: each
 ``map`` / ``filter`` / ``reduce`` multiplies its body by the length of what it goes over
-(``len(input.items)``), an agent step costs ``max_iterations`` rounds of its model plus
+(``len(input.items)``), a ``loop`` its body by its bound (``up to 4``: 4; ``up to input.rounds``:
+``input.rounds``; each loop is also listed in ``loops`` as bound × body), an agent step costs ``max_iterations`` rounds of its model plus
 ``repair_attempts`` repair-role passes per round, a ``decide`` judge 1 plus the dearer branch,
-``verify`` one judge-role call per judge, a ``solver`` finish 1, ``retry`` multiplies a step by
+``verify`` one judge-role call per judge, a ``try`` its ``do`` and its ``catch`` (``do`` may fail
+after all its calls), a ``solver`` finish 1, ``retry`` multiplies a step by
 its tries, and a ``plan__X`` step adds sub-plan X's worst case. Every term is an upper bound the
 runtime enforces (no loop runs longer than its bound), which is why the figure can be given
 before anything runs.
@@ -37,6 +39,9 @@ class Cost:
     unbounded: list[str] = field(default_factory=list)
     #: budgets that cap the figure at run time (``run: 40 inferences``, ``E3: $0.5``)
     budgets: list[str] = field(default_factory=list)
+    #: each ``loop`` as bound × body, where the `.flow` wrote it (``revise › loop
+    #: (f.flow:12:3): up to 4 rounds × 32 per round = 128``)
+    loops: list[str] = field(default_factory=list)
 
     def add(self, other: Cost) -> Cost:
         """``self + other`` (a new Cost)."""
@@ -84,6 +89,7 @@ class Cost:
             "total": format_poly(total),
             "unbounded": list(self.unbounded),
             "budgets": list(self.budgets),
+            "loops": list(self.loops),
         }
 
 
@@ -129,6 +135,29 @@ def _size(value: Any, where: str) -> dict[Monomial, int]:
     return symbol(f"len({where})")
 
 
+def _bound(value: Any, where: str) -> dict[Monomial, int]:
+    """A ``loop``'s ``up_to``: a number, else the expression of its template (``input.rounds``)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return const(value)
+    if isinstance(value, str):
+        m = _TEMPLATE.match(value.strip())
+        return symbol(m.group(1) if m else value)
+    return symbol(f"up_to({where})")
+
+
+def _total(cost: Cost) -> dict[Monomial, int]:
+    total: dict[Monomial, int] = {}
+    for poly in cost.roles.values():
+        for mono, coef in poly.items():
+            total[mono] = total.get(mono, 0) + coef
+    return total
+
+
+def _paren(poly: dict[Monomial, int]) -> str:
+    text = format_poly(poly)
+    return f"({text})" if " + " in text else text
+
+
 def _count(value: Any, name: str, default: int) -> dict[Monomial, int]:
     if value is None:
         return const(default)
@@ -141,6 +170,7 @@ class _Walker:
     def __init__(self, root: Plan):
         self.root = root
         self.active: list[str] = []
+        self.loops: list[str] = []
 
     def plan(self, plan: Plan) -> Cost:
         if plan.name in self.active:
@@ -200,6 +230,25 @@ class _Walker:
             if body is None:
                 return Cost()
             return self.step(body, f"{path}/do", plan).times(_size(inp.get("over"), f"{path}.over"))
+        if name == "try":
+            # the worst case: `do` makes all its calls and then fails, and `catch` runs
+            cost = Cost()
+            for label in ("do", "catch"):
+                if label in bodies:
+                    cost = cost.add(self.step(bodies[label], f"{path}/{label}", plan))
+            return cost
+        if name == "loop":
+            body = bodies.get("do")
+            if body is None:
+                return Cost()
+            per_round = self.step(body, f"{path}/round", plan)
+            bound = _bound(inp.get("up_to"), path)
+            cost = per_round.times(bound)
+            self.loops.append(
+                f"{_place(step, path)}: up to {_paren(bound)} rounds × "
+                f"{_paren(_total(per_round))} per round = {format_poly(_total(cost))}"
+            )
+            return cost
         if name == "parallel":
             cost = Cost()
             for label, body in bodies.items():
@@ -224,7 +273,9 @@ class _Walker:
 def worst_case(plan: Plan) -> Cost:
     """The most inferences per role a run of ``plan`` can make (see the module doc); the budgets
     the plan sets (which stop a run earlier) are listed in ``budgets``."""
-    cost = _Walker(plan).plan(plan)
+    walker = _Walker(plan)
+    cost = walker.plan(plan)
+    cost.loops = walker.loops
     if plan.budget is not None:
         cost.budgets.append(f"run: {_limits(plan.budget.model_dump())}")
     for path, step in plan.iter_steps():
@@ -232,6 +283,16 @@ def worst_case(plan: Plan) -> Cost:
         if step.tool_name == "agent" and isinstance(budget, dict):
             cost.budgets.append(f"agent step {path} (each run): {_limits(budget)}")
     return cost
+
+
+def _place(step: Step, path: str) -> str:
+    """Where a step is, in the `.flow`'s terms when compiled (``revise › loop (f.flow:12:3)``),
+    else its step path (``E1 (loop)``)."""
+    meta = step.meta or {}
+    if meta.get("source"):
+        stage = f"{meta['stage']} › " if meta.get("stage") else ""
+        return f"{stage}{step.tool_name} ({meta['source']})"
+    return f"{path} ({step.tool_name})"
 
 
 def _limits(data: dict[str, Any]) -> str:

@@ -7,7 +7,9 @@ plan file) into a :class:`Graph`:
 
 - one node per step, grouped by `.flow` stage (``meta.stage``), labelled by what the step is:
   an agent (alias or team member, ``expect`` contract type, tools, round budget), a tool call,
-  a ``map``/``reduce`` (what it iterates, its concurrency ``limit``) with its body inside, an
+  a ``map``/``reduce`` (what it iterates, its concurrency ``limit``) with its body inside, a
+  ``loop`` (its bound, ``until``, ``else``) with its body inside and a back edge from the body
+  labelled with the bound (``next round, ≤ 4``), an
   ``if``/``decide`` with its ``then``/``else`` branches, ``filter``, ``parallel`` branches,
   ``ask`` (question, choices), ``verify`` checks and judges, ``require``/``fail`` (an ``exit``),
   ``value`` and ``plan__*`` calls;
@@ -302,17 +304,22 @@ class _Builder:
         bodies = step.bodies()
         if bodies:
             body_group = group
-            if tool in ("map", "reduce", "parallel"):
+            if tool in ("map", "reduce", "loop", "parallel"):
                 label = {
                     "map": f"for each item of {_expr(inp.get('over'))}",
                     "reduce": f"over {_expr(inp.get('over'))}",
+                    "loop": f"each round, up to {_expr(inp.get('up_to'))}",
                     "parallel": "branches",
                 }[tool]
                 body_group = self.group(f"{nid}_body", label, "body", group)
             for label, body in bodies:
                 bid = self.step(body, f"{path}/{label}", prefix, plan, body_group, node_of, ids)
                 edge_label = {"do": "each item" if tool == "map" else "each"}.get(label, label)
+                if tool == "loop":
+                    edge_label = "round 1"
                 self.edge(nid, bid, "branch" if tool == "decide" else "body", edge_label)
+                if tool == "loop":  # the back edge: the next round, while rounds are left
+                    self.edge(bid, nid, "loop", f"next round, ≤ {_expr(inp.get('up_to'))}")
         return nid
 
     def sub_plan(self, name: str, caller: Plan) -> str | None:
@@ -358,6 +365,17 @@ class _Builder:
             kind = "map"
         elif tool == "reduce":
             title = f"reduce over {_expr(inp.get('over'))}"
+            kind = "map"
+        elif tool == "loop":
+            title = f"loop up to {_expr(inp.get('up_to'))}"
+            until = inp.get("until")
+            if until is not None:
+                details.append(f"until {_expr(until)}")
+                exhausted = inp.get("on_exhausted")
+                if isinstance(exhausted, dict) and "fail" in exhausted:
+                    details.append("else fail (loop_exhausted)")
+                elif isinstance(exhausted, dict) and "value" in exhausted:
+                    details.append(f"else {_expr(exhausted['value'])}")
             kind = "map"
         elif tool == "parallel":
             title = "parallel"
@@ -617,6 +635,7 @@ def to_mermaid(graph: Graph, outcomes: Mapping[str, NodeOutcome] | None = None) 
         "data": "-->",
         "order": "-.->",
         "body": "==>",
+        "loop": "-.->",
         "branch": "-->",
         "tool": "-.-",
         "call": "-.->",
@@ -712,6 +731,7 @@ def to_dot(graph: Graph, outcomes: Mapping[str, NodeOutcome] | None = None) -> s
     styles = {
         "order": "style=dashed",
         "body": "penwidth=2",
+        "loop": "style=dashed, constraint=false",
         "tool": "style=dotted, arrowhead=none",
         "call": "style=dashed",
     }

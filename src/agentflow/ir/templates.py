@@ -268,7 +268,7 @@ def compile_value(
 
     - Other strings, numbers, bools and None are kept; dicts and lists are copied.
     - Nested ``Step`` objects are kept as they are (compile them first, separately).
-    - With ``conditions``, the value of a ``when`` key (and items of ``all``/``any``, the value of
+    - With ``conditions``, the value of a ``when`` or ``until`` key (and items of ``all``/``any``, the value of
       ``not`` inside it) is a condition: its ``expr`` string is parsed with ``parse_expression``.
     - Values under :data:`SCHEMA_KEYS` are returned uncompiled.
     - ``path`` is the value's path in the plan (``("steps", 1, "input")``); with ``source_map``
@@ -283,6 +283,11 @@ def compile_value(
     if own and errs:
         raise PlanLoadError(errs)
     return out
+
+
+#: Keys whose mapping is a condition (docs/spec/PLAN_IR.md §4): a gate's ``when``, a ``loop``'s
+#: ``until``, and ``not`` inside a condition.
+_CONDITION_KEYS = ("when", "until", "not")
 
 
 def _compile(value, file, path, smap, errs, conditions, in_condition):
@@ -307,7 +312,7 @@ def _compile(value, file, path, smap, errs, conditions, in_condition):
                     _compile(item, file, (*sub, i), smap, errs, conditions, isinstance(item, dict))
                     for i, item in enumerate(v)
                 ]
-            elif (conditions or in_condition) and k in ("when", "not") and isinstance(v, dict):
+            elif (conditions or in_condition) and k in _CONDITION_KEYS and isinstance(v, dict):
                 if k == "not" and not in_condition:
                     out[k] = _compile(v, file, sub, smap, errs, conditions, False)
                 else:

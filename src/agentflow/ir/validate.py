@@ -47,6 +47,7 @@ from agentflow.core.vocabulary import (
     MAX_BACKOFF_MS,
     MAX_CONCURRENCY,
     MAX_ITERATIONS,
+    MAX_LOOP_ROUNDS,
     MAX_RETRY_ATTEMPTS,
     RETRYABLE_CODES,
     UNARY_CONDITION_OPS,
@@ -442,10 +443,10 @@ class _Validator:
             self.step(b, bpath, scope | extra, later, body=True)
         ipath = (*path, "input")
         step.compiled = self.compile(step.input, ipath, conditions=tool in CONTROL_STEPS)
-        if tool == "filter" and isinstance(step.compiled, dict):
+        if tool in _GATE_SCOPE and isinstance(step.compiled, dict):
+            gate_keys, gate_names = _GATE_SCOPE[tool]
             for key, value in step.compiled.items():
-                gate = key in ("when", "infer")
-                sc = (scope | {"item", "index"}) if gate else scope
+                sc = (scope | gate_names) if key in gate_keys else scope
                 self.refs(value, sc, later, (*ipath, key), step.id)
         else:
             self.refs(step.compiled, scope, later, ipath, step.id)
@@ -718,6 +719,35 @@ class _Validator:
         self.over(inp, ipath)
         self.body_field(inp, ipath, "do", broken)
 
+    def visit_loop(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+        """``loop``: ``up_to`` an integer 0 … MAX_LOOP_ROUNDS (or a template, checked when the
+        loop starts), ``do`` one step, ``until`` a condition, ``on_exhausted`` — ``{ fail:
+        message }`` or ``{ value: v }`` — required with ``until`` and meaningless without it."""
+        self.positive_int(inp, ipath, "up_to", 0, MAX_LOOP_ROUNDS)
+        self.body_field(inp, ipath, "do", broken)
+        if "until" in inp:
+            self.condition(inp["until"], (*ipath, "until"))
+            if "on_exhausted" not in inp:
+                self.problem(
+                    ipath,
+                    "a `loop` with `until` needs `on_exhausted`: `{ fail: message }` or "
+                    "`{ value: v }` (what the loop gives when no round meets `until`)",
+                    code=PLAN_MISSING_FIELD,
+                )
+        if "on_exhausted" not in inp:
+            return
+        oe, opath = inp["on_exhausted"], (*ipath, "on_exhausted")
+        if "until" not in inp:
+            self.problem(
+                opath,
+                "`on_exhausted` needs `until`: without it the loop runs every round and gives "
+                "the last state",
+            )
+        elif not isinstance(oe, dict) or len(oe) != 1 or not set(oe) <= {"fail", "value"}:
+            self.problem(opath, "`on_exhausted` must be `{ fail: message }` or `{ value: v }`")
+        elif "fail" in oe and not isinstance(oe["fail"], str):
+            self.problem((*opath, "fail"), "`fail` must be a message text")
+
     def visit_parallel(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
         branches = inp.get("branches")
         if "branches" in inp:
@@ -915,6 +945,15 @@ class _Validator:
 #: control step → the ``_Validator.visit_<step>`` method with its rules (built once; a control
 #: step without one fails here, at import)
 _STEP_RULES: dict[str, Any] = {name: getattr(_Validator, "visit_" + name) for name in CONTROL_STEPS}
+
+
+#: Control steps whose fields besides bodies see more names than the step's scope: the fields and
+#: the names (a ``filter`` gate sees the item; a ``loop``'s ``until`` and ``on_exhausted`` the
+#: round and the state).
+_GATE_SCOPE: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "filter": (frozenset({"when", "infer"}), frozenset({"item", "index"})),
+    "loop": (frozenset({"until", "on_exhausted"}), frozenset({"round", "accumulator"})),
+}
 
 
 def _templated(value: Any) -> bool:

@@ -96,6 +96,10 @@ def completions(a: Analysis, offset: int, text: str | None = None) -> list[Compl
         return [
             Completion(*c) for c in errors_help.code_completions(a, text, wstart, offset, listed)
         ]
+    if prev == "loop":  # `loop up to N as round, state = init { … }`
+        return [Completion("up to", "keyword", "loop up to N as round, state = init { … }")]
+    if prev == "up" and len(code) >= 2 and code[-2].value == "loop":
+        return [Completion("to", "keyword", "loop up to N")]
     found = errors_help.completions(code)  # tolerate, catch on [codes] as
     if found is not None:
         return [Completion(*c) for c in found]
@@ -227,6 +231,10 @@ def expr_completions(a: Analysis, offset: int) -> list[Completion]:
             elif isinstance(n, (ast.MapExpr, ast.FilterExpr, ast.ReduceExpr)) and (
                 n.span.start <= offset <= n.span.end
             ):
+                if isinstance(n, ast.LoopExpr):  # `loop up to N as round, state = …`
+                    out.append(Completion(n.var.name, "variable", "int (the round, 1-based)"))
+                    out.append(Completion(n.acc.name, "variable", "loop state"))
+                    continue
                 out.append(Completion(n.var.name, "variable", "loop variable"))
                 out.append(Completion("index", "variable", "int"))
                 if isinstance(n, ast.ReduceExpr):

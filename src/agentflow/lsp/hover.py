@@ -123,6 +123,9 @@ def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
         t = res.expr_types.get(id(e))
         if t is None:
             return None
+        if isinstance(e, ast.LoopExpr) and e.keyword_span is not None:
+            if e.keyword_span.start <= offset <= e.keyword_span.end:
+                return loop_hover(a, e, t), e.keyword_span
         doc = None
         if isinstance(t, T.NamedRef):
             doc = locate.type_doc(a, t.name)
@@ -151,6 +154,30 @@ def _json(v: object) -> str:
     import json
 
     return json.dumps(v, ensure_ascii=False)
+
+
+def loop_hover(a: Analysis, e: ast.LoopExpr, t: T.Type) -> str:
+    """The hover of a ``loop`` keyword: its head with the state's type, what the round variable
+    counts, and when it ends (docs/reference/control.md "loop")."""
+    bound = a.text[e.over.span.start : e.over.span.end]
+    head = f"loop up to {bound} as {e.var.name}, {e.acc.name}: {T.type_str(t)}"
+    lines = [
+        f"At most {bound} rounds, one after the other; `{e.var.name}` is the round number "
+        f"(1, 2, …), `{e.acc.name}` the state (each round's value is the next state)."
+    ]
+    if e.until is None:
+        lines.append("Every round runs; the value is the last state.")
+    elif e.else_fail is not None:
+        lines.append(
+            "Ends after the first round whose new state meets `until`; when none does, fails "
+            "with `loop_exhausted` (catch it with `catch on [loop_exhausted]`)."
+        )
+    else:
+        lines.append(
+            "Ends after the first round whose new state meets `until`; when none does, the "
+            "value is the `else` value."
+        )
+    return locate.fence(head) + "\n\n" + " ".join(lines)
 
 
 def symbol_doc(a: Analysis, sym: Symbol) -> str | None:

@@ -1,5 +1,5 @@
 """The control steps (docs/spec/PLAN_IR.md §5): ``value``, ``exit``, ``decide``, ``filter``,
-``map``, ``reduce``, ``parallel``, ``ask``, ``verify``, ``try`` (``agent`` lives in
+``map``, ``reduce``, ``loop``, ``parallel``, ``ask``, ``verify``, ``try`` (``agent`` lives in
 :mod:`agentflow.runtime.agent_step`).
 
 The executor never dispatches a control step to a tool: it calls the step's handler from
@@ -24,7 +24,12 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from agentflow.core.spans import Span
-from agentflow.core.vocabulary import ERROR_CODES, HARD_STOP_CODES, MAX_CONCURRENCY
+from agentflow.core.vocabulary import (
+    ERROR_CODES,
+    HARD_STOP_CODES,
+    MAX_CONCURRENCY,
+    MAX_LOOP_ROUNDS,
+)
 from agentflow.errors import ExitError, RunError
 from agentflow.ir.outcomes import tolerance
 from agentflow.runtime.effects import UnitSpec
@@ -375,6 +380,52 @@ async def _reduce(call: ControlCall) -> Any:
     return acc
 
 
+async def _loop(call: ControlCall) -> Any:
+    """Rounds ``1 … up_to`` of ``do``, one at a time, each a unit at ``<path>/round.<r>`` with
+    ``round`` (1-based) and ``accumulator`` (the state: ``initial``, then each round's value) in
+    its scope.  With ``until``, the loop ends after the first round whose new state meets it;
+    when none does, ``on_exhausted`` decides: ``{ fail: m }`` fails with ``loop_exhausted``,
+    ``{ value: v }`` gives ``v`` (the last state and round in scope).  Without ``until`` every
+    round runs and the value is the last state (``initial`` for 0 rounds).  A bound that is not
+    an integer from 0 to MAX_LOOP_ROUNDS fails with ``validation``."""
+    bound = call.render("up_to")
+    if isinstance(bound, float) and bound.is_integer():
+        bound = int(bound)
+    if not isinstance(bound, int) or isinstance(bound, bool) or not 0 <= bound <= MAX_LOOP_ROUNDS:
+        raise RunError(
+            "validation",
+            f"`up_to` (a `loop`'s `up to`) must be an integer from 0 to {MAX_LOOP_ROUNDS}, got "
+            + json.dumps(to_json_value(bound), ensure_ascii=False),
+            call.path,
+            call.source,
+        )
+    state = call.render("initial")
+    body = call.body("do")
+    until = call.input.get("until")
+    call.announce({"up_to": bound, "initial": state})
+    units = call.ex.effects
+    r = 0
+    for r in range(1, bound + 1):
+        p = f"{call.path}/round.{r}"
+        scope = _layer(call.scope, round=r, accumulator=state)
+        spec = UnitSpec("body", call.frame, body=body, scope=scope)
+        state = await units.unit(p, partial(call.run_body, body, p, scope), spec)
+        if until is not None and evaluate_condition(
+            until, _layer(call.scope, round=r, accumulator=state)
+        ):
+            return state
+    if until is None:
+        return state
+    done = _layer(call.scope, round=r, accumulator=state)
+    exhausted = call.input.get("on_exhausted")
+    if isinstance(exhausted, dict) and "value" in exhausted:
+        return render_value(exhausted["value"], done)
+    fail = exhausted.get("fail") if isinstance(exhausted, dict) else None
+    message = render_value(fail, done, lenient=True, on_warning=call.warn)
+    text = to_text(message) if message is not None else f"no round of {bound} met `until`"
+    raise RunError("loop_exhausted", text, call.path, call.source)
+
+
 async def _parallel(call: ControlCall) -> Any:
     branches = call.input.get("branches") or {}
     if not isinstance(branches, dict):
@@ -545,6 +596,7 @@ HANDLERS: dict[str, ControlHandler] = {
     "filter": _filter,
     "map": _map,
     "reduce": _reduce,
+    "loop": _loop,
     "parallel": _parallel,
     "ask": _ask,
     "verify": _verify,

@@ -68,6 +68,7 @@ REDACTED = "[redacted]"
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _SOURCE = re.compile(r"^(?P<file>.+):(?P<line>\d+):(?P<column>\d+)$")
 _ITEM = re.compile(r"^do\.(\d+)$")
+_LOOP_ROUND = re.compile(r"^round\.(\d+)$")  # a `loop`'s round (1-based): its body's step
 _NOT_A_STEP = re.compile(r"^(item|judge)\.\d+$")  # conditions' model calls, not step spans
 _ROUND = re.compile(r"^agent\.(\d+)$")
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$")
@@ -777,6 +778,9 @@ class OtelSink:
         item = _ITEM.match(last)
         if item:
             attrs["agentflow.map.index"] = int(item.group(1))
+        loop_round = _LOOP_ROUND.match(last)
+        if loop_round:
+            attrs["agentflow.loop.round"] = int(loop_round.group(1))
         inp = _as_dict(data.get("input"))
         name = f"{tool} {path}"
         if tool == "agent":

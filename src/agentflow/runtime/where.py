@@ -13,7 +13,8 @@ path:
 - ``agent`` — the agent the step is or runs under: the `.flow` alias (``meta.agent``) or the
   profile name, with the member a team step resolved (``dev.backend``);
 - ``name`` — the ``let`` the step's value is bound to (``meta.name``);
-- ``label`` — all of it as one line, ``audits › item 3 › agent(auditor)``; only for steps with a
+- ``label`` — all of it as one line, ``audits › item 3 › agent(auditor)`` (a ``loop``'s round,
+  from a ``round.N`` segment: ``revise › round 2 › agent(critic)``); only for steps with a
   stage (a compiled flow's): a hand-written plan's own names are its step ids, in the path;
 - ``fold`` — True for the compiler's bookkeeping, which progress output folds into the parent:
   calls of sub-plans the compiler outlined, ``value``/``reduce``/``filter`` steps inside bodies,
@@ -40,7 +41,7 @@ __all__ = ["SEP", "Names", "Place", "call_summary", "tool_label"]
 #: Between the parts of a label.
 SEP = " › "
 
-_INDEXED = re.compile(r"(do|item|judge|agent)\.(\d+)")
+_INDEXED = re.compile(r"(do|item|judge|agent|round)\.(\d+)")
 
 #: Control steps folded into their parent when they run inside a body (zero cost, pure).
 _FOLDED_INSIDE = frozenset({"value", "reduce", "filter"})
@@ -238,6 +239,8 @@ class Place:
         if m is not None and m.group(1) == "do":
             item = int(m.group(2))
             parts.append(f"item {item}")
+        elif m is not None and m.group(1) == "round":  # a `loop`'s round (1-based)
+            parts.append(f"round {m.group(2)}")
         elif branch:  # a `parallel` branch is named by the plan
             parts.append(last)
         if item is None and up is not None:
@@ -293,7 +296,8 @@ class Place:
 
 def _parts(segments: list[str], *, after_round: bool) -> tuple[list[str], int | None]:
     """The label parts of path ``segments`` between two places, and the innermost item index
-    among them: ``do.N`` / ``item.N`` → ``item N``, ``judge.N`` → ``judge N``, a tool called in
+    among them: ``do.N`` / ``item.N`` → ``item N``, ``judge.N`` → ``judge N``, ``round.N`` (a
+    ``loop``'s) → ``round N``, a tool called in
     an agent round (the segment after ``agent.N``) → its name; step ids, branches of ``decide``
     and round numbers name nothing."""
     parts: list[str] = []
@@ -307,6 +311,8 @@ def _parts(segments: list[str], *, after_round: bool) -> tuple[list[str], int | 
                 parts.append(f"item {n}")
             elif kind == "judge":
                 parts.append(f"judge {n}")
+            elif kind == "round":
+                parts.append(f"round {n}")
             after_round = kind == "agent"
             continue
         if after_round:

@@ -86,7 +86,8 @@ class Labels:
         here = segments[0]
         for seg in segments[1:]:
             body = step.input.get("do") if isinstance(step.input, dict) else None
-            if not (seg.startswith("do.") and isinstance(body, Step)):
+            # a map/reduce item (`do.N`) or a loop's round (`round.N`) runs the `do` body
+            if not (seg.startswith(("do.", "round.")) and isinstance(body, Step)):
                 break  # deeper places take the nearest one's names
             here = f"{here}/{seg}"
             step = body
