@@ -24,7 +24,7 @@ from typing import Any
 
 import regex
 
-from agentflow.core.functions import FUNCTIONS
+from agentflow.core.functions import FUNCTIONS, KIND_WORDS, PARAM_KINDS
 from agentflow.core.vocabulary import MAX_EXPR_DEPTH
 
 __all__ = ["IMPLEMENTATIONS", "REGEX_TIMEOUT_S", "FunctionFailure", "MAX_LIST_ITEMS", "check_kinds"]
@@ -84,26 +84,6 @@ def _as_int(x: Any) -> Any:
 # -- kinds of parameters, from the signature's type text ---------------------------------------
 
 
-def _kind(type_text: str, type_params: dict[str, str | None]) -> str:
-    t = type_text.strip()
-    if t in type_params:
-        bound = type_params[t]
-        return _kind(bound, {}) if bound else "any"
-    if t == "text | json[]":
-        return "text|list"
-    if t == "text | json[] | map<json>":
-        return "text|list|map"
-    if "|" in t:
-        return "any"  # checked by the function (the elements of min, max, sort)
-    if t.endswith("[]"):
-        return "list"
-    if t.startswith("map<"):
-        return "map"
-    if t in ("text", "int", "number", "bool"):
-        return t
-    return "any"
-
-
 _KIND_OK: dict[str, Callable[[Any], bool]] = {
     "any": lambda v: True,
     "text": lambda v: isinstance(v, str),
@@ -114,22 +94,6 @@ _KIND_OK: dict[str, Callable[[Any], bool]] = {
     "map": lambda v: isinstance(v, dict),
     "text|list": lambda v: isinstance(v, str | list | tuple),
     "text|list|map": lambda v: isinstance(v, str | list | tuple | dict),
-}
-_KIND_WORDS = {
-    "int": "an integer",
-    "number": "a number",
-    "text": "a text",
-    "bool": "a bool",
-    "list": "a list",
-    "map": "an object",
-    "text|list": "a text or a list",
-    "text|list|map": "a text, a list or an object",
-}
-
-#: name → the kind each parameter needs
-PARAM_KINDS: dict[str, tuple[str, ...]] = {
-    name: tuple(_kind(p.type, spec.type_params) for p in spec.params)
-    for name, spec in FUNCTIONS.items()
 }
 
 
@@ -144,7 +108,7 @@ def check_kinds(name: str, args: list[Any]) -> list[Any]:
         if v is None and (p.omittable or kind == "any"):
             continue
         if not _KIND_OK[kind](v):
-            raise KindError(f"`{p.name}` must be {_KIND_WORDS[kind]}, got {kind_of(v)}")
+            raise KindError(f"`{p.name}` must be {KIND_WORDS[kind]}, got {kind_of(v)}")
         if kind == "int":
             out[i] = _as_int(v)
     return out
