@@ -48,7 +48,7 @@ def test_a_plan_runs_library_calls_and_conditionals(tmp_path):
 
 def test_a_literal_argument_of_the_wrong_kind_is_refused_at_load_time():
     with pytest.raises(PlanLoadError) as info:
-        load_plan_text(_plan('{{ lower(3) }}'), "p.yaml")
+        load_plan_text(_plan("{{ lower(3) }}"), "p.yaml")
     (diag,) = info.value.diagnostics
     assert diag.code == "plan-function-call"
     assert diag.message.endswith("argument `s` of `lower` must be a text, not an integer")
