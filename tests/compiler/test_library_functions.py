@@ -193,3 +193,15 @@ def test_a_conditional_needs_a_bool_condition():
 def test_an_if_statement_is_still_a_statement():
     body = '  if input.n > 1 { return "a" }\n  if input.n > 2 then "b" else "c"'
     assert _check(body, HEAD).ok
+
+
+@pytest.mark.parametrize(
+    "expr",
+    ["1 + if input.n > 1 then 1 else 2", "if input.n > 1 then if true then 1 else 2 else 3"],
+)
+def test_a_conditional_operand_needs_parentheses(expr):
+    (diag,) = _check(f"  return {expr}", HEAD).diagnostics
+    assert diag.code == "syntax-error"
+    assert (
+        diag.hint == "a conditional inside an expression needs parentheses: `(if c then a else b)`"
+    )

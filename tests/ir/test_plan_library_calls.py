@@ -44,3 +44,14 @@ def test_a_plan_runs_library_calls_and_conditionals(tmp_path):
     result = api.run_sync(str(path), {"ok": True, "xs": ["b", "a"]}, workspace=tmp_path)
     assert result.ok, result.error
     assert result.output == "A, B"
+
+
+def test_a_literal_argument_of_the_wrong_kind_is_refused_at_load_time():
+    with pytest.raises(PlanLoadError) as info:
+        load_plan_text(_plan("{{ lower(3) }}"), "p.yaml")
+    (diag,) = info.value.diagnostics
+    assert diag.code == "plan-function-call"
+    assert diag.message.endswith("argument `s` of `lower` must be a text, not an integer")
+    # a computed argument is checked when it runs; an int is a number
+    load_plan_text(_plan("{{ lower(input.s) }}"), "p.yaml")
+    load_plan_text(_plan("{{ round(2, 1) }}"), "p.yaml")

@@ -54,3 +54,22 @@ def test_a_quick_fix_replaces_a_name_of_another_language_by_the_library_function
     assert "return trim(input.s)" in _fixed(source)
     source = "input { n: number }\nstage s -> int {\n  return Math.round(input.n)\n}\n"
     assert "return round(input.n)" in _fixed(source)
+
+
+def test_the_vscode_grammar_highlights_every_library_function():
+    import json
+    import re
+
+    from support.paths import REPO
+
+    grammar = json.loads(
+        (REPO / "editors" / "vscode" / "syntaxes" / "flow.tmLanguage.json").read_text()
+    )
+    (rule,) = [
+        p
+        for p in grammar["repository"]["keywords"]["patterns"]
+        if p["name"] == "support.function.builtin.flow"
+    ]
+    listed = set(re.search(r"\\b\((.*?)\)", rule["match"]).group(1).split("|"))
+    assert listed == set(FUNCTIONS)
+    assert re.search(rule["match"], "join(xs") and not re.search(rule["match"], "x.join(")

@@ -24,6 +24,8 @@ from agentflow.core.diagnostics import did_you_mean
 
 __all__ = [
     "CATEGORIES",
+    "KIND_WORDS",
+    "PARAM_KINDS",
     "function_hint",
     "FOREIGN_FUNCTION_NAMES",
     "FUNCTIONS",
@@ -555,8 +557,6 @@ FOREIGN_FUNCTION_NAMES: dict[str, str] = {
     "flat": "flatten",
     "flatMap": "flatten",
     "concat": "flatten",
-    "first": "take",
-    "head": "take",
     "limit": "take",
     "skip": "drop",
     "tail": "drop",
@@ -615,3 +615,44 @@ def function_hint(name: str) -> str | None:
         folded = name.lower().replace("_", "")
         target = next((f for f in FUNCTIONS if f.replace("_", "") == folded), None)
     return target
+
+
+def _kind(type_text: str, type_params: dict[str, str | None]) -> str:
+    """The JSON kind a parameter of type ``type_text`` needs at run time: ``text``, ``int``,
+    ``number``, ``bool``, ``list``, ``map``, ``text|list``, ``text|list|map`` or ``any``."""
+    t = type_text.strip()
+    if t in type_params:
+        bound = type_params[t]
+        return _kind(bound, {}) if bound else "any"
+    if t == "text | json[]":
+        return "text|list"
+    if t == "text | json[] | map<json>":
+        return "text|list|map"
+    if "|" in t:
+        return "any"  # checked by the function (the elements of min, max, sort)
+    if t.endswith("[]"):
+        return "list"
+    if t.startswith("map<"):
+        return "map"
+    if t in ("text", "int", "number", "bool"):
+        return t
+    return "any"
+
+
+#: The kind each parameter of each function needs (the evaluator checks arguments against it;
+#: the plan loader checks literal arguments).
+PARAM_KINDS: dict[str, tuple[str, ...]] = {
+    name: tuple(_kind(p.type, spec.type_params) for p in spec.params)
+    for name, spec in FUNCTIONS.items()
+}
+#: A kind as messages say it.
+KIND_WORDS: dict[str, str] = {
+    "int": "an integer",
+    "number": "a number",
+    "text": "a text",
+    "bool": "a bool",
+    "list": "a list",
+    "map": "an object",
+    "text|list": "a text or a list",
+    "text|list|map": "a text, a list or an object",
+}

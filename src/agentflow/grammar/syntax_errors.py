@@ -199,6 +199,9 @@ def _syntax_hint(
         )
     if typ == "EQUALS" and "EQ" in expected:
         return "did you mean `==`?"
+    if tok.value == "if" and "NAME" in expected:
+        # `1 + if c then a else b`: the conditional takes the lowest precedence
+        return "a conditional inside an expression needs parentheses: `(if c then a else b)`"
     if typ == "STRING" and "COLON" in expected:
         return "object entries are written `key: value`"
     if typ == "NUMBER" and "DURATION" in expected:

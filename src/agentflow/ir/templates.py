@@ -25,7 +25,7 @@ from agentflow.core.diagnostics import (
     PLAN_TOO_DEEP,
     Diagnostic,
 )
-from agentflow.core.functions import FUNCTIONS, arity, function_hint
+from agentflow.core.functions import FUNCTIONS, KIND_WORDS, PARAM_KINDS, arity, function_hint
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import MAX_EXPR_DEPTH, PLAN_SCHEMA_KEYS
 from agentflow.errors import PlanLoadError, SourceError
@@ -382,7 +382,52 @@ def _bad_function_call(
                     f"`{spec.signature}`",
                     n.span,
                 )
+            for p, kind, arg in zip(spec.params, PARAM_KINDS[n.name], n.args, strict=False):
+                got = _literal_kind(arg)
+                if got is not None and kind != "any" and not _kind_fits(got, kind):
+                    return (
+                        f"argument `{p.name}` of `{n.name}` must be {KIND_WORDS[kind]}, "
+                        f"not {_LITERAL_WORDS[got]}",
+                        f"`{spec.signature}`",
+                        arg.span,
+                    )
     return None
+
+
+#: literal nodes → the JSON kind of their value
+_LITERAL_KINDS: dict[type, str] = {
+    ast.StringLit: "text",
+    ast.BoolLit: "bool",
+    ast.NullLit: "null",
+    ast.ListLit: "list",
+    ast.ObjectLit: "map",
+}
+_LITERAL_WORDS = {
+    "text": "a text",
+    "bool": "a bool",
+    "null": "null",
+    "list": "a list",
+    "map": "an object",
+    "int": "an integer",
+    "number": "a number",
+}
+
+
+def _literal_kind(arg: ast.Expr) -> str | None:
+    """The kind of a literal argument (None for anything computed)."""
+    if isinstance(arg, ast.NumberLit):
+        return "int" if isinstance(arg.value, int) else "number"
+    if isinstance(arg, ast.StringLit) and not arg.is_plain:
+        return "text"
+    return _LITERAL_KINDS.get(type(arg))
+
+
+def _kind_fits(got: str, kind: str) -> bool:
+    if got == kind or (got == "int" and kind == "number"):
+        return True
+    if kind == "int" and got == "number":
+        return False
+    return got in kind.split("|")
 
 
 def _compile_text(text, file, path, smap, errs, *, template: bool):

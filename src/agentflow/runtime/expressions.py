@@ -28,12 +28,7 @@ from agentflow.core.functions import FUNCTIONS, arity
 from agentflow.core.vocabulary import UNARY_CONDITION_OPS
 from agentflow.errors import BadPath, ExprError, RunError, SourceError
 from agentflow.grammar import ast
-from agentflow.runtime.functions import (
-    IMPLEMENTATIONS,
-    FunctionFailure,
-    KindError,
-    check_kinds,
-)
+from agentflow.runtime.functions import IMPLEMENTATIONS, check_kinds
 
 __all__ = [
     "BadPath",
@@ -562,22 +557,25 @@ def _visit_FuncCall(node: ast.FuncCall, scope: Mapping[str, Any]) -> Any:
     args = [to_json_value(_visit(a, scope)) for a in node.args]
     try:
         return _call_function(node.name, args)
-    except KindError as e:
-        raise ExprError(f"`{expr_text(node)}`: {e}") from None
-    except FunctionFailure as e:
+    except BadPath:
+        raise
+    except RunError as e:  # the function's own failure: name the call as written
+        message = f"`{expr_text(node)}`: {e.message}"
         if e.code == "bad_path":
             raise BadPath(expr_text(node), e.message.rsplit("`", 2)[-2], e.message) from None
-        raise RunError(e.code, f"`{expr_text(node)}`: {e.message}") from None
+        if e.code == "validation":
+            raise ExprError(message) from None
+        raise RunError(e.code, message) from None
 
 
 def _call_function(name: str, args: list[Any]) -> Any:
     checked = check_kinds(name, args)
     try:
         return IMPLEMENTATIONS[name](*checked)
-    except (FunctionFailure, KindError):
+    except RunError:
         raise
     except (TypeError, ValueError, OverflowError) as e:  # operands a JSON value cannot order …
-        raise KindError(str(e)) from None
+        raise ExprError(str(e)) from None
     except RecursionError:
         raise _too_deep() from None
 

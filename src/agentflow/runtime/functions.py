@@ -9,9 +9,9 @@ replay) and costs no model call or tool call.
 An implementation takes the evaluated arguments (JSON-like values; an omitted optional argument
 is ``None``) and returns a JSON-like value.  A value of the wrong kind — possible with ``json``
 values and in hand-written plans — is :class:`~agentflow.errors.ExprError` (``validation``); the
-failure modes of each function raise :class:`FunctionFailure` with a registered code
-(``invalid_argument``, ``parse_error``, ``regex_timeout``, ``bad_path``), which the evaluator turns
-into a run-time error naming the call as written.
+failure modes of each function raise :class:`~agentflow.errors.RunError` with a registered code
+(``invalid_argument``, ``parse_error``, ``regex_timeout``, ``bad_path``), which the evaluator
+raises again with the call as written in front of the message.
 """
 
 from __future__ import annotations
@@ -24,10 +24,11 @@ from typing import Any
 
 import regex
 
-from agentflow.core.functions import FUNCTIONS
+from agentflow.core.functions import FUNCTIONS, KIND_WORDS, PARAM_KINDS
 from agentflow.core.vocabulary import MAX_EXPR_DEPTH
+from agentflow.errors import ExprError, RunError
 
-__all__ = ["IMPLEMENTATIONS", "REGEX_TIMEOUT_S", "FunctionFailure", "MAX_LIST_ITEMS", "check_kinds"]
+__all__ = ["IMPLEMENTATIONS", "MAX_LIST_ITEMS", "REGEX_TIMEOUT_S", "check_kinds"]
 
 #: Time budget of one regular-expression search of ``match``, ``matches`` and ``find_all``, in
 #: seconds (the ``timeout=`` of the ``regex`` library): a pattern that backtracks longer fails
@@ -37,20 +38,6 @@ REGEX_TIMEOUT_S = 1.0
 MAX_LIST_ITEMS = 100_000
 #: Largest width ``pad_start``/``pad_end`` pad to.
 MAX_PAD = 100_000
-
-
-class FunctionFailure(Exception):
-    """A library function's failure: a registered run-time ``code`` and a message without the
-    call (the evaluator prefixes the call as written)."""
-
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-class KindError(Exception):
-    """An argument of the wrong kind (the evaluator raises it as ``validation``)."""
 
 
 def _is_number(x: object) -> bool:
@@ -84,26 +71,6 @@ def _as_int(x: Any) -> Any:
 # -- kinds of parameters, from the signature's type text ---------------------------------------
 
 
-def _kind(type_text: str, type_params: dict[str, str | None]) -> str:
-    t = type_text.strip()
-    if t in type_params:
-        bound = type_params[t]
-        return _kind(bound, {}) if bound else "any"
-    if t == "text | json[]":
-        return "text|list"
-    if t == "text | json[] | map<json>":
-        return "text|list|map"
-    if "|" in t:
-        return "any"  # checked by the function (the elements of min, max, sort)
-    if t.endswith("[]"):
-        return "list"
-    if t.startswith("map<"):
-        return "map"
-    if t in ("text", "int", "number", "bool"):
-        return t
-    return "any"
-
-
 _KIND_OK: dict[str, Callable[[Any], bool]] = {
     "any": lambda v: True,
     "text": lambda v: isinstance(v, str),
@@ -115,27 +82,12 @@ _KIND_OK: dict[str, Callable[[Any], bool]] = {
     "text|list": lambda v: isinstance(v, str | list | tuple),
     "text|list|map": lambda v: isinstance(v, str | list | tuple | dict),
 }
-_KIND_WORDS = {
-    "int": "an integer",
-    "number": "a number",
-    "text": "a text",
-    "bool": "a bool",
-    "list": "a list",
-    "map": "an object",
-    "text|list": "a text or a list",
-    "text|list|map": "a text, a list or an object",
-}
-
-#: name → the kind each parameter needs
-PARAM_KINDS: dict[str, tuple[str, ...]] = {
-    name: tuple(_kind(p.type, spec.type_params) for p in spec.params)
-    for name, spec in FUNCTIONS.items()
-}
 
 
 def check_kinds(name: str, args: list[Any]) -> list[Any]:
     """``args`` checked against the kinds of ``name``'s parameters (integral floats given where
-    an ``int`` is wanted become ints; omitted ones are ``None``).  Raises :class:`KindError`."""
+    an ``int`` is wanted become ints; omitted ones are ``None``).  Raises
+    :class:`~agentflow.errors.ExprError`."""
     spec = FUNCTIONS[name]
     kinds = PARAM_KINDS[name]
     out = list(args) + [None] * (len(kinds) - len(args))
@@ -144,7 +96,7 @@ def check_kinds(name: str, args: list[Any]) -> list[Any]:
         if v is None and (p.omittable or kind == "any"):
             continue
         if not _KIND_OK[kind](v):
-            raise KindError(f"`{p.name}` must be {_KIND_WORDS[kind]}, got {kind_of(v)}")
+            raise ExprError(f"`{p.name}` must be {KIND_WORDS[kind]}, got {kind_of(v)}")
         if kind == "int":
             out[i] = _as_int(v)
     return out
@@ -171,16 +123,16 @@ def _strict_eq(a: Any, b: Any) -> bool:
 
 
 def _orderable(xs: list, what: str) -> None:
-    """Elements all numbers or all texts (else :class:`KindError`)."""
+    """Elements all numbers or all texts (else :class:`~agentflow.errors.ExprError`)."""
     if all(_is_number(x) for x in xs) or all(isinstance(x, str) for x in xs):
         return
     kinds = sorted({kind_of(x) for x in xs})
-    raise KindError(f"{what} needs numbers or texts, got {' and '.join(kinds)}")
+    raise ExprError(f"{what} needs numbers or texts, got {' and '.join(kinds)}")
 
 
 def _nonneg(n: int, what: str) -> int:
     if n < 0:
-        raise FunctionFailure("invalid_argument", f"{what} must not be negative, got {n}")
+        raise RunError("invalid_argument", f"{what} must not be negative, got {n}")
     return n
 
 
@@ -188,11 +140,11 @@ def _regex(pattern: str) -> Any:
     try:
         return regex.compile(pattern)
     except regex.error as exc:
-        raise FunctionFailure(
+        raise RunError(
             "invalid_argument", f"invalid regular expression {_quote(pattern)}: {exc}"
         ) from None
     except (RecursionError, OverflowError, MemoryError):
-        raise FunctionFailure(
+        raise RunError(
             "invalid_argument", f"regular expression {_quote(pattern)} is too complex"
         ) from None
 
@@ -201,7 +153,7 @@ def _timed(fn: Callable[[], Any], pattern: str) -> Any:
     try:
         return fn()
     except TimeoutError:
-        raise FunctionFailure(
+        raise RunError(
             "regex_timeout",
             f"the regular expression {_quote(pattern)} took longer than {REGEX_TIMEOUT_S:g} s "
             "(catastrophic backtracking?): simplify it",
@@ -210,9 +162,9 @@ def _timed(fn: Callable[[], Any], pattern: str) -> Any:
 
 def _field(x: Any, name: str) -> Any:
     if not isinstance(x, dict):
-        raise KindError(f"a field name needs objects, got {kind_of(x)}")
+        raise ExprError(f"a field name needs objects, got {kind_of(x)}")
     if name not in x:
-        raise FunctionFailure("bad_path", f"an element has no field `{name}`")
+        raise RunError("bad_path", f"an element has no field `{name}`")
     return x[name]
 
 
@@ -229,7 +181,7 @@ def _split(s: str, sep: str) -> list:
 
 def _replace(s: str, old: str, new: str) -> str:
     if old == "":
-        raise FunctionFailure("invalid_argument", "`old` must not be empty")
+        raise RunError("invalid_argument", "`old` must not be empty")
     return s.replace(old, new)
 
 
@@ -240,15 +192,13 @@ def _slice(x: Any, start: int, end: int | None) -> Any:
 def _fill(fill: str | None) -> str:
     fill = " " if fill is None else fill
     if len(fill) != 1:
-        raise FunctionFailure(
-            "invalid_argument", f"`fill` must be one character, got {_quote(fill)}"
-        )
+        raise RunError("invalid_argument", f"`fill` must be one character, got {_quote(fill)}")
     return fill
 
 
 def _width(width: int) -> int:
     if width > MAX_PAD:
-        raise FunctionFailure("invalid_argument", f"`width` must be at most {MAX_PAD:,}")
+        raise RunError("invalid_argument", f"`width` must be at most {MAX_PAD:,}")
     return width
 
 
@@ -272,7 +222,7 @@ def _quantize(x: int | float, places: int) -> Decimal:
             Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP, context=_CONTEXT
         )
     except InvalidOperation:  # an integer of hundreds of digits
-        raise FunctionFailure("invalid_argument", "the number has too many digits") from None
+        raise RunError("invalid_argument", "the number has too many digits") from None
 
 
 def _decimal(x: int | float) -> Decimal:
@@ -281,7 +231,7 @@ def _decimal(x: int | float) -> Decimal:
 
 def _format_number(x: int | float, decimals: int) -> str:
     if not 0 <= decimals <= 20:
-        raise FunctionFailure("invalid_argument", f"`decimals` must be 0 to 20, got {decimals}")
+        raise RunError("invalid_argument", f"`decimals` must be 0 to 20, got {decimals}")
     d = _quantize(x, decimals)
     text = format(d, "f")
     return "0" + text[2:] if text.startswith("-0") and d == 0 else text
@@ -318,12 +268,12 @@ def _len(x: Any) -> int:
 
 def _sum(xs: list) -> Any:
     if not all(_is_number(x) for x in xs):
-        raise KindError(
+        raise ExprError(
             f"`xs` must hold numbers, got {', '.join(sorted({kind_of(x) for x in xs}))}"
         )
     total = math.fsum(xs) if any(isinstance(x, float) for x in xs) else sum(xs)
     if isinstance(total, float) and not math.isfinite(total):
-        raise FunctionFailure("invalid_argument", "the sum is too large for a JSON number")
+        raise RunError("invalid_argument", "the sum is too large for a JSON number")
     return total
 
 
@@ -373,7 +323,7 @@ def _flatten(xs: list) -> list:
     out: list = []
     for x in xs:
         if not isinstance(x, list | tuple):
-            raise KindError(f"`xs` must hold lists, got {kind_of(x)}")
+            raise ExprError(f"`xs` must hold lists, got {kind_of(x)}")
         out.extend(x)
     return out
 
@@ -393,7 +343,7 @@ def _zip(a: list, b: list) -> list:
 def _range(a: int, b: int | None) -> list:
     lo, hi = (0, a) if b is None else (a, b)
     if hi - lo > MAX_LIST_ITEMS:
-        raise FunctionFailure(
+        raise RunError(
             "invalid_argument", f"range({lo}, {hi}) would hold more than {MAX_LIST_ITEMS:,} numbers"
         )
     return list(range(lo, hi))
@@ -402,7 +352,7 @@ def _range(a: int, b: int | None) -> list:
 def _bools(xs: list) -> list:
     for x in xs:
         if not isinstance(x, bool):
-            raise KindError(f"`xs` must hold bools, got {kind_of(x)}")
+            raise ExprError(f"`xs` must hold bools, got {kind_of(x)}")
     return xs
 
 
@@ -431,7 +381,7 @@ def _count_by(xs: list, field: str | None) -> dict:
 def _texts(keys: list) -> list:
     for k in keys:
         if not isinstance(k, str):
-            raise KindError(f"`keys` must hold texts, got {kind_of(k)}")
+            raise ExprError(f"`keys` must hold texts, got {kind_of(k)}")
     return keys
 
 
@@ -440,7 +390,7 @@ def _texts(keys: list) -> list:
 
 def _finite_int(x: Any, what: str) -> int:
     if isinstance(x, float) and not math.isfinite(x):  # pragma: no cover - JSON has none
-        raise FunctionFailure("invalid_argument", f"{what} is not a finite number")
+        raise RunError("invalid_argument", f"{what} is not a finite number")
     return int(x)
 
 
@@ -450,7 +400,7 @@ def _round(x: int | float, digits: int | None) -> Any:
             return x
         return _finite_int(_quantize(x, 0), "`x`")
     if not -20 <= digits <= 20:
-        raise FunctionFailure("invalid_argument", f"`digits` must be -20 to 20, got {digits}")
+        raise RunError("invalid_argument", f"`digits` must be -20 to 20, got {digits}")
     if isinstance(x, int):
         return x if digits >= 0 else int(_quantize(x, digits))
     return float(_quantize(x, digits))
@@ -466,7 +416,7 @@ def _ceil(x: int | float) -> int:
 
 def _clamp(x: Any, lo: Any, hi: Any) -> Any:
     if lo > hi:
-        raise FunctionFailure("invalid_argument", f"`lo` ({lo}) is above `hi` ({hi})")
+        raise RunError("invalid_argument", f"`lo` ({lo}) is above `hi` ({hi})")
     return lo if x < lo else hi if x > hi else x
 
 
@@ -487,19 +437,19 @@ def _quote(s: str) -> str:
 
 def _parse_int(s: str) -> int:
     if not _INT.fullmatch(s) or len(s) > 4300:
-        raise FunctionFailure("parse_error", f"{_short(s)} is not an integer")
+        raise RunError("parse_error", f"{_short(s)} is not an integer")
     return int(s)
 
 
 def _parse_number(s: str) -> Any:
     if not _NUMBER.fullmatch(s) or len(s) > 4300:
-        raise FunctionFailure("parse_error", f"{_short(s)} is not a number")
+        raise RunError("parse_error", f"{_short(s)} is not a number")
     text = s.strip()
     if regex.fullmatch(r"-?[0-9]+", text):
         return int(text)
     v = float(text)
     if not math.isfinite(v):
-        raise FunctionFailure("parse_error", f"{_short(s)} is too large for a JSON number")
+        raise RunError("parse_error", f"{_short(s)} is too large for a JSON number")
     return v
 
 
@@ -526,9 +476,9 @@ def _parse_json(s: str) -> Any:
         v = json.loads(s, parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:
         detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "not JSON"
-        raise FunctionFailure("parse_error", f"{_short(s)} is not JSON ({detail})") from None
+        raise RunError("parse_error", f"{_short(s)} is not JSON ({detail})") from None
     if _depth(v, MAX_EXPR_DEPTH):
-        raise FunctionFailure("parse_error", f"the JSON nests deeper than {MAX_EXPR_DEPTH} levels")
+        raise RunError("parse_error", f"the JSON nests deeper than {MAX_EXPR_DEPTH} levels")
     return v
 
 
