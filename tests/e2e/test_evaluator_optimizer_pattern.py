@@ -122,3 +122,15 @@ async def test_events_spans_and_the_report_name_each_round(tmp_path, chat_server
     assert {"E1/round.1", "E1/round.2"} <= paths and "E1/round.3" not in paths
     html = api.report(trace, plan=FLOW)
     assert "revise › round 2 › agent(critic)" in html
+
+
+def test_the_graph_coloured_by_a_run_counts_each_round_on_the_loop_body(tmp_path):
+    from agentflow.ir.graph import outcomes_from_events
+
+    trace = tmp_path / "trace.jsonl"
+    args = ["run", str(FLOW), "--input", '{"topic": "tea"}', "--replay", str(CASSETTE)]
+    result = CliRunner().invoke(main, [*args, "--trace", str(trace)])
+    assert result.exit_code == 0, result.output
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    outcomes = outcomes_from_events(events, api.load(FLOW))
+    assert outcomes["s_E1_do"].runs == 2 and outcomes["s_E1_do"].status == "ok"

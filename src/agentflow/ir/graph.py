@@ -54,7 +54,7 @@ __all__ = [
 #: the longest expression or text shown in a label (characters)
 LABEL_CHARS = 60
 _TEMPLATE = re.compile(r"^\{\{\s*(.*?)\s*\}\}$", re.S)
-_ITEM = re.compile(r"^do\.\d+$")
+_ITEM = re.compile(r"^(do|round)\.\d+$")  # a map/reduce item, a loop's round: its `do` body
 #: the path segments of control steps' bodies (``then``, ``else``, ``do``, ``catch``)
 _BODY_LABELS = frozenset(label for labels in BODY_KEYS.values() for label in labels)
 
