@@ -353,6 +353,49 @@ async def query_workflows(**filters: Any) -> list[Any]:
     return await asyncio.to_thread(lambda: _sys_db().list_workflows(**filters))
 
 
+def recover_run(run_id: str) -> list[str]:
+    """Put the unfinished workflows of run ``run_id`` — its root and its child units, PENDING
+    under a process that is gone — back to be run, and nothing else: DBOS's own recovery of
+    one workflow (``_recover_workflow``: re-enqueued once, only while it is still PENDING under
+    the executor it was found under), applied to the run's family only.  Units held by a
+    fleet worker (``worker:NAME``) are left to their worker, its restart or the liveness watch
+    (liveness.py) — except when that worker held the run's root too: then its units of the
+    run are recovered with it.  Returns the ids recovered.
+
+    DBOS's startup recovery takes every pending workflow of the launching process's executor
+    id, whatever its run (two ``agentflow.run(durable=True)`` of one process share one): a
+    process that resumes a run launches under an executor id of its own, which holds nothing,
+    and recovers the run with this (docs/decisions.md "Resume recovers its own run")."""
+    from dbos._recovery import _recover_workflow
+    from dbos._utils import GlobalParams
+
+    dbos = _get_dbos_instance()
+    family = dbos._sys_db.list_workflows(
+        workflow_id_prefix=run_id, status=["PENDING"], load_input=False, load_output=False
+    )
+    family = [
+        w for w in family if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")
+    ]
+    executors = {str(w.executor_id or "") for w in family}
+    root_holder = next((str(w.executor_id or "") for w in family if w.workflow_id == run_id), "")
+    recovered: list[str] = []
+    for executor in sorted(executors):
+        if executor.startswith("worker:") and executor != root_holder:
+            continue
+        for pending in dbos._sys_db.get_pending_workflows(executor, GlobalParams.app_version):
+            wfid = pending.workflow_id
+            if wfid == run_id or wfid.startswith(run_id + "/"):
+                _recover_workflow(dbos, pending, [executor])
+                recovered.append(wfid)
+    return recovered
+
+
+def _get_dbos_instance() -> Any:
+    from dbos._dbos import _get_dbos_instance as instance
+
+    return instance()
+
+
 async def _note_recorded(workflow_id: str) -> None:
     """Remember how many operations ``workflow_id`` has recorded (events are dropped while it
     replays them)."""
