@@ -60,6 +60,8 @@ FOREVER_S = 10 * 365 * 24 * 3600.0
 _state: dict[str, Any] = {"url": None, "executor_id": None}
 _RUNTIMES: dict[str, Runtime] = {}
 _RECORDED: dict[str, int] = {}
+#: runtimes being built (one build per run at a time: :func:`runtime_for`)
+_BUILDING: dict[str, asyncio.Future[Runtime]] = {}
 #: Sinks of this process for runs it did not start (a worker's ``--trace``, a resume's trace).
 _PROCESS_SINKS: list[Sink] = []
 
@@ -219,6 +221,7 @@ def shutdown() -> None:
     _state.update(url=None, executor_id=None)
     _RUNTIMES.clear()
     _RECORDED.clear()
+    _BUILDING.clear()
 
 
 def set_process_sinks(sinks: list[Sink]) -> None:
@@ -457,6 +460,20 @@ async def runtime_for(run_id: str, spec: dict[str, Any] | None = None) -> Runtim
     rt = _RUNTIMES.get(run_id)
     if rt is not None:
         return rt
+    # one build per run and process: the units a resumed process recovers start together,
+    # and each build (plan, catalog, tool modules, models) holds the event loop a while —
+    # replies that arrive meanwhile wait to be read and recorded
+    building = _BUILDING.get(run_id)
+    if building is None:
+        building = _BUILDING[run_id] = asyncio.ensure_future(_build(run_id, spec))
+    try:
+        return await asyncio.shield(building)
+    finally:
+        if building.done():
+            _BUILDING.pop(run_id, None)
+
+
+async def _build(run_id: str, spec: dict[str, Any] | None) -> Runtime:
     if spec is None:
         spec = await recorded_input(run_id)
     from agentflow.runtime.durable.runs import build_runtime
