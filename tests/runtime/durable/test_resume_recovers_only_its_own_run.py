@@ -1,7 +1,9 @@
-"""``flowc resume RUN`` continues RUN and nothing else: two durable runs started in one process
-(``agentflow.run(durable=True)`` twice, concurrently) are killed with SIGKILL together; resuming
-one of them must leave the other untouched — not run, not taken over by the resuming process:
-its workflows stay as the killed process left them, for its own ``flowc resume``."""
+"""``flowc resume RUN`` continues RUN and nothing else, in its own process: two durable runs
+started in one process (``agentflow.run(durable=True)`` twice, concurrently) are killed with
+SIGKILL together; resuming one of them leaves the other untouched (not run, its workflows as the
+killed process left them, for its own ``flowc resume``), and the resumed run is run by the
+resuming process — not by another run's process alive on the same database, which polls the
+engine's shared queue too."""
 
 from __future__ import annotations
 
@@ -93,40 +95,73 @@ def _workflows(db: Path, run_id: str) -> dict[str, tuple[str, str]]:
     return {wid: (status, executor) for wid, status, executor in rows}
 
 
-def test_resuming_one_of_two_runs_of_a_killed_process_leaves_the_other_untouched(tmp_path):
+WAITING = """\
+version: 1
+name: waiting
+input_schema: {type: object}
+steps:
+  - id: E0
+    tool_name: ask
+    input:
+      question: "Go on?"
+      choices: ["yes", "no"]
+finish: {mode: output, output: "{{ E0.answer }}"}
+"""
+
+
+def test_resume_runs_its_own_run_alone_in_its_own_process(tmp_path):
     project = tmp_path
     (project / "plan.yaml").write_text(PLAN)
+    (project / "waiting.yaml").write_text(WAITING)
     (project / "tools.py").write_text(TOOLS)
     (project / "flow.toml").write_text('[tools]\nmodules = ["tools.py"]\n')
     (project / "two_runs.py").write_text(TWO_RUNS)
     env = {**os.environ, "NOTE_LOG": str(project / "notes.log"), "NO_COLOR": "1"}
+    db = project / ".flowc" / "durable.sqlite"
 
-    proc = subprocess.Popen(
+    # another run's process, alive on the same database (waiting on its question)
+    waiting = subprocess.Popen(
+        [sys.executable, "-m", "agentflow", "run", "--durable", "--run-id", "other",
+         "waiting.yaml"],
+        cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    # one process running two runs, killed while both run
+    pair = subprocess.Popen(
         [sys.executable, "two_runs.py"], cwd=project, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        tags = {tag for _, tag, _ in _log(project)}
-        if tags == {"a", "b"} and len(_log(project)) >= 4:
-            break
-        time.sleep(0.02)
-    assert proc.poll() is None, proc.communicate()[1].decode()[-3000:]
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    db = project / ".flowc" / "durable.sqlite"
-    before_b = _workflows(db, "pair-b")
-    assert before_b["pair-b"][0] == "PENDING"
-    b_calls = [c for c in _log(project) if c[1] == "b"]
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and pair.poll() is None:
+            tags = {tag for _, tag, _ in _log(project)}
+            if tags == {"a", "b"} and len(_log(project)) >= 4:
+                break
+            time.sleep(0.02)
+        assert pair.poll() is None, pair.communicate()[1].decode()[-3000:]
+        pair.send_signal(signal.SIGKILL)
+        pair.wait()
+        while time.monotonic() < deadline and "other" not in _workflows(db, "other"):
+            time.sleep(0.05)
+        assert waiting.poll() is None, waiting.communicate()[1].decode()[-3000:]
+        other_executor = _workflows(db, "other")["other"][1]
+        before_b = _workflows(db, "pair-b")
+        assert before_b["pair-b"][0] == "PENDING"
+        b_calls = [c for c in _log(project) if c[1] == "b"]
 
-    resumed = subprocess.run(
-        [sys.executable, "-m", "agentflow", "resume", "pair-a"],
-        cwd=project, env=env, capture_output=True, timeout=180,
-    )  # fmt: skip
-    assert resumed.returncode == 0, resumed.stderr.decode()[-3000:]
-    assert json.loads(resumed.stdout) == [f"a:{100 + x}" for x in range(1, 5)]
+        resumed = subprocess.Popen(
+            [sys.executable, "-m", "agentflow", "resume", "pair-a"], cwd=project, env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        out, err = resumed.communicate(timeout=180)
+        assert resumed.returncode == 0, err.decode()[-3000:]
+        assert json.loads(out) == [f"a:{100 + x}" for x in range(1, 5)]
 
-    # run b: not one more tool call, its workflows as the killed process left them
-    assert [c for c in _log(project) if c[1] == "b"] == b_calls
-    assert _workflows(db, "pair-b") == before_b
-    assert _workflows(db, "pair-a")["pair-a"][0] == "SUCCESS"
+        # run b: not one more tool call, its workflows as the killed process left them
+        assert [c for c in _log(project) if c[1] == "b"] == b_calls
+        assert _workflows(db, "pair-b") == before_b
+        # run a: run by the resuming process, not by the other run's live one
+        assert other_executor not in {executor for _, executor in _workflows(db, "pair-a").values()}
+        assert waiting.pid not in {pid for pid, _, _ in _log(project)}
+    finally:
+        waiting.kill()
+        waiting.wait()

@@ -133,13 +133,16 @@ def sqlite_path(url: str) -> Path | None:
     return None if name in ("", ":memory:") else Path(name)
 
 
-def launch(url: str, *, executor_id: str, queues: list[str] | None = None) -> None:
+def launch(
+    url: str, *, executor_id: str, queues: list[str] | None = None, recovering: str | None = None
+) -> None:
     """Start DBOS in this process on database ``url`` as executor ``executor_id`` (its pending
-    workflows are recovered: a resumed run's, a restarted worker's); a SQLite file's directory
+    workflows are recovered: a restarted worker's); a SQLite file's directory
     is made.  ``queues``: the queues
     this process takes work from (None: all, as a worker; ``[]``: none but DBOS's own).
-    Launching again with the same database and executor does nothing; another one replaces
-    the running DBOS."""
+    ``recovering``: a run this process recovers (:func:`recover_run`): its recovery queue is
+    polled from the start.  Launching again with the same database and executor does nothing;
+    another one replaces the running DBOS."""
     if _state["url"] == url and _state["executor_id"] == executor_id:
         return
     if _state["url"] is not None:
@@ -162,6 +165,8 @@ def launch(url: str, *, executor_id: str, queues: list[str] | None = None) -> No
         config["system_database_engine"] = _sqlite_engine(url)
     _quiet_cancellations()  # before DBOS(): it may log about the database already
     dbos.DBOS(config=config)
+    if recovering is not None:
+        _recovery_queue(recovering)
     if queues is not None:
         dbos.DBOS.listen_queues(queues)
     try:
@@ -368,11 +373,15 @@ def recover_run(run_id: str) -> list[str]:
     DBOS's startup recovery takes every pending workflow of the launching process's executor
     id, whatever its run (two ``agentflow.run(durable=True)`` of one process share one): a
     process that resumes a run launches under an executor id of its own, which holds nothing,
-    and recovers the run with this (docs/decisions.md "Resume recovers its own run")."""
-    from dbos._recovery import _recover_workflow
+    and recovers the run with this.  DBOS puts what it recovers on its internal queue, which
+    every DBOS process of the database polls (another run's live process would take the run);
+    here it goes on the run's recovery queue, an in-memory queue of this process alone
+    (docs/decisions.md "Resume recovers its own run")."""
+    from dbos._shard_keys import bind_shard_keys
     from dbos._utils import GlobalParams
 
     dbos = _get_dbos_instance()
+    queue = _recovery_queue(run_id)
     family = dbos._sys_db.list_workflows(
         workflow_id_prefix=run_id, status=["PENDING"], load_input=False, load_output=False
     )
@@ -388,9 +397,28 @@ def recover_run(run_id: str) -> list[str]:
         for pending in dbos._sys_db.get_pending_workflows(executor, GlobalParams.app_version):
             wfid = pending.workflow_id
             if wfid == run_id or wfid.startswith(run_id + "/"):
-                _recover_workflow(dbos, pending, [executor])
+                # DBOS's _recover_workflow, onto the run's queue (a unit that came from a fleet
+                # queue keeps it: DBOS re-enqueues on the queue a workflow had)
+                with bind_shard_keys({wfid: pending.shard_key}):
+                    dbos._sys_db.reenqueue_for_recovery(wfid, [executor], queue)
                 recovered.append(wfid)
     return recovered
+
+
+#: Seconds between two polls of a run's recovery queue.
+RECOVERY_POLL_S = 0.05
+
+
+def _recovery_queue(run_id: str) -> str:
+    """The name of run ``run_id``'s recovery queue, registered in this process: an in-memory
+    queue (DBOS's own kind), polled by this process only — no other process of the database
+    knows it.  The name stays with the workflows recovered onto it, so the next process that
+    recovers the run polls it again."""
+    name = f"agentflow.recover.{run_id}"
+    _get_dbos_instance()._registry._register_internal_queue(
+        name, polling_interval_sec=RECOVERY_POLL_S
+    )
+    return name
 
 
 def _get_dbos_instance() -> Any:

@@ -84,12 +84,15 @@ def database_for(config: Config, database: str | None = None) -> str:
         raise ConfigError(f"{where}: {e}") from None
 
 
-def open_database(url: str, *, executor_id: str, queues: list[str] | None = None) -> None:
-    """Launch the durable engine on ``url`` in this process as ``executor_id``."""
+def open_database(
+    url: str, *, executor_id: str, queues: list[str] | None = None, recovering: str | None = None
+) -> None:
+    """Launch the durable engine on ``url`` in this process as ``executor_id`` (``recovering``:
+    the run this process resumes, :func:`~agentflow.runtime.durable.dbos_engine.launch`)."""
     from agentflow.runtime.durable.dbos_engine import launch
 
     try:
-        launch(url, executor_id=executor_id, queues=queues)
+        launch(url, executor_id=executor_id, queues=queues, recovering=recovering)
     except ConfigError:
         raise
     except Exception as e:  # noqa: BLE001 - a database that cannot be opened
@@ -563,7 +566,7 @@ async def _resume(
     # an executor id of its own, which holds nothing: the engine's start-up recovery (every
     # pending workflow of the launching executor, whatever its run) finds nothing, and the
     # run is recovered alone below, under its lock
-    open_database(url, executor_id=process_executor(run_id), queues=[])
+    open_database(url, executor_id=process_executor(run_id), queues=[], recovering=run_id)
     dbos = dbos_engine._dbos()
     found = await dbos.DBOS.list_workflows_async(workflow_ids=[run_id])
     if not found or found[0].name != dbos_engine.RUN_WORKFLOW:
