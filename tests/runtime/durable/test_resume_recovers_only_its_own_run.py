@@ -46,6 +46,9 @@ plans:
 TOOLS = """\
 import os, time
 
+with open(os.environ["IMPORT_LOG"], "a") as f:  # each build of a run's catalog imports it
+    f.write(f"{os.getpid()}\\n")
+
 
 def note(tag: str, n: int) -> str:
     \"\"\"Log the call (with the process id) and return tag:n.\"\"\"
@@ -116,7 +119,12 @@ def test_resume_runs_its_own_run_alone_in_its_own_process(tmp_path):
     (project / "tools.py").write_text(TOOLS)
     (project / "flow.toml").write_text('[tools]\nmodules = ["tools.py"]\n')
     (project / "two_runs.py").write_text(TWO_RUNS)
-    env = {**os.environ, "NOTE_LOG": str(project / "notes.log"), "NO_COLOR": "1"}
+    env = {
+        **os.environ,
+        "NOTE_LOG": str(project / "notes.log"),
+        "IMPORT_LOG": str(project / "imports.log"),
+        "NO_COLOR": "1",
+    }
     db = project / ".flowc" / "durable.sqlite"
 
     # another run's process, alive on the same database (waiting on its question)
@@ -162,6 +170,10 @@ def test_resume_runs_its_own_run_alone_in_its_own_process(tmp_path):
         # run a: run by the resuming process, not by the other run's live one
         assert other_executor not in {executor for _, executor in _workflows(db, "pair-a").values()}
         assert waiting.pid not in {pid for pid, _, _ in _log(project)}
+        # the resuming process built the run's runtime (catalog, tool modules, models) once,
+        # not once per recovered unit: builds hold the event loop that reads model replies
+        imports = (project / "imports.log").read_text().split()
+        assert imports.count(str(resumed.pid)) == 1, imports
     finally:
         waiting.kill()
         waiting.wait()
