@@ -301,8 +301,8 @@ class Battery:
     def point(self) -> tuple[str, float]:
         """A random kill point in the run's work: after so many model requests came or tool
         calls began (of the process being killed)."""
-        kind = self.rng.choice(["model", "tool"])
-        return kind, self.rng.randint(1, 3 * self.items)
+        kind = self.rng.choice(["model", "tool"])  # a run makes 2n + 2 tool calls, 2n requests
+        return kind, self.rng.randint(1, 2 * self.items + (1 if kind == "tool" else -1))
 
     @staticmethod
     def started(db: Path, run_id: str) -> bool:
