@@ -3,7 +3,9 @@ a durable map-with-agents run killed with SIGKILL — once, and killed again whi
 then resumed to its end, its ``--trace`` continued by every process.  The trace holds each
 finished event (``tool_finished``, ``model_call``, ``step_finished``) exactly as often as an
 uninterrupted run's — none written twice, none lost — and never one for a call not yet
-recorded at a kill; the output is the uninterrupted run's."""
+recorded at a kill; the output is the uninterrupted run's.  And, made certain rather than left to
+the timing of a kill: a finished event the killed process had not written although its
+operation was recorded is written by the resumed process, once."""
 
 from __future__ import annotations
 
