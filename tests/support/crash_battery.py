@@ -302,7 +302,7 @@ class Battery:
         """A random kill point in the run's work: after so many model requests came or tool
         calls began (of the process being killed)."""
         kind = self.rng.choice(["model", "tool"])  # a run makes 2n + 2 tool calls, 2n requests
-        return kind, self.rng.randint(1, 2 * self.items + (1 if kind == "tool" else -1))
+        return kind, float(self.rng.randint(1, 2 * self.items + (1 if kind == "tool" else -1)))
 
     @staticmethod
     def started(db: Path, run_id: str) -> bool:
@@ -327,7 +327,9 @@ class Battery:
         trace = project / "trace.jsonl"
         first_request = len(self.server.requests)
         kills: list[float] = []
-        points = [self.point()] + ([("model", self.rng.randint(1, 4))] if double else [])
+        # a double crash: the resuming process killed at its first new work (or the one after)
+        again = (self.rng.choice(["model", "tool"]), float(self.rng.randint(1, 2)))
+        points = [self.point()] + ([again] if double else [])
         resume = False
         for point in points:
             proc = subprocess.Popen(

@@ -13,7 +13,7 @@ from support.crash_battery import run_battery
 
 
 def test_killed_and_resumed_runs_trace_each_finished_event_once(tmp_path):
-    figures = run_battery(tmp_path, kills=2, doubles=1, items=4, seed=3)
+    figures = run_battery(tmp_path, kills=2, doubles=1, items=3, seed=3)
 
     summary = figures.summary()
     assert figures.kills >= 2 and figures.double_crashes == 1, summary
