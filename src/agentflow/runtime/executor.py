@@ -284,9 +284,11 @@ class Executor:
     # ----------------------------------------------------------------- events
 
     def emit(self, kind: str, path: str, stack: list[str], **data: Any) -> Event | None:
-        """Emit one event (docs/spec/RUNTIME.md §8); a no-op when no sink listens, while a
-        durable engine replays recorded work, and for the events that follow an operation it
-        replayed at ``path`` (its events were written when it first ran).  An event below a
+        """Emit one event (docs/spec/RUNTIME.md §8); a no-op when no sink listens, and while a
+        durable engine replays recorded work — except a durable run's finished events
+        (``tool_finished``, ``model_call``, ``step_finished``), which carry their identity
+        across processes (``durable_id``) and, met again in replayed work, go only to sinks that
+        write each identity once (a continued trace: docs/durable.md "Events").  An event below a
         running step (a tool call, a model call, a warning …) carries that place's names
         (``stage``, ``item``, ``agent``, ``label``; runtime/where.py)."""
         if not self.bus.listens(kind):

@@ -364,8 +364,9 @@ async def query_workflows(**filters: Any) -> list[Any]:
 def recover_run(run_id: str) -> list[str]:
     """Put the unfinished workflows of run ``run_id`` — its root and its child units, PENDING
     under a process that is gone — back to be run, and nothing else: DBOS's own recovery of
-    one workflow (``_recover_workflow``: re-enqueued once, only while it is still PENDING under
-    the executor it was found under), applied to the run's family only.  Units held by a
+    one workflow (``reenqueue_for_recovery``, as ``_recover_workflow`` does it: re-enqueued
+    once, only while it is still PENDING under the executor it was found under), applied to
+    the run's family only.  Units held by a
     fleet worker (``worker:NAME``) are left to their worker, its restart or the liveness watch
     (liveness.py) — except when that worker held the run's root too: then its units of the
     run are recovered with it.  Returns the ids recovered.
@@ -428,8 +429,8 @@ def _get_dbos_instance() -> Any:
 
 
 async def _note_recorded(workflow_id: str) -> None:
-    """Remember how many operations ``workflow_id`` has recorded (events are dropped while it
-    replays them)."""
+    """Remember how many operations ``workflow_id`` has recorded (while it replays them, its
+    events are left out, and its finished events go to a continued trace only)."""
     steps = await query_steps(workflow_id, load_output=False)
     _RECORDED[workflow_id] = max((s["function_id"] for s in steps), default=0)
 
