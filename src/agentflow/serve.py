@@ -407,11 +407,9 @@ class McpFlowServer:
                     status.status in ("PENDING", "ENQUEUED")
                     and status.executor_id != self.executor_id
                     and not runs._alive(url, run_id)
-                ):  # left by a process of another executor that died: resume it here
+                ):  # left by a process of another executor that died: resume it (alone) here
                     self._hold(run_id)
-                    await asyncio.to_thread(
-                        dbos.DBOS._recover_pending_workflows, [status.executor_id]
-                    )
+                    await asyncio.to_thread(dbos_engine.recover_run, run_id)
                 handle = await dbos.DBOS.retrieve_workflow_async(run_id)
 
                 async def outcome() -> Any:

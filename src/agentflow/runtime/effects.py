@@ -131,6 +131,12 @@ class Effects:
         here."""
         return False
 
+    def event_id(self, kind: str, path: str, error_code: str | None) -> str | None:
+        """The identity of a finished event (``kind`` at ``path``, failed with
+        ``error_code``) across a durable run's processes, which a trace writes once; None
+        here."""
+        return None
+
     def unit(
         self, path: str, work: Callable[[], Awaitable[T]], spec: UnitSpec | None = None
     ) -> Awaitable[T]:

@@ -75,6 +75,9 @@ class Event:
     stack: list[str] = field(default_factory=list)
     time: float = field(default_factory=time.time)
     data: dict[str, Any] = field(default_factory=dict)
+    #: a durable run's finished event met again while its unit replays recorded work: only
+    #: sinks that tell what they hold already (``takes_replayed``) receive it (not written out)
+    replayed: bool = field(default=False, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """``{kind, path, stack, time, data}``."""
@@ -126,14 +129,61 @@ def event_json(event: Event) -> str:
 
 class JsonlSink:
     """Writes one JSON object per line to ``path`` (truncating it, or adding to its end with
-    ``append=True``: a resumed durable run), flushed after every event."""
+    ``append=True``: a resumed durable run), flushed after every event.
+
+    A durable run's finished events (``tool_finished``, ``model_call``, ``step_finished``) carry
+    ``data.durable_id``, their identity across the run's processes; this sink writes each
+    identity once.  Appending, it first reads the identities the file holds (a line cut by a
+    killed process is dropped from the end), and it also takes the finished events a resumed
+    process meets again while replaying (:attr:`Event.replayed`) for the runs the file already
+    traces: the one a process died before writing is written then, and none twice
+    (docs/durable.md "Events and the live view")."""
 
     def __init__(self, path: str | Path, *, append: bool = False):
         self.path = Path(path)
+        #: durable identities written to the file, and the durable runs it traces
+        self._written: set[str] = set()
+        self._runs: set[str] = set()
+        #: replayed finished events are for a trace that is continued, not a new file
+        self.takes_replayed = append
+        if append:
+            self._read_written()
         self._fh: IO[str] | None = self.path.open("a" if append else "w", encoding="utf-8")
         self._lock = threading.Lock()
 
+    def _read_written(self) -> None:
+        """Collect the durable identities of the file's events; cut its unfinished last line
+        (a process killed in the middle of writing it)."""
+        try:
+            raw = self.path.read_bytes()
+        except OSError:
+            return
+        end = raw.rfind(b"\n") + 1
+        if end < len(raw):
+            with self.path.open("r+b") as fh:
+                fh.truncate(end)
+        for line in raw[:end].split(b"\n"):
+            if b'"durable_id"' not in line:
+                continue
+            try:
+                key = json.loads(line)["data"]["durable_id"]
+            except (ValueError, KeyError, TypeError):
+                continue
+            if isinstance(key, str):
+                self._written.add(key)
+                self._runs.add(_run_of(key))
+
     def handle(self, event: Event) -> None:
+        key = event.data.get("durable_id")
+        if isinstance(key, str):
+            with self._lock:
+                if key in self._written:
+                    return  # written already (by this process or an earlier one)
+                run = _run_of(key)
+                if event.replayed and run not in self._runs:
+                    return  # a replay seen from a trace that never held the run
+                self._written.add(key)
+                self._runs.add(run)
         line = event_json(event)
         with self._lock:
             if self._fh is None:
@@ -146,6 +196,12 @@ class JsonlSink:
             if self._fh is not None:
                 self._fh.close()
                 self._fh = None
+
+
+def _run_of(durable_id: str) -> str:
+    """The run of a durable event identity ``UNIT|NAME`` (a unit's id is its run's id, then
+    ``/`` and the unit's step path)."""
+    return durable_id.split("|", 1)[0].split("/", 1)[0]
 
 
 #: How deeply a trace line may nest: an event wraps a value held to ``MAX_JSON_DEPTH`` (100) in a
@@ -535,6 +591,8 @@ class EventBus:
         """Deliver ``event`` to every sink that accepts its kind."""
         for sink in list(self.sinks):
             if not _accepts(sink, event.kind):
+                continue
+            if event.replayed and not getattr(sink, "takes_replayed", False):
                 continue
             try:
                 sink.handle(event)

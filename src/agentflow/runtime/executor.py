@@ -284,21 +284,36 @@ class Executor:
     # ----------------------------------------------------------------- events
 
     def emit(self, kind: str, path: str, stack: list[str], **data: Any) -> Event | None:
-        """Emit one event (docs/spec/RUNTIME.md §8); a no-op when no sink listens, while a
-        durable engine replays recorded work, and for the events that follow an operation it
-        replayed at ``path`` (its events were written when it first ran).  An event below a
+        """Emit one event (docs/spec/RUNTIME.md §8); a no-op when no sink listens, and while a
+        durable engine replays recorded work — except a durable run's finished events
+        (``tool_finished``, ``model_call``, ``step_finished``), which carry their identity
+        across processes (``durable_id``) and, met again in replayed work, go only to sinks that
+        write each identity once (a continued trace: docs/durable.md "Events").  An event below a
         running step (a tool call, a model call, a warning …) carries that place's names
         (``stage``, ``item``, ``agent``, ``label``; runtime/where.py)."""
-        if not self.bus.listens(kind) or self.effects.replaying():
+        if not self.bus.listens(kind):
             return None
-        if kind in AFTER_OPERATION and self.effects.replayed(path):
+        replayed = False
+        if kind in AFTER_OPERATION and self.effects.durable:
+            # a durable run's finished event: named the same in every process of the run, and
+            # met again while its unit replays (a trace that is continued writes it when the
+            # process that ran the work died before it did; docs/durable.md "Events")
+            error = data.get("error")
+            code = error.get("code") if isinstance(error, dict) else None
+            data["durable_id"] = self.effects.event_id(kind, path, code)
+            replayed = self.effects.replaying() or self.effects.replayed(path)
+        elif self.effects.replaying():
             return None
         if path and kind not in _STEP_EVENTS:
             place = self.place_of(path)
             if place is not None:
                 for key, value in place.event_fields(path).items():
                     data.setdefault(key, value)
-        return self.bus.emit(kind, path, stack, **data)
+        if not replayed:
+            return self.bus.emit(kind, path, stack, **data)
+        event = Event(kind=kind, path=path, stack=list(stack), data=data, replayed=True)
+        self.bus.publish(event)
+        return None
 
     def place_of(self, path: str) -> Place | None:
         """The running step at ``path`` or nearest above it, or None."""

@@ -9,7 +9,9 @@ body). Helpers build the usual ones::
     server.script([tool_calls(("builtin__read_file", {"path": "a.txt"})), text('{"ok": true}')])
     server.script([status(429, headers={"Retry-After": "0.1"}), text("{}")])
 
-Every request is recorded in ``server.requests`` (JSON bodies) and ``server.headers``.
+Every request is recorded in ``server.requests`` (JSON bodies) and ``server.headers``, and in
+``server.log`` when it came and when its reply was sent (``{"index", "received", "sent"}``, epoch
+seconds; ``sent`` is None for a reply cut off by a fault).
 
 Both protocols are spoken: ``POST /v1/chat/completions`` (OpenAI) and ``POST /v1/messages``
 (Anthropic; build replies with :func:`anthropic_message`, :func:`anthropic_error`). Faults::
@@ -377,6 +379,8 @@ class ChatServer:
         self._script: Script = []
         self._position = 0
         self.requests: list[dict[str, Any]] = []
+        #: per request: its index in ``requests``, when it came, when its reply was sent
+        self.log: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.paths: list[str] = []
         self.in_flight = 0
@@ -411,9 +415,17 @@ class ChatServer:
                 except ValueError:
                     self._send(Reply(status=400, body={"error": {"message": "bad json"}}))
                     return
+                received = time.time()
                 with server._lock:
                     server.paths.append(self.path)
                 reply = server._next(body, dict(self.headers.items()))
+                with server._lock:
+                    index = next(
+                        i for i in range(len(server.requests) - 1, -1, -1)
+                        if server.requests[i] is body
+                    )  # fmt: skip
+                    entry = {"index": index, "received": received, "sent": None}
+                    server.log.append(entry)
                 if reply.delay:
                     time.sleep(reply.delay)
                 with server._lock:
@@ -428,8 +440,9 @@ class ChatServer:
                         reply = openai_stream(reply.body)
                 if reply.events is not None:
                     self._send_events(reply)
-                    return
-                self._send(reply)
+                else:
+                    self._send(reply)
+                entry["sent"] = time.time()
 
             def _send_events(self, reply: Reply) -> None:
                 self.send_response(reply.status)

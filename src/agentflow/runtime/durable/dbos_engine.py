@@ -60,6 +60,8 @@ FOREVER_S = 10 * 365 * 24 * 3600.0
 _state: dict[str, Any] = {"url": None, "executor_id": None}
 _RUNTIMES: dict[str, Runtime] = {}
 _RECORDED: dict[str, int] = {}
+#: runtimes being built (one build per run at a time: :func:`runtime_for`)
+_BUILDING: dict[str, asyncio.Future[Runtime]] = {}
 #: Sinks of this process for runs it did not start (a worker's ``--trace``, a resume's trace).
 _PROCESS_SINKS: list[Sink] = []
 
@@ -131,13 +133,16 @@ def sqlite_path(url: str) -> Path | None:
     return None if name in ("", ":memory:") else Path(name)
 
 
-def launch(url: str, *, executor_id: str, queues: list[str] | None = None) -> None:
+def launch(
+    url: str, *, executor_id: str, queues: list[str] | None = None, recovering: str | None = None
+) -> None:
     """Start DBOS in this process on database ``url`` as executor ``executor_id`` (its pending
-    workflows are recovered: a resumed run's, a restarted worker's); a SQLite file's directory
+    workflows are recovered: a restarted worker's); a SQLite file's directory
     is made.  ``queues``: the queues
     this process takes work from (None: all, as a worker; ``[]``: none but DBOS's own).
-    Launching again with the same database and executor does nothing; another one replaces
-    the running DBOS."""
+    ``recovering``: a run this process recovers (:func:`recover_run`): its recovery queue is
+    polled from the start.  Launching again with the same database and executor does nothing;
+    another one replaces the running DBOS."""
     if _state["url"] == url and _state["executor_id"] == executor_id:
         return
     if _state["url"] is not None:
@@ -160,6 +165,8 @@ def launch(url: str, *, executor_id: str, queues: list[str] | None = None) -> No
         config["system_database_engine"] = _sqlite_engine(url)
     _quiet_cancellations()  # before DBOS(): it may log about the database already
     dbos.DBOS(config=config)
+    if recovering is not None:
+        _recovery_queue(recovering)
     if queues is not None:
         dbos.DBOS.listen_queues(queues)
     try:
@@ -219,6 +226,7 @@ def shutdown() -> None:
     _state.update(url=None, executor_id=None)
     _RUNTIMES.clear()
     _RECORDED.clear()
+    _BUILDING.clear()
 
 
 def set_process_sinks(sinks: list[Sink]) -> None:
@@ -353,9 +361,76 @@ async def query_workflows(**filters: Any) -> list[Any]:
     return await asyncio.to_thread(lambda: _sys_db().list_workflows(**filters))
 
 
+def recover_run(run_id: str) -> list[str]:
+    """Put the unfinished workflows of run ``run_id`` — its root and its child units, PENDING
+    under a process that is gone — back to be run, and nothing else: DBOS's own recovery of
+    one workflow (``reenqueue_for_recovery``, as ``_recover_workflow`` does it: re-enqueued
+    once, only while it is still PENDING under the executor it was found under), applied to
+    the run's family only.  Units held by a
+    fleet worker (``worker:NAME``) are left to their worker, its restart or the liveness watch
+    (liveness.py) — except when that worker held the run's root too: then its units of the
+    run are recovered with it.  Returns the ids recovered.
+
+    DBOS's startup recovery takes every pending workflow of the launching process's executor
+    id, whatever its run (two ``agentflow.run(durable=True)`` of one process share one): a
+    process that resumes a run launches under an executor id of its own, which holds nothing,
+    and recovers the run with this.  DBOS puts what it recovers on its internal queue, which
+    every DBOS process of the database polls (another run's live process would take the run);
+    here it goes on the run's recovery queue, an in-memory queue of this process alone
+    (docs/decisions.md "Resume recovers its own run")."""
+    from dbos._shard_keys import bind_shard_keys
+    from dbos._utils import GlobalParams
+
+    dbos = _get_dbos_instance()
+    queue = _recovery_queue(run_id)
+    family = dbos._sys_db.list_workflows(
+        workflow_id_prefix=run_id, status=["PENDING"], load_input=False, load_output=False
+    )
+    family = [
+        w for w in family if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")
+    ]
+    executors = {str(w.executor_id or "") for w in family}
+    root_holder = next((str(w.executor_id or "") for w in family if w.workflow_id == run_id), "")
+    recovered: list[str] = []
+    for executor in sorted(executors):
+        if executor.startswith("worker:") and executor != root_holder:
+            continue
+        for pending in dbos._sys_db.get_pending_workflows(executor, GlobalParams.app_version):
+            wfid = pending.workflow_id
+            if wfid == run_id or wfid.startswith(run_id + "/"):
+                # DBOS's _recover_workflow, onto the run's queue (a unit that came from a fleet
+                # queue keeps it: DBOS re-enqueues on the queue a workflow had)
+                with bind_shard_keys({wfid: pending.shard_key}):
+                    dbos._sys_db.reenqueue_for_recovery(wfid, [executor], queue)
+                recovered.append(wfid)
+    return recovered
+
+
+#: Seconds between two polls of a run's recovery queue.
+RECOVERY_POLL_S = 0.05
+
+
+def _recovery_queue(run_id: str) -> str:
+    """The name of run ``run_id``'s recovery queue, registered in this process: an in-memory
+    queue (DBOS's own kind), polled by this process only — no other process of the database
+    knows it.  The name stays with the workflows recovered onto it, so the next process that
+    recovers the run polls it again."""
+    name = f"agentflow.recover.{run_id}"
+    _get_dbos_instance()._registry._register_internal_queue(
+        name, polling_interval_sec=RECOVERY_POLL_S
+    )
+    return name
+
+
+def _get_dbos_instance() -> Any:
+    from dbos._dbos import _get_dbos_instance as instance
+
+    return instance()
+
+
 async def _note_recorded(workflow_id: str) -> None:
-    """Remember how many operations ``workflow_id`` has recorded (events are dropped while it
-    replays them)."""
+    """Remember how many operations ``workflow_id`` has recorded (while it replays them, its
+    events are left out, and its finished events go to a continued trace only)."""
     steps = await query_steps(workflow_id, load_output=False)
     _RECORDED[workflow_id] = max((s["function_id"] for s in steps), default=0)
 
@@ -414,6 +489,20 @@ async def runtime_for(run_id: str, spec: dict[str, Any] | None = None) -> Runtim
     rt = _RUNTIMES.get(run_id)
     if rt is not None:
         return rt
+    # one build per run and process: the units a resumed process recovers start together,
+    # and each build (plan, catalog, tool modules, models) holds the event loop a while —
+    # replies that arrive meanwhile wait to be read and recorded
+    building = _BUILDING.get(run_id)
+    if building is None:
+        building = _BUILDING[run_id] = asyncio.ensure_future(_build(run_id, spec))
+    try:
+        return await asyncio.shield(building)
+    finally:
+        if building.done():
+            _BUILDING.pop(run_id, None)
+
+
+async def _build(run_id: str, spec: dict[str, Any] | None) -> Runtime:
     if spec is None:
         spec = await recorded_input(run_id)
     from agentflow.runtime.durable.runs import build_runtime

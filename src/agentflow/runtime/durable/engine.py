@@ -458,6 +458,15 @@ class DurableEffects(Effects):
         value = int(hashlib.sha256(f"{self.run_id}|{name}".encode()).hexdigest()[:13], 16)
         return value / float(1 << 52)
 
+    def event_id(self, kind: str, path: str, error_code: str | None) -> str:
+        """``UNIT|PATH/event:KIND#n[!CODE]``: the n-th ``kind`` event at ``path`` in the
+        running unit, the same in every process that runs or replays the unit (its work
+        runs in the same order), so a continued trace writes it once.  A failure's code is
+        part of it: a step stopped by a graceful stop (``aborted``) that runs again to the
+        end finished twice, differently."""
+        name = self._name(f"{path}/event:{kind}")
+        return f"{self.engine.workflow_id()}|{name}" + (f"!{error_code}" if error_code else "")
+
     def replaying(self) -> bool:
         """True while the running unit replays recorded operations."""
         return self.engine.replaying()

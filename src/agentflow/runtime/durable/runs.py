@@ -42,6 +42,7 @@ __all__ = [
     "new_run_id",
     "open_database",
     "pending_questions",
+    "process_executor",
     "resume",
     "reuse_table",
     "run_durable",
@@ -83,12 +84,15 @@ def database_for(config: Config, database: str | None = None) -> str:
         raise ConfigError(f"{where}: {e}") from None
 
 
-def open_database(url: str, *, executor_id: str, queues: list[str] | None = None) -> None:
-    """Launch the durable engine on ``url`` in this process as ``executor_id``."""
+def open_database(
+    url: str, *, executor_id: str, queues: list[str] | None = None, recovering: str | None = None
+) -> None:
+    """Launch the durable engine on ``url`` in this process as ``executor_id`` (``recovering``:
+    the run this process resumes, :func:`~agentflow.runtime.durable.dbos_engine.launch`)."""
     from agentflow.runtime.durable.dbos_engine import launch
 
     try:
-        launch(url, executor_id=executor_id, queues=queues)
+        launch(url, executor_id=executor_id, queues=queues, recovering=recovering)
     except ConfigError:
         raise
     except Exception as e:  # noqa: BLE001 - a database that cannot be opened
@@ -129,6 +133,14 @@ def _safe(url: str) -> str:
         creds, host = rest.rsplit("@", 1)
         return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
     return url
+
+
+def process_executor(run_id: str) -> str:
+    """The engine's executor id for a process that starts or resumes run ``run_id``:
+    ``run:RUN@xxxxxx``, new for each process, so nothing is pending under it when the engine
+    starts (its start-up recovery takes every pending workflow of the executor id it
+    launches with)."""
+    return f"run:{run_id}@{secrets.token_hex(3)}"
 
 
 def new_run_id() -> str:
@@ -423,9 +435,9 @@ async def run_durable(
     run_id = run_id or new_run_id()
     if dbos_engine._state["url"] != url:
         # fleet work goes to the workers.  A process that runs several runs launches once: the
-        # later runs share the first one's executor id, and `flowc resume` of any of them
-        # recovers that executor's pending work (runs.resume)
-        open_database(url, executor_id=f"run:{run_id}", queues=[])
+        # later runs share the first one's executor id; `flowc resume` of one of them recovers
+        # that run alone (dbos_engine.recover_run)
+        open_database(url, executor_id=process_executor(run_id), queues=[])
     started = time.time()
     traceparent = next(
         (s.settings.traceparent for s in context.sinks if isinstance(s, OtelSink)),
@@ -551,7 +563,10 @@ async def _resume(
     missing = missing_database(url)
     if missing is not None:
         raise InputError(f"no durable run {run_id!r} (no database at {missing})")
-    open_database(url, executor_id=f"run:{run_id}", queues=[])
+    # an executor id of its own, which holds nothing: the engine's start-up recovery (every
+    # pending workflow of the launching executor, whatever its run) finds nothing, and the
+    # run is recovered alone below, under its lock
+    open_database(url, executor_id=process_executor(run_id), queues=[], recovering=run_id)
     dbos = dbos_engine._dbos()
     found = await dbos.DBOS.list_workflows_async(workflow_ids=[run_id])
     if not found or found[0].name != dbos_engine.RUN_WORKFLOW:
@@ -559,10 +574,7 @@ async def _resume(
     with _run_lock(url, run_id):
         status = found[0]
         if status.status in ("PENDING", "ENQUEUED"):
-            if status.executor_id != f"run:{run_id}":  # a fleet run: its worker resumes it
-                await asyncio.to_thread(
-                    dbos_engine._dbos().DBOS._recover_pending_workflows, [status.executor_id]
-                )
+            await asyncio.to_thread(dbos_engine.recover_run, run_id)
             if on_waiting is not None:
                 family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id)
                 family = [
