@@ -17,7 +17,12 @@ from agentflow.errors import ErrorInfo, FlowError, PlanLoadError
 
 
 def _err(message: str) -> None:
-    click.echo(message, err=True)
+    """Print ``message`` on stderr when it can be written: stderr may be a closed pipe, and
+    what follows a message (an exit code, the run itself) must happen all the same."""
+    try:
+        click.echo(message, err=True)
+    except (OSError, ValueError):  # a closed pipe or a closed file
+        pass
 
 
 def _fail(e: FlowError) -> NoReturn:
