@@ -27,6 +27,14 @@ from typing import Any
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]|\r")
 
 
+#: the output as tokens for :meth:`Terminal.screen`: a CSI sequence (``csi``: its parameters and
+#: final byte), another escape sequence, or a run of text
+_TOKENS = re.compile(
+    r"(?P<csi>\x1b\[\??([0-9;]*)[ -/]*([@-~]))|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
+    r"|(?P<text>[^\x1b]+)"
+)
+
+
 def plain(text: str) -> str:
     """``text`` without terminal escape sequences and carriage returns."""
     return ANSI.sub("", text)
@@ -113,6 +121,59 @@ class Terminal:
         """Everything written to the terminal so far, as :func:`plain` text."""
         with self._cond:
             return self._plain_text()
+
+    def screen(self) -> list[str]:
+        """The lines a person would see now: the raw output played on a small screen model —
+        printable text, ``\\r``, ``\\n``, cursor up/down/column (``CSI n A/B/G``) and erase in line
+        (``CSI n K``), which is what rich's live view uses to redraw itself over its last frame.
+        A line written where the view redraws is gone, as on a real terminal. No wrapping, no
+        scrolling region: the screen is as long as the output."""
+        lines: list[list[str]] = [[]]
+        row = col = 0
+        for token in _TOKENS.finditer(self.raw):
+            text, csi, args, op = (
+                token.group("text"),
+                token.group("csi"),
+                token.group(2),
+                token.group(3),
+            )
+            if csi:
+                n = int(args) if args and args.isdigit() else None
+                if op == "A":
+                    row = max(0, row - (n or 1))
+                elif op == "B":
+                    row += n or 1
+                elif op == "G":
+                    col = (n or 1) - 1
+                elif op == "K":
+                    while len(lines) <= row:
+                        lines.append([])
+                    line = lines[row]
+                    if n == 2:
+                        line.clear()
+                    elif n == 1:
+                        line[: col + 1] = [" "] * min(col + 1, len(line))
+                    else:
+                        del line[col:]
+                continue
+            if text is None:
+                continue  # another escape sequence: colours, cursor shown or hidden
+            for ch in text:
+                if ch == "\r":
+                    col = 0
+                elif ch == "\n":
+                    row, col = row + 1, 0
+                elif ch >= " ":
+                    while len(lines) <= row:
+                        lines.append([])
+                    line = lines[row]
+                    line.extend(" " * (col - len(line)))
+                    if col < len(line):
+                        line[col] = ch
+                    else:
+                        line.append(ch)
+                    col += 1
+        return ["".join(line).rstrip() for line in lines]
 
     def expect(self, pattern: str, timeout: float = 30.0, start: int = 0) -> re.Match[str]:
         """Wait until the regular expression ``pattern`` matches the plain text from character
