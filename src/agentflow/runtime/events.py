@@ -240,7 +240,10 @@ class ConsoleSink:
     ``✗ …  2.00s  timeout: …``), one per tool call an agent makes (``  → review › item 3 ›
     agent(reviewer) › read_file  src/app.py:12``, and ``  ✗ …`` when it fails), one per
     inference (``  ◆ … agent(reviewer)  chat gpt-4o 1.20s 900→80 tokens``), plus warnings and
-    retries; the last line sums the run's usage.  Steps marked ``fold`` (the compiler's
+    retries; an ``ask`` step's line says what was answered or that the default was taken
+    (``✓ confirm › ask  c.flow:4:3  0.00s · no answer: the default false``); the last line sums
+    the run's usage. While a question is on the terminal (:meth:`paused`) the view is down and
+    the lines of other steps wait for the answer.  Steps marked ``fold`` (the compiler's
     bookkeeping: outlined-body calls, values inside bodies, ``if``) get no line of their own —
     their inner steps show — unless the run's error starts there.  Steps without a label (a
     hand-written plan's) show their step path and tool instead (``▶ E1 agent``, ``✓ E1 1.23s``).
