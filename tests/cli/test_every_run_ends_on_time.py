@@ -165,3 +165,47 @@ def test_the_async_api_returns_at_the_deadline_despite_a_stubborn_tool(tmp_path)
     started = next(e["time"] for e in events if e["kind"] == "run_started")
     took = got["took"] - started  # from the run's start (loading the tools is not counted)
     assert took < DEADLINE + 1.5, took  # the deadline, then at most 1 s of cancellation grace
+
+
+def test_a_run_frozen_by_a_gil_holding_tool_is_ended_even_when_its_stderr_is_a_closed_pipe(
+    tmp_path,
+):
+    """Issue 28: the watchdog wrote its notice to stderr before the SIGKILL; with stderr a
+    closed pipe the write raised BrokenPipeError, the watchdog died and the run went on for
+    minutes. The kill comes first now, and a notice that cannot be written is dropped (the
+    SIGTERM and second-Ctrl-C paths end in the same lines of the watchdog)."""
+    import os
+
+    from support.timing import Stretch
+
+    project = _project(tmp_path, "user__backtrack")
+    proc = subprocess.Popen(
+        [*FLOWC, "run", "p.plan.yaml", "--config", "flow.toml", "--trace", "t.jsonl", "--json"],
+        cwd=project,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    try:
+        trace = project / "t.jsonl"
+        waited = time.monotonic() + 60
+        while not (trace.exists() and "tool_started" in trace.read_text()):
+            assert time.monotonic() < waited and proc.poll() is None, "the tool never started"
+            time.sleep(0.05)
+        assert proc.stderr is not None
+        with Stretch() as stretch:
+            proc.stderr.close()  # nobody reads the run's stderr any more: a write gets EPIPE
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                pytest.fail("the run was never ended: the watchdog died on the closed stderr")
+            ended = time.time()
+        events = [json.loads(line) for line in trace.read_text().splitlines()]
+        took = ended - next(e["time"] for e in events if e["kind"] == "run_started")
+        assert proc.returncode == -signal.SIGKILL
+        assert took < stretch.bound(BUDGET), (took, stretch.factor)
+        print(f"GIL-holding tool, stderr closed: ended {took:.2f} s after the run started")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -17,7 +17,20 @@ from agentflow.errors import ErrorInfo, FlowError, PlanLoadError
 
 
 def _err(message: str) -> None:
-    click.echo(message, err=True)
+    """Print ``message`` on stderr when it can be written: stderr may be a closed pipe, and
+    what follows a message (an exit code, the run itself) must happen all the same.
+
+    Written to ``sys.stderr`` itself, not through ``click.echo``: while the live view is up,
+    ``sys.stderr`` is rich's proxy, which prints above the view; click does not take the proxy
+    for a text stream and writes to the terminal's raw buffer beneath it, where the view's next
+    redraw erased the line (a durable run's question and its `flowc answer` command were never
+    seen in a terminal, issue 28) and the redaction layer was passed by."""
+    try:
+        stream = sys.stderr
+        stream.write(message + "\n")
+        stream.flush()
+    except (OSError, ValueError):  # a closed pipe or a closed file
+        pass
 
 
 def _fail(e: FlowError) -> NoReturn:
@@ -187,11 +200,14 @@ def _otel_endpoint(value: str | None) -> str | None:
     )
 
 
-def _show_question(run_id: str, path: str, question: str, choices: Any = None) -> None:
-    """Print, on stderr, a question durable run ``run_id`` waits on at step ``path`` and the
-    `flowc answer` command that answers it."""
+def _show_question(
+    run_id: str, path: str, question: str, choices: Any = None, label: str | None = None
+) -> None:
+    """Print, on stderr, a question durable run ``run_id`` waits on at step ``path`` (named by
+    its ``label`` in the `.flow`'s terms when known) and the `flowc answer` command that
+    answers it."""
     shown_choices = f" {choices}" if choices else ""
-    _err(f"? [{path}] {question}{shown_choices}")
+    _err(f"? [{label or path}] {question}{shown_choices}")
     _err(f"  answer with: flowc answer {run_id} {path} VALUE")
 
 
@@ -207,7 +223,13 @@ def _question_notice(run_ids: list[str], shown: set[str] | None = None) -> Any:
         if event.data.get("tool_name") == "ask" and run_ids and event.path not in seen:
             seen.add(event.path)
             ask = event.data.get("input") or {}
-            _show_question(run_ids[0], event.path, ask.get("question", ""), ask.get("choices"))
+            _show_question(
+                run_ids[0],
+                event.path,
+                ask.get("question", ""),
+                ask.get("choices"),
+                event.data.get("label"),
+            )
 
     sink = CallbackSink(notice)
     sink.kinds = frozenset({"step_started"})  # type: ignore[attr-defined]

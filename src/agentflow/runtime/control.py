@@ -457,7 +457,15 @@ async def _ask(call: ControlCall) -> Any:
     path, stack, ex = call.path, call.stack, call.ex
     timeout = call.step.timeout
     timeout_s = _seconds(timeout) if timeout is not None else None
-    answer = await ex.ask(AskRequest(question, schema, choices, path, list(stack), timeout_s))
+    place = ex.place_of(path)
+    label = place.event_fields(path).get("label") if place is not None else None
+    default = (
+        unanswered["default"]
+        if isinstance(unanswered, dict) and "default" in unanswered
+        else NO_ANSWER
+    )
+    request = AskRequest(question, schema, choices, path, list(stack), timeout_s, default, label)
+    answer = await ex.ask(request)
     if answer is not NO_ANSWER:
         problem = check_answer(answer, schema, choices)
         if problem:

@@ -11,6 +11,7 @@ Sinks: :class:`JsonlSink` (``--trace FILE``), :class:`CallbackSink` (Python API)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
@@ -295,7 +296,10 @@ class ConsoleSink:
     ``✗ …  2.00s  timeout: …``), one per tool call an agent makes (``  → review › item 3 ›
     agent(reviewer) › read_file  src/app.py:12``, and ``  ✗ …`` when it fails), one per
     inference (``  ◆ … agent(reviewer)  chat gpt-4o 1.20s 900→80 tokens``), plus warnings and
-    retries; the last line sums the run's usage.  Steps marked ``fold`` (the compiler's
+    retries; an ``ask`` step's line says what was answered or that the default was taken
+    (``✓ confirm › ask  c.flow:4:3  0.00s · no answer: the default false``); the last line sums
+    the run's usage. While a question is on the terminal (:meth:`paused`) the view is down and
+    the lines of other steps wait for the answer.  Steps marked ``fold`` (the compiler's
     bookkeeping: outlined-body calls, values inside bodies, ``if``) get no line of their own —
     their inner steps show — unless the run's error starts there.  Steps without a label (a
     hand-written plan's) show their step path and tool instead (``▶ E1 agent``, ``✓ E1 1.23s``).
@@ -318,7 +322,21 @@ class ConsoleSink:
         self._partials: dict[str, str] = {}
         #: the warnings already shown (a warning repeated word for word is shown once)
         self._warned: set[str] = set()
+        #: guards the state above and orders the lines. The one lock order is this lock, then
+        #: rich's (``Live``'s, the console's): rich's callbacks (``_render``, run by the refresh
+        #: thread under ``Live``'s lock) never take it — they read ``_view``, a snapshot
+        #: replaced whole after each event (issue 28: the two locks taken in opposite orders
+        #: froze the view and the run for good)
         self._lock = threading.RLock()
+        self._view: tuple[
+            tuple[tuple[str, tuple[str, str, float]], ...],
+            dict[str, tuple[int, int]],
+            dict[str, str],
+        ] = ((), {}, {})
+        #: what an ask step's line adds (``answered yes``, ``no answer: the default false``)
+        self._notes: dict[str, str] = {}
+        #: lines printed while the view is paused (a question on the terminal), shown after it
+        self._held: list[str] | None = None
         if not self.plain:
             try:
                 from rich.console import Console
@@ -347,10 +365,7 @@ class ConsoleSink:
 
         table = Table.grid(padding=(0, 2))
         now = time.time()
-        with self._lock:
-            running = list(self._running.items())
-            maps = {k: list(v) for k, v in self._maps.items()}
-            partials = dict(self._partials)
+        running, maps, partials = self._view  # never self._lock: see __init__
         for path, (what, detail, started) in running:
             # Text cells, not markup: a line printed while the view is up re-renders it with
             # markup off, and step paths may hold brackets (`steps[0]`)
@@ -377,19 +392,31 @@ class ConsoleSink:
 
         @contextlib.contextmanager
         def cm():
-            live = self._live if self._live_started else None
-            if live is not None:
-                live.stop()
+            with self._lock:
+                live = self._live if self._live_started else None
+                if live is not None:
+                    live.stop()
+                self._held = []  # lines of other steps wait: the question stays readable
             try:
                 yield
             finally:
-                if live is not None:
-                    live.start()
+                with self._lock:
+                    held, self._held = self._held or [], None
+                    for text in held:
+                        self._write(text)
+                    if live is not None and self._live_started:
+                        live.start()
 
         return cm()
 
     def _print(self, text: str) -> None:
         text = _visible(redact(text))  # tool inputs, errors and model names come from outside
+        if self._held is not None:
+            self._held.append(text)
+        else:
+            self._write(text)
+
+    def _write(self, text: str) -> None:
         if self.plain:
             self.stream.write(text + "\n")
             self.stream.flush()
@@ -398,7 +425,14 @@ class ConsoleSink:
 
     def handle(self, event: Event) -> None:
         with self._lock:
-            self._handle(event)
+            try:
+                self._handle(event)
+            finally:
+                self._view = (
+                    tuple(self._running.items()),
+                    {k: (v[0], v[1]) for k, v in self._maps.items()},
+                    dict(self._partials),
+                )
 
     def _handle(self, event: Event) -> None:
         kind, path, data = event.kind, event.path, event.data
@@ -457,16 +491,20 @@ class ConsoleSink:
             err = data.get("error")
             label = data.get("label")
             if label is None:
+                note = self._notes.pop(path, None)
                 if err:
                     self._print(
                         f"✗ {path} {secs:.2f}s {err.get('code')}: {_short(err.get('message'))}"
                     )
                 else:
-                    self._print(f"✓ {path} {secs:.2f}s")
+                    self._print(f"✓ {path} {secs:.2f}s" + (f" · {note}" if note else ""))
                 return
             if data.get("fold") and not (err and err.get("step_path") == path):
                 return  # bookkeeping: its inner steps said it; an error it raised is shown
             head = f"{_short(label, 200)}{_at(data.get('source'))}  {secs:.2f}s"
+            note = self._notes.pop(path, None)
+            if note is not None and not err:
+                head += f" · {note}"
             if err:
                 self._print(f"✗ {head}  {err.get('code')}: {_short(err.get('message'))}")
             else:
@@ -483,6 +521,15 @@ class ConsoleSink:
                 f"{data.get('input_tokens', 0)}→{data.get('output_tokens', 0)} tokens"
                 f"{_spent_extra(data)}{reused}"
             )
+        elif kind == "ask":
+            # said on the ask's own ✓ line: what was answered, or that nobody answered and the
+            # default was taken (no terminal, an empty line)
+            if data.get("answered"):
+                self._notes[path] = f"answered {_short_value(data.get('answer'))}"
+            elif data.get("answer") is not None:
+                self._notes[path] = f"no answer: the default {_short_value(data.get('answer'))}"
+            else:
+                self._notes[path] = "no answer"
         elif kind == "partial_output":
             # shown in the live view only (a line per streamed piece would flood the log)
             self._partials[path] = _short(data.get("value"), 100)
@@ -506,6 +553,7 @@ class ConsoleSink:
             self._running.clear()
             self._maps.clear()
             self._partials.clear()
+            self._notes.clear()
             if self._live is not None:
                 self._live.stop()
                 self._live_started = False
@@ -517,13 +565,19 @@ class ConsoleSink:
 
     def close(self) -> None:
         if self._live is not None:
-            self._live.stop()
+            with self._lock:
+                self._live.stop()
 
     @staticmethod
     def _name(path: str, data: dict[str, Any]) -> str:
         """How a line names the place of an event: its label and two spaces, else its path."""
         label = data.get("label")
         return f"{_short(label, 200)} " if label is not None else path
+
+
+def _short_value(value: Any) -> str:
+    """A value as JSON (a text in quotes), cut to 60 characters."""
+    return _short(json.dumps(value, ensure_ascii=False, default=_json_default), 60)
 
 
 def _at(source: Any) -> str:
@@ -599,10 +653,13 @@ class EventBus:
             except Exception as exc:  # a broken sink must not break the run
                 self.sinks.remove(sink)
                 self._listens.clear()
-                print(
-                    redact(f"agentflow: event sink {sink!r} failed and was removed: {exc}"),
-                    file=sys.stderr,
-                )
+                # said when stderr can take it: a console sink fails because stderr is a closed
+                # pipe, and the report of it must not fail the run instead (issue 28)
+                with contextlib.suppress(Exception):
+                    print(
+                        redact(f"agentflow: event sink {sink!r} failed and was removed: {exc}"),
+                        file=sys.stderr,
+                    )
 
     def close(self) -> None:
         for sink in self.sinks:

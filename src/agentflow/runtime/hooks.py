@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agentflow.errors import RunAborted, RunError
@@ -110,7 +110,10 @@ def substitute(value: Any) -> Decision:
 @dataclass
 class AskRequest:
     """A question of an ``ask`` step for the interlocutor (``choices``/``schema`` may be None;
-    ``timeout``: the step's ``timeout`` in seconds, how long a durable run waits for the answer)."""
+    ``timeout``: the step's ``timeout`` in seconds, how long a durable run waits for the answer;
+    ``default``: the value an unanswered question takes (``when_unanswered.default``), else
+    :data:`NO_ANSWER`; ``label``: the step in the `.flow`'s terms, ``confirm › ask``, when
+    known)."""
 
     question: str
     schema: dict[str, Any] | None
@@ -118,6 +121,8 @@ class AskRequest:
     step_path: str
     stack: list[str]
     timeout: float | None = None
+    default: Any = field(default_factory=lambda: NO_ANSWER)
+    label: str | None = None
 
 
 class _NoAnswer:
@@ -182,15 +187,43 @@ async def maybe_await(value: Any) -> Any:
     return value
 
 
+#: the spellings of a ``bool`` answer (case-insensitive), at the terminal and in ``flowc answer``
+BOOL_SPELLINGS = {"true": True, "yes": True, "y": True, "false": False, "no": False, "n": False}
+
+
+def wants_bool(schema: Any) -> bool:
+    """True when an ask's ``schema`` is ``bool`` (``{"type": "boolean"}``, maybe nullable)."""
+    if not isinstance(schema, dict):
+        return False
+    kind = schema.get("type")
+    if kind == "boolean" or (isinstance(kind, list) and "boolean" in kind):
+        return True
+    options = schema.get("anyOf")
+    return isinstance(options, list) and any(wants_bool(o) for o in options)
+
+
+def spelled_bool(value: Any, schema: Any) -> Any:
+    """``value`` as a bool when ``schema`` wants one and it is one of :data:`BOOL_SPELLINGS`
+    (``yes``, ``Y``, ``false`` …); else ``value`` unchanged (docs/reference/control.md "ask")."""
+    if isinstance(value, str) and wants_bool(schema):
+        spelled = BOOL_SPELLINGS.get(value.strip().lower())
+        if spelled is not None:
+            return spelled
+    return value
+
+
 def _parse_answer(text: str, request: AskRequest) -> Any:
-    """A typed line → the answer: a choice by number or text, JSON when the schema wants a
-    non-string, else the text."""
+    """A typed line → the answer: a choice by number or text, a bool by any of
+    :data:`BOOL_SPELLINGS`, JSON when the schema wants a non-string, else the text."""
     text = text.strip()
     choices = request.choices or []
     if choices and text.isdigit() and 1 <= int(text) <= len(choices):
         return choices[int(text) - 1]
     if choices and text in [str(c) for c in choices]:
         return next(c for c in choices if str(c) == text)
+    spelled = spelled_bool(text, request.schema)
+    if spelled is not text:
+        return spelled
     wants_text = not request.schema or request.schema.get("type") == "string"
     if not wants_text or (choices and not all(isinstance(c, str) for c in choices)):
         from agentflow.runtime.extract import loads_value
@@ -202,12 +235,58 @@ def _parse_answer(text: str, request: AskRequest) -> Any:
     return text
 
 
+#: JSON Schema types in the `.flow`'s words (docs/reference/types.md)
+_TYPE_WORDS = {
+    "string": "text",
+    "integer": "int",
+    "number": "number",
+    "boolean": "bool",
+    "null": "null",
+    "array": "a list (JSON)",
+    "object": "an object (JSON)",
+}
+
+
+def _shown(value: Any) -> str:
+    """An answer as the person would type it: ``yes``/``no`` for bools, text bare, else JSON."""
+    import json
+
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def expected(request: AskRequest) -> str:
+    """What the terminal says the question wants: ``bool: yes or no``, ``int``, ``a number or
+    one of the choices``, and ``(default: no)`` when unanswered gives a default."""
+    schema = request.schema if isinstance(request.schema, dict) else {}
+    if request.choices:
+        what = "the number or the text of a choice"
+    elif wants_bool(schema):
+        what = "bool: yes or no"
+    else:
+        kind = schema.get("type")
+        fmt = schema.get("x-flow-type")
+        what = str(fmt) if isinstance(fmt, str) else _TYPE_WORDS.get(str(kind), "JSON")
+        if not schema:
+            what = "text"
+    default = request.default
+    if default is not NO_ANSWER:
+        what += f" (default: {_shown(default)})"
+    return what
+
+
 def terminal_interlocutor(
     stdin: Any = None, stderr: Any = None, *, pause: Callable[[], Any] | None = None
 ) -> Callable[[AskRequest], Awaitable[Any]]:
-    """The terminal interlocutor (docs/spec/RUNTIME.md §7): writes the question (and numbered
-    choices) to ``stderr`` and reads one line from ``stdin`` (defaults: the process's).  An empty
-    line or end of input gives :data:`NO_ANSWER`, so the ask's ``when_unanswered`` decides.
+    """The terminal interlocutor (docs/spec/RUNTIME.md §7, docs/reference/control.md "ask"):
+    writes the question, its numbered choices and what it expects (type, default) to ``stderr``
+    and reads one line from ``stdin`` (defaults: the process's).  ``yes``/``no``/``y``/``n``/
+    ``true``/``false`` (any case) answer a ``bool``.  A line that does not fit the question's
+    type or choices is refused with the reason and asked again.  An empty line or end of input
+    gives :data:`NO_ANSWER`, so the ask's ``when_unanswered`` decides (its default, if any).
     ``pause``: a context-manager factory that hides a live view while asking
     (``ConsoleSink.paused``).
 
@@ -218,19 +297,29 @@ def terminal_interlocutor(
     from agentflow.runtime.tools.catalog import run_in_daemon_thread
 
     async def ask(request: AskRequest) -> Any:
+        from agentflow.runtime.control import check_answer
+
         inp = stdin if stdin is not None else sys.stdin
         out = stderr if stderr is not None else sys.stderr
         ctx = pause() if pause is not None else contextlib.nullcontext()
         with ctx:
-            lines = [f"? [{request.step_path}] {request.question}"]
+            where = request.label or request.step_path
+            lines = [f"? [{where}] {request.question}"]
             for i, choice in enumerate(request.choices or [], 1):
-                lines.append(f"  {i}) {choice}")
+                lines.append(f"  {i}) {_shown(choice)}")
+            lines.append(f"  answer: {expected(request)}; an empty line leaves it unanswered")
             out.write("\n".join(lines) + "\n> ")
             out.flush()
-            line = await run_in_daemon_thread(inp.readline)
-        if not line or not line.strip():
-            return NO_ANSWER
-        return _parse_answer(line, request)
+            while True:
+                line = await run_in_daemon_thread(inp.readline)
+                if not line or not line.strip():
+                    return NO_ANSWER
+                answer = _parse_answer(line, request)
+                problem = check_answer(answer, request.schema, request.choices)
+                if not problem:
+                    return answer
+                out.write(f"  not accepted: {problem}; try again\n> ")
+                out.flush()
 
     return ask
 

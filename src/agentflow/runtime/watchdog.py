@@ -12,9 +12,10 @@ run. The run tells it its deadline over a pipe; SIGINT and SIGTERM reach it thro
 to a non-blocking pipe the watchdog reads, then chains to the usual handler. The run's event loop
 sends a heartbeat every :data:`BEAT_S`. When the deadline has passed by :data:`GRACE_S`, or
 :data:`GRACE_S` after a SIGTERM or a second SIGINT, and no heartbeat has come for
-:data:`FROZEN_S` (a live loop is ending the run itself), the watchdog says so on stderr and kills
-it (SIGKILL: nothing in the process can
-run any more; the trace, flushed after every event, is complete up to the stuck call). When the
+:data:`FROZEN_S` (a live loop is ending the run itself), the watchdog kills it (SIGKILL: nothing
+in the process can run any more; the trace, flushed after every event, is complete up to the
+stuck call) and then says so on stderr. The kill comes first: stderr may be a closed or full
+pipe, and a notice that cannot be written must never keep the run alive (issue 28). When the
 run ends normally the pipe closes and the watchdog exits.
 """
 
@@ -87,10 +88,19 @@ while True:
         except OSError:
             sys.exit(0)
         what = "its deadline" if late else why
-        os.write(2, ("flowc: the run did not stop within %gs of %s (a tool is holding the "
-                     "interpreter); ending it\n" % (grace, what)).encode())
-        os.kill(parent, signal.SIGKILL)
-        sys.exit(0)
+        # the kill first: the notice goes to the run's stderr, which may be a closed pipe or a
+        # full one; a write that fails (or blocks) must never keep the run alive
+        try:
+            os.kill(parent, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            signal.alarm(2)  # a full pipe nobody reads: the watchdog still ends
+            os.write(2, ("flowc: the run did not stop within %gs of %s (a tool is holding the "
+                         "interpreter); ended it\n" % (grace, what)).encode())
+        except OSError:
+            pass
+        os._exit(0)
 """
 
 

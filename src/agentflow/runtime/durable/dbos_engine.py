@@ -164,6 +164,7 @@ def launch(
             file.parent.mkdir(parents=True, exist_ok=True)
         config["system_database_engine"] = _sqlite_engine(url)
     _quiet_cancellations()  # before DBOS(): it may log about the database already
+    _log_to_file(url)  # before DBOS(): its own console handler is then never added
     dbos.DBOS(config=config)
     if recovering is not None:
         _recovery_queue(recovering)
@@ -206,6 +207,57 @@ def _quiet_cancellations() -> None:
     logger = logging.getLogger("dbos")
     if not any(type(f).__name__ == "QuietCancel" for f in logger.filters):
         logger.addFilter(QuietCancel())
+
+
+#: the name of the handler that takes DBOS's own log (``dbos`` logger) to its file
+LOG_HANDLER = "agentflow-dbos-log"
+#: the name DBOS gives the handler it adds when the ``dbos`` logger has none (dbos/_logger.py
+#: ``init_logger``): a stream handler on stderr; pinned by tests/runtime/durable/test_dbos_log.py
+DBOS_CONSOLE_HANDLER = "__dbos_console_log_handler__"
+
+
+def log_file(url: str) -> Path:
+    """Where DBOS's own log goes for database ``url``: ``dbos.log`` beside a SQLite file
+    (``.flowc/dbos.log``), else ``.flowc/dbos.log`` under the current directory."""
+    file = sqlite_path(url)
+    return (file.parent if file is not None else Path(".flowc")) / "dbos.log"
+
+
+def _log_to_file(url: str) -> None:
+    """Send the ``dbos`` logger to :func:`log_file` instead of the terminal (docs/durable.md
+    "DBOS's own log"): a step that raises — a tool error an agent or a ``catch`` handles — made
+    DBOS print an ``[ERROR] … Traceback`` of up to hundreds of lines on stderr, which looks like
+    a crash. DBOS adds its stderr handler only to a logger without handlers, so a handler of our
+    own, in place before ``DBOS()``, keeps it off; one added earlier in the process is removed.
+    A log file that cannot be opened leaves DBOS's messages dropped, never on the terminal."""
+    import logging
+
+    logger = logging.getLogger("dbos")
+    logger.propagate = False
+    for handler in list(logger.handlers):
+        if handler.name in (LOG_HANDLER, DBOS_CONSOLE_HANDLER):
+            logger.removeHandler(handler)
+            handler.close()
+
+    class LogFile(logging.FileHandler):
+        """Opened at the first message (its directory made then); a message that cannot be
+        written is dropped, never reported on stderr."""
+
+        def _open(self) -> Any:
+            Path(self.baseFilename).parent.mkdir(parents=True, exist_ok=True)
+            return super()._open()
+
+        def handleError(self, record: logging.LogRecord) -> None:
+            pass
+
+    handler = LogFile(log_file(url), encoding="utf-8", delay=True)
+    handler.name = LOG_HANDLER
+    handler.setFormatter(
+        logging.Formatter(
+            "%(asctime)s [%(levelname)s] (%(name)s:%(filename)s:%(lineno)s) %(message)s"
+        )
+    )
+    logger.addHandler(handler)
 
 
 def launched() -> bool:

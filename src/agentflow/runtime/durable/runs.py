@@ -563,15 +563,16 @@ async def _resume(
     missing = missing_database(url)
     if missing is not None:
         raise InputError(f"no durable run {run_id!r} (no database at {missing})")
-    # an executor id of its own, which holds nothing: the engine's start-up recovery (every
-    # pending workflow of the launching executor, whatever its run) finds nothing, and the
-    # run is recovered alone below, under its lock
-    open_database(url, executor_id=process_executor(run_id), queues=[], recovering=run_id)
-    dbos = dbos_engine._dbos()
-    found = await dbos.DBOS.list_workflows_async(workflow_ids=[run_id])
-    if not found or found[0].name != dbos_engine.RUN_WORKFLOW:
-        raise InputError(f"no durable run {run_id!r} in {_safe(url)}")
+    # the run's lock first: `flowc runs` tells a run in progress from a stopped one by its lock
+    # (issue 28: "stopped" while this process had already taken it up). Then an executor id of
+    # its own, which holds nothing: the engine's start-up recovery (every pending workflow of the
+    # launching executor, whatever its run) finds nothing, and the run is recovered alone below
     with _run_lock(url, run_id):
+        open_database(url, executor_id=process_executor(run_id), queues=[], recovering=run_id)
+        dbos = dbos_engine._dbos()
+        found = await dbos.DBOS.list_workflows_async(workflow_ids=[run_id])
+        if not found or found[0].name != dbos_engine.RUN_WORKFLOW:
+            raise InputError(f"no durable run {run_id!r} in {_safe(url)}")
         status = found[0]
         if status.status in ("PENDING", "ENQUEUED"):
             await asyncio.to_thread(dbos_engine.recover_run, run_id)
@@ -967,6 +968,7 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
     such question or a value it does not accept."""
     from agentflow.runtime.control import check_answer
     from agentflow.runtime.durable.dbos_engine import _dbos
+    from agentflow.runtime.hooks import spelled_bool
 
     _attach(url, run_id)
     dbos = _dbos()
@@ -990,6 +992,7 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
             raise InputError(f"answer to `{question.question}`: {e}") from None
         except ValueError:  # not JSON, or too deep: checked as text
             pass
+    value = spelled_bool(value, question.schema)  # yes/no/y/n/true/false, as at the terminal
     problem = check_answer(value, question.schema, question.choices)
     if problem:
         raise InputError(f"answer to `{question.question}`: {problem}")
