@@ -223,6 +223,13 @@ def agent_contract(t: T.Type, env: T.TypeEnv) -> tuple[dict[str, Any], bool]:
     return _finish(schema, b), True
 
 
+def expect_is_wrapped(expect: str, env: T.TypeEnv) -> bool:
+    """Whether an agent step whose ``meta.expect`` is ``expect`` (the ``.flow`` text of its
+    ``expect`` type, as lowering writes it) has the wrapped contract ``{ value: T }`` of
+    :func:`agent_contract`: every type but a named object type (or an alias of one)."""
+    return _root_object_name(T.NamedRef(expect), env) is None
+
+
 def _root_object_name(t: T.Type, env: T.TypeEnv) -> str | None:
     seen = 0
     while isinstance(t, T.NamedRef) and t.name in env.aliases and seen < 100:

@@ -696,7 +696,9 @@ def _url_from_environment(provider: ProviderConfig, env: Mapping[str, str]) -> N
         provider._base_url_from = f"environment variable {url_env}"
     else:
         provider.base_url = default_url
-        provider._base_url_from = f"the default URL of kind '{provider.kind}' ({url_env} is not set)"
+        provider._base_url_from = (
+            f"the default URL of kind '{provider.kind}' ({url_env} is not set)"
+        )
 
 
 def _url_from_file(
