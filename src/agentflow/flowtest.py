@@ -628,6 +628,16 @@ def _check_expect(shown: str, exp: Any, scope: dict[str, Any], ran: bool, text: 
     return [f"{head}\n    is {_show(value)}"]
 
 
+#: why a stub of each kind was not used (a stub's kind is `stub KIND NAME`)
+_UNUSED = dict(
+    agent="no call of the agent `{name}` reached it",
+    stage="no agent of stage `{name}` was called",
+    tool="the tool `{name}` was not called",
+    ask="no `ask` it answers was reached",
+    step="the step `{name}` did not run",
+)
+
+
 def _unconsumed(shown: str, every: list[Answers], stage_values: dict[str, Answers]) -> list[str]:
     """A failure for each stub no call consumed in a run that finished (issue 36: a stub the
     run ignored must not pass silently), saying what answered instead when it can tell."""
@@ -637,13 +647,7 @@ def _unconsumed(shown: str, every: list[Answers], stage_values: dict[str, Answer
             continue
         stub = answers.stub
         name = stub.target.name
-        why = {
-            "agent": f"no call of the agent `{name}` reached it",
-            "stage": f"no agent of stage `{name}` was called",
-            "tool": f"the tool `{name}` was not called",
-            "ask": "no `ask` it answers was reached",
-            "step": f"the step `{name}` did not run",
-        }[stub.kind]
+        why = _UNUSED[stub.kind].format(name=name)
         if stub.kind == "agent" and stage_values:
             stubbed = ", ".join(f"`stub stage {s}`" for s in stage_values)
             why += f" (a {stubbed} answers the agents of its stage first)"

@@ -27,6 +27,7 @@ TEXT_SOURCES = [
     "no_overlap.flow",
     "settings.flow",
     "stub_contracts.flow",
+    "first_hour.flow",
 ]
 
 

@@ -372,17 +372,18 @@ def _check_stub(
     else:
         targets = [c for c in calls if c.stage == name]
         if not targets:
+            stages = sorted({c.stage for c in calls})
+            hint = did_you_mean(name, stages)
             if name in checker.all_stages:
                 message = f"stage `{name}` calls no agent"
+                hint = hint or _no_agent_hint(checker, checker.all_stages[name], stages)
             else:
                 message = f"`{name}` is not a stage of this flow"
-            stages = sorted({c.stage for c in calls})
             checker.report(
                 D.UNKNOWN_STUB_TARGET,
                 message,
                 stub.target.span,
-                hint=did_you_mean(name, stages)
-                or (f"stages with agents: {', '.join(stages)}" if stages else None),
+                hint=hint or (f"stages with agents: {', '.join(stages)}" if stages else None),
             )
             return
     for fails in _failures(stub):
@@ -439,6 +440,28 @@ def _agent_stub_hint(checker: Any, stub: ast.TestStub, targets: list[AgentCall])
         f"stage with {by_stage}, or give each contract its own alias "
         f'(`use agent "{target}" as …`)'
     )
+
+
+def _no_agent_hint(checker: Any, stage: ast.StageDecl, stages: list[str]) -> str:
+    """The fix for ``stub stage S`` on a stage that calls no agent: stub what it does call (its
+    tools, a ``let`` step), since a stage stub answers only agents."""
+    tools = sorted(
+        {
+            n.callee.name
+            for n in ast.walk(stage.body)
+            if isinstance(n, ast.Call)
+            and isinstance(n.callee, ast.Name)
+            and n.callee.name in checker.tool_decls
+        }
+    )
+    lets = [n.name.name for n in ast.walk(stage.body) if isinstance(n, ast.LetStmt)]
+    ways = [f"`stub tool {t} returns …`" for t in tools[:2]]
+    ways += [f"`stub step {x} returns …`" for x in lets[:1]]
+    what = " or ".join(ways) if ways else "the tools it calls (`stub tool NAME returns …`)"
+    out = f"`stub stage` answers the agents of a stage; to replace what `{stage.name.name}` does, use {what}"
+    if stages:
+        out += f" (stages with agents: {', '.join(stages)})"
+    return out
 
 
 def _values(stub: ast.TestStub) -> list[ast.Expr]:
