@@ -731,6 +731,8 @@ class Answers:
             value = self.values[0]
         elif self.calls <= len(self.values):
             value = self.values[self.calls - 1]
+        elif getattr(self.stub, "always", False):  # `… then always V`: V answers every later call
+            value = self.values[-1]
         else:
             stub = self.stub
             message = (

@@ -43,6 +43,7 @@ from agentflow.core.vocabulary import (
     ERROR_PLACE_TYPE,
     ERROR_TYPE,
     GENERIC_TYPES,
+    CAUGHT_CODES,
     HARD_STOP_CODES,
     OUTCOME_TYPE,
 )
@@ -93,7 +94,7 @@ ERROR_PLACE = ObjectType(
 #: ``Error``: what a failed step reports (docs/spec/PLAN_IR.md §8).
 ERROR_OBJECT = ObjectType(
     {
-        "code": Field(make_union([LiteralType(c) for c in ERROR_CODES])),
+        "code": Field(make_union([LiteralType(c) for c in CAUGHT_CODES])),
         "message": Field(TEXT),
         "step": Field(TEXT),
         "source": _maybe(TEXT),

@@ -56,6 +56,7 @@ from agentflow.compiler.types import (
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Note, did_you_mean
 from agentflow.core.spans import Span
+from agentflow.core.vocabulary import BUILTIN_TYPES
 from agentflow.grammar import ast
 
 
@@ -603,13 +604,16 @@ class ExpressionChecks:
             if f is not None:
                 return f.type
             fields = ", ".join(f"`{k}`" for k in r.fields)
+            close = suggest(name, list(r.fields))
+            # a built-in object (`Error`, `ErrorPlace`) is written nowhere in the file: list its
+            # fields even when one is close
+            builtin = type_str(ot) in BUILTIN_TYPES and fields
             self.report(
                 D.UNKNOWN_FIELD,
                 f"`{type_str(ot)}` has no field `{name}`",
                 span,
-                notes=[Note(f"the fields of `{type_str(ot)}` are {fields}")] if fields else [],
-                hint=suggest(name, list(r.fields))
-                or (f"use one of its fields: {fields}" if fields else None),
+                notes=[Note(f"the fields of `{type_str(ot)}` are {fields}")] if builtin else [],
+                hint=close or (f"use one of its fields: {fields}" if fields else None),
             )
             return ERROR
         if isinstance(r, MapType):
