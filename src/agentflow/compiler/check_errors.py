@@ -39,11 +39,11 @@ from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Note, did_you_mean
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import (
+    CAUGHT_CODES,
     ERROR_CODES,
     ERROR_PLACE_TYPE,
     ERROR_TYPE,
     GENERIC_TYPES,
-    CAUGHT_CODES,
     HARD_STOP_CODES,
     OUTCOME_TYPE,
 )
