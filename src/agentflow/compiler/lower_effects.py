@@ -245,7 +245,10 @@ class EffectLowering:
         if e.codes:
             inp["on"] = [c.name for c in e.codes]
         inp["catch"] = fallback
-        step = self.add_step(ctx, "try", inp, e.keyword_span or e.span)
+        # a `try` block's step is where the block starts (its progress line, its events);
+        # `x catch { … }` is at its `catch`
+        where = e.try_span if isinstance(e, ast.TryExpr) and e.try_span else e.keyword_span
+        step = self.add_step(ctx, "try", inp, where or e.span)
         return Frag([StepRef(step)])
 
     visit_TryExpr = visit_CatchExpr

@@ -597,7 +597,7 @@ class Config(_Strict):
         }
         if name in implicit:
             _, _, key_env = implicit[name]
-            provider = ProviderConfig(kind=name, api_key_env=key_env)  # type: ignore[arg-type]
+            provider = ProviderConfig(kind=name, api_key_env=key_env)
             _url_from_environment(provider, self._env)
             return provider
         known = sorted({*self.providers, "openai", "anthropic"})
