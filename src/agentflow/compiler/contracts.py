@@ -292,6 +292,10 @@ def flow_type_of_schema(schema: Any, depth: int = 0) -> str:
         return f"({item})[]" if "|" in item else f"{item}[]"
     if kind == "object":
         props = schema.get("properties")
+        extra = schema.get("additionalProperties")
+        if not props and isinstance(extra, dict) and extra:  # `dict[str, int]` → `map<int>`
+            value = flow_type_of_schema(extra, depth + 1)
+            return "json" if value == "json" else f"map<{value}>"
         if not isinstance(props, dict) or not props or not all(_IDENT.match(k) for k in props):
             return "json"
         required = _required(schema)
