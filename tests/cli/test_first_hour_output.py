@@ -5,10 +5,7 @@ recorded script."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -35,20 +32,15 @@ stage w -> text {
 """
 
 
-def _progress(tmp_path: Path) -> list[str]:
+def _progress(tmp_path: Path, monkeypatch) -> list[str]:
+    """The plain progress log (stderr, not a terminal) of ``flowc run`` of FLOW, in-process."""
     (tmp_path / "f.flow").write_text(FLOW, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
-    env["AGENTFLOW_CACHE_DIR"] = str(tmp_path / "cache")
-    done = subprocess.run(
-        [sys.executable, "-m", "agentflow", "run", "f.flow"]
-        + ["--input", '{"items": ["x"]}', "--model", "test"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-        timeout=120,
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AGENTFLOW_CACHE_DIR", str(tmp_path / "cache"))
+    done = CliRunner().invoke(
+        main, ["run", "f.flow", "--input", '{"items": ["x"]}', "--model", "test"]
     )
-    assert done.returncode == 0, done.stderr
+    assert done.exit_code == 0, done.output
     return done.stderr.splitlines()
 
 
@@ -60,14 +52,14 @@ def test_help_gives_each_command_its_whole_first_sentence():
     assert "(prints the new run id)." in " ".join(result.output.split())
 
 
-def test_progress_says_1_item_and_a_try_block_points_at_its_try(tmp_path):
-    lines = _progress(tmp_path)
+def test_progress_says_1_item_and_a_try_block_points_at_its_try(tmp_path, monkeypatch):
+    lines = _progress(tmp_path, monkeypatch)
     assert any(re.match(r"▶ s › map \(1 item\)  f\.flow:10:10$", line) for line in lines), lines
     assert "▶ s › a = try  f.flow:5:11" in lines, lines
 
 
-def test_the_no_profile_warning_follows_its_steps_line(tmp_path):
-    lines = _progress(tmp_path)
+def test_the_no_profile_warning_follows_its_steps_line(tmp_path, monkeypatch):
+    lines = _progress(tmp_path, monkeypatch)
     started = lines.index("▶ w › agent(writer)  f.flow:14:10")
     warning = next(i for i, line in enumerate(lines) if "has no [agents.writer] profile" in line)
     assert warning == started + 1, lines

@@ -57,22 +57,36 @@ def test_tutorial_triage_runs_against_the_server_OPENAI_BASE_URL_names(tmp_path)
     assert '"first"' in done.stdout
 
 
-def test_connection_error_names_the_url_and_the_environment_variable(tmp_path):
+def _flowc_here(work: Path, monkeypatch, **env: str) -> str:
+    """``flowc run`` of the tutorial's triage in-process (no interpreter to start), in ``work``,
+    with no OPENAI_*/ANTHROPIC_* variables but ``env``; its stderr, on one line."""
+    from click.testing import CliRunner
+
+    from agentflow.cli import main
+
+    monkeypatch.chdir(work)
+    for name in [k for k in os.environ if k.startswith(("OPENAI_", "ANTHROPIC_"))]:
+        monkeypatch.delenv(name)
+    done = CliRunner().invoke(main, TRIAGE, env=env)
+    assert done.exit_code == 1, done.output
+    return " ".join(done.stderr.split())
+
+
+def test_connection_error_names_the_url_and_the_environment_variable(tmp_path, monkeypatch):
     work = _tutorial(tmp_path)
     # a declared provider without base_url takes OPENAI_BASE_URL too; no retries keeps it quick
     (work / "flow.toml").write_text(
         '[providers.openai]\nkind = "openai"\nmax_retries = 0\n', encoding="utf-8"
     )
     url = f"http://127.0.0.1:{_closed_port()}/v1"
-    done = _flowc(work, _env(OPENAI_BASE_URL=url, OPENAI_API_KEY=TEST_API_KEY))
-    assert done.returncode == 1, done.stderr
+    stderr = _flowc_here(work, monkeypatch, OPENAI_BASE_URL=url, OPENAI_API_KEY=TEST_API_KEY)
     assert (
         f"[POST {url}/chat/completions; the URL is from environment variable OPENAI_BASE_URL]"
-        in done.stderr
-    ), done.stderr
+        in stderr
+    ), stderr
 
 
-def test_connection_error_names_the_url_and_the_flow_toml_line_that_wins(tmp_path):
+def test_connection_error_names_the_url_and_the_flow_toml_line_that_wins(tmp_path, monkeypatch):
     work = _tutorial(tmp_path)
     url = f"http://127.0.0.1:{_closed_port()}/v1"
     (work / "flow.toml").write_text(
@@ -80,10 +94,9 @@ def test_connection_error_names_the_url_and_the_flow_toml_line_that_wins(tmp_pat
         f'base_url = "{url}"\nmax_retries = 0\n',
         encoding="utf-8",
     )
-    done = _flowc(work, _env(OPENAI_BASE_URL="http://127.0.0.1:1/v1"))
-    assert done.returncode == 1, done.stderr
-    where = work / "flow.toml"
+    stderr = _flowc_here(work, monkeypatch, OPENAI_BASE_URL="http://127.0.0.1:1/v1")
+    where = (work / "flow.toml").resolve()
     assert (
         f"[POST {url}/chat/completions; the URL is from base_url at {where}:6:1 (it takes "
         "precedence over the environment variable OPENAI_BASE_URL, also set)]"
-    ) in " ".join(done.stderr.split()), done.stderr
+    ) in stderr, stderr
