@@ -394,6 +394,11 @@ class ExpressionChecks:
             if default is None:
                 return None
             shown = self.source_text(side)
+            if shown == "…":
+                return (
+                    f"an operand may be `null` (`{type_str(t)}`): give it a default with `??` "
+                    f"(`(… ?? {default})`), or check it for `null` first"
+                )
             return (
                 f"`{shown}` may be `null` (`{type_str(t)}`): give a default with `??`, e.g. "
                 f"`({shown} ?? {default})`, or check it first (`if {shown} != null {{ … }}`)"
