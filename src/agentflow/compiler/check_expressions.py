@@ -396,12 +396,12 @@ class ExpressionChecks:
             shown = self.source_text(side)
             if shown == "…":
                 return (
-                    f"an operand may be `null` (`{type_str(t)}`): give it a default with `??` "
-                    f"(`(… ?? {default})`), or check it for `null` first"
+                    f"an operand may be `null` (`{type_str(t)}`): give it a default with `??`: "
+                    f"`(… ?? {default})`"
                 )
             return (
                 f"`{shown}` may be `null` (`{type_str(t)}`): give a default with `??`, e.g. "
-                f"`({shown} ?? {default})`, or check it first (`if {shown} != null {{ … }}`)"
+                f"`({shown} ?? {default})`"
             )
         return None
 

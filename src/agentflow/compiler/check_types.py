@@ -255,7 +255,7 @@ class TypeChecks:
             if assignable(got_r.inner, want, self.env):
                 return (
                     f"the value may be `null` (`{type_str(got)}`): give a default with `??` "
-                    "(`value ?? default`), or check it for `null` first"
+                    "(`value ?? default`)"
                 )
         return None
 
