@@ -409,8 +409,8 @@ def _scope_text(ck: Any, var: Any) -> tuple[str, str] | None:
         ):
             found = (
                 f"a branch of the `if` of line {node.span.line}",
-                f"declare `{name}` before the `if` (`let {name} = if … {{ … }} else {{ … }}`"
-                " or a value both branches give), then use it after",
+                f"use `{name}` inside the branch (a `return` there returns it from the "
+                "stage), or bind the value before the `if`",
             )
         if found is not None and (best is None or node.span.start > best[0]):
             best = (node.span.start, *found)  # the innermost scope
