@@ -27,7 +27,7 @@ import re
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
@@ -312,7 +312,7 @@ async def _run_file(
     finally:
         for f in flat:
             f.cancel()
-    outcomes = list(done)
+    outcomes = _unused_across_cases(pending, list(done))
     if cache is not None and key is not None:
         i = 0
         for test, group in pending:
@@ -465,18 +465,19 @@ async def _run_prepared(
         elif stub.kind in ("ask", "step"):
             named.append(stub)
         elif stub.kind == "agent":
-            # the plan names the agent or team as `use` does ("repo-investigator"), not its alias
-            use = result.uses.get(stub.target.name)
-            target = use.target if use is not None else stub.target.name
-            agent_values[target] = Answers.of(stub, case, shown, problems)
+            # by the alias the step was written with (`meta.agent`): two aliases of one agent
+            # name (`use agent "writer" as writer` / `as critic`) are stubbed apart
+            agent_values[stub.target.name] = Answers.of(stub, case, shown, problems)
         else:
             stage_values[stub.target.name] = Answers.of(stub, case, shown, problems)
+    every = [*agent_values.values(), *stage_values.values()]  # every stub, to see it consumed
     data = copy.deepcopy(plan)
     answers: dict[str, Answers] = {}
-    _route_stubs(data, agent_values, stage_values, answers)
+    _route_stubs(data, agent_values, stage_values, answers, result.env)
     catalog = default_catalog()
     for stub in named:
         answer = Answers.of(stub, case, shown, problems)
+        every.append(answer)
         tools = _stub_named_steps(data, stub, answer, Tool)
         if not tools:
             return [
@@ -506,8 +507,9 @@ async def _run_prepared(
         plan_name = _plan_tool_name(name, sig)
         stub = tool_stubs.get(name)
         if stub is not None:
-            tool = _stub_tool(Tool, RunError, plan_name, stub, shown, case, problems)
-            catalog.register(tool, replace=True)
+            answer = Answers.of(stub, case, shown, problems)
+            every.append(answer)
+            catalog.register(_answers_tool(Tool, plan_name, answer), replace=True)
         elif plan_name in user:
             catalog.register(user[plan_name], replace=True)
         elif plan_name not in catalog:
@@ -553,6 +555,11 @@ async def _run_prepared(
         await router.aclose()
     if problems:  # a stub ran out, or a request tried to leave the process: whatever happened
         return list(dict.fromkeys(problems))
+    if outcome.ok:  # a run that ended early may not reach a stub; one that finished must have
+        unused = _unconsumed(shown, every, stage_values)
+        if test.cases is not None and test.case is not None:  # decided over the whole table
+            unused = [_UNUSED_MARK + f for f in unused]
+        failures.extend(unused)
 
     scope: dict[str, Any] = {**case, "input": inp}
     if outcome.ok and isinstance(outcome.output, dict):
@@ -624,26 +631,90 @@ def _check_expect(shown: str, exp: Any, scope: dict[str, Any], ran: bool, text: 
     return [f"{head}\n    is {_show(value)}"]
 
 
+#: marks a failure of a table test's case that only says a stub was not used in that case: it
+#: stands only when no case of the table used the stub (:func:`_unused_across_cases`)
+_UNUSED_MARK = "\x00unused\x00"
+
+
+def _unused_across_cases(
+    pending: list[tuple[Any, list[Any]]], outcomes: list[TestOutcome]
+) -> list[TestOutcome]:
+    """``outcomes`` (in the order of ``pending``'s runs) with each table test's "never used"
+    failures decided over the whole table: a case that routes elsewhere need not reach every
+    stub (one stub per branch is how a routing table is tested), so a stub is reported unused
+    only when no case of the table used it, and then in every case."""
+    out: list[TestOutcome] = []
+    i = 0
+    for _test, group in pending:
+        mine = outcomes[i : i + len(group)]
+        i += len(group)
+        marked = [{f for f in o.failures if f.startswith(_UNUSED_MARK)} for o in mine]
+        common = set.intersection(*marked) if marked else set()
+        for o, unused in zip(mine, marked, strict=True):
+            if not unused:
+                out.append(o)
+                continue
+            kept = [f for f in o.failures if f not in unused or f in common]
+            kept = [f.removeprefix(_UNUSED_MARK) for f in kept]
+            out.append(replace(o, failures=kept, passed=not kept))
+    return out
+
+
+#: why a stub of each kind was not used (a stub's kind is `stub KIND NAME`)
+_UNUSED = dict(
+    agent="no call of the agent `{name}` reached it",
+    stage="no agent of stage `{name}` was called",
+    tool="the tool `{name}` was not called",
+    ask="no `ask` it answers was reached",
+    step="the step `{name}` did not run",
+)
+
+
+def _unconsumed(shown: str, every: list[Answers], stage_values: dict[str, Answers]) -> list[str]:
+    """A failure for each stub no call consumed in a run that finished (issue 36: a stub the
+    run ignored must not pass silently), saying what answered instead when it can tell."""
+    out = []
+    for answers in every:
+        if answers.calls:
+            continue
+        stub = answers.stub
+        name = stub.target.name
+        why = _UNUSED[stub.kind].format(name=name)
+        if stub.kind == "agent" and stage_values:
+            stubbed = ", ".join(f"`stub stage {s}`" for s in stage_values)
+            why += f" (a {stubbed} answers the agents of its stage first)"
+        out.append(
+            f"{_where(shown, stub.span)}: `stub {stub.kind} {name}` was never used: {why}; "
+            "remove the stub, or change the test's input so the run reaches it"
+        )
+    return out
+
+
 def _route_stubs(
-    data: dict, agent_values: dict[str, Any], stage_values: dict[str, Any], answers: dict
+    data: dict,
+    agent_values: dict[str, Any],
+    stage_values: dict[str, Any],
+    answers: dict,
+    env: Any,
 ) -> None:
     """Point every stubbed agent step of plan ``data`` (sub-plans included) at a stub client:
-    its ``model`` becomes ``flowc-test-stub:<n>`` and ``answers[that]`` the value."""
+    its ``model`` becomes ``flowc-test-stub:<n>`` and ``answers[that]`` the value. An agent
+    stub is found by the ``use`` alias the step was written with (``meta.agent``); ``env``
+    (the flow's named types) tells a wrapped contract from a named object type."""
+    from agentflow.compiler.contracts import expect_is_wrapped
 
     def visit(node: Any) -> None:
         if isinstance(node, dict):
             if node.get("tool_name") == "agent" and isinstance(node.get("input"), dict):
                 inp = node["input"]
-                target = inp.get("agent") or {}
-                alias = target.get("name") if target.get("kind") == "alias" else target.get("team")
-                stage = (node.get("meta") or {}).get("stage")
+                meta = node.get("meta") or {}
+                alias = meta.get("agent")
+                stage = meta.get("stage")
                 # an `expect` that is not a named object type is wrapped as `{ value: T }`
-                # (LANGUAGE.md §10): the stub answers the wrapped value (a `:value` key), whether
-                # the step's select reads only it or goes on with it (a body's later expression
-                # folded in: `{{ (result.output.value).text }}`)
-                select = str(node.get("select") or "")
-                reads_value = select == "{{ result.output.value }}"
-                wrapped = ":value" if reads_value or "(result.output.value)" in select else ""
+                # (LANGUAGE.md §10): the stub answers the wrapped value (a `:value` key). The
+                # `select` cannot tell: the compiler may fold what follows into it
+                # (`{{ (result.output.value).ok }}`)
+                wrapped = ":value" if expect_is_wrapped(str(meta.get("expect")), env) else ""
                 if stage in stage_values:
                     key = f"{_STUB_PREFIX}stage:{stage}{wrapped}"
                     answers[key] = stage_values[stage]
@@ -692,6 +763,8 @@ class Answers:
             value = self.values[0]
         elif self.calls <= len(self.values):
             value = self.values[self.calls - 1]
+        elif getattr(self.stub, "always", False):  # `… then always V`: V answers every later call
+            value = self.values[-1]
         else:
             stub = self.stub
             message = (
@@ -710,18 +783,6 @@ class Answers:
                 f"({_where(self.shown, stub.span)})",
             )
         return json.loads(json.dumps(value))
-
-
-def _stub_tool(
-    Tool: Any,
-    RunError: Any,
-    plan_name: str,
-    stub: Any,
-    shown: str,
-    case: dict[str, Any],
-    problems: list[str],
-) -> Any:
-    return _answers_tool(Tool, plan_name, Answers.of(stub, case, shown, problems))
 
 
 def _answers_tool(Tool: Any, plan_name: str, answers: Answers, wrap: Any = None) -> Any:

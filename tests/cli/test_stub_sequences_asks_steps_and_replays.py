@@ -61,6 +61,21 @@ def test_a_single_answer_answers_every_call(tmp_path):
     assert report.ok, report.outcomes[0].failures
 
 
+def test_then_always_answers_every_later_call_with_its_answer(tmp_path):
+    report = _run(
+        tmp_path,
+        '\ntest "always" {\n  input { goal: "g" }\n  stub ask approved returns true\n'
+        "  stub tool size_of returns 1 then always 5\n"
+        '  stub agent helper returns { steps: ["a"] } then always { steps: ["b"] }\n'
+        '  expect plan.steps == ["a", "b"]\n  expect sizes == [5, 5]\n'
+        "  expect calls.size_of == 3\n}\n",
+    )
+    assert report.ok, report.outcomes[0].failures
+    # and `flowc fmt` keeps it as written
+    result = CliRunner().invoke(main, ["fmt", "--check", str(tmp_path / "plan.flow")])
+    assert result.exit_code == 0, result.output
+
+
 def test_running_out_of_answers_fails_the_test_at_the_stub(tmp_path):
     tests = (
         '\ntest "short" {\n  input { goal: "g" }\n  stub ask approved returns true\n'

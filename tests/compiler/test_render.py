@@ -21,7 +21,14 @@ HERE = Path(__file__).parent
 SNAP = HERE / "render"
 SOURCES = ["returns.flow", "bidirectional.flow", "tools.flow"]
 #: where diagnostics point and what they hint and note: their text snapshots pin it
-TEXT_SOURCES = ["placements.flow", "hints.flow", "no_overlap.flow", "settings.flow"]
+TEXT_SOURCES = [
+    "placements.flow",
+    "hints.flow",
+    "no_overlap.flow",
+    "settings.flow",
+    "stub_contracts.flow",
+    "first_hour.flow",
+]
 
 
 def _checked(name: str):

@@ -47,6 +47,20 @@ class _FlowGroup(click.Group):
     A Ctrl-C before the run's own handlers are in place (loading, reading ``--input``) is a
     plain ``KeyboardInterrupt``: it ends with 130 too."""
 
+    group_class = type  # subgroups (`flowc plan`, `flowc runs` …) are flow groups too
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands, each with the whole first sentence of its help (wrapped), where click
+        cuts it to the terminal's width with ``...``."""
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit=10_000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
     def invoke(self, ctx: click.Context) -> Any:
         with _redacted_stderr():
             try:

@@ -359,16 +359,25 @@ class AgentChecks:
         else:
             self.constants[id(e)] = v
 
+    def names_redefined_builtin(self, written: ast.TypeExpr) -> bool:
+        """Whether the written type names a built-in type the file tried to redefine
+        (``type Verdict { … }``): that `type` is the one error, not each use of the name."""
+        return any(
+            isinstance(n, ast.NamedType) and n.name in self.redefined_builtins
+            for n in ast.walk(written)
+        )
+
     def visit_AskExpr(self, e: ast.AskExpr, hint: Type | None) -> Type:
         self.expr(e.question, TEXT)
         t = self.resolve_type(e.expect) if e.expect is not None else TEXT
         if e.expect is not None and not isinstance(t, ErrorType):
             problem = schema_problem(t, self.env)
-            if problem:
+            if problem and not self.names_redefined_builtin(e.expect):
                 self.report(
                     D.NOT_SCHEMA_GENERATABLE,
                     f"`ask … expect {type_str(t)}` has no JSON Schema: {problem}",
                     e.expect.span,
+                    hint="an answer must be plain data (no `Verdict` or extern types)",
                 )
         if e.default is not None:
             self.expr(e.default, t)
@@ -585,6 +594,8 @@ class AgentChecks:
             if isinstance(t, ErrorType):
                 return ERROR
             problem = schema_problem(t, self.env)
+            if problem and self.names_redefined_builtin(v):
+                return ERROR  # `type Verdict { … }` was the error: the user meant their type
             if problem:
                 self.report(
                     D.NOT_SCHEMA_GENERATABLE,

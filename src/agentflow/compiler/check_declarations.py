@@ -91,7 +91,10 @@ class DeclarationChecks:
                         D.DUPLICATE_DEFINITION,
                         f"`{name}` is a built-in type and cannot be redefined",
                         item.name.span,
+                        hint=f"give your type another name, e.g. `{_other_name(name)}`, and "
+                        "use that name where you meant it",
                     )
+                    self.redefined_builtins.add(name)
                     continue
                 if name in self.type_decls:
                     self.report(
@@ -237,3 +240,12 @@ class DeclarationChecks:
         """The ``test`` blocks (compiler/check_tests.py), against the flow's output type."""
         self.tests = [i for i in self.items if isinstance(i, ast.TestDecl)]
         check_tests(self, self.tests, self.output_type)
+
+
+#: a name to suggest for a type that redefines a built-in one
+_OTHER_NAMES = {"Verdict": "Decision", "Error": "Problem", "Outcome": "Result"}
+
+
+def _other_name(name: str) -> str:
+    """A name for the user's type that redefined the built-in ``name`` (``Verdict`` → ``Decision``)."""
+    return _OTHER_NAMES.get(name, f"My{name[:1].upper()}{name[1:]}")

@@ -12,6 +12,8 @@ so comparing it with a code that does not exist is a type error; its ``where`` i
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +41,7 @@ from agentflow.core.diagnostics import Note, did_you_mean
 from agentflow.core.functions import FUNCTIONS
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import (
+    CAUGHT_CODES,
     ERROR_CODES,
     ERROR_PLACE_TYPE,
     ERROR_TYPE,
@@ -93,7 +96,7 @@ ERROR_PLACE = ObjectType(
 #: ``Error``: what a failed step reports (docs/spec/PLAN_IR.md §8).
 ERROR_OBJECT = ObjectType(
     {
-        "code": Field(make_union([LiteralType(c) for c in ERROR_CODES])),
+        "code": Field(make_union([LiteralType(c) for c in CAUGHT_CODES])),
         "message": Field(TEXT),
         "step": Field(TEXT),
         "source": _maybe(TEXT),
@@ -201,11 +204,18 @@ def check_tolerance(e: ast.MapExpr, report) -> None:
                 hint="`tolerate 100%` keeps going whatever fails",
             )
     elif not isinstance(n, int):
+        # `tolerate 2.5%` would mean something else than 2.5 items: name both readings
+        low, high = math.floor(n), math.ceil(n)
+        if 0 < n < 1:
+            share = f"`tolerate {n * 100:g}%` ({n:g} of the items)"
+        else:
+            share = "a percentage, e.g. `tolerate 25%`"
         report(
             D.INVALID_VALUE,
             f"`tolerate` counts failed items and must be a whole number, found {n}",
             span,
-            hint=f"write a percentage instead: `tolerate {n}%`",
+            hint=f"a count of items is whole: `tolerate {low}` or `tolerate {high}`; for a share "
+            f"of the items write {share}",
         )
 
 
@@ -309,6 +319,19 @@ def _member_text(n: ast.Node) -> str:
     if isinstance(n, A.Index):
         return f"{_member_text(n.obj)}[…]"
     return "…"
+
+
+def _example(t: Type) -> str:
+    """A value of type ``t`` to show in a hint (``0`` for ``int``, ``[]`` for a list, …)."""
+    shown = type_str(t)
+    simple = {"int": "0", "number": "0.0", "text": '""', "bool": "false", "path": '"."'}
+    if shown in simple:
+        return simple[shown]
+    if shown.endswith("[]"):
+        return "[]"
+    if shown.endswith("?") or shown == "null":
+        return "null"
+    return "{ … }"
 
 
 def agent_error_codes() -> list[str]:
@@ -498,9 +521,36 @@ def check_catch(ck: Any, e: ast.CatchExpr | ast.TryExpr, hint: Type | None) -> T
         if e.var is not None:
             ck.declare(Symbol("loopvar", e.var.name, ERROR_OBJECT, e), e.var.span)
         expected = t if used and not settle and not isinstance(t, ErrorType) else None
+        mark = len(ck.diags)
         fallback = _block(ck, e.body, expected, kw, "the `catch` fallback", used)
+        if expected is not None:
+            _fallback_hints(ck, mark, expected, guarded_node)
     finally:
         ck.pop_scope()
     if settle:
         return join([t, widen(fallback)], ck.env)
     return t
+
+
+def _fallback_hints(ck: Any, mark: int, expected: Type, guarded: ast.Node) -> None:
+    """Give a fallback's ``type-mismatch`` without a hint the fix: the fallback stands in for
+    the guarded expression's value, so it must be of that type."""
+    from agentflow.grammar import ast as A
+
+    if isinstance(guarded, A.Block):
+        what = "the `try` block"
+    elif isinstance(guarded, A.Call) and isinstance(guarded.callee, A.Name):
+        what = f"`{guarded.callee.name}(…)`"
+    elif isinstance(guarded, A.AgentExpr):
+        what = "the agent"
+    else:
+        what = "the guarded expression"
+    for i in range(mark, len(ck.diags)):
+        d = ck.diags[i]
+        if d.code == D.TYPE_MISMATCH and d.hint is None:
+            ck.diags[i] = dataclasses.replace(
+                d,
+                hint=f"the fallback stands in for the value of {what}, of type "
+                f"`{type_str(expected)}`: give a value of that type (e.g. `{_example(expected)}`), "
+                "or turn the value into what you need after the `catch`",
+            )

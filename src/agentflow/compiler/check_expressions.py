@@ -57,6 +57,7 @@ from agentflow.compiler.types import (
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Note, did_you_mean
 from agentflow.core.spans import Span
+from agentflow.core.vocabulary import BUILTIN_TYPES
 from agentflow.grammar import ast
 
 
@@ -357,7 +358,8 @@ class ExpressionChecks:
                 D.TYPE_MISMATCH,
                 f"`+` cannot combine `{type_str(lw)}` and `{type_str(rw)}`",
                 e.span,
-                hint="`+` adds numbers and concatenates text or arrays; "
+                hint=self.optional_operand_hint(e, lt, rt)
+                or "`+` adds numbers and concatenates text or arrays; "
                 'use interpolation ("${…}") to build text from other values',
             )
             return ERROR
@@ -372,6 +374,7 @@ class ExpressionChecks:
             D.TYPE_MISMATCH,
             f"`{op}` needs numbers, found `{type_str(lw)}` and `{type_str(rw)}`",
             e.span,
+            hint=self.optional_operand_hint(e, lt, rt),
         )
         return ERROR
 
@@ -397,6 +400,43 @@ class ExpressionChecks:
         that holds something (not ``never[]``), else nothing."""
         r = self.env.resolve(widen(t))
         return r if isinstance(r, ListType) and not mentions_never(r) else None
+
+    def optional_operand_hint(self, e: ast.Binary, lt: Type, rt: Type) -> str | None:
+        """The fix when an operand of ``e`` is optional (``int?``) and the operator needs its
+        value: a default with ``??``, or a check for ``null`` first; None otherwise."""
+        for side, t in ((e.left, lt), (e.right, rt)):
+            r = self.env.resolve(t)
+            if not isinstance(r, OptionalType):
+                continue
+            inner = self.env.resolve(r.inner)
+            default = (
+                "0"
+                if is_numeric(inner, self.env)
+                else '""'
+                if is_textual(inner, self.env)
+                else None
+            )
+            if default is None:
+                return None
+            shown = self.source_text(side)
+            if shown == "…":
+                return (
+                    f"an operand may be `null` (`{type_str(t)}`): give it a default with `??`: "
+                    f"`(… ?? {default})`"
+                )
+            return (
+                f"`{shown}` may be `null` (`{type_str(t)}`): give a default with `??`, e.g. "
+                f"`({shown} ?? {default})`"
+            )
+        return None
+
+    def source_text(self, e: ast.Expr) -> str:
+        """``e`` as written, when it is a name or a path of fields (``input.n``), else `…`."""
+        if isinstance(e, ast.Name):
+            return e.name
+        if isinstance(e, ast.Member):
+            return f"{self.source_text(e.obj)}.{e.name}"
+        return "…"
 
     def check_in(self, e: ast.Binary, lt: Type, rt: Type) -> None:
         if isinstance(lt, ErrorType) or isinstance(rt, ErrorType) or rt == JSON or lt == JSON:
@@ -593,16 +633,30 @@ class ExpressionChecks:
             f = r.fields.get(name)
             if f is not None:
                 return f.type
+            fields = ", ".join(f"`{k}`" for k in r.fields)
+            close = suggest(name, list(r.fields))
+            # a built-in object (`Error`, `ErrorPlace`) is written nowhere in the file: list its
+            # fields even when one is close
+            builtin = type_str(ot) in BUILTIN_TYPES and fields
             self.report(
                 D.UNKNOWN_FIELD,
                 f"`{type_str(ot)}` has no field `{name}`",
                 span,
-                hint=suggest(name, list(r.fields)),
+                notes=[Note(f"the fields of `{type_str(ot)}` are {fields}")] if builtin else [],
+                hint=close or (f"use one of its fields: {fields}" if fields else None),
             )
             return ERROR
         if isinstance(r, MapType):
             return r.value
         hint = (LENGTH_HINTS.get(name) or suggest(name, ["count"])) if self.countable(r) else None
+        if name in ("values", "errors") and isinstance(r, ListType):
+            hint = (
+                f"`.{name}` is for a `map … tolerate N {{ … }}`, whose items are `Outcome`s; a "
+                "`map` without `tolerate` fails at its first failed item, so its value is already "
+                "the list of values"
+                + (": use it as it is" if name == "values" else "")
+                + " (add `tolerate N` or `tolerate P%` to the `map` to keep going past failures)"
+            )
         self.report(D.UNKNOWN_FIELD, f"`{type_str(ot)}` has no field `{name}`", span, hint=hint)
         return ERROR
 

@@ -10,6 +10,7 @@ a final expression), reachability (``missing-return``, ``unreachable-code``), th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentflow.compiler import check_errors
 from agentflow.compiler.symbols import Symbol, suggest
@@ -118,6 +119,8 @@ class StatementChecks:
 
     def pop_scope(self) -> None:
         scope = self.scopes.pop()
+        for name, var in scope.items():  # for "unknown name": say where a name was visible
+            self.closed_names[name] = var
         for var in scope.values():
             if var.symbol.kind == "let" and not var.used and not var.symbol.name.startswith("_"):
                 self.report(
@@ -263,6 +266,19 @@ class StatementChecks:
                     scope[meant].used = True
                     break
         hint = hint or _OPERATOR_HINTS.get(e.name)
+        closed = self.closed_names.get(e.name)
+        if closed is not None and closed.span.start < e.span.start and not hint:
+            where = _scope_text(self, closed)
+            if where is not None:
+                scope, fix = where
+                self.report(
+                    D.UNKNOWN_NAME,
+                    f"unknown name `{e.name}`: it is visible only in {scope}",
+                    e.span,
+                    notes=[Note(f"`{e.name}` is bound here, in {scope}", closed.span)],
+                    hint=fix,
+                )
+                return ERROR
         self.report(D.UNKNOWN_NAME, f"unknown name `{e.name}`", e.span, hint=hint)
         return ERROR
 
@@ -446,3 +462,59 @@ class StatementChecks:
             )
         else:
             self.constants[id(e)] = v
+
+
+def _scope_text(ck: Any, var: Any) -> tuple[str, str] | None:
+    """Where a name bound in a scope that has ended was visible, and how to use its value
+    after it: ``("the `catch` block of line 18", hint)``; None when the binding is not found in
+    the current stage."""
+    stage = ck.all_stages.get(ck.current_stage) if ck.current_stage else None
+    if stage is None:
+        return None
+    name, at = var.symbol.name, var.span.start
+    best: tuple[int, str, str] | None = None
+    for node in ast.walk(stage.body):
+        found: tuple[str, str] | None = None
+        if isinstance(node, (ast.CatchExpr, ast.TryExpr)):
+            line = (node.keyword_span or node.span).line
+            if node.var is not None and node.var.span.start == at or _inside(node.body, at):
+                found = (
+                    f"the `catch` block of line {line}",
+                    f"use `{name}` inside that block; to keep something of it, make it part of "
+                    "the fallback's value (`catch as err { … err.message … }`)",
+                )
+            elif isinstance(node, ast.TryExpr) and _inside(node.block, at):
+                found = (
+                    f"the `try` block of line {node.span.line}",
+                    f"to use its value after the block, make `{name}` the block's value and bind "
+                    f"the `try`: `let x = try {{ … {name} }} catch {{ … }}`",
+                )
+        elif isinstance(node, (ast.MapExpr, ast.ReduceExpr)) and (
+            node.var.span.start == at or _inside(node.body, at)
+        ):
+            what = (
+                "map"
+                if isinstance(node, ast.MapExpr)
+                else "loop"
+                if isinstance(node, ast.LoopExpr)
+                else "reduce"
+            )
+            found = (
+                f"the `{what}` body of line {node.span.line}",
+                f"use `{name}` inside the body; after it, use the `{what}`'s value",
+            )
+        elif isinstance(node, ast.IfStmt) and (
+            _inside(node.then, at) or isinstance(node.else_, ast.Block) and _inside(node.else_, at)
+        ):
+            found = (
+                f"a branch of the `if` of line {node.span.line}",
+                f"use `{name}` inside the branch (a `return` there returns it from the "
+                "stage), or bind the value before the `if`",
+            )
+        if found is not None and (best is None or node.span.start > best[0]):
+            best = (node.span.start, *found)  # the innermost scope
+    return (best[1], best[2]) if best is not None else None
+
+
+def _inside(block: ast.Block, offset: int) -> bool:
+    return block.span.start <= offset < block.span.end

@@ -127,11 +127,23 @@ def _code(checker: Any, code: str, span: Span | None) -> None:
         )
 
 
+#: at most this many of an answer's problems are listed as notes of its one ``stub-mismatch``
+_MAX_PROBLEMS = 4
+
+
 def _fits(
-    checker: Any, value: ast.Expr, want: Type, stub: ast.TestStub, what: str, where: Span | None
+    checker: Any,
+    value: ast.Expr,
+    want: Type,
+    stub: ast.TestStub,
+    what: str,
+    where: Span | None,
+    hint: str | None = None,
 ) -> None:
-    """Report ``stub-mismatch`` diagnostics when ``value`` does not fit ``want`` (a ``Verdict``
-    is stubbed by its structure, ``{ passed: bool, failures: text[] }``)."""
+    """Report one ``stub-mismatch`` when ``value`` does not fit ``want`` (a ``Verdict`` is
+    stubbed by its structure, ``{ passed: bool, failures: text[] }``): at the answer, with its
+    first problem in the message and the others (up to :data:`_MAX_PROBLEMS`) as notes — one
+    error per answer, not one per field. ``hint`` replaces the default hint."""
     if isinstance(want, VerdictType):
         want = VERDICT_OBJECT
     got = checker.infer(value, want)
@@ -143,23 +155,33 @@ def _fits(
     checker.mismatch(value, got, want)
     found = checker.diags[mark:]
     del checker.diags[mark:]
-    notes = [Note(f"{what} expects `{type_str(want)}`", where)] if where is not None else []
+    contract = [Note(f"{what} expects `{type_str(want)}`", where)] if where is not None else []
     if not found:
         found = [
             D.Diagnostic(
                 D.TYPE_MISMATCH, f"expected `{type_str(want)}`, found `{type_str(got)}`", value.span
             )
         ]
-    for d in found:
-        checker.diags.append(
-            dataclasses.replace(
-                d,
-                code=D.STUB_MISMATCH,
-                message=f"this stub does not fit {what}: {d.message}",
-                notes=list(d.notes) + notes,
-                hint=d.hint or "update the stub to the contract, or the contract to the stub",
-            )
+    first, rest = found[0], found[1:]
+    message = f"this stub does not fit {what}: {first.message}"
+    notes = list(first.notes)
+    if rest:
+        message += f" (and {len(rest)} more problem{'s' if len(rest) > 1 else ''})"
+        notes += [Note(d.message, d.span) for d in rest[:_MAX_PROBLEMS]]
+        if len(rest) > _MAX_PROBLEMS:
+            notes.append(Note(f"… {len(rest) - _MAX_PROBLEMS} more"))
+    checker.diags.append(
+        dataclasses.replace(
+            first,
+            code=D.STUB_MISMATCH,
+            span=value.span if rest else first.span,
+            message=message,
+            notes=notes + contract,
+            hint=hint
+            or first.hint
+            or "update the stub to the contract, or the contract to the stub",
         )
+    )
 
 
 def check_tests(checker: Any, tests: list[ast.TestDecl], output_type: Type) -> None:
@@ -278,7 +300,9 @@ def _check_items(
             )
             continue
         stubbed[key] = stub
-        _check_stub(checker, stub, calls, case)
+    staged = {stub.target.name for stub in test.stubs if stub.kind == "stage"}
+    for stub in stubbed.values():
+        _check_stub(checker, stub, calls, case, staged)
     names = test_scope_names(checker)
     scope = {name: _var(checker, name, t, test.span) for name, t in names.items()}
     for exp in test.expects:
@@ -299,7 +323,11 @@ def _var(checker: Any, name: str, t: Type, span: Span) -> Any:
 
 
 def _check_stub(
-    checker: Any, stub: ast.TestStub, calls: list[AgentCall], case: str | None = None
+    checker: Any,
+    stub: ast.TestStub,
+    calls: list[AgentCall],
+    case: str | None = None,
+    staged: frozenset[str] | set[str] = frozenset(),
 ) -> None:
     name = stub.target.name
     if stub.kind == "tool":
@@ -344,21 +372,25 @@ def _check_stub(
     else:
         targets = [c for c in calls if c.stage == name]
         if not targets:
+            stages = sorted({c.stage for c in calls})
+            hint = did_you_mean(name, stages)
             if name in checker.all_stages:
                 message = f"stage `{name}` calls no agent"
+                hint = hint or _no_agent_hint(checker, checker.all_stages[name], stages)
             else:
                 message = f"`{name}` is not a stage of this flow"
-            stages = sorted({c.stage for c in calls})
             checker.report(
                 D.UNKNOWN_STUB_TARGET,
                 message,
                 stub.target.span,
-                hint=did_you_mean(name, stages)
-                or (f"stages with agents: {', '.join(stages)}" if stages else None),
+                hint=hint or (f"stages with agents: {', '.join(stages)}" if stages else None),
             )
             return
     for fails in _failures(stub):
         _agent_code(checker, stub, fails)
+    if stub.kind == "agent":  # a `stub stage` of the same test answers its stage's agents first
+        targets = [c for c in targets if c.stage not in staged]
+    hint = _agent_stub_hint(checker, stub, targets)
     for value in _values(stub):
         if not _constant(checker, value, "a stub's value", case):
             continue
@@ -372,9 +404,64 @@ def _check_stub(
                 stub,
                 f"{what} in stage `{call.stage}`",
                 call.expect_span,
+                hint,
             )
             if len(checker.diags) > before:
                 break
+
+
+def _agent_stub_hint(checker: Any, stub: ast.TestStub, targets: list[AgentCall]) -> str | None:
+    """The fix for a ``stub agent A`` that does not fit when ``A`` answers calls of more than one
+    contract (one alias used with two ``expect`` types, or a team: every member and the main
+    agent): ``stub stage`` stubs one stage; separate aliases stub one contract each."""
+    if stub.kind != "agent" or not targets:
+        return None
+    name = stub.target.name
+    contracts: dict[str, list[str]] = {}
+    for call in targets:
+        contracts.setdefault(type_str(call.type), []).append(call.stage)
+    use = checker.uses.get(name)
+    stages = list(dict.fromkeys(c.stage for c in targets))
+    by_stage = f"`stub stage S returns …` (S: {', '.join(f'`{x}`' for x in stages)})"
+    if use is not None and use.kind == "team":
+        return (
+            f"a stub of the team `{name}` answers every member and the main agent; to stub one "
+            f"stage's agents, use {by_stage}"
+        )
+    if len(contracts) < 2:
+        return None
+    each = ", ".join(
+        f"`{t}` in stage{'s' if len(st) > 1 else ''} {', '.join(f'`{x}`' for x in dict.fromkeys(st))}"
+        for t, st in contracts.items()
+    )
+    target = use.target if use is not None else name
+    return (
+        f"`stub agent {name}` answers every call of `{name}`, which expects {each}: stub one "
+        f"stage with {by_stage}, or give each contract its own alias "
+        f'(`use agent "{target}" as …`)'
+    )
+
+
+def _no_agent_hint(checker: Any, stage: ast.StageDecl, stages: list[str]) -> str:
+    """The fix for ``stub stage S`` on a stage that calls no agent: stub what it does call (its
+    tools, a ``let`` step), since a stage stub answers only agents."""
+    tools = sorted(
+        {
+            n.callee.name
+            for n in ast.walk(stage.body)
+            if isinstance(n, ast.Call)
+            and isinstance(n.callee, ast.Name)
+            and n.callee.name in checker.tool_decls
+        }
+    )
+    lets = [n.name.name for n in ast.walk(stage.body) if isinstance(n, ast.LetStmt)]
+    ways = [f"`stub tool {t} returns …`" for t in tools[:2]]
+    ways += [f"`stub step {x} returns …`" for x in lets[:1]]
+    what = " or ".join(ways) if ways else "the tools it calls (`stub tool NAME returns …`)"
+    out = f"`stub stage` answers the agents of a stage; to replace what `{stage.name.name}` does, use {what}"
+    if stages:
+        out += f" (stages with agents: {', '.join(stages)})"
+    return out
 
 
 def _values(stub: ast.TestStub) -> list[ast.Expr]:

@@ -19,6 +19,7 @@ from agentflow.compiler.types import (
     DURATION,
     ERROR,
     JSON,
+    MEMBER,
     NULL,
     PRIMS,
     VERDICT,
@@ -235,7 +236,28 @@ class TypeChecks:
             D.TYPE_MISMATCH,
             f"expected `{type_str(want)}`, found `{type_str(shown)}`",
             expr.span,
+            hint=self._mismatch_hint(got, want),
         )
+
+    def _mismatch_hint(self, got: Type, want: Type) -> str | None:
+        """The fix of a plain ``type-mismatch``, for the cases with a known one: a computed
+        ``text`` where a ``member`` is wanted; an optional value where a value is wanted."""
+        want_r = self.env.resolve(strip_optional(want, self.env))
+        got_r = self.env.resolve(got)
+        if want_r == MEMBER and is_textual(got, self.env):
+            return (
+                "a `member` is the name of a team member, which a `text` computed at run time "
+                "is not known to be: declare this one `text` (`agent(team.member(t))` takes a "
+                "`text` too, checked when the step runs), or let an agent whose contract has a "
+                "`member` field choose it"
+            )
+        if isinstance(got_r, OptionalType) and not isinstance(want_r, OptionalType):
+            if assignable(got_r.inner, want, self.env):
+                return (
+                    f"the value may be `null` (`{type_str(got)}`): give a default with `??` "
+                    "(`value ?? default`)"
+                )
+        return None
 
     def _type_hint(self, name: str) -> str | None:
         """The hint of `unknown-type`: did-you-mean among the declared types when one is close

@@ -186,6 +186,11 @@ class Checker(
         #: trial passes of `reduce` bodies in progress (check_statements.settle_acc)
         self.settling = 0
         self.error_names: set[str] = set()
+        #: built-in type names a `type` tried to redefine: their uses are not checked again
+        #: (the redefinition is the one error, no cascade where the user's type was meant)
+        self.redefined_builtins: set[str] = set()
+        #: the last binding of each name whose scope has ended (to say where it was visible)
+        self.closed_names: dict[str, Any] = {}
         self.type_decls: dict[str, ast.Item] = {}
         self.alias_decls: dict[str, ast.TypeDecl] = {}
         self.alias_done: dict[str, Type] = {}

@@ -223,6 +223,13 @@ def agent_contract(t: T.Type, env: T.TypeEnv) -> tuple[dict[str, Any], bool]:
     return _finish(schema, b), True
 
 
+def expect_is_wrapped(expect: str, env: T.TypeEnv) -> bool:
+    """Whether an agent step whose ``meta.expect`` is ``expect`` (the ``.flow`` text of its
+    ``expect`` type, as lowering writes it) has the wrapped contract ``{ value: T }`` of
+    :func:`agent_contract`: every type but a named object type (or an alias of one)."""
+    return _root_object_name(T.NamedRef(expect), env) is None
+
+
 def _root_object_name(t: T.Type, env: T.TypeEnv) -> str | None:
     seen = 0
     while isinstance(t, T.NamedRef) and t.name in env.aliases and seen < 100:
@@ -285,6 +292,10 @@ def flow_type_of_schema(schema: Any, depth: int = 0) -> str:
         return f"({item})[]" if "|" in item else f"{item}[]"
     if kind == "object":
         props = schema.get("properties")
+        extra = schema.get("additionalProperties")
+        if not props and isinstance(extra, dict) and extra:  # `dict[str, int]` → `map<int>`
+            value = flow_type_of_schema(extra, depth + 1)
+            return "json" if value == "json" else f"map<{value}>"
         if not isinstance(props, dict) or not props or not all(_IDENT.match(k) for k in props):
             return "json"
         required = _required(schema)

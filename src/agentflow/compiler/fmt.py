@@ -8,7 +8,7 @@ newline rule of §1) and rewrites everything else.
 - Indentation is two spaces per open bracket *line* (a line opening ``({`` indents the next
   line once); a line starting with closers is aligned with the line that opened them.  A
   continuation line (one starting with ``else`` after a line not ending in ``}``, or with a
-  binary operator, or following a line that ends with one or with ``=``) gets one more level.
+  binary operator or ``then``, or following a line that ends with one or with ``=``) gets one more level.
 - Spacing between tokens is canonical: one space around binary operators, ``=``, ``->`` and
   ``|``, after ``,`` and ``:``, inside ``{ … }`` on one line; none inside ``( )``/``[ ]``, around
   ``.``/``..``, before ``?`` (optional types), ``[`` (index, ``T[]``) and ``(`` after a name.
@@ -50,7 +50,7 @@ _BINARY = frozenset(
 #: tokens that cannot start a statement, so a line starting with one continues the previous
 _CONT_START = frozenset(
     {"??", "==", "!=", "<=", ">=", "+", "*", "/", "%", "->", "|", "and", "or", ".", "..", "where"}
-    | {"then"}
+    | {"then"}  # `stub … returns A` / `then B` on the next lines
 )
 #: tokens that cannot end an expression, so the next line continues this one
 _CONT_END = frozenset(

@@ -263,7 +263,10 @@ class EffectLowering:
             inp["concurrency"] = limit if limit is not None else 4
         if e.tolerate is not None:
             n = e.tolerate
-            inp["on_item_error"] = {"tolerate": f"{n:g}%" if e.tolerate_percent else n}
+            # a percentage exactly as written (`:g` alone rounds to 6 digits: 12.3456789% would
+            # become 12.3457%, another tolerance for a long enough list)
+            pct = f"{n:g}" if float(f"{n:g}") == n else repr(n)
+            inp["on_item_error"] = {"tolerate": f"{pct}%" if e.tolerate_percent else n}
         inp["do"] = body
         step = self.add_step(ctx, "map", inp, e.keyword_span or e.span)
         return Frag([StepRef(step)])
@@ -285,7 +288,10 @@ class EffectLowering:
         if e.codes:
             inp["on"] = [c.name for c in e.codes]
         inp["catch"] = fallback
-        step = self.add_step(ctx, "try", inp, e.keyword_span or e.span)
+        # a `try` block's step is where the block starts (its progress line, its events);
+        # `x catch { … }` is at its `catch`
+        where = e.try_span if isinstance(e, ast.TryExpr) and e.try_span else e.keyword_span
+        step = self.add_step(ctx, "try", inp, where or e.span)
         return Frag([StepRef(step)])
 
     visit_TryExpr = visit_CatchExpr

@@ -38,6 +38,7 @@ __all__ = [
     "ERROR_CODES",
     "ErrorCode",
     "EXPRESSION_WORDS",
+    "CAUGHT_CODES",
     "HARD_STOP_CODES",
     "KEYWORDS",
     "KEYWORD_TERMINALS",
@@ -88,7 +89,7 @@ TOP_LEVEL_WORDS: tuple[str, ...] = (
 #: Words inside a ``test "name" { … }`` block besides ``input`` and ``expect``
 #: (docs/reference/testing.md): ``stub agent A returns V then W``, ``stub tool T fails "code"``,
 #: ``stub step S returns V``, ``replay "cassette.jsonl"``.
-TEST_WORDS: tuple[str, ...] = ("stub", "returns", "fails", "then", "step", "replay")
+TEST_WORDS: tuple[str, ...] = ("stub", "returns", "fails", "then", "always", "step", "replay")
 #: What ``stub KIND NAME`` may stand in for, in the order completion offers them.
 STUB_KINDS: tuple[str, ...] = ("agent", "stage", "tool", "ask", "step")
 #: Words that follow ``use`` (``agent``, ``team``) or ``extern`` (``tool``; ``type`` is top-level).
@@ -398,6 +399,12 @@ RETRYABLE_CODES: tuple[str, ...] = tuple(c for c, e in ERROR_CODES.items() if e.
 #: skips them) — the run was stopped (a hook, a signal), ran past its deadline, or the next model
 #: call would exceed a budget (the next item would only hit it too).
 HARD_STOP_CODES: frozenset[str] = frozenset({"aborted", "deadline_exceeded", "budget_exceeded"})
+#: The codes an error a flow handles can carry (``Error.code``: a ``catch``'s binding, a tolerated
+#: map item's error): every code but those that stop the run and ``truncated``, which is only told
+#: to the model (its tool calls were never run), never the failure of a step.
+CAUGHT_CODES: tuple[str, ...] = tuple(
+    c for c in ERROR_CODES if c not in HARD_STOP_CODES and c != "truncated"
+)
 
 # ---------------------------------------------------------------------------------------------
 # Durations (docs/spec/LANGUAGE.md §2): ``250ms``, ``90s``, ``5m``, ``1h``, and sums written

@@ -691,7 +691,8 @@ class TestStub(Node):
     ``values``: every answer, in call order (one answers every call, several answer the calls in
     turn); for agents, stages and tools an answer may be a :class:`StubFails` (that call fails);
     ``value``: the first answer when it is a value (None when it fails); ``fails``: the error
-    code when the only answer is a failure, with ``fails_span`` its string's span.
+    code when the only answer is a failure, with ``fails_span`` its string's span;
+    ``always``: the sequence ends ``then always V`` — the last answer answers every later call.
     """
 
     kind: str  # agent, stage, tool, ask or step
@@ -700,6 +701,7 @@ class TestStub(Node):
     fails: str | None = None
     fails_span: Span | None = None
     values: list[Expr | StubFails] = field(default_factory=list)
+    always: bool = False
 
 
 @dataclass(slots=True, eq=False)

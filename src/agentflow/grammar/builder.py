@@ -308,8 +308,21 @@ class Builder:
             kind,
             ast.Ident(c[2].span, c[2].value),
             values[0],
-            values=values,
+            values=list(values),
+            always=isinstance(values, _Always),
         )
+
+    def stub_answers_all(self, c):
+        return c[0]
+
+    def stub_answers_always(self, c):
+        return _Always([*c[0], c[3]])
+
+    def stub_all(self, c):
+        return c[0]
+
+    def stub_then_always(self, c):
+        return _Always([*c[0], c[3]])
 
     def stub_answers(self, c):
         if len(c) == 1:
@@ -339,7 +352,8 @@ class Builder:
             None if isinstance(first, ast.StubFails) else first,
             first.code if only_fails else None,
             first.code_span if only_fails else None,
-            values=values,
+            values=list(values),
+            always=isinstance(values, _Always),
         )
 
     def _stub_fails(self, fails, string):
@@ -897,3 +911,7 @@ def _retry(obj: ast.ObjectLit) -> ast.RetrySpec:
                 f"unknown retry setting `{e.key}`: expected `attempts` or `on`", e.key_span
             )
     return ast.RetrySpec(obj.span, attempts, on)
+
+
+class _Always(list):
+    """The answers of a stub whose sequence ends ``then always V`` (the builder's mark)."""

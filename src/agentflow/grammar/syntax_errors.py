@@ -14,7 +14,7 @@ from typing import Any
 
 from agentflow.core import diagnostics as diag
 from agentflow.core.spans import Span
-from agentflow.core.vocabulary import AGENT_CLAUSES, OUTCOME_TYPE, STATEMENT_WORDS
+from agentflow.core.vocabulary import AGENT_CLAUSES, ERROR_CODES, OUTCOME_TYPE, STATEMENT_WORDS
 from agentflow.core.vocabulary import KEYWORD_TERMINALS as KEYWORDS
 from agentflow.grammar import ast
 from agentflow.grammar.scanner import OPENERS, OPS, TOP_LEVEL, Scanner, SynErr, Tok
@@ -214,6 +214,13 @@ def _syntax_hint(
             return hint
     if prev is None:
         return None
+    if typ in ("MINUS", "MINUS_NL") and prev.type == "NAME":
+        # `catch on [tool-error]`, `retry { on [rate-limit] }`: an error code in kebab case
+        after = _CODE_TAIL.match(sc.text, tok.start - sc.ob + 1)
+        if after is not None:
+            code = f"{prev.value}_{after.group(1).replace('-', '_')}"
+            if code in ERROR_CODES:
+                return f"error codes are snake_case: did you mean `{code}`?"
     prev3 = values[-3] if values and len(values) > 2 and isinstance(values[-3], Tok) else None
     if (
         typ == "DOT"
@@ -264,6 +271,9 @@ def _syntax_hint(
         return f'the {kind} name is a string: `use {kind} "{tok.value}" as {tok.value}`'
     return None
 
+
+#: the rest of an error code written in kebab case, after its first `-`
+_CODE_TAIL = re.compile(r"([a-z]+(?:-[a-z]+)*)")
 
 _ASK_THEN_FAILS = re.compile(r"^\s*stub\s+(ask|step)\b.*\bthen\s+fails\s*$")
 

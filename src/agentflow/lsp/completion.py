@@ -113,7 +113,8 @@ def completions(a: Analysis, offset: int, text: str | None = None) -> list[Compl
     if prev in ("input", "output") and len(code) >= 1 and ctx.depth == 0:
         return type_completions(names_analysis(a, text, wstart))
     if ctx.agent_block and at_line_start:
-        return [Completion(c, "keyword", "agent clause") for c in AGENT_CLAUSES]
+        present = _clauses_present(toks, text[offset:])
+        return [Completion(c, "keyword", "agent clause") for c in AGENT_CLAUSES if c not in present]
     if ctx.depth == 0 and at_line_start:
         return [Completion(k, "keyword") for k in TOP_LEVEL_WORDS]
     catch = errors_help.after_expression(code)
@@ -271,6 +272,44 @@ def _fields_of(t: T.Type, env: T.TypeEnv) -> list[Completion]:
         out.append(Completion("main", "agent", "the team's main agent"))
         out.append(Completion("member", "agent", "member(name: text | member)"))
     return out
+
+
+_OPEN = {"{", "[", "("}
+_CLOSE = {"}", "]", ")"}
+
+
+def _clauses_present(before: list, after: str) -> set[str]:
+    """The clauses the agent block around the cursor already has: clause words at the start of
+    one of its lines (or right after its ``{``), before the cursor (``before``: the lexed
+    tokens up to it) and after it (``after``: the text from it, up to the block's ``}``)."""
+    found: set[str] = set()
+    start, depth = len(before) - 1, 0
+    while start >= 0:  # back to the block's `{`
+        tok = before[start]
+        if tok.value in _CLOSE:
+            depth += 1
+        elif tok.value in _OPEN:
+            if depth == 0:
+                break
+            depth -= 1
+        start -= 1
+    tokens = list(before[start + 1 :]) if start >= 0 else []
+    try:
+        tokens += [t for t in lex(after) if t.type not in COMMENTS]
+    except SynErr:
+        pass
+    depth, prev_value = 0, "{"
+    for tok in tokens:
+        if tok.value in _OPEN:
+            depth += 1
+        elif tok.value in _CLOSE:
+            if depth == 0:
+                break
+            depth -= 1
+        elif depth == 0 and tok.value in AGENT_CLAUSES and prev_value in ("{", "\n", None):
+            found.add(str(tok.value))
+        prev_value = "\n" if tok.type == "NL" else tok.value
+    return found
 
 
 def _inside_comment(text: str, offset: int) -> bool:

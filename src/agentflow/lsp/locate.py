@@ -201,8 +201,13 @@ def object_of(a: Analysis, t: T.Type) -> T.ObjectType | None:
 
 
 def type_summary(a: Analysis, name: str) -> str:
-    """``type N { f: T … }`` / ``type N = T`` / ``extern type N`` for a declared type."""
+    """``type N { f: T … }`` / ``type N = T`` / ``extern type N`` for a declared type: a type
+    declared in the document as it is written there — its fields' ``///`` descriptions and
+    constraints (``score: int @range(0, 10)``) included — else as the checker resolved it."""
     env = a.result.env
+    written = _written_type(a, name)
+    if written is not None:
+        return written
     if name in env.objects:
         obj = env.objects[name]
         body = "\n".join(f"  {k}: {T.type_str(f.type)}" for k, f in obj.fields.items())
@@ -218,6 +223,23 @@ def type_summary(a: Analysis, name: str) -> str:
     if name in T.PRIMS:
         return f"{name}  (built-in)"
     return name
+
+
+#: a type declaration longer than this many lines is summarised, not shown as written
+_WRITTEN_TYPE_LINES = 40
+
+
+def _written_type(a: Analysis, name: str) -> str | None:
+    """The source text of ``type name …`` in the document (None when it is not declared there,
+    or is too long to show)."""
+    for item in a.module.items:
+        if isinstance(item, ast.TypeDecl) and item.name.name == name:
+            text = a.text[item.span.start : item.span.end]
+            lines = text.splitlines()
+            if not text.startswith("type") or len(lines) > _WRITTEN_TYPE_LINES:
+                return None
+            return "\n".join(line.rstrip() for line in lines)
+    return None
 
 
 def tool_text(a: Analysis, sig: ToolSig) -> str:

@@ -132,8 +132,12 @@ def resolve_tools(
     return out
 
 
-def _profile(call: ControlCall, target: Any) -> tuple[AgentProfile | TeamMember | None, str]:
-    """(profile or None, label) for an agent step's ``agent`` field."""
+def _profile(
+    call: ControlCall, target: Any, warnings: list[str] | None = None
+) -> tuple[AgentProfile | TeamMember | None, str]:
+    """(profile or None, label) for an agent step's ``agent`` field; the "no profile" warning
+    goes to ``warnings`` when given (the caller emits it once the step is announced, so it
+    follows the step's ▶ line), else is emitted at once."""
     if not target:
         return None, "default"
     if not isinstance(target, dict):
@@ -145,9 +149,13 @@ def _profile(call: ControlCall, target: Any) -> tuple[AgentProfile | TeamMember 
         name = target.get("name")
         prof = cfg.agents.get(name) if cfg is not None else None
         if prof is None:
-            call.warn(
+            message = (
                 f"agent '{name}' has no [agents.{name}] profile; running with the default profile"
             )
+            if warnings is not None:
+                warnings.append(message)
+            else:
+                call.warn(message)
         return prof, str(name)
     if kind in ("team.main", "team.member"):
         team_name = target.get("team")
@@ -284,7 +292,8 @@ async def run_agent_step(call: ControlCall) -> Any:
     model = call.render("model") if c.get("model") is not None else None
     write_raw = call.render("write") if c.get("write") is not None else None
     max_iter = _max_iterations(call)
-    profile, label = _profile(call, c.get("agent"))
+    pending: list[str] = []
+    profile, label = _profile(call, c.get("agent"), pending)
     write: list[Path] | None = None
     if write_raw is not None:
         items = write_raw if isinstance(write_raw, list) else [write_raw]
@@ -316,6 +325,8 @@ async def run_agent_step(call: ControlCall) -> Any:
             "max_iterations": max_iter,
         }
     )
+    for message in pending:  # after the step's `step_started`: its ▶ line comes first
+        call.warn(message)
     allowed = set(tool_names)
     hard_stop: list[BaseException] = []
 

@@ -109,7 +109,9 @@ class ProviderConfig(_Strict):
     ``max_retry_after`` caps the seconds a ``Retry-After`` header can make a retry wait.
     ``kind = "test"`` is the built-in test model (no network, no key: answers every agent from
     its contract, :mod:`agentflow.runtime.models.test_model`); ``seed`` and ``call_tools`` apply
-    to it only.
+    to it only. A provider of kind ``openai``/``anthropic`` without ``base_url`` takes
+    ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL``, else the official URL (docs/decisions.md
+    "Where a provider's URL comes from"); :attr:`base_url_from` says which, for messages.
     """
 
     kind: Literal["openai", "anthropic", "test"] = "openai"
@@ -124,10 +126,19 @@ class ProviderConfig(_Strict):
     backoff_max: float = Field(default=30.0, gt=0, allow_inf_nan=False)
     max_retry_after: float = Field(default=120.0, gt=0, allow_inf_nan=False)
 
+    _base_url_from: str = PrivateAttr(default="")
+
     @field_validator("base_url")
     @classmethod
     def _base_url(cls, value: str | None) -> str | None:
         return None if value is None else check_base_url(value)
+
+    @property
+    def base_url_from(self) -> str:
+        """Which setting ``base_url`` came from, for messages: ``"base_url at flow.toml:9:1"``,
+        ``"environment variable OPENAI_BASE_URL"``, ``"the default URL of kind 'openai' …"``
+        (empty when unknown, e.g. a provider built in code)."""
+        return self._base_url_from
 
     @field_validator("headers")
     @classmethod
@@ -585,13 +596,10 @@ class Config(_Strict):
             "anthropic": ("ANTHROPIC_BASE_URL", DEFAULT_ANTHROPIC_BASE_URL, "ANTHROPIC_API_KEY"),
         }
         if name in implicit:
-            url_env, default_url, key_env = implicit[name]
-            base_url = self._env.get(url_env) or default_url
-            try:
-                check_base_url(base_url)
-            except ValueError as exc:
-                raise ConfigError(f"environment variable {url_env}: {exc}") from None
-            return ProviderConfig(kind=name, base_url=base_url, api_key_env=key_env)
+            _, _, key_env = implicit[name]
+            provider = ProviderConfig(kind=name, api_key_env=key_env)
+            _url_from_environment(provider, self._env)
+            return provider
         known = sorted({*self.providers, "openai", "anthropic"})
         raise ConfigError(
             f"{self.where()}: unknown provider '{name}' (known: {', '.join(known)}); "
@@ -665,6 +673,46 @@ class Config(_Strict):
 
             register_secret(key)
         return key
+
+
+#: Where a provider of each kind finds its URL when ``base_url`` is not written: (variable, default).
+_URL_ENV = {
+    "openai": ("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL),
+    "anthropic": ("ANTHROPIC_BASE_URL", DEFAULT_ANTHROPIC_BASE_URL),
+}
+
+
+def _url_from_environment(provider: ProviderConfig, env: Mapping[str, str]) -> None:
+    """Fill a provider's unset ``base_url`` from its kind's environment variable, else the
+    official URL, recording which in ``base_url_from``; ConfigError for a malformed variable."""
+    if provider.kind not in _URL_ENV or provider.base_url is not None:
+        return
+    url_env, default_url = _URL_ENV[provider.kind]
+    if env.get(url_env):
+        try:
+            provider.base_url = check_base_url(env[url_env])
+        except ValueError as exc:
+            raise ConfigError(f"environment variable {url_env}: {exc}") from None
+        provider._base_url_from = f"environment variable {url_env}"
+    else:
+        provider.base_url = default_url
+        provider._base_url_from = (
+            f"the default URL of kind '{provider.kind}' ({url_env} is not set)"
+        )
+
+
+def _url_from_file(
+    name: str, provider: ProviderConfig, file: Path | None, text: str, env: Mapping[str, str]
+) -> None:
+    """Record where a ``base_url`` written in the file is (``file:line:col``), and that it wins
+    over its kind's environment variable when that is set too."""
+    if provider.base_url is None:
+        return
+    where = f"base_url at {_where(file, text, ('providers', name, 'base_url'))}"
+    url_env = _URL_ENV.get(provider.kind, ("", ""))[0]
+    if url_env and env.get(url_env) and env[url_env].rstrip("/") != provider.base_url.rstrip("/"):
+        where += f" (it takes precedence over the environment variable {url_env}, also set)"
+    provider._base_url_from = where
 
 
 def missing_key_message(config: Config, roles: tuple[str, ...] = ("chat",)) -> str | None:
@@ -771,6 +819,9 @@ def load_config(
     except ValidationError as exc:
         raise ConfigError(_format_validation(exc, file, text)) from None
     config._env = env
+    for name, provider in config.providers.items():
+        _url_from_file(name, provider, file, text, env)
+        _url_from_environment(provider, env)
     _register_secrets(config, env)
     if config.models.default is None:
         default = _env_default(env)

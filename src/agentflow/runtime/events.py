@@ -454,7 +454,8 @@ class ConsoleSink:
             if label is not None:
                 what = str(label)
                 if tool == "map":
-                    what += f" ({self._maps[path][1]} items)"
+                    n = self._maps[path][1]
+                    what += f" ({n} item{'' if n == 1 else 's'})"
                 self._running[path] = (what, str(source or ""), event.time)
                 self._print(f"▶ {_short(what, 200)}{_at(source)}")
             else:

@@ -52,13 +52,17 @@ class RunResult:
         return self.status in ("ok", "exited")
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict (``error`` as ``{code, message, step_path, source?}``, omitted
-        when None)."""
+        """Plain JSON-ready dict (``error`` as ``{code, message, step_path, source?, stage?,
+        item?, agent?, label?, details?}``, omitted when None; ``details`` as the Python API's
+        ``ErrorInfo.details``, e.g. ``details.failed`` of a map that failed more items than it
+        tolerates). ``flowc run --json`` prints it."""
         from agentflow.runtime.expressions import to_json_value
 
         data: dict[str, Any] = {"status": self.status, "output": to_json_value(self.output)}
         if self.error is not None:
             data["error"] = self.error.to_dict()
+            if self.error.details:
+                data["error"]["details"] = to_json_value(self.error.details)
         data["results"] = to_json_value(self.results)
         data["usage"] = self.usage
         data["duration_ms"] = self.duration_ms

@@ -692,8 +692,8 @@ def test_tools_extern_prints_declarations_that_check_clean(tmp_path):
     assert "// Search the knowledge base." in res.output
     decl = [line for line in res.output.splitlines() if line.startswith("extern tool user__search")]
     assert decl == [
-        'extern tool user__search(q: text, mode?: "fast" | "deep", limit?: int?) -> json'
-    ]
+        'extern tool user__search(q: text, mode?: "fast" | "deep", limit?: int?) -> json[]'
+    ]  # the result typed from `-> list` (issue 36)
     src = res.output + 'stage s -> json {\n  return user__search(q: "x", mode: "deep")\n}\n'
     assert check_source(src, "t.flow").diagnostics == []
     bad = res.output + 'stage s -> json {\n  return user__search(q: 1, mode: "slow")\n}\n'
@@ -712,7 +712,7 @@ def test_tools_extern_with_nothing_to_declare_says_where_tools_come_from(tmp_pat
     (tmp_path / "tools.py").write_text("def f(x: int) -> int:\n    return x\n", encoding="utf-8")
     toml.write_text('[tools]\nmodules = ["tools.py"]\n', encoding="utf-8")
     res = CliRunner().invoke(main, ["tools", "--extern", "--config", str(toml)])
-    assert "extern tool user__f(x: int) -> json" in res.stdout
+    assert "extern tool user__f(x: int) -> int" in res.stdout
     assert "no tools to declare" not in res.stderr
 
 

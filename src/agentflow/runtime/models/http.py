@@ -325,6 +325,7 @@ async def post_with_retries(
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
     read_stream: StreamReader | None = None,
     on_restart: Callable[[], Any] | None = None,
+    url_from: str = "",
 ) -> Any:
     """POST ``payload`` as JSON and return the decoded JSON reply, retrying per ``policy``.
 
@@ -334,15 +335,19 @@ async def post_with_retries(
     far are void). An HTTP 200 with an error body is classified as its status equivalent.
 
     Raises ModelError(kind=rate_limit|transient|content_filter|permanent) naming ``provider``
-    (never the key) once retries are exhausted or on a permanent error. ``on_retry`` receives
+    (never the key) once retries are exhausted or on a permanent error; one that never got a
+    reply (connection failed, timed out, invalid URL) also names ``url`` and ``url_from``, the
+    setting it came from (:attr:`ProviderConfig.base_url_from`). ``on_retry`` receives
     ``{provider, attempt, kind, status, delay_s, message}`` before each wait.
     """
     attempt = 0
     import httpx  # here, not at module level: a run that calls no model never needs it
 
+    target = f"POST {url}" + (f"; the URL is from {url_from}" if url_from else "")
     while True:
         status: int | None = None
         retry_after: float | None = None
+        unreached = True  # no reply came: the error names the URL and where it came from
         try:
             # `timeout` bounds the whole exchange, not only each wait for bytes: a server that
             # trickles its reply a byte at a time would otherwise never time out
@@ -370,9 +375,12 @@ async def post_with_retries(
         else:
             if kind is None:
                 return result
+            unreached = False
         message = redact(message, secret)
         if kind in ("permanent", "content_filter") or attempt >= policy.max_retries:
             suffix = f" after {attempt + 1} attempts" if attempt else ""
+            if unreached:
+                message = f"{message} [{redact(target, secret)}]"
             raise ModelError(
                 f"model provider '{provider}' failed{suffix}: {message}",
                 kind=kind,
@@ -478,9 +486,10 @@ class HTTPModelClient:
     ``tool_choice``, ``parallel_tool_calls``, ``http_client`` (an ``httpx.AsyncClient`` to use; one is
     created on first use otherwise), ``on_retry`` (see :func:`post_with_retries`), ``sleep``
     (the wait between retries; ``asyncio.sleep`` by default), ``api_key_env`` (the variable the
-    key came from, named in messages), ``stream`` (ask for Server-Sent Events) and ``on_warning``
+    key came from, named in messages), ``stream`` (ask for Server-Sent Events), ``on_warning``
     (receives a message when the client changes course, e.g. drops native structured output
-    after the endpoint refused the schema). A key that cannot travel in an HTTP header (see
+    after the endpoint refused the schema) and ``url_from`` (the setting ``base_url`` came from,
+    named with the URL in an error that got no reply). A key that cannot travel in an HTTP header (see
     :func:`api_key_problem`) fails every request with a permanent ModelError that never shows it.
     Subclasses implement ``chat``.
     """
@@ -505,8 +514,10 @@ class HTTPModelClient:
         api_key_env: str | None = None,
         stream: bool = False,
         on_warning: Callable[[str], Any] | None = None,
+        url_from: str = "",
     ):
         self.provider = provider
+        self.url_from = url_from
         self.stream = stream
         self.on_warning = on_warning
         self.base_url = base_url.rstrip("/")
@@ -585,5 +596,6 @@ class HTTPModelClient:
             secret=self._api_key,
             timeout=self.timeout,
             on_retry=self.on_retry,
+            url_from=self.url_from,
             **kwargs,
         )

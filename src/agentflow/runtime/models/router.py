@@ -238,6 +238,7 @@ class ModelRouter:
             "on_warning": on_warning,
             "stream": resolved.stream,
             "structured_output": resolved.structured_output,
+            "url_from": provider.base_url_from,
         }
         if provider.kind == "test":
             from agentflow.runtime.models.test_model import TestModel

@@ -178,6 +178,7 @@ def function_tool(
             raise RunError("tool_error", f"{full_name}: it raised KeyboardInterrupt") from None
         return _jsonable(result)
 
+    output = _result_schema(hints.get("return", inspect.Signature.empty))
     return Tool(
         name=full_name,
         description=desc,
@@ -188,8 +189,24 @@ def function_tool(
             "python": f"{fn.__module__}.{fn.__qualname__}",
             "idempotent": mark.get("idempotent", True) is not False,
             **({"isolation": "process"} if in_process else {}),
+            **({"output_schema": output} if output is not None else {}),
         },
     )
+
+
+def _result_schema(annotation: Any) -> dict[str, Any] | None:
+    """The JSON Schema of a tool function's return annotation (``list[dict]`` → an array of
+    objects), which ``flowc tools --extern`` types the result from; None when there is none, it
+    is ``Any``/``None``, or pydantic cannot make one. Only listed, never enforced: the value is
+    checked against the ``.flow``'s declared result type at run time."""
+    if annotation is inspect.Signature.empty or annotation is Any or annotation is None:
+        return None
+    from pydantic import TypeAdapter
+
+    try:
+        return inline_refs(TypeAdapter(annotation).json_schema())
+    except Exception:  # noqa: BLE001 - an annotation pydantic cannot describe: no schema
+        return None
 
 
 def _schema_problem(fn: Callable[..., Any], fields: dict[str, Any]) -> str:
