@@ -112,13 +112,15 @@ def _json_out(value: Any) -> str:
     hold; e.g. from a tool's reply) is printed as ``null`` with a warning on stderr. Configured
     secrets are redacted from every string first."""
     from agentflow.core.redaction import redact_data
+    from agentflow.core.text import escape_surrogates
 
     value = redact_data(value)
     try:
-        return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
+        text = json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
     except ValueError:
         _err("warning: the output held NaN or an infinity, which JSON cannot hold; printed as null")
-        return json.dumps(_finite_only(value), indent=2, ensure_ascii=False, allow_nan=False)
+        text = json.dumps(_finite_only(value), indent=2, ensure_ascii=False, allow_nan=False)
+    return escape_surrogates(text)  # a lone surrogate as its \\udXXX escape: printable, same JSON
 
 
 def _finite_only(value: Any) -> Any:

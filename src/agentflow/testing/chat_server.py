@@ -46,6 +46,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from agentflow.core.text import escape_surrogates
+
 __all__ = [
     "ChatServer",
     "Reply",
@@ -244,7 +246,8 @@ def sse(
     out: list[tuple[str, str]] = []
     for item in events:
         name, data = item if isinstance(item, tuple) else ("", item)
-        out.append((name, data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)))
+        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+        out.append((name, escape_surrogates(text)))
     return Reply(events=out, cut_after=cut_after, cut=cut, delay=delay)
 
 
@@ -480,8 +483,8 @@ class ChatServer:
                 self.connection.close()
 
             def _send(self, reply: Reply) -> None:
-                if isinstance(reply.body, (dict, list)):
-                    data = json.dumps(reply.body, ensure_ascii=False).encode()
+                if isinstance(reply.body, (dict, list)):  # a lone surrogate sent as its escape
+                    data = escape_surrogates(json.dumps(reply.body, ensure_ascii=False)).encode()
                     ctype = "application/json"
                 else:
                     data = str(reply.body or "").encode()

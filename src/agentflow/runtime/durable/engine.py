@@ -41,7 +41,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from agentflow.errors import RunError
-from agentflow.runtime.effects import Effects, UnitSpec
+from agentflow.runtime.effects import Effects, UnitSpec, call_tool_cleaned
 from agentflow.runtime.hooks import NO_ANSWER, AskRequest, Interlocutor
 
 if TYPE_CHECKING:
@@ -369,7 +369,7 @@ class DurableEffects(Effects):
         return await self._step(
             name,
             digest(tool.name, args),
-            lambda: tool.func(args, ctx),
+            lambda: call_tool_cleaned(tool, args, ctx),
             idempotent=tool_idempotent(tool),
             path=ctx.step_path,
         )
