@@ -501,13 +501,13 @@ async def run(
     async with contextlib.AsyncExitStack() as stack:
         if catalog is None:
             catalog = build_catalog(config, plan=plan)
-        stack.push_async_callback(catalog.aclose)  # MCP connections opened before or during
+        stack.push_async_callback(_closed, catalog.aclose)  # MCP connections, before or during
         # tool names and patterns, then literal arguments, before the run (RUNTIME.md §4)
         check_plan_tools(plan, catalog, config)
         await check_plan_arguments(plan, catalog)
         if router is None:
             router = _own_router(config, plan, model=model, replay=replay, record=record)
-            stack.push_async_callback(router.aclose)  # the HTTP connection pools it opens
+            stack.push_async_callback(_closed, router.aclose)  # the HTTP connection pools
         with contextlib.ExitStack() as early:  # sinks made here, closed if the run never starts
             all_sinks = list(sinks)
             if on_partial is not None:
@@ -561,6 +561,22 @@ async def run(
             )  # fmt: skip
         return await run_plan(plan, input, context)
     raise AssertionError("unreachable")  # pragma: no cover - the stack does not swallow
+
+
+#: The longest a run waits for what it opened to close (an MCP server that will not stop is
+#: terminated by the SDK's own client well within it), in seconds.
+CLOSE_LIMIT_S = 15.0
+
+
+async def _closed(close: Callable[[], Any]) -> None:
+    """``await close()`` shielded from cancellation, within :data:`CLOSE_LIMIT_S`: a run that
+    is cancelled — a task cancelled under an anyio cancel scope, as an MCP server's request
+    handler is, is cancelled again at each await — still closes its MCP connections (their
+    server processes end) and connection pools."""
+    import anyio
+
+    with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_LIMIT_S):
+        await close()
 
 
 def _own_router(config: Config, plan: Plan, *, model: str | None, replay: Any, record: Any) -> Any:

@@ -1,10 +1,13 @@
 """``flowc serve --mcp`` answers every message it cannot take (issue 28, item 13): a stdio line
 that is not JSON gets the JSON-RPC error -32700, a request whose ``id`` is no string or integer
--32600 (stdio and streamable HTTP: never HTTP 202 and silence), and the server goes on serving."""
+-32600 (stdio and streamable HTTP: never HTTP 202 and silence), and the server goes on serving;
+a call cancelled over HTTP leaves none of its run's MCP server processes behind."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -87,39 +90,6 @@ def test_stdio_answers_unparsable_lines_and_bad_ids_then_serves_on(served):
         proc.wait(10)
 
 
-def test_http_answers_a_request_with_an_object_id_with_invalid_request(served):
-    port = free_port()
-    proc = subprocess.Popen(
-        [str(FLOWC), "serve", "--mcp", str(served), "--http", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for_port(port, proc)
-        headers = {"Accept": "application/json, text/event-stream"}
-        url = f"http://127.0.0.1:{port}/mcp"
-        bad = httpx.post(
-            url, json={"jsonrpc": "2.0", "id": {}, "method": "tools/list"}, headers=headers
-        )
-        assert bad.status_code == 400
-        assert bad.json()["error"]["code"] == -32600 and bad.json()["id"] is None
-        init = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "0"},
-            },
-        }
-        ok = httpx.post(url, json=init, headers=headers)
-        assert ok.status_code == 200, ok.text
-    finally:
-        proc.terminate()
-        proc.wait(10)
-
-
 @pytest.mark.parametrize(
     ("text", "code"),
     [
@@ -138,3 +108,93 @@ def test_http_answers_a_request_with_an_object_id_with_invalid_request(served):
 def test_which_messages_are_refused(text, code):
     problem = message_problem(text)
     assert (problem.error.code if problem is not None else None) == code
+
+
+SLOW = """/// Nap on the tracker.
+flow slow
+input { seconds: number }
+
+extern tool tracker__slow(seconds: number) -> text
+
+stage main {
+  return tracker__slow(seconds: input.seconds)
+}
+"""
+
+MCP_SERVER = Path(__file__).resolve().parents[1] / "support" / "mcp_server.py"
+
+
+def _children_of(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[1]) == pid and fields[0] != "Z":
+            out.append(int(entry))
+    return out
+
+
+async def _until(predicate, limit: float = 30.0) -> bool:
+    end = asyncio.get_running_loop().time() + limit
+    while not predicate():
+        if asyncio.get_running_loop().time() > end:
+            return False
+        await asyncio.sleep(0.05)
+    return True
+
+
+async def test_http_refuses_bad_ids_and_a_cancelled_call_leaves_no_mcp_server_running(tmp_path):
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    d = tmp_path / "flows"
+    d.mkdir()
+    (d / "slow.flow").write_text(SLOW, encoding="utf-8")
+    (d / "flow.toml").write_text(
+        "[mcp.tracker]\n"
+        f"command = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(str(MCP_SERVER))}]\n",
+        encoding="utf-8",
+    )
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(FLOWC), "serve", "--mcp", str(d), "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, proc)
+        before = _children_of(proc.pid)
+        # a request whose id is an object: HTTP 400 and -32600, never 202 and silence
+        headers = {"Accept": "application/json, text/event-stream"}
+        async with httpx.AsyncClient() as http:
+            bad = await http.post(
+                f"http://127.0.0.1:{port}/mcp",
+                json={"jsonrpc": "2.0", "id": {}, "method": "tools/list"},
+                headers=headers,
+            )
+        assert bad.status_code == 400
+        assert bad.json()["error"]["code"] == -32600 and bad.json()["id"] is None
+        async with (
+            streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (r, w),
+            ClientSession(r, w) as session,
+        ):
+            await session.initialize()
+            call = asyncio.ensure_future(session.call_tool("slow", {"seconds": 30}))
+            # the run's MCP server is up (a child of the serving process)
+            assert await _until(lambda: len(_children_of(proc.pid)) > len(before))
+            await asyncio.sleep(0.5)  # the slow call is in flight
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            assert await _until(lambda: _children_of(proc.pid) == before), _children_of(proc.pid)
+            # and the server goes on serving
+            assert [t.name for t in (await session.list_tools()).tools] == ["slow"]
+    finally:
+        proc.terminate()
+        proc.wait(10)
