@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from support.chat_server import TEST_API_KEY, text, tool_calls
+from support.chat_server import TEST_API_KEY, Reply, text, tool_calls
 
 from agentflow.runtime.events import read_trace
 
@@ -89,3 +89,40 @@ def test_odd_characters_from_a_model_and_a_tool_reach_every_output(chat_server, 
     assert replay.returncode == 0, replay.stderr.decode("utf-8", "replace")
     assert json.loads(replay.stdout.decode("utf-8"))["output"] == {"words": KEPT}
     assert len(chat_server.requests) == 2  # the replay asked no model
+
+
+def _escaped(body: dict) -> Reply:
+    """A reply whose body is JSON text with every non-ASCII character escaped (a lone surrogate
+    as ``\\udcd9``, as a provider's JSON encoder sends it)."""
+    return Reply(body=json.dumps(body, ensure_ascii=True))
+
+
+def test_flowc_ask_through_the_planner_with_lone_surrogates_answers_without_a_traceback(
+    chat_server, tmp_path
+):
+    from support.chat_server import completion
+
+    config = chat_server.write_config(tmp_path)
+    plan = (
+        "version: 1\nname: goal_plan\nsteps:\n"
+        '  - {id: E0, tool_name: value, input: {value: "odd \u2028 value"}}\n'
+    )
+    chat_server.script(
+        [
+            _escaped(tool_calls(("plan_and_execute", {"goal": "Say it \udcd9"})).body),
+            _escaped(completion(plan)),
+            _escaped(completion("SOLVED \udcd9")),
+            _escaped(completion("Said \udcd9 \u2028.")),
+        ]
+    )
+    trace = tmp_path / "ask.jsonl"
+    proc = flowc(
+        "ask", "Say it", "--config", str(config), "--workspace", str(tmp_path),
+        "--trace", str(trace),
+        cwd=tmp_path,
+    )  # fmt: skip
+    err = proc.stderr.decode("utf-8")  # strict: what reached the terminal is UTF-8
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    assert proc.stdout.decode("utf-8") == "Said \ufffd \u2028.\n"
+    kinds = [e["kind"] for e in read_trace(trace)]  # readable to its end, no sink dropped
+    assert kinds.count("model_call") == 4 and "run_finished" in kinds
