@@ -696,12 +696,14 @@ async def answer_run(
     """Answer the question durable run ``run_id`` waits on at step path ``step`` with ``value``
     (a JSON text is parsed unless the question wants text), from any process.  Raises
     :class:`InputError` when no such question waits or the value breaks its choices/schema."""
+    from agentflow.core.text import clean_json
     from agentflow.runtime.config import Config, load_config
     from agentflow.runtime.durable.runs import answer, database_for
 
     if not isinstance(config, Config):
         config = load_config(config)
-    await answer(database_for(config, database), run_id, step, value)
+    # a command-line argument may hold lone surrogates (undecodable bytes): U+FFFD, as anywhere
+    await answer(database_for(config, database), run_id, step, clean_json(value))
 
 
 def run_sync(target: str | os.PathLike | Plan, input: Any = None, **kwargs: Any) -> RunResult:

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentflow.core.text import clean_json
 from agentflow.errors import FlowError
 
 #: File name endings of the plans a directory serves (``.flow`` programs are compiled).
@@ -338,7 +339,7 @@ class McpFlowServer:
                 content=[TextContent(text=f"unknown tool {params.name!r} (tools: {names})")],
                 is_error=True,
             )
-        args = dict(params.arguments or {})
+        args = clean_json(dict(params.arguments or {}))  # a lone surrogate becomes U+FFFD
         run_input = args.get("input") if flow.wrap_input else args
         if self.url is not None:
             return await self._call_durable(ctx, flow, run_input)
@@ -659,6 +660,24 @@ def message_problem(text: str | bytes) -> Any:
     return None
 
 
+#: a JSON ``\uXXXX`` escape of a surrogate
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _made_whole(text: str) -> str:
+    """A JSON message with each lone surrogate it escapes (``"\\udcd9"``) replaced by U+FFFD
+    (:func:`agentflow.core.text.clean_json`), re-encoded; ``text`` itself when it has none. The
+    SDK's parser refuses lone surrogates outright (no reply), and a run could not hold one."""
+    if _SURROGATE_ESCAPE.search(text) is None:
+        return text
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    cleaned = clean_json(data)
+    return text if cleaned is data else json.dumps(cleaned, ensure_ascii=False)
+
+
 class _CheckedLines:
     """The lines of the stdio wire with the ones :func:`message_problem` refuses taken out (their
     error replies go to ``rejected``); blank lines are skipped."""
@@ -677,7 +696,7 @@ class _CheckedLines:
                     continue
                 problem = message_problem(line)
                 if problem is None:
-                    yield line
+                    yield _made_whole(line)
                 else:
                     await self.rejected.send(problem)
 
@@ -748,6 +767,8 @@ class _RefuseBadIds:
             )
             await send({"type": "http.response.body", "body": payload})
             return
+        if not (first or more) and _SURROGATE_ESCAPE.search(body.decode("utf-8", "replace")):
+            body = _made_whole(body.decode("utf-8", "replace")).encode("utf-8")
         replay = [{"type": "http.request", "body": body, "more_body": more}, *first]
 
         async def replayed() -> Any:
@@ -779,7 +800,7 @@ class _Elicitor:
         )
         if result.action != "accept" or not result.content or "answer" not in result.content:
             return NO_ANSWER
-        return _form_answer(form, result.content["answer"])
+        return clean_json(_form_answer(form, result.content["answer"]))
 
 
 def _connection(ctx: Any) -> str | None:

@@ -31,11 +31,23 @@ stage main {
 """
 
 
+ECHO = """/// Say it back.
+flow echo
+input { said: text }
+output text
+
+stage main {
+  return input.said
+}
+"""
+
+
 @pytest.fixture
 def served(tmp_path: Path) -> Path:
     d = tmp_path / "flows"
     d.mkdir()
     (d / "one.flow").write_text(COUNT, encoding="utf-8")
+    (d / "echo.flow").write_text(ECHO, encoding="utf-8")
     return d
 
 
@@ -84,7 +96,17 @@ def test_stdio_answers_unparsable_lines_and_bad_ids_then_serves_on(served):
         proc.stdin.write('{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n')
         proc.stdin.flush()
         listed = _line(proc)
-        assert listed["id"] == 2 and [t["name"] for t in listed["result"]["tools"]] == ["one"]
+        assert listed["id"] == 2
+        assert sorted(t["name"] for t in listed["result"]["tools"]) == ["echo", "one"]
+        # arguments holding a lone surrogate (JSON-escaped): the run sees U+FFFD, the reply is
+        # valid UTF-8 JSON
+        call = '{"jsonrpc":"2.0","id":3,"method":"tools/call",'
+        call += '"params":{"name":"echo","arguments":{"said":"x\\udcd9\\u2028y"}}}'
+        proc.stdin.write(call + "\n")
+        proc.stdin.flush()
+        echoed = _line(proc)
+        assert echoed["id"] == 3 and not echoed["result"].get("isError"), echoed
+        assert echoed["result"]["structuredContent"] == {"result": "x\ufffd\u2028y"}
     finally:
         proc.kill()
         proc.wait(10)
@@ -139,6 +161,40 @@ def _children_of(pid: int) -> list[int]:
     return out
 
 
+async def _echo_over_http(port: int, escaped: str) -> str:
+    """Call the echo flow over raw streamable HTTP with ``escaped`` as JSON string text."""
+    url = f"http://127.0.0.1:{port}/mcp"
+    headers = {"Accept": "application/json, text/event-stream"}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        },
+    }
+    async with httpx.AsyncClient(timeout=60) as http:
+        first = await http.post(url, json=init, headers=headers)
+        assert first.status_code == 200, first.text
+        session = {**headers, "mcp-session-id": first.headers["mcp-session-id"]}
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        await http.post(url, json=note, headers=session)
+        body = (
+            '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo",'
+            f'"arguments":{{"said":"{escaped}"}}}}}}'
+        )
+        reply = await http.post(
+            url, content=body, headers={**session, "content-type": "application/json"}
+        )
+    assert reply.status_code == 200, reply.text
+    data = [ln[5:].strip() for ln in reply.text.splitlines() if ln.startswith("data:")]
+    message = json.loads(data[-1] if data else reply.text)
+    assert message["id"] == 2 and not message["result"].get("isError"), message
+    return message["result"]["structuredContent"]["result"]
+
+
 async def _until(predicate, limit: float = 30.0) -> bool:
     end = asyncio.get_running_loop().time() + limit
     while not predicate():
@@ -155,6 +211,7 @@ async def test_http_refuses_bad_ids_and_a_cancelled_call_leaves_no_mcp_server_ru
     d = tmp_path / "flows"
     d.mkdir()
     (d / "slow.flow").write_text(SLOW, encoding="utf-8")
+    (d / "echo.flow").write_text(ECHO, encoding="utf-8")
     (d / "flow.toml").write_text(
         "[mcp.tracker]\n"
         f"command = {json.dumps(sys.executable)}\n"
@@ -180,6 +237,7 @@ async def test_http_refuses_bad_ids_and_a_cancelled_call_leaves_no_mcp_server_ru
             )
         assert bad.status_code == 400
         assert bad.json()["error"]["code"] == -32600 and bad.json()["id"] is None
+        assert await _echo_over_http(port, "x\\udcd9y") == "x\ufffdy"
         async with (
             streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (r, w),
             ClientSession(r, w) as session,
@@ -194,7 +252,7 @@ async def test_http_refuses_bad_ids_and_a_cancelled_call_leaves_no_mcp_server_ru
                 await call
             assert await _until(lambda: _children_of(proc.pid) == before), _children_of(proc.pid)
             # and the server goes on serving
-            assert [t.name for t in (await session.list_tools()).tools] == ["slow"]
+            assert sorted(t.name for t in (await session.list_tools()).tools) == ["echo", "slow"]
     finally:
         proc.terminate()
         proc.wait(10)
