@@ -13,6 +13,7 @@ import click
 
 from agentflow import api
 from agentflow.core.spans import Span
+from agentflow.core.text import source_lines
 from agentflow.errors import ErrorInfo, FlowError, PlanLoadError
 
 
@@ -144,7 +145,7 @@ def _show_run_error(error: ErrorInfo | dict, target: str) -> None:
     loc = Span.parse(error.source)
     if loc is not None and target.endswith(".flow"):
         try:
-            text = Path(target).read_text(encoding="utf-8").splitlines()[loc.line - 1]
+            text = source_lines(Path(target).read_text(encoding="utf-8"))[loc.line - 1]
             _err(f"  --> {target}:{loc.line}:{loc.column}")
             _err(f"   | {text}")
             _err("   | " + " " * (loc.column - 1) + "^")

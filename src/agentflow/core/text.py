@@ -14,7 +14,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["clean_json", "clean_text", "escape_surrogates", "has_surrogates", "join_pairs"]
+__all__ = [
+    "clean_json",
+    "clean_text",
+    "escape_surrogates",
+    "has_surrogates",
+    "join_pairs",
+    "source_lines",
+]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -73,3 +80,11 @@ def clean_json(value: Any) -> Any:
             return value
         return items if isinstance(value, list) else tuple(items)
     return value
+
+
+def source_lines(text: str) -> list[str]:
+    """The lines of a `.flow` source or of JSON Lines as their readers count them: split at
+    ``\\n`` only (a trailing ``\\r`` dropped), never at the other Unicode line boundaries
+    ``str.splitlines`` knows (U+2028, U+2029, U+0085, ``\\v``, ``\\f``, ``\\x1c``–``\\x1e``),
+    which a string or a comment may hold. Line N of a span is ``source_lines(text)[N - 1]``."""
+    return [line.removesuffix("\r") for line in text.split("\n")]

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from agentflow.core.text import clean_text
+from agentflow.core.text import clean_text, source_lines
 
 __all__ = ["RunView", "build_report", "read_run"]
 
@@ -266,7 +266,7 @@ class _Report:
     def __init__(self, view: RunView, plan: Any, source: str | None, source_name: str | None):
         self.view = view
         self.plan = plan
-        self.source_lines = source.splitlines() if source else None
+        self.source_lines = source_lines(source) if source else None
         self.source_name = source_name
         self.events: list[
             Mapping[str, Any]

@@ -302,7 +302,7 @@ def _windowed(diff: list[str], width: int = 160) -> list[str]:
 
 
 def _lines(data: Any) -> list[str]:
-    return json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False).splitlines()
+    return json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False).split("\n")
 
 
 _REPLAY_MODEL = ResolvedModel(
