@@ -103,3 +103,11 @@ def test_a_sink_that_fails_is_said_on_stderr_and_to_the_other_sinks(capsys):
     assert [e.kind for e in seen] == ["warning", "run_started", "run_finished"]
     assert "the broken sink failed" in seen[0].data["message"]
     assert bus.failures == [seen[0].data["message"]]
+
+
+def test_opentelemetry_attributes_hold_no_lone_surrogate():
+    from agentflow.runtime.telemetry import _json, _Redactor
+
+    assert _Redactor(()).text("a\udcd9b") == "a\ufffdb"
+    assert json.loads(_json({"k": "a\udcd9"})) == {"k": "a\udcd9"}
+    _json({"k": "a\udcd9"}).encode("utf-8")
