@@ -11,8 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from click.testing import CliRunner
 from support.chat_server import TEST_API_KEY, Reply, text, tool_calls
 
+from agentflow.cli import main
 from agentflow.runtime.events import read_trace
 
 FLOWC = [sys.executable, "-m", "agentflow"]
@@ -74,20 +76,22 @@ def test_odd_characters_from_a_model_and_a_tool_reach_every_output(chat_server, 
     read = [e for e in events if e["kind"] == "tool_finished"]
     assert read[0]["data"]["result"] == FILE_TEXT  # the tool's text, no line split off
 
-    report = flowc("report", str(trace), "-o", str(tmp_path / "r.html"), cwd=tmp_path)
-    assert report.returncode == 0, report.stderr.decode("utf-8", "replace")
+    # the readers of the trace and the cassette, in this process (the run above was the real one)
+    cli = CliRunner()
+    report = cli.invoke(main, ["report", str(trace), "-o", str(tmp_path / "r.html")])
+    assert report.exit_code == 0, report.stderr
     page = (tmp_path / "r.html").read_text(encoding="utf-8")  # strict UTF-8
     assert "x\ufffd" in page
-    graph = flowc("graph", "odd.flow", "--run", str(trace), cwd=tmp_path)
-    assert graph.returncode == 0, graph.stderr.decode("utf-8", "replace")
-    assert b"class s_E0 ok" in graph.stdout
-
-    replay = flowc(
-        "run", "odd.flow", "--replay", str(cassette), "--workspace", str(tmp_path), "--json",
-        cwd=tmp_path,
+    graph = cli.invoke(main, ["graph", str(tmp_path / "odd.flow"), "--run", str(trace)])
+    assert graph.exit_code == 0, graph.stderr
+    assert "class s_E0 ok" in graph.stdout
+    replay = cli.invoke(
+        main,
+        ["run", str(tmp_path / "odd.flow"), "--replay", str(cassette),
+         "--workspace", str(tmp_path), "--json"],
     )  # fmt: skip
-    assert replay.returncode == 0, replay.stderr.decode("utf-8", "replace")
-    assert json.loads(replay.stdout.decode("utf-8"))["output"] == {"words": KEPT}
+    assert replay.exit_code == 0, replay.stderr
+    assert json.loads(replay.stdout_bytes.decode("utf-8"))["output"] == {"words": KEPT}
     assert len(chat_server.requests) == 2  # the replay asked no model
 
 
