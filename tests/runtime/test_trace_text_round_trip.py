@@ -24,7 +24,7 @@ VALUES = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(values=st.lists(VALUES, min_size=1, max_size=4))
 def test_read_trace_gives_back_exactly_what_the_jsonl_sink_wrote(values, tmp_path_factory):
     path = tmp_path_factory.mktemp("trace") / "t.jsonl"
@@ -57,6 +57,7 @@ def test_escaped_surrogates_are_the_same_json(text):
     assert json.loads(escaped) == {"k": join_pairs(text)}
 
 
+@settings(max_examples=60, deadline=None)
 @given(VALUES)
 def test_cleaned_text_is_utf8_and_only_surrogates_change(value):
     cleaned = clean_json(value)
