@@ -112,3 +112,36 @@ def test_opentelemetry_attributes_hold_no_lone_surrogate():
     assert _Redactor(()).text("a\udcd9b") == "a\ufffdb"
     assert json.loads(_json({"k": "a\udcd9"})) == {"k": "a\udcd9"}
     _json({"k": "a\udcd9"}).encode("utf-8")
+
+
+ECHO = """flow echo
+input { said: text }
+
+type Said {
+  words: text
+}
+
+use agent "reader" as reader
+
+stage say -> Said {
+  return agent(reader) {
+    task "Say ${input.said}"
+    tools none
+    expect Said
+  }
+}
+"""
+
+
+async def test_a_host_input_holding_a_lone_surrogate_runs_and_its_trace_reads_back(tmp_path):
+    import agentflow
+
+    (tmp_path / "echo.flow").write_text(ECHO)
+    trace = tmp_path / "t.jsonl"
+    result = await agentflow.run(
+        str(tmp_path / "echo.flow"), {"said": "x\udcd9"}, model="test", trace=str(trace)
+    )
+    assert result.status == "ok", result.error
+    events = read_trace(trace)
+    assert events[0]["kind"] == "run_started" and events[-1]["kind"] == "run_finished"
+    assert any("x\udcd9" in json.dumps(e["data"], ensure_ascii=False) for e in events)

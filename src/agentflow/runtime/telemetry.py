@@ -627,7 +627,7 @@ class OtelSink:
         self._pinned.add((kind, key))
         d = self._durable
         text = f"{d['trace_id']}|{d['span_id']}|{kind}|{key}"
-        return None, int(hashlib.sha256(text.encode()).hexdigest()[:16], 16)
+        return None, int(hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16], 16)
 
     def _end(self, entry: _Open, end: float) -> None:
         if entry.ended:

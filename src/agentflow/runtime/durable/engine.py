@@ -125,7 +125,7 @@ class Engine(Protocol):
 def digest(*parts: Any) -> str:
     """A short stable digest of JSON-able ``parts`` (a step's rendered input)."""
     text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=repr)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 def tool_idempotent(tool: Tool) -> bool:

@@ -84,7 +84,7 @@ def request_key(request: ChatRequest) -> str:
     redacted (as the cassette stores the request, so a replay that sends the stored text back
     finds it)."""
     normal = redact_data(normalise_request(request))
-    return hashlib.sha256(_canonical(normal).encode()).hexdigest()
+    return hashlib.sha256(_canonical(normal).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _response_data(response: ChatResponse) -> dict[str, Any]:
