@@ -291,7 +291,7 @@ async def run_agent_step(call: ControlCall) -> Any:
         if any(not str(p).strip() for p in items):  # "" would be the workspace itself
             raise RunError(
                 "validation",
-                f"the write scope of {label or 'this agent'} holds an empty path \"\"; it "
+                f'the write scope of {label or "this agent"} holds an empty path ""; it '
                 'must name files or directories (the whole workspace is ".")',
                 path,
             )
