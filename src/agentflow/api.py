@@ -16,6 +16,7 @@ file, line and column; nothing here prints.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -485,98 +486,73 @@ async def run(
     run ends).
     """
     from agentflow.ir.models import Plan
-    from agentflow.runtime.config import Config, load_config, missing_key_message, no_model_message
+    from agentflow.runtime.config import Config, load_config
     from agentflow.runtime.context import RunContext
     from agentflow.runtime.events import JsonlSink
     from agentflow.runtime.executor import run_plan
     from agentflow.runtime.hooks import Hooks
-    from agentflow.runtime.models.router import ModelRouter
     from agentflow.runtime.tools.build import check_plan_arguments, check_plan_tools
 
     plan = target if isinstance(target, Plan) else load(target)
     if not isinstance(config, Config):
         config = load_config(config)
-    if catalog is None:
-        catalog = build_catalog(config, plan=plan)
-    # tool names and patterns, then literal arguments, before the run (docs/spec/RUNTIME.md §4)
-    check_plan_tools(plan, catalog, config)
-    try:
+    # what this call opens is closed on every way out, a failure before the run starts included
+    # (MCP connections, HTTP pools; sinks only until the run owns them): one exit stack
+    async with contextlib.AsyncExitStack() as stack:
+        if catalog is None:
+            catalog = build_catalog(config, plan=plan)
+        stack.push_async_callback(_closed, catalog.aclose)  # MCP connections, before or during
+        # tool names and patterns, then literal arguments, before the run (RUNTIME.md §4)
+        check_plan_tools(plan, catalog, config)
         await check_plan_arguments(plan, catalog)
-    except BaseException:
-        await catalog.aclose()
-        raise
-    own_router = router is None
-    if router is None and model is not None:
-        from agentflow.runtime.models.test_model import parse_model_option, test_router
+        if router is None:
+            router = _own_router(config, plan, model=model, replay=replay, record=record)
+            stack.push_async_callback(_closed, router.aclose)  # the HTTP connection pools
+        with contextlib.ExitStack() as early:  # sinks made here, closed if the run never starts
+            all_sinks = list(sinks)
+            if on_partial is not None:
+                from agentflow.runtime.events import CallbackSink
 
-        try:
-            seed, call_tools = parse_model_option(model)
-        except ValueError as e:
-            await catalog.aclose()
-            raise ConfigError(str(e)) from None
-        router = test_router(config, seed, call_tools=call_tools)
-    if router is None and replay is not None:
-        from agentflow.runtime.models.cassette import ReplayRouter
+                partial_sink = CallbackSink(
+                    lambda event: on_partial(event.path, event.data.get("value"))
+                )
+                partial_sink.kinds = frozenset({"partial_output"})  # type: ignore[attr-defined]
+                all_sinks.append(partial_sink)
+            if telemetry or (telemetry is None and config.telemetry.active):
+                from agentflow.runtime.telemetry import OtelSink, settings_from_config
 
-        router = ReplayRouter(replay, config)
-    if router is None:
-        if plan_needs_model(plan):
-            if not config.has_model():
-                raise ConfigError(no_model_message(config))
-            missing = missing_key_message(config)
-            if missing:
-                raise ConfigError(missing)
-        if record is not None:
-            from agentflow.runtime.models.cassette import recording_router
+                endpoint = telemetry if isinstance(telemetry, str) else None
+                settings = settings_from_config(config, endpoint)
+                if durable:
+                    from agentflow.runtime.telemetry import durable_settings
 
-            router = recording_router(config, record)
-        else:
-            router = ModelRouter(config)
-    all_sinks = list(sinks)
-    if on_partial is not None:
-        from agentflow.runtime.events import CallbackSink
+                    settings = durable_settings(settings)
+                otel = OtelSink(settings)
+                early.callback(otel.close)
+                all_sinks.append(otel)
+            # every successful tool call feeds the shape cache (docs/spec/RUNTIME.md §9)
+            if shape_cache is not False:
+                from agentflow.runtime.shape_cache import ShapeCache, ShapeRecorder
 
-        partial_sink = CallbackSink(lambda event: on_partial(event.path, event.data.get("value")))
-        partial_sink.kinds = frozenset({"partial_output"})  # type: ignore[attr-defined]
-        all_sinks.append(partial_sink)
-    if telemetry or (telemetry is None and config.telemetry.active):
-        from agentflow.runtime.telemetry import OtelSink, settings_from_config
-
-        endpoint = telemetry if isinstance(telemetry, str) else None
-        try:
-            settings = settings_from_config(config, endpoint)
-            if durable:
-                from agentflow.runtime.telemetry import durable_settings
-
-                settings = durable_settings(settings)
-            all_sinks.append(OtelSink(settings))
-        except ConfigError:
-            await catalog.aclose()
-            if own_router:
-                await router.aclose()
-            raise
-    # every successful tool call feeds the shape cache (docs/spec/RUNTIME.md §9)
-    if shape_cache is not False:
-        from agentflow.runtime.shape_cache import ShapeCache, ShapeRecorder
-
-        all_sinks.append(ShapeRecorder(shape_cache or ShapeCache()))
-    if trace is not None:
-        try:
-            all_sinks.append(JsonlSink(trace))
-        except OSError as e:
-            await catalog.aclose()
-            if own_router:
-                await router.aclose()
-            raise ConfigError(f"{trace}: cannot write trace file: {e.strerror or e}") from None
-    context = RunContext(
-        catalog=catalog,
-        router=router,
-        config=config,
-        workspace=Path(workspace) if workspace is not None else Path.cwd(),
-        sinks=tuple(all_sinks),
-        hooks=hooks or Hooks(),
-    )
-    try:
+                all_sinks.append(ShapeRecorder(shape_cache or ShapeCache()))
+            if trace is not None:
+                try:
+                    jsonl = JsonlSink(trace)
+                except OSError as e:
+                    raise ConfigError(
+                        f"{trace}: cannot write trace file: {e.strerror or e}"
+                    ) from None
+                early.callback(jsonl.close)
+                all_sinks.append(jsonl)
+            context = RunContext(
+                catalog=catalog,
+                router=router,
+                config=config,
+                workspace=Path(workspace) if workspace is not None else Path.cwd(),
+                sinks=tuple(all_sinks),
+                hooks=hooks or Hooks(),
+            )
+            early.pop_all()  # the run closes its sinks from here on
         if durable:
             return await _run_durable(
                 target, plan, input, context, config,
@@ -584,10 +560,56 @@ async def run(
                 replay=replay, on_start=on_start, model=model,
             )  # fmt: skip
         return await run_plan(plan, input, context)
-    finally:
-        await catalog.aclose()  # MCP connections opened during the run
-        if own_router:
-            await router.aclose()  # the HTTP connection pools this run opened
+    raise AssertionError("unreachable")  # pragma: no cover - the stack does not swallow
+
+
+#: The longest a run waits for what it opened to close (an MCP server that will not stop is
+#: terminated by the SDK's own client well within it), in seconds.
+CLOSE_LIMIT_S = 15.0
+
+
+async def _closed(close: Callable[[], Any]) -> None:
+    """``await close()`` shielded from cancellation, within :data:`CLOSE_LIMIT_S`: a run that
+    is cancelled — a task cancelled under an anyio cancel scope, as an MCP server's request
+    handler is, is cancelled again at each await — still closes its MCP connections (their
+    server processes end) and connection pools."""
+    import anyio
+
+    with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_LIMIT_S):
+        await close()
+
+
+def _own_router(config: Config, plan: Plan, *, model: str | None, replay: Any, record: Any) -> Any:
+    """The model router :func:`run` makes when it is given none: the test model for ``model``,
+    a replay of ``replay``, else the configured models (recording to ``record``). Raises
+    :class:`ConfigError` for a bad ``model`` option, or a plan that needs a model when none is
+    configured or its key is missing."""
+    from agentflow.runtime.config import missing_key_message, no_model_message
+    from agentflow.runtime.models.router import ModelRouter
+
+    if model is not None:
+        from agentflow.runtime.models.test_model import parse_model_option, test_router
+
+        try:
+            seed, call_tools = parse_model_option(model)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+        return test_router(config, seed, call_tools=call_tools)
+    if replay is not None:
+        from agentflow.runtime.models.cassette import ReplayRouter
+
+        return ReplayRouter(replay, config)
+    if plan_needs_model(plan):
+        if not config.has_model():
+            raise ConfigError(no_model_message(config))
+        missing = missing_key_message(config)
+        if missing:
+            raise ConfigError(missing)
+    if record is not None:
+        from agentflow.runtime.models.cassette import recording_router
+
+        return recording_router(config, record)
+    return ModelRouter(config)
 
 
 def plan_text(target: str | os.PathLike | Plan) -> tuple[str, str]:
@@ -674,12 +696,14 @@ async def answer_run(
     """Answer the question durable run ``run_id`` waits on at step path ``step`` with ``value``
     (a JSON text is parsed unless the question wants text), from any process.  Raises
     :class:`InputError` when no such question waits or the value breaks its choices/schema."""
+    from agentflow.core.text import clean_json
     from agentflow.runtime.config import Config, load_config
     from agentflow.runtime.durable.runs import answer, database_for
 
     if not isinstance(config, Config):
         config = load_config(config)
-    await answer(database_for(config, database), run_id, step, value)
+    # a command-line argument may hold lone surrogates (undecodable bytes): U+FFFD, as anywhere
+    await answer(database_for(config, database), run_id, step, clean_json(value))
 
 
 def run_sync(target: str | os.PathLike | Plan, input: Any = None, **kwargs: Any) -> RunResult:

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentflow.core.text import clean_json
 from agentflow.errors import FlowError
 
 #: File name endings of the plans a directory serves (``.flow`` programs are compiled).
@@ -338,7 +339,7 @@ class McpFlowServer:
                 content=[TextContent(text=f"unknown tool {params.name!r} (tools: {names})")],
                 is_error=True,
             )
-        args = dict(params.arguments or {})
+        args = clean_json(dict(params.arguments or {}))  # a lone surrogate becomes U+FFFD
         run_input = args.get("input") if flow.wrap_input else args
         if self.url is not None:
             return await self._call_durable(ctx, flow, run_input)
@@ -585,21 +586,193 @@ class McpFlowServer:
     # ------------------------------------------------------------------ transports
 
     async def serve_stdio(self) -> None:
-        """Serve over the process's stdin/stdout until the client closes them."""
+        """Serve over the process's stdin/stdout until the client closes them.
+
+        Each line is checked before the SDK reads it (:func:`message_problem`): a line that is
+        not JSON is answered with a JSON-RPC error -32700, one that is no JSON-RPC message or
+        a request whose ``id`` is neither a string nor an integer with -32600 (the SDK would
+        drop the first two with a log line and take the last for a notification: no reply).
+        As the SDK does, fd 0 is pointed at the null device while serving (tools and their
+        children read EOF, never the wire)."""
+        import anyio
         from mcp.server.stdio import stdio_server
+        from mcp.shared.message import SessionMessage
 
         await self.open_durable()
-        async with stdio_server() as (read, write):
-            await self.server.run(read, write, self.server.create_initialization_options())
+        rejected_send, rejected = anyio.create_memory_object_stream[Any](16)
+        with _stdin_claimed() as wire:
+            lines = _CheckedLines(anyio.wrap_file(wire), rejected_send)
+            async with stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type]
+
+                async def answer_rejected() -> None:
+                    async with rejected:
+                        async for error in rejected:
+                            await write.send(SessionMessage(error))
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(answer_rejected)
+                    await self.server.run(read, write, self.server.create_initialization_options())
+                    tg.cancel_scope.cancel()
 
     async def serve_http(self, host: str = "127.0.0.1", port: int = 8000) -> None:
-        """Serve over streamable HTTP at ``http://HOST:PORT/mcp`` until cancelled."""
+        """Serve over streamable HTTP at ``http://HOST:PORT/mcp`` until cancelled; a request
+        whose ``id`` is neither a string nor an integer is answered HTTP 400 with a JSON-RPC
+        error -32600 (:class:`_RefuseBadIds`; the SDK would take it for a notification and
+        answer 202 with no reply)."""
         import uvicorn
 
         await self.open_durable()
-        app = self.server.streamable_http_app(host=host)
+        app = _RefuseBadIds(self.server.streamable_http_app(host=host))
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
         await uvicorn.Server(config).serve()
+
+
+def message_problem(text: str | bytes) -> Any:
+    """Why ``text`` (one stdio line, or an HTTP body) is no JSON-RPC message the server can
+    answer, as the MCP SDK's ``JSONRPCError`` to send back (``id`` null), or None when it is
+    one (a single message or a batch): -32700 when it is not JSON; -32600 when it is JSON but
+    no JSON-RPC 2.0 message, or a request (it has a ``method``) whose ``id`` is not a string or
+    an integer (MCP: ``null``, objects, arrays, fractions and booleans are refused)."""
+    from mcp import types
+
+    def error(code: int, message: str) -> Any:
+        return types.JSONRPCError(
+            jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message)
+        )
+
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return error(types.PARSE_ERROR, "Parse error: the message is not JSON")
+    for item in data if isinstance(data, list) and data else [data]:
+        if not isinstance(item, dict) or item.get("jsonrpc") != "2.0":
+            return error(types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message")
+        if "method" in item and "id" in item:
+            rid = item["id"]
+            if isinstance(rid, bool) or not isinstance(rid, int | str):
+                return error(
+                    types.INVALID_REQUEST,
+                    "Invalid Request: a request id must be a string or an integer, "
+                    f"not {json.dumps(rid)[:40]}",
+                )
+    return None
+
+
+#: a JSON ``\uXXXX`` escape of a surrogate
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _made_whole(text: str) -> str:
+    """A JSON message with each lone surrogate it escapes (``"\\udcd9"``) replaced by U+FFFD
+    (:func:`agentflow.core.text.clean_json`), re-encoded; ``text`` itself when it has none. The
+    SDK's parser refuses lone surrogates outright (no reply), and a run could not hold one."""
+    if _SURROGATE_ESCAPE.search(text) is None:
+        return text
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    cleaned = clean_json(data)
+    return text if cleaned is data else json.dumps(cleaned, ensure_ascii=False)
+
+
+class _CheckedLines:
+    """The lines of the stdio wire with the ones :func:`message_problem` refuses taken out (their
+    error replies go to ``rejected``); blank lines are skipped."""
+
+    def __init__(self, lines: Any, rejected: Any) -> None:
+        self.lines = lines
+        self.rejected = rejected
+
+    def __aiter__(self) -> Any:
+        return self._checked()
+
+    async def _checked(self) -> Any:
+        async with self.rejected:
+            async for line in self.lines:
+                if not line.strip():
+                    continue
+                problem = message_problem(line)
+                if problem is None:
+                    yield _made_whole(line)
+                else:
+                    await self.rejected.send(problem)
+
+
+@contextlib.contextmanager
+def _stdin_claimed() -> Any:
+    """The wire (a UTF-8 text reader of a private duplicate of fd 0) while fd 0 points at the
+    null device, as the SDK's own stdio transport does when it opens stdin itself; fd 0 is
+    restored on exit. The duplicate is never closed: a worker thread may still block on it."""
+    import io
+    import os
+
+    private = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+    finally:
+        os.close(null)
+    try:
+        raw = os.fdopen(private, "rb", closefd=False)
+        yield io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
+    finally:
+        with contextlib.suppress(OSError):
+            os.dup2(private, 0)
+
+
+class _RefuseBadIds:
+    """ASGI middleware in front of the SDK's streamable HTTP app: a POST whose body
+    :func:`message_problem` refuses for its ids gets HTTP 400 and the JSON-RPC error -32600
+    (bodies that are not JSON are left to the SDK, which answers -32700 itself)."""
+
+    #: bodies larger than this are passed on unread (the SDK refuses them by size)
+    MAX_BODY = 4 * 1024 * 1024
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        first: list[Any] = []
+        while True:
+            message = await receive()
+            if message.get("type") != "http.request":
+                first.append(message)
+                break
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if not message.get("more_body", False) or size > self.MAX_BODY:
+                break
+        body = b"".join(chunks)
+        more = bool(chunks) and size > self.MAX_BODY
+        problem = None if first or more else message_problem(body)
+        if problem is not None and problem.error.code != -32700:
+            payload = problem.model_dump_json(by_alias=True).encode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 400,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(payload)).encode()),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": payload})
+            return
+        if not (first or more) and _SURROGATE_ESCAPE.search(body.decode("utf-8", "replace")):
+            body = _made_whole(body.decode("utf-8", "replace")).encode("utf-8")
+        replay = [{"type": "http.request", "body": body, "more_body": more}, *first]
+
+        async def replayed() -> Any:
+            return replay.pop(0) if replay else await receive()
+
+        await self.app(scope, replayed, send)
 
 
 class _Elicitor:
@@ -625,7 +798,7 @@ class _Elicitor:
         )
         if result.action != "accept" or not result.content or "answer" not in result.content:
             return NO_ANSWER
-        return _form_answer(form, result.content["answer"])
+        return clean_json(_form_answer(form, result.content["answer"]))
 
 
 def _connection(ctx: Any) -> str | None:

@@ -35,3 +35,15 @@ def test_span_parse_reads_file_line_column_with_ascii_digits_only():
     assert str(Span.parse("C:/x.flow:1:2")) == "C:/x.flow:1:2"
     for text in ("x.flow:²:1", "x.flow:1:٣", "x.flow:1", "x.flow", "", None, 3):
         assert Span.parse(text) is None
+
+
+def test_the_source_line_shown_is_counted_as_the_scanner_counts_lines(tmp_path):
+    # a comment holding U+2028 and U+0085: one line to the scanner, three to str.splitlines
+    flow = tmp_path / "x.flow"
+    flow.write_text(
+        '// odd \u2028 comment \u0085 here\nflow x\nstage main -> int {\n  fail "boom"\n}\n',
+        encoding="utf-8",
+    )
+    res = CliRunner().invoke(main, ["run", str(flow)])
+    assert res.exit_code == 1, res.stderr
+    assert "   | " + '  fail "boom"' in res.stderr, res.stderr

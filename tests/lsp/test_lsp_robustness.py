@@ -45,6 +45,35 @@ def test_a_request_before_initialize_is_server_not_initialized(tmp_path):
     assert "Traceback" not in log, log
 
 
+def test_a_request_after_shutdown_is_invalid_request_and_exit_still_ends_it(tmp_path):
+    client, err = _client(tmp_path)
+    try:
+        client.initialize()
+        client.open("file:///x.flow", SMALL)
+        client.request("shutdown", None, timeout=60)
+        with pytest.raises(LspError) as info:
+            client.request(
+                "textDocument/documentSymbol",
+                {"textDocument": {"uri": "file:///x.flow"}},
+                timeout=60,
+            )
+        assert info.value.code == -32600 and "after `shutdown`" in str(info.value)
+        client.notify("exit", None)
+        assert client.proc.wait(timeout=60) == 0  # `exit` after `shutdown`: a clean end
+    finally:
+        client.close()
+        err.close()
+
+
+def test_pygls_keeps_its_shutdown_flag_where_the_server_reads_it():
+    from pygls.protocol import LanguageServerProtocol
+
+    from agentflow.lsp.server import FlowLanguageServer
+
+    protocol = FlowLanguageServer().protocol
+    assert isinstance(protocol, LanguageServerProtocol) and protocol._shutdown is False
+
+
 def test_a_huge_document_does_not_hold_up_requests_about_another(tmp_path):
     client, err = _client(tmp_path)
     try:

@@ -302,3 +302,82 @@ async def test_a_host_gets_the_partial_answers_of_a_streaming_flow(chat_server, 
     assert result.status == "ok" and result.output["output"] == ANSWER
     assert len(seen) >= 2 and all(path == "E0" for path, _ in seen)
     assert seen[-1][1] == ANSWER
+
+
+# ------------------------------------------------------------- streams that just stop (FIN)
+
+
+def _cut_text():
+    # role, "The answer is", " 42" … : cut cleanly after the first piece of text
+    return openai_stream(
+        completion("The answer is 42."), pieces=2, done=False, cut_after=2, cut="close"
+    )
+
+
+def _cut_call():
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "add", "arguments": json.dumps({"a": 1, "b": 2})},
+    }
+    # role, the call's head, the first piece of its arguments `{"a": `, then an orderly close
+    return openai_stream(completion(calls=[call]), pieces=3, done=False, cut_after=3, cut="close")
+
+
+@pytest.mark.parametrize("cut", [_cut_text, _cut_call], ids=["text", "tool-call"])
+async def test_an_openai_stream_that_stops_without_finish_or_done_is_retried(
+    chat_server, tmp_path, cut
+):
+    chat_server.script([cut(), openai_stream(completion("whole"))])
+    router = ModelRouter(config(chat_server, tmp_path), retry=FAST)
+    retries = []
+    router.on_event = lambda kind, data: retries.append(data) if kind == "retry" else None
+    try:
+        response = await router.client_for("chat").chat(ChatRequest([Message("user", "hi")]))
+    finally:
+        await router.aclose()
+    assert response.text == "whole" and response.finish_reason == "stop"
+    assert len(chat_server.requests) == 2
+    assert [r["kind"] for r in retries] == ["transient"]
+
+
+async def test_an_openai_stream_cut_every_time_ends_as_a_transient_error(chat_server, tmp_path):
+    chat_server.script([_cut_text() for _ in range(4)])
+    router = ModelRouter(config(chat_server, tmp_path), retry=FAST)
+    try:
+        with pytest.raises(RunError) as info:
+            await run(router)
+    finally:
+        await router.aclose()
+    assert info.value.code == "transient" and len(chat_server.requests) == 4  # 1 + 3 retries
+    assert "broke off" in str(info.value)
+
+
+@pytest.mark.parametrize("finish_only", [True, False], ids=["finish-then-close", "done-only"])
+async def test_an_openai_stream_with_its_finish_or_done_is_complete(
+    chat_server, tmp_path, finish_only
+):
+    whole = openai_stream(completion("The answer is 42."), done=not finish_only)
+    if not finish_only:  # [DONE] without any finish_reason (some local servers)
+        whole.events = [
+            (n, d.replace('"finish_reason": "stop"', '"finish_reason": null'))
+            for n, d in whole.events or []
+        ]
+    chat_server.script([whole])
+    response = await chat_once_streamed(chat_server, tmp_path)
+    assert response.text == "The answer is 42." and len(chat_server.requests) == 1
+
+
+async def test_an_anthropic_stream_that_stops_before_message_stop_is_retried(chat_server, tmp_path):
+    final = anthropic_message([{"type": "text", "text": "The answer is 42."}])
+    chat_server.script([anthropic_stream(final, cut_after=3, cut="close"), anthropic_stream(final)])
+    response = await chat_once_streamed(chat_server, tmp_path, kind="anthropic")
+    assert response.text == "The answer is 42." and len(chat_server.requests) == 2
+
+
+async def chat_once_streamed(server, tmp_path, kind="openai"):
+    router = ModelRouter(config(server, tmp_path, kind=kind), retry=FAST)
+    try:
+        return await router.client_for("chat").chat(ChatRequest([Message("user", "hi")]))
+    finally:
+        await router.aclose()

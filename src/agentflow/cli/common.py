@@ -13,6 +13,7 @@ import click
 
 from agentflow import api
 from agentflow.core.spans import Span
+from agentflow.core.text import source_lines
 from agentflow.errors import ErrorInfo, FlowError, PlanLoadError
 
 
@@ -125,13 +126,15 @@ def _json_out(value: Any) -> str:
     hold; e.g. from a tool's reply) is printed as ``null`` with a warning on stderr. Configured
     secrets are redacted from every string first."""
     from agentflow.core.redaction import redact_data
+    from agentflow.core.text import escape_surrogates
 
     value = redact_data(value)
     try:
-        return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
+        text = json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
     except ValueError:
         _err("warning: the output held NaN or an infinity, which JSON cannot hold; printed as null")
-        return json.dumps(_finite_only(value), indent=2, ensure_ascii=False, allow_nan=False)
+        text = json.dumps(_finite_only(value), indent=2, ensure_ascii=False, allow_nan=False)
+    return escape_surrogates(text)  # a lone surrogate as its \\udXXX escape: printable, same JSON
 
 
 def _finite_only(value: Any) -> Any:
@@ -155,7 +158,7 @@ def _show_run_error(error: ErrorInfo | dict, target: str) -> None:
     loc = Span.parse(error.source)
     if loc is not None and target.endswith(".flow"):
         try:
-            text = Path(target).read_text(encoding="utf-8").splitlines()[loc.line - 1]
+            text = source_lines(Path(target).read_text(encoding="utf-8"))[loc.line - 1]
             _err(f"  --> {target}:{loc.line}:{loc.column}")
             _err(f"   | {text}")
             _err("   | " + " " * (loc.column - 1) + "^")

@@ -45,11 +45,13 @@ __all__ = [
     "MAX_BACKOFF_FACTOR",
     "MAX_BACKOFF_MS",
     "MAX_EXPR_DEPTH",
+    "MAX_INT",
     "MAX_NESTING",
     "MAX_OPERATORS",
     "MAX_PREFIX",
     "MAX_RETRY_ATTEMPTS",
     "MAX_STRING_NESTING",
+    "MIN_INT",
     "PLAN_SCHEMA_KEYS",
     "PRIMITIVE_TYPES",
     "RESERVED_WORDS",
@@ -446,6 +448,12 @@ def duration_text(ms: int) -> str:
 # ---------------------------------------------------------------------------------------------
 # Numeric limits
 
+#: An ``int`` is a signed 64-bit whole number: a whole number outside this range given as a
+#: value (``--input``, an answer to ``ask``, a model's answer) is refused, not taken as an int
+#: that no database column, OpenTelemetry attribute or other JSON reader could hold
+#: (docs/decisions.md "Text and numbers from outside").
+MIN_INT = -(2**63)
+MAX_INT = 2**63 - 1
 #: ``retry.attempts`` counts extra tries after the first; more than this is refused (a `.flow`
 #: error at check time, a plan error at load time).
 MAX_RETRY_ATTEMPTS = 20

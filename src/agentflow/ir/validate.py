@@ -897,6 +897,13 @@ class _Validator:
             ok = isinstance(w, str) or (isinstance(w, list) and all(isinstance(x, str) for x in w))
             if not ok:
                 self.problem((*ipath, "write"), "`write` must be a list of paths (texts)")
+            elif any(not x.strip() for x in ([w] if isinstance(w, str) else w)):
+                # "" would resolve to the workspace itself: a scope that grants everything
+                self.problem(
+                    (*ipath, "write"),
+                    '`write` holds an empty path ""; name the files or directories the agent '
+                    'may write (the whole workspace is ".")',
+                )
         if "agent" in inp:
             self.agent_target(inp["agent"], (*ipath, "agent"))
 

@@ -36,6 +36,7 @@ from pygls.exceptions import (
     JsonRpcException,
     JsonRpcInternalError,
     JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
     JsonRpcServerNotInitialized,
 )
 from pygls.lsp.server import LanguageServer
@@ -134,6 +135,18 @@ class _FlowProtocol(LanguageServerProtocol):
         if message is _HANDLED:
             return
         method = getattr(message, "method", None)
+        if getattr(self, "_shutdown", False) and method is not None and method != lsp.EXIT:
+            # after `shutdown` (pygls' private flag, pinned by tests/lsp/test_lsp_robustness.py)
+            # pygls drops every message; LSP 3.17 wants requests answered with InvalidRequest
+            msg_id = getattr(message, "id", None)
+            if msg_id is not None:
+                self._send_response(
+                    msg_id,
+                    error=JsonRpcInvalidRequest(
+                        f"{method!r} after `shutdown`: only `exit` is accepted now"
+                    ).to_response_error(),
+                )
+            return  # a notification after `shutdown` is dropped
         if method == lsp.INITIALIZE:
             self._flow_initialized = True
         elif not getattr(self, "_flow_initialized", False) and method not in _BEFORE_INIT:

@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentflow.core.text import clean_json
 from agentflow.errors import ConfigError, ModelError, RunError, model_error_code
 from agentflow.runtime.extract import (
     ExtractionError,
@@ -277,6 +278,7 @@ async def run_agent(
         def on_delta(piece: str | None) -> None:
             value = partials.add(piece)
             if value is not None:
+                value = clean_json(value)  # a pair split across pieces is whole only at the end
                 if spec.on_partial is not None:
                     spec.on_partial(value)
                 if emit is not None:

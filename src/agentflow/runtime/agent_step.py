@@ -297,6 +297,13 @@ async def run_agent_step(call: ControlCall) -> Any:
     write: list[Path] | None = None
     if write_raw is not None:
         items = write_raw if isinstance(write_raw, list) else [write_raw]
+        if any(not str(p).strip() for p in items):  # "" would be the workspace itself
+            raise RunError(
+                "validation",
+                f'the write scope of {label or "this agent"} holds an empty path ""; it '
+                'must name files or directories (the whole workspace is ".")',
+                path,
+            )
         ws = ex.ctx.workspace
         write = [(ws / str(p)) if not Path(str(p)).is_absolute() else Path(str(p)) for p in items]
     catalog = ex.ctx.catalog

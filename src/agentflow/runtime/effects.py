@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from agentflow.core.text import clean_json
 from agentflow.runtime.hooks import NO_ANSWER, AskRequest, Interlocutor, maybe_await
 
 if TYPE_CHECKING:
@@ -67,6 +68,13 @@ class UnitSpec:
     allowed: set[str] | None = None
 
 
+async def call_tool_cleaned(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Any:
+    """``tool.func(args, ctx)``, its result with every string made whole
+    (:func:`agentflow.core.text.clean_json`: a lone surrogate becomes U+FFFD) — a tool's result
+    enters the run here, and must fit every output (trace, console, report, durable rows)."""
+    return clean_json(await tool.func(args, ctx))
+
+
 class Effects:
     """Performs a run's effects directly (the default, non-durable engine).
 
@@ -84,7 +92,7 @@ class Effects:
     def call_tool(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Awaitable[Any]:
         """Call ``tool`` with ``args`` (``ctx.step_path`` is the call's path); its result, or
         what the tool raises."""
-        return tool.func(args, ctx)
+        return call_tool_cleaned(tool, args, ctx)
 
     def chat(
         self, client: RoutedClient, request: ChatRequest, path: str

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from agentflow.core.redaction import SECRETS, redact, redact_data
+from agentflow.core.text import escape_surrogates
 from agentflow.runtime.where import call_summary
 
 EVENT_KINDS = (
@@ -120,12 +121,15 @@ def _json_default(o: Any) -> Any:
 def event_json(event: Event) -> str:
     """One event as one line of JSON (``ensure_ascii=False``), every configured secret redacted
     (:mod:`agentflow.core.redaction`: the strings are redacted before serialising, so the line
-    stays valid JSON)."""
+    stays valid JSON). The line holds no raw line break of any kind JSON could hold (``\\n`` and
+    ``\\r`` are escaped; U+2028, U+2029 and U+0085 are written raw but readers split on ``\\n``
+    only) and is always encodable as UTF-8: a lone surrogate is written as its ``\\udXXX``
+    escape, so :func:`read_trace` gives back exactly the strings that were written."""
     line = json.dumps(event.to_dict(), ensure_ascii=False, default=_json_default)
     if SECRETS and SECRETS.spans(line):
         data = json.loads(line)  # plain JSON data now (default= applied)
         line = json.dumps(redact_data(data), ensure_ascii=False)
-    return line
+    return escape_surrogates(line)
 
 
 class JsonlSink:
@@ -173,6 +177,9 @@ class JsonlSink:
             if isinstance(key, str):
                 self._written.add(key)
                 self._runs.add(_run_of(key))
+
+    def __str__(self) -> str:
+        return f"the trace file {str(self.path)!r}"
 
     def handle(self, event: Event) -> None:
         key = event.data.get("durable_id")
@@ -228,7 +235,9 @@ def read_trace(path: str | Path) -> list[dict[str, Any]]:
     from agentflow.runtime.extract import loads_bounded
 
     events: list[dict[str, Any]] = []
-    for number, line in enumerate(text.splitlines(), 1):
+    # "\n" only, as JsonlSink writes them: str.splitlines would also split at U+2028, U+2029,
+    # U+0085, \x1c-\x1e, \v and \f, which JSON strings may hold raw
+    for number, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:
@@ -276,8 +285,9 @@ def _short(value: Any, limit: int = 80) -> str:
 
 
 #: what a console line must not send to the terminal raw: C0/C1 controls (ESC starts an escape
-#: sequence that can recolour, clear or retitle the terminal), DEL and the Unicode line separators
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+#: sequence that can recolour, clear or retitle the terminal), DEL, the Unicode line separators
+#: and lone surrogates (which no terminal encoding can hold)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 
 def _visible(text: str) -> str:
@@ -612,7 +622,8 @@ def _spent_extra(data: dict[str, Any]) -> str:
 
 class EventBus:
     """Fans events out to sinks, in registration order.  A sink that raises is dropped after
-    the first failure (reported once on stderr); the run continues.
+    the first failure, which is said on stderr, as a ``warning`` event to the remaining sinks and
+    in :attr:`failures`; the run continues.
 
     A sink may declare ``kinds`` (a collection of event kinds): it then receives only those, and
     the executor skips building events nobody listens to (:meth:`listens`) — the hot path of a
@@ -622,6 +633,8 @@ class EventBus:
     def __init__(self, sinks: Iterable[Sink] = ()):
         self.sinks: list[Sink] = list(sinks)
         self._listens: dict[str, bool] = {}
+        #: what each sink that failed (and was dropped) said, in order
+        self.failures: list[str] = []
 
     def add(self, sink: Sink) -> None:
         """Register one more sink."""
@@ -651,16 +664,29 @@ class EventBus:
                 continue
             try:
                 sink.handle(event)
-            except Exception as exc:  # a broken sink must not break the run
+            except Exception as exc:  # a broken sink must not break the run …
                 self.sinks.remove(sink)
                 self._listens.clear()
-                # said when stderr can take it: a console sink fails because stderr is a closed
-                # pipe, and the report of it must not fail the run instead (issue 28)
+                # … nor disappear unsaid: on stderr, and as a warning to the sinks that remain
+                message = redact(
+                    f"{sink} failed and gets no more events of this run "
+                    f"({type(exc).__name__}: {exc})"
+                )
+                self.failures.append(message)
+                # said when stderr can take it (a console sink fails because stderr is a closed
+                # pipe, and the report of it must not fail the run instead: issue 28); the
+                # warning event and `failures` say it whatever stderr is
                 with contextlib.suppress(Exception):
-                    print(
-                        redact(f"agentflow: event sink {sink!r} failed and was removed: {exc}"),
-                        file=sys.stderr,
+                    print(f"agentflow: {message}", file=sys.stderr, flush=True)
+                self.publish(
+                    Event(
+                        kind="warning",
+                        path=event.path,
+                        stack=list(event.stack),
+                        time=time.time(),
+                        data={"message": message},
                     )
+                )
 
     def close(self) -> None:
         for sink in self.sinks:

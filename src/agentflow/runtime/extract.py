@@ -24,6 +24,8 @@ import fastjsonschema
 import jsonschema
 import referencing.exceptions
 
+from agentflow.core.text import clean_json
+from agentflow.core.vocabulary import MAX_INT, MIN_INT
 from agentflow.ir.schemas import schema_problem
 from agentflow.ir.schemas import validator as schema_validator
 
@@ -97,13 +99,33 @@ def _finite_float(text: str) -> float:
     return value
 
 
+def _bounded_int(text: str) -> int:
+    value = int(text)
+    if not MIN_INT <= value <= MAX_INT:
+        raise NonJsonNumber(
+            f"`{text if len(text) <= 24 else text[:20] + '…'}` ({len(text.lstrip('-'))} digits) "
+            f"is outside the range of an int ({MIN_INT} to {MAX_INT})"
+        )
+    return value
+
+
 def loads_value(text: str, limit: int = MAX_JSON_DEPTH) -> Any:
     """A value a person gave as JSON (``flowc run --input``, ``flowc answer``, an answer typed
     at the terminal or sent by an MCP client): :func:`loads_bounded` with JSON's own numbers
     only.  Raises :class:`NonJsonNumber` (a ValueError) for ``NaN``/``Infinity`` or a number
     too large (one message wherever the value came from), ``json.JSONDecodeError`` for
-    invalid JSON, ValueError for too deep a value."""
-    return loads_bounded(text, limit, parse_constant=_not_a_json_number, parse_float=_finite_float)
+    invalid JSON, ValueError for too deep a value. A whole number must be an ``int``
+    (:data:`agentflow.core.vocabulary.MIN_INT` … ``MAX_INT``); every string is made whole
+    (:func:`agentflow.core.text.clean_json`: a lone surrogate becomes U+FFFD)."""
+    return clean_json(
+        loads_bounded(
+            text,
+            limit,
+            parse_constant=_not_a_json_number,
+            parse_float=_finite_float,
+            parse_int=_bounded_int,
+        )
+    )
 
 
 @dataclass
@@ -128,7 +150,9 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
+_DECODER = json.JSONDecoder(
+    parse_constant=_reject_constant, object_pairs_hook=_no_duplicates, parse_int=_bounded_int
+)
 
 
 def _decode_at(text: str, index: int) -> tuple[Any, int]:
@@ -144,7 +168,8 @@ def _decode_at(text: str, index: int) -> tuple[Any, int]:
         raise ExtractionError(f"the JSON is {too_deep_message()}") from None
     if json_depth_exceeds(value):
         raise ExtractionError(f"the JSON is {too_deep_message()}")
-    return value, end
+    # a model's answer enters the run here: a lone surrogate (JSON "\udcd9") becomes U+FFFD
+    return clean_json(value), end
 
 
 def extract_json(text: str | None) -> Extracted:

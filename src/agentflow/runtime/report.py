@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+from agentflow.core.text import clean_text, source_lines
+
 __all__ = ["RunView", "build_report", "read_run"]
 
 _ROUND = re.compile(r"/agent\.(\d+)/[^/]+$")
@@ -264,7 +266,7 @@ class _Report:
     def __init__(self, view: RunView, plan: Any, source: str | None, source_name: str | None):
         self.view = view
         self.plan = plan
-        self.source_lines = source.splitlines() if source else None
+        self.source_lines = source_lines(source) if source else None
         self.source_name = source_name
         self.events: list[
             Mapping[str, Any]
@@ -567,8 +569,9 @@ def build_report(
         "body": body,
         "mermaid_js": mermaid_js,
     }
-    # one pass: a `{{…}}` inside the inserted text (a trace's content) is never substituted
-    return re.sub(r"\{\{(\w+)\}\}", lambda m: values.get(m.group(1), m.group(0)), page)
+    # one pass: a `{{…}}` inside the inserted text (a trace's content) is never substituted;
+    # a lone surrogate a trace may hold (its JSON escape) is U+FFFD in a page, which is UTF-8
+    return clean_text(re.sub(r"\{\{(\w+)\}\}", lambda m: values.get(m.group(1), m.group(0)), page))
 
 
 def _as_dict(value: Any) -> dict[str, Any]:

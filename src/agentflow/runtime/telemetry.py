@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from agentflow.core.text import clean_text, escape_surrogates
 from agentflow.errors import ConfigError
 
 __all__ = [
@@ -314,6 +315,7 @@ class _Redactor:
     def text(self, value: str) -> str:
         from agentflow.core.redaction import SECRETS
 
+        value = clean_text(value)  # an attribute is UTF-8 on the wire: no lone surrogate
         value = SECRETS.redact(value, mask=REDACTED)  # before the length cap below
         for secret in self.short:
             if secret in value:
@@ -328,7 +330,9 @@ def _shorten(text: str, limit: int = 300) -> str:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
+    return escape_surrogates(
+        json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
+    )
 
 
 def _attr(value: Any) -> Any:
@@ -624,7 +628,7 @@ class OtelSink:
         self._pinned.add((kind, key))
         d = self._durable
         text = f"{d['trace_id']}|{d['span_id']}|{kind}|{key}"
-        return None, int(hashlib.sha256(text.encode()).hexdigest()[:16], 16)
+        return None, int(hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16], 16)
 
     def _end(self, entry: _Open, end: float) -> None:
         if entry.ended:

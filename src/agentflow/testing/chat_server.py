@@ -48,6 +48,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from agentflow.core.text import escape_surrogates
+
 __all__ = [
     "ChatServer",
     "Reply",
@@ -83,7 +85,9 @@ class Reply:
     ``fault``: ``"reset"`` sends the status line, headers and half the body, then resets the
     connection (TCP RST); ``"drop"`` closes the connection without sending anything.
     ``events``: a Server-Sent Events reply (``[(event name or "", data text)]``) sent chunk by
-    chunk; ``cut_after``: close the connection after that many events. ``trickle``: send the
+    chunk; ``cut_after``: close the connection after that many events, with a TCP reset
+    (``cut="reset"``) or an orderly close that ends the body as if it were complete
+    (``cut="close"``: the stream just stops, as behind a proxy that hit its time limit). ``trickle``: send the
     body one byte every that many seconds (never idle long enough for a between-bytes timeout).
     """
 
@@ -94,6 +98,7 @@ class Reply:
     fault: str | None = None
     events: list[tuple[str, str]] | None = None
     cut_after: int | None = None
+    cut: str = "reset"
     trickle: float | None = None
 
 
@@ -235,14 +240,17 @@ def overloaded_200(kind: str = "openai") -> Reply:
     return Reply(body=body)
 
 
-def sse(events: list[Any], *, cut_after: int | None = None, delay: float = 0.0) -> Reply:
+def sse(
+    events: list[Any], *, cut_after: int | None = None, cut: str = "reset", delay: float = 0.0
+) -> Reply:
     """A Server-Sent Events reply: each event a data dict/str, or an ``(event name, data)``
-    pair (data a dict or str)."""
+    pair (data a dict or str); ``cut_after``/``cut`` as in :class:`Reply`."""
     out: list[tuple[str, str]] = []
     for item in events:
         name, data = item if isinstance(item, tuple) else ("", item)
-        out.append((name, data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)))
-    return Reply(events=out, cut_after=cut_after, delay=delay)
+        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+        out.append((name, escape_surrogates(text)))
+    return Reply(events=out, cut_after=cut_after, cut=cut, delay=delay)
 
 
 def recorded_sse(text: str) -> Reply:
@@ -268,11 +276,17 @@ def _pieces(text: str, pieces: int) -> list[str]:
 
 
 def openai_stream(
-    body: dict[str, Any], *, pieces: int = 3, cut_after: int | None = None, done: bool = True
+    body: dict[str, Any],
+    *,
+    pieces: int = 3,
+    cut_after: int | None = None,
+    done: bool = True,
+    cut: str = "reset",
 ) -> Reply:
     """A chat-completions reply ``body`` (see :func:`completion`) as the chunks OpenAI streams:
-    the content cut into ``pieces``, each tool call's arguments likewise, usage last, then
-    ``[DONE]``."""
+    the role first, the content cut into ``pieces``, each tool call (its head, then its
+    arguments in ``pieces``), the ``finish_reason``, usage last, then ``[DONE]``;
+    ``cut_after``/``cut`` as in :class:`Reply`."""
     choice = body["choices"][0]
     message = choice["message"]
     base = {
@@ -300,15 +314,15 @@ def openai_stream(
     events.append({**base, "choices": [], "usage": body.get("usage")})
     if done:
         events.append("[DONE]")
-    return sse(events, cut_after=cut_after)
+    return sse(events, cut_after=cut_after, cut=cut)
 
 
 def anthropic_stream(
-    body: dict[str, Any], *, pieces: int = 3, cut_after: int | None = None
+    body: dict[str, Any], *, pieces: int = 3, cut_after: int | None = None, cut: str = "reset"
 ) -> Reply:
     """An Anthropic reply ``body`` (see :func:`anthropic_message`) as the Messages API streams
     it: message_start, each block started / delta'd in ``pieces`` / stopped, message_delta,
-    message_stop."""
+    message_stop; ``cut_after``/``cut`` as in :class:`Reply`."""
     start = {k: v for k, v in body.items() if k not in ("content", "stop_reason")}
     start["content"] = []
     start["stop_reason"] = None
@@ -359,7 +373,7 @@ def anthropic_stream(
         )
     )
     events.append(("message_stop", {"type": "message_stop"}))
-    return sse(events, cut_after=cut_after)
+    return sse(events, cut_after=cut_after, cut=cut)
 
 
 Script = list[Any] | Callable[[dict[str, Any]], Any]
@@ -456,9 +470,12 @@ class ChatServer:
                     self.wfile.write(frame.encode("utf-8"))
                     self.wfile.flush()
                     if reply.cut_after is not None and number >= reply.cut_after:
-                        self.connection.setsockopt(
-                            socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
-                        )
+                        if reply.cut == "reset":  # SO_LINGER 0: close() sends a TCP RST
+                            self.connection.setsockopt(
+                                socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                            )
+                        else:  # an orderly FIN: the body (read to EOF) just ends here
+                            self.connection.shutdown(socket.SHUT_RDWR)
                         self.connection.close()
                         return
 
@@ -479,8 +496,8 @@ class ChatServer:
                 self.connection.close()
 
             def _send(self, reply: Reply) -> None:
-                if isinstance(reply.body, (dict, list)):
-                    data = json.dumps(reply.body, ensure_ascii=False).encode()
+                if isinstance(reply.body, (dict, list)):  # a lone surrogate sent as its escape
+                    data = escape_surrogates(json.dumps(reply.body, ensure_ascii=False)).encode()
                     ctype = "application/json"
                 else:
                     data = str(reply.body or "").encode()

@@ -41,7 +41,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from agentflow.errors import RunError
-from agentflow.runtime.effects import Effects, UnitSpec
+from agentflow.runtime.effects import Effects, UnitSpec, call_tool_cleaned
 from agentflow.runtime.hooks import NO_ANSWER, AskRequest, Interlocutor
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ class Engine(Protocol):
 def digest(*parts: Any) -> str:
     """A short stable digest of JSON-able ``parts`` (a step's rendered input)."""
     text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=repr)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 def tool_idempotent(tool: Tool) -> bool:
@@ -369,7 +369,7 @@ class DurableEffects(Effects):
         return await self._step(
             name,
             digest(tool.name, args),
-            lambda: tool.func(args, ctx),
+            lambda: call_tool_cleaned(tool, args, ctx),
             idempotent=tool_idempotent(tool),
             path=ctx.step_path,
         )

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from agentflow.core.text import clean_json, clean_text
+
 Role = Literal["system", "user", "assistant", "tool"]
 
 
@@ -60,6 +62,33 @@ class ToolCall:
     id: str
     name: str
     arguments: str | dict[str, Any]
+
+
+#: a JSON ``\uXXXX`` escape of a surrogate (in tool-call arguments kept as JSON text)
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _clean_call(call: ToolCall) -> ToolCall:
+    """``call`` with lone surrogates in its name and arguments replaced (``clean_json``); JSON
+    text arguments are re-encoded only when they escape a lone surrogate."""
+    arguments = call.arguments
+    if isinstance(arguments, str):
+        arguments = clean_text(arguments)
+        if _SURROGATE_ESCAPE.search(arguments):
+            try:
+                decoded = json.loads(arguments)
+            except (ValueError, RecursionError):
+                decoded = None
+            else:
+                cleaned = clean_json(decoded)
+                if cleaned is not decoded:
+                    arguments = json.dumps(cleaned, ensure_ascii=False)
+    else:
+        arguments = clean_json(arguments)
+    name = clean_text(call.name)
+    if arguments is call.arguments and name is call.name:
+        return call
+    return ToolCall(id=clean_text(call.id), name=name, arguments=arguments)
 
 
 @dataclass
@@ -150,6 +179,18 @@ class ChatResponse:
     #: the router, None for a client used without one
     provider: str | None = None
     api: str | None = None
+
+    def __post_init__(self) -> None:
+        # text from outside is made whole where it enters a run (agentflow.core.text): a lone
+        # surrogate (JSON "\udcd9", half a pair per stream piece) would break every output
+        if self.text is not None:
+            self.text = clean_text(self.text)
+        if self.refusal is not None:
+            self.refusal = clean_text(self.refusal)
+        if self.chunks is not None:
+            self.chunks = [clean_text(c) for c in self.chunks]
+        self.raw = clean_json(self.raw)
+        self.tool_calls = [_clean_call(c) for c in self.tool_calls]
 
     def to_message(self) -> Message:
         """The assistant message recording this response in a conversation."""

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow.core.redaction import redact_data
+from agentflow.core.text import escape_surrogates
 from agentflow.errors import ConfigError, RunError
 from agentflow.runtime.config import Config, ProviderConfig, ResolvedModel
 from agentflow.runtime.extract import json_depth_exceeds, too_deep_message
@@ -83,7 +84,7 @@ def request_key(request: ChatRequest) -> str:
     redacted (as the cassette stores the request, so a replay that sends the stored text back
     finds it)."""
     normal = redact_data(normalise_request(request))
-    return hashlib.sha256(_canonical(normal).encode()).hexdigest()
+    return hashlib.sha256(_canonical(normal).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _response_data(response: ChatResponse) -> dict[str, Any]:
@@ -175,7 +176,7 @@ class CassetteWriter:
             "request": redact_data(normalise_request(request)),
             "response": redact_data(_response_data(response)),
         }  # no configured secret reaches the file, wherever a model or a tool put it
-        text = json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n"
+        text = escape_surrogates(json.dumps(line, ensure_ascii=False, sort_keys=True)) + "\n"
         with self._lock, self.path.open("a", encoding="utf-8") as f:
             f.write(text)
 
@@ -301,7 +302,7 @@ def _windowed(diff: list[str], width: int = 160) -> list[str]:
 
 
 def _lines(data: Any) -> list[str]:
-    return json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False).splitlines()
+    return json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False).split("\n")
 
 
 _REPLAY_MODEL = ResolvedModel(

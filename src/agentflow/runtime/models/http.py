@@ -241,8 +241,13 @@ async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]
         yield event, "\n".join(data)
 
 
+#: The line ends of Server-Sent Events (CRLF, LF, CR) — not every Unicode line boundary that
+#: ``str.splitlines`` knows: a U+2028 inside an event's JSON is part of its data.
+_SSE_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
 async def _text_lines(text: str) -> AsyncIterator[str]:
-    for line in text.splitlines():
+    for line in _SSE_LINE_END.split(text):
         yield line
 
 

@@ -208,16 +208,19 @@ def schema_rejected(exc: ModelError) -> bool:
 async def read_openai_stream(events: Any, on_delta: Any, chunks: list[str]) -> dict[str, Any]:
     """A chat-completions stream (``data:`` chunks up to ``[DONE]``) accumulated into the body a
     non-streamed reply would have had (so one parser serves both). Answer text deltas go to
-    ``on_delta`` and ``chunks``. Raises StreamFailure on an ``error`` chunk or a stream that ends
-    without any choice."""
+    ``on_delta`` and ``chunks``. Raises StreamFailure on an ``error`` chunk, a stream that ends
+    without any choice, and a stream that breaks off: one that ends with neither a
+    ``finish_reason`` nor ``[DONE]`` (a cut text or a half-sent tool call is not an answer;
+    docs/models.md "Streaming")."""
     message: dict[str, Any] = {"role": "assistant", "content": None}
     calls: dict[int, dict[str, Any]] = {}
     finish: str | None = None
     usage: Any = None
     model: Any = None
-    seen = False
+    seen = done = False
     async for _event, data in events:
         if data.strip() == "[DONE]":
+            done = True
             break
         try:
             chunk = json.loads(data)
@@ -260,6 +263,18 @@ async def read_openai_stream(events: Any, on_delta: Any, chunks: list[str]) -> d
     if not seen:
         raise StreamFailure(
             502, json.dumps({"error": {"message": "the stream ended without an answer"}})
+        )
+    if finish is None and not done:
+        raise StreamFailure(
+            502,
+            json.dumps(
+                {
+                    "error": {
+                        "message": "the stream broke off before the answer was finished "
+                        "(no finish_reason, no [DONE])"
+                    }
+                }
+            ),
         )
     if calls:
         message["tool_calls"] = [calls[i] for i in sorted(calls)]

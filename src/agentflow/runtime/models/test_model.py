@@ -258,7 +258,11 @@ class TestModel:
         identity = json.dumps(
             [self.seed, first, request.response_schema], sort_keys=True, default=str
         )
-        return random.Random(int.from_bytes(hashlib.sha256(identity.encode()).digest()[:8], "big"))
+        return random.Random(
+            int.from_bytes(
+                hashlib.sha256(identity.encode("utf-8", "surrogatepass")).digest()[:8], "big"
+            )
+        )
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         """Answer ``request``: tool calls first (``call_tools``, once per conversation), then a

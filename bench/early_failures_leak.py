@@ -1,0 +1,122 @@
+"""Battery: a failure injected at each step of ``agentflow.run`` before the run starts (and in
+the run itself) leaves no MCP server process behind (issue 28, item 13).
+
+For each injection point: connect a real MCP server (``tests/support/mcp_server.py``) through
+the run's catalog, make that step raise, call ``agentflow.run`` and count this process's live
+child processes once it has raised. Prints one line per point and the total leaked; 0 is the
+only right figure. The suite runs a few of these points
+(``tests/runtime/test_run_closes_what_it_opened.py``).
+
+    .venv/bin/python bench/early_failures_leak.py [--rounds 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from unittest import mock
+
+import agentflow
+from agentflow.ir import load_plan_text
+from agentflow.runtime.config import load_config
+from agentflow.runtime.tools.build import build_catalog
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVER = ROOT / "tests" / "support" / "mcp_server.py"
+
+PLAN = """version: 1
+name: adder
+steps:
+- id: E0
+  tool_name: tracker__add
+  input: {a: 1, b: 2}
+- id: E1
+  tool_name: agent
+  input: {prompt: "Say {{ E0 }}", output_schema: {type: object}}
+"""
+
+#: (module, attribute, options of agentflow.run): every step of api.run before the run, then it
+POINTS = [
+    ("agentflow.runtime.tools.build", "check_plan_tools", {}),
+    ("agentflow.runtime.tools.build", "check_plan_arguments", {}),
+    ("agentflow.runtime.models.router", "ModelRouter", {}),
+    ("agentflow.runtime.models.cassette", "recording_router", {"record": "c.jsonl"}),
+    ("agentflow.runtime.telemetry", "OtelSink", {"telemetry": "http://127.0.0.1:9"}),
+    ("agentflow.runtime.shape_cache", "ShapeCache", {}),
+    ("agentflow.runtime.events", "JsonlSink", {"trace": "t.jsonl"}),
+    ("agentflow.runtime.context", "RunContext", {}),
+    ("agentflow.runtime.executor", "run_plan", {}),
+]
+
+
+def children() -> list[int]:
+    """The live (not zombie) child processes of this process."""
+    me, out = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[1]) == me and fields[0] != "Z":
+            out.append(int(entry))
+    return out
+
+
+class Injected(Exception):
+    pass
+
+
+def boom(*args: object, **kwargs: object) -> None:
+    raise Injected("injected")
+
+
+async def one(config: object, module: str, name: str, options: dict) -> int:
+    before = set(children())
+    catalog = build_catalog(config, entry_points=False)
+    await catalog.prepare(["tracker__*"])
+    with mock.patch.object(importlib.import_module(module), name, boom):
+        try:
+            await agentflow.run(load_plan_text(PLAN), config=config, catalog=catalog, **options)
+        except Injected:
+            pass
+    end = time.monotonic() + 10
+    while set(children()) - before and time.monotonic() < end:
+        await asyncio.sleep(0.05)
+    return len(set(children()) - before)
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=1)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chdir(tmp)
+        toml = Path(tmp) / "flow.toml"
+        toml.write_text(
+            '[models]\ndefault = "p:m"\n[providers.p]\nkind = "openai"\n'
+            'base_url = "http://127.0.0.1:9/v1"\napi_key_env = "K"\n'
+            f"[mcp.tracker]\ncommand = {json.dumps(sys.executable)}\n"
+            f"args = [{json.dumps(str(SERVER))}]\n"
+        )
+        config = load_config(toml, env={"K": "k"})
+        total = 0
+        for _ in range(args.rounds):
+            for module, name, options in POINTS:
+                leaked = await one(config, module, name, options)
+                total += leaked
+                print(f"{module + '.' + name:<52} leaked {leaked}")
+        print(f"total leaked: {total} (of {args.rounds * len(POINTS)} injected failures)")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,90 @@
+"""Text from outside made fit for every output: lone surrogates.
+
+A Python ``str`` may hold a *lone surrogate* (a code point U+D800–U+DFFF that is not half of a
+pair): JSON's ``"\\udcd9"`` escape decodes to one, and so do two halves of a pair that arrive in
+different pieces of a stream. No UTF-8 output can hold it — a file, a terminal, SQLite, an
+OpenTelemetry attribute, an HTTP body all refuse it with ``UnicodeEncodeError``. So text is made
+whole where it enters a run (a model's reply, a tool's result): a pair split across pieces is
+joined, and each lone surrogate becomes U+FFFD (the replacement character), as a UTF-8 decoder
+does with bytes it cannot read (docs/decisions.md "Text from outside").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = [
+    "clean_json",
+    "clean_text",
+    "escape_surrogates",
+    "has_surrogates",
+    "join_pairs",
+    "source_lines",
+]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_surrogates(text: str) -> bool:
+    """True when ``text`` holds a code point U+D800–U+DFFF (which no UTF-8 output can hold)."""
+    return _SURROGATE.search(text) is not None
+
+
+def escape_surrogates(json_text: str) -> str:
+    """JSON text (``json.dumps(..., ensure_ascii=False)``) with each surrogate code point written
+    as its ``\\uXXXX`` escape: the same JSON value (``json.loads`` gives back the same strings,
+    lone surrogates included), now encodable as UTF-8. A surrogate can only stand inside a JSON
+    string, where the escape means the same code point. A pair held as two code points is
+    written as its character (:func:`join_pairs`)."""
+    if _SURROGATE.search(json_text) is None:
+        return json_text
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", join_pairs(json_text))
+
+
+def join_pairs(text: str) -> str:
+    """``text`` with each surrogate pair held as two code points (a high one, then a low one)
+    joined into the one character it stands for; lone surrogates kept. JSON cannot tell the two
+    apart (``"\\ud83d\\udcd9"`` is one character), so this is what any JSON writer's reader
+    gives back."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
+def clean_text(text: str) -> str:
+    """``text`` with each surrogate pair held as two code points joined into its character and
+    each lone surrogate replaced by U+FFFD; ``text`` itself (the same object) when it has none."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def clean_json(value: Any) -> Any:
+    """A JSON-like value (dicts, lists, tuples, strings, scalars) with :func:`clean_text` applied
+    to every string, keys included; containers without any surrogate are returned unchanged (the
+    same objects). Other values are returned as they are."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        pairs = [
+            (clean_text(key) if isinstance(key, str) else key, clean_json(item))
+            for key, item in value.items()
+        ]
+        if all(k2 is k and v2 is v for (k2, v2), (k, v) in zip(pairs, value.items(), strict=True)):
+            return value
+        return dict(pairs)
+    if isinstance(value, list | tuple):
+        items = [clean_json(item) for item in value]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return items if isinstance(value, list) else tuple(items)
+    return value
+
+
+def source_lines(text: str) -> list[str]:
+    """The lines of a `.flow` source or of JSON Lines as their readers count them: split at
+    ``\\n`` only (a trailing ``\\r`` dropped), never at the other Unicode line boundaries
+    ``str.splitlines`` knows (U+2028, U+2029, U+0085, ``\\v``, ``\\f``, ``\\x1c``–``\\x1e``),
+    which a string or a comment may hold. Line N of a span is ``source_lines(text)[N - 1]``."""
+    return [line.removesuffix("\r") for line in text.split("\n")]

@@ -1,0 +1,117 @@
+"""`api.run` closes the MCP connections it holds on every way out (issue 28, item 13): a failure
+injected at each step before the run starts leaves no MCP server process behind."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from support.chat_server import TEST_API_KEY
+
+import agentflow
+from agentflow.errors import ConfigError
+from agentflow.ir import load_plan_text
+from agentflow.runtime.config import load_config
+from agentflow.runtime.tools.build import build_catalog
+
+SERVER = Path(__file__).resolve().parents[1] / "support" / "mcp_server.py"
+
+PLAN = """version: 1
+name: adder
+steps:
+- id: E0
+  tool_name: tracker__add
+  input: {a: 1, b: 2}
+- id: E1
+  tool_name: agent
+  input: {prompt: "Say {{ E0 }}", output_schema: {type: object}}
+"""
+
+
+def children() -> list[int]:
+    """The live (not zombie) child processes of this process."""
+    me, out = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[1]) == me and fields[0] != "Z":
+            out.append(int(entry))
+    return out
+
+
+async def settled(limit: float = 10.0) -> list[int]:
+    """The children left once those on their way out have gone (bounded wait)."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + limit
+    while children() and loop.time() < end:
+        await asyncio.sleep(0.05)
+    return children()
+
+
+def config_text(chat_server, with_model: bool) -> str:
+    mcp = (
+        "[mcp.tracker]\n"
+        f"command = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(str(SERVER))}]\n"
+    )
+    return (chat_server.config_text() if with_model else "") + mcp
+
+
+async def test_no_model_configured_closes_the_connections_the_argument_check_opened(
+    chat_server, tmp_path
+):
+    (tmp_path / "flow.toml").write_text(config_text(chat_server, with_model=False))
+    before = children()
+    with pytest.raises(ConfigError):
+        await agentflow.run(load_plan_text(PLAN), config=str(tmp_path / "flow.toml"))
+    assert await settled() == before
+
+
+class Injected(Exception):
+    pass
+
+
+def _boom(*args, **kwargs):
+    raise Injected("injected")
+
+
+@pytest.mark.parametrize(
+    ("module", "name", "options"),
+    [  # a sink, the last step before the run (all 9 points: bench/early_failures_leak.py)
+        ("agentflow.runtime.telemetry", "OtelSink", {"telemetry": "http://127.0.0.1:9"}),
+        ("agentflow.runtime.context", "RunContext", {}),
+    ],
+)
+async def test_a_failure_before_the_run_leaves_no_mcp_server_running(
+    chat_server, tmp_path, monkeypatch, module, name, options
+):
+    import importlib
+
+    monkeypatch.setenv("SCRIPTED_API_KEY", TEST_API_KEY)
+    monkeypatch.chdir(tmp_path)
+    config = load_config(
+        _write(tmp_path / "flow.toml", config_text(chat_server, with_model=True)),
+        env={"SCRIPTED_API_KEY": TEST_API_KEY},
+    )
+    before = children()
+    catalog = build_catalog(config, entry_points=False)
+    await catalog.prepare(["tracker__*"])  # connected: a server process runs
+    assert len(children()) > len(before)
+    monkeypatch.setattr(importlib.import_module(module), name, _boom)
+    with pytest.raises(Injected):
+        await agentflow.run(load_plan_text(PLAN), config=config, catalog=catalog, **options)
+    assert await settled() == before
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
