@@ -656,7 +656,10 @@ class EventBus:
         return event
 
     def publish(self, event: Event) -> None:
-        """Deliver ``event`` to every sink that accepts its kind."""
+        """Deliver ``event`` to every sink that accepts its kind. A sink that raises is removed
+        and said: on stderr when it can take it, in :attr:`failures`, and as a ``warning`` event
+        to the remaining sinks after ``event`` (none after ``run_finished``, the last event)."""
+        said: list[str] = []
         for sink in list(self.sinks):
             if not _accepts(sink, event.kind):
                 continue
@@ -667,26 +670,29 @@ class EventBus:
             except Exception as exc:  # a broken sink must not break the run …
                 self.sinks.remove(sink)
                 self._listens.clear()
-                # … nor disappear unsaid: on stderr, and as a warning to the sinks that remain
+                # … nor disappear unsaid
                 message = redact(
                     f"{sink} failed and gets no more events of this run "
                     f"({type(exc).__name__}: {exc})"
                 )
                 self.failures.append(message)
+                said.append(message)
                 # said when stderr can take it (a console sink fails because stderr is a closed
-                # pipe, and the report of it must not fail the run instead: issue 28); the
-                # warning event and `failures` say it whatever stderr is
+                # pipe, and the report of it must not fail the run instead: issue 28)
                 with contextlib.suppress(Exception):
                     print(f"agentflow: {message}", file=sys.stderr, flush=True)
-                self.publish(
-                    Event(
-                        kind="warning",
-                        path=event.path,
-                        stack=list(event.stack),
-                        time=time.time(),
-                        data={"message": message},
-                    )
+        if event.kind == "run_finished":
+            return  # nothing follows a run's last event (`failures` keeps what failed)
+        for message in said:  # after the event itself, so every sink sees events in order
+            self.publish(
+                Event(
+                    kind="warning",
+                    path=event.path,
+                    stack=list(event.stack),
+                    time=time.time(),
+                    data={"message": message},
                 )
+            )
 
     def close(self) -> None:
         for sink in self.sinks:
