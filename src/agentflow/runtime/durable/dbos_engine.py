@@ -54,6 +54,8 @@ RUN_WORKFLOW = "agentflow.run"
 UNIT_WORKFLOW = "agentflow.unit"
 #: Seconds between two reads of a child's outcome while the parent waits for it.
 RESULT_POLL_S = 0.05
+#: Seconds between two looks at whether a unit waiting for a message was cancelled.
+CANCEL_POLL_S = 0.5
 #: A wait "without timeout" (DBOS needs a number): ten years.
 FOREVER_S = 10 * 365 * 24 * 3600.0
 
@@ -268,9 +270,39 @@ class DbosEngine:
         await _dbos().DBOS.set_event_async(key, value)
 
     async def receive(self, topic: str, timeout: float | None) -> Any:
-        """``DBOS.recv_async`` (durable timeout); :data:`NO_MESSAGE` when it passed."""
+        """``DBOS.recv_async`` (durable timeout); :data:`NO_MESSAGE` when it passed.  The wait
+        ends early when the unit is cancelled (``flowc cancel`` from another process): DBOS
+        only looks at cancellation when an operation starts, so a question waited on for ever
+        would keep its process and the run's lock; the unit's status is read every
+        :data:`CANCEL_POLL_S` seconds while it waits, and a cancelled wait raises
+        :class:`~agentflow.runtime.hooks.RunAborted` as a cancelled step does."""
+        dbos = _dbos()
         seconds = FOREVER_S if timeout is None else max(0.0, timeout)
-        message = await _dbos().DBOS.recv_async(topic, timeout_seconds=seconds)
+        workflow_id = self.workflow_id()
+        waiting = asyncio.ensure_future(dbos.DBOS.recv_async(topic, timeout_seconds=seconds))
+        try:
+            while True:
+                done, _ = await asyncio.wait({waiting}, timeout=CANCEL_POLL_S)
+                if done:
+                    break
+                if await _cancelled(workflow_id):
+                    from agentflow.runtime.hooks import RunAborted
+
+                    raise RunAborted("the run was cancelled (flowc cancel)", None)
+        finally:
+            if not waiting.done():
+                waiting.cancel()
+                with contextlib.suppress(BaseException):
+                    await waiting
+        try:
+            message = waiting.result()
+        except (dbos.error.DBOSWorkflowCancelledError, dbos.error.DBOSWorkflowConflictIDError):
+            if not await _cancelled(workflow_id):
+                raise
+            # the wait ended as the cancel landed: taking the message was refused
+            from agentflow.runtime.hooks import RunAborted
+
+            raise RunAborted("the run was cancelled (flowc cancel)", None) from None
         return NO_MESSAGE if message is None else message
 
     async def start_child(self, child_id: str, spec: dict[str, Any], queue: str | None) -> Any:
@@ -320,6 +352,14 @@ class DbosEngine:
             return False
         recorded = _RECORDED.get(ctx.workflow_id, 0)
         return recorded > 0 and ctx.function_id < recorded
+
+
+async def _cancelled(workflow_id: str) -> bool:
+    """True when unit ``workflow_id`` is cancelled in the database (read directly, recording
+    nothing)."""
+    await _dbos().DBOS._configure_asyncio_thread_pool()
+    found = await asyncio.to_thread(_sys_db().get_cancelled_workflow_ids, [workflow_id])
+    return workflow_id in found
 
 
 def _mismatch(e: Exception) -> RunError:
