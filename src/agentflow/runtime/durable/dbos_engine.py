@@ -305,6 +305,14 @@ class DbosEngine:
             raise RunAborted("the run was cancelled (flowc cancel)", None) from None
         return NO_MESSAGE if message is None else message
 
+    async def close_unanswered(self, key: str) -> bool:
+        """Claim question ``key`` of the running unit as unanswered (runtime/durable/answers.py);
+        not an operation of the record: the claim row is its own record."""
+        from agentflow.runtime.durable.answers import UNANSWERED, claim
+
+        closed = await claim(self.workflow_id(), key, UNANSWERED)
+        return closed.kind == UNANSWERED  # this wait's claim, also when replayed
+
     async def start_child(self, child_id: str, spec: dict[str, Any], queue: str | None) -> Any:
         """A child workflow ``child_id`` (``DBOS.start_workflow_async``, or enqueued on
         ``queue`` in the partition ``spec["queue_key"]``)."""
