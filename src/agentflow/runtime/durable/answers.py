@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +31,8 @@ TABLE = "agentflow_answers"
 #: What a claim that left the question unanswered stores.
 UNANSWERED = "unanswered"
 
-_made: set[int] = set()
+#: the engines whose database has the table (DBOS makes one engine per launch)
+_made: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 @dataclass(frozen=True)
@@ -59,9 +61,11 @@ def _sys_db() -> Any:
 def _ensure_table(engine: Any) -> None:
     import sqlalchemy as sa
 
-    if id(engine) in _made:
+    if engine in _made:
         return
     with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":  # two processes making it at once
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtext('agentflow_answers'))"))
         conn.execute(
             sa.text(
                 f"CREATE TABLE IF NOT EXISTS {TABLE} (workflow_id TEXT NOT NULL, "
@@ -69,7 +73,7 @@ def _ensure_table(engine: Any) -> None:
                 "claimed_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (workflow_id, question))"
             )
         )
-    _made.add(id(engine))
+    _made.add(engine)
 
 
 def _read(conn: Any, workflow_id: str, key: str) -> Claim | None:

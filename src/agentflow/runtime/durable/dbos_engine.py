@@ -146,9 +146,12 @@ def launch(url: str, *, executor_id: str, queues: list[str] | None = None) -> No
         shutdown()
     dbos = _dbos()
     from agentflow.core.version import __version__
+    from agentflow.runtime.durable.records import install
 
     config: dict[str, Any] = {
         "name": "agentflow",
+        # rows are JSON, and nothing read from the database is unpickled (records.py)
+        "serializer": install(),
         "system_database_url": url,
         "application_version": __version__,
         "executor_id": executor_id,
@@ -159,6 +162,7 @@ def launch(url: str, *, executor_id: str, queues: list[str] | None = None) -> No
         file = sqlite_path(url)
         if file is not None:
             file.parent.mkdir(parents=True, exist_ok=True)
+            _guard_files(file)
         config["system_database_engine"] = _sqlite_engine(url)
     _quiet_cancellations()  # before DBOS(): it may log about the database already
     dbos.DBOS(config=config)
@@ -171,6 +175,17 @@ def launch(url: str, *, executor_id: str, queues: list[str] | None = None) -> No
             dbos.DBOS.destroy(workflow_completion_timeout_sec=0)
         raise
     _state.update(url=url, executor_id=executor_id)
+
+
+def _guard_files(file: Path) -> None:
+    """Keep this process's file tools off the database's files and the run locks beside it: a
+    descriptor of one opened and closed beside SQLite's drops SQLite's locks on it, and another
+    process then truncates the mapped ``-shm`` (SIGBUS; confined.guard)."""
+    from agentflow.runtime.tools import confined
+
+    names = [file.name + suffix for suffix in ("", "-wal", "-shm", "-journal")]
+    confined.guard(file.parent, names, "the durable runs database")
+    confined.guard(file.parent / "locks", None, "a durable run's lock")
 
 
 #: DBOS log messages agentflow reports itself: a database that cannot be reached or opened is
@@ -251,10 +266,14 @@ class DbosEngine:
             ran = True
             return await fn()
 
+        from agentflow.runtime.durable.records import UnreadableRecord
+
         try:
             value = await dbos.DBOS.run_step_async({"name": name}, body)
         except dbos.error.DBOSUnexpectedStepError as e:
             raise _mismatch(e) from None
+        except UnreadableRecord as e:  # replaying a row that is not agentflow's JSON
+            raise _unreadable(self.workflow_id(), name, e) from None
         except dbos.error.DBOSWorkflowCancelledError:
             from agentflow.runtime.hooks import RunAborted
 
@@ -370,6 +389,15 @@ async def _cancelled(workflow_id: str) -> bool:
     return workflow_id in found
 
 
+def _unreadable(workflow_id: str, name: str, e: Exception) -> RunError:
+    run_id = workflow_id.split("/", 1)[0]
+    return RunError(
+        "durable_replay_mismatch",
+        f"run {run_id} cannot be resumed: the recorded result of {name} cannot be read "
+        f"({e}); nothing in it was run",
+    )
+
+
 def _mismatch(e: Exception) -> RunError:
     return RunError(
         "durable_replay_mismatch",
@@ -472,8 +500,12 @@ async def runtime_for(run_id: str, spec: dict[str, Any] | None = None) -> Runtim
 
 
 async def recorded_input(run_id: str) -> dict[str, Any]:
-    """The input ``agentflow.run`` was started with for ``run_id``."""
+    """The input ``agentflow.run`` was started with for ``run_id``.  Raises
+    InputError when it cannot be read (records.unreadable_error)."""
+    from agentflow.runtime.durable.records import check_readable
+
     found = await query_workflows(workflow_ids=[run_id], load_input=True)
+    check_readable(run_id, found)
     if not found or not found[0].input:
         raise RunError("validation", f"no durable run {run_id!r} in this database")
     return found[0].input["args"][0]

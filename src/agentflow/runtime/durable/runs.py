@@ -23,6 +23,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentflow.errors import ConfigError, ErrorInfo, InputError, RunError
+from agentflow.runtime.durable.records import (
+    UnreadableRecord,
+    check_readable,
+    reading,
+    unreadable,
+    unreadable_error,
+)
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan
@@ -557,6 +564,7 @@ async def _resume(
     found = await dbos.DBOS.list_workflows_async(workflow_ids=[run_id])
     if not found or found[0].name != dbos_engine.RUN_WORKFLOW:
         raise InputError(f"no durable run {run_id!r} in {_safe(url)}")
+    check_readable(run_id, await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id))
     with _run_lock(url, run_id):
         status = found[0]
         if status.status in ("PENDING", "ENQUEUED"):
@@ -571,7 +579,8 @@ async def _resume(
                     for w in family
                     if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")
                 ]
-                on_waiting(await _questions(run_id, family))
+                with reading(run_id):
+                    on_waiting(await _questions(run_id, family))
         handle = await dbos.DBOS.retrieve_workflow_async(run_id)
         # a fleet run (units held by workers): recover those of a worker that is gone, now and
         # whenever one dies while this process waits
@@ -622,6 +631,9 @@ async def reuse_table(run_id: str, *, asks: bool = True) -> dict[str, tuple[str,
     for wfid in ids:
         for step in await query_steps(wfid):
             out = step.get("output")
+            reason = unreadable(out, step.get("error"))
+            if reason is not None:
+                raise unreadable_error(run_id, reason)
             if step.get("error") is None and isinstance(out, dict) and "d" in out and "v" in out:
                 table.setdefault(step["function_name"], (out["d"], out["v"]))
     if not asks:
@@ -652,7 +664,7 @@ class Question:
 @dataclass
 class RunInfo:
     """One durable run: id, status (``running``, ``waiting``, ``ok``, ``error``, ``exited``,
-    ``aborted``, ``cancelled``, ``stopped``), plan name, times (epoch seconds), pending
+    ``aborted``, ``cancelled``, ``stopped``, ``unreadable``), plan name, times (epoch seconds), pending
     questions, the error; from :func:`show_run` also its steps, cost, the count of engine
     operations left out of ``steps`` and a fleet run's holders of unfinished units."""
 
@@ -670,6 +682,8 @@ class RunInfo:
     internal: int = 0
     #: a fleet run's unfinished units by holder (:func:`show_run`)
     workers: list[dict[str, Any]] = field(default_factory=list)
+    #: why the run cannot be read (status ``unreadable``: a row that is not agentflow's JSON)
+    unreadable: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -753,12 +767,24 @@ async def list_runs(url: str, *, limit: int = 50) -> list[RunInfo]:
     out = []
     for w in roots:
         alive = _alive(url, w.workflow_id)
-        info = _info(w, alive)
-        if w.status in ("PENDING", "ENQUEUED"):
-            family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=w.workflow_id)
-            info.questions = await _questions(w.workflow_id, family)
-            if info.questions and info.status == "running":
-                info.status = "waiting"
+        # a run with a row that cannot be read is listed as such; the others as usual
+        reason = unreadable(w.input, w.output, w.error)
+        if reason is None:
+            info = _info(w, alive)
+            if w.status in ("PENDING", "ENQUEUED"):
+                family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=w.workflow_id)
+                try:
+                    info.questions = await _questions(w.workflow_id, family)
+                except UnreadableRecord as e:
+                    reason = str(e)
+                if info.questions and info.status == "running":
+                    info.status = "waiting"
+        if reason is not None:
+            info = RunInfo(
+                w.workflow_id, "unreadable", "", (w.created_at or 0) / 1000.0,
+                (w.updated_at or 0) / 1000.0,
+                unreadable=str(unreadable_error(w.workflow_id, reason)),
+            )  # fmt: skip
         out.append(info)
     return out
 
@@ -796,9 +822,9 @@ async def show_run(url: str, run_id: str, *, internals: bool = False) -> RunInfo
     call and question: unit, step path, `.flow` label, status, start and end), the count of the
     engine's own operations left out (``internals``: listed too, marked ``internal``), the cost
     of its model calls so far, pending questions, the error, and for a ``--fleet`` run which
-    worker holds which unfinished unit and whether that worker is alive."""
+    worker holds which unfinished unit and whether that worker is alive.  Raises
+    InputError for an unknown run, or one with a row it cannot read."""
     from agentflow.runtime.durable.dbos_engine import _dbos
-    from agentflow.runtime.durable.shown import Labels, parse_operation
 
     _attach(url, run_id)
     dbos = _dbos()
@@ -811,6 +837,18 @@ async def show_run(url: str, run_id: str, *, internals: bool = False) -> RunInfo
     family = [
         w for w in family if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")
     ]
+    check_readable(run_id, family)
+    with reading(run_id):
+        return await _show_run(url, run_id, root, family, internals)
+
+
+async def _show_run(
+    url: str, run_id: str, root: Any, family: list[Any], internals: bool
+) -> RunInfo:
+    from agentflow.runtime.durable.dbos_engine import _dbos
+    from agentflow.runtime.durable.shown import Labels, parse_operation
+
+    dbos = _dbos()
     info = _info(root, _alive(url, run_id))
     spec = _spec_of(root)
     labels = Labels(_plan_of(spec))
@@ -823,6 +861,9 @@ async def show_run(url: str, run_id: str, *, internals: bool = False) -> RunInfo
             name = step["function_name"]
             error = step.get("error")
             out = step.get("output")
+            reason = unreadable(out, error)
+            if reason is not None:
+                raise unreadable_error(run_id, reason)
             op = parse_operation(name)
             if op is None:
                 info.internal += 1
@@ -970,7 +1011,9 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
     ]
     if not family:
         raise InputError(f"no durable run {run_id!r} in {_safe(url)}")
-    pending = await _questions(run_id, family)
+    check_readable(run_id, family)
+    with reading(run_id):
+        pending = await _questions(run_id, family)
     question = next((q for q in pending if q.path == step), None)
     if question is None:
         await _closed_already(run_id, family, step)
@@ -1032,7 +1075,9 @@ async def pending_questions(url: str, run_id: str) -> list[Question]:
     family = [
         w for w in family if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")
     ]
-    return await _questions(run_id, family)
+    check_readable(run_id, family)
+    with reading(run_id):
+        return await _questions(run_id, family)
 
 
 async def unanswered(url: str, run_id: str, step: str) -> Question:
