@@ -24,7 +24,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Claim", "claim", "claimed", "question_key"]
+__all__ = ["Claim", "claim", "claimed", "closed_message", "question_key", "refuse_closed"]
 
 #: The table of claims (created on first use, in the database of the run).
 TABLE = "agentflow_answers"
@@ -171,3 +171,27 @@ async def claimed(workflow_ids: list[str], path: str) -> tuple[str, Claim] | Non
         return None
     await _dbos().DBOS._configure_asyncio_thread_pool()
     return await asyncio.to_thread(_claimed, workflow_ids, path)
+
+
+def closed_message(run_id: str, step: str, closed: Claim) -> str:
+    """What the loser of a race for the question of ``run_id`` at ``step`` is told."""
+    if closed.kind == "answer":
+        shown = json.dumps(closed.value, ensure_ascii=False)
+        return (
+            f"the question of run {run_id} at {step!r} was already answered ({shown}): "
+            "this answer was not taken"
+        )
+    return (
+        f"the question of run {run_id} at {step!r} was already closed unanswered (its wait "
+        "ended): this answer was not taken"
+    )
+
+
+async def refuse_closed(run_id: str, workflow_ids: list[str], step: str) -> None:
+    """Raise InputError (:func:`closed_message`) when a question of ``run_id`` at ``step`` in
+    one of its units ``workflow_ids`` was closed already (answered, or its wait ended)."""
+    from agentflow.errors import InputError
+
+    found = await claimed(workflow_ids, step)
+    if found is not None:
+        raise InputError(closed_message(run_id, step, found[1]))

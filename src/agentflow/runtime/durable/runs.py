@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import secrets
 import time
@@ -1000,7 +999,7 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
     against the question's choices and schema), from any process.  Raises InputError for no
     such question or a value it does not accept."""
     from agentflow.runtime.control import check_answer
-    from agentflow.runtime.durable.answers import claim
+    from agentflow.runtime.durable.answers import claim, closed_message, refuse_closed
     from agentflow.runtime.durable.dbos_engine import _dbos
 
     _attach(url, run_id)
@@ -1016,7 +1015,7 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
         pending = await _questions(run_id, family)
     question = next((q for q in pending if q.path == step), None)
     if question is None:
-        await _closed_already(run_id, family, step)
+        await refuse_closed(run_id, [w.workflow_id for w in family], step)
         waiting = ", ".join(q.path for q in pending) or "none"
         raise InputError(f"run {run_id} has no question waiting at {step!r} (waiting: {waiting})")
     if isinstance(value, str) and not _wants_text(question):
@@ -1035,32 +1034,8 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
         question.workflow_id, question.key, {"answer": value}, topic=f"answer:{step}"
     )
     if not closed.accepted:
-        raise InputError(_closed_message(run_id, step, closed))
+        raise InputError(closed_message(run_id, step, closed))
     return question
-
-
-def _closed_message(run_id: str, step: str, closed: Any) -> str:
-    """What the loser of a race for question ``step`` is told (answers.Claim ``closed``)."""
-    if closed.kind == "answer":
-        shown = json.dumps(closed.value, ensure_ascii=False)
-        return (
-            f"the question of run {run_id} at {step!r} was already answered ({shown}): "
-            "this answer was not taken"
-        )
-    return (
-        f"the question of run {run_id} at {step!r} was already closed unanswered (its wait "
-        "ended): this answer was not taken"
-    )
-
-
-async def _closed_already(run_id: str, family: list[Any], step: str) -> None:
-    """Raise InputError when the question of ``run_id`` at ``step`` is no longer waiting
-    because it was answered (or closed unanswered) already."""
-    from agentflow.runtime.durable.answers import claimed
-
-    found = await claimed([w.workflow_id for w in family], step)
-    if found is not None:
-        raise InputError(_closed_message(run_id, step, found[1]))
 
 
 async def pending_questions(url: str, run_id: str) -> list[Question]:
@@ -1084,7 +1059,7 @@ async def unanswered(url: str, run_id: str, step: str) -> Question:
     """Leave the question of run ``run_id`` at step path ``step`` unanswered: the ``ask``
     goes on as after its timeout (``when_unanswered`` decides).  Raises InputError for no such
     question."""
-    from agentflow.runtime.durable.answers import UNANSWERED, claim
+    from agentflow.runtime.durable.answers import UNANSWERED, claim, closed_message
 
     pending = await pending_questions(url, run_id)
     question = next((q for q in pending if q.path == step), None)
@@ -1093,7 +1068,7 @@ async def unanswered(url: str, run_id: str, step: str) -> Question:
 
     closed = await claim(question.workflow_id, question.key, UNANSWERED, topic=f"answer:{step}")
     if not closed.accepted:
-        raise InputError(_closed_message(run_id, step, closed))
+        raise InputError(closed_message(run_id, step, closed))
     return question
 
 
