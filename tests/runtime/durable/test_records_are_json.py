@@ -14,7 +14,7 @@ import os
 import pickle
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentflow.core.vocabulary import ERROR_CODES
@@ -135,6 +135,7 @@ def _same(a, b) -> bool:
     return a == b
 
 
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(json_values)
 def test_reading_is_the_inverse_of_writing(value):
     assert _same(_back(value), value)
