@@ -88,3 +88,28 @@ def test_a_durable_runs_tools_never_open_its_database_so_it_keeps_its_locks(
         assert "a durable run's lock" in result.output["lock"]
     finally:
         shutdown()
+
+
+def test_a_guarded_file_is_refused_through_a_link_too_and_free_again_once_unguarded(
+    tmp_path: Path,
+) -> None:
+    from agentflow.runtime.tools import confined
+
+    (tmp_path / "db").mkdir()
+    (tmp_path / "db" / "x.sqlite-shm").write_bytes(b"\0" * 64)
+    (tmp_path / "alias").symlink_to("db")
+    confined.guard(tmp_path / "db", ["x.sqlite-shm"], "the durable runs database")
+    with confined.open_workspace(tmp_path) as ws:
+        try:
+            for parts in (("db", "x.sqlite-shm"), ("alias", "x.sqlite-shm")):
+                with pytest.raises(confined.Guarded):
+                    confined.resolve(ws, parts, final="open")
+            with confined.resolve(ws, ("db",), final="dir") as loc:
+                with pytest.raises(confined.Guarded):
+                    confined.open_entry(loc.fd, "x.sqlite-shm")
+                with pytest.raises(confined.Guarded):
+                    confined.write_atomic(loc.fd, "x.sqlite-shm", b"x", None)
+        finally:
+            confined.unguard(tmp_path / "db")
+        with confined.resolve(ws, ("alias", "x.sqlite-shm"), final="open") as loc:
+            assert loc.fd >= 0

@@ -233,6 +233,15 @@ def shutdown() -> None:
         from concurrent.futures import ThreadPoolExecutor
 
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())
+    file = sqlite_path(str(_state["url"]))
+    from agentflow.runtime.durable.ratelimit import holds
+
+    if file is not None and not holds(str(_state["url"])):
+        # closed (no rate-limit slots' connection either): the file tools may open its files
+        from agentflow.runtime.tools import confined
+
+        confined.unguard(file.parent)
+        confined.unguard(file.parent / "locks")
     _state.update(url=None, executor_id=None)
     _RUNTIMES.clear()
     _RECORDED.clear()

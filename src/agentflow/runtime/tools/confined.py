@@ -77,6 +77,12 @@ def guard(directory: str | os.PathLike[str], names: Iterable[str] | None, what: 
         _GUARDED.append(entry)
 
 
+def unguard(directory: str | os.PathLike[str]) -> None:
+    """Forget the guards of ``directory`` (its database was closed in this process)."""
+    where = os.path.abspath(os.fspath(directory))
+    _GUARDED[:] = [g for g in _GUARDED if g[0] != where]
+
+
 def guarded(dir_fd: int, name: str) -> str | None:
     """What ``name`` in the directory ``dir_fd`` is when it is guarded (:func:`guard`), else
     None (directories compared by device and inode: links and other spellings included)."""
