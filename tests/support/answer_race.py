@@ -87,8 +87,9 @@ def _asked(db: Path, run_id: str, path: str) -> bool:
     return row is not None
 
 
-def race(base: Path, pairs: int, run_id: str = "race") -> RaceResult:
-    """Run ``pairs`` races in a project made under ``base``."""
+def race(base: Path, pairs: int, run_id: str = "race", *, window: int = 3) -> RaceResult:
+    """Run ``pairs`` races in a project made under ``base``; the racers of the next ``window``
+    pairs start (and import the CLI) ahead of their turn."""
     start = time.monotonic()
     result = RaceResult(pairs)
     (base / "plan.yaml").write_text(plan(pairs))
@@ -103,8 +104,33 @@ def race(base: Path, pairs: int, run_id: str = "race") -> RaceResult:
     )
     db = base / ".flowc" / "durable.sqlite"
     accepted: list[str | None] = []
+    spawned: dict[int, list[subprocess.Popen]] = {}
+
+    def spawn(i: int) -> None:  # the racers of pair i, importing while earlier pairs race
+        if i < pairs and i not in spawned:
+            spawned[i] = [
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-c",
+                        RACER,
+                        str(base / f"go-{i}"),
+                        run_id,
+                        f"E{i}",
+                        f"{v}{i}",
+                    ],
+                    cwd=base,
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                )  # fmt: skip
+                for v in "ab"
+            ]
+
     try:
         for i in range(pairs):
+            for ahead in range(i, i + window):
+                spawn(ahead)
             deadline = time.monotonic() + 120
             while not _asked(db, run_id, f"E{i}"):
                 if run.poll() is not None:
@@ -113,16 +139,7 @@ def race(base: Path, pairs: int, run_id: str = "race") -> RaceResult:
                     raise AssertionError(f"the run never asked E{i}")
                 time.sleep(0.02)
             go = base / f"go-{i}"
-            racers = [
-                subprocess.Popen(
-                    [sys.executable, "-c", RACER, str(go), run_id, f"E{i}", f"{v}{i}"],
-                    cwd=base,
-                    env=env,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                )
-                for v in "ab"
-            ]
+            racers = spawned.pop(i)
             ready = [Path(f"{go}.{v}{i}") for v in "ab"]
             while not all(r.exists() for r in ready):  # both imported the CLI, now waiting
                 if any(p.poll() is not None for p in racers):
@@ -153,6 +170,10 @@ def race(base: Path, pairs: int, run_id: str = "race") -> RaceResult:
         if run.poll() is None:
             run.kill()
             run.wait()
+        for left in spawned.values():  # a failed race: the racers not released
+            for p in left:
+                p.kill()
+                p.wait()
     if run.returncode != 0:
         raise AssertionError(err.decode()[-2000:])
     used = json.loads(out)
