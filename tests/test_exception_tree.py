@@ -31,8 +31,11 @@ INTERNAL = {
     "LspError": "an error answer to the test/bench LSP client (lsp/client.py), not the server",
     "GenerationError": "a contract the test model cannot fill: a ModelError (models/test_model.py)",
     "Escape": "a path leaving the workspace: a tool_error (runtime/tools/confined.py)",
+    "Guarded": "a file the process has open through SQLite: a tool_error (confined.py)",
     "TooManyLinks": "a symlink loop while resolving a path: a tool_error (confined.py)",
     "NotRegular": "a FIFO or device where a file was expected: a tool_error (confined.py)",
+    "UnreadableRecord": "a durable row that is not agentflow's JSON: an InputError naming the "
+    "run, or durable_replay_mismatch on replay (runtime/durable/records.py)",
     "NonJsonNumber": "NaN, Infinity or 1e999 in a JSON text: an InputError (api.py, durable/runs.py)"
     " or text checked like any wrong answer (hooks.py, serve.py)",
 }

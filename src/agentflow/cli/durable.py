@@ -168,6 +168,8 @@ def runs(ctx: click.Context, config: str | None, database: str | None, as_json: 
         for q in r.questions:
             choices = f" {q.choices}" if q.choices else ""
             click.echo(f"    ? [{q.path}] {q.question}{choices}")
+        if r.unreadable:
+            click.echo(f"    ! {r.unreadable}")
 
 
 @runs.command("show")

@@ -54,6 +54,8 @@ RUN_WORKFLOW = "agentflow.run"
 UNIT_WORKFLOW = "agentflow.unit"
 #: Seconds between two reads of a child's outcome while the parent waits for it.
 RESULT_POLL_S = 0.05
+#: Seconds between two looks at whether a unit waiting for a message was cancelled.
+CANCEL_POLL_S = 0.5
 #: A wait "without timeout" (DBOS needs a number): ten years.
 FOREVER_S = 10 * 365 * 24 * 3600.0
 
@@ -149,9 +151,12 @@ def launch(
         shutdown()
     dbos = _dbos()
     from agentflow.core.version import __version__
+    from agentflow.runtime.durable.records import install
 
     config: dict[str, Any] = {
         "name": "agentflow",
+        # rows are JSON, and nothing read from the database is unpickled (records.py)
+        "serializer": install(),
         "system_database_url": url,
         "application_version": __version__,
         "executor_id": executor_id,
@@ -162,6 +167,7 @@ def launch(
         file = sqlite_path(url)
         if file is not None:
             file.parent.mkdir(parents=True, exist_ok=True)
+            _guard_files(file)
         config["system_database_engine"] = _sqlite_engine(url)
     _quiet_cancellations()  # before DBOS(): it may log about the database already
     _log_to_file(url)  # before DBOS(): its own console handler is then never added
@@ -177,6 +183,17 @@ def launch(
             dbos.DBOS.destroy(workflow_completion_timeout_sec=0)
         raise
     _state.update(url=url, executor_id=executor_id)
+
+
+def _guard_files(file: Path) -> None:
+    """Keep this process's file tools off the database's files and the run locks beside it: a
+    descriptor of one opened and closed beside SQLite's drops SQLite's locks on it, and another
+    process then truncates the mapped ``-shm`` (SIGBUS; confined.guard)."""
+    from agentflow.runtime.tools import confined
+
+    names = [file.name + suffix for suffix in ("", "-wal", "-shm", "-journal")]
+    confined.guard(file.parent, names, "the durable runs database")
+    confined.guard(file.parent / "locks", None, "a durable run's lock")
 
 
 #: DBOS log messages agentflow reports itself: a database that cannot be reached or opened is
@@ -275,6 +292,15 @@ def shutdown() -> None:
         from concurrent.futures import ThreadPoolExecutor
 
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())
+    file = sqlite_path(str(_state["url"]))
+    from agentflow.runtime.durable.ratelimit import holds
+
+    if file is not None and not holds(str(_state["url"])):
+        # closed (no rate-limit slots' connection either): the file tools may open its files
+        from agentflow.runtime.tools import confined
+
+        confined.unguard(file.parent)
+        confined.unguard(file.parent / "locks")
     _state.update(url=None, executor_id=None)
     _RUNTIMES.clear()
     _RECORDED.clear()
@@ -309,10 +335,14 @@ class DbosEngine:
             ran = True
             return await fn()
 
+        from agentflow.runtime.durable.records import UnreadableRecord
+
         try:
             value = await dbos.DBOS.run_step_async({"name": name}, body)
         except dbos.error.DBOSUnexpectedStepError as e:
             raise _mismatch(e) from None
+        except UnreadableRecord as e:  # replaying a row that is not agentflow's JSON
+            raise _unreadable(self.workflow_id(), name, e) from None
         except dbos.error.DBOSWorkflowCancelledError:
             from agentflow.runtime.hooks import RunAborted
 
@@ -328,10 +358,48 @@ class DbosEngine:
         await _dbos().DBOS.set_event_async(key, value)
 
     async def receive(self, topic: str, timeout: float | None) -> Any:
-        """``DBOS.recv_async`` (durable timeout); :data:`NO_MESSAGE` when it passed."""
+        """``DBOS.recv_async`` (durable timeout); :data:`NO_MESSAGE` when it passed.  The wait
+        ends early when the unit is cancelled (``flowc cancel`` from another process): DBOS
+        only looks at cancellation when an operation starts, so a question waited on for ever
+        would keep its process and the run's lock; the unit's status is read every
+        :data:`CANCEL_POLL_S` seconds while it waits, and a cancelled wait raises
+        :class:`~agentflow.runtime.hooks.RunAborted` as a cancelled step does."""
+        dbos = _dbos()
         seconds = FOREVER_S if timeout is None else max(0.0, timeout)
-        message = await _dbos().DBOS.recv_async(topic, timeout_seconds=seconds)
+        workflow_id = self.workflow_id()
+        waiting = asyncio.ensure_future(dbos.DBOS.recv_async(topic, timeout_seconds=seconds))
+        try:
+            while True:
+                done, _ = await asyncio.wait({waiting}, timeout=CANCEL_POLL_S)
+                if done:
+                    break
+                if await _cancelled(workflow_id):
+                    from agentflow.runtime.hooks import RunAborted
+
+                    raise RunAborted("the run was cancelled (flowc cancel)", None)
+        finally:
+            if not waiting.done():
+                waiting.cancel()
+                with contextlib.suppress(BaseException):
+                    await waiting
+        try:
+            message = waiting.result()
+        except (dbos.error.DBOSWorkflowCancelledError, dbos.error.DBOSWorkflowConflictIDError):
+            if not await _cancelled(workflow_id):
+                raise
+            # the wait ended as the cancel landed: taking the message was refused
+            from agentflow.runtime.hooks import RunAborted
+
+            raise RunAborted("the run was cancelled (flowc cancel)", None) from None
         return NO_MESSAGE if message is None else message
+
+    async def close_unanswered(self, key: str) -> bool:
+        """Claim question ``key`` of the running unit as unanswered (runtime/durable/answers.py);
+        not an operation of the record: the claim row is its own record."""
+        from agentflow.runtime.durable.answers import UNANSWERED, claim
+
+        closed = await claim(self.workflow_id(), key, UNANSWERED)
+        return closed.kind == UNANSWERED  # this wait's claim, also when replayed
 
     async def start_child(self, child_id: str, spec: dict[str, Any], queue: str | None) -> Any:
         """A child workflow ``child_id`` (``DBOS.start_workflow_async``, or enqueued on
@@ -380,6 +448,23 @@ class DbosEngine:
             return False
         recorded = _RECORDED.get(ctx.workflow_id, 0)
         return recorded > 0 and ctx.function_id < recorded
+
+
+async def _cancelled(workflow_id: str) -> bool:
+    """True when unit ``workflow_id`` is cancelled in the database (read directly, recording
+    nothing)."""
+    await _dbos().DBOS._configure_asyncio_thread_pool()
+    found = await asyncio.to_thread(_sys_db().get_cancelled_workflow_ids, [workflow_id])
+    return workflow_id in found
+
+
+def _unreadable(workflow_id: str, name: str, e: Exception) -> RunError:
+    run_id = workflow_id.split("/", 1)[0]
+    return RunError(
+        "durable_replay_mismatch",
+        f"run {run_id} cannot be resumed: the recorded result of {name} cannot be read "
+        f"({e}); nothing in it was run",
+    )
 
 
 def _mismatch(e: Exception) -> RunError:
@@ -565,8 +650,12 @@ async def _build(run_id: str, spec: dict[str, Any] | None) -> Runtime:
 
 
 async def recorded_input(run_id: str) -> dict[str, Any]:
-    """The input ``agentflow.run`` was started with for ``run_id``."""
+    """The input ``agentflow.run`` was started with for ``run_id``.  Raises
+    InputError when it cannot be read (records.unreadable_error)."""
+    from agentflow.runtime.durable.records import check_readable
+
     found = await query_workflows(workflow_ids=[run_id], load_input=True)
+    check_readable(run_id, found)
     if not found or not found[0].input:
         raise RunError("validation", f"no durable run {run_id!r} in this database")
     return found[0].input["args"][0]

@@ -98,6 +98,13 @@ class Engine(Protocol):
         ``timeout`` seconds (None: wait indefinitely); the timeout is durable."""
         ...
 
+    async def close_unanswered(self, key: str) -> bool:
+        """Close question ``key`` of this unit as unanswered (its wait timed out), atomically
+        against an answer being accepted at the same moment: True when it closed it, False
+        when an answer was accepted first (its message is then waiting: receive it).  The
+        same on replay (the claim is kept)."""
+        ...
+
     async def start_child(self, child_id: str, spec: dict[str, Any], queue: str | None) -> Any:
         """Start the child unit ``child_id`` running ``spec`` (on ``queue``, shared by the
         fleet's workers, or here when None); returns a handle for :meth:`collect`.  Children
@@ -423,11 +430,15 @@ class DurableEffects(Effects):
             "schema": request.schema,
             "choices": request.choices,
             "path": path,
+            "operation": name,  # the question's key: exactly one answer is accepted for it
             "timeout": timeout,
             "asked_at": time.time(),
         }
         await self.engine.publish(f"question:{path}", question)
         message = await self.engine.receive(f"answer:{path}", timeout)
+        if message is NO_MESSAGE and not await self.engine.close_unanswered(name):
+            # an answer was accepted as the wait timed out: it is delivered, take it
+            message = await self.engine.receive(f"answer:{path}", None)
         await self.engine.publish(
             f"question:{path}", {**question, "answered": message is not NO_MESSAGE}
         )

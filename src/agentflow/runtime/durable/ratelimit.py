@@ -23,7 +23,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-__all__ = ["STALE_S", "rate_slot", "rate_window"]
+__all__ = ["STALE_S", "holds", "rate_slot", "rate_window"]
 
 #: Seconds after which a slot that never ended (its process died) no longer counts.
 STALE_S = 300.0
@@ -39,6 +39,12 @@ def rate_window(rate_limit: float) -> tuple[int, float]:
     least one second (``0.5`` → one request per 2 s; ``5`` → five per second)."""
     period = max(1.0, 1.0 / rate_limit)
     return max(1, int(rate_limit * period)), period
+
+
+def holds(url: str) -> bool:
+    """True when this process has database ``url`` open for rate-limit slots (its engine lives
+    as long as the process)."""
+    return url in _engines
 
 
 def _engine(url: str) -> Any:

@@ -22,6 +22,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentflow.errors import ConfigError, ErrorInfo, InputError, RunError
+from agentflow.runtime.durable.records import (
+    UnreadableRecord,
+    check_readable,
+    reading,
+    unreadable,
+    unreadable_error,
+)
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan
@@ -573,6 +580,7 @@ async def _resume(
         found = await dbos.DBOS.list_workflows_async(workflow_ids=[run_id])
         if not found or found[0].name != dbos_engine.RUN_WORKFLOW:
             raise InputError(f"no durable run {run_id!r} in {_safe(url)}")
+        check_readable(run_id, await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id))
         status = found[0]
         if status.status in ("PENDING", "ENQUEUED"):
             await asyncio.to_thread(dbos_engine.recover_run, run_id)
@@ -583,7 +591,8 @@ async def _resume(
                     for w in family
                     if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")
                 ]
-                on_waiting(await _questions(run_id, family))
+                with reading(run_id):
+                    on_waiting(await _questions(run_id, family))
         handle = await dbos.DBOS.retrieve_workflow_async(run_id)
         # a fleet run (units held by workers): recover those of a worker that is gone, now and
         # whenever one dies while this process waits
@@ -634,6 +643,9 @@ async def reuse_table(run_id: str, *, asks: bool = True) -> dict[str, tuple[str,
     for wfid in ids:
         for step in await query_steps(wfid):
             out = step.get("output")
+            reason = unreadable(out, step.get("error"))
+            if reason is not None:
+                raise unreadable_error(run_id, reason)
             if step.get("error") is None and isinstance(out, dict) and "d" in out and "v" in out:
                 table.setdefault(step["function_name"], (out["d"], out["v"]))
     if not asks:
@@ -657,12 +669,14 @@ class Question:
     schema: dict[str, Any] | None = None
     asked_at: float | None = None
     timeout: float | None = None
+    #: the question's key among its unit's questions (its operation name, ``PATH/ask#N``)
+    key: str = ""
 
 
 @dataclass
 class RunInfo:
     """One durable run: id, status (``running``, ``waiting``, ``ok``, ``error``, ``exited``,
-    ``aborted``, ``cancelled``, ``stopped``), plan name, times (epoch seconds), pending
+    ``aborted``, ``cancelled``, ``stopped``, ``unreadable``), plan name, times (epoch seconds), pending
     questions, the error; from :func:`show_run` also its steps, cost, the count of engine
     operations left out of ``steps`` and a fleet run's holders of unfinished units."""
 
@@ -680,6 +694,8 @@ class RunInfo:
     internal: int = 0
     #: a fleet run's unfinished units by holder (:func:`show_run`)
     workers: list[dict[str, Any]] = field(default_factory=list)
+    #: why the run cannot be read (status ``unreadable``: a row that is not agentflow's JSON)
+    unreadable: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -689,6 +705,7 @@ class RunInfo:
 
 
 async def _questions(run_id: str, workflows: list[Any]) -> list[Question]:
+    from agentflow.runtime.durable.answers import question_key
     from agentflow.runtime.durable.dbos_engine import _dbos
 
     dbos = _dbos()
@@ -712,6 +729,7 @@ async def _questions(run_id: str, workflows: list[Any]) -> list[Question]:
                     schema=value.get("schema"),
                     asked_at=value.get("asked_at"),
                     timeout=value.get("timeout"),
+                    key=question_key(value),
                 )
             )
     return out
@@ -761,12 +779,24 @@ async def list_runs(url: str, *, limit: int = 50) -> list[RunInfo]:
     out = []
     for w in roots:
         alive = _alive(url, w.workflow_id)
-        info = _info(w, alive)
-        if w.status in ("PENDING", "ENQUEUED"):
-            family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=w.workflow_id)
-            info.questions = await _questions(w.workflow_id, family)
-            if info.questions and info.status == "running":
-                info.status = "waiting"
+        # a run with a row that cannot be read is listed as such; the others as usual
+        reason = unreadable(w.input, w.output, w.error)
+        if reason is None:
+            info = _info(w, alive)
+            if w.status in ("PENDING", "ENQUEUED"):
+                family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=w.workflow_id)
+                try:
+                    info.questions = await _questions(w.workflow_id, family)
+                except UnreadableRecord as e:
+                    reason = str(e)
+                if info.questions and info.status == "running":
+                    info.status = "waiting"
+        if reason is not None:
+            info = RunInfo(
+                w.workflow_id, "unreadable", "", (w.created_at or 0) / 1000.0,
+                (w.updated_at or 0) / 1000.0,
+                unreadable=str(unreadable_error(w.workflow_id, reason)),
+            )  # fmt: skip
         out.append(info)
     return out
 
@@ -804,9 +834,9 @@ async def show_run(url: str, run_id: str, *, internals: bool = False) -> RunInfo
     call and question: unit, step path, `.flow` label, status, start and end), the count of the
     engine's own operations left out (``internals``: listed too, marked ``internal``), the cost
     of its model calls so far, pending questions, the error, and for a ``--fleet`` run which
-    worker holds which unfinished unit and whether that worker is alive."""
+    worker holds which unfinished unit and whether that worker is alive.  Raises
+    InputError for an unknown run, or one with a row it cannot read."""
     from agentflow.runtime.durable.dbos_engine import _dbos
-    from agentflow.runtime.durable.shown import Labels, parse_operation
 
     _attach(url, run_id)
     dbos = _dbos()
@@ -819,6 +849,18 @@ async def show_run(url: str, run_id: str, *, internals: bool = False) -> RunInfo
     family = [
         w for w in family if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")
     ]
+    check_readable(run_id, family)
+    with reading(run_id):
+        return await _show_run(url, run_id, root, family, internals)
+
+
+async def _show_run(
+    url: str, run_id: str, root: Any, family: list[Any], internals: bool
+) -> RunInfo:
+    from agentflow.runtime.durable.dbos_engine import _dbos
+    from agentflow.runtime.durable.shown import Labels, parse_operation
+
+    dbos = _dbos()
     info = _info(root, _alive(url, run_id))
     spec = _spec_of(root)
     labels = Labels(_plan_of(spec))
@@ -831,6 +873,9 @@ async def show_run(url: str, run_id: str, *, internals: bool = False) -> RunInfo
             name = step["function_name"]
             error = step.get("error")
             out = step.get("output")
+            reason = unreadable(out, error)
+            if reason is not None:
+                raise unreadable_error(run_id, reason)
             op = parse_operation(name)
             if op is None:
                 info.internal += 1
@@ -967,6 +1012,7 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
     against the question's choices and schema), from any process.  Raises InputError for no
     such question or a value it does not accept."""
     from agentflow.runtime.control import check_answer
+    from agentflow.runtime.durable.answers import claim, closed_message, refuse_closed
     from agentflow.runtime.durable.dbos_engine import _dbos
     from agentflow.runtime.hooks import spelled_bool
 
@@ -978,9 +1024,12 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
     ]
     if not family:
         raise InputError(f"no durable run {run_id!r} in {_safe(url)}")
-    pending = await _questions(run_id, family)
+    check_readable(run_id, family)
+    with reading(run_id):
+        pending = await _questions(run_id, family)
     question = next((q for q in pending if q.path == step), None)
     if question is None:
+        await refuse_closed(run_id, [w.workflow_id for w in family], step)
         waiting = ", ".join(q.path for q in pending) or "none"
         raise InputError(f"run {run_id} has no question waiting at {step!r} (waiting: {waiting})")
     if isinstance(value, str) and not _wants_text(question):
@@ -996,7 +1045,11 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
     problem = check_answer(value, question.schema, question.choices)
     if problem:
         raise InputError(f"answer to `{question.question}`: {problem}")
-    await dbos.DBOS.send_async(question.workflow_id, {"answer": value}, topic=f"answer:{step}")
+    closed = await claim(
+        question.workflow_id, question.key, {"answer": value}, topic=f"answer:{step}"
+    )
+    if not closed.accepted:
+        raise InputError(closed_message(run_id, step, closed))
     return question
 
 
@@ -1012,20 +1065,25 @@ async def pending_questions(url: str, run_id: str) -> list[Question]:
     family = [
         w for w in family if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")
     ]
-    return await _questions(run_id, family)
+    check_readable(run_id, family)
+    with reading(run_id):
+        return await _questions(run_id, family)
 
 
 async def unanswered(url: str, run_id: str, step: str) -> Question:
     """Leave the question of run ``run_id`` at step path ``step`` unanswered: the ``ask``
     goes on as after its timeout (``when_unanswered`` decides).  Raises InputError for no such
     question."""
-    from agentflow.runtime.durable.dbos_engine import _dbos
+    from agentflow.runtime.durable.answers import UNANSWERED, claim, closed_message
 
     pending = await pending_questions(url, run_id)
     question = next((q for q in pending if q.path == step), None)
     if question is None:
         raise InputError(f"run {run_id} has no question waiting at {step!r}")
-    await _dbos().DBOS.send_async(question.workflow_id, "unanswered", topic=f"answer:{step}")
+
+    closed = await claim(question.workflow_id, question.key, UNANSWERED, topic=f"answer:{step}")
+    if not closed.accepted:
+        raise InputError(closed_message(run_id, step, closed))
     return question
 
 

@@ -116,6 +116,8 @@ def _locate(
         loc = confined.resolve(ws, _parts(ws, path) if parts is None else parts, **how)
     except confined.Escape:
         raise _outside(path) from None
+    except confined.Guarded as exc:
+        raise _guarded(path, exc) from None
     except confined.NotRegular as exc:
         raise _err(
             f"'{path}' is {exc.kind}, not a regular file; the file tools read and write regular "
@@ -580,9 +582,18 @@ def write_file(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
             return {"path": loc.posix, "bytes": len(data)}
 
 
+def _guarded(path: str, exc: confined.Guarded) -> RunError:
+    return _err(
+        f"'{path}' is {exc.what}, which this process has open: the file tools never read "
+        "or write it"
+    )
+
+
 def _write(loc: confined.Located, data: bytes, mode: int | None, path: str) -> None:
     try:
         confined.write_atomic(loc.parent_fd, loc.name, data, mode)
+    except confined.Guarded as exc:
+        raise _guarded(path, exc) from None
     except OSError as exc:
         raise _err(f"cannot write '{path}': {exc.strerror or exc}") from None
 

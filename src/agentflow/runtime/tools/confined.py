@@ -26,7 +26,7 @@ import errno
 import os
 import stat
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -47,6 +47,61 @@ _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(o
 #: errno values ``open(O_NOFOLLOW)`` reports for a symbolic link (Linux: ELOOP, or ENOTDIR with
 #: O_DIRECTORY; FreeBSD: EMLINK).
 _LINK_ERRNOS = frozenset({errno.ELOOP, errno.ENOTDIR, errno.EMLINK})
+
+
+class Guarded(OSError):
+    """The path is a file the process itself holds open through SQLite (the durable runs
+    database, its ``-wal``/``-shm``/``-journal``, a run's lock): never opened or replaced."""
+
+    def __init__(self, what: str):
+        super().__init__(errno.EACCES, what)
+        self.what = what
+
+
+#: (directory, the names guarded in it or None for all, what they are): see :func:`guard`
+_GUARDED: list[tuple[str, frozenset[str] | None, str]] = []
+
+
+def guard(directory: str | os.PathLike[str], names: Iterable[str] | None, what: str) -> None:
+    """Never open (read, grep) or replace (write, edit) the files ``names`` of ``directory``
+    (None: every file in it) through this module, in this process.
+
+    Why: a process's POSIX record locks on a file are all dropped when *any* descriptor of
+    that file is closed by the process.  SQLite holds such locks on its database and on the
+    WAL index (``-shm``, which it also maps into memory); a file tool of the same process that
+    opened and closed the ``-shm`` (a ``read_file``, a ``grep`` over the workspace) would drop
+    them, and the next process to open the database, seeing no holder, truncates the ``-shm``
+    under the mapping: SIGBUS (docs/decisions.md "The durable database's files")."""
+    entry = (os.path.abspath(os.fspath(directory)), frozenset(names) if names else None, what)
+    if entry not in _GUARDED:
+        _GUARDED.append(entry)
+
+
+def unguard(directory: str | os.PathLike[str]) -> None:
+    """Forget the guards of ``directory`` (its database was closed in this process)."""
+    where = os.path.abspath(os.fspath(directory))
+    _GUARDED[:] = [g for g in _GUARDED if g[0] != where]
+
+
+def guarded(dir_fd: int, name: str) -> str | None:
+    """What ``name`` in the directory ``dir_fd`` is when it is guarded (:func:`guard`), else
+    None (directories compared by device and inode: links and other spellings included)."""
+    if not _GUARDED:
+        return None
+    try:
+        here = os.fstat(dir_fd)
+    except OSError:
+        return None
+    for directory, names, what in _GUARDED:
+        if names is not None and name not in names:
+            continue
+        try:
+            there = os.stat(directory)
+        except OSError:
+            continue
+        if (there.st_dev, there.st_ino) == (here.st_dev, here.st_ino):
+            return what
+    return None
 
 
 class Escape(Exception):
@@ -245,6 +300,9 @@ def resolve(
                 if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):
                     # never open a FIFO, socket or device (opening one can block or act)
                     raise NotRegular(info.st_mode)
+                what = guarded(cur(), comp)
+                if what is not None:
+                    raise Guarded(what)
                 try:
                     fd = os.open(comp, _OPEN_FLAGS, dir_fd=cur())
                 except OSError as exc:
@@ -445,7 +503,11 @@ def write_atomic(parent_fd: int, name: str, data: bytes, mode: int | None) -> No
     """Write ``data`` as ``name`` in the directory ``parent_fd`` through a temporary file created
     (``O_EXCL | O_NOFOLLOW``) in that same directory and renamed over ``name``: readers never see
     half a file, and a link at ``name`` is replaced, never written through. ``mode`` (permission
-    bits) is applied when given; new files get ``0o666`` less the umask."""
+    bits) is applied when given; new files get ``0o666`` less the umask.  Raises
+    :class:`Guarded` for a guarded file (:func:`guard`)."""
+    what = guarded(parent_fd, name)
+    if what is not None:
+        raise Guarded(what)
     for attempt in range(100):
         tmp = f".{name[:200]}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
         try:
@@ -476,5 +538,9 @@ def write_atomic(parent_fd: int, name: str, data: bytes, mode: int | None) -> No
 
 def open_entry(dir_fd: int, name: str) -> int:
     """Open ``name`` in ``dir_fd`` for reading without following a link (``O_NOFOLLOW``) and
-    without blocking on a FIFO (``O_NONBLOCK``); the caller checks ``fstat``."""
+    without blocking on a FIFO (``O_NONBLOCK``); the caller checks ``fstat``.  Raises
+    :class:`Guarded` for a guarded file (:func:`guard`)."""
+    what = guarded(dir_fd, name)
+    if what is not None:
+        raise Guarded(what)
     return os.open(name, _OPEN_FLAGS, dir_fd=dir_fd)

@@ -1,0 +1,197 @@
+"""Exactly one answer per question of a durable run (docs/durable.md "Questions").
+
+A question (an ``ask`` of a run's unit) is closed by the first of: an answer (``flowc answer``,
+``agentflow.answer_run``, an MCP elicitation reply), a "leave it unanswered" (``flowc serve``),
+or its timeout passing in the unit that asked.  Each of them *claims* the question: a row
+``(unit, question)`` of the table ``agentflow_answers`` in the run's database, whose primary
+key makes the claim atomic on SQLite and PostgreSQL alike (``INSERT … ON CONFLICT DO
+NOTHING``: one insert takes the row, every other inserts nothing).  An answer's claim and the
+engine's message that wakes the waiting unit (DBOS ``send``, in a caller-owned transaction:
+``SystemDatabase.send_bulk_with_connection``) commit in one transaction, so an accepted answer
+is always delivered and a refused one never is; a timeout's claim makes a late answer refused
+rather than dropped.  The row keeps what was accepted, which the loser is told.
+
+The question's key is its operation name (``E2/ask#1``; published with the question) so the
+same step asked again later is a new question.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Claim", "claim", "claimed", "closed_message", "question_key", "refuse_closed"]
+
+#: The table of claims (created on first use, in the database of the run).
+TABLE = "agentflow_answers"
+#: What a claim that left the question unanswered stores.
+UNANSWERED = "unanswered"
+
+#: the engines whose database has the table (DBOS makes one engine per launch)
+_made: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The claim that closed a question: ``accepted`` (this call took it), ``kind``
+    (``answer`` or ``unanswered``), the accepted ``value`` (an answer's) and when (epoch s)."""
+
+    accepted: bool
+    kind: str
+    value: Any = None
+    at: float | None = None
+
+
+def question_key(question: dict[str, Any]) -> str:
+    """The key of a published question: its operation name (``PATH/ask#N``), else (a question
+    published before operation names were) its step path."""
+    return str(question.get("operation") or question.get("path") or "")
+
+
+def _sys_db() -> Any:
+    from agentflow.runtime.durable.dbos_engine import _sys_db as sys_db
+
+    return sys_db()
+
+
+def _ensure_table(engine: Any) -> None:
+    import sqlalchemy as sa
+
+    if engine in _made:
+        return
+    with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":  # two processes making it at once
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtext('agentflow_answers'))"))
+        conn.execute(
+            sa.text(
+                f"CREATE TABLE IF NOT EXISTS {TABLE} (workflow_id TEXT NOT NULL, "
+                "question TEXT NOT NULL, kind TEXT NOT NULL, value TEXT, "
+                "claimed_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (workflow_id, question))"
+            )
+        )
+    _made.add(engine)
+
+
+def _read(conn: Any, workflow_id: str, key: str) -> Claim | None:
+    import sqlalchemy as sa
+
+    row = conn.execute(
+        sa.text(
+            f"SELECT kind, value, claimed_at FROM {TABLE} WHERE workflow_id = :w AND question = :q"
+        ),
+        {"w": workflow_id, "q": key},
+    ).first()
+    if row is None:
+        return None
+    value = json.loads(row[1]) if row[1] is not None else None
+    return Claim(False, str(row[0]), value, float(row[2]))
+
+
+def _claim(workflow_id: str, key: str, message: Any, topic: str | None) -> Claim:
+    import sqlalchemy as sa
+    from dbos._sys_db import SendMessage
+
+    sys_db = _sys_db()
+    engine = sys_db.engine
+    _ensure_table(engine)
+    kind = UNANSWERED if message == UNANSWERED else "answer"
+    value = message.get("answer") if isinstance(message, dict) else None
+    now = time.time()
+    with engine.begin() as conn:
+        # the first statement writes: SQLite takes its write lock here (BEGIN IMMEDIATE), and
+        # PostgreSQL's unique index makes a concurrent insert of the same key wait, then do nothing
+        taken = conn.execute(
+            sa.text(
+                f"INSERT INTO {TABLE} (workflow_id, question, kind, value, claimed_at) "
+                "VALUES (:w, :q, :k, :v, :t) ON CONFLICT (workflow_id, question) DO NOTHING"
+            ),
+            {
+                "w": workflow_id,
+                "q": key,
+                "k": kind,
+                "v": json.dumps(value, ensure_ascii=False) if kind == "answer" else None,
+                "t": now,
+            },
+        ).rowcount
+        if taken != 1:
+            found = _read(conn, workflow_id, key)
+            return found if found is not None else Claim(False, "answer")
+        if topic is not None:  # in the same transaction: delivered exactly when accepted
+            sys_db.send_bulk_with_connection(
+                [SendMessage(workflow_id, message, topic)],
+                conn,
+                serialization_type=None,
+                function_name="DBOS.send",
+                send_to_forks=False,
+            )
+    return Claim(True, kind, value, now)
+
+
+async def claim(workflow_id: str, key: str, message: Any, topic: str | None = None) -> Claim:
+    """Close question ``key`` of unit ``workflow_id`` with ``message`` (``{"answer": V}`` or
+    ``"unanswered"``) unless it is closed already; with ``topic``, the message is sent to the
+    unit in the same transaction.  Returns the claim that closed it: ``accepted`` is True when
+    this call did (the engine must run in this process: runs.open_database)."""
+    from agentflow.runtime.durable.dbos_engine import _dbos
+
+    await _dbos().DBOS._configure_asyncio_thread_pool()
+    return await asyncio.to_thread(_claim, workflow_id, key, message, topic)
+
+
+def _claimed(workflow_ids: list[str], path: str) -> tuple[str, Claim] | None:
+    import sqlalchemy as sa
+
+    engine = _sys_db().engine
+    _ensure_table(engine)
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.text(
+                f"SELECT workflow_id, question, kind, value, claimed_at FROM {TABLE} "
+                "WHERE workflow_id IN :ws ORDER BY claimed_at DESC"
+            ).bindparams(sa.bindparam("ws", expanding=True)),
+            {"ws": workflow_ids},
+        ).all()
+    for wfid, key, kind, value, at in rows:
+        if key == path or key.rsplit("#", 1)[0] == f"{path}/ask":
+            loaded = json.loads(value) if value is not None else None
+            return str(wfid), Claim(False, str(kind), loaded, float(at))
+    return None
+
+
+async def claimed(workflow_ids: list[str], path: str) -> tuple[str, Claim] | None:
+    """The latest claim that closed a question at step path ``path`` in one of the units
+    ``workflow_ids`` (``(unit, claim)``), or None."""
+    from agentflow.runtime.durable.dbos_engine import _dbos
+
+    if not workflow_ids:
+        return None
+    await _dbos().DBOS._configure_asyncio_thread_pool()
+    return await asyncio.to_thread(_claimed, workflow_ids, path)
+
+
+def closed_message(run_id: str, step: str, closed: Claim) -> str:
+    """What the loser of a race for the question of ``run_id`` at ``step`` is told."""
+    if closed.kind == "answer":
+        shown = json.dumps(closed.value, ensure_ascii=False)
+        return (
+            f"the question of run {run_id} at {step!r} was already answered ({shown}): "
+            "this answer was not taken"
+        )
+    return (
+        f"the question of run {run_id} at {step!r} was already closed unanswered (its wait "
+        "ended): this answer was not taken"
+    )
+
+
+async def refuse_closed(run_id: str, workflow_ids: list[str], step: str) -> None:
+    """Raise InputError (:func:`closed_message`) when a question of ``run_id`` at ``step`` in
+    one of its units ``workflow_ids`` was closed already (answered, or its wait ended)."""
+    from agentflow.errors import InputError
+
+    found = await claimed(workflow_ids, step)
+    if found is not None:
+        raise InputError(closed_message(run_id, step, found[1]))

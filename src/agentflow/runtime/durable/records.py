@@ -1,0 +1,390 @@
+"""How a durable run's records are stored: JSON, never pickle (docs/durable.md "The database").
+
+DBOS stores every recorded value — a run's input and output, each operation's result or error,
+events and messages — with a serializer; its default pickles, and unpickling a row runs
+whatever the row says.  A database is a trust boundary (a fleet's shared PostgreSQL, a
+``.flowc/durable.sqlite`` that arrives in a cloned repository), so agentflow gives DBOS
+:class:`JsonRecords` instead:
+
+- JSON values are stored as themselves; what JSON lacks is tagged with the key ``"$af"``:
+  tuples, bytes, sets, dicts with keys other than strings (or holding the tag key itself),
+  non-finite floats, the dataclasses of the model layer (``ChatRequest``, ``ChatResponse``,
+  ``Message``, ``ToolCall``, ``ToolSpec``) and ``ErrorInfo``, and exceptions;
+- reading makes only those: a dataclass or exception class is looked up by name among the
+  classes of a few agentflow and DBOS modules (never imported by name, never called with
+  recorded code), an exception of another class comes back as a built-in exception of the same
+  name and message, or as an exception class of that name made on the spot over its nearest
+  built-in base (so a tool's ``ConnectionError`` still reads as transient on replay);
+- a row that is not such JSON — a pickle from an older agentflow or a tampered row — raises
+  :class:`UnreadableRecord`; DBOS's own pickle reader is replaced (:func:`install`) so a row
+  marked ``py_pickle`` is refused, not loaded, and DBOS's listing functions, which would hand
+  back the row's raw text, hand back an :class:`Unreadable` marker instead, which the commands
+  report as an unreadable run.
+
+Reaches into DBOS (pinned by tests/runtime/durable/test_records_are_json.py): the serializer
+hook ``config["serializer"]`` (a ``dbos._serialization.Serializer``),
+``dbos._serialization.DefaultSerializer.deserialize`` (the one place DBOS unpickles) and the
+name ``safe_deserialize`` in ``dbos._sys_db`` (the listing functions' lenient reader).
+"""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import contextlib
+import dataclasses
+import json
+import math
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from agentflow.errors import InputError
+
+__all__ = [
+    "JsonRecords",
+    "Unreadable",
+    "UnreadableRecord",
+    "check_readable",
+    "decode",
+    "encode",
+    "install",
+    "reading",
+    "unreadable",
+    "unreadable_error",
+]
+
+#: The tag key of a value JSON cannot hold as itself.
+TAG = "$af"
+#: The modules whose dataclasses and exceptions a record may name (already imported by then).
+_MODULES = ("agentflow.errors", "agentflow.runtime.models.base", "dbos._error")
+
+
+class UnreadableRecord(ValueError):
+    """A stored row that is not agentflow's JSON (a pickle, a tampered or cut row)."""
+
+
+class Unreadable:
+    """What DBOS's listing functions return for a part of a row that cannot be read (the
+    run's commands report it: runs.unreadable_run)."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"Unreadable({self.reason!r})"
+
+
+# ---------------------------------------------------------------------------------------------
+# Encoding
+
+
+def encode(value: Any) -> Any:
+    """``value`` as plain JSON data (see the module doc).  Raises TypeError for a value of a
+    type a record cannot hold."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {TAG: "float", "v": repr(value)}
+    if isinstance(value, list):
+        return [encode(v) for v in value]
+    if isinstance(value, dict):
+        if all(isinstance(k, str) for k in value) and TAG not in value:
+            return {k: encode(v) for k, v in value.items()}
+        return {TAG: "dict", "v": [[encode(k), encode(v)] for k, v in value.items()]}
+    if isinstance(value, tuple):
+        return {TAG: "tuple", "v": [encode(v) for v in value]}
+    if isinstance(value, (bytes, bytearray)):
+        return {TAG: "bytes", "v": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, (set, frozenset)):
+        kind = "set" if isinstance(value, set) else "frozenset"
+        return {TAG: kind, "v": [encode(v) for v in value]}
+    if isinstance(value, BaseException):
+        return _encode_exception(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        cls = type(value)
+        if _known(cls.__module__, cls.__qualname__) is not cls:
+            raise TypeError(f"a durable record cannot hold a {cls.__module__}.{cls.__qualname__}")
+        fields = {}
+        for f in dataclasses.fields(value):
+            v = getattr(value, f.name)
+            fields[f.name] = None if callable(v) else encode(v)  # ChatRequest.on_delta
+        return {TAG: "obj", "cls": f"{cls.__module__}:{cls.__qualname__}", "v": fields}
+    raise TypeError(f"a durable record cannot hold a {type(value).__name__}")
+
+
+def _encode_exception(exc: BaseException) -> dict[str, Any]:
+    cls = type(exc)
+    out: dict[str, Any] = {
+        TAG: "exc",
+        "cls": f"{cls.__module__}:{cls.__qualname__}",
+        "name": cls.__name__,
+        "base": _builtin_base(cls).__name__,
+        "message": _text(exc),
+        "args": [_plain(a) for a in exc.args],
+    }
+    if _known(cls.__module__, cls.__qualname__) is cls:
+        state = {k: _plain(v) for k, v in vars(exc).items()} if hasattr(exc, "__dict__") else {}
+        out["state"] = state
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """``value`` encoded, or its text when a record cannot hold it (an exception's argument)."""
+    try:
+        return encode(value)
+    except (TypeError, ValueError, RecursionError):
+        return _text(value)
+
+
+def _text(value: Any) -> str:
+    try:
+        return str(value)
+    except Exception:  # noqa: BLE001 - a broken __str__
+        return repr(type(value))
+
+
+def _builtin_base(cls: type) -> type:
+    """The nearest built-in exception class among ``cls``'s ancestors."""
+    for base in cls.__mro__:
+        if base.__module__ == "builtins" and issubclass(base, BaseException):
+            return base
+    return Exception
+
+
+def _known(module: str, qualname: str) -> Any:
+    """The class ``module:qualname`` when it is one a record may name (a dataclass or exception
+    of the allowed modules), else None; nothing is imported."""
+    if module not in _MODULES or "." in qualname:
+        return None
+    found = getattr(sys.modules.get(module), qualname, None)
+    if not isinstance(found, type):
+        return None
+    if issubclass(found, BaseException) or dataclasses.is_dataclass(found):
+        return found
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Decoding
+
+
+def decode(data: Any) -> Any:
+    """The value :func:`encode` made ``data`` of.  Raises :class:`UnreadableRecord` for data it
+    did not make."""
+    if isinstance(data, list):
+        return [decode(v) for v in data]
+    if not isinstance(data, dict):
+        return data
+    if TAG not in data:
+        return {k: decode(v) for k, v in data.items()}
+    kind = data[TAG]
+    try:
+        if kind == "tuple":
+            return tuple(decode(v) for v in data["v"])
+        if kind == "dict":
+            return {_hashable(decode(k)): decode(v) for k, v in data["v"]}
+        if kind == "bytes":
+            return base64.b64decode(data["v"], validate=True)
+        if kind == "set":
+            return {_hashable(decode(v)) for v in data["v"]}
+        if kind == "frozenset":
+            return frozenset(_hashable(decode(v)) for v in data["v"])
+        if kind == "float":
+            number = float(data["v"])
+            if math.isfinite(number):
+                raise UnreadableRecord("a tagged float that is finite")
+            return number
+        if kind == "obj":
+            return _decode_object(data)
+        if kind == "exc":
+            return _decode_exception(data)
+    except UnreadableRecord:
+        raise
+    except (KeyError, TypeError, ValueError) as e:
+        raise UnreadableRecord(f"a malformed {kind!r} value ({e})") from None
+    raise UnreadableRecord(f"an unknown kind of value {kind!r}")
+
+
+def _hashable(value: Any) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        raise UnreadableRecord("an unhashable key") from None
+    return value
+
+
+def _decode_object(data: dict[str, Any]) -> Any:
+    module, _, qualname = str(data["cls"]).partition(":")
+    found = _known(module, qualname)
+    if not isinstance(found, type) or not dataclasses.is_dataclass(found):
+        raise UnreadableRecord(f"a value of class {data['cls']!r}, which a record cannot hold")
+    cls: Any = found
+    fields = data["v"]
+    if not isinstance(fields, dict):
+        raise UnreadableRecord(f"a malformed {qualname}")
+    obj = cls.__new__(cls)  # as unpickling does: no __init__, every field set
+    for f in dataclasses.fields(cls):
+        if f.name in fields:
+            value = decode(fields[f.name])
+        elif f.default is not dataclasses.MISSING:
+            value = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            value = f.default_factory()
+        else:
+            raise UnreadableRecord(f"a {qualname} without its field {f.name!r}")
+        object.__setattr__(obj, f.name, value)
+    return obj
+
+
+def _decode_exception(data: dict[str, Any]) -> BaseException:
+    module, _, qualname = str(data["cls"]).partition(":")
+    args = tuple(decode(a) for a in data.get("args") or ())
+    cls = _known(module, qualname)
+    if cls is not None and issubclass(cls, BaseException):
+        exc = cls.__new__(cls)  # as errors._rebuild: the recorded fields, no __init__
+        exc.args = args
+        state = data.get("state") or {}
+        if not isinstance(state, dict):
+            raise UnreadableRecord(f"a malformed {qualname}")
+        for k, v in state.items():
+            object.__setattr__(exc, str(k), decode(v))
+        return exc
+    base = getattr(builtins, str(data.get("base") or "Exception"), None)
+    if not (isinstance(base, type) and issubclass(base, Exception)):
+        base = Exception
+    name = str(data.get("name") or "Exception")
+    if module == "builtins" and getattr(builtins, name, None) is base:
+        cls = base
+    else:  # a class of a tool's own: one of that name, over its built-in base
+        cls = type(name, (base,), {"__module__": "agentflow.recorded"})
+    message = str(data.get("message", ""))
+    exc = cls.__new__(cls)
+    exc.args = args if _text_of_args(args) == message else (message,)
+    return exc
+
+
+def _text_of_args(args: tuple[Any, ...]) -> str:
+    return str(args[0]) if len(args) == 1 else (str(args) if args else "")
+
+
+# ---------------------------------------------------------------------------------------------
+# The serializer DBOS is given
+
+
+class JsonRecords:
+    """DBOS's ``Serializer`` for agentflow (the interface of ``dbos._serialization.Serializer``,
+    which DBOS calls by duck typing: ``name``, ``serialize``, ``deserialize``): :func:`encode` /
+    :func:`decode` as JSON text (ASCII: any string, lone surrogates too, survives the
+    database's encoding)."""
+
+    def name(self) -> str:
+        """The name DBOS stores in each row's ``serialization`` column."""
+        return "agentflow_json"
+
+    def serialize(self, data: Any) -> str:
+        """``data`` as JSON text.  Raises TypeError for what a record cannot hold."""
+        return json.dumps(encode(data), ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+
+    def deserialize(self, serialized_data: str) -> Any:
+        """The value of JSON text made by :meth:`serialize`.  Raises
+        :class:`UnreadableRecord` for anything else."""
+        if not isinstance(serialized_data, str):
+            raise UnreadableRecord("not text")
+        try:
+            data = json.loads(serialized_data)
+        except (ValueError, RecursionError):
+            raise UnreadableRecord("not JSON") from None
+        try:
+            return decode(data)
+        except RecursionError:
+            raise UnreadableRecord("nested too deeply") from None
+
+
+def _refuse_pickle(self: Any, serialized_data: str) -> Any:
+    raise UnreadableRecord("a pickle, which is never loaded: loading one runs code")
+
+
+_installed: dict[str, Any] = {}
+
+
+def install() -> JsonRecords:
+    """Make this process's DBOS safe to read any database with: its pickle reader refuses
+    (``DefaultSerializer.deserialize``), its listing functions return :class:`Unreadable` for
+    a part they cannot read.  Returns the serializer to give DBOS.  Idempotent."""
+    from dbos import _serialization, _sys_db
+
+    if not _installed:
+        _serialization.DefaultSerializer.deserialize = _refuse_pickle  # type: ignore[method-assign,assignment]
+        lenient = _serialization.safe_deserialize
+
+        def safe_deserialize(serializer: Any, serialization: Any, workflow_id: str, **kw: Any):
+            parts = {k: v for k, v in kw.items()}
+            out: list[Any] = []
+            for name, reader in (
+                ("serialized_input", _serialization.deserialize_args),
+                ("serialized_output", _serialization.deserialize_value),
+                ("serialized_exception", _serialization.deserialize_exception),
+            ):
+                text = parts.get(name)
+                if text is None:
+                    out.append(None)
+                    continue
+                try:
+                    out.append(reader(text, serialization, serializer))
+                except Exception as e:  # noqa: BLE001 - reported by the run's commands
+                    out.append(Unreadable(str(e)))
+            return tuple(out)
+
+        _sys_db.safe_deserialize = safe_deserialize
+        _installed["lenient"] = lenient
+        _installed["serializer"] = JsonRecords()
+    serializer: JsonRecords = _installed["serializer"]
+    return serializer
+
+
+# ---------------------------------------------------------------------------------------------
+# What the run's commands say about an unreadable row
+
+
+def unreadable_error(run_id: str, reason: str) -> InputError:
+    """The error of a command that met an unreadable row of run ``run_id``."""
+    return InputError(
+        f"run {run_id} cannot be read: a row of its record in the durable runs database is "
+        f"not agentflow's JSON ({reason}); nothing in it was run. An earlier agentflow stored "
+        "pickles, or the row was changed by hand"
+    )
+
+
+def unreadable(*parts: Any) -> str | None:
+    """The reason the first :class:`Unreadable` among ``parts`` gives (a workflow's input,
+    output or error, a step's output or error), or None when every part was read."""
+    for part in parts:
+        if isinstance(part, Unreadable):
+            return part.reason
+    return None
+
+
+def check_readable(run_id: str, workflows: Any) -> None:
+    """Raise :func:`unreadable_error` when a workflow status of ``workflows`` (DBOS
+    ``WorkflowStatus``) has a part that could not be read."""
+    for w in workflows:
+        reason = unreadable(
+            getattr(w, "input", None), getattr(w, "output", None), getattr(w, "error", None)
+        )
+        if reason is not None:
+            raise unreadable_error(run_id, reason)
+
+
+@contextlib.contextmanager
+def reading(run_id: str) -> Iterator[None]:
+    """Turn an :class:`UnreadableRecord` raised while reading run ``run_id``'s rows into
+    :func:`unreadable_error`."""
+    try:
+        yield
+    except UnreadableRecord as e:
+        raise unreadable_error(run_id, str(e)) from None
