@@ -28,7 +28,7 @@ from agentflow.core.functions import FUNCTIONS, arity
 from agentflow.core.vocabulary import UNARY_CONDITION_OPS
 from agentflow.errors import BadPath, ExprError, RunError, SourceError
 from agentflow.grammar import ast
-from agentflow.runtime.functions import IMPLEMENTATIONS, check_kinds
+from agentflow.runtime.functions import IMPLEMENTATIONS, check_kinds, is_number, kind_of
 
 __all__ = [
     "BadPath",
@@ -57,7 +57,7 @@ class FlowRange:
     high: float
 
     def __contains__(self, x: object) -> bool:
-        return _is_number(x) and self.low <= x <= self.high  # type: ignore[operator]
+        return is_number(x) and self.low <= x <= self.high  # type: ignore[operator]
 
     def __len__(self) -> int:
         """How many integers the range holds (computed, never materialised)."""
@@ -97,26 +97,9 @@ def _num_text(x: float) -> str:
 _ITEM: Any = object()
 
 
-def _is_number(x: object) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool)
-
-
 def _kind(x: object) -> str:
-    if x is None:
-        return "null"
-    if isinstance(x, bool):
-        return "bool"
-    if _is_number(x):
-        return "number"
-    if isinstance(x, str):
-        return "text"
-    if isinstance(x, list | tuple):
-        return "array"
-    if isinstance(x, dict):
-        return "object"
-    if isinstance(x, FlowRange):
-        return "range"
-    return type(x).__name__
+    """The JSON kind of a value as messages say it (a ``range`` too)."""
+    return "range" if isinstance(x, FlowRange) else kind_of(x)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -359,7 +342,7 @@ def _visit_ObjectLit(node: ast.ObjectLit, scope: Mapping[str, Any]) -> Any:
 def _visit_RangeExpr(node: ast.RangeExpr, scope: Mapping[str, Any]) -> Any:
     lo = _visit(node.low, scope)
     hi = _visit(node.high, scope)
-    if not (_is_number(lo) and _is_number(hi)):
+    if not (is_number(lo) and is_number(hi)):
         raise ExprError(f"`{expr_text(node)}`: a range needs numbers, got {_kind(lo)}..{_kind(hi)}")
     return FlowRange(lo, hi)
 
@@ -371,7 +354,7 @@ def _visit_Unary(node: ast.Unary, scope: Mapping[str, Any]) -> Any:
             raise ExprError(f"`{expr_text(node)}`: `not` needs a bool, got {_kind(v)}")
         return not v
     if node.op == "-":
-        if not _is_number(v):
+        if not is_number(v):
             raise ExprError(f"`{expr_text(node)}`: unary `-` needs a number, got {_kind(v)}")
         return -v
     raise ExprError(f"unknown unary operator `{node.op}`")
@@ -414,13 +397,13 @@ def _contains(container: Any, x: Any, node: ast.Expr | None, op: str = "in") -> 
 
 
 def _order(a: Any, b: Any, node: ast.Binary) -> None:
-    if (_is_number(a) and _is_number(b)) or (isinstance(a, str) and isinstance(b, str)):
+    if (is_number(a) and is_number(b)) or (isinstance(a, str) and isinstance(b, str)):
         return
     raise ExprError(f"`{expr_text(node)}`: cannot compare {_kind(a)} with {_kind(b)}")
 
 
 def _arith(a: Any, b: Any, node: ast.Binary) -> None:
-    if not (_is_number(a) and _is_number(b)):
+    if not (is_number(a) and is_number(b)):
         raise ExprError(
             f"`{expr_text(node)}`: `{node.op}` needs numbers, got {_kind(a)} and {_kind(b)}"
         )
@@ -434,7 +417,7 @@ def _finite(x: Any, node: ast.Binary) -> Any:
 
 
 def _add(a: Any, b: Any, node: ast.Binary) -> Any:
-    if _is_number(a) and _is_number(b):
+    if is_number(a) and is_number(b):
         return _finite(a + b, node)
     if isinstance(a, str) and isinstance(b, str):
         return a + b
@@ -756,7 +739,7 @@ def _cmp(fn):
     def op(v, to):
         if v is _MISSING:
             return False
-        if not ((_is_number(v) and _is_number(to)) or (isinstance(v, str) and isinstance(to, str))):
+        if not ((is_number(v) and is_number(to)) or (isinstance(v, str) and isinstance(to, str))):
             raise ExprError(f"condition: cannot compare {_kind(v)} with {_kind(to)}")
         return fn(v, to)
 

@@ -40,7 +40,8 @@ MAX_LIST_ITEMS = 100_000
 MAX_PAD = 100_000
 
 
-def _is_number(x: object) -> bool:
+def is_number(x: object) -> bool:
+    """True for a JSON number (an int or a float, never a bool)."""
     return isinstance(x, int | float) and not isinstance(x, bool)
 
 
@@ -50,7 +51,7 @@ def kind_of(x: object) -> str:
         return "null"
     if isinstance(x, bool):
         return "bool"
-    if _is_number(x):
+    if is_number(x):
         return "number"
     if isinstance(x, str):
         return "text"
@@ -75,7 +76,7 @@ _KIND_OK: dict[str, Callable[[Any], bool]] = {
     "any": lambda v: True,
     "text": lambda v: isinstance(v, str),
     "int": lambda v: isinstance(_as_int(v), int) and not isinstance(v, bool),
-    "number": _is_number,
+    "number": is_number,
     "bool": lambda v: isinstance(v, bool),
     "list": lambda v: isinstance(v, list | tuple),
     "map": lambda v: isinstance(v, dict),
@@ -124,7 +125,7 @@ def _strict_eq(a: Any, b: Any) -> bool:
 
 def _orderable(xs: list, what: str) -> None:
     """Elements all numbers or all texts (else :class:`~agentflow.errors.ExprError`)."""
-    if all(_is_number(x) for x in xs) or all(isinstance(x, str) for x in xs):
+    if all(is_number(x) for x in xs) or all(isinstance(x, str) for x in xs):
         return
     kinds = sorted({kind_of(x) for x in xs})
     raise ExprError(f"{what} needs numbers or texts, got {' and '.join(kinds)}")
@@ -267,7 +268,7 @@ def _len(x: Any) -> int:
 
 
 def _sum(xs: list) -> Any:
-    if not all(_is_number(x) for x in xs):
+    if not all(is_number(x) for x in xs):
         raise ExprError(
             f"`xs` must hold numbers, got {', '.join(sorted({kind_of(x) for x in xs}))}"
         )
