@@ -482,3 +482,20 @@ def test_unknown_name_hint_only_for_plausible_typos(body, hint):
     diags = [d for d in check_source(src, "h.flow").diagnostics if d.code == "unknown-name"]
     assert len(diags) == 1
     assert diags[0].hint == hint
+
+
+def test_index_in_a_loop_body_names_the_round_instead():
+    # a loop counts rounds (`as r`), not positions: `index` is `map`'s, `filter`'s and `reduce`'s
+    src = (
+        "type S { n: int, done: bool }\nstage a -> S {\n"
+        "  loop up to 3 as r, s = { n: 0, done: false } {\n"
+        "    { n: s.n + index, done: false }\n  } until s.done else s\n}\n"
+    )
+    (d,) = check_source(src, "t.flow").diagnostics
+    assert (d.code, d.message, d.span.line) == ("unknown-name", "unknown name `index`", 4)
+    assert (
+        d.hint == "a `loop` has no `index`: its round number is `r` (`as r`, 1 for the first round)"
+    )
+    # outside any loop `index` keeps the plain message (and no loop hint)
+    (d,) = check_source("stage a -> int { return index }", "t.flow").diagnostics
+    assert d.code == "unknown-name" and "loop" not in (d.hint or "")
