@@ -499,3 +499,40 @@ def test_index_in_a_loop_body_names_the_round_instead():
     # outside any loop `index` keeps the plain message (and no loop hint)
     (d,) = check_source("stage a -> int { return index }", "t.flow").diagnostics
     assert d.code == "unknown-name" and "loop" not in (d.hint or "")
+
+
+_JUDGED = """type Ticket { id: text, body: text }
+input { tickets: Ticket[] }
+stage real -> Ticket[] {
+  filter input.tickets as t where judge "genuine? ${t.body}"
+}
+stage bound -> Ticket[] {
+  let kept = filter input.tickets as t where judge "genuine? ${t.body}"
+  return kept
+}
+test "x" {
+  input { tickets: [] }
+  STUB
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "stub, how",
+    [
+        (
+            "stub stage real returns true",
+            "bind it to a `let` and stub that step: `let kept = filter … where judge …`, "
+            "then `stub step kept returns …`",
+        ),
+        ("stub step real returns []", "bind it to a `let` and stub that step"),
+        ("stub stage bound returns true", "stub its step: `stub step kept returns …`"),
+    ],
+)
+def test_stubbing_a_stage_whose_model_calls_are_judges_names_the_let_to_stub(stub: str, how: str):
+    # a judge (`filter … where judge`) is no agent: neither `stub stage` nor `stub step STAGE`
+    # answers it, and the old hint sent the user to `stub tool`
+    (d,) = check_source(_JUDGED.replace("STUB", stub), "t.flow").diagnostics
+    assert d.code == "unknown-stub-target", d
+    assert d.hint is not None and "are judges, which no `stub stage` or `stub agent`" in d.hint
+    assert how in d.hint, d.hint
