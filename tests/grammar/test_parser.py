@@ -917,3 +917,12 @@ def test_catch_after_a_lowest_precedence_expression_hints_at_parentheses(expr: s
         f"put it in parentheses, `({word} …) catch {{ … }}`, or in a block, "
         f"`try {{ {word} … }} catch {{ … }}`"
     )
+
+
+def test_stub_judge_hints_at_stubbing_the_let_that_holds_it():
+    d = _first('stage s -> int { return 1 }\ntest "t" {\n  stub judge real returns true\n}\n')
+    assert "found `judge`" in d.message, d.message
+    assert d.hint == (
+        "a judge is stubbed through the `let` that holds its result: "
+        "`let kept = filter … where judge …`, then `stub step kept returns …`"
+    )

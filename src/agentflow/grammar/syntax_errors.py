@@ -271,6 +271,12 @@ def _syntax_hint(
             '(`stub agent|stage|tool NAME fails "code"`); '
             f"`stub {prev2.value}` gives answers: `stub {prev2.value} {prev.value} returns …`"
         )
+    if prev.type == "STUB" and tok.value in ("judge", "verify", "filter"):
+        # `stub judge real returns true`: judges are not stubbed by name
+        return (
+            "a judge is stubbed through the `let` that holds its result: "
+            "`let kept = filter … where judge …`, then `stub step kept returns …`"
+        )
     if prev.type == "DEADLINE" and "DURATION" in expected:
         return (
             "the deadline is fixed when the flow is compiled: write a duration, e.g. `deadline 30m`"
