@@ -536,3 +536,13 @@ def test_stubbing_a_stage_whose_model_calls_are_judges_names_the_let_to_stub(stu
     assert d.code == "unknown-stub-target", d
     assert d.hint is not None and "are judges, which no `stub stage` or `stub agent`" in d.hint
     assert how in d.hint, d.hint
+
+
+def test_a_negative_loop_bound_has_a_hint():
+    (d,) = check_source(
+        "stage s -> int {\n  loop up to -1 as r, n = 0 { n + r }\n}\n", "t.flow"
+    ).diagnostics
+    assert (d.code, d.message) == ("invalid-value", "`up to` must be 0 or more, found -1")
+    assert d.hint == (
+        "`up to N` is the most rounds the loop runs: 0 runs none (the value is the initial state)"
+    )

@@ -467,7 +467,13 @@ class StatementChecks:
         if not ok or not isinstance(v, int) or isinstance(v, bool):
             return
         if v < 0:
-            self.report(D.INVALID_VALUE, f"`up to` must be 0 or more, found {v}", e.span)
+            self.report(
+                D.INVALID_VALUE,
+                f"`up to` must be 0 or more, found {v}",
+                e.span,
+                hint="`up to N` is the most rounds the loop runs: 0 runs none (the value is "
+                "the initial state)",
+            )
         elif v > MAX_LOOP_ROUNDS:
             self.report(
                 D.INVALID_VALUE,

@@ -426,6 +426,8 @@ class DurableEffects(Effects):
             "timeout": timeout,
             "asked_at": time.time(),
         }
+        if request.label:
+            question["label"] = request.label  # `flowc runs` names the step as the `.flow` does
         await self.engine.publish(f"question:{path}", question)
         message = await self.engine.receive(f"answer:{path}", timeout)
         await self.engine.publish(

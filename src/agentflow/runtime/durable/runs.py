@@ -657,6 +657,13 @@ class Question:
     schema: dict[str, Any] | None = None
     asked_at: float | None = None
     timeout: float | None = None
+    #: the step in the `.flow`'s terms (``approve › go = ask``), when compiled from one
+    label: str | None = None
+
+    def shown(self) -> str:
+        """``E2 · approve › go = ask``: the path to answer at, and the step as the `.flow`
+        names it."""
+        return f"{self.path} · {self.label}" if self.label else self.path
 
 
 @dataclass
@@ -712,6 +719,7 @@ async def _questions(run_id: str, workflows: list[Any]) -> list[Question]:
                     schema=value.get("schema"),
                     asked_at=value.get("asked_at"),
                     timeout=value.get("timeout"),
+                    label=value.get("label"),
                 )
             )
     return out
