@@ -164,3 +164,37 @@ def test_a_loop_multiplies_its_body_by_its_bound_and_lists_itself():
         "polish › loop (f.flow:3:3): up to 4 rounds × 9 per round = 36",
         "L (loop): up to input.n rounds × 18 per round = 18 × input.n",
     ]
+
+
+FLOW_WITH_NAMES = """
+input { rounds: int, items: text[] }
+use agent "writer" as writer
+stage kept -> text[] {
+  filter input.items as i where judge "keep ${i}?"
+}
+stage drafts -> text[] {
+  map kept as k { agent(writer) { task "draft ${k}" tools none expect text max_iterations 2 } }
+}
+stage polished -> int {
+  return try {
+    loop up to input.rounds as r, n = 0 {
+      let t = agent(writer) { task "again ${n}" tools none expect text max_iterations 1 }
+      n + len(t)
+    } until n > 9 else fail "never long"
+  } catch { 0 }
+}
+"""
+
+
+def test_flowc_cost_names_the_programs_stages_not_step_ids(tmp_path: Path):
+    # a map over a stage's value reads `len(kept)`, not `len(E0)`; a loop compiled into a
+    # sub-plan (inside `try`) reads its bound as `input.rounds`, not `input.env.input.rounds`
+    f = tmp_path / "names.flow"
+    f.write_text(FLOW_WITH_NAMES, encoding="utf-8")
+    result = CliRunner().invoke(main, ["cost", "--json", str(f)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["roles"]["chat"] == "input.rounds + 2 × len(kept)", data
+    assert data["roles"]["judge"] == "len(input.items)", data
+    assert "up to input.rounds rounds" in data["loops"][0], data
+    assert "E0" not in result.output and "input.env" not in result.output

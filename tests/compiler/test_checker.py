@@ -482,3 +482,67 @@ def test_unknown_name_hint_only_for_plausible_typos(body, hint):
     diags = [d for d in check_source(src, "h.flow").diagnostics if d.code == "unknown-name"]
     assert len(diags) == 1
     assert diags[0].hint == hint
+
+
+def test_index_in_a_loop_body_names_the_round_instead():
+    # a loop counts rounds (`as r`), not positions: `index` is `map`'s, `filter`'s and `reduce`'s
+    src = (
+        "type S { n: int, done: bool }\nstage a -> S {\n"
+        "  loop up to 3 as r, s = { n: 0, done: false } {\n"
+        "    { n: s.n + index, done: false }\n  } until s.done else s\n}\n"
+    )
+    (d,) = check_source(src, "t.flow").diagnostics
+    assert (d.code, d.message, d.span.line) == ("unknown-name", "unknown name `index`", 4)
+    assert (
+        d.hint == "a `loop` has no `index`: its round number is `r` (`as r`, 1 for the first round)"
+    )
+    # outside any loop `index` keeps the plain message (and no loop hint)
+    (d,) = check_source("stage a -> int { return index }", "t.flow").diagnostics
+    assert d.code == "unknown-name" and "loop" not in (d.hint or "")
+
+
+_JUDGED = """type Ticket { id: text, body: text }
+input { tickets: Ticket[] }
+stage real -> Ticket[] {
+  filter input.tickets as t where judge "genuine? ${t.body}"
+}
+stage bound -> Ticket[] {
+  let kept = filter input.tickets as t where judge "genuine? ${t.body}"
+  return kept
+}
+test "x" {
+  input { tickets: [] }
+  STUB
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "stub, how",
+    [
+        (
+            "stub stage real returns true",
+            "bind it to a `let` and stub that step: `let kept = filter … where judge …`, "
+            "then `stub step kept returns …`",
+        ),
+        ("stub step real returns []", "bind it to a `let` and stub that step"),
+        ("stub stage bound returns true", "stub its step: `stub step kept returns …`"),
+    ],
+)
+def test_stubbing_a_stage_whose_model_calls_are_judges_names_the_let_to_stub(stub: str, how: str):
+    # a judge (`filter … where judge`) is no agent: neither `stub stage` nor `stub step STAGE`
+    # answers it, and the old hint sent the user to `stub tool`
+    (d,) = check_source(_JUDGED.replace("STUB", stub), "t.flow").diagnostics
+    assert d.code == "unknown-stub-target", d
+    assert d.hint is not None and "are judges, which no `stub stage` or `stub agent`" in d.hint
+    assert how in d.hint, d.hint
+
+
+def test_a_negative_loop_bound_has_a_hint():
+    (d,) = check_source(
+        "stage s -> int {\n  loop up to -1 as r, n = 0 { n + r }\n}\n", "t.flow"
+    ).diagnostics
+    assert (d.code, d.message) == ("invalid-value", "`up to` must be 0 or more, found -1")
+    assert d.hint == (
+        "`up to N` is the most rounds the loop runs: 0 runs none (the value is the initial state)"
+    )

@@ -205,3 +205,33 @@ def test_a_conditional_operand_needs_parentheses(expr):
     assert (
         diag.hint == "a conditional inside an expression needs parentheses: `(if c then a else b)`"
     )
+
+
+@pytest.mark.parametrize(
+    "call, hint",
+    [
+        (
+            "upper(input.xs)",
+            "`upper` takes one value, not a list: to apply it to each element, "
+            "`map xs as x { upper(x) }`",
+        ),
+        ("lower(input.n)", "`to_text(x)` turns a number into text"),
+        ("round(input.s)", "`parse_int(s)` or `parse_number(s)` reads a number from text"),
+        (
+            'sort_by(input.rs, "-urgent")',
+            "to put the elements whose `urgent` is true first, join two filters: "
+            "`(filter xs as x where x.urgent) + (filter xs as x where not x.urgent)`",
+        ),
+    ],
+)
+def test_a_wrong_argument_hints_at_the_usual_fix(call: str, hint: str):
+    # every diagnostic has a hint: a list for one value, a number for a text and back, a bool
+    # field to sort by
+    src = (
+        "type R { id: text, urgent: bool }\n"
+        "input { xs: text[], rs: R[], n: int, s: text }\n"
+        f"stage a -> json {{\n  return {call}\n}}\n"
+    )
+    (d,) = check_source(src, "t.flow").diagnostics
+    assert d.code == "type-mismatch", d
+    assert d.hint == hint

@@ -881,3 +881,48 @@ def test_a_loop_parses_with_its_bound_round_state_until_and_else():
     assert (loop.var.name, loop.acc.name, loop.else_fail) == ("r", "n", None)
     assert isinstance(loop.over, ast.Binary) and isinstance(loop.else_value, ast.Name)
     assert (loop.keyword_span.column, loop.keyword_span.end_column) == (3, 7)
+
+
+def test_an_if_then_without_else_hints_at_the_else_arm_and_the_if_statement():
+    d = _first(
+        'input { n: int }\nstage b -> text {\n  let x = if input.n > 0 then "pos"\n  return x\n}\n'
+    )
+    assert "expected `else`" in d.message, d.message
+    assert d.hint == (
+        "an `if … then` expression needs its `else`: `if c then a else b`; to run "
+        "statements only when `c` holds, write an `if c { … }` statement"
+    )
+
+
+def test_a_c_style_conditional_hints_at_if_then_else():
+    d = _first('input { n: int }\nstage b -> text {\n  return input.n > 0 ? "a" : "b"\n}\n')
+    assert "found `?`" in d.message, d.message
+    assert d.hint == "there is no `c ? a : b` in `.flow`: write `if c then a else b`"
+
+
+@pytest.mark.parametrize(
+    "expr, word",
+    [
+        ("loop up to 3 as r, s = 0 { s + r } catch { 0 }", "loop"),
+        ("loop up to 3 as r, s = 0 { s + r } until s > 1 else s catch { 0 }", "loop"),
+        ('ask "n?" expect int default 1 catch on [failed] as e { 0 }', "ask"),
+        ('filter input.xs as x where x == "a" catch { [] }', "filter"),
+    ],
+)
+def test_catch_after_a_lowest_precedence_expression_hints_at_parentheses(expr: str, word: str):
+    # the lowest-precedence expression swallows `catch`, and the fallback's `{` reads as an object
+    d = _first(f"input {{ xs: text[] }}\nstage d -> json {{\n  let y = {expr}\n  return y\n}}\n")
+    assert d.hint == (
+        f"`{word}` takes the lowest precedence, so `catch` cannot follow it directly: "
+        f"put it in parentheses, `({word} …) catch {{ … }}`, or in a block, "
+        f"`try {{ {word} … }} catch {{ … }}`"
+    )
+
+
+def test_stub_judge_hints_at_stubbing_the_let_that_holds_it():
+    d = _first('stage s -> int { return 1 }\ntest "t" {\n  stub judge real returns true\n}\n')
+    assert "found `judge`" in d.message, d.message
+    assert d.hint == (
+        "a judge is stubbed through the `let` that holds its result: "
+        "`let kept = filter … where judge …`, then `stub step kept returns …`"
+    )

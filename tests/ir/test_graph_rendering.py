@@ -143,3 +143,27 @@ def test_run_outcomes_colour_nodes_and_count_map_items(tmp_path):
     assert "1/2 ok" in text
     assert "class s_E1,s_E2,s_E3 skipped" in text  # never ran in this (partial) trace
     assert "not run" in text
+
+
+LOOP_IN_TRY = """
+input { rounds: int }
+stage total -> int {
+  return try {
+    loop up to input.rounds as r, n = 0 { n + r } until n > 10 else fail "short"
+  } catch { 0 }
+}
+"""
+
+
+def test_an_outlined_sub_plan_shows_the_callers_values_as_the_flow_wrote_them(tmp_path: Path):
+    # a loop inside `try` compiles to sub-plans reading the caller through `input.env`: the
+    # graph showed `loop up to input.env.input.rounds`; it shows `input.rounds`, as written
+    f = tmp_path / "t.flow"
+    f.write_text(LOOP_IN_TRY, encoding="utf-8")
+    g = _graph(f)
+    mermaid = to_mermaid(g)
+    assert "input.env" not in mermaid and "input.env" not in to_dot(g)
+    titles = [n.title for n in g.nodes]
+    assert "E0: loop up to input.rounds" in titles, titles
+    assert any(e.label == "next round, ≤ input.rounds" for e in g.edges)
+    assert any(grp.label == "each round, up to input.rounds" for grp in g.groups)

@@ -167,7 +167,7 @@ def runs(ctx: click.Context, config: str | None, database: str | None, as_json: 
         click.echo(f"{r.run_id}  {r.status:<9} {r.plan}  started {_when(r.created_at)}")
         for q in r.questions:
             choices = f" {q.choices}" if q.choices else ""
-            click.echo(f"    ? [{q.path}] {q.question}{choices}")
+            click.echo(f"    ? [{q.shown()}] {q.question}{choices}")
         if r.unreadable:
             click.echo(f"    ! {r.unreadable}")
 
@@ -220,7 +220,9 @@ def runs_show(
     for holder in info.workers:
         click.echo(_holder_line(holder, info.run_id))
     for q in info.questions:
-        click.echo(f"waiting: ? [{q.path}] {q.question}" + (f" {q.choices}" if q.choices else ""))
+        click.echo(
+            f"waiting: ? [{q.shown()}] {q.question}" + (f" {q.choices}" if q.choices else "")
+        )
         click.echo(f"  answer with: flowc answer {info.run_id} {q.path} VALUE")
     if info.error:
         e = info.error

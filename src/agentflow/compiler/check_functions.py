@@ -313,7 +313,26 @@ class FunctionChecks:
             f"argument of `{e.name}`: {what}{found}",
             arg.span,
             notes=[Note(f"`{spec.signature}`", e.name_span)],
+            hint=self._arg_hint(e, what, got),
         )
+
+    def _arg_hint(self, e: ast.FuncCall, what: str, got: Type | None) -> str | None:
+        """The usual fix for an argument of the wrong type: a list where one value is taken
+        (apply the function to each element with `map`), a number for a text (`to_text`), a
+        text for a number (`parse_int`/`parse_number`)."""
+        if got is None:
+            return None
+        r = self.env.resolve(strip_optional(got, self.env))
+        if isinstance(r, ListType) and what.startswith("expected `") and "[]" not in what:
+            return (
+                f"`{e.name}` takes one value, not a list: to apply it to each element, "
+                f"`map xs as x {{ {e.name}({'x' if len(e.args) == 1 else 'x, …'}) }}`"
+            )
+        if "expected `text`" in what and is_numeric(r, self.env):
+            return "`to_text(x)` turns a number into text"
+        if ("expected `number`" in what or "expected `int`" in what) and is_textual(r, self.env):
+            return "`parse_int(s)` or `parse_number(s)` reads a number from text"
+        return None
 
     # -- refinements of the generic result --------------------------------------------------
     def _fn_round(self, e: ast.FuncCall, args: list[Type], result: Type) -> Type:
@@ -379,6 +398,13 @@ class FunctionChecks:
                 f"`sort_by` orders by a number or a text; field `{name}` is `{type_str(f.type)}`",
                 name_arg.span,
                 notes=[Note(f"`{spec.signature}`", e.name_span)],
+                hint=(
+                    f"to put the elements whose `{name}` is true first, join two filters: "
+                    f"`(filter xs as x where x.{name}) + (filter xs as x where not x.{name})`"
+                    if ft == BOOL
+                    else "sort by a number or text field, or compute one first with "
+                    "`map xs as x { … }`"
+                ),
             )
 
     def _fn_keys(self, e: ast.FuncCall, args: list[Type], result: Type) -> Type:

@@ -265,7 +265,7 @@ class StatementChecks:
                 if meant in scope:
                     scope[meant].used = True
                     break
-        hint = hint or _OPERATOR_HINTS.get(e.name)
+        hint = hint or _OPERATOR_HINTS.get(e.name) or self._loop_index_hint(e.name)
         closed = self.closed_names.get(e.name)
         if closed is not None and closed.span.start < e.span.start and not hint:
             where = _scope_text(self, closed)
@@ -281,6 +281,21 @@ class StatementChecks:
                 return ERROR
         self.report(D.UNKNOWN_NAME, f"unknown name `{e.name}`", e.span, hint=hint)
         return ERROR
+
+    def _loop_index_hint(self, name: str) -> str | None:
+        """``index`` in a ``loop``'s body (only ``map``, ``filter`` and ``reduce`` bind it): a
+        hint naming the loop's round number."""
+        if name != "index":
+            return None
+        for scope in reversed(self.scopes):
+            for var in scope.values():
+                sym = var.symbol
+                if sym.kind == "loopvar" and isinstance(sym.decl, ast.LoopExpr):
+                    return (
+                        f"a `loop` has no `index`: its round number is `{sym.name}` "
+                        f"(`as {sym.name}`, 1 for the first round)"
+                    )
+        return None
 
     def loop_scope(self, var: ast.Ident, elem: Type, decl: ast.Node) -> None:
         self.scopes.append({})
@@ -452,7 +467,13 @@ class StatementChecks:
         if not ok or not isinstance(v, int) or isinstance(v, bool):
             return
         if v < 0:
-            self.report(D.INVALID_VALUE, f"`up to` must be 0 or more, found {v}", e.span)
+            self.report(
+                D.INVALID_VALUE,
+                f"`up to` must be 0 or more, found {v}",
+                e.span,
+                hint="`up to N` is the most rounds the loop runs: 0 runs none (the value is "
+                "the initial state)",
+            )
         elif v > MAX_LOOP_ROUNDS:
             self.report(
                 D.INVALID_VALUE,

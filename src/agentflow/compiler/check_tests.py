@@ -455,6 +455,9 @@ def _no_agent_hint(checker: Any, stage: ast.StageDecl, stages: list[str]) -> str
         }
     )
     lets = [n.name.name for n in ast.walk(stage.body) if isinstance(n, ast.LetStmt)]
+    judge = _judge_hint(stage)
+    if judge is not None:
+        return judge
     ways = [f"`stub tool {t} returns …`" for t in tools[:2]]
     ways += [f"`stub step {x} returns …`" for x in lets[:1]]
     what = " or ".join(ways) if ways else "the tools it calls (`stub tool NAME returns …`)"
@@ -462,6 +465,39 @@ def _no_agent_hint(checker: Any, stage: ast.StageDecl, stages: list[str]) -> str
     if stages:
         out += f" (stages with agents: {', '.join(stages)})"
     return out
+
+
+def _is_judged(e: Any) -> bool:
+    """A ``filter … where judge`` or a ``verify`` with a ``judge``: model calls that are not
+    agents."""
+    if isinstance(e, ast.FilterExpr):
+        return e.judge is not None
+    return isinstance(e, ast.VerifyExpr) and any(isinstance(i, ast.VerifyJudge) for i in e.items)
+
+
+def _judge_hint(stage: ast.StageDecl) -> str | None:
+    """The fix for ``stub stage S`` when S's model calls are judges (``filter … where judge``,
+    ``verify { judge … }``), which no stub answers: stub the step of the ``let`` that holds
+    one, else bind it to a ``let`` first."""
+    judged = [n for n in ast.walk(stage.body) if _is_judged(n)]
+    if not judged:
+        return None
+    bound = [
+        n.name.name
+        for n in ast.walk(stage.body)
+        if isinstance(n, ast.LetStmt) and _is_judged(n.value)
+    ]
+    how = (
+        f"stub its step: `stub step {bound[0]} returns …`"
+        if bound
+        else "bind it to a `let` and stub that step: `let kept = filter … where judge …`, "
+        "then `stub step kept returns …`"
+    )
+    return (
+        f"the model calls of stage `{stage.name.name}` are judges, which no `stub stage` or "
+        f"`stub agent` answers: to fix a judge's outcome, {how} (an unstubbed judge answers "
+        f"yes or no from the test model)"
+    )
 
 
 def _values(stub: ast.TestStub) -> list[ast.Expr]:
@@ -605,12 +641,20 @@ def _check_named_stub(checker: Any, stub: ast.TestStub, case: str | None) -> Non
             lets = sorted(
                 {s.name for s in named_steps(checker.stage_order, checker.types) if s.name}
             )
+            hint = did_you_mean(name, lets)
+            stage = checker.all_stages.get(name)
+            if hint is None and stage is not None:
+                # `stub step real` for a stage: a stage is stubbed through what it calls
+                hint = _judge_hint(stage) or (
+                    f"`{name}` is a stage, not a `let`: stub what it calls (`stub stage {name}` "
+                    f"for its agents, `stub tool T` for its tools), or bind its value to a `let` "
+                    f"and stub that step"
+                )
             checker.report(
                 D.UNKNOWN_STUB_TARGET,
                 f"no `let {name} = …` in this flow's stages",
                 stub.target.span,
-                hint=did_you_mean(name, lets)
-                or (f"steps that can be stubbed: {', '.join(lets)}" if lets else None),
+                hint=hint or (f"steps that can be stubbed: {', '.join(lets)}" if lets else None),
             )
             return
     for value in _values(stub):

@@ -181,6 +181,28 @@ def _syntax_hint(
             "say what the loop gives when no round meets `until`: "
             '`else fail "…"` (fails with `loop_exhausted`) or `else <value>` (e.g. the last state)'
         )
+    if (
+        "ELSE" in expected
+        and prev2 is not None
+        and prev2.type == "THEN"
+        and not isinstance(values[-1] if values else None, Tok)
+    ):
+        # `let x = if c then a` with nothing after: the conditional expression has two arms
+        return (
+            "an `if … then` expression needs its `else`: `if c then a else b`; to run "
+            "statements only when `c` holds, write an `if c { … }` statement"
+        )
+    if typ == "QMARK" and "QMARK" not in expected:
+        # `c ? a : b` from C, Java, JavaScript
+        return "there is no `c ? a : b` in `.flow`: write `if c then a else b`"
+    caught = _lowest_precedence_caught(sc, tok)
+    if caught is not None:
+        # `loop … { … } catch { 0 }`: the fallback's `{` was read as an object literal
+        return (
+            f"`{caught}` takes the lowest precedence, so `catch` cannot follow it directly: "
+            f"put it in parentheses, `({caught} …) catch {{ … }}`, or in a block, "
+            f"`try {{ {caught} … }} catch {{ … }}`"
+        )
     if expected >= {"UP"} and typ != "UP" and prev is not None and prev.type == "LOOP":
         return "a loop is bounded: `loop up to N as round, state = start { … }`"
     loop = _loop_word(sc)
@@ -249,6 +271,12 @@ def _syntax_hint(
             '(`stub agent|stage|tool NAME fails "code"`); '
             f"`stub {prev2.value}` gives answers: `stub {prev2.value} {prev.value} returns …`"
         )
+    if prev.type == "STUB" and tok.value in ("judge", "verify", "filter"):
+        # `stub judge real returns true`: judges are not stubbed by name
+        return (
+            "a judge is stubbed through the `let` that holds its result: "
+            "`let kept = filter … where judge …`, then `stub step kept returns …`"
+        )
     if prev.type == "DEADLINE" and "DURATION" in expected:
         return (
             "the deadline is fixed when the flow is compiled: write a duration, e.g. `deadline 30m`"
@@ -285,6 +313,29 @@ def _ask_then_fails(tok: Any, sc: Scanner) -> bool:
         return False
     line = sc.text[sc.text.rfind("\n", 0, k) + 1 : k]
     return _ASK_THEN_FAILS.match(line) is not None
+
+
+#: a `loop`, `filter`, `ask` or `if` that starts a line's expression, then `catch` and its `{`
+_CAUGHT_LOWEST = re.compile(
+    r"(?:^|[=({,]|\breturn)\s*(loop|filter|ask|if)\b[^\n]*\bcatch(?:\s+on\s*\[[^\]]*\])?"
+    r"(?:\s+as\s+[A-Za-z_][A-Za-z0-9_]*)?\s*$"
+)
+
+
+def _lowest_precedence_caught(sc: Scanner, tok: Any) -> str | None:
+    """``loop`` (``filter``, ``ask``, ``if``) when the innermost open bracket is the ``{`` after
+    a ``catch`` that follows such an expression on the same line: ``loop … { … } catch { 0 }``,
+    where the lowest-precedence expression swallowed ``catch`` and its fallback became an
+    object literal."""
+    stack = [t for t in sc.stack if t is not tok]
+    if not stack or stack[-1].value != "{":
+        return None
+    k = stack[-1].start - sc.ob
+    if not 0 <= k <= len(sc.text):
+        return None
+    line = sc.text[sc.text.rfind("\n", 0, k) + 1 : k]
+    m = _CAUGHT_LOWEST.search(line)
+    return m.group(1) if m else None
 
 
 #: loop keywords of other languages (`.flow` iterates with map, filter, reduce and `loop up to`)

@@ -124,24 +124,58 @@ def format_poly(poly: dict[Monomial, int]) -> str:
 _TEMPLATE = re.compile(r"^\{\{\s*(.*?)\s*\}\}$", re.S)
 
 
-def _size(value: Any, where: str) -> dict[Monomial, int]:
+#: a compiled sub-plan's view of the values of the plan that calls it (`input.env.input.rounds`)
+_ENV = re.compile(r"\binput\.env\.")
+#: a step id of the plan (`len(E0)`)
+_STEP_ID = re.compile(r"\b(E\d+)\b")
+
+
+def _program_names(plan: Plan) -> dict[str, str]:
+    """The `.flow` name of each top-level step of a compiled plan: the stage, for the step that
+    gives a stage its value (its last step), else the name of its ``let``."""
+    names: dict[str, str] = {}
+    last_of_stage: dict[str, str] = {}
+    for step in plan.steps:
+        meta = step.meta or {}
+        if not step.id:
+            continue
+        if isinstance(meta.get("name"), str):
+            names[step.id] = meta["name"]
+        if isinstance(meta.get("stage"), str):
+            last_of_stage[meta["stage"]] = step.id
+    for stage, step_id in last_of_stage.items():
+        names[step_id] = stage
+    return names
+
+
+def _shown(expr: str, plan: Plan | None) -> str:
+    """A plan expression in the program's terms when the plan was compiled from a `.flow`:
+    ``len(E0)`` → ``len(real)``, ``input.env.input.rounds`` → ``input.rounds``."""
+    if plan is None:
+        return expr
+    expr = _ENV.sub("", expr)
+    names = _program_names(plan)
+    return _STEP_ID.sub(lambda m: names.get(m.group(1), m.group(1)), expr)
+
+
+def _size(value: Any, where: str, plan: Plan | None = None) -> dict[Monomial, int]:
     """The length of what a map/filter/reduce goes over: a literal list's length, else the
     symbol ``len(<expression>)``."""
     if isinstance(value, list):
         return const(len(value))
     if isinstance(value, str):
         m = _TEMPLATE.match(value.strip())
-        return symbol(f"len({m.group(1) if m else value})")
+        return symbol(f"len({_shown(m.group(1) if m else value, plan)})")
     return symbol(f"len({where})")
 
 
-def _bound(value: Any, where: str) -> dict[Monomial, int]:
+def _bound(value: Any, where: str, plan: Plan | None = None) -> dict[Monomial, int]:
     """A ``loop``'s ``up_to``: a number, else the expression of its template (``input.rounds``)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return const(value)
     if isinstance(value, str):
         m = _TEMPLATE.match(value.strip())
-        return symbol(m.group(1) if m else value)
+        return symbol(_shown(m.group(1) if m else value, plan))
     return symbol(f"up_to({where})")
 
 
@@ -223,13 +257,14 @@ class _Walker:
             return judge.add(branch)
         if name == "filter":
             if "infer" in inp:
-                return one("judge", _size(inp.get("over"), f"{path}.over"))
+                return one("judge", _size(inp.get("over"), f"{path}.over", plan))
             return Cost()
         if name in ("map", "reduce"):
             body = bodies.get("do")
             if body is None:
                 return Cost()
-            return self.step(body, f"{path}/do", plan).times(_size(inp.get("over"), f"{path}.over"))
+            over = _size(inp.get("over"), f"{path}.over", plan)
+            return self.step(body, f"{path}/do", plan).times(over)
         if name == "try":
             # the worst case: `do` makes all its calls and then fails, and `catch` runs
             cost = Cost()
@@ -242,7 +277,7 @@ class _Walker:
             if body is None:
                 return Cost()
             per_round = self.step(body, f"{path}/round", plan)
-            bound = _bound(inp.get("up_to"), path)
+            bound = _bound(inp.get("up_to"), path, plan)
             cost = per_round.times(bound)
             self.loops.append(
                 f"{_place(step, path)}: up to {_paren(bound)} rounds × "

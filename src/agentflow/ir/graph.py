@@ -151,6 +151,12 @@ def _short(text: str, limit: int = LABEL_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+#: the description flowc gives the sub-plans it outlines (compiler/lowering.py)
+_OUTLINED = "outlined by flowc"
+#: an outlined sub-plan's view of its caller's values (``input.env.input.rounds``)
+_ENV = re.compile(r"\binput\.env\.")
+
+
 def _expr(value: Any) -> str:
     """A template or condition shown as its expression (``{{ E2.work }}`` → ``E2.work``)."""
     if isinstance(value, dict) and "expr" in value:
@@ -331,7 +337,25 @@ class _Builder:
         if any(n.id == f"{prefix}input" for n in self.graph.nodes):
             return f"{prefix}input"
         group = self.group(f"p_{_safe(name)}", f"plan {name}", "plan", None)
-        return self.plan(sub, prefix, group)
+        first = self.plan(sub, prefix, group)
+        if (sub.description or "").endswith(_OUTLINED):
+            self._unwrap_env(prefix, group.id)
+        return first
+
+    def _unwrap_env(self, prefix: str, group_id: str) -> None:
+        """A sub-plan flowc outlined (a ``try`` block, a ``loop`` body) reads the caller's
+        values through its input's ``env``: show ``input.env.input.rounds`` as the `.flow`
+        wrote it, ``input.rounds`` (and ``input.env.outline`` as ``outline``)."""
+        for node in self.graph.nodes:
+            if node.id.startswith(prefix):
+                node.title = _ENV.sub("", node.title)
+                node.details = [_ENV.sub("", d) for d in node.details]
+        for edge in self.graph.edges:
+            if edge.src.startswith(prefix) or edge.dst.startswith(prefix):
+                edge.label = _ENV.sub("", edge.label)
+        for g in self.graph.groups:
+            if g.id == group_id or g.id.startswith(prefix):
+                g.label = _ENV.sub("", g.label)
 
     def describe(
         self, step: Step, path: str, inp: dict[str, Any], meta: dict[str, Any]

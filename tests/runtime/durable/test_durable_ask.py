@@ -163,3 +163,43 @@ def test_a_question_survives_a_restart_and_is_answered_from_another_process(tmp_
     assert info["status"] == "ok"
     assert info["questions"] == []
     assert any(s["operation"] == "E0/tool:user__note#1" for s in info["steps"])
+
+
+FLOW_ASK = """\
+stage approve -> bool {
+  let go = ask "Publish the digest?" expect bool default false
+  return go
+}
+"""
+
+
+def test_flowc_runs_names_a_compiled_flows_question_as_the_flow_does(tmp_path):
+    # `? [E0]` alone left the user to map step ids back to the `.flow`: the listing now adds the
+    # step in the program's terms (the path stays first: it is what `flowc answer` takes)
+    project, env = _project(tmp_path)
+    (project / "digest.flow").write_text(FLOW_ASK)
+    run = subprocess.Popen(
+        _flowc("run", "--durable", "--run-id", "ask-label", "digest.flow"),
+        cwd=project,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        question = _wait_for_question(project, env, "ask-label", run)
+        assert question["path"] == "E0" and question["label"] == "approve › ask", question
+        listed = subprocess.run(
+            _flowc("runs"), cwd=project, env=env, capture_output=True, timeout=120
+        )
+        assert "? [E0 · approve › ask] Publish the digest?" in listed.stdout.decode()
+        ok = subprocess.run(
+            _flowc("answer", "ask-label", "E0", "yes"), cwd=project, env=env, capture_output=True
+        )
+        assert ok.returncode == 0, ok.stderr.decode()
+        out, err = run.communicate(timeout=120)
+        assert run.returncode == 0 and json.loads(out) is True, err.decode()[-2000:]
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()

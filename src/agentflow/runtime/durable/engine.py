@@ -434,6 +434,8 @@ class DurableEffects(Effects):
             "timeout": timeout,
             "asked_at": time.time(),
         }
+        if request.label:
+            question["label"] = request.label  # `flowc runs` names the step as the `.flow` does
         await self.engine.publish(f"question:{path}", question)
         message = await self.engine.receive(f"answer:{path}", timeout)
         if message is NO_MESSAGE and not await self.engine.close_unanswered(name):

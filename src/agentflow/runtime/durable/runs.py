@@ -671,6 +671,13 @@ class Question:
     timeout: float | None = None
     #: the question's key among its unit's questions (its operation name, ``PATH/ask#N``)
     key: str = ""
+    #: the step in the `.flow`'s terms (``approve › go = ask``), when compiled from one
+    label: str | None = None
+
+    def shown(self) -> str:
+        """``E2 · approve › go = ask``: the path to answer at, and the step as the `.flow`
+        names it."""
+        return f"{self.path} · {self.label}" if self.label else self.path
 
 
 @dataclass
@@ -730,6 +737,7 @@ async def _questions(run_id: str, workflows: list[Any]) -> list[Question]:
                     asked_at=value.get("asked_at"),
                     timeout=value.get("timeout"),
                     key=question_key(value),
+                    label=value.get("label"),
                 )
             )
     return out
