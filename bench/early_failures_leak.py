@@ -30,6 +30,9 @@ from agentflow.runtime.tools.build import build_catalog
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = ROOT / "tests" / "support" / "mcp_server.py"
+sys.path.insert(0, str(ROOT / "tests"))
+
+from support.processes import children_of as children  # noqa: E402
 
 PLAN = """version: 1
 name: adder
@@ -54,22 +57,6 @@ POINTS = [
     ("agentflow.runtime.context", "RunContext", {}),
     ("agentflow.runtime.executor", "run_plan", {}),
 ]
-
-
-def children() -> list[int]:
-    """The live (not zombie) child processes of this process."""
-    me, out = os.getpid(), []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[1]) == me and fields[0] != "Z":
-            out.append(int(entry))
-    return out
 
 
 class Injected(Exception):

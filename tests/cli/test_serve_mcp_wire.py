@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -16,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 from support.npm_tools import free_port, wait_for_port
+from support.processes import children_of
 
 from agentflow.serve import message_problem
 
@@ -146,21 +146,6 @@ stage main {
 MCP_SERVER = Path(__file__).resolve().parents[1] / "support" / "mcp_server.py"
 
 
-def _children_of(pid: int) -> list[int]:
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[1]) == pid and fields[0] != "Z":
-            out.append(int(entry))
-    return out
-
-
 async def _echo_over_http(port: int, escaped: str) -> str:
     """Call the echo flow over raw streamable HTTP with ``escaped`` as JSON string text."""
     url = f"http://127.0.0.1:{port}/mcp"
@@ -226,7 +211,7 @@ async def test_http_refuses_bad_ids_and_a_cancelled_call_leaves_no_mcp_server_ru
     )
     try:
         wait_for_port(port, proc)
-        before = _children_of(proc.pid)
+        before = children_of(proc.pid)
         # a request whose id is an object: HTTP 400 and -32600, never 202 and silence
         headers = {"Accept": "application/json, text/event-stream"}
         async with httpx.AsyncClient() as http:
@@ -245,12 +230,12 @@ async def test_http_refuses_bad_ids_and_a_cancelled_call_leaves_no_mcp_server_ru
             await session.initialize()
             call = asyncio.ensure_future(session.call_tool("slow", {"seconds": 30}))
             # the run's MCP server is up (a child of the serving process)
-            assert await _until(lambda: len(_children_of(proc.pid)) > len(before))
+            assert await _until(lambda: len(children_of(proc.pid)) > len(before))
             await asyncio.sleep(0.5)  # the slow call is in flight
             call.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await call
-            assert await _until(lambda: _children_of(proc.pid) == before), _children_of(proc.pid)
+            assert await _until(lambda: children_of(proc.pid) == before), children_of(proc.pid)
             # and the server goes on serving
             assert sorted(t.name for t in (await session.list_tools()).tools) == ["echo", "slow"]
     finally:

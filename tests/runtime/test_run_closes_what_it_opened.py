@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 from pathlib import Path
 
 import pytest
 from support.chat_server import TEST_API_KEY
+from support.processes import children_of as children
 
 import agentflow
 from agentflow.errors import ConfigError
@@ -30,22 +30,6 @@ steps:
   tool_name: agent
   input: {prompt: "Say {{ E0 }}", output_schema: {type: object}}
 """
-
-
-def children() -> list[int]:
-    """The live (not zombie) child processes of this process."""
-    me, out = os.getpid(), []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[1]) == me and fields[0] != "Z":
-            out.append(int(entry))
-    return out
 
 
 async def settled(limit: float = 10.0) -> list[int]:
