@@ -42,6 +42,19 @@ stage main {
 """
 
 
+#: The client's first request of an MCP session, as the tests below write it on the wire.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    },
+}
+
+
 @pytest.fixture
 def served(tmp_path: Path) -> Path:
     d = tmp_path / "flows"
@@ -79,17 +92,7 @@ def test_stdio_answers_unparsable_lines_and_bad_ids_then_serves_on(served):
             assert reply["id"] is None and reply["error"]["code"] in (-32700, -32600), reply
             expected = -32700 if raw.startswith("this") else -32600
             assert reply["error"]["code"] == expected, reply
-        init = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "0"},
-            },
-        }
-        proc.stdin.write(json.dumps(init) + "\n")
+        proc.stdin.write(json.dumps(INITIALIZE) + "\n")
         proc.stdin.flush()
         assert _line(proc)["id"] == 1
         proc.stdin.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
@@ -150,18 +153,8 @@ async def _echo_over_http(port: int, escaped: str) -> str:
     """Call the echo flow over raw streamable HTTP with ``escaped`` as JSON string text."""
     url = f"http://127.0.0.1:{port}/mcp"
     headers = {"Accept": "application/json, text/event-stream"}
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "0"},
-        },
-    }
     async with httpx.AsyncClient(timeout=60) as http:
-        first = await http.post(url, json=init, headers=headers)
+        first = await http.post(url, json=INITIALIZE, headers=headers)
         assert first.status_code == 200, first.text
         session = {**headers, "mcp-session-id": first.headers["mcp-session-id"]}
         note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
