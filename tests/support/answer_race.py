@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from support.durable_questions import flowc, wait_asked
+from support.durable_questions import start_flowc, wait_asked
 
 #: A `flowc answer` that starts the moment ``GO`` exists (its imports done before).
 RACER = """\
@@ -77,14 +77,7 @@ def race(base: Path, pairs: int, run_id: str = "race", *, window: int = 3) -> Ra
     result = RaceResult(pairs)
     (base / "plan.yaml").write_text(plan(pairs))
     env = {**os.environ, "NO_COLOR": "1"}
-    run = subprocess.Popen(
-        flowc("run", "--durable", "--run-id", run_id, "plan.yaml"),
-        cwd=base,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    run = start_flowc(base, "run", "--durable", "--run-id", run_id, "plan.yaml", env=env)
     db = base / ".flowc" / "durable.sqlite"
     accepted: list[str | None] = []
     spawned: dict[int, list[subprocess.Popen]] = {}

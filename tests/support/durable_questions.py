@@ -1,5 +1,6 @@
-"""Waiting, from outside, for a durable run (a real ``flowc run --durable`` process) to ask its
-question: the tests of cancel, redrive and answers, and the answer-race battery, share this."""
+"""Starting a real ``flowc`` process and waiting, from outside, for a durable run to ask its
+question: the tests of cancel, redrive, answers and tampered rows, and the answer-race battery,
+share this."""
 
 from __future__ import annotations
 
@@ -52,3 +53,17 @@ def wait_asked(
         if time.monotonic() > deadline:
             raise AssertionError(f"the run never asked {path or 'its question'}")
         time.sleep(poll)
+
+
+def start_flowc(
+    cwd: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """A ``flowc ARGS`` process started in ``cwd`` (stdin empty, stdout and stderr piped)."""
+    return subprocess.Popen(
+        flowc(*args),
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )

@@ -10,7 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from support.durable_questions import flowc, wait_asked
+from support.durable_questions import flowc, start_flowc, wait_asked
 from support.timing import Stretch
 
 #: One question that waits for ever: only a cancel ends the run.
@@ -51,13 +51,7 @@ def _listed(tmp_path: Path, run_id: str) -> str:
 
 def test_the_runs_own_process_waiting_on_a_question_exits_when_the_run_is_cancelled(tmp_path):
     (tmp_path / "plan.yaml").write_text(PLAN)
-    run = subprocess.Popen(
-        flowc("run", "--durable", "--run-id", "w1", "plan.yaml"),
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    run = start_flowc(tmp_path, "run", "--durable", "--run-id", "w1", "plan.yaml")
     wait_asked(tmp_path / ".flowc" / "durable.sqlite", "w1", run)
     err = _cancel_and_time_the_exit(tmp_path, "w1", run)
     assert run.returncode == 1

@@ -7,7 +7,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from support.durable_questions import flowc, wait_asked
+from support.durable_questions import flowc, start_flowc, wait_asked
 
 #: Sixty questions of 1 s each: a cancel lands while one waits (the run notices it at its next
 #: operation, within 1 s), long before the last would time out.
@@ -21,13 +21,7 @@ PLAN = "version: 1\nname: waiter\nsteps:\n" + "".join(
 
 def test_a_cancelled_run_stops_and_is_listed_as_cancelled(tmp_path: Path):
     (tmp_path / "plan.yaml").write_text(PLAN)
-    run = subprocess.Popen(
-        flowc("run", "--durable", "--run-id", "c1", "plan.yaml"),
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    run = start_flowc(tmp_path, "run", "--durable", "--run-id", "c1", "plan.yaml")
     wait_asked(tmp_path / ".flowc" / "durable.sqlite", "c1", run)
 
     cancelled = subprocess.run(flowc("cancel", "c1"), cwd=tmp_path, capture_output=True)
