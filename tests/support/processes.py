@@ -3,6 +3,7 @@ run or a server leaves no process behind (MCP servers it started) share this one
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -22,3 +23,13 @@ def children_of(pid: int | None = None) -> list[int]:
         if int(fields[1]) == parent and fields[0] != "Z":
             out.append(int(entry))
     return out
+
+
+async def settled(before: list[int], limit: float = 10.0) -> list[int]:
+    """This process's children once those not in ``before`` that are on their way out have gone
+    (waits at most ``limit`` seconds)."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + limit
+    while set(children_of()) - set(before) and loop.time() < end:
+        await asyncio.sleep(0.05)
+    return children_of()
