@@ -15,11 +15,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
-import json
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 from unittest import mock
 
@@ -29,18 +27,10 @@ from agentflow.runtime.config import load_config
 from agentflow.runtime.tools.build import build_catalog
 
 ROOT = Path(__file__).resolve().parents[1]
-SERVER = ROOT / "tests" / "support" / "mcp_server.py"
+sys.path.insert(0, str(ROOT / "tests"))
 
-PLAN = """version: 1
-name: adder
-steps:
-- id: E0
-  tool_name: tracker__add
-  input: {a: 1, b: 2}
-- id: E1
-  tool_name: agent
-  input: {prompt: "Say {{ E0 }}", output_schema: {type: object}}
-"""
+from support.early_failures import PLAN, Injected, boom, mcp_config  # noqa: E402
+from support.processes import children_of, settled  # noqa: E402
 
 #: (module, attribute, options of agentflow.run): every step of api.run before the run, then it
 POINTS = [
@@ -56,32 +46,8 @@ POINTS = [
 ]
 
 
-def children() -> list[int]:
-    """The live (not zombie) child processes of this process."""
-    me, out = os.getpid(), []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[1]) == me and fields[0] != "Z":
-            out.append(int(entry))
-    return out
-
-
-class Injected(Exception):
-    pass
-
-
-def boom(*args: object, **kwargs: object) -> None:
-    raise Injected("injected")
-
-
 async def one(config: object, module: str, name: str, options: dict) -> int:
-    before = set(children())
+    before = children_of()
     catalog = build_catalog(config, entry_points=False)
     await catalog.prepare(["tracker__*"])
     with mock.patch.object(importlib.import_module(module), name, boom):
@@ -89,10 +55,7 @@ async def one(config: object, module: str, name: str, options: dict) -> int:
             await agentflow.run(load_plan_text(PLAN), config=config, catalog=catalog, **options)
         except Injected:
             pass
-    end = time.monotonic() + 10
-    while set(children()) - before and time.monotonic() < end:
-        await asyncio.sleep(0.05)
-    return len(set(children()) - before)
+    return len(set(await settled(before)) - set(before))
 
 
 async def main() -> None:
@@ -104,9 +67,7 @@ async def main() -> None:
         toml = Path(tmp) / "flow.toml"
         toml.write_text(
             '[models]\ndefault = "p:m"\n[providers.p]\nkind = "openai"\n'
-            'base_url = "http://127.0.0.1:9/v1"\napi_key_env = "K"\n'
-            f"[mcp.tracker]\ncommand = {json.dumps(sys.executable)}\n"
-            f"args = [{json.dumps(str(SERVER))}]\n"
+            'base_url = "http://127.0.0.1:9/v1"\napi_key_env = "K"\n' + mcp_config()
         )
         config = load_config(toml, env={"K": "k"})
         total = 0

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -16,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 from support.npm_tools import free_port, wait_for_port
+from support.processes import children_of
 
 from agentflow.serve import message_problem
 
@@ -40,6 +40,19 @@ stage main {
   return input.said
 }
 """
+
+
+#: The client's first request of an MCP session, as the tests below write it on the wire.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    },
+}
 
 
 @pytest.fixture
@@ -79,17 +92,7 @@ def test_stdio_answers_unparsable_lines_and_bad_ids_then_serves_on(served):
             assert reply["id"] is None and reply["error"]["code"] in (-32700, -32600), reply
             expected = -32700 if raw.startswith("this") else -32600
             assert reply["error"]["code"] == expected, reply
-        init = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "0"},
-            },
-        }
-        proc.stdin.write(json.dumps(init) + "\n")
+        proc.stdin.write(json.dumps(INITIALIZE) + "\n")
         proc.stdin.flush()
         assert _line(proc)["id"] == 1
         proc.stdin.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
@@ -146,37 +149,12 @@ stage main {
 MCP_SERVER = Path(__file__).resolve().parents[1] / "support" / "mcp_server.py"
 
 
-def _children_of(pid: int) -> list[int]:
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[1]) == pid and fields[0] != "Z":
-            out.append(int(entry))
-    return out
-
-
 async def _echo_over_http(port: int, escaped: str) -> str:
     """Call the echo flow over raw streamable HTTP with ``escaped`` as JSON string text."""
     url = f"http://127.0.0.1:{port}/mcp"
     headers = {"Accept": "application/json, text/event-stream"}
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "0"},
-        },
-    }
     async with httpx.AsyncClient(timeout=60) as http:
-        first = await http.post(url, json=init, headers=headers)
+        first = await http.post(url, json=INITIALIZE, headers=headers)
         assert first.status_code == 200, first.text
         session = {**headers, "mcp-session-id": first.headers["mcp-session-id"]}
         note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
@@ -226,7 +204,7 @@ async def test_http_refuses_bad_ids_and_a_cancelled_call_leaves_no_mcp_server_ru
     )
     try:
         wait_for_port(port, proc)
-        before = _children_of(proc.pid)
+        before = children_of(proc.pid)
         # a request whose id is an object: HTTP 400 and -32600, never 202 and silence
         headers = {"Accept": "application/json, text/event-stream"}
         async with httpx.AsyncClient() as http:
@@ -245,12 +223,12 @@ async def test_http_refuses_bad_ids_and_a_cancelled_call_leaves_no_mcp_server_ru
             await session.initialize()
             call = asyncio.ensure_future(session.call_tool("slow", {"seconds": 30}))
             # the run's MCP server is up (a child of the serving process)
-            assert await _until(lambda: len(_children_of(proc.pid)) > len(before))
+            assert await _until(lambda: len(children_of(proc.pid)) > len(before))
             await asyncio.sleep(0.5)  # the slow call is in flight
             call.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await call
-            assert await _until(lambda: _children_of(proc.pid) == before), _children_of(proc.pid)
+            assert await _until(lambda: children_of(proc.pid) == before), children_of(proc.pid)
             # and the server goes on serving
             assert sorted(t.name for t in (await session.list_tools()).tools) == ["echo", "slow"]
     finally:

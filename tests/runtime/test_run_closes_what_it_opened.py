@@ -3,14 +3,12 @@ injected at each step before the run starts leaves no MCP server process behind.
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
-import sys
 from pathlib import Path
 
 import pytest
 from support.chat_server import TEST_API_KEY
+from support.early_failures import PLAN, Injected, boom, mcp_config
+from support.processes import children_of, settled
 
 import agentflow
 from agentflow.errors import ConfigError
@@ -18,70 +16,19 @@ from agentflow.ir import load_plan_text
 from agentflow.runtime.config import load_config
 from agentflow.runtime.tools.build import build_catalog
 
-SERVER = Path(__file__).resolve().parents[1] / "support" / "mcp_server.py"
-
-PLAN = """version: 1
-name: adder
-steps:
-- id: E0
-  tool_name: tracker__add
-  input: {a: 1, b: 2}
-- id: E1
-  tool_name: agent
-  input: {prompt: "Say {{ E0 }}", output_schema: {type: object}}
-"""
-
-
-def children() -> list[int]:
-    """The live (not zombie) child processes of this process."""
-    me, out = os.getpid(), []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[1]) == me and fields[0] != "Z":
-            out.append(int(entry))
-    return out
-
-
-async def settled(limit: float = 10.0) -> list[int]:
-    """The children left once those on their way out have gone (bounded wait)."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + limit
-    while children() and loop.time() < end:
-        await asyncio.sleep(0.05)
-    return children()
-
 
 def config_text(chat_server, with_model: bool) -> str:
-    mcp = (
-        "[mcp.tracker]\n"
-        f"command = {json.dumps(sys.executable)}\n"
-        f"args = [{json.dumps(str(SERVER))}]\n"
-    )
-    return (chat_server.config_text() if with_model else "") + mcp
+    return (chat_server.config_text() if with_model else "") + mcp_config()
 
 
 async def test_no_model_configured_closes_the_connections_the_argument_check_opened(
     chat_server, tmp_path
 ):
     (tmp_path / "flow.toml").write_text(config_text(chat_server, with_model=False))
-    before = children()
+    before = children_of()
     with pytest.raises(ConfigError):
         await agentflow.run(load_plan_text(PLAN), config=str(tmp_path / "flow.toml"))
-    assert await settled() == before
-
-
-class Injected(Exception):
-    pass
-
-
-def _boom(*args, **kwargs):
-    raise Injected("injected")
+    assert await settled(before) == before
 
 
 @pytest.mark.parametrize(
@@ -102,14 +49,14 @@ async def test_a_failure_before_the_run_leaves_no_mcp_server_running(
         _write(tmp_path / "flow.toml", config_text(chat_server, with_model=True)),
         env={"SCRIPTED_API_KEY": TEST_API_KEY},
     )
-    before = children()
+    before = children_of()
     catalog = build_catalog(config, entry_points=False)
     await catalog.prepare(["tracker__*"])  # connected: a server process runs
-    assert len(children()) > len(before)
-    monkeypatch.setattr(importlib.import_module(module), name, _boom)
+    assert len(children_of()) > len(before)
+    monkeypatch.setattr(importlib.import_module(module), name, boom)
     with pytest.raises(Injected):
         await agentflow.run(load_plan_text(PLAN), config=config, catalog=catalog, **options)
-    assert await settled() == before
+    assert await settled(before) == before
 
 
 def _write(path: Path, text: str) -> Path:

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from support.durable_questions import start_flowc, wait_asked
 
 #: A `flowc answer` that starts the moment ``GO`` exists (its imports done before).
 RACER = """\
@@ -69,24 +70,6 @@ class RaceResult:
         )
 
 
-def _flowc(*args: str) -> list[str]:
-    return [sys.executable, "-m", "agentflow", *args]
-
-
-def _asked(db: Path, run_id: str, path: str) -> bool:
-    if not db.exists():
-        return False
-    try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-            row = conn.execute(
-                "select 1 from workflow_events where workflow_uuid = ? and key = ?",
-                (run_id, f"question:{path}"),
-            ).fetchone()
-    except sqlite3.OperationalError:  # the tables are not made yet
-        return False
-    return row is not None
-
-
 def race(base: Path, pairs: int, run_id: str = "race", *, window: int = 3) -> RaceResult:
     """Run ``pairs`` races in a project made under ``base``; the racers of the next ``window``
     pairs start (and import the CLI) ahead of their turn."""
@@ -94,14 +77,7 @@ def race(base: Path, pairs: int, run_id: str = "race", *, window: int = 3) -> Ra
     result = RaceResult(pairs)
     (base / "plan.yaml").write_text(plan(pairs))
     env = {**os.environ, "NO_COLOR": "1"}
-    run = subprocess.Popen(
-        _flowc("run", "--durable", "--run-id", run_id, "plan.yaml"),
-        cwd=base,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    run = start_flowc(base, "run", "--durable", "--run-id", run_id, "plan.yaml", env=env)
     db = base / ".flowc" / "durable.sqlite"
     accepted: list[str | None] = []
     spawned: dict[int, list[subprocess.Popen]] = {}
@@ -131,13 +107,7 @@ def race(base: Path, pairs: int, run_id: str = "race", *, window: int = 3) -> Ra
         for i in range(pairs):
             for ahead in range(i, i + window):
                 spawn(ahead)
-            deadline = time.monotonic() + 120
-            while not _asked(db, run_id, f"E{i}"):
-                if run.poll() is not None:
-                    raise AssertionError(run.communicate()[1].decode()[-2000:])
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"the run never asked E{i}")
-                time.sleep(0.02)
+            wait_asked(db, run_id, run, f"E{i}", poll=0.02)
             go = base / f"go-{i}"
             racers = spawned.pop(i)
             ready = [Path(f"{go}.{v}{i}") for v in "ab"]

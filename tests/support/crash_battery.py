@@ -28,6 +28,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,68 @@ def request_key(body: dict[str, Any]) -> tuple[int, int]:
     return x, 1 + sum(1 for m in messages if m["role"] == "tool")
 
 
+def project_files(project: Path, server: ChatServer, plan: str, tools: str) -> dict[str, str]:
+    """Write ``plan.yaml``, ``tools.py`` (a module whose ``note`` appends to ``$NOTE_LOG``) and
+    a ``flow.toml`` for ``server`` into the directory ``project`` (made here); the environment
+    its ``flowc`` processes run in."""
+    project.mkdir(parents=True)
+    (project / "tools.py").write_text(tools)
+    (project / "plan.yaml").write_text(plan)
+    config = server.config_text(retries=4) + '\n[tools]\nmodules = ["tools.py"]\n'
+    (project / "flow.toml").write_text(config)
+    return {
+        **os.environ,
+        "SCRIPTED_API_KEY": TEST_API_KEY,
+        "NOTE_LOG": str(project / "notes.log"),
+        "NO_COLOR": "1",
+    }
+
+
+def trace_events(trace: Path) -> Iterator[dict[str, Any]]:
+    """The events of a ``--trace`` file; a line cut by a kill is skipped (none when there is
+    no file yet)."""
+    if not trace.exists():
+        return
+    for line in trace.read_text(encoding="utf-8").split("\n"):
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        yield event
+
+
+def traced_notes(trace: Path) -> Counter[int]:
+    """How many ``tool_finished`` events of ``user__note`` the trace holds per note ``n`` (the
+    tool returns 2n)."""
+    found: Counter[int] = Counter()
+    for event in trace_events(trace):
+        data = event.get("data") or {}
+        if event.get("kind") == "tool_finished" and data.get("tool_name") == "user__note":
+            if isinstance(data.get("result"), int):
+                found[data["result"] // 2] += 1
+    return found
+
+
+def note_of(name: str) -> int | None:
+    """The note (n) of a recorded ``user__note`` operation named ``name`` (``E0``: 0, ``E2``:
+    99, an item x's first step: x, its agent's call: 1000 + x, a one-call map item ``E3/do.i``:
+    2001 + i); None for any other operation."""
+    if "/tool:user__note" not in name:
+        return None
+    path = name.split("/tool:", 1)[0]
+    if path == "E0":
+        return 0
+    if path == "E2":
+        return 99
+    if path.startswith("E3/do."):  # a one-call map item: recorded in the run itself
+        return 2000 + int(path.split(".")[1]) + 1
+    m = re.match(r"E1/do\.(\d+)/(S0|S1/agent\.1/user__note)$", path)
+    if m is None:
+        return None
+    x = int(m.group(1)) + 1
+    return x if m.group(2) == "S0" else 1000 + x
+
+
 @dataclass
 class Figures:
     """What a battery measured (sums over its trials)."""
@@ -170,18 +233,7 @@ class Battery:
 
     def project(self, name: str) -> tuple[Path, dict[str, str]]:
         project = self.root / name
-        project.mkdir(parents=True)
-        (project / "tools.py").write_text(TOOLS)
-        (project / "plan.yaml").write_text(PLAN)
-        config = self.server.config_text(retries=4) + '\n[tools]\nmodules = ["tools.py"]\n'
-        (project / "flow.toml").write_text(config)
-        env = {
-            **os.environ,
-            "SCRIPTED_API_KEY": TEST_API_KEY,
-            "NOTE_LOG": str(project / "notes.log"),
-            "NO_COLOR": "1",
-        }
-        return project, env
+        return project, project_files(project, self.server, PLAN, TOOLS)
 
     def argv(self, run_id: str, *, resume: bool) -> list[str]:
         trace = ("--trace", "trace.jsonl")
@@ -197,33 +249,10 @@ class Battery:
     def finished(trace: Path) -> Counter[tuple[str, str]]:
         """The trace's finished events by (kind, step path); a line cut by a kill is skipped."""
         found: Counter[tuple[str, str]] = Counter()
-        if not trace.exists():
-            return found
-        for line in trace.read_text(encoding="utf-8").split("\n"):
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
+        for event in trace_events(trace):
             if event.get("kind") in FINISHED:
                 found[(event["kind"], event["path"])] += 1
         return found
-
-    @staticmethod
-    def traced_notes(trace: Path) -> set[int]:
-        """The notes (n) whose ``tool_finished`` the trace holds."""
-        out = set()
-        if not trace.exists():
-            return out
-        for line in trace.read_text(encoding="utf-8").split("\n"):
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            data = event.get("data") or {}
-            if event.get("kind") == "tool_finished" and data.get("tool_name") == "user__note":
-                if isinstance(data.get("result"), int):
-                    out.add(data["result"] // 2)
-        return out
 
     @staticmethod
     def operations(db: Path) -> list[tuple[str, int | None]]:
@@ -237,21 +266,8 @@ class Battery:
 
     def recorded_notes(self, db: Path) -> set[int]:
         """The notes (n) whose tool call is recorded as finished."""
-        found = set()
-        for name, _ in self.operations(db):
-            if "/tool:user__note" not in name:
-                continue
-            path = name.split("/tool:", 1)[0]
-            if path == "E0":
-                found.add(0)
-            elif path == "E2":
-                found.add(99)
-            else:
-                m = re.match(r"E1/do\.(\d+)/(S0|S1/agent\.1/user__note)$", path)
-                if m:
-                    x = int(m.group(1)) + 1
-                    found.add(x if m.group(2) == "S0" else 1000 + x)
-        return found
+        notes = (note_of(name) for name, _ in self.operations(db))
+        return {n for n in notes if n is not None}
 
     # ----------------------------------------------------------------- trials
 
@@ -343,7 +359,7 @@ class Battery:
             kills.append(killed_at)
             f.kills += 1
             # a finished event in the trace is for a call recorded as finished
-            early = self.traced_notes(trace) - self.recorded_notes(db)
+            early = set(traced_notes(trace)) - self.recorded_notes(db)
             if early:
                 f.finished_before_recorded += len(early)
                 f.problems.append(f"{run_id}: finished before recorded: {sorted(early)}")

@@ -337,24 +337,38 @@ class AgentChecks:
         )
         return None
 
-    def count_setting(self, e: ast.Expr, what: str, maximum: int) -> None:
-        """``limit`` / ``max_iterations``: any `int` expression (docs/spec/LANGUAGE.md §6). A constant is
-        checked here (1 … ``maximum``) and written into the plan as a number; anything else is
-        a template the run evaluates and checks the same way (a `validation` error naming the
-        `.flow` source)."""
+    def count_setting(
+        self,
+        e: ast.Expr,
+        what: str,
+        maximum: int,
+        *,
+        least: int = 1,
+        hint: str | None = None,
+        low_hint: str | None = None,
+    ) -> None:
+        """``limit`` / ``max_iterations`` / a ``loop``'s ``up to``: any `int` expression
+        (docs/spec/LANGUAGE.md §6, docs/reference/control.md "loop"). A constant is checked here
+        (``least`` … ``maximum``, else `invalid-value`; ``hint`` goes with a constant over
+        ``maximum``, ``low_hint`` with one under ``least``) and written into the plan as a number; anything else is a template the run
+        evaluates and checks the same way (a `validation` error naming the `.flow` source)."""
         t = self.expr(e, INT)
         if isinstance(t, ErrorType):
             return
         ok, v = self.constant(e)
         if not ok or not isinstance(v, int) or isinstance(v, bool):
             return
-        if v < 1:
-            self.report(D.INVALID_VALUE, f"{what} must be positive, found {v}", e.span)
+        if v < least:
+            bound = "positive" if least == 1 else f"{least} or more"
+            self.report(
+                D.INVALID_VALUE, f"{what} must be {bound}, found {v}", e.span, hint=low_hint
+            )
         elif v > maximum:
             self.report(
                 D.INVALID_VALUE,
                 f"{what} must be at most {maximum}, found {v}",
                 e.span,
+                hint=hint,
             )
         else:
             self.constants[id(e)] = v

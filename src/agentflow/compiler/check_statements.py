@@ -403,8 +403,10 @@ class StatementChecks:
             return init
         return join([init, widen(bt)], self.env)
 
-    def visit_ReduceExpr(self, e: ast.ReduceExpr, hint: Type | None) -> Type:
-        elem = self.elem_type(e.over, "reduce")
+    def acc_type(self, e: ast.ReduceExpr | ast.LoopExpr, hint: Type | None) -> Type:
+        """The type of a ``reduce`` accumulator or a ``loop`` state, its initial value checked
+        against it: the written type, else the expected one (``hint``), else the initial
+        value's, widened (docs/reference/control.md "reduce", "loop")."""
         if e.acc_type is not None:
             acc_t = self.resolve_type(e.acc_type)
             self.expr(e.init, acc_t)
@@ -413,8 +415,13 @@ class StatementChecks:
             self.expr(e.init, acc_t)
         else:
             acc_t = widen(self.infer(e.init))
-            if mentions_never(acc_t):
-                acc_t = self.settle_acc(e, elem, acc_t)
+        return acc_t
+
+    def visit_ReduceExpr(self, e: ast.ReduceExpr, hint: Type | None) -> Type:
+        elem = self.elem_type(e.over, "reduce")
+        acc_t = self.acc_type(e, hint)
+        if e.acc_type is None and hint is None and mentions_never(acc_t):
+            acc_t = self.settle_acc(e, elem, acc_t)
         self.loop_scope(e.var, elem, e)
         self.declare(Symbol("acc", e.acc.name, acc_t, e), e.acc.span)
         try:
@@ -428,15 +435,16 @@ class StatementChecks:
         "loop"): ``N`` an `int` (a constant 0 … MAX_LOOP_ROUNDS), the state typed like a
         ``reduce`` accumulator, ``round`` an `int` (1-based); ``until`` a pure `bool` over the
         new state, ``else fail`` a pure text, ``else v`` a pure value of the state's type."""
-        self.loop_bound(e.over)
-        if e.acc_type is not None:
-            acc_t = self.resolve_type(e.acc_type)
-            self.expr(e.init, acc_t)
-        elif hint is not None:
-            acc_t = hint
-            self.expr(e.init, acc_t)
-        else:
-            acc_t = widen(self.infer(e.init))
+        self.count_setting(
+            e.over,
+            "`up to`",
+            MAX_LOOP_ROUNDS,
+            least=0,
+            hint="a `loop` is bounded: split the work, or loop over fewer rounds",
+            low_hint="`up to N` is the most rounds the loop runs: 0 runs none (the value is "
+            "the initial state)",
+        )
+        acc_t = self.acc_type(e, hint)
         self.scopes.append({})
         self.declare(Symbol("loopvar", e.var.name, INT, e), e.var.span)
         self.declare(Symbol("acc", e.acc.name, acc_t, e), e.acc.span)
@@ -455,34 +463,6 @@ class StatementChecks:
         finally:
             self.pop_scope()
         return acc_t
-
-    def loop_bound(self, e: ast.Expr) -> None:
-        """A ``loop``'s ``up to N``: any `int` expression; a constant must be 0 … MAX_LOOP_ROUNDS
-        (`invalid-value`), a computed one is checked the same way when the loop starts (a
-        `validation` error)."""
-        t = self.expr(e, INT)
-        if isinstance(t, ErrorType):
-            return
-        ok, v = self.constant(e)
-        if not ok or not isinstance(v, int) or isinstance(v, bool):
-            return
-        if v < 0:
-            self.report(
-                D.INVALID_VALUE,
-                f"`up to` must be 0 or more, found {v}",
-                e.span,
-                hint="`up to N` is the most rounds the loop runs: 0 runs none (the value is "
-                "the initial state)",
-            )
-        elif v > MAX_LOOP_ROUNDS:
-            self.report(
-                D.INVALID_VALUE,
-                f"`up to` must be at most {MAX_LOOP_ROUNDS}, found {v}",
-                e.span,
-                hint="a `loop` is bounded: split the work, or loop over fewer rounds",
-            )
-        else:
-            self.constants[id(e)] = v
 
 
 def _scope_text(ck: Any, var: Any) -> tuple[str, str] | None:

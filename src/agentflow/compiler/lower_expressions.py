@@ -260,12 +260,16 @@ class ExpressionLowering:
         return Frag.text(json.dumps(e.text))
 
     def visit_ListLit(self, e: ast.ListLit, ctx: _Ctx) -> Frag:
-        items: list[Frag | str] = ["["]
-        for i, it in enumerate(e.items):
+        return self._delimited("[", e.items, "]", ctx)
+
+    def _delimited(self, opening: str, exprs: list[ast.Expr], closing: str, ctx: _Ctx) -> Frag:
+        """``opening e1, e2, … closing``: a list literal's or a call's arguments, as written."""
+        items: list[Frag | str] = [opening]
+        for i, x in enumerate(exprs):
             if i:
                 items.append(", ")
-            items.append(self.expr(it, ctx))
-        items.append("]")
+            items.append(self.expr(x, ctx))
+        items.append(closing)
         return _join(*items, atomic=True)
 
     def visit_ObjectLit(self, e: ast.ObjectLit, ctx: _Ctx) -> Frag:
@@ -315,13 +319,7 @@ class ExpressionLowering:
     def visit_FuncCall(self, e: ast.FuncCall, ctx: _Ctx) -> Frag:
         """A library function call, printed as written: the evaluator runs it inside the
         template (docs/reference/functions.md)."""
-        items: list[Frag | str] = [e.name + "("]
-        for i, a in enumerate(e.args):
-            if i:
-                items.append(", ")
-            items.append(self.expr(a, ctx))
-        items.append(")")
-        return _join(*items, atomic=True)
+        return self._delimited(e.name + "(", e.args, ")", ctx)
 
     def visit_Member(self, e: ast.Member, ctx: _Ctx) -> Frag:
         if self._nullable(e.obj) and not self._optional_field(e):

@@ -28,7 +28,13 @@ from agentflow.core.functions import FUNCTIONS, arity
 from agentflow.core.vocabulary import UNARY_CONDITION_OPS
 from agentflow.errors import BadPath, ExprError, RunError, SourceError
 from agentflow.grammar import ast
-from agentflow.runtime.functions import IMPLEMENTATIONS, check_kinds, is_number, kind_of
+from agentflow.runtime.functions import (
+    IMPLEMENTATIONS,
+    check_kinds,
+    is_number,
+    kind_of,
+    strict_eq,
+)
 
 __all__ = [
     "BadPath",
@@ -366,23 +372,12 @@ def _truth(v: Any, node: ast.Expr, side: str) -> bool:
     raise ExprError(f"`{expr_text(node)}`: `{side}` operand must be a bool, got {_kind(v)}")
 
 
-def _strict_eq(a: Any, b: Any) -> bool:
-    # JSON equality: true is not 1, 1 == 1.0.
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        return len(a) == len(b) and all(_strict_eq(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_strict_eq(a[k], b[k]) for k in a)
-    return a == b
-
-
 def _contains(container: Any, x: Any, node: ast.Expr | None, op: str = "in") -> bool:
     """``x in container``; ``node`` names the expression in errors (None: a plan condition whose
     operator is ``op``)."""
     where = f"`{expr_text(node)}`: `in`" if node is not None else f"condition `{op}`"
     if isinstance(container, list | tuple):
-        return any(_strict_eq(x, e) for e in container)
+        return any(strict_eq(x, e) for e in container)
     if isinstance(container, str):
         if not isinstance(x, str):
             raise ExprError(f"{where} on a text needs a text operand, got {_kind(x)}")
@@ -477,8 +472,8 @@ def _ge(a, b, node):
 
 
 _STRICT_BINARY: dict[str, Callable[[Any, Any, ast.Binary], Any]] = {
-    "==": lambda a, b, n: _strict_eq(a, b),
-    "!=": lambda a, b, n: not _strict_eq(a, b),
+    "==": lambda a, b, n: strict_eq(a, b),
+    "!=": lambda a, b, n: not strict_eq(a, b),
     "<": _lt,
     "<=": _le,
     ">": _gt,
@@ -732,7 +727,7 @@ def _as_expr(e: Any) -> ast.Expr:
 
 
 def _op_eq(v, to):
-    return _strict_eq(v, to)
+    return strict_eq(v, to)
 
 
 def _cmp(fn):

@@ -113,13 +113,15 @@ def _render(v: Any) -> str:
     return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
 
 
-def _strict_eq(a: Any, b: Any) -> bool:
+def strict_eq(a: Any, b: Any) -> bool:
+    """JSON equality, as ``==`` and ``in`` compare (docs/reference/expressions.md "Operators"):
+    ``true`` is not ``1``, ``1 == 1.0``; lists and objects element by element."""
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        return len(a) == len(b) and all(_strict_eq(x, y) for x, y in zip(a, b, strict=True))
+        return len(a) == len(b) and all(strict_eq(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_strict_eq(a[k], b[k]) for k in a)
+        return a.keys() == b.keys() and all(strict_eq(a[k], b[k]) for k in a)
     return a == b
 
 
@@ -315,7 +317,7 @@ def _sort_by(xs: list, field: str) -> list:
 def _unique(xs: list) -> list:
     out: list = []
     for x in xs:
-        if not any(_strict_eq(x, y) for y in out):
+        if not any(strict_eq(x, y) for y in out):
             out.append(x)
     return out
 
@@ -358,7 +360,7 @@ def _bools(xs: list) -> list:
 
 
 def _index_of(xs: list, x: Any) -> int:
-    return next((i for i, y in enumerate(xs) if _strict_eq(x, y)), -1)
+    return next((i for i, y in enumerate(xs) if strict_eq(x, y)), -1)
 
 
 def _group_by(xs: list, field: str) -> dict:

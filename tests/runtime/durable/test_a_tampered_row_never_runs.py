@@ -15,12 +15,11 @@ import pickle
 import signal
 import sqlite3
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from support.durable_questions import flowc, start_flowc, wait_asked
 
 import agentflow
 from agentflow.cli import main
@@ -60,30 +59,8 @@ class Payload:
         return (os.mkdir, (self.marker,))
 
 
-def _flowc(*args: str) -> list[str]:
-    return [sys.executable, "-m", "agentflow", *args]
-
-
 def _evil(marker: Path) -> str:
     return base64.b64encode(pickle.dumps(Payload(str(marker)))).decode()
-
-
-def _wait_asked(db: Path, run_id: str, proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 120
-    while True:
-        assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
-        assert time.monotonic() < deadline, "the run never asked"
-        if db.exists():
-            try:
-                with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-                    if conn.execute(
-                        "select 1 from workflow_events where workflow_uuid = ? and key = ?",
-                        (run_id, "question:E1"),
-                    ).fetchone():
-                        return
-            except sqlite3.OperationalError:
-                pass
-        time.sleep(0.05)
 
 
 def test_a_pickled_row_is_never_loaded_and_the_commands_name_the_unreadable_run(
@@ -97,15 +74,9 @@ def test_a_pickled_row_is_never_loaded_and_the_commands_name_the_unreadable_run(
     finally:
         shutdown()
     assert fine.status == "ok", fine.error
-    run = subprocess.Popen(
-        _flowc("run", "--durable", "--run-id", "bad", "plan.yaml"),
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    run = start_flowc(tmp_path, "run", "--durable", "--run-id", "bad", "plan.yaml")
     db = tmp_path / ".flowc" / "durable.sqlite"
-    _wait_asked(db, "bad", run)
+    wait_asked(db, "bad", run, "E1")
     run.send_signal(signal.SIGKILL)
     run.wait()
 
@@ -127,7 +98,7 @@ def test_a_pickled_row_is_never_loaded_and_the_commands_name_the_unreadable_run(
             (_evil(marker),),
         )
 
-    listed = subprocess.run(_flowc("runs", "--json"), cwd=tmp_path, capture_output=True)
+    listed = subprocess.run(flowc("runs", "--json"), cwd=tmp_path, capture_output=True)
     assert listed.returncode == 0, listed.stderr.decode()
     runs = {r["run_id"]: r for r in json.loads(listed.stdout)}
     assert runs["fine"]["status"] == "ok"

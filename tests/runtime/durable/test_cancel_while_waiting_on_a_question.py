@@ -6,12 +6,11 @@ process").  Real processes throughout."""
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
+from support.durable_questions import flowc, start_flowc, wait_asked
 from support.timing import Stretch
 
 #: One question that waits for ever: only a cancel ends the run.
@@ -26,38 +25,12 @@ finish: {mode: output, output: "{{ E0.answer }}"}
 """
 
 
-def _flowc(*args: str) -> list[str]:
-    return [sys.executable, "-m", "agentflow", *args]
-
-
-def _asked(db: Path, run_id: str) -> bool:
-    if not db.exists():
-        return False
-    try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-            row = conn.execute(
-                "select 1 from workflow_events where workflow_uuid = ? and key like 'question:%'",
-                (run_id,),
-            ).fetchone()
-    except sqlite3.OperationalError:  # the tables are not made yet
-        return False
-    return row is not None
-
-
-def _wait_asked(tmp_path: Path, run_id: str, proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 120
-    while not _asked(tmp_path / ".flowc" / "durable.sqlite", run_id):
-        assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
-        assert time.monotonic() < deadline, "the run never asked"
-        time.sleep(0.05)
-
-
 def _cancel_and_time_the_exit(tmp_path: Path, run_id: str, proc: subprocess.Popen) -> str:
     """Cancel ``run_id`` and return the waiting process's stderr; it must exit within 5 s
     (stretched by the machine's load) of the cancel command's end."""
     time.sleep(0.5)  # the process is in its wait, not just publishing the question
     with Stretch() as stretch:
-        cancelled = subprocess.run(_flowc("cancel", run_id), cwd=tmp_path, capture_output=True)
+        cancelled = subprocess.run(flowc("cancel", run_id), cwd=tmp_path, capture_output=True)
         assert cancelled.returncode == 0, cancelled.stderr.decode()
         start = time.monotonic()
         try:
@@ -71,25 +44,19 @@ def _cancel_and_time_the_exit(tmp_path: Path, run_id: str, proc: subprocess.Pope
 
 
 def _listed(tmp_path: Path, run_id: str) -> str:
-    listed = subprocess.run(_flowc("runs", "--json"), cwd=tmp_path, capture_output=True)
+    listed = subprocess.run(flowc("runs", "--json"), cwd=tmp_path, capture_output=True)
     assert listed.returncode == 0, listed.stderr.decode()
     return {r["run_id"]: r for r in json.loads(listed.stdout)}[run_id]["status"]
 
 
 def test_the_runs_own_process_waiting_on_a_question_exits_when_the_run_is_cancelled(tmp_path):
     (tmp_path / "plan.yaml").write_text(PLAN)
-    run = subprocess.Popen(
-        _flowc("run", "--durable", "--run-id", "w1", "plan.yaml"),
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    _wait_asked(tmp_path, "w1", run)
+    run = start_flowc(tmp_path, "run", "--durable", "--run-id", "w1", "plan.yaml")
+    wait_asked(tmp_path / ".flowc" / "durable.sqlite", "w1", run)
     err = _cancel_and_time_the_exit(tmp_path, "w1", run)
     assert run.returncode == 1
     assert "cancelled" in err and "Traceback" not in err, err[-2000:]
     assert _listed(tmp_path, "w1") == "cancelled"
-    again = subprocess.run(_flowc("resume", "w1"), cwd=tmp_path, capture_output=True)
+    again = subprocess.run(flowc("resume", "w1"), cwd=tmp_path, capture_output=True)
     assert "running in another process" not in again.stderr.decode(), again.stderr.decode()
     assert "cancelled" in again.stderr.decode(), again.stderr.decode()

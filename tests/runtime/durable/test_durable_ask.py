@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
-import sys
-import time
 from pathlib import Path
+
+from support.durable_questions import flowc, start_flowc, wait_asked
 
 PLAN = """\
 version: 1
@@ -47,10 +46,6 @@ def note(n: int) -> int:
 """
 
 
-def _flowc(*args: str) -> list[str]:
-    return [sys.executable, "-m", "agentflow", *args]
-
-
 def _project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     project = tmp_path / "project"
     project.mkdir()
@@ -63,7 +58,7 @@ def _project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 def _pending(project: Path, env: dict, run_id: str) -> list[dict]:
     done = subprocess.run(
-        _flowc("runs", "--json"), cwd=project, env=env, capture_output=True, timeout=120
+        flowc("runs", "--json"), cwd=project, env=env, capture_output=True, timeout=120
     )
     assert done.returncode == 0, done.stderr.decode()
     runs = {r["run_id"]: r for r in json.loads(done.stdout)}
@@ -73,38 +68,15 @@ def _pending(project: Path, env: dict, run_id: str) -> list[dict]:
 def _wait_for_question(project: Path, env: dict, run_id: str, proc: subprocess.Popen) -> dict:
     """The first question `flowc runs` lists for ``run_id``, once the run has published one
     (watched in the database, which is cheaper than a `flowc runs` process per look)."""
-    db = project / ".flowc" / "durable.sqlite"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
-        if db.exists():
-            try:
-                with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-                    found = conn.execute(
-                        "select 1 from workflow_events where workflow_uuid = ? "
-                        "and key like 'question:%'",
-                        (run_id,),
-                    ).fetchone()
-            except sqlite3.OperationalError:  # the tables are not made yet
-                found = None
-            if found:
-                pending = _pending(project, env, run_id)
-                assert pending, "a published question is missing from `flowc runs`"
-                return pending[0]
-        time.sleep(0.05)
-    raise AssertionError("the question never showed up in the database")
+    wait_asked(project / ".flowc" / "durable.sqlite", run_id, proc)
+    pending = _pending(project, env, run_id)
+    assert pending, "a published question is missing from `flowc runs`"
+    return pending[0]
 
 
 def test_a_question_survives_a_restart_and_is_answered_from_another_process(tmp_path):
     project, env = _project(tmp_path)
-    run = subprocess.Popen(
-        _flowc("run", "--durable", "--run-id", "ask-1", "plan.yaml"),
-        cwd=project,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    run = start_flowc(project, "run", "--durable", "--run-id", "ask-1", "plan.yaml", env=env)
     question = _wait_for_question(project, env, "ask-1", run)
     assert question["path"] == "E1"
     assert question["question"] == "Ship release 10?"
@@ -113,7 +85,7 @@ def test_a_question_survives_a_restart_and_is_answered_from_another_process(tmp_
     run.wait()
 
     resumed = subprocess.Popen(
-        _flowc("resume", "ask-1"),
+        flowc("resume", "ask-1"),
         cwd=project,
         env=env,
         stdout=subprocess.PIPE,
@@ -122,24 +94,24 @@ def test_a_question_survives_a_restart_and_is_answered_from_another_process(tmp_
     assert _wait_for_question(project, env, "ask-1", resumed)["path"] == "E1"
 
     wrong = subprocess.run(
-        _flowc("answer", "ask-1", "E1", "maybe"), cwd=project, env=env, capture_output=True
+        flowc("answer", "ask-1", "E1", "maybe"), cwd=project, env=env, capture_output=True
     )
     assert wrong.returncode == 1
     assert "'maybe' is not one of ['yes', 'no']" in wrong.stderr.decode()
     deep = subprocess.run(  # deeper than the JSON parser follows: an answer that is wrong
-        _flowc("answer", "ask-1", "E1", "[" * 5000 + "]" * 5000),
+        flowc("answer", "ask-1", "E1", "[" * 5000 + "]" * 5000),
         cwd=project, env=env, capture_output=True,
     )  # fmt: skip
     assert deep.returncode == 1 and b"Traceback" not in deep.stderr, deep.stderr.decode()[-500:]
     assert "is not one of ['yes', 'no']" in deep.stderr.decode()
     missing = subprocess.run(
-        _flowc("answer", "ask-1", "E7", "yes"), cwd=project, env=env, capture_output=True
+        flowc("answer", "ask-1", "E7", "yes"), cwd=project, env=env, capture_output=True
     )
     assert missing.returncode == 1
     assert "no question waiting at 'E7' (waiting: E1)" in missing.stderr.decode()
 
     ok = subprocess.run(
-        _flowc("answer", "ask-1", "E1", "yes"), cwd=project, env=env, capture_output=True
+        flowc("answer", "ask-1", "E1", "yes"), cwd=project, env=env, capture_output=True
     )
     assert ok.returncode == 0, ok.stderr.decode()
 
@@ -157,7 +129,7 @@ def test_a_question_survives_a_restart_and_is_answered_from_another_process(tmp_
     assert (project / "notes.log").read_text() == "1\n"  # the tool before the question ran once
 
     shown = subprocess.run(
-        _flowc("runs", "show", "ask-1", "--json"), cwd=project, env=env, capture_output=True
+        flowc("runs", "show", "ask-1", "--json"), cwd=project, env=env, capture_output=True
     )
     info = json.loads(shown.stdout)
     assert info["status"] == "ok"
@@ -179,7 +151,7 @@ def test_flowc_runs_names_a_compiled_flows_question_as_the_flow_does(tmp_path):
     project, env = _project(tmp_path)
     (project / "digest.flow").write_text(FLOW_ASK)
     run = subprocess.Popen(
-        _flowc("run", "--durable", "--run-id", "ask-label", "digest.flow"),
+        flowc("run", "--durable", "--run-id", "ask-label", "digest.flow"),
         cwd=project,
         env=env,
         stdin=subprocess.DEVNULL,
@@ -190,11 +162,11 @@ def test_flowc_runs_names_a_compiled_flows_question_as_the_flow_does(tmp_path):
         question = _wait_for_question(project, env, "ask-label", run)
         assert question["path"] == "E0" and question["label"] == "approve › ask", question
         listed = subprocess.run(
-            _flowc("runs"), cwd=project, env=env, capture_output=True, timeout=120
+            flowc("runs"), cwd=project, env=env, capture_output=True, timeout=120
         )
         assert "? [E0 · approve › ask] Publish the digest?" in listed.stdout.decode()
         ok = subprocess.run(
-            _flowc("answer", "ask-label", "E0", "yes"), cwd=project, env=env, capture_output=True
+            flowc("answer", "ask-label", "E0", "yes"), cwd=project, env=env, capture_output=True
         )
         assert ok.returncode == 0, ok.stderr.decode()
         out, err = run.communicate(timeout=120)

@@ -13,8 +13,6 @@ recorded as finished at a kill ran again; only calls in flight at a kill ran twi
 from __future__ import annotations
 
 import json
-import os
-import re
 import signal
 import sqlite3
 import subprocess
@@ -23,7 +21,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from support.chat_server import TEST_API_KEY, answer, tool_calls
+from support.crash_battery import model, note_of, project_files, traced_notes
 
 ITEMS = 20
 
@@ -88,34 +86,10 @@ def note(n: int) -> int:
     return 2 * n
 """
 
-_ITEM = re.compile(r"Process item (\d+)")
-
-
-def investigator(body: dict) -> object:
-    """The model: round 1 calls user__note with 1000 + x; round 2 answers with the result."""
-    messages = body["messages"]
-    user = next(m["content"] for m in messages if m["role"] == "user")
-    x = int(_ITEM.search(user).group(1))
-    results = [m for m in messages if m["role"] == "tool"]
-    if not results:
-        return tool_calls(("user__note", {"n": 1000 + x}, f"call_{x}"))
-    return answer({"v": int(results[-1]["content"]), "x": x})
-
 
 def _project(tmp_path: Path, chat_server) -> tuple[Path, dict[str, str]]:
     project = tmp_path / "project"
-    project.mkdir()
-    (project / "tools.py").write_text(TOOLS)
-    (project / "plan.yaml").write_text(PLAN)
-    config = chat_server.config_text(retries=4) + '\n[tools]\nmodules = ["tools.py"]\n'
-    (project / "flow.toml").write_text(config)
-    env = {
-        **os.environ,
-        "SCRIPTED_API_KEY": TEST_API_KEY,
-        "NOTE_LOG": str(project / "notes.log"),
-        "NO_COLOR": "1",
-    }
-    return project, env
+    return project, project_files(project, chat_server, PLAN, TOOLS)
 
 
 def _flowc(*args: str) -> list[str]:
@@ -132,20 +106,10 @@ def _recorded_calls(db: Path) -> set[int]:
         names = [row[0] for row in conn.execute("select function_name from operation_outputs")]
     found = set()
     for name in names:
-        if "/tool:user__note" not in name:
-            continue
-        path = name.split("/tool:", 1)[0]
-        if path == "E0":
-            found.add(0)
-        elif path == "E2":
-            found.add(99)
-        elif path.startswith("E3/do."):  # a one-call map item: recorded in the run itself
-            found.add(2000 + int(path.split(".")[1]) + 1)
-        else:
-            m = re.match(r"E1/do\.(\d+)/(S0|S1/agent\.1/user__note)$", path)
-            assert m, name
-            x = int(m.group(1)) + 1
-            found.add(x if m.group(2) == "S0" else 1000 + x)
+        if "/tool:user__note" in name:
+            n = note_of(name)
+            assert n is not None, name
+            found.add(n)
     return found
 
 
@@ -200,23 +164,8 @@ def _run_chain(project: Path, env: dict, chat_server, points: list[tuple[str, in
         "started_at_kill": started_at_kill,
         "starts": Counter(int(line.split()[1]) for line in _lines(log) if line.startswith("start")),
         "ends": Counter(int(line.split()[1]) for line in _lines(log) if line.startswith("end")),
-        "traced": _traced_notes(project / "trace.jsonl"),
+        "traced": traced_notes(project / "trace.jsonl"),
     }
-
-
-def _traced_notes(trace: Path) -> Counter:
-    """How many ``tool_finished`` events of ``user__note`` the trace holds per note ``n`` (the
-    tool returns 2n); a line cut by a kill is skipped."""
-    found: Counter = Counter()
-    for line in _lines(trace):
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        data = event.get("data") or {}
-        if event.get("kind") == "tool_finished" and data.get("tool_name") == "user__note":
-            found[int(data["result"]) // 2] += 1
-    return found
 
 
 def _uninterrupted(project: Path, env: dict, monkeypatch) -> dict:
@@ -250,7 +199,7 @@ def test_a_run_killed_at_each_point_resumes_to_the_uninterrupted_output(
 ):
     points = POINTS
     project, env = _project(tmp_path, chat_server)
-    chat_server.script(investigator)
+    chat_server.script(model)
     expected = _uninterrupted(project, env, monkeypatch)
     assert len(expected["items"]) == ITEMS
     (project / "notes.log").unlink()

@@ -11,11 +11,11 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from support.durable_questions import wait_asked
 
 from agentflow.cli import main
 from agentflow.runtime.durable.dbos_engine import shutdown
@@ -42,18 +42,6 @@ def _runs(db: Path) -> set[str]:
     return {r[0] for r in rows}
 
 
-def _asked(db: Path, run_id: str) -> bool:
-    try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-            row = conn.execute(
-                "select 1 from workflow_events where workflow_uuid = ? and key like 'question:%'",
-                (run_id,),
-            ).fetchone()
-    except sqlite3.OperationalError:
-        return False
-    return row is not None
-
-
 def _redrive() -> tuple[int, str]:
     done = CliRunner().invoke(main, ["redrive", "hold-1"])
     return done.exit_code, done.stderr
@@ -75,11 +63,7 @@ def test_redrive_refuses_a_running_then_stopped_run_and_takes_it_once_cancelled(
         cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 120
-        while not _asked(db, "hold-1"):
-            assert run.poll() is None, run.communicate()[1].decode()[-2000:]
-            assert time.monotonic() < deadline, "the run never asked its question"
-            time.sleep(0.05)
+        wait_asked(db, "hold-1", run)
         try:
             code, said = _redrive()
             assert code == 1, said

@@ -1,0 +1,69 @@
+"""Starting a real ``flowc`` process and waiting, from outside, for a durable run to ask its
+question: the tests of cancel, redrive, answers and tampered rows, and the answer-race battery,
+share this."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def flowc(*args: str) -> list[str]:
+    """The argv of ``flowc ARGS`` run by this interpreter."""
+    return [sys.executable, "-m", "agentflow", *args]
+
+
+def asked(db: Path, run_id: str, path: str | None = None) -> bool:
+    """True once the SQLite database ``db`` records a question of ``run_id`` (the one at step
+    ``path`` when given, any otherwise); False while the database or its tables are not made."""
+    if not db.exists():
+        return False
+    if path is None:
+        query, args = "key like 'question:%'", (run_id,)
+    else:
+        query, args = "key = ?", (run_id, f"question:{path}")
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+            row = conn.execute(
+                f"select 1 from workflow_events where workflow_uuid = ? and {query}", args
+            ).fetchone()
+    except sqlite3.OperationalError:  # the tables are not made yet
+        return False
+    return row is not None
+
+
+def wait_asked(
+    db: Path,
+    run_id: str,
+    proc: subprocess.Popen[bytes],
+    path: str | None = None,
+    *,
+    poll: float = 0.05,
+    limit: float = 120.0,
+) -> None:
+    """Wait until ``run_id`` asked (see :func:`asked`); AssertionError with the process's
+    stderr when it ended first, or when ``limit`` seconds passed."""
+    deadline = time.monotonic() + limit
+    while not asked(db, run_id, path):
+        if proc.poll() is not None:
+            raise AssertionError(proc.communicate()[1].decode()[-2000:])
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the run never asked {path or 'its question'}")
+        time.sleep(poll)
+
+
+def start_flowc(
+    cwd: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """A ``flowc ARGS`` process started in ``cwd`` (stdin empty, stdout and stderr piped)."""
+    return subprocess.Popen(
+        flowc(*args),
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
