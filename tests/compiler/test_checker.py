@@ -546,3 +546,15 @@ def test_a_negative_loop_bound_has_a_hint():
     assert d.hint == (
         "`up to N` is the most rounds the loop runs: 0 runs none (the value is the initial state)"
     )
+
+
+def test_a_loop_state_starting_empty_takes_its_type_from_the_body():
+    # as a `reduce` from `[]`: the state is not `never[]`, which no round's value could be
+    text = (
+        "stage s -> int {\n"
+        '  let xs = loop up to 3 as r, acc = [] { acc + ["x"] }\n'
+        '  let seen = loop up to 2 as r, st = { seen: [] } { { seen: st.seen + ["y"] } }\n'
+        "  return xs.count + seen.seen.count\n"
+        "}\n"
+    )
+    assert check_source(text, "t.flow").diagnostics == []

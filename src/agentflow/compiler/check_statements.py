@@ -391,10 +391,9 @@ class StatementChecks:
             return init
         mark = len(self.diags)
         self.settling += 1
-        self.loop_scope(e.var, elem, e)
-        self.declare(Symbol("acc", e.acc.name, init, e), e.acc.span)
+        self.open_acc_scope(e, elem, init)
         try:
-            bt = self.body(e.body, None, e.span, "the `reduce` body")
+            bt = self.body(e.body, None, e.span, "the body")
         finally:
             self.pop_scope()
             self.settling -= 1
@@ -403,7 +402,17 @@ class StatementChecks:
             return init
         return join([init, widen(bt)], self.env)
 
-    def acc_type(self, e: ast.ReduceExpr | ast.LoopExpr, hint: Type | None) -> Type:
+    def open_acc_scope(self, e: ast.ReduceExpr, elem: Type, acc_t: Type) -> None:
+        """A new scope with a ``reduce``'s element and accumulator (``index`` too) or a
+        ``loop``'s round (an `int`) and state."""
+        if isinstance(e, ast.LoopExpr):
+            self.scopes.append({})
+            self.declare(Symbol("loopvar", e.var.name, INT, e), e.var.span)
+        else:
+            self.loop_scope(e.var, elem, e)
+        self.declare(Symbol("acc", e.acc.name, acc_t, e), e.acc.span)
+
+    def acc_type(self, e: ast.ReduceExpr | ast.LoopExpr, hint: Type | None, elem: Type) -> Type:
         """The type of a ``reduce`` accumulator or a ``loop`` state, its initial value checked
         against it: the written type, else the expected one (``hint``), else the initial
         value's, widened (docs/reference/control.md "reduce", "loop")."""
@@ -415,15 +424,14 @@ class StatementChecks:
             self.expr(e.init, acc_t)
         else:
             acc_t = widen(self.infer(e.init))
+            if mentions_never(acc_t):  # `acc = []`: what the body gives settles it
+                acc_t = self.settle_acc(e, elem, acc_t)
         return acc_t
 
     def visit_ReduceExpr(self, e: ast.ReduceExpr, hint: Type | None) -> Type:
         elem = self.elem_type(e.over, "reduce")
-        acc_t = self.acc_type(e, hint)
-        if e.acc_type is None and hint is None and mentions_never(acc_t):
-            acc_t = self.settle_acc(e, elem, acc_t)
-        self.loop_scope(e.var, elem, e)
-        self.declare(Symbol("acc", e.acc.name, acc_t, e), e.acc.span)
+        acc_t = self.acc_type(e, hint, elem)
+        self.open_acc_scope(e, elem, acc_t)
         try:
             self.body(e.body, acc_t, e.span, "the `reduce` body")
         finally:
@@ -444,10 +452,8 @@ class StatementChecks:
             low_hint="`up to N` is the most rounds the loop runs: 0 runs none (the value is "
             "the initial state)",
         )
-        acc_t = self.acc_type(e, hint)
-        self.scopes.append({})
-        self.declare(Symbol("loopvar", e.var.name, INT, e), e.var.span)
-        self.declare(Symbol("acc", e.acc.name, acc_t, e), e.acc.span)
+        acc_t = self.acc_type(e, hint, INT)
+        self.open_acc_scope(e, INT, acc_t)
         try:
             self.body(e.body, acc_t, e.keyword_span or e.span, "the `loop` body")
             hint_pure = "compute it in the body and keep it in the state"
