@@ -33,6 +33,11 @@ def _fails(text: str, **scope) -> RunError:
         ('parse_number("NaN")', "parse_error", "is not a number"),
         ('parse_json("{")', "parse_error", "is not JSON"),
         ('parse_json("NaN")', "parse_error", "is not JSON"),
+        # read as every value from outside: JSON's own numbers, ints of the language's range
+        ('parse_json("1e999")', "parse_error", "is too large for a number"),
+        ('parse_json("[100000000000000000000]")', "parse_error", "is not JSON"),
+        ('parse_int("99999999999999999999")', "parse_error", "is too large for an int"),
+        ('parse_number("-99999999999999999999")', "parse_error", "is too large for an int"),
         ('match("a", "(")', "invalid_argument", "invalid regular expression"),
         ("take([1], -1)", "invalid_argument", "`n` must not be negative"),
         ("range(0, 1000000)", "invalid_argument", "more than 100,000"),

@@ -25,7 +25,7 @@ from typing import Any
 import regex
 
 from agentflow.core.functions import FUNCTIONS, KIND_WORDS, PARAM_KINDS
-from agentflow.core.vocabulary import MAX_EXPR_DEPTH
+from agentflow.core.vocabulary import MAX_EXPR_DEPTH, MAX_INT, MIN_INT
 from agentflow.errors import ExprError, RunError
 
 __all__ = ["IMPLEMENTATIONS", "MAX_LIST_ITEMS", "REGEX_TIMEOUT_S", "check_kinds"]
@@ -441,7 +441,14 @@ def _quote(s: str) -> str:
 def _parse_int(s: str) -> int:
     if not _INT.fullmatch(s) or len(s) > 4300:
         raise RunError("parse_error", f"{_short(s)} is not an integer")
-    return int(s)
+    return _in_range(int(s), s)
+
+
+def _in_range(v: int, s: str) -> int:
+    """``v`` when it is an `int` of the language (MIN_INT … MAX_INT), else ``parse_error``."""
+    if not MIN_INT <= v <= MAX_INT:
+        raise RunError("parse_error", f"{_short(s)} is too large for an int")
+    return v
 
 
 def _parse_number(s: str) -> Any:
@@ -449,40 +456,24 @@ def _parse_number(s: str) -> Any:
         raise RunError("parse_error", f"{_short(s)} is not a number")
     text = s.strip()
     if regex.fullmatch(r"-?[0-9]+", text):
-        return int(text)
+        return _in_range(int(text), s)
     v = float(text)
     if not math.isfinite(v):
         raise RunError("parse_error", f"{_short(s)} is too large for a JSON number")
     return v
 
 
-def _no_constant(c: str) -> Any:
-    raise ValueError(f"{c} is not JSON")
-
-
-def _depth(v: Any, limit: int) -> bool:
-    """True when ``v`` nests deeper than ``limit`` (iteratively)."""
-    stack = [(v, 0)]
-    while stack:
-        x, d = stack.pop()
-        if d > limit:
-            return True
-        if isinstance(x, dict):
-            stack.extend((y, d + 1) for y in x.values())
-        elif isinstance(x, list):
-            stack.extend((y, d + 1) for y in x)
-    return False
-
-
 def _parse_json(s: str) -> Any:
+    """JSON text as a value, read as every value from outside is
+    (:func:`agentflow.runtime.extract.loads_value`: JSON's own numbers, ints in range, bounded
+    depth, lone surrogates made whole); ``parse_error`` otherwise."""
+    from agentflow.runtime.extract import loads_value  # it loads the schema validators
+
     try:
-        v = json.loads(s, parse_constant=_no_constant)
+        return loads_value(s, MAX_EXPR_DEPTH)
     except (ValueError, RecursionError) as exc:
-        detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "not JSON"
+        detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc) or "not JSON"
         raise RunError("parse_error", f"{_short(s)} is not JSON ({detail})") from None
-    if _depth(v, MAX_EXPR_DEPTH):
-        raise RunError("parse_error", f"the JSON nests deeper than {MAX_EXPR_DEPTH} levels")
-    return v
 
 
 #: name → implementation (arguments evaluated, kinds checked, omitted ones ``None``)
