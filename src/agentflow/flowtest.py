@@ -558,7 +558,7 @@ async def _run_prepared(
     if outcome.ok:  # a run that ended early may not reach a stub; one that finished must have
         unused = _unconsumed(shown, every, stage_values)
         if test.cases is not None and test.case is not None:  # decided over the whole table
-            unused = [_UNUSED_MARK + f for f in unused]
+            unused = [_Unused(f) for f in unused]
         failures.extend(unused)
 
     scope: dict[str, Any] = {**case, "input": inp}
@@ -631,9 +631,12 @@ def _check_expect(shown: str, exp: Any, scope: dict[str, Any], ran: bool, text: 
     return [f"{head}\n    is {_show(value)}"]
 
 
-#: marks a failure of a table test's case that only says a stub was not used in that case: it
-#: stands only when no case of the table used the stub (:func:`_unused_across_cases`)
-_UNUSED_MARK = "\x00unused\x00"
+class _Unused(str):
+    """A table test's case failure that only says a stub was not used in that case: it stands
+    only when no case of the table used the stub (:func:`_unused_across_cases`); it reads as
+    its message wherever it goes."""
+
+    __slots__ = ()
 
 
 def _unused_across_cases(
@@ -648,14 +651,14 @@ def _unused_across_cases(
     for _test, group in pending:
         mine = outcomes[i : i + len(group)]
         i += len(group)
-        marked = [{f for f in o.failures if f.startswith(_UNUSED_MARK)} for o in mine]
+        marked = [{f for f in o.failures if isinstance(f, _Unused)} for o in mine]
         common = set.intersection(*marked) if marked else set()
         for o, unused in zip(mine, marked, strict=True):
             if not unused:
                 out.append(o)
                 continue
             kept = [f for f in o.failures if f not in unused or f in common]
-            kept = [f.removeprefix(_UNUSED_MARK) for f in kept]
+            kept = [str(f) for f in kept]
             out.append(replace(o, failures=kept, passed=not kept))
     return out
 
