@@ -157,20 +157,6 @@ def _subst(t: Type, binds: dict[str, Type]) -> Type:
     return t
 
 
-def _has_var(t: Type) -> bool:
-    if isinstance(t, TypeVar):
-        return True
-    if isinstance(t, ListType | OptionalType):
-        return _has_var(t.elem if isinstance(t, ListType) else t.inner)
-    if isinstance(t, UnionType):
-        return any(_has_var(m) for m in t.members)
-    if isinstance(t, MapType):
-        return _has_var(t.value)
-    if isinstance(t, ObjectType):
-        return any(_has_var(f.type) for f in t.fields.values())
-    return False
-
-
 def _wants_map(t: Type) -> bool:
     if isinstance(t, MapType):
         return True
@@ -208,8 +194,7 @@ class FunctionChecks:
             return ERROR
         # arguments whose parameter has no type parameter get it as their expected type
         args = [
-            self.infer(a, None if _has_var(pt) else pt)
-            for a, pt in zip(e.args, ptypes, strict=False)
+            self.infer(a, None if _vars(pt) else pt) for a, pt in zip(e.args, ptypes, strict=False)
         ]
         if any(isinstance(t, ErrorType) for t in args):
             return ERROR
@@ -544,10 +529,6 @@ class FunctionChecks:
             hint=f"call the library function: `{target}({first}{rest})`",
         )
         return True
-
-
-def _mentions(t: Type, var: str) -> bool:
-    return var in _vars(t)
 
 
 def _vars(t: Type) -> set[str]:

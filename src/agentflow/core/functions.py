@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentflow.core.diagnostics import did_you_mean
+from agentflow.core.diagnostics import did_you_mean, suggested
 
 __all__ = [
     "CATEGORIES",
@@ -606,11 +606,11 @@ def function_hint(name: str) -> str | None:
     if target is None:
         near = did_you_mean(name, FOREIGN_FUNCTION_NAMES)
         if near is not None:
-            target = FOREIGN_FUNCTION_NAMES[near.split("`")[1]]
+            target = FOREIGN_FUNCTION_NAMES[suggested(near)]
     if target is None:
         near = did_you_mean(name, FUNCTIONS)
         if near is not None:
-            target = near.split("`")[1]
+            target = suggested(near)
     if target is None:
         folded = name.lower().replace("_", "")
         target = next((f for f in FUNCTIONS if f.replace("_", "") == folded), None)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from agentflow.compiler import types as T
 from agentflow.compiler.checker import ToolSig
 from agentflow.core.spans import Span
+from agentflow.core.text import source_lines
 from agentflow.core.vocabulary import VERDICT_TYPE
 from agentflow.grammar import ast
 from agentflow.grammar.scanner import comments
@@ -235,7 +236,7 @@ def _written_type(a: Analysis, name: str) -> str | None:
     for item in a.module.items:
         if isinstance(item, ast.TypeDecl) and item.name.name == name:
             text = a.text[item.span.start : item.span.end]
-            lines = text.splitlines()
+            lines = source_lines(text)
             if not text.startswith("type") or len(lines) > _WRITTEN_TYPE_LINES:
                 return None
             return "\n".join(line.rstrip() for line in lines)

@@ -119,7 +119,9 @@ def _claim(workflow_id: str, key: str, message: Any, topic: str | None) -> Claim
         ).rowcount
         if taken != 1:
             found = _read(conn, workflow_id, key)
-            return found if found is not None else Claim(False, "answer")
+            # the insert met the row, in this transaction: it is there to read
+            assert found is not None, f"claim of {workflow_id} {key} conflicted but is not stored"
+            return found
         if topic is not None:  # in the same transaction: delivered exactly when accepted
             sys_db.send_bulk_with_connection(
                 [SendMessage(workflow_id, message, topic)],

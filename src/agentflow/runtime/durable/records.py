@@ -320,17 +320,15 @@ def install() -> JsonRecords:
 
     if not _installed:
         _serialization.DefaultSerializer.deserialize = _refuse_pickle  # type: ignore[method-assign,assignment]
-        lenient = _serialization.safe_deserialize
 
         def safe_deserialize(serializer: Any, serialization: Any, workflow_id: str, **kw: Any):
-            parts = {k: v for k, v in kw.items()}
             out: list[Any] = []
             for name, reader in (
                 ("serialized_input", _serialization.deserialize_args),
                 ("serialized_output", _serialization.deserialize_value),
                 ("serialized_exception", _serialization.deserialize_exception),
             ):
-                text = parts.get(name)
+                text = kw.get(name)
                 if text is None:
                     out.append(None)
                     continue
@@ -341,7 +339,6 @@ def install() -> JsonRecords:
             return tuple(out)
 
         _sys_db.safe_deserialize = safe_deserialize
-        _installed["lenient"] = lenient
         _installed["serializer"] = JsonRecords()
     serializer: JsonRecords = _installed["serializer"]
     return serializer
