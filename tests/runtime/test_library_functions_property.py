@@ -143,6 +143,13 @@ def m_unique(xs):
 
 
 #: name → (strategy of the argument tuple, model)
+def m_parse_number(s):
+    if not re.fullmatch(r"\s*-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?\s*", s):
+        raise Fails("parse_error")
+    t = s.strip()
+    return int(t) if re.fullmatch(r"-?[0-9]+", t) else float(t)
+
+
 MODELS = {
     "join": (
         st.tuples(st.lists(scalars, max_size=5), texts),
@@ -243,7 +250,7 @@ MODELS = {
     ),
     "parse_number": (
         st.tuples(st.one_of(ints.map(str), st.floats(-1e6, 1e6, allow_nan=False).map(repr), texts)),
-        None,
+        m_parse_number,
     ),
     "parse_json": (
         st.tuples(
@@ -257,16 +264,6 @@ MODELS = {
         m_parse_json,
     ),
 }
-
-
-def m_parse_number(s):
-    if not re.fullmatch(r"\s*-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?\s*", s):
-        raise Fails("parse_error")
-    t = s.strip()
-    return int(t) if re.fullmatch(r"-?[0-9]+", t) else float(t)
-
-
-MODELS["parse_number"] = (MODELS["parse_number"][0], m_parse_number)
 
 
 def test_every_function_has_a_model():
