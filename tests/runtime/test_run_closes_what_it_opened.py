@@ -22,13 +22,25 @@ def config_text(chat_server, with_model: bool) -> str:
 
 
 async def test_no_model_configured_closes_the_connections_the_argument_check_opened(
-    chat_server, tmp_path
+    chat_server, tmp_path, monkeypatch
 ):
+    from agentflow.runtime.tools import build
+
     (tmp_path / "flow.toml").write_text(config_text(chat_server, with_model=False))
     before = children_of()
+    during: list[int] = []
+    check = build.check_plan_arguments
+
+    async def counted(*args, **kwargs):  # the check connects the MCP server: count it running
+        out = await check(*args, **kwargs)
+        during.append(len(children_of()))
+        return out
+
+    monkeypatch.setattr(build, "check_plan_arguments", counted)
     with pytest.raises(ConfigError):
         await agentflow.run(load_plan_text(PLAN), config=str(tmp_path / "flow.toml"))
-    assert await settled(before) == before
+    assert during and during[0] > len(before)  # a server was running …
+    assert await settled(before) == before  # … and is gone
 
 
 @pytest.mark.parametrize(
