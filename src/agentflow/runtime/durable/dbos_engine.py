@@ -56,6 +56,9 @@ UNIT_WORKFLOW = "agentflow.unit"
 RESULT_POLL_S = 0.05
 #: Seconds between two looks at whether a unit waiting for a message was cancelled.
 CANCEL_POLL_S = 0.5
+#: Reads of a unit's status after DBOS refused its message, before the refusal is taken for
+#: something other than a cancel (:meth:`DbosEffects.receive`).
+_CANCEL_SEEN_POLLS = 10
 #: A wait "without timeout" (DBOS needs a number): ten years.
 FOREVER_S = 10 * 365 * 24 * 3600.0
 
@@ -385,12 +388,17 @@ class DbosEngine:
         try:
             message = waiting.result()
         except (dbos.error.DBOSWorkflowCancelledError, dbos.error.DBOSWorkflowConflictIDError):
-            if not await _cancelled(workflow_id):
-                raise
-            # the wait ended as the cancel landed: taking the message was refused
-            from agentflow.runtime.hooks import RunAborted
+            # the wait ended as the cancel landed: taking the message was refused. The cancel
+            # may not be visible to this process's next read at once (seen under load: the
+            # refusal, then a status read that still said pending), so it is read again for a
+            # few polls before the refusal counts as anything else
+            for _ in range(_CANCEL_SEEN_POLLS):
+                if await _cancelled(workflow_id):
+                    from agentflow.runtime.hooks import RunAborted
 
-            raise RunAborted("the run was cancelled (flowc cancel)", None) from None
+                    raise RunAborted("the run was cancelled (flowc cancel)", None) from None
+                await asyncio.sleep(CANCEL_POLL_S / 5)
+            raise
         return NO_MESSAGE if message is None else message
 
     async def close_unanswered(self, key: str) -> bool:
