@@ -39,3 +39,20 @@ def test_dbos_adds_its_console_handler_only_to_a_logger_without_handlers(tmp_pat
         for h in saved[0]:
             logger.addHandler(h)
         logger.propagate = saved[1]
+
+
+def test_asyncios_own_reports_in_a_durable_process_go_to_the_same_file(tmp_path):
+    background = logging.getLogger("asyncio")
+    saved = list(background.handlers)
+    try:
+        url = f"sqlite:///{tmp_path / 'durable.sqlite'}"
+        _log_to_file(url)
+        _log_to_file(url)  # launched again in the same process: one handler, not two
+        assert [h.name for h in background.handlers].count(LOG_HANDLER) == 1
+        background.error("Task exception was never retrieved")
+        assert "never retrieved" in (tmp_path / "dbos.log").read_text()
+    finally:
+        for h in list(background.handlers):
+            if h not in saved:
+                background.removeHandler(h)
+                h.close()

@@ -229,6 +229,12 @@ def _quiet_cancellations() -> None:
         logger.addFilter(QuietCancel())
 
 
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    """Done callback: mark ``task``'s exception as retrieved (its owner may have left first)."""
+    if not task.cancelled():
+        task.exception()
+
+
 #: the name of the handler that takes DBOS's own log (``dbos`` logger) to its file
 LOG_HANDLER = "agentflow-dbos-log"
 #: the name DBOS gives the handler it adds when the ``dbos`` logger has none (dbos/_logger.py
@@ -278,6 +284,13 @@ def _log_to_file(url: str) -> None:
         )
     )
     logger.addHandler(handler)
+    # asyncio's own reports in a durable process (a background wait refused as a cancel landed,
+    # reported when its task is collected) go to the same file, never as a traceback on stderr
+    background = logging.getLogger("asyncio")
+    for old in list(background.handlers):
+        if old.name == LOG_HANDLER:
+            background.removeHandler(old)
+    background.addHandler(handler)
 
 
 def launched() -> bool:
@@ -371,6 +384,10 @@ class DbosEngine:
         seconds = FOREVER_S if timeout is None else max(0.0, timeout)
         workflow_id = self.workflow_id()
         waiting = asyncio.ensure_future(dbos.DBOS.recv_async(topic, timeout_seconds=seconds))
+        # the wait may end refused (the cancel landed) just as a poll below sees the cancel and
+        # leaves: its outcome is taken here, so asyncio never logs "Task exception was never
+        # retrieved" with a DBOS traceback on the terminal
+        waiting.add_done_callback(_retrieved)
         try:
             while True:
                 done, _ = await asyncio.wait({waiting}, timeout=CANCEL_POLL_S)
