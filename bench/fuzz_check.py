@@ -61,7 +61,7 @@ def _problem(text: str) -> str | None:
                 compile_checked(res, text, "fuzz.flow")
             except CompileError as e:
                 return f"checks clean but does not compile: {e.diagnostics}"
-    except Exception:
+    except Exception:  # noqa: BLE001 - any exception of the checker is the finding
         return traceback.format_exc(limit=3)
     return None
 

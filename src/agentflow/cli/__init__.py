@@ -132,7 +132,7 @@ def check(paths: tuple[str, ...], fmt: str, warnings_as_errors: bool) -> None:
         sources[str(f)] = text
         try:
             diags.extend(check_source(text, str(f)).diagnostics)
-        except Exception as e:  # pragma: no cover - a checker bug: report it, no traceback
+        except Exception as e:  # noqa: BLE001  # pragma: no cover - a checker bug: reported, no traceback
             _err(f"{f}: internal error in the checker ({type(e).__name__}: {e}); please report it")
             sys.exit(1)
     if fmt == "text":  # printed on stdout: colour when stdout is a terminal

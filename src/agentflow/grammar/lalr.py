@@ -314,7 +314,7 @@ def stack_before(
                 if size:
                     del st[-size:]
                 st.append(goto[st[-1]][nonterminal])
-    except Exception:  # pragma: no cover - the first run got further: keep its stack
+    except Exception:  # noqa: BLE001  # pragma: no cover - the first run got further: keep its stack
         return stack
     return st if target is None else stack
 

@@ -292,7 +292,7 @@ def fmt_plan_text(text: str, file: str = "<plan>") -> str:
             paths: dict[tuple, tuple] = {}
             _map_paths(data, renamed, (), (), paths)
             new = _place_comments(body, comments, smap, new, new_smap, paths)
-        except Exception:  # pragma: no cover - a formatter bug
+        except Exception:  # noqa: BLE001  # pragma: no cover - a formatter bug, reported as one
             raise bug("could not place the comments") from None
     try:
         load_plan_text(new, file)

@@ -172,7 +172,7 @@ class LspClient:
                 self.request("shutdown", None, timeout=5)
                 self.notify("exit", None)
                 self.proc.wait(timeout=5)
-        except Exception:
+        except Exception:  # noqa: BLE001 - a server already gone is stopped below
             pass
         finally:
             if self.proc.poll() is None:
@@ -182,7 +182,7 @@ class LspClient:
                 try:
                     if f is not None:
                         f.close()
-                except Exception:
+                except Exception:  # noqa: BLE001 - closing a pipe of a dead server
                     pass
 
     def __enter__(self) -> LspClient:

@@ -119,7 +119,7 @@ class _FlowProtocol(LanguageServerProtocol):
             return data
         try:
             return super().structure_message(data)
-        except Exception:
+        except Exception:  # noqa: BLE001 - any malformed message is answered as one
             method = data.get("method")
             if "id" in data and "method" in data:
                 msg_id = data["id"]

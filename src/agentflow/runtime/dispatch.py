@@ -302,7 +302,7 @@ async def dispatch_tool(
                 **_stopped_fields(stop, path),
             )
         raise
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - every failure of a step becomes a RunError
         err = as_error(exc, name)
         if err.step_path is None:
             err.step_path = path

@@ -362,7 +362,7 @@ class ConsoleSink:
                     transient=True,
                     get_renderable=self._render,
                 )
-            except Exception:  # pragma: no cover - rich missing or broken terminal
+            except Exception:  # noqa: BLE001  # pragma: no cover - rich missing or broken terminal
                 self.plain = True
 
     # -- rich view
@@ -667,7 +667,7 @@ class EventBus:
                 continue
             try:
                 sink.handle(event)
-            except Exception as exc:  # a broken sink must not break the run …
+            except Exception as exc:  # noqa: BLE001 - a broken sink must not break the run …
                 self.sinks.remove(sink)
                 self._listens.clear()
                 # … nor disappear unsaid
@@ -700,5 +700,5 @@ class EventBus:
             if callable(close):
                 try:
                     close()
-                except Exception:
+                except Exception:  # noqa: BLE001 - closing a broken sink
                     pass

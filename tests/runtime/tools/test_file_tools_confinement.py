@@ -135,7 +135,7 @@ def test_concurrent_writers_to_one_file_leave_one_whole_version(tmp_path):
         try:
             for _ in range(50):
                 call("write_file", {"path": "shared.txt", "content": str(n) * 1000}, tmp_path)
-        except Exception as exc:  # pragma: no cover - reported below
+        except Exception as exc:  # noqa: BLE001  # pragma: no cover - reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]

@@ -179,7 +179,7 @@ async def watch_run(url: str, run_id: str, *, every: float = WATCH_S) -> None:
         await asyncio.sleep(every)
         try:
             gone = await gone_workers(url, run_id)
-        except Exception as e:  # a database hiccup: look again next time
+        except Exception as e:  # noqa: BLE001 - a database hiccup: look again next time
             log.debug("looking for gone workers of %s failed: %s", run_id, e)
             continue
         if not gone:
