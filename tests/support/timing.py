@@ -27,18 +27,29 @@ class Stretch:
     """Measure :func:`contention` on entry and on exit; :meth:`bound` scales a bound (seconds,
     as measured on an idle machine) by the larger of the two.
 
-    ``with Stretch() as s: work()`` then ``assert took < s.bound(3)``."""
+    ``with Stretch() as s: work()`` then ``assert s.took < s.bound(3)`` (:attr:`took`: the
+    wall-clock seconds of the work inside the block, the contention samples left out)."""
 
     def __init__(self) -> None:
         self.factor = 1.0
+        self.took = 0.0
+        self._started = 0.0
 
     def __enter__(self) -> Stretch:
         self.factor = contention()
+        self._started = time.perf_counter()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.took = time.perf_counter() - self._started
         self.factor = max(self.factor, contention())
 
     def bound(self, seconds: float) -> float:
         """``seconds`` on an idle machine, stretched by the contention measured around the work."""
         return seconds * self.factor
+
+
+def scaled(seconds: float) -> float:
+    """``seconds`` (a bound as measured on an idle machine) stretched by the contention measured
+    now, after the work: for a bound on work that a :class:`Stretch` block cannot wrap."""
+    return seconds * contention()

@@ -4,9 +4,8 @@ before, a run without a deadline never ended."""
 
 from __future__ import annotations
 
-import time
-
 from support.chat_server import Reply, completion
+from support.timing import Stretch
 
 from agentflow.ir import load_plan_text
 from agentflow.runtime.config import load_config
@@ -34,12 +33,11 @@ async def test_a_trickling_reply_is_cut_off_at_the_provider_timeout(tmp_path, ch
     config = load_config(tmp_path / "flow.toml", env={"SCRIPTED_API_KEY": "k" * 20})
     chat_server.script([Reply(body=completion('{"a": 1}'), trickle=0.2)] * 3)
     router = ModelRouter(config)
-    started = time.monotonic()
-    try:
-        result = await run_plan(load_plan_text(PLAN, "slow.yaml"), router=router, config=config)
-    finally:
-        await router.aclose()
-    took = time.monotonic() - started
+    with Stretch() as clock:
+        try:
+            result = await run_plan(load_plan_text(PLAN, "slow.yaml"), router=router, config=config)
+        finally:
+            await router.aclose()
     assert result.status == "error", result.output
     assert "no complete reply within 1 s" in result.error["message"]
-    assert took < 8, took  # the reply would take ~40 s at 5 bytes a second
+    assert clock.took < clock.bound(8), clock.took  # the reply would take ~40 s at 5 bytes a second
