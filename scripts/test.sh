@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up (idempotently) and run the whole test suite over two workers, plus ruff and mypy (the
-# type checker, over ir/ and runtime/: [tool.mypy] in pyproject.toml). Exit non-zero if no test
+# type checker, over the whole package: [tool.mypy] in pyproject.toml). Exit non-zero if no test
 # ran.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -129,6 +129,11 @@ def compile_checked(result: Any, text: str, file: str) -> CompiledFlow:
     return CompiledFlow(plan=data, check=result, file=file)
 
 
+def _fspath(path: str | os.PathLike[Any] | None) -> str | None:
+    """``path`` as a string (``os.fspath``), None kept."""
+    return None if path is None else os.fspath(path)
+
+
 def _plan_problem(problem: Diagnostic, plan: dict[str, Any], file: str) -> Diagnostic:
     """The ``unsupported-construct`` diagnostic for a compiled plan's load problem: a template
     deeper than the plan limit (``vocabulary.MAX_EXPR_DEPTH`` levels, e.g. a long member chain
@@ -233,7 +238,7 @@ def check_plan(path: str | os.PathLike, *, config: Any = None) -> PlanCheck:
         plan, diags = check_plan_data(compiled.plan, file)
     else:
         try:
-            text = read_plan_text(path)
+            text = read_plan_text(os.fspath(path))
         except PlanLoadError as e:
             return PlanCheck(e.diagnostics, {})
         plan, diags = check_plan_text(text, file)
@@ -270,7 +275,7 @@ def graph(
         if isinstance(run, str | os.PathLike):
             from agentflow.runtime.events import read_trace
 
-            events = read_trace(run)
+            events = read_trace(os.fspath(run))
         else:
             events = list(run)
     return render(plan, format, events)
@@ -297,7 +302,7 @@ def report(
     from agentflow.runtime.events import read_trace
     from agentflow.runtime.report import build_report
 
-    events = read_trace(trace)
+    events = read_trace(os.fspath(trace))
     loaded, source_text, source_name = _report_plan(events, trace, plan)
     return build_report(
         events, plan=loaded, source=source_text, source_name=source_name, title=title
@@ -495,7 +500,7 @@ async def run(
 
     plan = target if isinstance(target, Plan) else load(target)
     if not isinstance(config, Config):
-        config = load_config(config)
+        config = load_config(_fspath(config))
     # what this call opens is closed on every way out, a failure before the run starts included
     # (MCP connections, HTTP pools; sinks only until the run owns them): one exit stack
     async with contextlib.AsyncExitStack() as stack:
@@ -537,7 +542,7 @@ async def run(
                 all_sinks.append(ShapeRecorder(shape_cache or ShapeCache()))
             if trace is not None:
                 try:
-                    jsonl = JsonlSink(trace)
+                    jsonl = JsonlSink(os.fspath(trace))
                 except OSError as e:
                     raise ConfigError(
                         f"{trace}: cannot write trace file: {e.strerror or e}"
@@ -677,9 +682,9 @@ async def resume_run(
     from agentflow.runtime.telemetry import settings_for
 
     if not isinstance(config, Config):
-        config = load_config(config)
+        config = load_config(_fspath(config))
     settings = settings_for(config, telemetry)
-    sinks = [JsonlSink(trace, append=True)] if trace is not None else []
+    sinks = [JsonlSink(os.fspath(trace), append=True)] if trace is not None else []
     result = await resume(database_for(config, database), run_id, sinks=sinks, telemetry=settings)
     result.run_id = run_id
     return result
@@ -701,7 +706,7 @@ async def answer_run(
     from agentflow.runtime.durable.runs import answer, database_for
 
     if not isinstance(config, Config):
-        config = load_config(config)
+        config = load_config(_fspath(config))
     # a command-line argument may hold lone surrogates (undecodable bytes): U+FFFD, as anywhere
     await answer(database_for(config, database), run_id, step, clean_json(value))
 

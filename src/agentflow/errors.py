@@ -328,7 +328,7 @@ class RunAborted(FlowError):
         return (_rebuild, (type(self), self.args, dict(self.__dict__)))
 
 
-def _rebuild(cls: type, args: tuple, state: dict[str, Any]) -> BaseException:
+def _rebuild(cls: type[BaseException], args: tuple, state: dict[str, Any]) -> BaseException:
     """An exception of class ``cls`` with ``args`` and attributes ``state``, made without
     calling its ``__init__`` (unpickling a :class:`RunError` or :class:`RunAborted`)."""
     exc = cls.__new__(cls)

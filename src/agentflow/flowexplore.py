@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentflow.errors import ErrorInfo
 from agentflow.flowtest import _plan_steps, _plan_tool_name, _where
 
 __all__ = ["ExploreFailure", "ExploreReport", "ExploreSite", "explore"]
@@ -270,7 +271,7 @@ async def _explore_once(
         s = site(m)
         if s is not None:
             s.counts["items"] += 1
-    error = outcome.error or {}
+    error: ErrorInfo | dict[str, Any] = outcome.error or {}
     where = error.get("step_path")
     for p in checked:
         s = site(p)

@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
+from agentflow.errors import ErrorInfo
+
 __all__ = [
     "TestOutcome",
     "TestReport",
@@ -569,7 +571,7 @@ async def _run_prepared(
     scope["calls"] = {
         name: calls.get(_plan_tool_name(name, sig), 0) for name, sig in result.tool_decls.items()
     }
-    error = outcome.error or {}
+    error: ErrorInfo | dict[str, Any] = outcome.error or {}
     expected_fail = [e for e in test.expects if e.fail_code is not None]
     if not outcome.ok and not expected_fail:
         where = error.get("source") or shown
@@ -948,8 +950,8 @@ class _NetworkGuard:
                 _refuse(request)
                 return await async_send(transport, request)
 
-            httpx.HTTPTransport.handle_request = handle_request  # type: ignore[method-assign]
-            httpx.AsyncHTTPTransport.handle_async_request = handle_async_request  # type: ignore[method-assign]
+            httpx.HTTPTransport.handle_request = handle_request  # type: ignore[method-assign,assignment]
+            httpx.AsyncHTTPTransport.handle_async_request = handle_async_request  # type: ignore[method-assign,assignment]
 
     def __exit__(self, *exc: Any) -> None:
         import httpx

@@ -16,7 +16,7 @@ import contextlib
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
@@ -39,6 +39,9 @@ from agentflow.cli.common import (
     _workspace_option,
 )
 from agentflow.errors import FlowError, InputMismatch, Interrupted, PlanLoadError
+
+if TYPE_CHECKING:
+    from agentflow.runtime.result import RunResult
 
 
 class _FlowGroup(click.Group):
@@ -224,6 +227,7 @@ def schema(file: str, type_name: str | None, show_input: bool) -> None:
     if show_input:
         target: T.Type = result.input_type
     elif type_name not in result.env.names():
+        assert type_name is not None  # given when --input is not (checked above)
         from agentflow.core.diagnostics import did_you_mean
 
         declared = sorted(result.env.names())
@@ -348,13 +352,18 @@ def run(
         durable_options: dict[str, Any] = {}
         if durable:
             started: list[str] = []
+
+            def on_start(rid: str) -> None:
+                started.append(rid)
+                _err(f"run id: {rid}")
+
             durable_options = dict(
                 durable=True,
                 run_id=run_id,
                 reuse=reuse,
                 ask_again=ask_again,
                 fleet=fleet,
-                on_start=lambda rid: (started.append(rid), _err(f"run id: {rid}")),
+                on_start=on_start,
             )
             sinks.append(_question_notice(started))
         try:
@@ -375,7 +384,7 @@ def run(
         except Interrupted as e:  # Ctrl-C / SIGTERM: the run wound down; show what it got
             if e.result is None:
                 raise
-            result, interrupted = e.result, e
+            result, interrupted = cast("RunResult", e.result), e  # what a run's Interrupted carries
     except api.CompileError as e:
         _err(_render(e.diagnostics, e.sources, "text"))
         sys.exit(1)
@@ -791,10 +800,10 @@ def cache_show(tool: str | None, as_json: bool) -> None:
         if tool:
             sys.exit(1)
         return
-    for e in entries:
-        calls = f"{e.calls} call{'s' if e.calls != 1 else ''}"
-        click.echo(f"{e.tool}  ({calls})")
-        click.echo("  " + json.dumps(e.shape, sort_keys=True, ensure_ascii=False))
+    for entry in entries:
+        calls = f"{entry.calls} call{'s' if entry.calls != 1 else ''}"
+        click.echo(f"{entry.tool}  ({calls})")
+        click.echo("  " + json.dumps(entry.shape, sort_keys=True, ensure_ascii=False))
 
 
 @cache.command("clear")

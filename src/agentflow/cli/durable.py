@@ -225,9 +225,9 @@ def runs_show(
         )
         click.echo(f"  answer with: flowc answer {info.run_id} {q.path} VALUE")
     if info.error:
-        e = info.error
-        where = f" at step {e.get('step_path')}" if e.get("step_path") else ""
-        click.echo(f"error[{e.get('code')}]{where}: {e.get('message')}")
+        failed = info.error
+        where = f" at step {failed.get('step_path')}" if failed.get("step_path") else ""
+        click.echo(f"error[{failed.get('code')}]{where}: {failed.get('message')}")
 
 
 def _step_line(step: dict[str, Any]) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentflow.compiler.check_expressions import LENGTH_HINTS, literal_const, what_is
+from agentflow.compiler.checker_shared import CheckerShared
 from agentflow.compiler.symbols import Symbol, ToolSig, suggest
 from agentflow.compiler.types import (
     BOOL,
@@ -75,7 +76,7 @@ def _takes_null(t: Type) -> bool:
     return isinstance(t, OptionalType) or t == NULL or t == JSON
 
 
-class AgentChecks:
+class AgentChecks(CheckerShared):
     """Tool calls, agents, ask, verify, clauses, budgets and constant settings."""
 
     def lookup_tool(self, name: str) -> ToolSig | None:
@@ -98,7 +99,7 @@ class AgentChecks:
                     self.infer(a.value)
                 for p in e.positional:
                     self.infer(p)
-                params = {a.name: (JSON, False) for a in e.args}
+                params: dict[str, tuple[Type, bool]] = {a.name: (JSON, False) for a in e.args}
                 prev = self.tools.get(callee.name)
                 if prev is not None and not prev.declared:
                     params = {**prev.params, **params}

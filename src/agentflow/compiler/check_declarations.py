@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentflow.compiler.check_tests import check_tests
+from agentflow.compiler.checker_shared import CheckerShared
 from agentflow.compiler.symbols import Symbol
 from agentflow.compiler.types import (
     DURATION,
@@ -41,7 +42,7 @@ SINGLE_ITEMS: dict[type, str] = {
 }
 
 
-class DeclarationChecks:
+class DeclarationChecks(CheckerShared):
     """The phases over top-level items, each a method named for what it declares or checks."""
 
     def collect_items(self) -> None:

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentflow.compiler.checker_shared import Frame
 from agentflow.compiler.types import (
     BOOL,
     INT,
@@ -438,9 +439,7 @@ def _block(ck: Any, block: ast.Block, expected: Type | None, span: Any, what: st
     statement) it need not produce one (its type is then ``null`` or what it produced)."""
     if value:
         return ck.body(block, expected, span, what)
-    from agentflow.compiler.check_statements import _Frame  # it imports this module
-
-    frame = _Frame(None)
+    frame = Frame(None)
     ck.frames.append(frame)
     ck.scopes.append({})
     try:

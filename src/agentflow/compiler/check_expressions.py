@@ -9,9 +9,10 @@ indexing and projections are typed here (docs/spec/LANGUAGE.md §4).  A mixin of
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from agentflow.compiler import check_errors
+from agentflow.compiler.checker_shared import CheckerShared
 from agentflow.compiler.symbols import suggest
 from agentflow.compiler.types import (
     BOOL,
@@ -113,7 +114,7 @@ LENGTH_HINTS = {
 }
 
 
-class ExpressionChecks:
+class ExpressionChecks(CheckerShared):
     """Expression typing rules (``visit_<Node>``) and the dispatch."""
 
     def expr(self, e: ast.Expr, expected: Type | None = None) -> Type:
@@ -572,7 +573,7 @@ class ExpressionChecks:
         else:
             r = ot
         if tp is ObjectType:
-            f = r.fields.get(name)
+            f = cast(ObjectType, r).fields.get(name)
             if f is not None:
                 return f.type
         if isinstance(ot, ErrorType):

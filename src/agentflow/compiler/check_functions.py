@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from agentflow.compiler.check_expressions import what_is
+from agentflow.compiler.checker_shared import CheckerShared
 from agentflow.compiler.symbols import suggest
 from agentflow.compiler.types import (
     BOOL,
@@ -163,7 +164,7 @@ def _wants_map(t: Type) -> bool:
     return isinstance(t, UnionType) and any(isinstance(m, MapType) for m in t.members)
 
 
-class FunctionChecks:
+class FunctionChecks(CheckerShared):
     """Typing rules of library calls and ``if … then … else``, and the library's hints."""
 
     # -- if c then a else b ---------------------------------------------------------------
@@ -231,7 +232,7 @@ class FunctionChecks:
                     ),
                     None,
                 )
-            if bad is not None:
+            if bad is not None and bound is not None:  # (bad is found only under a bound)
                 self._arg_mismatch(e, spec, bad[0], f"`{tp}` must be `{type_str(bound)}`", bad[1])
                 ok = False
             elif tp in conflict and e.name != "merge":

@@ -9,10 +9,10 @@ a final expression), reachability (``missing-return``, ``unreachable-code``), th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from agentflow.compiler import check_errors
+from agentflow.compiler.checker_shared import CheckerShared, Frame, Var
 from agentflow.compiler.symbols import Symbol, suggest
 from agentflow.compiler.types import (
     BOOL,
@@ -52,21 +52,6 @@ _EXPRESSION_KEYWORDS = [
 _MAX_TRIALS = 3
 
 
-@dataclass(slots=True)
-class _Var:
-    symbol: Symbol
-    span: Span
-    used: bool = False
-
-
-@dataclass(slots=True)
-class _Frame:
-    """A stage or control body: its expected value type and the value types it produced."""
-
-    expected: Type | None
-    values: list[Type] = field(default_factory=list)
-
-
 #: operators of other languages written between two values (``s matches "x"``): a name to
 #: the checker, which then says what `.flow` has instead
 _OPERATOR_HINTS = {
@@ -78,7 +63,7 @@ _OPERATOR_HINTS = {
 }
 
 
-class StatementChecks:
+class StatementChecks(CheckerShared):
     """Stages, bodies, scopes, statements, names, loops."""
 
     def check_stage(self, stage: ast.StageDecl) -> None:
@@ -96,7 +81,7 @@ class StatementChecks:
 
     def body(self, block: ast.Block, expected: Type | None, owner_span: Span, what: str) -> Type:
         """Check a stage or control body; returns the body's value type."""
-        frame = _Frame(expected)
+        frame = Frame(expected)
         self.frames.append(frame)
         self.scopes.append({})
         try:
@@ -141,9 +126,9 @@ class StatementChecks:
                 notes=[Note("first defined here", prev.span)],
             )
             prev.used = True
-        scope[symbol.name] = _Var(symbol, span)
+        scope[symbol.name] = Var(symbol, span)
 
-    def stmts(self, stmts: list[ast.Stmt], frame: _Frame, *, top: bool) -> bool:
+    def stmts(self, stmts: list[ast.Stmt], frame: Frame, *, top: bool) -> bool:
         reachable = True
         warned = False
         for i, s in enumerate(stmts):
@@ -183,7 +168,7 @@ class StatementChecks:
                     self.expr(s.expr, None)
         return reachable
 
-    def if_stmt(self, s: ast.IfStmt, frame: _Frame) -> bool:
+    def if_stmt(self, s: ast.IfStmt, frame: Frame) -> bool:
         """Check an ``if``; True when control may continue after it."""
         self.expr(s.cond, BOOL)
         self.scopes.append({})
@@ -270,12 +255,12 @@ class StatementChecks:
         if closed is not None and closed.span.start < e.span.start and not hint:
             where = _scope_text(self, closed)
             if where is not None:
-                scope, fix = where
+                visible_in, fix = where
                 self.report(
                     D.UNKNOWN_NAME,
-                    f"unknown name `{e.name}`: it is visible only in {scope}",
+                    f"unknown name `{e.name}`: it is visible only in {visible_in}",
                     e.span,
-                    notes=[Note(f"`{e.name}` is bound here, in {scope}", closed.span)],
+                    notes=[Note(f"`{e.name}` is bound here, in {visible_in}", closed.span)],
                     hint=fix,
                 )
                 return ERROR

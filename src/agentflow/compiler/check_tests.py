@@ -20,6 +20,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentflow.compiler.checker_shared import Var
+from agentflow.compiler.symbols import Symbol
 from agentflow.compiler.types import (
     BOOL,
     ERROR,
@@ -208,7 +210,7 @@ def const_type(checker: Any, e: ast.Expr) -> Type:
     """The most precise type of the constant ``e``: string, number and boolean literals keep
     their literal type (``"high"``, not ``text``), so a case field can fill a literal union."""
     if isinstance(e, ast.StringLit) and all(isinstance(p, str) for p in e.parts):
-        return LiteralType("".join(e.parts))
+        return LiteralType("".join(str(p) for p in e.parts))
     if isinstance(e, (ast.NumberLit, ast.BoolLit)):
         return LiteralType(e.value)
     if isinstance(e, ast.NullLit):
@@ -258,7 +260,7 @@ def _check_test(checker: Any, test: ast.TestDecl, calls: list[AgentCall]) -> Non
             ct: Type = ERROR
         else:
             ct = case_type(checker, test.cases)
-        case_scope[case] = _var(checker, case, ct, test.case.span)
+        case_scope[test.case.name] = _var(checker, test.case.name, ct, test.case.span)
     checker.scopes.append(case_scope)
     try:
         _check_items(checker, test, calls, case)
@@ -278,11 +280,11 @@ def _check_items(
             notes=[Note("first given here", inputs[0].span)],
         )
     replays = test.replays
-    for extra in replays[1:]:
+    for again in replays[1:]:
         checker.report(
             D.DUPLICATE_DEFINITION,
             "this test replays a second cassette",
-            extra.span,
+            again.span,
             notes=[Note("the first is given here", replays[0].span)],
             hint="one cassette per test: record the run once into one file",
         )
@@ -316,10 +318,8 @@ def _check_items(
             _code(checker, exp.fail_code, exp.code_span)
 
 
-def _var(checker: Any, name: str, t: Type, span: Span) -> Any:
-    from agentflow.compiler.checker import Symbol, _Var
-
-    return _Var(Symbol("test", name, t, None), span, used=True)
+def _var(checker: Any, name: str, t: Type, span: Span) -> Var:
+    return Var(Symbol("test", name, t, None), span, used=True)
 
 
 def _check_stub(

@@ -14,6 +14,7 @@ from typing import Any
 
 from agentflow.compiler import check_errors
 from agentflow.compiler.check_expressions import literal_const
+from agentflow.compiler.checker_shared import CheckerShared
 from agentflow.compiler.symbols import ToolSig, suggest
 from agentflow.compiler.types import (
     DURATION,
@@ -123,7 +124,7 @@ def _has_literal(t: Type, env: TypeEnv) -> bool:
     return False
 
 
-class TypeChecks:
+class TypeChecks(CheckerShared):
     """Type expressions, aliases, constraints, tool signatures, mismatches."""
 
     def mismatch(self, expr: ast.Expr, got: Type, want: Type) -> None:
@@ -284,8 +285,8 @@ class TypeChecks:
                 return VERDICT
             if name in self.env.objects or (
                 name in self.type_decls
-                and isinstance(self.type_decls[name], ast.TypeDecl)
-                and self.type_decls[name].body is not None
+                and isinstance(decl := self.type_decls[name], ast.TypeDecl)
+                and decl.body is not None
             ):
                 return NamedRef(name)
             if name in self.alias_decls:
@@ -483,6 +484,7 @@ class TypeChecks:
                 self.alias_done[n] = ERROR
             return ERROR
         decl = self.alias_decls[name]
+        assert decl.alias is not None  # only `type N = T` declarations are noted as aliases
         t = self.resolve_type(decl.alias, stack + (name,))
         if name in self.alias_done:  # marked by a cycle found below
             return self.alias_done[name]

@@ -38,8 +38,9 @@ from agentflow.compiler.check_agents import AgentChecks
 from agentflow.compiler.check_declarations import DeclarationChecks
 from agentflow.compiler.check_expressions import _DISPATCH, ExpressionChecks
 from agentflow.compiler.check_functions import FunctionChecks
-from agentflow.compiler.check_statements import StatementChecks, _Frame, _Var
+from agentflow.compiler.check_statements import StatementChecks
 from agentflow.compiler.check_types import TypeChecks
+from agentflow.compiler.checker_shared import Frame, Var
 from agentflow.compiler.symbols import Symbol, ToolSig
 from agentflow.compiler.types import (
     ERROR,
@@ -48,8 +49,7 @@ from agentflow.compiler.types import (
     TypeEnv,
 )
 from agentflow.core import diagnostics as D
-from agentflow.core.diagnostics import Diagnostic, Note
-from agentflow.core.spans import Span
+from agentflow.core.diagnostics import Diagnostic
 from agentflow.grammar import ast
 from agentflow.stdlib import PRELUDE
 
@@ -167,8 +167,8 @@ class Checker(
         #: how deeply expressions nest while being typed (now / the most seen), for _SHALLOW
         self.expr_depth = self.max_expr_depth = 0
         self.refs: dict[int, Symbol] = {}
-        self.scopes: list[dict[str, _Var]] = []
-        self.frames: list[_Frame] = []
+        self.scopes: list[dict[str, Var]] = []
+        self.frames: list[Frame] = []
         self.proj: list[Type] = []
         self.stage_types: dict[str, Type] = {}
         self.stage_syms: dict[str, Symbol] = {}
@@ -191,7 +191,7 @@ class Checker(
         self.redefined_builtins: set[str] = set()
         #: the last binding of each name whose scope has ended (to say where it was visible)
         self.closed_names: dict[str, Any] = {}
-        self.type_decls: dict[str, ast.Item] = {}
+        self.type_decls: dict[str, ast.TypeDecl | ast.ExternType] = {}
         self.alias_decls: dict[str, ast.TypeDecl] = {}
         self.alias_done: dict[str, Type] = {}
         self.alias_reported: set[str] = set()
@@ -209,18 +209,6 @@ class Checker(
         self.declared_output: Type | None = None
         self.output_type: Type = JSON
         self.tests: list[ast.TestDecl] = []
-
-    def report(
-        self,
-        code: str,
-        message: str,
-        span: Span,
-        *,
-        notes: list[Note] | None = None,
-        hint: str | None = None,
-    ) -> None:
-        sev = D.CODES[code].severity
-        self.diags.append(Diagnostic(code, message, span, notes or [], hint, sev))
 
     def check(self) -> CheckResult:
         """Check the module: the phases below, in order, then the result."""

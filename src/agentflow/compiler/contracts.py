@@ -165,7 +165,7 @@ def _apply(schema: dict, constraints: dict[str, tuple], env: T.TypeEnv) -> dict:
     lo_key, hi_key = {
         "array": ("minItems", "maxItems"),
         "object": ("minProperties", "maxProperties"),
-    }.get(out.get("type"), ("minLength", "maxLength"))
+    }.get(str(out.get("type")), ("minLength", "maxLength"))
     for name, args in constraints.items():
         if name == "range":
             lo, hi = (list(args) + [None, None])[:2]
@@ -369,7 +369,9 @@ def extern_declaration(
     parameter's name is not a `.flow` identifier (an optional one is left out, with a note)."""
     schema = inline_refs(input_schema) if isinstance(input_schema, dict) else {}
     output_schema = inline_refs(output_schema) if isinstance(output_schema, dict) else None
-    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        props = {}
     required = _required(schema)
     params = []
     dropped = []
@@ -405,9 +407,10 @@ def inline_refs(schema: dict[str, Any], depth: int = 0) -> dict[str, Any]:
     """``schema`` with its local references (``#/$defs/X``, ``#/definitions/X``) replaced by
     what they name, up to 6 levels deep (deeper or unresolvable references are left as they
     are, which reads as ``json``)."""
+    definitions, dollar_defs = schema.get("definitions"), schema.get("$defs")
     defs = {
-        **(schema.get("definitions") if isinstance(schema.get("definitions"), dict) else {}),
-        **(schema.get("$defs") if isinstance(schema.get("$defs"), dict) else {}),
+        **(definitions if isinstance(definitions, dict) else {}),
+        **(dollar_defs if isinstance(dollar_defs, dict) else {}),
     }
 
     def walk(node: Any, level: int) -> Any:

@@ -13,12 +13,13 @@ from typing import Any
 from agentflow.compiler import types as T
 from agentflow.compiler.contracts import ContractError, agent_contract, contract_for
 from agentflow.compiler.lower_expressions import (
+    Ctx,
     Frag,
+    LoweringShared,
+    NeedsOutline,
     StepRef,
-    _Ctx,
-    _NeedsOutline,
-    _paren,
-    _scope_name,
+    paren_frag,
+    scope_name,
 )
 from agentflow.errors import LoweringError
 from agentflow.grammar import ast
@@ -80,10 +81,10 @@ _ARM_EFFECTS = (
 )
 
 
-class EffectLowering:
+class EffectLowering(LoweringShared):
     """The ``visit_<Node>`` rules of effectful expressions, each adding a step."""
 
-    def visit_CondExpr(self, e: ast.CondExpr, ctx: _Ctx) -> Frag:
+    def visit_CondExpr(self, e: ast.CondExpr, ctx: Ctx) -> Frag:
         """``if c then a else b``: with pure arms the template expression itself (the evaluator
         evaluates only the chosen arm); when an arm has an effect (a tool call, an agent …), a
         ``decide`` step whose branches are the arms, so only the chosen arm's effects run."""
@@ -92,15 +93,15 @@ class EffectLowering:
             then, else_ = self.expr(e.then, ctx), self.expr(e.else_, ctx)
             # the condition and the `then` arm are operand chains: a conditional there (prec 0)
             # needs parentheses; the `else` arm extends to the end
-            c = _paren(cond) if cond.prec == 0 else cond
-            t = _paren(then) if then.prec == 0 else then
+            c = paren_frag(cond) if cond.prec == 0 else cond
+            t = paren_frag(then) if then.prec == 0 else then
             return Frag(
                 ["if ", *c.parts, " then ", *t.parts, " else ", *else_.parts],
                 False,
                 cond.free | then.free | else_.free,
             )
         if ctx.body:
-            raise _NeedsOutline()  # a decide cannot be a body
+            raise NeedsOutline()  # a decide cannot be a body
         inp: dict[str, Any] = {"when": {"expr": cond.render()}}
         then_stmt = ast.ExprStmt(e.then.span, e.then)
         inp["then"] = self.body_step([then_stmt], e.then.span, ctx, {}, "then arm")
@@ -112,7 +113,7 @@ class EffectLowering:
         return Frag([StepRef(step)])
 
     # effectful expressions
-    def visit_Call(self, e: ast.Call, ctx: _Ctx) -> Frag:
+    def visit_Call(self, e: ast.Call, ctx: Ctx) -> Frag:
         name = e.callee.name if isinstance(e.callee, ast.Name) else "?"
         sig = self.r.tools.get(name) or self.r.tool_decls.get(name)
         tool = sig.catalog_name if sig is not None else name
@@ -136,7 +137,7 @@ class EffectLowering:
             return None
         return _open_objects(schema)
 
-    def visit_AgentExpr(self, e: ast.AgentExpr, ctx: _Ctx) -> Frag:
+    def visit_AgentExpr(self, e: ast.AgentExpr, ctx: Ctx) -> Frag:
         inp: dict[str, Any] = {"agent": self._target(e.target, ctx)}
         retry = timeout = None
         for c in e.clauses:
@@ -216,7 +217,7 @@ class EffectLowering:
             raise LoweringError(f"internal compiler error: no constant value for {what}", e.span)
         return self.r.constants[id(e)]
 
-    def count_setting(self, e: ast.Expr, ctx: _Ctx) -> Any:
+    def count_setting(self, e: ast.Expr, ctx: Ctx) -> Any:
         """``limit`` / ``max_iterations``: the number when the checker computed it, else a
         template the run evaluates (and checks: a positive integer up to the limit)."""
         if id(e) in self.r.constants:
@@ -231,7 +232,7 @@ class EffectLowering:
             if (value := spec.limit(key)) is not None
         }
 
-    def _target(self, target: ast.Expr, ctx: _Ctx) -> dict:
+    def _target(self, target: ast.Expr, ctx: Ctx) -> dict:
         if isinstance(target, ast.Name) and target.name in self.uses:
             return {"kind": "alias", "name": self.uses[target.name].target}
         if (
@@ -250,9 +251,9 @@ class EffectLowering:
             return {"kind": "team.member", "team": team, "member": self.whole(self.expr(arg, ctx))}
         raise LoweringError("invalid agent target", target.span)
 
-    def visit_MapExpr(self, e: ast.MapExpr, ctx: _Ctx) -> Frag:
+    def visit_MapExpr(self, e: ast.MapExpr, ctx: Ctx) -> Frag:
         if ctx.body:
-            raise _NeedsOutline()
+            raise NeedsOutline()
         over = self.expr(e.over, ctx)
         limit = self.count_setting(e.limit, ctx) if e.limit is not None else None
         loop = {e.var.name: "item", "index": "index"}
@@ -271,12 +272,12 @@ class EffectLowering:
         step = self.add_step(ctx, "map", inp, e.keyword_span or e.span)
         return Frag([StepRef(step)])
 
-    def visit_CatchExpr(self, e: ast.CatchExpr | ast.TryExpr, ctx: _Ctx) -> Frag:
+    def visit_CatchExpr(self, e: ast.CatchExpr | ast.TryExpr, ctx: Ctx) -> Frag:
         """A `try` step: the guarded expression (a `try` block's statements) as its `do` body, the
         fallback as its `catch` body (the binding reads the scope's `error`), `on` the codes
         caught (all when absent)."""
         if ctx.body:
-            raise _NeedsOutline()
+            raise NeedsOutline()
         if isinstance(e, ast.TryExpr):
             do = self.body_step(e.block.stmts, e.block.span, ctx, {}, "try block")
         else:
@@ -296,13 +297,13 @@ class EffectLowering:
 
     visit_TryExpr = visit_CatchExpr
 
-    def visit_FilterExpr(self, e: ast.FilterExpr, ctx: _Ctx) -> Frag:
+    def visit_FilterExpr(self, e: ast.FilterExpr, ctx: Ctx) -> Frag:
         over = self.expr(e.over, ctx)
         inp: dict[str, Any] = {"over": self.whole(over)}
-        bindings = {e.var.name: _scope_name("item"), "index": _scope_name("index")}
+        bindings = {e.var.name: scope_name("item"), "index": scope_name("index")}
         scratch: list[dict] = []
-        gate = _Ctx(ctx.plan, scratch, ctx.stage, parent=ctx, bindings=bindings, gate=True)
-        snapshot = self._snapshot(ctx)
+        gate = Ctx(ctx.plan, scratch, ctx.stage, parent=ctx, bindings=bindings, gate=True)
+        snapshot = self.snapshot(ctx)
         if e.judge is not None:
             inp["infer"] = self.text_value(e.judge, gate)
         else:
@@ -311,9 +312,9 @@ class EffectLowering:
         if scratch:
             # The gate needs a step (a projection lowered to a `map`): roll the attempt back,
             # compute the gate of every item by a `map` first and let the filter read it by index.
-            self._rollback(ctx, snapshot)
+            self.rollback(ctx, snapshot)
             if ctx.body:
-                raise _NeedsOutline()  # two steps cannot be a body
+                raise NeedsOutline()  # two steps cannot be a body
             gate_expr = e.judge if e.judge is not None else e.cond
             assert gate_expr is not None
             loop = {e.var.name: "item", "index": "index"}
@@ -329,9 +330,9 @@ class EffectLowering:
         step = self.add_step(ctx, "filter", inp, e.span, select="{{ result.kept }}")
         return Frag([StepRef(step)])
 
-    def visit_ReduceExpr(self, e: ast.ReduceExpr, ctx: _Ctx) -> Frag:
+    def visit_ReduceExpr(self, e: ast.ReduceExpr, ctx: Ctx) -> Frag:
         if ctx.body:
-            raise _NeedsOutline()
+            raise NeedsOutline()
         over = self.expr(e.over, ctx)
         init = self.expr(e.init, ctx)
         loop = {e.var.name: "item", "index": "index", e.acc.name: "accumulator"}
@@ -340,12 +341,12 @@ class EffectLowering:
         step = self.add_step(ctx, "reduce", inp, e.span)
         return Frag([StepRef(step)])
 
-    def visit_LoopExpr(self, e: ast.LoopExpr, ctx: _Ctx) -> Frag:
+    def visit_LoopExpr(self, e: ast.LoopExpr, ctx: Ctx) -> Frag:
         """A `loop` step (docs/spec/PLAN_IR.md §5): ``up_to`` the bound (a number when
         constant), the body as ``do`` (the round variable reads ``round``, the state
         ``accumulator``), ``until`` a condition and ``on_exhausted`` from the ``else``."""
         if ctx.body:
-            raise _NeedsOutline()
+            raise NeedsOutline()
         bound = self.count_setting(e.over, ctx)
         init = self.expr(e.init, ctx)
         loop = {e.var.name: "round", e.acc.name: "accumulator"}
@@ -353,8 +354,8 @@ class EffectLowering:
         inp: dict[str, Any] = {"up_to": bound, "initial": self.whole(init), "do": body}
         if e.until is not None:
             scratch: list[dict] = []
-            bindings = {n: _scope_name(s) for n, s in loop.items()}
-            after = _Ctx(ctx.plan, scratch, ctx.stage, parent=ctx, bindings=bindings)
+            bindings = {n: scope_name(s) for n, s in loop.items()}
+            after = Ctx(ctx.plan, scratch, ctx.stage, parent=ctx, bindings=bindings)
             inp["until"] = {"expr": self.expr(e.until, after).render()}
             if e.else_fail is not None:
                 inp["on_exhausted"] = {"fail": self.text_value(e.else_fail, after)}
@@ -369,7 +370,7 @@ class EffectLowering:
         step = self.add_step(ctx, "loop", inp, e.keyword_span or e.span)
         return Frag([StepRef(step)])
 
-    def visit_AskExpr(self, e: ast.AskExpr, ctx: _Ctx) -> Frag:
+    def visit_AskExpr(self, e: ast.AskExpr, ctx: Ctx) -> Frag:
         inp: dict[str, Any] = {"question": self.text_value(e.question, ctx)}
         if e.expect is not None:
             inp["schema"] = contract_for(self.r.type_of(e), self.env)
@@ -384,9 +385,9 @@ class EffectLowering:
         step = self.add_step(ctx, "ask", inp, e.span, select="{{ result.answer }}")
         return Frag([StepRef(step)])
 
-    def visit_VerifyExpr(self, e: ast.VerifyExpr, ctx: _Ctx) -> Frag:
+    def visit_VerifyExpr(self, e: ast.VerifyExpr, ctx: Ctx) -> Frag:
         if ctx.body:
-            raise _NeedsOutline()
+            raise NeedsOutline()
         checks = []
         judges = []
         for it in e.items:

@@ -5,7 +5,7 @@ docs/spec/PLAN_IR.md) as a :class:`Frag`, which keeps a :class:`StepRef` for eve
 until it is printed, and its precedence, so that only the parentheses the grammar needs are written.
 :class:`ExpressionLowering` is a mixin of :class:`~agentflow.compiler.lowering._Lowerer` holding the
 rules for names, literals, operators, members, indexes and projections.  The scopes every rule
-lowers in (:class:`_Ctx`, :class:`_PlanBuilder`) are defined here too, below the fragments.
+lowers in (:class:`Ctx`, :class:`PlanBuilder`) are defined here too, below the fragments.
 """
 
 from __future__ import annotations
@@ -13,9 +13,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 from agentflow.compiler import types as T
+from agentflow.compiler.checker import CheckResult
 from agentflow.compiler.contracts import flow_string as _flow_string
+from agentflow.core.spans import Span
 from agentflow.errors import LoweringError
 from agentflow.grammar import ast
 
@@ -23,7 +26,7 @@ from agentflow.grammar import ast
 _EFFECTS = (ast.Call, ast.AgentExpr, ast.AskExpr, ast.VerifyExpr, ast.FilterExpr)
 
 
-class _NeedsOutline(Exception):
+class NeedsOutline(Exception):
     """Raised while lowering a control body inline when it cannot be a single body step."""
 
 
@@ -133,7 +136,7 @@ class Frag:
         """The template-expression text; ``subst`` maps ``id(step)`` to replacement text.
 
         A reference to a body step (which has no id) that is not substituted cannot be printed:
-        :class:`_NeedsOutline` is raised, so that the enclosing body gets outlined.
+        :class:`NeedsOutline` is raised, so that the enclosing body gets outlined.
         """
         out = []
         for p in self.parts:
@@ -144,7 +147,7 @@ class Frag:
                 elif "id" in p.step:
                     out.append(p.step["id"])
                 else:
-                    raise _NeedsOutline()
+                    raise NeedsOutline()
             else:
                 out.append(p)
         return "".join(out)
@@ -153,7 +156,7 @@ class Frag:
 _OPENERS = {"(": ")", "[": "]", "{": "}"}
 
 
-def _join(*items: Frag | str, atomic: bool = False) -> Frag:
+def join_frags(*items: Frag | str, atomic: bool = False) -> Frag:
     parts: list[str | StepRef] = []
     free: set[str] = set()
     for it in items:
@@ -165,15 +168,15 @@ def _join(*items: Frag | str, atomic: bool = False) -> Frag:
     return Frag(parts, atomic, frozenset(free))
 
 
-def _paren(f: Frag) -> Frag:
-    return f if f.atomic else _join("(", f, ")", atomic=True)
+def paren_frag(f: Frag) -> Frag:
+    return f if f.atomic else join_frags("(", f, ")", atomic=True)
 
 
 NULL = Frag.text("null")
 
 
 @dataclass
-class _PlanBuilder:
+class PlanBuilder:
     """The steps of one plan (main or outlined sub-plan) with its own ``E<n>`` counter."""
 
     steps: list[dict] = field(default_factory=list)
@@ -186,7 +189,7 @@ class _PlanBuilder:
 
 
 @dataclass(eq=False)
-class _Ctx:
+class Ctx:
     """A lexical scope and where its steps go.
 
     - ``target`` receives the steps (a plan's ``steps``, or a body's scratch list);
@@ -198,17 +201,17 @@ class _Ctx:
       the call's ``env`` and read as ``input.env.<name>``.
     """
 
-    plan: _PlanBuilder
+    plan: PlanBuilder
     target: list[dict]
     stage: str | None
-    parent: _Ctx | None = None
+    parent: Ctx | None = None
     bindings: dict[str, Frag] = field(default_factory=dict)
     body: bool = False
     gate: bool = False
     env: dict[str, Frag] | None = None
 
 
-def _scope_name(s: str) -> Frag:
+def scope_name(s: str) -> Frag:
     """A fragment reading a scope name (``item``, ``input.item``, …)."""
     return Frag.text(s, free=frozenset({s.split(".", 1)[0]}))
 
@@ -227,15 +230,64 @@ def _number(v: int | float) -> str:
     return text
 
 
-class ExpressionLowering:
+class LoweringShared:
+    """The lowering's declared interface: the state of one lowering (set in
+    ``lowering._Lowerer.__init__``) and the methods the rule mixins call on one another.
+    :class:`ExpressionLowering` and :class:`~agentflow.compiler.lower_effects.EffectLowering`
+    derive from it, so each type-checks on its own (as the checker's mixins do over
+    :class:`~agentflow.compiler.checker_shared.CheckerShared`); the methods raise
+    ``NotImplementedError`` here and are defined by the mixins or the lowerer."""
+
+    r: CheckResult
+    env: T.TypeEnv
+    uses: dict[str, ast.UseDecl]
+
+    def snapshot(self, ctx: Ctx) -> tuple[list[str], dict, int]:
+        raise NotImplementedError
+
+    def rollback(self, ctx: Ctx, snapshot: tuple[list[str], dict, int]) -> None:
+        raise NotImplementedError
+
+    def add_step(
+        self, ctx: Ctx, tool_name: str, inp: Any, span: Span, *, select: str | None = None
+    ) -> dict:
+        raise NotImplementedError
+
+    def body_step(
+        self,
+        stmts: list[ast.Stmt],
+        span: Span,
+        ctx: Ctx,
+        loop: dict[str, str],
+        what: str,
+    ) -> dict:
+        raise NotImplementedError
+
+    def expr(self, e: ast.Expr, ctx: Ctx) -> Frag:
+        raise NotImplementedError
+
+    def resolve(self, name: str, ctx: Ctx | None) -> Frag | None:
+        raise NotImplementedError
+
+    def text_value(self, e: ast.Expr, ctx: Ctx) -> str:
+        raise NotImplementedError
+
+    def value_input(self, e: ast.Expr, ctx: Ctx) -> Any:
+        raise NotImplementedError
+
+    def whole(self, f: Frag) -> str:
+        raise NotImplementedError
+
+
+class ExpressionLowering(LoweringShared):
     """The ``visit_<Node>`` rules of pure expressions (names, literals, operators, paths)."""
 
     # pure expressions
-    def visit_Name(self, e: ast.Name, ctx: _Ctx) -> Frag:
+    def visit_Name(self, e: ast.Name, ctx: Ctx) -> Frag:
         f = self.resolve(e.name, ctx)
         return f if f is not None else Frag.text(e.name)
 
-    def visit_StringLit(self, e: ast.StringLit, ctx: _Ctx) -> Frag:
+    def visit_StringLit(self, e: ast.StringLit, ctx: Ctx) -> Frag:
         if e.is_plain:
             return Frag.text(_flow_string(e.text))
         items: list[Frag | str] = ['"']
@@ -245,24 +297,24 @@ class ExpressionLowering:
             else:
                 items.extend(["${", self.expr(p.expr, ctx), "}"])
         items.append('"')
-        return _join(*items, atomic=True)
+        return join_frags(*items, atomic=True)
 
-    def visit_NumberLit(self, e: ast.NumberLit, ctx: _Ctx) -> Frag:
+    def visit_NumberLit(self, e: ast.NumberLit, ctx: Ctx) -> Frag:
         return Frag.text(_number(e.value))
 
-    def visit_BoolLit(self, e: ast.BoolLit, ctx: _Ctx) -> Frag:
+    def visit_BoolLit(self, e: ast.BoolLit, ctx: Ctx) -> Frag:
         return Frag.text("true" if e.value else "false")
 
-    def visit_NullLit(self, e: ast.NullLit, ctx: _Ctx) -> Frag:
+    def visit_NullLit(self, e: ast.NullLit, ctx: Ctx) -> Frag:
         return NULL
 
-    def visit_DurationLit(self, e: ast.DurationLit, ctx: _Ctx) -> Frag:
+    def visit_DurationLit(self, e: ast.DurationLit, ctx: Ctx) -> Frag:
         return Frag.text(json.dumps(e.text))
 
-    def visit_ListLit(self, e: ast.ListLit, ctx: _Ctx) -> Frag:
+    def visit_ListLit(self, e: ast.ListLit, ctx: Ctx) -> Frag:
         return self._delimited("[", e.items, "]", ctx)
 
-    def _delimited(self, opening: str, exprs: list[ast.Expr], closing: str, ctx: _Ctx) -> Frag:
+    def _delimited(self, opening: str, exprs: list[ast.Expr], closing: str, ctx: Ctx) -> Frag:
         """``opening e1, e2, … closing``: a list literal's or a call's arguments, as written."""
         items: list[Frag | str] = [opening]
         for i, x in enumerate(exprs):
@@ -270,9 +322,9 @@ class ExpressionLowering:
                 items.append(", ")
             items.append(self.expr(x, ctx))
         items.append(closing)
-        return _join(*items, atomic=True)
+        return join_frags(*items, atomic=True)
 
-    def visit_ObjectLit(self, e: ast.ObjectLit, ctx: _Ctx) -> Frag:
+    def visit_ObjectLit(self, e: ast.ObjectLit, ctx: Ctx) -> Frag:
         items: list[Frag | str] = ["{"]
         for i, en in enumerate(e.entries):
             if i:
@@ -281,14 +333,14 @@ class ExpressionLowering:
             items.append(f"{key}: ")
             items.append(self.expr(en.value, ctx))
         items.append("}")
-        return _join(*items, atomic=True)
+        return join_frags(*items, atomic=True)
 
-    def visit_RangeExpr(self, e: ast.RangeExpr, ctx: _Ctx) -> Frag:
-        f = _join(_paren(self.expr(e.low, ctx)), "..", _paren(self.expr(e.high, ctx)))
+    def visit_RangeExpr(self, e: ast.RangeExpr, ctx: Ctx) -> Frag:
+        f = join_frags(paren_frag(self.expr(e.low, ctx)), "..", paren_frag(self.expr(e.high, ctx)))
         f.prec, f.ops = _PREC[".."], 1
         return f
 
-    def visit_Binary(self, e: ast.Binary, ctx: _Ctx) -> Frag:
+    def visit_Binary(self, e: ast.Binary, ctx: Ctx) -> Frag:
         """``left op right`` with only the parentheses the grammar needs: every binary operator
         is left-associative, comparisons and ranges do not chain. A long chain (``1 + 1 + …``)
         stays flat instead of nesting a parenthesis per operator (the template parser allows
@@ -304,40 +356,42 @@ class ExpressionLowering:
         if lops + rops + 1 > _MAX_CHAIN:
             step = self.add_step(ctx, "value", {"value": self.whole(left)}, e.left.span)
             left, bare_left, lops = Frag([StepRef(step)]), False, 0
-        lf = left if left.atomic or bare_left else _paren(left)
-        rf = right if right.atomic or bare_right else _paren(right)
-        f = _join(lf, f" {e.op} ", rf)
+        lf = left if left.atomic or bare_left else paren_frag(left)
+        rf = right if right.atomic or bare_right else paren_frag(right)
+        f = join_frags(lf, f" {e.op} ", rf)
         f.prec, f.ops = p, lops + rops + 1
         return f
 
-    def visit_Unary(self, e: ast.Unary, ctx: _Ctx) -> Frag:
+    def visit_Unary(self, e: ast.Unary, ctx: Ctx) -> Frag:
         op = "not " if e.op == "not" else "-"
-        f = _join(op, _paren(self.expr(e.operand, ctx)))
+        f = join_frags(op, paren_frag(self.expr(e.operand, ctx)))
         f.prec = _NOT_PREC if e.op == "not" else _MINUS_PREC
         return f
 
-    def visit_FuncCall(self, e: ast.FuncCall, ctx: _Ctx) -> Frag:
+    def visit_FuncCall(self, e: ast.FuncCall, ctx: Ctx) -> Frag:
         """A library function call, printed as written: the evaluator runs it inside the
         template (docs/reference/functions.md)."""
         return self._delimited(e.name + "(", e.args, ")", ctx)
 
-    def visit_Member(self, e: ast.Member, ctx: _Ctx) -> Frag:
+    def visit_Member(self, e: ast.Member, ctx: Ctx) -> Frag:
         if self._nullable(e.obj) and not self._optional_field(e):
             # A required field (or `.count`) read through a `T?` value is null when the value is
             # null or absent (docs/spec/LANGUAGE.md §4), and still `bad_path` when the value is
             # there but the field is missing: `(x ?? {f: null}).f`.
             key = e.name if _is_ident(e.name) else _flow_string(e.name)
-            return _join("(", self._read(e.obj, ctx), f" ?? {{{key}: null}}).{e.name}", atomic=True)
-        f = _join(_paren(self.expr(e.obj, ctx)), "." + e.name, atomic=True)
+            return join_frags(
+                "(", self._read(e.obj, ctx), f" ?? {{{key}: null}}).{e.name}", atomic=True
+            )
+        f = join_frags(paren_frag(self.expr(e.obj, ctx)), "." + e.name, atomic=True)
         if self._optional_field(e):
-            return _join("(", f, " ?? null)", atomic=True)
+            return join_frags("(", f, " ?? null)", atomic=True)
         return f
 
-    def _read(self, e: ast.Expr, ctx: _Ctx) -> Frag:
+    def _read(self, e: ast.Expr, ctx: Ctx) -> Frag:
         """``e`` as the left operand of ``??``: an optional field read without its own
         ``?? null`` (``??`` already catches the missing path)."""
         if isinstance(e, ast.Member) and self._optional_field(e) and not self._nullable(e.obj):
-            return _join(_paren(self.expr(e.obj, ctx)), "." + e.name, atomic=True)
+            return join_frags(paren_frag(self.expr(e.obj, ctx)), "." + e.name, atomic=True)
         return self.expr(e, ctx)
 
     def _text(self, e: ast.Expr) -> bool:
@@ -369,10 +423,12 @@ class ExpressionLowering:
                     return True
         return False
 
-    def visit_Index(self, e: ast.Index, ctx: _Ctx) -> Frag:
-        return _join(_paren(self.expr(e.obj, ctx)), "[", self.expr(e.index, ctx), "]", atomic=True)
+    def visit_Index(self, e: ast.Index, ctx: Ctx) -> Frag:
+        return join_frags(
+            paren_frag(self.expr(e.obj, ctx)), "[", self.expr(e.index, ctx), "]", atomic=True
+        )
 
-    def visit_Projection(self, e: ast.Projection, ctx: _Ctx) -> Frag:
+    def visit_Projection(self, e: ast.Projection, ctx: Ctx) -> Frag:
         """``xs[*].path``: a plain template path, or — when the per-element path reads an
         optional part (a `T?` field, a field of a `T?` value) — a ``map`` step over ``xs`` whose
         ``value`` body reads the path of ``item`` with the ``??`` defaults of plain reads
@@ -381,10 +437,10 @@ class ExpressionLowering:
             return self._projection_map(e, ctx)
         # not atomic: an index or field after a projection in the template would apply to each
         # element (`xs[*].id[0]`), so `(xs[*].id)[0]` keeps its parentheses
-        base = _join(_paren(self.expr(e.base, ctx)), "[*]")
+        base = join_frags(paren_frag(self.expr(e.base, ctx)), "[*]")
         if e.path is None:
             return base
-        return _join(base, self._path(e.path, ctx))
+        return join_frags(base, self._path(e.path, ctx))
 
     def _path_defaults(self, p: ast.Expr) -> bool:
         """True when a per-element projection path crosses an optional part (see
@@ -403,7 +459,7 @@ class ExpressionLowering:
             else:
                 return False
 
-    def _projection_map(self, e: ast.Projection, ctx: _Ctx) -> Frag:
+    def _projection_map(self, e: ast.Projection, ctx: Ctx) -> Frag:
         assert e.path is not None
         for node in ast.walk(e.path):
             if isinstance(node, ast.Index) and any(
@@ -418,29 +474,31 @@ class ExpressionLowering:
                     node.index.span,
                 )
         if ctx.body:
-            raise _NeedsOutline()  # a map cannot be a body
+            raise NeedsOutline()  # a map cannot be a body
         over = self.expr(e.base, ctx)
         stmts: list[ast.Stmt] = [ast.ExprStmt(e.path.span, e.path)]
         body = self.body_step(stmts, e.span, ctx, {_ELEMENT: "item"}, "projection")
         step = self.add_step(ctx, "map", {"over": self.whole(over), "do": body}, e.span)
         return Frag([StepRef(step)])
 
-    def visit_ProjectionItem(self, e: ast.ProjectionItem, ctx: _Ctx) -> Frag:
+    def visit_ProjectionItem(self, e: ast.ProjectionItem, ctx: Ctx) -> Frag:
         f = self.resolve(_ELEMENT, ctx)
         if f is None:  # pragma: no cover - only a projection map body reads the element
             raise LoweringError("projection element outside a projection", e.span)
         return f
 
-    def _path(self, p: ast.Expr, ctx: _Ctx) -> Frag:
+    def _path(self, p: ast.Expr, ctx: Ctx) -> Frag:
         if isinstance(p, ast.ProjectionItem):
             return Frag.text("")
         if isinstance(p, ast.Member):
-            return _join(self._path(p.obj, ctx), "." + p.name, atomic=True)
+            return join_frags(self._path(p.obj, ctx), "." + p.name, atomic=True)
         if isinstance(p, ast.Index):
-            return _join(self._path(p.obj, ctx), "[", self.expr(p.index, ctx), "]", atomic=True)
+            return join_frags(
+                self._path(p.obj, ctx), "[", self.expr(p.index, ctx), "]", atomic=True
+            )
         if isinstance(p, ast.Projection):  # a nested projection: `xs[*].ys[*].b`
-            inner = _join(self._path(p.base, ctx), "[*]", atomic=True)
+            inner = join_frags(self._path(p.base, ctx), "[*]", atomic=True)
             if p.path is None:
                 return inner
-            return _join(inner, self._path(p.path, ctx), atomic=True)
+            return join_frags(inner, self._path(p.path, ctx), atomic=True)
         raise LoweringError("unsupported projection path", p.span)

@@ -12,7 +12,7 @@ Control bodies (``map``/``reduce`` ``do``, ``decide`` branches) are first lowere
 step.  When that is impossible — a second step, a control step that cannot be a body (``map``,
 ``reduce``, ``decide``, ``verify``), or a ``filter`` gate reading a loop variable of an enclosing
 inline body (whose ``item``/``index`` the gate would shadow) — the attempt is abandoned (signalled by
-:class:`_NeedsOutline`, everything it registered rolled back) and the body is **outlined** into a
+:class:`NeedsOutline`, everything it registered rolled back) and the body is **outlined** into a
 sub-plan ``<flow>__<stage>_<n>`` under ``plans:``, called as ``plan__<flow>__<stage>_<n>`` with
 input ``{item, index, accumulator, env}``; ``env`` holds the outer names the body reads, read inside
 as ``input.env.<name>``.
@@ -37,15 +37,15 @@ from agentflow.compiler.lower_effects import (
 )
 from agentflow.compiler.lower_expressions import (
     NULL,
+    Ctx,
     ExpressionLowering,
     Frag,
+    NeedsOutline,
+    PlanBuilder,
     StepRef,
-    _Ctx,
-    _join,
-    _NeedsOutline,
-    _paren,
-    _PlanBuilder,
-    _scope_name,
+    join_frags,
+    paren_frag,
+    scope_name,
 )
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import BODY_CONTROL_STEPS, CONTROL_STEPS
@@ -104,7 +104,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
     def source(self, span: Span) -> str:
         return f"{self.file}:{span.line}:{span.column}"
 
-    def meta(self, span: Span, ctx: _Ctx, name: str | None = None) -> dict:
+    def meta(self, span: Span, ctx: Ctx, name: str | None = None) -> dict:
         m: dict[str, Any] = {"source": self.source(span)}
         if ctx.stage:
             m["stage"] = ctx.stage
@@ -113,11 +113,11 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         return m
 
     def add_step(
-        self, ctx: _Ctx, tool_name: str, inp: Any, span: Span, *, select: str | None = None
+        self, ctx: Ctx, tool_name: str, inp: Any, span: Span, *, select: str | None = None
     ) -> dict:
         """Append a step to ``ctx.target`` (numbered unless ``ctx`` is an inline body)."""
         if ctx.body and (ctx.target or tool_name in _NOT_BODY):
-            raise _NeedsOutline()
+            raise NeedsOutline()
         step: dict[str, Any] = {}
         if not ctx.body:
             step["id"] = ctx.plan.next_id()
@@ -130,7 +130,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         return step
 
     # -- names -------------------------------------------------------------------------------
-    def share(self, frag: Frag, ctx: _Ctx, span: Span, uses: int, name: str | None = None) -> Frag:
+    def share(self, frag: Frag, ctx: Ctx, span: Span, uses: int, name: str | None = None) -> Frag:
         """The fragment a name bound to ``frag`` and used ``uses`` times should stand for.
 
         Small fragments are returned as they are (inlined at every use); one that could blow up
@@ -154,11 +154,11 @@ class _Lowerer(ExpressionLowering, EffectLowering):
             step["meta"]["name"] = name
         return Frag([StepRef(step)])
 
-    def resolve(self, name: str, ctx: _Ctx | None) -> Frag | None:
+    def resolve(self, name: str, ctx: Ctx | None) -> Frag | None:
         """The fragment a source name stands for in ``ctx`` (None when unbound).
 
         Crossing a filter gate, a binding that reads ``item``/``index`` of an enclosing inline
-        body would be shadowed: :class:`_NeedsOutline`.  Crossing the root of an outlined sub-plan,
+        body would be shadowed: :class:`NeedsOutline`.  Crossing the root of an outlined sub-plan,
         the name is recorded in its ``env`` and read as ``input.env.<name>``.
         """
         crossed_gate = False
@@ -167,7 +167,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
             if name in c.bindings:
                 f = c.bindings[name]
                 if crossed_gate and f.free & _SHADOWED:
-                    raise _NeedsOutline()
+                    raise NeedsOutline()
                 return f
             if c.gate:
                 crossed_gate = True
@@ -184,13 +184,13 @@ class _Lowerer(ExpressionLowering, EffectLowering):
     # -- top level ---------------------------------------------------------------------------
     def lower(self) -> dict:
         r = self.r
-        plan = _PlanBuilder()
-        root = _Ctx(plan, plan.steps, None, bindings={"input": _scope_name("input")})
+        plan = PlanBuilder()
+        root = Ctx(plan, plan.steps, None, bindings={"input": scope_name("input")})
         last: Frag | None = None
         ctx = root
         self.stage_values: dict[str, Any] = {}
         for stage in r.stages:
-            ctx = _Ctx(plan, plan.steps, stage.name.name, parent=root)
+            ctx = Ctx(plan, plan.steps, stage.name.name, parent=root)
             value = self.block(stage.body.stmts, ctx)
             if value is None:
                 value = NULL
@@ -222,7 +222,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         return data
 
     # -- statements --------------------------------------------------------------------------
-    def block(self, stmts: list[ast.Stmt], ctx: _Ctx, value: Frag | None = None) -> Frag | None:
+    def block(self, stmts: list[ast.Stmt], ctx: Ctx, value: Frag | None = None) -> Frag | None:
         """Lower statements into ``ctx.target``; return the value of the block (its ``return``,
         else its last expression statement, else ``value``)."""
         for i, st in enumerate(stmts):
@@ -235,7 +235,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
                     ctx.target[-1]["meta"]["name"] = st.name.name
             elif isinstance(st, ast.RequireStmt):
                 cond = self.expr(st.cond, ctx)
-                self.exit_step(ctx, st.span, st.message, when=_join("not ", _paren(cond)))
+                self.exit_step(ctx, st.span, st.message, when=join_frags("not ", paren_frag(cond)))
             elif isinstance(st, ast.FailStmt):
                 self.exit_step(ctx, st.span, st.message, when=None)
                 return value
@@ -249,7 +249,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
                     return out
         return value
 
-    def exit_step(self, ctx: _Ctx, span: Span, message: ast.Expr, when: Frag | None) -> dict:
+    def exit_step(self, ctx: Ctx, span: Span, message: ast.Expr, when: Frag | None) -> dict:
         inp: dict[str, Any] = {}
         if when is not None:
             inp["when"] = {"expr": when.render()}
@@ -259,7 +259,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         return self.add_step(ctx, "exit", inp, span)
 
     def if_stmt(
-        self, st: ast.IfStmt, rest: list[ast.Stmt], ctx: _Ctx, value: Frag | None
+        self, st: ast.IfStmt, rest: list[ast.Stmt], ctx: Ctx, value: Frag | None
     ) -> tuple[bool, Frag | None]:
         """Lower ``if``; ``rest`` are the statements after it in the same block.
 
@@ -282,10 +282,10 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         ):
             cond = self.expr(st.cond, ctx)
             fail = else_stmts[0]
-            self.exit_step(ctx, fail.span, fail.message, when=_join("not ", _paren(cond)))
+            self.exit_step(ctx, fail.span, fail.message, when=join_frags("not ", paren_frag(cond)))
             return True, self.block(then_stmts + rest, ctx, value)
         if ctx.body:
-            raise _NeedsOutline()  # a decide cannot be a body
+            raise NeedsOutline()  # a decide cannot be a body
         cond = self.expr(st.cond, ctx)
         then_leaves = _leaves(then_stmts)
         else_leaves = else_stmts is not None and _leaves(else_stmts)
@@ -310,7 +310,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         self,
         stmts: list[ast.Stmt],
         span: Span,
-        ctx: _Ctx,
+        ctx: Ctx,
         loop: dict[str, str],
         what: str,
     ) -> dict:
@@ -321,30 +321,30 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         (``{var: "item", "index": "index", acc: "accumulator"}``).
         """
         # A gate inside the attempt numbers its scratch steps from ``ctx.plan``: roll that back too.
-        snapshot = self._snapshot(ctx)
+        snapshot = self.snapshot(ctx)
         try:
             return self.inline_body(stmts, span, ctx, loop)
-        except _NeedsOutline:
-            self._rollback(ctx, snapshot)
+        except NeedsOutline:
+            self.rollback(ctx, snapshot)
         return self.outline_body(stmts, span, ctx, loop, what)
 
-    def _snapshot(self, ctx: _Ctx) -> tuple[list[str], dict, int]:
+    def snapshot(self, ctx: Ctx) -> tuple[list[str], dict, int]:
         """What a failed lowering attempt must undo: sub-plans, their counters, the step counter."""
         return list(self.plans), dict(self.sub_counters), ctx.plan.counter
 
-    def _rollback(self, ctx: _Ctx, snapshot: tuple[list[str], dict, int]) -> None:
-        """Undo everything registered since :meth:`_snapshot` (no gaps in ids or plan names)."""
+    def rollback(self, ctx: Ctx, snapshot: tuple[list[str], dict, int]) -> None:
+        """Undo everything registered since :meth:`snapshot` (no gaps in ids or plan names)."""
         names, self.sub_counters, ctx.plan.counter = snapshot
         for k in list(self.plans):
             if k not in names:
                 del self.plans[k]
 
     def inline_body(
-        self, stmts: list[ast.Stmt], span: Span, ctx: _Ctx, loop: dict[str, str]
+        self, stmts: list[ast.Stmt], span: Span, ctx: Ctx, loop: dict[str, str]
     ) -> dict:
         scratch: list[dict] = []
-        bindings = {n: _scope_name(s) for n, s in loop.items()}
-        bctx = _Ctx(ctx.plan, scratch, ctx.stage, parent=ctx, bindings=bindings, body=True)
+        bindings = {n: scope_name(s) for n, s in loop.items()}
+        bctx = Ctx(ctx.plan, scratch, ctx.stage, parent=ctx, bindings=bindings, body=True)
         value = self.block(stmts, bctx)
         if value is None:
             value = NULL
@@ -367,7 +367,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         self,
         stmts: list[ast.Stmt],
         span: Span,
-        ctx: _Ctx,
+        ctx: Ctx,
         loop: dict[str, str],
         what: str,
     ) -> dict:
@@ -376,15 +376,15 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         self.sub_counters[stage] = n + 1
         name = f"{self.flow}__{stage}_{n}"
         self.plans[name] = {}  # reserve its place: outer bodies come before inner ones
-        sub = _PlanBuilder()
-        bindings = {v: _scope_name(f"input.{s}") for v, s in loop.items()}
-        sctx = _Ctx(sub, sub.steps, ctx.stage, parent=ctx, bindings=bindings, env={})
+        sub = PlanBuilder()
+        bindings = {v: scope_name(f"input.{s}") for v, s in loop.items()}
+        sctx = Ctx(sub, sub.steps, ctx.stage, parent=ctx, bindings=bindings, env={})
         value = self.block(stmts, sctx)
         if value is None:
             value = NULL
         if not sub.steps:
-            step = self.add_step(sctx, "value", {"value": self.whole(value)}, span)
-            value = Frag([StepRef(step)])
+            last = self.add_step(sctx, "value", {"value": self.whole(value)}, span)
+            value = Frag([StepRef(last)])
         where = f" of stage `{ctx.stage}`" if ctx.stage else ""
         self.plans[name] = {
             "version": 1,
@@ -412,7 +412,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         """A template that renders to the typed value of ``f``."""
         return "{{ " + f.render() + " }}"
 
-    def text_value(self, e: ast.Expr, ctx: _Ctx) -> str:
+    def text_value(self, e: ast.Expr, ctx: Ctx) -> str:
         """A text-valued input (prompt, message, a tool's text argument): an interpolated string
         literal becomes template text (a literal ``{{`` escaped as ``{{ "{{" }}``); anything else
         a whole-value template.
@@ -441,7 +441,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
             return "".join(out)
         return self.whole(self.expr(e, ctx))
 
-    def value_input(self, e: ast.Expr, ctx: _Ctx) -> Any:
+    def value_input(self, e: ast.Expr, ctx: Ctx) -> Any:
         """A structured input value: object literals become YAML mappings of templates, string
         literals template text, integer and boolean literals plain YAML scalars."""
         if isinstance(e, ast.ObjectLit):
@@ -454,7 +454,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
             return e.value
         return self.whole(self.expr(e, ctx))
 
-    def expr(self, e: ast.Expr, ctx: _Ctx) -> Frag:
+    def expr(self, e: ast.Expr, ctx: Ctx) -> Frag:
         """Lower ``e`` with the ``visit_<Class>`` rule of its node class (:data:`_RULES`)."""
         rule = _RULES.get(type(e))
         if rule is None:
@@ -516,7 +516,7 @@ def lower(result: CheckResult, *, file: str) -> dict:
         raise ValueError("lower() needs a program without errors")
     try:
         return _Lowerer(result, file).lower()
-    except _NeedsOutline:  # pragma: no cover - every attempt that raises it is caught
+    except NeedsOutline:  # pragma: no cover - every attempt that raises it is caught
         raise LoweringError(
             "internal error: a body could not be outlined", result.module.span
         ) from None
@@ -531,7 +531,7 @@ def lower_with_stages(result: CheckResult, *, file: str) -> tuple[dict, dict[str
     lowerer = _Lowerer(result, file)
     try:
         plan = lowerer.lower()
-    except _NeedsOutline:  # pragma: no cover - every attempt that raises it is caught
+    except NeedsOutline:  # pragma: no cover - every attempt that raises it is caught
         raise LoweringError(
             "internal error: a body could not be outlined", result.module.span
         ) from None

@@ -575,6 +575,7 @@ def finite_values(t: Type, env: TypeEnv | None = None, limit: int = 50) -> list 
 
     def add(x: Type) -> bool:
         x = env.resolve(x)
+        vals: list[Any]
         if isinstance(x, LiteralType):
             vals = [x.value]
         elif x == BOOL:

@@ -754,7 +754,7 @@ class Builder:
         operand = c[1]
         if isinstance(operand, ast.Unary) and operand.op == "-":
             depth = 1
-            x = operand
+            x: ast.Expr = operand
             while isinstance(x, ast.Unary) and x.op == "-":
                 depth += 1
                 x = x.operand

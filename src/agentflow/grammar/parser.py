@@ -34,6 +34,12 @@ __all__ = ["parse_expression", "parse_template", "parse_module"]
 _SKIP_TRIVIA = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.S)
 
 
+def _skip_trivia(text: str, pos: int) -> int:
+    """The offset of the first character at or after ``pos`` that is not blank or a comment."""
+    m = _SKIP_TRIVIA.match(text, pos)
+    return pos if m is None else m.end()  # the pattern matches the empty string: never None
+
+
 def _to_source_error(e: SynErr) -> SourceError:
     return SourceError(f"{e.span}: {e.message}", e.span, e.hint)
 
@@ -179,13 +185,13 @@ def _parse_module(text: str, file: str) -> tuple[ast.Module, list[Diagnostic]]:
         diags.append(Diagnostic(SYNTAX_ERROR, err.message, err.span, notes, hint=err.hint))
         # the failed item starts at the first token after the last completed one
         start = got[-1].span.end if got else pos
-        start = _SKIP_TRIVIA.match(text, start).end()
+        start = _skip_trivia(text, start)
         done = _complete_before(text, file, start, err.span.start, lines)
         if done:
             # an item that ends just before a bad line (`stge b {` after a whole stage) is
             # complete, only not reduced yet (LALR wanted the next token): keep it
             items.extend(done)
-            start = _SKIP_TRIVIA.match(text, done[-1].span.end).end()
+            start = _skip_trivia(text, done[-1].span.end)
         resume = _find_resume(text, file, err, sc, start, lines)
         end = resume if resume is not None else n
         stop = len(text[start:end].rstrip())

@@ -123,10 +123,8 @@ _TOKEN_RE = re.compile(
     re.VERBOSE,
 )
 #: group number → kind (leading blanks are part of every match; the group is the token)
-_KIND = [None] + [None] * _TOKEN_RE.groups
-for _name, _idx in _TOKEN_RE.groupindex.items():
-    _KIND[_idx] = _name
-_KIND = tuple(_KIND)
+_GROUP_NAMES = {_idx: _name for _name, _idx in _TOKEN_RE.groupindex.items()}
+_KIND: tuple[str, ...] = tuple(_GROUP_NAMES.get(g, "") for g in range(_TOKEN_RE.groups + 1))
 #: an interpolation that is a name or a chain of field reads, written without blanks
 _SIMPLE_HOLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z_][A-Za-z0-9_]*)*)\}")
 _BLANKS = re.compile(r"[ \t\r\f\v\ufeff]*")
@@ -376,14 +374,16 @@ class Scanner:
         stack = self.stack
         raw = self.raw
         trivia = self.trivia
-        shifts = self.driver.shifts if states is not None else None
+        shifts = self.driver.shifts if states is not None and self.driver is not None else None
         match = _TOKEN_RE.match
         bol = True
         doc: list[str] | None = None
         while i < n:
             m = match(text, i, n)
             if m is None:
-                i = _BLANKS.match(text, i, n).end()
+                blanks = _BLANKS.match(text, i, n)
+                assert blanks is not None  # it matches the empty string
+                i = blanks.end()
                 if raw:
                     col = i - ls + 1
                     tok = Tok("ERROR", text[i], i + ob, i + 1 + ob, line, col, line, col + 1, file)
@@ -406,7 +406,7 @@ class Scanner:
                     resume=i + 1,
                     depth=len(stack),
                 )
-            g = m.lastindex
+            g = m.lastindex or 0  # never None: some group, `eof` at least, matched
             kind = _KIND[g]
             i, j = m.span(g)
             if kind == "word":
@@ -432,6 +432,7 @@ class Scanner:
                     if states is not None and not (
                         bol and module and not stack and value in TOP_LEVEL
                     ):
+                        assert state_stack is not None and shifts is not None  # given with states
                         st = states[state_stack[-1]]
                         if typ in st:
                             if "NAME" in st and (
@@ -756,6 +757,7 @@ class Scanner:
             nest=self.nest + 1,
             driver=self.driver,
         )
+        assert self.driver is not None  # holes are scanned by the driver's scanner
         try:
             expr = self.driver.run(sub, "expr_only")
         except SynErr as e:

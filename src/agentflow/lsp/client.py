@@ -129,8 +129,12 @@ class LspClient:
         with self._cond:
             self._notes.clear()
 
-    def initialize(self, encodings: list[str] | None = None, options: Any = None) -> dict:
-        """``initialize`` + ``initialized``; returns the server capabilities."""
+    def initialize(
+        self, encodings: list[str] | None = None, options: Any = None, timeout: float = 60.0
+    ) -> dict:
+        """``initialize`` + ``initialized``; returns the server capabilities. The answer waits
+        for the server process to start (its imports), so ``timeout`` (seconds) is generous: a
+        loaded machine takes many times an idle one's half second."""
         caps: dict[str, Any] = {
             "textDocument": {
                 "hover": {"contentFormat": ["markdown", "plaintext"]},
@@ -148,6 +152,7 @@ class LspClient:
                 "capabilities": caps,
                 "initializationOptions": options,
             },
+            timeout=timeout,
         )
         self.notify("initialized", {})
         return result

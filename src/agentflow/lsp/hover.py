@@ -120,9 +120,10 @@ def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
         return locate.with_doc(locate.fence(f"(field) {m.name}: {T.type_str(t)}"), doc), m.name_span
     if kind == "expr":
         e = payload
-        t = res.expr_types.get(id(e))
-        if t is None:
+        typed = res.expr_types.get(id(e))
+        if typed is None:
             return None
+        t = typed
         if isinstance(e, ast.LoopExpr) and e.keyword_span is not None:
             if e.keyword_span.start <= offset <= e.keyword_span.end:
                 return loop_hover(a, e, t), e.keyword_span

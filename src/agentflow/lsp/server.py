@@ -26,6 +26,7 @@ import os
 import re
 import sys
 import threading
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -265,10 +266,11 @@ class FlowLanguageServer(LanguageServer):
         def finished(f: asyncio.Future[Analysis | None]) -> None:
             if self._inflight.get(uri, (None, None))[1] is f:
                 del self._inflight[uri]
-            if not f.cancelled() and f.exception() is None and f.result() is not None:
+            got = None if f.cancelled() or f.exception() is not None else f.result()
+            if got is not None:
                 current = self.document(uri)
                 if current is not None and current.source == text:
-                    self.states[uri] = _DocState(text, version, f.result())
+                    self.states[uri] = _DocState(text, version, got)
 
         fut.add_done_callback(finished)
         return asyncio.shield(fut)
@@ -339,7 +341,7 @@ class FlowLanguageServer(LanguageServer):
         analysis: Analysis,
         index: LineIndex,
         where: lsp.Range,
-        sent: list[lsp.Diagnostic],
+        sent: Sequence[lsp.Diagnostic],
     ) -> list[lsp.CodeAction]:
         """``quickfix`` code actions for the diagnostics of the *current* analysis that the
         client sent in the request's context (matched by code and range; the client's object,

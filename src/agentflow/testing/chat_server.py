@@ -331,6 +331,7 @@ def anthropic_stream(
     events: list[Any] = [("message_start", {"type": "message_start", "message": start})]
     for index, block in enumerate(body["content"]):
         kind = block["type"]
+        first: dict[str, Any]
         if kind == "text":
             first = {"type": "text", "text": ""}
             deltas = [{"type": "text_delta", "text": p} for p in _pieces(block["text"], pieces)]

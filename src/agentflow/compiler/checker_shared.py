@@ -1,0 +1,168 @@
+"""The checker's declared interface: the state its phases share and the methods they call on
+one another (docs/ARCHITECTURE.md "compiler").
+
+:class:`~agentflow.compiler.checker.Checker` is assembled from mixins, one concern each
+(check_declarations, check_types, check_statements, check_expressions, check_agents,
+check_functions). Each mixin derives from :class:`CheckerShared`, which declares every attribute
+of the checker's state (set in ``Checker.__init__``) and every method a mixin calls that another
+mixin defines, so each mixin type-checks on its own — mypy's own checker is split the same way
+(``mypy/checker_shared.py``). The declared methods raise ``NotImplementedError`` here; the
+mixins, earlier in the method order of ``Checker``, define them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentflow.compiler.symbols import Symbol, ToolSig
+from agentflow.compiler.types import ObjectType, Type, TypeEnv
+from agentflow.core import diagnostics as D
+from agentflow.core.diagnostics import Diagnostic, Note
+from agentflow.core.spans import Span
+from agentflow.grammar import ast
+
+
+@dataclass(slots=True)
+class Var:
+    """A name bound in a scope (``let``, a loop variable, a test's name): its symbol, where it
+    was bound, and whether anything used it (``unused-variable``)."""
+
+    symbol: Symbol
+    span: Span
+    used: bool = False
+
+
+@dataclass(slots=True)
+class Frame:
+    """A stage or control body: its expected value type and the value types it produced."""
+
+    expected: Type | None
+    values: list[Type] = field(default_factory=list)
+
+
+class CheckerShared:
+    """The state and shared methods of one check (see the module docstring)."""
+
+    alias_decls: dict[str, ast.TypeDecl]
+    alias_done: dict[str, Type]
+    alias_reported: set[str]
+    all_stages: dict[str, ast.StageDecl]
+    closed_names: dict[str, Any]
+    constants: dict[int, Any]
+    current_stage: str | None
+    deadline_ms: int | None
+    declared_output: Type | None
+    diags: list[Diagnostic]
+    discarded: ast.Expr | None
+    env: TypeEnv
+    error_names: set[str]
+    expr_depth: int
+    externs: dict[str, ast.ExternTool]
+    frames: list[Frame]
+    header: ast.FlowHeader | None
+    input_sym: Symbol
+    input_type: Type
+    items: list[ast.Item]
+    max_expr_depth: int
+    module: ast.Module
+    output_type: Type
+    prelude_sigs: dict[str, ToolSig]
+    proj: list[Type]
+    range_ok: int | None
+    redefined_builtins: set[str]
+    refs: dict[int, Symbol]
+    scopes: list[dict[str, Var]]
+    settling: int
+    singles: dict[type, ast.Item]
+    stage_order: list[ast.StageDecl]
+    stage_syms: dict[str, Symbol]
+    stage_types: dict[str, Type]
+    tests: list[ast.TestDecl]
+    tool_calls: set[int]
+    tool_decls: dict[str, ToolSig]
+    tools: dict[str, ToolSig]
+    type_decls: dict[str, ast.TypeDecl | ast.ExternType]
+    types: dict[int, Type]
+    use_syms: dict[str, Symbol]
+    uses: dict[str, ast.UseDecl]
+
+    def report(
+        self,
+        code: str,
+        message: str,
+        span: Span,
+        *,
+        notes: list[Note] | None = None,
+        hint: str | None = None,
+    ) -> None:
+        """Add a diagnostic ``code`` (registered in core/diagnostics.py, its severity from there)
+        at ``span``."""
+        sev = D.CODES[code].severity
+        self.diags.append(Diagnostic(code, message, span, notes or [], hint, sev))
+
+    def _hint_parts(self, hint: Type | None) -> Type | None:
+        raise NotImplementedError
+
+    def budget(self, spec: ast.BudgetSpec) -> None:
+        raise NotImplementedError
+
+    def check_stage(self, stage: ast.StageDecl) -> None:
+        raise NotImplementedError
+
+    def count_setting(
+        self,
+        e: ast.Expr,
+        what: str,
+        maximum: int,
+        *,
+        least: int = 1,
+        hint: str | None = None,
+        low_hint: str | None = None,
+    ) -> None:
+        raise NotImplementedError
+
+    def elem_type(self, over: ast.Expr, what: str) -> Type:
+        raise NotImplementedError
+
+    def expr(self, e: ast.Expr, expected: Type | None = None) -> Type:
+        raise NotImplementedError
+
+    def infer(self, e: ast.Expr, hint: Type | None = None) -> Type:
+        raise NotImplementedError
+
+    def list_elem(self, t: Type, what: str, span: Any) -> Type:
+        raise NotImplementedError
+
+    def lookup(self, name: str) -> Symbol | None:
+        raise NotImplementedError
+
+    def method_call(self, e: ast.Call) -> bool:
+        raise NotImplementedError
+
+    def mismatch(self, expr: ast.Expr, got: Type, want: Type) -> None:
+        raise NotImplementedError
+
+    def name(self, e: ast.Name) -> Type:
+        raise NotImplementedError
+
+    def not_a_function_call(self, e: ast.Call) -> bool:
+        raise NotImplementedError
+
+    def object_type(
+        self,
+        t: ast.ObjectType,
+        name: str | None,
+        doc: str | None,
+        alias_stack: tuple[str, ...] = (),
+    ) -> ObjectType:
+        raise NotImplementedError
+
+    def resolve_alias(self, name: str, stack: tuple[str, ...]) -> Type:
+        raise NotImplementedError
+
+    def resolve_type(self, t: ast.TypeExpr, alias_stack: tuple[str, ...] = ()) -> Type:
+        raise NotImplementedError
+
+    def tool_sig(self, item: ast.ExternTool) -> ToolSig:
+        raise NotImplementedError
