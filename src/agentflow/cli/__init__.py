@@ -826,5 +826,6 @@ for _command in (
     flowtests.test_cmd,
     views.graph_cmd,
     views.report_cmd,
+    views.ui_cmd,
 ):
     main.add_command(_command)

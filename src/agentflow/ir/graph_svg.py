@@ -16,8 +16,8 @@ No JavaScript and no layout library: :func:`layout` places the nodes of a
   width. Groups (stages, bodies, sub-plans) are dashed frames around their members.
 - **Colours.** With ``outcomes`` (``{node id: status-bearing object}``: the
   :class:`~agentflow.ir.graph.NodeOutcome` of a trace, or a durable run's step states) a step's
-  box is filled by its status: ``ok``, ``error``, ``partial``, ``running``, ``waiting`` or
-  ``skipped`` (never ran), with the status also written in its label, so colour is never the
+  box is filled by its status: ``ok``, ``error``, ``partial``, ``running``, ``waiting``,
+  ``skipped`` (never ran) or ``unrecorded`` (a durable run records no operation of it), with the status also written in its label, so colour is never the
   only carrier of the state (WCAG 1.4.1).
 
 :func:`text_alternative` is the same graph as an HTML ordered list (each node, its group, its
@@ -59,6 +59,7 @@ STATUS_STYLE: dict[str, tuple[str, str, str]] = {
     "running": ("#dbe9fb", "#1565c0", "running"),
     "waiting": ("#fff4c2", "#8a6d00", "waiting for an answer"),
     "skipped": ("#f1f1f1", "#757575", "not run"),
+    "unrecorded": ("#ffffff", "#5f6b73", "nothing recorded"),
 }
 _KIND_STYLE = {
     "tool": ("#f3f0ff", "#6a45b5"),

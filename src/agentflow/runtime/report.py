@@ -36,7 +36,15 @@ from typing import Any
 
 from agentflow.core.text import clean_text, source_lines
 
-__all__ = ["RunView", "build_report", "graph_section", "outcomes_of", "read_run", "report_css"]
+__all__ = [
+    "RunView",
+    "build_report",
+    "graph_section",
+    "outcomes_of",
+    "read_run",
+    "report_css",
+    "source_caret",
+]
 
 _ROUND = re.compile(r"/agent\.(\d+)/[^/]+$")
 _ITEM = re.compile(r"/do\.(\d+)$")
@@ -293,7 +301,13 @@ def graph_section(plan: Any, outcomes: Mapping[str, Any] | None, *, heading: str
     if outcomes is not None:
         from agentflow.ir.graph_svg import STATUS_STYLE
 
-        used = {str(getattr(o, "status", "")) for o in outcomes.values()} | {"skipped"}
+        used = {str(getattr(o, "status", "")) for o in outcomes.values()}
+        if any(
+            n.id not in outcomes
+            for n in graph.nodes
+            if n.path and n.kind not in ("input", "finish", "tool")
+        ):
+            used.add("skipped")
         legend = '<ul class="graph-legend" aria-label="colours of the graph">' + "".join(
             f'<li><i style="background:{fill};border-color:{stroke}"></i>{_e(word)}</li>'
             for status, (fill, stroke, word) in STATUS_STYLE.items()
@@ -330,20 +344,7 @@ class _Report:
 
     def location(self, source: str | None) -> str:
         """``file:line:col`` and, when the `.flow` text is known, the line with a caret."""
-        if not source:
-            return ""
-        out = f"<div>at <code>{_e(source)}</code></div>"
-        m = _SOURCE.match(str(source))
-        if m and self.source_lines is not None:
-            line, col = int(m.group("line")), int(m.group("column"))
-            if 1 <= line <= len(self.source_lines):
-                text = self.source_lines[line - 1]
-                caret = " " * max(col - 1, 0) + "^"
-                out += (
-                    f'<pre tabindex="0" class="caret">{line:>4} | {_e(text)}\n'
-                    f"     | {_e(caret)}</pre>"
-                )
-        return out
+        return source_caret(source, self.source_lines)
 
     # -- sections
     def header(self) -> str:
@@ -622,6 +623,24 @@ def build_report(
     # one pass: a `{{…}}` inside the inserted text (a trace's content) is never substituted;
     # a lone surrogate a trace may hold (its JSON escape) is U+FFFD in a page, which is UTF-8
     return clean_text(re.sub(r"\{\{(\w+)\}\}", lambda m: values.get(m.group(1), m.group(0)), page))
+
+
+def source_caret(source: str | None, lines: list[str] | None) -> str:
+    """HTML of a `.flow` position ``file:line:col``: the position, and when the file's
+    ``lines`` are known, its line with a caret under the column ("" without a position)."""
+    if not source:
+        return ""
+    out = f"<div>at <code>{_e(source)}</code></div>"
+    m = _SOURCE.match(str(source))
+    if m and lines is not None:
+        line, col = int(m.group("line")), int(m.group("column"))
+        if 1 <= line <= len(lines):
+            caret = " " * max(col - 1, 0) + "^"
+            out += (
+                f'<pre tabindex="0" class="caret">{line:>4} | {_e(lines[line - 1])}\n'
+                f"     | {_e(caret)}</pre>"
+            )
+    return out
 
 
 def report_css() -> str:
