@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from support.browser import axe_violations, start_chromium
+from support.browser import axe_violations, screen, start_chromium
 
 from agentflow import api
 
@@ -58,33 +58,39 @@ def test_the_demo_report_weighs_under_300_kb_and_carries_no_script_library(demo_
     assert alt[1].count(" — ok") == 5  # each step's status is said in words too
 
 
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    driver = start_chromium(tmp_path_factory.mktemp("profile"))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
 @pytest.mark.parametrize("width", [1400, 390], ids=["desktop", "phone"])
 def test_the_demo_report_has_no_accessibility_violation_and_fits_the_screen(
-    demo_report, tmp_path, width
+    demo_report, browser, width
 ):
-    browser = start_chromium(tmp_path / "profile", width=width, height=900)
-    try:
-        browser.get(demo_report.as_uri())
-        drawn = browser.execute_script(
-            "return [document.body.getAttribute('data-graph'), "
-            "Number(document.body.getAttribute('data-drawn-ms')), "
-            "performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd]"
-        )
-        print(f"\n{width} px: graph drawn {drawn[1]} ms after navigation start")
-        assert drawn[0] == "rendered"
-        assert axe_violations(browser) == []
-        # nothing runs off the page: the graph scrolls in its own frame, the table stacks
-        assert browser.execute_script(
-            "return document.documentElement.scrollWidth"
-        ) <= browser.execute_script("return window.innerWidth")
-        # the graph is drawn at its own size (its 12 px text stays 12 px), not shrunk to fit
-        ratio = browser.execute_script(
-            "var s = document.querySelector('#graph svg'); "
-            "return s.getBoundingClientRect().width / s.width.baseVal.value"
-        )
-        assert ratio == pytest.approx(1.0, abs=0.01)
-        cells = browser.find_elements("css selector", "#steps-table tbody td")
-        assert browser.execute_script("return window.innerWidth") == width
-        assert cells and all(c.size["width"] <= width for c in cells)
-    finally:
-        browser.quit()
+    screen(browser, width)
+    browser.get(demo_report.as_uri())
+    drawn = browser.execute_script(
+        "return [document.body.getAttribute('data-graph'), "
+        "Number(document.body.getAttribute('data-drawn-ms')), "
+        "performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd]"
+    )
+    print(f"\n{width} px: graph drawn {drawn[1]} ms after navigation start")
+    assert drawn[0] == "rendered"
+    assert axe_violations(browser) == []
+    # nothing runs off the page: the graph scrolls in its own frame, the table stacks
+    assert browser.execute_script(
+        "return document.documentElement.scrollWidth"
+    ) <= browser.execute_script("return window.innerWidth")
+    # the graph is drawn at its own size (its 12 px text stays 12 px), not shrunk to fit
+    ratio = browser.execute_script(
+        "var s = document.querySelector('#graph svg'); "
+        "return s.getBoundingClientRect().width / s.width.baseVal.value"
+    )
+    assert ratio == pytest.approx(1.0, abs=0.01)
+    cells = browser.find_elements("css selector", "#steps-table tbody td")
+    assert browser.execute_script("return window.innerWidth") == width
+    assert cells and all(c.size["width"] <= width for c in cells)

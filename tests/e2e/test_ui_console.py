@@ -10,6 +10,7 @@ list, on a run page with its question form, and on a refused answer."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
@@ -17,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.browser import axe_violations, start_chromium
+from support.browser import axe_violations, screen, start_chromium
 from support.durable_questions import flowc, start_flowc, wait_asked
 
 APPROVE = """\
@@ -109,6 +110,25 @@ def console(tmp_path):
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
+        _end_spawned(str(db))
+
+
+def _end_spawned(database: str) -> None:
+    """End the ``flowc`` processes the console started on this test's database (a redrive,
+    in a session of its own, outlives the console) that are still there."""
+    import os
+    import signal
+
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"agentflow" in argv and any(database.encode() in a for a in argv):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(entry.name), signal.SIGKILL)
 
 
 def test_a_question_answered_in_the_page_finishes_the_run_and_another_is_cancelled(
@@ -184,6 +204,31 @@ def test_a_question_answered_in_the_page_finishes_the_run_and_another_is_cancell
         browser.get(address + "?status=cancelled")
         rows = browser.find_elements("css selector", "#runs tr[data-run]")
         assert [r.get_attribute("data-run") for r in rows] == ["holds"]
+
+        # redrive the cancelled run: a new run (`holds~xxxxxx`, a flowc redrive process the
+        # console started) asks its question again; cancel that one from its page too
+        browser.get(address + "runs/holds")
+        browser.find_element("css selector", "button.redrive").click()
+        again = _until(
+            lambda: [
+                r.get_attribute("data-run")
+                for r in browser.find_elements("css selector", "#runs tr[data-status=waiting]")
+                if (r.get_attribute("data-run") or "").startswith("holds~")
+            ],
+            "the redriven run listed, waiting",
+        )
+        browser.get(address + f"runs/{again[0]}")
+        browser.find_element("css selector", "button.cancel").click()
+        _until(
+            lambda: browser.find_elements("css selector", "#run-facts .badge.cancelled"),
+            "the redriven run cancelled",
+        )
+
+        # at a phone's width: no violation, nothing off the page
+        screen(browser, 390)
+        browser.get(address + "runs/asks")
+        assert axe_violations(browser) == []
+        assert browser.execute_script("return document.documentElement.scrollWidth") <= 390
     finally:
         browser.quit()
 

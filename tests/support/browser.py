@@ -39,12 +39,22 @@ def start_chromium(profile: Path, *, width: int = 1400, height: int = 1800) -> A
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
-    if width < 500:  # a window is never narrower than 500 px: emulate a phone's screen
+    if width < 500:
+        screen(driver, width, height)
+    return driver
+
+
+def screen(driver: Any, width: int, height: int = 900) -> None:
+    """Make the page ``width`` CSS pixels wide (a window is never narrower than 500 px: below
+    that, a phone's screen is emulated)."""
+    if width < 500:
         driver.execute_cdp_cmd(
             "Emulation.setDeviceMetricsOverride",
             {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": True},
         )
-    return driver
+    else:
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+        driver.set_window_size(width, height)
 
 
 def axe_violations(driver: Any) -> list[dict[str, Any]]:

@@ -43,6 +43,11 @@ from agentflow.ui import pages
 __all__ = ["Console", "build_app", "is_loopback", "serve"]
 
 TOKEN_COOKIE = "flowc_ui_token"
+#: how long one live-update stream lasts before the page's browser opens another (seconds):
+#: no connection outlives a page that failed to close it by more than this
+STREAM_S = 30.0
+#: how soon a browser reconnects a stream that ended (milliseconds)
+RETRY_MS = 500
 
 
 def is_loopback(host: str) -> bool:
@@ -265,7 +270,9 @@ def build_app(console: Console) -> Any:
         async def stream() -> Any:
             last = None
             quiet = 0.0
-            while not await request.is_disconnected():
+            ends = time.monotonic() + STREAM_S  # then the browser reconnects (`retry`)
+            yield f"retry: {RETRY_MS}\n\n"
+            while not await request.is_disconnected() and time.monotonic() < ends:
                 try:
                     version = await (run_version(run_id) if run_id else runs_version())
                 except FlowError:

@@ -31,8 +31,19 @@
       })
       .finally(function () { busy = false; });
   }
-  var source = new EventSource(url);
-  source.addEventListener("change", function (e) {
-    if (e.data !== body.getAttribute("data-version")) { refresh(e.data); }
+  var source = null;
+  function listen() {
+    if (source) { return; }
+    source = new EventSource(url);
+    source.addEventListener("change", function (e) {
+      if (e.data !== body.getAttribute("data-version")) { refresh(e.data); }
+    });
+  }
+  // a page left (or kept in the back-forward cache) holds no connection: a browser opens few
+  // at once to one server, and the next page's requests would wait for them
+  window.addEventListener("pagehide", function () {
+    if (source) { source.close(); source = null; }
   });
+  window.addEventListener("pageshow", listen);
+  listen();
 })();
