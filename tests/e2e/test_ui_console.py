@@ -4,8 +4,9 @@ Chromium (Selenium).  Two real ``flowc run --durable`` processes wait on an ``as
 waiting; one run's page shows its graph coloured by its steps' states, its agent's
 conversation and a number field for its question; a wrong answer is refused beside the field
 with ``flowc answer``'s own words; a right one finishes the run (its process prints the answer
-and exits 0) and the page updates itself to ``ok`` (Server-Sent Events); the other run is
-cancelled from its page and its process exits.  axe-core finds no WCAG 2 A/AA violation on the
+and exits 0) and the page updates itself to ``ok`` (Server-Sent Events); the flow, edited, is run
+again from the page reusing the run (its answer is taken: the new run ends ok); the other run is
+cancelled from its page and its process exits, then redriven from the page and cancelled again.  axe-core finds no WCAG 2 A/AA violation on the
 list, on a run page with its question form, and on a refused answer."""
 
 from __future__ import annotations
@@ -190,6 +191,20 @@ def test_a_question_answered_in_the_page_finishes_the_run_and_another_is_cancell
             "the page shows the run ok",
         )
         assert "3" in browser.find_element("css selector", "#output").text
+
+        # run the flow again as edited since, reusing this run: the agent's task changed, so
+        # it runs again; the question did not, so its answer is taken and the new run ends ok
+        flow = tmp_path / "approve.flow"
+        flow.write_text(APPROVE.replace("Draft a post", "Write a post"), encoding="utf-8")
+        browser.find_element("css selector", "button.reuse").click()
+        _until(
+            lambda: [
+                r
+                for r in browser.find_elements("css selector", "#runs tr[data-status=ok]")
+                if r.get_attribute("data-run") != "asks" and "approve" in r.text
+            ],
+            "the edited flow's run listed ok",
+        )
 
         # cancel the other run from its page
         browser.get(address + "runs/holds")

@@ -294,6 +294,11 @@ def schema(file: str, type_name: str | None, show_input: bool) -> None:
 )
 @click.option("--run-id", metavar="ID", help="The durable run's id (default: a new one).")
 @click.option(
+    "--database",
+    metavar="URL",
+    help="The durable runs database (default: [durable] database); implies --durable.",
+)
+@click.option(
     "--fleet",
     is_flag=True,
     help="Spread map items and rate-limited model calls over `flowc worker` processes.",
@@ -314,6 +319,7 @@ def run(
     reuse: str | None,
     ask_again: bool,
     run_id: str | None,
+    database: str | None,
     fleet: bool,
 ) -> None:
     """Run a .flow file or a plan file; the output goes to stdout as JSON."""
@@ -325,7 +331,7 @@ def run(
 
     if ask_again and reuse is None:
         raise click.UsageError("--ask-again goes with --reuse RUN")
-    durable = durable or reuse is not None or run_id is not None or fleet
+    durable = durable or reuse is not None or run_id is not None or fleet or bool(database)
     telemetry = _telemetry_option(otel, no_otel)
     if not Path(target).is_file():
         raise click.UsageError(f"{target}: no such file")
@@ -354,6 +360,7 @@ def run(
                 reuse=reuse,
                 ask_again=ask_again,
                 fleet=fleet,
+                database=database,
                 on_start=lambda rid: (started.append(rid), _err(f"run id: {rid}")),
             )
             sinks.append(_question_notice(started))

@@ -10,6 +10,7 @@ Routes:
 ``POST /runs/{id}/cancel``  cancel the run
 ``POST /runs/{id}/resume``  continue a stopped run, in a ``flowc resume`` process of its own
 ``POST /runs/{id}/redrive`` run a failed run again from its failed steps (``flowc redrive``)
+``POST /runs/{id}/reuse``   run the run's file, as edited since, again with ``--reuse`` of it
 ``GET /events[?run=id]``    Server-Sent Events: ``change`` with a version each time what the
                             page shows changes (polled from the database every second)
 ==========================  ==============================================================
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow import api
-from agentflow.errors import FlowError
+from agentflow.errors import FlowError, InputError
 from agentflow.ui import pages
 
 __all__ = ["Console", "build_app", "is_loopback", "serve"]
@@ -74,13 +75,15 @@ class Console:
     children: list[subprocess.Popen[bytes]] = field(default_factory=list)
     log_dir: Path | None = None
 
-    def spawn(self, *args: str) -> None:
+    def spawn(self, *args: str, name: str | None = None) -> None:
         """Start ``flowc ARGS`` on this database, in a session of its own (it outlives the
-        console); its output goes to a log file in :attr:`log_dir`."""
+        console); its output goes to a log file in :attr:`log_dir` named after ``name``
+        (default: the command and its first argument)."""
         self.children = [c for c in self.children if c.poll() is None]  # reap the ended
         log_dir = self.log_dir or Path.cwd()
         log_dir.mkdir(parents=True, exist_ok=True)
-        log = log_dir / f"ui-{args[0]}-{args[1].replace('/', '_')}-{int(time.time())}.log"
+        stem = (name or f"{args[0]}-{args[1]}").replace("/", "_")
+        log = log_dir / f"ui-{stem}-{int(time.time())}.log"
         with log.open("ab") as out:
             self.children.append(
                 subprocess.Popen(
@@ -262,6 +265,36 @@ def build_app(console: Console) -> Any:
         console.spawn("redrive", run_id)
         return RedirectResponse("/", status_code=303)
 
+    async def reuse(request: Request) -> Response:
+        if (no := refused(request)) is not None:
+            return no
+        _, bad = await checked_form(request)
+        if bad is not None:
+            return bad
+        run_id = request.path_params["run_id"]
+        try:
+            spec = await api.recorded_run(console.url, run_id)
+            file = pages._edited_flow(spec)
+            if file is None:
+                raise InputError(f"run {run_id}'s file is gone: nothing to run again")
+            if file.suffix == ".flow":  # refused in the page, not in a log: it must compile
+                api.compile_flow(file)
+        except api.CompileError as e:
+            from agentflow.compiler.render import render_text
+
+            said = render_text(e.diagnostics, e.sources)
+            return await show(request, run_id, notice=f"the edited flow does not compile:\n{said}",
+                              status=400)  # fmt: skip
+        except FlowError as e:
+            return await show(request, run_id, notice=str(e), status=400)
+        args = ["run", str(file), "--reuse", run_id, "--input", json.dumps(spec.get("input"))]
+        for option, key in (("--config", "config"), ("--workspace", "workspace"),
+                            ("--replay", "replay"), ("--model", "model")):  # fmt: skip
+            if spec.get(key):
+                args += [option, str(spec[key])]
+        console.spawn(*args, name=f"reuse-{run_id}")
+        return RedirectResponse("/", status_code=303)
+
     async def events(request: Request) -> Response:
         if (no := refused(request)) is not None:
             return no
@@ -300,6 +333,7 @@ def build_app(console: Console) -> Any:
             Route("/runs/{run_id:path}/cancel", cancel, methods=["POST"]),
             Route("/runs/{run_id:path}/resume", resume, methods=["POST"]),
             Route("/runs/{run_id:path}/redrive", redrive, methods=["POST"]),
+            Route("/runs/{run_id:path}/reuse", reuse, methods=["POST"]),
             Route("/runs/{run_id:path}", run_view),
             Route("/events", events),
         ]

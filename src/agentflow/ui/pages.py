@@ -35,6 +35,7 @@ STATUSES = (
 #: run statuses a cancel applies to, and those a resume or a redrive does
 CANCELLABLE = frozenset({"running", "waiting", "stopped"})
 RESUMABLE = frozenset({"stopped"})
+#: (a run that has ended can also be run again from its edited file, reusing its steps)
 REDRIVABLE = frozenset({"error", "aborted", "cancelled"})
 
 
@@ -439,6 +440,11 @@ def run_page(
         actions.append(_action(rid, "resume", "resume the run", csrf))
     if info.status in REDRIVABLE:
         actions.append(_action(rid, "redrive", "redrive from its failed steps", csrf))
+    if info.status not in CANCELLABLE and _edited_flow(spec) is not None:
+        actions.append(
+            _action(rid, "reuse", f"run the edited {Path(str(spec['plan_file'])).name} again, "
+                    "reusing this run's steps", csrf)
+        )  # fmt: skip
     said = f'<p class="notice" role="status">{_e(notice)}</p>' if notice else ""
     head = (
         '<section id="run-facts" aria-label="the run"><div class="facts">'
@@ -496,6 +502,16 @@ def _action(rid: str, verb: str, text: str, csrf: str) -> str:
         f'<form method="post" action="/runs/{rid}/{verb}" class="action">{_csrf(csrf)}'
         f'<button type="submit" name="do" value="{verb}" class="{verb}">{_e(text)}</button></form>'
     )
+
+
+def _edited_flow(spec: Mapping[str, Any]) -> Path | None:
+    """The file a run was started from (its ``plan_file``) when it is still there: what
+    "run the edited flow again" runs, with ``--reuse`` of the run."""
+    file = spec.get("plan_file")
+    if not isinstance(file, str) or not file.endswith((".flow", ".yaml", ".yml", ".json")):
+        return None
+    path = Path(file)
+    return path if path.is_file() else None
 
 
 def _plan(spec: Mapping[str, Any]) -> Any:
