@@ -6,7 +6,8 @@ conversation and a number field for its question; a wrong answer is refused besi
 with ``flowc answer``'s own words; a right one finishes the run (its process prints the answer
 and exits 0) and the page updates itself to ``ok`` (Server-Sent Events); the flow, edited, is run
 again from the page reusing the run (its answer is taken: the new run ends ok); the other run is
-cancelled from its page and its process exits, then redriven from the page and cancelled again.  axe-core finds no WCAG 2 A/AA violation on the
+cancelled from its page and its process exits, then redriven from the page; the redriven run's
+process is killed, the page says it stopped, it is resumed from the page and cancelled.  axe-core finds no WCAG 2 A/AA violation on the
 list, on a run page with its question form, and on a refused answer."""
 
 from __future__ import annotations
@@ -114,12 +115,14 @@ def console(tmp_path):
         _end_spawned(str(db))
 
 
-def _end_spawned(database: str) -> None:
-    """End the ``flowc`` processes the console started on this test's database (a redrive,
-    in a session of its own, outlives the console) that are still there."""
+def _end_spawned(database: str, command: str | None = None) -> int:
+    """Kill (SIGKILL) the ``flowc`` processes the console started on this test's database (a
+    redrive, in a session of its own, outlives the console) that are still there — those of
+    ``command`` only, when given; returns how many."""
     import os
     import signal
 
+    ended = 0
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -128,8 +131,12 @@ def _end_spawned(database: str) -> None:
         except OSError:
             continue
         if b"agentflow" in argv and any(database.encode() in a for a in argv):
+            if command is not None and command.encode() not in argv:
+                continue
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(entry.name), signal.SIGKILL)
+                ended += 1
+    return ended
 
 
 def test_a_question_answered_in_the_page_finishes_the_run_and_another_is_cancelled(
@@ -232,7 +239,19 @@ def test_a_question_answered_in_the_page_finishes_the_run_and_another_is_cancell
             ],
             "the redriven run listed, waiting",
         )
+        # its process dies (kill -9): the page says `stopped`; resumed from the page (a flowc
+        # resume process), it waits on its question again; cancelled from the page, it ends
         browser.get(address + f"runs/{again[0]}")
+        assert _end_spawned(str(tmp_path / ".flowc" / "durable.sqlite"), "redrive") == 1
+        _until(
+            lambda: browser.find_elements("css selector", "#run-facts .badge.stopped"),
+            "the redriven run stopped",
+        )
+        browser.find_element("css selector", "button.resume").click()
+        _until(
+            lambda: browser.find_elements("css selector", "#run-facts .badge.waiting"),
+            "the resumed run waiting again",
+        )
         browser.find_element("css selector", "button.cancel").click()
         _until(
             lambda: browser.find_elements("css selector", "#run-facts .badge.cancelled"),
@@ -270,5 +289,20 @@ def test_the_console_refuses_what_it_must_and_keeps_its_assets_in_the_package(tm
     assert first.status_code == 200 and "flowc_ui_token" in first.headers["set-cookie"]
     assert remote.get("/").status_code == 200  # the cookie carries it
     assert not (tmp_path / "none.sqlite").exists()  # looking creates no database
+    # `flowc ui` bound elsewhere prints the address with its token
+    ui = subprocess.Popen(
+        flowc("ui", "--host", "0.0.0.0", "--port", "0", "--database", url),
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        said = ui.stderr.readline() if ui.stderr else ""
+        assert re.fullmatch(r"flowc ui: http://0\.0\.0\.0:\d+/\?token=[\w-]{32}\n", said), said
+    finally:
+        ui.terminate()
+        ui.wait(timeout=20)
     assets = Path(__file__).resolve().parents[2] / "src/agentflow/ui/assets"
     assert {p.name for p in assets.iterdir()} == {"ui.css", "ui.js"}
