@@ -102,3 +102,22 @@ def test_cost_is_shown_as_money():
     assert money({"cost": 0.0123}) == "$0.0123"
     assert money({"cost": 1234.5}) == "$1,234.50"
     assert money({}) == "—"
+
+
+def test_steps_of_an_outlined_loop_body_colour_the_sub_plans_nodes():
+    from pathlib import Path
+
+    flow = Path(__file__).resolve().parents[2] / "examples/patterns/evaluator-optimizer.flow"
+    plan = api.load(flow)
+    steps = [
+        {"unit": "(run)", "path": path, "kind": "model chat", "status": "done",
+         "started_at": 1.0, "finished_at": 2.0}
+        for path in ("E0", "E1/round.1/E0/do", "E1/round.1/E1/else", "E1/round.2/E0/do")
+    ]  # fmt: skip
+    info = RunInfo("r", "ok", plan.name, 0.0, 3.0, steps=steps)
+    outcomes = durable_outcomes(plan, info)
+    sub = next(iter(plan.plans or {}))
+    assert outcomes["s_E0"].status == "ok"
+    assert outcomes[f"p_{sub}__s_E0_do"].status == "ok" and outcomes[f"p_{sub}__s_E0_do"].runs == 2
+    assert outcomes[f"p_{sub}__s_E1_else"].status == "ok"
+    assert outcomes[f"p_{sub}__s_E1_then"].status == "unrecorded"

@@ -257,7 +257,9 @@ def durable_outcomes(plan: Any, info: Any) -> dict[str, Any]:
     def node(path: str) -> str | None:
         parts = path.split("/")
         cut = next((i for i, p in enumerate(parts) if p.startswith("agent.")), len(parts))
-        return node_for_path("/".join(parts[:cut]), None, root) if cut else None
+        if not cut:
+            return None
+        return node_for_path("/".join(parts[:cut]), _stack_of(plan, parts[:cut]), root)
 
     def mark(path: str, status: str, *, elapsed: float = 0.0, inference: bool = False) -> None:
         parts = path.split("/")
@@ -301,6 +303,35 @@ def durable_outcomes(plan: Any, info: Any) -> dict[str, Any]:
         if n.path and n.kind not in ("input", "finish", "tool") and n.id not in out:
             out[n.id] = NodeOutcome(status="unrecorded")
     return out
+
+
+def _stack_of(plan: Any, parts: list[str]) -> list[str]:
+    """The plans a step path runs through (``[root, sub-plan, …]``): a body that calls a
+    sub-plan (``plan__NAME``: an outlined ``try`` or loop body) puts the next segments in it
+    (``E1/round.2/E0/do`` is step ``E0/do`` of the loop's sub-plan)."""
+    stack = [plan.name]
+    plans = dict(plan.plans or {})
+    steps = {s.id: s for s in plan.steps if s.id}
+    step = None
+    for seg in parts:
+        if step is None or seg in steps and not seg.startswith(("do", "round")):
+            step = steps.get(seg)
+            if step is None:
+                break
+            continue
+        label = "do" if seg.startswith(("do.", "round.")) else seg
+        body = next((b for name, b in step.bodies() if name == label), None)
+        if body is None:
+            break
+        step = body
+        tool = str(body.tool_name or "")
+        if tool.startswith("plan__") and tool.removeprefix("plan__") in plans:
+            sub = plans[tool.removeprefix("plan__")]
+            stack.append(sub.name)
+            plans.update(sub.plans or {})
+            steps = {s.id: s for s in sub.steps if s.id}
+            step = None
+    return stack
 
 
 def _steps_table(info: Any) -> str:
