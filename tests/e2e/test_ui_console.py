@@ -57,13 +57,30 @@ stage hold -> text {
 
 
 def _until(check, what: str, limit: float = 60.0):
+    """``check()``'s first true value, tried every 0.1 s for ``limit`` seconds (a page that
+    replaced its content meanwhile — a live update — is looked at again)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
-        found = check()
+        try:
+            found = check()
+        except StaleElementReferenceException:
+            found = None
         if found:
             return found
         time.sleep(0.1)
     raise AssertionError(f"never: {what}")
+
+
+def _click(browser, selector: str) -> None:
+    """Click the element ``selector`` names (found again if a live update replaced it)."""
+
+    def click():
+        browser.find_element("css selector", selector).click()
+        return True
+
+    _until(click, f"clicked {selector}")
 
 
 @pytest.fixture
@@ -203,7 +220,7 @@ def test_a_question_answered_in_the_page_finishes_the_run_and_another_is_cancell
         # it runs again; the question did not, so its answer is taken and the new run ends ok
         flow = tmp_path / "approve.flow"
         flow.write_text(APPROVE.replace("Draft a post", "Write a post"), encoding="utf-8")
-        browser.find_element("css selector", "button.reuse").click()
+        _click(browser, "button.reuse")
         _until(
             lambda: [
                 r
@@ -215,7 +232,7 @@ def test_a_question_answered_in_the_page_finishes_the_run_and_another_is_cancell
 
         # cancel the other run from its page
         browser.get(address + "runs/holds")
-        browser.find_element("css selector", "button.cancel").click()
+        _click(browser, "button.cancel")
         _, err = runs["holds"].communicate(timeout=120)
         assert runs["holds"].returncode == 1 and b"cancelled" in err, err.decode()[-2000:]
         _until(
@@ -230,7 +247,7 @@ def test_a_question_answered_in_the_page_finishes_the_run_and_another_is_cancell
         # redrive the cancelled run: a new run (`holds~xxxxxx`, a flowc redrive process the
         # console started) asks its question again; cancel that one from its page too
         browser.get(address + "runs/holds")
-        browser.find_element("css selector", "button.redrive").click()
+        _click(browser, "button.redrive")
         again = _until(
             lambda: [
                 r.get_attribute("data-run")
@@ -247,12 +264,12 @@ def test_a_question_answered_in_the_page_finishes_the_run_and_another_is_cancell
             lambda: browser.find_elements("css selector", "#run-facts .badge.stopped"),
             "the redriven run stopped",
         )
-        browser.find_element("css selector", "button.resume").click()
+        _click(browser, "button.resume")
         _until(
             lambda: browser.find_elements("css selector", "#run-facts .badge.waiting"),
             "the resumed run waiting again",
         )
-        browser.find_element("css selector", "button.cancel").click()
+        _click(browser, "button.cancel")
         _until(
             lambda: browser.find_elements("css selector", "#run-facts .badge.cancelled"),
             "the redriven run cancelled",
