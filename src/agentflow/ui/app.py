@@ -74,6 +74,14 @@ class Console:
     limit: int = 50
     children: list[subprocess.Popen[bytes]] = field(default_factory=list)
     log_dir: Path | None = None
+    #: set when the server stops: the live-update streams end at once
+    stopping: asyncio.Event | None = None
+
+    def stop_event(self) -> asyncio.Event:
+        """:attr:`stopping`, made on first use (inside the server's event loop)."""
+        if self.stopping is None:
+            self.stopping = asyncio.Event()
+        return self.stopping
 
     def spawn(self, *args: str, name: str | None = None) -> None:
         """Start ``flowc ARGS`` on this database, in a session of its own (it outlives the
@@ -304,8 +312,13 @@ def build_app(console: Console) -> Any:
             last = None
             quiet = 0.0
             ends = time.monotonic() + STREAM_S  # then the browser reconnects (`retry`)
+            stopping = console.stop_event()
             yield f"retry: {RETRY_MS}\n\n"
-            while not await request.is_disconnected() and time.monotonic() < ends:
+            while (
+                not stopping.is_set()
+                and not await request.is_disconnected()
+                and time.monotonic() < ends
+            ):
                 try:
                     version = await (run_version(run_id) if run_id else runs_version())
                 except FlowError:
@@ -317,7 +330,8 @@ def build_app(console: Console) -> Any:
                 elif quiet >= 15:
                     yield ": still here\n\n"
                     quiet = 0.0
-                await asyncio.sleep(console.poll)
+                with contextlib.suppress(TimeoutError):  # the next poll, or the server stops
+                    await asyncio.wait_for(stopping.wait(), console.poll)
                 quiet += console.poll
 
         return StreamingResponse(
@@ -388,10 +402,16 @@ def serve(
         log_level="warning",
         loop="asyncio",
         lifespan="off",
-        timeout_graceful_shutdown=1,
+        timeout_graceful_shutdown=5,
         access_log=False,
     )
-    server = uvicorn.Server(config)
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:  # Ctrl-C, SIGTERM
+            console.stop_event().set()  # the live-update streams end before the server waits
+            super().handle_exit(sig, frame)
+
+    server = Server(config)
 
     async def main() -> None:
         task = asyncio.ensure_future(server.serve(sockets=[sock]))
