@@ -234,7 +234,7 @@ def build_app(console: Console) -> Any:
             await api.answer_durable(console.url, run_id, step, value)
         except FlowError as e:  # refused as `flowc answer` refuses it: said beside the field
             return await show(request, run_id, problems={step: (value, str(e))}, status=400)
-        return RedirectResponse(f"/runs/{run_id}?said=answered", status_code=303)
+        return RedirectResponse(pages.run_url(run_id, "?said=answered"), status_code=303)
 
     async def cancel(request: Request) -> Response:
         if (no := refused(request)) is not None:
@@ -247,7 +247,7 @@ def build_app(console: Console) -> Any:
             await api.cancel_durable(console.url, run_id)
         except FlowError as e:
             return await show(request, run_id, notice=str(e), status=400)
-        return RedirectResponse(f"/runs/{run_id}?said=cancelled", status_code=303)
+        return RedirectResponse(pages.run_url(run_id, "?said=cancelled"), status_code=303)
 
     async def resume(request: Request) -> Response:
         if (no := refused(request)) is not None:
@@ -257,7 +257,7 @@ def build_app(console: Console) -> Any:
             return bad
         run_id = request.path_params["run_id"]
         console.spawn("resume", run_id)
-        return RedirectResponse(f"/runs/{run_id}?said=resumed", status_code=303)
+        return RedirectResponse(pages.run_url(run_id, "?said=resumed"), status_code=303)
 
     async def redrive(request: Request) -> Response:
         if (no := refused(request)) is not None:

@@ -43,6 +43,13 @@ def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
+def run_url(run_id: str, tail: str = "") -> str:
+    """The console's address of run ``run_id`` (``/runs/ID``, the id percent-encoded) + ``tail``."""
+    from urllib.parse import quote
+
+    return f"/runs/{quote(run_id, safe='~')}{tail}"
+
+
 def _asset(name: str) -> str:
     return (resources.files("agentflow.ui") / "assets" / name).read_text(encoding="utf-8")
 
@@ -142,7 +149,7 @@ def runs_page(
         )
         rows.append(
             f'<tr data-run="{_e(r.run_id)}" data-status="{_e(r.status)}">'
-            f'<td data-label="run"><a href="/runs/{_e(r.run_id)}">{_e(r.run_id)}</a>{asks}</td>'
+            f'<td data-label="run"><a href="{_e(run_url(r.run_id))}">{_e(r.run_id)}</a>{asks}</td>'
             f'<td data-label="status">{_badge(r.status)}</td>'
             f'<td data-label="flow">{_e(r.plan or "—")}</td>'
             f'<td data-label="started" class="num">{_e(_when(r.created_at))}</td>'
@@ -222,7 +229,7 @@ def question_form(q: Any, csrf: str, *, value: str = "", problem: str | None = N
     )
     where = f" · {_e(q.label)}" if q.label else ""
     return (
-        f'<form class="question" method="post" action="/runs/{_e(q.run_id)}/answer" '
+        f'<form class="question" method="post" action="{_e(run_url(q.run_id, "/answer"))}" '
         f'data-step="{_e(q.path)}"><p class="muted">asked at <code>{_e(q.path)}</code>{where}'
         f" {_e(_when(q.asked_at))}</p>{said}{control}{hint}"
         f'<input type="hidden" name="step" value="{_e(q.path)}">{_csrf(csrf)}'
@@ -449,6 +456,8 @@ def run_page(
     coloured by what it recorded, its steps in the `.flow`'s terms with timings, each agent's
     conversation, its output.  ``problems``: ``{step: (typed value, why refused)}`` of answers
     the server refused; ``notice``: a line said at the top (what the last action did)."""
+    from urllib.parse import urlencode
+
     from agentflow.core.text import source_lines
     from agentflow.runtime.report import graph_section, source_caret
 
@@ -466,14 +475,14 @@ def run_page(
     ]
     actions = []
     if info.status in CANCELLABLE:
-        actions.append(_action(rid, "cancel", "cancel the run", csrf))
+        actions.append(_action(info.run_id, "cancel", "cancel the run", csrf))
     if info.status in RESUMABLE:
-        actions.append(_action(rid, "resume", "resume the run", csrf))
+        actions.append(_action(info.run_id, "resume", "resume the run", csrf))
     if info.status in REDRIVABLE:
-        actions.append(_action(rid, "redrive", "redrive from its failed steps", csrf))
+        actions.append(_action(info.run_id, "redrive", "redrive from its failed steps", csrf))
     if info.status not in CANCELLABLE and _edited_flow(spec) is not None:
         actions.append(
-            _action(rid, "reuse", f"run the edited {Path(str(spec['plan_file'])).name} again, "
+            _action(info.run_id, "reuse", f"run the edited {Path(str(spec['plan_file'])).name} again, "
                     "reusing this run's steps", csrf)
         )  # fmt: skip
     said = f'<p class="notice" role="status">{_e(notice)}</p>' if notice else ""
@@ -521,16 +530,17 @@ def run_page(
     return page(
         f"run {info.run_id}",
         body,
-        live=f"/events?run={info.run_id}",
+        live="/events?" + urlencode({"run": info.run_id}),
         version=version,
         heading=f"run <code>{rid}</code>",
-        here=f"/runs/{info.run_id}",
+        here=run_url(info.run_id),
     )
 
 
-def _action(rid: str, verb: str, text: str, csrf: str) -> str:
+def _action(run_id: str, verb: str, text: str, csrf: str) -> str:
     return (
-        f'<form method="post" action="/runs/{rid}/{verb}" class="action">{_csrf(csrf)}'
+        f'<form method="post" action="{_e(run_url(run_id, "/" + verb))}" class="action">'
+        f"{_csrf(csrf)}"
         f'<button type="submit" name="do" value="{verb}" class="{verb}">{_e(text)}</button></form>'
     )
 
