@@ -41,6 +41,7 @@ LAYERS: dict[str, tuple[str, int]] = {
     "agentflow.api": ("api", 5),
     "agentflow.serve": ("api", 5),  # flowc serve --mcp: runs programs through the api
     "agentflow.flowtest": ("api", 5),
+    "agentflow.ui": ("api", 5),  # flowc ui: the web console over the api's durable functions
     "agentflow.flowexplore": ("api", 5),
     "agentflow.lsp": ("lsp", 5),
     "agentflow.cli": ("cli", 6),

@@ -64,6 +64,12 @@ __all__ = [
     "plan_needs_model",
     "graph",
     "report",
+    "durable_database",
+    "list_durable_runs",
+    "show_durable_run",
+    "recorded_run",
+    "answer_durable",
+    "cancel_durable",
 ]
 
 
@@ -748,3 +754,70 @@ def run_tests(
     from agentflow.flowtest import run_tests as run_all
 
     return run_all(paths, pattern, fail_fast, on_outcome=on_outcome, jobs=jobs, cache=cache)
+
+
+# ---------------------------------------------------------------------------------------------
+# Durable runs seen from outside: what `flowc runs`, `flowc cancel` and `flowc ui` do
+
+
+def durable_database(
+    *, config: Config | str | os.PathLike | None = None, database: str | None = None
+) -> str:
+    """The URL of the durable runs database of ``config`` (``database``: a SQLite file or
+    PostgreSQL URL given explicitly), as ``flowc runs --database`` resolves it (docs/durable.md).
+    Raises :class:`ConfigError` for an unset ``${VAR}`` or an unknown kind of URL."""
+    from agentflow.runtime.config import Config, load_config
+    from agentflow.runtime.durable.runs import database_for
+
+    if not isinstance(config, Config):
+        config = load_config(_fspath(config))
+    return database_for(config, database)
+
+
+async def list_durable_runs(url: str, *, limit: int = 50) -> list[Any]:
+    """The latest ``limit`` durable runs of database ``url`` (:func:`durable_database`), newest
+    first: :class:`agentflow.runtime.durable.runs.RunInfo` each (id, status, plan name, times in
+    epoch seconds, waiting questions); none for a SQLite file that does not exist."""
+    from agentflow.runtime.durable.runs import list_runs
+
+    return await list_runs(url, limit=limit)
+
+
+async def show_durable_run(url: str, run_id: str, *, values: bool = False) -> Any:
+    """Durable run ``run_id`` in detail (``flowc runs show``): a
+    :class:`~agentflow.runtime.durable.runs.RunInfo` with its steps in the `.flow`'s terms,
+    cost so far, waiting questions (each with its JSON Schema and choices), error; ``values``:
+    each step's recorded result too (a model's reply, a tool's result, an answer).  Raises
+    :class:`InputError` for an unknown run."""
+    from agentflow.runtime.durable.runs import show_run
+
+    return await show_run(url, run_id, values=values)
+
+
+async def recorded_run(url: str, run_id: str, *, redrive: bool = False) -> dict[str, Any]:
+    """What durable run ``run_id`` recorded when it started: ``plan_text``, ``plan_file``,
+    ``input``, ``config``, ``workspace`` … (docs/durable.md).  Raises :class:`InputError` for
+    an unknown run; ``redrive``: also for one ``flowc redrive`` refuses (it ended ok, or has
+    not ended)."""
+    from agentflow.runtime.durable.runs import recorded_spec
+
+    return await recorded_spec(url, run_id, redrive=redrive)
+
+
+async def answer_durable(url: str, run_id: str, step: str, value: Any) -> Any:
+    """:func:`answer_run` on database ``url``: answer the question run ``run_id`` waits on at
+    step path ``step`` (a text is parsed as JSON unless the question wants text, then checked
+    against the question's type and choices, exactly as ``flowc answer``).  Returns the
+    :class:`~agentflow.runtime.durable.runs.Question`; raises :class:`InputError`."""
+    from agentflow.core.text import clean_json
+    from agentflow.runtime.durable.runs import answer
+
+    return await answer(url, run_id, step, clean_json(value))
+
+
+async def cancel_durable(url: str, run_id: str) -> None:
+    """Cancel durable run ``run_id`` of database ``url`` and its units (``flowc cancel``).
+    Raises :class:`InputError` for an unknown run or one that has already ended."""
+    from agentflow.runtime.durable.runs import cancel
+
+    await cancel(url, run_id)

@@ -298,6 +298,11 @@ def schema(file: str, type_name: str | None, show_input: bool) -> None:
 )
 @click.option("--run-id", metavar="ID", help="The durable run's id (default: a new one).")
 @click.option(
+    "--database",
+    metavar="URL",
+    help="The durable runs database (default: [durable] database); implies --durable.",
+)
+@click.option(
     "--fleet",
     is_flag=True,
     help="Spread map items and rate-limited model calls over `flowc worker` processes.",
@@ -318,6 +323,7 @@ def run(
     reuse: str | None,
     ask_again: bool,
     run_id: str | None,
+    database: str | None,
     fleet: bool,
 ) -> None:
     """Run a .flow file or a plan file; the output goes to stdout as JSON."""
@@ -329,7 +335,7 @@ def run(
 
     if ask_again and reuse is None:
         raise click.UsageError("--ask-again goes with --reuse RUN")
-    durable = durable or reuse is not None or run_id is not None or fleet
+    durable = durable or reuse is not None or run_id is not None or fleet or bool(database)
     telemetry = _telemetry_option(otel, no_otel)
     if not Path(target).is_file():
         raise click.UsageError(f"{target}: no such file")
@@ -363,6 +369,7 @@ def run(
                 reuse=reuse,
                 ask_again=ask_again,
                 fleet=fleet,
+                database=database,
                 on_start=on_start,
             )
             sinks.append(_question_notice(started))
@@ -835,5 +842,6 @@ for _command in (
     flowtests.test_cmd,
     views.graph_cmd,
     views.report_cmd,
+    views.ui_cmd,
 ):
     main.add_command(_command)

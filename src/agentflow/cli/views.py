@@ -1,5 +1,6 @@
-"""`flowc graph` and `flowc report`: the graph of a program or plan
-(:func:`agentflow.api.graph`) and the HTML report of a run (:func:`agentflow.api.report`)."""
+"""`flowc graph`, `flowc report` and `flowc ui`: the graph of a program or plan
+(:func:`agentflow.api.graph`), the HTML report of a run (:func:`agentflow.api.report`) and the
+web console over durable runs (:mod:`agentflow.ui`)."""
 
 from __future__ import annotations
 
@@ -75,3 +76,41 @@ def report_cmd(trace: str, out: str, plan_file: str | None) -> None:
     except FlowError as e:
         _fail(e)
     _write_or_echo(html, out)
+
+
+@click.command("ui")
+@click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
+@click.option(
+    "--database", metavar="URL", help="SQLite file or PostgreSQL URL (default: [durable] database)."
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on; any but loopback needs the token printed at start.",
+)
+@click.option(
+    "--port", type=int, default=8421, show_default=True, help="Port to listen on (0: any free)."
+)
+def ui_cmd(config: str | None, database: str | None, host: str, port: int) -> None:
+    """Serve a web console over the durable runs database: runs, their graphs, steps and
+    conversations, waiting questions to answer, cancel, resume and redrive (Ctrl-C stops it)."""
+    from agentflow.ui.app import serve
+
+    try:
+        url = api.durable_database(config=config, database=database)
+    except FlowError as e:
+        _fail(e)
+
+    def ready(address: str) -> None:
+        click.echo(f"flowc ui: {address}", err=True)
+        if "token=" in address:
+            _err("the address carries the console's token: share it only with whom may steer runs")
+
+    try:
+        serve(url, host=host, port=port, on_ready=ready)
+    except OSError as e:
+        _err(f"error: cannot listen on {host}:{port}: {e.strerror or e}")
+        sys.exit(1)
+    except KeyboardInterrupt:
+        pass

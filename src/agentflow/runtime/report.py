@@ -1,9 +1,10 @@
 """A run report: one self-contained HTML file built from a run's trace events
 (``flowc report TRACE``, :func:`agentflow.report`; docs/observability.md).
 
-The page needs no network: its CSS and JavaScript are inline, the graph is drawn by the Mermaid
-library vendored beside this module (``report_assets/mermaid.min.js``, MIT, see
-``report_assets/mermaid.LICENSE``), and everything else is plain HTML rendered here. It shows:
+The page needs no network and no script library: its CSS is inline, the flow's graph is SVG
+drawn here (:mod:`agentflow.ir.graph_svg`, with its text alternative), everything else is plain
+HTML, and one line of script only marks when the page is drawn. It reads at any width (the steps
+table stacks its cells on a narrow screen). It shows:
 
 - a header with the run's status, duration, inferences, tokens and cost;
 - the run's errors with their `.flow` location (and the source line, when the `.flow` is known);
@@ -35,7 +36,15 @@ from typing import Any
 
 from agentflow.core.text import clean_text, source_lines
 
-__all__ = ["RunView", "build_report", "read_run"]
+__all__ = [
+    "RunView",
+    "build_report",
+    "graph_section",
+    "outcomes_of",
+    "read_run",
+    "report_css",
+    "source_caret",
+]
 
 _ROUND = re.compile(r"/agent\.(\d+)/[^/]+$")
 _ITEM = re.compile(r"/do\.(\d+)$")
@@ -171,7 +180,10 @@ def read_run(events: Iterable[Mapping[str, Any]]) -> RunView:
                 step = StepRun(path, str(data.get("tool_name") or ""), t, stack=stack)
                 view.steps.append(step)
             step.end = t
-            if isinstance(data.get("elapsed_ms"), int | float) and step.start == t:
+            if isinstance(data.get("elapsed_ms"), int | float):
+                # the step's own clock, as the console shows it: its `step_started` is emitted
+                # once its input is rendered, after MCP servers are connected (or a map slot,
+                # a dependency awaited), so the events' times alone would leave that out
                 step.start = t - data["elapsed_ms"] / 1000
             step.usage = _as_dict(data.get("usage"))
             if data.get("error"):
@@ -232,13 +244,15 @@ def _json_text(value: Any) -> str:
 
 
 def _pre(value: Any) -> str:
-    return f"<pre>{_e(_json_text(value))}</pre>"
+    # focusable: a long value scrolls, and a scrolling region must be reachable by keyboard
+    return f'<pre tabindex="0">{_e(_json_text(value))}</pre>'
 
 
 def _secs(seconds: float | None) -> str:
+    """Seconds as the console prints them (``0.19 s``: two decimals, whatever the size)."""
     if seconds is None:
         return "—"
-    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
+    return f"{seconds:.2f} s"
 
 
 def _step_cell(s: StepRun) -> str:
@@ -251,14 +265,62 @@ def _badge(status: str) -> str:
     return f'<span class="badge {_e(status)}">{_e(status)}</span>'
 
 
-def _usage_cells(usage: Mapping[str, Any]) -> str:
+_STEP_COLUMNS = (
+    "step", "tool", "stage", "status", "start", "time", "inferences", "tokens", "cost", "source"
+)  # fmt: skip
+_NUMERIC = frozenset({"start", "time", "inferences", "tokens", "cost"})
+_NUM = ' class="num"'
+
+
+def _usage_values(usage: Mapping[str, Any]) -> list[str]:
+    """The inferences, tokens and cost cells' text of a step's usage."""
     inf = usage.get("inferences") or 0
     tok = f"{usage.get('input_tokens', 0)}→{usage.get('output_tokens', 0)}" if inf else ""
     cost = usage.get("cost")
     cost_text = f"${cost:.4f}" if isinstance(cost, int | float) else ""
+    return [str(inf or ""), _e(tok), _e(cost_text)]
+
+
+def outcomes_of(plan: Any, events: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """``{graph node id: NodeOutcome}`` of a run's trace ``events`` over ``plan``'s graph."""
+    from agentflow.ir.graph import outcomes_from_events
+
+    return dict(outcomes_from_events(events, plan))
+
+
+def graph_section(plan: Any, outcomes: Mapping[str, Any] | None, *, heading: str = "h2") -> str:
+    """The ``<section id="graph">`` of a report or a ``flowc ui`` run page: ``plan``'s graph as
+    inline SVG coloured by ``outcomes`` (:mod:`agentflow.ir.graph_svg`), in a scrolling frame,
+    with its text alternative (an ordered list) in a ``<details>`` below it."""
+    from agentflow.ir.graph import build_graph
+    from agentflow.ir.graph_svg import text_alternative, to_svg
+
+    graph = build_graph(plan)
+    svg = to_svg(graph, outcomes, title=f"graph of {plan.name}", described_by="graph-text-summary")
+    legend = ""
+    if outcomes is not None:
+        from agentflow.ir.graph_svg import STATUS_STYLE
+
+        used = {str(getattr(o, "status", "")) for o in outcomes.values()}
+        if any(
+            n.id not in outcomes
+            for n in graph.nodes
+            if n.path and n.kind not in ("input", "finish", "tool")
+        ):
+            used.add("skipped")
+        legend = '<ul class="graph-legend" aria-label="colours of the graph">' + "".join(
+            f'<li><i style="background:{fill};border-color:{stroke}"></i>{_e(word)}</li>'
+            for status, (fill, stroke, word) in STATUS_STYLE.items()
+            if status in used
+        ) + "</ul>"  # fmt: skip
+    steps = sum(1 for n in graph.nodes if n.path and n.kind not in ("input", "finish", "tool"))
     return (
-        f'<td class="num">{inf or ""}</td><td class="num">{_e(tok)}</td>'
-        f'<td class="num">{_e(cost_text)}</td>'
+        f'<section id="graph"><{heading}>Graph</{heading}>{legend}'
+        f'<div class="graph" tabindex="0" role="region" aria-label="graph of {_e(plan.name)}">'
+        f"{svg}</div>"
+        f'<details class="graph-alt"><summary id="graph-text-summary">The graph as text: '
+        f"{steps} step(s) of {_e(plan.name)}, top to bottom</summary>"
+        f"{text_alternative(graph, outcomes)}</details></section>"
     )
 
 
@@ -282,17 +344,7 @@ class _Report:
 
     def location(self, source: str | None) -> str:
         """``file:line:col`` and, when the `.flow` text is known, the line with a caret."""
-        if not source:
-            return ""
-        out = f"<div>at <code>{_e(source)}</code></div>"
-        m = _SOURCE.match(str(source))
-        if m and self.source_lines is not None:
-            line, col = int(m.group("line")), int(m.group("column"))
-            if 1 <= line <= len(self.source_lines):
-                text = self.source_lines[line - 1]
-                caret = " " * max(col - 1, 0) + "^"
-                out += f"<pre>{line:>4} | {_e(text)}\n     | {_e(caret)}</pre>"
-        return out
+        return source_caret(source, self.source_lines)
 
     # -- sections
     def header(self) -> str:
@@ -353,15 +405,7 @@ class _Report:
                 '<section id="graph"><h2>Graph</h2><p class="muted">the flow that ran was not '
                 "found (pass it with <code>--plan</code>), so its graph is left out</p></section>"
             )
-        from agentflow.ir.graph import render
-
-        events = self.events
-        text = render(self.plan, "mermaid", events)
-        return (
-            '<section id="graph"><h2>Graph</h2><div class="graph">'
-            f'<pre class="mermaid">{_e(text)}</pre><div id="graph-error" class="graph-error">'
-            "</div></div></section>"
-        )
+        return graph_section(self.plan, outcomes_of(self.plan, self.events))
 
     def steps_table(self) -> str:
         rows = []
@@ -370,18 +414,28 @@ class _Report:
             start = s.start - self.t0
             took = (s.end - s.start) if s.end is not None else None
             code = f" <code>{_e(s.error.get('code'))}</code>" if s.error else ""
+            cells = [
+                _step_cell(s),
+                _e(s.tool),
+                _e(s.stage or ""),
+                f"{_badge(s.status)}{code}",
+                _secs(start),
+                _secs(took),
+                *_usage_values(s.usage),
+                f"<code>{_e(s.source or '')}</code>",
+            ]
+            tds = "".join(
+                f'<td data-label="{name}"{_NUM if name in _NUMERIC else ""}>{cell}</td>'
+                for name, cell in zip(_STEP_COLUMNS, cells, strict=True)
+            )
             rows.append(
                 f'<tr class="{cls}" data-path="{_e(s.path)}" data-status="{_e(s.status)}">'
-                f"<td>{_step_cell(s)}</td><td>{_e(s.tool)}</td>"
-                f"<td>{_e(s.stage or '')}</td><td>{_badge(s.status)}{code}</td>"
-                f'<td class="num">{_secs(start)}</td><td class="num">{_secs(took)}</td>'
-                f"{_usage_cells(s.usage)}<td><code>{_e(s.source or '')}</code></td></tr>"
+                f"{tds}</tr>"
             )
+        head = "".join(f'<th scope="col">{name}</th>' for name in _STEP_COLUMNS)
         return (
-            '<section id="steps"><h2>Steps</h2><table id="steps-table"><thead><tr><th>step</th>'
-            "<th>tool</th><th>stage</th><th>status</th><th>start</th><th>time</th>"
-            "<th>inferences</th><th>tokens</th><th>cost</th><th>source</th></tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table></section>"
+            '<section id="steps"><h2>Steps</h2><table id="steps-table" class="stack">'
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></section>"
         )
 
     def pct(self, t: float) -> float:
@@ -467,7 +521,7 @@ class _Report:
         return f'<details class="agent" open data-path="{_e(s.path)}"><summary>{title}</summary>{"".join(parts)}</details>'
 
     def agent_round(self, number: int, calls: list[Call], warnings: list[dict[str, Any]]) -> str:
-        out = [f'<div class="round" data-round="{number}"><h4>round {number}</h4>']
+        out = [f'<div class="round" data-round="{number}"><h3>round {number}</h3>']
         for call in [c for c in calls if c.kind == "model" and c.round == number]:
             d = call.data
             out.append(
@@ -558,20 +612,42 @@ def build_report(
     )
     assets = resources.files("agentflow.runtime") / "report_assets"
     page = (assets / "report.html").read_text(encoding="utf-8")
-    mermaid_js = (assets / "mermaid.min.js").read_text(encoding="utf-8") if plan is not None else ""
-    # the library is inlined in a <script>: it must not be able to end that element early
-    mermaid_js = re.sub(r"</(script)", r"<\\/\1", mermaid_js, flags=re.I)
     from agentflow.core.version import __version__
 
     values = {
         "title": _e(title or f"agentflow run {view.plan}"),
         "version": _e(__version__),
         "body": body,
-        "mermaid_js": mermaid_js,
+        "css": report_css(),
     }
     # one pass: a `{{…}}` inside the inserted text (a trace's content) is never substituted;
     # a lone surrogate a trace may hold (its JSON escape) is U+FFFD in a page, which is UTF-8
     return clean_text(re.sub(r"\{\{(\w+)\}\}", lambda m: values.get(m.group(1), m.group(0)), page))
+
+
+def source_caret(source: str | None, lines: list[str] | None) -> str:
+    """HTML of a `.flow` position ``file:line:col``: the position, and when the file's
+    ``lines`` are known, its line with a caret under the column ("" without a position)."""
+    if not source:
+        return ""
+    out = f"<div>at <code>{_e(source)}</code></div>"
+    m = _SOURCE.match(str(source))
+    if m and lines is not None:
+        line, col = int(m.group("line")), int(m.group("column"))
+        if 1 <= line <= len(lines):
+            caret = " " * max(col - 1, 0) + "^"
+            out += (
+                f'<pre tabindex="0" class="caret">{line:>4} | {_e(lines[line - 1])}\n'
+                f"     | {_e(caret)}</pre>"
+            )
+    return out
+
+
+def report_css() -> str:
+    """The report's style sheet (``report_assets/report.css``), which ``flowc ui`` shares."""
+    return (resources.files("agentflow.runtime") / "report_assets" / "report.css").read_text(
+        encoding="utf-8"
+    )
 
 
 def _as_dict(value: Any) -> dict[str, Any]:

@@ -837,13 +837,17 @@ def _error_text(error: Any) -> dict[str, Any]:
     return {"code": "failed", "message": str(error), "step_path": None}
 
 
-async def show_run(url: str, run_id: str, *, internals: bool = False) -> RunInfo:
+async def show_run(
+    url: str, run_id: str, *, internals: bool = False, values: bool = False
+) -> RunInfo:
     """Run ``run_id`` in detail: its steps in the user's terms (each recorded tool call, model
     call and question: unit, step path, `.flow` label, status, start and end), the count of the
     engine's own operations left out (``internals``: listed too, marked ``internal``), the cost
     of its model calls so far, pending questions, the error, and for a ``--fleet`` run which
     worker holds which unfinished unit and whether that worker is alive.  Raises
-    InputError for an unknown run, or one with a row it cannot read."""
+    InputError for an unknown run, or one with a row it cannot read.  ``values``: each step
+    also carries its recorded result as JSON (``value``: a tool's result, a model's reply, an
+    answer), what ``flowc ui`` shows of an agent's conversation."""
     from agentflow.runtime.durable.dbos_engine import _dbos
 
     _attach(url, run_id)
@@ -859,11 +863,11 @@ async def show_run(url: str, run_id: str, *, internals: bool = False) -> RunInfo
     ]
     check_readable(run_id, family)
     with reading(run_id):
-        return await _show_run(url, run_id, root, family, internals)
+        return await _show_run(url, run_id, root, family, internals, values)
 
 
 async def _show_run(
-    url: str, run_id: str, root: Any, family: list[Any], internals: bool
+    url: str, run_id: str, root: Any, family: list[Any], internals: bool, values: bool = False
 ) -> RunInfo:
     from agentflow.runtime.durable.dbos_engine import _dbos
     from agentflow.runtime.durable.shown import Labels, parse_operation
@@ -912,6 +916,8 @@ async def _show_run(
                     priced += float(value.cost)
             if isinstance(out, dict) and out.get("reused"):
                 entry["reused"] = True
+            if values and op is not None and value is not None:
+                entry["value"] = _json_of(value)
             info.steps.append(entry)
         if any(s["function_name"] == "DBOS.setEvent" for s in steps):
             info.steps.extend(await _unanswered(w.workflow_id, unit, labels))
@@ -929,6 +935,25 @@ async def _show_run(
         if isinstance(spec, dict) and spec.get("fleet"):
             info.workers = await _holders(url, run_id, family)
     return info
+
+
+def _json_of(value: Any) -> Any:
+    """A recorded value as JSON data (a model's reply, a dataclass, is its fields)."""
+    import dataclasses
+    import json
+
+    def plain(o: Any) -> Any:
+        if dataclasses.is_dataclass(o) and not isinstance(o, type):
+            return {f.name: getattr(o, f.name) for f in dataclasses.fields(o)}
+        if hasattr(o, "to_list"):  # a range
+            return o.to_list()
+        if isinstance(o, bytes):
+            return o.decode("utf-8", "replace")
+        if isinstance(o, set | frozenset):
+            return sorted(o, key=repr)
+        return str(o)
+
+    return json.loads(json.dumps(value, default=plain))
 
 
 def _seconds(epoch_ms: Any) -> float | None:
