@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import socket
 import struct
 import threading
@@ -60,6 +61,7 @@ __all__ = [
     "anthropic_stream",
     "anthropic_text",
     "completion",
+    "enforced_schemas",
     "extra_models",
     "extra_rest",
     "openai_stream",
@@ -386,7 +388,13 @@ class ChatServer:
     request path is recorded in ``paths``.
     """
 
-    PATHS = ("/v1/chat/completions", "/chat/completions", "/v1/messages")
+    PATHS = (
+        "/v1/chat/completions",
+        "/chat/completions",
+        "/v1/messages",
+        "/v1/responses",
+        "/responses",
+    )
 
     def __init__(self, script: Script | None = None):
         self._lock = threading.Lock()
@@ -397,6 +405,13 @@ class ChatServer:
         self.log: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.paths: list[str] = []
+        #: when set (``"anthropic"``, ``"openai"``, ``"gemini"``): every schema a request asks
+        #: the provider to enforce is checked against that provider's documented subset
+        #: (:func:`agentflow.runtime.models.schema_subsets.subset_problems`) and a request using
+        #: anything outside it is refused with a 400, as the real endpoint does; the refused
+        #: requests' problems are kept in ``refused``
+        self.schema_subset: str | None = None
+        self.refused: list[list[str]] = []
         self.in_flight = 0
         self.max_in_flight = 0
         #: answer every request as a stream (a streaming-only server), asked for or not
@@ -421,7 +436,8 @@ class ChatServer:
             def do_POST(self) -> None:  # noqa: N802 - http.server API
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
-                if self.path.rstrip("/") not in server.PATHS:
+                route = self.path.split("?", 1)[0].rstrip("/")
+                if route not in server.PATHS and not _GEMINI_PATH.fullmatch(route):
                     self._send(Reply(status=404, body={"error": {"message": "not found"}}))
                     return
                 try:
@@ -429,6 +445,15 @@ class ChatServer:
                 except ValueError:
                     self._send(Reply(status=400, body={"error": {"message": "bad json"}}))
                     return
+                if server.schema_subset is not None:
+                    refusal = server._refusal(route, body)
+                    if refusal is not None:
+                        with server._lock:
+                            server.paths.append(self.path)
+                            server.requests.append(body)
+                            server.headers.append(dict(self.headers.items()))
+                        self._send(refusal)
+                        return
                 received = time.time()
                 with server._lock:
                     server.paths.append(self.path)
@@ -584,6 +609,37 @@ class ChatServer:
                 return status(400, {"error": {"message": f"chat_server script raised: {exc!r}"}})
         return _as_reply(item)
 
+    def _refusal(self, route: str, body: dict[str, Any]) -> Reply | None:
+        """The 400 the provider of :attr:`schema_subset` answers a request whose enforced
+        schemas leave its documented subset (None: accepted)."""
+        from agentflow.runtime.models.schema_subsets import subset_problems
+
+        assert self.schema_subset is not None
+        problems: list[str] = []
+        for where, schema in enforced_schemas(route, body):
+            problems.extend(f"{where}: {p}" for p in subset_problems(schema, self.schema_subset))
+        if not problems:
+            return None
+        with self._lock:
+            self.refused.append(problems)
+        message = "; ".join(problems[:5])
+        if route.endswith("/messages"):
+            error: dict[str, Any] = {
+                "type": "error",
+                "error": {"type": "invalid_request_error", "message": message},
+            }
+        elif _GEMINI_PATH.fullmatch(route):
+            error = {"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}
+        else:
+            error = {
+                "error": {
+                    "message": f"Invalid schema for response_format 'output': {message}",
+                    "type": "invalid_request_error",
+                    "code": "invalid_json_schema",
+                }
+            }
+        return status(400, body=error)
+
     # ------------------------------------------------------------------ config helpers
 
     def env(self, model: str = "test-model", api_key: str | None = TEST_API_KEY) -> dict[str, str]:
@@ -656,6 +712,47 @@ def _as_reply(item: Any) -> Reply:
     if isinstance(item, dict):
         return Reply(body=item)
     raise TypeError(f"cannot turn {type(item).__name__} into a chat reply")
+
+
+#: Gemini's generateContent / streamGenerateContent paths (``/v1beta/models/M:generateContent``)
+_GEMINI_PATH = re.compile(
+    r"(?:/v1beta|/v1)?/models/[^/:]+:(?:generateContent|streamGenerateContent)"
+)
+
+
+def enforced_schemas(route: str, body: dict[str, Any]) -> list[tuple[str, Any]]:
+    """``[(where, schema)]``: the schemas a request asks the provider to enforce — Anthropic
+    ``output_config.format.schema`` and strict tools' ``input_schema``; OpenAI strict
+    ``response_format`` and strict functions' ``parameters``; Responses ``text.format.schema``
+    and strict tools; Gemini ``generationConfig.responseJsonSchema``."""
+    out: list[tuple[str, Any]] = []
+    if route.endswith("/messages"):
+        fmt = (body.get("output_config") or {}).get("format") or {}
+        if isinstance(fmt, dict) and "schema" in fmt:
+            out.append(("output_config.format.schema", fmt["schema"]))
+        for index, tool in enumerate(body.get("tools") or []):
+            if isinstance(tool, dict) and tool.get("strict"):
+                out.append((f"tools.{index}.input_schema", tool.get("input_schema")))
+    elif route.endswith("/responses"):
+        fmt = (body.get("text") or {}).get("format") or {}
+        if isinstance(fmt, dict) and fmt.get("strict") and "schema" in fmt:
+            out.append(("text.format.schema", fmt["schema"]))
+        for index, tool in enumerate(body.get("tools") or []):
+            if isinstance(tool, dict) and tool.get("strict"):
+                out.append((f"tools[{index}].parameters", tool.get("parameters")))
+    elif _GEMINI_PATH.fullmatch(route):
+        config = body.get("generationConfig") or {}
+        if isinstance(config, dict) and "responseJsonSchema" in config:
+            out.append(("generationConfig.responseJsonSchema", config["responseJsonSchema"]))
+    else:
+        fmt = (body.get("response_format") or {}).get("json_schema") or {}
+        if isinstance(fmt, dict) and fmt.get("strict") and "schema" in fmt:
+            out.append(("response_format.json_schema.schema", fmt["schema"]))
+        for index, tool in enumerate(body.get("tools") or []):
+            function = tool.get("function") if isinstance(tool, dict) else None
+            if isinstance(function, dict) and function.get("strict"):
+                out.append((f"tools[{index}].function.parameters", function.get("parameters")))
+    return out
 
 
 def tool_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
