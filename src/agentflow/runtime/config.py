@@ -49,6 +49,7 @@ DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 DEFAULT_ANTHROPIC_MODEL = "claude-3-5-haiku-latest"
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+DEFAULT_GEMINI_BASE_URL = "https://generativelanguage.googleapis.com"
 
 ModelRefs = str | list[str]
 
@@ -112,9 +113,11 @@ class ProviderConfig(_Strict):
     to it only. A provider of kind ``openai``/``anthropic`` without ``base_url`` takes
     ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL``, else the official URL (docs/decisions.md
     "Where a provider's URL comes from"); :attr:`base_url_from` says which, for messages.
+    ``kind = "openai-responses"`` is OpenAI's Responses API (``OPENAI_BASE_URL``), ``kind =
+    "gemini"`` Google's Gemini API (``GEMINI_BASE_URL``; docs/models.md "Provider kinds").
     """
 
-    kind: Literal["openai", "anthropic", "test"] = "openai"
+    kind: Literal["openai", "anthropic", "test", "openai-responses", "gemini"] = "openai"
     seed: int = 0
     call_tools: bool = False
     base_url: str | None = None
@@ -679,6 +682,8 @@ class Config(_Strict):
 _URL_ENV = {
     "openai": ("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL),
     "anthropic": ("ANTHROPIC_BASE_URL", DEFAULT_ANTHROPIC_BASE_URL),
+    "openai-responses": ("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL),
+    "gemini": ("GEMINI_BASE_URL", DEFAULT_GEMINI_BASE_URL),
 }
 
 
@@ -731,7 +736,11 @@ def missing_key_message(config: Config, roles: tuple[str, ...] = ("chat",)) -> s
         for r in resolved:
             env_name = r.provider.api_key_env
             declared = r.provider_name in config.providers
-            public = r.provider.base_url in (DEFAULT_OPENAI_BASE_URL, DEFAULT_ANTHROPIC_BASE_URL)
+            public = r.provider.base_url in (
+                DEFAULT_OPENAI_BASE_URL,
+                DEFAULT_ANTHROPIC_BASE_URL,
+                DEFAULT_GEMINI_BASE_URL,
+            )
             problem = api_key_problem(config.env.get(env_name) if env_name else None, env_name)
             if problem:
                 return f"provider '{r.provider_name}': {problem}"

@@ -128,6 +128,7 @@ _FILTER_MARKERS = (
     "content_policy_violation",
     "responsibleaipolicyviolation",
     "content management policy",
+    "invalid_prompt",  # OpenAI Responses: a prompt flagged as violating the usage policy
 )
 
 
@@ -168,6 +169,7 @@ _ERROR_TYPE_STATUS = (
     ("invalid_request", 400),
     ("content_filter", 400),
     ("content_policy", 400),
+    ("invalid_prompt", 400),
 )
 
 

@@ -258,6 +258,23 @@ class ModelRouter:
                 system_role=resolved.system_role,
                 **options,
             )
+        if provider.kind == "openai-responses":
+            from agentflow.runtime.models.openai_responses import OpenAIResponsesClient
+
+            return OpenAIResponsesClient(
+                base_url=provider.base_url or "https://api.openai.com/v1",
+                max_completion_tokens=resolved.max_completion_tokens,
+                reasoning_effort=resolved.reasoning_effort,
+                **options,
+            )
+        if provider.kind == "gemini":
+            from agentflow.runtime.models.gemini import GeminiClient
+
+            return GeminiClient(
+                base_url=provider.base_url or "https://generativelanguage.googleapis.com",
+                thinking_budget=resolved.thinking_budget,
+                **options,
+            )
         if provider.kind == "anthropic":
             try:
                 from agentflow.runtime.models.anthropic import AnthropicClient
