@@ -24,6 +24,16 @@ RECORDED = Path(__file__).resolve().parents[1] / "runtime" / "recorded"
 PROVIDERS = ("openai_responses", "gemini")
 CLASSES = ("text", "tool calls", "structured", "stream", "reasoning", "cache", "errors")
 NO_RETRY = RetryPolicy(max_retries=0, base=0.001, cap=0.002)
+#: Gemini finish reasons of a safety stop (from the API reference's FinishReason)
+GEMINI_SAFETY = {
+    "SAFETY",
+    "PROHIBITED_CONTENT",
+    "BLOCKLIST",
+    "SPII",
+    "RECITATION",
+    "IMAGE_SAFETY",
+    "MODEL_ARMOR",
+}
 
 
 def exchanges(provider: str) -> list[tuple[str, int, dict[str, Any]]]:
@@ -113,7 +123,11 @@ def _expected_gemini(exchange: dict[str, Any]) -> dict[str, Any]:
     usage: dict[str, Any] = {}
     for body in _gemini_bodies(exchange):
         usage = body.get("usageMetadata") or usage
+        if (body.get("promptFeedback") or {}).get("blockReason"):
+            return {"error": "content_filter"}
         for candidate in (body.get("candidates") or [])[:1]:
+            if candidate.get("finishReason") in GEMINI_SAFETY:
+                return {"error": "content_filter"}
             for part in (candidate.get("content") or {}).get("parts") or []:
                 if part.get("thought"):
                     reasoning = True

@@ -258,7 +258,7 @@ def sse(
 def recorded_sse(text: str) -> Reply:
     """A recorded Server-Sent Events body (as a provider sent it) replayed event by event."""
     events: list[tuple[str, str]] = []
-    for block in text.split("\n\n"):
+    for block in text.replace("\r\n", "\n").split("\n\n"):  # Gemini frames with CRLF
         name, data = "", []
         for line in block.splitlines():
             if line.startswith("event:"):
