@@ -35,7 +35,7 @@ import sys
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import SamplingMessage, TextContent
+from mcp.types import ModelHint, ModelPreferences, SamplingMessage, TextContent
 from pydantic import BaseModel, Field
 
 NAME = sys.argv[sys.argv.index("--name") + 1] if "--name" in sys.argv else "tracker"
@@ -84,6 +84,22 @@ async def summarize(text: str, ctx: Context) -> str:
         [SamplingMessage(role="user", content=TextContent(type="text", text=text))],
         max_tokens=50,
         system_prompt="Summarize in one line.",
+    )
+    return reply.content.text if reply.content.type == "text" else ""
+
+
+@server.tool()
+async def summarize_precisely(text: str, ctx: Context) -> str:
+    """Summarize the text with the client's model, asking for a low temperature, a stop
+    sequence and a model by hint."""
+    reply = await ctx.session.create_message(
+        [SamplingMessage(role="user", content=TextContent(type="text", text=text))],
+        max_tokens=50,
+        temperature=0.2,
+        stop_sequences=["END"],
+        model_preferences=ModelPreferences(
+            hints=[ModelHint(name="unknown"), ModelHint(name="mini")]
+        ),
     )
     return reply.content.text if reply.content.type == "text" else ""
 

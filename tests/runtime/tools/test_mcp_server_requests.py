@@ -143,6 +143,28 @@ async def test_sampling_goes_to_the_configured_role_and_counts_in_usage(tmp_path
     assert result.usage["by_step"]["E0"]["inferences"] == 1
 
 
+async def test_sampling_preferences_temperature_stop_and_model_hints_reach_the_model(
+    tmp_path, chat_server
+):
+    chat_server.script([text("Short.")])
+    extra = '[models.named.small]\nprovider = "scripted"\nmodel = "gpt-4o-mini"\n'
+    toml = chat_server.config_text() + extra + server_toml()
+    result, events = await run_step(
+        tmp_path,
+        toml,
+        "tracker__summarize_precisely",
+        {"text": "a long text"},
+        env={"SCRIPTED_API_KEY": TEST_API_KEY},
+    )
+    assert result.status == "ok", result.error
+    sent = chat_server.requests[-1]
+    assert sent["temperature"] == 0.2 and sent["stop"] == ["END"]
+    # the hint "unknown" names nothing configured; "mini" is part of the named model `small`
+    assert sent["model"] == "gpt-4o-mini"
+    (call,) = [e for e in events if e.kind == "model_call"]
+    assert call.data["role"] == "small"
+
+
 async def test_sampling_false_refuses_the_server(tmp_path, chat_server):
     toml = chat_server.config_text() + server_toml(sampling="false")
     result, _ = await run_step(

@@ -121,8 +121,12 @@ class AnthropicClient(HTTPModelClient):
                 payload["tool_choice"] = choice
         if self.thinking_budget:
             payload["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
-        elif self.temperature is not None:
-            payload["temperature"] = self.temperature
+        elif request.temperature is not None or self.temperature is not None:
+            payload["temperature"] = (
+                request.temperature if request.temperature is not None else self.temperature
+            )
+        if request.stop:
+            payload["stop_sequences"] = list(request.stop)
         if strict is not None:
             payload["output_config"] = {"format": {"type": "json_schema", "schema": strict}}
         if self.stream:

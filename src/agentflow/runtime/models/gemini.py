@@ -124,8 +124,11 @@ class GeminiClient(HTTPModelClient):
         max_tokens = request.max_tokens or self.max_tokens
         if max_tokens:
             config["maxOutputTokens"] = max_tokens
-        if self.temperature is not None:
-            config["temperature"] = self.temperature
+        temperature = request.temperature if request.temperature is not None else self.temperature
+        if temperature is not None:
+            config["temperature"] = temperature
+        if request.stop:
+            config["stopSequences"] = list(request.stop)
         if schema is not None:
             config["responseMimeType"] = "application/json"
             config["responseJsonSchema"] = schema

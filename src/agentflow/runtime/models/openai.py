@@ -109,8 +109,11 @@ class OpenAIClient(HTTPModelClient):
                 payload["max_completion_tokens"] = max_tokens
             else:
                 payload["max_tokens"] = max_tokens
-        if self.temperature is not None:
-            payload["temperature"] = self.temperature
+        temperature = request.temperature if request.temperature is not None else self.temperature
+        if temperature is not None:
+            payload["temperature"] = temperature
+        if request.stop:
+            payload["stop"] = list(request.stop)
         if self.reasoning_effort is not None:
             payload["reasoning_effort"] = self.reasoning_effort
         if strict is not None:

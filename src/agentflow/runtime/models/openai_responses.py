@@ -100,8 +100,9 @@ class OpenAIResponsesClient(OpenAIClient):
         max_tokens = request.max_tokens or self.max_completion_tokens or self.max_tokens
         if max_tokens:
             payload["max_output_tokens"] = max_tokens
-        if self.temperature is not None:
-            payload["temperature"] = self.temperature
+        temperature = request.temperature if request.temperature is not None else self.temperature
+        if temperature is not None:
+            payload["temperature"] = temperature
         if self.reasoning_effort is not None:
             payload["reasoning"] = {"effort": self.reasoning_effort}
         if strict is not None:
