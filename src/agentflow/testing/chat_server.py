@@ -64,10 +64,12 @@ __all__ = [
     "enforced_schemas",
     "extra_models",
     "extra_rest",
+    "gemini_reply",
     "openai_stream",
     "overloaded_200",
     "recorded_sse",
     "reset",
+    "responses_reply",
     "sse",
     "status",
     "system_text",
@@ -169,6 +171,99 @@ def tool_calls(*calls: tuple, content: str | None = None, delay: float = 0.0, **
             item["id"] = call_id
         out.append(item)
     return Reply(body=completion(content, calls=out, **kw), delay=delay)
+
+
+def responses_reply(
+    text: str | None = None,
+    *calls: tuple,
+    usage: tuple[int, int, int] = (10, 5, 0),
+    reasoning: str | None = None,
+    model: str = "test-model",
+) -> Reply:
+    """An OpenAI Responses API reply (``POST /v1/responses``): an optional reasoning item (with
+    ``reasoning`` as its encrypted content), a message with ``text``, and a ``function_call``
+    item per ``(name, arguments)`` / ``(name, arguments, call_id)``; ``usage`` is (input,
+    output, cached input) tokens."""
+    n = next(_ids)
+    output: list[dict[str, Any]] = []
+    if reasoning is not None:
+        output.append(
+            {"type": "reasoning", "id": f"rs_{n}", "summary": [], "encrypted_content": reasoning}
+        )
+    if text is not None:
+        output.append(
+            {
+                "type": "message",
+                "id": f"msg_{n}",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
+        )
+    for index, call in enumerate(calls, start=1):
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{n}_{index}",
+                "call_id": call[2] if len(call) > 2 else f"call_{n}_{index}",
+                "name": call[0],
+                "arguments": json.dumps(call[1], ensure_ascii=False),
+                "status": "completed",
+            }
+        )
+    return Reply(
+        body={
+            "id": f"resp_{n}",
+            "object": "response",
+            "status": "completed",
+            "error": None,
+            "model": model,
+            "output": output,
+            "usage": {
+                "input_tokens": usage[0],
+                "input_tokens_details": {"cached_tokens": usage[2]},
+                "output_tokens": usage[1],
+                "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": usage[0] + usage[1],
+            },
+        }
+    )
+
+
+def gemini_reply(
+    text: str | None = None,
+    *calls: tuple,
+    usage: tuple[int, int, int] = (10, 5, 0),
+    signature: str | None = None,
+    finish: str = "STOP",
+    model: str = "gemini-test",
+) -> Reply:
+    """A Gemini generateContent reply: a text part and a ``functionCall`` part per ``(name,
+    args)``; ``signature`` is put as the ``thoughtSignature`` of the first part; ``usage`` is
+    (prompt, candidates, cached) tokens."""
+    parts: list[dict[str, Any]] = []
+    if text is not None:
+        parts.append({"text": text})
+    for call in calls:
+        parts.append({"functionCall": {"name": call[0], "args": call[1]}})
+    if signature is not None and parts:
+        parts[0]["thoughtSignature"] = signature
+    metadata = {
+        "promptTokenCount": usage[0],
+        "candidatesTokenCount": usage[1],
+        "totalTokenCount": usage[0] + usage[1],
+    }
+    if usage[2]:
+        metadata["cachedContentTokenCount"] = usage[2]
+    return Reply(
+        body={
+            "candidates": [
+                {"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": 0}
+            ],
+            "usageMetadata": metadata,
+            "modelVersion": model,
+        }
+    )
 
 
 def status(code: int, body: Any = None, headers: dict[str, str] | None = None) -> Reply:
