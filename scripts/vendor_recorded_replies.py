@@ -9,7 +9,8 @@ Each cassette (a VCR YAML file of real HTTP exchanges with the provider) becomes
                     "response": <JSON body>} | {…, "sse": "<event stream text>"}]}
 
 Only the exchanges with the provider's inference endpoint are kept (``/v1/responses``; Gemini's
-``:generateContent`` / ``:streamGenerateContent``); headers are left out (they hold nothing the
+``:generateContent`` / ``:streamGenerateContent``; Bedrock's ``/converse`` / ``/converse-stream``,
+an AWS event stream kept as ``eventstream_b64``); headers are left out (they hold nothing the
 tests read, and organisation ids). Nothing is written by hand.
 
     python scripts/vendor_recorded_replies.py /path/to/pydantic-ai-checkout
@@ -17,6 +18,7 @@ tests read, and organisation ids). Nothing is written by hand.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import subprocess
@@ -46,6 +48,12 @@ SOURCES = {
         20_000,
         set(),
     ),
+    "bedrock": (
+        "tests/models/cassettes/test_bedrock",
+        re.compile(r"/model/[^/]+/(converse|converse-stream)$"),
+        20_000,
+        set(),
+    ),
 }
 
 #: cassettes whose subject is a built-in tool, a file, an image or a stateful feature agentflow
@@ -63,6 +71,11 @@ def body(part: dict) -> object:
     raw = part.get("body")
     if isinstance(raw, dict):
         raw = raw.get("string")
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError:  # an AWS event stream: kept as base64
+            return {"eventstream_b64": base64.b64encode(raw).decode("ascii")}
     if isinstance(raw, str):
         try:
             return json.loads(raw)
@@ -79,6 +92,7 @@ HARVEST = {
         "tests/models/cassettes/test_google",
         "tests/models/cassettes/test_multimodal_tool_returns",
     ),
+    "bedrock": ("tests/models/cassettes/test_bedrock",),
 }
 
 
@@ -88,6 +102,8 @@ def _rare(provider: str, status: int, reply: object) -> bool:
     text = reply if isinstance(reply, str) else json.dumps(reply)
     if provider == "gemini":
         return bool(re.search(r'"?cachedContentTokenCount"?: ?[1-9]', text))
+    if provider == "bedrock":
+        return bool(re.search(r'"cache(Read|Write)InputTokens": ?[1-9]', text))
     return bool(re.search(r'"cached_tokens": ?[1-9]', text))
 
 
@@ -140,6 +156,8 @@ def convert(checkout: Path, commit: str, provider: str) -> int:
             entry["status"] = status
             if isinstance(reply, str) and ("data:" in reply[:200] or "event:" in reply[:200]):
                 entry["sse"] = reply
+            elif isinstance(reply, dict) and "eventstream_b64" in reply:
+                entry["eventstream_b64"] = reply["eventstream_b64"]
             else:
                 entry["response"] = reply
             exchanges.append(entry)

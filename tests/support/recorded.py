@@ -21,7 +21,13 @@ from agentflow.runtime.models.http import RetryPolicy, classify
 from agentflow.testing.chat_server import TEST_API_KEY, ChatServer, Reply, recorded_sse
 
 RECORDED = Path(__file__).resolve().parents[1] / "runtime" / "recorded"
-PROVIDERS = ("openai_responses", "gemini")
+PROVIDERS = ("openai_responses", "gemini", "bedrock")
+#: the AWS credentials the Bedrock client signs with against the loopback server
+AWS_ENV = {
+    "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE",
+    "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+    "AWS_REGION": "us-east-1",
+}
 CLASSES = ("text", "tool calls", "structured", "stream", "reasoning", "cache", "errors")
 NO_RETRY = RetryPolicy(max_retries=0, base=0.001, cap=0.002)
 #: Gemini finish reasons of a safety stop (from the API reference's FinishReason)
@@ -67,7 +73,75 @@ def expected(provider: str, exchange: dict[str, Any]) -> dict[str, Any]:
     straight from the recorded body."""
     if provider == "openai_responses":
         return _expected_responses(exchange)
+    if provider == "bedrock":
+        return _expected_bedrock(exchange)
     return _expected_gemini(exchange)
+
+
+def eventstream_messages(exchange: dict[str, Any]) -> list[tuple[str, Any]]:
+    """``[(event type, payload)]`` of a recorded AWS event stream (botocore's parser)."""
+    import base64
+
+    from botocore.eventstream import EventStreamBuffer
+
+    buffer = EventStreamBuffer()
+    buffer.add_data(base64.b64decode(exchange["eventstream_b64"]))
+    return [(m.headers.get(":event-type", ""), json.loads(m.payload)) for m in buffer]
+
+
+def _expected_bedrock(exchange: dict[str, Any]) -> dict[str, Any]:
+    if exchange["status"] >= 400:
+        return {"error": classify(exchange["status"], json.dumps(exchange.get("response")))}
+    texts, calls, reasoning = [], [], False
+    usage: dict[str, Any] = {}
+    stop = None
+    if "eventstream_b64" in exchange:
+        arguments: dict[int, str] = {}
+        starts: dict[int, dict[str, Any]] = {}
+        for event, payload in eventstream_messages(exchange):
+            index = payload.get("contentBlockIndex", 0)
+            if event == "contentBlockStart" and "toolUse" in (payload.get("start") or {}):
+                starts[index] = payload["start"]["toolUse"]
+            elif event == "contentBlockDelta":
+                delta = payload["delta"]
+                if "text" in delta:
+                    texts.append(delta["text"])
+                if "toolUse" in delta:
+                    arguments[index] = arguments.get(index, "") + delta["toolUse"]["input"]
+                if "reasoningContent" in delta:
+                    reasoning = True
+            elif event == "messageStop":
+                stop = payload.get("stopReason")
+            elif event == "metadata":
+                usage = payload.get("usage") or {}
+        for index, start in sorted(starts.items()):
+            calls.append((start["toolUseId"], start["name"], arguments.get(index, "{}")))
+    else:
+        body = exchange["response"]
+        stop = body.get("stopReason")
+        usage = body.get("usage") or {}
+        for block in ((body.get("output") or {}).get("message") or {}).get("content") or []:
+            if "text" in block:
+                texts.append(block["text"])
+            if "toolUse" in block:
+                use = block["toolUse"]
+                calls.append((use["toolUseId"], use["name"], use["input"]))
+            if "reasoningContent" in block:
+                reasoning = True
+    if stop in ("guardrail_intervened", "content_filtered"):
+        return {"error": "content_filter"}
+    cached = usage.get("cacheReadInputTokens", 0) or 0
+    written = usage.get("cacheWriteInputTokens", 0) or 0
+    return {
+        "text": "".join(texts) if texts else None,
+        "calls": calls,
+        "input": usage.get("inputTokens", 0) + cached + written,
+        "output": usage.get("outputTokens", 0),
+        "cached": cached,
+        "written": written,
+        "reasoning": reasoning,
+        "error": None,
+    }
 
 
 def _expected_responses(exchange: dict[str, Any]) -> dict[str, Any]:
@@ -153,11 +227,13 @@ def classes(provider: str, exchange: dict[str, Any]) -> list[str]:
     """The classes of the replay table ``exchange`` counts in."""
     want = expected(provider, exchange)
     if want["error"] is not None:
-        return ["errors"] + (["stream"] if "sse" in exchange else [])
+        return ["errors"] + (["stream"] if _streamed(exchange) else [])
     out = []
     request = exchange.get("request") or {}
     if provider == "openai_responses":
         structured = ((request.get("text") or {}).get("format") or {}).get("type") == "json_schema"
+    elif provider == "bedrock":
+        structured = False  # Converse has no schema-constrained output agentflow uses
     else:
         config = request.get("generationConfig") or {}
         structured = "responseSchema" in config or "responseJsonSchema" in config
@@ -165,15 +241,19 @@ def classes(provider: str, exchange: dict[str, Any]) -> list[str]:
         out.append("tool calls")
     if structured:
         out.append("structured")
-    if "sse" in exchange:
+    if _streamed(exchange):
         out.append("stream")
     if want["reasoning"]:
         out.append("reasoning")
-    if want["cached"]:
+    if want["cached"] or want.get("written"):
         out.append("cache")
     if want["text"] is not None and not out:
         out.append("text")
     return out or ["text"]
+
+
+def _streamed(exchange: dict[str, Any]) -> bool:
+    return "sse" in exchange or "eventstream_b64" in exchange
 
 
 # ------------------------------------------------------------------ the replay
@@ -190,6 +270,17 @@ def client_for(provider: str, server: ChatServer, *, stream: bool) -> Any:
             api_key=TEST_API_KEY,
             retry=NO_RETRY,
             stream=stream,
+        )
+    if provider == "bedrock":
+        from agentflow.runtime.models.bedrock import BedrockClient
+
+        return BedrockClient(
+            provider="bedrock",
+            base_url=server.url.removesuffix("/v1"),
+            model="us.amazon.nova-micro-v1:0",
+            retry=NO_RETRY,
+            stream=stream,
+            env=AWS_ENV,
         )
     from agentflow.runtime.models.gemini import GeminiClient
 
@@ -221,10 +312,17 @@ async def replay(server: ChatServer, provider: str, exchange: dict[str, Any]) ->
     want = expected(provider, exchange)
     if "sse" in exchange:
         reply = recorded_sse(exchange["sse"])
+    elif "eventstream_b64" in exchange:
+        import base64
+
+        reply = Reply(
+            body=base64.b64decode(exchange["eventstream_b64"]),
+            headers={"Content-Type": "application/vnd.amazon.eventstream"},
+        )
     else:
         reply = Reply(status=exchange["status"], body=exchange["response"])
     server.script([reply])
-    client = client_for(provider, server, stream="sse" in exchange)
+    client = client_for(provider, server, stream=_streamed(exchange))
     pieces: list[Any] = []
     problems: list[str] = []
     try:
@@ -254,12 +352,14 @@ async def replay(server: ChatServer, provider: str, exchange: dict[str, Any]) ->
         problems.append(f"input_tokens {usage.get('input_tokens')}, want {want['input']}")
     if usage.get("output_tokens", 0) != want["output"]:
         problems.append(f"output_tokens {usage.get('output_tokens')}, want {want['output']}")
+    if usage.get("cache_write_tokens", 0) != want.get("written", 0):
+        problems.append(f"cache_write_tokens {usage.get('cache_write_tokens')}")
     if usage.get("cache_read_tokens", 0) != want["cached"]:
         problems.append(
             f"cache_read_tokens {usage.get('cache_read_tokens')}, want {want['cached']}"
         )
     if want["reasoning"] and not got.raw:
         problems.append("the reasoning state was not kept")
-    if "sse" in exchange and want["text"] and "".join(p for p in pieces if p) != want["text"]:
+    if _streamed(exchange) and want["text"] and "".join(p for p in pieces if p) != want["text"]:
         problems.append("the streamed pieces do not make the answer")
     return problems

@@ -490,6 +490,8 @@ class ChatServer:
         "/v1/responses",
         "/responses",
     )
+    #: Bedrock's Converse / ConverseStream paths (``/model/MODEL/converse``)
+    BEDROCK = re.compile(r"/model/[^/]+/(?:converse|converse-stream)")
 
     def __init__(self, script: Script | None = None):
         self._lock = threading.Lock()
@@ -500,6 +502,8 @@ class ChatServer:
         self.log: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.paths: list[str] = []
+        #: the bytes of each request's body, as sent (a signature over them can be checked)
+        self.raw_bodies: list[bytes] = []
         #: when set (``"anthropic"``, ``"openai"``, ``"gemini"``): every schema a request asks
         #: the provider to enforce is checked against that provider's documented subset
         #: (:func:`agentflow.runtime.models.schema_subsets.subset_problems`) and a request using
@@ -532,7 +536,11 @@ class ChatServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
                 route = self.path.split("?", 1)[0].rstrip("/")
-                if route not in server.PATHS and not _GEMINI_PATH.fullmatch(route):
+                if (
+                    route not in server.PATHS
+                    and not _GEMINI_PATH.fullmatch(route)
+                    and not server.BEDROCK.fullmatch(route)
+                ):
                     self._send(Reply(status=404, body={"error": {"message": "not found"}}))
                     return
                 try:
@@ -552,6 +560,7 @@ class ChatServer:
                 received = time.time()
                 with server._lock:
                     server.paths.append(self.path)
+                    server.raw_bodies.append(raw)
                 reply = server._next(body, dict(self.headers.items()))
                 with server._lock:
                     index = next(
@@ -616,16 +625,20 @@ class ChatServer:
                 self.connection.close()
 
             def _send(self, reply: Reply) -> None:
+                headers = dict(reply.headers)
                 if isinstance(reply.body, (dict, list)):  # a lone surrogate sent as its escape
                     data = escape_surrogates(json.dumps(reply.body, ensure_ascii=False)).encode()
                     ctype = "application/json"
+                elif isinstance(reply.body, bytes):  # e.g. an AWS event stream, as recorded
+                    data = reply.body
+                    ctype = headers.pop("Content-Type", "application/octet-stream")
                 else:
                     data = str(reply.body or "").encode()
                     ctype = "text/plain"
                 self.send_response(reply.status)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(data)))
-                for key, value in reply.headers.items():
+                for key, value in headers.items():
                     self.send_header(key, value)
                 self.end_headers()
                 if reply.trickle:
