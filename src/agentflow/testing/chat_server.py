@@ -743,7 +743,7 @@ class ChatServer:
                 "error": {
                     "message": f"Invalid schema for response_format 'output': {message}",
                     "type": "invalid_request_error",
-                    "code": "invalid_json_schema",
+                    "param": "response_format",
                 }
             }
         return status(400, body=error)

@@ -103,18 +103,24 @@ async def test_every_request_is_signed_with_sigv4_over_the_bytes_sent(chat_serve
         assert "/us-east-1/bedrock/aws4_request" in got
 
         def signature(data: bytes, headers=headers, path=path) -> str:
+            """The signature a verifier computes over what arrived, at the request's own time
+            (botocore's canonical request → string to sign → signature, as AWS does)."""
             check = AWSRequest(
                 method="POST",
                 url=f"{chat_server.url.removesuffix('/v1')}{path}",
                 data=data,
-                headers={"Content-Type": headers["Content-Type"]},
+                headers={
+                    "Content-Type": headers["Content-Type"],
+                    "X-Amz-Date": headers["X-Amz-Date"],
+                },
             )
             check.context["timestamp"] = headers["X-Amz-Date"]
-            SigV4Auth(credentials, "bedrock", "us-east-1").add_auth(check)
-            return check.headers["Authorization"]
+            auth = SigV4Auth(credentials, "bedrock", "us-east-1")
+            return auth.signature(auth.string_to_sign(check, auth.canonical_request(check)), check)
 
-        assert signature(body) == got  # the server can verify it over what it received
-        assert signature(body + b" ") != got
+        assert got.endswith(f"Signature={signature(body)}")  # verified over what was received
+        assert not got.endswith(f"Signature={signature(body + b' ')}")
+        assert "SignedHeaders=content-type;host;x-amz-date," in got
     assert AWS_ENV["AWS_SECRET_ACCESS_KEY"] not in json.dumps(chat_server.headers)
 
 

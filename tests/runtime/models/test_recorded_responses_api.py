@@ -173,3 +173,23 @@ async def test_an_incomplete_answer_cut_by_the_token_limit_is_length(chat_server
         await client.aclose()
     assert reply.finish_reason == "length"
     assert chat_server.requests[0]["max_output_tokens"] == 5
+
+
+async def test_a_refusal_part_is_the_models_refusal(chat_server):
+    body = dict(_recorded("test_openai_responses_model_simple_response")[0]["response"])
+    body["output"] = [
+        {
+            "type": "message",
+            "id": "msg_1",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "refusal", "refusal": "I can't help with that."}],
+        }
+    ]
+    chat_server.script([Reply(body=body)])
+    client = _client(chat_server)
+    try:
+        reply = await client.chat(ChatRequest([Message("user", "hi")]))
+    finally:
+        await client.aclose()
+    assert reply.refusal == "I can't help with that." and reply.text is None
