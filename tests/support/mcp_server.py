@@ -14,7 +14,8 @@ Tools:
 * ``cwd()`` → the server's working directory;
 * ``book(city: str)`` → asks the client (elicitation: ``nights: int``, ``breakfast: bool`` with a
   default) and returns ``{"action", "content"}``;
-* ``summarize(text: str)`` → asks the client's model (sampling) and returns its text;
+* ``summarize(text: str)`` → asks the client's model (sampling, with a temperature, a stop
+  sequence and a model hint) and returns its text;
 * ``steps(count: int)`` → reports progress ``1..count`` and logs each step, then ``"stepped"``;
 * ``clock(zone: str)`` → ``{"zone", "hour"}`` with an output schema (structured);
 * ``bad_clock()`` → declared like ``clock`` but returns ``{"zone": 3}`` (breaks its schema);
@@ -84,22 +85,9 @@ async def summarize(text: str, ctx: Context) -> str:
         [SamplingMessage(role="user", content=TextContent(type="text", text=text))],
         max_tokens=50,
         system_prompt="Summarize in one line.",
-    )
-    return reply.content.text if reply.content.type == "text" else ""
-
-
-@server.tool()
-async def summarize_precisely(text: str, ctx: Context) -> str:
-    """Summarize the text with the client's model, asking for a low temperature, a stop
-    sequence and a model by hint."""
-    reply = await ctx.session.create_message(
-        [SamplingMessage(role="user", content=TextContent(type="text", text=text))],
-        max_tokens=50,
         temperature=0.2,
         stop_sequences=["END"],
-        model_preferences=ModelPreferences(
-            hints=[ModelHint(name="unknown"), ModelHint(name="mini")]
-        ),
+        model_preferences=ModelPreferences(hints=[ModelHint(name="unknown")]),
     )
     return reply.content.text if reply.content.type == "text" else ""
 

@@ -22,11 +22,14 @@ FAST = RetryPolicy(max_retries=1, base=0.001, cap=0.002)
 ALL = exchanges("gemini")
 
 
-@pytest.mark.parametrize(
-    "exchange", [e for _, _, e in ALL], ids=[f"{name}-{index}" for name, index, _ in ALL]
-)
-async def test_a_recorded_gemini_reply_is_read_right(chat_server, exchange):
-    assert await replay(chat_server, "gemini", exchange) == []
+async def test_every_recorded_gemini_reply_is_read_right(chat_server):
+    # one server for all of them (bench/recorded_replies.py prints the table by class)
+    problems = {}
+    for name, index, exchange in ALL:
+        found = await replay(chat_server, "gemini", exchange)
+        if found:
+            problems[f"{name}#{index}"] = found
+    assert len(ALL) > 40 and problems == {}
 
 
 def test_the_recorded_replies_cover_every_class():
