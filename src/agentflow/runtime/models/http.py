@@ -275,8 +275,11 @@ async def _eventstream_events(response: httpx.Response) -> AsyncIterator[tuple[s
     """The messages of an AWS event stream (``application/vnd.amazon.eventstream``, decoded by
     botocore's parser) as ``(event type, JSON payload text)`` pairs, like Server-Sent Events;
     an exception message is ``("error", {"type": …, "message": …})``."""
-    from botocore.eventstream import EventStreamBuffer  # the optional `bedrock` extra
-
+    try:
+        from botocore.eventstream import EventStreamBuffer  # the optional `bedrock` extra
+    except ImportError:
+        message = "reading an AWS event stream needs botocore: pip install 'agentflow[bedrock]'"
+        raise StreamFailure(400, json.dumps({"error": {"message": message}})) from None
     buffer = EventStreamBuffer()
     async for chunk in response.aiter_bytes():
         buffer.add_data(chunk)
