@@ -9,9 +9,11 @@ equivalent Pydantic model for Pydantic AI.
 
 Runs, in one process: agentflow with the contract as prompt text and with native structured
 output (``structured_output = true``); Pydantic AI with its three output modes (tool output, the
-default; ``PromptedOutput``; ``NativeOutput``). Prints the prompt tokens of each round and the
-total, and the share of each follow-up request that is a cacheable prefix (the tokens it shares,
-from the start, with the request before it).
+default; ``PromptedOutput``; ``NativeOutput``) — all over Chat Completions — and then the same
+task over OpenAI's Responses API (``POST /v1/responses``: agentflow's ``kind =
+"openai-responses"`` and Pydantic AI's ``OpenAIResponsesModel``), side by side. Prints the prompt
+tokens of each round and the total, and the share of each follow-up request that is a cacheable
+prefix (the tokens it shares, from the start, with the request before it).
 
 Tokens are counted by the server, the same way for every request: tiktoken's o200k encoding
 when it can be loaded offline (it downloads its table on first use, so usually not), else a
@@ -36,7 +38,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from support.chat_server import ChatServer, completion, tool_calls  # noqa: E402
+from support.chat_server import (  # noqa: E402
+    ChatServer,
+    completion,
+    responses_reply,
+    tool_calls,
+)
 
 from agentflow import api  # noqa: E402
 from agentflow.runtime.agent import AgentSpec, build_user_prompt, run_agent  # noqa: E402
@@ -47,7 +54,7 @@ from agentflow.runtime.models.router import ModelRouter  # noqa: E402
 try:
     from pydantic import BaseModel, Field
     from pydantic_ai import Agent, NativeOutput, PromptedOutput
-    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
     from pydantic_ai.providers.openai import OpenAIProvider
 except ImportError:  # pragma: no cover
     raise SystemExit("pydantic-ai is not installed: pip install -e '.[bench]'") from None
@@ -104,7 +111,10 @@ COUNTED_WITH, ENCODE = _encoder()
 
 def prompt_pieces(request: dict[str, Any]) -> list[Any]:
     """The tokens of what a provider puts in the prompt, in prompt order: tool definitions and
-    the response format (rendered into the system area), then each message."""
+    the response format (rendered into the system area), then each message (a Responses API
+    request: its instructions, then each input item)."""
+    if "input" in request:
+        return _responses_pieces(request)
     parts = [json.dumps(request.get("tools") or [], sort_keys=True)]
     parts.append(json.dumps(request.get("response_format") or {}, sort_keys=True))
     for message in request.get("messages", []):
@@ -113,6 +123,27 @@ def prompt_pieces(request: dict[str, Any]) -> list[Any]:
         parts.append(content if isinstance(content, str) else json.dumps(content))
         if message.get("tool_calls"):
             parts.append(json.dumps(message["tool_calls"], sort_keys=True))
+    tokens: list[Any] = []
+    for part in parts:
+        tokens.extend(ENCODE(part))
+    return tokens
+
+
+def _responses_pieces(request: dict[str, Any]) -> list[Any]:
+    parts = [json.dumps(request.get("tools") or [], sort_keys=True)]
+    parts.append(json.dumps((request.get("text") or {}).get("format") or {}, sort_keys=True))
+    parts.append(request.get("instructions") or "")
+    items = request.get("input")
+    for item in items if isinstance(items, list) else [{"role": "user", "content": items}]:
+        kind = item.get("type") or "message"
+        if kind == "function_call":
+            parts += ["assistant", item.get("name", ""), item.get("arguments", "")]
+        elif kind == "function_call_output":
+            parts += ["tool", str(item.get("output", ""))]
+        else:
+            content = item.get("content")
+            parts.append(item.get("role", ""))
+            parts.append(content if isinstance(content, str) else json.dumps(content))
     tokens: list[Any] = []
     for part in parts:
         tokens.extend(ENCODE(part))
@@ -133,6 +164,8 @@ def common_prefix(a: list[Any], b: list[Any]) -> int:
 
 def script(request: dict[str, Any]) -> Any:
     """Round by round, whoever asks: read_file, grep, then the answer."""
+    if "input" in request:
+        return responses_script(request)
     done = sum(1 for m in request.get("messages", []) if m.get("role") == "tool")
     if done == 0:
         return tool_calls(("read_file", {"path": "src/config.py"}))
@@ -142,6 +175,20 @@ def script(request: dict[str, Any]) -> Any:
     if "final_result" in names:
         return tool_calls(("final_result", ANSWER))
     return completion(json.dumps(ANSWER))
+
+
+def responses_script(request: dict[str, Any]) -> Any:
+    """The same rounds as :func:`script`, answered in the Responses API's shape."""
+    items = request.get("input") if isinstance(request.get("input"), list) else []
+    done = sum(1 for i in items if i.get("type") == "function_call_output")
+    if done == 0:
+        return responses_reply(None, ("read_file", {"path": "src/config.py"}))
+    if done == 1:
+        return responses_reply(None, ("grep", {"pattern": "name", "path": "src"}))
+    names = [t.get("name") for t in request.get("tools") or []]
+    if "final_result" in names:
+        return responses_reply(None, ("final_result", ANSWER))
+    return responses_reply(json.dumps(ANSWER))
 
 
 # ------------------------------------------------------------------------------ agentflow
@@ -186,9 +233,9 @@ async def tool_result(name: str, args: dict[str, Any], _path: str = "") -> Any:
     return ["config.py", "main.py"]
 
 
-async def run_agentflow(server: ChatServer, tmp: Path, native: bool) -> None:
+async def run_agentflow(server: ChatServer, tmp: Path, native: bool, kind: str = "openai") -> None:
     (tmp / "flow.toml").write_text(
-        server.config_text(extra="")
+        server.config_text(extra="").replace('kind = "openai"', f'kind = "{kind}"')
         + (
             "[models.named.n]\nprovider = 'scripted'\nmodel = 'test-model'\nstructured_output = true\n"
             if native
@@ -225,8 +272,13 @@ class Reproduction(BaseModel):
     hypothesis: str = Field(description="the decisive lines, quoted, and why they fail")
 
 
-async def run_pydantic_ai(server: ChatServer, mode: str) -> None:
-    model = OpenAIChatModel("test-model", provider=OpenAIProvider(base_url=server.url, api_key="k"))
+async def run_pydantic_ai(server: ChatServer, mode: str, responses: bool = False) -> None:
+    provider = OpenAIProvider(base_url=server.url, api_key="k")
+    model: Any = (
+        OpenAIResponsesModel("test-model", provider=provider)
+        if responses
+        else OpenAIChatModel("test-model", provider=provider)
+    )
     output: Any = {
         "tool": Reproduction,
         "prompted": PromptedOutput(Reproduction),
@@ -254,6 +306,11 @@ async def run_pydantic_ai(server: ChatServer, mode: str) -> None:
     assert result.output.model_dump() == ANSWER, result.output
 
 
+def _turns(request: dict[str, Any]) -> list[Any]:
+    turns = request.get("messages") if "messages" in request else request.get("input")
+    return turns if isinstance(turns, list) else [turns]
+
+
 # ------------------------------------------------------------------------------ main
 
 
@@ -266,15 +323,21 @@ async def main(check: bool) -> int:
         ("Pydantic AI (tool output)", "pai", "tool"),
         ("Pydantic AI (prompted output)", "pai", "prompted"),
         ("Pydantic AI (native output)", "pai", "native"),
+        ("Responses: agentflow (prompt text)", "af-r", False),
+        ("Responses: agentflow (native output)", "af-r", True),
+        ("Responses: Pydantic AI (tool output)", "pai-r", "tool"),
+        ("Responses: Pydantic AI (prompted output)", "pai-r", "prompted"),
+        ("Responses: Pydantic AI (native output)", "pai-r", "native"),
     ]
     figures: dict[str, dict[str, Any]] = {}
     with ChatServer(script) as server, tempfile.TemporaryDirectory() as tmp:
         for label, kind, mode in runs:
             start = len(server.requests)
-            if kind == "af":
-                await run_agentflow(server, Path(tmp), bool(mode))
+            if kind in ("af", "af-r"):
+                wire = "openai-responses" if kind == "af-r" else "openai"
+                await run_agentflow(server, Path(tmp), bool(mode), wire)
             else:
-                await run_pydantic_ai(server, str(mode))
+                await run_pydantic_ai(server, str(mode), responses=kind == "pai-r")
             requests = server.requests[start:]
             tokens = [prompt_pieces(r) for r in requests]
             prefixes = [
@@ -290,7 +353,9 @@ async def main(check: bool) -> int:
                 "whole": all(
                     after.get("tools") == before.get("tools")
                     and after.get("response_format") == before.get("response_format")
-                    and after["messages"][: len(before["messages"])] == before["messages"]
+                    and after.get("text") == before.get("text")
+                    and after.get("instructions") == before.get("instructions")
+                    and _turns(after)[: len(_turns(before))] == _turns(before)
                     for before, after in zip(requests, requests[1:], strict=False)
                 ),
             }
@@ -302,6 +367,14 @@ async def main(check: bool) -> int:
         print(
             f"  {label:<{width}}  {rounds} = {f['total']:>5}   cacheable prefix of follow-ups: {cache}"
         )
+    print("Chat Completions vs Responses API, total prompt tokens of the task:")
+    for label in [k for k in figures if not k.startswith("Responses: ")]:
+        other = figures.get(f"Responses: {label}")
+        if other is not None:
+            print(
+                f"  {label:<{width}}  chat completions {figures[label]['total']:>5}   "
+                f"responses {other['total']:>5}"
+            )
     af_text = figures["agentflow (prompt text)"]
     af_native = figures["agentflow (native output)"]
     pai = [f for label, f in figures.items() if label.startswith("Pydantic AI")]
@@ -321,6 +394,14 @@ async def main(check: bool) -> int:
         ),
         "every agentflow follow-up starts with the whole previous request": af_text["whole"]
         and af_native["whole"],
+        "agentflow over Responses ≤ Pydantic AI's leanest over Responses": figures[
+            "Responses: agentflow (prompt text)"
+        ]["total"]
+        <= min(f["total"] for k, f in figures.items() if k.startswith("Responses: Pydantic")),
+        "every agentflow Responses follow-up starts with the whole previous request": figures[
+            "Responses: agentflow (prompt text)"
+        ]["whole"]
+        and figures["Responses: agentflow (native output)"]["whole"],
     }
     for text, ok in checks.items():
         print(f"  {'ok ' if ok else 'NO '} {text}")

@@ -14,7 +14,8 @@ Tools:
 * ``cwd()`` → the server's working directory;
 * ``book(city: str)`` → asks the client (elicitation: ``nights: int``, ``breakfast: bool`` with a
   default) and returns ``{"action", "content"}``;
-* ``summarize(text: str)`` → asks the client's model (sampling) and returns its text;
+* ``summarize(text: str)`` → asks the client's model (sampling, with a temperature, a stop
+  sequence and a model hint) and returns its text;
 * ``steps(count: int)`` → reports progress ``1..count`` and logs each step, then ``"stepped"``;
 * ``clock(zone: str)`` → ``{"zone", "hour"}`` with an output schema (structured);
 * ``bad_clock()`` → declared like ``clock`` but returns ``{"zone": 3}`` (breaks its schema);
@@ -35,7 +36,7 @@ import sys
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import SamplingMessage, TextContent
+from mcp.types import ModelHint, ModelPreferences, SamplingMessage, TextContent
 from pydantic import BaseModel, Field
 
 NAME = sys.argv[sys.argv.index("--name") + 1] if "--name" in sys.argv else "tracker"
@@ -84,6 +85,9 @@ async def summarize(text: str, ctx: Context) -> str:
         [SamplingMessage(role="user", content=TextContent(type="text", text=text))],
         max_tokens=50,
         system_prompt="Summarize in one line.",
+        temperature=0.2,
+        stop_sequences=["END"],
+        model_preferences=ModelPreferences(hints=[ModelHint(name="unknown")]),
     )
     return reply.content.text if reply.content.type == "text" else ""
 

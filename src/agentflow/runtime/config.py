@@ -49,6 +49,7 @@ DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 DEFAULT_ANTHROPIC_MODEL = "claude-3-5-haiku-latest"
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+DEFAULT_GEMINI_BASE_URL = "https://generativelanguage.googleapis.com"
 
 ModelRefs = str | list[str]
 
@@ -112,9 +113,13 @@ class ProviderConfig(_Strict):
     to it only. A provider of kind ``openai``/``anthropic`` without ``base_url`` takes
     ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL``, else the official URL (docs/decisions.md
     "Where a provider's URL comes from"); :attr:`base_url_from` says which, for messages.
+    ``kind = "openai-responses"`` is OpenAI's Responses API (``OPENAI_BASE_URL``), ``kind =
+    "gemini"`` Google's Gemini API (``GEMINI_BASE_URL``), ``kind = "bedrock"`` AWS Bedrock's
+    Converse API (``region``, else ``AWS_REGION`` / ``AWS_DEFAULT_REGION``, gives the URL;
+    docs/models.md "Provider kinds").
     """
 
-    kind: Literal["openai", "anthropic", "test"] = "openai"
+    kind: Literal["openai", "anthropic", "test", "openai-responses", "gemini", "bedrock"] = "openai"
     seed: int = 0
     call_tools: bool = False
     base_url: str | None = None
@@ -125,6 +130,7 @@ class ProviderConfig(_Strict):
     backoff_base: float = Field(default=0.5, gt=0, allow_inf_nan=False)
     backoff_max: float = Field(default=30.0, gt=0, allow_inf_nan=False)
     max_retry_after: float = Field(default=120.0, gt=0, allow_inf_nan=False)
+    region: str | None = Field(default=None, pattern=r"^[a-z]{2}(-[a-z0-9]+)+$")
 
     _base_url_from: str = PrivateAttr(default="")
 
@@ -679,12 +685,24 @@ class Config(_Strict):
 _URL_ENV = {
     "openai": ("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL),
     "anthropic": ("ANTHROPIC_BASE_URL", DEFAULT_ANTHROPIC_BASE_URL),
+    "openai-responses": ("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL),
+    "gemini": ("GEMINI_BASE_URL", DEFAULT_GEMINI_BASE_URL),
 }
 
 
 def _url_from_environment(provider: ProviderConfig, env: Mapping[str, str]) -> None:
     """Fill a provider's unset ``base_url`` from its kind's environment variable, else the
-    official URL, recording which in ``base_url_from``; ConfigError for a malformed variable."""
+    official URL, recording which in ``base_url_from``; ConfigError for a malformed variable.
+    A ``bedrock`` provider's URL is its region's runtime endpoint (``region``, else
+    ``AWS_REGION`` / ``AWS_DEFAULT_REGION``; none when no region is known)."""
+    if provider.kind == "bedrock" and provider.base_url is None:
+        region = provider.region or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+        if region and re.fullmatch(r"[a-z]{2}(-[a-z0-9]+)+", region):
+            provider.base_url = f"https://bedrock-runtime.{region}.amazonaws.com"
+            provider._base_url_from = (
+                "the region in its table" if provider.region else "the AWS region variables"
+            )
+        return
     if provider.kind not in _URL_ENV or provider.base_url is not None:
         return
     url_env, default_url = _URL_ENV[provider.kind]
@@ -731,7 +749,11 @@ def missing_key_message(config: Config, roles: tuple[str, ...] = ("chat",)) -> s
         for r in resolved:
             env_name = r.provider.api_key_env
             declared = r.provider_name in config.providers
-            public = r.provider.base_url in (DEFAULT_OPENAI_BASE_URL, DEFAULT_ANTHROPIC_BASE_URL)
+            public = r.provider.base_url in (
+                DEFAULT_OPENAI_BASE_URL,
+                DEFAULT_ANTHROPIC_BASE_URL,
+                DEFAULT_GEMINI_BASE_URL,
+            )
             problem = api_key_problem(config.env.get(env_name) if env_name else None, env_name)
             if problem:
                 return f"provider '{r.provider_name}': {problem}"

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import socket
 import struct
 import threading
@@ -60,12 +61,15 @@ __all__ = [
     "anthropic_stream",
     "anthropic_text",
     "completion",
+    "enforced_schemas",
     "extra_models",
     "extra_rest",
+    "gemini_reply",
     "openai_stream",
     "overloaded_200",
     "recorded_sse",
     "reset",
+    "responses_reply",
     "sse",
     "status",
     "system_text",
@@ -169,6 +173,99 @@ def tool_calls(*calls: tuple, content: str | None = None, delay: float = 0.0, **
     return Reply(body=completion(content, calls=out, **kw), delay=delay)
 
 
+def responses_reply(
+    text: str | None = None,
+    *calls: tuple,
+    usage: tuple[int, int, int] = (10, 5, 0),
+    reasoning: str | None = None,
+    model: str = "test-model",
+) -> Reply:
+    """An OpenAI Responses API reply (``POST /v1/responses``): an optional reasoning item (with
+    ``reasoning`` as its encrypted content), a message with ``text``, and a ``function_call``
+    item per ``(name, arguments)`` / ``(name, arguments, call_id)``; ``usage`` is (input,
+    output, cached input) tokens."""
+    n = next(_ids)
+    output: list[dict[str, Any]] = []
+    if reasoning is not None:
+        output.append(
+            {"type": "reasoning", "id": f"rs_{n}", "summary": [], "encrypted_content": reasoning}
+        )
+    if text is not None:
+        output.append(
+            {
+                "type": "message",
+                "id": f"msg_{n}",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
+        )
+    for index, call in enumerate(calls, start=1):
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{n}_{index}",
+                "call_id": call[2] if len(call) > 2 else f"call_{n}_{index}",
+                "name": call[0],
+                "arguments": json.dumps(call[1], ensure_ascii=False),
+                "status": "completed",
+            }
+        )
+    return Reply(
+        body={
+            "id": f"resp_{n}",
+            "object": "response",
+            "status": "completed",
+            "error": None,
+            "model": model,
+            "output": output,
+            "usage": {
+                "input_tokens": usage[0],
+                "input_tokens_details": {"cached_tokens": usage[2]},
+                "output_tokens": usage[1],
+                "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": usage[0] + usage[1],
+            },
+        }
+    )
+
+
+def gemini_reply(
+    text: str | None = None,
+    *calls: tuple,
+    usage: tuple[int, int, int] = (10, 5, 0),
+    signature: str | None = None,
+    finish: str = "STOP",
+    model: str = "gemini-test",
+) -> Reply:
+    """A Gemini generateContent reply: a text part and a ``functionCall`` part per ``(name,
+    args)``; ``signature`` is put as the ``thoughtSignature`` of the first part; ``usage`` is
+    (prompt, candidates, cached) tokens."""
+    parts: list[dict[str, Any]] = []
+    if text is not None:
+        parts.append({"text": text})
+    for call in calls:
+        parts.append({"functionCall": {"name": call[0], "args": call[1]}})
+    if signature is not None and parts:
+        parts[0]["thoughtSignature"] = signature
+    metadata = {
+        "promptTokenCount": usage[0],
+        "candidatesTokenCount": usage[1],
+        "totalTokenCount": usage[0] + usage[1],
+    }
+    if usage[2]:
+        metadata["cachedContentTokenCount"] = usage[2]
+    return Reply(
+        body={
+            "candidates": [
+                {"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": 0}
+            ],
+            "usageMetadata": metadata,
+            "modelVersion": model,
+        }
+    )
+
+
 def status(code: int, body: Any = None, headers: dict[str, str] | None = None) -> Reply:
     """An error reply; ``body`` defaults to an OpenAI-style error object."""
     if body is None:
@@ -256,7 +353,7 @@ def sse(
 def recorded_sse(text: str) -> Reply:
     """A recorded Server-Sent Events body (as a provider sent it) replayed event by event."""
     events: list[tuple[str, str]] = []
-    for block in text.split("\n\n"):
+    for block in text.replace("\r\n", "\n").split("\n\n"):  # Gemini frames with CRLF
         name, data = "", []
         for line in block.splitlines():
             if line.startswith("event:"):
@@ -387,7 +484,15 @@ class ChatServer:
     request path is recorded in ``paths``.
     """
 
-    PATHS = ("/v1/chat/completions", "/chat/completions", "/v1/messages")
+    PATHS = (
+        "/v1/chat/completions",
+        "/chat/completions",
+        "/v1/messages",
+        "/v1/responses",
+        "/responses",
+    )
+    #: Bedrock's Converse / ConverseStream paths (``/model/MODEL/converse``)
+    BEDROCK = re.compile(r"/model/[^/]+/(?:converse|converse-stream)")
 
     def __init__(self, script: Script | None = None):
         self._lock = threading.Lock()
@@ -398,6 +503,15 @@ class ChatServer:
         self.log: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.paths: list[str] = []
+        #: the bytes of each request's body, as sent (a signature over them can be checked)
+        self.raw_bodies: list[bytes] = []
+        #: when set (``"anthropic"``, ``"openai"``, ``"gemini"``): every schema a request asks
+        #: the provider to enforce is checked against that provider's documented subset
+        #: (:func:`agentflow.runtime.models.schema_subsets.subset_problems`) and a request using
+        #: anything outside it is refused with a 400, as the real endpoint does; the refused
+        #: requests' problems are kept in ``refused``
+        self.schema_subset: str | None = None
+        self.refused: list[list[str]] = []
         self.in_flight = 0
         self.max_in_flight = 0
         #: answer every request as a stream (a streaming-only server), asked for or not
@@ -422,7 +536,12 @@ class ChatServer:
             def do_POST(self) -> None:  # noqa: N802 - http.server API
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
-                if self.path.rstrip("/") not in server.PATHS:
+                route = self.path.split("?", 1)[0].rstrip("/")
+                if (
+                    route not in server.PATHS
+                    and not _GEMINI_PATH.fullmatch(route)
+                    and not server.BEDROCK.fullmatch(route)
+                ):
                     self._send(Reply(status=404, body={"error": {"message": "not found"}}))
                     return
                 try:
@@ -430,9 +549,19 @@ class ChatServer:
                 except ValueError:
                     self._send(Reply(status=400, body={"error": {"message": "bad json"}}))
                     return
+                if server.schema_subset is not None:
+                    refusal = server._refusal(route, body)
+                    if refusal is not None:
+                        with server._lock:
+                            server.paths.append(self.path)
+                            server.requests.append(body)
+                            server.headers.append(dict(self.headers.items()))
+                        self._send(refusal)
+                        return
                 received = time.time()
                 with server._lock:
                     server.paths.append(self.path)
+                    server.raw_bodies.append(raw)
                 reply = server._next(body, dict(self.headers.items()))
                 with server._lock:
                     index = next(
@@ -497,16 +626,20 @@ class ChatServer:
                 self.connection.close()
 
             def _send(self, reply: Reply) -> None:
+                headers = dict(reply.headers)
                 if isinstance(reply.body, (dict, list)):  # a lone surrogate sent as its escape
                     data = escape_surrogates(json.dumps(reply.body, ensure_ascii=False)).encode()
                     ctype = "application/json"
+                elif isinstance(reply.body, bytes):  # e.g. an AWS event stream, as recorded
+                    data = reply.body
+                    ctype = headers.pop("Content-Type", "application/octet-stream")
                 else:
                     data = str(reply.body or "").encode()
                     ctype = "text/plain"
                 self.send_response(reply.status)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(data)))
-                for key, value in reply.headers.items():
+                for key, value in headers.items():
                     self.send_header(key, value)
                 self.end_headers()
                 if reply.trickle:
@@ -585,6 +718,37 @@ class ChatServer:
                 return status(400, {"error": {"message": f"chat_server script raised: {exc!r}"}})
         return _as_reply(item)
 
+    def _refusal(self, route: str, body: dict[str, Any]) -> Reply | None:
+        """The 400 the provider of :attr:`schema_subset` answers a request whose enforced
+        schemas leave its documented subset (None: accepted)."""
+        from agentflow.runtime.models.schema_subsets import subset_problems
+
+        assert self.schema_subset is not None
+        problems: list[str] = []
+        for where, schema in enforced_schemas(route, body):
+            problems.extend(f"{where}: {p}" for p in subset_problems(schema, self.schema_subset))
+        if not problems:
+            return None
+        with self._lock:
+            self.refused.append(problems)
+        message = "; ".join(problems[:5])
+        if route.endswith("/messages"):
+            error: dict[str, Any] = {
+                "type": "error",
+                "error": {"type": "invalid_request_error", "message": message},
+            }
+        elif _GEMINI_PATH.fullmatch(route):
+            error = {"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}
+        else:
+            error = {
+                "error": {
+                    "message": f"Invalid schema for response_format 'output': {message}",
+                    "type": "invalid_request_error",
+                    "param": "response_format",
+                }
+            }
+        return status(400, body=error)
+
     # ------------------------------------------------------------------ config helpers
 
     def env(self, model: str = "test-model", api_key: str | None = TEST_API_KEY) -> dict[str, str]:
@@ -657,6 +821,47 @@ def _as_reply(item: Any) -> Reply:
     if isinstance(item, dict):
         return Reply(body=item)
     raise TypeError(f"cannot turn {type(item).__name__} into a chat reply")
+
+
+#: Gemini's generateContent / streamGenerateContent paths (``/v1beta/models/M:generateContent``)
+_GEMINI_PATH = re.compile(
+    r"(?:/v1beta|/v1)?/models/[^/:]+:(?:generateContent|streamGenerateContent)"
+)
+
+
+def enforced_schemas(route: str, body: dict[str, Any]) -> list[tuple[str, Any]]:
+    """``[(where, schema)]``: the schemas a request asks the provider to enforce — Anthropic
+    ``output_config.format.schema`` and strict tools' ``input_schema``; OpenAI strict
+    ``response_format`` and strict functions' ``parameters``; Responses ``text.format.schema``
+    and strict tools; Gemini ``generationConfig.responseJsonSchema``."""
+    out: list[tuple[str, Any]] = []
+    if route.endswith("/messages"):
+        fmt = (body.get("output_config") or {}).get("format") or {}
+        if isinstance(fmt, dict) and "schema" in fmt:
+            out.append(("output_config.format.schema", fmt["schema"]))
+        for index, tool in enumerate(body.get("tools") or []):
+            if isinstance(tool, dict) and tool.get("strict"):
+                out.append((f"tools.{index}.input_schema", tool.get("input_schema")))
+    elif route.endswith("/responses"):
+        fmt = (body.get("text") or {}).get("format") or {}
+        if isinstance(fmt, dict) and fmt.get("strict") and "schema" in fmt:
+            out.append(("text.format.schema", fmt["schema"]))
+        for index, tool in enumerate(body.get("tools") or []):
+            if isinstance(tool, dict) and tool.get("strict"):
+                out.append((f"tools[{index}].parameters", tool.get("parameters")))
+    elif _GEMINI_PATH.fullmatch(route):
+        config = body.get("generationConfig") or {}
+        if isinstance(config, dict) and "responseJsonSchema" in config:
+            out.append(("generationConfig.responseJsonSchema", config["responseJsonSchema"]))
+    else:
+        fmt = (body.get("response_format") or {}).get("json_schema") or {}
+        if isinstance(fmt, dict) and fmt.get("strict") and "schema" in fmt:
+            out.append(("response_format.json_schema.schema", fmt["schema"]))
+        for index, tool in enumerate(body.get("tools") or []):
+            function = tool.get("function") if isinstance(tool, dict) else None
+            if isinstance(function, dict) and function.get("strict"):
+                out.append((f"tools[{index}].function.parameters", function.get("parameters")))
+    return out
 
 
 def tool_messages(request: dict[str, Any]) -> list[dict[str, Any]]:

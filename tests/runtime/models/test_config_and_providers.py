@@ -121,7 +121,7 @@ def test_unknown_key_names_line(tmp_path):
 
 def test_bad_provider_kind_and_unknown_provider(tmp_path):
     path = tmp_path / "flow.toml"
-    path.write_text('[providers.p]\nkind = "gemini"\n')
+    path.write_text('[providers.p]\nkind = "cohere"\n')
     with pytest.raises(ConfigError) as info:
         load_config(path, env={})
     assert f"{path}:2:" in str(info.value)

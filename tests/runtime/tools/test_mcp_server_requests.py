@@ -132,6 +132,9 @@ async def test_sampling_goes_to_the_configured_role_and_counts_in_usage(tmp_path
     sent = chat_server.requests[-1]["messages"]
     assert sent[0] == {"role": "system", "content": "Summarize in one line."}
     assert sent[1]["content"] == "a long text"
+    # the request's preferences reach the model (a hint that names nothing configured: the role)
+    assert chat_server.requests[-1]["temperature"] == 0.2
+    assert chat_server.requests[-1]["stop"] == ["END"]
     assert (
         chat_server.requests[-1]["max_tokens"] == 50
         or "max_completion_tokens" in (chat_server.requests[-1])
@@ -141,6 +144,28 @@ async def test_sampling_goes_to_the_configured_role_and_counts_in_usage(tmp_path
     assert calls[0].data["source"] == "mcp" and calls[0].data["role"] == "chat"
     assert result.usage["inferences"] == 1
     assert result.usage["by_step"]["E0"]["inferences"] == 1
+
+
+def test_sampling_model_hints_pick_only_a_configured_named_model(tmp_path):
+    from mcp.types import ModelHint, ModelPreferences
+
+    from agentflow.runtime.models.router import ModelRouter
+    from agentflow.runtime.tools.mcp_sampling import _hinted_model
+
+    (tmp_path / "flow.toml").write_text(
+        '[models]\ndefault = "openai:gpt-4o"\n'
+        '[models.named.small]\nprovider = "openai"\nmodel = "gpt-4o-mini"\n'
+        '[models.named.deep]\nprovider = "openai"\nmodel = "o3"\n'
+    )
+    router = ModelRouter(load_config(tmp_path / "flow.toml", env={}))
+
+    def hinted(*names):
+        return _hinted_model(router, ModelPreferences(hints=[ModelHint(name=n) for n in names]))
+
+    assert hinted("unknown", "mini") == "small"  # part of a named model's provider model name
+    assert hinted("deep", "mini") == "deep"  # a named model's own name, in the hints' order
+    assert hinted("claude-3-opus") is None  # never a model the configuration does not name
+    assert _hinted_model(router, None) is None
 
 
 async def test_sampling_false_refuses_the_server(tmp_path, chat_server):

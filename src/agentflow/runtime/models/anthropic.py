@@ -37,7 +37,8 @@ from agentflow.runtime.models.http import (
     error_body,
     status_of_error_body,
 )
-from agentflow.runtime.models.openai import is_strict_as_is, schema_rejected, strict_schema
+from agentflow.runtime.models.openai import is_strict_as_is, schema_rejected
+from agentflow.runtime.models.schema_subsets import ANTHROPIC, fit_schema, lossy_keywords
 
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
@@ -54,9 +55,9 @@ class AnthropicClient(HTTPModelClient):
 
     ``tool_choice`` (``auto``/``required``→``any``/``none``) and ``parallel_tool_calls=False``
     (``disable_parallel_tool_use``) map onto the Messages API ``tool_choice`` object.
-    ``structured_output``: the output contract goes as ``output_config.format`` (a strict
-    ``json_schema``) instead of prompt text, and tools whose schema strict mode keeps as it is
-    get ``strict: true``; refused once with a 400, the client falls back to prompt text (warning
+    ``structured_output``: the output contract goes as ``output_config.format`` (a
+    ``json_schema`` fitted into Anthropic's subset, :meth:`native_schema`) instead of prompt
+    text, and tools whose schema Anthropic enforces as it is get ``strict: true``; refused once with a 400, the client falls back to prompt text (warning
     through ``on_warning``). ``thinking_budget``: extended thinking with
     that many budget tokens (``max_tokens`` is raised above it; ``temperature`` is not sent, as
     the API requires). ``prompt_cache``: ``cache_control`` breakpoints (default on). ``stream``:
@@ -84,10 +85,13 @@ class AnthropicClient(HTTPModelClient):
         return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
 
     def native_schema(self, request: ChatRequest) -> dict[str, Any] | None:
-        """The strict schema sent as ``output_config.format`` for ``request``, or None."""
+        """The schema sent as ``output_config.format`` for ``request`` — the contract fitted into
+        Anthropic's documented subset (:func:`~agentflow.runtime.models.schema_subsets.fit_schema`:
+        ``maxLength``, ``minimum``, ``maxItems`` … moved into descriptions, the answer still
+        validated against the whole contract) — or None (prompt text)."""
         if not self.structured_output or self.native_refused or request.response_schema is None:
             return None
-        return strict_schema(request.response_schema)
+        return fit_schema(request.response_schema, ANTHROPIC)
 
     def build_payload(self, request: ChatRequest, *, native: bool = True) -> dict[str, Any]:
         """The JSON body of the Messages API request for ``request``."""
@@ -117,8 +121,12 @@ class AnthropicClient(HTTPModelClient):
                 payload["tool_choice"] = choice
         if self.thinking_budget:
             payload["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
-        elif self.temperature is not None:
-            payload["temperature"] = self.temperature
+        elif request.temperature is not None or self.temperature is not None:
+            payload["temperature"] = (
+                request.temperature if request.temperature is not None else self.temperature
+            )
+        if request.stop:
+            payload["stop_sequences"] = list(request.stop)
         if strict is not None:
             payload["output_config"] = {"format": {"type": "json_schema", "schema": strict}}
         if self.stream:
@@ -134,9 +142,15 @@ class AnthropicClient(HTTPModelClient):
             "description": tool.description,
             "input_schema": schema,
         }
-        if self.structured_output and is_strict_as_is(schema):  # strict tool use
-            out["input_schema"] = strict_schema(schema)
-            out["strict"] = True
+        if (
+            self.structured_output
+            and is_strict_as_is(schema)
+            and not lossy_keywords(schema, ANTHROPIC)
+        ):  # strict tool use: only a schema Anthropic enforces as it is
+            fitted = fit_schema(schema, ANTHROPIC)
+            if fitted is not None:
+                out["input_schema"] = fitted
+                out["strict"] = True
         return out
 
     async def chat(self, request: ChatRequest) -> ChatResponse:

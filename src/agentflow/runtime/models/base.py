@@ -135,13 +135,17 @@ class ChatRequest:
     messages itself. ``max_tokens``: output token cap (None: provider default).
     ``on_delta``: for streaming models, called with each piece of answer text as it arrives, and
     with None when a retried request starts over (not part of the request's identity: cassettes
-    and the memo ignore it).
+    and the memo ignore it). ``temperature`` / ``stop``: sampling preferences of this request
+    (an MCP server's sampling request), over the model's configured ``temperature``; None: the
+    model's own.
     """
 
     messages: list[Message]
     tools: list[ToolSpec] = field(default_factory=list)
     response_schema: dict[str, Any] | None = None
     max_tokens: int | None = None
+    temperature: float | None = None
+    stop: list[str] | None = None
     on_delta: Callable[[str | None], Any] | None = field(default=None, compare=False, repr=False)
 
 

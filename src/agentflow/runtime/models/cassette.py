@@ -65,7 +65,7 @@ def normalise_request(request: ChatRequest) -> dict[str, Any]:
         if m.is_error:
             item["is_error"] = True
         messages.append(item)
-    return {
+    out: dict[str, Any] = {
         "messages": messages,
         "tools": [
             {"name": t.name, "description": t.description, "input_schema": t.input_schema}
@@ -73,6 +73,12 @@ def normalise_request(request: ChatRequest) -> dict[str, Any]:
         ],
         "response_schema": request.response_schema,
     }
+    # sampling preferences decide the answer too; absent when unset (older cassettes' keys hold)
+    if request.temperature is not None:
+        out["temperature"] = request.temperature
+    if request.stop:
+        out["stop"] = list(request.stop)
+    return out
 
 
 def _canonical(data: Any) -> str:

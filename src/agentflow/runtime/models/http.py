@@ -11,8 +11,9 @@ content filter's refusal (Azure ``content_filter``, OpenAI ``content_policy_viol
 An HTTP 200 whose body is an error object (OpenAI ``{"error": …}`` without ``choices``,
 Anthropic ``{"type": "error", …}``; some gateways and overloaded servers answer so) is classified
 as the status its error type stands for (:func:`status_of_error_body`), and so is an ``error``
-event inside a stream. Replies sent as Server-Sent Events (``text/event-stream``) go to the
-adapter's stream reader, whether or not streaming was asked for (a server that only streams).
+event inside a stream. Replies sent as Server-Sent Events (``text/event-stream``) or as an AWS
+event stream (``application/vnd.amazon.eventstream``, Bedrock) go to the adapter's stream reader,
+whether or not streaming was asked for (a server that only streams).
 """
 
 from __future__ import annotations
@@ -128,6 +129,7 @@ _FILTER_MARKERS = (
     "content_policy_violation",
     "responsibleaipolicyviolation",
     "content management policy",
+    "invalid_prompt",  # OpenAI Responses: a prompt flagged as violating the usage policy
 )
 
 
@@ -168,6 +170,9 @@ _ERROR_TYPE_STATUS = (
     ("invalid_request", 400),
     ("content_filter", 400),
     ("content_policy", 400),
+    ("invalid_prompt", 400),
+    ("throttling", 429),  # Bedrock throttlingException
+    ("validation", 400),  # Bedrock validationException
 )
 
 
@@ -266,6 +271,32 @@ async def _decoded_lines(response: httpx.Response) -> AsyncIterator[str]:
         yield pending
 
 
+async def _eventstream_events(response: httpx.Response) -> AsyncIterator[tuple[str, str]]:
+    """The messages of an AWS event stream (``application/vnd.amazon.eventstream``, decoded by
+    botocore's parser) as ``(event type, JSON payload text)`` pairs, like Server-Sent Events;
+    an exception message is ``("error", {"type": …, "message": …})``."""
+    try:
+        from botocore.eventstream import EventStreamBuffer  # the optional `bedrock` extra
+    except ImportError:
+        message = "reading an AWS event stream needs botocore: pip install 'agentflow[bedrock]'"
+        raise StreamFailure(400, json.dumps({"error": {"message": message}})) from None
+    buffer = EventStreamBuffer()
+    async for chunk in response.aiter_bytes():
+        buffer.add_data(chunk)
+        for message in buffer:
+            headers = message.headers
+            payload = message.payload.decode("utf-8", errors="replace")
+            if headers.get(":message-type") in ("exception", "error"):
+                kind = headers.get(":exception-type") or headers.get(":error-code") or "error"
+                try:
+                    detail = json.loads(payload).get("message", payload)
+                except (ValueError, AttributeError):
+                    detail = payload
+                yield "error", json.dumps({"type": str(kind), "message": str(detail)})
+            else:
+                yield str(headers.get(":event-type") or ""), payload
+
+
 #: Reads a stream's events into the adapter's answer (raises StreamFailure on an error event).
 StreamReader = Callable[[AsyncIterator[tuple[str, str]]], Awaitable[Any]]
 
@@ -331,8 +362,12 @@ async def post_with_retries(
     read_stream: StreamReader | None = None,
     on_restart: Callable[[], Any] | None = None,
     url_from: str = "",
+    sign: Callable[[httpx.Request], Any] | None = None,
 ) -> Any:
     """POST ``payload`` as JSON and return the decoded JSON reply, retrying per ``policy``.
+
+    ``sign(request)``: called with each attempt's built request (its body final) to add
+    authentication headers over it (AWS SigV4: a fresh signature per attempt).
 
     A reply sent as Server-Sent Events goes to ``read_stream`` (whose result is returned); a
     stream that fails (an ``error`` event, a connection cut) is retried like the HTTP error it
@@ -358,7 +393,7 @@ async def post_with_retries(
             # trickles its reply a byte at a time would otherwise never time out
             async with asyncio.timeout(timeout):
                 result, kind, message, status, retry_after = await _attempt(
-                    client, url, payload, headers, timeout, read_stream
+                    client, url, payload, headers, timeout, read_stream, sign
                 )
         except TimeoutError:
             kind, message = (
@@ -417,18 +452,25 @@ async def _attempt(
     headers: dict[str, str],
     timeout: float,
     read_stream: StreamReader | None,
+    sign: Callable[[httpx.Request], Any] | None = None,
 ) -> tuple[Any, str | None, str, int | None, float | None]:
     """One POST: ``(result, None, "", status, None)`` on success, else ``(None, kind, message,
     status, retry_after)``. Transport errors propagate."""
     request = client.build_request("POST", url, json=payload, headers=headers, timeout=timeout)
+    if sign is not None:
+        sign(request)
     response = await client.send(request, stream=True)
     try:
         status = response.status_code
         ctype = response.headers.get("content-type", "").lower()
-        if status < 400 and "text/event-stream" in ctype and read_stream is not None:
+        binary = "vnd.amazon.eventstream" in ctype  # AWS event streams (Bedrock ConverseStream)
+        if status < 400 and ("text/event-stream" in ctype or binary) and read_stream is not None:
+            events = (
+                _eventstream_events(response) if binary else sse_events(_decoded_lines(response))
+            )
             try:
                 return (
-                    await read_stream(sse_events(_decoded_lines(response))),
+                    await read_stream(events),
                     None,
                     "",
                     status,
@@ -578,6 +620,7 @@ class HTTPModelClient:
         headers: dict[str, str],
         read_stream: StreamReader | None = None,
         on_restart: Callable[[], Any] | None = None,
+        sign: Callable[[httpx.Request], Any] | None = None,
     ) -> Any:
         """:func:`post_with_retries` with this client's pool, policy, key, timeout and hooks.
 
@@ -591,6 +634,8 @@ class HTTPModelClient:
             kwargs["read_stream"] = read_stream
         if on_restart is not None:
             kwargs["on_restart"] = on_restart
+        if sign is not None:
+            kwargs["sign"] = sign
         return await post_with_retries(
             self._client(),
             url,

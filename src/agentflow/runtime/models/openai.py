@@ -32,6 +32,7 @@ from agentflow.runtime.models.http import (
     error_body,
     status_of_error_body,
 )
+from agentflow.runtime.models.schema_subsets import OPENAI, lossy_keywords, moved_text
 
 
 class OpenAIClient(HTTPModelClient):
@@ -108,8 +109,11 @@ class OpenAIClient(HTTPModelClient):
                 payload["max_completion_tokens"] = max_tokens
             else:
                 payload["max_tokens"] = max_tokens
-        if self.temperature is not None:
-            payload["temperature"] = self.temperature
+        temperature = request.temperature if request.temperature is not None else self.temperature
+        if temperature is not None:
+            payload["temperature"] = temperature
+        if request.stop:
+            payload["stop"] = list(request.stop)
         if self.reasoning_effort is not None:
             payload["reasoning_effort"] = self.reasoning_effort
         if strict is not None:
@@ -522,7 +526,10 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
     contract. Every object gets ``additionalProperties: false`` and lists all its properties as
     required, the optional ones made nullable (a ``T?`` field, already ``anyOf [T, null]``, is left
     as it is); ``default``/``$schema`` and our ``x-*`` annotations are dropped, as is a ``format``
-    strict mode does not know (:data:`STRICT_FORMATS`); ``oneOf`` is sent as ``anyOf``. ``$ref``
+    strict mode does not know (:data:`STRICT_FORMATS`); ``oneOf`` is sent as ``anyOf``; a keyword
+    outside strict mode's documented subset (``minLength``, ``maxLength``, ``uniqueItems`` …,
+    :data:`~agentflow.runtime.models.schema_subsets.OPENAI`) is moved into the node's
+    ``description`` (:func:`~agentflow.runtime.models.schema_subsets.moved_text`). ``$ref``
     into ``$defs`` is inlined; a recursive
     schema (which cannot be inlined) keeps its ``$defs``, converted the same way (OpenAI accepts
     recursive ``$ref``). None when strict mode cannot express the schema (a map type:
@@ -549,12 +556,16 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
             rest = {k: v for k, v in node.items() if k != "$ref"}
             return conv({**defs[name], **rest}, stack | {name})
         out: dict[str, Any] = {}
+        moved: dict[str, Any] = {}
         for key, value in node.items():
             if key in _DROP or key.startswith("x-"):  # our own annotations (`x-flow-type`)
                 continue
             if key in _REFUSED:
                 raise _Unsupported(key)
             if key == "format" and value not in STRICT_FORMATS:
+                continue
+            if key not in OPENAI.keywords and key != "oneOf":
+                moved[key] = value  # e.g. maxLength: told in the description, checked locally
                 continue
             if key == "oneOf":  # refused by strict mode; the request may say anyOf
                 key = "anyOf"
@@ -579,6 +590,9 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
             }
             out["required"] = list(props)
             out["additionalProperties"] = False
+        if moved:
+            text = moved_text(moved)
+            out["description"] = f"{out['description']} {text}" if out.get("description") else text
         return out
 
     try:
@@ -624,7 +638,7 @@ def is_strict_as_is(schema: dict[str, Any]) -> bool:
     makes the model send ``null`` for an argument the tool wants absent) and closes no open
     object (an ``object`` without ``properties``, which takes any keys)."""
     strict = strict_schema(schema)
-    if strict is None:
+    if strict is None or lossy_keywords(schema, OPENAI):
         return False
 
     def loose_somewhere(node: Any) -> bool:

@@ -258,6 +258,46 @@ class ModelRouter:
                 system_role=resolved.system_role,
                 **options,
             )
+        if provider.kind == "openai-responses":
+            from agentflow.runtime.models.openai_responses import OpenAIResponsesClient
+
+            return OpenAIResponsesClient(
+                base_url=provider.base_url or "https://api.openai.com/v1",
+                max_completion_tokens=resolved.max_completion_tokens,
+                reasoning_effort=resolved.reasoning_effort,
+                **options,
+            )
+        if provider.kind == "gemini":
+            from agentflow.runtime.models.gemini import GeminiClient
+
+            return GeminiClient(
+                base_url=provider.base_url or "https://generativelanguage.googleapis.com",
+                thinking_budget=resolved.thinking_budget,
+                **options,
+            )
+        if provider.kind == "bedrock":
+            from agentflow.runtime.models.bedrock import BedrockClient, region_of
+
+            env = dict(self.config.env)
+            region = (
+                provider.region
+                or region_of(provider.base_url or "")
+                or env.get("AWS_REGION")
+                or env.get("AWS_DEFAULT_REGION")
+            )
+            if not provider.base_url and not region:
+                raise ConfigError(
+                    f"{self.config.where()}: provider '{resolved.provider_name}' (kind bedrock) "
+                    "has no region: set `region` in its table, or AWS_REGION"
+                )
+            options.pop("structured_output", None)
+            return BedrockClient(
+                base_url=provider.base_url or f"https://bedrock-runtime.{region}.amazonaws.com",
+                region=region,
+                env=env,
+                thinking_budget=resolved.thinking_budget,
+                **options,
+            )
         if provider.kind == "anthropic":
             try:
                 from agentflow.runtime.models.anthropic import AnthropicClient

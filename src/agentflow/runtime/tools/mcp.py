@@ -434,6 +434,8 @@ class McpConnection:
     async def _on_sample(self, context: Any, params: Any) -> Any:
         call = self._current()
         services = call.services if call is not None else self._services
+        from agentflow.runtime.tools.mcp_sampling import sample
+
         return await sample(
             self.name, self.server.sampling, params, services, call.path if call else ""
         )
@@ -1111,70 +1113,6 @@ async def _maybe_await(value: Any) -> Any:
     import inspect
 
     return await value if inspect.isawaitable(value) else value
-
-
-async def sample(
-    server: str, role: Any, params: Any, services: RunServices | None, path: str
-) -> Any:
-    """Answer a sampling request of MCP server ``server`` with one inference of model ``role``
-    (``[mcp.NAME] sampling``, a role or named model; ``false`` refuses and never reaches here).
-
-    The request's system prompt and text messages go to the run's router, so the inference
-    counts in the run's usage and is a ``model_call`` trace event (``source: mcp``).  Without a
-    run or a configured model the server gets an error answer.
-    """
-    from mcp.types import INVALID_REQUEST, CreateMessageResult, ErrorData, TextContent
-
-    from agentflow.runtime.models.base import ChatRequest, Message
-
-    router = services.router if services is not None else None
-    if router is None:
-        return ErrorData(
-            code=INVALID_REQUEST, message="sampling is not available: no model is configured"
-        )
-    if getattr(params, "tools", None):
-        return ErrorData(code=INVALID_REQUEST, message="sampling with tools is not supported")
-    messages: list[Message] = []
-    if params.system_prompt:
-        messages.append(Message(role="system", content=params.system_prompt))
-    for m in params.messages:
-        blocks = m.content if isinstance(m.content, list) else [m.content]
-        text = "\n".join(
-            b.text if getattr(b, "type", "") == "text" else f"[{getattr(b, 'type', 'content')}]"
-            for b in blocks
-        )
-        messages.append(
-            Message(role="assistant" if m.role == "assistant" else "user", content=text)
-        )
-    t0 = time.monotonic()
-    try:
-        client = router.client_for(str(role))
-        response = await client.chat(ChatRequest(messages=messages, max_tokens=params.max_tokens))
-    except Exception as exc:  # noqa: BLE001 - ConfigError, ModelError: the server gets an error
-        return ErrorData(code=INVALID_REQUEST, message=f"sampling failed: {exc}")
-    if services is not None:
-        from agentflow.runtime.result import model_call_fields
-
-        with contextlib.suppress(Exception):
-            services.emit(
-                "model_call",
-                path,
-                {
-                    "role": str(role),
-                    "source": "mcp",
-                    "server": server,
-                    **model_call_fields(response, t0),
-                },
-            )
-    stop = {"stop": "endTurn", "length": "maxTokens"}.get(
-        response.finish_reason, response.finish_reason
-    )
-    return CreateMessageResult(
-        role="assistant",
-        content=TextContent(type="text", text=response.text or ""),
-        model=response.model or str(role),
-        stop_reason=stop,
-    )
 
 
 def _idempotent(mcp_tool: Any) -> bool:
