@@ -73,6 +73,10 @@ def database_for(config: Config, database: str | None = None) -> str:
 
     from agentflow.runtime.durable.dbos_engine import database_url
 
+    if (database or "").startswith("temporal://") or (
+        database is None and config.durable.engine == "temporal"
+    ):
+        return _temporal_url(config, database)
     raw = database or config.durable.database
 
     def var(m: re.Match[str]) -> str:
@@ -89,6 +93,32 @@ def database_for(config: Config, database: str | None = None) -> str:
     except ValueError as e:
         where = "--database" if database else f"{config.where()}: [durable] database"
         raise ConfigError(f"{where}: {e}") from None
+
+
+def _temporal_url(config: Config, given: str | None) -> str:
+    """The ``temporal://`` URL of ``[durable] engine = "temporal"`` (or ``--database``'s own):
+    address, namespace, task queue, TLS and the claim-check store; secrets stay in the
+    environment (temporal_engine.client_for)."""
+    from agentflow.runtime.durable.temporal_engine import make_url
+
+    if given:
+        return given
+    d = config.durable
+    address = os.path.expandvars(d.address)
+    claims = Path(d.claim_check_dir)
+    if not claims.is_absolute():
+        claims = config.base_dir() / claims
+    return make_url(address, d.namespace, d.task_queue, d.tls, claims, d.claim_check_bytes)
+
+
+def _temporal(url: str) -> Any:
+    """The Temporal backend's commands (temporal_runs.py) for a ``temporal://`` URL, else None:
+    the one place a command picks its engine."""
+    if not url.startswith("temporal://"):
+        return None
+    from agentflow.runtime.durable import temporal_runs
+
+    return temporal_runs
 
 
 def open_database(
@@ -203,36 +233,12 @@ async def build_runtime(
     (``context``: the caller's own, for a run started in this process)."""
     from agentflow.ir.loader import load_plan_text
     from agentflow.runtime.config import load_config
-    from agentflow.runtime.context import RunContext
     from agentflow.runtime.durable import dbos_engine
 
     plan = load_plan_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
     owned = context is None
     if context is None:
-        from agentflow.runtime.models.router import ModelRouter
-        from agentflow.runtime.tools.build import build_catalog
-
-        config = load_config(spec.get("config"))
-        catalog = build_catalog(config, plan=plan)
-        router: Any
-        if spec.get("model"):  # `--model test[:SEED]`: the built-in test model again
-            from agentflow.runtime.models.test_model import parse_model_option, test_router
-
-            seed, call_tools = parse_model_option(spec["model"])
-            router = test_router(config, seed, call_tools=call_tools)
-        elif spec.get("replay"):
-            from agentflow.runtime.models.cassette import ReplayRouter
-
-            router = ReplayRouter(spec["replay"], config)
-        else:
-            router = ModelRouter(config) if config.has_model() else None
-        context = RunContext(
-            catalog=catalog,
-            router=router,
-            config=config,
-            workspace=Path(spec.get("workspace") or Path.cwd()),
-            sinks=tuple(_per_run(extra_sinks or ())),
-        )
+        context = context_from_spec(spec, plan, extra_sinks)
     await _continue_trace(run_id, spec, plan, context.sinks, resumed=owned)
     config = context.config or load_config(spec.get("config"))
     effects = dbos_engine.new_effects(
@@ -248,6 +254,40 @@ async def build_runtime(
     if spec.get("reuse") and not effects.reuse:
         effects.reuse = await reuse_table(spec["reuse"], asks=not spec.get("ask_again"))
     return rt
+
+
+def context_from_spec(
+    spec: dict[str, Any], plan: Plan, extra_sinks: list[Any] | None
+) -> RunContext:
+    """The :class:`~agentflow.runtime.context.RunContext` of a run from its recorded input
+    ``spec`` (configuration, catalog, model router; ``extra_sinks``: the process's), for a
+    process that did not start the run (engine-neutral: DBOS and Temporal build it alike)."""
+    from agentflow.runtime.config import load_config
+    from agentflow.runtime.context import RunContext
+    from agentflow.runtime.models.router import ModelRouter
+    from agentflow.runtime.tools.build import build_catalog
+
+    config = load_config(spec.get("config"))
+    catalog = build_catalog(config, plan=plan)
+    router: Any
+    if spec.get("model"):  # `--model test[:SEED]`: the built-in test model again
+        from agentflow.runtime.models.test_model import parse_model_option, test_router
+
+        seed, call_tools = parse_model_option(spec["model"])
+        router = test_router(config, seed, call_tools=call_tools)
+    elif spec.get("replay"):
+        from agentflow.runtime.models.cassette import ReplayRouter
+
+        router = ReplayRouter(spec["replay"], config)
+    else:
+        router = ModelRouter(config) if config.has_model() else None
+    return RunContext(
+        catalog=catalog,
+        router=router,
+        config=config,
+        workspace=Path(spec.get("workspace") or Path.cwd()),
+        sinks=tuple(_per_run(extra_sinks or ())),
+    )
 
 
 def _per_run(sinks: Any) -> list[Any]:
@@ -433,6 +473,13 @@ async def run_durable(
     ``replay`` / ``model``: the cassette or the test model (``test[:SEED]``) answering the
     run's model calls, recorded so a resumed process answers the same way.
     Returns ``(run_id, result)``."""
+    backend = _temporal(url)
+    if backend is not None:
+        return await backend.run_durable(  # type: ignore[no-any-return]
+            plan, plan_text, input, context, url=url, run_id=run_id, plan_file=plan_file,
+            config_path=config_path, reuse=reuse, ask_again=ask_again, replay=replay,
+            fleet=fleet, on_start=on_start, model=model,
+        )  # fmt: skip
     from agentflow.runtime.durable import dbos_engine
     from agentflow.runtime.executor import validate_input
     from agentflow.runtime.result import RunResult
@@ -528,6 +575,11 @@ async def resume(
     ``on_waiting``: called once, as the run continues, with the questions it was already
     waiting on (asked before its process stopped; a replayed ``ask`` emits no event, so the
     sinks never see them).  Raises InputError for an unknown run or one still running."""
+    backend = _temporal(url)
+    if backend is not None:
+        return await backend.resume(  # type: ignore[no-any-return]
+            url, run_id, sinks=sinks, telemetry=telemetry, on_waiting=on_waiting
+        )
     from agentflow.runtime.durable import dbos_engine
     from agentflow.runtime.result import RunResult
 
@@ -606,6 +658,10 @@ async def work(
     """Be a worker of the fleet on ``url`` until cancelled: take units and runs from every
     queue; the pending work of an earlier worker named ``name`` is resumed first.
     ``telemetry``: export the spans of the units it runs, each into its run's trace."""
+    backend = _temporal(url)
+    if backend is not None:
+        await backend.work(url, name, sinks=sinks, telemetry=telemetry)
+        return
     from agentflow.runtime.durable import dbos_engine
     from agentflow.runtime.durable.liveness import worker_lock
 
@@ -775,6 +831,9 @@ def _alive(url: str, run_id: str) -> bool:
 async def list_runs(url: str, *, limit: int = 50) -> list[RunInfo]:
     """The latest ``limit`` durable runs in ``url``, newest first, with pending questions
     (none, and nothing created, for a SQLite file that does not exist)."""
+    backend = _temporal(url)
+    if backend is not None:
+        return await backend.list_runs(url, limit=limit)  # type: ignore[no-any-return]
     from agentflow.runtime.durable.dbos_engine import RUN_WORKFLOW, _dbos, _state
 
     if _state["url"] != url and missing_database(url) is not None:
@@ -844,6 +903,9 @@ async def show_run(url: str, run_id: str, *, internals: bool = False) -> RunInfo
     of its model calls so far, pending questions, the error, and for a ``--fleet`` run which
     worker holds which unfinished unit and whether that worker is alive.  Raises
     InputError for an unknown run, or one with a row it cannot read."""
+    backend = _temporal(url)
+    if backend is not None:
+        return await backend.show_run(url, run_id, internals=internals)  # type: ignore[no-any-return]
     from agentflow.runtime.durable.dbos_engine import _dbos
 
     _attach(url, run_id)
@@ -1019,10 +1081,11 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
     """Answer the question of run ``run_id`` at step path ``step`` with ``value`` (checked
     against the question's choices and schema), from any process.  Raises InputError for no
     such question or a value it does not accept."""
-    from agentflow.runtime.control import check_answer
+    backend = _temporal(url)
+    if backend is not None:
+        return await backend.answer(url, run_id, step, value)  # type: ignore[no-any-return]
     from agentflow.runtime.durable.answers import claim, closed_message, refuse_closed
     from agentflow.runtime.durable.dbos_engine import _dbos
-    from agentflow.runtime.hooks import spelled_bool
 
     _attach(url, run_id)
     dbos = _dbos()
@@ -1040,19 +1103,7 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
         await refuse_closed(run_id, [w.workflow_id for w in family], step)
         waiting = ", ".join(q.path for q in pending) or "none"
         raise InputError(f"run {run_id} has no question waiting at {step!r} (waiting: {waiting})")
-    if isinstance(value, str) and not _wants_text(question):
-        from agentflow.runtime.extract import NonJsonNumber, loads_value
-
-        try:
-            value = loads_value(value)
-        except NonJsonNumber as e:  # refused as `--input` refuses it
-            raise InputError(f"answer to `{question.question}`: {e}") from None
-        except ValueError:  # not JSON, or too deep: checked as text
-            pass
-    value = spelled_bool(value, question.schema)  # yes/no/y/n/true/false, as at the terminal
-    problem = check_answer(value, question.schema, question.choices)
-    if problem:
-        raise InputError(f"answer to `{question.question}`: {problem}")
+    value = checked_answer(question, value)
     closed = await claim(
         question.workflow_id, question.key, {"answer": value}, topic=f"answer:{step}"
     )
@@ -1064,6 +1115,9 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
 async def pending_questions(url: str, run_id: str) -> list[Question]:
     """The questions run ``run_id`` (and its child units) waits on now; none for a run that
     ended or does not exist."""
+    backend = _temporal(url)
+    if backend is not None:
+        return await backend.pending_questions(url, run_id)  # type: ignore[no-any-return]
     from agentflow.runtime.durable.dbos_engine import _dbos
 
     if missing_database(url) is not None:
@@ -1082,6 +1136,9 @@ async def unanswered(url: str, run_id: str, step: str) -> Question:
     """Leave the question of run ``run_id`` at step path ``step`` unanswered: the ``ask``
     goes on as after its timeout (``when_unanswered`` decides).  Raises InputError for no such
     question."""
+    backend = _temporal(url)
+    if backend is not None:
+        return await backend.unanswered(url, run_id, step)  # type: ignore[no-any-return]
     from agentflow.runtime.durable.answers import UNANSWERED, claim, closed_message
 
     pending = await pending_questions(url, run_id)
@@ -1095,6 +1152,29 @@ async def unanswered(url: str, run_id: str, step: str) -> Question:
     return question
 
 
+def checked_answer(question: Question, value: Any) -> Any:
+    """``value`` as an answer to ``question``: a JSON text parsed unless the question wants
+    text, ``yes``/``no`` spellings for a ``bool``, checked against its choices and schema.
+    Raises InputError for a value it does not accept (engine-neutral)."""
+    from agentflow.runtime.control import check_answer
+    from agentflow.runtime.hooks import spelled_bool
+
+    if isinstance(value, str) and not _wants_text(question):
+        from agentflow.runtime.extract import NonJsonNumber, loads_value
+
+        try:
+            value = loads_value(value)
+        except NonJsonNumber as e:  # refused as `--input` refuses it
+            raise InputError(f"answer to `{question.question}`: {e}") from None
+        except ValueError:  # not JSON, or too deep: checked as text
+            pass
+    value = spelled_bool(value, question.schema)  # yes/no/y/n/true/false, as at the terminal
+    problem = check_answer(value, question.schema, question.choices)
+    if problem:
+        raise InputError(f"answer to `{question.question}`: {problem}")
+    return value
+
+
 def _wants_text(q: Question) -> bool:
     if q.choices and all(isinstance(c, str) for c in q.choices):
         return True
@@ -1105,6 +1185,10 @@ async def cancel(url: str, run_id: str) -> None:
     """Cancel run ``run_id`` and its child units (each stops at its next operation). Raises
     InputError for an unknown run, and for one that has already ended (``ok``, ``error``,
     ``cancelled`` …), which cancelling would not change."""
+    backend = _temporal(url)
+    if backend is not None:
+        await backend.cancel(url, run_id)
+        return
     from agentflow.runtime.durable.dbos_engine import _dbos
 
     _attach(url, run_id)
@@ -1130,6 +1214,9 @@ async def recorded_spec(url: str, run_id: str, *, redrive: bool = False) -> dict
     InputError for a run that ended ``ok`` or ``exited`` (``flowc run --reuse`` runs it again)
     and for one that has not ended, ``running`` or ``stopped`` (``flowc resume`` continues it;
     ``flowc cancel`` ends it, after which it may be redriven)."""
+    backend = _temporal(url)
+    if backend is not None:
+        return await backend.recorded_spec(url, run_id, redrive=redrive)  # type: ignore[no-any-return]
     from agentflow.runtime.durable.dbos_engine import query_workflows, recorded_input
 
     _attach(url, run_id)
