@@ -71,6 +71,9 @@ STEP_ACTIVITY = "agentflow.op"
 MESSAGE_SIGNAL = "agentflow.message"
 #: The longest one recorded operation may run (a model call, a tool) before Temporal gives up.
 OP_TIMEOUT = timedelta(days=1)
+#: How long a workflow task waits for the worker that has the workflow cached before another
+#: worker takes it (replaying its history).
+STICKY_TIMEOUT = timedelta(seconds=2)
 #: The payload metadata encoding of a claim check.
 CLAIM_ENCODING = b"agentflow/claim-check"
 JSON_ENCODING = "json/agentflow"
@@ -361,7 +364,7 @@ class TemporalEngine:
         (Temporal's nondeterminism check, mapped to ``durable_replay_mismatch``)."""
         from temporalio import workflow
         from temporalio.common import RetryPolicy
-        from temporalio.exceptions import ActivityError
+        from temporalio.exceptions import ActivityError, CancelledError
 
         info = workflow.info()
         token = f"{info.workflow_id}|{info.run_id}|{name}"
@@ -376,6 +379,10 @@ class TemporalEngine:
                 retry_policy=RetryPolicy(maximum_attempts=1),
             )
         except ActivityError as e:
+            if isinstance(e.cause, CancelledError):
+                from agentflow.runtime.hooks import RunAborted
+
+                raise RunAborted("the run was cancelled (flowc cancel)", None) from None
             raise RunError("failed", f"{name}: {e.cause or e}") from None
         except asyncio.CancelledError:
             from agentflow.runtime.hooks import RunAborted
@@ -536,6 +543,10 @@ async def serve(url: str, *, identity: str | None = None) -> Any:
         # machine it may hold a workflow task past Temporal's 2 s deadlock alarm
         debug_mode=True,
         max_concurrent_local_activities=200,
+        # a worker killed holding a workflow in its cache: the next task of that workflow goes
+        # to the other workers after this long (Temporal's default, 10 s, is the recovery
+        # time after a SIGKILL)
+        sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
     )
     async with worker:
         yield client
