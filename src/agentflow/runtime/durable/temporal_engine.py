@@ -304,13 +304,23 @@ async def client_for(url: str) -> Any:
             f"cannot reach the Temporal server at {target.address} (namespace "
             f"{target.namespace}): {str(e).strip() or type(e).__name__}"
         ) from None
+    if not _CLIENTS:
+        import atexit
+
+        atexit.register(forget_clients)
     _CLIENTS[key] = client
     return client
 
 
 def forget_clients() -> None:
-    """Drop the cached clients (their event loops ended)."""
+    """Drop the cached clients and collect them now: a client still alive when the interpreter
+    finalizes makes the SDK's core threads call into a dying interpreter (``Fatal Python
+    error: PyGILState_Release``, exit 134/139 instead of the command's own; pinned by
+    tests/runtime/durable/test_durable_engines.py).  Registered with ``atexit``."""
+    import gc
+
     _CLIENTS.clear()
+    gc.collect()
 
 
 # ---------------------------------------------------------------------------------------------
