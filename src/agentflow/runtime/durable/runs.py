@@ -475,7 +475,7 @@ async def run_durable(
     Returns ``(run_id, result)``."""
     backend = _temporal(url)
     if backend is not None:
-        return await backend.run_durable(  # type: ignore[no-any-return]
+        return await backend.run_durable(
             plan, plan_text, input, context, url=url, run_id=run_id, plan_file=plan_file,
             config_path=config_path, reuse=reuse, ask_again=ask_again, replay=replay,
             fleet=fleet, on_start=on_start, model=model,
@@ -577,7 +577,7 @@ async def resume(
     sinks never see them).  Raises InputError for an unknown run or one still running."""
     backend = _temporal(url)
     if backend is not None:
-        return await backend.resume(  # type: ignore[no-any-return]
+        return await backend.resume(
             url, run_id, sinks=sinks, telemetry=telemetry, on_waiting=on_waiting
         )
     from agentflow.runtime.durable import dbos_engine
@@ -833,7 +833,7 @@ async def list_runs(url: str, *, limit: int = 50) -> list[RunInfo]:
     (none, and nothing created, for a SQLite file that does not exist)."""
     backend = _temporal(url)
     if backend is not None:
-        return await backend.list_runs(url, limit=limit)  # type: ignore[no-any-return]
+        return await backend.list_runs(url, limit=limit)
     from agentflow.runtime.durable.dbos_engine import RUN_WORKFLOW, _dbos, _state
 
     if _state["url"] != url and missing_database(url) is not None:
@@ -905,7 +905,7 @@ async def show_run(url: str, run_id: str, *, internals: bool = False) -> RunInfo
     InputError for an unknown run, or one with a row it cannot read."""
     backend = _temporal(url)
     if backend is not None:
-        return await backend.show_run(url, run_id, internals=internals)  # type: ignore[no-any-return]
+        return await backend.show_run(url, run_id, internals=internals)
     from agentflow.runtime.durable.dbos_engine import _dbos
 
     _attach(url, run_id)
@@ -1083,7 +1083,7 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
     such question or a value it does not accept."""
     backend = _temporal(url)
     if backend is not None:
-        return await backend.answer(url, run_id, step, value)  # type: ignore[no-any-return]
+        return await backend.answer(url, run_id, step, value)
     from agentflow.runtime.durable.answers import claim, closed_message, refuse_closed
     from agentflow.runtime.durable.dbos_engine import _dbos
 
@@ -1117,7 +1117,7 @@ async def pending_questions(url: str, run_id: str) -> list[Question]:
     ended or does not exist."""
     backend = _temporal(url)
     if backend is not None:
-        return await backend.pending_questions(url, run_id)  # type: ignore[no-any-return]
+        return await backend.pending_questions(url, run_id)
     from agentflow.runtime.durable.dbos_engine import _dbos
 
     if missing_database(url) is not None:
@@ -1138,7 +1138,7 @@ async def unanswered(url: str, run_id: str, step: str) -> Question:
     question."""
     backend = _temporal(url)
     if backend is not None:
-        return await backend.unanswered(url, run_id, step)  # type: ignore[no-any-return]
+        return await backend.unanswered(url, run_id, step)
     from agentflow.runtime.durable.answers import UNANSWERED, claim, closed_message
 
     pending = await pending_questions(url, run_id)
@@ -1216,7 +1216,7 @@ async def recorded_spec(url: str, run_id: str, *, redrive: bool = False) -> dict
     ``flowc cancel`` ends it, after which it may be redriven)."""
     backend = _temporal(url)
     if backend is not None:
-        return await backend.recorded_spec(url, run_id, redrive=redrive)  # type: ignore[no-any-return]
+        return await backend.recorded_spec(url, run_id, redrive=redrive)
     from agentflow.runtime.durable.dbos_engine import query_workflows, recorded_input
 
     _attach(url, run_id)

@@ -409,12 +409,13 @@ async def show_run(url: str, run_id: str, *, internals: bool = False) -> RunInfo
                 entry["internal"] = True
             else:
                 entry.update(path=parsed.path, kind=parsed.title(), label=labels.label(parsed.path))
-            inner = record.get("v")
+            got = record.get("v")
+            inner: dict[str, Any] = got if isinstance(got, dict) else {}
             if "e" in record:
                 from agentflow.runtime.durable.runs import _error_text
 
                 entry["error"] = _error_text(record["e"])
-            value = inner.get("v") if isinstance(inner, dict) else None
+            value = inner.get("v")
             if "/model:" in name and value is not None and not inner.get("reused"):
                 usage = getattr(value, "usage", None) or {}
                 cost["inferences"] += 1
@@ -422,7 +423,7 @@ async def show_run(url: str, run_id: str, *, internals: bool = False) -> RunInfo
                 cost["output_tokens"] += int(usage.get("output_tokens", 0) or 0)
                 if getattr(value, "cost", None) is not None:
                     priced += float(value.cost)
-            if isinstance(inner, dict) and inner.get("reused"):
+            if inner.get("reused"):
                 entry["reused"] = True
             info.steps.append(entry)
     if priced:
