@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 START_LIMIT_S = 60.0
@@ -68,7 +69,9 @@ class TemporalServer:
             if self._proc.poll() is not None:
                 raise RuntimeError(f"the Temporal dev server exited: {self.log()[-2000:]}")
             try:
-                asyncio.run(_probe(Client, self.address))
+                # in a thread of its own: the caller may be inside an event loop (bench/)
+                with ThreadPoolExecutor(1) as pool:
+                    pool.submit(asyncio.run, _probe(Client, self.address)).result()
                 return
             except Exception as e:  # noqa: BLE001 - not up yet
                 last = e
@@ -97,3 +100,7 @@ async def _probe(client_cls: type, address: str) -> None:
     # the default namespace is made a moment after the frontend answers
     async for _ in client.list_workflows(limit=1):
         break
+    del client  # collected now, not as the interpreter finalizes (temporal_engine.forget_clients)
+    import gc
+
+    gc.collect()

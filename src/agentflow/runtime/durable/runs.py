@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentflow.errors import ConfigError, ErrorInfo, InputError, RunError
 from agentflow.runtime.durable.records import (
@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from agentflow.runtime.context import RunContext
     from agentflow.runtime.durable.dbos_engine import Runtime
     from agentflow.runtime.result import RunResult
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = [
     "Question",
@@ -76,7 +78,9 @@ def database_for(config: Config, database: str | None = None) -> str:
     if (database or "").startswith("temporal://") or (
         database is None and config.durable.engine == "temporal"
     ):
-        return _temporal_url(config, database)
+        from agentflow.runtime.durable.temporal_engine import url_for
+
+        return database or url_for(config)
     raw = database or config.durable.database
 
     def var(m: re.Match[str]) -> str:
@@ -95,30 +99,22 @@ def database_for(config: Config, database: str | None = None) -> str:
         raise ConfigError(f"{where}: {e}") from None
 
 
-def _temporal_url(config: Config, given: str | None) -> str:
-    """The ``temporal://`` URL of ``[durable] engine = "temporal"`` (or ``--database``'s own):
-    address, namespace, task queue, TLS and the claim-check store; secrets stay in the
-    environment (temporal_engine.client_for)."""
-    from agentflow.runtime.durable.temporal_engine import make_url
+def _on_engine(fn: F) -> F:
+    """A command of durable runs that the Temporal backend (temporal_runs.py, the function of
+    the same name) does instead when its ``url`` is ``temporal://``: the one place a command
+    picks its engine."""
+    import functools
 
-    if given:
-        return given
-    d = config.durable
-    address = os.path.expandvars(d.address)
-    claims = Path(d.claim_check_dir)
-    if not claims.is_absolute():
-        claims = config.base_dir() / claims
-    return make_url(address, d.namespace, d.task_queue, d.tls, claims, d.claim_check_bytes)
+    @functools.wraps(fn)
+    async def dispatch(*args: Any, **kw: Any) -> Any:
+        url = kw["url"] if "url" in kw else args[0]
+        if isinstance(url, str) and url.startswith("temporal://"):
+            from agentflow.runtime.durable import temporal_runs
 
+            return await getattr(temporal_runs, fn.__name__)(*args, **kw)
+        return await fn(*args, **kw)
 
-def _temporal(url: str) -> Any:
-    """The Temporal backend's commands (temporal_runs.py) for a ``temporal://`` URL, else None:
-    the one place a command picks its engine."""
-    if not url.startswith("temporal://"):
-        return None
-    from agentflow.runtime.durable import temporal_runs
-
-    return temporal_runs
+    return dispatch  # type: ignore[return-value]
 
 
 def open_database(
@@ -448,6 +444,7 @@ def plan_limits(plan: Plan) -> set[int]:
 # Start, resume
 
 
+@_on_engine
 async def run_durable(
     plan: Plan,
     plan_text: str,
@@ -473,13 +470,6 @@ async def run_durable(
     ``replay`` / ``model``: the cassette or the test model (``test[:SEED]``) answering the
     run's model calls, recorded so a resumed process answers the same way.
     Returns ``(run_id, result)``."""
-    backend = _temporal(url)
-    if backend is not None:
-        return await backend.run_durable(
-            plan, plan_text, input, context, url=url, run_id=run_id, plan_file=plan_file,
-            config_path=config_path, reuse=reuse, ask_again=ask_again, replay=replay,
-            fleet=fleet, on_start=on_start, model=model,
-        )  # fmt: skip
     from agentflow.runtime.durable import dbos_engine
     from agentflow.runtime.executor import validate_input
     from agentflow.runtime.result import RunResult
@@ -560,6 +550,7 @@ def _result(out: dict[str, Any], cls: Any) -> RunResult:
     )
 
 
+@_on_engine
 async def resume(
     url: str,
     run_id: str,
@@ -575,11 +566,6 @@ async def resume(
     ``on_waiting``: called once, as the run continues, with the questions it was already
     waiting on (asked before its process stopped; a replayed ``ask`` emits no event, so the
     sinks never see them).  Raises InputError for an unknown run or one still running."""
-    backend = _temporal(url)
-    if backend is not None:
-        return await backend.resume(
-            url, run_id, sinks=sinks, telemetry=telemetry, on_waiting=on_waiting
-        )
     from agentflow.runtime.durable import dbos_engine
     from agentflow.runtime.result import RunResult
 
@@ -652,16 +638,13 @@ async def _resume(
     return _result(out, result_cls)
 
 
+@_on_engine
 async def work(
     url: str, name: str, *, sinks: list[Any] | None = None, telemetry: Any = None
 ) -> None:
     """Be a worker of the fleet on ``url`` until cancelled: take units and runs from every
     queue; the pending work of an earlier worker named ``name`` is resumed first.
     ``telemetry``: export the spans of the units it runs, each into its run's trace."""
-    backend = _temporal(url)
-    if backend is not None:
-        await backend.work(url, name, sinks=sinks, telemetry=telemetry)
-        return
     from agentflow.runtime.durable import dbos_engine
     from agentflow.runtime.durable.liveness import worker_lock
 
@@ -828,12 +811,10 @@ def _alive(url: str, run_id: str) -> bool:
         return False
 
 
+@_on_engine
 async def list_runs(url: str, *, limit: int = 50) -> list[RunInfo]:
     """The latest ``limit`` durable runs in ``url``, newest first, with pending questions
     (none, and nothing created, for a SQLite file that does not exist)."""
-    backend = _temporal(url)
-    if backend is not None:
-        return await backend.list_runs(url, limit=limit)
     from agentflow.runtime.durable.dbos_engine import RUN_WORKFLOW, _dbos, _state
 
     if _state["url"] != url and missing_database(url) is not None:
@@ -896,6 +877,7 @@ def _error_text(error: Any) -> dict[str, Any]:
     return {"code": "failed", "message": str(error), "step_path": None}
 
 
+@_on_engine
 async def show_run(url: str, run_id: str, *, internals: bool = False) -> RunInfo:
     """Run ``run_id`` in detail: its steps in the user's terms (each recorded tool call, model
     call and question: unit, step path, `.flow` label, status, start and end), the count of the
@@ -903,9 +885,6 @@ async def show_run(url: str, run_id: str, *, internals: bool = False) -> RunInfo
     of its model calls so far, pending questions, the error, and for a ``--fleet`` run which
     worker holds which unfinished unit and whether that worker is alive.  Raises
     InputError for an unknown run, or one with a row it cannot read."""
-    backend = _temporal(url)
-    if backend is not None:
-        return await backend.show_run(url, run_id, internals=internals)
     from agentflow.runtime.durable.dbos_engine import _dbos
 
     _attach(url, run_id)
@@ -1077,13 +1056,11 @@ async def _holders(url: str, run_id: str, family: list[Any]) -> list[dict[str, A
 # Answer, cancel
 
 
+@_on_engine
 async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
     """Answer the question of run ``run_id`` at step path ``step`` with ``value`` (checked
     against the question's choices and schema), from any process.  Raises InputError for no
     such question or a value it does not accept."""
-    backend = _temporal(url)
-    if backend is not None:
-        return await backend.answer(url, run_id, step, value)
     from agentflow.runtime.durable.answers import claim, closed_message, refuse_closed
     from agentflow.runtime.durable.dbos_engine import _dbos
 
@@ -1103,6 +1080,8 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
         await refuse_closed(run_id, [w.workflow_id for w in family], step)
         waiting = ", ".join(q.path for q in pending) or "none"
         raise InputError(f"run {run_id} has no question waiting at {step!r} (waiting: {waiting})")
+    from agentflow.runtime.durable.answers import checked_answer
+
     value = checked_answer(question, value)
     closed = await claim(
         question.workflow_id, question.key, {"answer": value}, topic=f"answer:{step}"
@@ -1112,12 +1091,10 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
     return question
 
 
+@_on_engine
 async def pending_questions(url: str, run_id: str) -> list[Question]:
     """The questions run ``run_id`` (and its child units) waits on now; none for a run that
     ended or does not exist."""
-    backend = _temporal(url)
-    if backend is not None:
-        return await backend.pending_questions(url, run_id)
     from agentflow.runtime.durable.dbos_engine import _dbos
 
     if missing_database(url) is not None:
@@ -1132,13 +1109,11 @@ async def pending_questions(url: str, run_id: str) -> list[Question]:
         return await _questions(run_id, family)
 
 
+@_on_engine
 async def unanswered(url: str, run_id: str, step: str) -> Question:
     """Leave the question of run ``run_id`` at step path ``step`` unanswered: the ``ask``
     goes on as after its timeout (``when_unanswered`` decides).  Raises InputError for no such
     question."""
-    backend = _temporal(url)
-    if backend is not None:
-        return await backend.unanswered(url, run_id, step)
     from agentflow.runtime.durable.answers import UNANSWERED, claim, closed_message
 
     pending = await pending_questions(url, run_id)
@@ -1152,43 +1127,11 @@ async def unanswered(url: str, run_id: str, step: str) -> Question:
     return question
 
 
-def checked_answer(question: Question, value: Any) -> Any:
-    """``value`` as an answer to ``question``: a JSON text parsed unless the question wants
-    text, ``yes``/``no`` spellings for a ``bool``, checked against its choices and schema.
-    Raises InputError for a value it does not accept (engine-neutral)."""
-    from agentflow.runtime.control import check_answer
-    from agentflow.runtime.hooks import spelled_bool
-
-    if isinstance(value, str) and not _wants_text(question):
-        from agentflow.runtime.extract import NonJsonNumber, loads_value
-
-        try:
-            value = loads_value(value)
-        except NonJsonNumber as e:  # refused as `--input` refuses it
-            raise InputError(f"answer to `{question.question}`: {e}") from None
-        except ValueError:  # not JSON, or too deep: checked as text
-            pass
-    value = spelled_bool(value, question.schema)  # yes/no/y/n/true/false, as at the terminal
-    problem = check_answer(value, question.schema, question.choices)
-    if problem:
-        raise InputError(f"answer to `{question.question}`: {problem}")
-    return value
-
-
-def _wants_text(q: Question) -> bool:
-    if q.choices and all(isinstance(c, str) for c in q.choices):
-        return True
-    return not q.schema or q.schema.get("type") == "string"
-
-
+@_on_engine
 async def cancel(url: str, run_id: str) -> None:
     """Cancel run ``run_id`` and its child units (each stops at its next operation). Raises
     InputError for an unknown run, and for one that has already ended (``ok``, ``error``,
     ``cancelled`` …), which cancelling would not change."""
-    backend = _temporal(url)
-    if backend is not None:
-        await backend.cancel(url, run_id)
-        return
     from agentflow.runtime.durable.dbos_engine import _dbos
 
     _attach(url, run_id)
@@ -1208,15 +1151,13 @@ async def cancel(url: str, run_id: str) -> None:
             await dbos.DBOS.cancel_workflow_async(wfid)
 
 
+@_on_engine
 async def recorded_spec(url: str, run_id: str, *, redrive: bool = False) -> dict[str, Any]:
     """The recorded input of run ``run_id`` (plan text, input, configuration path, …).
     ``redrive``: for ``flowc redrive``, which runs a run that did not succeed again: raises
     InputError for a run that ended ``ok`` or ``exited`` (``flowc run --reuse`` runs it again)
     and for one that has not ended, ``running`` or ``stopped`` (``flowc resume`` continues it;
     ``flowc cancel`` ends it, after which it may be redriven)."""
-    backend = _temporal(url)
-    if backend is not None:
-        return await backend.recorded_spec(url, run_id, redrive=redrive)
     from agentflow.runtime.durable.dbos_engine import query_workflows, recorded_input
 
     _attach(url, run_id)

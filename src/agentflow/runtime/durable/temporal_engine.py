@@ -44,6 +44,7 @@ from agentflow.errors import ConfigError, RunError
 from agentflow.runtime.durable.engine import NO_MESSAGE, DurableEffects, PlanIndex
 
 if TYPE_CHECKING:
+    from agentflow.runtime.config import Config
     from agentflow.runtime.durable.dbos_engine import Runtime
     from agentflow.runtime.events import Sink
 
@@ -126,6 +127,17 @@ def make_url(
     return f"{SCHEME}{address}/{quote(namespace, safe='')}?{query}"
 
 
+def url_for(config: Config) -> str:
+    """The ``temporal://`` URL of ``[durable] engine = "temporal"``: address (``${VAR}``
+    expanded), namespace, task queue, TLS and the claim-check store."""
+    d = config.durable
+    claims = Path(d.claim_check_dir)
+    if not claims.is_absolute():
+        claims = config.base_dir() / claims
+    address = os.path.expandvars(d.address)
+    return make_url(address, d.namespace, d.task_queue, d.tls, claims, d.claim_check_bytes)
+
+
 def parse_url(url: str) -> Target:
     """The :class:`Target` of a ``temporal://`` URL.  Raises ConfigError for a malformed one."""
     rest = url[len(SCHEME) :]
@@ -148,6 +160,15 @@ def parse_url(url: str) -> Target:
         claims=params.get("claims") or str(Path(".flowc/claims").resolve()),
         claim_limit=limit,
     )
+
+
+def versioned_queue(url: str) -> str:
+    """The task queue of this agentflow version: ``TASK_QUEUE@VERSION``.  A run started by one
+    version is taken only by workers of the same version (its workflow code is that version's
+    interpreter), as DBOS's ``application_version`` does (docs/durable.md "Temporal")."""
+    from agentflow.core.version import __version__
+
+    return f"{parse_url(url).task_queue}@{__version__}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -545,7 +566,7 @@ async def serve(url: str, *, identity: str | None = None) -> Any:
     run, unit, op = registered()
     worker = Worker(
         client,
-        task_queue=parse_url(url).task_queue,
+        task_queue=versioned_queue(url),
         workflows=[run, unit],
         activities=[op],
         identity=identity,

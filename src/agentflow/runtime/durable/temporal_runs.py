@@ -130,7 +130,7 @@ async def run_durable(
                 te.RUN_WORKFLOW,
                 spec,
                 id=run_id,
-                task_queue=te.parse_url(url).task_queue,
+                task_queue=te.versioned_queue(url),
                 memo={"plan": plan.name, "started": started},
                 static_summary=f"{plan.name} ({plan_file or 'plan'})"[:200],
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
@@ -487,7 +487,7 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
     question; this call reads the unit's history afterwards and says whether its answer was
     that one.  Raises InputError for no such question, a value it does not accept, or an
     answer that came second."""
-    from agentflow.runtime.durable.runs import checked_answer
+    from agentflow.runtime.durable.answers import checked_answer
 
     return await _message(url, run_id, step, lambda q: {"answer": checked_answer(q, value)})
 
