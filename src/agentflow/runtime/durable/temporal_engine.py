@@ -560,7 +560,7 @@ def registered() -> tuple[type, type, Any]:
 async def serve(url: str, *, identity: str | None = None) -> Any:
     """Be a Temporal worker of ``url``'s task queue while the block runs: take run and unit
     workflow tasks (and run their operations).  Yields the client."""
-    from temporalio.worker import Worker
+    from temporalio.worker import PollerBehaviorSimpleMaximum, Worker
 
     client = await client_for(url)
     run, unit, op = registered()
@@ -574,6 +574,11 @@ async def serve(url: str, *, identity: str | None = None) -> Any:
         # machine it may hold a workflow task past Temporal's 2 s deadlock alarm
         debug_mode=True,
         max_concurrent_local_activities=200,
+        # a child unit's first task comes through the shared queue, not the sticky one:
+        # as many pollers on each (the default, 1 in 5 on the shared queue, made each map
+        # item wait its turn for a poll)
+        workflow_task_poller_behavior=PollerBehaviorSimpleMaximum(maximum=10),
+        nonsticky_to_sticky_poll_ratio=1.0,
         # a worker killed holding a workflow in its cache: the next task of that workflow goes
         # to the other workers after this long (Temporal's default, 10 s, is the recovery
         # time after a SIGKILL)
