@@ -298,7 +298,7 @@ async def recorded_spec(url: str, run_id: str, *, redrive: bool = False) -> dict
         spec = decoded[0] if decoded else {}
         break
     if redrive:
-        status = _status(described, None)
+        status = _status(described, await _memo(described))
         if status in ("running", "waiting"):
             raise InputError(
                 f"run {run_id} is still running: nothing to redrive (redrive runs a run that "
