@@ -278,7 +278,7 @@ def _codec(target: Target) -> Any:
     return Codec(target.claims, target.claim_limit)
 
 
-_CLIENTS: dict[tuple[str, int], Any] = {}
+_CLIENTS: dict[tuple[str, int], tuple[Any, asyncio.AbstractEventLoop]] = {}
 
 
 async def client_for(url: str) -> Any:
@@ -290,10 +290,13 @@ async def client_for(url: str) -> Any:
     from temporalio.client import Client, TLSConfig
     from temporalio.converter import DataConverter
 
-    key = (url, id(asyncio.get_running_loop()))
+    loop = asyncio.get_running_loop()
+    key = (url, id(loop))
     found = _CLIENTS.get(key)
-    if found is not None:
-        return found
+    if found is not None and found[1] is loop:
+        return found[0]
+    for stale in [k for k, (_, old) in _CLIENTS.items() if old.is_closed()]:
+        del _CLIENTS[stale]  # its loop ended (another asyncio.run of this process)
     target = parse_url(url)
     api_key = os.environ.get("TEMPORAL_API_KEY") or None
     tls: Any = target.tls or api_key is not None
@@ -329,7 +332,7 @@ async def client_for(url: str) -> Any:
         import atexit
 
         atexit.register(forget_clients)
-    _CLIENTS[key] = client
+    _CLIENTS[key] = (client, loop)
     return client
 
 
