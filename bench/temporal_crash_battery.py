@@ -146,9 +146,17 @@ def main() -> None:
             final = subprocess.run(_flowc("resume", run_id), cwd=root, env=env,
                                    capture_output=True, timeout=600)  # fmt: skip
             figures["trials"] += 1
-            if final.returncode != 0 or json.loads(final.stdout or b"null") != expected:
+            try:
+                output = json.loads(final.stdout)
+            except ValueError:
+                output = None
+            if final.returncode != 0 or output != expected:
                 figures["wrong_outputs"] += 1
-                figures["problems"].append(f"{run_id}: {final.stderr.decode()[-500:]}")
+                figures["problems"].append(
+                    f"{run_id}: exit {final.returncode}: {final.stdout.decode()[:300]!r} "
+                    f"{final.stderr.decode()[-500:]}"
+                )
+            print(f"trial {run_id}: kills {figures['kills']}", file=sys.stderr, flush=True)
             starts = _starts(log)
             for n, count in seen.items():
                 if starts[n] > count:

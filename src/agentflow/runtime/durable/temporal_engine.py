@@ -539,6 +539,17 @@ def build(run_id: str, spec: dict[str, Any], context: Any) -> Runtime:
     owned = context is None
     if context is None:
         context = context_from_spec(spec, plan, list(_PROCESS_SINKS))
+    from agentflow.runtime.durable.runs import trace_of
+
+    for sink in context.sinks:  # every process exports into the run's one recorded trace
+        if hasattr(sink, "durable_run"):
+            sink.durable_run(
+                trace_of(run_id, spec),
+                run_id=run_id,
+                plan=plan.name,
+                started=float(spec.get("started") or 0.0),
+                attempt=0 if not owned else 1,
+            )
     config = context.config
     effects = DurableEffects(
         TemporalEngine(),
