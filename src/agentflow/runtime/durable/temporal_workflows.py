@@ -67,7 +67,10 @@ class RunWorkflow(_Unit):
         self.root = spec
         rt = te.runtime_for(wfid, spec)
         rt.effects.forget(wfid)
-        out = await run_root(rt)
+        try:
+            out = await run_root(rt)
+        finally:  # the run ended here: its runtime is not kept by a long-lived worker
+            te._RUNTIMES.pop(wfid, None)
         workflow.upsert_memo({"status": out.get("status")})
         return out
 
