@@ -67,10 +67,8 @@ class RunWorkflow(_Unit):
         self.root = spec
         rt = te.runtime_for(wfid, spec)
         rt.effects.forget(wfid)
-        try:
-            out = await run_root(rt)
-        finally:  # the run ended here: its runtime is not kept by a long-lived worker
-            te._RUNTIMES.pop(wfid, None)
+        out = await run_root(rt)
+        te._RUNTIMES.pop(wfid, None)  # the run ended: a long-lived worker keeps nothing of it
         workflow.upsert_memo({"status": out.get("status")})
         return out
 
