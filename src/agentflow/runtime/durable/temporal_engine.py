@@ -72,6 +72,8 @@ STEP_ACTIVITY = "agentflow.op"
 MESSAGE_SIGNAL = "agentflow.message"
 #: The longest one recorded operation may run (a model call, a tool) before Temporal gives up.
 OP_TIMEOUT = timedelta(days=1)
+#: The timer that makes an operation's result part of the history before the workflow goes on.
+RECORD_TIMER_S = 0.001
 #: How long a workflow task waits for the worker that has the workflow cached before another
 #: worker takes it (replaying its history).
 STICKY_TIMEOUT = timedelta(seconds=2)
@@ -424,6 +426,12 @@ class TemporalEngine:
             raise RunAborted("the run was cancelled (flowc cancel)", None) from None
         finally:
             _PENDING.pop(token, None)
+        # a local activity's result enters the history only when the workflow task completes,
+        # and a workflow running one local activity after another keeps its task open (up to
+        # the task timeout): a worker killed meanwhile would lose every call since, and a
+        # non-idempotent tool's "begin" marker would not be recorded before the call. A short
+        # timer completes the task now, with this operation's marker (docs/durable.md)
+        await workflow.sleep(RECORD_TIMER_S)
         ran = token in _RAN
         _RAN.discard(token)
         if "e" in out:
