@@ -278,3 +278,30 @@ def test_on_temporal_a_5_mb_result_is_claim_checked_and_a_tool_error_is_not_retr
     assert _notes(project) == ["boom 5242880"]
     claims = list((project / ".flowc" / "claims").iterdir())
     assert claims and all(p.stat().st_size > 5 * 1024 * 1024 for p in claims)
+
+
+SEQ_PLAN = """\
+version: 1
+name: seq
+steps:
+""" + "".join(f"  - {{id: E{i}, tool_name: user__note, input: {{n: {i}}}}}\n" for i in range(8))
+
+
+def test_on_temporal_a_finished_call_is_recorded_before_the_run_goes_on(tmp_path, request):
+    # a local activity's result enters the history when the workflow task completes, and
+    # sequential local activities kept one task open: killed after six finished calls, the run
+    # had recorded none of them (each ran again on resume)
+    project, env = _project(tmp_path, "temporal", request)
+    (project / "seq.yaml").write_text(SEQ_PLAN)
+    run = start_flowc(project, "run", "--durable", "--run-id", "seq-1", "seq.yaml", env=env)
+    deadline = time.monotonic() + 120
+    while sum(line.startswith("end ") for line in _notes(project)) < 4:
+        assert run.poll() is None, run.communicate()[1].decode()[-2000:]
+        assert time.monotonic() < deadline, "the run made no progress"
+        time.sleep(0.02)
+    ended = sum(line.startswith("end ") for line in _notes(project))
+    run.send_signal(signal.SIGKILL)
+    run.wait()
+    done = [s for s in _shown(project, "seq-1")["steps"] if s["status"] == "done"]
+    # every call but the one that returned as the kill landed is in the record
+    assert len(done) >= ended - 1 >= 3, (len(done), ended)
