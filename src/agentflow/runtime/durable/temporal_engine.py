@@ -74,6 +74,9 @@ MESSAGE_SIGNAL = "agentflow.message"
 OP_TIMEOUT = timedelta(days=1)
 #: The timer that makes an operation's result part of the history before the workflow goes on.
 RECORD_TIMER_S = 0.001
+#: The workflow task timeout of runs and units: a worker records its local activities' results
+#: at least every 80 % of it (the SDK's heartbeat of a task held open by local activities).
+TASK_TIMEOUT = timedelta(seconds=4)
 #: How long a workflow task waits for the worker that has the workflow cached before another
 #: worker takes it (replaying its history).
 STICKY_TIMEOUT = timedelta(seconds=2)
@@ -427,11 +430,12 @@ class TemporalEngine:
         finally:
             _PENDING.pop(token, None)
         # a local activity's result enters the history only when the workflow task completes,
-        # and a workflow running one local activity after another keeps its task open (up to
-        # the task timeout): a worker killed meanwhile would lose every call since, and a
-        # non-idempotent tool's "begin" marker would not be recorded before the call. A short
-        # timer completes the task now, with this operation's marker (docs/durable.md)
-        await workflow.sleep(RECORD_TIMER_S)
+        # and a workflow running one local activity after another keeps its task open (the SDK
+        # completes it at 80 % of the task timeout, TASK_TIMEOUT): a non-idempotent tool's
+        # "begin" marker must be in the history before the call runs, so a timer completes the
+        # task now (a timer costs about a second: only there; docs/durable.md)
+        if name.endswith("/begin"):
+            await workflow.sleep(RECORD_TIMER_S)
         ran = token in _RAN
         _RAN.discard(token)
         if "e" in out:
@@ -477,6 +481,7 @@ class TemporalEngine:
             UNIT_WORKFLOW,
             {**spec, "root": workflow.instance().root},
             id=child_id,
+            task_timeout=TASK_TIMEOUT,
             static_summary=str(label)[:200],
         )
 

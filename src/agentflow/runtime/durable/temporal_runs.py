@@ -136,6 +136,7 @@ async def run_durable(
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
                 request_eager_start=True,
+                task_timeout=te.TASK_TIMEOUT,
             )
         except Exception as e:  # noqa: BLE001 - an id taken: said in the run's terms
             if "already" in str(e).lower():
