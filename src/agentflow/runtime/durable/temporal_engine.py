@@ -373,6 +373,20 @@ async def _value(fn: Callable[[], Awaitable[Any]]) -> dict[str, Any]:
 # The engine
 
 
+def _cancelled(name: str) -> None:
+    """An operation was cancelled: by ``flowc cancel`` (the workflow's cancellation — the run
+    ends ``aborted``, as on DBOS), or because its worker is stopping (a Ctrl-C of ``flowc run``,
+    a ``flowc worker`` restarted): then this workflow task fails, nothing of it is recorded, and
+    another worker takes the run up from its history."""
+    from temporalio import workflow
+
+    from agentflow.runtime.hooks import RunAborted
+
+    if workflow.cancellation_reason() is not None:
+        raise RunAborted("the run was cancelled (flowc cancel)", None) from None
+    raise RuntimeError(f"{name} was stopped with its worker: another worker continues the run")
+
+
 class TemporalEngine:
     """:class:`~agentflow.runtime.durable.engine.Engine` over Temporal (one per process); every
     method but :meth:`workflow_id` runs in workflow code."""
@@ -419,14 +433,11 @@ class TemporalEngine:
             )
         except ActivityError as e:
             if isinstance(e.cause, CancelledError):
-                from agentflow.runtime.hooks import RunAborted
-
-                raise RunAborted("the run was cancelled (flowc cancel)", None) from None
+                _cancelled(name)
             raise RunError("failed", f"{name}: {e.cause or e}") from None
         except asyncio.CancelledError:
-            from agentflow.runtime.hooks import RunAborted
-
-            raise RunAborted("the run was cancelled (flowc cancel)", None) from None
+            _cancelled(name)
+            raise
         finally:
             _PENDING.pop(token, None)
         # a local activity's result enters the history only when the workflow task completes,

@@ -146,8 +146,23 @@ async def run_durable(
             raise
         if on_start is not None:
             on_start(run_id)
-        out = await _outcome(handle)
+        out = await _waited(handle, run_id)
     return run_id, _result(out)
+
+
+async def _waited(handle: Any, run_id: str) -> dict[str, Any]:
+    """The run's outcome; a Ctrl-C / SIGTERM of this process stops waiting (and working) for
+    it: the run goes on in Temporal (``flowc resume`` or any worker continues it)."""
+    from agentflow.runtime.interrupt import Stopped, until_stopped
+
+    try:
+        return await until_stopped(_outcome(handle))
+    except Stopped as e:
+        message = (
+            f"{e.message}: this process stopped, the run goes on in Temporal; "
+            f"flowc resume {run_id} waits for it"
+        )
+        return {"status": "aborted", "error": {"code": "aborted", "message": message}}
 
 
 async def _outcome(handle: Any) -> dict[str, Any]:
@@ -201,7 +216,7 @@ async def resume(
                     raise InputError(f"no durable run {run_id!r} in {_where(url)}")
                 if on_waiting is not None:
                     on_waiting(await _questions(c, run_id, await _family(c, run_id)))
-                return _result(await _outcome(c.get_workflow_handle(run_id)))
+                return _result(await _waited(c.get_workflow_handle(run_id), run_id))
         finally:
             te.set_process_sinks([])
 

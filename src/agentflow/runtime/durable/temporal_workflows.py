@@ -40,6 +40,15 @@ async def op(token: str) -> dict[str, Any]:
         raise
 
 
+def _own_context() -> None:
+    """Forget the starting process's stop request (a context variable the workflow's thread
+    inherited): its event belongs to that process's loop, and a Ctrl-C stops the process, not
+    the run (docs/durable.md "Temporal")."""
+    from agentflow.runtime import interrupt
+
+    interrupt._STOP.set(None)
+
+
 class _Unit:
     """What both workflow types share: the inbox of signalled messages and the run's input."""
 
@@ -63,6 +72,7 @@ class RunWorkflow(_Unit):
         """Run the run's root; its output record (``RunResult.to_dict()``)."""
         from agentflow.runtime.durable.runs import run_root
 
+        _own_context()
         wfid = workflow.info().workflow_id
         self.root = spec
         rt = te.runtime_for(wfid, spec)
@@ -84,6 +94,7 @@ class UnitWorkflow(_Unit):
         from agentflow.runtime.events import EventBus
         from agentflow.runtime.executor import Executor
 
+        _own_context()
         wfid = workflow.info().workflow_id
         self.root = spec["root"]
         rt = te.runtime_for(spec["run"], self.root)
