@@ -248,6 +248,13 @@ class McpFlowServer:
             from agentflow.runtime.durable.runs import database_for
 
             self.url = database_for(self.config, database)
+            if self.url.startswith("temporal://"):  # docs/durable.md "Temporal": not yet
+                from agentflow.errors import ConfigError
+
+                raise ConfigError(
+                    "flowc serve --durable runs on the DBOS engine only for now: "
+                    '[durable] engine = "temporal" is not supported by served runs yet'
+                )
         #: the durable engine's executor id: stable across restarts of a server of this
         #: directory, so a restarted server recovers the runs its predecessor left unfinished
         digest = hashlib.sha256(str(directory.resolve()).encode()).hexdigest()[:12]

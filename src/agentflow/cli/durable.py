@@ -394,7 +394,7 @@ def worker(
     from agentflow.runtime.events import JsonlSink
 
     sinks = [JsonlSink(trace, append=True)] if trace else []
-    _err(f"worker {name} on {url.split('@')[-1]}")
+    _err(f"worker {name} on {url.split('?')[0].split('@')[-1]}")
     try:
         _durable_call(lambda: work(url, name, sinks=sinks, telemetry=telemetry))
     except (KeyboardInterrupt, asyncio.CancelledError):

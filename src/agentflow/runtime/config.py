@@ -516,6 +516,24 @@ class DurableConfig(_Strict):
     database: str = ".flowc/durable.sqlite"
     ask_timeout: str | None = None
     worker_concurrency: int | None = Field(default=None, ge=1, le=10_000)
+    #: the durable engine: ``dbos`` (``database``) or ``temporal`` (the settings below;
+    #: docs/durable.md "Temporal")
+    engine: Literal["dbos", "temporal"] = "dbos"
+    #: Temporal: the frontend's ``host:port`` (``${VAR}`` expanded)
+    address: str = "127.0.0.1:7233"
+    #: Temporal: the namespace of agentflow's workflows
+    namespace: str = "default"
+    #: Temporal: the task queue every process of a run polls (its workers share it)
+    task_queue: str = "agentflow"
+    #: Temporal: connect over TLS (Temporal Cloud); the API key is read from the environment
+    #: variable ``TEMPORAL_API_KEY``, a client certificate from ``TEMPORAL_TLS_CLIENT_CERT_PATH``
+    #: and ``TEMPORAL_TLS_CLIENT_KEY_PATH`` (never from this file)
+    tls: bool = False
+    #: Temporal: a recorded value larger than this many bytes goes to the claim-check store
+    claim_check_bytes: int = Field(default=1_000_000, ge=1_024, le=2_000_000)
+    #: Temporal: the claim-check store, a directory every process of the run can read
+    #: (relative to flow.toml's directory)
+    claim_check_dir: str = ".flowc/claims"
 
     @field_validator("ask_timeout")
     @classmethod

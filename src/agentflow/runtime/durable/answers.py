@@ -24,7 +24,15 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Claim", "claim", "claimed", "closed_message", "question_key", "refuse_closed"]
+__all__ = [
+    "Claim",
+    "checked_answer",
+    "claim",
+    "claimed",
+    "closed_message",
+    "question_key",
+    "refuse_closed",
+]
 
 #: The table of claims (created on first use, in the database of the run).
 TABLE = "agentflow_answers"
@@ -197,3 +205,33 @@ async def refuse_closed(run_id: str, workflow_ids: list[str], step: str) -> None
     found = await claimed(workflow_ids, step)
     if found is not None:
         raise InputError(closed_message(run_id, step, found[1]))
+
+
+def checked_answer(question: Any, value: Any) -> Any:
+    """``value`` as an answer to ``question``: a JSON text parsed unless the question wants
+    text, ``yes``/``no`` spellings for a ``bool``, checked against its choices and schema.
+    Raises InputError for a value it does not accept (engine-neutral)."""
+    from agentflow.errors import InputError
+    from agentflow.runtime.control import check_answer
+    from agentflow.runtime.hooks import spelled_bool
+
+    if isinstance(value, str) and not _wants_text(question):
+        from agentflow.runtime.extract import NonJsonNumber, loads_value
+
+        try:
+            value = loads_value(value)
+        except NonJsonNumber as e:  # refused as `--input` refuses it
+            raise InputError(f"answer to `{question.question}`: {e}") from None
+        except ValueError:  # not JSON, or too deep: checked as text
+            pass
+    value = spelled_bool(value, question.schema)  # yes/no/y/n/true/false, as at the terminal
+    problem = check_answer(value, question.schema, question.choices)
+    if problem:
+        raise InputError(f"answer to `{question.question}`: {problem}")
+    return value
+
+
+def _wants_text(q: Any) -> bool:
+    if q.choices and all(isinstance(c, str) for c in q.choices):
+        return True
+    return not q.schema or q.schema.get("type") == "string"

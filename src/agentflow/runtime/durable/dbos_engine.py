@@ -339,6 +339,12 @@ class DbosEngine:
         """The running DBOS workflow's id."""
         return str(_dbos().DBOS.workflow_id or "")
 
+    def now(self) -> float:
+        """The wall clock (deadlines count from the run's recorded start)."""
+        import time
+
+        return time.time()
+
     async def step(self, name: str, fn: Callable[[], Awaitable[T]]) -> tuple[T, bool]:
         """``DBOS.run_step_async`` named ``name``; a recorded step of another name at this
         position (the workflow took another path than when it was recorded) is a

@@ -78,6 +78,11 @@ class Engine(Protocol):
         """The id of the durable unit running now."""
         ...
 
+    def now(self) -> float:
+        """The clock of the running unit (epoch seconds): the wall clock (DBOS), or the
+        workflow's recorded time (Temporal, the same on replay)."""
+        ...
+
     async def step(self, name: str, fn: Callable[[], Awaitable[T]]) -> tuple[T, bool]:
         """Run ``fn()`` once as the operation ``name`` and record its result (or exception);
         on replay return the recorded one.  Returns ``(value, ran)``: ``ran`` is False when
@@ -432,7 +437,7 @@ class DurableEffects(Effects):
             "path": path,
             "operation": name,  # the question's key: exactly one answer is accepted for it
             "timeout": timeout,
-            "asked_at": time.time(),
+            "asked_at": self.engine.now(),
         }
         if request.label:
             question["label"] = request.label  # `flowc runs` names the step as the `.flow` does
@@ -458,8 +463,8 @@ class DurableEffects(Effects):
         await self.engine.sleep(seconds)
 
     def now(self) -> float:
-        """The wall clock (epoch seconds): deadlines hold across processes and restarts."""
-        return time.time()
+        """The engine's clock (epoch seconds): deadlines hold across processes and restarts."""
+        return self.engine.now()
 
     def started_at(self) -> float:
         """When the run started (recorded with it): its deadline counts from there."""

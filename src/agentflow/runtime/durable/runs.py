@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentflow.errors import ConfigError, ErrorInfo, InputError, RunError
 from agentflow.runtime.durable.records import (
@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from agentflow.runtime.context import RunContext
     from agentflow.runtime.durable.dbos_engine import Runtime
     from agentflow.runtime.result import RunResult
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = [
     "Question",
@@ -73,6 +75,12 @@ def database_for(config: Config, database: str | None = None) -> str:
 
     from agentflow.runtime.durable.dbos_engine import database_url
 
+    if (database or "").startswith("temporal://") or (
+        database is None and config.durable.engine == "temporal"
+    ):
+        from agentflow.runtime.durable.temporal_engine import url_for
+
+        return database or url_for(config)
     raw = database or config.durable.database
 
     def var(m: re.Match[str]) -> str:
@@ -89,6 +97,24 @@ def database_for(config: Config, database: str | None = None) -> str:
     except ValueError as e:
         where = "--database" if database else f"{config.where()}: [durable] database"
         raise ConfigError(f"{where}: {e}") from None
+
+
+def _on_engine(fn: F) -> F:
+    """A command of durable runs that the Temporal backend (temporal_runs.py, the function of
+    the same name) does instead when its ``url`` is ``temporal://``: the one place a command
+    picks its engine."""
+    import functools
+
+    @functools.wraps(fn)
+    async def dispatch(*args: Any, **kw: Any) -> Any:
+        url = kw["url"] if "url" in kw else args[0]
+        if isinstance(url, str) and url.startswith("temporal://"):
+            from agentflow.runtime.durable import temporal_runs
+
+            return await getattr(temporal_runs, fn.__name__)(*args, **kw)
+        return await fn(*args, **kw)
+
+    return dispatch  # type: ignore[return-value]
 
 
 def open_database(
@@ -203,36 +229,12 @@ async def build_runtime(
     (``context``: the caller's own, for a run started in this process)."""
     from agentflow.ir.loader import load_plan_text
     from agentflow.runtime.config import load_config
-    from agentflow.runtime.context import RunContext
     from agentflow.runtime.durable import dbos_engine
 
     plan = load_plan_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
     owned = context is None
     if context is None:
-        from agentflow.runtime.models.router import ModelRouter
-        from agentflow.runtime.tools.build import build_catalog
-
-        config = load_config(spec.get("config"))
-        catalog = build_catalog(config, plan=plan)
-        router: Any
-        if spec.get("model"):  # `--model test[:SEED]`: the built-in test model again
-            from agentflow.runtime.models.test_model import parse_model_option, test_router
-
-            seed, call_tools = parse_model_option(spec["model"])
-            router = test_router(config, seed, call_tools=call_tools)
-        elif spec.get("replay"):
-            from agentflow.runtime.models.cassette import ReplayRouter
-
-            router = ReplayRouter(spec["replay"], config)
-        else:
-            router = ModelRouter(config) if config.has_model() else None
-        context = RunContext(
-            catalog=catalog,
-            router=router,
-            config=config,
-            workspace=Path(spec.get("workspace") or Path.cwd()),
-            sinks=tuple(_per_run(extra_sinks or ())),
-        )
+        context = context_from_spec(spec, plan, extra_sinks)
     await _continue_trace(run_id, spec, plan, context.sinks, resumed=owned)
     config = context.config or load_config(spec.get("config"))
     effects = dbos_engine.new_effects(
@@ -248,6 +250,40 @@ async def build_runtime(
     if spec.get("reuse") and not effects.reuse:
         effects.reuse = await reuse_table(spec["reuse"], asks=not spec.get("ask_again"))
     return rt
+
+
+def context_from_spec(
+    spec: dict[str, Any], plan: Plan, extra_sinks: list[Any] | None
+) -> RunContext:
+    """The :class:`~agentflow.runtime.context.RunContext` of a run from its recorded input
+    ``spec`` (configuration, catalog, model router; ``extra_sinks``: the process's), for a
+    process that did not start the run (engine-neutral: DBOS and Temporal build it alike)."""
+    from agentflow.runtime.config import load_config
+    from agentflow.runtime.context import RunContext
+    from agentflow.runtime.models.router import ModelRouter
+    from agentflow.runtime.tools.build import build_catalog
+
+    config = load_config(spec.get("config"))
+    catalog = build_catalog(config, plan=plan)
+    router: Any
+    if spec.get("model"):  # `--model test[:SEED]`: the built-in test model again
+        from agentflow.runtime.models.test_model import parse_model_option, test_router
+
+        seed, call_tools = parse_model_option(spec["model"])
+        router = test_router(config, seed, call_tools=call_tools)
+    elif spec.get("replay"):
+        from agentflow.runtime.models.cassette import ReplayRouter
+
+        router = ReplayRouter(spec["replay"], config)
+    else:
+        router = ModelRouter(config) if config.has_model() else None
+    return RunContext(
+        catalog=catalog,
+        router=router,
+        config=config,
+        workspace=Path(spec.get("workspace") or Path.cwd()),
+        sinks=tuple(_per_run(extra_sinks or ())),
+    )
 
 
 def _per_run(sinks: Any) -> list[Any]:
@@ -408,6 +444,7 @@ def plan_limits(plan: Plan) -> set[int]:
 # Start, resume
 
 
+@_on_engine
 async def run_durable(
     plan: Plan,
     plan_text: str,
@@ -513,6 +550,7 @@ def _result(out: dict[str, Any], cls: Any) -> RunResult:
     )
 
 
+@_on_engine
 async def resume(
     url: str,
     run_id: str,
@@ -600,6 +638,7 @@ async def _resume(
     return _result(out, result_cls)
 
 
+@_on_engine
 async def work(
     url: str, name: str, *, sinks: list[Any] | None = None, telemetry: Any = None
 ) -> None:
@@ -772,6 +811,7 @@ def _alive(url: str, run_id: str) -> bool:
         return False
 
 
+@_on_engine
 async def list_runs(url: str, *, limit: int = 50) -> list[RunInfo]:
     """The latest ``limit`` durable runs in ``url``, newest first, with pending questions
     (none, and nothing created, for a SQLite file that does not exist)."""
@@ -837,6 +877,7 @@ def _error_text(error: Any) -> dict[str, Any]:
     return {"code": "failed", "message": str(error), "step_path": None}
 
 
+@_on_engine
 async def show_run(
     url: str, run_id: str, *, internals: bool = False, values: bool = False
 ) -> RunInfo:
@@ -1040,14 +1081,13 @@ async def _holders(url: str, run_id: str, family: list[Any]) -> list[dict[str, A
 # Answer, cancel
 
 
+@_on_engine
 async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
     """Answer the question of run ``run_id`` at step path ``step`` with ``value`` (checked
     against the question's choices and schema), from any process.  Raises InputError for no
     such question or a value it does not accept."""
-    from agentflow.runtime.control import check_answer
     from agentflow.runtime.durable.answers import claim, closed_message, refuse_closed
     from agentflow.runtime.durable.dbos_engine import _dbos
-    from agentflow.runtime.hooks import spelled_bool
 
     _attach(url, run_id)
     dbos = _dbos()
@@ -1065,19 +1105,9 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
         await refuse_closed(run_id, [w.workflow_id for w in family], step)
         waiting = ", ".join(q.path for q in pending) or "none"
         raise InputError(f"run {run_id} has no question waiting at {step!r} (waiting: {waiting})")
-    if isinstance(value, str) and not _wants_text(question):
-        from agentflow.runtime.extract import NonJsonNumber, loads_value
+    from agentflow.runtime.durable.answers import checked_answer
 
-        try:
-            value = loads_value(value)
-        except NonJsonNumber as e:  # refused as `--input` refuses it
-            raise InputError(f"answer to `{question.question}`: {e}") from None
-        except ValueError:  # not JSON, or too deep: checked as text
-            pass
-    value = spelled_bool(value, question.schema)  # yes/no/y/n/true/false, as at the terminal
-    problem = check_answer(value, question.schema, question.choices)
-    if problem:
-        raise InputError(f"answer to `{question.question}`: {problem}")
+    value = checked_answer(question, value)
     closed = await claim(
         question.workflow_id, question.key, {"answer": value}, topic=f"answer:{step}"
     )
@@ -1086,6 +1116,7 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
     return question
 
 
+@_on_engine
 async def pending_questions(url: str, run_id: str) -> list[Question]:
     """The questions run ``run_id`` (and its child units) waits on now; none for a run that
     ended or does not exist."""
@@ -1103,6 +1134,7 @@ async def pending_questions(url: str, run_id: str) -> list[Question]:
         return await _questions(run_id, family)
 
 
+@_on_engine
 async def unanswered(url: str, run_id: str, step: str) -> Question:
     """Leave the question of run ``run_id`` at step path ``step`` unanswered: the ``ask``
     goes on as after its timeout (``when_unanswered`` decides).  Raises InputError for no such
@@ -1120,12 +1152,7 @@ async def unanswered(url: str, run_id: str, step: str) -> Question:
     return question
 
 
-def _wants_text(q: Question) -> bool:
-    if q.choices and all(isinstance(c, str) for c in q.choices):
-        return True
-    return not q.schema or q.schema.get("type") == "string"
-
-
+@_on_engine
 async def cancel(url: str, run_id: str) -> None:
     """Cancel run ``run_id`` and its child units (each stops at its next operation). Raises
     InputError for an unknown run, and for one that has already ended (``ok``, ``error``,
@@ -1149,6 +1176,7 @@ async def cancel(url: str, run_id: str) -> None:
             await dbos.DBOS.cancel_workflow_async(wfid)
 
 
+@_on_engine
 async def recorded_spec(url: str, run_id: str, *, redrive: bool = False) -> dict[str, Any]:
     """The recorded input of run ``run_id`` (plan text, input, configuration path, …).
     ``redrive``: for ``flowc redrive``, which runs a run that did not succeed again: raises

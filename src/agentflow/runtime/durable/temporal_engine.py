@@ -1,0 +1,626 @@
+"""The Temporal backend of durable runs (``temporalio`` 1.35.x; ``[durable] engine = "temporal"``,
+docs/durable.md "Temporal").
+
+- two workflow types, ``agentflow.run`` (a run: its input is the plan *text*, the input and
+  where the configuration is, as for DBOS) and ``agentflow.unit`` (a child unit: a map item, a
+  parallel branch, a ``plan__*`` call, the tool calls of one agent round), run **unsandboxed**:
+  agentflow's interpreter is deterministic by construction — every effect (tool, model, MCP
+  call, question, sleep, clock) goes through :class:`~agentflow.runtime.durable.engine.
+  DurableEffects`, which is what the engine records — so nothing needs the sandbox's
+  re-import per workflow (docs/decisions.md "Temporal as a second durable engine");
+- every operation of the record (a tool call, a model call, an answer) is a **local
+  activity** named by its step path (``activity_id`` ``E1/do.4/E0/tool:note#1``): it runs in
+  the worker that runs the workflow, on that worker's own event loop, and its result is a
+  marker in the workflow's history. A worker killed mid-call: the next worker replays the
+  history and runs the call again (at least once, as DBOS);
+- :class:`TemporalEngine`, the :class:`~agentflow.runtime.durable.engine.Engine` over those:
+  ``ask`` publishes its question in the workflow's **memo** (readable with no worker alive)
+  and waits for a **signal** (accepted by the server with no worker alive: ``flowc answer``
+  never blocks); durable sleep is a Temporal timer; a child unit is a child workflow whose id
+  is the run id + its step path;
+- values travel as agentflow's JSON records (records.py, never a pickle); a payload over
+  ``[durable] claim_check_bytes`` goes to the claim-check store (a directory; :class:`ClaimCheck`)
+  and the history holds its digest;
+- a step's failure is recorded as a value and raised again in the workflow: Temporal never
+  retries agentflow's errors (a ``.flow``'s ``retry`` does, through durable sleeps).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import hashlib
+import json
+import os
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import parse_qs, quote, unquote, urlencode
+
+from agentflow.errors import ConfigError, RunError
+from agentflow.runtime.durable.engine import NO_MESSAGE, DurableEffects, PlanIndex
+
+if TYPE_CHECKING:
+    from agentflow.runtime.config import Config
+    from agentflow.runtime.durable.dbos_engine import Runtime
+    from agentflow.runtime.events import Sink
+
+__all__ = [
+    "SCHEME",
+    "ClaimCheck",
+    "Target",
+    "TemporalEngine",
+    "client_for",
+    "is_temporal",
+    "make_url",
+    "parse_url",
+    "serve",
+]
+
+T = TypeVar("T")
+
+SCHEME = "temporal://"
+#: The registered names of the two workflow types and of the operation activity (stable:
+#: recorded in every run's history).
+RUN_WORKFLOW = "agentflow.run"
+UNIT_WORKFLOW = "agentflow.unit"
+STEP_ACTIVITY = "agentflow.op"
+#: The signal that carries a message (an answer) to a unit.
+MESSAGE_SIGNAL = "agentflow.message"
+#: The longest one recorded operation may run (a model call, a tool) before Temporal gives up.
+OP_TIMEOUT = timedelta(days=1)
+#: The timer that makes an operation's result part of the history before the workflow goes on.
+RECORD_TIMER_S = 0.001
+#: The workflow task timeout of runs and units: a worker records its local activities' results
+#: at least every 80 % of it (the SDK's heartbeat of a task held open by local activities).
+TASK_TIMEOUT = timedelta(seconds=4)
+#: How long a workflow task waits for the worker that has the workflow cached before another
+#: worker takes it (replaying its history).
+STICKY_TIMEOUT = timedelta(seconds=2)
+#: The payload metadata encoding of a claim check.
+CLAIM_ENCODING = b"agentflow/claim-check"
+JSON_ENCODING = "json/agentflow"
+
+
+def _temporal() -> Any:
+    try:
+        import temporalio  # noqa: F401
+    except ImportError:
+        raise ConfigError(
+            '[durable] engine = "temporal" needs the temporalio package: '
+            "pip install 'agentflow[temporal]'"
+        ) from None
+    import temporalio
+
+    return temporalio
+
+
+# ---------------------------------------------------------------------------------------------
+# Where the engine is: a temporal:// URL (what runs.py passes around as the database)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One Temporal service as ``[durable]`` names it."""
+
+    address: str
+    namespace: str
+    task_queue: str
+    tls: bool
+    claims: str
+    claim_limit: int
+
+
+def is_temporal(url: str) -> bool:
+    """True when durable ``url`` names a Temporal service (``temporal://``)."""
+    return url.startswith(SCHEME)
+
+
+def make_url(
+    address: str, namespace: str, task_queue: str, tls: bool, claims: Path, claim_limit: int
+) -> str:
+    """``temporal://ADDRESS/NAMESPACE?task_queue=…``: the durable "database" of a Temporal
+    engine (no secret is ever part of it: the API key and the client certificate come from
+    the environment when connecting)."""
+    query = urlencode(
+        {"task_queue": task_queue, "tls": "1" if tls else "0", "claims": str(claims),
+         "claim_limit": str(claim_limit)}
+    )  # fmt: skip
+    return f"{SCHEME}{address}/{quote(namespace, safe='')}?{query}"
+
+
+def url_for(config: Config) -> str:
+    """The ``temporal://`` URL of ``[durable] engine = "temporal"``: address (``${VAR}``
+    expanded), namespace, task queue, TLS and the claim-check store."""
+    d = config.durable
+    claims = Path(d.claim_check_dir)
+    if not claims.is_absolute():
+        claims = config.base_dir() / claims
+    address = os.path.expandvars(d.address)
+    return make_url(address, d.namespace, d.task_queue, d.tls, claims, d.claim_check_bytes)
+
+
+def parse_url(url: str) -> Target:
+    """The :class:`Target` of a ``temporal://`` URL.  Raises ConfigError for a malformed one."""
+    rest = url[len(SCHEME) :]
+    where, _, query = rest.partition("?")
+    address, _, namespace = where.partition("/")
+    params = {k: v[-1] for k, v in parse_qs(query).items()}
+    if not address:
+        raise ConfigError(
+            f"{url}: a Temporal URL needs an address (temporal://HOST:PORT/NAMESPACE)"
+        )
+    try:
+        limit = int(params.get("claim_limit", "1000000"))
+    except ValueError:
+        raise ConfigError(f"{url}: claim_limit is not a number") from None
+    return Target(
+        address=address,
+        namespace=unquote(namespace) or "default",
+        task_queue=params.get("task_queue", "agentflow"),
+        tls=params.get("tls") == "1",
+        claims=params.get("claims") or str(Path(".flowc/claims").resolve()),
+        claim_limit=limit,
+    )
+
+
+def versioned_queue(url: str) -> str:
+    """The task queue of this agentflow version: ``TASK_QUEUE@VERSION``.  A run started by one
+    version is taken only by workers of the same version (its workflow code is that version's
+    interpreter), as DBOS's ``application_version`` does (docs/durable.md "Temporal")."""
+    from agentflow.core.version import __version__
+
+    return f"{parse_url(url).task_queue}@{__version__}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Payloads: agentflow's JSON records, and a claim check for large ones
+
+
+def _converter_class() -> Any:
+    from temporalio.api.common.v1 import Payload
+    from temporalio.converter import (
+        BinaryNullPayloadConverter,
+        CompositePayloadConverter,
+        EncodingPayloadConverter,
+    )
+
+    from agentflow.runtime.durable.records import JsonRecords
+
+    records = JsonRecords()
+
+    class AgentflowJson(EncodingPayloadConverter):
+        """Every value as agentflow's JSON record (records.py): tagged, never a pickle."""
+
+        @property
+        def encoding(self) -> str:
+            return JSON_ENCODING
+
+        def to_payload(self, value: Any) -> Any:
+            data = records.serialize(value).encode("ascii")
+            return Payload(metadata={"encoding": JSON_ENCODING.encode()}, data=data)
+
+        def from_payload(self, payload: Any, type_hint: Any = None) -> Any:
+            return records.deserialize(payload.data.decode("ascii"))
+
+    class Converter(CompositePayloadConverter):
+        def __init__(self) -> None:
+            super().__init__(BinaryNullPayloadConverter(), AgentflowJson())
+
+    return Converter
+
+
+class ClaimCheck:
+    """A ``PayloadCodec``: a payload larger than ``limit`` bytes is written to ``directory``
+    (named by its SHA-256; written once, atomically) and replaced by a small payload naming it,
+    so a 5 MB tool result never meets Temporal's payload limit (which would fail the workflow
+    task again and again).  Every process of a run must read the same directory (a shared
+    volume for a fleet on several machines)."""
+
+    def __init__(self, directory: str | Path, limit: int):
+        self.directory = Path(directory)
+        self.limit = limit
+
+    async def encode(self, payloads: Sequence[Any]) -> list[Any]:
+        """Large payloads to the store, the others as they are."""
+        from temporalio.api.common.v1 import Payload
+
+        out = []
+        for p in payloads:
+            if p.ByteSize() <= self.limit:
+                out.append(p)
+                continue
+            data = p.SerializeToString()
+            sha = hashlib.sha256(data).hexdigest()
+            path = self.directory / sha
+            if not path.exists():
+                self.directory.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_name(f".{sha}.{os.getpid()}.tmp")
+                tmp.write_bytes(data)
+                os.replace(tmp, path)
+            claim = json.dumps({"sha256": sha, "size": len(data)}).encode()
+            out.append(Payload(metadata={"encoding": CLAIM_ENCODING}, data=claim))
+        return out
+
+    async def decode(self, payloads: Sequence[Any]) -> list[Any]:
+        """Claimed payloads read back from the store (checked against their digest)."""
+        from temporalio.api.common.v1 import Payload
+
+        out = []
+        for p in payloads:
+            if p.metadata.get("encoding") != CLAIM_ENCODING:
+                out.append(p)
+                continue
+            claim = json.loads(p.data)
+            sha = str(claim.get("sha256", ""))
+            path = self.directory / sha
+            try:
+                data = path.read_bytes()
+            except OSError as e:
+                raise RunError(
+                    "durable_replay_mismatch",
+                    f"a recorded value of {claim.get('size')} bytes is missing from the "
+                    f"claim-check store {self.directory} ({e.strerror})",
+                ) from None
+            if hashlib.sha256(data).hexdigest() != sha:
+                raise RunError(
+                    "durable_replay_mismatch",
+                    f"the claim-check file {path} does not hold the recorded value",
+                )
+            out.append(Payload.FromString(data))
+        return out
+
+
+def _codec(target: Target) -> Any:
+    from temporalio.converter import PayloadCodec
+
+    class Codec(ClaimCheck, PayloadCodec):
+        pass
+
+    return Codec(target.claims, target.claim_limit)
+
+
+_CLIENTS: dict[tuple[str, int], tuple[Any, asyncio.AbstractEventLoop]] = {}
+
+
+async def client_for(url: str) -> Any:
+    """A connected ``temporalio.client.Client`` for ``url`` (one per URL and event loop).
+    ``TEMPORAL_API_KEY`` (an API key, Temporal Cloud), ``TEMPORAL_TLS_CLIENT_CERT_PATH`` /
+    ``TEMPORAL_TLS_CLIENT_KEY_PATH`` (mTLS) and ``TEMPORAL_TLS_SERVER_CA_CERT_PATH`` come from
+    the environment.  Raises ConfigError when the server cannot be reached."""
+    _temporal()
+    from temporalio.client import Client, TLSConfig
+    from temporalio.converter import DataConverter
+
+    loop = asyncio.get_running_loop()
+    key = (url, id(loop))
+    found = _CLIENTS.get(key)
+    if found is not None and found[1] is loop:
+        return found[0]
+    for stale in [k for k, (_, old) in _CLIENTS.items() if old.is_closed()]:
+        del _CLIENTS[stale]  # its loop ended (another asyncio.run of this process)
+    target = parse_url(url)
+    api_key = os.environ.get("TEMPORAL_API_KEY") or None
+    tls: Any = target.tls or api_key is not None
+    cert, private = (os.environ.get(f"TEMPORAL_TLS_CLIENT_{k}_PATH") for k in ("CERT", "KEY"))
+    ca = os.environ.get("TEMPORAL_TLS_SERVER_CA_CERT_PATH")
+    if cert or private or ca:
+        try:
+            tls = TLSConfig(
+                client_cert=Path(cert).read_bytes() if cert else None,
+                client_private_key=Path(private).read_bytes() if private else None,
+                server_root_ca_cert=Path(ca).read_bytes() if ca else None,
+            )
+        except OSError as e:
+            raise ConfigError(f"cannot read a TLS file for Temporal: {e}") from None
+    converter = DataConverter(
+        payload_converter_class=_converter_class(), payload_codec=_codec(target)
+    )
+    try:
+        client = await Client.connect(
+            target.address,
+            namespace=target.namespace,
+            api_key=api_key,
+            tls=tls,
+            data_converter=converter,
+            connect_timeout=timedelta(seconds=10),
+        )
+    except Exception as e:  # noqa: BLE001 - a server that cannot be reached, in one line
+        raise ConfigError(
+            f"cannot reach the Temporal server at {target.address} (namespace "
+            f"{target.namespace}): {str(e).strip() or type(e).__name__}"
+        ) from None
+    if not _CLIENTS:
+        import atexit
+
+        atexit.register(forget_clients)
+    _CLIENTS[key] = (client, loop)
+    return client
+
+
+def forget_clients() -> None:
+    """Drop the cached clients and collect them now: a client still alive when the interpreter
+    finalizes makes the SDK's core threads call into a dying interpreter (``Fatal Python
+    error: PyGILState_Release``, exit 134/139 instead of the command's own; pinned by
+    tests/runtime/durable/test_durable_engines.py).  Registered with ``atexit``."""
+    import gc
+
+    _CLIENTS.clear()
+    gc.collect()
+
+
+# ---------------------------------------------------------------------------------------------
+# Operations: local activities that run closures made by the workflow in this process
+
+#: token → the operation's coroutine function, registered by the workflow just before it
+#: schedules the activity (a local activity runs in the process of its workflow)
+_PENDING: dict[str, tuple[Callable[[], Awaitable[Any]], contextvars.Context]] = {}
+#: tokens whose operation ran in this process (not replayed)
+_RAN: set[str] = set()
+
+
+async def _value(fn: Callable[[], Awaitable[Any]]) -> dict[str, Any]:
+    try:
+        return {"v": await fn()}
+    except Exception as e:  # noqa: BLE001 - recorded, raised again in the workflow
+        return {"e": e}
+
+
+# ---------------------------------------------------------------------------------------------
+# The engine
+
+
+def _cancelled(name: str) -> None:
+    """An operation was cancelled: by ``flowc cancel`` (the workflow's cancellation — the run
+    ends ``aborted``, as on DBOS), or because its worker is stopping (a Ctrl-C of ``flowc run``,
+    a ``flowc worker`` restarted): then this workflow task fails, nothing of it is recorded, and
+    another worker takes the run up from its history."""
+    from temporalio import workflow
+
+    from agentflow.runtime.hooks import RunAborted
+
+    if workflow.cancellation_reason() is not None:
+        raise RunAborted("the run was cancelled (flowc cancel)", None) from None
+    raise RuntimeError(f"{name} was stopped with its worker: another worker continues the run")
+
+
+class TemporalEngine:
+    """:class:`~agentflow.runtime.durable.engine.Engine` over Temporal (one per process); every
+    method but :meth:`workflow_id` runs in workflow code."""
+
+    def workflow_id(self) -> str:
+        """The running workflow's id (also inside one of its operations)."""
+        from temporalio import activity, workflow
+
+        if workflow.in_workflow():
+            return workflow.info().workflow_id
+        with contextlib.suppress(RuntimeError):
+            return activity.info().workflow_id or ""
+        return ""
+
+    def now(self) -> float:
+        """The workflow's clock (epoch seconds): the same on replay."""
+        from temporalio import workflow
+
+        if workflow.in_workflow():
+            return workflow.now().timestamp()
+        import time
+
+        return time.time()
+
+    async def step(self, name: str, fn: Callable[[], Awaitable[T]]) -> tuple[T, bool]:
+        """The local activity ``name`` running ``fn``; on replay its recorded result.  A
+        recorded operation of another name at this position fails the workflow
+        (Temporal's nondeterminism check, mapped to ``durable_replay_mismatch``)."""
+        from temporalio import workflow
+        from temporalio.common import RetryPolicy
+        from temporalio.exceptions import ActivityError, CancelledError
+
+        info = workflow.info()
+        token = f"{info.workflow_id}|{info.run_id}|{name}"
+        _PENDING[token] = (fn, contextvars.copy_context())
+        try:
+            out = await workflow.execute_local_activity(
+                STEP_ACTIVITY,
+                token,
+                activity_id=name[-250:],
+                summary=name[:200],
+                start_to_close_timeout=OP_TIMEOUT,
+                retry_policy=RetryPolicy(maximum_attempts=1),
+            )
+        except ActivityError as e:
+            if isinstance(e.cause, CancelledError):
+                _cancelled(name)
+            raise RunError("failed", f"{name}: {e.cause or e}") from None
+        except asyncio.CancelledError:
+            _cancelled(name)
+            raise
+        finally:
+            _PENDING.pop(token, None)
+        # a local activity's result enters the history only when the workflow task completes,
+        # and a workflow running one local activity after another keeps its task open (the SDK
+        # completes it at 80 % of the task timeout, TASK_TIMEOUT): a non-idempotent tool's
+        # "begin" marker must be in the history before the call runs, so a timer completes the
+        # task now (a timer costs about a second: only there; docs/durable.md)
+        if name.endswith("/begin"):
+            await workflow.sleep(RECORD_TIMER_S)
+        ran = token in _RAN
+        _RAN.discard(token)
+        if "e" in out:
+            raise out["e"]
+        return out["v"], ran
+
+    async def sleep(self, seconds: float) -> None:
+        """A Temporal timer."""
+        from temporalio import workflow
+
+        await workflow.sleep(max(0.0, seconds))
+
+    async def publish(self, key: str, value: Any) -> None:
+        """The workflow's memo ``key`` (readable by ``describe`` with no worker alive)."""
+        from temporalio import workflow
+
+        workflow.upsert_memo({key: value})
+
+    async def receive(self, topic: str, timeout: float | None) -> Any:
+        """The first message signalled to this unit on ``topic``, or :data:`NO_MESSAGE` once
+        ``timeout`` seconds passed (a Temporal timer: durable)."""
+        from temporalio import workflow
+
+        inbox: dict[str, list[Any]] = workflow.instance().inbox
+        try:
+            await workflow.wait_condition(lambda: bool(inbox.get(topic)), timeout=timeout)
+        except TimeoutError:
+            return NO_MESSAGE
+        return inbox[topic].pop(0)
+
+    async def close_unanswered(self, key: str) -> bool:
+        """Always True: signals that arrived by the time the wait timed out were delivered
+        before the timer (one activation), so the wait would have taken them; a later answer
+        finds the question closed (its memo says so)."""
+        return True
+
+    async def start_child(self, child_id: str, spec: dict[str, Any], queue: str | None) -> Any:
+        """The child workflow ``child_id`` on the run's task queue (any worker takes it)."""
+        from temporalio import workflow
+
+        label = spec.get("unit") or spec.get("path") or child_id
+        return await workflow.start_child_workflow(
+            UNIT_WORKFLOW,
+            {**spec, "root": workflow.instance().root},
+            id=child_id,
+            task_timeout=TASK_TIMEOUT,
+            static_summary=str(label)[:200],
+        )
+
+    async def collect(self, handle: Any) -> Any:
+        """The child's result, or its exception raised here."""
+        from temporalio.exceptions import ChildWorkflowError
+
+        try:
+            out = await handle
+        except ChildWorkflowError as e:
+            cause = e.cause
+            if type(cause).__name__ == "CancelledError":
+                from agentflow.runtime.hooks import RunAborted
+
+                raise RunAborted("the run was cancelled (flowc cancel)", None) from None
+            raise RunError("failed", f"unit {handle.id} failed: {cause or e}") from None
+        if isinstance(out, dict) and "e" in out:
+            raise out["e"]
+        return out["v"] if isinstance(out, dict) else out
+
+    async def cancel_child(self, handle: Any) -> None:
+        """Request the child's cancellation."""
+        with contextlib.suppress(Exception):
+            handle.cancel()
+
+    def replaying(self) -> bool:
+        """True while the workflow replays its history."""
+        from temporalio import workflow
+
+        return workflow.in_workflow() and workflow.unsafe.is_replaying()
+
+
+# ---------------------------------------------------------------------------------------------
+# Runtimes (one per run and process) and the two workflows
+
+_RUNTIMES: dict[str, Runtime] = {}
+#: Sinks of this process for runs it did not start (a worker's ``--trace``, a resume's).
+_PROCESS_SINKS: list[Sink] = []
+
+
+def set_process_sinks(sinks: list[Sink]) -> None:
+    """Event sinks for the runs this process did not start."""
+    _PROCESS_SINKS[:] = sinks
+
+
+def register_runtime(rt: Runtime) -> None:
+    """The runtime of a run started by this process (its own context: console, trace)."""
+    _RUNTIMES[rt.run_id] = rt
+
+
+def runtime_for(run_id: str, spec: dict[str, Any]) -> Runtime:
+    """The runtime of ``run_id`` in this process, built from the run's recorded input the first
+    time one of its workflows runs here (synchronously: in workflow code)."""
+    rt = _RUNTIMES.get(run_id)
+    if rt is None:
+        rt = _RUNTIMES.setdefault(run_id, build(run_id, spec, None))
+    return rt
+
+
+def build(run_id: str, spec: dict[str, Any], context: Any) -> Runtime:
+    """A :class:`~agentflow.runtime.durable.dbos_engine.Runtime` of run ``run_id`` over this
+    engine (``context``: the starting process's own; else one built from ``spec``)."""
+    from agentflow.ir.loader import load_plan_text
+    from agentflow.runtime.durable.dbos_engine import Runtime
+    from agentflow.runtime.durable.runs import context_from_spec
+
+    plan = load_plan_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
+    owned = context is None
+    if context is None:
+        context = context_from_spec(spec, plan, list(_PROCESS_SINKS))
+    from agentflow.runtime.durable.runs import trace_of
+
+    for sink in context.sinks:  # every process exports into the run's one recorded trace
+        if hasattr(sink, "durable_run"):
+            sink.durable_run(
+                trace_of(run_id, spec),
+                run_id=run_id,
+                plan=plan.name,
+                started=float(spec.get("started") or 0.0),
+                attempt=0 if not owned else 1,
+            )
+    config = context.config
+    effects = DurableEffects(
+        TemporalEngine(),
+        run_id,
+        PlanIndex(plan, context.callable_plans),
+        started=spec.get("started"),
+        reuse=spec.get("_reuse_table") or {},
+        ask_timeout=config.durable.ask_timeout_s if config is not None else None,
+    )
+    return Runtime(run_id, spec, plan, context, effects, owned=owned)
+
+
+def registered() -> tuple[type, type, Any]:
+    """The two workflow classes and the operation activity (temporal_workflows.py)."""
+    _temporal()
+    from agentflow.runtime.durable import temporal_workflows as tw
+
+    return tw.RunWorkflow, tw.UnitWorkflow, tw.op
+
+
+@contextlib.asynccontextmanager
+async def serve(url: str, *, identity: str | None = None) -> Any:
+    """Be a Temporal worker of ``url``'s task queue while the block runs: take run and unit
+    workflow tasks (and run their operations).  Yields the client."""
+    from temporalio.worker import PollerBehaviorSimpleMaximum, Worker
+
+    client = await client_for(url)
+    run, unit, op = registered()
+    worker = Worker(
+        client,
+        task_queue=versioned_queue(url),
+        workflows=[run, unit],
+        activities=[op],
+        identity=identity,
+        # loading a run's plan, configuration and tools is workflow code here: on a busy
+        # machine it may hold a workflow task past Temporal's 2 s deadlock alarm
+        debug_mode=True,
+        max_concurrent_local_activities=200,
+        # a child unit's first task comes through the shared queue, not the sticky one:
+        # as many pollers on each (the default, 1 in 5 on the shared queue, made each map
+        # item wait its turn for a poll)
+        workflow_task_poller_behavior=PollerBehaviorSimpleMaximum(maximum=10),
+        nonsticky_to_sticky_poll_ratio=1.0,
+        # a worker killed holding a workflow in its cache: the next task of that workflow goes
+        # to the other workers after this long (Temporal's default, 10 s, is the recovery
+        # time after a SIGKILL)
+        sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
+    )
+    async with worker:
+        yield client

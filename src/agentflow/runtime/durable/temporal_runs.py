@@ -1,0 +1,574 @@
+"""Durable runs on Temporal from the outside: what runs.py's commands do when ``[durable] engine
+= "temporal"`` (runs.py hands every call on a ``temporal://`` URL here; docs/durable.md
+"Temporal").
+
+- ``flowc run --durable``: this process is a worker of the task queue while it waits, and
+  starts the run's workflow (eagerly: its first task runs here, so its live view and trace are
+  this process's); another worker may take its units;
+- ``flowc resume RUN``: Temporal resumes a run by itself as soon as a worker polls its task
+  queue; ``resume`` is that worker, waiting for RUN's result;
+- ``flowc worker``: a worker of the task queue until stopped;
+- ``runs``, ``runs show``, ``answer``, ``cancel`` need no worker: they read the service's
+  visibility and histories, signal and cancel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from agentflow.errors import ErrorInfo, InputError
+from agentflow.runtime.durable import temporal_engine as te
+
+if TYPE_CHECKING:
+    from agentflow.ir.models import Plan
+    from agentflow.runtime.context import RunContext
+    from agentflow.runtime.durable.runs import Question, RunInfo
+    from agentflow.runtime.result import RunResult
+
+__all__ = [
+    "answer",
+    "cancel",
+    "list_runs",
+    "pending_questions",
+    "recorded_spec",
+    "resume",
+    "reuse_table",
+    "run_durable",
+    "show_run",
+    "unanswered",
+    "work",
+]
+
+
+def _where(url: str) -> str:
+    target = te.parse_url(url)
+    return f"Temporal {target.address} (namespace {target.namespace})"
+
+
+async def _family(client: Any, run_id: str) -> list[Any]:
+    """The run's root and child unit workflows (visibility listing, no worker needed)."""
+    quoted = run_id.replace("\\", "\\\\").replace("'", "\\'")
+    query = f"WorkflowId = '{quoted}' OR WorkflowId STARTS_WITH '{quoted}/'"
+    out = []
+    async for w in client.list_workflows(query):
+        if w.id == run_id or w.id.startswith(run_id + "/"):
+            out.append(w)
+    return out
+
+
+async def _describe(client: Any, run_id: str) -> Any:
+    from temporalio.service import RPCError
+
+    try:
+        return await client.get_workflow_handle(run_id).describe()
+    except RPCError:
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Start, resume, work
+
+
+async def run_durable(
+    plan: Plan,
+    plan_text: str,
+    input: Any,
+    context: RunContext,
+    *,
+    url: str,
+    run_id: str | None = None,
+    plan_file: str | None = None,
+    config_path: str | None = None,
+    reuse: str | None = None,
+    ask_again: bool = False,
+    replay: str | None = None,
+    fleet: bool = False,
+    on_start: Any = None,
+    model: str | None = None,
+) -> tuple[str, RunResult]:
+    """:func:`agentflow.runtime.durable.runs.run_durable` on Temporal (its arguments; ``fleet``
+    changes nothing: every unit goes to the task queue, which every worker polls)."""
+    from agentflow.runtime.durable.runs import new_run_id
+    from agentflow.runtime.executor import validate_input
+    from agentflow.runtime.telemetry import OtelSink, durable_trace
+
+    validate_input(plan, input)
+    run_id = run_id or new_run_id()
+    started = time.time()
+    traceparent = next(
+        (s.settings.traceparent for s in context.sinks if isinstance(s, OtelSink)),
+        os.environ.get("TRACEPARENT"),
+    )
+    spec: dict[str, Any] = {
+        "plan_text": plan_text,
+        "plan_file": plan_file,
+        "input": input,
+        "config": config_path,
+        "workspace": str(context.workspace),
+        "started": started,
+        "reuse": reuse,
+        "ask_again": ask_again,
+        "replay": replay,
+        "model": model,
+        "fleet": fleet,
+        "trace": durable_trace(run_id, started, traceparent),
+    }
+    async with te.serve(url, identity=f"run:{run_id}@{secrets.token_hex(3)}") as client:
+        if reuse:
+            spec["_reuse_table"] = await reuse_table(url, reuse, asks=not ask_again)
+        te.register_runtime(te.build(run_id, spec, context))
+        from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+
+        try:
+            handle = await client.start_workflow(
+                te.RUN_WORKFLOW,
+                spec,
+                id=run_id,
+                task_queue=te.versioned_queue(url),
+                memo={"plan": plan.name, "started": started},
+                static_summary=f"{plan.name} ({plan_file or 'plan'})"[:200],
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+                request_eager_start=True,
+                task_timeout=te.TASK_TIMEOUT,
+            )
+        except Exception as e:  # noqa: BLE001 - an id taken: said in the run's terms
+            if "already" in str(e).lower():
+                raise InputError(
+                    f"a durable run {run_id!r} exists already in {_where(url)}"
+                ) from None
+            raise
+        if on_start is not None:
+            on_start(run_id)
+        out = await _waited(handle, run_id)
+    return run_id, _result(out)
+
+
+async def _waited(handle: Any, run_id: str) -> dict[str, Any]:
+    """The run's outcome; a Ctrl-C / SIGTERM of this process stops waiting (and working) for
+    it: the run goes on in Temporal (``flowc resume`` or any worker continues it)."""
+    from agentflow.runtime.interrupt import Stopped, until_stopped
+
+    try:
+        return await until_stopped(_outcome(handle))
+    except Stopped as e:
+        message = (
+            f"{e.message}: this process stopped, the run goes on in Temporal; "
+            f"flowc resume {run_id} waits for it"
+        )
+        return {"status": "aborted", "error": {"code": "aborted", "message": message}}
+
+
+async def _outcome(handle: Any) -> dict[str, Any]:
+    """The run's output record; a cancelled run ends ``aborted`` (as on DBOS)."""
+    from temporalio.client import WorkflowFailureError
+    from temporalio.exceptions import CancelledError
+
+    try:
+        out: dict[str, Any] = await handle.result()
+    except WorkflowFailureError as e:
+        if isinstance(e.cause, CancelledError):
+            message = "the run was cancelled (flowc cancel)"
+            return {"status": "aborted", "error": {"code": "aborted", "message": message}}
+        cause = e.cause
+        code = "durable_replay_mismatch" if "Nondeterminism" in str(cause) else "failed"
+        return {"status": "error", "error": {"code": code, "message": str(cause or e)}}
+    return out
+
+
+def _result(out: dict[str, Any]) -> RunResult:
+    from agentflow.runtime.result import RunResult
+
+    return RunResult(
+        status=out.get("status", "error"),
+        output=out.get("output"),
+        error=ErrorInfo.from_dict(out.get("error")),
+        results=out.get("results") or {},
+        usage=out.get("usage") or {},
+        duration_ms=int(out.get("duration_ms") or 0),
+    )
+
+
+async def resume(
+    url: str,
+    run_id: str,
+    *,
+    sinks: list[Any] | None = None,
+    telemetry: Any = None,
+    on_waiting: Callable[[list[Question]], None] | None = None,
+) -> RunResult:
+    """Wait for run ``run_id`` as a worker of its task queue: Temporal resumes a run by itself
+    once a worker polls (this one, or any ``flowc worker``).  Returns its result (at once for
+    a run that ended).  Raises InputError for an unknown run."""
+    from agentflow.runtime.durable.runs import _process_telemetry
+
+    with _process_telemetry(sinks, telemetry) as process_sinks:
+        te.set_process_sinks(process_sinks)
+        try:
+            async with te.serve(url, identity=f"resume:{run_id}@{secrets.token_hex(3)}") as c:
+                if await _describe(c, run_id) is None:
+                    raise InputError(f"no durable run {run_id!r} in {_where(url)}")
+                if on_waiting is not None:
+                    on_waiting(await _questions(c, run_id, await _family(c, run_id)))
+                return _result(await _waited(c.get_workflow_handle(run_id), run_id))
+        finally:
+            te.set_process_sinks([])
+
+
+async def work(
+    url: str, name: str, *, sinks: list[Any] | None = None, telemetry: Any = None
+) -> None:
+    """Be a worker of the task queue until cancelled (Temporal itself hands a dead worker's
+    work to the live ones: no name lock is needed; ``name`` is the worker's identity)."""
+    from agentflow.runtime.durable.runs import _process_telemetry
+
+    with _process_telemetry(sinks, telemetry) as process_sinks:
+        te.set_process_sinks(process_sinks)
+        try:
+            async with te.serve(url, identity=f"worker:{name}@{os.getpid()}"):
+                await asyncio.Event().wait()
+        finally:
+            te.set_process_sinks([])
+
+
+# ---------------------------------------------------------------------------------------------
+# Reuse and redrive
+
+
+async def _operations(client: Any, workflow_id: str) -> list[dict[str, Any]]:
+    """The recorded operations of one workflow, in order: ``{"name", "value", "started_at",
+    "finished_at"}`` (``value``: the op's record ``{"v"…}`` or ``{"e"…}``), read from its
+    history's local-activity markers."""
+    from temporalio.api.enums.v1 import EventType
+
+    handle = client.get_workflow_handle(workflow_id)
+    out: list[dict[str, Any]] = []
+    converter = client.data_converter
+    scheduled_at: float | None = None
+    async for event in handle.fetch_history_events():
+        at = event.event_time.ToMilliseconds() / 1000.0
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+            scheduled_at = at
+        if event.event_type != EventType.EVENT_TYPE_MARKER_RECORDED:
+            continue
+        attrs = event.marker_recorded_event_attributes
+        if attrs.marker_name != "core_local_activity":
+            continue
+        import json
+
+        data = attrs.details.get("data")
+        meta = json.loads(data.payloads[0].data) if data and data.payloads else {}
+        result = attrs.details.get("result")
+        value: Any = None
+        if result is not None and result.payloads:
+            decoded = await converter.decode(list(result.payloads))
+            value = decoded[0] if decoded else None
+        out.append(
+            {
+                "name": str(meta.get("activity_id") or ""),
+                "value": value,
+                "failed": attrs.HasField("failure"),
+                "started_at": scheduled_at,
+                "finished_at": at,
+            }
+        )
+    return out
+
+
+async def reuse_table(url: str, run_id: str, *, asks: bool = True) -> dict[str, tuple[str, Any]]:
+    """``{operation name: (input digest, value)}`` of every operation run ``run_id`` finished
+    without error (runs.reuse_table on Temporal)."""
+    client = await te.client_for(url)
+    family = await _family(client, run_id)
+    if not any(w.id == run_id for w in family):
+        raise InputError(f"no durable run {run_id!r} to reuse")
+    table: dict[str, tuple[str, Any]] = {}
+    for w in family:
+        for op in await _operations(client, w.id):
+            record = op["value"]
+            if isinstance(record, dict) and "v" in record:
+                inner = record["v"]
+                if isinstance(inner, dict) and "d" in inner and "v" in inner:
+                    table.setdefault(op["name"], (inner["d"], inner["v"]))
+    if not asks:
+        table = {k: v for k, v in table.items() if "/ask#" not in k and not k.startswith("ask#")}
+    return table
+
+
+async def recorded_spec(url: str, run_id: str, *, redrive: bool = False) -> dict[str, Any]:
+    """runs.recorded_spec on Temporal: the run's recorded input (its first history event)."""
+    client = await te.client_for(url)
+    described = await _describe(client, run_id)
+    if described is None:
+        raise InputError(f"no durable run {run_id!r} in {_where(url)}")
+    spec: dict[str, Any] = {}
+    async for event in client.get_workflow_handle(run_id).fetch_history_events():
+        attrs = event.workflow_execution_started_event_attributes
+        decoded = await client.data_converter.decode(list(attrs.input.payloads))
+        spec = decoded[0] if decoded else {}
+        break
+    if redrive:
+        status = _status(described, await _memo(described))
+        if status in ("running", "waiting"):
+            raise InputError(
+                f"run {run_id} is still running: nothing to redrive (redrive runs a run that "
+                f"ended without success again); to give it up and run it again from its "
+                f"finished steps: flowc cancel {run_id}, then flowc redrive {run_id}"
+            )
+        if status in ("ok", "exited"):
+            file = spec.get("plan_file") or "FILE"
+            raise InputError(
+                f"run {run_id} ended {status}: nothing to redrive (redrive runs a failed run "
+                f"again); to run it again taking its finished steps: flowc run {file} --reuse "
+                f"{run_id}"
+            )
+    spec.pop("_reuse_table", None)
+    return spec
+
+
+# ---------------------------------------------------------------------------------------------
+# Inspection
+
+
+def _status(w: Any, memo: dict[str, Any] | None) -> str:
+    from temporalio.client import WorkflowExecutionStatus as S
+
+    status = w.status
+    if status == S.RUNNING:
+        return "running"
+    if status == S.COMPLETED:
+        return str((memo or {}).get("status") or "ok")
+    if status in (S.CANCELED, S.TERMINATED):
+        return "cancelled"
+    return "error"
+
+
+async def _memo(w: Any) -> dict[str, Any]:
+    with contextlib.suppress(Exception):
+        return dict(await w.memo())
+    return {}
+
+
+async def _info(client: Any, w: Any) -> RunInfo:
+    from agentflow.runtime.durable.runs import RunInfo
+
+    memo = await _memo(w)
+    status = _status(w, memo)
+    info = RunInfo(
+        run_id=w.id,
+        status=status,
+        plan=str(memo.get("plan") or ""),
+        created_at=w.start_time.timestamp() if w.start_time else 0.0,
+        updated_at=(w.close_time or w.start_time).timestamp() if w.start_time else 0.0,
+    )
+    if status != "running":
+        with contextlib.suppress(Exception):
+            out = await _outcome(client.get_workflow_handle(w.id))
+            info.error = out.get("error")
+            info.output = out.get("output")
+    return info
+
+
+async def list_runs(url: str, *, limit: int = 50) -> list[RunInfo]:
+    """runs.list_runs on Temporal: the latest runs, newest first, with pending questions."""
+    client = await te.client_for(url)
+    out = []
+    async for w in client.list_workflows(f"WorkflowType = '{te.RUN_WORKFLOW}'", limit=limit):
+        info = await _info(client, w)
+        if info.status == "running":
+            info.questions = await _questions(client, w.id, await _family(client, w.id))
+            if info.questions:
+                info.status = "waiting"
+        out.append(info)
+    out.sort(key=lambda i: i.created_at, reverse=True)
+    return out
+
+
+async def show_run(
+    url: str, run_id: str, *, internals: bool = False, values: bool = False
+) -> RunInfo:
+    """runs.show_run on Temporal: the run's operations in the `.flow`'s terms (``values``:
+    accepted for the same signature; the recorded values are not read back on Temporal)."""
+    from agentflow.runtime.durable.runs import _plan_of
+    from agentflow.runtime.durable.shown import Labels, parse_operation
+
+    client = await te.client_for(url)
+    family = await _family(client, run_id)
+    root = next((w for w in family if w.id == run_id), None)
+    if root is None:
+        raise InputError(f"no durable run {run_id!r} in {_where(url)}")
+    info = await _info(client, root)
+    labels = Labels(_plan_of(await recorded_spec(url, run_id)))
+    cost: dict[str, Any] = {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
+    priced = 0.0
+    for w in sorted(family, key=lambda w: (w.id != run_id, w.id)):
+        unit = w.id[len(run_id) :].lstrip("/") or "(run)"
+        for op in await _operations(client, w.id):
+            name = op["name"]
+            parsed = parse_operation(name)
+            record = op["value"] if isinstance(op["value"], dict) else {}
+            if parsed is None:
+                info.internal += 1
+                if not internals:
+                    continue
+            entry: dict[str, Any] = {
+                "unit": unit,
+                "operation": name,
+                "status": "error" if "e" in record or op["failed"] else "done",
+                "started_at": op["started_at"],
+                "finished_at": op["finished_at"],
+            }
+            if parsed is None:
+                entry["internal"] = True
+            else:
+                entry.update(path=parsed.path, kind=parsed.title(), label=labels.label(parsed.path))
+            got = record.get("v")
+            inner: dict[str, Any] = got if isinstance(got, dict) else {}
+            if "e" in record:
+                from agentflow.runtime.durable.runs import _error_text
+
+                entry["error"] = _error_text(record["e"])
+            value = inner.get("v")
+            if "/model:" in name and value is not None and not inner.get("reused"):
+                usage = getattr(value, "usage", None) or {}
+                cost["inferences"] += 1
+                cost["input_tokens"] += int(usage.get("input_tokens", 0) or 0)
+                cost["output_tokens"] += int(usage.get("output_tokens", 0) or 0)
+                if getattr(value, "cost", None) is not None:
+                    priced += float(value.cost)
+            if inner.get("reused"):
+                entry["reused"] = True
+            info.steps.append(entry)
+    if priced:
+        cost["cost"] = round(priced, 10)
+    info.cost = cost
+    if info.status == "running":
+        info.questions = await _questions(client, run_id, family)
+        if info.questions:
+            info.status = "waiting"
+    return info
+
+
+async def _questions(client: Any, run_id: str, family: list[Any]) -> list[Question]:
+    """The questions the running workflows of ``family`` publish in their memo and wait on."""
+    from temporalio.client import WorkflowExecutionStatus
+
+    from agentflow.runtime.durable.answers import question_key
+    from agentflow.runtime.durable.runs import Question
+
+    out = []
+    for w in family:
+        if w.status != WorkflowExecutionStatus.RUNNING:
+            continue
+        described = await _describe(client, w.id)  # its memo now (visibility may lag)
+        memo = await _memo(described) if described is not None else {}
+        for key, value in sorted(memo.items()):
+            if not key.startswith("question:") or not isinstance(value, dict):
+                continue
+            if "answered" in value:
+                continue
+            out.append(
+                Question(
+                    run_id=run_id,
+                    workflow_id=w.id,
+                    path=value.get("path") or key[len("question:") :],
+                    question=value.get("question", ""),
+                    choices=value.get("choices"),
+                    schema=value.get("schema"),
+                    asked_at=value.get("asked_at"),
+                    timeout=value.get("timeout"),
+                    key=question_key(value),
+                    label=value.get("label"),
+                )
+            )
+    return out
+
+
+async def pending_questions(url: str, run_id: str) -> list[Question]:
+    """The questions run ``run_id`` waits on now."""
+    client = await te.client_for(url)
+    return await _questions(client, run_id, await _family(client, run_id))
+
+
+# ---------------------------------------------------------------------------------------------
+# Answer, cancel
+
+
+async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
+    """Answer the question of run ``run_id`` at ``step`` with ``value``: a signal, accepted by
+    the service with no worker alive.  The unit takes the first answer signalled for a
+    question; this call reads the unit's history afterwards and says whether its answer was
+    that one.  Raises InputError for no such question, a value it does not accept, or an
+    answer that came second."""
+    from agentflow.runtime.durable.answers import checked_answer
+
+    return await _message(url, run_id, step, lambda q: {"answer": checked_answer(q, value)})
+
+
+async def unanswered(url: str, run_id: str, step: str) -> Question:
+    """Leave the question of run ``run_id`` at ``step`` unanswered (its ``when_unanswered``
+    decides)."""
+    from agentflow.runtime.durable.answers import UNANSWERED
+
+    return await _message(url, run_id, step, lambda q: UNANSWERED)
+
+
+async def _message(url: str, run_id: str, step: str, make: Callable[[Any], Any]) -> Question:
+    from agentflow.runtime.durable.answers import Claim, closed_message
+
+    client = await te.client_for(url)
+    family = await _family(client, run_id)
+    if not family:
+        raise InputError(f"no durable run {run_id!r} in {_where(url)}")
+    pending = await _questions(client, run_id, family)
+    question = next((q for q in pending if q.path == step), None)
+    if question is None:
+        waiting = ", ".join(q.path for q in pending) or "none"
+        raise InputError(f"run {run_id} has no question waiting at {step!r} (waiting: {waiting})")
+    value = make(question)
+    token = secrets.token_hex(8)
+    topic = f"answer:{step}"
+    handle = client.get_workflow_handle(question.workflow_id)
+    await handle.signal(te.MESSAGE_SIGNAL, {"topic": topic, "value": value, "token": token})
+    # the first message signalled on the topic is the one the unit takes
+    from temporalio.api.enums.v1 import EventType
+
+    async for event in handle.fetch_history_events():
+        if event.event_type != EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+            continue
+        attrs = event.workflow_execution_signaled_event_attributes
+        if attrs.signal_name != te.MESSAGE_SIGNAL:
+            continue
+        decoded = await client.data_converter.decode(list(attrs.input.payloads))
+        message = decoded[0] if decoded else {}
+        if not isinstance(message, dict) or message.get("topic") != topic:
+            continue
+        if message.get("token") == token:
+            return question
+        first = message.get("value")
+        if isinstance(first, dict) and "answer" in first:
+            taken = Claim(False, "answer", first["answer"])
+        else:
+            taken = Claim(False, "unanswered")
+        raise InputError(closed_message(run_id, step, taken))
+    return question  # pragma: no cover - the signal is in the history once sent
+
+
+async def cancel(url: str, run_id: str) -> None:
+    """Cancel run ``run_id`` (Temporal cancellation: its workflow and children, and their
+    running operations, are cancelled).  Raises InputError for an unknown run or one that
+    ended."""
+    client = await te.client_for(url)
+    described = await _describe(client, run_id)
+    if described is None:
+        raise InputError(f"no durable run {run_id!r} in {_where(url)}")
+    status = _status(described, await _memo(described))
+    if status != "running":
+        raise InputError(f"run {run_id} has already ended ({status}): nothing to cancel")
+    await client.get_workflow_handle(run_id).cancel()

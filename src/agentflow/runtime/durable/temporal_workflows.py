@@ -1,0 +1,107 @@
+"""The Temporal definitions of durable runs (imported only when ``[durable] engine =
+"temporal"``): the workflow types ``agentflow.run`` and ``agentflow.unit`` and the operation
+activity ``agentflow.op`` (temporal_engine.py explains them).  Workflows run unsandboxed:
+agentflow's interpreter sends every effect through the engine (docs/decisions.md "Temporal as
+a second durable engine")."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from temporalio import activity, workflow
+from temporalio.exceptions import ApplicationError
+
+from agentflow.runtime.durable import temporal_engine as te
+from agentflow.runtime.durable.engine import run_unit
+
+__all__ = ["RunWorkflow", "UnitWorkflow", "op"]
+
+
+@activity.defn(name=te.STEP_ACTIVITY)
+async def op(token: str) -> dict[str, Any]:
+    """Run the operation the workflow registered under ``token`` (in this process): its value,
+    or its exception as a value (recorded; raised again in the workflow, never retried)."""
+    found = te._PENDING.pop(token, None)
+    if found is None:
+        raise ApplicationError(
+            f"operation {token} is not registered in this worker", non_retryable=True
+        )
+    fn, context = found
+    te._RAN.add(token)
+    task = asyncio.get_running_loop().create_task(te._value(fn), context=context)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+        raise
+
+
+def _own_context() -> None:
+    """Forget the starting process's stop request (a context variable the workflow's thread
+    inherited): its event belongs to that process's loop, and a Ctrl-C stops the process, not
+    the run (docs/durable.md "Temporal")."""
+    from agentflow.runtime import interrupt
+
+    interrupt._STOP.set(None)
+
+
+class _Unit:
+    """What both workflow types share: the inbox of signalled messages and the run's input."""
+
+    def __init__(self) -> None:
+        self.inbox: dict[str, list[Any]] = {}
+        self.root: dict[str, Any] = {}
+
+    @workflow.signal(name=te.MESSAGE_SIGNAL)
+    def message(self, message: dict[str, Any]) -> None:
+        """A message (an answer) to this unit: ``{"topic", "value", "token"}``."""
+        self.inbox.setdefault(str(message.get("topic")), []).append(message.get("value"))
+
+
+@workflow.defn(name=te.RUN_WORKFLOW, sandboxed=False,
+               failure_exception_types=[workflow.NondeterminismError])  # fmt: skip
+class RunWorkflow(_Unit):
+    """A durable run: the plan interpreter over :class:`~.temporal_engine.TemporalEngine`."""
+
+    @workflow.run
+    async def run(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """Run the run's root; its output record (``RunResult.to_dict()``)."""
+        from agentflow.runtime.durable.runs import run_root
+
+        _own_context()
+        wfid = workflow.info().workflow_id
+        self.root = spec
+        rt = te.runtime_for(wfid, spec)
+        rt.effects.forget(wfid)
+        out = await run_root(rt)
+        te._RUNTIMES.pop(wfid, None)  # the run ended: a long-lived worker keeps nothing of it
+        workflow.upsert_memo({"status": out.get("status")})
+        return out
+
+
+@workflow.defn(name=te.UNIT_WORKFLOW, sandboxed=False,
+               failure_exception_types=[workflow.NondeterminismError])  # fmt: skip
+class UnitWorkflow(_Unit):
+    """A child unit (a map item, a branch, a ``plan__*`` call …) of a durable run."""
+
+    @workflow.run
+    async def run(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """Run the unit; ``{"v": value}`` or ``{"e": exception}`` (raised in the parent)."""
+        from agentflow.runtime.events import EventBus
+        from agentflow.runtime.executor import Executor
+
+        _own_context()
+        wfid = workflow.info().workflow_id
+        self.root = spec["root"]
+        rt = te.runtime_for(spec["run"], self.root)
+        rt.effects.forget(wfid)
+        # an executor of this workflow's own (its event loop is this workflow's)
+        ex = Executor(rt.ctx, EventBus(rt.ctx.sinks), effects=rt.effects)
+        try:
+            return {"v": await run_unit(ex, rt.effects.index, spec)}
+        except Exception as e:  # noqa: BLE001 - raised again in the parent
+            return {"e": e}
