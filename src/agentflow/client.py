@@ -2,8 +2,9 @@
 
 - :data:`Int`: a `.flow` ``int`` as its contract reads it: JSON Schema's ``integer``, of which
   ``1.0`` is one (it becomes ``1``); no other coercion (``"1"`` and ``true`` are refused);
-- :func:`format_check`: an ``@format`` constraint checked by the contract validator itself
-  (:func:`agentflow.runtime.extract.validate`), so a model and its contract agree;
+- :func:`format_check`, :func:`pattern_check`: an ``@format`` or ``@pattern`` constraint checked
+  by the contract validator itself (:func:`agentflow.runtime.extract.validate`), so a model and
+  its contract agree;
 - :func:`run_flow` / :func:`run_flow_sync`: :func:`agentflow.run` / :func:`agentflow.run_sync`
   with the options a client passes on;
 - :func:`typed_result`: a run's result with its output validated into the flow's output model;
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from agentflow.runtime.events import Sink
     from agentflow.runtime.hooks import Hooks
 
-__all__ = ["Int", "format_check", "run_flow", "run_flow_sync", "typed_result", "stage_values"]
+__all__ = ["Int", "format_check", "pattern_check", "run_flow", "run_flow_sync", "typed_result", "stage_values"]
 
 OutT = TypeVar("OutT")
 
@@ -47,8 +48,17 @@ def format_check(name: str) -> AfterValidator:
     """A Pydantic validator of the JSON Schema ``format`` ``name`` (``"uri"``, ``"date"``…) that
     asks the contract validator, so the model refuses exactly what the contract refuses.
     Raises ``ValueError`` (a validation error) with the validator's message."""
-    schema = {"type": "string", "format": name}
+    return _string_check({"type": "string", "format": name})
 
+
+def pattern_check(pattern: str) -> AfterValidator:
+    """A Pydantic validator of an ``@pattern`` (JSON Schema ``pattern``) checked by the contract
+    validator: its dialect, not Pydantic's (``$`` is the end of the text, never before a final
+    line break). Raises ``ValueError`` (a validation error) with the validator's message."""
+    return _string_check({"type": "string", "pattern": pattern})
+
+
+def _string_check(schema: dict[str, Any]) -> AfterValidator:
     def check(value: str) -> str:
         from agentflow.runtime.extract import validate
 

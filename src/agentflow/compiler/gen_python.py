@@ -11,8 +11,9 @@ and output (and its stages' types), each accepting exactly the JSON the type's c
   ``map<T>`` is ``dict[str, T]``; ``json`` is ``pydantic.JsonValue``; named types may be
   recursive (forward references, ``model_rebuild()`` at the end);
 - constraints are Pydantic constraints (``@range`` → ``ge``/``le``, ``@length`` →
-  ``min_length``/``max_length``, ``@pattern`` → ``pattern`` searched with Python's ``re`` as the
-  contract validator does, ``@format`` → :func:`agentflow.client.format_check`); ``///`` docs
+  ``min_length``/``max_length``; ``@pattern`` and ``@format`` →
+  :func:`agentflow.client.pattern_check` / :func:`~agentflow.client.format_check`, which ask the
+  contract validator, whose regular-expression dialect Pydantic's does not share); ``///`` docs
   are field descriptions and class docstrings;
 - type aliases are expanded where used; inline object types become models named after their
   place (``Triage`` field ``work`` of an inline object → ``TriageWork``).
@@ -302,7 +303,7 @@ class _Generator:
                 if hi is not None:
                     args.append(f"max_length={hi!r}")
             elif name == "pattern" and values:
-                args.append(f"pattern={_py_str(str(values[0]))}")
+                extra.append(f"client.pattern_check({_py_str(str(values[0]))})")
             elif name == "format" and values:
                 self.uses_format = True
                 extra.append(f"client.format_check({_py_str(str(values[0]))})")
