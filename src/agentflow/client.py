@@ -28,7 +28,15 @@ if TYPE_CHECKING:
     from agentflow.runtime.events import Sink
     from agentflow.runtime.hooks import Hooks
 
-__all__ = ["Int", "format_check", "pattern_check", "run_flow", "run_flow_sync", "typed_result", "stage_values"]
+__all__ = [
+    "Int",
+    "format_check",
+    "pattern_check",
+    "run_flow",
+    "run_flow_sync",
+    "typed_result",
+    "stage_values",
+]
 
 OutT = TypeVar("OutT")
 
