@@ -487,10 +487,14 @@ async def run(
     """
     import asyncio
 
+    from agentflow.runtime.interrupt import while_loading
+
     # the slow part of a first call (importing the runtime, compiling a `.flow`, reading
     # flow.toml, building the catalog) runs on a worker thread: the caller's event loop is never
-    # blocked by it (bench/loop_blocking.py measures the longest blocking slice)
-    plan, config, built = await asyncio.to_thread(_prepare, target, config, catalog)
+    # blocked by it (bench/loop_blocking.py measures the longest blocking slice); a signal
+    # meanwhile stops the run before its first step, as one during a preparation on the loop did
+    prepared = asyncio.to_thread(_prepare, target, config, catalog)
+    plan, config, built = await while_loading(prepared)
     from agentflow.runtime.context import RunContext
     from agentflow.runtime.events import JsonlSink
     from agentflow.runtime.executor import run_plan
