@@ -10,6 +10,7 @@ EXTRAS=test . scripts/setup.sh  # .venv/ with Python ≥ 3.11, package and `test
 bash scripts/setup-phoenix.sh &  # .venv-phoenix/: the OTLP backend of tests/e2e/test_otel_phoenix.py
 phoenix=$!
 bash scripts/npm-tools.sh  # .ci/node/: node 22, the npm MCP servers, the Inspector (MCP tests)
+bash scripts/vscode-tools.sh  # editors/vscode/node_modules/: tmgrammar-test, vsce (tests/editors/)
 wait "$phoenix"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
