@@ -577,7 +577,17 @@ def _prepare(
     ``catalog`` is given, the catalog built (for a catalog built here whose run never starts,
     the MCP servers are not started yet: they connect on first use). Raises as :func:`load`,
     :func:`agentflow.runtime.config.load_config` and :func:`build_catalog` do."""
-    import agentflow.runtime.executor  # noqa: F401 - imported here, off the event loop
+    # what a run imports on its first steps, imported here, off the event loop: the executor,
+    # the agent loop, contract validation, the model layer, tool resolution, what closes the run
+    import anyio  # noqa: F401
+
+    import agentflow.ir.resolve  # noqa: F401
+    import agentflow.runtime.agent  # noqa: F401
+    import agentflow.runtime.executor  # noqa: F401
+    import agentflow.runtime.extract  # noqa: F401
+    import agentflow.runtime.models.budget  # noqa: F401
+    import agentflow.runtime.models.cassette  # noqa: F401
+    import agentflow.runtime.models.router  # noqa: F401
     import agentflow.runtime.tools.build  # noqa: F401
     from agentflow.ir.models import Plan
     from agentflow.runtime.config import Config, load_config

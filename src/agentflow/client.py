@@ -2,6 +2,7 @@
 
 - :data:`Int`: a `.flow` ``int`` as its contract reads it: JSON Schema's ``integer``, of which
   ``1.0`` is one (it becomes ``1``); no other coercion (``"1"`` and ``true`` are refused);
+- :func:`exact`: a union of literal types compared as JSON Schema's ``enum`` compares;
 - :func:`format_check`, :func:`pattern_check`: an ``@format`` or ``@pattern`` constraint checked
   by the contract validator itself (:func:`agentflow.runtime.extract.validate`), so a model and
   its contract agree;
@@ -50,6 +51,27 @@ def _whole_number(value: Any) -> Any:
 
 #: A `.flow` ``int``: strict ``int``, where a float with no fraction (``1.0``) counts as one.
 Int = Annotated[int, BeforeValidator(_whole_number)]
+
+
+def exact(*values: str | int | float | bool) -> BeforeValidator:
+    """A Pydantic validator of a union of literal types that compares as JSON Schema's ``enum``
+    does: ``true``/``false`` equal only themselves (Pydantic's ``Literal[1]`` takes ``True``),
+    numbers equal by value (``1.0`` is ``1``; the literal's own value is kept), texts by text.
+    Raises ``ValueError`` (a validation error) naming the allowed values."""
+
+    def check(value: Any) -> Any:
+        for literal in values:
+            if isinstance(literal, bool) or isinstance(value, bool):
+                if value is literal:
+                    return value
+            elif isinstance(literal, int | float):
+                if isinstance(value, int | float) and value == literal:
+                    return literal
+            elif isinstance(value, str) and value == literal:
+                return value
+        raise ValueError(f"must be one of {', '.join(map(repr, values))}")
+
+    return BeforeValidator(check)
 
 
 def format_check(name: str) -> AfterValidator:

@@ -26,6 +26,7 @@ flow shapes "Every kind of type a client model holds"
 input Everything
 
 type Severity = "low" | "high" | 3
+type Mode = "auto" | 2 | 0.5 | true
 
 /// A tree: recursive through a list and an optional field
 type Node {
@@ -44,6 +45,8 @@ type Everything {
   tags: text[] @length(0, 2)
   scores: map<int>
   severity: Severity
+  mode: Mode
+  off: false
   either: int | text
   pause: duration
   free: json
@@ -79,7 +82,7 @@ def shapes(tmp_path_factory):
 # -- values near the type: each field mostly right, sometimes wrong, sometimes missing ----------
 ANY_JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-3, 12) | st.floats(-1, 3, allow_nan=False)
-    | st.sampled_from(["", "a", "ab", "abc", "x@y.z", "1m", "low", "high"]),
+    | st.sampled_from(["", "a", "ab", "abc", "x@y.z", "1m", "low", "high", "1m\n", "ab\n"]),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["a", "line"]), inner, max_size=2),
     max_leaves=6,
 )  # fmt: skip
@@ -196,7 +199,7 @@ def test_a_valid_value_round_trips_through_the_model_by_its_field_names(shapes):
     mod, result = shapes
     value = {
         "count": 3, "ratio": 1.0, "flag": True, "name": "ab", "tags": [], "scores": {"a": 1},
-        "severity": 3, "either": "x", "pause": "1m", "free": {"a": [1, None]},
+        "severity": 3, "mode": 0.5, "off": False, "either": "x", "pause": "1m", "free": {"a": [1, None]},
         "tree": {"label": "r", "children": [{"label": "c", "children": []}]},
         "place": {"line": 1}, "class": "k", "_hidden": None,
     }  # fmt: skip

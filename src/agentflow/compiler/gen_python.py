@@ -7,7 +7,8 @@ and output (and its stages' types), each accepting exactly the JSON the type's c
 
 - objects are closed (``extra="forbid"``) and strict (no coercion: ``"1"`` is not an ``int``);
   ``int`` is :data:`agentflow.client.Int` (JSON Schema's integer: ``1.0`` is one);
-- ``T?`` fields are ``T | None = None`` (absent or null); a literal union is ``Literal[…]``;
+- ``T?`` fields are ``T | None = None`` (absent or null); a literal union is ``Literal[…]``
+  (compared as JSON by :func:`agentflow.client.exact` when it holds a number or a boolean);
   ``map<T>`` is ``dict[str, T]``; ``json`` is ``pydantic.JsonValue``; named types may be
   recursive (forward references, ``model_rebuild()`` at the end);
 - constraints are Pydantic constraints (``@range`` → ``ge``/``le``, ``@length`` →
@@ -183,13 +184,11 @@ class _Generator:
             inner = self.annotation(t.inner, place)
             return inner if inner in ("JsonValue", "None") else f"{inner} | None"
         if isinstance(t, T.LiteralType):
-            return f"Literal[{self.literal(t.value)}]"
+            return self.literals([t.value])
         if isinstance(t, T.UnionType):
-            literals = [m for m in t.members if isinstance(m, T.LiteralType)]
+            literals = [m.value for m in t.members if isinstance(m, T.LiteralType)]
             others = [m for m in t.members if not isinstance(m, T.LiteralType)]
-            parts = []
-            if literals:
-                parts.append(f"Literal[{', '.join(self.literal(m.value) for m in literals)}]")
+            parts = [self.literals(literals)] if literals else []
             parts.extend(self.annotation(m, place) for m in others)
             if "JsonValue" in parts:
                 return "JsonValue"
@@ -210,6 +209,19 @@ class _Generator:
             return _py_str(value)
         return repr(value)
 
+    def literals(self, values: list[Any]) -> str:
+        """``Literal[…]`` of literal types; a number or ``true``/``false`` among them also gets
+        :func:`agentflow.client.exact`, which compares as JSON does (``true`` is no ``1``, ``1.0``
+        is ``1``); a float (which ``Literal`` cannot hold) is a ``float`` checked by it."""
+        typable = [v for v in values if not isinstance(v, float)]
+        parts = [f"Literal[{', '.join(self.literal(v) for v in typable)}]"] if typable else []
+        if len(typable) < len(values):
+            parts.append("float")
+        ann = " | ".join(parts)
+        if any(isinstance(v, bool | int | float) for v in values):
+            ann = f"Annotated[{ann}, client.exact({', '.join(self.literal(v) for v in values)})]"
+        return ann
+
     def prim(self, t: T.Prim) -> str:
         if t.name in ("text", "path", "member"):
             return "str"
@@ -221,7 +233,7 @@ class _Generator:
         if t.name == "bool":
             return "bool"
         if t.name == "duration":
-            return f"Annotated[str, Field(pattern={_py_str(DURATION_PATTERN)})]"
+            return f"Annotated[str, client.pattern_check({_py_str(DURATION_PATTERN)})]"
         if t.name == "null":
             return "None"
         return "JsonValue"
@@ -393,7 +405,6 @@ def generate_python(result: CheckResult, source_text: str, flow_file: str, modul
         '        extra="forbid",',
         "        strict=True,",
         "        allow_inf_nan=False,",
-        '        regex_engine="python-re",',
         "        protected_namespaces=(),",
         "    )",
     ]
