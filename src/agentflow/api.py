@@ -788,15 +788,19 @@ def gen_python(flow: str | os.PathLike, module: str | os.PathLike) -> str:
     """The text of the typed client module of the `.flow` file ``flow``, to be written at
     ``module`` (the module finds the flow relative to its own directory):
     docs/reference/python-clients.md.  Raises :class:`CompileError` when the program has
-    errors, ``ValueError`` (:class:`agentflow.compiler.gen_python.GenError`) when a type of its
-    input, output or stages has no JSON form, ``OSError`` when ``flow`` cannot be read."""
+    errors, :class:`ContractError` when a type of its input, output or stages has no JSON form
+    (``Verdict``, an ``extern type``), ``OSError`` when ``flow`` cannot be read."""
     from agentflow.compiler.gen_python import generate_python
+    from agentflow.errors import ContractError
 
     text = read_source(flow)
     result = check_source(text, str(flow))
     if not result.ok:
         raise CompileError(result.errors, {str(flow): text})
-    return generate_python(result, text, str(flow), str(module))
+    try:
+        return generate_python(result, text, str(flow), str(module))
+    except ContractError as e:
+        raise ContractError(f"{flow}: {e}") from None
 
 
 def run_tests(

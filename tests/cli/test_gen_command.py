@@ -56,3 +56,14 @@ def test_gen_python_refuses_a_program_with_errors(tmp_path):
     assert out.exit_code == 1
     assert "unknown-name" in out.output
     assert not (tmp_path / "m.py").exists()
+
+
+def test_gen_python_refuses_an_output_with_no_json_form(tmp_path):
+    flow = tmp_path / "opaque.flow"
+    flow.write_text(
+        "extern type Handle\nextern tool open_it() -> Handle\n"
+        "stage s -> Handle {\n  return open_it()\n}\n"
+    )
+    out = CliRunner().invoke(main, ["gen", "python", str(flow), "-o", str(tmp_path / "m.py")])
+    assert out.exit_code == 1
+    assert f"error: {flow}: `Handle` is an extern type and has no JSON form" in out.output

@@ -51,11 +51,8 @@ def gen_python_cmd(path: str, out: str | None) -> None:
     for flow, module in targets:
         try:
             text = api.gen_python(flow, module)
-        except FlowError as e:
+        except FlowError as e:  # errors in the program, or a type with no JSON form
             _fail(e)
-        except ValueError as e:  # GenError: a type with no JSON form
-            _err(f"error: {flow}: {e}")
-            sys.exit(1)
         except OSError as e:
             _err(f"error: cannot read {flow}: {e.strerror or e}")
             sys.exit(2)

@@ -46,9 +46,9 @@ from agentflow.compiler.contracts import DURATION_PATTERN
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Diagnostic
 from agentflow.core.spans import Span
+from agentflow.errors import CompileError, ContractError
 
 __all__ = [
-    "GenError",
     "generate_python",
     "source_digest",
     "read_header",
@@ -85,11 +85,6 @@ _OPTIONS = (
     "config", "workspace", "trace", "sinks", "hooks", "record", "replay", "model", "telemetry",
     "durable", "run_id", "database",
 )  # fmt: skip
-
-
-class GenError(ValueError):
-    """The program cannot be turned into a client: it has errors, or a type reachable from its
-    input or output has no JSON form (``Verdict``, an ``extern type``)."""
 
 
 def source_digest(text: str) -> str:
@@ -163,9 +158,9 @@ class _Generator:
             if t.name in self.env.aliases:
                 return self.annotation(self.env.aliases[t.name], place)
             if t.name in self.env.externs:
-                raise GenError(f"`{t.name}` is an extern type and has no JSON form")
+                raise ContractError(f"`{t.name}` is an extern type and has no JSON form")
             if t.name not in self.env.objects:
-                raise GenError(f"unknown type `{t.name}`")
+                raise ContractError(f"unknown type `{t.name}`")
             return self.named(t.name)
         if isinstance(t, T.ObjectType):
             if t.name is not None and t.name in self.env.objects:
@@ -198,10 +193,10 @@ class _Generator:
         if isinstance(t, T.NeverType):
             return "Never"
         if isinstance(t, T.VerdictType):
-            raise GenError("`Verdict` has no JSON form")
+            raise ContractError("`Verdict` has no JSON form")
         if isinstance(t, T.ExternType):
-            raise GenError(f"`{t.name}` is an extern type and has no JSON form")
-        raise GenError(f"`{t}` has no JSON form")
+            raise ContractError(f"`{t.name}` is an extern type and has no JSON form")
+        raise ContractError(f"`{t}` has no JSON form")
 
     @staticmethod
     def literal(value: Any) -> str:
@@ -345,10 +340,12 @@ def generate_python(result: CheckResult, source_text: str, flow_file: str, modul
     """The client module's text for the checked program ``result`` of ``source_text``.
 
     ``flow_file`` and ``module_file`` are paths (as the user gave them); the module finds the
-    flow relative to its own directory at run time. Raises :class:`GenError` when the program
-    has errors or a reachable type has no JSON form."""
+    flow relative to its own directory at run time. Raises
+    :class:`~agentflow.errors.CompileError` when the program has errors,
+    :class:`~agentflow.errors.ContractError` when a type of its input, output or stages has no
+    JSON form (``Verdict``, an ``extern type``)."""
     if not result.ok:
-        raise GenError("the program has errors (run `flowc check`)")
+        raise CompileError(result.errors, {flow_file: source_text})
     g = _Generator(result)
     flow_name = _snake(result.flow_name)
     base = _pascal(result.flow_name)
@@ -358,7 +355,7 @@ def generate_python(result: CheckResult, source_text: str, flow_file: str, modul
     for name, st in result.stage_types.items():
         try:
             stage_anns[name] = g.annotation(st, base + _pascal(name))
-        except GenError:
+        except ContractError:
             continue  # a stage whose value has no JSON form is left out of the stages model
     stages_class = g.class_name(base + "Stages")
     rel = os.path.relpath(Path(flow_file).resolve(), Path(module_file).resolve().parent)
