@@ -789,7 +789,7 @@ def gen_python(flow: str | os.PathLike, module: str | os.PathLike) -> str:
     ``module`` (the module finds the flow relative to its own directory):
     docs/reference/python-clients.md.  Raises :class:`CompileError` when the program has
     errors, :class:`ContractError` when a type of its input, output or stages has no JSON form
-    (``Verdict``, an ``extern type``), ``OSError`` when ``flow`` cannot be read."""
+    (an ``extern type``), ``OSError`` when ``flow`` cannot be read."""
     from agentflow.compiler.gen_python import generate_python
     from agentflow.errors import ContractError
 

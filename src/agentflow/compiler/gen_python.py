@@ -16,6 +16,7 @@ and output (and its stages' types), each accepting exactly the JSON the type's c
   :func:`agentflow.client.pattern_check` / :func:`~agentflow.client.format_check`, which ask the
   contract validator, whose regular-expression dialect Pydantic's does not share); ``///`` docs
   are field descriptions and class docstrings;
+- ``Verdict`` (the value of ``verify``), ``Error`` and ``ErrorPlace`` are models of their fields;
 - type aliases are expanded where used; inline object types become models named after their
   place (``Triage`` field ``work`` of an inline object → ``TriageWork``).
 
@@ -166,7 +167,9 @@ class _Generator:
             if t.name is not None and t.name in self.env.objects:
                 return self.named(t.name)
             if t.name is not None:  # Error, ErrorPlace: the built-in object types
-                return self.model_for(t, t.name, t.doc)
+                if t.name not in self.by_type:
+                    self.by_type[t.name] = self.model_for(t, t.name, t.doc)
+                return self.by_type[t.name]
             key = id(t)
             if key not in self.inline:
                 self.inline[key] = self.model_for(t, place, None)
@@ -192,8 +195,10 @@ class _Generator:
             return f"dict[str, {self.annotation(t.value, place + 'Value')}]"
         if isinstance(t, T.NeverType):
             return "Never"
-        if isinstance(t, T.VerdictType):
-            raise ContractError("`Verdict` has no JSON form")
+        if isinstance(t, T.VerdictType):  # a value at run time: `{ passed, failures }`
+            if "Verdict" not in self.by_type:
+                self.by_type["Verdict"] = self.model_for(T.VERDICT_OBJECT, "Verdict", None)
+            return self.by_type["Verdict"]
         if isinstance(t, T.ExternType):
             raise ContractError(f"`{t.name}` is an extern type and has no JSON form")
         raise ContractError(f"`{t}` has no JSON form")
@@ -264,12 +269,20 @@ class _Generator:
                 args.append(f"alias={_py_str(alias)}")
             if f.doc:
                 args.append(f"description={_py_str(f.doc)}")
-            if not args:
+            if not args and len(f"    {attr}: {ann}") > 100 and _bare_literal(ann):
+                lines.append(f"    {attr}: Literal[")  # one value a line, as `ruff format` has it
+                lines += [f"        {v.strip()}," for v in _split_top(ann[len("Literal[") : -1])]
+                lines.append("    ]")
+            elif not args:
                 lines.append(f"    {attr}: {ann}")
             elif args == ["default=None"]:
                 lines.append(f"    {attr}: {ann} = None")
+            elif len(line := f"    {attr}: {ann} = Field({', '.join(args)})") <= 100:
+                lines.append(line)
+            elif len(f"        {', '.join(args)}") <= 100:  # split as `ruff format` splits it
+                lines += [f"    {attr}: {ann} = Field(", f"        {', '.join(args)}", "    )"]
             else:
-                lines.append(f"    {attr}: {ann} = Field({', '.join(args)})")
+                lines += [f"    {attr}: {ann} = Field(", *[f"        {a}," for a in args], "    )"]
         model.lines = lines
         self.done.append(model.name)
 
@@ -329,6 +342,42 @@ class _Generator:
         return out
 
 
+def _assignment(name: str, value: str) -> list[str]:
+    """``name = value``, in parentheses over three lines when it is too long for one."""
+    if len(f"{name} = {value}") <= 100:
+        return [f"{name} = {value}"]
+    return [f"{name} = (", f"    {value}", ")"]
+
+
+def _bare_literal(ann: str) -> bool:
+    """Whether ``ann`` is one ``Literal[…]`` and nothing else."""
+    return ann.startswith("Literal[") and ann.endswith("]") and _split_top(ann)[0] == ann
+
+
+def _split_top(text: str) -> list[str]:
+    """``text`` split at its top-level commas (outside brackets and string literals)."""
+    parts, depth, quote, start, i = [], 0, "", 0, 0
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = ""
+        elif c in "\"'":
+            quote = c
+        elif c in "[(":
+            depth += 1
+        elif c in "])":
+            depth -= 1
+        elif c == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+        i += 1
+    parts.append(text[start:])
+    return parts
+
+
 def _docstring(text: str) -> str:
     body = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
     if "\n" in body:
@@ -343,7 +392,7 @@ def generate_python(result: CheckResult, source_text: str, flow_file: str, modul
     flow relative to its own directory at run time. Raises
     :class:`~agentflow.errors.CompileError` when the program has errors,
     :class:`~agentflow.errors.ContractError` when a type of its input, output or stages has no
-    JSON form (``Verdict``, an ``extern type``)."""
+    JSON form (an ``extern type``)."""
     if not result.ok:
         raise CompileError(result.errors, {flow_file: source_text})
     g = _Generator(result)
@@ -353,10 +402,11 @@ def generate_python(result: CheckResult, source_text: str, flow_file: str, modul
     out_ann = g.annotation(result.output_type, base + "Output")
     stage_anns: dict[str, str] = {}
     for name, st in result.stage_types.items():
+        saved = (dict(g.models), dict(g.by_type), dict(g.inline), list(g.done))
         try:
             stage_anns[name] = g.annotation(st, base + _pascal(name))
-        except ContractError:
-            continue  # a stage whose value has no JSON form is left out of the stages model
+        except ContractError:  # a stage whose value has no JSON form is left out of the model
+            g.models, g.by_type, g.inline, g.done = saved
     stages_class = g.class_name(base + "Stages")
     rel = os.path.relpath(Path(flow_file).resolve(), Path(module_file).resolve().parent)
     rel = Path(rel).as_posix()
@@ -391,7 +441,7 @@ def generate_python(result: CheckResult, source_text: str, flow_file: str, modul
         "    from agentflow.runtime.events import Sink",
         "    from agentflow.runtime.hooks import Hooks",
         "",
-        f"FLOW_FILE = Path(__file__).parent / {_py_str(rel)}",
+        *_assignment("FLOW_FILE", f"Path(__file__).parent / {_py_str(rel)}"),
         f"FLOW_DIGEST = {_py_str(digest)}",
         "",
         "",
