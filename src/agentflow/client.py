@@ -110,13 +110,16 @@ def typed_result(result: RunResult[Any], adapter: TypeAdapter[OutT]) -> RunResul
     return dataclasses.replace(result, output=adapter.validate_python(result.output))
 
 
-def stage_values(result: RunResult[Any], templates: Mapping[str, str]) -> dict[str, Any]:
+def stage_values(
+    result: RunResult[Any], templates: Mapping[str, str], input: Any = None
+) -> dict[str, Any]:
     """``{stage: value}`` for each stage of ``templates`` (``{"plan": "{{ E2 }}"}``, as the
-    compiler lowers them) whose steps all finished in ``result``; the others are left out."""
+    compiler lowers them) whose steps all finished in ``result``; the others are left out.
+    ``input`` is the run's input (JSON), for a stage whose value reads it."""
     from agentflow.grammar.parser import parse_template
     from agentflow.runtime.expressions import render
 
-    scope = dict(result.results)
+    scope = {**result.results, "input": input}
     out: dict[str, Any] = {}
     for stage, text in templates.items():
         try:

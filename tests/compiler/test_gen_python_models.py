@@ -58,6 +58,7 @@ type Everything {
 }
 
 stage echo -> Everything {
+  require input.count < 10 else fail "ten is too many"
   return input
 }
 """
@@ -195,14 +196,17 @@ def test_models_accept_exactly_what_the_contracts_accept(shapes, data):
         _agrees(getattr(mod, name), contract_for(T.NamedRef(name), env), value)
 
 
+VALID = {
+    "count": 3, "ratio": 1.0, "flag": True, "name": "ab", "tags": [], "scores": {"a": 1},
+    "severity": 3, "mode": 0.5, "off": False, "either": "x", "pause": "1m", "free": {"a": [1, None]},
+    "tree": {"label": "r", "children": [{"label": "c", "children": []}]},
+    "place": {"line": 1}, "class": "k", "_hidden": None,
+}  # fmt: skip
+
+
 def test_a_valid_value_round_trips_through_the_model_by_its_field_names(shapes):
     mod, result = shapes
-    value = {
-        "count": 3, "ratio": 1.0, "flag": True, "name": "ab", "tags": [], "scores": {"a": 1},
-        "severity": 3, "mode": 0.5, "off": False, "either": "x", "pause": "1m", "free": {"a": [1, None]},
-        "tree": {"label": "r", "children": [{"label": "c", "children": []}]},
-        "place": {"line": 1}, "class": "k", "_hidden": None,
-    }  # fmt: skip
+    value = VALID
     assert validate(contract_for(T.NamedRef("Everything"), result.env), value) == []
     model = mod.Everything.model_validate(value)
     assert model.class_ == "k" and model.f_hidden is None and model.tree.children[0].label == "c"
@@ -211,6 +215,21 @@ def test_a_valid_value_round_trips_through_the_model_by_its_field_names(shapes):
     assert mod.Node.__doc__ == "A tree: recursive through a list and an optional field"
     field = mod.Everything.model_fields["count"]
     assert field.description == "counted things"
+
+
+async def test_a_run_gives_its_output_and_stages_as_models_and_errors_as_values(shapes, tmp_path):
+    mod, _ = shapes
+    value = mod.Everything.model_validate(VALID)
+    result = await mod.run_shapes(value, workspace=tmp_path)
+    assert result.ok and isinstance(result.output, mod.Everything)
+    assert result.output == value
+    stages = mod.shapes_stages(result, value)  # the stage's value is the input itself
+    assert stages.echo == value
+    assert mod.shapes_stages(result).echo is None  # without the input: not known
+    ten = mod.Everything.model_validate({**VALID, "count": 10})
+    failed = await mod.run_shapes(ten, workspace=tmp_path)
+    assert failed.status == "error" and failed.output is None
+    assert failed.error is not None and failed.error.message == "ten is too many"
 
 
 def test_the_header_names_the_source_and_its_digest_and_check_warns_when_it_is_stale(tmp_path):

@@ -528,11 +528,22 @@ def generate_python(result: CheckResult, source_text: str, flow_file: str, modul
             "    return client.typed_result(result, OUTPUT)",
         ]
     lines += ["", ""]
+    none = " = None" if in_ann == "JsonValue" else " | None = None"
+    dump = 'INPUT.dump_python(input, mode="json", by_alias=True)'
+    params = ["result: RunResult[Any]", f"input: {in_ann}{none}"]
+    head = f"def {flow_name}_stages({', '.join(params)}) -> {stages_class}:"
+    if len(head) > 100:  # as `ruff format` splits a signature
+        inner = f"    {', '.join(params)}"
+        body = [inner] if len(inner) <= 100 else [f"    {p}," for p in params]
+        head = "\n".join([f"def {flow_name}_stages(", *body, f") -> {stages_class}:"])
     lines += [
-        f"def {flow_name}_stages(result: RunResult[Any]) -> {stages_class}:",
+        head,
         f'    """Each stage\'s value in ``result`` (a run of `{result.flow_name}`) as its model:',
-        '    the stages whose steps all finished (None for the others)."""',
-        f"    return {stages_class}.model_validate(client.stage_values(result, STAGE_TEMPLATES))",
+        "    the stages whose steps all finished (None for the others); ``input``: the run's",
+        '    input, for a stage whose value is read from it."""',
+        f"    given = None if input is None else {dump}",
+        "    values = client.stage_values(result, STAGE_TEMPLATES, given)",
+        f"    return {stages_class}.model_validate(values)",
         "",
     ]
     return "\n".join(lines)
