@@ -486,15 +486,20 @@ async def run(
     run ends).
     """
     import asyncio
-
-    from agentflow.runtime.interrupt import while_loading
+    import sys
 
     # the slow part of a first call (importing the runtime, compiling a `.flow`, reading
     # flow.toml, building the catalog) runs on a worker thread: the caller's event loop is never
-    # blocked by it (bench/loop_blocking.py measures the longest blocking slice); a signal
-    # meanwhile stops the run before its first step, as one during a preparation on the loop did
+    # blocked by it (bench/loop_blocking.py measures the longest blocking slice); under
+    # `run_sync` (runtime.interrupt.run, imported then) a signal meanwhile stops the run before
+    # its first step, as one during a preparation on the loop did. Nothing of the runtime is
+    # imported here, on the loop: without runtime.interrupt loaded there is no stop request.
     prepared = asyncio.to_thread(_prepare, target, config, catalog)
-    plan, config, built = await while_loading(prepared)
+    interrupt = sys.modules.get("agentflow.runtime.interrupt")
+    if interrupt is not None:
+        plan, config, built = await interrupt.while_loading(prepared)
+    else:
+        plan, config, built = await prepared
     from agentflow.runtime.context import RunContext
     from agentflow.runtime.events import JsonlSink
     from agentflow.runtime.executor import run_plan
