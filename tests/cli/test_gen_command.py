@@ -41,8 +41,8 @@ def test_check_warns_when_a_listed_module_is_older_than_its_flow(tmp_path, monke
     stale = runner.invoke(main, ["check", "bug-triage.flow"])
     assert stale.exit_code == 0, stale.output  # a warning
     assert (
-        "warning[stale-generated-module]: clients/bug_triage.py was generated from an earlier "
-        "version of this flow" in stale.output
+        "bug-triage.flow:3:1: warning[stale-generated-module]: clients/bug_triage.py was "
+        "generated from an earlier version of this flow" in stale.output
     )
     assert "run `flowc gen python bug-triage.flow -o clients/bug_triage.py` again" in stale.output
     strict = runner.invoke(main, ["check", "--warnings-as-errors", "bug-triage.flow"])

@@ -594,7 +594,7 @@ def stale_diagnostics(flow_file: str, source_text: str, modules: list[Path]) -> 
     """A ``stale-generated-module`` warning for each of ``modules`` generated from
     ``flow_file`` (its header's source resolves to the same file) whose recorded digest is not
     ``source_text``'s. Modules that are missing, unreadable or generated from another flow are
-    skipped. The span is the whole file (line 0)."""
+    skipped. The span is the program's ``flow`` header line (else its first line)."""
     out: list[Diagnostic] = []
     here = Path(flow_file).resolve()
     digest = source_digest(source_text)
@@ -614,11 +614,21 @@ def stale_diagnostics(flow_file: str, source_text: str, modules: list[Path]) -> 
                 code=D.STALE_GENERATED_MODULE,
                 severity="warning",
                 message=f"{shown} was generated from an earlier version of this flow",
-                span=Span.at(flow_file),
+                span=_header_span(flow_file, source_text),
                 hint=f"run `flowc gen python {flow_file} -o {shown}` again",
             )
         )
     return out
+
+
+def _header_span(flow_file: str, text: str) -> Span:
+    """The span of the program's ``flow`` header line, else of its first line: where an editor
+    shows a warning about the whole file."""
+    lines = text.split("\n")
+    index = next((i for i, line in enumerate(lines) if re.match(r"flow\b", line)), 0)
+    start = sum(len(line) + 1 for line in lines[:index])
+    width = len(lines[index].rstrip("\r")) if lines else 0
+    return Span(flow_file, index + 1, 1, index + 1, width + 1, start, start + width)
 
 
 def _shown(module: Path) -> str:
