@@ -159,10 +159,28 @@ async def run_flow(
 def run_flow_sync(
     flow: str | os.PathLike[str],
     input: Any,
-    **options: Any,
+    *,
+    config: Config | str | os.PathLike[str] | None = None,
+    workspace: str | os.PathLike[str] | None = None,
+    trace: str | os.PathLike[str] | None = None,
+    sinks: Iterable[Sink] = (),
+    hooks: Hooks | None = None,
+    record: str | os.PathLike[str] | None = None,
+    replay: str | os.PathLike[str] | None = None,
+    model: str | None = None,
+    telemetry: bool | str | None = None,
+    durable: bool = False,
+    run_id: str | None = None,
+    database: str | None = None,
 ) -> RunResult[Any]:
-    """:func:`run_flow` for synchronous callers (:func:`agentflow.run_sync`'s event loop; the
-    options are :func:`run_flow`'s, which the generated functions spell out)."""
+    """:func:`run_flow` for synchronous callers, on :func:`agentflow.run_sync`'s event loop
+    (SIGINT/SIGTERM stop the run gracefully)."""
     from agentflow.runtime.interrupt import run as run_loop
 
-    return run_loop(run_flow(flow, input, **options))
+    return run_loop(
+        run_flow(
+            flow, input, config=config, workspace=workspace, trace=trace, sinks=sinks,
+            hooks=hooks, record=record, replay=replay, model=model, telemetry=telemetry,
+            durable=durable, run_id=run_id, database=database,
+        )
+    )  # fmt: skip
