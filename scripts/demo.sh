@@ -6,7 +6,7 @@
 # how the cassettes were made.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. scripts/setup.sh  # .venv/ with Python ≥ 3.11, package (re)installed
+EXTRAS="" . scripts/setup.sh  # .venv/ with Python ≥ 3.11, the package alone (pip install -e .)
 out=$(mktemp -d)
 .venv/bin/flowc check examples/bug-triage.flow
 .venv/bin/flowc compile examples/bug-triage.flow -o "$out/bug-triage.plan.yaml"

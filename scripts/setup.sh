@@ -1,5 +1,7 @@
 # Sourced by demo.sh and test.sh (from the repository root): make .venv/ with Python ≥ 3.11 and
 # (re)install the package into it. PYTHON names the interpreter to use (default: python3).
+# EXTRAS names the extras to install with it: demo.sh sets none (`pip install -e .`, what the
+# demo needs), test.sh `test` (the default: `pip install -e '.[test]'`). Says how long it took.
 py=${PYTHON:-python3}
 if ! "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
   what=$("$py" -V 2>&1) || what="not a Python that runs"
@@ -14,4 +16,7 @@ if [ -e .venv ] && ! .venv/bin/python -c 'import sys; sys.exit(sys.version_info 
   rm -rf .venv
 fi
 [ -x .venv/bin/python ] || "$py" -m venv .venv
-.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+extras=${EXTRAS-test}
+started=$(date +%s)
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".${extras:+[$extras]}"
+echo "set up .venv/ (pip install -e .${extras:+[$extras]}) in $(($(date +%s) - started)) s" >&2

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # System packages the tests need beyond Python, from the distribution: headless Chromium and its
 # driver (tests/e2e/test_report_browser.py drives them with Selenium), node with npm (which
-# scripts/npm-tools.sh uses to install node 22 and the npm MCP servers the MCP tests start) and
+# scripts/npm-tools.sh uses to install node 22 and the npm MCP servers the MCP tests start),
 # PostgreSQL (the durable fleet test starts a throwaway server from the distribution's binaries:
-# tests/support/postgres.py). scripts/test.sh runs it first: it does nothing when they are
+# tests/support/postgres.py) and Neovim (editors/vim and its LSP snippet, run headless by
+# tests/editors/test_vim.py). scripts/test.sh runs it first: it does nothing when they are
 # installed, installs them with apt-get when run as root, and otherwise stops with the command to
 # run (a test never skips silently).
 set -euo pipefail
@@ -13,6 +14,7 @@ missing=()
 [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
 command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 have_postgres || missing+=(postgresql)
+command -v nvim >/dev/null 2>&1 || missing+=(neovim)  # editors/vim: tests/editors/test_vim.py
 if [ "${#missing[@]}" -eq 0 ]; then
   exit 0
 fi

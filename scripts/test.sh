@@ -5,11 +5,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/system-packages.sh  # headless Chromium + driver, npm, PostgreSQL (apt-get as root)
-. scripts/setup.sh  # .venv/ with Python ≥ 3.11, package (re)installed
+EXTRAS=test . scripts/setup.sh  # .venv/ with Python ≥ 3.11, package and `test` extra (re)installed
 # side by side (both idempotent; `wait` fails the script when the background one failed):
 bash scripts/setup-phoenix.sh &  # .venv-phoenix/: the OTLP backend of tests/e2e/test_otel_phoenix.py
 phoenix=$!
 bash scripts/npm-tools.sh  # .ci/node/: node 22, the npm MCP servers, the Inspector (MCP tests)
+bash scripts/vscode-tools.sh  # editors/vscode/node_modules/: tmgrammar-test, vsce (tests/editors/)
 wait "$phoenix"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .

@@ -496,22 +496,33 @@ async def run(
     catalog (built by :func:`build_catalog` unless given; its MCP connections are closed when the
     run ends).
     """
-    from agentflow.ir.models import Plan
-    from agentflow.runtime.config import Config, load_config
+    import asyncio
+    import sys
+
+    # the slow part of a first call (importing the runtime, compiling a `.flow`, reading
+    # flow.toml, building the catalog) runs on a worker thread: the caller's event loop is never
+    # blocked by it (bench/loop_blocking.py measures the longest blocking slice); under
+    # `run_sync` (runtime.interrupt.run, imported then) a signal meanwhile stops the run before
+    # its first step, as one during a preparation on the loop did. Nothing of the runtime is
+    # imported here, on the loop: without runtime.interrupt loaded there is no stop request.
+    prepared = asyncio.to_thread(_prepare, target, config, catalog)
+    interrupt = sys.modules.get("agentflow.runtime.interrupt")
+    got: tuple[Plan, Config, Catalog | None] = await (
+        interrupt.while_loading(prepared) if interrupt is not None else prepared
+    )
+    plan, config, built = got
     from agentflow.runtime.context import RunContext
     from agentflow.runtime.events import JsonlSink
     from agentflow.runtime.executor import run_plan
     from agentflow.runtime.hooks import Hooks
     from agentflow.runtime.tools.build import check_plan_arguments, check_plan_tools
 
-    plan = target if isinstance(target, Plan) else load(target)
-    if not isinstance(config, Config):
-        config = load_config(_fspath(config))
     # what this call opens is closed on every way out, a failure before the run starts included
     # (MCP connections, HTTP pools; sinks only until the run owns them): one exit stack
     async with contextlib.AsyncExitStack() as stack:
         if catalog is None:
-            catalog = build_catalog(config, plan=plan)
+            catalog = built
+        assert catalog is not None
         stack.push_async_callback(_closed, catalog.aclose)  # MCP connections, before or during
         # tool names and patterns, then literal arguments, before the run (RUNTIME.md §4)
         check_plan_tools(plan, catalog, config)
@@ -572,6 +583,35 @@ async def run(
             )  # fmt: skip
         return await run_plan(plan, input, context)
     raise AssertionError("unreachable")  # pragma: no cover - the stack does not swallow
+
+
+def _prepare(
+    target: str | os.PathLike | Plan, config: Config | str | os.PathLike | None, catalog: Any
+) -> tuple[Plan, Config, Catalog | None]:
+    """What :func:`run` does before its first await, on a worker thread: the runtime's modules
+    imported, ``target`` loaded (a `.flow` compiled), the configuration read and, unless
+    ``catalog`` is given, the catalog built (for a catalog built here whose run never starts,
+    the MCP servers are not started yet: they connect on first use). Raises as :func:`load`,
+    :func:`agentflow.runtime.config.load_config` and :func:`build_catalog` do."""
+    # what a run imports on its first steps, imported here, off the event loop: the executor,
+    # the agent loop, contract validation, the model layer, tool resolution, what closes the run
+    import anyio  # noqa: F401
+
+    import agentflow.ir.resolve  # noqa: F401
+    import agentflow.runtime.agent  # noqa: F401
+    import agentflow.runtime.executor  # noqa: F401
+    import agentflow.runtime.extract  # noqa: F401
+    import agentflow.runtime.models.budget  # noqa: F401
+    import agentflow.runtime.models.cassette  # noqa: F401
+    import agentflow.runtime.models.router  # noqa: F401
+    import agentflow.runtime.tools.build  # noqa: F401
+    from agentflow.ir.models import Plan
+    from agentflow.runtime.config import Config, load_config
+
+    plan = target if isinstance(target, Plan) else load(target)
+    if not isinstance(config, Config):
+        config = load_config(_fspath(config))
+    return plan, config, build_catalog(config, plan=plan) if catalog is None else None
 
 
 #: The longest a run waits for what it opened to close (an MCP server that will not stop is
@@ -717,13 +757,66 @@ async def answer_run(
     await answer(database_for(config, database), run_id, step, clean_json(value))
 
 
-def run_sync(target: str | os.PathLike | Plan, input: Any = None, **kwargs: Any) -> RunResult:
-    """:func:`run` for synchronous callers: runs its own (stock asyncio) event loop with
-    :func:`agentflow.runtime.interrupt.run`, where SIGINT/SIGTERM stop the run gracefully
-    (:class:`agentflow.errors.Interrupted` carries the partial result)."""
+def run_sync(
+    target: str | os.PathLike | Plan,
+    input: Any = None,
+    *,
+    config: Config | str | os.PathLike | None = None,
+    workspace: str | os.PathLike | None = None,
+    trace: str | os.PathLike | None = None,
+    sinks: Iterable[Sink] = (),
+    hooks: Hooks | None = None,
+    catalog: Catalog | None = None,
+    router: ModelRouter | None = None,
+    record: str | os.PathLike | None = None,
+    replay: str | os.PathLike | None = None,
+    shape_cache: ShapeCache | Literal[False] | None = None,
+    on_partial: Callable[[str, Any], Any] | None = None,
+    telemetry: bool | str | None = None,
+    model: str | None = None,
+    durable: bool = False,
+    run_id: str | None = None,
+    reuse: str | None = None,
+    ask_again: bool = False,
+    database: str | None = None,
+    fleet: bool = False,
+    on_start: Callable[[str], Any] | None = None,
+) -> RunResult:
+    """:func:`run` for synchronous callers, with the same keyword options (each spelled out, so
+    a misspelt one is a type error and a ``TypeError`` before anything runs): runs its own
+    (stock asyncio) event loop with :func:`agentflow.runtime.interrupt.run`, where
+    SIGINT/SIGTERM stop the run gracefully (:class:`agentflow.errors.Interrupted` carries the
+    partial result)."""
     from agentflow.runtime.interrupt import run as run_loop
 
-    return run_loop(run(target, input, **kwargs))
+    return run_loop(
+        run(
+            target, input, config=config, workspace=workspace, trace=trace, sinks=sinks,
+            hooks=hooks, catalog=catalog, router=router, record=record, replay=replay,
+            shape_cache=shape_cache, on_partial=on_partial, telemetry=telemetry, model=model,
+            durable=durable, run_id=run_id, reuse=reuse, ask_again=ask_again,
+            database=database, fleet=fleet, on_start=on_start,
+        )
+    )  # fmt: skip
+
+
+def gen_python(flow: str | os.PathLike, module: str | os.PathLike) -> str:
+    """The text of the typed client module of the `.flow` file ``flow``, to be written at
+    ``module`` (the module finds the flow relative to its own directory):
+    docs/reference/python-clients.md.  Raises :class:`CompileError` when the program has
+    errors, :class:`ContractError` when a type of its input, output or stages has no JSON form
+    (an ``extern type``), ``OSError`` when ``flow`` cannot be read."""
+    from agentflow.compiler.gen_python import generate_python
+    from agentflow.errors import ContractError
+
+    text = read_source(flow)
+    result = check_source(text, str(flow))
+    if not result.ok:
+        raise CompileError(result.errors, {str(flow): text})
+    try:
+        return generate_python(result, text, str(flow), str(module))
+    except ContractError as e:
+        raise ContractError(f"{flow}: {e}") from None
 
 
 def run_tests(

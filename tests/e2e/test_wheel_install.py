@@ -113,6 +113,7 @@ def _run(bin_dir: Path, args: list[str], cwd: Path) -> subprocess.CompletedProce
 def test_wheel_and_sdist_hold_every_data_file_of_the_package(dist):
     data = _package_data()
     assert {"agentflow/grammar/flow.lark", "agentflow/stdlib/prelude.flow"} <= data
+    assert "agentflow/py.typed" in data  # PEP 561: type checkers read the package
     with zipfile.ZipFile(dist["wheel"]) as wheel:
         names = set(wheel.namelist())
         entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 import click
 
 from agentflow import api
-from agentflow.cli import durable, flowtests, views
+from agentflow.cli import durable, flowtests, gen, views
 from agentflow.cli.common import (
     _check_run_options,
     _err,
@@ -135,6 +135,7 @@ def check(paths: tuple[str, ...], fmt: str, warnings_as_errors: bool) -> None:
         sources[str(f)] = text
         try:
             diags.extend(check_source(text, str(f)).diagnostics)
+            diags.extend(_stale_modules(f, text))
         except Exception as e:  # noqa: BLE001  # pragma: no cover - a checker bug: reported, no traceback
             _err(f"{f}: internal error in the checker ({type(e).__name__}: {e}); please report it")
             sys.exit(1)
@@ -158,6 +159,15 @@ def check(paths: tuple[str, ...], fmt: str, warnings_as_errors: bool) -> None:
         click.echo(out)
     failing = any(d.severity == "error" for d in diags) or (warnings_as_errors and diags)
     sys.exit(1 if failing else 0)
+
+
+def _stale_modules(flow: Path, text: str) -> list:
+    """The ``stale-generated-module`` warnings of ``flow``: the modules the nearest flow.toml
+    lists under ``[gen] python`` that were generated from another version of it."""
+    from agentflow.compiler.gen_python import gen_modules, stale_diagnostics
+
+    modules = gen_modules(flow)
+    return stale_diagnostics(str(flow), text, modules) if modules else []
 
 
 @main.command()
@@ -843,5 +853,6 @@ for _command in (
     views.graph_cmd,
     views.report_cmd,
     views.ui_cmd,
+    gen.gen_cmd,
 ):
     main.add_command(_command)

@@ -114,6 +114,11 @@ STUB_MISMATCH = _register(
 UNKNOWN_STUB_TARGET = _register(
     "unknown-stub-target", "error", "a test stub naming no agent alias, stage with agents or tool"
 )
+STALE_GENERATED_MODULE = _register(
+    "stale-generated-module",
+    "warning",
+    "a client module `flowc gen python` made from an earlier version of the flow ([gen] python)",
+)
 
 # Plan files (docs/spec/PLAN_IR.md §1–6): what `flowc plan validate`, the loader and tool
 # resolution report.

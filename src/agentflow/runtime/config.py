@@ -567,6 +567,14 @@ class ResolvedModel(ModelOptions):
     tool_choice: str | None = None  # type: ignore[assignment]
 
 
+class GenConfig(_Strict):
+    """``[gen]``: the client modules ``flowc gen python`` wrote (paths relative to
+    ``flow.toml``), which ``flowc check`` compares with their flows (``stale-generated-module``,
+    docs/reference/python-clients.md)."""
+
+    python: list[str] = Field(default_factory=list)
+
+
 class Config(_Strict):
     """The whole configuration. ``path`` is the file it came from (``None``: environment only)."""
 
@@ -579,6 +587,7 @@ class Config(_Strict):
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     plans: PlansConfig = Field(default_factory=PlansConfig)
     chat: ChatConfig = Field(default_factory=ChatConfig)
+    gen: GenConfig = Field(default_factory=GenConfig)
     planner: PlannerConfig = Field(default_factory=PlannerConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     prices: dict[str, PriceConfig] = Field(default_factory=dict)

@@ -228,6 +228,23 @@ def stop_request() -> StopRequest | None:
     return _STOP.get()
 
 
+async def while_loading(work: Awaitable[T]) -> T:
+    """Await ``work`` — a run's preparation on a worker thread (``agentflow.run``: imports, the
+    `.flow` compiled, the catalog built) — as a run watching the stop request: a first SIGINT /
+    SIGTERM meanwhile is recorded (the run then stops before its first step, in
+    :func:`until_stopped`, with an ``aborted`` result) rather than cancelling at once, as when
+    the preparation ran on the loop; a second cancels. Without a stop request it is ``await
+    work``."""
+    stop = stop_request()
+    if stop is None:
+        return await work
+    stop.listeners += 1
+    try:
+        return await work
+    finally:
+        stop.listeners -= 1
+
+
 async def until_stopped(work: Awaitable[T]) -> T:
     """Await ``work``; when the owning loop's stop request fires first (SIGINT / SIGTERM under
     :func:`run`), cancel it, let it unwind (its steps emit their ``step_finished``) and raise

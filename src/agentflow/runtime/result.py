@@ -5,12 +5,18 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Generic, Literal
+
+from typing_extensions import TypeVar
 
 from agentflow.errors import ErrorInfo
 from agentflow.runtime.models.base import add_usage, token_count
 
 RunStatus = Literal["ok", "exited", "error", "aborted"]
+
+#: the type of a run's output: ``RunResult[Triage]`` from a generated client
+#: (docs/reference/python-clients.md); a bare ``RunResult`` is ``RunResult[Any]``
+OutputT = TypeVar("OutputT", default=Any)
 
 
 def empty_usage() -> dict[str, Any]:
@@ -19,8 +25,9 @@ def empty_usage() -> dict[str, Any]:
 
 
 @dataclass
-class RunResult:
-    """What a run returns (docs/spec/RUNTIME.md §1).
+class RunResult(Generic[OutputT]):
+    """What a run returns (docs/spec/RUNTIME.md §1); generic in its output
+    (``RunResult[Triage]``: what a client of `flowc gen python` returns).
 
     - ``status``: ``ok`` (finished), ``exited`` (an ``exit`` step with status ok), ``error`` (a
       step failed, or an ``exit`` with status error), ``aborted`` (a gate / on_tool_error hook
@@ -39,7 +46,7 @@ class RunResult:
     """
 
     status: RunStatus
-    output: Any = None
+    output: OutputT | None = None
     error: ErrorInfo | None = None
     results: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, Any] = field(default_factory=empty_usage)

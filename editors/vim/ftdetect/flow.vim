@@ -1,0 +1,2 @@
+" agentflow .flow programs
+autocmd BufRead,BufNewFile *.flow setfiletype flow

@@ -1,0 +1,186 @@
+"""What the client modules `flowc gen python` writes rely on (docs/reference/python-clients.md).
+
+- :data:`Int`: a `.flow` ``int`` as its contract reads it: JSON Schema's ``integer``, of which
+  ``1.0`` is one (it becomes ``1``); no other coercion (``"1"`` and ``true`` are refused);
+- :func:`exact`: a union of literal types compared as JSON Schema's ``enum`` compares;
+- :func:`format_check`, :func:`pattern_check`: an ``@format`` or ``@pattern`` constraint checked
+  by the contract validator itself (:func:`agentflow.runtime.extract.validate`), so a model and
+  its contract agree;
+- :func:`run_flow` / :func:`run_flow_sync`: :func:`agentflow.run` / :func:`agentflow.run_sync`
+  with the options a client passes on;
+- :func:`typed_result`: a run's result with its output validated into the flow's output model;
+- :func:`stage_values`: each stage's value read from a result (the stage templates the compiler
+  gives, rendered over the run's step results).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+from pydantic import AfterValidator, BeforeValidator, TypeAdapter
+
+from agentflow.runtime.result import RunResult
+
+if TYPE_CHECKING:
+    from agentflow.runtime.config import Config
+    from agentflow.runtime.events import Sink
+    from agentflow.runtime.hooks import Hooks
+
+__all__ = [
+    "Int",
+    "format_check",
+    "pattern_check",
+    "run_flow",
+    "run_flow_sync",
+    "typed_result",
+    "stage_values",
+]
+
+OutT = TypeVar("OutT")
+
+
+def _whole_number(value: Any) -> Any:
+    """``1.0`` → ``1`` (JSON Schema's integer); anything else unchanged for strict validation."""
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value
+
+
+#: A `.flow` ``int``: strict ``int``, where a float with no fraction (``1.0``) counts as one.
+Int = Annotated[int, BeforeValidator(_whole_number)]
+
+
+def exact(*values: str | int | float | bool) -> BeforeValidator:
+    """A Pydantic validator of a union of literal types that compares as JSON Schema's ``enum``
+    does: ``true``/``false`` equal only themselves (Pydantic's ``Literal[1]`` takes ``True``),
+    numbers equal by value (``1.0`` is ``1``; the literal's own value is kept), texts by text.
+    Raises ``ValueError`` (a validation error) naming the allowed values."""
+
+    def check(value: Any) -> Any:
+        for literal in values:
+            if isinstance(literal, bool) or isinstance(value, bool):
+                if value is literal:
+                    return value
+            elif isinstance(literal, int | float):
+                if isinstance(value, int | float) and value == literal:
+                    return literal
+            elif isinstance(value, str) and value == literal:
+                return value
+        raise ValueError(f"must be one of {', '.join(map(repr, values))}")
+
+    return BeforeValidator(check)
+
+
+def format_check(name: str) -> AfterValidator:
+    """A Pydantic validator of the JSON Schema ``format`` ``name`` (``"uri"``, ``"date"``…) that
+    asks the contract validator, so the model refuses exactly what the contract refuses.
+    Raises ``ValueError`` (a validation error) with the validator's message."""
+    return _string_check({"type": "string", "format": name})
+
+
+def pattern_check(pattern: str) -> AfterValidator:
+    """A Pydantic validator of an ``@pattern`` (JSON Schema ``pattern``) checked by the contract
+    validator: its dialect, not Pydantic's (``$`` is the end of the text, never before a final
+    line break). Raises ``ValueError`` (a validation error) with the validator's message."""
+    return _string_check({"type": "string", "pattern": pattern})
+
+
+def _string_check(schema: dict[str, Any]) -> AfterValidator:
+    def check(value: str) -> str:
+        from agentflow.runtime.extract import validate
+
+        problems = validate(schema, value)
+        if problems:
+            raise ValueError(problems[0].removeprefix("$: "))
+        return value
+
+    return AfterValidator(check)
+
+
+def typed_result(result: RunResult[Any], adapter: TypeAdapter[OutT]) -> RunResult[OutT]:
+    """``result`` with its output validated by ``adapter`` (the flow's output type) when the run
+    finished (status ``ok``); otherwise the same result (output None: errors come back as
+    values). Raises ``pydantic.ValidationError`` when a finished run's output does not fit:
+    the client module is older than its flow (``flowc gen python`` again)."""
+    if result.status != "ok":
+        return dataclasses.replace(result, output=None)
+    return dataclasses.replace(result, output=adapter.validate_python(result.output))
+
+
+def stage_values(
+    result: RunResult[Any], templates: Mapping[str, str], input: Any = None
+) -> dict[str, Any]:
+    """``{stage: value}`` for each stage of ``templates`` (``{"plan": "{{ E2 }}"}``, as the
+    compiler lowers them) whose steps all finished in ``result``; the others are left out.
+    ``input`` is the run's input (JSON), for a stage whose value reads it."""
+    from agentflow.grammar.parser import parse_template
+    from agentflow.runtime.expressions import render
+
+    scope = {**result.results, "input": input}
+    out: dict[str, Any] = {}
+    for stage, text in templates.items():
+        try:
+            out[stage] = render(parse_template(text), scope)
+        except Exception:  # noqa: BLE001 - a step of the stage did not finish: no value
+            continue
+    return out
+
+
+async def run_flow(
+    flow: str | os.PathLike[str],
+    input: Any,
+    *,
+    config: Config | str | os.PathLike[str] | None = None,
+    workspace: str | os.PathLike[str] | None = None,
+    trace: str | os.PathLike[str] | None = None,
+    sinks: Iterable[Sink] = (),
+    hooks: Hooks | None = None,
+    record: str | os.PathLike[str] | None = None,
+    replay: str | os.PathLike[str] | None = None,
+    model: str | None = None,
+    telemetry: bool | str | None = None,
+    durable: bool = False,
+    run_id: str | None = None,
+    database: str | None = None,
+) -> RunResult[Any]:
+    """:func:`agentflow.run` of ``flow`` with these options (documented there)."""
+    from agentflow.api import run
+
+    return await run(
+        flow, input, config=config, workspace=workspace, trace=trace, sinks=sinks, hooks=hooks,
+        record=record, replay=replay, model=model, telemetry=telemetry, durable=durable,
+        run_id=run_id, database=database,
+    )  # fmt: skip
+
+
+def run_flow_sync(
+    flow: str | os.PathLike[str],
+    input: Any,
+    *,
+    config: Config | str | os.PathLike[str] | None = None,
+    workspace: str | os.PathLike[str] | None = None,
+    trace: str | os.PathLike[str] | None = None,
+    sinks: Iterable[Sink] = (),
+    hooks: Hooks | None = None,
+    record: str | os.PathLike[str] | None = None,
+    replay: str | os.PathLike[str] | None = None,
+    model: str | None = None,
+    telemetry: bool | str | None = None,
+    durable: bool = False,
+    run_id: str | None = None,
+    database: str | None = None,
+) -> RunResult[Any]:
+    """:func:`run_flow` for synchronous callers, on :func:`agentflow.run_sync`'s event loop
+    (SIGINT/SIGTERM stop the run gracefully)."""
+    from agentflow.runtime.interrupt import run as run_loop
+
+    return run_loop(
+        run_flow(
+            flow, input, config=config, workspace=workspace, trace=trace, sinks=sinks,
+            hooks=hooks, record=record, replay=replay, model=model, telemetry=telemetry,
+            durable=durable, run_id=run_id, database=database,
+        )
+    )  # fmt: skip

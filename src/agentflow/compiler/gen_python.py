@@ -1,0 +1,639 @@
+"""`flowc gen python`: a checked `.flow` program → a typed Python client module
+(docs/reference/python-clients.md).
+
+The module holds one Pydantic model per named object type reachable from the flow's ``input``
+and output (and its stages' types), each accepting exactly the JSON the type's contract
+(:mod:`agentflow.compiler.contracts`) accepts:
+
+- objects are closed (``extra="forbid"``) and strict (no coercion: ``"1"`` is not an ``int``);
+  ``int`` is :data:`agentflow.client.Int` (JSON Schema's integer: ``1.0`` is one);
+- ``T?`` fields are ``T | None = None`` (absent or null); a literal union is ``Literal[…]``
+  (compared as JSON by :func:`agentflow.client.exact` when it holds a number or a boolean);
+  ``map<T>`` is ``dict[str, T]``; ``json`` is ``pydantic.JsonValue``; named types may be
+  recursive (forward references, ``model_rebuild()`` at the end);
+- constraints are Pydantic constraints (``@range`` → ``ge``/``le``, ``@length`` →
+  ``min_length``/``max_length``; ``@pattern`` and ``@format`` →
+  :func:`agentflow.client.pattern_check` / :func:`~agentflow.client.format_check`, which ask the
+  contract validator, whose regular-expression dialect Pydantic's does not share); ``///`` docs
+  are field descriptions and class docstrings;
+- ``Verdict`` (the value of ``verify``), ``Error`` and ``ErrorPlace`` are models of their fields;
+- type aliases are expanded where used; inline object types become models named after their
+  place (``Triage`` field ``work`` of an inline object → ``TriageWork``).
+
+Then typed functions: ``async def run_<flow>(input, *, …) -> RunResult[Output]`` and its
+``_sync`` twin call :func:`agentflow.run` on the source file (found relative to the module) and
+validate the output into the model (:func:`agentflow.client.typed_result`); ``<flow>_stages``
+reads each stage's value from a result as its model.  A header names the source flow and its
+digest (:func:`source_digest`), which :func:`stale_diagnostics` compares for ``flowc check``
+(code ``stale-generated-module``, opt-in through ``flow.toml`` ``[gen] python``).
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import json
+import keyword
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentflow.compiler import types as T
+from agentflow.compiler.checker import CheckResult
+from agentflow.compiler.contracts import DURATION_PATTERN
+from agentflow.core import diagnostics as D
+from agentflow.core.diagnostics import Diagnostic
+from agentflow.core.spans import Span
+from agentflow.errors import CompileError, ContractError
+
+__all__ = [
+    "generate_python",
+    "source_digest",
+    "read_header",
+    "stale_diagnostics",
+    "gen_modules",
+]
+
+#: the header line of a generated module that :func:`read_header` reads back
+HEADER_MARK = "# flowc-gen:"
+_HEADER = re.compile(
+    r"^# flowc-gen: source=(?P<source>\S+) digest=(?P<digest>sha256:[0-9a-f]{64})$", re.M
+)
+
+#: names the generated module itself defines or imports: a `.flow` type of the same name is
+#: renamed with a trailing ``_``
+_TAKEN = frozenset(
+    {
+        "annotations", "os", "Path", "Annotated", "Any", "Literal", "TYPE_CHECKING", "Iterable",
+        "pydantic", "agentflow", "client", "RunResult", "Int", "JsonValue", "Field",
+        "BaseModel", "ConfigDict", "TypeAdapter", "Config", "Hooks", "Sink", "FLOW_FILE",
+        "FLOW_DIGEST",
+    }
+)  # fmt: skip
+_BASEMODEL_ATTRS = frozenset(
+    {
+        "copy", "dict", "json", "schema", "schema_json", "construct", "validate", "fields",
+        "parse_obj", "parse_raw", "parse_file", "from_orm", "update_forward_refs",
+    }
+)  # fmt: skip
+
+
+#: the keyword options of a generated run function, passed on to :func:`agentflow.run`
+_OPTIONS = (
+    "config", "workspace", "trace", "sinks", "hooks", "record", "replay", "model", "telemetry",
+    "durable", "run_id", "database",
+)  # fmt: skip
+
+
+def source_digest(text: str) -> str:
+    """``sha256:<hex>`` of a `.flow` source text (UTF-8, surrogate escapes kept): the digest a
+    generated module's header records."""
+    data = text.encode("utf-8", errors="surrogateescape")
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def read_header(module_text: str) -> tuple[str, str] | None:
+    """``(source, digest)`` from a generated module's ``# flowc-gen:`` line, or None (not a
+    generated module). ``source`` is the flow file relative to the module's directory, with
+    ``/`` separators."""
+    m = _HEADER.search(module_text[:4000])
+    return (m.group("source"), m.group("digest")) if m else None
+
+
+def _pascal(name: str) -> str:
+    return "".join(p[:1].upper() + p[1:] for p in re.split(r"[_\-]+", name) if p) or "Value"
+
+
+def _snake(name: str) -> str:
+    s = re.sub(r"[^0-9A-Za-z_]", "_", name)
+    s = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", s).lower()
+    if not s or s[0].isdigit():
+        s = "flow_" + s
+    return s
+
+
+def _py_str(value: str) -> str:
+    """A Python string literal for ``value`` (double quotes, one line)."""
+    body = repr(value)
+    if body.startswith("'") and '"' not in value:
+        body = '"' + body[1:-1].replace("\\'", "'") + '"'
+    return body
+
+
+@dataclass
+class _Model:
+    name: str
+    obj: T.ObjectType
+    doc: str | None
+    lines: list[str] = field(default_factory=list)
+
+
+class _Generator:
+    def __init__(self, result: CheckResult):
+        self.env = result.env
+        self.result = result
+        self.models: dict[str, _Model] = {}  # python name → model, in order of first use
+        self.by_type: dict[str, str] = {}  # `.flow` type name → python name
+        self.inline: dict[int, str] = {}  # id(inline ObjectType) → python name
+        self.done: list[str] = []  # python names in the order their fields were filled
+        self.uses_format = False
+        self.uses_int = False
+
+    # -- names -----------------------------------------------------------------------------------
+    def class_name(self, wanted: str) -> str:
+        name = wanted if wanted.isidentifier() else _pascal(re.sub(r"\W", "_", wanted))
+        if keyword.iskeyword(name) or name in _TAKEN or hasattr(builtins, name):
+            name += "_"
+        base, n = name, 2
+        while name in self.models:
+            name, n = f"{base}{n}", n + 1
+        return name
+
+    # -- types -----------------------------------------------------------------------------------
+    def annotation(self, t: T.Type, place: str) -> str:
+        """The Python annotation of ``t``; ``place`` names an inline object's model."""
+        if isinstance(t, T.NamedRef):
+            if t.name in self.env.aliases:
+                return self.annotation(self.env.aliases[t.name], place)
+            if t.name in self.env.externs:
+                raise ContractError(f"`{t.name}` is an extern type and has no JSON form")
+            if t.name not in self.env.objects:
+                raise ContractError(f"unknown type `{t.name}`")
+            return self.named(t.name)
+        if isinstance(t, T.ObjectType):
+            if t.name is not None and t.name in self.env.objects:
+                return self.named(t.name)
+            if t.name is not None:  # Error, ErrorPlace: the built-in object types
+                if t.name not in self.by_type:
+                    self.by_type[t.name] = self.model_for(t, t.name, t.doc)
+                return self.by_type[t.name]
+            key = id(t)
+            if key not in self.inline:
+                self.inline[key] = self.model_for(t, place, None)
+            return self.inline[key]
+        if isinstance(t, T.Prim):
+            return self.prim(t)
+        if isinstance(t, T.ListType):
+            return f"list[{self.annotation(t.elem, place + 'Item')}]"
+        if isinstance(t, T.OptionalType):
+            inner = self.annotation(t.inner, place)
+            return inner if inner in ("JsonValue", "None") else f"{inner} | None"
+        if isinstance(t, T.LiteralType):
+            return self.literals([t.value])
+        if isinstance(t, T.UnionType):
+            literals = [m.value for m in t.members if isinstance(m, T.LiteralType)]
+            others = [m for m in t.members if not isinstance(m, T.LiteralType)]
+            parts = [self.literals(literals)] if literals else []
+            parts.extend(self.annotation(m, place) for m in others)
+            if "JsonValue" in parts:
+                return "JsonValue"
+            return " | ".join(dict.fromkeys(parts))
+        if isinstance(t, T.MapType):
+            return f"dict[str, {self.annotation(t.value, place + 'Value')}]"
+        if isinstance(t, T.NeverType):
+            return "Never"
+        if isinstance(t, T.VerdictType):  # a value at run time: `{ passed, failures }`
+            if "Verdict" not in self.by_type:
+                self.by_type["Verdict"] = self.model_for(T.VERDICT_OBJECT, "Verdict", None)
+            return self.by_type["Verdict"]
+        if isinstance(t, T.ExternType):
+            raise ContractError(f"`{t.name}` is an extern type and has no JSON form")
+        raise ContractError(f"`{t}` has no JSON form")
+
+    @staticmethod
+    def literal(value: Any) -> str:
+        if isinstance(value, str):
+            return _py_str(value)
+        return repr(value)
+
+    def literals(self, values: list[Any]) -> str:
+        """``Literal[…]`` of literal types; a number or ``true``/``false`` among them also gets
+        :func:`agentflow.client.exact`, which compares as JSON does (``true`` is no ``1``, ``1.0``
+        is ``1``); a float (which ``Literal`` cannot hold) is a ``float`` checked by it."""
+        typable = [v for v in values if not isinstance(v, float)]
+        parts = [f"Literal[{', '.join(self.literal(v) for v in typable)}]"] if typable else []
+        if len(typable) < len(values):
+            parts.append("float")
+        ann = " | ".join(parts)
+        if any(isinstance(v, bool | int | float) for v in values):
+            ann = f"Annotated[{ann}, client.exact({', '.join(self.literal(v) for v in values)})]"
+        return ann
+
+    def prim(self, t: T.Prim) -> str:
+        if t.name in ("text", "path", "member"):
+            return "str"
+        if t.name == "int":
+            self.uses_int = True
+            return "Int"
+        if t.name == "number":
+            return "float"
+        if t.name == "bool":
+            return "bool"
+        if t.name == "duration":
+            return f"Annotated[str, client.pattern_check({_py_str(DURATION_PATTERN)})]"
+        if t.name == "null":
+            return "None"
+        return "JsonValue"
+
+    def named(self, name: str) -> str:
+        if name not in self.by_type:
+            obj = self.env.objects[name]
+            py = self.class_name(name)
+            self.by_type[name] = py  # before its fields: a recursive reference finds it
+            self.models[py] = _Model(py, obj, obj.doc or self.env.docs.get(name))
+            self.fill(self.models[py])
+        return self.by_type[name]
+
+    def model_for(self, obj: T.ObjectType, wanted: str, doc: str | None) -> str:
+        py = self.class_name(wanted)
+        self.models[py] = _Model(py, obj, doc)
+        self.fill(self.models[py])
+        return py
+
+    def fill(self, model: _Model) -> None:
+        lines: list[str] = []
+        for fname, f in model.obj.fields.items():
+            inner_t = f.type.inner if f.optional and isinstance(f.type, T.OptionalType) else f.type
+            ann = self.annotation(inner_t, model.name + _pascal(fname))
+            ann = self.constrained(ann, inner_t, f.constraints)
+            if f.optional and ann not in ("JsonValue", "None") and not ann.endswith("| None"):
+                ann = f"{ann} | None"
+            attr, alias = self.attribute(fname)
+            args = []
+            if f.optional:
+                args.append("default=None")
+            if alias is not None:
+                args.append(f"alias={_py_str(alias)}")
+            if f.doc:
+                args.append(f"description={_py_str(f.doc)}")
+            if not args and len(f"    {attr}: {ann}") > 100 and _bare_literal(ann):
+                lines.append(f"    {attr}: Literal[")  # one value a line, as `ruff format` has it
+                lines += [f"        {v.strip()}," for v in _split_top(ann[len("Literal[") : -1])]
+                lines.append("    ]")
+            elif not args:
+                lines.append(f"    {attr}: {ann}")
+            elif args == ["default=None"]:
+                lines.append(f"    {attr}: {ann} = None")
+            elif len(line := f"    {attr}: {ann} = Field({', '.join(args)})") <= 100:
+                lines.append(line)
+            elif len(f"        {', '.join(args)}") <= 100:  # split as `ruff format` splits it
+                lines += [f"    {attr}: {ann} = Field(", f"        {', '.join(args)}", "    )"]
+            else:
+                lines += [f"    {attr}: {ann} = Field(", *[f"        {a}," for a in args], "    )"]
+        model.lines = lines
+        self.done.append(model.name)
+
+    @staticmethod
+    def attribute(fname: str) -> tuple[str, str | None]:
+        """``(attribute name, alias or None)``: a field name Python or Pydantic cannot take as
+        an attribute (a keyword, ``_x``, ``model_x``, a BaseModel method) gets an alias."""
+        if (
+            keyword.iskeyword(fname)
+            or fname.startswith("_")
+            or fname.startswith("model_")
+            or fname in _BASEMODEL_ATTRS
+        ):
+            attr = "f" + fname if fname.startswith("_") else fname + "_"
+            return attr, fname
+        return fname, None
+
+    def constrained(self, ann: str, t: T.Type, constraints: dict[str, tuple]) -> str:
+        if not constraints:
+            return ann
+        resolved = self.env.resolve(t)
+        while isinstance(resolved, T.NamedRef | T.OptionalType):
+            resolved = self.env.resolve(
+                resolved.inner if isinstance(resolved, T.OptionalType) else resolved
+            )
+        args: list[str] = []
+        extra: list[str] = []
+        for name, values in constraints.items():
+            lo, hi = (list(values) + [None, None])[:2]
+            if name == "range":
+                if lo is not None:
+                    args.append(f"ge={lo!r}")
+                if hi is not None:
+                    args.append(f"le={hi!r}")
+            elif name == "length":
+                if lo is not None:
+                    args.append(f"min_length={lo!r}")
+                if hi is not None:
+                    args.append(f"max_length={hi!r}")
+            elif name == "pattern" and values:
+                extra.append(f"client.pattern_check({_py_str(str(values[0]))})")
+            elif name == "format" and values:
+                self.uses_format = True
+                extra.append(f"client.format_check({_py_str(str(values[0]))})")
+        if isinstance(resolved, T.UnionType | T.ErrorType):  # constraints of a union: per member
+            return ann
+        parts = [ann, *([f"Field({', '.join(args)})"] if args else []), *extra]
+        return f"Annotated[{', '.join(parts)}]"
+
+    # -- the module ------------------------------------------------------------------------------
+    def render_model(self, model: _Model) -> list[str]:
+        out = [f"class {model.name}(_Model):"]
+        if model.doc:
+            out.append(f"    {_docstring(model.doc)}")
+            out.append("")
+        out.extend(model.lines or ["    pass"])
+        return out
+
+
+def _assignment(name: str, value: str) -> list[str]:
+    """``name = value``, in parentheses over three lines when it is too long for one."""
+    if len(f"{name} = {value}") <= 100:
+        return [f"{name} = {value}"]
+    return [f"{name} = (", f"    {value}", ")"]
+
+
+def _bare_literal(ann: str) -> bool:
+    """Whether ``ann`` is one ``Literal[…]`` and nothing else."""
+    return ann.startswith("Literal[") and ann.endswith("]") and _split_top(ann)[0] == ann
+
+
+def _split_top(text: str) -> list[str]:
+    """``text`` split at its top-level commas (outside brackets and string literals)."""
+    parts, depth, quote, start, i = [], 0, "", 0, 0
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = ""
+        elif c in "\"'":
+            quote = c
+        elif c in "[(":
+            depth += 1
+        elif c in "])":
+            depth -= 1
+        elif c == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+        i += 1
+    parts.append(text[start:])
+    return parts
+
+
+def _docstring(text: str) -> str:
+    body = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    if "\n" in body:
+        return '"""' + body.replace("\n", "\n    ") + '\n    """'
+    return f'"""{body}"""'
+
+
+def generate_python(result: CheckResult, source_text: str, flow_file: str, module_file: str) -> str:
+    """The client module's text for the checked program ``result`` of ``source_text``.
+
+    ``flow_file`` and ``module_file`` are paths (as the user gave them); the module finds the
+    flow relative to its own directory at run time. Raises
+    :class:`~agentflow.errors.CompileError` when the program has errors,
+    :class:`~agentflow.errors.ContractError` when a type of its input, output or stages has no
+    JSON form (an ``extern type``)."""
+    if not result.ok:
+        raise CompileError(result.errors, {flow_file: source_text})
+    g = _Generator(result)
+    flow_name = _snake(result.flow_name)
+    base = _pascal(result.flow_name)
+    in_ann = g.annotation(result.input_type, base + "Input")
+    out_ann = g.annotation(result.output_type, base + "Output")
+    stage_anns: dict[str, str] = {}
+    for name, st in result.stage_types.items():
+        saved = (dict(g.models), dict(g.by_type), dict(g.inline), list(g.done))
+        try:
+            stage_anns[name] = g.annotation(st, base + _pascal(name))
+        except ContractError:  # a stage whose value has no JSON form is left out of the model
+            g.models, g.by_type, g.inline, g.done = saved
+    stages_class = g.class_name(base + "Stages")
+    rel = os.path.relpath(Path(flow_file).resolve(), Path(module_file).resolve().parent)
+    rel = Path(rel).as_posix()
+    digest = source_digest(source_text)
+    lines: list[str] = []
+    summary = result.description or result.flow_name
+    lines += [
+        f'"""Typed client of the agentflow flow `{result.flow_name}` ({_docline(summary)}).',
+        "",
+        f"Generated by `flowc gen python` from {rel}.",
+        "Do not edit: run the command again after changing the flow (`flowc check` warns when",
+        "this file is stale and flow.toml lists it under `[gen] python`).",
+        '"""',
+        "",
+        f"{HEADER_MARK} source={rel} digest={digest}",
+        "",
+        "from __future__ import annotations",
+        "",
+        "import os",
+        "from collections.abc import Iterable",
+        "from pathlib import Path",
+        "from typing import TYPE_CHECKING, Annotated, Any, Literal, Never  # noqa: F401",
+        "",
+        "from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter  # noqa: F401",
+        "",
+        "from agentflow import client",
+        "from agentflow.client import Int  # noqa: F401",
+        "from agentflow.runtime.result import RunResult",
+        "",
+        "if TYPE_CHECKING:",
+        "    from agentflow.runtime.config import Config",
+        "    from agentflow.runtime.events import Sink",
+        "    from agentflow.runtime.hooks import Hooks",
+        "",
+        *_assignment("FLOW_FILE", f"Path(__file__).parent / {_py_str(rel)}"),
+        f"FLOW_DIGEST = {_py_str(digest)}",
+        "",
+        "",
+        "class _Model(BaseModel):",
+        '    """Closed and strict, as the flow\'s contracts are (no coercion, no unknown field)."""',
+        "",
+        "    model_config = ConfigDict(",
+        '        extra="forbid",',
+        "        strict=True,",
+        "        allow_inf_nan=False,",
+        "        protected_namespaces=(),",
+        "    )",
+    ]
+    for name in g.done:  # a model after the models its fields use (recursion aside)
+        lines += ["", "", *g.render_model(g.models[name])]
+    # the stages model: each stage's value, None until its steps have finished
+    lines += ["", "", f"class {stages_class}(_Model):"]
+    lines.append(f'    """The value of each stage of `{result.flow_name}`, once it has one."""')
+    lines.append("")
+    for name, ann in stage_anns.items():
+        attr, alias = _Generator.attribute(name)
+        opt = ann if ann.endswith("| None") or ann in ("JsonValue", "None") else f"{ann} | None"
+        if alias:
+            lines.append(f"    {attr}: {opt} = Field(default=None, alias={_py_str(alias)})")
+        else:
+            lines.append(f"    {attr}: {opt} = None")
+    if not stage_anns:
+        lines.append("    pass")
+    lines += ["", ""]
+    for name in g.done:
+        lines.append(f"{name}.model_rebuild()")
+    lines.append(f"{stages_class}.model_rebuild()")
+    lines += [
+        f"INPUT: TypeAdapter[{in_ann}] = TypeAdapter({_runtime_ann(in_ann)})",
+        f"OUTPUT: TypeAdapter[{out_ann}] = TypeAdapter({_runtime_ann(out_ann)})",
+    ]
+    templates = _stage_templates(result, flow_file)
+    one_line = f"STAGE_TEMPLATES: dict[str, str] = {json.dumps(templates)}"
+    if len(one_line) <= 100:
+        lines.append(one_line)
+    else:
+        lines.append("STAGE_TEMPLATES: dict[str, str] = {")
+        lines += [f"    {json.dumps(k)}: {json.dumps(v)}," for k, v in templates.items()]
+        lines.append("}")
+    input_param = f"input: {in_ann}" + (" = None" if in_ann == "JsonValue" else "")
+    for is_async in (True, False):
+        fn = f"run_{flow_name}" if is_async else f"run_{flow_name}_sync"
+        lines += ["", ""]
+        lines.append(f"{'async ' if is_async else ''}def {fn}(")
+        lines += [
+            f"    {input_param},",
+            "    *,",
+            "    config: Config | str | os.PathLike[str] | None = None,",
+            "    workspace: str | os.PathLike[str] | None = None,",
+            "    trace: str | os.PathLike[str] | None = None,",
+            "    sinks: Iterable[Sink] = (),",
+            "    hooks: Hooks | None = None,",
+            "    record: str | os.PathLike[str] | None = None,",
+            "    replay: str | os.PathLike[str] | None = None,",
+            "    model: str | None = None,",
+            "    telemetry: bool | str | None = None,",
+            "    durable: bool = False,",
+            "    run_id: str | None = None,",
+            "    database: str | None = None,",
+            f") -> RunResult[{out_ann}]:",
+        ]
+        verb = "Run" if is_async else "Run (on its own event loop)"
+        lines.append(f'    """{verb} `{result.flow_name}` on ``input``; the output is validated')
+        lines.append(f"    into ``{_docline(out_ann)}``.")
+        lines.append("")
+        lines.append(
+            "    The options are :func:`agentflow.run`'s (docs/reference/python-api.md); errors"
+        )
+        lines.append(
+            '    come back as values (``result.error``), as from :func:`agentflow.run`."""'
+        )
+        call = "await client.run_flow" if is_async else "client.run_flow_sync"
+        lines += [
+            f"    result = {call}(",
+            "        FLOW_FILE,",
+            '        INPUT.dump_python(input, mode="json", by_alias=True, exclude_unset=True),',
+            *(f"        {o}={o}," for o in _OPTIONS),
+            "    )",
+            "    return client.typed_result(result, OUTPUT)",
+        ]
+    lines += ["", ""]
+    none = " = None" if in_ann == "JsonValue" else " | None = None"
+    dump = 'INPUT.dump_python(input, mode="json", by_alias=True)'
+    params = ["result: RunResult[Any]", f"input: {in_ann}{none}"]
+    head = f"def {flow_name}_stages({', '.join(params)}) -> {stages_class}:"
+    if len(head) > 100:  # as `ruff format` splits a signature
+        inner = f"    {', '.join(params)}"
+        body = [inner] if len(inner) <= 100 else [f"    {p}," for p in params]
+        head = "\n".join([f"def {flow_name}_stages(", *body, f") -> {stages_class}:"])
+    lines += [
+        head,
+        f'    """Each stage\'s value in ``result`` (a run of `{result.flow_name}`) as its model:',
+        "    the stages whose steps all finished (None for the others); ``input``: the run's",
+        '    input, for a stage whose value is read from it."""',
+        f"    given = None if input is None else {dump}",
+        "    values = client.stage_values(result, STAGE_TEMPLATES, given)",
+        f"    return {stages_class}.model_validate(values)",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _docline(text: str) -> str:
+    return re.sub(r"\s+", " ", text).replace('"""', "'''").replace("\\", "/").strip()
+
+
+def _runtime_ann(ann: str) -> str:
+    """An annotation as a run-time expression (``X | None`` works at run time for classes)."""
+    return ann
+
+
+def _stage_templates(result: CheckResult, flow_file: str) -> dict[str, str]:
+    from agentflow.compiler.lowering import lower_with_stages
+
+    _, stages = lower_with_stages(result, file=flow_file)
+    return {k: v for k, v in stages.items() if isinstance(v, str)}
+
+
+# -------------------------------------------------------------------------------- stale modules
+
+
+def gen_modules(flow_file: str | os.PathLike[str]) -> list[Path]:
+    """The generated modules the nearest ``flow.toml`` (from the flow file's directory upward)
+    lists under ``[gen] python`` (paths relative to that file), or ``[]``: the opt-in of the
+    ``stale-generated-module`` check. An unreadable or malformed ``flow.toml`` lists none
+    (``flowc run`` reports it)."""
+    start = Path(flow_file).resolve().parent
+    for directory in (start, *start.parents):
+        candidate = directory / "flow.toml"
+        if candidate.is_file():
+            try:
+                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                return []
+            listed = (
+                (data.get("gen") or {}).get("python") if isinstance(data.get("gen"), dict) else None
+            )
+            if not isinstance(listed, list):
+                return []
+            return [directory / p for p in listed if isinstance(p, str)]
+    return []
+
+
+def stale_diagnostics(flow_file: str, source_text: str, modules: list[Path]) -> list[Diagnostic]:
+    """A ``stale-generated-module`` warning for each of ``modules`` generated from
+    ``flow_file`` (its header's source resolves to the same file) whose recorded digest is not
+    ``source_text``'s. Modules that are missing, unreadable or generated from another flow are
+    skipped. The span is the program's ``flow`` header line (else its first line)."""
+    out: list[Diagnostic] = []
+    here = Path(flow_file).resolve()
+    digest = source_digest(source_text)
+    for module in modules:
+        try:
+            header = read_header(module.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+        if header is None:
+            continue
+        source, recorded = header
+        if (module.resolve().parent / source).resolve() != here or recorded == digest:
+            continue
+        shown = _shown(module)
+        out.append(
+            Diagnostic(
+                code=D.STALE_GENERATED_MODULE,
+                severity="warning",
+                message=f"{shown} was generated from an earlier version of this flow",
+                span=_header_span(flow_file, source_text),
+                hint=f"run `flowc gen python {flow_file} -o {shown}` again",
+            )
+        )
+    return out
+
+
+def _header_span(flow_file: str, text: str) -> Span:
+    """The span of the program's ``flow`` header line, else of its first line: where an editor
+    shows a warning about the whole file."""
+    lines = text.split("\n")
+    index = next((i for i, line in enumerate(lines) if re.match(r"flow\b", line)), 0)
+    start = sum(len(line) + 1 for line in lines[:index])
+    width = len(lines[index].rstrip("\r")) if lines else 0
+    return Span(flow_file, index + 1, 1, index + 1, width + 1, start, start + width)
+
+
+def _shown(module: Path) -> str:
+    """``module`` relative to the current directory when it is beneath it, else as it is."""
+    try:
+        return module.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(module)

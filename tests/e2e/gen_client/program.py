@@ -1,0 +1,29 @@
+"""Uses the generated client of examples/bug-triage.flow."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from bug_triage import BugReport, ChangeResult, Triage, bug_triage_stages, run_bug_triage_sync
+
+
+def main(examples: Path) -> Triage:
+    report = BugReport.model_validate_json((examples / "bug-report.json").read_text())
+    result = run_bug_triage_sync(
+        report,
+        workspace=examples / "workspace",
+        replay=examples / "bug-triage.cassette.jsonl",
+        config=examples / "flow.toml",
+    )
+    assert result.ok, result.error
+    changes: list[ChangeResult] = result.output or []
+    print([change.owner for change in changes])
+    triage = bug_triage_stages(result).plan
+    assert triage is not None
+    print(triage.severity, [item.owner for item in triage.work])
+    return triage
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

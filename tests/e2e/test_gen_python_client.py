@@ -1,0 +1,60 @@
+"""`flowc gen python examples/bug-triage.flow`: the generated client passes `mypy --strict`, a
+program using it runs the demo's cassette and gets a `Triage`, and a misspelt field in a program
+is a mypy error (docs/reference/python-clients.md)."""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+from support.paths import REPO
+
+from agentflow.cli import main
+
+EXAMPLES = REPO / "examples"
+PROGRAMS = Path(__file__).parent / "gen_client"
+
+
+def _client(tmp_path: Path) -> Path:
+    """The generated client of bug-triage.flow and the two test programs, in ``tmp_path``."""
+    module = tmp_path / "bug_triage.py"
+    out = CliRunner().invoke(
+        main, ["gen", "python", str(EXAMPLES / "bug-triage.flow"), "-o", str(module)]
+    )
+    assert out.exit_code == 0, out.output
+    for program in PROGRAMS.glob("program*.py"):
+        shutil.copy(program, tmp_path / program.name)
+    return module
+
+
+def test_generated_client_is_mypy_strict_clean_and_a_misspelt_field_is_an_error(tmp_path):
+    _client(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", str(tmp_path / ".mypy"),
+         "bug_triage.py", "program.py", "program_misspelt.py"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    errors = [line for line in done.stdout.splitlines() if ": error:" in line]
+    assert errors, done.stdout + done.stderr
+    # every error is the misspelt line's (none in the module or the correct program)
+    assert all(line.startswith("program_misspelt.py:9: error:") for line in errors), done.stdout
+    assert any('"Triage" has no attribute "severty"' in line for line in errors), done.stdout
+
+
+def test_program_using_the_client_runs_the_demo_cassette_and_gets_a_triage(tmp_path, monkeypatch):
+    _client(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("AGENTFLOW_CACHE_DIR", str(tmp_path / "cache"))
+    for name in ("bug_triage", "program"):
+        sys.modules.pop(name, None)
+    program = importlib.import_module("program")
+    client = importlib.import_module("bug_triage")
+    triage = program.main(EXAMPLES)
+    assert isinstance(triage, client.Triage)
+    assert triage.severity == "high"
+    assert [item.owner for item in triage.work] == ["backend", "frontend"]
+    assert all(isinstance(item, client.WorkItem) for item in triage.work)
