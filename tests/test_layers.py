@@ -42,6 +42,7 @@ LAYERS: dict[str, tuple[str, int]] = {
     "agentflow.serve": ("api", 5),  # flowc serve --mcp: runs programs through the api
     "agentflow.flowtest": ("api", 5),
     "agentflow.flowexplore": ("api", 5),
+    "agentflow.evals": ("api", 5),  # flowc eval: compiles and runs flows
     "agentflow.lsp": ("lsp", 5),
     "agentflow.cli": ("cli", 6),
     "agentflow.testing": ("testing", 6),

@@ -21,7 +21,7 @@ from typing import Any
 import click
 
 from agentflow import api
-from agentflow.cli import durable, flowtests, views
+from agentflow.cli import durable, evals, flowtests, views
 from agentflow.cli.common import (
     _check_run_options,
     _err,
@@ -826,5 +826,6 @@ for _command in (
     flowtests.test_cmd,
     views.graph_cmd,
     views.report_cmd,
+    evals.eval_cmd,
 ):
     main.add_command(_command)
