@@ -213,12 +213,13 @@ class EvalReport:
         return out
 
     def worst(self, limit: int = 5) -> list[CaseRun]:
-        """The failing case runs, fewest passing scorers first (at most ``limit``)."""
+        """The failing case runs, lowest mean score first, then in dataset order (at most
+        ``limit``)."""
         failed = [r for r in self.runs if not r.passed]
 
-        def key(r: CaseRun) -> tuple[float, str]:
+        def key(r: CaseRun) -> tuple[float, str, int, int]:
             scores = [s.score for s in r.scores.values() if s.score is not None]
-            return (sum(scores) / len(scores) if scores else 0.0, r.case)
+            return (sum(scores) / len(scores) if scores else 0.0, r.file, r.line, r.repeat)
 
         return sorted(failed, key=key)[:limit]
 
