@@ -7,7 +7,8 @@ test, ``repeat`` times, a few at a time, each within its time limit; then each s
 - **A case run**: the flow's plan (its finish extended to hand back every stage, as ``flowc
   test`` does) runs through :func:`agentflow.api.run` with its own model router: the configured
   models, or for ``--models a,b`` every model call of the flow answered by the named model
-  ``a`` (then ``b``), or the test model (``model="test"``), or a cassette (``replay``).
+  ``a`` (then ``b``), or the test model (``model="test"``; repetition ``k`` uses seed
+  ``seed + k``), or a cassette (``replay``).
 - **The cache** (:class:`ResponseCache`, in ``.flowc-cache/eval/``): every model answer is kept
   under the SHA-256 of (the model, the repetition, the request as a cassette keys it). A rerun
   sends only the requests it has not seen: nothing when nothing changed, and after a prompt
@@ -461,7 +462,8 @@ def _case_router(
         from agentflow.runtime.models.test_model import parse_model_option, test_router
 
         seed, call_tools = parse_model_option(model)
-        return test_router(config, seed, call_tools=call_tools)
+        # each repetition its own seed: repeated runs vary as a real model's do
+        return test_router(config, seed + repeat, call_tools=call_tools)
     if replay is not None:
         from agentflow.runtime.models.cassette import ReplayRouter
 
