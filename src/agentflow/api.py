@@ -68,6 +68,7 @@ __all__ = [
     "evaluate_async",
     "compare_eval",
     "eval_page",
+    "eval_datasets_check",
 ]
 
 
@@ -95,9 +96,13 @@ def check(path: str | os.PathLike) -> CheckResult:
     """Parse and type-check the `.flow` file at ``path``.
 
     Never raises for the file's content (every problem is a diagnostic); raises ``OSError`` when
-    the file cannot be read.
+    the file cannot be read. The datasets its ``eval`` blocks name are checked too
+    (:func:`eval_datasets_check`).
     """
-    return check_file(path)
+    result = check_file(path)
+    if result.ok and result.evals:
+        result.diagnostics.extend(eval_datasets_check(result, str(path))[0])
+    return result
 
 
 def compile_source(text: str, file: str) -> CompiledFlow:
@@ -860,3 +865,20 @@ def eval_page(report: Any, comparison: Any = None) -> str:
     from agentflow.evals.html import build_page
 
     return build_page(report, comparison)
+
+
+def eval_datasets_check(result: CheckResult, file: str) -> tuple[list[Any], dict[str, str]]:
+    """The problems of the datasets the ``eval`` blocks of the checked flow ``result`` (of the
+    `.flow` ``file``) name, each at its line and column in the dataset (docs/reference/evals.md
+    "Datasets"), and the datasets' texts by file name (for rendering). ``flowc check`` and
+    :func:`check` report them; a block naming no dataset adds nothing."""
+    from agentflow.evals.runner import dataset_diagnostics
+
+    diagnostics: list[Any] = []
+    sources: dict[str, str] = {}
+    for block in result.evals:
+        if block.node.datasets:
+            _, found, texts = dataset_diagnostics(result, file, block, [])
+            diagnostics.extend(found)
+            sources.update(texts)
+    return diagnostics, sources

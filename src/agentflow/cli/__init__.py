@@ -131,7 +131,12 @@ def check(paths: tuple[str, ...], fmt: str, warnings_as_errors: bool) -> None:
             sys.exit(2)
         sources[str(f)] = text
         try:
-            diags.extend(check_source(text, str(f)).diagnostics)
+            result = check_source(text, str(f))
+            diags.extend(result.diagnostics)
+            if result.ok and result.evals:  # the eval blocks' datasets (docs/reference/evals.md)
+                more, texts = api.eval_datasets_check(result, str(f))
+                diags.extend(more)
+                sources.update(texts)
         except Exception as e:  # pragma: no cover - a checker bug: report it, no traceback
             _err(f"{f}: internal error in the checker ({type(e).__name__}: {e}); please report it")
             sys.exit(1)

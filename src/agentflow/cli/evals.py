@@ -64,6 +64,8 @@ def _fraction(value: str | None) -> float | None:
               ".flowc-cache/eval is neither read nor written).")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (a later "
               "--baseline).")  # fmt: skip
+@click.option("--save", type=click.Path(dir_okay=False), help="Write the JSON report here (a "
+              "later --baseline).")  # fmt: skip
 @click.option("--junit", type=click.Path(dir_okay=False), help="Write JUnit XML here.")
 @click.option("--html", "html_out", type=click.Path(dir_okay=False),
               help="Write the HTML page here.")  # fmt: skip
@@ -86,6 +88,7 @@ def eval_cmd(
     timeout: float | None,
     no_cache: bool,
     as_json: bool,
+    save: str | None,
     junit: str | None,
     html_out: str | None,
     baseline: str | None,
@@ -134,6 +137,8 @@ def eval_cmd(
         _err(_render(report.diagnostics, _with_sources(report.diagnostics, report.sources), "text"))
         sys.exit(NOT_CHECKED)
     comparison = api.compare_eval(report, baseline) if baseline is not None else None
+    if save:
+        Path(save).write_text(report.to_json(), encoding="utf-8")
     if junit:
         Path(junit).write_text(report.to_junit(), encoding="utf-8")
     if html_out:

@@ -140,7 +140,9 @@ def read_dataset(path: str | os.PathLike, shown: str | None = None) -> Dataset:
 def _read_lines(text: str, file: str, out: Dataset) -> None:
     from agentflow.runtime.extract import loads_value
 
+    offset = 0
     for number, line in enumerate(text.split("\n"), 1):
+        start, offset = offset, offset + len(line) + 1
         if not line.strip() or line.lstrip().startswith("//"):
             continue
         try:
@@ -155,7 +157,7 @@ def _read_lines(text: str, file: str, out: Dataset) -> None:
         keys: dict[_Path, Span] = {}
         try:  # positions: JSON is YAML, and YAML's nodes know their columns
             node = _compose(line)
-            _positions(node, (), file, spans, keys, line_offset=number - 1)
+            _positions(node, (), file, spans, keys, number - 1, start)
         except Exception:  # noqa: BLE001 - positions are a convenience: the line is enough
             spans = {}
         spans.setdefault((), _at(file, number, 1, max(1, len(line.rstrip()))))
@@ -180,23 +182,34 @@ def _positions(
     spans: dict[_Path, Span],
     keys: dict[_Path, Span],
     line_offset: int = 0,
+    char_offset: int = 0,
 ) -> None:
-    """Fill ``spans`` (value positions) and ``keys`` (key positions) below ``node``."""
+    """Fill ``spans`` (where each value is, start to end) and ``keys`` (where each key is) below
+    ``node``; ``line_offset``/``char_offset``: where the composed text starts in the file."""
     import yaml
 
-    def shifted(mark: Any) -> Span:
-        s = _span(file, mark)
-        return Span(file, s.line + line_offset, s.column, s.end_line + line_offset, s.end_column)
+    def span(start: Any, end: Any) -> Span:
+        end_line = end.line if end.line == start.line else start.line
+        end_column = end.column if end.line == start.line else start.column + 1
+        return Span(
+            file,
+            start.line + 1 + line_offset,
+            start.column + 1,
+            end_line + 1 + line_offset,
+            end_column + 1,
+            start.index + char_offset,
+            (end.index if end.line == start.line else start.index + 1) + char_offset,
+        )
 
-    spans[path] = shifted(node.start_mark)
+    spans[path] = span(node.start_mark, node.end_mark)
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
             sub = (*path, key.value)
-            keys[sub] = shifted(key.start_mark)
-            _positions(value, sub, file, spans, keys, line_offset)
+            keys[sub] = span(key.start_mark, key.end_mark)
+            _positions(value, sub, file, spans, keys, line_offset, char_offset)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
-            _positions(item, (*path, index), file, spans, keys, line_offset)
+            _positions(item, (*path, index), file, spans, keys, line_offset, char_offset)
 
 
 def _read_document(text: str, file: str, out: Dataset) -> None:

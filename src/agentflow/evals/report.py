@@ -28,6 +28,8 @@ __all__ = [
 
 #: the ``format`` of an eval's JSON (a baseline must have it)
 FORMAT = "agentflow-eval/1"
+#: flaky cases the terminal table lists
+_SHOWN = 8
 
 
 @dataclass
@@ -324,7 +326,8 @@ class EvalReport:
             rows.append(row)
         widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
         for r in rows:
-            out.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+            cells = "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True))
+            out.append(("  " + cells).rstrip())
         worst = self.worst()
         if worst:
             out.append("worst cases:")
@@ -338,13 +341,15 @@ class EvalReport:
             flaky = [c for c in self.stats() if c.flaky]
             if flaky:
                 out.append(f"flaky cases (passed in some of {self.repeat} runs):")
-                for c in flaky:
+                for c in flaky[:_SHOWN]:
                     out.append(
                         f"  {c.case} · {c.scorer}"
                         + (f" [{c.model}]" if len(self.models) > 1 else "")
                         + f": passed {c.passes}/{c.runs}, mean {c.mean:.2f}, "
                         f"variance {c.variance:.3f}, pass^{self.repeat} {c.pass_k:.0f}"
                     )
+                if len(flaky) > _SHOWN:
+                    out.append(f"  … and {len(flaky) - _SHOWN} more (--json has them all)")
         cost = sum(float(r.usage.get("cost") or 0) for r in self.runs)
         passed = sum(1 for r in self.runs if r.passed)
         out.append(
@@ -427,7 +432,7 @@ class Comparison:
             f"against the baseline: {len(self.regressions)} regression(s), "
             f"{len(self.improvements)} improvement(s)"
         ]
-        for c in self.changes:
+        for c in [*self.regressions, *self.improvements]:
             mark = "-" if c.kind == "regression" else "+"
             out.append(
                 f"  {mark} {c.case} · {c.scorer} [{c.model}]: {_num(c.before)} → {_num(c.after)}"
@@ -458,7 +463,14 @@ def compare(report: EvalReport, baseline: dict[str, Any]) -> Comparison:
     before = _stats_of(baseline)
     after = _stats_of(report.to_dict())
     out = Comparison()
-    for key in sorted(set(before) | set(after)):
+    order = {r.case: i for i, r in reversed(list(enumerate(report.runs)))}
+    scorer_order = {name: i for i, name in enumerate(report.scorers)}
+
+    def place(key: tuple[str, str, str]) -> tuple[int, str, str, int, str]:
+        case, model, scorer = key
+        return (order.get(case, len(order)), case, model, scorer_order.get(scorer, 0), scorer)
+
+    for key in sorted(set(before) | set(after), key=place):
         b, a = before.get(key), after.get(key)
         bm = b["mean"] if b else None
         am = a["mean"] if a else None
