@@ -61,7 +61,9 @@ def _project(tmp_path, chat_server, cases=50):
     chat_server.write_config(tmp_path, retries=0)
     (tmp_path / "parity.flow").write_text(FLOW, encoding="utf-8")
     lines = [
-        json.dumps({"name": f"n{n}", "input": {"n": n, "note": "x"}, "expected": {"label": _truth(n)}})
+        json.dumps(
+            {"name": f"n{n}", "input": {"n": n, "note": "x"}, "expected": {"label": _truth(n)}}
+        )
         for n in range(1, cases + 1)
     ]
     (tmp_path / "cases.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -90,7 +92,7 @@ def test_a_bad_case_is_a_diagnostic_at_its_line_and_no_request_is_sent(tmp_path,
         (
             "type-mismatch",
             3,
-            rows[2].index('3}}') + 1,  # the value itself
+            rows[2].index("3}}") + 1,  # the value itself
             '`expected.label` is 3, but the flow\'s output type wants `"even" | "odd"` here',
         ),
     ]
@@ -191,7 +193,8 @@ def test_baseline_lists_exactly_the_changed_cases_and_gates_on_regressions(
     (tmp_path / "base.json").write_text(base.stdout, encoding="utf-8")
 
     same = runner.invoke(
-        main, ["eval", "parity.flow", "--no-cache", "--baseline", "base.json", "--fail-on-regression"]
+        main,
+        ["eval", "parity.flow", "--no-cache", "--baseline", "base.json", "--fail-on-regression"],
     )
     assert same.exit_code == 0, same.output
     assert "0 regression(s), 0 improvement(s)" in same.output
