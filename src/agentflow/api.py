@@ -772,6 +772,8 @@ async def evaluate_async(
     timeout: float | None = None,
     cache: str | os.PathLike | None = ".flowc-cache",
     on_run: Callable[[Any], Any] | None = None,
+    telemetry: bool | str | None = None,
+    tracer_provider: Any = None,
 ) -> Any:
     """Evaluate ``flow`` on its datasets and return an :class:`agentflow.evals.EvalReport`
     (docs/reference/evals.md).
@@ -787,7 +789,10 @@ async def evaluate_async(
     - ``repeat``: runs per case (variance, pass^k); ``concurrency``: case runs at once;
       ``timeout``: seconds a case run may take (then its status is ``timeout``);
     - ``cache``: the directory of the answer cache (``eval/`` below it; None: no cache);
-    - ``on_run(case_run)``: called as each case run is scored.
+    - ``on_run(case_run)``: called as each case run is scored;
+    - ``telemetry``: as :func:`run`'s — export one ``eval`` span with a span per case run and,
+      under each, the run's spans (docs/observability.md); ``tracer_provider``: a host's
+      OpenTelemetry TracerProvider to export with instead (turns telemetry on).
 
     Never raises for a mistake in the `.flow` or a dataset: the report's ``diagnostics`` hold
     them and nothing runs (no model request is sent). Raises :class:`ConfigError` when the flow
@@ -817,6 +822,15 @@ async def evaluate_async(
             config.resolve(name)  # an unknown name is a ConfigError now, not in every case
         if not models and not config.has_model():
             raise ConfigError(no_model_message(config))
+    from agentflow.evals.runner import EvalTrace
+    from agentflow.runtime.telemetry import TelemetrySettings, settings_for
+
+    settings = settings_for(config, telemetry) if telemetry is not False else None
+    if settings is None and tracer_provider is not None:
+        settings = TelemetrySettings()
+    trace = None
+    if settings is not None:
+        trace = EvalTrace(settings, tracer_provider, prepared.block.node.name, str(flow))
     report = await run_eval(
         prepared,
         config=config,
@@ -829,6 +843,7 @@ async def evaluate_async(
         timeout_s=timeout,
         cache=ResponseCache(Path(cache) / "eval") if cache is not None else None,
         on_run=on_run,
+        trace=trace,
     )
     report.diagnostics = prepared.diagnostics  # warnings
     report.sources = prepared.sources

@@ -11,7 +11,15 @@ from typing import Any
 import click
 
 from agentflow import api
-from agentflow.cli.common import _err, _fail, _render, _with_sources, _write_or_echo
+from agentflow.cli.common import (
+    _err,
+    _fail,
+    _otel_endpoint,
+    _render,
+    _telemetry_option,
+    _with_sources,
+    _write_or_echo,
+)
 from agentflow.errors import FlowError
 
 #: exit codes (as every command's: 1 when the input has errors): a gate failed (scores under
@@ -73,6 +81,11 @@ def _fraction(value: str | None) -> float | None:
               help="An earlier --json report: list the cases whose scores changed.")  # fmt: skip
 @click.option("--fail-under", "fail_under", help="Exit 1 when a scorer's pass rate (of any "
               "model) is under this (0.8 or 80%).")  # fmt: skip
+@click.option("--otel", is_flag=False, flag_value="on", default=None, metavar="[ENDPOINT]",
+              callback=lambda ctx, param, value: _otel_endpoint(value),
+              help="Export the eval as OpenTelemetry spans: one eval span, a span per case run, "
+              "the run's spans under it.")  # fmt: skip
+@click.option("--no-otel", is_flag=True, help="Do not export, even when flow.toml says so.")
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when a case scores lower than "
               "in --baseline.")  # fmt: skip
 def eval_cmd(
@@ -93,6 +106,8 @@ def eval_cmd(
     html_out: str | None,
     baseline: str | None,
     fail_under: str | None,
+    otel: str | None,
+    no_otel: bool,
     fail_on_regression: bool,
 ) -> None:
     """Run FLOW's `eval` block over its datasets (or DATASETS: JSON Lines, YAML or JSON files of
@@ -130,6 +145,7 @@ def eval_cmd(
             timeout=timeout,
             cache=None if no_cache else ".flowc-cache",
             on_run=progress,
+            telemetry=_telemetry_option(otel, no_otel),
         )
     except FlowError as e:
         _fail(e)

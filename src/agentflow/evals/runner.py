@@ -14,6 +14,8 @@ test, ``repeat`` times, a few at a time, each within its time limit; then each s
   sends only the requests it has not seen: nothing when nothing changed, and after a prompt
   changed only the requests of the cases that prompt reaches. An eval cut short (a crash, ^C)
   keeps every answer it got, so running it again pays only for the rest.
+- **Tracing** (:class:`EvalTrace`): with telemetry on, one ``eval`` span holds a span per case
+  run, under which the run exports its own spans.
 - **Scoring**: a ``score`` is the expression language evaluated over ``input``, ``output``,
   ``expected``, ``usage``, ``case`` and the stages; a ``judge`` puts its rubric to the ``judge``
   role with the contract ``{ score: number 0..1, reason: text }`` (cached too).
@@ -35,7 +37,7 @@ from typing import Any
 from agentflow.evals.dataset import Case, check_cases, read_dataset
 from agentflow.evals.report import CaseRun, EvalReport, ScoreResult
 
-__all__ = ["EVAL_JUDGE_PROMPT", "Prepared", "ResponseCache", "prepare", "run_eval"]
+__all__ = ["EVAL_JUDGE_PROMPT", "EvalTrace", "Prepared", "ResponseCache", "prepare", "run_eval"]
 
 #: the judge's instructions for a ``judge`` scorer (its rubric is the user message)
 EVAL_JUDGE_PROMPT = (
@@ -312,6 +314,72 @@ def flow_digest(prepared: Prepared) -> str:
     return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+# ---------------------------------------------------------------------------------- tracing
+
+
+class EvalTrace:
+    """OpenTelemetry spans of an eval: one ``eval NAME`` span, under it one ``eval case NAME``
+    span per case run (model, repetition, scores, passed), and under that the run's own spans
+    (an :class:`~agentflow.runtime.telemetry.OtelSink` continuing the case span's
+    ``traceparent``). ``provider``: a host's TracerProvider (not shut down), else one exporting
+    to ``settings.endpoint`` (shut down, so flushed, by :meth:`close`)."""
+
+    def __init__(self, settings: Any, provider: Any, name: str, flow: str):
+        from agentflow.core.version import __version__
+
+        self.settings = settings
+        self.owned = provider is None
+        if provider is None:
+            from agentflow.runtime.telemetry import _provider
+
+            provider = _provider(settings)
+        self.provider = provider
+        self.tracer = provider.get_tracer("agentflow.eval", __version__)
+        self.root = self.tracer.start_span(
+            f"eval {name}", attributes={"agentflow.eval.name": name, "agentflow.eval.flow": flow}
+        )
+
+    def case(self, case: Case, model: str, repeat: int) -> tuple[Any, Any]:
+        """``(case span, sink)``: the span of one case run, and the sink its run exports to."""
+        import dataclasses
+
+        from opentelemetry import trace
+
+        from agentflow.runtime.telemetry import OtelSink
+
+        span = self.tracer.start_span(
+            f"eval case {case.name}",
+            context=trace.set_span_in_context(self.root),
+            attributes={
+                "agentflow.eval.case": case.name,
+                "agentflow.eval.model": model,
+                "agentflow.eval.repeat": repeat,
+                "agentflow.eval.where": f"{case.file}:{case.line}",
+            },
+        )
+        ids = span.get_span_context()
+        parent = f"00-{ids.trace_id:032x}-{ids.span_id:016x}-01"
+        settings = dataclasses.replace(self.settings, traceparent=parent)
+        return span, OtelSink(settings, tracer_provider=self.provider)
+
+    def end_case(self, span: Any, run: CaseRun) -> None:
+        span.set_attribute("agentflow.eval.passed", run.passed)
+        span.set_attribute("agentflow.eval.status", run.status)
+        for name, score in run.scores.items():
+            if score.score is not None:
+                span.set_attribute(f"agentflow.eval.score.{name}", score.score)
+        span.end()
+
+    def close(self, report: EvalReport) -> None:
+        self.root.set_attribute("agentflow.eval.runs", len(report.runs))
+        self.root.set_attribute("agentflow.eval.passed", sum(1 for r in report.runs if r.passed))
+        self.root.end()
+        if self.owned:
+            self.provider.shutdown()
+        else:
+            self.provider.force_flush()
+
+
 # ---------------------------------------------------------------------------------- running
 
 
@@ -328,8 +396,10 @@ async def run_eval(
     timeout_s: float | None = None,
     cache: ResponseCache | None = None,
     on_run: Any = None,
+    trace: EvalTrace | None = None,
 ) -> EvalReport:
-    """Run every case of ``prepared`` (see the module docstring) and score it."""
+    """Run every case of ``prepared`` (see the module docstring) and score it; ``trace``: the
+    eval's OpenTelemetry spans (closed when every case has run)."""
     from agentflow.ir.loader import load_plan_data
 
     block = prepared.block
@@ -356,17 +426,24 @@ async def run_eval(
 
     async def one(m: str, k: int, case: Case) -> CaseRun:
         async with slots:
+            span, sink = trace.case(case, m, k) if trace is not None else (None, None)
             run = await _run_case(
                 prepared, plan, case, m if models else None, k,
                 config=config, workspace=workspace, model=model, replay=replay,
-                timeout_s=timeout_s, cache=cache, counts=counts,
+                timeout_s=timeout_s, cache=cache, counts=counts, sink=sink,
             )  # fmt: skip
             run.model = m
+            if trace is not None:
+                trace.end_case(span, run)
         if on_run is not None:
             on_run(run)
         return run
 
-    report.runs = list(await asyncio.gather(*(one(*job) for job in jobs)))
+    try:
+        report.runs = list(await asyncio.gather(*(one(*job) for job in jobs)))
+    finally:
+        if trace is not None:
+            trace.close(report)
     report.requests = counts["requests"]
     report.cached = counts["cached"]
     return report
@@ -386,6 +463,7 @@ async def _run_case(
     timeout_s: float | None,
     cache: ResponseCache | None,
     counts: dict,
+    sink: Any = None,
 ) -> CaseRun:
     from agentflow.api import run
     from agentflow.errors import FlowError
@@ -409,7 +487,8 @@ async def _run_case(
             router=router,
             shape_cache=False,
             telemetry=False,
-            sinks=[CallbackSink(lambda e: events.append(e.to_dict()))],
+            sinks=[CallbackSink(lambda e: events.append(e.to_dict()))]
+            + ([sink] if sink is not None else []),
         )
         result = await (asyncio.wait_for(coro, timeout_s) if timeout_s else coro)
     except TimeoutError:
