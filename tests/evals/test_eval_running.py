@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import xml.etree.ElementTree as ET
 
 from click.testing import CliRunner
 from support.chat_server import TEST_API_KEY, answer, status, text
+from support.timing import contention
 
 from agentflow import api
 from agentflow.cli import main
@@ -101,13 +103,20 @@ def test_an_unknown_model_of_the_matrix_is_refused_before_any_request(tmp_path, 
 
 def test_a_case_over_its_time_limit_fails_with_status_timeout(tmp_path, chat_server):
     config = _project(tmp_path, chat_server, cases=3)
+    release = threading.Event()
 
     def script(request):
         n = _number(request)
-        return answer({"label": _truth(n)}, delay=5.0 if n == 2 else 0.0)
+        if n == 2:
+            release.wait(60)  # answers only once the eval is over
+        return answer({"label": _truth(n)})
 
     chat_server.script(script)
-    report = api.evaluate(tmp_path / "parity.flow", config=config, timeout=1.0, cache=None)
+    limit = 0.5 * contention()  # a normal case takes a fifth of it on an idle machine
+    try:
+        report = api.evaluate(tmp_path / "parity.flow", config=config, timeout=limit, cache=None)
+    finally:
+        release.set()
     statuses = {r.case: r.status for r in report.runs}
     assert statuses == {"n1": "ok", "n2": "timeout", "n3": "ok"}
     (slow,) = [r for r in report.runs if r.case == "n2"]
