@@ -226,8 +226,10 @@ def dataset_diagnostics(result: Any, file: str, block: Any, datasets: list[str])
     what = "the eval's `expect` type" if block.node.expects else "the flow's output type"
     for shown, path in paths:
         ds = read_dataset(path, shown)
-        diagnostics.extend(ds.diagnostics)
-        diagnostics.extend(check_cases(ds.cases, input_schema, expected_schema, expected_what=what))
+        found = ds.diagnostics + check_cases(
+            ds.cases, input_schema, expected_schema, expected_what=what
+        )
+        diagnostics.extend(sorted(found, key=lambda d: (d.span.line, d.span.column)))
         cases.extend(ds.cases)
         try:
             sources[shown] = path.read_text(encoding="utf-8")
