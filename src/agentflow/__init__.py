@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         check_plan,
         compile_flow,
         compile_source,
+        evaluate,
         graph,
         load,
         report,
@@ -49,7 +50,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         run_sync,
         run_tests,
     )
-    from agentflow.api import evaluate
     from agentflow.errors import (
         ConfigError,
         ErrorInfo,
