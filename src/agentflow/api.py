@@ -818,10 +818,18 @@ async def evaluate_async(
             config = here / "flow.toml"
         config = load_config(config)
     if model is None and replay is None:
+        from agentflow.ir.loader import load_plan_data
+        from agentflow.runtime.config import missing_key_message
+
         for name in models or []:
             config.resolve(name)  # an unknown name is a ConfigError now, not in every case
-        if not models and not config.has_model():
-            raise ConfigError(no_model_message(config))
+        judged = "judge" in prepared.block.kinds.values()
+        if judged or plan_needs_model(load_plan_data(prepared.plan, str(flow))):
+            if not models and not config.has_model():
+                raise ConfigError(no_model_message(config))
+            missing = missing_key_message(config)
+            if missing:
+                raise ConfigError(missing)
     from agentflow.evals.runner import EvalTrace
     from agentflow.runtime.telemetry import TelemetrySettings, settings_for
 

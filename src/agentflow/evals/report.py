@@ -335,7 +335,8 @@ class EvalReport:
                 label = r.case if self.repeat == 1 else f"{r.case} #{r.repeat + 1}"
                 if len(self.models) > 1:
                     label += f" [{r.model}]"
-                out.append(f"  {label} ({r.file}:{r.line})")
+                where = f"{r.file}:{r.line}"
+                out.append(f"  {label}" + (f" ({where})" if r.case != where else ""))
                 out.extend(f"    {line}" for line in _failure_lines(r))
         if self.repeat > 1:
             flaky = [c for c in self.stats() if c.flaky]
