@@ -184,3 +184,25 @@ def test_fail_under_gates_on_a_pass_rate_and_junit_lists_the_failures(
     assert failed == {"n2": "exact: 0.00", "n4": "exact: 0.00"}
     passing = runner.invoke(main, ["eval", "parity.flow", "--fail-under", "0.5"])
     assert passing.exit_code == 0, passing.output
+
+
+def test_an_eval_replays_a_recorded_cassette_with_no_model(tmp_path, chat_server):
+    config = _project(tmp_path, chat_server, cases=3)
+    chat_server.script(lambda r: answer({"label": _truth(_number(r))}))
+    cassette = tmp_path / "parity.cassette.jsonl"
+    first = api.evaluate(tmp_path / "parity.flow", config=config, cache=None)
+    # the same exchanges, recorded as `flowc run --record` does, case by case
+
+    lines = []
+    for n in (1, 2, 3):
+        part = tmp_path / f"part{n}.jsonl"
+        api.run_sync(
+            tmp_path / "parity.flow", {"n": n}, config=config, record=part, shape_cache=False
+        )
+        lines += part.read_text(encoding="utf-8").splitlines()
+    cassette.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    sent = len(chat_server.requests)
+    replayed = api.evaluate(tmp_path / "parity.flow", replay=cassette, cache=None)
+    assert len(chat_server.requests) == sent  # nothing reached the server
+    assert [r.output for r in replayed.runs] == [r.output for r in first.runs]
+    assert replayed.models == ["replay"] and all(r.passed for r in replayed.runs)
