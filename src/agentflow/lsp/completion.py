@@ -16,6 +16,7 @@ from agentflow.core.functions import FUNCTIONS
 from agentflow.core.vocabulary import (
     AGENT_CLAUSES,
     BUILTIN_TYPES,
+    EVAL_WORDS,
     EXPRESSION_WORDS,
     STATEMENT_WORDS,
     STUB_KINDS,
@@ -98,7 +99,7 @@ def completions(a: Analysis, offset: int, text: str | None = None) -> list[Compl
                 Completion("score", "keyword", "score NAME = E [threshold N]"),
                 Completion("judge", "keyword", 'judge NAME "rubric" [threshold N]'),
             ]
-        if prev not in ("score", "judge", "dataset", "threshold", "expect"):
+        if prev not in (*EVAL_WORDS, "judge", "expect"):  # not a scorer's name or a path
             names = [Completion(n, "variable") for n in ("output", "expected", "usage", "case")]
             return names + expr_completions(names_analysis(a, text, wstart), wstart)
     listed = errors_help.open_on_list(code)
