@@ -117,6 +117,8 @@ def eval_cmd(
     .flowc-cache/eval: an unchanged rerun sends no request. Exit code 0; 1 when a gate fails
     (--fail-under, --fail-on-regression); 2 when the flow or a dataset does not check."""
     threshold = _fraction(fail_under)
+    if sum(x is not None for x in (models, model, replay)) > 1:
+        raise click.UsageError("give one of --models, --model and --replay")
     if fail_on_regression and baseline is None:
         raise click.UsageError("--fail-on-regression needs --baseline FILE")
     if not Path(flow).is_file():

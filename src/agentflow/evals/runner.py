@@ -221,7 +221,7 @@ def dataset_diagnostics(result: Any, file: str, block: Any, datasets: list[str])
         input_schema = contract_for(result.input_type, result.env)
         expected_schema = contract_for(block.expected_type, result.env)
     except ContractError as e:  # pragma: no cover - the checker refuses such types
-        diagnostics.append(_diag(D.NOT_SCHEMA_GENERATABLE, str(e), Span(file)))
+        diagnostics.append(_diag(D.NOT_SCHEMA_GENERATABLE, str(e), Span(file, 1, 1, 1, 1)))
         return cases, diagnostics, sources
     what = "the eval's `expect` type" if block.node.expects else "the flow's output type"
     for shown, path in paths:
@@ -255,7 +255,7 @@ def prepare(
         out.text = read_source(flow)
     except OSError as e:
         out.diagnostics.append(
-            _diag(D.INVALID_VALUE, f"cannot read the flow: {e.strerror or e}", Span(file))
+            _diag(D.INVALID_VALUE, f"cannot read the flow: {e.strerror or e}", Span(file, 1, 1, 1, 1))
         )
         return out
     out.sources[file] = out.text
@@ -280,7 +280,7 @@ def prepare(
             _diag(
                 D.INVALID_VALUE,
                 f"{why} (its eval blocks: {names})",
-                Span(file),
+                Span(file, 1, 1, 1, 1),
                 hint='add `eval "quality" { score exact = output == expected }`'
                 if not result.evals
                 else None,
