@@ -255,7 +255,9 @@ def prepare(
         out.text = read_source(flow)
     except OSError as e:
         out.diagnostics.append(
-            _diag(D.INVALID_VALUE, f"cannot read the flow: {e.strerror or e}", Span(file, 1, 1, 1, 1))
+            _diag(
+                D.INVALID_VALUE, f"cannot read the flow: {e.strerror or e}", Span(file, 1, 1, 1, 1)
+            )
         )
         return out
     out.sources[file] = out.text
