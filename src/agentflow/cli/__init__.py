@@ -221,10 +221,11 @@ def schema(file: str, type_name: str | None, show_input: bool) -> None:
     except OSError as e:
         _err(f"error: {file}: cannot read: {e.strerror or e}")
         sys.exit(1)
-    if not result.ok:
+    own = [d for d in result.errors if d.span.file == file]  # an eval's dataset is not FILE
+    if own:
         from agentflow.compiler.api import read_source
 
-        _err(_render(result.errors, {file: read_source(file)}, "text"))
+        _err(_render(own, {file: read_source(file)}, "text"))
         sys.exit(1)
     if show_input:
         target: T.Type = result.input_type
