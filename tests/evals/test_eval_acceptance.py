@@ -203,9 +203,12 @@ def test_baseline_lists_exactly_the_changed_cases_and_gates_on_regressions(
     out = runner.invoke(
         main,
         ["eval", "parity.flow", "--no-cache", "--json", "--baseline", "base.json",
-         "--fail-on-regression"],
+         "--fail-on-regression", "--html", "page.html"],
     )  # fmt: skip
     assert out.exit_code == 1
+    page = (tmp_path / "page.html").read_text(encoding="utf-8")
+    assert page.count('<tr class="delta regression">') == 2  # the page shows the comparison too
+    assert page.count('<tr class="delta improvement">') == 1
     data = json.loads(out.stdout)
     assert sorted(c["case"] for c in data["baseline"]["regressions"]) == ["n4", "n7"]
     assert [c["case"] for c in data["baseline"]["improvements"]] == ["n5"]
