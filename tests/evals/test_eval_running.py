@@ -206,3 +206,31 @@ def test_an_eval_replays_a_recorded_cassette_with_no_model(tmp_path, chat_server
     assert len(chat_server.requests) == sent  # nothing reached the server
     assert [r.output for r in replayed.runs] == [r.output for r in first.runs]
     assert replayed.models == ["replay"] and all(r.passed for r in replayed.runs)
+
+
+def test_scorers_read_the_stages_and_a_flow_without_a_model_needs_none(tmp_path, monkeypatch):
+    for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    (tmp_path / "pure.flow").write_text(
+        "input { n: int }\n"
+        "stage double -> int { return input.n * 2 }\n"
+        "stage label -> text { return if double > 5 then \"big\" else \"small\" }\n"
+        'eval "pure" {\n'
+        "  expect int\n"
+        "  score doubled = double == expected\n"
+        '  score labelled = label == (if input.n > 2 then "big" else "small")\n'
+        "  score free = usage.inferences == 0 and usage.cost == 0\n"
+        "}\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "cases.jsonl").write_text(
+        '{"input": {"n": 2}, "expected": 4}\n{"input": {"n": 3}, "expected": 7}\n',
+        encoding="utf-8",
+    )
+    report = api.evaluate(tmp_path / "pure.flow", [tmp_path / "cases.jsonl"], cache=None)
+    assert report.errors == []
+    scores = {r.case: {k: s.passed for k, s in r.scores.items()} for r in report.runs}
+    assert scores == {
+        "cases.jsonl:1": {"doubled": True, "labelled": True, "free": True},
+        "cases.jsonl:2": {"doubled": False, "labelled": True, "free": True},
+    }
