@@ -214,7 +214,7 @@ def test_scorers_read_the_stages_and_a_flow_without_a_model_needs_none(tmp_path,
     (tmp_path / "pure.flow").write_text(
         "input { n: int }\n"
         "stage double -> int { return input.n * 2 }\n"
-        "stage label -> text { return if double > 5 then \"big\" else \"small\" }\n"
+        'stage label -> text { return if double > 5 then "big" else "small" }\n'
         'eval "pure" {\n'
         "  expect int\n"
         "  score doubled = double == expected\n"
