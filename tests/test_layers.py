@@ -44,6 +44,7 @@ LAYERS: dict[str, tuple[str, int]] = {
     "agentflow.ui": ("api", 5),  # flowc ui: the web console over the api's durable functions
     "agentflow.flowexplore": ("api", 5),
     "agentflow.client": ("api", 5),  # what `flowc gen python` modules call: runs through the api
+    "agentflow.evals": ("api", 5),  # flowc eval: compiles and runs flows
     "agentflow.lsp": ("lsp", 5),
     "agentflow.cli": ("cli", 6),
     "agentflow.testing": ("testing", 6),

@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         check_plan,
         compile_flow,
         compile_source,
+        evaluate,
         graph,
         load,
         report,
@@ -59,6 +60,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         RunError,
         SourceError,
     )
+    from agentflow.evals.report import EvalReport
     from agentflow.flowtest import TestOutcome, TestReport
     from agentflow.runtime.chat import AskResult, ask
     from agentflow.runtime.context import RunContext
@@ -100,6 +102,8 @@ _EXPORTS: dict[str, str] = {
     "resume_run": "agentflow.api",
     "answer_run": "agentflow.api",
     "run_tests": "agentflow.api",
+    "evaluate": "agentflow.api",
+    "EvalReport": "agentflow.evals.report",
     "TestOutcome": "agentflow.flowtest",
     "TestReport": "agentflow.flowtest",
     "ConfigError": "agentflow.errors",
@@ -193,6 +197,8 @@ __all__ = [
     "run_tests",
     "TestOutcome",
     "TestReport",
+    "evaluate",
+    "EvalReport",
 ]
 
 

@@ -142,6 +142,13 @@ def m_unique(xs):
     return out
 
 
+def m_overlap(a, b):
+    both, union = m_unique(a), m_unique(a + b)
+    if not union:
+        return 1.0
+    return sum(1 for x in both if jeq_index(b, x) >= 0) / len(union)
+
+
 #: name → (strategy of the argument tuple, model)
 def m_parse_number(s):
     if not re.fullmatch(r"\s*-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?\s*", s):
@@ -206,6 +213,10 @@ MODELS = {
     "sort": (st.tuples(st.one_of(int_lists, text_lists)), sorted),
     "sort_by": (st.tuples(records, st.sampled_from(["s", "-s", "k", "-k"])), m_sort_by),
     "unique": (st.tuples(st.lists(scalars, max_size=6)), m_unique),
+    "overlap": (
+        st.tuples(st.lists(scalars, max_size=5), st.lists(scalars, max_size=5)),
+        m_overlap,
+    ),
     "flatten": (
         st.tuples(st.lists(int_lists, max_size=4)),
         lambda xss: [x for xs in xss for x in xs],

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 import click
 
 from agentflow import api
-from agentflow.cli import durable, flowtests, gen, views
+from agentflow.cli import durable, evals, flowtests, gen, views
 from agentflow.cli.common import (
     _check_run_options,
     _err,
@@ -134,7 +134,12 @@ def check(paths: tuple[str, ...], fmt: str, warnings_as_errors: bool) -> None:
             sys.exit(2)
         sources[str(f)] = text
         try:
-            diags.extend(check_source(text, str(f)).diagnostics)
+            result = check_source(text, str(f))
+            diags.extend(result.diagnostics)
+            if result.ok and result.evals:  # the eval blocks' datasets (docs/reference/evals.md)
+                more, texts = api.eval_datasets_check(result, str(f))
+                diags.extend(more)
+                sources.update(texts)
             diags.extend(_stale_modules(f, text))
         except Exception as e:  # noqa: BLE001  # pragma: no cover - a checker bug: reported, no traceback
             _err(f"{f}: internal error in the checker ({type(e).__name__}: {e}); please report it")
@@ -229,10 +234,11 @@ def schema(file: str, type_name: str | None, show_input: bool) -> None:
     except OSError as e:
         _err(f"error: {file}: cannot read: {e.strerror or e}")
         sys.exit(1)
-    if not result.ok:
+    own = [d for d in result.errors if d.span.file == file]  # an eval's dataset is not FILE
+    if own:
         from agentflow.compiler.api import read_source
 
-        _err(_render(result.errors, {file: read_source(file)}, "text"))
+        _err(_render(own, {file: read_source(file)}, "text"))
         sys.exit(1)
     if show_input:
         target: T.Type = result.input_type
@@ -854,5 +860,6 @@ for _command in (
     views.report_cmd,
     views.ui_cmd,
     gen.gen_cmd,
+    evals.eval_cmd,
 ):
     main.add_command(_command)

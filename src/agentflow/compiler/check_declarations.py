@@ -242,6 +242,13 @@ class DeclarationChecks(CheckerShared):
         self.tests = [i for i in self.items if isinstance(i, ast.TestDecl)]
         check_tests(self, self.tests, self.output_type)
 
+    def check_eval_blocks(self) -> None:
+        """The ``eval`` blocks (compiler/check_evals.py), against the flow's output type."""
+        from agentflow.compiler.check_evals import check_evals
+
+        blocks = [i for i in self.items if isinstance(i, ast.EvalDecl)]
+        self.evals = check_evals(self, blocks, self.output_type)
+
 
 #: a name to suggest for a type that redefines a built-in one
 _OTHER_NAMES = {"Verdict": "Decision", "Error": "Problem", "Outcome": "Result"}

@@ -104,6 +104,8 @@ class CheckResult:
     constants: dict[int, Any] = field(default_factory=dict)
     #: the ``test`` blocks (docs/reference/testing.md), checked; not part of the plan
     tests: list[ast.TestDecl] = field(default_factory=list)
+    #: the ``eval`` blocks (docs/reference/evals.md), checked (``check_evals.CheckedEval``)
+    evals: list[Any] = field(default_factory=list)
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -209,6 +211,7 @@ class Checker(
         self.declared_output: Type | None = None
         self.output_type: Type = JSON
         self.tests: list[ast.TestDecl] = []
+        self.evals: list[Any] = []
 
     def check(self) -> CheckResult:
         """Check the module: the phases below, in order, then the result."""
@@ -223,6 +226,7 @@ class Checker(
         self.check_stages()
         self.check_output()
         self.check_test_blocks()
+        self.check_eval_blocks()
         return self.result()
 
     def result(self) -> CheckResult:
@@ -254,6 +258,7 @@ class Checker(
             references=self.refs,
             constants=self.constants,
             tests=self.tests,
+            evals=self.evals,
         )
 
 

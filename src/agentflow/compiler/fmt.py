@@ -141,7 +141,7 @@ class _Layout:
         self.angle: set[int] = set()
         self.keyword: set[int] = set()
         self.unary: set[int] = set()
-        #: the ``%`` of a percentage (``tolerate 20%``), written against its number
+        #: the ``%`` of a percentage (``tolerate 20%``, ``threshold 80%``), against its number
         self.percent: set[int] = set()
         code = [k for k, t in enumerate(toks) if _is_code(t)]
         opened: list[int] = []
@@ -166,7 +166,7 @@ class _Layout:
                 self.angle.add(k)
                 opened.pop()
             elif t.text == "%" and prev is not None and prev.kind == "num" and pos >= 2:
-                if toks[code[pos - 2]].text == "tolerate":
+                if toks[code[pos - 2]].text in ("tolerate", "threshold"):
                     self.percent.add(k)
             elif t.text == "-":
                 if prev is None or not self.value_end(code[pos - 1]):
@@ -323,7 +323,8 @@ def _layout(text: str, toks: list[Token]) -> str:
                 elif first.text in _CONT_START:
                     level += 1
                 elif prev_last.text in _CONT_END and not (
-                    prev_last.text == ">" and prev_last_k in lay.angle
+                    (prev_last.text == ">" and prev_last_k in lay.angle)
+                    or prev_last_k in lay.percent  # `threshold 80%` ends the item
                 ):
                     level += 1
                 elif prev_last.text == "else" and first.text not in ("{", "if"):
@@ -426,6 +427,7 @@ _SPAN_FIELDS = frozenset(
         "try_span",
     }
     | {"fails_span", "code_span", "path_span"}
+    | {"threshold_span"}
 )
 
 

@@ -299,6 +299,14 @@ _SPECS: tuple[FunctionSpec, ...] = (
         _L,
     ),
     _f(
+        "overlap<T>(a: T[], b: T[]) -> number",
+        "how much two lists share, as sets: the elements in both over the elements in either "
+        "(Jaccard; 1 when both are empty) — a scorer's set overlap",
+        'overlap(["a", "b", "c"], ["b", "c", "d", "e"])',
+        0.4,
+        _L,
+    ),
+    _f(
         "flatten<T>(xs: T[][]) -> T[]",
         "the elements of the inner lists, in order (one level)",
         "flatten([[1, 2], [], [3]])",

@@ -58,6 +58,7 @@ __all__ = [
     "RETRYABLE_CODES",
     "STATEMENT_WORDS",
     "TEST_WORDS",
+    "EVAL_WORDS",
     "STUB_KINDS",
     "TOOLS_NONE",
     "TOP_LEVEL_WORDS",
@@ -87,11 +88,15 @@ TOP_LEVEL_WORDS: tuple[str, ...] = (
     "type",
     "stage",
     "test",
+    "eval",
 )
 #: Words inside a ``test "name" { … }`` block besides ``input`` and ``expect``
 #: (docs/reference/testing.md): ``stub agent A returns V then W``, ``stub tool T fails "code"``,
 #: ``stub step S returns V``, ``replay "cassette.jsonl"``.
 TEST_WORDS: tuple[str, ...] = ("stub", "returns", "fails", "then", "always", "step", "replay")
+#: Words inside an ``eval "name" { … }`` block besides ``expect`` and ``judge``
+#: (docs/reference/evals.md): ``dataset "cases.jsonl"``, ``score exact = E threshold 0.8``.
+EVAL_WORDS: tuple[str, ...] = ("dataset", "score", "threshold")
 #: What ``stub KIND NAME`` may stand in for, in the order completion offers them.
 STUB_KINDS: tuple[str, ...] = ("agent", "stage", "tool", "ask", "step")
 #: Words that follow ``use`` (``agent``, ``team``) or ``extern`` (``tool``; ``type`` is top-level).
@@ -168,6 +173,7 @@ KEYWORDS: frozenset[str] = frozenset(
         *AGENT_CLAUSES,
         TOOLS_NONE,
         *TEST_WORDS,
+        *EVAL_WORDS,
     )
 )
 #: Keyword → the grammar terminal the scanner emits for it (``max_iterations`` → ``MAX_ITERATIONS``).

@@ -754,6 +754,59 @@ class TestDecl(Item):
 
 
 @dataclass(slots=True, eq=False)
+class EvalDataset(Node):
+    """``dataset "cases.jsonl"`` in an eval block: a file of cases (JSON Lines or YAML; ``path``
+    relative to the ``.flow`` file's directory, ``path_span`` its string's span)."""
+
+    path: str
+    path_span: Span
+
+
+@dataclass(slots=True, eq=False)
+class EvalExpect(Node):
+    """``expect T`` in an eval block: the type of the cases' ``expected`` (default: the flow's
+    output type)."""
+
+    type: TypeExpr
+
+
+@dataclass(slots=True, eq=False)
+class EvalScorer(Node):
+    """``score NAME = E [threshold N]`` (``kind="score"``: ``E`` a ``bool`` or a ``number`` in
+    0..1) or ``judge NAME "rubric" [threshold N]`` (``kind="judge"``: the judge model's verdict
+    ``{ score, reason }`` on the rubric); ``threshold``: the least score of a passing case
+    (``N%`` is ``N/100``; None: the default), ``threshold_span`` its span."""
+
+    kind: str  # score or judge
+    name: Ident
+    expr: Expr
+    threshold: float | None = None
+    threshold_span: Span | None = None
+
+
+@dataclass(slots=True, eq=False)
+class EvalDecl(Item):
+    """``eval "name" { … }`` (docs/reference/evals.md): its datasets, the type of ``expected``
+    and its scorers, in source order."""
+
+    name: str
+    name_span: Span
+    body: list[EvalDataset | EvalExpect | EvalScorer]
+
+    @property
+    def datasets(self) -> list[EvalDataset]:
+        return [i for i in self.body if isinstance(i, EvalDataset)]
+
+    @property
+    def expects(self) -> list[EvalExpect]:
+        return [i for i in self.body if isinstance(i, EvalExpect)]
+
+    @property
+    def scorers(self) -> list[EvalScorer]:
+        return [i for i in self.body if isinstance(i, EvalScorer)]
+
+
+@dataclass(slots=True, eq=False)
 class ErrorItem(Item):
     """A top-level item that failed to parse; the parser already reported it.  The checker
     skips it (docs/spec/LANGUAGE.md §9: an item with a syntax error gets no other diagnostics)."""

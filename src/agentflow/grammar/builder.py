@@ -390,6 +390,45 @@ class Builder:
     def expect_true(self, c):
         return ast.TestExpect(_cover(c[0], c[1]), c[1])
 
+    # -- eval blocks ----------------------------------------------------------------------------
+
+    def eval_decl(self, c):
+        name = _string_value(c[1], "an eval name")
+        return ast.EvalDecl(_cover(c[0], c[-1]), name, c[1].span, c[3])
+
+    def eval_items(self, c):
+        if not c:
+            return []
+        c[0].append(c[1])
+        return c[0]
+
+    def eval_dataset(self, c):
+        path = _string_value(c[1], "a dataset path")
+        return ast.EvalDataset(_cover(c[0], c[1]), path, c[1].span)
+
+    def eval_expect(self, c):
+        return ast.EvalExpect(_cover(c[0], c[1]), c[1])
+
+    def eval_score(self, c):
+        return self._scorer(c, "score", c[3], c[5] if len(c) == 6 else None)
+
+    def eval_judge(self, c):
+        return self._scorer(c, "judge", c[2], c[4] if len(c) == 5 else None)
+
+    def _scorer(self, c, kind, expr, threshold):
+        start = c[0].span
+        end = threshold[1] if threshold is not None else expr.span
+        span = Span(
+            start.file, start.line, start.column, end.end_line, end.end_column, start.start, end.end
+        )
+        value, value_span = threshold if threshold is not None else (None, None)
+        return ast.EvalScorer(span, kind, ast.Ident(c[1].span, c[1].value), expr, value, value_span)
+
+    def threshold(self, c):
+        """``N`` or ``N%`` → (the fraction, its span)."""
+        value = _number(c[0].value)
+        return (value / 100 if len(c) == 2 else value, _cover(c[0], c[-1]))
+
     # -- types ----------------------------------------------------------------------------------
 
     def type(self, c):

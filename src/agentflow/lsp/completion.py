@@ -16,6 +16,7 @@ from agentflow.core.functions import FUNCTIONS
 from agentflow.core.vocabulary import (
     AGENT_CLAUSES,
     BUILTIN_TYPES,
+    EVAL_WORDS,
     EXPRESSION_WORDS,
     STATEMENT_WORDS,
     STUB_KINDS,
@@ -89,6 +90,18 @@ def completions(a: Analysis, offset: int, text: str | None = None) -> list[Compl
                 Completion(n, "variable") for n in ("output", "inferences", "calls")
             ]
             return extra + expr_completions(names_analysis(a, text, wstart), wstart)
+    if ctx.eval_block:
+        # an `eval` block (docs/reference/evals.md): its items, then the scorers' names
+        if at_line_start:
+            return [
+                Completion("dataset", "keyword", 'dataset "cases.jsonl"'),
+                Completion("expect", "keyword", "expect T: the type of `expected`"),
+                Completion("score", "keyword", "score NAME = E [threshold N]"),
+                Completion("judge", "keyword", 'judge NAME "rubric" [threshold N]'),
+            ]
+        if prev not in (*EVAL_WORDS, "judge", "expect"):  # not a scorer's name or a path
+            names = [Completion(n, "variable") for n in ("output", "expected", "usage", "case")]
+            return names + expr_completions(names_analysis(a, text, wstart), wstart)
     listed = errors_help.open_on_list(code)
     if listed is not None:  # inside `catch on [ … ]`: what the guarded expression can fail with
         if code[-1].value not in ("[", ","):
@@ -338,6 +351,7 @@ class _Ctx:
     tools_list: bool = False
     agent_block: bool = False
     test_block: bool = False
+    eval_block: bool = False
 
 
 def _context(toks: list) -> _Ctx:
@@ -364,6 +378,8 @@ def _context(toks: list) -> _Ctx:
                 role = "agent"
             elif p2 == "test" and not stack:
                 role = "test"
+            elif p2 == "eval" and not stack:
+                role = "eval"
             else:
                 role = "block"
             stack.append(("{", role))
@@ -386,6 +402,7 @@ def _context(toks: list) -> _Ctx:
     ctx.tools_list = top == "tools"
     ctx.agent_block = top == "agent" and stack[-1][0] == "{"
     ctx.test_block = top == "test"
+    ctx.eval_block = top == "eval"
     if code and code[-1].value == ":":
         ctx.type_colon = top == "type" or (len(code) >= 3 and code[-3].value == "let")
     if code and code[-1].value == "=":

@@ -70,6 +70,8 @@ _SYMBOL_KINDS = {
     "stage": lsp.SymbolKind.Function,
     "let": lsp.SymbolKind.Variable,
     "test": lsp.SymbolKind.Method,
+    "eval": lsp.SymbolKind.Namespace,
+    "scorer": lsp.SymbolKind.Property,
 }
 _COMPLETION_KINDS = {
     "field": lsp.CompletionItemKind.Field,

@@ -1,5 +1,5 @@
 """Document symbols: the outline of a document (flow, types with their fields, extern tools,
-uses, stages with their ``let`` statements, tests), in source order; and the ``test`` blocks the
+uses, stages with their ``let`` statements, tests, evals with their scorers), in source order; and the ``test`` blocks the
 "run test" code lenses point at."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 @dataclass(slots=True)
 class DocSymbol:
     """An outline entry: ``kind`` is ``flow``, ``type``, ``field``, ``tool``, ``agent``,
-    ``team``, ``stage`` or ``let``; ``span`` the whole item; ``name_span`` its name."""
+    ``team``, ``stage``, ``let``, ``test``, ``eval`` or ``scorer``; ``span`` the whole item; ``name_span`` its name."""
 
     name: str
     kind: str
@@ -96,6 +96,18 @@ def symbols(a: Analysis) -> list[DocSymbol]:
             out.append(ds)
         elif isinstance(item, ast.TestDecl):
             out.append(DocSymbol(item.name, "test", item.span, item.name_span, "test"))
+        elif isinstance(item, ast.EvalDecl):
+            ds = DocSymbol(item.name, "eval", item.span, item.name_span, "eval")
+            checked = next((e for e in res.evals if e.node is item), None)
+            for scorer in item.scorers:
+                name = scorer.name.name
+                kind = checked.kinds.get(name) if checked is not None else None
+                threshold = checked.thresholds.get(name) if checked is not None else None
+                detail = kind or scorer.kind
+                if kind in ("number", "judge") and threshold is not None:
+                    detail += f" ≥ {threshold:g}"
+                ds.children.append(DocSymbol(name, "scorer", scorer.span, scorer.name.span, detail))
+            out.append(ds)
     return out
 
 

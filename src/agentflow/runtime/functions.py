@@ -322,6 +322,15 @@ def _unique(xs: list) -> list:
     return out
 
 
+def _overlap(a: list, b: list) -> float:
+    both = _unique(a)
+    union = _unique(both + _unique(b))
+    if not union:
+        return 1.0
+    shared = sum(1 for x in both if any(strict_eq(x, y) for y in b))
+    return shared / len(union)
+
+
 def _flatten(xs: list) -> list:
     out: list = []
     for x in xs:
@@ -501,6 +510,7 @@ IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {
     "sort": _sort,
     "sort_by": _sort_by,
     "unique": _unique,
+    "overlap": _overlap,
     "flatten": _flatten,
     "take": _take,
     "drop": _drop,

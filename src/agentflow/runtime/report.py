@@ -653,3 +653,10 @@ def report_css() -> str:
 def _as_dict(value: Any) -> dict[str, Any]:
     """``value`` when it is a mapping (an event field), else an empty one."""
     return value if isinstance(value, dict) else {}
+
+
+def conversation_html(events: Iterable[Mapping[str, Any]]) -> str:
+    """The agents' conversations of one run (the report's "Agents" section) as HTML, for a page
+    that embeds runs (the eval page, :mod:`agentflow.evals.html`); ``events`` as for
+    :func:`build_report`."""
+    return _Report(read_run(list(events)), None, None, None).agents()

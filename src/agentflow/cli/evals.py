@@ -1,0 +1,186 @@
+"""`flowc eval`: a flow's `eval` block run over its datasets (:func:`agentflow.api.evaluate`,
+docs/reference/evals.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from agentflow import api
+from agentflow.cli.common import (
+    _err,
+    _fail,
+    _otel_endpoint,
+    _render,
+    _telemetry_option,
+    _with_sources,
+    _write_or_echo,
+)
+from agentflow.errors import FlowError
+
+#: exit codes (as every command's: 1 when the input has errors): a gate failed (scores under
+#: --fail-under, a regression with --fail-on-regression); the flow or a dataset does not check
+GATE_FAILED = 1
+NOT_CHECKED = 1
+
+
+def _models(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    if not names:
+        raise click.BadParameter("name at least one model: --models a,b")
+    return names
+
+
+def _fraction(value: str | None) -> float | None:
+    if value is None:
+        return None
+    text = value.strip()
+    try:
+        x = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is not a fraction (0.8) or a percentage (80%)"
+        ) from None
+    if not 0 <= x <= 1:
+        raise click.BadParameter(f"{value!r} is not between 0 and 1 (0% and 100%)")
+    return x
+
+
+@click.command("eval")
+@click.argument("flow", type=click.Path(dir_okay=False))
+@click.argument("datasets", nargs=-1, type=click.Path(dir_okay=False))
+@click.option("--eval", "eval_name", help="The eval block to run (when the flow has several).")
+@click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
+@click.option("--models", "models", help="Named models to compare: every model call of the flow "
+              "is answered by each in turn (--models fast,smart).")  # fmt: skip
+@click.option("--model", "model", help='"test": answer every agent with the built-in test model.')
+@click.option("--replay", type=click.Path(dir_okay=False), help="Answer every model request "
+              "from this cassette.")  # fmt: skip
+@click.option("--repeat", type=click.IntRange(1, 100), default=1, show_default=True,
+              help="Runs per case (variance, pass^k).")  # fmt: skip
+@click.option("-j", "--concurrency", type=click.IntRange(1, 256), default=4, show_default=True,
+              help="Case runs at once.")  # fmt: skip
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True),
+              help="Seconds a case run may take (then it is a failed run, status timeout).")  # fmt: skip
+@click.option("--no-cache", is_flag=True, help="Send every model request (the answer cache in "
+              ".flowc-cache/eval is neither read nor written).")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (a later "
+              "--baseline).")  # fmt: skip
+@click.option("--save", type=click.Path(dir_okay=False), help="Write the JSON report here (a "
+              "later --baseline).")  # fmt: skip
+@click.option("--junit", type=click.Path(dir_okay=False), help="Write JUnit XML here.")
+@click.option("--html", "html_out", type=click.Path(dir_okay=False),
+              help="Write the HTML page here.")  # fmt: skip
+@click.option("--baseline", type=click.Path(dir_okay=False),
+              help="An earlier --json report: list the cases whose scores changed.")  # fmt: skip
+@click.option("--fail-under", "fail_under", help="Exit 1 when a scorer's pass rate (of any "
+              "model) is under this (0.8 or 80%).")  # fmt: skip
+@click.option("--otel", is_flag=False, flag_value="on", default=None, metavar="[ENDPOINT]",
+              callback=lambda ctx, param, value: _otel_endpoint(value),
+              help="Export the eval as OpenTelemetry spans: one eval span, a span per case run, "
+              "the run's spans under it.")  # fmt: skip
+@click.option("--no-otel", is_flag=True, help="Do not export, even when flow.toml says so.")
+@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when a case scores lower than "
+              "in --baseline.")  # fmt: skip
+def eval_cmd(
+    flow: str,
+    datasets: tuple[str, ...],
+    eval_name: str | None,
+    config: str | None,
+    models: str | None,
+    model: str | None,
+    replay: str | None,
+    repeat: int,
+    concurrency: int,
+    timeout: float | None,
+    no_cache: bool,
+    as_json: bool,
+    save: str | None,
+    junit: str | None,
+    html_out: str | None,
+    baseline: str | None,
+    fail_under: str | None,
+    otel: str | None,
+    no_otel: bool,
+    fail_on_regression: bool,
+) -> None:
+    """Run FLOW's `eval` block over its datasets (or DATASETS: JSON Lines, YAML or JSON files of
+    cases) and report every scorer: per model its mean and pass rate (pass^k with --repeat), the
+    worst cases with their reasons. The datasets are checked against the flow's types first: a
+    bad case is a diagnostic at its line and nothing runs. Model answers are cached in
+    .flowc-cache/eval: an unchanged rerun sends no request. Exit code 0; 1 when a gate fails
+    (--fail-under, --fail-on-regression); 2 when the flow or a dataset does not check."""
+    threshold = _fraction(fail_under)
+    if sum(x is not None for x in (models, model, replay)) > 1:
+        raise click.UsageError("give one of --models, --model and --replay")
+    if fail_on_regression and baseline is None:
+        raise click.UsageError("--fail-on-regression needs --baseline FILE")
+    if not Path(flow).is_file():
+        raise click.UsageError(f"{flow}: no such file")
+
+    def progress(run: Any) -> None:
+        if as_json:
+            return
+        mark = "pass" if run.passed else "FAIL"
+        if sys.stderr.isatty():
+            mark = click.style(mark, fg="green" if run.passed else "red")
+        repeat_mark = f" #{run.repeat + 1}" if repeat > 1 else ""
+        _err(f"  {run.case}{repeat_mark} [{run.model}] {mark}")
+
+    try:
+        report = api.evaluate(
+            flow,
+            list(datasets),
+            eval_name=eval_name,
+            config=config,
+            models=_models(models),
+            model=model,
+            replay=replay,
+            repeat=repeat,
+            concurrency=concurrency,
+            timeout=timeout,
+            cache=None if no_cache else ".flowc-cache",
+            on_run=progress,
+            telemetry=_telemetry_option(otel, no_otel),
+        )
+    except FlowError as e:
+        _fail(e)
+    if report.errors:
+        _err(_render(report.diagnostics, _with_sources(report.diagnostics, report.sources), "text"))
+        sys.exit(NOT_CHECKED)
+    comparison = api.compare_eval(report, baseline) if baseline is not None else None
+    if save:
+        Path(save).write_text(report.to_json(), encoding="utf-8")
+    if junit:
+        Path(junit).write_text(report.to_junit(), encoding="utf-8")
+    if html_out:
+        Path(html_out).write_text(api.eval_page(report, comparison), encoding="utf-8")
+    if as_json:
+        data = report.to_dict()
+        if comparison is not None:
+            data["baseline"] = comparison.to_dict()
+        _write_or_echo(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", None)
+    else:
+        click.echo(report.to_text(), nl=False)
+        if comparison is not None:
+            click.echo(comparison.to_text(), nl=False)
+    failed = []
+    if threshold is not None:
+        for s in report.summaries():
+            if s.pass_rate is not None and s.pass_rate < threshold:
+                failed.append(
+                    f"{s.scorer} [{s.model}] passes {s.pass_rate * 100:.0f}%, under "
+                    f"{threshold * 100:.0f}%"
+                )
+    if fail_on_regression and comparison is not None and comparison.regressions:
+        failed.append(f"{len(comparison.regressions)} case(s) regressed from {baseline}")
+    for line in failed:
+        _err(f"gate: {line}")
+    if failed:
+        sys.exit(GATE_FAILED)
