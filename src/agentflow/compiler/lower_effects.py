@@ -269,6 +269,7 @@ class EffectLowering:
             inp["on_item_error"] = {"tolerate": f"{pct}%" if e.tolerate_percent else n}
         inp["do"] = body
         step = self.add_step(ctx, "map", inp, e.keyword_span or e.span)
+        _name_scopes(step, loop)
         return Frag([StepRef(step)])
 
     def visit_CatchExpr(self, e: ast.CatchExpr | ast.TryExpr, ctx: _Ctx) -> Frag:
@@ -292,6 +293,7 @@ class EffectLowering:
         # `x catch { … }` is at its `catch`
         where = e.try_span if isinstance(e, ast.TryExpr) and e.try_span else e.keyword_span
         step = self.add_step(ctx, "try", inp, where or e.span)
+        _name_scopes(step, loop)
         return Frag([StepRef(step)])
 
     visit_TryExpr = visit_CatchExpr
@@ -321,12 +323,14 @@ class EffectLowering:
             what = "filter prompt" if e.judge is not None else "filter condition"
             body = self.body_step(stmts, gate_expr.span, ctx, loop, what)
             gates = self.add_step(ctx, "map", {"over": inp["over"], "do": body}, gate_expr.span)
+            _name_scopes(gates, loop)
             read = "{{ " + gates["id"] + "[index] }}"
             if e.judge is not None:
                 inp["infer"] = read
             else:
                 inp["when"] = {"expr": gates["id"] + "[index]"}
         step = self.add_step(ctx, "filter", inp, e.span, select="{{ result.kept }}")
+        _name_scopes(step, {e.var.name: "item"})
         return Frag([StepRef(step)])
 
     def visit_ReduceExpr(self, e: ast.ReduceExpr, ctx: _Ctx) -> Frag:
@@ -338,6 +342,7 @@ class EffectLowering:
         body = self.body_step(e.body.stmts, e.body.span, ctx, loop, "reduce body")
         inp = {"over": self.whole(over), "initial": self.whole(init), "do": body}
         step = self.add_step(ctx, "reduce", inp, e.span)
+        _name_scopes(step, loop)
         return Frag([StepRef(step)])
 
     def visit_LoopExpr(self, e: ast.LoopExpr, ctx: _Ctx) -> Frag:
@@ -367,6 +372,7 @@ class EffectLowering:
                     e.until.span,
                 )
         step = self.add_step(ctx, "loop", inp, e.keyword_span or e.span)
+        _name_scopes(step, loop)
         return Frag([StepRef(step)])
 
     def visit_AskExpr(self, e: ast.AskExpr, ctx: _Ctx) -> Frag:
@@ -404,3 +410,12 @@ class EffectLowering:
             inp["judges"] = judges
         step = self.add_step(ctx, "verify", inp, e.span)
         return Frag([StepRef(step)])
+
+
+def _name_scopes(step: dict[str, Any], loop: dict[str, str]) -> None:
+    """Record in ``meta.names`` the `.flow` names of the scope names a control step binds for
+    its bodies (``{"item": "t", "accumulator": "acc"}``; those spelled alike left out): graphs,
+    costs and run-time errors put them back (:mod:`agentflow.ir.names`)."""
+    names = {scope: source for source, scope in loop.items() if scope != source}
+    if names:
+        step["meta"]["names"] = names
