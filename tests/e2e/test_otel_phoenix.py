@@ -156,7 +156,7 @@ def test_bug_triage_spans_arrive_in_phoenix_with_the_documented_tree(phoenix, tm
         assert model["gen_ai.usage.input_tokens"] == 10
         assert model["gen_ai.usage.output_tokens"] == 5
         tools += [k["attributes"]["gen_ai.tool.name"] for k in kids if k is not chats[0]]
-    assert tools == ["builtin__list_dir", "builtin__grep", "builtin__read_file"]
+    assert tools == ["list_dir", "grep", "read_file"]
     for span in spans:
         if span["name"].startswith("execute_tool "):
             assert span["attributes"]["gen_ai.operation.name"] == "execute_tool"

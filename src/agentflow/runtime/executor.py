@@ -44,6 +44,7 @@ from agentflow.errors import (
     RunError,
 )
 from agentflow.runtime import dispatch
+from agentflow.runtime.agent import message_fields
 from agentflow.runtime.agent_step import is_outlined, run_agent_step
 from agentflow.runtime.context import RunContext
 from agentflow.runtime.control import (
@@ -696,7 +697,8 @@ class Executor:
             resp = await self.effects.chat(client, ChatRequest(messages=messages), path)
         except ModelError as exc:
             raise dispatch.as_error(exc, f"{role} model") from None
-        self.emit("model_call", path, stack, role=role, **model_call_fields(resp, t0))
+        told = {"history": 0, "messages": [message_fields(m) for m in messages]}
+        self.emit("model_call", path, stack, role=role, **model_call_fields(resp, t0), **told)
         return resp.text or ""
 
     async def judge(self, question: str, *, path: str, stack: list[str]) -> bool:
