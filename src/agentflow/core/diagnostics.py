@@ -114,6 +114,11 @@ STUB_MISMATCH = _register(
 UNKNOWN_STUB_TARGET = _register(
     "unknown-stub-target", "error", "a test stub naming no agent alias, stage with agents or tool"
 )
+COST_OVER_BUDGET = _register(
+    "cost-over-budget",
+    "warning",
+    "the worst case of model calls (`flowc cost`) exceeds the flow's own `budget`",
+)
 
 # Plan files (docs/spec/PLAN_IR.md §1–6): what `flowc plan validate`, the loader and tool
 # resolution report.
