@@ -45,6 +45,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentflow.core.text import money
 from agentflow.core.vocabulary import BODY_KEYS
 from agentflow.ir.models import Plan, Step
 from agentflow.ir.names import body_names, in_source_terms, step_names
@@ -775,7 +776,7 @@ def _outcome_line(o: NodeOutcome | None) -> str | None:
     if o.inferences:
         bits.append(f"{o.inferences} inf, {o.input_tokens}→{o.output_tokens} tok")
     if o.cost is not None:
-        bits.append(f"${o.cost:.4f}")
+        bits.append(money(o.cost))
     return " · ".join(bits) if bits else None
 
 
