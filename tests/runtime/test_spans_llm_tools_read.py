@@ -95,7 +95,8 @@ def test_spans_carry_the_genai_conventions_and_openinference_kinds(tmp_path):
     assert "Read a.txt" in json.loads(agent.attributes["input.value"])["task"]
     assert json.loads(agent.attributes["output.value"]) == {"ok": True, "why": "it says all fine"}
     assert agent.attributes["gen_ai.conversation.id"] == session
-    assert agent.attributes["gen_ai.usage.input_tokens"] > 0
+    assert agent.attributes["gen_ai.aggregated_usage.input_tokens"] > 0  # not counted twice
+    agent_call = agent.attributes["gen_ai.agent.call.id"]
 
     # chat spans: the whole request (the second one holds the tool's result), the reply, ids
     first, second = chats
@@ -117,7 +118,7 @@ def test_spans_carry_the_genai_conventions_and_openinference_kinds(tmp_path):
         assert a["gen_ai.response.id"].startswith("chatcmpl-")
         assert (a["server.address"], a["server.port"]) == ("127.0.0.1", port)
         assert a["gen_ai.conversation.id"] == session
-        assert a["gen_ai.agent.name"] == "reader"
+        assert a["gen_ai.agent.name"] == "reader" and a["gen_ai.agent.call.id"] == agent_call
         assert a["llm.model_name"] == "test-model"
         tools = json.loads(a["gen_ai.tool.definitions"])
         assert [t["name"] for t in tools] == ["builtin__read_file"]
@@ -134,6 +135,7 @@ def test_spans_carry_the_genai_conventions_and_openinference_kinds(tmp_path):
     assert json.loads(tool.attributes["input.value"]) == {"path": "a.txt"}
     assert "all fine" in tool.attributes["output.value"]
     assert tool.attributes["tool.name"] == "read_file"
+    assert tool.attributes["gen_ai.agent.call.id"] == agent_call
 
 
 def test_without_content_capture_no_message_or_value_leaves_the_process(tmp_path):

@@ -720,6 +720,10 @@ class OtelSink:
         self._conversation = f"{trace_id:032x}"
         self._run.span.set_attributes(self._session())
 
+    def _call_of(self, path: str) -> str | None:
+        """The id of one run of the agent step at ``path`` (``gen_ai.agent.call.id``)."""
+        return f"{self._conversation}/{path}" if self._conversation else None
+
     def _session(self) -> dict[str, str]:
         """The run's conversation id as the GenAI conventions and OpenInference name it."""
         if not self._conversation:
@@ -847,9 +851,7 @@ class OtelSink:
             attrs["gen_ai.operation.name"] = "invoke_agent"
             attrs["gen_ai.agent.name"] = label
             attrs["agent.name"] = label
-            attrs["gen_ai.agent.call.id"] = (
-                f"{self._conversation}/{path}" if self._conversation else None
-            )
+            attrs["gen_ai.agent.call.id"] = self._call_of(path)
             # the model's name arrives with the first model call; until then the role
             attrs["agentflow.agent.role"] = inp.get("model") or "chat"
             attrs.update(self._session())
@@ -900,7 +902,9 @@ class OtelSink:
             if isinstance(usage.get(key), int):
                 span.set_attribute(f"agentflow.usage.{key}", usage[key])
                 if key != "inferences" and data.get("tool_name") == "agent":
-                    span.set_attribute(f"gen_ai.usage.{key}", usage[key])  # the agent's total
+                    # the agent's total, under the name that tools summing the chat spans'
+                    # gen_ai.usage.* do not count twice (Pydantic AI's)
+                    span.set_attribute(f"gen_ai.aggregated_usage.{key}", usage[key])
         if isinstance(usage.get("cost"), int | float):
             span.set_attribute("agentflow.cost", float(usage["cost"]))
         if isinstance(data.get("elapsed_ms"), int | float):
@@ -945,6 +949,7 @@ class OtelSink:
             attrs["agentflow.agent.round"] = int(_ROUND.match(parts[-2]).group(1))  # type: ignore[union-attr]
             step_path = "/".join(parts[:-2])
             attrs["gen_ai.agent.name"] = self._agents.get(step_path)
+            attrs["gen_ai.agent.call.id"] = self._call_of(step_path)
             attrs["gen_ai.tool.call.id"] = self._chats.call_id("/".join(parts[:-1]), name)
         self._content(attrs, "gen_ai.tool.call.arguments", data.get("input"))
         self._content(attrs, "tool.parameters", data.get("input"))
@@ -1027,6 +1032,7 @@ class OtelSink:
             else None,
             "gen_ai.system": data.get("api") or data.get("provider"),  # deprecated; still read
             "gen_ai.agent.name": self._agents.get(path),
+            "gen_ai.agent.call.id": self._call_of(path) if path in self._agents else None,
             "openinference.span.kind": G.LLM,
             **G.chat_metadata(data),
             **self._session(),
