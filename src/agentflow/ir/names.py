@@ -27,7 +27,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan, Step
 
-__all__ = ["body_names", "in_source_terms", "scope_names", "step_label", "step_names"]
+__all__ = [
+    "body_names",
+    "expression_position",
+    "in_source_terms",
+    "scope_names",
+    "step_label",
+    "step_names",
+]
 
 #: the scope names a control step binds for its bodies (docs/spec/PLAN_IR.md §3)
 SCOPE_NAMES = ("item", "index", "accumulator", "round", "error")
@@ -201,3 +208,26 @@ def scope_names(
                 break  # nested outlined bodies: their outer names come through ``env``
             crossed, outer = True, {}
     return names, outer
+
+
+#: how many lines after a step's start its expressions are looked for
+_STATEMENT_LINES = 40
+
+
+def expression_position(lines: list[str], line: int, message: str) -> tuple[int, int, int] | None:
+    """Where the expression an error message quotes first (between backquotes, in the `.flow`'s
+    terms: :func:`in_source_terms`) is written: ``(line, column, length)``, 1-based, searched
+    in ``lines`` (the `.flow`'s) from the failing step's ``line`` on, so that the caret points at
+    ``ticket[0]`` and not at the ``agent(`` that holds it.  None when the message quotes
+    nothing, or the text is not written as such (an expression the compiler put together from
+    several, a ``let`` inlined into it)."""
+    start = message.find("`")
+    end = message.find("`", start + 1) if start >= 0 else -1
+    if start < 0 or end <= start + 1:
+        return None
+    quoted = message[start + 1 : end]
+    for number in range(max(1, line), min(len(lines), line + _STATEMENT_LINES) + 1):
+        column = lines[number - 1].find(quoted)
+        if column >= 0:
+            return number, column + 1, len(quoted)
+    return None
