@@ -76,7 +76,7 @@ def test_a_run_time_error_points_at_the_expression_it_names(tmp_path, monkeypatc
     )
     assert res.exit_code == 1
     err = res.stderr
-    assert 'error[parse_error] in reading › agent(sre) (step E1): `parse_int(ticket)`' in err
+    assert "error[parse_error] in reading › agent(sre) (step E1): `parse_int(ticket)`" in err
     assert "  --> d.flow:9:16\n" in err
     assert "   |     input { n: parse_int(ticket), first: input.lines[0] }\n" in err
     assert "   |                " + "^" * len("parse_int(ticket)") + "\n" in err
