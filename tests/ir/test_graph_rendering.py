@@ -199,20 +199,21 @@ def test_stages_are_drawn_top_to_bottom_in_their_order_whatever_they_read(tmp_pa
 _COMPILED_NAME = re.compile(r"\bE\d+\b|\baccumulator\b|\{\{|\binput\.env\b|__")
 
 
-@pytest.mark.parametrize(
-    "flow",
-    sorted(p.name for p in COMPILE.glob("*.flow") if (COMPILE / p.name).exists())
-    + ["../../../examples/bug-triage.flow", "../../../examples/incident-digest.flow"],
-)
+_FLOWS = {p.name: p for p in sorted(COMPILE.glob("*.flow"))} | {
+    p.name: p for p in sorted(EXAMPLES.glob("**/*.flow"))
+}
+
+
+@pytest.mark.parametrize("flow", sorted(_FLOWS))
 def test_no_label_shows_a_compiled_name(flow):
     # labels, body groups and edge labels in the .flow's terms: never a step id (`E2: map over
     # E0`), `accumulator`, a `{{ … }}` template, `input.env`, or an outlined plan's name
-    g = _graph(COMPILE / flow)
+    g = _graph(_FLOWS[flow])
     shown = [n.title for n in g.nodes if n.kind != "tool"] + [
         d for n in g.nodes if n.kind != "tool" for d in n.details
     ]
     shown += [gr.label for gr in g.groups] + [e.label for e in g.edges]
-    source = (COMPILE / flow).read_text(encoding="utf-8")
+    source = _FLOWS[flow].read_text(encoding="utf-8")
     for text in shown:
         for bad in _COMPILED_NAME.findall(text):
             assert bad in source, (bad, text)

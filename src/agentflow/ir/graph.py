@@ -422,7 +422,8 @@ class _Builder:
                     body, f"{path}/{label}", prefix, plan, body_group, node_of, ids, inner
                 )
                 each = f"each {inner.names.get('item', 'item')}" if scope.compiled else "each item"
-                edge_label = {"do": each if tool == "map" else "each"}.get(label, label)
+                do = {"map": each, "try": "try"}.get(tool, "each")
+                edge_label = {"do": do}.get(label, label)
                 if tool == "loop":
                     edge_label = "round 1"
                 self.edge(nid, bid, "branch" if tool == "decide" else "body", edge_label)

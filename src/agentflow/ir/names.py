@@ -59,6 +59,8 @@ def step_label(step: Step) -> str:
         target = step.input.get("agent") if isinstance(step.input, dict) else None
         name = meta.get("agent") or (target.get("name") if isinstance(target, dict) else None)
         return f"agent({name})" if name else "agent"
+    if tool == "decide":
+        return "if"
     if tool.startswith("plan__") or tool in _CONTROL_WORDS:
         return tool.removeprefix("plan__")
     return tool.removeprefix("builtin__") + "(…)"
@@ -72,14 +74,17 @@ _CONTROL_WORDS = frozenset(
 def step_names(plan: Plan) -> dict[str, str]:
     """The `.flow` name of each top-level step of ``plan`` that a template may read: the
     ``let`` it is bound to (``meta.name``); else, for the last step of a stage that is not an
-    ``exit`` (the stage's value), the stage; else its construct (:func:`step_label`).  Empty
+    ``exit`` (the stage's value; not in a body flowc outlined), the stage; else its construct
+    (:func:`step_label`).  Empty
     for a plan that was not compiled from a `.flow` (no ``meta.source`` anywhere)."""
     steps = [s for s in plan.steps if s.id]
     if not any(isinstance(s.meta, dict) and s.meta.get("source") for s in steps):
         return {}
     names: dict[str, str] = {}
     last_of_stage: dict[str, str] = {}
-    for step in steps:
+    # an outlined body's last step is the body's value, not its stage's
+    outlined = (plan.description or "").endswith("outlined by flowc")
+    for step in [] if outlined else steps:
         meta = step.meta if isinstance(step.meta, dict) else {}
         if isinstance(meta.get("stage"), str) and step.tool_name != "exit":
             last_of_stage[meta["stage"]] = str(step.id)

@@ -51,6 +51,7 @@ from agentflow.core.text import clean_text, escape_surrogates
 from agentflow.core.vocabulary import CONTROL_STEPS
 from agentflow.errors import ConfigError
 from agentflow.runtime import genai_attributes as G
+from agentflow.runtime.where import tool_label as _short_tool  # `read_file`, as the .flow has it
 
 __all__ = [
     "DURABLE_EXPORT_DELAY_S",
@@ -77,11 +78,6 @@ _ROUND = re.compile(r"^agent\.(\d+)$")
 #: the control steps (docs/spec/PLAN_IR.md §5) and ``plan__*`` calls: CHAIN spans; every
 #: other step but ``agent`` calls a tool (TOOL)
 _CONTROL = CONTROL_STEPS
-
-
-def _short_tool(name: str) -> str:
-    """A tool's name as the `.flow` writes it (``read_file`` for ``builtin__read_file``)."""
-    return name.removeprefix("builtin__")
 
 
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$")
@@ -835,7 +831,7 @@ class OtelSink:
         if loop_round:
             attrs["agentflow.loop.round"] = int(loop_round.group(1))
         inp = _as_dict(data.get("input"))
-        name = f"{tool} {path}"
+        name = f"{_short_tool(tool)} {path}"
         chain = tool in _CONTROL or tool.startswith("plan__")
         attrs["openinference.span.kind"] = G.CHAIN if chain else G.TOOL
         if not chain and tool != "agent":
@@ -895,7 +891,9 @@ class OtelSink:
         span = entry.span
         if entry.lazy:  # opened from a child's event: its name and tool are known now
             tool = str(data.get("tool_name") or "")
-            span.update_name("invoke_agent" if tool == "agent" else f"{tool} {path}".strip())
+            span.update_name(
+                "invoke_agent" if tool == "agent" else f"{_short_tool(tool)} {path}".strip()
+            )
             span.set_attribute("agentflow.step.tool", tool)
         usage = _as_dict(data.get("usage"))
         for key in ("inferences", "input_tokens", "output_tokens"):
