@@ -104,3 +104,32 @@ def test_a_run_time_error_names_only_what_the_flow_wrote(tmp_path, context, code
     for quoted in _QUOTED.findall(message):
         for word in _IDENT.findall(_STRING.sub('""', quoted)):
             assert word in written or word in FUNCTIONS or word in PARAMETERS, (word, message)
+
+
+BUDGETED_AGENT = """\
+flow gen
+input { lines: text[] }
+use agent "sre" as sre
+stage each -> text[] {
+  map input.lines as line {
+    agent(sre) {
+      task "Summarise ${line}"
+      expect text
+      budget { inferences: 0 }
+    }
+  }
+}
+"""
+
+
+def test_an_agents_budget_is_named_by_its_place_in_the_flow(tmp_path):
+    # `the agent step E0/do.0 budget of 0 inference(s)`: now the agent's place, as progress
+    # lines name it, and its `budget`'s line
+    compiled = api.compile_source(BUDGETED_AGENT, "gen.flow")
+    plan = load_plan_data(compiled.plan, "gen.flow")
+    result = api.run_sync(plan, {"lines": ["a"]}, workspace=str(tmp_path), model="test")
+    assert result.status == "error" and result.error.code == "budget_exceeded", result.error
+    message = result.error.message
+    assert not re.search(r"\bE\d+\b", message), message
+    assert message.startswith("the `each › item 0 › agent(sre)` budget of 0 inference(s)"), message
+    assert "its `budget`, gen.flow:6:5" in message
