@@ -926,8 +926,13 @@ def to_dot(graph: Graph, outcomes: Mapping[str, NodeOutcome] | None = None) -> s
         "call": "style=dashed",
         "rank": "style=invis",
     }
+    inputs = {n.id for n in graph.nodes if n.kind == "input"}
+    # a step placed by a step before it: the input's long edge to it does not set its rank
+    placed = {e.dst for e in graph.edges if e.src not in inputs and e.kind != "tool"}
     for e in graph.edges:
         attrs = [styles.get(e.kind, "")] + ([f'label="{_dot_text(e.label)}"'] if e.label else [])
+        if e.kind == "data" and e.src in inputs and e.dst in placed:
+            attrs.append("constraint=false")
         text = ", ".join(a for a in attrs if a)
         lines.append(f"  {e.src} -> {e.dst}" + (f" [{text}];" if text else ";"))
     lines.append("}")
