@@ -85,7 +85,7 @@ from agentflow.runtime.result import (
     usage_delta,
     usage_snapshot,
 )
-from agentflow.runtime.where import SOURCE_TERMS_CODES, Place, in_source_terms
+from agentflow.runtime.where import Place, in_source_terms, quotes_expressions
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -403,7 +403,7 @@ class Executor:
         except RunError as e:
             if e.step_path is None:
                 e.step_path = frame.path("finish")
-            if e.code in SOURCE_TERMS_CODES and not getattr(e, "named_at", None):
+            if quotes_expressions(e) and not getattr(e, "named_at", None):
                 e.named_at = e.step_path  # type: ignore[attr-defined]
                 caller = self.places.get(frame.prefix) if frame.prefix else None
                 e.message = in_source_terms(e.message, None, frame.plan, self._names, parent=caller)
@@ -551,7 +551,7 @@ class Executor:
             if not getattr(e, "named_at", None):  # the innermost step names its expressions
                 e.named_at = path  # type: ignore[attr-defined]
                 compiled = place.names().label is not None
-                if compiled and e.code in SOURCE_TERMS_CODES:
+                if compiled and quotes_expressions(e):
                     e.message = in_source_terms(e.message, place, frame.plan, self._names)
                 elif e.code == "bad_path" and not e.details.get("step_named"):
                     e.details["step_named"] = True  # a hand-written plan: its step ids

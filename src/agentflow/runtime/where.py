@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SEP",
     "SOURCE_TERMS_CODES",
+    "quotes_expressions",
     "Names",
     "Place",
     "call_summary",
@@ -55,6 +56,19 @@ SOURCE_TERMS_CODES = frozenset(
     {"bad_path", "validation", "invalid_argument", "parse_error", "regex_timeout"}
 )
 _QUOTED = re.compile(r"`([^`]*)`")
+
+
+def quotes_expressions(error: Any) -> bool:
+    """True for a run-time error whose message quotes template expressions (the evaluator's and
+    the library functions': :data:`SOURCE_TERMS_CODES`, a ``validation`` only when the evaluator
+    raised it — other ``validation`` messages quote names of plans, schemas, fields)."""
+    from agentflow.errors import ExprError
+
+    code = getattr(error, "code", None)
+    if code not in SOURCE_TERMS_CODES:
+        return False
+    return code != "validation" or isinstance(error, ExprError)
+
 
 _INDEXED = re.compile(r"(do|item|judge|agent|round)\.(\d+)")
 
