@@ -75,6 +75,7 @@ __all__ = [
     "compare_eval",
     "eval_page",
     "eval_datasets_check",
+    "cost_warnings",
 ]
 
 
@@ -1076,3 +1077,20 @@ def eval_datasets_check(result: CheckResult, file: str) -> tuple[list[Any], dict
             diagnostics.extend(found)
             sources.update(texts)
     return diagnostics, sources
+
+
+def cost_warnings(plan: Plan, file: str, module: Any = None) -> list[Diagnostic]:
+    """The ``cost-over-budget`` warnings of ``flowc cost`` for ``plan`` (read from ``file``):
+    one per way the static worst case of model calls (:func:`agentflow.ir.cost.worst_case`)
+    exceeds the plan's own run budget of inferences (:func:`agentflow.ir.cost.over_budget`).
+    ``module``: the checked `.flow` AST (``CompiledFlow.check.module``), whose ``budget``
+    declaration the warnings point at; else they point at the file.  docs/models.md
+    "flowc cost"."""
+    from agentflow.core.diagnostics import COST_OVER_BUDGET
+    from agentflow.grammar import ast
+    from agentflow.ir.cost import over_budget, worst_case
+
+    found = over_budget(worst_case(plan), plan)
+    decls = module.of(ast.BudgetDecl) if module is not None else []
+    span = decls[0].span if decls else Span.at(file)
+    return [Diagnostic(COST_OVER_BUDGET, m, span, hint=h) for m, h in found]

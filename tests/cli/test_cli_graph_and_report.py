@@ -23,7 +23,9 @@ def flowc(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 def test_graph_prints_mermaid_or_dot_of_a_flow_and_of_its_compiled_plan(tmp_path):
     proc = flowc("graph", str(EXAMPLES / "bug-triage.flow"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("flowchart TD\n") and "map over E2.work" in proc.stdout
+    assert (
+        proc.stdout.startswith("flowchart TD\n") and "parallel map plan.work as item" in proc.stdout
+    )
     plan = tmp_path / "bug-triage.plan.yaml"
     assert (
         flowc(

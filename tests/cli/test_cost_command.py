@@ -99,7 +99,7 @@ def test_decide_takes_the_dearer_branch_and_filters_judge_each_item():
 
 def test_an_agent_that_may_call_plans_is_reported_as_not_counted():
     cost = worst_case(plan([{"id": "E0", "tool_name": "agent", "input": {**AGENT, "tools": None}}]))
-    assert "E0: the agent may call plan__* tools" in cost.to_dict()["unbounded"][0]
+    assert "E0 (agent): the agent may call plan__* tools" in cost.to_dict()["unbounded"][0]
 
 
 def test_flowc_cost_prints_the_figures_of_a_flow_and_of_a_plan():
@@ -198,3 +198,86 @@ def test_flowc_cost_names_the_programs_stages_not_step_ids(tmp_path: Path):
     assert data["roles"]["judge"] == "len(input.items)", data
     assert "up to input.rounds rounds" in data["loops"][0], data
     assert "E0" not in result.output and "input.env" not in result.output
+
+
+BUDGETED = """\
+flow digest
+input { items: text[] }
+budget { inferences: 30 }
+use agent "sre" as sre
+
+stage each -> text[] {
+  map input.items as it {
+    agent(sre) {
+      task "Summarise ${it}"
+      expect text
+      max_iterations 4
+      tools none
+    }
+  }
+}
+"""
+
+LITERAL_AND_STAGE = """\
+flow voting
+input { code: text }
+use agent "judge" as judge
+
+stage lenses -> text[] {
+  return ["security", "speed"]
+}
+
+stage votes -> text[] {
+  map lenses as lens {
+    agent(judge) { task "Review ${input.code} as ${lens}" expect text max_iterations 4 tools none }
+  }
+}
+
+stage again -> text[] {
+  map votes as v {
+    agent(judge) { task "Check ${v}" expect text max_iterations 4 tools none }
+  }
+}
+"""
+
+
+def test_cost_is_simplified_in_the_flows_terms(tmp_path):
+    # `8 × len([1, 2]) + 8` and `5 × len(E0)` were printed as they were compiled: a literal's
+    # length is counted, and a map's result is as long as what it went over
+    f = tmp_path / "voting.flow"
+    f.write_text(LITERAL_AND_STAGE, encoding="utf-8")
+    result = CliRunner().invoke(main, ["cost", "--json", str(f)])
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.stdout)
+    assert figures["roles"] == {"chat": "16", "repair": "16"}
+    assert figures["total"] == "32" and figures["warnings"] == []
+
+
+def test_cost_warns_with_a_code_when_the_worst_case_exceeds_the_flows_budget(tmp_path):
+    f = tmp_path / "digest.flow"
+    f.write_text(BUDGETED, encoding="utf-8")
+    result = CliRunner().invoke(main, ["cost", str(f)])
+    assert result.exit_code == 0  # a warning: the budget stops the run, nothing is wrong yet
+    assert "total   8 × len(input.items)" in result.stdout
+    assert (
+        "digest.flow:3:1: warning[cost-over-budget]: the worst case, 8 × len(input.items) "
+        "model calls, exceeds the flow's budget of 30 inferences when len(input.items) > 3"
+    ) in result.stderr
+    assert "budget { inferences: 30 }" in result.stderr  # the caret on the flow's budget
+    data = json.loads(CliRunner().invoke(main, ["cost", "--json", str(f)]).stdout)
+    assert [w["code"] for w in data["warnings"]] == ["cost-over-budget"]
+    f.write_text(BUDGETED.replace("inferences: 30", "inferences: 2"), encoding="utf-8")
+    fixed = CliRunner().invoke(main, ["cost", str(f)])
+    assert "when len(input.items) > 0" in fixed.stderr
+
+
+def test_the_documented_example_of_cost_over_budget_warns(tmp_path):
+    import re
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "diagnostics.md").read_text()
+    section = doc.split("## `cost-over-budget`", 1)[1]
+    example = re.search(r"```flow\n(.*?)```", section, flags=re.S).group(1)
+    f = tmp_path / "example.flow"
+    f.write_text(example, encoding="utf-8")
+    result = CliRunner().invoke(main, ["cost", str(f)])
+    assert "warning[cost-over-budget]" in result.stderr, result.output

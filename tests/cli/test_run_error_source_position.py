@@ -47,3 +47,36 @@ def test_the_source_line_shown_is_counted_as_the_scanner_counts_lines(tmp_path):
     res = CliRunner().invoke(main, ["run", str(flow)])
     assert res.exit_code == 1, res.stderr
     assert "   | " + '  fail "boom"' in res.stderr, res.stderr
+
+
+FLOW_CARET = """\
+flow d
+input { lines: text[] }
+use agent "sre" as sre
+
+stage reading -> text {
+  let ticket = read_file(path: "notes.txt")
+  return agent(sre) {
+    task "Look"
+    input { n: parse_int(ticket), first: input.lines[0] }
+    expect text
+  }
+}
+"""
+
+
+def test_a_run_time_error_points_at_the_expression_it_names(tmp_path, monkeypatch):
+    # issue 31: `parse_error: step E1: parse_int(E0)` with the caret on the `agent(` line; now
+    # the message names `ticket` and the caret underlines the call where the .flow wrote it
+    (tmp_path / "notes.txt").write_text("x,y", encoding="utf-8")
+    (tmp_path / "d.flow").write_text(FLOW_CARET, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(
+        main, ["run", "d.flow", "--input", '{"lines": ["a"]}', "--model", "test"]
+    )
+    assert res.exit_code == 1
+    err = res.stderr
+    assert "error[parse_error] in reading › agent(sre) (step E1): `parse_int(ticket)`" in err
+    assert "  --> d.flow:9:16\n" in err
+    assert "   |     input { n: parse_int(ticket), first: input.lines[0] }\n" in err
+    assert "   |                " + "^" * len("parse_int(ticket)") + "\n" in err

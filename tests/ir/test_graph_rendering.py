@@ -4,6 +4,7 @@ sub-plans, outcome colouring from a trace, and DOT output."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -23,11 +24,12 @@ def _graph(path: Path):
 def test_bug_triage_graph_has_stages_agents_tools_map_and_require():
     g = _graph(EXAMPLES / "bug-triage.flow")
     titles = {n.id: n.title for n in g.nodes}
-    assert titles["s_E0"] == "E0 · result: agent repo-investigator"
-    assert titles["s_E1"] == "E1: require E0.suspect_files.count in 0..10"
-    assert titles["s_E2"] == "E2: agent dev-team.main"
-    assert titles["s_E3"] == "E3: map over E2.work"
-    assert titles["s_E3_do"] == "E3/do: agent dev-team.member(item.owner)"
+    # in the .flow's terms: its aliases, its names, its constructs (issue 31 item 3)
+    assert titles["s_E0"] == "result = agent(investigator)"
+    assert titles["s_E1"] == "require result.suspect_files.count in 0..10"
+    assert titles["s_E2"] == "agent(dev.main)"
+    assert titles["s_E3"] == "parallel map plan.work as item"
+    assert titles["s_E3_do"] == "agent(dev.member(item.owner))"
     details = {n.id: n.details for n in g.nodes}
     assert details["s_E0"][:2] == ["expect Reproduction", "tools: read_file, grep, list_dir"]
     assert "limit 4" in details["s_E3"]
@@ -56,13 +58,14 @@ def test_bug_triage_graph_has_stages_agents_tools_map_and_require():
 @pytest.mark.parametrize(
     "flow, expected",
     [
-        ("if_else.flow", ["E0: if input.n > 100", "E0/then: user__note", "E0/else: user__note"]),
-        ("ask.flow", ["E0: ask: Approve {{ input.n }} changes?", "E1: ask: Ship or hold?"]),
-        ("verify.flow", ["E0: verify", "E1 · v: verify"]),
-        ("filter.flow", ["filter"]),
-        ("reduce.flow", ["reduce over"]),
-        ("require_fail.flow", ["E0: require input.n >= 0", "E3: fail when E1 == 42"]),
-        ("outline.flow", ["call outline__twice_0"]),
+        ("if_else.flow", ["if input.n > 100", "user__note(text)"]),
+        ("ask.flow", ['ask "Approve ${input.n} changes?"', 'ask "Ship or hold?"']),
+        ("ask.flow", ['ask "Any note? Literal {{ braces }} stay."', 'c = ask "How many']),
+        ("verify.flow", ["verify", "v = verify"]),
+        ("filter.flow", ["filter input.xs as x where"]),
+        ("reduce.flow", ["reduce input.xs as x, acc", "acc + x"]),
+        ("require_fail.flow", ["require input.n >= 0", "fail when s == 42"]),
+        ("outline.flow", ["map input.xs as x", "map body"]),
     ],
 )
 def test_each_kind_of_step_is_labelled_by_what_it_does(flow, expected):
@@ -85,7 +88,7 @@ def test_ask_choices_and_verify_checks_are_listed():
 def test_outlined_bodies_are_drawn_as_sub_plans_called_by_their_step():
     g = _graph(COMPILE / "outline.flow")
     plans = [gr.label for gr in g.groups if gr.kind == "plan"]
-    assert "plan outline__twice_0" in plans
+    assert "map body of stage twice" in plans  # named by the construct it came from
     assert any(e.kind == "call" and e.dst == "p_outline__twice_0__input" for e in g.edges)
 
 
@@ -164,6 +167,55 @@ def test_an_outlined_sub_plan_shows_the_callers_values_as_the_flow_wrote_them(tm
     mermaid = to_mermaid(g)
     assert "input.env" not in mermaid and "input.env" not in to_dot(g)
     titles = [n.title for n in g.nodes]
-    assert "E0: loop up to input.rounds" in titles, titles
+    assert "loop up to input.rounds" in titles, titles
     assert any(e.label == "next round, ≤ input.rounds" for e in g.edges)
     assert any(grp.label == "each round, up to input.rounds" for grp in g.groups)
+
+
+TEN_STAGES = "flow ten\ninput { n: int }\nextern tool user__f(n: int) -> int\n" + "".join(
+    f"stage s{i} -> int {{\n  return user__f(n: input.n + {i})\n}}\n" for i in range(10)
+)
+
+
+def test_stages_are_drawn_top_to_bottom_in_their_order_whatever_they_read(tmp_path: Path):
+    # ten stages that each read only the input: the layout followed the data and drew them
+    # side by side (2,727 px wide); consecutive steps are now linked (an invisible edge when
+    # nothing else links them), so each stage sits below the one before
+    f = tmp_path / "ten.flow"
+    f.write_text(TEN_STAGES, encoding="utf-8")
+    g = _graph(f)
+    steps = [n.id for n in g.nodes if n.path and n.kind not in ("finish",)]
+    linked = {(e.src, e.dst) for e in g.edges}
+    assert len(steps) == 10
+    assert all((a, b) in linked for a, b in zip(steps, steps[1:], strict=False))
+    assert [gr.label for gr in g.groups] == [f"stage s{i}" for i in range(10)]
+    # in DOT the input's long edges to stages placed by the one before do not rank them
+    assert to_dot(g).count("[constraint=false]") == 9
+    # a step that reads an earlier stage but not the one before it: an invisible edge
+    triage = _graph(EXAMPLES / "bug-triage.flow")
+    assert any(e.kind == "rank" and (e.src, e.dst) == ("s_E1", "s_E2") for e in triage.edges)
+    assert "s_E1 ~~~ s_E2" in to_mermaid(triage)
+    assert "s_E1 -> s_E2 [style=invis];" in to_dot(triage)
+
+
+_COMPILED_NAME = re.compile(r"\bE\d+\b|\baccumulator\b|\{\{|\binput\.env\b|__")
+
+
+_FLOWS = {p.name: p for p in sorted(COMPILE.glob("*.flow"))} | {
+    p.name: p for p in sorted(EXAMPLES.glob("**/*.flow"))
+}
+
+
+@pytest.mark.parametrize("flow", sorted(_FLOWS))
+def test_no_label_shows_a_compiled_name(flow):
+    # labels, body groups and edge labels in the .flow's terms: never a step id (`E2: map over
+    # E0`), `accumulator`, a `{{ … }}` template, `input.env`, or an outlined plan's name
+    g = _graph(_FLOWS[flow])
+    shown = [n.title for n in g.nodes if n.kind != "tool"] + [
+        d for n in g.nodes if n.kind != "tool" for d in n.details
+    ]
+    shown += [gr.label for gr in g.groups] + [e.label for e in g.edges]
+    source = _FLOWS[flow].read_text(encoding="utf-8")
+    for text in shown:
+        for bad in _COMPILED_NAME.findall(text):
+            assert bad in source, (bad, text)

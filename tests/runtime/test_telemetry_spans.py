@@ -103,7 +103,7 @@ def test_bug_triage_run_exports_run_stage_step_round_model_and_tool_spans():
     assert tree.names(agent) == ["round 1", "round 2", "round 3", "round 4"]
 
     rounds = tree.children(agent)
-    expected_tools = [["builtin__list_dir"], ["builtin__grep"], ["builtin__read_file"], []]
+    expected_tools = [["list_dir"], ["grep"], ["read_file"], []]  # as the .flow names them
     for number, (round_span, tools) in enumerate(zip(rounds, expected_tools, strict=True), 1):
         assert round_span.attributes["agentflow.agent.round"] == number
         kids = tree.children(round_span)
@@ -123,6 +123,7 @@ def test_bug_triage_run_exports_run_stage_step_round_model_and_tool_spans():
         ]
         for tool in (k for k in kids if k.name.startswith("execute_tool ")):
             assert tool.attributes["gen_ai.tool.name"] == tool.name.split()[1]
+            assert tool.attributes["agentflow.tool.name"] == "builtin__" + tool.name.split()[1]
             assert tool.attributes["agentflow.agent.round"] == number
             assert tool.start_time >= round_span.start_time
             assert tool.end_time <= round_span.end_time
@@ -164,7 +165,7 @@ def test_capture_content_records_messages_tool_arguments_and_results():
     task = json.loads(agent.attributes["gen_ai.input.messages"])
     assert task[0]["role"] == "user"
     assert "Locate the suspect code" in task[0]["parts"][0]["content"]
-    grep = next(s for s in tree.spans if s.name == "execute_tool builtin__grep")
+    grep = next(s for s in tree.spans if s.name == "execute_tool grep")
     assert json.loads(grep.attributes["gen_ai.tool.call.arguments"])["pattern"] == "def run_plan"
     assert "jobs/runner.py" in grep.attributes["gen_ai.tool.call.result"]
     first_chat = tree.children(tree.children(agent)[0], "chat ")[0]

@@ -503,6 +503,7 @@ def cost_cmd(file: str, as_json: bool) -> None:
     """
     from agentflow.ir.cost import worst_case
 
+    compiled = None
     if not Path(file).is_file():
         raise click.UsageError(f"{file}: no such file")
     if file.endswith(".flow"):
@@ -519,8 +520,15 @@ def cost_cmd(file: str, as_json: bool) -> None:
         except FlowError as e:
             _fail(e)
     figures = worst_case(plan).to_dict()
+    module = compiled.check.module if compiled is not None else None
+    warnings = api.cost_warnings(plan, file, module)
     if as_json:
-        click.echo(json.dumps({"plan": plan.name, **figures}, ensure_ascii=False, indent=2))
+        shown = [{"code": d.code, "message": d.message, "hint": d.hint} for d in warnings]
+        click.echo(
+            json.dumps(
+                {"plan": plan.name, **figures, "warnings": shown}, ensure_ascii=False, indent=2
+            )
+        )
         return
     click.echo(f"most model calls of one run of '{plan.name}' (inferences per role):")
     width = max([len(r) for r in figures["roles"]] + [5])
@@ -533,6 +541,9 @@ def cost_cmd(file: str, as_json: bool) -> None:
         click.echo(f"  not counted: {why}")
     for budget in figures["budgets"]:
         click.echo(f"  budget {budget}")
+    if warnings:
+        sys.stdout.flush()
+        _err(_render(warnings, {file: Path(file).read_text(encoding="utf-8")}, "text"))
 
 
 @main.command("tools")

@@ -157,11 +157,20 @@ def _show_run_error(error: ErrorInfo | dict, target: str) -> None:
     _err(f"error[{error.code}]{where}: {error.message}")
     loc = Span.parse(error.source)
     if loc is not None and target.endswith(".flow"):
+        from agentflow.ir.names import expression_position
+
         try:
-            text = source_lines(Path(target).read_text(encoding="utf-8"))[loc.line - 1]
-            _err(f"  --> {target}:{loc.line}:{loc.column}")
+            lines = source_lines(Path(target).read_text(encoding="utf-8"))
+            line, column, width = loc.line, loc.column, 1
+            # the caret on the expression the message names (`ticket[0]`), when it is written
+            # so in the step; else on the step
+            found = expression_position(lines, loc.line, error.message)
+            if found is not None:
+                line, column, width = found
+            text = lines[line - 1]
+            _err(f"  --> {target}:{line}:{column}")
             _err(f"   | {text}")
-            _err("   | " + " " * (loc.column - 1) + "^")
+            _err("   | " + " " * (column - 1) + "^" * width)
         except (ValueError, IndexError, OSError):
             pass
 

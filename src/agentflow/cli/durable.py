@@ -206,7 +206,9 @@ def runs_show(
     click.echo(f"run {info.run_id}: {info.status}  plan {info.plan}")
     click.echo(f"started {_when(info.created_at)}, last change {_when(info.updated_at)}")
     cost = info.cost
-    money = f", ${cost['cost']}" if "cost" in cost else ""
+    from agentflow.core.text import money as as_money
+
+    money = f", {as_money(cost['cost'])}" if "cost" in cost else ""
     click.echo(
         f"model calls so far: {cost.get('inferences', 0)} ({cost.get('input_tokens', 0)} in, "
         f"{cost.get('output_tokens', 0)} out tokens{money})"

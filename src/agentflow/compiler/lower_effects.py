@@ -270,6 +270,7 @@ class EffectLowering(LoweringShared):
             inp["on_item_error"] = {"tolerate": f"{pct}%" if e.tolerate_percent else n}
         inp["do"] = body
         step = self.add_step(ctx, "map", inp, e.keyword_span or e.span)
+        _name_scopes(step, loop)
         return Frag([StepRef(step)])
 
     def visit_CatchExpr(self, e: ast.CatchExpr | ast.TryExpr, ctx: Ctx) -> Frag:
@@ -293,6 +294,7 @@ class EffectLowering(LoweringShared):
         # `x catch { … }` is at its `catch`
         where = e.try_span if isinstance(e, ast.TryExpr) and e.try_span else e.keyword_span
         step = self.add_step(ctx, "try", inp, where or e.span)
+        _name_scopes(step, loop)
         return Frag([StepRef(step)])
 
     visit_TryExpr = visit_CatchExpr
@@ -322,12 +324,14 @@ class EffectLowering(LoweringShared):
             what = "filter prompt" if e.judge is not None else "filter condition"
             body = self.body_step(stmts, gate_expr.span, ctx, loop, what)
             gates = self.add_step(ctx, "map", {"over": inp["over"], "do": body}, gate_expr.span)
+            _name_scopes(gates, loop)
             read = "{{ " + gates["id"] + "[index] }}"
             if e.judge is not None:
                 inp["infer"] = read
             else:
                 inp["when"] = {"expr": gates["id"] + "[index]"}
         step = self.add_step(ctx, "filter", inp, e.span, select="{{ result.kept }}")
+        _name_scopes(step, {e.var.name: "item"})
         return Frag([StepRef(step)])
 
     def visit_ReduceExpr(self, e: ast.ReduceExpr, ctx: Ctx) -> Frag:
@@ -339,6 +343,7 @@ class EffectLowering(LoweringShared):
         body = self.body_step(e.body.stmts, e.body.span, ctx, loop, "reduce body")
         inp = {"over": self.whole(over), "initial": self.whole(init), "do": body}
         step = self.add_step(ctx, "reduce", inp, e.span)
+        _name_scopes(step, loop)
         return Frag([StepRef(step)])
 
     def visit_LoopExpr(self, e: ast.LoopExpr, ctx: Ctx) -> Frag:
@@ -368,6 +373,7 @@ class EffectLowering(LoweringShared):
                     e.until.span,
                 )
         step = self.add_step(ctx, "loop", inp, e.keyword_span or e.span)
+        _name_scopes(step, loop)
         return Frag([StepRef(step)])
 
     def visit_AskExpr(self, e: ast.AskExpr, ctx: Ctx) -> Frag:
@@ -405,3 +411,12 @@ class EffectLowering(LoweringShared):
             inp["judges"] = judges
         step = self.add_step(ctx, "verify", inp, e.span)
         return Frag([StepRef(step)])
+
+
+def _name_scopes(step: dict[str, Any], loop: dict[str, str]) -> None:
+    """Record in ``meta.names`` the `.flow` names of the scope names a control step binds for
+    its bodies (``{"item": "t", "accumulator": "acc"}``; those spelled alike left out): graphs,
+    costs and run-time errors put them back (:mod:`agentflow.ir.names`)."""
+    names = {scope: source for source, scope in loop.items() if scope != source}
+    if names:
+        step["meta"]["names"] = names

@@ -119,6 +119,11 @@ STALE_GENERATED_MODULE = _register(
     "warning",
     "a client module `flowc gen python` made from an earlier version of the flow ([gen] python)",
 )
+COST_OVER_BUDGET = _register(
+    "cost-over-budget",
+    "warning",
+    "the worst case of model calls (`flowc cost`) exceeds the flow's own `budget`",
+)
 
 # Plan files (docs/spec/PLAN_IR.md §1–6): what `flowc plan validate`, the loader and tool
 # resolution report.

@@ -20,6 +20,7 @@ __all__ = [
     "escape_surrogates",
     "has_surrogates",
     "join_pairs",
+    "money",
     "source_lines",
 ]
 
@@ -88,3 +89,22 @@ def source_lines(text: str) -> list[str]:
     ``str.splitlines`` knows (U+2028, U+2029, U+0085, ``\\v``, ``\\f``, ``\\x1c``–``\\x1e``),
     which a string or a comment may hold. Line N of a span is ``source_lines(text)[N - 1]``."""
     return [line.removesuffix("\r") for line in text.split("\n")]
+
+
+def money(dollars: float) -> str:
+    """US dollars as money, never in exponent notation: cents from a dollar up (``$1,234.50``,
+    ``$0.50``), and below a cent enough decimals for two significant digits (``$0.012``,
+    ``$0.000036`` — not ``$3.6e-05``; at most 8 decimals, ``<$0.00000001`` below); ``$0.00``
+    for nothing."""
+    import math
+
+    if not math.isfinite(dollars) or dollars == 0:
+        return "$0.00"
+    sign = "-" if dollars < 0 else ""
+    d = abs(dollars)
+    if d >= 0.1:
+        return f"{sign}${d:,.2f}"
+    if d < 0.000000005:
+        return f"{sign}<$0.00000001"
+    decimals = min(8, max(2, -math.floor(math.log10(d)) + 1))
+    return f"{sign}${d:.{decimals}f}"

@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentflow.ir.models import Plan, Step
+from agentflow.ir.names import in_source_terms, step_names
 
-__all__ = ["Cost", "worst_case"]
+__all__ = ["Cost", "over_budget", "worst_case"]
 
 Monomial = tuple[str, ...]  # sorted symbol names; () is the constant term
 
@@ -130,43 +131,63 @@ _ENV = re.compile(r"\binput\.env\.")
 _STEP_ID = re.compile(r"\b(E\d+)\b")
 
 
-def _program_names(plan: Plan) -> dict[str, str]:
-    """The `.flow` name of each top-level step of a compiled plan: the stage, for the step that
-    gives a stage its value (its last step), else the name of its ``let``."""
-    names: dict[str, str] = {}
-    last_of_stage: dict[str, str] = {}
-    for step in plan.steps:
-        meta = step.meta or {}
-        if not step.id:
-            continue
-        if isinstance(meta.get("name"), str):
-            names[step.id] = meta["name"]
-        if isinstance(meta.get("stage"), str):
-            last_of_stage[meta["stage"]] = step.id
-    for stage, step_id in last_of_stage.items():
-        names[step_id] = stage
-    return names
+_OR_NULL = re.compile(r"\(([A-Za-z_][\w.]*) \?\? null\)")
 
 
 def _shown(expr: str, plan: Plan | None) -> str:
     """A plan expression in the program's terms when the plan was compiled from a `.flow`:
-    ``len(E0)`` → ``len(real)``, ``input.env.input.rounds`` → ``input.rounds``."""
+    ``len(E0)`` → ``len(real)``, ``input.env.input.rounds`` → ``input.rounds``
+    (:mod:`agentflow.ir.names`)."""
     if plan is None:
         return expr
-    expr = _ENV.sub("", expr)
-    names = _program_names(plan)
-    return _STEP_ID.sub(lambda m: names.get(m.group(1), m.group(1)), expr)
+    return in_source_terms(_OR_NULL.sub(r"\1", expr), step_names(plan))
 
 
-def _size(value: Any, where: str, plan: Plan | None = None) -> dict[Monomial, int]:
-    """The length of what a map/filter/reduce goes over: a literal list's length, else the
-    symbol ``len(<expression>)``."""
+def _literal_length(expr: str) -> int | None:
+    """The number of elements of a list literal (``["a", "b"]`` → 2), else None."""
+    if not expr.startswith("["):
+        return None
+    from agentflow.errors import SourceError
+    from agentflow.grammar import ast
+    from agentflow.grammar.parser import parse_expression
+
+    try:
+        node = parse_expression(expr)
+    except (SourceError, RecursionError):
+        return None
+    return len(node.items) if isinstance(node, ast.ListLit) else None
+
+
+def _size(
+    value: Any, where: str, plan: Plan | None = None, seen: frozenset[str] = frozenset()
+) -> dict[Monomial, int]:
+    """The length of what a map/filter/reduce goes over, simplified: a literal list's length
+    (``len([1, 2])`` is 2); the result of a ``map`` as the length of what it goes over; else
+    the symbol ``len(<expression>)`` in the program's terms (a ``filter``'s result keeps its
+    name: ``len(kept)`` says more than the length it is at most)."""
     if isinstance(value, list):
         return const(len(value))
     if isinstance(value, str):
         m = _TEMPLATE.match(value.strip())
-        return symbol(f"len({_shown(m.group(1) if m else value, plan)})")
+        expr = (m.group(1) if m else value).strip()
+        n = _literal_length(expr)
+        if n is not None:
+            return const(n)
+        step = _step_by_id(plan, expr) if plan is not None and expr not in seen else None
+        if step is not None and step.tool_name == "map" and step.input:
+            over = step.input.get("over") if isinstance(step.input, dict) else None
+            return _size(over, where, plan, seen | {expr})
+        return symbol(f"len({_shown(expr, plan)})")
     return symbol(f"len({where})")
+
+
+def _step_by_id(plan: Plan, step_id: str) -> Step | None:
+    """The top-level step ``step_id`` of ``plan`` (None: not one; also without a ``select``,
+    which would change the length)."""
+    for step in plan.steps:
+        if step.id == step_id:
+            return step if step.select is None else None
+    return None
 
 
 def _bound(value: Any, where: str, plan: Plan | None = None) -> dict[Monomial, int]:
@@ -245,7 +266,8 @@ class _Walker:
                 for t in (tools if isinstance(tools, list) else [])
             ):
                 cost.unbounded.append(
-                    f"{path}: the agent may call plan__* tools, whose model calls are not counted"
+                    f"{_place(step, path)}: the agent may call plan__* tools, whose model "
+                    "calls are not counted"
                 )
             return cost
         if name == "decide":
@@ -318,6 +340,55 @@ def worst_case(plan: Plan) -> Cost:
         if step.tool_name == "agent" and isinstance(budget, dict):
             cost.budgets.append(f"agent step {path} (each run): {_limits(budget)}")
     return cost
+
+
+def over_budget(cost: Cost, plan: Plan) -> list[tuple[str, str]]:
+    """``(message, hint)`` for each way the worst case of ``cost`` (:func:`worst_case` of
+    ``plan``) exceeds the plan's own run budget of ``inferences`` (the ``cost-over-budget``
+    warning of ``flowc cost``): a constant worst case above it; one linear in a single input
+    size above it beyond a size (``exceeds … when len(input.items) > 4``); any other figure
+    whose constant part alone is above it.  Empty when it fits, or without such a budget."""
+    limit = plan.budget.inferences if plan.budget is not None else None
+    if limit is None:
+        return []
+    total = {m: c for m, c in _total(cost).items() if c}
+    fixed = total.get((), 0)
+    terms = {m: c for m, c in total.items() if m}
+    figure = format_poly(total)
+    hint = (
+        "the run stops with `budget_exceeded` at the call that would pass it: raise the "
+        "budget, or lower `max_iterations` / a loop's bound"
+    )
+    if not terms:
+        if fixed > limit:
+            return [
+                (
+                    f"the worst case, {fixed} model calls, exceeds the flow's budget of "
+                    f"{limit} inferences",
+                    hint,
+                )
+            ]
+        return []
+    if fixed > limit:
+        return [
+            (
+                f"the worst case, {figure} model calls, exceeds the flow's budget of {limit} "
+                "inferences whatever the input",
+                hint,
+            )
+        ]
+    if len(terms) == 1:
+        ((mono, coef),) = terms.items()
+        if len(mono) == 1:
+            most = (limit - fixed) // coef
+            return [
+                (
+                    f"the worst case, {figure} model calls, exceeds the flow's budget of "
+                    f"{limit} inferences when {mono[0]} > {most}",
+                    hint,
+                )
+            ]
+    return []
 
 
 def _place(step: Step, path: str) -> str:

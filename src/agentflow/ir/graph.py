@@ -5,7 +5,12 @@
 :func:`build_graph` reads a loaded :class:`~agentflow.ir.models.Plan` (a compiled `.flow` or a
 plan file) into a :class:`Graph`:
 
-- one node per step, grouped by `.flow` stage (``meta.stage``), labelled by what the step is:
+- one node per step, grouped by `.flow` stage (``meta.stage``) in the order the stages run,
+  labelled by what the step is — in a plan compiled from a `.flow`, as the `.flow` writes it
+  (``parallel map tickets as t``, ``agent(triager)``, ``loop up to 4``, ``ok = ask "…"``: its
+  aliases, ``let`` names and variables, never a step id, ``item``/``accumulator`` or a
+  ``{{ … }}`` template; :mod:`agentflow.ir.names`), in a hand-written plan prefixed with the
+  step's id (``E2: map over E0``):
   an agent (alias or team member, ``expect`` contract type, tools, round budget), a tool call,
   a ``map``/``reduce`` (what it iterates, its concurrency ``limit``) with its body inside, a
   ``loop`` (its bound, ``until``, ``else``) with its body inside and a back edge from the body
@@ -17,8 +22,15 @@ plan file) into a :class:`Graph`:
 - solid edges for data dependencies (a step's templates name an earlier step), dotted ones for
   plain sequence (a step that reads nothing before it still runs after the previous one), and
   dotted edges from agents to the tools they may call;
-- sub-plans (``plans:``, e.g. outlined bodies) as their own groups, with a dotted edge from the
-  step that calls them.
+- sub-plans (``plans:``) as their own groups, with a dotted edge from the step that calls
+  them; a body flowc outlined is named by the construct it came from (``map body of stage
+  report``);
+- invisible ``rank`` edges between consecutive steps nothing else links, so the layout runs
+  top to bottom in the order the steps run, whatever they read.
+
+The model (:class:`Graph` of :class:`GraphNode`, :class:`GraphEdge`, :class:`GraphGroup`,
+``Graph.to_dict()``) is what renderers read (Mermaid, DOT here; the report's and ``flowc
+ui``'s SVG): its fields are stable, documented in docs/observability.md "The graph model".
 
 :func:`outcomes_from_events` folds a run's trace events into per-node outcomes (status, time,
 inferences, tokens, cost, map item counts) that :func:`to_mermaid` / :func:`to_dot` colour the
@@ -33,8 +45,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentflow.core.text import money
 from agentflow.core.vocabulary import BODY_KEYS
 from agentflow.ir.models import Plan, Step
+from agentflow.ir.names import body_names, in_source_terms, step_names
 from agentflow.ir.templates import template_refs
 
 __all__ = [
@@ -79,7 +93,8 @@ class GraphNode:
 @dataclass
 class GraphEdge:
     """``src`` → ``dst`` (node ids); ``kind``: ``data``, ``order``, ``body``, ``branch``,
-    ``tool`` or ``call``; ``label`` may be empty."""
+    ``loop`` (a loop's next round), ``tool``, ``call`` or ``rank`` (invisible: keeps the
+    drawing in run order); ``label`` may be empty."""
 
     src: str
     dst: str
@@ -167,6 +182,58 @@ def _expr(value: Any) -> str:
     return _short(json.dumps(value, ensure_ascii=False, default=str))
 
 
+_OR_NULL = re.compile(r"\(([A-Za-z_][\w.]*) \?\? null\)")
+_LITERAL = re.compile(r'"([^"\\$]*)"')
+_PIECE = re.compile(r"\{\{\s*(.*?)\s*\}\}", re.S)
+
+
+@dataclass
+class _Scope:
+    """The `.flow` names in force where a step is drawn (:mod:`agentflow.ir.names`):
+    ``names`` (step ids and scope names → the user's), ``outer`` (an outlined body's caller's,
+    for ``input.item``), ``compiled`` (the plan came from a `.flow`: titles in its terms)."""
+
+    names: dict[str, str] = field(default_factory=dict)
+    outer: dict[str, str] | None = None
+    compiled: bool = False
+
+    def with_body(self, step: Step) -> _Scope:
+        """The scope of ``step``'s bodies (its ``meta.names`` added)."""
+        return _Scope({**self.names, **body_names(step)}, self.outer, self.compiled)
+
+    def x(self, value: Any) -> str:
+        """``value`` (a template, condition or literal) as the `.flow` writes it: a whole
+        template as its expression, text with ``{{ … }}`` pieces as a string with ``${…}``."""
+        if isinstance(value, dict) and "expr" in value:
+            value = value["expr"]
+        if isinstance(value, str):
+            m = _TEMPLATE.match(value.strip())
+            if m and "{{" not in m.group(1):
+                return _short(self.rename(m.group(1)))
+            if "{{" in value:
+                text = _PIECE.sub(self._piece, value)
+                return _short(json.dumps(text, ensure_ascii=False))
+            return _short(self.rename(value))
+        return _short(json.dumps(value, ensure_ascii=False, default=str))
+
+    def text(self, value: Any) -> str:
+        """Prose with templates (a question, a message): its ``{{ … }}`` pieces as ``${…}``."""
+        return _short(_PIECE.sub(self._piece, str(value or "")))
+
+    def _piece(self, m: re.Match[str]) -> str:
+        literal = _LITERAL.fullmatch(m.group(1))
+        if literal:  # an escaped `{{` (`{{ "{{" }}`) is text
+            return literal.group(1)
+        return "${" + self.rename(m.group(1)) + "}"
+
+    def rename(self, text: str) -> str:
+        if not self.compiled and self.outer is None:
+            return _ENV.sub("", text)
+        # `t.note` of an optional field compiles to `(item.note ?? null)`: shown as written
+        text = _OR_NULL.sub(r"\1", text)
+        return in_source_terms(text, self.names, outer=self.outer)
+
+
 def _tool_label(name: str) -> str:
     return name.removeprefix("builtin__")
 
@@ -185,7 +252,7 @@ def _schema_type(schema: Any) -> str | None:
     return str(schema.get("type")) if schema.get("type") else None
 
 
-def _agent_target(agent: Any) -> str:
+def _agent_target(agent: Any, scope: _Scope | None = None) -> str:
     if not isinstance(agent, dict):
         return ""
     kind = agent.get("kind")
@@ -194,8 +261,18 @@ def _agent_target(agent: Any) -> str:
     if kind == "team.main":
         return f"{agent.get('team', '')}.main"
     if kind == "team.member":
-        return f"{agent.get('team', '')}.member({_expr(agent.get('member'))})"
+        member = scope.x(agent.get("member")) if scope else _expr(agent.get("member"))
+        return f"{agent.get('team', '')}.member({member})"
     return ""
+
+
+def _team_target(agent: dict[str, Any], meta: dict[str, Any], scope: _Scope) -> str:
+    """A team step's target as the `.flow` writes it, with the team's alias (``dev.main``,
+    ``dev.member(item.owner)``)."""
+    team = meta.get("agent") or agent.get("team", "")
+    if agent.get("kind") == "team.member":
+        return f"{team}.member({scope.x(agent.get('member'))})"
+    return f"{team}.main"
 
 
 class _Builder:
@@ -229,9 +306,18 @@ class _Builder:
         return self.tools[name]
 
     # -- plans
-    def plan(self, plan: Plan, prefix: str, parent_group: GraphGroup | None) -> str | None:
-        """Add ``plan``'s nodes (ids prefixed with ``prefix``); returns its first node's id."""
+    def plan(
+        self,
+        plan: Plan,
+        prefix: str,
+        parent_group: GraphGroup | None,
+        outer: dict[str, str] | None = None,
+    ) -> str | None:
+        """Add ``plan``'s nodes (ids prefixed with ``prefix``); returns its first node's id.
+        ``outer``: the names of the step that calls an outlined body (its ``input.item``)."""
         ids = {s.id for _, s in plan.iter_steps() if s.id}
+        names = step_names(plan)
+        scope = _Scope(names, outer, bool(names) or outer is not None)
         input_id = f"{prefix}input"
         props = (plan.input_schema or {}).get("properties") if plan.input_schema else None
         details = [", ".join(props)] if isinstance(props, dict) and props else []
@@ -256,10 +342,18 @@ class _Builder:
                         parent_group,
                     )
                 group = stage_groups[stage]
-            nid = self.step(step, sid, prefix, plan, group, node_of, ids)
+            nid = self.step(step, sid, prefix, plan, group, node_of, ids, scope)
             node_of[sid] = nid
-            if not any(e.dst == nid and e.kind == "data" for e in self.graph.edges):
+            if any(e.src == previous and e.dst == nid for e in self.graph.edges):
+                pass
+            elif not any(
+                e.dst == nid and e.kind == "data" and e.src != input_id for e in self.graph.edges
+            ):
                 self.edge(previous, nid, "order")  # reads nothing earlier: runs after `previous`
+            else:
+                # steps are drawn in the order they run (stage after stage, top to bottom),
+                # whatever they read: an invisible edge keeps the layout from spreading sideways
+                self.edge(previous, nid, "rank")
             previous = nid
         fin = plan.effective_finish()
         fin_id = f"{prefix}finish"
@@ -268,7 +362,7 @@ class _Builder:
         elif fin.mode == "silent":
             title, details = "finish: silent", []
         else:
-            title, details = "output", [_expr(fin.output)] if fin.output else []
+            title, details = "output", [scope.x(fin.output)] if fin.output else []
         self.add(GraphNode(fin_id, "finish", "finish", title, details, plan.name), parent_group)
         refs = _refs_of_text(fin.output) | _refs_of_text(fin.prompt)
         linked = False
@@ -289,12 +383,14 @@ class _Builder:
         group: GraphGroup | None,
         node_of: dict[str, str],
         ids: set[str],
+        scope: _Scope,
     ) -> str:
         nid = prefix + "s_" + _safe(path)  # prefixed: a step may be called `end` (a keyword)
         inp = step.input if isinstance(step.input, dict) else {}
         tool = step.tool_name
         meta = step.meta if isinstance(step.meta, dict) else {}
-        title, details, kind = self.describe(step, path, inp, meta)
+        own = scope.with_body(step) if tool in ("loop", "filter") else scope  # gate, until
+        title, details, kind = self.describe(step, path, inp, meta, own)
         self.add(GraphNode(nid, path, kind, title, details, plan.name, meta.get("source")), group)
         for ref in sorted(template_refs(step.compiled) if step.compiled is not None else set()):
             if ref in node_of:
@@ -304,31 +400,38 @@ class _Builder:
             for name in tools if isinstance(tools, list) else []:
                 self.edge(nid, self.tool(str(name)), "tool")
         elif tool.startswith("plan__"):
-            sub = self.sub_plan(tool.removeprefix("plan__"), plan)
+            outer = scope.names if scope.compiled else None
+            sub = self.sub_plan(tool.removeprefix("plan__"), plan, outer)
             if sub is not None:
                 self.edge(nid, sub, "call", "calls")
         bodies = step.bodies()
         if bodies:
             body_group = group
+            inner = scope.with_body(step)
             if tool in ("map", "reduce", "loop", "parallel"):
+                var = inner.names.get("item", "item")
                 label = {
-                    "map": f"for each item of {_expr(inp.get('over'))}",
-                    "reduce": f"over {_expr(inp.get('over'))}",
-                    "loop": f"each round, up to {_expr(inp.get('up_to'))}",
+                    "map": f"for each {var} of {scope.x(inp.get('over'))}",
+                    "reduce": f"each {var} of {scope.x(inp.get('over'))}",
+                    "loop": f"each round, up to {scope.x(inp.get('up_to'))}",
                     "parallel": "branches",
                 }[tool]
                 body_group = self.group(f"{nid}_body", label, "body", group)
             for label, body in bodies:
-                bid = self.step(body, f"{path}/{label}", prefix, plan, body_group, node_of, ids)
-                edge_label = {"do": "each item" if tool == "map" else "each"}.get(label, label)
+                bid = self.step(
+                    body, f"{path}/{label}", prefix, plan, body_group, node_of, ids, inner
+                )
+                each = f"each {inner.names.get('item', 'item')}" if scope.compiled else "each item"
+                do = {"map": each, "try": "try"}.get(tool, "each")
+                edge_label = {"do": do}.get(label, label)
                 if tool == "loop":
                     edge_label = "round 1"
                 self.edge(nid, bid, "branch" if tool == "decide" else "body", edge_label)
                 if tool == "loop":  # the back edge: the next round, while rounds are left
-                    self.edge(bid, nid, "loop", f"next round, ≤ {_expr(inp.get('up_to'))}")
+                    self.edge(bid, nid, "loop", f"next round, ≤ {scope.x(inp.get('up_to'))}")
         return nid
 
-    def sub_plan(self, name: str, caller: Plan) -> str | None:
+    def sub_plan(self, name: str, caller: Plan, outer: dict[str, str] | None = None) -> str | None:
         plans = {**(self.root.plans or {}), **(caller.plans or {})}
         sub = plans.get(name)
         if sub is None:
@@ -336,9 +439,13 @@ class _Builder:
         prefix = f"p_{_safe(name)}__"
         if any(n.id == f"{prefix}input" for n in self.graph.nodes):
             return f"{prefix}input"
-        group = self.group(f"p_{_safe(name)}", f"plan {name}", "plan", None)
-        first = self.plan(sub, prefix, group)
-        if (sub.description or "").endswith(_OUTLINED):
+        description = sub.description or ""
+        outlined = description.endswith(_OUTLINED)
+        # an outlined body is named by the construct it came from (`map body of stage report`)
+        label = description[: -len(_OUTLINED)].rstrip(", ").replace("`", "") if outlined else ""
+        group = self.group(f"p_{_safe(name)}", label or f"plan {name}", "plan", None)
+        first = self.plan(sub, prefix, group, outer if outlined else None)
+        if outlined and outer is None:
             self._unwrap_env(prefix, group.id)
         return first
 
@@ -358,13 +465,23 @@ class _Builder:
                 g.label = _ENV.sub("", g.label)
 
     def describe(
-        self, step: Step, path: str, inp: dict[str, Any], meta: dict[str, Any]
+        self, step: Step, path: str, inp: dict[str, Any], meta: dict[str, Any], scope: _Scope
     ) -> tuple[str, list[str], str]:
+        """``(title, details, kind)`` of a step: in a plan compiled from a `.flow`, as the
+        `.flow` writes the construct (``map tickets as t``, ``agent(triager)``, ``loop up to
+        4``, ``ok = ask "…"``); in a hand-written plan, prefixed with the step's id."""
+        x = scope.x
         tool = step.tool_name
         details: list[str] = []
+        var = scope.with_body(step).names.get("item", "item")
         if tool == "agent":
-            target = _agent_target(inp.get("agent"))
-            title = f"agent {target}".strip()
+            target = _agent_target(inp.get("agent"), scope)
+            if scope.compiled:
+                title = f"agent({meta.get('agent') or target})" if target else "agent"
+                if isinstance(inp.get("agent"), dict) and inp["agent"].get("kind") != "alias":
+                    title = f"agent({_team_target(inp['agent'], meta, scope)})"
+            else:
+                title = f"agent {target}".strip()
             expect = meta.get("expect") or _schema_type(inp.get("output_schema"))
             if expect:
                 details.append(f"expect {expect}")
@@ -376,57 +493,82 @@ class _Builder:
             else:
                 details.append("tools: the whole catalog")
             if inp.get("max_iterations") is not None:
-                details.append(f"≤ {_expr(inp['max_iterations'])} rounds")
+                details.append(f"≤ {x(inp['max_iterations'])} rounds")
             if inp.get("write") is not None:
-                details.append(f"writes {_expr(inp['write'])}")
+                details.append(f"writes {x(inp['write'])}")
             kind = "agent"
         elif tool == "map":
             limit = inp.get("concurrency", 1)
-            title = f"map over {_expr(inp.get('over'))}"
-            details.append(f"limit {_expr(limit)}")
+            if scope.compiled:
+                word = "parallel map" if "concurrency" in inp else "map"
+                title = f"{word} {x(inp.get('over'))} as {var}"
+                if "concurrency" in inp:
+                    details.append(f"limit {x(limit)}")
+            else:
+                title = f"map over {x(inp.get('over'))}"
+                details.append(f"limit {x(limit)}")
             if inp.get("on_item_error") == "skip":
                 details.append("failed items skipped")
+            elif isinstance(inp.get("on_item_error"), dict):
+                details.append(f"tolerate {x(inp['on_item_error'].get('tolerate'))} failed")
             kind = "map"
         elif tool == "reduce":
-            title = f"reduce over {_expr(inp.get('over'))}"
+            if scope.compiled:
+                acc = scope.with_body(step).names.get("accumulator", "accumulator")
+                title = f"reduce {x(inp.get('over'))} as {var}, {acc}"
+                details.append(f"{acc} = {x(inp.get('initial'))}")
+            else:
+                title = f"reduce over {x(inp.get('over'))}"
             kind = "map"
         elif tool == "loop":
-            title = f"loop up to {_expr(inp.get('up_to'))}"
+            title = f"loop up to {x(inp.get('up_to'))}"
+            if scope.compiled:
+                names = scope.with_body(step).names
+                details.append(
+                    f"as {names.get('round', 'round')}, "
+                    f"{names.get('accumulator', 'accumulator')} = {x(inp.get('initial'))}"
+                )
             until = inp.get("until")
             if until is not None:
-                details.append(f"until {_expr(until)}")
+                details.append(f"until {x(until)}")
                 exhausted = inp.get("on_exhausted")
                 if isinstance(exhausted, dict) and "fail" in exhausted:
                     details.append("else fail (loop_exhausted)")
                 elif isinstance(exhausted, dict) and "value" in exhausted:
-                    details.append(f"else {_expr(exhausted['value'])}")
+                    details.append(f"else {x(exhausted['value'])}")
             kind = "map"
         elif tool == "parallel":
             title = "parallel"
             if inp.get("concurrency") is not None:
-                details.append(f"limit {_expr(inp['concurrency'])}")
+                details.append(f"limit {x(inp['concurrency'])}")
             kind = "map"
         elif tool == "decide":
             gate = inp.get("when") if "when" in inp else inp.get("infer")
-            title = f"if {_expr(gate)}" if "when" in inp else f"if (judge) {_expr(gate)}"
+            title = f"if {x(gate)}" if "when" in inp else f"if (judge) {x(gate)}"
             kind = "decide"
         elif tool == "filter":
             gate = inp.get("when") if "when" in inp else inp.get("infer")
-            title = f"filter {_expr(inp.get('over'))}"
-            details.append(f"keep when {_expr(gate)}")
+            if scope.compiled:
+                where = x(gate) if "when" in inp else f"judge {x(gate)}"
+                title = f"filter {x(inp.get('over'))} as {var} where {where}"
+            else:
+                title = f"filter {x(inp.get('over'))}"
+                details.append(f"keep when {x(gate)}")
             kind = "filter"
         elif tool == "exit":
-            title, kind = self.exit_title(inp)
+            title, kind = self.exit_title(inp, scope)
             if inp.get("message"):
-                details.append(_short(f'"{inp["message"]}"'))
+                details.append(_short(f'"{scope.text(inp["message"])}"'))
         elif tool == "ask":
-            title = f"ask: {_short(str(inp.get('question', '')))}"
+            title = f'ask "{scope.text(inp.get("question", ""))}"'
+            if not scope.compiled:
+                title = f"ask: {_short(str(inp.get('question', '')))}"
             choices = inp.get("choices") or (inp.get("schema") or {}).get("enum")
             if isinstance(choices, list):
                 details.append("choices: " + ", ".join(str(c) for c in choices))
             unanswered = inp.get("when_unanswered")
             if isinstance(unanswered, dict) and "default" in unanswered:
-                details.append(f"unanswered: {_expr(unanswered['default'])}")
+                details.append(f"unanswered: {x(unanswered['default'])}")
             elif isinstance(unanswered, dict) and "fail" in unanswered:
                 details.append("unanswered: fail")
             kind = "ask"
@@ -434,41 +576,64 @@ class _Builder:
             checks = inp.get("checks") or []
             judges = inp.get("judges") or []
             title = "verify"
-            details += [f"check {_expr(c.get('ok'))}" for c in checks if isinstance(c, dict)]
+            details += [f"check {x(c.get('ok'))}" for c in checks if isinstance(c, dict)]
             details += [
-                f"judge {_short(str(j.get('prompt', '')))}" for j in judges if isinstance(j, dict)
+                f"judge {scope.text(j.get('prompt', ''))}" for j in judges if isinstance(j, dict)
             ]
             kind = "verify"
+        elif tool == "try":
+            title = "try … catch"
+            if isinstance(inp.get("on"), list):
+                details.append("on " + ", ".join(str(c) for c in inp["on"]))
+            kind = "try"
         elif tool == "value":
             title = "value"
-            if "value" in inp:
-                details.append(_expr(inp["value"]))
+            if scope.compiled and "value" in inp:
+                title = x(inp["value"])
+            elif "value" in inp:
+                details.append(x(inp["value"]))
             kind = "value"
         elif tool.startswith("plan__"):
-            title = f"call {tool.removeprefix('plan__')}"
+            name = tool.removeprefix("plan__")
+            sub = {**(self.root.plans or {})}.get(name)
+            description = (sub.description or "") if sub is not None else ""
+            if scope.compiled and description.endswith(_OUTLINED):
+                body = description[: -len(_OUTLINED)].rstrip(", ").replace("`", "")
+                title = body.split(" of stage ")[0] if " of stage " in body else body
+            else:
+                title = f"call {name}"
             kind = "call"
         else:
             title = _tool_label(tool)
             args = ", ".join(str(k) for k in inp) if inp else ""
             if args:
                 details.append(f"({_short(args)})")
+            if scope.compiled:
+                title = f"{title}({_short(args)})" if args else f"{title}()"
+                details = []
             kind = "tool_step"
+        if scope.compiled:
+            if meta.get("name"):
+                title = f"{meta['name']} = {title}"
+            return title, _shorten_all(details), kind
         head = step.id or path
         if meta.get("name"):
             head += f" · {meta['name']}"
         return f"{head}: {title}", _shorten_all(details), kind
 
-    def exit_title(self, inp: dict[str, Any]) -> tuple[str, str]:
+    def exit_title(self, inp: dict[str, Any], scope: _Scope) -> tuple[str, str]:
         when = inp.get("when")
         status = inp.get("status", "ok")
         if isinstance(when, dict) and isinstance(when.get("expr"), str):
             text = when["expr"].strip()
             if text.startswith("not (") and text.endswith(")") and status == "error":
-                return f"require {_short(text[5:-1])}", "require"
+                return f"require {scope.x(text[5:-1])}", "require"
+            if text.startswith("not ") and status == "error" and scope.compiled:
+                return f"require {scope.x(text[4:])}", "require"
             verb = "fail" if status == "error" else "exit"
-            return f"{verb} when {_expr(when)}", "exit"
+            return f"{verb} when {scope.x(when)}", "exit"
         if status == "error":
-            return f"fail ({inp.get('code', 'failed')})", "exit"
+            return ("fail" if scope.compiled else f"fail ({inp.get('code', 'failed')})"), "exit"
         return "exit", "exit"
 
 
@@ -612,7 +777,7 @@ def _outcome_line(o: NodeOutcome | None) -> str | None:
     if o.inferences:
         bits.append(f"{o.inferences} inf, {o.input_tokens}→{o.output_tokens} tok")
     if o.cost is not None:
-        bits.append(f"${o.cost:.4f}")
+        bits.append(money(o.cost))
     return " · ".join(bits) if bits else None
 
 
@@ -663,6 +828,7 @@ def to_mermaid(graph: Graph, outcomes: Mapping[str, NodeOutcome] | None = None) 
         "branch": "-->",
         "tool": "-.-",
         "call": "-.->",
+        "rank": "~~~",  # invisible: keeps the steps in the order they run
     }
     for e in graph.edges:
         arrow = arrows.get(e.kind, "-->")
@@ -758,9 +924,15 @@ def to_dot(graph: Graph, outcomes: Mapping[str, NodeOutcome] | None = None) -> s
         "loop": "style=dashed, constraint=false",
         "tool": "style=dotted, arrowhead=none",
         "call": "style=dashed",
+        "rank": "style=invis",
     }
+    inputs = {n.id for n in graph.nodes if n.kind == "input"}
+    # a step placed by a step before it: the input's long edge to it does not set its rank
+    placed = {e.dst for e in graph.edges if e.src not in inputs and e.kind != "tool"}
     for e in graph.edges:
         attrs = [styles.get(e.kind, "")] + ([f'label="{_dot_text(e.label)}"'] if e.label else [])
+        if e.kind == "data" and e.src in inputs and e.dst in placed:
+            attrs.append("constraint=false")
         text = ", ".join(a for a in attrs if a)
         lines.append(f"  {e.src} -> {e.dst}" + (f" [{text}];" if text else ";"))
     lines.append("}")

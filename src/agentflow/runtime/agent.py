@@ -123,6 +123,23 @@ def build_user_prompt(spec: AgentSpec) -> str:
     return text
 
 
+def message_fields(message: Message) -> dict[str, Any]:
+    """One request message as a ``model_call`` event tells it: ``role``, ``content`` and, when
+    set, ``tool_calls`` ([{id, name, arguments}]), ``tool_call_id``, ``name``, ``is_error``."""
+    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        out["tool_calls"] = [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
+        ]
+    if message.tool_call_id:
+        out["tool_call_id"] = message.tool_call_id
+    if message.name:
+        out["name"] = message.name
+    if message.is_error:
+        out["is_error"] = True
+    return out
+
+
 async def _emit(emit: Emit | None, kind: str, path: str, **data: Any) -> None:
     if emit is None:
         return
@@ -268,6 +285,27 @@ async def run_agent(
     seen_calls: dict[str, tuple[int, int]] = {}  # key -> (first round, count)
 
     partials = PartialAnswers(spec.output_schema)
+    #: what the model_call events told of each conversation (the loop's, a repair pass's):
+    #: ``id(list) -> (number, messages told)``; each event carries only the new messages
+    told: dict[int, tuple[int, int]] = {}
+
+    def conversation(msgs: list[Message], tools: list[ToolSpec]) -> dict[str, Any]:
+        """The ``model_call`` fields of the request: ``conversation`` (0: the loop's),
+        ``history`` (messages told before), ``messages`` (the rest, neutral dicts) and, on a
+        conversation's first call, ``tool_definitions`` ({name, description, parameters})."""
+        number, sent = told.get(id(msgs), (len(told), 0))
+        told[id(msgs)] = (number, len(msgs))
+        out: dict[str, Any] = {
+            "conversation": number,
+            "history": sent,
+            "messages": [message_fields(m) for m in msgs[sent:]],
+        }
+        if sent == 0 and tools:
+            out["tool_definitions"] = [
+                {"name": t.name, "description": t.description, "parameters": t.input_schema}
+                for t in tools
+            ]
+        return out
 
     async def infer(
         which: Any, which_role: str, msgs: list[Message], round_: int, tools: list[ToolSpec]
@@ -315,6 +353,7 @@ async def run_agent(
             role=which_role,
             round=round_,
             **model_call_fields(response, started),
+            **conversation(msgs, tools),
         )
         return response
 

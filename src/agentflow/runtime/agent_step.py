@@ -479,9 +479,13 @@ def _agent_budget(ex: Executor, planned: Any, path: str) -> Budget | None:
     ``[budget.per_agent]`` of flow.toml, else None (docs/models.md "Budgets")."""
     from agentflow.runtime.models.budget import budget_from
 
-    name = f"agent step {path}"
+    place = ex.places.get(path)
+    label = place.names().label if place is not None else None
+    # a compiled flow's agent by its place in the .flow (`digest › item 0 › agent(sre)`)
+    name = f"`{label}`" if label else f"agent step {path}"
     if isinstance(planned, dict):
-        return budget_from(planned, name=name, source="its `budget` in the plan")
+        where = f"its `budget`, {place.source}" if label and place and place.source else None
+        return budget_from(planned, name=name, source=where or "its `budget` in the plan")
     config = ex.ctx.config
     per_agent = config.budget.per_agent if config is not None else None
     return budget_from(per_agent, name=name, source="flow.toml [budget.per_agent]")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from agentflow.core.redaction import SECRETS, redact, redact_data
-from agentflow.core.text import escape_surrogates
+from agentflow.core.text import escape_surrogates, money
 from agentflow.runtime.where import call_summary
 
 EVENT_KINDS = (
@@ -609,14 +609,14 @@ def _spent(usage: dict[str, Any]) -> str:
 
 
 def _spent_extra(data: dict[str, Any]) -> str:
-    """`` (N cached)`` and `` $0.0012`` for a usage record that has them, else ``""``."""
+    """`` (N cached)`` and `` $0.0012`` (:func:`agentflow.core.text.money`) for a usage record that has them, else ``""``."""
     out = ""
     cached = data.get("cache_read_tokens")
     if isinstance(cached, int) and cached:
         out += f" ({cached} cached)"
     cost = data.get("cost")
     if isinstance(cost, (int, float)) and not isinstance(cost, bool):
-        out += f" ${cost:.4f}"
+        out += f" {money(cost)}"
     return out
 
 

@@ -44,6 +44,7 @@ from agentflow.errors import (
     RunError,
 )
 from agentflow.runtime import dispatch
+from agentflow.runtime.agent import message_fields
 from agentflow.runtime.agent_step import is_outlined, run_agent_step
 from agentflow.runtime.context import RunContext
 from agentflow.runtime.control import (
@@ -84,7 +85,7 @@ from agentflow.runtime.result import (
     usage_delta,
     usage_snapshot,
 )
-from agentflow.runtime.where import Place
+from agentflow.runtime.where import Place, in_source_terms, quotes_expressions
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -280,6 +281,8 @@ class Executor:
         self._info: dict[int, _StepInfo] = {}
         #: the running steps by path: where each runs in the user's terms (runtime/where.py)
         self.places: dict[str, Place] = {}
+        #: the `.flow` names of each plan's steps, by ``id(plan)`` (error messages, runtime/where.py)
+        self._names: dict[int, Any] = {}
 
     # ----------------------------------------------------------------- events
 
@@ -400,6 +403,11 @@ class Executor:
         except RunError as e:
             if e.step_path is None:
                 e.step_path = frame.path("finish")
+            if quotes_expressions(e) and not getattr(e, "named_at", None):
+                e.named_at = e.step_path  # type: ignore[attr-defined]
+                caller = self.places.get(frame.prefix) if frame.prefix else None
+                e.message = in_source_terms(e.message, None, frame.plan, self._names, parent=caller)
+                e.args = (e.message,)
             raise
 
     # ----------------------------------------------------------------- one step
@@ -540,9 +548,14 @@ class Executor:
                 sel_scope["result"] = raw
                 result = render_value(info.select, sel_scope)
         except RunError as e:
-            if e.code == "bad_path" and not e.details.get("step_named"):
-                e.details["step_named"] = True
-                e.message = f"step `{info.id or path}`: {e.message}"
+            if not getattr(e, "named_at", None):  # the innermost step names its expressions
+                e.named_at = path  # type: ignore[attr-defined]
+                compiled = place.names().label is not None
+                if compiled and quotes_expressions(e):
+                    e.message = in_source_terms(e.message, place, frame.plan, self._names)
+                elif e.code == "bad_path" and not e.details.get("step_named"):
+                    e.details["step_named"] = True  # a hand-written plan: its step ids
+                    e.message = f"step `{info.id or path}`: {e.message}"
                 e.args = (e.message,)
             if e.step_path is None:
                 e.step_path = path
@@ -684,7 +697,8 @@ class Executor:
             resp = await self.effects.chat(client, ChatRequest(messages=messages), path)
         except ModelError as exc:
             raise dispatch.as_error(exc, f"{role} model") from None
-        self.emit("model_call", path, stack, role=role, **model_call_fields(resp, t0))
+        told = {"history": 0, "messages": [message_fields(m) for m in messages]}
+        self.emit("model_call", path, stack, role=role, **model_call_fields(resp, t0), **told)
         return resp.text or ""
 
     async def judge(self, question: str, *, path: str, stack: list[str]) -> bool:

@@ -93,7 +93,8 @@ def model_call_fields(response: Any, started: float) -> dict[str, Any]:
     ``{model, input_tokens, output_tokens, latency_ms, finish_reason, reply}`` plus ``provider``
     and ``api`` (the configured provider's name and wire API, when a router answered) and
     ``reused: True`` for an answer reused from an earlier ``plan_and_execute`` attempt (tokens 0;
-    :class:`StepUsage` skips it).  ``reply`` is what the model said: ``{text, tool_calls: [{id,
+    :class:`StepUsage` skips it); ``response_id`` (the provider's id of the reply) and
+    ``server_address`` / ``server_port`` (the host of the provider's base URL) when known.  ``reply`` is what the model said: ``{text, tool_calls: [{id,
     name, arguments}]}`` (``arguments`` as received).  ``response`` is a ChatResponse and
     ``started`` the ``time.monotonic()`` reading taken before the request; the call began
     ``latency_ms`` before the event's ``time``."""
@@ -122,6 +123,21 @@ def model_call_fields(response: Any, started: float) -> dict[str, Any]:
         fields["api"] = getattr(response, "api", None)
     if getattr(response, "reused", False):
         fields["reused"] = True
+    if getattr(response, "response_id", None):
+        fields["response_id"] = response.response_id
+    base_url = getattr(response, "base_url", None)
+    if base_url:
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(base_url)
+            host, port = parts.hostname, parts.port
+        except ValueError:
+            host, port = None, None
+        if host:
+            fields["server_address"] = host
+            if port:
+                fields["server_port"] = port
     return fields
 
 

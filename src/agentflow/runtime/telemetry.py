@@ -9,13 +9,13 @@ span tree from step paths; it never looks inside the executor::
     │   ├── invoke_agent repo-investigator       (a step: path, tool, `.flow` source, status)
     │   │   ├── round 1                          (one agent round)
     │   │   │   ├── chat gpt-4o-mini             (one model call: GenAI semantic conventions)
-    │   │   │   └── execute_tool builtin__grep   (a tool call: name, duration, error)
+    │   │   │   └── execute_tool grep            (a tool call: name, call id, duration, error)
     │   │   └── round 2 …
     │   └── exit E1
     └── stage implement
         └── map E3
-            ├── invoke_agent dev-team.backend    (map item 0: E3/do.0, agentflow.map.index 0)
-            └── invoke_agent dev-team.frontend   (map item 1)
+            ├── invoke_agent dev-team.backend · item 0   (E3/do.0, agentflow.map.index 0)
+            └── invoke_agent dev-team.frontend · item 1
 
 Model-call spans follow the OpenTelemetry GenAI semantic conventions (``gen_ai.operation.name``,
 ``gen_ai.provider.name``, ``gen_ai.request.model``, ``gen_ai.response.model``,
@@ -48,7 +48,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agentflow.core.text import clean_text, escape_surrogates
+from agentflow.core.vocabulary import CONTROL_STEPS
 from agentflow.errors import ConfigError
+from agentflow.runtime import genai_attributes as G
+from agentflow.runtime.where import tool_label as _short_tool  # `read_file`, as the .flow has it
 
 __all__ = [
     "DURABLE_EXPORT_DELAY_S",
@@ -72,6 +75,11 @@ _ITEM = re.compile(r"^do\.(\d+)$")
 _LOOP_ROUND = re.compile(r"^round\.(\d+)$")  # a `loop`'s round (1-based): its body's step
 _NOT_A_STEP = re.compile(r"^(item|judge)\.\d+$")  # conditions' model calls, not step spans
 _ROUND = re.compile(r"^agent\.(\d+)$")
+#: the control steps (docs/spec/PLAN_IR.md §5) and ``plan__*`` calls: CHAIN spans; every
+#: other step but ``agent`` calls a tool (TOOL)
+_CONTROL = CONTROL_STEPS
+
+
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$")
 INSTALL_HINT = "OpenTelemetry export needs the otel extra: pip install 'agentflow[otel]'"
 #: seconds between two batched exports of a durable run's spans (the SDK's default is 5 s): a
@@ -364,6 +372,8 @@ class _Open:
     #: start was replayed (its first event in this process came from a child)
     pinned: bool = False
     lazy: bool = False
+    #: an agent step's model, once its first model call named it
+    model: str = ""
 
 
 class _ExportProblems(logging.Handler):
@@ -431,6 +441,13 @@ class OtelSink:
         self._pinned: set[tuple[str, str]] = set()
         self._run_seen = False
         self._event_stage: str | None = None  # the `stage` of the event being handled
+        #: the run's conversation (``gen_ai.conversation.id``, ``session.id``): a durable
+        #: run's id, else the run's trace id
+        self._conversation: str | None = None
+        #: what the model calls told: messages, tools offered, tool call ids
+        self._chats = G.Conversations()
+        #: agent step path → the agent's name (``gen_ai.agent.name`` of its chat/tool spans)
+        self._agents: dict[str, str] = {}
 
     # ------------------------------------------------------------------ attribute helpers
 
@@ -497,14 +514,15 @@ class OtelSink:
                 if stage and (self._stage is None or self._stage[0] != stage):
                     self._close_stage(now)
                     opened = self._start(
-                        "stage", f"stage {stage}", self._run, now, {"agentflow.stage": stage},
+                        "stage", f"stage {stage}", self._run, now,
+                        {"agentflow.stage": stage, "openinference.span.kind": G.CHAIN},
                         ids=self._pin("stage", stage),
                     )  # fmt: skip
                     self._stage = (stage, opened)
                 parent = self._stage[1] if self._stage is not None else self._run
             elif parent is None:
                 parent = self._run
-            attrs = {"agentflow.step.path": key}
+            attrs = {"agentflow.step.path": key, "openinference.span.kind": G.CHAIN}
             entry = self._start(
                 "step", f"step {key}", parent, now, attrs, ids=self._pin("step", key)
             )
@@ -601,7 +619,13 @@ class OtelSink:
                 return
             self._durable = dict(trace_ids)
             self._attempt = max(0, int(attempt))
-            attrs = {"agentflow.plan": plan, "agentflow.durable.run_id": run_id}
+            self._conversation = run_id
+            attrs = {
+                "agentflow.plan": plan,
+                "agentflow.durable.run_id": run_id,
+                "openinference.span.kind": G.CHAIN,
+                **self._session(),
+            }
             self._run = self._start(
                 "run",
                 f"run {plan}",
@@ -676,8 +700,10 @@ class OtelSink:
         attrs: dict[str, Any] = {
             "agentflow.plan": data.get("plan"),
             "agentflow.file": data.get("file"),
+            "openinference.span.kind": G.CHAIN,
         }
         self._content(attrs, "agentflow.run.input", data.get("input"))
+        self._io(attrs, "input", data.get("input"))
         if not event.stack[1:] and self._durable is not None and self._run is not None:
             if not self._run_seen:  # the durable run span, opened by durable_run()
                 self._run_seen = True
@@ -686,6 +712,24 @@ class OtelSink:
         if event.stack[1:] or self._run is not None:
             return  # a nested run (plan_and_execute's sub-run) stays inside the outer tree
         self._run = self._start("run", f"run {data.get('plan', '')}", None, event.time, attrs)
+        trace_id = self._run.span.get_span_context().trace_id
+        self._conversation = f"{trace_id:032x}"
+        self._run.span.set_attributes(self._session())
+
+    def _call_of(self, path: str) -> str | None:
+        """The id of one run of the agent step at ``path`` (``gen_ai.agent.call.id``)."""
+        return f"{self._conversation}/{path}" if self._conversation else None
+
+    def _session(self) -> dict[str, str]:
+        """The run's conversation id as the GenAI conventions and OpenInference name it."""
+        if not self._conversation:
+            return {}
+        return {"gen_ai.conversation.id": self._conversation, "session.id": self._conversation}
+
+    def _io(self, attrs: dict[str, Any], key: str, value: Any) -> None:
+        """OpenInference's ``input.value`` / ``output.value`` of a span (with content capture)."""
+        if self.settings.capture_content and value is not None:
+            attrs.update(G.io_value(key, value, self._text))
 
     def _on_run_finished(self, event: Any, data: dict[str, Any]) -> None:
         if event.stack[1:] or self._run is None:
@@ -717,6 +761,7 @@ class OtelSink:
         else:
             attrs: dict[str, Any] = {}
             self._content(attrs, "agentflow.run.output", data.get("output"))
+            self._io(attrs, "output", data.get("output"))
             span.set_attributes({k: _attr(v) for k, v in attrs.items() if v is not None})
         self._end(run, event.time)
         self._run = None
@@ -755,7 +800,7 @@ class OtelSink:
                         f"stage {stage}",
                         self._run,
                         event.time,
-                        {"agentflow.stage": stage},
+                        {"agentflow.stage": stage, "openinference.span.kind": G.CHAIN},
                         ids=self._pin("stage", str(stage)),
                     )
                     self._stage = (str(stage), entry)
@@ -786,13 +831,26 @@ class OtelSink:
         if loop_round:
             attrs["agentflow.loop.round"] = int(loop_round.group(1))
         inp = _as_dict(data.get("input"))
-        name = f"{tool} {path}"
+        name = f"{_short_tool(tool)} {path}"
+        chain = tool in _CONTROL or tool.startswith("plan__")
+        attrs["openinference.span.kind"] = G.CHAIN if chain else G.TOOL
+        if not chain and tool != "agent":
+            attrs["tool.name"] = _short_tool(tool)
         if tool == "agent":
             label = inp.get("agent")
             name = f"invoke_agent {label}" if label else "invoke_agent"
+            if item:  # a map's item: its index in the name (12 items are not 12 alike rows)
+                name += f" · item {item.group(1)}"
+            if label:
+                self._agents[path] = str(label)
+            attrs["openinference.span.kind"] = G.AGENT
             attrs["gen_ai.operation.name"] = "invoke_agent"
             attrs["gen_ai.agent.name"] = label
-            attrs["agentflow.agent.model"] = inp.get("model")
+            attrs["agent.name"] = label
+            attrs["gen_ai.agent.call.id"] = self._call_of(path)
+            # the model's name arrives with the first model call; until then the role
+            attrs["agentflow.agent.role"] = inp.get("model") or "chat"
+            attrs.update(self._session())
             attrs["agentflow.agent.tools"] = [str(t) for t in inp.get("tools") or []] or None
             attrs["agentflow.agent.max_iterations"] = inp.get("max_iterations")
             if self.settings.capture_content:
@@ -806,10 +864,14 @@ class OtelSink:
                 attrs["gen_ai.input.messages"] = self._text(
                     [{"role": "user", "parts": [{"type": "text", "content": task}]}]
                 )
+                asked = {"task": inp.get("prompt"), "input": inp.get("input")}
+                self._io(attrs, "input", {k: v for k, v in asked.items() if v is not None})
         elif tool == "map":
             over = inp.get("over")
             attrs["agentflow.map.items"] = len(over) if isinstance(over, list) else None
         self._content(attrs, "agentflow.step.input", data.get("input"))
+        if tool != "agent":
+            self._io(attrs, "input", data.get("input"))
         self._push(
             path, self._start("step", name, parent, event.time, attrs, ids=self._pin("step", path))
         )
@@ -829,12 +891,18 @@ class OtelSink:
         span = entry.span
         if entry.lazy:  # opened from a child's event: its name and tool are known now
             tool = str(data.get("tool_name") or "")
-            span.update_name("invoke_agent" if tool == "agent" else f"{tool} {path}".strip())
+            span.update_name(
+                "invoke_agent" if tool == "agent" else f"{_short_tool(tool)} {path}".strip()
+            )
             span.set_attribute("agentflow.step.tool", tool)
         usage = _as_dict(data.get("usage"))
         for key in ("inferences", "input_tokens", "output_tokens"):
             if isinstance(usage.get(key), int):
                 span.set_attribute(f"agentflow.usage.{key}", usage[key])
+                if key != "inferences" and data.get("tool_name") == "agent":
+                    # the agent's total, under the name that tools summing the chat spans'
+                    # gen_ai.usage.* do not count twice (Pydantic AI's)
+                    span.set_attribute(f"gen_ai.aggregated_usage.{key}", usage[key])
         if isinstance(usage.get("cost"), int | float):
             span.set_attribute("agentflow.cost", float(usage["cost"]))
         if isinstance(data.get("elapsed_ms"), int | float):
@@ -852,6 +920,9 @@ class OtelSink:
             result = data.get("result")
             if isinstance(result, dict) and isinstance(result.get("iterations"), int):
                 attrs["agentflow.agent.rounds"] = result["iterations"]
+                self._io(attrs, "output", result.get("output"))  # the agent's answer
+            else:
+                self._io(attrs, "output", result)
             span.set_attributes({k: _attr(v) for k, v in attrs.items() if v is not None})
         self._end(entry, event.time)
         self._touch(path, event.time)
@@ -859,17 +930,29 @@ class OtelSink:
     def _on_tool_started(self, event: Any, data: dict[str, Any]) -> None:
         path = event.path
         name = str(data.get("tool_name") or path.rsplit("/", 1)[-1])
+        short = _short_tool(name)
         parent = self._parent(path, same=True)
         attrs: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": name,
+            "gen_ai.tool.name": short,
+            "gen_ai.tool.type": "function",
+            "agentflow.tool.name": name,
             "agentflow.step.path": path,
+            "openinference.span.kind": G.TOOL,
+            "tool.name": short,
+            **self._session(),
         }
         parts = path.split("/")
         if len(parts) >= 2 and _ROUND.match(parts[-2]):
             attrs["agentflow.agent.round"] = int(_ROUND.match(parts[-2]).group(1))  # type: ignore[union-attr]
+            step_path = "/".join(parts[:-2])
+            attrs["gen_ai.agent.name"] = self._agents.get(step_path)
+            attrs["gen_ai.agent.call.id"] = self._call_of(step_path)
+            attrs["gen_ai.tool.call.id"] = self._chats.call_id("/".join(parts[:-1]), name)
         self._content(attrs, "gen_ai.tool.call.arguments", data.get("input"))
-        self._push(path, self._start("tool", f"execute_tool {name}", parent, event.time, attrs))
+        self._content(attrs, "tool.parameters", data.get("input"))
+        self._io(attrs, "input", data.get("input"))
+        self._push(path, self._start("tool", f"execute_tool {short}", parent, event.time, attrs))
 
     def _on_tool_finished(self, event: Any, data: dict[str, Any]) -> None:
         entry = self._pop(event.path, "tool")
@@ -885,6 +968,7 @@ class OtelSink:
         else:
             attrs: dict[str, Any] = {}
             self._content(attrs, "gen_ai.tool.call.result", data.get("result"))
+            self._io(attrs, "output", data.get("result"))
             span.set_attributes({k: _attr(v) for k, v in attrs.items() if v is not None})
         self._end(entry, event.time)
         self._touch(event.path, event.time)
@@ -901,7 +985,11 @@ class OtelSink:
             f"round {number}",
             parent,
             start,
-            {"agentflow.agent.round": number, "agentflow.step.path": path},
+            {
+                "agentflow.agent.round": number,
+                "agentflow.step.path": path,
+                "openinference.span.kind": G.CHAIN,
+            },
             ids=self._pin("round", f"{path}/agent.{number}"),
         )
         entry.round = number
@@ -940,24 +1028,24 @@ class OtelSink:
             "agentflow.cost": float(data["cost"])
             if isinstance(data.get("cost"), int | float)
             else None,
+            "gen_ai.system": data.get("api") or data.get("provider"),  # deprecated; still read
+            "gen_ai.agent.name": self._agents.get(path),
+            "gen_ai.agent.call.id": self._call_of(path) if path in self._agents else None,
+            "openinference.span.kind": G.LLM,
+            **G.chat_metadata(data),
+            **self._session(),
         }
-        if self.settings.capture_content and reply:
-            parts: list[dict[str, Any]] = []
-            if reply.get("text"):
-                parts.append({"type": "text", "content": reply["text"]})
-            for call in reply.get("tool_calls") or []:
-                parts.append(
-                    {
-                        "type": "tool_call",
-                        "id": call.get("id"),
-                        "name": call.get("name"),
-                        "arguments": call.get("arguments"),
-                    }
+        messages, offered = self._chats.told(path, data, self._text)
+        attrs.update(offered)
+        if self.settings.capture_content and (reply or messages):
+            attrs.update(
+                G.chat_content(
+                    messages, reply, data.get("finish_reason"), text=self._text, dumps=_json
                 )
-            message = {"role": "assistant", "parts": parts}
-            if data.get("finish_reason"):
-                message["finish_reason"] = data["finish_reason"]
-            attrs["gen_ai.output.messages"] = self._text([message])
+            )
+        if isinstance(number, int):
+            self._chats.calls(f"{path}/agent.{number}", reply)
+        self._agent_model(path, model)
         entry = self._start(
             "model",
             f"chat {model}".strip(),
@@ -970,6 +1058,16 @@ class OtelSink:
         if parent is not None:
             parent.end = max(parent.end, end)
         self._touch(path, end)
+
+    def _agent_model(self, path: str, model: str) -> None:
+        """The agent step at ``path`` learns its model's real name from its first model call
+        (``agentflow.agent.model``, ``gen_ai.request.model``; its input names only the role)."""
+        for entry in self._open.get(path, ()):
+            if entry.kind == "step" and not entry.model and model:
+                entry.model = model
+                entry.span.set_attributes(
+                    {"agentflow.agent.model": model, "gen_ai.request.model": model}
+                )
 
     def _span_event(self, event: Any, name: str, attrs: dict[str, Any]) -> None:
         target = self._parent(event.path, same=True) if event.path else self._run

@@ -36,10 +36,39 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agentflow.ir.models import Step
 
-__all__ = ["SEP", "Names", "Place", "call_summary", "tool_label"]
+__all__ = [
+    "SEP",
+    "SOURCE_TERMS_CODES",
+    "quotes_expressions",
+    "Names",
+    "Place",
+    "call_summary",
+    "in_source_terms",
+    "tool_label",
+]
 
 #: Between the parts of a label.
 SEP = " › "
+
+#: The run-time error codes whose messages quote a template expression (the evaluator's and the
+#: library functions'): their quoted parts are put in the `.flow`'s terms (:func:`in_source_terms`)
+SOURCE_TERMS_CODES = frozenset(
+    {"bad_path", "validation", "invalid_argument", "parse_error", "regex_timeout"}
+)
+_QUOTED = re.compile(r"`([^`]*)`")
+
+
+def quotes_expressions(error: Any) -> bool:
+    """True for a run-time error whose message quotes template expressions (the evaluator's and
+    the library functions': :data:`SOURCE_TERMS_CODES`, a ``validation`` only when the evaluator
+    raised it — other ``validation`` messages quote names of plans, schemas, fields)."""
+    from agentflow.errors import ExprError
+
+    code = getattr(error, "code", None)
+    if code not in SOURCE_TERMS_CODES:
+        return False
+    return code != "validation" or isinstance(error, ExprError)
+
 
 _INDEXED = re.compile(r"(do|item|judge|agent|round)\.(\d+)")
 
@@ -319,3 +348,43 @@ def _parts(segments: list[str], *, after_round: bool) -> tuple[list[str], int | 
             parts.append(tool_label(seg))
         after_round = False
     return parts, item
+
+
+def in_source_terms(
+    message: str,
+    place: Place | None,
+    plan: Any,
+    cache: dict[int, Any] | None = None,
+    *,
+    parent: Place | None = None,
+) -> str:
+    """``message`` (an error of the step at ``place`` of ``plan``, or with ``place`` None of the
+    plan's ``finish``, run under ``parent``) with the expressions it quotes between backquotes
+    in the `.flow`'s terms: ``E0[0]`` → ``ticket[0]``, ``item.title`` → ``t.title``
+    (:mod:`agentflow.ir.names`).  Text outside backquotes (values, a tool's words) is left
+    alone, and so is the message of a plan not compiled from a `.flow`.  ``cache``:
+    ``{id(plan): step names}`` kept by the caller."""
+    from agentflow.ir.names import in_source_terms as rename
+    from agentflow.ir.names import scope_names, step_names
+
+    if "`" not in message:
+        return message
+    if cache is not None and id(plan) in cache:
+        plan_names = cache[id(plan)]
+    else:
+        plan_names = step_names(plan)
+        if cache is not None:
+            cache[id(plan)] = plan_names
+    chain: list[tuple[Any, bool]] = []
+    up = parent
+    if place is not None:
+        if place.tool in ("loop", "filter"):  # its gate, `until` and `else` read what it names
+            chain.append((place.step, False))
+        up = place.parent
+    while up is not None:
+        chain.append((up.step, up.outlined))
+        up = up.parent
+    if not plan_names and not chain:
+        return message
+    names, outer = scope_names(chain, plan_names)
+    return _QUOTED.sub(lambda m: "`" + rename(m.group(1), names, outer=outer) + "`", message)

@@ -29,6 +29,11 @@ stage prep -> int[] {
     return user__note(n: x)
   }
 }
+
+stage after -> int[] {
+  let last = user__note(n: 5)
+  return prep
+}
 """
 
 TOOLS = '''\
@@ -78,8 +83,9 @@ def test_runs_show_names_each_step_as_the_flow_does_with_its_time(project: Path)
         "prep › go = ask",
         "prep › item 0 › user__note",
         "prep › item 1 › user__note",
+        "after › last = user__note",  # in time order: after the map's items, run in their units
     ], text
-    assert [ln.split()[0] for ln in steps] == ["done", "unanswered", "done", "done"]
+    assert [ln.split()[0] for ln in steps] == ["done", "unanswered", "done", "done", "done"]
     assert all(ln.split()[2].endswith("s") for ln in steps if ln.split()[0] == "done"), text
     # the engine's own operations of the question's wait are counted, not listed
     assert "DBOS." not in text
@@ -107,6 +113,18 @@ def test_runs_show_json_gives_each_step_its_path_label_and_times(project: Path) 
     asked = [s for s in info["steps"] if s["kind"] == "ask"]
     assert [(s["status"], s["label"]) for s in asked] == [("unanswered", "prep › go = ask")]
     assert info["workers"] == []  # not a fleet run
+    starts = [s["started_at"] for s in info["steps"]]
+    assert starts == sorted(starts)  # time order across the run's units
+
+
+def test_runs_show_prints_money_as_money() -> None:
+    from agentflow.core.text import money
+
+    # `flowc runs show` printed `$3.6e-05`
+    assert money(3.6e-05) == "$0.000036"
+    assert (money(0.0123), money(0.5), money(1234.5), money(0)) == (
+        "$0.012", "$0.50", "$1,234.50", "$0.00",
+    )  # fmt: skip
 
 
 def test_show_run_with_internals_marks_them(project: Path) -> None:

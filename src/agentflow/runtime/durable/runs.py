@@ -962,10 +962,8 @@ async def _show_run(
             info.steps.append(entry)
         if any(s["function_name"] == "DBOS.setEvent" for s in steps):
             info.steps.extend(await _unanswered(w.workflow_id, unit, labels))
-            mine = [e for e in info.steps if e["unit"] == unit]
-            rest = [e for e in info.steps if e["unit"] != unit]
-            mine.sort(key=lambda e: e["started_at"] or float("inf"))  # stable: record order
-            info.steps = rest + mine
+    # in the order they started, across units (map items, branches); stable: record order
+    info.steps.sort(key=lambda e: e["started_at"] or float("inf"))
     if priced:
         cost["cost"] = round(priced, 10)
     info.cost = cost

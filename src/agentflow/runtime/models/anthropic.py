@@ -37,7 +37,7 @@ from agentflow.runtime.models.http import (
     error_body,
     status_of_error_body,
 )
-from agentflow.runtime.models.openai import is_strict_as_is, schema_rejected
+from agentflow.runtime.models.openai import is_strict_as_is, reply_id, schema_rejected
 from agentflow.runtime.models.schema_subsets import ANTHROPIC, fit_schema, lossy_keywords
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -475,6 +475,7 @@ def parse_anthropic_response(
         model=model if isinstance(model, str) and model else default_model,
         raw=blocks,
         chunks=chunks if isinstance(chunks, list) else None,
+        response_id=reply_id(data),
     )
 
 

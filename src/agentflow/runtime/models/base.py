@@ -183,6 +183,10 @@ class ChatResponse:
     #: the router, None for a client used without one
     provider: str | None = None
     api: str | None = None
+    #: the provider's id of this reply (OpenAI ``chatcmpl-…``, Anthropic ``msg_…``), when given
+    response_id: str | None = None
+    #: the base URL of the provider that answered (set by the router; None without one)
+    base_url: str | None = None
 
     def __post_init__(self) -> None:
         # text from outside is made whole where it enters a run (agentflow.core.text): a lone

@@ -221,6 +221,7 @@ async def read_openai_stream(events: Any, on_delta: Any, chunks: list[str]) -> d
     finish: str | None = None
     usage: Any = None
     model: Any = None
+    reply_id: Any = None
     seen = done = False
     async for _event, data in events:
         if data.strip() == "[DONE]":
@@ -238,6 +239,7 @@ async def read_openai_stream(events: Any, on_delta: Any, chunks: list[str]) -> d
         if not isinstance(chunk, dict):
             continue
         model = chunk.get("model") or model
+        reply_id = chunk.get("id") or reply_id
         if isinstance(chunk.get("usage"), dict):
             usage = chunk["usage"]
         for choice in chunk.get("choices") or []:
@@ -283,6 +285,7 @@ async def read_openai_stream(events: Any, on_delta: Any, chunks: list[str]) -> d
     if calls:
         message["tool_calls"] = [calls[i] for i in sorted(calls)]
     return {
+        "id": reply_id,
         "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": usage,
@@ -459,7 +462,14 @@ def parse_openai_response(
         model=model if isinstance(model, str) and model else default_model,
         raw=raw_state or None,
         chunks=chunks if isinstance(chunks, list) else None,
+        response_id=reply_id(data),
     )
+
+
+def reply_id(data: dict[str, Any]) -> str | None:
+    """The provider's id of a reply (``chatcmpl-…``, ``msg_…``), when it gave one."""
+    value = data.get("id")
+    return str(value) if isinstance(value, str | int) and value != "" else None
 
 
 def openai_usage(usage: dict[str, Any]) -> dict[str, int]:

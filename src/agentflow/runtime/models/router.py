@@ -111,6 +111,7 @@ class RoutedClient:
                 response.model = resolved.model
             response.provider = resolved.provider_name
             response.api = resolved.provider.kind
+            response.base_url = resolved.provider.base_url
             self.last_model = response.model
             response.cost = self.router.price(resolved, response.usage or {})
             usage = response.usage or {}
