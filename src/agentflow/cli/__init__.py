@@ -20,9 +20,30 @@ from typing import Any
 
 import click
 
-from agentflow import api
-from agentflow.cli import durable, flowtests, views
-from agentflow.cli.common import (
+
+def _no_pydantic_plugin_scan() -> None:
+    """flowc loads no Pydantic plugins: without this, the first model class built scans every
+    installed package's entry points for them (~20 ms a process; docs/decisions.md
+    "Start-up"). Reaches into ``pydantic.plugin._loader._plugins`` (the loaded plugins, None
+    until the scan): tests/cli/test_startup_imports.py pins it. A user who names plugins in
+    ``PYDANTIC_DISABLE_PLUGINS`` keeps pydantic's own behaviour."""
+    import os
+
+    if os.environ.get("PYDANTIC_DISABLE_PLUGINS") is not None:
+        return
+    try:
+        from pydantic.plugin import _loader
+    except ImportError:  # pragma: no cover - a pydantic without plugins
+        return
+    if getattr(_loader, "_plugins", None) is None:
+        _loader._plugins = {}
+
+
+_no_pydantic_plugin_scan()
+
+from agentflow import api  # noqa: E402
+from agentflow.cli import durable, flowtests, views  # noqa: E402
+from agentflow.cli.common import (  # noqa: E402
     _check_run_options,
     _err,
     _fail,
@@ -38,7 +59,7 @@ from agentflow.cli.common import (
     _trace_option,
     _workspace_option,
 )
-from agentflow.errors import FlowError, InputMismatch, Interrupted, PlanLoadError
+from agentflow.errors import FlowError, InputMismatch, Interrupted, PlanLoadError  # noqa: E402
 
 
 class _FlowGroup(click.Group):
