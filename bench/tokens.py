@@ -31,7 +31,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -85,6 +85,51 @@ ANSWER = {
     "hypothesis": "config['name'] is read without a default",
 }
 
+#: The map task: typed extraction of each document, one agent request per item.
+DOCUMENTS = [
+    "Invoice 2026-114 from Northwind Traders, due 2026-12-20, total 1,240.50 EUR for 12 chairs.",
+    "Invoice A-77 from Contoso Ltd, due 2027-01-05, total 980.00 USD for consulting in November.",
+    "Invoice 5531 from Fabrikam, due 2026-12-31, total 15.99 GBP for one replacement cable.",
+    "Invoice NW-9 from Northwind Traders, due 2027-02-01, total 3,600.00 EUR for 40 desks.",
+    "Invoice 2026/88 from Tailspin Toys, due 2026-12-15, total 420.00 USD for 30 toy kits.",
+]
+EXTRACTED = [
+    {"number": "2026-114", "vendor": "Northwind Traders", "due": "2026-12-20", "total": 1240.5, "currency": "EUR"},
+    {"number": "A-77", "vendor": "Contoso Ltd", "due": "2027-01-05", "total": 980.0, "currency": "USD"},
+    {"number": "5531", "vendor": "Fabrikam", "due": "2026-12-31", "total": 15.99, "currency": "GBP"},
+    {"number": "NW-9", "vendor": "Northwind Traders", "due": "2027-02-01", "total": 3600.0, "currency": "EUR"},
+    {"number": "2026/88", "vendor": "Tailspin Toys", "due": "2026-12-15", "total": 420.0, "currency": "USD"},
+]  # fmt: skip
+MAP_FLOW = """\
+flow invoices "Extract invoices"
+input { documents: text[] }
+
+type Invoice {
+  /// the invoice number as printed
+  number: text
+  vendor: text
+  /// the due date, YYYY-MM-DD
+  due: text
+  total: number
+  currency: "EUR" | "USD" | "GBP"
+}
+
+use agent "extractor" as extractor
+
+stage extract -> Invoice[] {
+  return map input.documents as doc {
+    agent(extractor) {
+      task "Extract the invoice's fields from the document."
+      input { document: doc }
+      tools none
+      expect Invoice
+    }
+  }
+}
+"""
+MAP_TASK = "Extract the invoice's fields from the document."
+
+
 # ------------------------------------------------------------------------------ token counting
 
 
@@ -119,7 +164,18 @@ def prompt_pieces(request: dict[str, Any]) -> list[Any]:
     return tokens
 
 
-def common_prefix(a: list[Any], b: list[Any]) -> int:
+def provider_order(request: dict[str, Any]) -> str:
+    """The request's serialized body in the order a provider builds its prompt (and its prompt
+    cache): tool definitions, the response format, then the messages (system first), each
+    field as sent. The cacheable prefix of a follow-up is the longest common prefix of this
+    text with the previous request's (issue 35)."""
+    parts = [json.dumps(request.get("tools") or [])]
+    parts.append(json.dumps(request.get("response_format") or {}))
+    parts.extend(json.dumps(m) for m in request.get("messages", []))
+    return "\n".join(parts)
+
+
+def common_prefix(a: Any, b: Any) -> int:
     n = 0
     for x, y in zip(a, b, strict=False):
         if x != y:
@@ -132,7 +188,15 @@ def common_prefix(a: list[Any], b: list[Any]) -> int:
 
 
 def script(request: dict[str, Any]) -> Any:
-    """Round by round, whoever asks: read_file, grep, then the answer."""
+    """Round by round, whoever asks: read_file, grep, then the answer (the map task: the
+    document's fields at once)."""
+    text = json.dumps(request.get("messages", []))
+    for doc, fields in zip(DOCUMENTS, EXTRACTED, strict=True):
+        if json.dumps(doc)[1:-1] in text:
+            names = [t["function"]["name"] for t in request.get("tools") or []]
+            if "final_result" in names:
+                return tool_calls(("final_result", fields))
+            return completion(json.dumps(fields))
     done = sum(1 for m in request.get("messages", []) if m.get("role") == "tool")
     if done == 0:
         return tool_calls(("read_file", {"path": "src/config.py"}))
@@ -216,6 +280,28 @@ async def run_agentflow(server: ChatServer, tmp: Path, native: bool) -> None:
     assert result["output"] == ANSWER, result
 
 
+async def run_agentflow_map(server: ChatServer, tmp: Path, native: bool) -> None:
+    """The map task through the whole runtime: `api.run` of MAP_FLOW (an agent step per item)."""
+    (tmp / "flow.toml").write_text(
+        server.config_text(extra="")
+        + "[agents.extractor]\n"
+        + ("model = 'n'\n[models.named.n]\nprovider = 'scripted'\nmodel = 'test-model'\nstructured_output = true\n" if native else "")
+    )  # fmt: skip
+    (tmp / "invoices.flow").write_text(MAP_FLOW)
+    import os
+
+    os.environ.setdefault("SCRIPTED_API_KEY", "k")
+    result = await api.run(
+        tmp / "invoices.flow",
+        {"documents": DOCUMENTS},
+        config=tmp / "flow.toml",
+        workspace=tmp,
+        shape_cache=False,
+    )
+    assert result.status == "ok", result.error
+    assert result.output == EXTRACTED, result.output
+
+
 # ------------------------------------------------------------------------------ Pydantic AI
 
 
@@ -254,12 +340,47 @@ async def run_pydantic_ai(server: ChatServer, mode: str) -> None:
     assert result.output.model_dump() == ANSWER, result.output
 
 
+class Invoice(BaseModel):
+    number: str = Field(description="the invoice number as printed")
+    vendor: str
+    due: str = Field(description="the due date, YYYY-MM-DD")
+    total: float
+    currency: Literal["EUR", "USD", "GBP"]
+
+
+async def run_pydantic_ai_map(server: ChatServer, mode: str) -> None:
+    model = OpenAIChatModel("test-model", provider=OpenAIProvider(base_url=server.url, api_key="k"))
+    output: Any = {
+        "tool": Invoice,
+        "prompted": PromptedOutput(Invoice),
+        "native": NativeOutput(Invoice),
+    }[mode]
+    agent = Agent(model, output_type=output)
+    for doc, fields in zip(DOCUMENTS, EXTRACTED, strict=True):
+        user = build_user_prompt(
+            AgentSpec(prompt=MAP_TASK, input={"document": doc}, output_schema={})
+        )
+        result = await agent.run(user)
+        assert result.output.model_dump() == fields, result.output
+
+
 # ------------------------------------------------------------------------------ main
 
 
-async def main(check: bool) -> int:
-    import tempfile
+def _new_content_at(task: str, before: str, after: str) -> int:
+    """Where the content a follow-up adds begins: the end of the previous body (triage:
+    without its closing), or the start of the item's document (map)."""
+    if task == "triage":
+        return len(before)
+    return min(
+        after.index(json.dumps(json.dumps(doc)[1:-1])[1:-1])
+        for doc in DOCUMENTS
+        if json.dumps(json.dumps(doc)[1:-1])[1:-1] in after
+    )
 
+
+async def measure(task: str, server: ChatServer, tmp: Path) -> dict[str, dict[str, Any]]:
+    """Prompt tokens and cacheable prefixes of each framework on ``task`` (triage, map)."""
     runs = [
         ("agentflow (prompt text)", "af", False),
         ("agentflow (native output)", "af", True),
@@ -268,60 +389,73 @@ async def main(check: bool) -> int:
         ("Pydantic AI (native output)", "pai", "native"),
     ]
     figures: dict[str, dict[str, Any]] = {}
-    with ChatServer(script) as server, tempfile.TemporaryDirectory() as tmp:
-        for label, kind, mode in runs:
-            start = len(server.requests)
-            if kind == "af":
-                await run_agentflow(server, Path(tmp), bool(mode))
-            else:
-                await run_pydantic_ai(server, str(mode))
-            requests = server.requests[start:]
-            tokens = [prompt_pieces(r) for r in requests]
-            prefixes = [
+    for label, kind, mode in runs:
+        start = len(server.requests)
+        if kind == "af":
+            runner = run_agentflow if task == "triage" else run_agentflow_map
+            await runner(server, tmp, bool(mode))
+        elif task == "triage":
+            await run_pydantic_ai(server, str(mode))
+        else:
+            await run_pydantic_ai_map(server, str(mode))
+        requests = server.requests[start:]
+        tokens = [prompt_pieces(r) for r in requests]
+        bodies = [provider_order(r) for r in requests]
+        figures[label] = {
+            "rounds": [len(t) for t in tokens],
+            "total": sum(len(t) for t in tokens),
+            "prefix": [
                 common_prefix(before, after) / len(after)
                 for before, after in zip(tokens, tokens[1:], strict=False)
-            ]
-            figures[label] = {
-                "rounds": [len(t) for t in tokens],
-                "total": sum(len(t) for t in tokens),
-                "prefix": prefixes,
-                # each follow-up starts with the WHOLE previous request (same tools, response
-                # format and messages): the provider's prefix cache covers all of it
-                "whole": all(
-                    after.get("tools") == before.get("tools")
-                    and after.get("response_format") == before.get("response_format")
-                    and after["messages"][: len(before["messages"])] == before["messages"]
-                    for before, after in zip(requests, requests[1:], strict=False)
-                ),
-            }
-    print(f"prompt tokens per round, counted with {COUNTED_WITH}")
-    width = max(len(label) for label in figures)
-    for label, f in figures.items():
-        rounds = " + ".join(str(n) for n in f["rounds"])
-        cache = ", ".join(f"{p:.0%}" for p in f["prefix"])
-        print(
-            f"  {label:<{width}}  {rounds} = {f['total']:>5}   cacheable prefix of follow-ups: {cache}"
-        )
-    af_text = figures["agentflow (prompt text)"]
-    af_native = figures["agentflow (native output)"]
-    pai = [f for label, f in figures.items() if label.startswith("Pydantic AI")]
-    leanest = min(f["total"] for f in pai)
-    pai_native = figures["Pydantic AI (native output)"]["total"]
-    checks = {
-        f"agentflow (prompt text) {af_text['total']} ≤ Pydantic AI's leanest {leanest}": af_text[
-            "total"
-        ]
-        <= leanest,
-        f"agentflow (native) {af_native['total']} ≤ Pydantic AI (native) {pai_native}": af_native[
-            "total"
-        ]
-        <= pai_native,
-        "every agentflow follow-up is ≥ 90 % cacheable prefix": all(
-            p >= 0.9 for f in (af_text, af_native) for p in f["prefix"]
-        ),
-        "every agentflow follow-up starts with the whole previous request": af_text["whole"]
-        and af_native["whole"],
-    }
+            ],
+            # what could be shared is: the whole previous request (triage), everything before
+            # the item's own document (map)
+            "whole": all(
+                common_prefix(before, after) >= _new_content_at(task, before, after)
+                for before, after in zip(bodies, bodies[1:], strict=False)
+            ),
+            # the issue's measure: characters of the serialized bodies in provider order
+            "body": [
+                common_prefix(before, after) / len(after)
+                for before, after in zip(bodies, bodies[1:], strict=False)
+            ],
+        }
+    return figures
+
+
+async def main(check: bool) -> int:
+    import tempfile
+
+    checks: dict[str, bool] = {}
+    with ChatServer(script) as server, tempfile.TemporaryDirectory() as tmp:
+        for task in ("triage", "map"):
+            figures = await measure(task, server, Path(tmp))
+            what = "3 rounds of one agent" if task == "triage" else f"{len(DOCUMENTS)} items"
+            print(f"\n{task} ({what}): prompt tokens per request, counted with {COUNTED_WITH}")
+            width = max(len(label) for label in figures)
+            for label, f in figures.items():
+                rounds = " + ".join(str(n) for n in f["rounds"])
+                mean = sum(f["body"]) / len(f["body"])
+                print(
+                    f"  {label:<{width}}  {rounds} = {f['total']:>5}   cacheable prefix: "
+                    f"{mean:.1%} of the body (min {min(f['body']):.1%}), "
+                    f"{sum(f['prefix']) / len(f['prefix']):.1%} of the tokens"
+                )
+            af = [f for label, f in figures.items() if label.startswith("agentflow")]
+            pai = [f for label, f in figures.items() if label.startswith("Pydantic AI")]
+            leanest = min(f["total"] for f in pai)
+            ours = figures["agentflow (prompt text)"]["total"]
+            checks[f"{task}: agentflow (prompt text) {ours} ≤ Pydantic AI's leanest {leanest}"] = (
+                ours <= leanest
+            )
+            low = min(min(f["body"]) for f in af)
+            checks[f"{task}: every agentflow follow-up ≥ 90 % cacheable body ({low:.1%})"] = (
+                low >= 0.9
+            )
+            checks[
+                f"{task}: every agentflow follow-up shares all that precedes its new content"
+            ] = all(f["whole"] for f in af)
+    print()
     for text, ok in checks.items():
         print(f"  {'ok ' if ok else 'NO '} {text}")
     return 0 if (all(checks.values()) or not check) else 1
