@@ -100,12 +100,34 @@ print(agent.run_sync("Find the file that causes: crash on start").output)
 """
 
 
+PEER_INSTRUCTOR = """\
+import sys
+import instructor
+from openai import OpenAI
+from pydantic import BaseModel
+
+class Finding(BaseModel):
+    file: str
+    reason: str
+
+client = instructor.from_openai(OpenAI(base_url=sys.argv[1], api_key="k"))
+print(client.chat.completions.create(
+    model="test-model",
+    response_model=Finding,
+    messages=[{"role": "user", "content": "Find the file that causes: crash on start"}],
+))
+"""
+
+
 def script(request: dict) -> object:
-    """Round 1: read_file; round 2: the answer (a final_result call where one is offered)."""
+    """Round 1: read_file; round 2: the answer (a final_result call where one is offered);
+    Instructor's one request: its `Finding` tool call."""
+    names = [t["function"]["name"] for t in request.get("tools") or []]
+    if "Finding" in names:
+        return tool_calls(("Finding", ANSWER))
     done = sum(1 for m in request.get("messages", []) if m.get("role") == "tool")
     if done == 0:
         return tool_calls(("read_file", {"path": "src/config.py"}))
-    names = [t["function"]["name"] for t in request.get("tools") or []]
     if "final_result" in names:
         return tool_calls(("final_result", ANSWER))
     return completion(json.dumps(ANSWER))
@@ -174,6 +196,7 @@ def main() -> None:
             "import langgraph": [args.peers, "-c", "import langgraph.graph"],
             "import instructor": [args.peers, "-c", "import instructor"],
             "Pydantic AI (agent task)": [args.peers, "-c", PEER_AGENT, server.url],
+            "Instructor (one typed call)": [args.peers, "-c", PEER_INSTRUCTOR, server.url],
         }
         available = {}
         for label, argv in peers.items():
@@ -196,7 +219,7 @@ def main() -> None:
                 cpus[label].append(cpu)
         load = os.getloadavg()[0]
         print(f"median of {args.rounds} rounds, load average {load:.1f}; CPU = user + system\n")
-        print(f"{'command':<26} {'wall':>7} {'CPU':>7} {'budget':>7}  imports")
+        print(f"{'command':<28} {'wall':>7} {'CPU':>7} {'budget':>7}  imports")
         for label in every:
             wall = statistics.median(walls[label])
             cpu = statistics.median(cpus[label])
@@ -206,7 +229,7 @@ def main() -> None:
             if label in commands:
                 mods = ", ".join(imported(python, commands[label][3:], work)) or "-"
             shown = f"{budget:.2f}" if budget is not None else ""
-            print(f"{label:<26} {wall:>6.2f}s {cpu:>6.2f}s {shown:>7}{mark:<5} {mods}")
+            print(f"{label:<28} {wall:>6.2f}s {cpu:>6.2f}s {shown:>7}{mark:<5} {mods}")
         agent = statistics.median(walls["flowc run (agent task)"])
         peer_tasks = [statistics.median(walls[k]) for k in available if not k.startswith("import ")]
         peer_imports = [statistics.median(walls[k]) for k in available if k.startswith("import ")]
