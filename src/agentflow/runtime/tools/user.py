@@ -381,9 +381,7 @@ def group_entry_points(group: str = ENTRY_POINT_GROUP) -> tuple[Any, ...]:
     if found is None:
         from importlib.metadata import entry_points
 
-        found = _ENTRY_POINTS[key] = tuple(
-            sorted(entry_points(group=group), key=lambda e: e.name)
-        )
+        found = _ENTRY_POINTS[key] = tuple(sorted(entry_points(group=group), key=lambda e: e.name))
     return found
 
 
