@@ -174,6 +174,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--peers", default=sys.executable, help="the Python that has the peers")
+    ap.add_argument(
+        "--baseline",
+        metavar="SRC",
+        help="another version's src/ directory (e.g. from `git archive`): its commands run "
+        "interleaved with these, under the same load, marked 'before'",
+    )
     args = ap.parse_args()
     python = sys.executable
     flowc = [python, "-m", "agentflow"]
@@ -207,7 +213,12 @@ def main() -> None:
                 print(f"({label}: not available with {args.peers})")
         timed([*flowc, "run", "trivial.flow", "--durable", "--input", '{"x": 1}'], work)
         subprocess.run([python, "-m", "compileall", "-q", str(ROOT / "src")], env=_env())
-        every = {**commands, **available}
+        before = {}
+        if args.baseline:
+            base = ["env", f"PYTHONPATH={Path(args.baseline).resolve()}"]
+            before = {f"{k} before": [*base, *argv] for k, argv in commands.items()}
+            timed([*base, *flowc, "--version"], work)  # its bytecode written
+        every = {**commands, **before, **available}
         for argv in every.values():  # warm the bytecode and the file cache
             timed(argv, work)
         walls: dict[str, list[float]] = {k: [] for k in every}
