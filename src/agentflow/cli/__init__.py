@@ -21,22 +21,50 @@ from typing import Any
 import click
 
 
-def _no_pydantic_plugin_scan() -> None:
+class _NoPydanticPlugins:
     """flowc loads no Pydantic plugins: without this, the first model class built scans every
     installed package's entry points for them (~20 ms a process; docs/decisions.md
-    "Start-up"). Reaches into ``pydantic.plugin._loader._plugins`` (the loaded plugins, None
-    until the scan): tests/cli/test_startup_imports.py pins it. A user who names plugins in
-    ``PYDANTIC_DISABLE_PLUGINS`` keeps pydantic's own behaviour."""
+    "Start-up"). A finder on ``sys.meta_path`` that, when Pydantic's plugin loader is imported
+    (never before a command needs Pydantic: ``flowc check`` and ``--version`` do not), marks
+    its plugins as loaded and none (``pydantic.plugin._loader._plugins``, None until the scan:
+    tests/cli/test_startup_imports.py pins it). A user who sets ``PYDANTIC_DISABLE_PLUGINS``
+    keeps Pydantic's own behaviour."""
+
+    NAME = "pydantic.plugin._loader"
+
+    @classmethod
+    def find_spec(cls, name: str, path: Any = None, target: Any = None) -> Any:
+        """The loader's own spec, its ``exec_module`` followed by the preset; None otherwise."""
+        if name != cls.NAME:
+            return None
+        import importlib.machinery
+
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        loader = getattr(spec, "loader", None)
+        if spec is None or loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run = loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            run(module)
+            if getattr(module, "_plugins", None) is None:
+                module._plugins = {}
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def _no_pydantic_plugin_scan() -> None:
+    """Put :class:`_NoPydanticPlugins` in place (once; not when the user set
+    ``PYDANTIC_DISABLE_PLUGINS``, nor when Pydantic's loader is already imported: then its
+    own state is left as it is)."""
     import os
 
     if os.environ.get("PYDANTIC_DISABLE_PLUGINS") is not None:
         return
-    try:
-        from pydantic.plugin import _loader
-    except ImportError:  # pragma: no cover - a pydantic without plugins
+    if _NoPydanticPlugins.NAME in sys.modules or _NoPydanticPlugins in sys.meta_path:
         return
-    if getattr(_loader, "_plugins", None) is None:
-        _loader._plugins = {}
+    sys.meta_path.insert(0, _NoPydanticPlugins)  # type: ignore[arg-type]
 
 
 _no_pydantic_plugin_scan()
