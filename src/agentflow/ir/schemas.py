@@ -375,7 +375,7 @@ _LOCAL_REF = re.compile(r"#(?:/[A-Za-z0-9_.~$-]+)*")
 _SCHEMA_URIS = frozenset(
     {"https://json-schema.org/draft/2020-12/schema", "http://json-schema.org/draft-07/schema#"}
 )
-_ANY_VALUE = ("const", "default", "examples")
+_ANY_VALUE = ("const", "default")
 
 
 def plainly_valid_schema(schema: Any, depth: int = 0) -> bool:
@@ -414,7 +414,7 @@ def plainly_valid_schema(schema: Any, depth: int = 0) -> bool:
                 return False
             if len(set(value)) != len(value):
                 return False
-        elif key == "enum":
+        elif key in ("enum", "examples"):
             if not isinstance(value, list):
                 return False
         elif key in _TEXT:
