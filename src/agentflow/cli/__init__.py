@@ -20,9 +20,58 @@ from typing import TYPE_CHECKING, Any, cast
 
 import click
 
-from agentflow import api
-from agentflow.cli import durable, evals, flowtests, gen, views
-from agentflow.cli.common import (
+
+class _NoPydanticPlugins:
+    """flowc loads no Pydantic plugins: without this, the first model class built scans every
+    installed package's entry points for them (~20 ms a process; docs/decisions.md
+    "Start-up"). A finder on ``sys.meta_path`` that, when Pydantic's plugin loader is imported
+    (never before a command needs Pydantic: ``flowc check`` and ``--version`` do not), marks
+    its plugins as loaded and none (``pydantic.plugin._loader._plugins``, None until the scan:
+    tests/cli/test_startup_imports.py pins it). A user who sets ``PYDANTIC_DISABLE_PLUGINS``
+    keeps Pydantic's own behaviour."""
+
+    NAME = "pydantic.plugin._loader"
+
+    @classmethod
+    def find_spec(cls, name: str, path: Any = None, target: Any = None) -> Any:
+        """The loader's own spec, its ``exec_module`` followed by the preset; None otherwise."""
+        if name != cls.NAME:
+            return None
+        import importlib.machinery
+
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        loader = getattr(spec, "loader", None)
+        if spec is None or loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run = loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            run(module)
+            if getattr(module, "_plugins", None) is None:
+                module._plugins = {}
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def _no_pydantic_plugin_scan() -> None:
+    """Put :class:`_NoPydanticPlugins` in place (once; not when the user set
+    ``PYDANTIC_DISABLE_PLUGINS``, nor when Pydantic's loader is already imported: then its
+    own state is left as it is)."""
+    import os
+
+    if os.environ.get("PYDANTIC_DISABLE_PLUGINS") is not None:
+        return
+    if _NoPydanticPlugins.NAME in sys.modules or _NoPydanticPlugins in sys.meta_path:
+        return
+    sys.meta_path.insert(0, _NoPydanticPlugins)
+
+
+_no_pydantic_plugin_scan()
+
+from agentflow import api  # noqa: E402
+from agentflow.cli import durable, evals, flowtests, gen, views  # noqa: E402
+from agentflow.cli.common import (  # noqa: E402
     _check_run_options,
     _err,
     _fail,
@@ -38,7 +87,7 @@ from agentflow.cli.common import (
     _trace_option,
     _workspace_option,
 )
-from agentflow.errors import FlowError, InputMismatch, Interrupted, PlanLoadError
+from agentflow.errors import FlowError, InputMismatch, Interrupted, PlanLoadError  # noqa: E402
 
 if TYPE_CHECKING:
     from agentflow.runtime.result import RunResult

@@ -13,8 +13,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from agentflow.core.diagnostics import (
     PLAN_INVALID_VALUE,
     PLAN_MISSING_FIELD,
@@ -29,6 +27,7 @@ from agentflow.core.vocabulary import (
     CONTROL_STEPS,
 )
 from agentflow.ir.models import Plan, Step
+from agentflow.ir.schemas import fast_valid, plainly_valid_schema
 from agentflow.ir.validate import (
     EXACT_SERVERS,
     walk_steps,
@@ -223,6 +222,10 @@ def check_arguments(plan: Plan, schemas: dict[str, dict[str, Any]]) -> list[Diag
                     continue
                 sub = props.get(key) if props is not None else None
                 if isinstance(sub, dict) and not _has_template(value):
+                    if fast_valid(sub, value) and plainly_valid_schema(sub):
+                        continue  # jsonschema (its messages) only for a wrong argument
+                    import jsonschema
+
                     try:
                         jsonschema.validate(value, sub)
                     except jsonschema.ValidationError as e:

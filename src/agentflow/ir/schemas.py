@@ -13,14 +13,21 @@ validating with such a schema would never end, so it is refused with the loop sp
 
 from __future__ import annotations
 
+import copy
 import json
+import re
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-import jsonschema
-import referencing
-import referencing.exceptions
+import fastjsonschema
+
+if TYPE_CHECKING:
+    import referencing
+
+# jsonschema (with referencing, attrs and the format validators: ~110 ms to import) is imported
+# only where a schema or a value is wrong and its messages are needed, or where fastjsonschema
+# cannot serve (docs/decisions.md "Start-up"): valid values and plainly valid schemas never load it.
 
 REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
 #: Keywords whose subschemas apply to the *same* instance (a loop through only these never ends).
@@ -233,18 +240,27 @@ def _cached_problem(key: str) -> str | None:
 
 
 def _refuse(uri: str) -> referencing.Resource[Any]:
+    import referencing.exceptions
+
     raise referencing.exceptions.NoSuchResource(ref=uri)  # type: ignore[call-arg]
 
 
-#: The registry every validator gets: retrieving anything not in the schema itself is refused.
-_NO_RETRIEVAL: referencing.Registry[Any] = referencing.Registry(retrieve=_refuse)  # type: ignore[call-arg]
+@lru_cache(maxsize=1)
+def _no_retrieval() -> referencing.Registry[Any]:
+    """The registry every validator gets: retrieving anything not in the schema itself is
+    refused."""
+    import referencing
+
+    return referencing.Registry(retrieve=_refuse)  # type: ignore[call-arg]
 
 
 def validator(schema: dict[str, Any], *, formats: bool = False) -> Any:
     """A jsonschema validator for ``schema`` (its ``$schema`` draft, else 2020-12) that never
     fetches a reference; ``formats`` checks ``format`` too."""
+    import jsonschema
+
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    kwargs: dict[str, Any] = {"registry": _NO_RETRIEVAL}
+    kwargs: dict[str, Any] = {"registry": _no_retrieval()}
     if formats:
         kwargs["format_checker"] = cls.FORMAT_CHECKER
     return cls(schema, **kwargs)
@@ -258,9 +274,178 @@ def validation_errors(schema: dict[str, Any], value: Any) -> list[Any]:
     problem = schema_problem(schema)
     if problem is not None:
         raise ValueError(f"the schema cannot be used: {problem}")
+    if fast_valid(schema, value):
+        return []
+    import referencing.exceptions
+
     try:
         return sorted(validator(schema).iter_errors(value), key=lambda e: list(map(str, e.path)))
     except referencing.exceptions.Unresolvable as exc:
         raise ValueError(f"the schema cannot be used: unresolvable reference {exc}") from None
     except RecursionError:
         raise ValueError("the schema cannot be used: it nests or refers too deeply") from None
+
+
+def canonical_json(value: Any) -> str:
+    """Canonical JSON text (sorted keys, no whitespace, Unicode kept) used as a cache key."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+#: Keywords of JSON Schema 2019-09/2020-12 (the draft plans' schemas are checked against) that
+#: fastjsonschema (drafts 4–7) silently ignores: a schema using any of them is validated by
+#: jsonschema alone, so the keyword is enforced rather than skipped.
+_NEWER_KEYWORDS = frozenset(
+    {
+        "prefixItems",
+        "dependentRequired",
+        "dependentSchemas",
+        "unevaluatedProperties",
+        "unevaluatedItems",
+        "minContains",
+        "maxContains",
+        "$dynamicRef",
+        "$recursiveRef",
+    }
+)
+
+
+def _keywords(node: Any) -> set[str]:
+    """Every object key anywhere in ``node`` (iterative; property names included, which only
+    ever makes the check more conservative)."""
+    keys: set[str] = set()
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            keys.update(k for k in item if isinstance(k, str))
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return keys
+
+
+def _no_fetch(uri: str) -> Any:
+    raise fastjsonschema.JsonSchemaDefinitionException(f"refusing to fetch {uri!r}")
+
+
+#: fastjsonschema fetches remote references with urllib unless a handler answers the scheme.
+_NO_FETCH = {scheme: _no_fetch for scheme in ("http", "https", "file", "ftp", "data", "")}
+
+
+@lru_cache(maxsize=512)
+def fast_validator(schema_key: str) -> Any:
+    """fastjsonschema's compiled validator of the schema whose :func:`canonical_json` is
+    ``schema_key``, or None where it cannot serve (a 2019-09/2020-12 keyword it would ignore, a
+    reference it must not follow, a keyword it does not support): then jsonschema decides."""
+    schema = json.loads(schema_key)
+    if _keywords(schema) & _NEWER_KEYWORDS or schema_problem(schema) is not None:
+        return None
+    try:
+        return fastjsonschema.compile(schema, handlers=_NO_FETCH)
+    except Exception:  # noqa: BLE001 - unsupported keyword, or nested too deeply: jsonschema only
+        return None
+
+
+def fast_valid(schema: Any, value: Any) -> bool:
+    """True when fastjsonschema alone shows ``value`` valid against ``schema`` (it checks
+    ``format`` too, so it is never laxer than jsonschema); False means "ask jsonschema"."""
+    if not isinstance(schema, dict):
+        return False
+    try:
+        fast = fast_validator(canonical_json(schema))
+        if fast is None:
+            return False
+        fast(copy.deepcopy(value))  # its `default` filling must not touch the value
+    except fastjsonschema.JsonSchemaValueException:
+        return False
+    except (RecursionError, TypeError, ValueError):
+        return False
+    return True
+
+
+#: Keywords :func:`plainly_valid_schema` knows, each with the check of its value.
+_SCHEMA_LIST = ("anyOf", "oneOf", "allOf")
+_SCHEMA_ONE = ("additionalProperties", "items", "not", "if", "then", "else", "contains")
+_SCHEMA_MAP = ("properties", "$defs", "definitions", "patternProperties")
+_TEXT = ("description", "title", "$comment", "format")
+_NUMBER = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+_COUNT = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")
+_TYPES = frozenset({"null", "boolean", "object", "array", "number", "string", "integer"})
+_LOCAL_REF = re.compile(r"#(?:/[A-Za-z0-9_.~$-]+)*")
+_SCHEMA_URIS = frozenset(
+    {"https://json-schema.org/draft/2020-12/schema", "http://json-schema.org/draft-07/schema#"}
+)
+_ANY_VALUE = ("const", "default")
+
+
+def plainly_valid_schema(schema: Any, depth: int = 0) -> bool:
+    """True when ``schema`` uses only well-known keywords, each with a value of the shape the
+    2020-12 meta-schema requires — so jsonschema's ``check_schema`` would accept it (the
+    schemas ``flowc compile`` writes always are); False means "ask jsonschema", which then
+    gives the message. Conservative: an unknown keyword or anything unusual answers False."""
+    if isinstance(schema, bool):
+        return True
+    if not isinstance(schema, dict) or depth > 60:
+        return False
+    for key, value in schema.items():
+        if key == "type":
+            kinds = value if isinstance(value, list) else [value]
+            if not kinds or not all(isinstance(k, str) and k in _TYPES for k in kinds):
+                return False
+            if len(set(kinds)) != len(kinds):
+                return False
+        elif key in _SCHEMA_MAP:
+            if not isinstance(value, dict) or not all(
+                plainly_valid_schema(sub, depth + 1) for sub in value.values()
+            ):
+                return False
+            if key == "patternProperties" and not all(_regex_ok(k) for k in value):
+                return False
+        elif key in _SCHEMA_ONE:
+            if not plainly_valid_schema(value, depth + 1):
+                return False
+        elif key in _SCHEMA_LIST:
+            if not isinstance(value, list) or not value:
+                return False
+            if not all(plainly_valid_schema(sub, depth + 1) for sub in value):
+                return False
+        elif key == "required":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                return False
+            if len(set(value)) != len(value):
+                return False
+        elif key in ("enum", "examples"):
+            if not isinstance(value, list):
+                return False
+        elif key in _TEXT:
+            if not isinstance(value, str):
+                return False
+        elif key in _NUMBER:
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                return False
+        elif key in _COUNT:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                return False
+        elif key == "uniqueItems":
+            if not isinstance(value, bool):
+                return False
+        elif key == "pattern":
+            if not isinstance(value, str) or not _regex_ok(value):
+                return False
+        elif key == "$ref":
+            if not isinstance(value, str) or not _LOCAL_REF.fullmatch(value):
+                return False
+        elif key == "$schema":
+            if value not in _SCHEMA_URIS:
+                return False
+        elif key not in _ANY_VALUE and not key.startswith("x-"):  # x-…: annotations
+            return False
+    return True
+
+
+def _regex_ok(pattern: str) -> bool:
+    try:
+        re.compile(pattern)
+    except (re.error, RecursionError, OverflowError):
+        return False
+    return True

@@ -16,7 +16,6 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-import jsonschema
 import regex
 
 from agentflow.core.diagnostics import (
@@ -56,7 +55,7 @@ from agentflow.core.vocabulary import (
 from agentflow.grammar import ast
 from agentflow.ir.models import Plan, Step
 from agentflow.ir.outcomes import tolerance
-from agentflow.ir.schemas import ref_problems, validation_errors
+from agentflow.ir.schemas import plainly_valid_schema, ref_problems, validation_errors
 from agentflow.ir.templates import (
     SourceMap,
     compile_value,
@@ -1006,6 +1005,8 @@ def _schema_error(schema: dict) -> tuple[str, tuple] | None:
     metaschema itself, so the check splits into one check per keyword, each subschema checked
     the same way, and every part is cached by its canonical JSON text. A schema that is not JSON
     text (or nests too deeply to split) is checked whole, uncached."""
+    if plainly_valid_schema(schema):  # what `flowc compile` writes: no jsonschema import
+        return None
     try:
         return _split_schema_error(schema)
     except (TypeError, ValueError, RecursionError):
@@ -1067,6 +1068,8 @@ def _cached_schema_error(key: str) -> tuple[str, tuple] | None:
 
 
 def _check_schema(schema: dict) -> tuple[str, tuple] | None:
+    import jsonschema
+
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:

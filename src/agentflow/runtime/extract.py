@@ -21,12 +21,11 @@ from functools import lru_cache
 from typing import Any
 
 import fastjsonschema
-import jsonschema
-import referencing.exceptions
 
 from agentflow.core.text import clean_json
 from agentflow.core.vocabulary import MAX_INT, MIN_INT
-from agentflow.ir.schemas import schema_problem
+from agentflow.ir.schemas import canonical_json as canonical_json
+from agentflow.ir.schemas import fast_validator, schema_problem
 from agentflow.ir.schemas import validator as schema_validator
 
 _FENCE_OPEN = re.compile(r"\A```[ \t]*([A-Za-z0-9_+\-]*)[ \t]*\r?\n")
@@ -223,65 +222,13 @@ def _check_second_value(rest: str) -> None:
 # --------------------------------------------------------------------------- validation
 
 
-def canonical_json(value: Any) -> str:
-    """Canonical JSON text (sorted keys, no whitespace, Unicode kept) used as a cache key."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-#: Keywords of JSON Schema 2019-09/2020-12 (the draft plans' schemas are checked against) that
-#: fastjsonschema (drafts 4–7) silently ignores: a schema using any of them is validated by
-#: jsonschema alone, so the keyword is enforced rather than skipped.
-_NEWER_KEYWORDS = frozenset(
-    {
-        "prefixItems",
-        "dependentRequired",
-        "dependentSchemas",
-        "unevaluatedProperties",
-        "unevaluatedItems",
-        "minContains",
-        "maxContains",
-        "$dynamicRef",
-        "$recursiveRef",
-    }
-)
-
-
-def _keywords(node: Any) -> set[str]:
-    """Every object key anywhere in ``node`` (iterative; property names included, which only
-    ever makes the check more conservative)."""
-    keys: set[str] = set()
-    stack = [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            keys.update(k for k in item if isinstance(k, str))
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return keys
-
-
-def _no_fetch(uri: str) -> Any:
-    raise fastjsonschema.JsonSchemaDefinitionException(f"refusing to fetch {uri!r}")
-
-
-#: fastjsonschema fetches remote references with urllib unless a handler answers the scheme.
-_NO_FETCH = {scheme: _no_fetch for scheme in ("http", "https", "file", "ftp", "data", "")}
-
-
 @lru_cache(maxsize=512)
 def _compiled(schema_key: str) -> Any:
-    schema = json.loads(schema_key)
-    if _keywords(schema) & _NEWER_KEYWORDS or schema_problem(schema) is not None:
-        return None
-    try:
-        return fastjsonschema.compile(schema, handlers=_NO_FETCH)
-    except Exception:  # noqa: BLE001 - unsupported keyword, or nested too deeply: jsonschema only
-        return None
+    return fast_validator(schema_key)
 
 
 @lru_cache(maxsize=512)
-def _full_validator(schema_key: str) -> jsonschema.protocols.Validator:
+def _full_validator(schema_key: str) -> Any:
     # check `format` like fastjsonschema does, so both report the same violations; never fetch
     return schema_validator(json.loads(schema_key), formats=True)
 
@@ -321,8 +268,6 @@ def validate(schema: dict[str, Any], value: Any) -> list[str]:
         return [f"$: the schema cannot be used: {problem}"]
     try:
         return _validate(schema, value)
-    except referencing.exceptions.Unresolvable as exc:
-        return [f"$: the schema cannot be used: unresolvable reference {exc}"]
     except RecursionError:
         return [f"$: the value is {too_deep_message()}"]
 
@@ -337,10 +282,16 @@ def _validate(schema: dict[str, Any], value: Any) -> list[str]:
             return []
         except fastjsonschema.JsonSchemaValueException as exc:
             fast_error = exc
-    validator = _full_validator(key)
-    errors = sorted(
-        validator.iter_errors(value), key=lambda e: (list(map(str, e.absolute_path)), e.message)
-    )
+    import referencing.exceptions  # only for a value fastjsonschema did not pass
+
+    try:
+        validator = _full_validator(key)
+        errors = sorted(
+            validator.iter_errors(value),
+            key=lambda e: (list(map(str, e.absolute_path)), e.message),
+        )
+    except referencing.exceptions.Unresolvable as exc:
+        return [f"$: the schema cannot be used: unresolvable reference {exc}"]
     out = []
     for err in errors:
         message = err.message

@@ -72,13 +72,24 @@ _PROCESS_SINKS: list[Sink] = []
 
 
 def _dbos() -> Any:
+    """The dbos module, its two workflows registered on first use (importing this module
+    imports neither DBOS nor SQLAlchemy: ``flowc runs`` of no database, and every command
+    that only names the database, start without them; docs/decisions.md "Start-up")."""
+    if _WORKFLOWS:
+        return _WORKFLOWS[0]
     try:
         import dbos
     except ImportError:
         raise ConfigError(
             "durable runs need the dbos package (a dependency of agentflow): pip install 'dbos>=3.4,<3.5'"
         ) from None
+    if not _WORKFLOWS:
+        _WORKFLOWS.extend((dbos, *_register(dbos)))
     return dbos
+
+
+#: ``[dbos, run workflow, unit workflow]`` once :func:`_dbos` first ran.
+_WORKFLOWS: list[Any] = []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -439,11 +450,11 @@ class DbosEngine:
         try:
             with dbos.SetWorkflowID(child_id):
                 if queue is None:
-                    handle = await dbos.DBOS.start_workflow_async(_unit_workflow, spec)
+                    handle = await dbos.DBOS.start_workflow_async(_WORKFLOWS[2], spec)
                 else:
                     partition = spec.get("queue_key")
                     with dbos.SetEnqueueOptions(queue_partition_key=partition):
-                        handle = await dbos.DBOS.enqueue_workflow_async(queue, _unit_workflow, spec)
+                        handle = await dbos.DBOS.enqueue_workflow_async(queue, _WORKFLOWS[2], spec)
         except dbos.error.DBOSUnexpectedStepError as e:
             raise _mismatch(e) from None
         if handle.get_workflow_id() != child_id:
@@ -693,11 +704,10 @@ async def recorded_input(run_id: str) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------
-# The two workflows (registered when this module is imported)
+# The two workflows (registered when DBOS is first used in this process: :func:`_dbos`)
 
 
-def _register() -> tuple[Any, Any]:
-    dbos = _dbos()
+def _register(dbos: Any) -> tuple[Any, Any]:
 
     @dbos.DBOS.workflow(name=RUN_WORKFLOW, max_recovery_attempts=50)
     async def run_workflow(spec: dict[str, Any]) -> dict[str, Any]:
@@ -739,9 +749,6 @@ def _register() -> tuple[Any, Any]:
     return run_workflow, unit_workflow
 
 
-_run_workflow, _unit_workflow = _register()
-
-
 async def _export_unit_spans(rt: Runtime) -> None:
     """In a worker (``flowc worker``), export the spans of the unit that just ended before
     its result is recorded, so a worker killed after that has lost none of them (the batch
@@ -758,7 +765,8 @@ async def _export_unit_spans(rt: Runtime) -> None:
 
 def run_workflow() -> Any:
     """The registered ``agentflow.run`` workflow function."""
-    return _run_workflow
+    _dbos()
+    return _WORKFLOWS[1]
 
 
 def new_effects(

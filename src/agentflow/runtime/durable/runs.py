@@ -223,15 +223,18 @@ async def build_runtime(
     context: RunContext | None = None,
     extra_sinks: list[Any] | None = None,
     reuse: dict[str, tuple[str, Any]] | None = None,
+    plan: Plan | None = None,
 ) -> Runtime:
     """The runtime of run ``run_id`` from its recorded input ``spec``: the plan from its text,
     the configuration from its ``flow.toml`` path, the catalog and model router built from it
-    (``context``: the caller's own, for a run started in this process)."""
+    (``context``: the caller's own, for a run started in this process; ``plan``: the plan
+    the caller already loaded from that very text, not loaded again)."""
     from agentflow.ir.loader import load_plan_text
     from agentflow.runtime.config import load_config
     from agentflow.runtime.durable import dbos_engine
 
-    plan = load_plan_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
+    if plan is None:
+        plan = load_plan_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
     owned = context is None
     if context is None:
         context = context_from_spec(spec, plan, extra_sinks)
@@ -505,7 +508,7 @@ async def run_durable(
     if fleet:
         spec["queues"] = await register_queues(context.config, plan_limits(plan))
     reuse_table_ = await reuse_table(reuse, asks=not ask_again) if reuse else {}
-    rt = await build_runtime(run_id, spec, context=context, reuse=reuse_table_)
+    rt = await build_runtime(run_id, spec, context=context, reuse=reuse_table_, plan=plan)
     dbos_engine._RUNTIMES[run_id] = rt
     dbos = dbos_engine._dbos()
     with _run_lock(url, run_id):
