@@ -1,19 +1,25 @@
-"""Benchmark: prompt tokens of the same agent task in agentflow and in Pydantic AI (issue 20).
+"""Benchmark: prompt tokens of the same agent tasks in agentflow and in Pydantic AI (issues 20, 35).
 
 One scripted OpenAI-compatible server (src/agentflow/testing/chat_server.py, real HTTP on 127.0.0.1)
-answers both frameworks the same way: round 1 calls ``read_file``, round 2 calls ``grep``, round 3
-gives the answer (a ``final_result`` tool call where the framework offers one). The task is the
-``reproduce`` agent of examples/bug-triage.flow: three tools (read_file, grep, list_dir) and the
-``Reproduction`` contract, compiled from the .flow file for agentflow and written as the
-equivalent Pydantic model for Pydantic AI.
+answers both frameworks the same way. Two tasks:
 
-Runs, in one process: agentflow with the contract as prompt text and with native structured
-output (``structured_output = true``); Pydantic AI with its three output modes (tool output, the
-default; ``PromptedOutput``; ``NativeOutput``) — all over Chat Completions — and then the same
-task over OpenAI's Responses API (``POST /v1/responses``: agentflow's ``kind =
-"openai-responses"`` and Pydantic AI's ``OpenAIResponsesModel``), side by side. Prints the prompt
-tokens of each round and the total, and the share of each follow-up request that is a cacheable
-prefix (the tokens it shares, from the start, with the request before it).
+- ``triage``: the ``reproduce`` agent of examples/bug-triage.flow: three tools (read_file, grep,
+  list_dir) and the ``Reproduction`` contract, compiled from the .flow file for agentflow and
+  written as the equivalent Pydantic model for Pydantic AI. Round 1 calls ``read_file``, round 2
+  calls ``grep``, round 3 gives the answer (a ``final_result`` tool call where the framework
+  offers one);
+- ``map``: a map of typed extractions (``DOCUMENTS`` → ``EXTRACTED``, an ``Invoice`` each), one
+  agent request per item, no tools: agentflow runs a .flow program through ``api.run``,
+  Pydantic AI an agent once per document.
+
+Each task runs, in one process: agentflow with the contract as prompt text and with native
+structured output (``structured_output = true``); Pydantic AI with its three output modes (tool
+output, the default; ``PromptedOutput``; ``NativeOutput``) — first over Chat Completions, then
+over OpenAI's Responses API (``POST /v1/responses``: agentflow's ``kind = "openai-responses"``
+and Pydantic AI's ``OpenAIResponsesModel``). Prints the prompt tokens of each request and the
+total, the cacheable prefix of each follow-up (the longest common prefix of consecutive
+requests' serialized bodies in provider order, :func:`provider_order`, and the tokens shared from
+the start), and the totals of the two wire APIs side by side.
 
 Tokens are counted by the server, the same way for every request: tiktoken's o200k encoding
 when it can be loaded offline (it downloads its table on first use, so usually not), else a
@@ -21,8 +27,8 @@ deterministic word-piece count (``\\w+`` runs and single punctuation marks) of w
 tokenizes: the tool definitions, the response format and each message's text and tool calls.
 The line "counted with" says which was used.
 
-    .venv/bin/python bench/tokens.py            # needs the `bench` extra (pydantic-ai-slim)
-    .venv/bin/python bench/tokens.py --check    # exit 1 unless the acceptance figures hold
+    .venv-bench/bin/python bench/tokens.py            # needs the `bench` extra (pydantic-ai-slim)
+    .venv-bench/bin/python bench/tokens.py --check    # exit 1 unless the acceptance figures hold
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -91,6 +97,51 @@ ANSWER = {
     "suspect_files": ["src/config.py"],
     "hypothesis": "config['name'] is read without a default",
 }
+
+#: The map task: typed extraction of each document, one agent request per item.
+DOCUMENTS = [
+    "Invoice 2026-114 from Northwind Traders, due 2026-12-20, total 1,240.50 EUR for 12 chairs.",
+    "Invoice A-77 from Contoso Ltd, due 2027-01-05, total 980.00 USD for consulting in November.",
+    "Invoice 5531 from Fabrikam, due 2026-12-31, total 15.99 GBP for one replacement cable.",
+    "Invoice NW-9 from Northwind Traders, due 2027-02-01, total 3,600.00 EUR for 40 desks.",
+    "Invoice 2026/88 from Tailspin Toys, due 2026-12-15, total 420.00 USD for 30 toy kits.",
+]
+EXTRACTED = [
+    {"number": "2026-114", "vendor": "Northwind Traders", "due": "2026-12-20", "total": 1240.5, "currency": "EUR"},
+    {"number": "A-77", "vendor": "Contoso Ltd", "due": "2027-01-05", "total": 980.0, "currency": "USD"},
+    {"number": "5531", "vendor": "Fabrikam", "due": "2026-12-31", "total": 15.99, "currency": "GBP"},
+    {"number": "NW-9", "vendor": "Northwind Traders", "due": "2027-02-01", "total": 3600.0, "currency": "EUR"},
+    {"number": "2026/88", "vendor": "Tailspin Toys", "due": "2026-12-15", "total": 420.0, "currency": "USD"},
+]  # fmt: skip
+MAP_FLOW = """\
+flow invoices "Extract invoices"
+input { documents: text[] }
+
+type Invoice {
+  /// the invoice number as printed
+  number: text
+  vendor: text
+  /// the due date, YYYY-MM-DD
+  due: text
+  total: number
+  currency: "EUR" | "USD" | "GBP"
+}
+
+use agent "extractor" as extractor
+
+stage extract -> Invoice[] {
+  return map input.documents as doc {
+    agent(extractor) {
+      task "Extract the invoice's fields from the document."
+      input { document: doc }
+      tools none
+      expect Invoice
+    }
+  }
+}
+"""
+MAP_TASK = "Extract the invoice's fields from the document."
+
 
 # ------------------------------------------------------------------------------ token counting
 
@@ -150,7 +201,25 @@ def _responses_pieces(request: dict[str, Any]) -> list[Any]:
     return tokens
 
 
-def common_prefix(a: list[Any], b: list[Any]) -> int:
+def provider_order(request: dict[str, Any]) -> str:
+    """The request's serialized body in the order a provider builds its prompt (and its prompt
+    cache): tool definitions, the response format, then the messages (system first), each
+    field as sent (a Responses API request: tools, text format, instructions, input items). The cacheable prefix of a follow-up is the longest common prefix of this
+    text with the previous request's (issue 35)."""
+    if "input" in request:  # the Responses API: tools, text format, instructions, input items
+        items = request.get("input")
+        parts = [json.dumps(request.get("tools") or [])]
+        parts.append(json.dumps((request.get("text") or {}).get("format") or {}))
+        parts.append(json.dumps(request.get("instructions") or ""))
+        parts.extend(json.dumps(i) for i in (items if isinstance(items, list) else [items]))
+        return "\n".join(parts)
+    parts = [json.dumps(request.get("tools") or [])]
+    parts.append(json.dumps(request.get("response_format") or {}))
+    parts.extend(json.dumps(m) for m in request.get("messages", []))
+    return "\n".join(parts)
+
+
+def common_prefix(a: Any, b: Any) -> int:
     n = 0
     for x, y in zip(a, b, strict=False):
         if x != y:
@@ -163,9 +232,17 @@ def common_prefix(a: list[Any], b: list[Any]) -> int:
 
 
 def script(request: dict[str, Any]) -> Any:
-    """Round by round, whoever asks: read_file, grep, then the answer."""
+    """Round by round, whoever asks: read_file, grep, then the answer (the map task: the
+    document's fields at once)."""
     if "input" in request:
         return responses_script(request)
+    text = json.dumps(request.get("messages", []))
+    for doc, fields in zip(DOCUMENTS, EXTRACTED, strict=True):
+        if json.dumps(doc)[1:-1] in text:
+            names = [t["function"]["name"] for t in request.get("tools") or []]
+            if "final_result" in names:
+                return tool_calls(("final_result", fields))
+            return completion(json.dumps(fields))
     done = sum(1 for m in request.get("messages", []) if m.get("role") == "tool")
     if done == 0:
         return tool_calls(("read_file", {"path": "src/config.py"}))
@@ -179,13 +256,19 @@ def script(request: dict[str, Any]) -> Any:
 
 def responses_script(request: dict[str, Any]) -> Any:
     """The same rounds as :func:`script`, answered in the Responses API's shape."""
+    names = [t.get("name") for t in request.get("tools") or []]
+    text = json.dumps(request.get("input"))
+    for doc, fields in zip(DOCUMENTS, EXTRACTED, strict=True):
+        if json.dumps(doc)[1:-1] in text:
+            if "final_result" in names:
+                return responses_reply(None, ("final_result", fields))
+            return responses_reply(json.dumps(fields))
     items = request.get("input") if isinstance(request.get("input"), list) else []
     done = sum(1 for i in items if i.get("type") == "function_call_output")
     if done == 0:
         return responses_reply(None, ("read_file", {"path": "src/config.py"}))
     if done == 1:
         return responses_reply(None, ("grep", {"pattern": "name", "path": "src"}))
-    names = [t.get("name") for t in request.get("tools") or []]
     if "final_result" in names:
         return responses_reply(None, ("final_result", ANSWER))
     return responses_reply(json.dumps(ANSWER))
@@ -233,9 +316,15 @@ async def tool_result(name: str, args: dict[str, Any], _path: str = "") -> Any:
     return ["config.py", "main.py"]
 
 
+def _config_text(server: ChatServer, kind: str) -> str:
+    """The scripted provider's configuration, over the wire API ``kind`` (openai,
+    openai-responses)."""
+    return server.config_text(extra="").replace('kind = "openai"', f'kind = "{kind}"')
+
+
 async def run_agentflow(server: ChatServer, tmp: Path, native: bool, kind: str = "openai") -> None:
     (tmp / "flow.toml").write_text(
-        server.config_text(extra="").replace('kind = "openai"', f'kind = "{kind}"')
+        _config_text(server, kind)
         + (
             "[models.named.n]\nprovider = 'scripted'\nmodel = 'test-model'\nstructured_output = true\n"
             if native
@@ -263,6 +352,30 @@ async def run_agentflow(server: ChatServer, tmp: Path, native: bool, kind: str =
     assert result["output"] == ANSWER, result
 
 
+async def run_agentflow_map(
+    server: ChatServer, tmp: Path, native: bool, kind: str = "openai"
+) -> None:
+    """The map task through the whole runtime: `api.run` of MAP_FLOW (an agent step per item)."""
+    (tmp / "flow.toml").write_text(
+        _config_text(server, kind)
+        + "[agents.extractor]\n"
+        + ("model = 'n'\n[models.named.n]\nprovider = 'scripted'\nmodel = 'test-model'\nstructured_output = true\n" if native else "")
+    )  # fmt: skip
+    (tmp / "invoices.flow").write_text(MAP_FLOW)
+    import os
+
+    os.environ.setdefault("SCRIPTED_API_KEY", "k")
+    result = await api.run(
+        tmp / "invoices.flow",
+        {"documents": DOCUMENTS},
+        config=tmp / "flow.toml",
+        workspace=tmp,
+        shape_cache=False,
+    )
+    assert result.status == "ok", result.error
+    assert result.output == EXTRACTED, result.output
+
+
 # ------------------------------------------------------------------------------ Pydantic AI
 
 
@@ -272,13 +385,15 @@ class Reproduction(BaseModel):
     hypothesis: str = Field(description="the decisive lines, quoted, and why they fail")
 
 
-async def run_pydantic_ai(server: ChatServer, mode: str, responses: bool = False) -> None:
+def _pydantic_ai_model(server: ChatServer, responses: bool) -> Any:
     provider = OpenAIProvider(base_url=server.url, api_key="k")
-    model: Any = (
-        OpenAIResponsesModel("test-model", provider=provider)
-        if responses
-        else OpenAIChatModel("test-model", provider=provider)
-    )
+    if responses:
+        return OpenAIResponsesModel("test-model", provider=provider)
+    return OpenAIChatModel("test-model", provider=provider)
+
+
+async def run_pydantic_ai(server: ChatServer, mode: str, responses: bool = False) -> None:
+    model = _pydantic_ai_model(server, responses)
     output: Any = {
         "tool": Reproduction,
         "prompted": PromptedOutput(Reproduction),
@@ -306,103 +421,155 @@ async def run_pydantic_ai(server: ChatServer, mode: str, responses: bool = False
     assert result.output.model_dump() == ANSWER, result.output
 
 
-def _turns(request: dict[str, Any]) -> list[Any]:
-    turns = request.get("messages") if "messages" in request else request.get("input")
-    return turns if isinstance(turns, list) else [turns]
+class Invoice(BaseModel):
+    number: str = Field(description="the invoice number as printed")
+    vendor: str
+    due: str = Field(description="the due date, YYYY-MM-DD")
+    total: float
+    currency: Literal["EUR", "USD", "GBP"]
+
+
+async def run_pydantic_ai_map(server: ChatServer, mode: str, responses: bool = False) -> None:
+    model = _pydantic_ai_model(server, responses)
+    output: Any = {
+        "tool": Invoice,
+        "prompted": PromptedOutput(Invoice),
+        "native": NativeOutput(Invoice),
+    }[mode]
+    agent = Agent(model, output_type=output)
+    for doc, fields in zip(DOCUMENTS, EXTRACTED, strict=True):
+        user = build_user_prompt(
+            AgentSpec(prompt=MAP_TASK, input={"document": doc}, output_schema={})
+        )
+        result = await agent.run(user)
+        assert result.output.model_dump() == fields, result.output
 
 
 # ------------------------------------------------------------------------------ main
 
 
-async def main(check: bool) -> int:
-    import tempfile
+def _new_content_at(task: str, before: str, after: str) -> int:
+    """Where the content a follow-up adds begins: the end of the previous body (triage:
+    without its closing), or the start of the item's document (map)."""
+    if task == "triage":
+        return len(before)
+    return min(
+        after.index(json.dumps(json.dumps(doc)[1:-1])[1:-1])
+        for doc in DOCUMENTS
+        if json.dumps(json.dumps(doc)[1:-1])[1:-1] in after
+    )
 
+
+RESPONSES = "Responses: "
+
+
+async def measure(task: str, wire: str, server: ChatServer, tmp: Path) -> dict[str, dict[str, Any]]:
+    """Prompt tokens and cacheable prefixes of each framework on ``task`` (triage, map) over
+    ``wire`` (chat: Chat Completions; responses: the Responses API)."""
+    responses = wire == "responses"
+    kind = "openai-responses" if responses else "openai"
     runs = [
         ("agentflow (prompt text)", "af", False),
         ("agentflow (native output)", "af", True),
         ("Pydantic AI (tool output)", "pai", "tool"),
         ("Pydantic AI (prompted output)", "pai", "prompted"),
         ("Pydantic AI (native output)", "pai", "native"),
-        ("Responses: agentflow (prompt text)", "af-r", False),
-        ("Responses: agentflow (native output)", "af-r", True),
-        ("Responses: Pydantic AI (tool output)", "pai-r", "tool"),
-        ("Responses: Pydantic AI (prompted output)", "pai-r", "prompted"),
-        ("Responses: Pydantic AI (native output)", "pai-r", "native"),
     ]
     figures: dict[str, dict[str, Any]] = {}
-    with ChatServer(script) as server, tempfile.TemporaryDirectory() as tmp:
-        for label, kind, mode in runs:
-            start = len(server.requests)
-            if kind in ("af", "af-r"):
-                wire = "openai-responses" if kind == "af-r" else "openai"
-                await run_agentflow(server, Path(tmp), bool(mode), wire)
-            else:
-                await run_pydantic_ai(server, str(mode), responses=kind == "pai-r")
-            requests = server.requests[start:]
-            tokens = [prompt_pieces(r) for r in requests]
-            prefixes = [
+    for label, framework, mode in runs:
+        start = len(server.requests)
+        if framework == "af":
+            runner = run_agentflow if task == "triage" else run_agentflow_map
+            await runner(server, tmp, bool(mode), kind)
+        elif task == "triage":
+            await run_pydantic_ai(server, str(mode), responses)
+        else:
+            await run_pydantic_ai_map(server, str(mode), responses)
+        requests = server.requests[start:]
+        tokens = [prompt_pieces(r) for r in requests]
+        bodies = [provider_order(r) for r in requests]
+        figures[(RESPONSES if responses else "") + label] = {
+            "rounds": [len(t) for t in tokens],
+            "total": sum(len(t) for t in tokens),
+            "prefix": [
                 common_prefix(before, after) / len(after)
                 for before, after in zip(tokens, tokens[1:], strict=False)
-            ]
-            figures[label] = {
-                "rounds": [len(t) for t in tokens],
-                "total": sum(len(t) for t in tokens),
-                "prefix": prefixes,
-                # each follow-up starts with the WHOLE previous request (same tools, response
-                # format and messages): the provider's prefix cache covers all of it
-                "whole": all(
-                    after.get("tools") == before.get("tools")
-                    and after.get("response_format") == before.get("response_format")
-                    and after.get("text") == before.get("text")
-                    and after.get("instructions") == before.get("instructions")
-                    and _turns(after)[: len(_turns(before))] == _turns(before)
-                    for before, after in zip(requests, requests[1:], strict=False)
-                ),
-            }
-    print(f"prompt tokens per round, counted with {COUNTED_WITH}")
-    width = max(len(label) for label in figures)
-    for label, f in figures.items():
-        rounds = " + ".join(str(n) for n in f["rounds"])
-        cache = ", ".join(f"{p:.0%}" for p in f["prefix"])
-        print(
-            f"  {label:<{width}}  {rounds} = {f['total']:>5}   cacheable prefix of follow-ups: {cache}"
-        )
-    print("Chat Completions vs Responses API, total prompt tokens of the task:")
-    for label in [k for k in figures if not k.startswith("Responses: ")]:
-        other = figures.get(f"Responses: {label}")
-        if other is not None:
-            print(
-                f"  {label:<{width}}  chat completions {figures[label]['total']:>5}   "
-                f"responses {other['total']:>5}"
-            )
-    af_text = figures["agentflow (prompt text)"]
-    af_native = figures["agentflow (native output)"]
-    pai = [f for label, f in figures.items() if label.startswith("Pydantic AI")]
+            ],
+            # what could be shared is: the whole previous request (triage), everything before
+            # the item's own document (map)
+            "whole": all(
+                common_prefix(before, after) >= _new_content_at(task, before, after)
+                for before, after in zip(bodies, bodies[1:], strict=False)
+            ),
+            # the issue's measure: characters of the serialized bodies in provider order
+            "body": [
+                common_prefix(before, after) / len(after)
+                for before, after in zip(bodies, bodies[1:], strict=False)
+            ],
+        }
+    return figures
+
+
+def _checks(task: str, figures: dict[str, dict[str, Any]], wire: str) -> dict[str, bool]:
+    """The acceptance conditions of one task over one wire API."""
+    prefix = RESPONSES if wire == "responses" else ""
+    name = f"{task}, {'Responses' if prefix else 'Chat Completions'}"
+    af = [f for label, f in figures.items() if label.startswith(prefix + "agentflow")]
+    pai = [f for label, f in figures.items() if label.startswith(prefix + "Pydantic AI")]
     leanest = min(f["total"] for f in pai)
-    pai_native = figures["Pydantic AI (native output)"]["total"]
+    ours = figures[prefix + "agentflow (prompt text)"]["total"]
+    native = figures[prefix + "agentflow (native output)"]["total"]
+    pai_native = figures[prefix + "Pydantic AI (native output)"]["total"]
+    low = min(min(f["body"]) for f in af)
+    low_tokens = min(min(f["prefix"]) for f in af)
     checks = {
-        f"agentflow (prompt text) {af_text['total']} ≤ Pydantic AI's leanest {leanest}": af_text[
-            "total"
-        ]
-        <= leanest,
-        f"agentflow (native) {af_native['total']} ≤ Pydantic AI (native) {pai_native}": af_native[
-            "total"
-        ]
-        <= pai_native,
-        "every agentflow follow-up is ≥ 90 % cacheable prefix": all(
-            p >= 0.9 for f in (af_text, af_native) for p in f["prefix"]
+        f"{name}: agentflow (prompt text) {ours} ≤ Pydantic AI's leanest {leanest}": (
+            ours <= leanest
         ),
-        "every agentflow follow-up starts with the whole previous request": af_text["whole"]
-        and af_native["whole"],
-        "agentflow over Responses ≤ Pydantic AI's leanest over Responses": figures[
-            "Responses: agentflow (prompt text)"
-        ]["total"]
-        <= min(f["total"] for k, f in figures.items() if k.startswith("Responses: Pydantic")),
-        "every agentflow Responses follow-up starts with the whole previous request": figures[
-            "Responses: agentflow (prompt text)"
-        ]["whole"]
-        and figures["Responses: agentflow (native output)"]["whole"],
+        f"{name}: agentflow (native) {native} ≤ Pydantic AI (native) {pai_native}": (
+            native <= pai_native
+        ),
+        f"{name}: every agentflow follow-up ≥ 90 % cacheable body ({low:.1%})": low >= 0.9,
+        f"{name}: every agentflow follow-up shares all that precedes its new content": all(
+            f["whole"] for f in af
+        ),
     }
+    if task == "triage":  # issue 20's measure: a follow-up re-sends a whole conversation
+        checks[f"{name}: every agentflow follow-up ≥ 90 % cacheable tokens ({low_tokens:.1%})"] = (
+            low_tokens >= 0.9
+        )
+    return checks
+
+
+async def main(check: bool) -> int:
+    import tempfile
+
+    checks: dict[str, bool] = {}
+    with ChatServer(script) as server, tempfile.TemporaryDirectory() as tmp:
+        for task in ("triage", "map"):
+            figures: dict[str, dict[str, Any]] = {}
+            for wire in ("chat", "responses"):
+                figures.update(await measure(task, wire, server, Path(tmp)))
+                checks.update(_checks(task, figures, wire))
+            what = "3 rounds of one agent" if task == "triage" else f"{len(DOCUMENTS)} items"
+            print(f"\n{task} ({what}): prompt tokens per request, counted with {COUNTED_WITH}")
+            width = max(len(label) for label in figures)
+            for label, f in figures.items():
+                rounds = " + ".join(str(n) for n in f["rounds"])
+                mean = sum(f["body"]) / len(f["body"])
+                print(
+                    f"  {label:<{width}}  {rounds} = {f['total']:>5}   cacheable prefix: "
+                    f"{mean:.1%} of the body (min {min(f['body']):.1%}), "
+                    f"{sum(f['prefix']) / len(f['prefix']):.1%} of the tokens"
+                )
+            print(f"  Chat Completions vs Responses API, total prompt tokens of the {task} task:")
+            for label in [k for k in figures if not k.startswith(RESPONSES)]:
+                other = figures[RESPONSES + label]
+                print(
+                    f"    {label:<{width - len(RESPONSES)}}  chat completions "
+                    f"{figures[label]['total']:>5}   responses {other['total']:>5}"
+                )
+    print()
     for text, ok in checks.items():
         print(f"  {'ok ' if ok else 'NO '} {text}")
     return 0 if (all(checks.values()) or not check) else 1
