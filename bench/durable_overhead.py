@@ -182,6 +182,19 @@ def script(request: dict) -> object:
 # --------------------------------------------------------------------------------- children
 
 
+def _peak_rss_mb() -> float:
+    """This process's peak resident set size (MB): ``VmHWM``, which starts again at ``execve``.
+    ``ru_maxrss`` is kept across ``execve`` on Linux, so a child started by this (larger)
+    process would report the parent's peak at its fork instead of its own."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def child_map(directory: Path, n: int, durable: bool) -> None:
     """One big map in this (fresh) process: prints wall seconds and peak RSS (MB)."""
     import agentflow
@@ -199,7 +212,7 @@ def child_map(directory: Path, n: int, durable: bool) -> None:
         return time.perf_counter() - t0
 
     elapsed = asyncio.run(go())
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rss = _peak_rss_mb()
     print("MAP", json.dumps([elapsed, rss]))
     if durable:
         from agentflow.runtime.durable.dbos_engine import shutdown
