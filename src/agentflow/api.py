@@ -879,7 +879,7 @@ def durable_database(
 
 async def list_durable_runs(url: str, *, limit: int = 50) -> list[Any]:
     """The latest ``limit`` durable runs of database ``url`` (:func:`durable_database`), newest
-    first: :class:`agentflow.runtime.durable.runs.RunInfo` each (id, status, plan name, times in
+    first: :class:`agentflow.runtime.durable.run_info.RunInfo` each (id, status, plan name, times in
     epoch seconds, waiting questions); none for a SQLite file that does not exist."""
     from agentflow.runtime.durable.runs import list_runs
 
@@ -888,7 +888,7 @@ async def list_durable_runs(url: str, *, limit: int = 50) -> list[Any]:
 
 async def show_durable_run(url: str, run_id: str, *, values: bool = False) -> Any:
     """Durable run ``run_id`` in detail (``flowc runs show``): a
-    :class:`~agentflow.runtime.durable.runs.RunInfo` with its steps in the `.flow`'s terms,
+    :class:`~agentflow.runtime.durable.run_info.RunInfo` with its steps in the `.flow`'s terms,
     cost so far, waiting questions (each with its JSON Schema and choices), error; ``values``:
     each step's recorded result too (a model's reply, a tool's result, an answer).  Raises
     :class:`InputError` for an unknown run."""
@@ -911,7 +911,7 @@ async def answer_durable(url: str, run_id: str, step: str, value: Any) -> Any:
     """:func:`answer_run` on database ``url``: answer the question run ``run_id`` waits on at
     step path ``step`` (a text is parsed as JSON unless the question wants text, then checked
     against the question's type and choices, exactly as ``flowc answer``).  Returns the
-    :class:`~agentflow.runtime.durable.runs.Question`; raises :class:`InputError`."""
+    :class:`~agentflow.runtime.durable.run_info.Question`; raises :class:`InputError`."""
     from agentflow.core.text import clean_json
     from agentflow.runtime.durable.runs import answer
 

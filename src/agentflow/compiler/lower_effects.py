@@ -16,8 +16,8 @@ from agentflow.compiler.lower_expressions import (
     Ctx,
     Frag,
     LoweringShared,
-    NeedsOutline,
     StepRef,
+    _NeedsOutline,
     paren_frag,
     scope_name,
 )
@@ -101,7 +101,7 @@ class EffectLowering(LoweringShared):
                 cond.free | then.free | else_.free,
             )
         if ctx.body:
-            raise NeedsOutline()  # a decide cannot be a body
+            raise _NeedsOutline()  # a decide cannot be a body
         inp: dict[str, Any] = {"when": {"expr": cond.render()}}
         then_stmt = ast.ExprStmt(e.then.span, e.then)
         inp["then"] = self.body_step([then_stmt], e.then.span, ctx, {}, "then arm")
@@ -253,7 +253,7 @@ class EffectLowering(LoweringShared):
 
     def visit_MapExpr(self, e: ast.MapExpr, ctx: Ctx) -> Frag:
         if ctx.body:
-            raise NeedsOutline()
+            raise _NeedsOutline()
         over = self.expr(e.over, ctx)
         limit = self.count_setting(e.limit, ctx) if e.limit is not None else None
         loop = {e.var.name: "item", "index": "index"}
@@ -278,7 +278,7 @@ class EffectLowering(LoweringShared):
         fallback as its `catch` body (the binding reads the scope's `error`), `on` the codes
         caught (all when absent)."""
         if ctx.body:
-            raise NeedsOutline()
+            raise _NeedsOutline()
         if isinstance(e, ast.TryExpr):
             do = self.body_step(e.block.stmts, e.block.span, ctx, {}, "try block")
         else:
@@ -316,7 +316,7 @@ class EffectLowering(LoweringShared):
             # compute the gate of every item by a `map` first and let the filter read it by index.
             self.rollback(ctx, snapshot)
             if ctx.body:
-                raise NeedsOutline()  # two steps cannot be a body
+                raise _NeedsOutline()  # two steps cannot be a body
             gate_expr = e.judge if e.judge is not None else e.cond
             assert gate_expr is not None
             loop = {e.var.name: "item", "index": "index"}
@@ -336,7 +336,7 @@ class EffectLowering(LoweringShared):
 
     def visit_ReduceExpr(self, e: ast.ReduceExpr, ctx: Ctx) -> Frag:
         if ctx.body:
-            raise NeedsOutline()
+            raise _NeedsOutline()
         over = self.expr(e.over, ctx)
         init = self.expr(e.init, ctx)
         loop = {e.var.name: "item", "index": "index", e.acc.name: "accumulator"}
@@ -351,7 +351,7 @@ class EffectLowering(LoweringShared):
         constant), the body as ``do`` (the round variable reads ``round``, the state
         ``accumulator``), ``until`` a condition and ``on_exhausted`` from the ``else``."""
         if ctx.body:
-            raise NeedsOutline()
+            raise _NeedsOutline()
         bound = self.count_setting(e.over, ctx)
         init = self.expr(e.init, ctx)
         loop = {e.var.name: "round", e.acc.name: "accumulator"}
@@ -393,7 +393,7 @@ class EffectLowering(LoweringShared):
 
     def visit_VerifyExpr(self, e: ast.VerifyExpr, ctx: Ctx) -> Frag:
         if ctx.body:
-            raise NeedsOutline()
+            raise _NeedsOutline()
         checks = []
         judges = []
         for it in e.items:

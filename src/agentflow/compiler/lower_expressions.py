@@ -26,7 +26,7 @@ from agentflow.grammar import ast
 _EFFECTS = (ast.Call, ast.AgentExpr, ast.AskExpr, ast.VerifyExpr, ast.FilterExpr)
 
 
-class NeedsOutline(Exception):
+class _NeedsOutline(Exception):
     """Raised while lowering a control body inline when it cannot be a single body step."""
 
 
@@ -136,7 +136,7 @@ class Frag:
         """The template-expression text; ``subst`` maps ``id(step)`` to replacement text.
 
         A reference to a body step (which has no id) that is not substituted cannot be printed:
-        :class:`NeedsOutline` is raised, so that the enclosing body gets outlined.
+        :class:`_NeedsOutline` is raised, so that the enclosing body gets outlined.
         """
         out = []
         for p in self.parts:
@@ -147,7 +147,7 @@ class Frag:
                 elif "id" in p.step:
                     out.append(p.step["id"])
                 else:
-                    raise NeedsOutline()
+                    raise _NeedsOutline()
             else:
                 out.append(p)
         return "".join(out)
@@ -474,7 +474,7 @@ class ExpressionLowering(LoweringShared):
                     node.index.span,
                 )
         if ctx.body:
-            raise NeedsOutline()  # a map cannot be a body
+            raise _NeedsOutline()  # a map cannot be a body
         over = self.expr(e.base, ctx)
         stmts: list[ast.Stmt] = [ast.ExprStmt(e.path.span, e.path)]
         body = self.body_step(stmts, e.span, ctx, {_ELEMENT: "item"}, "projection")

@@ -12,7 +12,7 @@ Control bodies (``map``/``reduce`` ``do``, ``decide`` branches) are first lowere
 step.  When that is impossible — a second step, a control step that cannot be a body (``map``,
 ``reduce``, ``decide``, ``verify``), or a ``filter`` gate reading a loop variable of an enclosing
 inline body (whose ``item``/``index`` the gate would shadow) — the attempt is abandoned (signalled by
-:class:`NeedsOutline`, everything it registered rolled back) and the body is **outlined** into a
+:class:`_NeedsOutline`, everything it registered rolled back) and the body is **outlined** into a
 sub-plan ``<flow>__<stage>_<n>`` under ``plans:``, called as ``plan__<flow>__<stage>_<n>`` with
 input ``{item, index, accumulator, env}``; ``env`` holds the outer names the body reads, read inside
 as ``input.env.<name>``.
@@ -40,9 +40,9 @@ from agentflow.compiler.lower_expressions import (
     Ctx,
     ExpressionLowering,
     Frag,
-    NeedsOutline,
     PlanBuilder,
     StepRef,
+    _NeedsOutline,
     join_frags,
     paren_frag,
     scope_name,
@@ -117,7 +117,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
     ) -> dict:
         """Append a step to ``ctx.target`` (numbered unless ``ctx`` is an inline body)."""
         if ctx.body and (ctx.target or tool_name in _NOT_BODY):
-            raise NeedsOutline()
+            raise _NeedsOutline()
         step: dict[str, Any] = {}
         if not ctx.body:
             step["id"] = ctx.plan.next_id()
@@ -158,7 +158,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         """The fragment a source name stands for in ``ctx`` (None when unbound).
 
         Crossing a filter gate, a binding that reads ``item``/``index`` of an enclosing inline
-        body would be shadowed: :class:`NeedsOutline`.  Crossing the root of an outlined sub-plan,
+        body would be shadowed: :class:`_NeedsOutline`.  Crossing the root of an outlined sub-plan,
         the name is recorded in its ``env`` and read as ``input.env.<name>``.
         """
         crossed_gate = False
@@ -167,7 +167,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
             if name in c.bindings:
                 f = c.bindings[name]
                 if crossed_gate and f.free & _SHADOWED:
-                    raise NeedsOutline()
+                    raise _NeedsOutline()
                 return f
             if c.gate:
                 crossed_gate = True
@@ -285,7 +285,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
             self.exit_step(ctx, fail.span, fail.message, when=join_frags("not ", paren_frag(cond)))
             return True, self.block(then_stmts + rest, ctx, value)
         if ctx.body:
-            raise NeedsOutline()  # a decide cannot be a body
+            raise _NeedsOutline()  # a decide cannot be a body
         cond = self.expr(st.cond, ctx)
         then_leaves = _leaves(then_stmts)
         else_leaves = else_stmts is not None and _leaves(else_stmts)
@@ -324,7 +324,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         snapshot = self.snapshot(ctx)
         try:
             return self.inline_body(stmts, span, ctx, loop)
-        except NeedsOutline:
+        except _NeedsOutline:
             self.rollback(ctx, snapshot)
         return self.outline_body(stmts, span, ctx, loop, what)
 
@@ -516,7 +516,7 @@ def lower(result: CheckResult, *, file: str) -> dict:
         raise ValueError("lower() needs a program without errors")
     try:
         return _Lowerer(result, file).lower()
-    except NeedsOutline:  # pragma: no cover - every attempt that raises it is caught
+    except _NeedsOutline:  # pragma: no cover - every attempt that raises it is caught
         raise LoweringError(
             "internal error: a body could not be outlined", result.module.span
         ) from None
@@ -531,7 +531,7 @@ def lower_with_stages(result: CheckResult, *, file: str) -> tuple[dict, dict[str
     lowerer = _Lowerer(result, file)
     try:
         plan = lowerer.lower()
-    except NeedsOutline:  # pragma: no cover - every attempt that raises it is caught
+    except _NeedsOutline:  # pragma: no cover - every attempt that raises it is caught
         raise LoweringError(
             "internal error: a body could not be outlined", result.module.span
         ) from None

@@ -129,7 +129,7 @@ def runs_page(
     version: str = "",
 ) -> str:
     """The runs list: a filter form (status, flow name) and one row per run of ``runs``
-    (:class:`~agentflow.runtime.durable.runs.RunInfo`, newest first) with its status, flow,
+    (:class:`~agentflow.runtime.durable.run_info.RunInfo`, newest first) with its status, flow,
     start, duration, cost (``costs`` by run id) and waiting questions."""
     options = '<option value="">any</option>' + "".join(
         f'<option value="{s}"{" selected" if s == status else ""}>{s}</option>' for s in STATUSES
@@ -181,7 +181,7 @@ def runs_page(
 
 def question_form(q: Any, csrf: str, *, value: str = "", problem: str | None = None) -> str:
     """The form answering waiting question ``q`` (a
-    :class:`~agentflow.runtime.durable.runs.Question`), its field generated from the
+    :class:`~agentflow.runtime.durable.run_info.Question`), its field generated from the
     question's choices and JSON Schema; ``value``: what was typed before, ``problem``: why the
     server refused it."""
     schema = q.schema if isinstance(q.schema, dict) else {}

@@ -28,7 +28,7 @@ from agentflow.runtime.durable import temporal_engine as te
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan
     from agentflow.runtime.context import RunContext
-    from agentflow.runtime.durable.runs import Question, RunInfo
+    from agentflow.runtime.durable.run_info import Question, RunInfo
     from agentflow.runtime.result import RunResult
 
 __all__ = [
@@ -356,7 +356,7 @@ async def _memo(w: Any) -> dict[str, Any]:
 
 
 async def _info(client: Any, w: Any) -> RunInfo:
-    from agentflow.runtime.durable.runs import RunInfo
+    from agentflow.runtime.durable.run_info import RunInfo
 
     memo = await _memo(w)
     status = _status(w, memo)
@@ -460,7 +460,7 @@ async def _questions(client: Any, run_id: str, family: list[Any]) -> list[Questi
     from temporalio.client import WorkflowExecutionStatus
 
     from agentflow.runtime.durable.answers import question_key
-    from agentflow.runtime.durable.runs import Question
+    from agentflow.runtime.durable.run_info import Question
 
     out = []
     for w in family:

@@ -1,0 +1,63 @@
+"""What a durable run is, seen from outside (docs/durable.md "Runs"): :class:`RunInfo` (its
+status, steps in the `.flow`'s terms, cost, questions, error) and :class:`Question` (a question
+it waits on), as ``flowc runs``, ``runs show``, ``flowc ui`` and ``api.show_durable_run`` give
+them; the same records on every engine (runs.py, temporal_runs.py)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["Question", "RunInfo"]
+
+
+@dataclass
+class Question:
+    """A question a durable run waits on: its step path, text, choices and schema."""
+
+    run_id: str
+    workflow_id: str
+    path: str
+    question: str
+    choices: list[Any] | None = None
+    schema: dict[str, Any] | None = None
+    asked_at: float | None = None
+    timeout: float | None = None
+    #: the question's key among its unit's questions (its operation name, ``PATH/ask#N``)
+    key: str = ""
+    #: the step in the `.flow`'s terms (``approve › go = ask``), when compiled from one
+    label: str | None = None
+
+    def shown(self) -> str:
+        """``E2 · approve › go = ask``: the path to answer at, and the step as the `.flow`
+        names it."""
+        return f"{self.path} · {self.label}" if self.label else self.path
+
+
+@dataclass
+class RunInfo:
+    """One durable run: id, status (``running``, ``waiting``, ``ok``, ``error``, ``exited``,
+    ``aborted``, ``cancelled``, ``stopped``, ``unreadable``), plan name, times (epoch seconds), pending
+    questions, the error; from :func:`show_run` also its steps, cost, the count of engine
+    operations left out of ``steps`` and a fleet run's holders of unfinished units."""
+
+    run_id: str
+    status: str
+    plan: str
+    created_at: float
+    updated_at: float
+    questions: list[Question] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+    output: Any = None
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    cost: dict[str, Any] = field(default_factory=dict)
+    #: the engine's own operations (``DBOS.setEvent`` …) not among ``steps``
+    internal: int = 0
+    #: a fleet run's unfinished units by holder (:func:`show_run`)
+    workers: list[dict[str, Any]] = field(default_factory=list)
+    #: why the run cannot be read (status ``unreadable``: a row that is not agentflow's JSON)
+    unreadable: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return asdict(self)
