@@ -128,3 +128,29 @@ def test_an_eval_block_formats_canonically_and_stays_the_same_program():
         '  judge tone "is ${output} fine?"\n}\n'
     )
     assert format_source(tidy) == tidy
+
+
+def test_a_dataset_the_eval_block_names_but_that_is_missing_is_reported_where_it_is_named(
+    tmp_path,
+):
+    (tmp_path / "f.flow").write_text(
+        "input { n: int }\n"
+        "stage d -> int { return input.n * 2 }\n"
+        'eval "e" {\n'
+        '  dataset "missing.jsonl"\n'
+        "  expect int\n"
+        "  score ok = d == expected\n"
+        "}\n",
+        encoding="utf-8",
+    )
+    report = api.evaluate(tmp_path / "f.flow", cache=None)
+    (problem,) = report.diagnostics
+    assert problem.code == "invalid-value"
+    assert problem.message == f"no dataset file {str(tmp_path / 'missing.jsonl')!r}"
+    assert (problem.span.file, problem.span.line, problem.span.column) == (
+        str(tmp_path / "f.flow"),
+        4,
+        11,
+    )
+    assert "relative to the `.flow` file's directory" in (problem.hint or "")
+    assert report.runs == []

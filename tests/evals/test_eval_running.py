@@ -234,3 +234,46 @@ def test_scorers_read_the_stages_and_a_flow_without_a_model_needs_none(tmp_path,
         "cases.jsonl:1": {"doubled": True, "labelled": True, "free": True},
         "cases.jsonl:2": {"doubled": False, "labelled": True, "free": True},
     }
+
+
+def test_a_number_score_outside_zero_to_one_is_counted_at_the_nearer_end_with_a_reason(
+    tmp_path, monkeypatch
+):
+    for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    (tmp_path / "close.flow").write_text(
+        "input { n: int }\n"
+        "stage twice -> int { return input.n * 2 }\n"
+        'eval "closeness" {\n'
+        "  expect int\n"
+        "  score close = 1 - abs(twice - expected) / expected threshold 90%\n"
+        "}\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "cases.jsonl").write_text(
+        '{"input": {"n": 3}, "expected": 1}\n{"input": {"n": 1}, "expected": 2}\n',
+        encoding="utf-8",
+    )
+    report = api.evaluate(tmp_path / "close.flow", [tmp_path / "cases.jsonl"], cache=None)
+    far, exact = (r.scores["close"] for r in report.runs)
+    assert (far.score, far.passed) == (0.0, False)
+    assert far.reason == "the score -4 is outside 0..1: counted as 0"
+    assert (exact.score, exact.passed, exact.reason) == (1.0, True, None)
+
+
+def test_an_eval_with_no_model_configured_says_how_to_run_it_offline(tmp_path, monkeypatch):
+    for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "g.flow").write_text(
+        'input { n: int }\nuse agent "a" as a\n'
+        'stage d -> int { return agent(a) { task "double ${input.n}" expect int } }\n'
+        'eval "e" {\n  expect int\n  score ok = d == expected\n}\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "cases.jsonl").write_text('{"input": {"n": 1}, "expected": 2}\n')
+    res = CliRunner().invoke(main, ["eval", "g.flow", "cases.jsonl"])
+    assert res.exit_code == 1
+    assert "no model is configured" in res.output
+    assert "hint: `flowc eval FLOW --model test` runs it offline" in res.output
+    assert "Traceback" not in res.output

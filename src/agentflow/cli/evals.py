@@ -20,7 +20,7 @@ from agentflow.cli.common import (
     _with_sources,
     _write_or_echo,
 )
-from agentflow.errors import FlowError
+from agentflow.errors import ConfigError, FlowError
 
 #: exit codes (as every command's: 1 when the input has errors): a gate failed (scores under
 #: --fail-under, a regression with --fail-on-regression); the flow or a dataset does not check
@@ -115,7 +115,8 @@ def eval_cmd(
     worst cases with their reasons. The datasets are checked against the flow's types first: a
     bad case is a diagnostic at its line and nothing runs. Model answers are cached in
     .flowc-cache/eval: an unchanged rerun sends no request. Exit code 0; 1 when a gate fails
-    (--fail-under, --fail-on-regression); 2 when the flow or a dataset does not check."""
+    (--fail-under, --fail-on-regression), and 1 too when the flow or a dataset does not check
+    (nothing runs then)."""
     threshold = _fraction(fail_under)
     if sum(x is not None for x in (models, model, replay)) > 1:
         raise click.UsageError("give one of --models, --model and --replay")
@@ -149,6 +150,13 @@ def eval_cmd(
             on_run=progress,
             telemetry=_telemetry_option(otel, no_otel),
         )
+    except ConfigError as e:
+        if "no model is configured" in str(e) and model is None and replay is None:
+            # an eval is often tried before any model is set up: say how to run it offline
+            _err(f"error: {e}")
+            _err("  = hint: `flowc eval FLOW --model test` runs it offline with made-up answers")
+            sys.exit(1)
+        _fail(e)
     except FlowError as e:
         _fail(e)
     if report.errors:

@@ -198,11 +198,14 @@ def dataset_diagnostics(result: Any, file: str, block: Any, datasets: list[str])
     from agentflow.core.spans import Span
 
     paths: list[tuple[str, Path]] = []
+    #: where the `.flow` names each dataset of its block (a missing file is reported there)
+    named_at: dict[str, Span] = {}
     if datasets:
         paths = [(str(p), Path(p)) for p in datasets]
     else:
         for item in block.node.datasets:
             paths.append((str(Path(file).parent / item.path), Path(file).parent / item.path))
+            named_at[paths[-1][0]] = item.path_span
     diagnostics: list[Any] = []
     cases: list[Case] = []
     sources: dict[str, str] = {}
@@ -225,6 +228,17 @@ def dataset_diagnostics(result: Any, file: str, block: Any, datasets: list[str])
         return cases, diagnostics, sources
     what = "the eval's `expect` type" if block.node.expects else "the flow's output type"
     for shown, path in paths:
+        if shown in named_at and not path.is_file():
+            diagnostics.append(
+                _diag(
+                    D.INVALID_VALUE,
+                    f"no dataset file {shown!r}",
+                    named_at[shown],
+                    hint="a dataset's path is relative to the `.flow` file's directory; create "
+                    'the file (one case per line: `{"input": …, "expected": …}`) or fix the name',
+                )
+            )
+            continue
         ds = read_dataset(path, shown)
         found = ds.diagnostics + check_cases(
             ds.cases, input_schema, expected_schema, expected_what=what
@@ -601,9 +615,14 @@ async def _score(
         if kind == "bool":
             out[name] = ScoreResult(1.0 if value is True else 0.0, value is True)
         elif kind == "number":
-            score = float(value) if isinstance(value, (int, float)) else 0.0
-            score = min(1.0, max(0.0, score))
-            out[name] = ScoreResult(score, score >= threshold)
+            raw = float(value) if isinstance(value, (int, float)) else 0.0
+            score = min(1.0, max(0.0, raw))
+            # a number score is a fraction: one outside 0..1 is counted at the nearer end, and
+            # the report says so (a formula that goes negative is usually a mistake in it)
+            reason = (
+                None if raw == score else f"the score {raw:g} is outside 0..1: counted as {score:g}"
+            )
+            out[name] = ScoreResult(score, score >= threshold, reason)
         else:
             out[name] = await _judge(
                 to_text(value), threshold, config, model, replay, repeat, cache, counts
