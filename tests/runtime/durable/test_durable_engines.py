@@ -229,6 +229,10 @@ def test_a_question_answered_while_no_process_runs_the_run_is_taken_on_resume(
     assert resumed.returncode == 0, resumed.stderr.decode()[-2000:]
     assert json.loads(resumed.stdout) == {"shipped": "yes", "e0": 2}
     assert _notes(project) == ["start 1", "end 1"]  # the tool before the question ran once
+    # once the question was taken, a late answer is told so, in the same words on both engines
+    late = _run(project, env, "answer", "ask-1", "E1", "no")
+    assert late.returncode == 1
+    assert 'was already answered ("yes")' in late.stderr.decode(), late.stderr.decode()[-2000:]
 
 
 # DBOS's: tests/runtime/durable/test_cancel_while_waiting_on_a_question.py

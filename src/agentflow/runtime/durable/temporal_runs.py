@@ -520,7 +520,7 @@ async def unanswered(url: str, run_id: str, step: str) -> Question:
 
 
 async def _message(url: str, run_id: str, step: str, make: Callable[[Any], Any]) -> Question:
-    from agentflow.runtime.durable.answers import Claim, closed_message
+    from agentflow.runtime.durable.answers import closed_message
 
     client = await te.client_for(url)
     family = await _family(client, run_id)
@@ -529,6 +529,9 @@ async def _message(url: str, run_id: str, step: str, make: Callable[[Any], Any])
     pending = await _questions(client, run_id, family)
     question = next((q for q in pending if q.path == step), None)
     if question is None:
+        taken = await _taken(client, family, f"answer:{step}")
+        if taken is not None:  # answered (or closed) already: said as on DBOS
+            raise InputError(closed_message(run_id, step, taken))
         waiting = ", ".join(q.path for q in pending) or "none"
         raise InputError(f"run {run_id} has no question waiting at {step!r} (waiting: {waiting})")
     value = make(question)
@@ -537,6 +540,16 @@ async def _message(url: str, run_id: str, step: str, make: Callable[[Any], Any])
     handle = client.get_workflow_handle(question.workflow_id)
     await handle.signal(te.MESSAGE_SIGNAL, {"topic": topic, "value": value, "token": token})
     # the first message signalled on the topic is the one the unit takes
+
+    first = await _first_message(client, handle, topic)
+    if first is None or first.get("token") == token:
+        return question
+    raise InputError(closed_message(run_id, step, _claim_of(first)))
+
+
+async def _first_message(client: Any, handle: Any, topic: str) -> dict[str, Any] | None:
+    """The first message signalled to the unit of ``handle`` on ``topic`` (the one it takes),
+    read from its history; None when there is none."""
     from temporalio.api.enums.v1 import EventType
 
     async for event in handle.fetch_history_events():
@@ -547,17 +560,29 @@ async def _message(url: str, run_id: str, step: str, make: Callable[[Any], Any])
             continue
         decoded = await client.data_converter.decode(list(attrs.input.payloads))
         message = decoded[0] if decoded else {}
-        if not isinstance(message, dict) or message.get("topic") != topic:
-            continue
-        if message.get("token") == token:
-            return question
-        first = message.get("value")
-        if isinstance(first, dict) and "answer" in first:
-            taken = Claim(False, "answer", first["answer"])
-        else:
-            taken = Claim(False, "unanswered")
-        raise InputError(closed_message(run_id, step, taken))
-    return question  # pragma: no cover - the signal is in the history once sent
+        if isinstance(message, dict) and message.get("topic") == topic:
+            return message
+    return None
+
+
+def _claim_of(message: dict[str, Any]) -> Any:
+    """The :class:`~agentflow.runtime.durable.answers.Claim` a taken message stands for."""
+    from agentflow.runtime.durable.answers import Claim
+
+    first = message.get("value")
+    if isinstance(first, dict) and "answer" in first:
+        return Claim(False, "answer", first["answer"])
+    return Claim(False, "unanswered")
+
+
+async def _taken(client: Any, family: list[Any], topic: str) -> Any:
+    """The claim of the message a unit of the run already took on ``topic`` (a question
+    answered or closed before), or None."""
+    for w in family:
+        first = await _first_message(client, client.get_workflow_handle(w.id), topic)
+        if first is not None:
+            return _claim_of(first)
+    return None
 
 
 async def cancel(url: str, run_id: str) -> None:
