@@ -54,3 +54,21 @@ def test_step_spans_carry_the_label_and_the_item():
     assert steps["E3/do.1"]["agentflow.step.label"] == "implement › item 1 › agent(dev.frontend)"
     assert steps["E3/do.1"]["agentflow.item"] == 1
     assert "agentflow.item" not in steps["E0"]
+
+
+def test_the_reports_error_names_the_failing_step_as_the_console_does(tmp_path):
+    (tmp_path / "req.flow").write_text(
+        "input { n: int }\n"
+        "stage a -> int {\n"
+        '  require input.n < 5 else fail "too big: ${input.n * 2}"\n'
+        "  return input.n\n"
+        "}\n",
+        encoding="utf-8",
+    )
+    trace = tmp_path / "trace.jsonl"
+    result = api.run_sync(tmp_path / "req.flow", {"n": 7}, trace=trace)
+    assert result.error is not None and result.error["code"] == "failed"
+    html = api.report(trace)
+    errors = html[html.index('id="errors"') :]
+    assert "<b>the run, in a › require (step E0)</b>" in errors
+    assert "too big: 14" in errors

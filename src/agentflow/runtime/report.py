@@ -377,7 +377,14 @@ class _Report:
         v = self.view
         boxes = []
         if v.error:
-            boxes.append(self.error_box("the run", v.error, v.error.get("source")))
+            # named as the console names it: `in a › require (step E0)`
+            label, path = v.error.get("label"), v.error.get("step_path")
+            what = "the run"
+            if label and path:
+                what = f"the run, in {label} (step {path})"
+            elif path:
+                what = f"the run, at step {path}"
+            boxes.append(self.error_box(what, v.error, v.error.get("source")))
         for s in v.steps:
             if s.error and not (v.error and v.error.get("step_path") == s.path):
                 what = f"step {s.label} ({s.path})" if s.label else f"step {s.path}"
