@@ -43,4 +43,4 @@ def test_an_answer_outside_the_choices_fails_the_step(tmp_path):
     result = api.run_sync(str(flow), None, hooks=hooks, workspace=tmp_path, shape_cache=False)
     assert result.status == "error"
     assert result.error["code"] == "output_validation"
-    assert "'maybe' is not one of ['ship', 'hold']" in result.error["message"]
+    assert '"maybe" is not one of "ship" | "hold"' in result.error["message"]

@@ -594,7 +594,7 @@ async def test_templated_ask_default_is_checked_at_run_time():
     assert bad.status == "error"
     assert bad.error["code"] == "validation" and bad.error["step_path"] == "E0"
     assert bad.error["message"] == (
-        "`when_unanswered.default` of `pick`: 'c' is not one of ['a', 'b']"
+        '`when_unanswered.default` of `pick`: "c" is not one of "a" | "b"'
     )
     good = await run_plan(plan, {"d": "b"}, catalog=Catalog())
     assert good.status == "ok" and good.output == {"answer": "b", "answered": False}

@@ -13,7 +13,7 @@ import click
 
 from agentflow import api
 from agentflow.core.spans import Span
-from agentflow.core.text import source_lines
+from agentflow.core.text import choices_text, source_lines
 from agentflow.errors import ErrorInfo, FlowError, PlanLoadError
 
 
@@ -218,7 +218,7 @@ def _show_question(
     """Print, on stderr, a question durable run ``run_id`` waits on at step ``path`` (named by
     its ``label`` in the `.flow`'s terms when known) and the `flowc answer` command that
     answers it."""
-    shown_choices = f" {choices}" if choices else ""
+    shown_choices = f" ({choices_text(choices)})" if choices else ""
     _err(f"? [{label or path}] {question}{shown_choices}")
     _err(f"  answer with: flowc answer {run_id} {path} VALUE")
 

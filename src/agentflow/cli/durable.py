@@ -21,6 +21,7 @@ from agentflow.cli.common import (
     _trace_option,
     _workspace_option,
 )
+from agentflow.core.text import choices_text
 from agentflow.errors import ErrorInfo, FlowError
 
 _config_option = click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
@@ -166,7 +167,7 @@ def runs(ctx: click.Context, config: str | None, database: str | None, as_json: 
     for r in found:
         click.echo(f"{r.run_id}  {r.status:<9} {r.plan}  started {_when(r.created_at)}")
         for q in r.questions:
-            choices = f" {q.choices}" if q.choices else ""
+            choices = f" ({choices_text(q.choices)})" if q.choices else ""
             click.echo(f"    ? [{q.shown()}] {q.question}{choices}")
         if r.unreadable:
             click.echo(f"    ! {r.unreadable}")
@@ -223,7 +224,8 @@ def runs_show(
         click.echo(_holder_line(holder, info.run_id))
     for q in info.questions:
         click.echo(
-            f"waiting: ? [{q.shown()}] {q.question}" + (f" {q.choices}" if q.choices else "")
+            f"waiting: ? [{q.shown()}] {q.question}"
+            + (f" ({choices_text(q.choices)})" if q.choices else "")
         )
         click.echo(f"  answer with: flowc answer {info.run_id} {q.path} VALUE")
     if info.error:

@@ -108,3 +108,21 @@ def money(dollars: float) -> str:
         return f"{sign}<$0.00000001"
     decimals = min(8, max(2, -math.floor(math.log10(d)) + 1))
     return f"{sign}${d:.{decimals}f}"
+
+
+def choices_text(choices: Any) -> str:
+    """An ask's choices as a `.flow` literal union: ``"ship" | "hold"`` (each value as JSON),
+    never a Python list repr; what the console, ``flowc runs`` and answer errors show."""
+    import json
+
+    return " | ".join(json.dumps(c, ensure_ascii=False) for c in choices)
+
+
+def value_text(value: Any) -> str:
+    """One answer as JSON (``"shipp"``, ``3``), as a `.flow` would write it."""
+    import json
+
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)

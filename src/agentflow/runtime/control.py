@@ -24,6 +24,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from agentflow.core.spans import Span
+from agentflow.core.text import choices_text, value_text
 from agentflow.core.vocabulary import (
     ERROR_CODES,
     HARD_STOP_CODES,
@@ -504,7 +505,7 @@ def check_answer(answer: Any, schema: Any, choices: Any) -> str | None:
     if choices is not None and not isinstance(choices, list | tuple):
         return f"`choices` must be a list, got {_kind(choices)}"
     if choices and answer not in choices:
-        return f"{answer!r} is not one of {list(choices)!r}"
+        return f"{value_text(answer)} is not one of {choices_text(choices)}"
     if schema is not None and not isinstance(schema, dict):
         return f"`schema` must be a JSON Schema object, got {_kind(schema)}"
     if schema:

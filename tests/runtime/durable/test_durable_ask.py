@@ -97,13 +97,13 @@ def test_a_question_survives_a_restart_and_is_answered_from_another_process(tmp_
         flowc("answer", "ask-1", "E1", "maybe"), cwd=project, env=env, capture_output=True
     )
     assert wrong.returncode == 1
-    assert "'maybe' is not one of ['yes', 'no']" in wrong.stderr.decode()
+    assert '"maybe" is not one of "yes" | "no"' in wrong.stderr.decode()
     deep = subprocess.run(  # deeper than the JSON parser follows: an answer that is wrong
         flowc("answer", "ask-1", "E1", "[" * 5000 + "]" * 5000),
         cwd=project, env=env, capture_output=True,
     )  # fmt: skip
     assert deep.returncode == 1 and b"Traceback" not in deep.stderr, deep.stderr.decode()[-500:]
-    assert "is not one of ['yes', 'no']" in deep.stderr.decode()
+    assert 'is not one of "yes" | "no"' in deep.stderr.decode()
     missing = subprocess.run(
         flowc("answer", "ask-1", "E7", "yes"), cwd=project, env=env, capture_output=True
     )
@@ -120,7 +120,7 @@ def test_a_question_survives_a_restart_and_is_answered_from_another_process(tmp_
     # the resumed process tells whoever started it what the run waits on and how to answer:
     # the question asked before the crash (replayed, so no event) and the one asked after, once each
     said = err.decode()
-    assert said.count("? [E1] Ship release 10? ['yes', 'no']") == 1, said
+    assert said.count('? [E1] Ship release 10? ("yes" | "no")') == 1, said
     assert "answer with: flowc answer ask-1 E1 VALUE" in said
     assert said.count("? [E2] Any note?") == 1, said
     assert "answer with: flowc answer ask-1 E2 VALUE" in said
