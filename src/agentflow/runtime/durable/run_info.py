@@ -5,10 +5,13 @@ them; the same records on every engine (runs.py, temporal_runs.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["Question", "RunInfo"]
+from agentflow.runtime.durable.answers import question_key
+
+__all__ = ["Question", "RunInfo", "published_questions"]
 
 
 @dataclass
@@ -61,3 +64,30 @@ class RunInfo:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return asdict(self)
+
+
+def published_questions(
+    run_id: str, workflow_id: str, published: Mapping[str, Any]
+) -> list[Question]:
+    """The questions unit ``workflow_id`` of run ``run_id`` waits on, from what it published
+    (DBOS events, Temporal memo: ``question:KEY`` → the question, ``answered`` once taken), in
+    key order."""
+    out = []
+    for key, value in sorted(published.items()):
+        if not key.startswith("question:") or not isinstance(value, dict) or "answered" in value:
+            continue
+        out.append(
+            Question(
+                run_id=run_id,
+                workflow_id=workflow_id,
+                path=value.get("path") or key[len("question:") :],
+                question=value.get("question", ""),
+                choices=value.get("choices"),
+                schema=value.get("schema"),
+                asked_at=value.get("asked_at"),
+                timeout=value.get("timeout"),
+                key=question_key(value),
+                label=value.get("label"),
+            )
+        )
+    return out

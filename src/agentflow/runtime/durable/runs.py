@@ -28,7 +28,7 @@ from agentflow.runtime.durable.records import (
     unreadable,
     unreadable_error,
 )
-from agentflow.runtime.durable.run_info import Question, RunInfo
+from agentflow.runtime.durable.run_info import Question, RunInfo, published_questions
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan
@@ -700,7 +700,6 @@ async def reuse_table(run_id: str, *, asks: bool = True) -> dict[str, tuple[str,
 
 
 async def _questions(run_id: str, workflows: list[Any]) -> list[Question]:
-    from agentflow.runtime.durable.answers import question_key
     from agentflow.runtime.durable.dbos_engine import _dbos
 
     dbos = _dbos()
@@ -709,25 +708,7 @@ async def _questions(run_id: str, workflows: list[Any]) -> list[Question]:
         if w.status not in ("PENDING", "ENQUEUED"):
             continue
         events = await dbos.DBOS.get_all_events_async(w.workflow_id)
-        for key, value in sorted(events.items()):
-            if not key.startswith("question:") or not isinstance(value, dict):
-                continue
-            if "answered" in value:
-                continue
-            out.append(
-                Question(
-                    run_id=run_id,
-                    workflow_id=w.workflow_id,
-                    path=value.get("path") or key[len("question:") :],
-                    question=value.get("question", ""),
-                    choices=value.get("choices"),
-                    schema=value.get("schema"),
-                    asked_at=value.get("asked_at"),
-                    timeout=value.get("timeout"),
-                    key=question_key(value),
-                    label=value.get("label"),
-                )
-            )
+        out.extend(published_questions(run_id, w.workflow_id, events))
     return out
 
 

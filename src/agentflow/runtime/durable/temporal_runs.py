@@ -459,8 +459,7 @@ async def _questions(client: Any, run_id: str, family: list[Any]) -> list[Questi
     """The questions the running workflows of ``family`` publish in their memo and wait on."""
     from temporalio.client import WorkflowExecutionStatus
 
-    from agentflow.runtime.durable.answers import question_key
-    from agentflow.runtime.durable.run_info import Question
+    from agentflow.runtime.durable.run_info import published_questions
 
     out = []
     for w in family:
@@ -468,25 +467,7 @@ async def _questions(client: Any, run_id: str, family: list[Any]) -> list[Questi
             continue
         described = await _describe(client, w.id)  # its memo now (visibility may lag)
         memo = await _memo(described) if described is not None else {}
-        for key, value in sorted(memo.items()):
-            if not key.startswith("question:") or not isinstance(value, dict):
-                continue
-            if "answered" in value:
-                continue
-            out.append(
-                Question(
-                    run_id=run_id,
-                    workflow_id=w.id,
-                    path=value.get("path") or key[len("question:") :],
-                    question=value.get("question", ""),
-                    choices=value.get("choices"),
-                    schema=value.get("schema"),
-                    asked_at=value.get("asked_at"),
-                    timeout=value.get("timeout"),
-                    key=question_key(value),
-                    label=value.get("label"),
-                )
-            )
+        out.extend(published_questions(run_id, w.id, memo))
     return out
 
 
