@@ -18,7 +18,6 @@ import copy
 import json
 from typing import Any
 
-from agentflow.errors import ModelError
 from agentflow.runtime.models.base import (
     ChatRequest,
     ChatResponse,
@@ -37,7 +36,7 @@ from agentflow.runtime.models.http import (
     error_body,
     status_of_error_body,
 )
-from agentflow.runtime.models.openai import is_strict_as_is, reply_id, schema_rejected
+from agentflow.runtime.models.openai import is_strict_as_is, reply_id
 from agentflow.runtime.models.schema_subsets import ANTHROPIC, fit_schema, lossy_keywords
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -162,19 +161,11 @@ class AnthropicClient(HTTPModelClient):
         }
         if self._api_key:
             headers["x-api-key"] = self._api_key
-        native = self.native_schema(request) is not None
-        try:
-            data = await self._send(self.build_payload(request), headers, request)
-        except ModelError as exc:
-            if not (native and schema_rejected(exc)):
-                raise
-            self.native_refused = True
-            self._warn(
-                f"model provider '{self.provider}' refused the output contract as "
-                f"output_config.format ({exc}); sent again with the contract as prompt text (it "
-                "is still validated)"
-            )
-            data = await self._send(self.build_payload(request, native=False), headers, request)
+        data = await self._native_or_prompt(
+            self.native_schema(request) is not None,
+            lambda native: self._send(self.build_payload(request, native=native), headers, request),
+            "output_config.format",
+        )
         try:
             return parse_anthropic_response(
                 data, default_model=self.model, tool_names=tool_name_map(request.tools)

@@ -45,7 +45,6 @@ from agentflow.runtime.models.http import (
     error_body,
     status_of_error_body,
 )
-from agentflow.runtime.models.openai import schema_rejected
 from agentflow.runtime.models.schema_subsets import GEMINI, fit_schema
 
 #: finishReason values that mean a safety filter stopped the answer
@@ -149,19 +148,11 @@ class GeminiClient(HTTPModelClient):
         headers = {"Content-Type": "application/json", **self._headers}
         if self._api_key:
             headers["x-goog-api-key"] = self._api_key
-        native = self.native_schema(request) is not None
-        try:
-            data = await self._send(self.build_payload(request), headers, request)
-        except ModelError as exc:
-            if not (native and schema_rejected(exc)):
-                raise
-            self.native_refused = True
-            self._warn(
-                f"model provider '{self.provider}' refused the output contract as "
-                f"responseJsonSchema ({exc}); sent again with the contract as prompt text (it is "
-                "still validated)"
-            )
-            data = await self._send(self.build_payload(request, native=False), headers, request)
+        data = await self._native_or_prompt(
+            self.native_schema(request) is not None,
+            lambda native: self._send(self.build_payload(request, native=native), headers, request),
+            "responseJsonSchema",
+        )
         try:
             response = parse_gemini_response(
                 data, default_model=self.model, tool_names=tool_name_map(request.tools)

@@ -523,6 +523,19 @@ def shared_ssl_context() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
 
 
+_SCHEMA_REJECTION = ("schema", "response_format", "json_schema", "structured output")
+
+
+def schema_rejected(exc: ModelError) -> bool:
+    """True when a permanent ModelError is a 400 refusing the structured-output schema."""
+    text = str(exc).lower()
+    return (
+        exc.kind == "permanent"
+        and exc.status in (400, 422)
+        and any(word in text for word in _SCHEMA_REJECTION)
+    )
+
+
 class HTTPModelClient:
     """What the provider adapters share: settings, the owned connection pool, one retried POST.
 
@@ -540,6 +553,9 @@ class HTTPModelClient:
     :func:`api_key_problem`) fails every request with a permanent ModelError that never shows it.
     Subclasses implement ``chat``.
     """
+
+    #: the endpoint refused a native output schema once: the contract goes as prompt text
+    native_refused: bool = False
 
     def __init__(
         self,
@@ -603,6 +619,27 @@ class HTTPModelClient:
     def _warn(self, message: str) -> None:
         if self.on_warning is not None:
             self.on_warning(redact(message, self._api_key))
+
+    async def _native_or_prompt(
+        self, native: bool, send: Callable[[bool], Awaitable[Any]], sent_as: str
+    ) -> Any:
+        """``send(native)``'s reply: the request with the output contract in the provider's
+        native structured-output field (``sent_as``, e.g. ``response_format``) when ``native``.
+        A provider that refuses that schema (a 400 naming it, :func:`schema_rejected`) gets the
+        request once more with the contract as prompt text, and is not asked natively again by
+        this client (``native_refused``); the answer is validated against the whole contract
+        either way (docs/models.md "Structured output")."""
+        try:
+            return await send(True)
+        except ModelError as exc:
+            if not (native and schema_rejected(exc)):
+                raise
+            self.native_refused = True
+            self._warn(
+                f"model provider '{self.provider}' refused the output contract as {sent_as} "
+                f"({exc}); sent again with the contract as prompt text (it is still validated)"
+            )
+            return await send(False)
 
     def _malformed(self, exc: Exception) -> ModelError:
         """The (transient) error for a reply whose shape is not the provider's (key redacted)."""

@@ -144,21 +144,13 @@ class OpenAIClient(HTTPModelClient):
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         url = f"{self.base_url}/chat/completions"
-        native = self.native_schema(request) is not None
-        try:
-            data = await self._send(url, self.build_payload(request), headers, request)
-        except ModelError as exc:
-            if not (native and schema_rejected(exc)):
-                raise
-            self.native_refused = True
-            self._warn(
-                f"model provider '{self.provider}' refused the output contract as "
-                f"response_format ({exc}); sent again with the contract as prompt text (it is "
-                "still validated)"
-            )
-            data = await self._send(
-                url, self.build_payload(request, native=False), headers, request
-            )
+        data = await self._native_or_prompt(
+            self.native_schema(request) is not None,
+            lambda native: self._send(
+                url, self.build_payload(request, native=native), headers, request
+            ),
+            "response_format",
+        )
         try:
             response = parse_openai_response(
                 data, default_model=self.model, tool_names=tool_name_map(request.tools)
@@ -195,20 +187,8 @@ class OpenAIClient(HTTPModelClient):
 #: Model names that refuse ``max_tokens`` and want ``max_completion_tokens`` (o-series, gpt-5).
 _COMPLETION_TOKENS_MODELS = re.compile(r"^(?:[\w.-]+/)?(?:o\d|gpt-5)")
 
+
 #: Words of a 400 that refuses the response_format schema (not the request as a whole).
-_SCHEMA_REJECTION = ("schema", "response_format", "json_schema", "structured output")
-
-
-def schema_rejected(exc: ModelError) -> bool:
-    """True when a permanent ModelError is a 400 refusing the structured-output schema."""
-    text = str(exc).lower()
-    return (
-        exc.kind == "permanent"
-        and exc.status in (400, 422)
-        and any(word in text for word in _SCHEMA_REJECTION)
-    )
-
-
 async def read_openai_stream(events: Any, on_delta: Any, chunks: list[str]) -> dict[str, Any]:
     """A chat-completions stream (``data:`` chunks up to ``[DONE]``) accumulated into the body a
     non-streamed reply would have had (so one parser serves both). Answer text deltas go to

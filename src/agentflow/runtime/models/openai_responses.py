@@ -46,7 +46,6 @@ from agentflow.runtime.models.openai import (
     OpenAIClient,
     is_strict_as_is,
     openai_usage,
-    schema_rejected,
     strict_schema,
 )
 
@@ -140,20 +139,13 @@ class OpenAIResponsesClient(OpenAIClient):
         headers = {"Content-Type": "application/json", **self._headers}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        native = self.native_schema(request) is not None
-        try:
-            data = await self._send_responses(self.build_payload(request), headers, request)
-        except ModelError as exc:
-            if not (native and schema_rejected(exc)):
-                raise
-            self.native_refused = True
-            self._warn(
-                f"model provider '{self.provider}' refused the output contract as text.format "
-                f"({exc}); sent again with the contract as prompt text (it is still validated)"
-            )
-            data = await self._send_responses(
-                self.build_payload(request, native=False), headers, request
-            )
+        data = await self._native_or_prompt(
+            self.native_schema(request) is not None,
+            lambda native: self._send_responses(
+                self.build_payload(request, native=native), headers, request
+            ),
+            "text.format",
+        )
         try:
             response = parse_responses_reply(
                 data, default_model=self.model, tool_names=tool_name_map(request.tools)
