@@ -20,7 +20,7 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,6 +69,7 @@ __all__ = [
     "show_durable_run",
     "recorded_run",
     "answer_durable",
+    "missing_durable_database",
     "cancel_durable",
     "evaluate",
     "evaluate_async",
@@ -727,10 +728,14 @@ async def resume_run(
     database: str | None = None,
     trace: str | os.PathLike | None = None,
     telemetry: bool | str | None = None,
+    sinks: Sequence[Sink] = (),
+    on_waiting: Callable[[list[Any]], None] | None = None,
 ) -> RunResult:
     """Continue durable run ``run_id`` after its process stopped (docs/durable.md): recorded
     steps are replayed, the rest runs here; ``trace``: events are added to this file;
-    ``telemetry``: as :func:`run`'s, the spans go into the run's recorded trace.  Raises
+    ``telemetry``: as :func:`run`'s, the spans go into the run's recorded trace; ``sinks``:
+    more event sinks (the console of ``flowc resume``); ``on_waiting(questions)``: called once
+    with the questions the run already waits on.  What ``flowc resume`` does.  Raises
     :class:`InputError` for an unknown run or one still running."""
     from agentflow.runtime.config import Config, load_config
     from agentflow.runtime.durable.runs import database_for, resume
@@ -740,8 +745,16 @@ async def resume_run(
     if not isinstance(config, Config):
         config = load_config(_fspath(config))
     settings = settings_for(config, telemetry)
-    sinks = [JsonlSink(os.fspath(trace), append=True)] if trace is not None else []
-    result = await resume(database_for(config, database), run_id, sinks=sinks, telemetry=settings)
+    all_sinks: list[Any] = list(sinks)
+    if trace is not None:
+        all_sinks.append(JsonlSink(os.fspath(trace), append=True))
+    result = await resume(
+        database_for(config, database),
+        run_id,
+        sinks=all_sinks,
+        telemetry=settings,
+        on_waiting=on_waiting,
+    )
     result.run_id = run_id
     return result
 
@@ -757,14 +770,7 @@ async def answer_run(
     """Answer the question durable run ``run_id`` waits on at step path ``step`` with ``value``
     (a JSON text is parsed unless the question wants text), from any process.  Raises
     :class:`InputError` when no such question waits or the value breaks its choices/schema."""
-    from agentflow.core.text import clean_json
-    from agentflow.runtime.config import Config, load_config
-    from agentflow.runtime.durable.runs import answer, database_for
-
-    if not isinstance(config, Config):
-        config = load_config(_fspath(config))
-    # a command-line argument may hold lone surrogates (undecodable bytes): U+FFFD, as anywhere
-    await answer(database_for(config, database), run_id, step, clean_json(value))
+    await answer_durable(durable_database(config=config, database=database), run_id, step, value)
 
 
 def run_sync(
@@ -877,6 +883,14 @@ def durable_database(
     return database_for(config, database)
 
 
+def missing_durable_database(url: str) -> Path | None:
+    """The SQLite file of database ``url`` when it does not exist (nothing to list, and listing
+    creates nothing), else None (``flowc runs``)."""
+    from agentflow.runtime.durable.runs import missing_database
+
+    return missing_database(url)
+
+
 async def list_durable_runs(url: str, *, limit: int = 50) -> list[Any]:
     """The latest ``limit`` durable runs of database ``url`` (:func:`durable_database`), newest
     first: :class:`agentflow.runtime.durable.run_info.RunInfo` each (id, status, plan name, times in
@@ -886,15 +900,18 @@ async def list_durable_runs(url: str, *, limit: int = 50) -> list[Any]:
     return await list_runs(url, limit=limit)
 
 
-async def show_durable_run(url: str, run_id: str, *, values: bool = False) -> Any:
+async def show_durable_run(
+    url: str, run_id: str, *, values: bool = False, internals: bool = False
+) -> Any:
     """Durable run ``run_id`` in detail (``flowc runs show``): a
     :class:`~agentflow.runtime.durable.run_info.RunInfo` with its steps in the `.flow`'s terms,
     cost so far, waiting questions (each with its JSON Schema and choices), error; ``values``:
-    each step's recorded result too (a model's reply, a tool's result, an answer).  Raises
+    each step's recorded result too (a model's reply, a tool's result, an answer);
+    ``internals``: the engine's own operations listed too (``flowc runs show --all``).  Raises
     :class:`InputError` for an unknown run."""
     from agentflow.runtime.durable.runs import show_run
 
-    return await show_run(url, run_id, values=values)
+    return await show_run(url, run_id, values=values, internals=internals)
 
 
 async def recorded_run(url: str, run_id: str, *, redrive: bool = False) -> dict[str, Any]:

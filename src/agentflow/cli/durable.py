@@ -53,10 +53,7 @@ def _otel_settings(config: str | None, otel: str | None, no_otel: bool) -> Any:
 
 
 def _durable_url(config: str | None, database: str | None) -> str:
-    from agentflow.runtime.config import load_config
-    from agentflow.runtime.durable.runs import database_for
-
-    return database_for(load_config(config), database)
+    return api.durable_database(config=config, database=database)
 
 
 def _durable_call(coro_fn: Any) -> Any:
@@ -115,12 +112,11 @@ def resume(
     """Continue durable run RUN after its process stopped: finished steps are replayed from
     the record, the rest runs here."""
     try:
-        url = _durable_url(config, database)
-        telemetry = _otel_settings(config, otel, no_otel)
+        _durable_url(config, database)  # a configuration mistake is said before anything runs
+        _otel_settings(config, otel, no_otel)
     except FlowError as e:
         _fail(e)
-    from agentflow.runtime.durable.runs import resume as resume_run
-    from agentflow.runtime.events import ConsoleSink, JsonlSink
+    from agentflow.runtime.events import ConsoleSink
 
     shown: set[str] = set()  # the questions announced (a waiting one, then new ones, once each)
 
@@ -131,12 +127,17 @@ def resume(
                 _show_question(run_id, q.path, q.question, q.choices)
 
     sinks: list[Any] = [ConsoleSink(), _question_notice([run_id], shown)]
-    if trace is not None:
-        sinks.append(JsonlSink(trace, append=True))
     result = _durable_call(
-        lambda: resume_run(url, run_id, sinks=sinks, telemetry=telemetry, on_waiting=waiting)
+        lambda: api.resume_run(
+            run_id,
+            config=config,
+            database=database,
+            trace=trace,
+            telemetry=_telemetry_option(otel, no_otel),
+            sinks=sinks,
+            on_waiting=waiting,
+        )
     )
-    result.run_id = run_id
     _finish(result, as_json)
 
 
@@ -154,10 +155,8 @@ def runs(ctx: click.Context, config: str | None, database: str | None, as_json: 
         url = _durable_url(config, database)
     except FlowError as e:
         _fail(e)
-    from agentflow.runtime.durable.runs import list_runs, missing_database
-
-    missing = missing_database(url)  # listing creates nothing
-    found = [] if missing is not None else _durable_call(lambda: list_runs(url))
+    missing = api.missing_durable_database(url)  # listing creates nothing
+    found = [] if missing is not None else _durable_call(lambda: api.list_durable_runs(url))
     if as_json:
         click.echo(_json_out([r.to_dict() for r in found]))
         return
@@ -198,9 +197,7 @@ def runs_show(
         url = _durable_url(config or parent.get("config"), database or parent.get("database"))
     except FlowError as e:
         _fail(e)
-    from agentflow.runtime.durable.runs import show_run
-
-    info = _durable_call(lambda: show_run(url, run_id, internals=show_all))
+    info = _durable_call(lambda: api.show_durable_run(url, run_id, internals=show_all))
     if as_json:
         click.echo(_json_out(info.to_dict()))
         return
@@ -283,9 +280,7 @@ def answer(run_id: str, step: str, value: str, config: str | None, database: str
         url = _durable_url(config, database)
     except FlowError as e:
         _fail(e)
-    from agentflow.runtime.durable.runs import answer as answer_run
-
-    question = _durable_call(lambda: answer_run(url, run_id, step, value))
+    question = _durable_call(lambda: api.answer_durable(url, run_id, step, value))
     _err(f"answered [{question.path}] {question.question}")
 
 
@@ -299,9 +294,7 @@ def cancel(run_id: str, config: str | None, database: str | None) -> None:
         url = _durable_url(config, database)
     except FlowError as e:
         _fail(e)
-    from agentflow.runtime.durable.runs import cancel as cancel_run
-
-    _durable_call(lambda: cancel_run(url, run_id))
+    _durable_call(lambda: api.cancel_durable(url, run_id))
     _err(f"cancelled {run_id}")
 
 
@@ -330,13 +323,12 @@ def redrive(
     import secrets
 
     from agentflow.runtime.durable.dbos_engine import shutdown
-    from agentflow.runtime.durable.runs import recorded_spec
 
     try:
         url = _durable_url(config, database)
     except FlowError as e:
         _fail(e)
-    spec = _durable_call(lambda: recorded_spec(url, run_id, redrive=True))
+    spec = _durable_call(lambda: api.recorded_run(url, run_id, redrive=True))
     from agentflow.ir.loader import load_plan_text
 
     plan = load_plan_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
