@@ -176,20 +176,7 @@ class AnthropicClient(HTTPModelClient):
     async def _send(
         self, payload: dict[str, Any], headers: dict[str, str], request: ChatRequest
     ) -> Any:
-        chunks: list[str] = []
-
-        async def read(events: Any) -> Any:
-            chunks.clear()
-            data = await read_anthropic_stream(events, request.on_delta, chunks)
-            data["_chunks"] = list(chunks)
-            return data
-
-        def restart() -> None:
-            chunks.clear()
-            if request.on_delta is not None:
-                request.on_delta(None)
-
-        return await self._post(self.url, payload, headers, read_stream=read, on_restart=restart)
+        return await self._post_streamed(self.url, payload, headers, request, read_anthropic_stream)
 
 
 _EPHEMERAL = {"type": "ephemeral"}

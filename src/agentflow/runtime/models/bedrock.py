@@ -188,25 +188,12 @@ class BedrockClient(HTTPModelClient):
             headers["Authorization"] = f"Bearer {self._api_key}"
         else:
             sign = self._sign
-        chunks: list[str] = []
-
-        async def read(events: Any) -> Any:
-            chunks.clear()
-            data = await read_bedrock_stream(events, request.on_delta, chunks)
-            data["_chunks"] = list(chunks)
-            return data
-
-        def restart() -> None:
-            chunks.clear()
-            if request.on_delta is not None:
-                request.on_delta(None)
-
-        data = await self._post(
+        data = await self._post_streamed(
             self.url(self.stream),
             self.build_payload(request),
             headers,
-            read_stream=read,
-            on_restart=restart,
+            request,
+            read_bedrock_stream,
             sign=sign,
         )
         try:

@@ -171,21 +171,8 @@ class GeminiClient(HTTPModelClient):
     async def _send(
         self, payload: dict[str, Any], headers: dict[str, str], request: ChatRequest
     ) -> Any:
-        chunks: list[str] = []
-
-        async def read(events: Any) -> Any:
-            chunks.clear()
-            data = await read_gemini_stream(events, request.on_delta, chunks)
-            data["_chunks"] = list(chunks)
-            return data
-
-        def restart() -> None:
-            chunks.clear()
-            if request.on_delta is not None:
-                request.on_delta(None)
-
-        return await self._post(
-            self.url(self.stream), payload, headers, read_stream=read, on_restart=restart
+        return await self._post_streamed(
+            self.url(self.stream), payload, headers, request, read_gemini_stream
         )
 
 

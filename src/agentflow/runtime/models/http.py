@@ -650,6 +650,36 @@ class HTTPModelClient:
             kind="transient",
         )
 
+    async def _post_streamed(
+        self,
+        url: str,
+        payload: dict[str, Any],
+        headers: dict[str, str],
+        request: Any,
+        accumulate: Callable[[Any, Any, list[str]], Awaitable[dict[str, Any]]],
+        sign: Callable[[httpx.Request], Any] | None = None,
+    ) -> Any:
+        """:meth:`_post` of one chat request whose reply may stream: a stream is folded by
+        ``accumulate(events, request.on_delta, chunks)`` into the body a non-streamed reply
+        would have had (the answer's text pieces kept as ``_chunks``); a retry starts the pieces
+        over and tells ``request.on_delta`` (None) that the partial answer restarts."""
+        chunks: list[str] = []
+
+        async def read(events: Any) -> Any:
+            chunks.clear()
+            data = await accumulate(events, request.on_delta, chunks)
+            data["_chunks"] = list(chunks)
+            return data
+
+        def restart() -> None:
+            chunks.clear()
+            if request.on_delta is not None:
+                request.on_delta(None)
+
+        return await self._post(
+            url, payload, headers, read_stream=read, on_restart=restart, sign=sign
+        )
+
     async def _post(
         self,
         url: str,

@@ -168,20 +168,7 @@ class OpenAIClient(HTTPModelClient):
     async def _send(
         self, url: str, payload: dict[str, Any], headers: dict[str, str], request: ChatRequest
     ) -> Any:
-        chunks: list[str] = []
-
-        async def read(events: Any) -> Any:
-            chunks.clear()
-            data = await read_openai_stream(events, request.on_delta, chunks)
-            data["_chunks"] = list(chunks)
-            return data
-
-        def restart() -> None:
-            chunks.clear()
-            if request.on_delta is not None:
-                request.on_delta(None)
-
-        return await self._post(url, payload, headers, read_stream=read, on_restart=restart)
+        return await self._post_streamed(url, payload, headers, request, read_openai_stream)
 
 
 #: Model names that refuse ``max_tokens`` and want ``max_completion_tokens`` (o-series, gpt-5).

@@ -163,20 +163,7 @@ class OpenAIResponsesClient(OpenAIClient):
     async def _send_responses(
         self, payload: dict[str, Any], headers: dict[str, str], request: ChatRequest
     ) -> Any:
-        chunks: list[str] = []
-
-        async def read(events: Any) -> Any:
-            chunks.clear()
-            data = await read_responses_stream(events, request.on_delta, chunks)
-            data["_chunks"] = list(chunks)
-            return data
-
-        def restart() -> None:
-            chunks.clear()
-            if request.on_delta is not None:
-                request.on_delta(None)
-
-        data = await self._post(self.url, payload, headers, read_stream=read, on_restart=restart)
+        data = await self._post_streamed(self.url, payload, headers, request, read_responses_stream)
         if isinstance(data, dict) and data.get("status") == "failed":
             error = data.get("error") if isinstance(data.get("error"), dict) else {}
             failure = json.dumps({"error": error or {"message": "the response failed"}})
