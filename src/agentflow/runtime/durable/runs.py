@@ -447,6 +447,47 @@ def plan_limits(plan: Plan) -> set[int]:
 # Start, resume
 
 
+def run_spec(
+    run_id: str,
+    plan_text: str,
+    plan_file: str | None,
+    input: Any,
+    config_path: str | None,
+    context: RunContext,
+    *,
+    reuse: str | None,
+    ask_again: bool,
+    replay: str | None,
+    model: str | None,
+    fleet: bool,
+) -> dict[str, Any]:
+    """What a durable run records when it starts, on every engine: the plan's text and file,
+    the input, where ``flow.toml`` is, the workspace, the start time, the reuse/replay/model
+    options, and the run's trace context (every process of the run exports into this trace:
+    docs/durable.md "Telemetry"; a ``TRACEPARENT`` of the caller is its parent)."""
+    from agentflow.runtime.telemetry import OtelSink, durable_trace
+
+    started = time.time()
+    traceparent = next(
+        (s.settings.traceparent for s in context.sinks if isinstance(s, OtelSink)),
+        os.environ.get("TRACEPARENT"),
+    )
+    return {
+        "plan_text": plan_text,
+        "plan_file": plan_file,
+        "input": input,
+        "config": config_path,
+        "workspace": str(context.workspace),
+        "started": started,
+        "reuse": reuse,
+        "ask_again": ask_again,
+        "replay": replay,
+        "model": model,
+        "fleet": fleet,
+        "trace": durable_trace(run_id, started, traceparent),
+    }
+
+
 @_on_engine
 async def run_durable(
     plan: Plan,
@@ -476,7 +517,6 @@ async def run_durable(
     from agentflow.runtime.durable import dbos_engine
     from agentflow.runtime.executor import validate_input
     from agentflow.runtime.result import RunResult
-    from agentflow.runtime.telemetry import OtelSink, durable_trace
 
     validate_input(plan, input)
     run_id = run_id or new_run_id()
@@ -485,26 +525,10 @@ async def run_durable(
         # later runs share the first one's executor id; `flowc resume` of one of them recovers
         # that run alone (dbos_engine.recover_run)
         open_database(url, executor_id=process_executor(run_id), queues=[])
-    started = time.time()
-    traceparent = next(
-        (s.settings.traceparent for s in context.sinks if isinstance(s, OtelSink)),
-        os.environ.get("TRACEPARENT"),
-    )
-    spec: dict[str, Any] = {
-        "plan_text": plan_text,
-        "plan_file": plan_file,
-        "input": input,
-        "config": config_path,
-        "workspace": str(context.workspace),
-        "started": started,
-        "reuse": reuse,
-        "ask_again": ask_again,
-        "replay": replay,
-        "model": model,
-        "fleet": fleet,
-        # every process of the run exports into this trace (docs/durable.md "Telemetry")
-        "trace": durable_trace(run_id, started, traceparent),
-    }
+    spec = run_spec(
+        run_id, plan_text, plan_file, input, config_path, context,
+        reuse=reuse, ask_again=ask_again, replay=replay, model=model, fleet=fleet,
+    )  # fmt: skip
     if fleet:
         spec["queues"] = await register_queues(context.config, plan_limits(plan))
     reuse_table_ = await reuse_table(reuse, asks=not ask_again) if reuse else {}

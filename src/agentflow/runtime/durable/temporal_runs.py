@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import os
 import secrets
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -94,31 +93,15 @@ async def run_durable(
 ) -> tuple[str, RunResult]:
     """:func:`agentflow.runtime.durable.runs.run_durable` on Temporal (its arguments; ``fleet``
     changes nothing: every unit goes to the task queue, which every worker polls)."""
-    from agentflow.runtime.durable.runs import new_run_id
+    from agentflow.runtime.durable.runs import new_run_id, run_spec
     from agentflow.runtime.executor import validate_input
-    from agentflow.runtime.telemetry import OtelSink, durable_trace
 
     validate_input(plan, input)
     run_id = run_id or new_run_id()
-    started = time.time()
-    traceparent = next(
-        (s.settings.traceparent for s in context.sinks if isinstance(s, OtelSink)),
-        os.environ.get("TRACEPARENT"),
-    )
-    spec: dict[str, Any] = {
-        "plan_text": plan_text,
-        "plan_file": plan_file,
-        "input": input,
-        "config": config_path,
-        "workspace": str(context.workspace),
-        "started": started,
-        "reuse": reuse,
-        "ask_again": ask_again,
-        "replay": replay,
-        "model": model,
-        "fleet": fleet,
-        "trace": durable_trace(run_id, started, traceparent),
-    }
+    spec = run_spec(
+        run_id, plan_text, plan_file, input, config_path, context,
+        reuse=reuse, ask_again=ask_again, replay=replay, model=model, fleet=fleet,
+    )  # fmt: skip
     async with te.serve(url, identity=f"run:{run_id}@{secrets.token_hex(3)}") as client:
         if reuse:
             spec["_reuse_table"] = await reuse_table(url, reuse, asks=not ask_again)
@@ -131,7 +114,7 @@ async def run_durable(
                 spec,
                 id=run_id,
                 task_queue=te.versioned_queue(url),
-                memo={"plan": plan.name, "started": started},
+                memo={"plan": plan.name, "started": spec["started"]},
                 static_summary=f"{plan.name} ({plan_file or 'plan'})"[:200],
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
