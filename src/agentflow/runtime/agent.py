@@ -11,6 +11,9 @@ and ``plan_and_execute`` become error results without running anything; a tool t
 an error result and the loop goes on. A text answer is extracted (:mod:`agentflow.runtime.extract`)
 and validated; an invalid one gets ``repair_attempts`` repair-role passes, then the errors go back
 to the agent and cost a round. A reply cut off by the token limit is reported as truncation.
+
+The same loop answers ``flowc ask`` (:mod:`agentflow.runtime.chat`): there the answer is plain text
+(``AgentSpec.text_answer``) and ``plan_and_execute`` is offered (``AgentSpec.forbidden`` empty).
 """
 
 from __future__ import annotations
@@ -48,6 +51,20 @@ DEFAULT_RESULT_CHARS = 20_000
 #: Error codes raised by ``call_tool`` that stop the agent instead of going back to the model.
 HARD_STOP_CODES = frozenset({"aborted", "deadline_exceeded", "budget_exceeded"})
 FORBIDDEN_TOOLS = frozenset({"plan_and_execute"})
+#: The first words of the ``errors`` entry of an agent that stopped because the model refused.
+REFUSED = "the model refused: "
+
+
+@dataclass(frozen=True)
+class ToolFailure:
+    """What ``call_tool`` may return instead of raising for a call that failed and goes back to
+    the model as an error result (``{"error": {code, message}}``, ``is_error``) — never a hard
+    stop, whatever ``code`` is (``flowc ask``: a ``plan__*`` run that ran out of time is the
+    tool's failure, not the question's)."""
+
+    code: str
+    message: str
+
 
 #: While a round's tool calls run: ``(index, count)`` of the call among the round's calls (the
 #: calls run concurrently; ``call_tool`` may read it, e.g. to run each call of a round that makes
@@ -83,6 +100,10 @@ class AgentSpec:
     per inference (None: the model's default). ``budget``: this step's own model budget
     (:class:`~agentflow.runtime.models.budget.Budget`), checked before each of its calls.
     ``on_partial``: called with each new typed partial answer while a streaming model writes it.
+    ``text_answer``: the answer is plain text (``flowc ask``): any non-empty text ends the loop
+    as ``output`` (a str); no contract is sent, extracted, validated or repaired, no partials.
+    ``forbidden``: tools never offered nor run (default ``plan_and_execute``, which a
+    ``.flow`` agent never gets; ``flowc ask`` offers it).
     ``response_schema``: the contract as the model is shown it, when it says more than
     ``output_schema`` (a ``member`` field listing the team's members); answers are always
     checked against ``output_schema``.
@@ -101,6 +122,8 @@ class AgentSpec:
     budget: Any = None
     on_partial: Callable[[Any], Any] | None = None
     response_schema: dict[str, Any] | None = None
+    text_answer: bool = False
+    forbidden: frozenset[str] = FORBIDDEN_TOOLS
 
 
 def _dumps(value: Any, indent: int | None = None) -> str:
@@ -274,7 +297,8 @@ async def run_agent(
         )
     role = spec.model or "chat"
     client = router.client_for(role)
-    offered = [t for t in spec.tools if t.name not in FORBIDDEN_TOOLS]
+    forbidden = spec.forbidden
+    offered = [t for t in spec.tools if t.name not in forbidden]
     allowed = {t.name for t in offered}
     system = build_system_prompt(spec)
     messages: list[Message] = [
@@ -327,9 +351,11 @@ async def run_agent(
         request = ChatRequest(
             messages=list(msgs),
             tools=tools,
-            response_schema=spec.response_schema or spec.output_schema,
+            response_schema=None
+            if spec.text_answer
+            else spec.response_schema or spec.output_schema,
             max_tokens=spec.max_tokens,
-            on_delta=on_delta,
+            on_delta=None if spec.text_answer else on_delta,
         )
         token = current_step.set(step_path)
         budget_token = push_budget(spec.budget)
@@ -359,7 +385,7 @@ async def run_agent(
 
     async def run_call(call: ToolCall, round_: int, note: str | None) -> tuple[str, str, bool]:
         name = call.name
-        if name in FORBIDDEN_TOOLS:
+        if name in forbidden:
             return (
                 call.id,
                 _error_content(
@@ -405,8 +431,11 @@ async def run_agent(
         except Exception as exc:  # noqa: BLE001 - any tool failure returns into the loop
             content, is_error = _error_content("tool_error", f"{type(exc).__name__}: {exc}"), True
         else:
-            content = result if isinstance(result, str) else _dumps(result)
-            is_error = False
+            if isinstance(result, ToolFailure):
+                content, is_error = _error_content(result.code, result.message), True
+            else:
+                content = result if isinstance(result, str) else _dumps(result)
+                is_error = False
         content = _truncate(content, spec.max_result_chars)
         if note:
             content += "\n" + note
@@ -447,7 +476,7 @@ async def run_agent(
             jobs = []
             for position, call in enumerate(calls):
                 note = None
-                runnable = call.name in allowed and call.name not in FORBIDDEN_TOOLS
+                runnable = call.name in allowed and call.name not in forbidden
                 if runnable:
                     try:
                         key = call.name + "\x00" + canonical_json(parse_arguments(call.arguments))
@@ -487,15 +516,13 @@ async def run_agent(
         if response.refusal is not None and not response.tool_calls:
             # the model declined: asking again in the next round would burn rounds for nothing
             why = response.refusal.strip() or "no explanation given"
-            await _emit(
-                emit, "warning", step_path, message=f"the model refused: {why}", round=round_
-            )
+            await _emit(emit, "warning", step_path, message=REFUSED + why, round=round_)
             return {
                 "output": {},
                 "iterations": round_,
                 "tools_called": tools_called,
                 "final": False,
-                "errors": [f"the model refused: {why}"],
+                "errors": [REFUSED + why],
             }
         if response.finish_reason == "length":
             await _emit(
@@ -509,24 +536,32 @@ async def run_agent(
             last_problem = ["the last reply was cut off by the output token limit"]
             if text:
                 messages.append(Message(role="assistant", content=text))
+            again = "your answer" if spec.text_answer else "only the JSON object"
             messages.append(
                 Message(
                     role="user",
                     content="Your previous reply was cut off by the output token limit (truncated) "
-                    "before it was complete. Reply again with only the JSON object, more concisely.",
+                    f"before it was complete. Reply again with {again}, more concisely.",
                 )
             )
             continue
         if not text.strip():
             last_problem = ["the last reply held neither a tool call nor an answer"]
+            answer = (
+                "answer the question in plain text"
+                if spec.text_answer
+                else "reply with only the JSON object conforming to the schema"
+            )
             messages.append(
                 Message(
                     role="user",
-                    content="You replied with neither a tool call nor an answer. Call a tool, or "
-                    "reply with only the JSON object conforming to the schema.",
+                    content=f"You replied with neither a tool call nor an answer. Call a tool, or "
+                    f"{answer}.",
                 )
             )
             continue
+        if spec.text_answer:
+            return _result(text.strip(), round_, tools_called, True)
 
         value, errors, trailing = check_answer(text, spec.output_schema)
         if not errors:

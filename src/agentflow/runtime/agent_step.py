@@ -20,7 +20,7 @@ from agentflow.core.diagnostics import did_you_mean
 from agentflow.core.vocabulary import MAX_ITERATIONS
 from agentflow.errors import FlowError, RunError
 from agentflow.runtime.control import ControlCall, ExitError
-from agentflow.runtime.effects import UnitSpec
+from agentflow.runtime.effects import EffectRouter, UnitSpec
 from agentflow.runtime.expressions import render_value, to_json_value, to_text
 from agentflow.runtime.hooks import RunAborted
 
@@ -28,9 +28,7 @@ if TYPE_CHECKING:
     from agentflow.ir.models import Plan
     from agentflow.runtime.config import AgentProfile, TeamMember
     from agentflow.runtime.executor import Executor, Frame
-    from agentflow.runtime.models.base import ChatRequest, ChatResponse
     from agentflow.runtime.models.budget import Budget
-    from agentflow.runtime.models.router import ModelRouter, RoutedClient
     from agentflow.runtime.tools.catalog import Tool
 
 __all__ = [
@@ -407,7 +405,7 @@ async def run_agent_step(call: ControlCall) -> Any:
         result = dict(
             await agent_mod.run_agent(
                 spec,
-                router=_EffectRouter(ex, ex.ctx.router, path),
+                router=EffectRouter(ex.effects, ex.ctx.router, path),
                 call_tool=call_tool,
                 emit=emit,
                 step_path=path,
@@ -498,29 +496,3 @@ def _result_cap(ex: Executor) -> int:
 
     config = ex.ctx.config
     return config.tools.max_result_chars if config is not None else DEFAULT_RESULT_CHARS
-
-
-class _EffectRouter:
-    """The router as the agent loop sees it: ``client_for(role)`` resolves like the run's router
-    (raising ConfigError the same way) and each client's ``chat`` goes through the executor's
-    model-call seam (:meth:`~agentflow.runtime.effects.Effects.chat`) at the agent step's path."""
-
-    def __init__(self, ex: Executor, router: ModelRouter, path: str):
-        self._ex = ex
-        self._router = router
-        self._path = path
-
-    def client_for(self, role_or_name: str | None = None) -> _EffectClient:
-        """The run router's client for ``role_or_name``, its calls routed through the seam."""
-        return _EffectClient(self._ex, self._router.client_for(role_or_name), self._path)
-
-
-class _EffectClient:
-    def __init__(self, ex: Executor, client: RoutedClient, path: str):
-        self._ex = ex
-        self._client = client
-        self._path = path
-
-    async def chat(self, request: ChatRequest) -> ChatResponse:
-        """One inference of the agent loop, through :meth:`Effects.chat`."""
-        return await self._ex.effects.chat(self._client, request, self._path)

@@ -1,18 +1,22 @@
-"""The ``flowc ask`` loop (seed 002 "The agent loop"; docs/spec/RUNTIME.md §3, §7, §9).
+"""The ``flowc ask`` question (seed 002 "The agent loop"; docs/spec/RUNTIME.md §3, §7, §9).
 
-The chat-role model gets the question and the tool catalog — direct tools, ``plan__*`` tools (every
-plan of the plans directory) and ``plan_and_execute`` — and loops::
+A question is an agent run: :func:`ask` hands it to :func:`agentflow.runtime.agent.run_agent`, the
+loop every ``.flow`` agent uses, in plain-text mode (``AgentSpec.text_answer``), at step path
+``ask``.  The chat-role model gets the question and the tool catalog — direct tools, ``plan__*``
+tools (every plan of the plans directory) and ``plan_and_execute`` — and loops::
 
     message + tool catalog → model
       ├─ tool calls? → execute (parallel within a round) → results → model again
       └─ text answer → done
 
-bounded by ``max_agent_iterations`` (``[chat]`` in flow.toml, default 10).  Tool failures return into
-the loop as error results (``{"error": {code, message}}``) so the model explains or works around them.
-Every real dispatch — registry tools, ``plan__*`` (through the executor, one single-step run per
-call) and ``plan_and_execute`` — passes the host's execution gate; a hook abort is a hard stop.
-Human-authored plans run as they are (their own finish, never replanned); ``plan_and_execute`` goes
-through :mod:`agentflow.runtime.planner`.
+bounded by ``max_agent_iterations`` (``[chat]`` in flow.toml, default 10).  Denied tools, malformed
+arguments, repeated calls and replies cut off by the token limit are the agent loop's; tool
+failures return into the loop as error results (``{"error": {code, message}}``) so the model
+explains or works around them.  Every real dispatch — registry tools, ``plan__*`` (through the
+executor, one single-step run per call) and ``plan_and_execute`` — passes the host's execution
+gate; a hook abort is a hard stop.  Human-authored plans run as they are (their own finish, never
+replanned); ``plan_and_execute`` goes through :mod:`agentflow.runtime.planner`.  Every model call
+(chat rounds, planner, repair, solver) goes through :meth:`agentflow.runtime.effects.Effects.chat`.
 
 Inference cost (seed 002 cost table): direct tools = 1 + one per tool round; a plan tool with a solver
 finish = 3 (chat, solver, chat); ``plan_and_execute`` = 4 + 1 per replan (chat, planner, solver, chat).
@@ -20,7 +24,7 @@ finish = 3 (chat, solver, chat); ``plan_and_execute`` = 4 + 1 per replan (chat, 
 Public API::
 
     await ask(question, context=None, *, max_iterations=None, max_result_chars=None,
-              on_progress=None, **options) -> AskResult
+              on_progress=None, effects=None, **options) -> AskResult
     await ask_with_config(question, *, config=None, workspace=None, trace=None, record=None,
                           replay=None, max_iterations=None, hooks=None, on_progress=None,
                           load_plan=None)
@@ -32,19 +36,28 @@ keywords (``catalog=``, ``router=``, ``config=``, ``workspace=``, ``sinks=``, ``
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import re
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentflow.errors import ConfigError, ErrorInfo, ModelError, RunError, model_error_code
+from agentflow.errors import ConfigError, ErrorInfo, RunError
+from agentflow.ir.models import Plan, Step
+from agentflow.runtime.agent import REFUSED, AgentSpec, ToolFailure, run_agent
+from agentflow.runtime.config import Config, load_config, missing_key_message, no_model_message
 from agentflow.runtime.context import RunContext
-from agentflow.runtime.events import EventBus
+from agentflow.runtime.effects import EffectRouter, Effects
+from agentflow.runtime.events import EventBus, JsonlSink
+from agentflow.runtime.executor import run_plan
+from agentflow.runtime.hooks import GateCall, Hooks
+from agentflow.runtime.models.base import ToolSpec
+from agentflow.runtime.models.cassette import ReplayRouter, recording_router
+from agentflow.runtime.models.router import ModelRouter
 from agentflow.runtime.planner import (
     PLAN_AND_EXECUTE,
     PLAN_AND_EXECUTE_DESCRIPTION,
@@ -53,16 +66,14 @@ from agentflow.runtime.planner import (
     plan_and_execute,
     planner_tools,
 )
-from agentflow.runtime.result import elapsed_ms, model_call_fields, usage_delta, usage_snapshot
+from agentflow.runtime.result import elapsed_ms, usage_delta, usage_snapshot
+from agentflow.runtime.shape_cache import ShapeCache, ShapeRecorder
+from agentflow.runtime.tools.build import build_catalog
 
 if TYPE_CHECKING:
     from typing import Unpack
 
-    from agentflow.ir.models import Plan
-    from agentflow.runtime.config import Config
     from agentflow.runtime.context import RunOptions
-    from agentflow.runtime.hooks import Hooks
-    from agentflow.runtime.models.base import ToolSpec
     from agentflow.runtime.tools.catalog import Catalog
     from agentflow.runtime.tools.plans import PlanLoader
 
@@ -71,6 +82,9 @@ __all__ = ["CHAT_SYSTEM", "AskResult", "ask", "ask_with_config", "chat_tools"]
 DEFAULT_MAX_ITERATIONS = 10
 DEFAULT_RESULT_CHARS = 20_000
 WRAPPER_PLAN = "_ask"
+#: The step path of the question: its rounds' events are at ``ask``, its tool calls at
+#: ``ask/agent.ROUND/TOOL`` (the agent loop's paths).
+ASK_PATH = "ask"
 
 CHAT_SYSTEM = """\
 You are a helpful assistant that answers the user's question, calling the available tools when they \
@@ -125,19 +139,11 @@ class AskResult:
         }
 
 
-class _HardStop(Exception):
-    def __init__(self, error: ErrorInfo):
-        super().__init__(error.message)
-        self.error = error
-
-
 def chat_tools(
     catalog: Catalog | None, plans: Mapping[str, Plan] | None, config: Config | None = None
 ) -> list[ToolSpec]:
     """The ToolSpecs offered to the chat model: catalog tools and ``plan__*`` plans under the host
     policy, then ``plan_and_execute``."""
-    from agentflow.runtime.models.base import ToolSpec
-
     specs = [
         ToolSpec(name=t["name"], description=t["description"], input_schema=t["input_schema"])
         for t in planner_tools(catalog, plans, config)
@@ -150,13 +156,6 @@ def chat_tools(
         )
     )
     return specs
-
-
-def _content(value: Any, cap: int) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    if cap and len(text) > cap:
-        text = text[:cap] + f"\n[truncated: result has {len(text)} characters; showing {cap}]"
-    return text
 
 
 def _error_content(code: str, message: str) -> str:
@@ -176,31 +175,32 @@ async def ask(
     max_iterations: int | None = None,
     max_result_chars: int | None = None,
     on_progress: Progress | None = None,
+    effects: Effects | None = None,
     **options: Unpack[RunOptions],
 ) -> AskResult:
-    """Answer ``question`` with the chat-role tool-calling loop (see the module docstring).
+    """Answer ``question`` with the agent loop (:func:`~agentflow.runtime.agent.run_agent`, the
+    one every ``.flow`` agent uses) in plain-text mode, at step path ``ask``: see the module
+    docstring.
 
     ``context`` / ``options`` (:class:`~agentflow.runtime.context.RunContext` and its fields):
 
     - ``catalog``/``plans``: the tools and plans offered (under ``config.policy``); ``plans``
       defaults to ``catalog.plans`` (:func:`agentflow.runtime.tools.build.build_catalog`).
     - ``router``: a ModelRouter (chat; planner/solver/repair for plans).
-    - ``sinks``: event sinks (``model_call`` events of the chat model plus every event of the tool
-      runs); not closed here.  ``hooks``: the host's gate / on_tool_error / interlocutor.
+    - ``sinks``: event sinks (the loop's ``model_call`` and ``warning`` events at ``ask``, plus
+      every event of the tool runs); not closed here.  ``hooks``: the host's gate /
+      on_tool_error / interlocutor.
     - ``shape_cache``: see :func:`~agentflow.runtime.planner.plan_and_execute` (``False`` disables).
 
     ``max_iterations``: chat rounds (default ``config.chat.max_agent_iterations``, else 10);
     ``max_result_chars``: cap of one tool result shown to the model (default
     ``config.chat.max_result_chars``); ``on_progress(kind, text)``: progress callback (the CLI
-    prints it dimmed on stderr).
+    prints it dimmed on stderr).  ``effects``: what every model call (the chat rounds, and the
+    planner's and solver's of ``plan_and_execute``) goes through
+    (:meth:`~agentflow.runtime.effects.Effects.chat`); default: performed directly.
 
     Raises ConfigError when no chat model is configured; every other failure is in the result.
     """
-    from agentflow.runtime.agent import assign_ids, gather_tool_results, parse_arguments
-    from agentflow.runtime.hooks import GateCall
-    from agentflow.runtime.models.base import ChatRequest, Message
-    from agentflow.runtime.shape_cache import ShapeCache, ShapeRecorder
-
     ctx = RunContext.of(context, options)
     catalog, router, config = ctx.catalog, ctx.router, ctx.config
     if max_iterations is None:
@@ -212,10 +212,9 @@ async def ask(
             config.chat.max_result_chars if config is not None else DEFAULT_RESULT_CHARS
         )
     if router is None:
-        from agentflow.runtime.config import no_model_message
-
         raise ConfigError(no_model_message(config, "chat"))
-    client = router.client_for("chat")
+    if effects is None:
+        effects = Effects()
     cache = (ShapeCache() if ctx.shape_cache is None else ctx.shape_cache) or None
     kept = [_KeepOpen(s) for s in ctx.sinks]
     bus = EventBus(kept)
@@ -228,10 +227,10 @@ async def ask(
             if on_progress is not None:
                 on_progress("warning", f"some MCP tools are unavailable: {exc.message}")
     tools = chat_tools(catalog, plans, config)
-    offered = {t.name for t in tools}
     before = usage_snapshot(router)
     t0 = time.monotonic()
     out = AskResult(status="ok")
+    hard_stop: list[ErrorInfo] = []  # the error of a hook's abort, as the run reported it
 
     def progress(kind: str, text: str) -> None:
         if on_progress is not None:
@@ -243,29 +242,18 @@ async def ask(
         out.duration_ms = elapsed_ms(t0)
         return out
 
+    def stop(error: ErrorInfo, path: str) -> RunError:
+        """A hard stop: ends the loop (``aborted`` is one of the loop's hard-stop codes)."""
+        hard_stop.append(error)
+        return RunError("aborted", error.message, path)
+
     run_sinks: list[Any] = list(kept)
     if cache is not None:
         run_sinks.append(ShapeRecorder(cache))
     tool_runs = ctx.replace(sinks=run_sinks, plans=plans)  # one single-step run per tool call
 
-    async def gate(name: str, args: Any, path: str) -> tuple[bool, Any]:
-        """(skipped, injected result) for plan_and_execute; raises _HardStop on abort."""
-        if host.gate is None:
-            return False, None
-        decision = host.gate(GateCall(name, args, {}, path, ["ask"]))
-        if inspect.isawaitable(decision):
-            decision = await decision
-        if decision is not None and decision.action == "skip":
-            return True, decision.value
-        if decision is not None and decision.action == "abort":
-            raise _HardStop(ErrorInfo("aborted", decision.message, path))
-        return False, None
-
-    async def run_tool(name: str, args: dict[str, Any], path: str) -> tuple[bool, str]:
+    async def run_tool(name: str, args: dict[str, Any], path: str) -> Any:
         """One dispatch through the executor (gate, events, plan__ tools, on_tool_error)."""
-        from agentflow.ir.models import Plan, Step
-        from agentflow.runtime.executor import run_plan
-
         sid = re.sub(r"\W", "_", name) or "call"
         if not re.match(r"[A-Za-z_]", sid):
             sid = "_" + sid
@@ -274,10 +262,10 @@ async def ask(
         wrapper = Plan.model_validate({"name": WRAPPER_PLAN, "steps": [step]})
         result = await run_plan(wrapper, {}, tool_runs)
         if result.status == "aborted":
-            raise _HardStop(result.error or ErrorInfo("aborted", "aborted"))
+            raise stop(result.error or ErrorInfo("aborted", "aborted"), path)
         if result.status == "error":
             err = result.error or ErrorInfo("tool_error", "")
-            return False, _error_content(err.code, err.message)
+            return ToolFailure(err.code, err.message)
         output = result.output
         if name.startswith("plan__"):
             plan = plans.get(name.removeprefix("plan__"))
@@ -285,15 +273,20 @@ async def ask(
             if fin is not None and fin.mode == "solver" and output:
                 out.reports.append(str(output))
                 progress("report", str(output))
-        return True, _content(output, max_result_chars)
+        return output
 
-    async def run_plan_and_execute(args: dict[str, Any], path: str) -> tuple[bool, str]:
+    async def run_plan_and_execute(args: dict[str, Any], path: str) -> Any:
         goal = args.get("goal")
         if not isinstance(goal, str) or not goal.strip():
-            return False, _error_content("tool_error", "plan_and_execute needs a `goal` string")
-        skipped, injected = await gate(PLAN_AND_EXECUTE, args, path)
-        if skipped:
-            return True, _content(injected, max_result_chars)
+            return ToolFailure("tool_error", "plan_and_execute needs a `goal` string")
+        if host.gate is not None:  # the host's gate covers plan_and_execute as a whole
+            decision = host.gate(GateCall(PLAN_AND_EXECUTE, args, {}, path, ["ask"]))
+            if inspect.isawaitable(decision):
+                decision = await decision
+            if decision is not None and decision.action == "skip":
+                return decision.value
+            if decision is not None and decision.action == "abort":
+                raise stop(ErrorInfo("aborted", decision.message, path), path)
 
         def relay(event: Any) -> None:
             if event.kind == "warning" and event.data.get("replan"):
@@ -310,98 +303,74 @@ async def ask(
                 shape_cache=cache if cache is not None else False,
             ),
             path=path,
+            effects=effects,
         )
         if ex.status == "aborted":
-            raise _HardStop(ex.error or ErrorInfo("aborted", "aborted"))
+            raise stop(ex.error or ErrorInfo("aborted", "aborted"), path)
         if not ex.ok:
             err = ex.error or ErrorInfo("tool_error", "")
-            return False, _error_content(err.code, err.message)
+            return ToolFailure(err.code, err.message)
         out.reports.append(str(ex.output))
         progress("report", str(ex.output))
-        return True, _content(
-            {"status": ex.status, "replans": ex.replans, "report": ex.output}, max_result_chars
-        )
+        return {"status": ex.status, "replans": ex.replans, "report": ex.output}
 
-    async def run_call(call: Any, round_: int) -> tuple[str, str, bool]:
-        """``(call id, result content, is_error)`` of one tool call."""
-        name = call.name
-        path = f"ask/chat.{round_}/{name}"
-        if name not in offered:
-            available = ", ".join(sorted(offered))
-            return (
-                call.id,
-                _error_content(
-                    "tool_denied", f"tool '{name}' is not available (available: {available})"
-                ),
-                True,
-            )
-        try:
-            args = parse_arguments(call.arguments)
-        except ValueError as exc:
-            return (
-                call.id,
-                _error_content(
-                    "tool_error", f"{exc}. The call was not run; send valid JSON arguments."
-                ),
-                True,
-            )
+    async def call_tool(name: str, args: dict[str, Any], path: str) -> Any:
+        """One call the loop runs (offered, arguments parsed); reported to ``on_progress``."""
         progress("tool", f"{name} {_short(args)}")
+        called = {"tool": name, "round": out.rounds, "ok": False}
+        out.tools_called.append(called)
         if name == PLAN_AND_EXECUTE:
-            ok, content = await run_plan_and_execute(args, path)
+            result = await run_plan_and_execute(args, path)
         else:
-            ok, content = await run_tool(name, args, path)
-        out.tools_called.append({"tool": name, "round": round_, "ok": ok})
-        progress("tool_done" if ok else "tool_error", f"{name} {_short(content)}")
-        return call.id, content, not ok
-
-    messages: list[Message] = [
-        Message(role="system", content=CHAT_SYSTEM),
-        Message(role="user", content=question),
-    ]
-    for round_ in range(1, max_iterations + 1):
-        started = time.monotonic()
-        try:
-            resp = await client.chat(ChatRequest(messages=list(messages), tools=tools))
-        except ModelError as exc:
-            code = model_error_code(exc)
-            return finish("error", error=ErrorInfo(code, f"chat model call failed: {exc}", "ask"))
-        out.rounds = round_
-        bus.emit(
-            "model_call",
-            f"ask/chat.{round_}",
-            ["ask"],
-            role="chat",
-            round=round_,
-            **model_call_fields(resp, started),
+            result = await run_tool(name, args, path)
+        called["ok"] = not isinstance(result, ToolFailure)
+        shown = (
+            _error_content(result.code, result.message)
+            if isinstance(result, ToolFailure)
+            else result
         )
-        if resp.tool_calls:
-            calls = assign_ids(resp.tool_calls, round_)
-            messages.append(
-                Message(role="assistant", content=resp.text, tool_calls=calls, raw=resp.raw)
-            )
-            jobs = [asyncio.ensure_future(run_call(c, round_)) for c in calls]
-            try:
-                messages.extend(await gather_tool_results(calls, jobs))
-            except _HardStop as stop:
-                return finish("aborted", error=stop.error)
-            continue
-        text = (resp.text or "").strip()
-        if not text:
-            messages.append(
-                Message(
-                    role="user",
-                    content="You replied with neither a tool call nor an answer. Call a tool, "
-                    "or answer the question in plain text.",
-                )
-            )
-            continue
-        return finish("ok", answer=text)
+        progress("tool_done" if called["ok"] else "tool_error", f"{name} {_short(shown)}")
+        return result
+
+    def emit(kind: str, path: str, **data: Any) -> None:
+        if kind == "model_call" and data.get("role") == "chat":
+            out.rounds = int(data.get("round") or out.rounds)
+        bus.emit(kind, path, ["ask"], **data)
+
+    spec = AgentSpec(
+        prompt=question,
+        output_schema={"type": "string"},
+        tools=tools,
+        max_iterations=max_iterations,
+        model="chat",
+        system_prompt=CHAT_SYSTEM,
+        max_result_chars=max_result_chars,
+        text_answer=True,
+        forbidden=frozenset(),
+    )
+    try:
+        result = await run_agent(
+            spec,
+            router=EffectRouter(effects, router, ASK_PATH),
+            call_tool=call_tool,
+            emit=emit,
+            step_path=ASK_PATH,
+        )
+    except RunError as exc:
+        if hard_stop:
+            return finish("aborted", error=hard_stop[0])
+        return finish("error", error=ErrorInfo(exc.code, exc.message, ASK_PATH))
+    if result["final"]:
+        return finish("ok", answer=str(result["output"]))
+    problems = [str(p) for p in result.get("errors") or []]
+    if problems and problems[0].startswith(REFUSED):
+        return finish("error", error=ErrorInfo("output_validation", problems[0], ASK_PATH))
     return finish(
         "budget",
         error=ErrorInfo(
             "output_validation",
             f"no answer within max_agent_iterations = {max_iterations} rounds",
-            "ask",
+            ASK_PATH,
         ),
     )
 
@@ -428,32 +397,16 @@ async def ask_with_config(
 
     Raises ConfigError (no model, broken configuration) and the plans directory's load errors.
     """
-    from agentflow.runtime.config import (
-        Config,
-        load_config,
-        missing_key_message,
-        no_model_message,
-    )
-    from agentflow.runtime.events import JsonlSink
-    from agentflow.runtime.hooks import Hooks
-    from agentflow.runtime.models.router import ModelRouter
-    from agentflow.runtime.shape_cache import ShapeCache
-    from agentflow.runtime.tools.build import build_catalog
-
     if not isinstance(config, Config):
         config = load_config(config)
     router: ModelRouter
     if replay is not None:
-        from agentflow.runtime.models.cassette import ReplayRouter
-
         router = ReplayRouter(replay, config)
     elif not config.has_model():
         raise ConfigError(no_model_message(config, "chat"))
     elif (missing := missing_key_message(config, ("chat", "planner", "solver"))) is not None:
         raise ConfigError(missing)
     elif record is not None:
-        from agentflow.runtime.models.cassette import recording_router
-
         router = recording_router(config, record)
     else:
         router = ModelRouter(config)
@@ -464,8 +417,6 @@ async def ask_with_config(
     if record is not None or replay is not None:
         # a cassette must not depend on the user's cache: the planner of a recorded or replayed
         # question reads a cache that starts empty (and still learns within the question)
-        import tempfile
-
         scratch = tempfile.TemporaryDirectory(prefix="agentflow-shapes-")
         shape_cache = ShapeCache(Path(scratch.name) / "shapes.sqlite")
     context = RunContext(

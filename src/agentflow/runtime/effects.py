@@ -16,7 +16,10 @@ through one of these methods, called by the executor with the step path it belon
                     makes several (described by a :class:`UnitSpec`)
 ==================  ===========================================================================
 
-This class performs them directly.  The durable engine (:mod:`agentflow.runtime.durable`)
+This class performs them directly.  A loop that takes a router (the agent loop of an ``agent``
+step and of ``flowc ask``, the planner of ``plan_and_execute``) gets an :class:`EffectRouter`,
+whose clients' ``chat`` is :meth:`Effects.chat` at a given path, so every model call of a run is
+one of these effects.  The durable engine (:mod:`agentflow.runtime.durable`)
 replaces it with one that records each effect under its step path and replays it on resume, so a
 change of engine touches this seam and nothing in the control-step logic.
 """
@@ -36,10 +39,10 @@ if TYPE_CHECKING:
     from agentflow.ir.models import Step
     from agentflow.runtime.executor import Frame
     from agentflow.runtime.models.base import ChatRequest, ChatResponse
-    from agentflow.runtime.models.router import RoutedClient
+    from agentflow.runtime.models.router import ModelRouter, RoutedClient
     from agentflow.runtime.tools.catalog import Tool, ToolContext
 
-__all__ = ["Effects", "UnitSpec"]
+__all__ = ["EffectRouter", "Effects", "UnitSpec"]
 
 T = TypeVar("T")
 
@@ -152,3 +155,40 @@ class Effects:
         parallel branch, a ``plan__*`` call, one call of a multi-call agent round); its result.
         ``spec`` describes the work for an engine that runs it elsewhere (a child workflow)."""
         return work()
+
+
+class EffectRouter:
+    """A router whose clients' ``chat`` goes through :meth:`Effects.chat` at ``path``.
+
+    ``client_for(role)`` resolves like ``router.client_for`` (raising ConfigError the same way);
+    what the agent loop (:func:`agentflow.runtime.agent.run_agent`) and the planner
+    (:mod:`agentflow.runtime.planner`) are given, so their inferences are effects of the run
+    (recorded and replayed by a durable engine; cassettes work at the router below).
+    """
+
+    __slots__ = ("_effects", "_path", "_router")
+
+    def __init__(self, effects: Effects, router: ModelRouter, path: str):
+        self._effects = effects
+        self._router = router
+        self._path = path
+
+    def client_for(self, role_or_name: str | None = None) -> EffectClient:
+        """The router's client for ``role_or_name``, its calls routed through the effects."""
+        return EffectClient(self._effects, self._router.client_for(role_or_name), self._path)
+
+
+class EffectClient:
+    """One role's routed client whose ``chat`` is :meth:`Effects.chat` at a path (see
+    :class:`EffectRouter`)."""
+
+    __slots__ = ("_client", "_effects", "_path")
+
+    def __init__(self, effects: Effects, client: RoutedClient, path: str):
+        self._effects = effects
+        self._client = client
+        self._path = path
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        """One inference through :meth:`Effects.chat`; raises ModelError."""
+        return await self._effects.chat(self._client, request, self._path)

@@ -40,8 +40,13 @@ requests that differ from earlier attempts' (the rest are reused, above).
 Public API::
 
     await plan_and_execute(goal, context=None, *, max_replans=None, repair_attempts=None,
-                           path="plan_and_execute", stack=None, **options) -> PlanExecution
-    await solve(goal, results, *, router, emit=None, path="solver", stack=None) -> str
+                           path="plan_and_execute", stack=None, effects=None,
+                           **options) -> PlanExecution
+    await solve(goal, results, *, router, emit=None, path="solver", stack=None, prompt=None,
+                effects=None) -> str
+
+Every model call here goes through :meth:`agentflow.runtime.effects.Effects.chat` (``effects``;
+default: an :class:`~agentflow.runtime.effects.Effects` that performs it directly).
 
 ``context`` / ``options``: a :class:`~agentflow.runtime.context.RunContext` and its fields as
 keywords (``catalog=``, ``router=``, ``config=``, ``workspace=``, ``sinks=``, ``hooks=``,
@@ -67,6 +72,7 @@ from agentflow.errors import (
     model_error_code,
 )
 from agentflow.runtime.context import RunContext
+from agentflow.runtime.effects import Effects
 from agentflow.runtime.events import Event, EventBus
 from agentflow.runtime.result import (
     elapsed_ms,
@@ -384,9 +390,12 @@ async def _infer(
     emit: Callable[..., Any] | None,
     path: str,
     stack: list[str],
+    effects: Effects | None = None,
 ) -> str:
-    """One ``role`` inference; emits ``model_call``; raises ModelError / ConfigError.  Never
-    answered by a replan's model memo (the planner's own calls always reach the model)."""
+    """One ``role`` inference at ``path`` through ``effects``
+    (:meth:`~agentflow.runtime.effects.Effects.chat`; default: performed directly); emits
+    ``model_call``; raises ModelError / ConfigError.  Never answered by a replan's model memo
+    (the planner's own calls always reach the model)."""
     from agentflow.runtime.models.base import ChatRequest, Message
     from agentflow.runtime.models.router import model_memo
 
@@ -394,13 +403,15 @@ async def _infer(
     t0 = time.monotonic()
     token = model_memo.set(None)
     try:
-        resp = await client.chat(
+        resp = await (effects or Effects()).chat(
+            client,
             ChatRequest(
                 messages=[
                     Message(role="system", content=system),
                     Message(role="user", content=user),
                 ]
-            )
+            ),
+            path,
         )
     finally:
         model_memo.reset(token)
@@ -418,9 +429,11 @@ async def solve(
     path: str = "solver",
     stack: list[str] | None = None,
     prompt: str | None = None,
+    effects: Effects | None = None,
 ) -> str:
     """The solver finish: ONE solver-role call that writes the report for ``goal`` from
-    ``results`` (step id → result, shown as JSON); ``prompt`` adds instructions.
+    ``results`` (step id → result, shown as JSON); ``prompt`` adds instructions; the call goes
+    through ``effects`` at ``path`` (default: performed directly).
 
     ``emit(kind, path, stack, **data)`` receives the ``model_call`` event. Returns the report text.
     Raises ModelError when the provider fails (after retries/failover), ConfigError when no model
@@ -433,7 +446,14 @@ async def solve(
         + _dumps(dict(results), indent=1)
     )
     return await _infer(
-        router, "solver", SOLVER_SYSTEM, user, emit=emit, path=path, stack=list(stack or [])
+        router,
+        "solver",
+        SOLVER_SYSTEM,
+        user,
+        emit=emit,
+        path=path,
+        stack=list(stack or []),
+        effects=effects,
     )
 
 
@@ -552,6 +572,7 @@ async def plan_and_execute(
     repair_attempts: int | None = None,
     path: str = PLAN_AND_EXECUTE,
     stack: list[str] | None = None,
+    effects: Effects | None = None,
     **options: Unpack[RunOptions],
 ) -> PlanExecution:
     """Author a plan for ``goal`` with the planner role, run it, replan on defects, and write the
@@ -571,8 +592,10 @@ async def plan_and_execute(
       cache), read fresh at each attempt and fed by every successful tool call; ``False`` disables it.
 
     ``max_replans`` / ``repair_attempts``: defaults from ``config.planner`` (2 and 1).  ``path``
-    and ``stack``: where this call sits in the events (``ask/chat.2/plan_and_execute`` in
-    ``flowc ask``).
+    and ``stack``: where this call sits in the events (``ask/agent.2/plan_and_execute`` in
+    ``flowc ask``).  ``effects``: what the planner's, repairs' and solver's model calls go
+    through (:meth:`~agentflow.runtime.effects.Effects.chat`, at ``PATH/planner.N``,
+    ``PATH/repair.N``, ``PATH/solver``); default: performed directly.
 
     Never raises for a failing plan or model: the outcome is in the returned :class:`PlanExecution`.
     Raises ConfigError when no model is configured at all (``router`` None).
@@ -677,6 +700,7 @@ async def plan_and_execute(
                 emit=emit,
                 path=f"{path}/planner.{number}",
                 stack=stack,
+                effects=effects,
             )
         except (ModelError, ConfigError) as exc:
             return model_failure(exc, "planner model call failed")
@@ -697,6 +721,7 @@ async def plan_and_execute(
                     emit=emit,
                     path=f"{path}/repair.{number}",
                     stack=stack,
+                    effects=effects,
                 )
             except (ModelError, ConfigError) as exc:
                 emit("warning", path, stack, message=f"plan repair failed: {exc}")
@@ -747,7 +772,13 @@ async def plan_and_execute(
             continue
         try:
             report = await solve(
-                goal, results, router=router, emit=emit, path=f"{path}/solver", stack=stack
+                goal,
+                results,
+                router=router,
+                emit=emit,
+                path=f"{path}/solver",
+                stack=stack,
+                effects=effects,
             )
         except (ModelError, ConfigError) as exc:
             return model_failure(exc, "solver model call failed")
