@@ -12,6 +12,7 @@ from support.chat_server import TEST_API_KEY, text, tool_calls
 from agentflow.cli import main
 from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.chat import ask
+from agentflow.runtime.effects import Effects
 from agentflow.runtime.executor import Hooks, abort, skip
 from agentflow.runtime.shape_cache import ShapeCache
 from agentflow.runtime.tools.catalog import Catalog
@@ -317,7 +318,18 @@ def test_flowc_ask_without_a_model(tmp_path, monkeypatch):
     assert "Traceback" not in res.stderr
 
 
+def _model_roles(trace):
+    return [
+        json.loads(line)["data"]["role"]
+        for line in trace.read_text().splitlines()
+        if json.loads(line)["kind"] == "model_call"
+    ]
+
+
 def test_flowc_ask_record_then_replay_plan_and_execute(chat_server, tmp_path, monkeypatch):
+    """`flowc ask --record` then `--replay`: the chat rounds and the planner's and solver's calls
+    of plan_and_execute are all in the cassette; the replay sends the provider nothing, even with
+    the provider still configured and listening."""
     (tmp_path / "notes.txt").write_text("The launch is on Friday.")
     config = chat_server.write_config(tmp_path)
     monkeypatch.setenv("SCRIPTED_API_KEY", TEST_API_KEY)
@@ -343,12 +355,19 @@ def test_flowc_ask_record_then_replay_plan_and_execute(chat_server, tmp_path, mo
     assert rec.exit_code == 0, rec.stderr
     assert rec.stdout == "Friday.\n"
     assert "Launch: Friday" in rec.stderr
-    roles = [
-        json.loads(line)["data"]["role"]
-        for line in trace.read_text().splitlines()
-        if json.loads(line)["kind"] == "model_call"
-    ]
-    assert roles == ["chat", "planner", "solver", "chat"]
+    assert _model_roles(trace) == ["chat", "planner", "solver", "chat"]
+    assert len(chat_server.requests) == 4
+    # replay with the provider configured and listening: the same answer and the same model
+    # calls in the trace, and not one HTTP request
+    replayed = tmp_path / "replayed.jsonl"
+    again = runner.invoke(
+        main, [*args, "--config", str(config), "--replay", str(cassette), "--trace", str(replayed)]
+    )
+    assert again.exit_code == 0, again.stderr
+    assert again.stdout == "Friday.\n"
+    assert "Launch: Friday" in again.stderr
+    assert _model_roles(replayed) == ["chat", "planner", "solver", "chat"]
+    assert len(chat_server.requests) == 4
     # replay: no model configured, the user's cache holds other shapes — same answer
     ShapeCache().record("builtin__read_file", {"unrelated": [1]})
     empty = tmp_path / "empty"
@@ -361,6 +380,7 @@ def test_flowc_ask_record_then_replay_plan_and_execute(chat_server, tmp_path, mo
     )
     assert rep.exit_code == 0, rep.stderr
     assert rep.stdout == "Friday.\n"
+    assert len(chat_server.requests) == 4
 
 
 async def test_limits_come_from_flow_toml(chat_server, tmp_path, catalog, plans):
@@ -408,3 +428,87 @@ def test_ask_fails_before_any_call_when_the_configured_key_variable_is_unset(tmp
     assert proc.returncode == 1
     assert "AF_TEST_UNSET_KEY" in proc.stderr and "not set" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+# ------------------------------------------------------------------------------ one loop, one seam
+
+
+class _SeenEffects(Effects):
+    """Effects that note the path of every model call made through them."""
+
+    __slots__ = ("paths",)
+
+    def __init__(self):
+        self.paths = []
+
+    def chat(self, client, request, path):
+        self.paths.append(path)
+        return super().chat(client, request, path)
+
+
+async def test_every_model_call_of_ask_and_its_planner_goes_through_effects(
+    chat_server, scripted_router, catalog, plans
+):
+    chat_server.script(
+        [
+            tool_calls(("plan_and_execute", {"goal": "Describe the second issue"})),
+            text("not a plan"),  # planner: no plan, so a repair pass
+            text(GOOD),  # repair
+            text("A-2 is Slow page."),  # solver
+            text("The second issue is 'Slow page'."),  # chat
+        ]
+    )
+    effects = _SeenEffects()
+    result, _ = await go(scripted_router, catalog, plans, effects=effects)
+    assert result.status == "ok", result.error
+    assert effects.paths == [
+        "ask",
+        "ask/agent.1/plan_and_execute/planner.1",
+        "ask/agent.1/plan_and_execute/repair.1",
+        "ask/agent.1/plan_and_execute/solver",
+        "ask",
+    ]
+    assert len(chat_server.requests) == len(effects.paths)
+
+
+async def test_ask_is_the_agent_loop_repeats_are_noted_and_truncated_calls_not_run(
+    chat_server, scripted_router, catalog, plans, calls
+):
+    """What `flowc ask` gains from being an agent run: the loop's note on a repeated identical
+    call, and calls cut off by the token limit are not run (every id still gets a result)."""
+    cut = tool_calls(("linear__get_issue", {"id": "A-1"}), finish_reason="length")
+    chat_server.script(
+        [
+            tool_calls(("linear__list_issues", {})),
+            tool_calls(("linear__list_issues", {})),
+            cut,
+            text("Two issues."),
+        ]
+    )
+    result, _ = await go(scripted_router, catalog, plans)
+    assert result.status == "ok" and result.answer == "Two issues."
+    assert result.rounds == 4
+    assert calls == ["list", "list"]  # the cut-off call never ran
+    assert [(t["tool"], t["round"], t["ok"]) for t in result.tools_called] == [
+        ("linear__list_issues", 1, True),
+        ("linear__list_issues", 2, True),
+    ]
+    second = chat_server.requests[2]["messages"][-1]["content"]
+    assert "repeats one you made in round 1" in second
+    third = json.loads(chat_server.requests[3]["messages"][-1]["content"])["error"]
+    assert third["code"] == "truncated"
+
+
+def test_flowc_ask_ends_when_the_model_refuses(chat_server, tmp_path, monkeypatch):
+    config = chat_server.write_config(tmp_path)
+    monkeypatch.setenv("SCRIPTED_API_KEY", TEST_API_KEY)
+    refusal = text(None)
+    refusal.body["choices"][0]["message"]["refusal"] = "I can't help with that."
+    chat_server.script([refusal, text("never asked")])
+    res = CliRunner().invoke(
+        main, ["ask", "Something odd", "--config", str(config), "--workspace", str(tmp_path)]
+    )
+    assert res.exit_code == 1
+    assert res.stdout == ""
+    assert "error[output_validation]: the model refused: I can't help with that." in res.stderr
+    assert len(chat_server.requests) == 1  # not asked again
