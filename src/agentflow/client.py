@@ -22,6 +22,11 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, BeforeValidator, TypeAdapter
 
+from agentflow.api import run
+from agentflow.grammar.parser import parse_template
+from agentflow.runtime.expressions import render
+from agentflow.runtime.extract import validate
+from agentflow.runtime.interrupt import run as run_loop
 from agentflow.runtime.result import RunResult
 
 if TYPE_CHECKING:
@@ -90,8 +95,6 @@ def pattern_check(pattern: str) -> AfterValidator:
 
 def _string_check(schema: dict[str, Any]) -> AfterValidator:
     def check(value: str) -> str:
-        from agentflow.runtime.extract import validate
-
         problems = validate(schema, value)
         if problems:
             raise ValueError(problems[0].removeprefix("$: "))
@@ -116,9 +119,6 @@ def stage_values(
     """``{stage: value}`` for each stage of ``templates`` (``{"plan": "{{ E2 }}"}``, as the
     compiler lowers them) whose steps all finished in ``result``; the others are left out.
     ``input`` is the run's input (JSON), for a stage whose value reads it."""
-    from agentflow.grammar.parser import parse_template
-    from agentflow.runtime.expressions import render
-
     scope = {**result.results, "input": input}
     out: dict[str, Any] = {}
     for stage, text in templates.items():
@@ -147,8 +147,6 @@ async def run_flow(
     database: str | None = None,
 ) -> RunResult[Any]:
     """:func:`agentflow.run` of ``flow`` with these options (documented there)."""
-    from agentflow.api import run
-
     return await run(
         flow, input, config=config, workspace=workspace, trace=trace, sinks=sinks, hooks=hooks,
         record=record, replay=replay, model=model, telemetry=telemetry, durable=durable,
@@ -175,8 +173,6 @@ def run_flow_sync(
 ) -> RunResult[Any]:
     """:func:`run_flow` for synchronous callers, on :func:`agentflow.run_sync`'s event loop
     (SIGINT/SIGTERM stop the run gracefully)."""
-    from agentflow.runtime.interrupt import run as run_loop
-
     return run_loop(
         run_flow(
             flow, input, config=config, workspace=workspace, trace=trace, sinks=sinks,

@@ -34,6 +34,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from agentflow.errors import ConfigError, FlowError
+from agentflow.runtime.config import McpOAuth, McpServer
+from agentflow.runtime.tools.mcp import McpConnection
+from agentflow.runtime.tools.mcp_auth import MemoryTokenStorage, OAuthHandlers
+
 #: The client ID metadata document URL the suite's authorization servers accept.
 CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
 
@@ -43,8 +48,6 @@ def _headless_handlers() -> Any:
     from mcp.client.auth import OAuthFlowError
     from mcp.shared._httpx_utils import create_mcp_http_client
     from mcp.shared.auth import AuthorizationCodeResult
-
-    from agentflow.runtime.tools.mcp_auth import MemoryTokenStorage, OAuthHandlers
 
     got: dict[str, Any] = {}
 
@@ -76,8 +79,6 @@ async def protected_resource_issuer(url: str) -> str:
     names (RFC 9728: the path-suffixed well-known, then the root one)."""
     from mcp.shared._httpx_utils import create_mcp_http_client
 
-    from agentflow.errors import ConfigError
-
     parsed = urlparse(url)
     origin = f"{parsed.scheme}://{parsed.netloc}"
     path = parsed.path.rstrip("/")
@@ -99,8 +100,6 @@ def server_config(
 ) -> Any:
     """The ``[mcp.conformance]`` server a scenario amounts to (``issuer``: the authorization
     server of a cross-app-access scenario)."""
-    from agentflow.runtime.config import McpOAuth, McpServer
-
     fields: dict[str, Any] = {"url": url, "timeout": 20, "connect_timeout": 25}
     if scenario.startswith("elicitation"):
         fields["elicitation"] = "defaults"
@@ -133,8 +132,6 @@ def server_config(
 
 async def run_scenario(url: str, scenario: str, context: dict[str, Any]) -> None:
     """Connect to ``url`` and do what ``scenario`` checks; raises on failure."""
-    from agentflow.runtime.tools.mcp import McpConnection
-
     issuer = None
     if scenario.startswith("auth/cross-app-access"):
         issuer = await protected_resource_issuer(url)
@@ -172,7 +169,6 @@ def main(argv: list[str] | None = None) -> int:
         context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     except ValueError:
         context = {}
-    from agentflow.errors import FlowError
 
     try:
         asyncio.run(run_scenario(argv[-1], scenario, context))
