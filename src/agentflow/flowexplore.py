@@ -12,8 +12,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentflow.errors import ErrorInfo
+from agentflow.api import run
+from agentflow.compiler.api import check_source, read_source
+from agentflow.compiler.contracts import contract_for
+from agentflow.compiler.lowering import LoweringError, lower
+from agentflow.compiler.render import render_text
+from agentflow.errors import ErrorInfo, FlowError
 from agentflow.flowtest import _plan_steps, _plan_tool_name, _where
+from agentflow.ir.loader import load_plan_data
+from agentflow.runtime.config import Config, load_config
+from agentflow.runtime.events import CallbackSink
+from agentflow.runtime.expressions import evaluate
+from agentflow.runtime.models.test_model import GenerationError, generate_value, test_router
+from agentflow.runtime.tools.catalog import Catalog, Tool
 
 __all__ = ["ExploreFailure", "ExploreReport", "ExploreSite", "explore"]
 
@@ -81,15 +92,6 @@ def explore(path: str | os.PathLike, runs: int) -> ExploreReport:
 
 async def _explore(file: Path, runs: int) -> ExploreReport:
     import random
-
-    from agentflow.compiler.api import check_source, read_source
-    from agentflow.compiler.contracts import contract_for
-    from agentflow.compiler.lowering import LoweringError, lower
-    from agentflow.compiler.render import render_text
-    from agentflow.errors import FlowError
-    from agentflow.ir.loader import load_plan_data
-    from agentflow.runtime.expressions import evaluate
-    from agentflow.runtime.models.test_model import GenerationError, generate_value
 
     shown = str(file)
     report = ExploreReport(shown)
@@ -167,13 +169,6 @@ async def _explore_once(
     report: ExploreReport,
 ) -> None:
     import random
-
-    from agentflow.api import run
-    from agentflow.errors import FlowError
-    from agentflow.runtime.config import Config, load_config
-    from agentflow.runtime.events import CallbackSink
-    from agentflow.runtime.models.test_model import GenerationError, generate_value, test_router
-    from agentflow.runtime.tools.catalog import Catalog, Tool
 
     def generated_tool(name: str, schema: Any) -> Any:
         async def answer(args: dict[str, Any], ctx: Any) -> Any:

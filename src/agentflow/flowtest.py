@@ -32,7 +32,24 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from agentflow.errors import ErrorInfo
+from agentflow.api import CompileError, run
+from agentflow.compiler.api import check_source, read_source
+from agentflow.compiler.contracts import expect_is_wrapped
+from agentflow.compiler.lowering import LoweringError, lower_with_stages
+from agentflow.compiler.render import render_text
+from agentflow.core import version as core_version
+from agentflow.errors import ConfigError, ErrorInfo, FlowError, InputError, PlanLoadError, RunError
+from agentflow.grammar import ast
+from agentflow.ir.loader import load_plan_data
+from agentflow.runtime.config import Config, ProviderConfig, ResolvedModel, load_config
+from agentflow.runtime.events import CallbackSink
+from agentflow.runtime.expressions import evaluate, to_json_value
+from agentflow.runtime.models.base import ChatResponse
+from agentflow.runtime.models.cassette import ReplayClient
+from agentflow.runtime.models.router import ModelRouter, RoutedClient
+from agentflow.runtime.models.test_model import TestModel
+from agentflow.runtime.tools.catalog import WRITE_TOOLS, Tool, default_catalog
+from agentflow.runtime.tools.user import load_user_tools
 
 __all__ = [
     "TestOutcome",
@@ -214,13 +231,6 @@ async def _run_all(
 async def _run_file(
     file: Path, pattern: str | None, slots: asyncio.Semaphore, cache: _Cache | None = None
 ) -> list[TestOutcome]:
-    from agentflow.api import CompileError
-    from agentflow.compiler.api import check_source, read_source
-    from agentflow.compiler.lowering import LoweringError, lower_with_stages
-    from agentflow.compiler.render import render_text
-    from agentflow.errors import FlowError, RunError
-    from agentflow.runtime.expressions import evaluate
-
     shown = str(file)
     try:
         text = read_source(file)
@@ -349,11 +359,9 @@ class _Cache:
         """The cache key of ``file`` with source ``text``; None when it cannot be cached."""
         import hashlib
 
-        from agentflow.core.version import __version__
-
         h = hashlib.sha256()
         base = file.parent.resolve()
-        for part in (__version__, str(file.resolve()), text):
+        for part in (core_version.__version__, str(file.resolve()), text):
             h.update(part.encode("utf-8", "surrogatepass") + b"\0")
         for cassette in _REPLAY_LINE.findall(text):
             try:
@@ -402,8 +410,6 @@ class _Cache:
 
 def _writes(plan: Any) -> bool:
     """True when ``plan`` may write files: a write tool, or an agent with a ``write`` scope."""
-    from agentflow.runtime.tools.catalog import WRITE_TOOLS
-
     for step in _plan_steps(plan):
         if step.get("tool_name") in WRITE_TOOLS:
             return True
@@ -417,8 +423,6 @@ def _where(shown: str, span: Any) -> str:
 
 
 def _show(value: Any) -> str:
-    from agentflow.runtime.expressions import to_json_value
-
     return json.dumps(to_json_value(value), ensure_ascii=False, sort_keys=False)
 
 
@@ -431,8 +435,6 @@ async def _run_one(
 ) -> list[str]:
     """Run one test (``case``: the binding of a parametrised test's case, else empty); the
     failure messages (empty when it passed)."""
-    from agentflow.errors import RunError
-
     try:
         return await _run_prepared(file, shown, text, result, plan, test, case)
     except RunError as e:  # a constant of the test that cannot be evaluated (`1 / 0`)
@@ -443,14 +445,6 @@ async def _run_prepared(
     file: Path, shown: str, text: str, result: Any, plan: dict, test: Any, case: dict[str, Any]
 ) -> list[str]:
     import copy
-
-    from agentflow.api import run
-    from agentflow.errors import ConfigError, FlowError, InputError, PlanLoadError, RunError
-    from agentflow.ir.loader import load_plan_data
-    from agentflow.runtime.config import Config, load_config
-    from agentflow.runtime.events import CallbackSink
-    from agentflow.runtime.expressions import evaluate
-    from agentflow.runtime.tools.catalog import Tool, default_catalog
 
     failures: list[str] = []
     problems: list[str] = []  # stubs run out, requests that tried to leave the process
@@ -521,7 +515,6 @@ async def _run_prepared(
         cassette = file.parent / item.path
         if not cassette.is_file():
             return [f"{_where(shown, item.span)}: replay: no cassette at {cassette}"]
-        from agentflow.runtime.models.cassette import ReplayClient
 
         try:
             replay = (item, ReplayClient(cassette))
@@ -601,10 +594,6 @@ async def _run_prepared(
 
 
 def _check_expect(shown: str, exp: Any, scope: dict[str, Any], ran: bool, text: str) -> list[str]:
-    from agentflow.errors import RunError
-    from agentflow.grammar import ast
-    from agentflow.runtime.expressions import evaluate
-
     source = text[exp.cond.span.start : exp.cond.span.end]
     head = f"{_where(shown, exp.span)}: expect {source}"
     try:
@@ -706,7 +695,6 @@ def _route_stubs(
     its ``model`` becomes ``flowc-test-stub:<n>`` and ``answers[that]`` the value. An agent
     stub is found by the ``use`` alias the step was written with (``meta.agent``); ``env``
     (the flow's named types) tells a wrapped contract from a named object type."""
-    from agentflow.compiler.contracts import expect_is_wrapped
 
     def visit(node: Any) -> None:
         if isinstance(node, dict):
@@ -749,9 +737,6 @@ class Answers:
     @classmethod
     def of(cls, stub: Any, case: dict[str, Any], shown: str, problems: list[str]) -> Answers:
         """The evaluated answers of ``stub`` (``case``: a parametrised test's binding)."""
-        from agentflow.grammar import ast
-        from agentflow.runtime.expressions import evaluate
-
         exprs = list(stub.values) or ([stub.value] if stub.value is not None else [])
         values = [e if isinstance(e, ast.StubFails) else evaluate(e, case) for e in exprs]
         return cls(stub, values, shown, problems)
@@ -760,9 +745,6 @@ class Answers:
         """The answer to the next call (a fresh copy); an answer ``fails "code"`` raises
         ``RunError(code)`` saying the failure is stubbed (an agent's, as a real one, is then
         placed at the agent step: ``err.where.agent``, ``err.where.stage``, …)."""
-        from agentflow.errors import RunError
-        from agentflow.grammar import ast
-
         self.calls += 1
         if len(self.values) == 1:
             value = self.values[0]
@@ -988,8 +970,6 @@ def _named_caller(tool: Any, what: str) -> Any:
 def _user_tools(config: Any) -> dict[str, Any]:
     """The ``user__*`` tools of the ``flow.toml``'s ``[tools] modules`` (they run in tests,
     under the network guard; entry points are not loaded)."""
-    from agentflow.runtime.tools.user import load_user_tools
-
     modules = list(getattr(getattr(config, "tools", None), "modules", []) or [])
     if not modules:
         return {}
@@ -1011,10 +991,6 @@ def _unstubbed_tool(Tool: Any, RunError: Any, name: str, plan_name: str) -> Any:
 def _stub_router(config: Any, answers: dict[str, Answers], replay: Any = None) -> Any:
     """A model router: stubbed agents answer their stubs, the others the cassette ``replay``
     (a ``ReplayClient``) when given, else the test model (seed 0)."""
-    from agentflow.runtime.config import ProviderConfig, ResolvedModel
-    from agentflow.runtime.models.base import ChatResponse
-    from agentflow.runtime.models.router import ModelRouter, RoutedClient
-    from agentflow.runtime.models.test_model import TestModel
 
     class StubModel:
         """A model client answering a stub's answers in turn, whatever the request."""
