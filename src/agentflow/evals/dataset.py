@@ -23,9 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentflow.compiler.contracts import flow_type_of_schema
 from agentflow.core import diagnostics as D
-from agentflow.core.diagnostics import Diagnostic, Note
+from agentflow.core.diagnostics import Diagnostic, Note, did_you_mean
 from agentflow.core.spans import Span
+from agentflow.ir.schemas import validation_errors
+from agentflow.runtime.extract import loads_value
 
 __all__ = ["CASE_KEYS", "Case", "Dataset", "check_cases", "read_dataset"]
 
@@ -138,8 +141,6 @@ def read_dataset(path: str | os.PathLike, shown: str | None = None) -> Dataset:
 
 
 def _read_lines(text: str, file: str, out: Dataset) -> None:
-    from agentflow.runtime.extract import loads_value
-
     offset = 0
     for number, line in enumerate(text.split("\n"), 1):
         start, offset = offset, offset + len(line) + 1
@@ -277,8 +278,6 @@ def _add_case(
     bad = False
     for key in value:
         if key not in CASE_KEYS:
-            from agentflow.core.diagnostics import did_you_mean
-
             out.diagnostics.append(
                 _diag(
                     D.UNKNOWN_FIELD,
@@ -351,8 +350,6 @@ def check_cases(
 ) -> list[Diagnostic]:
     """Check each case's ``input`` against ``input_schema`` (the flow's input type) and its
     ``expected`` against ``expected_schema``; one diagnostic per problem, at its value."""
-    from agentflow.ir.schemas import validation_errors
-
     out: list[Diagnostic] = []
     for case in cases:
         for key, schema, what in (
@@ -373,8 +370,6 @@ def check_cases(
 
 
 def _problem(case: Case, key: str, what: str, error: Any) -> Diagnostic:
-    from agentflow.compiler.contracts import flow_type_of_schema
-
     path = (key, *error.absolute_path)
     shown = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in path)
     shown = shown.replace(".[", "[")
@@ -394,7 +389,6 @@ def _problem(case: Case, key: str, what: str, error: Any) -> Diagnostic:
         allowed = sorted((error.schema.get("properties") or {}).keys())
         extra = [k for k in (error.instance or {}) if k not in allowed]
         name = extra[0] if extra else "?"
-        from agentflow.core.diagnostics import did_you_mean
 
         return _diag(
             D.UNKNOWN_FIELD,

@@ -17,7 +17,10 @@ import re
 from importlib import resources
 from typing import Any
 
+from agentflow.core import version as core_version
+from agentflow.core.text import clean_text
 from agentflow.evals.report import Comparison, EvalReport
+from agentflow.runtime.report import conversation_html
 
 __all__ = ["build_page"]
 
@@ -52,10 +55,6 @@ def _num(x: float | None) -> str:
 
 def build_page(report: EvalReport, comparison: Comparison | None = None) -> str:
     """The page (see the module docstring) as text."""
-    from agentflow.core.text import clean_text
-    from agentflow.core.version import __version__
-    from agentflow.runtime.report import conversation_html
-
     passed = sum(1 for r in report.runs if r.passed)
     facts = [
         f"<span>flow <code>{_e(report.flow)}</code></span>",
@@ -133,7 +132,7 @@ def build_page(report: EvalReport, comparison: Comparison | None = None) -> str:
     page = (assets / "report.html").read_text(encoding="utf-8")
     values = {
         "title": _e(f'eval "{report.name}" of {report.flow}'),
-        "version": _e(__version__),
+        "version": _e(core_version.__version__),
         "body": _STYLE + "".join(parts),
         "mermaid_js": "",
     }

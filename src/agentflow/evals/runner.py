@@ -34,8 +34,34 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentflow.api import run
+from agentflow.compiler.api import check_source, read_source
+from agentflow.compiler.contracts import ContractError, contract_for
+from agentflow.compiler.lowering import LoweringError, lower_with_stages
+from agentflow.core import diagnostics as D
+from agentflow.core import version as core_version
+from agentflow.core.diagnostics import Diagnostic
+from agentflow.core.redaction import redact_data
+from agentflow.core.spans import Span
+from agentflow.core.text import escape_surrogates
+from agentflow.errors import FlowError
 from agentflow.evals.dataset import Case, check_cases, read_dataset
 from agentflow.evals.report import CaseRun, EvalReport, ScoreResult
+from agentflow.ir.loader import load_plan_data
+from agentflow.runtime.events import CallbackSink
+from agentflow.runtime.expressions import evaluate, to_text
+from agentflow.runtime.extract import ExtractionError, extract_json, validate
+from agentflow.runtime.models.base import ChatRequest, Message
+from agentflow.runtime.models.cassette import (
+    ReplayRouter,
+    _response_data,
+    _response_from,
+    _response_problem,
+    request_key,
+)
+from agentflow.runtime.models.router import ModelRouter, RoutedClient
+from agentflow.runtime.models.test_model import parse_model_option, test_router
+from agentflow.runtime.telemetry import OtelSink, _provider
 
 __all__ = ["EVAL_JUDGE_PROMPT", "EvalTrace", "Prepared", "ResponseCache", "prepare", "run_eval"]
 
@@ -71,16 +97,12 @@ class ResponseCache:
         self.stores = 0
 
     def key(self, scope: str, request: Any) -> str:
-        from agentflow.runtime.models.cassette import request_key
-
         return hashlib.sha256(f"{scope}\x00{request_key(request)}".encode()).hexdigest()
 
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> Any:
-        from agentflow.runtime.models.cassette import _response_from, _response_problem
-
         try:
             data = json.loads(self._path(key).read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -91,10 +113,6 @@ class ResponseCache:
         return _response_from(data)
 
     def put(self, key: str, response: Any) -> None:
-        from agentflow.core.redaction import redact_data
-        from agentflow.core.text import escape_surrogates
-        from agentflow.runtime.models.cassette import _response_data
-
         path = self._path(key)
         text = escape_surrogates(json.dumps(redact_data(_response_data(response)), sort_keys=True))
         try:
@@ -141,8 +159,6 @@ class _CachingClient:
 def _router(config: Any, model: str | None, scope: str, cache: ResponseCache | None, counts: dict):
     """A model router whose clients go through the cache; every call of the flow answered by
     ``model`` (a named model) when given, else by the configured roles."""
-    from agentflow.runtime.models.router import ModelRouter, RoutedClient
-
     holder: dict[str, Any] = {}
 
     def factory(resolved: Any) -> Any:
@@ -184,19 +200,12 @@ class Prepared:
 
 
 def _diag(code: str, message: str, span: Any, hint: str | None = None) -> Any:
-    from agentflow.core import diagnostics as D
-    from agentflow.core.diagnostics import Diagnostic
-
     return Diagnostic(code, message, span, [], hint, D.CODES[code].severity)
 
 
 def dataset_diagnostics(result: Any, file: str, block: Any, datasets: list[str]) -> tuple:
     """Read and check ``datasets`` (paths; the block's own when empty) for the checked flow
     ``result`` and eval ``block``: ``(cases, diagnostics, sources)``."""
-    from agentflow.compiler.contracts import ContractError, contract_for
-    from agentflow.core import diagnostics as D
-    from agentflow.core.spans import Span
-
     paths: list[tuple[str, Path]] = []
     #: where the `.flow` names each dataset of its block (a missing file is reported there)
     named_at: dict[str, Span] = {}
@@ -258,11 +267,6 @@ def prepare(
     """Check ``flow``, pick its eval block (``eval_name``, else the only one), read and check
     the datasets (``datasets``, else the block's ``dataset`` files). Never raises for the
     content of the files: every problem is in ``diagnostics``."""
-    from agentflow.compiler.api import check_source, read_source
-    from agentflow.compiler.lowering import LoweringError, lower_with_stages
-    from agentflow.core import diagnostics as D
-    from agentflow.core.spans import Span
-
     file = str(flow)
     out = Prepared(file)
     try:
@@ -343,16 +347,12 @@ class EvalTrace:
     to ``settings.endpoint`` (shut down, so flushed, by :meth:`close`)."""
 
     def __init__(self, settings: Any, provider: Any, name: str, flow: str):
-        from agentflow.core.version import __version__
-
         self.settings = settings
         self.owned = provider is None
         if provider is None:
-            from agentflow.runtime.telemetry import _provider
-
             provider = _provider(settings)
         self.provider = provider
-        self.tracer = provider.get_tracer("agentflow.eval", __version__)
+        self.tracer = provider.get_tracer("agentflow.eval", core_version.__version__)
         self.root = self.tracer.start_span(
             f"eval {name}", attributes={"agentflow.eval.name": name, "agentflow.eval.flow": flow}
         )
@@ -362,8 +362,6 @@ class EvalTrace:
         import dataclasses
 
         from opentelemetry import trace
-
-        from agentflow.runtime.telemetry import OtelSink
 
         span = self.tracer.start_span(
             f"eval case {case.name}",
@@ -418,8 +416,6 @@ async def run_eval(
 ) -> EvalReport:
     """Run every case of ``prepared`` (see the module docstring) and score it; ``trace``: the
     eval's OpenTelemetry spans (closed when every case has run)."""
-    from agentflow.ir.loader import load_plan_data
-
     block = prepared.block
     names = models or [("test" if model is not None else "replay" if replay else "configured")]
     report = EvalReport(
@@ -483,10 +479,6 @@ async def _run_case(
     counts: dict,
     sink: Any = None,
 ) -> CaseRun:
-    from agentflow.api import run
-    from agentflow.errors import FlowError
-    from agentflow.runtime.events import CallbackSink
-
     mine = {"requests": 0, "cached": 0}
     events: list[dict[str, Any]] = []
     run_out = CaseRun(
@@ -556,14 +548,10 @@ def _case_router(
     counts: dict,
 ) -> Any:
     if model is not None:
-        from agentflow.runtime.models.test_model import parse_model_option, test_router
-
         seed, call_tools = parse_model_option(model)
         # each repetition its own seed: repeated runs vary as a real model's do
         return test_router(config, seed + repeat, call_tools=call_tools)
     if replay is not None:
-        from agentflow.runtime.models.cassette import ReplayRouter
-
         return ReplayRouter(replay, config)
     return _router(config, named, f"repeat {repeat}", cache, counts)
 
@@ -580,9 +568,6 @@ async def _score(
     cache: ResponseCache | None,
     counts: dict,
 ) -> dict[str, ScoreResult]:
-    from agentflow.errors import FlowError
-    from agentflow.runtime.expressions import evaluate, to_text
-
     block = prepared.block
     out: dict[str, ScoreResult] = {}
     ran = run.status in ("ok", "exited")
@@ -641,10 +626,6 @@ async def _judge(
     counts: dict,
 ) -> ScoreResult:
     """One ``judge`` scorer: the rubric to the ``judge`` role, its verdict checked."""
-    from agentflow.errors import FlowError
-    from agentflow.runtime.extract import ExtractionError, extract_json, validate
-    from agentflow.runtime.models.base import ChatRequest, Message
-
     mine = {"requests": 0, "cached": 0}
     if model is not None or replay is not None:
         router = _case_router(config, None, model, replay, repeat, cache, mine)
