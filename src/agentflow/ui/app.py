@@ -38,7 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from agentflow import api
+from agentflow.compiler.render import render_text
 from agentflow.errors import FlowError, InputError
+from agentflow.runtime.durable.dbos_engine import shutdown, sqlite_path
+from agentflow.runtime.durable.runs import _safe as safe
 from agentflow.ui import pages
 
 __all__ = ["Console", "build_app", "is_loopback", "serve"]
@@ -288,8 +291,6 @@ def build_app(console: Console) -> Any:
             if file.suffix == ".flow":  # refused in the page, not in a log: it must compile
                 api.compile_flow(file)
         except api.CompileError as e:
-            from agentflow.compiler.render import render_text
-
             said = render_text(e.diagnostics, e.sources)
             return await show(request, run_id, notice=f"the edited flow does not compile:\n{said}",
                               status=400)  # fmt: skip
@@ -361,8 +362,6 @@ def _version(state: Any) -> str:
 
 
 def _safe(url: str) -> str:
-    from agentflow.runtime.durable.runs import _safe as safe
-
     return safe(url)
 
 
@@ -381,8 +380,6 @@ def serve(
     import socket
 
     import uvicorn
-
-    from agentflow.runtime.durable.dbos_engine import shutdown, sqlite_path
 
     token = None if is_loopback(host) else secrets.token_urlsafe(24)
     db_file = sqlite_path(url)

@@ -19,6 +19,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from agentflow.core import version as core_version
+from agentflow.core.text import source_lines
+from agentflow.ir.graph import NodeOutcome, build_graph, node_for_path
+from agentflow.ir.loader import load_plan_text
+from agentflow.runtime.report import _json_text, graph_section, report_css, source_caret
+
 __all__ = [
     "STATUSES",
     "durable_outcomes",
@@ -66,16 +72,13 @@ def page(
     """A whole page: ``body`` under a header with ``heading`` (default ``title``) and the
     console's navigation; ``live``: the URL of its Server-Sent Events (the page refreshes its
     ``<main>`` when they say the state moved past ``version``)."""
-    from agentflow.core.version import __version__
-    from agentflow.runtime.report import report_css
-
     live_attr = f' data-live="{_e(live)}" data-version="{_e(version)}"' if live else ""
     if here:  # the page's own address (a refused form's answer is shown at the form's)
         live_attr += f' data-page="{_e(here)}"'
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f'<meta name="generator" content="agentflow {_e(__version__)}">'
+        f'<meta name="generator" content="agentflow {_e(core_version.__version__)}">'
         f"<title>{_e(title)} · flowc ui</title><style>{report_css()}\n{_asset('ui.css')}</style>"
         f"</head><body{live_attr}><header><h1>{heading or _e(title)}</h1></header>"
         '<nav aria-label="console"><a href="/">runs</a></nav>'
@@ -255,8 +258,6 @@ def durable_outcomes(plan: Any, info: Any) -> dict[str, Any]:
     ``error``, one waiting on a question ``waiting``, one with an operation under way while
     the run is on ``running``, one with finished operations (or holding such a node: a map and
     its items) ``ok``; the run's error names its failing step; other steps ``unrecorded``."""
-    from agentflow.ir.graph import NodeOutcome, build_graph, node_for_path
-
     graph = build_graph(plan)
     root = plan.name
     out: dict[str, NodeOutcome] = {}
@@ -377,8 +378,6 @@ def _clock(epoch: float | None) -> str:
 
 
 def _pre(value: Any) -> str:
-    from agentflow.runtime.report import _json_text
-
     return f'<pre tabindex="0">{_e(_json_text(value))}</pre>'
 
 
@@ -457,9 +456,6 @@ def run_page(
     conversation, its output.  ``problems``: ``{step: (typed value, why refused)}`` of answers
     the server refused; ``notice``: a line said at the top (what the last action did)."""
     from urllib.parse import urlencode
-
-    from agentflow.core.text import source_lines
-    from agentflow.runtime.report import graph_section, source_caret
 
     plan = _plan(spec)
     rid = _e(info.run_id)
@@ -557,8 +553,6 @@ def _edited_flow(spec: Mapping[str, Any]) -> Path | None:
 
 def _plan(spec: Mapping[str, Any]) -> Any:
     """The plan recorded with a run, or None when it no longer loads."""
-    from agentflow.ir.loader import load_plan_text
-
     text = spec.get("plan_text")
     if not isinstance(text, str):
         return None
