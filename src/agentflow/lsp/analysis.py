@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentflow.compiler.checker import CheckResult, ToolSig
+from agentflow.compiler.api import check_source
+from agentflow.compiler.checker import CheckResult, ToolSig, check_module
 from agentflow.core.diagnostics import Diagnostic
 from agentflow.core.spans import Span
 from agentflow.grammar import ast
@@ -126,13 +127,9 @@ def analyze(text: str, file: str, parser: Any = None) -> Analysis:
     With ``parser`` (an :class:`agentflow.lsp.incremental.IncrementalParser` for this
     document), parsing reuses the unchanged items of the previous version; the result is the
     same."""
-    from agentflow.compiler.api import check_source
-
     if parser is None:
         return Analysis(text, check_source(text, file))
     import gc
-
-    from agentflow.compiler.checker import check_module
 
     was_enabled = gc.isenabled()
     gc.disable()

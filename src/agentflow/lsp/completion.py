@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agentflow.compiler import types as T
+from agentflow.compiler.api import check_source
 from agentflow.core.functions import FUNCTIONS
 from agentflow.core.vocabulary import (
     AGENT_CLAUSES,
@@ -157,7 +158,6 @@ def member_completions(a: Analysis, text: str, dot: int, offset: int) -> list[Co
     """Fields after the ``.`` at ``dot``: the text is re-checked with ``.partial`` blanked out
     and the expression that ends at the dot is typed."""
     # blank out `.partial` and re-check, then type the expression that ended at the dot
-    from agentflow.compiler.api import check_source
 
     m = re.compile(r"[A-Za-z0-9_]*").match(text, offset)
     end = m.end() if m else offset

@@ -45,10 +45,17 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace import TextDocument
 
+from agentflow.compiler.api import check_source
+from agentflow.compiler.fmt import FormatError, format_source
+from agentflow.compiler.lowering import LoweringError, lower
 from agentflow.core.diagnostics import Diagnostic
+from agentflow.core.redaction import RedactingStream, redact, register_environment
 from agentflow.core.spans import Span
 from agentflow.core.version import __version__
 from agentflow.core.vocabulary import KEYWORDS
+from agentflow.errors import PlanLoadError
+from agentflow.ir.graph import render
+from agentflow.ir.loader import load_plan_data
 from agentflow.lsp.analysis import Analysis, analyze
 from agentflow.lsp.incremental import IncrementalParser
 from agentflow.lsp.positions import LineIndex
@@ -647,8 +654,6 @@ def create_server() -> FlowLanguageServer:
     async def formatting(
         ls: FlowLanguageServer, params: lsp.DocumentFormattingParams
     ) -> list[lsp.TextEdit] | None:
-        from agentflow.compiler.fmt import FormatError, format_source
-
         uri = params.text_document.uri
         doc = ls.document(uri)
         if doc is None:
@@ -682,12 +687,6 @@ GRAPH_COMMAND = "agentflow.graph"
 def graph_of(text: str, file: str, fmt: str = "mermaid") -> dict[str, Any]:
     """``{format, text}``: the graph of `.flow` source ``text`` (compiled in memory), or
     ``{error}`` when it has errors or the format is unknown (``flowc graph``'s output)."""
-    from agentflow.compiler.api import check_source
-    from agentflow.compiler.lowering import LoweringError, lower
-    from agentflow.errors import PlanLoadError
-    from agentflow.ir.graph import render
-    from agentflow.ir.loader import load_plan_data
-
     if fmt not in ("mermaid", "dot"):
         return {"error": f"unknown graph format {fmt!r} (mermaid, dot)"}
     result = check_source(text, file)
@@ -708,8 +707,6 @@ class _OneLine(logging.Formatter):
     with every configured secret redacted (:mod:`agentflow.core.redaction`)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        from agentflow.core.redaction import redact
-
         text = f"flowc lsp: {record.levelname.lower()}: {record.getMessage()}"
         if record.exc_info and record.exc_info[1] is not None:
             exc = record.exc_info[1]
@@ -719,8 +716,6 @@ class _OneLine(logging.Formatter):
 
 def _log_to_stderr() -> None:
     """The server's (and pygls') log: warnings and errors on stderr, one line each, redacted."""
-    from agentflow.core.redaction import RedactingStream, register_environment
-
     register_environment()
     handler = logging.StreamHandler(RedactingStream(sys.stderr))
     handler.setFormatter(_OneLine())
