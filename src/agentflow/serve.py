@@ -47,8 +47,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentflow import api
+from agentflow.compiler.contracts import ContractError, contract_for
+from agentflow.compiler.types import JSON
+from agentflow.core import version as core_version
 from agentflow.core.text import clean_json
-from agentflow.errors import FlowError
+from agentflow.errors import ConfigError, FlowError, InputError
+from agentflow.ir.loader import load_plan, load_plan_data
+from agentflow.runtime.config import load_config
+from agentflow.runtime.durable import dbos_engine, runs
+from agentflow.runtime.durable.runs import _run_lock, _safe, database_for, open_database
+from agentflow.runtime.events import CallbackSink
+from agentflow.runtime.executor import NO_ANSWER, Hooks
+from agentflow.runtime.extract import loads_value
+from agentflow.runtime.result import RunResult
 
 #: File name endings of the plans a directory serves (``.flow`` programs are compiled).
 PLAN_SUFFIXES = (".plan.yaml", ".plan.yml", ".plan.json")
@@ -110,15 +122,9 @@ def _leading_doc(text: str) -> str | None:
 
 def load_flow(path: Path) -> ServedFlow:
     """Compile or load one program and describe it as a tool.  Raises FlowError."""
-    from agentflow import api
-    from agentflow.ir.loader import load_plan, load_plan_data
-
     output_schema: dict[str, Any] | None = None
     doc: str | None = None
     if path.suffix == ".flow":
-        from agentflow.compiler.contracts import ContractError, contract_for
-        from agentflow.compiler.types import JSON
-
         compiled = api.compile_flow(path)
         plan = load_plan_data(compiled.plan, str(path))
         check = compiled.check
@@ -234,8 +240,6 @@ class McpFlowServer:
         durable: bool = False,
         database: str | None = None,
     ) -> None:
-        from agentflow.runtime.config import load_config
-
         self.directory = directory
         self.served = discover(directory)
         self.config = config if config is not None else load_config(cwd=directory)
@@ -245,12 +249,8 @@ class McpFlowServer:
         self.database = database
         self.url: str | None = None
         if durable:
-            from agentflow.runtime.durable.runs import database_for
-
             self.url = database_for(self.config, database)
             if self.url.startswith("temporal://"):  # docs/durable.md "Temporal": not yet
-                from agentflow.errors import ConfigError
-
                 raise ConfigError(
                     "flowc serve --durable runs on the DBOS engine only for now: "
                     '[durable] engine = "temporal" is not supported by served runs yet'
@@ -279,8 +279,6 @@ class McpFlowServer:
         them alone)."""
         if self.url is None or self._opened:
             return
-        from agentflow.runtime.durable import dbos_engine
-        from agentflow.runtime.durable.runs import open_database
 
         self._loop = asyncio.get_running_loop()
         # the runs this process resumes (at start-up, or a dead server's a call finds) report
@@ -299,9 +297,6 @@ class McpFlowServer:
     def _hold(self, run_id: str) -> None:
         """Hold the lock of run ``run_id`` while this server lives (none when another process
         holds it)."""
-        from agentflow.errors import InputError
-        from agentflow.runtime.durable.runs import _run_lock
-
         assert self.url is not None
         with contextlib.suppress(InputError):
             self._locks.enter_context(_run_lock(self.url, run_id))
@@ -309,11 +304,9 @@ class McpFlowServer:
     def _build(self) -> Any:
         from mcp.server.lowlevel import Server
 
-        from agentflow.core.version import __version__
-
         return Server(
             "flowc",
-            version=__version__,
+            version=core_version.__version__,
             instructions=f"Workflows of {self.directory.resolve().name}/, run by flowc.",
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
@@ -335,9 +328,6 @@ class McpFlowServer:
 
     async def _call_tool(self, ctx: Any, params: Any) -> Any:
         from mcp.types import CallToolResult, TextContent
-
-        from agentflow import api
-        from agentflow.runtime.executor import Hooks
 
         flow = self.served.flows.get(params.name)
         if flow is None:
@@ -372,10 +362,6 @@ class McpFlowServer:
         """A call as a durable run: a new one, or the run an earlier call with the same
         idempotency key started (its result, or the wait for it)."""
         import anyio
-
-        from agentflow import api
-        from agentflow.runtime.durable import dbos_engine, runs
-        from agentflow.runtime.result import RunResult
 
         assert self.url is not None
         url = self.url
@@ -522,8 +508,6 @@ class McpFlowServer:
         (or waits for one).  An accepted answer goes to the run, a declined or cancelled one
         leaves the question unanswered (its ``when_unanswered`` decides).  With no call that
         can elicit, the questions wait (``flowc answer``, or their timeout)."""
-        from agentflow.runtime.durable import runs
-
         mine: set[asyncio.Task[None]] = set()
         try:
             while not done.done() and desk.waiters:
@@ -574,9 +558,6 @@ class McpFlowServer:
         return str(ctx.request_id) not in transport._request_streams
 
     async def _ask(self, waiter: _Waiter, url: str, run_id: str, question: Any) -> None:
-        from agentflow.errors import InputError
-        from agentflow.runtime.durable import runs
-
         ctx = waiter.ctx
         form = ask_form(question)
         result = await ctx.session.elicit_form(
@@ -792,8 +773,6 @@ class _Elicitor:
     async def __call__(self, request: Any) -> Any:
         from mcp.types import ClientCapabilities, ElicitationCapability
 
-        from agentflow.runtime.executor import NO_ANSWER
-
         session = self.ctx.session
         if not session.check_client_capability(
             ClientCapabilities(elicitation=ElicitationCapability())
@@ -820,8 +799,6 @@ def _form_answer(form: dict[str, Any], answer: Any) -> Any:
     """The value of an accepted :func:`ask_form` answer (a "JSON text" field parsed)."""
     wants = form["properties"]["answer"]
     if wants.get("description") == "JSON text" and isinstance(answer, str):
-        from agentflow.runtime.extract import loads_value
-
         with contextlib.suppress(ValueError):  # too deep, NaN, 1e400: kept as text
             return loads_value(answer)
     return answer
@@ -913,8 +890,6 @@ class _RunDesk:
 
     def sink(self) -> Any:
         """An event sink of the run (only ``step_finished`` events)."""
-        from agentflow.runtime.events import CallbackSink
-
         sink = CallbackSink(self.on_event)
         sink.kinds = ("step_finished",)  # type: ignore[attr-defined]
         return sink
@@ -983,8 +958,6 @@ class _RecoveredRuns:
         self.server = server
 
     def for_run(self) -> Any:
-        from agentflow.runtime.durable import dbos_engine
-
         workflow = str(dbos_engine._dbos().DBOS.workflow_id or "")
         run_id = workflow.split("/", 1)[0]
         desks = self.server._desks
@@ -1020,8 +993,6 @@ def serve(
     where = f"http://{host}:{http}/mcp" if http is not None else "stdio"
     print(f"flowc serve: {len(server.served.flows)} tool(s) on {where}: {names}", file=sys.stderr)
     if server.url is not None:
-        from agentflow.runtime.durable.runs import _safe
-
         print(f"flowc serve: durable runs in {_safe(server.url)}", file=sys.stderr)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(server.serve_http(host, http) if http is not None else server.serve_stdio())
