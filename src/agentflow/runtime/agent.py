@@ -56,7 +56,7 @@ REFUSED = "the model refused: "
 
 
 @dataclass(frozen=True)
-class ToolFailure:
+class ErrorResult:
     """What ``call_tool`` may return instead of raising for a call that failed and goes back to
     the model as an error result (``{"error": {code, message}}``, ``is_error``) — never a hard
     stop, whatever ``code`` is (``flowc ask``: a ``plan__*`` run that ran out of time is the
@@ -431,7 +431,7 @@ async def run_agent(
         except Exception as exc:  # noqa: BLE001 - any tool failure returns into the loop
             content, is_error = _error_content("tool_error", f"{type(exc).__name__}: {exc}"), True
         else:
-            if isinstance(result, ToolFailure):
+            if isinstance(result, ErrorResult):
                 content, is_error = _error_content(result.code, result.message), True
             else:
                 content = result if isinstance(result, str) else _dumps(result)

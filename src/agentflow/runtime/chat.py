@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentflow.errors import ConfigError, ErrorInfo, RunError
 from agentflow.ir.models import Plan, Step
-from agentflow.runtime.agent import REFUSED, AgentSpec, ToolFailure, run_agent
+from agentflow.runtime.agent import REFUSED, AgentSpec, ErrorResult, run_agent
 from agentflow.runtime.config import Config, load_config, missing_key_message, no_model_message
 from agentflow.runtime.context import RunContext
 from agentflow.runtime.effects import EffectRouter, Effects
@@ -265,7 +265,7 @@ async def ask(
             raise stop(result.error or ErrorInfo("aborted", "aborted"), path)
         if result.status == "error":
             err = result.error or ErrorInfo("tool_error", "")
-            return ToolFailure(err.code, err.message)
+            return ErrorResult(err.code, err.message)
         output = result.output
         if name.startswith("plan__"):
             plan = plans.get(name.removeprefix("plan__"))
@@ -278,7 +278,7 @@ async def ask(
     async def run_plan_and_execute(args: dict[str, Any], path: str) -> Any:
         goal = args.get("goal")
         if not isinstance(goal, str) or not goal.strip():
-            return ToolFailure("tool_error", "plan_and_execute needs a `goal` string")
+            return ErrorResult("tool_error", "plan_and_execute needs a `goal` string")
         if host.gate is not None:  # the host's gate covers plan_and_execute as a whole
             decision = host.gate(GateCall(PLAN_AND_EXECUTE, args, {}, path, ["ask"]))
             if inspect.isawaitable(decision):
@@ -309,7 +309,7 @@ async def ask(
             raise stop(ex.error or ErrorInfo("aborted", "aborted"), path)
         if not ex.ok:
             err = ex.error or ErrorInfo("tool_error", "")
-            return ToolFailure(err.code, err.message)
+            return ErrorResult(err.code, err.message)
         out.reports.append(str(ex.output))
         progress("report", str(ex.output))
         return {"status": ex.status, "replans": ex.replans, "report": ex.output}
@@ -323,10 +323,10 @@ async def ask(
             result = await run_plan_and_execute(args, path)
         else:
             result = await run_tool(name, args, path)
-        called["ok"] = not isinstance(result, ToolFailure)
+        called["ok"] = not isinstance(result, ErrorResult)
         shown = (
             _error_content(result.code, result.message)
-            if isinstance(result, ToolFailure)
+            if isinstance(result, ErrorResult)
             else result
         )
         progress("tool_done" if called["ok"] else "tool_error", f"{name} {_short(shown)}")
