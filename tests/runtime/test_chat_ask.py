@@ -356,6 +356,17 @@ def test_flowc_ask_record_then_replay_plan_and_execute(chat_server, tmp_path, mo
     assert rec.stdout == "Friday.\n"
     assert "Launch: Friday" in rec.stderr
     assert _model_roles(trace) == ["chat", "planner", "solver", "chat"]
+    paths = [
+        json.loads(line)["path"]
+        for line in trace.read_text().splitlines()
+        if json.loads(line)["kind"] == "model_call"
+    ]
+    assert paths == [
+        "ask",
+        "ask/agent.1/plan_and_execute/planner.1",
+        "ask/agent.1/plan_and_execute/solver",
+        "ask",
+    ]
     assert len(chat_server.requests) == 4
     # replay with the provider configured and listening: the same answer and the same model
     # calls in the trace, and not one HTTP request
