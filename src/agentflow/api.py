@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentflow import api_commands
+from agentflow.api_commands import *  # noqa: F403  # flowc's other commands: see its __all__
 from agentflow.compiler.api import check_file, check_source, read_source
 from agentflow.compiler.check_depth import too_deep_diagnostic
 from agentflow.compiler.checker import CheckResult
@@ -77,7 +79,12 @@ __all__ = [
     "eval_page",
     "eval_datasets_check",
     "cost_warnings",
+    "check_source",
+    "read_source",
+    "list_tools",
+    "ask_sync",
 ]
+__all__ += api_commands.__all__
 
 
 @dataclass
@@ -1111,3 +1118,57 @@ def cost_warnings(plan: Plan, file: str, module: Any = None) -> list[Diagnostic]
     decls = module.of(ast.BudgetDecl) if module is not None else []
     span = decls[0].span if decls else Span.at(file)
     return [Diagnostic(COST_OVER_BUDGET, m, span, hint=h) for m, h in found]
+
+
+# ---------------------------------------------------------------------------------- flowc's other commands
+
+
+def list_tools(
+    config: Config | str | os.PathLike | None = None, *, connect: bool = True
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """``(rows, errors)`` of the tool catalog of ``config`` (``flowc tools``;
+    docs/reference/tools.md): a row ``{name, source, description, input_schema,
+    output_schema, summary, kind}`` for every tool, sorted by name; with ``connect`` the MCP
+    servers are started to list theirs (then closed), and a server that cannot be reached is one
+    of ``errors``.  Raises ConfigError, CompileError (a broken `.flow` in the plans directory)."""
+    from agentflow.runtime.config import Config, load_config
+    from agentflow.runtime.interrupt import run as run_loop
+    from agentflow.runtime.tools.build import list_catalog
+
+    if not isinstance(config, Config):
+        config = load_config(_fspath(config))
+    return run_loop(list_catalog(build_catalog(config), connect=connect))
+
+
+def ask_sync(
+    question: str,
+    *,
+    config: Config | str | os.PathLike | None = None,
+    workspace: str | os.PathLike | None = None,
+    trace: str | os.PathLike | None = None,
+    record: str | os.PathLike | None = None,
+    replay: str | os.PathLike | None = None,
+    max_iterations: int | None = None,
+    on_progress: Callable[[str, str], Any] | None = None,
+) -> Any:
+    """``flowc ask``: answer ``question`` with the chat model and the configuration's whole tool
+    catalog (plans directory compiled with :func:`load`), on its own event loop (SIGINT/SIGTERM
+    stop it); docs/reference/python-api.md "Chat and planning".  Returns the ``AskResult``
+    (``status``, ``answer``, ``error``, ``tools_called``, ``usage``); ``on_progress(kind,
+    text)`` sees each tool call and report.  Raises ConfigError (no model configured)."""
+    from agentflow.runtime.chat import ask_with_config
+    from agentflow.runtime.interrupt import run as run_loop
+
+    return run_loop(
+        ask_with_config(
+            question,
+            config=os.fspath(config) if isinstance(config, os.PathLike) else config,
+            workspace=_fspath(workspace),
+            trace=_fspath(trace),
+            record=_fspath(record),
+            replay=_fspath(replay),
+            max_iterations=max_iterations,
+            on_progress=on_progress,
+            load_plan=load,
+        )
+    )

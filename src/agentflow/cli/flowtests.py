@@ -99,11 +99,9 @@ def test_cmd(
 
 
 def _explore(paths: tuple[str, ...], runs: int) -> None:
-    from agentflow.flowexplore import explore
-
     if len(paths) != 1 or not Path(paths[0]).is_file():
         raise click.UsageError("--explore N takes exactly one .flow FILE")
-    report = explore(paths[0], runs)
+    report = api.explore(paths[0], runs)
     if report.error is not None:
         _err(report.error)
         sys.exit(1)
