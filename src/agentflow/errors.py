@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentflow.core.spans import Span
-from agentflow.core.vocabulary import ERROR_CODES
+from agentflow.core.vocabulary import ERROR_CODES, Code
 
 if TYPE_CHECKING:
     from agentflow.core.diagnostics import Diagnostic
@@ -165,6 +165,10 @@ class ErrorInfo:
     #: known; agentflow/runtime/where.py) — part of :meth:`to_dict`
     where: dict[str, Any] = field(default_factory=dict, compare=False)
 
+    def __post_init__(self) -> None:
+        if type(self.code) is not str:  # a Code member: results and records keep the string
+            object.__setattr__(self, "code", str(self.code))
+
     @property
     def retryable(self) -> bool:
         """Whether ``retry.on`` may name this code (timeout, rate_limit, transient)."""
@@ -191,12 +195,12 @@ class ErrorInfo:
         if data is None or isinstance(data, ErrorInfo):
             return data
         if not isinstance(data, dict):
-            return cls("failed", str(data))
+            return cls(Code.FAILED, str(data))
         rest = {
             k: v for k, v in data.items() if k not in ("code", "message", "step_path", "source")
         }
         return cls(
-            str(data.get("code") or "failed"),
+            str(data.get("code") or Code.FAILED),
             str(data.get("message") or ""),
             data.get("step_path"),
             data.get("source"),
@@ -243,7 +247,7 @@ class RunError(FlowError):
                 "agentflow.core.vocabulary.ERROR_CODES)"
             )
         super().__init__(message)
-        self.code = code
+        self.code = str(code)  # a Code member is kept as its plain string (pickled records)
         self.message = message
         self.step_path = step_path
         self.source = source
@@ -363,9 +367,9 @@ class ModelError(FlowError):
 #: ``rate_limit`` and ``transient`` (retryable), ``content_filter``, and ``model_error`` for every
 #: other permanent failure (a bad request, a bad key, an unknown model: not a tool's fault).
 MODEL_ERROR_CODES = {
-    "rate_limit": "rate_limit",
-    "transient": "transient",
-    "content_filter": "content_filter",
+    "rate_limit": Code.RATE_LIMIT,
+    "transient": Code.TRANSIENT,
+    "content_filter": Code.CONTENT_FILTER,
 }
 
 

@@ -15,6 +15,7 @@ from agentflow import api
 from agentflow.core.redaction import redact_data
 from agentflow.core.spans import Span
 from agentflow.core.text import choices_text, escape_surrogates, source_lines
+from agentflow.core.vocabulary import Code
 from agentflow.errors import ErrorInfo, FlowError, PlanLoadError
 
 
@@ -140,7 +141,7 @@ def _finite_only(value: Any) -> Any:
 
 
 def _show_run_error(error: ErrorInfo | dict, target: str) -> None:
-    error = ErrorInfo.from_dict(error) or ErrorInfo("failed", "the run failed")
+    error = ErrorInfo.from_dict(error) or ErrorInfo(Code.FAILED, "the run failed")
     label = error.get("label")  # the failed step in the .flow's terms (runtime/where.py)
     if label and error.step_path:
         where = f" in {label} (step {error.step_path})"

@@ -25,6 +25,7 @@ from agentflow.cli.common import (
 )
 from agentflow.core.text import choices_text
 from agentflow.core.text import money as as_money
+from agentflow.core.vocabulary import Code
 from agentflow.errors import ErrorInfo, FlowError
 
 _config_option = click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
@@ -78,7 +79,7 @@ def _finish(result: Any, as_json: bool) -> None:
         click.echo(_json_out(result.output))
     if result.status not in ("ok", "exited"):
         _show_run_error(
-            result.error or ErrorInfo("failed", f"the run ended with status {result.status}"), ""
+            result.error or ErrorInfo(Code.FAILED, f"the run ended with status {result.status}"), ""
         )
         sys.exit(1)
 

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentflow.core.vocabulary import Code
 from agentflow.errors import ConfigError, ErrorInfo, ModelError, RunError, model_error_code
 from agentflow.runtime.context import RunContext
 from agentflow.runtime.events import EventBus
@@ -258,7 +259,7 @@ async def ask(
         if decision is not None and decision.action == "skip":
             return True, decision.value
         if decision is not None and decision.action == "abort":
-            raise _HardStop(ErrorInfo("aborted", decision.message, path))
+            raise _HardStop(ErrorInfo(Code.ABORTED, decision.message, path))
         return False, None
 
     async def run_tool(name: str, args: dict[str, Any], path: str) -> tuple[bool, str]:
@@ -274,9 +275,9 @@ async def ask(
         wrapper = Plan.model_validate({"name": WRAPPER_PLAN, "steps": [step]})
         result = await run_plan(wrapper, {}, tool_runs)
         if result.status == "aborted":
-            raise _HardStop(result.error or ErrorInfo("aborted", "aborted"))
+            raise _HardStop(result.error or ErrorInfo(Code.ABORTED, "aborted"))
         if result.status == "error":
-            err = result.error or ErrorInfo("tool_error", "")
+            err = result.error or ErrorInfo(Code.TOOL_ERROR, "")
             return False, _error_content(err.code, err.message)
         output = result.output
         if name.startswith("plan__"):
@@ -290,7 +291,7 @@ async def ask(
     async def run_plan_and_execute(args: dict[str, Any], path: str) -> tuple[bool, str]:
         goal = args.get("goal")
         if not isinstance(goal, str) or not goal.strip():
-            return False, _error_content("tool_error", "plan_and_execute needs a `goal` string")
+            return False, _error_content(Code.TOOL_ERROR, "plan_and_execute needs a `goal` string")
         skipped, injected = await gate(PLAN_AND_EXECUTE, args, path)
         if skipped:
             return True, _content(injected, max_result_chars)
@@ -312,9 +313,9 @@ async def ask(
             path=path,
         )
         if ex.status == "aborted":
-            raise _HardStop(ex.error or ErrorInfo("aborted", "aborted"))
+            raise _HardStop(ex.error or ErrorInfo(Code.ABORTED, "aborted"))
         if not ex.ok:
-            err = ex.error or ErrorInfo("tool_error", "")
+            err = ex.error or ErrorInfo(Code.TOOL_ERROR, "")
             return False, _error_content(err.code, err.message)
         out.reports.append(str(ex.output))
         progress("report", str(ex.output))
@@ -331,7 +332,7 @@ async def ask(
             return (
                 call.id,
                 _error_content(
-                    "tool_denied", f"tool '{name}' is not available (available: {available})"
+                    Code.TOOL_DENIED, f"tool '{name}' is not available (available: {available})"
                 ),
                 True,
             )
@@ -341,7 +342,7 @@ async def ask(
             return (
                 call.id,
                 _error_content(
-                    "tool_error", f"{exc}. The call was not run; send valid JSON arguments."
+                    Code.TOOL_ERROR, f"{exc}. The call was not run; send valid JSON arguments."
                 ),
                 True,
             )
@@ -399,7 +400,7 @@ async def ask(
     return finish(
         "budget",
         error=ErrorInfo(
-            "output_validation",
+            Code.OUTPUT_VALIDATION,
             f"no answer within max_agent_iterations = {max_iterations} rounds",
             "ask",
         ),
