@@ -17,6 +17,7 @@ it as an :class:`ErrorInfo`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from agentflow.core.spans import Span
@@ -345,20 +346,31 @@ class Stopped(RunAborted):
     """The run was asked to stop by a signal (its stop request: ``runtime/interrupt.py``)."""
 
 
+class ModelErrorKind(StrEnum):
+    """The kinds of a :class:`ModelError` as typed members (as :class:`~agentflow.core.vocabulary.Code`
+    is for run-time codes): every raise and comparison names one; a member is its string."""
+
+    RATE_LIMIT = "rate_limit"
+    TRANSIENT = "transient"
+    CONTENT_FILTER = "content_filter"
+    PERMANENT = "permanent"
+
+
 class ModelError(FlowError):
-    """A model provider call failed; ``kind`` is rate_limit, transient, content_filter (a
-    provider's content filter refused the prompt or the answer) or permanent; ``status`` is the
-    HTTP status (or the status an error body stood for) when there was one."""
+    """A model provider call failed; ``kind`` (a :class:`ModelErrorKind`, kept as its string) is
+    rate_limit, transient, content_filter (a provider's content filter refused the prompt or the
+    answer) or permanent; ``status`` is the HTTP status (or the status an error body stood for)
+    when there was one."""
 
     def __init__(
         self,
         message: str,
-        kind: str = "permanent",
+        kind: str = ModelErrorKind.PERMANENT,
         retry_after: float | None = None,
         status: int | None = None,
     ):
         super().__init__(message)
-        self.kind = kind
+        self.kind = str(kind)
         self.retry_after = retry_after
         self.status = status
 
@@ -366,16 +378,16 @@ class ModelError(FlowError):
 #: The plan error code (docs/spec/PLAN_IR.md §8) a ModelError of each kind ends a step with:
 #: ``rate_limit`` and ``transient`` (retryable), ``content_filter``, and ``model_error`` for every
 #: other permanent failure (a bad request, a bad key, an unknown model: not a tool's fault).
-MODEL_ERROR_CODES = {
-    "rate_limit": Code.RATE_LIMIT,
-    "transient": Code.TRANSIENT,
-    "content_filter": Code.CONTENT_FILTER,
+MODEL_ERROR_CODES: dict[str, str] = {
+    ModelErrorKind.RATE_LIMIT: Code.RATE_LIMIT,
+    ModelErrorKind.TRANSIENT: Code.TRANSIENT,
+    ModelErrorKind.CONTENT_FILTER: Code.CONTENT_FILTER,
 }
 
 
 def model_error_code(exc: ModelError) -> str:
     """The plan error code of a model failure (see :data:`MODEL_ERROR_CODES`)."""
-    return MODEL_ERROR_CODES.get(exc.kind, "model_error")
+    return MODEL_ERROR_CODES.get(exc.kind, Code.MODEL_ERROR)
 
 
 class Interrupted(KeyboardInterrupt):

@@ -354,3 +354,54 @@ def test_the_code_members_are_the_registered_codes_and_travel_as_strings():
     assert type(err.code) is str and type(info.code) is str and type(err.info().code) is str
     assert pickle.loads(pickle.dumps(err)).code == "validation"
     assert type(pickle.loads(pickle.dumps(info)).code) is str
+
+
+def _names_kind(node: ast.expr) -> bool:
+    """``x.kind`` or a variable ``kind`` / ``…_kind``."""
+    if isinstance(node, ast.Name):
+        return node.id == "kind" or node.id.endswith("_kind")
+    return isinstance(node, ast.Attribute) and node.attr == "kind"
+
+
+def spelled_model_kinds(tree: ast.AST) -> list[ast.Constant]:
+    """The :class:`~agentflow.errors.ModelErrorKind` values ``tree`` writes as string literals
+    where a model failure's kind goes: ``ModelError``'s ``kind`` (second argument or
+    ``kind=``), what is assigned to or compared with a ``kind`` (``exc.kind == "transient"``)."""
+    from agentflow.errors import ModelErrorKind
+
+    found: list[ast.Constant] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _name(node.func) == "ModelError":
+            args = [*node.args[1:2], *(k.value for k in node.keywords if k.arg == "kind")]
+            found += [c for a in args for c in _literals(a)]
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if _names_kind(target):
+                    found += _literals(node.value)
+                elif isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
+                    for name, value in zip(target.elts, node.value.elts, strict=False):
+                        if _names_kind(name):
+                            found += _literals(value)
+        elif isinstance(node, ast.Compare) and _names_kind(node.left):
+            found += [c for comp in node.comparators for c in _literals(comp)]
+    kinds = {k.value for k in ModelErrorKind}
+    return sorted((c for c in found if c.value in kinds), key=lambda c: (c.lineno, c.col_offset))
+
+
+def test_no_model_error_kind_is_written_as_a_string():
+    spelled = [_where(path, c) for path, tree in _sources() for c in spelled_model_kinds(tree)]
+    assert spelled == [], "write these kinds as agentflow.errors.ModelErrorKind members:\n" + (
+        "\n".join(spelled)
+    )
+    tree = ast.parse(
+        'raise ModelError("m", "transient")\nraise ModelError("m", kind="permanent")\n'
+        'if exc.kind in ("rate_limit", "content_filter"): pass\n'
+        'kind, message = "transient", "x"\nif event.kind == "step_started": pass\n'
+    )
+    assert [c.value for c in spelled_model_kinds(tree)] == [
+        "transient",
+        "permanent",
+        "rate_limit",
+        "content_filter",
+        "transient",
+    ]
