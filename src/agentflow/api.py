@@ -20,6 +20,7 @@ import contextlib
 import json
 import os
 import re
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,9 +31,19 @@ from agentflow.api_commands import *  # noqa: F403  # flowc's other commands: se
 from agentflow.compiler.api import check_file, check_source, read_source
 from agentflow.compiler.check_depth import too_deep_diagnostic
 from agentflow.compiler.checker import CheckResult
-from agentflow.core.diagnostics import PLAN_TOO_DEEP, PLAN_UNREADABLE, Diagnostic
+from agentflow.compiler.gen_python import generate_python
+from agentflow.core.diagnostics import COST_OVER_BUDGET, PLAN_TOO_DEEP, PLAN_UNREADABLE, Diagnostic
 from agentflow.core.spans import Span
-from agentflow.errors import CompileError, ConfigError, FlowError, InputError, PlanLoadError
+from agentflow.core.text import clean_json
+from agentflow.errors import (
+    CompileError,
+    ConfigError,
+    ContractError,
+    FlowError,
+    InputError,
+    PlanLoadError,
+)
+from agentflow.grammar import ast
 
 if TYPE_CHECKING:  # the plan models (pydantic) and the runtime load only when a plan is run
     from typing import Literal
@@ -514,8 +525,7 @@ async def run(
     catalog (built by :func:`build_catalog` unless given; its MCP connections are closed when the
     run ends).
     """
-    import asyncio
-    import sys
+    import asyncio  # the event loop only for a run: `flowc check` does without it
 
     # the slow part of a first call (importing the runtime, compiling a `.flow`, reading
     # flow.toml, building the catalog) runs on a worker thread: the caller's event loop is never
@@ -829,9 +839,6 @@ def gen_python(flow: str | os.PathLike, module: str | os.PathLike) -> str:
     docs/reference/python-clients.md.  Raises :class:`CompileError` when the program has
     errors, :class:`ContractError` when a type of its input, output or stages has no JSON form
     (an ``extern type``), ``OSError`` when ``flow`` cannot be read."""
-    from agentflow.compiler.gen_python import generate_python
-    from agentflow.errors import ContractError
-
     text = read_source(flow)
     result = check_source(text, str(flow))
     if not result.ok:
@@ -936,7 +943,6 @@ async def answer_durable(url: str, run_id: str, step: str, value: Any) -> Any:
     step path ``step`` (a text is parsed as JSON unless the question wants text, then checked
     against the question's type and choices, exactly as ``flowc answer``).  Returns the
     :class:`~agentflow.runtime.durable.run_info.Question`; raises :class:`InputError`."""
-    from agentflow.core.text import clean_json
     from agentflow.runtime.durable.runs import answer
 
     return await answer(url, run_id, step, clean_json(value))
@@ -1110,8 +1116,6 @@ def cost_warnings(plan: Plan, file: str, module: Any = None) -> list[Diagnostic]
     ``module``: the checked `.flow` AST (``CompiledFlow.check.module``), whose ``budget``
     declaration the warnings point at; else they point at the file.  docs/models.md
     "flowc cost"."""
-    from agentflow.core.diagnostics import COST_OVER_BUDGET
-    from agentflow.grammar import ast
     from agentflow.ir.cost import over_budget, worst_case
 
     found = over_budget(worst_case(plan), plan)

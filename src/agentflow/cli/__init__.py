@@ -13,7 +13,9 @@ they share.
 from __future__ import annotations
 
 import contextlib
+import importlib.machinery
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, cast
@@ -37,8 +39,6 @@ class _NoPydanticPlugins:
         """The loader's own spec, its ``exec_module`` followed by the preset; None otherwise."""
         if name != cls.NAME:
             return None
-        import importlib.machinery
-
         spec = importlib.machinery.PathFinder.find_spec(name, path)
         loader = getattr(spec, "loader", None)
         if spec is None or loader is None or not hasattr(loader, "exec_module"):
@@ -58,8 +58,6 @@ def _no_pydantic_plugin_scan() -> None:
     """Put :class:`_NoPydanticPlugins` in place (once; not when the user set
     ``PYDANTIC_DISABLE_PLUGINS``, nor when Pydantic's loader is already imported: then its
     own state is left as it is)."""
-    import os
-
     if os.environ.get("PYDANTIC_DISABLE_PLUGINS") is not None:
         return
     if _NoPydanticPlugins.NAME in sys.modules or _NoPydanticPlugins in sys.meta_path:

@@ -5,7 +5,9 @@
 
 from __future__ import annotations
 
+import secrets
 import sys
+import time
 from typing import Any
 
 import click
@@ -85,8 +87,6 @@ def _finish(result: Any, as_json: bool) -> None:
 
 
 def _when(epoch: float | None) -> str:
-    import time
-
     if not epoch:
         return "-"
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
@@ -229,8 +229,6 @@ def runs_show(
 def _step_line(step: dict[str, Any]) -> str:
     """One step of ``flowc runs show``: status, start time, duration, the step in the user's
     terms (its `.flow` label, else its path and what it called)."""
-    import time
-
     mark = "reused" if step.get("reused") else step["status"]
     start, end = step.get("started_at"), step.get("finished_at")
     at = time.strftime("%H:%M:%S", time.localtime(start)) if start else "-"
@@ -315,7 +313,6 @@ def redrive(
     new run id).  A run that ended ok is refused: `flowc run FILE --reuse RUN` runs it again; so
     is one that has not ended: `flowc resume RUN` continues it (or `flowc cancel RUN` first)."""
     import asyncio
-    import secrets
 
     try:
         url = _durable_url(config, database)
