@@ -122,7 +122,7 @@ async def run_durable(
                 request_eager_start=True,
                 task_timeout=te.TASK_TIMEOUT,
             )
-        except Exception as e:  # noqa: BLE001 - an id taken: said in the run's terms
+        except Exception as e:  # an id taken: said in the run's terms
             if "already" in str(e).lower():
                 raise InputError(
                     f"a durable run {run_id!r} exists already in {_where(url)}"

@@ -255,7 +255,7 @@ class McpConnection:
                 if not ready.done():
                     ready.set_result(None)
                 await stop.wait()
-        except BaseException as exc:  # noqa: BLE001 - reported through `ready` or on the next call
+        except BaseException as exc:  # reported through `ready` or on the next call
             if not ready.done():
                 if isinstance(exc, asyncio.CancelledError):
                     ready.cancel()
