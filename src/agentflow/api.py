@@ -31,7 +31,6 @@ from agentflow.api_commands import *  # noqa: F403  # flowc's other commands: se
 from agentflow.compiler.api import check_file, check_source, read_source
 from agentflow.compiler.check_depth import too_deep_diagnostic
 from agentflow.compiler.checker import CheckResult
-from agentflow.compiler.gen_python import generate_python
 from agentflow.core.diagnostics import COST_OVER_BUDGET, PLAN_TOO_DEEP, PLAN_UNREADABLE, Diagnostic
 from agentflow.core.spans import Span
 from agentflow.core.text import clean_json
@@ -839,6 +838,8 @@ def gen_python(flow: str | os.PathLike, module: str | os.PathLike) -> str:
     docs/reference/python-clients.md.  Raises :class:`CompileError` when the program has
     errors, :class:`ContractError` when a type of its input, output or stages has no JSON form
     (an ``extern type``), ``OSError`` when ``flow`` cannot be read."""
+    from agentflow.compiler.gen_python import generate_python  # tomllib, hashlib: flowc gen only
+
     text = read_source(flow)
     result = check_source(text, str(flow))
     if not result.ok:

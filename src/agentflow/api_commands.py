@@ -22,7 +22,6 @@ from agentflow.compiler import types as T
 from agentflow.compiler.checker import CheckResult
 from agentflow.compiler.contracts import contract_for, extern_declaration
 from agentflow.compiler.fmt import FormatError, format_file
-from agentflow.compiler.gen_python import gen_modules, stale_diagnostics
 from agentflow.core.diagnostics import Diagnostic
 from agentflow.ir.names import expression_position
 
@@ -98,6 +97,10 @@ def stale_modules(flow: str | os.PathLike[str], text: str) -> list[Diagnostic]:
     """The ``stale-generated-module`` warnings of the `.flow` file ``flow`` whose text is
     ``text``: the modules the nearest flow.toml lists under ``[gen] python`` generated from
     another version of it (docs/reference/python-clients.md)."""
+    # imported here: it reads TOML and digests (tomllib, hashlib), which `flowc --version`,
+    # `flowc run` of a plan and the durable commands never need
+    from agentflow.compiler.gen_python import gen_modules, stale_diagnostics
+
     modules = gen_modules(flow)
     return stale_diagnostics(str(flow), text, modules) if modules else []
 

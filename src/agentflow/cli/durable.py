@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import secrets
 import sys
 import time
 from typing import Any
@@ -313,6 +312,7 @@ def redrive(
     new run id).  A run that ended ok is refused: `flowc run FILE --reuse RUN` runs it again; so
     is one that has not ended: `flowc resume RUN` continues it (or `flowc cancel RUN` first)."""
     import asyncio
+    import secrets  # hashlib's OpenSSL (~10 ms): not for every flowc start
 
     try:
         url = _durable_url(config, database)
