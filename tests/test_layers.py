@@ -39,6 +39,7 @@ LAYERS: dict[str, tuple[str, int]] = {
     "agentflow.ir": ("ir", 3),
     "agentflow.runtime": ("runtime", 4),
     "agentflow.api": ("api", 5),
+    "agentflow.api_commands": ("api", 5),  # the api functions behind flowc's other commands
     "agentflow.serve": ("api", 5),  # flowc serve --mcp: runs programs through the api
     "agentflow.flowtest": ("api", 5),
     "agentflow.ui": ("api", 5),  # flowc ui: the web console over the api's durable functions

@@ -20,17 +20,29 @@ import contextlib
 import json
 import os
 import re
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentflow import api_commands
+from agentflow.api_commands import *  # noqa: F403  # flowc's other commands: see its __all__
 from agentflow.compiler.api import check_file, check_source, read_source
 from agentflow.compiler.check_depth import too_deep_diagnostic
 from agentflow.compiler.checker import CheckResult
-from agentflow.core.diagnostics import PLAN_TOO_DEEP, PLAN_UNREADABLE, Diagnostic
+from agentflow.core.diagnostics import COST_OVER_BUDGET, PLAN_TOO_DEEP, PLAN_UNREADABLE, Diagnostic
 from agentflow.core.spans import Span
-from agentflow.errors import CompileError, ConfigError, FlowError, InputError, PlanLoadError
+from agentflow.core.text import clean_json
+from agentflow.errors import (
+    CompileError,
+    ConfigError,
+    ContractError,
+    FlowError,
+    InputError,
+    PlanLoadError,
+)
+from agentflow.grammar import ast
 
 if TYPE_CHECKING:  # the plan models (pydantic) and the runtime load only when a plan is run
     from typing import Literal
@@ -77,7 +89,12 @@ __all__ = [
     "eval_page",
     "eval_datasets_check",
     "cost_warnings",
+    "check_source",
+    "read_source",
+    "list_tools",
+    "ask_sync",
 ]
+__all__ += api_commands.__all__
 
 
 @dataclass
@@ -507,8 +524,7 @@ async def run(
     catalog (built by :func:`build_catalog` unless given; its MCP connections are closed when the
     run ends).
     """
-    import asyncio
-    import sys
+    import asyncio  # the event loop only for a run: `flowc check` does without it
 
     # the slow part of a first call (importing the runtime, compiling a `.flow`, reading
     # flow.toml, building the catalog) runs on a worker thread: the caller's event loop is never
@@ -822,8 +838,7 @@ def gen_python(flow: str | os.PathLike, module: str | os.PathLike) -> str:
     docs/reference/python-clients.md.  Raises :class:`CompileError` when the program has
     errors, :class:`ContractError` when a type of its input, output or stages has no JSON form
     (an ``extern type``), ``OSError`` when ``flow`` cannot be read."""
-    from agentflow.compiler.gen_python import generate_python
-    from agentflow.errors import ContractError
+    from agentflow.compiler.gen_python import generate_python  # tomllib, hashlib: flowc gen only
 
     text = read_source(flow)
     result = check_source(text, str(flow))
@@ -929,7 +944,6 @@ async def answer_durable(url: str, run_id: str, step: str, value: Any) -> Any:
     step path ``step`` (a text is parsed as JSON unless the question wants text, then checked
     against the question's type and choices, exactly as ``flowc answer``).  Returns the
     :class:`~agentflow.runtime.durable.run_info.Question`; raises :class:`InputError`."""
-    from agentflow.core.text import clean_json
     from agentflow.runtime.durable.runs import answer
 
     return await answer(url, run_id, step, clean_json(value))
@@ -1103,11 +1117,63 @@ def cost_warnings(plan: Plan, file: str, module: Any = None) -> list[Diagnostic]
     ``module``: the checked `.flow` AST (``CompiledFlow.check.module``), whose ``budget``
     declaration the warnings point at; else they point at the file.  docs/models.md
     "flowc cost"."""
-    from agentflow.core.diagnostics import COST_OVER_BUDGET
-    from agentflow.grammar import ast
     from agentflow.ir.cost import over_budget, worst_case
 
     found = over_budget(worst_case(plan), plan)
     decls = module.of(ast.BudgetDecl) if module is not None else []
     span = decls[0].span if decls else Span.at(file)
     return [Diagnostic(COST_OVER_BUDGET, m, span, hint=h) for m, h in found]
+
+
+# ---------------------------------------------------------------------------------- flowc's other commands
+
+
+def list_tools(
+    config: Config | str | os.PathLike | None = None, *, connect: bool = True
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """``(rows, errors)`` of the tool catalog of ``config`` (``flowc tools``;
+    docs/reference/tools.md): a row ``{name, source, description, input_schema,
+    output_schema, summary, kind}`` for every tool, sorted by name; with ``connect`` the MCP
+    servers are started to list theirs (then closed), and a server that cannot be reached is one
+    of ``errors``.  Raises ConfigError, CompileError (a broken `.flow` in the plans directory)."""
+    from agentflow.runtime.config import Config, load_config
+    from agentflow.runtime.interrupt import run as run_loop
+    from agentflow.runtime.tools.build import list_catalog
+
+    if not isinstance(config, Config):
+        config = load_config(_fspath(config))
+    return run_loop(list_catalog(build_catalog(config), connect=connect))
+
+
+def ask_sync(
+    question: str,
+    *,
+    config: Config | str | os.PathLike | None = None,
+    workspace: str | os.PathLike | None = None,
+    trace: str | os.PathLike | None = None,
+    record: str | os.PathLike | None = None,
+    replay: str | os.PathLike | None = None,
+    max_iterations: int | None = None,
+    on_progress: Callable[[str, str], Any] | None = None,
+) -> Any:
+    """``flowc ask``: answer ``question`` with the chat model and the configuration's whole tool
+    catalog (plans directory compiled with :func:`load`), on its own event loop (SIGINT/SIGTERM
+    stop it); docs/reference/python-api.md "Chat and planning".  Returns the ``AskResult``
+    (``status``, ``answer``, ``error``, ``tools_called``, ``usage``); ``on_progress(kind,
+    text)`` sees each tool call and report.  Raises ConfigError (no model configured)."""
+    from agentflow.runtime.chat import ask_with_config
+    from agentflow.runtime.interrupt import run as run_loop
+
+    return run_loop(
+        ask_with_config(
+            question,
+            config=os.fspath(config) if isinstance(config, os.PathLike) else config,
+            workspace=_fspath(workspace),
+            trace=_fspath(trace),
+            record=_fspath(record),
+            replay=_fspath(replay),
+            max_iterations=max_iterations,
+            on_progress=on_progress,
+            load_plan=load,
+        )
+    )

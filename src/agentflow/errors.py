@@ -17,10 +17,11 @@ it as an :class:`ErrorInfo`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from agentflow.core.spans import Span
-from agentflow.core.vocabulary import ERROR_CODES
+from agentflow.core.vocabulary import ERROR_CODES, Code
 
 if TYPE_CHECKING:
     from agentflow.core.diagnostics import Diagnostic
@@ -165,6 +166,10 @@ class ErrorInfo:
     #: known; agentflow/runtime/where.py) — part of :meth:`to_dict`
     where: dict[str, Any] = field(default_factory=dict, compare=False)
 
+    def __post_init__(self) -> None:
+        if type(self.code) is not str:  # a Code member: results and records keep the string
+            object.__setattr__(self, "code", str(self.code))
+
     @property
     def retryable(self) -> bool:
         """Whether ``retry.on`` may name this code (timeout, rate_limit, transient)."""
@@ -191,12 +196,12 @@ class ErrorInfo:
         if data is None or isinstance(data, ErrorInfo):
             return data
         if not isinstance(data, dict):
-            return cls("failed", str(data))
+            return cls(Code.FAILED, str(data))
         rest = {
             k: v for k, v in data.items() if k not in ("code", "message", "step_path", "source")
         }
         return cls(
-            str(data.get("code") or "failed"),
+            str(data.get("code") or Code.FAILED),
             str(data.get("message") or ""),
             data.get("step_path"),
             data.get("source"),
@@ -243,7 +248,7 @@ class RunError(FlowError):
                 "agentflow.core.vocabulary.ERROR_CODES)"
             )
         super().__init__(message)
-        self.code = code
+        self.code = str(code)  # a Code member is kept as its plain string (pickled records)
         self.message = message
         self.step_path = step_path
         self.source = source
@@ -341,20 +346,31 @@ class Stopped(RunAborted):
     """The run was asked to stop by a signal (its stop request: ``runtime/interrupt.py``)."""
 
 
+class ModelErrorKind(StrEnum):
+    """The kinds of a :class:`ModelError` as typed members (as :class:`~agentflow.core.vocabulary.Code`
+    is for run-time codes): every raise and comparison names one; a member is its string."""
+
+    RATE_LIMIT = "rate_limit"
+    TRANSIENT = "transient"
+    CONTENT_FILTER = "content_filter"
+    PERMANENT = "permanent"
+
+
 class ModelError(FlowError):
-    """A model provider call failed; ``kind`` is rate_limit, transient, content_filter (a
-    provider's content filter refused the prompt or the answer) or permanent; ``status`` is the
-    HTTP status (or the status an error body stood for) when there was one."""
+    """A model provider call failed; ``kind`` (a :class:`ModelErrorKind`, kept as its string) is
+    rate_limit, transient, content_filter (a provider's content filter refused the prompt or the
+    answer) or permanent; ``status`` is the HTTP status (or the status an error body stood for)
+    when there was one."""
 
     def __init__(
         self,
         message: str,
-        kind: str = "permanent",
+        kind: str = ModelErrorKind.PERMANENT,
         retry_after: float | None = None,
         status: int | None = None,
     ):
         super().__init__(message)
-        self.kind = kind
+        self.kind = str(kind)
         self.retry_after = retry_after
         self.status = status
 
@@ -362,16 +378,16 @@ class ModelError(FlowError):
 #: The plan error code (docs/spec/PLAN_IR.md §8) a ModelError of each kind ends a step with:
 #: ``rate_limit`` and ``transient`` (retryable), ``content_filter``, and ``model_error`` for every
 #: other permanent failure (a bad request, a bad key, an unknown model: not a tool's fault).
-MODEL_ERROR_CODES = {
-    "rate_limit": "rate_limit",
-    "transient": "transient",
-    "content_filter": "content_filter",
+MODEL_ERROR_CODES: dict[str, str] = {
+    ModelErrorKind.RATE_LIMIT: Code.RATE_LIMIT,
+    ModelErrorKind.TRANSIENT: Code.TRANSIENT,
+    ModelErrorKind.CONTENT_FILTER: Code.CONTENT_FILTER,
 }
 
 
 def model_error_code(exc: ModelError) -> str:
     """The plan error code of a model failure (see :data:`MODEL_ERROR_CODES`)."""
-    return MODEL_ERROR_CODES.get(exc.kind, "model_error")
+    return MODEL_ERROR_CODES.get(exc.kind, Code.MODEL_ERROR)
 
 
 class Interrupted(KeyboardInterrupt):

@@ -38,6 +38,7 @@ from agentflow.compiler.contracts import expect_is_wrapped
 from agentflow.compiler.lowering import LoweringError, lower_with_stages
 from agentflow.compiler.render import render_text
 from agentflow.core import version as core_version
+from agentflow.core.vocabulary import Code
 from agentflow.errors import ConfigError, ErrorInfo, FlowError, InputError, PlanLoadError, RunError
 from agentflow.grammar import ast
 from agentflow.ir.loader import load_plan_data
@@ -572,7 +573,7 @@ async def _run_prepared(
             f"{_where(shown, test.name_span)}: the run failed with {error.get('code')}: "
             f"{error.get('message')} (at {where})"
         )
-        if error.get("code") == "replay_miss" and replay is not None:
+        if error.get("code") == Code.REPLAY_MISS and replay is not None:
             failures[-1] += f"; the cassette is replayed by {_where(shown, replay[0].span)}"
         return failures
     for exp in test.expects:
@@ -759,7 +760,7 @@ class Answers:
                 f"{len(self.values)} answers; call {self.calls} has none left"
             )
             self.problems.append(message)
-            raise RunError("aborted", message)
+            raise RunError(Code.ABORTED, message)
         if isinstance(value, ast.StubFails):
             stub = self.stub
             name = stub.target.name
@@ -980,7 +981,7 @@ def _user_tools(config: Any) -> dict[str, Any]:
 def _unstubbed_tool(Tool: Any, RunError: Any, name: str, plan_name: str) -> Any:
     async def refuse(args: dict[str, Any], ctx: Any) -> Any:
         raise RunError(
-            "tool_error",
+            Code.TOOL_ERROR,
             f"tool `{name}` is not stubbed and tests run without network, MCP servers or user "
             f'tools: add `stub tool {name} returns …` (or `fails "code"`) to the test',
         )

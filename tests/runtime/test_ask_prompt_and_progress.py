@@ -6,6 +6,7 @@ default was used. (The same on a real pseudo-terminal: tests/cli/test_console_un
 from __future__ import annotations
 
 import io
+import re
 
 from agentflow import api
 from agentflow.runtime.events import ConsoleSink
@@ -43,7 +44,10 @@ def _run(tmp_path, hooks=None):
 def test_without_a_terminal_the_progress_line_says_the_default_was_used(tmp_path):
     result, progress = _run(tmp_path)
     assert result.status == "ok" and result.output == "hold"
-    assert "✓ go › ask  confirm.flow:6:3  0.00s · no answer: the default false" in progress
+    # the step's time is whatever the machine took: only its shape is pinned
+    assert re.search(
+        r"✓ go › ask  confirm\.flow:6:3  \d+\.\d\ds · no answer: the default false", progress
+    )
     assert '· no answer: the default "hold"' in progress
 
 

@@ -150,11 +150,34 @@ def test_every_diagnostic_code_in_the_source_is_registered():
     assert unknown == [], "diagnostic codes not in core.diagnostics.CODES:\n" + "\n".join(unknown)
 
 
+def _code_members() -> list[tuple[Path, ast.Attribute]]:
+    """Every ``Code.NAME`` of the package."""
+    return [
+        (path, node)
+        for path, tree in _sources()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "Code"
+    ]
+
+
 def test_the_walk_finds_the_codes_the_runtime_writes():
-    """The checks above see real constructions, not nothing: the executor's, the budget's,
-    the cassette's and the planner's codes are among what they read."""
-    seen = {c.value for _, c in _run_codes()}
-    assert {"tool_error", "validation", "aborted", "budget_exceeded", "replay_miss"} <= seen
+    """The checks see real constructions, not nothing: the executor's, the budget's, the
+    cassette's and the planner's codes (``Code`` members since issue 34) are among them, and
+    each member named exists (mypy says so too; this says it without mypy)."""
+    from agentflow.core.vocabulary import Code
+
+    named = _code_members()
+    assert {"TOOL_ERROR", "VALIDATION", "ABORTED", "BUDGET_EXCEEDED", "REPLAY_MISS"} <= {
+        node.attr for _, node in named
+    }
+    unknown = [
+        f"{path}:{node.lineno}: Code.{node.attr}"
+        for path, node in named
+        if node.attr not in Code.__members__
+    ]
+    assert unknown == []
     assert {"unsupported-construct"} <= {c.value for _, c in _diagnostic_codes()}
 
 
@@ -219,3 +242,166 @@ async def test_a_user_tool_raising_an_unregistered_code_fails_with_tool_error_na
         "E0",
     )
     assert "unregistered run-time error code 'my_code'" in result.error.message
+
+
+# --------------------------------------------------------------------------------------------
+# Codes as registered constants (issue 34): every raise and comparison names a ``Code`` member
+
+
+def _names_code(node: ast.expr) -> bool:
+    """``x.code``, ``x["code"]``, ``x.get("code")``, or a variable ``code`` / ``…_code``."""
+    if isinstance(node, ast.Name):
+        return node.id == "code" or node.id.endswith("_code")
+    return _reads_code(node)
+
+
+def _literals(node: ast.expr) -> list[ast.Constant]:
+    """:func:`_strings`, also through ``a if c else b`` and ``a or b``."""
+    if isinstance(node, ast.IfExp):
+        return _literals(node.body) + _literals(node.orelse)
+    if isinstance(node, ast.BoolOp):
+        return [c for v in node.values for c in _literals(v)]
+    return _strings(node)
+
+
+def spelled_codes(tree: ast.AST) -> list[ast.Constant]:
+    """The registered run-time codes ``tree`` writes as string literals where a code goes: the
+    places of :func:`run_codes`, the ``code=`` of any call, the default of a parameter ``code``
+    / ``…_code``, what is assigned to or compared with a variable of that name, and the ``or``
+    fallback of a code read (``data.get("code") or "failed"``)."""
+    found = list(run_codes(tree))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            found += [c for k in node.keywords if k.arg == "code" for c in _literals(k.value)]
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            args = node.args
+            positional = args.posonlyargs + args.args
+            pairs = [
+                *zip(
+                    positional[len(positional) - len(args.defaults) :], args.defaults, strict=True
+                ),
+                *zip(args.kwonlyargs, args.kw_defaults, strict=True),
+            ]
+            found += [
+                c
+                for arg, default in pairs
+                if default is not None and (arg.arg == "code" or arg.arg.endswith("_code"))
+                for c in _literals(default)
+            ]
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if _names_code(target):
+                    found += _literals(node.value)
+                elif isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
+                    for name, value in zip(target.elts, node.value.elts, strict=False):
+                        if _names_code(name):
+                            found += _literals(value)
+        elif isinstance(node, ast.Compare) and _names_code(node.left):
+            found += [c for comp in node.comparators for c in _literals(comp)]
+        elif isinstance(node, ast.BoolOp) and _names_code(node.values[0]):
+            found += [c for v in node.values[1:] for c in _literals(v)]
+    unique = {id(c): c for c in found if c.value in ERROR_CODES}
+    return sorted(unique.values(), key=lambda c: (c.lineno, c.col_offset))
+
+
+def test_no_run_time_error_code_is_written_as_a_string():
+    """``RunError(Code.VALIDATION, …)``, never ``RunError("validation", …)``: a misspelt member
+    fails mypy and the import, a misspelt string only the line that runs it."""
+    spelled = [_where(path, c) for path, tree in _sources() for c in spelled_codes(tree)]
+    assert spelled == [], "write these codes as agentflow.core.vocabulary.Code members:\n" + (
+        "\n".join(spelled)
+    )
+
+
+def test_the_walk_finds_codes_written_as_strings():
+    tree = ast.parse(
+        'raise RunError("tool_error", "x")\n'
+        'validate(args, code="validation")\n'
+        'def f(x, code="aborted", *, on_code="timeout"): pass\n'
+        'bound, code = 1, "deadline_exceeded"\n'
+        'code = "outcome_unknown" if x else "failed"\n'
+        'if code != "bad_path": pass\n'
+        'c = data.get("code") or "parse_error"\n'
+        'status = "aborted"\n'  # a status, not a code
+        'raise RunError(Code.TIMEOUT, "fine")\n'
+    )
+    assert [c.value for c in spelled_codes(tree)] == [
+        "tool_error",
+        "validation",
+        "aborted",
+        "timeout",
+        "deadline_exceeded",
+        "outcome_unknown",
+        "failed",
+        "bad_path",
+        "parse_error",
+    ]
+
+
+def test_the_code_members_are_the_registered_codes_and_travel_as_strings():
+    import json
+    import pickle
+
+    from agentflow.core.vocabulary import Code
+
+    assert [m.value for m in Code] == list(ERROR_CODES)  # the same codes, in the same order
+    assert all(m.name == m.value.upper() for m in Code)
+    assert Code.TIMEOUT == "timeout" and hash(Code.TIMEOUT) == hash("timeout")
+    assert ERROR_CODES[Code.TOOL_ERROR].code == "tool_error"
+    assert json.dumps({"code": Code.ABORTED}) == '{"code": "aborted"}'
+    err = RunError(Code.VALIDATION, "bad")
+    info = ErrorInfo(Code.FAILED, "m")
+    assert type(err.code) is str and type(info.code) is str and type(err.info().code) is str
+    assert pickle.loads(pickle.dumps(err)).code == "validation"
+    assert type(pickle.loads(pickle.dumps(info)).code) is str
+
+
+def _names_kind(node: ast.expr) -> bool:
+    """``x.kind`` or a variable ``kind`` / ``…_kind``."""
+    if isinstance(node, ast.Name):
+        return node.id == "kind" or node.id.endswith("_kind")
+    return isinstance(node, ast.Attribute) and node.attr == "kind"
+
+
+def spelled_model_kinds(tree: ast.AST) -> list[ast.Constant]:
+    """The :class:`~agentflow.errors.ModelErrorKind` values ``tree`` writes as string literals
+    where a model failure's kind goes: ``ModelError``'s ``kind`` (second argument or
+    ``kind=``), what is assigned to or compared with a ``kind`` (``exc.kind == "transient"``)."""
+    from agentflow.errors import ModelErrorKind
+
+    found: list[ast.Constant] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _name(node.func) == "ModelError":
+            args = [*node.args[1:2], *(k.value for k in node.keywords if k.arg == "kind")]
+            found += [c for a in args for c in _literals(a)]
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if _names_kind(target):
+                    found += _literals(node.value)
+                elif isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
+                    for name, value in zip(target.elts, node.value.elts, strict=False):
+                        if _names_kind(name):
+                            found += _literals(value)
+        elif isinstance(node, ast.Compare) and _names_kind(node.left):
+            found += [c for comp in node.comparators for c in _literals(comp)]
+    kinds = {k.value for k in ModelErrorKind}
+    return sorted((c for c in found if c.value in kinds), key=lambda c: (c.lineno, c.col_offset))
+
+
+def test_no_model_error_kind_is_written_as_a_string():
+    spelled = [_where(path, c) for path, tree in _sources() for c in spelled_model_kinds(tree)]
+    assert spelled == [], "write these kinds as agentflow.errors.ModelErrorKind members:\n" + (
+        "\n".join(spelled)
+    )
+    tree = ast.parse(
+        'raise ModelError("m", "transient")\nraise ModelError("m", kind="permanent")\n'
+        'if exc.kind in ("rate_limit", "content_filter"): pass\n'
+        'kind, message = "transient", "x"\nif event.kind == "step_started": pass\n'
+    )
+    assert [c.value for c in spelled_model_kinds(tree)] == [
+        "transient",
+        "permanent",
+        "rate_limit",
+        "content_filter",
+        "transient",
+    ]

@@ -13,10 +13,12 @@ they share.
 from __future__ import annotations
 
 import contextlib
+import importlib.machinery
 import json
+import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import click
 
@@ -37,8 +39,6 @@ class _NoPydanticPlugins:
         """The loader's own spec, its ``exec_module`` followed by the preset; None otherwise."""
         if name != cls.NAME:
             return None
-        import importlib.machinery
-
         spec = importlib.machinery.PathFinder.find_spec(name, path)
         loader = getattr(spec, "loader", None)
         if spec is None or loader is None or not hasattr(loader, "exec_module"):
@@ -58,8 +58,6 @@ def _no_pydantic_plugin_scan() -> None:
     """Put :class:`_NoPydanticPlugins` in place (once; not when the user set
     ``PYDANTIC_DISABLE_PLUGINS``, nor when Pydantic's loader is already imported: then its
     own state is left as it is)."""
-    import os
-
     if os.environ.get("PYDANTIC_DISABLE_PLUGINS") is not None:
         return
     if _NoPydanticPlugins.NAME in sys.modules or _NoPydanticPlugins in sys.meta_path:
@@ -87,10 +85,15 @@ from agentflow.cli.common import (  # noqa: E402
     _trace_option,
     _workspace_option,
 )
-from agentflow.errors import FlowError, InputMismatch, Interrupted, PlanLoadError  # noqa: E402
-
-if TYPE_CHECKING:
-    from agentflow.runtime.result import RunResult
+from agentflow.core.diagnostics import did_you_mean  # noqa: E402
+from agentflow.core.redaction import RedactingStream, redact, register_environment  # noqa: E402
+from agentflow.errors import (  # noqa: E402
+    ContractError,
+    FlowError,
+    InputMismatch,
+    Interrupted,
+    PlanLoadError,
+)
 
 
 class _FlowGroup(click.Group):
@@ -132,8 +135,6 @@ def _redacted_stderr() -> Any:
     the start and each configured secret once the configuration is loaded. stdout carries
     programs (compile, fmt) and is left alone; the results of ``run`` and ``ask`` are redacted
     where they are printed."""
-    from agentflow.core.redaction import RedactingStream, register_environment
-
     register_environment()
     saved = sys.stderr
     sys.stderr = RedactingStream(saved)
@@ -167,8 +168,6 @@ def check(paths: tuple[str, ...], fmt: str, warnings_as_errors: bool) -> None:
     """Type-check .flow files (directories are searched for *.flow). Exit code 0: no errors;
     1: errors (or warnings, with --warnings-as-errors); 2: a file could not be read, or the
     directories hold no .flow file."""
-    from agentflow.compiler.api import check_source, read_source
-
     files = _flow_files(paths)
     if not files:  # a CI job pointed at the wrong directory checks nothing: not a pass
         _err(f"error: no .flow files in {', '.join(paths)}")
@@ -177,28 +176,25 @@ def check(paths: tuple[str, ...], fmt: str, warnings_as_errors: bool) -> None:
     sources: dict[str, str] = {}
     for f in files:
         try:
-            text = read_source(f)
+            text = api.read_source(f)
         except OSError as e:
             _err(f"{f}: cannot read: {e.strerror or e}")
             sys.exit(2)
         sources[str(f)] = text
         try:
-            result = check_source(text, str(f))
+            result = api.check_source(text, str(f))
             diags.extend(result.diagnostics)
             if result.ok and result.evals:  # the eval blocks' datasets (docs/reference/evals.md)
                 more, texts = api.eval_datasets_check(result, str(f))
                 diags.extend(more)
                 sources.update(texts)
-            diags.extend(_stale_modules(f, text))
+            diags.extend(api.stale_modules(f, text))
         except Exception as e:  # noqa: BLE001  # pragma: no cover - a checker bug: reported, no traceback
             _err(f"{f}: internal error in the checker ({type(e).__name__}: {e}); please report it")
             sys.exit(1)
-    if fmt == "text":  # printed on stdout: colour when stdout is a terminal
-        from agentflow.compiler.render import render_text
-
-        out = render_text(diags, sources, color=sys.stdout.isatty())
-    else:
-        out = _render(diags, sources, fmt)
+    # text is printed on stdout: colour when stdout is a terminal
+    color = sys.stdout.isatty() if fmt == "text" else None
+    out = api.render_diagnostics(diags, sources, fmt, color=color)
     if fmt == "text":
         if out:
             click.echo(out, err=False, nl=not out.endswith("\n"))
@@ -213,15 +209,6 @@ def check(paths: tuple[str, ...], fmt: str, warnings_as_errors: bool) -> None:
         click.echo(out)
     failing = any(d.severity == "error" for d in diags) or (warnings_as_errors and diags)
     sys.exit(1 if failing else 0)
-
-
-def _stale_modules(flow: Path, text: str) -> list:
-    """The ``stale-generated-module`` warnings of ``flow``: the modules the nearest flow.toml
-    lists under ``[gen] python`` that were generated from another version of it."""
-    from agentflow.compiler.gen_python import gen_modules, stale_diagnostics
-
-    modules = gen_modules(flow)
-    return stale_diagnostics(str(flow), text, modules) if modules else []
 
 
 @main.command()
@@ -271,9 +258,6 @@ def schema(file: str, type_name: str | None, show_input: bool) -> None:
     """Print the JSON Schema contract of TYPE_NAME declared in FILE, or with --input the schema
     of FILE's input (a schema without constraints when FILE declares no `input`: any JSON
     value is accepted)."""
-    from agentflow.compiler import types as T
-    from agentflow.compiler.contracts import ContractError, contract_for
-
     if (type_name is None) == (not show_input):
         raise click.UsageError("give either a TYPE_NAME or --input (not both)")
     if not Path(file).is_file():
@@ -285,16 +269,10 @@ def schema(file: str, type_name: str | None, show_input: bool) -> None:
         sys.exit(1)
     own = [d for d in result.errors if d.span.file == file]  # an eval's dataset is not FILE
     if own:
-        from agentflow.compiler.api import read_source
-
-        _err(_render(own, {file: read_source(file)}, "text"))
+        _err(_render(own, {file: api.read_source(file)}, "text"))
         sys.exit(1)
-    if show_input:
-        target: T.Type = result.input_type
-    elif type_name not in result.env.names():
+    if not show_input and type_name not in result.env.names():
         assert type_name is not None  # given when --input is not (checked above)
-        from agentflow.core.diagnostics import did_you_mean
-
         declared = sorted(result.env.names())
         hint = did_you_mean(type_name, declared)
         if hint is None:
@@ -308,10 +286,8 @@ def schema(file: str, type_name: str | None, show_input: bool) -> None:
             hint = f"declared types: {listed}" if usable else "it declares no types"
         _err(f"{file}: no type `{type_name}`; {hint}")
         sys.exit(1)
-    else:
-        target = T.NamedRef(type_name)
     try:
-        data = contract_for(target, result.env)
+        data = api.type_schema(result, None if show_input else type_name)
     except ContractError as e:
         _err(f"{file}: {e}")
         sys.exit(1)
@@ -392,11 +368,8 @@ def run(
     fleet: bool,
 ) -> None:
     """Run a .flow file or a plan file; the output goes to stdout as JSON."""
-    from agentflow.runtime.events import ConsoleSink
-    from agentflow.runtime.interrupt import enable_watchdog
-
-    enable_watchdog()  # a run frozen by a tool holding the GIL is still ended (runtime/watchdog.py)
-    click.get_current_context().call_on_close(lambda: enable_watchdog(False))
+    api.enable_watchdog()  # a run frozen by a tool holding the GIL is still ended (runtime/watchdog.py)
+    click.get_current_context().call_on_close(lambda: api.enable_watchdog(False))
 
     if ask_again and reuse is None:
         raise click.UsageError("--ask-again goes with --reuse RUN")
@@ -413,11 +386,9 @@ def run(
             plan = _load_flow(target)
         else:
             plan = api.load(target)
-        from agentflow.runtime.hooks import Hooks, default_interlocutor
-
-        console = ConsoleSink()
+        console = api.console_sink()
         # a person at the terminal answers `ask` steps; otherwise each ask's when_unanswered
-        hooks = Hooks(interlocutor=default_interlocutor(pause=console.paused))
+        hooks = api.terminal_hooks(console)
         interrupted = None
         sinks: list[Any] = [console]
         durable_options: dict[str, Any] = {}
@@ -456,7 +427,7 @@ def run(
         except Interrupted as e:  # Ctrl-C / SIGTERM: the run wound down; show what it got
             if e.result is None:
                 raise
-            result, interrupted = cast("RunResult", e.result), e  # what a run's Interrupted carries
+            result, interrupted = cast("api.RunResult", e.result), e  # what Interrupted carries
     except api.CompileError as e:
         _err(_render(e.diagnostics, e.sources, "text"))
         sys.exit(1)
@@ -493,13 +464,8 @@ def _input_hint(target: str, given: str | None) -> str:
 
 
 def _load_flow(target: str) -> Any:
-    from agentflow.ir.loader import load_plan_data
-
-    compiled = api.compile_flow(target)
-    for d in compiled.check.diagnostics:
-        if d.severity == "warning":
-            pass  # warnings do not block a run; `flowc check` shows them
-    return load_plan_data(compiled.plan, target)
+    compiled = api.compile_flow(target)  # warnings do not block a run; `flowc check` shows them
+    return api.plan_from_data(compiled.plan, target)
 
 
 @main.group()
@@ -530,12 +496,10 @@ def plan_validate(file: str, config: str | None, fmt: str) -> None:
     if fmt != "text":
         click.echo(_render(diags, found.sources, fmt))
     elif diags:  # like `flowc check`: the report on stdout, the count on stderr
-        from agentflow.compiler.render import render_text, summary
-
-        out = render_text(diags, found.sources, color=sys.stdout.isatty())
+        out = api.render_diagnostics(diags, found.sources, color=sys.stdout.isatty())
         click.echo(out, nl=not out.endswith("\n"))
         sys.stdout.flush()
-        _err(f"{file}: {summary(diags)}")
+        _err(f"{file}: {api.diagnostics_summary(diags)}")
     else:
         click.echo(f"{file}: ok")
     sys.exit(0 if found.ok else 1)
@@ -550,17 +514,13 @@ def cost_cmd(file: str, as_json: bool) -> None:
     Figures are in the sizes of the run's input (map lengths, ``max_iterations`` …), read from
     the compiled plan before anything runs; docs/models.md "flowc cost".
     """
-    from agentflow.ir.cost import worst_case
-
     compiled = None
     if not Path(file).is_file():
         raise click.UsageError(f"{file}: no such file")
     if file.endswith(".flow"):
         compiled = _compile(file)
-        from agentflow.ir.loader import load_plan_data
-
         try:
-            plan = load_plan_data(compiled.plan, file)
+            plan = api.plan_from_data(compiled.plan, file)
         except FlowError as e:
             _fail(e)
     else:
@@ -568,7 +528,7 @@ def cost_cmd(file: str, as_json: bool) -> None:
             plan = api.load(file)
         except FlowError as e:
             _fail(e)
-    figures = worst_case(plan).to_dict()
+    figures = api.worst_case_cost(plan)
     module = compiled.check.module if compiled is not None else None
     warnings = api.cost_warnings(plan, file, module)
     if as_json:
@@ -610,20 +570,12 @@ def cost_cmd(file: str, as_json: bool) -> None:
 def tools_cmd(config: str | None, as_json: bool, no_connect: bool, as_extern: bool) -> None:
     """List the tool catalog: name, source, description and input schema summary of every tool
     (builtin, user__ Python, plan__ and MCP server__ tools) the configuration provides."""
-    from agentflow.runtime.config import load_config
-    from agentflow.runtime.interrupt import run as run_loop
-    from agentflow.runtime.tools.build import list_catalog
-
     try:
-        cfg = load_config(config)
-        catalog = api.build_catalog(cfg)
-        rows, errors = run_loop(list_catalog(catalog, connect=not no_connect))
+        rows, errors = api.list_tools(config, connect=not no_connect)
     except FlowError as e:
         _err(f"error: {e}")
         sys.exit(1)
     if as_extern:
-        from agentflow.compiler.contracts import extern_declaration
-
         declarable = [
             r for r in rows if r["source"] != "builtin" and r.get("kind", "tool") == "tool"
         ]  # builtins are declared by the prelude; servers, resources, prompts are no tools
@@ -636,7 +588,7 @@ def tools_cmd(config: str | None, as_json: bool, no_connect: bool, as_extern: bo
         for r in declarable:
             try:
                 click.echo(
-                    extern_declaration(
+                    api.extern_declaration(
                         r["name"], r["input_schema"], r["description"], r.get("output_schema")
                     )
                 )
@@ -664,17 +616,13 @@ def tools_cmd(config: str | None, as_json: bool, no_connect: bool, as_extern: bo
 @click.option("--check", "check_only", is_flag=True, help="Exit 1 if the file is not canonical.")
 def plan_fmt(file: str, check_only: bool) -> None:
     """Rewrite a plan file in canonical form (snake_case field names, fixed order)."""
-    from agentflow.ir.dump import fmt_plan_text
-    from agentflow.ir.loader import read_plan_text
-
     path = Path(file)
     if not path.is_file():
         raise click.UsageError(f"{file}: no such file")
     if path.suffix == ".flow":
         raise click.UsageError(f"{file} is a .flow program, not a plan: use `flowc fmt {file}`")
     try:
-        text = read_plan_text(path)
-        new = fmt_plan_text(text, file)
+        text, new = api.format_plan_file(path)
     except PlanLoadError as e:
         _fail(e)
     if check_only:
@@ -692,16 +640,14 @@ def plan_fmt(file: str, check_only: bool) -> None:
 @click.option("--check", "check_only", is_flag=True, help="Exit 1 if a file is not canonical.")
 def fmt_cmd(paths: tuple[str, ...], check_only: bool) -> None:
     """Rewrite .flow files in canonical layout (directories are searched for *.flow)."""
-    from agentflow.compiler.fmt import FormatError, format_file
-
     failed = changed = 0
     files = _flow_files(paths)
     for f in files:
         try:
-            if format_file(f, check=check_only):
+            if api.format_flow_file(f, check=check_only):
                 changed += 1
                 _err(f"{f}: would reformat" if check_only else f"formatted {f}")
-        except FormatError as e:
+        except api.FormatError as e:
             failed += 1
             _err(f"error: {e.message}")
         except OSError as e:
@@ -738,19 +684,12 @@ def serve_cmd(
     path = Path(directory)
     if not path.is_dir():
         raise click.UsageError(f"{directory}: no such directory")
-    from agentflow.serve import serve
-
     try:
-        cfg = None
-        if config is not None:
-            from agentflow.runtime.config import load_config
-
-            cfg = load_config(config)
-        serve(
+        api.serve_mcp(
             path,
             http=port,
             host=host,
-            config=cfg,
+            config=None if config is None else api.load_config(config),
             workspace=Path(workspace) if workspace else None,
             durable=durable or database is not None,
             database=database,
@@ -801,12 +740,8 @@ def ask(
 ) -> None:
     """Answer QUESTION with the chat model and the tool catalog (tools, plan__* plans,
     plan_and_execute). The answer goes to stdout; progress and solver reports, dimmed, to stderr."""
-    from agentflow.runtime.chat import ask_with_config
-    from agentflow.runtime.interrupt import enable_watchdog
-    from agentflow.runtime.interrupt import run as run_loop
-
-    enable_watchdog()
-    click.get_current_context().call_on_close(lambda: enable_watchdog(False))
+    api.enable_watchdog()
+    click.get_current_context().call_on_close(lambda: api.enable_watchdog(False))
     _check_run_options(workspace, record, replay, trace)
 
     def progress(kind: str, text: str) -> None:
@@ -817,26 +752,21 @@ def ask(
             _dim(f"{mark} {text}")
 
     try:
-        result = run_loop(
-            ask_with_config(
-                question,
-                config=config,
-                workspace=workspace,
-                trace=trace,
-                record=record,
-                replay=replay,
-                max_iterations=max_iterations,
-                on_progress=progress,
-                load_plan=api.load,
-            )
+        result = api.ask_sync(
+            question,
+            config=config,
+            workspace=workspace,
+            trace=trace,
+            record=record,
+            replay=replay,
+            max_iterations=max_iterations,
+            on_progress=progress,
         )
     except FlowError as e:
         _fail(e)
     if as_json:
         click.echo(_json_out(result.to_dict()))
     elif result.answer is not None:
-        from agentflow.core.redaction import redact
-
         click.echo(redact(result.answer))
     if not result.ok:
         err = result.error
@@ -846,12 +776,9 @@ def ask(
 
 def _cache_env_note() -> None:
     """An empty ``AGENTFLOW_CACHE_DIR=`` counts as unset; say so (docs/decisions.md)."""
-    import os
-
-    from agentflow.runtime.shape_cache import CACHE_ENV
-
-    if os.environ.get(CACHE_ENV) == "":
-        _err(f"note: {CACHE_ENV} is empty, so it is ignored (the default cache directory is used)")
+    note = api.shape_cache_note()
+    if note is not None:
+        _err(f"note: {note}")
 
 
 @main.group()
@@ -866,9 +793,7 @@ def cache_show(tool: str | None, as_json: bool) -> None:
     """Print the cached shape of every tool (or of TOOL)."""
     import sqlite3
 
-    from agentflow.runtime.shape_cache import ShapeCache
-
-    store = ShapeCache()
+    store = api.shape_cache()
     _cache_env_note()
     try:
         entries = store.all([tool] if tool else None)
@@ -895,9 +820,7 @@ def cache_clear(tool: str | None) -> None:
     """Forget every cached shape (or only TOOL's)."""
     import sqlite3
 
-    from agentflow.runtime.shape_cache import ShapeCache
-
-    store = ShapeCache()
+    store = api.shape_cache()
     _cache_env_note()
     try:
         n = store.clear(tool)

@@ -12,8 +12,10 @@ from typing import Any, NoReturn
 import click
 
 from agentflow import api
+from agentflow.core.redaction import redact_data
 from agentflow.core.spans import Span
-from agentflow.core.text import choices_text, source_lines
+from agentflow.core.text import choices_text, escape_surrogates, source_lines
+from agentflow.core.vocabulary import Code
 from agentflow.errors import ErrorInfo, FlowError, PlanLoadError
 
 
@@ -112,22 +114,13 @@ def _flow_files(paths: tuple[str, ...]) -> list[Path]:
 
 
 def _render(diags: list, sources: dict[str, str], fmt: str) -> str:
-    from agentflow.compiler import render
-
-    if fmt == "json":
-        return render.render_json(diags)
-    if fmt == "sarif":
-        return render.render_sarif(diags)
-    return render.render_text(diags, sources, color=sys.stderr.isatty())
+    return api.render_diagnostics(diags, sources, fmt, color=sys.stderr.isatty())
 
 
 def _json_out(value: Any) -> str:
     """``value`` as indented JSON that is always valid: a NaN or infinity (which JSON cannot
     hold; e.g. from a tool's reply) is printed as ``null`` with a warning on stderr. Configured
     secrets are redacted from every string first."""
-    from agentflow.core.redaction import redact_data
-    from agentflow.core.text import escape_surrogates
-
     value = redact_data(value)
     try:
         text = json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
@@ -148,7 +141,7 @@ def _finite_only(value: Any) -> Any:
 
 
 def _show_run_error(error: ErrorInfo | dict, target: str) -> None:
-    error = ErrorInfo.from_dict(error) or ErrorInfo("failed", "the run failed")
+    error = ErrorInfo.from_dict(error) or ErrorInfo(Code.FAILED, "the run failed")
     label = error.get("label")  # the failed step in the .flow's terms (runtime/where.py)
     if label and error.step_path:
         where = f" in {label} (step {error.step_path})"
@@ -157,14 +150,12 @@ def _show_run_error(error: ErrorInfo | dict, target: str) -> None:
     _err(f"error[{error.code}]{where}: {error.message}")
     loc = Span.parse(error.source)
     if loc is not None and target.endswith(".flow"):
-        from agentflow.ir.names import expression_position
-
         try:
             lines = source_lines(Path(target).read_text(encoding="utf-8"))
             line, column, width = loc.line, loc.column, 1
             # the caret on the expression the message names (`ticket[0]`), when it is written
             # so in the step; else on the step
-            found = expression_position(lines, loc.line, error.message)
+            found = api.expression_position(lines, loc.line, error.message)
             if found is not None:
                 line, column, width = found
             text = lines[line - 1]
@@ -227,8 +218,6 @@ def _question_notice(run_ids: list[str], shown: set[str] | None = None) -> Any:
     """A sink that says, for each question a durable run asks, how to answer it (the run id is
     ``run_ids[0]`` once known).  ``shown``: the step paths already announced (each is printed
     once; the sink adds to it)."""
-    from agentflow.runtime.events import CallbackSink
-
     seen = shown if shown is not None else set()
 
     def notice(event: Any) -> None:
@@ -243,6 +232,4 @@ def _question_notice(run_ids: list[str], shown: set[str] | None = None) -> Any:
                 event.data.get("label"),
             )
 
-    sink = CallbackSink(notice)
-    sink.kinds = frozenset({"step_started"})  # type: ignore[attr-defined]
-    return sink
+    return api.callback_sink(notice, kinds={"step_started"})

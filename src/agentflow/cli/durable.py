@@ -1,9 +1,12 @@
 """`flowc resume`, `runs`, `runs show`, `answer`, `cancel`, `redrive` and `worker`: durable runs
-(docs/durable.md), each a call of :mod:`agentflow.runtime.durable.runs` or :func:`agentflow.api.run`."""
+(docs/durable.md), each a call of an :mod:`agentflow.api` function (``resume_run``,
+``list_durable_runs``, ``show_durable_run``, ``answer_run``, ``cancel_durable``, ``run``,
+``work``)."""
 
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any
 
 import click
@@ -22,6 +25,8 @@ from agentflow.cli.common import (
     _workspace_option,
 )
 from agentflow.core.text import choices_text
+from agentflow.core.text import money as as_money
+from agentflow.core.vocabulary import Code
 from agentflow.errors import ErrorInfo, FlowError
 
 _config_option = click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
@@ -46,10 +51,7 @@ def _otel_options(fn: Any) -> Any:
 
 def _otel_settings(config: str | None, otel: str | None, no_otel: bool) -> Any:
     """The export settings of ``--otel`` / ``--no-otel`` / ``[telemetry]`` (None: none)."""
-    from agentflow.runtime.config import load_config
-    from agentflow.runtime.telemetry import settings_for
-
-    return settings_for(load_config(config), _telemetry_option(otel, no_otel))
+    return api.telemetry_settings(api.load_config(config), _telemetry_option(otel, no_otel))
 
 
 def _durable_url(config: str | None, database: str | None) -> str:
@@ -61,14 +63,12 @@ def _durable_call(coro_fn: Any) -> Any:
     is printed (exit 1), never a traceback."""
     import asyncio
 
-    from agentflow.runtime.durable.dbos_engine import shutdown
-
     try:
         return asyncio.run(coro_fn())
     except FlowError as e:
         _fail(e)
     finally:
-        shutdown()
+        api.shutdown_durable()
 
 
 def _finish(result: Any, as_json: bool) -> None:
@@ -80,14 +80,12 @@ def _finish(result: Any, as_json: bool) -> None:
         click.echo(_json_out(result.output))
     if result.status not in ("ok", "exited"):
         _show_run_error(
-            result.error or ErrorInfo("failed", f"the run ended with status {result.status}"), ""
+            result.error or ErrorInfo(Code.FAILED, f"the run ended with status {result.status}"), ""
         )
         sys.exit(1)
 
 
 def _when(epoch: float | None) -> str:
-    import time
-
     if not epoch:
         return "-"
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
@@ -116,8 +114,6 @@ def resume(
         _otel_settings(config, otel, no_otel)
     except FlowError as e:
         _fail(e)
-    from agentflow.runtime.events import ConsoleSink
-
     shown: set[str] = set()  # the questions announced (a waiting one, then new ones, once each)
 
     def waiting(questions: list[Any]) -> None:
@@ -126,7 +122,7 @@ def resume(
                 shown.add(q.path)
                 _show_question(run_id, q.path, q.question, q.choices)
 
-    sinks: list[Any] = [ConsoleSink(), _question_notice([run_id], shown)]
+    sinks: list[Any] = [api.console_sink(), _question_notice([run_id], shown)]
     result = _durable_call(
         lambda: api.resume_run(
             run_id,
@@ -204,8 +200,6 @@ def runs_show(
     click.echo(f"run {info.run_id}: {info.status}  plan {info.plan}")
     click.echo(f"started {_when(info.created_at)}, last change {_when(info.updated_at)}")
     cost = info.cost
-    from agentflow.core.text import money as as_money
-
     money = f", {as_money(cost['cost'])}" if "cost" in cost else ""
     click.echo(
         f"model calls so far: {cost.get('inferences', 0)} ({cost.get('input_tokens', 0)} in, "
@@ -234,8 +228,6 @@ def runs_show(
 def _step_line(step: dict[str, Any]) -> str:
     """One step of ``flowc runs show``: status, start time, duration, the step in the user's
     terms (its `.flow` label, else its path and what it called)."""
-    import time
-
     mark = "reused" if step.get("reused") else step["status"]
     start, end = step.get("started_at"), step.get("finished_at")
     at = time.strftime("%H:%M:%S", time.localtime(start)) if start else "-"
@@ -320,18 +312,14 @@ def redrive(
     new run id).  A run that ended ok is refused: `flowc run FILE --reuse RUN` runs it again; so
     is one that has not ended: `flowc resume RUN` continues it (or `flowc cancel RUN` first)."""
     import asyncio
-    import secrets
-
-    from agentflow.runtime.durable.dbos_engine import shutdown
+    import secrets  # hashlib's OpenSSL (~10 ms): not for every flowc start
 
     try:
         url = _durable_url(config, database)
     except FlowError as e:
         _fail(e)
     spec = _durable_call(lambda: api.recorded_run(url, run_id, redrive=True))
-    from agentflow.ir.loader import load_plan_text
-
-    plan = load_plan_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
+    plan = api.plan_from_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
     # the new run's id: RUN's own (before any earlier redrive's suffix) + a fresh suffix
     new_id = f"{run_id.split('~', 1)[0]}~{secrets.token_hex(3)}"
     try:
@@ -354,7 +342,7 @@ def redrive(
     except FlowError as e:
         _fail(e)
     finally:
-        shutdown()
+        api.shutdown_durable()
     _finish(result, as_json)
 
 
@@ -386,12 +374,8 @@ def worker(
         telemetry = _otel_settings(config, otel, no_otel)
     except FlowError as e:
         _fail(e)
-    from agentflow.runtime.durable.runs import work
-    from agentflow.runtime.events import JsonlSink
-
-    sinks = [JsonlSink(trace, append=True)] if trace else []
     _err(f"worker {name} on {url.split('?')[0].split('@')[-1]}")
     try:
-        _durable_call(lambda: work(url, name, sinks=sinks, telemetry=telemetry))
+        _durable_call(lambda: api.work(url, name, trace=trace, telemetry=telemetry))
     except (KeyboardInterrupt, asyncio.CancelledError):
         pass

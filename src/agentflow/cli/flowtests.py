@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -76,9 +77,7 @@ def test_cmd(
         for failure in outcome.failures:
             click.echo("  " + failure.replace("\n", "\n  "))
 
-    from os import cpu_count
-
-    jobs = jobs or cpu_count() or 1
+    jobs = jobs or os.cpu_count() or 1
     cache = None if no_cache else ".flowc-cache"
     report = api.run_tests(list(files), pattern, fail_fast, on_outcome=show, jobs=jobs, cache=cache)
     if junit is not None:
@@ -99,11 +98,9 @@ def test_cmd(
 
 
 def _explore(paths: tuple[str, ...], runs: int) -> None:
-    from agentflow.flowexplore import explore
-
     if len(paths) != 1 or not Path(paths[0]).is_file():
         raise click.UsageError("--explore N takes exactly one .flow FILE")
-    report = explore(paths[0], runs)
+    report = api.explore(paths[0], runs)
     if report.error is not None:
         _err(report.error)
         sys.exit(1)

@@ -95,8 +95,6 @@ def report_cmd(trace: str, out: str, plan_file: str | None) -> None:
 def ui_cmd(config: str | None, database: str | None, host: str, port: int) -> None:
     """Serve a web console over the durable runs database: runs, their graphs, steps and
     conversations, waiting questions to answer, cancel, resume and redrive (Ctrl-C stops it)."""
-    from agentflow.ui.app import serve
-
     try:
         url = api.durable_database(config=config, database=database)
     except FlowError as e:
@@ -108,7 +106,7 @@ def ui_cmd(config: str | None, database: str | None, host: str, port: int) -> No
             _err("the address carries the console's token: share it only with whom may steer runs")
 
     try:
-        serve(url, host=host, port=port, on_ready=ready)
+        api.serve_ui(url, host=host, port=port, on_ready=ready)
     except OSError as e:
         _err(f"error: cannot listen on {host}:{port}: {e.strerror or e}")
         sys.exit(1)

@@ -48,7 +48,7 @@ from agentflow.compiler.lower_expressions import (
     scope_name,
 )
 from agentflow.core.spans import Span
-from agentflow.core.vocabulary import BODY_CONTROL_STEPS, CONTROL_STEPS
+from agentflow.core.vocabulary import BODY_CONTROL_STEPS, CONTROL_STEPS, Code
 from agentflow.errors import LoweringError
 from agentflow.grammar import ast
 
@@ -254,7 +254,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         if when is not None:
             inp["when"] = {"expr": when.render()}
         inp["status"] = "error"
-        inp["code"] = "failed"
+        inp["code"] = str(Code.FAILED)  # the plan holds the plain string
         inp["message"] = self.text_value(message, ctx)
         return self.add_step(ctx, "exit", inp, span)
 

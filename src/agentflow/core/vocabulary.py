@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 
 __all__ = [
     "AGENT_CLAUSES",
@@ -37,6 +38,7 @@ __all__ = [
     "DURATION_UNITS_MS",
     "ERROR_CODES",
     "ErrorCode",
+    "Code",
     "EXPRESSION_WORDS",
     "CAUGHT_CODES",
     "HARD_STOP_CODES",
@@ -413,6 +415,46 @@ HARD_STOP_CODES: frozenset[str] = frozenset({"aborted", "deadline_exceeded", "bu
 CAUGHT_CODES: tuple[str, ...] = tuple(
     c for c in ERROR_CODES if c not in HARD_STOP_CODES and c != "truncated"
 )
+
+
+class Code(StrEnum):
+    """The registered run-time error codes (:data:`ERROR_CODES`) as typed members, for every
+    raise and every comparison in the source (``RunError(Code.VALIDATION, …)``, ``err.code ==
+    Code.ABORTED``): a misspelt member is an error for mypy (and for the test below), where a
+    misspelt string was only caught by ``RunError``'s check when that line ran.  A member *is* its string
+    (``Code.TIMEOUT == "timeout"``, same hash, ``json.dumps`` writes ``"timeout"``), so plans,
+    events, results and the wire keep the plain string; ``RunError`` and ``ErrorInfo`` store
+    ``str(code)`` and a plan written by the compiler holds the string.
+    ``tests/runtime/test_error_codes_are_registered.py`` checks that the members and
+    :data:`ERROR_CODES` agree, that each ``Code.NAME`` written exists, and that no code in
+    ``src/`` is written as a string literal where a code goes."""
+
+    TIMEOUT = "timeout"
+    RATE_LIMIT = "rate_limit"
+    TRANSIENT = "transient"
+    TOOL_ERROR = "tool_error"
+    BAD_PATH = "bad_path"
+    OUTPUT_VALIDATION = "output_validation"
+    DEADLINE_EXCEEDED = "deadline_exceeded"
+    ABORTED = "aborted"
+    INVALID_MEMBER = "invalid_member"
+    WRITE_SCOPE = "write_scope"
+    TOOL_DENIED = "tool_denied"
+    VALIDATION = "validation"
+    REPLAY_MISS = "replay_miss"
+    FAILED = "failed"
+    PLAN_CYCLE = "plan_cycle"
+    LOOP_EXHAUSTED = "loop_exhausted"
+    MODEL_ERROR = "model_error"
+    CONTENT_FILTER = "content_filter"
+    BUDGET_EXCEEDED = "budget_exceeded"
+    TRUNCATED = "truncated"
+    DURABLE_REPLAY_MISMATCH = "durable_replay_mismatch"
+    OUTCOME_UNKNOWN = "outcome_unknown"
+    INVALID_ARGUMENT = "invalid_argument"
+    PARSE_ERROR = "parse_error"
+    REGEX_TIMEOUT = "regex_timeout"
+
 
 # ---------------------------------------------------------------------------------------------
 # Durations (docs/spec/LANGUAGE.md §2): ``250ms``, ``90s``, ``5m``, ``1h``, and sums written

@@ -44,6 +44,7 @@ from agentflow.core.diagnostics import Diagnostic
 from agentflow.core.redaction import redact_data
 from agentflow.core.spans import Span
 from agentflow.core.text import escape_surrogates
+from agentflow.core.vocabulary import Code
 from agentflow.errors import FlowError
 from agentflow.evals.dataset import Case, check_cases, read_dataset
 from agentflow.evals.report import CaseRun, EvalReport, ScoreResult
@@ -503,7 +504,7 @@ async def _run_case(
         result = await (asyncio.wait_for(coro, timeout_s) if timeout_s else coro)
     except TimeoutError:
         run_out.status = "timeout"
-        run_out.error = {"code": "timeout", "message": f"the case ran over {timeout_s:g}s"}
+        run_out.error = {"code": Code.TIMEOUT, "message": f"the case ran over {timeout_s:g}s"}
         result = None
     except FlowError as e:
         run_out.error = {"code": getattr(e, "code", None) or "config", "message": str(e)}

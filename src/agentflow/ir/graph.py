@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentflow.core.text import money
-from agentflow.core.vocabulary import BODY_KEYS
+from agentflow.core.vocabulary import BODY_KEYS, Code
 from agentflow.ir.models import Plan, Step
 from agentflow.ir.names import body_names, in_source_terms, step_names
 from agentflow.ir.templates import template_refs
@@ -717,7 +717,7 @@ def outcomes_from_events(events: Iterable[Mapping[str, Any]], plan: Plan) -> dic
                 o.failed += 1
                 if o.error is None:
                     o.error = dict(err) if isinstance(err, dict) else {
-                        "code": "aborted", "message": str(data.get("aborted"))
+                        "code": Code.ABORTED, "message": str(data.get("aborted"))
                     }  # fmt: skip
         elif kind == "model_call" and not data.get("reused"):
             path = str(event.get("path") or "")

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from agentflow.core.vocabulary import BODY_KEYS, CONTROL_STEPS
+from agentflow.core.vocabulary import BODY_KEYS, CONTROL_STEPS, Code
 
 #: camelCase spellings accepted on load (docs/spec/PLAN_IR.md §1), mapped to the canonical
 #: snake_case.
@@ -58,7 +58,7 @@ class Retry(BaseModel):
     model_config = _CONFIG
 
     attempts: int = Field(0, ge=0)
-    on: list[str] = Field(default_factory=lambda: ["transient"])
+    on: list[str] = Field(default_factory=lambda: [str(Code.TRANSIENT)])
     backoff: Backoff | None = None
 
 

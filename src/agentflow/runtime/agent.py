@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentflow.core.text import clean_json
+from agentflow.core.vocabulary import Code
 from agentflow.errors import ConfigError, ModelError, RunError, model_error_code
 from agentflow.runtime.extract import (
     ExtractionError,
@@ -49,7 +50,7 @@ Emit = Callable[..., Any]
 #: Tool-result size cap (characters) when the spec does not set one.
 DEFAULT_RESULT_CHARS = 20_000
 #: Error codes raised by ``call_tool`` that stop the agent instead of going back to the model.
-HARD_STOP_CODES = frozenset({"aborted", "deadline_exceeded", "budget_exceeded"})
+HARD_STOP_CODES = frozenset({Code.ABORTED, Code.DEADLINE_EXCEEDED, Code.BUDGET_EXCEEDED})
 FORBIDDEN_TOOLS = frozenset({"plan_and_execute"})
 #: The first words of the ``errors`` entry of an agent that stopped because the model refused.
 REFUSED = "the model refused: "
@@ -293,7 +294,7 @@ async def run_agent(
     """
     if spec.max_iterations < 1:
         raise RunError(
-            code="validation", message="max_iterations must be at least 1", step_path=step_path
+            code=Code.VALIDATION, message="max_iterations must be at least 1", step_path=step_path
         )
     role = spec.model or "chat"
     client = router.client_for(role)
@@ -389,7 +390,7 @@ async def run_agent(
             return (
                 call.id,
                 _error_content(
-                    "tool_error",
+                    Code.TOOL_ERROR,
                     "plan_and_execute is never available inside an agent; compose with plan__* tools instead",
                 ),
                 True,
@@ -399,7 +400,7 @@ async def run_agent(
             return (
                 call.id,
                 _error_content(
-                    "tool_denied",
+                    Code.TOOL_DENIED,
                     f"tool '{name}' is not available to this agent (available: {available})",
                 ),
                 True,
@@ -417,7 +418,7 @@ async def run_agent(
             return (
                 call.id,
                 _error_content(
-                    "tool_error", f"{exc}. The call was not run; send valid JSON arguments."
+                    Code.TOOL_ERROR, f"{exc}. The call was not run; send valid JSON arguments."
                 ),
                 True,
             )
@@ -429,7 +430,10 @@ async def run_agent(
                 raise
             content, is_error = _error_content(exc.code, exc.message), True
         except Exception as exc:  # noqa: BLE001 - any tool failure returns into the loop
-            content, is_error = _error_content("tool_error", f"{type(exc).__name__}: {exc}"), True
+            content, is_error = (
+                _error_content(Code.TOOL_ERROR, f"{type(exc).__name__}: {exc}"),
+                True,
+            )
         else:
             if isinstance(result, ErrorResult):
                 content, is_error = _error_content(result.code, result.message), True
@@ -466,7 +470,7 @@ async def run_agent(
                     messages.append(
                         Message(
                             role="tool",
-                            content=_error_content("truncated", TRUNCATED_CALL),
+                            content=_error_content(Code.TRUNCATED, TRUNCATED_CALL),
                             tool_call_id=call.id,
                             name=call.name,
                             is_error=True,

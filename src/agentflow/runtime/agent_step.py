@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentflow.core.diagnostics import did_you_mean
-from agentflow.core.vocabulary import MAX_ITERATIONS
+from agentflow.core.vocabulary import MAX_ITERATIONS, Code
 from agentflow.errors import FlowError, RunError
 from agentflow.runtime.control import ControlCall, ExitError
 from agentflow.runtime.effects import EffectRouter, UnitSpec
@@ -106,7 +106,7 @@ def resolve_tools(
                 hits = []
             if not hits:
                 raise RunError(
-                    "validation", f"`tools` entry '{r}' matches no tool in the catalog", path
+                    Code.VALIDATION, f"`tools` entry '{r}' matches no tool in the catalog", path
                 )
             for h in hits:
                 if h not in chosen:
@@ -160,7 +160,7 @@ def _profile(
         team = cfg.teams.get(team_name) if cfg is not None else None
         if team is None:
             raise RunError(
-                "validation",
+                Code.VALIDATION,
                 f"team '{team_name}' is not configured (add [teams.{team_name}] to flow.toml)",
                 path,
             )
@@ -171,7 +171,7 @@ def _profile(
             if not isinstance(member, str) or member not in team.members:
                 hint = did_you_mean(member, team.members) if isinstance(member, str) else None
                 raise RunError(
-                    "invalid_member",
+                    Code.INVALID_MEMBER,
                     f"team '{team_name}' has no member {to_text(member)!s}"
                     + (f" ({hint})" if hint else "")
                     + "; members: "
@@ -179,7 +179,7 @@ def _profile(
                     path,
                 )
         return team.members.get(member), f"{team_name}.{member}"
-    raise RunError("validation", f"unknown agent kind {kind!r}", path)
+    raise RunError(Code.VALIDATION, f"unknown agent kind {kind!r}", path)
 
 
 def member_choices(ex: Executor, frame: Frame) -> dict[str, Mapping[str, TeamMember]]:
@@ -269,7 +269,7 @@ def _max_iterations(call: ControlCall) -> int:
         # at most MAX_ITERATIONS), never coerced (2.5 → 2, true → 1) nor a Python error
         shown = json.dumps(to_json_value(max_iter), ensure_ascii=False)
         raise RunError(
-            "validation",
+            Code.VALIDATION,
             f"`max_iterations` must be an integer from 1 to {MAX_ITERATIONS}, got {shown}",
             call.path,
             call.source,
@@ -297,7 +297,7 @@ async def run_agent_step(call: ControlCall) -> Any:
         items = write_raw if isinstance(write_raw, list) else [write_raw]
         if any(not str(p).strip() for p in items):  # "" would be the workspace itself
             raise RunError(
-                "validation",
+                Code.VALIDATION,
                 f'the write scope of {label or "this agent"} holds an empty path ""; it '
                 'must name files or directories (the whole workspace is ".")',
                 path,
@@ -371,7 +371,7 @@ async def run_agent_step(call: ControlCall) -> Any:
         except (RunAborted, ExitError) as e:
             # Hard stops must not return into the loop: the agent re-raises `aborted`.
             hard_stop.append(e)
-            raise RunError("aborted", str(e), tool_path) from None
+            raise RunError(Code.ABORTED, str(e), tool_path) from None
 
     def emit(kind: str, ev_path: str | None = None, **data: Any) -> None:
         ex.emit(kind, ev_path or path, stack, **data)
@@ -397,7 +397,7 @@ async def run_agent_step(call: ControlCall) -> Any:
             spec.response_schema = None
         if ex.ctx.router is None:
             raise RunError(
-                "validation",
+                Code.VALIDATION,
                 "an agent step needs a model but none is configured "
                 "(set [models] in flow.toml, or OPENAI_BASE_URL/OPENAI_API_KEY)",
                 path,
@@ -420,7 +420,7 @@ async def run_agent_step(call: ControlCall) -> Any:
             raise hard_stop[0] from None
         if isinstance(e, RunAborted):
             raise
-        raise RunError("validation", str(e), path) from None
+        raise RunError(Code.VALIDATION, str(e), path) from None
     if c.get("require_final") and not result.get("final"):
         raise _not_final(call, result, max_iter)
     return result
@@ -439,7 +439,7 @@ def _not_final(call: ControlCall, result: dict[str, Any], max_iter: int) -> RunE
     problems = [str(p) for p in result.get("errors") or []]
     why = f"; last problem: {first_problem(problems)}" if problems else ""
     return RunError(
-        "output_validation",
+        Code.OUTPUT_VALIDATION,
         " ".join(where) + ": agent could not produce output conforming to its contract "
         f"within {max_iter} rounds{why}",
         call.path,
@@ -461,7 +461,7 @@ def _tool_for(ex: Executor, name: str, frame: Frame) -> Tool:
     description = plan.description if plan is not None else None
 
     async def unreachable(args: dict[str, Any], ctx: Any) -> Any:
-        raise RunError("tool_error", f"{name} must be dispatched by the executor")
+        raise RunError(Code.TOOL_ERROR, f"{name} must be dispatched by the executor")
 
     return Tool(
         name=name,

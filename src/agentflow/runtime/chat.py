@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentflow.core.vocabulary import Code
 from agentflow.errors import ConfigError, ErrorInfo, RunError
 from agentflow.ir.models import Plan, Step
 from agentflow.runtime.agent import REFUSED, AgentSpec, ErrorResult, run_agent
@@ -245,7 +246,7 @@ async def ask(
     def stop(error: ErrorInfo, path: str) -> RunError:
         """A hard stop: ends the loop (``aborted`` is one of the loop's hard-stop codes)."""
         hard_stop.append(error)
-        return RunError("aborted", error.message, path)
+        return RunError(Code.ABORTED, error.message, path)
 
     run_sinks: list[Any] = list(kept)
     if cache is not None:
@@ -262,9 +263,9 @@ async def ask(
         wrapper = Plan.model_validate({"name": WRAPPER_PLAN, "steps": [step]})
         result = await run_plan(wrapper, {}, tool_runs)
         if result.status == "aborted":
-            raise stop(result.error or ErrorInfo("aborted", "aborted"), path)
+            raise stop(result.error or ErrorInfo(Code.ABORTED, "aborted"), path)
         if result.status == "error":
-            err = result.error or ErrorInfo("tool_error", "")
+            err = result.error or ErrorInfo(Code.TOOL_ERROR, "")
             return ErrorResult(err.code, err.message)
         output = result.output
         if name.startswith("plan__"):
@@ -278,7 +279,7 @@ async def ask(
     async def run_plan_and_execute(args: dict[str, Any], path: str) -> Any:
         goal = args.get("goal")
         if not isinstance(goal, str) or not goal.strip():
-            return ErrorResult("tool_error", "plan_and_execute needs a `goal` string")
+            return ErrorResult(Code.TOOL_ERROR, "plan_and_execute needs a `goal` string")
         if host.gate is not None:  # the host's gate covers plan_and_execute as a whole
             decision = host.gate(GateCall(PLAN_AND_EXECUTE, args, {}, path, ["ask"]))
             if inspect.isawaitable(decision):
@@ -286,7 +287,7 @@ async def ask(
             if decision is not None and decision.action == "skip":
                 return decision.value
             if decision is not None and decision.action == "abort":
-                raise stop(ErrorInfo("aborted", decision.message, path), path)
+                raise stop(ErrorInfo(Code.ABORTED, decision.message, path), path)
 
         def relay(event: Any) -> None:
             if event.kind == "warning" and event.data.get("replan"):
@@ -306,9 +307,9 @@ async def ask(
             effects=effects,
         )
         if ex.status == "aborted":
-            raise stop(ex.error or ErrorInfo("aborted", "aborted"), path)
+            raise stop(ex.error or ErrorInfo(Code.ABORTED, "aborted"), path)
         if not ex.ok:
-            err = ex.error or ErrorInfo("tool_error", "")
+            err = ex.error or ErrorInfo(Code.TOOL_ERROR, "")
             return ErrorResult(err.code, err.message)
         out.reports.append(str(ex.output))
         progress("report", str(ex.output))
@@ -364,11 +365,11 @@ async def ask(
         return finish("ok", answer=str(result["output"]))
     problems = [str(p) for p in result.get("errors") or []]
     if problems and problems[0].startswith(REFUSED):
-        return finish("error", error=ErrorInfo("output_validation", problems[0], ASK_PATH))
+        return finish("error", error=ErrorInfo(Code.OUTPUT_VALIDATION, problems[0], ASK_PATH))
     return finish(
         "budget",
         error=ErrorInfo(
-            "output_validation",
+            Code.OUTPUT_VALIDATION,
             f"no answer within max_agent_iterations = {max_iterations} rounds",
             ASK_PATH,
         ),

@@ -30,6 +30,7 @@ from agentflow.core.vocabulary import (
     HARD_STOP_CODES,
     MAX_CONCURRENCY,
     MAX_LOOP_ROUNDS,
+    Code,
 )
 from agentflow.errors import ExitError, RunError
 from agentflow.ir.outcomes import tolerance
@@ -141,7 +142,7 @@ def as_body(value: Any, label: str, path: str) -> Step:
     from agentflow.ir.models import Step
 
     if not isinstance(value, Step):
-        raise RunError("validation", f"`{label}` must be a step", path)
+        raise RunError(Code.VALIDATION, f"`{label}` must be a step", path)
     return value
 
 
@@ -162,14 +163,14 @@ async def _condition(call: ControlCall, scope: Mapping[str, Any], path: str, wha
             c["infer"], scope, lenient=True, on_warning=lambda m: call.ex.warn(path, stack, m)
         )
         return await call.ex.judge(to_text(question), path=path, stack=stack)
-    raise RunError("validation", f"`{what}` needs `when` or `infer`", path)
+    raise RunError(Code.VALIDATION, f"`{what}` needs `when` or `infer`", path)
 
 
 def _over(call: ControlCall) -> list[Any]:
     over = call.render("over")
     if over is None:  # a missing upstream value is not "no items"; `?? []` opts in to that
         raise RunError(
-            "validation",
+            Code.VALIDATION,
             "`over` must be a list, got null (write `?? []` to default it)",
             call.path,
         )
@@ -178,7 +179,7 @@ def _over(call: ControlCall) -> list[Any]:
     if isinstance(over, FlowRange):
         return over.to_list()
     if not isinstance(over, list | tuple):
-        raise RunError("validation", f"`over` must be a list, got {_kind(over)}", call.path)
+        raise RunError(Code.VALIDATION, f"`over` must be a list, got {_kind(over)}", call.path)
     return list(over)
 
 
@@ -198,7 +199,7 @@ async def _exit(call: ControlCall) -> Any:
         call.announce({"when": False})
         return None
     status = call.render("status", "error")
-    code = call.render("code") or "failed"
+    code = call.render("code") or Code.FAILED
     message = call.render_text(call.input.get("message"))
     call.announce({"when": True, "status": status, "code": code, "message": message})
     if status == "ok":
@@ -242,7 +243,7 @@ async def _map(call: ControlCall) -> Any:
     tolerated = tolerance(mode, len(items))
     if tolerated is None:
         raise RunError(
-            "validation",
+            Code.VALIDATION,
             '`on_item_error` must be fail, skip or { tolerate: N | "P%" }, '
             f"got {to_json_value(mode)!r}",
             call.path,
@@ -252,7 +253,7 @@ async def _map(call: ControlCall) -> Any:
     if not isinstance(conc, int) or isinstance(conc, bool) or not 1 <= conc <= MAX_CONCURRENCY:
         # a computed `limit` is checked here as the compiler checks a constant one
         raise RunError(
-            "validation",
+            Code.VALIDATION,
             f"`concurrency` (a `parallel map`'s `limit`) must be an integer from 1 to "
             f"{MAX_CONCURRENCY}, got " + json.dumps(to_json_value(conc), ensure_ascii=False),
             call.path,
@@ -277,7 +278,7 @@ async def _map(call: ControlCall) -> Any:
             if mode == "skip":
                 # a budget that would be exceeded ends the run: skipping the item would only make
                 # the next one hit it too
-                if isinstance(e, ExitError) or e.code == "budget_exceeded":
+                if isinstance(e, ExitError) or e.code == Code.BUDGET_EXCEEDED:
                     raise
                 failed.add(i)
                 call.ex.warn(p, call.stack, f"item {i} skipped after {e.code}: {e.message}")
@@ -394,7 +395,7 @@ async def _loop(call: ControlCall) -> Any:
         bound = int(bound)
     if not isinstance(bound, int) or isinstance(bound, bool) or not 0 <= bound <= MAX_LOOP_ROUNDS:
         raise RunError(
-            "validation",
+            Code.VALIDATION,
             f"`up_to` (a `loop`'s `up to`) must be an integer from 0 to {MAX_LOOP_ROUNDS}, got "
             + json.dumps(to_json_value(bound), ensure_ascii=False),
             call.path,
@@ -424,13 +425,13 @@ async def _loop(call: ControlCall) -> Any:
     fail = exhausted.get("fail") if isinstance(exhausted, dict) else None
     message = render_value(fail, done, lenient=True, on_warning=call.warn)
     text = to_text(message) if message is not None else f"no round of {bound} met `until`"
-    raise RunError("loop_exhausted", text, call.path, call.source)
+    raise RunError(Code.LOOP_EXHAUSTED, text, call.path, call.source)
 
 
 async def _parallel(call: ControlCall) -> Any:
     branches = call.input.get("branches") or {}
     if not isinstance(branches, dict):
-        raise RunError("validation", "`branches` must map names to steps", call.path)
+        raise RunError(Code.VALIDATION, "`branches` must map names to steps", call.path)
     conc = call.render("concurrency") or max(1, len(branches))
     call.announce({"branches": list(branches), "concurrency": conc})
     sem = asyncio.Semaphore(int(conc))
@@ -470,7 +471,7 @@ async def _ask(call: ControlCall) -> Any:
     if answer is not NO_ANSWER:
         problem = check_answer(answer, schema, choices)
         if problem:
-            raise RunError("output_validation", f"answer to `{question}`: {problem}", path)
+            raise RunError(Code.OUTPUT_VALIDATION, f"answer to `{question}`: {problem}", path)
         ex.emit("ask", path, stack, question=question, answer=to_json_value(answer), answered=True)
         return {"answer": answer, "answered": True}
     if isinstance(unanswered, dict) and "default" in unanswered:
@@ -478,13 +479,13 @@ async def _ask(call: ControlCall) -> Any:
         problem = check_answer(value, schema, choices)
         if problem:  # a templated default outside the declared contract (literal: load error)
             raise RunError(
-                "validation", f"`when_unanswered.default` of `{question}`: {problem}", path
+                Code.VALIDATION, f"`when_unanswered.default` of `{question}`: {problem}", path
             )
         ex.emit("ask", path, stack, question=question, answer=to_json_value(value), answered=False)
         return {"answer": value, "answered": False}
     if isinstance(unanswered, dict) and "fail" in unanswered:
         ex.emit("ask", path, stack, question=question, answered=False)
-        raise RunError("failed", to_text(unanswered["fail"]), path)
+        raise RunError(Code.FAILED, to_text(unanswered["fail"]), path)
     ex.emit("ask", path, stack, question=question, answer=None, answered=False)
     return {"answer": None, "answered": False}
 
@@ -535,7 +536,9 @@ async def _verify(call: ControlCall) -> Any:
         if isinstance(ok, dict):  # a condition object
             ok = evaluate_condition(ok, scope)
         if not isinstance(ok, bool):  # like a non-bool `decide` condition: an error, not a failure
-            raise RunError("validation", f"check {i}: `ok` must be a bool, got {_kind(ok)}", path)
+            raise RunError(
+                Code.VALIDATION, f"check {i}: `ok` must be a bool, got {_kind(ok)}", path
+            )
         if not ok:
             msg = render_value(chk.get("message", "check failed"), scope, lenient=True)
             failures.append(to_text(msg))

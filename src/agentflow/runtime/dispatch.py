@@ -25,6 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentflow.core.vocabulary import Code
 from agentflow.errors import ErrorInfo, ModelError, RunError, model_error_code
 from agentflow.runtime.control import Announce, ControlCall, ExitError, ExitOk
 from agentflow.runtime.effects import UnitSpec
@@ -49,10 +50,10 @@ def as_error(exc: BaseException, tool_name: str) -> RunError:
     if isinstance(exc, ModelError):
         return RunError(model_error_code(exc), f"{tool_name}: {exc}")
     if isinstance(exc, TimeoutError):
-        return RunError("timeout", f"{tool_name}: timed out")
+        return RunError(Code.TIMEOUT, f"{tool_name}: timed out")
     if isinstance(exc, ConnectionError):
-        return RunError("transient", f"{tool_name}: {type(exc).__name__}: {exc}")
-    return RunError("tool_error", f"{tool_name}: {type(exc).__name__}: {exc}")
+        return RunError(Code.TRANSIENT, f"{tool_name}: {type(exc).__name__}: {exc}")
+    return RunError(Code.TOOL_ERROR, f"{tool_name}: {type(exc).__name__}: {exc}")
 
 
 _ToolContext: type[ToolContext] | None = None
@@ -74,7 +75,7 @@ def _stopped_fields(stop: BaseException, path: str) -> dict[str, Any]:
     if isinstance(stop, ExitError):
         return {"error": stop.to_dict()}
     message = stop.message if isinstance(stop, RunAborted) else "cancelled"
-    return {"error": ErrorInfo("aborted", message, path).to_dict()}
+    return {"error": ErrorInfo(Code.ABORTED, message, path).to_dict()}
 
 
 def check_tool_result(tool: str, result: Any, schema: dict[str, Any]) -> None:
@@ -89,7 +90,7 @@ def check_tool_result(tool: str, result: Any, schema: dict[str, Any]) -> None:
             f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
         )
         raise RunError(
-            "output_validation",
+            Code.OUTPUT_VALIDATION,
             f"tool {tool} returned a result that does not match its declared type: {shown}",
         )
 
@@ -116,21 +117,21 @@ async def bounded(
     if frame.deadline_at is not None:
         remaining = frame.deadline_at - ex.effects.now()
         if remaining <= 0:
-            raise RunError("deadline_exceeded", "the workflow deadline has passed", path)
+            raise RunError(Code.DEADLINE_EXCEEDED, "the workflow deadline has passed", path)
     if timeout is None and remaining is None:
         return await invoke(ex, info, scope, path, frame, announce, call)
     if timeout is not None and await connect_first(ex, info, path, remaining):
         if frame.deadline_at is not None:  # connecting took part of the deadline
             remaining = frame.deadline_at - ex.effects.now()
             if remaining <= 0:
-                raise RunError("deadline_exceeded", "the workflow deadline has passed", path)
+                raise RunError(Code.DEADLINE_EXCEEDED, "the workflow deadline has passed", path)
     bound: float
     if remaining is not None and (timeout is None or remaining < timeout):
-        bound, code = remaining, "deadline_exceeded"
+        bound, code = remaining, Code.DEADLINE_EXCEEDED
         message = f"the workflow deadline ({frame.deadline_text}) expired during `{info.tool}`"
     else:
         assert timeout is not None
-        bound, code = timeout, "timeout"
+        bound, code = timeout, Code.TIMEOUT
         message = f"`{info.tool}` did not finish within its timeout ({info.step.timeout})"
     # The invocation runs as its own task, so that expiry does not depend on it: it is
     # cancelled, given CANCEL_GRACE_S to unwind, and abandoned when it ignores the
@@ -179,7 +180,7 @@ async def connect_first(ex: Executor, info: _StepInfo, path: str, remaining: flo
                 await catalog.prepare(requests)
     except TimeoutError:
         raise RunError(
-            "deadline_exceeded",
+            Code.DEADLINE_EXCEEDED,
             "the workflow deadline expired while starting MCP servers",
             path,
         ) from None
@@ -207,7 +208,7 @@ async def invoke(
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             # a malformed hand-written control step: report it, never a traceback
             raise RunError(
-                "validation", f"`{info.tool}` step: {type(exc).__name__}: {exc}", path
+                Code.VALIDATION, f"`{info.tool}` step: {type(exc).__name__}: {exc}", path
             ) from None
     args = render_value(info.compiled, scope)
     announce(args)
@@ -249,7 +250,7 @@ async def dispatch_tool(
     """
     stack = frame.stack
     if allowed is not None and name not in allowed:
-        raise RunError("tool_denied", f"tool '{name}' is not available to this agent", path)
+        raise RunError(Code.TOOL_DENIED, f"tool '{name}' is not available to this agent", path)
     hooks = ex.ctx.hooks
     if hooks.gate is not None:
         decision = await maybe_await(hooks.gate(GateCall(name, args, scope, path, list(stack))))
@@ -285,7 +286,7 @@ async def dispatch_tool(
                 await catalog.prepare([name])  # lazy MCP servers (tools/mcp.py)
                 tool = catalog.get(name)
             if tool is None:
-                raise RunError("tool_error", f"unknown tool '{name}'", path)
+                raise RunError(Code.TOOL_ERROR, f"unknown tool '{name}'", path)
             ctx = _tool_context(ex.ctx.workspace, write_scope, path)
             call_args = args if isinstance(args, dict) else {"input": args}
             result = await ex.effects.call_tool(tool, call_args, ctx)
@@ -314,7 +315,11 @@ async def dispatch_tool(
             error=err.to_dict(),
             elapsed_ms=elapsed_ms(t0),
         )
-        if hooks.on_tool_error is not None and err.code != "plan_cycle" and err.code not in retried:
+        if (
+            hooks.on_tool_error is not None
+            and err.code != Code.PLAN_CYCLE
+            and err.code not in retried
+        ):
             return await offer_error(ex, name, args, err, path, stack)
         raise err from None
     if not quiet:

@@ -35,6 +35,7 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentflow.core.vocabulary import Code
 from agentflow.errors import (
     ErrorInfo,
     FlowError,
@@ -143,7 +144,7 @@ def _duration_s(value: Any) -> float | None:
         if cached is not None:
             return cached
     if isinstance(value, bool):
-        raise RunError("validation", f"invalid duration {value!r}")
+        raise RunError(Code.VALIDATION, f"invalid duration {value!r}")
     if isinstance(value, int | float):
         return float(value)
     from agentflow.core.vocabulary import duration_ms
@@ -154,7 +155,7 @@ def _duration_s(value: Any) -> float | None:
             _DURATIONS[value] = secs
         return secs
     except ValueError as exc:
-        raise RunError("validation", str(exc)) from None
+        raise RunError(Code.VALIDATION, str(exc)) from None
 
 
 @dataclass(slots=True)
@@ -183,7 +184,7 @@ _NO_CODES: frozenset[str] = frozenset()
 def _not_loaded(what: str, path: str | None) -> RunError:
     """The error for a plan that did not go through the loader (its templates are not parsed)."""
     return RunError(
-        "validation",
+        Code.VALIDATION,
         f"{what} has no compiled templates: run plans made by agentflow.load(), "
         "agentflow.ir.loader.load_plan() or load_plan_data()",
         path,
@@ -451,7 +452,7 @@ class Executor:
                 select=select,
                 timeout_s=_duration_s(timeout),
                 attempts=1 + int(retry.attempts or 0),
-                on=frozenset(retry.on or ["transient"]),
+                on=frozenset(retry.on or [Code.TRANSIENT]),
                 initial=_duration_s((backoff.initial if backoff else None) or "500ms") or 0.5,
                 factor=float((backoff.factor if backoff else None) or 2.0),
                 cap=_duration_s((backoff.max if backoff else None) or "30s") or 30.0,
@@ -553,7 +554,7 @@ class Executor:
                 compiled = place.names().label is not None
                 if compiled and quotes_expressions(e):
                     e.message = in_source_terms(e.message, place, frame.plan, self._names)
-                elif e.code == "bad_path" and not e.details.get("step_named"):
+                elif e.code == Code.BAD_PATH and not e.details.get("step_named"):
                     e.details["step_named"] = True  # a hand-written plan: its step ids
                     e.message = f"step `{info.id or path}`: {e.message}"
                 e.args = (e.message,)
@@ -593,7 +594,7 @@ class Executor:
                     frame,
                     announce,
                     tool_name=tool,
-                    error=ErrorInfo("aborted", "cancelled", path).to_dict(),
+                    error=ErrorInfo(Code.ABORTED, "cancelled", path).to_dict(),
                     elapsed_ms=elapsed_ms(started),
                 )
             raise
@@ -647,8 +648,8 @@ class Executor:
         pname = sub.name
         if pname in frame.stack:
             chain = " → ".join([*frame.stack, pname])
-            raise RunError("plan_cycle", f"plan cycle: {chain}", path)
-        validate_input(sub, args, code="tool_error")
+            raise RunError(Code.PLAN_CYCLE, f"plan cycle: {chain}", path)
+        validate_input(sub, args, code=Code.TOOL_ERROR)
         deadline_at = frame.deadline_at
         sub_deadline = _duration_s(sub.deadline)
         if sub_deadline is not None:
@@ -679,7 +680,7 @@ class Executor:
         router = self.ctx.router
         if router is None:
             raise RunError(
-                "validation",
+                Code.VALIDATION,
                 f"this step needs a model ({role} role) but no model is configured "
                 "(set [models] in flow.toml, or OPENAI_BASE_URL/OPENAI_API_KEY)",
                 path,
@@ -687,7 +688,7 @@ class Executor:
         try:
             client = router.client_for(role)
         except FlowError as exc:
-            raise RunError("validation", str(exc), path) from None
+            raise RunError(Code.VALIDATION, str(exc), path) from None
         messages = []
         if system:
             messages.append(Message(role="system", content=system))
@@ -716,7 +717,7 @@ class Executor:
         verdict = _parse_yes_no(text)
         if verdict is None:
             raise RunError(
-                "output_validation", f"the judge did not answer yes or no: {text[:200]!r}", path
+                Code.OUTPUT_VALIDATION, f"the judge did not answer yes or no: {text[:200]!r}", path
             )
         return verdict
 
@@ -866,7 +867,7 @@ async def run_plan(
             status, output = "exited", e.output
     except RunAborted as e:
         status = "aborted"
-        error = e.error or ErrorInfo("aborted", e.message, e.step_path)
+        error = e.error or ErrorInfo(Code.ABORTED, e.message, e.step_path)
     except RunError as e:
         status, error = "error", e.info()
     except asyncio.CancelledError as e:
@@ -874,7 +875,7 @@ async def run_plan(
         # gets its run_finished and the sinks are closed, then the cancellation goes on
         cancelled = e
         status = "aborted"
-        error = ErrorInfo("aborted", "the run was cancelled")
+        error = ErrorInfo(Code.ABORTED, "the run was cancelled")
     for token in reversed(budget_tokens):
         pop_budget(token)
     result = RunResult(

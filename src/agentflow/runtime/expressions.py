@@ -25,7 +25,7 @@ from typing import Any
 import regex
 
 from agentflow.core.functions import FUNCTIONS, arity
-from agentflow.core.vocabulary import UNARY_CONDITION_OPS
+from agentflow.core.vocabulary import UNARY_CONDITION_OPS, Code
 from agentflow.errors import BadPath, ExprError, RunError, SourceError
 from agentflow.grammar import ast
 from agentflow.runtime.functions import (
@@ -539,9 +539,9 @@ def _visit_FuncCall(node: ast.FuncCall, scope: Mapping[str, Any]) -> Any:
         raise
     except RunError as e:  # the function's own failure: name the call as written
         message = f"`{expr_text(node)}`: {e.message}"
-        if e.code == "bad_path":
+        if e.code == Code.BAD_PATH:
             raise BadPath(expr_text(node), e.message.rsplit("`", 2)[-2], e.message) from None
-        if e.code == "validation":
+        if e.code == Code.VALIDATION:
             raise ExprError(message) from None
         raise RunError(e.code, message) from None
 

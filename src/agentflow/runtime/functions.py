@@ -25,7 +25,7 @@ from typing import Any
 import regex
 
 from agentflow.core.functions import FUNCTIONS, KIND_WORDS, PARAM_KINDS
-from agentflow.core.vocabulary import MAX_EXPR_DEPTH, MAX_INT, MIN_INT
+from agentflow.core.vocabulary import MAX_EXPR_DEPTH, MAX_INT, MIN_INT, Code
 from agentflow.errors import ExprError, RunError
 
 __all__ = ["IMPLEMENTATIONS", "MAX_LIST_ITEMS", "REGEX_TIMEOUT_S", "check_kinds"]
@@ -135,7 +135,7 @@ def _orderable(xs: list, what: str) -> None:
 
 def _nonneg(n: int, what: str) -> int:
     if n < 0:
-        raise RunError("invalid_argument", f"{what} must not be negative, got {n}")
+        raise RunError(Code.INVALID_ARGUMENT, f"{what} must not be negative, got {n}")
     return n
 
 
@@ -144,11 +144,11 @@ def _regex(pattern: str) -> Any:
         return regex.compile(pattern)
     except regex.error as exc:
         raise RunError(
-            "invalid_argument", f"invalid regular expression {_quote(pattern)}: {exc}"
+            Code.INVALID_ARGUMENT, f"invalid regular expression {_quote(pattern)}: {exc}"
         ) from None
     except (RecursionError, OverflowError, MemoryError):
         raise RunError(
-            "invalid_argument", f"regular expression {_quote(pattern)} is too complex"
+            Code.INVALID_ARGUMENT, f"regular expression {_quote(pattern)} is too complex"
         ) from None
 
 
@@ -157,7 +157,7 @@ def _timed(fn: Callable[[], Any], pattern: str) -> Any:
         return fn()
     except TimeoutError:
         raise RunError(
-            "regex_timeout",
+            Code.REGEX_TIMEOUT,
             f"the regular expression {_quote(pattern)} took longer than {REGEX_TIMEOUT_S:g} s "
             "(catastrophic backtracking?): simplify it",
         ) from None
@@ -167,7 +167,7 @@ def _field(x: Any, name: str) -> Any:
     if not isinstance(x, dict):
         raise ExprError(f"a field name needs objects, got {kind_of(x)}")
     if name not in x:
-        raise RunError("bad_path", f"an element has no field `{name}`")
+        raise RunError(Code.BAD_PATH, f"an element has no field `{name}`")
     return x[name]
 
 
@@ -184,7 +184,7 @@ def _split(s: str, sep: str) -> list:
 
 def _replace(s: str, old: str, new: str) -> str:
     if old == "":
-        raise RunError("invalid_argument", "`old` must not be empty")
+        raise RunError(Code.INVALID_ARGUMENT, "`old` must not be empty")
     return s.replace(old, new)
 
 
@@ -195,13 +195,13 @@ def _slice(x: Any, start: int, end: int | None) -> Any:
 def _fill(fill: str | None) -> str:
     fill = " " if fill is None else fill
     if len(fill) != 1:
-        raise RunError("invalid_argument", f"`fill` must be one character, got {_quote(fill)}")
+        raise RunError(Code.INVALID_ARGUMENT, f"`fill` must be one character, got {_quote(fill)}")
     return fill
 
 
 def _width(width: int) -> int:
     if width > MAX_PAD:
-        raise RunError("invalid_argument", f"`width` must be at most {MAX_PAD:,}")
+        raise RunError(Code.INVALID_ARGUMENT, f"`width` must be at most {MAX_PAD:,}")
     return width
 
 
@@ -225,7 +225,7 @@ def _quantize(x: int | float, places: int) -> Decimal:
             Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP, context=_CONTEXT
         )
     except InvalidOperation:  # an integer of hundreds of digits
-        raise RunError("invalid_argument", "the number has too many digits") from None
+        raise RunError(Code.INVALID_ARGUMENT, "the number has too many digits") from None
 
 
 def _decimal(x: int | float) -> Decimal:
@@ -234,7 +234,7 @@ def _decimal(x: int | float) -> Decimal:
 
 def _format_number(x: int | float, decimals: int) -> str:
     if not 0 <= decimals <= 20:
-        raise RunError("invalid_argument", f"`decimals` must be 0 to 20, got {decimals}")
+        raise RunError(Code.INVALID_ARGUMENT, f"`decimals` must be 0 to 20, got {decimals}")
     d = _quantize(x, decimals)
     text = format(d, "f")
     return "0" + text[2:] if text.startswith("-0") and d == 0 else text
@@ -276,7 +276,7 @@ def _sum(xs: list) -> Any:
         )
     total = math.fsum(xs) if any(isinstance(x, float) for x in xs) else sum(xs)
     if isinstance(total, float) and not math.isfinite(total):
-        raise RunError("invalid_argument", "the sum is too large for a JSON number")
+        raise RunError(Code.INVALID_ARGUMENT, "the sum is too large for a JSON number")
     return total
 
 
@@ -356,7 +356,8 @@ def _range(a: int, b: int | None) -> list:
     lo, hi = (0, a) if b is None else (a, b)
     if hi - lo > MAX_LIST_ITEMS:
         raise RunError(
-            "invalid_argument", f"range({lo}, {hi}) would hold more than {MAX_LIST_ITEMS:,} numbers"
+            Code.INVALID_ARGUMENT,
+            f"range({lo}, {hi}) would hold more than {MAX_LIST_ITEMS:,} numbers",
         )
     return list(range(lo, hi))
 
@@ -402,7 +403,7 @@ def _texts(keys: list) -> list:
 
 def _finite_int(x: Any, what: str) -> int:
     if isinstance(x, float) and not math.isfinite(x):  # pragma: no cover - JSON has none
-        raise RunError("invalid_argument", f"{what} is not a finite number")
+        raise RunError(Code.INVALID_ARGUMENT, f"{what} is not a finite number")
     return int(x)
 
 
@@ -412,7 +413,7 @@ def _round(x: int | float, digits: int | None) -> Any:
             return x
         return _finite_int(_quantize(x, 0), "`x`")
     if not -20 <= digits <= 20:
-        raise RunError("invalid_argument", f"`digits` must be -20 to 20, got {digits}")
+        raise RunError(Code.INVALID_ARGUMENT, f"`digits` must be -20 to 20, got {digits}")
     if isinstance(x, int):
         return x if digits >= 0 else int(_quantize(x, digits))
     return float(_quantize(x, digits))
@@ -428,7 +429,7 @@ def _ceil(x: int | float) -> int:
 
 def _clamp(x: Any, lo: Any, hi: Any) -> Any:
     if lo > hi:
-        raise RunError("invalid_argument", f"`lo` ({lo}) is above `hi` ({hi})")
+        raise RunError(Code.INVALID_ARGUMENT, f"`lo` ({lo}) is above `hi` ({hi})")
     return lo if x < lo else hi if x > hi else x
 
 
@@ -449,26 +450,26 @@ def _quote(s: str) -> str:
 
 def _parse_int(s: str) -> int:
     if not _INT.fullmatch(s) or len(s) > 4300:
-        raise RunError("parse_error", f"{_short(s)} is not an integer")
+        raise RunError(Code.PARSE_ERROR, f"{_short(s)} is not an integer")
     return _in_range(int(s), s)
 
 
 def _in_range(v: int, s: str) -> int:
     """``v`` when it is an `int` of the language (MIN_INT … MAX_INT), else ``parse_error``."""
     if not MIN_INT <= v <= MAX_INT:
-        raise RunError("parse_error", f"{_short(s)} is too large for an int")
+        raise RunError(Code.PARSE_ERROR, f"{_short(s)} is too large for an int")
     return v
 
 
 def _parse_number(s: str) -> Any:
     if not _NUMBER.fullmatch(s) or len(s) > 4300:
-        raise RunError("parse_error", f"{_short(s)} is not a number")
+        raise RunError(Code.PARSE_ERROR, f"{_short(s)} is not a number")
     text = s.strip()
     if regex.fullmatch(r"-?[0-9]+", text):
         return _in_range(int(text), s)
     v = float(text)
     if not math.isfinite(v):
-        raise RunError("parse_error", f"{_short(s)} is too large for a JSON number")
+        raise RunError(Code.PARSE_ERROR, f"{_short(s)} is too large for a JSON number")
     return v
 
 
@@ -482,7 +483,7 @@ def _parse_json(s: str) -> Any:
         return loads_value(s, MAX_EXPR_DEPTH)
     except (ValueError, RecursionError) as exc:
         detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc) or "not JSON"
-        raise RunError("parse_error", f"{_short(s)} is not JSON ({detail})") from None
+        raise RunError(Code.PARSE_ERROR, f"{_short(s)} is not JSON ({detail})") from None
 
 
 #: name → implementation (arguments evaluated, kinds checked, omitted ones ``None``)

@@ -62,6 +62,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agentflow.core.vocabulary import Code
 from agentflow.errors import (
     ConfigError,
     ErrorInfo,
@@ -127,7 +128,9 @@ PLAN_AND_EXECUTE_DESCRIPTION = (
 )
 
 #: Error codes of a run that end plan_and_execute instead of replanning.
-NO_REPLAN_CODES = frozenset({"failed", "aborted", "deadline_exceeded", "budget_exceeded"})
+NO_REPLAN_CODES = frozenset(
+    {Code.FAILED, Code.ABORTED, Code.DEADLINE_EXCEEDED, Code.BUDGET_EXCEEDED}
+)
 
 PLANNER_SYSTEM = """\
 You are the planner of a workflow runtime. Write a plan — one YAML document — that achieves the \
@@ -656,7 +659,7 @@ async def plan_and_execute(
         if isinstance(exc, ModelError):
             code = model_error_code(exc)
         else:
-            code = "validation"
+            code = Code.VALIDATION
         return done("error", error=ErrorInfo(code, f"{what}: {exc}", path))
 
     reused = {"n": 0}
@@ -787,13 +790,13 @@ async def plan_and_execute(
     last = attempts[-1]
     if last.problems:
         error = ErrorInfo(
-            "validation",
+            Code.VALIDATION,
             f"the planner gave no valid plan in {len(attempts)} attempt(s): "
             + "; ".join(last.problems[:5]),
             path,
         )
     else:
-        e = last.error or ErrorInfo("tool_error", "")
+        e = last.error or ErrorInfo(Code.TOOL_ERROR, "")
         error = ErrorInfo(
             e.code,
             f"the plan still failed after {len(attempts) - 1} replan(s): {e.message}",

@@ -35,6 +35,7 @@ from importlib import resources
 from typing import Any
 
 from agentflow.core.text import clean_text, source_lines
+from agentflow.core.vocabulary import Code
 
 __all__ = [
     "RunView",
@@ -190,7 +191,7 @@ def read_run(events: Iterable[Mapping[str, Any]]) -> RunView:
                 step.status, step.error = "error", data["error"]
             elif data.get("aborted"):
                 step.status = "aborted"
-                step.error = data.get("error") or {"code": "aborted", "message": data["aborted"]}
+                step.error = data.get("error") or {"code": Code.ABORTED, "message": data["aborted"]}
             else:
                 step.status = "exited" if data.get("exit") else "ok"
                 step.result = data.get("result")

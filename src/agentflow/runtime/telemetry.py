@@ -48,7 +48,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agentflow.core.text import clean_text, escape_surrogates
-from agentflow.core.vocabulary import CONTROL_STEPS
+from agentflow.core.vocabulary import CONTROL_STEPS, Code
 from agentflow.errors import ConfigError
 from agentflow.runtime import genai_attributes as G
 from agentflow.runtime.where import tool_label as _short_tool  # `read_file`, as the .flow has it
@@ -912,7 +912,7 @@ class OtelSink:
             self._error(span, data["error"])
         elif data.get("aborted"):
             span.set_attribute("agentflow.step.status", "aborted")
-            self._error(span, {"code": "aborted", "message": data["aborted"]})
+            self._error(span, {"code": Code.ABORTED, "message": data["aborted"]})
         else:
             span.set_attribute("agentflow.step.status", "exited" if data.get("exit") else "ok")
             attrs: dict[str, Any] = {}

@@ -33,6 +33,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentflow.core.vocabulary import Code
+
 if TYPE_CHECKING:
     from agentflow.ir.models import Step
 
@@ -53,7 +55,7 @@ SEP = " › "
 #: The run-time error codes whose messages quote a template expression (the evaluator's and the
 #: library functions'): their quoted parts are put in the `.flow`'s terms (:func:`in_source_terms`)
 SOURCE_TERMS_CODES = frozenset(
-    {"bad_path", "validation", "invalid_argument", "parse_error", "regex_timeout"}
+    {Code.BAD_PATH, Code.VALIDATION, Code.INVALID_ARGUMENT, Code.PARSE_ERROR, Code.REGEX_TIMEOUT}
 )
 _QUOTED = re.compile(r"`([^`]*)`")
 
@@ -67,7 +69,7 @@ def quotes_expressions(error: Any) -> bool:
     code = getattr(error, "code", None)
     if code not in SOURCE_TERMS_CODES:
         return False
-    return code != "validation" or isinstance(error, ExprError)
+    return code != Code.VALIDATION or isinstance(error, ExprError)
 
 
 _INDEXED = re.compile(r"(do|item|judge|agent|round)\.(\d+)")

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from agentflow.core.vocabulary import Code
 from agentflow.errors import ConfigError, RunError
 from agentflow.runtime.durable.engine import NO_MESSAGE, DurableEffects, PlanIndex, run_unit
 
@@ -459,7 +460,7 @@ class DbosEngine:
             raise _mismatch(e) from None
         if handle.get_workflow_id() != child_id:
             raise RunError(
-                "durable_replay_mismatch",
+                Code.DURABLE_REPLAY_MISMATCH,
                 f"the run was recorded starting unit {handle.get_workflow_id()!r} here, "
                 f"not {child_id!r} (the plan or agentflow changed under a run in flight?)",
             )
@@ -503,7 +504,7 @@ async def _cancelled(workflow_id: str) -> bool:
 def _unreadable(workflow_id: str, name: str, e: Exception) -> RunError:
     run_id = workflow_id.split("/", 1)[0]
     return RunError(
-        "durable_replay_mismatch",
+        Code.DURABLE_REPLAY_MISMATCH,
         f"run {run_id} cannot be resumed: the recorded result of {name} cannot be read "
         f"({e}); nothing in it was run",
     )
@@ -511,7 +512,7 @@ def _unreadable(workflow_id: str, name: str, e: Exception) -> RunError:
 
 def _mismatch(e: Exception) -> RunError:
     return RunError(
-        "durable_replay_mismatch",
+        Code.DURABLE_REPLAY_MISMATCH,
         f"resuming the run reached another operation than the one recorded: {e} (a durable "
         "run replays the code it was recorded with; agentflow or a tool changed meanwhile?)",
     )
@@ -699,7 +700,7 @@ async def recorded_input(run_id: str) -> dict[str, Any]:
     found = await query_workflows(workflow_ids=[run_id], load_input=True)
     check_readable(run_id, found)
     if not found or not found[0].input:
-        raise RunError("validation", f"no durable run {run_id!r} in this database")
+        raise RunError(Code.VALIDATION, f"no durable run {run_id!r} in this database")
     return found[0].input["args"][0]
 
 

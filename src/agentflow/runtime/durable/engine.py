@@ -40,6 +40,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from agentflow.core.vocabulary import Code
 from agentflow.errors import RunError
 from agentflow.runtime.effects import Effects, UnitSpec, call_tool_cleaned
 from agentflow.runtime.hooks import NO_ANSWER, AskRequest, Interlocutor
@@ -230,7 +231,7 @@ class PlanIndex:
             self._all()
             key = self._by_id.get(id(step))
         if key is None:
-            raise RunError("validation", "a unit's body is not a step of the run's plans")
+            raise RunError(Code.VALIDATION, "a unit's body is not a step of the run's plans")
         return key
 
     def step(self, key: str) -> Step:
@@ -240,7 +241,7 @@ class PlanIndex:
             self._all()
             found = self._by_key.get(key)
         if found is None:
-            raise RunError("durable_replay_mismatch", f"no step at {key!r} in the run's plans")
+            raise RunError(Code.DURABLE_REPLAY_MISMATCH, f"no step at {key!r} in the run's plans")
         return found
 
     def plan_for(self, stack: list[str]) -> Plan:
@@ -255,7 +256,7 @@ class PlanIndex:
                     None,
                 )  # fmt: skip
             if found is None:
-                raise RunError("durable_replay_mismatch", f"no plan {name!r} in the run")
+                raise RunError(Code.DURABLE_REPLAY_MISMATCH, f"no plan {name!r} in the run")
             plan = found
         return plan
 
@@ -361,7 +362,7 @@ class DurableEffects(Effects):
                 return {"d": key, "v": hit[1], "reused": True}
             if not began_now:
                 raise RunError(
-                    "outcome_unknown",
+                    Code.OUTCOME_UNKNOWN,
                     f"`{name.split('/tool:')[-1].split('#')[0]}` was running when the run "
                     "stopped and is not idempotent, so it is not run again: check its effect, "
                     "then `flowc redrive` the run",
@@ -619,7 +620,7 @@ async def run_unit(ex: Executor, index: PlanIndex, spec: dict[str, Any]) -> Any:
     if kind == "model":
         router = ex.ctx.router
         if router is None:
-            raise RunError("validation", "a model call reached a worker without a model")
+            raise RunError(Code.VALIDATION, "a model call reached a worker without a model")
         return await router.client_for(spec["role"]).chat(spec["request"])
     plan = index.plan_for(spec["stack"])
     frame = Frame(
@@ -646,4 +647,4 @@ async def run_unit(ex: Executor, index: PlanIndex, spec: dict[str, Any]) -> Any:
             write_scope=[Path(p) for p in write] if write is not None else None,
             allowed=set(allowed) if allowed is not None else None,
         )
-    raise RunError("durable_replay_mismatch", f"unknown unit kind {kind!r}")
+    raise RunError(Code.DURABLE_REPLAY_MISMATCH, f"unknown unit kind {kind!r}")

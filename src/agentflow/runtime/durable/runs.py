@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from agentflow.core.vocabulary import Code
 from agentflow.errors import ConfigError, ErrorInfo, InputError, RunError
 from agentflow.runtime.durable.records import (
     UnreadableRecord,
@@ -557,7 +558,7 @@ async def _outcome(handle: Any, *, watch: tuple[str, str] | None = None) -> dict
         out: dict[str, Any] = await handle.get_result(polling_interval_sec=0.1)
     except _dbos()._error.DBOSAwaitedWorkflowCancelledError:
         message = "the run was cancelled (flowc cancel)"
-        return {"status": "aborted", "error": {"code": "aborted", "message": message}}
+        return {"status": "aborted", "error": {"code": Code.ABORTED, "message": message}}
     finally:
         if watcher is not None:
             watcher.cancel()
@@ -828,7 +829,7 @@ def _error_text(error: Any) -> dict[str, Any]:
     if isinstance(error, RunError):
         return error.to_dict()
     # not a step's failure: the engine's own (a workflow that raised outside any step)
-    return {"code": "failed", "message": str(error), "step_path": None}
+    return {"code": Code.FAILED, "message": str(error), "step_path": None}
 
 
 @_on_engine

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, quote, unquote, urlencode
 
+from agentflow.core.vocabulary import Code
 from agentflow.errors import ConfigError, RunError
 from agentflow.runtime.durable.engine import NO_MESSAGE, DurableEffects, PlanIndex
 
@@ -261,13 +262,13 @@ class ClaimCheck:
                 data = path.read_bytes()
             except OSError as e:
                 raise RunError(
-                    "durable_replay_mismatch",
+                    Code.DURABLE_REPLAY_MISMATCH,
                     f"a recorded value of {claim.get('size')} bytes is missing from the "
                     f"claim-check store {self.directory} ({e.strerror})",
                 ) from None
             if hashlib.sha256(data).hexdigest() != sha:
                 raise RunError(
-                    "durable_replay_mismatch",
+                    Code.DURABLE_REPLAY_MISMATCH,
                     f"the claim-check file {path} does not hold the recorded value",
                 )
             out.append(Payload.FromString(data))
@@ -434,7 +435,7 @@ class TemporalEngine:
         except ActivityError as e:
             if isinstance(e.cause, CancelledError):
                 _cancelled(name)
-            raise RunError("failed", f"{name}: {e.cause or e}") from None
+            raise RunError(Code.FAILED, f"{name}: {e.cause or e}") from None
         except asyncio.CancelledError:
             _cancelled(name)
             raise
@@ -508,7 +509,7 @@ class TemporalEngine:
                 from agentflow.runtime.hooks import RunAborted
 
                 raise RunAborted("the run was cancelled (flowc cancel)", None) from None
-            raise RunError("failed", f"unit {handle.id} failed: {cause or e}") from None
+            raise RunError(Code.FAILED, f"unit {handle.id} failed: {cause or e}") from None
         if isinstance(out, dict) and "e" in out:
             raise out["e"]
         return out["v"] if isinstance(out, dict) else out

@@ -21,6 +21,7 @@ import secrets
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from agentflow.core.vocabulary import Code
 from agentflow.errors import ErrorInfo, InputError
 from agentflow.runtime.durable import temporal_engine as te
 
@@ -121,7 +122,7 @@ async def run_durable(
                 request_eager_start=True,
                 task_timeout=te.TASK_TIMEOUT,
             )
-        except Exception as e:  # noqa: BLE001 - an id taken: said in the run's terms
+        except Exception as e:  # an id taken: said in the run's terms
             if "already" in str(e).lower():
                 raise InputError(
                     f"a durable run {run_id!r} exists already in {_where(url)}"
@@ -145,7 +146,7 @@ async def _waited(handle: Any, run_id: str) -> dict[str, Any]:
             f"{e.message}: this process stopped, the run goes on in Temporal; "
             f"flowc resume {run_id} waits for it"
         )
-        return {"status": "aborted", "error": {"code": "aborted", "message": message}}
+        return {"status": "aborted", "error": {"code": Code.ABORTED, "message": message}}
 
 
 async def _outcome(handle: Any) -> dict[str, Any]:
@@ -158,9 +159,9 @@ async def _outcome(handle: Any) -> dict[str, Any]:
     except WorkflowFailureError as e:
         if isinstance(e.cause, CancelledError):
             message = "the run was cancelled (flowc cancel)"
-            return {"status": "aborted", "error": {"code": "aborted", "message": message}}
+            return {"status": "aborted", "error": {"code": Code.ABORTED, "message": message}}
         cause = e.cause
-        code = "durable_replay_mismatch" if "Nondeterminism" in str(cause) else "failed"
+        code = Code.DURABLE_REPLAY_MISMATCH if "Nondeterminism" in str(cause) else Code.FAILED
         return {"status": "error", "error": {"code": code, "message": str(cause or e)}}
     return out
 

@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import quote
 
 from agentflow.core.redaction import register_secret
-from agentflow.errors import ModelError
+from agentflow.errors import ModelError, ModelErrorKind
 from agentflow.runtime.models.base import (
     ChatRequest,
     ChatResponse,
@@ -135,13 +135,13 @@ class BedrockClient(HTTPModelClient):
             raise ModelError(
                 f"model provider '{self.provider}': signing Bedrock requests needs botocore "
                 "(pip install 'agentflow[bedrock]'), or set api_key_env to a Bedrock API key",
-                kind="permanent",
+                kind=ModelErrorKind.PERMANENT,
             ) from None
         if self.region is None:
             raise ModelError(
                 f"model provider '{self.provider}': no AWS region: set `region` in its "
                 "[providers] table, AWS_REGION, or a base_url with the region in it",
-                kind="permanent",
+                kind=ModelErrorKind.PERMANENT,
             )
         credentials = self._aws_credentials()
         signed = AWSRequest(
@@ -171,7 +171,7 @@ class BedrockClient(HTTPModelClient):
                     raise ModelError(
                         f"model provider '{self.provider}': no AWS credentials found (set "
                         "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE)",
-                        kind="permanent",
+                        kind=ModelErrorKind.PERMANENT,
                     )
                 credentials = found.get_frozen_credentials()
             for secret_part in (credentials.secret_key, credentials.token):
@@ -206,7 +206,7 @@ class BedrockClient(HTTPModelClient):
             raise ModelError(
                 f"model provider '{self.provider}': a guardrail or the content filter stopped "
                 "the answer",
-                kind="content_filter",
+                kind=ModelErrorKind.CONTENT_FILTER,
             )
         return response
 

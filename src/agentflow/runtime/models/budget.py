@@ -30,7 +30,7 @@ from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentflow.core.vocabulary import BUDGET_LIMITS
+from agentflow.core.vocabulary import BUDGET_LIMITS, Code
 from agentflow.errors import RunError
 
 __all__ = [
@@ -142,7 +142,7 @@ def check_budgets(tokens_needed: int = 0, cost_needed: float = 0.0, step_path: s
         why = budget.refusal(tokens_needed, cost_needed)
         if why is not None:
             raise RunError(
-                "budget_exceeded",
+                Code.BUDGET_EXCEEDED,
                 why,
                 step_path or None,
                 details={

@@ -28,6 +28,7 @@ from typing import Any
 
 from agentflow.core.redaction import redact_data
 from agentflow.core.text import escape_surrogates
+from agentflow.core.vocabulary import Code
 from agentflow.errors import ConfigError, RunError
 from agentflow.runtime.config import Config, ProviderConfig, ResolvedModel
 from agentflow.runtime.extract import json_depth_exceeds, too_deep_message
@@ -248,7 +249,7 @@ class ReplayClient:
             if queue:
                 data = queue.popleft() if len(queue) > 1 else queue[0]
         if data is None:
-            raise RunError("replay_miss", self._miss_message(request))
+            raise RunError(Code.REPLAY_MISS, self._miss_message(request))
         response = _response_from(data)
         if response.chunks and request.on_delta is not None:
             for piece in response.chunks:  # a recorded stream is streamed again

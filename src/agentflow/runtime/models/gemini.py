@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentflow.errors import ModelError
+from agentflow.errors import ModelError, ModelErrorKind
 from agentflow.runtime.models.base import (
     ChatRequest,
     ChatResponse,
@@ -164,7 +164,7 @@ class GeminiClient(HTTPModelClient):
             raise ModelError(
                 f"model provider '{self.provider}': the provider's safety filter stopped the "
                 f"answer ({reason.get('blocked') or 'SAFETY'})",
-                kind="content_filter",
+                kind=ModelErrorKind.CONTENT_FILTER,
             )
         return response
 

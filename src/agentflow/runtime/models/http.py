@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # imported where a request is made: a run without a model nev
 
 from agentflow.core.redaction import redact as redact_secrets
 from agentflow.core.redaction import register_secret
-from agentflow.errors import ModelError
+from agentflow.errors import ModelError, ModelErrorKind
 
 #: 429 bodies that mean "out of money", not "slow down": permanent, never retried. A bare "quota"
 #: is not enough (per-minute quotas are rate limits).
@@ -133,22 +133,22 @@ _FILTER_MARKERS = (
 )
 
 
-def classify(status: int, body: str) -> str:
+def classify(status: int, body: str) -> ModelErrorKind:
     """``rate_limit`` | ``transient`` | ``content_filter`` | ``permanent`` for an HTTP error
     status and body."""
     message, code_text = error_detail(body)
     low = (message + " " + code_text).lower()
     if any(marker in low for marker in _FILTER_MARKERS) and status < 500:
-        return "content_filter"
+        return ModelErrorKind.CONTENT_FILTER
     if status == 429:
         if any(marker in low for marker in _QUOTA_MARKERS):
-            return "permanent"
-        return "rate_limit"
+            return ModelErrorKind.PERMANENT
+        return ModelErrorKind.RATE_LIMIT
     if status in (408, 409, 529) or 500 <= status < 600:
-        return "transient"
+        return ModelErrorKind.TRANSIENT
     if "overloaded" in low:
-        return "transient"
-    return "permanent"
+        return ModelErrorKind.TRANSIENT
+    return ModelErrorKind.PERMANENT
 
 
 #: Error types (OpenAI ``type``/``code``, Anthropic ``error.type``) → the HTTP status they stand
@@ -397,27 +397,36 @@ async def post_with_retries(
                 )
         except TimeoutError:
             kind, message = (
-                "transient",
+                ModelErrorKind.TRANSIENT,
                 f"request timed out: no complete reply within {timeout:g} s",
             )
         except httpx.TimeoutException as exc:
-            kind, message = "transient", f"request timed out ({type(exc).__name__})"
+            kind, message = ModelErrorKind.TRANSIENT, f"request timed out ({type(exc).__name__})"
         except httpx.LocalProtocolError as exc:
             # our own request is malformed (e.g. a header value): retrying cannot help
             kind, message = (
-                "permanent",
+                ModelErrorKind.PERMANENT,
                 f"the request could not be sent ({type(exc).__name__}: {exc})",
             )
         except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
-            kind, message = "permanent", f"invalid URL {url!r} ({type(exc).__name__}: {exc})"
+            kind, message = (
+                ModelErrorKind.PERMANENT,
+                f"invalid URL {url!r} ({type(exc).__name__}: {exc})",
+            )
         except httpx.TransportError as exc:
-            kind, message = "transient", f"connection failed ({type(exc).__name__}: {exc})"
+            kind, message = (
+                ModelErrorKind.TRANSIENT,
+                f"connection failed ({type(exc).__name__}: {exc})",
+            )
         else:
             if kind is None:
                 return result
             unreached = False
         message = redact(message, secret)
-        if kind in ("permanent", "content_filter") or attempt >= policy.max_retries:
+        if (
+            kind in (ModelErrorKind.PERMANENT, ModelErrorKind.CONTENT_FILTER)
+            or attempt >= policy.max_retries
+        ):
             suffix = f" after {attempt + 1} attempts" if attempt else ""
             if unreached:
                 message = f"{message} [{redact(target, secret)}]"
@@ -487,14 +496,14 @@ async def _attempt(
     try:
         data = json.loads(body)
     except RecursionError:
-        return None, "transient", "reply JSON is nested too deeply", status, None
+        return None, ModelErrorKind.TRANSIENT, "reply JSON is nested too deeply", status, None
     except ValueError:
         if read_stream is not None and _looks_like_sse(body):
             try:
                 return await read_stream(sse_events(_text_lines(body))), None, "", status, None
             except StreamFailure as failure:
                 return _failed(failure.status, failure.body, None, streamed=True)
-        return None, "transient", "reply is not valid JSON", status, None
+        return None, ModelErrorKind.TRANSIENT, "reply is not valid JSON", status, None
     error = error_body(data)
     if error is not None:
         equivalent = status_of_error_body(error)
@@ -511,7 +520,7 @@ def _failed(
     message = f"HTTP {status}: {detail}" if detail else f"HTTP {status}"
     if streamed:
         message = f"the stream failed ({detail or 'cut short'})"
-    return None, kind, message, status, retry_after if kind == "rate_limit" else None
+    return None, kind, message, status, retry_after if kind == ModelErrorKind.RATE_LIMIT else None
 
 
 @functools.cache
@@ -530,7 +539,7 @@ def schema_rejected(exc: ModelError) -> bool:
     """True when a permanent ModelError is a 400 refusing the structured-output schema."""
     text = str(exc).lower()
     return (
-        exc.kind == "permanent"
+        exc.kind == ModelErrorKind.PERMANENT
         and exc.status in (400, 422)
         and any(word in text for word in _SCHEMA_REJECTION)
     )
@@ -647,7 +656,7 @@ class HTTPModelClient:
             redact(
                 f"model provider '{self.provider}' sent a malformed reply: {exc}", self._api_key
             ),
-            kind="transient",
+            kind=ModelErrorKind.TRANSIENT,
         )
 
     async def _post_streamed(
@@ -695,7 +704,9 @@ class HTTPModelClient:
         """
         problem = api_key_problem(self._api_key, self._api_key_env)
         if problem:
-            raise ModelError(f"model provider '{self.provider}': {problem}", kind="permanent")
+            raise ModelError(
+                f"model provider '{self.provider}': {problem}", kind=ModelErrorKind.PERMANENT
+            )
         kwargs: dict[str, Any] = {"sleep": self._sleep} if self._sleep is not None else {}
         if read_stream is not None:
             kwargs["read_stream"] = read_stream

@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-from agentflow.errors import ModelError
+from agentflow.errors import ModelError, ModelErrorKind
 from agentflow.runtime.models.base import (
     ChatRequest,
     ChatResponse,
@@ -161,7 +161,7 @@ class OpenAIClient(HTTPModelClient):
             raise ModelError(
                 f"model provider '{self.provider}': the provider's content filter stopped the "
                 "answer (finish_reason content_filter)",
-                kind="content_filter",
+                kind=ModelErrorKind.CONTENT_FILTER,
             )
         return response
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentflow.errors import ModelError
+from agentflow.errors import ModelError, ModelErrorKind
 from agentflow.runtime.models.base import (
     ChatRequest,
     ChatResponse,
@@ -156,7 +156,7 @@ class OpenAIResponsesClient(OpenAIClient):
             raise ModelError(
                 f"model provider '{self.provider}': the provider's content filter stopped the "
                 "answer (incomplete: content_filter)",
-                kind="content_filter",
+                kind=ModelErrorKind.CONTENT_FILTER,
             )
         return response
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
-from agentflow.errors import ConfigError, ModelError
+from agentflow.errors import ConfigError, ModelError, ModelErrorKind
 from agentflow.runtime.config import Config, ResolvedModel
 from agentflow.runtime.models.base import (
     ChatRequest,
@@ -102,7 +102,7 @@ class RoutedClient:
             except ModelError as exc:
                 last_error = exc
                 more = index + 1 < len(self.candidates)
-                if exc.kind in ("transient", "rate_limit") and more:
+                if exc.kind in (ModelErrorKind.TRANSIENT, ModelErrorKind.RATE_LIMIT) and more:
                     self.router._notify_failover(self.role, resolved, exc)
                     continue
                 raise

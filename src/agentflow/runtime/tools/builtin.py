@@ -30,6 +30,7 @@ from typing import Any
 
 import regex
 
+from agentflow.core.vocabulary import Code
 from agentflow.errors import RunError
 from agentflow.runtime.tools import confined
 from agentflow.runtime.tools.catalog import Tool, ToolContext, ensure_async
@@ -51,7 +52,7 @@ _READ_CHUNK = 1 << 16
 _LINE_ENDS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
 
-def _err(message: str, code: str = "tool_error") -> RunError:
+def _err(message: str, code: str = Code.TOOL_ERROR) -> RunError:
     return RunError(code=code, message=message)
 
 
@@ -166,7 +167,8 @@ def _within(parts: tuple[str, ...], scope: tuple[str, ...]) -> bool:
 def _scope_error(path: str, scopes: list[tuple[str, ...]]) -> RunError:
     shown = ", ".join("/".join(s) or "." for s in scopes)
     return _err(
-        f"'{path}' is outside this agent's write scope ({shown or 'nothing'})", code="write_scope"
+        f"'{path}' is outside this agent's write scope ({shown or 'nothing'})",
+        code=Code.WRITE_SCOPE,
     )
 
 

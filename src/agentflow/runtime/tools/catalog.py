@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentflow.core.vocabulary import Code
 from agentflow.runtime.models.base import ToolSpec
 
 ToolFunc = Callable[[dict[str, Any], "ToolContext"], Awaitable[Any]]
@@ -438,7 +439,7 @@ def effective_tools(
             matched = catalog.match(pattern)
             if not matched:
                 raise RunError(
-                    code="validation",
+                    code=Code.VALIDATION,
                     message=f"`tools` pattern '{pattern}' matches no tool in the catalog",
                 )
             names.extend(n for n in matched if n not in names)

@@ -23,6 +23,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentflow.core.vocabulary import Code
 from agentflow.errors import RunError
 
 #: Calls in flight at once (one worker process each).
@@ -91,7 +92,7 @@ class ProcessPool:
                     while not worker.conn.poll():
                         if not worker.process.is_alive():
                             raise RunError(
-                                "tool_error",
+                                Code.TOOL_ERROR,
                                 f"{name}: the tool's worker process ended "
                                 f"(exit code {worker.process.exitcode})",
                             )
@@ -105,7 +106,7 @@ class ProcessPool:
                     outcome = worker.conn.recv()
                 except (EOFError, OSError):
                     raise RunError(
-                        "tool_error", f"{name}: the tool's worker process ended"
+                        Code.TOOL_ERROR, f"{name}: the tool's worker process ended"
                     ) from None
             except BaseException:
                 self._kill(worker)  # cancelled (timeout, deadline, Ctrl-C) or broken: kill it
@@ -137,7 +138,7 @@ def _unpack(name: str, outcome: Any) -> Any:
         raise TimeoutError(message)
     if type_name in ("ConnectionError", "ConnectionResetError", "ConnectionRefusedError"):
         raise ConnectionError(message)
-    raise RunError("tool_error", f"{name}: {type_name}: {message}")
+    raise RunError(Code.TOOL_ERROR, f"{name}: {type_name}: {message}")
 
 
 # --------------------------------------------------------------------------- the worker

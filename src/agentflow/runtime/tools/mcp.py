@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow.core.redaction import redact, register_secret
+from agentflow.core.vocabulary import Code
 from agentflow.errors import RunError
 from agentflow.runtime.config import McpServer
 from agentflow.runtime.tools.catalog import (
@@ -86,7 +87,7 @@ def expand_vars(value: str, env: Mapping[str, str], *, server: str, where: str) 
         var = m.group(1)
         if var not in env:
             raise RunError(
-                "tool_error",
+                Code.TOOL_ERROR,
                 f"MCP server '{server}': environment variable {var} (used in [mcp.{server}] "
                 f"{where}) is not set",
             )
@@ -254,7 +255,7 @@ class McpConnection:
                 if not ready.done():
                     ready.set_result(None)
                 await stop.wait()
-        except BaseException as exc:  # noqa: BLE001 - reported through `ready` or on the next call
+        except BaseException as exc:  # reported through `ready` or on the next call
             if not ready.done():
                 if isinstance(exc, asyncio.CancelledError):
                     ready.cancel()
@@ -383,7 +384,7 @@ class McpConnection:
 
     def _unavailable(self) -> RunError:
         return RunError(
-            "tool_error",
+            Code.TOOL_ERROR,
             f"MCP server '{self.name}' is not available: {self._dead}{self._stderr_tail()}",
         )
 
@@ -487,20 +488,20 @@ class McpConnection:
             result = await self._unless_dead(work, timeout + 1.0)
         except TimeoutError:
             raise RunError(
-                "timeout", f"MCP tool {self.name}__{name} did not answer within {timeout:g}s"
+                Code.TIMEOUT, f"MCP tool {self.name}__{name} did not answer within {timeout:g}s"
             ) from None
         except Exception as exc:  # noqa: BLE001 - MCPError, broken streams
             from mcp_types import REQUEST_TIMEOUT
 
             if getattr(exc, "code", None) == REQUEST_TIMEOUT:
                 raise RunError(
-                    "timeout", f"MCP tool {self.name}__{name} did not answer within {timeout:g}s"
+                    Code.TIMEOUT, f"MCP tool {self.name}__{name} did not answer within {timeout:g}s"
                 ) from None
             message = self._explain(exc)
             if _is_closed(exc) or not self.connected:
                 self._dead = self._dead or f"the connection closed ({message})"
                 raise self._unavailable() from None
-            raise RunError("tool_error", f"MCP tool {self.name}__{name}: {message}") from None
+            raise RunError(Code.TOOL_ERROR, f"MCP tool {self.name}__{name}: {message}") from None
         finally:
             self._calls.pop(key, None)
         tool = self._tool(name)
@@ -564,11 +565,11 @@ class McpConnection:
             result = await asyncio.wait_for(session.read_resource(uri), self.server.timeout)
         except TimeoutError:
             raise RunError(
-                "timeout", f"MCP server '{self.name}' did not send resource {uri} in time"
+                Code.TIMEOUT, f"MCP server '{self.name}' did not send resource {uri} in time"
             ) from None
         except Exception as exc:  # noqa: BLE001 - MCPError (unknown resource, …)
             raise RunError(
-                "tool_error", f"MCP server '{self.name}': resource {uri}: {self._explain(exc)}"
+                Code.TOOL_ERROR, f"MCP server '{self.name}': resource {uri}: {self._explain(exc)}"
             ) from None
         items = [_resource_value(c) for c in result.contents]
         return items[0] if len(items) == 1 else items
@@ -587,11 +588,11 @@ class McpConnection:
             )
         except TimeoutError:
             raise RunError(
-                "timeout", f"MCP server '{self.name}' did not send prompt {name} in time"
+                Code.TIMEOUT, f"MCP server '{self.name}' did not send prompt {name} in time"
             ) from None
         except Exception as exc:  # noqa: BLE001
             raise RunError(
-                "tool_error", f"MCP server '{self.name}': prompt {name}: {self._explain(exc)}"
+                Code.TOOL_ERROR, f"MCP server '{self.name}': prompt {name}: {self._explain(exc)}"
             ) from None
         messages = []
         for m in result.messages:
@@ -831,7 +832,7 @@ def _convert(result: Any, tool: Any) -> Any:
     )
     if result.is_error:
         label = getattr(tool, "name", None) or "the MCP tool"
-        raise RunError("tool_error", f"{label}: {text or 'the tool reported an error'}")
+        raise RunError(Code.TOOL_ERROR, f"{label}: {text or 'the tool reported an error'}")
     structured = result.structured_content
     if structured is not None:
         schema = getattr(tool, "output_schema", None) or {}
@@ -938,7 +939,7 @@ def _resource_tool(conn: McpConnection) -> Tool:
     async def call(args: dict[str, Any], ctx: ToolContext) -> Any:
         uri = args.get("uri")
         if not isinstance(uri, str) or not uri:
-            raise RunError("tool_error", "`uri` must be a non-empty string")
+            raise RunError(Code.TOOL_ERROR, "`uri` must be a non-empty string")
         return await conn.read_resource(uri)
 
     lines = [f"Read a resource of MCP server '{conn.name}' by its URI."]
@@ -973,12 +974,12 @@ def _prompt_tool(conn: McpConnection) -> Tool:
         name = args.get("name")
         if not isinstance(name, str) or name not in names:
             raise RunError(
-                "tool_error",
+                Code.TOOL_ERROR,
                 f"MCP server '{conn.name}' has no prompt {name!r} (it has: {', '.join(names)})",
             )
         arguments = args.get("arguments")
         if arguments is not None and not isinstance(arguments, dict):
-            raise RunError("tool_error", "`arguments` must be an object")
+            raise RunError(Code.TOOL_ERROR, "`arguments` must be an object")
         return await conn.get_prompt(name, arguments)
 
     lines = [f"Get a prompt of MCP server '{conn.name}', filled with its arguments."]

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from agentflow.core.vocabulary import Code
 from agentflow.runtime.config import McpServer
 
 #: Seconds the loopback listener waits for the browser to come back with the code.
@@ -318,7 +319,7 @@ def oauth_provider(
             client_metadata_url=oauth.client_metadata_url,
         )
     except ValueError as exc:
-        raise RunError("tool_error", f"[mcp.{name}.oauth]: {exc}") from None
+        raise RunError(Code.TOOL_ERROR, f"[mcp.{name}.oauth]: {exc}") from None
     return provider
 
 
@@ -420,7 +421,7 @@ def _identity_assertion(
             token_endpoint_auth_method="client_secret_basic",
         )
     except ValueError as exc:
-        raise RunError("tool_error", f"[mcp.{name}.oauth]: {exc}") from None
+        raise RunError(Code.TOOL_ERROR, f"[mcp.{name}.oauth]: {exc}") from None
 
 
 async def exchange_id_token(

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agentflow.core.vocabulary import Code
 from agentflow.errors import ConfigError, RunError
 from agentflow.runtime.tools.catalog import Tool, ToolContext
 
@@ -103,7 +104,9 @@ def plan_tool(plan: Any) -> Tool:
     name = f"plan__{plan.name}"
 
     async def direct(args: dict[str, Any], ctx: ToolContext) -> Any:
-        raise RunError("tool_error", f"{name} runs through the executor, not as a plain function")
+        raise RunError(
+            Code.TOOL_ERROR, f"{name} runs through the executor, not as a plain function"
+        )
 
     schema = plan.input_schema or {"type": "object"}
     return Tool(

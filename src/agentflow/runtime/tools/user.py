@@ -29,6 +29,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
+from agentflow.core.vocabulary import Code
 from agentflow.errors import ConfigError, RunError
 from agentflow.runtime.tools.catalog import Tool, ToolContext, run_in_daemon_thread
 
@@ -154,7 +155,7 @@ def function_tool(
                 f"{'.'.join(str(x) for x in e['loc']) or '(input)'}: {e['msg']}"
                 for e in exc.errors()
             )
-            raise RunError("tool_error", f"{full_name}: invalid arguments: {problems}") from None
+            raise RunError(Code.TOOL_ERROR, f"{full_name}: invalid arguments: {problems}") from None
         if in_process:
             return await pool.call(full_name, locator, args, ctx)
         kwargs = {k: getattr(parsed, k) for k in fields}
@@ -170,12 +171,12 @@ def function_tool(
                 if inspect.isawaitable(result):
                     result = await result
         except SystemExit as exc:  # the tool's own sys.exit(): its failure, not the process's
-            raise RunError("tool_error", f"{full_name}: {_describe(exc)}") from None
+            raise RunError(Code.TOOL_ERROR, f"{full_name}: {_describe(exc)}") from None
         except KeyboardInterrupt:
             if is_async:
                 raise  # on the loop's thread: may be the user's Ctrl-C
             # a signal never reaches a tool's thread: the tool raised it itself
-            raise RunError("tool_error", f"{full_name}: it raised KeyboardInterrupt") from None
+            raise RunError(Code.TOOL_ERROR, f"{full_name}: it raised KeyboardInterrupt") from None
         return _jsonable(result)
 
     output = _result_schema(hints.get("return", inspect.Signature.empty))
