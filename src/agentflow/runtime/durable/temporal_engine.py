@@ -594,13 +594,28 @@ def registered() -> tuple[type, type, Any]:
     return tw.RunWorkflow, tw.UnitWorkflow, tw.op
 
 
+#: (url, event loop id) → how many blocks of :func:`serve` use its worker now
+_SERVING: dict[tuple[str, int], int] = {}
+
+
 @contextlib.asynccontextmanager
 async def serve(url: str, *, identity: str | None = None) -> Any:
     """Be a Temporal worker of ``url``'s task queue while the block runs: take run and unit
-    workflow tasks (and run their operations).  Yields the client."""
+    workflow tasks (and run their operations).  Yields the client.  Re-entrant: within a
+    block already serving ``url`` on this event loop (a ``flowc serve --mcp --durable``
+    process starting a run), the worker that runs is that one (the SDK allows one worker per
+    task queue and process)."""
     from temporalio.worker import PollerBehaviorSimpleMaximum, Worker
 
     client = await client_for(url)
+    key = (url, id(asyncio.get_running_loop()))
+    if _SERVING.get(key):
+        _SERVING[key] += 1
+        try:
+            yield client
+        finally:
+            _SERVING[key] -= 1
+        return
     run, unit, op = registered()
     worker = Worker(
         client,
@@ -623,4 +638,8 @@ async def serve(url: str, *, identity: str | None = None) -> Any:
         sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
     )
     async with worker:
-        yield client
+        _SERVING[key] = 1
+        try:
+            yield client
+        finally:
+            _SERVING.pop(key, None)

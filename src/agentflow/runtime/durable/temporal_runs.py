@@ -33,12 +33,15 @@ if TYPE_CHECKING:
 __all__ = [
     "answer",
     "cancel",
+    "current_run",
     "list_runs",
     "pending_questions",
     "recorded_spec",
     "resume",
     "reuse_table",
     "run_durable",
+    "served",
+    "served_run",
     "show_run",
     "unanswered",
     "work",
@@ -561,3 +564,40 @@ async def cancel(url: str, run_id: str) -> None:
     if status != "running":
         raise InputError(f"run {run_id} has already ended ({status}): nothing to cancel")
     await client.get_workflow_handle(run_id).cancel()
+
+
+# ---------------------------------------------------------------------------------------------
+# Served runs (``flowc serve --mcp --durable``)
+
+
+@contextlib.asynccontextmanager
+async def served(url: str, identity: str, sinks: list[Any]) -> Any:
+    """Be a worker of ``url``'s task queue while an MCP server serves (``sinks``: the process
+    sinks of the runs it did not start: a run an earlier server left is taken up by this
+    worker, or any other, as soon as it polls — nothing to recover by hand)."""
+    te.set_process_sinks(sinks)
+    try:
+        async with te.serve(url, identity=identity):
+            yield
+    finally:
+        te.set_process_sinks([])
+
+
+async def served_run(url: str, run_id: str) -> tuple[Any, Any] | None:
+    """``(input, the awaitable of its RunResult)`` of the run ``run_id`` an earlier call
+    started, or None when there is none (a served call's idempotency key names it).  The run
+    goes on in whichever worker takes it; the awaitable only waits for its outcome."""
+    client = await te.client_for(url)
+    if await _describe(client, run_id) is None:
+        return None
+    spec = await recorded_spec(url, run_id)
+
+    async def outcome() -> RunResult:
+        return _result(await _outcome(client.get_workflow_handle(run_id)))
+
+    return spec.get("input"), outcome()
+
+
+def current_run() -> str:
+    """The run id of the workflow this code runs in (a unit's id starts with it)."""
+    return te.TemporalEngine().workflow_id().split("/", 1)[0]
