@@ -48,6 +48,10 @@ __all__ = [
 ]
 
 
+#: how many histories ``runs show`` reads at once
+SHOW_READERS = 16
+
+
 def _where(url: str) -> str:
     target = te.parse_url(url)
     return f"Temporal {target.address} (namespace {target.namespace})"
@@ -377,12 +381,20 @@ async def list_runs(url: str, *, limit: int = 50) -> list[RunInfo]:
 
 
 async def show_run(
-    url: str, run_id: str, *, internals: bool = False, values: bool = False
+    url: str,
+    run_id: str,
+    *,
+    internals: bool = False,
+    values: bool = False,
+    limit: int | None = None,
+    offset: int = 0,
 ) -> RunInfo:
-    """runs.show_run on Temporal: the run's operations in the `.flow`'s terms (``values``:
-    accepted for the same signature; the recorded values are not read back on Temporal)."""
-    from agentflow.runtime.durable.runs import _plan_of
-    from agentflow.runtime.durable.shown import Labels, parse_operation
+    """runs.show_run on Temporal: the run's operations in the `.flow`'s terms, read from the
+    histories of its workflows (several at once), its questions left unanswered (from their
+    memo), ``values`` (each step's recorded result as JSON), one page of steps
+    (``limit``/``offset``)."""
+    from agentflow.runtime.durable.runs import _error_text, _json_of, _plan_of
+    from agentflow.runtime.durable.shown import Labels, page, parse_operation, unanswered_steps
 
     client = await te.client_for(url)
     family = await _family(client, run_id)
@@ -393,9 +405,17 @@ async def show_run(
     labels = Labels(_plan_of(await recorded_spec(url, run_id)))
     cost: dict[str, Any] = {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
     priced = 0.0
-    for w in sorted(family, key=lambda w: (w.id != run_id, w.id)):
+    family.sort(key=lambda w: (w.id != run_id, w.id))
+    gate = asyncio.Semaphore(SHOW_READERS)
+
+    async def read(w: Any) -> list[dict[str, Any]]:
+        async with gate:
+            return await _operations(client, w.id)
+
+    histories = await asyncio.gather(*(read(w) for w in family))
+    for w, ops in zip(family, histories, strict=True):
         unit = w.id[len(run_id) :].lstrip("/") or "(run)"
-        for op in await _operations(client, w.id):
+        for op in ops:
             name = op["name"]
             parsed = parse_operation(name)
             record = op["value"] if isinstance(op["value"], dict) else {}
@@ -417,8 +437,6 @@ async def show_run(
             got = record.get("v")
             inner: dict[str, Any] = got if isinstance(got, dict) else {}
             if "e" in record:
-                from agentflow.runtime.durable.runs import _error_text
-
                 entry["error"] = _error_text(record["e"])
             value = inner.get("v")
             if "/model:" in name and value is not None and not inner.get("reused"):
@@ -430,7 +448,12 @@ async def show_run(
                     priced += float(value.cost)
             if inner.get("reused"):
                 entry["reused"] = True
+            if values and parsed is not None and value is not None:
+                entry["value"] = _json_of(value)
             info.steps.append(entry)
+        info.steps.extend(unanswered_steps(await _memo(w), unit, labels))
+    # in the order they started, across units (map items, branches); stable: record order
+    info.steps.sort(key=lambda e: e["started_at"] or float("inf"))
     if priced:
         cost["cost"] = round(priced, 10)
     info.cost = cost
@@ -438,6 +461,7 @@ async def show_run(
         info.questions = await _questions(client, run_id, family)
         if info.questions:
             info.status = "waiting"
+    page(info, limit, offset)
     return info
 
 
