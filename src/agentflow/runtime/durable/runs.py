@@ -865,18 +865,21 @@ async def show_run(
     ]
     check_readable(run_id, family)
     with reading(run_id):
-        info = await _show_run(url, run_id, root, family, internals, values)
-    from agentflow.runtime.durable.shown import page
-
-    page(info, limit, offset)
-    return info
+        return await _show_run(url, run_id, root, family, internals, values, limit, offset)
 
 
 async def _show_run(
-    url: str, run_id: str, root: Any, family: list[Any], internals: bool, values: bool = False
+    url: str,
+    run_id: str,
+    root: Any,
+    family: list[Any],
+    internals: bool,
+    values: bool = False,
+    limit: int | None = None,
+    offset: int = 0,
 ) -> RunInfo:
     from agentflow.runtime.durable.dbos_engine import _dbos
-    from agentflow.runtime.durable.shown import Labels, parse_operation
+    from agentflow.runtime.durable.shown import Labels, page, parse_operation
 
     dbos = _dbos()
     info = _info(root, _alive(url, run_id))
@@ -909,7 +912,7 @@ async def _show_run(
             if op is None:
                 entry["internal"] = True
             else:
-                entry.update(path=op.path, kind=op.title(), label=labels.label(op.path))
+                entry.update(path=op.path, kind=op.what, label=None, _op=op)
             if error is not None:
                 entry["error"] = _error_text(error)
             value = out.get("v") if isinstance(out, dict) else None
@@ -938,6 +941,7 @@ async def _show_run(
             info.status = "waiting"
         if isinstance(spec, dict) and spec.get("fleet"):
             info.workers = await _holders(url, run_id, family)
+    page(info, limit, offset, labels)
     return info
 
 

@@ -132,11 +132,13 @@ def unanswered_steps(published: Any, unit: str, labels: Labels) -> list[dict[str
     return out
 
 
-def page(info: Any, limit: int | None, offset: int) -> None:
+def page(info: Any, limit: int | None, offset: int, labels: Labels | None = None) -> None:
     """Keep steps ``offset`` … ``offset + limit`` of ``info`` (a RunInfo whose ``steps`` are
     in order; ``limit`` None: all from ``offset``), noting how many there were in
     ``steps_total`` and where this page starts in ``steps_offset`` (``flowc runs show
-    --limit/--offset``, docs/reference/cli.md)."""
+    --limit/--offset``, docs/reference/cli.md).  A kept step whose ``_op`` holds its
+    :class:`Operation` is named now, by ``labels`` (``kind``, ``label``): only the page's
+    steps are (naming is most of the time ``runs show`` takes on a wide map)."""
     if offset < 0 or (limit is not None and limit < 0):
         from agentflow.errors import InputError
 
@@ -146,3 +148,8 @@ def page(info: Any, limit: int | None, offset: int) -> None:
     end = None if limit is None else offset + limit
     if offset or end is not None:
         info.steps = info.steps[offset:end]
+    for step in info.steps:
+        op = step.pop("_op", None)
+        if op is not None:
+            step["kind"] = op.title()
+            step["label"] = labels.label(op.path) if labels is not None else None

@@ -241,12 +241,15 @@ async def _operations(client: Any, workflow_id: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     converter = client.data_converter
     scheduled_at: float | None = None
+    task_started = EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED
+    marker = EventType.EVENT_TYPE_MARKER_RECORDED
     async for event in handle.fetch_history_events():
-        at = event.event_time.ToMilliseconds() / 1000.0
-        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
-            scheduled_at = at
-        if event.event_type != EventType.EVENT_TYPE_MARKER_RECORDED:
+        kind = event.event_type
+        if kind == task_started:
+            scheduled_at = event.event_time.ToMilliseconds() / 1000.0
+        if kind != marker:
             continue
+        at = event.event_time.ToMilliseconds() / 1000.0
         attrs = event.marker_recorded_event_attributes
         if attrs.marker_name != "core_local_activity":
             continue
@@ -433,7 +436,7 @@ async def show_run(
             if parsed is None:
                 entry["internal"] = True
             else:
-                entry.update(path=parsed.path, kind=parsed.title(), label=labels.label(parsed.path))
+                entry.update(path=parsed.path, kind=parsed.what, label=None, _op=parsed)
             got = record.get("v")
             inner: dict[str, Any] = got if isinstance(got, dict) else {}
             if "e" in record:
@@ -461,7 +464,7 @@ async def show_run(
         info.questions = await _questions(client, run_id, family)
         if info.questions:
             info.status = "waiting"
-    page(info, limit, offset)
+    page(info, limit, offset, labels)
     return info
 
 
