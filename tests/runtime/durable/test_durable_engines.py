@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 from support.durable_questions import flowc, start_flowc, wait_asked
 
+import agentflow
+
 ENGINES = ["dbos", "temporal"]
 _queues = itertools.count(1)
 
@@ -395,3 +397,43 @@ def test_on_temporal_flowc_workers_share_a_runs_map_items(tmp_path, request):
     assert sorted(int(n) for n, _ in ran if int(n) in xs) == xs
     assert set(by_pid) & worker_pids, (by_pid, worker_pids)
     assert len(by_pid) == 2, by_pid
+
+
+WIDE_PLAN = """\
+version: 1
+name: wide
+input_schema: {type: object}
+steps:
+  - id: E0
+    tool_name: map
+    input:
+      over: "{{ input.xs }}"
+      concurrency: 5
+      do: {tool_name: user__send, input: {to: "{{ item }}"}}
+finish: {mode: output, output: "{{ E0 }}"}
+"""
+
+
+def test_on_temporal_a_map_too_wide_for_one_history_fails_saying_so(tmp_path, request, monkeypatch):
+    # Temporal terminates a workflow whose history passes 51,200 events: the run would end
+    # `cancelled` with no word of why; it fails at [durable] history_events instead, saying so
+    project, env = _project(tmp_path, "temporal", request)
+    with (project / "flow.toml").open("a") as f:
+        f.write("history_events = 60\n")
+    # a tool that is not idempotent: each item a child workflow, whose start and end are
+    # events of the run's history at once (a local activity's result waits for its task)
+    (project / "tools.py").write_text(SEND_TOOLS.replace("time.sleep(30)", "pass"))
+    (project / "wide.yaml").write_text(WIDE_PLAN)
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("NOTE_LOG", env["NOTE_LOG"])
+    result = asyncio.run(
+        agentflow.run(
+            project / "wide.yaml", {"xs": ["ab"] * 16}, config=project / "flow.toml",
+            durable=True, run_id="wide-1",
+        )
+    )  # fmt: skip
+    assert result.status == "error", result.output
+    message = result.error.message
+    assert "this unit's Temporal history reached" in message, message
+    assert "past [durable] history_events (60" in message, message
+    assert _shown(project, "wide-1")["status"] == "error"
