@@ -537,7 +537,7 @@ class DurableConfig(_Strict):
     #: Temporal: the most events one workflow history of a run may reach before the unit
     #: fails with a message that says so (Temporal terminates a workflow at 51,200 events,
     #: which would leave the run ``cancelled`` with no word of why)
-    history_events: int = Field(default=40_000, ge=50, le=50_000)
+    history_events: int = Field(default=10_000, ge=50, le=50_000)
 
     @field_validator("ask_timeout")
     @classmethod

@@ -112,7 +112,7 @@ class Target:
     tls: bool
     claims: str
     claim_limit: int
-    history_events: int = 40_000
+    history_events: int = 10_000
 
 
 def is_temporal(url: str) -> bool:
@@ -127,7 +127,7 @@ def make_url(
     tls: bool,
     claims: Path,
     claim_limit: int,
-    history_events: int = 40_000,
+    history_events: int = 10_000,
 ) -> str:
     """``temporal://ADDRESS/NAMESPACE?task_queue=…``: the durable "database" of a Temporal
     engine (no secret is ever part of it: the API key and the client certificate come from
@@ -164,7 +164,7 @@ def parse_url(url: str) -> Target:
         )
     try:
         limit = int(params.get("claim_limit", "1000000"))
-        events = int(params.get("history_events", "40000"))
+        events = int(params.get("history_events", "10000"))
     except ValueError:
         raise ConfigError(f"{url}: claim_limit or history_events is not a number") from None
     return Target(
@@ -628,7 +628,7 @@ def registered() -> tuple[type, type, Any]:
 #: (url, event loop id) → how many blocks of :func:`serve` use its worker now
 _SERVING: dict[tuple[str, int], int] = {}
 #: ``[durable] history_events`` of the task queue this process serves (set by :func:`serve`)
-_HISTORY_EVENTS = [40_000]
+_HISTORY_EVENTS = [10_000]
 
 
 @contextlib.asynccontextmanager
