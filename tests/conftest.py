@@ -3,6 +3,8 @@
 * ``chat_server``, ``scripted_config``, ``scripted_router``: the packaged fixtures of
   :mod:`agentflow.testing.pytest_plugin` (a real scripted model server on 127.0.0.1, a Config and
   a ModelRouter answering from it), as users of ``agentflow.testing`` get them.
+* ``temporal_server``: a Temporal dev server of this test process (tests/support/temporal.py),
+  started at its first use, for the durable tests of both engines.
 * ``golden``: the :class:`support.golden.Golden` every golden test compares with;
   ``pytest --update-golden`` rewrites the golden files instead of comparing.
 """
@@ -67,3 +69,13 @@ def _fresh_secrets():
     SECRETS.clear()
     yield
     SECRETS.clear()
+
+
+@pytest.fixture(scope="session")
+def temporal_server():
+    """A Temporal dev server of this test process (tests/support/temporal.py), started at its
+    first use; the test fails when it cannot start."""
+    from support.temporal import TemporalServer
+
+    with TemporalServer() as server:
+        yield server

@@ -916,17 +916,27 @@ async def list_durable_runs(url: str, *, limit: int = 50) -> list[Any]:
 
 
 async def show_durable_run(
-    url: str, run_id: str, *, values: bool = False, internals: bool = False
+    url: str,
+    run_id: str,
+    *,
+    values: bool = False,
+    internals: bool = False,
+    limit: int | None = None,
+    offset: int = 0,
 ) -> Any:
     """Durable run ``run_id`` in detail (``flowc runs show``): a
     :class:`~agentflow.runtime.durable.run_info.RunInfo` with its steps in the `.flow`'s terms,
     cost so far, waiting questions (each with its JSON Schema and choices), error; ``values``:
     each step's recorded result too (a model's reply, a tool's result, an answer);
-    ``internals``: the engine's own operations listed too (``flowc runs show --all``).  Raises
-    :class:`InputError` for an unknown run."""
+    ``internals``: the engine's own operations listed too (``flowc runs show --all``);
+    ``limit``/``offset``: one page of the steps in start order (``steps_total`` counts them
+    all; ``flowc runs show --limit/--offset``).  Raises :class:`InputError` for an unknown run
+    or a negative count."""
     from agentflow.runtime.durable.runs import show_run
 
-    return await show_run(url, run_id, values=values, internals=internals)
+    return await show_run(
+        url, run_id, values=values, internals=internals, limit=limit, offset=offset
+    )
 
 
 async def recorded_run(url: str, run_id: str, *, redrive: bool = False) -> dict[str, Any]:

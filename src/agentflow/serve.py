@@ -41,6 +41,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -52,10 +53,10 @@ from agentflow.compiler.contracts import ContractError, contract_for
 from agentflow.compiler.types import JSON
 from agentflow.core import version as core_version
 from agentflow.core.text import clean_json
-from agentflow.errors import ConfigError, FlowError, InputError
+from agentflow.errors import FlowError, InputError
 from agentflow.ir.loader import load_plan, load_plan_data
 from agentflow.runtime.config import load_config
-from agentflow.runtime.durable import dbos_engine, runs
+from agentflow.runtime.durable import dbos_engine, runs, temporal_runs
 from agentflow.runtime.durable.runs import _run_lock, _safe, database_for, open_database
 from agentflow.runtime.events import CallbackSink
 from agentflow.runtime.executor import NO_ANSWER, Hooks
@@ -250,11 +251,12 @@ class McpFlowServer:
         self.url: str | None = None
         if durable:
             self.url = database_for(self.config, database)
-            if self.url.startswith("temporal://"):  # docs/durable.md "Temporal": not yet
-                raise ConfigError(
-                    "flowc serve --durable runs on the DBOS engine only for now: "
-                    '[durable] engine = "temporal" is not supported by served runs yet'
-                )
+        #: the Temporal backend of served runs (temporal_runs.py), None on DBOS: a Temporal
+        #: server is a worker of the task queue while it serves (docs/durable.md "Temporal")
+        self._temporal: Any = None
+        if self.url is not None and self.url.startswith("temporal://"):
+            self._temporal = temporal_runs
+        self._worker = contextlib.AsyncExitStack()
         #: the durable engine's executor id: stable across restarts of a server of this
         #: directory, so a restarted server recovers the runs its predecessor left unfinished
         digest = hashlib.sha256(str(directory.resolve()).encode()).hexdigest()[:12]
@@ -278,6 +280,15 @@ class McpFlowServer:
         process holds their locks (``flowc runs`` shows them running, ``flowc resume`` leaves
         them alone)."""
         if self.url is None or self._opened:
+            return
+        if self._temporal is not None:  # Temporal resumes a left run once this worker polls
+            self._loop = asyncio.get_running_loop()
+            await self._worker.enter_async_context(
+                self._temporal.served(
+                    self.url, f"{self.executor_id}@{os.getpid()}", [_RecoveredRuns(self)]
+                )
+            )
+            self._opened = True
             return
 
         self._loop = asyncio.get_running_loop()
@@ -374,7 +385,6 @@ class McpFlowServer:
                 "(1-100 letters, digits and ._~-)"
             )
         run_id = f"mcp-{flow.name}-{key}" if key is not None else runs.new_run_id()
-        dbos = dbos_engine._dbos()
         other_arguments = _error_result(
             f"idempotency key {key!r} was used for a call of {flow.name} with other "
             "arguments: use a new key for a new call"
@@ -383,16 +393,30 @@ class McpFlowServer:
         lock = self._starting.setdefault(run_id, asyncio.Lock())
         async with lock:  # one lookup-and-start at a time per run: one run per key
             inflight = self._inflight.get(run_id)
+            earlier = (
+                await self._temporal.served_run(url, run_id)
+                if inflight is None and self._temporal is not None
+                else None
+            )
             found = (
-                await dbos.DBOS.list_workflows_async(workflow_ids=[run_id], load_input=True)
-                if inflight is None
+                await dbos_engine._dbos().DBOS.list_workflows_async(
+                    workflow_ids=[run_id], load_input=True
+                )
+                if inflight is None and self._temporal is None
                 else None
             )
             if inflight is not None:  # a call of this process runs it (maybe not recorded yet)
                 if inflight[0] != run_input:
                     return other_arguments
                 waiter = inflight[1]
+            elif earlier is not None:  # Temporal: any worker (this one too) goes on with it
+                if earlier[0] != run_input:
+                    earlier[1].close()
+                    return other_arguments
+                waiter = asyncio.ensure_future(earlier[1])
+                self._track(run_id, run_input, waiter)
             elif found:
+                dbos = dbos_engine._dbos()
                 status = found[0]
                 spec = status.input["args"][0] if status.input and status.input.get("args") else {}
                 if status.name != dbos_engine.RUN_WORKFLOW or spec.get("input") != run_input:
@@ -597,10 +621,15 @@ class McpFlowServer:
                         async for error in rejected:
                             await write.send(SessionMessage(error))
 
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(answer_rejected)
-                    await self.server.run(read, write, self.server.create_initialization_options())
-                    tg.cancel_scope.cancel()
+                try:
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(answer_rejected)
+                        await self.server.run(
+                            read, write, self.server.create_initialization_options()
+                        )
+                        tg.cancel_scope.cancel()
+                finally:
+                    await self.close_durable()
 
     async def serve_http(self, host: str = "127.0.0.1", port: int = 8000) -> None:
         """Serve over streamable HTTP at ``http://HOST:PORT/mcp`` until cancelled; a request
@@ -612,7 +641,16 @@ class McpFlowServer:
         await self.open_durable()
         app = _RefuseBadIds(self.server.streamable_http_app(host=host))
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-        await uvicorn.Server(config).serve()
+        try:
+            await uvicorn.Server(config).serve()
+        finally:
+            await self.close_durable()
+
+    async def close_durable(self) -> None:
+        """Stop being a worker of the durable engine (Temporal; nothing on DBOS): the runs
+        this server ran go on in the engine, any worker (a new server) takes them up."""
+        await self._worker.aclose()
+        self._opened = False
 
 
 def message_problem(text: str | bytes) -> Any:
@@ -958,8 +996,10 @@ class _RecoveredRuns:
         self.server = server
 
     def for_run(self) -> Any:
-        workflow = str(dbos_engine._dbos().DBOS.workflow_id or "")
-        run_id = workflow.split("/", 1)[0]
+        if self.server._temporal is not None:
+            run_id = self.server._temporal.current_run()
+        else:
+            run_id = str(dbos_engine._dbos().DBOS.workflow_id or "").split("/", 1)[0]
         desks = self.server._desks
         desk = desks.get(run_id)
         if desk is None:

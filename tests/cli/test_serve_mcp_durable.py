@@ -22,6 +22,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import ElicitResult
 from support.npm_tools import free_port, wait_for_port
 
+from agentflow.runtime.config import load_config
+from agentflow.runtime.durable import runs
 from agentflow.runtime.durable.runs import _alive
 
 FLOWC = Path(sys.executable).parent / "flowc"
@@ -194,6 +196,91 @@ async def test_a_killed_server_resumes_the_run_and_the_same_key_gets_its_result(
         finally:
             second.terminate()
             second.wait(10)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait(5)
+
+
+async def test_on_temporal_a_killed_server_s_run_goes_on_and_the_same_key_gets_its_result(
+    served, temporal_server
+):
+    # the same directory and the same calls, on Temporal: one line of flow.toml (plus where
+    # the server is); the new server is a worker of the task queue, so Temporal hands it the
+    # run the killed one left (no recovery of its own)
+    (served / "flow.toml").write_text(
+        '[tools]\nmodules = ["notes.py"]\n\n[durable]\nengine = "temporal"\n'
+        f'address = "{temporal_server.address}"\ntask_queue = "serve-{free_port()}"\n',
+        encoding="utf-8",
+    )
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    first = start(served, port)
+    asked = asyncio.Event()
+
+    async def kill_while_asked(context, params):
+        first.send_signal(signal.SIGKILL)
+        asked.set()
+        await asyncio.sleep(30)
+        return ElicitResult(action="cancel")
+
+    async def call_then_die() -> None:
+        async with (
+            streamable_http_client(url) as (r, w),
+            ClientSession(r, w, elicitation_callback=kill_while_asked) as session,
+        ):
+            await session.initialize()
+            await session.call_tool("paint", {"wall": "north"}, meta={KEY: "job-1"})
+
+    try:
+        call = asyncio.ensure_future(call_then_die())
+        await asyncio.wait_for(asked.wait(), 60)
+        first.wait(5)
+        call.cancel()
+        with contextlib.suppress(BaseException):
+            await call
+        assert (served / "notes.txt").read_text() == "north\n"
+        second = start(served, port)
+        try:
+            answers: list[str] = []
+
+            async def answer_blue(context, params):
+                answers.append(params.message)
+                return ElicitResult(action="accept", content={"answer": "blue"})
+
+            async with (
+                streamable_http_client(url) as (r, w),
+                ClientSession(r, w, elicitation_callback=answer_blue) as session,
+            ):
+                await session.initialize()
+                result = await session.call_tool("paint", {"wall": "north"}, meta={KEY: "job-1"})
+                assert result.is_error is False, result.content
+                assert result.structured_content == {"wall": "north", "colour": "blue"}
+                assert result.meta == {"io.agentflow/run": "mcp-paint-job-1"}
+                assert answers == ["Which colour for the north wall?"]
+                assert (served / "notes.txt").read_text() == "north\n"  # not run again
+                again = await session.call_tool("paint", {"wall": "north"}, meta={KEY: "job-1"})
+                assert again.structured_content == {"wall": "north", "colour": "blue"}
+                other = await session.call_tool("paint", {"wall": "east"}, meta={KEY: "job-1"})
+                assert other.is_error is True and "with other arguments" in other.content[0].text
+                # a client's cancellation cancels the run (Temporal cancellation)
+                nap = {"seconds": 5}
+                call = asyncio.ensure_future(session.call_tool("nap", nap, meta={KEY: "nap-1"}))
+                database = runs.database_for(load_config(served / "flow.toml"))
+                while not any(r.run_id == "mcp-nap-nap-1" for r in await runs.list_runs(database)):
+                    await asyncio.sleep(0.1)  # the run started (a loaded server takes a while)
+                await asyncio.sleep(0.5)
+                call.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await call
+                ended = await session.call_tool("nap", nap, meta={KEY: "nap-1"})
+                assert ended.is_error is True and "cancelled" in ended.content[0].text
+                assert (served / "notes.txt").read_text() == "north\n"
+            assert answers == ["Which colour for the north wall?"]
+        finally:
+            second.terminate()
+            second.wait(10)
+            assert second.returncode in (0, -signal.SIGTERM), second.returncode
     finally:
         if first.poll() is None:
             first.kill()

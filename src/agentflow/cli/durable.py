@@ -29,6 +29,9 @@ from agentflow.core.text import money as as_money
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ErrorInfo, FlowError
 
+#: the steps ``flowc runs show`` lists by default (one page; ``--limit 0``: all)
+SHOW_LIMIT = 200
+
 _config_option = click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
 
 
@@ -177,6 +180,14 @@ def runs(ctx: click.Context, config: str | None, database: str | None, as_json: 
     "--all", "show_all", is_flag=True,
     help="List the durable engine's own operations too (DBOS.setEvent, DBOS.sleep, ...).",
 )  # fmt: skip
+@click.option(
+    "--limit", type=click.IntRange(min=0), default=SHOW_LIMIT, show_default=True,
+    help="Show at most this many steps (0: all of them).",
+)  # fmt: skip
+@click.option(
+    "--offset", type=click.IntRange(min=0), default=0,
+    help="Skip this many steps first (the next page: --offset 200).",
+)  # fmt: skip
 @click.pass_context
 def runs_show(
     ctx: click.Context,
@@ -185,15 +196,22 @@ def runs_show(
     database: str | None,
     as_json: bool,
     show_all: bool,
+    limit: int,
+    offset: int,
 ) -> None:
-    """Show durable run RUN: its steps (status, start, duration), status, cost so far, pending
-    questions, error, and for a --fleet run which worker holds which unfinished unit."""
+    """Show durable run RUN: its steps (status, start, duration; one page of them: --limit,
+    --offset), status, cost so far, pending questions, error, and for a --fleet run which
+    worker holds which unfinished unit."""
     parent = ctx.obj or {}
     try:
         url = _durable_url(config or parent.get("config"), database or parent.get("database"))
     except FlowError as e:
         _fail(e)
-    info = _durable_call(lambda: api.show_durable_run(url, run_id, internals=show_all))
+    info = _durable_call(
+        lambda: api.show_durable_run(
+            url, run_id, internals=show_all, limit=limit or None, offset=offset
+        )
+    )
     if as_json:
         click.echo(_json_out(info.to_dict()))
         return
@@ -211,6 +229,11 @@ def runs_show(
     click.echo(f"steps:{hidden}" if info.steps else f"steps: none yet{hidden}")
     for step in info.steps:
         click.echo("  " + _step_line(step))
+    shown_to = info.steps_offset + len(info.steps)
+    if info.steps_offset or shown_to < info.steps_total:
+        more = f": --offset {shown_to} shows more" if shown_to < info.steps_total else ""
+        first = info.steps_offset + 1 if info.steps else info.steps_offset
+        click.echo(f"  (steps {first}-{shown_to} of {info.steps_total}{more})")
     for holder in info.workers:
         click.echo(_holder_line(holder, info.run_id))
     for q in info.questions:

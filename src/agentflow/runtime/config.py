@@ -534,6 +534,10 @@ class DurableConfig(_Strict):
     #: Temporal: the claim-check store, a directory every process of the run can read
     #: (relative to flow.toml's directory)
     claim_check_dir: str = ".flowc/claims"
+    #: Temporal: the most events one workflow history of a run may reach before the unit
+    #: fails with a message that says so (Temporal terminates a workflow at 51,200 events,
+    #: which would leave the run ``cancelled`` with no word of why)
+    history_events: int = Field(default=10_000, ge=50, le=50_000)
 
     @field_validator("ask_timeout")
     @classmethod

@@ -32,13 +32,3 @@ def postgres_server():
 def postgres(postgres_server) -> Database:
     """A fresh, empty database on :func:`postgres_server`."""
     return Database(postgres_server.new_database(f"test{next(_numbers)}"))
-
-
-@pytest.fixture(scope="session")
-def temporal_server():
-    """A Temporal dev server of this test process (tests/support/temporal.py), started at its
-    first use; the test fails when it cannot start."""
-    from support.temporal import TemporalServer
-
-    with TemporalServer() as server:
-        yield server

@@ -4,7 +4,8 @@ DBOS SQLite database and against a real Temporal dev server (tests/support/tempo
 test process), checked through the commands only: a run killed with SIGKILL mid-map resumes to
 the uninterrupted output without repeating a recorded call, a question answered while no
 process runs the run is taken when one does, a cancel ends a waiting run; on Temporal, a 5 MB
-tool result goes through the claim-check store and a tool's error is never retried."""
+tool result goes through the claim-check store and a tool's error is never retried, and a
+``flowc worker`` takes map items of a ``--fleet`` run."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from pathlib import Path
 
 import pytest
 from support.durable_questions import flowc, start_flowc, wait_asked
+
+import agentflow
 
 ENGINES = ["dbos", "temporal"]
 _queues = itertools.count(1)
@@ -327,3 +330,110 @@ def test_on_temporal_a_non_idempotent_call_cut_by_a_kill_is_not_run_again(tmp_pa
     assert resumed.returncode == 1
     assert "outcome_unknown" in resumed.stderr.decode(), resumed.stderr.decode()[-2000:]
     assert _notes(project) == ["send ana"]  # sent once
+
+
+PID_TOOLS = (
+    TOOLS
+    + """
+
+def where(n: int) -> int:
+    \"\"\"Log which process ran n; return 2n.\"\"\"
+    with open(os.environ["NOTE_LOG"], "a") as f:
+        f.write(f"{n} {os.getpid()}\\n")
+    time.sleep(0.2)
+    return 2 * n
+"""
+)
+
+
+async def _pollers(url: str) -> set[str]:
+    """The identities polling the run workflows' task queue now."""
+    from temporalio.api.enums.v1 import TaskQueueType
+    from temporalio.api.taskqueue.v1 import TaskQueue
+    from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+
+    from agentflow.runtime.durable import temporal_engine as te
+
+    client = await te.client_for(url)
+    described = await client.workflow_service.describe_task_queue(
+        DescribeTaskQueueRequest(
+            namespace=client.namespace,
+            task_queue=TaskQueue(name=te.versioned_queue(url)),
+            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+        )
+    )
+    return {p.identity for p in described.pollers}
+
+
+# DBOS's (a PostgreSQL fleet): tests/runtime/durable/test_durable_fleet.py
+def test_on_temporal_flowc_workers_share_a_runs_map_items(tmp_path, request):
+    from support.fleet import Workers
+
+    from agentflow.runtime.config import load_config
+    from agentflow.runtime.durable import runs
+
+    project, env = _project(tmp_path, "temporal", request)
+    (project / "tools.py").write_text(PID_TOOLS)
+    (project / "map.yaml").write_text(
+        MAP_PLAN.replace("concurrency: 3", "concurrency: 6").replace("user__note", "user__where")
+    )
+    url = runs.database_for(load_config(project / "flow.toml"))
+    xs = list(range(1, 13))
+    with Workers(project, env) as workers:
+        procs = [workers.start("w1")]  # and the run's own process: a fleet of two
+        deadline = time.monotonic() + 120
+        while not any(i.startswith("worker:") for i in asyncio.run(_pollers(url))):
+            assert all(p.poll() is None for p in procs), workers.errors()
+            assert time.monotonic() < deadline, "the workers never polled"
+            time.sleep(0.2)
+        run = _run(project, env, "run", "--durable", "--fleet", "--run-id", "fleet-1", "map.yaml",
+                   "--input", json.dumps({"xs": xs}))  # fmt: skip
+    assert run.returncode == 0, run.stderr.decode()[-3000:] + workers.errors()
+    assert json.loads(run.stdout)["items"] == [{"x": x, "a": 2 * x, "b": 2 * (100 + x)} for x in xs]
+    ran = [line.split() for line in _notes(project)]
+    worker_pids = {str(p.pid) for p in procs}
+    by_pid = Counter(pid for n, pid in ran if int(n) in xs)  # the items' first calls
+    # every item ran exactly once, and the worker took items (not only the run's process)
+    assert sorted(int(n) for n, _ in ran if int(n) in xs) == xs
+    assert set(by_pid) & worker_pids, (by_pid, worker_pids)
+    assert len(by_pid) == 2, by_pid
+
+
+WIDE_PLAN = """\
+version: 1
+name: wide
+input_schema: {type: object}
+steps:
+  - id: E0
+    tool_name: map
+    input:
+      over: "{{ input.xs }}"
+      concurrency: 5
+      do: {tool_name: user__send, input: {to: "{{ item }}"}}
+finish: {mode: output, output: "{{ E0 }}"}
+"""
+
+
+def test_on_temporal_a_map_too_wide_for_one_history_fails_saying_so(tmp_path, request, monkeypatch):
+    # Temporal terminates a workflow whose history passes 51,200 events: the run would end
+    # `cancelled` with no word of why; it fails at [durable] history_events instead, saying so
+    project, env = _project(tmp_path, "temporal", request)
+    with (project / "flow.toml").open("a") as f:
+        f.write("history_events = 60\n")
+    # a tool that is not idempotent: each item a child workflow, whose start and end are
+    # events of the run's history at once (a local activity's result waits for its task)
+    (project / "tools.py").write_text(SEND_TOOLS.replace("time.sleep(30)", "pass"))
+    (project / "wide.yaml").write_text(WIDE_PLAN)
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("NOTE_LOG", env["NOTE_LOG"])
+    result = asyncio.run(
+        agentflow.run(
+            project / "wide.yaml", {"xs": ["ab"] * 16}, config=project / "flow.toml",
+            durable=True, run_id="wide-1",
+        )
+    )  # fmt: skip
+    assert result.status == "error", result.output
+    message = result.error.message
+    assert "this unit's Temporal history reached" in message, message
+    assert "past [durable] history_events (60" in message, message
+    assert _shown(project, "wide-1")["status"] == "error"

@@ -79,10 +79,18 @@ def _tasks(requests: list[dict]) -> list[str]:
     )
 
 
-@pytest.fixture
-def project(tmp_path, chat_server, monkeypatch):
+@pytest.fixture(params=["dbos", "temporal"])
+def project(tmp_path, chat_server, monkeypatch, request):
+    """The project on each engine (Temporal: one more section of flow.toml, a dev server)."""
     monkeypatch.setenv("SCRIPTED_API_KEY", TEST_API_KEY)
     chat_server.write_config(tmp_path)
+    if request.param == "temporal":
+        server = request.getfixturevalue("temporal_server")
+        with (tmp_path / "flow.toml").open("a") as f:
+            f.write(
+                f'\n[durable]\nengine = "temporal"\naddress = "{server.address}"\n'
+                f'task_queue = "reuse-{tmp_path.name}"\n'
+            )
     (tmp_path / "five.flow").write_text(FIVE)
     chat_server.script(writer)
     yield tmp_path

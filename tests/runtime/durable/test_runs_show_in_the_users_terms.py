@@ -136,3 +136,65 @@ def test_show_run_with_internals_marks_them(project: Path) -> None:
     engine = [s for s in info.steps if s.get("internal")]
     assert len(engine) == info.internal >= 3
     assert all(s["operation"].startswith("DBOS.") for s in engine)
+
+
+def test_runs_show_pages_its_steps(project: Path) -> None:
+    text = _show("--limit", "2", "--offset", "1")
+    lines = text.splitlines()
+    start = lines.index(next(ln for ln in lines if ln.startswith("steps:")))
+    page = lines[start + 1 : start + 3]
+    assert [ln.split(None, 3)[3] for ln in page] == [
+        "prep › go = ask",
+        "prep › item 0 › user__note",
+    ], text
+    assert lines[start + 3] == "  (steps 2-3 of 5: --offset 3 shows more)", text
+    info = json.loads(_show("--json", "--offset", "4"))
+    assert (info["steps_total"], info["steps_offset"]) == (5, 4)
+    assert [s["label"] for s in info["steps"]] == ["after › last = user__note"]
+    assert "(steps" not in _show()  # the whole run fits the default page
+
+
+def test_on_temporal_runs_show_names_the_same_steps_with_values_and_unanswered_questions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, temporal_server
+) -> None:
+    # the same `.flow` and the same `runs show` on Temporal (one line of flow.toml): the
+    # unanswered question is read from its unit's memo, the values from the histories
+    (tmp_path / "tally.flow").write_text(FLOW)
+    (tmp_path / "tools.py").write_text(TOOLS)
+    (tmp_path / "flow.toml").write_text(
+        '[tools]\nmodules = ["tools.py"]\n\n[durable]\nask_timeout = "300ms"\n'
+        f'engine = "temporal"\naddress = "{temporal_server.address}"\n'
+        f'task_queue = "show-{tmp_path.name}"\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NO_COLOR", "1")
+    result = asyncio.run(
+        agentflow.run(
+            tmp_path / "tally.flow", {"xs": [1, 2]}, config=tmp_path / "flow.toml",
+            durable=True, run_id="tally-1",
+        )
+    )  # fmt: skip
+    assert result.status == "ok", result.error
+    text = _show()
+    lines = text.splitlines()
+    steps = lines[lines.index(next(ln for ln in lines if ln.startswith("steps:"))) + 1 :]
+    assert sorted(ln.split(None, 3)[3] for ln in steps) == sorted(
+        [
+            "prep › first = user__note",
+            "prep › go = ask",
+            "prep › item 0 › user__note",
+            "prep › item 1 › user__note",
+            "after › last = user__note",
+        ]
+    ), text
+    from agentflow import api
+    from agentflow.runtime.config import load_config
+    from agentflow.runtime.durable.runs import database_for
+
+    url = database_for(load_config(tmp_path / "flow.toml"))
+    info = asyncio.run(api.show_durable_run(url, "tally-1", values=True, limit=3))
+    assert (info.steps_total, len(info.steps)) == (5, 3)
+    asked = [s for s in info.steps if s["kind"] == "ask"]
+    assert [(s["status"], s["label"]) for s in asked] == [("unanswered", "prep › go = ask")]
+    first = next(s for s in info.steps if s["path"] == "E0")
+    assert first["value"] == 10

@@ -60,6 +60,10 @@ class RunInfo:
     workers: list[dict[str, Any]] = field(default_factory=list)
     #: why the run cannot be read (status ``unreadable``: a row that is not agentflow's JSON)
     unreadable: str | None = None
+    #: how many steps the run has (``steps`` may be one page of them: ``runs show --limit``)
+    steps_total: int = 0
+    #: where the page of ``steps`` starts among them
+    steps_offset: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""

@@ -834,7 +834,13 @@ def _error_text(error: Any) -> dict[str, Any]:
 
 @_on_engine
 async def show_run(
-    url: str, run_id: str, *, internals: bool = False, values: bool = False
+    url: str,
+    run_id: str,
+    *,
+    internals: bool = False,
+    values: bool = False,
+    limit: int | None = None,
+    offset: int = 0,
 ) -> RunInfo:
     """Run ``run_id`` in detail: its steps in the user's terms (each recorded tool call, model
     call and question: unit, step path, `.flow` label, status, start and end), the count of the
@@ -843,7 +849,8 @@ async def show_run(
     worker holds which unfinished unit and whether that worker is alive.  Raises
     InputError for an unknown run, or one with a row it cannot read.  ``values``: each step
     also carries its recorded result as JSON (``value``: a tool's result, a model's reply, an
-    answer), what ``flowc ui`` shows of an agent's conversation."""
+    answer), what ``flowc ui`` shows of an agent's conversation.  ``limit``/``offset``: one
+    page of the steps, in start order (``steps_total`` counts them all; shown.page)."""
     from agentflow.runtime.durable.dbos_engine import _dbos
 
     _attach(url, run_id)
@@ -859,14 +866,21 @@ async def show_run(
     ]
     check_readable(run_id, family)
     with reading(run_id):
-        return await _show_run(url, run_id, root, family, internals, values)
+        return await _show_run(url, run_id, root, family, internals, values, limit, offset)
 
 
 async def _show_run(
-    url: str, run_id: str, root: Any, family: list[Any], internals: bool, values: bool = False
+    url: str,
+    run_id: str,
+    root: Any,
+    family: list[Any],
+    internals: bool,
+    values: bool = False,
+    limit: int | None = None,
+    offset: int = 0,
 ) -> RunInfo:
     from agentflow.runtime.durable.dbos_engine import _dbos
-    from agentflow.runtime.durable.shown import Labels, parse_operation
+    from agentflow.runtime.durable.shown import Labels, page, parse_operation
 
     dbos = _dbos()
     info = _info(root, _alive(url, run_id))
@@ -899,7 +913,7 @@ async def _show_run(
             if op is None:
                 entry["internal"] = True
             else:
-                entry.update(path=op.path, kind=op.title(), label=labels.label(op.path))
+                entry.update(path=op.path, kind=op.what, label=None, _op=op)
             if error is not None:
                 entry["error"] = _error_text(error)
             value = out.get("v") if isinstance(out, dict) else None
@@ -928,6 +942,7 @@ async def _show_run(
             info.status = "waiting"
         if isinstance(spec, dict) and spec.get("fleet"):
             info.workers = await _holders(url, run_id, family)
+    page(info, limit, offset, labels)
     return info
 
 
@@ -977,28 +992,10 @@ async def _unanswered(workflow_id: str, unit: str, labels: Any) -> list[dict[str
     """The questions unit ``workflow_id`` asked that went unanswered (its ``ask`` went on as
     after a timeout): they record no operation of the run's own, only their events."""
     from agentflow.runtime.durable.dbos_engine import _dbos
+    from agentflow.runtime.durable.shown import unanswered_steps
 
     events = await _dbos().DBOS.get_all_events_async(workflow_id)
-    out = []
-    for key, value in sorted(events.items()):
-        if not key.startswith("question:") or not isinstance(value, dict):
-            continue
-        if value.get("answered") is not False:
-            continue  # answered: its `ask#` operation shows; pending: under `waiting`
-        path = str(value.get("path") or key[len("question:") :])
-        out.append(
-            {
-                "unit": unit,
-                "operation": f"{path}/ask",
-                "status": "unanswered",
-                "started_at": value.get("asked_at"),
-                "finished_at": None,
-                "path": path,
-                "kind": "ask",
-                "label": labels.label(path),
-            }
-        )
-    return out
+    return unanswered_steps(events, unit, labels)
 
 
 async def _holders(url: str, run_id: str, family: list[Any]) -> list[dict[str, Any]]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan
 
-__all__ = ["Labels", "Operation", "parse_operation"]
+__all__ = ["Labels", "Operation", "page", "parse_operation", "unanswered_steps"]
 
 _OPERATION = re.compile(r"(?:(?P<path>.+)/)?(?P<kind>tool|model|ask)(?::(?P<what>[^/#]+))?#\d+")
 
@@ -103,3 +103,53 @@ class Labels:
             return False
         sub = (self.plan.plans or {}).get(tool.removeprefix("plan__"))
         return sub is not None and is_outlined(sub)
+
+
+def unanswered_steps(published: Any, unit: str, labels: Labels) -> list[dict[str, Any]]:
+    """The questions unit ``unit`` asked that went unanswered, as steps of ``runs show``
+    (status ``unanswered``), from what it published (DBOS events, Temporal memo:
+    ``question:PATH`` → the question, ``answered: false`` once its wait ended with no answer).
+    An answered question shows as its ``ask#`` operation; a pending one under ``waiting``."""
+    out = []
+    for key, value in sorted(dict(published or {}).items()):
+        if not str(key).startswith("question:") or not isinstance(value, dict):
+            continue
+        if value.get("answered") is not False:
+            continue
+        path = str(value.get("path") or str(key)[len("question:") :])
+        out.append(
+            {
+                "unit": unit,
+                "operation": f"{path}/ask",
+                "status": "unanswered",
+                "started_at": value.get("asked_at"),
+                "finished_at": None,
+                "path": path,
+                "kind": "ask",
+                "label": labels.label(path),
+            }
+        )
+    return out
+
+
+def page(info: Any, limit: int | None, offset: int, labels: Labels | None = None) -> None:
+    """Keep steps ``offset`` … ``offset + limit`` of ``info`` (a RunInfo whose ``steps`` are
+    in order; ``limit`` None: all from ``offset``), noting how many there were in
+    ``steps_total`` and where this page starts in ``steps_offset`` (``flowc runs show
+    --limit/--offset``, docs/reference/cli.md).  A kept step whose ``_op`` holds its
+    :class:`Operation` is named now, by ``labels`` (``kind``, ``label``): only the page's
+    steps are (naming is most of the time ``runs show`` takes on a wide map)."""
+    if offset < 0 or (limit is not None and limit < 0):
+        from agentflow.errors import InputError
+
+        raise InputError("--limit and --offset are counts of steps: 0 or more")
+    info.steps_total = len(info.steps)
+    info.steps_offset = offset
+    end = None if limit is None else offset + limit
+    if offset or end is not None:
+        info.steps = info.steps[offset:end]
+    for step in info.steps:
+        op = step.pop("_op", None)
+        if op is not None:
+            step["kind"] = op.title()
+            step["label"] = labels.label(op.path) if labels is not None else None

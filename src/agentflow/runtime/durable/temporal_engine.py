@@ -113,6 +113,7 @@ class Target:
     tls: bool
     claims: str
     claim_limit: int
+    history_events: int = 10_000
 
 
 def is_temporal(url: str) -> bool:
@@ -121,14 +122,20 @@ def is_temporal(url: str) -> bool:
 
 
 def make_url(
-    address: str, namespace: str, task_queue: str, tls: bool, claims: Path, claim_limit: int
+    address: str,
+    namespace: str,
+    task_queue: str,
+    tls: bool,
+    claims: Path,
+    claim_limit: int,
+    history_events: int = 10_000,
 ) -> str:
     """``temporal://ADDRESS/NAMESPACE?task_queue=…``: the durable "database" of a Temporal
     engine (no secret is ever part of it: the API key and the client certificate come from
     the environment when connecting)."""
     query = urlencode(
         {"task_queue": task_queue, "tls": "1" if tls else "0", "claims": str(claims),
-         "claim_limit": str(claim_limit)}
+         "claim_limit": str(claim_limit), "history_events": str(history_events)}
     )  # fmt: skip
     return f"{SCHEME}{address}/{quote(namespace, safe='')}?{query}"
 
@@ -141,7 +148,9 @@ def url_for(config: Config) -> str:
     if not claims.is_absolute():
         claims = config.base_dir() / claims
     address = os.path.expandvars(d.address)
-    return make_url(address, d.namespace, d.task_queue, d.tls, claims, d.claim_check_bytes)
+    return make_url(
+        address, d.namespace, d.task_queue, d.tls, claims, d.claim_check_bytes, d.history_events
+    )
 
 
 def parse_url(url: str) -> Target:
@@ -156,8 +165,9 @@ def parse_url(url: str) -> Target:
         )
     try:
         limit = int(params.get("claim_limit", "1000000"))
+        events = int(params.get("history_events", "10000"))
     except ValueError:
-        raise ConfigError(f"{url}: claim_limit is not a number") from None
+        raise ConfigError(f"{url}: claim_limit or history_events is not a number") from None
     return Target(
         address=address,
         namespace=unquote(namespace) or "default",
@@ -165,6 +175,7 @@ def parse_url(url: str) -> Target:
         tls=params.get("tls") == "1",
         claims=params.get("claims") or str(Path(".flowc/claims").resolve()),
         claim_limit=limit,
+        history_events=events,
     )
 
 
@@ -388,6 +399,24 @@ def _cancelled(name: str) -> None:
     raise RuntimeError(f"{name} was stopped with its worker: another worker continues the run")
 
 
+def _check_history(name: str) -> None:
+    """Fail the unit before operation or child ``name`` when its history passed ``[durable]
+    history_events``: Temporal terminates a workflow at 51,200 events, which would leave the
+    run ``cancelled`` with no word of why.  (Deterministic: the history length at this point
+    of the workflow is the same on replay.)"""
+    from temporalio import workflow
+
+    length = workflow.info().get_current_history_length()
+    if length > _HISTORY_EVENTS[0]:
+        raise RunError(
+            "failed",
+            f"{name}: this unit's Temporal history reached {length} events, past [durable] "
+            f"history_events ({_HISTORY_EVENTS[0]}; Temporal ends a workflow at 51,200): a map "
+            "this wide does not fit one history on Temporal yet — split its input over "
+            'several runs (docs/durable.md "Temporal")',
+        )
+
+
 class TemporalEngine:
     """:class:`~agentflow.runtime.durable.engine.Engine` over Temporal (one per process); every
     method but :meth:`workflow_id` runs in workflow code."""
@@ -421,6 +450,7 @@ class TemporalEngine:
         from temporalio.exceptions import ActivityError, CancelledError
 
         info = workflow.info()
+        _check_history(name)
         token = f"{info.workflow_id}|{info.run_id}|{name}"
         _PENDING[token] = (fn, contextvars.copy_context())
         try:
@@ -489,6 +519,7 @@ class TemporalEngine:
         from temporalio import workflow
 
         label = spec.get("unit") or spec.get("path") or child_id
+        _check_history(str(label))
         return await workflow.start_child_workflow(
             UNIT_WORKFLOW,
             {**spec, "root": workflow.instance().root},
@@ -595,13 +626,31 @@ def registered() -> tuple[type, type, Any]:
     return tw.RunWorkflow, tw.UnitWorkflow, tw.op
 
 
+#: (url, event loop id) → how many blocks of :func:`serve` use its worker now
+_SERVING: dict[tuple[str, int], int] = {}
+#: ``[durable] history_events`` of the task queue this process serves (set by :func:`serve`)
+_HISTORY_EVENTS = [10_000]
+
+
 @contextlib.asynccontextmanager
 async def serve(url: str, *, identity: str | None = None) -> Any:
     """Be a Temporal worker of ``url``'s task queue while the block runs: take run and unit
-    workflow tasks (and run their operations).  Yields the client."""
+    workflow tasks (and run their operations).  Yields the client.  Re-entrant: within a
+    block already serving ``url`` on this event loop (a ``flowc serve --mcp --durable``
+    process starting a run), the worker that runs is that one (the SDK allows one worker per
+    task queue and process)."""
     from temporalio.worker import PollerBehaviorSimpleMaximum, Worker
 
     client = await client_for(url)
+    _HISTORY_EVENTS[0] = parse_url(url).history_events
+    key = (url, id(asyncio.get_running_loop()))
+    if _SERVING.get(key):
+        _SERVING[key] += 1
+        try:
+            yield client
+        finally:
+            _SERVING[key] -= 1
+        return
     run, unit, op = registered()
     worker = Worker(
         client,
@@ -624,4 +673,8 @@ async def serve(url: str, *, identity: str | None = None) -> Any:
         sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
     )
     async with worker:
-        yield client
+        _SERVING[key] = 1
+        try:
+            yield client
+        finally:
+            _SERVING.pop(key, None)

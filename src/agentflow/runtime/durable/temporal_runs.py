@@ -34,16 +34,23 @@ if TYPE_CHECKING:
 __all__ = [
     "answer",
     "cancel",
+    "current_run",
     "list_runs",
     "pending_questions",
     "recorded_spec",
     "resume",
     "reuse_table",
     "run_durable",
+    "served",
+    "served_run",
     "show_run",
     "unanswered",
     "work",
 ]
+
+
+#: how many histories ``runs show`` reads at once
+SHOW_READERS = 16
 
 
 def _where(url: str) -> str:
@@ -235,12 +242,15 @@ async def _operations(client: Any, workflow_id: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     converter = client.data_converter
     scheduled_at: float | None = None
+    task_started = EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED
+    marker = EventType.EVENT_TYPE_MARKER_RECORDED
     async for event in handle.fetch_history_events():
-        at = event.event_time.ToMilliseconds() / 1000.0
-        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
-            scheduled_at = at
-        if event.event_type != EventType.EVENT_TYPE_MARKER_RECORDED:
+        kind = event.event_type
+        if kind == task_started:
+            scheduled_at = event.event_time.ToMilliseconds() / 1000.0
+        if kind != marker:
             continue
+        at = event.event_time.ToMilliseconds() / 1000.0
         attrs = event.marker_recorded_event_attributes
         if attrs.marker_name != "core_local_activity":
             continue
@@ -375,12 +385,20 @@ async def list_runs(url: str, *, limit: int = 50) -> list[RunInfo]:
 
 
 async def show_run(
-    url: str, run_id: str, *, internals: bool = False, values: bool = False
+    url: str,
+    run_id: str,
+    *,
+    internals: bool = False,
+    values: bool = False,
+    limit: int | None = None,
+    offset: int = 0,
 ) -> RunInfo:
-    """runs.show_run on Temporal: the run's operations in the `.flow`'s terms (``values``:
-    accepted for the same signature; the recorded values are not read back on Temporal)."""
-    from agentflow.runtime.durable.runs import _plan_of
-    from agentflow.runtime.durable.shown import Labels, parse_operation
+    """runs.show_run on Temporal: the run's operations in the `.flow`'s terms, read from the
+    histories of its workflows (several at once), its questions left unanswered (from their
+    memo), ``values`` (each step's recorded result as JSON), one page of steps
+    (``limit``/``offset``)."""
+    from agentflow.runtime.durable.runs import _error_text, _json_of, _plan_of
+    from agentflow.runtime.durable.shown import Labels, page, parse_operation, unanswered_steps
 
     client = await te.client_for(url)
     family = await _family(client, run_id)
@@ -391,9 +409,17 @@ async def show_run(
     labels = Labels(_plan_of(await recorded_spec(url, run_id)))
     cost: dict[str, Any] = {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
     priced = 0.0
-    for w in sorted(family, key=lambda w: (w.id != run_id, w.id)):
+    family.sort(key=lambda w: (w.id != run_id, w.id))
+    gate = asyncio.Semaphore(SHOW_READERS)
+
+    async def read(w: Any) -> list[dict[str, Any]]:
+        async with gate:
+            return await _operations(client, w.id)
+
+    histories = await asyncio.gather(*(read(w) for w in family))
+    for w, ops in zip(family, histories, strict=True):
         unit = w.id[len(run_id) :].lstrip("/") or "(run)"
-        for op in await _operations(client, w.id):
+        for op in ops:
             name = op["name"]
             parsed = parse_operation(name)
             record = op["value"] if isinstance(op["value"], dict) else {}
@@ -411,12 +437,10 @@ async def show_run(
             if parsed is None:
                 entry["internal"] = True
             else:
-                entry.update(path=parsed.path, kind=parsed.title(), label=labels.label(parsed.path))
+                entry.update(path=parsed.path, kind=parsed.what, label=None, _op=parsed)
             got = record.get("v")
             inner: dict[str, Any] = got if isinstance(got, dict) else {}
             if "e" in record:
-                from agentflow.runtime.durable.runs import _error_text
-
                 entry["error"] = _error_text(record["e"])
             value = inner.get("v")
             if "/model:" in name and value is not None and not inner.get("reused"):
@@ -428,7 +452,12 @@ async def show_run(
                     priced += float(value.cost)
             if inner.get("reused"):
                 entry["reused"] = True
+            if values and parsed is not None and value is not None:
+                entry["value"] = _json_of(value)
             info.steps.append(entry)
+        info.steps.extend(unanswered_steps(await _memo(w), unit, labels))
+    # in the order they started, across units (map items, branches); stable: record order
+    info.steps.sort(key=lambda e: e["started_at"] or float("inf"))
     if priced:
         cost["cost"] = round(priced, 10)
     info.cost = cost
@@ -436,6 +465,7 @@ async def show_run(
         info.questions = await _questions(client, run_id, family)
         if info.questions:
             info.status = "waiting"
+    page(info, limit, offset, labels)
     return info
 
 
@@ -562,3 +592,40 @@ async def cancel(url: str, run_id: str) -> None:
     if status != "running":
         raise InputError(f"run {run_id} has already ended ({status}): nothing to cancel")
     await client.get_workflow_handle(run_id).cancel()
+
+
+# ---------------------------------------------------------------------------------------------
+# Served runs (``flowc serve --mcp --durable``)
+
+
+@contextlib.asynccontextmanager
+async def served(url: str, identity: str, sinks: list[Any]) -> Any:
+    """Be a worker of ``url``'s task queue while an MCP server serves (``sinks``: the process
+    sinks of the runs it did not start: a run an earlier server left is taken up by this
+    worker, or any other, as soon as it polls — nothing to recover by hand)."""
+    te.set_process_sinks(sinks)
+    try:
+        async with te.serve(url, identity=identity):
+            yield
+    finally:
+        te.set_process_sinks([])
+
+
+async def served_run(url: str, run_id: str) -> tuple[Any, Any] | None:
+    """``(input, the awaitable of its RunResult)`` of the run ``run_id`` an earlier call
+    started, or None when there is none (a served call's idempotency key names it).  The run
+    goes on in whichever worker takes it; the awaitable only waits for its outcome."""
+    client = await te.client_for(url)
+    if await _describe(client, run_id) is None:
+        return None
+    spec = await recorded_spec(url, run_id)
+
+    async def outcome() -> RunResult:
+        return _result(await _outcome(client.get_workflow_handle(run_id)))
+
+    return spec.get("input"), outcome()
+
+
+def current_run() -> str:
+    """The run id of the workflow this code runs in (a unit's id starts with it)."""
+    return te.TemporalEngine().workflow_id().split("/", 1)[0]
