@@ -210,6 +210,9 @@ class DeclarationChecks(CheckerShared):
 
     def check_stages(self) -> None:
         """Every stage, in order (a stage sees the stages before it)."""
+        if self.memo is not None:
+            self.memo.check_stages(self)
+            return
         for item in self.items:
             if isinstance(item, ast.StageDecl):
                 self.check_stage(item)

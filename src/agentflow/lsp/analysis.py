@@ -124,8 +124,9 @@ def analyze(text: str, file: str, parser: Any = None) -> Analysis:
     """Check ``text`` with :func:`agentflow.compiler.api.check_source` and wrap the result.
 
     With ``parser`` (an :class:`agentflow.lsp.incremental.IncrementalParser` for this
-    document), parsing reuses the unchanged items of the previous version; the result is the
-    same."""
+    document), parsing reuses the unchanged items of the previous version and checking the
+    stage checks nothing can have changed (its :class:`~agentflow.compiler.check_memo.StageMemo`);
+    the result is the same."""
     from agentflow.compiler.api import check_source
 
     if parser is None:
@@ -138,7 +139,7 @@ def analyze(text: str, file: str, parser: Any = None) -> Analysis:
     gc.disable()
     try:
         module, diags = parser.parse(text)
-        return Analysis(text, check_module(module, parse_diagnostics=diags))
+        return Analysis(text, check_module(module, parse_diagnostics=diags, memo=parser.memo))
     finally:
         if was_enabled:
             gc.enable()

@@ -20,8 +20,9 @@ import re
 from bisect import bisect_right
 from typing import Any
 
+from agentflow.compiler.check_memo import StageMemo
 from agentflow.core.diagnostics import Diagnostic
-from agentflow.core.spans import Span
+from agentflow.core.spans import NO_SPAN, Span
 from agentflow.grammar import ast
 from agentflow.grammar.parser import parse_module
 from agentflow.grammar.scanner import TOP_LEVEL, SynErr, lex
@@ -165,9 +166,10 @@ def _back_over_comments(text: str, ls: int) -> int:
     return ls
 
 
-def _span_refs(items: list[ast.Item]) -> list[tuple[Any, str]]:
-    """Every ``(node, field name)`` of ``items`` whose value is a :class:`~Span`."""
-    refs: list[tuple[Any, str]] = []
+def _span_refs(items: list[ast.Item]) -> list[Span]:
+    """Every distinct :class:`~Span` object in the AST of ``items`` (a span object two nodes
+    share is listed once)."""
+    refs: list[Span] = []
     seen: set[int] = set()
     stack: list[Any] = list(items)
     while stack:
@@ -178,32 +180,31 @@ def _span_refs(items: list[ast.Item]) -> list[tuple[Any, str]]:
             seen.add(id(n))
             for name in type(n).__dataclass_fields__:
                 v = getattr(n, name, None)
-                if isinstance(v, Span):
-                    refs.append((n, name))
-                elif isinstance(v, (ast.Node, list, tuple)):
+                if isinstance(v, (ast.Node, list, tuple, Span)):
                     stack.append(v)
         elif isinstance(n, (list, tuple)):
             stack.extend(n)
+        elif isinstance(n, Span) and n is not NO_SPAN and n.line > 0 and id(n) not in seen:
+            seen.add(id(n))
+            refs.append(n)
     return refs
 
 
-def _shift(refs: list[tuple[Any, str]], dl: int, do: int) -> None:
-    """Shift the spans at ``refs`` by ``dl`` lines and ``do`` characters, in place."""
-    for node, name in refs:
-        s = getattr(node, name)
-        setattr(
-            node,
-            name,
-            Span(
-                s.file,
-                s.line + dl,
-                s.column,
-                s.end_line + dl,
-                s.end_column,
-                s.start + do,
-                s.end + do,
-            ),
-        )
+def _shift(refs: list[Span], dl: int, do: int) -> None:
+    """Shift the spans ``refs`` by ``dl`` lines and ``do`` characters, in place: whatever holds
+    one of these span objects — an AST node, a field of a type the checker built from it, a
+    checker record of the language server's stage memo — sees the new position (columns do not
+    change: a chunk starts at column 1)."""
+    if dl:
+        for s in refs:
+            s.line += dl
+            s.end_line += dl
+            s.start += do
+            s.end += do
+    else:
+        for s in refs:
+            s.start += do
+            s.end += do
 
 
 class _Entry:
@@ -228,6 +229,9 @@ class IncrementalParser:
         self.chunker = _Chunker()
         self.last_mode = "full"
         self.reparsed = 0
+        #: the checker's stage records of this document's previous check (reused when an
+        #: unchanged stage, reused here, cannot check differently)
+        self.memo = StageMemo()
 
     def _full(self, text: str) -> tuple[ast.Module, list[Diagnostic]]:
         self.last_mode = "full"
