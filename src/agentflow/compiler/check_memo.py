@@ -1,5 +1,6 @@
 """Per-stage memo of the checker, for re-checking successive versions of one document (the
-language server's incremental analysis, docs/reference/editors.md "Diagnostics").
+language server's incremental analysis; docs/decisions.md "Incremental checking in the language
+server").
 
 The checker's stage phase (``check_stages``) is most of a check.  A :class:`StageMemo` given to
 :func:`agentflow.compiler.checker.check_module` records what checking each stage did to the
@@ -9,11 +10,12 @@ nothing the stage's check read can have changed:
 - the stage is the same AST object (the language server's
   :class:`~agentflow.lsp.incremental.IncrementalParser` reuses the AST of an unchanged
   top-level item, shifting its spans in place, so same object = same text);
-- every item that is not a stage is the same object as then (types, tools, ``use``, ``input``,
-  header, settings, tests …: the environment a stage is checked in), and the names of the
-  items that failed to parse are the same;
-- the stages declared before it have the same names, in the same order, and every stage it
-  refers to has a type equal to the one it had then;
+- every item that is not a stage (types, tools, ``use``, ``input``, header, settings, tests …:
+  the environment a stage is checked in) and did parse is the same object as then;
+- for every word of the stage's text (a superset of the names its check can look up), the
+  checker says the same as then: a stage seen so far, with an equal type, or not; a stage at
+  all or not; the name of an item that failed to parse or not;
+- it is the only stage of its name;
 - checking it reported nothing (a stage with a diagnostic is always checked again: its messages
   may name positions and scopes of other items).
 
@@ -25,6 +27,7 @@ check's (``tests/lsp/test_incremental_check.py`` checks it on random edits).
 
 from __future__ import annotations
 
+import re
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +39,22 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["StageMemo"]
 
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _view(ck: Checker, words: frozenset[str]) -> tuple:
+    """What the checker's state says about the names a stage's text holds (a superset of the
+    names its check can look up): for each, whether it is a stage seen so far and its type,
+    whether it is a stage at all, and whether it names an item that failed to parse."""
+    syms, stages, errors = ck.stage_syms, ck.all_stages, ck.error_names
+    out = []
+    for w in words:
+        sym = syms.get(w)
+        if sym is not None or w in stages or w in errors:
+            out.append((w, None if sym is None else sym.type, w in stages, w in errors))
+    out.sort(key=lambda v: v[0])
+    return tuple(out)
+
 
 class _Record:
     """What checking one stage did (see the module docstring)."""
@@ -43,8 +62,9 @@ class _Record:
     __slots__ = (
         "stage",
         "ctx",
-        "before",
-        "uses",
+        "keep",
+        "words",
+        "view",
         "types",
         "refs",
         "constants",
@@ -55,11 +75,19 @@ class _Record:
         "own",
     )
 
-    def __init__(self, stage: ast.StageDecl, ctx: tuple, before: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        stage: ast.StageDecl,
+        ctx: tuple,
+        keep: list[ast.Item],
+        words: frozenset[str],
+        view: tuple,
+    ) -> None:
         self.stage = stage
         self.ctx = ctx
-        self.before = before
-        self.uses: list[tuple[str, Any]] = []
+        self.keep = keep
+        self.words = words
+        self.view = view
         self.types: list[tuple[int, Any]] = []
         self.refs: list[tuple[int, Symbol]] = []
         self.constants: list[tuple[int, Any]] = []
@@ -105,6 +133,9 @@ class StageMemo:
 
     def __init__(self) -> None:
         self.records: dict[int, _Record] = {}
+        #: the text of the module being checked (set by the caller before each check)
+        self.text: str | None = None
+        self.older: dict[int, _Record] = {}
         #: stages replayed / checked by the last check (for tests and benchmarks)
         self.replayed = 0
         self.checked = 0
@@ -113,31 +144,39 @@ class StageMemo:
         """``ck.check_stages()``, replaying the stages recorded by the previous check that
         nothing can have changed."""
         items = ck.module.items
-        ctx = (
-            tuple(id(i) for i in items if not isinstance(i, (ast.StageDecl, ast.ErrorItem))),
-            tuple(sorted(ck.error_names)),
-        )
+        ctx = tuple(id(i) for i in items if not isinstance(i, (ast.StageDecl, ast.ErrorItem)))
+        text = self.text
         # the records keep their stages and context items alive, so ids are not reused
         keep = [i for i in items if not isinstance(i, ast.StageDecl)]
-        old = self.records
+        old, older = self.records, self.older
         new: dict[int, _Record] = {}
         self.replayed = self.checked = 0
         for item in ck.items:
             if not isinstance(item, ast.StageDecl):
                 continue
-            before = tuple(ck.stage_syms)
-            rec = old.get(id(item))
-            if rec is not None and rec.stage is item and rec.ctx == ctx and rec.before == before:
-                if self._replay(ck, rec):
-                    new[id(item)] = rec
-                    self.replayed += 1
-                    continue
+            rec = old.get(id(item)) or older.get(id(item))
+            if (
+                rec is not None
+                and rec.stage is item
+                and rec.ctx == ctx
+                and rec.view == _view(ck, rec.words)
+                and self._replay(ck, rec)
+            ):
+                new[id(item)] = rec
+                self.replayed += 1
+                continue
             self.checked += 1
-            rec = self._record(ck, item, _Record(item, ctx, before))
+            if text is None or ck.all_stages.get(item.name.name) is not item:
+                ck.check_stage(item)  # no text to key by, or a second stage of that name
+                continue
+            words = frozenset(_WORD.findall(text, item.span.start, item.span.end))
+            rec = self._record(ck, item, _Record(item, ctx, keep, words, _view(ck, words)))
             if rec is not None:
                 new[id(item)] = rec
-        self.records = new
-        self._keep = keep
+        # two generations: after a version parsed whole (all new objects), the next version
+        # may reuse the ASTs of the one before it
+        self.records, self.older = new, old
+        self.text = None
 
     @staticmethod
     def _record(ck: Checker, stage: ast.StageDecl, rec: _Record) -> _Record | None:
@@ -164,25 +203,14 @@ class StageMemo:
         if any(not tools[k].declared for k in rec.tools):
             return None  # an untyped tool's parameters merge across calls
         rec.closed = [(k, v) for k, v in ck.closed_names.items() if closed.get(k) is not v]
-        name = stage.name.name
-        rec.uses = [
-            (sym.name, sym.type)
-            for _, sym in rec.refs
-            if sym.kind == "stage" and sym.decl is not stage
-        ]
-        sym = ck.stage_syms.get(name)
-        rec.own = ck.stage_types[name] if sym is not None and sym.decl is stage else None
+        rec.own = ck.stage_types[stage.name.name]
         return rec
 
     @staticmethod
     def _replay(ck: Checker, rec: _Record) -> bool:
         syms = ck.stage_syms
-        for name, t in rec.uses:
-            sym = syms.get(name)
-            if sym is None or sym.type != t:
-                return False
         stage = rec.stage
-        if (rec.own is not None) != (ck.all_stages.get(stage.name.name) is stage):
+        if ck.all_stages.get(stage.name.name) is not stage:
             return False
         ck.types.update(rec.types)
         refs = ck.refs
@@ -206,9 +234,8 @@ class StageMemo:
         ck.closed_names.update(rec.closed)
         if rec.depth > ck.max_expr_depth:
             ck.max_expr_depth = rec.depth
-        if rec.own is not None:
-            name = stage.name.name
-            ck.stage_types[name] = rec.own
-            syms[name] = Symbol("stage", name, rec.own, stage)
-            ck.stage_order.append(stage)
+        name = stage.name.name
+        ck.stage_types[name] = rec.own
+        syms[name] = Symbol("stage", name, rec.own, stage)
+        ck.stage_order.append(stage)
         return True

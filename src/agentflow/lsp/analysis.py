@@ -139,6 +139,7 @@ def analyze(text: str, file: str, parser: Any = None) -> Analysis:
     gc.disable()
     try:
         module, diags = parser.parse(text)
+        parser.memo.text = text
         return Analysis(text, check_module(module, parse_diagnostics=diags, memo=parser.memo))
     finally:
         if was_enabled:

@@ -309,9 +309,13 @@ class IncrementalParser:
             return None
         mine = [it for it in both.items if it.span.start < b]
         rest = [it for it in both.items if it.span.start >= b]
-        if any(it.span.end > b for it in mine) or not rest:
+        if not rest or rest[0].span.start != b + alone.items[0].span.start:
             return None
-        if rest[0].span.start != b + alone.items[0].span.start:
+        # the error item may run over the comment lines above the next item (recovery resumes
+        # at its keyword), as long as that item is the one parsed alone, doc comment included
+        if any(it.span.end > rest[0].span.start for it in mine):
+            return None
+        if getattr(rest[0], "doc", None) != getattr(alone.items[0], "doc", None):
             return None
         return mine, [d for d in bdiags if d.span.start < b]
 
