@@ -47,13 +47,13 @@ def _view(ck: Checker, words: frozenset[str]) -> tuple:
     names its check can look up): for each, whether it is a stage seen so far and its type,
     whether it is a stage at all, and whether it names an item that failed to parse."""
     syms, stages, errors = ck.stage_syms, ck.all_stages, ck.error_names
-    out = []
-    for w in words:
-        sym = syms.get(w)
-        if sym is not None or w in stages or w in errors:
-            out.append((w, None if sym is None else sym.type, w in stages, w in errors))
-    out.sort(key=lambda v: v[0])
-    return tuple(out)
+    # every stage seen so far is in `stages`; `words` is iterated in the same order each time
+    # (the record keeps the one frozenset)
+    return tuple(
+        (w, syms[w].type if w in syms else None, w in stages, w in errors)
+        for w in words
+        if w in stages or w in errors
+    )
 
 
 class _Record:
@@ -136,9 +136,49 @@ class StageMemo:
         #: the text of the module being checked (set by the caller before each check)
         self.text: str | None = None
         self.older: dict[int, _Record] = {}
+        #: what building the object types did, when it reported nothing (see
+        #: :meth:`replay_object_types`)
+        self.objects: tuple | None = None
         #: stages replayed / checked by the last check (for tests and benchmarks)
         self.replayed = 0
         self.checked = 0
+
+    def replay_object_types(self, ck: Checker) -> tuple | None:
+        """Before ``build_object_types``: fill ``ck``'s object types from the previous check and
+        return None when every item that is not a stage is the same object as then (and the
+        names of the items that failed to parse are the same) and building them reported
+        nothing; else the marks :meth:`record_object_types` needs after building them."""
+        items = ck.module.items
+        key = (
+            tuple(id(i) for i in items if not isinstance(i, (ast.StageDecl, ast.ErrorItem))),
+            frozenset(ck.error_names),
+        )
+        rec = self.objects
+        if rec is not None and rec[0] == key:
+            _key, objects, types, refs, constants, _keep = rec
+            ck.env.objects.update(objects)
+            ck.types.update(types)
+            ck.refs.update(refs)
+            ck.constants.update(constants)
+            return None
+        keep = [i for i in items if not isinstance(i, ast.StageDecl)]
+        return (key, keep, len(ck.diags), len(ck.types), len(ck.refs), len(ck.constants))
+
+    def record_object_types(self, ck: Checker, marks: tuple) -> None:
+        """After ``build_object_types`` (``marks`` from :meth:`replay_object_types`)."""
+        key, keep, n_diags, n_types, n_refs, n_consts = marks
+        if len(ck.diags) != n_diags:
+            self.objects = None
+            return
+        self.objects = (
+            key,
+            dict(ck.env.objects),
+            list(islice(ck.types.items(), n_types, None)),
+            list(islice(ck.refs.items(), n_refs, None)),
+            list(islice(ck.constants.items(), n_consts, None)),
+            keep,
+        )
+        # (the tuple's order: key, objects, types, refs, constants, the items keeping ids)
 
     def check_stages(self, ck: Checker) -> None:
         """``ck.check_stages()``, replaying the stages recorded by the previous check that
