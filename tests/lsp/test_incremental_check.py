@@ -153,3 +153,34 @@ def test_an_edit_inside_a_stage_rechecks_that_stage_only():
     assert (parser.memo.replayed, parser.memo.checked) == (3, 1)
     _memo_check(parser, retyped.replace("size: int", "size: number"))
     assert parser.memo.replayed == 0
+
+
+def _items(result: CheckResult) -> list[tuple]:
+    return [(type(i).__name__, _span(i.span), getattr(i, "doc", None)) for i in result.module.items]
+
+
+def test_a_syntax_error_before_a_documented_item_is_parsed_and_checked_incrementally():
+    # the error item runs over the `///` line of the next item, which then has no doc comment
+    # (as in a whole-file parse); the version after the fix replays every stage
+    text = _STAGES.replace("stage third", "/// The third.\nstage third")
+    broken = text.replace("return n + input.limit", "return n +")
+    parser = IncrementalParser("memo.flow")
+    _memo_check(parser, text)
+    for version in (broken, text, broken, text):
+        got = _memo_check(parser, version)
+        assert _items(got) == _items(check_source(version, "memo.flow"))
+        assert parser.last_mode == "incremental"
+    assert parser.memo.replayed == 3
+
+
+def test_a_doc_comment_after_a_brace_documents_the_next_item_incrementally():
+    text = _STAGES.replace("stage third", "\nstage third")
+    documented = text.replace("}\n\n\nstage third", "} /// The third.\n\n\nstage third")
+    assert documented != text
+    parser = IncrementalParser("memo.flow")
+    for version in (text, documented, text):
+        got = _memo_check(parser, version)
+        assert _items(got) == _items(check_source(version, "memo.flow"))
+    assert [i.doc for i in check_source(documented).module.items if hasattr(i, "doc")][-2] == (
+        "The third."
+    )

@@ -138,7 +138,7 @@ class StageMemo:
         self.older: dict[int, _Record] = {}
         #: what building the object types did, when it reported nothing (see
         #: :meth:`replay_object_types`)
-        self.objects: tuple | None = None
+        self.objects: list[tuple] = []
         #: stages replayed / checked by the last check (for tests and benchmarks)
         self.replayed = 0
         self.checked = 0
@@ -153,14 +153,15 @@ class StageMemo:
             tuple(id(i) for i in items if not isinstance(i, (ast.StageDecl, ast.ErrorItem))),
             frozenset(ck.error_names),
         )
-        rec = self.objects
-        if rec is not None and rec[0] == key:
-            _key, objects, types, refs, constants, _keep = rec
-            ck.env.objects.update(objects)
-            ck.types.update(types)
-            ck.refs.update(refs)
-            ck.constants.update(constants)
-            return None
+        for rec in self.objects:
+            if rec[0] == key:
+                _key, objects, types, refs, constants, _keep = rec
+                ck.env.objects.update(objects)
+                ck.types.update(types)
+                ck.refs.update(refs)
+                ck.constants.update(constants)
+                self.objects = [rec] + [r for r in self.objects if r is not rec]
+                return None
         keep = [i for i in items if not isinstance(i, ast.StageDecl)]
         return (key, keep, len(ck.diags), len(ck.types), len(ck.refs), len(ck.constants))
 
@@ -168,9 +169,8 @@ class StageMemo:
         """After ``build_object_types`` (``marks`` from :meth:`replay_object_types`)."""
         key, keep, n_diags, n_types, n_refs, n_consts = marks
         if len(ck.diags) != n_diags:
-            self.objects = None
             return
-        self.objects = (
+        rec = (
             key,
             dict(ck.env.objects),
             list(islice(ck.types.items(), n_types, None)),
@@ -178,7 +178,7 @@ class StageMemo:
             list(islice(ck.constants.items(), n_consts, None)),
             keep,
         )
-        # (the tuple's order: key, objects, types, refs, constants, the items keeping ids)
+        self.objects = [rec, *self.objects[:1]]  # two generations, as for the stages
 
     def check_stages(self, ck: Checker) -> None:
         """``ck.check_stages()``, replaying the stages recorded by the previous check that
@@ -194,16 +194,20 @@ class StageMemo:
         for item in ck.items:
             if not isinstance(item, ast.StageDecl):
                 continue
-            rec = old.get(id(item)) or older.get(id(item))
-            if (
-                rec is not None
-                and rec.stage is item
-                and rec.ctx == ctx
-                and rec.view == _view(ck, rec.words)
-                and self._replay(ck, rec)
-            ):
-                new[id(item)] = rec
-                self.replayed += 1
+            for rec in (old.get(id(item)), older.get(id(item))):
+                if (
+                    rec is not None
+                    and rec.stage is item
+                    and rec.ctx == ctx
+                    and rec.view == _view(ck, rec.words)
+                    and self._replay(ck, rec)
+                ):
+                    new[id(item)] = rec
+                    self.replayed += 1
+                    break
+            else:
+                rec = None
+            if rec is not None:
                 continue
             self.checked += 1
             if text is None or ck.all_stages.get(item.name.name) is not item:

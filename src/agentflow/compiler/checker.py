@@ -366,6 +366,7 @@ def _check_module(
         if memo is not None:
             memo.records.clear()
             memo.older.clear()
+            memo.objects.clear()
         checker = Checker(module, parse_diagnostics, prelude=prelude)
         checker.report(D.SYNTAX_ERROR, "the program is nested too deeply to check", module.span)
         return _empty_result(checker)

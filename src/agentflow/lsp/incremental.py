@@ -57,7 +57,12 @@ def _keyword_lines(text: str, pos: int = 0):
                     raise _Unsplittable
             elif depth == 0 and tok.bol and tok.value in TOP_LEVEL:
                 ls = text.rfind("\n", 0, tok.start) + 1
-                yield tok.start, (_back_over_comments(text, ls) if ls else 0)
+                start = _back_over_comments(text, ls) if ls else 0
+                # a `///` comment after code on the line above (`} /// doc`) documents this
+                # item too: no chunk starts here (the item stays with the one before)
+                if start and "///" in text[text.rfind("\n", 0, start - 1) + 1 : start]:
+                    continue
+                yield tok.start, start
     except SynErr:
         raise _Unsplittable from None
     if depth != 0:
@@ -251,10 +256,19 @@ class IncrementalParser:
         line = 1
         prev = 0
         self.reparsed = 0
+        skip = -1
         for i, (a, b) in enumerate(bounds):
             line += text.count("\n", prev, a)
             prev = a
             chunk = text[a:b]
+            if i == skip:
+                # parsed with the chunk before (its error changed how this one parses): keep
+                # its usual entry for the next version
+                kept = old.get(chunk)
+                if kept is not None and id(kept) not in used:
+                    used.add(id(kept))
+                    new_cache.setdefault(chunk, kept)
+                continue
             dl, do = line - 1, a
             entry = old.get(chunk)
             if entry is not None and id(entry) in used:
@@ -268,6 +282,9 @@ class IncrementalParser:
                         return self._full(text)
                     items.extend(got[0])
                     diags.extend(got[1])
+                    if got[2] is not None:
+                        items.extend(got[2])
+                        skip = i + 1
                     continue
                 entry = _Entry(module.items, 0, 0)
             used.add(id(entry))
@@ -286,9 +303,11 @@ class IncrementalParser:
 
     def _error_chunk(
         self, text: str, bounds: list[tuple[int, int]], i: int, module: ast.Module
-    ) -> tuple[list[ast.Item], list[Diagnostic]] | None:
+    ) -> tuple[list[ast.Item], list[Diagnostic], list[ast.Item] | None] | None:
         """Items and diagnostics of chunk ``i``, which has a syntax error, exactly as the
-        whole-file parse gives them, or None when that cannot be told locally.
+        whole-file parse gives them, or None when that cannot be told locally; the third value
+        is None, or the items of chunk ``i + 1`` when they parse differently after the error
+        (the error item took the doc comment of the next item).
 
         The chunk is parsed at its real position (everything before it blanked out, so lines,
         columns and offsets — also those quoted in messages — are the real ones) together with
@@ -301,7 +320,7 @@ class IncrementalParser:
         prefix = _blank(text[:a])
         if i + 1 == len(bounds):
             got, gdiags = parse_module(prefix + text[a:b], self.file)
-            return got.items, gdiags  # the last chunk: what follows is the end of file
+            return got.items, gdiags, None  # the last chunk: what follows is the end of file
         na, nb = bounds[i + 1]
         alone, _ = parse_module(text[na:nb], self.file)
         both, bdiags = parse_module(prefix + text[a:nb], self.file)
@@ -315,9 +334,14 @@ class IncrementalParser:
         # at its keyword), as long as that item is the one parsed alone, doc comment included
         if any(it.span.end > rest[0].span.start for it in mine):
             return None
-        if getattr(rest[0], "doc", None) != getattr(alone.items[0], "doc", None):
+        own = [d for d in bdiags if d.span.start < b]
+        if getattr(rest[0], "doc", None) == getattr(alone.items[0], "doc", None):
+            return mine, own, None
+        # the next chunk as parsed after this one (its first item without its doc comment):
+        # only when it parsed whole, without an error of its own
+        if len(own) != len(bdiags) or any(isinstance(it, ast.FlowHeader) for it in rest):
             return None
-        return mine, [d for d in bdiags if d.span.start < b]
+        return mine, own, rest
 
 
 def _blank(s: str) -> str:
