@@ -120,11 +120,18 @@ class DeclarationChecks(CheckerShared):
 
     def build_object_types(self) -> None:
         """Every ``type N { … }``: its fields, their types and constraints."""
+        marks = None
+        if self.memo is not None:
+            marks = self.memo.replay_object_types(self)
+            if marks is None:
+                return
         for item in self.items:
             if isinstance(item, ast.TypeDecl) and item.body is not None:
                 obj = self.object_type(item.body, item.name.name, item.doc)
                 if self.type_decls.get(item.name.name) is item:
                     self.env.objects[item.name.name] = obj
+        if marks is not None:
+            self.memo.record_object_types(self, marks)
 
     def declare_uses_and_stages(self) -> None:
         """``use`` aliases and stage names share one namespace with ``input``: each name once."""
@@ -210,6 +217,9 @@ class DeclarationChecks(CheckerShared):
 
     def check_stages(self) -> None:
         """Every stage, in order (a stage sees the stages before it)."""
+        if self.memo is not None:
+            self.memo.check_stages(self)
+            return
         for item in self.items:
             if isinstance(item, ast.StageDecl):
                 self.check_stage(item)

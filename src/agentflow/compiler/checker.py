@@ -38,6 +38,7 @@ from agentflow.compiler.check_agents import AgentChecks
 from agentflow.compiler.check_declarations import DeclarationChecks
 from agentflow.compiler.check_expressions import _DISPATCH, ExpressionChecks
 from agentflow.compiler.check_functions import FunctionChecks
+from agentflow.compiler.check_memo import RecordingDict, RecordingSet, StageMemo
 from agentflow.compiler.check_statements import StatementChecks
 from agentflow.compiler.check_types import TypeChecks
 from agentflow.compiler.checker_shared import Frame, Var
@@ -160,8 +161,17 @@ class Checker(
 ):
     """The checker of one module: its state, and :meth:`check`, the phases in order."""
 
-    def __init__(self, module: ast.Module, parse_diagnostics, *, prelude: bool = True) -> None:
+    def __init__(
+        self,
+        module: ast.Module,
+        parse_diagnostics,
+        *,
+        prelude: bool = True,
+        memo: StageMemo | None = None,
+    ) -> None:
         self.module = module
+        #: the per-stage memo of the previous check of this document (language server), if any
+        self.memo = memo
         self.use_prelude = prelude
         self.diags: list[Diagnostic] = list(parse_diagnostics)
         self.env = TypeEnv()
@@ -181,8 +191,8 @@ class Checker(
         self.use_syms: dict[str, Symbol] = {}
         self.externs: dict[str, ast.ExternTool] = {}
         self.tool_decls: dict[str, ToolSig] = {}
-        self.tools: dict[str, ToolSig] = {}
-        self.tool_calls: set[int] = set()
+        self.tools: dict[str, ToolSig] = {} if memo is None else RecordingDict()
+        self.tool_calls: set[int] = set() if memo is None else RecordingSet()
         #: the expression statement whose value is not used (a `try` statement; check_errors)
         self.discarded: ast.Expr | None = None
         #: trial passes of `reduce` bodies in progress (check_statements.settle_acc)
@@ -306,7 +316,11 @@ def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
 
 
 def check_module(
-    module: ast.Module, *, parse_diagnostics: tuple | list = (), prelude: bool = True
+    module: ast.Module,
+    *,
+    parse_diagnostics: tuple | list = (),
+    prelude: bool = True,
+    memo: StageMemo | None = None,
 ) -> CheckResult:
     """Type-check a parsed module (docs/spec/LANGUAGE.md §2–9) and return a :class:`CheckResult`.
 
@@ -316,13 +330,17 @@ def check_module(
     ``syntax-error`` diagnostic instead.  A program without errors is also lowered, to report
     what ``compile`` would refuse (:mod:`~agentflow.compiler.check_depth`: an expression too
     deep once compiled), so a program that checks clean compiles.
+
+    ``memo`` (a :class:`~agentflow.compiler.check_memo.StageMemo` kept for one document) reuses
+    the stage checks of the previous check of that document that nothing can have changed
+    (the language server's incremental analysis); the result is the same.
     """
     # The check allocates many small acyclic objects; pausing the cyclic collector for its
     # duration halves the time on big files (the same trick as the parser's).
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _check_module(module, parse_diagnostics, prelude)
+        return _check_module(module, parse_diagnostics, prelude, memo)
     finally:
         if was_enabled:
             gc.enable()
@@ -338,11 +356,17 @@ def check_module(
 _SHALLOW = 75
 
 
-def _check_module(module: ast.Module, parse_diagnostics, prelude: bool) -> CheckResult:
-    checker = Checker(module, parse_diagnostics, prelude=prelude)
+def _check_module(
+    module: ast.Module, parse_diagnostics, prelude: bool, memo: StageMemo | None = None
+) -> CheckResult:
+    checker = Checker(module, parse_diagnostics, prelude=prelude, memo=memo)
     try:
         result = checker.check()
     except RecursionError:
+        if memo is not None:
+            memo.records.clear()
+            memo.older.clear()
+            memo.objects.clear()
         checker = Checker(module, parse_diagnostics, prelude=prelude)
         checker.report(D.SYNTAX_ERROR, "the program is nested too deeply to check", module.span)
         return _empty_result(checker)

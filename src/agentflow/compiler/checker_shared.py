@@ -65,6 +65,7 @@ class CheckerShared:
     input_type: Type
     items: list[ast.Item]
     max_expr_depth: int
+    memo: Any
     module: ast.Module
     output_type: Type
     prelude_sigs: dict[str, ToolSig]

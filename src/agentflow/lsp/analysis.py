@@ -125,8 +125,9 @@ def analyze(text: str, file: str, parser: Any = None) -> Analysis:
     """Check ``text`` with :func:`agentflow.compiler.api.check_source` and wrap the result.
 
     With ``parser`` (an :class:`agentflow.lsp.incremental.IncrementalParser` for this
-    document), parsing reuses the unchanged items of the previous version; the result is the
-    same."""
+    document), parsing reuses the unchanged items of the previous version and checking the
+    stage checks nothing can have changed (its :class:`~agentflow.compiler.check_memo.StageMemo`);
+    the result is the same."""
     if parser is None:
         return Analysis(text, check_source(text, file))
     import gc
@@ -135,7 +136,8 @@ def analyze(text: str, file: str, parser: Any = None) -> Analysis:
     gc.disable()
     try:
         module, diags = parser.parse(text)
-        return Analysis(text, check_module(module, parse_diagnostics=diags))
+        parser.memo.text = text
+        return Analysis(text, check_module(module, parse_diagnostics=diags, memo=parser.memo))
     finally:
         if was_enabled:
             gc.enable()

@@ -20,8 +20,9 @@ import re
 from bisect import bisect_right
 from typing import Any
 
+from agentflow.compiler.check_memo import StageMemo
 from agentflow.core.diagnostics import Diagnostic
-from agentflow.core.spans import Span
+from agentflow.core.spans import NO_SPAN, Span
 from agentflow.grammar import ast
 from agentflow.grammar.parser import parse_module
 from agentflow.grammar.scanner import TOP_LEVEL, SynErr, lex
@@ -56,7 +57,12 @@ def _keyword_lines(text: str, pos: int = 0):
                     raise _Unsplittable
             elif depth == 0 and tok.bol and tok.value in TOP_LEVEL:
                 ls = text.rfind("\n", 0, tok.start) + 1
-                yield tok.start, (_back_over_comments(text, ls) if ls else 0)
+                start = _back_over_comments(text, ls) if ls else 0
+                # a `///` comment after code on the line above (`} /// doc`) documents this
+                # item too: no chunk starts here (the item stays with the one before)
+                if start and "///" in text[text.rfind("\n", 0, start - 1) + 1 : start]:
+                    continue
+                yield tok.start, start
     except SynErr:
         raise _Unsplittable from None
     if depth != 0:
@@ -165,9 +171,10 @@ def _back_over_comments(text: str, ls: int) -> int:
     return ls
 
 
-def _span_refs(items: list[ast.Item]) -> list[tuple[Any, str]]:
-    """Every ``(node, field name)`` of ``items`` whose value is a :class:`~Span`."""
-    refs: list[tuple[Any, str]] = []
+def _span_refs(items: list[ast.Item]) -> list[Span]:
+    """Every distinct :class:`~Span` object in the AST of ``items`` (a span object two nodes
+    share is listed once)."""
+    refs: list[Span] = []
     seen: set[int] = set()
     stack: list[Any] = list(items)
     while stack:
@@ -178,32 +185,31 @@ def _span_refs(items: list[ast.Item]) -> list[tuple[Any, str]]:
             seen.add(id(n))
             for name in type(n).__dataclass_fields__:
                 v = getattr(n, name, None)
-                if isinstance(v, Span):
-                    refs.append((n, name))
-                elif isinstance(v, (ast.Node, list, tuple)):
+                if isinstance(v, (ast.Node, list, tuple, Span)):
                     stack.append(v)
         elif isinstance(n, (list, tuple)):
             stack.extend(n)
+        elif isinstance(n, Span) and n is not NO_SPAN and n.line > 0 and id(n) not in seen:
+            seen.add(id(n))
+            refs.append(n)
     return refs
 
 
-def _shift(refs: list[tuple[Any, str]], dl: int, do: int) -> None:
-    """Shift the spans at ``refs`` by ``dl`` lines and ``do`` characters, in place."""
-    for node, name in refs:
-        s = getattr(node, name)
-        setattr(
-            node,
-            name,
-            Span(
-                s.file,
-                s.line + dl,
-                s.column,
-                s.end_line + dl,
-                s.end_column,
-                s.start + do,
-                s.end + do,
-            ),
-        )
+def _shift(refs: list[Span], dl: int, do: int) -> None:
+    """Shift the spans ``refs`` by ``dl`` lines and ``do`` characters, in place: whatever holds
+    one of these span objects — an AST node, a field of a type the checker built from it, a
+    checker record of the language server's stage memo — sees the new position (columns do not
+    change: a chunk starts at column 1)."""
+    if dl:
+        for s in refs:
+            s.line += dl
+            s.end_line += dl
+            s.start += do
+            s.end += do
+    else:
+        for s in refs:
+            s.start += do
+            s.end += do
 
 
 class _Entry:
@@ -228,6 +234,9 @@ class IncrementalParser:
         self.chunker = _Chunker()
         self.last_mode = "full"
         self.reparsed = 0
+        #: the checker's stage records of this document's previous check (reused when an
+        #: unchanged stage, reused here, cannot check differently)
+        self.memo = StageMemo()
 
     def _full(self, text: str) -> tuple[ast.Module, list[Diagnostic]]:
         self.last_mode = "full"
@@ -247,10 +256,19 @@ class IncrementalParser:
         line = 1
         prev = 0
         self.reparsed = 0
+        skip = -1
         for i, (a, b) in enumerate(bounds):
             line += text.count("\n", prev, a)
             prev = a
             chunk = text[a:b]
+            if i == skip:
+                # parsed with the chunk before (its error changed how this one parses): keep
+                # its usual entry for the next version
+                kept = old.get(chunk)
+                if kept is not None and id(kept) not in used:
+                    used.add(id(kept))
+                    new_cache.setdefault(chunk, kept)
+                continue
             dl, do = line - 1, a
             entry = old.get(chunk)
             if entry is not None and id(entry) in used:
@@ -264,6 +282,9 @@ class IncrementalParser:
                         return self._full(text)
                     items.extend(got[0])
                     diags.extend(got[1])
+                    if got[2] is not None:
+                        items.extend(got[2])
+                        skip = i + 1
                     continue
                 entry = _Entry(module.items, 0, 0)
             used.add(id(entry))
@@ -282,9 +303,11 @@ class IncrementalParser:
 
     def _error_chunk(
         self, text: str, bounds: list[tuple[int, int]], i: int, module: ast.Module
-    ) -> tuple[list[ast.Item], list[Diagnostic]] | None:
+    ) -> tuple[list[ast.Item], list[Diagnostic], list[ast.Item] | None] | None:
         """Items and diagnostics of chunk ``i``, which has a syntax error, exactly as the
-        whole-file parse gives them, or None when that cannot be told locally.
+        whole-file parse gives them, or None when that cannot be told locally; the third value
+        is None, or the items of chunk ``i + 1`` when they parse differently after the error
+        (the error item took the doc comment of the next item).
 
         The chunk is parsed at its real position (everything before it blanked out, so lines,
         columns and offsets — also those quoted in messages — are the real ones) together with
@@ -297,7 +320,7 @@ class IncrementalParser:
         prefix = _blank(text[:a])
         if i + 1 == len(bounds):
             got, gdiags = parse_module(prefix + text[a:b], self.file)
-            return got.items, gdiags  # the last chunk: what follows is the end of file
+            return got.items, gdiags, None  # the last chunk: what follows is the end of file
         na, nb = bounds[i + 1]
         alone, _ = parse_module(text[na:nb], self.file)
         both, bdiags = parse_module(prefix + text[a:nb], self.file)
@@ -305,11 +328,20 @@ class IncrementalParser:
             return None
         mine = [it for it in both.items if it.span.start < b]
         rest = [it for it in both.items if it.span.start >= b]
-        if any(it.span.end > b for it in mine) or not rest:
+        if not rest or rest[0].span.start != b + alone.items[0].span.start:
             return None
-        if rest[0].span.start != b + alone.items[0].span.start:
+        # the error item may run over the comment lines above the next item (recovery resumes
+        # at its keyword), as long as that item is the one parsed alone, doc comment included
+        if any(it.span.end > rest[0].span.start for it in mine):
             return None
-        return mine, [d for d in bdiags if d.span.start < b]
+        own = [d for d in bdiags if d.span.start < b]
+        if getattr(rest[0], "doc", None) == getattr(alone.items[0], "doc", None):
+            return mine, own, None
+        # the next chunk as parsed after this one (its first item without its doc comment):
+        # only when it parsed whole, without an error of its own
+        if len(own) != len(bdiags) or any(isinstance(it, ast.FlowHeader) for it in rest):
+            return None
+        return mine, own, rest
 
 
 def _blank(s: str) -> str:

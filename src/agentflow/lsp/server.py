@@ -3,7 +3,8 @@
 Features (LSP 3.17):
 
 - diagnostics on open and change — debounced (:data:`DEBOUNCE_S`, overridable with the
-  ``debounce_ms`` initialization option or ``FLOWC_LSP_DEBOUNCE_MS``), from the same checker as
+  ``debounce_ms`` initialization option or ``FLOWC_LSP_DEBOUNCE_MS``) while a check of the
+  document is under way, else at once, from the same checker as
   ``flowc check`` (:func:`agentflow.compiler.api.check_source`), with notes as related
   information and the hint appended to the message; a result for a stale version is dropped;
 - hover, go to definition, find references, completion (trigger characters ``.`` and ``:``),
@@ -418,11 +419,19 @@ class FlowLanguageServer(LanguageServer):
         return graph_of(doc.source, self.file_of(uri), fmt)
 
     def schedule(self, uri: str, delay: float | None = None) -> None:
-        """(Re)start the debounced check of ``uri``."""
+        """(Re)start the debounced check of ``uri``.
+
+        Without ``delay`` (a change), the check waits :attr:`debounce_s` only when a check of
+        the document is still waiting or running (a burst of changes faster than the checks is
+        checked once, at its end); a change to a document with no check under way is checked
+        at once."""
         old = self.pending.pop(uri, None)
         if old is not None:
             old.cancel()
-        d = self.debounce_s if delay is None else delay
+        if delay is None:
+            d = self.debounce_s if old is not None else 0.0
+        else:
+            d = delay
 
         async def run() -> None:
             try:
