@@ -87,8 +87,8 @@ def compiled_depth_diagnostics(result: CheckResult) -> list[Diagnostic]:
 
 
 def _texts(
-    value: Any, step: dict | None, condition: bool
-) -> Iterator[tuple[dict | None, str, bool]]:
+    value: Any, step: dict[str, Any] | None, condition: bool
+) -> Iterator[tuple[dict[str, Any] | None, str, bool]]:
     """``(innermost step, text, is_template)`` for every template (a string holding ``{{``)
     and condition ``expr`` in a lowered plan value, schemas left out (as the plan loader
     compiles them, ``ir.templates.compile_value``)."""
@@ -110,7 +110,7 @@ def _texts(
             yield from _texts(v, step, condition)
 
 
-def _step_span(step: dict | None, file: str) -> Span:
+def _step_span(step: dict[str, Any] | None, file: str) -> Span:
     """The `.flow` position of ``step`` (its ``meta.source``, ``name.flow:line:column``) in
     ``file``; line 1, column 1 when it has none."""
     line = column = 1

@@ -15,9 +15,9 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from agentflow.compiler.checker_shared import Frame
+from agentflow.compiler.checker_shared import CheckerShared, Frame, Reporter
 from agentflow.compiler.types import (
     BOOL,
     INT,
@@ -153,7 +153,7 @@ def outcome_list_member(t: Type, name: str) -> Type | None:
     return ListType(value) if name == "values" else ListType(ERROR_OBJECT)
 
 
-def resolve_builtin_name(name: str, span: Any, report) -> Type | None:
+def resolve_builtin_name(name: str, span: Span, report: Reporter) -> Type | None:
     """The type a bare built-in name of errors as values stands for in a type annotation:
     ``Error``, ``ErrorPlace``; ``Outcome`` without its value type is ``unknown-type`` (ERROR).
     None for any other name.  ``report(code, message, span, hint=…)`` is the checker's."""
@@ -172,7 +172,7 @@ def resolve_builtin_name(name: str, span: Any, report) -> Type | None:
     return None
 
 
-def resolve_generic(t: ast.GenericType, arg: Type, report) -> Type:
+def resolve_generic(t: ast.GenericType, arg: Type, report: Reporter) -> Type:
     """``Name<arg>`` written in a type annotation: ``Outcome<T>`` is :func:`outcome_type`; any
     other name is ``unknown-type`` (ERROR), hinting at the agentflow spelling of another
     language's generic (``list<text>`` → ``text[]``, ``Dict<int>`` → ``map<int>``)."""
@@ -190,7 +190,7 @@ def resolve_generic(t: ast.GenericType, arg: Type, report) -> Type:
     return ErrorType()
 
 
-def check_tolerance(e: ast.MapExpr, report) -> None:
+def check_tolerance(e: ast.MapExpr, report: Reporter) -> None:
     """``tolerate N`` must count whole items (0 or more); ``tolerate P%`` must be 0–100%.
     ``report(code, message, span, hint=…)`` is the checker's."""
     n, span = e.tolerate, e.tolerate_span or e.span
@@ -434,7 +434,9 @@ def _guarded(e: ast.CatchExpr | ast.TryExpr) -> ast.Node:
     return e.block if isinstance(e, A.TryExpr) else e.guarded
 
 
-def _block(ck: Any, block: ast.Block, expected: Type | None, span: Any, what: str, value: bool):
+def _block(
+    ck: CheckerShared, block: ast.Block, expected: Type | None, span: Span, what: str, value: bool
+) -> Type:
     """Check a ``try`` block or fallback as a body; when its ``value`` is not used (a ``try``
     statement) it need not produce one (its type is then ``null`` or what it produced)."""
     if value:
@@ -450,7 +452,7 @@ def _block(ck: Any, block: ast.Block, expected: Type | None, span: Any, what: st
     return join(frame.values, ck.env) if frame.values else NULL
 
 
-def check_catch(ck: Any, e: ast.CatchExpr | ast.TryExpr, hint: Type | None) -> Type:
+def check_catch(ck: CheckerShared, e: ast.CatchExpr | ast.TryExpr, hint: Type | None) -> Type:
     """Type ``guarded catch … { fallback }`` or ``try { … } catch … { fallback }``: the guarded
     expression's (block's) type ``T`` (checked against ``hint`` when given); the fallback must
     produce ``T`` (``type-mismatch``) with the binding typed ``Error`` — unless, with no
@@ -531,7 +533,7 @@ def check_catch(ck: Any, e: ast.CatchExpr | ast.TryExpr, hint: Type | None) -> T
     return t
 
 
-def _fallback_hints(ck: Any, mark: int, expected: Type, guarded: ast.Node) -> None:
+def _fallback_hints(ck: CheckerShared, mark: int, expected: Type, guarded: ast.Node) -> None:
     """Give a fallback's ``type-mismatch`` without a hint the fix: the fallback stands in for
     the guarded expression's value, so it must be of that type."""
     from agentflow.grammar import ast as A

@@ -16,6 +16,7 @@ join of its arms.  A mixin of :class:`~agentflow.compiler.checker.Checker`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
@@ -252,7 +253,9 @@ class FunctionChecks(CheckerShared):
         if not ok:
             return ERROR
         result = _subst(returns, {k: v for k, v in binds.items() if not k.startswith("__")})
-        refine = getattr(self, "_fn_" + e.name, None)
+        refine: Callable[[ast.FuncCall, list[Type], Type], Type] | None = getattr(
+            self, "_fn_" + e.name, None
+        )
         if refine is not None:
             return refine(e, args, result)
         return result

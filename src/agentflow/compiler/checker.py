@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import gc
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -160,7 +161,9 @@ class Checker(
 ):
     """The checker of one module: its state, and :meth:`check`, the phases in order."""
 
-    def __init__(self, module: ast.Module, parse_diagnostics, *, prelude: bool = True) -> None:
+    def __init__(
+        self, module: ast.Module, parse_diagnostics: Iterable[Diagnostic], *, prelude: bool = True
+    ) -> None:
         self.module = module
         self.use_prelude = prelude
         self.diags: list[Diagnostic] = list(parse_diagnostics)
@@ -306,7 +309,7 @@ def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
 
 
 def check_module(
-    module: ast.Module, *, parse_diagnostics: tuple | list = (), prelude: bool = True
+    module: ast.Module, *, parse_diagnostics: Iterable[Diagnostic] = (), prelude: bool = True
 ) -> CheckResult:
     """Type-check a parsed module (docs/spec/LANGUAGE.md §2–9) and return a :class:`CheckResult`.
 
@@ -338,7 +341,9 @@ def check_module(
 _SHALLOW = 75
 
 
-def _check_module(module: ast.Module, parse_diagnostics, prelude: bool) -> CheckResult:
+def _check_module(
+    module: ast.Module, parse_diagnostics: Iterable[Diagnostic], prelude: bool
+) -> CheckResult:
     checker = Checker(module, parse_diagnostics, prelude=prelude)
     try:
         result = checker.check()

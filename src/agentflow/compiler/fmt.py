@@ -116,8 +116,11 @@ def tokenize(text: str) -> list[Token]:
     out: list[Token] = []
     try:
         for t in lex(text):
-            kind = _KINDS.get(t.type) or ("word" if t.value in KEYWORDS else "op")
-            value = t.value.rstrip() if kind == "comment" or kind == "doc" else t.value
+            value = t.value
+            assert isinstance(value, str)  # raw mode: a STRING token's value is its text too
+            kind = _KINDS.get(t.type) or ("word" if value in KEYWORDS else "op")
+            if kind == "comment" or kind == "doc":
+                value = value.rstrip()
             out.append(Token(kind, value, t.start, t.end))
     except SynErr as e:
         raise FormatError(e.message, e.span) from None
@@ -431,7 +434,7 @@ _SPAN_FIELDS = frozenset(
 )
 
 
-def ast_key(node: Any) -> tuple:
+def ast_key(node: Any) -> tuple[Any, ...]:
     """A hashable structural key of an AST (every field but spans), for equivalence checks:
     the nodes in pre-order as one flat tuple of markers, names and values. Built with an
     explicit stack, so a 3,000-deep member chain neither recurses nor builds a nested tuple that

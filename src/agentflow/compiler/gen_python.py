@@ -300,7 +300,7 @@ class _Generator:
             return attr, fname
         return fname, None
 
-    def constrained(self, ann: str, t: T.Type, constraints: dict[str, tuple]) -> str:
+    def constrained(self, ann: str, t: T.Type, constraints: dict[str, tuple[Any, ...]]) -> str:
         if not constraints:
             return ann
         resolved = self.env.resolve(t)
