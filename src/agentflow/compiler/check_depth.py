@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from agentflow.compiler.lowering import lower
 from agentflow.core.diagnostics import Diagnostic
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import MAX_EXPR_DEPTH, PLAN_SCHEMA_KEYS
@@ -57,8 +58,6 @@ def compiled_depth_diagnostics(result: CheckResult) -> list[Diagnostic]:
     deeper than ``MAX_EXPR_DEPTH`` levels once compiled (one diagnostic per step). Spans name
     the module's file. Never raises: a lowering that fails otherwise (a compiler bug) is left
     for ``compile`` to report."""
-    from agentflow.compiler.lowering import lower
-
     file = result.module.file
     try:
         plan = lower(result, file=file)
@@ -71,6 +70,8 @@ def compiled_depth_diagnostics(result: CheckResult) -> list[Diagnostic]:
     for step, text, template in _texts(plan, None, False):
         if len(text) < _SHORTEST_DEEP:
             continue
+        # the parser (lark and its tables, ~70 ms) loads on first use, not when `flowc` starts
+        # (agentflow.api imports this module)
         from agentflow.grammar.parser import parse_expression, parse_template
 
         try:

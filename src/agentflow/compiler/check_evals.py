@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentflow.compiler.check_tests import _var
 from agentflow.compiler.types import (
     BOOL,
     INT,
@@ -99,8 +100,6 @@ def check_evals(checker: Any, evals: list[ast.EvalDecl], output_type: Type) -> l
 
 
 def _check_eval(checker: Any, block: ast.EvalDecl, output_type: Type) -> CheckedEval:
-    from agentflow.compiler.check_tests import _var
-
     expects = block.expects
     for extra in expects[1:]:
         checker.report(

@@ -20,6 +20,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentflow.compiler.check_errors import agent_error_codes
 from agentflow.compiler.checker_shared import Var
 from agentflow.compiler.symbols import Symbol
 from agentflow.compiler.types import (
@@ -516,8 +517,6 @@ def _agent_code(checker: Any, stub: ast.TestStub, fails: ast.StubFails) -> None:
     """``stub agent|stage … fails "code"``: ``code`` must be a code an agent call can fail with
     (:func:`~agentflow.compiler.check_errors.agent_error_codes`), else ``unknown-error-code``
     (no such code) or ``stub-mismatch`` (an agent never fails with it)."""
-    from agentflow.compiler.check_errors import agent_error_codes
-
     codes = agent_error_codes()
     if fails.code in codes:
         return

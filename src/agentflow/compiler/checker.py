@@ -125,10 +125,9 @@ class CheckResult:
 
 @functools.cache
 def _prelude_module() -> ast.Module | None:
-    try:
-        from agentflow.grammar.parser import parse_module
-    except ImportError:  # pragma: no cover - the parser is part of the package
-        return None
+    # the parser (lark and its tables, ~70 ms) loads on first use, not when `flowc` starts
+    from agentflow.grammar.parser import parse_module
+
     try:
         text = PRELUDE.read_text(encoding="utf-8")
     except OSError:  # pragma: no cover
@@ -353,7 +352,9 @@ def _check_module(
         return _empty_result(checker)
     if result.ok and checker.max_expr_depth > _SHALLOW:
         # what `compile` would refuse beyond the check: an expression too deep once compiled
-        # (a module no deeper than _SHALLOW cannot compile to one: the lowering is skipped)
+        # (a module no deeper than _SHALLOW cannot compile to one: the lowering is skipped).
+        # Imported here: check_depth runs the lowering, which takes a CheckResult from this
+        # module (checker -> check_depth -> lowering -> checker would be a cycle)
         from agentflow.compiler.check_depth import compiled_depth_diagnostics
 
         extra = compiled_depth_diagnostics(result)

@@ -18,7 +18,11 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
+from agentflow.core.diagnostics import PLAN_NOT_FORMATTABLE, Diagnostic
+from agentflow.core.spans import Span
 from agentflow.core.vocabulary import BODY_KEYS
+from agentflow.errors import PlanLoadError
+from agentflow.ir.loader import load_plan_text, parse_yaml, resolve_plain
 from agentflow.ir.models import CAMEL_ALIASES, Finish, Plan, Step
 from agentflow.ir.templates import Path
 
@@ -63,8 +67,6 @@ def _repr_str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
         return dumper.represent_scalar("tag:yaml.org,2002:str", data, style='"')
     if "\n" in data:
         return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|")
-    from agentflow.ir.loader import resolve_plain
-
     if resolve_plain(data) != data:  # would read back as another type under YAML 1.2: quote it
         return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="'")
     return dumper.represent_scalar("tag:yaml.org,2002:str", data)
@@ -253,11 +255,6 @@ def fmt_plan_text(text: str, file: str = "<plan>") -> str:
     rewritten and no comment is ever lost silently. Raises :class:`agentflow.errors.PlanLoadError`
     with the load problems.
     """
-    from agentflow.core.diagnostics import PLAN_NOT_FORMATTABLE, Diagnostic
-    from agentflow.core.spans import Span
-    from agentflow.errors import PlanLoadError
-    from agentflow.ir.loader import load_plan_text, parse_yaml
-
     load_plan_text(text, file)
     data, smap = parse_yaml(text, file)
     renamed = _rename_camel(data, "plan")

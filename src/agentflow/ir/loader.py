@@ -43,6 +43,7 @@ from agentflow.core.vocabulary import BODY_KEYS
 from agentflow.errors import PlanLoadError
 from agentflow.ir.models import CAMEL_ALIASES, Backoff, Finish, Plan, Retry, Step
 from agentflow.ir.templates import NodeSource, Path, SourceMap, path_str
+from agentflow.ir.validate import call_cycles, validate_plan, walk_steps
 
 _Loader: type[yaml.CSafeLoader] | type[yaml.SafeLoader]
 try:  # pragma: no cover - depends on the PyYAML build
@@ -135,8 +136,6 @@ def check_plan_data(
 ) -> tuple[Plan | None, list[Diagnostic]]:
     """Every structural problem of plan data (:func:`load_plan_data` without the raising),
     sorted, and the plan as far as it could be built (None when ``data`` is not a mapping)."""
-    from agentflow.ir.validate import validate_plan
-
     problems: list[Diagnostic] = []
     builder = _Builder(file, source_map, problems)
     plan = builder.plan(data, (), sub=False)
@@ -841,8 +840,6 @@ def check_plan_cycles(root: Plan, others: dict[str, Plan]) -> list[Diagnostic]:
 
     Each cycle is reported once, at the call that closes it (file:line:col of its ``tool_name``).
     """
-    from agentflow.ir.validate import call_cycles, walk_steps
-
     units: dict[str, list[tuple[Plan, Path]]] = {}
 
     def add(plan: Plan) -> None:

@@ -31,6 +31,8 @@ from agentflow.core.vocabulary import MAX_EXPR_DEPTH, PLAN_SCHEMA_KEYS
 from agentflow.errors import PlanLoadError, SourceError
 from agentflow.grammar import ast
 from agentflow.grammar.ast import too_deep as too_deep  # re-exported: runtime/expressions.py
+from agentflow.grammar.parser import parse_expression, parse_template
+from agentflow.ir.models import Step
 
 Path = tuple[str | int, ...]
 
@@ -244,14 +246,10 @@ def template_refs(compiled: Any) -> set[str]:
 
 
 def _parse_template(text: str, file: str) -> ast.Template:
-    from agentflow.grammar.parser import parse_template
-
     return parse_template(text, file)
 
 
 def _parse_expression(text: str, file: str) -> ast.Expr:
-    from agentflow.grammar.parser import parse_expression
-
     return parse_expression(text, file)
 
 
@@ -299,8 +297,6 @@ def _compile(
     conditions: bool,
     in_condition: bool,
 ) -> Any:
-    from agentflow.ir.models import Step
-
     if isinstance(value, Step):
         return value
     if isinstance(value, str):
