@@ -93,6 +93,8 @@ class CheckerShared:
     stage_syms: dict[str, Symbol]
     stage_types: dict[str, Type]
     tests: list[ast.TestDecl]
+    #: the flow's output type as a test's ``expect`` sees it (set by check_tests.check_tests)
+    test_output_type: Type
     tool_calls: set[int]
     tool_decls: dict[str, ToolSig]
     tools: dict[str, ToolSig]
