@@ -233,9 +233,8 @@ class Builder:
     def items(self, c: _Kids) -> _Items:
         if not c:
             return []
-        lst = c[0]
-        lst.append(c[1])
-        out: _Items = lst
+        out: _Items = c[0]
+        out.append(c[1])
         return out
 
     def flow_header(self, c: _Kids) -> ast.FlowHeader:
@@ -334,8 +333,8 @@ class Builder:
     def test_items(self, c: _Kids) -> _TestItems:
         if not c:
             return []
-        c[0].append(c[1])
         out: _TestItems = c[0]
+        out.append(c[1])
         return out
 
     def test_input(self, c: _Kids) -> ast.TestInput:
@@ -369,8 +368,8 @@ class Builder:
     def stub_answers(self, c: _Kids) -> _Answers:
         if len(c) == 1:
             return [c[0]]
-        c[0].append(c[2])
         out: _Answers = c[0]
+        out.append(c[2])
         return out
 
     def stub_ask(self, c: _Kids) -> ast.TestStub:
@@ -410,13 +409,13 @@ class Builder:
         return [self._stub_fails(c[0], c[1])]
 
     def stub_then(self, c: _Kids) -> _Answers:
-        c[0].append(c[2])
         out: _Answers = c[0]
+        out.append(c[2])
         return out
 
     def stub_then_fails(self, c: _Kids) -> _Answers:
-        c[0].append(self._stub_fails(c[2], c[3]))
         out: _Answers = c[0]
+        out.append(self._stub_fails(c[2], c[3]))
         return out
 
     def stub_agent(self, c: _Kids) -> ast.TestStub:
@@ -444,8 +443,8 @@ class Builder:
     def eval_items(self, c: _Kids) -> _EvalItems:
         if not c:
             return []
-        c[0].append(c[1])
         out: _EvalItems = c[0]
+        out.append(c[1])
         return out
 
     def eval_dataset(self, c: _Kids) -> ast.EvalDataset:
@@ -551,8 +550,8 @@ class Builder:
     def constraints(self, c: _Kids) -> _Constraints:
         if len(c) == 1:
             return [c[0]]
-        c[0].append(c[1])
         out: _Constraints = c[0]
+        out.append(c[1])
         return out
 
     def constraint(self, c: _Kids) -> ast.Constraint:
@@ -572,8 +571,8 @@ class Builder:
     def stmts(self, c: _Kids) -> _Stmts:
         if not c:
             return []
-        c[0].append(c[1])
         out: _Stmts = c[0]
+        out.append(c[1])
         return out
 
     def let_stmt(self, c: _Kids) -> ast.LetStmt:
@@ -673,8 +672,8 @@ class Builder:
         return [ast.Ident(c[0].span, c[0].value)]
 
     def codes_next(self, c: _Kids) -> _Idents:
-        c[0].append(ast.Ident(c[2].span, c[2].value))
         out: _Idents = c[0]
+        out.append(ast.Ident(c[2].span, c[2].value))
         return out
 
     def codes_comma(self, c: _Kids) -> _Idents:
@@ -764,13 +763,13 @@ class Builder:
         return []
 
     def verify_check(self, c: _Kids) -> _Checks:
-        c[0].append(ast.VerifyCheck(_cover(c[1], c[4]), c[2], c[4]))
         out: _Checks = c[0]
+        out.append(ast.VerifyCheck(_cover(c[1], c[4]), c[2], c[4]))
         return out
 
     def verify_judge(self, c: _Kids) -> _Checks:
-        c[0].append(ast.VerifyJudge(_cover(c[1], c[2]), c[2]))
         out: _Checks = c[0]
+        out.append(ast.VerifyJudge(_cover(c[1], c[2]), c[2]))
         return out
 
     def agent_expr(self, c: _Kids) -> ast.AgentExpr:
@@ -779,8 +778,8 @@ class Builder:
     def clauses(self, c: _Kids) -> _Clauses:
         if not c:
             return []
-        c[0].append(c[1])
         out: _Clauses = c[0]
+        out.append(c[1])
         return out
 
     def clause(self, c: _Kids) -> ast.Clause:
@@ -806,8 +805,8 @@ class Builder:
         return _Acc(c)
 
     def tool_refs_next(self, c: _Kids) -> _Acc:
-        c[0].append(c[2])
         out: _Acc = c[0]
+        out.append(c[2])
         return out
 
     def tool_refs_comma(self, c: _Kids) -> _Acc:
