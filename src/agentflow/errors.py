@@ -240,7 +240,7 @@ class RunError(FlowError):
         message: str,
         step_path: str | None = None,
         source: str | None = None,
-        details: dict | None = None,
+        details: dict[str, Any] | None = None,
     ):
         if not self.user_code and code not in ERROR_CODES:
             raise ValueError(
@@ -255,7 +255,7 @@ class RunError(FlowError):
         self.details = details or {}
         #: the failed step in the user's terms: ``stage``, ``item``, ``agent``, ``label``
         #: (those known; set by the executor, agentflow/runtime/where.py)
-        self.where: dict = {}
+        self.where: dict[str, Any] = {}
 
     @property
     def retryable(self) -> bool:
@@ -274,13 +274,13 @@ class RunError(FlowError):
             dict(self.where),
         )
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         # pickled whole (class and every field): a durable engine stores a step's error and
         # raises it again on replay (runtime/durable); subclasses with other constructors
         # (BadPath, ExprError, ExitError) come back as themselves, not through __init__
         return (_rebuild, (type(self), self.args, dict(self.__dict__)))
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """``{code, message, step_path, source?}`` (:meth:`ErrorInfo.to_dict`)."""
         return self.info().to_dict()
 
@@ -328,12 +328,14 @@ class RunAborted(FlowError):
         self.step_path = step_path
         self.error = error
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         # round-trips a durable engine's serializer (runtime/durable)
         return (_rebuild, (type(self), self.args, dict(self.__dict__)))
 
 
-def _rebuild(cls: type[BaseException], args: tuple, state: dict[str, Any]) -> BaseException:
+def _rebuild(
+    cls: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]
+) -> BaseException:
     """An exception of class ``cls`` with ``args`` and attributes ``state``, made without
     calling its ``__init__`` (unpickling a :class:`RunError` or :class:`RunAborted`)."""
     exc = cls.__new__(cls)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentflow.compiler.check_evals import check_evals
 from agentflow.compiler.check_tests import check_tests
 from agentflow.compiler.checker_shared import CheckerShared
 from agentflow.compiler.symbols import Symbol
@@ -254,8 +255,6 @@ class DeclarationChecks(CheckerShared):
 
     def check_eval_blocks(self) -> None:
         """The ``eval`` blocks (compiler/check_evals.py), against the flow's output type."""
-        from agentflow.compiler.check_evals import check_evals
-
         blocks = [i for i in self.items if isinstance(i, ast.EvalDecl)]
         self.evals = check_evals(self, blocks, self.output_type)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from agentflow.compiler.lowering import lower
 from agentflow.core.diagnostics import Diagnostic
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import MAX_EXPR_DEPTH, PLAN_SCHEMA_KEYS
@@ -57,8 +58,6 @@ def compiled_depth_diagnostics(result: CheckResult) -> list[Diagnostic]:
     deeper than ``MAX_EXPR_DEPTH`` levels once compiled (one diagnostic per step). Spans name
     the module's file. Never raises: a lowering that fails otherwise (a compiler bug) is left
     for ``compile`` to report."""
-    from agentflow.compiler.lowering import lower
-
     file = result.module.file
     try:
         plan = lower(result, file=file)
@@ -71,6 +70,8 @@ def compiled_depth_diagnostics(result: CheckResult) -> list[Diagnostic]:
     for step, text, template in _texts(plan, None, False):
         if len(text) < _SHORTEST_DEEP:
             continue
+        # the parser (lark and its tables, ~70 ms) loads on first use, not when `flowc` starts
+        # (agentflow.api imports this module)
         from agentflow.grammar.parser import parse_expression, parse_template
 
         try:
@@ -87,8 +88,8 @@ def compiled_depth_diagnostics(result: CheckResult) -> list[Diagnostic]:
 
 
 def _texts(
-    value: Any, step: dict | None, condition: bool
-) -> Iterator[tuple[dict | None, str, bool]]:
+    value: Any, step: dict[str, Any] | None, condition: bool
+) -> Iterator[tuple[dict[str, Any] | None, str, bool]]:
     """``(innermost step, text, is_template)`` for every template (a string holding ``{{``)
     and condition ``expr`` in a lowered plan value, schemas left out (as the plan loader
     compiles them, ``ir.templates.compile_value``)."""
@@ -110,7 +111,7 @@ def _texts(
             yield from _texts(v, step, condition)
 
 
-def _step_span(step: dict | None, file: str) -> Span:
+def _step_span(step: dict[str, Any] | None, file: str) -> Span:
     """The `.flow` position of ``step`` (its ``meta.source``, ``name.flow:line:column``) in
     ``file``; line 1, column 1 when it has none."""
     line = column = 1

@@ -15,9 +15,9 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
-from agentflow.compiler.checker_shared import Frame
+from agentflow.compiler.checker_shared import CheckerShared, Frame, Reporter
+from agentflow.compiler.symbols import Symbol
 from agentflow.compiler.types import (
     BOOL,
     INT,
@@ -50,9 +50,7 @@ from agentflow.core.vocabulary import (
     HARD_STOP_CODES,
     OUTCOME_TYPE,
 )
-
-if TYPE_CHECKING:
-    from agentflow.grammar import ast
+from agentflow.grammar import ast
 
 __all__ = [
     "ERROR_OBJECT",
@@ -153,7 +151,7 @@ def outcome_list_member(t: Type, name: str) -> Type | None:
     return ListType(value) if name == "values" else ListType(ERROR_OBJECT)
 
 
-def resolve_builtin_name(name: str, span: Any, report) -> Type | None:
+def resolve_builtin_name(name: str, span: Span, report: Reporter) -> Type | None:
     """The type a bare built-in name of errors as values stands for in a type annotation:
     ``Error``, ``ErrorPlace``; ``Outcome`` without its value type is ``unknown-type`` (ERROR).
     None for any other name.  ``report(code, message, span, hint=…)`` is the checker's."""
@@ -172,15 +170,13 @@ def resolve_builtin_name(name: str, span: Any, report) -> Type | None:
     return None
 
 
-def resolve_generic(t: ast.GenericType, arg: Type, report) -> Type:
+def resolve_generic(t: ast.GenericType, arg: Type, report: Reporter) -> Type:
     """``Name<arg>`` written in a type annotation: ``Outcome<T>`` is :func:`outcome_type`; any
     other name is ``unknown-type`` (ERROR), hinting at the agentflow spelling of another
     language's generic (``list<text>`` → ``text[]``, ``Dict<int>`` → ``map<int>``)."""
-    from agentflow.grammar import ast as A
-
     if t.name == OUTCOME_TYPE:
         return ErrorType() if isinstance(arg, ErrorType) else outcome_type(arg)
-    written = t.arg.name if isinstance(t.arg, A.NamedType) else type_str(arg)
+    written = t.arg.name if isinstance(t.arg, ast.NamedType) else type_str(arg)
     hint = D.generic_type_hint(t.name, [written])
     if hint is None and t.name.lower() in ("result", "either", "try", "outcome"):
         hint = f"a value or the error of a failed item is `{OUTCOME_TYPE}<{written}>`"
@@ -190,7 +186,7 @@ def resolve_generic(t: ast.GenericType, arg: Type, report) -> Type:
     return ErrorType()
 
 
-def check_tolerance(e: ast.MapExpr, report) -> None:
+def check_tolerance(e: ast.MapExpr, report: Reporter) -> None:
     """``tolerate N`` must count whole items (0 or more); ``tolerate P%`` must be 0–100%.
     ``report(code, message, span, hint=…)`` is the checker's."""
     n, span = e.tolerate, e.tolerate_span or e.span
@@ -311,13 +307,11 @@ def _causes(table: tuple[tuple[str, str], ...], what: str, span: Span) -> list[F
 
 
 def _member_text(n: ast.Node) -> str:
-    from agentflow.grammar import ast as A
-
-    if isinstance(n, A.Name):
+    if isinstance(n, ast.Name):
         return n.name
-    if isinstance(n, A.Member):
+    if isinstance(n, ast.Member):
         return f"{_member_text(n.obj)}.{n.name}"
-    if isinstance(n, A.Index):
+    if isinstance(n, ast.Index):
         return f"{_member_text(n.obj)}[…]"
     return "…"
 
@@ -350,31 +344,29 @@ def possible_error_codes(guarded: ast.Node) -> list[FailureCause] | None:
     analysis cannot tell — a sub-plan (``plan__…``) may fail with any code.  The checker's
     ``impossible-error-code`` and the language server's completion and hover inside
     ``catch on [ … ]`` both read this (docs/reference/errors-as-values.md)."""
-    from agentflow.grammar import ast as A
-
     found: list[tuple[int, int, FailureCause]] = []
 
     def add(causes: list[FailureCause]) -> None:
         for rank, cause in enumerate(causes):
             found.append((rank, len(found), cause))
 
-    for n in A.walk(guarded):
-        if isinstance(n, A.Call):
-            if isinstance(n.callee, A.Name):
+    for n in ast.walk(guarded):
+        if isinstance(n, ast.Call):
+            if isinstance(n.callee, ast.Name):
                 if n.callee.name.startswith("plan__"):
                     return None  # a sub-plan runs what it runs
                 add(_causes(_TOOL_CAUSES, f"`{n.callee.name}(…)`", n.span))
-        elif isinstance(n, A.AgentExpr):
+        elif isinstance(n, ast.AgentExpr):
             add(_causes(_AGENT_CAUSES, "the agent", n.span))
-        elif isinstance(n, A.AskExpr):
+        elif isinstance(n, ast.AskExpr):
             ask = [FailureCause("output_validation", "the answer to `ask` is checked", n.span)]
             if n.else_fail is not None:
                 ask.insert(0, FailureCause("failed", "`ask … else fail` fails unanswered", n.span))
             add(ask)
-        elif isinstance(n, A.VerifyExpr):
-            if any(isinstance(i, A.VerifyJudge) for i in n.items):
+        elif isinstance(n, ast.VerifyExpr):
+            if any(isinstance(i, ast.VerifyJudge) for i in n.items):
                 add(_causes(_JUDGE_CAUSES, "the `verify` judge", n.span))
-        elif isinstance(n, A.LoopExpr):
+        elif isinstance(n, ast.LoopExpr):
             loop = [
                 FailureCause("validation", "`loop` fails when its bound is out of range", n.span)
             ]
@@ -382,23 +374,23 @@ def possible_error_codes(guarded: ast.Node) -> list[FailureCause] | None:
                 why = "`loop … until … else fail` fails when no round meets `until`"
                 loop.insert(0, FailureCause("loop_exhausted", why, n.span))
             add(loop)
-        elif isinstance(n, A.FilterExpr | A.MapExpr | A.ReduceExpr):
-            if isinstance(n, A.FilterExpr) and n.judge is not None:
+        elif isinstance(n, ast.FilterExpr | ast.MapExpr | ast.ReduceExpr):
+            if isinstance(n, ast.FilterExpr) and n.judge is not None:
                 add(_causes(_JUDGE_CAUSES, "the `filter` judge", n.span))
             word = type(n).__name__.removesuffix("Expr").lower()
             add([FailureCause("validation", f"`{word}` fails when its list is null", n.span)])
-        elif isinstance(n, A.Member | A.Index):
+        elif isinstance(n, ast.Member | ast.Index):
             text = _member_text(n)
             add([FailureCause("bad_path", f"`{text}` may be missing at run time", n.span)])
-        elif isinstance(n, A.Projection):
+        elif isinstance(n, ast.Projection):
             add(
                 [FailureCause("bad_path", "the projection reads paths that may be missing", n.span)]
             )
-        elif isinstance(n, A.FailStmt):
+        elif isinstance(n, ast.FailStmt):
             add([FailureCause("failed", "`fail` fails with `failed`", n.span)])
-        elif isinstance(n, A.RequireStmt):
+        elif isinstance(n, ast.RequireStmt):
             add([FailureCause("failed", "`require … else fail` fails with `failed`", n.span)])
-        elif isinstance(n, A.FuncCall) and n.name in FUNCTIONS:
+        elif isinstance(n, ast.FuncCall) and n.name in FUNCTIONS:
             add(
                 [
                     FailureCause(
@@ -409,7 +401,7 @@ def possible_error_codes(guarded: ast.Node) -> list[FailureCause] | None:
                     for code in FUNCTIONS[n.name].errors
                 ]
             )
-        elif isinstance(n, A.Binary) and n.op in ("/", "%"):
+        elif isinstance(n, ast.Binary) and n.op in ("/", "%"):
             what = "division" if n.op == "/" else "remainder"
             add(
                 [
@@ -429,12 +421,12 @@ def possible_error_codes(guarded: ast.Node) -> list[FailureCause] | None:
 
 def _guarded(e: ast.CatchExpr | ast.TryExpr) -> ast.Node:
     """What a catch guards: the expression before ``catch``, or the ``try`` block."""
-    from agentflow.grammar import ast as A
-
-    return e.block if isinstance(e, A.TryExpr) else e.guarded
+    return e.block if isinstance(e, ast.TryExpr) else e.guarded
 
 
-def _block(ck: Any, block: ast.Block, expected: Type | None, span: Any, what: str, value: bool):
+def _block(
+    ck: CheckerShared, block: ast.Block, expected: Type | None, span: Span, what: str, value: bool
+) -> Type:
     """Check a ``try`` block or fallback as a body; when its ``value`` is not used (a ``try``
     statement) it need not produce one (its type is then ``null`` or what it produced)."""
     if value:
@@ -450,7 +442,7 @@ def _block(ck: Any, block: ast.Block, expected: Type | None, span: Any, what: st
     return join(frame.values, ck.env) if frame.values else NULL
 
 
-def check_catch(ck: Any, e: ast.CatchExpr | ast.TryExpr, hint: Type | None) -> Type:
+def check_catch(ck: CheckerShared, e: ast.CatchExpr | ast.TryExpr, hint: Type | None) -> Type:
     """Type ``guarded catch … { fallback }`` or ``try { … } catch … { fallback }``: the guarded
     expression's (block's) type ``T`` (checked against ``hint`` when given); the fallback must
     produce ``T`` (``type-mismatch``) with the binding typed ``Error`` — unless, with no
@@ -461,13 +453,10 @@ def check_catch(ck: Any, e: ast.CatchExpr | ast.TryExpr, hint: Type | None) -> T
     possible for what is guarded (``impossible-error-code``, warning); a catch whose guarded
     expression cannot fail is ``unreachable-catch`` (warning).  ``ck`` is the checker (``expr``,
     ``infer``, ``body``, ``stmts``, ``report``, scopes)."""
-    from agentflow.compiler.symbols import Symbol
-    from agentflow.grammar import ast as A
-
     kw = e.keyword_span or e.span
     guarded_node = _guarded(e)
-    used = not (isinstance(e, A.TryExpr) and ck.discarded is e)
-    if isinstance(e, A.TryExpr):
+    used = not (isinstance(e, ast.TryExpr) and ck.discarded is e)
+    if isinstance(e, ast.TryExpr):
         guarded = _block(ck, e.block, hint, e.try_span or e.span, "the `try` block", used)
     else:
         # the fallback must produce what the context expects, else the guarded expression's type
@@ -507,7 +496,7 @@ def check_catch(ck: Any, e: ast.CatchExpr | ast.TryExpr, hint: Type | None) -> T
                 hint="remove the code, or guard the expression that can fail with it",
             )
     if possible == []:
-        what = "block" if isinstance(e, A.TryExpr) else "expression"
+        what = "block" if isinstance(e, ast.TryExpr) else "expression"
         ck.report(
             D.UNREACHABLE_CATCH,
             f"this `catch` is unreachable: the guarded {what} cannot fail",
@@ -531,16 +520,14 @@ def check_catch(ck: Any, e: ast.CatchExpr | ast.TryExpr, hint: Type | None) -> T
     return t
 
 
-def _fallback_hints(ck: Any, mark: int, expected: Type, guarded: ast.Node) -> None:
+def _fallback_hints(ck: CheckerShared, mark: int, expected: Type, guarded: ast.Node) -> None:
     """Give a fallback's ``type-mismatch`` without a hint the fix: the fallback stands in for
     the guarded expression's value, so it must be of that type."""
-    from agentflow.grammar import ast as A
-
-    if isinstance(guarded, A.Block):
+    if isinstance(guarded, ast.Block):
         what = "the `try` block"
-    elif isinstance(guarded, A.Call) and isinstance(guarded.callee, A.Name):
+    elif isinstance(guarded, ast.Call) and isinstance(guarded.callee, ast.Name):
         what = f"`{guarded.callee.name}(…)`"
-    elif isinstance(guarded, A.AgentExpr):
+    elif isinstance(guarded, ast.AgentExpr):
         what = "the agent"
     else:
         what = "the guarded expression"

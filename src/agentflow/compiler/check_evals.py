@@ -19,8 +19,9 @@ threshold outside 0..1 or on a ``bool`` score, a block without scorers (``invali
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from agentflow.compiler.check_tests import _var
+from agentflow.compiler.checker_shared import CheckerShared
 from agentflow.compiler.types import (
     BOOL,
     INT,
@@ -80,7 +81,9 @@ class CheckedEval:
     thresholds: dict[str, float] = field(default_factory=dict)
 
 
-def check_evals(checker: Any, evals: list[ast.EvalDecl], output_type: Type) -> list[CheckedEval]:
+def check_evals(
+    checker: CheckerShared, evals: list[ast.EvalDecl], output_type: Type
+) -> list[CheckedEval]:
     """Check every eval block (see the module docstring); reports through ``checker``."""
     out: list[CheckedEval] = []
     seen: dict[str, ast.EvalDecl] = {}
@@ -98,9 +101,7 @@ def check_evals(checker: Any, evals: list[ast.EvalDecl], output_type: Type) -> l
     return out
 
 
-def _check_eval(checker: Any, block: ast.EvalDecl, output_type: Type) -> CheckedEval:
-    from agentflow.compiler.check_tests import _var
-
+def _check_eval(checker: CheckerShared, block: ast.EvalDecl, output_type: Type) -> CheckedEval:
     expects = block.expects
     for extra in expects[1:]:
         checker.report(
@@ -154,7 +155,7 @@ def _check_eval(checker: Any, block: ast.EvalDecl, output_type: Type) -> Checked
     return checked
 
 
-def _check_scorer(checker: Any, scorer: ast.EvalScorer) -> str:
+def _check_scorer(checker: CheckerShared, scorer: ast.EvalScorer) -> str:
     """Type one scorer; its kind: ``bool``, ``number`` or ``judge``."""
     if scorer.kind == "judge":
         checker.expr(scorer.expr, TEXT)

@@ -9,6 +9,7 @@ indexing and projections are typed here (docs/spec/LANGUAGE.md §4).  A mixin of
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
 from agentflow.compiler import check_errors
@@ -99,10 +100,10 @@ _LITERALS = (ast.StringLit, ast.NumberLit, ast.BoolLit, ast.NullLit)
 
 #: node class → the ``visit_<Class>`` method typing it; built once, by checker.py, from
 #: :class:`~agentflow.compiler.checker.Checker` (which assembles the mixins holding the rules)
-_DISPATCH: dict[type, Any] = {}
+_DISPATCH: dict[type[ast.Node], Callable[[Any, Any, Type | None], Type]] = {}
 
 
-def _no_rule(checker: Any, e: ast.Expr, hint: Type | None) -> Type:
+def _no_rule(checker: Any, e: Any, hint: Type | None) -> Type:
     """Typing rule of a node class with no ``visit_`` method: the error type."""
     return ERROR
 

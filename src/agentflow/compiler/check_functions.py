@@ -16,6 +16,7 @@ join of its arms.  A mixin of :class:`~agentflow.compiler.checker.Checker`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
@@ -115,6 +116,7 @@ def _sig_type(t: ast.TypeExpr, params: dict[str, str | None]) -> Type:
 def signature_types(name: str) -> tuple[dict[str, Type | None], list[Type], Type]:
     """The types of library function ``name``'s signature: its type parameters' bounds, its
     parameters' types and its result type (type parameters as :class:`TypeVar`)."""
+    # the parser (lark and its tables, ~70 ms) loads on first use, not when `flowc` starts
     from agentflow.grammar.parser import parse_module
 
     spec = FUNCTIONS[name]
@@ -252,7 +254,9 @@ class FunctionChecks(CheckerShared):
         if not ok:
             return ERROR
         result = _subst(returns, {k: v for k, v in binds.items() if not k.startswith("__")})
-        refine = getattr(self, "_fn_" + e.name, None)
+        refine: Callable[[ast.FuncCall, list[Type], Type], Type] | None = getattr(
+            self, "_fn_" + e.name, None
+        )
         if refine is not None:
             return refine(e, args, result)
         return result

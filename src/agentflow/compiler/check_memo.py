@@ -42,7 +42,7 @@ __all__ = ["StageMemo"]
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _view(ck: Checker, words: frozenset[str]) -> tuple:
+def _view(ck: Checker, words: frozenset[str]) -> tuple[Any, ...]:
     """What the checker's state says about the names a stage's text holds (a superset of the
     names its check can look up): for each, whether it is a stage seen so far and its type,
     whether it is a stage at all, and whether it names an item that failed to parse."""
@@ -78,10 +78,10 @@ class _Record:
     def __init__(
         self,
         stage: ast.StageDecl,
-        ctx: tuple,
+        ctx: tuple[Any, ...],
         keep: list[ast.Item],
         words: frozenset[str],
-        view: tuple,
+        view: tuple[Any, ...],
     ) -> None:
         self.stage = stage
         self.ctx = ctx
@@ -98,7 +98,7 @@ class _Record:
         self.own: Any = None
 
 
-class RecordingSet(set):
+class RecordingSet(set[Any]):
     """A set of ints that also logs what is added (the checker's ``tool_calls`` while a memo
     records)."""
 
@@ -113,7 +113,7 @@ class RecordingSet(set):
         set.add(self, x)
 
 
-class RecordingDict(dict):
+class RecordingDict(dict[Any, Any]):
     """A dict that also logs the keys assigned (the checker's ``tools`` while a memo records)."""
 
     log: list[str]
@@ -138,12 +138,12 @@ class StageMemo:
         self.older: dict[int, _Record] = {}
         #: what building the object types did, when it reported nothing (see
         #: :meth:`replay_object_types`)
-        self.objects: list[tuple] = []
+        self.objects: list[tuple[Any, ...]] = []
         #: stages replayed / checked by the last check (for tests and benchmarks)
         self.replayed = 0
         self.checked = 0
 
-    def replay_object_types(self, ck: Checker) -> tuple | None:
+    def replay_object_types(self, ck: Checker) -> tuple[Any, ...] | None:
         """Before ``build_object_types``: fill ``ck``'s object types from the previous check and
         return None when every item that is not a stage is the same object as then (and the
         names of the items that failed to parse are the same) and building them reported
@@ -165,7 +165,7 @@ class StageMemo:
         keep = [i for i in items if not isinstance(i, ast.StageDecl)]
         return (key, keep, len(ck.diags), len(ck.types), len(ck.refs), len(ck.constants))
 
-    def record_object_types(self, ck: Checker, marks: tuple) -> None:
+    def record_object_types(self, ck: Checker, marks: tuple[Any, ...]) -> None:
         """After ``build_object_types`` (``marks`` from :meth:`replay_object_types`)."""
         key, keep, n_diags, n_types, n_refs, n_consts = marks
         if len(ck.diags) != n_diags:

@@ -9,8 +9,6 @@ a final expression), reachability (``missing-return``, ``unreachable-code``), th
 
 from __future__ import annotations
 
-from typing import Any
-
 from agentflow.compiler import check_errors
 from agentflow.compiler.checker_shared import CheckerShared, Frame, Var
 from agentflow.compiler.symbols import Symbol, suggest
@@ -456,7 +454,7 @@ class StatementChecks(CheckerShared):
         return acc_t
 
 
-def _scope_text(ck: Any, var: Any) -> tuple[str, str] | None:
+def _scope_text(ck: CheckerShared, var: Var) -> tuple[str, str] | None:
     """Where a name bound in a scope that has ended was visible, and how to use its value
     after it: ``("the `catch` block of line 18", hint)``; None when the binding is not found in
     the current stage."""

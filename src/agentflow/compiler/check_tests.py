@@ -20,7 +20,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentflow.compiler.checker_shared import Var
+from agentflow.compiler.check_errors import agent_error_codes
+from agentflow.compiler.checker_shared import CheckerShared, Var
 from agentflow.compiler.symbols import Symbol
 from agentflow.compiler.types import (
     BOOL,
@@ -99,13 +100,13 @@ def agent_calls(stages: list[ast.StageDecl], types: dict[int, Type]) -> list[Age
     return out
 
 
-def test_scope_names(checker: Any) -> dict[str, Type]:
+def test_scope_names(checker: CheckerShared) -> dict[str, Type]:
     """The types of the names only an ``expect`` sees: ``output``, ``inferences``, ``calls``."""
     calls = ObjectType({name: Field(INT) for name in sorted(checker.tool_decls)}, None)
     return {"output": checker.test_output_type, "inferences": INT, "calls": calls}
 
 
-def _constant(checker: Any, value: ast.Expr, what: str, case: str | None = None) -> bool:
+def _constant(checker: CheckerShared, value: ast.Expr, what: str, case: str | None = None) -> bool:
     """True when ``value`` reads no name (but the test's ``case``); else reported."""
     for node in ast.walk(value):
         if isinstance(node, ast.Name) and node.name != case:
@@ -119,7 +120,7 @@ def _constant(checker: Any, value: ast.Expr, what: str, case: str | None = None)
     return True
 
 
-def _code(checker: Any, code: str, span: Span | None) -> None:
+def _code(checker: CheckerShared, code: str, span: Span | None) -> None:
     if code not in ERROR_CODES and span is not None:
         checker.report(
             D.UNKNOWN_ERROR_CODE,
@@ -134,7 +135,7 @@ _MAX_PROBLEMS = 4
 
 
 def _fits(
-    checker: Any,
+    checker: CheckerShared,
     value: ast.Expr,
     want: Type,
     stub: ast.TestStub,
@@ -186,7 +187,7 @@ def _fits(
     )
 
 
-def check_tests(checker: Any, tests: list[ast.TestDecl], output_type: Type) -> None:
+def check_tests(checker: CheckerShared, tests: list[ast.TestDecl], output_type: Type) -> None:
     """Check every test block (see the module docstring); reports through ``checker``."""
     if not tests:
         return
@@ -206,7 +207,7 @@ def check_tests(checker: Any, tests: list[ast.TestDecl], output_type: Type) -> N
         _check_test(checker, test, calls)
 
 
-def const_type(checker: Any, e: ast.Expr) -> Type:
+def const_type(checker: CheckerShared, e: ast.Expr) -> Type:
     """The most precise type of the constant ``e``: string, number and boolean literals keep
     their literal type (``"high"``, not ``text``), so a case field can fill a literal union."""
     if isinstance(e, ast.StringLit) and all(isinstance(p, str) for p in e.parts):
@@ -223,7 +224,7 @@ def const_type(checker: Any, e: ast.Expr) -> Type:
     return t if t is not None else TEXT
 
 
-def case_type(checker: Any, cases: ast.ListLit) -> Type:
+def case_type(checker: CheckerShared, cases: ast.ListLit) -> Type:
     """The type of a test's ``case``: objects merged field by field (a field some cases lack is
     optional), each field the union of the cases' literal types; else the union of the cases."""
     types = [const_type(checker, c) for c in cases.items]
@@ -243,7 +244,7 @@ def case_type(checker: Any, cases: ast.ListLit) -> Type:
     return make_union(types)
 
 
-def _check_test(checker: Any, test: ast.TestDecl, calls: list[AgentCall]) -> None:
+def _check_test(checker: CheckerShared, test: ast.TestDecl, calls: list[AgentCall]) -> None:
     case = test.case.name if test.case is not None else None
     case_scope: dict[str, Any] = {}
     if test.cases is not None and test.case is not None:
@@ -269,7 +270,7 @@ def _check_test(checker: Any, test: ast.TestDecl, calls: list[AgentCall]) -> Non
 
 
 def _check_items(
-    checker: Any, test: ast.TestDecl, calls: list[AgentCall], case: str | None
+    checker: CheckerShared, test: ast.TestDecl, calls: list[AgentCall], case: str | None
 ) -> None:
     inputs = test.inputs
     for extra in inputs[1:]:
@@ -318,12 +319,12 @@ def _check_items(
             _code(checker, exp.fail_code, exp.code_span)
 
 
-def _var(checker: Any, name: str, t: Type, span: Span) -> Var:
+def _var(checker: CheckerShared, name: str, t: Type, span: Span) -> Var:
     return Var(Symbol("test", name, t, None), span, used=True)
 
 
 def _check_stub(
-    checker: Any,
+    checker: CheckerShared,
     stub: ast.TestStub,
     calls: list[AgentCall],
     case: str | None = None,
@@ -410,7 +411,9 @@ def _check_stub(
                 break
 
 
-def _agent_stub_hint(checker: Any, stub: ast.TestStub, targets: list[AgentCall]) -> str | None:
+def _agent_stub_hint(
+    checker: CheckerShared, stub: ast.TestStub, targets: list[AgentCall]
+) -> str | None:
     """The fix for a ``stub agent A`` that does not fit when ``A`` answers calls of more than one
     contract (one alias used with two ``expect`` types, or a team: every member and the main
     agent): ``stub stage`` stubs one stage; separate aliases stub one contract each."""
@@ -442,7 +445,7 @@ def _agent_stub_hint(checker: Any, stub: ast.TestStub, targets: list[AgentCall])
     )
 
 
-def _no_agent_hint(checker: Any, stage: ast.StageDecl, stages: list[str]) -> str:
+def _no_agent_hint(checker: CheckerShared, stage: ast.StageDecl, stages: list[str]) -> str:
     """The fix for ``stub stage S`` on a stage that calls no agent: stub what it does call (its
     tools, a ``let`` step), since a stage stub answers only agents."""
     tools = sorted(
@@ -512,12 +515,10 @@ def _failures(stub: ast.TestStub) -> list[ast.StubFails]:
     return [v for v in stub.values if isinstance(v, ast.StubFails)]
 
 
-def _agent_code(checker: Any, stub: ast.TestStub, fails: ast.StubFails) -> None:
+def _agent_code(checker: CheckerShared, stub: ast.TestStub, fails: ast.StubFails) -> None:
     """``stub agent|stage … fails "code"``: ``code`` must be a code an agent call can fail with
     (:func:`~agentflow.compiler.check_errors.agent_error_codes`), else ``unknown-error-code``
     (no such code) or ``stub-mismatch`` (an agent never fails with it)."""
-    from agentflow.compiler.check_errors import agent_error_codes
-
     codes = agent_error_codes()
     if fails.code in codes:
         return
@@ -598,7 +599,7 @@ _STEP_EXPRS = (
 )
 
 
-def _check_named_stub(checker: Any, stub: ast.TestStub, case: str | None) -> None:
+def _check_named_stub(checker: CheckerShared, stub: ast.TestStub, case: str | None) -> None:
     """``stub ask NAME`` and ``stub step NAME``: the target exists, each value fits its type."""
     name = stub.target.name
     if stub.kind == "ask":

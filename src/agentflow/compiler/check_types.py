@@ -49,6 +49,7 @@ from agentflow.compiler.types import (
 )
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Note
+from agentflow.core.spans import Span
 from agentflow.core.vocabulary import (
     VERDICT_TYPE,
     duration_ms,
@@ -95,7 +96,7 @@ def _duration_hint(e: ast.Expr) -> str:
 
 @dataclass(slots=True)
 class _Expect:
-    span: ast.Span
+    span: Span
     what: str
 
 
@@ -352,8 +353,8 @@ class TypeChecks(CheckerShared):
             fields[fname] = Field(ft, optional, constraints, fd.doc, fd.name.span)
         return ObjectType(fields, name, doc)
 
-    def constraints(self, fd: ast.FieldDecl, ft: Type) -> dict[str, tuple]:
-        out: dict[str, tuple] = {}
+    def constraints(self, fd: ast.FieldDecl, ft: Type) -> dict[str, tuple[Any, ...]]:
+        out: dict[str, tuple[Any, ...]] = {}
         base = self.env.resolve(strip_optional(ft, self.env))
         for c in fd.constraints:
             cname = c.name.name
@@ -409,7 +410,7 @@ class TypeChecks(CheckerShared):
             out[cname] = tuple(values)
         return out
 
-    def constraint_args(self, c: ast.Constraint, cname: str, values: list) -> bool:
+    def constraint_args(self, c: ast.Constraint, cname: str, values: list[Any]) -> bool:
         def num(v: Any) -> bool:
             return isinstance(v, (int, float)) and not isinstance(v, bool)
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import gc
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -125,10 +126,9 @@ class CheckResult:
 
 @functools.cache
 def _prelude_module() -> ast.Module | None:
-    try:
-        from agentflow.grammar.parser import parse_module
-    except ImportError:  # pragma: no cover - the parser is part of the package
-        return None
+    # the parser (lark and its tables, ~70 ms) loads on first use, not when `flowc` starts
+    from agentflow.grammar.parser import parse_module
+
     try:
         text = PRELUDE.read_text(encoding="utf-8")
     except OSError:  # pragma: no cover
@@ -164,7 +164,7 @@ class Checker(
     def __init__(
         self,
         module: ast.Module,
-        parse_diagnostics,
+        parse_diagnostics: Iterable[Diagnostic],
         *,
         prelude: bool = True,
         memo: StageMemo | None = None,
@@ -318,7 +318,7 @@ def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
 def check_module(
     module: ast.Module,
     *,
-    parse_diagnostics: tuple | list = (),
+    parse_diagnostics: Iterable[Diagnostic] = (),
     prelude: bool = True,
     memo: StageMemo | None = None,
 ) -> CheckResult:
@@ -357,7 +357,10 @@ _SHALLOW = 75
 
 
 def _check_module(
-    module: ast.Module, parse_diagnostics, prelude: bool, memo: StageMemo | None = None
+    module: ast.Module,
+    parse_diagnostics: Iterable[Diagnostic],
+    prelude: bool,
+    memo: StageMemo | None = None,
 ) -> CheckResult:
     checker = Checker(module, parse_diagnostics, prelude=prelude, memo=memo)
     try:
@@ -372,7 +375,9 @@ def _check_module(
         return _empty_result(checker)
     if result.ok and checker.max_expr_depth > _SHALLOW:
         # what `compile` would refuse beyond the check: an expression too deep once compiled
-        # (a module no deeper than _SHALLOW cannot compile to one: the lowering is skipped)
+        # (a module no deeper than _SHALLOW cannot compile to one: the lowering is skipped).
+        # Imported here: check_depth runs the lowering, which takes a CheckResult from this
+        # module (checker -> check_depth -> lowering -> checker would be a cycle)
         from agentflow.compiler.check_depth import compiled_depth_diagnostics
 
         extra = compiled_depth_diagnostics(result)

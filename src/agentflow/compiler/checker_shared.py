@@ -13,7 +13,7 @@ mixins, earlier in the method order of ``Checker``, define them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from agentflow.compiler.symbols import Symbol, ToolSig
 from agentflow.compiler.types import ObjectType, Type, TypeEnv
@@ -21,6 +21,20 @@ from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Diagnostic, Note
 from agentflow.core.spans import Span
 from agentflow.grammar import ast
+
+
+class Reporter(Protocol):
+    """The signature of :meth:`CheckerShared.report`, for helpers that take it as a callback."""
+
+    def __call__(
+        self,
+        code: str,
+        message: str,
+        span: Span,
+        *,
+        notes: list[Note] | None = None,
+        hint: str | None = None,
+    ) -> None: ...
 
 
 @dataclass(slots=True)
@@ -80,6 +94,8 @@ class CheckerShared:
     stage_syms: dict[str, Symbol]
     stage_types: dict[str, Type]
     tests: list[ast.TestDecl]
+    #: the flow's output type as a test's ``expect`` sees it (set by check_tests.check_tests)
+    test_output_type: Type
     tool_calls: set[int]
     tool_decls: dict[str, ToolSig]
     tools: dict[str, ToolSig]
@@ -105,6 +121,9 @@ class CheckerShared:
     def _hint_parts(self, hint: Type | None) -> Type | None:
         raise NotImplementedError
 
+    def body(self, block: ast.Block, expected: Type | None, owner_span: Span, what: str) -> Type:
+        raise NotImplementedError
+
     def budget(self, spec: ast.BudgetSpec) -> None:
         raise NotImplementedError
 
@@ -121,6 +140,9 @@ class CheckerShared:
         hint: str | None = None,
         low_hint: str | None = None,
     ) -> None:
+        raise NotImplementedError
+
+    def declare(self, symbol: Symbol, span: Span) -> None:
         raise NotImplementedError
 
     def elem_type(self, over: ast.Expr, what: str) -> Type:
@@ -159,10 +181,16 @@ class CheckerShared:
     ) -> ObjectType:
         raise NotImplementedError
 
+    def pop_scope(self) -> None:
+        raise NotImplementedError
+
     def resolve_alias(self, name: str, stack: tuple[str, ...]) -> Type:
         raise NotImplementedError
 
     def resolve_type(self, t: ast.TypeExpr, alias_stack: tuple[str, ...] = ()) -> Type:
+        raise NotImplementedError
+
+    def stmts(self, stmts: list[ast.Stmt], frame: Frame, *, top: bool) -> bool:
         raise NotImplementedError
 
     def tool_sig(self, item: ast.ExternTool) -> ToolSig:

@@ -19,7 +19,7 @@ from typing import Any
 
 from agentflow.compiler import types as T
 from agentflow.core import vocabulary
-from agentflow.errors import ContractError
+from agentflow.errors import ContractError as ContractError  # re-exported (cli, serve, evals)
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 DURATION_PATTERN = f"^{vocabulary.DURATION_PATTERN}$"
@@ -31,7 +31,7 @@ class _Builder:
     def __init__(self, env: T.TypeEnv, root_name: str | None):
         self.env = env
         self.root_name = root_name
-        self.defs: dict[str, dict] = {}
+        self.defs: dict[str, dict[str, Any]] = {}
         self._building: set[str] = set()
 
     # -- types -------------------------------------------------------------------------------
@@ -92,7 +92,7 @@ class _Builder:
         literals = [m for m in members if isinstance(m, T.LiteralType)]
         nullable = any(isinstance(m, T.Prim) and m.name == "null" for m in members)
         others = [m for m in members if not isinstance(m, T.LiteralType) and m not in (T.NULL,)]
-        parts: list[dict] = []
+        parts: list[dict[str, Any]] = []
         if literals:
             parts.append({"enum": [lit.value for lit in literals]})
         parts.extend(self.schema(m) for m in others)
@@ -147,7 +147,7 @@ class _Builder:
         return out
 
 
-def _with_constraints(schema: dict, f: T.Field, env: T.TypeEnv) -> dict:
+def _with_constraints(schema: dict[str, Any], f: T.Field, env: T.TypeEnv) -> dict[str, Any]:
     """Apply a field's constraints to its schema (inside ``anyOf`` for an optional field)."""
     if not f.constraints:
         return schema
@@ -159,7 +159,9 @@ def _with_constraints(schema: dict, f: T.Field, env: T.TypeEnv) -> dict:
     return _apply(schema, f.constraints, env)
 
 
-def _apply(schema: dict, constraints: dict[str, tuple], env: T.TypeEnv) -> dict:
+def _apply(
+    schema: dict[str, Any], constraints: dict[str, tuple[Any, ...]], env: T.TypeEnv
+) -> dict[str, Any]:
     out = dict(schema)
     # `@length` bounds a text's characters, an array's items or a map's keys
     lo_key, hi_key = {
@@ -242,7 +244,7 @@ def _root_object_name(t: T.Type, env: T.TypeEnv) -> str | None:
     return None
 
 
-def _finish(schema: dict, b: _Builder) -> dict:
+def _finish(schema: dict[str, Any], b: _Builder) -> dict[str, Any]:
     out = {"$schema": SCHEMA_DIALECT, **schema}
     if b.defs:
         out["$defs"] = {k: b.defs[k] for k in sorted(b.defs)}
@@ -329,7 +331,7 @@ def _one_line(text: str) -> str:
     return _UNPRINTABLE.sub(lambda m: f"\\u{{{ord(m.group()):x}}}", text)
 
 
-def _required(schema: dict) -> set[str]:
+def _required(schema: dict[str, Any]) -> set[str]:
     """The names in a schema's ``required`` list (anything malformed there is ignored)."""
     required = schema.get("required")
     return {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
@@ -426,7 +428,8 @@ def inline_refs(schema: dict[str, Any], depth: int = 0) -> dict[str, Any]:
                 return walk({**defs[m.group(1)], **rest}, level + 1)
         return {k: walk(v, level) for k, v in node.items() if k not in ("$defs", "definitions")}
 
-    return walk(schema, depth)
+    out: dict[str, Any] = walk(schema, depth)
+    return out
 
 
 def flow_alias(name: str) -> str:

@@ -33,8 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentflow.compiler.api import read_source
 from agentflow.core.vocabulary import GENERIC_TYPES, KEYWORDS
 from agentflow.errors import FormatError
+from agentflow.grammar import ast
 from agentflow.grammar.scanner import SynErr, lex
 
 __all__ = ["FormatError", "format_source", "format_file", "ast_key", "tokenize", "Token"]
@@ -116,8 +118,11 @@ def tokenize(text: str) -> list[Token]:
     out: list[Token] = []
     try:
         for t in lex(text):
-            kind = _KINDS.get(t.type) or ("word" if t.value in KEYWORDS else "op")
-            value = t.value.rstrip() if kind == "comment" or kind == "doc" else t.value
+            value = t.value
+            assert isinstance(value, str)  # raw mode: a STRING token's value is its text too
+            kind = _KINDS.get(t.type) or ("word" if value in KEYWORDS else "op")
+            if kind == "comment" or kind == "doc":
+                value = value.rstrip()
             out.append(Token(kind, value, t.start, t.end))
     except SynErr as e:
         raise FormatError(e.message, e.span) from None
@@ -431,13 +436,11 @@ _SPAN_FIELDS = frozenset(
 )
 
 
-def ast_key(node: Any) -> tuple:
+def ast_key(node: Any) -> tuple[Any, ...]:
     """A hashable structural key of an AST (every field but spans), for equivalence checks:
     the nodes in pre-order as one flat tuple of markers, names and values. Built with an
     explicit stack, so a 3,000-deep member chain neither recurses nor builds a nested tuple that
     comparing would recurse into."""
-    from agentflow.grammar import ast
-
     out: list[Any] = []
     stack: list[Any] = [node]
     while stack:
@@ -478,6 +481,7 @@ def format_source(text: str, file: str = "<input>") -> str:
     Raises :class:`FormatError` (a :class:`~agentflow.errors.SourceError` with the span of the
     first problem) when the source has a syntax error, or when the formatted text would not
     parse to the same AST (a formatter bug; the file is then left alone)."""
+    # the parser (lark and its tables, ~70 ms) loads on first use, not when `flowc` starts
     from agentflow.grammar.parser import parse_module
 
     before, diags = parse_module(text, file)
@@ -506,8 +510,6 @@ def format_file(path: str | Path, *, check: bool = False) -> bool:
 
     Returns True when the file is (check) or was (write) not already canonical.  Raises
     :class:`FormatError` as :func:`format_source`, ``OSError`` when unreadable."""
-    from agentflow.compiler.api import read_source
-
     text = read_source(path)
     new = format_source(text, str(path))
     if new == text:

@@ -44,6 +44,7 @@ from typing import Any
 from agentflow.compiler import types as T
 from agentflow.compiler.checker import CheckResult
 from agentflow.compiler.contracts import DURATION_PATTERN
+from agentflow.compiler.lowering import lower_with_stages
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Diagnostic
 from agentflow.core.spans import Span
@@ -300,7 +301,7 @@ class _Generator:
             return attr, fname
         return fname, None
 
-    def constrained(self, ann: str, t: T.Type, constraints: dict[str, tuple]) -> str:
+    def constrained(self, ann: str, t: T.Type, constraints: dict[str, tuple[Any, ...]]) -> str:
         if not constraints:
             return ann
         resolved = self.env.resolve(t)
@@ -559,8 +560,6 @@ def _runtime_ann(ann: str) -> str:
 
 
 def _stage_templates(result: CheckResult, flow_file: str) -> dict[str, str]:
-    from agentflow.compiler.lowering import lower_with_stages
-
     _, stages = lower_with_stages(result, file=flow_file)
     return {k: v for k, v in stages.items() if isinstance(v, str)}
 

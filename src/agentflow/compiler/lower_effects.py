@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentflow.compiler import types as T
-from agentflow.compiler.contracts import ContractError, agent_contract, contract_for
+from agentflow.compiler.contracts import agent_contract, contract_for
 from agentflow.compiler.lower_expressions import (
     Ctx,
     Frag,
@@ -21,7 +21,7 @@ from agentflow.compiler.lower_expressions import (
     paren_frag,
     scope_name,
 )
-from agentflow.errors import LoweringError
+from agentflow.errors import ContractError, LoweringError
 from agentflow.grammar import ast
 
 
@@ -35,13 +35,13 @@ def _alias_of(target: ast.Expr) -> str | None:
     return target.name if isinstance(target, ast.Name) else None
 
 
-def _order(d: dict, keys: list[str]) -> dict:
+def _order(d: dict[str, Any], keys: list[str]) -> dict[str, Any]:
     out = {k: d[k] for k in keys if k in d}
     out.update({k: v for k, v in d.items() if k not in out})
     return out
 
 
-def _insert_before(step: dict, before: str, key: str, value: Any) -> None:
+def _insert_before(step: dict[str, Any], before: str, key: str, value: Any) -> None:
     items = list(step.items())
     step.clear()
     placed = False
@@ -124,7 +124,7 @@ class EffectLowering(LoweringShared):
             _insert_before(step, "meta", "result_schema", schema)
         return Frag([StepRef(step)])
 
-    def _result_schema(self, sig: Any) -> dict | None:
+    def _result_schema(self, sig: Any) -> dict[str, Any] | None:
         """The ``result_schema`` of a call to a declared catalog tool: its declared result type
         as JSON Schema, open to fields the type does not name (a server may add some), so the
         run checks what the program relies on.  None for the prelude, ``json`` results and
@@ -135,7 +135,8 @@ class EffectLowering(LoweringShared):
             schema = contract_for(sig.returns, self.env)
         except ContractError:
             return None
-        return _open_objects(schema)
+        opened: dict[str, Any] = _open_objects(schema)
+        return opened
 
     def visit_AgentExpr(self, e: ast.AgentExpr, ctx: Ctx) -> Frag:
         inp: dict[str, Any] = {"agent": self._target(e.target, ctx)}
@@ -203,7 +204,7 @@ class EffectLowering(LoweringShared):
         sig = self.r.tool_decls.get(t.name)
         return sig.catalog_name if sig is not None else t.name
 
-    def _retry(self, spec: ast.RetrySpec) -> dict:
+    def _retry(self, spec: ast.RetrySpec) -> dict[str, Any]:
         attempts = self.constant(spec.attempts, "retry attempts") if spec.attempts else 0
         out: dict[str, Any] = {"attempts": attempts}
         out["on"] = [i.name for i in spec.on] if spec.on is not None else ["transient"]
@@ -224,7 +225,7 @@ class EffectLowering(LoweringShared):
             return self.r.constants[id(e)]
         return self.whole(self.expr(e, ctx))
 
-    def _budget(self, spec: ast.BudgetSpec) -> dict:
+    def _budget(self, spec: ast.BudgetSpec) -> dict[str, Any]:
         """A ``budget { … }`` as the plan's ``{inferences?, tokens?, cost?}``."""
         return {
             key: self.constant(value, f"budget `{key}`")
@@ -232,7 +233,7 @@ class EffectLowering(LoweringShared):
             if (value := spec.limit(key)) is not None
         }
 
-    def _target(self, target: ast.Expr, ctx: Ctx) -> dict:
+    def _target(self, target: ast.Expr, ctx: Ctx) -> dict[str, Any]:
         if isinstance(target, ast.Name) and target.name in self.uses:
             return {"kind": "alias", "name": self.uses[target.name].target}
         if (
@@ -303,7 +304,7 @@ class EffectLowering(LoweringShared):
         over = self.expr(e.over, ctx)
         inp: dict[str, Any] = {"over": self.whole(over)}
         bindings = {e.var.name: scope_name("item"), "index": scope_name("index")}
-        scratch: list[dict] = []
+        scratch: list[dict[str, Any]] = []
         gate = Ctx(ctx.plan, scratch, ctx.stage, parent=ctx, bindings=bindings, gate=True)
         snapshot = self.snapshot(ctx)
         if e.judge is not None:
@@ -358,7 +359,7 @@ class EffectLowering(LoweringShared):
         body = self.body_step(e.body.stmts, e.body.span, ctx, loop, "loop body")
         inp: dict[str, Any] = {"up_to": bound, "initial": self.whole(init), "do": body}
         if e.until is not None:
-            scratch: list[dict] = []
+            scratch: list[dict[str, Any]] = []
             bindings = {n: scope_name(s) for n, s in loop.items()}
             after = Ctx(ctx.plan, scratch, ctx.stage, parent=ctx, bindings=bindings)
             inp["until"] = {"expr": self.expr(e.until, after).render()}

@@ -66,7 +66,7 @@ _ELEMENT = "[*]"
 class StepRef:
     """A reference to a step's (selected) result, printed as its id or as ``result``."""
 
-    step: dict
+    step: dict[str, Any]
 
 
 @dataclass
@@ -179,7 +179,7 @@ NULL = Frag.text("null")
 class PlanBuilder:
     """The steps of one plan (main or outlined sub-plan) with its own ``E<n>`` counter."""
 
-    steps: list[dict] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)
     counter: int = 0
 
     def next_id(self) -> str:
@@ -202,7 +202,7 @@ class Ctx:
     """
 
     plan: PlanBuilder
-    target: list[dict]
+    target: list[dict[str, Any]]
     stage: str | None
     parent: Ctx | None = None
     bindings: dict[str, Frag] = field(default_factory=dict)
@@ -242,15 +242,15 @@ class LoweringShared:
     env: T.TypeEnv
     uses: dict[str, ast.UseDecl]
 
-    def snapshot(self, ctx: Ctx) -> tuple[list[str], dict, int]:
+    def snapshot(self, ctx: Ctx) -> tuple[list[str], dict[str, Any], int]:
         raise NotImplementedError
 
-    def rollback(self, ctx: Ctx, snapshot: tuple[list[str], dict, int]) -> None:
+    def rollback(self, ctx: Ctx, snapshot: tuple[list[str], dict[str, Any], int]) -> None:
         raise NotImplementedError
 
     def add_step(
         self, ctx: Ctx, tool_name: str, inp: Any, span: Span, *, select: str | None = None
-    ) -> dict:
+    ) -> dict[str, Any]:
         raise NotImplementedError
 
     def body_step(
@@ -260,7 +260,7 @@ class LoweringShared:
         ctx: Ctx,
         loop: dict[str, str],
         what: str,
-    ) -> dict:
+    ) -> dict[str, Any]:
         raise NotImplementedError
 
     def expr(self, e: ast.Expr, ctx: Ctx) -> Frag:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from agentflow.compiler import types as T
@@ -91,7 +92,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         self.file = os.path.basename(file)
         self.uses = result.uses
         self.flow = result.flow_name.lower()
-        self.plans: dict[str, dict] = {}
+        self.plans: dict[str, dict[str, Any]] = {}
         self.sub_counters: dict[str, int] = {}
         # id(LetStmt or StageDecl) -> how many names in the source refer to it
         self.name_uses: Counter[int] = Counter(
@@ -104,7 +105,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
     def source(self, span: Span) -> str:
         return f"{self.file}:{span.line}:{span.column}"
 
-    def meta(self, span: Span, ctx: Ctx, name: str | None = None) -> dict:
+    def meta(self, span: Span, ctx: Ctx, name: str | None = None) -> dict[str, Any]:
         m: dict[str, Any] = {"source": self.source(span)}
         if ctx.stage:
             m["stage"] = ctx.stage
@@ -114,7 +115,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
 
     def add_step(
         self, ctx: Ctx, tool_name: str, inp: Any, span: Span, *, select: str | None = None
-    ) -> dict:
+    ) -> dict[str, Any]:
         """Append a step to ``ctx.target`` (numbered unless ``ctx`` is an inline body)."""
         if ctx.body and (ctx.target or tool_name in _NOT_BODY):
             raise _NeedsOutline()
@@ -182,7 +183,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         return None
 
     # -- top level ---------------------------------------------------------------------------
-    def lower(self) -> dict:
+    def lower(self) -> dict[str, Any]:
         r = self.r
         plan = PlanBuilder()
         root = Ctx(plan, plan.steps, None, bindings={"input": scope_name("input")})
@@ -249,7 +250,9 @@ class _Lowerer(ExpressionLowering, EffectLowering):
                     return out
         return value
 
-    def exit_step(self, ctx: Ctx, span: Span, message: ast.Expr, when: Frag | None) -> dict:
+    def exit_step(
+        self, ctx: Ctx, span: Span, message: ast.Expr, when: Frag | None
+    ) -> dict[str, Any]:
         inp: dict[str, Any] = {}
         if when is not None:
             inp["when"] = {"expr": when.render()}
@@ -313,7 +316,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         ctx: Ctx,
         loop: dict[str, str],
         what: str,
-    ) -> dict:
+    ) -> dict[str, Any]:
         """Lower a control body to exactly one step (docs/spec/PLAN_IR.md §5), outlining when
         needed.
 
@@ -328,11 +331,11 @@ class _Lowerer(ExpressionLowering, EffectLowering):
             self.rollback(ctx, snapshot)
         return self.outline_body(stmts, span, ctx, loop, what)
 
-    def snapshot(self, ctx: Ctx) -> tuple[list[str], dict, int]:
+    def snapshot(self, ctx: Ctx) -> tuple[list[str], dict[str, Any], int]:
         """What a failed lowering attempt must undo: sub-plans, their counters, the step counter."""
         return list(self.plans), dict(self.sub_counters), ctx.plan.counter
 
-    def rollback(self, ctx: Ctx, snapshot: tuple[list[str], dict, int]) -> None:
+    def rollback(self, ctx: Ctx, snapshot: tuple[list[str], dict[str, Any], int]) -> None:
         """Undo everything registered since :meth:`snapshot` (no gaps in ids or plan names)."""
         names, self.sub_counters, ctx.plan.counter = snapshot
         for k in list(self.plans):
@@ -341,8 +344,8 @@ class _Lowerer(ExpressionLowering, EffectLowering):
 
     def inline_body(
         self, stmts: list[ast.Stmt], span: Span, ctx: Ctx, loop: dict[str, str]
-    ) -> dict:
-        scratch: list[dict] = []
+    ) -> dict[str, Any]:
+        scratch: list[dict[str, Any]] = []
         bindings = {n: scope_name(s) for n, s in loop.items()}
         bctx = Ctx(ctx.plan, scratch, ctx.stage, parent=ctx, bindings=bindings, body=True)
         value = self.block(stmts, bctx)
@@ -370,7 +373,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         ctx: Ctx,
         loop: dict[str, str],
         what: str,
-    ) -> dict:
+    ) -> dict[str, Any]:
         stage = (ctx.stage or "flow").lower()
         n = self.sub_counters.get(stage, 0)
         self.sub_counters[stage] = n + 1
@@ -464,7 +467,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
 
 #: node class → the ``visit_<Class>`` rule lowering it (lower_expressions.py, lower_effects.py),
 #: built once at import
-_RULES: dict[type, Any] = {
+_RULES: dict[type[ast.Node], Callable[[Any, Any, Ctx], Frag]] = {
     getattr(ast, name[len("visit_") :]): getattr(_Lowerer, name)
     for name in dir(_Lowerer)
     if name.startswith("visit_")
@@ -504,7 +507,7 @@ def _select_expr(sel: str) -> str:
     return s
 
 
-def lower(result: CheckResult, *, file: str) -> dict:
+def lower(result: CheckResult, *, file: str) -> dict[str, Any]:
     """Lower a checked program (no errors) to a plan as plain data (docs/spec/LANGUAGE.md §10).
 
     ``file`` is the source path; its base name goes into every step's ``meta.source``
@@ -522,7 +525,7 @@ def lower(result: CheckResult, *, file: str) -> dict:
         ) from None
 
 
-def lower_with_stages(result: CheckResult, *, file: str) -> tuple[dict, dict[str, Any]]:
+def lower_with_stages(result: CheckResult, *, file: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """:func:`lower`, plus each stage's value as the plan template that reads it after the
     run's steps (``{"todos": "{{ E1 }}"}``) — what the test runner reads stages with
     (docs/reference/testing.md). Raises like :func:`lower`."""

@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from agentflow.core.diagnostics import CODES, Diagnostic, Note
+from agentflow.core.spans import Span
 from agentflow.core.version import __version__
 
 __all__ = ["render_text", "render_json", "render_sarif", "summary", "diagnostic_dict"]
@@ -155,8 +157,8 @@ def summary(diags: Iterable[Diagnostic]) -> str:
     return ", ".join(parts)
 
 
-def _note_dict(n: Note) -> dict:
-    data: dict = {"message": n.message}
+def _note_dict(n: Note) -> dict[str, Any]:
+    data: dict[str, Any] = {"message": n.message}
     if n.span is not None:
         data.update(
             file=n.span.file,
@@ -170,7 +172,7 @@ def _note_dict(n: Note) -> dict:
     return data
 
 
-def diagnostic_dict(d: Diagnostic) -> dict:
+def diagnostic_dict(d: Diagnostic) -> dict[str, Any]:
     """One diagnostic as plain data: ``{file, line, column, end_line, end_column, severity,
     code, message, notes: [{message, file, line, column, end_line, end_column}], hint}``."""
     sp = d.span
@@ -196,7 +198,7 @@ def render_json(diags: Iterable[Diagnostic]) -> str:
     )
 
 
-def _region(span) -> dict:
+def _region(span: Span) -> dict[str, Any]:
     region = {"startLine": max(1, span.line), "startColumn": max(1, span.column)}
     if span.end_line >= span.line:
         region["endLine"] = span.end_line
@@ -221,7 +223,7 @@ def render_sarif(diags: Iterable[Diagnostic], *, tool_version: str | None = None
     results = []
     for d in _sorted(diags):
         text = d.message + (f" ({d.hint})" if d.hint else "")
-        result: dict = {
+        result: dict[str, Any] = {
             "ruleId": d.code,
             "ruleIndex": codes.index(d.code),
             "level": d.severity,
@@ -237,7 +239,7 @@ def render_sarif(diags: Iterable[Diagnostic], *, tool_version: str | None = None
         }
         related = []
         for i, n in enumerate(d.notes):
-            loc: dict = {"id": i, "message": {"text": n.message}}
+            loc: dict[str, Any] = {"id": i, "message": {"text": n.message}}
             if n.span is not None:
                 loc["physicalLocation"] = {
                     "artifactLocation": {"uri": n.span.file},

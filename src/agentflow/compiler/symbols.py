@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,7 +60,7 @@ class ToolSig:
         return self.catalog or self.name
 
 
-def suggest(name: str, candidates) -> str | None:
+def suggest(name: str, candidates: Iterable[str]) -> str | None:
     """``did_you_mean``, plus one swap of adjacent letters (``titel`` → ``title``) and
     case-only differences."""
     hint = did_you_mean(name, candidates)

@@ -191,7 +191,7 @@ class Field:
 
     type: Type
     optional: bool = False
-    constraints: dict[str, tuple] = field(default_factory=dict, compare=False, hash=False)
+    constraints: dict[str, tuple[Any, ...]] = field(default_factory=dict, compare=False, hash=False)
     doc: str | None = field(default=None, compare=False)
     span: Any = field(default=None, compare=False, repr=False)
 
@@ -524,7 +524,7 @@ _KINDS = {"text": "text", "path": "text", "member": "text", "duration": "text"}
 _KINDS.update({"int": "number", "number": "number", "bool": "bool", "null": "null"})
 
 
-def _overlaps(a: Type, b: Type, env: TypeEnv, seen: set) -> bool:
+def _overlaps(a: Type, b: Type, env: TypeEnv, seen: set[Any]) -> bool:
     a, b = env.resolve(a), env.resolve(b)
     if isinstance(a, (ErrorType, NeverType)) or isinstance(b, (ErrorType, NeverType)):
         return True
@@ -567,11 +567,11 @@ def _overlaps(a: Type, b: Type, env: TypeEnv, seen: set) -> bool:
     return True
 
 
-def finite_values(t: Type, env: TypeEnv | None = None, limit: int = 50) -> list | None:
+def finite_values(t: Type, env: TypeEnv | None = None, limit: int = 50) -> list[Any] | None:
     """The values a type allows when it is a small finite set — a literal type, ``bool``,
     ``null`` and unions and optionals of those — in declaration order; else None."""
     env = env or _EMPTY_ENV
-    out: list = []
+    out: list[Any] = []
 
     def add(x: Type) -> bool:
         x = env.resolve(x)
@@ -615,7 +615,7 @@ def assignable(src: Type, dst: Type, env: TypeEnv | None = None) -> bool:
     return _assignable(src, dst, env or _EMPTY_ENV, set())
 
 
-def _assignable(src: Type, dst: Type, env: TypeEnv, seen: set) -> bool:
+def _assignable(src: Type, dst: Type, env: TypeEnv, seen: set[Any]) -> bool:
     if src is dst or src == dst:
         return True
     if isinstance(src, (ErrorType, NeverType)) or isinstance(dst, ErrorType):
@@ -680,7 +680,7 @@ def _assignable(src: Type, dst: Type, env: TypeEnv, seen: set) -> bool:
 
 
 def object_mismatches(
-    src: ObjectType, dst: ObjectType, env: TypeEnv | None = None, seen: set | None = None
+    src: ObjectType, dst: ObjectType, env: TypeEnv | None = None, seen: set[Any] | None = None
 ) -> list[tuple[str, str]]:
     """Why ``src`` is not assignable to ``dst``: a list of ``(kind, field)`` with kind
     ``"missing"``, ``"unknown"`` or ``"type"``; empty when assignable."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from agentflow.core.spans import Span
 
@@ -226,7 +226,7 @@ class Diagnostic:
     def is_error(self) -> bool:
         return self.severity == "error"
 
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[Any, ...]:
         return (self.span.file, self.span.line, self.span.column, self.code)
 
     def __str__(self) -> str:

@@ -821,7 +821,7 @@ class Module(Node):
     file: str
     items: list[Item]
 
-    def of(self, cls: type) -> list:
+    def of(self, cls: type) -> list[Any]:
         """All items of the given class, in source order."""
         return [i for i in self.items if isinstance(i, cls)]
 

@@ -11,6 +11,7 @@ needed, too long expressions) are raised here as :class:`~agentflow.grammar.scan
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from agentflow.core.functions import FUNCTIONS
@@ -22,14 +23,43 @@ from agentflow.grammar.scanner import SynErr, Tok
 
 __all__ = ["Builder"]
 
+#: The children of one reduction, in source order: the rule's tokens (:class:`Tok`) and the
+#: values its sub-rules built.  What sits at each index depends on the alternative that was
+#: reduced (see :file:`flow.lark`), which a static type cannot follow; each callback returns a
+#: precise type.
+_Kids = list[Any]
+_Items = list[ast.Item]
+_Params = list[ast.Param]
+_TestItems = list[ast.TestInput | ast.TestStub | ast.TestExpect | ast.TestReplay]
+_Answers = list[ast.Expr | ast.StubFails]
+_EvalItems = list[ast.EvalDataset | ast.EvalExpect | ast.EvalScorer]
+_Constraints = list[ast.Constraint]
+_Stmts = list[ast.Stmt]
+_Idents = list[ast.Ident]
+_Checks = list[ast.VerifyCheck | ast.VerifyJudge]
+_Clauses = list[ast.Clause]
+_Args = list[ast.Expr | ast.Argument]
+#: ``N`` or ``N%`` after ``threshold``: (the fraction, its span)
+_Threshold = tuple[int | float, Span]
+#: ``tolerate N`` / ``tolerate P%``: (number, is a percentage, span)
+_Tolerance = tuple[int | float, bool, Span]
+#: a map's ``limit`` and ``tolerate`` options
+_MapOptions = tuple[ast.Expr | None, _Tolerance | None]
+#: ``ask``'s ``expect T``, ``default V``, ``else fail M`` and its last child (a token or a node)
+_AskTail = tuple[ast.TypeExpr | None, ast.Expr | None, ast.Expr | None, Any]
+#: ``loop up to N as var, acc[: T] = init``: (keyword, bound, var, acc, type, init)
+_LoopHead = tuple[Tok, ast.Expr, ast.Ident, ast.Ident, ast.TypeExpr | None, ast.Expr]
+#: an operator between operands: (spelling, first token, last token)
+_Op = tuple[str, Tok, Tok]
 
-class _Acc(list):
+
+class _Acc(list[Any]):
     """A list being accumulated by a left-recursive rule; ``comma`` tells whether the last
     thing added was a separating comma."""
 
     __slots__ = ("comma",)
 
-    def __init__(self, *a):
+    def __init__(self, *a: Any) -> None:
         super().__init__(*a)
         self.comma = False
 
@@ -39,7 +69,7 @@ class _Not:
 
     __slots__ = ("tok", "operand")
 
-    def __init__(self, tok, operand):
+    def __init__(self, tok: Tok, operand: ast.Expr | _Not) -> None:
         self.tok = tok
         self.operand = operand
 
@@ -79,10 +109,11 @@ def _cover(a: Any, b: Any) -> Span:
 def _operand_span(x: Any) -> Span:
     if isinstance(x, _Not):
         return x.tok.span.to(_operand_span(x.operand))
-    return x.span
+    out: Span = x.span
+    return out
 
 
-def _climb(seq: list) -> ast.Expr:
+def _climb(seq: list[Any]) -> ast.Expr:
     """Arrange ``[operand, (op, tok, tok2), operand, …]`` by precedence
     (docs/spec/LANGUAGE.md §4)."""
     if len(seq) > 2 * MAX_OPERATORS:
@@ -134,12 +165,15 @@ def _climb(seq: list) -> ast.Expr:
 
 def _string_value(tok: Tok, what: str) -> str:
     lit = tok.value
+    assert isinstance(lit, ast.StringLit)  # a STRING token's value in parse mode
     if not lit.is_plain:
         raise SynErr(f"{what} cannot contain `${{…}}` interpolation", lit.span)
     return lit.text
 
 
-def _push_projection(p: ast.Projection, build, end_span: Span) -> ast.Projection:
+def _push_projection(
+    p: ast.Projection, build: Callable[[ast.Expr], ast.Expr], end_span: Span
+) -> ast.Projection:
     """Extend an open projection's per-element path with ``build(inner)``."""
     inner = p.path
     if isinstance(inner, ast.Projection) and not inner.closed:
@@ -162,23 +196,25 @@ def _sep_check(acc: _Acc, new: Any, what: str) -> None:
         raise SynErr(f"expected `,` or a line break between {what}", new.span, hint=None)
 
 
-def _sep_next(c: list, what: str) -> _Acc:
+def _sep_next(c: _Kids, what: str) -> _Acc:
     """Append the entry ``c[1]`` to the list ``c[0]``, checking its separation from the last one
     (:func:`_sep_check`; ``what`` names the entries in the message)."""
     acc, new = c
     _sep_check(acc, new, what)
     acc.append(new)
     acc.comma = False
-    return acc
+    out: _Acc = acc
+    return out
 
 
-def _comma(c: list) -> _Acc:
+def _comma(c: _Kids) -> _Acc:
     """A separating comma after an entry (a second comma, or one before any entry, is an error)."""
     acc = c[0]
     if acc.comma or not acc:
         raise SynErr("expected an entry before `,`", c[1].span)
     acc.comma = True
-    return acc
+    out: _Acc = acc
+    return out
 
 
 class Builder:
@@ -186,39 +222,41 @@ class Builder:
 
     # -- entry points / items -------------------------------------------------------------------
 
-    def expr_only(self, c):
-        return c[0]
+    def expr_only(self, c: _Kids) -> ast.Expr:
+        out: ast.Expr = c[0]
+        return out
 
-    def module(self, c):
-        return c[0]
+    def module(self, c: _Kids) -> _Items:
+        out: _Items = c[0]
+        return out
 
-    def items(self, c):
+    def items(self, c: _Kids) -> _Items:
         if not c:
             return []
-        lst = c[0]
-        lst.append(c[1])
-        return lst
+        out: _Items = c[0]
+        out.append(c[1])
+        return out
 
-    def flow_header(self, c):
+    def flow_header(self, c: _Kids) -> ast.FlowHeader:
         desc = _string_value(c[2], "a flow description") if len(c) > 2 else None
         return ast.FlowHeader(_cover(c[0], c[-1]), ast.Ident(c[1].span, c[1].value), desc)
 
-    def input_decl(self, c):
+    def input_decl(self, c: _Kids) -> ast.InputDecl:
         return ast.InputDecl(_cover(c[0], c[1]), c[1])
 
-    def output_decl(self, c):
+    def output_decl(self, c: _Kids) -> ast.OutputDecl:
         return ast.OutputDecl(_cover(c[0], c[1]), c[1])
 
-    def deadline_decl(self, c):
+    def deadline_decl(self, c: _Kids) -> ast.DeadlineDecl:
         d = c[1]
         return ast.DeadlineDecl(
             _cover(c[0], d), ast.DurationLit(d.span, _duration_ms(d.value), d.value)
         )
 
-    def budget_decl(self, c):
+    def budget_decl(self, c: _Kids) -> ast.BudgetDecl:
         return ast.BudgetDecl(_cover(c[0], c[1]), _budget(c[1]))
 
-    def use_decl(self, c):
+    def use_decl(self, c: _Kids) -> ast.UseDecl:
         target = c[2]
         return ast.UseDecl(
             _cover(c[0], c[4]),
@@ -228,7 +266,7 @@ class Builder:
             ast.Ident(c[4].span, c[4].value),
         )
 
-    def extern_tool(self, c):
+    def extern_tool(self, c: _Kids) -> ast.ExternTool:
         params = c[4] if len(c) == 8 else []
         return ast.ExternTool(
             _cover(c[0], c[-1]),
@@ -238,7 +276,7 @@ class Builder:
             doc=c[0].doc,
         )
 
-    def extern_tool_as(self, c):
+    def extern_tool_as(self, c: _Kids) -> ast.ExternTool:
         # EXTERN TOOL STRING AS NAME LPAR [params] RPAR ARROW type
         params = c[6] if len(c) == 10 else []
         target = c[2]
@@ -252,56 +290,57 @@ class Builder:
             catalog_span=target.span,
         )
 
-    def param_omittable(self, c):
+    def param_omittable(self, c: _Kids) -> ast.Param:
         return ast.Param(_cover(c[0], c[3]), ast.Ident(c[0].span, c[0].value), c[3], omittable=True)
 
-    def params(self, c):
+    def params(self, c: _Kids) -> _Params:
         if len(c) == 1:
             return [c[0]]
-        if c[1].type == "COMMA" and len(c) == 2:
-            return c[0]
-        c[0].append(c[2])
-        return c[0]
+        out: _Params = c[0]
+        if len(c) == 3:  # `, item` (two children: a trailing comma)
+            out.append(c[2])
+        return out
 
-    def param(self, c):
+    def param(self, c: _Kids) -> ast.Param:
         return ast.Param(_cover(c[0], c[2]), ast.Ident(c[0].span, c[0].value), c[2])
 
-    def extern_type(self, c):
+    def extern_type(self, c: _Kids) -> ast.ExternType:
         return ast.ExternType(_cover(c[0], c[2]), ast.Ident(c[2].span, c[2].value), doc=c[0].doc)
 
-    def type_decl(self, c):
+    def type_decl(self, c: _Kids) -> ast.TypeDecl:
         return ast.TypeDecl(
             _cover(c[0], c[2]), ast.Ident(c[1].span, c[1].value), c[2], None, doc=c[0].doc
         )
 
-    def type_alias(self, c):
+    def type_alias(self, c: _Kids) -> ast.TypeDecl:
         return ast.TypeDecl(
             _cover(c[0], c[3]), ast.Ident(c[1].span, c[1].value), None, c[3], doc=c[0].doc
         )
 
-    def stage_decl(self, c):
+    def stage_decl(self, c: _Kids) -> ast.StageDecl:
         returns = c[3] if len(c) == 5 else None
         return ast.StageDecl(
             _cover(c[0], c[-1]), ast.Ident(c[1].span, c[1].value), returns, c[-1], doc=c[0].doc
         )
 
-    def test_decl(self, c):
+    def test_decl(self, c: _Kids) -> ast.TestDecl:
         name = _string_value(c[1], "a test name")
         if len(c) == 5:
             return ast.TestDecl(_cover(c[0], c[-1]), name, c[1].span, c[3])
         case = ast.Ident(c[5].span, c[5].value)
         return ast.TestDecl(_cover(c[0], c[-1]), name, c[1].span, c[7], c[3], case)
 
-    def test_items(self, c):
+    def test_items(self, c: _Kids) -> _TestItems:
         if not c:
             return []
-        c[0].append(c[1])
-        return c[0]
+        out: _TestItems = c[0]
+        out.append(c[1])
+        return out
 
-    def test_input(self, c):
+    def test_input(self, c: _Kids) -> ast.TestInput:
         return ast.TestInput(_cover(c[0], c[1]), c[1])
 
-    def _stub(self, c, kind):
+    def _stub(self, c: _Kids, kind: str) -> ast.TestStub:
         values = c[4] if isinstance(c[4], list) else [c[4]]
         return ast.TestStub(
             _cover(c[0], values[-1]),
@@ -312,35 +351,38 @@ class Builder:
             always=isinstance(values, _Always),
         )
 
-    def stub_answers_all(self, c):
-        return c[0]
+    def stub_answers_all(self, c: _Kids) -> _Answers:
+        out: _Answers = c[0]
+        return out
 
-    def stub_answers_always(self, c):
+    def stub_answers_always(self, c: _Kids) -> _Always:
         return _Always([*c[0], c[3]])
 
-    def stub_all(self, c):
-        return c[0]
+    def stub_all(self, c: _Kids) -> _Answers:
+        out: _Answers = c[0]
+        return out
 
-    def stub_then_always(self, c):
+    def stub_then_always(self, c: _Kids) -> _Always:
         return _Always([*c[0], c[3]])
 
-    def stub_answers(self, c):
+    def stub_answers(self, c: _Kids) -> _Answers:
         if len(c) == 1:
             return [c[0]]
-        c[0].append(c[2])
-        return c[0]
+        out: _Answers = c[0]
+        out.append(c[2])
+        return out
 
-    def stub_ask(self, c):
+    def stub_ask(self, c: _Kids) -> ast.TestStub:
         return self._stub(c, "ask")
 
-    def stub_step(self, c):
+    def stub_step(self, c: _Kids) -> ast.TestStub:
         return self._stub(c, "step")
 
-    def test_replay(self, c):
+    def test_replay(self, c: _Kids) -> ast.TestReplay:
         path = _string_value(c[1], "a cassette path")
         return ast.TestReplay(_cover(c[0], c[1]), path, c[1].span)
 
-    def _seq_stub(self, c, kind):
+    def _seq_stub(self, c: _Kids, kind: str) -> ast.TestStub:
         values = c[3]
         last = values[-1]
         first = values[0]
@@ -356,66 +398,71 @@ class Builder:
             always=isinstance(values, _Always),
         )
 
-    def _stub_fails(self, fails, string):
+    def _stub_fails(self, fails: Tok, string: Tok) -> ast.StubFails:
         code = _string_value(string, "an error code")
         return ast.StubFails(_cover(fails, string), code, string.span)
 
-    def stub_first(self, c):
+    def stub_first(self, c: _Kids) -> _Answers:
         return [c[1]]
 
-    def stub_first_fails(self, c):
+    def stub_first_fails(self, c: _Kids) -> _Answers:
         return [self._stub_fails(c[0], c[1])]
 
-    def stub_then(self, c):
-        c[0].append(c[2])
-        return c[0]
+    def stub_then(self, c: _Kids) -> _Answers:
+        out: _Answers = c[0]
+        out.append(c[2])
+        return out
 
-    def stub_then_fails(self, c):
-        c[0].append(self._stub_fails(c[2], c[3]))
-        return c[0]
+    def stub_then_fails(self, c: _Kids) -> _Answers:
+        out: _Answers = c[0]
+        out.append(self._stub_fails(c[2], c[3]))
+        return out
 
-    def stub_agent(self, c):
+    def stub_agent(self, c: _Kids) -> ast.TestStub:
         return self._seq_stub(c, "agent")
 
-    def stub_stage(self, c):
+    def stub_stage(self, c: _Kids) -> ast.TestStub:
         return self._seq_stub(c, "stage")
 
-    def stub_tool(self, c):
+    def stub_tool(self, c: _Kids) -> ast.TestStub:
         return self._seq_stub(c, "tool")
 
-    def expect_fail(self, c):
+    def expect_fail(self, c: _Kids) -> ast.TestExpect:
         code = _string_value(c[2], "an error code")
         return ast.TestExpect(_cover(c[0], c[2]), None, code, c[2].span)
 
-    def expect_true(self, c):
+    def expect_true(self, c: _Kids) -> ast.TestExpect:
         return ast.TestExpect(_cover(c[0], c[1]), c[1])
 
     # -- eval blocks ----------------------------------------------------------------------------
 
-    def eval_decl(self, c):
+    def eval_decl(self, c: _Kids) -> ast.EvalDecl:
         name = _string_value(c[1], "an eval name")
         return ast.EvalDecl(_cover(c[0], c[-1]), name, c[1].span, c[3])
 
-    def eval_items(self, c):
+    def eval_items(self, c: _Kids) -> _EvalItems:
         if not c:
             return []
-        c[0].append(c[1])
-        return c[0]
+        out: _EvalItems = c[0]
+        out.append(c[1])
+        return out
 
-    def eval_dataset(self, c):
+    def eval_dataset(self, c: _Kids) -> ast.EvalDataset:
         path = _string_value(c[1], "a dataset path")
         return ast.EvalDataset(_cover(c[0], c[1]), path, c[1].span)
 
-    def eval_expect(self, c):
+    def eval_expect(self, c: _Kids) -> ast.EvalExpect:
         return ast.EvalExpect(_cover(c[0], c[1]), c[1])
 
-    def eval_score(self, c):
+    def eval_score(self, c: _Kids) -> ast.EvalScorer:
         return self._scorer(c, "score", c[3], c[5] if len(c) == 6 else None)
 
-    def eval_judge(self, c):
+    def eval_judge(self, c: _Kids) -> ast.EvalScorer:
         return self._scorer(c, "judge", c[2], c[4] if len(c) == 5 else None)
 
-    def _scorer(self, c, kind, expr, threshold):
+    def _scorer(
+        self, c: _Kids, kind: str, expr: ast.Expr, threshold: _Threshold | None
+    ) -> ast.EvalScorer:
         start = c[0].span
         end = threshold[1] if threshold is not None else expr.span
         span = Span(
@@ -424,17 +471,18 @@ class Builder:
         value, value_span = threshold if threshold is not None else (None, None)
         return ast.EvalScorer(span, kind, ast.Ident(c[1].span, c[1].value), expr, value, value_span)
 
-    def threshold(self, c):
+    def threshold(self, c: _Kids) -> _Threshold:
         """``N`` or ``N%`` → (the fraction, its span)."""
         value = _number(c[0].value)
         return (value / 100 if len(c) == 2 else value, _cover(c[0], c[-1]))
 
     # -- types ----------------------------------------------------------------------------------
 
-    def type(self, c):
-        return c[0]
+    def type(self, c: _Kids) -> ast.TypeExpr:
+        out: ast.TypeExpr = c[0]
+        return out
 
-    def union_type(self, c):
+    def union_type(self, c: _Kids) -> ast.UnionType:
         left, right = c[0], c[2]
         if isinstance(left, ast.UnionType):
             members = left.members + [right]
@@ -442,22 +490,22 @@ class Builder:
             members = [left, right]
         return ast.UnionType(_cover(left, right), members)
 
-    def array_type(self, c):
+    def array_type(self, c: _Kids) -> ast.ArrayType:
         return ast.ArrayType(_cover(c[0], c[2]), c[0])
 
-    def optional_type(self, c):
+    def optional_type(self, c: _Kids) -> ast.OptionalType:
         return ast.OptionalType(_cover(c[0], c[1]), c[0])
 
-    def named_type(self, c):
+    def named_type(self, c: _Kids) -> ast.NamedType:
         return ast.NamedType(c[0].span, c[0].value)
 
-    def map_type(self, c):
+    def map_type(self, c: _Kids) -> ast.MapType:
         return ast.MapType(_cover(c[0], c[3]), c[2])
 
-    def generic_type(self, c):
+    def generic_type(self, c: _Kids) -> ast.GenericType:
         return ast.GenericType(_cover(c[0], c[3]), c[0].value, c[2], c[0].span)
 
-    def literal_type(self, c):
+    def literal_type(self, c: _Kids) -> ast.LiteralType:
         t = c[0]
         typ = t.type
         if typ == "STRING":
@@ -468,25 +516,26 @@ class Builder:
             value = {"TRUE": True, "FALSE": False, "NULL": None}[typ]
         return ast.LiteralType(t.span, value)
 
-    def paren_type(self, c):
-        return c[1]
+    def paren_type(self, c: _Kids) -> ast.TypeExpr:
+        out: ast.TypeExpr = c[1]
+        return out
 
-    def object_type(self, c):
+    def object_type(self, c: _Kids) -> ast.ObjectType:
         return ast.ObjectType(_cover(c[0], c[2]), list(c[1]))
 
-    def fields_empty(self, c):
+    def fields_empty(self, c: _Kids) -> _Acc:
         return _Acc()
 
-    def fields_first(self, c):
+    def fields_first(self, c: _Kids) -> _Acc:
         return _Acc(c)
 
-    def fields_next(self, c):
+    def fields_next(self, c: _Kids) -> _Acc:
         return _sep_next(c, "fields")
 
-    def fields_comma(self, c):
+    def fields_comma(self, c: _Kids) -> _Acc:
         return _comma(c)
 
-    def field(self, c):
+    def field(self, c: _Kids) -> ast.FieldDecl:
         name = c[0]
         constraints = c[3] if len(c) == 4 else []
         end = constraints[-1] if constraints else c[2]
@@ -498,13 +547,14 @@ class Builder:
             doc=name.doc,
         )
 
-    def constraints(self, c):
+    def constraints(self, c: _Kids) -> _Constraints:
         if len(c) == 1:
             return [c[0]]
-        c[0].append(c[1])
-        return c[0]
+        out: _Constraints = c[0]
+        out.append(c[1])
+        return out
 
-    def constraint(self, c):
+    def constraint(self, c: _Kids) -> ast.Constraint:
         args = []
         if len(c) == 5:
             for a in c[3]:
@@ -515,48 +565,49 @@ class Builder:
 
     # -- statements -----------------------------------------------------------------------------
 
-    def block(self, c):
+    def block(self, c: _Kids) -> ast.Block:
         return ast.Block(_cover(c[0], c[2]), c[1])
 
-    def stmts(self, c):
+    def stmts(self, c: _Kids) -> _Stmts:
         if not c:
             return []
-        c[0].append(c[1])
-        return c[0]
+        out: _Stmts = c[0]
+        out.append(c[1])
+        return out
 
-    def let_stmt(self, c):
+    def let_stmt(self, c: _Kids) -> ast.LetStmt:
         ann = c[3] if len(c) == 6 else None
         return ast.LetStmt(_cover(c[0], c[-1]), ast.Ident(c[1].span, c[1].value), ann, c[-1])
 
-    def require_stmt(self, c):
+    def require_stmt(self, c: _Kids) -> ast.RequireStmt:
         return ast.RequireStmt(_cover(c[0], c[4]), c[1], c[4])
 
-    def fail_stmt(self, c):
+    def fail_stmt(self, c: _Kids) -> ast.FailStmt:
         return ast.FailStmt(_cover(c[0], c[1]), c[1])
 
-    def return_stmt(self, c):
+    def return_stmt(self, c: _Kids) -> ast.ReturnStmt:
         return ast.ReturnStmt(_cover(c[0], c[1]), c[1])
 
-    def expr_stmt(self, c):
+    def expr_stmt(self, c: _Kids) -> ast.ExprStmt:
         return ast.ExprStmt(c[0].span, c[0])
 
-    def if_stmt(self, c):
+    def if_stmt(self, c: _Kids) -> ast.IfStmt:
         else_ = c[4] if len(c) == 5 else None
         return ast.IfStmt(_cover(c[0], c[-1]), c[1], c[2], else_)
 
     # -- control expressions --------------------------------------------------------------------
 
-    def filter_expr(self, c):
+    def filter_expr(self, c: _Kids) -> ast.FilterExpr:
         return ast.FilterExpr(
             _cover(c[0], c[5]), c[1], ast.Ident(c[3].span, c[3].value), c[5], None
         )
 
-    def filter_judge(self, c):
+    def filter_judge(self, c: _Kids) -> ast.FilterExpr:
         return ast.FilterExpr(
             _cover(c[0], c[6]), c[1], ast.Ident(c[3].span, c[3].value), None, c[6]
         )
 
-    def ask_tail(self, c):
+    def ask_tail(self, c: _Kids) -> _AskTail:
         expect = default = else_fail = None
         i = 0
         while i < len(c):
@@ -572,12 +623,12 @@ class Builder:
                 i += 3
         return (expect, default, else_fail, c[-1] if c else None)
 
-    def ask_expr(self, c):
+    def ask_expr(self, c: _Kids) -> ast.AskExpr:
         expect, default, else_fail, last = c[2]
         end = last if last is not None else c[1]
         return ast.AskExpr(_cover(c[0], end), c[1], expect, default, else_fail)
 
-    def map_expr(self, c):
+    def map_expr(self, c: _Kids) -> ast.MapExpr:
         parallel = c[0].type == "PARALLEL"
         k = 1 if parallel else 0
         over = c[k + 1]
@@ -597,60 +648,63 @@ class Builder:
             tolerate_span=tspan,
         )
 
-    def catch_expr(self, c):
+    def catch_expr(self, c: _Kids) -> ast.CatchExpr:
         guarded, kw, codes, var, body = c
         return ast.CatchExpr(_cover(guarded, body), guarded, codes, var, body, keyword_span=kw.span)
 
-    def try_expr(self, c):
+    def try_expr(self, c: _Kids) -> ast.TryExpr:
         kw, block, catch, codes, var, body = c
         return ast.TryExpr(
             _cover(kw, body), block, codes, var, body, keyword_span=catch.span, try_span=kw.span
         )
 
-    def cond_expr(self, c):
+    def cond_expr(self, c: _Kids) -> ast.CondExpr:
         return ast.CondExpr(_cover(c[0], c[5]), c[1], c[3], c[5])
 
-    def catch_any(self, c):
+    def catch_any(self, c: _Kids) -> None:
         return None
 
-    def catch_on(self, c):
-        return c[2]
+    def catch_on(self, c: _Kids) -> _Idents:
+        out: _Idents = c[2]
+        return out
 
-    def codes_first(self, c):
+    def codes_first(self, c: _Kids) -> _Idents:
         return [ast.Ident(c[0].span, c[0].value)]
 
-    def codes_next(self, c):
-        c[0].append(ast.Ident(c[2].span, c[2].value))
-        return c[0]
+    def codes_next(self, c: _Kids) -> _Idents:
+        out: _Idents = c[0]
+        out.append(ast.Ident(c[2].span, c[2].value))
+        return out
 
-    def codes_comma(self, c):
-        return c[0]
+    def codes_comma(self, c: _Kids) -> _Idents:
+        out: _Idents = c[0]
+        return out
 
-    def catch_unbound(self, c):
+    def catch_unbound(self, c: _Kids) -> None:
         return None
 
-    def catch_bound(self, c):
+    def catch_bound(self, c: _Kids) -> ast.Ident:
         return ast.Ident(c[1].span, c[1].value)
 
-    def map_options_none(self, c):
+    def map_options_none(self, c: _Kids) -> _MapOptions:
         return (None, None)
 
-    def map_limit(self, c):
+    def map_limit(self, c: _Kids) -> _MapOptions:
         return (c[1], None)
 
-    def map_tolerate(self, c):
+    def map_tolerate(self, c: _Kids) -> _MapOptions:
         return (None, c[1])
 
-    def map_limit_tolerate(self, c):
+    def map_limit_tolerate(self, c: _Kids) -> _MapOptions:
         return (c[1], c[3])
 
-    def tolerance(self, c):
+    def tolerance(self, c: _Kids) -> _Tolerance:
         """``N`` or ``P%`` → (number, is_percent, span)."""
         n = c[0]
         value = _number(n.value)
         return (value, len(c) == 2, _cover(n, c[-1]))
 
-    def reduce_expr(self, c):
+    def reduce_expr(self, c: _Kids) -> ast.ReduceExpr:
         acc_type = c[7] if len(c) == 11 else None
         return ast.ReduceExpr(
             _cover(c[0], c[-1]),
@@ -662,14 +716,22 @@ class Builder:
             c[-1],
         )
 
-    def loop_head(self, c):
+    def loop_head(self, c: _Kids) -> _LoopHead:
         """``loop up to N as var, acc[: T] = init`` → (keyword, bound, var, acc, type, init)."""
         acc_type = c[9] if len(c) == 12 else None
         var = ast.Ident(c[5].span, c[5].value)
         acc = ast.Ident(c[7].span, c[7].value)
         return (c[0], c[3], var, acc, acc_type, c[-1])
 
-    def _loop(self, head, body, end, until=None, else_fail=None, else_value=None):
+    def _loop(
+        self,
+        head: _LoopHead,
+        body: ast.Block,
+        end: ast.Node,
+        until: ast.Expr | None = None,
+        else_fail: ast.Expr | None = None,
+        else_value: ast.Expr | None = None,
+    ) -> ast.LoopExpr:
         kw, bound, var, acc, acc_type, init = head
         return ast.LoopExpr(
             _cover(kw, end),
@@ -685,39 +747,42 @@ class Builder:
             kw.span,
         )
 
-    def loop_expr(self, c):
+    def loop_expr(self, c: _Kids) -> ast.LoopExpr:
         return self._loop(c[0], c[1], c[1])
 
-    def loop_until_fail(self, c):
+    def loop_until_fail(self, c: _Kids) -> ast.LoopExpr:
         return self._loop(c[0], c[1], c[6], until=c[3], else_fail=c[6])
 
-    def loop_until_value(self, c):
+    def loop_until_value(self, c: _Kids) -> ast.LoopExpr:
         return self._loop(c[0], c[1], c[5], until=c[3], else_value=c[5])
 
-    def verify_expr(self, c):
+    def verify_expr(self, c: _Kids) -> ast.VerifyExpr:
         return ast.VerifyExpr(_cover(c[0], c[3]), c[2])
 
-    def verify_items(self, c):
+    def verify_items(self, c: _Kids) -> _Checks:
         return []
 
-    def verify_check(self, c):
-        c[0].append(ast.VerifyCheck(_cover(c[1], c[4]), c[2], c[4]))
-        return c[0]
+    def verify_check(self, c: _Kids) -> _Checks:
+        out: _Checks = c[0]
+        out.append(ast.VerifyCheck(_cover(c[1], c[4]), c[2], c[4]))
+        return out
 
-    def verify_judge(self, c):
-        c[0].append(ast.VerifyJudge(_cover(c[1], c[2]), c[2]))
-        return c[0]
+    def verify_judge(self, c: _Kids) -> _Checks:
+        out: _Checks = c[0]
+        out.append(ast.VerifyJudge(_cover(c[1], c[2]), c[2]))
+        return out
 
-    def agent_expr(self, c):
+    def agent_expr(self, c: _Kids) -> ast.AgentExpr:
         return ast.AgentExpr(_cover(c[0], c[6]), c[2], c[5], c[0].span)
 
-    def clauses(self, c):
+    def clauses(self, c: _Kids) -> _Clauses:
         if not c:
             return []
-        c[0].append(c[1])
-        return c[0]
+        out: _Clauses = c[0]
+        out.append(c[1])
+        return out
 
-    def clause(self, c):
+    def clause(self, c: _Kids) -> ast.Clause:
         kw = c[0]
         kind = kw.value
         if kind == "tools":
@@ -733,20 +798,22 @@ class Builder:
             value = c[1]
         return ast.Clause(_cover(kw, c[-1]), kind, value, kw.span)
 
-    def tool_refs_empty(self, c):
+    def tool_refs_empty(self, c: _Kids) -> _Acc:
         return _Acc()
 
-    def tool_refs_first(self, c):
+    def tool_refs_first(self, c: _Kids) -> _Acc:
         return _Acc(c)
 
-    def tool_refs_next(self, c):
-        c[0].append(c[2])
-        return c[0]
+    def tool_refs_next(self, c: _Kids) -> _Acc:
+        out: _Acc = c[0]
+        out.append(c[2])
+        return out
 
-    def tool_refs_comma(self, c):
-        return c[0]
+    def tool_refs_comma(self, c: _Kids) -> _Acc:
+        out: _Acc = c[0]
+        return out
 
-    def tool_ref(self, c):
+    def tool_ref(self, c: _Kids) -> ast.ToolRef:
         t = c[0]
         if t.type == "STRING":
             return ast.ToolRef(t.span, _string_value(t, "a tool pattern"), True)
@@ -754,25 +821,27 @@ class Builder:
 
     # -- operators ------------------------------------------------------------------------------
 
-    def opexpr_single(self, c):
+    def opexpr_single(self, c: _Kids) -> ast.Expr:
         x = c[0]
         if type(x) is _Not:
             return _climb([x])
-        return x
+        out: ast.Expr = x
+        return out
 
-    def climb(self, c):
+    def climb(self, c: _Kids) -> ast.Expr:
         return _climb(c[0])
 
-    def opseq_first(self, c):
+    def opseq_first(self, c: _Kids) -> _Kids:
         return c
 
-    def opseq_next(self, c):
+    def opseq_next(self, c: _Kids) -> _Kids:
         seq = c[0]
         seq.append(c[1])
         seq.append(c[2])
-        return seq
+        out: _Kids = seq
+        return out
 
-    def operand_not(self, c):
+    def operand_not(self, c: _Kids) -> _Not:
         inner = c[1]
         depth = 1
         x = inner
@@ -783,13 +852,13 @@ class Builder:
             raise SynErr("too many `not` in a row", c[0].span)
         return _Not(c[0], inner)
 
-    def binop(self, c):
+    def binop(self, c: _Kids) -> _Op:
         t = c[0]
         if len(c) == 2:
             return ("not in", t, c[1])
         return (t.value, t, t)
 
-    def neg(self, c):
+    def neg(self, c: _Kids) -> ast.Unary:
         operand = c[1]
         if isinstance(operand, ast.Unary) and operand.op == "-":
             depth = 1
@@ -803,7 +872,7 @@ class Builder:
 
     # -- postfix --------------------------------------------------------------------------------
 
-    def member(self, c):
+    def member(self, c: _Kids) -> ast.Expr:
         obj, name = c[0], c[2]
         nspan = name.span
         if isinstance(obj, ast.Projection) and not obj.closed:
@@ -812,7 +881,7 @@ class Builder:
             )
         return ast.Member(obj.span.to(nspan), obj, name.value, nspan)
 
-    def index(self, c):
+    def index(self, c: _Kids) -> ast.Expr:
         obj, idx, close = c[0], c[2], c[3].span
         if isinstance(obj, ast.Projection) and not obj.closed:
             return _push_projection(
@@ -820,17 +889,17 @@ class Builder:
             )
         return ast.Index(obj.span.to(close), obj, idx)
 
-    def project(self, c):
+    def project(self, c: _Kids) -> ast.Projection:
         obj, close = c[0], c[3].span
         if isinstance(obj, ast.Projection) and not obj.closed:
 
-            def build(inner):
+            def build(inner: ast.Expr) -> ast.Expr:
                 return ast.Projection(inner.span.to(close), inner, None)
 
             return _push_projection(obj, build, close)
         return ast.Projection(obj.span.to(close), obj, None)
 
-    def call(self, c):
+    def call(self, c: _Kids) -> ast.Expr:
         callee = c[0]
         close = c[-1].span
         named: list[ast.Argument] = []
@@ -844,44 +913,45 @@ class Builder:
             return ast.FuncCall(callee.span.to(close), callee.name, callee.span, positional)
         return ast.Call(callee.span.to(close), callee, named, positional)
 
-    def args(self, c):
+    def args(self, c: _Kids) -> _Args:
         if len(c) == 1:
             return [c[0]]
-        if len(c) == 2:
-            return c[0]
-        c[0].append(c[2])
-        return c[0]
+        out: _Args = c[0]
+        if len(c) == 3:  # `, item` (two children: a trailing comma)
+            out.append(c[2])
+        return out
 
-    def named_arg(self, c):
+    def named_arg(self, c: _Kids) -> ast.Argument:
         return ast.Argument(_cover(c[0], c[2]), c[0].value, c[0].span, c[2])
 
     # -- atoms ----------------------------------------------------------------------------------
 
-    def name(self, c):
+    def name(self, c: _Kids) -> ast.Name:
         t = c[0]
         return ast.Name(t.span, t.value)
 
-    def number(self, c):
+    def number(self, c: _Kids) -> ast.NumberLit:
         t = c[0]
         return ast.NumberLit(t.span, _number(t.value))
 
-    def duration(self, c):
+    def duration(self, c: _Kids) -> ast.DurationLit:
         t = c[0]
         return ast.DurationLit(t.span, _duration_ms(t.value), t.value)
 
-    def string(self, c):
-        return c[0].value
+    def string(self, c: _Kids) -> ast.StringLit:
+        out: ast.StringLit = c[0].value
+        return out
 
-    def true(self, c):
+    def true(self, c: _Kids) -> ast.BoolLit:
         return ast.BoolLit(c[0].span, True)
 
-    def false(self, c):
+    def false(self, c: _Kids) -> ast.BoolLit:
         return ast.BoolLit(c[0].span, False)
 
-    def null(self, c):
+    def null(self, c: _Kids) -> ast.NullLit:
         return ast.NullLit(c[0].span)
 
-    def list(self, c):
+    def list(self, c: _Kids) -> ast.ListLit:
         return ast.ListLit(_cover(c[0], c[2]), list(c[1]))
 
     # list items are collected like tool references (comma-separated)
@@ -890,7 +960,7 @@ class Builder:
     items_next = tool_refs_next
     items_comma = tool_refs_comma
 
-    def object(self, c):
+    def object(self, c: _Kids) -> ast.ObjectLit:
         return ast.ObjectLit(_cover(c[0], c[2]), list(c[1]))
 
     # object entries are collected like the fields of a type
@@ -898,19 +968,20 @@ class Builder:
     entries_first = fields_first
     entries_comma = fields_comma
 
-    def entries_next(self, c):
+    def entries_next(self, c: _Kids) -> _Acc:
         return _sep_next(c, "object entries")
 
-    def entry(self, c):
+    def entry(self, c: _Kids) -> ast.ObjectEntry:
         k = c[0]
         key = _string_value(k, "an object key") if k.type == "STRING" else k.value
         return ast.ObjectEntry(_cover(k, c[2]), key, k.span, c[2])
 
-    def paren(self, c):
+    def paren(self, c: _Kids) -> ast.Expr:
         e = c[1]
         if isinstance(e, ast.Projection):
             e.closed = True
-        return e
+        out: ast.Expr = e
+        return out
 
 
 def _budget(obj: ast.ObjectLit) -> ast.BudgetSpec:
@@ -952,5 +1023,5 @@ def _retry(obj: ast.ObjectLit) -> ast.RetrySpec:
     return ast.RetrySpec(obj.span, attempts, on)
 
 
-class _Always(list):
+class _Always(list[ast.Expr | ast.StubFails]):
     """The answers of a stub whose sequence ends ``then always V`` (the builder's mark)."""

@@ -16,7 +16,7 @@ what the parser really accepted at an error, which :mod:`.syntax_errors` puts in
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,9 @@ class _Lexer(Lexer):
     def __init__(self, lexer_conf: Any) -> None:
         self.lexer_conf = lexer_conf
 
-    def lex(self, lexer_state: Any, parser_state: Any):  # pragma: no cover - never called
+    def lex(
+        self, lexer_state: Any, parser_state: Any
+    ) -> Iterator[Any]:  # pragma: no cover - never called
         raise NotImplementedError("the .flow parse tables are run by agentflow.grammar.lalr.run")
 
 
@@ -143,9 +145,9 @@ class Tables:
         inner = _inner(parser)
         table = inner.parse_table
         callbacks = inner.callbacks
-        self.states: dict[int, dict[str, tuple]] = {}
+        self.states: dict[int, dict[str, tuple[bool, Any]]] = {}
         for st, actions in table.states.items():
-            row = {}
+            row: dict[str, tuple[bool, Any]] = {}
             for term, (action, arg) in actions.items():
                 # plain str keys: Lark's names are Token objects with a Python-level __eq__
                 if action is shift:
@@ -196,7 +198,7 @@ class _EndTok:
         self.value = ""
 
 
-def run(sc: Scanner, start: str, values: list | None = None) -> Any:
+def run(sc: Scanner, start: str, values: list[Any] | None = None) -> Any:
     """Run the LALR(1) automaton of :file:`flow.lark` over the tokens of ``sc``.
 
     Returns the value built by the transformer callbacks for the start symbol ``start``;
@@ -359,7 +361,7 @@ def viable(stack: list[int], start: str) -> set[str]:
     }
 
 
-def _error(tok: Any, stack: list[int], start: str, sc: Scanner, values: list | None) -> SynErr:
+def _error(tok: Any, stack: list[int], start: str, sc: Scanner, values: list[Any] | None) -> SynErr:
     """The syntax error for ``tok``, which the parser with state stack ``stack`` cannot take."""
     states = tables().states
     return unexpected(

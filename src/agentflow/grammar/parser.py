@@ -21,13 +21,15 @@ from __future__ import annotations
 import gc
 import re
 from bisect import bisect_left
+from collections.abc import Iterator
+from typing import Any
 
 from agentflow.core.diagnostics import SYNTAX_ERROR, Diagnostic, Note
 from agentflow.core.spans import Span
 from agentflow.errors import SourceError
 from agentflow.grammar import ast
 from agentflow.grammar.lalr import DRIVER, run
-from agentflow.grammar.scanner import TOP_LEVEL, Scanner, SynErr, starts_declaration
+from agentflow.grammar.scanner import TOP_LEVEL, Scanner, SynErr, Tok, starts_declaration
 
 __all__ = ["parse_expression", "parse_template", "parse_module"]
 
@@ -57,7 +59,8 @@ def parse_expression(
     """
     sc = Scanner(text, 0, len(text), file, line, 1 - column, offset, driver=DRIVER)
     try:
-        return run(sc, "expr_only")
+        expr: ast.Expr = run(sc, "expr_only")
+        return expr
     except SynErr as e:
         raise _to_source_error(e) from None
     except RecursionError:
@@ -76,7 +79,7 @@ def parse_template(
     ``parts`` are ``str`` and ``ast.Expr``.  Raises :class:`agentflow.errors.SourceError` on an
     unclosed hole or an expression that does not parse.
     """
-    parts: list = []
+    parts: list[Any] = []
     n = len(text)
     i = 0
     cur_line = line
@@ -166,7 +169,7 @@ def _parse_module(text: str, file: str) -> tuple[ast.Module, list[Diagnostic]]:
     pos, line, ls = 0, 1, 0
     lines = _Lines(text)  # the error path asks for many line numbers
     while True:
-        values: list = []
+        values: list[Any] = []
         sc = Scanner(text, pos, n, file, line, ls, 0, module=True, driver=DRIVER)
         err: SynErr | None = None
         try:
@@ -249,7 +252,7 @@ def _encoding_errors(
     return kept + found
 
 
-def _complete_before(text: str, file: str, start: int, stop: int, lines: _Lines) -> list:
+def _complete_before(text: str, file: str, start: int, stop: int, lines: _Lines) -> list[Any]:
     """The items of ``text[start:stop]`` when that text, ending at the start of a line, parses
     as whole items on its own; else ``[]``."""
     if stop <= start or text.rfind("\n", start, stop) == -1:
@@ -296,7 +299,7 @@ def _offset_span(text: str, file: str, i: int, j: int, lines: _Lines | None = No
     return Span(file, line, i - ls + 1, end_line, j - els + 1, i, j)
 
 
-def _raw_tokens(text: str, file: str, i: int, lines: _Lines | None = None):
+def _raw_tokens(text: str, file: str, i: int, lines: _Lines | None = None) -> Iterator[Tok]:
     """Tokens from ``i`` without a parser (keywords by spelling); lexical errors skip a line."""
     n = len(text)
     if lines is None:

@@ -168,7 +168,18 @@ class Tok:
         "bol",
     )
 
-    def __init__(self, type, value, start, end, line, column, end_line, end_column, file):
+    def __init__(
+        self,
+        type: str,
+        value: str | ast.StringLit,
+        start: int,
+        end: int,
+        line: int,
+        column: int,
+        end_line: int,
+        end_column: int,
+        file: str,
+    ) -> None:
         self.type = type
         self.value = value
         self.start = start
@@ -178,7 +189,7 @@ class Tok:
         self.end_line = end_line
         self.end_column = end_column
         self.file = file
-        self.doc = None
+        self.doc: str | None = None
         self.bol = False
 
     @property
@@ -342,10 +353,10 @@ class Scanner:
     def opened(self, opener: Tok, *, at: bool = True) -> str:
         """Words for what the bracket token ``opener`` opens: ``"the stage body opened on line
         4"`` (``at=False``: ``"the stage body"``)."""
-        what = _opener_words(self.text, opener.start - self.ob, opener.value)
+        what = _opener_words(self.text, opener.start - self.ob, str(opener.value))
         return f"{what} opened on line {opener.line}" if at else what
 
-    def error(self, message: str, i: int, j: int, line: int, ls: int, **kw) -> SynErr:
+    def error(self, message: str, i: int, j: int, line: int, ls: int, **kw: Any) -> SynErr:
         end = self.end
         i = min(i, end)
         return SynErr(message, self.span_at(i, min(max(j, i), end), line, ls), **kw)
@@ -353,7 +364,9 @@ class Scanner:
     # -- main loop -----------------------------------------------------------------------------
 
     def tokens(
-        self, states: dict | None = None, state_stack: list[int] | None = None
+        self,
+        states: dict[int, dict[str, tuple[bool, Any]]] | None = None,
+        state_stack: list[int] | None = None,
     ) -> Iterator[Tok]:
         """Yield the tokens of ``text[pos:end]``.
 
@@ -420,7 +433,7 @@ class Scanner:
                             opener = stack[-1]
                             self.line, self.ls = line, ls
                             raise SynErr(
-                                f"expected `{OPENERS[opener.value]}` to close "
+                                f"expected `{OPENERS[str(opener.value)]}` to close "
                                 f"{self.opened(opener)} before `{value}` "
                                 f"starts a new declaration",
                                 opener.span,
@@ -495,7 +508,7 @@ class Scanner:
                     else:
                         opener = stack.pop()
                         raise self.error(
-                            f"expected `{OPENERS[opener.value]}` to close "
+                            f"expected `{OPENERS[str(opener.value)]}` to close "
                             f"{self.opened(opener)}, found `{value}`",
                             i,
                             j,
@@ -670,7 +683,7 @@ class Scanner:
         if stack and not raw:
             opener = stack[-1]
             raise SynErr(
-                f"expected `{OPENERS[opener.value]}` to close {self.opened(opener)}, "
+                f"expected `{OPENERS[str(opener.value)]}` to close {self.opened(opener)}, "
                 f"found the end of the {'file' if module else 'text'}",
                 opener.span,
             )
@@ -720,7 +733,7 @@ class Scanner:
             ls,
         )
 
-    def _simple_hole(self, m: re.Match, k: int, line: int, ls: int) -> ast.Interpolation:
+    def _simple_hole(self, m: re.Match[str], k: int, line: int, ls: int) -> ast.Interpolation:
         """The ``Interpolation`` of a hole matched by :data:`_SIMPLE_HOLE` (one line)."""
         file, ob, col0 = self.file, self.ob, 1 - ls
         i = k + 2
@@ -842,7 +855,7 @@ class Scanner:
         """Scan a ``"…"`` string starting at text[i]; return (node, index after it)."""
         text = self.text
         n = self.end
-        parts: list = []
+        parts: list[Any] = []
         buf: list[str] = []
         j = i + 1
         start_line, start_ls = line, ls
@@ -895,7 +908,7 @@ class Scanner:
         n = self.end
         start_line, start_ls = line, ls
         # pieces: ("raw", text) for source text, ("esc", text) for decoded escapes, or nodes
-        pieces: list = []
+        pieces: list[Any] = []
         j = i + 3
         search = _STR3_SPECIAL.search
         while True:
@@ -943,7 +956,7 @@ class Scanner:
         return ast.StringLit(span, _trim_indent(pieces), triple=True), j
 
 
-def _unclosed_hole(e: SynErr, opener: ast.Span, sub: Scanner) -> SynErr:
+def _unclosed_hole(e: SynErr, opener: Span, sub: Scanner) -> SynErr:
     """The error of an interpolation whose parse failed with ``e``. When the parser wanted its
     closing `}` and gave up on a later line (a triple-quoted string runs on: ``${name``, text),
     the interpolation is unclosed: reported at the `${` (what a reader must fix), with the place
@@ -973,9 +986,9 @@ def _unclosed_hole(e: SynErr, opener: ast.Span, sub: Scanner) -> SynErr:
     return e
 
 
-def _trim_indent(pieces: list) -> list:
+def _trim_indent(pieces: list[Any]) -> list[Any]:
     """Apply Kotlin's ``trimIndent`` to scanned triple-quoted pieces; return StringLit parts."""
-    lines: list[list] = [[]]
+    lines: list[list[Any]] = [[]]
     for p in pieces:
         if isinstance(p, tuple) and p[0] == "raw" and "\n" in p[1]:
             segs = p[1].split("\n")
@@ -987,7 +1000,7 @@ def _trim_indent(pieces: list) -> list:
         else:
             lines[-1].append(p)
 
-    def blank(ln: list) -> bool:
+    def blank(ln: list[Any]) -> bool:
         return all(isinstance(p, tuple) and p[0] == "raw" and not p[1].strip(" \t\r") for p in ln)
 
     if len(lines) > 1 and blank(lines[0]):
@@ -1013,7 +1026,7 @@ def _trim_indent(pieces: list) -> list:
             w = 0
         indent = w if indent is None else min(indent, w)
     indent = indent or 0
-    parts: list = []
+    parts: list[Any] = []
     buf: list[str] = []
     for idx, ln in enumerate(lines):
         if idx:

@@ -105,7 +105,7 @@ def _expected_words(expected: set[str]) -> list[str]:
     return words
 
 
-def _term_order(t: str) -> tuple:
+def _term_order(t: str) -> tuple[Any, ...]:
     order = ["RBRACE", "RSQB", "RPAR", "GT", "COMMA", "COLON", "EQUALS", "ARROW"]
     return (order.index(t) if t in order else len(order), t)
 
@@ -158,7 +158,7 @@ def _generic_hint(tok: Any, expected: set[str], sc: Scanner) -> str | None:
 
 
 def _syntax_hint(
-    tok: Any, expected: set[str], values: list | None, sc: Scanner, in_agent_block: bool
+    tok: Any, expected: set[str], values: list[Any] | None, sc: Scanner, in_agent_block: bool
 ) -> str | None:
     """A hint for the common slips of users of other languages, from the offending token, the
     terminals that fit (``expected``), the tokens shifted before it (``values``) and whether
@@ -358,7 +358,7 @@ def unexpected(
     tok: Any,
     expected: set[str],
     sc: Scanner,
-    values: list | None = None,
+    values: list[Any] | None = None,
     *,
     in_agent_block: bool = False,
 ) -> SynErr:
@@ -380,7 +380,7 @@ def unexpected(
     stack = sc.stack
     if stack and stack[-1] is not tok and len(words) <= 4:
         opener = stack[-1]
-        closer = f"`{OPENERS[opener.value]}`"
+        closer = f"`{OPENERS[str(opener.value)]}`"
         if closer in words:
             # "expected `,` or `)` to close the `(` opened on line 3, found `return`"
             words = [w for w in words if w != closer] + [closer]
@@ -433,7 +433,7 @@ def unexpected(
     return SynErr(msg, tok.span, resume=resume, depth=len(sc.stack), hint=hint, notes=notes)
 
 
-def _limit_without_number(sc: Scanner, values: list | None) -> tuple[Tok, Tok] | None:
+def _limit_without_number(sc: Scanner, values: list[Any] | None) -> tuple[Tok, Tok] | None:
     """``(limit, {)`` when the parse failed inside a `{` right after the `limit` of a map
     (``map xs as x limit { … }``): the body was taken for an object literal, the value of
     `limit`, and the error surfaced inside it — often lines after the mistake. ``values`` is

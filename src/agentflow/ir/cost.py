@@ -23,6 +23,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentflow.errors import SourceError
+from agentflow.grammar import ast
+from agentflow.grammar.parser import parse_expression
 from agentflow.ir.models import Plan, Step
 from agentflow.ir.names import in_source_terms, step_names
 
@@ -147,10 +150,6 @@ def _literal_length(expr: str) -> int | None:
     """The number of elements of a list literal (``["a", "b"]`` → 2), else None."""
     if not expr.startswith("["):
         return None
-    from agentflow.errors import SourceError
-    from agentflow.grammar import ast
-    from agentflow.grammar.parser import parse_expression
-
     try:
         node = parse_expression(expr)
     except (SourceError, RecursionError):

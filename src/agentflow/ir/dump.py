@@ -18,8 +18,13 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
+from agentflow.core.diagnostics import PLAN_NOT_FORMATTABLE, Diagnostic
+from agentflow.core.spans import Span
 from agentflow.core.vocabulary import BODY_KEYS
+from agentflow.errors import PlanLoadError
+from agentflow.ir.loader import load_plan_text, parse_yaml, resolve_plain
 from agentflow.ir.models import CAMEL_ALIASES, Finish, Plan, Step
+from agentflow.ir.templates import Path
 
 PLAN_ORDER = (
     "version",
@@ -62,8 +67,6 @@ def _repr_str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
         return dumper.represent_scalar("tag:yaml.org,2002:str", data, style='"')
     if "\n" in data:
         return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|")
-    from agentflow.ir.loader import resolve_plain
-
     if resolve_plain(data) != data:  # would read back as another type under YAML 1.2: quote it
         return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="'")
     return dumper.represent_scalar("tag:yaml.org,2002:str", data)
@@ -73,7 +76,7 @@ _Dumper.add_representer(str, _repr_str)
 _FastDumper.add_representer(str, _repr_str)
 
 
-def _ordered(data: dict, order: tuple[str, ...]) -> dict:
+def _ordered(data: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
     out = {k: data[k] for k in order if k in data}
     for k, v in data.items():
         if k not in out:
@@ -136,7 +139,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _model_data(model: BaseModel) -> dict:
+def _model_data(model: BaseModel) -> dict[str, Any]:
     out = {}
     for name in type(model).model_fields:
         if name not in model.model_fields_set:
@@ -145,13 +148,13 @@ def _model_data(model: BaseModel) -> dict:
     return out
 
 
-def _step_data(step: Step) -> dict:
+def _step_data(step: Step) -> dict[str, Any]:
     data = _model_data(step)
     data["tool_name"] = step.tool_name
     return data
 
 
-def plan_to_data(plan: Plan) -> dict:
+def plan_to_data(plan: Plan) -> dict[str, Any]:
     """A plan as plain data with canonical snake_case keys, in canonical order.
 
     Fields that were not given (left at their defaults) are dropped, so a loaded plan dumps back to
@@ -166,10 +169,11 @@ def plan_to_data(plan: Plan) -> dict:
         data.pop("plans", None)
     if isinstance(plan.finish, Finish):
         data["finish"] = _model_data(plan.finish)
-    return _canon_plan(data)
+    canon: dict[str, Any] = _canon_plan(data)
+    return canon
 
 
-def dump_plan(data: dict | Plan) -> str:
+def dump_plan(data: dict[str, Any] | Plan) -> str:
     """Deterministic YAML text of a plan (a :class:`Plan` or plan data such as the compiler's).
 
     Same input → byte-identical output. Multi-line strings are ``|`` blocks, unicode is kept,
@@ -186,12 +190,13 @@ def dump_plan(data: dict | Plan) -> str:
         "width": 1_000_000,
         "indent": 2,
     }
-    text = yaml.dump(data, Dumper=_FastDumper, **options)
+    text: str = yaml.dump(data, Dumper=_FastDumper, **options)
     if text.isascii() and "\\" not in text:
         # libyaml closes a document that ends in a `|+` block with `...`, the pure-Python
         # emitter does not (a one-document plan needs no end marker): otherwise the same text
         return text.removesuffix("\n...\n") + "\n" if text.endswith("\n...\n") else text
-    return yaml.dump(data, Dumper=_Dumper, **options)
+    text = yaml.dump(data, Dumper=_Dumper, **options)
+    return text
 
 
 def _rename_camel(data: Any, level: str) -> Any:
@@ -250,11 +255,6 @@ def fmt_plan_text(text: str, file: str = "<plan>") -> str:
     rewritten and no comment is ever lost silently. Raises :class:`agentflow.errors.PlanLoadError`
     with the load problems.
     """
-    from agentflow.core.diagnostics import PLAN_NOT_FORMATTABLE, Diagnostic
-    from agentflow.core.spans import Span
-    from agentflow.errors import PlanLoadError
-    from agentflow.ir.loader import load_plan_text, parse_yaml
-
     load_plan_text(text, file)
     data, smap = parse_yaml(text, file)
     renamed = _rename_camel(data, "plan")
@@ -289,7 +289,7 @@ def fmt_plan_text(text: str, file: str = "<plan>") -> str:
     if comments:
         try:
             _, new_smap = parse_yaml(new, file)
-            paths: dict[tuple, tuple] = {}
+            paths: dict[Path, Path] = {}
             _map_paths(data, renamed, (), (), paths)
             new = _place_comments(body, comments, smap, new, new_smap, paths)
         except Exception:  # noqa: BLE001  # pragma: no cover - a formatter bug, reported as one
@@ -360,7 +360,7 @@ def _find_comments(text: str) -> list[_Comment]:
     block scalar. Raises ``yaml.YAMLError`` on bad syntax."""
     lines, _, starts = _split_lines(text)
 
-    def offset(mark: Any) -> int:
+    def offset(mark: yaml.Mark) -> int:
         line = min(mark.line, len(lines) - 1)
         return starts[line] + min(mark.column, len(lines[line]))
 
@@ -394,7 +394,7 @@ def _find_comments(text: str) -> list[_Comment]:
     return out
 
 
-def _anchors(smap: Any) -> list[tuple[int, int, int, tuple]]:
+def _anchors(smap: Any) -> list[tuple[int, int, int, Path]]:
     """``(line, column, depth, path)`` (0-based) of every key (its key's position) and list item
     (its value's first character), in text order, outer before inner at the same place."""
     out = []
@@ -407,7 +407,7 @@ def _anchors(smap: Any) -> list[tuple[int, int, int, tuple]]:
     return out
 
 
-def _map_paths(old: Any, new: Any, po: tuple, pn: tuple, out: dict[tuple, tuple]) -> None:
+def _map_paths(old: Any, new: Any, po: Path, pn: Path, out: dict[Path, Path]) -> None:
     """Original value path → path of the same value after :func:`_rename_camel` (which keeps
     the order and number of keys)."""
     out[po] = pn
@@ -442,7 +442,7 @@ def _place_comments(
     smap: Any,
     new: str,
     new_smap: Any,
-    paths: dict[tuple, tuple],
+    paths: dict[Path, Path],
 ) -> str:
     """``new`` (the canonical text of ``text``'s data) with ``text``'s comments put back."""
     lines, _, _ = _split_lines(text)
@@ -455,7 +455,7 @@ def _place_comments(
     # -- attach each comment to an original path: full-line groups and trailing ones
     groups: dict[Any, list[_Comment]] = {}  # path | "top" | "end" -> comments
     group_anchor: dict[Any, int] = {}  # -> the original line of the key/item that follows
-    trailing: list[tuple[tuple, _Comment]] = []
+    trailing: list[tuple[Path, _Comment]] = []
     for c in comments:
         idx = bisect.bisect_left(keys, (c.line, c.col, -1))
         prefix = lines[c.line][: c.col]
@@ -481,7 +481,7 @@ def _place_comments(
         out_lines.pop()
         out_breaks.pop()
         out_breaks[-1] = out_breaks[-1] or "\n"
-    out_at: dict[tuple, tuple[int, int]] = {}  # path -> (line, indentation of the key / dash)
+    out_at: dict[Path, tuple[int, int]] = {}  # path -> (line, indentation of the key / dash)
     line_indent: dict[int, int] = {}
     for line, col, _, path in _anchors(new_smap):
         if not isinstance(path[-1], str) and col >= 2 and out_lines[line][col - 2 : col] == "- ":
@@ -489,7 +489,7 @@ def _place_comments(
         out_at[path] = (line, col)
         line_indent[line] = min(line_indent.get(line, col), col)
 
-    def out_line(path: tuple) -> int | None:
+    def out_line(path: Path) -> int | None:
         """The new text's line for an original path (its nearest kept ancestor's)."""
         p = path
         while p:

@@ -42,7 +42,8 @@ from agentflow.core.spans import Span
 from agentflow.core.vocabulary import BODY_KEYS
 from agentflow.errors import PlanLoadError
 from agentflow.ir.models import CAMEL_ALIASES, Backoff, Finish, Plan, Retry, Step
-from agentflow.ir.templates import NodeSource, SourceMap, path_str
+from agentflow.ir.templates import NodeSource, Path, SourceMap, path_str
+from agentflow.ir.validate import call_cycles, validate_plan, walk_steps
 
 _Loader: type[yaml.CSafeLoader] | type[yaml.SafeLoader]
 try:  # pragma: no cover - depends on the PyYAML build
@@ -135,8 +136,6 @@ def check_plan_data(
 ) -> tuple[Plan | None, list[Diagnostic]]:
     """Every structural problem of plan data (:func:`load_plan_data` without the raising),
     sorted, and the plan as far as it could be built (None when ``data`` is not a mapping)."""
-    from agentflow.ir.validate import validate_plan
-
     problems: list[Diagnostic] = []
     builder = _Builder(file, source_map, problems)
     plan = builder.plan(data, (), sub=False)
@@ -249,7 +248,7 @@ def _refused_features(text: str, file: str) -> _Refused:
     Reads the event stream only (nothing is built); raises ``yaml.YAMLError`` on bad syntax.
     """
     problems: list[Diagnostic] = []
-    anchors: dict[str, list] = {}  # name -> [location, uses]
+    anchors: dict[str, list[Any]] = {}  # name -> [location, uses]
     tagged: set[tuple[int, int]] = set()
     stop = False
     hint = "write the value out in full"
@@ -386,7 +385,11 @@ def _resolve_scalar(node: yaml.ScalarNode) -> Any:
     if node.style:  # quoted or block (libyaml gives "" for plain): text unless tagged
         implicit = False
     else:
-        implicit = tag == _IMPLICIT_RESOLVER.resolve(yaml.ScalarNode, value, (True, False))
+        # types-PyYAML leaves BaseResolver.resolve unannotated
+        resolved = _IMPLICIT_RESOLVER.resolve(  # type: ignore[no-untyped-call]
+            yaml.ScalarNode, value, (True, False)
+        )
+        implicit = tag == resolved
     if implicit:
         return resolve_plain(value)
     short = tag.rsplit(":", 1)[-1] if tag.startswith("tag:yaml.org,2002:") else None
@@ -448,7 +451,7 @@ class _Construct:
         if message:
             self.problems.append(Diagnostic(code, message, span, hint=hint))
 
-    def value(self, node: yaml.Node, path: tuple, stack: set[int], key: Span | None) -> Any:
+    def value(self, node: yaml.Node, path: Path, stack: set[int], key: Span | None) -> Any:
         if len(path) > _MAX_DEPTH:
             self.refuse(node, PLAN_TOO_DEEP, "the plan nests too deeply")
             return None
@@ -492,7 +495,7 @@ class _Construct:
             out[key_text] = self.value(vnode, (*path, key_text), stack, kspan)
         return out
 
-    def scalar(self, node: yaml.ScalarNode, path: tuple) -> Any:
+    def scalar(self, node: yaml.ScalarNode, path: Path) -> Any:
         try:
             value = _resolve_scalar(node)
         except _BadTag as bad:
@@ -515,7 +518,7 @@ class _Construct:
         return value
 
 
-def _prefix(path) -> str:
+def _prefix(path: Path) -> str:
     text = path_str(path)
     return f"{text}: " if text else ""
 
@@ -523,7 +526,7 @@ def _prefix(path) -> str:
 def _sorted(problems: list[Diagnostic]) -> list[Diagnostic]:
     """``problems`` without repeats (same place, same message), by position (whole-file
     problems last)."""
-    seen: set[tuple] = set()
+    seen: set[tuple[str, str]] = set()
     unique = []
     for p in problems:
         key = (str(p.span), p.message)
@@ -555,11 +558,11 @@ class _Builder:
         self.smap = smap
         self.problems = problems
         #: value paths of required fields written with a typo (reported as unknown fields)
-        self.misspelt: set[tuple] = set()
+        self.misspelt: set[Path] = set()
 
     def problem(
         self,
-        path,
+        path: Path,
         message: str,
         *,
         code: str = PLAN_INVALID_VALUE,
@@ -569,7 +572,7 @@ class _Builder:
         loc = self.smap.location(path, key=key) if self.smap else Span.at(self.file)
         self.problems.append(Diagnostic(code, f"{_prefix(path)}{message}", loc, hint=hint))
 
-    def check_keys(self, data: dict, model: type[BaseModel], path) -> None:
+    def check_keys(self, data: dict[str, Any], model: type[BaseModel], path: Path) -> None:
         """Unknown fields (with a hint) and fields given under two spellings."""
         accepted = _fields(model)
         canon_seen: dict[str, str] = {}
@@ -597,11 +600,11 @@ class _Builder:
                 )
             canon_seen[canon] = key
 
-    def validate(self, model: type[_M], data: dict, path) -> _M | None:
+    def validate(self, model: type[_M], data: dict[str, Any], path: Path) -> _M | None:
         """``model.model_validate(data)``; errors become problems (unknown fields excepted:
         :meth:`check_keys` reports those)."""
         self.last_bad: set[str] = set()
-        self.last_locs: list[tuple] = []
+        self.last_locs: list[Path] = []
         try:
             return model.model_validate(data)
         except ValidationError as exc:
@@ -632,7 +635,7 @@ class _Builder:
 
     # -- plans -----------------------------------------------------------------------------
 
-    def plan(self, data: Any, path, *, sub: bool) -> Plan | None:
+    def plan(self, data: Any, path: Path, *, sub: bool) -> Plan | None:
         if not isinstance(data, dict):
             self.problem(path, "a plan must be a mapping with `name` and `steps`")
             return None
@@ -713,7 +716,7 @@ class _Builder:
 
     # -- steps -----------------------------------------------------------------------------
 
-    def step(self, data: Any, path) -> Step | None:
+    def step(self, data: Any, path: Path) -> Step | None:
         if not isinstance(data, dict):
             self.problem(path, "a step must be a mapping with `tool_name` and `input`")
             return None
@@ -777,7 +780,7 @@ class _Builder:
             step.input = new_input
         return step
 
-    def _body(self, raw: Any, path, label: str) -> Step | None:
+    def _body(self, raw: Any, path: Path, label: str) -> Step | None:
         if isinstance(raw, Step):
             return raw
         if not isinstance(raw, dict) or not ("tool_name" in raw or "toolName" in raw):
@@ -789,7 +792,7 @@ class _Builder:
             return None
         return self.step(raw, path)
 
-    def _normalize_agent(self, raw: dict, path) -> dict:
+    def _normalize_agent(self, raw: dict[str, Any], path: Path) -> dict[str, Any]:
         """Rename camelCase agent fields to snake_case (positions follow)."""
         out: dict[str, Any] = {}
         for key, value in raw.items():
@@ -821,12 +824,13 @@ def broken_fields(model: BaseModel) -> set[str]:
 # Cross-file checks (the plans directory itself is loaded by runtime.tools.plans)
 
 
-def plan_location(plan: Plan, path: tuple) -> Span:
+def plan_location(plan: Plan, path: Path) -> Span:
     """file:line:col of the value at ``path`` (a value path inside ``plan``'s file)."""
     smap = getattr(plan, "_source_map", None)
     full = (*(getattr(plan, "_path", ()) or ()), *path)
     if smap is not None:
-        return smap.location(full)
+        loc: Span = smap.location(full)
+        return loc
     return Span.at(plan.source_file or "<plan>")
 
 
@@ -836,9 +840,7 @@ def check_plan_cycles(root: Plan, others: dict[str, Plan]) -> list[Diagnostic]:
 
     Each cycle is reported once, at the call that closes it (file:line:col of its ``tool_name``).
     """
-    from agentflow.ir.validate import call_cycles, walk_steps
-
-    units: dict[str, list[tuple[Plan, tuple]]] = {}
+    units: dict[str, list[tuple[Plan, Path]]] = {}
 
     def add(plan: Plan) -> None:
         units.setdefault(plan.name, []).append((plan, getattr(plan, "_path", ()) or ()))

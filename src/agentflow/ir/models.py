@@ -87,8 +87,8 @@ class Step(BaseModel):
 
     _compiled: Any = PrivateAttr(default=None)
     _compiled_select: Any = PrivateAttr(default=None)
-    _broken: set = PrivateAttr(default_factory=set)
-    _path: tuple | None = PrivateAttr(default=None)
+    _broken: set[Any] = PrivateAttr(default_factory=set)
+    _path: tuple[str | int, ...] | None = PrivateAttr(default=None)
 
     # The getters read pydantic's private-attribute storage directly: ``self._compiled`` goes
     # through ``BaseModel.__getattr__`` (≈ 5 µs), and the executor reads these once per step.
@@ -203,8 +203,8 @@ class Plan(BaseModel):
 
     _source_file: str | None = PrivateAttr(default=None)
     _source_map: Any = PrivateAttr(default=None)
-    _path: tuple = PrivateAttr(default=())
-    _broken: set = PrivateAttr(default_factory=set)
+    _path: tuple[str | int, ...] = PrivateAttr(default=())
+    _broken: set[Any] = PrivateAttr(default_factory=set)
 
     @property
     def source_file(self) -> str | None:

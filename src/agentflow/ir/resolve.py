@@ -28,13 +28,14 @@ from agentflow.core.vocabulary import (
 )
 from agentflow.ir.models import Plan, Step
 from agentflow.ir.schemas import fast_valid, plainly_valid_schema
+from agentflow.ir.templates import Path as DataPath
 from agentflow.ir.validate import (
     EXACT_SERVERS,
     walk_steps,
 )
 
 
-def _pattern_re(pattern: str) -> re.Pattern:
+def _pattern_re(pattern: str) -> re.Pattern[str]:
     return re.compile(".*".join(re.escape(p) for p in pattern.split("*")))
 
 
@@ -75,7 +76,7 @@ def resolve_tools(
     problems: list[Diagnostic] = []
     current: list[Any] = [None]  # the step being resolved
 
-    def report(path: tuple, code: str, message: str, hint: str | None = None) -> None:
+    def report(path: DataPath, code: str, message: str, hint: str | None = None) -> None:
         if smap is not None:
             loc = smap.location(path)
         else:  # a plan compiled in memory: the step's `.flow` source position, when it has one
@@ -90,7 +91,7 @@ def resolve_tools(
     # an agent is never offered the plan it runs in (that would be a plan_cycle)
     offerable = known - {f"plan__{plan.name}"}
 
-    def check_name(name: str, path: tuple, label: str, what: str) -> None:
+    def check_name(name: str, path: DataPath, label: str, what: str) -> None:
         if name in (known if what == "tool" else offerable):
             return
         server = _server(name)
@@ -110,7 +111,7 @@ def resolve_tools(
             did_you_mean(name, known | set(CONTROL_STEPS) if what == "tool" else offerable),
         )
 
-    def check_pattern(pattern: str, path: tuple, label: str) -> None:
+    def check_pattern(pattern: str, path: DataPath, label: str) -> None:
         server = _server(pattern)
         if server is None:
             return  # crosses servers (`*`, `*__search`): resolved at run time
@@ -129,9 +130,7 @@ def resolve_tools(
                 f"step {label}: `tools` pattern '{pattern}' {not_configured(server)}",
             )
 
-    all_plans: list[tuple[Plan, tuple[Any, ...], str | None]] = [
-        (plan, getattr(plan, "_path", ()) or (), None)
-    ]
+    all_plans: list[tuple[Plan, DataPath, str | None]] = [(plan, plan._path or (), None)]
     all_plans += [(sub, (*all_plans[0][1], "plans", n), n) for n, sub in plan.plans.items()]
     for p, ppath, pname in all_plans:
         for spath, label, step in walk_steps(p, ppath):
@@ -176,7 +175,7 @@ def check_arguments(plan: Plan, schemas: dict[str, dict[str, Any]]) -> list[Diag
 
     def report(
         step: Step,
-        path: tuple,
+        path: DataPath,
         message: str,
         hint: str | None = None,
         code: str = PLAN_INVALID_VALUE,
@@ -189,8 +188,8 @@ def check_arguments(plan: Plan, schemas: dict[str, dict[str, Any]]) -> list[Diag
                 loc = Span.at(file, loc.line, loc.column)
         problems.append(Diagnostic(code, message, loc, hint=hint))
 
-    root: tuple = getattr(plan, "_path", ()) or ()
-    all_plans: list[tuple[Plan, tuple, str | None]] = [(plan, root, None)]
+    root: DataPath = plan._path or ()
+    all_plans: list[tuple[Plan, DataPath, str | None]] = [(plan, root, None)]
     all_plans += [(sub, (*root, "plans", n), n) for n, sub in plan.plans.items()]
     for p, ppath, pname in all_plans:
         for spath, label, step in walk_steps(p, ppath):

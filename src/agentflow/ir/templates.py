@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,9 +30,11 @@ from agentflow.core.spans import Span
 from agentflow.core.vocabulary import MAX_EXPR_DEPTH, PLAN_SCHEMA_KEYS
 from agentflow.errors import PlanLoadError, SourceError
 from agentflow.grammar import ast
-from agentflow.grammar.ast import too_deep
+from agentflow.grammar.ast import too_deep as too_deep  # re-exported: runtime/expressions.py
+from agentflow.grammar.parser import parse_expression, parse_template
+from agentflow.ir.models import Step
 
-Path = tuple  # tuple[str | int, ...]
+Path = tuple[str | int, ...]
 
 #: Keys whose values are JSON Schemas: never compiled.
 SCHEMA_KEYS: frozenset[str] = PLAN_SCHEMA_KEYS
@@ -183,7 +185,7 @@ def iter_nodes(node: Any) -> Iterator[ast.Node]:
     return ast.walk(node)
 
 
-def _remap_spans(root: ast.Node, fn) -> None:
+def _remap_spans(root: ast.Node, fn: Callable[[Span], Span]) -> None:
     for node in ast.walk(root):
         for name in type(node).__dataclass_fields__:
             value = getattr(node, name)
@@ -244,14 +246,10 @@ def template_refs(compiled: Any) -> set[str]:
 
 
 def _parse_template(text: str, file: str) -> ast.Template:
-    from agentflow.grammar.parser import parse_template
-
     return parse_template(text, file)
 
 
 def _parse_expression(text: str, file: str) -> ast.Expr:
-    from agentflow.grammar.parser import parse_expression
-
     return parse_expression(text, file)
 
 
@@ -290,9 +288,15 @@ def compile_value(
 _CONDITION_KEYS = ("when", "until", "not")
 
 
-def _compile(value, file, path, smap, errs, conditions, in_condition):
-    from agentflow.ir.models import Step
-
+def _compile(
+    value: Any,
+    file: str,
+    path: Path,
+    smap: SourceMap | None,
+    errs: list[Diagnostic],
+    conditions: bool,
+    in_condition: bool,
+) -> Any:
     if isinstance(value, Step):
         return value
     if isinstance(value, str):
@@ -300,7 +304,7 @@ def _compile(value, file, path, smap, errs, conditions, in_condition):
             return value
         return _compile_text(value, file, path, smap, errs, template=True)
     if isinstance(value, dict):
-        out = {}
+        out: dict[str, Any] = {}
         for k, v in value.items():
             sub = (*path, k)
             if k in SCHEMA_KEYS:
@@ -430,7 +434,15 @@ def _kind_fits(got: str, kind: str) -> bool:
     return got in kind.split("|")
 
 
-def _compile_text(text, file, path, smap, errs, *, template: bool):
+def _compile_text(
+    text: str,
+    file: str,
+    path: Path,
+    smap: SourceMap | None,
+    errs: list[Diagnostic],
+    *,
+    template: bool,
+) -> str | ast.Node:
     try:
         if smap is not None and tuple(path) in smap.nodes:
             node = _parse_template(text, file) if template else _parse_expression(text, file)

@@ -39,7 +39,6 @@ from agentflow.core.vocabulary import (
     BODY_SCOPE,
     CONDITION_OPS,
     CONTROL_FIELDS,
-    CONTROL_STEPS,
     ERROR_CODES,
     HARD_STOP_CODES,
     MAX_BACKOFF_FACTOR,
@@ -52,11 +51,15 @@ from agentflow.core.vocabulary import (
     UNARY_CONDITION_OPS,
     duration_ms,
 )
+from agentflow.core.vocabulary import (
+    CONTROL_STEPS as CONTROL_STEPS,  # re-exported: runtime/tools/build.py
+)
 from agentflow.grammar import ast
 from agentflow.ir.models import Plan, Step
 from agentflow.ir.outcomes import tolerance
 from agentflow.ir.schemas import plainly_valid_schema, ref_problems, validation_errors
 from agentflow.ir.templates import (
+    Path,
     SourceMap,
     compile_value,
     iter_compiled_paths,
@@ -81,7 +84,7 @@ class _Ordered:
     __slots__ = ("first", "i", "before", "extra")
 
     def __init__(
-        self, first: dict[str, int], i: int, *, before: bool, extra: frozenset = frozenset()
+        self, first: dict[str, int], i: int, *, before: bool, extra: frozenset[str] = frozenset()
     ):
         self.first, self.i, self.before, self.extra = first, i, before, extra
 
@@ -96,15 +99,16 @@ class _Ordered:
     def __or__(self, other: Any) -> _Ordered:
         return _Ordered(self.first, self.i, before=self.before, extra=self.extra | frozenset(other))
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         yield from self.extra
         for name, idx in self.first.items():
             if (idx < self.i) == self.before:
                 yield name
 
 
-def _broken(model) -> set[str]:
-    return getattr(model, "_broken", None) or set()
+def _broken(model: object) -> set[str]:
+    broken: set[str] = getattr(model, "_broken", None) or set()
+    return broken
 
 
 def call_cycles(edges: dict[str, list[tuple[str, Any]]]) -> list[tuple[list[str], Any]]:
@@ -115,7 +119,7 @@ def call_cycles(edges: dict[str, list[tuple[str, Any]]]) -> list[tuple[list[str]
     with ``cycle`` = ``[a, b, …, a]`` and ``call`` the edge that closes it.
     """
     found: list[tuple[list[str], Any]] = []
-    seen: set[frozenset] = set()
+    seen: set[frozenset[str]] = set()
     state: dict[str, int] = {}
     stack: list[str] = []
 
@@ -139,14 +143,14 @@ def call_cycles(edges: dict[str, list[tuple[str, Any]]]) -> list[tuple[list[str]
     return found
 
 
-def walk_steps(plan: Plan, path: tuple = ()) -> Iterator[tuple[tuple, str, Step]]:
+def walk_steps(plan: Plan, path: Path = ()) -> Iterator[tuple[Path, str, Step]]:
     """Every step of one plan (bodies included, sub-plans not): ``(data_path, label, step)``.
 
     ``data_path`` is the value path in the plan data (``("steps", 2, "input", "do")``);
     ``label`` is the step path of docs/spec/PLAN_IR.md §7 (``E2/do``).
     """
 
-    def visit(step: Step, p: tuple, label: str):
+    def visit(step: Step, p: Path, label: str) -> Iterator[tuple[Path, str, Step]]:
         yield p, label, step
         if isinstance(step.input, dict):
             for key, body in step.bodies():
@@ -170,7 +174,7 @@ class _Validator:
 
     def problem(
         self,
-        path: tuple,
+        path: Path,
         message: str,
         *,
         hint: str | None = None,
@@ -198,7 +202,7 @@ class _Validator:
             )
         )
 
-    def duration(self, value: Any, path: tuple, what: str) -> int | None:
+    def duration(self, value: Any, path: Path, what: str) -> int | None:
         """Check a positive duration; its milliseconds, or None (absent or reported)."""
         if value is None:
             return None
@@ -212,7 +216,7 @@ class _Validator:
             return None
         return ms
 
-    def json_schema(self, schema: Any, path: tuple, what: str) -> bool:
+    def json_schema(self, schema: Any, path: Path, what: str) -> bool:
         if not isinstance(schema, dict):
             self.problem(
                 path, f"`{what}` must be a JSON Schema object (a mapping)", code=PLAN_INVALID_SCHEMA
@@ -237,7 +241,7 @@ class _Validator:
 
     # -- plans -----------------------------------------------------------------------------
 
-    def plan(self, plan: Plan, path: tuple, *, top: bool) -> None:
+    def plan(self, plan: Plan, path: Path, *, top: bool) -> None:
         broken = _broken(plan)
         if "version" not in broken and plan.version != 1:
             self.problem(
@@ -272,7 +276,7 @@ class _Validator:
                 code=PLAN_UNKNOWN_FIELD,
             )
 
-        self.ids: dict[str, tuple] = {}
+        self.ids: dict[str, Path] = {}
         top_ids = [s.id for s in plan.steps]
         first: dict[str, int] = {}
         for i, sid in enumerate(top_ids):
@@ -303,7 +307,7 @@ class _Validator:
                 self.plan(sub, spath, top=False)
             self.cycles(plan, path)
 
-    def finish(self, plan: Plan, path: tuple, scope: frozenset[str]) -> None:
+    def finish(self, plan: Plan, path: Path, scope: frozenset[str]) -> None:
         fin = plan.finish
         assert fin is not None
         fpath = (*path, "finish")
@@ -318,12 +322,12 @@ class _Validator:
             fin.compiled_prompt = self.compile(fin.prompt, (*fpath, "prompt"), conditions=False)
             self.refs(fin.compiled_prompt, scope, frozenset(), (*fpath, "prompt"))
 
-    def cycles(self, plan: Plan, path: tuple) -> None:
+    def cycles(self, plan: Plan, path: Path) -> None:
         """``plan_cycle``: a plan of this file calling itself through ``plan__*``."""
-        plans: dict[str, tuple[Plan, tuple]] = {plan.name: (plan, path)}
+        plans: dict[str, tuple[Plan, Path]] = {plan.name: (plan, path)}
         for name, sub in plan.plans.items():
             plans[name] = (sub, (*path, "plans", name))
-        edges: dict[str, list[tuple[str, tuple]]] = {n: [] for n in plans}
+        edges: dict[str, list[tuple[str, Path]]] = {n: [] for n in plans}
         for name, (p, ppath) in plans.items():
             for spath, _, step in walk_steps(p, ppath):
                 if isinstance(step.tool_name, str) and step.tool_name.startswith("plan__"):
@@ -339,7 +343,7 @@ class _Validator:
 
     # -- steps -----------------------------------------------------------------------------
 
-    def compile(self, value: Any, path: tuple, *, conditions: bool) -> Any:
+    def compile(self, value: Any, path: Path, *, conditions: bool) -> Any:
         return compile_value(
             value,
             file=self.file,
@@ -352,7 +356,7 @@ class _Validator:
     def step(
         self,
         step: Step,
-        path: tuple,
+        path: Path,
         scope: Any,
         later: Any,
         *,
@@ -471,7 +475,7 @@ class _Validator:
         compiled: Any,
         scope: Any,
         later: Any,
-        path: tuple,
+        path: Path,
         own: str | None = None,
     ) -> None:
         for sub, tpl in iter_compiled_paths(compiled, path):
@@ -496,7 +500,7 @@ class _Validator:
 
     # -- control steps ---------------------------------------------------------------------
 
-    def control(self, step: Step, path: tuple) -> None:
+    def control(self, step: Step, path: Path) -> None:
         tool = step.tool_name
         ipath = (*path, "input")
         inp = step.input
@@ -510,7 +514,7 @@ class _Validator:
                 self.problem(ipath, f"`{tool}` needs `{key}`", code=PLAN_MISSING_FIELD)
         _STEP_RULES[tool](self, inp, ipath, _broken(step))
 
-    def gate(self, inp: dict, ipath: tuple, tool: str, *, required: bool) -> None:
+    def gate(self, inp: dict[str, Any], ipath: Path, tool: str, *, required: bool) -> None:
         has_when, has_infer = "when" in inp, "infer" in inp
         if has_when and has_infer:
             self.problem(ipath, f"`{tool}` takes `when` or `infer`, not both")
@@ -521,7 +525,7 @@ class _Validator:
         if has_infer and not isinstance(inp["infer"], str):
             self.problem((*ipath, "infer"), "`infer` must be a text (the judge's question)")
 
-    def condition(self, cond: Any, path: tuple) -> None:
+    def condition(self, cond: Any, path: Path) -> None:
         forms = "{value, op, to}, {expr}, {all: [...]}, {any: [...]} or {not: {...}}"
         if not isinstance(cond, dict):
             self.problem(path, f"a condition must be a mapping: {forms}")
@@ -573,7 +577,7 @@ class _Validator:
                 code=PLAN_UNKNOWN_FIELD,
             )
 
-    def pattern(self, to: Any, path: tuple) -> None:
+    def pattern(self, to: Any, path: Path) -> None:
         """A literal ``matches`` pattern must compile (the runtime's ``regex`` engine, ``re``
         syntax); a templated one is checked when it is rendered (a ``validation`` step error)."""
         if not isinstance(to, str) or "{{" in to:
@@ -583,11 +587,11 @@ class _Validator:
         except (regex.error, ValueError, OverflowError, RecursionError) as exc:
             self.problem(path, f"invalid regular expression {to!r}: {exc}")
 
-    def body_field(self, inp: dict, ipath: tuple, key: str, broken: set[str]) -> None:
+    def body_field(self, inp: dict[str, Any], ipath: Path, key: str, broken: set[str]) -> None:
         if key in inp and not isinstance(inp[key], Step) and f"body:{key}" not in broken:
             self.problem((*ipath, key), f"`{key}` must be a single step", code=PLAN_INVALID_BODY)
 
-    def budget(self, value: Any, path: tuple) -> None:
+    def budget(self, value: Any, path: Path) -> None:
         """``budget: {inferences?, tokens?, cost?}`` of an agent step (docs/models.md)."""
         if not isinstance(value, dict):
             self.problem(path, "`budget` must be a mapping of inferences, tokens and cost")
@@ -607,7 +611,7 @@ class _Validator:
                 self.positive_int(value, path, key, 0)
 
     def positive_int(
-        self, inp: dict, ipath: tuple, key: str, minimum: int, maximum: int | None = None
+        self, inp: dict[str, Any], ipath: Path, key: str, minimum: int, maximum: int | None = None
     ) -> None:
         """``inp[key]``, when given, is an integer from ``minimum`` to ``maximum`` — or a
         template, which the run evaluates and checks the same way."""
@@ -623,7 +627,7 @@ class _Validator:
         elif maximum is not None and v > maximum:
             self.problem((*ipath, key), f"`{key}` must be at most {maximum}, not {v}")
 
-    def visit_exit(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+    def visit_exit(self, inp: dict[str, Any], ipath: Path, broken: set[str]) -> None:
         if "when" in inp:
             self.condition(inp["when"], (*ipath, "when"))
         status = inp.get("status")
@@ -643,12 +647,12 @@ class _Validator:
         if "code" in inp and (not isinstance(code, str) or not STEP_ID_RE.fullmatch(code)):
             self.problem((*ipath, "code"), f"`code` must be an error-code name, not {code!r}")
 
-    def visit_decide(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+    def visit_decide(self, inp: dict[str, Any], ipath: Path, broken: set[str]) -> None:
         self.gate(inp, ipath, "decide", required=True)
         self.body_field(inp, ipath, "then", broken)
         self.body_field(inp, ipath, "else", broken)
 
-    def visit_try(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+    def visit_try(self, inp: dict[str, Any], ipath: Path, broken: set[str]) -> None:
         self.body_field(inp, ipath, "do", broken)
         self.body_field(inp, ipath, "catch", broken)
         if "on" not in inp:
@@ -669,22 +673,22 @@ class _Validator:
                     hint=did_you_mean(str(code), ERROR_CODES),
                 )
 
-    def visit_filter(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+    def visit_filter(self, inp: dict[str, Any], ipath: Path, broken: set[str]) -> None:
         self.gate(inp, ipath, "filter", required=True)
         self.over(inp, ipath)
 
-    def over(self, inp: dict, ipath: tuple) -> None:
+    def over(self, inp: dict[str, Any], ipath: Path) -> None:
         if "over" in inp and not isinstance(inp["over"], list | str):
             self.problem((*ipath, "over"), "`over` must be a list or a `{{ … }}` template")
 
-    def visit_map(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+    def visit_map(self, inp: dict[str, Any], ipath: Path, broken: set[str]) -> None:
         self.over(inp, ipath)
         self.body_field(inp, ipath, "do", broken)
         self.positive_int(inp, ipath, "concurrency", 1, MAX_CONCURRENCY)
         if "on_item_error" in inp:
             self.on_item_error(inp["on_item_error"], (*ipath, "on_item_error"))
 
-    def on_item_error(self, v: Any, path: tuple) -> None:
+    def on_item_error(self, v: Any, path: Path) -> None:
         """``fail``, ``skip``, ``{ tolerate: N }`` (N ≥ 0) or ``{ tolerate: "P%" }`` (0–100), or a
         template (checked when it renders)."""
         if v in ("fail", "skip") or (isinstance(v, str) and "{{" in v):
@@ -714,11 +718,11 @@ class _Validator:
             hint=did_you_mean(str(v), {"fail", "skip"}),
         )
 
-    def visit_reduce(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+    def visit_reduce(self, inp: dict[str, Any], ipath: Path, broken: set[str]) -> None:
         self.over(inp, ipath)
         self.body_field(inp, ipath, "do", broken)
 
-    def visit_loop(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+    def visit_loop(self, inp: dict[str, Any], ipath: Path, broken: set[str]) -> None:
         """``loop``: ``up_to`` an integer 0 … MAX_LOOP_ROUNDS (or a template, checked when the
         loop starts), ``do`` one step, ``until`` a condition, ``on_exhausted`` — ``{ fail:
         message }`` or ``{ value: v }`` — required with ``until`` and meaningless without it."""
@@ -747,7 +751,7 @@ class _Validator:
         elif "fail" in oe and not isinstance(oe["fail"], str):
             self.problem((*opath, "fail"), "`fail` must be a message text")
 
-    def visit_parallel(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+    def visit_parallel(self, inp: dict[str, Any], ipath: Path, broken: set[str]) -> None:
         branches = inp.get("branches")
         if "branches" in inp:
             if not isinstance(branches, dict) or not branches:
@@ -763,10 +767,10 @@ class _Validator:
                     self.body_field(branches, (*ipath, "branches"), name, broken)
         self.positive_int(inp, ipath, "concurrency", 1)
 
-    def visit_value(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+    def visit_value(self, inp: dict[str, Any], ipath: Path, broken: set[str]) -> None:
         pass
 
-    def visit_verify(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+    def visit_verify(self, inp: dict[str, Any], ipath: Path, broken: set[str]) -> None:
         checks = inp.get("checks", [])
         if not isinstance(checks, list):
             self.problem((*ipath, "checks"), "`checks` must be a list of {ok, message}")
@@ -784,7 +788,9 @@ class _Validator:
         if not checks and not judges:
             self.problem(ipath, "`verify` needs `checks` or `judges`", code=PLAN_MISSING_FIELD)
 
-    def fields(self, value: Any, path: tuple, allowed: set, required: set, what: str) -> bool:
+    def fields(
+        self, value: Any, path: Path, allowed: set[str], required: set[str], what: str
+    ) -> bool:
         if not isinstance(value, dict):
             self.problem(path, f"a {what} must be a mapping with {', '.join(sorted(allowed))}")
             return False
@@ -794,7 +800,7 @@ class _Validator:
         return True
 
     def unknown_fields(
-        self, value: dict, path: tuple, allowed: Any, what: str, tool: str | None = None
+        self, value: dict[str, Any], path: Path, allowed: Any, what: str, tool: str | None = None
     ) -> set[str]:
         """Report each key of ``value`` not in ``allowed`` (with the nearest allowed one as the
         hint; for a control step's input, else the fields it takes); return the allowed fields
@@ -819,7 +825,7 @@ class _Validator:
             )
         return misspelt
 
-    def visit_ask(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+    def visit_ask(self, inp: dict[str, Any], ipath: Path, broken: set[str]) -> None:
         if "question" in inp and not isinstance(inp["question"], str):
             self.problem((*ipath, "question"), "`question` must be a text")
         schema_ok = "schema" in inp and self.json_schema(
@@ -842,7 +848,7 @@ class _Validator:
             elif "default" in wu:
                 self.ask_default(inp, wu["default"], (*wpath, "default"), schema_ok)
 
-    def ask_default(self, inp: dict, default: Any, dpath: tuple, schema_ok: bool) -> None:
+    def ask_default(self, inp: dict[str, Any], default: Any, dpath: Path, schema_ok: bool) -> None:
         """A literal `when_unanswered.default` must itself be a valid answer: one of literal
         `choices` and conforming to a literal `schema` (templated parts are checked at run time)."""
         if _templated(default):
@@ -864,7 +870,7 @@ class _Validator:
             if errors:
                 self.problem(dpath, f"the default does not match `schema`: {errors[0].message}")
 
-    def visit_agent(self, inp: dict, ipath: tuple, broken: set[str]) -> None:
+    def visit_agent(self, inp: dict[str, Any], ipath: Path, broken: set[str]) -> None:
         """Agent input rules (docs/spec/PLAN_IR.md §6, seed 000 'Input')."""
         if "prompt" in inp and not isinstance(inp["prompt"], str):
             self.problem((*ipath, "prompt"), "`prompt` must be a text")
@@ -906,7 +912,7 @@ class _Validator:
         if "agent" in inp:
             self.agent_target(inp["agent"], (*ipath, "agent"))
 
-    def agent_tools(self, tools: Any, path: tuple) -> None:
+    def agent_tools(self, tools: Any, path: Path) -> None:
         if tools == "none" or tools is None:
             return
         if isinstance(tools, str):
@@ -928,7 +934,7 @@ class _Validator:
             elif name == "plan_and_execute":
                 self.problem((*path, i), "`plan_and_execute` is never available inside an agent")
 
-    def agent_target(self, target: Any, path: tuple) -> None:
+    def agent_target(self, target: Any, path: Path) -> None:
         kinds = {"alias": {"name"}, "team.main": {"team"}, "team.member": {"team", "member"}}
         if not isinstance(target, dict):
             self.problem(path, "`agent` must be a mapping with `kind`")
@@ -994,7 +1000,7 @@ def _or_list(words: list[str]) -> str:
     return ", ".join(words[:-1]) + " or " + words[-1] if len(words) > 1 else "".join(words)
 
 
-def _schema_error(schema: dict) -> tuple[str, tuple] | None:
+def _schema_error(schema: dict[str, Any]) -> tuple[str, Path] | None:
     """The first problem of ``schema`` against the JSON Schema 2020-12 metaschema as
     ``(message, path inside the schema)``, or None.
 
@@ -1034,12 +1040,12 @@ _SCHEMA_ONE = frozenset(
 _SCHEMA_LISTS = ("anyOf", "allOf", "oneOf", "prefixItems")
 
 
-def _split_schema_error(schema: Any) -> tuple[str, tuple] | None:
+def _split_schema_error(schema: Any) -> tuple[str, Path] | None:
     if not isinstance(schema, dict) or not schema:
         return _cached_schema_error(json.dumps(schema, sort_keys=True, allow_nan=False))
     for key in sorted(schema):
         value = schema[key]
-        subs: list[tuple[tuple, Any]] = []
+        subs: list[tuple[Path, Any]] = []
         if key in _SCHEMA_MAPS and isinstance(value, dict):
             # the names matter only as regular expressions
             shell: Any = dict.fromkeys(value, True) if key == "patternProperties" else {}
@@ -1063,11 +1069,11 @@ def _split_schema_error(schema: Any) -> tuple[str, tuple] | None:
 
 
 @functools.lru_cache(maxsize=2048)
-def _cached_schema_error(key: str) -> tuple[str, tuple] | None:
+def _cached_schema_error(key: str) -> tuple[str, Path] | None:
     return _check_schema(json.loads(key))
 
 
-def _check_schema(schema: dict) -> tuple[str, tuple] | None:
+def _check_schema(schema: dict[str, Any]) -> tuple[str, Path] | None:
     import jsonschema
 
     try:
