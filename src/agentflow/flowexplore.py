@@ -172,7 +172,8 @@ async def _explore_once(
     from agentflow.errors import FlowError
     from agentflow.runtime.config import Config, load_config
     from agentflow.runtime.events import CallbackSink
-    from agentflow.runtime.models.test_model import GenerationError, generate_value, test_router
+    from agentflow.runtime.models.router import test_router
+    from agentflow.runtime.models.test_model import GenerationError, generate_value
     from agentflow.runtime.tools.catalog import Catalog, Tool
 
     def generated_tool(name: str, schema: Any) -> Any:

@@ -450,7 +450,8 @@ async def _run_prepared(
     from agentflow.runtime.config import Config, load_config
     from agentflow.runtime.events import CallbackSink
     from agentflow.runtime.expressions import evaluate
-    from agentflow.runtime.tools.catalog import Tool, default_catalog
+    from agentflow.runtime.tools.builtin import default_catalog
+    from agentflow.runtime.tools.catalog import Tool
 
     failures: list[str] = []
     problems: list[str] = []  # stubs run out, requests that tried to leave the process

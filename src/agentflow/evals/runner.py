@@ -556,7 +556,8 @@ def _case_router(
     counts: dict,
 ) -> Any:
     if model is not None:
-        from agentflow.runtime.models.test_model import parse_model_option, test_router
+        from agentflow.runtime.models.router import test_router
+        from agentflow.runtime.models.test_model import parse_model_option
 
         seed, call_tools = parse_model_option(model)
         # each repetition its own seed: repeated runs vary as a real model's do

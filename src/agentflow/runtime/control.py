@@ -24,7 +24,6 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from agentflow.core.spans import Span
-from agentflow.core.text import choices_text, value_text
 from agentflow.core.vocabulary import (
     ERROR_CODES,
     HARD_STOP_CODES,
@@ -42,7 +41,7 @@ from agentflow.runtime.expressions import (
     to_json_value,
     to_text,
 )
-from agentflow.runtime.hooks import NO_ANSWER, AskRequest
+from agentflow.runtime.hooks import NO_ANSWER, AskRequest, check_answer
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Step
@@ -498,30 +497,6 @@ def _seconds(duration: Any) -> float | None:
         return duration_ms(str(duration)) / 1000.0
     except ValueError:
         return None
-
-
-def check_answer(answer: Any, schema: Any, choices: Any) -> str | None:
-    """Why ``answer`` breaks an ask's ``choices``/``schema`` (docs/spec/PLAN_IR.md §3), or None."""
-    if choices is not None and not isinstance(choices, list | tuple):
-        return f"`choices` must be a list, got {_kind(choices)}"
-    if choices and answer not in choices:
-        return f"{value_text(answer)} is not one of {choices_text(choices)}"
-    if schema is not None and not isinstance(schema, dict):
-        return f"`schema` must be a JSON Schema object, got {_kind(schema)}"
-    if schema:
-        import jsonschema
-
-        from agentflow.ir.schemas import validation_errors
-
-        try:
-            jsonschema.validators.validator_for(schema).check_schema(schema)
-            errors = validation_errors(schema, answer)  # never fetches a reference
-        except jsonschema.SchemaError as e:
-            return f"`schema` is not valid JSON Schema: {e.message}"
-        except ValueError as e:
-            return f"`schema`: {e}"
-        return errors[0].message if errors else None
-    return None
 
 
 async def _verify(call: ControlCall) -> Any:

@@ -270,7 +270,8 @@ def context_from_spec(
     catalog = build_catalog(config, plan=plan)
     router: Any
     if spec.get("model"):  # `--model test[:SEED]`: the built-in test model again
-        from agentflow.runtime.models.test_model import parse_model_option, test_router
+        from agentflow.runtime.models.router import test_router
+        from agentflow.runtime.models.test_model import parse_model_option
 
         seed, call_tools = parse_model_option(spec["model"])
         router = test_router(config, seed, call_tools=call_tools)

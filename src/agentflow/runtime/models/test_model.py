@@ -313,33 +313,6 @@ class TestModel:
         """Nothing to close (the test model holds no connection)."""
 
 
-def test_router(
-    config: Any = None, seed: int = 0, *, call_tools: bool = False, **kwargs: Any
-) -> Any:
-    """A :class:`~agentflow.runtime.models.router.ModelRouter` whose every role, named model and
-    agent profile is answered by one :class:`TestModel` (``flowc run --model test``). Needs no
-    model, key or provider configuration."""
-    from agentflow.runtime.config import Config, ProviderConfig, ResolvedModel
-    from agentflow.runtime.models.router import ModelRouter, RoutedClient
-
-    resolved = ResolvedModel(
-        label="test", provider_name="test", provider=ProviderConfig(kind="test"), model="test"
-    )
-    model = TestModel(seed, call_tools=call_tools)
-
-    class _TestRouter(ModelRouter):
-        def client_for(self, role_or_name: str | None = None) -> RoutedClient:
-            name = role_or_name or "chat"
-            if name not in self._routed:
-                self._routed[name] = RoutedClient(self, name, [(resolved, model)])
-            return self._routed[name]
-
-    return _TestRouter(config or Config(), **kwargs)
-
-
-test_router.__test__ = False  # type: ignore[attr-defined]  # not a pytest test function
-
-
 def parse_model_option(value: str) -> tuple[int, bool]:
     """``--model`` values naming the test model: ``test``, ``test:SEED``, ``test+tools``,
     ``test+tools:SEED`` → (seed, call_tools). Raises ValueError for anything else."""
