@@ -300,11 +300,11 @@ class McpFlowServer:
         """Hold the lock of run ``run_id`` while this server lives (none when another process
         holds it)."""
         from agentflow.errors import InputError
-        from agentflow.runtime.durable.runs import _run_lock
+        from agentflow.runtime.durable.runs import run_lock
 
         assert self.url is not None
         with contextlib.suppress(InputError):
-            self._locks.enter_context(_run_lock(self.url, run_id))
+            self._locks.enter_context(run_lock(self.url, run_id))
 
     def _build(self) -> Any:
         from mcp.server.lowlevel import Server
@@ -414,14 +414,14 @@ class McpFlowServer:
                 if (
                     status.status in ("PENDING", "ENQUEUED")
                     and status.executor_id != self.executor_id
-                    and not runs._alive(url, run_id)
+                    and not runs.run_alive(url, run_id)
                 ):  # left by a process of another executor that died: resume it (alone) here
                     self._hold(run_id)
                     await asyncio.to_thread(dbos_engine.recover_run, run_id)
                 handle = await dbos.DBOS.retrieve_workflow_async(run_id)
 
                 async def outcome() -> Any:
-                    return runs._result(await runs._outcome(handle), RunResult)
+                    return runs.result_of(await runs.await_outcome(handle), RunResult)
 
                 waiter = asyncio.ensure_future(outcome())
                 self._track(run_id, run_input, waiter)
@@ -1020,9 +1020,9 @@ def serve(
     where = f"http://{host}:{http}/mcp" if http is not None else "stdio"
     print(f"flowc serve: {len(server.served.flows)} tool(s) on {where}: {names}", file=sys.stderr)
     if server.url is not None:
-        from agentflow.runtime.durable.runs import _safe
+        from agentflow.runtime.durable.runs import safe_url
 
-        print(f"flowc serve: durable runs in {_safe(server.url)}", file=sys.stderr)
+        print(f"flowc serve: durable runs in {safe_url(server.url)}", file=sys.stderr)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(server.serve_http(host, http) if http is not None else server.serve_stdio())
 

@@ -361,7 +361,7 @@ def _version(state: Any) -> str:
 
 
 def _safe(url: str) -> str:
-    from agentflow.runtime.durable.runs import _safe as safe
+    from agentflow.runtime.durable.runs import safe_url as safe
 
     return safe(url)
 

@@ -7,11 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from agentflow.errors import RunError
+from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.durable.answers import question_key
 
-__all__ = ["Question", "RunInfo", "published_questions"]
+if TYPE_CHECKING:
+    from agentflow.ir.models import Plan
+
+__all__ = ["Question", "RunInfo", "error_text", "plan_of", "published_questions"]
 
 
 @dataclass
@@ -91,3 +96,21 @@ def published_questions(
             )
         )
     return out
+
+
+def error_text(error: Any) -> dict[str, Any]:
+    if isinstance(error, RunError):
+        return error.to_dict()
+    # not a step's failure: the engine's own (a workflow that raised outside any step)
+    return {"code": "failed", "message": str(error), "step_path": None}
+
+
+def plan_of(spec: dict[str, Any]) -> Plan | None:
+    """The plan recorded in ``spec``, or None when it no longer loads."""
+    text = spec.get("plan_text")
+    if not isinstance(text, str):
+        return None
+    try:
+        return load_plan_text(text, spec.get("plan_file") or "<durable>")
+    except Exception:  # noqa: BLE001 - names are a nicety: the paths still show
+        return None

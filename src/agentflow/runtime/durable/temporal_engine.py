@@ -40,12 +40,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, quote, unquote, urlencode
 
+from agentflow.core.version import __version__
 from agentflow.errors import ConfigError, RunError
-from agentflow.runtime.durable.engine import NO_MESSAGE, DurableEffects, PlanIndex
+from agentflow.ir.loader import load_plan_text
+from agentflow.runtime.durable.engine import NO_MESSAGE, DurableEffects, PlanIndex, Runtime
+from agentflow.runtime.durable.records import JsonRecords
+from agentflow.runtime.durable.spec import context_from_spec, trace_of
+from agentflow.runtime.hooks import RunAborted
 
 if TYPE_CHECKING:
     from agentflow.runtime.config import Config
-    from agentflow.runtime.durable.dbos_engine import Runtime
     from agentflow.runtime.events import Sink
 
 __all__ = [
@@ -57,7 +61,6 @@ __all__ = [
     "is_temporal",
     "make_url",
     "parse_url",
-    "serve",
 ]
 
 T = TypeVar("T")
@@ -171,7 +174,6 @@ def versioned_queue(url: str) -> str:
     """The task queue of this agentflow version: ``TASK_QUEUE@VERSION``.  A run started by one
     version is taken only by workers of the same version (its workflow code is that version's
     interpreter), as DBOS's ``application_version`` does (docs/durable.md "Temporal")."""
-    from agentflow.core.version import __version__
 
     return f"{parse_url(url).task_queue}@{__version__}"
 
@@ -187,8 +189,6 @@ def _converter_class() -> Any:
         CompositePayloadConverter,
         EncodingPayloadConverter,
     )
-
-    from agentflow.runtime.durable.records import JsonRecords
 
     records = JsonRecords()
 
@@ -380,8 +380,6 @@ def _cancelled(name: str) -> None:
     another worker takes the run up from its history."""
     from temporalio import workflow
 
-    from agentflow.runtime.hooks import RunAborted
-
     if workflow.cancellation_reason() is not None:
         raise RunAborted("the run was cancelled (flowc cancel)", None) from None
     raise RuntimeError(f"{name} was stopped with its worker: another worker continues the run")
@@ -505,8 +503,6 @@ class TemporalEngine:
         except ChildWorkflowError as e:
             cause = e.cause
             if type(cause).__name__ == "CancelledError":
-                from agentflow.runtime.hooks import RunAborted
-
                 raise RunAborted("the run was cancelled (flowc cancel)", None) from None
             raise RunError("failed", f"unit {handle.id} failed: {cause or e}") from None
         if isinstance(out, dict) and "e" in out:
@@ -553,17 +549,13 @@ def runtime_for(run_id: str, spec: dict[str, Any]) -> Runtime:
 
 
 def build(run_id: str, spec: dict[str, Any], context: Any) -> Runtime:
-    """A :class:`~agentflow.runtime.durable.dbos_engine.Runtime` of run ``run_id`` over this
+    """A :class:`~agentflow.runtime.durable.engine.Runtime` of run ``run_id`` over this
     engine (``context``: the starting process's own; else one built from ``spec``)."""
-    from agentflow.ir.loader import load_plan_text
-    from agentflow.runtime.durable.dbos_engine import Runtime
-    from agentflow.runtime.durable.runs import context_from_spec
 
     plan = load_plan_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
     owned = context is None
     if context is None:
         context = context_from_spec(spec, plan, list(_PROCESS_SINKS))
-    from agentflow.runtime.durable.runs import trace_of
 
     for sink in context.sinks:  # every process exports into the run's one recorded trace
         if hasattr(sink, "durable_run"):
@@ -584,43 +576,3 @@ def build(run_id: str, spec: dict[str, Any], context: Any) -> Runtime:
         ask_timeout=config.durable.ask_timeout_s if config is not None else None,
     )
     return Runtime(run_id, spec, plan, context, effects, owned=owned)
-
-
-def registered() -> tuple[type, type, Any]:
-    """The two workflow classes and the operation activity (temporal_workflows.py)."""
-    _temporal()
-    from agentflow.runtime.durable import temporal_workflows as tw
-
-    return tw.RunWorkflow, tw.UnitWorkflow, tw.op
-
-
-@contextlib.asynccontextmanager
-async def serve(url: str, *, identity: str | None = None) -> Any:
-    """Be a Temporal worker of ``url``'s task queue while the block runs: take run and unit
-    workflow tasks (and run their operations).  Yields the client."""
-    from temporalio.worker import PollerBehaviorSimpleMaximum, Worker
-
-    client = await client_for(url)
-    run, unit, op = registered()
-    worker = Worker(
-        client,
-        task_queue=versioned_queue(url),
-        workflows=[run, unit],
-        activities=[op],
-        identity=identity,
-        # loading a run's plan, configuration and tools is workflow code here: on a busy
-        # machine it may hold a workflow task past Temporal's 2 s deadlock alarm
-        debug_mode=True,
-        max_concurrent_local_activities=200,
-        # a child unit's first task comes through the shared queue, not the sticky one:
-        # as many pollers on each (the default, 1 in 5 on the shared queue, made each map
-        # item wait its turn for a poll)
-        workflow_task_poller_behavior=PollerBehaviorSimpleMaximum(maximum=10),
-        nonsticky_to_sticky_poll_ratio=1.0,
-        # a worker killed holding a workflow in its cache: the next task of that workflow goes
-        # to the other workers after this long (Temporal's default, 10 s, is the recovery
-        # time after a SIGKILL)
-        sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
-    )
-    async with worker:
-        yield client
