@@ -43,8 +43,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentflow.errors import ConfigError, ErrorInfo, ModelError, RunError, model_error_code
+from agentflow.ir.models import Plan, Step
+from agentflow.runtime.agent import assign_ids, gather_tool_results, parse_arguments
+from agentflow.runtime.config import Config, load_config, missing_key_message, no_model_message
 from agentflow.runtime.context import RunContext
-from agentflow.runtime.events import EventBus
+from agentflow.runtime.events import EventBus, JsonlSink
+from agentflow.runtime.executor import run_plan
+from agentflow.runtime.hooks import GateCall, Hooks
+from agentflow.runtime.models.base import ChatRequest, Message, ToolSpec
+from agentflow.runtime.models.cassette import ReplayRouter, recording_router
+from agentflow.runtime.models.router import ModelRouter
 from agentflow.runtime.planner import (
     PLAN_AND_EXECUTE,
     PLAN_AND_EXECUTE_DESCRIPTION,
@@ -54,15 +62,13 @@ from agentflow.runtime.planner import (
     planner_tools,
 )
 from agentflow.runtime.result import elapsed_ms, model_call_fields, usage_delta, usage_snapshot
+from agentflow.runtime.shape_cache import ShapeCache, ShapeRecorder
+from agentflow.runtime.tools.build import build_catalog
 
 if TYPE_CHECKING:
     from typing import Unpack
 
-    from agentflow.ir.models import Plan
-    from agentflow.runtime.config import Config
     from agentflow.runtime.context import RunOptions
-    from agentflow.runtime.hooks import Hooks
-    from agentflow.runtime.models.base import ToolSpec
     from agentflow.runtime.tools.catalog import Catalog
     from agentflow.runtime.tools.plans import PlanLoader
 
@@ -136,7 +142,6 @@ def chat_tools(
 ) -> list[ToolSpec]:
     """The ToolSpecs offered to the chat model: catalog tools and ``plan__*`` plans under the host
     policy, then ``plan_and_execute``."""
-    from agentflow.runtime.models.base import ToolSpec
 
     specs = [
         ToolSpec(name=t["name"], description=t["description"], input_schema=t["input_schema"])
@@ -196,10 +201,6 @@ async def ask(
 
     Raises ConfigError when no chat model is configured; every other failure is in the result.
     """
-    from agentflow.runtime.agent import assign_ids, gather_tool_results, parse_arguments
-    from agentflow.runtime.hooks import GateCall
-    from agentflow.runtime.models.base import ChatRequest, Message
-    from agentflow.runtime.shape_cache import ShapeCache, ShapeRecorder
 
     ctx = RunContext.of(context, options)
     catalog, router, config = ctx.catalog, ctx.router, ctx.config
@@ -212,8 +213,6 @@ async def ask(
             config.chat.max_result_chars if config is not None else DEFAULT_RESULT_CHARS
         )
     if router is None:
-        from agentflow.runtime.config import no_model_message
-
         raise ConfigError(no_model_message(config, "chat"))
     client = router.client_for("chat")
     cache = (ShapeCache() if ctx.shape_cache is None else ctx.shape_cache) or None
@@ -263,8 +262,6 @@ async def ask(
 
     async def run_tool(name: str, args: dict[str, Any], path: str) -> tuple[bool, str]:
         """One dispatch through the executor (gate, events, plan__ tools, on_tool_error)."""
-        from agentflow.ir.models import Plan, Step
-        from agentflow.runtime.executor import run_plan
 
         sid = re.sub(r"\W", "_", name) or "call"
         if not re.match(r"[A-Za-z_]", sid):
@@ -428,32 +425,17 @@ async def ask_with_config(
 
     Raises ConfigError (no model, broken configuration) and the plans directory's load errors.
     """
-    from agentflow.runtime.config import (
-        Config,
-        load_config,
-        missing_key_message,
-        no_model_message,
-    )
-    from agentflow.runtime.events import JsonlSink
-    from agentflow.runtime.hooks import Hooks
-    from agentflow.runtime.models.router import ModelRouter
-    from agentflow.runtime.shape_cache import ShapeCache
-    from agentflow.runtime.tools.build import build_catalog
 
     if not isinstance(config, Config):
         config = load_config(config)
     router: ModelRouter
     if replay is not None:
-        from agentflow.runtime.models.cassette import ReplayRouter
-
         router = ReplayRouter(replay, config)
     elif not config.has_model():
         raise ConfigError(no_model_message(config, "chat"))
     elif (missing := missing_key_message(config, ("chat", "planner", "solver"))) is not None:
         raise ConfigError(missing)
     elif record is not None:
-        from agentflow.runtime.models.cassette import recording_router
-
         router = recording_router(config, record)
     else:
         router = ModelRouter(config)

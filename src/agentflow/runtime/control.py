@@ -29,8 +29,10 @@ from agentflow.core.vocabulary import (
     HARD_STOP_CODES,
     MAX_CONCURRENCY,
     MAX_LOOP_ROUNDS,
+    duration_ms,
 )
 from agentflow.errors import ExitError, RunError
+from agentflow.ir.models import Step
 from agentflow.ir.outcomes import tolerance
 from agentflow.runtime.effects import UnitSpec
 from agentflow.runtime.expressions import (
@@ -44,7 +46,6 @@ from agentflow.runtime.expressions import (
 from agentflow.runtime.hooks import NO_ANSWER, AskRequest, check_answer
 
 if TYPE_CHECKING:
-    from agentflow.ir.models import Step
     from agentflow.runtime.executor import Executor, Frame
 
 __all__ = [
@@ -137,7 +138,6 @@ ControlHandler = Callable[[ControlCall], Awaitable[Any]]
 
 def as_body(value: Any, label: str, path: str) -> Step:
     """``value`` when it is a body step (the loader makes every body a Step), else RunError."""
-    from agentflow.ir.models import Step
 
     if not isinstance(value, Step):
         raise RunError("validation", f"`{label}` must be a step", path)
@@ -489,7 +489,6 @@ async def _ask(call: ControlCall) -> Any:
 
 
 def _seconds(duration: Any) -> float | None:
-    from agentflow.core.vocabulary import duration_ms
 
     if isinstance(duration, int | float) and not isinstance(duration, bool):
         return float(duration)

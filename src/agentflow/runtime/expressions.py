@@ -25,9 +25,11 @@ from typing import Any
 import regex
 
 from agentflow.core.functions import FUNCTIONS, arity
-from agentflow.core.vocabulary import UNARY_CONDITION_OPS
+from agentflow.core.vocabulary import MAX_EXPR_DEPTH, UNARY_CONDITION_OPS
 from agentflow.errors import BadPath, ExprError, RunError, SourceError
 from agentflow.grammar import ast
+from agentflow.grammar.parser import parse_expression
+from agentflow.ir.templates import too_deep
 from agentflow.runtime.functions import (
     IMPLEMENTATIONS,
     check_kinds,
@@ -709,10 +711,6 @@ def _as_expr(e: Any) -> ast.Expr:
         # Hand-built condition dicts (tests, API users) may hold raw text: parse once, cache.
         cached = _PARSED_EXPRS.get(e)
         if cached is None:
-            from agentflow.core.vocabulary import MAX_EXPR_DEPTH
-            from agentflow.grammar.parser import parse_expression
-            from agentflow.ir.templates import too_deep
-
             try:
                 cached = parse_expression(e, "<condition>")
             except SourceError as exc:

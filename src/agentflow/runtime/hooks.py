@@ -27,6 +27,7 @@ from agentflow.core.text import choices_text, value_text
 from agentflow.errors import RunAborted, RunError
 from agentflow.ir.schemas import validation_errors
 from agentflow.runtime.expressions import _kind
+from agentflow.runtime.extract import loads_value
 from agentflow.runtime.tools.catalog import run_in_daemon_thread
 
 __all__ = [
@@ -232,8 +233,6 @@ def _parse_answer(text: str, request: AskRequest) -> Any:
         return spelled
     wants_text = not request.schema or request.schema.get("type") == "string"
     if not wants_text or (choices and not all(isinstance(c, str) for c in choices)):
-        from agentflow.runtime.extract import loads_value
-
         try:  # too deep, NaN or too large a number is ValueError too: kept as text
             return loads_value(text)
         except ValueError:

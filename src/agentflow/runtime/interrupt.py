@@ -34,7 +34,8 @@ import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
-from agentflow.errors import Stopped
+from agentflow.errors import Interrupted, Stopped
+from agentflow.runtime.watchdog import BEAT_S, Watchdog
 
 __all__ = [
     "ABANDON_S",
@@ -330,7 +331,6 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
             "running in this thread; in async code use `await agentflow.run(...)` (or "
             "`await agentflow.runtime.executor.run_plan(...)`) instead"
         )
-    from agentflow.errors import Interrupted
 
     runner = asyncio.Runner()
     loop = runner.get_loop()
@@ -344,8 +344,6 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 
     installed = _install_signals(loop, stop)
     if _WATCHDOG and installed:
-        from agentflow.runtime.watchdog import Watchdog
-
         stop.watchdog = Watchdog()
         stop.watchdog.start()  # after the handlers above: its stack dumps chain to them
         _heartbeat(loop, stop.watchdog)
@@ -374,7 +372,6 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 
 def _heartbeat(loop: asyncio.AbstractEventLoop, watchdog: Any) -> None:
     """Tell ``watchdog`` every ``BEAT_S`` seconds that the loop runs (see runtime/watchdog.py)."""
-    from agentflow.runtime.watchdog import BEAT_S
 
     def beat() -> None:
         watchdog.beat()

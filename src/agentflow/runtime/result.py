@@ -10,6 +10,7 @@ from typing import Any, Generic, Literal
 from typing_extensions import TypeVar
 
 from agentflow.errors import ErrorInfo
+from agentflow.runtime.expressions import to_json_value
 from agentflow.runtime.models.base import add_usage, token_count
 
 RunStatus = Literal["ok", "exited", "error", "aborted"]
@@ -63,7 +64,6 @@ class RunResult(Generic[OutputT]):
         item?, agent?, label?, details?}``, omitted when None; ``details`` as the Python API's
         ``ErrorInfo.details``, e.g. ``details.failed`` of a map that failed more items than it
         tolerates). ``flowc run --json`` prints it."""
-        from agentflow.runtime.expressions import to_json_value
 
         data: dict[str, Any] = {"status": self.status, "output": to_json_value(self.output)}
         if self.error is not None:

@@ -47,10 +47,13 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from agentflow.core.redaction import MIN_RUN, SECRETS, register_secrets
 from agentflow.core.text import clean_text, escape_surrogates
+from agentflow.core.version import __version__
 from agentflow.core.vocabulary import CONTROL_STEPS
 from agentflow.errors import ConfigError
 from agentflow.runtime import genai_attributes as G
+from agentflow.runtime.config import TelemetryConfig, check_base_url
 from agentflow.runtime.where import tool_label as _short_tool  # `read_file`, as the .flow has it
 
 __all__ = [
@@ -181,7 +184,6 @@ def settings_from_config(
 
     Raises ConfigError for a header's unset ``${VAR}`` or a bad endpoint.
     """
-    from agentflow.runtime.config import TelemetryConfig, check_base_url
 
     env = dict(os.environ) if env is None else dict(env)
     table = getattr(config, "telemetry", None) or TelemetryConfig()
@@ -288,8 +290,6 @@ def _provider(settings: TelemetrySettings) -> Any:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-    from agentflow.core.version import __version__
-
     resource = Resource.create(
         {"service.name": settings.service_name, "service.version": __version__}
     )
@@ -314,14 +314,12 @@ class _Redactor:
     of 4–7 characters, too short for the run rule, are replaced where they occur whole."""
 
     def __init__(self, secrets: Iterable[str]):
-        from agentflow.core.redaction import MIN_RUN, register_secrets
 
         self.secrets = tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
         register_secrets(self.secrets)
         self.short = tuple(s for s in self.secrets if len(s.strip()) < MIN_RUN)
 
     def text(self, value: str) -> str:
-        from agentflow.core.redaction import SECRETS
 
         value = clean_text(value)  # an attribute is UTF-8 on the wire: no lone surrogate
         value = SECRETS.redact(value, mask=REDACTED)  # before the length cap below
@@ -409,8 +407,6 @@ class OtelSink:
         if not otel_available():
             raise ConfigError(INSTALL_HINT)
         from opentelemetry import trace
-
-        from agentflow.core.version import __version__
 
         self.settings = settings or TelemetrySettings()
         self._trace = trace

@@ -33,6 +33,10 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentflow.errors import ExprError
+from agentflow.ir.names import in_source_terms as rename
+from agentflow.ir.names import scope_names, step_names
+
 if TYPE_CHECKING:
     from agentflow.ir.models import Step
 
@@ -62,7 +66,6 @@ def quotes_expressions(error: Any) -> bool:
     """True for a run-time error whose message quotes template expressions (the evaluator's and
     the library functions': :data:`SOURCE_TERMS_CODES`, a ``validation`` only when the evaluator
     raised it — other ``validation`` messages quote names of plans, schemas, fields)."""
-    from agentflow.errors import ExprError
 
     code = getattr(error, "code", None)
     if code not in SOURCE_TERMS_CODES:
@@ -364,8 +367,6 @@ def in_source_terms(
     (:mod:`agentflow.ir.names`).  Text outside backquotes (values, a tool's words) is left
     alone, and so is the message of a plan not compiled from a `.flow`.  ``cache``:
     ``{id(plan): step names}`` kept by the caller."""
-    from agentflow.ir.names import in_source_terms as rename
-    from agentflow.ir.names import scope_names, step_names
 
     if "`" not in message:
         return message

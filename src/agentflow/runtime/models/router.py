@@ -25,8 +25,12 @@ from agentflow.runtime.models.base import (
     add_usage,
     token_count,
 )
+from agentflow.runtime.models.bedrock import BedrockClient, region_of
 from agentflow.runtime.models.budget import charge_budgets, check_budgets
+from agentflow.runtime.models.gemini import GeminiClient
 from agentflow.runtime.models.http import RetryPolicy
+from agentflow.runtime.models.openai import OpenAIClient
+from agentflow.runtime.models.openai_responses import OpenAIResponsesClient
 from agentflow.runtime.models.prices import Price, PriceBook
 from agentflow.runtime.models.test_model import TestModel
 
@@ -245,8 +249,6 @@ class ModelRouter:
         if provider.kind == "test":
             return TestModel(provider.seed, call_tools=provider.call_tools, label=resolved.label)
         if provider.kind == "openai":
-            from agentflow.runtime.models.openai import OpenAIClient
-
             if not provider.base_url:
                 raise ConfigError(
                     f"{self.config.where()}: provider '{resolved.provider_name}' has no base_url"
@@ -259,8 +261,6 @@ class ModelRouter:
                 **options,
             )
         if provider.kind == "openai-responses":
-            from agentflow.runtime.models.openai_responses import OpenAIResponsesClient
-
             return OpenAIResponsesClient(
                 base_url=provider.base_url or "https://api.openai.com/v1",
                 max_completion_tokens=resolved.max_completion_tokens,
@@ -268,16 +268,12 @@ class ModelRouter:
                 **options,
             )
         if provider.kind == "gemini":
-            from agentflow.runtime.models.gemini import GeminiClient
-
             return GeminiClient(
                 base_url=provider.base_url or "https://generativelanguage.googleapis.com",
                 thinking_budget=resolved.thinking_budget,
                 **options,
             )
         if provider.kind == "bedrock":
-            from agentflow.runtime.models.bedrock import BedrockClient, region_of
-
             env = dict(self.config.env)
             region = (
                 provider.region

@@ -25,7 +25,8 @@ import random
 import re
 from typing import Any
 
-from agentflow.runtime.models.base import ChatRequest, ChatResponse, ToolCall
+from agentflow.errors import ModelError
+from agentflow.runtime.models.base import JUDGE_SYSTEM_PROMPT, ChatRequest, ChatResponse, ToolCall
 
 __all__ = ["TestModel", "generate_value"]
 
@@ -270,8 +271,6 @@ class TestModel:
         from the seed, to a judge). Raises
         :class:`agentflow.errors.ModelError` (code ``model_error``) when the contract admits no
         value the generator can produce."""
-        from agentflow.errors import ModelError
-        from agentflow.runtime.models.base import JUDGE_SYSTEM_PROMPT
 
         rng = self._rng(request)
         usage = {"input_tokens": 0, "output_tokens": 0}

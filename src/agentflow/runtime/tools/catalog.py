@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentflow.errors import RunError
 from agentflow.runtime.models.base import ToolSpec
 
 ToolFunc = Callable[[dict[str, Any], "ToolContext"], Awaitable[Any]]
@@ -411,7 +412,6 @@ def effective_tools(
     ``requested``: names/patterns (None = the whole catalog). A pattern matching no catalog tool raises
     ``RunError(code="validation")`` naming it (a typo must not shrink the set silently).
     """
-    from agentflow.errors import RunError
 
     if requested is None:
         names = catalog.names()

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentflow.errors import RunError
+from agentflow.runtime.tools.user import function_tool, import_tool_module
 
 #: Calls in flight at once (one worker process each).
 MAX_WORKERS = 4
@@ -148,8 +149,6 @@ def _resolve(locator: Locator) -> Any:
     import importlib
     from pathlib import Path
 
-    from agentflow.runtime.tools.user import import_tool_module
-
     kind = locator[0]
     if kind == "spec":
         _, spec, base_dir, qualname = locator
@@ -169,8 +168,6 @@ def _worker_main(conn: Any) -> None:
     """A worker process: serve calls until EOF or ``None``; each answer is ``("ok", value)``,
     ``("run_error", code, message)`` or ``("exception", type name, message)``."""
     import signal
-
-    from agentflow.runtime.tools.user import function_tool
 
     with contextlib.suppress(Exception):
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run decides; Ctrl-C is its to handle

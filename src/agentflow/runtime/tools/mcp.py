@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow.core.redaction import redact
+from agentflow.core.version import __version__
 from agentflow.errors import RunError
 from agentflow.runtime.config import McpServer
 from agentflow.runtime.hooks import NO_ANSWER, AskRequest
@@ -52,6 +53,7 @@ from agentflow.runtime.tools.catalog import (
     run_services,
 )
 from agentflow.runtime.tools.mcp_auth import expand_vars, oauth_provider
+from agentflow.runtime.tools.mcp_sampling import sample
 
 #: Seconds to wait for a connection's owner task to wind down on close (then it is cancelled and,
 #: after :data:`CANCEL_GRACE` more, abandoned).  A connection still starting is cancelled at once.
@@ -200,8 +202,6 @@ class McpConnection:
         await asyncio.to_thread(importlib.import_module, "mcp")
         from mcp import ClientSession
         from mcp.types import Implementation
-
-        from agentflow.core.version import __version__
 
         try:
             async with contextlib.AsyncExitStack() as stack:
@@ -413,7 +413,6 @@ class McpConnection:
     async def _on_sample(self, context: Any, params: Any) -> Any:
         call = self._current()
         services = call.services if call is not None else self._services
-        from agentflow.runtime.tools.mcp_sampling import sample
 
         return await sample(
             self.name, self.server.sampling, params, services, call.path if call else ""
