@@ -288,7 +288,7 @@ class McpFlowServer:
         dbos_engine.set_process_sinks([_RecoveredRuns(self)])
         open_database(self.url, executor_id=self.executor_id, queues=[])
         self._opened = True
-        recovered = await dbos_engine._dbos().DBOS.list_workflows_async(
+        recovered = await dbos_engine.dbos_with_workflows().DBOS.list_workflows_async(
             status=["PENDING", "ENQUEUED"],
             name=dbos_engine.RUN_WORKFLOW,
             executor_id=self.executor_id,
@@ -388,7 +388,7 @@ class McpFlowServer:
                 "(1-100 letters, digits and ._~-)"
             )
         run_id = f"mcp-{flow.name}-{key}" if key is not None else runs.new_run_id()
-        dbos = dbos_engine._dbos()
+        dbos = dbos_engine.dbos_with_workflows()
         other_arguments = _error_result(
             f"idempotency key {key!r} was used for a call of {flow.name} with other "
             "arguments: use a new key for a new call"
@@ -985,7 +985,7 @@ class _RecoveredRuns:
     def for_run(self) -> Any:
         from agentflow.runtime.durable import dbos_engine
 
-        workflow = str(dbos_engine._dbos().DBOS.workflow_id or "")
+        workflow = str(dbos_engine.dbos_with_workflows().DBOS.workflow_id or "")
         run_id = workflow.split("/", 1)[0]
         desks = self.server._desks
         desk = desks.get(run_id)

@@ -46,6 +46,7 @@ __all__ = [
     "abandon",
     "cancel_within",
     "enable_watchdog",
+    "forget_stop_request",
     "run",
     "stop_request",
     "until_stopped",
@@ -227,6 +228,12 @@ def stop_request() -> StopRequest | None:
     """The :class:`StopRequest` of the run :func:`run` drives in this context, or None (the
     async API on the caller's loop: cancellation there is the caller's business)."""
     return _STOP.get()
+
+
+def forget_stop_request() -> None:
+    """Forget, in this context, the stop request of the run that started it (a context variable
+    a thread inherited: a Temporal workflow's, whose Ctrl-C stops the process, not the run)."""
+    _STOP.set(None)
 
 
 async def while_loading(work: Awaitable[T]) -> T:

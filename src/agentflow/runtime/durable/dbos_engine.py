@@ -71,6 +71,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DbosEngine",
     "build_runtime",
+    "dbos_with_workflows",
     "reuse_table",
     "waiting_questions",
     "register_queues",
@@ -109,7 +110,7 @@ _BUILDING: dict[str, asyncio.Future[Runtime]] = {}
 _PROCESS_SINKS: list[Sink] = []
 
 
-def _dbos() -> Any:
+def dbos_with_workflows() -> Any:
     """The dbos module, its two workflows registered on first use (importing this module
     imports neither DBOS nor SQLAlchemy: ``flowc runs`` of no database, and every command
     that only names the database, start without them; docs/decisions.md "Start-up")."""
@@ -121,7 +122,7 @@ def _dbos() -> Any:
     return dbos
 
 
-#: ``[dbos, run workflow, unit workflow]`` once :func:`_dbos` first ran.
+#: ``[dbos, run workflow, unit workflow]`` once :func:`dbos_with_workflows` first ran.
 _WORKFLOWS: list[Any] = []
 
 
@@ -171,7 +172,7 @@ def launch(
         return
     if _state["url"] is not None:
         shutdown()
-    dbos = _dbos()
+    dbos = dbos_with_workflows()
 
     config: dict[str, Any] = {
         "name": "agentflow",
@@ -318,7 +319,7 @@ def shutdown() -> None:
     """Stop DBOS in this process (waiting briefly for its threads) and forget the runtimes."""
     if _state["url"] is None:
         return
-    dbos = _dbos()
+    dbos = dbos_with_workflows()
     dbos.DBOS.destroy(workflow_completion_timeout_sec=0)
     with contextlib.suppress(RuntimeError):  # a loop goes on: give it threads of its own again
         from concurrent.futures import ThreadPoolExecutor
@@ -351,7 +352,7 @@ class DbosEngine:
 
     def workflow_id(self) -> str:
         """The running DBOS workflow's id."""
-        return str(_dbos().DBOS.workflow_id or "")
+        return str(dbos_with_workflows().DBOS.workflow_id or "")
 
     def now(self) -> float:
         """The wall clock (deadlines count from the run's recorded start)."""
@@ -363,7 +364,7 @@ class DbosEngine:
         """``DBOS.run_step_async`` named ``name``; a recorded step of another name at this
         position (the workflow took another path than when it was recorded) is a
         ``durable_replay_mismatch``."""
-        dbos = _dbos()
+        dbos = dbos_with_workflows()
         ran = False
 
         async def body() -> T:
@@ -383,11 +384,11 @@ class DbosEngine:
 
     async def sleep(self, seconds: float) -> None:
         """``DBOS.sleep_async``: the wake-up time is recorded."""
-        await _dbos().DBOS.sleep_async(max(0.0, seconds))
+        await dbos_with_workflows().DBOS.sleep_async(max(0.0, seconds))
 
     async def publish(self, key: str, value: Any) -> None:
         """``DBOS.set_event_async`` on the running workflow."""
-        await _dbos().DBOS.set_event_async(key, value)
+        await dbos_with_workflows().DBOS.set_event_async(key, value)
 
     async def receive(self, topic: str, timeout: float | None) -> Any:
         """``DBOS.recv_async`` (durable timeout); :data:`NO_MESSAGE` when it passed.  The wait
@@ -396,7 +397,7 @@ class DbosEngine:
         would keep its process and the run's lock; the unit's status is read every
         :data:`CANCEL_POLL_S` seconds while it waits, and a cancelled wait raises
         :class:`~agentflow.runtime.hooks.RunAborted` as a cancelled step does."""
-        dbos = _dbos()
+        dbos = dbos_with_workflows()
         seconds = FOREVER_S if timeout is None else max(0.0, timeout)
         workflow_id = self.workflow_id()
         waiting = asyncio.ensure_future(dbos.DBOS.recv_async(topic, timeout_seconds=seconds))
@@ -440,7 +441,7 @@ class DbosEngine:
     async def start_child(self, child_id: str, spec: dict[str, Any], queue: str | None) -> Any:
         """A child workflow ``child_id`` (``DBOS.start_workflow_async``, or enqueued on
         ``queue`` in the partition ``spec["queue_key"]``)."""
-        dbos = _dbos()
+        dbos = dbos_with_workflows()
         try:
             with dbos.SetWorkflowID(child_id):
                 if queue is None:
@@ -473,7 +474,7 @@ class DbosEngine:
     async def cancel_child(self, handle: Any) -> None:
         """``DBOS.cancel_workflow_async`` (a sibling failed, or the run was stopped)."""
         with contextlib.suppress(Exception):
-            await _dbos().DBOS.cancel_workflow_async(handle.get_workflow_id())
+            await dbos_with_workflows().DBOS.cancel_workflow_async(handle.get_workflow_id())
 
     def replaying(self) -> bool:
         """True while the running workflow's step counter is behind what it has recorded."""
@@ -489,7 +490,7 @@ class DbosEngine:
 async def _cancelled(workflow_id: str) -> bool:
     """True when unit ``workflow_id`` is cancelled in the database (read directly, recording
     nothing)."""
-    await _dbos().DBOS._configure_asyncio_thread_pool()
+    await dbos_with_workflows().DBOS._configure_asyncio_thread_pool()
     found = await asyncio.to_thread(system_database().get_cancelled_workflow_ids, [workflow_id])
     return workflow_id in found
 
@@ -629,7 +630,7 @@ async def recorded_input(run_id: str) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------
-# The two workflows (registered when DBOS is first used in this process: :func:`_dbos`)
+# The two workflows (registered when DBOS is first used in this process: :func:`dbos_with_workflows`)
 
 
 def _register(dbos: Any) -> tuple[Any, Any]:
@@ -679,14 +680,14 @@ async def _export_unit_spans(rt: Runtime) -> None:
     sinks = [s for s in rt.ctx.sinks if hasattr(s, "export_now")]
     if not sinks:
         return
-    await _dbos().DBOS._configure_asyncio_thread_pool()
+    await dbos_with_workflows().DBOS._configure_asyncio_thread_pool()
     for sink in sinks:  # an HTTP request each: not on the event loop
         await asyncio.to_thread(sink.export_now)
 
 
 def run_workflow() -> Any:
     """The registered ``agentflow.run`` workflow function."""
-    _dbos()
+    dbos_with_workflows()
     return _WORKFLOWS[1]
 
 
@@ -794,7 +795,7 @@ async def register_queues(config: Config | None, limits: set[int]) -> list[str]:
     finds them).  The queue holds a model's concurrency; its rate limit is held per request
     (runtime/durable/ratelimit.py), not by the queue's limiter.  A map limit's queue also
     holds ``[durable] worker_concurrency``, the most of its items one worker runs at once."""
-    dbos = _dbos()
+    dbos = dbos_with_workflows()
     names = []
     for limit in sorted(limits):
         name = f"agentflow.units.c{limit}"
@@ -845,7 +846,7 @@ async def reuse_table(run_id: str, *, asks: bool = True) -> dict[str, tuple[str,
 
 
 async def waiting_questions(run_id: str, workflows: list[Any]) -> list[Question]:
-    dbos = _dbos()
+    dbos = dbos_with_workflows()
     out = []
     for w in workflows:
         if w.status not in ("PENDING", "ENQUEUED"):

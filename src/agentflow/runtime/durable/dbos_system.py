@@ -27,7 +27,7 @@ def dbos_module() -> Any:
     """The dbos module (importing this module imports neither DBOS nor SQLAlchemy: ``flowc
     runs`` of no database, and every command that only names the database, start without
     them; docs/decisions.md "Start-up").  The engine's workflows are registered by
-    :func:`agentflow.runtime.durable.dbos_engine._dbos`, which every launch goes through.
+    :func:`agentflow.runtime.durable.dbos_engine.dbos_with_workflows`, which every launch goes through.
     Raises ConfigError when dbos is not installed."""
     try:
         import dbos

@@ -22,8 +22,8 @@ from agentflow.runtime.durable.database import (
     safe_url,
 )
 from agentflow.runtime.durable.dbos_engine import (
-    _dbos,
     build_runtime,
+    dbos_with_workflows,
     register_queues,
     reuse_table,
     waiting_questions,
@@ -99,7 +99,7 @@ async def run_durable(
     reuse_table_ = await reuse_table(reuse, asks=not ask_again) if reuse else {}
     rt = await build_runtime(run_id, spec, context=context, reuse=reuse_table_, plan=plan)
     dbos_engine._RUNTIMES[run_id] = rt
-    dbos = dbos_engine._dbos()
+    dbos = dbos_engine.dbos_with_workflows()
     with run_lock(url, run_id):
         with dbos.SetWorkflowID(run_id):
             handle = await dbos.DBOS.start_workflow_async(dbos_engine.run_workflow(), spec)
@@ -118,7 +118,7 @@ async def await_outcome(handle: Any, *, watch: tuple[str, str] | None = None) ->
     watcher = asyncio.create_task(watch_run(*watch)) if watch is not None else None
     try:
         out: dict[str, Any] = await handle.get_result(polling_interval_sec=0.1)
-    except _dbos()._error.DBOSAwaitedWorkflowCancelledError:
+    except dbos_with_workflows()._error.DBOSAwaitedWorkflowCancelledError:
         message = "the run was cancelled (flowc cancel)"
         return {"status": "aborted", "error": {"code": "aborted", "message": message}}
     finally:
@@ -182,7 +182,7 @@ async def _resume(
     # launching executor, whatever its run) finds nothing, and the run is recovered alone below
     with run_lock(url, run_id):
         open_database(url, executor_id=process_executor(run_id), queues=[], recovering=run_id)
-        dbos = dbos_engine._dbos()
+        dbos = dbos_engine.dbos_with_workflows()
         found = await dbos.DBOS.list_workflows_async(workflow_ids=[run_id])
         if not found or found[0].name != dbos_engine.RUN_WORKFLOW:
             raise InputError(f"no durable run {run_id!r} in {safe_url(url)}")

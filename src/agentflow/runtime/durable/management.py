@@ -27,8 +27,8 @@ from agentflow.runtime.durable.database import (
 )
 from agentflow.runtime.durable.dbos_engine import (
     RUN_WORKFLOW,
-    _dbos,
     _state,
+    dbos_with_workflows,
     query_workflows,
     recorded_input,
     waiting_questions,
@@ -93,7 +93,7 @@ async def list_runs(url: str, *, limit: int = 50) -> list[RunInfo]:
     if _state["url"] != url and missing_database(url) is not None:
         return []
     attach(url)
-    dbos = _dbos()
+    dbos = dbos_with_workflows()
     roots = await dbos.DBOS.list_workflows_async(
         name=RUN_WORKFLOW, limit=limit, sort_desc=True, load_input=True, load_output=True
     )
@@ -157,7 +157,7 @@ async def show_run(
     answer), what ``flowc ui`` shows of an agent's conversation."""
 
     attach(url, run_id)
-    dbos = _dbos()
+    dbos = dbos_with_workflows()
     family = await dbos.DBOS.list_workflows_async(
         workflow_id_prefix=run_id, load_input=True, load_output=True
     )
@@ -176,7 +176,7 @@ async def _show_run(
     url: str, run_id: str, root: Any, family: list[Any], internals: bool, values: bool = False
 ) -> RunInfo:
 
-    dbos = _dbos()
+    dbos = dbos_with_workflows()
     info = _info(root, run_alive(url, run_id))
     spec = _spec_of(root)
     labels = Labels(plan_of(spec))
@@ -272,7 +272,7 @@ async def _unanswered(workflow_id: str, unit: str, labels: Any) -> list[dict[str
     """The questions unit ``workflow_id`` asked that went unanswered (its ``ask`` went on as
     after a timeout): they record no operation of the run's own, only their events."""
 
-    events = await _dbos().DBOS.get_all_events_async(workflow_id)
+    events = await dbos_with_workflows().DBOS.get_all_events_async(workflow_id)
     out = []
     for key, value in sorted(events.items()):
         if not key.startswith("question:") or not isinstance(value, dict):
@@ -330,7 +330,7 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
     such question or a value it does not accept."""
 
     attach(url, run_id)
-    dbos = _dbos()
+    dbos = dbos_with_workflows()
     family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id)
     family = [
         w for w in family if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")
@@ -363,7 +363,7 @@ async def pending_questions(url: str, run_id: str) -> list[Question]:
     if missing_database(url) is not None:
         return []
     attach(url)
-    family = await _dbos().DBOS.list_workflows_async(workflow_id_prefix=run_id)
+    family = await dbos_with_workflows().DBOS.list_workflows_async(workflow_id_prefix=run_id)
     family = [
         w for w in family if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")
     ]
@@ -396,7 +396,7 @@ async def cancel(url: str, run_id: str) -> None:
     ``cancelled`` …), which cancelling would not change."""
 
     attach(url, run_id)
-    dbos = _dbos()
+    dbos = dbos_with_workflows()
     family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id)
     ids = [w.workflow_id for w in family
            if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")]  # fmt: skip

@@ -49,7 +49,7 @@ def _own_context() -> None:
     inherited): its event belongs to that process's loop, and a Ctrl-C stops the process, not
     the run (docs/durable.md "Temporal")."""
 
-    interrupt._STOP.set(None)
+    interrupt.forget_stop_request()
 
 
 class _Unit:
