@@ -28,7 +28,6 @@ from agentflow.core.functions import FUNCTIONS, arity
 from agentflow.core.vocabulary import MAX_EXPR_DEPTH, UNARY_CONDITION_OPS
 from agentflow.errors import BadPath, ExprError, RunError, SourceError
 from agentflow.grammar import ast
-from agentflow.grammar.parser import parse_expression
 from agentflow.ir.templates import too_deep
 from agentflow.runtime.functions import (
     IMPLEMENTATIONS,
@@ -711,6 +710,10 @@ def _as_expr(e: Any) -> ast.Expr:
         # Hand-built condition dicts (tests, API users) may hold raw text: parse once, cache.
         cached = _PARSED_EXPRS.get(e)
         if cached is None:
+            # lazy: the grammar (lark, ~0.2 s to load) only when raw condition text is met;
+            # importing the runtime (`flowc runs`, `flowc resume`) does not load it
+            from agentflow.grammar.parser import parse_expression
+
             try:
                 cached = parse_expression(e, "<condition>")
             except SourceError as exc:
