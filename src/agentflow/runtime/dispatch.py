@@ -134,7 +134,6 @@ async def bounded(
     # The invocation runs as its own task, so that expiry does not depend on it: it is
     # cancelled, given CANCEL_GRACE_S to unwind, and abandoned when it ignores the
     # cancellation (a tool catching CancelledError) — the step ends on time regardless.
-
     task = asyncio.ensure_future(invoke(ex, info, scope, path, frame, announce, call))
     try:
         done, _ = await asyncio.wait({task}, timeout=bound)

@@ -329,7 +329,6 @@ def shutdown() -> None:
 
     if file is not None and not holds(str(_state["url"])):
         # closed (no rate-limit slots' connection either): the file tools may open its files
-
         confined.unguard(file.parent)
         confined.unguard(file.parent / "locks")
     _state.update(url=None, executor_id=None)
