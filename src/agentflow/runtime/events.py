@@ -398,7 +398,6 @@ class ConsoleSink:
     def paused(self):
         """A context manager that hides the live view while the terminal is used for something
         else (the terminal interlocutor asks its question inside it)."""
-        import contextlib
 
         @contextlib.contextmanager
         def cm():

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import json
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -254,7 +255,6 @@ _TYPE_WORDS = {
 
 def _shown(value: Any) -> str:
     """An answer as the person would type it: ``yes``/``no`` for bools, text bare, else JSON."""
-    import json
 
     if isinstance(value, bool):
         return "yes" if value else "no"
@@ -327,7 +327,6 @@ def terminal_interlocutor(
 def default_interlocutor(**kwargs: Any) -> Callable[[AskRequest], Awaitable[Any]] | None:
     """:func:`terminal_interlocutor` when stdin is a TTY, else None (CI: ``when_unanswered``
     decides)."""
-    import sys
 
     stdin = kwargs.get("stdin") or sys.stdin
     isatty = getattr(stdin, "isatty", None)

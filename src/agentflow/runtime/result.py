@@ -6,6 +6,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal
+from urllib.parse import urlsplit
 
 from typing_extensions import TypeVar
 
@@ -127,8 +128,6 @@ def model_call_fields(response: Any, started: float) -> dict[str, Any]:
         fields["response_id"] = response.response_id
     base_url = getattr(response, "base_url", None)
     if base_url:
-        from urllib.parse import urlsplit
-
         try:
             parts = urlsplit(base_url)
             host, port = parts.hostname, parts.port

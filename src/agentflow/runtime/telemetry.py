@@ -35,13 +35,17 @@ The packages come with the ``otel`` extra (``pip install 'agentflow[otel]'``);
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import hashlib
+import importlib.util
 import json
 import logging
 import os
 import re
 import sys
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -93,7 +97,6 @@ DURABLE_EXPORT_DELAY_S = 1.0
 def otel_available() -> bool:
     """True when the OpenTelemetry SDK and the OTLP/HTTP exporter are installed (without
     importing them)."""
-    import importlib.util
 
     try:
         return (
@@ -240,7 +243,6 @@ def durable_trace(
     None}``.  The trace (and parent) of a valid W3C ``traceparent`` when one is given, else a
     trace id derived from the run id and its start; the run span's id is derived the same way.
     Needs no OpenTelemetry package."""
-    import hashlib
 
     seed = hashlib.sha256(f"agentflow-run|{run_id}|{started!r}".encode()).hexdigest()
     trace_id, span_id, parent = seed[:32], seed[32:48], None
@@ -253,7 +255,6 @@ def durable_trace(
 def _process_stopping() -> bool:
     """True while the running asyncio task is being cancelled: the process stops the run
     (Ctrl-C, SIGTERM), which a durable run survives, rather than the run ending."""
-    import asyncio
 
     try:
         task = asyncio.current_task()
@@ -489,7 +490,6 @@ class OtelSink:
         of ``missing`` (paths, innermost first) beneath it: steps and rounds whose start was
         replayed from the record, so that spans exported by an earlier process under their
         pinned ids find their parent (see :meth:`durable_run`)."""
-        import time
 
         if self._durable is None or self._run is None or self._run_seen:
             # the process that started the run saw every start: nothing to open
@@ -608,7 +608,6 @@ class OtelSink:
         it drops the open stage spans, whose ids are pinned too).  ``attempt``: how many times
         the run was resumed (0: the process that started it); a resumed process marks its
         spans ``agentflow.resume.attempt`` and the run span with a ``resumed`` event."""
-        import time
 
         with self._lock:
             if self._run is not None or self._closed:
@@ -643,7 +642,6 @@ class OtelSink:
         (a random id) otherwise, and outside durable runs."""
         if self._durable is None or (kind, key) in self._pinned:
             return None
-        import hashlib
 
         self._pinned.add((kind, key))
         d = self._durable
@@ -1120,7 +1118,6 @@ class OtelSink:
             if self._closed:
                 return
             self._closed = True
-            import time
 
             now = time.time()
             if self._durable is not None:  # the run did not end here: see durable_run()

@@ -7,7 +7,9 @@ engine, and the per-run lock file that tells a run in progress from a stopped on
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import re
 import secrets
 from collections.abc import Callable
 from pathlib import Path
@@ -43,7 +45,6 @@ def database_for(config: Config, database: str | None = None) -> str:
     ``[durable] database`` (``${VAR}`` expanded), a SQLite file relative to the directory of
     ``flow.toml`` (the current directory without one). Raises ConfigError for an unset
     variable or a URL that is neither SQLite nor PostgreSQL."""
-    import re
 
     if (database or "").startswith("temporal://") or (
         database is None and config.durable.engine == "temporal"
@@ -71,7 +72,6 @@ def on_engine(fn: F) -> F:
     """A command of durable runs that the Temporal backend (temporal_runs.py, the function of
     the same name) does instead when its ``url`` is ``temporal://``: the one place a command
     picks its engine."""
-    import functools
 
     @functools.wraps(fn)
     async def dispatch(*args: Any, **kw: Any) -> Any:

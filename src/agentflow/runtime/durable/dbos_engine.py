@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import re
 import time
@@ -231,7 +232,6 @@ def _quiet_cancellations() -> None:
     the run's own process reports it as an ``aborted`` error), from warning that a
     cancelled workflow is no longer owned by this process, and from logging a traceback when
     its database cannot be opened (the caller reports that in one line)."""
-    import logging
 
     class QuietCancel(logging.Filter):
         def filter(self, record: logging.LogRecord) -> bool:
@@ -273,7 +273,6 @@ def _log_to_file(url: str) -> None:
     a crash. DBOS adds its stderr handler only to a logger without handlers, so a handler of our
     own, in place before ``DBOS()``, keeps it off; one added earlier in the process is removed.
     A log file that cannot be opened leaves DBOS's messages dropped, never on the terminal."""
-    import logging
 
     logger = logging.getLogger("dbos")
     logger.propagate = False
@@ -355,7 +354,6 @@ class DbosEngine:
 
     def now(self) -> float:
         """The wall clock (deadlines count from the run's recorded start)."""
-        import time
 
         return time.time()
 

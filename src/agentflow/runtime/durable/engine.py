@@ -40,6 +40,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from agentflow.errors import RunError
@@ -614,7 +615,6 @@ async def chat_on_queue(
 
 async def run_unit(ex: Executor, index: PlanIndex, spec: dict[str, Any]) -> Any:
     """Run the child unit described by ``spec`` (:meth:`DurableEffects.describe`) with ``ex``."""
-    from pathlib import Path
 
     kind = spec["kind"]
     if kind == "model":

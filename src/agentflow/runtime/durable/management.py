@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import json
 from typing import Any
 
 from agentflow.errors import InputError, RunError
@@ -241,8 +243,6 @@ async def _show_run(
 
 def _json_of(value: Any) -> Any:
     """A recorded value as JSON data (a model's reply, a dataclass, is its fields)."""
-    import dataclasses
-    import json
 
     def plain(o: Any) -> Any:
         if dataclasses.is_dataclass(o) and not isinstance(o, type):

@@ -28,11 +28,14 @@ docs/durable.md "Temporal").
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import contextvars
+import gc
 import hashlib
 import json
 import os
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -334,8 +337,6 @@ async def client_for(url: str) -> Any:
             f"{target.namespace}): {str(e).strip() or type(e).__name__}"
         ) from None
     if not _CLIENTS:
-        import atexit
-
         atexit.register(forget_clients)
     _CLIENTS[key] = (client, loop)
     return client
@@ -346,7 +347,6 @@ def forget_clients() -> None:
     finalizes makes the SDK's core threads call into a dying interpreter (``Fatal Python
     error: PyGILState_Release``, exit 134/139 instead of the command's own; pinned by
     tests/runtime/durable/test_durable_engines.py).  Registered with ``atexit``."""
-    import gc
 
     _CLIENTS.clear()
     gc.collect()
@@ -405,7 +405,6 @@ class TemporalEngine:
 
         if workflow.in_workflow():
             return workflow.now().timestamp()
-        import time
 
         return time.time()
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import secrets
 from collections.abc import Callable
@@ -252,7 +253,6 @@ async def _operations(client: Any, workflow_id: str) -> list[dict[str, Any]]:
         attrs = event.marker_recorded_event_attributes
         if attrs.marker_name != "core_local_activity":
             continue
-        import json
 
         data = attrs.details.get("data")
         meta = json.loads(data.payloads[0].data) if data and data.payloads else {}

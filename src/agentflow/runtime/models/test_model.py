@@ -23,6 +23,7 @@ import hashlib
 import json
 import random
 import re
+from re import _parser  # the stdlib regular-expression parser (Python ≥ 3.11)
 from typing import Any
 
 from agentflow.errors import ModelError
@@ -180,7 +181,6 @@ def _string(schema: dict[str, Any], rng: random.Random) -> str:
 
 def _from_regex(pattern: str, rng: random.Random) -> str:
     """A string matching ``pattern``, drawn by walking its parsed form (Python's own regex parser)."""
-    from re import _parser  # the stdlib regular-expression parser (Python ≥ 3.11)
 
     return _emit(_parser.parse(pattern), rng, _parser)
 

@@ -11,7 +11,9 @@ connecting to any server (the validate-time check of docs/spec/PLAN_IR.md §2).
 
 from __future__ import annotations
 
+import asyncio
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentflow.core.diagnostics import Diagnostic
@@ -112,7 +114,6 @@ def _modules_where(config: Any) -> str | None:
     path = getattr(config, "path", None)
     if path is None:
         return None
-    from pathlib import Path
 
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -173,7 +174,6 @@ async def check_plan_arguments(plan: Any, catalog: Catalog) -> None:
     connected first, within :data:`PRECONNECT_LIMIT` (they will be needed; a server that cannot
     be reached in that time is left to its own step, and its arguments to the server).  Raises
     PlanLoadError listing every problem."""
-    import asyncio
 
     names: set[str] = set()
     bounds: dict[str, float] = {}  # server → half the shortest step timeout naming it

@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import multiprocessing
 import os
+import signal
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from agentflow.errors import RunError
@@ -146,8 +149,6 @@ def _unpack(name: str, outcome: Any) -> Any:
 
 def _resolve(locator: Locator) -> Any:
     """The function a locator names (imported in this worker)."""
-    import importlib
-    from pathlib import Path
 
     kind = locator[0]
     if kind == "spec":
@@ -167,7 +168,6 @@ def _resolve(locator: Locator) -> Any:
 def _worker_main(conn: Any) -> None:
     """A worker process: serve calls until EOF or ``None``; each answer is ``("ok", value)``,
     ``("run_error", code, message)`` or ``("exception", type name, message)``."""
-    import signal
 
     with contextlib.suppress(Exception):
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run decides; Ctrl-C is its to handle

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import inspect
 import json
 import logging
 import re
@@ -1086,7 +1087,6 @@ def _check_value(value: Any, schema: dict[str, Any]) -> str | None:
 
 
 async def _maybe_await(value: Any) -> Any:
-    import inspect
 
     return await value if inspect.isawaitable(value) else value
 
