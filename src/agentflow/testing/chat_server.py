@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow.core.text import escape_surrogates
+from agentflow.runtime.models.schema_subsets import subset_problems
 
 __all__ = [
     "ChatServer",
@@ -721,7 +722,6 @@ class ChatServer:
     def _refusal(self, route: str, body: dict[str, Any]) -> Reply | None:
         """The 400 the provider of :attr:`schema_subset` answers a request whose enforced
         schemas leave its documented subset (None: accepted)."""
-        from agentflow.runtime.models.schema_subsets import subset_problems
 
         assert self.schema_subset is not None
         problems: list[str] = []

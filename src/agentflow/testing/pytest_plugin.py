@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from agentflow.runtime.config import load_config
+from agentflow.runtime.models.router import ModelRouter
 from agentflow.testing.chat_server import TEST_API_KEY, ChatServer
 
 if TYPE_CHECKING:
@@ -38,7 +40,6 @@ def chat_server() -> Iterator[ChatServer]:
 @pytest.fixture
 def scripted_config(chat_server: ChatServer, tmp_path: Path) -> Config:
     """A Config (flow.toml in tmp_path) whose every role answers from ``chat_server``."""
-    from agentflow.runtime.config import load_config
 
     path = chat_server.write_config(tmp_path)
     return load_config(path, env={"SCRIPTED_API_KEY": TEST_API_KEY})
@@ -47,7 +48,6 @@ def scripted_config(chat_server: ChatServer, tmp_path: Path) -> Config:
 @pytest.fixture
 async def scripted_router(scripted_config: Config) -> AsyncIterator[Any]:
     """A ModelRouter over ``scripted_config``; its HTTP clients are closed after the test."""
-    from agentflow.runtime.models.router import ModelRouter
 
     router = ModelRouter(scripted_config)
     try:
