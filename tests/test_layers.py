@@ -13,6 +13,13 @@ The bottom layer is ``agentflow.core`` with ``agentflow.errors`` (the public exc
 imports nothing of agentflow outside it.  Two edges the order would allow are refused as well:
 plans load, validate and run without the compiler, so neither ``ir`` nor ``runtime`` imports
 ``compiler`` (compiling a `.flow` for the runtime is the api's job).
+
+Inside ``runtime`` the modules have ranks too (:data:`RUNTIME_RANKS`, the table of
+docs/ARCHITECTURE.md "Layers"): leaf helpers, then the configuration, the model layer, the
+tools, the engine, host features, durable runs.  Across the package no two modules import each
+other, however indirectly (:func:`test_no_import_cycles`: function-local imports count, only
+``TYPE_CHECKING`` ones do not, as they never run), and no private name is imported from another
+package (:func:`test_no_private_names_cross_packages`).
 """
 
 from __future__ import annotations
@@ -143,7 +150,13 @@ def violation(imp: Import) -> str | None:
 
 
 def all_imports() -> list[Import]:
-    return [imp for file in sorted(PACKAGE.rglob("*.py")) for imp in imports_of(file)]
+    key = (SRC, PACKAGE)
+    if key not in _ALL:  # walked once per process: three tests read it
+        _ALL[key] = [imp for file in sorted(PACKAGE.rglob("*.py")) for imp in imports_of(file)]
+    return _ALL[key]
+
+
+_ALL: dict[tuple[Path, Path], list[Import]] = {}
 
 
 def test_imports_follow_the_layers():
@@ -215,3 +228,270 @@ def test_an_import_is_quoted_as_ast_quotes_it(tmp_path):
     assert len(nodes) > 6
     for node in nodes:
         assert parsed.segment(node) == ast.get_source_segment(text, node), ast.dump(node)
+
+
+# ---------------------------------------------------------------------------------------------
+# Ranks inside runtime (docs/ARCHITECTURE.md "Layers")
+
+#: runtime module prefix (below ``agentflow.runtime.``) → (rank name, rank); the longest matching
+#: prefix wins.  A runtime module imports runtime modules of its own rank or a lower one (every
+#: import counts, as for the layers).  The configuration, the model layer and the tools sit below
+#: the engine that uses them; host features (telemetry, the HTML report) and durable runs sit
+#: above it.  ``hooks`` (the host-hook API: AskRequest, the interlocutor) ranks with the tools,
+#: which call back into it (an MCP server's elicitation asks through the interlocutor).
+RUNTIME_RANKS: dict[str, tuple[str, int]] = {
+    # leaf helpers: the expression evaluator and its functions, places in source terms,
+    # JSON extraction, events, the interrupt and its watchdog, the shape cache
+    "where": ("helpers", 0),
+    "watchdog": ("helpers", 0),
+    "interrupt": ("helpers", 0),
+    "functions": ("helpers", 0),
+    "extract": ("helpers", 0),
+    "expressions": ("helpers", 0),
+    "events": ("helpers", 0),
+    "genai_attributes": ("helpers", 0),
+    "shape_cache": ("helpers", 0),
+    "config": ("config", 1),  # flow.toml
+    "models": ("models", 2),
+    "result": ("models", 2),  # RunResult and usage records (model usage and run results)
+    "tools": ("tools", 3),
+    "hooks": ("tools", 3),
+    "context": ("engine", 4),
+    "effects": ("engine", 4),
+    "executor": ("engine", 4),
+    "dispatch": ("engine", 4),
+    "control": ("engine", 4),
+    "agent": ("engine", 4),
+    "agent_step": ("engine", 4),
+    "planner": ("engine", 4),
+    "chat": ("engine", 4),
+    "telemetry": ("host", 5),  # OpenTelemetry sinks
+    "report": ("host", 5),  # the HTML run report
+    "durable": ("durable", 6),
+    "": ("package", 7),  # agentflow.runtime itself: its re-exports
+}
+
+
+def runtime_rank_of(module: str) -> tuple[str, int]:
+    """The rank of runtime module ``module`` (a full dotted name)."""
+    rest = module.removeprefix("agentflow.runtime").removeprefix(".")
+    best = max(
+        (p for p in RUNTIME_RANKS if p == "" or rest == p or rest.startswith(p + ".")), key=len
+    )
+    return RUNTIME_RANKS[best]
+
+
+def _in_runtime(module: str) -> bool:
+    return module == "agentflow.runtime" or module.startswith("agentflow.runtime.")
+
+
+def rank_violation(imp: Import) -> str | None:
+    """Why ``imp`` (an import between two runtime modules) breaks the ranks, or None."""
+    if not (_in_runtime(imp.module) and _in_runtime(imp.target)):
+        return None
+    (src, src_rank), (dst, dst_rank) = runtime_rank_of(imp.module), runtime_rank_of(imp.target)
+    if dst_rank > src_rank:
+        return f"runtime {src} (rank {src_rank}) imports runtime {dst} (rank {dst_rank})"
+    return None
+
+
+def test_runtime_imports_follow_the_ranks():
+    found = [imp for imp in all_imports() if _in_runtime(imp.module) and _in_runtime(imp.target)]
+    assert len(found) > 100
+    problems = [f"{imp.where()}: {why}" for imp in found if (why := rank_violation(imp))]
+    assert not problems, "imports against the runtime's ranks:\n" + "\n".join(problems)
+
+
+def test_every_runtime_module_has_a_named_rank():
+    """A new runtime module gets a line in RUNTIME_RANKS (only the package itself takes ``""``)."""
+    unranked = [
+        name
+        for file in sorted((PACKAGE / "runtime").rglob("*.py"))
+        if (name := module_name(file)) != "agentflow.runtime"
+        and runtime_rank_of(name)[0] == "package"
+    ]
+    assert not unranked, f"add these to RUNTIME_RANKS: {unranked}"
+
+
+def test_the_rank_check_catches_an_upward_import_inside_runtime(tmp_path, monkeypatch):
+    """A tool that imports the executor, even inside a function, is refused."""
+    file = tmp_path / "agentflow" / "runtime" / "tools" / "x.py"
+    file.parent.mkdir(parents=True)
+    file.write_text("def f():\n    from agentflow.runtime.executor import Executor\n")
+    (tmp_path / "agentflow" / "runtime" / "executor.py").write_text("")
+    monkeypatch.setattr(f"{__name__}.SRC", tmp_path)
+    problems = [why for imp in imports_of(file) if (why := rank_violation(imp))]
+    assert problems == ["runtime tools (rank 3) imports runtime engine (rank 4)"]
+
+
+# ---------------------------------------------------------------------------------------------
+# No import cycles
+
+#: Cycles left in packages other helpers own this round (issue 34): each strongly connected
+#: component found must lie inside one of these.  The compiler's (checker ↔ lowering through
+#: check_depth and lower_*) is the `typing` helper's; api ↔ flowtest ↔ evals.runner is the
+#: `frontdoor`/`loop` helpers'.  runtime/ has none left; shrink this list, never grow it.
+ALLOWED_CYCLES: list[frozenset[str]] = [
+    frozenset(
+        {
+            "agentflow.compiler.check_depth",
+            "agentflow.compiler.checker",
+            "agentflow.compiler.lower_effects",
+            "agentflow.compiler.lower_expressions",
+            "agentflow.compiler.lowering",
+        }
+    ),
+    frozenset({"agentflow.api", "agentflow.evals.runner", "agentflow.flowtest"}),
+]
+
+
+def _type_checking_lines(tree: ast.Module) -> set[int]:
+    """Lines of the ``if TYPE_CHECKING:`` blocks of a module (imports that never run)."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and (
+            (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
+            or (isinstance(node.test, ast.Attribute) and node.test.attr == "TYPE_CHECKING")
+        ):
+            for stmt in node.body:
+                lines.update(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
+    return lines
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module → the agentflow modules it imports when it runs: module-level and function-local
+    imports and the lazy-export tables, not ``TYPE_CHECKING`` ones."""
+    graph: dict[str, set[str]] = {module_name(f): set() for f in PACKAGE.rglob("*.py")}
+    skip = {f: _type_checking_lines(source_tree.parse(f).tree) for f in PACKAGE.rglob("*.py")}
+    for imp in all_imports():
+        if imp.line not in skip[imp.file] and imp.target != imp.module:
+            graph[imp.module].add(imp.target)
+    return graph
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components of ``graph`` with more than one module (each
+    sorted; iterative, so a deep chain of imports cannot exhaust the stack)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            for nxt in edges:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph.get(nxt, ())))))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return found
+
+
+def test_no_import_cycles():
+    graph = import_graph()
+    assert len(graph) > 100 and sum(map(len, graph.values())) > 500  # the walk saw the package
+    cycles = strongly_connected(graph)
+    unexpected = [c for c in cycles if not any(set(c) <= allowed for allowed in ALLOWED_CYCLES)]
+    assert not unexpected, "modules that import each other (directly or through others):\n" + (
+        "\n".join(" <-> ".join(c) for c in unexpected)
+    )
+
+
+def test_the_cycle_check_finds_a_cycle_through_a_function_local_import():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert strongly_connected(graph) == [["a", "b", "c"]]
+    assert strongly_connected({"a": {"b"}, "b": set()}) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# No private names across packages
+
+#: (importing module, imported module, name) of private names still imported across packages,
+#: in modules other helpers own this round (issue 34): evals/ (`frontdoor`/`loop`) and ui/
+#: (`frontdoor`).  runtime/ imports none; shrink this list, never grow it.
+ALLOWED_PRIVATE: set[tuple[str, str, str]] = {
+    ("agentflow.evals.runner", "agentflow.runtime.models.cassette", "_response_from"),
+    ("agentflow.evals.runner", "agentflow.runtime.models.cassette", "_response_problem"),
+    ("agentflow.evals.runner", "agentflow.runtime.models.cassette", "_response_data"),
+    ("agentflow.evals.runner", "agentflow.runtime.telemetry", "_provider"),
+    ("agentflow.ui.pages", "agentflow.runtime.report", "_json_text"),
+}
+
+
+def _package_of(module: str) -> str:
+    path = SRC.joinpath(*module.split("."))
+    return module if (path / "__init__.py").is_file() else module.rpartition(".")[0]
+
+
+def private_imports() -> list[tuple[str, str, str, int]]:
+    """(importing module, imported module, private name, line) of every ``from M import _x``
+    (not a module, not a dunder) and every ``m._x`` of a module ``m`` imported by name, where
+    M is an agentflow module of another package than the importer's."""
+    out = []
+    for file in sorted(PACKAGE.rglob("*.py")):
+        module = module_name(file)
+        package = _package_of(module)
+        tree = source_tree.parse(file).tree
+        aliases: dict[str, str] = {}  # local name → agentflow module it is bound to
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    source = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    source = node.module or ""
+                if not source.startswith("agentflow"):
+                    continue
+                for alias in node.names:
+                    sub = f"{source}.{alias.name}"
+                    if _is_module(sub):
+                        aliases[alias.asname or alias.name] = sub
+                    elif alias.name.startswith("_") and not alias.name.startswith("__"):
+                        out.append((module, source, alias.name, node.lineno))
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.startswith("agentflow.") and alias.asname:
+                        aliases[alias.asname] = alias.name
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
+                out.append((module, aliases[node.value.id], node.attr, node.lineno))
+    return [r for r in out if _package_of(r[1]) != _package_of(r[0])]
+
+
+def test_no_private_names_cross_packages():
+    found = private_imports()
+    unexpected = sorted({r for r in found if r[:3] not in ALLOWED_PRIVATE})
+    assert not unexpected, "private names imported from another package:\n" + "\n".join(
+        f"{m}:{line} uses {source}.{name}" for m, source, name, line in unexpected
+    )

@@ -666,7 +666,8 @@ def _own_router(config: Config, plan: Plan, *, model: str | None, replay: Any, r
     from agentflow.runtime.models.router import ModelRouter
 
     if model is not None:
-        from agentflow.runtime.models.test_model import parse_model_option, test_router
+        from agentflow.runtime.models.router import test_router
+        from agentflow.runtime.models.test_model import parse_model_option
 
         try:
             seed, call_tools = parse_model_option(model)

@@ -57,7 +57,7 @@ from agentflow.errors import FlowError, InputError
 from agentflow.ir.loader import load_plan, load_plan_data
 from agentflow.runtime.config import load_config
 from agentflow.runtime.durable import dbos_engine, runs, temporal_runs
-from agentflow.runtime.durable.runs import _run_lock, _safe, database_for, open_database
+from agentflow.runtime.durable.runs import database_for, open_database, run_lock, safe_url
 from agentflow.runtime.events import CallbackSink
 from agentflow.runtime.executor import NO_ANSWER, Hooks
 from agentflow.runtime.extract import loads_value
@@ -297,7 +297,7 @@ class McpFlowServer:
         dbos_engine.set_process_sinks([_RecoveredRuns(self)])
         open_database(self.url, executor_id=self.executor_id, queues=[])
         self._opened = True
-        recovered = await dbos_engine._dbos().DBOS.list_workflows_async(
+        recovered = await dbos_engine.dbos_with_workflows().DBOS.list_workflows_async(
             status=["PENDING", "ENQUEUED"],
             name=dbos_engine.RUN_WORKFLOW,
             executor_id=self.executor_id,
@@ -310,7 +310,7 @@ class McpFlowServer:
         holds it)."""
         assert self.url is not None
         with contextlib.suppress(InputError):
-            self._locks.enter_context(_run_lock(self.url, run_id))
+            self._locks.enter_context(run_lock(self.url, run_id))
 
     def _build(self) -> Any:
         from mcp.server.lowlevel import Server
@@ -399,7 +399,7 @@ class McpFlowServer:
                 else None
             )
             found = (
-                await dbos_engine._dbos().DBOS.list_workflows_async(
+                await dbos_engine.dbos_with_workflows().DBOS.list_workflows_async(
                     workflow_ids=[run_id], load_input=True
                 )
                 if inflight is None and self._temporal is None
@@ -416,7 +416,7 @@ class McpFlowServer:
                 waiter = asyncio.ensure_future(earlier[1])
                 self._track(run_id, run_input, waiter)
             elif found:
-                dbos = dbos_engine._dbos()
+                dbos = dbos_engine.dbos_with_workflows()
                 status = found[0]
                 spec = status.input["args"][0] if status.input and status.input.get("args") else {}
                 if status.name != dbos_engine.RUN_WORKFLOW or spec.get("input") != run_input:
@@ -424,14 +424,14 @@ class McpFlowServer:
                 if (
                     status.status in ("PENDING", "ENQUEUED")
                     and status.executor_id != self.executor_id
-                    and not runs._alive(url, run_id)
+                    and not runs.run_alive(url, run_id)
                 ):  # left by a process of another executor that died: resume it (alone) here
                     self._hold(run_id)
                     await asyncio.to_thread(dbos_engine.recover_run, run_id)
                 handle = await dbos.DBOS.retrieve_workflow_async(run_id)
 
                 async def outcome() -> Any:
-                    return runs._result(await runs._outcome(handle), RunResult)
+                    return runs.result_of(await runs.await_outcome(handle), RunResult)
 
                 waiter = asyncio.ensure_future(outcome())
                 self._track(run_id, run_input, waiter)
@@ -999,7 +999,7 @@ class _RecoveredRuns:
         if self.server._temporal is not None:
             run_id = self.server._temporal.current_run()
         else:
-            run_id = str(dbos_engine._dbos().DBOS.workflow_id or "").split("/", 1)[0]
+            run_id = str(dbos_engine.dbos_with_workflows().DBOS.workflow_id or "").split("/", 1)[0]
         desks = self.server._desks
         desk = desks.get(run_id)
         if desk is None:
@@ -1033,7 +1033,7 @@ def serve(
     where = f"http://{host}:{http}/mcp" if http is not None else "stdio"
     print(f"flowc serve: {len(server.served.flows)} tool(s) on {where}: {names}", file=sys.stderr)
     if server.url is not None:
-        print(f"flowc serve: durable runs in {_safe(server.url)}", file=sys.stderr)
+        print(f"flowc serve: durable runs in {safe_url(server.url)}", file=sys.stderr)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(server.serve_http(host, http) if http is not None else server.serve_stdio())
 

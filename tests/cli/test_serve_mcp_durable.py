@@ -24,7 +24,7 @@ from support.npm_tools import free_port, wait_for_port
 
 from agentflow.runtime.config import load_config
 from agentflow.runtime.durable import runs
-from agentflow.runtime.durable.runs import _alive
+from agentflow.runtime.durable.runs import run_alive
 
 FLOWC = Path(sys.executable).parent / "flowc"
 KEY = "io.agentflow/idempotency-key"
@@ -128,11 +128,11 @@ async def test_a_killed_server_resumes_the_run_and_the_same_key_gets_its_result(
         assert (served / "notes.txt").read_text() == "north\n"
 
         database = f"sqlite:///{served / '.flowc' / 'durable.sqlite'}"
-        assert not _alive(database, "mcp-paint-job-1")  # its process died: `stopped`
+        assert not run_alive(database, "mcp-paint-job-1")  # its process died: `stopped`
         second = start(served, port)
         try:
             # the new server resumed the run at start-up and holds it (`flowc runs`: running)
-            assert _alive(database, "mcp-paint-job-1")
+            assert run_alive(database, "mcp-paint-job-1")
             answers: list[str] = []
 
             async def answer_blue(context, params):

@@ -14,7 +14,7 @@ import yaml
 from agentflow.errors import FlowError, PlanLoadError
 from agentflow.ir import load_plan_text
 from agentflow.ir.resolve import resolve_tools
-from agentflow.runtime.tools.catalog import default_catalog
+from agentflow.runtime.tools.builtin import default_catalog
 
 PLAN = """
 version: 1

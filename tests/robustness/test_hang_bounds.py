@@ -59,7 +59,7 @@ def write(path: Path, text: str) -> Path:
 
 
 async def test_grep_catastrophic_pattern_is_a_clean_tool_error(tmp_path):
-    from agentflow.runtime.tools.catalog import default_catalog
+    from agentflow.runtime.tools.builtin import default_catalog
 
     write(tmp_path / "a.txt", "a" * 40 + "!\n")  # the reproducer: fast on the regex engine
     write(tmp_path / "b.txt", BOMB + "\n")

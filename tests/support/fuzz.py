@@ -540,7 +540,7 @@ def _check_plan(text: str) -> str | None:
     from agentflow.ir.resolve import resolve_tools
 
     if _CATALOG is None:
-        from agentflow.runtime.tools.catalog import default_catalog
+        from agentflow.runtime.tools.builtin import default_catalog
 
         _CATALOG = default_catalog()
     try:

@@ -61,7 +61,6 @@ from agentflow.runtime.models.cassette import (
     request_key,
 )
 from agentflow.runtime.models.router import ModelRouter, RoutedClient
-from agentflow.runtime.models.test_model import parse_model_option, test_router
 from agentflow.runtime.telemetry import OtelSink, _provider
 
 __all__ = ["EVAL_JUDGE_PROMPT", "EvalTrace", "Prepared", "ResponseCache", "prepare", "run_eval"]
@@ -549,6 +548,9 @@ def _case_router(
     counts: dict,
 ) -> Any:
     if model is not None:
+        from agentflow.runtime.models.router import test_router
+        from agentflow.runtime.models.test_model import parse_model_option
+
         seed, call_tools = parse_model_option(model)
         # each repetition its own seed: repeated runs vary as a real model's do
         return test_router(config, seed + repeat, call_tools=call_tools)

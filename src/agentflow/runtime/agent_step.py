@@ -19,10 +19,14 @@ from typing import TYPE_CHECKING, Any
 from agentflow.core.diagnostics import did_you_mean
 from agentflow.core.vocabulary import MAX_ITERATIONS, Code
 from agentflow.errors import FlowError, RunError
+from agentflow.runtime import agent as agent_mod
+from agentflow.runtime.agent import DEFAULT_RESULT_CHARS, first_problem
 from agentflow.runtime.control import ControlCall, ExitError
 from agentflow.runtime.effects import EffectRouter, UnitSpec
 from agentflow.runtime.expressions import render_value, to_json_value, to_text
 from agentflow.runtime.hooks import RunAborted
+from agentflow.runtime.models.budget import budget_from
+from agentflow.runtime.tools.catalog import Tool, match_pattern
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan
@@ -67,7 +71,6 @@ def resolve_tools(
     outlined sub-plans only when named; ``"none"``: nothing; names and ``*`` patterns) ∩ the host
     policy; write tools granted by a ``write`` scope; ``plan_and_execute`` never offered.  RunError
     ``validation`` for a request entry that matches no tool."""
-    from agentflow.runtime.tools.catalog import match_pattern
 
     catalog = ex.ctx.catalog
     names = list(catalog.names()) if catalog is not None else []
@@ -280,7 +283,6 @@ def _max_iterations(call: ControlCall) -> int:
 async def run_agent_step(call: ControlCall) -> Any:
     """The ``agent`` control step: render, resolve profile and tools, run the agent loop, and
     enforce ``require_final`` (``output_validation`` when no conforming answer came)."""
-    from agentflow.runtime import agent as agent_mod
 
     ex, c, path, stack, frame = call.ex, call.input, call.path, call.stack, call.frame
     prompt = to_text(call.render_text(c.get("prompt")))
@@ -428,7 +430,6 @@ async def run_agent_step(call: ControlCall) -> Any:
 
 def _not_final(call: ControlCall, result: dict[str, Any], max_iter: int) -> RunError:
     """The ``output_validation`` error of a ``require_final`` agent without a valid answer."""
-    from agentflow.runtime.agent import first_problem
 
     meta = call.step.meta
     where = [
@@ -454,7 +455,6 @@ def _tool_for(ex: Executor, name: str, frame: Frame) -> Tool:
     tool = catalog.get(name) if catalog is not None else None
     if tool is not None:
         return tool
-    from agentflow.runtime.tools.catalog import Tool
 
     plan = ex.find_plan(name, frame)
     schema = (plan.input_schema if plan is not None else None) or {"type": "object"}
@@ -475,7 +475,6 @@ def _tool_for(ex: Executor, name: str, frame: Frame) -> Tool:
 def _agent_budget(ex: Executor, planned: Any, path: str) -> Budget | None:
     """The model budget of one agent step run: the plan's ``budget`` of the step, else
     ``[budget.per_agent]`` of flow.toml, else None (docs/models.md "Budgets")."""
-    from agentflow.runtime.models.budget import budget_from
 
     place = ex.places.get(path)
     label = place.names().label if place is not None else None
@@ -492,7 +491,6 @@ def _agent_budget(ex: Executor, planned: Any, path: str) -> Budget | None:
 def _result_cap(ex: Executor) -> int:
     """The cap of one tool result shown to the agent: ``[tools] max_result_chars``, else the
     agent loop's default."""
-    from agentflow.runtime.agent import DEFAULT_RESULT_CHARS
 
     config = ex.ctx.config
     return config.tools.max_result_chars if config is not None else DEFAULT_RESULT_CHARS

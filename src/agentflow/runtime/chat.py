@@ -49,7 +49,12 @@ from typing import TYPE_CHECKING, Any
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ConfigError, ErrorInfo, RunError
 from agentflow.ir.models import Plan, Step
-from agentflow.runtime.agent import REFUSED, AgentSpec, ErrorResult, run_agent
+from agentflow.runtime.agent import (
+    REFUSED,
+    AgentSpec,
+    ErrorResult,
+    run_agent,
+)
 from agentflow.runtime.config import Config, load_config, missing_key_message, no_model_message
 from agentflow.runtime.context import RunContext
 from agentflow.runtime.effects import EffectRouter, Effects

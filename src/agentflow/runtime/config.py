@@ -41,6 +41,8 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from agentflow.core.diagnostics import did_you_mean, suggested
+from agentflow.core.redaction import register_secret
+from agentflow.core.vocabulary import duration_ms
 from agentflow.errors import ConfigError
 
 CONFIG_FILENAME = "flow.toml"
@@ -544,7 +546,6 @@ class DurableConfig(_Strict):
     def _duration(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        from agentflow.core.vocabulary import duration_ms
 
         duration_ms(value)  # raises ValueError naming the accepted forms
         return value
@@ -554,7 +555,6 @@ class DurableConfig(_Strict):
         """``ask_timeout`` in seconds (None: wait until answered)."""
         if self.ask_timeout is None:
             return None
-        from agentflow.core.vocabulary import duration_ms
 
         return duration_ms(self.ask_timeout) / 1000.0
 
@@ -706,8 +706,6 @@ class Config(_Strict):
             return None
         key = self._env.get(provider.api_key_env) or None
         if key is not None:
-            from agentflow.core.redaction import register_secret
-
             register_secret(key)
         return key
 
@@ -757,7 +755,7 @@ def _url_from_file(
     over its kind's environment variable when that is set too."""
     if provider.base_url is None:
         return
-    where = f"base_url at {_where(file, text, ('providers', name, 'base_url'))}"
+    where = f"base_url at {key_location(file, text, ('providers', name, 'base_url'))}"
     url_env = _URL_ENV.get(provider.kind, ("", ""))[0]
     if url_env and env.get(url_env) and env[url_env].rstrip("/") != provider.base_url.rstrip("/"):
         where += f" (it takes precedence over the environment variable {url_env}, also set)"
@@ -770,7 +768,6 @@ def missing_key_message(config: Config, roles: tuple[str, ...] = ("chat",)) -> s
     to a value that cannot travel in an HTTP header (a trailing newline, …; the message never
     shows the key), else None.  Lets a run fail before its first step instead of at its first
     model call."""
-    from agentflow.runtime.models.http import api_key_problem
 
     for role in roles:
         try:
@@ -866,7 +863,7 @@ def load_config(
                 ) from None
             raise ConfigError(f"{file}: invalid TOML: {msg}") from None
     if "path" in data:
-        raise ConfigError(f"{_where(file, text, ('path',))}: unknown section or key 'path'")
+        raise ConfigError(f"{key_location(file, text, ('path',))}: unknown section or key 'path'")
     try:
         config = Config.model_validate({**data, "path": file})
     except ValidationError as exc:
@@ -893,7 +890,6 @@ def _register_secrets(config: Config, env: Mapping[str, str]) -> None:
     """Tell the redaction layer (:mod:`agentflow.core.redaction`) every secret this configuration
     can put on the wire: each provider's API key, credential-like header values, and the values
     of ``${VAR}`` references given to MCP servers."""
-    from agentflow.core.redaction import register_secret
 
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         register_secret(env.get(name))
@@ -924,7 +920,7 @@ def _check_references(config: Config, text: str) -> None:
     file = config.where()
     for name, named in config.models.named.items():
         if named.provider not in config.providers and named.provider not in ("openai", "anthropic"):
-            where = _where(file, text, ("models", "named", name, "provider"))
+            where = key_location(file, text, ("models", "named", name, "provider"))
             raise ConfigError(
                 f"{where}: [models.named.{name}] names provider '{named.provider}', "
                 f"which is not declared under [providers.{named.provider}]"
@@ -937,11 +933,11 @@ def _check_references(config: Config, text: str) -> None:
             try:
                 config.resolve(ref)
             except ConfigError as exc:
-                where = _where(file, text, ("models", role))
+                where = key_location(file, text, ("models", role))
                 raise ConfigError(f"{where}: [models] {role}: {_strip_file(exc, file)}") from None
     for server in config.mcp:
         if not _SERVER_NAME.match(server) or "__" in server or server in RESERVED_SERVER_NAMES:
-            where = _where(file, text, ("mcp", server))
+            where = key_location(file, text, ("mcp", server))
             raise ConfigError(
                 f"{where}: [mcp.{server}]: invalid server name '{server}' (letters, digits, "
                 "'-' and single '_'; not builtin, user or plan): tools are named SERVER__tool"
@@ -965,11 +961,11 @@ def _check_references(config: Config, text: str) -> None:
             config.resolve(ref)
         except ConfigError as exc:
             raise ConfigError(
-                f"{_where(file, text, loc)}: {label}: {_strip_file(exc, file)}"
+                f"{key_location(file, text, loc)}: {label}: {_strip_file(exc, file)}"
             ) from None
     for team_name, team in config.teams.items():
         if team.members and team.main not in team.members:
-            where = _where(file, text, ("teams", team_name, "main"))
+            where = key_location(file, text, ("teams", team_name, "main"))
             raise ConfigError(
                 f"{where}: [teams.{team_name}] main = '{team.main}' is not one of its members "
                 f"({', '.join(sorted(team.members))})"
@@ -990,7 +986,7 @@ def _format_validation(exc: ValidationError, file: Path | None, text: str) -> st
         grouped.setdefault(loc, []).append(err)
     lines = []
     for loc, errs in grouped.items():
-        where = _where(file, text, loc)
+        where = key_location(file, text, loc)
         dotted = ".".join(loc) or "(top level)"
         first = errs[0]
         if first["type"] == "extra_forbidden":
@@ -1049,7 +1045,7 @@ def _line_of(text: str, loc: tuple[str, ...]) -> int:
     return _pos_of(text, loc)[0]
 
 
-def _where(file: Any, text: str, loc: tuple[str, ...]) -> str:
+def key_location(file: Any, text: str, loc: tuple[str, ...]) -> str:
     """``file:line:col`` of the key at ``loc`` (``file:line`` / ``file`` when less is known)."""
     line, col = _pos_of(text, loc)
     if not line:
@@ -1101,3 +1097,25 @@ def _unquote(part: str) -> str:
     if len(part) >= 2 and part[0] == part[-1] and part[0] in "\"'":
         return part[1:-1]
     return part
+
+
+#: What an API key may hold: visible ASCII only (it travels in an HTTP header).
+_KEY_CHARS = re.compile(r"[\x21-\x7e]+")
+
+
+def api_key_problem(key: str | None, env_name: str | None = None) -> str | None:
+    """Why ``key`` cannot be sent in an HTTP header, or None when it can (or is unset).
+
+    The message names the variable (``$VAR``), never the key: a line break (a key file's trailing
+    newline), a space, a control or non-ASCII character would be refused by the HTTP layer, whose
+    error would quote the header.
+    """
+    if not key or _KEY_CHARS.fullmatch(key):
+        return None
+    where = f"${env_name}" if env_name else "the configuration"
+    what = "a line break" if ("\n" in key or "\r" in key) else "a character"
+    return (
+        f"the API key in {where} contains {what} not allowed in an HTTP header (line breaks, "
+        "spaces, control and non-ASCII characters are refused); check for a trailing newline "
+        "from the file it was read from"
+    )

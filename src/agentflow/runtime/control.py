@@ -24,15 +24,16 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from agentflow.core.spans import Span
-from agentflow.core.text import choices_text, value_text
 from agentflow.core.vocabulary import (
     ERROR_CODES,
     HARD_STOP_CODES,
     MAX_CONCURRENCY,
     MAX_LOOP_ROUNDS,
     Code,
+    duration_ms,
 )
 from agentflow.errors import ExitError, RunError
+from agentflow.ir.models import Step
 from agentflow.ir.outcomes import tolerance
 from agentflow.runtime.effects import UnitSpec
 from agentflow.runtime.expressions import (
@@ -43,10 +44,9 @@ from agentflow.runtime.expressions import (
     to_json_value,
     to_text,
 )
-from agentflow.runtime.hooks import NO_ANSWER, AskRequest
+from agentflow.runtime.hooks import NO_ANSWER, AskRequest, check_answer
 
 if TYPE_CHECKING:
-    from agentflow.ir.models import Step
     from agentflow.runtime.executor import Executor, Frame
 
 __all__ = [
@@ -139,7 +139,6 @@ ControlHandler = Callable[[ControlCall], Awaitable[Any]]
 
 def as_body(value: Any, label: str, path: str) -> Step:
     """``value`` when it is a body step (the loader makes every body a Step), else RunError."""
-    from agentflow.ir.models import Step
 
     if not isinstance(value, Step):
         raise RunError(Code.VALIDATION, f"`{label}` must be a step", path)
@@ -491,7 +490,6 @@ async def _ask(call: ControlCall) -> Any:
 
 
 def _seconds(duration: Any) -> float | None:
-    from agentflow.core.vocabulary import duration_ms
 
     if isinstance(duration, int | float) and not isinstance(duration, bool):
         return float(duration)
@@ -499,30 +497,6 @@ def _seconds(duration: Any) -> float | None:
         return duration_ms(str(duration)) / 1000.0
     except ValueError:
         return None
-
-
-def check_answer(answer: Any, schema: Any, choices: Any) -> str | None:
-    """Why ``answer`` breaks an ask's ``choices``/``schema`` (docs/spec/PLAN_IR.md §3), or None."""
-    if choices is not None and not isinstance(choices, list | tuple):
-        return f"`choices` must be a list, got {_kind(choices)}"
-    if choices and answer not in choices:
-        return f"{value_text(answer)} is not one of {choices_text(choices)}"
-    if schema is not None and not isinstance(schema, dict):
-        return f"`schema` must be a JSON Schema object, got {_kind(schema)}"
-    if schema:
-        import jsonschema
-
-        from agentflow.ir.schemas import validation_errors
-
-        try:
-            jsonschema.validators.validator_for(schema).check_schema(schema)
-            errors = validation_errors(schema, answer)  # never fetches a reference
-        except jsonschema.SchemaError as e:
-            return f"`schema` is not valid JSON Schema: {e.message}"
-        except ValueError as e:
-            return f"`schema`: {e}"
-        return errors[0].message if errors else None
-    return None
 
 
 async def _verify(call: ControlCall) -> Any:

@@ -30,12 +30,14 @@ from agentflow.errors import ErrorInfo, ModelError, RunError, model_error_code
 from agentflow.runtime.control import Announce, ControlCall, ExitError, ExitOk
 from agentflow.runtime.effects import UnitSpec
 from agentflow.runtime.expressions import render_value, to_json_value
+from agentflow.runtime.extract import validate
 from agentflow.runtime.hooks import GateCall, RunAborted, ToolFailure, maybe_await
+from agentflow.runtime.interrupt import cancel_within
 from agentflow.runtime.result import elapsed_ms
+from agentflow.runtime.tools.catalog import ToolContext
 
 if TYPE_CHECKING:
     from agentflow.runtime.executor import Executor, Frame, _Call, _StepInfo
-    from agentflow.runtime.tools.catalog import ToolContext
 
 
 def _literal_names(value: Any) -> bool:
@@ -62,8 +64,6 @@ _ToolContext: type[ToolContext] | None = None
 def _tool_context(workspace: Path, write_scope: list[Path] | None, path: str) -> ToolContext:
     global _ToolContext
     if _ToolContext is None:
-        from agentflow.runtime.tools.catalog import ToolContext
-
         _ToolContext = ToolContext
     return _ToolContext(workspace=workspace, write_scope=write_scope, step_path=path)
 
@@ -82,7 +82,6 @@ def check_tool_result(tool: str, result: Any, schema: dict[str, Any]) -> None:
     """Raise RunError(output_validation) naming ``tool`` when ``result`` breaks the step's
     ``result_schema`` (the declared result type of an ``extern tool``): the run never goes on
     with a value its program's types do not describe."""
-    from agentflow.runtime.extract import validate
 
     errors = validate(schema, to_json_value(result))
     if errors:
@@ -136,8 +135,6 @@ async def bounded(
     # The invocation runs as its own task, so that expiry does not depend on it: it is
     # cancelled, given CANCEL_GRACE_S to unwind, and abandoned when it ignores the
     # cancellation (a tool catching CancelledError) — the step ends on time regardless.
-    from agentflow.runtime.interrupt import cancel_within
-
     task = asyncio.ensure_future(invoke(ex, info, scope, path, frame, announce, call))
     try:
         done, _ = await asyncio.wait({task}, timeout=bound)

@@ -24,6 +24,8 @@ from typing import IO, Any, Protocol
 
 from agentflow.core.redaction import SECRETS, redact, redact_data
 from agentflow.core.text import escape_surrogates, money
+from agentflow.errors import InputError
+from agentflow.runtime.extract import loads_bounded
 from agentflow.runtime.where import call_summary
 
 EVENT_KINDS = (
@@ -225,14 +227,12 @@ def read_trace(path: str | Path) -> list[dict[str, Any]]:
     read or a line that is not an event (invalid JSON, no known ``kind``, nested deeper than
     :data:`MAX_TRACE_DEPTH`).
     """
-    from agentflow.errors import InputError
 
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         raise InputError(f"{path}: cannot read trace: {why}") from None
-    from agentflow.runtime.extract import loads_bounded
 
     events: list[dict[str, Any]] = []
     # "\n" only, as JsonlSink writes them: str.splitlines would also split at U+2028, U+2029,
@@ -398,7 +398,6 @@ class ConsoleSink:
     def paused(self):
         """A context manager that hides the live view while the terminal is used for something
         else (the terminal interlocutor asks its question inside it)."""
-        import contextlib
 
         @contextlib.contextmanager
         def cm():

@@ -35,7 +35,7 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentflow.core.vocabulary import Code
+from agentflow.core.vocabulary import Code, duration_ms
 from agentflow.errors import (
     ErrorInfo,
     FlowError,
@@ -44,6 +44,7 @@ from agentflow.errors import (
     ModelError,
     RunError,
 )
+from agentflow.ir.schemas import validation_errors
 from agentflow.runtime import dispatch
 from agentflow.runtime.agent import message_fields
 from agentflow.runtime.agent_step import is_outlined, run_agent_step
@@ -77,6 +78,10 @@ from agentflow.runtime.hooks import (
     substitute,
     terminal_interlocutor,
 )
+from agentflow.runtime.interrupt import run, stop_request, until_stopped
+from agentflow.runtime.models.base import JUDGE_SYSTEM_PROMPT, ChatRequest, Message
+from agentflow.runtime.models.budget import budget_from, pop_budget, push_budget
+from agentflow.runtime.models.router import forward_model_events
 from agentflow.runtime.result import (
     RunResult,
     RunStatus,
@@ -86,6 +91,7 @@ from agentflow.runtime.result import (
     usage_delta,
     usage_snapshot,
 )
+from agentflow.runtime.tools.catalog import RunServices, current_run
 from agentflow.runtime.where import Place, in_source_terms, quotes_expressions
 
 if TYPE_CHECKING:
@@ -147,7 +153,6 @@ def _duration_s(value: Any) -> float | None:
         raise RunError(Code.VALIDATION, f"invalid duration {value!r}")
     if isinstance(value, int | float):
         return float(value)
-    from agentflow.core.vocabulary import duration_ms
 
     try:
         secs = duration_ms(str(value)) / 1000.0
@@ -675,7 +680,6 @@ class Executor:
         self, role: str, prompt: str, *, system: str | None, path: str, stack: list[str]
     ) -> str:
         """One model call of ``role`` (judge, solver); emits ``model_call``; returns the text."""
-        from agentflow.runtime.models.base import ChatRequest, Message
 
         router = self.ctx.router
         if router is None:
@@ -705,7 +709,6 @@ class Executor:
     async def judge(self, question: str, *, path: str, stack: list[str]) -> bool:
         """A yes/no judge-role call (one inference). Raises ``output_validation`` when the reply
         is neither yes nor no."""
-        from agentflow.runtime.models.base import JUDGE_SYSTEM_PROMPT
 
         text = await self.infer(
             "judge",
@@ -751,7 +754,6 @@ class _Named:
 def run_budgets(plan: Plan, config: Config | None) -> list[Budget]:
     """The run-level model budgets of ``plan``: its ``budget`` and flow.toml's ``[budget]``
     (both apply when both are set; docs/models.md "Budgets")."""
-    from agentflow.runtime.models.budget import budget_from
 
     found = [
         budget_from(plan.budget, name="run", source="the plan's `budget`"),
@@ -768,7 +770,6 @@ def validate_input(plan: Plan, data: Any, *, code: str | None = None) -> None:
     schema = plan.input_schema
     if not schema:
         return
-    from agentflow.ir.schemas import validation_errors
 
     try:
         errors = validation_errors(schema, data)  # never fetches a reference
@@ -810,7 +811,6 @@ async def run_plan(
     message, step_path, source))``; hook aborts as ``status="aborted"``.  Cancelled from
     outside, the run still closes its trace (``run_finished``), then the cancellation goes on.
     """
-    from agentflow.runtime.interrupt import stop_request, until_stopped
 
     ctx = RunContext.of(context, options)
     if input is None:
@@ -831,8 +831,6 @@ async def run_plan(
     before = usage_snapshot(router)
     forwarding = router is not None and router.on_event is None
     if forwarding:  # retries / failovers of the model layer become trace events
-        from agentflow.runtime.models.router import forward_model_events
-
         assert router is not None
         router.on_event = forward_model_events(_Named(ex))
     t0 = time.monotonic()
@@ -841,7 +839,6 @@ async def run_plan(
     status: RunStatus = "ok"
     output: Any = None
     error: ErrorInfo | None = None
-    from agentflow.runtime.models.budget import pop_budget, push_budget
 
     budget_tokens = [push_budget(b) for b in run_budgets(plan, ctx.config)]
     started: dict[str, Any] = {"plan": plan.name, "input": to_json_value(input)}
@@ -914,7 +911,6 @@ async def run_plan(
 def _run_services(ex: Executor, stack: list[str]) -> Any:
     """The run's :class:`~agentflow.runtime.tools.catalog.RunServices` (MCP elicitation,
     sampling and notifications reach the trace and the interlocutor through them)."""
-    from agentflow.runtime.tools.catalog import RunServices
 
     def emit(kind: str, path: str, data: dict[str, Any]) -> None:
         ex.emit(kind, path, stack, **data)
@@ -929,7 +925,6 @@ def _run_services(ex: Executor, stack: list[str]) -> Any:
 
 async def _with_services(services: Any, work: Awaitable[Any]) -> Any:
     """Await ``work`` with ``current_run`` set to ``services`` (tasks it starts inherit it)."""
-    from agentflow.runtime.tools.catalog import current_run
 
     token = current_run.set(services)
     try:
@@ -948,6 +943,5 @@ def run_plan_sync(
 ) -> RunResult:
     """:func:`run_plan` from synchronous code: runs its own event loop
     (:func:`agentflow.runtime.interrupt.run`: SIGINT/SIGTERM stop the run gracefully)."""
-    from agentflow.runtime.interrupt import run
 
     return run(run_plan(plan, input, context, **options))

@@ -25,9 +25,10 @@ from typing import Any
 import regex
 
 from agentflow.core.functions import FUNCTIONS, arity
-from agentflow.core.vocabulary import UNARY_CONDITION_OPS, Code
+from agentflow.core.vocabulary import MAX_EXPR_DEPTH, UNARY_CONDITION_OPS, Code
 from agentflow.errors import BadPath, ExprError, RunError, SourceError
 from agentflow.grammar import ast
+from agentflow.ir.templates import too_deep
 from agentflow.runtime.functions import (
     IMPLEMENTATIONS,
     check_kinds,
@@ -709,9 +710,9 @@ def _as_expr(e: Any) -> ast.Expr:
         # Hand-built condition dicts (tests, API users) may hold raw text: parse once, cache.
         cached = _PARSED_EXPRS.get(e)
         if cached is None:
-            from agentflow.core.vocabulary import MAX_EXPR_DEPTH
+            # lazy: the grammar (lark, ~0.2 s to load) only when raw condition text is met;
+            # importing the runtime (`flowc runs`, `flowc resume`) does not load it
             from agentflow.grammar.parser import parse_expression
-            from agentflow.ir.templates import too_deep
 
             try:
                 cached = parse_expression(e, "<condition>")

@@ -27,6 +27,7 @@ import regex
 from agentflow.core.functions import FUNCTIONS, KIND_WORDS, PARAM_KINDS
 from agentflow.core.vocabulary import MAX_EXPR_DEPTH, MAX_INT, MIN_INT, Code
 from agentflow.errors import ExprError, RunError
+from agentflow.runtime.extract import loads_value
 
 __all__ = ["IMPLEMENTATIONS", "MAX_LIST_ITEMS", "REGEX_TIMEOUT_S", "check_kinds"]
 
@@ -477,7 +478,6 @@ def _parse_json(s: str) -> Any:
     """JSON text as a value, read as every value from outside is
     (:func:`agentflow.runtime.extract.loads_value`: JSON's own numbers, ints in range, bounded
     depth, lone surrogates made whole); ``parse_error`` otherwise."""
-    from agentflow.runtime.extract import loads_value  # it loads the schema validators
 
     try:
         return loads_value(s, MAX_EXPR_DEPTH)

@@ -18,11 +18,18 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import json
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agentflow.core.text import choices_text, value_text
 from agentflow.errors import RunAborted, RunError
+from agentflow.ir.schemas import validation_errors
+from agentflow.runtime.expressions import _kind
+from agentflow.runtime.extract import loads_value
+from agentflow.runtime.tools.catalog import run_in_daemon_thread
 
 __all__ = [
     "NO_ANSWER",
@@ -33,6 +40,7 @@ __all__ = [
     "RunAborted",
     "ToolFailure",
     "abort",
+    "check_answer",
     "default_interlocutor",
     "maybe_await",
     "proceed",
@@ -226,8 +234,6 @@ def _parse_answer(text: str, request: AskRequest) -> Any:
         return spelled
     wants_text = not request.schema or request.schema.get("type") == "string"
     if not wants_text or (choices and not all(isinstance(c, str) for c in choices)):
-        from agentflow.runtime.extract import loads_value
-
         try:  # too deep, NaN or too large a number is ValueError too: kept as text
             return loads_value(text)
         except ValueError:
@@ -249,7 +255,6 @@ _TYPE_WORDS = {
 
 def _shown(value: Any) -> str:
     """An answer as the person would type it: ``yes``/``no`` for bools, text bare, else JSON."""
-    import json
 
     if isinstance(value, bool):
         return "yes" if value else "no"
@@ -292,13 +297,8 @@ def terminal_interlocutor(
 
     The executor serializes questions, so concurrent map items never interleave prompts.
     """
-    import sys
-
-    from agentflow.runtime.tools.catalog import run_in_daemon_thread
 
     async def ask(request: AskRequest) -> Any:
-        from agentflow.runtime.control import check_answer
-
         inp = stdin if stdin is not None else sys.stdin
         out = stderr if stderr is not None else sys.stderr
         ctx = pause() if pause is not None else contextlib.nullcontext()
@@ -327,8 +327,29 @@ def terminal_interlocutor(
 def default_interlocutor(**kwargs: Any) -> Callable[[AskRequest], Awaitable[Any]] | None:
     """:func:`terminal_interlocutor` when stdin is a TTY, else None (CI: ``when_unanswered``
     decides)."""
-    import sys
 
     stdin = kwargs.get("stdin") or sys.stdin
     isatty = getattr(stdin, "isatty", None)
     return terminal_interlocutor(**kwargs) if callable(isatty) and isatty() else None
+
+
+def check_answer(answer: Any, schema: Any, choices: Any) -> str | None:
+    """Why ``answer`` breaks an ask's ``choices``/``schema`` (docs/spec/PLAN_IR.md §3), or None."""
+    if choices is not None and not isinstance(choices, list | tuple):
+        return f"`choices` must be a list, got {_kind(choices)}"
+    if choices and answer not in choices:
+        return f"{value_text(answer)} is not one of {choices_text(choices)}"
+    if schema is not None and not isinstance(schema, dict):
+        return f"`schema` must be a JSON Schema object, got {_kind(schema)}"
+    if schema:
+        import jsonschema  # lazy: a plain run never loads jsonschema
+
+        try:
+            jsonschema.validators.validator_for(schema).check_schema(schema)
+            errors = validation_errors(schema, answer)  # never fetches a reference
+        except jsonschema.SchemaError as e:
+            return f"`schema` is not valid JSON Schema: {e.message}"
+        except ValueError as e:
+            return f"`schema`: {e}"
+        return errors[0].message if errors else None
+    return None

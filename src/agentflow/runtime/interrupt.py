@@ -34,7 +34,8 @@ import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
-from agentflow.errors import Stopped
+from agentflow.errors import Interrupted, Stopped
+from agentflow.runtime.watchdog import BEAT_S, Watchdog
 
 __all__ = [
     "ABANDON_S",
@@ -45,6 +46,7 @@ __all__ = [
     "abandon",
     "cancel_within",
     "enable_watchdog",
+    "forget_stop_request",
     "run",
     "stop_request",
     "until_stopped",
@@ -228,6 +230,12 @@ def stop_request() -> StopRequest | None:
     return _STOP.get()
 
 
+def forget_stop_request() -> None:
+    """Forget, in this context, the stop request of the run that started it (a context variable
+    a thread inherited: a Temporal workflow's, whose Ctrl-C stops the process, not the run)."""
+    _STOP.set(None)
+
+
 async def while_loading(work: Awaitable[T]) -> T:
     """Await ``work`` — a run's preparation on a worker thread (``agentflow.run``: imports, the
     `.flow` compiled, the catalog built) — as a run watching the stop request: a first SIGINT /
@@ -330,7 +338,6 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
             "running in this thread; in async code use `await agentflow.run(...)` (or "
             "`await agentflow.runtime.executor.run_plan(...)`) instead"
         )
-    from agentflow.errors import Interrupted
 
     runner = asyncio.Runner()
     loop = runner.get_loop()
@@ -344,8 +351,6 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 
     installed = _install_signals(loop, stop)
     if _WATCHDOG and installed:
-        from agentflow.runtime.watchdog import Watchdog
-
         stop.watchdog = Watchdog()
         stop.watchdog.start()  # after the handlers above: its stack dumps chain to them
         _heartbeat(loop, stop.watchdog)
@@ -374,7 +379,6 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 
 def _heartbeat(loop: asyncio.AbstractEventLoop, watchdog: Any) -> None:
     """Tell ``watchdog`` every ``BEAT_S`` seconds that the loop runs (see runtime/watchdog.py)."""
-    from agentflow.runtime.watchdog import BEAT_S
 
     def beat() -> None:
         watchdog.beat()

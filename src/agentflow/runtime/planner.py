@@ -62,7 +62,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agentflow.core.vocabulary import Code
+from agentflow.core.diagnostics import PLAN_UNKNOWN_TOOL, Diagnostic, did_you_mean
+from agentflow.core.spans import Span
+from agentflow.core.vocabulary import CONTROL_STEPS, Code
 from agentflow.errors import (
     ConfigError,
     ErrorInfo,
@@ -72,9 +74,20 @@ from agentflow.errors import (
     PlanLoadError,
     model_error_code,
 )
+from agentflow.ir.loader import load_plan_text
+from agentflow.ir.models import Finish
+from agentflow.ir.resolve import resolve_tools
+from agentflow.ir.validate import walk_steps
+from agentflow.runtime.config import no_model_message
 from agentflow.runtime.context import RunContext
 from agentflow.runtime.effects import Effects
 from agentflow.runtime.events import Event, EventBus
+from agentflow.runtime.executor import run_plan
+from agentflow.runtime.expressions import to_json_value
+from agentflow.runtime.hooks import Decision, GateCall, Hooks, maybe_await
+from agentflow.runtime.models.base import ChatRequest, Message
+from agentflow.runtime.models.memo import ModelMemo
+from agentflow.runtime.models.router import model_memo
 from agentflow.runtime.result import (
     elapsed_ms,
     empty_usage,
@@ -82,6 +95,8 @@ from agentflow.runtime.result import (
     usage_delta,
     usage_snapshot,
 )
+from agentflow.runtime.shape_cache import ShapeCache, ShapeRecorder
+from agentflow.runtime.tools.catalog import policy_allows
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -277,7 +292,6 @@ class _KeepOpen:
 
 
 def _dumps(value: Any, indent: int | None = None) -> str:
-    from agentflow.runtime.expressions import to_json_value
 
     return json.dumps(to_json_value(value), ensure_ascii=False, indent=indent, default=str)
 
@@ -315,7 +329,6 @@ def planner_tools(
     """The tools a planner may use: catalog tools and ``plan__*`` plans allowed by the host policy
     (docs/spec/RUNTIME.md §4), never ``plan_and_execute``; each ``{name, description,
     input_schema}``."""
-    from agentflow.runtime.tools.catalog import policy_allows
 
     allowed = config.policy.allowed_tools if config is not None else None
     out: list[dict[str, Any]] = []
@@ -399,8 +412,6 @@ async def _infer(
     (:meth:`~agentflow.runtime.effects.Effects.chat`; default: performed directly); emits
     ``model_call``; raises ModelError / ConfigError.  Never answered by a replan's model memo
     (the planner's own calls always reach the model)."""
-    from agentflow.runtime.models.base import ChatRequest, Message
-    from agentflow.runtime.models.router import model_memo
 
     client = router.client_for(role)
     t0 = time.monotonic()
@@ -468,8 +479,6 @@ def _validate(
     text: str, file: str, tools: list[dict[str, Any]], catalog: Catalog | None, config: Any
 ) -> tuple[Plan | None, list[str]]:
     """Load ``text`` like a plan file, then resolve its tools; (plan or None, problems)."""
-    from agentflow.ir.loader import load_plan_text
-    from agentflow.ir.resolve import resolve_tools
 
     if not text.strip():
         return None, [f"{file}: the reply holds no plan (expected one YAML document)"]
@@ -491,10 +500,6 @@ def _validate(
 def _exact_names(plan: Any, names: set[str], file: str, reported: list[str]) -> list[str]:
     """The planner saw the exact tool list: a step naming any other tool is a load problem, even
     under a configured server prefix (which :func:`resolve_tools` accepts at the server level)."""
-    from agentflow.core.diagnostics import PLAN_UNKNOWN_TOOL, Diagnostic, did_you_mean
-    from agentflow.core.spans import Span
-    from agentflow.core.vocabulary import CONTROL_STEPS
-    from agentflow.ir.validate import walk_steps
 
     known = set(names) | {f"plan__{plan.name}"} | {f"plan__{n}" for n in plan.plans}
     smap = getattr(plan, "_source_map", None)
@@ -518,7 +523,6 @@ def _exact_names(plan: Any, names: set[str], file: str, reported: list[str]) -> 
 
 
 def _step_tools(plan: Any) -> set[str]:
-    from agentflow.ir.validate import walk_steps
 
     return {step.tool_name for _, _, step in walk_steps(plan)}
 
@@ -603,18 +607,10 @@ async def plan_and_execute(
     Never raises for a failing plan or model: the outcome is in the returned :class:`PlanExecution`.
     Raises ConfigError when no model is configured at all (``router`` None).
     """
-    from agentflow.ir.models import Finish
-    from agentflow.runtime.executor import run_plan
-    from agentflow.runtime.hooks import Decision, GateCall, Hooks, maybe_await
-    from agentflow.runtime.models.memo import ModelMemo
-    from agentflow.runtime.models.router import model_memo
-    from agentflow.runtime.shape_cache import ShapeCache, ShapeRecorder
 
     ctx = RunContext.of(context, options)
     catalog, router, config = ctx.catalog, ctx.router, ctx.config
     if router is None:
-        from agentflow.runtime.config import no_model_message
-
         raise ConfigError(no_model_message(config, "planner"))
     if max_replans is None:
         max_replans = config.planner.max_replans if config is not None else DEFAULT_MAX_REPLANS
@@ -806,7 +802,6 @@ async def plan_and_execute(
 
 
 def _json_input(value: Any) -> Any:
-    from agentflow.runtime.expressions import to_json_value
 
     try:
         return to_json_value(value)

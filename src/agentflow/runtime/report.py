@@ -35,7 +35,10 @@ from importlib import resources
 from typing import Any
 
 from agentflow.core.text import clean_text, source_lines
+from agentflow.core.version import __version__
 from agentflow.core.vocabulary import Code
+from agentflow.ir.graph import build_graph, outcomes_from_events
+from agentflow.ir.graph_svg import STATUS_STYLE, text_alternative, to_svg
 
 __all__ = [
     "RunView",
@@ -284,7 +287,6 @@ def _usage_values(usage: Mapping[str, Any]) -> list[str]:
 
 def outcomes_of(plan: Any, events: list[Mapping[str, Any]]) -> dict[str, Any]:
     """``{graph node id: NodeOutcome}`` of a run's trace ``events`` over ``plan``'s graph."""
-    from agentflow.ir.graph import outcomes_from_events
 
     return dict(outcomes_from_events(events, plan))
 
@@ -293,15 +295,11 @@ def graph_section(plan: Any, outcomes: Mapping[str, Any] | None, *, heading: str
     """The ``<section id="graph">`` of a report or a ``flowc ui`` run page: ``plan``'s graph as
     inline SVG coloured by ``outcomes`` (:mod:`agentflow.ir.graph_svg`), in a scrolling frame,
     with its text alternative (an ordered list) in a ``<details>`` below it."""
-    from agentflow.ir.graph import build_graph
-    from agentflow.ir.graph_svg import text_alternative, to_svg
 
     graph = build_graph(plan)
     svg = to_svg(graph, outcomes, title=f"graph of {plan.name}", described_by="graph-text-summary")
     legend = ""
     if outcomes is not None:
-        from agentflow.ir.graph_svg import STATUS_STYLE
-
         used = {str(getattr(o, "status", "")) for o in outcomes.values()}
         if any(
             n.id not in outcomes
@@ -620,7 +618,6 @@ def build_report(
     )
     assets = resources.files("agentflow.runtime") / "report_assets"
     page = (assets / "report.html").read_text(encoding="utf-8")
-    from agentflow.core.version import __version__
 
     values = {
         "title": _e(title or f"agentflow run {view.plan}"),

@@ -6,10 +6,12 @@ import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal
+from urllib.parse import urlsplit
 
 from typing_extensions import TypeVar
 
 from agentflow.errors import ErrorInfo
+from agentflow.runtime.expressions import to_json_value
 from agentflow.runtime.models.base import add_usage, token_count
 
 RunStatus = Literal["ok", "exited", "error", "aborted"]
@@ -63,7 +65,6 @@ class RunResult(Generic[OutputT]):
         item?, agent?, label?, details?}``, omitted when None; ``details`` as the Python API's
         ``ErrorInfo.details``, e.g. ``details.failed`` of a map that failed more items than it
         tolerates). ``flowc run --json`` prints it."""
-        from agentflow.runtime.expressions import to_json_value
 
         data: dict[str, Any] = {"status": self.status, "output": to_json_value(self.output)}
         if self.error is not None:
@@ -127,8 +128,6 @@ def model_call_fields(response: Any, started: float) -> dict[str, Any]:
         fields["response_id"] = response.response_id
     base_url = getattr(response, "base_url", None)
     if base_url:
-        from urllib.parse import urlsplit
-
         try:
             parts = urlsplit(base_url)
             host, port = parts.hostname, parts.port

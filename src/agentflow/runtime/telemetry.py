@@ -35,22 +35,29 @@ The packages come with the ``otel`` extra (``pip install 'agentflow[otel]'``);
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import hashlib
+import importlib.util
 import json
 import logging
 import os
 import re
 import sys
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from agentflow.core.redaction import MIN_RUN, SECRETS, register_secrets
 from agentflow.core.text import clean_text, escape_surrogates
+from agentflow.core.version import __version__
 from agentflow.core.vocabulary import CONTROL_STEPS, Code
 from agentflow.errors import ConfigError
 from agentflow.runtime import genai_attributes as G
+from agentflow.runtime.config import TelemetryConfig, check_base_url
 from agentflow.runtime.where import tool_label as _short_tool  # `read_file`, as the .flow has it
 
 __all__ = [
@@ -90,7 +97,6 @@ DURABLE_EXPORT_DELAY_S = 1.0
 def otel_available() -> bool:
     """True when the OpenTelemetry SDK and the OTLP/HTTP exporter are installed (without
     importing them)."""
-    import importlib.util
 
     try:
         return (
@@ -181,7 +187,6 @@ def settings_from_config(
 
     Raises ConfigError for a header's unset ``${VAR}`` or a bad endpoint.
     """
-    from agentflow.runtime.config import TelemetryConfig, check_base_url
 
     env = dict(os.environ) if env is None else dict(env)
     table = getattr(config, "telemetry", None) or TelemetryConfig()
@@ -238,7 +243,6 @@ def durable_trace(
     None}``.  The trace (and parent) of a valid W3C ``traceparent`` when one is given, else a
     trace id derived from the run id and its start; the run span's id is derived the same way.
     Needs no OpenTelemetry package."""
-    import hashlib
 
     seed = hashlib.sha256(f"agentflow-run|{run_id}|{started!r}".encode()).hexdigest()
     trace_id, span_id, parent = seed[:32], seed[32:48], None
@@ -251,7 +255,6 @@ def durable_trace(
 def _process_stopping() -> bool:
     """True while the running asyncio task is being cancelled: the process stops the run
     (Ctrl-C, SIGTERM), which a durable run survives, rather than the run ending."""
-    import asyncio
 
     try:
         task = asyncio.current_task()
@@ -288,8 +291,6 @@ def _provider(settings: TelemetrySettings) -> Any:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-    from agentflow.core.version import __version__
-
     resource = Resource.create(
         {"service.name": settings.service_name, "service.version": __version__}
     )
@@ -314,14 +315,12 @@ class _Redactor:
     of 4–7 characters, too short for the run rule, are replaced where they occur whole."""
 
     def __init__(self, secrets: Iterable[str]):
-        from agentflow.core.redaction import MIN_RUN, register_secrets
 
         self.secrets = tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
         register_secrets(self.secrets)
         self.short = tuple(s for s in self.secrets if len(s.strip()) < MIN_RUN)
 
     def text(self, value: str) -> str:
-        from agentflow.core.redaction import SECRETS
 
         value = clean_text(value)  # an attribute is UTF-8 on the wire: no lone surrogate
         value = SECRETS.redact(value, mask=REDACTED)  # before the length cap below
@@ -410,8 +409,6 @@ class OtelSink:
             raise ConfigError(INSTALL_HINT)
         from opentelemetry import trace
 
-        from agentflow.core.version import __version__
-
         self.settings = settings or TelemetrySettings()
         self._trace = trace
         self._redact = _Redactor(self.settings.secrets)
@@ -493,7 +490,6 @@ class OtelSink:
         of ``missing`` (paths, innermost first) beneath it: steps and rounds whose start was
         replayed from the record, so that spans exported by an earlier process under their
         pinned ids find their parent (see :meth:`durable_run`)."""
-        import time
 
         if self._durable is None or self._run is None or self._run_seen:
             # the process that started the run saw every start: nothing to open
@@ -612,7 +608,6 @@ class OtelSink:
         it drops the open stage spans, whose ids are pinned too).  ``attempt``: how many times
         the run was resumed (0: the process that started it); a resumed process marks its
         spans ``agentflow.resume.attempt`` and the run span with a ``resumed`` event."""
-        import time
 
         with self._lock:
             if self._run is not None or self._closed:
@@ -647,7 +642,6 @@ class OtelSink:
         (a random id) otherwise, and outside durable runs."""
         if self._durable is None or (kind, key) in self._pinned:
             return None
-        import hashlib
 
         self._pinned.add((kind, key))
         d = self._durable
@@ -1124,7 +1118,6 @@ class OtelSink:
             if self._closed:
                 return
             self._closed = True
-            import time
 
             now = time.time()
             if self._durable is not None:  # the run did not end here: see durable_run()

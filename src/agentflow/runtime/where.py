@@ -34,6 +34,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentflow.core.vocabulary import Code
+from agentflow.errors import ExprError
+from agentflow.ir.names import in_source_terms as rename
+from agentflow.ir.names import scope_names, step_names
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Step
@@ -64,7 +67,6 @@ def quotes_expressions(error: Any) -> bool:
     """True for a run-time error whose message quotes template expressions (the evaluator's and
     the library functions': :data:`SOURCE_TERMS_CODES`, a ``validation`` only when the evaluator
     raised it — other ``validation`` messages quote names of plans, schemas, fields)."""
-    from agentflow.errors import ExprError
 
     code = getattr(error, "code", None)
     if code not in SOURCE_TERMS_CODES:
@@ -366,8 +368,6 @@ def in_source_terms(
     (:mod:`agentflow.ir.names`).  Text outside backquotes (values, a tool's words) is left
     alone, and so is the message of a plan not compiled from a `.flow`.  ``cache``:
     ``{id(plan): step names}`` kept by the caller."""
-    from agentflow.ir.names import in_source_terms as rename
-    from agentflow.ir.names import scope_names, step_names
 
     if "`" not in message:
         return message

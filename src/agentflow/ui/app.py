@@ -41,7 +41,6 @@ from agentflow import api
 from agentflow.compiler.render import render_text
 from agentflow.errors import FlowError, InputError
 from agentflow.runtime.durable.dbos_engine import shutdown, sqlite_path
-from agentflow.runtime.durable.runs import _safe as safe
 from agentflow.ui import pages
 
 __all__ = ["Console", "build_app", "is_loopback", "serve"]
@@ -362,6 +361,8 @@ def _version(state: Any) -> str:
 
 
 def _safe(url: str) -> str:
+    from agentflow.runtime.durable.runs import safe_url as safe
+
     return safe(url)
 
 

@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 
-from agentflow.runtime.durable import runs
+from agentflow.runtime.durable import execution, runs
 
 
 class Launched(Exception):
@@ -24,11 +24,11 @@ def test_the_run_lock_is_held_when_the_engine_is_launched(tmp_path, monkeypatch)
     seen: list[bool] = []
 
     def launch(url_: str, **kwargs: object) -> None:
-        seen.append(runs._alive(url_, "r1"))  # what `flowc runs` would say now
+        seen.append(runs.run_alive(url_, "r1"))  # what `flowc runs` would say now
         raise Launched
 
-    monkeypatch.setattr(runs, "open_database", launch)
+    monkeypatch.setattr(execution, "open_database", launch)  # where resume calls it
     with pytest.raises(Launched):
         asyncio.run(runs.resume(url, "r1"))
     assert seen == [True], "the engine was launched before the run's lock was taken"
-    assert not runs._alive(url, "r1")  # released with the process's hold on it
+    assert not runs.run_alive(url, "r1")  # released with the process's hold on it

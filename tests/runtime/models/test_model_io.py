@@ -39,7 +39,8 @@ from agentflow.runtime.models.base import ChatRequest, Message, ToolSpec
 from agentflow.runtime.models.http import RetryPolicy, classify
 from agentflow.runtime.models.openai import OpenAIClient, strict_schema
 from agentflow.runtime.models.router import ModelRouter
-from agentflow.runtime.tools.catalog import Tool, default_catalog
+from agentflow.runtime.tools.builtin import default_catalog
+from agentflow.runtime.tools.catalog import Tool
 
 #: A recognisable fake key: it must never show up in a cassette, trace, log or error.
 FAKE_KEY = "sk-fake-AGENTFLOW-CANARY-7f3a9c2e51"

@@ -9,8 +9,8 @@ import threading
 import pytest
 
 from agentflow.errors import RunError
-from agentflow.runtime.tools.builtin import MAX_READ_CHARS
-from agentflow.runtime.tools.catalog import Catalog, Tool, ToolContext, default_catalog
+from agentflow.runtime.tools.builtin import MAX_READ_CHARS, default_catalog
+from agentflow.runtime.tools.catalog import Catalog, Tool, ToolContext
 
 
 @pytest.fixture

@@ -24,6 +24,12 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+from agentflow.errors import InputError
+from agentflow.runtime.control import check_answer
+from agentflow.runtime.durable.dbos_system import dbos_module, system_database
+from agentflow.runtime.extract import NonJsonNumber, loads_value
+from agentflow.runtime.hooks import spelled_bool
+
 __all__ = [
     "Claim",
     "checked_answer",
@@ -58,12 +64,6 @@ def question_key(question: dict[str, Any]) -> str:
     """The key of a published question: its operation name (``PATH/ask#N``), else (a question
     published before operation names were) its step path."""
     return str(question.get("operation") or question.get("path") or "")
-
-
-def _sys_db() -> Any:
-    from agentflow.runtime.durable.dbos_engine import _sys_db as sys_db
-
-    return sys_db()
 
 
 def _ensure_table(engine: Any) -> None:
@@ -103,7 +103,7 @@ def _claim(workflow_id: str, key: str, message: Any, topic: str | None) -> Claim
     import sqlalchemy as sa
     from dbos._sys_db import SendMessage
 
-    sys_db = _sys_db()
+    sys_db = system_database()
     engine = sys_db.engine
     _ensure_table(engine)
     kind = UNANSWERED if message == UNANSWERED else "answer"
@@ -146,16 +146,15 @@ async def claim(workflow_id: str, key: str, message: Any, topic: str | None = No
     ``"unanswered"``) unless it is closed already; with ``topic``, the message is sent to the
     unit in the same transaction.  Returns the claim that closed it: ``accepted`` is True when
     this call did (the engine must run in this process: runs.open_database)."""
-    from agentflow.runtime.durable.dbos_engine import _dbos
 
-    await _dbos().DBOS._configure_asyncio_thread_pool()
+    await dbos_module().DBOS._configure_asyncio_thread_pool()
     return await asyncio.to_thread(_claim, workflow_id, key, message, topic)
 
 
 def _claimed(workflow_ids: list[str], path: str) -> tuple[str, Claim] | None:
     import sqlalchemy as sa
 
-    engine = _sys_db().engine
+    engine = system_database().engine
     _ensure_table(engine)
     with engine.connect() as conn:
         rows = conn.execute(
@@ -175,11 +174,10 @@ def _claimed(workflow_ids: list[str], path: str) -> tuple[str, Claim] | None:
 async def claimed(workflow_ids: list[str], path: str) -> tuple[str, Claim] | None:
     """The latest claim that closed a question at step path ``path`` in one of the units
     ``workflow_ids`` (``(unit, claim)``), or None."""
-    from agentflow.runtime.durable.dbos_engine import _dbos
 
     if not workflow_ids:
         return None
-    await _dbos().DBOS._configure_asyncio_thread_pool()
+    await dbos_module().DBOS._configure_asyncio_thread_pool()
     return await asyncio.to_thread(_claimed, workflow_ids, path)
 
 
@@ -200,7 +198,6 @@ def closed_message(run_id: str, step: str, closed: Claim) -> str:
 async def refuse_closed(run_id: str, workflow_ids: list[str], step: str) -> None:
     """Raise InputError (:func:`closed_message`) when a question of ``run_id`` at ``step`` in
     one of its units ``workflow_ids`` was closed already (answered, or its wait ended)."""
-    from agentflow.errors import InputError
 
     found = await claimed(workflow_ids, step)
     if found is not None:
@@ -211,13 +208,8 @@ def checked_answer(question: Any, value: Any) -> Any:
     """``value`` as an answer to ``question``: a JSON text parsed unless the question wants
     text, ``yes``/``no`` spellings for a ``bool``, checked against its choices and schema.
     Raises InputError for a value it does not accept (engine-neutral)."""
-    from agentflow.errors import InputError
-    from agentflow.runtime.control import check_answer
-    from agentflow.runtime.hooks import spelled_bool
 
     if isinstance(value, str) and not _wants_text(question):
-        from agentflow.runtime.extract import NonJsonNumber, loads_value
-
         try:
             value = loads_value(value)
         except NonJsonNumber as e:  # refused as `--input` refuses it

@@ -12,7 +12,7 @@
   recorded input when a worker or a resumed process meets a unit of a run it did not start.
 
 SQLite: WAL journal, ``synchronous=FULL`` (a committed step survives power loss), a busy
-timeout of 30 s.  One private DBOS call is used: ``_sys_db.await_workflow_result_async`` (the
+timeout of 30 s.  One private DBOS call is used: ``system_database.await_workflow_result_async`` (the
 result of a child without recording a ``getResult`` operation in the parent, whose position
 would depend on which child finished first).
 """
@@ -21,25 +21,65 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import re
+import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from agentflow.core.version import __version__
 from agentflow.core.vocabulary import Code
-from agentflow.errors import ConfigError, RunError
-from agentflow.runtime.durable.engine import NO_MESSAGE, DurableEffects, PlanIndex, run_unit
+from agentflow.errors import InputError, RunError
+from agentflow.ir.loader import load_plan_text
+from agentflow.runtime.config import load_config
+from agentflow.runtime.durable.answers import UNANSWERED, claim
+from agentflow.runtime.durable.dbos_system import (
+    dbos_instance,
+    dbos_module,
+    query_steps,
+    query_workflows,
+    sqlite_engine,
+    sqlite_path,
+    system_database,
+)
+from agentflow.runtime.durable.engine import (
+    NO_MESSAGE,
+    DurableEffects,
+    PlanIndex,
+    Runtime,
+    run_unit,
+)
+from agentflow.runtime.durable.ratelimit import holds, rate_slot
+from agentflow.runtime.durable.records import (
+    UnreadableRecord,
+    check_readable,
+    install,
+    unreadable,
+    unreadable_error,
+)
+from agentflow.runtime.durable.run_info import Question, published_questions
+from agentflow.runtime.durable.spec import context_from_spec, run_root, trace_of
+from agentflow.runtime.hooks import RunAborted
+from agentflow.runtime.tools import confined
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan
+    from agentflow.runtime.config import Config
     from agentflow.runtime.context import RunContext
     from agentflow.runtime.events import Sink
-    from agentflow.runtime.executor import Executor
 
 __all__ = [
     "DbosEngine",
+    "build_runtime",
+    "dbos_with_workflows",
+    "reuse_table",
+    "waiting_questions",
+    "register_queues",
+    "query_steps",
+    "query_workflows",
+    "sqlite_path",
     "Runtime",
     "launch",
     "launched",
@@ -72,24 +112,19 @@ _BUILDING: dict[str, asyncio.Future[Runtime]] = {}
 _PROCESS_SINKS: list[Sink] = []
 
 
-def _dbos() -> Any:
+def dbos_with_workflows() -> Any:
     """The dbos module, its two workflows registered on first use (importing this module
     imports neither DBOS nor SQLAlchemy: ``flowc runs`` of no database, and every command
     that only names the database, start without them; docs/decisions.md "Start-up")."""
     if _WORKFLOWS:
         return _WORKFLOWS[0]
-    try:
-        import dbos
-    except ImportError:
-        raise ConfigError(
-            "durable runs need the dbos package (a dependency of agentflow): pip install 'dbos>=3.4,<3.5'"
-        ) from None
+    dbos = dbos_module()
     if not _WORKFLOWS:
         _WORKFLOWS.extend((dbos, *_register(dbos)))
     return dbos
 
 
-#: ``[dbos, run workflow, unit workflow]`` once :func:`_dbos` first ran.
+#: ``[dbos, run workflow, unit workflow]`` once :func:`dbos_with_workflows` first ran.
 _WORKFLOWS: list[Any] = []
 
 
@@ -125,31 +160,6 @@ def database_url(database: str, base: Path) -> str:
     return f"sqlite:///{path}"
 
 
-def _sqlite_engine(url: str) -> Any:
-    import sqlalchemy as sa
-    from sqlalchemy import event
-
-    engine = sa.create_engine(url)
-
-    @event.listens_for(engine, "connect")
-    def _pragmas(conn: Any, _record: Any) -> None:  # the pragmas DBOS sets, plus WAL
-        conn.isolation_level = "IMMEDIATE"
-        conn.execute("PRAGMA busy_timeout=30000")
-        conn.execute("PRAGMA foreign_keys=ON")
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=FULL")
-
-    return engine
-
-
-def sqlite_path(url: str) -> Path | None:
-    """The file of a ``sqlite:///PATH`` URL (None: PostgreSQL, or SQLite in memory)."""
-    if not url.startswith("sqlite:///"):
-        return None
-    name = url[len("sqlite:///") :].split("?", 1)[0]
-    return None if name in ("", ":memory:") else Path(name)
-
-
 def launch(
     url: str, *, executor_id: str, queues: list[str] | None = None, recovering: str | None = None
 ) -> None:
@@ -164,9 +174,7 @@ def launch(
         return
     if _state["url"] is not None:
         shutdown()
-    dbos = _dbos()
-    from agentflow.core.version import __version__
-    from agentflow.runtime.durable.records import install
+    dbos = dbos_with_workflows()
 
     config: dict[str, Any] = {
         "name": "agentflow",
@@ -183,7 +191,7 @@ def launch(
         if file is not None:
             file.parent.mkdir(parents=True, exist_ok=True)
             _guard_files(file)
-        config["system_database_engine"] = _sqlite_engine(url)
+        config["system_database_engine"] = sqlite_engine(url)
     _quiet_cancellations()  # before DBOS(): it may log about the database already
     _log_to_file(url)  # before DBOS(): its own console handler is then never added
     dbos.DBOS(config=config)
@@ -204,7 +212,6 @@ def _guard_files(file: Path) -> None:
     """Keep this process's file tools off the database's files and the run locks beside it: a
     descriptor of one opened and closed beside SQLite's drops SQLite's locks on it, and another
     process then truncates the mapped ``-shm`` (SIGBUS; confined.guard)."""
-    from agentflow.runtime.tools import confined
 
     names = [file.name + suffix for suffix in ("", "-wal", "-shm", "-journal")]
     confined.guard(file.parent, names, "the durable runs database")
@@ -226,7 +233,6 @@ def _quiet_cancellations() -> None:
     the run's own process reports it as an ``aborted`` error), from warning that a
     cancelled workflow is no longer owned by this process, and from logging a traceback when
     its database cannot be opened (the caller reports that in one line)."""
-    import logging
 
     class QuietCancel(logging.Filter):
         def filter(self, record: logging.LogRecord) -> bool:
@@ -268,7 +274,6 @@ def _log_to_file(url: str) -> None:
     a crash. DBOS adds its stderr handler only to a logger without handlers, so a handler of our
     own, in place before ``DBOS()``, keeps it off; one added earlier in the process is removed.
     A log file that cannot be opened leaves DBOS's messages dropped, never on the terminal."""
-    import logging
 
     logger = logging.getLogger("dbos")
     logger.propagate = False
@@ -314,19 +319,16 @@ def shutdown() -> None:
     """Stop DBOS in this process (waiting briefly for its threads) and forget the runtimes."""
     if _state["url"] is None:
         return
-    dbos = _dbos()
+    dbos = dbos_with_workflows()
     dbos.DBOS.destroy(workflow_completion_timeout_sec=0)
     with contextlib.suppress(RuntimeError):  # a loop goes on: give it threads of its own again
         from concurrent.futures import ThreadPoolExecutor
 
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())
     file = sqlite_path(str(_state["url"]))
-    from agentflow.runtime.durable.ratelimit import holds
 
     if file is not None and not holds(str(_state["url"])):
         # closed (no rate-limit slots' connection either): the file tools may open its files
-        from agentflow.runtime.tools import confined
-
         confined.unguard(file.parent)
         confined.unguard(file.parent / "locks")
     _state.update(url=None, executor_id=None)
@@ -349,11 +351,10 @@ class DbosEngine:
 
     def workflow_id(self) -> str:
         """The running DBOS workflow's id."""
-        return str(_dbos().DBOS.workflow_id or "")
+        return str(dbos_with_workflows().DBOS.workflow_id or "")
 
     def now(self) -> float:
         """The wall clock (deadlines count from the run's recorded start)."""
-        import time
 
         return time.time()
 
@@ -361,15 +362,13 @@ class DbosEngine:
         """``DBOS.run_step_async`` named ``name``; a recorded step of another name at this
         position (the workflow took another path than when it was recorded) is a
         ``durable_replay_mismatch``."""
-        dbos = _dbos()
+        dbos = dbos_with_workflows()
         ran = False
 
         async def body() -> T:
             nonlocal ran
             ran = True
             return await fn()
-
-        from agentflow.runtime.durable.records import UnreadableRecord
 
         try:
             value = await dbos.DBOS.run_step_async({"name": name}, body)
@@ -378,18 +377,16 @@ class DbosEngine:
         except UnreadableRecord as e:  # replaying a row that is not agentflow's JSON
             raise _unreadable(self.workflow_id(), name, e) from None
         except dbos.error.DBOSWorkflowCancelledError:
-            from agentflow.runtime.hooks import RunAborted
-
             raise RunAborted("the run was cancelled (flowc cancel)", None) from None
         return value, ran
 
     async def sleep(self, seconds: float) -> None:
         """``DBOS.sleep_async``: the wake-up time is recorded."""
-        await _dbos().DBOS.sleep_async(max(0.0, seconds))
+        await dbos_with_workflows().DBOS.sleep_async(max(0.0, seconds))
 
     async def publish(self, key: str, value: Any) -> None:
         """``DBOS.set_event_async`` on the running workflow."""
-        await _dbos().DBOS.set_event_async(key, value)
+        await dbos_with_workflows().DBOS.set_event_async(key, value)
 
     async def receive(self, topic: str, timeout: float | None) -> Any:
         """``DBOS.recv_async`` (durable timeout); :data:`NO_MESSAGE` when it passed.  The wait
@@ -398,7 +395,7 @@ class DbosEngine:
         would keep its process and the run's lock; the unit's status is read every
         :data:`CANCEL_POLL_S` seconds while it waits, and a cancelled wait raises
         :class:`~agentflow.runtime.hooks.RunAborted` as a cancelled step does."""
-        dbos = _dbos()
+        dbos = dbos_with_workflows()
         seconds = FOREVER_S if timeout is None else max(0.0, timeout)
         workflow_id = self.workflow_id()
         waiting = asyncio.ensure_future(dbos.DBOS.recv_async(topic, timeout_seconds=seconds))
@@ -412,8 +409,6 @@ class DbosEngine:
                 if done:
                     break
                 if await _cancelled(workflow_id):
-                    from agentflow.runtime.hooks import RunAborted
-
                     raise RunAborted("the run was cancelled (flowc cancel)", None)
         finally:
             if not waiting.done():
@@ -429,8 +424,6 @@ class DbosEngine:
             # few polls before the refusal counts as anything else
             for _ in range(_CANCEL_SEEN_POLLS):
                 if await _cancelled(workflow_id):
-                    from agentflow.runtime.hooks import RunAborted
-
                     raise RunAborted("the run was cancelled (flowc cancel)", None) from None
                 await asyncio.sleep(CANCEL_POLL_S / 5)
             raise
@@ -439,7 +432,6 @@ class DbosEngine:
     async def close_unanswered(self, key: str) -> bool:
         """Claim question ``key`` of the running unit as unanswered (runtime/durable/answers.py);
         not an operation of the record: the claim row is its own record."""
-        from agentflow.runtime.durable.answers import UNANSWERED, claim
 
         closed = await claim(self.workflow_id(), key, UNANSWERED)
         return closed.kind == UNANSWERED  # this wait's claim, also when replayed
@@ -447,7 +439,7 @@ class DbosEngine:
     async def start_child(self, child_id: str, spec: dict[str, Any], queue: str | None) -> Any:
         """A child workflow ``child_id`` (``DBOS.start_workflow_async``, or enqueued on
         ``queue`` in the partition ``spec["queue_key"]``)."""
-        dbos = _dbos()
+        dbos = dbos_with_workflows()
         try:
             with dbos.SetWorkflowID(child_id):
                 if queue is None:
@@ -480,7 +472,7 @@ class DbosEngine:
     async def cancel_child(self, handle: Any) -> None:
         """``DBOS.cancel_workflow_async`` (a sibling failed, or the run was stopped)."""
         with contextlib.suppress(Exception):
-            await _dbos().DBOS.cancel_workflow_async(handle.get_workflow_id())
+            await dbos_with_workflows().DBOS.cancel_workflow_async(handle.get_workflow_id())
 
     def replaying(self) -> bool:
         """True while the running workflow's step counter is behind what it has recorded."""
@@ -496,8 +488,8 @@ class DbosEngine:
 async def _cancelled(workflow_id: str) -> bool:
     """True when unit ``workflow_id`` is cancelled in the database (read directly, recording
     nothing)."""
-    await _dbos().DBOS._configure_asyncio_thread_pool()
-    found = await asyncio.to_thread(_sys_db().get_cancelled_workflow_ids, [workflow_id])
+    await dbos_with_workflows().DBOS._configure_asyncio_thread_pool()
+    found = await asyncio.to_thread(system_database().get_cancelled_workflow_ids, [workflow_id])
     return workflow_id in found
 
 
@@ -516,29 +508,6 @@ def _mismatch(e: Exception) -> RunError:
         f"resuming the run reached another operation than the one recorded: {e} (a durable "
         "run replays the code it was recorded with; agentflow or a tool changed meanwhile?)",
     )
-
-
-def _sys_db() -> Any:
-    from dbos._dbos import _get_dbos_instance
-
-    return _get_dbos_instance()._sys_db
-
-
-async def query_steps(workflow_id: str, *, load_output: bool = True) -> list[Any]:
-    """The recorded steps of ``workflow_id``, read from the database directly: DBOS's own
-    ``list_workflow_steps`` called inside a workflow is recorded as one of its steps (and
-    replayed with its old answer), which a query made only on some executions must not be."""
-    await _dbos().DBOS._configure_asyncio_thread_pool()  # this DBOS's threads, not a stopped one's
-    return await asyncio.to_thread(
-        _sys_db().list_workflow_steps, workflow_id, load_output=load_output
-    )
-
-
-async def query_workflows(**filters: Any) -> list[Any]:
-    """Workflow statuses matching ``filters`` (``list_workflows``'s), read directly (see
-    :func:`query_steps`)."""
-    await _dbos().DBOS._configure_asyncio_thread_pool()
-    return await asyncio.to_thread(lambda: _sys_db().list_workflows(**filters))
 
 
 def recover_run(run_id: str) -> list[str]:
@@ -561,7 +530,7 @@ def recover_run(run_id: str) -> list[str]:
     from dbos._shard_keys import bind_shard_keys
     from dbos._utils import GlobalParams
 
-    dbos = _get_dbos_instance()
+    dbos = dbos_instance()
     queue = _recovery_queue(run_id)
     family = dbos._sys_db.list_workflows(
         workflow_id_prefix=run_id, status=["PENDING"], load_input=False, load_output=False
@@ -596,16 +565,8 @@ def _recovery_queue(run_id: str) -> str:
     knows it.  The name stays with the workflows recovered onto it, so the next process that
     recovers the run polls it again."""
     name = f"agentflow.recover.{run_id}"
-    _get_dbos_instance()._registry._register_internal_queue(
-        name, polling_interval_sec=RECOVERY_POLL_S
-    )
+    dbos_instance()._registry._register_internal_queue(name, polling_interval_sec=RECOVERY_POLL_S)
     return name
-
-
-def _get_dbos_instance() -> Any:
-    from dbos._dbos import _get_dbos_instance as instance
-
-    return instance()
 
 
 async def _note_recorded(workflow_id: str) -> None:
@@ -617,41 +578,6 @@ async def _note_recorded(workflow_id: str) -> None:
 
 # ---------------------------------------------------------------------------------------------
 # Runtimes: what a process needs to run a run's units
-
-
-@dataclass
-class Runtime:
-    """One run as this process sees it: its plan, context, durable effects and executor."""
-
-    run_id: str
-    spec: dict[str, Any]
-    plan: Plan
-    ctx: RunContext
-    effects: DurableEffects
-    owned: bool = False  # built here from the recorded input: close its catalog and router
-    _unit_ex: Executor | None = None
-    _limits: dict[str, asyncio.Semaphore] = field(default_factory=dict)
-
-    def unit_executor(self) -> Executor:
-        """The executor units run with: the root's when it runs in this process."""
-        if self.effects.executor is not None:
-            return self.effects.executor
-        if self._unit_ex is None:
-            from agentflow.runtime.events import EventBus
-            from agentflow.runtime.executor import Executor
-
-            self._unit_ex = Executor(self.ctx, EventBus(self.ctx.sinks), effects=self.effects)
-        return self._unit_ex
-
-    def limit(self, group: str, limit: int | None) -> Any:
-        """The in-process bound of a group of sibling units (a map's ``limit``): also holds
-        for units recovered after a crash, which no pool starts."""
-        if not limit:
-            return contextlib.nullcontext()
-        sem = self._limits.get(group)
-        if sem is None:
-            sem = self._limits[group] = asyncio.Semaphore(limit)
-        return sem
 
 
 def register_runtime(
@@ -685,8 +611,6 @@ async def runtime_for(run_id: str, spec: dict[str, Any] | None = None) -> Runtim
 async def _build(run_id: str, spec: dict[str, Any] | None) -> Runtime:
     if spec is None:
         spec = await recorded_input(run_id)
-    from agentflow.runtime.durable.runs import build_runtime
-
     rt = await build_runtime(run_id, spec, extra_sinks=list(_PROCESS_SINKS))
     _RUNTIMES.setdefault(run_id, rt)
     return _RUNTIMES[run_id]
@@ -695,7 +619,6 @@ async def _build(run_id: str, spec: dict[str, Any] | None) -> Runtime:
 async def recorded_input(run_id: str) -> dict[str, Any]:
     """The input ``agentflow.run`` was started with for ``run_id``.  Raises
     InputError when it cannot be read (records.unreadable_error)."""
-    from agentflow.runtime.durable.records import check_readable
 
     found = await query_workflows(workflow_ids=[run_id], load_input=True)
     check_readable(run_id, found)
@@ -705,7 +628,7 @@ async def recorded_input(run_id: str) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------
-# The two workflows (registered when DBOS is first used in this process: :func:`_dbos`)
+# The two workflows (registered when DBOS is first used in this process: :func:`dbos_with_workflows`)
 
 
 def _register(dbos: Any) -> tuple[Any, Any]:
@@ -716,8 +639,6 @@ def _register(dbos: Any) -> tuple[Any, Any]:
         await _note_recorded(wfid)
         rt = await runtime_for(wfid, spec)
         rt.effects.forget(wfid)
-        from agentflow.runtime.durable.runs import run_root
-
         return await run_root(rt)
 
     @dbos.DBOS.workflow(name=UNIT_WORKFLOW, max_recovery_attempts=50)
@@ -731,8 +652,6 @@ def _register(dbos: Any) -> tuple[Any, Any]:
             config = rt.ctx.config
             named = config.models.named.get(label) if config is not None and label else None
             if named is not None and named.rate_limit:
-                from agentflow.runtime.durable.ratelimit import rate_slot
-
                 async with rate_slot(str(_state["url"]), str(label), named.rate_limit):
                     return await run_unit(rt.unit_executor(), rt.effects.index, spec)
             return await run_unit(rt.unit_executor(), rt.effects.index, spec)
@@ -759,14 +678,14 @@ async def _export_unit_spans(rt: Runtime) -> None:
     sinks = [s for s in rt.ctx.sinks if hasattr(s, "export_now")]
     if not sinks:
         return
-    await _dbos().DBOS._configure_asyncio_thread_pool()
+    await dbos_with_workflows().DBOS._configure_asyncio_thread_pool()
     for sink in sinks:  # an HTTP request each: not on the event loop
         await asyncio.to_thread(sink.export_now)
 
 
 def run_workflow() -> Any:
     """The registered ``agentflow.run`` workflow function."""
-    _dbos()
+    dbos_with_workflows()
     return _WORKFLOWS[1]
 
 
@@ -777,3 +696,159 @@ def new_effects(
     return DurableEffects(
         DbosEngine(), run_id, PlanIndex(plan, callable_plans), started=spec.get("started"), **kw
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Building a run's runtime; reuse and redrive: one table of an earlier run's results
+
+
+async def build_runtime(
+    run_id: str,
+    spec: dict[str, Any],
+    *,
+    context: RunContext | None = None,
+    extra_sinks: list[Any] | None = None,
+    reuse: dict[str, tuple[str, Any]] | None = None,
+    plan: Plan | None = None,
+) -> Runtime:
+    """The runtime of run ``run_id`` from its recorded input ``spec``: the plan from its text,
+    the configuration from its ``flow.toml`` path, the catalog and model router built from it
+    (``context``: the caller's own, for a run started in this process; ``plan``: the plan
+    the caller already loaded from that very text, not loaded again)."""
+
+    if plan is None:
+        plan = load_plan_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
+    owned = context is None
+    if context is None:
+        context = context_from_spec(spec, plan, extra_sinks)
+    await _continue_trace(run_id, spec, plan, context.sinks, resumed=owned)
+    config = context.config or load_config(spec.get("config"))
+    effects = new_effects(
+        run_id,
+        plan,
+        context.callable_plans,
+        spec,
+        reuse=reuse if reuse is not None else spec.get("_reuse_table"),
+        ask_timeout=config.durable.ask_timeout_s if config is not None else None,
+        queues=_Queues(config, spec) if spec.get("fleet") else None,
+    )
+    rt = Runtime(run_id, spec, plan, context, effects, owned=owned)
+    if spec.get("reuse") and not effects.reuse:
+        effects.reuse = await reuse_table(spec["reuse"], asks=not spec.get("ask_again"))
+    return rt
+
+
+async def _continue_trace(
+    run_id: str, spec: dict[str, Any], plan: Plan, sinks: Any, *, resumed: bool
+) -> None:
+    """Put the OpenTelemetry sinks among ``sinks`` on the run's recorded trace (one trace and
+    one run span across every process of the run; docs/durable.md "Telemetry"); ``resumed``:
+    this process did not start the run (its attempt number is the engine's count of
+    recoveries)."""
+    targets = [s for s in sinks if hasattr(s, "durable_run")]
+    if not targets:
+        return
+    attempt = 0
+    if resumed:
+        with contextlib.suppress(Exception):  # an attribute; never worth failing the run
+            found = await query_workflows(workflow_ids=[run_id])
+            attempt = max(0, int(found[0].recovery_attempts or 1) - 1) if found else 0
+    for sink in targets:
+        sink.durable_run(
+            trace_of(run_id, spec),
+            run_id=run_id,
+            plan=plan.name,
+            started=float(spec.get("started") or time.time()),
+            attempt=attempt,
+        )
+
+
+class _Queues:
+    """How a fleet run spreads its work: concurrent units on ``agentflow.units.c{limit}``
+    (partitioned by the step that made them: a map's ``limit`` holds across the fleet), model
+    calls of a model with ``rate_limit``/``concurrency`` on ``agentflow.model.{name}``."""
+
+    def __init__(self, config: Config | None, spec: dict[str, Any]):
+        self.config = config
+        self.registered: set[str] = set(spec.get("queues") or ())
+
+    def unit_queue(self, spec: Any) -> str | None:
+        if spec.kind != "body":
+            return None
+        return f"agentflow.units.c{spec.limit or 0}"
+
+    def model_queue(self, client: Any) -> str | None:
+        if self.config is None:
+            return None
+        for resolved in getattr(client, "models", None) or ():
+            named = self.config.models.named.get(resolved)
+            if named is not None and (named.rate_limit or named.concurrency):
+                return f"agentflow.model.{resolved}"
+        return None
+
+
+async def register_queues(config: Config | None, limits: set[int]) -> list[str]:
+    """Register the fleet's queues: one per map limit in use and one per model with a
+    ``rate_limit`` or ``concurrency`` (``DBOS.register_queue_async``, persisted: every worker
+    finds them).  The queue holds a model's concurrency; its rate limit is held per request
+    (runtime/durable/ratelimit.py), not by the queue's limiter.  A map limit's queue also
+    holds ``[durable] worker_concurrency``, the most of its items one worker runs at once."""
+    dbos = dbos_with_workflows()
+    names = []
+    for limit in sorted(limits):
+        name = f"agentflow.units.c{limit}"
+        await dbos.DBOS.register_queue_async(
+            name,
+            partition_concurrency=limit if limit else None,
+            worker_concurrency=config.durable.worker_concurrency if config is not None else None,
+            polling_interval_sec=0.05,
+            on_conflict="always_update",
+        )
+        names.append(name)
+    if config is not None:
+        for label, named in config.models.named.items():
+            if not (named.rate_limit or named.concurrency):
+                continue
+            name = f"agentflow.model.{label}"
+            await dbos.DBOS.register_queue_async(
+                name,
+                global_concurrency=named.concurrency,
+                polling_interval_sec=0.05,
+                on_conflict="always_update",
+            )
+            names.append(name)
+    return names
+
+
+async def reuse_table(run_id: str, *, asks: bool = True) -> dict[str, tuple[str, Any]]:
+    """``{operation name: (input digest, value)}`` of every step run ``run_id`` (and its child
+    units) finished without error: what ``--reuse`` and ``redrive`` may take.  ``asks``: its
+    answered questions too (``--ask-again``: False, every question is asked again)."""
+    runs = await query_workflows(workflow_id_prefix=run_id, load_input=False, load_output=False)
+    table: dict[str, tuple[str, Any]] = {}
+    ids = [w.workflow_id for w in runs if w.workflow_id == run_id or
+           w.workflow_id.startswith(run_id + "/")]  # fmt: skip
+    if run_id not in ids:
+        raise InputError(f"no durable run {run_id!r} to reuse")
+    for wfid in ids:
+        for step in await query_steps(wfid):
+            out = step.get("output")
+            reason = unreadable(out, step.get("error"))
+            if reason is not None:
+                raise unreadable_error(run_id, reason)
+            if step.get("error") is None and isinstance(out, dict) and "d" in out and "v" in out:
+                table.setdefault(step["function_name"], (out["d"], out["v"]))
+    if not asks:
+        table = {k: v for k, v in table.items() if "/ask#" not in k and not k.startswith("ask#")}
+    return table
+
+
+async def waiting_questions(run_id: str, workflows: list[Any]) -> list[Question]:
+    dbos = dbos_with_workflows()
+    out = []
+    for w in workflows:
+        if w.status not in ("PENDING", "ENQUEUED"):
+            continue
+        events = await dbos.DBOS.get_all_events_async(w.workflow_id)
+        out.extend(published_questions(run_id, w.workflow_id, events))
+    return out

@@ -33,21 +33,29 @@ function, and a registered backend can dispatch on the name's kind (``tool:``, `
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import hashlib
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from agentflow.core.vocabulary import Code
 from agentflow.errors import RunError
+from agentflow.ir.models import Step as StepModel
+from agentflow.ir.templates import template_refs
 from agentflow.runtime.effects import Effects, UnitSpec, call_tool_cleaned
+from agentflow.runtime.events import EventBus
+from agentflow.runtime.executor import CONTROL, Executor, Frame
 from agentflow.runtime.hooks import NO_ANSWER, AskRequest, Interlocutor
+from agentflow.runtime.models.cassette import request_key
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan, Step
-    from agentflow.runtime.executor import Executor
+    from agentflow.runtime.context import RunContext
     from agentflow.runtime.models.base import ChatRequest, ChatResponse
     from agentflow.runtime.models.router import RoutedClient
     from agentflow.runtime.tools.catalog import Tool, ToolContext
@@ -57,6 +65,7 @@ __all__ = [
     "DurableEffects",
     "Engine",
     "PlanIndex",
+    "Runtime",
     "body_refs",
     "digest",
     "tool_idempotent",
@@ -156,8 +165,6 @@ def tool_idempotent(tool: Tool) -> bool:
 def body_refs(step: Step) -> set[str]:
     """The root names (``input``, step ids, ``item``, ``index``, …) a body step and everything
     nested in it reference: the scope values a child unit must be given."""
-    from agentflow.ir.models import Step as StepModel
-    from agentflow.ir.templates import template_refs
 
     names: set[str] = set()
     seen: set[int] = set()
@@ -200,7 +207,6 @@ class PlanIndex:
         if id(plan) in self._indexed:
             return
         self._indexed.add(id(plan))
-        from agentflow.ir.models import Step as StepModel
 
         def walk(value: Any, key: str) -> None:
             if isinstance(value, StepModel):
@@ -390,7 +396,6 @@ class DurableEffects(Effects):
     async def chat(self, client: RoutedClient, request: ChatRequest, path: str) -> ChatResponse:
         """One inference as one durable operation ``{path}/model:{role}#n`` (through the model's
         fleet-wide queue when ``[models.X]`` sets a rate limit or concurrency)."""
-        from agentflow.runtime.models.cassette import request_key
 
         role = getattr(client, "role", "chat")
         name = self._name(f"{path}/model:{role}")
@@ -531,7 +536,6 @@ class DurableEffects(Effects):
         ex = self.executor
         if spec.kind != "body" or body is None or ex is None or self.queues is not None:
             return False
-        from agentflow.runtime.executor import CONTROL
 
         name = body.tool_name
         if name in CONTROL or name.startswith("plan__") or body.retry is not None:
@@ -612,9 +616,6 @@ async def chat_on_queue(
 
 async def run_unit(ex: Executor, index: PlanIndex, spec: dict[str, Any]) -> Any:
     """Run the child unit described by ``spec`` (:meth:`DurableEffects.describe`) with ``ex``."""
-    from pathlib import Path
-
-    from agentflow.runtime.executor import Frame
 
     kind = spec["kind"]
     if kind == "model":
@@ -648,3 +649,35 @@ async def run_unit(ex: Executor, index: PlanIndex, spec: dict[str, Any]) -> Any:
             allowed=set(allowed) if allowed is not None else None,
         )
     raise RunError(Code.DURABLE_REPLAY_MISMATCH, f"unknown unit kind {kind!r}")
+
+
+@dataclass
+class Runtime:
+    """One run as this process sees it: its plan, context, durable effects and executor."""
+
+    run_id: str
+    spec: dict[str, Any]
+    plan: Plan
+    ctx: RunContext
+    effects: DurableEffects
+    owned: bool = False  # built here from the recorded input: close its catalog and router
+    _unit_ex: Executor | None = None
+    _limits: dict[str, asyncio.Semaphore] = field(default_factory=dict)
+
+    def unit_executor(self) -> Executor:
+        """The executor units run with: the root's when it runs in this process."""
+        if self.effects.executor is not None:
+            return self.effects.executor
+        if self._unit_ex is None:
+            self._unit_ex = Executor(self.ctx, EventBus(self.ctx.sinks), effects=self.effects)
+        return self._unit_ex
+
+    def limit(self, group: str, limit: int | None) -> Any:
+        """The in-process bound of a group of sibling units (a map's ``limit``): also holds
+        for units recovered after a crash, which no pool starts."""
+        if not limit:
+            return contextlib.nullcontext()
+        sem = self._limits.get(group)
+        if sem is None:
+            sem = self._limits[group] = asyncio.Semaphore(limit)
+        return sem

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow.errors import InputError
+from agentflow.runtime.durable.dbos_system import dbos_module, query_workflows
 
 __all__ = ["WATCH_S", "gone_workers", "worker_alive", "worker_lock", "watch_run"]
 
@@ -144,8 +145,6 @@ def worker_alive(url: str, name: str) -> bool:
 async def gone_workers(url: str, run_id: str) -> dict[str, list[str]]:
     """``{worker name: [unit ids]}``: the unfinished units of run ``run_id`` (and the run
     itself) held by a worker whose process is gone."""
-    from agentflow.runtime.durable.dbos_engine import query_workflows
-
     pending = await query_workflows(
         workflow_id_prefix=run_id, status=["PENDING"], load_input=False, load_output=False
     )
@@ -166,10 +165,8 @@ async def gone_workers(url: str, run_id: str) -> dict[str, list[str]]:
 async def recover(names: list[str]) -> None:
     """Put the pending work of the workers ``names`` back on its queues (DBOS recovery: only
     workflows still PENDING under those executors are touched, each once)."""
-    from agentflow.runtime.durable.dbos_engine import _dbos
-
     executors = [f"worker:{n}" for n in names]
-    await asyncio.to_thread(_dbos().DBOS._recover_pending_workflows, executors)
+    await asyncio.to_thread(dbos_module().DBOS._recover_pending_workflows, executors)
 
 
 async def watch_run(url: str, run_id: str, *, every: float = WATCH_S) -> None:

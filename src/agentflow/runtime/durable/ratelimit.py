@@ -23,6 +23,8 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+from agentflow.runtime.durable.dbos_system import sqlite_engine
+
 __all__ = ["STALE_S", "holds", "rate_slot", "rate_window"]
 
 #: Seconds after which a slot that never ended (its process died) no longer counts.
@@ -56,9 +58,7 @@ def _engine(url: str) -> Any:
         import sqlalchemy as sa
 
         if url.startswith("sqlite:"):
-            from agentflow.runtime.durable.dbos_engine import _sqlite_engine
-
-            engine = _sqlite_engine(url)
+            engine = sqlite_engine(url)
         else:
             if url.startswith("postgresql://"):
                 url_ = "postgresql+psycopg://" + url[len("postgresql://") :]

@@ -5,13 +5,21 @@ them; the same records on every engine (runs.py, temporal_runs.py)."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from agentflow.core.vocabulary import Code
+from agentflow.errors import RunError
+from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.durable.answers import question_key
 
-__all__ = ["Question", "RunInfo", "published_questions"]
+if TYPE_CHECKING:
+    from agentflow.ir.models import Plan
+
+__all__ = ["Question", "RunInfo", "error_text", "json_of", "plan_of", "published_questions"]
 
 
 @dataclass
@@ -95,3 +103,38 @@ def published_questions(
             )
         )
     return out
+
+
+def error_text(error: Any) -> dict[str, Any]:
+    if isinstance(error, RunError):
+        return error.to_dict()
+    # not a step's failure: the engine's own (a workflow that raised outside any step)
+    return {"code": Code.FAILED, "message": str(error), "step_path": None}
+
+
+def plan_of(spec: dict[str, Any]) -> Plan | None:
+    """The plan recorded in ``spec``, or None when it no longer loads."""
+    text = spec.get("plan_text")
+    if not isinstance(text, str):
+        return None
+    try:
+        return load_plan_text(text, spec.get("plan_file") or "<durable>")
+    except Exception:  # noqa: BLE001 - names are a nicety: the paths still show
+        return None
+
+
+def json_of(value: Any) -> Any:
+    """A recorded value as JSON data (a model's reply, a dataclass, is its fields)."""
+
+    def plain(o: Any) -> Any:
+        if dataclasses.is_dataclass(o) and not isinstance(o, type):
+            return {f.name: getattr(o, f.name) for f in dataclasses.fields(o)}
+        if hasattr(o, "to_list"):  # a range
+            return o.to_list()
+        if isinstance(o, bytes):
+            return o.decode("utf-8", "replace")
+        if isinstance(o, set | frozenset):
+            return sorted(o, key=repr)
+        return str(o)
+
+    return json.loads(json.dumps(value, default=plain))

@@ -16,6 +16,10 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentflow.ir.models import Step
+from agentflow.runtime.agent_step import is_outlined
+from agentflow.runtime.where import Place, tool_label
+
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan
 
@@ -35,7 +39,6 @@ class Operation:
 
     def title(self) -> str:
         """``tool note`` / ``model gpt`` / ``ask``: the operation in a few words."""
-        from agentflow.runtime.where import tool_label
 
         if self.what is None:
             return self.kind
@@ -72,8 +75,6 @@ class Labels:
         return self._cache[path]
 
     def _label(self, path: str) -> str | None:
-        from agentflow.ir.models import Step
-        from agentflow.runtime.where import Place
 
         plan = self.plan
         if plan is None or not path:
@@ -96,7 +97,6 @@ class Labels:
         return names.label
 
     def _outlined(self, step: Any) -> bool:
-        from agentflow.runtime.agent_step import is_outlined
 
         tool = str(step.tool_name or "")
         if not tool.startswith("plan__") or self.plan is None:

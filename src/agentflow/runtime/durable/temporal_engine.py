@@ -28,11 +28,14 @@ docs/durable.md "Temporal").
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import contextvars
+import gc
 import hashlib
 import json
 import os
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -40,13 +43,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, quote, unquote, urlencode
 
+from agentflow.core.version import __version__
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ConfigError, RunError
-from agentflow.runtime.durable.engine import NO_MESSAGE, DurableEffects, PlanIndex
+from agentflow.ir.loader import load_plan_text
+from agentflow.runtime.durable.engine import NO_MESSAGE, DurableEffects, PlanIndex, Runtime
+from agentflow.runtime.durable.records import JsonRecords
+from agentflow.runtime.durable.spec import context_from_spec, trace_of
+from agentflow.runtime.hooks import RunAborted
 
 if TYPE_CHECKING:
     from agentflow.runtime.config import Config
-    from agentflow.runtime.durable.dbos_engine import Runtime
     from agentflow.runtime.events import Sink
 
 __all__ = [
@@ -58,7 +65,6 @@ __all__ = [
     "is_temporal",
     "make_url",
     "parse_url",
-    "serve",
 ]
 
 T = TypeVar("T")
@@ -183,7 +189,6 @@ def versioned_queue(url: str) -> str:
     """The task queue of this agentflow version: ``TASK_QUEUE@VERSION``.  A run started by one
     version is taken only by workers of the same version (its workflow code is that version's
     interpreter), as DBOS's ``application_version`` does (docs/durable.md "Temporal")."""
-    from agentflow.core.version import __version__
 
     return f"{parse_url(url).task_queue}@{__version__}"
 
@@ -199,8 +204,6 @@ def _converter_class() -> Any:
         CompositePayloadConverter,
         EncodingPayloadConverter,
     )
-
-    from agentflow.runtime.durable.records import JsonRecords
 
     records = JsonRecords()
 
@@ -346,8 +349,6 @@ async def client_for(url: str) -> Any:
             f"{target.namespace}): {str(e).strip() or type(e).__name__}"
         ) from None
     if not _CLIENTS:
-        import atexit
-
         atexit.register(forget_clients)
     _CLIENTS[key] = (client, loop)
     return client
@@ -358,7 +359,6 @@ def forget_clients() -> None:
     finalizes makes the SDK's core threads call into a dying interpreter (``Fatal Python
     error: PyGILState_Release``, exit 134/139 instead of the command's own; pinned by
     tests/runtime/durable/test_durable_engines.py).  Registered with ``atexit``."""
-    import gc
 
     _CLIENTS.clear()
     gc.collect()
@@ -392,11 +392,14 @@ def _cancelled(name: str) -> None:
     another worker takes the run up from its history."""
     from temporalio import workflow
 
-    from agentflow.runtime.hooks import RunAborted
-
     if workflow.cancellation_reason() is not None:
         raise RunAborted("the run was cancelled (flowc cancel)", None) from None
     raise RuntimeError(f"{name} was stopped with its worker: another worker continues the run")
+
+
+#: ``[durable] history_events`` of the task queue this process serves (set by
+#: temporal_workflows.serve)
+HISTORY_EVENTS = [10_000]
 
 
 def _check_history(name: str) -> None:
@@ -407,11 +410,11 @@ def _check_history(name: str) -> None:
     from temporalio import workflow
 
     length = workflow.info().get_current_history_length()
-    if length > _HISTORY_EVENTS[0]:
+    if length > HISTORY_EVENTS[0]:
         raise RunError(
-            "failed",
+            Code.FAILED,
             f"{name}: this unit's Temporal history reached {length} events, past [durable] "
-            f"history_events ({_HISTORY_EVENTS[0]}; Temporal ends a workflow at 51,200): a map "
+            f"history_events ({HISTORY_EVENTS[0]}; Temporal ends a workflow at 51,200): a map "
             "this wide does not fit one history on Temporal yet — split its input over "
             'several runs (docs/durable.md "Temporal")',
         )
@@ -437,7 +440,6 @@ class TemporalEngine:
 
         if workflow.in_workflow():
             return workflow.now().timestamp()
-        import time
 
         return time.time()
 
@@ -537,8 +539,6 @@ class TemporalEngine:
         except ChildWorkflowError as e:
             cause = e.cause
             if type(cause).__name__ == "CancelledError":
-                from agentflow.runtime.hooks import RunAborted
-
                 raise RunAborted("the run was cancelled (flowc cancel)", None) from None
             raise RunError(Code.FAILED, f"unit {handle.id} failed: {cause or e}") from None
         if isinstance(out, dict) and "e" in out:
@@ -585,17 +585,13 @@ def runtime_for(run_id: str, spec: dict[str, Any]) -> Runtime:
 
 
 def build(run_id: str, spec: dict[str, Any], context: Any) -> Runtime:
-    """A :class:`~agentflow.runtime.durable.dbos_engine.Runtime` of run ``run_id`` over this
+    """A :class:`~agentflow.runtime.durable.engine.Runtime` of run ``run_id`` over this
     engine (``context``: the starting process's own; else one built from ``spec``)."""
-    from agentflow.ir.loader import load_plan_text
-    from agentflow.runtime.durable.dbos_engine import Runtime
-    from agentflow.runtime.durable.runs import context_from_spec
 
     plan = load_plan_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
     owned = context is None
     if context is None:
         context = context_from_spec(spec, plan, list(_PROCESS_SINKS))
-    from agentflow.runtime.durable.runs import trace_of
 
     for sink in context.sinks:  # every process exports into the run's one recorded trace
         if hasattr(sink, "durable_run"):
@@ -616,65 +612,3 @@ def build(run_id: str, spec: dict[str, Any], context: Any) -> Runtime:
         ask_timeout=config.durable.ask_timeout_s if config is not None else None,
     )
     return Runtime(run_id, spec, plan, context, effects, owned=owned)
-
-
-def registered() -> tuple[type, type, Any]:
-    """The two workflow classes and the operation activity (temporal_workflows.py)."""
-    _temporal()
-    from agentflow.runtime.durable import temporal_workflows as tw
-
-    return tw.RunWorkflow, tw.UnitWorkflow, tw.op
-
-
-#: (url, event loop id) → how many blocks of :func:`serve` use its worker now
-_SERVING: dict[tuple[str, int], int] = {}
-#: ``[durable] history_events`` of the task queue this process serves (set by :func:`serve`)
-_HISTORY_EVENTS = [10_000]
-
-
-@contextlib.asynccontextmanager
-async def serve(url: str, *, identity: str | None = None) -> Any:
-    """Be a Temporal worker of ``url``'s task queue while the block runs: take run and unit
-    workflow tasks (and run their operations).  Yields the client.  Re-entrant: within a
-    block already serving ``url`` on this event loop (a ``flowc serve --mcp --durable``
-    process starting a run), the worker that runs is that one (the SDK allows one worker per
-    task queue and process)."""
-    from temporalio.worker import PollerBehaviorSimpleMaximum, Worker
-
-    client = await client_for(url)
-    _HISTORY_EVENTS[0] = parse_url(url).history_events
-    key = (url, id(asyncio.get_running_loop()))
-    if _SERVING.get(key):
-        _SERVING[key] += 1
-        try:
-            yield client
-        finally:
-            _SERVING[key] -= 1
-        return
-    run, unit, op = registered()
-    worker = Worker(
-        client,
-        task_queue=versioned_queue(url),
-        workflows=[run, unit],
-        activities=[op],
-        identity=identity,
-        # loading a run's plan, configuration and tools is workflow code here: on a busy
-        # machine it may hold a workflow task past Temporal's 2 s deadlock alarm
-        debug_mode=True,
-        max_concurrent_local_activities=200,
-        # a child unit's first task comes through the shared queue, not the sticky one:
-        # as many pollers on each (the default, 1 in 5 on the shared queue, made each map
-        # item wait its turn for a poll)
-        workflow_task_poller_behavior=PollerBehaviorSimpleMaximum(maximum=10),
-        nonsticky_to_sticky_poll_ratio=1.0,
-        # a worker killed holding a workflow in its cache: the next task of that workflow goes
-        # to the other workers after this long (Temporal's default, 10 s, is the recovery
-        # time after a SIGKILL)
-        sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
-    )
-    async with worker:
-        _SERVING[key] = 1
-        try:
-            yield client
-        finally:
-            _SERVING.pop(key, None)

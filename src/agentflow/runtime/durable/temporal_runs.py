@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import secrets
 from collections.abc import Callable
@@ -24,12 +25,24 @@ from typing import TYPE_CHECKING, Any
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ErrorInfo, InputError
 from agentflow.runtime.durable import temporal_engine as te
+from agentflow.runtime.durable.answers import UNANSWERED, Claim, checked_answer, closed_message
+from agentflow.runtime.durable.run_info import (
+    RunInfo,
+    error_text,
+    json_of,
+    plan_of,
+    published_questions,
+)
+from agentflow.runtime.durable.shown import Labels, page, parse_operation, unanswered_steps
+from agentflow.runtime.durable.spec import new_run_id, process_telemetry, run_spec
+from agentflow.runtime.executor import validate_input
+from agentflow.runtime.interrupt import Stopped, until_stopped
+from agentflow.runtime.result import RunResult
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan
     from agentflow.runtime.context import RunContext
-    from agentflow.runtime.durable.run_info import Question, RunInfo
-    from agentflow.runtime.result import RunResult
+    from agentflow.runtime.durable.run_info import Question
 
 __all__ = [
     "answer",
@@ -56,6 +69,15 @@ SHOW_READERS = 16
 def _where(url: str) -> str:
     target = te.parse_url(url)
     return f"Temporal {target.address} (namespace {target.namespace})"
+
+
+def _serve(url: str, *, identity: str) -> Any:
+    """:func:`~.temporal_workflows.serve`: its module, which imports temporalio, is loaded only
+    when a Temporal run is served (an optional package: ``_temporal`` says how to install it)."""
+    te._temporal()
+    from agentflow.runtime.durable.temporal_workflows import serve  # lazy: temporalio
+
+    return serve(url, identity=identity)
 
 
 async def _family(client: Any, run_id: str) -> list[Any]:
@@ -101,8 +123,6 @@ async def run_durable(
 ) -> tuple[str, RunResult]:
     """:func:`agentflow.runtime.durable.runs.run_durable` on Temporal (its arguments; ``fleet``
     changes nothing: every unit goes to the task queue, which every worker polls)."""
-    from agentflow.runtime.durable.runs import new_run_id, run_spec
-    from agentflow.runtime.executor import validate_input
 
     validate_input(plan, input)
     run_id = run_id or new_run_id()
@@ -110,7 +130,7 @@ async def run_durable(
         run_id, plan_text, plan_file, input, config_path, context,
         reuse=reuse, ask_again=ask_again, replay=replay, model=model, fleet=fleet,
     )  # fmt: skip
-    async with te.serve(url, identity=f"run:{run_id}@{secrets.token_hex(3)}") as client:
+    async with _serve(url, identity=f"run:{run_id}@{secrets.token_hex(3)}") as client:
         if reuse:
             spec["_reuse_table"] = await reuse_table(url, reuse, asks=not ask_again)
         te.register_runtime(te.build(run_id, spec, context))
@@ -144,7 +164,6 @@ async def run_durable(
 async def _waited(handle: Any, run_id: str) -> dict[str, Any]:
     """The run's outcome; a Ctrl-C / SIGTERM of this process stops waiting (and working) for
     it: the run goes on in Temporal (``flowc resume`` or any worker continues it)."""
-    from agentflow.runtime.interrupt import Stopped, until_stopped
 
     try:
         return await until_stopped(_outcome(handle))
@@ -174,7 +193,6 @@ async def _outcome(handle: Any) -> dict[str, Any]:
 
 
 def _result(out: dict[str, Any]) -> RunResult:
-    from agentflow.runtime.result import RunResult
 
     return RunResult(
         status=out.get("status", "error"),
@@ -197,12 +215,11 @@ async def resume(
     """Wait for run ``run_id`` as a worker of its task queue: Temporal resumes a run by itself
     once a worker polls (this one, or any ``flowc worker``).  Returns its result (at once for
     a run that ended).  Raises InputError for an unknown run."""
-    from agentflow.runtime.durable.runs import _process_telemetry
 
-    with _process_telemetry(sinks, telemetry) as process_sinks:
+    with process_telemetry(sinks, telemetry) as process_sinks:
         te.set_process_sinks(process_sinks)
         try:
-            async with te.serve(url, identity=f"resume:{run_id}@{secrets.token_hex(3)}") as c:
+            async with _serve(url, identity=f"resume:{run_id}@{secrets.token_hex(3)}") as c:
                 if await _describe(c, run_id) is None:
                     raise InputError(f"no durable run {run_id!r} in {_where(url)}")
                 if on_waiting is not None:
@@ -217,12 +234,11 @@ async def work(
 ) -> None:
     """Be a worker of the task queue until cancelled (Temporal itself hands a dead worker's
     work to the live ones: no name lock is needed; ``name`` is the worker's identity)."""
-    from agentflow.runtime.durable.runs import _process_telemetry
 
-    with _process_telemetry(sinks, telemetry) as process_sinks:
+    with process_telemetry(sinks, telemetry) as process_sinks:
         te.set_process_sinks(process_sinks)
         try:
-            async with te.serve(url, identity=f"worker:{name}@{os.getpid()}"):
+            async with _serve(url, identity=f"worker:{name}@{os.getpid()}"):
                 await asyncio.Event().wait()
         finally:
             te.set_process_sinks([])
@@ -254,7 +270,6 @@ async def _operations(client: Any, workflow_id: str) -> list[dict[str, Any]]:
         attrs = event.marker_recorded_event_attributes
         if attrs.marker_name != "core_local_activity":
             continue
-        import json
 
         data = attrs.details.get("data")
         meta = json.loads(data.payloads[0].data) if data and data.payloads else {}
@@ -350,7 +365,6 @@ async def _memo(w: Any) -> dict[str, Any]:
 
 
 async def _info(client: Any, w: Any) -> RunInfo:
-    from agentflow.runtime.durable.run_info import RunInfo
 
     memo = await _memo(w)
     status = _status(w, memo)
@@ -397,8 +411,6 @@ async def show_run(
     histories of its workflows (several at once), its questions left unanswered (from their
     memo), ``values`` (each step's recorded result as JSON), one page of steps
     (``limit``/``offset``)."""
-    from agentflow.runtime.durable.runs import _error_text, _json_of, _plan_of
-    from agentflow.runtime.durable.shown import Labels, page, parse_operation, unanswered_steps
 
     client = await te.client_for(url)
     family = await _family(client, run_id)
@@ -406,7 +418,7 @@ async def show_run(
     if root is None:
         raise InputError(f"no durable run {run_id!r} in {_where(url)}")
     info = await _info(client, root)
-    labels = Labels(_plan_of(await recorded_spec(url, run_id)))
+    labels = Labels(plan_of(await recorded_spec(url, run_id)))
     cost: dict[str, Any] = {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
     priced = 0.0
     family.sort(key=lambda w: (w.id != run_id, w.id))
@@ -441,7 +453,7 @@ async def show_run(
             got = record.get("v")
             inner: dict[str, Any] = got if isinstance(got, dict) else {}
             if "e" in record:
-                entry["error"] = _error_text(record["e"])
+                entry["error"] = error_text(record["e"])
             value = inner.get("v")
             if "/model:" in name and value is not None and not inner.get("reused"):
                 usage = getattr(value, "usage", None) or {}
@@ -453,7 +465,7 @@ async def show_run(
             if inner.get("reused"):
                 entry["reused"] = True
             if values and parsed is not None and value is not None:
-                entry["value"] = _json_of(value)
+                entry["value"] = json_of(value)
             info.steps.append(entry)
         info.steps.extend(unanswered_steps(await _memo(w), unit, labels))
     # in the order they started, across units (map items, branches); stable: record order
@@ -472,8 +484,6 @@ async def show_run(
 async def _questions(client: Any, run_id: str, family: list[Any]) -> list[Question]:
     """The questions the running workflows of ``family`` publish in their memo and wait on."""
     from temporalio.client import WorkflowExecutionStatus
-
-    from agentflow.runtime.durable.run_info import published_questions
 
     out = []
     for w in family:
@@ -501,7 +511,6 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
     question; this call reads the unit's history afterwards and says whether its answer was
     that one.  Raises InputError for no such question, a value it does not accept, or an
     answer that came second."""
-    from agentflow.runtime.durable.answers import checked_answer
 
     return await _message(url, run_id, step, lambda q: {"answer": checked_answer(q, value)})
 
@@ -509,13 +518,11 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
 async def unanswered(url: str, run_id: str, step: str) -> Question:
     """Leave the question of run ``run_id`` at ``step`` unanswered (its ``when_unanswered``
     decides)."""
-    from agentflow.runtime.durable.answers import UNANSWERED
 
     return await _message(url, run_id, step, lambda q: UNANSWERED)
 
 
 async def _message(url: str, run_id: str, step: str, make: Callable[[Any], Any]) -> Question:
-    from agentflow.runtime.durable.answers import closed_message
 
     client = await te.client_for(url)
     family = await _family(client, run_id)
@@ -562,7 +569,6 @@ async def _first_message(client: Any, handle: Any, topic: str) -> dict[str, Any]
 
 def _claim_of(message: dict[str, Any]) -> Any:
     """The :class:`~agentflow.runtime.durable.answers.Claim` a taken message stands for."""
-    from agentflow.runtime.durable.answers import Claim
 
     first = message.get("value")
     if isinstance(first, dict) and "answer" in first:
@@ -605,7 +611,7 @@ async def served(url: str, identity: str, sinks: list[Any]) -> Any:
     worker, or any other, as soon as it polls — nothing to recover by hand)."""
     te.set_process_sinks(sinks)
     try:
-        async with te.serve(url, identity=identity):
+        async with _serve(url, identity=identity):
             yield
     finally:
         te.set_process_sinks([])

@@ -13,10 +13,14 @@ from typing import Any
 from temporalio import activity, workflow
 from temporalio.exceptions import ApplicationError
 
+from agentflow.runtime import interrupt
 from agentflow.runtime.durable import temporal_engine as te
 from agentflow.runtime.durable.engine import run_unit
+from agentflow.runtime.durable.spec import run_root
+from agentflow.runtime.events import EventBus
+from agentflow.runtime.executor import Executor
 
-__all__ = ["RunWorkflow", "UnitWorkflow", "op"]
+__all__ = ["RunWorkflow", "UnitWorkflow", "op", "serve"]
 
 
 @activity.defn(name=te.STEP_ACTIVITY)
@@ -44,9 +48,8 @@ def _own_context() -> None:
     """Forget the starting process's stop request (a context variable the workflow's thread
     inherited): its event belongs to that process's loop, and a Ctrl-C stops the process, not
     the run (docs/durable.md "Temporal")."""
-    from agentflow.runtime import interrupt
 
-    interrupt._STOP.set(None)
+    interrupt.forget_stop_request()
 
 
 class _Unit:
@@ -70,7 +73,6 @@ class RunWorkflow(_Unit):
     @workflow.run
     async def run(self, spec: dict[str, Any]) -> dict[str, Any]:
         """Run the run's root; its output record (``RunResult.to_dict()``)."""
-        from agentflow.runtime.durable.runs import run_root
 
         _own_context()
         wfid = workflow.info().workflow_id
@@ -91,8 +93,6 @@ class UnitWorkflow(_Unit):
     @workflow.run
     async def run(self, spec: dict[str, Any]) -> dict[str, Any]:
         """Run the unit; ``{"v": value}`` or ``{"e": exception}`` (raised in the parent)."""
-        from agentflow.runtime.events import EventBus
-        from agentflow.runtime.executor import Executor
 
         _own_context()
         wfid = workflow.info().workflow_id
@@ -105,3 +105,54 @@ class UnitWorkflow(_Unit):
             return {"v": await run_unit(ex, rt.effects.index, spec)}
         except Exception as e:  # noqa: BLE001 - raised again in the parent
             return {"e": e}
+
+
+#: (url, event loop id) → how many blocks of :func:`serve` use its worker now
+_SERVING: dict[tuple[str, int], int] = {}
+
+
+@contextlib.asynccontextmanager
+async def serve(url: str, *, identity: str | None = None) -> Any:
+    """Be a Temporal worker of ``url``'s task queue while the block runs: take run and unit
+    workflow tasks (and run their operations).  Yields the client.  Re-entrant: within a
+    block already serving ``url`` on this event loop (a ``flowc serve --mcp --durable``
+    process starting a run), the worker that runs is that one (the SDK allows one worker per
+    task queue and process)."""
+    from temporalio.worker import PollerBehaviorSimpleMaximum, Worker
+
+    client = await te.client_for(url)
+    te.HISTORY_EVENTS[0] = te.parse_url(url).history_events
+    key = (url, id(asyncio.get_running_loop()))
+    if _SERVING.get(key):
+        _SERVING[key] += 1
+        try:
+            yield client
+        finally:
+            _SERVING[key] -= 1
+        return
+    worker = Worker(
+        client,
+        task_queue=te.versioned_queue(url),
+        workflows=[RunWorkflow, UnitWorkflow],
+        activities=[op],
+        identity=identity,
+        # loading a run's plan, configuration and tools is workflow code here: on a busy
+        # machine it may hold a workflow task past Temporal's 2 s deadlock alarm
+        debug_mode=True,
+        max_concurrent_local_activities=200,
+        # a child unit's first task comes through the shared queue, not the sticky one:
+        # as many pollers on each (the default, 1 in 5 on the shared queue, made each map
+        # item wait its turn for a poll)
+        workflow_task_poller_behavior=PollerBehaviorSimpleMaximum(maximum=10),
+        nonsticky_to_sticky_poll_ratio=1.0,
+        # a worker killed holding a workflow in its cache: the next task of that workflow goes
+        # to the other workers after this long (Temporal's default, 10 s, is the recovery
+        # time after a SIGKILL)
+        sticky_queue_schedule_to_start_timeout=te.STICKY_TIMEOUT,
+    )
+    async with worker:
+        _SERVING[key] = 1
+        try:
+            yield client
+        finally:
+            _SERVING.pop(key, None)

@@ -32,12 +32,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # imported where a request is made: a run without a model never loads it
-    import httpx
-
 from agentflow.core.redaction import redact as redact_secrets
 from agentflow.core.redaction import register_secret
 from agentflow.errors import ModelError, ModelErrorKind
+from agentflow.runtime.config import api_key_problem
+
+if TYPE_CHECKING:
+    import httpx
 
 #: 429 bodies that mean "out of money", not "slow down": permanent, never retried. A bare "quota"
 #: is not enough (per-minute quotas are rate limits).
@@ -323,28 +324,6 @@ def redact(text: str, secret: str | None) -> str:
     text = redact_secrets(text)
     text = _BEARER.sub(r"\1***", text)
     return _API_KEY_HEADER.sub(r"\1***", text)
-
-
-#: What an API key may hold: visible ASCII only (it travels in an HTTP header).
-_KEY_CHARS = re.compile(r"[\x21-\x7e]+")
-
-
-def api_key_problem(key: str | None, env_name: str | None = None) -> str | None:
-    """Why ``key`` cannot be sent in an HTTP header, or None when it can (or is unset).
-
-    The message names the variable (``$VAR``), never the key: a line break (a key file's trailing
-    newline), a space, a control or non-ASCII character would be refused by the HTTP layer, whose
-    error would quote the header.
-    """
-    if not key or _KEY_CHARS.fullmatch(key):
-        return None
-    where = f"${env_name}" if env_name else "the configuration"
-    what = "a line break" if ("\n" in key or "\r" in key) else "a character"
-    return (
-        f"the API key in {where} contains {what} not allowed in an HTTP header (line breaks, "
-        "spaces, control and non-ASCII characters are refused); check for a trailing newline "
-        "from the file it was read from"
-    )
 
 
 async def post_with_retries(

@@ -30,6 +30,7 @@ import threading
 from dataclasses import replace
 
 from agentflow.runtime.models.base import ChatRequest, ChatResponse
+from agentflow.runtime.models.cassette import request_key
 
 __all__ = ["ModelMemo"]
 
@@ -75,7 +76,6 @@ class ModelMemo:
 
         Pass ``ticket`` to :meth:`record` when the request went to the provider.
         """
-        from agentflow.runtime.models.cassette import request_key
 
         key = name + "\x00" + request_key(request)
         with self._lock:

@@ -14,10 +14,12 @@ part written to the cache at the cache-write price (each the input price when no
 
 from __future__ import annotations
 
+import ipaddress
 import threading
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlsplit
 
 __all__ = ["Price", "PriceBook"]
 
@@ -102,8 +104,6 @@ class PriceBook:
 
 def _is_local(base_url: str) -> bool:
     """True for a server on this machine or a private network (no provider the table knows)."""
-    import ipaddress
-    from urllib.parse import urlsplit
 
     host = (urlsplit(base_url).hostname or "").lower()
     if host in ("localhost", "") or host.endswith((".local", ".localhost", ".internal")):

@@ -17,7 +17,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from agentflow.errors import ConfigError, ModelError, ModelErrorKind
-from agentflow.runtime.config import Config, ResolvedModel
+from agentflow.runtime.config import Config, ProviderConfig, ResolvedModel
 from agentflow.runtime.models.base import (
     ChatRequest,
     ChatResponse,
@@ -25,9 +25,14 @@ from agentflow.runtime.models.base import (
     add_usage,
     token_count,
 )
+from agentflow.runtime.models.bedrock import BedrockClient, region_of
 from agentflow.runtime.models.budget import charge_budgets, check_budgets
+from agentflow.runtime.models.gemini import GeminiClient
 from agentflow.runtime.models.http import RetryPolicy
+from agentflow.runtime.models.openai import OpenAIClient
+from agentflow.runtime.models.openai_responses import OpenAIResponsesClient
 from agentflow.runtime.models.prices import Price, PriceBook
+from agentflow.runtime.models.test_model import TestModel
 
 ClientFactory = Callable[[ResolvedModel], ModelClient]
 
@@ -242,12 +247,8 @@ class ModelRouter:
             "url_from": provider.base_url_from,
         }
         if provider.kind == "test":
-            from agentflow.runtime.models.test_model import TestModel
-
             return TestModel(provider.seed, call_tools=provider.call_tools, label=resolved.label)
         if provider.kind == "openai":
-            from agentflow.runtime.models.openai import OpenAIClient
-
             if not provider.base_url:
                 raise ConfigError(
                     f"{self.config.where()}: provider '{resolved.provider_name}' has no base_url"
@@ -260,8 +261,6 @@ class ModelRouter:
                 **options,
             )
         if provider.kind == "openai-responses":
-            from agentflow.runtime.models.openai_responses import OpenAIResponsesClient
-
             return OpenAIResponsesClient(
                 base_url=provider.base_url or "https://api.openai.com/v1",
                 max_completion_tokens=resolved.max_completion_tokens,
@@ -269,16 +268,12 @@ class ModelRouter:
                 **options,
             )
         if provider.kind == "gemini":
-            from agentflow.runtime.models.gemini import GeminiClient
-
             return GeminiClient(
                 base_url=provider.base_url or "https://generativelanguage.googleapis.com",
                 thinking_budget=resolved.thinking_budget,
                 **options,
             )
         if provider.kind == "bedrock":
-            from agentflow.runtime.models.bedrock import BedrockClient, region_of
-
             env = dict(self.config.env)
             region = (
                 provider.region
@@ -382,3 +377,27 @@ def _price(config: Any) -> Price:
         cache_read=config.cache_read,
         cache_write=config.cache_write,
     )
+
+
+def test_router(
+    config: Any = None, seed: int = 0, *, call_tools: bool = False, **kwargs: Any
+) -> Any:
+    """A :class:`~agentflow.runtime.models.router.ModelRouter` whose every role, named model and
+    agent profile is answered by one :class:`TestModel` (``flowc run --model test``). Needs no
+    model, key or provider configuration."""
+    resolved = ResolvedModel(
+        label="test", provider_name="test", provider=ProviderConfig(kind="test"), model="test"
+    )
+    model = TestModel(seed, call_tools=call_tools)
+
+    class _TestRouter(ModelRouter):
+        def client_for(self, role_or_name: str | None = None) -> RoutedClient:
+            name = role_or_name or "chat"
+            if name not in self._routed:
+                self._routed[name] = RoutedClient(self, name, [(resolved, model)])
+            return self._routed[name]
+
+    return _TestRouter(config or Config(), **kwargs)
+
+
+test_router.__test__ = False  # type: ignore[attr-defined]  # not a pytest test function

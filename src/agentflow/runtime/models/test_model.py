@@ -23,9 +23,11 @@ import hashlib
 import json
 import random
 import re
+from re import _parser  # the stdlib regular-expression parser (Python ≥ 3.11)
 from typing import Any
 
-from agentflow.runtime.models.base import ChatRequest, ChatResponse, ToolCall
+from agentflow.errors import ModelError
+from agentflow.runtime.models.base import JUDGE_SYSTEM_PROMPT, ChatRequest, ChatResponse, ToolCall
 
 __all__ = ["TestModel", "generate_value"]
 
@@ -179,7 +181,6 @@ def _string(schema: dict[str, Any], rng: random.Random) -> str:
 
 def _from_regex(pattern: str, rng: random.Random) -> str:
     """A string matching ``pattern``, drawn by walking its parsed form (Python's own regex parser)."""
-    from re import _parser  # the stdlib regular-expression parser (Python ≥ 3.11)
 
     return _emit(_parser.parse(pattern), rng, _parser)
 
@@ -270,8 +271,6 @@ class TestModel:
         from the seed, to a judge). Raises
         :class:`agentflow.errors.ModelError` (code ``model_error``) when the contract admits no
         value the generator can produce."""
-        from agentflow.errors import ModelError
-        from agentflow.runtime.models.base import JUDGE_SYSTEM_PROMPT
 
         rng = self._rng(request)
         usage = {"input_tokens": 0, "output_tokens": 0}
@@ -311,33 +310,6 @@ class TestModel:
 
     async def aclose(self) -> None:
         """Nothing to close (the test model holds no connection)."""
-
-
-def test_router(
-    config: Any = None, seed: int = 0, *, call_tools: bool = False, **kwargs: Any
-) -> Any:
-    """A :class:`~agentflow.runtime.models.router.ModelRouter` whose every role, named model and
-    agent profile is answered by one :class:`TestModel` (``flowc run --model test``). Needs no
-    model, key or provider configuration."""
-    from agentflow.runtime.config import Config, ProviderConfig, ResolvedModel
-    from agentflow.runtime.models.router import ModelRouter, RoutedClient
-
-    resolved = ResolvedModel(
-        label="test", provider_name="test", provider=ProviderConfig(kind="test"), model="test"
-    )
-    model = TestModel(seed, call_tools=call_tools)
-
-    class _TestRouter(ModelRouter):
-        def client_for(self, role_or_name: str | None = None) -> RoutedClient:
-            name = role_or_name or "chat"
-            if name not in self._routed:
-                self._routed[name] = RoutedClient(self, name, [(resolved, model)])
-            return self._routed[name]
-
-    return _TestRouter(config or Config(), **kwargs)
-
-
-test_router.__test__ = False  # type: ignore[attr-defined]  # not a pytest test function
 
 
 def parse_model_option(value: str) -> tuple[int, bool]:

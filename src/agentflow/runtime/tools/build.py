@@ -11,12 +11,30 @@ connecting to any server (the validate-time check of docs/spec/PLAN_IR.md §2).
 
 from __future__ import annotations
 
+import asyncio
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentflow.core.diagnostics import Diagnostic
+from agentflow.core.vocabulary import duration_ms
 from agentflow.errors import PlanLoadError, RunError
+from agentflow.ir.loader import check_plan_cycles
+from agentflow.ir.resolve import check_arguments, resolve_tools
+from agentflow.ir.validate import CONTROL_STEPS, walk_steps
+from agentflow.runtime.config import Config, key_location
+from agentflow.runtime.tools.builtin import builtin_tools
 from agentflow.runtime.tools.catalog import Catalog
+from agentflow.runtime.tools.isolation import ProcessPool
+from agentflow.runtime.tools.mcp import McpHub
+from agentflow.runtime.tools.plans import (
+    callable_plans,
+    load_plan_file,
+    load_plans_dir,
+    plan_tool,
+    plans_dir,
+)
+from agentflow.runtime.tools.user import load_user_tools
 
 if TYPE_CHECKING:
     from agentflow.runtime.tools.plans import PlanLoader
@@ -41,28 +59,14 @@ def build_catalog(
     ``catalog.plans`` holds every plan callable as ``plan__NAME`` (pass it to the executor).
     Raises ConfigError / PlanLoadError / CompileError for broken tool modules or plans.
     """
-    from agentflow.runtime.tools.builtin import builtin_tools
-    from agentflow.runtime.tools.mcp import McpHub
-    from agentflow.runtime.tools.plans import (
-        callable_plans,
-        load_plan_file,
-        load_plans_dir,
-        plan_tool,
-        plans_dir,
-    )
-    from agentflow.runtime.tools.user import load_user_tools
 
     if config is None:
-        from agentflow.runtime.config import Config
-
         config = Config()
     catalog = Catalog(builtin_tools())
     tools_cfg = getattr(config, "tools", None)
     use_eps = entry_points if entry_points is not None else getattr(tools_cfg, "entry_points", True)
     pool = None
     if getattr(tools_cfg, "isolation", "thread") == "process":
-        from agentflow.runtime.tools.isolation import ProcessPool
-
         pool = ProcessPool()
         catalog.add_closer(pool.aclose)
     for tool in load_user_tools(
@@ -110,15 +114,12 @@ def _modules_where(config: Any) -> str | None:
     path = getattr(config, "path", None)
     if path is None:
         return None
-    from pathlib import Path
-
-    from agentflow.runtime.config import _where
 
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         text = ""
-    return _where(path, text, ("tools", "modules"))
+    return key_location(path, text, ("tools", "modules"))
 
 
 def check_plan_tools(plan: Any, catalog: Catalog, config: Any = None) -> None:
@@ -137,13 +138,10 @@ def plan_tool_problems(plan: Any, catalog: Catalog, config: Any = None) -> list[
     problems across the plans directory.  ``config`` adds where ``user__*`` tools come from to
     the hint of an unknown one.  Works on a plan that had load problems too (its broken steps
     are skipped)."""
-    from agentflow.ir.resolve import resolve_tools
 
     names = set(catalog.names()) | {f"plan__{n}" for n in catalog.plans}
     problems = resolve_tools(plan, names, set(catalog.configured_prefixes))
     if catalog.plans:
-        from agentflow.ir.loader import check_plan_cycles
-
         problems += check_plan_cycles(plan, catalog.plans)  # across the plans directory
     if config is not None:
         for problem in problems:
@@ -176,11 +174,6 @@ async def check_plan_arguments(plan: Any, catalog: Catalog) -> None:
     connected first, within :data:`PRECONNECT_LIMIT` (they will be needed; a server that cannot
     be reached in that time is left to its own step, and its arguments to the server).  Raises
     PlanLoadError listing every problem."""
-    import asyncio
-
-    from agentflow.core.vocabulary import duration_ms
-    from agentflow.ir.resolve import check_arguments
-    from agentflow.ir.validate import CONTROL_STEPS, walk_steps
 
     names: set[str] = set()
     bounds: dict[str, float] = {}  # server → half the shortest step timeout naming it

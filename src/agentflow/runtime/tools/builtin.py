@@ -33,7 +33,7 @@ import regex
 from agentflow.core.vocabulary import Code
 from agentflow.errors import RunError
 from agentflow.runtime.tools import confined
-from agentflow.runtime.tools.catalog import Tool, ToolContext, ensure_async
+from agentflow.runtime.tools.catalog import Catalog, Tool, ToolContext, ensure_async
 
 MAX_READ_CHARS = 100_000
 MAX_LIST_ENTRIES = 5_000
@@ -761,3 +761,8 @@ def builtin_tools() -> list[Tool]:
         )
         for name, func in _FUNCS.items()
     ]
+
+
+def default_catalog() -> Catalog:
+    """A catalog holding the six builtin file tools (``builtin__read_file`` … ``builtin__edit_file``)."""
+    return Catalog(builtin_tools())

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow.core.vocabulary import Code
+from agentflow.errors import RunError
 from agentflow.runtime.models.base import ToolSpec
 
 ToolFunc = Callable[[dict[str, Any], "ToolContext"], Awaitable[Any]]
@@ -361,21 +362,6 @@ def _adapt_function(fn: Callable[..., Any]) -> tuple[ToolFunc, dict[str, Any]]:
     return run, schema
 
 
-def default_catalog() -> Catalog:
-    """A catalog holding the six builtin file tools (``builtin__read_file`` … ``builtin__edit_file``)."""
-    from agentflow.runtime.tools.builtin import builtin_tools
-
-    return Catalog(builtin_tools())
-
-
-def build_catalog(config: Any = None, **kwargs: Any) -> Catalog:
-    """The full catalog of a configuration (builtins, user tools, plans, MCP servers); see
-    :func:`agentflow.runtime.tools.build.build_catalog`."""
-    from agentflow.runtime.tools.build import build_catalog as build
-
-    return build(config, **kwargs)
-
-
 def glob_to_names(catalog: Catalog, patterns: Iterable[str]) -> list[str]:
     """Union of ``catalog.match(p)`` over ``patterns``, order of first appearance (helper)."""
     seen: dict[str, None] = {}
@@ -389,13 +375,11 @@ __all__ = [
     "WRITE_TOOLS",
     "Catalog",
     "RunServices",
-    "build_catalog",
     "current_run",
     "run_services",
     "Tool",
     "ToolContext",
     "ToolFunc",
-    "default_catalog",
     "ensure_async",
     "glob_to_names",
     "match_pattern",
@@ -429,7 +413,6 @@ def effective_tools(
     ``requested``: names/patterns (None = the whole catalog). A pattern matching no catalog tool raises
     ``RunError(code="validation")`` naming it (a typo must not shrink the set silently).
     """
-    from agentflow.errors import RunError
 
     if requested is None:
         names = catalog.names()

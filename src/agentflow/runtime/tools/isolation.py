@@ -18,13 +18,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import multiprocessing
 import os
+import signal
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from agentflow.core.vocabulary import Code
 from agentflow.errors import RunError
+from agentflow.runtime.tools.user import function_tool, import_tool_module
 
 #: Calls in flight at once (one worker process each).
 MAX_WORKERS = 4
@@ -146,10 +150,6 @@ def _unpack(name: str, outcome: Any) -> Any:
 
 def _resolve(locator: Locator) -> Any:
     """The function a locator names (imported in this worker)."""
-    import importlib
-    from pathlib import Path
-
-    from agentflow.runtime.tools.user import import_tool_module
 
     kind = locator[0]
     if kind == "spec":
@@ -169,9 +169,6 @@ def _resolve(locator: Locator) -> Any:
 def _worker_main(conn: Any) -> None:
     """A worker process: serve calls until EOF or ``None``; each answer is ``("ok", value)``,
     ``("run_error", code, message)`` or ``("exception", type name, message)``."""
-    import signal
-
-    from agentflow.runtime.tools.user import function_tool
 
     with contextlib.suppress(Exception):
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run decides; Ctrl-C is its to handle

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import inspect
 import json
 import logging
 import re
@@ -40,10 +41,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agentflow.core.redaction import redact, register_secret
+from agentflow.core.redaction import redact
+from agentflow.core.version import __version__
 from agentflow.core.vocabulary import Code
 from agentflow.errors import RunError
 from agentflow.runtime.config import McpServer
+from agentflow.runtime.hooks import NO_ANSWER, AskRequest
 from agentflow.runtime.tools.catalog import (
     RunServices,
     Tool,
@@ -51,6 +54,8 @@ from agentflow.runtime.tools.catalog import (
     run_in_daemon_thread,
     run_services,
 )
+from agentflow.runtime.tools.mcp_auth import expand_vars, oauth_provider
+from agentflow.runtime.tools.mcp_sampling import sample
 
 #: Seconds to wait for a connection's owner task to wind down on close (then it is cancelled and,
 #: after :data:`CANCEL_GRACE` more, abandoned).  A connection still starting is cancelled at once.
@@ -67,7 +72,6 @@ SERVER_KILL_GRACE = 0.5
 # application, Python's last-resort handler would print them all on stderr (a server writing
 # garbage produced thousands).  Failures reach the user as tool errors instead.
 logging.getLogger("mcp").addHandler(logging.NullHandler())
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -75,26 +79,6 @@ def tool_name(server: str, name: str) -> str:
     """The catalog name of MCP tool ``name`` of ``server``: ``server__name``, with characters model
     APIs reject (anything but letters, digits, ``_`` and ``-``) replaced by ``_``."""
     return f"{server}__{_UNSAFE.sub('_', name)}"
-
-
-def expand_vars(value: str, env: Mapping[str, str], *, server: str, where: str) -> str:
-    """``${VAR}`` references in ``value`` replaced from ``env``.
-
-    Raises RunError(tool_error) naming the variable (never its value) when it is unset.
-    """
-
-    def sub(m: re.Match[str]) -> str:
-        var = m.group(1)
-        if var not in env:
-            raise RunError(
-                Code.TOOL_ERROR,
-                f"MCP server '{server}': environment variable {var} (used in [mcp.{server}] "
-                f"{where}) is not set",
-            )
-        register_secret(env[var])  # a value given to a server is never shown
-        return env[var]
-
-    return _VAR.sub(sub, value)
 
 
 class _Call:
@@ -188,8 +172,6 @@ class McpConnection:
         }
         auth = None
         if server.oauth is not None:
-            from agentflow.runtime.tools.mcp_auth import oauth_provider
-
             auth = oauth_provider(
                 name, server, env=self.env, base_dir=self.base_dir, handlers=self.oauth_handlers
             )
@@ -222,8 +204,6 @@ class McpConnection:
         await asyncio.to_thread(importlib.import_module, "mcp")
         from mcp import ClientSession
         from mcp.types import Implementation
-
-        from agentflow.core.version import __version__
 
         try:
             async with contextlib.AsyncExitStack() as stack:
@@ -435,7 +415,6 @@ class McpConnection:
     async def _on_sample(self, context: Any, params: Any) -> Any:
         call = self._current()
         services = call.services if call is not None else self._services
-        from agentflow.runtime.tools.mcp_sampling import sample
 
         return await sample(
             self.name, self.server.sampling, params, services, call.path if call else ""
@@ -1031,8 +1010,6 @@ async def elicit(
     """
     from mcp.types import ElicitRequestURLParams, ElicitResult
 
-    from agentflow.runtime.executor import NO_ANSWER, AskRequest
-
     def event(**data: Any) -> None:
         if services is not None:
             with contextlib.suppress(Exception):
@@ -1111,7 +1088,6 @@ def _check_value(value: Any, schema: dict[str, Any]) -> str | None:
 
 
 async def _maybe_await(value: Any) -> Any:
-    import inspect
 
     return await value if inspect.isawaitable(value) else value
 

@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import socket
 import sys
 from collections.abc import Awaitable, Callable, Mapping
@@ -28,11 +29,36 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from agentflow.core.redaction import register_secret
 from agentflow.core.vocabulary import Code
+from agentflow.errors import RunError
 from agentflow.runtime.config import McpServer
 
 #: Seconds the loopback listener waits for the browser to come back with the code.
 CALLBACK_TIMEOUT = 300.0
+
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def expand_vars(value: str, env: Mapping[str, str], *, server: str, where: str) -> str:
+    """``${VAR}`` references in ``value`` replaced from ``env``.
+
+    Raises RunError(tool_error) naming the variable (never its value) when it is unset.
+    """
+
+    def sub(m: re.Match[str]) -> str:
+        var = m.group(1)
+        if var not in env:
+            raise RunError(
+                Code.TOOL_ERROR,
+                f"MCP server '{server}': environment variable {var} (used in [mcp.{server}] "
+                f"{where}) is not set",
+            )
+        register_secret(env[var])  # a value given to a server is never shown
+        return env[var]
+
+    return _VAR.sub(sub, value)
 
 
 def default_token_dir(env: Mapping[str, str]) -> Path:
@@ -266,9 +292,6 @@ def oauth_provider(
     from mcp.client.auth import OAuthClientProvider
     from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
 
-    from agentflow.errors import RunError
-    from agentflow.runtime.tools.mcp import expand_vars
-
     oauth = server.oauth
     assert oauth is not None and server.url is not None
     if handlers is None:
@@ -340,8 +363,6 @@ def _client_credentials(
         SignedJWTParameters,
     )
 
-    from agentflow.runtime.tools.mcp import expand_vars
-
     assert client_id is not None
     if oauth.private_key:
         key = expand_vars(oauth.private_key, env, server=name, where="oauth.private_key")
@@ -387,9 +408,6 @@ def _identity_assertion(
     configured authorization server for an access token (the SDK's
     ``IdentityAssertionOAuthProvider``, RFC 7523 jwt-bearer with ``client_secret_basic``)."""
     from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuthProvider
-
-    from agentflow.errors import RunError
-    from agentflow.runtime.tools.mcp import expand_vars
 
     def value(key: str) -> str | None:
         raw = getattr(oauth, key)

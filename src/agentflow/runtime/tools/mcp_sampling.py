@@ -9,6 +9,8 @@ import contextlib
 import time
 from typing import Any
 
+from agentflow.runtime.models.base import ChatRequest, Message
+from agentflow.runtime.result import model_call_fields
 from agentflow.runtime.tools.catalog import RunServices
 
 
@@ -25,8 +27,6 @@ async def sample(
     configured model the server gets an error answer.
     """
     from mcp.types import INVALID_REQUEST, CreateMessageResult, ErrorData, TextContent
-
-    from agentflow.runtime.models.base import ChatRequest, Message
 
     router = services.router if services is not None else None
     if router is None:
@@ -64,8 +64,6 @@ async def sample(
     except Exception as exc:  # noqa: BLE001 - ConfigError, ModelError: the server gets an error
         return ErrorData(code=INVALID_REQUEST, message=f"sampling failed: {exc}")
     if services is not None:
-        from agentflow.runtime.result import model_call_fields
-
         with contextlib.suppress(Exception):
             services.emit(
                 "model_call",

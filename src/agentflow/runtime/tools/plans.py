@@ -20,6 +20,7 @@ from typing import Any
 
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ConfigError, RunError
+from agentflow.ir.loader import load_plan
 from agentflow.runtime.tools.catalog import Tool, ToolContext
 
 PLAN_SUFFIXES = (".yaml", ".yml", ".json", ".flow")
@@ -55,7 +56,6 @@ def load_plan_file(path: Path) -> Any:
             f"{path}: a .flow plan must be compiled first: build the catalog with "
             "agentflow.build_catalog (it compiles .flow plans), or pass load_plan=agentflow.load"
         )
-    from agentflow.ir.loader import load_plan
 
     return load_plan(path)
 

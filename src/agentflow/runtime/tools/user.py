@@ -25,6 +25,7 @@ import inspect
 import re
 import sys
 from collections.abc import Callable
+from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
@@ -380,8 +381,6 @@ def group_entry_points(group: str = ENTRY_POINT_GROUP) -> tuple[Any, ...]:
     key = (group, tuple(sys.path))
     found = _ENTRY_POINTS.get(key)
     if found is None:
-        from importlib.metadata import entry_points
-
         found = _ENTRY_POINTS[key] = tuple(sorted(entry_points(group=group), key=lambda e: e.name))
     return found
 

@@ -1,0 +1,172 @@
+"""Where the state of durable runs lives and how a process opens it (docs/durable.md
+"Where runs are kept"): the database URL of a configuration, the engine a command goes to
+(:func:`on_engine`: DBOS, or Temporal for ``temporal://``), launching or attaching to the
+engine, and the per-run lock file that tells a run in progress from a stopped one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from agentflow.errors import ConfigError, InputError
+from agentflow.runtime.durable import temporal_runs
+from agentflow.runtime.durable.dbos_engine import _state, database_url, launch, sqlite_path
+from agentflow.runtime.durable.temporal_engine import url_for
+
+if TYPE_CHECKING:
+    from agentflow.runtime.config import Config
+
+
+__all__ = [
+    "attach",
+    "database_for",
+    "lock_path",
+    "missing_database",
+    "on_engine",
+    "open_database",
+    "process_executor",
+    "run_lock",
+    "safe_url",
+]
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def database_for(config: Config, database: str | None = None) -> str:
+    """The database URL of durable runs under ``config``: ``database`` when given, else
+    ``[durable] database`` (``${VAR}`` expanded), a SQLite file relative to the directory of
+    ``flow.toml`` (the current directory without one). Raises ConfigError for an unset
+    variable or a URL that is neither SQLite nor PostgreSQL."""
+
+    if (database or "").startswith("temporal://") or (
+        database is None and config.durable.engine == "temporal"
+    ):
+        return database or url_for(config)
+    raw = database or config.durable.database
+
+    def var(m: re.Match[str]) -> str:
+        if m.group(1) not in os.environ:
+            raise ConfigError(
+                f"{config.where()}: [durable] database: environment variable {m.group(1)} is "
+                "not set"
+            )
+        return os.environ[m.group(1)]
+
+    raw = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", var, raw)
+    try:
+        return database_url(raw, config.base_dir())
+    except ValueError as e:
+        where = "--database" if database else f"{config.where()}: [durable] database"
+        raise ConfigError(f"{where}: {e}") from None
+
+
+def on_engine(fn: F) -> F:
+    """A command of durable runs that the Temporal backend (temporal_runs.py, the function of
+    the same name) does instead when its ``url`` is ``temporal://``: the one place a command
+    picks its engine."""
+
+    @functools.wraps(fn)
+    async def dispatch(*args: Any, **kw: Any) -> Any:
+        url = kw["url"] if "url" in kw else args[0]
+        if isinstance(url, str) and url.startswith("temporal://"):
+            return await getattr(temporal_runs, fn.__name__)(*args, **kw)
+        return await fn(*args, **kw)
+
+    return dispatch  # type: ignore[return-value]
+
+
+def open_database(
+    url: str, *, executor_id: str, queues: list[str] | None = None, recovering: str | None = None
+) -> None:
+    """Launch the durable engine on ``url`` in this process as ``executor_id`` (``recovering``:
+    the run this process resumes, :func:`~agentflow.runtime.durable.dbos_engine.launch`)."""
+
+    try:
+        launch(url, executor_id=executor_id, queues=queues, recovering=recovering)
+    except ConfigError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a database that cannot be opened
+        # the driver's own words, without SQLAlchemy's wrapping and "Background on this error" link
+        reason = str(getattr(e, "orig", None) or e).strip()
+        raise ConfigError(
+            f"cannot open the durable runs database {safe_url(url)}: {reason}"
+        ) from None
+
+
+def missing_database(url: str) -> Path | None:
+    """The file of SQLite database ``url`` when it does not exist (None: it exists, or ``url``
+    is PostgreSQL): a command that only reads or messages runs has nothing to do there, and
+    creates nothing."""
+
+    file = sqlite_path(url)
+    return file if file is not None and not file.exists() else None
+
+
+def attach(url: str, run_id: str | None = None) -> None:
+    """Open ``url`` for inspecting or messaging runs: the engine this process already runs on
+    ``url`` (a server's, a run's) as it is, else a launch as this command-line process.
+    Raises InputError, naming ``run_id``, for a SQLite file that does not exist (it is not
+    created: see :func:`missing_database`)."""
+
+    if _state["url"] != url:
+        missing = missing_database(url)
+        if missing is not None:
+            what = f"no durable run {run_id!r}" if run_id else "no durable runs"
+            raise InputError(f"{what} (no database at {missing})")
+        open_database(url, executor_id=f"cli:{os.getpid()}", queues=[])
+
+
+def safe_url(url: str) -> str:
+    """``url`` without a password."""
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
+    return url
+
+
+def process_executor(run_id: str) -> str:
+    """The engine's executor id for a process that starts or resumes run ``run_id``:
+    ``run:RUN@xxxxxx``, new for each process, so nothing is pending under it when the engine
+    starts (its start-up recovery takes every pending workflow of the executor id it
+    launches with)."""
+    return f"run:{run_id}@{secrets.token_hex(3)}"
+
+
+def lock_path(url: str, run_id: str) -> Path | None:
+    if not url.startswith("sqlite:///"):
+        return None
+    db = Path(url[len("sqlite:///") :])
+    return db.parent / "locks" / f"{run_id.replace('/', '_')}.lock"
+
+
+@contextlib.contextmanager
+def run_lock(url: str, run_id: str) -> Any:
+    """Hold the lock of ``run_id`` while this process runs it (released by the OS when the
+    process dies, however it dies).  Raises InputError when another process holds it."""
+    path = lock_path(url, run_id)
+    if path is None:
+        yield
+        return
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fh = path.open("a+")
+    try:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise InputError(
+                f"run {run_id} is running in another process (its lock {path} is held)"
+            ) from None
+        yield
+    finally:
+        fh.close()

@@ -1,0 +1,230 @@
+"""Durable runs executed: start, resume, work (``flowc run --durable``, ``flowc resume``,
+``flowc redrive``, ``flowc worker``; docs/durable.md).  The execution half of the durable
+front door (as dbos-transact-py keeps its core apart from its workflow commands); the
+management half, which inspects, answers and cancels runs, is :mod:`.management`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from agentflow.core.vocabulary import Code
+from agentflow.errors import ErrorInfo, InputError
+from agentflow.runtime.durable import dbos_engine
+from agentflow.runtime.durable.database import (
+    missing_database,
+    on_engine,
+    open_database,
+    process_executor,
+    run_lock,
+    safe_url,
+)
+from agentflow.runtime.durable.dbos_engine import (
+    build_runtime,
+    dbos_with_workflows,
+    register_queues,
+    reuse_table,
+    waiting_questions,
+)
+from agentflow.runtime.durable.liveness import watch_run, worker_lock
+from agentflow.runtime.durable.records import (
+    check_readable,
+    reading,
+)
+from agentflow.runtime.durable.run_info import Question
+from agentflow.runtime.durable.spec import (
+    new_run_id,
+    plan_limits,
+    process_telemetry,
+    run_spec,
+)
+from agentflow.runtime.executor import validate_input
+from agentflow.runtime.result import RunResult
+
+if TYPE_CHECKING:
+    from agentflow.ir.models import Plan
+    from agentflow.runtime.context import RunContext
+
+__all__ = [
+    "await_outcome",
+    "result_of",
+    "resume",
+    "run_durable",
+    "work",
+]
+
+
+@on_engine
+async def run_durable(
+    plan: Plan,
+    plan_text: str,
+    input: Any,
+    context: RunContext,
+    *,
+    url: str,
+    run_id: str | None = None,
+    plan_file: str | None = None,
+    config_path: str | None = None,
+    reuse: str | None = None,
+    ask_again: bool = False,
+    replay: str | None = None,
+    fleet: bool = False,
+    on_start: Any = None,
+    model: str | None = None,
+) -> tuple[str, RunResult]:
+    """Run ``plan`` (loaded from ``plan_text``) as durable run ``run_id`` (default: a new id)
+    with ``context``; ``on_start(run_id)`` is called once the run is recorded.  ``reuse``: an
+    earlier run whose steps are taken where their path and rendered input are unchanged, its
+    answered questions where their text and choices are (``ask_again``: every question is
+    asked again).  ``fleet``: hand concurrent units and rate-limited model calls to the fleet's queues.
+    ``replay`` / ``model``: the cassette or the test model (``test[:SEED]``) answering the
+    run's model calls, recorded so a resumed process answers the same way.
+    Returns ``(run_id, result)``."""
+
+    validate_input(plan, input)
+    run_id = run_id or new_run_id()
+    if dbos_engine._state["url"] != url:
+        # fleet work goes to the workers.  A process that runs several runs launches once: the
+        # later runs share the first one's executor id; `flowc resume` of one of them recovers
+        # that run alone (dbos_engine.recover_run)
+        open_database(url, executor_id=process_executor(run_id), queues=[])
+    spec = run_spec(
+        run_id, plan_text, plan_file, input, config_path, context,
+        reuse=reuse, ask_again=ask_again, replay=replay, model=model, fleet=fleet,
+    )  # fmt: skip
+    if fleet:
+        spec["queues"] = await register_queues(context.config, plan_limits(plan))
+    reuse_table_ = await reuse_table(reuse, asks=not ask_again) if reuse else {}
+    rt = await build_runtime(run_id, spec, context=context, reuse=reuse_table_, plan=plan)
+    dbos_engine._RUNTIMES[run_id] = rt
+    dbos = dbos_engine.dbos_with_workflows()
+    with run_lock(url, run_id):
+        with dbos.SetWorkflowID(run_id):
+            handle = await dbos.DBOS.start_workflow_async(dbos_engine.run_workflow(), spec)
+        if on_start is not None:
+            on_start(run_id)
+        out = await await_outcome(handle, watch=(url, run_id) if fleet else None)
+    return run_id, result_of(out, RunResult)
+
+
+async def await_outcome(handle: Any, *, watch: tuple[str, str] | None = None) -> dict[str, Any]:
+    """The recorded outcome of a run's workflow; a run cancelled (``flowc cancel``) while this
+    process waited for it ends ``aborted``, not with the engine's exception.  ``watch``:
+    ``(database url, run id)`` of a fleet run, whose units held by a worker that dies meanwhile
+    are recovered while this process waits (liveness.watch_run)."""
+
+    watcher = asyncio.create_task(watch_run(*watch)) if watch is not None else None
+    try:
+        out: dict[str, Any] = await handle.get_result(polling_interval_sec=0.1)
+    except dbos_with_workflows()._error.DBOSAwaitedWorkflowCancelledError:
+        message = "the run was cancelled (flowc cancel)"
+        return {"status": "aborted", "error": {"code": Code.ABORTED, "message": message}}
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+    return out
+
+
+def result_of(out: dict[str, Any], cls: Any) -> RunResult:
+    return cls(
+        status=out.get("status", "error"),
+        output=out.get("output"),
+        error=ErrorInfo.from_dict(out.get("error")),
+        results=out.get("results") or {},
+        usage=out.get("usage") or {},
+        duration_ms=int(out.get("duration_ms") or 0),
+    )
+
+
+@on_engine
+async def resume(
+    url: str,
+    run_id: str,
+    *,
+    sinks: list[Any] | None = None,
+    telemetry: Any = None,
+    on_waiting: Callable[[list[Question]], None] | None = None,
+) -> RunResult:
+    """Continue run ``run_id`` whose process stopped (a crash, ``kill -9``, a reboot): its
+    recorded steps are replayed, the rest runs here.  Returns its result (at once for a run
+    that already finished).  ``telemetry``: export its spans
+    (:class:`~agentflow.runtime.telemetry.TelemetrySettings`) into the run's trace.
+    ``on_waiting``: called once, as the run continues, with the questions it was already
+    waiting on (asked before its process stopped; a replayed ``ask`` emits no event, so the
+    sinks never see them).  Raises InputError for an unknown run or one still running."""
+
+    with process_telemetry(sinks, telemetry) as process_sinks:
+        # the sinks are in place before the engine starts: it may recover the run at once
+        dbos_engine.set_process_sinks(process_sinks)
+        try:
+            return await _resume(url, run_id, dbos_engine, RunResult, on_waiting)
+        finally:
+            dbos_engine.set_process_sinks([])
+
+
+async def _resume(
+    url: str,
+    run_id: str,
+    dbos_engine: Any,
+    result_cls: Any,
+    on_waiting: Callable[[list[Question]], None] | None = None,
+) -> RunResult:
+    missing = missing_database(url)
+    if missing is not None:
+        raise InputError(f"no durable run {run_id!r} (no database at {missing})")
+    # the run's lock first: `flowc runs` tells a run in progress from a stopped one by its lock
+    # (issue 28: "stopped" while this process had already taken it up). Then an executor id of
+    # its own, which holds nothing: the engine's start-up recovery (every pending workflow of the
+    # launching executor, whatever its run) finds nothing, and the run is recovered alone below
+    with run_lock(url, run_id):
+        open_database(url, executor_id=process_executor(run_id), queues=[], recovering=run_id)
+        dbos = dbos_engine.dbos_with_workflows()
+        found = await dbos.DBOS.list_workflows_async(workflow_ids=[run_id])
+        if not found or found[0].name != dbos_engine.RUN_WORKFLOW:
+            raise InputError(f"no durable run {run_id!r} in {safe_url(url)}")
+        check_readable(run_id, await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id))
+        status = found[0]
+        if status.status in ("PENDING", "ENQUEUED"):
+            await asyncio.to_thread(dbos_engine.recover_run, run_id)
+            if on_waiting is not None:
+                family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id)
+                family = [
+                    w
+                    for w in family
+                    if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")
+                ]
+                with reading(run_id):
+                    on_waiting(await waiting_questions(run_id, family))
+        handle = await dbos.DBOS.retrieve_workflow_async(run_id)
+        # a fleet run (units held by workers): recover those of a worker that is gone, now and
+        # whenever one dies while this process waits
+        out = await await_outcome(handle, watch=(url, run_id))
+    return result_of(out, result_cls)
+
+
+@on_engine
+async def work(
+    url: str, name: str, *, sinks: list[Any] | None = None, telemetry: Any = None
+) -> None:
+    """Be a worker of the fleet on ``url`` until cancelled: take units and runs from every
+    queue; the pending work of an earlier worker named ``name`` is resumed first.
+    ``telemetry``: export the spans of the units it runs, each into its run's trace."""
+
+    with process_telemetry(sinks, telemetry) as process_sinks:
+        dbos_engine.set_process_sinks(process_sinks)
+        try:
+            # the worker's liveness lock, held from before it takes any unit until its process
+            # ends: while it is held nobody recovers its units (liveness.py)
+            with worker_lock(url, name):
+                try:
+                    open_database(url, executor_id=f"worker:{name}", queues=None)
+                    await asyncio.Event().wait()
+                finally:  # the engine stops before the lock goes: no unit runs unguarded
+                    dbos_engine.shutdown()
+        finally:
+            dbos_engine.set_process_sinks([])

@@ -1,0 +1,425 @@
+"""Durable runs managed: list, show, answer, cancel, and the recorded input of a run
+(``flowc runs``, ``flowc runs show``, ``flowc answer``, ``flowc cancel``; docs/durable.md).
+The management half of the durable front door (dbos-transact-py's workflow commands); the
+execution half, which starts, resumes and works runs, is :mod:`.execution`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from agentflow.errors import InputError, RunError
+from agentflow.runtime.durable.answers import (
+    UNANSWERED,
+    checked_answer,
+    claim,
+    closed_message,
+    refuse_closed,
+)
+from agentflow.runtime.durable.database import (
+    attach,
+    lock_path,
+    missing_database,
+    on_engine,
+    safe_url,
+)
+from agentflow.runtime.durable.dbos_engine import (
+    RUN_WORKFLOW,
+    _state,
+    dbos_with_workflows,
+    query_workflows,
+    recorded_input,
+    waiting_questions,
+)
+from agentflow.runtime.durable.liveness import worker_alive
+from agentflow.runtime.durable.records import (
+    UnreadableRecord,
+    check_readable,
+    reading,
+    unreadable,
+    unreadable_error,
+)
+from agentflow.runtime.durable.run_info import Question, RunInfo, error_text, json_of, plan_of
+from agentflow.runtime.durable.shown import Labels, page, parse_operation, unanswered_steps
+
+__all__ = [
+    "answer",
+    "cancel",
+    "list_runs",
+    "pending_questions",
+    "recorded_spec",
+    "run_alive",
+    "show_run",
+    "unanswered",
+]
+
+
+def _status(w: Any, alive: bool) -> str:
+    if w.status == "SUCCESS":
+        out = w.output if isinstance(w.output, dict) else {}
+        return str(out.get("status") or "ok")
+    if w.status == "ERROR":
+        return "error"
+    if w.status == "CANCELLED":
+        return "cancelled"
+    if w.status in ("PENDING", "ENQUEUED"):
+        return "running" if alive else "stopped"
+    return str(w.status).lower()
+
+
+def run_alive(url: str, run_id: str) -> bool:
+    """True when a process holds the run's lock (SQLite); always True without locks."""
+    path = lock_path(url, run_id)
+    if path is None or not path.exists():
+        return path is None
+    import fcntl
+
+    with path.open("a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        return False
+
+
+@on_engine
+async def list_runs(url: str, *, limit: int = 50) -> list[RunInfo]:
+    """The latest ``limit`` durable runs in ``url``, newest first, with pending questions
+    (none, and nothing created, for a SQLite file that does not exist)."""
+
+    if _state["url"] != url and missing_database(url) is not None:
+        return []
+    attach(url)
+    dbos = dbos_with_workflows()
+    roots = await dbos.DBOS.list_workflows_async(
+        name=RUN_WORKFLOW, limit=limit, sort_desc=True, load_input=True, load_output=True
+    )
+    out = []
+    for w in roots:
+        alive = run_alive(url, w.workflow_id)
+        # a run with a row that cannot be read is listed as such; the others as usual
+        reason = unreadable(w.input, w.output, w.error)
+        if reason is None:
+            info = _info(w, alive)
+            if w.status in ("PENDING", "ENQUEUED"):
+                family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=w.workflow_id)
+                try:
+                    info.questions = await waiting_questions(w.workflow_id, family)
+                except UnreadableRecord as e:
+                    reason = str(e)
+                if info.questions and info.status == "running":
+                    info.status = "waiting"
+        if reason is not None:
+            info = RunInfo(
+                w.workflow_id, "unreadable", "", (w.created_at or 0) / 1000.0,
+                (w.updated_at or 0) / 1000.0,
+                unreadable=str(unreadable_error(w.workflow_id, reason)),
+            )  # fmt: skip
+        out.append(info)
+    return out
+
+
+def _info(w: Any, alive: bool) -> RunInfo:
+    spec = w.input["args"][0] if w.input and w.input.get("args") else {}
+    plan_name = ""
+    text = spec.get("plan_text") if isinstance(spec, dict) else None
+    if isinstance(text, str):
+        for line in text.splitlines():
+            if line.startswith("name:"):
+                plan_name = line.split(":", 1)[1].strip()
+                break
+    output = w.output if isinstance(w.output, dict) else {}
+    return RunInfo(
+        run_id=w.workflow_id,
+        status=_status(w, alive),
+        plan=plan_name,
+        created_at=(w.created_at or 0) / 1000.0,
+        updated_at=(w.updated_at or 0) / 1000.0,
+        error=output.get("error") if output else (error_text(w.error) if w.error else None),
+        output=output.get("output") if output else None,
+    )
+
+
+@on_engine
+async def show_run(
+    url: str,
+    run_id: str,
+    *,
+    internals: bool = False,
+    values: bool = False,
+    limit: int | None = None,
+    offset: int = 0,
+) -> RunInfo:
+    """Run ``run_id`` in detail: its steps in the user's terms (each recorded tool call, model
+    call and question: unit, step path, `.flow` label, status, start and end), the count of the
+    engine's own operations left out (``internals``: listed too, marked ``internal``), the cost
+    of its model calls so far, pending questions, the error, and for a ``--fleet`` run which
+    worker holds which unfinished unit and whether that worker is alive.  Raises
+    InputError for an unknown run, or one with a row it cannot read.  ``values``: each step
+    also carries its recorded result as JSON (``value``: a tool's result, a model's reply, an
+    answer), what ``flowc ui`` shows of an agent's conversation.  ``limit``/``offset``: one
+    page of the steps, in start order (``steps_total`` counts them all; shown.page)."""
+
+    attach(url, run_id)
+    dbos = dbos_with_workflows()
+    family = await dbos.DBOS.list_workflows_async(
+        workflow_id_prefix=run_id, load_input=True, load_output=True
+    )
+    root = next((w for w in family if w.workflow_id == run_id), None)
+    if root is None:
+        raise InputError(f"no durable run {run_id!r} in {safe_url(url)}")
+    family = [
+        w for w in family if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")
+    ]
+    check_readable(run_id, family)
+    with reading(run_id):
+        return await _show_run(url, run_id, root, family, internals, values, limit, offset)
+
+
+async def _show_run(
+    url: str,
+    run_id: str,
+    root: Any,
+    family: list[Any],
+    internals: bool,
+    values: bool = False,
+    limit: int | None = None,
+    offset: int = 0,
+) -> RunInfo:
+    dbos = dbos_with_workflows()
+    info = _info(root, run_alive(url, run_id))
+    spec = _spec_of(root)
+    labels = Labels(plan_of(spec))
+    cost: dict[str, Any] = {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
+    priced = 0.0
+    for w in family:
+        unit = w.workflow_id[len(run_id) :].lstrip("/") or "(run)"
+        steps = await dbos.DBOS.list_workflow_steps_async(w.workflow_id)
+        for step in steps:
+            name = step["function_name"]
+            error = step.get("error")
+            out = step.get("output")
+            reason = unreadable(out, error)
+            if reason is not None:
+                raise unreadable_error(run_id, reason)
+            op = parse_operation(name)
+            if op is None:
+                info.internal += 1
+                if not internals:
+                    continue
+            entry: dict[str, Any] = {
+                "unit": unit,
+                "operation": name,
+                "status": "error" if error is not None else "done",
+                "started_at": _seconds(step.get("started_at_epoch_ms")),
+                "finished_at": _seconds(step.get("completed_at_epoch_ms")),
+            }
+            if op is None:
+                entry["internal"] = True
+            else:
+                entry.update(path=op.path, kind=op.what, label=None, _op=op)
+            if error is not None:
+                entry["error"] = error_text(error)
+            value = out.get("v") if isinstance(out, dict) else None
+            if "/model:" in name and value is not None and not out.get("reused"):
+                usage = getattr(value, "usage", None) or {}
+                cost["inferences"] += 1
+                cost["input_tokens"] += int(usage.get("input_tokens", 0) or 0)
+                cost["output_tokens"] += int(usage.get("output_tokens", 0) or 0)
+                if getattr(value, "cost", None) is not None:
+                    priced += float(value.cost)
+            if isinstance(out, dict) and out.get("reused"):
+                entry["reused"] = True
+            if values and op is not None and value is not None:
+                entry["value"] = json_of(value)
+            info.steps.append(entry)
+        if any(s["function_name"] == "DBOS.setEvent" for s in steps):
+            info.steps.extend(await _unanswered(w.workflow_id, unit, labels))
+    # in the order they started, across units (map items, branches); stable: record order
+    info.steps.sort(key=lambda e: e["started_at"] or float("inf"))
+    if priced:
+        cost["cost"] = round(priced, 10)
+    info.cost = cost
+    if root.status in ("PENDING", "ENQUEUED"):
+        info.questions = await waiting_questions(run_id, family)
+        if info.questions and info.status == "running":
+            info.status = "waiting"
+        if isinstance(spec, dict) and spec.get("fleet"):
+            info.workers = await _holders(url, run_id, family)
+    page(info, limit, offset, labels)
+    return info
+
+
+def _seconds(epoch_ms: Any) -> float | None:
+    return epoch_ms / 1000.0 if isinstance(epoch_ms, (int, float)) and epoch_ms else None
+
+
+def _spec_of(w: Any) -> dict[str, Any]:
+    """The recorded input (``run_durable``'s spec) of a run's root workflow ``w``."""
+    args = w.input.get("args") if isinstance(w.input, dict) else None
+    return args[0] if args and isinstance(args[0], dict) else {}
+
+
+async def _unanswered(workflow_id: str, unit: str, labels: Any) -> list[dict[str, Any]]:
+    """The questions unit ``workflow_id`` asked that went unanswered (its ``ask`` went on as
+    after a timeout): they record no operation of the run's own, only their events."""
+    events = await dbos_with_workflows().DBOS.get_all_events_async(workflow_id)
+    return unanswered_steps(events, unit, labels)
+
+
+async def _holders(url: str, run_id: str, family: list[Any]) -> list[dict[str, Any]]:
+    """Who holds the unfinished units of fleet run ``run_id``: one entry per executor (a
+    worker ``worker:NAME`` — with ``alive`` from its liveness lock — or the run's own
+    process), plus ``queued`` for units no worker has taken yet."""
+
+    held: dict[str, list[str]] = {}
+    queued: list[str] = []
+    for w in family:
+        if w.workflow_id == run_id:
+            continue
+        unit = w.workflow_id[len(run_id) + 1 :]
+        if w.status == "ENQUEUED":
+            queued.append(unit)
+        elif w.status == "PENDING":
+            held.setdefault(str(w.executor_id or ""), []).append(unit)
+    out: list[dict[str, Any]] = []
+    for executor, units in sorted(held.items()):
+        entry: dict[str, Any] = {"executor": executor, "units": sorted(units)}
+        if executor.startswith("worker:"):
+            name = executor[len("worker:") :]
+            entry["worker"] = name
+            entry["alive"] = await asyncio.to_thread(worker_alive, url, name)
+        out.append(entry)
+    if queued:
+        out.append({"executor": None, "queued": True, "units": sorted(queued)})
+    return out
+
+
+@on_engine
+async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
+    """Answer the question of run ``run_id`` at step path ``step`` with ``value`` (checked
+    against the question's choices and schema), from any process.  Raises InputError for no
+    such question or a value it does not accept."""
+
+    attach(url, run_id)
+    dbos = dbos_with_workflows()
+    family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id)
+    family = [
+        w for w in family if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")
+    ]
+    if not family:
+        raise InputError(f"no durable run {run_id!r} in {safe_url(url)}")
+    check_readable(run_id, family)
+    with reading(run_id):
+        pending = await waiting_questions(run_id, family)
+    question = next((q for q in pending if q.path == step), None)
+    if question is None:
+        await refuse_closed(run_id, [w.workflow_id for w in family], step)
+        waiting = ", ".join(q.path for q in pending) or "none"
+        raise InputError(f"run {run_id} has no question waiting at {step!r} (waiting: {waiting})")
+
+    value = checked_answer(question, value)
+    closed = await claim(
+        question.workflow_id, question.key, {"answer": value}, topic=f"answer:{step}"
+    )
+    if not closed.accepted:
+        raise InputError(closed_message(run_id, step, closed))
+    return question
+
+
+@on_engine
+async def pending_questions(url: str, run_id: str) -> list[Question]:
+    """The questions run ``run_id`` (and its child units) waits on now; none for a run that
+    ended or does not exist."""
+
+    if missing_database(url) is not None:
+        return []
+    attach(url)
+    family = await dbos_with_workflows().DBOS.list_workflows_async(workflow_id_prefix=run_id)
+    family = [
+        w for w in family if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")
+    ]
+    check_readable(run_id, family)
+    with reading(run_id):
+        return await waiting_questions(run_id, family)
+
+
+@on_engine
+async def unanswered(url: str, run_id: str, step: str) -> Question:
+    """Leave the question of run ``run_id`` at step path ``step`` unanswered: the ``ask``
+    goes on as after its timeout (``when_unanswered`` decides).  Raises InputError for no such
+    question."""
+
+    pending = await pending_questions(url, run_id)
+    question = next((q for q in pending if q.path == step), None)
+    if question is None:
+        raise InputError(f"run {run_id} has no question waiting at {step!r}")
+
+    closed = await claim(question.workflow_id, question.key, UNANSWERED, topic=f"answer:{step}")
+    if not closed.accepted:
+        raise InputError(closed_message(run_id, step, closed))
+    return question
+
+
+@on_engine
+async def cancel(url: str, run_id: str) -> None:
+    """Cancel run ``run_id`` and its child units (each stops at its next operation). Raises
+    InputError for an unknown run, and for one that has already ended (``ok``, ``error``,
+    ``cancelled`` …), which cancelling would not change."""
+
+    attach(url, run_id)
+    dbos = dbos_with_workflows()
+    family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id)
+    ids = [w.workflow_id for w in family
+           if w.workflow_id == run_id or w.workflow_id.startswith(run_id + "/")]  # fmt: skip
+    if run_id not in ids:
+        raise InputError(f"no durable run {run_id!r} in {safe_url(url)}")
+    root = next(w for w in family if w.workflow_id == run_id)
+    if root.status not in ("PENDING", "ENQUEUED"):
+        raise InputError(
+            f"run {run_id} has already ended ({_status(root, False)}): nothing to cancel"
+        )
+    for wfid in ids:
+        with contextlib.suppress(Exception):
+            await dbos.DBOS.cancel_workflow_async(wfid)
+
+
+@on_engine
+async def recorded_spec(url: str, run_id: str, *, redrive: bool = False) -> dict[str, Any]:
+    """The recorded input of run ``run_id`` (plan text, input, configuration path, …).
+    ``redrive``: for ``flowc redrive``, which runs a run that did not succeed again: raises
+    InputError for a run that ended ``ok`` or ``exited`` (``flowc run --reuse`` runs it again)
+    and for one that has not ended, ``running`` or ``stopped`` (``flowc resume`` continues it;
+    ``flowc cancel`` ends it, after which it may be redriven)."""
+
+    attach(url, run_id)
+    try:
+        spec = await recorded_input(run_id)
+    except RunError as e:
+        raise InputError(e.message) from None
+    if redrive:
+        found = await query_workflows(workflow_ids=[run_id], load_input=False)
+        status = _status(found[0], run_alive(url, run_id)) if found else None
+        if status in ("running", "stopped"):
+            state = (
+                "is still running"
+                if status == "running"
+                else "has not ended (its process stopped before it finished)"
+            )
+            raise InputError(
+                f"run {run_id} {state}: nothing to redrive (redrive runs a run that ended "
+                f"without success again); to continue it: flowc resume {run_id}; to give it up "
+                f"and run it again from its finished steps: flowc cancel {run_id}, then flowc "
+                f"redrive {run_id}"
+            )
+        if status in ("ok", "exited"):
+            file = spec.get("plan_file") or "FILE"
+            raise InputError(
+                f"run {run_id} ended {status}: nothing to redrive (redrive runs a failed run "
+                f"again); to run it again taking its finished steps: flowc run {file} --reuse "
+                f"{run_id}"
+            )
+    return spec

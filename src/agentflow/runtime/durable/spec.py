@@ -1,0 +1,199 @@
+"""What a durable run starts with, and what a process rebuilds from it, for both engines
+(DBOS and Temporal): the run id, the recorded input (its spec), the run context built from
+it, the run's trace identity, the root's run and the telemetry of a process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentflow.errors import ConfigError
+from agentflow.ir.models import Step
+from agentflow.runtime.config import load_config
+from agentflow.runtime.context import RunContext
+from agentflow.runtime.executor import run_plan
+from agentflow.runtime.models.cassette import ReplayRouter
+from agentflow.runtime.models.router import ModelRouter, test_router
+from agentflow.runtime.models.test_model import parse_model_option
+from agentflow.runtime.telemetry import (
+    INSTALL_HINT,
+    OtelSink,
+    RunSinks,
+    durable_trace,
+    otel_available,
+)
+from agentflow.runtime.tools.build import build_catalog
+
+if TYPE_CHECKING:
+    from agentflow.ir.models import Plan
+    from agentflow.runtime.durable.dbos_engine import Runtime
+
+
+__all__ = [
+    "close_context",
+    "context_from_spec",
+    "new_run_id",
+    "per_run",
+    "plan_limits",
+    "process_telemetry",
+    "run_root",
+    "run_spec",
+    "trace_of",
+]
+
+
+def new_run_id() -> str:
+    """A fresh run id: ``run-`` + UTC date and time + 6 random hex digits."""
+    return time.strftime("run-%Y%m%d-%H%M%S-", time.gmtime()) + secrets.token_hex(3)
+
+
+def context_from_spec(
+    spec: dict[str, Any], plan: Plan, extra_sinks: list[Any] | None
+) -> RunContext:
+    """The :class:`~agentflow.runtime.context.RunContext` of a run from its recorded input
+    ``spec`` (configuration, catalog, model router; ``extra_sinks``: the process's), for a
+    process that did not start the run (engine-neutral: DBOS and Temporal build it alike)."""
+
+    config = load_config(spec.get("config"))
+    catalog = build_catalog(config, plan=plan)
+    router: Any
+    if spec.get("model"):  # `--model test[:SEED]`: the built-in test model again
+        seed, call_tools = parse_model_option(spec["model"])
+        router = test_router(config, seed, call_tools=call_tools)
+    elif spec.get("replay"):
+        router = ReplayRouter(spec["replay"], config)
+    else:
+        router = ModelRouter(config) if config.has_model() else None
+    return RunContext(
+        catalog=catalog,
+        router=router,
+        config=config,
+        workspace=Path(spec.get("workspace") or Path.cwd()),
+        sinks=tuple(per_run(extra_sinks or ())),
+    )
+
+
+def per_run(sinks: Any) -> list[Any]:
+    """The process's sinks for one more run: a factory of per-run sinks (the telemetry of
+    ``flowc resume`` / ``flowc worker``, :class:`~agentflow.runtime.telemetry.RunSinks`)
+    makes this run's own."""
+    return [s.for_run() if hasattr(s, "for_run") else s for s in sinks]
+
+
+def trace_of(run_id: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """The trace identity recorded with run ``run_id`` (``spec["trace"]``), else (a run
+    recorded before it was) the one derived from its id and start."""
+
+    recorded = spec.get("trace")
+    if isinstance(recorded, dict) and recorded.get("trace_id") and recorded.get("span_id"):
+        return recorded
+    return durable_trace(run_id, spec.get("started") or 0.0)
+
+
+async def run_root(rt: Runtime) -> dict[str, Any]:
+    """Run the root of a durable run (inside its ``agentflow.run`` workflow)."""
+
+    try:
+        result = await run_plan(rt.plan, rt.spec.get("input"), rt.ctx, effects=rt.effects)
+    finally:
+        if rt.owned:
+            await close_context(rt.ctx)
+    out = result.to_dict()
+    out["reused"] = len(rt.effects.reused)
+    return out
+
+
+async def close_context(ctx: RunContext) -> None:
+    if ctx.catalog is not None:
+        with contextlib.suppress(Exception):
+            await ctx.catalog.aclose()
+    close = getattr(ctx.router, "aclose", None)
+    if close is not None:
+        with contextlib.suppress(Exception):
+            await close()
+
+
+def plan_limits(plan: Plan) -> set[int]:
+    """Every literal map ``concurrency`` of ``plan`` and its sub-plans (1 for a templated one)."""
+
+    found: set[int] = set()
+
+    def visit(value: Any) -> None:
+        if isinstance(value, Step):
+            if value.tool_name in ("map", "parallel"):
+                c = (value.input or {}).get("concurrency")
+                found.add(c if isinstance(c, int) and not isinstance(c, bool) else 0)
+            visit(value.input)
+        elif isinstance(value, dict):
+            for v in value.values():
+                visit(v)
+        elif isinstance(value, list):
+            for v in value:
+                visit(v)
+
+    for step in plan.steps:
+        visit(step)
+    for sub in (plan.plans or {}).values():
+        found |= plan_limits(sub)
+    return found
+
+
+def run_spec(
+    run_id: str,
+    plan_text: str,
+    plan_file: str | None,
+    input: Any,
+    config_path: str | None,
+    context: RunContext,
+    *,
+    reuse: str | None,
+    ask_again: bool,
+    replay: str | None,
+    model: str | None,
+    fleet: bool,
+) -> dict[str, Any]:
+    """What a durable run records when it starts, on every engine: the plan's text and file,
+    the input, where ``flow.toml`` is, the workspace, the start time, the reuse/replay/model
+    options, and the run's trace context (every process of the run exports into this trace:
+    docs/durable.md "Telemetry"; a ``TRACEPARENT`` of the caller is its parent)."""
+
+    started = time.time()
+    traceparent = next(
+        (s.settings.traceparent for s in context.sinks if isinstance(s, OtelSink)),
+        os.environ.get("TRACEPARENT"),
+    )
+    return {
+        "plan_text": plan_text,
+        "plan_file": plan_file,
+        "input": input,
+        "config": config_path,
+        "workspace": str(context.workspace),
+        "started": started,
+        "reuse": reuse,
+        "ask_again": ask_again,
+        "replay": replay,
+        "model": model,
+        "fleet": fleet,
+        "trace": durable_trace(run_id, started, traceparent),
+    }
+
+
+@contextlib.contextmanager
+def process_telemetry(sinks: list[Any] | None, telemetry: Any) -> Any:
+    """``sinks`` plus, with ``telemetry`` settings, a factory of per-run OpenTelemetry sinks
+    (closed, i.e. flushed, at the end)."""
+    factory = None
+    if telemetry is not None:
+        if not otel_available():
+            raise ConfigError(INSTALL_HINT)
+        factory = RunSinks(telemetry)
+    try:
+        yield [*(sinks or []), *([factory] if factory is not None else [])]
+    finally:
+        if factory is not None:
+            factory.close()
