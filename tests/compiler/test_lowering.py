@@ -355,7 +355,7 @@ def test_verify_checks_run(tmp_path):
 def test_tools_flow_runs_with_builtin_tools(tmp_path):
     (tmp_path / "a.txt").write_text("alpha\nbeta\n", encoding="utf-8")
     (tmp_path / "b.txt").write_text("alphabet\n", encoding="utf-8")
-    from agentflow.runtime.tools.catalog import default_catalog
+    from agentflow.runtime.tools.builtin import default_catalog
 
     cat = default_catalog()
     cat.register_function("user__count", lambda items, label: {"n": len(items), "label": label})
