@@ -382,6 +382,20 @@ class DbosEngine:
             raise RunAborted("the run was cancelled (flowc cancel)", None) from None
         return value, ran
 
+    async def recorded_item(self, path: str) -> bool:
+        """True when the running workflow recorded the one-call unit at ``path`` (items.py)."""
+        return await _items().recorded_at(self.workflow_id(), path)
+
+    async def item_step(self, name: str, fn: Callable[[], Awaitable[T]]) -> tuple[T, bool]:
+        """The operation of a one-call unit, recorded in a batch of ``agentflow_items`` rows
+        (items.py: group commit, read back by name) rather than as a DBOS step."""
+        from agentflow.runtime.durable.records import UnreadableRecord
+
+        try:
+            return await _items().step(self.workflow_id(), name, fn)
+        except UnreadableRecord as e:  # replaying a row that is not agentflow's JSON
+            raise _unreadable(self.workflow_id(), name, e) from None
+
     async def sleep(self, seconds: float) -> None:
         """``DBOS.sleep_async``: the wake-up time is recorded."""
         await _dbos().DBOS.sleep_async(max(0.0, seconds))
@@ -523,6 +537,19 @@ def _sys_db() -> Any:
     return _get_dbos_instance()._sys_db
 
 
+def _items() -> Any:
+    """The item records (items.py) of this process's database."""
+    from agentflow.runtime.durable.items import items_for
+
+    return items_for(str(_state["url"]), _sys_db)
+
+
+def forget_items(workflow_id: str) -> None:
+    """Drop what this process read of unit ``workflow_id``'s item records (it starts again)."""
+    if _state["url"] is not None:
+        _items().forget(workflow_id)
+
+
 async def query_steps(workflow_id: str, *, load_output: bool = True) -> list[Any]:
     """The recorded steps of ``workflow_id``, read from the database directly: DBOS's own
     ``list_workflow_steps`` called inside a workflow is recorded as one of its steps (and
@@ -531,6 +558,14 @@ async def query_steps(workflow_id: str, *, load_output: bool = True) -> list[Any
     return await asyncio.to_thread(
         _sys_db().list_workflow_steps, workflow_id, load_output=load_output
     )
+
+
+async def query_items(workflow_id: str) -> list[Any]:
+    """The item records of ``workflow_id`` (items.py), as :func:`query_steps` lists steps."""
+    from agentflow.runtime.durable.items import item_steps
+
+    await _dbos().DBOS._configure_asyncio_thread_pool()
+    return await asyncio.to_thread(item_steps, _sys_db(), workflow_id)
 
 
 async def query_workflows(**filters: Any) -> list[Any]:
@@ -715,6 +750,7 @@ def _register(dbos: Any) -> tuple[Any, Any]:
         await _note_recorded(wfid)
         rt = await runtime_for(wfid, spec)
         rt.effects.forget(wfid)
+        forget_items(wfid)
         from agentflow.runtime.durable.runs import run_root
 
         return await run_root(rt)
@@ -738,6 +774,7 @@ def _register(dbos: Any) -> tuple[Any, Any]:
         await _note_recorded(wfid)
         rt = await runtime_for(spec["run"])
         rt.effects.forget(wfid)
+        forget_items(wfid)
         try:
             if spec.get("kind") == "body" and not spec.get("queue_key"):
                 async with rt.limit(f"{spec['run']}|{spec['group']}", spec.get("limit")):

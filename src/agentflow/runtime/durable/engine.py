@@ -33,6 +33,7 @@ function, and a registered backend can dispatch on the name's kind (``tool:``, `
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import hashlib
 import json
@@ -55,6 +56,7 @@ __all__ = [
     "NO_MESSAGE",
     "DurableEffects",
     "Engine",
+    "ItemEngine",
     "PlanIndex",
     "body_refs",
     "digest",
@@ -128,6 +130,35 @@ class Engine(Protocol):
     def replaying(self) -> bool:
         """True while the running unit re-executes operations it has recorded."""
         ...
+
+
+class ItemEngine(Engine, Protocol):
+    """An :class:`Engine` that records one-call units in batches (DBOS: runtime/durable/items.py).
+
+    Optional: :class:`DurableEffects` uses these methods when its engine has them (it looks for
+    ``item_step``), and records each one-call unit with :meth:`Engine.step` otherwise (Temporal).
+    A one-call unit is a map item, ``parallel`` branch, ``reduce`` or ``loop`` body that is one
+    idempotent tool call (:meth:`DurableEffects.one_call`); its operation's name holds its step
+    path, so it needs no position in the unit's record: an engine may record it apart from the
+    unit's positional operations, in batches (group commit), and replay it by name.
+    """
+
+    async def recorded_item(self, path: str) -> bool:
+        """True when the running unit recorded the one-call unit at step ``path`` (it is then
+        replayed: its events are not emitted again)."""
+        ...
+
+    async def item_step(self, name: str, fn: Callable[[], Awaitable[T]]) -> tuple[T, bool]:
+        """:meth:`Engine.step` for the operation of a one-call unit: the same contract (run
+        once, the result or exception recorded before this returns, the recorded one on
+        replay; ``(value, ran)``), but by name rather than by position."""
+        ...
+
+
+#: The one-call unit running in this task: (its step path, whether it is replayed), or None.
+_ITEM: contextvars.ContextVar[tuple[str, bool] | None] = contextvars.ContextVar(
+    "agentflow_durable_item", default=None
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -345,10 +376,11 @@ class DurableEffects(Effects):
         *,
         idempotent: bool = True,
         path: str | None = None,
+        item: bool = False,
     ) -> T:
         """Run ``fn`` as operation ``name`` (made at step ``path``) whose rendered input has
         digest ``key``; a result recorded under the same name and digest by the run reused is
-        taken instead."""
+        taken instead.  ``item``: the operation of a one-call unit (:class:`ItemEngine`)."""
         if not idempotent:
             _, began_now = await self.engine.step(f"{name}/begin", _true)
         else:
@@ -368,7 +400,10 @@ class DurableEffects(Effects):
                 )
             return {"d": key, "v": await fn()}
 
-        record, ran = await self.engine.step(name, perform)
+        if item:
+            record, ran = await self.engine.item_step(name, perform)  # type: ignore[attr-defined]
+        else:
+            record, ran = await self.engine.step(name, perform)
         if path is not None:
             self._replayed[(self.engine.workflow_id(), path)] = not ran
         return record["v"]
@@ -378,12 +413,14 @@ class DurableEffects(Effects):
     async def call_tool(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Any:
         """One tool call as one durable operation ``{path}/tool:{name}#n``."""
         name = self._name(f"{ctx.step_path}/tool:{tool.name}")
+        unit = _ITEM.get()
         return await self._step(
             name,
             digest(tool.name, args),
             lambda: call_tool_cleaned(tool, args, ctx),
             idempotent=tool_idempotent(tool),
             path=ctx.step_path,
+            item=unit is not None and unit[0] == ctx.step_path,
         )
 
     async def chat(self, client: RoutedClient, request: ChatRequest, path: str) -> ChatResponse:
@@ -486,8 +523,10 @@ class DurableEffects(Effects):
         return f"{self.engine.workflow_id()}|{name}" + (f"!{error_code}" if error_code else "")
 
     def replaying(self) -> bool:
-        """True while the running unit replays recorded operations."""
-        return self.engine.replaying()
+        """True while the running unit replays recorded operations (or a recorded one-call
+        unit: :class:`ItemEngine`)."""
+        unit = _ITEM.get()
+        return (unit is not None and unit[1]) or self.engine.replaying()
 
     def replayed(self, path: str) -> bool:
         """True when the latest tool or model operation at ``path`` in the running unit was
@@ -498,8 +537,18 @@ class DurableEffects(Effects):
         self, path: str, work: Callable[[], Awaitable[T]], spec: UnitSpec | None = None
     ) -> T:
         """A concurrent unit runs as a child unit ``{parent id}/{path}``; any other runs here
-        (its operations are recorded in the running unit, one after another)."""
-        if spec is None or not spec.concurrent or self.one_call(spec):
+        (its operations are recorded in the running unit, one after another; a one-call unit's
+        in batches when the engine can: :class:`ItemEngine`)."""
+        if spec is not None and self.one_call(spec):
+            if not hasattr(self.engine, "item_step"):
+                return await work()
+            replayed = await self.engine.recorded_item(path)  # type: ignore[attr-defined]
+            token = _ITEM.set((path, replayed))
+            try:
+                return await work()
+            finally:
+                _ITEM.reset(token)
+        if spec is None or not spec.concurrent:
             return await work()
         child_spec = self.describe(path, spec)
         parent = self.engine.workflow_id()

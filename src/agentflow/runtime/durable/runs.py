@@ -698,7 +698,7 @@ async def reuse_table(run_id: str, *, asks: bool = True) -> dict[str, tuple[str,
     """``{operation name: (input digest, value)}`` of every step run ``run_id`` (and its child
     units) finished without error: what ``--reuse`` and ``redrive`` may take.  ``asks``: its
     answered questions too (``--ask-again``: False, every question is asked again)."""
-    from agentflow.runtime.durable.dbos_engine import query_steps, query_workflows
+    from agentflow.runtime.durable.dbos_engine import query_items, query_steps, query_workflows
 
     runs = await query_workflows(workflow_id_prefix=run_id, load_input=False, load_output=False)
     table: dict[str, tuple[str, Any]] = {}
@@ -707,7 +707,7 @@ async def reuse_table(run_id: str, *, asks: bool = True) -> dict[str, tuple[str,
     if run_id not in ids:
         raise InputError(f"no durable run {run_id!r} to reuse")
     for wfid in ids:
-        for step in await query_steps(wfid):
+        for step in [*await query_steps(wfid), *await query_items(wfid)]:
             out = step.get("output")
             reason = unreadable(out, step.get("error"))
             if reason is not None:
@@ -864,7 +864,7 @@ async def show_run(
 async def _show_run(
     url: str, run_id: str, root: Any, family: list[Any], internals: bool, values: bool = False
 ) -> RunInfo:
-    from agentflow.runtime.durable.dbos_engine import _dbos
+    from agentflow.runtime.durable.dbos_engine import _dbos, query_items
     from agentflow.runtime.durable.shown import Labels, parse_operation
 
     dbos = _dbos()
@@ -876,6 +876,7 @@ async def _show_run(
     for w in family:
         unit = w.workflow_id[len(run_id) :].lstrip("/") or "(run)"
         steps = await dbos.DBOS.list_workflow_steps_async(w.workflow_id)
+        steps += await query_items(w.workflow_id)  # one-call units' records (items.py)
         for step in steps:
             name = step["function_name"]
             error = step.get("error")
