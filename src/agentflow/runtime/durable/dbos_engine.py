@@ -124,10 +124,43 @@ def database_url(database: str, base: Path) -> str:
     return f"sqlite:///{path}"
 
 
+#: SQLite ``synchronous`` levels ``[durable] synchronous`` may name (``full`` is the default).
+SYNCHRONOUS = ("normal", "full", "extra")
+
+
+def with_synchronous(url: str, level: str) -> str:
+    """``url`` with SQLite's ``synchronous`` level ``level`` (``[durable] synchronous``) as its
+    ``?synchronous=`` parameter: ``full``, the default, leaves it as it is, and so does a URL
+    that names its own level or is not SQLite."""
+    if level == "full" or not url.startswith("sqlite:///") or "synchronous=" in url:
+        return url
+    return url + ("&" if "?" in url else "?") + f"synchronous={level}"
+
+
+def synchronous_of(url: str) -> tuple[str, str]:
+    """``(the URL without its synchronous parameter, the level)`` of a SQLite URL (level
+    ``full`` when it names none).  Raises ValueError for a level SQLite's WAL is not run at."""
+    base, _, query = url.partition("?")
+    level = "full"
+    rest = []
+    for part in query.split("&") if query else []:
+        key, _, value = part.partition("=")
+        if key == "synchronous":
+            level = value.lower()
+        else:
+            rest.append(part)
+    if level not in SYNCHRONOUS:
+        raise ValueError(
+            f"synchronous={level} is not a level durable runs use: normal, full or extra"
+        )
+    return base + ("?" + "&".join(rest) if rest else ""), level
+
+
 def _sqlite_engine(url: str) -> Any:
     import sqlalchemy as sa
     from sqlalchemy import event
 
+    url, level = synchronous_of(url)
     engine = sa.create_engine(url)
 
     @event.listens_for(engine, "connect")
@@ -136,7 +169,7 @@ def _sqlite_engine(url: str) -> Any:
         conn.execute("PRAGMA busy_timeout=30000")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute(f"PRAGMA synchronous={level.upper()}")
 
     return engine
 
@@ -171,7 +204,7 @@ def launch(
         "name": "agentflow",
         # rows are JSON, and nothing read from the database is unpickled (records.py)
         "serializer": install(),
-        "system_database_url": url,
+        "system_database_url": synchronous_of(url)[0] if url.startswith("sqlite:") else url,
         "application_version": __version__,
         "executor_id": executor_id,
         "log_level": os.environ.get("AGENTFLOW_DBOS_LOG", "WARNING"),

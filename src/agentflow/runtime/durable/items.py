@@ -48,6 +48,9 @@ TABLE = "agentflow_items"
 #: Seconds between two looks at whether the units being written were cancelled.
 CANCEL_LOOK_S = 0.5
 
+#: Transactions and rows this process wrote (bench/durable_map.py prints rows per transaction).
+WRITTEN = {"transactions": 0, "rows": 0}
+
 #: the SQLAlchemy engines whose database has the table
 _made: weakref.WeakSet[Any] = weakref.WeakSet()
 
@@ -94,9 +97,6 @@ class ItemRecords:
         self._writer: asyncio.Task[None] | None = None
         self._looked = -CANCEL_LOOK_S
         self._cancelled: set[str] = set()
-        #: transactions written and rows in them (bench/durable_overhead.py prints them)
-        self.batches = 0
-        self.rows = 0
 
     def forget(self, workflow_id: str) -> None:
         """Drop what was read of unit ``workflow_id`` (it starts again: read it again)."""
@@ -222,8 +222,8 @@ class ItemRecords:
                     "ON CONFLICT (workflow_id, name) DO NOTHING",
                     keep,
                 )
-            self.batches += 1
-            self.rows += len(keep)
+            WRITTEN["transactions"] += 1
+            WRITTEN["rows"] += len(keep)
         return cancelled
 
 

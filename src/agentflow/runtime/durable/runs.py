@@ -73,7 +73,7 @@ def database_for(config: Config, database: str | None = None) -> str:
     variable or a URL that is neither SQLite nor PostgreSQL."""
     import re
 
-    from agentflow.runtime.durable.dbos_engine import database_url
+    from agentflow.runtime.durable.dbos_engine import database_url, with_synchronous
 
     if (database or "").startswith("temporal://") or (
         database is None and config.durable.engine == "temporal"
@@ -93,7 +93,7 @@ def database_for(config: Config, database: str | None = None) -> str:
 
     raw = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", var, raw)
     try:
-        return database_url(raw, config.base_dir())
+        return with_synchronous(database_url(raw, config.base_dir()), config.durable.synchronous)
     except ValueError as e:
         where = "--database" if database else f"{config.where()}: [durable] database"
         raise ConfigError(f"{where}: {e}") from None
@@ -184,7 +184,7 @@ def new_run_id() -> str:
 def _lock_path(url: str, run_id: str) -> Path | None:
     if not url.startswith("sqlite:///"):
         return None
-    db = Path(url[len("sqlite:///") :])
+    db = Path(url[len("sqlite:///") :].split("?", 1)[0])
     return db.parent / "locks" / f"{run_id.replace('/', '_')}.lock"
 
 
