@@ -419,15 +419,21 @@ class DbosEngine:
         """True when the running workflow recorded the one-call unit at ``path`` (items.py)."""
         return await _items().recorded_at(self.workflow_id(), path)
 
-    async def item_step(self, name: str, fn: Callable[[], Awaitable[T]]) -> tuple[T, bool]:
-        """The operation of a one-call unit, recorded in a batch of ``agentflow_items`` rows
-        (items.py: group commit, read back by name) rather than as a DBOS step."""
+    async def item_step(
+        self, name: str, fn: Callable[[], Awaitable[T]], *, ordered: bool = False
+    ) -> tuple[T, bool]:
+        """An idempotent operation recorded as a row of ``agentflow_items`` (items.py: group
+        commit, read back by name) rather than as a DBOS step (two transactions)."""
         from agentflow.runtime.durable.records import UnreadableRecord
 
         try:
-            return await _items().step(self.workflow_id(), name, fn)
+            return await _items().step(self.workflow_id(), name, fn, ordered=ordered)
         except UnreadableRecord as e:  # replaying a row that is not agentflow's JSON
             raise _unreadable(self.workflow_id(), name, e) from None
+
+    def replaying_items(self) -> bool:
+        """True while the running workflow has ordered item records not replayed yet."""
+        return _items().replaying(self.workflow_id())
 
     async def sleep(self, seconds: float) -> None:
         """``DBOS.sleep_async``: the wake-up time is recorded."""
@@ -577,12 +583,6 @@ def _items() -> Any:
     return items_for(str(_state["url"]), _sys_db)
 
 
-def forget_items(workflow_id: str) -> None:
-    """Drop what this process read of unit ``workflow_id``'s item records (it starts again)."""
-    if _state["url"] is not None:
-        _items().forget(workflow_id)
-
-
 async def query_steps(workflow_id: str, *, load_output: bool = True) -> list[Any]:
     """The recorded steps of ``workflow_id``, read from the database directly: DBOS's own
     ``list_workflow_steps`` called inside a workflow is recorded as one of its steps (and
@@ -680,6 +680,9 @@ async def _note_recorded(workflow_id: str) -> None:
     events are left out, and its finished events go to a continued trace only)."""
     steps = await query_steps(workflow_id, load_output=False)
     _RECORDED[workflow_id] = max((s["function_id"] for s in steps), default=0)
+    items = _items()  # and its item records, read again (the unit starts again)
+    items.forget(workflow_id)
+    await items.load(workflow_id)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -783,7 +786,6 @@ def _register(dbos: Any) -> tuple[Any, Any]:
         await _note_recorded(wfid)
         rt = await runtime_for(wfid, spec)
         rt.effects.forget(wfid)
-        forget_items(wfid)
         from agentflow.runtime.durable.runs import run_root
 
         return await run_root(rt)
@@ -807,7 +809,6 @@ def _register(dbos: Any) -> tuple[Any, Any]:
         await _note_recorded(wfid)
         rt = await runtime_for(spec["run"])
         rt.effects.forget(wfid)
-        forget_items(wfid)
         try:
             if spec.get("kind") == "body" and not spec.get("queue_key"):
                 async with rt.limit(f"{spec['run']}|{spec['group']}", spec.get("limit")):

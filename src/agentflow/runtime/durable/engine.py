@@ -133,14 +133,22 @@ class Engine(Protocol):
 
 
 class ItemEngine(Engine, Protocol):
-    """An :class:`Engine` that records one-call units in batches (DBOS: runtime/durable/items.py).
+    """An :class:`Engine` that records operations by name, in batches (DBOS:
+    runtime/durable/items.py: rows of ``agentflow_items``, group commit).
 
     Optional: :class:`DurableEffects` uses these methods when its engine has them (it looks for
-    ``item_step``), and records each one-call unit with :meth:`Engine.step` otherwise (Temporal).
-    A one-call unit is a map item, ``parallel`` branch, ``reduce`` or ``loop`` body that is one
-    idempotent tool call (:meth:`DurableEffects.one_call`); its operation's name holds its step
-    path, so it needs no position in the unit's record: an engine may record it apart from the
-    unit's positional operations, in batches (group commit), and replay it by name.
+    ``item_step``), and records every operation with :meth:`Engine.step` otherwise (Temporal).
+    Two kinds of operation are recorded this way, both idempotent and named by step path:
+
+    - the call of a **one-call unit** — a map item, ``parallel`` branch, ``reduce`` or ``loop``
+      body that is one idempotent tool call (:meth:`DurableEffects.one_call`): units that run
+      concurrently, replayed by name (``ordered=False``);
+    - an **ordered** operation of the running unit — an idempotent tool call, a model call not
+      sent through a fleet queue (an agent's rounds): one after another in the unit, so while
+      the unit has such records not yet replayed it is replaying (``ordered=True``).
+
+    Questions, sleeps, child units, non-idempotent calls (and their "begin" markers) stay
+    engine steps (:meth:`Engine.step`).
     """
 
     async def recorded_item(self, path: str) -> bool:
@@ -148,10 +156,16 @@ class ItemEngine(Engine, Protocol):
         replayed: its events are not emitted again)."""
         ...
 
-    async def item_step(self, name: str, fn: Callable[[], Awaitable[T]]) -> tuple[T, bool]:
-        """:meth:`Engine.step` for the operation of a one-call unit: the same contract (run
+    async def item_step(
+        self, name: str, fn: Callable[[], Awaitable[T]], *, ordered: bool = False
+    ) -> tuple[T, bool]:
+        """:meth:`Engine.step` for an operation recorded by name: the same contract (run
         once, the result or exception recorded before this returns, the recorded one on
         replay; ``(value, ran)``), but by name rather than by position."""
+        ...
+
+    def replaying_items(self) -> bool:
+        """True while the running unit has ordered records it has not replayed yet."""
         ...
 
 
@@ -318,6 +332,7 @@ class DurableEffects(Effects):
         "executor",
         "_counts",
         "_replayed",
+        "_items",
         "reused",
     )
 
@@ -347,6 +362,8 @@ class DurableEffects(Effects):
         self._replayed: dict[tuple[str, str], bool] = {}
         #: names of operations whose result was taken from ``reuse`` (for tests and reports)
         self.reused: list[str] = []
+        #: the engine records idempotent operations by name, in batches (:class:`ItemEngine`)
+        self._items = hasattr(engine, "item_step")
 
     # ----------------------------------------------------------------- plumbing
 
@@ -376,11 +393,12 @@ class DurableEffects(Effects):
         *,
         idempotent: bool = True,
         path: str | None = None,
-        item: bool = False,
+        item: bool | None = None,
     ) -> T:
         """Run ``fn`` as operation ``name`` (made at step ``path``) whose rendered input has
         digest ``key``; a result recorded under the same name and digest by the run reused is
-        taken instead.  ``item``: the operation of a one-call unit (:class:`ItemEngine`)."""
+        taken instead.  ``item``: record it by name (:class:`ItemEngine`): True for the call
+        of a one-call unit, False for an ordered operation, None as an engine step."""
         if not idempotent:
             _, began_now = await self.engine.step(f"{name}/begin", _true)
         else:
@@ -400,8 +418,9 @@ class DurableEffects(Effects):
                 )
             return {"d": key, "v": await fn()}
 
-        if item:
-            record, ran = await self.engine.item_step(name, perform)  # type: ignore[attr-defined]
+        if item is not None and idempotent and self._items:
+            engine: Any = self.engine
+            record, ran = await engine.item_step(name, perform, ordered=not item)
         else:
             record, ran = await self.engine.step(name, perform)
         if path is not None:
@@ -446,7 +465,7 @@ class DurableEffects(Effects):
             async def fn() -> ChatResponse:
                 return await client.chat(request)
 
-        response = await self._step(name, key, fn, path=path)
+        response = await self._step(name, key, fn, path=path, item=False if queue is None else None)
         if name in self.reused:
             response = dataclasses.replace(response)
             response.reused = True  # free: model_call says so
@@ -526,7 +545,11 @@ class DurableEffects(Effects):
         """True while the running unit replays recorded operations (or a recorded one-call
         unit: :class:`ItemEngine`)."""
         unit = _ITEM.get()
-        return (unit is not None and unit[1]) or self.engine.replaying()
+        if unit is not None and unit[1]:
+            return True
+        if self.engine.replaying():
+            return True
+        return self._items and self.engine.replaying_items()  # type: ignore[attr-defined]
 
     def replayed(self, path: str) -> bool:
         """True when the latest tool or model operation at ``path`` in the running unit was
@@ -540,7 +563,7 @@ class DurableEffects(Effects):
         (its operations are recorded in the running unit, one after another; a one-call unit's
         in batches when the engine can: :class:`ItemEngine`)."""
         if spec is not None and self.one_call(spec):
-            if not hasattr(self.engine, "item_step"):
+            if not self._items:
                 return await work()
             replayed = await self.engine.recorded_item(path)  # type: ignore[attr-defined]
             token = _ITEM.set((path, replayed))

@@ -37,10 +37,11 @@ from typing import Any, TypeVar
 __all__ = ["ItemRecords", "TABLE", "item_steps", "items_for"]
 
 T = TypeVar("T")
-#: A row: unit, operation name, output, error (agentflow JSON), started and finished (epoch s).
-Row = tuple[str, str, str | None, str | None, float, float]
-#: A unit's rows read back: {operation name: (output, error)}.
-Recorded = dict[str, tuple[str | None, str | None]]
+#: A row: unit, operation name, output, error (agentflow JSON), ordered (1: an ordered operation,
+#: 0: a one-call unit's), started and finished (epoch s).
+Row = tuple[str, str, str | None, str | None, int, float, float]
+#: A unit's rows read back: {operation name: (output, error, ordered)}.
+Recorded = dict[str, tuple[str | None, str | None, int]]
 
 #: The table of item records (created on first use, in the database of the run).
 TABLE = "agentflow_items"
@@ -66,7 +67,7 @@ def _ensure_table(engine: Any) -> None:
         conn.execute(
             sa.text(
                 f"CREATE TABLE IF NOT EXISTS {TABLE} (workflow_id TEXT NOT NULL, "
-                "name TEXT NOT NULL, output TEXT, error TEXT, "
+                "name TEXT NOT NULL, output TEXT, error TEXT, ordered INTEGER NOT NULL, "
                 "started_at DOUBLE PRECISION NOT NULL, finished_at DOUBLE PRECISION NOT NULL, "
                 "PRIMARY KEY (workflow_id, name))"
             )
@@ -90,8 +91,10 @@ class ItemRecords:
         self._sys_db = sys_db
         #: unit → {operation name: (output text, error text)} not yet replayed
         self._loaded: dict[str, Recorded] = {}
-        #: unit → the step paths of those operations (a path's item is replayed)
+        #: unit → the step paths of its one-call units' records (a path's item is replayed)
         self._paths: dict[str, set[str]] = {}
+        #: unit → how many of its ordered records are not replayed yet (it is replaying)
+        self._ahead: dict[str, int] = {}
         self._loading: dict[str, asyncio.Future[Recorded]] = {}
         self._queue: list[tuple[Row, asyncio.Future[None]]] = []
         self._writer: asyncio.Task[None] | None = None
@@ -102,6 +105,7 @@ class ItemRecords:
         """Drop what was read of unit ``workflow_id`` (it starts again: read it again)."""
         self._loaded.pop(workflow_id, None)
         self._paths.pop(workflow_id, None)
+        self._ahead.pop(workflow_id, None)
         self._loading.pop(workflow_id, None)
 
     async def _thread(self, fn: Callable[..., T], *args: Any) -> T:
@@ -117,12 +121,13 @@ class ItemRecords:
         _ensure_table(engine)
         with engine.connect() as conn:
             rows = conn.execute(
-                sa.text(f"SELECT name, output, error FROM {TABLE} WHERE workflow_id = :w"),
+                sa.text(f"SELECT name, output, error, ordered FROM {TABLE} WHERE workflow_id = :w"),
                 {"w": workflow_id},
             ).all()
-        return {str(name): (output, error) for name, output, error in rows}
+        return {str(name): (output, error, int(ordered)) for name, output, error, ordered in rows}
 
-    async def _load(self, workflow_id: str) -> None:
+    async def load(self, workflow_id: str) -> None:
+        """Read unit ``workflow_id``'s records (once: until :meth:`forget`)."""
         if workflow_id in self._loaded:
             return
         loading = self._loading.get(workflow_id)
@@ -133,29 +138,40 @@ class ItemRecords:
         records = await asyncio.shield(loading)
         if workflow_id not in self._loaded:
             self._loaded[workflow_id] = records
-            self._paths[workflow_id] = {_path_of(name) for name in records}
+            self._paths[workflow_id] = {_path_of(n) for n, r in records.items() if not r[2]}
+            self._ahead[workflow_id] = sum(1 for r in records.values() if r[2])
+
+    def replaying(self, workflow_id: str) -> bool:
+        """True while unit ``workflow_id`` has ordered records not replayed yet (read once it
+        recorded or replayed an operation here; before that, its engine steps tell)."""
+        return self._ahead.get(workflow_id, 0) > 0
 
     async def recorded_at(self, workflow_id: str, path: str) -> bool:
         """True when unit ``workflow_id`` recorded the operation of the item at step ``path``
         (the item is then replayed: its events are not emitted again)."""
-        await self._load(workflow_id)
+        await self.load(workflow_id)
         return path in self._paths.get(workflow_id, ())
 
     async def step(
-        self, workflow_id: str, name: str, fn: Callable[[], Awaitable[T]]
+        self, workflow_id: str, name: str, fn: Callable[[], Awaitable[T]], *, ordered: bool
     ) -> tuple[T, bool]:
         """Run ``fn()`` once as operation ``name`` of unit ``workflow_id``, its result (or
         exception) recorded in the next batch, returning once it is committed; the recorded
-        one when there is.  Returns ``(value, ran)``."""
-        await self._load(workflow_id)
+        one when there is.  ``ordered``: an operation of the unit's sequence (else a one-call
+        unit's).  Returns ``(value, ran)``."""
+        await self.load(workflow_id)
         found = self._loaded.get(workflow_id, {}).pop(name, None)
         if found is not None:
-            self._paths.get(workflow_id, set()).discard(_path_of(name))
-            output, error = found
+            output, error, was_ordered = found
+            if was_ordered:
+                self._ahead[workflow_id] -= 1
+            else:
+                self._paths.get(workflow_id, set()).discard(_path_of(name))
             if error is not None:
                 raise _serializer().deserialize(error)
             return _serializer().deserialize(output), False
         started = time.time()
+        flag = int(ordered)
         try:
             value = await fn()
         except Exception as e:
@@ -163,16 +179,14 @@ class ItemRecords:
 
             if isinstance(e, RunAborted):  # stopped, not finished: nothing to record
                 raise
-            await self._write(workflow_id, name, None, _serializer().serialize(e), started)
+            await self._write((workflow_id, name, None, _serializer().serialize(e), flag, started))
             raise
-        await self._write(workflow_id, name, _serializer().serialize(value), None, started)
+        await self._write((workflow_id, name, _serializer().serialize(value), None, flag, started))
         return value, True
 
-    async def _write(
-        self, workflow_id: str, name: str, output: str | None, error: str | None, started: float
-    ) -> None:
+    async def _write(self, row: tuple[str, str, str | None, str | None, int, float]) -> None:
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._queue.append(((workflow_id, name, output, error, started, time.time()), done))
+        self._queue.append(((*row, time.time()), done))
         if self._writer is None or self._writer.done():
             self._writer = asyncio.ensure_future(self._write_batches())
         await done
@@ -217,8 +231,8 @@ class ItemRecords:
             mark = "?" if engine.dialect.paramstyle == "qmark" else "%s"
             with engine.begin() as conn:  # the driver's executemany: no per-row SQL work
                 conn.exec_driver_sql(
-                    f"INSERT INTO {TABLE} (workflow_id, name, output, error, started_at, "
-                    f"finished_at) VALUES ({', '.join([mark] * 6)}) "
+                    f"INSERT INTO {TABLE} (workflow_id, name, output, error, ordered, "
+                    f"started_at, finished_at) VALUES ({', '.join([mark] * 7)}) "
                     "ON CONFLICT (workflow_id, name) DO NOTHING",
                     keep,
                 )
