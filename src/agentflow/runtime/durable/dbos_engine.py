@@ -678,11 +678,12 @@ def _get_dbos_instance() -> Any:
 async def _note_recorded(workflow_id: str) -> None:
     """Remember how many operations ``workflow_id`` has recorded (while it replays them, its
     events are left out, and its finished events go to a continued trace only)."""
-    steps = await query_steps(workflow_id, load_output=False)
-    _RECORDED[workflow_id] = max((s["function_id"] for s in steps), default=0)
-    items = _items()  # and its item records, read again (the unit starts again)
+    items = _items()  # and its item records, read again (the unit starts again): both at once
     items.forget(workflow_id)
-    await items.load(workflow_id)
+    steps, _ = await asyncio.gather(
+        query_steps(workflow_id, load_output=False), items.load(workflow_id)
+    )
+    _RECORDED[workflow_id] = max((s["function_id"] for s in steps), default=0)
 
 
 # ---------------------------------------------------------------------------------------------

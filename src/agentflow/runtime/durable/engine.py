@@ -11,8 +11,10 @@ instead of handing one call's result to another.
 
 =================  ===========================================================================
 tool call          one engine step (a non-idempotent tool gets a "begin" marker step first:
-                   a call found begun but not finished on resume is reported, ``outcome_unknown``)
-model call         one engine step per inference (each agent round, repair, judge, solver)
+                   a call found begun but not finished on resume is reported, ``outcome_unknown``);
+                   an idempotent one is an item record when the engine has them (ItemEngine)
+model call         one engine step per inference (each agent round, repair, judge, solver); an
+                   item record when the engine has them and no fleet queue sends it
 ask                the question is published, the answer awaited as a message (durable timeout),
                    then recorded as a step (what ``--reuse`` and ``redrive`` take)
 backoff sleep      a durable sleep
