@@ -96,8 +96,10 @@ class ItemRecords:
         #: unit → how many of its ordered records are not replayed yet (it is replaying)
         self._ahead: dict[str, int] = {}
         self._loading: dict[str, asyncio.Future[Recorded]] = {}
-        self._queue: list[tuple[Row, asyncio.Future[None]]] = []
-        self._writer: asyncio.Task[None] | None = None
+        #: event loop → its rows waiting for the next batch, and its writer: DBOS runs units it
+        #: recovers or dequeues on a loop of its own, beside the caller's (one writer per loop)
+        self._queues: dict[asyncio.AbstractEventLoop, list[tuple[Row, asyncio.Future[None]]]] = {}
+        self._writers: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
         self._looked = -CANCEL_LOOK_S
         self._cancelled: set[str] = set()
 
@@ -185,16 +187,18 @@ class ItemRecords:
         return value, True
 
     async def _write(self, row: tuple[str, str, str | None, str | None, int, float]) -> None:
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._queue.append(((*row, time.time()), done))
-        if self._writer is None or self._writer.done():
-            self._writer = asyncio.ensure_future(self._write_batches())
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        self._queues.setdefault(loop, []).append(((*row, time.time()), done))
+        writer = self._writers.get(loop)
+        if writer is None or writer.done():
+            self._writers[loop] = asyncio.ensure_future(self._write_batches(loop))
         await done
 
-    async def _write_batches(self) -> None:
-        while self._queue:
+    async def _write_batches(self, loop: asyncio.AbstractEventLoop) -> None:
+        while self._queues.get(loop):
             await asyncio.sleep(0)  # the items finishing at this moment join the batch
-            batch, self._queue = self._queue, []
+            batch, self._queues[loop] = self._queues[loop], []
             try:
                 cancelled = await self._thread(self._commit, [row for row, _ in batch])
             except BaseException as e:
@@ -213,6 +217,9 @@ class ItemRecords:
                     done.set_exception(RunAborted("the run was cancelled (flowc cancel)", None))
                 else:
                     done.set_result(None)
+        # nothing queued on this loop (no await since the check): its entries go
+        self._queues.pop(loop, None)
+        self._writers.pop(loop, None)
 
     def _commit(self, rows: list[Row]) -> set[str]:
         """Insert ``rows`` in one transaction, except those of cancelled units; returns the
