@@ -260,9 +260,15 @@ class Battery:
         if not db.exists():
             return []
         with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as conn:
-            return list(
+            found = list(
                 conn.execute("select function_name, completed_at_epoch_ms from operation_outputs")
             )
+            tables = {row[0] for row in conn.execute("select name from sqlite_master")}
+            if "agentflow_items" in tables:  # one-call units' records (runtime/durable/items.py)
+                found += conn.execute(
+                    "select name, cast(finished_at * 1000 as integer) from agentflow_items"
+                )
+            return found
 
     def recorded_notes(self, db: Path) -> set[int]:
         """The notes (n) whose tool call is recorded as finished."""

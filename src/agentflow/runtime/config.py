@@ -513,11 +513,16 @@ class DurableConfig(_Strict):
     (per map ``limit``: items of maps with different limits wait in different queues); the
     rest wait for another worker (default: no cap beyond the map's own ``limit``). Set by the
     run's ``flow.toml``, it holds for every worker of the fleet.
+    ``synchronous``: SQLite's ``synchronous`` level for a SQLite database (WAL): ``full``
+    (default: a step recorded as finished survives a power loss), ``normal`` (it survives the
+    process's crash or kill, not a power loss or an OS crash: the last transactions may be
+    lost, never the database) or ``extra``; docs/durable.md "Big maps".
     """
 
     database: str = ".flowc/durable.sqlite"
     ask_timeout: str | None = None
     worker_concurrency: int | None = Field(default=None, ge=1, le=10_000)
+    synchronous: Literal["normal", "full", "extra"] = "full"
     #: the durable engine: ``dbos`` (``database``) or ``temporal`` (the settings below;
     #: docs/durable.md "Temporal")
     engine: Literal["dbos", "temporal"] = "dbos"

@@ -104,6 +104,9 @@ def _recorded_calls(db: Path) -> set[int]:
     """The notes (``n``) whose tool step is recorded as finished in the durable database."""
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
         names = [row[0] for row in conn.execute("select function_name from operation_outputs")]
+        tables = {row[0] for row in conn.execute("select name from sqlite_master")}
+        if "agentflow_items" in tables:  # one-call units' records (runtime/durable/items.py)
+            names += [row[0] for row in conn.execute("select name from agentflow_items")]
     found = set()
     for name in names:
         if "/tool:user__note" in name:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from agentflow.errors import ConfigError, InputError
 from agentflow.runtime.durable import temporal_runs
 from agentflow.runtime.durable.dbos_engine import _state, database_url, launch, sqlite_path
+from agentflow.runtime.durable.dbos_system import with_synchronous
 from agentflow.runtime.durable.temporal_engine import url_for
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def database_for(config: Config, database: str | None = None) -> str:
 
     raw = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", var, raw)
     try:
-        return database_url(raw, config.base_dir())
+        return with_synchronous(database_url(raw, config.base_dir()), config.durable.synchronous)
     except ValueError as e:
         where = "--database" if database else f"{config.where()}: [durable] database"
         raise ConfigError(f"{where}: {e}") from None
@@ -144,7 +145,7 @@ def process_executor(run_id: str) -> str:
 def lock_path(url: str, run_id: str) -> Path | None:
     if not url.startswith("sqlite:///"):
         return None
-    db = Path(url[len("sqlite:///") :])
+    db = Path(url[len("sqlite:///") :].split("?", 1)[0])
     return db.parent / "locks" / f"{run_id.replace('/', '_')}.lock"
 
 

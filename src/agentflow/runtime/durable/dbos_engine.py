@@ -42,6 +42,7 @@ from agentflow.runtime.durable.dbos_system import (
     query_workflows,
     sqlite_engine,
     sqlite_path,
+    synchronous_of,
     system_database,
 )
 from agentflow.runtime.durable.engine import (
@@ -51,6 +52,7 @@ from agentflow.runtime.durable.engine import (
     Runtime,
     run_unit,
 )
+from agentflow.runtime.durable.items import item_steps, items_for
 from agentflow.runtime.durable.ratelimit import holds, rate_slot
 from agentflow.runtime.durable.records import (
     UnreadableRecord,
@@ -180,7 +182,7 @@ def launch(
         "name": "agentflow",
         # rows are JSON, and nothing read from the database is unpickled (records.py)
         "serializer": install(),
-        "system_database_url": url,
+        "system_database_url": synchronous_of(url)[0] if url.startswith("sqlite:") else url,
         "application_version": __version__,
         "executor_id": executor_id,
         "log_level": os.environ.get("AGENTFLOW_DBOS_LOG", "WARNING"),
@@ -380,6 +382,24 @@ class DbosEngine:
             raise RunAborted("the run was cancelled (flowc cancel)", None) from None
         return value, ran
 
+    async def recorded_item(self, path: str) -> bool:
+        """True when the running workflow recorded the one-call unit at ``path`` (items.py)."""
+        return await _items().recorded_at(self.workflow_id(), path)
+
+    async def item_step(
+        self, name: str, fn: Callable[[], Awaitable[T]], *, ordered: bool = False
+    ) -> tuple[T, bool]:
+        """An idempotent operation recorded as a row of ``agentflow_items`` (items.py: group
+        commit, read back by name) rather than as a DBOS step (two transactions)."""
+        try:
+            return await _items().step(self.workflow_id(), name, fn, ordered=ordered)
+        except UnreadableRecord as e:  # replaying a row that is not agentflow's JSON
+            raise _unreadable(self.workflow_id(), name, e) from None
+
+    def replaying_items(self) -> bool:
+        """True while the running workflow has ordered item records not replayed yet."""
+        return _items().replaying(self.workflow_id())
+
     async def sleep(self, seconds: float) -> None:
         """``DBOS.sleep_async``: the wake-up time is recorded."""
         await dbos_with_workflows().DBOS.sleep_async(max(0.0, seconds))
@@ -510,6 +530,17 @@ def _mismatch(e: Exception) -> RunError:
     )
 
 
+def _items() -> Any:
+    """The item records (items.py) of this process's database."""
+    return items_for(str(_state["url"]), system_database)
+
+
+async def query_items(workflow_id: str) -> list[Any]:
+    """The item records of ``workflow_id`` (items.py), as :func:`query_steps` lists steps."""
+    await dbos_module().DBOS._configure_asyncio_thread_pool()
+    return await asyncio.to_thread(item_steps, system_database(), workflow_id)
+
+
 def recover_run(run_id: str) -> list[str]:
     """Put the unfinished workflows of run ``run_id`` — its root and its child units, PENDING
     under a process that is gone — back to be run, and nothing else: DBOS's own recovery of
@@ -572,7 +603,11 @@ def _recovery_queue(run_id: str) -> str:
 async def _note_recorded(workflow_id: str) -> None:
     """Remember how many operations ``workflow_id`` has recorded (while it replays them, its
     events are left out, and its finished events go to a continued trace only)."""
-    steps = await query_steps(workflow_id, load_output=False)
+    items = _items()  # and its item records, read again (the unit starts again): both at once
+    items.forget(workflow_id)
+    steps, _ = await asyncio.gather(
+        query_steps(workflow_id, load_output=False), items.load(workflow_id)
+    )
     _RECORDED[workflow_id] = max((s["function_id"] for s in steps), default=0)
 
 
@@ -831,7 +866,7 @@ async def reuse_table(run_id: str, *, asks: bool = True) -> dict[str, tuple[str,
     if run_id not in ids:
         raise InputError(f"no durable run {run_id!r} to reuse")
     for wfid in ids:
-        for step in await query_steps(wfid):
+        for step in [*await query_steps(wfid), *await query_items(wfid)]:
             out = step.get("output")
             reason = unreadable(out, step.get("error"))
             if reason is not None:

@@ -17,9 +17,12 @@ __all__ = [
     "dbos_module",
     "query_steps",
     "query_workflows",
+    "SYNCHRONOUS",
     "sqlite_engine",
     "sqlite_path",
+    "synchronous_of",
     "system_database",
+    "with_synchronous",
 ]
 
 
@@ -38,10 +41,43 @@ def dbos_module() -> Any:
     return dbos
 
 
+#: SQLite ``synchronous`` levels ``[durable] synchronous`` may name (``full`` is the default).
+SYNCHRONOUS = ("normal", "full", "extra")
+
+
+def with_synchronous(url: str, level: str) -> str:
+    """``url`` with SQLite's ``synchronous`` level ``level`` (``[durable] synchronous``) as its
+    ``?synchronous=`` parameter: ``full``, the default, leaves it as it is, and so does a URL
+    that names its own level or is not SQLite."""
+    if level == "full" or not url.startswith("sqlite:///") or "synchronous=" in url:
+        return url
+    return url + ("&" if "?" in url else "?") + f"synchronous={level}"
+
+
+def synchronous_of(url: str) -> tuple[str, str]:
+    """``(the URL without its synchronous parameter, the level)`` of a SQLite URL (level
+    ``full`` when it names none).  Raises ValueError for a level SQLite's WAL is not run at."""
+    base, _, query = url.partition("?")
+    level = "full"
+    rest = []
+    for part in query.split("&") if query else []:
+        key, _, value = part.partition("=")
+        if key == "synchronous":
+            level = value.lower()
+        else:
+            rest.append(part)
+    if level not in SYNCHRONOUS:
+        raise ValueError(
+            f"synchronous={level} is not a level durable runs use: normal, full or extra"
+        )
+    return base + ("?" + "&".join(rest) if rest else ""), level
+
+
 def sqlite_engine(url: str) -> Any:
     import sqlalchemy as sa
     from sqlalchemy import event
 
+    url, level = synchronous_of(url)
     engine = sa.create_engine(url)
 
     @event.listens_for(engine, "connect")
@@ -50,7 +86,7 @@ def sqlite_engine(url: str) -> Any:
         conn.execute("PRAGMA busy_timeout=30000")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute(f"PRAGMA synchronous={level.upper()}")
 
     return engine
 

@@ -11,8 +11,10 @@ instead of handing one call's result to another.
 
 =================  ===========================================================================
 tool call          one engine step (a non-idempotent tool gets a "begin" marker step first:
-                   a call found begun but not finished on resume is reported, ``outcome_unknown``)
-model call         one engine step per inference (each agent round, repair, judge, solver)
+                   a call found begun but not finished on resume is reported, ``outcome_unknown``);
+                   an idempotent one is an item record when the engine has them (ItemEngine)
+model call         one engine step per inference (each agent round, repair, judge, solver); an
+                   item record when the engine has them and no fleet queue sends it
 ask                the question is published, the answer awaited as a message (durable timeout),
                    then recorded as a step (what ``--reuse`` and ``redrive`` take)
 backoff sleep      a durable sleep
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import dataclasses
 import hashlib
 import json
@@ -64,6 +67,7 @@ __all__ = [
     "NO_MESSAGE",
     "DurableEffects",
     "Engine",
+    "ItemEngine",
     "PlanIndex",
     "Runtime",
     "body_refs",
@@ -138,6 +142,49 @@ class Engine(Protocol):
     def replaying(self) -> bool:
         """True while the running unit re-executes operations it has recorded."""
         ...
+
+
+class ItemEngine(Engine, Protocol):
+    """An :class:`Engine` that records operations by name, in batches (DBOS:
+    runtime/durable/items.py: rows of ``agentflow_items``, group commit).
+
+    Optional: :class:`DurableEffects` uses these methods when its engine has them (it looks for
+    ``item_step``), and records every operation with :meth:`Engine.step` otherwise (Temporal).
+    Two kinds of operation are recorded this way, both idempotent and named by step path:
+
+    - the call of a **one-call unit** — a map item, ``parallel`` branch, ``reduce`` or ``loop``
+      body that is one idempotent tool call (:meth:`DurableEffects.one_call`): units that run
+      concurrently, replayed by name (``ordered=False``);
+    - an **ordered** operation of the running unit — an idempotent tool call, a model call not
+      sent through a fleet queue (an agent's rounds): one after another in the unit, so while
+      the unit has such records not yet replayed it is replaying (``ordered=True``).
+
+    Questions, sleeps, child units, non-idempotent calls (and their "begin" markers) stay
+    engine steps (:meth:`Engine.step`).
+    """
+
+    async def recorded_item(self, path: str) -> bool:
+        """True when the running unit recorded the one-call unit at step ``path`` (it is then
+        replayed: its events are not emitted again)."""
+        ...
+
+    async def item_step(
+        self, name: str, fn: Callable[[], Awaitable[T]], *, ordered: bool = False
+    ) -> tuple[T, bool]:
+        """:meth:`Engine.step` for an operation recorded by name: the same contract (run
+        once, the result or exception recorded before this returns, the recorded one on
+        replay; ``(value, ran)``), but by name rather than by position."""
+        ...
+
+    def replaying_items(self) -> bool:
+        """True while the running unit has ordered records it has not replayed yet."""
+        ...
+
+
+#: The one-call unit running in this task: (its step path, whether it is replayed), or None.
+_ITEM: contextvars.ContextVar[tuple[str, bool] | None] = contextvars.ContextVar(
+    "agentflow_durable_item", default=None
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -294,6 +341,7 @@ class DurableEffects(Effects):
         "executor",
         "_counts",
         "_replayed",
+        "_items",
         "reused",
     )
 
@@ -323,6 +371,8 @@ class DurableEffects(Effects):
         self._replayed: dict[tuple[str, str], bool] = {}
         #: names of operations whose result was taken from ``reuse`` (for tests and reports)
         self.reused: list[str] = []
+        #: the engine records idempotent operations by name, in batches (:class:`ItemEngine`)
+        self._items = hasattr(engine, "item_step")
 
     # ----------------------------------------------------------------- plumbing
 
@@ -352,10 +402,12 @@ class DurableEffects(Effects):
         *,
         idempotent: bool = True,
         path: str | None = None,
+        item: bool | None = None,
     ) -> T:
         """Run ``fn`` as operation ``name`` (made at step ``path``) whose rendered input has
         digest ``key``; a result recorded under the same name and digest by the run reused is
-        taken instead."""
+        taken instead.  ``item``: record it by name (:class:`ItemEngine`): True for the call
+        of a one-call unit, False for an ordered operation, None as an engine step."""
         if not idempotent:
             _, began_now = await self.engine.step(f"{name}/begin", _true)
         else:
@@ -375,7 +427,11 @@ class DurableEffects(Effects):
                 )
             return {"d": key, "v": await fn()}
 
-        record, ran = await self.engine.step(name, perform)
+        if item is not None and idempotent and self._items:
+            engine: Any = self.engine
+            record, ran = await engine.item_step(name, perform, ordered=not item)
+        else:
+            record, ran = await self.engine.step(name, perform)
         if path is not None:
             self._replayed[(self.engine.workflow_id(), path)] = not ran
         return record["v"]
@@ -385,12 +441,14 @@ class DurableEffects(Effects):
     async def call_tool(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Any:
         """One tool call as one durable operation ``{path}/tool:{name}#n``."""
         name = self._name(f"{ctx.step_path}/tool:{tool.name}")
+        unit = _ITEM.get()
         return await self._step(
             name,
             digest(tool.name, args),
             lambda: call_tool_cleaned(tool, args, ctx),
             idempotent=tool_idempotent(tool),
             path=ctx.step_path,
+            item=unit is not None and unit[0] == ctx.step_path,
         )
 
     async def chat(self, client: RoutedClient, request: ChatRequest, path: str) -> ChatResponse:
@@ -415,7 +473,7 @@ class DurableEffects(Effects):
             async def fn() -> ChatResponse:
                 return await client.chat(request)
 
-        response = await self._step(name, key, fn, path=path)
+        response = await self._step(name, key, fn, path=path, item=False if queue is None else None)
         if name in self.reused:
             response = dataclasses.replace(response)
             response.reused = True  # free: model_call says so
@@ -492,8 +550,14 @@ class DurableEffects(Effects):
         return f"{self.engine.workflow_id()}|{name}" + (f"!{error_code}" if error_code else "")
 
     def replaying(self) -> bool:
-        """True while the running unit replays recorded operations."""
-        return self.engine.replaying()
+        """True while the running unit replays recorded operations (or a recorded one-call
+        unit: :class:`ItemEngine`)."""
+        unit = _ITEM.get()
+        if unit is not None and unit[1]:
+            return True
+        if self.engine.replaying():
+            return True
+        return self._items and self.engine.replaying_items()  # type: ignore[attr-defined]
 
     def replayed(self, path: str) -> bool:
         """True when the latest tool or model operation at ``path`` in the running unit was
@@ -504,8 +568,18 @@ class DurableEffects(Effects):
         self, path: str, work: Callable[[], Awaitable[T]], spec: UnitSpec | None = None
     ) -> T:
         """A concurrent unit runs as a child unit ``{parent id}/{path}``; any other runs here
-        (its operations are recorded in the running unit, one after another)."""
-        if spec is None or not spec.concurrent or self.one_call(spec):
+        (its operations are recorded in the running unit, one after another; a one-call unit's
+        in batches when the engine can: :class:`ItemEngine`)."""
+        if spec is not None and self.one_call(spec):
+            if not self._items:
+                return await work()
+            replayed = await self.engine.recorded_item(path)  # type: ignore[attr-defined]
+            token = _ITEM.set((path, replayed))
+            try:
+                return await work()
+            finally:
+                _ITEM.reset(token)
+        if spec is None or not spec.concurrent:
             return await work()
         child_spec = self.describe(path, spec)
         parent = self.engine.workflow_id()

@@ -59,7 +59,7 @@ def _pg_dsn(url: str) -> str:
 
 
 def _lock_file(url: str, name: str) -> Path:
-    db = Path(url[len("sqlite:///") :])
+    db = Path(url[len("sqlite:///") :].split("?", 1)[0])
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
     return db.parent / "locks" / f"worker-{safe}.lock"
 

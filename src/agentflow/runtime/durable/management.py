@@ -29,6 +29,7 @@ from agentflow.runtime.durable.dbos_engine import (
     RUN_WORKFLOW,
     _state,
     dbos_with_workflows,
+    query_items,
     query_workflows,
     recorded_input,
     waiting_questions,
@@ -198,6 +199,7 @@ async def _show_run(
     for w in family:
         unit = w.workflow_id[len(run_id) :].lstrip("/") or "(run)"
         steps = await dbos.DBOS.list_workflow_steps_async(w.workflow_id)
+        steps += await query_items(w.workflow_id)  # one-call units' records (items.py)
         for step in steps:
             name = step["function_name"]
             error = step.get("error")
