@@ -332,15 +332,6 @@ def test_the_rank_check_catches_an_upward_import_inside_runtime(tmp_path, monkey
 #: check_depth and lower_*) is the `typing` helper's; api ↔ flowtest ↔ evals.runner is the
 #: `frontdoor`/`loop` helpers'.  runtime/ has none left; shrink this list, never grow it.
 ALLOWED_CYCLES: list[frozenset[str]] = [
-    frozenset(
-        {
-            "agentflow.compiler.check_depth",
-            "agentflow.compiler.checker",
-            "agentflow.compiler.lower_effects",
-            "agentflow.compiler.lower_expressions",
-            "agentflow.compiler.lowering",
-        }
-    ),
     frozenset({"agentflow.api", "agentflow.evals.runner", "agentflow.flowtest"}),
 ]
 
@@ -434,13 +425,7 @@ def test_the_cycle_check_finds_a_cycle_through_a_function_local_import():
 #: (importing module, imported module, name) of private names still imported across packages,
 #: in modules other helpers own this round (issue 34): evals/ (`frontdoor`/`loop`) and ui/
 #: (`frontdoor`).  runtime/ imports none; shrink this list, never grow it.
-ALLOWED_PRIVATE: set[tuple[str, str, str]] = {
-    ("agentflow.evals.runner", "agentflow.runtime.models.cassette", "_response_from"),
-    ("agentflow.evals.runner", "agentflow.runtime.models.cassette", "_response_problem"),
-    ("agentflow.evals.runner", "agentflow.runtime.models.cassette", "_response_data"),
-    ("agentflow.evals.runner", "agentflow.runtime.telemetry", "_provider"),
-    ("agentflow.ui.pages", "agentflow.runtime.report", "_json_text"),
-}
+ALLOWED_PRIVATE: set[tuple[str, str, str]] = set()
 
 
 def _package_of(module: str) -> str:

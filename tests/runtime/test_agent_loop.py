@@ -647,8 +647,8 @@ async def test_an_anthropic_refusal_stop_reason_is_a_refusal(chat_server, tmp_pa
 
 def test_a_refusal_survives_record_and_replay(tmp_path):
     from agentflow.runtime.models.base import ChatResponse
-    from agentflow.runtime.models.cassette import _response_data, _response_from
+    from agentflow.runtime.models.cassette import response_data, response_from
 
-    data = _response_data(ChatResponse(text=None, refusal="no"))
-    assert _response_from(json.loads(json.dumps(data))).refusal == "no"
-    assert "refusal" not in _response_data(ChatResponse(text="hi"))  # old lines unchanged
+    data = response_data(ChatResponse(text=None, refusal="no"))
+    assert response_from(json.loads(json.dumps(data))).refusal == "no"
+    assert "refusal" not in response_data(ChatResponse(text="hi"))  # old lines unchanged

@@ -13,14 +13,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentflow.compiler import types as T
-from agentflow.compiler.checker import CheckResult
 from agentflow.compiler.contracts import flow_string as _flow_string
 from agentflow.core.spans import Span
 from agentflow.errors import LoweringError
 from agentflow.grammar import ast
+
+if TYPE_CHECKING:  # a type only: the checker runs the lowering (check_depth)
+    from agentflow.compiler.checker import CheckResult
 
 #: Expressions that lower to effectful steps (tool calls, agents, asks, judges, checks).
 _EFFECTS = (ast.Call, ast.AgentExpr, ast.AskExpr, ast.VerifyExpr, ast.FilterExpr)

@@ -27,10 +27,9 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentflow.compiler import types as T
-from agentflow.compiler.checker import CheckResult
 from agentflow.compiler.contracts import contract_for
 from agentflow.compiler.lower_effects import (
     EffectLowering,
@@ -52,6 +51,9 @@ from agentflow.core.spans import Span
 from agentflow.core.vocabulary import BODY_CONTROL_STEPS, CONTROL_STEPS, Code
 from agentflow.errors import LoweringError
 from agentflow.grammar import ast
+
+if TYPE_CHECKING:  # a type only: the checker runs the lowering (check_depth)
+    from agentflow.compiler.checker import CheckResult
 
 __all__ = ["LoweringError", "lower"]
 

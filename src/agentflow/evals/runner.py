@@ -55,13 +55,13 @@ from agentflow.runtime.extract import ExtractionError, extract_json, validate
 from agentflow.runtime.models.base import ChatRequest, Message
 from agentflow.runtime.models.cassette import (
     ReplayRouter,
-    _response_data,
-    _response_from,
-    _response_problem,
     request_key,
+    response_data,
+    response_from,
+    response_problem,
 )
 from agentflow.runtime.models.router import ModelRouter, RoutedClient
-from agentflow.runtime.telemetry import OtelSink, _provider
+from agentflow.runtime.telemetry import OtelSink, new_tracer_provider
 
 __all__ = ["EVAL_JUDGE_PROMPT", "EvalTrace", "Prepared", "ResponseCache", "prepare", "run_eval"]
 
@@ -107,14 +107,14 @@ class ResponseCache:
             data = json.loads(self._path(key).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        if _response_problem(data) is not None:
+        if response_problem(data) is not None:
             return None
         self.hits += 1
-        return _response_from(data)
+        return response_from(data)
 
     def put(self, key: str, response: Any) -> None:
         path = self._path(key)
-        text = escape_surrogates(json.dumps(redact_data(_response_data(response)), sort_keys=True))
+        text = escape_surrogates(json.dumps(redact_data(response_data(response)), sort_keys=True))
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
@@ -350,7 +350,7 @@ class EvalTrace:
         self.settings = settings
         self.owned = provider is None
         if provider is None:
-            provider = _provider(settings)
+            provider = new_tracer_provider(settings)
         self.provider = provider
         self.tracer = provider.get_tracer("agentflow.eval", core_version.__version__)
         self.root = self.tracer.start_span(

@@ -237,7 +237,7 @@ def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _json_text(value: Any) -> str:
+def json_text(value: Any) -> str:
     if isinstance(value, str):
         text = value
     else:
@@ -249,7 +249,7 @@ def _json_text(value: Any) -> str:
 
 def _pre(value: Any) -> str:
     # focusable: a long value scrolls, and a scrolling region must be reachable by keyboard
-    return f'<pre tabindex="0">{_e(_json_text(value))}</pre>'
+    return f'<pre tabindex="0">{_e(json_text(value))}</pre>'
 
 
 def _secs(seconds: float | None) -> str:

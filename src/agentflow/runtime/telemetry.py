@@ -284,7 +284,7 @@ class _PinnedIds:
         return self.trace_id is None and bool(self.inner.is_trace_id_random())
 
 
-def _provider(settings: TelemetrySettings) -> Any:
+def new_tracer_provider(settings: TelemetrySettings) -> Any:
     """A TracerProvider exporting batches over OTLP/HTTP to ``settings.endpoint``."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
@@ -421,7 +421,7 @@ class OtelSink:
             lg.propagate = False
         self._owned = tracer_provider is None
         if tracer_provider is None:
-            tracer_provider = _provider(self.settings)
+            tracer_provider = new_tracer_provider(self.settings)
         self.provider = tracer_provider
         self.tracer = tracer_provider.get_tracer("agentflow", __version__)
         #: step path → open spans at that path, outermost first (a tool step: step, then tool)
@@ -1169,7 +1169,7 @@ class RunSinks:
         if not otel_available():
             raise ConfigError(INSTALL_HINT)
         if self._provider is None:
-            self._provider = _provider(self.settings)
+            self._provider = new_tracer_provider(self.settings)
         sink = OtelSink(self.settings, tracer_provider=self._provider)
         self._sinks.append(sink)
         return sink

@@ -23,7 +23,7 @@ from agentflow.core import version as core_version
 from agentflow.core.text import source_lines
 from agentflow.ir.graph import NodeOutcome, build_graph, node_for_path
 from agentflow.ir.loader import load_plan_text
-from agentflow.runtime.report import _json_text, graph_section, report_css, source_caret
+from agentflow.runtime.report import graph_section, json_text, report_css, source_caret
 
 __all__ = [
     "STATUSES",
@@ -378,7 +378,7 @@ def _clock(epoch: float | None) -> str:
 
 
 def _pre(value: Any) -> str:
-    return f'<pre tabindex="0">{_e(_json_text(value))}</pre>'
+    return f'<pre tabindex="0">{_e(json_text(value))}</pre>'
 
 
 def _conversations(info: Any) -> str:

@@ -94,7 +94,7 @@ def request_key(request: ChatRequest) -> str:
     return hashlib.sha256(_canonical(normal).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _response_data(response: ChatResponse) -> dict[str, Any]:
+def response_data(response: ChatResponse) -> dict[str, Any]:
     """A response as a cassette stores it: what the agent loop reads, plus the provider state
     that goes back with the next request (``raw``: thinking blocks, reasoning fields) and, for a
     streamed answer, its text pieces (``chunks``) so a replay streams them again."""
@@ -112,7 +112,7 @@ def _response_data(response: ChatResponse) -> dict[str, Any]:
     }
 
 
-def _response_problem(data: Any) -> str | None:
+def response_problem(data: Any) -> str | None:
     """What is wrong with a recorded response (None: it can be replayed)."""
     if not isinstance(data, dict):
         return "`response` is not an object"
@@ -142,7 +142,7 @@ def _response_problem(data: Any) -> str | None:
     return None
 
 
-def _response_from(data: dict[str, Any]) -> ChatResponse:
+def response_from(data: dict[str, Any]) -> ChatResponse:
     return ChatResponse(
         text=data.get("text"),
         tool_calls=[
@@ -181,7 +181,7 @@ class CassetteWriter:
         line = {
             "key": request_key(request),
             "request": redact_data(normalise_request(request)),
-            "response": redact_data(_response_data(response)),
+            "response": redact_data(response_data(response)),
         }  # no configured secret reaches the file, wherever a model or a tool put it
         text = escape_surrogates(json.dumps(line, ensure_ascii=False, sort_keys=True)) + "\n"
         with self._lock, self.path.open("a", encoding="utf-8") as f:
@@ -230,7 +230,7 @@ class ReplayClient:
             try:
                 entry = json.loads(raw)
                 key, response = entry["key"], entry["response"]
-                problem = _response_problem(response) if isinstance(key, str) else "a bad key"
+                problem = response_problem(response) if isinstance(key, str) else "a bad key"
             except (ValueError, KeyError, TypeError, RecursionError):
                 problem = "expected JSON with key, request and response"
             if problem:
@@ -250,7 +250,7 @@ class ReplayClient:
                 data = queue.popleft() if len(queue) > 1 else queue[0]
         if data is None:
             raise RunError(Code.REPLAY_MISS, self._miss_message(request))
-        response = _response_from(data)
+        response = response_from(data)
         if response.chunks and request.on_delta is not None:
             for piece in response.chunks:  # a recorded stream is streamed again
                 request.on_delta(piece)
