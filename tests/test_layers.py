@@ -40,6 +40,12 @@ LAYERS: dict[str, tuple[str, int]] = {
     "agentflow.runtime": ("runtime", 4),
     "agentflow.api": ("api", 5),
     "agentflow.api_commands": ("api", 5),  # the api functions behind flowc's other commands
+    "agentflow.api_check": ("api", 5),  # the api of the front end (no plan models, no runtime)
+    "agentflow.api_compile": ("api", 5),  # the api of compiled plans (ir, no runtime)
+    "agentflow.api_run": ("api", 5),  # the api of running (the runtime)
+    "agentflow.api_durable": ("api", 5),  # the api of durable runs seen from outside
+    "agentflow.api_evals": ("api", 5),  # the api of evaluations and `test` blocks
+    "agentflow.api_serve": ("api", 5),  # the api behind flowc's servers (serve --mcp, ui)
     "agentflow.serve": ("api", 5),  # flowc serve --mcp: runs programs through the api
     "agentflow.flowtest": ("api", 5),
     "agentflow.ui": ("api", 5),  # flowc ui: the web console over the api's durable functions
