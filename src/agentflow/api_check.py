@@ -87,9 +87,6 @@ def stale_modules(flow: str | os.PathLike[str], text: str) -> list[Diagnostic]:
     """The ``stale-generated-module`` warnings of the `.flow` file ``flow`` whose text is
     ``text``: the modules the nearest flow.toml lists under ``[gen] python`` generated from
     another version of it (docs/reference/python-clients.md)."""
-    # imported here: it reads TOML and digests (tomllib, hashlib), which `flowc --version`,
-    # `flowc run` of a plan and the durable commands never need
-
     modules = gen_modules(flow)
     return stale_diagnostics(str(flow), text, modules) if modules else []
 

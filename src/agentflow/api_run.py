@@ -107,7 +107,6 @@ def parse_input(value: str | None) -> Any:
         where = file
     else:
         text, where = value, "--input"
-
     try:
         return loads_value(text)
     except json.JSONDecodeError as e:
