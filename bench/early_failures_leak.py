@@ -34,15 +34,15 @@ from support.processes import children_of, settled  # noqa: E402
 
 #: (module, attribute, options of agentflow.run): every step of api.run before the run, then it
 POINTS = [
-    ("agentflow.runtime.tools.build", "check_plan_tools", {}),
-    ("agentflow.runtime.tools.build", "check_plan_arguments", {}),
-    ("agentflow.runtime.models.router", "ModelRouter", {}),
-    ("agentflow.runtime.models.cassette", "recording_router", {"record": "c.jsonl"}),
-    ("agentflow.runtime.telemetry", "OtelSink", {"telemetry": "http://127.0.0.1:9"}),
-    ("agentflow.runtime.shape_cache", "ShapeCache", {}),
-    ("agentflow.runtime.events", "JsonlSink", {"trace": "t.jsonl"}),
-    ("agentflow.runtime.context", "RunContext", {}),
-    ("agentflow.runtime.executor", "run_plan", {}),
+    ("agentflow.api_run", "check_plan_tools", {}),
+    ("agentflow.api_run", "check_plan_arguments", {}),
+    ("agentflow.api_run", "ModelRouter", {}),
+    ("agentflow.api_run", "recording_router", {"record": "c.jsonl"}),
+    ("agentflow.api_run", "OtelSink", {"telemetry": "http://127.0.0.1:9"}),
+    ("agentflow.api_run", "ShapeCache", {}),
+    ("agentflow.api_run", "JsonlSink", {"trace": "t.jsonl"}),
+    ("agentflow.api_run", "RunContext", {}),
+    ("agentflow.api_run", "run_plan", {}),
 ]
 
 

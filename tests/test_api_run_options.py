@@ -15,7 +15,7 @@ import pytest
 from support.paths import EXAMPLES
 
 import agentflow
-from agentflow import api
+from agentflow import api, api_run
 from agentflow.runtime.result import RunResult
 
 
@@ -41,13 +41,13 @@ def test_run_result_is_generic_in_its_output():
 
 async def test_run_prepares_on_a_worker_thread_not_on_the_loop(monkeypatch):
     seen: list[threading.Thread] = []
-    prepare = api._prepare
+    prepare = api_run._prepare
 
     def spy(*args):
         seen.append(threading.current_thread())
         return prepare(*args)
 
-    monkeypatch.setattr(api, "_prepare", spy)
+    monkeypatch.setattr(api_run, "_prepare", spy)  # where `run` calls it
     result = await agentflow.run(
         EXAMPLES / "bug-triage.flow",
         {"title": "t", "body": "b"},

@@ -47,6 +47,12 @@ LAYERS: dict[str, tuple[str, int]] = {
     "agentflow.runtime": ("runtime", 4),
     "agentflow.api": ("api", 5),
     "agentflow.api_commands": ("api", 5),  # the api functions behind flowc's other commands
+    "agentflow.api_check": ("api", 5),  # the api of the front end (no plan models, no runtime)
+    "agentflow.api_compile": ("api", 5),  # the api of compiled plans (ir, no runtime)
+    "agentflow.api_run": ("api", 5),  # the api of running (the runtime)
+    "agentflow.api_durable": ("api", 5),  # the api of durable runs seen from outside
+    "agentflow.api_evals": ("api", 5),  # the api of evaluations and `test` blocks
+    "agentflow.api_serve": ("api", 5),  # the api behind flowc's servers (serve --mcp, ui)
     "agentflow.serve": ("api", 5),  # flowc serve --mcp: runs programs through the api
     "agentflow.flowtest": ("api", 5),
     "agentflow.ui": ("api", 5),  # flowc ui: the web console over the api's durable functions
@@ -327,14 +333,6 @@ def test_the_rank_check_catches_an_upward_import_inside_runtime(tmp_path, monkey
 # ---------------------------------------------------------------------------------------------
 # No import cycles
 
-#: Cycles left in packages other helpers own this round (issue 34): each strongly connected
-#: component found must lie inside one of these.  The compiler's (checker ↔ lowering through
-#: check_depth and lower_*) is the `typing` helper's; api ↔ flowtest ↔ evals.runner is the
-#: `frontdoor`/`loop` helpers'.  runtime/ has none left; shrink this list, never grow it.
-ALLOWED_CYCLES: list[frozenset[str]] = [
-    frozenset({"agentflow.api", "agentflow.evals.runner", "agentflow.flowtest"}),
-]
-
 
 def _type_checking_lines(tree: ast.Module) -> set[int]:
     """Lines of the ``if TYPE_CHECKING:`` blocks of a module (imports that never run)."""
@@ -407,7 +405,7 @@ def test_no_import_cycles():
     graph = import_graph()
     assert len(graph) > 100 and sum(map(len, graph.values())) > 500  # the walk saw the package
     cycles = strongly_connected(graph)
-    unexpected = [c for c in cycles if not any(set(c) <= allowed for allowed in ALLOWED_CYCLES)]
+    unexpected = cycles
     assert not unexpected, "modules that import each other (directly or through others):\n" + (
         "\n".join(" <-> ".join(c) for c in unexpected)
     )
@@ -421,11 +419,6 @@ def test_the_cycle_check_finds_a_cycle_through_a_function_local_import():
 
 # ---------------------------------------------------------------------------------------------
 # No private names across packages
-
-#: (importing module, imported module, name) of private names still imported across packages,
-#: in modules other helpers own this round (issue 34): evals/ (`frontdoor`/`loop`) and ui/
-#: (`frontdoor`).  runtime/ imports none; shrink this list, never grow it.
-ALLOWED_PRIVATE: set[tuple[str, str, str]] = set()
 
 
 def _package_of(module: str) -> str:
@@ -476,7 +469,7 @@ def private_imports() -> list[tuple[str, str, str, int]]:
 
 def test_no_private_names_cross_packages():
     found = private_imports()
-    unexpected = sorted({r for r in found if r[:3] not in ALLOWED_PRIVATE})
+    unexpected = sorted(set(found))
     assert not unexpected, "private names imported from another package:\n" + "\n".join(
         f"{m}:{line} uses {source}.{name}" for m, source, name, line in unexpected
     )

@@ -1,294 +1,222 @@
-"""The api functions behind flowc's commands around a run: printing diagnostics, a plan's cost,
-formatting, the shape cache, event sinks, the watchdog, the durable worker and the protocol
-servers.  :mod:`agentflow.api` re-exports every public name here: ``flowc`` (``cli/``) reaches
-the rest of the package only through ``agentflow.api`` (docs/ARCHITECTURE.md "The front door").
+"""The api functions behind flowc's other commands around a plan: ``flowc plan validate``
+(:func:`check_plan`), ``flowc graph``, ``flowc report``, ``flowc tools`` and ``flowc ask``.
+:mod:`agentflow.api` re-exports every public name here: ``flowc`` (``cli/``) reaches the rest of
+the package only through ``agentflow.api`` (docs/ARCHITECTURE.md "The front door").
 
-Imports of ``agentflow.ir``, ``agentflow.runtime`` and the servers stay inside the functions:
-they load Pydantic (and the servers import :mod:`agentflow.api`), which ``flowc check``, the
-language server and ``import agentflow.api`` never do (docs/decisions.md "Start-up").  Nothing
-here prints; errors in the user's files come back as :class:`agentflow.errors.FlowError`.
+This module loads the runtime with the graph, the run report and the chat loop, which a run
+does without (docs/decisions.md "The api split by what it loads").  Nothing here prints;
+errors in the user's files come back as :class:`agentflow.errors.FlowError`.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from agentflow.compiler import render as _render
-from agentflow.compiler import types as T
-from agentflow.compiler.checker import CheckResult
-from agentflow.compiler.contracts import contract_for, extern_declaration
-from agentflow.compiler.fmt import FormatError, format_file
-from agentflow.core.diagnostics import Diagnostic
-from agentflow.ir.names import expression_position
+from agentflow.api_compile import _fspath, compile_source, load
+from agentflow.api_run import build_catalog
+from agentflow.compiler.api import read_source
+from agentflow.core.diagnostics import PLAN_UNREADABLE, Diagnostic
+from agentflow.core.spans import Span
+from agentflow.errors import CompileError, FlowError, InputError, PlanLoadError
+from agentflow.ir.graph import render
+from agentflow.ir.loader import check_plan_data, check_plan_text, read_plan_text
+from agentflow.ir.models import Plan
+from agentflow.runtime import interrupt
+from agentflow.runtime.chat import ask_with_config
+from agentflow.runtime.config import Config
+from agentflow.runtime.config import load_config as read_config
+from agentflow.runtime.events import read_trace
+from agentflow.runtime.report import build_report
+from agentflow.runtime.tools.build import list_catalog, plan_tool_problems
 
-if TYPE_CHECKING:
-    from agentflow.flowexplore import ExploreReport
-    from agentflow.ir.models import Plan
-    from agentflow.runtime.config import Config
-    from agentflow.runtime.events import CallbackSink, ConsoleSink, Event, JsonlSink
-    from agentflow.runtime.hooks import Hooks
-    from agentflow.runtime.shape_cache import ShapeCache
-    from agentflow.runtime.telemetry import TelemetrySettings
-
-__all__ = [
-    "FormatError",
-    "callback_sink",
-    "console_sink",
-    "diagnostics_summary",
-    "enable_watchdog",
-    "explore",
-    "expression_position",
-    "extern_declaration",
-    "format_flow_file",
-    "format_plan_file",
-    "jsonl_sink",
-    "load_config",
-    "plan_from_data",
-    "plan_from_text",
-    "render_diagnostics",
-    "serve_mcp",
-    "serve_ui",
-    "shape_cache",
-    "shape_cache_note",
-    "shutdown_durable",
-    "stale_modules",
-    "telemetry_settings",
-    "terminal_hooks",
-    "type_schema",
-    "work",
-    "worst_case_cost",
-]
+__all__ = ["PlanCheck", "ask_sync", "check_plan", "graph", "list_tools", "report"]
 
 
-# ------------------------------------------------------------------------------ diagnostics
+@dataclass
+class PlanCheck:
+    """The result of :func:`check_plan`: ``diagnostics`` (every problem, sorted by position; the
+    ``plan-*`` codes of docs/diagnostics.md, or a `.flow` file's own) and ``sources`` (file →
+    text, for the renderers' source excerpts)."""
+
+    diagnostics: list[Diagnostic]
+    sources: dict[str, str]
+
+    @property
+    def ok(self) -> bool:
+        """True when no diagnostic is an error."""
+        return not any(d.is_error for d in self.diagnostics)
 
 
-def render_diagnostics(
-    diagnostics: Iterable[Diagnostic],
-    sources: dict[str, str],
-    fmt: str = "text",
+def check_plan(path: str | os.PathLike, *, config: Any = None) -> PlanCheck:
+    """Every problem of the plan file at ``path`` in one run (``flowc plan validate``): its YAML,
+    its structure and templates (docs/spec/PLAN_IR.md §1–6), and its tool names and ``tools``
+    patterns against the catalog of ``config`` (a :class:`~agentflow.runtime.config.Config`, a
+    flow.toml path, or None: the flow.toml found from the current directory;
+    docs/spec/RUNTIME.md §4), together — without a problem hiding another, and without follow-up
+    problems of one mistake.  A `.flow`
+    file is compiled first; when it has errors, those are the diagnostics.
+
+    Never raises for the plan's content (an unreadable file is a ``plan-unreadable``
+    diagnostic); raises :class:`ConfigError` for a broken configuration and what
+    :func:`build_catalog` raises for a broken plans directory.
+    """
+    file = str(path)
+    if Path(path).suffix == ".flow":
+        try:
+            text = read_source(path)
+        except OSError as e:
+            why = f"cannot read: {e.strerror or e}"
+            return PlanCheck([Diagnostic(PLAN_UNREADABLE, why, Span.at(file))], {})
+        try:
+            compiled = compile_source(text, file)
+        except CompileError as e:
+            return PlanCheck(e.diagnostics, e.sources)
+        plan, diags = check_plan_data(compiled.plan, file)
+    else:
+        try:
+            text = read_plan_text(os.fspath(path))
+        except PlanLoadError as e:
+            return PlanCheck(e.diagnostics, {})
+        plan, diags = check_plan_text(text, file)
+    if plan is not None:
+        if not isinstance(config, Config):
+            config = read_config(config)
+        catalog = build_catalog(config, plan=plan)  # MCP servers are not connected
+        diags = diags + plan_tool_problems(plan, catalog, config)
+    return PlanCheck(sorted(diags, key=lambda d: d.sort_key()), {file: text})
+
+
+def graph(
+    target: str | os.PathLike | Plan,
     *,
-    color: bool | None = None,
+    format: str = "mermaid",
+    run: str | os.PathLike | Iterable[dict[str, Any]] | None = None,
 ) -> str:
-    """``diagnostics`` as ``flowc check --format FMT`` prints them (docs/diagnostics.md):
-    ``"text"`` (excerpts from ``sources``, file → text; ``color``: ANSI colours, default when
-    stderr is a terminal), ``"json"`` (an array of diagnostic objects) or ``"sarif"``
-    (SARIF 2.1.0).  Raises ValueError for another format."""
-    if fmt == "json":
-        return _render.render_json(diagnostics)
-    if fmt == "sarif":
-        return _render.render_sarif(diagnostics)
-    if fmt != "text":
-        raise ValueError(f"unknown diagnostics format {fmt!r}")
-    shown = sys.stderr.isatty() if color is None else color
-    return _render.render_text(diagnostics, sources, color=shown)
+    """The graph of a `.flow` file (compiled in memory), a plan file or a loaded plan, as
+    Mermaid (``format="mermaid"``, a ``flowchart``) or Graphviz DOT (``"dot"``) text: stages,
+    steps and their data dependencies, branches, maps with their concurrency, agents (alias or
+    team member, contract type, tools), tools, ``require``/``verify`` checks, ``ask`` steps
+    (docs/observability.md). ``run``: a ``--trace`` file (or its events) whose outcome colours
+    the nodes (status, time, inferences, tokens).
+
+    Raises :class:`CompileError`, :class:`PlanLoadError`, :class:`InputError` (an unreadable
+    trace) or ValueError (an unknown format).
+    """
+    plan = target if isinstance(target, Plan) else load(target)
+    events = None
+    if run is not None:
+        if isinstance(run, str | os.PathLike):
+            events = read_trace(os.fspath(run))
+        else:
+            events = list(run)
+    return render(plan, format, events)
 
 
-def diagnostics_summary(diagnostics: Iterable[Diagnostic]) -> str:
-    """The closing line of a report, e.g. ``"2 errors, 1 warning"`` (``"no problems"``)."""
-    return _render.summary(diagnostics)
-
-
-def stale_modules(flow: str | os.PathLike[str], text: str) -> list[Diagnostic]:
-    """The ``stale-generated-module`` warnings of the `.flow` file ``flow`` whose text is
-    ``text``: the modules the nearest flow.toml lists under ``[gen] python`` generated from
-    another version of it (docs/reference/python-clients.md)."""
-    # imported here: it reads TOML and digests (tomllib, hashlib), which `flowc --version`,
-    # `flowc run` of a plan and the durable commands never need
-    from agentflow.compiler.gen_python import gen_modules, stale_diagnostics
-
-    modules = gen_modules(flow)
-    return stale_diagnostics(str(flow), text, modules) if modules else []
-
-
-def type_schema(result: CheckResult, type_name: str | None) -> dict[str, Any]:
-    """The JSON Schema (2020-12) contract of type ``type_name`` declared in the checked program
-    ``result`` (``flowc schema``; docs/reference/types.md), or with None the schema its input is
-    validated against.  Raises :class:`agentflow.errors.ContractError` for a type with no JSON
-    form (an ``extern type``, or a program with errors); the caller checks that the name is
-    declared (``result.env.names()``)."""
-    target: T.Type = result.input_type if type_name is None else T.NamedRef(type_name)
-    return contract_for(target, result.env)
-
-
-# ------------------------------------------------------------------------------------ plans
-
-
-def plan_from_data(data: dict[str, Any], file: str) -> Plan:
-    """A runnable plan from plan data (a :class:`~agentflow.api.CompiledFlow`'s ``plan``);
-    ``file`` names it in messages.  Raises :class:`agentflow.errors.PlanLoadError`."""
-    from agentflow.ir.loader import load_plan_data
-
-    return load_plan_data(data, file)
-
-
-def plan_from_text(text: str, file: str = "<plan>") -> Plan:
-    """A runnable plan from plan text (YAML or JSON; e.g. what a durable run recorded).  Raises
-    :class:`agentflow.errors.PlanLoadError` with every problem."""
-    from agentflow.ir.loader import load_plan_text
-
-    return load_plan_text(text, file)
-
-
-def worst_case_cost(plan: Plan) -> dict[str, Any]:
-    """The most model calls one run of ``plan`` can make (``flowc cost``; docs/models.md
-    "flowc cost"): ``{"roles": {role: text}, "total": text, "loops": [...], "unbounded":
-    [...], "budgets": [...]}``, figures in the sizes of the run's input."""
-    from agentflow.ir.cost import worst_case
-
-    return worst_case(plan).to_dict()
-
-
-def format_plan_file(path: str | os.PathLike[str]) -> tuple[str, str]:
-    """``(text, canonical text)`` of the plan file at ``path`` (``flowc plan fmt``;
-    docs/spec/PLAN_IR.md §1): comments kept.  Raises :class:`agentflow.errors.PlanLoadError`
-    for an unreadable file or a plan that does not parse."""
-    from agentflow.ir.dump import fmt_plan_text
-    from agentflow.ir.loader import read_plan_text
-
-    text = read_plan_text(Path(path))
-    return text, fmt_plan_text(text, str(path))
-
-
-def format_flow_file(path: str | os.PathLike[str], *, check: bool = False) -> bool:
-    """Rewrite the `.flow` file at ``path`` in canonical layout (``flowc fmt``;
-    docs/reference/cli.md), or with ``check`` only compare.  True when it is (was) not canonical.  Raises
-    :class:`FormatError` for a file that does not parse, ``OSError`` when unreadable."""
-    return format_file(Path(path), check=check)
-
-
-# ----------------------------------------------------------------------- configuration, cache
-
-
-def load_config(path: str | os.PathLike[str] | None = None) -> Config:
-    """The configuration of ``path`` (a flow.toml), or of the nearest flow.toml from the current
-    directory upward, or the defaults (docs/reference/configuration.md).  Raises
-    :class:`agentflow.errors.ConfigError`."""
-    from agentflow.runtime.config import load_config as load
-
-    return load(None if path is None else os.fspath(path))
-
-
-def telemetry_settings(config: Config, telemetry: bool | str | None) -> TelemetrySettings | None:
-    """The OpenTelemetry export settings of a run under ``config`` for ``flowc run --otel``'s
-    choice ``telemetry`` (an endpoint URL, True, False, or None: as ``[telemetry]`` says);
-    None: no export (docs/observability.md).  Raises ConfigError."""
-    from agentflow.runtime.telemetry import settings_for
-
-    return settings_for(config, telemetry)
-
-
-def shape_cache() -> ShapeCache:
-    """The shape cache of this user (``flowc cache``; ``AGENTFLOW_CACHE_DIR`` or the default
-    directory): its ``all(tools)``, ``clear(tool)`` and ``path``."""
-    from agentflow.runtime.shape_cache import ShapeCache
-
-    return ShapeCache()
-
-
-def shape_cache_note() -> str | None:
-    """A note when ``AGENTFLOW_CACHE_DIR`` is set but empty (it counts as unset), else None."""
-    from agentflow.runtime.shape_cache import CACHE_ENV
-
-    if os.environ.get(CACHE_ENV) == "":
-        return f"{CACHE_ENV} is empty, so it is ignored (the default cache directory is used)"
-    return None
-
-
-# ------------------------------------------------------------------------ hosting a run
-
-
-def console_sink() -> ConsoleSink:
-    """The terminal's progress view of a run on stderr (live on a TTY; one line an event
-    otherwise), in the `.flow`'s terms (docs/reference/events.md)."""
-    from agentflow.runtime.events import ConsoleSink
-
-    return ConsoleSink()
-
-
-def jsonl_sink(path: str | os.PathLike[str], *, append: bool = False) -> JsonlSink:
-    """A sink writing every event as one JSON line to ``path`` (``--trace``; ``append``: add to
-    its end, as a resumed run or a worker does)."""
-    from agentflow.runtime.events import JsonlSink
-
-    return JsonlSink(os.fspath(path), append=append)
-
-
-def callback_sink(fn: Callable[[Event], Any], kinds: Iterable[str] | None = None) -> CallbackSink:
-    """A sink calling ``fn(event)`` for every event (of the ``kinds`` given, when given)."""
-    from agentflow.runtime.events import CallbackSink
-
-    sink = CallbackSink(fn)
-    if kinds is not None:
-        sink.kinds = frozenset(kinds)  # type: ignore[attr-defined]
-    return sink
-
-
-def terminal_hooks(console: ConsoleSink | None = None) -> Hooks:
-    """Hooks whose `ask` steps a person at the terminal answers when stdin is one (the
-    ``console``'s live view paused while asking), else each ask's ``when_unanswered``."""
-    from agentflow.runtime.hooks import Hooks, default_interlocutor
-
-    pause = console.paused if console is not None else None
-    return Hooks(interlocutor=default_interlocutor(pause=pause))
-
-
-def enable_watchdog(on: bool = True) -> None:
-    """Let the runs this process drives on its main thread be ended even when a tool holds the
-    GIL (runtime/watchdog.py); the CLI turns it on for a command and off after it."""
-    from agentflow.runtime.interrupt import enable_watchdog as enable
-
-    enable(on)
-
-
-def shutdown_durable() -> None:
-    """Stop the durable engine in this process if it runs (idempotent)."""
-    from agentflow.runtime.durable.dbos_engine import shutdown
-
-    shutdown()
-
-
-async def work(
-    url: str,
-    name: str,
+def report(
+    trace: str | os.PathLike,
     *,
-    trace: str | os.PathLike[str] | None = None,
-    telemetry: TelemetrySettings | None = None,
-) -> None:
-    """Be worker ``name`` of the fleet on durable database ``url`` until cancelled (``flowc
-    worker``; docs/durable.md "Fleet"): take map items, runs and rate-limited model calls from
-    its queues; ``trace``: events added to this JSON Lines file.  Raises ConfigError."""
-    from agentflow.runtime.durable.runs import work as run_worker
+    plan: str | os.PathLike | Plan | None = None,
+    title: str | None = None,
+) -> str:
+    """A self-contained HTML report of the run recorded in ``trace`` (a ``--trace`` file): the
+    flow's graph coloured by outcome with each step's status, time, inferences and cost; a
+    timeline of steps, model calls and tool calls (map items side by side); each agent's
+    conversation round by round with its tool calls and contract check; the output; errors with
+    their `.flow` location (docs/observability.md). Needs no network to open.
 
-    sinks: list[Any] = [jsonl_sink(trace, append=True)] if trace else []
-    await run_worker(url, name, sinks=sinks, telemetry=telemetry)
+    ``plan``: the `.flow` or plan file that ran (default: the file the trace names, looked up as
+    given, then beside the trace); without one the graph is left out.
 
-
-def explore(path: str | os.PathLike[str], runs: int) -> ExploreReport:
-    """``flowc test --explore``: run the flow at ``path`` ``runs`` times with generated answers
-    and report the outcomes (docs/reference/testing.md "Exploring").  Never raises for a
-    mistake in the file."""
-    from agentflow.flowexplore import explore as run_explore
-
-    return run_explore(path, runs)
-
-
-def serve_mcp(directory: str | os.PathLike[str], **options: Any) -> None:
-    """Serve every program in ``directory`` as an MCP tool (``flowc serve --mcp``;
-    docs/mcp.md); ``options`` as :func:`agentflow.serve.serve`'s.  Raises
-    ConfigError."""
-    from agentflow.serve import serve
-
-    serve(Path(directory), **options)
+    Raises :class:`InputError` for an unreadable trace, :class:`CompileError` /
+    :class:`PlanLoadError` for a ``plan`` given explicitly that does not load.
+    """
+    events = read_trace(os.fspath(trace))
+    loaded, source_text, source_name = _report_plan(events, trace, plan)
+    return build_report(
+        events, plan=loaded, source=source_text, source_name=source_name, title=title
+    )
 
 
-def serve_ui(url: str, **options: Any) -> None:
-    """Serve the web console of durable database ``url`` until interrupted (``flowc ui``;
-    docs/reference/ui.md); ``options`` as :func:`agentflow.ui.app.serve`'s."""
-    from agentflow.ui.app import serve
+def _report_plan(
+    events: list[dict[str, Any]], trace: str | os.PathLike, plan: Any
+) -> tuple[Plan | None, str | None, str | None]:
+    """The plan of a report and its `.flow` text: ``plan`` when given (errors raised), else the
+    file named by the trace's ``run_started`` (None when it cannot be found or loaded)."""
+    if isinstance(plan, Plan):
+        return plan, None, None
+    candidates: list[Path] = []
+    if plan is not None:
+        candidates = [Path(plan)]
+    else:
+        named = next(
+            (e["data"].get("file") for e in events if e.get("kind") == "run_started"), None
+        )
+        if isinstance(named, str) and named:
+            candidates = [Path(named), Path(trace).parent / Path(named).name]
+    for candidate in candidates:
+        if not candidate.is_file():
+            continue
+        try:
+            loaded = load(candidate)
+        except FlowError:
+            if plan is not None:
+                raise
+            return None, None, None
+        text = None
+        if candidate.suffix == ".flow":
+            try:
+                text = read_source(candidate)
+            except OSError:
+                text = None
+        return loaded, text, candidate.name
+    if plan is not None:
+        raise InputError(f"{plan}: no such file")
+    return None, None, None
 
-    serve(url, **options)
+
+def list_tools(
+    config: Config | str | os.PathLike | None = None, *, connect: bool = True
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """``(rows, errors)`` of the tool catalog of ``config`` (``flowc tools``;
+    docs/reference/tools.md): a row ``{name, source, description, input_schema,
+    output_schema, summary, kind}`` for every tool, sorted by name; with ``connect`` the MCP
+    servers are started to list theirs (then closed), and a server that cannot be reached is one
+    of ``errors``.  Raises ConfigError, CompileError (a broken `.flow` in the plans directory)."""
+    if not isinstance(config, Config):
+        config = read_config(_fspath(config))
+    return interrupt.run(list_catalog(build_catalog(config), connect=connect))
+
+
+def ask_sync(
+    question: str,
+    *,
+    config: Config | str | os.PathLike | None = None,
+    workspace: str | os.PathLike | None = None,
+    trace: str | os.PathLike | None = None,
+    record: str | os.PathLike | None = None,
+    replay: str | os.PathLike | None = None,
+    max_iterations: int | None = None,
+    on_progress: Callable[[str, str], Any] | None = None,
+) -> Any:
+    """``flowc ask``: answer ``question`` with the chat model and the configuration's whole tool
+    catalog (plans directory compiled with :func:`load`), on its own event loop (SIGINT/SIGTERM
+    stop it); docs/reference/python-api.md "Chat and planning".  Returns the ``AskResult``
+    (``status``, ``answer``, ``error``, ``tools_called``, ``usage``); ``on_progress(kind,
+    text)`` sees each tool call and report.  Raises ConfigError (no model configured)."""
+    return interrupt.run(
+        ask_with_config(
+            question,
+            config=os.fspath(config) if isinstance(config, os.PathLike) else config,
+            workspace=_fspath(workspace),
+            trace=_fspath(trace),
+            record=_fspath(record),
+            replay=_fspath(replay),
+            max_iterations=max_iterations,
+            on_progress=on_progress,
+            load_plan=load,
+        )
+    )

@@ -32,14 +32,22 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from agentflow.api import CompileError, run
+from agentflow.api_run import run
 from agentflow.compiler.api import check_source, read_source
 from agentflow.compiler.contracts import expect_is_wrapped
 from agentflow.compiler.lowering import LoweringError, lower_with_stages
 from agentflow.compiler.render import render_text
 from agentflow.core import version as core_version
 from agentflow.core.vocabulary import Code
-from agentflow.errors import ConfigError, ErrorInfo, FlowError, InputError, PlanLoadError, RunError
+from agentflow.errors import (
+    CompileError,
+    ConfigError,
+    ErrorInfo,
+    FlowError,
+    InputError,
+    PlanLoadError,
+    RunError,
+)
 from agentflow.grammar import ast
 from agentflow.ir.loader import load_plan_data
 from agentflow.runtime.config import Config, ProviderConfig, ResolvedModel, load_config

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentflow import api
+from agentflow import api_compile, api_run
 from agentflow.compiler.contracts import ContractError, contract_for
 from agentflow.compiler.types import JSON
 from agentflow.core import version as core_version
@@ -126,7 +126,7 @@ def load_flow(path: Path) -> ServedFlow:
     output_schema: dict[str, Any] | None = None
     doc: str | None = None
     if path.suffix == ".flow":
-        compiled = api.compile_flow(path)
+        compiled = api_compile.compile_flow(path)
         plan = load_plan_data(compiled.plan, str(path))
         check = compiled.check
         doc = _leading_doc(path.read_text(encoding="utf-8"))
@@ -354,7 +354,7 @@ class McpFlowServer:
         desk = _RunDesk(asyncio.get_running_loop(), flow.steps)
         progress = desk.join(ctx)
         try:
-            result = await api.run(
+            result = await api_run.run(
                 flow.plan,
                 run_input,
                 config=self.config,
@@ -437,7 +437,7 @@ class McpFlowServer:
                 self._track(run_id, run_input, waiter)
             else:
                 waiter = asyncio.ensure_future(
-                    api.run(
+                    api_run.run(
                         flow.plan,
                         run_input,
                         config=self.config,

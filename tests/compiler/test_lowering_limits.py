@@ -202,16 +202,16 @@ def test_compiled_plan_that_fails_validation_is_an_internal_error(tmp_path, monk
     """A compiler bug — a lowered plan the loader refuses — is an `unsupported-construct`
     "internal compiler error" at the offending step's source, never a traceback. (No known
     program does this any more: lowering is made to produce a plan it does not validate.)"""
-    from agentflow.compiler import lowering
+    from agentflow import api_compile  # `compile_checked` lowers through its own import
 
-    real = lowering.lower
+    real = api_compile.lower
 
     def broken(result, *, file):
         plan = real(result, file=file)
         plan["steps"][0]["input"]["value"] = "{{ " + "[" * 120 + "]" * 120 + " }}"
         return plan
 
-    monkeypatch.setattr(lowering, "lower", broken)
+    monkeypatch.setattr(api_compile, "lower", broken)
     flow = _write(tmp_path, "deep.flow", "input { n: int }\nstage a -> json {\n  return 1\n}\n")
     with pytest.raises(api.CompileError) as info:
         api.compile_flow(flow)

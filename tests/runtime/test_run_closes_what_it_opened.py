@@ -24,19 +24,19 @@ def config_text(chat_server, with_model: bool) -> str:
 async def test_no_model_configured_closes_the_connections_the_argument_check_opened(
     chat_server, tmp_path, monkeypatch
 ):
-    from agentflow.runtime.tools import build
+    from agentflow import api_run  # `run` calls the check through its own import of it
 
     (tmp_path / "flow.toml").write_text(config_text(chat_server, with_model=False))
     before = children_of()
     during: list[int] = []
-    check = build.check_plan_arguments
+    check = api_run.check_plan_arguments
 
     async def counted(*args, **kwargs):  # the check connects the MCP server: count it running
         out = await check(*args, **kwargs)
         during.append(len(children_of()))
         return out
 
-    monkeypatch.setattr(build, "check_plan_arguments", counted)
+    monkeypatch.setattr(api_run, "check_plan_arguments", counted)
     with pytest.raises(ConfigError):
         await agentflow.run(load_plan_text(PLAN), config=str(tmp_path / "flow.toml"))
     assert during and during[0] > len(before)  # a server was running …
@@ -45,9 +45,10 @@ async def test_no_model_configured_closes_the_connections_the_argument_check_ope
 
 @pytest.mark.parametrize(
     ("module", "name", "options"),
-    [  # a sink, the last step before the run (all 9 points: bench/early_failures_leak.py)
-        ("agentflow.runtime.telemetry", "OtelSink", {"telemetry": "http://127.0.0.1:9"}),
-        ("agentflow.runtime.context", "RunContext", {}),
+    [  # a sink, the last step before the run (all 9 points: bench/early_failures_leak.py), each
+        # patched where `api.run` uses it
+        ("agentflow.api_run", "OtelSink", {"telemetry": "http://127.0.0.1:9"}),
+        ("agentflow.api_run", "RunContext", {}),
     ],
 )
 async def test_a_failure_before_the_run_leaves_no_mcp_server_running(

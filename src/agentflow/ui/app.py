@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentflow import api
+from agentflow import api_compile, api_durable
 from agentflow.compiler.render import render_text
 from agentflow.errors import FlowError, InputError
 from agentflow.runtime.durable.dbos_engine import shutdown, sqlite_path
@@ -159,11 +159,11 @@ def build_app(console: Console) -> Any:
         return html(pages.page("flowc ui", body), status)
 
     async def runs_version() -> str:
-        runs = await api.list_durable_runs(console.url, limit=console.limit)
+        runs = await api_durable.list_durable_runs(console.url, limit=console.limit)
         return _version([(r.run_id, r.status, r.updated_at, len(r.questions)) for r in runs])
 
     async def run_version(run_id: str) -> str:
-        info = await api.show_durable_run(console.url, run_id)
+        info = await api_durable.show_durable_run(console.url, run_id)
         return _version(
             [info.status, info.updated_at, len(info.steps), [q.path for q in info.questions]]
         )
@@ -174,7 +174,7 @@ def build_app(console: Console) -> Any:
         status = request.query_params.get("status", "")
         flow = request.query_params.get("flow", "").strip()
         try:
-            runs = await api.list_durable_runs(console.url, limit=console.limit)
+            runs = await api_durable.list_durable_runs(console.url, limit=console.limit)
             version = _version([(r.run_id, r.status, r.updated_at, len(r.questions)) for r in runs])
             shown = [
                 r
@@ -185,7 +185,9 @@ def build_app(console: Console) -> Any:
             for r in shown:
                 if r.status != "unreadable":
                     with contextlib.suppress(FlowError):
-                        costs[r.run_id] = (await api.show_durable_run(console.url, r.run_id)).cost
+                        costs[r.run_id] = (
+                            await api_durable.show_durable_run(console.url, r.run_id)
+                        ).cost
         except FlowError as e:
             return error_page(str(e), 500)
         text = pages.runs_page(
@@ -202,8 +204,8 @@ def build_app(console: Console) -> Any:
         status: int = 200,
     ) -> Response:
         try:
-            info = await api.show_durable_run(console.url, run_id, values=True)
-            spec = await api.recorded_run(console.url, run_id)
+            info = await api_durable.show_durable_run(console.url, run_id, values=True)
+            spec = await api_durable.recorded_run(console.url, run_id)
         except FlowError as e:
             return error_page(str(e), 404)
         version = _version(
@@ -233,7 +235,7 @@ def build_app(console: Console) -> Any:
         run_id = request.path_params["run_id"]
         step, value = fields.get("step", ""), fields.get("value", "")
         try:
-            await api.answer_durable(console.url, run_id, step, value)
+            await api_durable.answer_durable(console.url, run_id, step, value)
         except FlowError as e:  # refused as `flowc answer` refuses it: said beside the field
             return await show(request, run_id, problems={step: (value, str(e))}, status=400)
         return RedirectResponse(pages.run_url(run_id, "?said=answered"), status_code=303)
@@ -246,7 +248,7 @@ def build_app(console: Console) -> Any:
             return bad
         run_id = request.path_params["run_id"]
         try:
-            await api.cancel_durable(console.url, run_id)
+            await api_durable.cancel_durable(console.url, run_id)
         except FlowError as e:
             return await show(request, run_id, notice=str(e), status=400)
         return RedirectResponse(pages.run_url(run_id, "?said=cancelled"), status_code=303)
@@ -269,7 +271,7 @@ def build_app(console: Console) -> Any:
             return bad
         run_id = request.path_params["run_id"]
         try:  # refused here as `flowc redrive` would refuse it, before a process starts
-            await api.recorded_run(console.url, run_id, redrive=True)
+            await api_durable.recorded_run(console.url, run_id, redrive=True)
         except FlowError as e:
             return await show(request, run_id, notice=str(e), status=400)
         console.spawn("redrive", run_id)
@@ -283,13 +285,13 @@ def build_app(console: Console) -> Any:
             return bad
         run_id = request.path_params["run_id"]
         try:
-            spec = await api.recorded_run(console.url, run_id)
+            spec = await api_durable.recorded_run(console.url, run_id)
             file = pages._edited_flow(spec)
             if file is None:
                 raise InputError(f"run {run_id}'s file is gone: nothing to run again")
             if file.suffix == ".flow":  # refused in the page, not in a log: it must compile
-                api.compile_flow(file)
-        except api.CompileError as e:
+                api_compile.compile_flow(file)
+        except api_compile.CompileError as e:
             said = render_text(e.diagnostics, e.sources)
             return await show(request, run_id, notice=f"the edited flow does not compile:\n{said}",
                               status=400)  # fmt: skip

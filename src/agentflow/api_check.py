@@ -1,0 +1,108 @@
+"""The api of the front end: reading and checking `.flow` source, printing diagnostics,
+formatting, JSON Schema contracts and generated Python clients (docs/spec/LANGUAGE.md §9,
+docs/diagnostics.md).  :mod:`agentflow.api` re-exports every public name here.
+
+This module loads the parser and the checker only: no plan models, no Pydantic, no runtime —
+what ``flowc check`` and ``flowc fmt`` need (tests/cli/test_startup_imports.py; docs/decisions.md
+"The api split by what it loads").  Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from agentflow.compiler import render as _render
+from agentflow.compiler import types as T
+from agentflow.compiler.api import check_source, read_source
+from agentflow.compiler.checker import CheckResult
+from agentflow.compiler.contracts import contract_for, extern_declaration
+from agentflow.compiler.fmt import FormatError, format_file
+from agentflow.compiler.gen_python import gen_modules, generate_python, stale_diagnostics
+from agentflow.core.diagnostics import Diagnostic
+from agentflow.errors import CompileError, ContractError
+from agentflow.ir.names import expression_position
+
+__all__ = [
+    "FormatError",
+    "check_source",
+    "diagnostics_summary",
+    "expression_position",
+    "extern_declaration",
+    "format_flow_file",
+    "gen_python",
+    "read_source",
+    "render_diagnostics",
+    "stale_modules",
+    "type_schema",
+]
+
+
+def gen_python(flow: str | os.PathLike, module: str | os.PathLike) -> str:
+    """The text of the typed client module of the `.flow` file ``flow``, to be written at
+    ``module`` (the module finds the flow relative to its own directory):
+    docs/reference/python-clients.md.  Raises :class:`CompileError` when the program has
+    errors, :class:`ContractError` when a type of its input, output or stages has no JSON form
+    (an ``extern type``), ``OSError`` when ``flow`` cannot be read."""
+    text = read_source(flow)
+    result = check_source(text, str(flow))
+    if not result.ok:
+        raise CompileError(result.errors, {str(flow): text})
+    try:
+        return generate_python(result, text, str(flow), str(module))
+    except ContractError as e:
+        raise ContractError(f"{flow}: {e}") from None
+
+
+def render_diagnostics(
+    diagnostics: Iterable[Diagnostic],
+    sources: dict[str, str],
+    fmt: str = "text",
+    *,
+    color: bool | None = None,
+) -> str:
+    """``diagnostics`` as ``flowc check --format FMT`` prints them (docs/diagnostics.md):
+    ``"text"`` (excerpts from ``sources``, file → text; ``color``: ANSI colours, default when
+    stderr is a terminal), ``"json"`` (an array of diagnostic objects) or ``"sarif"``
+    (SARIF 2.1.0).  Raises ValueError for another format."""
+    if fmt == "json":
+        return _render.render_json(diagnostics)
+    if fmt == "sarif":
+        return _render.render_sarif(diagnostics)
+    if fmt != "text":
+        raise ValueError(f"unknown diagnostics format {fmt!r}")
+    shown = sys.stderr.isatty() if color is None else color
+    return _render.render_text(diagnostics, sources, color=shown)
+
+
+def diagnostics_summary(diagnostics: Iterable[Diagnostic]) -> str:
+    """The closing line of a report, e.g. ``"2 errors, 1 warning"`` (``"no problems"``)."""
+    return _render.summary(diagnostics)
+
+
+def stale_modules(flow: str | os.PathLike[str], text: str) -> list[Diagnostic]:
+    """The ``stale-generated-module`` warnings of the `.flow` file ``flow`` whose text is
+    ``text``: the modules the nearest flow.toml lists under ``[gen] python`` generated from
+    another version of it (docs/reference/python-clients.md)."""
+    modules = gen_modules(flow)
+    return stale_diagnostics(str(flow), text, modules) if modules else []
+
+
+def type_schema(result: CheckResult, type_name: str | None) -> dict[str, Any]:
+    """The JSON Schema (2020-12) contract of type ``type_name`` declared in the checked program
+    ``result`` (``flowc schema``; docs/reference/types.md), or with None the schema its input is
+    validated against.  Raises :class:`agentflow.errors.ContractError` for a type with no JSON
+    form (an ``extern type``, or a program with errors); the caller checks that the name is
+    declared (``result.env.names()``)."""
+    target: T.Type = result.input_type if type_name is None else T.NamedRef(type_name)
+    return contract_for(target, result.env)
+
+
+def format_flow_file(path: str | os.PathLike[str], *, check: bool = False) -> bool:
+    """Rewrite the `.flow` file at ``path`` in canonical layout (``flowc fmt``;
+    docs/reference/cli.md), or with ``check`` only compare.  True when it is (was) not canonical.  Raises
+    :class:`FormatError` for a file that does not parse, ``OSError`` when unreadable."""
+    return format_file(Path(path), check=check)

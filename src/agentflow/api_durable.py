@@ -1,0 +1,130 @@
+"""The api of durable runs seen from outside: what ``flowc runs``, ``flowc answer``, ``flowc
+cancel``, ``flowc worker`` and ``flowc ui`` do (docs/durable.md).  :mod:`agentflow.api`
+re-exports every public name here; starting and resuming a durable run is
+:mod:`agentflow.api_run`'s.
+
+This module loads the runtime's configuration and the durable runs' management, not the
+durable engine itself (DBOS, SQLAlchemy: loaded when a database is opened; docs/decisions.md
+"The api split by what it loads").
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from agentflow.core.text import clean_json
+from agentflow.runtime.config import Config, load_config
+from agentflow.runtime.durable.dbos_engine import shutdown
+from agentflow.runtime.durable.runs import (
+    answer,
+    cancel,
+    database_for,
+    list_runs,
+    missing_database,
+    recorded_spec,
+    show_run,
+)
+from agentflow.runtime.durable.runs import work as run_worker
+from agentflow.runtime.events import JsonlSink
+from agentflow.runtime.telemetry import TelemetrySettings
+
+__all__ = [
+    "answer_durable",
+    "cancel_durable",
+    "durable_database",
+    "list_durable_runs",
+    "missing_durable_database",
+    "recorded_run",
+    "show_durable_run",
+    "shutdown_durable",
+    "work",
+]
+
+
+def durable_database(
+    *, config: Config | str | os.PathLike | None = None, database: str | None = None
+) -> str:
+    """The URL of the durable runs database of ``config`` (``database``: a SQLite file or
+    PostgreSQL URL given explicitly), as ``flowc runs --database`` resolves it (docs/durable.md).
+    Raises :class:`ConfigError` for an unset ``${VAR}`` or an unknown kind of URL."""
+    if not isinstance(config, Config):
+        config = load_config(None if config is None else os.fspath(config))
+    return database_for(config, database)
+
+
+def missing_durable_database(url: str) -> Path | None:
+    """The SQLite file of database ``url`` when it does not exist (nothing to list, and listing
+    creates nothing), else None (``flowc runs``)."""
+    return missing_database(url)
+
+
+async def list_durable_runs(url: str, *, limit: int = 50) -> list[Any]:
+    """The latest ``limit`` durable runs of database ``url`` (:func:`durable_database`), newest
+    first: :class:`agentflow.runtime.durable.run_info.RunInfo` each (id, status, plan name, times in
+    epoch seconds, waiting questions); none for a SQLite file that does not exist."""
+    return await list_runs(url, limit=limit)
+
+
+async def show_durable_run(
+    url: str,
+    run_id: str,
+    *,
+    values: bool = False,
+    internals: bool = False,
+    limit: int | None = None,
+    offset: int = 0,
+) -> Any:
+    """Durable run ``run_id`` in detail (``flowc runs show``): a
+    :class:`~agentflow.runtime.durable.run_info.RunInfo` with its steps in the `.flow`'s terms,
+    cost so far, waiting questions (each with its JSON Schema and choices), error; ``values``:
+    each step's recorded result too (a model's reply, a tool's result, an answer);
+    ``internals``: the engine's own operations listed too (``flowc runs show --all``);
+    ``limit``/``offset``: one page of the steps in start order (``steps_total`` counts them
+    all; ``flowc runs show --limit/--offset``).  Raises :class:`InputError` for an unknown run
+    or a negative count."""
+    return await show_run(
+        url, run_id, values=values, internals=internals, limit=limit, offset=offset
+    )
+
+
+async def recorded_run(url: str, run_id: str, *, redrive: bool = False) -> dict[str, Any]:
+    """What durable run ``run_id`` recorded when it started: ``plan_text``, ``plan_file``,
+    ``input``, ``config``, ``workspace`` … (docs/durable.md).  Raises :class:`InputError` for
+    an unknown run; ``redrive``: also for one ``flowc redrive`` refuses (it ended ok, or has
+    not ended)."""
+    return await recorded_spec(url, run_id, redrive=redrive)
+
+
+async def answer_durable(url: str, run_id: str, step: str, value: Any) -> Any:
+    """:func:`answer_run` on database ``url``: answer the question run ``run_id`` waits on at
+    step path ``step`` (a text is parsed as JSON unless the question wants text, then checked
+    against the question's type and choices, exactly as ``flowc answer``).  Returns the
+    :class:`~agentflow.runtime.durable.run_info.Question`; raises :class:`InputError`."""
+    return await answer(url, run_id, step, clean_json(value))
+
+
+async def cancel_durable(url: str, run_id: str) -> None:
+    """Cancel durable run ``run_id`` of database ``url`` and its units (``flowc cancel``).
+    Raises :class:`InputError` for an unknown run or one that has already ended."""
+    await cancel(url, run_id)
+
+
+def shutdown_durable() -> None:
+    """Stop the durable engine in this process if it runs (idempotent)."""
+    shutdown()
+
+
+async def work(
+    url: str,
+    name: str,
+    *,
+    trace: str | os.PathLike[str] | None = None,
+    telemetry: TelemetrySettings | None = None,
+) -> None:
+    """Be worker ``name`` of the fleet on durable database ``url`` until cancelled (``flowc
+    worker``; docs/durable.md "Fleet"): take map items, runs and rate-limited model calls from
+    its queues; ``trace``: events added to this JSON Lines file.  Raises ConfigError."""
+    sinks: list[Any] = [JsonlSink(os.fspath(trace), append=True)] if trace else []
+    await run_worker(url, name, sinks=sinks, telemetry=telemetry)

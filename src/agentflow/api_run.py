@@ -1,0 +1,516 @@
+"""The api of running: a plan's catalog and model needs, :func:`run` / :func:`run_sync` (plain
+or durable; docs/spec/RUNTIME.md §1), :func:`resume_run` and :func:`answer_run`
+(docs/durable.md), a plan file's problems with its tools (:func:`check_plan`), its graph and
+run report, the tool list, ``flowc ask``, and what a host needs around a run (configuration,
+event sinks, hooks, the shape cache, the watchdog).  :mod:`agentflow.api` re-exports every
+public name here.
+
+This module loads the runtime (and Pydantic with it), not the durable engine (DBOS, SQLAlchemy:
+loaded when a durable run opens its database) nor jsonschema (loaded by the first contract
+check); the front end alone is :mod:`agentflow.api_check` (docs/decisions.md "The api split by
+what it loads").  Errors in the user's files come back as
+:class:`agentflow.errors.FlowError` subclasses that name file, line and column.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+
+# what a run's first steps import (the agent loop, the plan's expressions, the model budget),
+# loaded with this module rather than on the event loop at the first step
+import agentflow.ir.resolve  # noqa: F401
+import agentflow.runtime.agent  # noqa: F401
+import agentflow.runtime.models.budget  # noqa: F401
+from agentflow.api_compile import _fspath, load, plan_text
+from agentflow.api_durable import answer_durable, durable_database
+from agentflow.errors import ConfigError, InputError
+from agentflow.ir.loader import load_plan_text
+from agentflow.ir.models import Plan, Step
+from agentflow.runtime import interrupt
+from agentflow.runtime.config import Config, missing_key_message, no_model_message
+from agentflow.runtime.config import load_config as read_config
+from agentflow.runtime.context import RunContext
+from agentflow.runtime.durable.dbos_engine import launched, shutdown
+from agentflow.runtime.durable.runs import database_for, resume, run_durable
+from agentflow.runtime.events import CallbackSink, ConsoleSink, Event, JsonlSink, Sink
+from agentflow.runtime.executor import run_plan
+from agentflow.runtime.extract import NonJsonNumber, loads_value
+from agentflow.runtime.hooks import Hooks, default_interlocutor
+from agentflow.runtime.models.cassette import ReplayRouter, recording_router
+from agentflow.runtime.models.router import ModelRouter, test_router
+from agentflow.runtime.models.test_model import parse_model_option
+from agentflow.runtime.result import RunResult
+from agentflow.runtime.shape_cache import CACHE_ENV, ShapeCache, ShapeRecorder
+from agentflow.runtime.telemetry import (
+    OtelSink,
+    TelemetrySettings,
+    durable_settings,
+    settings_for,
+    settings_from_config,
+)
+from agentflow.runtime.tools.build import build_catalog as build_tool_catalog
+from agentflow.runtime.tools.build import check_plan_arguments, check_plan_tools
+from agentflow.runtime.tools.catalog import Catalog
+
+__all__ = [
+    "CLOSE_LIMIT_S",
+    "answer_run",
+    "build_catalog",
+    "callback_sink",
+    "console_sink",
+    "enable_watchdog",
+    "jsonl_sink",
+    "load_config",
+    "parse_input",
+    "plan_needs_model",
+    "resume_run",
+    "run",
+    "run_sync",
+    "shape_cache",
+    "shape_cache_note",
+    "telemetry_settings",
+    "terminal_hooks",
+]
+
+
+def build_catalog(config: Any = None, **kwargs: Any) -> Catalog:
+    """The full tool catalog of ``config`` (builtins, user tools, the plans directory, MCP
+    servers): :func:`agentflow.runtime.tools.build.build_catalog` with :func:`load` as the loader
+    of the plans directory, so its `.flow` files are compiled (a broken one raises
+    :class:`CompileError`).  ``kwargs`` as there (``plan``, ``entry_points``, ``plans``)."""
+    kwargs.setdefault("load_plan", load)
+    return build_tool_catalog(config, **kwargs)
+
+
+def parse_input(value: str | None) -> Any:
+    """Parse a ``--input`` value: inline JSON, or ``@file.json``.  Raises :class:`InputError`."""
+    if value is None:
+        return {}
+    if value.startswith("@"):
+        file = value[1:]
+        try:
+            text = Path(file).read_text(encoding="utf-8")
+        except OSError as e:
+            raise InputError(f"{file}: cannot read input file: {e.strerror or e}") from None
+        except UnicodeDecodeError as e:
+            raise InputError(
+                f"{file}: cannot read input file: not UTF-8 text (invalid byte at offset {e.start})"
+            ) from None
+        where = file
+    else:
+        text, where = value, "--input"
+    try:
+        return loads_value(text)
+    except json.JSONDecodeError as e:
+        raise InputError(
+            f"{where}:{e.lineno}:{e.colno}: input is not valid JSON: {e.msg}"
+        ) from None
+    except NonJsonNumber as e:
+        raise InputError(f"{where}: input is not valid JSON: {e.args[0]}") from None
+    except ValueError as e:  # nested too deeply (loads_bounded)
+        raise InputError(f"{where}: input is {e}") from None
+
+
+_MODEL_STEPS = {"agent"}
+
+
+def plan_needs_model(plan: Plan) -> bool:
+    """True when running ``plan`` may call a model: an agent step, an ``infer`` gate, a verify
+    judge or a solver finish, at any depth (sub-plans included)."""
+
+    def visit(value: Any) -> bool:
+        if isinstance(value, Step):
+            if value.tool_name in _MODEL_STEPS:
+                return True
+            return visit(value.input)
+        if isinstance(value, dict):
+            if "infer" in value or "judges" in value:
+                return True
+            return any(visit(v) for v in value.values())
+        if isinstance(value, list):
+            return any(visit(v) for v in value)
+        return False
+
+    if plan.finish is not None and plan.finish.mode == "solver":
+        return True
+    if any(visit(s) for s in plan.steps):
+        return True
+    return any(plan_needs_model(p) for p in (plan.plans or {}).values())
+
+
+async def run(
+    target: str | os.PathLike | Plan,
+    input: Any = None,
+    *,
+    config: Config | str | os.PathLike | None = None,
+    workspace: str | os.PathLike | None = None,
+    trace: str | os.PathLike | None = None,
+    sinks: Iterable[Sink] = (),
+    hooks: Hooks | None = None,
+    catalog: Catalog | None = None,
+    router: ModelRouter | None = None,
+    record: str | os.PathLike | None = None,
+    replay: str | os.PathLike | None = None,
+    shape_cache: ShapeCache | Literal[False] | None = None,
+    on_partial: Callable[[str, Any], Any] | None = None,
+    telemetry: bool | str | None = None,
+    model: str | None = None,
+    durable: bool = False,
+    run_id: str | None = None,
+    reuse: str | None = None,
+    ask_again: bool = False,
+    database: str | None = None,
+    fleet: bool = False,
+    on_start: Callable[[str], Any] | None = None,
+) -> RunResult:
+    """Run a `.flow` file, a plan file or a loaded :class:`Plan` and return its ``RunResult``.
+
+    - ``config``: a :class:`agentflow.runtime.config.Config`, a path to ``flow.toml``, or None to
+      find ``flow.toml`` from the current directory upwards (else the environment);
+    - ``workspace``: the root the file tools are confined to (default: the current directory);
+    - ``trace``: a JSON Lines file receiving every event;
+    - ``sinks``: more event sinks (closed when the run ends); ``hooks``: the host's gate,
+      on_tool_error and interlocutor (docs/spec/RUNTIME.md §7);
+    - ``catalog`` / ``router``: override the tool catalog and the model router (embedding, tests);
+    - ``record``: write every model exchange to this cassette (JSON Lines, no keys);
+    - ``replay``: answer every model request from this cassette; needs no model configuration
+      (a request not in it fails the step with ``replay_miss``).
+    - ``model``: ``"test"`` (or ``"test:SEED"``, ``"test+tools"``, ``"test+tools:SEED"``) answers
+      every agent with the built-in test model instead of the configured ones: values generated
+      from each agent's contract, deterministic per seed, no network, no key (docs/models.md
+      "The test model"). Raises :class:`ConfigError` for any other value.
+    - ``shape_cache``: the :class:`~agentflow.runtime.shape_cache.ShapeCache` fed with the result
+      shape of every successful tool call (default: the user's cache directory; ``False``: off).
+    - ``on_partial``: ``fn(step_path, value)``, called with each typed partial answer of an agent
+      step whose model streams (``stream = true``; docs/models.md "Streaming").
+    - ``telemetry``: export the run as OpenTelemetry spans over OTLP/HTTP
+      (docs/observability.md): an endpoint URL, ``True`` (the ``[telemetry]`` endpoint, else
+      ``OTEL_EXPORTER_OTLP_ENDPOINT``, else ``http://127.0.0.1:4318``), ``False`` (off), or None
+      (on when the configuration's ``[telemetry]`` table sets an endpoint). Needs the ``otel``
+      extra; a host with its own TracerProvider passes
+      ``sinks=[agentflow.runtime.telemetry.OtelSink(tracer_provider=…)]`` instead.
+
+    - ``durable``: run it as a durable run (docs/durable.md): every tool call, model call,
+      question and sleep is recorded in ``database`` (default ``[durable] database``), so a run
+      whose process dies continues with :func:`resume_run` (``flowc resume``); ``run_id``:
+      its id (default: a new one; ``on_start(run_id)`` is called once it is recorded, and
+      ``result.run_id`` holds it); ``reuse``: an earlier run whose steps are taken where their
+      step path and rendered input are unchanged, and its answered questions where their step
+      path, text and choices are (``ask_again``: every question is asked again); ``fleet``:
+      spread concurrent units and rate-limited model calls over the ``flowc worker``
+      processes on the same database.
+
+    The run itself is :func:`agentflow.runtime.executor.run_plan` with a
+    :class:`~agentflow.runtime.context.RunContext` built from these.
+
+    Raises :class:`ConfigError` before the first step when the plan needs a model and none is
+    configured; :class:`InputError` when ``input`` does not match the plan's input schema;
+    :class:`PlanLoadError` when a tool name or ``tools`` pattern does not resolve against the
+    catalog (built by :func:`build_catalog` unless given; its MCP connections are closed when the
+    run ends).
+    """
+    # the slow part of a first call (compiling a `.flow`, reading flow.toml, building the
+    # catalog, importing user tool modules) runs on a worker thread: the caller's event loop is
+    # never blocked by it (bench/loop_blocking.py measures the longest blocking slice); under
+    # `run_sync` (runtime.interrupt.run) a signal meanwhile stops the run before its first step,
+    # as one during a preparation on the loop did. The runtime itself is loaded with this
+    # module (`from agentflow import run` at an application's import; docs/decisions.md "The
+    # api split by what it loads").
+    prepared = asyncio.to_thread(_prepare, target, config, catalog)
+    got: tuple[Plan, Config, Catalog | None] = await interrupt.while_loading(prepared)
+    plan, config, built = got
+
+    # what this call opens is closed on every way out, a failure before the run starts included
+    # (MCP connections, HTTP pools; sinks only until the run owns them): one exit stack
+    async with contextlib.AsyncExitStack() as stack:
+        if catalog is None:
+            catalog = built
+        assert catalog is not None
+        stack.push_async_callback(_closed, catalog.aclose)  # MCP connections, before or during
+        # tool names and patterns, then literal arguments, before the run (RUNTIME.md §4)
+        check_plan_tools(plan, catalog, config)
+        await check_plan_arguments(plan, catalog)
+        if router is None:
+            router = _own_router(config, plan, model=model, replay=replay, record=record)
+            stack.push_async_callback(_closed, router.aclose)  # the HTTP connection pools
+        with contextlib.ExitStack() as early:  # sinks made here, closed if the run never starts
+            all_sinks = list(sinks)
+            if on_partial is not None:
+                partial_sink = CallbackSink(
+                    lambda event: on_partial(event.path, event.data.get("value"))
+                )
+                partial_sink.kinds = frozenset({"partial_output"})  # type: ignore[attr-defined]
+                all_sinks.append(partial_sink)
+            if telemetry or (telemetry is None and config.telemetry.active):
+                endpoint = telemetry if isinstance(telemetry, str) else None
+                settings = settings_from_config(config, endpoint)
+                if durable:
+                    settings = durable_settings(settings)
+                otel = OtelSink(settings)
+                early.callback(otel.close)
+                all_sinks.append(otel)
+            # every successful tool call feeds the shape cache (docs/spec/RUNTIME.md §9)
+            if shape_cache is not False:
+                all_sinks.append(ShapeRecorder(shape_cache or ShapeCache()))
+            if trace is not None:
+                try:
+                    jsonl = JsonlSink(os.fspath(trace))
+                except OSError as e:
+                    raise ConfigError(
+                        f"{trace}: cannot write trace file: {e.strerror or e}"
+                    ) from None
+                early.callback(jsonl.close)
+                all_sinks.append(jsonl)
+            context = RunContext(
+                catalog=catalog,
+                router=router,
+                config=config,
+                workspace=Path(workspace) if workspace is not None else Path.cwd(),
+                sinks=tuple(all_sinks),
+                hooks=hooks or Hooks(),
+            )
+            early.pop_all()  # the run closes its sinks from here on
+        if durable:
+            return await _run_durable(
+                target, plan, input, context, config,
+                run_id=run_id, reuse=reuse, ask_again=ask_again, database=database, fleet=fleet,
+                replay=replay, on_start=on_start, model=model,
+            )  # fmt: skip
+        return await run_plan(plan, input, context)
+    raise AssertionError("unreachable")  # pragma: no cover - the stack does not swallow
+
+
+def _prepare(
+    target: str | os.PathLike | Plan, config: Config | str | os.PathLike | None, catalog: Any
+) -> tuple[Plan, Config, Catalog | None]:
+    """What :func:`run` does before its first await, on a worker thread: ``target`` loaded (a `.flow` compiled), the configuration read and, unless
+    ``catalog`` is given, the catalog built (for a catalog built here whose run never starts,
+    the MCP servers are not started yet: they connect on first use). Raises as :func:`load`,
+    :func:`agentflow.runtime.config.load_config` and :func:`build_catalog` do."""
+    plan = target if isinstance(target, Plan) else load(target)
+    if not isinstance(config, Config):
+        config = read_config(_fspath(config))
+    return plan, config, build_catalog(config, plan=plan) if catalog is None else None
+
+
+#: The longest a run waits for what it opened to close (an MCP server that will not stop is
+#: terminated by the SDK's own client well within it), in seconds.
+CLOSE_LIMIT_S = 15.0
+
+
+async def _closed(close: Callable[[], Any]) -> None:
+    """``await close()`` shielded from cancellation, within :data:`CLOSE_LIMIT_S`: a run that
+    is cancelled — a task cancelled under an anyio cancel scope, as an MCP server's request
+    handler is, is cancelled again at each await — still closes its MCP connections (their
+    server processes end) and connection pools."""
+    with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_LIMIT_S):
+        await close()
+
+
+def _own_router(config: Config, plan: Plan, *, model: str | None, replay: Any, record: Any) -> Any:
+    """The model router :func:`run` makes when it is given none: the test model for ``model``,
+    a replay of ``replay``, else the configured models (recording to ``record``). Raises
+    :class:`ConfigError` for a bad ``model`` option, or a plan that needs a model when none is
+    configured or its key is missing."""
+    if model is not None:
+        try:
+            seed, call_tools = parse_model_option(model)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+        return test_router(config, seed, call_tools=call_tools)
+    if replay is not None:
+        return ReplayRouter(replay, config)
+    if plan_needs_model(plan):
+        if not config.has_model():
+            raise ConfigError(no_model_message(config))
+        missing = missing_key_message(config)
+        if missing:
+            raise ConfigError(missing)
+    if record is not None:
+        return recording_router(config, record)
+    return ModelRouter(config)
+
+
+async def _run_durable(
+    target: Any, plan: Plan, input: Any, context: Any, config: Config, **kw: Any
+) -> RunResult:
+    text, file = plan_text(target if not isinstance(target, str | os.PathLike) else Path(target))
+    recorded = load_plan_text(text, file)  # what a resumed process will load
+    url = database_for(config, kw.pop("database"))
+    replay = kw.pop("replay")
+    model = kw.pop("model")
+    own_engine = not launched()  # the engine is stopped again when this call started it
+    try:
+        run_id, result = await run_durable(
+            recorded,
+            text,
+            input,
+            context,
+            url=url,
+            plan_file=file,
+            config_path=str(config.path) if config.path else None,
+            replay=str(Path(replay).resolve()) if replay else None,
+            model=model,
+            **kw,
+        )
+    finally:
+        if own_engine:
+            shutdown()
+    result.run_id = run_id
+    return result
+
+
+async def resume_run(
+    run_id: str,
+    *,
+    config: Config | str | os.PathLike | None = None,
+    database: str | None = None,
+    trace: str | os.PathLike | None = None,
+    telemetry: bool | str | None = None,
+    sinks: Sequence[Sink] = (),
+    on_waiting: Callable[[list[Any]], None] | None = None,
+) -> RunResult:
+    """Continue durable run ``run_id`` after its process stopped (docs/durable.md): recorded
+    steps are replayed, the rest runs here; ``trace``: events are added to this file;
+    ``telemetry``: as :func:`run`'s, the spans go into the run's recorded trace; ``sinks``:
+    more event sinks (the console of ``flowc resume``); ``on_waiting(questions)``: called once
+    with the questions the run already waits on.  What ``flowc resume`` does.  Raises
+    :class:`InputError` for an unknown run or one still running."""
+    if not isinstance(config, Config):
+        config = read_config(_fspath(config))
+    settings = settings_for(config, telemetry)
+    all_sinks: list[Any] = list(sinks)
+    if trace is not None:
+        all_sinks.append(JsonlSink(os.fspath(trace), append=True))
+    result = await resume(
+        database_for(config, database),
+        run_id,
+        sinks=all_sinks,
+        telemetry=settings,
+        on_waiting=on_waiting,
+    )
+    result.run_id = run_id
+    return result
+
+
+async def answer_run(
+    run_id: str,
+    step: str,
+    value: Any,
+    *,
+    config: Config | str | os.PathLike | None = None,
+    database: str | None = None,
+) -> None:
+    """Answer the question durable run ``run_id`` waits on at step path ``step`` with ``value``
+    (a JSON text is parsed unless the question wants text), from any process.  Raises
+    :class:`InputError` when no such question waits or the value breaks its choices/schema."""
+    await answer_durable(durable_database(config=config, database=database), run_id, step, value)
+
+
+def run_sync(
+    target: str | os.PathLike | Plan,
+    input: Any = None,
+    *,
+    config: Config | str | os.PathLike | None = None,
+    workspace: str | os.PathLike | None = None,
+    trace: str | os.PathLike | None = None,
+    sinks: Iterable[Sink] = (),
+    hooks: Hooks | None = None,
+    catalog: Catalog | None = None,
+    router: ModelRouter | None = None,
+    record: str | os.PathLike | None = None,
+    replay: str | os.PathLike | None = None,
+    shape_cache: ShapeCache | Literal[False] | None = None,
+    on_partial: Callable[[str, Any], Any] | None = None,
+    telemetry: bool | str | None = None,
+    model: str | None = None,
+    durable: bool = False,
+    run_id: str | None = None,
+    reuse: str | None = None,
+    ask_again: bool = False,
+    database: str | None = None,
+    fleet: bool = False,
+    on_start: Callable[[str], Any] | None = None,
+) -> RunResult:
+    """:func:`run` for synchronous callers, with the same keyword options (each spelled out, so
+    a misspelt one is a type error and a ``TypeError`` before anything runs): runs its own
+    (stock asyncio) event loop with :func:`agentflow.runtime.interrupt.run`, where
+    SIGINT/SIGTERM stop the run gracefully (:class:`agentflow.errors.Interrupted` carries the
+    partial result)."""
+    return interrupt.run(
+        run(
+            target, input, config=config, workspace=workspace, trace=trace, sinks=sinks,
+            hooks=hooks, catalog=catalog, router=router, record=record, replay=replay,
+            shape_cache=shape_cache, on_partial=on_partial, telemetry=telemetry, model=model,
+            durable=durable, run_id=run_id, reuse=reuse, ask_again=ask_again,
+            database=database, fleet=fleet, on_start=on_start,
+        )
+    )  # fmt: skip
+
+
+def load_config(path: str | os.PathLike[str] | None = None) -> Config:
+    """The configuration of ``path`` (a flow.toml), or of the nearest flow.toml from the current
+    directory upward, or the defaults (docs/reference/configuration.md).  Raises
+    :class:`agentflow.errors.ConfigError`."""
+    return read_config(None if path is None else os.fspath(path))
+
+
+def telemetry_settings(config: Config, telemetry: bool | str | None) -> TelemetrySettings | None:
+    """The OpenTelemetry export settings of a run under ``config`` for ``flowc run --otel``'s
+    choice ``telemetry`` (an endpoint URL, True, False, or None: as ``[telemetry]`` says);
+    None: no export (docs/observability.md).  Raises ConfigError."""
+    return settings_for(config, telemetry)
+
+
+def shape_cache() -> ShapeCache:
+    """The shape cache of this user (``flowc cache``; ``AGENTFLOW_CACHE_DIR`` or the default
+    directory): its ``all(tools)``, ``clear(tool)`` and ``path``."""
+    return ShapeCache()
+
+
+def shape_cache_note() -> str | None:
+    """A note when ``AGENTFLOW_CACHE_DIR`` is set but empty (it counts as unset), else None."""
+    if os.environ.get(CACHE_ENV) == "":
+        return f"{CACHE_ENV} is empty, so it is ignored (the default cache directory is used)"
+    return None
+
+
+def console_sink() -> ConsoleSink:
+    """The terminal's progress view of a run on stderr (live on a TTY; one line an event
+    otherwise), in the `.flow`'s terms (docs/reference/events.md)."""
+    return ConsoleSink()
+
+
+def jsonl_sink(path: str | os.PathLike[str], *, append: bool = False) -> JsonlSink:
+    """A sink writing every event as one JSON line to ``path`` (``--trace``; ``append``: add to
+    its end, as a resumed run or a worker does)."""
+    return JsonlSink(os.fspath(path), append=append)
+
+
+def callback_sink(fn: Callable[[Event], Any], kinds: Iterable[str] | None = None) -> CallbackSink:
+    """A sink calling ``fn(event)`` for every event (of the ``kinds`` given, when given)."""
+    sink = CallbackSink(fn)
+    if kinds is not None:
+        sink.kinds = frozenset(kinds)  # type: ignore[attr-defined]
+    return sink
+
+
+def terminal_hooks(console: ConsoleSink | None = None) -> Hooks:
+    """Hooks whose `ask` steps a person at the terminal answers when stdin is one (the
+    ``console``'s live view paused while asking), else each ask's ``when_unanswered``."""
+    pause = console.paused if console is not None else None
+    return Hooks(interlocutor=default_interlocutor(pause=pause))
+
+
+def enable_watchdog(on: bool = True) -> None:
+    """Let the runs this process drives on its main thread be ended even when a tool holds the
+    GIL (runtime/watchdog.py); the CLI turns it on for a command and off after it."""
+    interrupt.enable_watchdog(on)
