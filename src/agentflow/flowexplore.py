@@ -23,6 +23,7 @@ from agentflow.ir.loader import load_plan_data
 from agentflow.runtime.config import Config, load_config
 from agentflow.runtime.events import CallbackSink
 from agentflow.runtime.expressions import evaluate
+from agentflow.runtime.models.router import test_router
 from agentflow.runtime.models.test_model import GenerationError, generate_value
 from agentflow.runtime.tools.catalog import Catalog, Tool
 
@@ -169,10 +170,6 @@ async def _explore_once(
     report: ExploreReport,
 ) -> None:
     import random
-
-    from agentflow.errors import FlowError
-    from agentflow.runtime.models.router import test_router
-    from agentflow.runtime.models.test_model import GenerationError, generate_value
 
     def generated_tool(name: str, schema: Any) -> Any:
         async def answer(args: dict[str, Any], ctx: Any) -> Any:

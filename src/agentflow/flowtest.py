@@ -57,6 +57,7 @@ from agentflow.runtime.models.base import ChatResponse
 from agentflow.runtime.models.cassette import ReplayClient
 from agentflow.runtime.models.router import ModelRouter, RoutedClient
 from agentflow.runtime.models.test_model import TestModel
+from agentflow.runtime.tools.builtin import default_catalog
 from agentflow.runtime.tools.catalog import WRITE_TOOLS, Tool
 from agentflow.runtime.tools.user import load_user_tools
 
@@ -454,10 +455,6 @@ async def _run_prepared(
     file: Path, shown: str, text: str, result: Any, plan: dict, test: Any, case: dict[str, Any]
 ) -> list[str]:
     import copy
-
-    from agentflow.errors import FlowError, RunError
-    from agentflow.runtime.expressions import evaluate
-    from agentflow.runtime.tools.builtin import default_catalog
 
     failures: list[str] = []
     problems: list[str] = []  # stubs run out, requests that tried to leave the process

@@ -60,7 +60,8 @@ from agentflow.runtime.models.cassette import (
     response_from,
     response_problem,
 )
-from agentflow.runtime.models.router import ModelRouter, RoutedClient
+from agentflow.runtime.models.router import ModelRouter, RoutedClient, test_router
+from agentflow.runtime.models.test_model import parse_model_option
 from agentflow.runtime.telemetry import OtelSink, new_tracer_provider
 
 __all__ = ["EVAL_JUDGE_PROMPT", "EvalTrace", "Prepared", "ResponseCache", "prepare", "run_eval"]
@@ -548,9 +549,6 @@ def _case_router(
     counts: dict,
 ) -> Any:
     if model is not None:
-        from agentflow.runtime.models.router import test_router
-        from agentflow.runtime.models.test_model import parse_model_option
-
         seed, call_tools = parse_model_option(model)
         # each repetition its own seed: repeated runs vary as a real model's do
         return test_router(config, seed + repeat, call_tools=call_tools)

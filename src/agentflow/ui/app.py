@@ -41,6 +41,7 @@ from agentflow import api_compile, api_durable
 from agentflow.compiler.render import render_text
 from agentflow.errors import FlowError, InputError
 from agentflow.runtime.durable.dbos_engine import shutdown, sqlite_path
+from agentflow.runtime.durable.runs import safe_url as safe
 from agentflow.ui import pages
 
 __all__ = ["Console", "build_app", "is_loopback", "serve"]
@@ -363,7 +364,6 @@ def _version(state: Any) -> str:
 
 
 def _safe(url: str) -> str:
-    from agentflow.runtime.durable.runs import safe_url as safe
 
     return safe(url)
 

@@ -35,6 +35,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from agentflow.runtime.durable.dbos_system import dbos_module
+from agentflow.runtime.durable.records import Unreadable, install
+from agentflow.runtime.hooks import RunAborted
 
 __all__ = ["ItemRecords", "TABLE", "item_steps", "items_for"]
 
@@ -78,7 +80,6 @@ def _ensure_table(engine: Any) -> None:
 
 
 def _serializer() -> Any:
-    from agentflow.runtime.durable.records import install
 
     return install()
 
@@ -177,8 +178,6 @@ class ItemRecords:
         try:
             value = await fn()
         except Exception as e:
-            from agentflow.runtime.hooks import RunAborted
-
             if isinstance(e, RunAborted):  # stopped, not finished: nothing to record
                 raise
             await self._write((workflow_id, name, None, _serializer().serialize(e), flag, started))
@@ -212,8 +211,6 @@ class ItemRecords:
                 if done.done():
                     continue
                 if row[0] in cancelled:
-                    from agentflow.runtime.hooks import RunAborted
-
                     done.set_exception(RunAborted("the run was cancelled (flowc cancel)", None))
                 else:
                     done.set_result(None)
@@ -272,8 +269,6 @@ def item_steps(sys_db: Any, workflow_id: str) -> list[dict[str, Any]]:
     they finished; a row that is not agentflow's JSON reads as
     :class:`~agentflow.runtime.durable.records.Unreadable`."""
     import sqlalchemy as sa
-
-    from agentflow.runtime.durable.records import Unreadable
 
     engine = sys_db.engine
     _ensure_table(engine)

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentflow.errors import InputError
 from agentflow.ir.models import Step
 from agentflow.runtime.agent_step import is_outlined
 from agentflow.runtime.where import Place, tool_label
@@ -140,8 +141,6 @@ def page(info: Any, limit: int | None, offset: int, labels: Labels | None = None
     :class:`Operation` is named now, by ``labels`` (``kind``, ``label``): only the page's
     steps are (naming is most of the time ``runs show`` takes on a wide map)."""
     if offset < 0 or (limit is not None and limit < 0):
-        from agentflow.errors import InputError
-
         raise InputError("--limit and --offset are counts of steps: 0 or more")
     info.steps_total = len(info.steps)
     info.steps_offset = offset
