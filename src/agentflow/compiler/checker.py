@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentflow.compiler import check_depth
 from agentflow.compiler.check_agents import AgentChecks
 from agentflow.compiler.check_declarations import DeclarationChecks
-from agentflow.compiler.check_depth import compiled_depth_diagnostics
 from agentflow.compiler.check_expressions import _DISPATCH, ExpressionChecks
 from agentflow.compiler.check_functions import FunctionChecks
 from agentflow.compiler.check_memo import RecordingDict, RecordingSet, StageMemo
@@ -377,7 +377,7 @@ def _check_module(
     if result.ok and checker.max_expr_depth > _SHALLOW:
         # what `compile` would refuse beyond the check: an expression too deep once compiled
         # (a module no deeper than _SHALLOW cannot compile to one: the lowering is skipped).
-        extra = compiled_depth_diagnostics(result)
+        extra = check_depth.compiled_depth_diagnostics(result)
         if extra:
             result.diagnostics = sorted([*result.diagnostics, *extra], key=lambda d: d.sort_key())
     return result
