@@ -121,7 +121,9 @@ async def serve(url: str, *, identity: str | None = None) -> Any:
     from temporalio.worker import PollerBehaviorSimpleMaximum, Worker
 
     client = await te.client_for(url)
-    te.HISTORY_EVENTS[0] = te.parse_url(url).history_events
+    target = te.parse_url(url)
+    te.HISTORY_EVENTS[0] = target.history_events
+    te.MAP_BATCH[0] = target.map_batch
     key = (url, id(asyncio.get_running_loop()))
     if _SERVING.get(key):
         _SERVING[key] += 1
