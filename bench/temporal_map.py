@@ -115,24 +115,25 @@ def bench(n: int, workers: int, concurrency: int) -> None:
             (project / "input.json").write_text(json.dumps({"items": list(range(n))}))
             url = runs.database_for(load_config(project / "flow.toml"))
             env = {**os.environ, "NO_COLOR": "1"}
+            logs = [(root / f"w{k}.log").open("wb") for k in range(workers)]
             procs = [
                 subprocess.Popen(
                     _flowc("worker", "--name", f"w{k}"), cwd=project, env=env,
-                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL, stderr=logs[k],
                 )  # fmt: skip
                 for k in range(workers)
-            ]
+            ]  # fmt: skip
             time.sleep(3)  # the workers connect and poll
             before = _db_bytes(db)
             t0 = time.perf_counter()
             starter = subprocess.Popen(
                 _flowc("run", "--durable", "--run-id", "wide", "map.yaml",
                        "--input", "@input.json"),
-                cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=logs[0],
             )  # fmt: skip
             while asyncio.run(_family(url, "wide")) < 1:
                 if starter.poll() is not None:
-                    sys.exit(starter.communicate()[1].decode()[-3000:])
+                    sys.exit((root / "w0.log").read_text()[-3000:])
                 time.sleep(0.2)
             starter.send_signal(signal.SIGKILL)  # the workers alone run it from here
             starter.wait()
