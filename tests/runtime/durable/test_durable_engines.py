@@ -493,4 +493,12 @@ def test_on_temporal_a_wide_map_runs_in_batches_resumes_after_a_kill_and_equals_
     assert {f"E1/do.{i}/S0" for i in range(30)} <= paths, sorted(map(str, paths))[:10]
     assert {f"E3/do.{i}" for i in range(30)} <= paths, sorted(map(str, paths))[:10]
     assert {s["unit"] for s in shown["steps"]} >= {"E1/batch.0/do.0", "E3/batch.7"}
+    # a page reads the run's workflows in start order only as far as its steps are known
+    from agentflow.runtime.config import load_config
+    from agentflow.runtime.durable import runs
+
+    url = runs.database_for(load_config(project / "flow.toml"))
+    first = asyncio.run(runs.show_run(url, "batch-1", limit=5)).to_dict()
+    assert [s["operation"] for s in first["steps"]] == [s["operation"] for s in shown["steps"][:5]]
+    assert first["steps_total"] <= shown["steps_total"]
     assert len(ended_at_kill) >= 20

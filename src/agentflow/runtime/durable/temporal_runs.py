@@ -421,15 +421,11 @@ async def show_run(
     labels = Labels(plan_of(await recorded_spec(url, run_id)))
     cost: dict[str, Any] = {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
     priced = 0.0
-    family.sort(key=lambda w: (w.id != run_id, w.id))
-    gate = asyncio.Semaphore(SHOW_READERS)
-
-    async def read(w: Any) -> list[dict[str, Any]]:
-        async with gate:
-            return await _operations(client, w.id)
-
-    histories = await asyncio.gather(*(read(w) for w in family))
-    for w, ops in zip(family, histories, strict=True):
+    family.sort(key=lambda w: (w.id != run_id, _started(w), w.id))
+    wanted = None if limit is None else offset + limit
+    histories = await _histories(client, family, wanted, internals)
+    info.steps_partial = len(histories) < len(family)
+    for w, ops in zip(family, histories, strict=False):
         unit = w.id[len(run_id) :].lstrip("/") or "(run)"
         for op in ops:
             name = op["name"]
@@ -479,6 +475,43 @@ async def show_run(
             info.status = "waiting"
     page(info, limit, offset, labels)
     return info
+
+
+def _started(w: Any) -> float:
+    """When workflow ``w`` (a visibility listing's entry) started, epoch seconds."""
+    at = getattr(w, "start_time", None)
+    return at.timestamp() if at is not None else 0.0
+
+
+async def _histories(
+    client: Any, family: list[Any], wanted: int | None, internals: bool
+) -> list[Any]:
+    """The operations of ``family``'s workflows (in start order), read :data:`SHOW_READERS`
+    at a time — only as far as the first ``wanted`` steps in start order are known (None:
+    all; ``internals``: the engine's own operations are steps too): every operation of a
+    workflow starts after the workflow, so once ``wanted`` steps
+    read started before the next unread workflow did, the rest cannot come before them (the
+    first page of a 100,000-item map's run reads a few of its batches, not all of them)."""
+
+    out: list[Any] = []
+    starts: list[float] = []
+    for at in range(0, len(family), SHOW_READERS):
+        chunk = family[at : at + SHOW_READERS]
+        out.extend(await asyncio.gather(*(_operations(client, w.id) for w in chunk)))
+        if wanted is None or at + SHOW_READERS >= len(family):
+            continue
+        starts.extend(
+            op["started_at"] or 0.0
+            for ops in out[-len(chunk) :]
+            for op in ops
+            if internals or parse_operation(op["name"]) is not None
+        )
+        if len(starts) >= wanted:
+            starts.sort()
+            del starts[wanted:]
+            if starts[-1] <= _started(family[at + SHOW_READERS]):
+                break
+    return out
 
 
 async def _questions(client: Any, run_id: str, family: list[Any]) -> list[Question]:
