@@ -305,9 +305,11 @@ async def _map(call: ControlCall) -> Any:
         return [r for i, r in enumerate(results) if i not in failed]
     # a map too wide for one durable unit's record (Temporal: one workflow history) runs as
     # batches of `size` items, each a child unit (docs/durable.md "Temporal"); at most `conc`
-    # items run at once across the batches, which run in index order
+    # items run at once across the batches, which run in index order, each running about
+    # BATCH_CONCURRENCY of them at once (a batch that runs few at a time spends its worker's
+    # time on workflow activations, not items)
     slices = [(lo, min(lo + size, len(items))) for lo in range(0, len(items), size)]
-    at_once = min(len(slices), conc)
+    at_once = min(len(slices), -(-conc // BATCH_CONCURRENCY))
     per_batch = -(-conc // at_once)
 
     async def batch(k: int) -> None:
@@ -323,6 +325,10 @@ async def _map(call: ControlCall) -> Any:
     await run_pool(len(slices), at_once, batch)
     return [r for i, r in enumerate(results) if i not in failed]
 
+
+#: How many items of a batched map each of its batches runs at once, about (at most the map's
+#: ``concurrency`` across its batches: ``ceil(concurrency / this)`` batches at a time).
+BATCH_CONCURRENCY = 32
 
 #: How many failed items a map tolerates, at most, when it lists them in a message.
 _LISTED_FAILURES = 3
