@@ -439,17 +439,21 @@ def test_on_temporal_a_map_too_wide_for_one_history_fails_saying_so(tmp_path, re
     assert _shown(project, "wide-1")["status"] == "error"
 
 
-BATCHED_PLAN = MAP_PLAN.replace(
-    "  - id: E2\n",
-    """  - id: E3
+BATCHED_PLAN = (
+    MAP_PLAN.replace("concurrency: 3", "concurrency: 96")
+    .replace(
+        "  - id: E2\n",
+        """  - id: E3
     tool_name: map
     input:
       over: "{{ input.xs }}"
-      concurrency: 4
+      concurrency: 64
       do: {tool_name: user__note, input: {n: "{{ 1000 + item }}"}}
   - id: E2
 """,
-).replace("last: E2}", "last: E2, ones: E3}")
+    )
+    .replace("last: E2}", "last: E2, ones: E3}")
+)
 
 
 def test_on_temporal_a_wide_map_runs_in_batches_resumes_after_a_kill_and_equals_the_plain_run(
@@ -457,7 +461,8 @@ def test_on_temporal_a_wide_map_runs_in_batches_resumes_after_a_kill_and_equals_
 ):
     # [durable] map_batch = 4: each 30-item map runs as 8 batch workflows RUN/E1/batch.K (the
     # items of E1 two calls each: child workflows of their batch; E3's one call: local
-    # activities of the batch); the run is SIGKILLed mid-map and `flowc resume` finishes it
+    # activities of the batch), 3 and 2 batches at a time (concurrency 96 and 64: 32 items
+    # per batch at once); the run is SIGKILLed mid-map and `flowc resume` finishes it
     project, env = _project(tmp_path, "temporal", request)
     with (project / "flow.toml").open("a") as f:
         f.write("map_batch = 4\n")
