@@ -430,7 +430,9 @@ async def show_run(
     cost: dict[str, Any] = {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
     priced = 0.0
     family.sort(key=lambda w: (w.id != run_id, _started(w), w.id))
-    wanted = offset + limit if limit else None
+    # a page of a run of many workflows (a wide map's batches) reads only what it shows; a
+    # smaller run is read whole (its total and cost are exact)
+    wanted = offset + limit if limit and len(family) > SHOW_READERS else None
     histories = await _histories(client, family, wanted, internals)
     info.steps_partial = len(histories) < len(family) or (
         wanted is not None and any(len(ops) >= wanted for ops in histories)
