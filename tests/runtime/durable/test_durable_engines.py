@@ -456,6 +456,15 @@ BATCHED_PLAN = (
 )
 
 
+def _note_of(path: str) -> int:
+    """The ``n`` BATCHED_PLAN's note call at step ``path`` was given."""
+    if path in ("E0", "E2"):
+        return 0 if path == "E0" else 999
+    step, index, *rest = path.split("/")
+    x = int(index.removeprefix("do.")) + 1
+    return {"E1": {"S0": x, "S1": 100 + x}.get(rest[0] if rest else "", -1), "E3": 1000 + x}[step]
+
+
 def test_on_temporal_a_wide_map_runs_in_batches_resumes_after_a_kill_and_equals_the_plain_run(
     tmp_path, request
 ):
@@ -483,6 +492,12 @@ def test_on_temporal_a_wide_map_runs_in_batches_resumes_after_a_kill_and_equals_
     run.send_signal(signal.SIGKILL)
     run.wait()
     at_kill = _notes(project)
+    # the calls the record holds as finished at the kill: none of them may run again
+    recorded = {
+        _note_of(s["path"]) for s in _shown(project, "batch-1")["steps"]
+        if s.get("status") == "done" and "tool:user__note" in s["operation"]
+    }  # fmt: skip
+    assert recorded, "nothing was recorded before the kill"
     resumed = _run(project, env, "resume", "batch-1")
     assert resumed.returncode == 0, resumed.stderr.decode()[-3000:]
     assert json.loads(resumed.stdout) == json.loads(plain.stdout)
@@ -492,6 +507,7 @@ def test_on_temporal_a_wide_map_runs_in_batches_resumes_after_a_kill_and_equals_
     assert len(starts) == 2 + 3 * len(xs)  # every call ran
     for line, count in starts.items():  # a call ran twice only if it was in flight at the kill
         assert count == 1 or line.split()[1] in started_at_kill, (line, count)
+    assert all(starts[f"start {n}"] == 1 for n in recorded), sorted(recorded)
     # the record holds every item of both maps, in the .flow's terms (E1/do.I, E3/do.I)
     shown = _shown(project, "batch-1")
     paths = {s.get("path") for s in shown["steps"] if "tool:user__note" in s["operation"]}
