@@ -38,7 +38,9 @@ def _free_port() -> int:
 class TemporalServer:
     """``with TemporalServer() as server:`` — ``server.address`` is ``127.0.0.1:PORT``."""
 
-    def __init__(self) -> None:
+    def __init__(self, db_filename: Path | None = None) -> None:
+        #: a file for the server's SQLite database (None: in memory); bench/temporal_map.py
+        self.db_filename = db_filename
         self.port = _free_port()
         self.address = f"127.0.0.1:{self.port}"
         self._log = tempfile.NamedTemporaryFile(prefix="temporal-", suffix=".log", delete=False)
@@ -49,7 +51,8 @@ class TemporalServer:
         self._proc = subprocess.Popen(
             [str(cli), "server", "start-dev", "--headless", "--ip", "127.0.0.1",
              "--port", str(self.port), "--http-port", str(_free_port()),
-             "--metrics-port", str(_free_port()), "--log-level", "error"],
+             "--metrics-port", str(_free_port()), "--log-level", "error",
+             *(["--db-filename", str(self.db_filename)] if self.db_filename else [])],
             stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         )  # fmt: skip
         try:

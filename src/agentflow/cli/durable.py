@@ -233,7 +233,8 @@ def runs_show(
     if info.steps_offset or shown_to < info.steps_total:
         more = f": --offset {shown_to} shows more" if shown_to < info.steps_total else ""
         first = info.steps_offset + 1 if info.steps else info.steps_offset
-        click.echo(f"  (steps {first}-{shown_to} of {info.steps_total}{more})")
+        total = f"at least {info.steps_total}" if info.steps_partial else info.steps_total
+        click.echo(f"  (steps {first}-{shown_to} of {total}{more})")
     for holder in info.workers:
         click.echo(_holder_line(holder, info.run_id))
     for q in info.questions:

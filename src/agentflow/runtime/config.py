@@ -545,6 +545,10 @@ class DurableConfig(_Strict):
     #: fails with a message that says so (Temporal terminates a workflow at 51,200 events,
     #: which would leave the run ``cancelled`` with no word of why)
     history_events: int = Field(default=10_000, ge=50, le=50_000)
+    #: Temporal: how many items of a map each batch workflow runs (a map wider than this runs
+    #: as child workflows ``RUN/<map path>/batch.K``); 0: ``history_events // 10`` (for tests
+    #: and tuning; every worker of a task queue must use the same)
+    map_batch: int = Field(default=0, ge=0, le=50_000)
 
     @field_validator("ask_timeout")
     @classmethod

@@ -265,6 +265,29 @@ async def _map(call: ControlCall) -> Any:
     units = ex.effects
     concurrent = conc > 1 and len(items) > 1
 
+    def item_failed(i: int, e: RunError) -> None:
+        p = f"{call.path}/do.{i}"
+        if mode == "fail":
+            raise e
+        if mode == "skip":
+            # a budget that would be exceeded ends the run: skipping the item would only make
+            # the next one hit it too
+            if isinstance(e, ExitError) or e.code == Code.BUDGET_EXCEEDED:
+                raise e
+            failed.add(i)
+            call.ex.warn(p, call.stack, f"item {i} skipped after {e.code}: {e.message}")
+            return
+        if e.code in HARD_STOP_CODES:  # a `fail` (ExitError) is an item's failure like any
+            raise e
+        errors[i] = e
+        results[i] = {"ok": False, "error": outcome_error(e, p)}
+        if len(errors) > tolerated:
+            raise _over_tolerance(call, errors, len(items), mode) from e
+        call.ex.warn(p, call.stack, f"item {i} failed (tolerated) with {e.code}: {e.message}")
+
+    def item_done(i: int, value: Any) -> None:
+        results[i] = {"ok": True, "value": value} if isinstance(mode, dict) else value
+
     async def one(i: int) -> None:
         p = f"{call.path}/do.{i}"
         scope = _layer(call.scope, item=items[i], index=i)
@@ -272,29 +295,40 @@ async def _map(call: ControlCall) -> Any:
         try:
             value = await units.unit(p, partial(ex.run_step, body, scope, p, frame), spec)
         except RunError as e:
-            if mode == "fail":
-                raise
-            if mode == "skip":
-                # a budget that would be exceeded ends the run: skipping the item would only make
-                # the next one hit it too
-                if isinstance(e, ExitError) or e.code == Code.BUDGET_EXCEEDED:
-                    raise
-                failed.add(i)
-                call.ex.warn(p, call.stack, f"item {i} skipped after {e.code}: {e.message}")
-                return
-            if e.code in HARD_STOP_CODES:  # a `fail` (ExitError) is an item's failure like any
-                raise
-            errors[i] = e
-            results[i] = {"ok": False, "error": outcome_error(e, p)}
-            if len(errors) > tolerated:
-                raise _over_tolerance(call, errors, len(items), mode) from e
-            call.ex.warn(p, call.stack, f"item {i} failed (tolerated) with {e.code}: {e.message}")
+            item_failed(i, e)
             return
-        results[i] = {"ok": True, "value": value} if isinstance(mode, dict) else value
+        item_done(i, value)
 
-    await run_pool(len(items), conc, one)
+    size = units.map_batch(call.path, len(items))
+    if not size:
+        await run_pool(len(items), conc, one)
+        return [r for i, r in enumerate(results) if i not in failed]
+    # a map too wide for one durable unit's record (Temporal: one workflow history) runs as
+    # batches of `size` items, each a child unit (docs/durable.md "Temporal"); at most `conc`
+    # items run at once across the batches, which run in index order, each running about
+    # BATCH_CONCURRENCY of them at once (a batch that runs few at a time spends its worker's
+    # time on workflow activations, not items)
+    slices = [(lo, min(lo + size, len(items))) for lo in range(0, len(items), size)]
+    at_once = min(len(slices), -(-conc // BATCH_CONCURRENCY))
+    per_batch = -(-conc // at_once)
+
+    async def batch(k: int) -> None:
+        lo, hi = slices[k]
+        spec = UnitSpec("body", frame, True, per_batch, body=body, scope=call.scope)
+        outcomes = await units.map_slice(call.path, k, items[lo:hi], lo, spec, mode == "fail")
+        for j, out in enumerate(outcomes):
+            if isinstance(out, RunError):
+                item_failed(lo + j, out)
+            else:
+                item_done(lo + j, out)
+
+    await run_pool(len(slices), at_once, batch)
     return [r for i, r in enumerate(results) if i not in failed]
 
+
+#: How many items of a batched map each of its batches runs at once, about (at most the map's
+#: ``concurrency`` across its batches: ``ceil(concurrency / this)`` batches at a time).
+BATCH_CONCURRENCY = 32
 
 #: How many failed items a map tolerates, at most, when it lists them in a message.
 _LISTED_FAILURES = 3

@@ -156,6 +156,21 @@ class Effects:
         ``spec`` describes the work for an engine that runs it elsewhere (a child workflow)."""
         return work()
 
+    def map_batch(self, path: str, n: int) -> int | None:
+        """How many items of the map at ``path`` (``n`` items) each batch runs, when the engine
+        runs a map this wide as batches of child units (Temporal: one workflow history holds a
+        bounded number of events); None: the map runs its items itself (always here)."""
+        return None
+
+    async def map_slice(
+        self, path: str, k: int, items: list[Any], lo: int, spec: UnitSpec, fail_fast: bool
+    ) -> list[Any]:
+        """Run batch ``k`` of the map at ``path``: its ``items`` (the first is item ``lo``),
+        each the body of ``spec`` at ``{path}/do.{i}``, at most ``spec.limit`` at once; each
+        item's value or its RunError, in order (``fail_fast``: the first failure is raised).
+        Only called when :meth:`map_batch` returned a size."""
+        raise NotImplementedError("map batches need a durable engine that runs them")
+
 
 class EffectRouter:
     """A router whose clients' ``chat`` goes through :meth:`Effects.chat` at ``path``.

@@ -419,7 +419,7 @@ def test_on_temporal_a_map_too_wide_for_one_history_fails_saying_so(tmp_path, re
     # `cancelled` with no word of why; it fails at [durable] history_events instead, saying so
     project, env = _project(tmp_path, "temporal", request)
     with (project / "flow.toml").open("a") as f:
-        f.write("history_events = 60\n")
+        f.write("history_events = 60\nmap_batch = 1000\n")  # no batches: one history
     # a tool that is not idempotent: each item a child workflow, whose start and end are
     # events of the run's history at once (a local activity's result waits for its task)
     (project / "tools.py").write_text(SEND_TOOLS.replace("time.sleep(30)", "pass"))
@@ -437,3 +437,89 @@ def test_on_temporal_a_map_too_wide_for_one_history_fails_saying_so(tmp_path, re
     assert "this unit's Temporal history reached" in message, message
     assert "past [durable] history_events (60" in message, message
     assert _shown(project, "wide-1")["status"] == "error"
+
+
+BATCHED_PLAN = (
+    MAP_PLAN.replace("concurrency: 3", "concurrency: 96")
+    .replace(
+        "  - id: E2\n",
+        """  - id: E3
+    tool_name: map
+    input:
+      over: "{{ input.xs }}"
+      concurrency: 64
+      do: {tool_name: user__note, input: {n: "{{ 1000 + item }}"}}
+  - id: E2
+""",
+    )
+    .replace("last: E2}", "last: E2, ones: E3}")
+)
+
+
+def _note_of(path: str) -> int:
+    """The ``n`` BATCHED_PLAN's note call at step ``path`` was given."""
+    if path in ("E0", "E2"):
+        return 0 if path == "E0" else 999
+    step, index, *rest = path.split("/")
+    x = int(index.removeprefix("do.")) + 1
+    return {"E1": {"S0": x, "S1": 100 + x}.get(rest[0] if rest else "", -1), "E3": 1000 + x}[step]
+
+
+def test_on_temporal_a_wide_map_runs_in_batches_resumes_after_a_kill_and_equals_the_plain_run(
+    tmp_path, request
+):
+    # [durable] map_batch = 4: each 30-item map runs as 8 batch workflows RUN/E1/batch.K (the
+    # items of E1 two calls each: child workflows of their batch; E3's one call: local
+    # activities of the batch), 3 and 2 batches at a time (concurrency 96 and 64: 32 items
+    # per batch at once); the run is SIGKILLed mid-map and `flowc resume` finishes it
+    project, env = _project(tmp_path, "temporal", request)
+    with (project / "flow.toml").open("a") as f:
+        f.write("map_batch = 4\n")
+    (project / "map.yaml").write_text(BATCHED_PLAN)
+    xs = list(range(1, 31))
+    plain = _run(project, env, "run", "map.yaml", "--input", json.dumps({"xs": xs}))
+    assert plain.returncode == 0, plain.stderr.decode()[-3000:]
+    (project / "notes.log").unlink()
+    run = start_flowc(
+        project, "run", "--durable", "--run-id", "batch-1", "map.yaml",
+        "--input", json.dumps({"xs": xs}), env=env,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while sum(line.startswith("end ") for line in _notes(project)) < 20:
+        assert run.poll() is None, run.communicate()[1].decode()[-2000:]
+        assert time.monotonic() < deadline, "the run made no progress"
+        time.sleep(0.02)
+    run.send_signal(signal.SIGKILL)
+    run.wait()
+    at_kill = _notes(project)
+    # the calls the record holds as finished at the kill: none of them may run again
+    recorded = {
+        _note_of(s["path"]) for s in _shown(project, "batch-1")["steps"]
+        if s.get("status") == "done" and "tool:user__note" in s["operation"]
+    }  # fmt: skip
+    assert recorded, "nothing was recorded before the kill"
+    resumed = _run(project, env, "resume", "batch-1")
+    assert resumed.returncode == 0, resumed.stderr.decode()[-3000:]
+    assert json.loads(resumed.stdout) == json.loads(plain.stdout)
+    starts = Counter(line for line in _notes(project) if line.startswith("start "))
+    started_at_kill = {line.split()[1] for line in at_kill if line.startswith("start ")}
+    ended_at_kill = {line.split()[1] for line in at_kill if line.startswith("end ")}
+    assert len(starts) == 2 + 3 * len(xs)  # every call ran
+    for line, count in starts.items():  # a call ran twice only if it was in flight at the kill
+        assert count == 1 or line.split()[1] in started_at_kill, (line, count)
+    assert all(starts[f"start {n}"] == 1 for n in recorded), sorted(recorded)
+    # the record holds every item of both maps, in the .flow's terms (E1/do.I, E3/do.I)
+    shown = _shown(project, "batch-1")
+    paths = {s.get("path") for s in shown["steps"] if "tool:user__note" in s["operation"]}
+    assert {f"E1/do.{i}/S0" for i in range(30)} <= paths, sorted(map(str, paths))[:10]
+    assert {f"E3/do.{i}" for i in range(30)} <= paths, sorted(map(str, paths))[:10]
+    assert {s["unit"] for s in shown["steps"]} >= {"E1/batch.0/do.0", "E3/batch.7"}
+    # a page reads the run's workflows in start order only as far as its steps are known
+    from agentflow.runtime.config import load_config
+    from agentflow.runtime.durable import runs
+
+    url = runs.database_for(load_config(project / "flow.toml"))
+    first = asyncio.run(runs.show_run(url, "batch-1", limit=5)).to_dict()
+    assert [s["operation"] for s in first["steps"]] == [s["operation"] for s in shown["steps"][:5]]
+    assert first["steps_total"] <= shown["steps_total"]
+    assert len(ended_at_kill) >= 20

@@ -22,6 +22,9 @@ clock / jitter     the wall clock (deadlines count from the run's recorded start
                    hash of the workflow, path and call count (the same on replay)
 concurrent unit    a child workflow whose id is the parent's id + the unit's path, started in
                    index order; it receives only the scope values its body references
+wide map           when the engine has ``map_batch(n)`` (Temporal): batch child units
+                   ``{parent id}/{map path}/batch.K`` of that many items each, their items
+                   units of the batch (:meth:`DurableEffects.map_slice`)
 =================  ===========================================================================
 
 Every recorded step result carries the digest of its rendered input, which is what ``--reuse``
@@ -40,9 +43,11 @@ import contextvars
 import dataclasses
 import hashlib
 import json
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -50,6 +55,7 @@ from agentflow.core.vocabulary import Code
 from agentflow.errors import RunError
 from agentflow.ir.models import Step as StepModel
 from agentflow.ir.templates import template_refs
+from agentflow.runtime.control import run_pool
 from agentflow.runtime.effects import Effects, UnitSpec, call_tool_cleaned
 from agentflow.runtime.events import EventBus
 from agentflow.runtime.executor import CONTROL, Executor, Frame
@@ -581,7 +587,10 @@ class DurableEffects(Effects):
                 _ITEM.reset(token)
         if spec is None or not spec.concurrent:
             return await work()
-        child_spec = self.describe(path, spec)
+        return await self._child(path, self.describe(path, spec), spec)
+
+    async def _child(self, path: str, child_spec: dict[str, Any], spec: UnitSpec) -> Any:
+        """Run ``child_spec`` as the child unit ``{parent id}/{path}``; its result."""
         parent = self.engine.workflow_id()
         base = path
         prefix = child_spec.get("parent_path") or ""
@@ -598,6 +607,21 @@ class DurableEffects(Effects):
         except asyncio.CancelledError:
             await asyncio.shield(self.engine.cancel_child(handle))
             raise
+
+    def map_batch(self, path: str, n: int) -> int | None:
+        """The engine's batch size for a map of ``n`` items (its ``map_batch``), or None when
+        the engine has none or the map fits one unit."""
+        sized = getattr(self.engine, "map_batch", None)
+        return sized(n) if sized is not None else None
+
+    async def map_slice(
+        self, path: str, k: int, items: list[Any], lo: int, spec: UnitSpec, fail_fast: bool
+    ) -> list[Any]:
+        """Batch ``k`` of the map at ``path`` as the child unit ``{parent id}/{path}/batch.K``
+        (the same id on every replay and resume); each item's value or RunError, in order."""
+        child = self.describe(f"{path}/batch.{k}", spec)
+        child.update(kind="batch", map_path=path, items=items, lo=lo, fail_fast=fail_fast)
+        return list(await self._child(child["unit"], child, spec))
 
     def one_call(self, spec: UnitSpec) -> bool:
         """True for a unit that makes exactly one durable call, reached without waiting on
@@ -667,7 +691,12 @@ def _unit_path_of(workflow_id: str, run_id: str) -> str:
     """The step path a child unit's id stands for ("" for the run's root unit)."""
     if workflow_id == run_id or not workflow_id.startswith(run_id + "/"):
         return ""
-    return workflow_id[len(run_id) + 1 :].split("#", 1)[0]
+    # a map's batch stands for the map (its items are {batch id}/do.I): not a step path's part
+    return _BATCH.sub("", workflow_id[len(run_id) + 1 :].split("#", 1)[0])
+
+
+#: a map batch's segment of a unit's id (``E2/batch.3``, ``E2/batch.3/do.3001``)
+_BATCH = re.compile(r"/batch\.\d+(?=/|$)")
 
 
 async def chat_on_queue(
@@ -708,6 +737,8 @@ async def run_unit(ex: Executor, index: PlanIndex, spec: dict[str, Any]) -> Any:
     if kind == "body":
         body = index.step(spec["body"])
         return await ex.run_step(body, dict(spec["scope"]), spec["path"], frame)
+    if kind == "batch":
+        return await _run_batch(ex, index.step(spec["body"]), spec, frame)
     if kind == "plan":
         return await ex.call_plan(spec["name"], spec["args"], spec["path"], frame)
     if kind == "tool":
@@ -755,3 +786,30 @@ class Runtime:
         if sem is None:
             sem = self._limits[group] = asyncio.Semaphore(limit)
         return sem
+
+
+async def _run_batch(ex: Executor, body: Step, spec: dict[str, Any], frame: Frame) -> list[Any]:
+    """A batch of a wide map (:meth:`DurableEffects.map_slice`): each item's body at
+    ``{map path}/do.{i}`` as a unit of this batch (a one-call item in the batch's own record,
+    any other a child unit of it), at most ``limit`` at once; each value or RunError, in order
+    (``fail_fast``: the first failure is raised)."""
+
+    items: list[Any] = spec["items"]
+    lo: int = spec["lo"]
+    limit = max(1, int(spec.get("limit") or 1))
+    out: list[Any] = [None] * len(items)
+
+    async def one(j: int) -> None:
+        i = lo + j
+        p = f"{spec['map_path']}/do.{i}"
+        scope = {**spec["scope"], "item": items[j], "index": i}
+        unit = UnitSpec("body", frame, True, limit, body=body, scope=scope)
+        try:
+            out[j] = await ex.effects.unit(p, partial(ex.run_step, body, scope, p, frame), unit)
+        except RunError as e:
+            if spec.get("fail_fast"):
+                raise
+            out[j] = e
+
+    await run_pool(len(items), limit, one)
+    return out

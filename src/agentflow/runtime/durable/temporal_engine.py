@@ -120,6 +120,7 @@ class Target:
     claims: str
     claim_limit: int
     history_events: int = 10_000
+    map_batch: int = 0
 
 
 def is_temporal(url: str) -> bool:
@@ -135,13 +136,15 @@ def make_url(
     claims: Path,
     claim_limit: int,
     history_events: int = 10_000,
+    map_batch: int = 0,
 ) -> str:
     """``temporal://ADDRESS/NAMESPACE?task_queue=…``: the durable "database" of a Temporal
     engine (no secret is ever part of it: the API key and the client certificate come from
     the environment when connecting)."""
     query = urlencode(
         {"task_queue": task_queue, "tls": "1" if tls else "0", "claims": str(claims),
-         "claim_limit": str(claim_limit), "history_events": str(history_events)}
+         "claim_limit": str(claim_limit), "history_events": str(history_events),
+         "map_batch": str(map_batch)}
     )  # fmt: skip
     return f"{SCHEME}{address}/{quote(namespace, safe='')}?{query}"
 
@@ -155,8 +158,9 @@ def url_for(config: Config) -> str:
         claims = config.base_dir() / claims
     address = os.path.expandvars(d.address)
     return make_url(
-        address, d.namespace, d.task_queue, d.tls, claims, d.claim_check_bytes, d.history_events
-    )
+        address, d.namespace, d.task_queue, d.tls, claims, d.claim_check_bytes, d.history_events,
+        d.map_batch,
+    )  # fmt: skip
 
 
 def parse_url(url: str) -> Target:
@@ -172,8 +176,11 @@ def parse_url(url: str) -> Target:
     try:
         limit = int(params.get("claim_limit", "1000000"))
         events = int(params.get("history_events", "10000"))
+        batch = int(params.get("map_batch", "0"))
     except ValueError:
-        raise ConfigError(f"{url}: claim_limit or history_events is not a number") from None
+        raise ConfigError(
+            f"{url}: claim_limit, history_events or map_batch is not a number"
+        ) from None
     return Target(
         address=address,
         namespace=unquote(namespace) or "default",
@@ -182,6 +189,7 @@ def parse_url(url: str) -> Target:
         claims=params.get("claims") or str(Path(".flowc/claims").resolve()),
         claim_limit=limit,
         history_events=events,
+        map_batch=batch,
     )
 
 
@@ -400,6 +408,13 @@ def _cancelled(name: str) -> None:
 #: ``[durable] history_events`` of the task queue this process serves (set by
 #: temporal_workflows.serve)
 HISTORY_EVENTS = [10_000]
+#: ``[durable] map_batch`` of the task queue this process serves (0: derived from
+#: :data:`HISTORY_EVENTS`; set by temporal_workflows.serve)
+MAP_BATCH = [0]
+#: The events one map item may add to a workflow history, at most: a one-call item's marker
+#: and its share of workflow tasks, or a child item's initiated/started/completed events and
+#: tasks; a batch of ``history_events // (2 * EVENTS_PER_ITEM)`` items stays under half the guard
+EVENTS_PER_ITEM = 5
 
 
 def _check_history(name: str) -> None:
@@ -414,9 +429,9 @@ def _check_history(name: str) -> None:
         raise RunError(
             Code.FAILED,
             f"{name}: this unit's Temporal history reached {length} events, past [durable] "
-            f"history_events ({HISTORY_EVENTS[0]}; Temporal ends a workflow at 51,200): a map "
-            "this wide does not fit one history on Temporal yet — split its input over "
-            'several runs (docs/durable.md "Temporal")',
+            f"history_events ({HISTORY_EVENTS[0]}; Temporal ends a workflow at 51,200): too "
+            "many operations in one unit (a long sequence or agent loop; a wide map runs in "
+            'batches: [durable] map_batch) (docs/durable.md "Temporal")',
         )
 
 
@@ -549,6 +564,13 @@ class TemporalEngine:
         """Request the child's cancellation."""
         with contextlib.suppress(Exception):
             handle.cancel()
+
+    def map_batch(self, n: int) -> int | None:
+        """Items per batch for a map of ``n`` items, or None when it fits this unit's history:
+        ``[durable] map_batch``, else ``history_events // (2 * EVENTS_PER_ITEM)`` (1,000 by
+        default: a batch's history stays under half the guard)."""
+        size = MAP_BATCH[0] or max(1, HISTORY_EVENTS[0] // (2 * EVENTS_PER_ITEM))
+        return size if n > size else None
 
     def replaying(self) -> bool:
         """True while the workflow replays its history."""

@@ -248,10 +248,13 @@ async def work(
 # Reuse and redrive
 
 
-async def _operations(client: Any, workflow_id: str) -> list[dict[str, Any]]:
+async def _operations(
+    client: Any, workflow_id: str, first: int | None = None, internals: bool = True
+) -> list[dict[str, Any]]:
     """The recorded operations of one workflow, in order: ``{"name", "value", "started_at",
     "finished_at"}`` (``value``: the op's record ``{"v"…}`` or ``{"e"…}``), read from its
-    history's local-activity markers."""
+    history's local-activity markers; only its ``first`` steps (None: all; ``internals``: the
+    engine's own operations count as steps)."""
     from temporalio.api.enums.v1 import EventType
 
     handle = client.get_workflow_handle(workflow_id)
@@ -278,15 +281,20 @@ async def _operations(client: Any, workflow_id: str) -> list[dict[str, Any]]:
         if result is not None and result.payloads:
             decoded = await converter.decode(list(result.payloads))
             value = decoded[0] if decoded else None
+        name = str(meta.get("activity_id") or "")
         out.append(
             {
-                "name": str(meta.get("activity_id") or ""),
+                "name": name,
                 "value": value,
                 "failed": attrs.HasField("failure"),
                 "started_at": scheduled_at,
                 "finished_at": at,
             }
         )
+        if first is not None and (internals or parse_operation(name) is not None):
+            first -= 1
+            if first <= 0:
+                break
     return out
 
 
@@ -421,15 +429,15 @@ async def show_run(
     labels = Labels(plan_of(await recorded_spec(url, run_id)))
     cost: dict[str, Any] = {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
     priced = 0.0
-    family.sort(key=lambda w: (w.id != run_id, w.id))
-    gate = asyncio.Semaphore(SHOW_READERS)
-
-    async def read(w: Any) -> list[dict[str, Any]]:
-        async with gate:
-            return await _operations(client, w.id)
-
-    histories = await asyncio.gather(*(read(w) for w in family))
-    for w, ops in zip(family, histories, strict=True):
+    family.sort(key=lambda w: (w.id != run_id, _started(w), w.id))
+    # a page of a run of many workflows (a wide map's batches) reads only what it shows; a
+    # smaller run is read whole (its total and cost are exact)
+    wanted = offset + limit if limit and len(family) > SHOW_READERS else None
+    histories = await _histories(client, family, wanted, internals)
+    info.steps_partial = len(histories) < len(family) or (
+        wanted is not None and any(len(ops) >= wanted for ops in histories)
+    )
+    for w, ops in zip(family, histories, strict=False):
         unit = w.id[len(run_id) :].lstrip("/") or "(run)"
         for op in ops:
             name = op["name"]
@@ -479,6 +487,46 @@ async def show_run(
             info.status = "waiting"
     page(info, limit, offset, labels)
     return info
+
+
+def _started(w: Any) -> float:
+    """When workflow ``w`` (a visibility listing's entry) started, epoch seconds."""
+    at = getattr(w, "start_time", None)
+    return at.timestamp() if at is not None else 0.0
+
+
+async def _histories(
+    client: Any, family: list[Any], wanted: int | None, internals: bool
+) -> list[Any]:
+    """The operations of ``family``'s workflows (in start order), read :data:`SHOW_READERS`
+    at a time — only as far as the first ``wanted`` steps in start order are known (None:
+    all; ``internals``: the engine's own operations are steps too): every operation of a
+    workflow starts after the workflow, so once ``wanted`` steps
+    read started before the next unread workflow did, the rest cannot come before them (the
+    first page of a 100,000-item map's run reads a few of its batches, not all of them); of
+    each, only its first ``wanted`` steps (its operations start in history order)."""
+
+    out: list[Any] = []
+    starts: list[float] = []
+    for at in range(0, len(family), SHOW_READERS):
+        chunk = family[at : at + SHOW_READERS]
+        out.extend(
+            await asyncio.gather(*(_operations(client, w.id, wanted, internals) for w in chunk))
+        )
+        if wanted is None or at + SHOW_READERS >= len(family):
+            continue
+        starts.extend(
+            op["started_at"] or 0.0
+            for ops in out[-len(chunk) :]
+            for op in ops
+            if internals or parse_operation(op["name"]) is not None
+        )
+        if len(starts) >= wanted:
+            starts.sort()
+            del starts[wanted:]
+            if starts[-1] <= _started(family[at + SHOW_READERS]):
+                break
+    return out
 
 
 async def _questions(client: Any, run_id: str, family: list[Any]) -> list[Question]:

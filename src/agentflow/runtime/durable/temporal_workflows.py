@@ -76,8 +76,11 @@ class RunWorkflow(_Unit):
 
         _own_context()
         wfid = workflow.info().workflow_id
-        self.root = spec
+        # what a child unit needs of the run to build its runtime: all but the run's input (a
+        # 100,000-item input in each batch's start would pass the server's message limit)
+        self.root = {k: v for k, v in spec.items() if k != "input"}
         rt = te.runtime_for(wfid, spec)
+        rt.spec.setdefault("input", spec.get("input"))  # built here by a child, without it
         rt.effects.forget(wfid)
         out = await run_root(rt)
         te._RUNTIMES.pop(wfid, None)  # the run ended: a long-lived worker keeps nothing of it
@@ -121,7 +124,9 @@ async def serve(url: str, *, identity: str | None = None) -> Any:
     from temporalio.worker import PollerBehaviorSimpleMaximum, Worker
 
     client = await te.client_for(url)
-    te.HISTORY_EVENTS[0] = te.parse_url(url).history_events
+    target = te.parse_url(url)
+    te.HISTORY_EVENTS[0] = target.history_events
+    te.MAP_BATCH[0] = target.map_batch
     key = (url, id(asyncio.get_running_loop()))
     if _SERVING.get(key):
         _SERVING[key] += 1

