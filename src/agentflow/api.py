@@ -708,12 +708,22 @@ def plan_text(target: str | os.PathLike | Plan) -> tuple[str, str]:
 async def _run_durable(
     target: Any, plan: Plan, input: Any, context: Any, config: Config, **kw: Any
 ) -> RunResult:
+    from agentflow.ir.dump import dump_plan
     from agentflow.ir.loader import load_plan_text
     from agentflow.runtime.durable.dbos_engine import launched, shutdown
     from agentflow.runtime.durable.runs import database_for, run_durable
 
-    text, file = plan_text(target if not isinstance(target, str | os.PathLike) else Path(target))
-    recorded = load_plan_text(text, file)  # what a resumed process will load
+    if isinstance(target, str | os.PathLike) and Path(target).suffix != ".flow":
+        # a plan file: its text as read again here, and the plan loaded from that very text
+        text, file = plan_text(Path(target))
+        recorded = load_plan_text(text, file)  # what a resumed process will load
+    else:
+        # a `.flow` (compiled once, by `_prepare`) or a loaded plan: its canonical YAML is
+        # recorded for a resumed process, and the plan already loaded runs here — loading
+        # that text again gives an equal plan (tests/runtime/durable: the round trip)
+        text, recorded = dump_plan(plan), plan
+        file = str(Path(target)) if isinstance(target, str | os.PathLike) else None
+        file = file or plan.source_file or "<plan>"
     url = database_for(config, kw.pop("database"))
     replay = kw.pop("replay")
     model = kw.pop("model")
