@@ -722,8 +722,8 @@ async def _run_durable(
         # recorded for a resumed process, and the plan already loaded runs here — loading
         # that text again gives an equal plan (tests/runtime/durable: the round trip)
         text, recorded = dump_plan(plan), plan
-        file = str(Path(target)) if isinstance(target, str | os.PathLike) else None
-        file = file or plan.source_file or "<plan>"
+        named = isinstance(target, str | os.PathLike)
+        file = str(Path(target)) if named else plan.source_file or "<plan>"
     url = database_for(config, kw.pop("database"))
     replay = kw.pop("replay")
     model = kw.pop("model")

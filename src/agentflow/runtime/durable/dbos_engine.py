@@ -408,6 +408,11 @@ class DbosEngine:
         whose predecessors are not recorded, and before the workflow's result."""
         await _items().flush(self.workflow_id())
 
+    def pending_record(self) -> Any:
+        """The running workflow's latest item record written behind, while it is not
+        committed (a future: done once it is); None when there is none."""
+        return _items().last_pending(self.workflow_id())
+
     def replaying_items(self) -> bool:
         """True while the running workflow has ordered item records not replayed yet."""
         return _items().replaying(self.workflow_id())
@@ -713,7 +718,7 @@ def _register(dbos: Any) -> tuple[Any, Any]:
         await _note_recorded(wfid, spec)
         rt = await runtime_for(wfid, spec)
         rt.effects.forget(wfid)
-        return await _flushed(wfid, run_root(rt))
+        return await _flushed(wfid, run_root(rt), rt.effects)
 
     @dbos.DBOS.workflow(name=UNIT_WORKFLOW, max_recovery_attempts=50)
     async def unit_workflow(spec: dict[str, Any]) -> Any:
@@ -736,27 +741,31 @@ def _register(dbos: Any) -> tuple[Any, Any]:
             if spec.get("kind") == "body" and not spec.get("queue_key"):
                 async with rt.limit(f"{spec['run']}|{spec['group']}", spec.get("limit")):
                     return await _flushed(
-                        wfid, run_unit(rt.unit_executor(), rt.effects.index, spec)
+                        wfid, run_unit(rt.unit_executor(), rt.effects.index, spec), rt.effects
                     )
-            return await _flushed(wfid, run_unit(rt.unit_executor(), rt.effects.index, spec))
+            return await _flushed(
+                wfid, run_unit(rt.unit_executor(), rt.effects.index, spec), rt.effects
+            )
         finally:
             await _export_unit_spans(rt)
 
     return run_workflow, unit_workflow
 
 
-async def _flushed(workflow_id: str, body: Awaitable[T]) -> T:
+async def _flushed(workflow_id: str, body: Awaitable[T], effects: DurableEffects) -> T:
     """``await body``, then wait for the workflow's written-behind item records (items.py):
-    its result, which DBOS commits as it returns, comes after every record.  When ``body``
-    raised, its exception is what the workflow records (a write that failed too is left to
-    the next process, which runs that operation again)."""
+    its result, which DBOS commits as it returns, comes after every record, and its events
+    held for them are delivered.  When ``body`` raised, its exception is what the workflow
+    records (a write that failed too is left to the next process, which runs that operation
+    again)."""
     try:
         value = await body
     except BaseException:
         with contextlib.suppress(Exception):
-            await _items().flush(workflow_id)
+            await effects.settle()
         raise
     await _items().flush(workflow_id)
+    await effects.settle()
     return value
 
 

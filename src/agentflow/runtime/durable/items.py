@@ -106,6 +106,8 @@ class ItemRecords:
         self._cancelled: set[str] = set()
         #: unit → its ordered rows queued and not known committed (write-behind: :meth:`flush`)
         self._behind: dict[str, list[asyncio.Future[Any]]] = {}
+        #: unit → its latest ordered row queued, until committed (:meth:`last_pending`)
+        self._last: dict[str, asyncio.Future[None]] = {}
         #: unit → the flush in progress (:meth:`flush`)
         self._barriers: dict[str, asyncio.Future[list[Any]]] = {}
 
@@ -207,6 +209,15 @@ class ItemRecords:
             return
         done.add_done_callback(_retrieved)
         self._behind.setdefault(row[0], []).append(done)
+        self._last[row[0]] = done
+        done.add_done_callback(
+            lambda f: self._last.pop(row[0], None) if self._last.get(row[0]) is f else None
+        )
+
+    def last_pending(self, workflow_id: str) -> asyncio.Future[None] | None:
+        """Unit ``workflow_id``'s latest ordered row not committed yet (rows commit in the
+        order they were queued: once it is done, so are all before it), or None."""
+        return self._last.get(workflow_id)
 
     async def flush(self, workflow_id: str) -> None:
         """Return once every ordered row unit ``workflow_id`` queued is committed (before any
