@@ -32,6 +32,7 @@ import agentflow.runtime.models.budget  # noqa: F401
 from agentflow.api_compile import _fspath, load, plan_text
 from agentflow.api_durable import answer_durable, durable_database
 from agentflow.errors import ConfigError, InputError
+from agentflow.ir.dump import dump_plan
 from agentflow.ir.loader import load_plan_text
 from agentflow.ir.models import Plan, Step
 from agentflow.runtime import interrupt
@@ -342,8 +343,17 @@ def _own_router(config: Config, plan: Plan, *, model: str | None, replay: Any, r
 async def _run_durable(
     target: Any, plan: Plan, input: Any, context: Any, config: Config, **kw: Any
 ) -> RunResult:
-    text, file = plan_text(target if not isinstance(target, str | os.PathLike) else Path(target))
-    recorded = load_plan_text(text, file)  # what a resumed process will load
+    if isinstance(target, str | os.PathLike) and Path(target).suffix != ".flow":
+        # a plan file: its text as read again here, and the plan loaded from that very text
+        text, file = plan_text(Path(target))
+        recorded = load_plan_text(text, file)  # what a resumed process will load
+    else:
+        # a `.flow` (compiled once, by `_prepare`) or a loaded plan: its canonical YAML is
+        # recorded for a resumed process, and the plan already loaded runs here — loading
+        # that text again gives an equal plan (tests/runtime/durable: the round trip)
+        text, recorded = dump_plan(plan), plan
+        named = isinstance(target, str | os.PathLike)
+        file = str(Path(target)) if named else plan.source_file or "<plan>"
     url = database_for(config, kw.pop("database"))
     replay = kw.pop("replay")
     model = kw.pop("model")

@@ -126,6 +126,15 @@ class Effects:
     def bind(self, executor: Any) -> None:
         """Called by the executor that uses these effects (an engine may keep it); no-op."""
 
+    def deliver(self, publish: Callable[[], None]) -> None:
+        """Deliver an event (``publish()`` hands it to the sinks): here at once; a durable
+        engine holds it until the records of the work before it are committed."""
+        publish()
+
+    async def settle(self) -> None:
+        """Return once every event handed to :meth:`deliver` is delivered (before the run's
+        sinks close); here at once."""
+
     def started_at(self) -> float:
         """The reading of :meth:`now` the run's deadline counts from (here: now)."""
         return self.now()

@@ -318,11 +318,13 @@ class Executor:
             if place is not None:
                 for key, value in place.event_fields(path).items():
                     data.setdefault(key, value)
-        if not replayed:
+        if not self.effects.durable:
             return self.bus.emit(kind, path, stack, **data)
-        event = Event(kind=kind, path=path, stack=list(stack), data=data, replayed=True)
-        self.bus.publish(event)
-        return None
+        # a durable run's events wait for the records of the work before them (Effects.deliver)
+        event = Event(kind=kind, path=path, stack=list(stack), data=data, replayed=replayed)
+        bus = self.bus
+        self.effects.deliver(lambda: bus.publish(event))
+        return None if replayed else event
 
     def place_of(self, path: str) -> Place | None:
         """The running step at ``path`` or nearest above it, or None."""
@@ -897,6 +899,8 @@ async def run_plan(
         duration_ms=result.duration_ms,
         usage=result.usage,
     )
+    with contextlib.suppress(Exception, asyncio.CancelledError):
+        await ex.effects.settle()  # a durable run's held events, before the sinks close
     if forwarding:
         assert router is not None
         router.on_event = None

@@ -35,15 +35,23 @@ finish: {mode: output, output: "{{ [E0, E1, E2] }}"}
 """
 
 TOOLS = """\
-import os, signal
+import json, os, signal, time
 from pathlib import Path
 
 
 def note(n: int) -> int:
-    \"\"\"Return 2n; the first call with n = 2 kills its own process (SIGKILL).\"\"\"
+    \"\"\"Return 2n; the first call with n = 2 kills its own process (SIGKILL), once E1's
+    events are in the trace (a call's record is written behind it, its events after that:
+    runtime/durable/items.py).\"\"\"
     marker = Path(os.environ["KILL_MARKER"])
     if n == 2 and not marker.exists():
         marker.write_text("")
+        trace, deadline = Path(os.environ["TRACE_FILE"]), time.monotonic() + 60
+        while time.monotonic() < deadline:
+            events = [json.loads(line) for line in trace.read_text().splitlines() if line]
+            if any(e["kind"] == "step_finished" and e["path"] == "E1" for e in events):
+                break
+            time.sleep(0.01)
         os.kill(os.getpid(), signal.SIGKILL)
     return 2 * n
 """
@@ -62,9 +70,12 @@ def test_a_finished_event_the_killed_process_had_not_written_is_written_on_resum
     (tmp_path / "plan.yaml").write_text(PLAN)
     (tmp_path / "tools.py").write_text(TOOLS)
     (tmp_path / "flow.toml").write_text('[tools]\nmodules = ["tools.py"]\n')
-    env = {**os.environ, "KILL_MARKER": str(tmp_path / "killed"), "NO_COLOR": "1"}
-    flowc = [sys.executable, "-m", "agentflow"]
     trace = tmp_path / "trace.jsonl"
+    env = {
+        **os.environ, "KILL_MARKER": str(tmp_path / "killed"), "TRACE_FILE": str(trace),
+        "NO_COLOR": "1",
+    }  # fmt: skip
+    flowc = [sys.executable, "-m", "agentflow"]
     killed = subprocess.run(
         [*flowc, "run", "--durable", "--run-id", "steps", "plan.yaml", "--trace", str(trace)],
         cwd=tmp_path, env=env, capture_output=True, timeout=120,

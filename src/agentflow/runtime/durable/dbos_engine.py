@@ -25,7 +25,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -108,6 +108,10 @@ FOREVER_S = 10 * 365 * 24 * 3600.0
 _state: dict[str, Any] = {"url": None, "executor_id": None}
 _RUNTIMES: dict[str, Runtime] = {}
 _RECORDED: dict[str, int] = {}
+#: run id → the very spec object this process passes to ``start_workflow_async`` for it
+#: (:func:`starting`): the workflow body that receives that object was just inserted by this
+#: call, so it has recorded nothing yet and its records are not read
+_STARTING: dict[str, dict[str, Any]] = {}
 #: runtimes being built (one build per run at a time: :func:`runtime_for`)
 _BUILDING: dict[str, asyncio.Future[Runtime]] = {}
 #: Sinks of this process for runs it did not start (a worker's ``--trace``, a resume's trace).
@@ -336,6 +340,7 @@ def shutdown() -> None:
     _state.update(url=None, executor_id=None)
     _RUNTIMES.clear()
     _RECORDED.clear()
+    _STARTING.clear()
     _BUILDING.clear()
 
 
@@ -365,6 +370,7 @@ class DbosEngine:
         position (the workflow took another path than when it was recorded) is a
         ``durable_replay_mismatch``."""
         dbos = dbos_with_workflows()
+        await self.flush()
         ran = False
 
         async def body() -> T:
@@ -396,16 +402,29 @@ class DbosEngine:
         except UnreadableRecord as e:  # replaying a row that is not agentflow's JSON
             raise _unreadable(self.workflow_id(), name, e) from None
 
+    async def flush(self) -> None:
+        """Wait until the running workflow's written-behind item records are committed
+        (items.py): before each engine operation, so a record is never followed by another
+        whose predecessors are not recorded, and before the workflow's result."""
+        await _items().flush(self.workflow_id())
+
+    def pending_record(self) -> Any:
+        """The running workflow's latest item record written behind, while it is not
+        committed (a future: done once it is); None when there is none."""
+        return _items().last_pending(self.workflow_id())
+
     def replaying_items(self) -> bool:
         """True while the running workflow has ordered item records not replayed yet."""
         return _items().replaying(self.workflow_id())
 
     async def sleep(self, seconds: float) -> None:
         """``DBOS.sleep_async``: the wake-up time is recorded."""
+        await self.flush()
         await dbos_with_workflows().DBOS.sleep_async(max(0.0, seconds))
 
     async def publish(self, key: str, value: Any) -> None:
         """``DBOS.set_event_async`` on the running workflow."""
+        await self.flush()
         await dbos_with_workflows().DBOS.set_event_async(key, value)
 
     async def receive(self, topic: str, timeout: float | None) -> Any:
@@ -417,6 +436,7 @@ class DbosEngine:
         :class:`~agentflow.runtime.hooks.RunAborted` as a cancelled step does."""
         dbos = dbos_with_workflows()
         seconds = FOREVER_S if timeout is None else max(0.0, timeout)
+        await self.flush()
         workflow_id = self.workflow_id()
         waiting = asyncio.ensure_future(dbos.DBOS.recv_async(topic, timeout_seconds=seconds))
         # the wait may end refused (the cancel landed) just as a poll below sees the cancel and
@@ -453,12 +473,14 @@ class DbosEngine:
         """Claim question ``key`` of the running unit as unanswered (runtime/durable/answers.py);
         not an operation of the record: the claim row is its own record."""
 
+        await self.flush()
         closed = await claim(self.workflow_id(), key, UNANSWERED)
         return closed.kind == UNANSWERED  # this wait's claim, also when replayed
 
     async def start_child(self, child_id: str, spec: dict[str, Any], queue: str | None) -> Any:
         """A child workflow ``child_id`` (``DBOS.start_workflow_async``, or enqueued on
         ``queue`` in the partition ``spec["queue_key"]``)."""
+        await self.flush()
         dbos = dbos_with_workflows()
         try:
             with dbos.SetWorkflowID(child_id):
@@ -600,11 +622,33 @@ def _recovery_queue(run_id: str) -> str:
     return name
 
 
-async def _note_recorded(workflow_id: str) -> None:
+@contextlib.contextmanager
+def starting(run_id: str, spec: dict[str, Any]) -> Iterator[None]:
+    """While this process starts a run with ``spec`` and waits for it: its root workflow, when
+    its body gets this very object, has recorded nothing and its records are not read.  DBOS runs a body from
+    ``start_workflow_async`` only when that call inserted the workflow's row (an id already in
+    the database gives a handle to the existing workflow, whose body does not run here); a
+    body recovered or dequeued gets its input read from the database, another object.  So
+    only a workflow with no records yet skips the read (issue 35: a read per run saved)."""
+    _STARTING[run_id] = spec
+    try:
+        yield
+    finally:
+        if _STARTING.get(run_id) is spec:
+            del _STARTING[run_id]
+
+
+async def _note_recorded(workflow_id: str, spec: Any = None) -> None:
     """Remember how many operations ``workflow_id`` has recorded (while it replays them, its
-    events are left out, and its finished events go to a continued trace only)."""
+    events are left out, and its finished events go to a continued trace only).  ``spec``: the
+    root workflow's input object, which tells a run this process just inserted (:func:`starting`)."""
     items = _items()  # and its item records, read again (the unit starts again): both at once
     items.forget(workflow_id)
+    if spec is not None and _STARTING.get(workflow_id) is spec:
+        del _STARTING[workflow_id]  # once: a later run of this body here reads
+        items.none_recorded(workflow_id)
+        _RECORDED[workflow_id] = 0
+        return
     steps, _ = await asyncio.gather(
         query_steps(workflow_id, load_output=False), items.load(workflow_id)
     )
@@ -671,10 +715,10 @@ def _register(dbos: Any) -> tuple[Any, Any]:
     @dbos.DBOS.workflow(name=RUN_WORKFLOW, max_recovery_attempts=50)
     async def run_workflow(spec: dict[str, Any]) -> dict[str, Any]:
         wfid = dbos.DBOS.workflow_id
-        await _note_recorded(wfid)
+        await _note_recorded(wfid, spec)
         rt = await runtime_for(wfid, spec)
         rt.effects.forget(wfid)
-        return await run_root(rt)
+        return await _flushed(wfid, run_root(rt), rt.effects)
 
     @dbos.DBOS.workflow(name=UNIT_WORKFLOW, max_recovery_attempts=50)
     async def unit_workflow(spec: dict[str, Any]) -> Any:
@@ -696,12 +740,33 @@ def _register(dbos: Any) -> tuple[Any, Any]:
         try:
             if spec.get("kind") == "body" and not spec.get("queue_key"):
                 async with rt.limit(f"{spec['run']}|{spec['group']}", spec.get("limit")):
-                    return await run_unit(rt.unit_executor(), rt.effects.index, spec)
-            return await run_unit(rt.unit_executor(), rt.effects.index, spec)
+                    return await _flushed(
+                        wfid, run_unit(rt.unit_executor(), rt.effects.index, spec), rt.effects
+                    )
+            return await _flushed(
+                wfid, run_unit(rt.unit_executor(), rt.effects.index, spec), rt.effects
+            )
         finally:
             await _export_unit_spans(rt)
 
     return run_workflow, unit_workflow
+
+
+async def _flushed(workflow_id: str, body: Awaitable[T], effects: DurableEffects) -> T:
+    """``await body``, then wait for the workflow's written-behind item records (items.py):
+    its result, which DBOS commits as it returns, comes after every record, and its events
+    held for them are delivered.  When ``body`` raised, its exception is what the workflow
+    records (a write that failed too is left to the next process, which runs that operation
+    again)."""
+    try:
+        value = await body
+    except BaseException:
+        with contextlib.suppress(Exception):
+            await effects.settle()
+        raise
+    await _items().flush(workflow_id)
+    await effects.settle()
+    return value
 
 
 async def _export_unit_spans(rt: Runtime) -> None:

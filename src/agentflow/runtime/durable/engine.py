@@ -38,6 +38,7 @@ function, and a registered backend can dispatch on the name's kind (``tool:``, `
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import contextvars
 import dataclasses
@@ -348,6 +349,7 @@ class DurableEffects(Effects):
         "_counts",
         "_replayed",
         "_items",
+        "_held",
         "reused",
     )
 
@@ -379,6 +381,8 @@ class DurableEffects(Effects):
         self.reused: list[str] = []
         #: the engine records idempotent operations by name, in batches (:class:`ItemEngine`)
         self._items = hasattr(engine, "item_step")
+        #: unit → its events held until the records before them are committed (:meth:`deliver`)
+        self._held: dict[str, collections.deque[tuple[Any, Callable[[], None]]]] = {}
 
     # ----------------------------------------------------------------- plumbing
 
@@ -386,6 +390,47 @@ class DurableEffects(Effects):
         """Remember the executor of the run's root (child units in this process use it)."""
         if self.executor is None:
             self.executor = executor
+
+    def deliver(self, publish: Callable[[], None]) -> None:
+        """Deliver an event of the running unit once every record it queued before it is
+        committed (the engine writes an ordered operation's record behind: items.py), so no
+        finished event goes out for a call a crash would run again; events of one unit keep
+        their order."""
+        pending = getattr(self.engine, "pending_record", None)
+        last = pending() if pending is not None else None
+        unit = self.engine.workflow_id()
+        held = self._held.get(unit)
+        if held is None:
+            if last is None or last.done():
+                publish()
+                return
+            held = self._held[unit] = collections.deque()
+        held.append((last, publish))
+        if len(held) == 1:
+            self._release(unit)
+
+    def _release(self, unit: str) -> None:
+        held = self._held.get(unit)
+        while held:
+            record, publish = held[0]
+            if record is not None and not record.done():
+                record.add_done_callback(lambda _: self._release(unit))
+                return
+            held.popleft()
+            publish()  # a write that failed fails the unit at its next operation
+        self._held.pop(unit, None)
+
+    async def settle(self) -> None:
+        """Wait for the running unit's records, then deliver its held events."""
+        flush = getattr(self.engine, "flush", None)
+        if flush is not None:
+            with contextlib.suppress(Exception):  # the unit's next operation raises it
+                await flush()
+        unit = self.engine.workflow_id()
+        held = self._held.get(unit)
+        while held:
+            held.popleft()[1]()
+        self._held.pop(unit, None)
 
     def forget(self, workflow_id: str) -> None:
         """Drop the call counts of a unit that (re)starts: it counts from 1 again."""

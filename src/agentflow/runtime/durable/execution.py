@@ -101,7 +101,7 @@ async def run_durable(
     rt = await build_runtime(run_id, spec, context=context, reuse=reuse_table_, plan=plan)
     dbos_engine._RUNTIMES[run_id] = rt
     dbos = dbos_engine.dbos_with_workflows()
-    with run_lock(url, run_id):
+    with run_lock(url, run_id), dbos_engine.starting(run_id, spec):
         with dbos.SetWorkflowID(run_id):
             handle = await dbos.DBOS.start_workflow_async(dbos_engine.run_workflow(), spec)
         if on_start is not None:

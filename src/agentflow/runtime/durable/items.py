@@ -105,6 +105,12 @@ class ItemRecords:
         self._writers: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
         self._looked = -CANCEL_LOOK_S
         self._cancelled: set[str] = set()
+        #: unit → its ordered rows queued and not known committed (write-behind: :meth:`flush`)
+        self._behind: dict[str, list[asyncio.Future[Any]]] = {}
+        #: unit → its latest ordered row queued, until committed (:meth:`last_pending`)
+        self._last: dict[str, asyncio.Future[None]] = {}
+        #: unit → the flush in progress (:meth:`flush`)
+        self._barriers: dict[str, asyncio.Future[list[Any]]] = {}
 
     def forget(self, workflow_id: str) -> None:
         """Drop what was read of unit ``workflow_id`` (it starts again: read it again)."""
@@ -144,6 +150,13 @@ class ItemRecords:
             self._paths[workflow_id] = {_path_of(n) for n, r in records.items() if not r[2]}
             self._ahead[workflow_id] = sum(1 for r in records.values() if r[2])
 
+    def none_recorded(self, workflow_id: str) -> None:
+        """Unit ``workflow_id`` was just inserted by this process: it has no records, none
+        are read."""
+        self._loaded[workflow_id] = {}
+        self._paths[workflow_id] = set()
+        self._ahead[workflow_id] = 0
+
     def replaying(self, workflow_id: str) -> bool:
         """True while unit ``workflow_id`` has ordered records not replayed yet (read once it
         recorded or replayed an operation here; before that, its engine steps tell)."""
@@ -180,19 +193,63 @@ class ItemRecords:
         except Exception as e:
             if isinstance(e, RunAborted):  # stopped, not finished: nothing to record
                 raise
-            await self._write((workflow_id, name, None, _serializer().serialize(e), flag, started))
+            await self._record((workflow_id, name, None, _serializer().serialize(e), flag, started))
             raise
-        await self._write((workflow_id, name, _serializer().serialize(value), None, flag, started))
+        await self._record((workflow_id, name, _serializer().serialize(value), None, flag, started))
         return value, True
 
-    async def _write(self, row: tuple[str, str, str | None, str | None, int, float]) -> None:
+    async def _record(self, row: tuple[str, str, str | None, str | None, int, float]) -> None:
+        """Queue ``row``: a one-call unit's waits for its commit; an ordered operation's does
+        not (write-behind: the unit's next engine operation, and its end, wait for it first:
+        :meth:`flush`)."""
+        done = self._queue(row)
+        if not row[4]:
+            await done
+            return
+        done.add_done_callback(_retrieved)
+        self._behind.setdefault(row[0], []).append(done)
+        self._last[row[0]] = done
+        done.add_done_callback(
+            lambda f: self._last.pop(row[0], None) if self._last.get(row[0]) is f else None
+        )
+
+    def last_pending(self, workflow_id: str) -> asyncio.Future[None] | None:
+        """Unit ``workflow_id``'s latest ordered row not committed yet (rows commit in the
+        order they were queued: once it is done, so are all before it), or None."""
+        return self._last.get(workflow_id)
+
+    async def flush(self, workflow_id: str) -> None:
+        """Return once every ordered row unit ``workflow_id`` queued is committed (before any
+        other record of the unit, so what it recorded is always a prefix of what it did, and
+        before its result); raises the first error of their writes (``RunAborted`` for a unit
+        cancelled meanwhile).  Without rows pending it returns without suspending; callers
+        that come while a flush waits wait for that same flush and go on in the order they
+        came, so concurrent branches reach the engine in the order they would without one
+        (the engine numbers their operations in that order: a replay must find the same)."""
+        pending = self._behind.pop(workflow_id, None)
+        barrier = self._barriers.get(workflow_id)
+        if pending and not all(_committed(f) for f in pending):
+            if barrier is not None and not barrier.done():
+                pending.append(barrier)
+            barrier = self._barriers[workflow_id] = asyncio.gather(*pending, return_exceptions=True)
+            barrier.add_done_callback(lambda b: self._barriers.pop(workflow_id, None))
+        if barrier is None:
+            return
+        results = await asyncio.shield(barrier)
+        for result in results:
+            if isinstance(result, list):  # an earlier barrier's
+                result = next((r for r in result if isinstance(r, BaseException)), None)
+            if isinstance(result, BaseException):
+                raise result
+
+    def _queue(self, row: tuple[str, str, str | None, str | None, int, float]) -> Any:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
         self._queues.setdefault(loop, []).append(((*row, time.time()), done))
         writer = self._writers.get(loop)
         if writer is None or writer.done():
             self._writers[loop] = asyncio.ensure_future(self._write_batches(loop))
-        await done
+        return done
 
     async def _write_batches(self, loop: asyncio.AbstractEventLoop) -> None:
         while self._queues.get(loop):
@@ -243,6 +300,17 @@ class ItemRecords:
             WRITTEN["transactions"] += 1
             WRITTEN["rows"] += len(keep)
         return cancelled
+
+
+def _committed(future: asyncio.Future[Any]) -> bool:
+    return future.done() and not future.cancelled() and future.exception() is None
+
+
+def _retrieved(future: asyncio.Future[None]) -> None:
+    """A written-behind row's outcome is read by :meth:`ItemRecords.flush`; this keeps asyncio
+    from reporting an error nobody read when the unit ends another way."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _path_of(name: str) -> str:
