@@ -186,6 +186,10 @@ class ItemRecords:
             if error is not None:
                 raise _serializer().deserialize(error)
             return _serializer().deserialize(output), False
+        if ordered and self._behind.get(workflow_id):
+            # write-behind: the rows before this call may not be committed, so the commit's
+            # look at a cancel has not gated it — look here (a cancelled unit starts nothing)
+            await self._refuse_cancelled(workflow_id)
         started = time.time()
         flag = int(ordered)
         try:
@@ -212,6 +216,21 @@ class ItemRecords:
         done.add_done_callback(
             lambda f: self._last.pop(row[0], None) if self._last.get(row[0]) is f else None
         )
+
+    async def _refuse_cancelled(self, workflow_id: str) -> None:
+        """Raise ``RunAborted`` when unit ``workflow_id`` was cancelled (``flowc cancel``, a
+        client's cancellation of a served run): a row of it refused as cancelled, or the
+        engine's list of cancelled units, looked at once per CANCEL_LOOK_S."""
+        for done in self._behind.get(workflow_id, ()):
+            if done.done() and not done.cancelled() and isinstance(done.exception(), RunAborted):
+                raise RunAborted("the run was cancelled (flowc cancel)", None)
+        now = time.monotonic()
+        if now - self._looked >= CANCEL_LOOK_S:
+            self._looked = now
+            found = await self._thread(self._sys_db().get_cancelled_workflow_ids, [workflow_id])
+            self._cancelled.update(found)
+        if workflow_id in self._cancelled:
+            raise RunAborted("the run was cancelled (flowc cancel)", None)
 
     def last_pending(self, workflow_id: str) -> asyncio.Future[None] | None:
         """Unit ``workflow_id``'s latest ordered row not committed yet (rows commit in the
