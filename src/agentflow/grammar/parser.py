@@ -28,10 +28,11 @@ from agentflow.core.diagnostics import SYNTAX_ERROR, Diagnostic, Note
 from agentflow.core.spans import Span
 from agentflow.errors import SourceError
 from agentflow.grammar import ast
+from agentflow.grammar.descent import parse_clean
 from agentflow.grammar.lalr import DRIVER, run
 from agentflow.grammar.scanner import TOP_LEVEL, Scanner, SynErr, Tok, starts_declaration
 
-__all__ = ["parse_expression", "parse_template", "parse_module"]
+__all__ = ["parse_expression", "parse_template", "parse_module", "parse_module_lalr"]
 
 _SKIP_TRIVIA = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.S)
 
@@ -148,6 +149,10 @@ def parse_module(text: str, file: str) -> tuple[ast.Module, list[Diagnostic]]:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
+        if isinstance(text, str) and _NOT_UTF8.search(text) is None:
+            items = parse_clean(text, file, DRIVER)
+            if items is not None:
+                return ast.Module(_module_span(text, file, items), file, items), []
         return _parse_module(text, file)
     except Exception as e:  # noqa: BLE001  # pragma: no cover - last-resort guard: never raise
         span = Span(file, 1, 1, 1, 1, 0, 0)
@@ -158,6 +163,25 @@ def parse_module(text: str, file: str) -> tuple[ast.Module, list[Diagnostic]]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def parse_module_lalr(text: str, file: str) -> tuple[ast.Module, list[Diagnostic]]:
+    """:func:`parse_module` without its fast path (:mod:`.descent`): the LALR path alone, which
+    the fast path must match (``tests/grammar/test_descent.py``)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _parse_module(text, file)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _module_span(text: str, file: str, items: list[ast.Item]) -> Span:
+    """The span of a module: the whole text, or ``1:1`` when it has no item."""
+    if items:
+        return _offset_span(text, file, 0, len(text))
+    return Span(file, 1, 1, 1, 1, 0, 0)
 
 
 def _parse_module(text: str, file: str) -> tuple[ast.Module, list[Diagnostic]]:
@@ -209,10 +233,7 @@ def _parse_module(text: str, file: str) -> tuple[ast.Module, list[Diagnostic]]:
         pos = resume
         line = lines.line(pos)
         ls = text.rfind("\n", 0, pos) + 1
-    if items:
-        span = _offset_span(text, file, 0, n)
-    else:
-        span = Span(file, 1, 1, 1, 1, 0, 0)
+    span = _module_span(text, file, items)
     if _NOT_UTF8.search(text):
         diags = _encoding_errors(text, file, diags, lines)
     return ast.Module(span, file, items), diags
