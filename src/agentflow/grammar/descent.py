@@ -102,9 +102,10 @@ def parse_clean(text: str, file: str, driver: Driver) -> list[ast.Item] | None:
 
 
 def _fast_pattern() -> re.Pattern[str]:
-    """The scanner's token pattern (:data:`~agentflow.grammar.scanner._TOKEN_RE`) with three
-    more alternatives that save a step per token: a word followed by ``:`` (``wcolon``: a name
-    wherever it parses), a whole block comment, and a whole plain one-line string."""
+    """The scanner's token pattern (:data:`~agentflow.grammar.scanner._TOKEN_RE`) with more
+    alternatives that save a step per token — a word followed by ``:`` (``wcolon``: a name
+    wherever it parses), a whole block comment, a whole plain one-line string — and one for
+    any other character (``bad``), so that ``finditer`` never skips text."""
     pattern = _TOKEN_RE.pattern
     edits = (
         (
@@ -113,6 +114,7 @@ def _fast_pattern() -> re.Pattern[str]:
         ),
         ("(?P<block>/\\*)", "(?P<block>/\\*(?s:.*?)\\*/)\n  | (?P<badblock>/\\*)"),
         ('(?P<str>\\")', '(?P<pstr>"[^"\\\\$\\n]*")\n  | (?P<str>\\")'),
+        ("(?P<eof>\\Z)", "(?P<eof>\\Z)\n  | (?P<bad>(?s:.))"),
     )
     for old, new in edits:
         if old not in pattern:  # pragma: no cover - the scanner's pattern changed
@@ -122,10 +124,13 @@ def _fast_pattern() -> re.Pattern[str]:
 
 
 _FAST_RE = _fast_pattern()
-_G_WORD = _FAST_RE.groupindex["word"]
-_FAST_KIND: tuple[str, ...] = tuple(
-    {g: k for k, g in _FAST_RE.groupindex.items()}.get(g, "") for g in range(_FAST_RE.groups + 1)
+#: the group numbers the tokenizer dispatches on
+_GROUPS = tuple(
+    _FAST_RE.groupindex[k]
+    for k in ("word", "wcolon", "op", "nl", "pstr", "num", "dur", "str", "str3", "doc")
+    + ("comment", "block")
 )
+_G_EOF = _FAST_RE.groupindex["eof"]
 
 
 def _tokenize(
@@ -150,131 +155,134 @@ def _tokenize(
     stack: list[str] = []
     bol = True
     doc: list[str] | None = None
-    smatch = _FAST_RE.scanner(text).match
+    finditer = _FAST_RE.finditer
     keywords = KEYWORDS
     ops = OPS
-    kind_of = _FAST_KIND
     top_level = TOP_LEVEL
     openers = OPENERS
     closers = CLOSERS
+    g_word, g_wcolon, g_op, g_nl, g_pstr, g_num, g_dur, g_str, g_str3, g_doc, g_comment, g_block = (
+        _GROUPS
+    )
+    g_eof = _G_EOF
     sc: Scanner | None = None
     last = ""
-    while True:
-        m = smatch()
-        if m is None:
-            _bail()  # an unexpected character
-        g = m.lastindex or 0
-        kind = kind_of[g]
-        if kind == "word" or kind == "wcolon":
-            i, j = m.span(_G_WORD)
-            value: Any = text[i:j]
-            typ = keywords.get(value)
-            if typ is None:
-                typ = "NAME"
-            else:
-                if bol:
-                    if stack and starts_declaration(value, text, j, n):
-                        _bail()
-                    if typ == "NOT" and (not stack or stack[-1] == "{"):
-                        typ = "NOT_NL"
-                if bol and not stack and value in top_level:
-                    hard.add(len(kinds))
-                elif kind == "wcolon" or last == "DOT":
+    pos = 0
+    while pos >= 0:
+        restart = -1
+        for m in finditer(text, pos):
+            g = m.lastindex
+            if g == g_word or g == g_wcolon:
+                i, j = m.span(g_word)
+                value: Any = text[i:j]
+                typ = keywords.get(value)
+                if typ is None:
                     typ = "NAME"
-        elif kind == "op":
-            i, j = m.span(g)
-            value = text[i:j]
-            typ = ops[value]
-            if value in openers:
-                if bol and value != "{" and (not stack or stack[-1] == "{"):
-                    typ = _NL_VARIANT[typ]
-                if len(stack) >= MAX_NESTING:
-                    _bail()
-                stack.append(value)
-            elif value in closers:
-                if stack and stack[-1] == closers[value]:
-                    stack.pop()
                 else:
+                    if bol:
+                        if stack and starts_declaration(value, text, j, n):
+                            _bail()
+                        if typ == "NOT" and (not stack or stack[-1] == "{"):
+                            typ = "NOT_NL"
+                    if bol and not stack and value in top_level:
+                        hard.add(len(kinds))
+                    elif g == g_wcolon or last == "DOT":
+                        typ = "NAME"
+            elif g == g_op:
+                i, j = m.span(g)
+                value = text[i:j]
+                typ = ops[value]
+                if value in openers:
+                    if bol and value != "{" and (not stack or stack[-1] == "{"):
+                        typ = _NL_VARIANT[typ]
+                    if len(stack) >= MAX_NESTING:
+                        _bail()
+                    stack.append(value)
+                elif value in closers:
+                    if stack and stack[-1] == closers[value]:
+                        stack.pop()
+                    else:
+                        _bail()
+                elif bol and typ == "MINUS" and (not stack or stack[-1] == "{"):
+                    typ = "MINUS_NL"
+            elif g == g_nl:
+                line += 1
+                ls = m.end()
+                bol = True
+                continue
+            elif g == g_pstr:
+                i, j = m.span(g)
+                s = text[i + 1 : j - 1]
+                sp = (file, line, i - ls + 1, line, j - ls + 1, i, j)
+                kpush("STRING")
+                vpush(ast.StringLit(Span(*sp), [s] if s else []))
+                spush(sp)
+                if doc is not None:
+                    docs[len(kinds) - 1] = "\n".join(doc)
+                    doc = None
+                bol = False
+                last = "STRING"
+                continue
+            elif g == g_num or g == g_dur:
+                i, j = m.span(g)
+                if j - i > 100:
                     _bail()
-            elif bol and typ == "MINUS" and (not stack or stack[-1] == "{"):
-                typ = "MINUS_NL"
-        elif kind == "nl":
-            line += 1
-            ls = m.end()
-            bol = True
-            continue
-        elif kind == "pstr":
-            i, j = m.span(g)
-            s = text[i + 1 : j - 1]
-            sp = (file, line, i - ls + 1, line, j - ls + 1, i, j)
-            kpush("STRING")
-            vpush(ast.StringLit(Span(*sp), [s] if s else []))
-            spush(sp)
-            if doc is not None:
-                docs[len(kinds) - 1] = "\n".join(doc)
-                doc = None
-            bol = False
-            last = "STRING"
-            continue
-        elif kind == "str" or kind == "str3":
-            i = m.start(g)
-            if sc is None:
-                sc = Scanner(text, 0, n, file, line, ls, 0, module=True, driver=driver)
-            sc.line, sc.ls = line, ls
-            if kind == "str":
-                lit, j = sc.scan_string(i, line, ls)
-            else:
-                lit, j = sc.scan_triple(i, line, ls)
-            sp = (file, line, i - ls + 1, lit.span.end_line, lit.span.end_column, i, j)
-            kpush("STRING")
-            vpush(lit)
-            spush(sp)
-            line, ls = sc.line, sc.ls
-            if doc is not None:
-                docs[len(kinds) - 1] = "\n".join(doc)
-                doc = None
-            bol = False
-            last = "STRING"
-            smatch = _FAST_RE.scanner(text, j).match
-            continue
-        elif kind == "num" or kind == "dur":
-            i, j = m.span(g)
-            if j - i > 100:
+                value = text[i:j]
+                typ = "NUMBER" if g == g_num else "DURATION"
+            elif g == g_str or g == g_str3:
+                i = m.start(g)
+                if sc is None:
+                    sc = Scanner(text, 0, n, file, line, ls, 0, module=True, driver=driver)
+                sc.line, sc.ls = line, ls
+                if g == g_str:
+                    lit, j = sc.scan_string(i, line, ls)
+                else:
+                    lit, j = sc.scan_triple(i, line, ls)
+                sp = (file, line, i - ls + 1, lit.span.end_line, lit.span.end_column, i, j)
+                kpush("STRING")
+                vpush(lit)
+                spush(sp)
+                line, ls = sc.line, sc.ls
+                if doc is not None:
+                    docs[len(kinds) - 1] = "\n".join(doc)
+                    doc = None
+                bol = False
+                last = "STRING"
+                restart = j  # go on after the string: a new pass of the pattern
+                break
+            elif g == g_doc:
+                i, j = m.span(g)
+                d = text[i + 3 : j]
+                if d.startswith(" "):
+                    d = d[1:]
+                if doc is None:
+                    doc = [d.rstrip()]
+                else:
+                    doc.append(d.rstrip())
+                continue
+            elif g == g_comment:
+                continue
+            elif g == g_block:
+                i, j = m.span(g)
+                nl = text.count("\n", i, j)
+                if nl:
+                    line += nl
+                    ls = text.rfind("\n", i, j) + 1
+                continue
+            elif g == g_eof:
+                break
+            else:  # badnum, an unterminated block comment, an unexpected character
                 _bail()
-            value = text[i:j]
-            typ = "NUMBER" if kind == "num" else "DURATION"
-        elif kind == "doc":
-            i, j = m.span(g)
-            d = text[i + 3 : j]
-            if d.startswith(" "):
-                d = d[1:]
-            if doc is None:
-                doc = [d.rstrip()]
-            else:
-                doc.append(d.rstrip())
-            continue
-        elif kind == "comment":
-            continue
-        elif kind == "block":
-            i, j = m.span(g)
-            nl = text.count("\n", i, j)
-            if nl:
-                line += nl
-                ls = text.rfind("\n", i, j) + 1
-            continue
-        elif kind == "eof":
-            break
-        else:  # badnum, an unterminated block comment
-            _bail()
-        c = i - ls + 1
-        kpush(typ)
-        vpush(value)
-        spush((file, line, c, line, c + j - i, i, j))
-        if doc is not None:
-            docs[len(kinds) - 1] = "\n".join(doc)
-            doc = None
-        bol = False
-        last = typ
+            c = i - ls + 1
+            kpush(typ)
+            vpush(value)
+            spush((file, line, c, line, c + j - i, i, j))
+            if doc is not None:
+                docs[len(kinds) - 1] = "\n".join(doc)
+                doc = None
+            bol = False
+            last = typ
+        pos = restart
     if stack:
         _bail()
     # the end marker: no rule takes it
@@ -394,8 +402,8 @@ class _Descent:
                 self.p += 1
                 alias = self.type()
                 return ast.TypeDecl(self.tn(p, alias), name, None, alias, doc=self.docs.get(p))
-            body = self.object_type()
-            return ast.TypeDecl(self.tn(p, body), name, body, None, doc=self.docs.get(p))
+            fields = self.object_type()
+            return ast.TypeDecl(self.tn(p, fields), name, fields, None, doc=self.docs.get(p))
         if k == "EXTERN":
             return self.extern(p)
         if k == "USE":
@@ -405,14 +413,13 @@ class _Descent:
             self.p = kw + 1
             target = self.take("STRING")
             self.take("AS")
-            alias = self.name()
-            lit = self.V[target]
+            as_name = self.name()
             return ast.UseDecl(
-                self.tt(p, alias),
+                self.tt(p, as_name),
                 self.V[kw],
-                _sv(lit),
+                _sv(self.V[target]),
                 self.span(target),
-                ast.Ident(self.span(alias), self.V[alias]),
+                ast.Ident(self.span(as_name), self.V[as_name]),
             )
         if k == "INPUT":
             t = self.type()
@@ -436,7 +443,177 @@ class _Descent:
         if k == "BUDGET":
             obj = self.object()
             return ast.BudgetDecl(self.tn(p, obj), _budget(obj))
-        _bail()  # `test`, `eval` and anything else: the LALR path
+        if k == "TEST":
+            return self.test_decl(p)
+        if k == "EVAL":
+            return self.eval_decl(p)
+        _bail()
+
+    # -- `test` and `eval` blocks ---------------------------------------------------------------
+
+    def test_decl(self, p: int) -> ast.TestDecl:
+        n = self.take("STRING")
+        name = _sv(self.V[n])
+        cases: ast.Expr | None = None
+        case: ast.Ident | None = None
+        if self.K[self.p] == "MAP":
+            self.p += 1
+            cases = self.opexpr()
+            self.take("AS")
+            case = self.ident()
+        self.take("LBRACE")
+        K = self.K
+        body: list[ast.TestInput | ast.TestStub | ast.TestExpect | ast.TestReplay] = []
+        while K[self.p] != "RBRACE":
+            body.append(self.test_item())
+        c = self.p
+        self.p = c + 1
+        if cases is None:
+            return ast.TestDecl(self.tt(p, c), name, self.span(n), body)
+        return ast.TestDecl(self.tt(p, c), name, self.span(n), body, cases, case)
+
+    def test_item(self) -> ast.TestInput | ast.TestStub | ast.TestExpect | ast.TestReplay:
+        p = self.p
+        K = self.K
+        k = K[p]
+        self.p = p + 1
+        if k == "INPUT":
+            v = self.opexpr()
+            return ast.TestInput(self.tn(p, v), v)
+        if k == "EXPECT":
+            if K[p + 1] == "FAIL":
+                code = self.p + 1
+                self.p = code + 1
+                if K[code] != "STRING":
+                    _bail()
+                return ast.TestExpect(self.tt(p, code), None, _sv(self.V[code]), self.span(code))
+            v = self.opexpr()
+            return ast.TestExpect(self.tn(p, v), v)
+        if k == "REPLAY":
+            path = self.take("STRING")
+            return ast.TestReplay(self.tt(p, path), _sv(self.V[path]), self.span(path))
+        if k != "STUB":
+            _bail()
+        kind = K[self.p]
+        self.p += 1
+        target = self.ident()
+        values: list[ast.Expr | ast.StubFails] = []
+        always = False
+        if kind == "STEP" or kind == "ASK":
+            self.take("RETURNS")
+            values.append(self.opexpr())
+            while kind == "ASK" and K[self.p] == "THEN":
+                self.p += 1
+                if K[self.p] == "ALWAYS":
+                    self.p += 1
+                    always = True
+                    values.append(self.opexpr())
+                    break
+                values.append(self.opexpr())
+            first = values[0]
+            assert not isinstance(first, ast.StubFails)  # an answer of `ask` and `step`
+            return ast.TestStub(
+                self.tn(p, values[-1]),
+                self.V[p + 1],
+                target,
+                first,
+                values=values,
+                always=always,
+            )
+        if kind not in ("AGENT", "STAGE", "TOOL"):
+            _bail()
+        k = K[self.p]
+        self.p += 1
+        if k == "RETURNS":
+            values.append(self.opexpr())
+        elif k == "FAILS":
+            values.append(self.stub_fails(self.p - 1))
+        else:
+            _bail()
+        while K[self.p] == "THEN":
+            self.p += 1
+            k = K[self.p]
+            if k == "ALWAYS":
+                self.p += 1
+                always = True
+                values.append(self.opexpr())
+                break
+            if k == "FAILS":
+                self.p += 1
+                values.append(self.stub_fails(self.p - 1))
+            else:
+                values.append(self.opexpr())
+        first = values[0]
+        only_fails = len(values) == 1 and isinstance(first, ast.StubFails)
+        return ast.TestStub(
+            self.tn(p, values[-1]),
+            self.V[p + 1],
+            target,
+            None if isinstance(first, ast.StubFails) else first,
+            first.code if only_fails and isinstance(first, ast.StubFails) else None,
+            first.code_span if only_fails and isinstance(first, ast.StubFails) else None,
+            values=values,
+            always=always,
+        )
+
+    def stub_fails(self, fails: int) -> ast.StubFails:
+        """``fails "code"`` (``fails``: the index of the ``fails`` token, already taken)."""
+        code = self.take("STRING")
+        return ast.StubFails(self.tt(fails, code), _sv(self.V[code]), self.span(code))
+
+    def eval_decl(self, p: int) -> ast.EvalDecl:
+        n = self.take("STRING")
+        name = _sv(self.V[n])
+        self.take("LBRACE")
+        K = self.K
+        body: list[ast.EvalDataset | ast.EvalExpect | ast.EvalScorer] = []
+        while True:
+            q = self.p
+            k = K[q]
+            if k == "RBRACE":
+                break
+            self.p = q + 1
+            if k == "DATASET":
+                path = self.take("STRING")
+                body.append(ast.EvalDataset(self.tt(q, path), _sv(self.V[path]), self.span(path)))
+            elif k == "EXPECT":
+                t = self.type()
+                body.append(ast.EvalExpect(self.tn(q, t), t))
+            elif k == "SCORE" or k == "JUDGE":
+                scorer = self.ident()
+                if k == "SCORE":
+                    self.take("EQUALS")
+                expr = self.opexpr()
+                threshold: float | None = None
+                threshold_span: Span | None = None
+                end = self.tn(q, expr)
+                if K[self.p] == "THRESHOLD":
+                    self.p += 1
+                    num = self.take("NUMBER")
+                    value = _number(self.V[num])
+                    last = num
+                    if K[self.p] == "PERCENT":
+                        last = self.p
+                        self.p += 1
+                        value = value / 100
+                    threshold = value
+                    threshold_span = self.tt(num, last)
+                    end = self.tt(q, last)
+                body.append(
+                    ast.EvalScorer(
+                        end,
+                        "score" if k == "SCORE" else "judge",
+                        scorer,
+                        expr,
+                        threshold,
+                        threshold_span,
+                    )
+                )
+            else:
+                _bail()
+        c = self.p
+        self.p = c + 1
+        return ast.EvalDecl(self.tt(p, c), name, self.span(n), body)
 
     def extern(self, p: int) -> ast.Item:
         k = self.K[self.p]
@@ -454,7 +631,7 @@ class _Descent:
             self.p = q + 1
             catalog = q
             self.take("AS")
-        name = self.ident()
+        tool = self.ident()
         self.take("LPAR")
         params: list[ast.Param] = []
         if self.K[self.p] != "RPAR":
@@ -468,10 +645,10 @@ class _Descent:
         self.take("ARROW")
         returns = self.type()
         if catalog is None:
-            return ast.ExternTool(self.tn(p, returns), name, params, returns, doc=self.docs.get(p))
+            return ast.ExternTool(self.tn(p, returns), tool, params, returns, doc=self.docs.get(p))
         return ast.ExternTool(
             self.tn(p, returns),
-            name,
+            tool,
             params,
             returns,
             doc=self.docs.get(p),
@@ -646,7 +823,8 @@ class _Descent:
             v = self.expr()
             return ast.ReturnStmt(self.tn(p, v), v)
         if k == "IF":
-            return self.if_rest(p, True)
+            out: ast.Stmt = self.if_rest(p, True)
+            return out
         if k == "REQUIRE":
             cond = self.opexpr()
             self.take("ELSE")
@@ -897,13 +1075,11 @@ class _Descent:
                 nspan = self.span(q)
                 name = V[q]
                 if isinstance(e, ast.Projection) and not e.closed:
-                    e = _push_projection(
-                        e,
-                        lambda inner, name=name, nspan=nspan: ast.Member(
-                            inner.span.to(nspan), inner, name, nspan
-                        ),
-                        nspan,
-                    )
+
+                    def member(inner: ast.Expr, name: str = name, nspan: Span = nspan) -> ast.Expr:
+                        return ast.Member(inner.span.to(nspan), inner, name, nspan)
+
+                    e = _push_projection(e, member, nspan)
                 else:
                     e = ast.Member(e.span.to(nspan), e, name, nspan)
             elif k == "LPAR":
@@ -937,13 +1113,13 @@ class _Descent:
                     idx = self.expr()
                     close = self.span(self.take("RSQB"))
                     if isinstance(e, ast.Projection) and not e.closed:
-                        e = _push_projection(
-                            e,
-                            lambda inner, idx=idx, close=close: ast.Index(
-                                inner.span.to(close), inner, idx
-                            ),
-                            close,
-                        )
+
+                        def index(
+                            inner: ast.Expr, idx: ast.Expr = idx, close: Span = close
+                        ) -> ast.Expr:
+                            return ast.Index(inner.span.to(close), inner, idx)
+
+                        e = _push_projection(e, index, close)
                     else:
                         e = ast.Index(e.span.to(close), e, idx)
             else:
