@@ -33,7 +33,7 @@ from typing import Any, NoReturn
 
 from agentflow.core.functions import FUNCTIONS
 from agentflow.core.spans import Span
-from agentflow.core.vocabulary import MAX_NESTING, MAX_PREFIX
+from agentflow.core.vocabulary import MAX_NESTING, MAX_PREFIX, STATEMENT_WORDS
 from agentflow.core.vocabulary import RESERVED_WORDS as _RESERVED
 from agentflow.core.vocabulary import duration_ms as _duration_ms
 from agentflow.grammar import ast
@@ -70,9 +70,8 @@ _BINOPS = frozenset(
     ("QQ", "OR", "AND", "EQ", "NE", "LT", "LE", "GT", "GE", "IN", "NOT")
     + ("PLUS", "MINUS", "STAR", "SLASH", "PERCENT", "DOTDOT")
 )
-#: the first terminals of an ``expr`` that is not an ``opexpr``
-_EXPR_ONLY = frozenset(("FILTER", "ASK", "TRY", "IF", "LOOP"))
-_STMT_START = frozenset(("LET", "REQUIRE", "FAIL", "RETURN", "IF"))
+#: the terminals of the words that start a statement
+_STMT_START = frozenset(KEYWORDS[w] for w in STATEMENT_WORDS)
 _LITERAL_TYPES = {"TRUE": True, "FALSE": False, "NULL": None}
 
 
@@ -869,18 +868,24 @@ class _Descent:
     def expr(self) -> ast.Expr:
         p = self.p
         k = self.K[p]
-        if k in _EXPR_ONLY:
-            self.p = p + 1
+        if k in _CTX or k == "IF":
+            # the words that start an `expr` that is not an `opexpr`
             if k == "FILTER":
+                self.p = p + 1
                 return self.filter_rest(p)
             if k == "ASK":
+                self.p = p + 1
                 return self.ask_rest(p)
             if k == "IF":
+                self.p = p + 1
                 out: ast.Expr = self.if_rest(p, False)
                 return out
             if k == "TRY":
+                self.p = p + 1
                 return self.try_rest(p)
-            return self.loop_rest(p)
+            if k == "LOOP":
+                self.p = p + 1
+                return self.loop_rest(p)
         e = self.opexpr()
         if self.K[self.p] == "CATCH":
             kw = self.p
@@ -1340,7 +1345,10 @@ class _Descent:
         k = self.K[kw]
         self.p = kw + 1
         value: Any
-        if k in ("TASK", "SYSTEM", "MODEL", "WRITE", "TIMEOUT", "MAX_ITERATIONS"):
+        if k == "TASK" or k == "SYSTEM" or k == "MODEL" or k == "WRITE" or k == "TIMEOUT":
+            value = self.opexpr()
+            span = self.tn(kw, value)
+        elif k == "MAX_ITERATIONS":
             value = self.opexpr()
             span = self.tn(kw, value)
         elif k == "INPUT":
