@@ -8,7 +8,9 @@ and prints:
 * parse speed (lines/s) and whole-check speed (parse + type check, lines/s) for a 10,000-line file;
 * milliseconds for the whole check of a 500-line file;
 * beside them, CPython's ``compile()`` of a Python file of the same line count (real code:
-  standard-library modules, cut at a top-level statement) and the ratio of the whole check to it.
+  standard-library modules, cut at a top-level statement) and the ratio of the whole check to it;
+* the same figures with ``parse_module``'s fast path off (the LALR path alone,
+  ``parse_module_lalr``), measured alternating with the others in the same rounds (A/B).
 
 Targets: ≥ 40,000 lines/s for the whole check on one core; < 30 ms for 500 lines.  The Lark
 parser is built once per process (a warm-up run precedes every measurement).  Times are CPU
@@ -26,7 +28,8 @@ import pstats
 import time
 
 from agentflow.compiler.api import check_source
-from agentflow.grammar.parser import parse_module
+from agentflow.grammar import parser
+from agentflow.grammar.parser import parse_module, parse_module_lalr
 
 _HEADER = """\
 flow bench "Generated benchmark program"
@@ -142,6 +145,32 @@ def _best(fn, repeat: int) -> float:
     return best
 
 
+def _lalr_only(fn):
+    """``fn`` run with ``parse_module``'s fast path off (every file parsed the LALR way)."""
+
+    def run():
+        saved = parser.parse_clean
+        parser.parse_clean = lambda text, file, driver: None
+        try:
+            fn()
+        finally:
+            parser.parse_clean = saved
+
+    return run
+
+
+def _alternating(fns: dict[str, object], repeat: int) -> dict[str, float]:
+    """The best CPU time of each function over ``repeat`` rounds, the functions run in turn
+    within each round (so that a change of load hits them alike)."""
+    best = {name: float("inf") for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            t0 = time.process_time()
+            fn()
+            best[name] = min(best[name], time.process_time() - t0)
+    return best
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lines", type=int, default=10_000)
@@ -172,17 +201,33 @@ def main() -> None:
         pstats.Stats(prof).sort_stats("tottime").print_stats(30)
         return
 
-    t_parse = _best(lambda: parse_module(big, "bench.flow"), args.repeat)
-    t_check = _best(lambda: check_source(big, "bench.flow"), args.repeat)
-    t_small = _best(lambda: check_source(small, "small.flow"), args.repeat * 4)
-    print(f"parse:       {nbig} lines in {t_parse * 1000:.1f} ms = {nbig / t_parse:,.0f} lines/s")
-    print(f"whole check: {nbig} lines in {t_check * 1000:.1f} ms = {nbig / t_check:,.0f} lines/s")
-    print(f"small check: {nsmall} lines in {t_small * 1000:.2f} ms")
     py = python_source(nbig)
     npy = py.count("\n")
-    t_py = _best(lambda: compile(py, "bench.py", "exec"), args.repeat)
+    t = _alternating(
+        {
+            "parse": lambda: parse_module(big, "bench.flow"),
+            "parse_lalr": lambda: parse_module_lalr(big, "bench.flow"),
+            "check": lambda: check_source(big, "bench.flow"),
+            "check_lalr": _lalr_only(lambda: check_source(big, "bench.flow")),
+            "compile": lambda: compile(py, "bench.py", "exec"),
+        },
+        args.repeat,
+    )
+    t_small = _best(lambda: check_source(small, "small.flow"), args.repeat * 4)
+    t_py = t["compile"]
+    for label, key in (("", ""), ("LALR path alone, ", "_lalr")):
+        t_parse, t_check = t["parse" + key], t["check" + key]
+        print(
+            f"{label}parse:       {nbig} lines in {t_parse * 1000:.1f} ms = {nbig / t_parse:,.0f} lines/s"
+        )
+        print(
+            f"{label}whole check: {nbig} lines in {t_check * 1000:.1f} ms = {nbig / t_check:,.0f} lines/s"
+        )
+        print(
+            f"{label}whole check / compile() per line: {(t_check / nbig) / (t_py / npy):.2f}x (goal ≤ 2)"
+        )
+    print(f"small check: {nsmall} lines in {t_small * 1000:.2f} ms")
     print(f"compile():   {npy} lines of Python in {t_py * 1000:.1f} ms = {npy / t_py:,.0f} lines/s")
-    print(f"whole check / compile() per line: {(t_check / nbig) / (t_py / npy):.2f}x (goal ≤ 2)")
 
 
 if __name__ == "__main__":

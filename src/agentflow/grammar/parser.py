@@ -10,6 +10,11 @@ The entry points and error recovery.  The work is split along the parser's pipel
 * :mod:`.builder` — the transformer callbacks that build the AST at each reduction;
 * :mod:`.syntax_errors` — "expected …, found …", notes and hints.
 
+:func:`parse_module` first asks :mod:`.descent` (a recursive-descent parser of the same grammar
+over flat token lists, several times cheaper), which answers only for a file without any syntax
+error and builds the same AST; every other file is parsed by the pipeline above, so every
+diagnostic is the LALR path's (:func:`parse_module_lalr` is that path alone).
+
 :func:`parse_module` never raises: syntax errors become ``syntax-error`` diagnostics and the
 item that failed becomes ``ast.ErrorItem``; parsing resumes at the next top-level keyword at the
 start of a line (``flow input output deadline use extern type stage``).
