@@ -855,18 +855,26 @@ class Template(Node):
 AnyNode = Node | Span
 
 
+#: node class → its fields other than ``span``, last first (:func:`walk` pushes them in that order)
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def walk(node: Any) -> Iterator[Node]:
     """Yield ``node`` and every AST node below it (depth first, source order); lists and tuples
     of nodes are entered, other field values skipped."""
     stack = [node]
+    fields = _CHILD_FIELDS
     while stack:
         n = stack.pop()
         if isinstance(n, Node):
             yield n
-            kids = [
-                getattr(n, name, None) for name in type(n).__dataclass_fields__ if name != "span"
-            ]
-            stack.extend(reversed(kids))
+            cls = type(n)
+            names = fields.get(cls)
+            if names is None:
+                names = fields[cls] = tuple(
+                    name for name in reversed(cls.__dataclass_fields__) if name != "span"
+                )
+            stack.extend([getattr(n, name, None) for name in names])
         elif isinstance(n, (list, tuple)):
             stack.extend(reversed(n))
 

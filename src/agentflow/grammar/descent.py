@@ -54,7 +54,7 @@ from agentflow.grammar.scanner import (
     starts_declaration,
 )
 
-__all__ = ["Descent", "parse_clean", "tokenize"]
+__all__ = ["Descent", "parse_clean", "parse_fast", "tokenize"]
 
 #: the terminals of the words that start a statement
 _STMT_START = frozenset(KEYWORDS[w] for w in STATEMENT_WORDS)
@@ -66,11 +66,36 @@ def parse_clean(text: str, file: str, driver: Driver) -> list[ast.Item] | None:
     diagnostic, exactly as the LALR path builds them; None when the LALR path must parse it
     (a syntax error, or anything this parser does not take).  ``driver`` parses the ``${…}``
     holes that are not a plain name or field chain (the scanner's string methods call it)."""
+    items, restart = parse_fast(text, file, driver)
+    return items if restart < 0 else None
+
+
+def parse_fast(text: str, file: str, driver: Driver) -> tuple[list[ast.Item], int]:
+    """``(items, -1)`` when the whole of ``text`` parses (as :func:`parse_clean`); else
+    ``(kept, restart)``: the LALR path must parse ``text[restart:]`` (a run of its parser started
+    there) and ``kept``, the items before ``restart``, are exactly the ones it would have built
+    parsing from the start.
+
+    ``restart`` is the end of the last item but one before the failure: the LALR parser reduces
+    an item only on the next token, so an error at the first token after an item is described
+    from inside that item, which its run must therefore parse again.  It is 0 (nothing kept)
+    when the failure is in the first two items, is lexical (the tokenizer runs first), or the
+    item the LALR path starts with does not start a line (a scanner started mid-line would see
+    a line start)."""
     try:
         toks = tokenize(text, file, driver)
-        return Descent(*toks).module()
     except (Bail, SynErr, RecursionError):
-        return None
+        return [], 0
+    d = Descent(*toks)
+    try:
+        return d.module(), -1
+    except (Bail, SynErr, RecursionError):
+        pass
+    done = d.items
+    # `done[-1]` is parsed again by the LALR path, from the end of `done[-2]`
+    if len(done) < 2 or d.firsts[len(done) - 1] not in d.hard:
+        return [], 0
+    return done[:-1], done[-2].span.end
 
 
 # ---------------------------------------------------------------------------------------------
@@ -277,12 +302,22 @@ class Descent(ExprDescent):
     """The whole descent: :class:`~agentflow.grammar.descent_exprs.ExprDescent` and the items,
     types and statements."""
 
-    __slots__ = ()
+    __slots__ = ("items", "firsts")
+
+    def __init__(self, *lists: Any) -> None:
+        super().__init__(*lists)
+        #: the items parsed so far, and the index of each one's first token
+        self.items: list[ast.Item] = []
+        self.firsts: list[int] = []
 
     def module(self) -> list[ast.Item]:
-        items: list[ast.Item] = []
+        """Every item; :attr:`items` has those complete when it raises, :attr:`firsts` their first
+        tokens."""
+        items = self.items
+        firsts = self.firsts
         K = self.K
         while K[self.p] != "$END":
+            firsts.append(self.p)
             items.append(self.item())
         return items
 

@@ -12,8 +12,10 @@ The entry points and error recovery.  The work is split along the parser's pipel
 
 :func:`parse_module` first asks :mod:`.descent` (a recursive-descent parser of the same grammar
 over flat token lists, several times cheaper), which answers only for a file without any syntax
-error and builds the same AST; every other file is parsed by the pipeline above, so every
-diagnostic is the LALR path's (:func:`parse_module_lalr` is that path alone).
+error and builds the same AST; in every other file the pipeline above parses from the last item
+but one before the first error (the items before it are the descent's, the same as the LALR
+path's), so every diagnostic is the LALR path's (:func:`parse_module_lalr` is that path alone,
+from the start).
 
 :func:`parse_module` never raises: syntax errors become ``syntax-error`` diagnostics and the
 item that failed becomes ``ast.ErrorItem``; parsing resumes at the next top-level keyword at the
@@ -33,7 +35,7 @@ from agentflow.core.diagnostics import SYNTAX_ERROR, Diagnostic, Note
 from agentflow.core.spans import Span
 from agentflow.errors import SourceError
 from agentflow.grammar import ast
-from agentflow.grammar.descent import parse_clean
+from agentflow.grammar.descent import parse_fast
 from agentflow.grammar.lalr import DRIVER, run
 from agentflow.grammar.scanner import TOP_LEVEL, Scanner, SynErr, Tok, starts_declaration
 
@@ -155,9 +157,10 @@ def parse_module(text: str, file: str) -> tuple[ast.Module, list[Diagnostic]]:
     gc.disable()
     try:
         if isinstance(text, str) and _NOT_UTF8.search(text) is None:
-            items = parse_clean(text, file, DRIVER)
-            if items is not None:
+            items, restart = parse_fast(text, file, DRIVER)
+            if restart < 0:
                 return ast.Module(_module_span(text, file, items), file, items), []
+            return _parse_module(text, file, items, restart)
         return _parse_module(text, file)
     except Exception as e:  # noqa: BLE001  # pragma: no cover - last-resort guard: never raise
         span = Span(file, 1, 1, 1, 1, 0, 0)
@@ -189,14 +192,18 @@ def _module_span(text: str, file: str, items: list[ast.Item]) -> Span:
     return Span(file, 1, 1, 1, 1, 0, 0)
 
 
-def _parse_module(text: str, file: str) -> tuple[ast.Module, list[Diagnostic]]:
+def _parse_module(
+    text: str, file: str, kept: list[ast.Item] | None = None, start: int = 0
+) -> tuple[ast.Module, list[Diagnostic]]:
+    """The LALR path from offset ``start``, after the items ``kept`` of the text before it
+    (:func:`agentflow.grammar.descent.parse_fast` says where it may start)."""
     if not isinstance(text, str):  # pragma: no cover - defensive
         text = str(text)
-    items: list[ast.Item] = []
+    items: list[ast.Item] = list(kept or ())
     diags: list[Diagnostic] = []
     n = len(text)
-    pos, line, ls = 0, 1, 0
     lines = _Lines(text)  # the error path asks for many line numbers
+    pos, line, ls = start, 1 if start == 0 else lines.line(start), text.rfind("\n", 0, start) + 1
     while True:
         values: list[Any] = []
         sc = Scanner(text, pos, n, file, line, ls, 0, module=True, driver=DRIVER)
