@@ -149,12 +149,12 @@ def _lalr_only(fn):
     """``fn`` run with ``parse_module``'s fast path off (every file parsed the LALR way)."""
 
     def run():
-        saved = parser.parse_clean
-        parser.parse_clean = lambda text, file, driver: None
+        saved = parser.parse_fast
+        parser.parse_fast = lambda text, file, driver: ([], 0)
         try:
             fn()
         finally:
-            parser.parse_clean = saved
+            parser.parse_fast = saved
 
     return run
 

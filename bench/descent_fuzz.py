@@ -2,10 +2,11 @@
 thousands of mutated programs (issue 35, docs/decisions.md "Checking speed").
 
 Each mutant (one to three token edits of a repository `.flow` file or of the check-speed
-benchmark's generated program: a token deleted or duplicated, a keyword, bracket, operator or
-line break inserted) is parsed both ways.  The fast path must either decline (the LALR path then
-parses and reports) or give exactly the LALR path's AST for a file the LALR path parses without
-a diagnostic.  Prints how many mutants the fast path took and how many disagreed (must be 0);
+benchmark's generated program: a token deleted or duplicated; a keyword, bracket, operator or
+line break inserted; a name replaced by a keyword) is parsed both ways.  The fast path must
+either decline or give exactly the LALR path's AST for a file the LALR path parses without a
+diagnostic, and ``parse_module`` (which, after a syntax error, starts the LALR path after the
+items the fast path kept) must give the LALR path's module and diagnostics.  Prints how many mutants the fast path took and how many disagreed (must be 0);
 exits 1 on a disagreement, writing the mutant to ``descent-fuzz-<n>.flow``.  The suite runs 150
 (``tests/grammar/test_descent.py``).
 
