@@ -120,6 +120,7 @@ async def run_durable(
     fleet: bool = False,
     on_start: Any = None,
     model: str | None = None,
+    ask: dict[str, Any] | None = None,
 ) -> tuple[str, RunResult]:
     """:func:`agentflow.runtime.durable.runs.run_durable` on Temporal (its arguments; ``fleet``
     changes nothing: every unit goes to the task queue, which every worker polls)."""
@@ -128,7 +129,7 @@ async def run_durable(
     run_id = run_id or new_run_id()
     spec = run_spec(
         run_id, plan_text, plan_file, input, config_path, context,
-        reuse=reuse, ask_again=ask_again, replay=replay, model=model, fleet=fleet,
+        reuse=reuse, ask_again=ask_again, replay=replay, model=model, fleet=fleet, ask=ask,
     )  # fmt: skip
     async with _serve(url, identity=f"run:{run_id}@{secrets.token_hex(3)}") as client:
         if reuse:
