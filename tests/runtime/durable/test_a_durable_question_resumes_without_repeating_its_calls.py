@@ -1,0 +1,193 @@
+"""``flowc ask --durable``: a question is a durable run like any other (docs/durable.md "Durable
+questions").  ``flowc runs`` lists it (plan ``ask``), ``flowc runs show`` names its steps in the
+question's terms (``ask › model chat``, ``ask › round 1 › user__note``), and a real ``flowc ask
+--durable`` process killed with SIGKILL while a call of its second round runs is finished by
+``flowc resume``: the same answer, and neither the finished tool call nor a finished model round
+is made again (counted at the scripted model server and in the tool's side-effect log)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from agentflow.cli import main
+from agentflow.runtime.durable.dbos_engine import shutdown
+from agentflow.testing.chat_server import TEST_API_KEY, text, tool_calls
+
+TOOLS = '''\
+import os, time
+
+
+def note(n: int) -> int:
+    """Note n in the side-effect log and return 2n."""
+    log = os.environ["NOTE_LOG"]
+    with open(log, "a") as f:
+        f.write(f"start {n}\\n")
+    if n == int(os.environ.get("NOTE_SLOW", "-1")):
+        time.sleep(60)  # killed meanwhile
+    with open(log, "a") as f:
+        f.write(f"end {n}\\n")
+    return 2 * n
+'''
+
+#: Round 1 notes 1; round 2 notes 2 and 3 (one round, two calls); round 3 answers.
+SCRIPT = [
+    tool_calls(("user__note", {"n": 1})),
+    tool_calls(("user__note", {"n": 2}), ("user__note", {"n": 3})),
+    text("Noted 1, 2 and 3."),
+]
+
+
+def _project(tmp_path: Path, chat_server) -> tuple[Path, dict[str, str]]:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "tools.py").write_text(TOOLS)
+    (project / "flow.toml").write_text(
+        chat_server.config_text() + '\n[tools]\nmodules = ["tools.py"]\n'
+    )
+    env = {
+        **os.environ,
+        "SCRIPTED_API_KEY": TEST_API_KEY,
+        "NOTE_LOG": str(project / "notes.log"),
+        "NO_COLOR": "1",
+    }
+    return project, env
+
+
+def _log(project: Path) -> list[str]:
+    log = project / "notes.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def _recorded(project: Path) -> list[str]:
+    """The names of the operations recorded in the durable database so far."""
+    db = project / ".flowc" / "durable.sqlite"
+    if not db.exists():
+        return []
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+            tables = {row[0] for row in conn.execute("select name from sqlite_master")}
+            names = [r[0] for r in conn.execute("select function_name from operation_outputs")]
+            if "agentflow_items" in tables:
+                names += [r[0] for r in conn.execute("select name from agentflow_items")]
+    except sqlite3.OperationalError:  # the engine is creating its tables
+        return []
+    return names
+
+
+@pytest.fixture
+def in_project(tmp_path: Path, chat_server, monkeypatch: pytest.MonkeyPatch):
+    project, env = _project(tmp_path, chat_server)
+    monkeypatch.chdir(project)
+    for key in ("SCRIPTED_API_KEY", "NOTE_LOG", "NO_COLOR"):
+        monkeypatch.setenv(key, env[key])
+    yield project
+    shutdown()
+
+
+def test_a_durable_question_answers_and_is_listed_and_shown_in_its_terms(in_project, chat_server):
+    chat_server.script(list(SCRIPT))
+    runner = CliRunner()
+    asked = runner.invoke(main, ["ask", "--durable", "--run-id", "q-1", "Note 1, 2 and 3."])
+    assert asked.exit_code == 0, asked.output
+    assert asked.stdout == "Noted 1, 2 and 3.\n"
+    assert "run id: q-1" in asked.stderr
+    assert len(chat_server.requests) == 3
+    # the two calls of round 2 ran one after another, in the model's order
+    assert _log(in_project) == ["start 1", "end 1", "start 2", "end 2", "start 3", "end 3"]
+
+    listed = runner.invoke(main, ["runs", "--json"])
+    assert listed.exit_code == 0, listed.output
+    (run,) = json.loads(listed.stdout)
+    assert (run["run_id"], run["status"], run["plan"]) == ("q-1", "ok", "ask")
+    assert run["output"] == "Noted 1, 2 and 3."
+
+    shown = runner.invoke(main, ["runs", "show", "q-1", "--json"])
+    assert shown.exit_code == 0, shown.output
+    steps = json.loads(shown.stdout)["steps"]
+    assert [(s["path"], s["kind"], s["label"], s["status"]) for s in steps] == [
+        ("ask", "model chat", "ask", "done"),
+        ("ask/agent.1/user__note", "tool user__note", "ask › round 1 › user__note", "done"),
+        ("ask", "model chat", "ask", "done"),
+        ("ask/agent.2/user__note", "tool user__note", "ask › round 2 › user__note", "done"),
+        ("ask/agent.2/user__note", "tool user__note", "ask › round 2 › user__note", "done"),
+        ("ask", "model chat", "ask", "done"),
+    ]
+    text_view = runner.invoke(main, ["runs", "show", "q-1"])
+    assert "ask › round 1 › user__note" in text_view.stdout
+    assert "ask › model chat" in text_view.stdout
+
+    # resuming a question that ended gives its answer at once, as `flowc ask` printed it
+    again = runner.invoke(main, ["resume", "q-1"])
+    assert again.exit_code == 0, again.output
+    assert again.stdout == "Noted 1, 2 and 3.\n"
+    assert len(chat_server.requests) == 3
+
+
+def test_durable_with_a_cassette_is_refused(in_project, chat_server):
+    cassette = in_project / "c.jsonl"
+    cassette.write_text("")
+    for flag in ("--record", "--replay"):
+        refused = CliRunner().invoke(main, ["ask", "--durable", "Hi?", flag, str(cassette)])
+        assert refused.exit_code == 2
+        assert "--durable cannot be used with --record or --replay" in refused.output
+    assert chat_server.requests == []
+
+
+def _flowc(*args: str) -> list[str]:
+    return [sys.executable, "-m", "agentflow", *args]
+
+
+def test_a_killed_durable_question_is_finished_by_resume_without_repeating_a_call(
+    tmp_path: Path, chat_server
+):
+    project, env = _project(tmp_path, chat_server)
+    chat_server.script(list(SCRIPT))
+    env["NOTE_SLOW"] = "2"  # the first call of round 2 hangs: the process is killed in it
+    proc = subprocess.Popen(
+        _flowc("ask", "--durable", "--run-id", "q-kill", "Note 1, 2 and 3."),
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            # killed once round 1's call is recorded and round 2's first call is running
+            if "start 2" in _log(project) and any(
+                "ask/agent.1/user__note/tool:user__note#1" in n for n in _recorded(project)
+            ):
+                break
+            time.sleep(0.02)
+        assert proc.poll() is None, proc.communicate()[1].decode()[-3000:]
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert len(chat_server.requests) == 2  # rounds 1 and 2 were asked before the kill
+
+    env.pop("NOTE_SLOW")
+    resumed = subprocess.run(
+        _flowc("resume", "q-kill"), cwd=project, env=env, capture_output=True, timeout=180
+    )
+    assert resumed.returncode == 0, resumed.stderr.decode()[-3000:]
+    assert resumed.stdout.decode() == "Noted 1, 2 and 3.\n"
+    # the resumed process asked only round 3: rounds 1 and 2 came from the record
+    assert len(chat_server.requests) == 3
+    starts = Counter(line for line in _log(project) if line.startswith("start"))
+    # the finished call (note 1) did not run again; the one in flight at the kill (note 2)
+    # ran again, then note 3 once
+    assert starts == {"start 1": 1, "start 2": 2, "start 3": 1}
+    assert _log(project).count("end 1") == 1
