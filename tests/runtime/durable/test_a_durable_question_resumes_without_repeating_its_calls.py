@@ -3,10 +3,13 @@ questions").  ``flowc runs`` lists it (plan ``ask``), ``flowc runs show`` names 
 question's terms (``ask › model chat``, ``ask › round 1 › user__note``), and a real ``flowc ask
 --durable`` process killed with SIGKILL while a call of its second round runs is finished by
 ``flowc resume``: the same answer, and neither the finished tool call nor a finished model round
-is made again (counted at the scripted model server and in the tool's side-effect log)."""
+is made again (counted at the scripted model server and in the tool's side-effect log) — on DBOS
+and on a real Temporal dev server (tests/support/temporal.py)."""
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import json
 import os
 import signal
@@ -48,13 +51,24 @@ SCRIPT = [
 ]
 
 
-def _project(tmp_path: Path, chat_server) -> tuple[Path, dict[str, str]]:
+_queues = itertools.count(1)
+
+
+def _project(
+    tmp_path: Path, chat_server, temporal: str | None = None
+) -> tuple[Path, dict[str, str]]:
+    """A project whose model is ``chat_server``; ``temporal``: the address of a Temporal
+    server, whose engine the project's durable runs then use (one task queue per test)."""
     project = tmp_path / "project"
     project.mkdir()
     (project / "tools.py").write_text(TOOLS)
-    (project / "flow.toml").write_text(
-        chat_server.config_text() + '\n[tools]\nmodules = ["tools.py"]\n'
-    )
+    config = chat_server.config_text() + '\n[tools]\nmodules = ["tools.py"]\n'
+    if temporal is not None:
+        config += (
+            f'\n[durable]\nengine = "temporal"\naddress = "{temporal}"\n'
+            f'task_queue = "ask{os.getpid()}-{next(_queues)}"\n'
+        )
+    (project / "flow.toml").write_text(config)
     env = {
         **os.environ,
         "SCRIPTED_API_KEY": TEST_API_KEY,
@@ -69,8 +83,25 @@ def _log(project: Path) -> list[str]:
     return log.read_text().splitlines() if log.exists() else []
 
 
-def _recorded(project: Path) -> list[str]:
-    """The names of the operations recorded in the durable database so far."""
+def _shown(project: Path, run_id: str) -> dict:
+    """``flowc runs show RUN --json``'s data, in this process (either engine)."""
+    from agentflow.runtime.config import load_config
+    from agentflow.runtime.durable import runs
+
+    url = runs.database_for(load_config(project / "flow.toml"))
+    try:
+        return asyncio.run(runs.show_run(url, run_id)).to_dict()
+    finally:
+        shutdown()
+
+
+def _recorded(project: Path, engine: str, run_id: str) -> list[str]:
+    """The names of the operations recorded for ``run_id`` so far."""
+    if engine == "temporal":
+        try:
+            return [s["operation"] for s in _shown(project, run_id)["steps"]]
+        except Exception:  # noqa: BLE001 - not started yet
+            return []
     db = project / ".flowc" / "durable.sqlite"
     if not db.exists():
         return []
@@ -148,10 +179,12 @@ def _flowc(*args: str) -> list[str]:
     return [sys.executable, "-m", "agentflow", *args]
 
 
+@pytest.mark.parametrize("engine", ["dbos", "temporal"])
 def test_a_killed_durable_question_is_finished_by_resume_without_repeating_a_call(
-    tmp_path: Path, chat_server
+    tmp_path: Path, chat_server, engine: str, request: pytest.FixtureRequest
 ):
-    project, env = _project(tmp_path, chat_server)
+    temporal = request.getfixturevalue("temporal_server").address if engine == "temporal" else None
+    project, env = _project(tmp_path, chat_server, temporal)
     chat_server.script(list(SCRIPT))
     env["NOTE_SLOW"] = "2"  # the first call of round 2 hangs: the process is killed in it
     proc = subprocess.Popen(
@@ -166,7 +199,8 @@ def test_a_killed_durable_question_is_finished_by_resume_without_repeating_a_cal
         while time.monotonic() < deadline and proc.poll() is None:
             # killed once round 1's call is recorded and round 2's first call is running
             if "start 2" in _log(project) and any(
-                "ask/agent.1/user__note/tool:user__note#1" in n for n in _recorded(project)
+                "ask/agent.1/user__note/tool:user__note#1" in n
+                for n in _recorded(project, engine, "q-kill")
             ):
                 break
             time.sleep(0.02)
@@ -191,3 +225,13 @@ def test_a_killed_durable_question_is_finished_by_resume_without_repeating_a_cal
     # ran again, then note 3 once
     assert starts == {"start 1": 1, "start 2": 2, "start 3": 1}
     assert _log(project).count("end 1") == 1
+    shown = _shown(project, "q-kill")
+    assert shown["status"] == "ok" and shown["plan"] == "ask"
+    assert [(s["operation"], s["label"]) for s in shown["steps"]] == [
+        ("ask/model:chat#1", "ask"),
+        ("ask/agent.1/user__note/tool:user__note#1", "ask › round 1 › user__note"),
+        ("ask/model:chat#2", "ask"),
+        ("ask/agent.2/user__note/tool:user__note#1", "ask › round 2 › user__note"),
+        ("ask/agent.2/user__note/tool:user__note#2", "ask › round 2 › user__note"),
+        ("ask/model:chat#3", "ask"),
+    ]
