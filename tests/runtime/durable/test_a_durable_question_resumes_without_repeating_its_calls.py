@@ -163,6 +163,10 @@ def test_a_durable_question_answers_and_is_listed_and_shown_in_its_terms(in_proj
     assert again.exit_code == 0, again.output
     assert again.stdout == "Noted 1, 2 and 3.\n"
     assert len(chat_server.requests) == 3
+    # redrive runs plans again, not questions: refused in the question's terms
+    redrive = runner.invoke(main, ["redrive", "q-1"])
+    assert redrive.exit_code == 1
+    assert "is a question (flowc ask --durable)" in redrive.stderr
 
 
 def test_durable_with_a_cassette_is_refused(in_project, chat_server):

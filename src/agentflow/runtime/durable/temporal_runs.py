@@ -26,6 +26,7 @@ from agentflow.core.vocabulary import Code
 from agentflow.errors import ErrorInfo, InputError
 from agentflow.runtime.durable import temporal_engine as te
 from agentflow.runtime.durable.answers import UNANSWERED, Claim, checked_answer, closed_message
+from agentflow.runtime.durable.asking import no_redrive
 from agentflow.runtime.durable.run_info import (
     RunInfo,
     error_text,
@@ -332,6 +333,7 @@ async def recorded_spec(url: str, run_id: str, *, redrive: bool = False) -> dict
         spec = decoded[0] if decoded else {}
         break
     if redrive:
+        no_redrive(run_id, spec)
         status = _status(described, await _memo(described))
         if status in ("running", "waiting"):
             raise InputError(
