@@ -23,7 +23,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from agentflow import api
 from agentflow.cli import main
+from agentflow.errors import InputError
 from agentflow.runtime.durable.dbos_engine import shutdown
 from agentflow.testing.chat_server import TEST_API_KEY, text, tool_calls
 
@@ -176,6 +178,9 @@ def test_durable_with_a_cassette_is_refused(in_project, chat_server):
         refused = CliRunner().invoke(main, ["ask", "--durable", "Hi?", flag, str(cassette)])
         assert refused.exit_code == 2
         assert "--durable cannot be used with --record or --replay" in refused.output
+    # the api refuses it too (the CLI says it first, as a usage error)
+    with pytest.raises(InputError, match="cannot be recorded or replayed with a cassette"):
+        api.ask_sync("Hi?", durable=True, replay=cassette)
     assert chat_server.requests == []
 
 
