@@ -249,3 +249,47 @@ def test_a_killed_durable_question_is_finished_by_resume_without_repeating_a_cal
         ("ask/agent.2/user__note/tool:user__note#2", "ask › round 2 › user__note"),
         ("ask/model:chat#3", "ask"),
     ]
+
+
+#: A plan the planner writes during the question: a map whose items run at once (each item a
+#: call with `retry`, so a unit of its own, not a one-call item).
+PLANNED = """\
+version: 1
+name: noted
+steps:
+  - id: E0
+    tool_name: map
+    input:
+      over: [4, 5, 6]
+      concurrency: 3
+      do: {tool_name: user__note, input: {n: "{{ item }}"}, retry: {attempts: 1}}
+"""
+
+
+def test_a_plan_written_during_a_durable_question_runs_its_map_items_in_the_record(
+    in_project, chat_server
+):
+    """No other process could rebuild a plan `plan_and_execute` wrote, so its concurrent units
+    run in the question's own record, one after another (DurableEffects.unit)."""
+    chat_server.script(
+        [
+            tool_calls(("plan_and_execute", {"goal": "Note 4, 5 and 6"})),
+            text(PLANNED),  # planner
+            text("Noted 4, 5 and 6."),  # solver
+            text("All three are noted."),  # chat
+        ]
+    )
+    asked = CliRunner().invoke(main, ["ask", "--durable", "--run-id", "q-plan", "Note 4-6."])
+    assert asked.exit_code == 0, asked.output
+    assert asked.stdout == "All three are noted.\n"
+    assert _log(in_project) == ["start 4", "end 4", "start 5", "end 5", "start 6", "end 6"]
+    steps = _shown(in_project, "q-plan")["steps"]
+    assert [s["operation"] for s in steps] == [
+        "ask/model:chat#1",
+        "ask/agent.1/plan_and_execute/planner.1/model:planner#1",
+        "E0/do.0/tool:user__note#1",
+        "E0/do.1/tool:user__note#1",
+        "E0/do.2/tool:user__note#1",
+        "ask/agent.1/plan_and_execute/solver/model:solver#1",
+        "ask/model:chat#2",
+    ]
