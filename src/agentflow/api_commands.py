@@ -21,15 +21,19 @@ from agentflow.api_run import build_catalog
 from agentflow.compiler.api import read_source
 from agentflow.core.diagnostics import PLAN_UNREADABLE, Diagnostic
 from agentflow.core.spans import Span
-from agentflow.errors import CompileError, FlowError, InputError, PlanLoadError
+from agentflow.errors import CompileError, ConfigError, FlowError, InputError, PlanLoadError
 from agentflow.ir.graph import render
 from agentflow.ir.loader import check_plan_data, check_plan_text, read_plan_text
 from agentflow.ir.models import Plan
 from agentflow.runtime import interrupt
-from agentflow.runtime.chat import ask_with_config
-from agentflow.runtime.config import Config
+from agentflow.runtime.chat import AskProgress, AskResult, ask_with_config
+from agentflow.runtime.config import Config, missing_key_message, no_model_message
 from agentflow.runtime.config import load_config as read_config
-from agentflow.runtime.events import read_trace
+from agentflow.runtime.context import RunContext
+from agentflow.runtime.durable.dbos_engine import launched, shutdown
+from agentflow.runtime.durable.runs import ask_durable, ask_result, database_for
+from agentflow.runtime.events import JsonlSink, read_trace
+from agentflow.runtime.models.router import ModelRouter
 from agentflow.runtime.report import build_report
 from agentflow.runtime.tools.build import list_catalog, plan_tool_problems
 
@@ -201,12 +205,46 @@ def ask_sync(
     replay: str | os.PathLike | None = None,
     max_iterations: int | None = None,
     on_progress: Callable[[str, str], Any] | None = None,
+    durable: bool = False,
+    database: str | None = None,
+    run_id: str | None = None,
+    on_start: Callable[[str], Any] | None = None,
 ) -> Any:
     """``flowc ask``: answer ``question`` with the chat model and the configuration's whole tool
     catalog (plans directory compiled with :func:`load`), on its own event loop (SIGINT/SIGTERM
     stop it); docs/reference/python-api.md "Chat and planning".  Returns the ``AskResult``
     (``status``, ``answer``, ``error``, ``tools_called``, ``usage``); ``on_progress(kind,
-    text)`` sees each tool call and report.  Raises ConfigError (no model configured)."""
+    text)`` sees each tool call and report.
+
+    ``durable`` (implied by ``database`` or ``run_id``): the question is durable run ``run_id``
+    (default: a new id) in ``database`` (default ``[durable] database``; DBOS or Temporal),
+    ``on_start(run_id)`` called once it is recorded, and ``AskResult.run_id`` set: its model and
+    tool calls are recorded, and ``flowc resume`` finishes a question whose process stopped
+    without repeating a finished one (docs/durable.md "Durable questions").
+
+    Raises ConfigError (no model configured, a broken configuration or database), InputError
+    (``durable`` with ``record``/``replay``: a durable question is replayed by ``flowc resume``,
+    from its own records)."""
+    if durable or database is not None or run_id is not None:
+        if record is not None or replay is not None:
+            raise InputError(
+                "a durable question (--durable) cannot be recorded or replayed with a cassette "
+                "(--record/--replay): its model calls are recorded on the durable engine, and "
+                "`flowc resume RUN` replays them"
+            )
+        return interrupt.run(
+            _ask_durable(
+                question,
+                config=config,
+                workspace=_fspath(workspace),
+                trace=_fspath(trace),
+                max_iterations=max_iterations,
+                on_progress=on_progress,
+                database=database,
+                run_id=run_id,
+                on_start=on_start,
+            )
+        )
     return interrupt.run(
         ask_with_config(
             question,
@@ -220,3 +258,61 @@ def ask_sync(
             load_plan=load,
         )
     )
+
+
+async def _ask_durable(
+    question: str,
+    *,
+    config: Config | str | os.PathLike | None,
+    workspace: str | None,
+    trace: str | None,
+    max_iterations: int | None,
+    on_progress: Callable[[str, str], Any] | None,
+    database: str | None,
+    run_id: str | None,
+    on_start: Callable[[str], Any] | None,
+) -> AskResult:
+    """:func:`ask_sync` with ``durable``: the context built as ``flowc ask`` builds it (the
+    whole catalog, the configured models), the question run by
+    :func:`agentflow.runtime.durable.runs.ask_durable`; closes what it opened."""
+    if not isinstance(config, Config):
+        config = read_config(_fspath(config))
+    if not config.has_model():
+        raise ConfigError(no_model_message(config, "chat"))
+    missing = missing_key_message(config, ("chat", "planner", "solver"))
+    if missing is not None:
+        raise ConfigError(missing)
+    url = database_for(config, database)  # a mistake in [durable] is said before anything opens
+    catalog = build_catalog(config)
+    router = ModelRouter(config)
+    trace_sink = JsonlSink(trace) if trace is not None else None
+    sinks: list[Any] = [trace_sink] if trace_sink is not None else []
+    if on_progress is not None:
+        sinks.append(AskProgress(on_progress))
+    context = RunContext(
+        catalog=catalog,
+        router=router,
+        config=config,
+        workspace=Path(workspace) if workspace is not None else Path.cwd(),
+        sinks=tuple(sinks),
+    )
+    own_engine = not launched()  # the engine is stopped again when this call started it
+    try:
+        rid, result = await ask_durable(
+            question,
+            context,
+            url=url,
+            max_iterations=max_iterations,
+            run_id=run_id,
+            config_path=str(config.path) if config.path else None,
+            on_start=on_start,
+        )
+    finally:
+        if own_engine:
+            shutdown()
+        if trace_sink is not None:
+            trace_sink.close()
+        await catalog.aclose()
+        await router.aclose()
+    result.run_id = rid
+    return ask_result(result)

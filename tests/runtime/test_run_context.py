@@ -136,4 +136,5 @@ async def test_ask_and_plan_and_execute_take_the_same_context(
     assert executed.results == {"E0": str(tmp_path)}
     assert executed.output == "The report."
     tool_paths = [e.path for e in events if e.kind == "tool_finished"]
-    assert tool_paths == ["user__where", "E0"]  # both runs reported to ctx.sinks
+    # both runs reported to ctx.sinks; the question's call at its place in the loop
+    assert tool_paths == ["ask/agent.1/user__where", "E0"]

@@ -728,6 +728,18 @@ def _dim(text: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the whole result as JSON.")
 @_record_option
 @_replay_option
+@click.option(
+    "--durable",
+    is_flag=True,
+    help="Record every model and tool call so the question survives a crash (flowc resume "
+    "RUN); prints the run id.",
+)
+@click.option("--run-id", metavar="ID", help="The durable run's id (default: a new one).")
+@click.option(
+    "--database",
+    metavar="URL",
+    help="The durable runs database (default: [durable] database); implies --durable.",
+)
 def ask(
     question: str,
     config: str | None,
@@ -737,12 +749,21 @@ def ask(
     as_json: bool,
     record: str | None,
     replay: str | None,
+    durable: bool,
+    run_id: str | None,
+    database: str | None,
 ) -> None:
     """Answer QUESTION with the chat model and the tool catalog (tools, plan__* plans,
     plan_and_execute). The answer goes to stdout; progress and solver reports, dimmed, to stderr."""
     api.enable_watchdog()
     click.get_current_context().call_on_close(lambda: api.enable_watchdog(False))
     _check_run_options(workspace, record, replay, trace)
+    durable = durable or run_id is not None or database is not None
+    if durable and (record or replay):
+        raise click.UsageError(
+            "--durable cannot be used with --record or --replay: a durable question's model "
+            "calls are recorded on the durable engine (flowc resume RUN replays them)"
+        )
 
     def progress(kind: str, text: str) -> None:
         mark = {"tool": "→", "tool_done": "✓", "tool_error": "✗", "replan": "↻"}.get(kind, "·")
@@ -761,6 +782,10 @@ def ask(
             replay=replay,
             max_iterations=max_iterations,
             on_progress=progress,
+            durable=durable,
+            run_id=run_id,
+            database=database,
+            on_start=(lambda rid: _err(f"run id: {rid}")) if durable else None,
         )
     except FlowError as e:
         _fail(e)

@@ -24,6 +24,7 @@ from agentflow.cli.common import (
     _trace_option,
     _workspace_option,
 )
+from agentflow.core.redaction import redact
 from agentflow.core.text import choices_text
 from agentflow.core.text import money as as_money
 from agentflow.core.vocabulary import Code
@@ -75,10 +76,12 @@ def _durable_call(coro_fn: Any) -> Any:
 
 
 def _finish(result: Any, as_json: bool) -> None:
-    """Print a resumed or redriven run's result (``--json``: the whole result, else the output)
-    and exit 1 with its error when it did not end ``ok`` / ``exited``."""
+    """Print a resumed or redriven run's result (``--json``: the whole result, else the output;
+    a durable question's answer as text, as ``flowc ask`` prints it) and exit 1 with its error when it did not end ``ok`` / ``exited``."""
     if as_json:
         click.echo(_json_out(result.to_dict()))
+    elif isinstance(result.results.get("ask"), dict) and isinstance(result.output, str):
+        click.echo(redact(result.output))  # a durable question: its answer, as `flowc ask`
     elif result.status in ("ok", "exited"):
         click.echo(_json_out(result.output))
     if result.status not in ("ok", "exited"):

@@ -36,6 +36,7 @@ keywords (``catalog=``, ``router=``, ``config=``, ``workspace=``, ``sinks=``, ``
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import re
@@ -83,7 +84,7 @@ if TYPE_CHECKING:
     from agentflow.runtime.tools.catalog import Catalog
     from agentflow.runtime.tools.plans import PlanLoader
 
-__all__ = ["CHAT_SYSTEM", "AskResult", "ask", "ask_with_config", "chat_tools"]
+__all__ = ["CHAT_SYSTEM", "AskProgress", "AskResult", "ask", "ask_with_config", "chat_tools"]
 
 DEFAULT_MAX_ITERATIONS = 10
 DEFAULT_RESULT_CHARS = 20_000
@@ -104,6 +105,20 @@ in plain text. Report only what the tool results support; if a tool failed, say 
 Progress = Callable[[str, str], Any]
 
 
+class AskProgress:
+    """A sink that carries ``on_progress`` to a question that runs where no argument reaches it
+    (the root of a durable question, ``flowc ask --durable``: it finds the callback among its
+    context's sinks).  It takes no event."""
+
+    kinds: frozenset[str] = frozenset()
+
+    def __init__(self, on_progress: Progress):
+        self.on_progress = on_progress
+
+    def handle(self, event: Any) -> None:
+        """Never called (``kinds`` is empty)."""
+
+
 @dataclass
 class AskResult:
     """What :func:`ask` returns.
@@ -115,6 +130,8 @@ class AskResult:
       by plan tools and ``plan_and_execute`` (shown dimmed on stderr by the CLI).
     - ``error``: ``{code, message, step_path}`` or None. ``usage``: inferences and tokens of the
       whole question (chat, planner, solver, … by role). ``duration_ms``: wall time.
+    - ``run_id``: the durable run of ``flowc ask --durable`` (docs/durable.md), else None (then
+      left out of :meth:`to_dict`).
     """
 
     status: str
@@ -125,6 +142,7 @@ class AskResult:
     error: ErrorInfo | None = None
     usage: dict[str, Any] = field(default_factory=dict)
     duration_ms: int = 0
+    run_id: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -133,7 +151,7 @@ class AskResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict."""
-        return {
+        out = {
             "status": self.status,
             "answer": self.answer,
             "rounds": self.rounds,
@@ -143,6 +161,9 @@ class AskResult:
             "usage": self.usage,
             "duration_ms": self.duration_ms,
         }
+        if self.run_id is not None:
+            out["run_id"] = self.run_id
+        return out
 
 
 def chat_tools(
@@ -203,7 +224,12 @@ async def ask(
     ``config.chat.max_result_chars``); ``on_progress(kind, text)``: progress callback (the CLI
     prints it dimmed on stderr).  ``effects``: what every model call (the chat rounds, and the
     planner's and solver's of ``plan_and_execute``) goes through
-    (:meth:`~agentflow.runtime.effects.Effects.chat`); default: performed directly.
+    (:meth:`~agentflow.runtime.effects.Effects.chat`), and every tool call (each a one-step run
+    at ``ask/agent.N``, :func:`~agentflow.runtime.executor.run_plan` with these effects); default:
+    performed directly.  With a durable engine's effects (``effects.durable``) the calls of one
+    round run one after another, in the order the model gave them, so each is the same recorded
+    operation when a resumed process replays the question; the events of replayed rounds are
+    not emitted again.  Without ``on_progress``, an :class:`AskProgress` among the sinks gives it.
 
     Raises ConfigError when no chat model is configured; every other failure is in the result.
     """
@@ -221,6 +247,10 @@ async def ask(
         raise ConfigError(no_model_message(config, "chat"))
     if effects is None:
         effects = Effects()
+    if on_progress is None:
+        on_progress = next((s.on_progress for s in ctx.sinks if isinstance(s, AskProgress)), None)
+    # a durable question's calls of one round, one after another (see the docstring)
+    serial = asyncio.Lock() if effects.durable else None
     cache = (ShapeCache() if ctx.shape_cache is None else ctx.shape_cache) or None
     kept = [_KeepOpen(s) for s in ctx.sinks]
     bus = EventBus(kept)
@@ -266,7 +296,8 @@ async def ask(
         step = Step.model_validate({"id": sid, "tool_name": name, "input": args})
         step.compiled = args  # the model's arguments are data, never templates
         wrapper = Plan.model_validate({"name": WRAPPER_PLAN, "steps": [step]})
-        result = await run_plan(wrapper, {}, tool_runs)
+        prefix = path.rsplit("/", 1)[0]  # ask/agent.N: the call's events and operations there
+        result = await run_plan(wrapper, {}, tool_runs, effects=effects, prefix=prefix)
         if result.status == "aborted":
             raise stop(result.error or ErrorInfo(Code.ABORTED, "aborted"), path)
         if result.status == "error":
@@ -322,6 +353,12 @@ async def ask(
 
     async def call_tool(name: str, args: dict[str, Any], path: str) -> Any:
         """One call the loop runs (offered, arguments parsed); reported to ``on_progress``."""
+        if serial is not None:
+            async with serial:  # FIFO: the calls of a round reach here in the model's order
+                return await one_call(name, args, path)
+        return await one_call(name, args, path)
+
+    async def one_call(name: str, args: dict[str, Any], path: str) -> Any:
         progress("tool", f"{name} {_short(args)}")
         called = {"tool": name, "round": out.rounds, "ok": False}
         out.tools_called.append(called)
@@ -341,6 +378,8 @@ async def ask(
     def emit(kind: str, path: str, **data: Any) -> None:
         if kind == "model_call" and data.get("role") == "chat":
             out.rounds = int(data.get("round") or out.rounds)
+        if effects.durable and (effects.replaying() or effects.replayed(path)):
+            return  # a replayed round's events went out when it first ran
         bus.emit(kind, path, ["ask"], **data)
 
     spec = AgentSpec(

@@ -796,6 +796,7 @@ async def run_plan(
     context: RunContext | None = None,
     *,
     effects: Effects | None = None,
+    prefix: str = "",
     **options: Unpack[RunOptions],
 ) -> RunResult:
     """Run ``plan`` (a loaded :class:`agentflow.ir.models.Plan`) with ``input`` (default ``{}``).
@@ -806,7 +807,9 @@ async def run_plan(
     catalog's).  A plan must come from the loader (``agentflow.load``,
     ``agentflow.ir.loader``): its templates are parsed there.  ``effects``: how effects are
     performed (default: directly; the durable engine passes its own,
-    :mod:`agentflow.runtime.durable`).
+    :mod:`agentflow.runtime.durable`).  ``prefix``: the step path the plan's steps are under
+    (default: none; ``flowc ask`` runs each tool call at ``ask/agent.N``, so its effects and
+    events are named where the question made them).
 
     Raises :class:`InputError` when ``input`` does not match ``plan.input_schema`` (before any
     step).  Every run-time failure comes back as ``RunResult(status="error", error=ErrorInfo(code,
@@ -826,7 +829,7 @@ async def run_plan(
     frame = Frame(
         plan=plan,
         stack=[plan.name],
-        prefix="",
+        prefix=prefix,
         deadline_at=ex.effects.started_at() + deadline_s if deadline_s is not None else None,
         root_plans=dict(plan.plans),
     )

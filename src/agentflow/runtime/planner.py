@@ -749,7 +749,13 @@ async def plan_and_execute(
                 gate=memo_gate, on_tool_error=host.on_tool_error, interlocutor=host.interlocutor
             )
             run = await run_plan(
-                plan, {"goal": goal}, ctx, sinks=run_sinks, hooks=hooks, plans=plans
+                plan,
+                {"goal": goal},
+                ctx,
+                effects=effects,
+                sinks=run_sinks,
+                hooks=hooks,
+                plans=plans,
             )
         except InputError as exc:
             attempt.problems = [f"{file}: {exc}"]

@@ -284,6 +284,13 @@ class PlanIndex:
         for name, plan in self.callable.items():
             self._index(plan, f"@{name}")
 
+    def has(self, step: Step) -> bool:
+        """True when ``step`` is a step of one of the run's plans (a plan that
+        ``plan_and_execute`` wrote during the run is not)."""
+        if id(step) not in self._by_id:
+            self._all()
+        return id(step) in self._by_id
+
     def locator(self, step: Step) -> str:
         """The locator of ``step`` (a step of one of the run's plans)."""
         key = self._by_id.get(id(step))
@@ -350,6 +357,7 @@ class DurableEffects(Effects):
         "_replayed",
         "_items",
         "_held",
+        "_inline",
         "reused",
     )
 
@@ -383,6 +391,9 @@ class DurableEffects(Effects):
         self._items = hasattr(engine, "item_step")
         #: unit → its events held until the records before them are committed (:meth:`deliver`)
         self._held: dict[str, collections.deque[tuple[Any, Callable[[], None]]]] = {}
+        #: group of sibling units → the lock that runs them one after another here (units of
+        #: a plan no other process can rebuild: :meth:`unit`)
+        self._inline: dict[str, asyncio.Lock] = {}
 
     # ----------------------------------------------------------------- plumbing
 
@@ -632,6 +643,14 @@ class DurableEffects(Effects):
                 _ITEM.reset(token)
         if spec is None or not spec.concurrent:
             return await work()
+        if spec.kind == "body" and spec.body is not None and not self.index.has(spec.body):
+            # a unit of a plan written during the run (`plan_and_execute` in `flowc ask`):
+            # no other process could rebuild its body, so it runs here, one sibling after
+            # another in the order they start (each one's operations keep their place)
+            group = f"{self.engine.workflow_id()}|{path.rsplit('/', 1)[0]}"
+            lock = self._inline.setdefault(group, asyncio.Lock())
+            async with lock:
+                return await work()
         return await self._child(path, self.describe(path, spec), spec)
 
     async def _child(self, path: str, child_spec: dict[str, Any], spec: UnitSpec) -> Any:

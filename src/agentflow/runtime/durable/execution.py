@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ErrorInfo, InputError
+from agentflow.ir.dump import dump_plan
 from agentflow.runtime.durable import dbos_engine
+from agentflow.runtime.durable.asking import ASK_PLAN_FILE, ASK_PLAN_TEXT, ask_plan, ask_spec
 from agentflow.runtime.durable.database import (
     missing_database,
     on_engine,
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
     from agentflow.runtime.context import RunContext
 
 __all__ = [
+    "ask_durable",
     "await_outcome",
     "result_of",
     "resume",
@@ -74,6 +77,7 @@ async def run_durable(
     fleet: bool = False,
     on_start: Any = None,
     model: str | None = None,
+    ask: dict[str, Any] | None = None,
 ) -> tuple[str, RunResult]:
     """Run ``plan`` (loaded from ``plan_text``) as durable run ``run_id`` (default: a new id)
     with ``context``; ``on_start(run_id)`` is called once the run is recorded.  ``reuse``: an
@@ -81,8 +85,8 @@ async def run_durable(
     answered questions where their text and choices are (``ask_again``: every question is
     asked again).  ``fleet``: hand concurrent units and rate-limited model calls to the fleet's queues.
     ``replay`` / ``model``: the cassette or the test model (``test[:SEED]``) answering the
-    run's model calls, recorded so a resumed process answers the same way.
-    Returns ``(run_id, result)``."""
+    run's model calls, recorded so a resumed process answers the same way.  ``ask``: the run is
+    a question (:func:`ask_durable`).  Returns ``(run_id, result)``."""
 
     validate_input(plan, input)
     run_id = run_id or new_run_id()
@@ -93,7 +97,7 @@ async def run_durable(
         open_database(url, executor_id=process_executor(run_id), queues=[])
     spec = run_spec(
         run_id, plan_text, plan_file, input, config_path, context,
-        reuse=reuse, ask_again=ask_again, replay=replay, model=model, fleet=fleet,
+        reuse=reuse, ask_again=ask_again, replay=replay, model=model, fleet=fleet, ask=ask,
     )  # fmt: skip
     if fleet:
         spec["queues"] = await register_queues(context.config, plan_limits(plan))
@@ -108,6 +112,38 @@ async def run_durable(
             on_start(run_id)
         out = await await_outcome(handle, watch=(url, run_id) if fleet else None)
     return run_id, result_of(out, RunResult)
+
+
+async def ask_durable(
+    question: str,
+    context: RunContext,
+    *,
+    url: str,
+    max_iterations: int | None = None,
+    run_id: str | None = None,
+    config_path: str | None = None,
+    on_start: Any = None,
+) -> tuple[str, RunResult]:
+    """Answer ``question`` (``flowc ask --durable``) as durable run ``run_id`` (default: a new
+    id) on the engine of ``url`` with ``context`` (its catalog, chat model, workspace, sinks):
+    a run of the plan ``ask`` whose input is the question and ``max_iterations`` and whose
+    spec records the callable plans as compiled here (asking.py); its root is the question's
+    agent loop with the run's durable effects, so ``flowc resume`` finishes it without
+    repeating a finished model or tool call.  Returns ``(run_id, result)``: ``output`` the
+    answer, ``results["ask"]`` the rounds, tools called and reports (asking.run_ask)."""
+    plans = {name: dump_plan(plan) for name, plan in context.callable_plans.items()}
+    return await run_durable(
+        ask_plan(),
+        ASK_PLAN_TEXT,
+        {"question": question, "max_iterations": max_iterations},
+        context,
+        url=url,
+        run_id=run_id,
+        plan_file=ASK_PLAN_FILE,
+        config_path=config_path,
+        on_start=on_start,
+        ask=ask_spec(plans),
+    )
 
 
 async def await_outcome(handle: Any, *, watch: tuple[str, str] | None = None) -> dict[str, Any]:

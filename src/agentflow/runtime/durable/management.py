@@ -18,6 +18,7 @@ from agentflow.runtime.durable.answers import (
     closed_message,
     refuse_closed,
 )
+from agentflow.runtime.durable.asking import no_redrive
 from agentflow.runtime.durable.database import (
     attach,
     lock_path,
@@ -403,6 +404,7 @@ async def recorded_spec(url: str, run_id: str, *, redrive: bool = False) -> dict
     except RunError as e:
         raise InputError(e.message) from None
     if redrive:
+        no_redrive(run_id, spec)
         found = await query_workflows(workflow_ids=[run_id], load_input=False)
         status = _status(found[0], run_alive(url, run_id)) if found else None
         if status in ("running", "stopped"):

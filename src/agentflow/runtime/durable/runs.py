@@ -17,6 +17,7 @@ starts with and what a process rebuilds from it).
 
 from __future__ import annotations
 
+from agentflow.runtime.durable.asking import ask_result
 from agentflow.runtime.durable.database import (
     database_for,
     missing_database,
@@ -26,7 +27,14 @@ from agentflow.runtime.durable.database import (
     safe_url,
 )
 from agentflow.runtime.durable.dbos_engine import build_runtime, reuse_table
-from agentflow.runtime.durable.execution import await_outcome, result_of, resume, run_durable, work
+from agentflow.runtime.durable.execution import (
+    ask_durable,
+    await_outcome,
+    result_of,
+    resume,
+    run_durable,
+    work,
+)
 from agentflow.runtime.durable.management import (
     answer,
     cancel,
@@ -50,6 +58,8 @@ __all__ = [
     "Question",
     "RunInfo",
     "answer",
+    "ask_durable",
+    "ask_result",
     "await_outcome",
     "build_runtime",
     "cancel",

@@ -24,7 +24,12 @@ from agentflow.runtime.where import Place, tool_label
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan
 
-__all__ = ["Labels", "Operation", "page", "parse_operation", "unanswered_steps"]
+__all__ = ["ASK_PLAN_FILE", "Labels", "Operation", "page", "parse_operation", "unanswered_steps"]
+
+#: The plan file a durable question records (``flowc ask --durable``: runtime/durable/asking.py).
+ASK_PLAN_FILE = "<flowc ask>"
+#: A step path of a durable question below its loop: ``ask/agent.ROUND/TOOL[/…]``.
+_ASK_CALL = re.compile(r"ask/agent\.(?P<round>\d+)/(?P<tool>[^/]+)(?:/.*)?")
 
 _OPERATION = re.compile(r"(?:(?P<path>.+)/)?(?P<kind>tool|model|ask)(?::(?P<what>[^/#]+))?#\d+")
 
@@ -80,6 +85,8 @@ class Labels:
         plan = self.plan
         if plan is None or not path:
             return None
+        if plan.source_file == ASK_PLAN_FILE:
+            return _ask_label(path)
         segments = path.split("/")
         step = next((s for s in plan.steps if s.id == segments[0]), None)
         if step is None:
@@ -104,6 +111,18 @@ class Labels:
             return False
         sub = (self.plan.plans or {}).get(tool.removeprefix("plan__"))
         return sub is not None and is_outlined(sub)
+
+
+def _ask_label(path: str) -> str | None:
+    """A durable question's step path in its terms: ``ask`` is the question (its chat rounds),
+    ``ask/agent.2/user__note`` is ``ask › round 2 › user__note``; a step of a plan that
+    ``plan_and_execute`` wrote (``E0`` …) names itself."""
+    if path == "ask":
+        return "ask"
+    m = _ASK_CALL.fullmatch(path)
+    if m is None:
+        return None
+    return f"ask › round {m.group('round')} › {tool_label(m.group('tool'))}"
 
 
 def unanswered_steps(published: Any, unit: str, labels: Labels) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ from agentflow.errors import ConfigError
 from agentflow.ir.models import Step
 from agentflow.runtime.config import load_config
 from agentflow.runtime.context import RunContext
+from agentflow.runtime.durable.asking import recorded_plans, run_ask
 from agentflow.runtime.executor import run_plan
 from agentflow.runtime.models.cassette import ReplayRouter
 from agentflow.runtime.models.router import ModelRouter, test_router
@@ -60,7 +61,8 @@ def context_from_spec(
     process that did not start the run (engine-neutral: DBOS and Temporal build it alike)."""
 
     config = load_config(spec.get("config"))
-    catalog = build_catalog(config, plan=plan)
+    # a durable question offers the plans it recorded (asking.py), not the directory's now
+    catalog = build_catalog(config, plan=plan, plans=recorded_plans(spec))
     router: Any
     if spec.get("model"):  # `--model test[:SEED]`: the built-in test model again
         seed, call_tools = parse_model_option(spec["model"])
@@ -96,10 +98,14 @@ def trace_of(run_id: str, spec: dict[str, Any]) -> dict[str, Any]:
 
 
 async def run_root(rt: Runtime) -> dict[str, Any]:
-    """Run the root of a durable run (inside its ``agentflow.run`` workflow)."""
+    """Run the root of a durable run (inside its ``agentflow.run`` workflow): its plan, or for a
+    durable question (``spec["ask"]``) the question's agent loop (asking.py)."""
 
     try:
-        result = await run_plan(rt.plan, rt.spec.get("input"), rt.ctx, effects=rt.effects)
+        if "ask" in rt.spec:  # a question (`flowc ask --durable`): the agent loop, not the plan
+            result = await run_ask(rt)
+        else:
+            result = await run_plan(rt.plan, rt.spec.get("input"), rt.ctx, effects=rt.effects)
     finally:
         if rt.owned:
             await close_context(rt.ctx)
@@ -156,18 +162,20 @@ def run_spec(
     replay: str | None,
     model: str | None,
     fleet: bool,
+    ask: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """What a durable run records when it starts, on every engine: the plan's text and file,
     the input, where ``flow.toml`` is, the workspace, the start time, the reuse/replay/model
     options, and the run's trace context (every process of the run exports into this trace:
-    docs/durable.md "Telemetry"; a ``TRACEPARENT`` of the caller is its parent)."""
+    docs/durable.md "Telemetry"; a ``TRACEPARENT`` of the caller is its parent); ``ask``: the
+    ``ask`` entry of a durable question (asking.py :func:`ask_spec`)."""
 
     started = time.time()
     traceparent = next(
         (s.settings.traceparent for s in context.sinks if isinstance(s, OtelSink)),
         os.environ.get("TRACEPARENT"),
     )
-    return {
+    spec: dict[str, Any] = {
         "plan_text": plan_text,
         "plan_file": plan_file,
         "input": input,
@@ -181,6 +189,9 @@ def run_spec(
         "fleet": fleet,
         "trace": durable_trace(run_id, started, traceparent),
     }
+    if ask is not None:
+        spec["ask"] = ask
+    return spec
 
 
 @contextlib.contextmanager

@@ -26,6 +26,7 @@ from agentflow.core.vocabulary import Code
 from agentflow.errors import ErrorInfo, InputError
 from agentflow.runtime.durable import temporal_engine as te
 from agentflow.runtime.durable.answers import UNANSWERED, Claim, checked_answer, closed_message
+from agentflow.runtime.durable.asking import no_redrive
 from agentflow.runtime.durable.run_info import (
     RunInfo,
     error_text,
@@ -120,6 +121,7 @@ async def run_durable(
     fleet: bool = False,
     on_start: Any = None,
     model: str | None = None,
+    ask: dict[str, Any] | None = None,
 ) -> tuple[str, RunResult]:
     """:func:`agentflow.runtime.durable.runs.run_durable` on Temporal (its arguments; ``fleet``
     changes nothing: every unit goes to the task queue, which every worker polls)."""
@@ -128,7 +130,7 @@ async def run_durable(
     run_id = run_id or new_run_id()
     spec = run_spec(
         run_id, plan_text, plan_file, input, config_path, context,
-        reuse=reuse, ask_again=ask_again, replay=replay, model=model, fleet=fleet,
+        reuse=reuse, ask_again=ask_again, replay=replay, model=model, fleet=fleet, ask=ask,
     )  # fmt: skip
     async with _serve(url, identity=f"run:{run_id}@{secrets.token_hex(3)}") as client:
         if reuse:
@@ -331,6 +333,7 @@ async def recorded_spec(url: str, run_id: str, *, redrive: bool = False) -> dict
         spec = decoded[0] if decoded else {}
         break
     if redrive:
+        no_redrive(run_id, spec)
         status = _status(described, await _memo(described))
         if status in ("running", "waiting"):
             raise InputError(
