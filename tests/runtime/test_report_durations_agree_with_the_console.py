@@ -73,3 +73,21 @@ async def test_a_step_that_starts_an_mcp_server_takes_the_same_time_in_report_an
     assert row is not None
     shown = re.search(r'data-label="time" class="num">([\d.]+) s<', row[0])
     assert shown is not None and shown[1] == printed[1]
+
+
+def test_the_report_rounds_the_console_s_own_number_for_a_step_s_time():
+    """The console prints ``elapsed_ms / 1000`` to two decimals; the report once printed
+    ``end - (end - elapsed)``, which floating point can move across a rounding edge (3.815 s was
+    ``3.81`` on the console, ``3.82`` in the report: 96 of 2,000 durations differed)."""
+    differ = []
+    for ms in range(3000, 5000):
+        t = 1765000000.123 + ms / 7
+        trace = [
+            {"kind": "step_started", "path": "E0", "time": t - 1, "data": {"tool_name": "x"}},
+            {"kind": "step_finished", "path": "E0", "time": t,
+             "data": {"tool_name": "x", "elapsed_ms": ms}},
+        ]  # fmt: skip
+        step = read_run(trace).steps[0]
+        if step.took is None or f"{step.took:.2f}" != f"{ms / 1000:.2f}":
+            differ.append(ms)
+    assert differ == []

@@ -77,6 +77,17 @@ class StepRun:
     stage: str | None = None
     stack: list[str] = field(default_factory=list)
     label: str | None = None
+    #: the step's own duration in seconds (``elapsed_ms / 1000`` of its ``step_finished``, the
+    #: number the console prints), else None
+    elapsed: float | None = None
+
+    @property
+    def took(self) -> float | None:
+        """Seconds the step took: its own ``elapsed`` when the event said it (so the report
+        rounds the very number the console rounds), else ``end - start``; None while running."""
+        if self.elapsed is not None:
+            return self.elapsed
+        return None if self.end is None else self.end - self.start
 
     @property
     def name(self) -> str:
@@ -188,7 +199,8 @@ def read_run(events: Iterable[Mapping[str, Any]]) -> RunView:
                 # the step's own clock, as the console shows it: its `step_started` is emitted
                 # once its input is rendered, after MCP servers are connected (or a map slot,
                 # a dependency awaited), so the events' times alone would leave that out
-                step.start = t - data["elapsed_ms"] / 1000
+                step.elapsed = data["elapsed_ms"] / 1000
+                step.start = t - step.elapsed
             step.usage = _as_dict(data.get("usage"))
             if data.get("error"):
                 step.status, step.error = "error", data["error"]
@@ -418,7 +430,7 @@ class _Report:
         for s in self.view.steps:
             cls = "item" if s.item is not None else "step"
             start = s.start - self.t0
-            took = (s.end - s.start) if s.end is not None else None
+            took = s.took
             code = f" <code>{_e(s.error.get('code'))}</code>" if s.error else ""
             cells = [
                 _step_cell(s),
@@ -464,7 +476,12 @@ class _Report:
             end = s.end if s.end is not None else (self.view.end or s.start)
             cls = "error" if s.status in ("error", "aborted") else ""
             bars = [
-                self.bar(f"step {cls}", s.start, end, f"{s.path} {s.tool}: {_secs(end - s.start)}")
+                self.bar(
+                    f"step {cls}",
+                    s.start,
+                    end,
+                    f"{s.path} {s.tool}: {_secs(s.took if s.took is not None else end - s.start)}",
+                )
             ]
             for call in by_owner.get(s.path, []):
                 label = (
