@@ -418,25 +418,38 @@ async def show_run(
     (``limit``/``offset``)."""
 
     client = await te.client_for(url)
-    family = await _family(client, run_id)
+    # the requests that do not wait on each other go out together (a loaded server answers
+    # each one late): the listing with the run's input, then its outcome with the histories
+    family, spec = await asyncio.gather(
+        _family(client, run_id), _first_input(client, run_id), return_exceptions=True
+    )
+    if isinstance(family, BaseException):
+        raise family
     root = next((w for w in family if w.id == run_id), None)
     if root is None:
         raise InputError(f"no durable run {run_id!r} in {_where(url)}")
-    info, spec = await asyncio.gather(_info(client, root), _first_input(client, run_id))
-    labels = Labels(plan_of(spec))
+    if isinstance(spec, BaseException):
+        raise spec
     family.sort(key=lambda w: (w.id != run_id, _started(w), w.id))
     units = [w.id[len(run_id) :].lstrip("/") or "(run)" for w in family]
-    extras = [
-        unanswered_steps(await _memo(w), unit, labels)
+    extras = [  # named below, once the plan is loaded
+        unanswered_steps(await _memo(w), unit, Labels(None))
         for w, unit in zip(family, units, strict=True)
     ]
     listed = [(w.id, _started(w)) for w in family]
     # a page of a run of many workflows (a wide map's batches) reads only what it shows; a
     # smaller run is read whole (its total and cost are exact)
     if limit and len(family) > ts.READERS:
-        read = await ts.read_first(client, listed, extras, internals, offset + limit)
+        reading = ts.read_first(client, listed, extras, internals, offset + limit)
     else:
-        read = await ts.read_all(client, listed, extras, internals)
+        reading = ts.read_all(client, listed, extras, internals)
+    both = asyncio.gather(_info(client, root), reading)
+    await asyncio.sleep(0)  # their first requests are sent: the plan loads meanwhile
+    labels = Labels(plan_of(spec))
+    for unit_extras in extras:
+        for extra in unit_extras:
+            extra["label"] = labels.label(extra["path"])
+    info, read = await both
     info.internal = read.internal
     info.steps_partial = read.partial
     end = None if limit is None else offset + limit
@@ -494,7 +507,8 @@ async def show_run(
 
 
 async def _first_input(client: Any, workflow_id: str) -> dict[str, Any]:
-    """The input workflow ``workflow_id`` started with (its history's first event only)."""
+    """The input workflow ``workflow_id`` started with (its history's first event only; the
+    service's error for an unknown workflow)."""
     events = client.get_workflow_handle(workflow_id).fetch_history_events(page_size=1)
     async for event in events:
         attrs = event.workflow_execution_started_event_attributes
