@@ -555,9 +555,9 @@ def test_on_temporal_a_page_of_runs_show_equals_the_full_listings_slice_and_read
     opened: list[str] = []
     real_open = ts.open_history
 
-    def counted(client, workflow_id, *args):  # every history runs show reads
+    def counted(client, workflow_id, *args, **kwargs):  # every history runs show reads
         opened.append(workflow_id)
-        return real_open(client, workflow_id, *args)
+        return real_open(client, workflow_id, *args, **kwargs)
 
     monkeypatch.setattr(ts, "open_history", counted)
     full = asyncio.run(runs.show_run(url, "pages-1")).to_dict()

@@ -31,7 +31,9 @@ __all__ = ["READERS", "History", "Op", "Read", "open_history", "read_all", "read
 #: how many histories a whole read reads at once
 READERS = 16
 #: events asked for in a history's first page, and the most in one page (a page asks for
-#: twice as many as the page before it: most histories a lazy read opens need one marker)
+#: twice as many as the page before it: most histories a lazy read opens need one marker; a
+#: whole read asks for the most from the first page on). The service may send more: a page
+#: holds whole batches of events (a workflow task's markers are one batch)
 FIRST_PAGE = 64
 LAST_PAGE = 1000
 
@@ -61,7 +63,9 @@ class Op:
 class History:
     """The history of workflow ``workflow_id`` read a page at a time, as operations."""
 
-    def __init__(self, client: Any, workflow_id: str, started_at: float, unit: int = 0):
+    def __init__(
+        self, client: Any, workflow_id: str, started_at: float, unit: int = 0, page: int = 0
+    ):
         from temporalio.api.enums.v1 import EventType
 
         self._events = client.get_workflow_handle(workflow_id).fetch_history_events()
@@ -69,7 +73,7 @@ class History:
         self._marker = EventType.EVENT_TYPE_MARKER_RECORDED
         self._page: list[Any] = []
         self._at = 0
-        self._size = FIRST_PAGE
+        self._size = page or FIRST_PAGE
         self._fetched = False
         self.unit = unit
         #: how many operations were taken so far (the next one's position in the history)
@@ -136,10 +140,13 @@ class History:
                 return out
 
 
-def open_history(client: Any, workflow_id: str, started_at: float, unit: int = 0) -> History:
-    """The :class:`History` of ``workflow_id`` (nothing read yet); every read of a history by
-    ``runs show`` opens it here (the tests count them)."""
-    return History(client, workflow_id, started_at, unit)
+def open_history(
+    client: Any, workflow_id: str, started_at: float, unit: int = 0, page: int = 0
+) -> History:
+    """The :class:`History` of ``workflow_id`` (nothing read yet; ``page``: the events its
+    first page asks for, default :data:`FIRST_PAGE`); every read of a history by ``runs
+    show`` opens it here (the tests count them)."""
+    return History(client, workflow_id, started_at, unit, page)
 
 
 #: a step shown but not an operation of a history: a question left unanswered (from a memo)
@@ -173,7 +180,7 @@ async def read_all(
     for at in range(0, len(family), READERS):
         chunk = family[at : at + READERS]
         ops = await asyncio.gather(
-            *(open_history(client, w, t, at + k).all() for k, (w, t) in enumerate(chunk))
+            *(open_history(client, w, t, at + k, LAST_PAGE).all() for k, (w, t) in enumerate(chunk))
         )
         for k, found in enumerate(ops):
             for op in found:
