@@ -93,12 +93,25 @@ async def _result(url: str, run_id: str) -> dict:
     return out
 
 
-async def _show(url: str, run_id: str) -> tuple[float, int]:
+async def _show(url: str, run_id: str) -> tuple[float, int, int]:
+    """Seconds ``runs show`` takes for the first page, its steps, the histories it read."""
     from agentflow.runtime.durable import runs
+    from agentflow.runtime.durable import temporal_show as ts
 
-    t0 = time.perf_counter()
-    info = await runs.show_run(url, run_id, limit=200)
-    return time.perf_counter() - t0, len(info.steps)
+    opened: list[str] = []
+    real_open = ts.open_history
+
+    def counted(client: object, workflow_id: str, *args: object, **kwargs: object) -> object:
+        opened.append(workflow_id)
+        return real_open(client, workflow_id, *args, **kwargs)  # type: ignore[arg-type]
+
+    ts.open_history = counted  # type: ignore[assignment]
+    try:
+        t0 = time.perf_counter()
+        info = await runs.show_run(url, run_id, limit=200)
+        return time.perf_counter() - t0, len(info.steps), len(opened)
+    finally:
+        ts.open_history = real_open
 
 
 def _project(project: Path, address: str, concurrency: int) -> None:
@@ -116,10 +129,10 @@ def _time_show(project: Path, url: str, env: dict[str, str], repeats: int) -> li
     time, as a command has) and as a ``flowc`` command, alternated ``repeats`` times."""
     inproc: list[float] = []
     command: list[float] = []
-    steps = 0
+    steps = read = 0
     code = 0
     for _ in range(repeats):
-        took, steps = asyncio.run(_show(url, "wide"))
+        took, steps, read = asyncio.run(_show(url, "wide"))
         inproc.append(took)
         t1 = time.perf_counter()
         cli = subprocess.run(
@@ -132,7 +145,7 @@ def _time_show(project: Path, url: str, env: dict[str, str], repeats: int) -> li
     command.sort()
     return [
         f"runs show (in process) {inproc[0]:>10.2f} s   (median {inproc[len(inproc) // 2]:.2f}; "
-        f"{steps} steps, first page of 200; {repeats} times)",
+        f"{steps} steps, first page of 200, {read} histories read; {repeats} times)",
         f"flowc runs show        {command[0]:>10.2f} s   (median {command[len(command) // 2]:.2f}; "
         f"exit {code}, with startup)",
     ]
