@@ -11,15 +11,20 @@ workflows ``RUN/E0/batch.K`` of ``[durable] map_batch`` items (default: history_
 Printed: items/s (from the run's start to its end), peak RSS of each worker (VmHWM), the
 server database's growth per item (its file, WAL and SHM, after the run), the batch workflows,
 and how long ``runs show`` takes for the first page of 200 steps (in this process and as a
-``flowc runs show`` subprocess).
+``flowc runs show`` subprocess, alternated, ``--show-repeats`` times each: best and median).
+
+``--keep DIR`` keeps the server's database and the project in DIR; ``--show-only DIR`` starts
+a server on a kept database and times ``runs show`` only (no run: re-measure in a minute).
 
     .venv/bin/python bench/temporal_map.py [--items 100000] [--workers 3] [--concurrency 300]
+        [--keep DIR | --show-only DIR] [--show-repeats 5]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -88,30 +93,93 @@ async def _result(url: str, run_id: str) -> dict:
     return out
 
 
-async def _show(url: str, run_id: str) -> tuple[float, int]:
+async def _show(url: str, run_id: str) -> tuple[float, int, int]:
+    """Seconds ``runs show`` takes for the first page, its steps, the histories it read."""
     from agentflow.runtime.durable import runs
+    from agentflow.runtime.durable import temporal_show as ts
 
-    t0 = time.perf_counter()
-    info = await runs.show_run(url, run_id, limit=200)
-    return time.perf_counter() - t0, len(info.steps)
+    opened: list[str] = []
+    real_open = ts.open_history
+
+    def counted(client: object, workflow_id: str, *args: object, **kwargs: object) -> object:
+        opened.append(workflow_id)
+        return real_open(client, workflow_id, *args, **kwargs)  # type: ignore[arg-type]
+
+    ts.open_history = counted  # type: ignore[assignment]
+    try:
+        t0 = time.perf_counter()
+        info = await runs.show_run(url, run_id, limit=200)
+        return time.perf_counter() - t0, len(info.steps), len(opened)
+    finally:
+        ts.open_history = real_open
 
 
-def bench(n: int, workers: int, concurrency: int) -> None:
+def _project(project: Path, address: str, concurrency: int) -> None:
+    project.mkdir(exist_ok=True)
+    (project / "tools.py").write_text(TOOLS)
+    (project / "map.yaml").write_text(PLAN.replace("CONCURRENCY", str(concurrency)))
+    (project / "flow.toml").write_text(
+        '[tools]\nmodules = ["tools.py"]\n\n[durable]\nengine = "temporal"\n'
+        f'address = "{address}"\ntask_queue = "bench"\n'
+    )
+
+
+def _time_show(project: Path, url: str, env: dict[str, str], repeats: int) -> list[str]:
+    """``runs show wide --limit 200`` in this process (a fresh event loop and client each
+    time, as a command has) and as a ``flowc`` command, alternated ``repeats`` times."""
+    inproc: list[float] = []
+    command: list[float] = []
+    steps = read = 0
+    code = 0
+    for _ in range(repeats):
+        took, steps, read = asyncio.run(_show(url, "wide"))
+        inproc.append(took)
+        t1 = time.perf_counter()
+        cli = subprocess.run(
+            _flowc("runs", "show", "wide", "--limit", "200"), cwd=project, env=env,
+            capture_output=True,
+        )  # fmt: skip
+        command.append(time.perf_counter() - t1)
+        code = code or cli.returncode
+    inproc.sort()
+    command.sort()
+    return [
+        f"runs show (in process) {inproc[0]:>10.2f} s   (median {inproc[len(inproc) // 2]:.2f}; "
+        f"{steps} steps, first page of 200, {read} histories read; {repeats} times)",
+        f"flowc runs show        {command[0]:>10.2f} s   (median {command[len(command) // 2]:.2f}; "
+        f"exit {code}, with startup)",
+    ]
+
+
+def show_only(keep: Path, repeats: int) -> None:
+    """Time ``runs show`` of the run a ``--keep`` run left in ``keep``."""
     from agentflow.runtime.config import load_config
     from agentflow.runtime.durable import runs
 
-    with tempfile.TemporaryDirectory(prefix="temporal-map-") as tmp:
-        root = Path(tmp)
+    with TemporalServer(db_filename=keep / "temporal.db") as server:
+        project = keep / "project"
+        _project(project, server.address, 300)
+        url = runs.database_for(load_config(project / "flow.toml"))
+        env = {**os.environ, "NO_COLOR": "1"}
+        for line in _time_show(project, url, env, repeats):
+            print(line)
+    print(f"load                   {os.getloadavg()[0]:>10.2f}   (1-minute average, at the end)")
+
+
+def bench(n: int, workers: int, concurrency: int, keep: Path | None, repeats: int) -> None:
+    from agentflow.runtime.config import load_config
+    from agentflow.runtime.durable import runs
+
+    with contextlib.ExitStack() as stack:
+        if keep is None:
+            root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="temporal-map-")))
+        else:
+            root = keep
+            root.mkdir(parents=True, exist_ok=False)
         db = root / "temporal.db"
         with TemporalServer(db_filename=db) as server:
             project = root / "project"
-            project.mkdir()
-            (project / "tools.py").write_text(TOOLS)
-            (project / "map.yaml").write_text(PLAN.replace("CONCURRENCY", str(concurrency)))
-            (project / "flow.toml").write_text(
-                '[tools]\nmodules = ["tools.py"]\n\n[durable]\nengine = "temporal"\n'
-                f'address = "{server.address}"\ntask_queue = "bench"\n'
-            )
+            _project(project, server.address, concurrency)
             (project / "input.json").write_text(json.dumps({"items": list(range(n))}))
             url = runs.database_for(load_config(project / "flow.toml"))
             env = {**os.environ, "NO_COLOR": "1"}
@@ -143,13 +211,6 @@ def bench(n: int, workers: int, concurrency: int) -> None:
             time.sleep(2)  # the server's writes settle
             grown = _db_bytes(db) - before
             rss = [_hwm_mb(p.pid) for p in procs]
-            shown_s, shown_n = asyncio.run(_show(url, "wide"))
-            t1 = time.perf_counter()
-            cli = subprocess.run(
-                _flowc("runs", "show", "wide", "--limit", "200"), cwd=project, env=env,
-                capture_output=True,
-            )  # fmt: skip
-            cli_s = time.perf_counter() - t1
             for p in procs:
                 p.send_signal(signal.SIGINT)
             for p in procs:
@@ -157,6 +218,7 @@ def bench(n: int, workers: int, concurrency: int) -> None:
                     p.wait(timeout=30)
                 except subprocess.TimeoutExpired:
                     p.kill()
+            shown = _time_show(project, url, env, repeats)
     ok = out.get("status") == "ok" and out.get("output") == list(range(n))
     print(f"items                  {n:>10,}   (concurrency {concurrency}, {workers} workers)")
     print(f"output correct         {ok!s:>10}   (status {out.get('status')})")
@@ -165,8 +227,8 @@ def bench(n: int, workers: int, concurrency: int) -> None:
     print(f"batch workflows        {batches:>10}")
     print("peak RSS per worker    " + ", ".join(f"{r:.0f}" for r in rss) + " MiB")
     print(f"server db growth       {grown / 2**20:>10.1f} MiB  ({grown / n:.0f} bytes/item)")
-    print(f"runs show (in process) {shown_s:>10.2f} s   ({shown_n} steps, first page of 200)")
-    print(f"flowc runs show        {cli_s:>10.2f} s   (exit {cli.returncode}, with startup)")
+    for line in shown:
+        print(line)
     print(f"load                   {os.getloadavg()[0]:>10.2f}   (1-minute average, at the end)")
 
 
@@ -175,8 +237,14 @@ def main() -> None:
     ap.add_argument("--items", type=int, default=100_000)
     ap.add_argument("--workers", type=int, default=3)
     ap.add_argument("--concurrency", type=int, default=300)
+    ap.add_argument("--keep", type=Path, help="keep the server database and project here")
+    ap.add_argument("--show-only", type=Path, help="time runs show of a --keep directory")
+    ap.add_argument("--show-repeats", type=int, default=5)
     args = ap.parse_args()
-    bench(args.items, args.workers, args.concurrency)
+    if args.show_only is not None:
+        show_only(args.show_only, args.show_repeats)
+        return
+    bench(args.items, args.workers, args.concurrency, args.keep, args.show_repeats)
 
 
 if __name__ == "__main__":

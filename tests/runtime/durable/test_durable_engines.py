@@ -523,3 +523,59 @@ def test_on_temporal_a_wide_map_runs_in_batches_resumes_after_a_kill_and_equals_
     assert [s["operation"] for s in first["steps"]] == [s["operation"] for s in shown["steps"][:5]]
     assert first["steps_total"] <= shown["steps_total"]
     assert len(ended_at_kill) >= 20
+
+
+def test_on_temporal_a_page_of_runs_show_equals_the_full_listings_slice_and_reads_only_what_it_needs(
+    tmp_path, request, monkeypatch
+):
+    # 19 workflows (the run; E1's 3 batches and their 12 items; E3's 3 batches): more than
+    # runs show reads whole, so a page is read lazily (runtime/durable/temporal_show.py)
+    from agentflow.runtime.config import load_config
+    from agentflow.runtime.durable import runs
+    from agentflow.runtime.durable import temporal_engine as te
+    from agentflow.runtime.durable import temporal_show as ts
+
+    project, env = _project(tmp_path, "temporal", request)
+    with (project / "flow.toml").open("a") as f:
+        f.write("map_batch = 4\n")
+    (project / "map.yaml").write_text(BATCHED_PLAN)
+    xs = list(range(1, 13))
+    done = _run(project, env, "run", "--durable", "--run-id", "pages-1", "map.yaml",
+                "--input", json.dumps({"xs": xs}))  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    url = runs.database_for(load_config(project / "flow.toml"))
+
+    async def starts() -> dict[str, float]:
+        client = await te.client_for(url)
+        query = "WorkflowId = 'pages-1' OR WorkflowId STARTS_WITH 'pages-1/'"
+        return {w.id: w.start_time.timestamp() async for w in client.list_workflows(query)}
+
+    started = asyncio.run(starts())
+    assert len(started) == 1 + 3 + 12 + 3
+    opened: list[str] = []
+    real_open = ts.open_history
+
+    def counted(client, workflow_id, *args, **kwargs):  # every history runs show reads
+        opened.append(workflow_id)
+        return real_open(client, workflow_id, *args, **kwargs)
+
+    monkeypatch.setattr(ts, "open_history", counted)
+    full = asyncio.run(runs.show_run(url, "pages-1")).to_dict()
+    assert len(opened) == len(started) and not full["steps_partial"]
+    assert full["steps_total"] == len(full["steps"]) == 2 + 3 * len(xs)
+    reads = []
+    for limit, offset in [(5, 0), (7, 12), (4, len(full["steps"]) - 2)]:
+        opened.clear()
+        page = asyncio.run(runs.show_run(url, "pages-1", limit=limit, offset=offset)).to_dict()
+        # the page is the full listing's slice, step for step (names, labels, status, times)
+        assert page["steps"] == full["steps"][offset : offset + limit]
+        assert page["steps_offset"] == offset
+        assert offset + len(page["steps"]) <= page["steps_total"] <= full["steps_total"]
+        # it read no history of a workflow that started after the page's last step (whose
+        # steps all come after it), each once
+        last = page["steps"][-1]["started_at"]
+        needed = {w for w, at in started.items() if int(at * 1000) / 1000 <= last}
+        assert len(opened) == len(set(opened)) and set(opened) <= needed, (opened, needed)
+        assert {f"pages-1/{s['unit']}".removesuffix("/(run)") for s in page["steps"]} <= set(opened)
+        reads.append(len(opened))
+    assert reads[0] < len(started) and reads[-1] == len(started), reads  # the last page: all

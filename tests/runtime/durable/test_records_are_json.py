@@ -204,3 +204,16 @@ def test_what_agentflow_reaches_into_dbos_for_is_there():
     assert hasattr(SystemDatabase, "get_cancelled_workflow_ids")
     safe = inspect.signature(_serialization.safe_deserialize).parameters
     assert list(safe)[:3] == ["serializer", "serialization", "workflow_id"]
+
+
+def test_a_record_with_no_tag_reads_as_its_json_and_an_escaped_tag_is_still_a_tag():
+    # the fast path of deserialize (no "$af", no \u escape: the JSON is the value) gives what
+    # the full decode gives; a tag key spelled with escapes still takes the full decode
+    plain = {"input": {"items": list(range(1000))}, "plan_text": "name: x\n", "n": [1.5, None]}
+    text = RECORDS.serialize(plain)
+    assert "$af" not in text and "\\u" not in text
+    assert RECORDS.deserialize(text) == plain
+    tagged = RECORDS.serialize({"t": (1, 2), "word": "caf\u00e9"})
+    escaped = tagged.replace('"$af"', '"\\u0024af"')
+    assert "$af" not in escaped
+    assert RECORDS.deserialize(escaped) == {"t": (1, 2), "word": "caf\u00e9"}

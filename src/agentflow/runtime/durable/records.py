@@ -299,6 +299,10 @@ class JsonRecords:
             data = json.loads(serialized_data)
         except (ValueError, RecursionError):
             raise UnreadableRecord("not JSON") from None
+        if TAG not in serialized_data and "\\u" not in serialized_data:
+            # no tagged value can be in it (a key spelled with escapes would show "\\u"):
+            # the JSON is the value, which decode would only copy (a 100,000-item map's input)
+            return data
         try:
             return decode(data)
         except RecursionError:

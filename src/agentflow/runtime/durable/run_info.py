@@ -72,7 +72,7 @@ class RunInfo:
     steps_total: int = 0
     #: where the page of ``steps`` starts among them
     steps_offset: int = 0
-    #: True when ``steps_total`` and ``cost`` count only the units read for this page: a run
+    #: True when ``steps_total`` and ``cost`` count only the steps read for this page: a run
     #: with more units than one page needs (Temporal: a map's batch workflows) is read in
     #: start order only as far as the page's steps are known (``steps_total`` is then a floor)
     steps_partial: bool = False

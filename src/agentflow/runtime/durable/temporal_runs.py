@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ErrorInfo, InputError
 from agentflow.runtime.durable import temporal_engine as te
+from agentflow.runtime.durable import temporal_show as ts
 from agentflow.runtime.durable.answers import UNANSWERED, Claim, checked_answer, closed_message
 from agentflow.runtime.durable.asking import no_redrive
 from agentflow.runtime.durable.run_info import (
@@ -61,10 +62,6 @@ __all__ = [
     "unanswered",
     "work",
 ]
-
-
-#: how many histories ``runs show`` reads at once
-SHOW_READERS = 16
 
 
 def _where(url: str) -> str:
@@ -419,68 +416,88 @@ async def show_run(
     offset: int = 0,
 ) -> RunInfo:
     """runs.show_run on Temporal: the run's operations in the `.flow`'s terms, read from the
-    histories of its workflows (several at once), its questions left unanswered (from their
+    histories of its workflows (temporal_show.py), its questions left unanswered (from their
     memo), ``values`` (each step's recorded result as JSON), one page of steps
     (``limit``/``offset``)."""
 
     client = await te.client_for(url)
-    family = await _family(client, run_id)
+    # the requests that do not wait on each other go out together (a loaded server answers
+    # each one late): the listing with the run's input, then its outcome with the histories
+    family, spec = await asyncio.gather(
+        _family(client, run_id), _first_input(client, run_id), return_exceptions=True
+    )
+    if isinstance(family, BaseException):
+        raise family
     root = next((w for w in family if w.id == run_id), None)
     if root is None:
         raise InputError(f"no durable run {run_id!r} in {_where(url)}")
-    info = await _info(client, root)
-    labels = Labels(plan_of(await recorded_spec(url, run_id)))
-    cost: dict[str, Any] = {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
-    priced = 0.0
+    if isinstance(spec, BaseException):
+        raise spec
     family.sort(key=lambda w: (w.id != run_id, _started(w), w.id))
+    units = [w.id[len(run_id) :].lstrip("/") or "(run)" for w in family]
+    extras = [  # named below, once the plan is loaded
+        unanswered_steps(await _memo(w), unit, Labels(None))
+        for w, unit in zip(family, units, strict=True)
+    ]
+    listed = [(w.id, _started(w)) for w in family]
     # a page of a run of many workflows (a wide map's batches) reads only what it shows; a
     # smaller run is read whole (its total and cost are exact)
-    wanted = offset + limit if limit and len(family) > SHOW_READERS else None
-    histories = await _histories(client, family, wanted, internals)
-    info.steps_partial = len(histories) < len(family) or (
-        wanted is not None and any(len(ops) >= wanted for ops in histories)
-    )
-    for w, ops in zip(family, histories, strict=False):
-        unit = w.id[len(run_id) :].lstrip("/") or "(run)"
-        for op in ops:
-            name = op["name"]
-            parsed = parse_operation(name)
-            record = op["value"] if isinstance(op["value"], dict) else {}
-            if parsed is None:
-                info.internal += 1
-                if not internals:
-                    continue
-            entry: dict[str, Any] = {
-                "unit": unit,
-                "operation": name,
-                "status": "error" if "e" in record or op["failed"] else "done",
-                "started_at": op["started_at"],
-                "finished_at": op["finished_at"],
-            }
-            if parsed is None:
-                entry["internal"] = True
-            else:
-                entry.update(path=parsed.path, kind=parsed.what, label=None, _op=parsed)
-            got = record.get("v")
-            inner: dict[str, Any] = got if isinstance(got, dict) else {}
-            if "e" in record:
-                entry["error"] = error_text(record["e"])
-            value = inner.get("v")
-            if "/model:" in name and value is not None and not inner.get("reused"):
-                usage = getattr(value, "usage", None) or {}
-                cost["inferences"] += 1
-                cost["input_tokens"] += int(usage.get("input_tokens", 0) or 0)
-                cost["output_tokens"] += int(usage.get("output_tokens", 0) or 0)
-                if getattr(value, "cost", None) is not None:
-                    priced += float(value.cost)
-            if inner.get("reused"):
-                entry["reused"] = True
-            if values and parsed is not None and value is not None:
-                entry["value"] = json_of(value)
-            info.steps.append(entry)
-        info.steps.extend(unanswered_steps(await _memo(w), unit, labels))
-    # in the order they started, across units (map items, branches); stable: record order
-    info.steps.sort(key=lambda e: e["started_at"] or float("inf"))
+    if limit and len(family) > ts.READERS:
+        reading = ts.read_first(client, listed, extras, internals, offset + limit)
+    else:
+        reading = ts.read_all(client, listed, extras, internals)
+    both = asyncio.gather(_info(client, root), reading)
+    await asyncio.sleep(0)  # their first requests are sent: the plan loads meanwhile
+    labels = Labels(plan_of(spec))
+    for unit_extras in extras:
+        for extra in unit_extras:
+            extra["label"] = labels.label(extra["path"])
+    info, read = await both
+    info.internal = read.internal
+    info.steps_partial = read.partial
+    end = None if limit is None else offset + limit
+    cost: dict[str, Any] = {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
+    priced = 0.0
+    converter = client.data_converter
+    for at, step in enumerate(read.steps):
+        if not isinstance(step, ts.Op):
+            info.steps.append(step)
+            continue
+        model = "/model:" in step.name
+        shown = at >= offset and (end is None or at < end)
+        entry: dict[str, Any] = {
+            "unit": units[step.unit],
+            "operation": step.name,
+            "status": "error" if step.failed else "done",
+            "started_at": step.started_at,
+            "finished_at": step.finished_at,
+        }
+        if step.parsed is None:
+            entry["internal"] = True
+        else:
+            entry.update(path=step.parsed.path, kind=step.parsed.what, label=None, _op=step.parsed)
+        info.steps.append(entry)
+        if not (shown or model):
+            continue  # its result is decoded only when it is shown or priced
+        recorded = await step.value(converter)
+        record = recorded if isinstance(recorded, dict) else {}
+        if "e" in record:
+            entry["status"] = "error"
+            entry["error"] = error_text(record["e"])
+        got = record.get("v")
+        inner: dict[str, Any] = got if isinstance(got, dict) else {}
+        value = inner.get("v")
+        if model and value is not None and not inner.get("reused"):
+            usage = getattr(value, "usage", None) or {}
+            cost["inferences"] += 1
+            cost["input_tokens"] += int(usage.get("input_tokens", 0) or 0)
+            cost["output_tokens"] += int(usage.get("output_tokens", 0) or 0)
+            if getattr(value, "cost", None) is not None:
+                priced += float(value.cost)
+        if inner.get("reused"):
+            entry["reused"] = True
+        if values and step.parsed is not None and value is not None:
+            entry["value"] = json_of(value)
     if priced:
         cost["cost"] = round(priced, 10)
     info.cost = cost
@@ -492,44 +509,21 @@ async def show_run(
     return info
 
 
+async def _first_input(client: Any, workflow_id: str) -> dict[str, Any]:
+    """The input workflow ``workflow_id`` started with (its history's first event only; the
+    service's error for an unknown workflow)."""
+    events = client.get_workflow_handle(workflow_id).fetch_history_events(page_size=1)
+    async for event in events:
+        attrs = event.workflow_execution_started_event_attributes
+        decoded = await client.data_converter.decode(list(attrs.input.payloads))
+        return decoded[0] if decoded and isinstance(decoded[0], dict) else {}
+    return {}
+
+
 def _started(w: Any) -> float:
     """When workflow ``w`` (a visibility listing's entry) started, epoch seconds."""
     at = getattr(w, "start_time", None)
     return at.timestamp() if at is not None else 0.0
-
-
-async def _histories(
-    client: Any, family: list[Any], wanted: int | None, internals: bool
-) -> list[Any]:
-    """The operations of ``family``'s workflows (in start order), read :data:`SHOW_READERS`
-    at a time — only as far as the first ``wanted`` steps in start order are known (None:
-    all; ``internals``: the engine's own operations are steps too): every operation of a
-    workflow starts after the workflow, so once ``wanted`` steps
-    read started before the next unread workflow did, the rest cannot come before them (the
-    first page of a 100,000-item map's run reads a few of its batches, not all of them); of
-    each, only its first ``wanted`` steps (its operations start in history order)."""
-
-    out: list[Any] = []
-    starts: list[float] = []
-    for at in range(0, len(family), SHOW_READERS):
-        chunk = family[at : at + SHOW_READERS]
-        out.extend(
-            await asyncio.gather(*(_operations(client, w.id, wanted, internals) for w in chunk))
-        )
-        if wanted is None or at + SHOW_READERS >= len(family):
-            continue
-        starts.extend(
-            op["started_at"] or 0.0
-            for ops in out[-len(chunk) :]
-            for op in ops
-            if internals or parse_operation(op["name"]) is not None
-        )
-        if len(starts) >= wanted:
-            starts.sort()
-            del starts[wanted:]
-            if starts[-1] <= _started(family[at + SHOW_READERS]):
-                break
-    return out
 
 
 async def _questions(client: Any, run_id: str, family: list[Any]) -> list[Question]:

@@ -1,0 +1,129 @@
+"""The lazy read of ``runs show`` on Temporal (runtime/durable/temporal_show.py): the first N
+steps a merge of the histories gives are the first N of the whole read, and it opens no
+history of a workflow that started after the last of them — on generated runs whose histories
+are made of real history events (the SDK's protobuf messages), served a page at a time in
+pages of any size (the server sends whole event batches, whatever the page size asked), with
+ties to the millisecond across workflows, the engine's own operations and unanswered questions.
+The same on a real server: test_durable_engines.py (a page of a batched map's run)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from typing import Any
+
+from temporalio.api.common.v1 import Payload
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
+
+from agentflow.runtime.durable import temporal_show as ts
+
+
+def _event(kind: int, ms: int) -> HistoryEvent:
+    event = HistoryEvent(event_type=kind)  # type: ignore[arg-type]
+    event.event_time.FromMilliseconds(ms)
+    return event
+
+
+def _marker(name: str, ms: int) -> HistoryEvent:
+    event = _event(EventType.EVENT_TYPE_MARKER_RECORDED, ms)
+    attrs = event.marker_recorded_event_attributes
+    attrs.marker_name = "core_local_activity"
+    attrs.details["data"].payloads.append(Payload(data=json.dumps({"activity_id": name}).encode()))
+    return event
+
+
+class _Pages:
+    """The SDK's history iterator as ``History`` uses it: pages fetched one by one."""
+
+    def __init__(self, pages: list[list[HistoryEvent]]):
+        self._pages = list(pages)
+        self.current_page: list[HistoryEvent] | None = None
+        self.next_page_token: bytes | None = None
+
+    async def fetch_next_page(self, *, page_size: int | None = None) -> None:
+        self.current_page = self._pages.pop(0) if self._pages else []
+        self.next_page_token = b"more" if self._pages else None
+
+
+class _Client:
+    def __init__(self, histories: dict[str, list[list[HistoryEvent]]]):
+        self.histories = histories
+        self.opened: list[str] = []
+
+    def get_workflow_handle(self, workflow_id: str) -> Any:
+        client = self
+
+        class Handle:
+            def fetch_history_events(self) -> _Pages:
+                client.opened.append(workflow_id)
+                return _Pages(client.histories[workflow_id])
+
+        return Handle()
+
+
+def _run(rng: random.Random) -> tuple[list[tuple[str, float]], dict, list[list[dict]]]:
+    """A generated run: its workflows in listing order, their histories in pages, and their
+    unanswered questions."""
+    base = 1_700_000_000_000
+    n = rng.randint(1, 24)
+    starts = sorted(base + rng.choice([0, 0, 1, 2, 5, 40, 300]) * k for k in range(n))
+    family = [(f"w{j}", (ms + rng.random() * 0.9) / 1000.0) for j, ms in enumerate(starts)]
+    histories: dict[str, list[list[HistoryEvent]]] = {}
+    extras: list[list[dict]] = []
+    for j, (wid, _) in enumerate(family):
+        at = starts[j]
+        events = [_event(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, at)]
+        for task in range(rng.randint(0, 6)):
+            at += rng.choice([0, 0, 1, 3, 50])
+            events.append(_event(EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED, at))
+            for k in range(rng.randint(0, 5)):
+                at += rng.choice([0, 1, 2])
+                user = rng.random() < 0.8
+                name = f"E{j}/do.{task}.{k}/tool:note#1" if user else f"unit:E{j}.{task}.{k}"
+                events.append(_marker(name, at))
+            events.append(_event(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, at))
+        pages, rest = [], events
+        while rest:
+            cut = rng.randint(1, 8)
+            pages.append(rest[:cut])
+            rest = rest[cut:]
+        histories[wid] = pages
+        asked = [
+            {"operation": f"E{j}/ask{q}", "started_at": (starts[j] + rng.randint(0, 60)) / 1000.0}
+            for q in range(rng.choice([0, 0, 0, 1, 2]))
+        ]
+        extras.append(asked)
+    return family, histories, extras
+
+
+def _ident(step: Any) -> tuple:
+    if isinstance(step, ts.Op):
+        return (step.unit, step.name, step.started_at, step.finished_at)
+    return (step["operation"], step["started_at"])
+
+
+def test_the_first_steps_of_a_lazy_read_are_the_whole_reads_and_need_no_later_history():
+    rng = random.Random(29)
+    for _ in range(150):
+        family, histories, extras = _run(rng)
+        internals = rng.random() < 0.3
+        whole = asyncio.run(ts.read_all(_Client(histories), family, extras, internals))
+        wanted = rng.randint(1, len(whole.steps) + 2)
+        client = _Client(histories)
+        first = asyncio.run(ts.read_first(client, family, extras, internals, wanted))
+        assert [_ident(s) for s in first.steps[:wanted]] == [
+            _ident(s) for s in whole.steps[:wanted]
+        ]
+        # the rest of what it read is counted: every step once, never more than the run has
+        assert len({_ident(s) for s in first.steps}) == len(first.steps) <= len(whole.steps)
+        assert first.partial or len(first.steps) == len(whole.steps)
+        assert first.internal <= whole.internal
+        # no history of a workflow that started after the last step it gives was opened
+        if wanted <= len(whole.steps):
+            last = whole.steps[wanted - 1]
+            at = last.started_at if isinstance(last, ts.Op) else last["started_at"]
+            assert at is not None
+            needed = {w for w, started in family if int(started * 1000) / 1000 <= at}
+            assert set(client.opened) <= needed and len(client.opened) == len(set(client.opened))
