@@ -67,6 +67,55 @@ def _no_pydantic_plugin_scan() -> None:
 
 _no_pydantic_plugin_scan()
 
+
+class _HttpxCliOnCall:
+    """httpx's command-line client is loaded when it is called, not when httpx is imported:
+    ``import httpx`` runs ``from ._main import main``, which loads rich, pygments and the CLI
+    (~30 ms of a fresh agent task; docs/decisions.md "Start-up of a fresh agent task"). A
+    finder on ``sys.meta_path`` gives ``httpx._main`` a stand-in whose ``main`` takes itself
+    away and calls the real one; nothing in a flowc process calls it. Pinned by
+    tests/cli/test_startup_imports.py (where httpx imports it, and that an agent run loads
+    neither rich nor pygments)."""
+
+    NAME = "httpx._main"
+
+    @classmethod
+    def find_spec(cls, name: str, path: Any = None, target: Any = None) -> Any:
+        """A spec of the stand-in for ``httpx._main``; None for every other module."""
+        if name != cls.NAME:
+            return None
+        return importlib.machinery.ModuleSpec(name, cast(Any, cls))
+
+    @staticmethod
+    def create_module(spec: Any) -> None:
+        """The default module object."""
+        return None
+
+    @classmethod
+    def exec_module(cls, module: Any) -> None:
+        """Fill the stand-in: ``main`` loads httpx's own and runs it."""
+
+        def main(*args: Any, **kwargs: Any) -> Any:
+            if cls in sys.meta_path:
+                sys.meta_path.remove(cls)
+            sys.modules.pop(cls.NAME, None)
+            try:
+                real = importlib.import_module(cls.NAME)
+            except ImportError:  # what httpx's own fallback says
+                print(
+                    "The httpx command line client could not run because the required "
+                    "dependencies were not installed.\nMake sure you've installed "
+                    "everything with: pip install 'httpx[cli]'"
+                )
+                sys.exit(1)
+            return real.main(*args, **kwargs)
+
+        module.main = main
+
+
+if "httpx" not in sys.modules and _HttpxCliOnCall not in sys.meta_path:
+    sys.meta_path.insert(0, _HttpxCliOnCall)
+
 from agentflow import api  # noqa: E402
 from agentflow.cli import durable, evals, flowtests, gen, views  # noqa: E402
 from agentflow.cli.common import (  # noqa: E402
