@@ -7,6 +7,7 @@ process and reads its ``sys.modules`` at exit (no timing: bench/startup.py times
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -163,3 +164,63 @@ def test_httpx_main_in_a_flowc_process_still_runs_httpx_s_own_command_line(tmp_p
     )
     assert "EXIT 0" in proc.stdout, proc.stdout + proc.stderr
     assert "Usage" in proc.stdout  # httpx's own help, printed by its CLI
+
+
+GC_FLOW = """\
+extern tool user__collector() -> int[]
+
+stage main -> int[] {
+  return user__collector()
+}
+"""
+GC_TOOLS = """\
+import gc
+
+
+def collector() -> list[int]:
+    \"\"\"The collector's state: [enabled, objects frozen at start-up > 0].\"\"\"
+    return [int(gc.isenabled()), int(gc.get_freeze_count() > 0)]
+"""
+
+
+def test_a_run_runs_with_the_collector_on_and_the_start_up_objects_frozen(tmp_path):
+    (tmp_path / "gcstate.flow").write_text(GC_FLOW)
+    (tmp_path / "probe.py").write_text(GC_TOOLS)
+    (tmp_path / "flow.toml").write_text('[tools]\nmodules = ["probe.py"]\n')
+    code = (
+        "import gc, sys, runpy\n"
+        "sys.argv = ['flowc', 'run', 'gcstate.flow']\n"
+        "try:\n    runpy.run_module('agentflow', run_name='__main__')\n"
+        "finally:\n    print('AFTER', int(gc.isenabled()))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert json.loads(proc.stdout.split("AFTER")[0]) == [1, 1], proc.stdout + proc.stderr
+    assert "AFTER 1" in proc.stdout
+
+
+def test_every_other_command_runs_with_the_collector_on(tmp_path):
+    code = (
+        "import gc, sys, runpy\n"
+        "import agentflow.cli as cli\n"
+        "cli.main.add_command(cli.click.Command('probe', callback=lambda: print("
+        "'ENABLED', int(gc.isenabled()))))\n"
+        "sys.argv = ['flowc', 'probe']\n"
+        "cli.main()\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert "ENABLED 1" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_caller_passing_its_arguments_keeps_its_collector_as_it_is(tmp_path):
+    from click.testing import CliRunner
+
+    from agentflow.cli import main
+
+    (tmp_path / "plain.flow").write_text(FLOW)
+    result = CliRunner().invoke(main, ["run", str(tmp_path / "plain.flow"), "--input", '{"x": 1}'])
+    assert result.exit_code == 0, result.output
+    assert gc.isenabled()
