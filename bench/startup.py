@@ -44,7 +44,10 @@ BUDGET = {
     "flowc runs": 1.2,
     "flowc run (agent task)": 0.8,
 }
-HEAVY = ("sqlalchemy", "dbos", "psycopg", "jsonschema", "httpx", "rich", "mcp", "opentelemetry")
+HEAVY = (
+    *("sqlalchemy", "dbos", "psycopg", "jsonschema", "httpx", "rich", "pygments", "mcp"),
+    "opentelemetry",
+)
 
 TRIVIAL = """\
 flow trivial "Add one"

@@ -21,6 +21,12 @@ total, the cacheable prefix of each follow-up (the longest common prefix of cons
 requests' serialized bodies in provider order, :func:`provider_order`, and the tokens shared from
 the start), and the totals of the two wire APIs side by side.
 
+"before new content" is the share of a follow-up's body that comes before its new content
+(triage: the whole previous request; map: everything before the item's own document): what any
+layout of the same request can share for sure. The cacheable prefix reaching it means nothing but
+new content falls outside the prefix (it passes it by the characters the new contents happen to
+begin with: the map's documents all begin "Invoice ").
+
 Tokens are counted by the server, the same way for every request: tiktoken's o200k encoding
 when it can be loaded offline (it downloads its table on first use, so usually not), else a
 deterministic word-piece count (``\\w+`` runs and single punctuation marks) of what a provider
@@ -501,6 +507,12 @@ async def measure(task: str, wire: str, server: ChatServer, tmp: Path) -> dict[s
                 common_prefix(before, after) >= _new_content_at(task, before, after)
                 for before, after in zip(bodies, bodies[1:], strict=False)
             ),
+            # what comes before the new content (the previous request, the item's document), as a
+            # share of the body: what any layout of the same request shares for sure
+            "before_new": [
+                min(_new_content_at(task, before, after), len(after)) / len(after)
+                for before, after in zip(bodies, bodies[1:], strict=False)
+            ],
             # the issue's measure: characters of the serialized bodies in provider order
             "body": [
                 common_prefix(before, after) / len(after)
@@ -560,7 +572,8 @@ async def main(check: bool) -> int:
                 print(
                     f"  {label:<{width}}  {rounds} = {f['total']:>5}   cacheable prefix: "
                     f"{mean:.1%} of the body (min {min(f['body']):.1%}), "
-                    f"{sum(f['prefix']) / len(f['prefix']):.1%} of the tokens"
+                    f"{sum(f['prefix']) / len(f['prefix']):.1%} of the tokens; "
+                    f"before new content {min(f['before_new']):.1%}"
                 )
             print(f"  Chat Completions vs Responses API, total prompt tokens of the {task} task:")
             for label in [k for k in figures if not k.startswith(RESPONSES)]:

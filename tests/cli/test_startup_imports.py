@@ -1,16 +1,25 @@
 """What a command imports (issue 35, docs/decisions.md "Start-up"): a plain `flowc check` or
 `flowc run` never loads the durable engine (DBOS, SQLAlchemy, psycopg) nor jsonschema, and
-`flowc runs` of a project with no database loads none of them either. Each case runs flowc in
-a fresh process and reads its ``sys.modules`` at exit (no timing: bench/startup.py times)."""
+`flowc runs` of a project with no database loads none of them either; a fresh agent task (an
+agent that calls a tool, then answers, against a scripted provider on loopback) loads neither
+httpx's command-line client (rich, pygments) nor OpenTelemetry. Each case runs flowc in a fresh
+process and reads its ``sys.modules`` at exit (no timing: bench/startup.py times)."""
 
 from __future__ import annotations
 
+import gc
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
-HEAVY = ("sqlalchemy", "dbos", "psycopg", "jsonschema", "referencing", "pydantic")
+from support.chat_server import completion, tool_calls
+
+HEAVY = (
+    *("sqlalchemy", "dbos", "psycopg", "jsonschema", "referencing", "pydantic"),
+    *("rich", "pygments", "opentelemetry", "httpx", "mcp"),
+)
 
 FLOW = """\
 flow plain "Add one"
@@ -28,7 +37,9 @@ stage main -> Sum {
 """
 
 
-def _imported(tmp_path: Path, *argv: str) -> tuple[list[str], str, str | None]:
+def _imported(
+    tmp_path: Path, *argv: str, env: dict[str, str] | None = None
+) -> tuple[list[str], str, str | None]:
     code = (
         "import sys, runpy, json\n"
         f"sys.argv = ['flowc', *{list(argv)!r}]\n"
@@ -41,7 +52,12 @@ def _imported(tmp_path: Path, *argv: str) -> tuple[list[str], str, str | None]:
         "print('MODULES', json.dumps([code, heavy, plugins]))\n"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
     )
     line = [x for x in proc.stdout.splitlines() if x.startswith("MODULES ")]
     assert line, proc.stdout + proc.stderr
@@ -85,3 +101,126 @@ def test_the_pydantic_plugin_cache_flowc_presets_is_where_pydantic_reads_it():
 
     assert hasattr(_loader, "_plugins")  # flowc sets it to {} so no entry-point scan happens
     assert "_plugins is None" in inspect.getsource(_loader.get_plugins)
+
+
+AGENT_FLOW = """\
+flow triage "Triage a bug"
+input { title: text }
+
+type Finding {
+  file: path
+  reason: text
+}
+
+use agent "finder" as finder
+
+stage find -> Finding {
+  return agent(finder) {
+    task "Find the file that causes: ${input.title}"
+    tools [read_file]
+    expect Finding
+  }
+}
+"""
+
+
+def test_a_fresh_agent_task_loads_no_console_library_no_telemetry_and_no_durable_engine(
+    tmp_path, chat_server
+):
+    answer = {"file": "src/config.py", "reason": "no default"}
+    chat_server.script(
+        [tool_calls(("read_file", {"path": "src/config.py"})), completion(json.dumps(answer))]
+    )
+    chat_server.write_config(tmp_path)
+    (tmp_path / "agent.flow").write_text(AGENT_FLOW)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "config.py").write_text("def load(data):\n    return data['name']\n")
+    env = dict(os.environ, SCRIPTED_API_KEY="k" * 20, NO_COLOR="1")
+    heavy, out, _ = _imported(tmp_path, "run", "agent.flow", "--input", '{"title": "x"}', env=env)
+    assert '"reason": "no default"' in out
+    assert heavy == ["httpx", "pydantic"]  # httpx without its CLI: no rich, no pygments
+    assert len(chat_server.requests) == 2
+
+
+def test_the_httpx_command_line_flowc_defers_is_where_httpx_imports_it():
+    import inspect
+
+    import httpx
+
+    source = inspect.getsource(httpx)
+    # flowc's stand-in for httpx._main (cli._HttpxCliOnCall) relies on this import, guarded
+    assert "try:\n    from ._main import main\nexcept ImportError:" in source
+
+
+def test_httpx_main_in_a_flowc_process_still_runs_httpx_s_own_command_line(tmp_path):
+    code = (
+        "import agentflow.cli, httpx, sys\n"
+        "assert 'rich' not in sys.modules\n"
+        "try:\n    httpx.main(['--help'])\n"
+        "except SystemExit as e:\n    print('EXIT', e.code)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert "EXIT 0" in proc.stdout, proc.stdout + proc.stderr
+    assert "Usage" in proc.stdout  # httpx's own help, printed by its CLI
+
+
+GC_FLOW = """\
+extern tool user__collector() -> int[]
+
+stage main -> int[] {
+  return user__collector()
+}
+"""
+GC_TOOLS = """\
+import gc
+
+
+def collector() -> list[int]:
+    \"\"\"The collector's state: [enabled, objects frozen at start-up > 0].\"\"\"
+    return [int(gc.isenabled()), int(gc.get_freeze_count() > 0)]
+"""
+
+
+def test_a_run_runs_with_the_collector_on_and_the_start_up_objects_frozen(tmp_path):
+    (tmp_path / "gcstate.flow").write_text(GC_FLOW)
+    (tmp_path / "probe.py").write_text(GC_TOOLS)
+    (tmp_path / "flow.toml").write_text('[tools]\nmodules = ["probe.py"]\n')
+    code = (
+        "import gc, sys, runpy\n"
+        "sys.argv = ['flowc', 'run', 'gcstate.flow']\n"
+        "try:\n    runpy.run_module('agentflow', run_name='__main__')\n"
+        "finally:\n    print('AFTER', int(gc.isenabled()))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert json.loads(proc.stdout.split("AFTER")[0]) == [1, 1], proc.stdout + proc.stderr
+    assert "AFTER 1" in proc.stdout
+
+
+def test_every_other_command_runs_with_the_collector_on(tmp_path):
+    code = (
+        "import gc, sys, runpy\n"
+        "import agentflow.cli as cli\n"
+        "cli.main.add_command(cli.click.Command('probe', callback=lambda: print("
+        "'ENABLED', int(gc.isenabled()))))\n"
+        "sys.argv = ['flowc', 'probe']\n"
+        "cli.main()\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert "ENABLED 1" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_caller_passing_its_arguments_keeps_its_collector_as_it_is(tmp_path):
+    from click.testing import CliRunner
+
+    from agentflow.cli import main
+
+    (tmp_path / "plain.flow").write_text(FLOW)
+    result = CliRunner().invoke(main, ["run", str(tmp_path / "plain.flow"), "--input", '{"x": 1}'])
+    assert result.exit_code == 0, result.output
+    assert gc.isenabled()

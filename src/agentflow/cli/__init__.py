@@ -13,6 +13,7 @@ they share.
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib.machinery
 import json
 import os
@@ -67,6 +68,79 @@ def _no_pydantic_plugin_scan() -> None:
 
 _no_pydantic_plugin_scan()
 
+
+class _HttpxCliOnCall:
+    """httpx's command-line client is loaded when it is called, not when httpx is imported:
+    ``import httpx`` runs ``from ._main import main``, which loads rich, pygments and the CLI
+    (~30 ms of a fresh agent task; docs/decisions.md "Start-up of a fresh agent task"). A
+    finder on ``sys.meta_path`` gives ``httpx._main`` a stand-in whose ``main`` takes itself
+    away and calls the real one; nothing in a flowc process calls it. Pinned by
+    tests/cli/test_startup_imports.py (where httpx imports it, and that an agent run loads
+    neither rich nor pygments)."""
+
+    NAME = "httpx._main"
+
+    @classmethod
+    def find_spec(cls, name: str, path: Any = None, target: Any = None) -> Any:
+        """A spec of the stand-in for ``httpx._main``; None for every other module."""
+        if name != cls.NAME:
+            return None
+        return importlib.machinery.ModuleSpec(name, cast(Any, cls))
+
+    @staticmethod
+    def create_module(spec: Any) -> None:
+        """The default module object."""
+        return None
+
+    @classmethod
+    def exec_module(cls, module: Any) -> None:
+        """Fill the stand-in: ``main`` loads httpx's own and runs it."""
+
+        def main(*args: Any, **kwargs: Any) -> Any:
+            if cls in sys.meta_path:
+                sys.meta_path.remove(cls)
+            sys.modules.pop(cls.NAME, None)
+            try:
+                real = importlib.import_module(cls.NAME)
+            except ImportError:  # what httpx's own fallback says
+                print(
+                    "The httpx command line client could not run because the required "
+                    "dependencies were not installed.\nMake sure you've installed "
+                    "everything with: pip install 'httpx[cli]'"
+                )
+                sys.exit(1)
+            return real.main(*args, **kwargs)
+
+        module.main = main
+
+
+if "httpx" not in sys.modules and _HttpxCliOnCall not in sys.meta_path:
+    sys.meta_path.insert(0, _HttpxCliOnCall)
+
+#: set while the start-up of a ``flowc run`` holds Python's cyclic garbage collector off
+_GC_HELD: list[bool] = []
+
+
+def _hold_gc() -> None:
+    """Start-up of a flowc process (docs/decisions.md "Start-up of a fresh agent task"): the
+    collector is off while the command's modules load and its `.flow` compiles, which make
+    hundreds of thousands of long-lived objects and almost no cyclic garbage (the collections
+    cost ~10 % of a fresh agent task's CPU). :func:`_release_gc` ends it."""
+    if gc.isenabled():
+        gc.disable()
+        _GC_HELD.append(True)
+
+
+def _release_gc() -> None:
+    """End the start-up window of :func:`_hold_gc`: what start-up made is frozen (kept out of
+    every later collection: it lives as long as the process) and the collector runs again, as
+    it must through a long run. Called before a run starts, and before any other command."""
+    if _GC_HELD:
+        _GC_HELD.clear()
+        gc.freeze()
+        gc.enable()
+
+
 from agentflow import api  # noqa: E402
 from agentflow.cli import durable, evals, flowtests, gen, views  # noqa: E402
 from agentflow.cli.common import (  # noqa: E402
@@ -115,6 +189,21 @@ class _FlowGroup(click.Group):
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+    def main(self, args: Any = None, *rest: Any, **kwargs: Any) -> Any:
+        """click's ``main``; a command line read from ``sys.argv`` (a flowc process, not a
+        caller passing its arguments) starts with the collector held (:func:`_hold_gc`)."""
+        if args is None:
+            _hold_gc()
+        return super().main(args, *rest, **kwargs)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        """click's; every command but ``run`` (which releases it before the run starts) lets
+        the collector run again first (:func:`_release_gc`)."""
+        name, cmd, rest = super().resolve_command(ctx, args)
+        if name != "run":
+            _release_gc()
+        return name, cmd, rest
 
     def invoke(self, ctx: click.Context) -> Any:
         with _redacted_stderr():
@@ -409,8 +498,10 @@ def run(
                 on_start=on_start,
             )
             sinks.append(_question_notice(started))
+        run_sync = api.run_sync  # the runtime loaded …
+        _release_gc()  # … the collector runs again through the run
         try:
-            result = api.run_sync(
+            result = run_sync(
                 target if durable else plan,
                 data,
                 config=config,
