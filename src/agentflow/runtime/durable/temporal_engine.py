@@ -86,6 +86,8 @@ RATE_WORKFLOW = "agentflow.rate"
 RATE_RETRY_S = 0.05
 #: Failed tries in a row after which a request gives up on its slot (and fails)
 RATE_TRIES = 100
+#: Seconds a request that gave up waits for its update to end once released
+RATE_SETTLE_S = 10.0
 #: The signal that carries a message (an answer) to a unit.
 MESSAGE_SIGNAL = "agentflow.message"
 #: The longest one recorded operation may run (a model call, a tool) before Temporal gives up.
@@ -415,9 +417,14 @@ async def fleet_slot(
     rid = secrets.token_hex(8)
     request = {"id": rid, "limit": limit, "period": period, "concurrency": concurrency}
 
+    asking: asyncio.Future[Any] | None = None
+
     async def release() -> None:
         with contextlib.suppress(Exception):  # the limiter ended: nothing to release
             await client.get_workflow_handle(wid).signal("release", rid)
+        if asking is not None and not asking.done():  # its update ends now it is released
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asking, RATE_SETTLE_S)
 
     failures = 0
     try:
@@ -431,10 +438,15 @@ async def fleet_slot(
                 task_timeout=TASK_TIMEOUT,
                 static_summary=f"rate limit of model {model}"[:200],
             )
-            try:
-                out = await client.execute_update_with_start_workflow(
+            # never cancelled half-way (the SDK's call leaves a future nobody retrieves):
+            # a request that gives up releases its id, which ends the update
+            asking = asyncio.ensure_future(
+                client.execute_update_with_start_workflow(
                     "acquire", request, start_workflow_operation=start, id=rid
                 )
+            )
+            try:
+                out = await asyncio.shield(asking)
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # noqa: BLE001 - the limiter was ending or rolling: again
@@ -449,6 +461,8 @@ async def fleet_slot(
                 continue
             if isinstance(out, dict) and out.get("granted"):
                 break
+            if isinstance(out, dict) and out.get("gone"):  # only a release says so
+                raise RunError(Code.FAILED, f"model {model}: its slot request was released")
             await asyncio.sleep(RATE_RETRY_S)
     except BaseException:
         await asyncio.shield(release())  # granted as we gave up, or still waiting: let go

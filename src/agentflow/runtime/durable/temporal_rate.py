@@ -39,6 +39,8 @@ __all__ = ["IDLE_S", "ROLL_EVENTS", "RateWorkflow"]
 ROLL_EVENTS = 2_000
 #: Seconds with no slot to count and no request waiting after which the limiter ends.
 IDLE_S = 60.0
+#: Seconds a request that gave up is remembered (its late ``acquire`` is then refused).
+GONE_S = 60.0
 
 
 @workflow.defn(name=te.RATE_WORKFLOW, sandboxed=False)
@@ -49,6 +51,8 @@ class RateWorkflow:
     def __init__(self) -> None:
         self.slots: dict[str, list[float | None]] = {}
         self.waiting: list[dict[str, Any]] = []
+        #: requests released before they were granted (they gave up): id → when
+        self.gone: dict[str, float] = {}
         self.keep = 1.0  # the longest period asked for: ended slots older than it are dropped
         self.rolling = False
         self.dirty = False
@@ -94,6 +98,7 @@ class RateWorkflow:
         return max(0.001, min(later)) if later else (0.001 if times else None)
 
     def _prune(self, now: float) -> None:
+        self.gone = {k: t for k, t in self.gone.items() if t > now - GONE_S}
         for key, (granted, ended) in list(self.slots.items()):
             assert granted is not None
             if (ended is not None and ended < now - self.keep) or (
@@ -106,6 +111,7 @@ class RateWorkflow:
         """Hold the model's slots until idle for :data:`IDLE_S` seconds."""
         self.slots = {str(k): list(v) for k, v in (state.get("slots") or {}).items()}
         self.keep = float(state.get("keep") or 1.0)
+        self.gone = {str(k): float(v) for k, v in (state.get("gone") or {}).items()}
         while True:
             now = self._now()
             self._grant(now)
@@ -116,8 +122,10 @@ class RateWorkflow:
             ):
                 self.rolling = True  # waiting requests ask the next run
                 await workflow.wait_condition(workflow.all_handlers_finished)
-                workflow.continue_as_new({"slots": self.slots, "keep": self.keep})
-            idle = not self.waiting and not self.slots
+                workflow.continue_as_new(
+                    {"slots": self.slots, "keep": self.keep, "gone": self.gone}
+                )
+            idle = not self.waiting and not self.slots and not self.gone
             self.dirty = False
             try:
                 await workflow.wait_condition(
@@ -130,24 +138,30 @@ class RateWorkflow:
     @workflow.update(name="acquire")
     async def acquire(self, request: dict[str, Any]) -> dict[str, Any]:
         """A slot for ``{"id", "limit", "period", "concurrency"}``: ``{"granted": True}``
-        once granted, ``{"retry": True}`` when this run is giving way to the next (ask it)."""
+        once granted, ``{"retry": True}`` when this run is giving way to the next (ask it),
+        ``{"gone": True}`` when the request gave up (released before it was granted)."""
         rid = str(request["id"])
-        if rid not in self.slots and not self.rolling:
+        if rid not in self.slots and rid not in self.gone and not self.rolling:
             self.keep = max(self.keep, float(request["period"]))
             if all(str(r["id"]) != rid for r in self.waiting):
                 self.waiting.append(request)
             self.dirty = True
-            await workflow.wait_condition(lambda: rid in self.slots or self.rolling)
+            await workflow.wait_condition(
+                lambda: rid in self.slots or rid in self.gone or self.rolling
+            )
         if rid in self.slots:
             return {"granted": True}
         self.waiting = [r for r in self.waiting if str(r["id"]) != rid]
-        return {"retry": True}
+        return {"gone": True} if rid in self.gone else {"retry": True}
 
     @workflow.signal(name="release")
     def release(self, rid: str) -> None:
-        """The request of slot ``rid`` ended (or gave up waiting)."""
+        """The request of slot ``rid`` ended, or gave up waiting (before or after it asked:
+        a request released first is never granted)."""
         self.waiting = [r for r in self.waiting if str(r["id"]) != rid]
         slot = self.slots.get(rid)
-        if slot is not None and slot[1] is None:
+        if slot is None:
+            self.gone[rid] = self._now()
+        elif slot[1] is None:
             slot[1] = self._now()
         self.dirty = True
