@@ -26,7 +26,7 @@ from support.fleet import (
     labelled_items_plan,
 )
 
-ITEMS = 20  # at 5 model requests a second: 4 s at least, with both workers busy
+ITEMS = 12  # at 5 model requests a second: 2 s at least, with both workers busy
 
 PLAN = labelled_items_plan("fleet")
 

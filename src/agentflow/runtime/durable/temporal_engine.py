@@ -81,13 +81,10 @@ UNIT_WORKFLOW = "agentflow.unit"
 STEP_ACTIVITY = "agentflow.op"
 #: The limiter workflow of a model's fleet-wide rate limit and concurrency (temporal_rate.py)
 RATE_WORKFLOW = "agentflow.rate"
-#: Seconds between two tries for a slot when the limiter could not be reached (it was ending
-#: or continuing as new)
+#: Seconds between two tries for a slot when the limiter could not be reached (it was ending)
 RATE_RETRY_S = 0.05
 #: Failed tries in a row after which a request gives up on its slot (and fails)
 RATE_TRIES = 100
-#: Seconds a request that gave up waits for its update to end once released
-RATE_SETTLE_S = 10.0
 #: The signal that carries a message (an answer) to a unit.
 MESSAGE_SIGNAL = "agentflow.message"
 #: The longest one recorded operation may run (a model call, a tool) before Temporal gives up.
@@ -406,8 +403,8 @@ async def fleet_slot(
     """Hold a slot of ``model`` (``rate_limit`` requests per second, ``concurrency`` at once,
     across every worker of ``url``'s task queue) while the body sends one request; waits
     while the model's window is full.  Runs in an operation (an activity), not workflow
-    code."""
-    from temporalio.client import WithStartWorkflowOperation
+    code.  Raises RunError when the limiter cannot be reached :data:`RATE_TRIES` times in a
+    row."""
     from temporalio.common import WorkflowIDConflictPolicy
 
     client = await client_for(url)
@@ -416,40 +413,29 @@ async def fleet_slot(
     limit, period = rate_window(rate_limit) if rate_limit else (1_000_000, 1.0)
     rid = secrets.token_hex(8)
     request = {"id": rid, "limit": limit, "period": period, "concurrency": concurrency}
-
-    asking: asyncio.Future[Any] | None = None
-
-    async def release() -> None:
-        with contextlib.suppress(Exception):  # the limiter ended: nothing to release
-            await client.get_workflow_handle(wid).signal("release", rid)
-        if asking is not None and not asking.done():  # its update ends now it is released
-            with contextlib.suppress(BaseException):
-                await asyncio.wait_for(asking, RATE_SETTLE_S)
-
+    handle = client.get_workflow_handle(wid)
     failures = 0
     try:
+        asked = False
         while True:
-            start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
-                RATE_WORKFLOW,
-                {},
-                id=wid,
-                task_queue=queue,
-                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-                task_timeout=TASK_TIMEOUT,
-                static_summary=f"rate limit of model {model}"[:200],
-            )
-            # never cancelled half-way (the SDK's call leaves a future nobody retrieves):
-            # a request that gives up releases its id, which ends the update
-            asking = asyncio.ensure_future(
-                client.execute_update_with_start_workflow(
-                    "acquire", request, start_workflow_operation=start, id=rid
-                )
-            )
             try:
-                out = await asyncio.shield(asking)
+                if not asked:  # signal-with-start: the first request starts the limiter
+                    await client.start_workflow(
+                        RATE_WORKFLOW,
+                        {},
+                        id=wid,
+                        task_queue=queue,
+                        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                        task_timeout=TASK_TIMEOUT,
+                        start_signal="ask",
+                        start_signal_args=[request],
+                        static_summary=f"rate limit of model {model}"[:200],
+                    )
+                    asked = True
+                state = await handle.query("slot", rid)
             except asyncio.CancelledError:
                 raise
-            except Exception as e:  # noqa: BLE001 - the limiter was ending or rolling: again
+            except Exception as e:  # noqa: BLE001 - the limiter was ending: ask again
                 failures += 1
                 if failures > RATE_TRIES:
                     raise RunError(
@@ -457,20 +443,29 @@ async def fleet_slot(
                         f"model {model}: no slot of its fleet-wide rate limit could be taken "
                         f"from Temporal ({str(e).strip() or type(e).__name__})",
                     ) from None
+                asked = False
                 await asyncio.sleep(RATE_RETRY_S)
                 continue
-            if isinstance(out, dict) and out.get("granted"):
+            failures = 0
+            if state.get("granted"):
                 break
-            if isinstance(out, dict) and out.get("gone"):  # only a release says so
-                raise RunError(Code.FAILED, f"model {model}: its slot request was released")
-            await asyncio.sleep(RATE_RETRY_S)
+            if state.get("unknown"):  # the limiter ended as it was asked: ask again
+                asked = False
+                await asyncio.sleep(RATE_RETRY_S)
+                continue
+            await asyncio.sleep(float(state.get("wait") or RATE_RETRY_S))
     except BaseException:
-        await asyncio.shield(release())  # granted as we gave up, or still waiting: let go
+        await asyncio.shield(_release(handle, rid))  # granted as it gave up, or waiting
         raise
     try:
         yield
     finally:
-        await asyncio.shield(release())
+        await asyncio.shield(_release(handle, rid))
+
+
+async def _release(handle: Any, rid: str) -> None:
+    with contextlib.suppress(Exception):  # the limiter ended: nothing to release
+        await handle.signal("release", rid)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,23 +5,26 @@ backend's table (ratelimit.py), held by one Temporal workflow per model and task
 worker of the task queue may run.
 
 A request of a limited model (inside its operation's local activity, just before it is sent:
-``temporal_engine.fleet_slot``) asks that workflow for a slot with an **update** (``acquire``,
-sent with update-with-start: the first request starts the workflow); the workflow grants slots first come, first served, at
-its own clock (the server's time of the workflow task), while fewer than ``limit`` slots of
-the model are in flight or ended within the last ``period`` seconds (``rate_window``), and
-fewer than ``concurrency`` are in flight.  The request is sent after the grant, and its slot
-ends (a **signal**, ``release``) after the response arrived.  A slot's end is recorded when
-the workflow sees the signal — never before the response arrived — and its grant before the
-request is sent, both on the server's one clock: so of any ``limit + 1`` requests one ended at
-least ``period`` before the last was sent, and no window of ``period`` seconds holds more
-than ``limit`` requests, across every worker.  (Temporal's own task-queue rate limit,
-``max_task_queue_activities_per_second``, is a token bucket on *dispatch*, a second of burst
-per partition: it lets about twice the rate into one second, and says nothing of when a busy
-worker sends; docs/decisions.md.)
+``temporal_engine.fleet_slot``) asks that workflow for a slot with a **signal** (``ask``, sent
+with signal-with-start: the first request starts the workflow) and then looks whether it was
+granted with a **query** (``slot``: no history event; it sleeps as long as the answer says,
+0.05–0.5 s).  The workflow grants slots first come, first served, at its own clock (the
+server's time of its workflow task), while fewer than ``limit`` slots of the model are in
+flight or ended within the last ``period`` seconds (``rate_window``), and fewer than
+``concurrency`` are in flight.  The request is sent after the grant, and its slot ends (a
+signal, ``release``) after the response arrived.  A slot's end is recorded when the workflow
+sees the signal — never before the response arrived — and its grant before the request is
+sent, both on the server's one clock: so of any ``limit + 1`` requests one ended at least
+``period`` before the last was sent, and no window of ``period`` seconds holds more than
+``limit`` requests, across every worker.  (Not an update that waits for the grant: the server
+holds at most 10 updates in flight per workflow and refused the rest, ``ResourceExhausted``.
+Not Temporal's own task-queue rate limit, ``max_task_queue_activities_per_second``: a token
+bucket on *dispatch* with a second of burst, which let 9 requests into one second against a
+limit of 5 in bench/temporal_queue_rate.py; docs/decisions.md.)
 
 A slot whose worker died counts as in flight for :data:`STALE_S` seconds.  The workflow
-continues as new past :data:`ROLL_EVENTS` events (its slots carried over; requests waiting
-then ask again) and ends after :data:`IDLE_S` seconds with nothing to hold.
+continues as new past :data:`ROLL_EVENTS` events (its slots and waiting requests carried over)
+and ends after :data:`IDLE_S` seconds with nothing to hold.
 """
 
 from __future__ import annotations
@@ -33,20 +36,24 @@ from temporalio import workflow
 from agentflow.runtime.durable import temporal_engine as te
 from agentflow.runtime.durable.ratelimit import STALE_S
 
-__all__ = ["IDLE_S", "ROLL_EVENTS", "RateWorkflow"]
+__all__ = ["IDLE_S", "POLL_MAX_S", "POLL_MIN_S", "ROLL_EVENTS", "RateWorkflow"]
 
 #: Events after which the limiter continues as new (its history stays small).
 ROLL_EVENTS = 2_000
 #: Seconds with no slot to count and no request waiting after which the limiter ends.
 IDLE_S = 60.0
-#: Seconds a request that gave up is remembered (its late ``acquire`` is then refused).
+#: Seconds a request that gave up is remembered (its late ``ask`` is then ignored).
 GONE_S = 60.0
+#: The shortest and longest a waiting request sleeps before it looks at its slot again.
+POLL_MIN_S = 0.05
+POLL_MAX_S = 0.5
 
 
 @workflow.defn(name=te.RATE_WORKFLOW, sandboxed=False)
 class RateWorkflow:
     """The slots of one model (see the module doc).  Input and continue-as-new state:
-    ``{"slots": {id: [granted, ended or None]}, "keep": seconds}``."""
+    ``{"slots": {id: [granted, ended or None]}, "waiting": [request…], "keep": seconds,
+    "gone": {id: when}}``."""
 
     def __init__(self) -> None:
         self.slots: dict[str, list[float | None]] = {}
@@ -54,7 +61,6 @@ class RateWorkflow:
         #: requests released before they were granted (they gave up): id → when
         self.gone: dict[str, float] = {}
         self.keep = 1.0  # the longest period asked for: ended slots older than it are dropped
-        self.rolling = False
         self.dirty = False
 
     def _now(self) -> float:
@@ -110,6 +116,7 @@ class RateWorkflow:
     async def run(self, state: dict[str, Any]) -> None:
         """Hold the model's slots until idle for :data:`IDLE_S` seconds."""
         self.slots = {str(k): list(v) for k, v in (state.get("slots") or {}).items()}
+        self.waiting = list(state.get("waiting") or [])
         self.keep = float(state.get("keep") or 1.0)
         self.gone = {str(k): float(v) for k, v in (state.get("gone") or {}).items()}
         while True:
@@ -120,39 +127,45 @@ class RateWorkflow:
             if info.get_current_history_length() > ROLL_EVENTS or (
                 info.is_continue_as_new_suggested()
             ):
-                self.rolling = True  # waiting requests ask the next run
-                await workflow.wait_condition(workflow.all_handlers_finished)
+                # signal handlers are synchronous: nothing is left half-handled
                 workflow.continue_as_new(
-                    {"slots": self.slots, "keep": self.keep, "gone": self.gone}
-                )
+                    {"slots": self.slots, "waiting": self.waiting, "keep": self.keep,
+                     "gone": self.gone}
+                )  # fmt: skip
             idle = not self.waiting and not self.slots and not self.gone
             self.dirty = False
             try:
                 await workflow.wait_condition(
                     lambda: self.dirty, timeout=IDLE_S if idle else self._wake(now)
-                )  # a release or a request, else a slot that stops counting
+                )  # a request or a release, else a slot that stops counting
             except TimeoutError:
-                if idle and workflow.all_handlers_finished():
-                    return
+                if idle:
+                    return  # a request signalled meanwhile fails this completion: not lost
 
-    @workflow.update(name="acquire")
-    async def acquire(self, request: dict[str, Any]) -> dict[str, Any]:
-        """A slot for ``{"id", "limit", "period", "concurrency"}``: ``{"granted": True}``
-        once granted, ``{"retry": True}`` when this run is giving way to the next (ask it),
-        ``{"gone": True}`` when the request gave up (released before it was granted)."""
+    @workflow.signal(name="ask")
+    def ask(self, request: dict[str, Any]) -> None:
+        """A request ``{"id", "limit", "period", "concurrency"}`` waits for its slot (again:
+        nothing; after it gave up: nothing)."""
         rid = str(request["id"])
-        if rid not in self.slots and rid not in self.gone and not self.rolling:
-            self.keep = max(self.keep, float(request["period"]))
-            if all(str(r["id"]) != rid for r in self.waiting):
-                self.waiting.append(request)
-            self.dirty = True
-            await workflow.wait_condition(
-                lambda: rid in self.slots or rid in self.gone or self.rolling
-            )
+        if rid in self.slots or rid in self.gone or any(str(r["id"]) == rid for r in self.waiting):
+            return
+        self.keep = max(self.keep, float(request["period"]))
+        self.waiting.append(request)
+        self.dirty = True
+
+    @workflow.query(name="slot")
+    def slot(self, rid: str) -> dict[str, Any]:
+        """``{"granted": True}``, or ``{"wait": seconds}`` — about how long until it may be
+        (the asker looks again then), or ``{"unknown": True}`` (not asked yet, or gave up)."""
         if rid in self.slots:
             return {"granted": True}
-        self.waiting = [r for r in self.waiting if str(r["id"]) != rid]
-        return {"gone": True} if rid in self.gone else {"retry": True}
+        place = next((i for i, r in enumerate(self.waiting) if str(r["id"]) == rid), None)
+        if place is None:
+            return {"unknown": True}
+        head = self.waiting[0]
+        rounds = place // max(1, int(head["limit"]))
+        soon = self._wake(self._now()) or POLL_MAX_S
+        return {"wait": min(POLL_MAX_S, max(POLL_MIN_S, soon + rounds * float(head["period"])))}
 
     @workflow.signal(name="release")
     def release(self, rid: str) -> None:
