@@ -93,13 +93,16 @@ class RateWorkflow:
 
     def _wake(self, now: float) -> float | None:
         """Seconds until a slot stops counting for the head request (or, with nothing
-        waiting, until the next slot is dropped); None: there is no slot."""
+        waiting, until the next slot or given-up request is dropped); None: nothing to
+        wait for."""
         period = float(self.waiting[0]["period"]) if self.waiting else self.keep
         times = [
             (ended + period) if ended is not None else (granted + STALE_S)
             for granted, ended in self.slots.values()
             if granted is not None
         ]
+        if not self.waiting:
+            times.extend(t + GONE_S for t in self.gone.values())
         later = [t - now for t in times if t > now]
         return max(0.001, min(later)) if later else (0.001 if times else None)
 
