@@ -101,7 +101,7 @@ def test_two_workers_split_a_map_and_a_fleet_wide_model_rate_limit_holds(
         procs = [workers.start(name) for name in ("w1", "w2")]
         _wait_alive(engine, project, database, workers)  # both up before the run: both get items
         run = subprocess.run(
-            flowc("run", "--durable", "--fleet", "--run-id", "fleet-1", "plan.yaml",
+            flowc("run", "--durable", "--fleet", "--run-id", "fleet-limits-1", "plan.yaml",
                   "--input", json.dumps({"xs": list(range(ITEMS))})),
             cwd=project, env=env, capture_output=True, timeout=400,
         )  # fmt: skip
@@ -111,17 +111,21 @@ def test_two_workers_split_a_map_and_a_fleet_wide_model_rate_limit_holds(
     ran = [line.split() for line in (project / "where.log").read_text().splitlines()]
     by_pid = Counter(pid for _, pid, _, _ in ran)
     worker_pids = {str(w.pid) for w in procs}
-    assert sorted(int(x) for x, *_ in ran) == list(range(ITEMS))  # each item once
     if engine == "dbos":
+        assert sorted(int(x) for x, *_ in ran) == list(range(ITEMS))  # each item once
         assert set(by_pid) <= worker_pids  # the items ran on the workers ...
         assert len(by_pid) == 2, by_pid  # ... both of them: neither did all
     else:  # the run's own process is a worker of the task queue too
+        # at least once: on a loaded machine a workflow task may time out before a call's
+        # result is recorded, and another worker runs the call again (docs/durable.md)
+        assert {int(x) for x, *_ in ran} == set(range(ITEMS))
         assert len(by_pid) >= 2, by_pid  # no process did all
     for pid in by_pid:  # [durable] worker_concurrency: never more than 4 at once per process
         spans = [(float(s), float(e)) for _, p, s, e in ran if p == pid]
         assert _most_at_once(spans) <= 4, (pid, sorted(spans))
 
-    assert len(stamps) == ITEMS
+    # every request — a repeated one too — is held by the limits
+    assert len(stamps) == ITEMS if engine == "dbos" else len(stamps) >= ITEMS
     stamps.sort()
     busiest = max(sum(1 for t in stamps if s <= t < s + 1.0) for s in stamps)
     assert busiest <= 5, str([round(t - stamps[0], 2) for t in stamps])  # never > 5 in any 1 s

@@ -81,8 +81,12 @@ UNIT_WORKFLOW = "agentflow.unit"
 STEP_ACTIVITY = "agentflow.op"
 #: The limiter workflow of a model's fleet-wide rate limit and concurrency (temporal_rate.py)
 RATE_WORKFLOW = "agentflow.rate"
-#: Seconds between two tries for a slot when the limiter could not be reached (it was ending)
-RATE_RETRY_S = 0.05
+#: Seconds between two tries for a slot when the limiter could not be reached (it was
+#: ending) or had not handled the request yet
+RATE_RETRY_S = 0.1
+#: Seconds a request's slot may stay unknown to the limiter after it asked before it asks
+#: again (the limiter was ended from outside)
+RATE_REASK_S = 5.0
 #: Failed tries in a row after which a request gives up on its slot (and fails)
 RATE_TRIES = 100
 #: The signal that carries a message (an answer) to a unit.
@@ -415,6 +419,7 @@ async def fleet_slot(
     request = {"id": rid, "limit": limit, "period": period, "concurrency": concurrency}
     handle = client.get_workflow_handle(wid)
     failures = 0
+    asked_at = 0.0
     try:
         asked = False
         while True:
@@ -431,7 +436,7 @@ async def fleet_slot(
                         start_signal_args=[request],
                         static_summary=f"rate limit of model {model}"[:200],
                     )
-                    asked = True
+                    asked, asked_at = True, time.monotonic()
                 state = await handle.query("slot", rid)
             except asyncio.CancelledError:
                 raise
@@ -449,8 +454,10 @@ async def fleet_slot(
             failures = 0
             if state.get("granted"):
                 break
-            if state.get("unknown"):  # the limiter ended as it was asked: ask again
-                asked = False
+            if state.get("unknown"):
+                # the signal is in the limiter's history but not handled yet (a query may
+                # answer from the state before it); still unknown long after: ask again
+                asked = time.monotonic() - asked_at < RATE_REASK_S
                 await asyncio.sleep(RATE_RETRY_S)
                 continue
             await asyncio.sleep(float(state.get("wait") or RATE_RETRY_S))

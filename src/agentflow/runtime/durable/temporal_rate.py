@@ -8,7 +8,7 @@ A request of a limited model (inside its operation's local activity, just before
 ``temporal_engine.fleet_slot``) asks that workflow for a slot with a **signal** (``ask``, sent
 with signal-with-start: the first request starts the workflow) and then looks whether it was
 granted with a **query** (``slot``: no history event; it sleeps as long as the answer says,
-0.05–0.5 s).  The workflow grants slots first come, first served, at its own clock (the
+0.1–0.5 s).  The workflow grants slots first come, first served, at its own clock (the
 server's time of its workflow task), while fewer than ``limit`` slots of the model are in
 flight or ended within the last ``period`` seconds (``rate_window``), and fewer than
 ``concurrency`` are in flight.  The request is sent after the grant, and its slot ends (a
@@ -45,7 +45,7 @@ IDLE_S = 60.0
 #: Seconds a request that gave up is remembered (its late ``ask`` is then ignored).
 GONE_S = 60.0
 #: The shortest and longest a waiting request sleeps before it looks at its slot again.
-POLL_MIN_S = 0.05
+POLL_MIN_S = 0.1
 POLL_MAX_S = 0.5
 
 
