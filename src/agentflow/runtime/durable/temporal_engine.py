@@ -456,9 +456,11 @@ async def fleet_slot(
                 break
             if state.get("unknown"):
                 # the signal is in the limiter's history but not handled yet (a query may
-                # answer from the state before it); still unknown long after: ask again
-                asked = time.monotonic() - asked_at < RATE_REASK_S
-                await asyncio.sleep(RATE_RETRY_S)
+                # answer from the state before it; queries compete with that handling, so
+                # they back off); still unknown long after: ask again
+                waited = time.monotonic() - asked_at
+                asked = waited < RATE_REASK_S
+                await asyncio.sleep(min(0.5, max(RATE_RETRY_S, waited / 2)))
                 continue
             await asyncio.sleep(float(state.get("wait") or RATE_RETRY_S))
     except BaseException:

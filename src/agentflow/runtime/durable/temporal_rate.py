@@ -19,7 +19,7 @@ sent, both on the server's one clock: so of any ``limit + 1`` requests one ended
 ``limit`` requests, across every worker.  (Not an update that waits for the grant: the server
 holds at most 10 updates in flight per workflow and refused the rest, ``ResourceExhausted``.
 Not Temporal's own task-queue rate limit, ``max_task_queue_activities_per_second``: a token
-bucket on *dispatch* with a second of burst, which let 9 requests into one second against a
+bucket on *dispatch* with a second of burst, which let 9–12 requests into one second against a
 limit of 5 in bench/temporal_queue_rate.py; docs/decisions.md.)
 
 A slot whose worker died counts as in flight for :data:`STALE_S` seconds.  The workflow
