@@ -107,3 +107,23 @@ async def _probe(client_cls: type, address: str) -> None:
     import gc
 
     gc.collect()
+
+
+async def task_queue_pollers(url: str) -> set[str]:
+    """The identities polling the workflow task queue of durable ``url`` (``temporal://``)
+    now: ``worker:NAME@PID`` for a ``flowc worker --name NAME``."""
+    from temporalio.api.enums.v1 import TaskQueueType
+    from temporalio.api.taskqueue.v1 import TaskQueue
+    from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+
+    from agentflow.runtime.durable import temporal_engine as te
+
+    client = await te.client_for(url)
+    described = await client.workflow_service.describe_task_queue(
+        DescribeTaskQueueRequest(
+            namespace=client.namespace,
+            task_queue=TaskQueue(name=te.versioned_queue(url)),
+            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+        )
+    )
+    return {p.identity for p in described.pollers}

@@ -512,7 +512,8 @@ class DurableConfig(_Strict):
     ``worker_concurrency``: the most map items of a fleet run one ``flowc worker`` runs at once
     (per map ``limit``: items of maps with different limits wait in different queues); the
     rest wait for another worker (default: no cap beyond the map's own ``limit``). Set by the
-    run's ``flow.toml``, it holds for every worker of the fleet.
+    run's ``flow.toml``, it holds for every worker of the fleet.  On Temporal: the most
+    operations (tool, model, MCP calls) one process runs at once, from its own ``flow.toml``.
     ``synchronous``: SQLite's ``synchronous`` level for a SQLite database (WAL): ``full``
     (default: a step recorded as finished survives a power loss), ``normal`` (it survives the
     process's crash or kill, not a power loss or an OS crash: the last transactions may be
@@ -547,7 +548,8 @@ class DurableConfig(_Strict):
     history_events: int = Field(default=10_000, ge=50, le=50_000)
     #: Temporal: how many items of a map each batch workflow runs (a map wider than this runs
     #: as child workflows ``RUN/<map path>/batch.K``); 0: ``history_events // 10`` (for tests
-    #: and tuning; every worker of a task queue must use the same)
+    #: and tuning; recorded in the run's input with ``history_events``: every worker of a run
+    #: uses the starting process's)
     map_batch: int = Field(default=0, ge=0, le=50_000)
 
     @field_validator("ask_timeout")

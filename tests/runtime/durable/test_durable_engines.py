@@ -471,7 +471,9 @@ def test_on_temporal_a_wide_map_runs_in_batches_resumes_after_a_kill_and_equals_
     # [durable] map_batch = 4: each 30-item map runs as 8 batch workflows RUN/E1/batch.K (the
     # items of E1 two calls each: child workflows of their batch; E3's one call: local
     # activities of the batch), 3 and 2 batches at a time (concurrency 96 and 64: 32 items
-    # per batch at once); the run is SIGKILLed mid-map and `flowc resume` finishes it
+    # per batch at once); the run is SIGKILLed mid-map and `flowc resume` finishes it -- a
+    # worker whose flow.toml says map_batch = 7: the run's recorded batch size holds for
+    # every worker of the run (else its replay would start other batches)
     project, env = _project(tmp_path, "temporal", request)
     with (project / "flow.toml").open("a") as f:
         f.write("map_batch = 4\n")
@@ -498,6 +500,8 @@ def test_on_temporal_a_wide_map_runs_in_batches_resumes_after_a_kill_and_equals_
         if s.get("status") == "done" and "tool:user__note" in s["operation"]
     }  # fmt: skip
     assert recorded, "nothing was recorded before the kill"
+    toml = (project / "flow.toml").read_text()
+    (project / "flow.toml").write_text(toml.replace("map_batch = 4\n", "map_batch = 7\n"))
     resumed = _run(project, env, "resume", "batch-1")
     assert resumed.returncode == 0, resumed.stderr.decode()[-3000:]
     assert json.loads(resumed.stdout) == json.loads(plain.stdout)

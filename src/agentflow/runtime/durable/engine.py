@@ -22,6 +22,8 @@ clock / jitter     the wall clock (deadlines count from the run's recorded start
                    hash of the workflow, path and call count (the same on replay)
 concurrent unit    a child workflow whose id is the parent's id + the unit's path, started in
                    index order; it receives only the scope values its body references
+limited model      when the engine has ``model_slot(client)`` (Temporal), a request of a model
+                   with a fleet-wide ``rate_limit``/``concurrency`` is sent holding its slot
 wide map           when the engine has ``map_batch(n)`` (Temporal): batch child units
                    ``{parent id}/{map path}/batch.K`` of that many items each, their items
                    units of the batch (:meth:`DurableEffects.map_slice`)
@@ -531,9 +533,16 @@ class DurableEffects(Effects):
                 return answered
 
         else:
+            # a backend that holds a model's fleet-wide limits per request (Temporal's
+            # limiter workflow): the request is sent while it holds the model's slot
+            slot = getattr(self.engine, "model_slot", None)
 
             async def fn() -> ChatResponse:
-                return await client.chat(request)
+                held = slot(client) if slot is not None else None
+                if held is None:
+                    return await client.chat(request)
+                async with held:
+                    return await client.chat(request)
 
         response = await self._step(name, key, fn, path=path, item=False if queue is None else None)
         if name in self.reused:

@@ -35,8 +35,9 @@ import gc
 import hashlib
 import json
 import os
+import secrets
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -48,6 +49,7 @@ from agentflow.core.vocabulary import Code
 from agentflow.errors import ConfigError, RunError
 from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.durable.engine import NO_MESSAGE, DurableEffects, PlanIndex, Runtime
+from agentflow.runtime.durable.ratelimit import rate_window
 from agentflow.runtime.durable.records import JsonRecords
 from agentflow.runtime.durable.spec import context_from_spec, trace_of
 from agentflow.runtime.hooks import RunAborted
@@ -62,9 +64,11 @@ __all__ = [
     "Target",
     "TemporalEngine",
     "client_for",
+    "fleet_slot",
     "is_temporal",
     "make_url",
     "parse_url",
+    "recorded_settings",
 ]
 
 T = TypeVar("T")
@@ -75,6 +79,16 @@ SCHEME = "temporal://"
 RUN_WORKFLOW = "agentflow.run"
 UNIT_WORKFLOW = "agentflow.unit"
 STEP_ACTIVITY = "agentflow.op"
+#: The limiter workflow of a model's fleet-wide rate limit and concurrency (temporal_rate.py)
+RATE_WORKFLOW = "agentflow.rate"
+#: Seconds between two tries for a slot when the limiter could not be reached (it was
+#: ending) or had not handled the request yet
+RATE_RETRY_S = 0.1
+#: Seconds a request's slot may stay unknown to the limiter after it asked before it asks
+#: again (the limiter was ended from outside)
+RATE_REASK_S = 5.0
+#: Failed tries in a row after which a request gives up on its slot (and fails)
+RATE_TRIES = 100
 #: The signal that carries a message (an answer) to a unit.
 MESSAGE_SIGNAL = "agentflow.message"
 #: The longest one recorded operation may run (a model call, a tool) before Temporal gives up.
@@ -121,6 +135,9 @@ class Target:
     claim_limit: int
     history_events: int = 10_000
     map_batch: int = 0
+    #: ``[durable] worker_concurrency``: the most operations this process runs at once (0:
+    #: no cap of its own)
+    worker_concurrency: int = 0
 
 
 def is_temporal(url: str) -> bool:
@@ -137,6 +154,7 @@ def make_url(
     claim_limit: int,
     history_events: int = 10_000,
     map_batch: int = 0,
+    worker_concurrency: int = 0,
 ) -> str:
     """``temporal://ADDRESS/NAMESPACE?task_queue=…``: the durable "database" of a Temporal
     engine (no secret is ever part of it: the API key and the client certificate come from
@@ -144,7 +162,7 @@ def make_url(
     query = urlencode(
         {"task_queue": task_queue, "tls": "1" if tls else "0", "claims": str(claims),
          "claim_limit": str(claim_limit), "history_events": str(history_events),
-         "map_batch": str(map_batch)}
+         "map_batch": str(map_batch), "worker_concurrency": str(worker_concurrency)}
     )  # fmt: skip
     return f"{SCHEME}{address}/{quote(namespace, safe='')}?{query}"
 
@@ -159,7 +177,7 @@ def url_for(config: Config) -> str:
     address = os.path.expandvars(d.address)
     return make_url(
         address, d.namespace, d.task_queue, d.tls, claims, d.claim_check_bytes, d.history_events,
-        d.map_batch,
+        d.map_batch, d.worker_concurrency or 0,
     )  # fmt: skip
 
 
@@ -177,10 +195,10 @@ def parse_url(url: str) -> Target:
         limit = int(params.get("claim_limit", "1000000"))
         events = int(params.get("history_events", "10000"))
         batch = int(params.get("map_batch", "0"))
+        per_worker = int(params.get("worker_concurrency", "0"))
     except ValueError:
-        raise ConfigError(
-            f"{url}: claim_limit, history_events or map_batch is not a number"
-        ) from None
+        what = "claim_limit, history_events, map_batch or worker_concurrency"
+        raise ConfigError(f"{url}: {what} is not a number") from None
     return Target(
         address=address,
         namespace=unquote(namespace) or "default",
@@ -190,6 +208,7 @@ def parse_url(url: str) -> Target:
         claim_limit=limit,
         history_events=events,
         map_batch=batch,
+        worker_concurrency=per_worker,
     )
 
 
@@ -373,6 +392,92 @@ def forget_clients() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# A model's fleet-wide limits: a slot of its limiter workflow (temporal_rate.py) per request
+
+
+def limiter_id(queue: str, model: str) -> str:
+    """The workflow id of ``model``'s limiter on (versioned) task queue ``queue``."""
+    return f"{RATE_WORKFLOW}/{queue}/{model}"
+
+
+@contextlib.asynccontextmanager
+async def fleet_slot(
+    url: str, model: str, rate_limit: float | None, concurrency: int | None
+) -> AsyncIterator[None]:
+    """Hold a slot of ``model`` (``rate_limit`` requests per second, ``concurrency`` at once,
+    across every worker of ``url``'s task queue) while the body sends one request; waits
+    while the model's window is full.  Runs in an operation (an activity), not workflow
+    code.  Raises RunError when the limiter cannot be reached :data:`RATE_TRIES` times in a
+    row."""
+    from temporalio.common import WorkflowIDConflictPolicy
+
+    client = await client_for(url)
+    queue = versioned_queue(url)
+    wid = limiter_id(queue, model)
+    limit, period = rate_window(rate_limit) if rate_limit else (1_000_000, 1.0)
+    rid = secrets.token_hex(8)
+    request = {"id": rid, "limit": limit, "period": period, "concurrency": concurrency}
+    handle = client.get_workflow_handle(wid)
+    failures = 0
+    asked_at = 0.0
+    try:
+        asked = False
+        while True:
+            try:
+                if not asked:  # signal-with-start: the first request starts the limiter
+                    await client.start_workflow(
+                        RATE_WORKFLOW,
+                        {},
+                        id=wid,
+                        task_queue=queue,
+                        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                        task_timeout=TASK_TIMEOUT,
+                        start_signal="ask",
+                        start_signal_args=[request],
+                        static_summary=f"rate limit of model {model}"[:200],
+                    )
+                    asked, asked_at = True, time.monotonic()
+                state = await handle.query("slot", rid)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001 - the limiter was ending: ask again
+                failures += 1
+                if failures > RATE_TRIES:
+                    raise RunError(
+                        Code.FAILED,
+                        f"model {model}: no slot of its fleet-wide rate limit could be taken "
+                        f"from Temporal ({str(e).strip() or type(e).__name__})",
+                    ) from None
+                asked = False
+                await asyncio.sleep(RATE_RETRY_S)
+                continue
+            failures = 0
+            if state.get("granted"):
+                break
+            if state.get("unknown"):
+                # the signal is in the limiter's history but not handled yet (a query may
+                # answer from the state before it; queries compete with that handling, so
+                # they back off); still unknown long after: ask again
+                waited = time.monotonic() - asked_at
+                asked = waited < RATE_REASK_S
+                await asyncio.sleep(min(0.5, max(RATE_RETRY_S, waited / 2)))
+                continue
+            await asyncio.sleep(float(state.get("wait") or RATE_RETRY_S))
+    except BaseException:
+        await asyncio.shield(_release(handle, rid))  # granted as it gave up, or waiting
+        raise
+    try:
+        yield
+    finally:
+        await asyncio.shield(_release(handle, rid))
+
+
+async def _release(handle: Any, rid: str) -> None:
+    with contextlib.suppress(Exception):  # the limiter ended: nothing to release
+        await handle.signal("release", rid)
+
+
+# ---------------------------------------------------------------------------------------------
 # Operations: local activities that run closures made by the workflow in this process
 
 #: token → the operation's coroutine function, registered by the workflow just before it
@@ -406,10 +511,13 @@ def _cancelled(name: str) -> None:
 
 
 #: ``[durable] history_events`` of the task queue this process serves (set by
-#: temporal_workflows.serve)
+#: temporal_workflows.serve): what a run recorded before runs recorded theirs uses
 HISTORY_EVENTS = [10_000]
+#: the ``temporal://`` URL this process serves (set by temporal_workflows.serve): where a
+#: rate-limited model call asks for its slot (temporal_rate.py)
+SERVING_URL = [""]
 #: ``[durable] map_batch`` of the task queue this process serves (0: derived from
-#: :data:`HISTORY_EVENTS`; set by temporal_workflows.serve)
+#: :data:`HISTORY_EVENTS`; set by temporal_workflows.serve), likewise
 MAP_BATCH = [0]
 #: The events one map item may add to a workflow history, at most: a one-call item's marker
 #: and its share of workflow tasks, or a child item's initiated/started/completed events and
@@ -417,27 +525,52 @@ MAP_BATCH = [0]
 EVENTS_PER_ITEM = 5
 
 
-def _check_history(name: str) -> None:
-    """Fail the unit before operation or child ``name`` when its history passed ``[durable]
-    history_events``: Temporal terminates a workflow at 51,200 events, which would leave the
-    run ``cancelled`` with no word of why.  (Deterministic: the history length at this point
-    of the workflow is the same on replay.)"""
+def recorded_settings(url: str) -> dict[str, int]:
+    """What a run records of ``[durable]`` when it starts, so every worker of the run applies
+    the same (a worker's own ``flow.toml`` may differ; the run's workflow code must not):
+    ``history_events`` and the resolved ``map_batch`` (items per batch of a wide map)."""
+    target = parse_url(url)
+    events = target.history_events
+    return {
+        "history_events": events,
+        "map_batch": target.map_batch or max(1, events // (2 * EVENTS_PER_ITEM)),
+    }
+
+
+def _check_history(name: str, limit: int) -> None:
+    """Fail the unit before operation or child ``name`` when its history passed ``limit``
+    events (the run's ``[durable] history_events``): Temporal terminates a workflow at 51,200
+    events, which would leave the run ``cancelled`` with no word of why.  (Deterministic: the
+    history length at this point of the workflow is the same on replay.)"""
     from temporalio import workflow
 
     length = workflow.info().get_current_history_length()
-    if length > HISTORY_EVENTS[0]:
+    if length > limit:
         raise RunError(
             Code.FAILED,
             f"{name}: this unit's Temporal history reached {length} events, past [durable] "
-            f"history_events ({HISTORY_EVENTS[0]}; Temporal ends a workflow at 51,200): too "
+            f"history_events ({limit}; Temporal ends a workflow at 51,200): too "
             "many operations in one unit (a long sequence or agent loop; a wide map runs in "
             'batches: [durable] map_batch) (docs/durable.md "Temporal")',
         )
 
 
 class TemporalEngine:
-    """:class:`~agentflow.runtime.durable.engine.Engine` over Temporal (one per process); every
-    method but :meth:`workflow_id` runs in workflow code."""
+    """:class:`~agentflow.runtime.durable.engine.Engine` over Temporal (one per run and
+    process); every method but :meth:`workflow_id` runs in workflow code.  ``settings``: what
+    the run recorded of ``[durable]`` (:func:`recorded_settings`); a run recorded before it
+    did (agentflow 0.9.0 and earlier) uses this process's own."""
+
+    def __init__(self, settings: dict[str, Any] | None = None, config: Config | None = None):
+        #: the run's configuration in this process: its models' ``rate_limit``/``concurrency``
+        self.config = config
+        settings = settings or {}
+        self.history_events = int(settings.get("history_events") or HISTORY_EVENTS[0])
+        self.batch = int(
+            settings.get("map_batch")
+            or MAP_BATCH[0]
+            or max(1, self.history_events // (2 * EVENTS_PER_ITEM))
+        )
 
     def workflow_id(self) -> str:
         """The running workflow's id (also inside one of its operations)."""
@@ -467,7 +600,7 @@ class TemporalEngine:
         from temporalio.exceptions import ActivityError, CancelledError
 
         info = workflow.info()
-        _check_history(name)
+        _check_history(name, self.history_events)
         token = f"{info.workflow_id}|{info.run_id}|{name}"
         _PENDING[token] = (fn, contextvars.copy_context())
         try:
@@ -536,7 +669,7 @@ class TemporalEngine:
         from temporalio import workflow
 
         label = spec.get("unit") or spec.get("path") or child_id
-        _check_history(str(label))
+        _check_history(str(label), self.history_events)
         return await workflow.start_child_workflow(
             UNIT_WORKFLOW,
             {**spec, "root": workflow.instance().root},
@@ -567,10 +700,22 @@ class TemporalEngine:
 
     def map_batch(self, n: int) -> int | None:
         """Items per batch for a map of ``n`` items, or None when it fits this unit's history:
-        ``[durable] map_batch``, else ``history_events // (2 * EVENTS_PER_ITEM)`` (1,000 by
-        default: a batch's history stays under half the guard)."""
-        size = MAP_BATCH[0] or max(1, HISTORY_EVENTS[0] // (2 * EVENTS_PER_ITEM))
-        return size if n > size else None
+        the run's recorded ``[durable] map_batch``, else ``history_events // (2 *
+        EVENTS_PER_ITEM)`` (1,000 by default: a batch's history stays under half the guard)."""
+        return self.batch if n > self.batch else None
+
+    def model_slot(self, client: Any) -> contextlib.AbstractAsyncContextManager[None] | None:
+        """The fleet-wide slot a request of ``client``'s model must hold while it is sent (in
+        its operation, not workflow code): its first model with ``[models.named.X]
+        rate_limit`` or ``concurrency`` (temporal_rate.py), or None."""
+        config = self.config
+        if config is None or not SERVING_URL[0]:
+            return None
+        for resolved in getattr(client, "models", None) or ():
+            named = config.models.named.get(resolved)
+            if named is not None and (named.rate_limit or named.concurrency):
+                return fleet_slot(SERVING_URL[0], resolved, named.rate_limit, named.concurrency)
+        return None
 
     def replaying(self) -> bool:
         """True while the workflow replays its history."""
@@ -626,7 +771,7 @@ def build(run_id: str, spec: dict[str, Any], context: Any) -> Runtime:
             )
     config = context.config
     effects = DurableEffects(
-        TemporalEngine(),
+        TemporalEngine(spec.get("temporal"), config),
         run_id,
         PlanIndex(plan, context.callable_plans),
         started=spec.get("started"),

@@ -129,6 +129,8 @@ async def run_durable(
         run_id, plan_text, plan_file, input, config_path, context,
         reuse=reuse, ask_again=ask_again, replay=replay, model=model, fleet=fleet, ask=ask,
     )  # fmt: skip
+    # every worker of the run applies these, whatever its own flow.toml says
+    spec["temporal"] = te.recorded_settings(url)
     async with _serve(url, identity=f"run:{run_id}@{secrets.token_hex(3)}") as client:
         if reuse:
             spec["_reuse_table"] = await reuse_table(url, reuse, asks=not ask_again)

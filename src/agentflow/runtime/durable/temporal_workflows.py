@@ -17,6 +17,7 @@ from agentflow.runtime import interrupt
 from agentflow.runtime.durable import temporal_engine as te
 from agentflow.runtime.durable.engine import run_unit
 from agentflow.runtime.durable.spec import run_root
+from agentflow.runtime.durable.temporal_rate import RateWorkflow
 from agentflow.runtime.events import EventBus
 from agentflow.runtime.executor import Executor
 
@@ -127,6 +128,7 @@ async def serve(url: str, *, identity: str | None = None) -> Any:
     target = te.parse_url(url)
     te.HISTORY_EVENTS[0] = target.history_events
     te.MAP_BATCH[0] = target.map_batch
+    te.SERVING_URL[0] = url
     key = (url, id(asyncio.get_running_loop()))
     if _SERVING.get(key):
         _SERVING[key] += 1
@@ -138,13 +140,16 @@ async def serve(url: str, *, identity: str | None = None) -> Any:
     worker = Worker(
         client,
         task_queue=te.versioned_queue(url),
-        workflows=[RunWorkflow, UnitWorkflow],
+        workflows=[RunWorkflow, UnitWorkflow, RateWorkflow],
         activities=[op],
         identity=identity,
         # loading a run's plan, configuration and tools is workflow code here: on a busy
         # machine it may hold a workflow task past Temporal's 2 s deadlock alarm
         debug_mode=True,
-        max_concurrent_local_activities=200,
+        # [durable] worker_concurrency: the most operations (tool, model, MCP calls) this
+        # process runs at once, whichever units it holds
+        max_concurrent_local_activities=target.worker_concurrency or 200,
+        max_concurrent_activities=target.worker_concurrency or None,
         # a child unit's first task comes through the shared queue, not the sticky one:
         # as many pollers on each (the default, 1 in 5 on the shared queue, made each map
         # item wait its turn for a poll)
