@@ -5,9 +5,11 @@ and neither the failing tool nor the fallback's own tool call runs again."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -59,6 +61,19 @@ def wait(n: int) -> int:
 """
 
 
+def _recorded_marks(project: Path) -> int:
+    """How many calls of ``user__mark`` the run's database has recorded (item records)."""
+    db = project / ".flowc" / "durable.sqlite"
+    if not db.exists():
+        return 0
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)) as conn:
+        tables = {row[0] for row in conn.execute("select name from sqlite_master")}
+        if "agentflow_items" not in tables:
+            return 0
+        query = "select count(*) from agentflow_items where name like '%/tool:user__mark#%'"
+        return int(conn.execute(query).fetchone()[0])
+
+
 def test_a_caught_failure_is_not_run_again_after_a_kill_and_resume(tmp_path: Path):
     (tmp_path / "tools.py").write_text(TOOLS)
     (tmp_path / "report.flow").write_text(FLOW)
@@ -79,6 +94,11 @@ def test_a_caught_failure_is_not_run_again_after_a_kill_and_resume(tmp_path: Pat
             break
         time.sleep(0.02)
     assert log.exists() and "wait 5" in log.read_text(), run.communicate()[1].decode()[-3000:]
+    # a call's record is written behind it (docs/decisions.md "write-behind"): the kill comes
+    # once the fallback's `mark 4` is recorded, so it is a recorded call that must not run again
+    while _recorded_marks(tmp_path) < 2 and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _recorded_marks(tmp_path) == 2
     run.send_signal(signal.SIGKILL)
     run.wait()
     before = log.read_text().splitlines()
