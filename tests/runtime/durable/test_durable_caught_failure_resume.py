@@ -5,6 +5,7 @@ and neither the failing tool nor the fallback's own tool call runs again."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -60,20 +61,17 @@ def wait(n: int) -> int:
 """
 
 
-def _recorded_calls(project: Path) -> int:
-    """How many tool calls the durable database records as finished (failed ones included)."""
+def _recorded_marks(project: Path) -> int:
+    """How many calls of ``user__mark`` the run's database has recorded (item records)."""
     db = project / ".flowc" / "durable.sqlite"
     if not db.exists():
         return 0
-    try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-            tables = {row[0] for row in conn.execute("select name from sqlite_master")}
-            names = [r[0] for r in conn.execute("select function_name from operation_outputs")]
-            if "agentflow_items" in tables:
-                names += [r[0] for r in conn.execute("select name from agentflow_items")]
-    except sqlite3.OperationalError:  # the engine is creating its tables
-        return 0
-    return sum("/tool:user__" in n and not n.endswith("/begin") for n in names)
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)) as conn:
+        tables = {row[0] for row in conn.execute("select name from sqlite_master")}
+        if "agentflow_items" not in tables:
+            return 0
+        query = "select count(*) from agentflow_items where name like '%/tool:user__mark#%'"
+        return int(conn.execute(query).fetchone()[0])
 
 
 def test_a_caught_failure_is_not_run_again_after_a_kill_and_resume(tmp_path: Path):
@@ -92,13 +90,15 @@ def test_a_caught_failure_is_not_run_again_after_a_kill_and_resume(tmp_path: Pat
     )
     deadline = time.monotonic() + 120
     while run.poll() is None and time.monotonic() < deadline:
-        # killed in `wait 5` once the four calls before it are recorded: a call's record is
-        # written behind it (docs/durable.md "What is keyed by step path"), and a kill before
-        # it commits runs that call again on resume, as a call in flight
-        if log.exists() and "wait 5" in log.read_text() and _recorded_calls(tmp_path) >= 4:
+        if log.exists() and "wait 5" in log.read_text():
             break
         time.sleep(0.02)
     assert log.exists() and "wait 5" in log.read_text(), run.communicate()[1].decode()[-3000:]
+    # a call's record is written behind it (docs/decisions.md "write-behind"): the kill comes
+    # once the fallback's `mark 4` is recorded, so it is a recorded call that must not run again
+    while _recorded_marks(tmp_path) < 2 and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _recorded_marks(tmp_path) == 2
     run.send_signal(signal.SIGKILL)
     run.wait()
     before = log.read_text().splitlines()

@@ -63,6 +63,9 @@ async def _run(project: Path, run_id: str, answers: list[Any], **kw: Any) -> tup
     """Run plan.yaml durably as ``run_id``, answering each question it asks with the next of
     ``answers``; the result and the questions asked (path, text)."""
     url = runs.database_for(load_config(project / "flow.toml"))
+    # the engine stays up while the loop below reads the questions: a run that started it
+    # would stop it as it ends, under a read in progress
+    runs.open_database(url, executor_id="test", queues=[])
     asked: list[tuple[str, str]] = []
     task = asyncio.ensure_future(
         agentflow.run(

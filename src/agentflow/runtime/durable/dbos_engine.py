@@ -38,6 +38,7 @@ from agentflow.runtime.durable.answers import UNANSWERED, claim
 from agentflow.runtime.durable.dbos_system import (
     dbos_instance,
     dbos_module,
+    install_inline_then,
     query_steps,
     query_workflows,
     sqlite_engine,
@@ -181,6 +182,7 @@ def launch(
     if _state["url"] is not None:
         shutdown()
     dbos = dbos_with_workflows()
+    install_inline_then()  # no idle thread hop before each workflow and step body
 
     config: dict[str, Any] = {
         "name": "agentflow",

@@ -7,6 +7,7 @@ helpers that read its records (:mod:`.answers`, :mod:`.liveness`, :mod:`.ratelim
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from agentflow.errors import ConfigError
 
 __all__ = [
     "dbos_instance",
+    "install_inline_then",
     "dbos_module",
     "query_steps",
     "query_workflows",
@@ -122,6 +124,50 @@ async def query_workflows(**filters: Any) -> list[Any]:
     :func:`query_steps`)."""
     await dbos_module().DBOS._configure_asyncio_thread_pool()
     return await asyncio.to_thread(lambda: system_database().list_workflows(**filters))
+
+
+def install_inline_then() -> None:
+    """Make DBOS's ``Pending.then`` call its stage without a thread hop first (idempotent;
+    issue 35).  ``Pending.then(next)`` composes a workflow's body with the recording of its
+    outcome, and a step's body with the recording of its result; DBOS 3.4 runs it as
+    ``Pending._wrap(func, lambda: next)``, whose first line hands ``before`` — here a lambda
+    that returns ``next`` — to a worker thread and back before the body starts: one hand-off
+    per workflow and per step that does no work.  This ``then`` is DBOS's ``_wrap`` with
+    ``before()`` evaluated where it is (the body, and the recording on a thread after it,
+    unchanged).  ``Pending.wrap`` (a ``before`` that reads the database) keeps its hop.
+    Reaches into ``dbos._outcome`` (``Pending``, ``Pending._raise``, ``DeferredResult``):
+    pinned by tests/runtime/durable/test_dbos_internals_pinned.py, which fails on a DBOS
+    whose ``_wrap`` or ``then`` is not the one this copies."""
+    from dbos._logger import dbos_logger
+    from dbos._outcome import DeferredResult, Pending
+
+    if getattr(Pending.then, "inline", False):
+        return
+
+    async def run_then(
+        func: Callable[[], Awaitable[Any]], next_: Callable[[Callable[[], Any]], Any], dbos: Any
+    ) -> Any:
+        if dbos is not None:  # as _wrap: the executor pool configured for this loop
+            await dbos._configure_asyncio_thread_pool()
+        try:
+            value = await func()
+            result = await asyncio.to_thread(next_, lambda: value)
+        except asyncio.CancelledError:
+            dbos_logger.warning(f"Asyncio task cancelled for workflow or step {func}")
+            raise
+        except BaseException as exp:  # noqa: BLE001 - recorded as the outcome, as DBOS does
+            saved_exp = exp
+            result = await asyncio.to_thread(next_, lambda: Pending._raise(saved_exp))
+        if isinstance(result, DeferredResult):
+            return await result.resolve_async()
+        return result
+
+    def then(self: Any, next: Any, *, dbos: Any = None) -> Any:
+        return Pending(lambda: run_then(self._func, next, dbos))
+
+    then.inline = True  # type: ignore[attr-defined]
+    then.original = Pending.then  # type: ignore[attr-defined]  # DBOS's (the pin test reads it)
+    Pending.then = then  # type: ignore[method-assign]
 
 
 def dbos_instance() -> Any:

@@ -153,9 +153,10 @@ async def await_outcome(handle: Any, *, watch: tuple[str, str] | None = None) ->
     are recovered while this process waits (liveness.watch_run)."""
 
     watcher = asyncio.create_task(watch_run(*watch)) if watch is not None else None
+    errors = dbos_with_workflows()._error
     try:
-        out: dict[str, Any] = await handle.get_result(polling_interval_sec=0.1)
-    except dbos_with_workflows()._error.DBOSAwaitedWorkflowCancelledError:
+        out: dict[str, Any] = await _outcome_of(handle, errors)
+    except errors.DBOSAwaitedWorkflowCancelledError:
         message = "the run was cancelled (flowc cancel)"
         return {"status": "aborted", "error": {"code": Code.ABORTED, "message": message}}
     finally:
@@ -164,6 +165,24 @@ async def await_outcome(handle: Any, *, watch: tuple[str, str] | None = None) ->
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
     return out
+
+
+async def _outcome_of(handle: Any, errors: Any) -> Any:
+    """The outcome of the workflow of ``handle``: a workflow that runs in this process (its
+    handle holds the task DBOS made for it, ``WorkflowHandleAsyncTask.task``) is awaited
+    directly — its task returns only after DBOS has committed the outcome; a cancelled one,
+    and a workflow that runs elsewhere, through ``get_result``, which reads the recorded
+    outcome.  DBOS's own ``get_result`` awaits the same task, then serializes the output
+    again and hands a no-op (``record_get_result``: nothing records the wait of a caller that
+    is no workflow) to a thread and back: one hop on the run's critical path (issue 35).  A
+    caller inside a workflow goes through ``get_result``, which records the wait as its step."""
+    task = getattr(handle, "task", None)
+    if task is None or dbos_with_workflows().DBOS.workflow_id is not None:
+        return await handle.get_result(polling_interval_sec=0.1)
+    try:
+        return await asyncio.shield(task)
+    except (errors.DBOSWorkflowCancelledError, errors.DBOSAwaitedWorkflowCancelledError):
+        return await handle.get_result(polling_interval_sec=0.1)
 
 
 def result_of(out: dict[str, Any], cls: Any) -> RunResult:

@@ -53,6 +53,12 @@ TABLE = "agentflow_items"
 #: Seconds between two looks at whether the units being written were cancelled.
 CANCEL_LOOK_S = 0.5
 
+#: The longest a batch of rows that nobody waits for (ordered rows written behind) is held
+#: before it is written, so that the rows of the next calls join it (group commit over a
+#: window): a row something waits for — a one-call unit's, or any row of a unit that flushes
+#: (its next engine operation, its end) — has its batch written at once.
+BEHIND_S = 0.02
+
 #: Transactions and rows this process wrote (bench/durable_map.py prints rows per transaction).
 WRITTEN = {"transactions": 0, "rows": 0}
 
@@ -111,6 +117,10 @@ class ItemRecords:
         self._last: dict[str, asyncio.Future[None]] = {}
         #: unit → the flush in progress (:meth:`flush`)
         self._barriers: dict[str, asyncio.Future[list[Any]]] = {}
+        #: event loop → the wake-up of its writer while it holds a batch nobody waits for
+        #: (:data:`BEHIND_S`), and the loops whose next batch is wanted at once
+        self._holding: dict[asyncio.AbstractEventLoop, asyncio.Future[None]] = {}
+        self._wanted: set[asyncio.AbstractEventLoop] = set()
 
     def forget(self, workflow_id: str) -> None:
         """Drop what was read of unit ``workflow_id`` (it starts again: read it again)."""
@@ -248,6 +258,7 @@ class ItemRecords:
         pending = self._behind.pop(workflow_id, None)
         barrier = self._barriers.get(workflow_id)
         if pending and not all(_committed(f) for f in pending):
+            self._want(asyncio.get_running_loop())  # the rows held behind are wanted now
             if barrier is not None and not barrier.done():
                 pending.append(barrier)
             barrier = self._barriers[workflow_id] = asyncio.gather(*pending, return_exceptions=True)
@@ -265,6 +276,8 @@ class ItemRecords:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
         self._queues.setdefault(loop, []).append(((*row, time.time()), done))
+        if not row[4]:  # a one-call unit waits for its row
+            self._want(loop)
         writer = self._writers.get(loop)
         if writer is None or writer.done():
             self._writers[loop] = asyncio.ensure_future(self._write_batches(loop))
@@ -273,6 +286,16 @@ class ItemRecords:
     async def _write_batches(self, loop: asyncio.AbstractEventLoop) -> None:
         while self._queues.get(loop):
             await asyncio.sleep(0)  # the items finishing at this moment join the batch
+            if loop not in self._wanted and BEHIND_S > 0:
+                # rows written behind only: the next calls' rows join them for a while
+                held = self._holding[loop] = loop.create_future()
+                timer = loop.call_later(BEHIND_S, _wake, held)
+                try:
+                    await held
+                finally:
+                    timer.cancel()
+                    self._holding.pop(loop, None)
+            self._wanted.discard(loop)
             batch, self._queues[loop] = self._queues[loop], []
             try:
                 cancelled = await self._thread(self._commit, [row for row, _ in batch])
@@ -293,6 +316,13 @@ class ItemRecords:
         # nothing queued on this loop (no await since the check): its entries go
         self._queues.pop(loop, None)
         self._writers.pop(loop, None)
+        self._wanted.discard(loop)
+
+    def _want(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The rows queued on ``loop`` are waited for: its writer writes its next batch at
+        once (wakes up now when it is holding one: :data:`BEHIND_S`)."""
+        self._wanted.add(loop)
+        _wake(self._holding.get(loop))
 
     def _commit(self, rows: list[Row]) -> set[str]:
         """Insert ``rows`` in one transaction, except those of cancelled units; returns the
@@ -319,6 +349,11 @@ class ItemRecords:
             WRITTEN["transactions"] += 1
             WRITTEN["rows"] += len(keep)
         return cancelled
+
+
+def _wake(held: asyncio.Future[None] | None) -> None:
+    if held is not None and not held.done():
+        held.set_result(None)
 
 
 def _committed(future: asyncio.Future[Any]) -> bool:

@@ -1,0 +1,105 @@
+"""Rows written behind share a transaction (issue 35, docs/decisions.md "The durable agent run,
+again"): the records of ordered operations, which nobody waits for, are held a moment
+(``items.BEHIND_S``) so the next calls' records join their batch; a flush — the unit's next
+engine operation (here a non-idempotent tool's "begin" marker) or its end — writes them at once,
+and a one-call unit's record, which its unit waits for, is never held."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+import agentflow
+from agentflow.runtime.config import load_config
+from agentflow.runtime.durable import dbos_engine, items
+from agentflow.runtime.durable.database import database_for, open_database
+
+SEQUENCE = """\
+version: 1
+name: sequence
+input_schema: {type: object}
+steps:
+  - {id: E0, tool_name: user__note, input: {n: 1}}
+  - {id: E1, tool_name: user__note, input: {n: "{{ E0 }}"}}
+  - {id: E2, tool_name: user__note, input: {n: "{{ E1 }}"}}
+  - {id: E3, tool_name: user__send, input: {n: "{{ E2 }}"}}
+  - {id: E4, tool_name: user__note, input: {n: "{{ E3 }}"}}
+finish: {mode: output, output: "{{ [E0, E1, E2, E3, E4] }}"}
+"""
+
+MAP = """\
+version: 1
+name: items
+input_schema: {type: object}
+steps:
+  - id: E0
+    tool_name: map
+    input:
+      over: [1, 2, 3]
+      concurrency: 2
+      do: {tool_name: user__note, input: {n: "{{ item }}"}}
+"""
+
+TOOLS = '''\
+from agentflow import tool
+
+
+@tool
+def note(n: int) -> int:
+    """Return 2n."""
+    return 2 * n
+
+
+@tool(idempotent=False)
+def send(n: int) -> int:
+    """Send n (not to be repeated)."""
+    return n + 1
+'''
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    (tmp_path / "sequence.yaml").write_text(SEQUENCE)
+    (tmp_path / "items.yaml").write_text(MAP)
+    (tmp_path / "tools.py").write_text(TOOLS)
+    (tmp_path / "flow.toml").write_text('[tools]\nmodules = ["tools.py"]\nentry_points = false\n')
+    monkeypatch.chdir(tmp_path)
+    config = load_config(str(tmp_path / "flow.toml"))
+    open_database(database_for(config), executor_id="test", queues=[])
+    yield tmp_path, config
+    dbos_engine.shutdown()
+
+
+def _run(project: Path, config, plan: str, run_id: str) -> tuple[object, int, int]:
+    """Run ``plan`` durably (within 20 s); the result and the transactions and rows of item
+    records it wrote."""
+    before = dict(items.WRITTEN)
+    run = agentflow.run(project / plan, {}, config=config, durable=True, run_id=run_id)
+    result = asyncio.run(asyncio.wait_for(run, 20))
+    return (
+        result,
+        items.WRITTEN["transactions"] - before["transactions"],
+        items.WRITTEN["rows"] - before["rows"],
+    )
+
+
+def test_ordered_records_share_a_transaction_up_to_the_next_engine_operation(project, monkeypatch):
+    # a hold longer than the run (and than _run's 20 s): only a flush ends it
+    monkeypatch.setattr(items, "BEHIND_S", 60.0)
+    path, config = project
+    result, transactions, rows = _run(path, config, "sequence.yaml", "seq-1")
+    assert result.status == "ok" and result.output == [2, 4, 8, 9, 18], result.error
+    # E0-E2 in one transaction, written at once before E3's "begin" marker (an engine step:
+    # a non-idempotent call starts only once everything before it is recorded); E4 in another,
+    # written as the run ends
+    assert (transactions, rows) == (2, 4)
+
+
+def test_a_one_call_unit_never_waits_for_the_hold(project, monkeypatch):
+    monkeypatch.setattr(items, "BEHIND_S", 60.0)
+    path, config = project
+    result, _, rows = _run(path, config, "items.yaml", "map-1")
+    assert result.status == "ok" and result.output == [2, 4, 6], result.error
+    assert rows == 3  # each item's call, recorded before its unit went on
