@@ -43,7 +43,14 @@ from agentflow.runtime.durable.records import (
     unreadable,
     unreadable_error,
 )
-from agentflow.runtime.durable.run_info import Question, RunInfo, error_text, json_of, plan_of
+from agentflow.runtime.durable.run_info import (
+    Question,
+    RunInfo,
+    count_inference,
+    error_text,
+    json_of,
+    plan_of,
+)
 from agentflow.runtime.durable.shown import Labels, page, parse_operation, unanswered_steps
 
 __all__ = [
@@ -228,12 +235,7 @@ async def _show_run(
                 entry["error"] = error_text(error)
             value = out.get("v") if isinstance(out, dict) else None
             if "/model:" in name and value is not None and not out.get("reused"):
-                usage = getattr(value, "usage", None) or {}
-                cost["inferences"] += 1
-                cost["input_tokens"] += int(usage.get("input_tokens", 0) or 0)
-                cost["output_tokens"] += int(usage.get("output_tokens", 0) or 0)
-                if getattr(value, "cost", None) is not None:
-                    priced += float(value.cost)
+                priced += count_inference(cost, value)
             if isinstance(out, dict) and out.get("reused"):
                 entry["reused"] = True
             if values and op is not None and value is not None:

@@ -142,3 +142,15 @@ def json_of(value: Any) -> Any:
         return str(o)
 
     return json.loads(json.dumps(value, default=plain))
+
+
+def count_inference(cost: dict[str, Any], value: Any) -> float:
+    """Add one recorded model reply ``value`` (a ``ChatResponse``-like object with ``usage``
+    and ``cost``) to ``cost`` (``{"inferences", "input_tokens", "output_tokens"}``, counted in
+    place, for ``runs show`` on either engine); returns its price in dollars (0.0 when unpriced)."""
+    usage = getattr(value, "usage", None) or {}
+    cost["inferences"] += 1
+    cost["input_tokens"] += int(usage.get("input_tokens", 0) or 0)
+    cost["output_tokens"] += int(usage.get("output_tokens", 0) or 0)
+    price = getattr(value, "cost", None)
+    return float(price) if price is not None else 0.0

@@ -30,6 +30,7 @@ from agentflow.runtime.durable.answers import UNANSWERED, Claim, checked_answer,
 from agentflow.runtime.durable.asking import no_redrive
 from agentflow.runtime.durable.run_info import (
     RunInfo,
+    count_inference,
     error_text,
     json_of,
     plan_of,
@@ -490,12 +491,7 @@ async def show_run(
         inner: dict[str, Any] = got if isinstance(got, dict) else {}
         value = inner.get("v")
         if model and value is not None and not inner.get("reused"):
-            usage = getattr(value, "usage", None) or {}
-            cost["inferences"] += 1
-            cost["input_tokens"] += int(usage.get("input_tokens", 0) or 0)
-            cost["output_tokens"] += int(usage.get("output_tokens", 0) or 0)
-            if getattr(value, "cost", None) is not None:
-                priced += float(value.cost)
+            priced += count_inference(cost, value)
         if inner.get("reused"):
             entry["reused"] = True
         if values and step.parsed is not None and value is not None:
