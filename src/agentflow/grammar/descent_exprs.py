@@ -271,10 +271,10 @@ class ExprDescent:
             else_fail = last = self.opexpr()
         return ast.AskExpr(self.tn(p, last), q, expect, default, else_fail)
 
-    def loop_rest(self, p: int) -> ast.LoopExpr:
-        self.take("UP")
-        self.take("TO")
-        bound = self.opexpr()
+    def accumulated(
+        self,
+    ) -> tuple[ast.Ident, ast.Ident, ast.TypeExpr | None, ast.Expr, ast.Block]:
+        """``as VAR, ACC[: TYPE] = INIT { BODY }``, shared by ``loop`` and ``reduce``."""
         self.take("AS")
         var = self.ident()
         self.take("COMMA")
@@ -286,6 +286,13 @@ class ExprDescent:
         self.take("EQUALS")
         init = self.opexpr()
         body = self.block()
+        return var, acc, acc_type, init, body
+
+    def loop_rest(self, p: int) -> ast.LoopExpr:
+        self.take("UP")
+        self.take("TO")
+        bound = self.opexpr()
+        var, acc, acc_type, init, body = self.accumulated()
         until = else_fail = else_value = None
         end: ast.Node = body
         if self.K[self.p] == "UNTIL":
@@ -610,17 +617,7 @@ class ExprDescent:
         p = self.p
         self.p = p + 1
         over = self.opexpr()
-        self.take("AS")
-        var = self.ident()
-        self.take("COMMA")
-        acc = self.ident()
-        acc_type = None
-        if self.K[self.p] == "COLON":
-            self.p += 1
-            acc_type = self.type()
-        self.take("EQUALS")
-        init = self.opexpr()
-        body = self.block()
+        var, acc, acc_type, init, body = self.accumulated()
         return ast.ReduceExpr(self.tn(p, body), over, var, acc, acc_type, init, body)
 
     def verify_expr(self) -> ast.VerifyExpr:
