@@ -53,7 +53,7 @@ from agentflow.runtime.durable.engine import (
     Runtime,
     run_unit,
 )
-from agentflow.runtime.durable.items import item_steps, items_for
+from agentflow.runtime.durable.items import item_page, item_steps, items_for
 from agentflow.runtime.durable.ratelimit import holds, rate_slot
 from agentflow.runtime.durable.records import (
     UnreadableRecord,
@@ -81,6 +81,7 @@ __all__ = [
     "reuse_table",
     "waiting_questions",
     "register_queues",
+    "query_item_page",
     "query_steps",
     "query_workflows",
     "sqlite_path",
@@ -576,6 +577,13 @@ async def query_items(workflow_id: str) -> list[Any]:
     """The item records of ``workflow_id`` (items.py), as :func:`query_steps` lists steps."""
     await dbos_module().DBOS._configure_asyncio_thread_pool()
     return await asyncio.to_thread(item_steps, system_database(), workflow_id)
+
+
+async def query_item_page(workflow_ids: list[str], first: int) -> Any:
+    """The item records of units ``workflow_ids`` for a page of ``runs show``
+    (items.item_page: their count, the first ``first`` in start order, the model calls')."""
+    await dbos_module().DBOS._configure_asyncio_thread_pool()
+    return await asyncio.to_thread(item_page, system_database(), workflow_ids, first)
 
 
 def recover_run(run_id: str) -> list[str]:
