@@ -22,9 +22,10 @@ clock / jitter     the wall clock (deadlines count from the run's recorded start
                    hash of the workflow, path and call count (the same on replay)
 concurrent unit    a child workflow whose id is the parent's id + the unit's path, started in
                    index order; it receives only the scope values its body references
-wide map           when the engine has ``map_batch(n)`` (Temporal): batch child units
-                   ``{parent id}/{map path}/batch.K`` of that many items each, their items
-                   units of the batch (:meth:`DurableEffects.map_slice`)
+wide map           when the engine has ``map_batch(n)`` (Temporal; DBOS on a fleet): batch
+                   child units ``{parent id}/{map path}/batch.K`` of that many items each,
+                   their items units of the batch (:meth:`DurableEffects.map_slice`; a
+                   one-call item an item record of the batch, even on a fleet)
 =================  ===========================================================================
 
 Every recorded step result carries the digest of its rendered input, which is what ``--reuse``
