@@ -13,7 +13,8 @@ Printed side by side: wall time and items/s (the run's command, from its start t
 peak RSS of each worker and of the run's process (VmHWM), the database's growth per item
 (PostgreSQL: ``pg_database_size`` before and after; SQLite: the file and its WAL), and how long
 ``flowc runs show RUN`` (its first page: 200 steps) takes as a command, with its interpreter's
-start, and in this process.
+start, and in this process (on the fleet: once the workers have stopped, and once while they
+idle on the same cores, polling their queues).
 
     .venv/bin/python bench/fleet_map.py [--items 100000] [--workers 3] [--concurrency 192]
 """
@@ -205,7 +206,8 @@ def fleet(root: Path, n: int, workers: int, concurrency: int, fsync: bool, batch
                     "SELECT executor_id, count(*) FROM dbos.workflow_status "
                     "WHERE workflow_uuid LIKE 'wide/%' GROUP BY executor_id ORDER BY 1"
                 ).fetchall()
-            cli_s, in_s, total = _shown(project, env, url, "wide")
+            # with the workers idle on the same cores (polling their queues), then without
+            busy_cli_s, busy_in_s, total = _shown(project, env, url, "wide")
         finally:
             for p in procs:
                 p.send_signal(signal.SIGINT)
@@ -215,6 +217,7 @@ def fleet(root: Path, n: int, workers: int, concurrency: int, fsync: bool, batch
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait()
+        cli_s, in_s, total = _shown(project, env, url, "wide")
     return {
         **result,
         "worker_rss": rss,
@@ -224,6 +227,8 @@ def fleet(root: Path, n: int, workers: int, concurrency: int, fsync: bool, batch
         "by_worker": {str(e): int(c) for e, c in by_worker},
         "show_cli": cli_s,
         "show_in": in_s,
+        "busy_cli": busy_cli_s,
+        "busy_in": busy_in_s,
         "steps": total,
     }
 
@@ -272,12 +277,14 @@ def main() -> None:
         ),
         ("flowc runs show (1st page)", f"{f['show_cli']:.2f} s", f"{s['show_cli']:.2f} s" if s else ""),
         ("runs show, in process", f"{f['show_in']:.2f} s", f"{s['show_in']:.2f} s" if s else ""),
+        ("  the same, workers idle", f"{f['busy_cli']:.2f} s / {f['busy_in']:.2f} s", ""),
         ("steps (all pages)", f"{f['steps']:,}", f"{s['steps']:,}" if s else ""),
     ]  # fmt: skip
     print(
         f"{n:,} items of a no-op tool, map concurrency {args.concurrency}; fleet: "
         f"{args.workers} workers on PostgreSQL (fsync {'off' if args.no_fsync else 'on'}), "
-        f"{f['units']} batch units, {f['rows']:,} item records, units by executor "
+        f"{f['units']:,} units (batches, or items when unbatched), {f['rows']:,} item records, "
+        "units by executor "
         f"{f['by_worker']}"
     )
     print(f"{'':<28} {'fleet (PostgreSQL)':>28} {'one process (SQLite)':>24}")
