@@ -686,7 +686,8 @@ class DurableEffects(Effects):
         run's gate (if any) is synchronous.  Such units run in the parent like any other call:
         started in index order, each claims its position in the parent's record before yielding,
         and its name holds its path (the issue's rule: only units making more than one durable
-        call need a child workflow)."""
+        call need a child workflow).  On a fleet a unit goes to a worker instead, except an item
+        of a map batch running here (``_BATCH_UNIT``): it is an item record of the batch."""
         body = spec.body
         ex = self.executor
         if spec.kind != "body" or body is None or ex is None:
