@@ -45,7 +45,9 @@ def _free_port() -> int:
 class PostgresServer:
     """One PostgreSQL server in ``directory`` (a context manager; see the module doc)."""
 
-    def __init__(self, directory: Path | None = None, user: str = "agentflow"):
+    def __init__(
+        self, directory: Path | None = None, user: str = "agentflow", *, fsync: bool = False
+    ):
         self.bin = _bin_dir()
         # a directory of its own under the system's temporary directory: pytest resets the
         # mode of its own base directory (0700) when any pytest session starts, which would
@@ -55,6 +57,8 @@ class PostgresServer:
         self.port = _free_port()
         self.proc: subprocess.Popen | None = None
         self.as_root = os.geteuid() == 0
+        #: the server's ``fsync`` (off for tests; on for a benchmark's figures)
+        self.fsync = fsync
 
     @property
     def url(self) -> str:
@@ -84,7 +88,7 @@ class PostgresServer:
         log = self.directory / "server.log"
         self.proc = subprocess.Popen(
             self._cmd(str(self.bin / "postgres"), "-D", str(data), "-h", "127.0.0.1",
-                      "-p", str(self.port), "-k", str(self.directory), "-c", "fsync=off",
+                      "-p", str(self.port), "-k", str(self.directory), "-c", f"fsync={'on' if self.fsync else 'off'}",
                       "-c", "max_connections=200"),
             stdout=subprocess.DEVNULL, stderr=log.open("w"),
         )  # fmt: skip

@@ -154,6 +154,21 @@ def test_runs_show_pages_its_steps(project: Path) -> None:
     assert "(steps" not in _show()  # the whole run fits the default page
 
 
+def test_every_page_of_runs_show_is_its_slice_of_the_whole_listing(project: Path) -> None:
+    # a page reads only the first offset + limit item records in start order (items.item_page)
+    from agentflow.runtime.config import load_config
+    from agentflow.runtime.durable.runs import database_for
+
+    url = database_for(load_config(project / "flow.toml"))
+    whole = asyncio.run(show_run(url, "tally-1", values=True))
+    assert whole.steps_total == len(whole.steps) == 5
+    for limit in (1, 2, 3):
+        for offset in range(6):
+            info = asyncio.run(show_run(url, "tally-1", values=True, limit=limit, offset=offset))
+            assert info.steps == whole.steps[offset : offset + limit], (limit, offset)
+            assert (info.steps_total, info.cost) == (5, whole.cost)
+
+
 def test_on_temporal_runs_show_names_the_same_steps_with_values_and_unanswered_questions(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, temporal_server
 ) -> None:

@@ -34,6 +34,7 @@ from agentflow.core.vocabulary import Code
 from agentflow.errors import InputError, RunError
 from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.config import load_config
+from agentflow.runtime.control import BATCH_CONCURRENCY
 from agentflow.runtime.durable.answers import UNANSWERED, claim
 from agentflow.runtime.durable.dbos_system import (
     dbos_instance,
@@ -53,7 +54,7 @@ from agentflow.runtime.durable.engine import (
     Runtime,
     run_unit,
 )
-from agentflow.runtime.durable.items import item_steps, items_for
+from agentflow.runtime.durable.items import item_page, item_steps, items_for
 from agentflow.runtime.durable.ratelimit import holds, rate_slot
 from agentflow.runtime.durable.records import (
     UnreadableRecord,
@@ -77,9 +78,11 @@ __all__ = [
     "DbosEngine",
     "build_runtime",
     "dbos_with_workflows",
+    "fleet_map_batch",
     "reuse_table",
     "waiting_questions",
     "register_queues",
+    "query_item_page",
     "query_steps",
     "query_workflows",
     "sqlite_path",
@@ -356,7 +359,20 @@ def set_process_sinks(sinks: list[Sink]) -> None:
 
 
 class DbosEngine:
-    """:class:`~agentflow.runtime.durable.engine.Engine` over DBOS (one per process)."""
+    """:class:`~agentflow.runtime.durable.engine.Engine` over DBOS (one per run and process).
+
+    ``batch``: a ``--fleet`` run's map batch size, recorded in the run's input
+    (``spec["map_batch"]``, so every worker agrees): a map of more items runs as batch units
+    ``RUN/<map path>/batch.K`` taken by the workers, whose one-call items are item records of
+    the batch (docs/durable.md "Big maps on a fleet").  None: a map is never batched (one
+    process records its items as rows of its own unit)."""
+
+    def __init__(self, batch: int | None = None):
+        self.batch = batch if batch and batch > 0 else None
+
+    def map_batch(self, n: int) -> int | None:
+        """Items per batch for a map of ``n`` items, or None when it runs unbatched."""
+        return self.batch if self.batch is not None and n > self.batch else None
 
     def workflow_id(self) -> str:
         """The running DBOS workflow's id."""
@@ -563,6 +579,13 @@ async def query_items(workflow_id: str) -> list[Any]:
     """The item records of ``workflow_id`` (items.py), as :func:`query_steps` lists steps."""
     await dbos_module().DBOS._configure_asyncio_thread_pool()
     return await asyncio.to_thread(item_steps, system_database(), workflow_id)
+
+
+async def query_item_page(workflow_ids: list[str], first: int) -> Any:
+    """The item records of units ``workflow_ids`` for a page of ``runs show``
+    (items.item_page: their count, the first ``first`` in start order, the model calls')."""
+    await dbos_module().DBOS._configure_asyncio_thread_pool()
+    return await asyncio.to_thread(item_page, system_database(), workflow_ids, first)
 
 
 def recover_run(run_id: str) -> list[str]:
@@ -795,8 +818,10 @@ def new_effects(
     run_id: str, plan: Plan, callable_plans: dict[str, Plan], spec: dict[str, Any], **kw: Any
 ) -> DurableEffects:
     """The :class:`DurableEffects` of run ``run_id`` over DBOS."""
+    batch = spec.get("map_batch") if spec.get("fleet") else None
+    engine = DbosEngine(batch if isinstance(batch, int) else None)
     return DurableEffects(
-        DbosEngine(), run_id, PlanIndex(plan, callable_plans), started=spec.get("started"), **kw
+        engine, run_id, PlanIndex(plan, callable_plans), started=spec.get("started"), **kw
     )
 
 
@@ -865,10 +890,32 @@ async def _continue_trace(
         )
 
 
+#: The queue of a fleet run's map batches (docs/durable.md "Big maps on a fleet"): no limit
+#: of its own (the map's pool bounds the batches at once), ``worker_concurrency`` in batches.
+BATCH_QUEUE = "agentflow.batches"
+#: The queue of a batch's items that are not one call (each a child unit of the batch): no
+#: limit of its own (the batch's pool bounds its items at once).
+BATCH_ITEM_QUEUE = "agentflow.units.c0"
+#: A ``--fleet`` run's map batch size when ``[durable] map_batch`` is 0.
+FLEET_MAP_BATCH = 1000
+
+
+def fleet_map_batch(config: Config | None) -> int:
+    """The map batch size of a ``--fleet`` run on ``config``: ``[durable] map_batch``, else
+    :data:`FLEET_MAP_BATCH`."""
+    size = config.durable.map_batch if config is not None else 0
+    return size or FLEET_MAP_BATCH
+
+
 class _Queues:
     """How a fleet run spreads its work: concurrent units on ``agentflow.units.c{limit}``
-    (partitioned by the step that made them: a map's ``limit`` holds across the fleet), model
-    calls of a model with ``rate_limit``/``concurrency`` on ``agentflow.model.{name}``."""
+    (partitioned by the step that made them: a map's ``limit`` holds across the fleet), a
+    wide map's batches on :data:`BATCH_QUEUE` (their items that are not one call on
+    :data:`BATCH_ITEM_QUEUE`), model calls of a model with ``rate_limit``/``concurrency`` on
+    ``agentflow.model.{name}``."""
+
+    batch_queue = BATCH_QUEUE
+    batch_item_queue = BATCH_ITEM_QUEUE
 
     def __init__(self, config: Config | None, spec: dict[str, Any]):
         self.config = config
@@ -890,23 +937,34 @@ class _Queues:
 
 
 async def register_queues(config: Config | None, limits: set[int]) -> list[str]:
-    """Register the fleet's queues: one per map limit in use and one per model with a
+    """Register the fleet's queues: one per map limit in use (and the limit 0's, which a
+    batch's items use), the map batches' (:data:`BATCH_QUEUE`) and one per model with a
     ``rate_limit`` or ``concurrency`` (``DBOS.register_queue_async``, persisted: every worker
     finds them).  The queue holds a model's concurrency; its rate limit is held per request
     (runtime/durable/ratelimit.py), not by the queue's limiter.  A map limit's queue also
-    holds ``[durable] worker_concurrency``, the most of its items one worker runs at once."""
+    holds ``[durable] worker_concurrency``, the most of its items one worker runs at once; the
+    batches' queue holds it in batches of :data:`~agentflow.runtime.control.BATCH_CONCURRENCY`
+    items (``ceil(worker_concurrency / 32)`` batches a worker at once)."""
     dbos = dbos_with_workflows()
     names = []
-    for limit in sorted(limits):
+    per_worker = config.durable.worker_concurrency if config is not None else None
+    for limit in sorted(limits | {0}):
         name = f"agentflow.units.c{limit}"
         await dbos.DBOS.register_queue_async(
             name,
             partition_concurrency=limit if limit else None,
-            worker_concurrency=config.durable.worker_concurrency if config is not None else None,
+            worker_concurrency=per_worker,
             polling_interval_sec=0.05,
             on_conflict="always_update",
         )
         names.append(name)
+    await dbos.DBOS.register_queue_async(
+        BATCH_QUEUE,
+        worker_concurrency=-(-per_worker // BATCH_CONCURRENCY) if per_worker else None,
+        polling_interval_sec=0.05,
+        on_conflict="always_update",
+    )
+    names.append(BATCH_QUEUE)
     if config is not None:
         for label, named in config.models.named.items():
             if not (named.rate_limit or named.concurrency):

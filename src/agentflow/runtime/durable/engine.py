@@ -24,9 +24,10 @@ concurrent unit    a child workflow whose id is the parent's id + the unit's pat
                    index order; it receives only the scope values its body references
 limited model      when the engine has ``model_slot(client)`` (Temporal), a request of a model
                    with a fleet-wide ``rate_limit``/``concurrency`` is sent holding its slot
-wide map           when the engine has ``map_batch(n)`` (Temporal): batch child units
-                   ``{parent id}/{map path}/batch.K`` of that many items each, their items
-                   units of the batch (:meth:`DurableEffects.map_slice`)
+wide map           when the engine has ``map_batch(n)`` (Temporal; DBOS on a fleet): batch
+                   child units ``{parent id}/{map path}/batch.K`` of that many items each,
+                   their items units of the batch (:meth:`DurableEffects.map_slice`; a
+                   one-call item an item record of the batch, even on a fleet)
 =================  ===========================================================================
 
 Every recorded step result carries the digest of its rendered input, which is what ``--reuse``
@@ -193,6 +194,11 @@ class ItemEngine(Engine, Protocol):
 #: The one-call unit running in this task: (its step path, whether it is replayed), or None.
 _ITEM: contextvars.ContextVar[tuple[str, bool] | None] = contextvars.ContextVar(
     "agentflow_durable_item", default=None
+)
+#: The map batch unit (its workflow id) whose items this task runs (:func:`_run_batch`): its
+#: one-call items are item records of the batch even in a fleet (:meth:`DurableEffects.one_call`)
+_BATCH_UNIT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "agentflow_durable_batch", default=None
 )
 
 
@@ -674,6 +680,12 @@ class DurableEffects(Effects):
         queue = self.queues.unit_queue(spec) if self.queues is not None else None
         if queue is not None:
             child_spec["queue_key"] = f"{self.run_id}/{child_spec['group']}"
+            if child_spec["kind"] == "batch":
+                # a map's batch: the map's pool bounds the batches at once
+                queue = self.queues.batch_queue
+            elif _BATCH_UNIT.get() == parent:
+                # an item of a batch that is not one call: the batch's pool bounds its items
+                queue, child_spec["queue_key"] = self.queues.batch_item_queue, parent
         handle = await self.engine.start_child(child_id, child_spec, queue)
         try:
             return await self.engine.collect(handle)
@@ -702,11 +714,14 @@ class DurableEffects(Effects):
         run's gate (if any) is synchronous.  Such units run in the parent like any other call:
         started in index order, each claims its position in the parent's record before yielding,
         and its name holds its path (the issue's rule: only units making more than one durable
-        call need a child workflow)."""
+        call need a child workflow).  On a fleet a unit goes to a worker instead, except an item
+        of a map batch running here (``_BATCH_UNIT``): it is an item record of the batch."""
         body = spec.body
         ex = self.executor
-        if spec.kind != "body" or body is None or ex is None or self.queues is not None:
+        if spec.kind != "body" or body is None or ex is None:
             return False
+        if self.queues is not None and _BATCH_UNIT.get() != self.engine.workflow_id():
+            return False  # a fleet's unit goes to a worker; a batch's item runs in the batch
 
         name = body.tool_name
         if name in CONTROL or name.startswith("plan__") or body.retry is not None:
@@ -884,5 +899,10 @@ async def _run_batch(ex: Executor, body: Step, spec: dict[str, Any], frame: Fram
                 raise
             out[j] = e
 
-    await run_pool(len(items), limit, one)
+    engine = getattr(ex.effects, "engine", None)
+    token = _BATCH_UNIT.set(engine.workflow_id() if engine is not None else None)
+    try:  # the items' tasks are made in this context: they see the batch
+        await run_pool(len(items), limit, one)
+    finally:
+        _BATCH_UNIT.reset(token)
     return out

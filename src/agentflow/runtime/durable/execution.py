@@ -27,6 +27,7 @@ from agentflow.runtime.durable.database import (
 from agentflow.runtime.durable.dbos_engine import (
     build_runtime,
     dbos_with_workflows,
+    fleet_map_batch,
     register_queues,
     reuse_table,
     waiting_questions,
@@ -101,6 +102,9 @@ async def run_durable(
     )  # fmt: skip
     if fleet:
         spec["queues"] = await register_queues(context.config, plan_limits(plan))
+        # recorded with the run: every worker batches its maps alike (docs/durable.md "Big
+        # maps on a fleet")
+        spec["map_batch"] = fleet_map_batch(context.config)
     reuse_table_ = await reuse_table(reuse, asks=not ask_again) if reuse else {}
     rt = await build_runtime(run_id, spec, context=context, reuse=reuse_table_, plan=plan)
     dbos_engine._RUNTIMES[run_id] = rt

@@ -32,13 +32,14 @@ import asyncio
 import time
 import weakref
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from agentflow.runtime.durable.dbos_system import dbos_module
 from agentflow.runtime.durable.records import Unreadable, install
 from agentflow.runtime.hooks import RunAborted
 
-__all__ = ["ItemRecords", "TABLE", "item_steps", "items_for"]
+__all__ = ["ItemPage", "ItemRecords", "TABLE", "item_page", "item_steps", "items_for"]
 
 T = TypeVar("T")
 #: A row: unit, operation name, output, error (agentflow JSON), ordered (1: an ordered operation,
@@ -383,6 +384,82 @@ def items_for(key: str, sys_db: Callable[[], Any]) -> ItemRecords:
         _records.clear()  # one database per process at a time
         found = _records[key] = ItemRecords(sys_db)
     return found
+
+
+@dataclass
+class ItemPage:
+    """What a page of ``flowc runs show`` needs of some units' item records, without reading
+    them all (:func:`item_page`): ``total``, how many they hold; ``first``, the first ones in
+    start order (as :func:`item_steps` lists them, each with its unit's id, ``workflow_id``);
+    ``models``, every model call's record (the run's cost counts them all)."""
+
+    total: int = 0
+    first: list[dict[str, Any]] = field(default_factory=list)
+    models: list[dict[str, Any]] = field(default_factory=list)
+
+
+#: Units per query of :func:`item_page` (SQLite allows 32,766 parameters, older builds 999).
+_CHUNK = 500
+
+
+def item_page(sys_db: Any, workflow_ids: list[str], first: int) -> ItemPage:
+    """The item records of units ``workflow_ids`` for one page of ``flowc runs show``: their
+    count, the first ``first`` of them in start order, and every model call's record
+    (:class:`ItemPage`): a 100,000-item map's page reads ``first`` rows' values, not 100,000
+    (docs/durable.md "Looking at a run")."""
+    import sqlalchemy as sa
+
+    engine = sys_db.engine
+    _ensure_table(engine)
+    page = ItemPage()
+    rows: list[Any] = []
+    with engine.connect() as conn:
+        for lo in range(0, len(workflow_ids), _CHUNK):
+            ids = workflow_ids[lo : lo + _CHUNK]
+            marks = ", ".join(f":w{i}" for i in range(len(ids)))
+            params: dict[str, Any] = {f"w{i}": w for i, w in enumerate(ids)}
+            where = f"FROM {TABLE} WHERE workflow_id IN ({marks})"
+            page.total += int(
+                conn.execute(sa.text(f"SELECT count(*) {where}"), params).scalar_one()
+            )
+            columns = "workflow_id, name, output, error, started_at, finished_at"
+            rows += conn.execute(
+                sa.text(
+                    f"SELECT {columns} {where} ORDER BY started_at, finished_at, name LIMIT :n"
+                ),
+                {**params, "n": first},
+            ).all()
+            page.models += [
+                _step(row)
+                for row in conn.execute(
+                    sa.text(f"SELECT {columns} {where} AND name LIKE :m"),
+                    {**params, "m": "%/model:%"},
+                ).all()
+            ]
+    rows.sort(key=lambda r: (r[4], r[5], r[1]))
+    page.first = [_step(row) for row in rows[:first]]
+    return page
+
+
+def _read(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return _serializer().deserialize(text)
+    except Exception as e:  # noqa: BLE001 - reported by the run's commands
+        return Unreadable(str(e))
+
+
+def _step(row: Any) -> dict[str, Any]:
+    workflow_id, name, output, error, started, finished = row
+    return {
+        "workflow_id": str(workflow_id),
+        "function_name": str(name),
+        "output": _read(output),
+        "error": _read(error),
+        "started_at_epoch_ms": int(started * 1000),
+        "completed_at_epoch_ms": int(finished * 1000),
+    }
 
 
 def item_steps(sys_db: Any, workflow_id: str) -> list[dict[str, Any]]:

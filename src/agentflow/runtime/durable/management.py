@@ -30,6 +30,7 @@ from agentflow.runtime.durable.dbos_engine import (
     RUN_WORKFLOW,
     _state,
     dbos_with_workflows,
+    query_item_page,
     query_items,
     query_workflows,
     recorded_input,
@@ -204,11 +205,29 @@ async def _show_run(
     labels = Labels(plan_of(spec))
     cost: dict[str, Any] = {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
     priced = 0.0
-    for w in family:
+    # one-call units' records (items.py): for a page, only the first offset + limit of them in
+    # start order (the page's steps are among those and the engine's steps), their count and
+    # the model calls' (the cost); a 100,000-item map's page reads a page of rows, not 100,000
+    items: Any = None
+    if limit is not None:
+        items = await query_item_page([w.workflow_id for w in family], offset + limit)
+        for step in items.models:
+            priced += _cost(run_id, step, cost)
+    paged: dict[str, list[dict[str, Any]]] = {}
+    for row in items.first if items is not None else ():
+        paged.setdefault(row["workflow_id"], []).append(row)
+    # each unit's engine steps, read at once (a fleet's batched map: ~100 units, one query each)
+    listed = await asyncio.gather(
+        *(dbos.DBOS.list_workflow_steps_async(w.workflow_id) for w in family)
+    )
+    for w, steps in zip(family, listed, strict=True):
         unit = w.workflow_id[len(run_id) :].lstrip("/") or "(run)"
-        steps = await dbos.DBOS.list_workflow_steps_async(w.workflow_id)
-        steps += await query_items(w.workflow_id)  # one-call units' records (items.py)
-        for step in steps:
+        engine_steps = len(steps)
+        if items is None:
+            steps += await query_items(w.workflow_id)
+        else:
+            steps += paged.get(w.workflow_id, [])
+        for k, step in enumerate(steps):
             name = step["function_name"]
             error = step.get("error")
             out = step.get("output")
@@ -234,8 +253,8 @@ async def _show_run(
             if error is not None:
                 entry["error"] = error_text(error)
             value = out.get("v") if isinstance(out, dict) else None
-            if "/model:" in name and value is not None and not out.get("reused"):
-                priced += count_inference(cost, value)
+            if items is None or k < engine_steps:  # a page's item records: counted above
+                priced += _cost(run_id, step, cost)
             if isinstance(out, dict) and out.get("reused"):
                 entry["reused"] = True
             if values and op is not None and value is not None:
@@ -255,7 +274,24 @@ async def _show_run(
         if isinstance(spec, dict) and spec.get("fleet"):
             info.workers = await _holders(url, run_id, family)
     page(info, limit, offset, labels)
+    if items is not None:  # the item records not read
+        info.steps_total += items.total - len(items.first)
     return info
+
+
+def _cost(run_id: str, step: dict[str, Any], cost: dict[str, Any]) -> float:
+    """Count recorded operation ``step`` in ``cost`` when it is a model call that was made
+    (not reused): its inference and tokens; returns its price (0.0 when unknown)."""
+    out = step.get("output")
+    if "/model:" not in step["function_name"] or not isinstance(out, dict) or out.get("reused"):
+        return 0.0
+    reason = unreadable(out, step.get("error"))
+    if reason is not None:
+        raise unreadable_error(run_id, reason)
+    value = out.get("v")
+    if value is None:
+        return 0.0
+    return count_inference(cost, value)
 
 
 def _seconds(epoch_ms: Any) -> float | None:
