@@ -39,7 +39,7 @@ from agentflow.core.vocabulary import MAX_NESTING, STATEMENT_WORDS
 from agentflow.core.vocabulary import duration_ms as _duration_ms
 from agentflow.grammar import ast
 from agentflow.grammar.builder import _budget, _number
-from agentflow.grammar.descent_exprs import Bail, ExprDescent, bail, plain_text
+from agentflow.grammar.descent_exprs import ExprDescent, _Bail, bail, plain_text
 from agentflow.grammar.scanner import (
     _NL_VARIANT,
     _TOKEN_RE,
@@ -84,12 +84,12 @@ def parse_fast(text: str, file: str, driver: Driver) -> tuple[list[ast.Item], in
     a line start)."""
     try:
         toks = tokenize(text, file, driver)
-    except (Bail, SynErr, RecursionError):
+    except (_Bail, SynErr, RecursionError):
         return [], 0
     d = Descent(*toks)
     try:
         return d.module(), -1
-    except (Bail, SynErr, RecursionError):
+    except (_Bail, SynErr, RecursionError):
         pass
     done = d.items
     # `done[-1]` is parsed again by the LALR path, from the end of `done[-2]`
@@ -141,7 +141,7 @@ def tokenize(
     ``ast.StringLit`` for a string) and its span's fields ``(file, line, column, end_line,
     end_column, start, end)``; the ``///`` text before a token, by index; the indices of the
     top-level keywords that start a line outside brackets (never a name).  A sentinel ``$END``
-    token ends the lists.  Raises :class:`~agentflow.grammar.descent_exprs.Bail` at what the
+    token ends the lists.  Raises :class:`~agentflow.grammar.descent_exprs._Bail` at what the
     scanner reports."""
     kinds: list[str] = []
     values: list[Any] = []

@@ -4,7 +4,7 @@ chain and every control expression, ``agent`` blocks and their clauses (docs/spe
 
 :class:`ExprDescent` holds the token lists, the position and the helpers; :class:`.descent.Descent`
 adds items, types and statements (the two methods named here that it defines are ``type`` and
-``block``).  Any place where the LALR path would report something raises :class:`Bail`.
+``block``).  Any place where the LALR path would report something raises :class:`_Bail`.
 """
 
 from __future__ import annotations
@@ -20,16 +20,16 @@ from agentflow.grammar import ast
 from agentflow.grammar.builder import _budget, _climb, _Not, _number, _push_projection, _retry
 from agentflow.grammar.scanner import KEYWORDS
 
-__all__ = ["Bail", "ExprDescent", "bail", "plain_text"]
+__all__ = ["_Bail", "ExprDescent", "bail", "plain_text"]
 
 
-class Bail(Exception):
+class _Bail(Exception):
     """The descent does not take this text: the LALR path parses it (and reports)."""
 
 
 def bail() -> NoReturn:
     """Give up: the LALR path parses this text."""
-    raise Bail
+    raise _Bail
 
 
 #: terminals of the keywords that are a name where the grammar does not expect the keyword

@@ -13,6 +13,7 @@ import pytest
 from support.chat_server import TEST_API_KEY, answer, status
 
 import agentflow
+from agentflow.errors import InputError
 from agentflow.runtime.durable.dbos_engine import shutdown
 
 FIVE = """\
@@ -155,3 +156,29 @@ def test_redrive_reruns_a_failed_run_from_its_failed_step(project, chat_server):
     assert "redrive of red-1" in redriven.stderr.decode()
     assert _tasks(chat_server.requests) == ["Stage c", "Stage d", "Stage e"]
     assert json.loads(redriven.stdout)["text"].startswith("[Stage e after [Stage b")
+
+
+async def test_a_run_id_already_taken_is_refused_on_both_engines_not_answered_with_the_old_output(
+    project, chat_server
+):
+    """A trial user's `flowc ask --durable --run-id kill-1 "another question"` printed kill-1's
+    old answer: DBOS hands back the existing workflow for an id it knows, whatever the new
+    input.  A caller-chosen id that names a run is refused on both engines (Temporal already
+    did), the old run untouched; a new id runs."""
+    flow = project / "five.flow"
+    config = project / "flow.toml"
+    first = await agentflow.run(
+        flow, {"topic": "caching"}, config=config, durable=True, run_id="taken-1"
+    )
+    assert first.status == "ok", first.error
+    chat_server.requests.clear()
+    with pytest.raises(InputError, match="a durable run 'taken-1' exists already"):
+        await agentflow.run(
+            flow, {"topic": "another"}, config=config, durable=True, run_id="taken-1"
+        )
+    assert chat_server.requests == []  # nothing ran
+    again = await agentflow.run(
+        flow, {"topic": "another"}, config=config, durable=True, run_id="taken-2"
+    )
+    assert again.status == "ok", again.error
+    assert again.output != first.output

@@ -28,6 +28,7 @@ from agentflow.runtime.durable.dbos_engine import (
     build_runtime,
     dbos_with_workflows,
     fleet_map_batch,
+    query_workflows,
     register_queues,
     reuse_table,
     waiting_questions,
@@ -90,12 +91,21 @@ async def run_durable(
     a question (:func:`ask_durable`).  Returns ``(run_id, result)``."""
 
     validate_input(plan, input)
+    chosen = run_id is not None
     run_id = run_id or new_run_id()
     if dbos_engine._state["url"] != url:
         # fleet work goes to the workers.  A process that runs several runs launches once: the
         # later runs share the first one's executor id; `flowc resume` of one of them recovers
         # that run alone (dbos_engine.recover_run)
         open_database(url, executor_id=process_executor(run_id), queues=[])
+    if chosen and await query_workflows(workflow_ids=[run_id]):
+        # DBOS would hand back the existing run's outcome for a run that may have had another
+        # input or plan (a new question answered with an old answer): refused, as on Temporal;
+        # a new random id cannot be taken, so a fresh run reads nothing here
+        raise InputError(
+            f"a durable run {run_id!r} exists already in {safe_url(url)}: "
+            f"`flowc resume {run_id}` continues it, a new --run-id starts another"
+        )
     spec = run_spec(
         run_id, plan_text, plan_file, input, config_path, context,
         reuse=reuse, ask_again=ask_again, replay=replay, model=model, fleet=fleet, ask=ask,
