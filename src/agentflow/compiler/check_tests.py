@@ -319,6 +319,23 @@ def _check_items(
             _code(checker, exp.fail_code, exp.code_span)
 
 
+def _unknown_target(
+    checker: CheckerShared,
+    message: str,
+    span: Span,
+    *,
+    notes: list[Note] | None = None,
+    hint: str | None = None,
+) -> None:
+    """Report ``unknown-stub-target`` — unless the parse dropped an item (a ``syntax-error``
+    anywhere in the file): the stage, `let`, alias or tool a stub names may be in it, and the
+    stub is checked again once the file parses (docs/diagnostics.md "syntax-error": no
+    cascade from a broken item)."""
+    if any(d.code == D.SYNTAX_ERROR for d in checker.diags):
+        return
+    checker.report(D.UNKNOWN_STUB_TARGET, message, span, notes=notes, hint=hint)
+
+
 def _var(checker: CheckerShared, name: str, t: Type, span: Span) -> Var:
     return Var(Symbol("test", name, t, None), span, used=True)
 
@@ -334,8 +351,8 @@ def _check_stub(
     if stub.kind == "tool":
         sig = checker.tool_decls.get(name)
         if sig is None:
-            checker.report(
-                D.UNKNOWN_STUB_TARGET,
+            _unknown_target(
+                checker,
                 f"`{name}` is not a tool of this flow",
                 stub.target.span,
                 hint=did_you_mean(name, list(checker.tool_decls)),
@@ -362,8 +379,8 @@ def _check_stub(
         targets = [c for c in calls if c.alias == name]
         if not targets:
             known = sorted({c.alias for c in calls if c.alias})
-            checker.report(
-                D.UNKNOWN_STUB_TARGET,
+            _unknown_target(
+                checker,
                 f"no agent call of this flow uses the alias `{name}`",
                 stub.target.span,
                 hint=did_you_mean(name, known)
@@ -380,8 +397,8 @@ def _check_stub(
                 hint = hint or _no_agent_hint(checker, checker.all_stages[name], stages)
             else:
                 message = f"`{name}` is not a stage of this flow"
-            checker.report(
-                D.UNKNOWN_STUB_TARGET,
+            _unknown_target(
+                checker,
                 message,
                 stub.target.span,
                 hint=hint or (f"stages with agents: {', '.join(stages)}" if stages else None),
@@ -617,8 +634,8 @@ def _check_named_stub(checker: CheckerShared, stub: ast.TestStub, case: str | No
                     if any(isinstance(n, ast.AskExpr) for n in ast.walk(st.body))
                 }
             )
-            checker.report(
-                D.UNKNOWN_STUB_TARGET,
+            _unknown_target(
+                checker,
                 f"no `ask` of this flow is bound to `{name}` or inside a stage `{name}`",
                 stub.target.span,
                 hint=did_you_mean(name, asks)
@@ -629,8 +646,8 @@ def _check_named_stub(checker: CheckerShared, stub: ast.TestStub, case: str | No
         targets = [s for s in named_steps(checker.stage_order, checker.types) if s.name == name]
         inline = [t for t in targets if not isinstance(t.value, _STEP_EXPRS)]
         if inline:
-            checker.report(
-                D.UNKNOWN_STUB_TARGET,
+            _unknown_target(
+                checker,
                 f"`{name}` is not a step of its own: its value is computed from other values",
                 stub.target.span,
                 notes=[Note(f"`{name}` is computed here", inline[0].value.span)],
@@ -651,8 +668,8 @@ def _check_named_stub(checker: CheckerShared, stub: ast.TestStub, case: str | No
                     f"for its agents, `stub tool T` for its tools), or bind its value to a `let` "
                     f"and stub that step"
                 )
-            checker.report(
-                D.UNKNOWN_STUB_TARGET,
+            _unknown_target(
+                checker,
                 f"no `let {name} = …` in this flow's stages",
                 stub.target.span,
                 hint=hint or (f"steps that can be stubbed: {', '.join(lets)}" if lets else None),
