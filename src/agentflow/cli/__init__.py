@@ -426,7 +426,9 @@ def schema(file: str, type_name: str | None, show_input: bool) -> None:
     is_flag=True,
     help="With --reuse: ask every question again, those the earlier run had answered included.",
 )
-@click.option("--run-id", metavar="ID", help="The durable run's id (default: a new one).")
+@click.option(
+    "--run-id", metavar="ID", help="The durable run's id (default: a new one); implies --durable."
+)
 @click.option(
     "--database",
     metavar="URL",
@@ -825,7 +827,9 @@ def _dim(text: str) -> None:
     help="Record every model and tool call so the question survives a crash (flowc resume "
     "RUN); prints the run id.",
 )
-@click.option("--run-id", metavar="ID", help="The durable run's id (default: a new one).")
+@click.option(
+    "--run-id", metavar="ID", help="The durable run's id (default: a new one); implies --durable."
+)
 @click.option(
     "--database",
     metavar="URL",
@@ -848,13 +852,13 @@ def ask(
     plan_and_execute). The answer goes to stdout; progress and solver reports, dimmed, to stderr."""
     api.enable_watchdog()
     click.get_current_context().call_on_close(lambda: api.enable_watchdog(False))
-    _check_run_options(workspace, record, replay, trace)
     durable = durable or run_id is not None or database is not None
     if durable and (record or replay):
         raise click.UsageError(
             "--durable cannot be used with --record or --replay: a durable question's model "
             "calls are recorded on the durable engine (flowc resume RUN replays them)"
         )
+    _check_run_options(workspace, record, replay, trace)
 
     def progress(kind: str, text: str) -> None:
         mark = {"tool": "→", "tool_done": "✓", "tool_error": "✗", "replan": "↻"}.get(kind, "·")

@@ -229,15 +229,20 @@ def runs_show(
     hidden = ""
     if info.internal and not show_all:
         hidden = f" ({info.internal} engine operation(s) not shown: --all lists them)"
-    click.echo(f"steps:{hidden}" if info.steps else f"steps: none yet{hidden}")
+    total = f"at least {info.steps_total}" if info.steps_partial else info.steps_total
+    if info.steps:
+        click.echo(f"steps:{hidden}")
+    elif info.steps_offset and info.steps_offset >= info.steps_total:
+        # a page past the end: say so, not "none yet" and a backwards range
+        click.echo(f"steps: none at --offset {info.steps_offset} (the run has {total}){hidden}")
+    else:
+        click.echo(f"steps: none yet{hidden}")
     for step in info.steps:
         click.echo("  " + _step_line(step))
     shown_to = info.steps_offset + len(info.steps)
-    if info.steps_offset or shown_to < info.steps_total:
+    if info.steps and (info.steps_offset or shown_to < info.steps_total):
         more = f": --offset {shown_to} shows more" if shown_to < info.steps_total else ""
-        first = info.steps_offset + 1 if info.steps else info.steps_offset
-        total = f"at least {info.steps_total}" if info.steps_partial else info.steps_total
-        click.echo(f"  (steps {first}-{shown_to} of {total}{more})")
+        click.echo(f"  (steps {info.steps_offset + 1}-{shown_to} of {total}{more})")
     for holder in info.workers:
         click.echo(_holder_line(holder, info.run_id))
     for q in info.questions:

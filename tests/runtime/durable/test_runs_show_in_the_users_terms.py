@@ -152,6 +152,10 @@ def test_runs_show_pages_its_steps(project: Path) -> None:
     assert (info["steps_total"], info["steps_offset"]) == (5, 4)
     assert [s["label"] for s in info["steps"]] == ["after › last = user__note"]
     assert "(steps" not in _show()  # the whole run fits the default page
+    # a page past the end says so (it printed "steps: none yet" and "(steps 50-50 of 5)")
+    past = _show("--offset", "50")
+    assert "steps: none at --offset 50 (the run has 5)" in past, past
+    assert "(steps" not in past and "none yet" not in past
 
 
 def test_every_page_of_runs_show_is_its_slice_of_the_whole_listing(project: Path) -> None:
