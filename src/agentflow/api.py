@@ -81,7 +81,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         recorded_run,
         show_durable_run,
         shutdown_durable,
-        work,
     )
     from agentflow.api_evals import (
         check,
@@ -111,6 +110,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         shape_cache_note,
         telemetry_settings,
         terminal_hooks,
+        work,
     )
     from agentflow.api_serve import (
         serve_mcp,
@@ -259,7 +259,7 @@ _EXPORTS: dict[str, str] = {
     "telemetry_settings": "agentflow.api_run",
     "terminal_hooks": "agentflow.api_run",
     "type_schema": "agentflow.api_check",
-    "work": "agentflow.api_durable",
+    "work": "agentflow.api_run",
     "worst_case_cost": "agentflow.api_compile",
     "check_plan": "agentflow.api_commands",
     "PlanCheck": "agentflow.api_commands",

@@ -1,11 +1,11 @@
 """The api of durable runs seen from outside: what ``flowc runs``, ``flowc answer``, ``flowc
-cancel``, ``flowc worker`` and ``flowc ui`` do (docs/durable.md).  :mod:`agentflow.api`
-re-exports every public name here; starting and resuming a durable run is
-:mod:`agentflow.api_run`'s.
+cancel`` and ``flowc ui`` do (docs/durable.md).  :mod:`agentflow.api` re-exports every public
+name here; starting and resuming a durable run, and being a worker, is :mod:`agentflow.api_run`'s.
 
 This module loads the runtime's configuration and the durable runs' management, not the
 durable engine itself (DBOS, SQLAlchemy: loaded when a database is opened; docs/decisions.md
-"The api split by what it loads").
+"The api split by what it loads"), nor the executor, the model clients, the tools or
+telemetry that running a step needs (docs/decisions.md "What flowc runs show loads").
 """
 
 from __future__ import annotations
@@ -16,19 +16,15 @@ from typing import Any
 
 from agentflow.core.text import clean_json
 from agentflow.runtime.config import Config, load_config
-from agentflow.runtime.durable.dbos_engine import shutdown
-from agentflow.runtime.durable.runs import (
+from agentflow.runtime.durable.database import database_for, missing_database
+from agentflow.runtime.durable.dbos_launch import shutdown
+from agentflow.runtime.durable.management import (
     answer,
     cancel,
-    database_for,
     list_runs,
-    missing_database,
     recorded_spec,
     show_run,
 )
-from agentflow.runtime.durable.runs import work as run_worker
-from agentflow.runtime.events import JsonlSink
-from agentflow.runtime.telemetry import TelemetrySettings
 
 __all__ = [
     "answer_durable",
@@ -39,7 +35,6 @@ __all__ = [
     "recorded_run",
     "show_durable_run",
     "shutdown_durable",
-    "work",
 ]
 
 
@@ -114,17 +109,3 @@ async def cancel_durable(url: str, run_id: str) -> None:
 def shutdown_durable() -> None:
     """Stop the durable engine in this process if it runs (idempotent)."""
     shutdown()
-
-
-async def work(
-    url: str,
-    name: str,
-    *,
-    trace: str | os.PathLike[str] | None = None,
-    telemetry: TelemetrySettings | None = None,
-) -> None:
-    """Be worker ``name`` of the fleet on durable database ``url`` until cancelled (``flowc
-    worker``; docs/durable.md "Fleet"): take map items, runs and rate-limited model calls from
-    its queues; ``trace``: events added to this JSON Lines file.  Raises ConfigError."""
-    sinks: list[Any] = [JsonlSink(os.fspath(trace), append=True)] if trace else []
-    await run_worker(url, name, sinks=sinks, telemetry=telemetry)

@@ -41,6 +41,7 @@ from agentflow.runtime.config import load_config as read_config
 from agentflow.runtime.context import RunContext
 from agentflow.runtime.durable.dbos_engine import launched, shutdown
 from agentflow.runtime.durable.runs import database_for, resume, run_durable
+from agentflow.runtime.durable.runs import work as run_worker
 from agentflow.runtime.events import CallbackSink, ConsoleSink, Event, JsonlSink, Sink
 from agentflow.runtime.executor import run_plan
 from agentflow.runtime.extract import NonJsonNumber, loads_value
@@ -79,6 +80,7 @@ __all__ = [
     "shape_cache_note",
     "telemetry_settings",
     "terminal_hooks",
+    "work",
 ]
 
 
@@ -524,3 +526,17 @@ def enable_watchdog(on: bool = True) -> None:
     """Let the runs this process drives on its main thread be ended even when a tool holds the
     GIL (runtime/watchdog.py); the CLI turns it on for a command and off after it."""
     interrupt.enable_watchdog(on)
+
+
+async def work(
+    url: str,
+    name: str,
+    *,
+    trace: str | os.PathLike[str] | None = None,
+    telemetry: TelemetrySettings | None = None,
+) -> None:
+    """Be worker ``name`` of the fleet on durable database ``url`` until cancelled (``flowc
+    worker``; docs/durable.md "Fleet"): take map items, runs and rate-limited model calls from
+    its queues; ``trace``: events added to this JSON Lines file.  Raises ConfigError."""
+    sinks: list[Any] = [JsonlSink(os.fspath(trace), append=True)] if trace else []
+    await run_worker(url, name, sinks=sinks, telemetry=telemetry)

@@ -2,8 +2,10 @@
 `flowc run` never loads the durable engine (DBOS, SQLAlchemy, psycopg) nor jsonschema, and
 `flowc runs` of a project with no database loads none of them either; a fresh agent task (an
 agent that calls a tool, then answers, against a scripted provider on loopback) loads neither
-httpx's command-line client (rich, pygments) nor OpenTelemetry. Each case runs flowc in a fresh
-process and reads its ``sys.modules`` at exit (no timing: bench/startup.py times)."""
+httpx's command-line client (rich, pygments) nor OpenTelemetry; `flowc runs` and `flowc runs
+show` of a durable run load neither the executor nor the model clients, the tools or telemetry
+(issue 29: `runs show` of a 100,000-item map answers in under 2 s). Each case runs flowc in a
+fresh process and reads its ``sys.modules`` at exit (no timing: bench/startup.py times)."""
 
 from __future__ import annotations
 
@@ -224,3 +226,72 @@ def test_a_caller_passing_its_arguments_keeps_its_collector_as_it_is(tmp_path):
     result = CliRunner().invoke(main, ["run", str(tmp_path / "plain.flow"), "--input", '{"x": 1}'])
     assert result.exit_code == 0, result.output
     assert gc.isenabled()
+
+
+MAP_TOOLS = """\
+async def noop(i: int) -> int:
+    \"\"\"Return i.\"\"\"
+    return i
+"""
+
+MAP_PLAN = """\
+version: 1
+name: small_map
+input_schema: {type: object, properties: {items: {type: array}}, required: [items]}
+steps:
+  - id: E0
+    tool_name: map
+    input:
+      over: "{{ input.items }}"
+      do: {tool_name: user__noop, input: {i: "{{ item }}"}}
+finish: {mode: output, output: "{{ E0 }}"}
+"""
+
+#: What running a step needs and reading a run does not (docs/decisions.md "What flowc runs
+#: show loads"): the interpreter, the agent loop, the model clients, the tools' catalog
+#: builder, telemetry, the durable engines' runtimes
+RUNTIME_ONLY = (
+    *("agentflow.runtime.executor", "agentflow.runtime.agent", "agentflow.runtime.agent_step"),
+    *("agentflow.runtime.chat", "agentflow.runtime.control", "agentflow.runtime.effects"),
+    *("agentflow.runtime.models.router", "agentflow.runtime.tools.build"),
+    *("agentflow.runtime.telemetry", "agentflow.runtime.durable.engine"),
+    *("agentflow.runtime.durable.dbos_engine", "agentflow.runtime.durable.spec"),
+    *("agentflow.runtime.durable.temporal_engine", "agentflow.runtime.durable.execution"),
+)
+
+
+def _runtime_modules(tmp_path: Path, *argv: str) -> tuple[list[str], str]:
+    code = (
+        "import sys, runpy, json\n"
+        f"sys.argv = ['flowc', *{list(argv)!r}]\n"
+        "try:\n    runpy.run_module('agentflow', run_name='__main__')\n"
+        "except SystemExit as e:\n    assert e.code in (0, None), e.code\n"
+        f"print('MODULES', json.dumps(sorted(set(sys.modules) & set({RUNTIME_ONLY!r}))))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    line = [x for x in proc.stdout.splitlines() if x.startswith("MODULES ")]
+    assert line, proc.stdout + proc.stderr
+    return json.loads(line[-1][len("MODULES ") :]), proc.stdout
+
+
+def test_runs_and_runs_show_of_a_durable_run_load_no_executor_models_tools_or_telemetry(tmp_path):
+    (tmp_path / "tools.py").write_text(MAP_TOOLS)
+    (tmp_path / "map.yaml").write_text(MAP_PLAN)
+    (tmp_path / "flow.toml").write_text('[tools]\nmodules = ["tools.py"]\nentry_points = false\n')
+    run = subprocess.run(
+        [sys.executable, "-m", "agentflow", "run", "--durable", "--run-id", "m1", "map.yaml"]
+        + ["--input", '{"items": [1, 2, 3]}'],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    loaded, out = _runtime_modules(tmp_path, "runs", "show", "m1")
+    assert "E0/do.2" in out  # the map's items, in the .flow's terms
+    assert loaded == []
+    loaded, out = _runtime_modules(tmp_path, "runs")
+    assert "m1" in out
+    assert loaded == []

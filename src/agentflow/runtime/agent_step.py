@@ -27,6 +27,7 @@ from agentflow.runtime.expressions import render_value, to_json_value, to_text
 from agentflow.runtime.hooks import RunAborted
 from agentflow.runtime.models.budget import budget_from
 from agentflow.runtime.tools.catalog import Tool, match_pattern
+from agentflow.runtime.where import OUTLINED_MARK, is_outlined
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan
@@ -47,15 +48,6 @@ __all__ = [
 
 #: Write tools an agent gets only under a ``write`` scope when no host policy is configured.
 DEFAULT_DENIED = frozenset({"builtin__write_file", "builtin__edit_file"})
-
-#: How lowering describes the sub-plans it outlines (compiler/lowering.py): "…, outlined by flowc".
-OUTLINED_MARK = ", outlined by flowc"
-
-
-def is_outlined(plan: Plan) -> bool:
-    """True for a sub-plan the compiler outlined (its ``description`` ends with
-    :data:`OUTLINED_MARK`), as opposed to one written by hand."""
-    return str(plan.description or "").endswith(OUTLINED_MARK)
 
 
 def _sub_plans(frame: Frame) -> tuple[Mapping[str, Plan], Mapping[str, Plan]]:

@@ -39,9 +39,10 @@ from agentflow.ir.names import in_source_terms as rename
 from agentflow.ir.names import scope_names, step_names
 
 if TYPE_CHECKING:
-    from agentflow.ir.models import Step
+    from agentflow.ir.models import Plan, Step
 
 __all__ = [
+    "OUTLINED_MARK",
     "SEP",
     "SOURCE_TERMS_CODES",
     "quotes_expressions",
@@ -49,6 +50,7 @@ __all__ = [
     "Place",
     "call_summary",
     "in_source_terms",
+    "is_outlined",
     "tool_label",
 ]
 
@@ -61,6 +63,16 @@ SOURCE_TERMS_CODES = frozenset(
     {Code.BAD_PATH, Code.VALIDATION, Code.INVALID_ARGUMENT, Code.PARSE_ERROR, Code.REGEX_TIMEOUT}
 )
 _QUOTED = re.compile(r"`([^`]*)`")
+
+#: How lowering describes the sub-plans it outlines (compiler/lowering.py): "…, outlined by flowc".
+OUTLINED_MARK = ", outlined by flowc"
+
+
+def is_outlined(plan: Plan) -> bool:
+    """True for a sub-plan the compiler outlined (its ``description`` ends with
+    :data:`OUTLINED_MARK`), as opposed to one written by hand: the executor runs it as its
+    calling step's body, and ``flowc runs show`` names its steps in the caller's terms."""
+    return str(plan.description or "").endswith(OUTLINED_MARK)
 
 
 def quotes_expressions(error: Any) -> bool:

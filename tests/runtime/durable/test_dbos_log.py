@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from agentflow.runtime.durable.dbos_engine import (
+from agentflow.runtime.durable.dbos_launch import (
     DBOS_CONSOLE_HANDLER,
     LOG_HANDLER,
     _log_to_file,

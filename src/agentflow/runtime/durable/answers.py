@@ -25,10 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentflow.errors import InputError
-from agentflow.runtime.control import check_answer
 from agentflow.runtime.durable.dbos_system import dbos_module, system_database
 from agentflow.runtime.extract import NonJsonNumber, loads_value
-from agentflow.runtime.hooks import spelled_bool
+from agentflow.runtime.hooks import check_answer, spelled_bool
 
 __all__ = [
     "Claim",

@@ -18,7 +18,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from agentflow.core.vocabulary import Code
-from agentflow.errors import ErrorInfo, InputError
+from agentflow.errors import ErrorInfo
 from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.chat import ASK_PATH, AskResult, ask
 from agentflow.runtime.durable.shown import ASK_PLAN_FILE
@@ -34,7 +34,6 @@ __all__ = [
     "ask_plan",
     "ask_result",
     "ask_spec",
-    "no_redrive",
     "recorded_plans",
     "run_ask",
 ]
@@ -90,17 +89,6 @@ def recorded_plans(spec: dict[str, Any]) -> dict[str, Plan] | None:
         return None
     plans = entry.get("plans") or {}
     return {name: load_plan_text(text, f"<plan {name}>") for name, text in plans.items()}
-
-
-def no_redrive(run_id: str, spec: dict[str, Any]) -> None:
-    """Raise InputError when ``spec`` is a durable question's: ``flowc redrive`` runs a plan
-    again, and would run the plan ``ask``'s placeholder step instead of the question."""
-    if "ask" in spec:
-        raise InputError(
-            f"run {run_id} is a question (flowc ask --durable): redrive runs a plan again, "
-            "not a question; ask it again with flowc ask --durable (flowc resume continues a "
-            "question whose process stopped)"
-        )
 
 
 async def run_ask(rt: Runtime) -> RunResult:

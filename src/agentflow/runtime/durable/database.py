@@ -13,13 +13,13 @@ import re
 import secrets
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentflow.errors import ConfigError, InputError
-from agentflow.runtime.durable import temporal_runs
-from agentflow.runtime.durable.dbos_engine import _state, database_url, launch, sqlite_path
-from agentflow.runtime.durable.dbos_system import with_synchronous
-from agentflow.runtime.durable.temporal_engine import url_for
+from agentflow.runtime.durable.dbos_launch import _state, database_url, launch
+from agentflow.runtime.durable.dbos_system import sqlite_path, with_synchronous
+from agentflow.runtime.durable.temporal_client import url_for
 
 if TYPE_CHECKING:
     from agentflow.runtime.config import Config
@@ -69,19 +69,24 @@ def database_for(config: Config, database: str | None = None) -> str:
         raise ConfigError(f"{where}: {e}") from None
 
 
-def on_engine(fn: F) -> F:
-    """A command of durable runs that the Temporal backend (temporal_runs.py, the function of
-    the same name) does instead when its ``url`` is ``temporal://``: the one place a command
-    picks its engine."""
+def on_engine(backend: ModuleType) -> Callable[[F], F]:
+    """A command of durable runs that the Temporal backend (``backend``: temporal_manage.py
+    for inspecting and messaging runs, temporal_runs.py for running them; the function of the
+    same name) does instead when its ``url`` is ``temporal://``: the one place a command
+    picks its engine.  The caller names the backend module, so reading a run loads only the
+    read side of Temporal's (docs/decisions.md "What flowc runs show loads")."""
 
-    @functools.wraps(fn)
-    async def dispatch(*args: Any, **kw: Any) -> Any:
-        url = kw["url"] if "url" in kw else args[0]
-        if isinstance(url, str) and url.startswith("temporal://"):
-            return await getattr(temporal_runs, fn.__name__)(*args, **kw)
-        return await fn(*args, **kw)
+    def wrap(fn: F) -> F:
+        @functools.wraps(fn)
+        async def dispatch(*args: Any, **kw: Any) -> Any:
+            url = kw["url"] if "url" in kw else args[0]
+            if isinstance(url, str) and url.startswith("temporal://"):
+                return await getattr(backend, fn.__name__)(*args, **kw)
+            return await fn(*args, **kw)
 
-    return dispatch  # type: ignore[return-value]
+        return dispatch  # type: ignore[return-value]
+
+    return wrap
 
 
 def open_database(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ErrorInfo, InputError
 from agentflow.ir.dump import dump_plan
-from agentflow.runtime.durable import dbos_engine
+from agentflow.runtime.durable import dbos_engine, temporal_runs
 from agentflow.runtime.durable.asking import ASK_PLAN_FILE, ASK_PLAN_TEXT, ask_plan, ask_spec
 from agentflow.runtime.durable.database import (
     missing_database,
@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 
-@on_engine
+@on_engine(temporal_runs)
 async def run_durable(
     plan: Plan,
     plan_text: str,
@@ -210,7 +210,7 @@ def result_of(out: dict[str, Any], cls: Any) -> RunResult:
     )
 
 
-@on_engine
+@on_engine(temporal_runs)
 async def resume(
     url: str,
     run_id: str,
@@ -276,7 +276,7 @@ async def _resume(
     return result_of(out, result_cls)
 
 
-@on_engine
+@on_engine(temporal_runs)
 async def work(
     url: str, name: str, *, sinks: list[Any] | None = None, telemetry: Any = None
 ) -> None:

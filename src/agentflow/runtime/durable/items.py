@@ -35,9 +35,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from agentflow.errors import RunAborted
 from agentflow.runtime.durable.dbos_system import dbos_module
 from agentflow.runtime.durable.records import Unreadable, install
-from agentflow.runtime.hooks import RunAborted
 
 __all__ = ["ItemPage", "ItemRecords", "TABLE", "item_page", "item_steps", "items_for"]
 

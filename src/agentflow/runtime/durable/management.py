@@ -11,6 +11,7 @@ import contextlib
 from typing import Any
 
 from agentflow.errors import InputError, RunError
+from agentflow.runtime.durable import temporal_manage
 from agentflow.runtime.durable.answers import (
     UNANSWERED,
     checked_answer,
@@ -18,7 +19,6 @@ from agentflow.runtime.durable.answers import (
     closed_message,
     refuse_closed,
 )
-from agentflow.runtime.durable.asking import no_redrive
 from agentflow.runtime.durable.database import (
     attach,
     lock_path,
@@ -26,7 +26,7 @@ from agentflow.runtime.durable.database import (
     on_engine,
     safe_url,
 )
-from agentflow.runtime.durable.dbos_engine import (
+from agentflow.runtime.durable.dbos_launch import (
     RUN_WORKFLOW,
     _state,
     dbos_with_workflows,
@@ -50,6 +50,7 @@ from agentflow.runtime.durable.run_info import (
     count_inference,
     error_text,
     json_of,
+    no_redrive,
     plan_of,
 )
 from agentflow.runtime.durable.shown import Labels, page, parse_operation, unanswered_steps
@@ -95,7 +96,7 @@ def run_alive(url: str, run_id: str) -> bool:
         return False
 
 
-@on_engine
+@on_engine(temporal_manage)
 async def list_runs(url: str, *, limit: int = 50) -> list[RunInfo]:
     """The latest ``limit`` durable runs in ``url``, newest first, with pending questions
     (none, and nothing created, for a SQLite file that does not exist)."""
@@ -153,7 +154,7 @@ def _info(w: Any, alive: bool) -> RunInfo:
     )
 
 
-@on_engine
+@on_engine(temporal_manage)
 async def show_run(
     url: str,
     run_id: str,
@@ -339,7 +340,7 @@ async def _holders(url: str, run_id: str, family: list[Any]) -> list[dict[str, A
     return out
 
 
-@on_engine
+@on_engine(temporal_manage)
 async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
     """Answer the question of run ``run_id`` at step path ``step`` with ``value`` (checked
     against the question's choices and schema), from any process.  Raises InputError for no
@@ -371,7 +372,7 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
     return question
 
 
-@on_engine
+@on_engine(temporal_manage)
 async def pending_questions(url: str, run_id: str) -> list[Question]:
     """The questions run ``run_id`` (and its child units) waits on now; none for a run that
     ended or does not exist."""
@@ -388,7 +389,7 @@ async def pending_questions(url: str, run_id: str) -> list[Question]:
         return await waiting_questions(run_id, family)
 
 
-@on_engine
+@on_engine(temporal_manage)
 async def unanswered(url: str, run_id: str, step: str) -> Question:
     """Leave the question of run ``run_id`` at step path ``step`` unanswered: the ``ask``
     goes on as after its timeout (``when_unanswered`` decides).  Raises InputError for no such
@@ -405,7 +406,7 @@ async def unanswered(url: str, run_id: str, step: str) -> Question:
     return question
 
 
-@on_engine
+@on_engine(temporal_manage)
 async def cancel(url: str, run_id: str) -> None:
     """Cancel run ``run_id`` and its child units (each stops at its next operation). Raises
     InputError for an unknown run, and for one that has already ended (``ok``, ``error``,
@@ -428,7 +429,7 @@ async def cancel(url: str, run_id: str) -> None:
             await dbos.DBOS.cancel_workflow_async(wfid)
 
 
-@on_engine
+@on_engine(temporal_manage)
 async def recorded_spec(url: str, run_id: str, *, redrive: bool = False) -> dict[str, Any]:
     """The recorded input of run ``run_id`` (plan text, input, configuration path, …).
     ``redrive``: for ``flowc redrive``, which runs a run that did not succeed again: raises

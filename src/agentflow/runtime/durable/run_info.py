@@ -12,14 +12,22 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentflow.core.vocabulary import Code
-from agentflow.errors import RunError
+from agentflow.errors import InputError, RunError
 from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.durable.answers import question_key
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan
 
-__all__ = ["Question", "RunInfo", "error_text", "json_of", "plan_of", "published_questions"]
+__all__ = [
+    "Question",
+    "RunInfo",
+    "error_text",
+    "json_of",
+    "no_redrive",
+    "plan_of",
+    "published_questions",
+]
 
 
 @dataclass
@@ -154,3 +162,14 @@ def count_inference(cost: dict[str, Any], value: Any) -> float:
     cost["output_tokens"] += int(usage.get("output_tokens", 0) or 0)
     price = getattr(value, "cost", None)
     return float(price) if price is not None else 0.0
+
+
+def no_redrive(run_id: str, spec: dict[str, Any]) -> None:
+    """Raise InputError when ``spec`` is a durable question's: ``flowc redrive`` runs a plan
+    again, and would run the plan ``ask``'s placeholder step instead of the question."""
+    if "ask" in spec:
+        raise InputError(
+            f"run {run_id} is a question (flowc ask --durable): redrive runs a plan again, "
+            "not a question; ask it again with flowc ask --durable (flowc resume continues a "
+            "question whose process stopped)"
+        )

@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentflow.errors import InputError
 from agentflow.ir.models import Step
-from agentflow.runtime.agent_step import is_outlined
-from agentflow.runtime.where import Place, tool_label
+from agentflow.runtime.where import Place, is_outlined, tool_label
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan

@@ -1,0 +1,486 @@
+"""Durable runs on Temporal, inspected and messaged from outside: what management.py's
+commands do on a ``temporal://`` URL (``flowc runs``, ``runs show``, ``answer``, ``cancel``,
+the recorded input of ``redrive`` and the reuse table of ``--reuse``; docs/durable.md
+"Temporal").  None of them needs a worker: they read the service's visibility and histories
+through a client (:mod:`.temporal_client`), signal and cancel — and none loads the executor,
+the model clients or the tools (docs/decisions.md "What flowc runs show loads").  Starting,
+resuming and working is :mod:`.temporal_runs`'s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import secrets
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from agentflow.core.vocabulary import Code
+from agentflow.errors import InputError
+from agentflow.runtime.durable import temporal_client as tc
+from agentflow.runtime.durable import temporal_show as ts
+from agentflow.runtime.durable.answers import UNANSWERED, Claim, checked_answer, closed_message
+from agentflow.runtime.durable.run_info import (
+    RunInfo,
+    count_inference,
+    error_text,
+    json_of,
+    no_redrive,
+    plan_of,
+    published_questions,
+)
+from agentflow.runtime.durable.shown import Labels, page, parse_operation, unanswered_steps
+
+if TYPE_CHECKING:
+    from agentflow.runtime.durable.run_info import Question
+
+__all__ = [
+    "answer",
+    "cancel",
+    "list_runs",
+    "pending_questions",
+    "recorded_spec",
+    "reuse_table",
+    "show_run",
+    "unanswered",
+]
+
+
+def _where(url: str) -> str:
+    target = tc.parse_url(url)
+    return f"Temporal {target.address} (namespace {target.namespace})"
+
+
+async def _family(client: Any, run_id: str) -> list[Any]:
+    """The run's root and child unit workflows (visibility listing, no worker needed)."""
+    quoted = run_id.replace("\\", "\\\\").replace("'", "\\'")
+    query = f"WorkflowId = '{quoted}' OR WorkflowId STARTS_WITH '{quoted}/'"
+    out = []
+    async for w in client.list_workflows(query):
+        if w.id == run_id or w.id.startswith(run_id + "/"):
+            out.append(w)
+    return out
+
+
+async def _describe(client: Any, run_id: str) -> Any:
+    from temporalio.service import RPCError
+
+    try:
+        return await client.get_workflow_handle(run_id).describe()
+    except RPCError:
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Reuse and redrive
+
+
+async def _operations(
+    client: Any, workflow_id: str, first: int | None = None, internals: bool = True
+) -> list[dict[str, Any]]:
+    """The recorded operations of one workflow, in order: ``{"name", "value", "started_at",
+    "finished_at"}`` (``value``: the op's record ``{"v"…}`` or ``{"e"…}``), read from its
+    history's local-activity markers; only its ``first`` steps (None: all; ``internals``: the
+    engine's own operations count as steps)."""
+    from temporalio.api.enums.v1 import EventType
+
+    handle = client.get_workflow_handle(workflow_id)
+    out: list[dict[str, Any]] = []
+    converter = client.data_converter
+    scheduled_at: float | None = None
+    task_started = EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED
+    marker = EventType.EVENT_TYPE_MARKER_RECORDED
+    async for event in handle.fetch_history_events():
+        kind = event.event_type
+        if kind == task_started:
+            scheduled_at = event.event_time.ToMilliseconds() / 1000.0
+        if kind != marker:
+            continue
+        at = event.event_time.ToMilliseconds() / 1000.0
+        attrs = event.marker_recorded_event_attributes
+        if attrs.marker_name != "core_local_activity":
+            continue
+
+        data = attrs.details.get("data")
+        meta = json.loads(data.payloads[0].data) if data and data.payloads else {}
+        result = attrs.details.get("result")
+        value: Any = None
+        if result is not None and result.payloads:
+            decoded = await converter.decode(list(result.payloads))
+            value = decoded[0] if decoded else None
+        name = str(meta.get("activity_id") or "")
+        out.append(
+            {
+                "name": name,
+                "value": value,
+                "failed": attrs.HasField("failure"),
+                "started_at": scheduled_at,
+                "finished_at": at,
+            }
+        )
+        if first is not None and (internals or parse_operation(name) is not None):
+            first -= 1
+            if first <= 0:
+                break
+    return out
+
+
+async def reuse_table(url: str, run_id: str, *, asks: bool = True) -> dict[str, tuple[str, Any]]:
+    """``{operation name: (input digest, value)}`` of every operation run ``run_id`` finished
+    without error (runs.reuse_table on Temporal)."""
+    client = await tc.client_for(url)
+    family = await _family(client, run_id)
+    if not any(w.id == run_id for w in family):
+        raise InputError(f"no durable run {run_id!r} to reuse")
+    table: dict[str, tuple[str, Any]] = {}
+    for w in family:
+        for op in await _operations(client, w.id):
+            record = op["value"]
+            if isinstance(record, dict) and "v" in record:
+                inner = record["v"]
+                if isinstance(inner, dict) and "d" in inner and "v" in inner:
+                    table.setdefault(op["name"], (inner["d"], inner["v"]))
+    if not asks:
+        table = {k: v for k, v in table.items() if "/ask#" not in k and not k.startswith("ask#")}
+    return table
+
+
+async def recorded_spec(url: str, run_id: str, *, redrive: bool = False) -> dict[str, Any]:
+    """runs.recorded_spec on Temporal: the run's recorded input (its first history event)."""
+    client = await tc.client_for(url)
+    described = await _describe(client, run_id)
+    if described is None:
+        raise InputError(f"no durable run {run_id!r} in {_where(url)}")
+    spec: dict[str, Any] = {}
+    async for event in client.get_workflow_handle(run_id).fetch_history_events():
+        attrs = event.workflow_execution_started_event_attributes
+        decoded = await client.data_converter.decode(list(attrs.input.payloads))
+        spec = decoded[0] if decoded else {}
+        break
+    if redrive:
+        no_redrive(run_id, spec)
+        status = _status(described, await _memo(described))
+        if status in ("running", "waiting"):
+            raise InputError(
+                f"run {run_id} is still running: nothing to redrive (redrive runs a run that "
+                f"ended without success again); to give it up and run it again from its "
+                f"finished steps: flowc cancel {run_id}, then flowc redrive {run_id}"
+            )
+        if status in ("ok", "exited"):
+            file = spec.get("plan_file") or "FILE"
+            raise InputError(
+                f"run {run_id} ended {status}: nothing to redrive (redrive runs a failed run "
+                f"again); to run it again taking its finished steps: flowc run {file} --reuse "
+                f"{run_id}"
+            )
+    spec.pop("_reuse_table", None)
+    return spec
+
+
+# ---------------------------------------------------------------------------------------------
+# Inspection
+
+
+def _status(w: Any, memo: dict[str, Any] | None) -> str:
+    from temporalio.client import WorkflowExecutionStatus as S
+
+    status = w.status
+    if status == S.RUNNING:
+        return "running"
+    if status == S.COMPLETED:
+        return str((memo or {}).get("status") or "ok")
+    if status in (S.CANCELED, S.TERMINATED):
+        return "cancelled"
+    return "error"
+
+
+async def _memo(w: Any) -> dict[str, Any]:
+    with contextlib.suppress(Exception):
+        return dict(await w.memo())
+    return {}
+
+
+async def _outcome(handle: Any) -> dict[str, Any]:
+    """The run's output record; a cancelled run ends ``aborted`` (as on DBOS)."""
+    from temporalio.client import WorkflowFailureError
+    from temporalio.exceptions import CancelledError
+
+    try:
+        out: dict[str, Any] = await handle.result()
+    except WorkflowFailureError as e:
+        if isinstance(e.cause, CancelledError):
+            message = "the run was cancelled (flowc cancel)"
+            return {"status": "aborted", "error": {"code": Code.ABORTED, "message": message}}
+        cause = e.cause
+        code = Code.DURABLE_REPLAY_MISMATCH if "Nondeterminism" in str(cause) else Code.FAILED
+        return {"status": "error", "error": {"code": code, "message": str(cause or e)}}
+    return out
+
+
+async def _info(client: Any, w: Any) -> RunInfo:
+
+    memo = await _memo(w)
+    status = _status(w, memo)
+    info = RunInfo(
+        run_id=w.id,
+        status=status,
+        plan=str(memo.get("plan") or ""),
+        created_at=w.start_time.timestamp() if w.start_time else 0.0,
+        updated_at=(w.close_time or w.start_time).timestamp() if w.start_time else 0.0,
+    )
+    if status != "running":
+        with contextlib.suppress(Exception):
+            out = await _outcome(client.get_workflow_handle(w.id))
+            info.error = out.get("error")
+            info.output = out.get("output")
+    return info
+
+
+async def list_runs(url: str, *, limit: int = 50) -> list[RunInfo]:
+    """runs.list_runs on Temporal: the latest runs, newest first, with pending questions."""
+    client = await tc.client_for(url)
+    out = []
+    async for w in client.list_workflows(f"WorkflowType = '{tc.RUN_WORKFLOW}'", limit=limit):
+        info = await _info(client, w)
+        if info.status == "running":
+            info.questions = await _questions(client, w.id, await _family(client, w.id))
+            if info.questions:
+                info.status = "waiting"
+        out.append(info)
+    out.sort(key=lambda i: i.created_at, reverse=True)
+    return out
+
+
+async def show_run(
+    url: str,
+    run_id: str,
+    *,
+    internals: bool = False,
+    values: bool = False,
+    limit: int | None = None,
+    offset: int = 0,
+) -> RunInfo:
+    """runs.show_run on Temporal: the run's operations in the `.flow`'s terms, read from the
+    histories of its workflows (temporal_show.py), its questions left unanswered (from their
+    memo), ``values`` (each step's recorded result as JSON), one page of steps
+    (``limit``/``offset``)."""
+
+    client = await tc.client_for(url)
+    # the requests that do not wait on each other go out together (a loaded server answers
+    # each one late): the listing with the run's input, then its outcome with the histories
+    family, spec = await asyncio.gather(
+        _family(client, run_id), _first_input(client, run_id), return_exceptions=True
+    )
+    if isinstance(family, BaseException):
+        raise family
+    root = next((w for w in family if w.id == run_id), None)
+    if root is None:
+        raise InputError(f"no durable run {run_id!r} in {_where(url)}")
+    if isinstance(spec, BaseException):
+        raise spec
+    family.sort(key=lambda w: (w.id != run_id, _started(w), w.id))
+    units = [w.id[len(run_id) :].lstrip("/") or "(run)" for w in family]
+    extras = [  # named below, once the plan is loaded
+        unanswered_steps(await _memo(w), unit, Labels(None))
+        for w, unit in zip(family, units, strict=True)
+    ]
+    listed = [(w.id, _started(w)) for w in family]
+    # a page of a run of many workflows (a wide map's batches) reads only what it shows; a
+    # smaller run is read whole (its total and cost are exact)
+    if limit and len(family) > ts.READERS:
+        reading = ts.read_first(client, listed, extras, internals, offset + limit)
+    else:
+        reading = ts.read_all(client, listed, extras, internals)
+    both = asyncio.gather(_info(client, root), reading)
+    await asyncio.sleep(0)  # their first requests are sent: the plan loads meanwhile
+    labels = Labels(plan_of(spec))
+    for unit_extras in extras:
+        for extra in unit_extras:
+            extra["label"] = labels.label(extra["path"])
+    info, read = await both
+    info.internal = read.internal
+    info.steps_partial = read.partial
+    end = None if limit is None else offset + limit
+    cost: dict[str, Any] = {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
+    priced = 0.0
+    converter = client.data_converter
+    for at, step in enumerate(read.steps):
+        if not isinstance(step, ts.Op):
+            info.steps.append(step)
+            continue
+        model = "/model:" in step.name
+        shown = at >= offset and (end is None or at < end)
+        entry: dict[str, Any] = {
+            "unit": units[step.unit],
+            "operation": step.name,
+            "status": "error" if step.failed else "done",
+            "started_at": step.started_at,
+            "finished_at": step.finished_at,
+        }
+        if step.parsed is None:
+            entry["internal"] = True
+        else:
+            entry.update(path=step.parsed.path, kind=step.parsed.what, label=None, _op=step.parsed)
+        info.steps.append(entry)
+        if not (shown or model):
+            continue  # its result is decoded only when it is shown or priced
+        recorded = await step.value(converter)
+        record = recorded if isinstance(recorded, dict) else {}
+        if "e" in record:
+            entry["status"] = "error"
+            entry["error"] = error_text(record["e"])
+        got = record.get("v")
+        inner: dict[str, Any] = got if isinstance(got, dict) else {}
+        value = inner.get("v")
+        if model and value is not None and not inner.get("reused"):
+            priced += count_inference(cost, value)
+        if inner.get("reused"):
+            entry["reused"] = True
+        if values and step.parsed is not None and value is not None:
+            entry["value"] = json_of(value)
+    if priced:
+        cost["cost"] = round(priced, 10)
+    info.cost = cost
+    if info.status == "running":
+        info.questions = await _questions(client, run_id, family)
+        if info.questions:
+            info.status = "waiting"
+    page(info, limit, offset, labels)
+    return info
+
+
+async def _first_input(client: Any, workflow_id: str) -> dict[str, Any]:
+    """The input workflow ``workflow_id`` started with (its history's first event only; the
+    service's error for an unknown workflow)."""
+    events = client.get_workflow_handle(workflow_id).fetch_history_events(page_size=1)
+    async for event in events:
+        attrs = event.workflow_execution_started_event_attributes
+        decoded = await client.data_converter.decode(list(attrs.input.payloads))
+        return decoded[0] if decoded and isinstance(decoded[0], dict) else {}
+    return {}
+
+
+def _started(w: Any) -> float:
+    """When workflow ``w`` (a visibility listing's entry) started, epoch seconds."""
+    at = getattr(w, "start_time", None)
+    return at.timestamp() if at is not None else 0.0
+
+
+async def _questions(client: Any, run_id: str, family: list[Any]) -> list[Question]:
+    """The questions the running workflows of ``family`` publish in their memo and wait on."""
+    from temporalio.client import WorkflowExecutionStatus
+
+    out = []
+    for w in family:
+        if w.status != WorkflowExecutionStatus.RUNNING:
+            continue
+        described = await _describe(client, w.id)  # its memo now (visibility may lag)
+        memo = await _memo(described) if described is not None else {}
+        out.extend(published_questions(run_id, w.id, memo))
+    return out
+
+
+async def pending_questions(url: str, run_id: str) -> list[Question]:
+    """The questions run ``run_id`` waits on now."""
+    client = await tc.client_for(url)
+    return await _questions(client, run_id, await _family(client, run_id))
+
+
+# ---------------------------------------------------------------------------------------------
+# Answer, cancel
+
+
+async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
+    """Answer the question of run ``run_id`` at ``step`` with ``value``: a signal, accepted by
+    the service with no worker alive.  The unit takes the first answer signalled for a
+    question; this call reads the unit's history afterwards and says whether its answer was
+    that one.  Raises InputError for no such question, a value it does not accept, or an
+    answer that came second."""
+
+    return await _message(url, run_id, step, lambda q: {"answer": checked_answer(q, value)})
+
+
+async def unanswered(url: str, run_id: str, step: str) -> Question:
+    """Leave the question of run ``run_id`` at ``step`` unanswered (its ``when_unanswered``
+    decides)."""
+
+    return await _message(url, run_id, step, lambda q: UNANSWERED)
+
+
+async def _message(url: str, run_id: str, step: str, make: Callable[[Any], Any]) -> Question:
+
+    client = await tc.client_for(url)
+    family = await _family(client, run_id)
+    if not family:
+        raise InputError(f"no durable run {run_id!r} in {_where(url)}")
+    pending = await _questions(client, run_id, family)
+    question = next((q for q in pending if q.path == step), None)
+    if question is None:
+        taken = await _taken(client, family, f"answer:{step}")
+        if taken is not None:  # answered (or closed) already: said as on DBOS
+            raise InputError(closed_message(run_id, step, taken))
+        waiting = ", ".join(q.path for q in pending) or "none"
+        raise InputError(f"run {run_id} has no question waiting at {step!r} (waiting: {waiting})")
+    value = make(question)
+    token = secrets.token_hex(8)
+    topic = f"answer:{step}"
+    handle = client.get_workflow_handle(question.workflow_id)
+    await handle.signal(tc.MESSAGE_SIGNAL, {"topic": topic, "value": value, "token": token})
+    # the first message signalled on the topic is the one the unit takes
+
+    first = await _first_message(client, handle, topic)
+    if first is None or first.get("token") == token:
+        return question
+    raise InputError(closed_message(run_id, step, _claim_of(first)))
+
+
+async def _first_message(client: Any, handle: Any, topic: str) -> dict[str, Any] | None:
+    """The first message signalled to the unit of ``handle`` on ``topic`` (the one it takes),
+    read from its history; None when there is none."""
+    from temporalio.api.enums.v1 import EventType
+
+    async for event in handle.fetch_history_events():
+        if event.event_type != EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+            continue
+        attrs = event.workflow_execution_signaled_event_attributes
+        if attrs.signal_name != tc.MESSAGE_SIGNAL:
+            continue
+        decoded = await client.data_converter.decode(list(attrs.input.payloads))
+        message = decoded[0] if decoded else {}
+        if isinstance(message, dict) and message.get("topic") == topic:
+            return message
+    return None
+
+
+def _claim_of(message: dict[str, Any]) -> Any:
+    """The :class:`~agentflow.runtime.durable.answers.Claim` a taken message stands for."""
+
+    first = message.get("value")
+    if isinstance(first, dict) and "answer" in first:
+        return Claim(False, "answer", first["answer"])
+    return Claim(False, "unanswered")
+
+
+async def _taken(client: Any, family: list[Any], topic: str) -> Any:
+    """The claim of the message a unit of the run already took on ``topic`` (a question
+    answered or closed before), or None."""
+    for w in family:
+        first = await _first_message(client, client.get_workflow_handle(w.id), topic)
+        if first is not None:
+            return _claim_of(first)
+    return None
+
+
+async def cancel(url: str, run_id: str) -> None:
+    """Cancel run ``run_id`` (Temporal cancellation: its workflow and children, and their
+    running operations, are cancelled).  Raises InputError for an unknown run or one that
+    ended."""
+    client = await tc.client_for(url)
+    described = await _describe(client, run_id)
+    if described is None:
+        raise InputError(f"no durable run {run_id!r} in {_where(url)}")
+    status = _status(described, await _memo(described))
+    if status != "running":
+        raise InputError(f"run {run_id} has already ended ({status}): nothing to cancel")
+    await client.get_workflow_handle(run_id).cancel()
