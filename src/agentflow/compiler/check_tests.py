@@ -326,12 +326,15 @@ def _unknown_target(
     *,
     notes: list[Note] | None = None,
     hint: str | None = None,
+    names_nothing: bool = True,
 ) -> None:
-    """Report ``unknown-stub-target`` — unless the parse dropped an item (a ``syntax-error``
-    anywhere in the file): the stage, `let`, alias or tool a stub names may be in it, and the
-    stub is checked again once the file parses (docs/diagnostics.md "syntax-error": no
-    cascade from a broken item)."""
-    if any(d.code == D.SYNTAX_ERROR for d in checker.diags):
+    """Report ``unknown-stub-target``.  A stub that ``names_nothing`` (no such stage, `let`,
+    alias, ask or tool) is not reported while the parse dropped an item (a ``syntax-error``
+    anywhere in the file): what it names may be in that item, and the stub is checked again
+    once the file parses (docs/diagnostics.md "syntax-error": no cascade from a broken item).
+    A stub naming something that parsed but cannot be stubbed (a stage calling no agent, a
+    computed `let`) is reported all the same."""
+    if names_nothing and any(d.code == D.SYNTAX_ERROR for d in checker.diags):
         return
     checker.report(D.UNKNOWN_STUB_TARGET, message, span, notes=notes, hint=hint)
 
@@ -402,6 +405,7 @@ def _check_stub(
                 message,
                 stub.target.span,
                 hint=hint or (f"stages with agents: {', '.join(stages)}" if stages else None),
+                names_nothing=name not in checker.all_stages,
             )
             return
     for fails in _failures(stub):
@@ -653,6 +657,7 @@ def _check_named_stub(checker: CheckerShared, stub: ast.TestStub, case: str | No
                 notes=[Note(f"`{name}` is computed here", inline[0].value.span)],
                 hint="stub what it is computed from (a tool, agent or ask), or bind that to a "
                 "`let` of its own",
+                names_nothing=False,
             )
             return
         if not targets:
