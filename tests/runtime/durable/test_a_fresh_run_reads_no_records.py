@@ -15,7 +15,7 @@ from support.paths import EXAMPLES
 
 import agentflow
 from agentflow import api
-from agentflow.errors import CompileError
+from agentflow.errors import CompileError, InputError
 from agentflow.ir.dump import dump_plan
 from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.config import load_config
@@ -77,11 +77,13 @@ def test_a_run_started_here_reads_no_records_and_any_other_body_does(
         )
         assert result.status == "ok" and result.output == [2, 4], result.error
         assert reads == []  # a run this process inserted: nothing to read
-        # the same id again: the run exists, its recorded result comes back, no body runs here
-        again = asyncio.run(
-            agentflow.run(tmp_path / "plan.yaml", {}, config=config, durable=True, run_id="r1")
-        )
-        assert again.output == [2, 4]
+        # the same id again: the run exists, so it is refused (docs/durable.md: a taken id),
+        # and no body runs here
+        with pytest.raises(InputError, match="exists already"):
+            asyncio.run(
+                agentflow.run(tmp_path / "plan.yaml", {}, config=config, durable=True, run_id="r1")
+            )
+        assert reads == []
 
         async def bodies() -> None:
             spec = {"plan_text": PLAN}
