@@ -50,8 +50,8 @@ from agentflow.runtime.durable.run_info import (
     count_inference,
     error_text,
     json_of,
-    no_redrive,
     plan_of,
+    refuse_redrive,
 )
 from agentflow.runtime.durable.shown import Labels, page, parse_operation, unanswered_steps
 
@@ -443,26 +443,7 @@ async def recorded_spec(url: str, run_id: str, *, redrive: bool = False) -> dict
     except RunError as e:
         raise InputError(e.message) from None
     if redrive:
-        no_redrive(run_id, spec)
         found = await query_workflows(workflow_ids=[run_id], load_input=False)
         status = _status(found[0], run_alive(url, run_id)) if found else None
-        if status in ("running", "stopped"):
-            state = (
-                "is still running"
-                if status == "running"
-                else "has not ended (its process stopped before it finished)"
-            )
-            raise InputError(
-                f"run {run_id} {state}: nothing to redrive (redrive runs a run that ended "
-                f"without success again); to continue it: flowc resume {run_id}; to give it up "
-                f"and run it again from its finished steps: flowc cancel {run_id}, then flowc "
-                f"redrive {run_id}"
-            )
-        if status in ("ok", "exited"):
-            file = spec.get("plan_file") or "FILE"
-            raise InputError(
-                f"run {run_id} ended {status}: nothing to redrive (redrive runs a failed run "
-                f"again); to run it again taking its finished steps: flowc run {file} --reuse "
-                f"{run_id}"
-            )
+        refuse_redrive(run_id, spec, status)
     return spec

@@ -164,6 +164,33 @@ def count_inference(cost: dict[str, Any], value: Any) -> float:
     return float(price) if price is not None else 0.0
 
 
+def refuse_redrive(run_id: str, spec: dict[str, Any], status: str | None) -> None:
+    """Raise InputError when ``flowc redrive`` has nothing to do for run ``run_id`` (recorded
+    ``spec``, engine-neutral ``status``), on either engine: a question (:func:`no_redrive`), a
+    run that has not ended (``running``, ``waiting``, ``stopped``: resume or cancel it) and one
+    that succeeded (``ok``, ``exited``: ``flowc run --reuse`` runs it again)."""
+    no_redrive(run_id, spec)
+    if status in ("running", "waiting", "stopped"):
+        state = (
+            "has not ended (its process stopped before it finished)"
+            if status == "stopped"
+            else "is still running"
+        )
+        raise InputError(
+            f"run {run_id} {state}: nothing to redrive (redrive runs a run that ended "
+            f"without success again); to continue it: flowc resume {run_id}; to give it up "
+            f"and run it again from its finished steps: flowc cancel {run_id}, then flowc "
+            f"redrive {run_id}"
+        )
+    if status in ("ok", "exited"):
+        file = spec.get("plan_file") or "FILE"
+        raise InputError(
+            f"run {run_id} ended {status}: nothing to redrive (redrive runs a failed run "
+            f"again); to run it again taking its finished steps: flowc run {file} --reuse "
+            f"{run_id}"
+        )
+
+
 def no_redrive(run_id: str, spec: dict[str, Any]) -> None:
     """Raise InputError when ``spec`` is a durable question's: ``flowc redrive`` runs a plan
     again, and would run the plan ``ask``'s placeholder step instead of the question."""

@@ -26,9 +26,9 @@ from agentflow.runtime.durable.run_info import (
     count_inference,
     error_text,
     json_of,
-    no_redrive,
     plan_of,
     published_questions,
+    refuse_redrive,
 )
 from agentflow.runtime.durable.shown import Labels, page, parse_operation, unanswered_steps
 
@@ -159,21 +159,7 @@ async def recorded_spec(url: str, run_id: str, *, redrive: bool = False) -> dict
         spec = decoded[0] if decoded else {}
         break
     if redrive:
-        no_redrive(run_id, spec)
-        status = _status(described, await _memo(described))
-        if status in ("running", "waiting"):
-            raise InputError(
-                f"run {run_id} is still running: nothing to redrive (redrive runs a run that "
-                f"ended without success again); to give it up and run it again from its "
-                f"finished steps: flowc cancel {run_id}, then flowc redrive {run_id}"
-            )
-        if status in ("ok", "exited"):
-            file = spec.get("plan_file") or "FILE"
-            raise InputError(
-                f"run {run_id} ended {status}: nothing to redrive (redrive runs a failed run "
-                f"again); to run it again taking its finished steps: flowc run {file} --reuse "
-                f"{run_id}"
-            )
+        refuse_redrive(run_id, spec, _status(described, await _memo(described)))
     spec.pop("_reuse_table", None)
     return spec
 
