@@ -14,7 +14,8 @@ raw DBOS and Pydantic AI's DBOS agent:
   OpenAI-compatible server on 127.0.0.1, plain, DBOS and Temporal; beside it, with ``--peers
   PYTHON`` (a Python with ``pydantic-ai-slim`` and ``dbos``, e.g. ``.venv-bench/bin/python``),
   the same task run by a Pydantic AI agent and by its ``DBOSAgent`` (each in its own process:
-  DBOS is one per process);
+  DBOS is one per process); and DBOS's own floor, an empty raw DBOS workflow (its insert and
+  outcome transactions) started and awaited in this process, as a share of the plain run;
 - ``--items N`` (default 10,000): a map of N items, each one no-op tool call, plain and
   durable (DBOS), each in a fresh process: wall time and peak RSS.
 
@@ -364,6 +365,15 @@ async def main(args: argparse.Namespace) -> None:
                 t = _median(on_temporal)
                 line += f"  Temporal {t:.3f}s  {t / p:.2f}x"
             print(line)
+            if label == "agent task":
+                # DBOS's own floor: a workflow with no step, started and awaited in this process
+                # (its insert and its outcome, each a transaction), beside the plain run
+                floor = _median([(await raw(0))[0] for _ in range(args.repeat)])
+                print(
+                    f"{'  DBOS floor':<22} an empty raw DBOS workflow {floor * 1000:.1f} ms = "
+                    f"{floor / p:.2f}x of the plain run: ≤ 1.3x leaves "
+                    f"{(0.3 * p - floor) * 1000:.1f} ms for the run's own records"
+                )
         shutdown()
 
         if args.peers:

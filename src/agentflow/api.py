@@ -17,10 +17,10 @@ what it needs, and loads (PEP 562) on first use, so that ``import agentflow.api`
 
 - :mod:`agentflow.api_check` — the front end: checking, diagnostics, formatting, clients;
 - :mod:`agentflow.api_compile` — compiled plans: compile, load, dump, cost (Pydantic);
-- :mod:`agentflow.api_run` — running: run, run_sync, resume_run, answer_run, build_catalog,
+- :mod:`agentflow.api_run` — running: run, run_sync, resume_run, work, build_catalog,
   sinks, hooks, configuration (the runtime);
-- :mod:`agentflow.api_durable` — durable runs seen from outside (``flowc runs``, ``cancel``,
-  ``worker``);
+- :mod:`agentflow.api_durable` — durable runs seen from outside (``flowc runs``, ``answer``,
+  ``cancel``);
 - :mod:`agentflow.api_commands` — check_plan, graph, report, list_tools, ask_sync;
 - :mod:`agentflow.api_evals` — check with eval datasets, evaluations, ``test`` blocks;
 - :mod:`agentflow.api_serve` — the servers (``flowc serve --mcp``, ``flowc ui``).
@@ -74,6 +74,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
     )
     from agentflow.api_durable import (
         answer_durable,
+        answer_run,
         cancel_durable,
         durable_database,
         list_durable_runs,
@@ -94,7 +95,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
     )
     from agentflow.api_run import (
         CLOSE_LIMIT_S,
-        answer_run,
         build_catalog,
         callback_sink,
         console_sink,
@@ -211,7 +211,7 @@ _EXPORTS: dict[str, str] = {
     "run": "agentflow.api_run",
     "run_sync": "agentflow.api_run",
     "resume_run": "agentflow.api_run",
-    "answer_run": "agentflow.api_run",
+    "answer_run": "agentflow.api_durable",
     "plan_text": "agentflow.api_compile",
     "run_tests": "agentflow.api_evals",
     "parse_input": "agentflow.api_run",

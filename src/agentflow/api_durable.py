@@ -28,6 +28,7 @@ from agentflow.runtime.durable.management import (
 
 __all__ = [
     "answer_durable",
+    "answer_run",
     "cancel_durable",
     "durable_database",
     "list_durable_runs",
@@ -98,6 +99,20 @@ async def answer_durable(url: str, run_id: str, step: str, value: Any) -> Any:
     against the question's type and choices, exactly as ``flowc answer``).  Returns the
     :class:`~agentflow.runtime.durable.run_info.Question`; raises :class:`InputError`."""
     return await answer(url, run_id, step, clean_json(value))
+
+
+async def answer_run(
+    run_id: str,
+    step: str,
+    value: Any,
+    *,
+    config: Config | str | os.PathLike | None = None,
+    database: str | None = None,
+) -> None:
+    """Answer the question durable run ``run_id`` waits on at step path ``step`` with ``value``
+    (a JSON text is parsed unless the question wants text), from any process.  Raises
+    :class:`InputError` when no such question waits or the value breaks its choices/schema."""
+    await answer_durable(durable_database(config=config, database=database), run_id, step, value)
 
 
 async def cancel_durable(url: str, run_id: str) -> None:

@@ -1,6 +1,6 @@
 """The api of running: a plan's catalog and model needs, :func:`run` / :func:`run_sync` (plain
-or durable; docs/spec/RUNTIME.md §1), :func:`resume_run` and :func:`answer_run`
-(docs/durable.md), a plan file's problems with its tools (:func:`check_plan`), its graph and
+or durable; docs/spec/RUNTIME.md §1), :func:`resume_run` and :func:`work` (docs/durable.md;
+the durable runtime is loaded only when one of them needs it), a plan file's problems with its tools (:func:`check_plan`), its graph and
 run report, the tool list, ``flowc ask``, and what a host needs around a run (configuration,
 event sinks, hooks, the shape cache, the watchdog).  :mod:`agentflow.api` re-exports every
 public name here.
@@ -30,18 +30,15 @@ import agentflow.ir.resolve  # noqa: F401
 import agentflow.runtime.agent  # noqa: F401
 import agentflow.runtime.models.budget  # noqa: F401
 from agentflow.api_compile import _fspath, load, plan_text
-from agentflow.api_durable import answer_durable, durable_database
 from agentflow.errors import ConfigError, InputError
 from agentflow.ir.dump import dump_plan
 from agentflow.ir.loader import load_plan_text
 from agentflow.ir.models import Plan, Step
+from agentflow.runtime import durable as durable_runs  # loaded on first use: a plain run loads none
 from agentflow.runtime import interrupt
 from agentflow.runtime.config import Config, missing_key_message, no_model_message
 from agentflow.runtime.config import load_config as read_config
 from agentflow.runtime.context import RunContext
-from agentflow.runtime.durable.dbos_engine import launched, shutdown
-from agentflow.runtime.durable.runs import database_for, resume, run_durable
-from agentflow.runtime.durable.runs import work as run_worker
 from agentflow.runtime.events import CallbackSink, ConsoleSink, Event, JsonlSink, Sink
 from agentflow.runtime.executor import run_plan
 from agentflow.runtime.extract import NonJsonNumber, loads_value
@@ -64,7 +61,6 @@ from agentflow.runtime.tools.catalog import Catalog
 
 __all__ = [
     "CLOSE_LIMIT_S",
-    "answer_run",
     "build_catalog",
     "callback_sink",
     "console_sink",
@@ -356,12 +352,14 @@ async def _run_durable(
         text, recorded = dump_plan(plan), plan
         named = isinstance(target, str | os.PathLike)
         file = str(Path(target)) if named else plan.source_file or "<plan>"
-    url = database_for(config, kw.pop("database"))
+    url = durable_runs.database_for(config, kw.pop("database"))
     replay = kw.pop("replay")
     model = kw.pop("model")
-    own_engine = not launched()  # the engine is stopped again when this call started it
+    own_engine = (
+        not durable_runs.launched()
+    )  # the engine is stopped again when this call started it
     try:
-        run_id, result = await run_durable(
+        run_id, result = await durable_runs.run_durable(
             recorded,
             text,
             input,
@@ -375,7 +373,7 @@ async def _run_durable(
         )
     finally:
         if own_engine:
-            shutdown()
+            durable_runs.shutdown()
     result.run_id = run_id
     return result
 
@@ -402,8 +400,8 @@ async def resume_run(
     all_sinks: list[Any] = list(sinks)
     if trace is not None:
         all_sinks.append(JsonlSink(os.fspath(trace), append=True))
-    result = await resume(
-        database_for(config, database),
+    result = await durable_runs.resume(
+        durable_runs.database_for(config, database),
         run_id,
         sinks=all_sinks,
         telemetry=settings,
@@ -411,20 +409,6 @@ async def resume_run(
     )
     result.run_id = run_id
     return result
-
-
-async def answer_run(
-    run_id: str,
-    step: str,
-    value: Any,
-    *,
-    config: Config | str | os.PathLike | None = None,
-    database: str | None = None,
-) -> None:
-    """Answer the question durable run ``run_id`` waits on at step path ``step`` with ``value``
-    (a JSON text is parsed unless the question wants text), from any process.  Raises
-    :class:`InputError` when no such question waits or the value breaks its choices/schema."""
-    await answer_durable(durable_database(config=config, database=database), run_id, step, value)
 
 
 def run_sync(
@@ -539,4 +523,4 @@ async def work(
     worker``; docs/durable.md "Fleet"): take map items, runs and rate-limited model calls from
     its queues; ``trace``: events added to this JSON Lines file.  Raises ConfigError."""
     sinks: list[Any] = [JsonlSink(os.fspath(trace), append=True)] if trace else []
-    await run_worker(url, name, sinks=sinks, telemetry=telemetry)
+    await durable_runs.work(url, name, sinks=sinks, telemetry=telemetry)

@@ -34,6 +34,9 @@ def test_the_parts_of_recovery_that_recover_run_uses_are_where_it_expects_them()
     # an in-memory queue polled by this process alone (the run's recovery queue)
     assert _parameters(DBOSRegistry._register_internal_queue) == ["self", "name", "limits"]
     assert "internal_queues" in dir(DBOSRegistry)
+    # dbos_system.workflow_exists: a primary-key read of the status table on DBOS's engine
+    assert SystemDatabase.tables.workflow_status.c.workflow_uuid.primary_key
+    assert "self.engine" in inspect.getsource(SystemDatabase)
 
 
 #: sha256 (first 16 hex digits) of the source of DBOS 3.4's ``Pending._wrap`` and

@@ -11,3 +11,26 @@
 Nothing here is imported by a plain run; ``dbos`` is an optional dependency (the ``durable``
 extra).
 """
+
+from typing import TYPE_CHECKING
+
+from agentflow._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from agentflow.runtime.durable.dbos_launch import launched, shutdown
+    from agentflow.runtime.durable.runs import database_for, resume, run_durable, work
+
+#: What :mod:`agentflow.api_run` calls for a durable run, loaded on first use (PEP 562): a plain
+#: run, which never calls them, loads no module of this package (docs/decisions.md "Start-up").
+_EXPORTS: dict[str, str] = {
+    "database_for": "agentflow.runtime.durable.runs",
+    "launched": "agentflow.runtime.durable.dbos_launch",
+    "resume": "agentflow.runtime.durable.runs",
+    "run_durable": "agentflow.runtime.durable.runs",
+    "shutdown": "agentflow.runtime.durable.dbos_launch",
+    "work": "agentflow.runtime.durable.runs",
+}
+
+__all__ = ["database_for", "launched", "resume", "run_durable", "shutdown", "work"]
+
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

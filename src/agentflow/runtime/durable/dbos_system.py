@@ -25,6 +25,7 @@ __all__ = [
     "synchronous_of",
     "system_database",
     "with_synchronous",
+    "workflow_exists",
 ]
 
 
@@ -124,6 +125,26 @@ async def query_workflows(**filters: Any) -> list[Any]:
     :func:`query_steps`)."""
     await dbos_module().DBOS._configure_asyncio_thread_pool()
     return await asyncio.to_thread(lambda: system_database().list_workflows(**filters))
+
+
+def _workflow_exists(workflow_id: str) -> bool:
+    import sqlalchemy as sa
+
+    sys_db = system_database()
+    ws = sys_db.tables.workflow_status
+    with sys_db.engine.connect() as conn:
+        found = conn.execute(sa.select(ws.c.workflow_uuid).where(ws.c.workflow_uuid == workflow_id))
+        return found.first() is not None
+
+
+async def workflow_exists(workflow_id: str) -> bool:
+    """Whether the system database holds a workflow ``workflow_id``: one primary-key read of
+    DBOS's ``workflow_status`` table (``list_workflows`` would read and decode its input and
+    output as well: ~4× the time, measured in docs/decisions.md "Durable per-run cost").
+    Reaches into ``SystemDatabase.tables`` and ``.engine``: pinned by
+    tests/runtime/durable/test_dbos_internals_pinned.py."""
+    await dbos_module().DBOS._configure_asyncio_thread_pool()
+    return await asyncio.to_thread(_workflow_exists, workflow_id)
 
 
 def install_inline_then() -> None:

@@ -28,11 +28,11 @@ from agentflow.runtime.durable.dbos_engine import (
     build_runtime,
     dbos_with_workflows,
     fleet_map_batch,
-    query_workflows,
     register_queues,
     reuse_table,
     waiting_questions,
 )
+from agentflow.runtime.durable.dbos_system import workflow_exists
 from agentflow.runtime.durable.liveness import watch_run, worker_lock
 from agentflow.runtime.durable.records import (
     check_readable,
@@ -98,7 +98,7 @@ async def run_durable(
         # later runs share the first one's executor id; `flowc resume` of one of them recovers
         # that run alone (dbos_engine.recover_run)
         open_database(url, executor_id=process_executor(run_id), queues=[])
-    if chosen and await query_workflows(workflow_ids=[run_id]):
+    if chosen and await workflow_exists(run_id):
         # DBOS would hand back the existing run's outcome for a run that may have had another
         # input or plan (a new question answered with an old answer): refused, as on Temporal;
         # a new random id cannot be taken, so a fresh run reads nothing here
