@@ -127,3 +127,48 @@ def test_the_first_steps_of_a_lazy_read_are_the_whole_reads_and_need_no_later_hi
             assert at is not None
             needed = {w for w, started in family if int(started * 1000) / 1000 <= at}
             assert set(client.opened) <= needed and len(client.opened) == len(set(client.opened))
+
+
+async def _every_op(histories: dict, family: list[tuple[str, float]]) -> list[list[ts.Op]]:
+    return [await ts.open_history(_Client(histories), w, 0.0, 0, 1000).all() for w, _ in family]
+
+
+def test_a_deep_page_skips_the_workflows_that_ended_before_it_and_equals_the_whole_reads_slice():
+    # each workflow's end and operation counts, as its memo gives them once it ended (some
+    # run still, some were recorded with no count); ends are at or after their last event
+    rng = random.Random(41)
+    skipped_any = 0
+    for _ in range(120):
+        family, histories, extras = _run(rng)
+        internals = rng.random() < 0.3
+        ended: list[tuple[float, int, int] | None] = []
+        every = asyncio.run(_every_op(histories, family))
+        for (wid, _started), ops in zip(family, every, strict=True):
+            last = max(e.event_time.ToMilliseconds() for page in histories[wid] for e in page)
+            shown = sum(1 for op in ops if op.parsed is not None)
+            closed = (last + rng.choice([0, 0, 1, 7])) / 1000.0 + rng.random() * 0.0009
+            ended.append(None if rng.random() < 0.15 else (closed, shown, len(ops) - shown))
+        whole = asyncio.run(ts.read_all(_Client(histories), family, extras, internals))
+        offset = rng.randint(0, len(whole.steps) + 1)
+        limit = rng.randint(1, 6)
+        client = _Client(histories)
+        deep = asyncio.run(
+            ts.read_first(client, family, extras, internals, offset + limit, ended, offset)
+        )
+        assert deep.skipped <= offset
+        want = [_ident(s) for s in whole.steps[offset : offset + limit]]
+        got = [_ident(s) for s in deep.steps[offset - deep.skipped : offset - deep.skipped + limit]]
+        assert got == want, (offset, deep.skipped)
+        assert deep.skipped + len(deep.steps) <= len(whole.steps)
+        assert deep.internal <= whole.internal
+        # a workflow counted by its memo was never opened
+        t_ms = ts.skip_until(family, ended, extras, internals, offset)
+        if t_ms is not None:
+            gone = {
+                w
+                for (w, _), e in zip(family, ended, strict=True)
+                if e is not None and e[0] < t_ms / 1000
+            }
+            assert gone and not gone & set(client.opened)
+            skipped_any += 1
+    assert skipped_any > 25, skipped_any  # the generated runs exercise the skip

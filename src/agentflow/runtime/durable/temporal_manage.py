@@ -267,15 +267,17 @@ async def show_run(
         raise spec
     family.sort(key=lambda w: (w.id != run_id, _started(w), w.id))
     units = [w.id[len(run_id) :].lstrip("/") or "(run)" for w in family]
+    memos = [await _memo(w) for w in family]
     extras = [  # named below, once the plan is loaded
-        unanswered_steps(await _memo(w), unit, Labels(None))
-        for w, unit in zip(family, units, strict=True)
+        unanswered_steps(memo, unit, Labels(None)) for memo, unit in zip(memos, units, strict=True)
     ]
     listed = [(w.id, _started(w)) for w in family]
-    # a page of a run of many workflows (a wide map's batches) reads only what it shows; a
-    # smaller run is read whole (its total and cost are exact)
+    # a page of a run of many workflows (a wide map's batches) reads only what it shows, a
+    # deep one skipping the workflows that ended before it by their counts; a smaller run is
+    # read whole (its total and cost are exact)
     if limit and len(family) > ts.READERS:
-        reading = ts.read_first(client, listed, extras, internals, offset + limit)
+        ended = [_ended(w, memo) for w, memo in zip(family, memos, strict=True)]
+        reading = ts.read_first(client, listed, extras, internals, offset + limit, ended, offset)
     else:
         reading = ts.read_all(client, listed, extras, internals)
     both = asyncio.gather(_info(client, root), reading)
@@ -291,7 +293,7 @@ async def show_run(
     cost: dict[str, Any] = {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
     priced = 0.0
     converter = client.data_converter
-    for at, step in enumerate(read.steps):
+    for at, step in enumerate(read.steps, read.skipped):
         if not isinstance(step, ts.Op):
             info.steps.append(step)
             continue
@@ -332,8 +334,23 @@ async def show_run(
         info.questions = await _questions(client, run_id, family)
         if info.questions:
             info.status = "waiting"
-    page(info, limit, offset, labels)
+    # the steps counted but not read come before the page (read_first): off the offset
+    page(info, limit, offset - read.skipped, labels)
+    info.steps_total += read.skipped
+    info.steps_offset = offset
     return info
+
+
+def _ended(w: Any, memo: dict[str, Any]) -> ts.Ended | None:
+    """When workflow ``w`` (a listing's entry) ended and the operations its memo counts
+    (temporal_workflows ``ops``), or None: running, or recorded with no count."""
+    ops = memo.get("ops")
+    closed = getattr(w, "close_time", None)
+    if closed is None or not isinstance(ops, list) or len(ops) != 2:
+        return None
+    if not all(isinstance(n, int) and n >= 0 for n in ops):
+        return None
+    return (closed.timestamp(), ops[0], ops[1])
 
 
 async def _first_input(client: Any, workflow_id: str) -> dict[str, Any]:
