@@ -30,6 +30,7 @@ __all__ = [
     "READERS",
     "Ended",
     "History",
+    "Listing",
     "Op",
     "Read",
     "open_history",
@@ -181,6 +182,34 @@ class Read:
 Ended = tuple[float, int, int]
 
 
+@dataclass
+class Listing:
+    """A run's workflows in listing order as far as they are listed: ``family`` (``(id,
+    start)``), ``ended`` (:data:`Ended` or None) and ``extras`` (unanswered questions) in step;
+    every workflow that started before ``until`` (epoch milliseconds) is listed (``inf``: all
+    are). This one is whole; a lazy listing (temporal_manage's windows of start time) lists
+    more with :meth:`more`."""
+
+    family: list[tuple[str, float]]
+    ended: list[Ended | None]
+    extras: list[list[Extra]]
+    until: float = math.inf
+
+    async def more(self) -> None:
+        """List the workflows of the next window of start time (and move ``until`` on)."""
+
+
+def _bound_exceeds(listing: Listing, internals: bool, offset: int) -> bool:
+    """True when the listed workflows' counts (and questions) add up past ``offset``, or one
+    has no count: listing further cannot move :func:`skip_until`'s time on."""
+    total = sum(len(xs) for xs in listing.extras)
+    for e in listing.ended:
+        if e is None:
+            return True
+        total += e[1] + (e[2] if internals else 0)
+    return total > offset
+
+
 def skip_until(
     family: list[tuple[str, float]],
     ended: list[Ended | None],
@@ -257,7 +286,7 @@ async def read_all(
 
 async def read_first(
     client: Any,
-    family: list[tuple[str, float]],
+    family: list[tuple[str, float]] | Listing,
     extras: list[list[Extra]],
     internals: bool,
     wanted: int,
@@ -275,24 +304,46 @@ async def read_first(
     A page from ``offset`` (given ``ended``: each workflow's :data:`Ended`, None while it runs
     or when its memo has no count) skips what comes before a time :func:`skip_until` finds:
     the workflows that ended before it are counted and never opened, the steps of the others
-    before it are read and counted; ``skipped`` says how many steps ``steps`` leaves out."""
+    before it are read and counted; ``skipped`` says how many steps ``steps`` leaves out.
+
+    ``family`` may be a :class:`Listing` (``extras`` and ``ended`` are then its own): one
+    listed lazily is listed further only when the merge reaches its ``until`` (and, for a
+    deep page, as far as the skip's bound needs)."""
     out = Read([])
-    t_ms = skip_until(family, ended, extras, internals, offset) if ended and offset else None
+    listing = (
+        family
+        if isinstance(family, Listing)
+        else Listing(list(family), list(ended or [None] * len(family)), extras)
+    )
+    t_ms = None
+    if offset:
+        while listing.until != math.inf and not _bound_exceeds(listing, internals, offset):
+            await listing.more()  # what comes before the page's time is listed first
+        t_ms = skip_until(listing.family, listing.ended, listing.extras, internals, offset)
+        if t_ms is not None and t_ms > listing.until:
+            t_ms = int(listing.until)  # (the workflows not listed yet start after it)
     cut = -math.inf if t_ms is None else t_ms / 1000.0
     # heap entries: (time, workflow, position, kind, what): kind 0 opens a workflow, 1 reads
-    # the next page of one, 2 is an operation, 3 an unanswered question
+    # the next page of one, 2 is an operation, 3 an unanswered question, 4 lists more (at the
+    # start time the listing reached: a workflow listed then starts after it)
     heap: list[tuple[float, int, int, int, Any]] = []
-    for j, (_, started) in enumerate(family):
-        for k, extra in enumerate(extras[j]):
-            heap.append((_key(extra["started_at"]), j, (1 << 60) + k, 3, extra))
-        e = ended[j] if ended and t_ms is not None else None
-        if e is not None and e[0] < cut:  # ended before the cut: counted, never opened
-            out.skipped += e[1] + (e[2] if internals else 0)
-            out.internal += e[2]
-            out.partial = True
-            continue
-        heap.append((math.floor(started * 1000) / 1000, j, -1, 0, None))
-    heapq.heapify(heap)
+
+    def listed(since: int) -> None:
+        for j in range(since, len(listing.family)):
+            for k, extra in enumerate(listing.extras[j]):
+                heapq.heappush(heap, (_key(extra["started_at"]), j, (1 << 60) + k, 3, extra))
+            e = listing.ended[j] if t_ms is not None else None
+            if e is not None and e[0] < cut:  # ended before the cut: counted, never opened
+                out.skipped += e[1] + (e[2] if internals else 0)
+                out.internal += e[2]
+                out.partial = True
+                continue
+            started = listing.family[j][1]
+            heapq.heappush(heap, (math.floor(started * 1000) / 1000, j, -1, 0, None))
+        if listing.until != math.inf:
+            heapq.heappush(heap, (listing.until / 1000.0, -1, 0, 4, None))
+
+    listed(0)
     histories: dict[int, History] = {}
 
     def advance(h: History) -> None:
@@ -314,8 +365,13 @@ async def read_first(
 
     while heap and out.skipped + len(out.steps) < wanted:
         _, j, _, kind, what = heapq.heappop(heap)
-        if kind == 0:
-            h = histories[j] = open_history(client, family[j][0], family[j][1], j)
+        if kind == 4:
+            since = len(listing.family)
+            await listing.more()
+            listed(since)
+        elif kind == 0:
+            wid, started = listing.family[j]
+            h = histories[j] = open_history(client, wid, started, j)
             await h.more()
             advance(h)
         elif kind == 1:
@@ -326,7 +382,7 @@ async def read_first(
                 advance(histories[j])
             add(what)
     # the rest of what was read: counted, never shown on this page
-    out.partial = out.partial or any(kind in (0, 1) for _, _, _, kind, _ in heap)
+    out.partial = out.partial or any(kind in (0, 1, 4) for _, _, _, kind, _ in heap)
     for _, _, _, kind, what in heap:
         if kind in (2, 3):
             add(what)
