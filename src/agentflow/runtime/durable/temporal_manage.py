@@ -319,13 +319,16 @@ async def show_run(
     # each one late): the listing (a page: its first READERS + 1, which tells a run read
     # whole from one read lazily) with the run's input, then its outcome with the histories
     few = limit and ts.READERS + 1
-    family, spec = await asyncio.gather(
-        _family(client, run_id, few or None), _first_input(client, run_id), return_exceptions=True
+    family, spec, described = await asyncio.gather(
+        _family(client, run_id, few or None),
+        _first_input(client, run_id),
+        _describe(client, run_id) if few else asyncio.sleep(0),
+        return_exceptions=True,
     )
     if isinstance(family, BaseException):
         raise family
     lazy = bool(few) and len(family) > ts.READERS
-    root = await _describe(client, run_id) if lazy else None
+    root = described if lazy and not isinstance(described, BaseException) else None
     root = root or next((w for w in family if w.id == run_id), None)
     if root is None:
         raise InputError(f"no durable run {run_id!r} in {_where(url)}")
