@@ -12,7 +12,10 @@ over the histories in listing order that reads a history only once a step of it 
 the page (every operation of a workflow starts after the workflow), a page of events at a time,
 and stops at the page's last step; so the first page of a 100,000-item map reads the first
 events of the batches that ran first, not 100 histories. Each operation's result is decoded
-only when it is shown (or is a model call, whose usage the cost sums).
+only when it is shown (or is a model call, whose usage the cost sums). A deep page counts the
+workflows that ended before it by the operation counts their memo records, unread
+(:func:`skip_until`), and the workflows may be listed as the merge reaches them
+(:class:`Listing`; temporal_manage lists them in windows of start time).
 """
 
 from __future__ import annotations
