@@ -338,8 +338,8 @@ async def show_run(
         # a page of a run of many workflows (a wide map's batches) reads only what it shows,
         # a deep one skipping the workflows that ended before it by their counts, and lists
         # the workflows in windows of start time as the page reaches them (children start
-        # before the run ends; a running run's, before now)
-        closed = root.close_time.timestamp() if root.close_time else time.time() + 1.0
+        # before the run ends; a running run's, before now — a minute of clock skew allowed)
+        closed = root.close_time.timestamp() if root.close_time else time.time() + 60.0
         listing = _Workflows(client, run_id, math.floor(closed * 1000) + 1)
         await listing.add([root])
         listing.until = float(math.floor(_started(root) * 1000))
