@@ -10,14 +10,15 @@ workflows ``RUN/E0/batch.K`` of ``[durable] map_batch`` items (default: history_
 
 Printed: items/s (from the run's start to its end), peak RSS of each worker (VmHWM), the
 server database's growth per item (its file, WAL and SHM, after the run), the batch workflows,
-and how long ``runs show`` takes for the first page of 200 steps (in this process and as a
-``flowc runs show`` subprocess, alternated, ``--show-repeats`` times each: best and median).
+and how long ``runs show`` takes for a page of 200 steps (the first, or from each of
+``--offsets``; in this process and as a ``flowc runs show`` subprocess, alternated,
+``--show-repeats`` times each: best and median).
 
 ``--keep DIR`` keeps the server's database and the project in DIR; ``--show-only DIR`` starts
 a server on a kept database and times ``runs show`` only (no run: re-measure in a minute).
 
     .venv/bin/python bench/temporal_map.py [--items 100000] [--workers 3] [--concurrency 300]
-        [--keep DIR | --show-only DIR] [--show-repeats 5]
+        [--keep DIR | --show-only DIR] [--show-repeats 5] [--offsets 0,50000,99800]
 """
 
 from __future__ import annotations
@@ -93,8 +94,9 @@ async def _result(url: str, run_id: str) -> dict:
     return out
 
 
-async def _show(url: str, run_id: str) -> tuple[float, int, int]:
-    """Seconds ``runs show`` takes for the first page, its steps, the histories it read."""
+async def _show(url: str, run_id: str, offset: int = 0) -> tuple[float, int, int]:
+    """Seconds ``runs show`` takes for the page of 200 steps from ``offset``, its steps, the
+    histories it read."""
     from agentflow.runtime.durable import runs
     from agentflow.runtime.durable import temporal_show as ts
 
@@ -108,7 +110,7 @@ async def _show(url: str, run_id: str) -> tuple[float, int, int]:
     ts.open_history = counted  # type: ignore[assignment]
     try:
         t0 = time.perf_counter()
-        info = await runs.show_run(url, run_id, limit=200)
+        info = await runs.show_run(url, run_id, limit=200, offset=offset)
         return time.perf_counter() - t0, len(info.steps), len(opened)
     finally:
         ts.open_history = real_open
@@ -124,19 +126,23 @@ def _project(project: Path, address: str, concurrency: int) -> None:
     )
 
 
-def _time_show(project: Path, url: str, env: dict[str, str], repeats: int) -> list[str]:
-    """``runs show wide --limit 200`` in this process (a fresh event loop and client each
-    time, as a command has) and as a ``flowc`` command, alternated ``repeats`` times."""
+def _time_show(
+    project: Path, url: str, env: dict[str, str], repeats: int, offset: int = 0
+) -> list[str]:
+    """``runs show wide --limit 200 --offset OFFSET`` in this process (a fresh event loop and
+    client each time, as a command has) and as a ``flowc`` command, alternated ``repeats``
+    times."""
     inproc: list[float] = []
     command: list[float] = []
     steps = read = 0
     code = 0
     for _ in range(repeats):
-        took, steps, read = asyncio.run(_show(url, "wide"))
+        took, steps, read = asyncio.run(_show(url, "wide", offset))
         inproc.append(took)
         t1 = time.perf_counter()
         cli = subprocess.run(
-            _flowc("runs", "show", "wide", "--limit", "200"), cwd=project, env=env,
+            _flowc("runs", "show", "wide", "--limit", "200", "--offset", str(offset)),
+            cwd=project, env=env,
             capture_output=True,
         )  # fmt: skip
         command.append(time.perf_counter() - t1)
@@ -145,13 +151,14 @@ def _time_show(project: Path, url: str, env: dict[str, str], repeats: int) -> li
     command.sort()
     return [
         f"runs show (in process) {inproc[0]:>10.2f} s   (median {inproc[len(inproc) // 2]:.2f}; "
-        f"{steps} steps, first page of 200, {read} histories read; {repeats} times)",
+        f"{steps} steps, page of 200 from offset {offset}, {read} histories read; "
+        f"{repeats} times)",
         f"flowc runs show        {command[0]:>10.2f} s   (median {command[len(command) // 2]:.2f}; "
         f"exit {code}, with startup)",
     ]
 
 
-def show_only(keep: Path, repeats: int) -> None:
+def show_only(keep: Path, repeats: int, offsets: list[int]) -> None:
     """Time ``runs show`` of the run a ``--keep`` run left in ``keep``."""
     from agentflow.runtime.config import load_config
     from agentflow.runtime.durable import runs
@@ -161,12 +168,15 @@ def show_only(keep: Path, repeats: int) -> None:
         _project(project, server.address, 300)
         url = runs.database_for(load_config(project / "flow.toml"))
         env = {**os.environ, "NO_COLOR": "1"}
-        for line in _time_show(project, url, env, repeats):
-            print(line)
+        for offset in offsets:
+            for line in _time_show(project, url, env, repeats, offset):
+                print(line)
     print(f"load                   {os.getloadavg()[0]:>10.2f}   (1-minute average, at the end)")
 
 
-def bench(n: int, workers: int, concurrency: int, keep: Path | None, repeats: int) -> None:
+def bench(
+    n: int, workers: int, concurrency: int, keep: Path | None, repeats: int, offsets: list[int]
+) -> None:
     from agentflow.runtime.config import load_config
     from agentflow.runtime.durable import runs
 
@@ -218,7 +228,11 @@ def bench(n: int, workers: int, concurrency: int, keep: Path | None, repeats: in
                     p.wait(timeout=30)
                 except subprocess.TimeoutExpired:
                     p.kill()
-            shown = _time_show(project, url, env, repeats)
+            shown = [
+                line
+                for offset in offsets
+                for line in _time_show(project, url, env, repeats, offset)
+            ]
     ok = out.get("status") == "ok" and out.get("output") == list(range(n))
     print(f"items                  {n:>10,}   (concurrency {concurrency}, {workers} workers)")
     print(f"output correct         {ok!s:>10}   (status {out.get('status')})")
@@ -240,11 +254,15 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, help="keep the server database and project here")
     ap.add_argument("--show-only", type=Path, help="time runs show of a --keep directory")
     ap.add_argument("--show-repeats", type=int, default=5)
+    ap.add_argument(
+        "--offsets", default="0", help="pages of runs show to time: their --offset, comma-separated"
+    )
     args = ap.parse_args()
+    offsets = [int(x) for x in args.offsets.split(",")]
     if args.show_only is not None:
-        show_only(args.show_only, args.show_repeats)
+        show_only(args.show_only, args.show_repeats, offsets)
         return
-    bench(args.items, args.workers, args.concurrency, args.keep, args.show_repeats)
+    bench(args.items, args.workers, args.concurrency, args.keep, args.show_repeats, offsets)
 
 
 if __name__ == "__main__":

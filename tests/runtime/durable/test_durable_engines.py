@@ -582,4 +582,6 @@ def test_on_temporal_a_page_of_runs_show_equals_the_full_listings_slice_and_read
         assert len(opened) == len(set(opened)) and set(opened) <= needed, (opened, needed)
         assert {f"pages-1/{s['unit']}".removesuffix("/(run)") for s in page["steps"]} <= set(opened)
         reads.append(len(opened))
-    assert reads[0] < len(started) and reads[-1] == len(started), reads  # the last page: all
+    # the last page skips the workflows that ended before it by their memo's counts (they
+    # were read whole before those counts were recorded)
+    assert reads[0] < len(started) and reads[-1] < len(started) // 2, reads

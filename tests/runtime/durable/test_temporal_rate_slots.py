@@ -67,3 +67,27 @@ def test_late_sends_never_exceed_the_limit_in_any_window_across_a_continue_as_ne
     # the limiter continued as new at least once on the way (its history stays small)
     statuses = [w.status for w in runs]
     assert WorkflowExecutionStatus.CONTINUED_AS_NEW in statuses, statuses
+
+
+def test_the_first_request_of_a_new_limiter_is_granted_on_its_first_ask(temporal_server, tmp_path):
+    """The limiter's state is loaded before the signals of its first activation are handled:
+    loaded in ``run``, it wiped the signal-with-start's ``ask``, and the first request of a
+    model was granted only once it asked again, 5 s later (RATE_REASK_S)."""
+    from temporalio.api.enums.v1 import EventType
+
+    from agentflow.runtime.durable.temporal_workflows import serve
+
+    url = _url(temporal_server, tmp_path)
+
+    async def main() -> list[str]:
+        async with serve(url) as client:
+            async with te.fleet_slot(url, "first", 5, None):
+                pass
+            wid = te.limiter_id(te.versioned_queue(url), "first")
+            return [
+                e.workflow_execution_signaled_event_attributes.signal_name
+                async for e in client.get_workflow_handle(wid).fetch_history_events()
+                if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+            ]
+
+    assert asyncio.run(main()) == ["ask", "release"]

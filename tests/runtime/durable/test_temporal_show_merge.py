@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import random
 from typing import Any
 
@@ -112,7 +113,9 @@ def test_the_first_steps_of_a_lazy_read_are_the_whole_reads_and_need_no_later_hi
         whole = asyncio.run(ts.read_all(_Client(histories), family, extras, internals))
         wanted = rng.randint(1, len(whole.steps) + 2)
         client = _Client(histories)
-        first = asyncio.run(ts.read_first(client, family, extras, internals, wanted))
+        lazy = rng.random() < 0.5  # the workflows listed in windows of start time as it goes
+        listing = _Windows(family, [None] * len(family), extras, rng) if lazy else family
+        first = asyncio.run(ts.read_first(client, listing, extras, internals, wanted))
         assert [_ident(s) for s in first.steps[:wanted]] == [
             _ident(s) for s in whole.steps[:wanted]
         ]
@@ -127,3 +130,78 @@ def test_the_first_steps_of_a_lazy_read_are_the_whole_reads_and_need_no_later_hi
             assert at is not None
             needed = {w for w, started in family if int(started * 1000) / 1000 <= at}
             assert set(client.opened) <= needed and len(client.opened) == len(set(client.opened))
+
+
+async def _every_op(histories: dict, family: list[tuple[str, float]]) -> list[list[ts.Op]]:
+    return [await ts.open_history(_Client(histories), w, 0.0, 0, 1000).all() for w, _ in family]
+
+
+def test_a_deep_page_skips_the_workflows_that_ended_before_it_and_equals_the_whole_reads_slice():
+    # each workflow's end and operation counts, as its memo gives them once it ended (some
+    # run still, some were recorded with no count); ends are at or after their last event
+    rng = random.Random(41)
+    skipped_any = lazy_skips = 0
+    for _ in range(120):
+        family, histories, extras = _run(rng)
+        internals = rng.random() < 0.3
+        ended: list[tuple[float, int, int] | None] = []
+        every = asyncio.run(_every_op(histories, family))
+        for (wid, _started), ops in zip(family, every, strict=True):
+            last = max(e.event_time.ToMilliseconds() for page in histories[wid] for e in page)
+            shown = sum(1 for op in ops if op.parsed is not None)
+            closed = (last + rng.choice([0, 0, 1, 7])) / 1000.0 + rng.random() * 0.0009
+            ended.append(None if rng.random() < 0.15 else (closed, shown, len(ops) - shown))
+        whole = asyncio.run(ts.read_all(_Client(histories), family, extras, internals))
+        offset = rng.randint(0, len(whole.steps) + 1)
+        limit = rng.randint(1, 6)
+        client = _Client(histories)
+        lazy = rng.random() < 0.5
+        listing = _Windows(family, ended, extras, rng) if lazy else family
+        deep = asyncio.run(
+            ts.read_first(client, listing, extras, internals, offset + limit, ended, offset)
+        )
+        assert deep.skipped <= offset
+        want = [_ident(s) for s in whole.steps[offset : offset + limit]]
+        got = [_ident(s) for s in deep.steps[offset - deep.skipped : offset - deep.skipped + limit]]
+        assert got == want, (offset, deep.skipped)
+        assert deep.skipped + len(deep.steps) <= len(whole.steps)
+        assert deep.internal <= whole.internal
+        # a workflow counted by its memo was never opened
+        if lazy:  # the skip's time is no later than what was listed
+            lazy_skips += deep.skipped > 0 and len(client.opened) < len(family)
+            continue
+        t_ms = ts.skip_until(family, ended, extras, internals, offset) if offset else None
+        if t_ms is not None:
+            gone = {
+                w
+                for (w, _), e in zip(family, ended, strict=True)
+                if e is not None and e[0] < t_ms / 1000
+            }
+            assert gone and not gone & set(client.opened)
+            skipped_any += 1
+    assert skipped_any > 10 and lazy_skips > 10, (
+        skipped_any,
+        lazy_skips,
+    )  # the generated runs exercise the skip
+
+
+class _Windows(ts.Listing):
+    """A lazy listing of a generated run: its first workflow (the run), then the others in
+    windows of start time of random widths (as temporal_manage lists by ``StartTime``)."""
+
+    def __init__(self, family, ended, extras, rng: random.Random):
+        first = int(family[0][1] * 1000)
+        super().__init__(family[:1], ended[:1], extras[:1], float(first))
+        self._rest = list(zip(family[1:], ended[1:], extras[1:], strict=True))
+        self._rng = rng
+        self.windows = 0
+
+    async def more(self) -> None:
+        self.windows += 1
+        end = int(self.until) + self._rng.choice([1, 2, 5, 50, 400])
+        while self._rest and int(self._rest[0][0][1] * 1000) < end:
+            wf, e, xs = self._rest.pop(0)
+            self.family.append(wf)
+            self.ended.append(e)
+            self.extras.append(xs)
+        self.until = float(end) if self._rest else math.inf

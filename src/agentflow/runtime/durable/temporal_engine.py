@@ -41,6 +41,7 @@ from agentflow.errors import RunError
 from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.durable.engine import NO_MESSAGE, DurableEffects, PlanIndex, Runtime
 from agentflow.runtime.durable.ratelimit import rate_window
+from agentflow.runtime.durable.shown import parse_operation
 from agentflow.runtime.durable.spec import context_from_spec, trace_of
 from agentflow.runtime.durable.temporal_client import (
     MESSAGE_SIGNAL,
@@ -204,6 +205,23 @@ async def _value(fn: Callable[[], Awaitable[Any]]) -> dict[str, Any]:
 # The engine
 
 
+def _count_operation(name: str | None) -> None:
+    """Count operation ``name`` (its marker is in the history) in the running workflow's
+    ``ops`` (``[shown, internal]``: what ``runs show`` lists of it, read from its memo once it
+    ended: temporal_manage.show_run skips a closed workflow's steps by that count); None: an
+    operation cancelled, which may or may not have left a marker — the count is unknown."""
+    from temporalio import workflow
+
+    unit = workflow.instance()
+    ops = getattr(unit, "ops", None)
+    if ops is None:
+        return
+    if name is None:
+        unit.ops = None
+    else:
+        ops[0 if parse_operation(name[-250:]) is not None else 1] += 1
+
+
 def _cancelled(name: str) -> None:
     """An operation was cancelled: by ``flowc cancel`` (the workflow's cancellation — the run
     ends ``aborted``, as on DBOS), or because its worker is stopping (a Ctrl-C of ``flowc run``,
@@ -320,13 +338,17 @@ class TemporalEngine:
             )
         except ActivityError as e:
             if isinstance(e.cause, CancelledError):
+                _count_operation(None)
                 _cancelled(name)
+            _count_operation(name)
             raise RunError(Code.FAILED, f"{name}: {e.cause or e}") from None
         except asyncio.CancelledError:
+            _count_operation(None)
             _cancelled(name)
             raise
         finally:
             _PENDING.pop(token, None)
+        _count_operation(name)
         # a local activity's result enters the history only when the workflow task completes,
         # and a workflow running one local activity after another keeps its task open (the SDK
         # completes it at 80 % of the task timeout, TASK_TIMEOUT): a non-idempotent tool's

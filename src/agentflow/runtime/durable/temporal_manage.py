@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import secrets
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -52,15 +54,75 @@ def _where(url: str) -> str:
     return f"Temporal {target.address} (namespace {target.namespace})"
 
 
-async def _family(client: Any, run_id: str) -> list[Any]:
-    """The run's root and child unit workflows (visibility listing, no worker needed)."""
-    quoted = run_id.replace("\\", "\\\\").replace("'", "\\'")
-    query = f"WorkflowId = '{quoted}' OR WorkflowId STARTS_WITH '{quoted}/'"
+def _quoted(run_id: str) -> str:
+    return run_id.replace("\\", "\\\\").replace("'", "\\'")
+
+
+async def _family(client: Any, run_id: str, limit: int | None = None, where: str = "") -> list[Any]:
+    """The run's root and child unit workflows (visibility listing, no worker needed; at most
+    ``limit`` of them, in no particular order; ``where``: a further condition)."""
+    quoted = _quoted(run_id)
+    query = f"(WorkflowId = '{quoted}' OR WorkflowId STARTS_WITH '{quoted}/'){where}"
     out = []
-    async for w in client.list_workflows(query):
+    async for w in client.list_workflows(query, limit=limit):
         if w.id == run_id or w.id.startswith(run_id + "/"):
             out.append(w)
     return out
+
+
+#: the first window of start time a lazy listing of a run's workflows asks for (each next
+#: window is twice as wide)
+WINDOW_MS = 1_000
+
+
+def _iso(ms: int) -> str:
+    """Epoch milliseconds as a visibility query's time (RFC 3339, UTC)."""
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
+
+
+class _Workflows(ts.Listing):
+    """The run's workflows as ``runs show`` reads them (temporal_show.Listing: ids and starts,
+    ends with their memo's counts, unanswered questions), and each one's unit name. Whole
+    (:meth:`add` of the whole family), or listed lazily from the run's start in windows of
+    start time up to ``end`` (epoch milliseconds): SQL visibility lists by close time, not in
+    ascending start order, so a listing that the merge can consume in start order is asked
+    for a window at a time (docs/decisions.md "Temporal edges (round 41)")."""
+
+    def __init__(self, client: Any, run_id: str, end: float = math.inf) -> None:
+        super().__init__([], [], [])
+        self.client = client
+        self.run_id = run_id
+        self.end = end
+        self.width = WINDOW_MS
+        self.units: list[str] = []
+        self.windows = 0
+
+    async def add(self, entries: list[Any]) -> None:
+        """List ``entries`` (visibility entries, of one window or the whole family)."""
+        entries.sort(key=lambda w: (w.id != self.run_id, _started(w), w.id))
+        for w in entries:
+            memo = await _memo(w)
+            unit = w.id[len(self.run_id) :].lstrip("/") or "(run)"
+            self.units.append(unit)
+            self.family.append((w.id, _started(w)))
+            self.ended.append(_ended(w, memo))
+            self.extras.append(unanswered_steps(memo, unit, Labels(None)))
+
+    async def more(self) -> None:
+        """List the child workflows that started in the next window."""
+        start = int(self.until)
+        stop = start + self.width
+        self.windows += 1
+        self.width *= 2
+        query = (
+            f"WorkflowId STARTS_WITH '{_quoted(self.run_id)}/' "
+            f"AND StartTime >= '{_iso(start)}' AND StartTime < '{_iso(stop)}'"
+        )
+        found = [w async for w in self.client.list_workflows(query)]
+        await self.add([w for w in found if w.id.startswith(self.run_id + "/")])
+        self.until = float(stop) if stop < self.end else math.inf
 
 
 async def _describe(client: Any, run_id: str) -> Any:
@@ -254,44 +316,53 @@ async def show_run(
 
     client = await tc.client_for(url)
     # the requests that do not wait on each other go out together (a loaded server answers
-    # each one late): the listing with the run's input, then its outcome with the histories
-    family, spec = await asyncio.gather(
-        _family(client, run_id), _first_input(client, run_id), return_exceptions=True
+    # each one late): the listing (a page: its first READERS + 1, which tells a run read
+    # whole from one read lazily) with the run's input, then its outcome with the histories
+    few = limit and ts.READERS + 1
+    family, spec, described = await asyncio.gather(
+        _family(client, run_id, few or None),
+        _first_input(client, run_id),
+        _describe(client, run_id) if few else asyncio.sleep(0),
+        return_exceptions=True,
     )
     if isinstance(family, BaseException):
         raise family
-    root = next((w for w in family if w.id == run_id), None)
+    lazy = bool(few) and len(family) > ts.READERS
+    root = described if lazy and not isinstance(described, BaseException) else None
+    root = root or next((w for w in family if w.id == run_id), None)
     if root is None:
         raise InputError(f"no durable run {run_id!r} in {_where(url)}")
     if isinstance(spec, BaseException):
         raise spec
-    family.sort(key=lambda w: (w.id != run_id, _started(w), w.id))
-    units = [w.id[len(run_id) :].lstrip("/") or "(run)" for w in family]
-    extras = [  # named below, once the plan is loaded
-        unanswered_steps(await _memo(w), unit, Labels(None))
-        for w, unit in zip(family, units, strict=True)
-    ]
-    listed = [(w.id, _started(w)) for w in family]
-    # a page of a run of many workflows (a wide map's batches) reads only what it shows; a
-    # smaller run is read whole (its total and cost are exact)
-    if limit and len(family) > ts.READERS:
-        reading = ts.read_first(client, listed, extras, internals, offset + limit)
-    else:
-        reading = ts.read_all(client, listed, extras, internals)
+    if lazy:
+        # a page of a run of many workflows (a wide map's batches) reads only what it shows,
+        # a deep one skipping the workflows that ended before it by their counts, and lists
+        # the workflows in windows of start time as the page reaches them (children start
+        # before the run ends; a running run's, before now — a minute of clock skew allowed)
+        closed = root.close_time.timestamp() if root.close_time else time.time() + 60.0
+        listing = _Workflows(client, run_id, math.floor(closed * 1000) + 1)
+        await listing.add([root])
+        listing.until = float(math.floor(_started(root) * 1000))
+        reading = ts.read_first(client, listing, [], internals, offset + (limit or 0), None, offset)
+    else:  # a smaller run is read whole (its total and cost are exact)
+        listing = _Workflows(client, run_id)
+        await listing.add(family)
+        reading = ts.read_all(client, listing.family, listing.extras, internals)
     both = asyncio.gather(_info(client, root), reading)
     await asyncio.sleep(0)  # their first requests are sent: the plan loads meanwhile
     labels = Labels(plan_of(spec))
-    for unit_extras in extras:
+    info, read = await both
+    for unit_extras in listing.extras:  # (those listed as the page was read too)
         for extra in unit_extras:
             extra["label"] = labels.label(extra["path"])
-    info, read = await both
+    units = listing.units
     info.internal = read.internal
     info.steps_partial = read.partial
     end = None if limit is None else offset + limit
     cost: dict[str, Any] = {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
     priced = 0.0
     converter = client.data_converter
-    for at, step in enumerate(read.steps):
+    for at, step in enumerate(read.steps, read.skipped):
         if not isinstance(step, ts.Op):
             info.steps.append(step)
             continue
@@ -329,11 +400,27 @@ async def show_run(
         cost["cost"] = round(priced, 10)
     info.cost = cost
     if info.status == "running":
-        info.questions = await _questions(client, run_id, family)
+        running = await _family(client, run_id, where=" AND ExecutionStatus = 'Running'")
+        info.questions = await _questions(client, run_id, running if lazy else family)
         if info.questions:
             info.status = "waiting"
-    page(info, limit, offset, labels)
+    # the steps counted but not read come before the page (read_first): off the offset
+    page(info, limit, offset - read.skipped, labels)
+    info.steps_total += read.skipped
+    info.steps_offset = offset
     return info
+
+
+def _ended(w: Any, memo: dict[str, Any]) -> ts.Ended | None:
+    """When workflow ``w`` (a listing's entry) ended and the operations its memo counts
+    (temporal_workflows ``ops``), or None: running, or recorded with no count."""
+    ops = memo.get("ops")
+    closed = getattr(w, "close_time", None)
+    if closed is None or not isinstance(ops, list) or len(ops) != 2:
+        return None
+    if not all(isinstance(n, int) and n >= 0 for n in ops):
+        return None
+    return (closed.timestamp(), ops[0], ops[1])
 
 
 async def _first_input(client: Any, workflow_id: str) -> dict[str, Any]:

@@ -55,12 +55,22 @@ class RateWorkflow:
     ``{"slots": {id: [granted, ended or None]}, "waiting": [request…], "keep": seconds,
     "gone": {id: when}}``."""
 
-    def __init__(self) -> None:
-        self.slots: dict[str, list[float | None]] = {}
-        self.waiting: list[dict[str, Any]] = []
+    @workflow.init
+    def __init__(self, state: dict[str, Any]) -> None:
+        # the state is loaded here, before the signals of the first activation are handled (a
+        # signal-with-start's ``ask``, a ``release`` sent as the limiter continued as new):
+        # loaded in ``run``, which starts after them, it overwrote what they did — the first
+        # request of a new limiter was lost and granted only when it asked again, 5 s later
+        self.slots: dict[str, list[float | None]] = {
+            str(k): list(v) for k, v in (state.get("slots") or {}).items()
+        }
+        self.waiting: list[dict[str, Any]] = list(state.get("waiting") or [])
         #: requests released before they were granted (they gave up): id → when
-        self.gone: dict[str, float] = {}
-        self.keep = 1.0  # the longest period asked for: ended slots older than it are dropped
+        self.gone: dict[str, float] = {
+            str(k): float(v) for k, v in (state.get("gone") or {}).items()
+        }
+        #: the longest period asked for: ended slots older than it are dropped
+        self.keep = float(state.get("keep") or 1.0)
         self.dirty = False
 
     def _now(self) -> float:
@@ -117,11 +127,8 @@ class RateWorkflow:
 
     @workflow.run
     async def run(self, state: dict[str, Any]) -> None:
-        """Hold the model's slots until idle for :data:`IDLE_S` seconds."""
-        self.slots = {str(k): list(v) for k, v in (state.get("slots") or {}).items()}
-        self.waiting = list(state.get("waiting") or [])
-        self.keep = float(state.get("keep") or 1.0)
-        self.gone = {str(k): float(v) for k, v in (state.get("gone") or {}).items()}
+        """Hold the model's slots until idle for :data:`IDLE_S` seconds (``state``: loaded
+        by ``__init__``)."""
         while True:
             now = self._now()
             self._grant(now)

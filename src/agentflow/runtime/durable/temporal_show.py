@@ -12,7 +12,10 @@ over the histories in listing order that reads a history only once a step of it 
 the page (every operation of a workflow starts after the workflow), a page of events at a time,
 and stops at the page's last step; so the first page of a 100,000-item map reads the first
 events of the batches that ran first, not 100 histories. Each operation's result is decoded
-only when it is shown (or is a model call, whose usage the cost sums).
+only when it is shown (or is a model call, whose usage the cost sums). A deep page counts the
+workflows that ended before it by the operation counts their memo records, unread
+(:func:`skip_until`), and the workflows may be listed as the merge reaches them
+(:class:`Listing`; temporal_manage lists them in windows of start time).
 """
 
 from __future__ import annotations
@@ -26,7 +29,18 @@ from typing import Any
 
 from agentflow.runtime.durable.shown import Operation, parse_operation
 
-__all__ = ["READERS", "History", "Op", "Read", "open_history", "read_all", "read_first"]
+__all__ = [
+    "READERS",
+    "Ended",
+    "History",
+    "Listing",
+    "Op",
+    "Read",
+    "open_history",
+    "read_all",
+    "read_first",
+    "skip_until",
+]
 
 #: how many histories a whole read reads at once
 READERS = 16
@@ -161,6 +175,84 @@ class Read:
     steps: list[Op | Extra]
     internal: int = 0
     partial: bool = False
+    #: steps of the listing before ``steps`` that were counted, not read (a deep page:
+    #: ``steps[k]`` is the listing's step ``skipped + k``)
+    skipped: int = 0
+
+
+#: a closed workflow's end and its operations as its memo counts them: ``(closed at, epoch
+#: seconds; shown, internal)`` (temporal_workflows ``ops``)
+Ended = tuple[float, int, int]
+
+
+@dataclass
+class Listing:
+    """A run's workflows in listing order as far as they are listed: ``family`` (``(id,
+    start)``), ``ended`` (:data:`Ended` or None) and ``extras`` (unanswered questions) in step;
+    every workflow that started before ``until`` (epoch milliseconds) is listed (``inf``: all
+    are). This one is whole; a lazy listing (temporal_manage's windows of start time) lists
+    more with :meth:`more`."""
+
+    family: list[tuple[str, float]]
+    ended: list[Ended | None]
+    extras: list[list[Extra]]
+    until: float = math.inf
+
+    async def more(self) -> None:
+        """List the workflows of the next window of start time (and move ``until`` on)."""
+
+
+def _bound_exceeds(listing: Listing, internals: bool, offset: int) -> bool:
+    """True when the listed workflows' counts (and questions) add up past ``offset``, or one
+    has no count: listing further cannot move :func:`skip_until`'s time on."""
+    total = sum(len(xs) for xs in listing.extras)
+    for e in listing.ended:
+        if e is None:
+            return True
+        total += e[1] + (e[2] if internals else 0)
+    return total > offset
+
+
+def skip_until(
+    family: list[tuple[str, float]],
+    ended: list[Ended | None],
+    extras: list[list[Extra]],
+    internals: bool,
+    offset: int,
+) -> int | None:
+    """The latest whole millisecond ``T`` (epoch milliseconds) before which the run has at
+    most ``offset`` steps for sure, counted without reading: each workflow that started before
+    ``T`` by its memo's count (one with no count: ``T`` is no later than its start), each
+    unanswered question asked before ``T`` as one — or None when no workflow ended before
+    that ``T`` (nothing to skip).  No operation of a workflow starts before the workflow (to
+    the millisecond below), and every operation of one that ended before ``T`` starts before
+    ``T``: so the steps before ``T`` are the page's predecessors, and the workflows that ended
+    before it need not be read."""
+    # each thing counts for every T at or after its threshold: T > its time in milliseconds
+    weights: list[tuple[int, float]] = []
+    for (_, started), e in zip(family, ended, strict=True):
+        count = math.inf if e is None else e[1] + (e[2] if internals else 0)
+        weights.append((math.floor(started * 1000) + 1, count))
+    for xs in extras:
+        for x in xs:
+            at = _key(x["started_at"])
+            if at != math.inf:
+                weights.append((math.floor(at * 1000) + 1, 1))
+    weights.sort()
+    total = 0.0
+    t_ms = None
+    for k, (threshold, count) in enumerate(weights):
+        if k == 0 or threshold != weights[k - 1][0]:
+            # every group before this threshold fits: T may be just under it
+            t_ms = threshold - 1
+        total += count
+        if total > offset:
+            break
+    else:
+        t_ms = math.floor(max((e[0] for e in ended if e is not None), default=0.0) * 1000) + 1
+    if t_ms is None or not any(e is not None and e[0] < t_ms / 1000.0 for e in ended):
+        return None
+    return t_ms
 
 
 def _key(at: Any) -> float:
@@ -197,10 +289,12 @@ async def read_all(
 
 async def read_first(
     client: Any,
-    family: list[tuple[str, float]],
+    family: list[tuple[str, float]] | Listing,
     extras: list[list[Extra]],
     internals: bool,
     wanted: int,
+    ended: list[Ended | None] | None = None,
+    offset: int = 0,
 ) -> Read:
     """The first ``wanted`` steps of the run in listing order (as :func:`read_all` would give
     them), reading each history only as far as they need: a merge of the histories by
@@ -208,17 +302,52 @@ async def read_first(
     operations by its own start, and one read partly by the start of its latest workflow task
     (no later operation of it starts before). After them come, in no particular order, the
     other steps the pages read hold (so ``steps`` counts what was read: a floor of the run's
-    steps when ``partial``)."""
-    # heap entries: (time, workflow, position, kind, what): kind 0 opens a workflow, 1 reads
-    # the next page of one, 2 is an operation, 3 an unanswered question
-    heap: list[tuple[float, int, int, int, Any]] = []
-    for j, (_, started) in enumerate(family):
-        heap.append((math.floor(started * 1000) / 1000, j, -1, 0, None))
-        for k, extra in enumerate(extras[j]):
-            heap.append((_key(extra["started_at"]), j, (1 << 60) + k, 3, extra))
-    heapq.heapify(heap)
-    histories: dict[int, History] = {}
+    steps when ``partial``).
+
+    A page from ``offset`` (given ``ended``: each workflow's :data:`Ended`, None while it runs
+    or when its memo has no count) skips what comes before a time :func:`skip_until` finds:
+    the workflows that ended before it are counted and never opened, the steps of the others
+    before it are read and counted; ``skipped`` says how many steps ``steps`` leaves out.
+
+    ``family`` may be a :class:`Listing` (``extras`` and ``ended`` are then its own): one
+    listed lazily is listed further only when the merge reaches its ``until`` (and, for a
+    deep page, as far as the skip's bound needs)."""
     out = Read([])
+    listing = (
+        family
+        if isinstance(family, Listing)
+        else Listing(list(family), list(ended or [None] * len(family)), extras)
+    )
+    t_ms = None
+    if offset:
+        while listing.until != math.inf and not _bound_exceeds(listing, internals, offset):
+            await listing.more()  # what comes before the page's time is listed first
+        t_ms = skip_until(listing.family, listing.ended, listing.extras, internals, offset)
+        if t_ms is not None and t_ms > listing.until:
+            t_ms = int(listing.until)  # (the workflows not listed yet start after it)
+    cut = -math.inf if t_ms is None else t_ms / 1000.0
+    # heap entries: (time, workflow, position, kind, what): kind 0 opens a workflow, 1 reads
+    # the next page of one, 2 is an operation, 3 an unanswered question, 4 lists more (at the
+    # start time the listing reached: a workflow listed then starts after it)
+    heap: list[tuple[float, int, int, int, Any]] = []
+
+    def listed(since: int) -> None:
+        for j in range(since, len(listing.family)):
+            for k, extra in enumerate(listing.extras[j]):
+                heapq.heappush(heap, (_key(extra["started_at"]), j, (1 << 60) + k, 3, extra))
+            e = listing.ended[j] if t_ms is not None else None
+            if e is not None and e[0] < cut:  # ended before the cut: counted, never opened
+                out.skipped += e[1] + (e[2] if internals else 0)
+                out.internal += e[2]
+                out.partial = True
+                continue
+            started = listing.family[j][1]
+            heapq.heappush(heap, (math.floor(started * 1000) / 1000, j, -1, 0, None))
+        if listing.until != math.inf:
+            heapq.heappush(heap, (listing.until / 1000.0, -1, 0, 4, None))
+
+    listed(0)
+    histories: dict[int, History] = {}
 
     def advance(h: History) -> None:
         op = h.take()
@@ -232,12 +361,20 @@ async def read_first(
             out.internal += 1
             if not internals:
                 return
+        if _key(step.started_at if isinstance(step, Op) else step["started_at"]) < cut:
+            out.skipped += 1  # before the skipped time: counted, never on the page
+            return
         out.steps.append(step)
 
-    while heap and len(out.steps) < wanted:
+    while heap and out.skipped + len(out.steps) < wanted:
         _, j, _, kind, what = heapq.heappop(heap)
-        if kind == 0:
-            h = histories[j] = open_history(client, family[j][0], family[j][1], j)
+        if kind == 4:
+            since = len(listing.family)
+            await listing.more()
+            listed(since)
+        elif kind == 0:
+            wid, started = listing.family[j]
+            h = histories[j] = open_history(client, wid, started, j)
             await h.more()
             advance(h)
         elif kind == 1:
@@ -248,7 +385,7 @@ async def read_first(
                 advance(histories[j])
             add(what)
     # the rest of what was read: counted, never shown on this page
-    out.partial = any(kind in (0, 1) for _, _, _, kind, _ in heap)
+    out.partial = out.partial or any(kind in (0, 1, 4) for _, _, _, kind, _ in heap)
     for _, _, _, kind, what in heap:
         if kind in (2, 3):
             add(what)

@@ -59,6 +59,13 @@ class _Unit:
     def __init__(self) -> None:
         self.inbox: dict[str, list[Any]] = {}
         self.root: dict[str, Any] = {}
+        #: the operations recorded in this workflow's history, ``[shown, internal]`` (counted
+        #: by temporal_engine.step, on replay too; None once one was cancelled: unknown),
+        #: written to the memo as ``ops`` when it ends (``runs show`` skips by it)
+        self.ops: list[int] | None = [0, 0]
+
+    def _ended_memo(self) -> dict[str, Any]:
+        return {"ops": list(self.ops)} if self.ops is not None else {}
 
     @workflow.signal(name=te.MESSAGE_SIGNAL)
     def message(self, message: dict[str, Any]) -> None:
@@ -85,7 +92,7 @@ class RunWorkflow(_Unit):
         rt.effects.forget(wfid)
         out = await run_root(rt)
         te._RUNTIMES.pop(wfid, None)  # the run ended: a long-lived worker keeps nothing of it
-        workflow.upsert_memo({"status": out.get("status")})
+        workflow.upsert_memo({"status": out.get("status"), **self._ended_memo()})
         return out
 
 
@@ -106,9 +113,12 @@ class UnitWorkflow(_Unit):
         # an executor of this workflow's own (its event loop is this workflow's)
         ex = Executor(rt.ctx, EventBus(rt.ctx.sinks), effects=rt.effects)
         try:
-            return {"v": await run_unit(ex, rt.effects.index, spec)}
+            out: dict[str, Any] = {"v": await run_unit(ex, rt.effects.index, spec)}
         except Exception as e:  # noqa: BLE001 - raised again in the parent
-            return {"e": e}
+            out = {"e": e}
+        if self.ops is not None:
+            workflow.upsert_memo(self._ended_memo())
+        return out
 
 
 #: (url, event loop id) → how many blocks of :func:`serve` use its worker now
