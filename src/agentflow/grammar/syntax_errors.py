@@ -580,7 +580,13 @@ def locate_unclosed(err: SynErr, sc: Scanner, start: int, line: int) -> SynErr:
         openers, stop = err.unclosed
         if not openers or openers[-1].value != "{":
             return err  # an unclosed `(` or `[`: pointed at as it is
-    elif sc.stack and err.span.file == sc.file and start <= err.span.start - ob <= len(text):
+    elif (
+        sc.stack
+        and err.span.file == sc.file
+        and start <= err.span.start - ob <= len(text)
+        and text.rfind("\n", start, err.span.start - ob) >= 0
+    ):
+        # a parse error on a later line than the item's start: a block may have been left open
         openers, stop = [], err.span.start - ob
     else:
         return err
@@ -608,10 +614,10 @@ def locate_unclosed(err: SynErr, sc: Scanner, start: int, line: int) -> SynErr:
                 stop + ob,
                 stop + len(kw) + ob,
             )
-            hint = f"add `}}` to close {words} before line {sc.line}"
         else:
             span = err.span if sc.last is None else _after(sc.last)
-            hint = f"add `}}` at the end of {words}"
+        last = sc.last.end_line if sc.last is not None else opener.line
+        hint = f"add `}}` after line {last} to close {words}"
         return SynErr(err.message, span, resume=err.resume, depth=err.depth, hint=hint, notes=notes)
     blamed, where, outer = found
     words = sc.opened(blamed.tok, at=False)
