@@ -145,6 +145,35 @@ def test_diagnostics_on_open_and_change(client):
     assert closed["diagnostics"] == []
 
 
+def test_a_deleted_brace_is_shown_where_it_is_missing_with_the_open_brace_related(client):
+    """A stage whose agent block lost its `}`: the squiggle is on the `}` that (by its
+    indentation) closes the stage, and the unclosed `{` of the agent block is related
+    information, as `flowc check` notes it."""
+    uri = doc_uri("deleted-brace.flow")
+    text = (
+        'use agent "helper" as helper\n'
+        "stage s -> int {\n"
+        "  return agent(helper) {\n"
+        '    task "x"\n'
+        "    expect int\n"
+        "\n"
+        "}\n"
+    )
+    client.open(uri, text)
+    got = client.wait_notification("textDocument/publishDiagnostics", lambda p: p["uri"] == uri)
+    [d] = got["diagnostics"]
+    assert d["code"] == "syntax-error"
+    assert d["message"].startswith(
+        "expected `}` to close the agent block opened on line 3 before line 7\nhint: "
+    )
+    assert d["range"]["start"] == {"line": 6, "character": 0}
+    [related] = d["relatedInformation"]
+    assert related["message"] == "this `{` is not closed"
+    assert related["location"]["uri"] == uri
+    assert related["location"]["range"]["start"] == pos(text, "{", nth=1)
+    client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+
+
 def test_changes_are_debounced_to_the_latest_version(client):
     uri = doc_uri("debounce.flow")
     client.open(uri, SOURCE)
