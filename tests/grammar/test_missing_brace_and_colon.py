@@ -80,3 +80,11 @@ def test_an_unclosed_parenthesis_is_reported_at_itself():
 def test_a_name_and_type_without_the_colon_hints_the_fix(text: str, hint: str | None):
     d = _one(text)
     assert d.hint == hint
+
+
+def test_an_object_closed_on_a_shallow_line_is_not_blamed_for_a_later_error():
+    # the object's lines are sloppy but closed: the error is the `= =` two lines on
+    text = "stage s -> int {\n  let o = {\n    a: 1,\n  b: 2 }\n  let x = = 1\n  return x\n}\n"
+    d = _one(text)
+    assert d.message.startswith("expected an expression")
+    assert d.span.line == 5

@@ -594,8 +594,8 @@ def locate_unclosed(err: SynErr, sc: Scanner, start: int, line: int) -> SynErr:
         found = _blame(sc, start, line, stop)
     except (SynErr, RecursionError):  # the raw scan also stops at an unclosed string
         found = None
-    if found is not None and found[1].line >= err.span.line and err.unclosed is None:
-        found = None  # the parse failed on the line itself: its own message says more
+    if found is not None and err.unclosed is None and not _blames_surely(sc, found, err):
+        found = None
     if found is None:
         if not openers:
             return err
@@ -640,9 +640,26 @@ def locate_unclosed(err: SynErr, sc: Scanner, start: int, line: int) -> SynErr:
     return SynErr(message, where.span, resume=err.resume, depth=err.depth, hint=hint, notes=notes)
 
 
+def _blames_surely(sc: Scanner, found: tuple[_Frame, Tok, _Frame | None], err: SynErr) -> bool:
+    """Whether indentation's blame may replace a parse error found further on (not at a new
+    declaration or the end of the file, where a `{` is surely left open): only for a block
+    (not an object literal, whose `}` is often put anywhere), on a line before the error's (on
+    the line itself, the parser's own message says more), at a `}` less indented than the
+    block's line or at a keyword starting a line (`let`, `return`, a clause)."""
+    blamed, where, _outer = found
+    if where.line >= err.span.line:
+        return False
+    if sc.opened(blamed.tok, at=False) in ("the object", "the `{`"):
+        return False
+    return where.type == "RBRACE" or str(where.value) in KEYWORDS
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def _word_at(text: str, k: int) -> str:
     """The word starting at ``text[k]``."""
-    m = re.compile(r"[A-Za-z_][A-Za-z0-9_]*").match(text, k)
+    m = _WORD.match(text, k)
     return m.group(0) if m else text[k : k + 1]
 
 
