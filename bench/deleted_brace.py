@@ -5,7 +5,8 @@ repository's ``examples/``, ``examples/patterns/`` and the specification's examp
 checks each result.  A report is *near* when its primary span is on the first non-blank line
 after the deleted brace or on the line just before it (the last line of the unclosed block); the
 script prints how many are near, how many point at the unclosed `{` itself (the old
-behaviour), how many carry the note at an unclosed `{`, and the misses with their lines.
+behaviour), how many carry the note at an unclosed `{` and a hint placing the `}`, and the
+misses with their lines.
 
     .venv/bin/python bench/deleted_brace.py [--show N]
 """
@@ -37,7 +38,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--show", type=int, default=10, help="misses to print")
     args = ap.parse_args()
-    total = near = at_opener = noted = 0
+    total = near = at_opener = noted = hinted = 0
     misses: list[str] = []
     for path in SOURCES:
         lines = path.read_text(encoding="utf-8").split("\n")
@@ -55,6 +56,7 @@ def main() -> None:
             ok = d.span.line in (k, want) or (want == len(lines) and d.span.line >= k)
             near += ok
             noted += any("is not closed" in n.message for n in d.notes)
+            hinted += "`}`" in (d.hint or "")
             at_opener += "{" in text.split("\n")[d.span.line - 1][d.span.column - 1 : d.span.column]
             if not ok:
                 misses.append(
@@ -65,6 +67,7 @@ def main() -> None:
     print(f"reported near the deletion:        {near} ({near / max(total, 1):.0%})")
     print(f"reported at a `{{`:                  {at_opener}")
     print(f"with a note at the unclosed `{{`:    {noted}")
+    print(f"with a hint placing the `}}`:        {hinted}")
     for m in misses[: args.show]:
         print("  miss:", m)
 

@@ -17,6 +17,15 @@ CASES = {
     "if block": ("stage s -> int {\n  let n = 1\n  if n == 1 {\n    let _m = 2\n\n  return n\n}\n"),
     "type body": "type R {\n  a: int\n\nstage s -> R {\n  return { a: 1 }\n}\n",
     "stage body at the end": "stage s -> int {\n  return 1 // one\n",
+    # parse errors on the line after the deletion: the message stays, the hint places the `}`
+    "agent block before a statement": (
+        'use agent "h" as h\nstage s -> int {\n  let a = agent(h) {\n    task "x"\n'
+        "    expect int\n\n  let b = a + 1\n  return b\n}\n"
+    ),
+    "input object before a clause": (
+        'use agent "h" as h\nstage s -> int {\n  return agent(h) {\n    task "x"\n'
+        "    input {\n      n: 1\n\n    tools none\n    expect int\n  }\n}\n"
+    ),
 }
 
 

@@ -587,7 +587,7 @@ def locate_unclosed(err: SynErr, sc: Scanner, start: int, line: int) -> SynErr:
         and text.rfind("\n", start, err.span.start - ob) >= 0
     ):
         # a parse error on a later line than the item's start: a block may have been left open
-        openers, stop = [], err.span.start - ob
+        openers, stop = [], min(err.span.end - ob, len(text))
     else:
         return err
     try:
@@ -595,7 +595,7 @@ def locate_unclosed(err: SynErr, sc: Scanner, start: int, line: int) -> SynErr:
     except (SynErr, RecursionError):  # the raw scan also stops at an unclosed string
         found = None
     if found is not None and err.unclosed is None and not _blames_surely(sc, found, err):
-        found = None
+        return _noted_on_its_line(sc, found, err)
     if found is None:
         if not openers:
             return err
@@ -632,7 +632,7 @@ def locate_unclosed(err: SynErr, sc: Scanner, start: int, line: int) -> SynErr:
     else:
         hint = (
             f"by its indentation, line {at} comes after {words} (its `{{` is on line "
-            f"{blamed.tok.line}): add the block's `}}` before line {at}"
+            f"{blamed.tok.line}): add its `}}` before line {at}"
         )
     notes = [("this `{` is not closed", blamed.tok.span)]
     if err.unclosed is None:
@@ -652,6 +652,32 @@ def _blames_surely(sc: Scanner, found: tuple[_Frame, Tok, _Frame | None], err: S
     if sc.opened(blamed.tok, at=False) in ("the object", "the `{`"):
         return False
     return where.type == "RBRACE" or str(where.value) in KEYWORDS
+
+
+def _noted_on_its_line(
+    sc: Scanner, found: tuple[_Frame, Tok, _Frame | None], err: SynErr
+) -> SynErr:
+    """A parse error on the very line that indentation says comes after an unclosed `{`
+    (``tools [...]`` after an ``input {`` object whose `}` is gone: "expected `:`, found `[`")
+    keeps its message and place, and gains the note "this `{` is not closed" (unless a note
+    already points at that `{`) and, when it has none, the hint where the `}` goes.  Nothing
+    is added for a blame on an earlier line (not sure enough to move the error), or when the
+    rest of the line closes more than it opens (a sloppy object closed there)."""
+    blamed, where, _outer = found
+    text, ob = sc.text, sc.ob
+    k = err.span.start - ob
+    end = text.find("\n", k)
+    rest = text[k : len(text) if end < 0 else end]
+    if where.line != err.span.line or rest.count("}") > rest.count("{"):
+        return err
+    notes = list(err.notes)
+    if all(span.start != blamed.tok.start for _m, span in notes):
+        notes.append(("this `{` is not closed", blamed.tok.span))
+    hint = err.hint or (
+        f"by its indentation, line {where.line} comes after {sc.opened(blamed.tok, at=False)} "
+        f"(its `{{` is on line {blamed.tok.line}): add its `}}` before line {where.line}"
+    )
+    return SynErr(err.message, err.span, resume=err.resume, depth=err.depth, hint=hint, notes=notes)
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

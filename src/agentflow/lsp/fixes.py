@@ -126,35 +126,49 @@ def missing_colon(a: Analysis, d: Diagnostic, hint: str) -> Fix | None:
     return Fix(f"Insert `:` after `{name}`", [(k, k, ":")], True)
 
 
-#: a `}` the hint places before a line (by indentation) or after the block's last line
-_BRACE_BEFORE = re.compile(r"add (?:the `\}` of .* before it|the block's `\}` before line \d+)\Z")
-_BRACE_AFTER = re.compile(r"add `\}` after line (\d+) to close")
-_CLOSE_WHAT = re.compile(r"expected `\}` to close (.*?) opened on line")
+#: a `}` the hint places before a line (by indentation: group ``what`` is what it closes, and
+#: ``line`` the line it goes before) or after the block's last line (``after``)
+_BRACE_HINT = re.compile(
+    r"by its indentation, (?:the `\}` on line (?P<at>\d+) closes .*: add the `\}` of (?P<what>.*) "
+    r"before it|line (?P<line>\d+) comes after (?P<what2>.*) \(its `\{` is on line \d+\): "
+    r"add its `\}` before line \d+)\Z"
+    r"|add `\}` after line (?P<after>\d+) to close (?P<what3>.*)\Z"
+)
 
 
 def missing_brace(a: Analysis, d: Diagnostic, hint: str) -> Fix | None:
-    """A deleted `}` ("expected `}` to close the agent block opened on line 3 before line 7"):
-    a `}` on a line of its own, indented like the line of the `{` that is not closed (its
-    note), inserted before the diagnostic's line or after the line the hint names.  Not
-    preferred: indentation located it, which a person should confirm."""
-    what = _CLOSE_WHAT.match(d.message)
-    opener = next((n.span for n in d.notes if n.message == "this `{` is not closed"), None)
-    if what is None or opener is None or opener.file != d.span.file:
-        return None
+    """A deleted `}` (the hints of docs/diagnostics.md's unclosed `{`, "by its indentation, …:
+    add its `}` before line 7", "add `}` after line 6 to close the type body"): a `}` on a
+    line of its own, indented like the line of the `{` that is not closed (the first note at a
+    `{`), inserted at the start of the diagnostic's line (it is the line the hint names) or
+    after the line the hint names.  Not preferred: indentation located it, which a person
+    should confirm."""
+    m = _BRACE_HINT.match(hint)
     text = a.text
+    opener = next(
+        (
+            n.span
+            for n in d.notes
+            if n.span is not None
+            and n.span.file == d.span.file
+            and text[n.span.start : n.span.start + 1] == "{"
+        ),
+        None,
+    )
+    if m is None or opener is None:
+        return None
     ls = text.rfind("\n", 0, opener.start) + 1
     line = text[ls : opener.start]
     indent = line[: len(line) - len(line.lstrip(" \t"))]
-    title = f"Insert `}}` to close {what.group(1)}"
-    if _BRACE_BEFORE.search(hint):
+    title = f"Insert `}}` to close {m.group('what') or m.group('what2') or m.group('what3')}"
+    if m.group("after") is None:
+        before = int(m.group("at") or m.group("line"))
         k = text.rfind("\n", 0, d.span.start) + 1
+        if d.span.line != before:
+            return None
         return Fix(title, [(k, k, indent + "}\n")])
-    after = _BRACE_AFTER.match(hint)
-    if after is not None:
-        end = _line_end(text, int(after.group(1)))
-        if end is not None:
-            return Fix(title, [(end, end, "\n" + indent + "}")])
-    return None
+    end = _line_end(text, int(m.group("after")))
+    return Fix(title, [(end, end, "\n" + indent + "}")]) if end is not None else None
 
 
 def _line_end(text: str, line: int) -> int | None:
