@@ -22,6 +22,7 @@ SNAP = HERE / "render"
 SOURCES = ["returns.flow", "bidirectional.flow", "tools.flow"]
 #: where diagnostics point and what they hint and note: their text snapshots pin it
 TEXT_SOURCES = [
+    "unclosed_braces.flow",
     "placements.flow",
     "hints.flow",
     "no_overlap.flow",

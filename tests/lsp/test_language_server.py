@@ -145,6 +145,55 @@ def test_diagnostics_on_open_and_change(client):
     assert closed["diagnostics"] == []
 
 
+def test_a_deleted_brace_is_shown_where_it_is_missing_with_the_open_brace_related(client):
+    """A stage whose agent block lost its `}`: the squiggle is on the `}` that (by its
+    indentation) closes the stage, and the unclosed `{` of the agent block is related
+    information, as `flowc check` notes it."""
+    uri = doc_uri("deleted-brace.flow")
+    text = (
+        'use agent "helper" as helper\n'
+        "stage s -> int {\n"
+        "  return agent(helper) {\n"
+        '    task "x"\n'
+        "    expect int\n"
+        "\n"
+        "}\n"
+    )
+    client.open(uri, text)
+    got = client.wait_notification("textDocument/publishDiagnostics", lambda p: p["uri"] == uri)
+    [d] = got["diagnostics"]
+    assert d["code"] == "syntax-error"
+    assert d["message"].startswith(
+        "expected `}` to close the agent block opened on line 3 before line 7\nhint: "
+    )
+    assert d["range"]["start"] == {"line": 6, "character": 0}
+    [related] = d["relatedInformation"]
+    assert related["message"] == "this `{` is not closed"
+    assert related["location"]["uri"] == uri
+    assert related["location"]["range"]["start"] == pos(text, "{", nth=1)
+    # the quick fix puts the `}` before that line, indented like the agent block's line
+    [a] = _actions(client, uri, d["range"], [d])
+    assert a["title"] == "Insert `}` to close the agent block" and "isPreferred" not in a
+    fixed = _apply(text, a["edit"]["changes"][uri])
+    assert fixed == text.replace("\n\n}\n", "\n\n  }\n}\n")
+    assert _codes(fixed) == []
+    client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+
+
+def test_a_field_without_its_colon_is_fixed_by_inserting_it(client):
+    uri = doc_uri("field-colon.flow")
+    text = 'type R {\n  title: text\n  count int\n}\nstage s -> R {\n  return { title: "t", count: 1 }\n}\n'
+    client.open(uri, text)
+    got = client.wait_notification("textDocument/publishDiagnostics", lambda p: p["uri"] == uri)
+    [d] = got["diagnostics"]
+    assert d["message"].endswith("hint: fields are written `name: type`: `count: int`")
+    [a] = _actions(client, uri, d["range"], [d])
+    assert a["title"] == "Insert `:` after `count`" and a["isPreferred"] is True
+    fixed = _apply(text, a["edit"]["changes"][uri])
+    assert "  count: int\n" in fixed and _codes(fixed) == []
+    client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+
+
 def test_changes_are_debounced_to_the_latest_version(client):
     uri = doc_uri("debounce.flow")
     client.open(uri, SOURCE)

@@ -28,7 +28,16 @@ from agentflow.grammar.builder import Builder
 from agentflow.grammar.scanner import Scanner, SynErr, Tok
 from agentflow.grammar.syntax_errors import unexpected
 
-__all__ = ["DRIVER", "LARK_INTERNALS", "check_lark", "run", "shifts", "viable", "tables"]
+__all__ = [
+    "DRIVER",
+    "LARK_INTERNALS",
+    "check_lark",
+    "run",
+    "shifted",
+    "shifts",
+    "viable",
+    "tables",
+]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -347,6 +356,31 @@ def shifts(stack: list[int], term: str, end_state: int | None = None) -> bool:
     return False  # pragma: no cover
 
 
+def shifted(stack: list[int], term: str) -> list[int] | None:
+    """The state stack after the parser in ``stack`` shifts ``term`` (through the reductions it
+    triggers), or None when it cannot: what the parser expects *after* a token that is missing
+    (``count int``: after the missing `:`, a type)."""
+    t = tables()
+    states = t.states
+    goto = t.goto
+    st = list(stack)
+    for _ in range(10_000):
+        act = states[st[-1]].get(term)
+        if act is None:
+            return None
+        if act[0]:
+            st.append(act[1])
+            return st
+        size, _cb, nonterminal = act[1]
+        if size:
+            del st[-size:]
+        nxt = goto.get(st[-1], {}).get(nonterminal) if st else None
+        if nxt is None:
+            return None
+        st.append(nxt)
+    return None  # pragma: no cover
+
+
 def viable(stack: list[int], start: str) -> set[str]:
     """The terminals that the parser in ``stack`` can really shift next (or ``$END`` when it
     can accept): each candidate of the top state is tried on a copy of the stack through the
@@ -364,14 +398,25 @@ def viable(stack: list[int], start: str) -> set[str]:
 def _error(tok: Any, stack: list[int], start: str, sc: Scanner, values: list[Any] | None) -> SynErr:
     """The syntax error for ``tok``, which the parser with state stack ``stack`` cannot take."""
     states = tables().states
+    expected = viable(stack, start)
+    # `count int`: a `:` is missing before a type (a field, a parameter, a `let`'s annotation)
+    after_colon = shifted(stack, "COLON") if "COLON" in expected else None
     return unexpected(
         tok,
-        viable(stack, start),
+        expected,
         sc,
         values,
         # the state below the top accepts an agent clause: we are inside an agent block
         in_agent_block=len(stack) > 1 and "TASK" in states[stack[-2]],
+        type_after_colon=after_colon is not None and _takes_a_type(after_colon),
     )
+
+
+def _takes_a_type(stack: list[int]) -> bool:
+    """True when the parser in ``stack`` expects a type next (``map`` and a name fit, and no
+    expression could start: no `not`, no `-`)."""
+    row = tables().states[stack[-1]]
+    return "MAP" in row and "NAME" in row and "NOT" not in row and "MINUS" not in row
 
 
 class _Driver:

@@ -38,6 +38,7 @@ from agentflow.grammar import ast
 from agentflow.grammar.descent import parse_fast
 from agentflow.grammar.lalr import DRIVER, run
 from agentflow.grammar.scanner import TOP_LEVEL, Scanner, SynErr, Tok, starts_declaration
+from agentflow.grammar.syntax_errors import locate_unclosed
 
 __all__ = ["parse_expression", "parse_template", "parse_module", "parse_module_lalr"]
 
@@ -220,8 +221,6 @@ def _parse_module(
         items.extend(got)
         if err is None:
             break
-        notes = [Note(m, s) for m, s in err.notes]
-        diags.append(Diagnostic(SYNTAX_ERROR, err.message, err.span, notes, hint=err.hint))
         # the failed item starts at the first token after the last completed one
         start = got[-1].span.end if got else pos
         start = _skip_trivia(text, start)
@@ -231,6 +230,10 @@ def _parse_module(
             # complete, only not reduced yet (LALR wanted the next token): keep it
             items.extend(done)
             start = _skip_trivia(text, done[-1].span.end)
+        # a `{` left open is reported where its `}` is missing (recovery goes on from `err`)
+        shown = locate_unclosed(err, sc, start, lines.line(start))
+        notes = [Note(m, s) for m, s in shown.notes]
+        diags.append(Diagnostic(SYNTAX_ERROR, shown.message, shown.span, notes, hint=shown.hint))
         resume = _find_resume(text, file, err, sc, start, lines)
         end = resume if resume is not None else n
         stop = len(text[start:end].rstrip())

@@ -215,7 +215,10 @@ _OPENER_CONTEXT = [
     (re.compile(r"\bverify\s*$"), "the `verify` block"),
     (re.compile(r"\bretry\s*$"), "the `retry` object"),
     (re.compile(r"^\s*input\s*$"), "the `input` object"),
-    (re.compile(r"\b(map|reduce|loop)\b.*\bas\b[^{]*$"), "the `{0}` body"),
+    (re.compile(r"\b(map|reduce|loop)\b.*\bas\b(?:[^{]*|.*\}\s*)$"), "the `{0}` body"),
+    (re.compile(r"\belse\s*$"), "the `else` block"),
+    (re.compile(r"\bcatch\b[^{]*$"), "the `catch` block"),
+    (re.compile(r"\btry\s*$"), "the `try` block"),
     (re.compile(r"(^|\})\s*(if|else)\b[^{]*$"), "the `if` block"),
     (re.compile(r"\b(use|extern)\b"), "the declaration"),
 ]
@@ -237,7 +240,10 @@ def _opener_words(text: str, i: int, bracket: str) -> str:
 
 class SynErr(Exception):
     """Internal syntax error: message, primary span, and where recovery may start scanning
-    (``resume``: text index, ``depth``: bracket depth there), when known."""
+    (``resume``: text index, ``depth``: bracket depth there), when known.  ``unclosed`` is
+    set on an unclosed bracket found at a new declaration or at the end of a module:
+    ``(open brackets, text index of the keyword or of the end)``, for
+    :func:`agentflow.grammar.syntax_errors.locate_unclosed` to find where it should close."""
 
     def __init__(
         self,
@@ -247,6 +253,7 @@ class SynErr(Exception):
         depth: int | None = None,
         hint: str | None = None,
         notes: list[tuple[str, Span]] | None = None,
+        unclosed: tuple[list[Tok], int] | None = None,
     ):
         super().__init__(message)
         self.message = message
@@ -255,6 +262,7 @@ class SynErr(Exception):
         self.depth = depth
         self.hint = hint
         self.notes = notes or []
+        self.unclosed = unclosed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -439,6 +447,7 @@ class Scanner:
                                 opener.span,
                                 resume=i,
                                 depth=0,
+                                unclosed=(list(stack), i),
                             )
                         if typ == "NOT" and (not stack or stack[-1].value == "{"):
                             typ = "NOT_NL"
@@ -686,6 +695,7 @@ class Scanner:
                 f"expected `{OPENERS[str(opener.value)]}` to close {self.opened(opener)}, "
                 f"found the end of the {'file' if module else 'text'}",
                 opener.span,
+                unclosed=(list(stack), i) if module else None,
             )
 
     # -- strings -------------------------------------------------------------------------------

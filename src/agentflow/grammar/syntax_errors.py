@@ -17,9 +17,9 @@ from agentflow.core.spans import Span
 from agentflow.core.vocabulary import AGENT_CLAUSES, ERROR_CODES, OUTCOME_TYPE, STATEMENT_WORDS
 from agentflow.core.vocabulary import KEYWORD_TERMINALS as KEYWORDS
 from agentflow.grammar import ast
-from agentflow.grammar.scanner import OPENERS, OPS, TOP_LEVEL, Scanner, SynErr, Tok
+from agentflow.grammar.scanner import CLOSERS, OPENERS, OPS, TOP_LEVEL, Scanner, SynErr, Tok
 
-__all__ = ["describe", "unexpected"]
+__all__ = ["describe", "locate_unclosed", "unexpected"]
 
 _EXPR_START = frozenset(
     "NAME NUMBER DURATION STRING LPAR LPAR_NL LSQB LSQB_NL LBRACE MINUS MINUS_NL NOT NOT_NL "
@@ -300,6 +300,44 @@ def _syntax_hint(
     return None
 
 
+#: the type written after a name with no `:` (``count int[]``), up to a separator
+_TYPE_TEXT = re.compile(r"[^\s,(){}=/]+")
+#: tokens that can start a type
+_TYPE_START = frozenset({"NAME", "MAP", "STRING", "NUMBER", "TRUE", "FALSE", "NULL", "LBRACE"})
+
+
+def _missing_colon_hint(tok: Any, values: list[Any] | None, sc: Scanner) -> str | None:
+    """``count int``: a field, a parameter or a `let` written without the `:` before its type
+    (the parser could take a `:` and then a type).  The hint gives the fix with the user's own
+    names: "fields are written `name: type`: `count: int`"."""
+    if tok.type not in _TYPE_START or not values:
+        return None
+    top = [v for v in values[-3:] if isinstance(v, Tok)]
+    if not top or top[-1] is not values[-1]:
+        return None
+    omittable = top[-1].type == "QMARK"
+    name = top[-2] if omittable and len(top) > 1 else top[-1]
+    if name.type != "NAME":
+        return None
+    k = tok.start - sc.ob
+    m = _TYPE_TEXT.match(sc.text, k) if tok.type != "LBRACE" else None
+    typ = m.group(0) if m is not None and len(m.group(0)) <= 40 else str(tok.value)
+    if tok.type == "LBRACE":
+        typ = "{ … }"
+    elif tok.type == "STRING":
+        typ = sc.text[k : tok.end - sc.ob] if tok.end - tok.start <= 40 else '"…"'
+    fixed = f"{name.value}{'?' if omittable else ''}: {typ}"
+    before = values[-2] if len(values) > 1 and not omittable else None
+    if isinstance(before, Tok) and before.type == "LET":
+        return f"a `let`'s type follows a colon: `let {fixed} = …`"
+    if len(values) > 3 and isinstance(values[-4], Tok) and values[-4].type == "AS":
+        # `reduce xs as x, acc int = 0 { … }`, `loop up to 3 as i, s int = 0 { … }`
+        return f"the state's type follows a colon: `{fixed} = …`"
+    opener = sc.stack[-1].value if sc.stack else ""
+    what = "parameters are" if opener == "(" else "fields are"
+    return f"{what} written `name: type`: `{fixed}`"
+
+
 #: the rest of an error code written in kebab case, after its first `-`
 _CODE_TAIL = re.compile(r"([a-z]+(?:-[a-z]+)*)")
 
@@ -361,12 +399,14 @@ def unexpected(
     values: list[Any] | None = None,
     *,
     in_agent_block: bool = False,
+    type_after_colon: bool = False,
 ) -> SynErr:
     """The syntax error for ``tok`` (a :class:`Tok`, or the driver's end marker of type
     ``$END``) read by scanner ``sc`` where the parser can take only the terminals ``expected``
     (``$END`` when it could accept): "expected …, found …" plus notes and a hint.  ``values``
     is the driver's value stack (the tokens shifted before ``tok`` are on its top);
-    ``in_agent_block`` tells whether the parser is inside ``agent(…) { … }``."""
+    ``in_agent_block`` tells whether the parser is inside ``agent(…) { … }``;
+    ``type_after_colon`` whether a `:` fits here and a type would follow it (``count int``)."""
     found = describe(tok)
     words = _expected_words(expected)
     if tok.type == "EQUALS" and "EQ" in expected and "an operator" not in words:
@@ -413,6 +453,8 @@ def unexpected(
             span = sc.span_at(sc.pos, sc.pos, sc.line, sc.ls)
         return SynErr(msg, span)
     hint = _syntax_hint(tok, expected, values, sc, in_agent_block)
+    if hint is None and type_after_colon:
+        hint = _missing_colon_hint(tok, values, sc)
     resume = tok.end - sc.ob
     if tok.bol and tok.value in TOP_LEVEL and not isinstance(tok.value, ast.Node):
         resume = tok.start - sc.ob
@@ -446,3 +488,209 @@ def _limit_without_number(sc: Scanner, values: list[Any] | None) -> tuple[Tok, T
                 return word, v
             return None
     return None
+
+
+# -- an unclosed `{`: where it should have been closed ------------------------------------------
+
+_OPEN_TYPES = frozenset({"LBRACE", "LPAR", "LSQB", "LPAR_NL", "LSQB_NL"})
+_CLOSE_TYPES = frozenset({"RBRACE", "RPAR", "RSQB"})
+
+
+class _Frame:
+    """An open bracket during :func:`locate_unclosed`'s replay: the token, the indentation of
+    its line, and whether the block's first line inside is indented deeper (``None`` until that
+    line is seen): only such a block is judged by indentation."""
+
+    __slots__ = ("indent", "tok", "tracked")
+
+    def __init__(self, tok: Tok, indent: int) -> None:
+        self.tok = tok
+        self.indent = indent
+        self.tracked: bool | None = None
+
+
+def _indent_of(text: str, k: int) -> int:
+    """The indentation (characters of blank before the first token) of the line holding
+    ``text[k]``."""
+    ls = text.rfind("\n", 0, k) + 1
+    return len(text[ls:k]) - len(text[ls:k].lstrip(" \t"))
+
+
+def _blame(
+    sc: Scanner, start: int, line: int, stop: int
+) -> tuple[_Frame, Tok, _Frame | None] | None:
+    """The first `{` that indentation says is not closed in ``sc.text[start:stop]`` (``start``
+    on line ``line``): ``(its frame, the first token after where its `}` belongs, the frame
+    of the outer block that token closes when it is a `}`)``, or None.
+
+    Only a block whose first line inside is indented deeper than the line of its `{` is judged;
+    in it, the first line indented no deeper than that line (a `}` less indented, or anything
+    else) is where it should have been closed."""
+    text, ob = sc.text, sc.ob
+    ls = text.rfind("\n", 0, start) + 1
+    raw = Scanner(text, start, stop, sc.file, line, ls, ob, raw=True)
+    frames: list[_Frame] = []
+    for tok in raw.tokens():
+        typ = tok.type
+        if tok.bol and frames:
+            top = frames[-1]
+            ind = tok.column - 1
+            closes = typ in _CLOSE_TYPES and tok.value == OPENERS[str(top.tok.value)]
+            if top.tracked is None and not closes:
+                top.tracked = ind > top.indent
+            if (
+                top.tracked
+                and top.tok.value == "{"
+                and ind <= top.indent
+                and (ind < top.indent or not closes)
+            ):
+                outer = None
+                if closes:
+                    outer = next((f for f in reversed(frames[:-1]) if f.indent == ind), None)
+                return top, tok, outer
+        if typ in _OPEN_TYPES:
+            frames.append(_Frame(tok, _indent_of(text, tok.start - ob)))
+        elif typ in _CLOSE_TYPES:
+            # close the innermost matching bracket
+            want = CLOSERS[str(tok.value)]
+            for j in range(len(frames) - 1, -1, -1):
+                if frames[j].tok.value == want:
+                    del frames[j:]
+                    break
+    return None
+
+
+def locate_unclosed(err: SynErr, sc: Scanner, start: int, line: int) -> SynErr:
+    """Where a missing `}` belongs, for a syntax error in the module item that starts at
+    ``sc.text[start]`` (on line ``line``).  Brace matching alone reports a deleted `}` at the
+    outermost open `{`, or as a confusing error further on (a deleted `}` of an agent block
+    inside a stage: the stage's `}` closes the agent block, and the stage is left open).
+
+    The item is scanned again up to the error, judging by indentation, like rustc's and
+    TypeScript's unclosed-delimiter reports (:func:`_blame`).  When a block was left open
+    before the error's line, the error points where its `}` belongs (the `}` that closes an
+    outer block, or the first token of the line after the block), notes "this `{` is not
+    closed" at its `{` and, for a parse error further on, "the parser stopped here: …".  For
+    the scanner's own "expected `}` to close …" at a new declaration or at the end of the file
+    (``err.unclosed``) without such a line, it points at the keyword or the end of the file
+    and notes the innermost open `{`; an unclosed `(` or `[` is left as reported.  Returns a
+    new :class:`SynErr` for the diagnostic, or ``err`` itself."""
+    text, ob = sc.text, sc.ob
+    if err.unclosed is not None:
+        openers, stop = err.unclosed
+        if not openers or openers[-1].value != "{":
+            return err  # an unclosed `(` or `[`: pointed at as it is
+    elif (
+        sc.stack
+        and err.span.file == sc.file
+        and start <= err.span.start - ob <= len(text)
+        and text.rfind("\n", start, err.span.start - ob) >= 0
+    ):
+        # a parse error on a later line than the item's start: a block may have been left open
+        openers, stop = [], min(err.span.end - ob, len(text))
+    else:
+        return err
+    try:
+        found = _blame(sc, start, line, stop)
+    except (SynErr, RecursionError):  # the raw scan also stops at an unclosed string
+        found = None
+    if found is not None and err.unclosed is None and not _blames_surely(sc, found, err):
+        return _noted_on_its_line(sc, found, err)
+    if found is None:
+        if not openers:
+            return err
+        # no line says where: the innermost open `{` is closed nowhere
+        opener = openers[-1]
+        words = sc.opened(opener, at=False)
+        notes = [("this `{` is not closed", opener.span)]
+        if stop < sc.end:
+            kw = _word_at(text, stop)
+            span = Span(
+                sc.file,
+                sc.line,
+                stop - sc.ls + 1,
+                sc.line,
+                stop - sc.ls + 1 + len(kw),
+                stop + ob,
+                stop + len(kw) + ob,
+            )
+        else:
+            span = err.span if sc.last is None else _after(sc.last)
+        last = sc.last.end_line if sc.last is not None else opener.line
+        hint = f"add `}}` after line {last} to close {words}"
+        return SynErr(err.message, span, resume=err.resume, depth=err.depth, hint=hint, notes=notes)
+    blamed, where, outer = found
+    words = sc.opened(blamed.tok, at=False)
+    at = where.line
+    message = f"expected `}}` to close {sc.opened(blamed.tok)} before line {at}"
+    if where.type == "RBRACE":
+        closes_what = sc.opened(outer.tok) if outer is not None else "an enclosing block"
+        hint = (
+            f"by its indentation, the `}}` on line {at} closes {closes_what}: "
+            f"add the `}}` of {words} before it"
+        )
+    else:
+        hint = (
+            f"by its indentation, line {at} comes after {words} (its `{{` is on line "
+            f"{blamed.tok.line}): add its `}}` before line {at}"
+        )
+    notes = [("this `{` is not closed", blamed.tok.span)]
+    if err.unclosed is None:
+        notes.append((f"the parser stopped here: {err.message}", err.span))
+    return SynErr(message, where.span, resume=err.resume, depth=err.depth, hint=hint, notes=notes)
+
+
+def _blames_surely(sc: Scanner, found: tuple[_Frame, Tok, _Frame | None], err: SynErr) -> bool:
+    """Whether indentation's blame may replace a parse error found further on (not at a new
+    declaration or the end of the file, where a `{` is surely left open): only for a block
+    (not an object literal, whose `}` is often put anywhere), on a line before the error's (on
+    the line itself, the parser's own message says more), at a `}` less indented than the
+    block's line or at a keyword starting a line (`let`, `return`, a clause)."""
+    blamed, where, _outer = found
+    if where.line >= err.span.line:
+        return False
+    if sc.opened(blamed.tok, at=False) in ("the object", "the `{`"):
+        return False
+    return where.type == "RBRACE" or str(where.value) in KEYWORDS
+
+
+def _noted_on_its_line(
+    sc: Scanner, found: tuple[_Frame, Tok, _Frame | None], err: SynErr
+) -> SynErr:
+    """A parse error on the very line that indentation says comes after an unclosed `{`
+    (``tools [...]`` after an ``input {`` object whose `}` is gone: "expected `:`, found `[`")
+    keeps its message and place, and gains the note "this `{` is not closed" (unless a note
+    already points at that `{`) and, when it has none, the hint where the `}` goes.  Nothing
+    is added for a blame on an earlier line (not sure enough to move the error), or when the
+    rest of the line closes more than it opens (a sloppy object closed there)."""
+    blamed, where, _outer = found
+    text, ob = sc.text, sc.ob
+    k = err.span.start - ob
+    end = text.find("\n", k)
+    rest = text[k : len(text) if end < 0 else end]
+    if where.line != err.span.line or rest.count("}") > rest.count("{"):
+        return err
+    notes = list(err.notes)
+    if all(span.start != blamed.tok.start for _m, span in notes):
+        notes.append(("this `{` is not closed", blamed.tok.span))
+    hint = err.hint or (
+        f"by its indentation, line {where.line} comes after {sc.opened(blamed.tok, at=False)} "
+        f"(its `{{` is on line {blamed.tok.line}): add its `}}` before line {where.line}"
+    )
+    return SynErr(err.message, err.span, resume=err.resume, depth=err.depth, hint=hint, notes=notes)
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _word_at(text: str, k: int) -> str:
+    """The word starting at ``text[k]``."""
+    m = _WORD.match(text, k)
+    return m.group(0) if m else text[k : k + 1]
+
+
+def _after(tok: Tok) -> Span:
+    """The empty span just after ``tok``."""
+    return Span(
+        tok.file, tok.end_line, tok.end_column, tok.end_line, tok.end_column, tok.end, tok.end
+    )

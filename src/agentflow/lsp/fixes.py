@@ -1,5 +1,6 @@
 """Quick fixes: the mechanical edits a diagnostic's hint states exactly (a "did you mean",
-another language's type name, ``tools []``, an unused ``let``, an undeclared agent)."""
+another language's type name, ``tools []``, an unused ``let``, an undeclared agent, the `:` of
+``count int``, a deleted `}`)."""
 
 from __future__ import annotations
 
@@ -61,7 +62,11 @@ def fixes(a: Analysis, d: Diagnostic) -> list[Fix]:
     - ``unused-variable`` "name it `_x`": a rename to ``_x``, only when
       :func:`~agentflow.lsp.navigation.rename_problem` accepts it;
     - ``unknown-name`` of an agent "declare it: `use agent "x" as x`": that line, inserted
-      after the last ``use`` item (else after the ``flow`` header, else at the top).
+      after the last ``use`` item (else after the ``flow`` header, else at the top);
+    - ``syntax-error`` of ``count int`` ("fields are written `name: type`: …"): the `:`
+      (:func:`missing_colon`); preferred;
+    - ``syntax-error`` of a deleted `}` ("expected `}` to close …", docs/diagnostics.md): the
+      `}` where the hint puts it (:func:`missing_brace`).
 
     Anything else (or a span that does not read as expected): no fix."""
     hint = d.hint or ""
@@ -93,7 +98,88 @@ def fixes(a: Analysis, d: Diagnostic) -> list[Fix]:
     m = _DECLARE_USE.match(hint)
     if m and d.code == "unknown-name":
         return [Fix(f"Declare `{m.group(1)}`", [top_insertion(a, m.group(1))])]
+    if d.code == "syntax-error":
+        fix = missing_colon(a, d, hint) or missing_brace(a, d, hint)
+        return [fix] if fix is not None else []
     return []
+
+
+#: the `name: type` hints of a syntax error (``count int``): the name is group 1
+_MISSING_COLON = re.compile(
+    r"(?:written `name: type`|follows a colon): `(?:let )?([A-Za-z_][A-Za-z0-9_]*\??):"
+)
+
+
+def missing_colon(a: Analysis, d: Diagnostic, hint: str) -> Fix | None:
+    """``count int`` with the hint "fields are written `name: type`: `count: int`": a `:`
+    inserted right after the name, when the text before the diagnostic's type reads as that
+    name and blanks; preferred."""
+    m = _MISSING_COLON.search(hint)
+    if m is None:
+        return None
+    name = m.group(1)
+    before = a.text[max(0, d.span.start - 200) : d.span.start]
+    kept = before.rstrip(" \t")
+    if kept == before or not kept.endswith(name):
+        return None
+    k = d.span.start - (len(before) - len(kept))
+    return Fix(f"Insert `:` after `{name}`", [(k, k, ":")], True)
+
+
+#: a `}` the hint places before a line (by indentation: group ``what`` is what it closes, and
+#: ``line`` the line it goes before) or after the block's last line (``after``)
+_BRACE_HINT = re.compile(
+    r"by its indentation, (?:the `\}` on line (?P<at>\d+) closes .*: add the `\}` of (?P<what>.*) "
+    r"before it|line (?P<line>\d+) comes after (?P<what2>.*) \(its `\{` is on line \d+\): "
+    r"add its `\}` before line \d+)\Z"
+    r"|add `\}` after line (?P<after>\d+) to close (?P<what3>.*)\Z"
+)
+
+
+def missing_brace(a: Analysis, d: Diagnostic, hint: str) -> Fix | None:
+    """A deleted `}` (the hints of docs/diagnostics.md's unclosed `{`, "by its indentation, …:
+    add its `}` before line 7", "add `}` after line 6 to close the type body"): a `}` on a
+    line of its own, indented like the line of the `{` that is not closed (the first note at a
+    `{`), inserted at the start of the diagnostic's line (it is the line the hint names) or
+    after the line the hint names.  Not preferred: indentation located it, which a person
+    should confirm."""
+    m = _BRACE_HINT.match(hint)
+    text = a.text
+    opener = next(
+        (
+            n.span
+            for n in d.notes
+            if n.span is not None
+            and n.span.file == d.span.file
+            and text[n.span.start : n.span.start + 1] == "{"
+        ),
+        None,
+    )
+    if m is None or opener is None:
+        return None
+    ls = text.rfind("\n", 0, opener.start) + 1
+    line = text[ls : opener.start]
+    indent = line[: len(line) - len(line.lstrip(" \t"))]
+    title = f"Insert `}}` to close {m.group('what') or m.group('what2') or m.group('what3')}"
+    if m.group("after") is None:
+        before = int(m.group("at") or m.group("line"))
+        k = text.rfind("\n", 0, d.span.start) + 1
+        if d.span.line != before:
+            return None
+        return Fix(title, [(k, k, indent + "}\n")])
+    end = _line_end(text, int(m.group("after")))
+    return Fix(title, [(end, end, "\n" + indent + "}")]) if end is not None else None
+
+
+def _line_end(text: str, line: int) -> int | None:
+    """The offset of the end of 1-based ``line`` of ``text`` (before its line break)."""
+    k = 0
+    for _ in range(line - 1):
+        k = text.find("\n", k) + 1
+        if k == 0:
+            return None
+    end = text.find("\n", k)
+    return len(text) if end < 0 else end
 
 
 def replace_misspelt(a: Analysis, d: Diagnostic, new: str) -> Fix | None:
