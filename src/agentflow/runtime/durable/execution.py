@@ -137,6 +137,7 @@ async def ask_durable(
     run_id: str | None = None,
     config_path: str | None = None,
     on_start: Any = None,
+    model: str | None = None,
 ) -> tuple[str, RunResult]:
     """Answer ``question`` (``flowc ask --durable``) as durable run ``run_id`` (default: a new
     id) on the engine of ``url`` with ``context`` (its catalog, chat model, workspace, sinks):
@@ -144,7 +145,8 @@ async def ask_durable(
     spec records the callable plans as compiled here (asking.py); its root is the question's
     agent loop with the run's durable effects, so ``flowc resume`` finishes it without
     repeating a finished model or tool call.  Returns ``(run_id, result)``: ``output`` the
-    answer, ``results["ask"]`` the rounds, tools called and reports (asking.run_ask)."""
+    answer, ``results["ask"]`` the rounds, tools called and reports (asking.run_ask).
+    ``model``: ``--model test[:SEED]``, recorded so a resume answers with the test model too."""
     plans = {name: dump_plan(plan) for name, plan in context.callable_plans.items()}
     return await run_durable(
         ask_plan(),
@@ -157,6 +159,7 @@ async def ask_durable(
         config_path=config_path,
         on_start=on_start,
         ask=ask_spec(plans),
+        model=model,
     )
 
 
