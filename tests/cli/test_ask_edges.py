@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -19,6 +20,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from support.markdown import fences
+from support.paths import REPO
 
 from agentflow.cli import main
 from agentflow.runtime.durable.dbos_engine import shutdown
@@ -84,6 +87,46 @@ def _recorded(project: Path) -> list[str]:
     return names
 
 
+#: the fields of `runs show --json` that hold times (the run's own, not the example's)
+TIMES = {"created_at", "updated_at", "started_at", "finished_at"}
+CLI_REFERENCE = REPO / "docs" / "reference" / "cli.md"
+
+
+def _untimed(value):
+    """``value`` with every time field replaced by its type (a number or null)."""
+    if isinstance(value, dict):
+        return {k: (type(v).__name__ if k in TIMES else _untimed(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_untimed(v) for v in value]
+    return value
+
+
+def _reference_example(name: str) -> str:
+    """The ```` ```json NAME ```` block of docs/reference/cli.md."""
+    (block,) = [f for f in fences(CLI_REFERENCE) if f.info == ("json", name)]
+    return block.text
+
+
+def _documented_fields() -> dict[str, set[str]]:
+    """The fields the tables of "The fields of `flowc runs --json`" name: the run's and a
+    step's (a row may name two: `started_at`, `finished_at`)."""
+    section = CLI_REFERENCE.read_text(encoding="utf-8").split(
+        "#### The fields of `flowc runs --json`", 1
+    )[1]
+    run_table, step_table = section.split("A step:", 1)
+    step_table = step_table.split("```", 1)[0]
+
+    def names(table: str) -> set[str]:
+        return {
+            name
+            for row in table.splitlines()
+            if row.startswith("| `")
+            for name in re.findall(r"`([a-z_]+)`", row.split("|")[1])
+        }
+
+    return {"run": names(run_table), "step": names(step_table)}
+
+
 def _flowc(*args: str) -> list[str]:
     return [sys.executable, "-m", "agentflow", *args]
 
@@ -122,7 +165,7 @@ def test_ctrl_c_in_a_durable_questions_tool_call_makes_no_model_call_and_lists_t
     project, env = _project(tmp_path, chat_server)
     chat_server.script(list(SCRIPT))
     code, out, err = _ctrl_c_in_the_slow_call(
-        project, env, "ask", "--durable", "--run-id", "q-int", "Get 1,\nplease."
+        project, env, "ask", "--durable", "--run-id", "q-int", "Get item 1,\nthen say what it is."
     )
     assert code == 130, err
     assert out == ""
@@ -138,7 +181,10 @@ def test_ctrl_c_in_a_durable_questions_tool_call_makes_no_model_call_and_lists_t
         shown = runner.invoke(main, ["runs", "show", "q-int", "--json"])
         assert shown.exit_code == 0, shown.output
         info = json.loads(shown.stdout)
-        assert (info["status"], info["question"]) == ("aborted", "Get 1,\nplease.")
+        assert (info["status"], info["question"]) == (
+            "aborted",
+            "Get item 1,\nthen say what it is.",
+        )
         assert info["error"]["message"] == "interrupted by SIGINT"
         assert [(s["label"], s["status"]) for s in info["steps"]] == [
             ("ask", "done"),
@@ -146,14 +192,19 @@ def test_ctrl_c_in_a_durable_questions_tool_call_makes_no_model_call_and_lists_t
             ("ask", "done"),
             ("ask › round 2 › user__slow", "interrupted"),
         ]
+        # the reference's example of `runs show --json` is this run's, times aside
+        assert _untimed(info) == _untimed(json.loads(_reference_example("runs-show")))
+        documented = _documented_fields()
+        assert set(info) == documented["run"]
+        assert {k for step in info["steps"] for k in step} <= documented["step"]
         text_view = runner.invoke(main, ["runs", "show", "q-int"]).stdout
-        assert "question: Get 1,\n  please.\n" in text_view
+        assert "question: Get item 1,\n  then say what it is.\n" in text_view
         assert "interrupted" in text_view.splitlines()[-2]
         listed = runner.invoke(main, ["runs"]).stdout
         assert listed.startswith("q-int  aborted   ask  started ")
-        assert listed.rstrip().endswith('"Get 1, please."')
+        assert listed.rstrip().endswith('"Get item 1, then say what it is."')
         (run,) = json.loads(runner.invoke(main, ["runs", "--json"]).stdout)
-        assert run["question"] == "Get 1,\nplease."
+        assert run["question"] == "Get item 1,\nthen say what it is."
 
         # resuming it says once that it had ended, not the earlier error as if this resume's
         resumed = runner.invoke(main, ["resume", "q-int"])
