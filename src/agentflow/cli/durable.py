@@ -132,11 +132,15 @@ def resume(
                 _show_question(run_id, q.path, q.question, q.choices)
 
     before = _question_before(_durable_url(config, database), run_id)
-    if before is not None and before.status in ENDED:
-        # a durable question that had ended: nothing runs; an earlier interruption is a note
-        if before.status == "aborted" and not as_json:
-            why = (before.error or {}).get("message") or "stopped"
-            _err(f"note: question {run_id} had ended aborted ({why}); nothing was resumed")
+    why = str((before.error or {}).get("message") or "") if before is not None else ""
+    # a durable question a Ctrl-C ended goes on from its record (DBOS); the earlier
+    # interruption is one line, not its error as if this resume's
+    reopened = before is not None and before.status == "aborted" and _by_signal(before)
+    if reopened:
+        _err(f"note: question {run_id} was {why}; resuming it")
+    elif before is not None and before.status == "aborted" and not as_json:
+        # ended for good (flowc cancel, a hook's abort): nothing runs; said in one line
+        _err(f"note: question {run_id} had ended aborted ({why}); nothing was resumed")
     progress: list[Any] = [api.ask_progress_sink(_ask_progress)] if before is not None else []
     # a durable question prints what `flowc ask` prints; a plan's run its live view
     sinks: list[Any] = [*progress] or [api.console_sink()]
@@ -156,9 +160,16 @@ def resume(
         _finish(result, as_json)
         return
     asked = api.durable_ask_result(result)
-    if before.status == "aborted" and not as_json:
+    if before.status == "aborted" and not reopened and not as_json:
         sys.exit(1)  # said above: the note, not the earlier error as if this resume's
     _ask_finish(asked, as_json)
+
+
+def _by_signal(info: Any) -> bool:
+    """True for a durable question a Ctrl-C / SIGTERM ended (``interrupted by SIG…``), which
+    ``flowc resume`` continues, on DBOS; a Temporal run is never ended by a signal."""
+    message = str((info.error or {}).get("message") or "")
+    return message.startswith("interrupted by SIG")
 
 
 #: The statuses of a run that has ended (``flowc resume`` gives its recorded result).

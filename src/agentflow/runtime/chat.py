@@ -318,7 +318,10 @@ async def ask(
             interrupted = ErrorInfo(Code.ABORTED, f"interrupted by {signal_name}", path)
             result.status, result.error = "aborted", interrupted
         if result.status == "aborted":
-            raise stop(result.error or ErrorInfo(Code.ABORTED, "aborted"), path)
+            err = result.error or ErrorInfo(Code.ABORTED, "aborted")
+            if err.step_path is None:  # a stop request's: at the call it stopped
+                err = ErrorInfo(err.code, err.message, path)
+            raise stop(err, path)
         if result.status == "error":
             err = result.error or ErrorInfo(Code.TOOL_ERROR, "")
             return ErrorResult(err.code, err.message)

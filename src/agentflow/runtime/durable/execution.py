@@ -261,6 +261,10 @@ async def _resume(
             raise InputError(f"no durable run {run_id!r} in {safe_url(url)}")
         check_readable(run_id, await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id))
         status = found[0]
+        if dbos_engine.interrupted_question(status):
+            # a question a Ctrl-C ended: continued from its record (docs/durable.md)
+            await asyncio.to_thread(dbos_engine.reopen_question, run_id)
+            (status,) = await dbos.DBOS.list_workflows_async(workflow_ids=[run_id])
         if status.status in ("PENDING", "ENQUEUED"):
             await asyncio.to_thread(dbos_engine.recover_run, run_id)
             if on_waiting is not None:
