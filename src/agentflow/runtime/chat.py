@@ -137,7 +137,7 @@ class AskResult:
       spent without a text answer), ``error`` (the chat model failed), ``aborted`` (a hook hard stop).
     - ``answer``: the final text or None. ``rounds``: chat-model inferences made.
     - ``tools_called``: ``[{tool, round, ok}]`` in call order; a call the question was stopped
-      in (Ctrl-C, a hook's abort) also has ``interrupted: true``, its step ``path``,
+      in (Ctrl-C, SIGTERM) also has ``interrupted: true``, its step ``path``,
       ``started_at`` and ``finished_at`` (epoch seconds). ``reports``: solver reports produced
       by plan tools and ``plan_and_execute`` (shown dimmed on stderr by the CLI).
     - ``error``: ``{code, message, step_path}`` or None. ``usage``: inferences and tokens of the
@@ -399,9 +399,9 @@ async def ask(
                 result = await run_plan_and_execute(args, path)
             else:
                 result = await run_tool(name, args, path)
-        except (RunError, RunAborted) as exc:
-            if isinstance(exc, RunAborted) or exc.code == Code.ABORTED:
-                # stopped while it ran (Ctrl-C, a hook's abort): `flowc runs show` lists it
+        except (RunError, RunAborted):
+            if stopping() is not None:
+                # stopped while it ran (Ctrl-C, SIGTERM): `flowc runs show` lists it
                 called.update(
                     interrupted=True, path=path, started_at=started, finished_at=time.time()
                 )
