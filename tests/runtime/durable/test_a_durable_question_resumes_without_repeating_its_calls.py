@@ -245,6 +245,7 @@ def test_a_killed_durable_question_is_finished_by_resume_without_repeating_a_cal
     assert _log(project).count("end 1") == 1
     shown = _shown(project, "q-kill")
     assert shown["status"] == "ok" and shown["plan"] == "ask"
+    assert shown["question"] == "Note 1, 2 and 3."  # on Temporal from the workflow's memo
     assert [(s["operation"], s["label"]) for s in shown["steps"]] == [
         ("ask/model:chat#1", "ask"),
         ("ask/agent.1/user__note/tool:user__note#1", "ask › round 1 › user__note"),
