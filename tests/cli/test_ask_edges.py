@@ -251,7 +251,9 @@ def test_ctrl_c_in_a_planned_step_of_a_plain_question_neither_replans_nor_report
 
 def test_ask_model_test_answers_offline_and_no_model_names_it(tmp_path: Path):
     (tmp_path / "flow.toml").write_text("")
-    runner = CliRunner(env={"OPENAI_API_KEY": None, "ANTHROPIC_API_KEY": None})
+    runner = CliRunner(
+        env={"OPENAI_API_KEY": None, "OPENAI_BASE_URL": None, "ANTHROPIC_API_KEY": None}
+    )
     config = str(tmp_path / "flow.toml")
     missing = runner.invoke(main, ["ask", "Hi?", "--config", config])
     assert missing.exit_code == 1
