@@ -53,8 +53,10 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
     )
     from agentflow.api_commands import (
         PlanCheck,
+        ask_progress_sink,
         ask_sync,
         check_plan,
+        durable_ask_result,
         graph,
         list_tools,
         report,
@@ -156,6 +158,8 @@ __all__ = [
     "answer_durable",
     "missing_durable_database",
     "cancel_durable",
+    "ask_progress_sink",
+    "durable_ask_result",
     "evaluate",
     "evaluate_async",
     "compare_eval",
@@ -225,6 +229,8 @@ _EXPORTS: dict[str, str] = {
     "answer_durable": "agentflow.api_durable",
     "missing_durable_database": "agentflow.api_durable",
     "cancel_durable": "agentflow.api_durable",
+    "ask_progress_sink": "agentflow.api_commands",
+    "durable_ask_result": "agentflow.api_commands",
     "evaluate": "agentflow.api_evals",
     "evaluate_async": "agentflow.api_evals",
     "compare_eval": "agentflow.api_evals",

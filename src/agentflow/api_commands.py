@@ -26,7 +26,7 @@ from agentflow.ir.graph import render
 from agentflow.ir.loader import check_plan_data, check_plan_text, read_plan_text
 from agentflow.ir.models import Plan
 from agentflow.runtime import interrupt
-from agentflow.runtime.chat import AskProgress, AskResult, ask_with_config
+from agentflow.runtime.chat import AskProgress, AskResult, ask_with_config, test_model_router
 from agentflow.runtime.config import Config, missing_key_message, no_model_message
 from agentflow.runtime.config import load_config as read_config
 from agentflow.runtime.context import RunContext
@@ -37,7 +37,16 @@ from agentflow.runtime.models.router import ModelRouter
 from agentflow.runtime.report import build_report
 from agentflow.runtime.tools.build import list_catalog, plan_tool_problems
 
-__all__ = ["PlanCheck", "ask_sync", "check_plan", "graph", "list_tools", "report"]
+__all__ = [
+    "PlanCheck",
+    "ask_progress_sink",
+    "ask_sync",
+    "check_plan",
+    "durable_ask_result",
+    "graph",
+    "list_tools",
+    "report",
+]
 
 
 @dataclass
@@ -209,6 +218,7 @@ def ask_sync(
     database: str | None = None,
     run_id: str | None = None,
     on_start: Callable[[str], Any] | None = None,
+    model: str | None = None,
 ) -> Any:
     """``flowc ask``: answer ``question`` with the chat model and the configuration's whole tool
     catalog (plans directory compiled with :func:`load`), on its own event loop (SIGINT/SIGTERM
@@ -222,7 +232,12 @@ def ask_sync(
     tool calls are recorded, and ``flowc resume`` finishes a question whose process stopped
     without repeating a finished one (docs/durable.md "Durable questions").
 
-    Raises ConfigError (no model configured, a broken configuration or database), InputError
+    ``model``: ``"test"`` (``"test:SEED"``, ``"test+tools"``, ``"test+tools:SEED"``) answers
+    with the built-in test model instead of the configured ones, as :func:`agentflow.api.run`'s
+    (no network, no key; a durable question records it, and a resume answers with it again).
+
+    Raises ConfigError (no model configured, a broken configuration or database, a ``model``
+    that is not the test model), InputError
     (``durable`` with ``record``/``replay``: a durable question is replayed by ``flowc resume``,
     from its own records)."""
     if durable or database is not None or run_id is not None:
@@ -243,6 +258,7 @@ def ask_sync(
                 database=database,
                 run_id=run_id,
                 on_start=on_start,
+                model=model,
             )
         )
     return interrupt.run(
@@ -256,6 +272,7 @@ def ask_sync(
             max_iterations=max_iterations,
             on_progress=on_progress,
             load_plan=load,
+            model=model,
         )
     )
 
@@ -271,20 +288,24 @@ async def _ask_durable(
     database: str | None,
     run_id: str | None,
     on_start: Callable[[str], Any] | None,
+    model: str | None = None,
 ) -> AskResult:
     """:func:`ask_sync` with ``durable``: the context built as ``flowc ask`` builds it (the
     whole catalog, the configured models), the question run by
     :func:`agentflow.runtime.durable.runs.ask_durable`; closes what it opened."""
     if not isinstance(config, Config):
         config = read_config(_fspath(config))
-    if not config.has_model():
+    router: ModelRouter
+    if model is not None:
+        router = test_model_router(config, model)
+    elif not config.has_model():
         raise ConfigError(no_model_message(config, "chat"))
-    missing = missing_key_message(config, ("chat", "planner", "solver"))
-    if missing is not None:
+    elif (missing := missing_key_message(config, ("chat", "planner", "solver"))) is not None:
         raise ConfigError(missing)
+    else:
+        router = ModelRouter(config)
     url = database_for(config, database)  # a mistake in [durable] is said before anything opens
     catalog = build_catalog(config)
-    router = ModelRouter(config)
     trace_sink = JsonlSink(trace) if trace is not None else None
     sinks: list[Any] = [trace_sink] if trace_sink is not None else []
     if on_progress is not None:
@@ -306,6 +327,7 @@ async def _ask_durable(
             run_id=run_id,
             config_path=str(config.path) if config.path else None,
             on_start=on_start,
+            model=model,
         )
     finally:
         if own_engine:
@@ -315,4 +337,18 @@ async def _ask_durable(
         await catalog.aclose()
         await router.aclose()
     result.run_id = rid
+    return ask_result(result)
+
+
+def ask_progress_sink(on_progress: Callable[[str, str], Any]) -> AskProgress:
+    """A sink that gives a durable question resumed by :func:`agentflow.api.resume_run` its
+    progress callback ``on_progress(kind, text)`` (``flowc resume`` of a question prints what
+    ``flowc ask`` prints: docs/durable.md "Durable questions"); it takes no event."""
+    return AskProgress(on_progress)
+
+
+def durable_ask_result(result: Any) -> AskResult:
+    """The ``AskResult`` of a durable question's ``RunResult`` (what
+    :func:`agentflow.api.resume_run` returns for a run of ``flowc ask --durable``):
+    ``answer``, ``status``, ``error``, ``tools_called``; ``run_id`` kept."""
     return ask_result(result)

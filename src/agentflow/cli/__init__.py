@@ -144,6 +144,8 @@ def _release_gc() -> None:
 from agentflow import api  # noqa: E402
 from agentflow.cli import durable, evals, flowtests, gen, views  # noqa: E402
 from agentflow.cli.common import (  # noqa: E402
+    _ask_finish,
+    _ask_progress,
     _check_run_options,
     _err,
     _fail,
@@ -160,7 +162,7 @@ from agentflow.cli.common import (  # noqa: E402
     _workspace_option,
 )
 from agentflow.core.diagnostics import did_you_mean  # noqa: E402
-from agentflow.core.redaction import RedactingStream, redact, register_environment  # noqa: E402
+from agentflow.core.redaction import RedactingStream, register_environment  # noqa: E402
 from agentflow.errors import (  # noqa: E402
     ContractError,
     FlowError,
@@ -804,10 +806,6 @@ def lsp_cmd(stdio: bool) -> None:
 # ---------------------------------------------------------------------------------- ask, cache
 
 
-def _dim(text: str) -> None:
-    click.echo(click.style(text, dim=True), err=True)
-
-
 @main.command()
 @click.argument("question")
 @click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
@@ -821,6 +819,13 @@ def _dim(text: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the whole result as JSON.")
 @_record_option
 @_replay_option
+@click.option(
+    "--model",
+    "model",
+    metavar="test[:SEED]",
+    help="Answer with the built-in test model (a short made-up text; no network, no key); "
+    "test+tools also calls each offered tool once first.",
+)
 @click.option(
     "--durable",
     is_flag=True,
@@ -847,6 +852,7 @@ def ask(
     durable: bool,
     run_id: str | None,
     database: str | None,
+    model: str | None,
 ) -> None:
     """Answer QUESTION with the chat model and the tool catalog (tools, plan__* plans,
     plan_and_execute). The answer goes to stdout; progress and solver reports, dimmed, to stderr."""
@@ -858,14 +864,9 @@ def ask(
             "--durable cannot be used with --record or --replay: a durable question's model "
             "calls are recorded on the durable engine (flowc resume RUN replays them)"
         )
+    if model is not None and (record or replay):
+        raise click.UsageError("--model cannot be used with --record or --replay")
     _check_run_options(workspace, record, replay, trace)
-
-    def progress(kind: str, text: str) -> None:
-        mark = {"tool": "→", "tool_done": "✓", "tool_error": "✗", "replan": "↻"}.get(kind, "·")
-        if kind == "report":
-            _dim(text)
-        else:
-            _dim(f"{mark} {text}")
 
     try:
         result = api.ask_sync(
@@ -876,22 +877,16 @@ def ask(
             record=record,
             replay=replay,
             max_iterations=max_iterations,
-            on_progress=progress,
+            on_progress=_ask_progress,
             durable=durable,
             run_id=run_id,
             database=database,
             on_start=(lambda rid: _err(f"run id: {rid}")) if durable else None,
+            model=model,
         )
     except FlowError as e:
         _fail(e)
-    if as_json:
-        click.echo(_json_out(result.to_dict()))
-    elif result.answer is not None:
-        click.echo(redact(result.answer))
-    if not result.ok:
-        err = result.error
-        _err(f"error[{err.code}]: {err.message}" if err else f"error: {result.status}")
-        sys.exit(1)
+    _ask_finish(result, as_json)
 
 
 def _cache_env_note() -> None:

@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 import click
 
 from agentflow import api
-from agentflow.core.redaction import redact_data
+from agentflow.core.redaction import redact, redact_data
 from agentflow.core.spans import Span
 from agentflow.core.text import choices_text, escape_surrogates, source_lines
 from agentflow.core.vocabulary import Code
@@ -233,3 +233,25 @@ def _question_notice(run_ids: list[str], shown: set[str] | None = None) -> Any:
             )
 
     return api.callback_sink(notice, kinds={"step_started"})
+
+
+def _ask_progress(kind: str, text: str) -> None:
+    """``flowc ask``'s progress (and ``flowc resume``'s of a durable question), dimmed on
+    stderr: ``→`` a tool call starts, ``✓``/``✗`` it ended, ``↻`` a replan, a solver report."""
+    mark = {"tool": "→", "tool_done": "✓", "tool_error": "✗", "replan": "↻"}.get(kind, "·")
+    line = text if kind == "report" else f"{mark} {text}"
+    click.echo(click.style(line, dim=True), err=True)
+
+
+def _ask_finish(result: Any, as_json: bool) -> None:
+    """Print a question's ``AskResult`` as ``flowc ask`` does (and ``flowc resume`` of a
+    durable question): ``--json`` the whole result, else the answer on stdout; a question
+    without an answer exits 1 after ``error[CODE]: message`` on stderr."""
+    if as_json:
+        click.echo(_json_out(result.to_dict()))
+    elif result.answer is not None:
+        click.echo(redact(result.answer))
+    if not result.ok:
+        err = result.error
+        _err(f"error[{err.code}]: {err.message}" if err else f"error: {result.status}")
+        sys.exit(1)

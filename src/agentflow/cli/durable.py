@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from typing import Any
@@ -13,6 +14,8 @@ import click
 
 from agentflow import api
 from agentflow.cli.common import (
+    _ask_finish,
+    _ask_progress,
     _err,
     _fail,
     _json_out,
@@ -128,7 +131,20 @@ def resume(
                 shown.add(q.path)
                 _show_question(run_id, q.path, q.question, q.choices)
 
-    sinks: list[Any] = [api.console_sink(), _question_notice([run_id], shown)]
+    before = _question_before(_durable_url(config, database), run_id)
+    why = str((before.error or {}).get("message") or "") if before is not None else ""
+    # a durable question a Ctrl-C ended goes on from its record (DBOS); the earlier
+    # interruption is one line, not its error as if this resume's
+    reopened = before is not None and before.status == "aborted" and _by_signal(before)
+    if reopened:
+        _err(f"note: question {run_id} was {why}; resuming it")
+    elif before is not None and before.status == "aborted" and not as_json:
+        # ended for good (flowc cancel, a hook's abort): nothing runs; said in one line
+        _err(f"note: question {run_id} had ended aborted ({why}); nothing was resumed")
+    progress: list[Any] = [api.ask_progress_sink(_ask_progress)] if before is not None else []
+    # a durable question prints what `flowc ask` prints; a plan's run its live view
+    sinks: list[Any] = [*progress] or [api.console_sink()]
+    sinks.append(_question_notice([run_id], shown))
     result = _durable_call(
         lambda: api.resume_run(
             run_id,
@@ -140,7 +156,41 @@ def resume(
             on_waiting=waiting,
         )
     )
-    _finish(result, as_json)
+    if before is None:
+        _finish(result, as_json)
+        return
+    asked = api.durable_ask_result(result)
+    if before.status == "aborted" and not reopened and not as_json:
+        sys.exit(1)  # said above: the note, not the earlier error as if this resume's
+    _ask_finish(asked, as_json)
+
+
+def _by_signal(info: Any) -> bool:
+    """True for a durable question a Ctrl-C / SIGTERM ended (``interrupted by SIG…``), which
+    ``flowc resume`` continues, on DBOS; a Temporal run is never ended by a signal."""
+    message = str((info.error or {}).get("message") or "")
+    return message.startswith("interrupted by SIG")
+
+
+#: The statuses of a run that has ended (``flowc resume`` gives its recorded result).
+ENDED = ("ok", "exited", "error", "aborted", "cancelled")
+
+
+def _question_before(url: str, run_id: str) -> Any:
+    """The RunInfo of durable run RUN before ``flowc resume`` takes it up when it is a
+    durable question (``flowc ask --durable``), else None (a plan's run; an unknown run,
+    which the resume itself reports)."""
+    import asyncio
+
+    try:
+        spec = asyncio.run(api.recorded_run(url, run_id))
+        if not isinstance(spec, dict) or "ask" not in spec:
+            return None
+        return asyncio.run(api.show_durable_run(url, run_id, limit=0))
+    except FlowError:
+        return None
+    finally:
+        api.shutdown_durable()
 
 
 @click.group(invoke_without_command=True)
@@ -166,7 +216,8 @@ def runs(ctx: click.Context, config: str | None, database: str | None, as_json: 
         _err("no durable runs" + (f" (no database at {missing})" if missing else ""))
         return
     for r in found:
-        click.echo(f"{r.run_id}  {r.status:<9} {r.plan}  started {_when(r.created_at)}")
+        asked = f"  {_one_line(r.question)}" if r.question is not None else ""
+        click.echo(f"{r.run_id}  {r.status:<9} {r.plan}  started {_when(r.created_at)}{asked}")
         for q in r.questions:
             choices = f" ({choices_text(q.choices)})" if q.choices else ""
             click.echo(f"    ? [{q.shown()}] {q.question}{choices}")
@@ -219,6 +270,8 @@ def runs_show(
         click.echo(_json_out(info.to_dict()))
         return
     click.echo(f"run {info.run_id}: {info.status}  plan {info.plan}")
+    if info.question is not None:  # a durable question's, whole (continued lines indented)
+        click.echo("question: " + info.question.rstrip("\n").replace("\n", "\n  "))
     click.echo(f"started {_when(info.created_at)}, last change {_when(info.updated_at)}")
     cost = info.cost
     money = f", {as_money(cost['cost'])}" if "cost" in cost else ""
@@ -255,6 +308,19 @@ def runs_show(
         failed = info.error
         where = f" at step {failed.get('step_path')}" if failed.get("step_path") else ""
         click.echo(f"error[{failed.get('code')}]{where}: {failed.get('message')}")
+
+
+#: Characters of a durable question shown in its line of ``flowc runs``.
+QUESTION_CHARS = 60
+
+
+def _one_line(question: str) -> str:
+    """A durable question on one line of ``flowc runs``: its whitespace runs as one space,
+    cut to :data:`QUESTION_CHARS` characters with "…", in double quotes."""
+    text = " ".join(question.split())
+    if len(text) > QUESTION_CHARS:
+        text = text[: QUESTION_CHARS - 1] + "…"
+    return json.dumps(text, ensure_ascii=False)
 
 
 def _step_line(step: dict[str, Any]) -> str:

@@ -29,7 +29,7 @@ from typing import Any
 
 from agentflow.core.text import clean_json
 from agentflow.core.vocabulary import Code
-from agentflow.errors import ConfigError, ModelError, RunError, model_error_code
+from agentflow.errors import ConfigError, ModelError, RunAborted, RunError, model_error_code
 from agentflow.runtime.extract import (
     ExtractionError,
     canonical_json,
@@ -286,7 +286,8 @@ async def run_agent(
     ``router.client_for(role)`` supplies the model clients (``spec.model`` or ``chat`` for rounds,
     ``repair`` for fix-up passes). ``call_tool(name, args, path)`` dispatches one tool call at path
     ``{step_path}/agent.{round}/{name}``; anything it raises becomes an error result for the model,
-    except a RunError whose code is in HARD_STOP_CODES (re-raised) and cancellation.
+    except a RunError whose code is in HARD_STOP_CODES, a RunAborted (a hard stop: a hook's, or
+    the run's stop request — ``Stopped``) and cancellation, re-raised.
     ``emit(kind, path, **data)`` records ``model_call`` and ``warning`` events.
 
     Raises RunError(code=rate_limit|transient|tool_error) when the model provider keeps failing
@@ -429,6 +430,8 @@ async def run_agent(
             if exc.code in HARD_STOP_CODES:
                 raise
             content, is_error = _error_content(exc.code, exc.message), True
+        except RunAborted:  # a hard stop (a signal's stop request, a hook) ends the agent
+            raise
         except Exception as exc:  # noqa: BLE001 - any tool failure returns into the loop
             content, is_error = (
                 _error_content(Code.TOOL_ERROR, f"{type(exc).__name__}: {exc}"),

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentflow.core.vocabulary import Code
-from agentflow.errors import ConfigError, ErrorInfo, RunError
+from agentflow.errors import ConfigError, ErrorInfo, RunAborted, RunError
 from agentflow.ir.models import Plan, Step
 from agentflow.runtime.agent import (
     REFUSED,
@@ -62,9 +62,11 @@ from agentflow.runtime.effects import EffectRouter, Effects
 from agentflow.runtime.events import EventBus, JsonlSink
 from agentflow.runtime.executor import run_plan
 from agentflow.runtime.hooks import GateCall, Hooks
+from agentflow.runtime.interrupt import stopping
 from agentflow.runtime.models.base import ToolSpec
 from agentflow.runtime.models.cassette import ReplayRouter, recording_router
-from agentflow.runtime.models.router import ModelRouter
+from agentflow.runtime.models.router import ModelRouter, test_router
+from agentflow.runtime.models.test_model import parse_model_option
 from agentflow.runtime.planner import (
     PLAN_AND_EXECUTE,
     PLAN_AND_EXECUTE_DESCRIPTION,
@@ -84,7 +86,15 @@ if TYPE_CHECKING:
     from agentflow.runtime.tools.catalog import Catalog
     from agentflow.runtime.tools.plans import PlanLoader
 
-__all__ = ["CHAT_SYSTEM", "AskProgress", "AskResult", "ask", "ask_with_config", "chat_tools"]
+__all__ = [
+    "CHAT_SYSTEM",
+    "AskProgress",
+    "AskResult",
+    "ask",
+    "ask_with_config",
+    "chat_tools",
+    "test_model_router",
+]
 
 DEFAULT_MAX_ITERATIONS = 10
 DEFAULT_RESULT_CHARS = 20_000
@@ -126,7 +136,9 @@ class AskResult:
     - ``status``: ``ok`` (``answer`` holds the model's text), ``budget`` (``max_iterations`` rounds
       spent without a text answer), ``error`` (the chat model failed), ``aborted`` (a hook hard stop).
     - ``answer``: the final text or None. ``rounds``: chat-model inferences made.
-    - ``tools_called``: ``[{tool, round, ok}]`` in call order. ``reports``: solver reports produced
+    - ``tools_called``: ``[{tool, round, ok}]`` in call order; a call the question was stopped
+      in (Ctrl-C, SIGTERM) also has ``interrupted: true``, its step ``path``,
+      ``started_at`` and ``finished_at`` (epoch seconds). ``reports``: solver reports produced
       by plan tools and ``plan_and_execute`` (shown dimmed on stderr by the CLI).
     - ``error``: ``{code, message, step_path}`` or None. ``usage``: inferences and tokens of the
       whole question (chat, planner, solver, … by role). ``duration_ms``: wall time.
@@ -298,8 +310,18 @@ async def ask(
         wrapper = Plan.model_validate({"name": WRAPPER_PLAN, "steps": [step]})
         prefix = path.rsplit("/", 1)[0]  # ask/agent.N: the call's events and operations there
         result = await run_plan(wrapper, {}, tool_runs, effects=effects, prefix=prefix)
+        signal_name = stopping()
+        if signal_name is not None and result.status != "aborted":
+            # the call ended as the run was asked to stop (a Ctrl-C reaches a tool's child
+            # process too, whose failure can come back first): it was interrupted, and its
+            # result goes to no model (docs/decisions.md "ask edges (round 41)")
+            interrupted = ErrorInfo(Code.ABORTED, f"interrupted by {signal_name}", path)
+            result.status, result.error = "aborted", interrupted
         if result.status == "aborted":
-            raise stop(result.error or ErrorInfo(Code.ABORTED, "aborted"), path)
+            err = result.error or ErrorInfo(Code.ABORTED, "aborted")
+            if err.step_path is None:  # a stop request's: at the call it stopped
+                err = ErrorInfo(err.code, err.message, path)
+            raise stop(err, path)
         if result.status == "error":
             err = result.error or ErrorInfo(Code.TOOL_ERROR, "")
             return ErrorResult(err.code, err.message)
@@ -309,7 +331,8 @@ async def ask(
             fin = plan.finish if plan is not None else None
             if fin is not None and fin.mode == "solver" and output:
                 out.reports.append(str(output))
-                progress("report", str(output))
+                if not replayed(path):
+                    progress("report", str(output))
         return output
 
     async def run_plan_and_execute(args: dict[str, Any], path: str) -> Any:
@@ -348,7 +371,8 @@ async def ask(
             err = ex.error or ErrorInfo(Code.TOOL_ERROR, "")
             return ErrorResult(err.code, err.message)
         out.reports.append(str(ex.output))
-        progress("report", str(ex.output))
+        if not replayed(f"{path}/solver"):
+            progress("report", str(ex.output))
         return {"status": ex.status, "replans": ex.replans, "report": ex.output}
 
     async def call_tool(name: str, args: dict[str, Any], path: str) -> Any:
@@ -358,21 +382,38 @@ async def ask(
                 return await one_call(name, args, path)
         return await one_call(name, args, path)
 
+    def replayed(path: str) -> bool:
+        """A durable question's call replayed from its record (a resumed process): its
+        progress was shown when it first ran, and is not again."""
+        return effects.durable and (effects.replaying() or effects.replayed(path))
+
     async def one_call(name: str, args: dict[str, Any], path: str) -> Any:
-        progress("tool", f"{name} {_short(args)}")
+        quiet = replayed(path)
+        if not quiet:
+            progress("tool", f"{name} {_short(args)}")
         called = {"tool": name, "round": out.rounds, "ok": False}
         out.tools_called.append(called)
-        if name == PLAN_AND_EXECUTE:
-            result = await run_plan_and_execute(args, path)
-        else:
-            result = await run_tool(name, args, path)
+        started = time.time()
+        try:
+            if name == PLAN_AND_EXECUTE:
+                result = await run_plan_and_execute(args, path)
+            else:
+                result = await run_tool(name, args, path)
+        except (RunError, RunAborted):
+            if stopping() is not None:
+                # stopped while it ran (Ctrl-C, SIGTERM): `flowc runs show` lists it
+                called.update(
+                    interrupted=True, path=path, started_at=started, finished_at=time.time()
+                )
+            raise
         called["ok"] = not isinstance(result, ErrorResult)
         shown = (
             _error_content(result.code, result.message)
             if isinstance(result, ErrorResult)
             else result
         )
-        progress("tool_done" if called["ok"] else "tool_error", f"{name} {_short(shown)}")
+        if not (quiet or replayed(path)):
+            progress("tool_done" if called["ok"] else "tool_error", f"{name} {_short(shown)}")
         return result
 
     def emit(kind: str, path: str, **data: Any) -> None:
@@ -401,6 +442,11 @@ async def ask(
             emit=emit,
             step_path=ASK_PATH,
         )
+    except RunAborted as exc:  # the stop request of a signal (Stopped), before a model call
+        return finish(
+            "aborted",
+            error=hard_stop[0] if hard_stop else ErrorInfo(Code.ABORTED, exc.message, ASK_PATH),
+        )
     except RunError as exc:
         if hard_stop:
             return finish("aborted", error=hard_stop[0])
@@ -420,6 +466,21 @@ async def ask(
     )
 
 
+def test_model_router(config: Config, model: str) -> ModelRouter:
+    """The router of ``flowc ask --model MODEL``: the built-in test model
+    (:func:`agentflow.runtime.models.router.test_router`) for ``test``, ``test:SEED``,
+    ``test+tools`` or ``test+tools:SEED``; ConfigError for any other value (as ``flowc run``)."""
+    try:
+        seed, call_tools = parse_model_option(model)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    router: ModelRouter = test_router(config, seed, call_tools=call_tools)
+    return router
+
+
+test_model_router.__test__ = False  # type: ignore[attr-defined]  # not a pytest test function
+
+
 async def ask_with_config(
     question: str,
     *,
@@ -432,6 +493,7 @@ async def ask_with_config(
     hooks: Hooks | None = None,
     on_progress: Progress | None = None,
     load_plan: PlanLoader | None = None,
+    model: str | None = None,
 ) -> AskResult:
     """:func:`ask` as ``flowc ask`` runs it: the configuration (a Config, a path, or None to find
     ``flow.toml``), the full catalog (:func:`~agentflow.runtime.tools.build.build_catalog`: builtin,
@@ -440,12 +502,18 @@ async def ask_with_config(
     With ``record``/``replay`` the planner reads a shape cache that starts empty, so a cassette
     never depends on the user's cache.
 
-    Raises ConfigError (no model, broken configuration) and the plans directory's load errors.
+    ``model``: ``"test"`` (or ``"test:SEED"``, ``"test+tools"``, ``"test+tools:SEED"``): the
+    built-in test model answers instead of the configured ones (:func:`test_model_router`).
+
+    Raises ConfigError (no model, broken configuration, a ``model`` other than the test model)
+    and the plans directory's load errors.
     """
     if not isinstance(config, Config):
         config = load_config(config)
     router: ModelRouter
-    if replay is not None:
+    if model is not None:
+        router = test_model_router(config, model)
+    elif replay is not None:
         router = ReplayRouter(replay, config)
     elif not config.has_model():
         raise ConfigError(no_model_message(config, "chat"))

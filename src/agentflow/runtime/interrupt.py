@@ -47,8 +47,10 @@ __all__ = [
     "cancel_within",
     "enable_watchdog",
     "forget_stop_request",
+    "refuse_when_stopped",
     "run",
     "stop_request",
+    "stopping",
     "until_stopped",
 ]
 
@@ -198,6 +200,8 @@ class StopRequest:
         #: before its first step, so a Ctrl-C while the tools load stops the run before it starts
         self.received = 0
         self.handled = 0
+        #: the number of the last signal received (see :func:`stopping`)
+        self.received_signum = 0
         #: the watchdog process of this run (CLI only), or None
         self.watchdog: Any = None
 
@@ -205,6 +209,7 @@ class StopRequest:
         """Python-level signal handler (main thread, between bytecodes): count the signal; the
         loop's wake-up descriptor brings it to :meth:`request`."""
         self.received += 1
+        self.received_signum = signum
 
     def request(self, signum: int) -> None:
         """Signal handler body (runs on the loop)."""
@@ -234,6 +239,30 @@ def forget_stop_request() -> None:
     """Forget, in this context, the stop request of the run that started it (a context variable
     a thread inherited: a Temporal workflow's, whose Ctrl-C stops the process, not the run)."""
     _STOP.set(None)
+
+
+def stopping() -> str | None:
+    """The name of the signal (``"SIGINT"``, ``"SIGTERM"``) that asked the run this context
+    belongs to to stop, or None: no stop request (the caller's own loop) or no signal yet.  A
+    signal counts from the moment the process receives it, before the loop has handled it: a
+    model call about to start after a Ctrl-C (a tool's child process killed by the same Ctrl-C
+    hands its failure back first) is refused (docs/decisions.md "ask edges (round 41)")."""
+    stop = _STOP.get()
+    if stop is None:
+        return None
+    if stop.signal is not None:
+        return stop.signal
+    if stop.received:
+        return signal.Signals(stop.received_signum or signal.SIGINT).name
+    return None
+
+
+def refuse_when_stopped(path: str | None = None) -> None:
+    """Raise :class:`Stopped` (``interrupted by SIGINT``) when :func:`stopping`: what must not
+    start once the run was asked to stop (a model call costs money) calls this first."""
+    name = stopping()
+    if name is not None:
+        raise Stopped(f"interrupted by {name}", path)
 
 
 async def while_loading(work: Awaitable[T]) -> T:

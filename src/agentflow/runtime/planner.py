@@ -85,6 +85,7 @@ from agentflow.runtime.events import Event, EventBus
 from agentflow.runtime.executor import run_plan
 from agentflow.runtime.expressions import to_json_value
 from agentflow.runtime.hooks import Decision, GateCall, Hooks, maybe_await
+from agentflow.runtime.interrupt import stopping
 from agentflow.runtime.models.base import ChatRequest, Message
 from agentflow.runtime.models.memo import ModelMemo
 from agentflow.runtime.models.router import model_memo
@@ -770,6 +771,10 @@ async def plan_and_execute(
         attempt.status, attempt.error = run.status, run.error
         if run.status == "aborted":
             return done("aborted", error=run.error)
+        if run.status == "error" and (signal_name := stopping()) is not None:
+            # the plan failed as the run was asked to stop: interrupted, not replanned
+            stopped = ErrorInfo(Code.ABORTED, f"interrupted by {signal_name}", path)
+            return done("aborted", error=stopped)
         if run.status == "error":
             if run.error is not None and run.error.code in NO_REPLAN_CODES:
                 return done("error", error=run.error)

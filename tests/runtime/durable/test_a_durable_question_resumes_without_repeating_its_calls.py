@@ -232,6 +232,10 @@ def test_a_killed_durable_question_is_finished_by_resume_without_repeating_a_cal
     )
     assert resumed.returncode == 0, resumed.stderr.decode()[-3000:]
     assert resumed.stdout.decode() == "Noted 1, 2 and 3.\n"
+    # it prints what `flowc ask` prints, of what happens in it: not the replayed round 1's call,
+    # nor a console view of the calls' internal one-step plans (`run _ask`)
+    assert "_ask" not in resumed.stderr.decode()
+    assert '→ user__note {"n": 1}' not in resumed.stderr.decode()
     # the resumed process asked only round 3: rounds 1 and 2 came from the record
     assert len(chat_server.requests) == 3
     starts = Counter(line for line in _log(project) if line.startswith("start"))
@@ -241,6 +245,7 @@ def test_a_killed_durable_question_is_finished_by_resume_without_repeating_a_cal
     assert _log(project).count("end 1") == 1
     shown = _shown(project, "q-kill")
     assert shown["status"] == "ok" and shown["plan"] == "ask"
+    assert shown["question"] == "Note 1, 2 and 3."  # on Temporal from the workflow's memo
     assert [(s["operation"], s["label"]) for s in shown["steps"]] == [
         ("ask/model:chat#1", "ask"),
         ("ask/agent.1/user__note/tool:user__note#1", "ask › round 1 › user__note"),

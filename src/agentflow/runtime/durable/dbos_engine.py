@@ -401,6 +401,47 @@ def recover_run(run_id: str) -> list[str]:
     return recovered
 
 
+def interrupted_question(w: Any) -> bool:
+    """True when root workflow ``w`` (its input and output loaded) is a durable question
+    (``flowc ask --durable``) that ended ``aborted`` because its process was asked to stop
+    (``interrupted by SIGINT`` / ``SIGTERM``): what :func:`reopen_question` reopens."""
+    args = w.input.get("args") if isinstance(w.input, dict) else None
+    spec = args[0] if args and isinstance(args[0], dict) else {}
+    out = w.output if isinstance(w.output, dict) else {}
+    error = out.get("error")
+    if not isinstance(error, dict):
+        error = {}
+    return (
+        w.status == "SUCCESS"
+        and "ask" in spec
+        and out.get("status") == "aborted"
+        and str(error.get("message") or "").startswith("interrupted by SIG")
+    )
+
+
+def reopen_question(run_id: str) -> bool:
+    """Put durable question ``run_id``, which a Ctrl-C ended ``aborted``
+    (:func:`interrupted_question`), back to PENDING under its executor, its outcome removed,
+    so :func:`recover_run` continues it: its recorded calls are replayed, and the call it was
+    stopped in — which recorded nothing (engine.py ``_Interrupted``) — is made again.  DBOS
+    has no API to reopen a finished workflow: this writes its ``workflow_status`` and
+    ``workflow_output`` tables (pinned by tests/cli/test_ask_edges.py).  Returns False when
+    the row was no longer a finished one (nothing changed)."""
+    import sqlalchemy as sa
+
+    sys_db = dbos_instance()._sys_db
+    status, output = sys_db.tables.workflow_status, sys_db.tables.workflow_output
+    with sys_db.engine.begin() as c:
+        reopened = c.execute(
+            sa.update(status)
+            .where(status.c.workflow_uuid == run_id, status.c.status == "SUCCESS")
+            .values(status="PENDING", completed_at=None, updated_at=int(time.time() * 1000))
+        ).rowcount
+        if reopened:
+            c.execute(sa.delete(output).where(output.c.workflow_uuid == run_id))
+    return bool(reopened)
+
+
 @contextlib.contextmanager
 def starting(run_id: str, spec: dict[str, Any]) -> Iterator[None]:
     """While this process starts a run with ``spec`` and waits for it: its root workflow, when

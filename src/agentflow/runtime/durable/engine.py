@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from agentflow.core.vocabulary import Code
-from agentflow.errors import RunError
+from agentflow.errors import RunError, Stopped
 from agentflow.ir.models import Step as StepModel
 from agentflow.ir.templates import template_refs
 from agentflow.runtime.control import run_pool
@@ -64,6 +64,7 @@ from agentflow.runtime.effects import Effects, UnitSpec, call_tool_cleaned
 from agentflow.runtime.events import EventBus
 from agentflow.runtime.executor import CONTROL, Executor, Frame
 from agentflow.runtime.hooks import NO_ANSWER, AskRequest, Interlocutor
+from agentflow.runtime.interrupt import stopping
 from agentflow.runtime.models.cassette import request_key
 
 if TYPE_CHECKING:
@@ -340,6 +341,12 @@ class PlanIndex:
 # The effects of a durable run
 
 
+class _Interrupted(BaseException):
+    """An operation that failed after the run was asked to stop (SIGINT/SIGTERM): a
+    BaseException, so the engine records nothing for it (a DBOS step and an item record
+    store an ``Exception``); :meth:`DurableEffects._step` raises ``Stopped`` for it."""
+
+
 class DurableEffects(Effects):
     """The :class:`~agentflow.runtime.effects.Effects` of a durable run: every effect becomes an
     operation of ``engine`` named by its step path (see the module doc).
@@ -495,13 +502,24 @@ class DurableEffects(Effects):
                     "stopped and is not idempotent, so it is not run again: check its effect, "
                     "then `flowc redrive` the run",
                 )
-            return {"d": key, "v": await fn()}
+            try:
+                value = await fn()
+            except Exception:
+                if stopping() is not None:
+                    # failed as the run was asked to stop (a Ctrl-C kills a tool's child
+                    # process too): interrupted, not recorded, so a resume makes it again
+                    raise _Interrupted from None
+                raise
+            return {"d": key, "v": value}
 
-        if item is not None and idempotent and self._items:
-            engine: Any = self.engine
-            record, ran = await engine.item_step(name, perform, ordered=not item)
-        else:
-            record, ran = await self.engine.step(name, perform)
+        try:
+            if item is not None and idempotent and self._items:
+                engine: Any = self.engine
+                record, ran = await engine.item_step(name, perform, ordered=not item)
+            else:
+                record, ran = await self.engine.step(name, perform)
+        except _Interrupted:
+            raise Stopped(f"interrupted by {stopping() or 'SIGINT'}", path) from None
         if path is not None:
             self._replayed[(self.engine.workflow_id(), path)] = not ran
         return record["v"]

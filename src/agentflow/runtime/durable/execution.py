@@ -137,6 +137,7 @@ async def ask_durable(
     run_id: str | None = None,
     config_path: str | None = None,
     on_start: Any = None,
+    model: str | None = None,
 ) -> tuple[str, RunResult]:
     """Answer ``question`` (``flowc ask --durable``) as durable run ``run_id`` (default: a new
     id) on the engine of ``url`` with ``context`` (its catalog, chat model, workspace, sinks):
@@ -144,7 +145,8 @@ async def ask_durable(
     spec records the callable plans as compiled here (asking.py); its root is the question's
     agent loop with the run's durable effects, so ``flowc resume`` finishes it without
     repeating a finished model or tool call.  Returns ``(run_id, result)``: ``output`` the
-    answer, ``results["ask"]`` the rounds, tools called and reports (asking.run_ask)."""
+    answer, ``results["ask"]`` the rounds, tools called and reports (asking.run_ask).
+    ``model``: ``--model test[:SEED]``, recorded so a resume answers with the test model too."""
     plans = {name: dump_plan(plan) for name, plan in context.callable_plans.items()}
     return await run_durable(
         ask_plan(),
@@ -157,6 +159,7 @@ async def ask_durable(
         config_path=config_path,
         on_start=on_start,
         ask=ask_spec(plans),
+        model=model,
     )
 
 
@@ -258,6 +261,10 @@ async def _resume(
             raise InputError(f"no durable run {run_id!r} in {safe_url(url)}")
         check_readable(run_id, await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id))
         status = found[0]
+        if dbos_engine.interrupted_question(status):
+            # a question a Ctrl-C ended: continued from its record (docs/durable.md)
+            await asyncio.to_thread(dbos_engine.reopen_question, run_id)
+            (status,) = await dbos.DBOS.list_workflows_async(workflow_ids=[run_id])
         if status.status in ("PENDING", "ENQUEUED"):
             await asyncio.to_thread(dbos_engine.recover_run, run_id)
             if on_waiting is not None:

@@ -53,7 +53,14 @@ from agentflow.runtime.durable.run_info import (
     plan_of,
     refuse_redrive,
 )
-from agentflow.runtime.durable.shown import Labels, page, parse_operation, unanswered_steps
+from agentflow.runtime.durable.shown import (
+    Labels,
+    asked_question,
+    interrupted_steps,
+    page,
+    parse_operation,
+    unanswered_steps,
+)
 
 __all__ = [
     "answer",
@@ -151,6 +158,7 @@ def _info(w: Any, alive: bool) -> RunInfo:
         updated_at=(w.updated_at or 0) / 1000.0,
         error=output.get("error") if output else (error_text(w.error) if w.error else None),
         output=output.get("output") if output else None,
+        question=asked_question(spec),
     )
 
 
@@ -263,6 +271,8 @@ async def _show_run(
             info.steps.append(entry)
         if any(s["function_name"] == "DBOS.setEvent" for s in steps):
             info.steps.extend(await _unanswered(w.workflow_id, unit, labels))
+    if info.status == "aborted" and info.question is not None:  # a question's stopped calls
+        info.steps.extend(interrupted_steps(root.output, "(run)"))
     # in the order they started, across units (map items, branches); stable: record order
     info.steps.sort(key=lambda e: e["started_at"] or float("inf"))
     if priced:

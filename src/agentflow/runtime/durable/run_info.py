@@ -56,8 +56,8 @@ class Question:
 @dataclass
 class RunInfo:
     """One durable run: id, status (``running``, ``waiting``, ``ok``, ``error``, ``exited``,
-    ``aborted``, ``cancelled``, ``stopped``, ``unreadable``), plan name, times (epoch seconds), pending
-    questions, the error; from :func:`show_run` also its steps, cost, the count of engine
+    ``aborted``, ``cancelled``, ``stopped``, ``unreadable``), plan name, times (epoch seconds), the
+    question it answers (a durable question's), pending questions, the error; from :func:`show_run` also its steps, cost, the count of engine
     operations left out of ``steps`` and a fleet run's holders of unfinished units."""
 
     run_id: str
@@ -65,6 +65,8 @@ class RunInfo:
     plan: str
     created_at: float
     updated_at: float
+    #: the question of a durable question (``flowc ask --durable``), None for a plan's run
+    question: str | None = None
     questions: list[Question] = field(default_factory=list)
     error: dict[str, Any] | None = None
     output: Any = None

@@ -23,7 +23,16 @@ from agentflow.runtime.where import Place, is_outlined, tool_label
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan
 
-__all__ = ["ASK_PLAN_FILE", "Labels", "Operation", "page", "parse_operation", "unanswered_steps"]
+__all__ = [
+    "ASK_PLAN_FILE",
+    "Labels",
+    "Operation",
+    "asked_question",
+    "interrupted_steps",
+    "page",
+    "parse_operation",
+    "unanswered_steps",
+]
 
 #: The plan file a durable question records (``flowc ask --durable``: runtime/durable/asking.py).
 ASK_PLAN_FILE = "<flowc ask>"
@@ -170,3 +179,42 @@ def page(info: Any, limit: int | None, offset: int, labels: Labels | None = None
         if op is not None:
             step["kind"] = op.title()
             step["label"] = labels.label(op.path) if labels is not None else None
+
+
+def asked_question(spec: Any) -> str | None:
+    """The question of a durable question's run (``flowc ask --durable``) from its recorded
+    ``spec`` (``input.question``), or None for a run of a plan."""
+    if not isinstance(spec, dict) or not isinstance(spec.get("ask"), dict):
+        return None
+    data = spec.get("input")
+    question = data.get("question") if isinstance(data, dict) else None
+    return question if isinstance(question, str) else None
+
+
+def interrupted_steps(output: Any, unit: str) -> list[dict[str, Any]]:
+    """The tool calls a durable question was stopped in (Ctrl-C during the call: it recorded
+    no operation, and a resume makes it again), as steps of ``runs show`` (status
+    ``interrupted``), from the question's recorded result (``results.ask.tools_called``
+    entries with ``interrupted``: runtime/chat.py)."""
+    results = output.get("results") if isinstance(output, dict) else None
+    record = results.get("ask") if isinstance(results, dict) else None
+    calls = record.get("tools_called") if isinstance(record, dict) else None
+    out = []
+    for call in calls if isinstance(calls, list) else ():
+        if not isinstance(call, dict) or not call.get("interrupted"):
+            continue
+        path, tool = str(call.get("path") or "ask"), str(call.get("tool") or "")
+        started, ended = call.get("started_at"), call.get("finished_at")
+        out.append(
+            {
+                "unit": unit,
+                "operation": f"{path}/tool:{tool}",
+                "status": "interrupted",
+                "started_at": started if isinstance(started, (int, float)) else None,
+                "finished_at": ended if isinstance(ended, (int, float)) else None,
+                "path": path,
+                "kind": Operation(path, "tool", tool).title(),
+                "label": _ask_label(path),
+            }
+        )
+    return out

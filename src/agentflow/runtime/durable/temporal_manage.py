@@ -274,6 +274,7 @@ async def _info(client: Any, w: Any) -> RunInfo:
         run_id=w.id,
         status=status,
         plan=str(memo.get("plan") or ""),
+        question=memo.get("question") if isinstance(memo.get("question"), str) else None,
         created_at=w.start_time.timestamp() if w.start_time else 0.0,
         updated_at=(w.close_time or w.start_time).timestamp() if w.start_time else 0.0,
     )

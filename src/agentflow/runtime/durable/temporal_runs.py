@@ -25,6 +25,7 @@ from agentflow.core.vocabulary import Code
 from agentflow.errors import ErrorInfo, InputError
 from agentflow.runtime.durable import temporal_client as tc
 from agentflow.runtime.durable import temporal_engine as te
+from agentflow.runtime.durable.shown import asked_question
 from agentflow.runtime.durable.spec import new_run_id, process_telemetry, run_spec
 from agentflow.runtime.durable.temporal_manage import (
     _describe,
@@ -66,6 +67,16 @@ __all__ = [
     "unanswered",
     "work",
 ]
+
+
+def _memo_of(plan_name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """The memo of a run's workflow: its plan's name, when it started and, for a durable
+    question, the question (``flowc runs`` shows it without reading the history)."""
+    memo: dict[str, Any] = {"plan": plan_name, "started": spec["started"]}
+    question = asked_question(spec)
+    if question is not None:
+        memo["question"] = question
+    return memo
 
 
 def _serve(url: str, *, identity: str) -> Any:
@@ -122,7 +133,7 @@ async def run_durable(
                 spec,
                 id=run_id,
                 task_queue=te.versioned_queue(url),
-                memo={"plan": plan.name, "started": spec["started"]},
+                memo=_memo_of(plan.name, spec),
                 static_summary=f"{plan.name} ({plan_file or 'plan'})"[:200],
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 id_conflict_policy=WorkflowIDConflictPolicy.FAIL,

@@ -18,6 +18,7 @@ from typing import Any
 
 from agentflow.errors import ConfigError, ModelError, ModelErrorKind
 from agentflow.runtime.config import Config, ProviderConfig, ResolvedModel
+from agentflow.runtime.interrupt import refuse_when_stopped
 from agentflow.runtime.models.base import (
     ChatRequest,
     ChatResponse,
@@ -79,7 +80,9 @@ class RoutedClient:
         return 0
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
-        """Run one inference, failing over on transient errors/rate limits; raises ModelError.
+        """Run one inference, failing over on transient errors/rate limits; raises ModelError,
+        and :class:`~agentflow.errors.Stopped` instead of starting a call once the run was asked
+        to stop (SIGINT/SIGTERM: :func:`agentflow.runtime.interrupt.refuse_when_stopped`).
 
         Under an active :data:`model_memo`, a request answered in an earlier ``plan_and_execute``
         attempt gets that answer back (``response.reused`` True, usage 0, not recorded in
@@ -101,6 +104,9 @@ class RoutedClient:
         )
         last_error: ModelError | None = None
         for index, (resolved, client) in enumerate(self.candidates):
+            # no model call starts once the run was asked to stop (SIGINT/SIGTERM): it would
+            # cost money for an answer nobody waits for; raises Stopped (an aborted run)
+            refuse_when_stopped(current_step.get())
             started = time.perf_counter()
             try:
                 response = await client.chat(request)
