@@ -808,7 +808,7 @@ def missing_key_message(config: Config, roles: tuple[str, ...] = ("chat",)) -> s
 
 def no_model_message(config: Config | None = None, role: str = "chat") -> str:
     """The message shown when no model is configured: says exactly what to set
-    (docs/spec/RUNTIME.md §6)."""
+    (docs/spec/RUNTIME.md §6), and the offline options (``--model test``, ``--replay``)."""
     where = f" (read {config.path})" if config is not None and config.path else ""
     return (
         f"no model is configured for the '{role}' role{where}. Either set the environment variables "
@@ -819,6 +819,9 @@ def no_model_message(config: Config | None = None, role: str = "chat") -> str:
         "  [providers.local]\n"
         '  kind = "openai"\n'
         '  base_url = "http://127.0.0.1:11434/v1"'
+        # offline, with no model at all (docs/reference/cli.md `flowc run`)
+        "\nOr run with no model: `--model test` answers every agent with the built-in test "
+        "model, `--replay CASSETTE` answers from a recorded run (`--record CASSETTE`)."
     )
 
 

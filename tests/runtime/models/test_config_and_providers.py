@@ -98,6 +98,11 @@ def test_no_model_message(tmp_path):
     message = str(info.value)
     assert "OPENAI_BASE_URL" in message and "OPENAI_API_KEY" in message and "flow.toml" in message
     assert message == no_model_message(config, role="chat")
+    # the offline options too: the built-in test model, a recorded cassette
+    assert message.endswith(
+        "Or run with no model: `--model test` answers every agent with the built-in test "
+        "model, `--replay CASSETTE` answers from a recorded run (`--record CASSETTE`)."
+    )
 
 
 def test_toml_syntax_error_names_file_and_line(tmp_path):
