@@ -8,6 +8,8 @@
   its contract agree;
 - :func:`run_flow` / :func:`run_flow_sync`: :func:`agentflow.run` / :func:`agentflow.run_sync`
   with the options a client passes on;
+- :func:`require_current`: refuse, before anything runs, a module older than its flow (the
+  digest of the flow's text against the module's ``FLOW_DIGEST``);
 - :func:`typed_result`: a run's result with its output validated into the flow's output model;
 - :func:`stage_values`: each stage's value read from a result (the stage templates the compiler
   gives, rendered over the run's step results).
@@ -18,11 +20,15 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
-from pydantic import AfterValidator, BeforeValidator, TypeAdapter
+from pydantic import AfterValidator, BeforeValidator, TypeAdapter, ValidationError
 
 from agentflow.api import run
+from agentflow.compiler.gen_python import source_digest
+from agentflow.core.vocabulary import Code
+from agentflow.errors import ClientError
 from agentflow.grammar.parser import parse_template
 from agentflow.runtime.expressions import render
 from agentflow.runtime.extract import validate
@@ -40,6 +46,7 @@ __all__ = [
     "pattern_check",
     "run_flow",
     "run_flow_sync",
+    "require_current",
     "typed_result",
     "stage_values",
 ]
@@ -103,14 +110,74 @@ def _string_check(schema: dict[str, Any]) -> AfterValidator:
     return AfterValidator(check)
 
 
-def typed_result(result: RunResult[Any], adapter: TypeAdapter[OutT]) -> RunResult[OutT]:
+def require_current(
+    flow: str | os.PathLike[str], digest: str, module: str | os.PathLike[str]
+) -> None:
+    """Refuse a client ``module`` (its ``__file__``) generated from another text of ``flow``
+    than the one it would run: ``digest`` is the module's ``FLOW_DIGEST``
+    (:func:`agentflow.compiler.gen_python.source_digest`). Called by a generated run function
+    before anything runs (no model call is made for a run whose output the module could not
+    read). Raises :class:`~agentflow.errors.ClientError` (code ``validation``) naming the module
+    and the ``flowc gen python`` command that writes it again; a flow that cannot be read is
+    left to the run to report (docs/reference/python-clients.md "Keeping the module current")."""
+    try:
+        text = Path(flow).read_bytes().decode("utf-8", errors="surrogateescape")
+    except OSError:
+        return
+    if source_digest(text) == digest:
+        return
+    shown_module, shown_flow = _shown(module), _shown(flow)
+    raise ClientError(
+        Code.VALIDATION,
+        f"{shown_module} was generated from an earlier version of {shown_flow} (its types may "
+        f"have changed): nothing was run; write it again with "
+        f"`flowc gen python {shown_flow} -o {shown_module}`",
+    )
+
+
+def typed_result(
+    result: RunResult[Any],
+    adapter: TypeAdapter[OutT],
+    flow: str | os.PathLike[str] | None = None,
+    module: str | os.PathLike[str] | None = None,
+) -> RunResult[OutT]:
     """``result`` with its output validated by ``adapter`` (the flow's output type) when the run
     finished (status ``ok``); otherwise the same result (output None: errors come back as
-    values). Raises ``pydantic.ValidationError`` when a finished run's output does not fit:
-    the client module is older than its flow (``flowc gen python`` again)."""
+    values). Raises :class:`~agentflow.errors.ClientError` (code ``output_validation``, the
+    untyped ``result`` on its ``result``) when a finished run's output does not fit: the client
+    module does not match its flow; ``flow`` and ``module`` (the generated module's
+    ``FLOW_FILE`` and ``__file__``) name the command that writes it again."""
     if result.status != "ok":
         return dataclasses.replace(result, output=None)
-    return dataclasses.replace(result, output=adapter.validate_python(result.output))
+    try:
+        output = adapter.validate_python(result.output)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'the output'}: {e['msg'].lower()}"
+            for e in exc.errors(include_url=False)[:5]
+        )
+        command = (
+            f"flowc gen python {_shown(flow)} -o {_shown(module)}"
+            if flow is not None and module is not None
+            else "flowc gen python"
+        )
+        error = ClientError(
+            Code.OUTPUT_VALIDATION,
+            f"the run finished but its output does not fit the client module's output type "
+            f"({problems}): the module does not match its flow; write it again with "
+            f"`{command}` (the untyped result is the error's `result`)",
+        )
+        error.result = result
+        raise error from None
+    return dataclasses.replace(result, output=output)
+
+
+def _shown(path: str | os.PathLike[str]) -> str:
+    """``path`` relative to the current directory when it is beneath it, else as it is."""
+    try:
+        return Path(path).resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def stage_values(

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MODEL_ERROR_CODES",
     "BadPath",
+    "ClientError",
     "CompileError",
     "ConfigError",
     "ContractError",
@@ -283,6 +284,15 @@ class RunError(FlowError):
     def to_dict(self) -> dict[str, Any]:
         """``{code, message, step_path, source?}`` (:meth:`ErrorInfo.to_dict`)."""
         return self.info().to_dict()
+
+
+class ClientError(RunError):
+    """A generated client module (`flowc gen python`) that does not fit its flow: stale (code
+    ``validation``, raised before running), or a finished run's output its output model refuses
+    (code ``output_validation``; ``result`` holds the run's untyped result, nothing is lost)."""
+
+    #: the run's result as :func:`agentflow.run` gave it (None when nothing ran)
+    result: Any = None
 
 
 class ExitError(RunError):

@@ -53,7 +53,7 @@ from agentflow.compiler.contracts import ContractError, contract_for
 from agentflow.compiler.types import JSON
 from agentflow.core import version as core_version
 from agentflow.core.text import clean_json
-from agentflow.errors import FlowError, InputError
+from agentflow.errors import ConfigError, FlowError, InputError
 from agentflow.ir.loader import load_plan, load_plan_data
 from agentflow.runtime.config import load_config
 from agentflow.runtime.durable import dbos_engine, runs, temporal_runs
@@ -61,6 +61,7 @@ from agentflow.runtime.durable.runs import database_for, open_database, run_lock
 from agentflow.runtime.events import CallbackSink
 from agentflow.runtime.executor import NO_ANSWER, Hooks
 from agentflow.runtime.extract import loads_value
+from agentflow.runtime.models.test_model import parse_model_option
 from agentflow.runtime.result import RunResult
 
 #: File name endings of the plans a directory serves (``.flow`` programs are compiled).
@@ -228,8 +229,9 @@ class McpFlowServer:
     ``directory``: the served directory; ``config``: a ``flow.toml`` path or Config (default:
     the one found from ``directory``); ``workspace``: the runs' workspace root (default
     ``directory``); ``durable``: run each call as a durable run in ``database`` (default
-    ``[durable] database``; see the module doc).  Raises ConfigError for a broken
-    configuration or database URL.
+    ``[durable] database``; see the module doc); ``model``: ``"test[+tools][:SEED]"`` answers
+    every agent with the built-in test model (as :func:`agentflow.run`'s ``model``).  Raises
+    ConfigError for a broken configuration or database URL.
     """
 
     def __init__(
@@ -240,8 +242,15 @@ class McpFlowServer:
         workspace: Path | None = None,
         durable: bool = False,
         database: str | None = None,
+        model: str | None = None,
     ) -> None:
         self.directory = directory
+        if model is not None:  # refused at start-up, not at each call
+            try:
+                parse_model_option(model)
+            except ValueError as e:
+                raise ConfigError(str(e)) from None
+        self.model = model
         self.served = discover(directory)
         self.config = config if config is not None else load_config(cwd=directory)
         if not hasattr(self.config, "mcp"):
@@ -362,6 +371,7 @@ class McpFlowServer:
                 hooks=Hooks(interlocutor=_Elicitor(ctx)),
                 sinks=[desk.sink()],
                 shape_cache=False,
+                model=self.model,
             )
         except FlowError as exc:  # bad input, a tool that does not resolve, no model
             await progress.flush()
@@ -445,6 +455,7 @@ class McpFlowServer:
                         sinks=[self._desk(run_id).sink()],
                         shape_cache=False,
                         durable=True,
+                        model=self.model,
                         run_id=run_id,
                         database=self.database,
                     )
@@ -1020,12 +1031,19 @@ def serve(
     workspace: Path | None = None,
     durable: bool = False,
     database: str | None = None,
+    model: str | None = None,
 ) -> None:
     """Serve ``directory``'s programs (stdio, or streamable HTTP on ``http``); reports the
     tools and the files left out on stderr; ``durable``: each call a durable run (see the
-    module doc).  Raises ConfigError for a broken configuration or database."""
+    module doc); ``model``: as :class:`McpFlowServer`'s.  Raises ConfigError for a broken
+    configuration or database."""
     server = McpFlowServer(
-        directory, config=config, workspace=workspace, durable=durable, database=database
+        directory,
+        config=config,
+        workspace=workspace,
+        durable=durable,
+        database=database,
+        model=model,
     )
     for problem in server.served.problems:
         print(f"flowc serve: {problem}", file=sys.stderr)

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import pytest
 from click.testing import CliRunner
 from support.paths import REPO
 
@@ -67,3 +68,78 @@ def test_gen_python_refuses_an_output_with_no_json_form(tmp_path):
     out = CliRunner().invoke(main, ["gen", "python", str(flow), "-o", str(tmp_path / "m.py")])
     assert out.exit_code == 1
     assert f"error: {flow}: `Handle` is an extern type and has no JSON form" in out.output
+
+
+ROUTE = """flow route "Route a ticket"
+input { ticket: text }
+
+type Reply {
+  answer: text
+  team: "billing" | "tech"
+}
+
+use agent "router" as router
+
+stage reply -> Reply {
+  return agent(router) {
+    task "Route ${input.ticket}."
+    tools none
+    expect Reply
+  }
+}
+"""
+
+
+def _generated_route_client(tmp_path, monkeypatch):
+    """route.flow and route_client.py written by `flowc gen python`, imported; then the flow's
+    output field renamed (`Reply.answer` → `text`), as a user edits a flow and forgets the module."""
+    import importlib.util
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "route.flow").write_text(ROUTE, encoding="utf-8")
+    made = CliRunner().invoke(main, ["gen", "python", "route.flow", "-o", "route_client.py"])
+    assert made.exit_code == 0, made.output
+    spec = importlib.util.spec_from_file_location("route_client", tmp_path / "route_client.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (tmp_path / "route.flow").write_text(ROUTE.replace("answer: text", "text: text"))
+    return module
+
+
+def test_a_stale_client_refuses_to_run_and_names_the_command_that_writes_it_again(
+    tmp_path, monkeypatch
+):
+    from agentflow.errors import ClientError
+    from agentflow.runtime.events import CallbackSink
+
+    module = _generated_route_client(tmp_path, monkeypatch)
+    seen: list[object] = []
+    with pytest.raises(ClientError) as caught:
+        module.run_route_sync(
+            module.RouteInput(ticket="x"), model="test", sinks=[CallbackSink(seen.append)]
+        )
+    assert caught.value.code == "validation"
+    assert str(caught.value) == (
+        "route_client.py was generated from an earlier version of route.flow (its types may have "
+        "changed): nothing was run; write it again with "
+        "`flowc gen python route.flow -o route_client.py`"
+    )
+    assert seen == []  # refused before the run started: no event, no model call
+
+
+def test_an_output_the_client_model_refuses_is_an_agentflow_error_keeping_the_result(
+    tmp_path, monkeypatch
+):
+    from agentflow import client
+    from agentflow.errors import ClientError
+    from agentflow.runtime.result import RunResult
+
+    module = _generated_route_client(tmp_path, monkeypatch)
+    finished: RunResult[object] = RunResult("ok", output={"text": "delta", "team": "tech"})
+    with pytest.raises(ClientError) as caught:
+        client.typed_result(finished, module.OUTPUT, module.FLOW_FILE, module.__file__)
+    assert caught.value.code == "output_validation"
+    assert "answer: field required; text: extra inputs are not permitted" in str(caught.value)
+    assert "`flowc gen python route.flow -o route_client.py`" in str(caught.value)
+    assert caught.value.result is finished

@@ -284,3 +284,39 @@ def test_serve_needs_the_mcp_flag_and_a_directory(tmp_path):
         [str(FLOWC), "serve", "--mcp", str(tmp_path / "nope")], capture_output=True, text=True
     )
     assert done.returncode == 2 and "no such directory" in done.stderr
+
+
+SUMMARY = """/// Summarize a text.
+flow summary
+input { text: text }
+
+use agent "writer" as writer
+
+stage main -> { gist: text } {
+  return agent(writer) {
+    task "Summarize ${input.text}."
+    tools none
+    expect { gist: text }
+  }
+}
+"""
+
+
+async def test_model_test_answers_every_agent_of_a_served_flow_with_the_test_model(tmp_path):
+    d = tmp_path / "flows"
+    d.mkdir()
+    (d / "summary.flow").write_text(SUMMARY, encoding="utf-8")
+    with_test = StdioServerParameters(
+        command=str(FLOWC), args=["serve", "--mcp", "--model", "test", str(d)]
+    )
+    async with stdio_client(with_test) as (r, w), ClientSession(r, w) as session:
+        await session.initialize()
+        done = await session.call_tool("summary", {"text": "a long story"})
+    assert not done.is_error, done.content
+    assert isinstance((done.structured_content or {}).get("gist"), str)
+    # a --model that names no test model is refused at start-up, not at each call
+    from agentflow.errors import ConfigError
+    from agentflow.serve import McpFlowServer
+
+    with pytest.raises(ConfigError, match="the only model that can be named here"):
+        McpFlowServer(d, model="gpt-4o")

@@ -835,8 +835,12 @@ def test_an_agent_or_stage_stub_may_fail(kind: str, name: str):
 )
 def test_a_loop_of_another_language_hints_at_map_filter_and_reduce(body: str, word: str):
     d = _first(f"input {{ items: text[] }}\nstage a -> int {{\n{body}\n}}\n")
+    assert d.message == f"there is no `{word}` loop in `.flow`"
+    # the loop's word is the primary span (the parse stopped inside its braces: a note)
+    assert (d.span.line, d.span.column, d.span.end_column) == (3, 3, 3 + len(word))
+    assert d.notes[-1].message.startswith("the parser stopped here: "), d.notes
     assert d.hint == (
-        f"there is no `{word}` loop: `map xs as x {{ … }}` gives a value per item, "
+        "iterate with a value: `map xs as x { … }` gives a value per item, "
         "`filter xs as x where …` keeps some, `reduce xs as x, acc = start { … }` folds them, "
         "`loop up to n as i, s = start { … } until cond else …` repeats"
     )

@@ -53,3 +53,41 @@ def scaled(seconds: float) -> float:
     """``seconds`` (a bound as measured on an idle machine) stretched by the contention measured
     now, after the work: for a bound on work that a :class:`Stretch` block cannot wrap."""
     return seconds * contention()
+
+
+class Deadline:
+    """A wait for something another process does (a server starting), bounded by ``seconds`` as
+    on an idle machine and stretched by the worst :func:`contention` sampled while waiting
+    (every ``sample_every`` seconds, and again before giving up): a start-up that takes 3 min
+    at load 10 is not a failure, a hang still is.
+
+    ``deadline = Deadline(180)``; poll; ``if deadline.expired(): fail(deadline.explain(what))``.
+    """
+
+    def __init__(self, seconds: float, sample_every: float = 5.0) -> None:
+        self.seconds = seconds
+        self.sample_every = sample_every
+        self.factor = contention()
+        self._started = self._sampled = time.monotonic()
+
+    @property
+    def waited(self) -> float:
+        """Seconds since the wait began."""
+        return time.monotonic() - self._started
+
+    def expired(self) -> bool:
+        """Whether the stretched bound has passed (contention sampled again before saying so)."""
+        now = time.monotonic()
+        if now - self._sampled >= self.sample_every:
+            self.factor, self._sampled = max(self.factor, contention()), now
+        if self.waited <= self.seconds * self.factor:
+            return False
+        self.factor, self._sampled = max(self.factor, contention()), time.monotonic()
+        return self.waited > self.seconds * self.factor
+
+    def explain(self, what: str) -> str:
+        """``what`` did not happen within the bound, with the bound's idle figure and stretch."""
+        return (
+            f"{what} within {self.waited:.0f}s ({self.seconds:g}s on an idle machine, stretched "
+            f"×{self.factor:.1f} by the measured contention)"
+        )

@@ -763,6 +763,13 @@ def fmt_cmd(paths: tuple[str, ...], check_only: bool) -> None:
 @click.option("--workspace", type=click.Path(file_okay=False), help="Root for file tools.")
 @click.option("--durable", is_flag=True, help="Each call a durable run (survives a restart).")
 @click.option("--database", help="Durable runs database (default: [durable] database).")
+@click.option(
+    "--model",
+    "model",
+    metavar="test[:SEED]",
+    help="Answer every agent of every call with the built-in test model (values generated from "
+    "each contract, no network, no key); test+tools also calls each offered tool once first.",
+)
 def serve_cmd(
     directory: str,
     as_mcp: bool,
@@ -772,6 +779,7 @@ def serve_cmd(
     workspace: str | None,
     durable: bool,
     database: str | None,
+    model: str | None,
 ) -> None:
     """Serve every .flow program and plan file in DIRECTORY as an MCP tool (stdio by default)."""
     if not as_mcp:
@@ -788,6 +796,7 @@ def serve_cmd(
             workspace=Path(workspace) if workspace else None,
             durable=durable or database is not None,
             database=database,
+            model=model,
         )
     except FlowError as e:
         _err(f"error: {e}")

@@ -707,7 +707,12 @@ class ExpressionChecks(CheckerShared):
                 )
             result = TEXT
         else:
-            self.report(D.TYPE_MISMATCH, f"`{type_str(ot)}` cannot be indexed", e.obj.span)
+            self.report(
+                D.TYPE_MISMATCH,
+                f"`{type_str(ot)}` cannot be indexed",
+                e.obj.span,
+                hint=_field_hint(r, e.obj),
+            )
             return ERROR
         return make_optional(result) if opt else result
 
@@ -798,3 +803,14 @@ class ExpressionChecks(CheckerShared):
             return r.elem if not isinstance(r.elem, NeverType) else NEVER
         self.report(D.TYPE_MISMATCH, f"`{what}` needs an array, found `{type_str(t)}`", span)
         return ERROR
+
+
+def _field_hint(r: Type, obj: ast.Expr) -> str | None:
+    """For an object indexed like a list or tuple (``pair[0]`` of a ``zip``): read it by field
+    (``pair.first``, ``pair.second``); None for other types."""
+    if not isinstance(r, ObjectType) or not r.fields:
+        return None
+    base = obj.name if isinstance(obj, ast.Name) else ""
+    names = list(r.fields)
+    shown = ", ".join(f"`{base}.{f}`" for f in names[:6]) + (", …" if len(names) > 6 else "")
+    return f"an object is read by field name, not by position: {shown}"

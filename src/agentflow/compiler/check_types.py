@@ -19,9 +19,11 @@ from agentflow.compiler.symbols import ToolSig, suggest
 from agentflow.compiler.types import (
     DURATION,
     ERROR,
+    INT,
     JSON,
     MEMBER,
     NULL,
+    NUMBER,
     PRIMS,
     VERDICT,
     ErrorType,
@@ -238,7 +240,7 @@ class TypeChecks(CheckerShared):
             D.TYPE_MISMATCH,
             f"expected `{type_str(want)}`, found `{type_str(shown)}`",
             expr.span,
-            hint=self._mismatch_hint(got, want),
+            hint=self._mismatch_hint(got, want) or _int_hint(expr, got, want, self.env),
         )
 
     def _mismatch_hint(self, got: Type, want: Type) -> str | None:
@@ -519,3 +521,15 @@ class TypeChecks(CheckerShared):
                 "server__tool_name(…)` (`flowc tools --extern` prints it)",
             )
         return ToolSig(item.name.name, params, returns, True, False, item, catalog=item.catalog)
+
+
+def _int_hint(expr: ast.Expr, got: Type, want: Type, env: TypeEnv) -> str | None:
+    """A ``number`` where an ``int`` is wanted (``return 1 / 2`` into ``-> int``): the standard
+    library's ``floor``, ``round`` and ``ceil`` give an ``int`` (docs/reference/functions.md
+    "Numbers"); ``/`` always gives a ``number``."""
+    if env.resolve(strip_optional(want, env)) != INT or widen(got) != NUMBER:
+        return None
+    ways = "`floor(…)` (down), `round(…)` (to the nearest) or `ceil(…)` (up)"
+    if isinstance(expr, ast.Binary) and expr.op == "/":
+        return f"`/` gives a `number` (`1 / 2` is `0.5`): make it an `int` with {ways}"
+    return f"make it an `int` with {ways}"

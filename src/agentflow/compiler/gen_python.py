@@ -22,7 +22,9 @@ and output (and its stages' types), each accepting exactly the JSON the type's c
 
 Then typed functions: ``async def run_<flow>(input, *, …) -> RunResult[Output]`` and its
 ``_sync`` twin call :func:`agentflow.run` on the source file (found relative to the module) and
-validate the output into the model (:func:`agentflow.client.typed_result`); ``<flow>_stages``
+validate the output into the model (:func:`agentflow.client.typed_result`), after refusing to
+run a flow whose text is not the one the module was generated from
+(:func:`agentflow.client.require_current`); ``<flow>_stages``
 reads each stage's value from a result as its model.  A header names the source flow and its
 digest (:func:`source_digest`), which :func:`stale_diagnostics` compares for ``flowc check``
 (code ``stale-generated-module``, opt-in through ``flow.toml`` ``[gen] python``).
@@ -521,12 +523,13 @@ def generate_python(result: CheckResult, source_text: str, flow_file: str, modul
         )
         call = "await client.run_flow" if is_async else "client.run_flow_sync"
         lines += [
+            "    client.require_current(FLOW_FILE, FLOW_DIGEST, __file__)",
             f"    result = {call}(",
             "        FLOW_FILE,",
             '        INPUT.dump_python(input, mode="json", by_alias=True, exclude_unset=True),',
             *(f"        {o}={o}," for o in _OPTIONS),
             "    )",
-            "    return client.typed_result(result, OUTPUT)",
+            "    return client.typed_result(result, OUTPUT, FLOW_FILE, __file__)",
         ]
     lines += ["", ""]
     none = " = None" if in_ann == "JsonValue" else " | None = None"

@@ -208,11 +208,7 @@ def _syntax_hint(
     loop = _loop_word(sc)
     if loop is not None:
         # `for x in xs { … }`, `while c { … }`: the braces were read as an object
-        return (
-            f"there is no `{loop}` loop: `map xs as x {{ … }}` gives a value per item, "
-            "`filter xs as x where …` keeps some, `reduce xs as x, acc = start { … }` folds them, "
-            "`loop up to n as i, s = start { … } until cond else …` repeats"
-        )
+        return _loop_hint(loop[0])
     if typ == "EQUALS" and prev is not None and prev.type == "NAME" and prev.bol:
         # `n = n + 1` on a line of its own: an assignment
         return (
@@ -380,16 +376,38 @@ def _lowest_precedence_caught(sc: Scanner, tok: Any) -> str | None:
 _LOOP_WORDS = ("for", "foreach", "while")
 
 
-def _loop_word(sc: Scanner) -> str | None:
-    """``for`` (``while``, …) when the innermost open bracket is a ``{`` on a line that starts
-    with that word: ``for x in xs {`` parsed as expressions and an object literal."""
+#: how `.flow` iterates, the hint of a loop of another language
+_LOOP_WAYS = (
+    "`map xs as x { … }` gives a value per item, `filter xs as x where …` keeps some, "
+    "`reduce xs as x, acc = start { … }` folds them, "
+    "`loop up to n as i, s = start { … } until cond else …` repeats"
+)
+
+
+def _loop_hint(word: str) -> str:
+    return f"there is no `{word}` loop: {_LOOP_WAYS}"
+
+
+def _loop_word(sc: Scanner) -> tuple[str, Span] | None:
+    """``(for, its span)`` (``while``, …) when the innermost open bracket is a ``{`` on a line
+    that starts with that word: ``for x in xs {`` parsed as expressions and an object literal
+    (the parse fails inside the braces, often lines below the ``for``)."""
     if not sc.stack or sc.stack[-1].value != "{":
         return None
-    k = sc.stack[-1].start - sc.ob
+    opener = sc.stack[-1]
+    k = opener.start - sc.ob
     if not 0 <= k <= len(sc.text):
         return None
-    head = sc.text[sc.text.rfind("\n", 0, k) + 1 : k].split(None, 1)
-    return head[0] if head and head[0] in _LOOP_WORDS else None
+    line = sc.text[sc.text.rfind("\n", 0, k) + 1 : k]
+    head = line.split(None, 1)
+    if not head or head[0] not in _LOOP_WORDS:
+        return None
+    word = head[0]
+    back = len(line) - (len(line) - len(line.lstrip()))  # from the word's start to the `{`
+    start, column = opener.start - back, opener.column - back
+    return word, Span(
+        opener.file, opener.line, column, opener.line, column + len(word), start, start + len(word)
+    )
 
 
 def unexpected(
@@ -471,6 +489,17 @@ def unexpected(
                 ("this `{` was read as an object, the value of `limit`", brace.span),
                 (f"the parser stopped here: {msg}", tok.span),
             ],
+        )
+    loop = _loop_word(sc)
+    if loop is not None and hint == _loop_hint(loop[0]):
+        # the mistake is the loop, not the token the parse stopped at inside its braces
+        return SynErr(
+            f"there is no `{loop[0]}` loop in `.flow`",
+            loop[1],
+            resume=resume,
+            depth=len(sc.stack),
+            hint=f"iterate with a value: {_LOOP_WAYS}",
+            notes=[*notes, (f"the parser stopped here: {msg}", tok.span)],
         )
     return SynErr(msg, tok.span, resume=resume, depth=len(sc.stack), hint=hint, notes=notes)
 

@@ -808,8 +808,9 @@ def missing_key_message(config: Config, roles: tuple[str, ...] = ("chat",)) -> s
 
 def no_model_message(config: Config | None = None, role: str = "chat") -> str:
     """The message shown when no model is configured: says exactly what to set
-    (docs/spec/RUNTIME.md §6), and that the built-in test model needs nothing (``--model
-    test`` of ``flowc run``, ``ask`` and ``eval``; ``kind = "test"``)."""
+    (docs/spec/RUNTIME.md §6), and the offline options: the built-in test model, which needs
+    nothing (``--model test`` of ``flowc run``, ``ask``, ``eval`` and ``serve``; ``kind =
+    "test"``), and ``--replay``."""
     where = f" (read {config.path})" if config is not None and config.path else ""
     return (
         f"no model is configured for the '{role}' role{where}. Either set the environment variables "
@@ -820,8 +821,10 @@ def no_model_message(config: Config | None = None, role: str = "chat") -> str:
         "  [providers.local]\n"
         '  kind = "openai"\n'
         '  base_url = "http://127.0.0.1:11434/v1"\n'
+        # offline, with no model at all (docs/reference/cli.md `flowc run`)
         "Or try it offline with the built-in test model (made-up answers, no network, no key): "
-        '`--model test`, or a provider with kind = "test" in flow.toml.'
+        '`--model test`, or a provider with kind = "test" in flow.toml; `--replay CASSETTE` '
+        "answers from a recorded run (`--record CASSETTE`)."
     )
 
 

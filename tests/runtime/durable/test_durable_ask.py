@@ -98,6 +98,14 @@ def test_a_question_survives_a_restart_and_is_answered_from_another_process(tmp_
     )
     assert wrong.returncode == 1
     assert '"maybe" is not one of "yes" | "no"' in wrong.stderr.decode()
+    quoted = subprocess.run(  # a shell's '"yes"': the text as is, with a hint to drop the quotes
+        flowc("answer", "ask-1", "E1", '"yes"'), cwd=project, env=env, capture_output=True
+    )
+    assert quoted.returncode == 1
+    assert (
+        'error: answer to `Ship release 10?`: "\\"yes\\"" is not one of "yes" | "no"; give the '
+        "choice without quotes: yes"
+    ) in quoted.stderr.decode()
     deep = subprocess.run(  # deeper than the JSON parser follows: an answer that is wrong
         flowc("answer", "ask-1", "E1", "[" * 5000 + "]" * 5000),
         cwd=project, env=env, capture_output=True,

@@ -98,6 +98,12 @@ def test_no_model_message(tmp_path):
     message = str(info.value)
     assert "OPENAI_BASE_URL" in message and "OPENAI_API_KEY" in message and "flow.toml" in message
     assert message == no_model_message(config, role="chat")
+    # the offline options too: the built-in test model, a recorded cassette
+    assert message.endswith(
+        "Or try it offline with the built-in test model (made-up answers, no network, no key): "
+        '`--model test`, or a provider with kind = "test" in flow.toml; `--replay CASSETTE` '
+        "answers from a recorded run (`--record CASSETTE`)."
+    )
 
 
 def test_toml_syntax_error_names_file_and_line(tmp_path):

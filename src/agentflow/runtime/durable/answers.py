@@ -218,8 +218,23 @@ def checked_answer(question: Any, value: Any) -> Any:
     value = spelled_bool(value, question.schema)  # yes/no/y/n/true/false, as at the terminal
     problem = check_answer(value, question.schema, question.choices)
     if problem:
+        quoted = _quoted_choice(value, question.choices)
+        if quoted is not None:  # `'"ship"'`: a text question takes the text as is
+            problem += f"; give the choice without quotes: {quoted}"
         raise InputError(f"answer to `{question.question}`: {problem}")
     return value
+
+
+def _quoted_choice(value: Any, choices: Any) -> str | None:
+    """The choice ``value`` spells as a JSON string (``"ship"`` with its quotes, as a shell
+    passes ``'"ship"'``), or None."""
+    if not isinstance(value, str) or not isinstance(choices, list | tuple):
+        return None
+    try:
+        inner = json.loads(value)
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser follows
+        return None
+    return inner if isinstance(inner, str) and inner in choices else None
 
 
 def _wants_text(q: Any) -> bool:

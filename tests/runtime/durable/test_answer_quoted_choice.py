@@ -1,0 +1,34 @@
+"""`flowc answer R E1 '"ship"'`: a question whose choices are texts takes the text as is
+(docs/reference/cli.md `flowc answer`), so the quoted text is refused, with a hint to give the
+choice without its quotes."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from agentflow.errors import InputError
+from agentflow.runtime.durable.answers import checked_answer
+
+SHIP = SimpleNamespace(question="Ship it?", choices=["ship", "hold"], schema=None)
+
+
+def test_a_choice_in_json_quotes_is_refused_with_a_hint_to_drop_them():
+    with pytest.raises(InputError) as caught:
+        checked_answer(SHIP, '"ship"')
+    assert str(caught.value) == (
+        'answer to `Ship it?`: "\\"ship\\"" is not one of "ship" | "hold"; '
+        "give the choice without quotes: ship"
+    )
+
+
+@pytest.mark.parametrize("value", ['"maybe"', "maybe", "[1]", "[" * 5000 + "]" * 5000])
+def test_other_wrong_answers_get_no_quote_hint(value):
+    with pytest.raises(InputError) as caught:
+        checked_answer(SHIP, value)
+    assert "without quotes" not in str(caught.value)
+
+
+def test_the_choice_as_is_is_taken():
+    assert checked_answer(SHIP, "ship") == "ship"
