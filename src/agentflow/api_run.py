@@ -40,7 +40,7 @@ from agentflow.runtime.config import Config, missing_key_message, no_model_messa
 from agentflow.runtime.config import load_config as read_config
 from agentflow.runtime.context import RunContext
 from agentflow.runtime.durable.dbos_engine import launched, shutdown
-from agentflow.runtime.durable.runs import database_for, resume, run_durable
+from agentflow.runtime.durable.runs import database_for, recorded_spec, resume, run_durable
 from agentflow.runtime.durable.runs import work as run_worker
 from agentflow.runtime.events import CallbackSink, ConsoleSink, Event, JsonlSink, Sink
 from agentflow.runtime.executor import run_plan
@@ -207,7 +207,8 @@ async def run(
       its id (default: a new one; ``on_start(run_id)`` is called once it is recorded, and
       ``result.run_id`` holds it); ``reuse``: an earlier run whose steps are taken where their
       step path and rendered input are unchanged, and its answered questions where their step
-      path, text and choices are (``ask_again``: every question is asked again); ``fleet``:
+      path, text and choices are (``ask_again``: every question is asked again), and with
+      ``input`` None the input is the reused run's (docs/durable.md "Reuse"); ``fleet``:
       spread concurrent units and rate-limited model calls over the ``flowc worker``
       processes on the same database.
 
@@ -361,6 +362,9 @@ async def _run_durable(
     model = kw.pop("model")
     own_engine = not launched()  # the engine is stopped again when this call started it
     try:
+        if input is None and kw.get("reuse"):
+            # no input given: the reused run's, as the console's "run the edited file again"
+            input = (await recorded_spec(url, kw["reuse"])).get("input")
         run_id, result = await run_durable(
             recorded,
             text,
