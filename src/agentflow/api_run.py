@@ -203,7 +203,8 @@ async def run(
       its id (default: a new one; ``on_start(run_id)`` is called once it is recorded, and
       ``result.run_id`` holds it); ``reuse``: an earlier run whose steps are taken where their
       step path and rendered input are unchanged, and its answered questions where their step
-      path, text and choices are (``ask_again``: every question is asked again); ``fleet``:
+      path, text and choices are (``ask_again``: every question is asked again), and with
+      ``input`` None the input is the reused run's (docs/durable.md "Reuse"); ``fleet``:
       spread concurrent units and rate-limited model calls over the ``flowc worker``
       processes on the same database.
 
@@ -359,6 +360,9 @@ async def _run_durable(
         not durable_runs.launched()
     )  # the engine is stopped again when this call started it
     try:
+        if input is None and kw.get("reuse"):
+            # no input given: the reused run's, as the console's "run the edited file again"
+            input = (await durable_runs.recorded_spec(url, kw["reuse"])).get("input")
         run_id, result = await durable_runs.run_durable(
             recorded,
             text,

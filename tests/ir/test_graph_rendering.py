@@ -219,3 +219,103 @@ def test_no_label_shows_a_compiled_name(flow):
     for text in shown:
         for bad in _COMPILED_NAME.findall(text):
             assert bad in source, (bad, text)
+
+
+ROUTE = """
+use agent "triage" as triage
+type Ticket { kind: "billing" | "bug" | "other", confidence: number }
+input { text: text }
+stage classify -> Ticket {
+  agent(triage) { task "Classify: ${input.text}" expect Ticket }
+}
+stage route -> text {
+  let kind = if classify.confidence < 0.5 then "other" else classify.kind
+  require kind != "spam" else fail "spam"
+  if kind == "billing" {
+    return "to billing"
+  }
+  if kind == "bug" {
+    return "to engineering"
+  }
+  return "to triage"
+}
+"""
+
+
+def test_conditions_name_an_inlined_let_as_the_flow_wrote_it(tmp_path: Path):
+    # `kind` is inlined as its text into the first `if` (the second reads it through the
+    # outlined sub-plan's input.env): both are titled with the name the user wrote
+    f = tmp_path / "route.flow"
+    f.write_text(ROUTE, encoding="utf-8")
+    titles = [n.title for n in _graph(f).nodes]
+    assert 'if kind == "billing"' in titles, titles
+    assert 'if kind == "bug"' in titles, titles
+    assert 'require kind != "spam"' in titles, titles
+    assert not any("confidence" in t for t in titles), titles
+
+
+RELEASE = """
+type Choice = "ship" | "hold"
+input { items: text[] }
+extern tool user__slow_len(s: text) -> int
+stage sizes -> int[] {
+  map input.items as s { user__slow_len(s: s) }
+}
+stage decide -> Choice {
+  ask "Ship ${sizes.count} items?" expect Choice default "hold"
+}
+"""
+
+
+def _ev(kind: str, path: str = "", **data) -> dict:
+    return {"kind": kind, "path": path, "stack": ["release"], "time": 1, "data": data}
+
+
+def _item(n: int) -> list[dict]:
+    return [
+        _ev("step_started", f"E0/do.{n}", tool_name="user__slow_len"),
+        _ev("step_finished", f"E0/do.{n}", tool_name="user__slow_len", result=1, elapsed_ms=500),
+    ]
+
+
+#: the trace of a process SIGKILLed while the map's item 2 ran (no step_finished, no run_finished)
+KILLED = [
+    _ev("run_started", plan="release"),
+    _ev("step_started", "E0", tool_name="map", input={"over": ["a", "bb", "ccc"]}),
+    *_item(0),
+    *_item(1),
+    _ev("step_started", "E0/do.2", tool_name="user__slow_len"),
+]
+#: the trace `flowc resume --trace` wrote: items 0 and 1 were replayed from the record
+RESUMED = [
+    _ev("run_started", plan="release"),
+    _ev("step_started", "E0", tool_name="map", input={"over": ["a", "bb", "ccc"]}),
+    *_item(2),
+    _ev("step_finished", "E0", tool_name="map", result=[1, 2, 3], elapsed_ms=600),
+    _ev("step_started", "E1", tool_name="ask"),
+    _ev("step_finished", "E1", tool_name="ask", result="ship", elapsed_ms=1),
+    _ev("run_finished", status="ok"),
+]
+
+
+@pytest.mark.parametrize(
+    ("events", "map_line", "item_line"),
+    [
+        (KILLED, "running", "2 ok, 1 running · 1.00s"),
+        (RESUMED, "ok · 0.60s", "3/3 ok · 2 from the record · 0.50s"),
+        (KILLED + RESUMED, "ok · 0.60s", "3/3 ok · 1.50s"),  # one file, resumed into it
+    ],
+    ids=["killed", "resumed", "appended"],
+)
+def test_a_map_of_an_interrupted_or_resumed_run_counts_its_items(
+    tmp_path: Path, events, map_line, item_line
+):
+    flow = tmp_path / "release.flow"
+    flow.write_text(RELEASE, encoding="utf-8")
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("\n".join(json.dumps(e) for e in events) + "\n")
+    text = api.graph(flow, run=trace)
+    assert f"map input.items as s</b><br/><i>{map_line}</i>" in text, text
+    assert f"user__slow_len(s)</b><br/><i>{item_line}</i>" in text, text
+    if events is KILLED:
+        assert "class s_E0,s_E0_do running" in text

@@ -121,3 +121,18 @@ def test_steps_of_an_outlined_loop_body_colour_the_sub_plans_nodes():
     assert outcomes[f"p_{sub}__s_E0_do"].status == "ok" and outcomes[f"p_{sub}__s_E0_do"].runs == 2
     assert outcomes[f"p_{sub}__s_E1_else"].status == "ok"
     assert outcomes[f"p_{sub}__s_E1_then"].status == "unrecorded"
+
+
+def test_a_question_answered_while_the_run_is_stopped_is_shown_answered_not_as_a_form():
+    from agentflow.ui.pages import runs_page
+
+    q = Question("r1", "r1", "E1", "Ship 1 items?", choices=["ship", "hold"], key="E1/ask#1",
+                 label="decide › ask", closed="answer", answer="ship")  # fmt: skip
+    info = RunInfo("r1", "stopped", "release", 10.0, 12.0, answered=[q])
+    page = run_page(info, {}, "csrf-token")
+    assert 'id="questions"' not in page  # no "waiting for an answer" form
+    box = re.search(r'<section id="answered">.*?</section>', page, re.S)
+    assert box is not None
+    assert "Ship 1 items?" in box[0] and html.escape('answered "ship"') in box[0]
+    listed = runs_page([info], {})
+    assert html.escape('✓ Ship 1 items? answered "ship"') in listed

@@ -475,6 +475,9 @@ def run(
         raise click.UsageError("--model cannot be used with --record or --replay")
     try:
         data = api.parse_input(input_)
+        if input_ is None and reuse is not None:
+            data = None  # the reused run's input (api.run), as the console's "run again"
+            _err(f"note: no --input: the input of run {reuse} is taken")
         if target.endswith(".flow"):
             plan = _load_flow(target)
         else:

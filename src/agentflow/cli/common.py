@@ -224,6 +224,8 @@ def _question_notice(run_ids: list[str], shown: set[str] | None = None) -> Any:
         if event.data.get("tool_name") == "ask" and run_ids and event.path not in seen:
             seen.add(event.path)
             ask = event.data.get("input") or {}
+            if ask.get("known"):  # reused from --reuse, or answered while the run was stopped
+                return
             _show_question(
                 run_ids[0],
                 event.path,

@@ -221,6 +221,8 @@ def runs(ctx: click.Context, config: str | None, database: str | None, as_json: 
         for q in r.questions:
             choices = f" ({choices_text(q.choices)})" if q.choices else ""
             click.echo(f"    ? [{q.shown()}] {q.question}{choices}")
+        for q in r.answered:
+            click.echo(f"    ✓ [{q.shown()}] {q.question} {_closed_text(q)}")
         if r.unreadable:
             click.echo(f"    ! {r.unreadable}")
 
@@ -304,6 +306,10 @@ def runs_show(
             + (f" ({choices_text(q.choices)})" if q.choices else "")
         )
         click.echo(f"  answer with: flowc answer {info.run_id} {q.path} VALUE")
+    for q in info.answered:
+        click.echo(f"answered: ✓ [{q.shown()}] {q.question} {_closed_text(q)}")
+        if info.status == "stopped":
+            click.echo(f"  the run takes it when it goes on: flowc resume {info.run_id}")
     if info.error:
         failed = info.error
         where = f" at step {failed.get('step_path')}" if failed.get("step_path") else ""
@@ -321,6 +327,14 @@ def _one_line(question: str) -> str:
     if len(text) > QUESTION_CHARS:
         text = text[: QUESTION_CHARS - 1] + "…"
     return json.dumps(text, ensure_ascii=False)
+
+
+def _closed_text(q: Any) -> str:
+    """How a question the run has not taken yet was closed: ``answered "ship"`` (or ``closed
+    unanswered``)."""
+    if q.closed == "answer":
+        return "answered " + json.dumps(q.answer, ensure_ascii=False)
+    return "closed unanswered"
 
 
 def _step_line(step: dict[str, Any]) -> str:

@@ -102,6 +102,12 @@ class _Lowerer(ExpressionLowering, EffectLowering):
             for sym in result.references.values()
             if sym.kind in ("let", "stage") and sym.decl is not None
         )
+        # the `let`s inlined as text (id of the scope binding it, its name), the names of those
+        # a condition read, and whether a condition is being lowered as written (lets by name):
+        # a step's `meta.when` keeps the condition in the names the user wrote (:meth:`condition`)
+        self.inlined_lets: set[tuple[int, str]] = set()
+        self.lets_read: set[str] = set()
+        self.as_written = False
 
     # -- meta / steps ------------------------------------------------------------------------
     def source(self, span: Span) -> str:
@@ -171,6 +177,10 @@ class _Lowerer(ExpressionLowering, EffectLowering):
                 f = c.bindings[name]
                 if crossed_gate and f.free & _SHADOWED:
                     raise _NeedsOutline()
+                if (id(c), name) in self.inlined_lets:
+                    if self.as_written:
+                        return Frag.text(name, free=f.free)
+                    self.lets_read.add(name)
                 return f
             if c.gate:
                 crossed_gate = True
@@ -233,12 +243,20 @@ class _Lowerer(ExpressionLowering, EffectLowering):
                 before = len(ctx.target)
                 frag = self.expr(st.value, ctx)
                 frag = self.share(frag, ctx, st.value.span, self.name_uses[id(st)])
+                if not (len(frag.parts) == 1 and isinstance(frag.parts[0], StepRef)):
+                    # inlined as text: a condition that reads it keeps its name (meta.when)
+                    self.inlined_lets.add((id(ctx), st.name.name))
+                else:
+                    self.inlined_lets.discard((id(ctx), st.name.name))
                 ctx.bindings[st.name.name] = frag
                 if len(ctx.target) > before:
                     ctx.target[-1]["meta"]["name"] = st.name.name
             elif isinstance(st, ast.RequireStmt):
-                cond = self.expr(st.cond, ctx)
-                self.exit_step(ctx, st.span, st.message, when=join_frags("not ", paren_frag(cond)))
+                cond, written = self.condition(st.cond, ctx)
+                step = self.exit_step(
+                    ctx, st.span, st.message, when=join_frags("not ", paren_frag(cond))
+                )
+                self.keep_written(step, written, negate=True)
             elif isinstance(st, ast.FailStmt):
                 self.exit_step(ctx, st.span, st.message, when=None)
                 return value
@@ -251,6 +269,31 @@ class _Lowerer(ExpressionLowering, EffectLowering):
                 if done:
                     return out
         return value
+
+    def condition(self, cond: ast.Expr, ctx: Ctx) -> tuple[Frag, str | None]:
+        """A statement's condition lowered, and — when it reads a ``let`` that was inlined as
+        text (``let kind = if … then … else …``; ``if kind == "billing"``) — the same condition
+        as the user wrote it, the let by its name (a pure condition lowers again adding no
+        step), for the step's ``meta.when``: graphs title it in the `.flow`'s terms."""
+        self.lets_read = set()
+        steps, plans = len(ctx.target), len(self.plans)
+        frag = self.expr(cond, ctx)
+        if not self.lets_read or len(ctx.target) != steps or len(self.plans) != plans:
+            return frag, None  # no inlined let read, or lowering it again would add steps
+        self.as_written = True
+        try:
+            written = self.expr(cond, ctx)
+        finally:
+            self.as_written = False
+        text = written.render()
+        return frag, (text if text != frag.render() else None)  # (read through input.env)
+
+    @staticmethod
+    def keep_written(step: dict[str, Any], written: str | None, negate: bool = False) -> None:
+        """Record ``written`` (:meth:`condition`) as ``meta.when`` of ``step``: the condition
+        the step tests (``negate``: the step tests ``not`` of it, a ``require``)."""
+        if written is not None:
+            step["meta"]["when"] = f"not ({written})" if negate else written
 
     def exit_step(
         self, ctx: Ctx, span: Span, message: ast.Expr, when: Frag | None
@@ -276,8 +319,9 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         else_stmts = _else_stmts(st)
         # `if c { fail m } [else { … }]` → exit when c; the else and the rest follow inline.
         if len(then_stmts) == 1 and isinstance(then_stmts[0], ast.FailStmt):
-            cond = self.expr(st.cond, ctx)
-            self.exit_step(ctx, then_stmts[0].span, then_stmts[0].message, when=cond)
+            cond, written = self.condition(st.cond, ctx)
+            step = self.exit_step(ctx, then_stmts[0].span, then_stmts[0].message, when=cond)
+            self.keep_written(step, written)
             return True, self.block((else_stmts or []) + rest, ctx, value)
         # `if c { … } else { fail m }` → exit when not c; the then and the rest follow inline.
         if (
@@ -285,13 +329,16 @@ class _Lowerer(ExpressionLowering, EffectLowering):
             and len(else_stmts) == 1
             and isinstance(else_stmts[0], ast.FailStmt)
         ):
-            cond = self.expr(st.cond, ctx)
+            cond, written = self.condition(st.cond, ctx)
             fail = else_stmts[0]
-            self.exit_step(ctx, fail.span, fail.message, when=join_frags("not ", paren_frag(cond)))
+            step = self.exit_step(
+                ctx, fail.span, fail.message, when=join_frags("not ", paren_frag(cond))
+            )
+            self.keep_written(step, written, negate=True)
             return True, self.block(then_stmts + rest, ctx, value)
         if ctx.body:
             raise _NeedsOutline()  # a decide cannot be a body
-        cond = self.expr(st.cond, ctx)
+        cond, written = self.condition(st.cond, ctx)
         then_leaves = _leaves(then_stmts)
         else_leaves = else_stmts is not None and _leaves(else_stmts)
         consumed = then_leaves or else_leaves
@@ -305,6 +352,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
             span = _else_span(st, else_stmts)
             inp["else"] = self.body_step(else_stmts, span, ctx, {}, "else branch")
         step = self.add_step(ctx, "decide", inp, st.span)
+        self.keep_written(step, written)
         if consumed:
             _insert_before(step, "meta", "select", "{{ result.output }}")
             return True, Frag([StepRef(step)])

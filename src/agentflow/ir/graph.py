@@ -117,9 +117,13 @@ class GraphGroup:
 @dataclass
 class NodeOutcome:
     """What a run did at one node: ``status`` (``ok``, ``error``, ``partial`` — some map items
-    failed — or ``skipped`` — never ran), ``runs`` / ``failed`` (instances: map items, retries
-    count once), ``elapsed_ms`` (summed), ``inferences``, ``input_tokens``, ``output_tokens``,
-    ``cost`` (when the events carry it), ``error`` (the first error's ``{code, message}``)."""
+    failed —, ``running`` — an instance started and the trace ends before it finished (a
+    process killed mid-step) — or ``skipped`` — never ran), ``runs`` / ``failed`` (instances:
+    map items, retries count once), ``running`` (instances in flight at the trace's end),
+    ``replayed`` (map items a resumed durable run took from its record, which its trace does
+    not hold: counted in ``runs``), ``elapsed_ms`` (summed), ``inferences``, ``input_tokens``,
+    ``output_tokens``, ``cost`` (when the events carry it), ``error`` (the first error's
+    ``{code, message}``)."""
 
     status: str = "skipped"
     runs: int = 0
@@ -130,6 +134,8 @@ class NodeOutcome:
     output_tokens: int = 0
     cost: float | None = None
     error: dict[str, Any] | None = None
+    running: int = 0
+    replayed: int = 0
 
 
 @dataclass
@@ -544,6 +550,8 @@ class _Builder:
             kind = "map"
         elif tool == "decide":
             gate = inp.get("when") if "when" in inp else inp.get("infer")
+            if "when" in inp and isinstance(meta.get("when"), str):
+                gate = meta["when"]  # as the `.flow` writes it: its `let`s by name
             title = f"if {x(gate)}" if "when" in inp else f"if (judge) {x(gate)}"
             kind = "decide"
         elif tool == "filter":
@@ -556,6 +564,9 @@ class _Builder:
                 details.append(f"keep when {x(gate)}")
             kind = "filter"
         elif tool == "exit":
+            written = meta.get("when")
+            if isinstance(written, str) and isinstance(inp.get("when"), dict):
+                inp = {**inp, "when": {"expr": written}}  # its `let`s by name (lowering)
             title, kind = self.exit_title(inp, scope)
             if inp.get("message"):
                 details.append(_short(f'"{scope.text(inp["message"])}"'))
@@ -700,11 +711,31 @@ def outcomes_from_events(events: Iterable[Mapping[str, Any]], plan: Plan) -> dic
     :func:`build_graph`'s nodes. Nodes of the plan that never ran are absent (``skipped``)."""
     out: dict[str, NodeOutcome] = {}
     root = plan.name
+    # steps started and not finished (by path and stack): in flight when the trace ends, unless
+    # a later run_started (a resumed process appending to the trace) left them behind
+    open_steps: dict[tuple[str, tuple[str, ...]], str] = {}
+    # a map's item count (by path and stack) and, once it finished, its body node's expected runs
+    items: dict[tuple[str, tuple[str, ...]], int] = {}
+    expected: dict[str, int] = {}
     for event in events:
         kind = event.get("kind")
         data = event.get("data") or {}
-        nid = node_for_path(str(event.get("path") or ""), event.get("stack"), root)
+        path = str(event.get("path") or "")
+        nid = node_for_path(path, event.get("stack"), root)
+        at = (path, tuple(event.get("stack") or ()))
+        if kind == "run_started":
+            open_steps.clear()
+        elif kind == "step_started" and nid is not None:
+            open_steps[at] = nid
+            over = (data.get("input") or {}).get("over") if data.get("tool_name") == "map" else None
+            if isinstance(over, list):
+                items[at] = len(over)
         if kind == "step_finished" and nid is not None:
+            open_steps.pop(at, None)
+            count = items.pop(at, None)
+            body = node_for_path(f"{path}/do.0", event.get("stack"), root)
+            if count and body is not None and not data.get("error") and not data.get("aborted"):
+                expected[body] = expected.get(body, 0) + count
             o = out.setdefault(nid, NodeOutcome())
             o.runs += 1
             if isinstance(data.get("elapsed_ms"), int | float):
@@ -730,8 +761,19 @@ def outcomes_from_events(events: Iterable[Mapping[str, Any]], plan: Plan) -> dic
             o.output_tokens += int(data.get("output_tokens") or 0)
             if isinstance(data.get("cost"), int | float):
                 o.cost = (o.cost or 0.0) + data["cost"]
+    for nid, count in expected.items():
+        # a resumed durable run's trace lacks the items it replayed from its record: the map
+        # finished with `count` items, so those not in the trace were done (taken from the record)
+        o = out.setdefault(nid, NodeOutcome())
+        if o.runs < count:
+            o.replayed = count - o.runs
+            o.runs = count
+    for nid in open_steps.values():
+        out.setdefault(nid, NodeOutcome()).running += 1
     for o in out.values():
-        if o.runs == 0:
+        if o.running:
+            o.status = "running"  # started, and the trace ends before it finished
+        elif o.runs == 0:
             o.status = "ok"  # model calls seen but no finish event (a judge/solver path)
         elif o.failed == 0:
             o.status = "ok"
@@ -748,6 +790,7 @@ _STATUS_STYLE = {
     "ok": ("#d8f5d8", "#2e7d32"),
     "error": ("#fbd5d5", "#c62828"),
     "partial": ("#fde9c8", "#e65100"),
+    "running": ("#dbe9fb", "#1565c0"),
     "skipped": ("#eeeeee", "#9e9e9e"),
 }
 _MERMAID_SHAPES = {
@@ -768,10 +811,17 @@ def _outcome_line(o: NodeOutcome | None) -> str | None:
     if o is None:
         return "not run"
     bits = []
-    if o.runs > 1:
+    if o.running:
+        done = [f"{o.runs - o.failed} ok"] if o.runs - o.failed else []
+        done += [f"{o.failed} failed"] if o.failed else []
+        running = "running" if not done and o.running == 1 else f"{o.running} running"
+        bits.append(", ".join([*done, running]))
+    elif o.runs > 1:
         bits.append(f"{o.runs - o.failed}/{o.runs} ok")
     elif o.runs == 1:
         bits.append("ok" if not o.failed else f"error: {o.error.get('code') if o.error else ''}")
+    if o.replayed:
+        bits.append(f"{o.replayed} from the record")
     if o.elapsed_ms:
         bits.append(f"{o.elapsed_ms / 1000:.2f}s")
     if o.inferences:

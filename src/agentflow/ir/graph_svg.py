@@ -95,16 +95,22 @@ class Layout:
 
 def node_status_line(outcome: Any) -> str | None:
     """One line saying what a run did at a node (``ok · 0.19 s · 2 inferences · $0.0012``),
-    from an object with ``status`` and optionally ``runs``, ``failed``, ``elapsed_ms``,
-    ``inferences``, ``cost`` attributes; None without an outcome."""
+    from an object with ``status`` and optionally ``runs``, ``failed``, ``running``,
+    ``replayed``, ``elapsed_ms``, ``inferences``, ``cost`` attributes; None without an outcome."""
     if outcome is None:
         return None
     status = str(getattr(outcome, "status", "skipped"))
     bits = [STATUS_STYLE.get(status, STATUS_STYLE["skipped"])[2]]
     runs = int(getattr(outcome, "runs", 0) or 0)
     failed = int(getattr(outcome, "failed", 0) or 0)
-    if runs > 1:
+    running = int(getattr(outcome, "running", 0) or 0)
+    if running and runs:
+        bits.append(f"{runs - failed}/{runs} done ok, {running} in flight")
+    elif runs > 1:
         bits.append(f"{runs - failed}/{runs} ok")
+    replayed = int(getattr(outcome, "replayed", 0) or 0)
+    if replayed:
+        bits.append(f"{replayed} from the record")
     elapsed = getattr(outcome, "elapsed_ms", 0) or 0
     if elapsed:
         bits.append(f"{elapsed / 1000:.2f} s")

@@ -488,7 +488,6 @@ async def _ask(call: ControlCall) -> Any:
     schema = call.render("schema")
     choices = call.render("choices")
     unanswered = call.render("when_unanswered", "skip")
-    call.announce({"question": question, "choices": choices})
     path, stack, ex = call.path, call.stack, call.ex
     timeout = call.step.timeout
     timeout_s = _seconds(timeout) if timeout is not None else None
@@ -500,12 +499,23 @@ async def _ask(call: ControlCall) -> Any:
         else NO_ANSWER
     )
     request = AskRequest(question, schema, choices, path, list(stack), timeout_s, default, label)
+    # an answer known before asking (a durable --reuse, or given while the run was stopped):
+    # the step says so, and nobody is told to answer it (flowc's notice skips it)
+    known = await ex.effects.known_answer(request)
+    announced: dict[str, Any] = {"question": question, "choices": choices}
+    if known is not None:
+        announced["known"] = known
+    call.announce(announced)
     answer = await ex.ask(request)
     if answer is not NO_ANSWER:
         problem = check_answer(answer, schema, choices)
         if problem:
             raise RunError(Code.OUTPUT_VALIDATION, f"answer to `{question}`: {problem}", path)
-        ex.emit("ask", path, stack, question=question, answer=to_json_value(answer), answered=True)
+        extra = {"reused": True} if known == "reused" else {}
+        ex.emit(
+            "ask", path, stack, question=question, answer=to_json_value(answer), answered=True,
+            **extra,
+        )  # fmt: skip
         return {"answer": answer, "answered": True}
     if isinstance(unanswered, dict) and "default" in unanswered:
         value = unanswered["default"]

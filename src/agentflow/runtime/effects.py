@@ -111,6 +111,13 @@ class Effects:
             return NO_ANSWER
         return await maybe_await(interlocutor(request))
 
+    async def known_answer(self, request: AskRequest) -> str | None:
+        """Whether the question ``request`` is answered before it is asked: ``reused`` (a
+        durable ``--reuse`` takes the earlier run's answer), ``answered`` (answered while its
+        durable run was stopped), else None; here always None.  The ask's ``step_started``
+        says so (``input.known``), and nobody is told to answer it."""
+        return None
+
     def sleep(self, seconds: float, path: str) -> Awaitable[None]:
         """Wait ``seconds`` (a retry's backoff at ``path``)."""
         return asyncio.sleep(seconds)

@@ -535,7 +535,8 @@ class ConsoleSink:
             # said on the ask's own ✓ line: what was answered, or that nobody answered and the
             # default was taken (no terminal, an empty line)
             if data.get("answered"):
-                self._notes[path] = f"answered {_short_value(data.get('answer'))}"
+                reused = " (reused)" if data.get("reused") else ""
+                self._notes[path] = f"answered {_short_value(data.get('answer'))}{reused}"
             elif data.get("answer") is not None:
                 self._notes[path] = f"no answer: the default {_short_value(data.get('answer'))}"
             else:

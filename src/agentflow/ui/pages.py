@@ -111,6 +111,13 @@ def money(cost: Mapping[str, Any]) -> str:
     return f"${value:,.4f}" if value < 100 else f"${value:,.2f}"
 
 
+def _closed(q: Any) -> str:
+    """How a question its run has not taken yet was closed: ``answered "ship"``."""
+    if q.closed == "answer":
+        return "answered " + json.dumps(q.answer, ensure_ascii=False)
+    return "closed unanswered"
+
+
 def _badge(status: str) -> str:
     return f'<span class="badge {_e(status)}">{_e(status)}</span>'
 
@@ -149,6 +156,9 @@ def runs_page(
         cost = costs.get(r.run_id, {})
         asks = "".join(
             f'<div class="ask-line">? {_e(q.question)}</div>' for q in getattr(r, "questions", [])
+        ) + "".join(
+            f'<div class="ask-line">✓ {_e(q.question)} {_e(_closed(q))}</div>'
+            for q in getattr(r, "answered", [])
         )
         rows.append(
             f'<tr data-run="{_e(r.run_id)}" data-status="{_e(r.status)}">'
@@ -499,6 +509,13 @@ def run_page(
             for q in info.questions
         )
         questions = f'<section id="questions"><h2>Waiting for an answer</h2>{forms}</section>'
+    if info.answered:
+        taken = " (the run takes it when it is resumed)" if info.status == "stopped" else ""
+        items = "".join(
+            f"<li>{_e(q.label or q.path)}: {_e(q.question)} — {_e(_closed(q))}{taken}</li>"
+            for q in info.answered
+        )
+        questions += f'<section id="answered"><h2>Answered</h2><ul>{items}</ul></section>'
     lines = None
     file = spec.get("plan_file")
     if isinstance(file, str) and file.endswith(".flow") and Path(file).is_file():

@@ -18,19 +18,34 @@ from agentflow._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from agentflow.runtime.durable.dbos_launch import launched, shutdown
-    from agentflow.runtime.durable.runs import database_for, resume, run_durable, work
+    from agentflow.runtime.durable.runs import (
+        database_for,
+        recorded_spec,
+        resume,
+        run_durable,
+        work,
+    )
 
 #: What :mod:`agentflow.api_run` calls for a durable run, loaded on first use (PEP 562): a plain
 #: run, which never calls them, loads no module of this package (docs/decisions.md "Start-up").
 _EXPORTS: dict[str, str] = {
     "database_for": "agentflow.runtime.durable.runs",
     "launched": "agentflow.runtime.durable.dbos_launch",
+    "recorded_spec": "agentflow.runtime.durable.runs",
     "resume": "agentflow.runtime.durable.runs",
     "run_durable": "agentflow.runtime.durable.runs",
     "shutdown": "agentflow.runtime.durable.dbos_launch",
     "work": "agentflow.runtime.durable.runs",
 }
 
-__all__ = ["database_for", "launched", "resume", "run_durable", "shutdown", "work"]
+__all__ = [
+    "database_for",
+    "launched",
+    "recorded_spec",
+    "resume",
+    "run_durable",
+    "shutdown",
+    "work",
+]
 
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

@@ -34,6 +34,7 @@ __all__ = [
     "checked_answer",
     "claim",
     "claimed",
+    "claims",
     "closed_message",
     "question_key",
     "refuse_closed",
@@ -178,6 +179,38 @@ async def claimed(workflow_ids: list[str], path: str) -> tuple[str, Claim] | Non
         return None
     await dbos_module().DBOS._configure_asyncio_thread_pool()
     return await asyncio.to_thread(_claimed, workflow_ids, path)
+
+
+def _claims(workflow_ids: list[str]) -> dict[tuple[str, str], Claim]:
+    import sqlalchemy as sa
+
+    engine = system_database().engine
+    _ensure_table(engine)
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.text(
+                f"SELECT workflow_id, question, kind, value, claimed_at FROM {TABLE} "
+                "WHERE workflow_id IN :ws"
+            ).bindparams(sa.bindparam("ws", expanding=True)),
+            {"ws": workflow_ids},
+        ).all()
+    return {
+        (str(wfid), str(key)): Claim(
+            False, str(kind), json.loads(value) if value is not None else None, float(at)
+        )
+        for wfid, key, kind, value, at in rows
+    }
+
+
+async def claims(workflow_ids: list[str]) -> dict[tuple[str, str], Claim]:
+    """Every claim that closed a question of the units ``workflow_ids``, by ``(unit, question
+    key)``: what ``flowc runs`` shows of a question answered while its run is stopped (its
+    unit takes the answer when it goes on: the question is answered, not waiting)."""
+
+    if not workflow_ids:
+        return {}
+    await dbos_module().DBOS._configure_asyncio_thread_pool()
+    return await asyncio.to_thread(_claims, workflow_ids)
 
 
 def closed_message(run_id: str, step: str, closed: Claim) -> str:

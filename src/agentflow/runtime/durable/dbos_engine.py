@@ -31,7 +31,7 @@ from agentflow.errors import InputError, RunError
 from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.config import load_config
 from agentflow.runtime.control import BATCH_CONCURRENCY
-from agentflow.runtime.durable.answers import UNANSWERED, claim
+from agentflow.runtime.durable.answers import UNANSWERED, claim, claims
 from agentflow.runtime.durable.dbos_launch import (
     ON_SHUTDOWN,
     REGISTRARS,
@@ -267,6 +267,14 @@ class DbosEngine:
                 await asyncio.sleep(CANCEL_POLL_S / 5)
             raise
         return NO_MESSAGE if message is None else message
+
+    async def answer_claimed(self, key: str) -> bool:
+        """True when an answer to question ``key`` of the running unit was accepted already
+        (its claim row: answers.py), e.g. by ``flowc answer`` while the run was stopped."""
+
+        found = await claims([self.workflow_id()])
+        claim_ = found.get((self.workflow_id(), key))
+        return claim_ is not None and claim_.kind == "answer"
 
     async def close_unanswered(self, key: str) -> bool:
         """Claim question ``key`` of the running unit as unanswered (runtime/durable/answers.py);

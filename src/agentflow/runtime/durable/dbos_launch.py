@@ -22,6 +22,7 @@ from typing import Any
 from agentflow.core.version import __version__
 from agentflow.core.vocabulary import Code
 from agentflow.errors import RunError
+from agentflow.runtime.durable.answers import claims
 from agentflow.runtime.durable.dbos_system import (
     dbos_instance,
     dbos_module,
@@ -35,7 +36,7 @@ from agentflow.runtime.durable.dbos_system import (
 from agentflow.runtime.durable.items import item_page, item_steps
 from agentflow.runtime.durable.ratelimit import holds
 from agentflow.runtime.durable.records import check_readable, install
-from agentflow.runtime.durable.run_info import Question, published_questions
+from agentflow.runtime.durable.run_info import Question, published_questions, split_closed
 from agentflow.runtime.tools import confined
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "query_items",
     "recorded_input",
     "shutdown",
+    "open_questions",
     "waiting_questions",
 ]
 
@@ -334,7 +336,13 @@ async def recorded_input(run_id: str) -> dict[str, Any]:
     return found[0].input["args"][0]
 
 
-async def waiting_questions(run_id: str, workflows: list[Any]) -> list[Question]:
+async def open_questions(
+    run_id: str, workflows: list[Any]
+) -> tuple[list[Question], list[Question]]:
+    """The questions the unfinished units among ``workflows`` of run ``run_id`` published and
+    have not taken an answer to: ``(waiting, answered)`` — answered ones were closed by a
+    claim (answers.py: ``flowc answer`` while the run is stopped) that their unit takes when
+    it goes on."""
     dbos = dbos_with_workflows()
     out = []
     for w in workflows:
@@ -342,4 +350,11 @@ async def waiting_questions(run_id: str, workflows: list[Any]) -> list[Question]
             continue
         events = await dbos.DBOS.get_all_events_async(w.workflow_id)
         out.extend(published_questions(run_id, w.workflow_id, events))
-    return out
+    if not out:
+        return [], []
+    return split_closed(out, await claims(sorted({q.workflow_id for q in out})))
+
+
+async def waiting_questions(run_id: str, workflows: list[Any]) -> list[Question]:
+    """The questions of run ``run_id`` still waiting for an answer (:func:`open_questions`)."""
+    return (await open_questions(run_id, workflows))[0]

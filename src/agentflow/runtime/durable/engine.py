@@ -463,6 +463,10 @@ class DurableEffects(Effects):
         for key in [k for k in self._counts if k[0] == workflow_id]:
             del self._counts[key]
 
+    def _peek_name(self, base: str) -> str:
+        """The name :meth:`_name` gives ``base`` next, without taking it."""
+        return f"{base}#{self._counts.get((self.engine.workflow_id(), base), 0) + 1}"
+
     def _name(self, base: str) -> str:
         """``base#n``: the n-th operation of that base name in the running unit (operations of
         one name in one unit run one after another, so n is the same on replay)."""
@@ -573,6 +577,20 @@ class DurableEffects(Effects):
             response = dataclasses.replace(response)
             response.reused = True  # free: model_call says so
         return response
+
+    async def known_answer(self, request: AskRequest) -> str | None:
+        """``reused`` when the reused run answered this question unchanged (``--reuse``),
+        ``answered`` when an answer was accepted for it already (``flowc answer`` while the run
+        was stopped: the engine's claim), else None (the question is published and waits)."""
+        name = self._peek_name(f"{request.step_path}/ask")
+        key = digest("ask", [request.question, request.choices, request.schema])
+        hit = self.reuse.get(name)
+        if hit is not None and hit[0] == key:
+            return "reused"
+        claimed = getattr(self.engine, "answer_claimed", None)
+        if claimed is not None and await claimed(name):
+            return "answered"
+        return None
 
     async def ask(self, interlocutor: Interlocutor | None, request: AskRequest) -> Any:
         """Publish the question (``flowc runs`` lists it; ``flowc answer`` answers it from any

@@ -30,6 +30,7 @@ from agentflow.runtime.durable.dbos_launch import (
     RUN_WORKFLOW,
     _state,
     dbos_with_workflows,
+    open_questions,
     query_item_page,
     query_items,
     query_workflows,
@@ -125,7 +126,7 @@ async def list_runs(url: str, *, limit: int = 50) -> list[RunInfo]:
             if w.status in ("PENDING", "ENQUEUED"):
                 family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=w.workflow_id)
                 try:
-                    info.questions = await waiting_questions(w.workflow_id, family)
+                    info.questions, info.answered = await open_questions(w.workflow_id, family)
                 except UnreadableRecord as e:
                     reason = str(e)
                 if info.questions and info.status == "running":
@@ -279,7 +280,7 @@ async def _show_run(
         cost["cost"] = round(priced, 10)
     info.cost = cost
     if root.status in ("PENDING", "ENQUEUED"):
-        info.questions = await waiting_questions(run_id, family)
+        info.questions, info.answered = await open_questions(run_id, family)
         if info.questions and info.status == "running":
             info.status = "waiting"
         if isinstance(spec, dict) and spec.get("fleet"):

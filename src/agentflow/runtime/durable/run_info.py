@@ -27,6 +27,7 @@ __all__ = [
     "no_redrive",
     "plan_of",
     "published_questions",
+    "split_closed",
 ]
 
 
@@ -46,6 +47,11 @@ class Question:
     key: str = ""
     #: the step in the `.flow`'s terms (``approve › go = ask``), when compiled from one
     label: str | None = None
+    #: how a question the run has not taken yet was closed (``RunInfo.answered``): ``answer``
+    #: (the accepted ``answer`` below) or ``unanswered``; None while it waits
+    closed: str | None = None
+    #: the accepted answer of a question closed with ``answer``
+    answer: Any = None
 
     def shown(self) -> str:
         """``E2 · approve › go = ask``: the path to answer at, and the step as the `.flow`
@@ -86,6 +92,9 @@ class RunInfo:
     #: with more units than one page needs (Temporal: a map's batch workflows) is read in
     #: start order only as far as the page's steps are known (``steps_total`` is then a floor)
     steps_partial: bool = False
+    #: questions closed (``flowc answer``) that the run has not taken yet: its process stopped
+    #: (``stopped``) or has not woken up; ``flowc resume`` takes the answer without asking
+    answered: list[Question] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -117,6 +126,22 @@ def published_questions(
             )
         )
     return out
+
+
+def split_closed(
+    questions: list[Question], closed: Mapping[tuple[str, str], Any]
+) -> tuple[list[Question], list[Question]]:
+    """``questions`` (published, not taken yet) split into those still waiting and those
+    already closed, by the claims ``closed`` (answers.claims: ``(unit, key)`` → Claim); a
+    closed one carries how (``closed``) and its accepted ``answer``."""
+    waiting, answered = [], []
+    for q in questions:
+        claim = closed.get((q.workflow_id, q.key))
+        if claim is None:
+            waiting.append(q)
+        else:
+            answered.append(dataclasses.replace(q, closed=claim.kind, answer=claim.value))
+    return waiting, answered
 
 
 def error_text(error: Any) -> dict[str, Any]:
