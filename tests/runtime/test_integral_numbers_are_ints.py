@@ -136,3 +136,6 @@ def test_whole_numbers_follows_unions_optionals_maps_tuples_and_references():
     assert whole_numbers(schema, same) is same  # nothing to change: the same object
     assert whole_numbers({"type": "integer"}, True) is True
     assert whole_numbers({"$ref": "#"}, 1.0) == 1.0  # a loop without descent ends
+    literal = whole_numbers({"enum": [1, 2]}, 2.0)  # a literal union `1 | 2`
+    assert literal == 2 and type(literal) is int
+    assert type(whole_numbers({"anyOf": [{"const": 3}, {"type": "string"}]}, 3.0)) is int

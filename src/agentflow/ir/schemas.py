@@ -516,9 +516,8 @@ class _Whole:
             branches = node.get(key)
             if isinstance(branches, list) and branches:
                 value = self.union(branches, value, seen)
-        kinds = node.get("type")
-        kinds = [kinds] if isinstance(kinds, str) else kinds if isinstance(kinds, list) else []
         if type(value) is float:
+            kinds = _own_kinds(node)
             if "integer" in kinds and "number" not in kinds and value.is_integer():
                 return int(value)
             return value
@@ -554,10 +553,7 @@ class _Whole:
         node, seen = self.deref(node, seen)
         if not isinstance(node, dict):
             return set()
-        kinds = node.get("type")
-        out = (
-            {kinds} if isinstance(kinds, str) else set(kinds) if isinstance(kinds, list) else set()
-        )
+        out = _own_kinds(node)
         for key in ("anyOf", "oneOf"):
             for sub in node.get(key) or ():
                 out |= self.scalar_kinds(sub, seen)
@@ -602,6 +598,22 @@ class _Whole:
                     out = list(value)
                 out[i] = new
         return value if out is None else out
+
+
+def _own_kinds(node: dict[str, Any]) -> set[str]:
+    """The types ``node`` itself admits: its ``type``, and ``integer``/``number`` for the whole
+    and fractional numbers of its ``enum``/``const`` (a literal union ``1 | 2`` is ints)."""
+    kinds = node.get("type")
+    out = {kinds} if isinstance(kinds, str) else set(kinds) if isinstance(kinds, list) else set()
+    literals = list(node["enum"]) if isinstance(node.get("enum"), list) else []
+    if "const" in node:
+        literals.append(node["const"])
+    for literal in literals:
+        if type(literal) is int:
+            out.add("integer")
+        elif type(literal) is float:
+            out.add("number")
+    return out
 
 
 def _search(pattern: str, key: str) -> bool:
