@@ -449,3 +449,175 @@ def _regex_ok(pattern: str) -> bool:
     except (re.error, RecursionError, OverflowError):
         return False
     return True
+
+
+# --------------------------------------------------------------------------- whole numbers
+
+
+def whole_numbers(schema: Any, value: Any) -> Any:
+    """``value`` (already valid against ``schema``) with every integral float that ``schema``
+    types as ``integer`` made an ``int``: ``3.0`` → ``3`` (docs/decisions.md "integral numbers
+    and deep values (round 41)"; docs/reference/language.md "Types").
+
+    JSON has one number type and JSON Schema's ``integer`` accepts ``3.0``, so validation alone
+    would let a float stand where a `.flow` says ``int``. The walk follows the value through
+    ``properties``, ``additionalProperties``, ``patternProperties``, ``items``, ``prefixItems``,
+    ``allOf``, ``anyOf``/``oneOf`` (the branch the value matches: a number stays a float when a
+    branch takes any ``number``, a container follows the first branch it is valid against) and
+    local ``$ref``s. Never modifies ``value`` (changed containers are copies; unchanged ones are
+    the same objects); a value or schema nested too deeply for the walk is returned unchanged.
+    """
+    if not isinstance(schema, dict):
+        return value
+    try:
+        return _Whole(schema).walk(schema, value, frozenset())
+    except RecursionError:
+        return value
+
+
+class _Whole:
+    def __init__(self, root: dict[str, Any]):
+        self.root = root
+        self._validator: Any = None
+
+    def deref(self, node: Any, seen: frozenset[str]) -> tuple[Any, frozenset[str]]:
+        """``node`` with a local ``$ref`` followed (its sibling keywords kept)."""
+        while isinstance(node, dict) and isinstance(node.get("$ref"), str):
+            ref = node["$ref"]
+            if not ref.startswith("#") or ref in seen:
+                return node, seen
+            path = _resolve(self.root, ref, {})
+            if path is None:
+                return node, seen
+            target: Any = self.root
+            for part in path:
+                target = target[part]
+            seen = seen | {ref}
+            if not isinstance(target, dict):
+                return target, seen
+            node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+        return node, seen
+
+    def fits(self, branch: Any, value: Any) -> bool:
+        if self._validator is None:
+            self._validator = validator(self.root)
+        try:
+            return bool(self._validator.evolve(schema=branch).is_valid(value))
+        except Exception:  # noqa: BLE001 - a branch jsonschema cannot use: not this one
+            return False
+
+    def walk(self, node: Any, value: Any, seen: frozenset[str]) -> Any:
+        node, seen = self.deref(node, seen)
+        if not isinstance(node, dict):
+            return value
+        for sub in node.get("allOf") or ():
+            value = self.walk(sub, value, seen)
+        for key in ("anyOf", "oneOf"):
+            branches = node.get(key)
+            if isinstance(branches, list) and branches:
+                value = self.union(branches, value, seen)
+        if type(value) is float:
+            kinds = _own_kinds(node)
+            if "integer" in kinds and "number" not in kinds and value.is_integer():
+                return int(value)
+            return value
+        if isinstance(value, dict):
+            return self.members(node, value)
+        if isinstance(value, list):
+            return self.items(node, value)
+        return value
+
+    def union(self, branches: list[Any], value: Any, seen: frozenset[str]) -> Any:
+        resolved = [self.deref(b, seen) for b in branches]
+        if type(value) is float:
+            kinds = [self.scalar_kinds(b, s) for b, s in resolved]
+            if any("number" in k for k in kinds) or not value.is_integer():
+                return value
+            return int(value) if any("integer" in k for k in kinds) else value
+        if not isinstance(value, dict | list):
+            return value
+        wanted = "object" if isinstance(value, dict) else "array"
+        candidates = [
+            (b, s)
+            for b, s in resolved
+            if isinstance(b, dict)
+            and (not self.scalar_kinds(b, s) or wanted in self.scalar_kinds(b, s))
+        ]
+        for branch, branch_seen in candidates:
+            if len(candidates) == 1 or self.fits(branch, value):
+                return self.walk(branch, value, branch_seen)
+        return value
+
+    def scalar_kinds(self, node: Any, seen: frozenset[str]) -> set[str]:
+        """Every ``type`` a (resolved) branch admits, nested unions included."""
+        node, seen = self.deref(node, seen)
+        if not isinstance(node, dict):
+            return set()
+        out = _own_kinds(node)
+        for key in ("anyOf", "oneOf"):
+            for sub in node.get(key) or ():
+                out |= self.scalar_kinds(sub, seen)
+        return out
+
+    def members(self, node: dict[str, Any], value: dict[str, Any]) -> dict[str, Any]:
+        found = node.get("properties")
+        props: dict[str, Any] = found if isinstance(found, dict) else {}
+        patterns = node.get("patternProperties")
+        extra = node.get("additionalProperties")
+        out: dict[str, Any] | None = None
+        for key, item in value.items():
+            if key in props:
+                new = self.walk(props[key], item, frozenset())
+            else:
+                new = item
+                matched = False
+                if isinstance(patterns, dict):
+                    for pattern, sub in patterns.items():
+                        if isinstance(key, str) and _search(pattern, key):
+                            new, matched = self.walk(sub, new, frozenset()), True
+                if not matched and isinstance(extra, dict):
+                    new = self.walk(extra, item, frozenset())
+            if new is not item:
+                if out is None:
+                    out = dict(value)
+                out[key] = new
+        return value if out is None else out
+
+    def items(self, node: dict[str, Any], value: list[Any]) -> list[Any]:
+        given = node.get("prefixItems")
+        prefix: list[Any] = given if isinstance(given, list) else []
+        rest = node.get("items")
+        if isinstance(rest, list):  # draft 4-7 tuple form
+            prefix, rest = rest, node.get("additionalItems")
+        out: list[Any] | None = None
+        for i, item in enumerate(value):
+            sub = prefix[i] if i < len(prefix) else rest
+            new = self.walk(sub, item, frozenset()) if isinstance(sub, dict) else item
+            if new is not item:
+                if out is None:
+                    out = list(value)
+                out[i] = new
+        return value if out is None else out
+
+
+def _own_kinds(node: dict[str, Any]) -> set[str]:
+    """The types ``node`` itself admits: its ``type``, and ``integer``/``number`` for the whole
+    and fractional numbers of its ``enum``/``const`` (a literal union ``1 | 2`` is ints)."""
+    kinds = node.get("type")
+    out = {kinds} if isinstance(kinds, str) else set(kinds) if isinstance(kinds, list) else set()
+    literals = list(node["enum"]) if isinstance(node.get("enum"), list) else []
+    if "const" in node:
+        literals.append(node["const"])
+    for literal in literals:
+        if type(literal) is int:
+            out.add("integer")
+        elif type(literal) is float:
+            out.add("number")
+    return out
+
+
+def _search(pattern: str, key: str) -> bool:
+    try:
+        return re.search(pattern, key) is not None
+    except re.error:
+        return False

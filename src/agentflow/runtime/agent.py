@@ -30,6 +30,7 @@ from typing import Any
 from agentflow.core.text import clean_json
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ConfigError, ModelError, RunAborted, RunError, model_error_code
+from agentflow.ir.schemas import whole_numbers
 from agentflow.runtime.extract import (
     ExtractionError,
     canonical_json,
@@ -173,7 +174,8 @@ async def _emit(emit: Emit | None, kind: str, path: str, **data: Any) -> None:
 
 
 def check_answer(text: str | None, schema: dict[str, Any]) -> tuple[Any, list[str], str | None]:
-    """Extract and validate an answer: ``(value, errors, trailing_prose)``; ``errors == []`` = valid."""
+    """Extract and validate an answer: ``(value, errors, trailing_prose)``; ``errors == []`` = valid
+    (a valid value has its `int` fields as ints: ``3.0`` → ``3``)."""
     try:
         extracted = extract_json(text)
     except ExtractionError as exc:
@@ -181,7 +183,10 @@ def check_answer(text: str | None, schema: dict[str, Any]) -> tuple[Any, list[st
     value = extracted.value
     if not isinstance(value, dict):
         return value, [f"$: the answer must be a JSON object, got {type(value).__name__}"], None
-    return value, validate(schema, value), extracted.trailing
+    errors = validate(schema, value)
+    if not errors:  # `int` fields hold ints: 3.0 → 3 (docs/decisions.md, round 41)
+        value = whole_numbers(schema, value)
+    return value, errors, extracted.trailing
 
 
 def parse_arguments(raw: str | dict[str, Any] | None) -> dict[str, Any]:

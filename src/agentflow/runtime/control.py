@@ -35,6 +35,7 @@ from agentflow.core.vocabulary import (
 from agentflow.errors import ExitError, RunError
 from agentflow.ir.models import Step
 from agentflow.ir.outcomes import tolerance
+from agentflow.ir.schemas import whole_numbers
 from agentflow.runtime.effects import UnitSpec
 from agentflow.runtime.expressions import (
     FlowRange,
@@ -511,6 +512,7 @@ async def _ask(call: ControlCall) -> Any:
         problem = check_answer(answer, schema, choices)
         if problem:
             raise RunError(Code.OUTPUT_VALIDATION, f"answer to `{question}`: {problem}", path)
+        answer = whole_numbers(schema, answer)  # an `int` answered `3.0` is 3
         extra = {"reused": True} if known == "reused" else {}
         ex.emit(
             "ask", path, stack, question=question, answer=to_json_value(answer), answered=True,
@@ -524,6 +526,7 @@ async def _ask(call: ControlCall) -> Any:
             raise RunError(
                 Code.VALIDATION, f"`when_unanswered.default` of `{question}`: {problem}", path
             )
+        value = whole_numbers(schema, value)
         ex.emit("ask", path, stack, question=question, answer=to_json_value(value), answered=False)
         return {"answer": value, "answered": False}
     if isinstance(unanswered, dict) and "fail" in unanswered:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ErrorInfo, ModelError, RunError, model_error_code
+from agentflow.ir.schemas import whole_numbers
 from agentflow.runtime.control import Announce, ControlCall, ExitError, ExitOk
 from agentflow.runtime.effects import UnitSpec
 from agentflow.runtime.expressions import render_value, to_json_value
@@ -78,12 +79,15 @@ def _stopped_fields(stop: BaseException, path: str) -> dict[str, Any]:
     return {"error": ErrorInfo(Code.ABORTED, message, path).to_dict()}
 
 
-def check_tool_result(tool: str, result: Any, schema: dict[str, Any]) -> None:
-    """Raise RunError(output_validation) naming ``tool`` when ``result`` breaks the step's
-    ``result_schema`` (the declared result type of an ``extern tool``): the run never goes on
-    with a value its program's types do not describe."""
+def check_tool_result(tool: str, result: Any, schema: dict[str, Any]) -> Any:
+    """``result`` checked against the step's ``result_schema`` (the declared result type of an
+    ``extern tool``), with every integral float typed ``int`` made an ``int`` (``3.0`` → ``3``:
+    :func:`~agentflow.ir.schemas.whole_numbers`). Raises RunError(output_validation) naming
+    ``tool`` when it breaks the schema: the run never goes on with a value its program's types
+    do not describe."""
 
-    errors = validate(schema, to_json_value(result))
+    value = to_json_value(result)
+    errors = validate(schema, value)
     if errors:
         shown = "; ".join(errors[:3]) + (
             f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
@@ -92,6 +96,8 @@ def check_tool_result(tool: str, result: Any, schema: dict[str, Any]) -> None:
             Code.OUTPUT_VALIDATION,
             f"tool {tool} returned a result that does not match its declared type: {shown}",
         )
+    converted = whole_numbers(schema, value)
+    return result if converted is value else converted
 
 
 async def bounded(

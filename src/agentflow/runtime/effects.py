@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from agentflow.core.text import clean_json
+from agentflow.runtime.extract import too_deep_result
 from agentflow.runtime.hooks import NO_ANSWER, AskRequest, Interlocutor, maybe_await
 
 if TYPE_CHECKING:
@@ -74,8 +75,12 @@ class UnitSpec:
 async def call_tool_cleaned(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Any:
     """``tool.func(args, ctx)``, its result with every string made whole
     (:func:`agentflow.core.text.clean_json`: a lone surrogate becomes U+FFFD) — a tool's result
-    enters the run here, and must fit every output (trace, console, report, durable rows)."""
-    return clean_json(await tool.func(args, ctx))
+    enters the run here, and must fit every output (trace, console, report, durable rows). A
+    result nested more than :data:`~agentflow.runtime.extract.MAX_JSON_DEPTH` levels deep fails
+    the call with ``output_validation``."""
+    result = await tool.func(args, ctx)
+    too_deep_result(tool.name, result)  # output_validation, before anything recurses into it
+    return clean_json(result)
 
 
 class Effects:

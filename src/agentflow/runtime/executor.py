@@ -44,7 +44,7 @@ from agentflow.errors import (
     ModelError,
     RunError,
 )
-from agentflow.ir.schemas import validation_errors
+from agentflow.ir.schemas import validation_errors, whole_numbers
 from agentflow.runtime import dispatch
 from agentflow.runtime.agent import message_fields
 from agentflow.runtime.agent_step import is_outlined, run_agent_step
@@ -550,7 +550,7 @@ class Executor:
                     await self.effects.sleep(delay, path)
             result = raw
             if info.step.result_schema is not None and info.handler is None:
-                dispatch.check_tool_result(tool, raw, info.step.result_schema)
+                result = raw = dispatch.check_tool_result(tool, raw, info.step.result_schema)
             if info.select is not None:
                 sel_scope = dict(scope)
                 sel_scope["result"] = raw
@@ -656,7 +656,7 @@ class Executor:
         if pname in frame.stack:
             chain = " → ".join([*frame.stack, pname])
             raise RunError(Code.PLAN_CYCLE, f"plan cycle: {chain}", path)
-        validate_input(sub, args, code=Code.TOOL_ERROR)
+        args = validate_input(sub, args, code=Code.TOOL_ERROR)
         deadline_at = frame.deadline_at
         sub_deadline = _duration_s(sub.deadline)
         if sub_deadline is not None:
@@ -766,12 +766,14 @@ def run_budgets(plan: Plan, config: Config | None) -> list[Budget]:
     return [b for b in found if b is not None]
 
 
-def validate_input(plan: Plan, data: Any, *, code: str | None = None) -> None:
-    """Check ``data`` against ``plan.input_schema`` (JSON Schema).  Raises :class:`InputError`
-    (or RunError ``code`` when given: a ``plan__*`` call's input) naming up to five problems."""
+def validate_input(plan: Plan, data: Any, *, code: str | None = None) -> Any:
+    """Check ``data`` against ``plan.input_schema`` (JSON Schema) and return it with every
+    integral float the schema types ``integer`` made an ``int`` (``3.0`` → ``3``:
+    :func:`~agentflow.ir.schemas.whole_numbers`).  Raises :class:`InputError` (or RunError
+    ``code`` when given: a ``plan__*`` call's input) naming up to five problems."""
     schema = plan.input_schema
     if not schema:
-        return
+        return data
 
     try:
         errors = validation_errors(schema, data)  # never fetches a reference
@@ -779,7 +781,7 @@ def validate_input(plan: Plan, data: Any, *, code: str | None = None) -> None:
         message = f"input_schema of plan '{plan.name}': {exc}"
         raise (RunError(code, message) if code is not None else InputError(message)) from None
     if not errors:
-        return
+        return whole_numbers(schema, data)
     lines = []
     for e in errors[:5]:
         where = "input" + "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in e.path)
@@ -820,7 +822,7 @@ async def run_plan(
     ctx = RunContext.of(context, options)
     if input is None:
         input = {}
-    validate_input(plan, input)
+    input = validate_input(plan, input)
     step_usage = StepUsage()
     bus = EventBus([step_usage, *ctx.sinks])
     ex = Executor(ctx, bus, effects=effects, step_usage=step_usage)

@@ -23,7 +23,8 @@ from typing import Any
 import fastjsonschema
 
 from agentflow.core.text import clean_json
-from agentflow.core.vocabulary import MAX_INT, MIN_INT
+from agentflow.core.vocabulary import MAX_INT, MIN_INT, Code
+from agentflow.errors import RunError
 from agentflow.ir.schemas import canonical_json as canonical_json
 from agentflow.ir.schemas import fast_validator, schema_problem
 from agentflow.ir.schemas import validator as schema_validator
@@ -64,6 +65,22 @@ def json_depth_exceeds(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
 def too_deep_message(limit: int = MAX_JSON_DEPTH) -> str:
     """The plain message for JSON nested deeper than ``limit`` levels."""
     return f"nested too deeply (more than {limit} levels of arrays/objects)"
+
+
+def too_deep_result(tool: str, value: Any) -> None:
+    """Raise RunError(output_validation) when tool ``tool``'s result ``value`` nests arrays/objects
+    more than :data:`MAX_JSON_DEPTH` levels deep (checked iteratively: safe on any depth).
+
+    The tool ran; its result is what cannot be used (every later stage — the run's values,
+    events, trace, durable records — would exhaust Python's recursion limit on it), so the step
+    fails as a result-shape problem naming the limit, not as the tool's failure
+    (docs/decisions.md "integral numbers and deep values (round 41)")."""
+    if json_depth_exceeds(value):
+        raise RunError(
+            Code.OUTPUT_VALIDATION,
+            f"tool {tool} returned a result {too_deep_message()}; the tool ran, but a result "
+            "this deep cannot be carried through the run",
+        )
 
 
 def loads_bounded(text: str, limit: int = MAX_JSON_DEPTH, **kwargs: Any) -> Any:

@@ -35,3 +35,21 @@ async def test_a_durable_run_records_an_input_holding_a_lone_surrogate(tmp_path)
     assert result.output == 1  # the line of "y" matched
     kinds = [e["kind"] for e in read_trace(trace)]
     assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
+
+
+async def test_a_durable_runs_int_input_given_as_3_0_is_the_int_3(tmp_path):
+    # round 41: the durable engine validates the input (and makes `int`s ints) before it
+    # records it, so a resumed or reused run reads the int too
+    (tmp_path / "i.flow").write_text(
+        'flow i "i"\ninput { a: int }\n'
+        'stage s -> text { return "item ${input.a} of ${[10,20,30,40][input.a]}" }\n'
+    )
+    result = await agentflow.run(
+        str(tmp_path / "i.flow"),
+        {"a": 3.0},
+        workspace=str(tmp_path),
+        durable=True,
+        database=str(tmp_path / "db.sqlite"),
+    )
+    assert result.status == "ok", result.error
+    assert result.output == "item 3 of 40"

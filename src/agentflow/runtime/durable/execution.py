@@ -90,7 +90,7 @@ async def run_durable(
     run's model calls, recorded so a resumed process answers the same way.  ``ask``: the run is
     a question (:func:`ask_durable`).  Returns ``(run_id, result)``."""
 
-    validate_input(plan, input)
+    input = validate_input(plan, input)
     chosen = run_id is not None
     run_id = run_id or new_run_id()
     if dbos_engine._state["url"] != url:

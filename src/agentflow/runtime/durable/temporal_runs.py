@@ -113,7 +113,7 @@ async def run_durable(
     """:func:`agentflow.runtime.durable.runs.run_durable` on Temporal (its arguments; ``fleet``
     changes nothing: every unit goes to the task queue, which every worker polls)."""
 
-    validate_input(plan, input)
+    input = validate_input(plan, input)
     run_id = run_id or new_run_id()
     spec = run_spec(
         run_id, plan_text, plan_file, input, config_path, context,

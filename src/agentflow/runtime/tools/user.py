@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ConfigError, RunError
+from agentflow.runtime.extract import too_deep_result
 from agentflow.runtime.tools.catalog import Tool, ToolContext, run_in_daemon_thread
 
 ENTRY_POINT_GROUP = "agentflow.tools"
@@ -178,6 +179,7 @@ def function_tool(
                 raise  # on the loop's thread: may be the user's Ctrl-C
             # a signal never reaches a tool's thread: the tool raised it itself
             raise RunError(Code.TOOL_ERROR, f"{full_name}: it raised KeyboardInterrupt") from None
+        too_deep_result(full_name, result)  # before _jsonable recurses into it
         return _jsonable(result)
 
     output = _result_schema(hints.get("return", inspect.Signature.empty))
