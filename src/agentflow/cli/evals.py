@@ -3,7 +3,6 @@ docs/reference/evals.md)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from agentflow.cli.common import (
     _with_sources,
     _write_or_echo,
 )
+from agentflow.core.text import finite_dumps
 from agentflow.errors import ConfigError, FlowError
 
 #: exit codes (as every command's: 1 when the input has errors): a gate failed (scores under
@@ -173,7 +173,7 @@ def eval_cmd(
         data = report.to_dict()
         if comparison is not None:
             data["baseline"] = comparison.to_dict()
-        _write_or_echo(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", None)
+        _write_or_echo(finite_dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", None)
     else:
         click.echo(report.to_text(), nl=False)
         if comparison is not None:

@@ -7,12 +7,13 @@ Pure data and arithmetic: nothing here runs a flow or calls a model. Layer: api.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from math import comb
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
+
+from agentflow.core.text import finite_dumps
 
 __all__ = [
     "CaseRun",
@@ -274,7 +275,7 @@ class EvalReport:
         }
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n"
+        return finite_dumps(self.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n"
 
     def to_junit(self) -> str:
         """JUnit XML: one ``testsuite`` per model, one ``testcase`` per case run (a failure
