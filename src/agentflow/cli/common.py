@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 import click
 
 from agentflow import api
-from agentflow.core.redaction import redact_data
+from agentflow.core.redaction import redact, redact_data
 from agentflow.core.spans import Span
 from agentflow.core.text import choices_text, escape_surrogates, source_lines
 from agentflow.core.vocabulary import Code
@@ -168,6 +168,7 @@ def _show_run_error(error: ErrorInfo | dict, target: str) -> None:
 
 def _write_or_echo(text: str, out: str | None) -> None:
     """Write ``text`` to ``out`` (saying so on stderr), or print it when ``out`` is None/``-``."""
+    text = redact(text)  # a report or graph of a trace written elsewhere: the reader's secrets
     if out is None or out == "-":
         click.echo(text, nl=False)
         return

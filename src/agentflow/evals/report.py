@@ -13,6 +13,7 @@ from math import comb
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
+from agentflow.core.redaction import redact_data
 from agentflow.core.text import finite_dumps
 
 __all__ = [
@@ -275,7 +276,10 @@ class EvalReport:
         }
 
     def to_json(self) -> str:
-        return finite_dumps(self.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n"
+        return (
+            finite_dumps(redact_data(self.to_dict()), indent=2, ensure_ascii=False, default=str)
+            + "\n"
+        )
 
     def to_junit(self) -> str:
         """JUnit XML: one ``testsuite`` per model, one ``testcase`` per case run (a failure
