@@ -166,3 +166,39 @@ def test_temporal_payloads_are_the_redacted_records() -> None:
     assert leaks(payload.data.decode("ascii")) == []
     (back,) = converter.from_payloads([payload])
     assert str(back["e"]) == "key ***"
+
+
+def test_on_temporal_no_history_holds_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, temporal_server
+) -> None:
+    from agentflow import api
+    from agentflow.runtime.config import load_config
+    from agentflow.runtime.durable.runs import database_for
+
+    (tmp_path / "sec.flow").write_text(FLOW)
+    (tmp_path / "tools.py").write_text(TOOLS)
+    (tmp_path / "flow.toml").write_text(
+        CONFIG + f'\n[durable]\nengine = "temporal"\naddress = "{temporal_server.address}"\n'
+        f'task_queue = "sec-{tmp_path.name}"\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("LOCAL_KEY", KEY)
+    monkeypatch.setenv("READER_TOKEN", OTHER)
+    result = asyncio.run(
+        agentflow.run(
+            tmp_path / "sec.flow", None, config=tmp_path / "flow.toml",
+            durable=True, run_id="sec-t",
+        )
+    )  # fmt: skip
+    assert result.status == "error", result
+    url = database_for(load_config(tmp_path / "flow.toml"))
+    SECRETS.clear()  # read back what the histories hold, with nothing redacted on the way out
+    info = asyncio.run(api.show_durable_run(url, "sec-t", values=True, internals=True))
+    stored = json.dumps(info.to_dict(), default=str)
+    assert "boom key ***" in stored, stored
+    assert leaks(stored) == [], stored
+    for args in ([], ["--json"]):
+        shown = CliRunner().invoke(main, ["runs", "show", "sec-t", *args])
+        assert shown.exit_code == 0, shown.output
+        assert leaks(shown.stdout) == [] and leaks(shown.stdout, OTHER) == [], shown.stdout
