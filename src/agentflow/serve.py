@@ -52,7 +52,7 @@ from agentflow import api_compile, api_run
 from agentflow.compiler.contracts import ContractError, contract_for
 from agentflow.compiler.types import JSON
 from agentflow.core import version as core_version
-from agentflow.core.text import clean_json
+from agentflow.core.text import clean_json, finite_dumps
 from agentflow.errors import ConfigError, FlowError, InputError
 from agentflow.ir.loader import load_plan, load_plan_data
 from agentflow.runtime.config import load_config
@@ -197,7 +197,7 @@ def discover(directory: Path) -> Served:
 
 
 def _text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1)
+    return value if isinstance(value, str) else finite_dumps(value, ensure_ascii=False, indent=1)
 
 
 def ask_form(request: Any) -> dict[str, Any]:

@@ -693,7 +693,7 @@ def tools_cmd(config: str | None, as_json: bool, no_connect: bool, as_extern: bo
             except ValueError as e:
                 click.echo(f"// {r['name']}: not declarable ({e})")
     elif as_json:
-        click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+        click.echo(_json_out(rows))  # an MCP server's schema may hold NaN
     else:
         width = max((len(r["name"]) for r in rows), default=10)
         swidth = max((len(r["source"]) for r in rows), default=6)
@@ -928,7 +928,7 @@ def cache_show(tool: str | None, as_json: bool) -> None:
         _err(f"error: {store.path}: {e}")
         sys.exit(1)
     if as_json:
-        click.echo(json.dumps([e.to_dict() for e in entries], indent=2, ensure_ascii=False))
+        click.echo(_json_out([e.to_dict() for e in entries]))
         return
     if not entries:
         _err(f"{store.path}: no shapes recorded" + (f" for {tool}" if tool else ""))

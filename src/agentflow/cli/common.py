@@ -168,6 +168,7 @@ def _show_run_error(error: ErrorInfo | dict, target: str) -> None:
 
 def _write_or_echo(text: str, out: str | None) -> None:
     """Write ``text`` to ``out`` (saying so on stderr), or print it when ``out`` is None/``-``."""
+    text = redact(text)  # a report or graph of a trace written elsewhere: the reader's secrets
     if out is None or out == "-":
         click.echo(text, nl=False)
         return

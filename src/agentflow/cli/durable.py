@@ -217,14 +217,14 @@ def runs(ctx: click.Context, config: str | None, database: str | None, as_json: 
         return
     for r in found:
         asked = f"  {_one_line(r.question)}" if r.question is not None else ""
-        click.echo(f"{r.run_id}  {r.status:<9} {r.plan}  started {_when(r.created_at)}{asked}")
+        _say(f"{r.run_id}  {r.status:<9} {r.plan}  started {_when(r.created_at)}{asked}")
         for q in r.questions:
             choices = f" ({choices_text(q.choices)})" if q.choices else ""
-            click.echo(f"    ? [{q.shown()}] {q.question}{choices}")
+            _say(f"    ? [{q.shown()}] {q.question}{choices}")
         for q in r.answered:
-            click.echo(f"    ✓ [{q.shown()}] {q.question} {_closed_text(q)}")
+            _say(f"    ✓ [{q.shown()}] {q.question} {_closed_text(q)}")
         if r.unreadable:
-            click.echo(f"    ! {r.unreadable}")
+            _say(f"    ! {r.unreadable}")
 
 
 @runs.command("show")
@@ -271,13 +271,13 @@ def runs_show(
     if as_json:
         click.echo(_json_out(info.to_dict()))
         return
-    click.echo(f"run {info.run_id}: {info.status}  plan {info.plan}")
+    _say(f"run {info.run_id}: {info.status}  plan {info.plan}")
     if info.question is not None:  # a durable question's, whole (continued lines indented)
-        click.echo("question: " + info.question.rstrip("\n").replace("\n", "\n  "))
-    click.echo(f"started {_when(info.created_at)}, last change {_when(info.updated_at)}")
+        _say("question: " + info.question.rstrip("\n").replace("\n", "\n  "))
+    _say(f"started {_when(info.created_at)}, last change {_when(info.updated_at)}")
     cost = info.cost
     money = f", {as_money(cost['cost'])}" if "cost" in cost else ""
-    click.echo(
+    _say(
         f"model calls so far: {cost.get('inferences', 0)} ({cost.get('input_tokens', 0)} in, "
         f"{cost.get('output_tokens', 0)} out tokens{money})"
     )
@@ -286,34 +286,41 @@ def runs_show(
         hidden = f" ({info.internal} engine operation(s) not shown: --all lists them)"
     total = f"at least {info.steps_total}" if info.steps_partial else info.steps_total
     if info.steps:
-        click.echo(f"steps:{hidden}")
+        _say(f"steps:{hidden}")
     elif info.steps_offset and info.steps_offset >= info.steps_total:
         # a page past the end: say so, not "none yet" and a backwards range
-        click.echo(f"steps: none at --offset {info.steps_offset} (the run has {total}){hidden}")
+        _say(f"steps: none at --offset {info.steps_offset} (the run has {total}){hidden}")
     else:
-        click.echo(f"steps: none yet{hidden}")
+        _say(f"steps: none yet{hidden}")
     for step in info.steps:
-        click.echo("  " + _step_line(step))
+        _say("  " + _step_line(step))
     shown_to = info.steps_offset + len(info.steps)
     if info.steps and (info.steps_offset or shown_to < info.steps_total):
         more = f": --offset {shown_to} shows more" if shown_to < info.steps_total else ""
-        click.echo(f"  (steps {info.steps_offset + 1}-{shown_to} of {total}{more})")
+        _say(f"  (steps {info.steps_offset + 1}-{shown_to} of {total}{more})")
     for holder in info.workers:
-        click.echo(_holder_line(holder, info.run_id))
+        _say(_holder_line(holder, info.run_id))
     for q in info.questions:
-        click.echo(
+        _say(
             f"waiting: ? [{q.shown()}] {q.question}"
             + (f" ({choices_text(q.choices)})" if q.choices else "")
         )
-        click.echo(f"  answer with: flowc answer {info.run_id} {q.path} VALUE")
+        _say(f"  answer with: flowc answer {info.run_id} {q.path} VALUE")
     for q in info.answered:
-        click.echo(f"answered: ✓ [{q.shown()}] {q.question} {_closed_text(q)}")
+        _say(f"answered: ✓ [{q.shown()}] {q.question} {_closed_text(q)}")
         if info.status == "stopped":
-            click.echo(f"  the run takes it when it goes on: flowc resume {info.run_id}")
+            _say(f"  the run takes it when it goes on: flowc resume {info.run_id}")
     if info.error:
         failed = info.error
         where = f" at step {failed.get('step_path')}" if failed.get("step_path") else ""
-        click.echo(f"error[{failed.get('code')}]{where}: {failed.get('message')}")
+        _say(f"error[{failed.get('code')}]{where}: {failed.get('message')}")
+
+
+def _say(line: str) -> None:
+    """Print one line of ``flowc runs`` / ``flowc runs show`` with every secret this process
+    knows redacted: the second guard, after the records' own redaction when they were written
+    (records.py), for a database written by an older agentflow or another process."""
+    click.echo(redact(line))
 
 
 #: Characters of a durable question shown in its line of ``flowc runs``.

@@ -3,7 +3,6 @@ docs/reference/evals.md)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,8 @@ from agentflow.cli.common import (
     _with_sources,
     _write_or_echo,
 )
+from agentflow.core.redaction import redact, redact_data
+from agentflow.core.text import finite_dumps
 from agentflow.errors import ConfigError, FlowError
 
 #: exit codes (as every command's: 1 when the input has errors): a gate failed (scores under
@@ -164,18 +165,20 @@ def eval_cmd(
         sys.exit(NOT_CHECKED)
     comparison = api.compare_eval(report, baseline) if baseline is not None else None
     if save:
-        Path(save).write_text(report.to_json(), encoding="utf-8")
+        Path(save).write_text(report.to_json(), encoding="utf-8")  # redacted (EvalReport.to_json)
     if junit:
-        Path(junit).write_text(report.to_junit(), encoding="utf-8")
+        Path(junit).write_text(redact(report.to_junit()), encoding="utf-8")
     if html_out:
-        Path(html_out).write_text(api.eval_page(report, comparison), encoding="utf-8")
+        Path(html_out).write_text(redact(api.eval_page(report, comparison)), encoding="utf-8")
     if as_json:
         data = report.to_dict()
         if comparison is not None:
             data["baseline"] = comparison.to_dict()
-        _write_or_echo(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", None)
+        _write_or_echo(
+            finite_dumps(redact_data(data), indent=2, ensure_ascii=False, default=str) + "\n", None
+        )
     else:
-        click.echo(report.to_text(), nl=False)
+        click.echo(redact(report.to_text()), nl=False)
         if comparison is not None:
             click.echo(comparison.to_text(), nl=False)
     failed = []

@@ -18,6 +18,8 @@ __all__ = [
     "clean_json",
     "clean_text",
     "escape_surrogates",
+    "finite_dumps",
+    "finite_only",
     "has_surrogates",
     "join_pairs",
     "money",
@@ -126,3 +128,36 @@ def value_text(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         return repr(value)
+
+
+def finite_only(value: Any) -> Any:
+    """A JSON-like value with every NaN or infinity (which JSON cannot hold) replaced by
+    ``None`` — what every JSON writer of agentflow writes for them (``null``: stdout's
+    ``--json``, the trace, the cassette, OpenTelemetry attributes; docs/decisions.md "secrets at
+    rest and valid traces").  Containers are copied; other values are returned as they are."""
+    import math
+
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite_only(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_only(v) for v in value]
+    return value
+
+
+def finite_dumps(value: Any, **kw: Any) -> str:
+    """``json.dumps(value, **kw)`` that is always valid JSON: a NaN or infinity anywhere (also
+    in what ``default=`` makes) is written as ``null`` (:func:`finite_only`), never as the bare
+    ``NaN`` / ``Infinity`` token Python writes by default and JSON readers refuse.  The common
+    case (no such number) costs one ``json.dumps``.  Raises TypeError / ValueError as
+    ``json.dumps`` does for what it cannot write."""
+    import json
+
+    kw.pop("allow_nan", None)
+    try:
+        return json.dumps(value, allow_nan=False, **kw)
+    except ValueError:
+        default = kw.pop("default", None)
+        plain = json.loads(json.dumps(value, default=default))  # NaN tokens read back as floats
+        return json.dumps(finite_only(plain), allow_nan=False, **kw)

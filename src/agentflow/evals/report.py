@@ -7,12 +7,14 @@ Pure data and arithmetic: nothing here runs a flow or calls a model. Layer: api.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from math import comb
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
+
+from agentflow.core.redaction import redact_data
+from agentflow.core.text import finite_dumps
 
 __all__ = [
     "CaseRun",
@@ -274,7 +276,10 @@ class EvalReport:
         }
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n"
+        return (
+            finite_dumps(redact_data(self.to_dict()), indent=2, ensure_ascii=False, default=str)
+            + "\n"
+        )
 
     def to_junit(self) -> str:
         """JUnit XML: one ``testsuite`` per model, one ``testcase`` per case run (a failure

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from agentflow.core.redaction import SECRETS, redact, redact_data
-from agentflow.core.text import escape_surrogates, money
+from agentflow.core.text import escape_surrogates, finite_dumps, money
 from agentflow.errors import InputError
 from agentflow.runtime.extract import loads_bounded
 from agentflow.runtime.where import call_summary
@@ -127,10 +127,10 @@ def event_json(event: Event) -> str:
     ``\\r`` are escaped; U+2028, U+2029 and U+0085 are written raw but readers split on ``\\n``
     only) and is always encodable as UTF-8: a lone surrogate is written as its ``\\udXXX``
     escape, so :func:`read_trace` gives back exactly the strings that were written."""
-    line = json.dumps(event.to_dict(), ensure_ascii=False, default=_json_default)
+    line = finite_dumps(event.to_dict(), ensure_ascii=False, default=_json_default)
     if SECRETS and SECRETS.spans(line):
         data = json.loads(line)  # plain JSON data now (default= applied)
-        line = json.dumps(redact_data(data), ensure_ascii=False)
+        line = finite_dumps(redact_data(data), ensure_ascii=False)
     return escape_surrogates(line)
 
 

@@ -27,14 +27,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from agentflow.core.text import clean_text, source_lines
+from agentflow.core.text import clean_text, finite_dumps, source_lines
 from agentflow.core.version import __version__
 from agentflow.core.vocabulary import Code
 from agentflow.ir.graph import build_graph, outcomes_from_events
@@ -253,7 +252,7 @@ def json_text(value: Any) -> str:
     if isinstance(value, str):
         text = value
     else:
-        text = json.dumps(value, ensure_ascii=False, indent=2, default=str)
+        text = finite_dumps(value, ensure_ascii=False, indent=2, default=str)
     if len(text) > SHOW_CHARS:
         text = text[:SHOW_CHARS] + f"\n… [{len(text)} characters; the trace has all of them]"
     return text

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentflow.core.redaction import redact_data
+
 __all__ = [
     "CACHE_ENV",
     "ShapeCache",
@@ -312,7 +314,7 @@ class ShapeCache:
                     calls += int(row[1])
                 conn.execute(
                     "INSERT OR REPLACE INTO shapes (tool, shape, calls, updated) VALUES (?,?,?,?)",
-                    (tool, json.dumps(shape, sort_keys=True), calls, time.time()),
+                    (tool, json.dumps(redact_data(shape), sort_keys=True), calls, time.time()),
                 )
                 conn.execute("COMMIT")
             except BaseException:

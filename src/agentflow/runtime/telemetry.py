@@ -39,7 +39,6 @@ import asyncio
 import contextlib
 import hashlib
 import importlib.util
-import json
 import logging
 import os
 import re
@@ -52,7 +51,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agentflow.core.redaction import MIN_RUN, SECRETS, register_secrets
-from agentflow.core.text import clean_text, escape_surrogates
+from agentflow.core.text import clean_text, escape_surrogates, finite_dumps
 from agentflow.core.version import __version__
 from agentflow.core.vocabulary import CONTROL_STEPS, Code
 from agentflow.errors import ConfigError
@@ -338,7 +337,7 @@ def _shorten(text: str, limit: int = 300) -> str:
 
 def _json(value: Any) -> str:
     return escape_surrogates(
-        json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
+        finite_dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
     )
 
 

@@ -24,6 +24,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+from agentflow.core.redaction import redact_data
 from agentflow.errors import InputError
 from agentflow.runtime.durable.dbos_system import dbos_module, system_database
 from agentflow.runtime.extract import NonJsonNumber, loads_value
@@ -121,7 +122,9 @@ def _claim(workflow_id: str, key: str, message: Any, topic: str | None) -> Claim
                 "w": workflow_id,
                 "q": key,
                 "k": kind,
-                "v": json.dumps(value, ensure_ascii=False) if kind == "answer" else None,
+                "v": json.dumps(redact_data(value), ensure_ascii=False)
+                if kind == "answer"
+                else None,  # no secret at rest (records.py)
                 "t": now,
             },
         ).rowcount

@@ -19,7 +19,12 @@ whatever the row says.  A database is a trust boundary (a fleet's shared Postgre
   :class:`UnreadableRecord`; DBOS's own pickle reader is replaced (:func:`install`) so a row
   marked ``py_pickle`` is refused, not loaded, and DBOS's listing functions, which would hand
   back the row's raw text, hand back an :class:`Unreadable` marker instead, which the commands
-  report as an unreadable run.
+  report as an unreadable run;
+- no secret is ever at rest: every string of a record — a tool's result, an exception's message
+  and arguments, a model's reply, a run's input — passes the redaction layer
+  (:mod:`agentflow.core.redaction`) before it is written, so a key a tool or a provider echoes
+  is stored as ``***`` (both engines: Temporal's payloads are these records too).  A resumed run
+  reads the recorded ``***``, not the key (docs/decisions.md "secrets at rest and valid traces").
 
 Reaches into DBOS (pinned by tests/runtime/durable/test_records_are_json.py): the serializer
 hook ``config["serializer"]`` (a ``dbos._serialization.Serializer``),
@@ -39,6 +44,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from agentflow.core.redaction import SECRETS
 from agentflow.errors import InputError
 
 __all__ = [
@@ -287,8 +293,15 @@ class JsonRecords:
         return "agentflow_json"
 
     def serialize(self, data: Any) -> str:
-        """``data`` as JSON text.  Raises TypeError for what a record cannot hold."""
-        return json.dumps(encode(data), ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+        """``data`` as JSON text, every known secret redacted from its strings (``***``).
+        Raises TypeError for what a record cannot hold."""
+        plain = encode(data)
+        text = json.dumps(plain, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+        if SECRETS and SECRETS.spans(text):  # one scan of the text: the common case finds none
+            # the strings are redacted, not the text (a cut through an escape breaks the JSON)
+            plain = SECRETS.redact_data(plain)
+            text = json.dumps(plain, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+        return text
 
     def deserialize(self, serialized_data: str) -> Any:
         """The value of JSON text made by :meth:`serialize`.  Raises

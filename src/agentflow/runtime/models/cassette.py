@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow.core.redaction import redact_data
-from agentflow.core.text import escape_surrogates
+from agentflow.core.text import escape_surrogates, finite_dumps
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ConfigError, RunError
 from agentflow.runtime.config import Config, ProviderConfig, ResolvedModel
@@ -183,7 +183,7 @@ class CassetteWriter:
             "request": redact_data(normalise_request(request)),
             "response": redact_data(response_data(response)),
         }  # no configured secret reaches the file, wherever a model or a tool put it
-        text = escape_surrogates(json.dumps(line, ensure_ascii=False, sort_keys=True)) + "\n"
+        text = escape_surrogates(finite_dumps(line, ensure_ascii=False, sort_keys=True)) + "\n"
         with self._lock, self.path.open("a", encoding="utf-8") as f:
             f.write(text)
 
