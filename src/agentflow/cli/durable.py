@@ -17,6 +17,7 @@ from agentflow.cli.common import (
     _fail,
     _json_out,
     _otel_endpoint,
+    _out,
     _question_notice,
     _show_question,
     _show_run_error,
@@ -81,7 +82,7 @@ def _finish(result: Any, as_json: bool) -> None:
     if as_json:
         click.echo(_json_out(result.to_dict()))
     elif isinstance(result.results.get("ask"), dict) and isinstance(result.output, str):
-        click.echo(redact(result.output))  # a durable question: its answer, as `flowc ask`
+        _out(redact(result.output))  # a durable question: its answer, as `flowc ask`
     elif result.status in ("ok", "exited"):
         click.echo(_json_out(result.output))
     if result.status not in ("ok", "exited"):
@@ -166,12 +167,12 @@ def runs(ctx: click.Context, config: str | None, database: str | None, as_json: 
         _err("no durable runs" + (f" (no database at {missing})" if missing else ""))
         return
     for r in found:
-        click.echo(f"{r.run_id}  {r.status:<9} {r.plan}  started {_when(r.created_at)}")
+        _out(f"{r.run_id}  {r.status:<9} {r.plan}  started {_when(r.created_at)}")
         for q in r.questions:
             choices = f" ({choices_text(q.choices)})" if q.choices else ""
-            click.echo(f"    ? [{q.shown()}] {q.question}{choices}")
+            _out(f"    ? [{q.shown()}] {q.question}{choices}")
         if r.unreadable:
-            click.echo(f"    ! {r.unreadable}")
+            _out(f"    ! {r.unreadable}")
 
 
 @runs.command("show")
@@ -218,11 +219,11 @@ def runs_show(
     if as_json:
         click.echo(_json_out(info.to_dict()))
         return
-    click.echo(f"run {info.run_id}: {info.status}  plan {info.plan}")
-    click.echo(f"started {_when(info.created_at)}, last change {_when(info.updated_at)}")
+    _out(f"run {info.run_id}: {info.status}  plan {info.plan}")
+    _out(f"started {_when(info.created_at)}, last change {_when(info.updated_at)}")
     cost = info.cost
     money = f", {as_money(cost['cost'])}" if "cost" in cost else ""
-    click.echo(
+    _out(
         f"model calls so far: {cost.get('inferences', 0)} ({cost.get('input_tokens', 0)} in, "
         f"{cost.get('output_tokens', 0)} out tokens{money})"
     )
@@ -231,30 +232,30 @@ def runs_show(
         hidden = f" ({info.internal} engine operation(s) not shown: --all lists them)"
     total = f"at least {info.steps_total}" if info.steps_partial else info.steps_total
     if info.steps:
-        click.echo(f"steps:{hidden}")
+        _out(f"steps:{hidden}")
     elif info.steps_offset and info.steps_offset >= info.steps_total:
         # a page past the end: say so, not "none yet" and a backwards range
-        click.echo(f"steps: none at --offset {info.steps_offset} (the run has {total}){hidden}")
+        _out(f"steps: none at --offset {info.steps_offset} (the run has {total}){hidden}")
     else:
-        click.echo(f"steps: none yet{hidden}")
+        _out(f"steps: none yet{hidden}")
     for step in info.steps:
-        click.echo("  " + _step_line(step))
+        _out("  " + _step_line(step))
     shown_to = info.steps_offset + len(info.steps)
     if info.steps and (info.steps_offset or shown_to < info.steps_total):
         more = f": --offset {shown_to} shows more" if shown_to < info.steps_total else ""
-        click.echo(f"  (steps {info.steps_offset + 1}-{shown_to} of {total}{more})")
+        _out(f"  (steps {info.steps_offset + 1}-{shown_to} of {total}{more})")
     for holder in info.workers:
-        click.echo(_holder_line(holder, info.run_id))
+        _out(_holder_line(holder, info.run_id))
     for q in info.questions:
-        click.echo(
+        _out(
             f"waiting: ? [{q.shown()}] {q.question}"
             + (f" ({choices_text(q.choices)})" if q.choices else "")
         )
-        click.echo(f"  answer with: flowc answer {info.run_id} {q.path} VALUE")
+        _out(f"  answer with: flowc answer {info.run_id} {q.path} VALUE")
     if info.error:
         failed = info.error
         where = f" at step {failed.get('step_path')}" if failed.get("step_path") else ""
-        click.echo(f"error[{failed.get('code')}]{where}: {failed.get('message')}")
+        _out(f"error[{failed.get('code')}]{where}: {failed.get('message')}")
 
 
 def _step_line(step: dict[str, Any]) -> str:
