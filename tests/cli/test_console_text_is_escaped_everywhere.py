@@ -19,10 +19,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+import click
 from support.chat_server import TEST_API_KEY, sse
 from support.terminal import Terminal
 
-from agentflow.cli.common import Styled, _console, _err, _json_out, _out
+from agentflow.cli.common import Styled, _console, _err, _json_out, _out, _write_or_echo
 from agentflow.compiler.render import render_text
 from agentflow.core.diagnostics import Diagnostic
 from agentflow.core.spans import Span
@@ -191,3 +192,12 @@ def test_the_ui_escapes_a_questions_text_as_html():
     q = Question(run_id="r", workflow_id="r", path="E1", question=f"<script>x</script> {HOSTILE}")
     form = question_form(q, "t")
     assert "<script>" not in form and "&lt;script&gt;x&lt;/script&gt;" in form
+
+
+def test_a_document_on_stdout_is_data_in_a_pipe_and_escaped_on_a_terminal(capsys, monkeypatch):
+    _write_or_echo(f"graph\n  {HOSTILE}\n", None)  # `flowc graph`, `flowc report -o -`
+    # a pipe: the data as click writes it (it strips CSI colour codes, nothing else)
+    assert capsys.readouterr().out == click.unstyle(f"graph\n  {HOSTILE}\n")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    _write_or_echo(f"graph\n  {HOSTILE}\n", None)
+    assert capsys.readouterr().out == f"graph\n  {visible(HOSTILE)}\n"

@@ -202,9 +202,11 @@ def _show_run_error(error: ErrorInfo | dict, target: str) -> None:
 
 
 def _write_or_echo(text: str, out: str | None) -> None:
-    """Write ``text`` to ``out`` (saying so on stderr), or print it when ``out`` is None/``-``."""
+    """Write ``text`` to ``out`` (saying so on stderr), or print it when ``out`` is None/``-``:
+    a document (a graph, a report) is data, printed as it is into a pipe; on a terminal its
+    control characters are escaped (newlines and tabs kept) like every console text."""
     if out is None or out == "-":
-        click.echo(text, nl=False)
+        click.echo(visible(text, lines=True) if sys.stdout.isatty() else text, nl=False)
         return
     try:
         Path(out).write_text(text, encoding="utf-8")

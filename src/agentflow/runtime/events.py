@@ -672,7 +672,7 @@ class EventBus:
                 # said when stderr can take it (a console sink fails because stderr is a closed
                 # pipe, and the report of it must not fail the run instead: issue 28)
                 with contextlib.suppress(Exception):
-                    print(f"agentflow: {message}", file=sys.stderr, flush=True)
+                    print(f"agentflow: {visible(message)}", file=sys.stderr, flush=True)
         if event.kind == "run_finished":
             return  # nothing follows a run's last event (`failures` keeps what failed)
         for message in said:  # after the event itself, so every sink sees events in order

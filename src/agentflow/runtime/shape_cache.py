@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentflow.core.text import visible
+
 __all__ = [
     "CACHE_ENV",
     "ShapeCache",
@@ -291,7 +293,10 @@ class ShapeCache:
         except (sqlite3.Error, OSError) as exc:
             if not self._warned:
                 self._warned = True
-                print(f"agentflow: shape cache {self.path} not updated: {exc}", file=sys.stderr)
+                print(
+                    f"agentflow: shape cache {self.path} not updated: {visible(str(exc))}",
+                    file=sys.stderr,
+                )
 
     def record_shape(self, tool: str, shape: dict[str, Any], calls: int = 1) -> None:
         """Merge an already computed ``shape`` (of ``calls`` calls) into the cache."""
@@ -428,7 +433,8 @@ class ShapeRecorder:
                 if not self.cache._warned:
                     self.cache._warned = True
                     print(
-                        f"agentflow: shape cache {self.cache.path} not updated: {exc}",
+                        f"agentflow: shape cache {self.cache.path} not updated: "
+                        f"{visible(str(exc))}",
                         file=sys.stderr,
                     )
 
