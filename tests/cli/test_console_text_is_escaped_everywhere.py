@@ -12,6 +12,7 @@ keeps the exact data (its escapes are JSON's own).
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -23,12 +24,14 @@ import click
 from support.chat_server import TEST_API_KEY, sse
 from support.terminal import Terminal
 
+from agentflow import NO_ANSWER
 from agentflow.cli.common import Styled, _console, _err, _json_out, _out, _write_or_echo
 from agentflow.compiler.render import render_text
 from agentflow.core.diagnostics import Diagnostic
 from agentflow.core.spans import Span
 from agentflow.core.text import visible
 from agentflow.runtime.durable.runs import Question
+from agentflow.runtime.executor import AskRequest, terminal_interlocutor
 from agentflow.ui.pages import question_form
 
 FLOWC = str(Path(sys.executable).with_name("flowc"))
@@ -201,3 +204,13 @@ def test_a_document_on_stdout_is_data_in_a_pipe_and_escaped_on_a_terminal(capsys
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     _write_or_echo(f"graph\n  {HOSTILE}\n", None)
     assert capsys.readouterr().out == f"graph\n  {visible(HOSTILE)}\n"
+
+
+async def test_the_terminal_prompt_of_a_question_escapes_its_text():
+    out = io.StringIO()
+    ask = terminal_interlocutor(io.StringIO("nope\n\n"), out)
+    req = AskRequest(f"Approve {HOSTILE}?", {"type": "boolean"}, [True, False], "E1", ["t"])
+    assert await ask(req) is NO_ANSWER
+    shown = out.getvalue()
+    assert f"? [E1] Approve {visible(HOSTILE)}?\n" in shown and "not accepted" in shown
+    assert not any(c in shown for c in "\x1b\x07\x08\r\x9b")
