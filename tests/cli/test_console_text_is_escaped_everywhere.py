@@ -21,10 +21,12 @@ import textwrap
 from pathlib import Path
 
 import click
+from click.testing import CliRunner
 from support.chat_server import TEST_API_KEY, sse
 from support.terminal import Terminal
 
 from agentflow import NO_ANSWER
+from agentflow.cli import main
 from agentflow.cli.common import Styled, _console, _err, _json_out, _out, _write_or_echo
 from agentflow.compiler.render import render_text
 from agentflow.core.diagnostics import Diagnostic
@@ -214,3 +216,26 @@ async def test_the_terminal_prompt_of_a_question_escapes_its_text():
     shown = out.getvalue()
     assert f"? [E1] Approve {visible(HOSTILE)}?\n" in shown and "not accepted" in shown
     assert not any(c in shown for c in "\x1b\x07\x08\r\x9b")
+
+
+def test_flowc_test_escapes_a_tests_name_and_values(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # `flowc test` keeps its cache in the current directory
+    (tmp_path / "t.flow").write_text(
+        textwrap.dedent(
+            """\
+            extern tool user__say() -> text
+            stage s -> text { return user__say() }
+            test "hostile \\u{1b}]0;pwned\\u{7}\\u{1b}[2J" {
+              stub tool user__say returns "\\u{1b}]0;pwned\\u{7}\\u{1b}[2J"
+              expect s == "calm"
+            }
+            """
+        ),
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(main, ["test", "t.flow", "--no-cache"])
+    assert result.exit_code == 1, result.output
+    # the test's name (a string from the file) is shown with its escapes escaped; the values
+    # are JSON (`"\\u001b…"`)
+    assert "hostile \\x1b]0;pwned\\x07\\x1b[2J FAILED" in result.output, result.output
+    assert not any(c in result.output for c in "\x1b\x07")
