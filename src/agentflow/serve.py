@@ -52,7 +52,7 @@ from agentflow import api_compile, api_run
 from agentflow.compiler.contracts import ContractError, contract_for
 from agentflow.compiler.types import JSON
 from agentflow.core import version as core_version
-from agentflow.core.text import clean_json, finite_dumps
+from agentflow.core.text import clean_json, finite_dumps, visible
 from agentflow.errors import ConfigError, FlowError, InputError
 from agentflow.ir.loader import load_plan, load_plan_data
 from agentflow.runtime.config import load_config
@@ -1046,7 +1046,7 @@ def serve(
         model=model,
     )
     for problem in server.served.problems:
-        print(f"flowc serve: {problem}", file=sys.stderr)
+        print(f"flowc serve: {visible(str(problem), lines=True)}", file=sys.stderr)
     names = ", ".join(server.served.flows) or "none"
     where = f"http://{host}:{http}/mcp" if http is not None else "stdio"
     print(f"flowc serve: {len(server.served.flows)} tool(s) on {where}: {names}", file=sys.stderr)

@@ -144,6 +144,7 @@ def _release_gc() -> None:
 from agentflow import api  # noqa: E402
 from agentflow.cli import durable, evals, flowtests, gen, views  # noqa: E402
 from agentflow.cli.common import (  # noqa: E402
+    Styled,
     _ask_finish,
     _ask_progress,
     _check_run_options,
@@ -152,6 +153,7 @@ from agentflow.cli.common import (  # noqa: E402
     _flow_files,
     _json_out,
     _otel_endpoint,
+    _out,
     _question_notice,
     _record_option,
     _render,
@@ -288,7 +290,7 @@ def check(paths: tuple[str, ...], fmt: str, warnings_as_errors: bool) -> None:
     out = api.render_diagnostics(diags, sources, fmt, color=color)
     if fmt == "text":
         if out:
-            click.echo(out, err=False, nl=not out.endswith("\n"))
+            _out(Styled(out), nl=not out.endswith("\n"))  # the renderer escapes the files' text
             sys.stdout.flush()  # the report before the summary line, also when both are piped
         errors = sum(1 for d in diags if d.severity == "error")
         warnings = len(diags) - errors
@@ -297,7 +299,7 @@ def check(paths: tuple[str, ...], fmt: str, warnings_as_errors: bool) -> None:
         else:
             _err(f"{len(files)} file(s) checked: no problems")
     else:
-        click.echo(out)
+        click.echo(out)  # JSON / SARIF: data, as it is
     failing = any(d.severity == "error" for d in diags) or (warnings_as_errors and diags)
     sys.exit(1 if failing else 0)
 
@@ -318,7 +320,7 @@ def compile(file: str, out: str | None, fmt: str) -> None:
             sys.exit(1)
         _err(f"wrote {out}")
     else:
-        click.echo(text, nl=False)
+        click.echo(text, nl=False)  # the plan: data, as it is
 
 
 def _compile(file: str) -> api.CompiledFlow:
@@ -592,14 +594,14 @@ def plan_validate(file: str, config: str | None, fmt: str) -> None:
         _fail(e)
     diags = found.diagnostics
     if fmt != "text":
-        click.echo(_render(diags, found.sources, fmt))
+        click.echo(_render(diags, found.sources, fmt))  # JSON / SARIF: data, as it is
     elif diags:  # like `flowc check`: the report on stdout, the count on stderr
         out = api.render_diagnostics(diags, found.sources, color=sys.stdout.isatty())
-        click.echo(out, nl=not out.endswith("\n"))
+        _out(Styled(out), nl=not out.endswith("\n"))  # the renderer escapes the files' text
         sys.stdout.flush()
         _err(f"{file}: {api.diagnostics_summary(diags)}")
     else:
-        click.echo(f"{file}: ok")
+        _out(f"{file}: ok")
     sys.exit(0 if found.ok else 1)
 
 
@@ -637,17 +639,17 @@ def cost_cmd(file: str, as_json: bool) -> None:
             )
         )
         return
-    click.echo(f"most model calls of one run of '{plan.name}' (inferences per role):")
+    _out(f"most model calls of one run of '{plan.name}' (inferences per role):")
     width = max([len(r) for r in figures["roles"]] + [5])
     for role, text in figures["roles"].items():
-        click.echo(f"  {role:<{width}}  {text}")
-    click.echo(f"  {'total':<{width}}  {figures['total']}")
+        _out(f"  {role:<{width}}  {text}")
+    _out(f"  {'total':<{width}}  {figures['total']}")
     for loop in figures["loops"]:
-        click.echo(f"  loop {loop}")
+        _out(f"  loop {loop}")
     for why in figures["unbounded"]:
-        click.echo(f"  not counted: {why}")
+        _out(f"  not counted: {why}")
     for budget in figures["budgets"]:
-        click.echo(f"  budget {budget}")
+        _out(f"  budget {budget}")
     if warnings:
         sys.stdout.flush()
         _err(_render(warnings, {file: Path(file).read_text(encoding="utf-8")}, "text"))
@@ -685,13 +687,13 @@ def tools_cmd(config: str | None, as_json: bool, no_connect: bool, as_extern: bo
             )
         for r in declarable:
             try:
-                click.echo(
+                _out(
                     api.extern_declaration(
                         r["name"], r["input_schema"], r["description"], r.get("output_schema")
                     )
                 )
             except ValueError as e:
-                click.echo(f"// {r['name']}: not declarable ({e})")
+                _out(f"// {r['name']}: not declarable ({e})")
     elif as_json:
         click.echo(_json_out(rows))  # an MCP server's schema may hold NaN
     else:
@@ -701,9 +703,9 @@ def tools_cmd(config: str | None, as_json: bool, no_connect: bool, as_extern: bo
             desc = (r["description"] or "").strip().splitlines()
             first = desc[0] if desc else ""
             first = first if len(first) <= 72 else first[:71] + "…"
-            click.echo(f"{r['name']:<{width}}  {r['source']:<{swidth}}  {first}")
+            _out(f"{r['name']:<{width}}  {r['source']:<{swidth}}  {first}")
             if r["summary"]:
-                click.echo(f"{'':<{width}}  {'':<{swidth}}  ({r['summary']})")
+                _out(f"{'':<{width}}  {'':<{swidth}}  ({r['summary']})")
     for message in errors:
         _err(f"error: {message}")
     sys.exit(1 if errors else 0)
@@ -937,8 +939,8 @@ def cache_show(tool: str | None, as_json: bool) -> None:
         return
     for entry in entries:
         calls = f"{entry.calls} call{'s' if entry.calls != 1 else ''}"
-        click.echo(f"{entry.tool}  ({calls})")
-        click.echo("  " + json.dumps(entry.shape, sort_keys=True, ensure_ascii=False))
+        _out(f"{entry.tool}  ({calls})")
+        _out("  " + json.dumps(entry.shape, sort_keys=True, ensure_ascii=False))
 
 
 @cache.command("clear")

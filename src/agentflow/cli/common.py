@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -14,14 +15,39 @@ import click
 from agentflow import api
 from agentflow.core.redaction import redact, redact_data
 from agentflow.core.spans import Span
-from agentflow.core.text import choices_text, escape_surrogates, source_lines
+from agentflow.core.text import choices_text, escape_surrogates, source_lines, visible
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ErrorInfo, FlowError, PlanLoadError
 
 
+class Styled(str):
+    """Console text that is already safe and styled on purpose (its colour codes are ours):
+    :func:`_err` and :func:`_out` print it as it is. Made only from text that went through
+    :func:`agentflow.core.text.visible` (or a renderer that applies it, such as the
+    diagnostics renderer). Any ``str`` operation on it gives a plain ``str`` again, which is
+    escaped: the safe default."""
+
+    __slots__ = ()
+
+
+def _console(message: str) -> str:
+    """``message`` as the console may show it: a :class:`Styled` text as it is; any other with
+    its control characters escaped (newlines and tabs kept): text from a tool, a model, an
+    answer, an exception or a file cannot retitle, clear or rewrite the terminal
+    (docs/decisions.md "console text is escaped everywhere")."""
+    return message if isinstance(message, Styled) else visible(message, lines=True)
+
+
+def _out(message: str = "", nl: bool = True) -> None:
+    """Print human-readable ``message`` on stdout, escaped as :func:`_console` says (machine
+    output, JSON, goes through ``click.echo`` as it is)."""
+    click.echo(_console(message), nl=nl)
+
+
 def _err(message: str) -> None:
     """Print ``message`` on stderr when it can be written: stderr may be a closed pipe, and
-    what follows a message (an exit code, the run itself) must happen all the same.
+    what follows a message (an exit code, the run itself) must happen all the same. Control
+    characters are escaped (:func:`_console`).
 
     Written to ``sys.stderr`` itself, not through ``click.echo``: while the live view is up,
     ``sys.stderr`` is rich's proxy, which prints above the view; click does not take the proxy
@@ -30,7 +56,7 @@ def _err(message: str) -> None:
     seen in a terminal, issue 28) and the redaction layer was passed by."""
     try:
         stream = sys.stderr
-        stream.write(message + "\n")
+        stream.write(_console(message) + "\n")
         stream.flush()
     except (OSError, ValueError):  # a closed pipe or a closed file
         pass
@@ -114,7 +140,10 @@ def _flow_files(paths: tuple[str, ...]) -> list[Path]:
 
 
 def _render(diags: list, sources: dict[str, str], fmt: str) -> str:
-    return api.render_diagnostics(diags, sources, fmt, color=sys.stderr.isatty())
+    """The diagnostics as ``flowc check --format FMT`` prints them on stderr; the text format
+    is :class:`Styled` (its renderer escapes what came from the files, its colours are ours)."""
+    text = api.render_diagnostics(diags, sources, fmt, color=sys.stderr.isatty())
+    return Styled(text) if fmt == "text" else text
 
 
 def _json_out(value: Any) -> str:
@@ -127,7 +156,13 @@ def _json_out(value: Any) -> str:
     except ValueError:
         _err("warning: the output held NaN or an infinity, which JSON cannot hold; printed as null")
         text = json.dumps(_finite_only(value), indent=2, ensure_ascii=False, allow_nan=False)
-    return escape_surrogates(text)  # a lone surrogate as its \\udXXX escape: printable, same JSON
+    text = escape_surrogates(text)  # a lone surrogate as its \\udXXX escape: printable, same JSON
+    # json.dumps escapes C0 controls; C1 ones (U+009B is a CSI), DEL and the line separators
+    # it writes raw. They stand only inside strings, where \\uXXXX is the same character.
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+_JSON_RAW = re.compile("[\x7f-\x9f\u2028\u2029]")
 
 
 def _finite_only(value: Any) -> Any:
@@ -167,10 +202,12 @@ def _show_run_error(error: ErrorInfo | dict, target: str) -> None:
 
 
 def _write_or_echo(text: str, out: str | None) -> None:
-    """Write ``text`` to ``out`` (saying so on stderr), or print it when ``out`` is None/``-``."""
+    """Write ``text`` to ``out`` (saying so on stderr), or print it when ``out`` is None/``-``:
+    a document (a graph, a report) is data, printed as it is into a pipe; on a terminal its
+    control characters are escaped (newlines and tabs kept) like every console text."""
     text = redact(text)  # a report or graph of a trace written elsewhere: the reader's secrets
     if out is None or out == "-":
-        click.echo(text, nl=False)
+        click.echo(visible(text, lines=True) if sys.stdout.isatty() else text, nl=False)
         return
     try:
         Path(out).write_text(text, encoding="utf-8")
@@ -243,7 +280,7 @@ def _ask_progress(kind: str, text: str) -> None:
     stderr: ``→`` a tool call starts, ``✓``/``✗`` it ended, ``↻`` a replan, a solver report."""
     mark = {"tool": "→", "tool_done": "✓", "tool_error": "✗", "replan": "↻"}.get(kind, "·")
     line = text if kind == "report" else f"{mark} {text}"
-    click.echo(click.style(line, dim=True), err=True)
+    click.echo(click.style(visible(line, lines=True), dim=True), err=True)
 
 
 def _ask_finish(result: Any, as_json: bool) -> None:
@@ -253,7 +290,7 @@ def _ask_finish(result: Any, as_json: bool) -> None:
     if as_json:
         click.echo(_json_out(result.to_dict()))
     elif result.answer is not None:
-        click.echo(redact(result.answer))
+        _out(redact(result.answer))
     if not result.ok:
         err = result.error
         _err(f"error[{err.code}]: {err.message}" if err else f"error: {result.status}")

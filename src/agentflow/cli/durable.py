@@ -20,6 +20,7 @@ from agentflow.cli.common import (
     _fail,
     _json_out,
     _otel_endpoint,
+    _out,
     _question_notice,
     _show_question,
     _show_run_error,
@@ -84,7 +85,7 @@ def _finish(result: Any, as_json: bool) -> None:
     if as_json:
         click.echo(_json_out(result.to_dict()))
     elif isinstance(result.results.get("ask"), dict) and isinstance(result.output, str):
-        click.echo(redact(result.output))  # a durable question: its answer, as `flowc ask`
+        _out(redact(result.output))  # a durable question: its answer, as `flowc ask`
     elif result.status in ("ok", "exited"):
         click.echo(_json_out(result.output))
     if result.status not in ("ok", "exited"):
@@ -320,7 +321,7 @@ def _say(line: str) -> None:
     """Print one line of ``flowc runs`` / ``flowc runs show`` with every secret this process
     knows redacted: the second guard, after the records' own redaction when they were written
     (records.py), for a database written by an older agentflow or another process."""
-    click.echo(redact(line))
+    _out(redact(line))
 
 
 #: Characters of a durable question shown in its line of ``flowc runs``.

@@ -11,16 +11,18 @@ import click
 
 from agentflow import api
 from agentflow.cli.common import (
+    Styled,
     _err,
     _fail,
     _otel_endpoint,
+    _out,
     _render,
     _telemetry_option,
     _with_sources,
     _write_or_echo,
 )
 from agentflow.core.redaction import redact, redact_data
-from agentflow.core.text import finite_dumps
+from agentflow.core.text import finite_dumps, visible
 from agentflow.errors import ConfigError, FlowError
 
 #: exit codes (as every command's: 1 when the input has errors): a gate failed (scores under
@@ -133,7 +135,7 @@ def eval_cmd(
         if sys.stderr.isatty():
             mark = click.style(mark, fg="green" if run.passed else "red")
         repeat_mark = f" #{run.repeat + 1}" if repeat > 1 else ""
-        _err(f"  {run.case}{repeat_mark} [{run.model}] {mark}")
+        _err(Styled(f"  {visible(run.case)}{repeat_mark} [{visible(run.model)}] {mark}"))
 
     try:
         report = api.evaluate(
@@ -178,9 +180,9 @@ def eval_cmd(
             finite_dumps(redact_data(data), indent=2, ensure_ascii=False, default=str) + "\n", None
         )
     else:
-        click.echo(redact(report.to_text()), nl=False)
+        _out(redact(report.to_text()), nl=False)
         if comparison is not None:
-            click.echo(comparison.to_text(), nl=False)
+            _out(comparison.to_text(), nl=False)
     failed = []
     if threshold is not None:
         for s in report.summaries():

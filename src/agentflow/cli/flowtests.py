@@ -11,7 +11,8 @@ from typing import Any
 import click
 
 from agentflow import api
-from agentflow.cli.common import _err, _flow_files
+from agentflow.cli.common import Styled, _err, _flow_files, _out
+from agentflow.core.text import visible
 
 #: the exit code of a `flowc test` that ran no test (pytest's for "no tests collected")
 NO_TESTS = 5
@@ -63,7 +64,7 @@ def test_cmd(
         return
     files = _flow_files(paths or (".",))
     if not files:  # nothing ran: exit 5, as pytest's "no tests collected"
-        click.echo(f"no .flow files in {', '.join(paths or ('.',))}")
+        _out(f"no .flow files in {', '.join(paths or ('.',))}")
         sys.exit(NO_TESTS)
 
     def show(outcome: Any) -> None:
@@ -73,9 +74,9 @@ def test_cmd(
         if outcome.cached:
             mark += " (cached)"
         where = f"{outcome.file}:{outcome.line}" if outcome.line else outcome.file
-        click.echo(f"{where} {outcome.name} {mark}")
+        _out(Styled(f"{visible(where)} {visible(outcome.name)} {mark}"))  # the mark's colour
         for failure in outcome.failures:
-            click.echo("  " + failure.replace("\n", "\n  "))
+            _out("  " + failure.replace("\n", "\n  "))
 
     jobs = jobs or os.cpu_count() or 1
     cache = None if no_cache else ".flowc-cache"
@@ -88,12 +89,12 @@ def test_cmd(
             sys.exit(1)
     if not report.outcomes:
         if pattern:
-            click.echo(f"no test matches -k {pattern!r} in {len(files)} .flow file(s)")
+            _out(f"no test matches -k {pattern!r} in {len(files)} .flow file(s)")
         else:
-            click.echo(f"no test blocks in {len(files)} .flow file(s)")
+            _out(f"no test blocks in {len(files)} .flow file(s)")
         sys.exit(NO_TESTS)
     summary = report.summary()
-    click.echo(click.style(summary, fg="green" if report.ok else "red"))
+    _out(Styled(click.style(visible(summary), fg="green" if report.ok else "red")))
     sys.exit(0 if report.ok else 1)
 
 
@@ -104,29 +105,27 @@ def _explore(paths: tuple[str, ...], runs: int) -> None:
     if report.error is not None:
         _err(report.error)
         sys.exit(1)
-    click.echo(f"explored {report.file}: {report.runs} runs (test model seeds 0..{runs - 1})")
+    _out(f"explored {report.file}: {report.runs} runs (test model seeds 0..{runs - 1})")
     width = max((len(s.source) for s in report.sites), default=0)
     for site in report.sites:
         counts = "  ".join(f"{o}: {n}" for o, n in site.counts.items())
-        click.echo(f"  {site.source.ljust(width)}  {site.kind:<8} {counts}")
+        _out(f"  {site.source.ljust(width)}  {site.kind:<8} {counts}")
     missed = [f"{s.source} {s.kind} {o}" for s in report.sites for o in s.missed]
     if missed:
-        click.echo("not exercised:")
+        _out("not exercised:")
         for m in missed:
-            click.echo(f"  {m}")
+            _out(f"  {m}")
     else:
-        click.echo("every branch and check outcome was exercised")
-    click.echo(f"failing runs: {len(report.failures)}")
+        _out("every branch and check outcome was exercised")
+    _out(f"failing runs: {len(report.failures)}")
     groups: dict[tuple[str, str | None], list[Any]] = {}
     for f in report.failures:
         groups.setdefault((f.code, f.source), []).append(f)
     for (code, source), fails in groups.items():
         where = f" at {source}" if source else ""
         seeds = ", ".join(str(f.seed) for f in fails[:10]) + (", …" if len(fails) > 10 else "")
-        click.echo(
-            f"  {len(fails)} failed with {code}{where} (seeds {seeds}); seed {fails[0].seed}:"
-        )
-        click.echo(f"    {fails[0].message}")
+        _out(f"  {len(fails)} failed with {code}{where} (seeds {seeds}); seed {fails[0].seed}:")
+        _out(f"    {fails[0].message}")
         for who, answer in fails[0].answers:
             shown = answer if len(answer) <= 200 else answer[:199] + "…"
-            click.echo(f"    {who} answered {shown}")
+            _out(f"    {who} answered {shown}")

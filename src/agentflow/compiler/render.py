@@ -14,6 +14,7 @@ from typing import Any
 
 from agentflow.core.diagnostics import CODES, Diagnostic, Note
 from agentflow.core.spans import Span
+from agentflow.core.text import visible
 from agentflow.core.version import __version__
 
 __all__ = ["render_text", "render_json", "render_sarif", "summary", "diagnostic_dict"]
@@ -90,12 +91,16 @@ def render_text(
 
     ``sources`` maps a file name (as in the spans) to its text; a file not in it is rendered
     without the source excerpt.  Carets cover the primary span on its first line (at least one).
-    ``color`` adds ANSI colours.  Returns ``""`` for no diagnostics; every block ends with a
+    ``color`` adds ANSI colours; the text taken from the files and the messages has its control
+    characters escaped (core/text.py ``visible``).  Returns ``""`` for no diagnostics; every block ends with a
     blank line.
     """
 
     def paint(code: str, s: str) -> str:
         return f"{code}{s}{_RESET}" if color else s
+
+    def safe(s: str) -> str:  # text from the files: no control character reaches the terminal
+        return visible(_printable(s))
 
     blocks: list[str] = []
     split: dict[str, list[str]] = {}
@@ -103,8 +108,8 @@ def render_text(
         sp = d.span
         sev_color = _RED if d.severity == "error" else _YELLOW
         head = (
-            f"{paint(_BOLD, f'{sp.file}:{sp.line}:{sp.column}:')} "
-            f"{paint(sev_color, f'{d.severity}[{d.code}]')}: {paint(_BOLD, d.message)}"
+            f"{paint(_BOLD, f'{safe(sp.file)}:{sp.line}:{sp.column}:')} "
+            f"{paint(sev_color, f'{d.severity}[{d.code}]')}: {paint(_BOLD, safe(d.message))}"
         )
         lines = [head]
         src = _source_line(sources, sp.file, sp.line, split)
@@ -114,6 +119,9 @@ def render_text(
                 _, end = _expand(src, sp.end_column)
             else:
                 end = len(text.rstrip())
+            # escapes widen the line: the carets move with the text they stand under
+            start, end = len(safe(text[:start])), len(safe(text[:end]))
+            text = safe(text)
             width = max(1, end - start)
             gutter = str(sp.line)
             pad = " " * len(gutter)
@@ -124,10 +132,11 @@ def render_text(
         else:
             indent = "  "
         for n in d.notes:
-            where = f"{n.span.file}:{n.span.line}:{n.span.column}: " if n.span else ""
-            lines.append(f"{indent}{paint(_BLUE, '=')} {paint(_BOLD, 'note')}: {where}{n.message}")
+            where = f"{safe(n.span.file)}:{n.span.line}:{n.span.column}: " if n.span else ""
+            note = safe(n.message)
+            lines.append(f"{indent}{paint(_BLUE, '=')} {paint(_BOLD, 'note')}: {where}{note}")
         if d.hint:
-            lines.append(f"{indent}{paint(_BLUE, '=')} {paint(_CYAN, 'hint')}: {d.hint}")
+            lines.append(f"{indent}{paint(_BLUE, '=')} {paint(_CYAN, 'hint')}: {safe(d.hint)}")
         blocks.append("\n".join(lines) + "\n")
     return _printable("\n".join(blocks))
 

@@ -24,6 +24,7 @@ __all__ = [
     "join_pairs",
     "money",
     "source_lines",
+    "visible",
 ]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -161,3 +162,24 @@ def finite_dumps(value: Any, **kw: Any) -> str:
         default = kw.pop("default", None)
         plain = json.loads(json.dumps(value, default=default))  # NaN tokens read back as floats
         return json.dumps(finite_only(plain), allow_nan=False, **kw)
+
+
+#: what console text must not send to a terminal raw: C0/C1 controls (ESC starts an escape
+#: sequence that can recolour, clear or retitle the terminal; BEL, CR and BS ring or rewrite),
+#: DEL, the Unicode line separators and lone surrogates (which no terminal encoding can hold)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+_CONTROL_BUT_LINES = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def visible(text: str, *, lines: bool = False) -> str:
+    """``text`` fit for a terminal: every control character shown as its ``\\xNN``/``\\uNNNN``
+    escape (``"\\x1b[2J"``), so text from a tool, a model, an answer, an exception or a file
+    can neither recolour, clear, retitle nor rewrite the console. With ``lines`` a newline
+    (``\\n``), a tab and the Unicode line separators U+2028/U+2029 are kept (a message of
+    several lines); else the result is one line.
+    Idempotent: the result holds no control character (docs/decisions.md "console text is
+    escaped everywhere")."""
+    pattern = _CONTROL_BUT_LINES if lines else _CONTROL
+    if pattern.search(text) is None:
+        return text
+    return pattern.sub(lambda m: ascii(m.group())[1:-1], text)

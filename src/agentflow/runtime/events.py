@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import sys
 import threading
 import time
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from agentflow.core.redaction import SECRETS, redact, redact_data
-from agentflow.core.text import escape_surrogates, finite_dumps, money
+from agentflow.core.text import escape_surrogates, finite_dumps, money, visible
 from agentflow.errors import InputError
 from agentflow.runtime.extract import loads_bounded
 from agentflow.runtime.where import call_summary
@@ -284,16 +283,10 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-#: what a console line must not send to the terminal raw: C0/C1 controls (ESC starts an escape
-#: sequence that can recolour, clear or retitle the terminal), DEL, the Unicode line separators
-#: and lone surrogates (which no terminal encoding can hold)
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
-
-
 def _visible(text: str) -> str:
     """``text`` with every control character shown as a ``\\xNN``/``\\uNNNN`` escape: one line,
-    no terminal escape sequences."""
-    return _CONTROL.sub(lambda m: ascii(m.group())[1:-1], text)
+    no terminal escape sequences (core/text.py :func:`visible`)."""
+    return visible(text)
 
 
 class ConsoleSink:
@@ -680,7 +673,7 @@ class EventBus:
                 # said when stderr can take it (a console sink fails because stderr is a closed
                 # pipe, and the report of it must not fail the run instead: issue 28)
                 with contextlib.suppress(Exception):
-                    print(f"agentflow: {message}", file=sys.stderr, flush=True)
+                    print(f"agentflow: {visible(message)}", file=sys.stderr, flush=True)
         if event.kind == "run_finished":
             return  # nothing follows a run's last event (`failures` keeps what failed)
         for message in said:  # after the event itself, so every sink sees events in order

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agentflow.core.text import choices_text, value_text
+from agentflow.core.text import choices_text, value_text, visible
 from agentflow.errors import RunAborted, RunError
 from agentflow.ir.schemas import validation_errors
 from agentflow.runtime.expressions import _kind
@@ -308,7 +308,8 @@ def terminal_interlocutor(
             for i, choice in enumerate(request.choices or [], 1):
                 lines.append(f"  {i}) {_shown(choice)}")
             lines.append(f"  answer: {expected(request)}; an empty line leaves it unanswered")
-            out.write("\n".join(lines) + "\n> ")
+            # the question may hold a tool's or a model's text: no terminal escape goes raw
+            out.write(visible("\n".join(lines), lines=True) + "\n> ")
             out.flush()
             while True:
                 line = await run_in_daemon_thread(inp.readline)
@@ -318,7 +319,7 @@ def terminal_interlocutor(
                 problem = check_answer(answer, request.schema, request.choices)
                 if not problem:
                     return answer
-                out.write(f"  not accepted: {problem}; try again\n> ")
+                out.write(f"  not accepted: {visible(problem)}; try again\n> ")
                 out.flush()
 
     return ask

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow.core.redaction import redact_data
+from agentflow.core.text import visible
 
 __all__ = [
     "CACHE_ENV",
@@ -293,7 +294,10 @@ class ShapeCache:
         except (sqlite3.Error, OSError) as exc:
             if not self._warned:
                 self._warned = True
-                print(f"agentflow: shape cache {self.path} not updated: {exc}", file=sys.stderr)
+                print(
+                    f"agentflow: shape cache {self.path} not updated: {visible(str(exc))}",
+                    file=sys.stderr,
+                )
 
     def record_shape(self, tool: str, shape: dict[str, Any], calls: int = 1) -> None:
         """Merge an already computed ``shape`` (of ``calls`` calls) into the cache."""
@@ -430,7 +434,8 @@ class ShapeRecorder:
                 if not self.cache._warned:
                     self.cache._warned = True
                     print(
-                        f"agentflow: shape cache {self.cache.path} not updated: {exc}",
+                        f"agentflow: shape cache {self.cache.path} not updated: "
+                        f"{visible(str(exc))}",
                         file=sys.stderr,
                     )
 

@@ -51,7 +51,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agentflow.core.redaction import MIN_RUN, SECRETS, register_secrets
-from agentflow.core.text import clean_text, escape_surrogates, finite_dumps
+from agentflow.core.text import clean_text, escape_surrogates, finite_dumps, visible
 from agentflow.core.version import __version__
 from agentflow.core.vocabulary import CONTROL_STEPS, Code
 from agentflow.errors import ConfigError
@@ -1145,7 +1145,7 @@ class OtelSink:
         if self._problems.messages:
             print(
                 f"agentflow: telemetry export to {self.settings.endpoint} failed: "
-                f"{_shorten(self._redact.text(self._problems.messages[-1]))}",
+                f"{visible(_shorten(self._redact.text(self._problems.messages[-1])))}",
                 file=sys.stderr,
             )
 
