@@ -302,13 +302,20 @@ class DbosEngine:
     async def collect(self, handle: Any) -> Any:
         """The child's result: awaited directly when it runs here, else read from the
         database (no operation is recorded in the parent)."""
-        task = getattr(handle, "task", None)
-        if task is not None:
-            return await asyncio.shield(task)
-        from dbos._dbos import _get_dbos_instance
+        errors = dbos_with_workflows().error
+        try:
+            task = getattr(handle, "task", None)
+            if task is not None:
+                return await asyncio.shield(task)
+            from dbos._dbos import _get_dbos_instance
 
-        sys_db = _get_dbos_instance()._sys_db
-        return await sys_db.await_workflow_result_async(handle.get_workflow_id(), RESULT_POLL_S)
+            sys_db = _get_dbos_instance()._sys_db
+            return await sys_db.await_workflow_result_async(handle.get_workflow_id(), RESULT_POLL_S)
+        except (errors.DBOSAwaitedWorkflowCancelledError, errors.DBOSWorkflowCancelledError):
+            # the child was cancelled with its run (`flowc cancel`): the run stops as a
+            # cancelled step does, so its steps and the run itself still finish (a DBOS
+            # exception would leave the executor without `run_finished`)
+            raise RunAborted("the run was cancelled (flowc cancel)", None) from None
 
     async def cancel_child(self, handle: Any) -> None:
         """``DBOS.cancel_workflow_async`` (a sibling failed, or the run was stopped)."""
@@ -486,7 +493,7 @@ def _register(dbos: Any) -> tuple[Any, Any]:
         await _note_recorded(wfid, spec)
         rt = await runtime_for(wfid, spec)
         rt.effects.forget(wfid)
-        return await _flushed(wfid, run_root(rt), rt.effects)
+        return await _flushed(wfid, _kept(wfid, run_root(rt)), rt.effects)
 
     @dbos.DBOS.workflow(name=UNIT_WORKFLOW, max_recovery_attempts=50)
     async def unit_workflow(spec: dict[str, Any]) -> Any:
@@ -528,7 +535,28 @@ def _register_workflows(dbos: Any) -> None:
     _WORKFLOWS[:] = [dbos, *_register(dbos)]
 
 
+#: run id → the outcome its root computed in this process (:func:`_kept`), until the
+#: process that waits for the run takes it (:func:`kept_outcome`)
+_OUTCOMES: dict[str, dict[str, Any]] = {}
+
+
+async def _kept(run_id: str, body: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+    """``await body`` (a run's root), keeping its outcome for :func:`kept_outcome`: a run
+    cancelled while its root ran here has no outcome in the engine (DBOS refuses to record
+    one for a cancelled workflow), yet its root finished — its usage, results and duration
+    are what the waiting process reports."""
+    out = await body
+    _OUTCOMES[run_id] = out
+    return out
+
+
+def kept_outcome(run_id: str) -> dict[str, Any] | None:
+    """The outcome run ``run_id``'s root computed in this process (taken once), or None."""
+    return _OUTCOMES.pop(run_id, None)
+
+
 def _forget_runtimes() -> None:
+    _OUTCOMES.clear()
     _RUNTIMES.clear()
     _RECORDED.clear()
     _STARTING.clear()

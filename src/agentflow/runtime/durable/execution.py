@@ -172,8 +172,15 @@ async def await_outcome(handle: Any, *, watch: tuple[str, str] | None = None) ->
         out: dict[str, Any] = await _outcome_of(handle, errors)
     except errors.DBOSAwaitedWorkflowCancelledError:
         message = "the run was cancelled (flowc cancel)"
-        return {"status": "aborted", "error": {"code": Code.ABORTED, "message": message}}
+        cancelled = {"code": Code.ABORTED, "message": message}
+        # the root ran here and finished (its trace closed, `run_finished` with its usage):
+        # that outcome, whose record the engine refused, is the run's, aborted
+        kept = dbos_engine.kept_outcome(handle.get_workflow_id())
+        if kept is not None:
+            return {**kept, "status": "aborted", "error": kept.get("error") or cancelled}
+        return {"status": "aborted", "error": cancelled}
     finally:
+        dbos_engine.kept_outcome(handle.get_workflow_id())
         if watcher is not None:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):

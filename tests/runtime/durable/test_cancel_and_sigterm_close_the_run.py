@@ -1,0 +1,84 @@
+"""`flowc cancel` and SIGTERM close a durable run like any other end (round 41): real `flowc`
+processes, a scripted model server on loopback, real signals.
+
+- cancelled in the middle of a parallel map of agents, the run's process still writes
+  `run_finished` (status `aborted`) to its trace, ends the map's step (✗, not ✓) and prints
+  `run aborted in …`; every model call that was answered is in the run's record (`runs show`)
+  and in the usage of `run_finished` alike."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from support.chat_server import TEST_API_KEY, ChatServer, answer
+from support.durable_questions import flowc, start_flowc
+
+MAP_FLOW = """\
+flow m "map"
+type R { n: int }
+use agent "w" as w
+stage s -> R[] {
+  parallel map [1,2,3,4,5,6,7,8,9,10] as i limit 3 {
+    agent(w) { task "item ${i}" tools none expect R }
+  }
+}
+"""
+
+
+def _workdir(tmp_path: Path, server: ChatServer) -> dict[str, str]:
+    (tmp_path / "flow.toml").write_text(
+        '[models]\ndefault = "nm"\n\n[models.named.nm]\nprovider = "local"\nmodel = "m"\n\n'
+        f'[providers.local]\nkind = "openai"\nbase_url = "{server.url}"\n'
+        'api_key_env = "LOCAL_KEY"\nmax_retries = 0\n'
+    )
+    return {**os.environ, "LOCAL_KEY": TEST_API_KEY}
+
+
+def _events(trace: Path) -> list[dict]:
+    return [json.loads(line) for line in trace.read_text().splitlines() if line.strip()]
+
+
+def test_a_run_cancelled_mid_map_closes_its_trace_and_keeps_its_answered_calls(tmp_path):
+    with ChatServer(lambda request: answer({"n": 1}, delay=0.5)) as server:
+        env = _workdir(tmp_path, server)
+        (tmp_path / "m.flow").write_text(MAP_FLOW)
+        run = start_flowc(
+            tmp_path, "run", "m.flow", "--durable", "--run-id", "cm", "--trace", "t.jsonl",
+            env=env,
+        )  # fmt: skip
+        deadline = time.monotonic() + 120
+        while len(server.log) < 4:  # the map's second wave has started
+            assert run.poll() is None, run.communicate()[1].decode()[-2000:]
+            assert time.monotonic() < deadline, "the map never started its fourth item"
+            time.sleep(0.05)
+        cancelled = subprocess.run(
+            flowc("cancel", "cm"), cwd=tmp_path, env=env, capture_output=True
+        )
+        assert cancelled.returncode == 0, cancelled.stderr.decode()
+        _, err_bytes = run.communicate(timeout=120)
+    err = err_bytes.decode()
+    assert run.returncode == 1, err[-2000:]
+    assert "run aborted in " in err, err[-2000:]
+    assert "Traceback" not in err
+    assert "✓ s › map" not in err and "✗ s › map" in err, err[-2000:]
+
+    events = _events(tmp_path / "t.jsonl")
+    last = events[-1]
+    assert last["kind"] == "run_finished", last
+    assert last["data"]["status"] == "aborted"
+    assert "cancelled" in last["data"]["error"]["message"]
+    (map_end,) = [e for e in events if e["kind"] == "step_finished" and e["path"] == "E0"]
+    assert map_end["data"].get("aborted") or map_end["data"].get("error")
+
+    answered = [e for e in events if e["kind"] == "model_call"]
+    assert len(answered) >= 3
+    assert last["data"]["usage"]["inferences"] == len(answered)
+    shown = subprocess.run(
+        flowc("runs", "show", "cm"), cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert f"model calls so far: {len(answered)} (" in shown.stdout, shown.stdout
