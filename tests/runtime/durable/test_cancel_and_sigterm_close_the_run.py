@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
 
 from support.chat_server import TEST_API_KEY, ChatServer, answer
-from support.durable_questions import flowc, start_flowc
+from support.durable_questions import flowc, start_flowc, wait_asked
 
 MAP_FLOW = """\
 flow m "map"
@@ -82,3 +83,45 @@ def test_a_run_cancelled_mid_map_closes_its_trace_and_keeps_its_answered_calls(t
     )
     assert shown.returncode == 0, shown.stderr
     assert f"model calls so far: {len(answered)} (" in shown.stdout, shown.stdout
+
+
+ASK_FLOW = """\
+flow askit "ask"
+stage s -> int {
+  let a = ask "How many?" expect int default 0
+  let b = ask "Pick" expect text default "x"
+  return a
+}
+"""
+
+
+def test_sigterm_to_flowc_resume_ends_the_run_aborted_as_it_ends_flowc_run(tmp_path):
+    """`flowc resume` of a run waiting on a question shares `flowc run`'s signal handling: a
+    SIGTERM stops the resumed run (`run aborted in …`, `interrupted by SIGTERM`, exit 143),
+    closes the resume's trace with `run_finished` and records the run `aborted`; the question
+    step stopped is shown ✗, not ✓."""
+    db = tmp_path / ".flowc" / "durable.sqlite"
+    (tmp_path / "ask.flow").write_text(ASK_FLOW)
+    first = start_flowc(tmp_path, "run", "ask.flow", "--durable", "--run-id", "kq")
+    wait_asked(db, "kq", first, "E0")
+    first.kill()  # its process dies: the run is `stopped`
+    first.communicate()
+    answered = subprocess.run(flowc("answer", "kq", "E0", "7"), cwd=tmp_path, capture_output=True)
+    assert answered.returncode == 0, answered.stderr.decode()
+
+    resumed = start_flowc(tmp_path, "resume", "kq", "--trace", "resume.jsonl")
+    wait_asked(db, "kq", resumed, "E1")  # the resumed run waits on its second question
+    time.sleep(0.3)  # in its wait, not just publishing the question
+    resumed.send_signal(signal.SIGTERM)
+    _, err_bytes = resumed.communicate(timeout=120)
+    err = err_bytes.decode()
+    assert resumed.returncode == 143, err[-2000:]
+    assert "run aborted in " in err and "interrupted by SIGTERM" in err, err[-2000:]
+    assert "Traceback" not in err
+    assert "✗ s › b = ask" in err and "✓ s › b = ask" not in err, err[-2000:]
+
+    last = _events(tmp_path / "resume.jsonl")[-1]
+    assert last["kind"] == "run_finished" and last["data"]["status"] == "aborted", last
+    listed = subprocess.run(flowc("runs", "--json"), cwd=tmp_path, capture_output=True)
+    (info,) = json.loads(listed.stdout)
+    assert (info["run_id"], info["status"]) == ("kq", "aborted")

@@ -46,6 +46,7 @@ from agentflow.runtime.durable.spec import (
     run_spec,
 )
 from agentflow.runtime.executor import validate_input
+from agentflow.runtime.interrupt import stop_request
 from agentflow.runtime.result import RunResult
 
 if TYPE_CHECKING:
@@ -265,8 +266,11 @@ async def _resume(
             raise InputError(f"no durable run {run_id!r} in {safe_url(url)}")
         check_readable(run_id, await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id))
         status = found[0]
+        here = False
         if status.status in ("PENDING", "ENQUEUED"):
-            await asyncio.to_thread(dbos_engine.recover_run, run_id)
+            dbos_engine.forward_stops(run_id)  # before its root may start
+            recovered = await asyncio.to_thread(dbos_engine.recover_run, run_id)
+            here = run_id in recovered
             if on_waiting is not None:
                 family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id)
                 family = [
@@ -279,8 +283,46 @@ async def _resume(
         handle = await dbos.DBOS.retrieve_workflow_async(run_id)
         # a fleet run (units held by workers): recover those of a worker that is gone, now and
         # whenever one dies while this process waits
-        out = await await_outcome(handle, watch=(url, run_id))
+        try:
+            out = await _stopping_root(
+                run_id, here, await_outcome(handle, watch=(url, run_id)), dbos_engine
+            )
+        finally:
+            dbos_engine.forget_stops(run_id)
     return result_of(out, result_cls)
+
+
+async def _stopping_root(run_id: str, here: bool, outcome: Any, engine: Any) -> Any:
+    """Await ``outcome`` (a resumed run's), forwarding this process's first SIGINT / SIGTERM
+    (its stop request: :func:`agentflow.runtime.interrupt.run`) to the run's root when it runs
+    here (``here``), on the engine's loop: the root stops as `flowc run --durable` stops (its
+    steps in flight cancelled, ``run_finished``, the run recorded ``aborted``) and that
+    outcome comes back.  A root that runs elsewhere (a fleet worker's) goes on: this process
+    stops waiting (a second signal also stops it at once)."""
+    stop = stop_request()
+    if stop is None:
+        return await outcome
+    stop.listeners += 1
+    waiting = asyncio.ensure_future(outcome)
+    try:
+        signal = asyncio.ensure_future(stop.event.wait())
+        try:
+            await asyncio.wait({waiting, signal}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            signal.cancel()
+        if not waiting.done():
+            if not here:
+                message = (
+                    f"interrupted by {stop.signal}: this process stopped, the run goes on "
+                    f"with its fleet; flowc resume {run_id} waits for it"
+                )
+                return {"status": "aborted", "error": {"code": Code.ABORTED, "message": message}}
+            engine.stop_root(run_id, str(stop.signal), stop.signum)
+        return await waiting
+    finally:
+        stop.listeners -= 1
+        if not waiting.done():
+            waiting.cancel()
 
 
 @on_engine(temporal_runs)
