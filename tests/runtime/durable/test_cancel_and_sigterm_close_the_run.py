@@ -95,19 +95,30 @@ stage s -> int {
 """
 
 
+def _last_change(cwd: Path, run_id: str) -> float:
+    shown = subprocess.run(
+        flowc("runs", "show", run_id, "--json"), cwd=cwd, capture_output=True, text=True
+    )
+    assert shown.returncode == 0, shown.stderr
+    return float(json.loads(shown.stdout)["updated_at"])
+
+
 def test_sigterm_to_flowc_resume_ends_the_run_aborted_as_it_ends_flowc_run(tmp_path):
     """`flowc resume` of a run waiting on a question shares `flowc run`'s signal handling: a
     SIGTERM stops the resumed run (`run aborted in …`, `interrupted by SIGTERM`, exit 143),
     closes the resume's trace with `run_finished` and records the run `aborted`; the question
-    step stopped is shown ✗, not ✓."""
+    step stopped is shown ✗, not ✓.  An answer given while the run was stopped moves its
+    `last change` (`runs show`)."""
     db = tmp_path / ".flowc" / "durable.sqlite"
     (tmp_path / "ask.flow").write_text(ASK_FLOW)
     first = start_flowc(tmp_path, "run", "ask.flow", "--durable", "--run-id", "kq")
     wait_asked(db, "kq", first, "E0")
     first.kill()  # its process dies: the run is `stopped`
     first.communicate()
+    before = _last_change(tmp_path, "kq")
     answered = subprocess.run(flowc("answer", "kq", "E0", "7"), cwd=tmp_path, capture_output=True)
     assert answered.returncode == 0, answered.stderr.decode()
+    assert _last_change(tmp_path, "kq") > before  # an answer is a change of the run
 
     resumed = start_flowc(tmp_path, "resume", "kq", "--trace", "resume.jsonl")
     wait_asked(db, "kq", resumed, "E1")  # the resumed run waits on its second question
