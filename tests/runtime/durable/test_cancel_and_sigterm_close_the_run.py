@@ -12,10 +12,11 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
-from support.chat_server import TEST_API_KEY, ChatServer, answer
+from support.chat_server import TEST_API_KEY, ChatServer, Reply, answer
 from support.durable_questions import flowc, start_flowc, wait_asked
 
 MAP_FLOW = """\
@@ -44,7 +45,16 @@ def _events(trace: Path) -> list[dict]:
 
 
 def test_a_run_cancelled_mid_map_closes_its_trace_and_keeps_its_answered_calls(tmp_path):
-    with ChatServer(lambda request: answer({"n": 1}, delay=0.5)) as server:
+    arrived: list[int] = []
+    released = threading.Event()
+
+    def reply(request: object) -> Reply:
+        arrived.append(1)
+        if len(arrived) > 3:  # the second wave is answered once the cancel has landed
+            released.wait(60)
+        return answer({"n": 1}, delay=0.2)
+
+    with ChatServer(reply) as server:
         env = _workdir(tmp_path, server)
         (tmp_path / "m.flow").write_text(MAP_FLOW)
         run = start_flowc(
@@ -52,13 +62,14 @@ def test_a_run_cancelled_mid_map_closes_its_trace_and_keeps_its_answered_calls(t
             env=env,
         )  # fmt: skip
         deadline = time.monotonic() + 120
-        while len(server.log) < 4:  # the map's second wave has started
+        while len(arrived) < 4:  # the map's second wave has started
             assert run.poll() is None, run.communicate()[1].decode()[-2000:]
             assert time.monotonic() < deadline, "the map never started its fourth item"
             time.sleep(0.05)
         cancelled = subprocess.run(
             flowc("cancel", "cm"), cwd=tmp_path, env=env, capture_output=True
         )
+        released.set()
         assert cancelled.returncode == 0, cancelled.stderr.decode()
         _, err_bytes = run.communicate(timeout=120)
     err = err_bytes.decode()
