@@ -71,12 +71,7 @@ from agentflow.runtime.durable.records import (
 )
 from agentflow.runtime.durable.spec import context_from_spec, run_root, trace_of
 from agentflow.runtime.hooks import RunAborted
-from agentflow.runtime.interrupt import (
-    StopRequest,
-    cancel_within,
-    stop_request,
-    use_stop_request,
-)
+from agentflow.runtime.interrupt import StopRequest, stop_request, use_stop_request
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan
@@ -324,15 +319,9 @@ class DbosEngine:
             raise RunAborted("the run was cancelled (flowc cancel)", None) from None
 
     async def cancel_child(self, handle: Any) -> None:
-        """``DBOS.cancel_workflow_async`` (a sibling failed, or the run was stopped); a child
-        running in this process is stopped too and waited for (at most
-        :data:`~agentflow.runtime.interrupt.CANCEL_GRACE_S`): its steps end before its
-        parent's, never after the run's ``run_finished`` (its trace closed by then)."""
+        """``DBOS.cancel_workflow_async`` (a sibling failed, or the run was stopped)."""
         with contextlib.suppress(Exception):
             await dbos_with_workflows().DBOS.cancel_workflow_async(handle.get_workflow_id())
-        task = getattr(handle, "task", None)
-        if task is not None and not task.done():
-            await cancel_within(task)
 
     def replaying(self) -> bool:
         """True while the running workflow's step counter is behind what it has recorded."""
