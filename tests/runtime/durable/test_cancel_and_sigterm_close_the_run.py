@@ -88,12 +88,14 @@ def test_a_run_cancelled_mid_map_closes_its_trace_and_keeps_its_answered_calls(t
 
     answered = [e for e in events if e["kind"] == "model_call"]
     assert len(answered) >= 3
-    assert last["data"]["usage"]["inferences"] == len(answered)
+    # (at least: an item whose reply comes just as the run ends may be counted or recorded
+    # after its trace closed — decisions.md "cancel and SIGTERM close runs")
+    assert last["data"]["usage"]["inferences"] >= len(answered)
     shown = subprocess.run(
-        flowc("runs", "show", "cm"), cwd=tmp_path, env=env, capture_output=True, text=True
+        flowc("runs", "show", "cm", "--json"), cwd=tmp_path, env=env, capture_output=True
     )
     assert shown.returncode == 0, shown.stderr
-    assert f"model calls so far: {len(answered)} (" in shown.stdout, shown.stdout
+    assert json.loads(shown.stdout)["cost"]["inferences"] >= len(answered), shown.stdout
 
 
 ASK_FLOW = """\
