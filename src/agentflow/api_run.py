@@ -415,6 +415,29 @@ async def resume_run(
     return result
 
 
+def resume_run_sync(
+    run_id: str,
+    *,
+    config: Config | str | os.PathLike | None = None,
+    database: str | None = None,
+    trace: str | os.PathLike | None = None,
+    telemetry: bool | str | None = None,
+    sinks: Sequence[Sink] = (),
+    on_waiting: Callable[[list[Any]], None] | None = None,
+) -> RunResult:
+    """:func:`resume_run` for synchronous callers, on :func:`agentflow.runtime.interrupt.run`'s
+    loop as :func:`run_sync`: a first SIGINT / SIGTERM stops the resumed run as it stops a
+    run (its steps in flight cancelled, ``run_finished`` in its trace, the run recorded
+    ``aborted``) and :class:`agentflow.errors.Interrupted` carries its result; what ``flowc
+    resume`` does (docs/durable.md)."""
+    return interrupt.run(
+        resume_run(
+            run_id, config=config, database=database, trace=trace, telemetry=telemetry,
+            sinks=sinks, on_waiting=on_waiting,
+        )
+    )  # fmt: skip
+
+
 def run_sync(
     target: str | os.PathLike | Plan,
     input: Any = None,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Any
+from typing import Any, cast
 
 import click
 
@@ -32,7 +32,7 @@ from agentflow.core.redaction import redact
 from agentflow.core.text import choices_text
 from agentflow.core.text import money as as_money
 from agentflow.core.vocabulary import Code
-from agentflow.errors import ErrorInfo, FlowError
+from agentflow.errors import ErrorInfo, FlowError, Interrupted
 
 #: the steps ``flowc runs show`` lists by default (one page; ``--limit 0``: all)
 SHOW_LIMIT = 200
@@ -146,8 +146,11 @@ def resume(
     # a durable question prints what `flowc ask` prints; a plan's run its live view
     sinks: list[Any] = [*progress] or [api.console_sink()]
     sinks.append(_question_notice([run_id], shown))
-    result = _durable_call(
-        lambda: api.resume_run(
+    # on the loop `flowc run` runs on: a first Ctrl-C / SIGTERM stops the resumed run as it
+    # stops a run (`run aborted`, the trace closed, the run recorded aborted), then says so
+    interrupted: Interrupted | None = None
+    try:
+        result = api.resume_run_sync(
             run_id,
             config=config,
             database=database,
@@ -156,7 +159,20 @@ def resume(
             sinks=sinks,
             on_waiting=waiting,
         )
-    )
+    except Interrupted as e:
+        if e.result is None:
+            raise
+        result, interrupted = cast("api.RunResult", e.result), e
+    except FlowError as e:
+        _fail(e)
+    finally:
+        api.shutdown_durable()
+    if interrupted is not None:
+        if as_json:
+            click.echo(_json_out(result.to_dict()))
+        done = ", ".join(result.results) or "none"
+        _err(f"interrupted by {interrupted.signal}; steps finished: {done}")
+        sys.exit(interrupted.exit_code)
     if before is None:
         _finish(result, as_json)
         return

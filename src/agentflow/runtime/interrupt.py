@@ -52,6 +52,7 @@ __all__ = [
     "stop_request",
     "stopping",
     "until_stopped",
+    "use_stop_request",
 ]
 
 #: Seconds a cancelled step (or a run asked to stop) gets to unwind before it is abandoned: a tool
@@ -223,6 +224,15 @@ class StopRequest:
         self.signal, self.signum = signal.Signals(signum).name, signum
         self.event.set()
 
+    def forward(self, name: str, signum: int) -> None:
+        """The stop of another loop's run reaches this one (on this request's loop): the run
+        it watches stops as a first signal stops it — also before it watches (it then stops
+        before its first step).  A durable run resumed by ``flowc resume`` runs on the
+        engine's own loop; the process's SIGINT / SIGTERM are forwarded to it."""
+        self.signal = self.signal or name
+        self.signum = self.signum or signum
+        self.event.set()
+
 
 _STOP: contextvars.ContextVar[StopRequest | None] = contextvars.ContextVar(
     "agentflow_stop", default=None
@@ -233,6 +243,12 @@ def stop_request() -> StopRequest | None:
     """The :class:`StopRequest` of the run :func:`run` drives in this context, or None (the
     async API on the caller's loop: cancellation there is the caller's business)."""
     return _STOP.get()
+
+
+def use_stop_request(stop: StopRequest | None) -> contextvars.Token[StopRequest | None]:
+    """Make ``stop`` the stop request of this context (a run on a loop :func:`run` does not
+    drive, stopped through :meth:`StopRequest.forward`); returns the token that undoes it."""
+    return _STOP.set(stop)
 
 
 def forget_stop_request() -> None:

@@ -277,3 +277,29 @@ def _wants_text(q: Any) -> bool:
     if q.choices and all(isinstance(c, str) for c in q.choices):
         return True
     return not q.schema or q.schema.get("type") == "string"
+
+
+def _last_claim(workflow_ids: list[str]) -> float | None:
+    import sqlalchemy as sa
+
+    engine = system_database().engine
+    _ensure_table(engine)
+    with engine.connect() as conn:
+        at = conn.execute(
+            sa.text(f"SELECT MAX(claimed_at) FROM {TABLE} WHERE workflow_id IN :ws").bindparams(
+                sa.bindparam("ws", expanding=True)
+            ),
+            {"ws": workflow_ids},
+        ).scalar()
+    return float(at) if at is not None else None
+
+
+async def last_claim(workflow_ids: list[str]) -> float | None:
+    """When the latest claim closing a question of the units ``workflow_ids`` was made (epoch
+    s: an answer given, or a wait closed unanswered), or None: an answer is a change of the run
+    (``flowc runs show``'s ``last change``) even while the run waits on."""
+
+    if not workflow_ids:
+        return None
+    await dbos_module().DBOS._configure_asyncio_thread_pool()
+    return await asyncio.to_thread(_last_claim, workflow_ids)

@@ -71,6 +71,7 @@ from agentflow.runtime.durable.records import (
 )
 from agentflow.runtime.durable.spec import context_from_spec, run_root, trace_of
 from agentflow.runtime.hooks import RunAborted
+from agentflow.runtime.interrupt import StopRequest, stop_request, use_stop_request
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan
@@ -310,13 +311,20 @@ class DbosEngine:
     async def collect(self, handle: Any) -> Any:
         """The child's result: awaited directly when it runs here, else read from the
         database (no operation is recorded in the parent)."""
-        task = getattr(handle, "task", None)
-        if task is not None:
-            return await asyncio.shield(task)
-        from dbos._dbos import _get_dbos_instance
+        errors = dbos_with_workflows().error
+        try:
+            task = getattr(handle, "task", None)
+            if task is not None:
+                return await asyncio.shield(task)
+            from dbos._dbos import _get_dbos_instance
 
-        sys_db = _get_dbos_instance()._sys_db
-        return await sys_db.await_workflow_result_async(handle.get_workflow_id(), RESULT_POLL_S)
+            sys_db = _get_dbos_instance()._sys_db
+            return await sys_db.await_workflow_result_async(handle.get_workflow_id(), RESULT_POLL_S)
+        except (errors.DBOSAwaitedWorkflowCancelledError, errors.DBOSWorkflowCancelledError):
+            # the child was cancelled with its run (`flowc cancel`): the run stops as a
+            # cancelled step does, so its steps and the run itself still finish (a DBOS
+            # exception would leave the executor without `run_finished`)
+            raise RunAborted("the run was cancelled (flowc cancel)", None) from None
 
     async def cancel_child(self, handle: Any) -> None:
         """``DBOS.cancel_workflow_async`` (a sibling failed, or the run was stopped)."""
@@ -535,7 +543,8 @@ def _register(dbos: Any) -> tuple[Any, Any]:
         await _note_recorded(wfid, spec)
         rt = await runtime_for(wfid, spec)
         rt.effects.forget(wfid)
-        return await _flushed(wfid, run_root(rt), rt.effects)
+        with _stoppable(wfid):
+            return await _flushed(wfid, _kept(wfid, run_root(rt)), rt.effects)
 
     @dbos.DBOS.workflow(name=UNIT_WORKFLOW, max_recovery_attempts=50)
     async def unit_workflow(spec: dict[str, Any]) -> Any:
@@ -577,7 +586,80 @@ def _register_workflows(dbos: Any) -> None:
     _WORKFLOWS[:] = [dbos, *_register(dbos)]
 
 
+#: run id → the outcome its root computed in this process (:func:`_kept`), until the
+#: process that waits for the run takes it (:func:`kept_outcome`)
+_OUTCOMES: dict[str, dict[str, Any]] = {}
+
+
+async def _kept(run_id: str, body: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+    """``await body`` (a run's root), keeping its outcome for :func:`kept_outcome`: a run
+    cancelled while its root ran here has no outcome in the engine (DBOS refuses to record
+    one for a cancelled workflow), yet its root finished — its usage, results and duration
+    are what the waiting process reports."""
+    out = await body
+    _OUTCOMES[run_id] = out
+    return out
+
+
+def kept_outcome(run_id: str) -> dict[str, Any] | None:
+    """The outcome run ``run_id``'s root computed in this process (taken once), or None."""
+    return _OUTCOMES.pop(run_id, None)
+
+
+#: run id → (its root's stop request, the loop it runs on), for the runs whose waiting process
+#: forwards its signals (:func:`forward_stops`); a signal that came before the root started
+#: here waits in the entry (``(None, (signal name, number))``)
+_ROOT_STOPS: dict[str, tuple[Any, Any]] = {}
+
+
+def forward_stops(run_id: str) -> None:
+    """This process waits for run ``run_id`` whose root runs on the engine's own loop (``flowc
+    resume``: DBOS runs a recovered workflow there, not on the caller's loop, so the root
+    does not see the stop request of :func:`agentflow.runtime.interrupt.run`): its root
+    gets a stop request of its own, which :func:`stop_root` sets."""
+    _ROOT_STOPS.setdefault(run_id, (None, None))
+
+
+def forget_stops(run_id: str) -> None:
+    """This process no longer waits for run ``run_id`` (:func:`forward_stops`)."""
+    _ROOT_STOPS.pop(run_id, None)
+
+
+def stop_root(run_id: str, name: str, signum: int) -> None:
+    """Stop run ``run_id``'s root as a first SIGINT / SIGTERM stops a run (its steps in flight
+    cancelled, ``run_finished`` with status ``aborted``, that outcome recorded): at once when
+    it runs here, else as it starts (see :func:`forward_stops`)."""
+    stop, loop = _ROOT_STOPS.get(run_id, (None, None))
+    if stop is None:
+        _ROOT_STOPS[run_id] = (None, (name, signum))
+    else:
+        loop.call_soon_threadsafe(stop.forward, name, signum)
+
+
+@contextlib.contextmanager
+def _stoppable(run_id: str) -> Iterator[None]:
+    """The root of ``run_id`` runs with a stop request of its own when its waiting process
+    forwards its signals (:func:`forward_stops`) and none is set here already."""
+    if run_id not in _ROOT_STOPS or stop_request() is not None:
+        yield
+        return
+    stop = StopRequest()
+    _, asked = _ROOT_STOPS[run_id]
+    _ROOT_STOPS[run_id] = (stop, asyncio.get_running_loop())
+    if asked is not None:
+        stop.forward(*asked)
+    token = use_stop_request(stop)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            token.var.reset(token)
+        _ROOT_STOPS.pop(run_id, None)
+
+
 def _forget_runtimes() -> None:
+    _ROOT_STOPS.clear()
+    _OUTCOMES.clear()
     _RUNTIMES.clear()
     _RECORDED.clear()
     _STARTING.clear()

@@ -46,6 +46,7 @@ from agentflow.runtime.durable.spec import (
     run_spec,
 )
 from agentflow.runtime.executor import validate_input
+from agentflow.runtime.interrupt import stop_request
 from agentflow.runtime.result import RunResult
 
 if TYPE_CHECKING:
@@ -175,8 +176,15 @@ async def await_outcome(handle: Any, *, watch: tuple[str, str] | None = None) ->
         out: dict[str, Any] = await _outcome_of(handle, errors)
     except errors.DBOSAwaitedWorkflowCancelledError:
         message = "the run was cancelled (flowc cancel)"
-        return {"status": "aborted", "error": {"code": Code.ABORTED, "message": message}}
+        cancelled = {"code": Code.ABORTED, "message": message}
+        # the root ran here and finished (its trace closed, `run_finished` with its usage):
+        # that outcome, whose record the engine refused, is the run's, aborted
+        kept = dbos_engine.kept_outcome(handle.get_workflow_id())
+        if kept is not None:
+            return {**kept, "status": "aborted", "error": kept.get("error") or cancelled}
+        return {"status": "aborted", "error": cancelled}
     finally:
+        dbos_engine.kept_outcome(handle.get_workflow_id())
         if watcher is not None:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -265,8 +273,11 @@ async def _resume(
             # a question a Ctrl-C ended: continued from its record (docs/durable.md)
             await asyncio.to_thread(dbos_engine.reopen_question, run_id)
             (status,) = await dbos.DBOS.list_workflows_async(workflow_ids=[run_id])
+        here = False
         if status.status in ("PENDING", "ENQUEUED"):
-            await asyncio.to_thread(dbos_engine.recover_run, run_id)
+            dbos_engine.forward_stops(run_id)  # before its root may start
+            recovered = await asyncio.to_thread(dbos_engine.recover_run, run_id)
+            here = run_id in recovered
             if on_waiting is not None:
                 family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=run_id)
                 family = [
@@ -279,8 +290,46 @@ async def _resume(
         handle = await dbos.DBOS.retrieve_workflow_async(run_id)
         # a fleet run (units held by workers): recover those of a worker that is gone, now and
         # whenever one dies while this process waits
-        out = await await_outcome(handle, watch=(url, run_id))
+        try:
+            out = await _stopping_root(
+                run_id, here, await_outcome(handle, watch=(url, run_id)), dbos_engine
+            )
+        finally:
+            dbos_engine.forget_stops(run_id)
     return result_of(out, result_cls)
+
+
+async def _stopping_root(run_id: str, here: bool, outcome: Any, engine: Any) -> Any:
+    """Await ``outcome`` (a resumed run's), forwarding this process's first SIGINT / SIGTERM
+    (its stop request: :func:`agentflow.runtime.interrupt.run`) to the run's root when it runs
+    here (``here``), on the engine's loop: the root stops as `flowc run --durable` stops (its
+    steps in flight cancelled, ``run_finished``, the run recorded ``aborted``) and that
+    outcome comes back.  A root that runs elsewhere (a fleet worker's) goes on: this process
+    stops waiting (a second signal also stops it at once)."""
+    stop = stop_request()
+    if stop is None:
+        return await outcome
+    stop.listeners += 1
+    waiting = asyncio.ensure_future(outcome)
+    try:
+        signal = asyncio.ensure_future(stop.event.wait())
+        try:
+            await asyncio.wait({waiting, signal}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            signal.cancel()
+        if not waiting.done():
+            if not here:
+                message = (
+                    f"interrupted by {stop.signal}: this process stopped, the run goes on "
+                    f"with its fleet; flowc resume {run_id} waits for it"
+                )
+                return {"status": "aborted", "error": {"code": Code.ABORTED, "message": message}}
+            engine.stop_root(run_id, str(stop.signal), stop.signum)
+        return await waiting
+    finally:
+        stop.listeners -= 1
+        if not waiting.done():
+            waiting.cancel()
 
 
 @on_engine(temporal_runs)

@@ -18,8 +18,10 @@ database, keyed by ``(unit, operation name)``:
 - rows are written by one writer per process: every row queued while a batch is being written
   goes into the next batch, in one transaction (``INSERT … ON CONFLICT DO NOTHING``), so a map
   at concurrency C writes about one transaction per C items;
-- a unit cancelled (``flowc cancel``) is seen at its next batch: its rows are not written and
-  its items raise ``RunAborted``, as a DBOS step does.
+- a unit cancelled (``flowc cancel``) is seen at its next batch: its items raise
+  ``RunAborted``, as a DBOS step does, and it starts no call after that; the rows of the calls
+  it finished are still written (a model call that was answered is paid for: ``flowc runs
+  show`` counts it, ``--reuse`` and ``redrive`` take it).
 
 Rows are agentflow's JSON (records.py): ``output`` the step's ``{"d": digest, "v": value}``,
 ``error`` an exception, exactly as a DBOS step stores them.  ``flowc runs show``, ``--reuse`` and
@@ -326,8 +328,8 @@ class ItemRecords:
         _wake(self._holding.get(loop))
 
     def _commit(self, rows: list[Row]) -> set[str]:
-        """Insert ``rows`` in one transaction, except those of cancelled units; returns the
-        cancelled units."""
+        """Insert ``rows`` in one transaction; returns the units among them that are
+        cancelled (their waiters raise ``RunAborted``; their finished calls stay recorded)."""
         sys_db = self._sys_db()
         engine = sys_db.engine
         _ensure_table(engine)
@@ -337,7 +339,7 @@ class ItemRecords:
             self._looked = now
             self._cancelled.update(sys_db.get_cancelled_workflow_ids(units))
         cancelled = self._cancelled.intersection(units)
-        keep = [row for row in rows if row[0] not in cancelled]
+        keep = rows
         if keep:
             mark = "?" if engine.dialect.paramstyle == "qmark" else "%s"
             with engine.begin() as conn:  # the driver's executemany: no per-row SQL work

@@ -17,6 +17,7 @@ from agentflow.runtime.durable.answers import (
     checked_answer,
     claim,
     closed_message,
+    last_claim,
     refuse_closed,
 )
 from agentflow.runtime.durable.database import (
@@ -276,6 +277,7 @@ async def _show_run(
         info.steps.extend(interrupted_steps(root.output, "(run)"))
     # in the order they started, across units (map items, branches); stable: record order
     info.steps.sort(key=lambda e: e["started_at"] or float("inf"))
+    info.updated_at = await _last_change(info, family)
     if priced:
         cost["cost"] = round(priced, 10)
     info.cost = cost
@@ -289,6 +291,18 @@ async def _show_run(
     if items is not None:  # the item records not read
         info.steps_total += items.total - len(items.first)
     return info
+
+
+async def _last_change(info: RunInfo, family: list[Any]) -> float:
+    """When run ``info`` last changed (epoch s): the latest of its units' own updates, its
+    steps' ends and its questions' answers (an answer given while the run waits on changes
+    nothing of the engine's own rows but the unit's mailbox)."""
+    times = [info.updated_at, *((w.updated_at or 0) / 1000.0 for w in family)]
+    times += [s["finished_at"] for s in info.steps if s.get("finished_at")]
+    answered = await last_claim([w.workflow_id for w in family])
+    if answered is not None:
+        times.append(answered)
+    return max(times)
 
 
 def _cost(run_id: str, step: dict[str, Any], cost: dict[str, Any]) -> float:

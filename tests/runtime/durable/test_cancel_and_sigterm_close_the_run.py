@@ -1,0 +1,151 @@
+"""`flowc cancel` and SIGTERM close a durable run like any other end (round 41): real `flowc`
+processes, a scripted model server on loopback, real signals.
+
+- cancelled in the middle of a parallel map of agents, the run's process still writes
+  `run_finished` (status `aborted`) to its trace, ends the map's step (✗, not ✓) and prints
+  `run aborted in …`; every model call that was answered is in the run's record (`runs show`)
+  and in the usage of `run_finished` alike."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from support.chat_server import TEST_API_KEY, ChatServer, Reply, answer
+from support.durable_questions import flowc, start_flowc, wait_asked
+
+MAP_FLOW = """\
+flow m "map"
+type R { n: int }
+use agent "w" as w
+stage s -> R[] {
+  parallel map [1,2,3,4,5,6,7,8,9,10] as i limit 3 {
+    agent(w) { task "item ${i}" tools none expect R }
+  }
+}
+"""
+
+
+def _workdir(tmp_path: Path, server: ChatServer) -> dict[str, str]:
+    (tmp_path / "flow.toml").write_text(
+        '[models]\ndefault = "nm"\n\n[models.named.nm]\nprovider = "local"\nmodel = "m"\n\n'
+        f'[providers.local]\nkind = "openai"\nbase_url = "{server.url}"\n'
+        'api_key_env = "LOCAL_KEY"\nmax_retries = 0\n'
+    )
+    return {**os.environ, "LOCAL_KEY": TEST_API_KEY}
+
+
+def _events(trace: Path) -> list[dict]:
+    return [json.loads(line) for line in trace.read_text().splitlines() if line.strip()]
+
+
+def test_a_run_cancelled_mid_map_closes_its_trace_and_keeps_its_answered_calls(tmp_path):
+    arrived: list[int] = []
+    released = threading.Event()
+
+    def reply(request: object) -> Reply:
+        arrived.append(1)
+        if len(arrived) > 3:  # the second wave is answered once the cancel has landed
+            released.wait(60)
+        return answer({"n": 1}, delay=0.2)
+
+    with ChatServer(reply) as server:
+        env = _workdir(tmp_path, server)
+        (tmp_path / "m.flow").write_text(MAP_FLOW)
+        run = start_flowc(
+            tmp_path, "run", "m.flow", "--durable", "--run-id", "cm", "--trace", "t.jsonl",
+            env=env,
+        )  # fmt: skip
+        deadline = time.monotonic() + 120
+        while len(arrived) < 4:  # the map's second wave has started
+            assert run.poll() is None, run.communicate()[1].decode()[-2000:]
+            assert time.monotonic() < deadline, "the map never started its fourth item"
+            time.sleep(0.05)
+        cancelled = subprocess.run(
+            flowc("cancel", "cm"), cwd=tmp_path, env=env, capture_output=True
+        )
+        released.set()
+        assert cancelled.returncode == 0, cancelled.stderr.decode()
+        _, err_bytes = run.communicate(timeout=120)
+    err = err_bytes.decode()
+    assert run.returncode == 1, err[-2000:]
+    assert "run aborted in " in err, err[-2000:]
+    assert "Traceback" not in err
+    assert "✓ s › map" not in err and "✗ s › map" in err, err[-2000:]
+
+    events = _events(tmp_path / "t.jsonl")
+    last = events[-1]
+    assert last["kind"] == "run_finished", last
+    assert last["data"]["status"] == "aborted"
+    assert "cancelled" in last["data"]["error"]["message"]
+    (map_end,) = [e for e in events if e["kind"] == "step_finished" and e["path"] == "E0"]
+    assert map_end["data"].get("aborted") or map_end["data"].get("error")
+
+    answered = [e for e in events if e["kind"] == "model_call"]
+    assert len(answered) >= 3
+    # (at least: an item whose reply comes just as the run ends may be counted or recorded
+    # after its trace closed — decisions.md "cancel and SIGTERM close runs")
+    assert last["data"]["usage"]["inferences"] >= len(answered)
+    shown = subprocess.run(
+        flowc("runs", "show", "cm", "--json"), cwd=tmp_path, env=env, capture_output=True
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["cost"]["inferences"] >= len(answered), shown.stdout
+
+
+ASK_FLOW = """\
+flow askit "ask"
+stage s -> int {
+  let a = ask "How many?" expect int default 0
+  let b = ask "Pick" expect text default "x"
+  return a
+}
+"""
+
+
+def _last_change(cwd: Path, run_id: str) -> float:
+    shown = subprocess.run(
+        flowc("runs", "show", run_id, "--json"), cwd=cwd, capture_output=True, text=True
+    )
+    assert shown.returncode == 0, shown.stderr
+    return float(json.loads(shown.stdout)["updated_at"])
+
+
+def test_sigterm_to_flowc_resume_ends_the_run_aborted_as_it_ends_flowc_run(tmp_path):
+    """`flowc resume` of a run waiting on a question shares `flowc run`'s signal handling: a
+    SIGTERM stops the resumed run (`run aborted in …`, `interrupted by SIGTERM`, exit 143),
+    closes the resume's trace with `run_finished` and records the run `aborted`; the question
+    step stopped is shown ✗, not ✓.  An answer given while the run was stopped moves its
+    `last change` (`runs show`)."""
+    db = tmp_path / ".flowc" / "durable.sqlite"
+    (tmp_path / "ask.flow").write_text(ASK_FLOW)
+    first = start_flowc(tmp_path, "run", "ask.flow", "--durable", "--run-id", "kq")
+    wait_asked(db, "kq", first, "E0")
+    first.kill()  # its process dies: the run is `stopped`
+    first.communicate()
+    before = _last_change(tmp_path, "kq")
+    answered = subprocess.run(flowc("answer", "kq", "E0", "7"), cwd=tmp_path, capture_output=True)
+    assert answered.returncode == 0, answered.stderr.decode()
+    assert _last_change(tmp_path, "kq") > before  # an answer is a change of the run
+
+    resumed = start_flowc(tmp_path, "resume", "kq", "--trace", "resume.jsonl")
+    wait_asked(db, "kq", resumed, "E1")  # the resumed run waits on its second question
+    time.sleep(0.3)  # in its wait, not just publishing the question
+    resumed.send_signal(signal.SIGTERM)
+    _, err_bytes = resumed.communicate(timeout=120)
+    err = err_bytes.decode()
+    assert resumed.returncode == 143, err[-2000:]
+    assert "run aborted in " in err and "interrupted by SIGTERM" in err, err[-2000:]
+    assert "Traceback" not in err
+    assert "✗ s › b = ask" in err and "✓ s › b = ask" not in err, err[-2000:]
+
+    last = _events(tmp_path / "resume.jsonl")[-1]
+    assert last["kind"] == "run_finished" and last["data"]["status"] == "aborted", last
+    listed = subprocess.run(flowc("runs", "--json"), cwd=tmp_path, capture_output=True)
+    (info,) = json.loads(listed.stdout)
+    assert (info["run_id"], info["status"]) == ("kq", "aborted")
