@@ -289,6 +289,9 @@ class Executor:
         self.places: dict[str, Place] = {}
         #: the `.flow` names of each plan's steps, by ``id(plan)`` (error messages, runtime/where.py)
         self._names: dict[int, Any] = {}
+        #: the running maps with finished items, by path: ``{of, items: {index: result}, stage?,
+        #: label?, source?}`` (a stopped run's ``RunResult.partial``; runtime/control.py)
+        self.partial: dict[str, dict[str, Any]] = {}
 
     # ----------------------------------------------------------------- events
 
@@ -885,6 +888,7 @@ async def run_plan(
         output=output,
         error=error,
         results=results,
+        partial=_partial(ex) if status == "aborted" else {},
         usage={
             **usage_delta(router, before),
             "by_step": step_usage.by_step,
@@ -913,6 +917,15 @@ async def run_plan(
     if cancelled is not None:
         raise cancelled
     return result
+
+
+def _partial(ex: Executor) -> dict[str, Any]:
+    """A stopped run's maps that had finished items (``RunResult.partial``), items by index."""
+    return {
+        path: {**entry, "items": dict(sorted(entry["items"].items()))}
+        for path, entry in sorted(ex.partial.items())
+        if entry["items"]
+    }
 
 
 def _run_services(ex: Executor, stack: list[str]) -> Any:

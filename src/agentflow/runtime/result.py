@@ -45,6 +45,11 @@ class RunResult(Generic[OutputT]):
       ``by_stage`` (by `.flow` stage) from :class:`StepUsage`.
     - ``duration_ms``: wall time of the run in milliseconds.
     - ``run_id``: the id of a durable run (docs/durable.md), else None.
+    - ``partial``: of an ``aborted`` run, the ``map`` steps it stopped that had finished items:
+      ``{step path: {of, items: {index: result}, stage?, label?, source?}}`` — ``of`` the
+      number of items, ``items`` the finished ones by 0-based index (a tolerating map's
+      outcomes), ``label``/``source`` the map's place in the `.flow`
+      (docs/reference/running.md "Stopping a run"); empty otherwise.
     """
 
     status: RunStatus
@@ -54,6 +59,7 @@ class RunResult(Generic[OutputT]):
     usage: dict[str, Any] = field(default_factory=empty_usage)
     duration_ms: int = 0
     run_id: str | None = None
+    partial: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -72,11 +78,32 @@ class RunResult(Generic[OutputT]):
             if self.error.details:
                 data["error"]["details"] = to_json_value(self.error.details)
         data["results"] = to_json_value(self.results)
+        if self.partial:  # a stopped run's maps, their finished items by index
+            data["partial"] = {
+                path: {
+                    **entry,
+                    "items": {str(i): to_json_value(v) for i, v in entry["items"].items()},
+                }
+                for path, entry in self.partial.items()
+            }
         data["usage"] = self.usage
         data["duration_ms"] = self.duration_ms
         if self.run_id is not None:
             data["run_id"] = self.run_id
         return data
+
+
+def partial_from_json(data: Any) -> dict[str, Any]:
+    """``RunResult.partial`` from its JSON form (``to_dict()["partial"]``: item indices as
+    text), as a durable run's recorded outcome holds it; ``{}`` for anything else."""
+    if not isinstance(data, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for path, entry in data.items():
+        if isinstance(entry, dict) and isinstance(entry.get("items"), dict):
+            items = {int(i): v for i, v in entry["items"].items() if str(i).isdigit()}
+            out[str(path)] = {**entry, "items": items}
+    return out
 
 
 _USAGE_KEYS = ("inferences", "input_tokens", "output_tokens")

@@ -46,7 +46,7 @@ from agentflow.runtime.durable.spec import (
     run_spec,
 )
 from agentflow.runtime.executor import validate_input
-from agentflow.runtime.result import RunResult
+from agentflow.runtime.result import RunResult, partial_from_json
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan
@@ -205,6 +205,7 @@ def result_of(out: dict[str, Any], cls: Any) -> RunResult:
         output=out.get("output"),
         error=ErrorInfo.from_dict(out.get("error")),
         results=out.get("results") or {},
+        partial=partial_from_json(out.get("partial")),
         usage=out.get("usage") or {},
         duration_ms=int(out.get("duration_ms") or 0),
     )
