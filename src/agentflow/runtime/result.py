@@ -49,7 +49,7 @@ class RunResult(Generic[OutputT]):
       ``{step path: {of, items: {index: result}, stage?, label?, source?}}`` — ``of`` the
       number of items, ``items`` the finished ones by 0-based index (a tolerating map's
       outcomes), ``label``/``source`` the map's place in the `.flow`
-      (docs/reference/running.md "Stopping a run"); empty otherwise.
+      (docs/reference/cli.md "Ctrl-C / SIGTERM"); empty otherwise.
     """
 
     status: RunStatus
