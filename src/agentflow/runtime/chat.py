@@ -298,7 +298,7 @@ async def ask(
         wrapper = Plan.model_validate({"name": WRAPPER_PLAN, "steps": [step]})
         prefix = path.rsplit("/", 1)[0]  # ask/agent.N: the call's events and operations there
         result = await run_plan(wrapper, {}, tool_runs, effects=effects, prefix=prefix)
-        if result.status == "aborted":
+        if result.status in ("aborted", "cancelled"):
             raise stop(result.error or ErrorInfo(Code.ABORTED, "aborted"), path)
         if result.status == "error":
             err = result.error or ErrorInfo(Code.TOOL_ERROR, "")
@@ -342,7 +342,7 @@ async def ask(
             path=path,
             effects=effects,
         )
-        if ex.status == "aborted":
+        if ex.status in ("aborted", "cancelled"):
             raise stop(ex.error or ErrorInfo(Code.ABORTED, "aborted"), path)
         if not ex.ok:
             err = ex.error or ErrorInfo(Code.TOOL_ERROR, "")

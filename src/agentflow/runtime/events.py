@@ -24,6 +24,7 @@ from typing import IO, Any, Protocol
 
 from agentflow.core.redaction import SECRETS, redact, redact_data
 from agentflow.core.text import escape_surrogates, money
+from agentflow.core.vocabulary import Code
 from agentflow.errors import InputError
 from agentflow.runtime.extract import loads_bounded
 from agentflow.runtime.where import call_summary
@@ -499,6 +500,8 @@ class ConsoleSink:
             elapsed = data.get("elapsed_ms")
             secs = elapsed / 1000 if isinstance(elapsed, int | float) else event.time - started
             err = data.get("error")
+            if not err and data.get("aborted"):  # stopped by a hook or `flowc cancel`: no ✓
+                err = {"code": Code.ABORTED, "message": data["aborted"]}
             label = data.get("label")
             if label is None:
                 note = self._notes.pop(path, None)

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentflow.core.vocabulary import Code, duration_ms
 from agentflow.errors import (
+    Cancelled,
     ErrorInfo,
     FlowError,
     InputError,
@@ -871,7 +872,9 @@ async def run_plan(
         except ExitOk as e:
             status, output = "exited", e.output
     except RunAborted as e:
-        status = "aborted"
+        # a durable run cancelled (flowc cancel) ends `cancelled`, every other stop `aborted`;
+        # the error code of both is `aborted` (docs/durable.md "Starting, resuming, inspecting")
+        status = "cancelled" if isinstance(e, Cancelled) else "aborted"
         error = e.error or ErrorInfo(Code.ABORTED, e.message, e.step_path)
     except RunError as e:
         status, error = "error", e.info()
@@ -888,7 +891,7 @@ async def run_plan(
         output=output,
         error=error,
         results=results,
-        partial=_partial(ex) if status == "aborted" else {},
+        partial=_partial(ex) if status in ("aborted", "cancelled") else {},
         usage={
             **usage_delta(router, before),
             "by_step": step_usage.by_step,

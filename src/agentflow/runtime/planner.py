@@ -768,7 +768,7 @@ async def plan_and_execute(
         memo.update(recorder.memo)
         results.update(run.results)
         attempt.status, attempt.error = run.status, run.error
-        if run.status == "aborted":
+        if run.status in ("aborted", "cancelled"):
             return done("aborted", error=run.error)
         if run.status == "error":
             if run.error is not None and run.error.code in NO_REPLAN_CODES:

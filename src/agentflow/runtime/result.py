@@ -14,7 +14,7 @@ from agentflow.errors import ErrorInfo
 from agentflow.runtime.expressions import to_json_value
 from agentflow.runtime.models.base import add_usage, token_count
 
-RunStatus = Literal["ok", "exited", "error", "aborted"]
+RunStatus = Literal["ok", "exited", "error", "aborted", "cancelled"]
 
 #: the type of a run's output: ``RunResult[Triage]`` from a generated client
 #: (docs/reference/python-clients.md); a bare ``RunResult`` is ``RunResult[Any]``
@@ -33,7 +33,8 @@ class RunResult(Generic[OutputT]):
 
     - ``status``: ``ok`` (finished), ``exited`` (an ``exit`` step with status ok), ``error`` (a
       step failed, or an ``exit`` with status error), ``aborted`` (a gate / on_tool_error hook
-      aborted the run: a hard stop, the partial ``results`` come back).
+      aborted the run, or a signal stopped it: a hard stop, the partial ``results`` come back),
+      ``cancelled`` (a durable run cancelled by ``flowc cancel``; its error code is ``aborted``).
     - ``output``: the finish value (None for ``silent`` and on error).
     - ``error``: an :class:`~agentflow.errors.ErrorInfo` (``code`` of docs/spec/PLAN_IR.md §8,
       ``message``, ``step_path``, ``source``, ``details``) or None.
@@ -45,7 +46,7 @@ class RunResult(Generic[OutputT]):
       ``by_stage`` (by `.flow` stage) from :class:`StepUsage`.
     - ``duration_ms``: wall time of the run in milliseconds.
     - ``run_id``: the id of a durable run (docs/durable.md), else None.
-    - ``partial``: of an ``aborted`` run, the ``map`` steps it stopped that had finished items:
+    - ``partial``: of an ``aborted`` or ``cancelled`` run, the ``map`` steps it stopped that had finished items:
       ``{step path: {of, items: {index: result}, stage?, label?, source?}}`` — ``of`` the
       number of items, ``items`` the finished ones by 0-based index (a tolerating map's
       outcomes), ``label``/``source`` the map's place in the `.flow`

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agentflow.core.vocabulary import Code
-from agentflow.errors import ErrorInfo, InputError
+from agentflow.errors import Cancelled, ErrorInfo, InputError
 from agentflow.ir.dump import dump_plan
 from agentflow.runtime.durable import dbos_engine, temporal_runs
 from agentflow.runtime.durable.asking import ASK_PLAN_FILE, ASK_PLAN_TEXT, ask_plan, ask_spec
@@ -162,7 +162,7 @@ async def ask_durable(
 
 async def await_outcome(handle: Any, *, watch: tuple[str, str] | None = None) -> dict[str, Any]:
     """The recorded outcome of a run's workflow; a run cancelled (``flowc cancel``) while this
-    process waited for it ends ``aborted``, not with the engine's exception.  ``watch``:
+    process waited for it ends ``cancelled``, not with the engine's exception.  ``watch``:
     ``(database url, run id)`` of a fleet run, whose units held by a worker that dies meanwhile
     are recovered while this process waits (liveness.watch_run)."""
 
@@ -171,8 +171,8 @@ async def await_outcome(handle: Any, *, watch: tuple[str, str] | None = None) ->
     try:
         out: dict[str, Any] = await _outcome_of(handle, errors)
     except errors.DBOSAwaitedWorkflowCancelledError:
-        message = "the run was cancelled (flowc cancel)"
-        return {"status": "aborted", "error": {"code": Code.ABORTED, "message": message}}
+        message = Cancelled().message
+        return {"status": "cancelled", "error": {"code": Code.ABORTED, "message": message}}
     finally:
         if watcher is not None:
             watcher.cancel()
