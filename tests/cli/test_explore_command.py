@@ -157,6 +157,8 @@ def test_each_run_reaching_an_if_counts_once_at_its_own_line(tmp_path):
     # source of the rest's first statement (the next `if`): that call is not the `if` itself
     path = tmp_path / "shapes.flow"
     path.write_text(SHAPES_FLOW, encoding="utf-8")
+    one = CliRunner().invoke(main, ["test", "--explore", "1", str(path)])
+    assert one.output.startswith(f"explored {path}: 1 run (test model seed 0)\n"), one.output
     report = explore(path, 3)  # the inputs n = 1, 3, 7, one run each
     counts = {(site.source.split(":", 1)[1], site.kind): site.counts for site in report.sites}
     assert counts == {
