@@ -74,6 +74,7 @@ __all__ = [
     "run_sync",
     "shape_cache",
     "shape_cache_note",
+    "stopped_summary",
     "telemetry_settings",
     "terminal_hooks",
     "work",
@@ -477,6 +478,43 @@ def run_sync(
             database=database, fleet=fleet, on_start=on_start,
         )
     )  # fmt: skip
+
+
+def stopped_summary(result: RunResult, plan: Plan | None = None) -> str:
+    """What a stopped run (``Interrupted.result``, status ``aborted``) got, in one line in the
+    `.flow`'s terms (docs/reference/cli.md "Ctrl-C / SIGTERM"): ``steps finished: prep ›
+    user__load; measure › map  m.flow:5:3: 1 of 3 items finished (item 0)`` — the finished
+    top-level steps by their labels (a hand-written plan's by step id; ``none``), then each map
+    stopped with finished items (``result.partial``), their indices as ranges (``items 0-4,
+    7``). ``plan``: the plan that ran (its steps' labels), else the step ids show."""
+    labels = durable_runs.Labels(plan)
+    done = ", ".join(labels.label(step) or step for step in result.results) or "none"
+    parts = [f"steps finished: {done}"]
+    for path, entry in result.partial.items():
+        where = str(entry.get("label") or labels.label(path) or path)
+        if entry.get("source"):
+            where += f"  {entry['source']}"
+        items = sorted(entry.get("items") or {})
+        noun = "item" if len(items) == 1 else "items"
+        parts.append(
+            f"{where}: {len(items)} of {entry.get('of')} items finished ({noun} {_ranges(items)})"
+        )
+    return "; ".join(parts)
+
+
+def _ranges(indices: list[int]) -> str:
+    """Sorted indices as text, three or more in a row as a range: ``[0, 1, 2, 4, 5]`` →
+    ``0-2, 4, 5``."""
+    runs: list[list[int]] = []
+    for i in indices:
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    out: list[str] = []
+    for run_ in runs:
+        out.extend([f"{run_[0]}-{run_[-1]}"] if len(run_) >= 3 else map(str, run_))
+    return ", ".join(out)
 
 
 def load_config(path: str | os.PathLike[str] | None = None) -> Config:

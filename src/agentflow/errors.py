@@ -30,6 +30,7 @@ __all__ = [
     "MODEL_ERROR_CODES",
     "BadPath",
     "ClientError",
+    "Cancelled",
     "CompileError",
     "ConfigError",
     "ContractError",
@@ -356,6 +357,20 @@ def _rebuild(
 
 class Stopped(RunAborted):
     """The run was asked to stop by a signal (its stop request: ``runtime/interrupt.py``)."""
+
+
+class Cancelled(RunAborted):
+    """The durable run was cancelled (``flowc cancel RUN``, the engine's cancellation of its
+    units): it ends with status ``cancelled`` (error code ``aborted``, the code of every stop;
+    docs/durable.md "Starting, resuming, inspecting")."""
+
+    def __init__(
+        self,
+        message: str = "the run was cancelled (flowc cancel)",
+        step_path: str | None = None,
+        error: ErrorInfo | None = None,
+    ):
+        super().__init__(message, step_path, error)
 
 
 class ModelErrorKind(StrEnum):

@@ -199,8 +199,14 @@ async def _explore_once(
     agent_of: dict[str, str] = {}
 
     def site(path: str) -> ExploreSite | None:
+        # the site of a step of the site's own kind only: an outlined rest-of-block (the call
+        # of a `plan__…` sub-plan) carries the source of its first statement, which may be the
+        # next `if`, `require` or `map` — counting it too counted that site twice
         info = started.get(path)
-        return sites.get(info[1]) if info is not None else None
+        if info is None:
+            return None
+        s, entry = sites.get(info[1]), _SITES.get(info[0])
+        return s if s is not None and entry is not None and entry[0] == s.kind else None
 
     def on_event(event: Any) -> None:
         d, path = event.data, event.path or ""

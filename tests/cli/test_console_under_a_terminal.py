@@ -11,7 +11,9 @@ times in a row.
 from __future__ import annotations
 
 import os
+import sys
 import threading
+from pathlib import Path
 
 from support.console_stress import project, run_once
 
@@ -63,3 +65,37 @@ def test_a_terminal_run_with_concurrent_events_questions_and_answers_ends(tmp_pa
     root = project(tmp_path)
     outcome = run_once(root, items=16, asks=4, timeout=60)
     assert outcome.refused == 1  # `perhaps` for a bool: refused with the reason, asked again
+
+
+ASK_FLOW = """\
+type Choice = "ship" | "hold"
+extern tool user__note(s: text) -> text
+stage decide -> Choice {
+  ask "Ship or hold?" expect Choice default "hold"
+}
+stage notes -> text {
+  user__note(s: decide)
+}
+"""
+
+
+def test_an_answered_question_leaves_the_live_view(tmp_path):
+    """After a question is answered on the terminal the view comes back: it must not draw the
+    frame rich held from before the question (the question's row, its timer at 0.0s) under the
+    lines of the steps that follow."""
+    from support.terminal import Terminal, plain
+
+    (tmp_path / "ask.flow").write_text(ASK_FLOW, encoding="utf-8")
+    (tmp_path / "tools.py").write_text(
+        'def note(s: str) -> str:\n    """s"""\n    return s\n', encoding="utf-8"
+    )
+    (tmp_path / "flow.toml").write_text('[tools]\nmodules = ["tools.py"]\n', encoding="utf-8")
+    flowc = str(Path(sys.executable).with_name("flowc"))
+    with Terminal([flowc, "run", "ask.flow"], cwd=tmp_path) as term:
+        term.expect(r"answer: the number")
+        term.send("1")
+        assert term.wait(60) == 0
+        shown = plain(term.raw)
+    after = shown[shown.index('answered "ship"') :]
+    assert "✓ notes › user__note" in after
+    assert "…  decide › ask" not in after, after

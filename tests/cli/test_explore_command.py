@@ -120,3 +120,55 @@ def test_exploring_a_team_flow_routes_every_generated_owner_to_a_member(tmp_path
     assert [f.code for f in report.failures] == []
     (site,) = [s for s in report.sites if s.kind == "map"]
     assert site.counts["items"] > 0  # owners were generated and routed
+
+
+SHAPES_FLOW = """\
+input { n: int, xs: int[] }
+stage a -> int {
+  if input.n > 5 { return 1 }
+  if input.n > 2 { return 2 }
+  if input.n > 0 { return 3 }
+  return 4
+}
+stage b -> int {
+  if input.n > 2 {
+    if input.n > 5 { return 1 }
+    return 2
+  }
+  return 3
+}
+stage c -> int[] {
+  if input.n > 5 { return [] }
+  return map input.xs as x { x + 1 }
+}
+stage d -> int {
+  if input.n > 5 { return 1 }
+  require input.n > 2 else fail "small"
+  return 3
+}
+test "one" { input { n: 1, xs: [] } expect a == 3 }
+test "three" { input { n: 3, xs: [1] } expect a == 2 }
+test "seven" { input { n: 7, xs: [1] } expect a == 1 }
+"""
+
+
+def test_each_run_reaching_an_if_counts_once_at_its_own_line(tmp_path):
+    # an `if` with no else outlines the rest of its block into a sub-plan whose call carries the
+    # source of the rest's first statement (the next `if`): that call is not the `if` itself
+    path = tmp_path / "shapes.flow"
+    path.write_text(SHAPES_FLOW, encoding="utf-8")
+    one = CliRunner().invoke(main, ["test", "--explore", "1", str(path)])
+    assert one.output.startswith(f"explored {path}: 1 run (test model seed 0)\n"), one.output
+    report = explore(path, 3)  # the inputs n = 1, 3, 7, one run each
+    counts = {(site.source.split(":", 1)[1], site.kind): site.counts for site in report.sites}
+    assert counts == {
+        ("3:3", "if"): {"then": 1, "else": 2},  # sequence: n=7 | n=1, n=3
+        ("4:3", "if"): {"then": 1, "else": 1},  # reached by n=1, n=3 only
+        ("5:3", "if"): {"then": 1, "else": 0},  # reached by n=1 only
+        ("9:3", "if"): {"then": 2, "else": 1},  # nested in a then
+        ("10:5", "if"): {"then": 1, "else": 1},
+        ("16:3", "if"): {"then": 1, "else": 2},  # followed by a map
+        ("17:10", "map"): {"empty": 1, "items": 1},
+        ("20:3", "if"): {"then": 1, "else": 2},  # followed by a require
+        ("21:3", "require"): {"held": 1, "failed": 1},
+    }

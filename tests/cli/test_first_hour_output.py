@@ -35,11 +35,14 @@ stage w -> text {
 def _progress(tmp_path: Path, monkeypatch) -> list[str]:
     """The plain progress log (stderr, not a terminal) of ``flowc run`` of FLOW, in-process."""
     (tmp_path / "f.flow").write_text(FLOW, encoding="utf-8")
+    # a configured model (of kind test: no network), not --model test, under which no profile
+    # matters and the no-profile warning is not given
+    (tmp_path / "flow.toml").write_text(
+        '[models]\ndefault = "fake:any"\n[providers.fake]\nkind = "test"\n', encoding="utf-8"
+    )
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("AGENTFLOW_CACHE_DIR", str(tmp_path / "cache"))
-    done = CliRunner().invoke(
-        main, ["run", "f.flow", "--input", '{"items": ["x"]}', "--model", "test"]
-    )
+    done = CliRunner().invoke(main, ["run", "f.flow", "--input", '{"items": ["x"]}'])
     assert done.exit_code == 0, done.output
     return done.stderr.splitlines()
 

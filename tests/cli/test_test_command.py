@@ -168,6 +168,22 @@ def test_files_without_test_blocks_say_so_and_exit_5_as_pytest_does(tmp_path):
     assert "no test matches -k 'nothing-like-this' in 1 .flow file(s)" in result.output
 
 
+def test_a_file_that_is_not_a_flow_file_is_said_to_hold_no_tests(tmp_path):
+    # a plan has no `test` blocks: said of it (not "no test blocks in 1 .flow file(s)"), and the
+    # .flow files given beside it still run
+    (tmp_path / "scores.plan.yaml").write_text("version: 1\nname: s\nsteps: []\n")
+    result = CliRunner().invoke(main, ["test", str(tmp_path / "scores.plan.yaml")])
+    assert result.exit_code == 5
+    assert result.output == (
+        f"{tmp_path / 'scores.plan.yaml'}: not a .flow file; "
+        "`test` blocks are written in .flow files\n"
+    )
+    _write(tmp_path, FLOW)
+    both = [str(tmp_path / "scores.plan.yaml"), str(tmp_path / "todo.flow")]
+    result = CliRunner().invoke(main, ["test", *both])
+    assert "not a .flow file" in result.output and "todo.flow:23 empty PASSED" in result.output
+
+
 def test_a_directory_without_flow_files_is_said_and_exits_5_through_the_real_command(tmp_path):
     import subprocess
     import sys

@@ -23,6 +23,10 @@ def test_the_example_eval_runs_offline_with_the_test_model(tmp_path, monkeypatch
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["eval"] == "triage quality" and data["requests"] == 0
+    # six agents and six judges, each answered by the test model: counted, though none was sent
+    assert (data["answered"], data["answered_by"]) == (12, "test model")
+    text = CliRunner().invoke(main, ["eval", str(EXAMPLE), "--model", "test"]).output
+    assert "· 12 model request(s) answered by the test model, none sent ·" in text
     assert [c["case"] for c in data["cases"]] == [
         "double charge", "login outage", "ios crash", "invoice typo", "slow exports", "dark mode"
     ]  # fmt: skip

@@ -206,6 +206,8 @@ def test_an_eval_replays_a_recorded_cassette_with_no_model(tmp_path, chat_server
     assert len(chat_server.requests) == sent  # nothing reached the server
     assert [r.output for r in replayed.runs] == [r.output for r in first.runs]
     assert replayed.models == ["replay"] and all(r.passed for r in replayed.runs)
+    assert (replayed.requests, replayed.answered, replayed.answered_by) == (0, 3, "cassette")
+    assert "3 model request(s) answered from the cassette, none sent" in replayed.to_text()
 
 
 def test_scorers_read_the_stages_and_a_flow_without_a_model_needs_none(tmp_path, monkeypatch):

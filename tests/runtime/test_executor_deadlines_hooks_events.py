@@ -678,3 +678,15 @@ def test_plain_console_lines_stay_single_short_and_escape_free():
         assert len(line) < 300, line
         assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in line), ascii(line)
     assert "\\x1b]0;pwned" in lines[1]
+
+
+def test_a_step_stopped_with_no_error_of_its_own_shows_failed_on_the_console():
+    # a step a `flowc cancel` (or a hook's abort of another step) stopped finishes with
+    # `aborted` and no `error`: its line is a ✗ (it once was a ✓), as with a Ctrl-C
+    stream = io.StringIO()
+    bus = EventBus([ConsoleSink(stream, force_plain=True)])
+    bus.emit("step_started", "E1/do.2", ["m"], tool_name="user__slow", label="measure › item 2")
+    bus.emit("step_finished", "E1/do.2", ["m"], tool_name="user__slow", elapsed_ms=30,
+             aborted="the run was cancelled (flowc cancel)", label="measure › item 2")  # fmt: skip
+    (line,) = stream.getvalue().splitlines()[1:]
+    assert line == "✗ measure › item 2  0.03s  aborted: the run was cancelled (flowc cancel)"

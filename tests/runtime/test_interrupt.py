@@ -85,6 +85,54 @@ def test_flowc_run_winds_down_on_a_signal(project, sig, code):
     assert finished and finished[0]["data"]["error"]["code"] == "aborted"
 
 
+MAP_FLOW = """\
+input { items: int[] }
+extern tool user__nap(s: int) -> int
+stage prep -> int[] { map [0, 0] as it { user__nap(s: it) } }
+stage measure -> int[] {
+  map input.items as it { user__nap(s: it) }
+}
+"""
+NAP_TOOLS = '''\
+import asyncio, sys
+
+
+async def nap(s: int) -> int:
+    """Sleep s seconds."""
+    if s:
+        print("NAPPING", file=sys.stderr, flush=True)
+    await asyncio.sleep(s)
+    return s
+'''
+
+
+def test_a_stopped_map_reports_its_finished_items(tmp_path):
+    # a map runs one item at a time: prep's map finishes (it is a finished step, nothing
+    # partial); measure's item 0 finishes, item 1 naps when SIGTERM comes
+    (tmp_path / "m.flow").write_text(MAP_FLOW, encoding="utf-8")
+    (tmp_path / "tools.py").write_text(NAP_TOOLS, encoding="utf-8")
+    (tmp_path / "flow.toml").write_text('[tools]\nmodules = ["tools.py"]\n', encoding="utf-8")
+    flowc = str(Path(sys.executable).with_name("flowc"))
+    cmd = [flowc, "run", "m.flow", "--json", "--input", '{"items": [0, 30, 30]}']
+    rc, out, err = _interrupt(cmd, tmp_path, signal.SIGTERM)
+    assert rc == 143, err
+    assert (
+        "interrupted by SIGTERM; steps finished: prep › map; "
+        "measure › map  m.flow:5:3: 1 of 3 items finished (item 0)"
+    ) in err
+    result = json.loads(out)
+    assert result["status"] == "aborted" and result["results"] == {"E0": [0, 0]}
+    assert result["partial"] == {
+        "E1": {
+            "of": 3,
+            "items": {"0": 0},
+            "stage": "measure",
+            "label": "measure › map",
+            "source": "m.flow:5:3",
+        }
+    }
+
+
 def test_run_sync_raises_interrupted_with_the_partial_result(project):
     script = textwrap.dedent(
         """\
@@ -220,3 +268,18 @@ def test_ctrl_c_before_the_run_starts_exits_130(tmp_path):
     assert proc.returncode == 130, err
     assert "Aborted!" not in err and "Traceback" not in err
     assert "interrupted by SIGINT" in err
+
+
+def test_a_durable_outcome_keeps_the_partial_items_by_index():
+    # a durable run's outcome is recorded as RunResult.to_dict(); reading it back (durable
+    # execution.result_of, temporal_runs) gives the same `partial`, item indices as integers
+    from agentflow.runtime.result import RunResult, partial_from_json
+
+    partial = {"E1": {"of": 3, "items": {0: 1, 2: [3]}, "label": "measure › map"}}
+    data = json.loads(json.dumps(RunResult("aborted", partial=partial).to_dict()))
+    assert data["partial"] == {
+        "E1": {"of": 3, "items": {"0": 1, "2": [3]}, "label": "measure › map"}
+    }
+    assert partial_from_json(data["partial"]) == partial
+    assert "partial" not in RunResult("ok").to_dict()
+    assert partial_from_json(None) == {}

@@ -143,6 +143,8 @@ def test_flowc_run_with_the_test_model_needs_no_key_and_answers_the_agent(tmp_pa
     data = json.loads(result.stdout)
     assert data["status"] == "ok"
     assert set(data["output"]) == {"top", "count"} and isinstance(data["output"]["count"], int)
+    # the test model answers every agent whatever its profile: no "default profile" warning
+    assert "has no [agents.helper] profile" not in result.stderr
 
 
 def test_a_provider_of_kind_test_in_flow_toml_answers_like_the_option(tmp_path, monkeypatch):
@@ -155,6 +157,8 @@ def test_a_provider_of_kind_test_in_flow_toml_answers_like_the_option(tmp_path, 
     args = ["run", str(EXAMPLES / "first.flow"), "--json", "--input", '{"dir": "w"}']
     first = CliRunner().invoke(main, args)
     assert first.exit_code == 0, first.output
+    # configured models: a profile would pick one, so its absence is said
+    assert "has no [agents.helper] profile; running with the default profile" in first.stderr
     again = CliRunner().invoke(main, args)
     assert json.loads(first.stdout)["output"] == json.loads(again.stdout)["output"]
 

@@ -541,8 +541,7 @@ def run(
     elif result.status in ("ok", "exited"):
         click.echo(_json_out(result.output))
     if interrupted is not None:
-        done = ", ".join(result.results) or "none"
-        _err(f"interrupted by {interrupted.signal}; steps finished: {done}")
+        _err(f"interrupted by {interrupted.signal}; {api.stopped_summary(result, plan)}")
         sys.exit(interrupted.exit_code)
     if result.status not in ("ok", "exited"):
         if result.error is not None:

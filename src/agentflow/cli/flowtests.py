@@ -63,8 +63,12 @@ def test_cmd(
         _explore(paths, explore_runs)
         return
     files = _flow_files(paths or (".",))
+    for other in [f for f in files if f.suffix != ".flow"]:  # a plan, a dataset …: no tests
+        click.echo(f"{other}: not a .flow file; `test` blocks are written in .flow files")
+    files = [f for f in files if f.suffix == ".flow"]
     if not files:  # nothing ran: exit 5, as pytest's "no tests collected"
-        _out(f"no .flow files in {', '.join(paths or ('.',))}")
+        if not any(Path(p).is_file() for p in paths):
+            _out(f"no .flow files in {', '.join(paths or ('.',))}")
         sys.exit(NO_TESTS)
 
     def show(outcome: Any) -> None:
@@ -105,7 +109,9 @@ def _explore(paths: tuple[str, ...], runs: int) -> None:
     if report.error is not None:
         _err(report.error)
         sys.exit(1)
-    _out(f"explored {report.file}: {report.runs} runs (test model seeds 0..{runs - 1})")
+    seeds = "seed 0" if runs == 1 else f"seeds 0..{runs - 1}"
+    noun = "run" if report.runs == 1 else "runs"
+    _out(f"explored {report.file}: {report.runs} {noun} (test model {seeds})")
     width = max((len(s.source) for s in report.sites), default=0)
     for site in report.sites:
         counts = "  ".join(f"{o}: {n}" for o, n in site.counts.items())

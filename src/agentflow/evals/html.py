@@ -61,7 +61,7 @@ def build_page(report: EvalReport, comparison: Comparison | None = None) -> str:
         f"<span>{passed} of {len(report.runs)} case runs passed</span>",
         f"<span>models {_e(', '.join(report.models))}</span>",
         f"<span>repeat {report.repeat}</span>",
-        f"<span>{report.requests} model requests, {report.cached} from the cache</span>",
+        f"<span>{_e(report.requests_text())}</span>",
     ]
     parts = [
         f'<header><h1>eval "{_e(report.name)}"</h1><div class="facts">{"".join(facts)}</div>'

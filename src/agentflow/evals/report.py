@@ -147,7 +147,9 @@ class EvalReport:
     """Everything an eval did (:func:`agentflow.api.evaluate`): the ``flow`` file, the eval
     block's ``name``, its ``scorers`` (name → ``{kind, threshold}``), the ``models`` compared,
     ``repeat``, every case ``runs`` in (model, repeat, case) order, ``requests`` sent over the
-    network in all and ``cached`` answers, and ``diagnostics`` (a flow or dataset that does not
+    network in all and ``cached`` answers, ``answered``: the model requests answered with none
+    sent, by ``answered_by`` (``"test model"`` under ``--model test``, ``"cassette"`` under
+    ``--replay``; else None and 0), and ``diagnostics`` (a flow or dataset that does not
     check: then nothing ran)."""
 
     flow: str
@@ -158,6 +160,8 @@ class EvalReport:
     runs: list[CaseRun] = field(default_factory=list)
     requests: int = 0
     cached: int = 0
+    answered: int = 0
+    answered_by: str | None = None
     diagnostics: list[Any] = field(default_factory=list)
     digest: str = ""
     #: the text of the flow and dataset files (for rendering diagnostics)
@@ -237,6 +241,15 @@ class EvalReport:
 
     # ------------------------------------------------------------------ outputs
 
+    def requests_text(self) -> str:
+        """What the model requests were: ``12 model request(s), 0 from the cache``, or
+        ``9 model request(s) answered by the test model, none sent`` (``… from the cassette``)."""
+        if self.answered_by == "test model":
+            return f"{self.answered} model request(s) answered by the test model, none sent"
+        if self.answered_by == "cassette":
+            return f"{self.answered} model request(s) answered from the cassette, none sent"
+        return f"{self.requests} model request(s), {self.cached} from the cache"
+
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON data (``flowc eval --json``; a later ``--baseline``)."""
         return {
@@ -249,6 +262,8 @@ class EvalReport:
             "scorers": self.scorers,
             "requests": self.requests,
             "cached": self.cached,
+            "answered": self.answered,
+            "answered_by": self.answered_by,
             "summary": [
                 {
                     "scorer": s.scorer,
@@ -358,10 +373,7 @@ class EvalReport:
                     out.append(f"  … and {len(flaky) - _SHOWN} more (--json has them all)")
         cost = sum(float(r.usage.get("cost") or 0) for r in self.runs)
         passed = sum(1 for r in self.runs if r.passed)
-        out.append(
-            f"{passed} of {len(self.runs)} passed · {self.requests} model request(s), "
-            f"{self.cached} from the cache · ${cost:.4f}"
-        )
+        out.append(f"{passed} of {len(self.runs)} passed · {self.requests_text()} · ${cost:.4f}")
         return "\n".join(out) + "\n"
 
 

@@ -436,7 +436,7 @@ async def run_eval(
     )
     plan = load_plan_data(prepared.plan, prepared.file)
     slots = asyncio.Semaphore(max(1, concurrency))
-    counts = {"requests": 0, "cached": 0}
+    counts = {"requests": 0, "cached": 0, "answered": 0}
     jobs = [(m, k, case) for m in names for k in range(repeat) for case in prepared.cases]
 
     async def one(m: str, k: int, case: Case) -> CaseRun:
@@ -461,6 +461,11 @@ async def run_eval(
             trace.close(report)
     report.requests = counts["requests"]
     report.cached = counts["cached"]
+    report.answered = counts["answered"]
+    if model is not None:
+        report.answered_by = "test model"
+    elif replay is not None:
+        report.answered_by = "cassette"
     return report
 
 
@@ -480,7 +485,7 @@ async def _run_case(
     counts: dict,
     sink: Any = None,
 ) -> CaseRun:
-    mine = {"requests": 0, "cached": 0}
+    mine = {"requests": 0, "cached": 0, "answered": 0}
     events: list[dict[str, Any]] = []
     run_out = CaseRun(
         case=case.name, model=named or "", repeat=repeat, status="error",
@@ -520,6 +525,8 @@ async def _run_case(
     if result is not None:
         run_out.status = result.status
         usage = result.usage or {}
+        if model is not None or replay is not None:  # answered here: no request was sent
+            counts["answered"] += int(usage.get("inferences", 0))
         run_out.usage = {
             "inferences": int(usage.get("inferences", 0)),
             "input_tokens": int(usage.get("input_tokens", 0)),
@@ -627,8 +634,9 @@ async def _judge(
     counts: dict,
 ) -> ScoreResult:
     """One ``judge`` scorer: the rubric to the ``judge`` role, its verdict checked."""
-    mine = {"requests": 0, "cached": 0}
+    mine = {"requests": 0, "cached": 0, "answered": 0}
     if model is not None or replay is not None:
+        mine["answered"] += 1  # the test model or the cassette answers the judge: no request
         router = _case_router(config, None, model, replay, repeat, cache, mine)
     else:
         router = _router(config, None, f"judge repeat {repeat}", cache, mine)

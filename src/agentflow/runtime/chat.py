@@ -311,13 +311,13 @@ async def ask(
         prefix = path.rsplit("/", 1)[0]  # ask/agent.N: the call's events and operations there
         result = await run_plan(wrapper, {}, tool_runs, effects=effects, prefix=prefix)
         signal_name = stopping()
-        if signal_name is not None and result.status != "aborted":
+        if signal_name is not None and result.status not in ("aborted", "cancelled"):
             # the call ended as the run was asked to stop (a Ctrl-C reaches a tool's child
             # process too, whose failure can come back first): it was interrupted, and its
             # result goes to no model (docs/decisions.md "ask edges (round 41)")
             interrupted = ErrorInfo(Code.ABORTED, f"interrupted by {signal_name}", path)
             result.status, result.error = "aborted", interrupted
-        if result.status == "aborted":
+        if result.status in ("aborted", "cancelled"):
             err = result.error or ErrorInfo(Code.ABORTED, "aborted")
             if err.step_path is None:  # a stop request's: at the call it stopped
                 err = ErrorInfo(err.code, err.message, path)
@@ -365,7 +365,7 @@ async def ask(
             path=path,
             effects=effects,
         )
-        if ex.status == "aborted":
+        if ex.status in ("aborted", "cancelled"):
             raise stop(ex.error or ErrorInfo(Code.ABORTED, "aborted"), path)
         if not ex.ok:
             err = ex.error or ErrorInfo(Code.TOOL_ERROR, "")

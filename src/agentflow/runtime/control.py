@@ -32,7 +32,7 @@ from agentflow.core.vocabulary import (
     Code,
     duration_ms,
 )
-from agentflow.errors import ExitError, RunError
+from agentflow.errors import ExitError, RunAborted, RunError
 from agentflow.ir.models import Step
 from agentflow.ir.outcomes import tolerance
 from agentflow.ir.schemas import whole_numbers
@@ -266,6 +266,22 @@ async def _map(call: ControlCall) -> Any:
     units = ex.effects
     concurrent = conc > 1 and len(items) > 1
 
+    def finished(i: int) -> None:
+        # the items finished so far, kept where the run's result finds them if the run is
+        # stopped while this map runs (RunResult.partial; dropped when the map ends)
+        entry = ex.partial.get(call.path)
+        if entry is None:
+            entry = ex.partial[call.path] = {"of": len(items), "items": {}}
+            place = ex.places.get(call.path)
+            if place is not None:
+                names = place.names()
+                for key, value in (("stage", names.stage), ("label", names.label)):
+                    if value is not None:
+                        entry[key] = value
+                if place.source is not None:
+                    entry["source"] = place.source
+        entry["items"][i] = results[i]
+
     def item_failed(i: int, e: RunError) -> None:
         p = f"{call.path}/do.{i}"
         if mode == "fail":
@@ -284,10 +300,12 @@ async def _map(call: ControlCall) -> Any:
         results[i] = {"ok": False, "error": outcome_error(e, p)}
         if len(errors) > tolerated:
             raise _over_tolerance(call, errors, len(items), mode) from e
+        finished(i)
         call.ex.warn(p, call.stack, f"item {i} failed (tolerated) with {e.code}: {e.message}")
 
     def item_done(i: int, value: Any) -> None:
         results[i] = {"ok": True, "value": value} if isinstance(mode, dict) else value
+        finished(i)
 
     async def one(i: int) -> None:
         p = f"{call.path}/do.{i}"
@@ -300,10 +318,36 @@ async def _map(call: ControlCall) -> Any:
             return
         item_done(i, value)
 
+    stopped = False
+    try:
+        await _map_items(call, items, conc, mode, one, item_failed, item_done)
+    except (asyncio.CancelledError, RunAborted):
+        stopped = True  # the run was stopped: its result reports the items finished
+        raise
+    except RunError as e:
+        stopped = e.code == Code.ABORTED  # … a durable item's unit says so as an error
+        raise
+    finally:
+        if not stopped:
+            ex.partial.pop(call.path, None)
+    return [r for i, r in enumerate(results) if i not in failed]
+
+
+async def _map_items(
+    call: ControlCall,
+    items: list[Any],
+    conc: int,
+    mode: Any,
+    one: Callable[[int], Awaitable[None]],
+    item_failed: Callable[[int, RunError], None],
+    item_done: Callable[[int, Any], None],
+) -> None:
+    """Run a map's items: in one pool, or (a map too wide for one durable unit) in batches."""
+    units = call.ex.effects
     size = units.map_batch(call.path, len(items))
     if not size:
         await run_pool(len(items), conc, one)
-        return [r for i, r in enumerate(results) if i not in failed]
+        return
     # a map too wide for one durable unit's record (Temporal: one workflow history) runs as
     # batches of `size` items, each a child unit (docs/durable.md "Temporal"); at most `conc`
     # items run at once across the batches, which run in index order, each running about
@@ -312,10 +356,11 @@ async def _map(call: ControlCall) -> Any:
     slices = [(lo, min(lo + size, len(items))) for lo in range(0, len(items), size)]
     at_once = min(len(slices), -(-conc // BATCH_CONCURRENCY))
     per_batch = -(-conc // at_once)
+    body = call.body("do")
 
     async def batch(k: int) -> None:
         lo, hi = slices[k]
-        spec = UnitSpec("body", frame, True, per_batch, body=body, scope=call.scope)
+        spec = UnitSpec("body", call.frame, True, per_batch, body=body, scope=call.scope)
         outcomes = await units.map_slice(call.path, k, items[lo:hi], lo, spec, mode == "fail")
         for j, out in enumerate(outcomes):
             if isinstance(out, RunError):
@@ -324,7 +369,6 @@ async def _map(call: ControlCall) -> Any:
                 item_done(lo + j, out)
 
     await run_pool(len(slices), at_once, batch)
-    return [r for i, r in enumerate(results) if i not in failed]
 
 
 #: How many items of a batched map each of its batches runs at once, about (at most the map's

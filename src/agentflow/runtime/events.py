@@ -341,6 +341,9 @@ class ConsoleSink:
         self._notes: dict[str, str] = {}
         #: lines printed while the view is paused (a question on the terminal), shown after it
         self._held: list[str] | None = None
+        #: the view was started again after a pause: rich still holds its frame from before
+        #: (the question's step running at 0.0s), which it would draw under the next lines
+        self._stale = False
         if not self.plain:
             try:
                 from rich.console import Console
@@ -409,6 +412,7 @@ class ConsoleSink:
                         self._write(text)
                     if live is not None and self._live_started:
                         live.start()
+                        self._stale = True
 
         return cm()
 
@@ -424,6 +428,12 @@ class ConsoleSink:
             self.stream.write(text + "\n")
             self.stream.flush()
         else:
+            if self._stale and self._live is not None and self._live_started:
+                # the first line after a question: draw the view as it is now (the answered
+                # question's row gone) before rich draws its old frame under this line
+                self._stale = False
+                self._snapshot()
+                self._live.refresh()
             self._console.print(text, markup=False, highlight=False)
 
     def handle(self, event: Event) -> None:
@@ -431,11 +441,15 @@ class ConsoleSink:
             try:
                 self._handle(event)
             finally:
-                self._view = (
-                    tuple(self._running.items()),
-                    {k: (v[0], v[1]) for k, v in self._maps.items()},
-                    dict(self._partials),
-                )
+                self._snapshot()
+
+    def _snapshot(self) -> None:
+        """Replace :attr:`_view`, what :meth:`_render` draws, with the rows as they are now."""
+        self._view = (
+            tuple(self._running.items()),
+            {k: (v[0], v[1]) for k, v in self._maps.items()},
+            dict(self._partials),
+        )
 
     def _handle(self, event: Event) -> None:
         kind, path, data = event.kind, event.path, event.data

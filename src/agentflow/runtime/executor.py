@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentflow.core.vocabulary import Code, duration_ms
 from agentflow.errors import (
+    Cancelled,
     ErrorInfo,
     FlowError,
     InputError,
@@ -289,6 +290,9 @@ class Executor:
         self.places: dict[str, Place] = {}
         #: the `.flow` names of each plan's steps, by ``id(plan)`` (error messages, runtime/where.py)
         self._names: dict[int, Any] = {}
+        #: the running maps with finished items, by path: ``{of, items: {index: result}, stage?,
+        #: label?, source?}`` (a stopped run's ``RunResult.partial``; runtime/control.py)
+        self.partial: dict[str, dict[str, Any]] = {}
 
     # ----------------------------------------------------------------- events
 
@@ -870,7 +874,9 @@ async def run_plan(
         except ExitOk as e:
             status, output = "exited", e.output
     except RunAborted as e:
-        status = "aborted"
+        # a durable run cancelled (flowc cancel) ends `cancelled`, every other stop `aborted`;
+        # the error code of both is `aborted` (docs/durable.md "Starting, resuming, inspecting")
+        status = "cancelled" if isinstance(e, Cancelled) else "aborted"
         error = e.error or ErrorInfo(Code.ABORTED, e.message, e.step_path)
     except RunError as e:
         status, error = "error", e.info()
@@ -887,6 +893,7 @@ async def run_plan(
         output=output,
         error=error,
         results=results,
+        partial=_partial(ex) if status in ("aborted", "cancelled") else {},
         usage={
             **usage_delta(router, before),
             "by_step": step_usage.by_step,
@@ -915,6 +922,15 @@ async def run_plan(
     if cancelled is not None:
         raise cancelled
     return result
+
+
+def _partial(ex: Executor) -> dict[str, Any]:
+    """A stopped run's maps that had finished items (``RunResult.partial``), items by index."""
+    return {
+        path: {**entry, "items": dict(sorted(entry["items"].items()))}
+        for path, entry in sorted(ex.partial.items())
+        if entry["items"]
+    }
 
 
 def _run_services(ex: Executor, stack: list[str]) -> Any:

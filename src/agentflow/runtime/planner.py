@@ -769,7 +769,7 @@ async def plan_and_execute(
         memo.update(recorder.memo)
         results.update(run.results)
         attempt.status, attempt.error = run.status, run.error
-        if run.status == "aborted":
+        if run.status in ("aborted", "cancelled"):
             return done("aborted", error=run.error)
         if run.status == "error" and (signal_name := stopping()) is not None:
             # the plan failed as the run was asked to stop: interrupted, not replanned

@@ -14,7 +14,7 @@ from agentflow.errors import ErrorInfo
 from agentflow.runtime.expressions import to_json_value
 from agentflow.runtime.models.base import add_usage, token_count
 
-RunStatus = Literal["ok", "exited", "error", "aborted"]
+RunStatus = Literal["ok", "exited", "error", "aborted", "cancelled"]
 
 #: the type of a run's output: ``RunResult[Triage]`` from a generated client
 #: (docs/reference/python-clients.md); a bare ``RunResult`` is ``RunResult[Any]``
@@ -33,7 +33,8 @@ class RunResult(Generic[OutputT]):
 
     - ``status``: ``ok`` (finished), ``exited`` (an ``exit`` step with status ok), ``error`` (a
       step failed, or an ``exit`` with status error), ``aborted`` (a gate / on_tool_error hook
-      aborted the run: a hard stop, the partial ``results`` come back).
+      aborted the run, or a signal stopped it: a hard stop, the partial ``results`` come back),
+      ``cancelled`` (a durable run cancelled by ``flowc cancel``; its error code is ``aborted``).
     - ``output``: the finish value (None for ``silent`` and on error).
     - ``error``: an :class:`~agentflow.errors.ErrorInfo` (``code`` of docs/spec/PLAN_IR.md §8,
       ``message``, ``step_path``, ``source``, ``details``) or None.
@@ -45,6 +46,11 @@ class RunResult(Generic[OutputT]):
       ``by_stage`` (by `.flow` stage) from :class:`StepUsage`.
     - ``duration_ms``: wall time of the run in milliseconds.
     - ``run_id``: the id of a durable run (docs/durable.md), else None.
+    - ``partial``: of an ``aborted`` or ``cancelled`` run, the ``map`` steps it stopped that had finished items:
+      ``{step path: {of, items: {index: result}, stage?, label?, source?}}`` — ``of`` the
+      number of items, ``items`` the finished ones by 0-based index (a tolerating map's
+      outcomes), ``label``/``source`` the map's place in the `.flow`
+      (docs/reference/cli.md "Ctrl-C / SIGTERM"); empty otherwise.
     """
 
     status: RunStatus
@@ -54,6 +60,7 @@ class RunResult(Generic[OutputT]):
     usage: dict[str, Any] = field(default_factory=empty_usage)
     duration_ms: int = 0
     run_id: str | None = None
+    partial: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -72,11 +79,32 @@ class RunResult(Generic[OutputT]):
             if self.error.details:
                 data["error"]["details"] = to_json_value(self.error.details)
         data["results"] = to_json_value(self.results)
+        if self.partial:  # a stopped run's maps, their finished items by index
+            data["partial"] = {
+                path: {
+                    **entry,
+                    "items": {str(i): to_json_value(v) for i, v in entry["items"].items()},
+                }
+                for path, entry in self.partial.items()
+            }
         data["usage"] = self.usage
         data["duration_ms"] = self.duration_ms
         if self.run_id is not None:
             data["run_id"] = self.run_id
         return data
+
+
+def partial_from_json(data: Any) -> dict[str, Any]:
+    """``RunResult.partial`` from its JSON form (``to_dict()["partial"]``: item indices as
+    text), as a durable run's recorded outcome holds it; ``{}`` for anything else."""
+    if not isinstance(data, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for path, entry in data.items():
+        if isinstance(entry, dict) and isinstance(entry.get("items"), dict):
+            items = {int(i): v for i, v in entry["items"].items() if str(i).isdigit()}
+            out[str(path)] = {**entry, "items": items}
+    return out
 
 
 _USAGE_KEYS = ("inferences", "input_tokens", "output_tokens")

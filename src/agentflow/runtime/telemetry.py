@@ -749,7 +749,7 @@ class OtelSink:
                 span.set_attribute(f"agentflow.usage.{key}", usage[key])
         if isinstance(usage.get("cost"), int | float):
             span.set_attribute("agentflow.cost", float(usage["cost"]))
-        if data.get("status") in ("error", "aborted"):
+        if data.get("status") in ("error", "aborted", "cancelled"):
             self._error(span, data.get("error"))
         else:
             attrs: dict[str, Any] = {}

@@ -74,14 +74,14 @@ def test_a_run_cancelled_mid_map_closes_its_trace_and_keeps_its_answered_calls(t
         _, err_bytes = run.communicate(timeout=120)
     err = err_bytes.decode()
     assert run.returncode == 1, err[-2000:]
-    assert "run aborted in " in err, err[-2000:]
+    assert "run cancelled in " in err, err[-2000:]
     assert "Traceback" not in err
     assert "✓ s › map" not in err and "✗ s › map" in err, err[-2000:]
 
     events = _events(tmp_path / "t.jsonl")
     last = events[-1]
     assert last["kind"] == "run_finished", last
-    assert last["data"]["status"] == "aborted"
+    assert last["data"]["status"] == "cancelled"
     assert "cancelled" in last["data"]["error"]["message"]
     (map_end,) = [e for e in events if e["kind"] == "step_finished" and e["path"] == "E0"]
     assert map_end["data"].get("aborted") or map_end["data"].get("error")

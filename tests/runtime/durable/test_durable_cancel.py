@@ -1,5 +1,7 @@
 """`flowc cancel RUN` stops a durable run for good, from another process: the run's own process
-ends with an ``aborted`` error (no traceback) and `flowc runs` lists the run as cancelled."""
+ends it with status ``cancelled`` (error code ``aborted``, no traceback) — its last console line,
+its `--json` result and its trace's `run_finished` say so — and `flowc runs` lists it
+`cancelled` too (one word everywhere: docs/durable.md "Starting, resuming, inspecting")."""
 
 from __future__ import annotations
 
@@ -21,14 +23,23 @@ PLAN = "version: 1\nname: waiter\nsteps:\n" + "".join(
 
 def test_a_cancelled_run_stops_and_is_listed_as_cancelled(tmp_path: Path):
     (tmp_path / "plan.yaml").write_text(PLAN)
-    run = start_flowc(tmp_path, "run", "--durable", "--run-id", "c1", "plan.yaml")
+    run = start_flowc(
+        tmp_path, "run", "--durable", "--run-id", "c1", "--json", "--trace", "t.jsonl", "plan.yaml"
+    )
     wait_asked(tmp_path / ".flowc" / "durable.sqlite", "c1", run)
 
     cancelled = subprocess.run(flowc("cancel", "c1"), cwd=tmp_path, capture_output=True)
     assert cancelled.returncode == 0, cancelled.stderr.decode()
-    _, err = run.communicate(timeout=120)
+    out, err = run.communicate(timeout=120)
     assert run.returncode == 1
-    assert "cancelled" in err.decode() and "Traceback" not in err.decode()
+    text = err.decode()
+    assert "Traceback" not in text and "run aborted" not in text, text[-2000:]
+    assert "run cancelled in " in text, text[-2000:]
+    assert "error[aborted]: the run was cancelled (flowc cancel)" in text
+    result = json.loads(out)
+    assert result["status"] == "cancelled" and result["error"]["code"] == "aborted"
+    last = json.loads((tmp_path / "t.jsonl").read_text().splitlines()[-1])
+    assert (last["kind"], last["data"]["status"]) == ("run_finished", "cancelled")
 
     listed = subprocess.run(flowc("runs", "--json"), cwd=tmp_path, capture_output=True)
     (info,) = json.loads(listed.stdout)

@@ -25,10 +25,12 @@ if TYPE_CHECKING:
         run_durable,
         work,
     )
+    from agentflow.runtime.durable.shown import Labels
 
 #: What :mod:`agentflow.api_run` calls for a durable run, loaded on first use (PEP 562): a plain
 #: run, which never calls them, loads no module of this package (docs/decisions.md "Start-up").
 _EXPORTS: dict[str, str] = {
+    "Labels": "agentflow.runtime.durable.shown",
     "database_for": "agentflow.runtime.durable.runs",
     "launched": "agentflow.runtime.durable.dbos_launch",
     "recorded_spec": "agentflow.runtime.durable.runs",
@@ -39,6 +41,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "Labels",
     "database_for",
     "launched",
     "recorded_spec",

@@ -132,6 +132,7 @@ def ask_result(result: RunResult) -> AskResult:
     status = record.get("status")
     if status not in ("ok", "budget", "error", "aborted"):
         status = "ok" if result.status == "ok" else result.status
+        status = "aborted" if status == "cancelled" else status  # an AskResult's word for it
         status = status if status in ("ok", "error", "aborted") else "error"
     return AskResult(
         status=str(status),

@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentflow.core.vocabulary import Code
-from agentflow.errors import InputError, RunError
+from agentflow.errors import Cancelled, InputError, RunError
 from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.config import load_config
 from agentflow.runtime.control import BATCH_CONCURRENCY
@@ -70,7 +70,6 @@ from agentflow.runtime.durable.records import (
     unreadable_error,
 )
 from agentflow.runtime.durable.spec import context_from_spec, run_root, trace_of
-from agentflow.runtime.hooks import RunAborted
 from agentflow.runtime.interrupt import StopRequest, stop_request, use_stop_request
 
 if TYPE_CHECKING:
@@ -185,7 +184,7 @@ class DbosEngine:
         except UnreadableRecord as e:  # replaying a row that is not agentflow's JSON
             raise _unreadable(self.workflow_id(), name, e) from None
         except dbos.error.DBOSWorkflowCancelledError:
-            raise RunAborted("the run was cancelled (flowc cancel)", None) from None
+            raise Cancelled() from None
         return value, ran
 
     async def recorded_item(self, path: str) -> bool:
@@ -249,7 +248,7 @@ class DbosEngine:
                 if done:
                     break
                 if await _cancelled(workflow_id):
-                    raise RunAborted("the run was cancelled (flowc cancel)", None)
+                    raise Cancelled()
         finally:
             if not waiting.done():
                 waiting.cancel()
@@ -264,7 +263,7 @@ class DbosEngine:
             # few polls before the refusal counts as anything else
             for _ in range(_CANCEL_SEEN_POLLS):
                 if await _cancelled(workflow_id):
-                    raise RunAborted("the run was cancelled (flowc cancel)", None) from None
+                    raise Cancelled() from None
                 await asyncio.sleep(CANCEL_POLL_S / 5)
             raise
         return NO_MESSAGE if message is None else message
@@ -324,7 +323,7 @@ class DbosEngine:
             # the child was cancelled with its run (`flowc cancel`): the run stops as a
             # cancelled step does, so its steps and the run itself still finish (a DBOS
             # exception would leave the executor without `run_finished`)
-            raise RunAborted("the run was cancelled (flowc cancel)", None) from None
+            raise Cancelled() from None
 
     async def cancel_child(self, handle: Any) -> None:
         """``DBOS.cancel_workflow_async`` (a sibling failed, or the run was stopped)."""

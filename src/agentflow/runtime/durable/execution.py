@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agentflow.core.vocabulary import Code
-from agentflow.errors import ErrorInfo, InputError
+from agentflow.errors import Cancelled, ErrorInfo, InputError
 from agentflow.ir.dump import dump_plan
 from agentflow.runtime.durable import dbos_engine, temporal_runs
 from agentflow.runtime.durable.asking import ASK_PLAN_FILE, ASK_PLAN_TEXT, ask_plan, ask_spec
@@ -47,7 +47,7 @@ from agentflow.runtime.durable.spec import (
 )
 from agentflow.runtime.executor import validate_input
 from agentflow.runtime.interrupt import stop_request
-from agentflow.runtime.result import RunResult
+from agentflow.runtime.result import RunResult, partial_from_json
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan
@@ -166,7 +166,7 @@ async def ask_durable(
 
 async def await_outcome(handle: Any, *, watch: tuple[str, str] | None = None) -> dict[str, Any]:
     """The recorded outcome of a run's workflow; a run cancelled (``flowc cancel``) while this
-    process waited for it ends ``aborted``, not with the engine's exception.  ``watch``:
+    process waited for it ends ``cancelled``, not with the engine's exception.  ``watch``:
     ``(database url, run id)`` of a fleet run, whose units held by a worker that dies meanwhile
     are recovered while this process waits (liveness.watch_run)."""
 
@@ -175,14 +175,14 @@ async def await_outcome(handle: Any, *, watch: tuple[str, str] | None = None) ->
     try:
         out: dict[str, Any] = await _outcome_of(handle, errors)
     except errors.DBOSAwaitedWorkflowCancelledError:
-        message = "the run was cancelled (flowc cancel)"
+        message = Cancelled().message
         cancelled = {"code": Code.ABORTED, "message": message}
         # the root ran here and finished (its trace closed, `run_finished` with its usage):
-        # that outcome, whose record the engine refused, is the run's, aborted
+        # that outcome, whose record the engine refused, is the run's, cancelled
         kept = dbos_engine.kept_outcome(handle.get_workflow_id())
         if kept is not None:
-            return {**kept, "status": "aborted", "error": kept.get("error") or cancelled}
-        return {"status": "aborted", "error": cancelled}
+            return {**kept, "status": "cancelled", "error": kept.get("error") or cancelled}
+        return {"status": "cancelled", "error": cancelled}
     finally:
         dbos_engine.kept_outcome(handle.get_workflow_id())
         if watcher is not None:
@@ -216,6 +216,7 @@ def result_of(out: dict[str, Any], cls: Any) -> RunResult:
         output=out.get("output"),
         error=ErrorInfo.from_dict(out.get("error")),
         results=out.get("results") or {},
+        partial=partial_from_json(out.get("partial")),
         usage=out.get("usage") or {},
         duration_ms=int(out.get("duration_ms") or 0),
     )

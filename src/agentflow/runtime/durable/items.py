@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from agentflow.errors import RunAborted
+from agentflow.errors import Cancelled, RunAborted
 from agentflow.runtime.durable.dbos_system import dbos_module
 from agentflow.runtime.durable.records import Unreadable, install
 
@@ -236,14 +236,14 @@ class ItemRecords:
         engine's list of cancelled units, looked at once per CANCEL_LOOK_S."""
         for done in self._behind.get(workflow_id, ()):
             if done.done() and not done.cancelled() and isinstance(done.exception(), RunAborted):
-                raise RunAborted("the run was cancelled (flowc cancel)", None)
+                raise Cancelled()
         now = time.monotonic()
         if now - self._looked >= CANCEL_LOOK_S:
             self._looked = now
             found = await self._thread(self._sys_db().get_cancelled_workflow_ids, [workflow_id])
             self._cancelled.update(found)
         if workflow_id in self._cancelled:
-            raise RunAborted("the run was cancelled (flowc cancel)", None)
+            raise Cancelled()
 
     def last_pending(self, workflow_id: str) -> asyncio.Future[None] | None:
         """Unit ``workflow_id``'s latest ordered row not committed yet (rows commit in the
@@ -313,7 +313,7 @@ class ItemRecords:
                 if done.done():
                     continue
                 if row[0] in cancelled:
-                    done.set_exception(RunAborted("the run was cancelled (flowc cancel)", None))
+                    done.set_exception(Cancelled())
                 else:
                     done.set_result(None)
         # nothing queued on this loop (no await since the check): its entries go

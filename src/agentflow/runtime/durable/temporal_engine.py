@@ -37,7 +37,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentflow.core.vocabulary import Code
-from agentflow.errors import RunError
+from agentflow.errors import Cancelled, RunError
 from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.durable.engine import NO_MESSAGE, DurableEffects, PlanIndex, Runtime
 from agentflow.runtime.durable.ratelimit import rate_window
@@ -67,7 +67,6 @@ from agentflow.runtime.durable.temporal_client import (
     url_for,
     versioned_queue,
 )
-from agentflow.runtime.hooks import RunAborted
 
 if TYPE_CHECKING:
     from agentflow.runtime.config import Config
@@ -230,7 +229,7 @@ def _cancelled(name: str) -> None:
     from temporalio import workflow
 
     if workflow.cancellation_reason() is not None:
-        raise RunAborted("the run was cancelled (flowc cancel)", None) from None
+        raise Cancelled() from None
     raise RuntimeError(f"{name} was stopped with its worker: another worker continues the run")
 
 
@@ -415,7 +414,7 @@ class TemporalEngine:
         except ChildWorkflowError as e:
             cause = e.cause
             if type(cause).__name__ == "CancelledError":
-                raise RunAborted("the run was cancelled (flowc cancel)", None) from None
+                raise Cancelled() from None
             raise RunError(Code.FAILED, f"unit {handle.id} failed: {cause or e}") from None
         if isinstance(out, dict) and "e" in out:
             raise out["e"]

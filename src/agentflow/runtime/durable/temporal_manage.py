@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agentflow.core.vocabulary import Code
-from agentflow.errors import InputError
+from agentflow.errors import Cancelled, InputError
 from agentflow.runtime.durable import temporal_client as tc
 from agentflow.runtime.durable import temporal_show as ts
 from agentflow.runtime.durable.answers import UNANSWERED, Claim, checked_answer, closed_message
@@ -258,8 +258,8 @@ async def _outcome(handle: Any) -> dict[str, Any]:
         out: dict[str, Any] = await handle.result()
     except WorkflowFailureError as e:
         if isinstance(e.cause, CancelledError):
-            message = "the run was cancelled (flowc cancel)"
-            return {"status": "aborted", "error": {"code": Code.ABORTED, "message": message}}
+            message = Cancelled().message
+            return {"status": "cancelled", "error": {"code": Code.ABORTED, "message": message}}
         cause = e.cause
         code = Code.DURABLE_REPLAY_MISMATCH if "Nondeterminism" in str(cause) else Code.FAILED
         return {"status": "error", "error": {"code": code, "message": str(cause or e)}}

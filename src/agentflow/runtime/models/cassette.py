@@ -323,6 +323,8 @@ class ReplayRouter(ModelRouter):
     Needs no model, key or provider configuration (docs/spec/RUNTIME.md §5).
     """
 
+    answers_every_model = True
+
     def __init__(self, cassette: str | Path, config: Config | None = None, **kwargs: Any):
         super().__init__(config or Config(), **kwargs)
         self.replay = ReplayClient(cassette)

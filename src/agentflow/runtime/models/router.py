@@ -153,6 +153,10 @@ class ModelRouter:
     ``retry`` overrides every provider's retry policy (tests use a fast one).
     """
 
+    #: True for a router whose one local model answers every role, named model and agent
+    #: profile (the test model, a cassette): which profile an agent has changes nobody's model
+    answers_every_model = False
+
     def __init__(
         self,
         config: Config,
@@ -397,6 +401,8 @@ def test_router(
     model = TestModel(seed, call_tools=call_tools)
 
     class _TestRouter(ModelRouter):
+        answers_every_model = True
+
         def client_for(self, role_or_name: str | None = None) -> RoutedClient:
             name = role_or_name or "chat"
             if name not in self._routed:
