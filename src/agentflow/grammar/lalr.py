@@ -334,32 +334,14 @@ def shifts(stack: list[int], term: str, end_state: int | None = None) -> bool:
     """True when the parser in ``stack`` really shifts ``term`` next, through the reductions it
     triggers (the state's action for ``term`` may come from the merged LALR lookaheads of
     another context); for ``$END``, when reducing reaches ``end_state`` (the input is accepted)."""
-    t = tables()
-    states = t.states
-    goto = t.goto
-    st = list(stack)
-    for _ in range(10_000):
-        act = states[st[-1]].get(term)
-        if act is None:
-            return False
-        if act[0]:
-            return True
-        size, _cb, nonterminal = act[1]
-        if size:
-            del st[-size:]
-        nxt = goto.get(st[-1], {}).get(nonterminal) if st else None
-        if nxt is None:
-            return False
-        st.append(nxt)
-        if term == "$END" and nxt == end_state:
-            return True
-    return False  # pragma: no cover
+    return shifted(stack, term, end_state) is not None
 
 
-def shifted(stack: list[int], term: str) -> list[int] | None:
+def shifted(stack: list[int], term: str, end_state: int | None = None) -> list[int] | None:
     """The state stack after the parser in ``stack`` shifts ``term`` (through the reductions it
     triggers), or None when it cannot: what the parser expects *after* a token that is missing
-    (``count int``: after the missing `:`, a type)."""
+    (``count int``: after the missing `:`, a type); for ``$END``, the stack once reducing
+    reaches ``end_state`` (the input is accepted)."""
     t = tables()
     states = t.states
     goto = t.goto
@@ -378,6 +360,8 @@ def shifted(stack: list[int], term: str) -> list[int] | None:
         if nxt is None:
             return None
         st.append(nxt)
+        if term == "$END" and nxt == end_state:
+            return st
     return None  # pragma: no cover
 
 

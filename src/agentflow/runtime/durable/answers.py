@@ -154,20 +154,27 @@ async def claim(workflow_id: str, key: str, message: Any, topic: str | None = No
     return await asyncio.to_thread(_claim, workflow_id, key, message, topic)
 
 
-def _claimed(workflow_ids: list[str], path: str) -> tuple[str, Claim] | None:
+def _claim_rows(workflow_ids: list[str]) -> list[Any]:
+    """The claim rows ``(workflow_id, question, kind, value, claimed_at)`` of the units
+    ``workflow_ids``, latest first."""
     import sqlalchemy as sa
 
     engine = system_database().engine
     _ensure_table(engine)
     with engine.connect() as conn:
-        rows = conn.execute(
-            sa.text(
-                f"SELECT workflow_id, question, kind, value, claimed_at FROM {TABLE} "
-                "WHERE workflow_id IN :ws ORDER BY claimed_at DESC"
-            ).bindparams(sa.bindparam("ws", expanding=True)),
-            {"ws": workflow_ids},
-        ).all()
-    for wfid, key, kind, value, at in rows:
+        return list(
+            conn.execute(
+                sa.text(
+                    f"SELECT workflow_id, question, kind, value, claimed_at FROM {TABLE} "
+                    "WHERE workflow_id IN :ws ORDER BY claimed_at DESC"
+                ).bindparams(sa.bindparam("ws", expanding=True)),
+                {"ws": workflow_ids},
+            ).all()
+        )
+
+
+def _claimed(workflow_ids: list[str], path: str) -> tuple[str, Claim] | None:
+    for wfid, key, kind, value, at in _claim_rows(workflow_ids):
         if key == path or key.rsplit("#", 1)[0] == f"{path}/ask":
             loaded = json.loads(value) if value is not None else None
             return str(wfid), Claim(False, str(kind), loaded, float(at))
@@ -185,18 +192,7 @@ async def claimed(workflow_ids: list[str], path: str) -> tuple[str, Claim] | Non
 
 
 def _claims(workflow_ids: list[str]) -> dict[tuple[str, str], Claim]:
-    import sqlalchemy as sa
-
-    engine = system_database().engine
-    _ensure_table(engine)
-    with engine.connect() as conn:
-        rows = conn.execute(
-            sa.text(
-                f"SELECT workflow_id, question, kind, value, claimed_at FROM {TABLE} "
-                "WHERE workflow_id IN :ws"
-            ).bindparams(sa.bindparam("ws", expanding=True)),
-            {"ws": workflow_ids},
-        ).all()
+    rows = _claim_rows(workflow_ids)
     return {
         (str(wfid), str(key)): Claim(
             False, str(kind), json.loads(value) if value is not None else None, float(at)
