@@ -37,37 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from support.postgres import PostgresServer  # noqa: E402
-
-TOOLS = """\
-async def noop(i: int) -> int:
-    \"\"\"Return i.\"\"\"
-    return i
-"""
-
-PLAN = """\
-version: 1
-name: wide_map
-input_schema: {type: object, properties: {items: {type: array}}, required: [items]}
-steps:
-  - id: E0
-    tool_name: map
-    input:
-      over: "{{ input.items }}"
-      concurrency: CONCURRENCY
-      do: {tool_name: user__noop, input: {i: "{{ item }}"}}
-finish: {mode: output, output: "{{ E0 }}"}
-"""
-
-
-def _flowc(*args: str) -> list[str]:
-    return [sys.executable, "-m", "agentflow", *args]
-
-
-def _hwm_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+from wide_map import flowc, hwm_mb, write_project  # noqa: E402
 
 
 class _Peak:
@@ -84,7 +54,7 @@ class _Peak:
     def _watch(self) -> None:
         while not self._stop.wait(0.2):
             try:
-                self.mb = max(self.mb, _hwm_mb(self.pid))
+                self.mb = max(self.mb, hwm_mb(self.pid))
             except (OSError, ValueError):
                 return
 
@@ -97,8 +67,7 @@ class _Peak:
 def _project(root: Path, concurrency: int, durable: str) -> Path:
     project = root
     project.mkdir(parents=True, exist_ok=True)
-    (project / "tools.py").write_text(TOOLS)
-    (project / "map.yaml").write_text(PLAN.replace("CONCURRENCY", str(concurrency)))
+    write_project(project, concurrency)
     (project / "flow.toml").write_text(
         f'[tools]\nmodules = ["tools.py"]\nentry_points = false\n\n[durable]\n{durable}'
     )
@@ -119,7 +88,7 @@ def _run(project: Path, env: dict, run_id: str, *extra: str) -> dict:
     t0 = time.perf_counter()
     with out.open("wb") as fh:
         proc = subprocess.Popen(
-            _flowc("run", "--durable", *extra, "--run-id", run_id, "map.yaml",
+            flowc("run", "--durable", *extra, "--run-id", run_id, "map.yaml",
                    "--input", "@input.json"),
             cwd=project, env=env, stdout=fh, stderr=subprocess.PIPE,
         )  # fmt: skip
@@ -137,7 +106,7 @@ def _shown(project: Path, env: dict, url: str, run_id: str) -> tuple[float, floa
     and the steps in all."""
     t0 = time.perf_counter()
     cli = subprocess.run(
-        _flowc("runs", "show", run_id, "--database", url), cwd=project, env=env,
+        flowc("runs", "show", run_id, "--database", url), cwd=project, env=env,
         capture_output=True,
     )  # fmt: skip
     cli_s = time.perf_counter() - t0
@@ -173,7 +142,7 @@ def fleet(root: Path, n: int, workers: int, concurrency: int, fsync: bool, batch
         logs = [(root / f"w{k}.log").open("wb") for k in range(workers)]
         procs = [
             subprocess.Popen(
-                _flowc("worker", "--name", f"w{k}"),
+                flowc("worker", "--name", f"w{k}"),
                 cwd=project,
                 env=env,
                 stdout=subprocess.DEVNULL,

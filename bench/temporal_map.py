@@ -39,41 +39,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from support.temporal import TemporalServer  # noqa: E402
-
-TOOLS = """\
-async def noop(i: int) -> int:
-    \"\"\"Return i.\"\"\"
-    return i
-"""
-
-PLAN = """\
-version: 1
-name: wide_map
-input_schema: {type: object, properties: {items: {type: array}}, required: [items]}
-steps:
-  - id: E0
-    tool_name: map
-    input:
-      over: "{{ input.items }}"
-      concurrency: CONCURRENCY
-      do: {tool_name: user__noop, input: {i: "{{ item }}"}}
-finish: {mode: output, output: "{{ E0 }}"}
-"""
-
-
-def _flowc(*args: str) -> list[str]:
-    return [sys.executable, "-m", "agentflow", *args]
+from wide_map import flowc, hwm_mb, write_project  # noqa: E402
 
 
 def _db_bytes(db: Path) -> int:
     return sum(p.stat().st_size for p in db.parent.glob(db.name + "*") if p.is_file())
-
-
-def _hwm_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 async def _family(url: str, run_id: str) -> int:
@@ -118,8 +88,7 @@ async def _show(url: str, run_id: str, offset: int = 0) -> tuple[float, int, int
 
 def _project(project: Path, address: str, concurrency: int) -> None:
     project.mkdir(exist_ok=True)
-    (project / "tools.py").write_text(TOOLS)
-    (project / "map.yaml").write_text(PLAN.replace("CONCURRENCY", str(concurrency)))
+    write_project(project, concurrency)
     (project / "flow.toml").write_text(
         '[tools]\nmodules = ["tools.py"]\n\n[durable]\nengine = "temporal"\n'
         f'address = "{address}"\ntask_queue = "bench"\n'
@@ -141,7 +110,7 @@ def _time_show(
         inproc.append(took)
         t1 = time.perf_counter()
         cli = subprocess.run(
-            _flowc("runs", "show", "wide", "--limit", "200", "--offset", str(offset)),
+            flowc("runs", "show", "wide", "--limit", "200", "--offset", str(offset)),
             cwd=project, env=env,
             capture_output=True,
         )  # fmt: skip
@@ -196,7 +165,7 @@ def bench(
             logs = [(root / f"w{k}.log").open("wb") for k in range(workers)]
             procs = [
                 subprocess.Popen(
-                    _flowc("worker", "--name", f"w{k}"), cwd=project, env=env,
+                    flowc("worker", "--name", f"w{k}"), cwd=project, env=env,
                     stdout=subprocess.DEVNULL, stderr=logs[k],
                 )  # fmt: skip
                 for k in range(workers)
@@ -205,7 +174,7 @@ def bench(
             before = _db_bytes(db)
             t0 = time.perf_counter()
             starter = subprocess.Popen(
-                _flowc("run", "--durable", "--run-id", "wide", "map.yaml",
+                flowc("run", "--durable", "--run-id", "wide", "map.yaml",
                        "--input", "@input.json"),
                 cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=logs[0],
             )  # fmt: skip
@@ -220,7 +189,7 @@ def bench(
             batches = asyncio.run(_family(url, "wide"))
             time.sleep(2)  # the server's writes settle
             grown = _db_bytes(db) - before
-            rss = [_hwm_mb(p.pid) for p in procs]
+            rss = [hwm_mb(p.pid) for p in procs]
             for p in procs:
                 p.send_signal(signal.SIGINT)
             for p in procs:
