@@ -151,6 +151,40 @@ def _shown(project: Path, run_id: str) -> dict:
     return asyncio.run(runs.show_run(url, run_id)).to_dict()
 
 
+def _listed(project: Path) -> list[dict]:
+    """``flowc runs --json``'s data, in this process."""
+    from agentflow.runtime.config import load_config
+    from agentflow.runtime.durable import runs
+
+    url = runs.database_for(load_config(project / "flow.toml"))
+    return [r.to_dict() for r in asyncio.run(runs.list_runs(url))]
+
+
+def _answers_signalled(project: Path, run_id: str) -> int:
+    """How many messages were signalled to Temporal workflow ``run_id`` (its history)."""
+    from temporalio.api.enums.v1 import EventType
+
+    from agentflow.runtime.config import load_config
+    from agentflow.runtime.durable import runs
+    from agentflow.runtime.durable import temporal_client as tc
+
+    url = runs.database_for(load_config(project / "flow.toml"))
+
+    async def count() -> int:
+        client = await tc.client_for(url)
+        handle = client.get_workflow_handle(run_id)
+        signalled = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+        return sum(
+            [
+                e.event_type == signalled
+                and e.workflow_execution_signaled_event_attributes.signal_name == tc.MESSAGE_SIGNAL
+                async for e in handle.fetch_history_events()
+            ]
+        )
+
+    return asyncio.run(count())
+
+
 def _wait_question(engine: str, project: Path, run_id: str, proc: subprocess.Popen) -> None:
     if engine == "dbos":
         wait_asked(project / ".flowc" / "durable.sqlite", run_id, proc)
@@ -225,9 +259,22 @@ def test_a_question_answered_while_no_process_runs_the_run_is_taken_on_resume(
     ok = _run(project, env, "answer", "ask-1", "E1", "yes")
     assert ok.returncode == 0, ok.stderr.decode()[-2000:]
     if engine == "temporal":  # (DBOS: tests/runtime/durable/test_answer_race.py)
+        # the answer is in the unit's history, not yet in its memo (no worker took it): the
+        # question is shown answered, not waiting, by runs and runs show
+        # (DBOS: test_a_question_answered_while_its_run_is_stopped.py)
+        listed = next(r for r in _listed(project) if r["run_id"] == "ask-1")
+        shown = _shown(project, "ask-1")
+        for info in (listed, shown):
+            assert info["questions"] == [], info
+            assert info["status"] == "running", info
+            assert [(q["path"], q["closed"], q["answer"]) for q in info["answered"]] == [
+                ("E1", "answer", "yes")
+            ], info
+        assert _questions(engine, project, "ask-1") == []
         second = _run(project, env, "answer", "ask-1", "E1", "no")
         assert second.returncode == 1
-        assert "was already answered" in second.stderr.decode(), second.stderr.decode()[-2000:]
+        assert 'was already answered ("yes")' in second.stderr.decode(), second.stderr.decode()
+        assert _answers_signalled(project, "ask-1") == 1  # the second was refused unsent
     resumed = _run(project, env, "resume", "ask-1")
     assert resumed.returncode == 0, resumed.stderr.decode()[-2000:]
     assert json.loads(resumed.stdout) == {"shipped": "yes", "e0": 2}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import math
 import secrets
@@ -293,7 +294,8 @@ async def list_runs(url: str, *, limit: int = 50) -> list[RunInfo]:
     async for w in client.list_workflows(f"WorkflowType = '{tc.RUN_WORKFLOW}'", limit=limit):
         info = await _info(client, w)
         if info.status == "running":
-            info.questions = await _questions(client, w.id, await _family(client, w.id))
+            family = await _family(client, w.id)
+            info.questions, info.answered = await _open_questions(client, w.id, family)
             if info.questions:
                 info.status = "waiting"
         out.append(info)
@@ -402,7 +404,8 @@ async def show_run(
     info.cost = cost
     if info.status == "running":
         running = await _family(client, run_id, where=" AND ExecutionStatus = 'Running'")
-        info.questions = await _questions(client, run_id, running if lazy else family)
+        listed = running if lazy else family
+        info.questions, info.answered = await _open_questions(client, run_id, listed)
         if info.questions:
             info.status = "waiting"
     # the steps counted but not read come before the page (read_first): off the offset
@@ -443,16 +446,47 @@ def _started(w: Any) -> float:
 
 async def _questions(client: Any, run_id: str, family: list[Any]) -> list[Question]:
     """The questions the running workflows of ``family`` publish in their memo and wait on."""
+    return (await _open_questions(client, run_id, family))[0]
+
+
+async def _open_questions(
+    client: Any, run_id: str, family: list[Any]
+) -> tuple[list[Question], list[Question]]:
+    """The questions the running workflows of ``family`` publish in their memo and have not
+    taken: ``(waiting, answered)``.  An answer signalled while no worker runs the unit is in
+    its history but not in its memo (the unit writes ``answered`` as it takes it): a unit
+    with a question published and a workflow task pending (something arrived that no worker
+    took yet) has its history read for the first message on each question's topic, which
+    closes it (docs/decisions.md "answered while stopped, on Temporal (round 41)")."""
     from temporalio.client import WorkflowExecutionStatus
 
-    out = []
+    waiting: list[Question] = []
+    answered: list[Question] = []
     for w in family:
         if w.status != WorkflowExecutionStatus.RUNNING:
             continue
         described = await _describe(client, w.id)  # its memo now (visibility may lag)
         memo = await _memo(described) if described is not None else {}
-        out.extend(published_questions(run_id, w.id, memo))
-    return out
+        published = published_questions(run_id, w.id, memo)
+        if published and _task_pending(described):
+            taken = await _first_messages(client, client.get_workflow_handle(w.id))
+            for q in published:
+                first = taken.get(f"answer:{q.path}")
+                if first is None:
+                    waiting.append(q)
+                else:
+                    claim = _claim_of(first)
+                    answered.append(dataclasses.replace(q, closed=claim.kind, answer=claim.value))
+        else:
+            waiting.extend(published)
+    return waiting, answered
+
+
+def _task_pending(described: Any) -> bool:
+    """Whether workflow ``described`` (a description) has a workflow task no worker completed
+    yet (a signal, a timer… arrived since its last one)."""
+    raw = getattr(described, "raw_description", None)
+    return raw is not None and raw.HasField("pending_workflow_task")
 
 
 async def pending_questions(url: str, run_id: str) -> list[Question]:
@@ -512,8 +546,17 @@ async def _message(url: str, run_id: str, step: str, make: Callable[[Any], Any])
 async def _first_message(client: Any, handle: Any, topic: str) -> dict[str, Any] | None:
     """The first message signalled to the unit of ``handle`` on ``topic`` (the one it takes),
     read from its history; None when there is none."""
+    return (await _first_messages(client, handle, topic)).get(topic)
+
+
+async def _first_messages(
+    client: Any, handle: Any, only: str | None = None
+) -> dict[str, dict[str, Any]]:
+    """The first message signalled to the unit of ``handle`` on each topic (``only``: that
+    topic, the read stopping at it), read from its history."""
     from temporalio.api.enums.v1 import EventType
 
+    out: dict[str, dict[str, Any]] = {}
     async for event in handle.fetch_history_events():
         if event.event_type != EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
             continue
@@ -522,9 +565,13 @@ async def _first_message(client: Any, handle: Any, topic: str) -> dict[str, Any]
             continue
         decoded = await client.data_converter.decode(list(attrs.input.payloads))
         message = decoded[0] if decoded else {}
-        if isinstance(message, dict) and message.get("topic") == topic:
-            return message
-    return None
+        if not isinstance(message, dict) or not isinstance(message.get("topic"), str):
+            continue
+        if only is None or message["topic"] == only:
+            out.setdefault(message["topic"], message)
+            if only is not None:
+                break
+    return out
 
 
 def _claim_of(message: dict[str, Any]) -> Any:
