@@ -282,4 +282,90 @@ def test_a_durable_outcome_keeps_the_partial_items_by_index():
     }
     assert partial_from_json(data["partial"]) == partial
     assert "partial" not in RunResult("ok").to_dict()
+    # a loop's, a reduce's and a parallel's entries (no indices) come back as they were
+    bodies = {
+        "E0": {"kind": "parallel", "of": 2, "branches": {"a": {"x": 1}}},
+        "E0/b/E1": {"kind": "loop", "of": 5, "rounds": 2, "state": [1, 2], "label": "l"},
+        "E2": {"kind": "reduce", "of": 4, "folded": 3, "accumulator": {"n": 3}},
+    }
+    data = json.loads(json.dumps(RunResult("cancelled", partial=bodies).to_dict()))
+    assert data["partial"] == bodies
+    assert partial_from_json(data["partial"]) == bodies
     assert partial_from_json(None) == {}
+
+
+BODIES_PLAN = """\
+version: 1
+name: bodies
+steps:
+  - id: E0
+    tool_name: parallel
+    input:
+      branches:
+        quick: {tool_name: value, input: {value: 7}}
+        rounds: {tool_name: plan__rounds, input: {}}
+        fold: {tool_name: plan__fold, input: {}}
+plans:
+  rounds:
+    version: 1
+    name: rounds
+    steps:
+      - id: E1
+        tool_name: loop
+        input:
+          up_to: 3
+          initial: 0
+          do: {tool_name: user__nap, input: {s: "{{ (round - 1) * 30 }}"}}
+    finish: {output: "{{ E1 }}"}
+  fold:
+    version: 1
+    name: fold
+    steps:
+      - id: E2
+        tool_name: reduce
+        input:
+          over: [0, 0, 30, 30]
+          initial: 0
+          do: {tool_name: user__nap, input: {s: "{{ item }}"}}
+    finish: {output: "{{ E2 }}"}
+"""
+
+
+def test_a_stopped_loop_reduce_and_parallel_report_what_they_finished(tmp_path):
+    # the parallel's `quick` branch finishes; its loop finishes round 1 and naps in round 2,
+    # its reduce folds items 0 and 1 and naps on item 2 when SIGTERM comes
+    (tmp_path / "b.plan.yaml").write_text(BODIES_PLAN, encoding="utf-8")
+    (tmp_path / "tools.py").write_text(NAP_TOOLS, encoding="utf-8")
+    (tmp_path / "flow.toml").write_text('[tools]\nmodules = ["tools.py"]\n', encoding="utf-8")
+    flowc = str(Path(sys.executable).with_name("flowc"))
+    proc = subprocess.Popen(
+        [flowc, "run", "b.plan.yaml", "--json"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:  # both the loop and the reduce nap
+        seen.append(line)
+        if sum("NAPPING" in s for s in seen) == 2:
+            break
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    err = "".join(seen) + err
+    assert proc.returncode == 143, err
+    result = json.loads(out)
+    assert result["status"] == "aborted" and result["results"] == {}
+    assert result["partial"] == {
+        "E0": {"kind": "parallel", "of": 3, "branches": {"quick": 7}},
+        "E0/fold/E2": {"kind": "reduce", "of": 4, "folded": 2, "accumulator": 0},
+        "E0/rounds/E1": {"kind": "loop", "of": 3, "rounds": 1, "state": 0},
+    }
+    assert (
+        "interrupted by SIGTERM; steps finished: none; "
+        "E0: 1 of 3 branches finished (quick); "
+        "E0/fold/E2: 2 of 4 items folded (items 0, 1); "
+        "E0/rounds/E1: 1 of 3 rounds finished"
+    ) in err

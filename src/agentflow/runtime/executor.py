@@ -925,12 +925,16 @@ async def run_plan(
 
 
 def _partial(ex: Executor) -> dict[str, Any]:
-    """A stopped run's maps that had finished items (``RunResult.partial``), items by index."""
-    return {
-        path: {**entry, "items": dict(sorted(entry["items"].items()))}
-        for path, entry in sorted(ex.partial.items())
-        if entry["items"]
-    }
+    """A stopped run's maps, loops, reduces and parallels that had finished something
+    (``RunResult.partial``): a map's items by index (an entry without ``kind``), a loop's
+    ``rounds``, a reduce's ``folded``, a parallel's ``branches``."""
+    out: dict[str, Any] = {}
+    for path, entry in sorted(ex.partial.items()):
+        if "items" in entry and entry["items"]:
+            out[path] = {**entry, "items": dict(sorted(entry["items"].items()))}
+        elif entry.get("rounds") or entry.get("folded") or entry.get("branches"):
+            out[path] = dict(entry)
+    return out
 
 
 def _run_services(ex: Executor, stack: list[str]) -> Any:
