@@ -369,3 +369,36 @@ def test_a_stopped_loop_reduce_and_parallel_report_what_they_finished(tmp_path):
         "E0/fold/E2: 2 of 4 items folded (items 0, 1); "
         "E0/rounds/E1: 1 of 3 rounds finished"
     ) in err
+
+
+LOOP_FLOW = """\
+extern tool user__nap(s: int) -> int
+stage warm -> int {
+  loop up to 3 as r, s = 0 { user__nap(s: s + (r - 1) * 30) }
+}
+"""
+
+
+def test_a_stopped_loop_is_reported_in_the_flows_terms(tmp_path):
+    # round 1 naps 0 s and gives 0; round 2 naps when SIGINT comes
+    (tmp_path / "l.flow").write_text(LOOP_FLOW, encoding="utf-8")
+    (tmp_path / "tools.py").write_text(NAP_TOOLS, encoding="utf-8")
+    (tmp_path / "flow.toml").write_text('[tools]\nmodules = ["tools.py"]\n', encoding="utf-8")
+    flowc = str(Path(sys.executable).with_name("flowc"))
+    rc, out, err = _interrupt([flowc, "run", "l.flow", "--json"], tmp_path, signal.SIGINT)
+    assert rc == 130, err
+    assert (
+        "interrupted by SIGINT; steps finished: none; "
+        "warm › loop  l.flow:3:3: 1 of 3 rounds finished"
+    ) in err
+    assert json.loads(out)["partial"] == {
+        "E0": {
+            "kind": "loop",
+            "of": 3,
+            "rounds": 1,
+            "state": 0,
+            "stage": "warm",
+            "label": "warm › loop",
+            "source": "l.flow:3:3",
+        }
+    }
