@@ -379,19 +379,24 @@ stage warm -> int {
 """
 
 
-def test_a_stopped_loop_is_reported_in_the_flows_terms(tmp_path):
-    # round 1 naps 0 s and gives 0; round 2 naps when SIGINT comes
+@pytest.mark.parametrize("durable", [[], ["--durable"]], ids=["plain", "durable"])
+def test_a_stopped_loop_is_reported_in_the_flows_terms(tmp_path, durable):
+    # round 1 naps 0 s and gives 0; round 2 naps when SIGINT comes (durable: the outcome
+    # recorded by the engine is what --json prints)
     (tmp_path / "l.flow").write_text(LOOP_FLOW, encoding="utf-8")
     (tmp_path / "tools.py").write_text(NAP_TOOLS, encoding="utf-8")
     (tmp_path / "flow.toml").write_text('[tools]\nmodules = ["tools.py"]\n', encoding="utf-8")
     flowc = str(Path(sys.executable).with_name("flowc"))
-    rc, out, err = _interrupt([flowc, "run", "l.flow", "--json"], tmp_path, signal.SIGINT)
+    cmd = [flowc, "run", "l.flow", "--json", *durable]
+    rc, out, err = _interrupt(cmd, tmp_path, signal.SIGINT)
     assert rc == 130, err
     assert (
         "interrupted by SIGINT; steps finished: none; "
         "warm › loop  l.flow:3:3: 1 of 3 rounds finished"
     ) in err
-    assert json.loads(out)["partial"] == {
+    result = json.loads(out)
+    assert ("run_id" in result) == bool(durable)
+    assert result["partial"] == {
         "E0": {
             "kind": "loop",
             "of": 3,
