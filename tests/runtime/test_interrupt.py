@@ -407,3 +407,80 @@ def test_a_stopped_loop_is_reported_in_the_flows_terms(tmp_path, durable):
             "source": "l.flow:3:3",
         }
     }
+
+
+CAUGHT_PLAN = """\
+version: 1
+name: caught
+steps:
+  - id: E0
+    tool_name: try
+    input:
+      do: {tool_name: plan__both, input: {}}
+      catch: {tool_name: value, input: {value: caught}}
+  - {id: E1, tool_name: user__nap, input: {s: 30}}
+plans:
+  both:
+    version: 1
+    name: both
+    steps:
+      - id: E2
+        tool_name: parallel
+        input:
+          branches:
+            bad: {tool_name: user__boom, input: {}}
+            rounds: {tool_name: plan__rounds, input: {}}
+    finish: {output: "{{ E2 }}"}
+  rounds:
+    version: 1
+    name: rounds
+    steps:
+      - id: E3
+        tool_name: loop
+        input:
+          up_to: 3
+          initial: 0
+          do: {tool_name: user__nap, input: {s: "{{ (round - 1) * 30 }}"}}
+    finish: {output: "{{ E3 }}"}
+"""
+BOOM_TOOLS = (
+    NAP_TOOLS
+    + '''
+
+async def boom() -> int:
+    """Fail once the loop naps in its round 2."""
+    await asyncio.sleep(0.3)
+    raise RuntimeError("boom")
+'''
+)
+
+
+def test_a_loop_cancelled_by_a_failing_sibling_is_not_reported_when_the_run_stops(tmp_path):
+    # the parallel's `bad` branch fails while the loop naps in round 2 (the loop is cancelled,
+    # the failure caught); E1 naps when SIGTERM comes: nothing was stopped part-way
+    (tmp_path / "c.plan.yaml").write_text(CAUGHT_PLAN, encoding="utf-8")
+    (tmp_path / "tools.py").write_text(BOOM_TOOLS, encoding="utf-8")
+    (tmp_path / "flow.toml").write_text('[tools]\nmodules = ["tools.py"]\n', encoding="utf-8")
+    flowc = str(Path(sys.executable).with_name("flowc"))
+    proc = subprocess.Popen(
+        [flowc, "run", "c.plan.yaml", "--json"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:  # the loop's round 2, then E1
+        seen.append(line)
+        if sum("NAPPING" in s for s in seen) == 2:
+            break
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    err = "".join(seen) + err
+    assert proc.returncode == 143, err
+    result = json.loads(out)
+    assert result["results"] == {"E0": "caught"}
+    assert "partial" not in result, result["partial"]
+    assert "interrupted by SIGTERM; steps finished: E0\n" in err, err

@@ -336,7 +336,9 @@ def _partial_entry(call: ControlCall, fresh: dict[str, Any]) -> dict[str, Any]:
 async def _keeps_partial(call: ControlCall) -> AsyncIterator[None]:
     """Around a construct's bodies: its ``RunResult.partial`` entry is dropped when it ends
     (normally or by an error) and kept when the run is stopped (a cancellation, a
-    ``RunAborted``, or a durable unit's ``aborted`` error)."""
+    ``RunAborted``, or a durable unit's ``aborted`` error).  Ending, it drops its bodies'
+    entries too: a construct in a body cancelled because a sibling failed (a ``parallel``'s
+    branch, a map's item) kept its entry as if the run were stopped."""
     stopped = False
     try:
         yield
@@ -348,7 +350,9 @@ async def _keeps_partial(call: ControlCall) -> AsyncIterator[None]:
         raise
     finally:
         if not stopped:
-            call.ex.partial.pop(call.path, None)
+            kept, under = call.ex.partial, call.path + "/"
+            for path in [p for p in kept if p == call.path or p.startswith(under)]:
+                del kept[path]
 
 
 async def _map_items(
