@@ -290,8 +290,9 @@ class Executor:
         self.places: dict[str, Place] = {}
         #: the `.flow` names of each plan's steps, by ``id(plan)`` (error messages, runtime/where.py)
         self._names: dict[int, Any] = {}
-        #: the running maps with finished items, by path: ``{of, items: {index: result}, stage?,
-        #: label?, source?}`` (a stopped run's ``RunResult.partial``; runtime/control.py)
+        #: the running maps, loops, reduces and parallels that finished something, by path:
+        #: ``{of, items: {index: result}, stage?, label?, source?}`` for a map, ``{kind, of, …}``
+        #: for the others (a stopped run's ``RunResult.partial``; runtime/control.py)
         self.partial: dict[str, dict[str, Any]] = {}
 
     # ----------------------------------------------------------------- events
