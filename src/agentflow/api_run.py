@@ -486,7 +486,7 @@ def stopped_summary(result: RunResult, plan: Plan | None = None) -> str:
     user__load; measure › map  m.flow:5:3: 1 of 3 items finished (item 0)`` — the finished
     top-level steps by their labels (a hand-written plan's by step id; ``none``), then each map
     stopped with finished items (``result.partial``), their indices as ranges (``items 0-4,
-    7``). ``plan``: the plan that ran (its steps' labels), else the step ids show."""
+    7``), each loop's rounds, reduce's folded items and parallel's finished branches. ``plan``: the plan that ran (its steps' labels), else the step ids show."""
     labels = durable_runs.Labels(plan)
     done = ", ".join(labels.label(step) or step for step in result.results) or "none"
     parts = [f"steps finished: {done}"]
@@ -494,12 +494,28 @@ def stopped_summary(result: RunResult, plan: Plan | None = None) -> str:
         where = str(entry.get("label") or labels.label(path) or path)
         if entry.get("source"):
             where += f"  {entry['source']}"
-        items = sorted(entry.get("items") or {})
-        noun = "item" if len(items) == 1 else "items"
-        parts.append(
-            f"{where}: {len(items)} of {entry.get('of')} items finished ({noun} {_ranges(items)})"
-        )
+        parts.append(f"{where}: {_finished(entry)}")
     return "; ".join(parts)
+
+
+def _finished(entry: dict[str, Any]) -> str:
+    """What one ``RunResult.partial`` entry finished, in words: ``1 of 3 items finished (item
+    0)``, ``2 of 5 rounds finished``, ``3 of 4 items folded (items 0-2)``, ``2 of 3 branches
+    finished (a, b)``."""
+    of, kind = entry.get("of"), entry.get("kind")
+    if kind == "loop":
+        rounds = int(entry.get("rounds") or 0)
+        return f"{rounds} of {of} round{'' if of == 1 else 's'} finished"
+    if kind == "reduce":
+        folded = int(entry.get("folded") or 0)
+        noun = "item" if folded == 1 else "items"
+        return f"{folded} of {of} items folded ({noun} {_ranges(list(range(folded)))})"
+    if kind == "parallel":
+        names = list(entry.get("branches") or {})
+        return f"{len(names)} of {of} branches finished ({', '.join(names)})"
+    items = sorted(entry.get("items") or {})
+    noun = "item" if len(items) == 1 else "items"
+    return f"{len(items)} of {of} items finished ({noun} {_ranges(items)})"
 
 
 def _ranges(indices: list[int]) -> str:

@@ -282,4 +282,205 @@ def test_a_durable_outcome_keeps_the_partial_items_by_index():
     }
     assert partial_from_json(data["partial"]) == partial
     assert "partial" not in RunResult("ok").to_dict()
+    # a loop's, a reduce's and a parallel's entries (no indices) come back as they were
+    bodies = {
+        "E0": {"kind": "parallel", "of": 2, "branches": {"a": {"x": 1}}},
+        "E0/b/E1": {"kind": "loop", "of": 5, "rounds": 2, "state": [1, 2], "label": "l"},
+        "E2": {"kind": "reduce", "of": 4, "folded": 3, "accumulator": {"n": 3}},
+    }
+    data = json.loads(json.dumps(RunResult("cancelled", partial=bodies).to_dict()))
+    assert data["partial"] == bodies
+    assert partial_from_json(data["partial"]) == bodies
     assert partial_from_json(None) == {}
+
+
+BODIES_PLAN = """\
+version: 1
+name: bodies
+steps:
+  - id: E0
+    tool_name: parallel
+    input:
+      branches:
+        quick: {tool_name: value, input: {value: 7}}
+        rounds: {tool_name: plan__rounds, input: {}}
+        fold: {tool_name: plan__fold, input: {}}
+plans:
+  rounds:
+    version: 1
+    name: rounds
+    steps:
+      - id: E1
+        tool_name: loop
+        input:
+          up_to: 3
+          initial: 0
+          do: {tool_name: user__nap, input: {s: "{{ (round - 1) * 30 }}"}}
+    finish: {output: "{{ E1 }}"}
+  fold:
+    version: 1
+    name: fold
+    steps:
+      - id: E2
+        tool_name: reduce
+        input:
+          over: [0, 0, 30, 30]
+          initial: 0
+          do: {tool_name: user__nap, input: {s: "{{ item }}"}}
+    finish: {output: "{{ E2 }}"}
+"""
+
+
+def test_a_stopped_loop_reduce_and_parallel_report_what_they_finished(tmp_path):
+    # the parallel's `quick` branch finishes; its loop finishes round 1 and naps in round 2,
+    # its reduce folds items 0 and 1 and naps on item 2 when SIGTERM comes
+    (tmp_path / "b.plan.yaml").write_text(BODIES_PLAN, encoding="utf-8")
+    (tmp_path / "tools.py").write_text(NAP_TOOLS, encoding="utf-8")
+    (tmp_path / "flow.toml").write_text('[tools]\nmodules = ["tools.py"]\n', encoding="utf-8")
+    flowc = str(Path(sys.executable).with_name("flowc"))
+    proc = subprocess.Popen(
+        [flowc, "run", "b.plan.yaml", "--json"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:  # both the loop and the reduce nap
+        seen.append(line)
+        if sum("NAPPING" in s for s in seen) == 2:
+            break
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    err = "".join(seen) + err
+    assert proc.returncode == 143, err
+    result = json.loads(out)
+    assert result["status"] == "aborted" and result["results"] == {}
+    assert result["partial"] == {
+        "E0": {"kind": "parallel", "of": 3, "branches": {"quick": 7}},
+        "E0/fold/E2": {"kind": "reduce", "of": 4, "folded": 2, "accumulator": 0},
+        "E0/rounds/E1": {"kind": "loop", "of": 3, "rounds": 1, "state": 0},
+    }
+    assert (
+        "interrupted by SIGTERM; steps finished: none; "
+        "E0: 1 of 3 branches finished (quick); "
+        "E0/fold/E2: 2 of 4 items folded (items 0, 1); "
+        "E0/rounds/E1: 1 of 3 rounds finished"
+    ) in err
+
+
+LOOP_FLOW = """\
+extern tool user__nap(s: int) -> int
+stage warm -> int {
+  loop up to 3 as r, s = 0 { user__nap(s: s + (r - 1) * 30) }
+}
+"""
+
+
+@pytest.mark.parametrize("durable", [[], ["--durable"]], ids=["plain", "durable"])
+def test_a_stopped_loop_is_reported_in_the_flows_terms(tmp_path, durable):
+    # round 1 naps 0 s and gives 0; round 2 naps when SIGINT comes (durable: the outcome
+    # recorded by the engine is what --json prints)
+    (tmp_path / "l.flow").write_text(LOOP_FLOW, encoding="utf-8")
+    (tmp_path / "tools.py").write_text(NAP_TOOLS, encoding="utf-8")
+    (tmp_path / "flow.toml").write_text('[tools]\nmodules = ["tools.py"]\n', encoding="utf-8")
+    flowc = str(Path(sys.executable).with_name("flowc"))
+    cmd = [flowc, "run", "l.flow", "--json", *durable]
+    rc, out, err = _interrupt(cmd, tmp_path, signal.SIGINT)
+    assert rc == 130, err
+    assert (
+        "interrupted by SIGINT; steps finished: none; "
+        "warm › loop  l.flow:3:3: 1 of 3 rounds finished"
+    ) in err
+    result = json.loads(out)
+    assert ("run_id" in result) == bool(durable)
+    assert result["partial"] == {
+        "E0": {
+            "kind": "loop",
+            "of": 3,
+            "rounds": 1,
+            "state": 0,
+            "stage": "warm",
+            "label": "warm › loop",
+            "source": "l.flow:3:3",
+        }
+    }
+
+
+CAUGHT_PLAN = """\
+version: 1
+name: caught
+steps:
+  - id: E0
+    tool_name: try
+    input:
+      do: {tool_name: plan__both, input: {}}
+      catch: {tool_name: value, input: {value: caught}}
+  - {id: E1, tool_name: user__nap, input: {s: 30}}
+plans:
+  both:
+    version: 1
+    name: both
+    steps:
+      - id: E2
+        tool_name: parallel
+        input:
+          branches:
+            bad: {tool_name: user__boom, input: {}}
+            rounds: {tool_name: plan__rounds, input: {}}
+    finish: {output: "{{ E2 }}"}
+  rounds:
+    version: 1
+    name: rounds
+    steps:
+      - id: E3
+        tool_name: loop
+        input:
+          up_to: 3
+          initial: 0
+          do: {tool_name: user__nap, input: {s: "{{ (round - 1) * 30 }}"}}
+    finish: {output: "{{ E3 }}"}
+"""
+BOOM_TOOLS = (
+    NAP_TOOLS
+    + '''
+
+async def boom() -> int:
+    """Fail once the loop naps in its round 2."""
+    await asyncio.sleep(0.3)
+    raise RuntimeError("boom")
+'''
+)
+
+
+def test_a_loop_cancelled_by_a_failing_sibling_is_not_reported_when_the_run_stops(tmp_path):
+    # the parallel's `bad` branch fails while the loop naps in round 2 (the loop is cancelled,
+    # the failure caught); E1 naps when SIGTERM comes: nothing was stopped part-way
+    (tmp_path / "c.plan.yaml").write_text(CAUGHT_PLAN, encoding="utf-8")
+    (tmp_path / "tools.py").write_text(BOOM_TOOLS, encoding="utf-8")
+    (tmp_path / "flow.toml").write_text('[tools]\nmodules = ["tools.py"]\n', encoding="utf-8")
+    flowc = str(Path(sys.executable).with_name("flowc"))
+    proc = subprocess.Popen(
+        [flowc, "run", "c.plan.yaml", "--json"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:  # the loop's round 2, then E1
+        seen.append(line)
+        if sum("NAPPING" in s for s in seen) == 2:
+            break
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    err = "".join(seen) + err
+    assert proc.returncode == 143, err
+    result = json.loads(out)
+    assert result["results"] == {"E0": "caught"}
+    assert "partial" not in result, result["partial"]
+    assert "interrupted by SIGTERM; steps finished: E0\n" in err, err

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -269,18 +270,7 @@ async def _map(call: ControlCall) -> Any:
     def finished(i: int) -> None:
         # the items finished so far, kept where the run's result finds them if the run is
         # stopped while this map runs (RunResult.partial; dropped when the map ends)
-        entry = ex.partial.get(call.path)
-        if entry is None:
-            entry = ex.partial[call.path] = {"of": len(items), "items": {}}
-            place = ex.places.get(call.path)
-            if place is not None:
-                names = place.names()
-                for key, value in (("stage", names.stage), ("label", names.label)):
-                    if value is not None:
-                        entry[key] = value
-                if place.source is not None:
-                    entry["source"] = place.source
-        entry["items"][i] = results[i]
+        _partial_entry(call, {"of": len(items), "items": {}})["items"][i] = results[i]
 
     def item_failed(i: int, e: RunError) -> None:
         p = f"{call.path}/do.{i}"
@@ -318,19 +308,51 @@ async def _map(call: ControlCall) -> Any:
             return
         item_done(i, value)
 
+    async with _keeps_partial(call):
+        await _map_items(call, items, conc, mode, one, item_failed, item_done)
+    return [r for i, r in enumerate(results) if i not in failed]
+
+
+def _partial_entry(call: ControlCall, fresh: dict[str, Any]) -> dict[str, Any]:
+    """The ``RunResult.partial`` entry of the construct ``call`` runs (``fresh``, with its
+    place in the `.flow` — ``stage``, ``label``, ``source`` — when it has none yet): what it
+    finished so far, kept on the executor where a stopped run's result finds it."""
+    ex = call.ex
+    entry = ex.partial.get(call.path)
+    if entry is None:
+        entry = ex.partial[call.path] = fresh
+        place = ex.places.get(call.path)
+        if place is not None:
+            names = place.names()
+            for key, value in (("stage", names.stage), ("label", names.label)):
+                if value is not None:
+                    entry[key] = value
+            if place.source is not None:
+                entry["source"] = place.source
+    return entry
+
+
+@asynccontextmanager
+async def _keeps_partial(call: ControlCall) -> AsyncIterator[None]:
+    """Around a construct's bodies: its ``RunResult.partial`` entry is dropped when it ends
+    (normally or by an error) and kept when the run is stopped (a cancellation, a
+    ``RunAborted``, or a durable unit's ``aborted`` error).  Ending, it drops its bodies'
+    entries too: a construct in a body cancelled because a sibling failed (a ``parallel``'s
+    branch, a map's item) kept its entry as if the run were stopped."""
     stopped = False
     try:
-        await _map_items(call, items, conc, mode, one, item_failed, item_done)
+        yield
     except (asyncio.CancelledError, RunAborted):
-        stopped = True  # the run was stopped: its result reports the items finished
+        stopped = True  # the run was stopped: its result reports what was finished
         raise
     except RunError as e:
-        stopped = e.code == Code.ABORTED  # … a durable item's unit says so as an error
+        stopped = e.code == Code.ABORTED  # … a durable unit says so as an error
         raise
     finally:
         if not stopped:
-            ex.partial.pop(call.path, None)
-    return [r for i, r in enumerate(results) if i not in failed]
+            kept, under = call.ex.partial, call.path + "/"
+            for path in [p for p in kept if p == call.path or p.startswith(under)]:
+                del kept[path]
 
 
 async def _map_items(
@@ -452,11 +474,16 @@ async def _reduce(call: ControlCall) -> Any:
     body = call.body("do")
     call.announce({"over": items, "initial": acc})
     units = call.ex.effects
-    for i, item in enumerate(items):
-        p = f"{call.path}/do.{i}"
-        scope = _layer(call.scope, item=item, index=i, accumulator=acc)
-        spec = UnitSpec("body", call.frame, body=body, scope=scope)
-        acc = await units.unit(p, partial(call.run_body, body, p, scope), spec)
+    async with _keeps_partial(call):
+        for i, item in enumerate(items):
+            p = f"{call.path}/do.{i}"
+            scope = _layer(call.scope, item=item, index=i, accumulator=acc)
+            spec = UnitSpec("body", call.frame, body=body, scope=scope)
+            acc = await units.unit(p, partial(call.run_body, body, p, scope), spec)
+            # items 0 … i folded, into `acc` (RunResult.partial if the run is stopped)
+            fresh = {"kind": "reduce", "of": len(items), "folded": 0, "accumulator": None}
+            entry = _partial_entry(call, fresh)
+            entry["folded"], entry["accumulator"] = i + 1, acc
     return acc
 
 
@@ -485,15 +512,20 @@ async def _loop(call: ControlCall) -> Any:
     call.announce({"up_to": bound, "initial": state})
     units = call.ex.effects
     r = 0
-    for r in range(1, bound + 1):
-        p = f"{call.path}/round.{r}"
-        scope = _layer(call.scope, round=r, accumulator=state)
-        spec = UnitSpec("body", call.frame, body=body, scope=scope)
-        state = await units.unit(p, partial(call.run_body, body, p, scope), spec)
-        if until is not None and evaluate_condition(
-            until, _layer(call.scope, round=r, accumulator=state)
-        ):
-            return state
+    async with _keeps_partial(call):
+        for r in range(1, bound + 1):
+            p = f"{call.path}/round.{r}"
+            scope = _layer(call.scope, round=r, accumulator=state)
+            spec = UnitSpec("body", call.frame, body=body, scope=scope)
+            state = await units.unit(p, partial(call.run_body, body, p, scope), spec)
+            # rounds 1 … r finished, `state` the last (RunResult.partial if the run is stopped)
+            fresh = {"kind": "loop", "of": bound, "rounds": 0, "state": None}
+            entry = _partial_entry(call, fresh)
+            entry["rounds"], entry["state"] = r, state
+            if until is not None and evaluate_condition(
+                until, _layer(call.scope, round=r, accumulator=state)
+            ):
+                return state
     if until is None:
         return state
     done = _layer(call.scope, round=r, accumulator=state)
@@ -521,10 +553,15 @@ async def _parallel(call: ControlCall) -> Any:
         p = f"{call.path}/{name}"
         spec = UnitSpec("body", call.frame, concurrent, int(conc), body=body, scope=call.scope)
         async with sem:
-            return await units.unit(p, partial(call.run_body, body, p), spec)
+            value = await units.unit(p, partial(call.run_body, body, p), spec)
+        # the branches finished so far, by name (RunResult.partial if the run is stopped)
+        fresh = {"kind": "parallel", "of": len(branches), "branches": {}}
+        _partial_entry(call, fresh)["branches"][name] = value
+        return value
 
     names = list(branches)
-    values = await run_all([one(n, branches[n]) for n in names])
+    async with _keeps_partial(call):
+        values = await run_all([one(n, branches[n]) for n in names])
     return dict(zip(names, values, strict=True))
 
 

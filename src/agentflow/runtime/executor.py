@@ -290,8 +290,9 @@ class Executor:
         self.places: dict[str, Place] = {}
         #: the `.flow` names of each plan's steps, by ``id(plan)`` (error messages, runtime/where.py)
         self._names: dict[int, Any] = {}
-        #: the running maps with finished items, by path: ``{of, items: {index: result}, stage?,
-        #: label?, source?}`` (a stopped run's ``RunResult.partial``; runtime/control.py)
+        #: the running maps, loops, reduces and parallels that finished something, by path:
+        #: ``{of, items: {index: result}, stage?, label?, source?}`` for a map, ``{kind, of, …}``
+        #: for the others (a stopped run's ``RunResult.partial``; runtime/control.py)
         self.partial: dict[str, dict[str, Any]] = {}
 
     # ----------------------------------------------------------------- events
@@ -925,12 +926,16 @@ async def run_plan(
 
 
 def _partial(ex: Executor) -> dict[str, Any]:
-    """A stopped run's maps that had finished items (``RunResult.partial``), items by index."""
-    return {
-        path: {**entry, "items": dict(sorted(entry["items"].items()))}
-        for path, entry in sorted(ex.partial.items())
-        if entry["items"]
-    }
+    """A stopped run's maps, loops, reduces and parallels that had finished something
+    (``RunResult.partial``): a map's items by index (an entry without ``kind``), a loop's
+    ``rounds``, a reduce's ``folded``, a parallel's ``branches``."""
+    out: dict[str, Any] = {}
+    for path, entry in sorted(ex.partial.items()):
+        if "items" in entry and entry["items"]:
+            out[path] = {**entry, "items": dict(sorted(entry["items"].items()))}
+        elif entry.get("rounds") or entry.get("folded") or entry.get("branches"):
+            out[path] = dict(entry)
+    return out
 
 
 def _run_services(ex: Executor, stack: list[str]) -> Any:

@@ -46,11 +46,16 @@ class RunResult(Generic[OutputT]):
       ``by_stage`` (by `.flow` stage) from :class:`StepUsage`.
     - ``duration_ms``: wall time of the run in milliseconds.
     - ``run_id``: the id of a durable run (docs/durable.md), else None.
-    - ``partial``: of an ``aborted`` or ``cancelled`` run, the ``map`` steps it stopped that had finished items:
+    - ``partial``: of an ``aborted`` or ``cancelled`` run, the ``map``, ``loop``, ``reduce``
+      and ``parallel`` steps it stopped that had finished something: a map's
       ``{step path: {of, items: {index: result}, stage?, label?, source?}}`` — ``of`` the
       number of items, ``items`` the finished ones by 0-based index (a tolerating map's
-      outcomes), ``label``/``source`` the map's place in the `.flow`
-      (docs/reference/cli.md "Ctrl-C / SIGTERM"); empty otherwise.
+      outcomes), ``label``/``source`` the map's place in the `.flow`; a loop's ``{kind:
+      "loop", of: up_to, rounds, state, …}`` (rounds 1 … ``rounds`` finished, ``state`` the
+      last); a reduce's ``{kind: "reduce", of, folded, accumulator, …}`` (items 0 …
+      ``folded`` - 1 folded into ``accumulator``); a parallel's ``{kind: "parallel", of,
+      branches: {name: result}, …}`` (docs/reference/cli.md "Ctrl-C / SIGTERM"); empty
+      otherwise.
     """
 
     status: RunStatus
@@ -79,9 +84,11 @@ class RunResult(Generic[OutputT]):
             if self.error.details:
                 data["error"]["details"] = to_json_value(self.error.details)
         data["results"] = to_json_value(self.results)
-        if self.partial:  # a stopped run's maps, their finished items by index
+        if self.partial:  # a stopped run's maps (items by index), loops, reduces, parallels
             data["partial"] = {
-                path: {
+                path: to_json_value(entry)
+                if "items" not in entry
+                else {
                     **entry,
                     "items": {str(i): to_json_value(v) for i, v in entry["items"].items()},
                 }
@@ -104,6 +111,8 @@ def partial_from_json(data: Any) -> dict[str, Any]:
         if isinstance(entry, dict) and isinstance(entry.get("items"), dict):
             items = {int(i): v for i, v in entry["items"].items() if str(i).isdigit()}
             out[str(path)] = {**entry, "items": items}
+        elif isinstance(entry, dict) and entry.get("kind") in ("loop", "reduce", "parallel"):
+            out[str(path)] = dict(entry)  # no indices to read back
     return out
 
 
