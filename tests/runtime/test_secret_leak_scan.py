@@ -224,6 +224,23 @@ def test_every_run_of_eight_characters_is_removed_and_shorter_ones_stay():
     assert leaks(secrets.redact(mixed)) == []
 
 
+def test_a_word_that_is_part_of_a_placeholder_key_is_kept_and_the_key_is_not():
+    """llama.cpp's conventional key `sk-no-key-required` holds the word `required`: text that
+    says "required" keeps it (a durable record stores it, a reused run reads the same), while
+    the key, a part of it with a sign, digit or mixed case, and a long part are removed."""
+    secrets = Secrets()
+    secrets.add("sk-no-key-required")
+    secrets.add(KEY)
+    assert secrets.redact("the field title is required") == "the field title is required"
+    assert secrets.redact("REQUIRED") == "REQUIRED"
+    assert secrets.redact("use sk-no-key-required; key-required") == "use ***; ***"
+    # a word of one case alone, even one the key holds (`LEAKSCAN`), is a word; beside the
+    # signs it has in the key, or with the key's digits and mixed case, it is the key's
+    assert secrets.redact(f"[{KEY[3:11]}]") == f"[{KEY[3:11]}]"
+    assert secrets.redact(f"[{KEY[2:12]}]") == "[***]"  # `-LEAKSCAN-`
+    assert secrets.redact(f"[{KEY[12:20]}]") == "[***]"  # `7f3Qz9Lm`
+
+
 def test_json_escaped_and_structured_forms():
     secrets = Secrets()
     odd = 'pa"ss\\word-with-quote'

@@ -102,7 +102,7 @@ class Secrets:
                     b = _ANCHOR  # … and to the right
                     while p + b < n and k + b < m and text[p + b] == s[k + b]:
                         b += 1
-                    if a + b >= MIN_RUN:
+                    if a + b >= MIN_RUN and not _word_like(text[p - a : p + b], m):
                         found.append((p - a, p + b))
                     p = text.find(anchor, p + 1)
         if not found:
@@ -147,6 +147,24 @@ class Secrets:
         if blob is not None and not self.spans(blob):
             return value
         return _walk(value, self.redact)
+
+
+#: A part of a secret shorter than this that is one word of one case (``required`` of the
+#: placeholder key ``sk-no-key-required``) is ordinary text, not the secret's: kept.
+WORD_RUN = 16
+
+
+def _word_like(run: str, whole: int) -> bool:
+    """True for a run that is only part of its secret (``whole`` characters long), shorter
+    than :data:`WORD_RUN`, and letters of one case: a word, which text holds for its own
+    reasons (docs/decisions.md "secrets: words are not parts of a key").  A run with a digit,
+    a sign or mixed case, a long run and the whole secret are always removed."""
+    return (
+        len(run) < min(whole, WORD_RUN)
+        and run.isascii()
+        and run.isalpha()
+        and (run.islower() or run.isupper())
+    )
 
 
 def _walk(value: Any, fn: Any, depth: int = 0) -> Any:
