@@ -30,7 +30,6 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import escape, quoteattr
 
 from agentflow.api_run import run
 from agentflow.compiler.api import check_source, read_source
@@ -38,6 +37,7 @@ from agentflow.compiler.contracts import expect_is_wrapped
 from agentflow.compiler.lowering import LoweringError, lower_with_stages
 from agentflow.compiler.render import render_text
 from agentflow.core import version as core_version
+from agentflow.core.text import xml_attribute, xml_text
 from agentflow.core.vocabulary import Code
 from agentflow.errors import (
     CompileError,
@@ -136,12 +136,12 @@ class TestReport:
             failed = sum(1 for o in outs if not o.passed)
             secs = sum(o.duration_ms for o in outs) / 1000
             lines.append(
-                f'  <testsuite name={quoteattr(file)} tests="{len(outs)}" '
+                f'  <testsuite name={xml_attribute(file)} tests="{len(outs)}" '
                 f'failures="{failed}" time="{secs:.3f}">'
             )
             for o in outs:
                 head = (
-                    f"    <testcase classname={quoteattr(file)} name={quoteattr(o.name)} "
+                    f"    <testcase classname={xml_attribute(file)} name={xml_attribute(o.name)} "
                     f'time="{o.duration_ms / 1000:.3f}"'
                 )
                 if o.passed:
@@ -150,7 +150,9 @@ class TestReport:
                 text = "\n".join(o.failures)
                 first = o.failures[0] if o.failures else "failed"
                 lines.append(head + ">")
-                lines.append(f"      <failure message={quoteattr(first)}>{escape(text)}</failure>")
+                lines.append(
+                    f"      <failure message={xml_attribute(first)}>{xml_text(text)}</failure>"
+                )
                 lines.append("    </testcase>")
             lines.append("  </testsuite>")
         lines.append("</testsuites>")

@@ -239,3 +239,16 @@ def test_flowc_test_escapes_a_tests_name_and_values(tmp_path, monkeypatch):
     # are JSON (`"\\u001b…"`)
     assert "hostile \\x1b]0;pwned\\x07\\x1b[2J FAILED" in result.output, result.output
     assert not any(c in result.output for c in "\x1b\x07")
+
+
+def test_a_junit_file_holds_a_name_with_control_characters_and_still_parses():
+    """XML 1.0 cannot hold ESC or BEL even as a reference: `flowc test --junit` and `flowc eval
+    --junit` write a test named with them as its visible escapes (the file parses)."""
+    import xml.etree.ElementTree as ET
+
+    from agentflow.core.text import xml_attribute, xml_text
+
+    name = 't \x1b]0;TITLE\x07 <&> "q" \ud800'
+    doc = f"<testcase name={xml_attribute(name)}>{xml_text(name)}</testcase>"
+    case = ET.fromstring(doc)
+    assert case.get("name") == case.text == 't \\x1b]0;TITLE\\x07 <&> "q" \\ud800'

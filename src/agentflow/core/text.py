@@ -183,3 +183,24 @@ def visible(text: str, *, lines: bool = False) -> str:
     if pattern.search(text) is None:
         return text
     return pattern.sub(lambda m: ascii(m.group())[1:-1], text)
+
+
+#: what XML 1.0 cannot hold at all, not even as a character reference: C0 controls but tab,
+#: newline and carriage return, lone surrogates, U+FFFE and U+FFFF
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: str) -> str:
+    """``text`` escaped for XML character data (``&``, ``<``, ``>``), every character XML 1.0
+    forbids shown as its ``\\xNN`` escape (a test's name with an ESC in it: a JUnit file that
+    still parses; docs/decisions.md "console text is escaped everywhere")."""
+    from xml.sax.saxutils import escape
+
+    return escape(_NOT_XML.sub(lambda m: ascii(m.group())[1:-1], text))
+
+
+def xml_attribute(text: str) -> str:
+    """``text`` as a quoted XML attribute value (quotes included), as :func:`xml_text`."""
+    from xml.sax.saxutils import quoteattr
+
+    return quoteattr(_NOT_XML.sub(lambda m: ascii(m.group())[1:-1], text))

@@ -11,10 +11,9 @@ import math
 from dataclasses import dataclass, field
 from math import comb
 from typing import Any
-from xml.sax.saxutils import escape, quoteattr
 
 from agentflow.core.redaction import redact_data
-from agentflow.core.text import finite_dumps
+from agentflow.core.text import finite_dumps, xml_attribute, xml_text
 
 __all__ = [
     "CaseRun",
@@ -302,19 +301,19 @@ class EvalReport:
         lines = ['<?xml version="1.0" encoding="utf-8"?>']
         failed = sum(1 for r in self.runs if not r.passed)
         lines.append(
-            f'<testsuites name={quoteattr(self.name)} tests="{len(self.runs)}" failures="{failed}">'
+            f'<testsuites name={xml_attribute(self.name)} tests="{len(self.runs)}" failures="{failed}">'
         )
         for model in self.models:
             runs = [r for r in self.runs if r.model == model]
             secs = sum(r.duration_ms for r in runs) / 1000
             lines.append(
-                f'  <testsuite name={quoteattr(f"{self.name} [{model}]")} tests="{len(runs)}" '
+                f'  <testsuite name={xml_attribute(f"{self.name} [{model}]")} tests="{len(runs)}" '
                 f'failures="{sum(1 for r in runs if not r.passed)}" time="{secs:.3f}">'
             )
             for r in runs:
                 name = r.case if self.repeat == 1 else f"{r.case} #{r.repeat + 1}"
                 head = (
-                    f"    <testcase classname={quoteattr(self.flow)} name={quoteattr(name)} "
+                    f"    <testcase classname={xml_attribute(self.flow)} name={xml_attribute(name)} "
                     f'time="{r.duration_ms / 1000:.3f}"'
                 )
                 if r.passed:
@@ -323,7 +322,7 @@ class EvalReport:
                 why = _failure_lines(r)
                 lines.append(head + ">")
                 lines.append(
-                    f"      <failure message={quoteattr(why[0])}>{escape(chr(10).join(why))}"
+                    f"      <failure message={xml_attribute(why[0])}>{xml_text(chr(10).join(why))}"
                     "</failure>"
                 )
                 lines.append("    </testcase>")
