@@ -48,3 +48,27 @@ def test_a_fitting_input_runs_with_no_hint(tmp_path, monkeypatch):
     assert res.exit_code == 0, res.stderr
     assert json.loads(res.stdout) == []
     assert "hint:" not in res.stderr
+
+
+def test_a_reused_runs_input_that_no_longer_fits_says_so_not_that_the_input_was_empty(
+    tmp_path, monkeypatch
+):
+    """`--reuse RUN` with no `--input` takes RUN's input; when the edited flow no longer takes
+    it, the hint says that (and to give --input), not "the input is {}"."""
+    (tmp_path / "flow.toml").write_text("[tools]\nentry_points = false\n", encoding="utf-8")
+    (tmp_path / "n.flow").write_text(
+        "input { x: int }\n\nstage s -> int {\n  return input.x + 1\n}\n", encoding="utf-8"
+    )
+    monkeypatch.chdir(tmp_path)
+    first = CliRunner().invoke(main, ["run", "n.flow", "--run-id", "base", "--input", '{"x": 1}'])
+    assert first.exit_code == 0, first.output
+    (tmp_path / "n.flow").write_text(
+        "input { x: text }\n\nstage s -> text {\n  return input.x\n}\n", encoding="utf-8"
+    )
+    res = CliRunner().invoke(main, ["run", "--reuse", "base", "n.flow"])
+    assert res.exit_code == 1, res.output
+    assert "note: no --input: the input of run base is taken" in res.stderr
+    assert "with no --input the input is {}" not in res.stderr
+    assert (
+        "hint: the input of run base does not fit n.flow as it is now: give --input" in res.stderr
+    )

@@ -534,7 +534,7 @@ def run(
     except FlowError as e:
         _err(f"error: {e}")
         if isinstance(e, InputMismatch):
-            _err(_input_hint(target, input_))
+            _err(_input_hint(target, input_, reuse))
         sys.exit(1)
     if as_json:
         click.echo(_json_out(result.to_dict()))
@@ -551,12 +551,15 @@ def run(
         sys.exit(1)
 
 
-def _input_hint(target: str, given: str | None) -> str:
+def _input_hint(target: str, given: str | None, reuse: str | None = None) -> str:
     """The hint after an input that does not match the run's input type: where to see that type
-    (and that no ``--input`` means ``{}``)."""
+    (and that no ``--input`` means ``{}``, or with ``--reuse RUN`` RUN's input, which the edited
+    flow may no longer take)."""
     how = f"`flowc schema {target} --input` prints the input it takes"
     if not target.endswith(".flow"):
         how = f"the plan's `input_schema` says what input {target} takes"
+    if given is None and reuse is not None:
+        return f"hint: the input of run {reuse} does not fit {target} as it is now: give --input; {how}"
     if given is None:
         return f"hint: with no --input the input is {{}}; {how}"
     return f"hint: {how}"
