@@ -32,3 +32,15 @@ def test_other_wrong_answers_get_no_quote_hint(value):
 
 def test_the_choice_as_is_is_taken():
     assert checked_answer(SHIP, "ship") == "ship"
+
+
+@pytest.mark.parametrize("depth", [150, 5000])
+def test_a_json_answer_nested_too_deeply_is_refused_not_taken_as_text(depth):
+    """`ask … expect json` answered `[[[…]]]` past the JSON depth limit is refused as `--input`
+    refuses it; it is not stored as the text of the brackets."""
+    anything = SimpleNamespace(question="Value?", choices=None, schema={"description": "json"})
+    with pytest.raises(InputError, match="nested") as caught:
+        checked_answer(anything, "[" * depth + "]" * depth)
+    assert str(caught.value).startswith("answer to `Value?`: ")
+    assert checked_answer(anything, "[[1]]") == [[1]]
+    assert checked_answer(anything, "not json") == "not json"

@@ -245,8 +245,10 @@ def checked_answer(question: Any, value: Any) -> Any:
             value = loads_value(value)
         except NonJsonNumber as e:  # refused as `--input` refuses it
             raise InputError(f"answer to `{question.question}`: {e}") from None
-        except ValueError:  # not JSON, or too deep: checked as text
+        except json.JSONDecodeError:  # not JSON: checked as text
             pass
+        except ValueError as e:  # JSON nested too deeply: refused as `--input` refuses it
+            raise InputError(f"answer to `{question.question}`: {e}") from None
     value = spelled_bool(value, question.schema)  # yes/no/y/n/true/false, as at the terminal
     problem = check_answer(value, question.schema, question.choices)
     if problem:
