@@ -447,7 +447,6 @@ def redrive(
     input that takes every step RUN finished and every question it had answered (prints the
     new run id).  A run that ended ok is refused: `flowc run FILE --reuse RUN` runs it again; so
     is one that has not ended: `flowc resume RUN` continues it (or `flowc cancel RUN` first)."""
-    import asyncio
     import secrets  # hashlib's OpenSSL (~10 ms): not for every flowc start
 
     try:
@@ -458,27 +457,37 @@ def redrive(
     plan = api.plan_from_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
     # the new run's id: RUN's own (before any earlier redrive's suffix) + a fresh suffix
     new_id = f"{run_id.split('~', 1)[0]}~{secrets.token_hex(3)}"
+    # on the loop `flowc run` runs on: a first Ctrl-C / SIGTERM stops the new run as it stops
+    # a run (`run aborted`, the trace closed, the run recorded aborted), then says so
+    interrupted: Interrupted | None = None
     try:
-        result = asyncio.run(
-            api.run(
-                plan,
-                spec.get("input"),
-                config=config or spec.get("config"),
-                workspace=workspace or spec.get("workspace"),
-                trace=trace,
-                database=database,
-                durable=True,
-                run_id=new_id,
-                reuse=run_id,
-                ask_again=ask_again,
-                replay=spec.get("replay"),
-                on_start=lambda rid: _err(f"run id: {rid} (redrive of {run_id})"),
-            )
+        result = api.run_sync(
+            plan,
+            spec.get("input"),
+            config=config or spec.get("config"),
+            workspace=workspace or spec.get("workspace"),
+            trace=trace,
+            database=database,
+            durable=True,
+            run_id=new_id,
+            reuse=run_id,
+            ask_again=ask_again,
+            replay=spec.get("replay"),
+            on_start=lambda rid: _err(f"run id: {rid} (redrive of {run_id})"),
         )
+    except Interrupted as e:
+        if e.result is None:
+            raise
+        result, interrupted = cast("api.RunResult", e.result), e
     except FlowError as e:
         _fail(e)
     finally:
         api.shutdown_durable()
+    if interrupted is not None:
+        if as_json:
+            click.echo(_json_out(result.to_dict()))
+        _err(f"interrupted by {interrupted.signal}; {api.stopped_summary(result, plan)}")
+        sys.exit(interrupted.exit_code)
     _finish(result, as_json)
 
 

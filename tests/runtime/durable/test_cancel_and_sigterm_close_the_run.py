@@ -149,3 +149,36 @@ def test_sigterm_to_flowc_resume_ends_the_run_aborted_as_it_ends_flowc_run(tmp_p
     listed = subprocess.run(flowc("runs", "--json"), cwd=tmp_path, capture_output=True)
     (info,) = json.loads(listed.stdout)
     assert (info["run_id"], info["status"]) == ("kq", "aborted")
+
+
+def test_sigterm_to_flowc_redrive_ends_the_new_run_aborted_as_it_ends_flowc_run(tmp_path):
+    """`flowc redrive` runs on `flowc run`'s loop too: a SIGTERM while the new run waits on a
+    question stops it (`interrupted by SIGTERM`, exit 143), closes its trace with
+    `run_finished` and records it `aborted` — not left `stopped` with its trace open."""
+    db = tmp_path / ".flowc" / "durable.sqlite"
+    (tmp_path / "ask.flow").write_text(ASK_FLOW)
+    first = start_flowc(tmp_path, "run", "ask.flow", "--durable", "--run-id", "rq")
+    wait_asked(db, "rq", first, "E0")
+    cancelled = subprocess.run(flowc("cancel", "rq"), cwd=tmp_path, capture_output=True)
+    assert cancelled.returncode == 0, cancelled.stderr.decode()
+    first.communicate(timeout=120)
+
+    again = start_flowc(tmp_path, "redrive", "rq", "--trace", "redrive.jsonl")
+    assert again.stderr is not None
+    line = again.stderr.readline().decode()
+    while line and not line.startswith("run id: "):
+        line = again.stderr.readline().decode()
+    new_id = line.split()[2]
+    assert new_id.startswith("rq~"), line
+    wait_asked(db, new_id, again, "E0")
+    time.sleep(0.3)  # in its wait, not just publishing the question
+    again.send_signal(signal.SIGTERM)
+    _, err_bytes = again.communicate(timeout=120)
+    err = err_bytes.decode()
+    assert again.returncode == 143, err[-2000:]
+    assert "interrupted by SIGTERM" in err and "Traceback" not in err, err[-2000:]
+    last = _events(tmp_path / "redrive.jsonl")[-1]
+    assert last["kind"] == "run_finished" and last["data"]["status"] == "aborted", last
+    listed = subprocess.run(flowc("runs", "--json"), cwd=tmp_path, capture_output=True)
+    statuses = {i["run_id"]: i["status"] for i in json.loads(listed.stdout)}
+    assert statuses[new_id] == "aborted", statuses
