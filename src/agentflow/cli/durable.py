@@ -148,9 +148,8 @@ def resume(
     sinks.append(_question_notice([run_id], shown))
     # on the loop `flowc run` runs on: a first Ctrl-C / SIGTERM stops the resumed run as it
     # stops a run (`run aborted`, the trace closed, the run recorded aborted), then says so
-    interrupted: Interrupted | None = None
-    try:
-        result = api.resume_run_sync(
+    result = _stoppable(
+        lambda: api.resume_run_sync(
             run_id,
             config=config,
             database=database,
@@ -158,21 +157,9 @@ def resume(
             telemetry=_telemetry_option(otel, no_otel),
             sinks=sinks,
             on_waiting=waiting,
-        )
-    except Interrupted as e:
-        if e.result is None:
-            raise
-        result, interrupted = cast("api.RunResult", e.result), e
-    except FlowError as e:
-        _fail(e)
-    finally:
-        api.shutdown_durable()
-    if interrupted is not None:
-        if as_json:
-            click.echo(_json_out(result.to_dict()))
-        done = ", ".join(result.results) or "none"
-        _err(f"interrupted by {interrupted.signal}; steps finished: {done}")
-        sys.exit(interrupted.exit_code)
+        ),
+        as_json,
+    )
     if before is None:
         _finish(result, as_json)
         return
@@ -459,9 +446,8 @@ def redrive(
     new_id = f"{run_id.split('~', 1)[0]}~{secrets.token_hex(3)}"
     # on the loop `flowc run` runs on: a first Ctrl-C / SIGTERM stops the new run as it stops
     # a run (`run aborted`, the trace closed, the run recorded aborted), then says so
-    interrupted: Interrupted | None = None
-    try:
-        result = api.run_sync(
+    result = _stoppable(
+        lambda: api.run_sync(
             plan,
             spec.get("input"),
             config=config or spec.get("config"),
@@ -474,21 +460,32 @@ def redrive(
             ask_again=ask_again,
             replay=spec.get("replay"),
             on_start=lambda rid: _err(f"run id: {rid} (redrive of {run_id})"),
-        )
+        ),
+        as_json,
+        plan,
+    )
+    _finish(result, as_json)
+
+
+def _stoppable(call: Any, as_json: bool, plan: Any = None) -> Any:
+    """``call()`` — a durable run's ``run_sync`` / ``resume_run_sync``, on ``flowc run``'s
+    signal-handling loop — its engine stopped after; a first Ctrl-C / SIGTERM stops the run
+    as it stops a run (`run aborted`, the trace closed, the run recorded aborted), and this
+    says so (the steps finished, in ``plan``'s terms when given) and exits 130 (143)."""
+    try:
+        return call()
     except Interrupted as e:
         if e.result is None:
             raise
-        result, interrupted = cast("api.RunResult", e.result), e
+        result = cast("api.RunResult", e.result)
+        if as_json:
+            click.echo(_json_out(result.to_dict()))
+        _err(f"interrupted by {e.signal}; {api.stopped_summary(result, plan)}")
+        sys.exit(e.exit_code)
     except FlowError as e:
         _fail(e)
     finally:
         api.shutdown_durable()
-    if interrupted is not None:
-        if as_json:
-            click.echo(_json_out(result.to_dict()))
-        _err(f"interrupted by {interrupted.signal}; {api.stopped_summary(result, plan)}")
-        sys.exit(interrupted.exit_code)
-    _finish(result, as_json)
 
 
 @click.command()
