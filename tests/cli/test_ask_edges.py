@@ -12,7 +12,6 @@ import json
 import os
 import re
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -69,22 +68,6 @@ def _project(tmp_path: Path, chat_server) -> tuple[Path, dict[str, str]]:
         "NO_COLOR": "1",
     }
     return project, env
-
-
-def _recorded(project: Path) -> list[str]:
-    """The names of the operations the project's SQLite database records so far."""
-    db = project / ".flowc" / "durable.sqlite"
-    if not db.exists():
-        return []
-    try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-            tables = {row[0] for row in conn.execute("select name from sqlite_master")}
-            names = [r[0] for r in conn.execute("select function_name from operation_outputs")]
-            if "agentflow_items" in tables:
-                names += [r[0] for r in conn.execute("select name from agentflow_items")]
-    except sqlite3.OperationalError:  # the engine is creating its tables
-        return []
-    return names
 
 
 #: the fields of `runs show --json` that hold times (the run's own, not the example's)

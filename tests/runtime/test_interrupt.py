@@ -331,15 +331,16 @@ plans:
 """
 
 
-def test_a_stopped_loop_reduce_and_parallel_report_what_they_finished(tmp_path):
-    # the parallel's `quick` branch finishes; its loop finishes round 1 and naps in round 2,
-    # its reduce folds items 0 and 1 and naps on item 2 when SIGTERM comes
-    (tmp_path / "b.plan.yaml").write_text(BODIES_PLAN, encoding="utf-8")
-    (tmp_path / "tools.py").write_text(NAP_TOOLS, encoding="utf-8")
+def _sigterm_at_the_second_nap(tmp_path: Path, name: str, plan: str, tools: str) -> tuple[str, str]:
+    """Run plan ``name`` (``plan``, its tools ``tools``) with ``flowc run --json``, SIGTERM it
+    once a second tool naps (its ``NAPPING`` line), and return its stdout and whole stderr
+    after checking it exited 143."""
+    (tmp_path / name).write_text(plan, encoding="utf-8")
+    (tmp_path / "tools.py").write_text(tools, encoding="utf-8")
     (tmp_path / "flow.toml").write_text('[tools]\nmodules = ["tools.py"]\n', encoding="utf-8")
     flowc = str(Path(sys.executable).with_name("flowc"))
     proc = subprocess.Popen(
-        [flowc, "run", "b.plan.yaml", "--json"],
+        [flowc, "run", name, "--json"],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -348,7 +349,7 @@ def test_a_stopped_loop_reduce_and_parallel_report_what_they_finished(tmp_path):
     )
     assert proc.stderr is not None
     seen = []
-    for line in proc.stderr:  # both the loop and the reduce nap
+    for line in proc.stderr:
         seen.append(line)
         if sum("NAPPING" in s for s in seen) == 2:
             break
@@ -356,6 +357,13 @@ def test_a_stopped_loop_reduce_and_parallel_report_what_they_finished(tmp_path):
     out, err = proc.communicate(timeout=30)
     err = "".join(seen) + err
     assert proc.returncode == 143, err
+    return out, err
+
+
+def test_a_stopped_loop_reduce_and_parallel_report_what_they_finished(tmp_path):
+    # the parallel's `quick` branch finishes; its loop finishes round 1 and naps in round 2,
+    # its reduce folds items 0 and 1 and naps on item 2 when SIGTERM comes
+    out, err = _sigterm_at_the_second_nap(tmp_path, "b.plan.yaml", BODIES_PLAN, NAP_TOOLS)
     result = json.loads(out)
     assert result["status"] == "aborted" and result["results"] == {}
     assert result["partial"] == {
@@ -458,28 +466,7 @@ async def boom() -> int:
 def test_a_loop_cancelled_by_a_failing_sibling_is_not_reported_when_the_run_stops(tmp_path):
     # the parallel's `bad` branch fails while the loop naps in round 2 (the loop is cancelled,
     # the failure caught); E1 naps when SIGTERM comes: nothing was stopped part-way
-    (tmp_path / "c.plan.yaml").write_text(CAUGHT_PLAN, encoding="utf-8")
-    (tmp_path / "tools.py").write_text(BOOM_TOOLS, encoding="utf-8")
-    (tmp_path / "flow.toml").write_text('[tools]\nmodules = ["tools.py"]\n', encoding="utf-8")
-    flowc = str(Path(sys.executable).with_name("flowc"))
-    proc = subprocess.Popen(
-        [flowc, "run", "c.plan.yaml", "--json"],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
-    assert proc.stderr is not None
-    seen = []
-    for line in proc.stderr:  # the loop's round 2, then E1
-        seen.append(line)
-        if sum("NAPPING" in s for s in seen) == 2:
-            break
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=30)
-    err = "".join(seen) + err
-    assert proc.returncode == 143, err
+    out, err = _sigterm_at_the_second_nap(tmp_path, "c.plan.yaml", CAUGHT_PLAN, BOOM_TOOLS)
     result = json.loads(out)
     assert result["results"] == {"E0": "caught"}
     assert "partial" not in result, result["partial"]

@@ -67,3 +67,20 @@ def start_flowc(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
+
+
+def recorded_operations(project: Path) -> list[str]:
+    """The names of the operations the SQLite database of ``project`` (DBOS) records so far:
+    its steps' and agentflow's item records'; [] before the engine made its tables."""
+    db = project / ".flowc" / "durable.sqlite"
+    if not db.exists():
+        return []
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+            tables = {row[0] for row in conn.execute("select name from sqlite_master")}
+            names = [r[0] for r in conn.execute("select function_name from operation_outputs")]
+            if "agentflow_items" in tables:
+                names += [r[0] for r in conn.execute("select name from agentflow_items")]
+    except sqlite3.OperationalError:  # the engine is creating its tables
+        return []
+    return names

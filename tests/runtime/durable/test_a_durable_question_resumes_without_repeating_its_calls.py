@@ -13,7 +13,6 @@ import itertools
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from support.durable_questions import recorded_operations
 
 from agentflow import api
 from agentflow.cli import main
@@ -104,18 +104,7 @@ def _recorded(project: Path, engine: str, run_id: str) -> list[str]:
             return [s["operation"] for s in _shown(project, run_id)["steps"]]
         except Exception:  # noqa: BLE001 - not started yet
             return []
-    db = project / ".flowc" / "durable.sqlite"
-    if not db.exists():
-        return []
-    try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-            tables = {row[0] for row in conn.execute("select name from sqlite_master")}
-            names = [r[0] for r in conn.execute("select function_name from operation_outputs")]
-            if "agentflow_items" in tables:
-                names += [r[0] for r in conn.execute("select name from agentflow_items")]
-    except sqlite3.OperationalError:  # the engine is creating its tables
-        return []
-    return names
+    return recorded_operations(project)
 
 
 @pytest.fixture
