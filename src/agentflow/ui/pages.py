@@ -11,7 +11,6 @@ same function as ``flowc answer`` (:func:`agentflow.api.answer_durable`)."""
 
 from __future__ import annotations
 
-import html
 import json
 import time
 from collections.abc import Mapping
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow.core import version as core_version
-from agentflow.core.text import source_lines
+from agentflow.core.text import html_number, html_text, source_lines
 from agentflow.ir.graph import NodeOutcome, build_graph, node_for_path
 from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.report import graph_section, json_text, report_css, source_caret
@@ -46,7 +45,9 @@ REDRIVABLE = frozenset({"error", "aborted", "cancelled"})
 
 
 def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    """``value`` as text fit for the page's content or a double-quoted attribute value
+    (:func:`agentflow.core.text.html_text`)."""
+    return html_text(value)
 
 
 def run_url(run_id: str, tail: str = "") -> str:
@@ -167,7 +168,7 @@ def runs_page(
             f'<td data-label="flow">{_e(r.plan or "—")}</td>'
             f'<td data-label="started" class="num">{_e(_when(r.created_at))}</td>'
             f'<td data-label="duration" class="num">{_e(_duration(r))}</td>'
-            f'<td data-label="inferences" class="num">{cost.get("inferences", 0)}</td>'
+            f'<td data-label="inferences" class="num">{html_number(cost.get("inferences", 0))}</td>'
             f'<td data-label="cost" class="num">{_e(money(cost))}</td></tr>'
         )
     head = "".join(
@@ -361,8 +362,8 @@ def _steps_table(info: Any) -> str:
         took = f"{end - start:.2f} s" if start and end else "—"
         status = "reused" if s.get("reused") else str(s.get("status", ""))
         what = _e(s.get("label") or s.get("path") or "(run)")
-        err = s.get("error") or {}
-        code = f" <code>{_e(err.get('code'))}</code>" if err else ""
+        err = s.get("error")
+        code = f" <code>{_e(err.get('code'))}</code>" if isinstance(err, dict) and err else ""
         rows.append(
             f'<tr data-path="{_e(s.get("path", ""))}" data-status="{_e(status)}">'
             f'<td data-label="step">{what}<div class="muted"><code>{_e(s.get("path") or "")}'
@@ -388,7 +389,7 @@ def _clock(epoch: float | None) -> str:
 
 
 def _pre(value: Any) -> str:
-    return f'<pre tabindex="0">{_e(json_text(value))}</pre>'
+    return f'<pre tabindex="0">{html_text(json_text(value), limit=None)}</pre>'
 
 
 def _conversations(info: Any) -> str:
@@ -422,7 +423,8 @@ def _conversations(info: Any) -> str:
                 usage: dict[str, Any] = used if isinstance(used, dict) else {}
                 parts.append(
                     f'<div class="round"><h3>{_e(kind)}</h3><div class="muted">'
-                    f"{usage.get('input_tokens', 0)}→{usage.get('output_tokens', 0)} tokens</div>"
+                    f"{html_number(usage.get('input_tokens', 0))}→"
+                    f"{html_number(usage.get('output_tokens', 0))} tokens</div>"
                 )
                 if reply.get("text"):
                     parts.append(
@@ -475,8 +477,9 @@ def run_page(
         f"flow <code>{_e(info.plan or '—')}</code>",
         f"started {_e(_when(info.created_at))}",
         f"duration {_e(_duration(info))}",
-        f"inferences {cost.get('inferences', 0)}",
-        f"tokens {cost.get('input_tokens', 0)}→{cost.get('output_tokens', 0)}",
+        f"inferences {html_number(cost.get('inferences', 0))}",
+        f"tokens {html_number(cost.get('input_tokens', 0))}→"
+        f"{html_number(cost.get('output_tokens', 0))}",
         f"cost {_e(money(cost))}",
     ]
     actions = []
