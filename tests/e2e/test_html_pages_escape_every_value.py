@@ -33,6 +33,7 @@ from support.browser import start_chromium
 from agentflow import api
 from agentflow.evals.report import CaseRun, EvalReport, ScoreResult
 from agentflow.runtime.durable.run_info import Question, RunInfo
+from agentflow.runtime.report import report_css
 from agentflow.ui import pages
 
 #: a value that tries every way out of an element, an attribute, a comment or a script
@@ -82,7 +83,7 @@ def _events() -> list[dict]:
                 },
             },
             1.1,
-        ),  # fmt: skip
+        ),
         ev(
             "model_call",
             "E0",
@@ -97,7 +98,7 @@ def _events() -> list[dict]:
                 "reply": {"text": H, "tool_calls": [{"name": H, "arguments": {H: H}}, H]},
             },
             1.2,
-        ),  # fmt: skip
+        ),
         ev("tool_started", "E0/agent.1/t", {"tool_name": H, "input": {H: H}}, 1.3),
         ev("tool_finished", "E0/agent.1/t", {"tool_name": H, "result": H, "error": H}, 1.4),
         ev("warning", "E0", {"message": H, "round": 1}, 1.45),
@@ -113,7 +114,7 @@ def _events() -> list[dict]:
             "E1",
             {"tool_name": H, "elapsed_ms": 1, "usage": usage, "result": H},
             1.7,
-        ),  # fmt: skip
+        ),
         ev("run_finished", data={"status": H, "error": error, "output": H, "usage": usage}, t=2.0),
     ]
 
@@ -240,11 +241,9 @@ def test_a_parser_finds_no_element_attribute_script_or_comment_of_the_values(wri
 
 
 def test_the_eval_page_has_the_report_style_sheet(written):
+    """It had none: its template's `{{css}}` was left in the page."""
     text = written["eval"].read_text(encoding="utf-8")
     assert "{{" not in text.split("<body>")[0]
-    assert api.report.__module__  # the report's own sheet, as the docstring says
-    from agentflow.runtime.report import report_css
-
     assert report_css() in text
 
 
