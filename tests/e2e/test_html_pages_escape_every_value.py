@@ -289,3 +289,27 @@ def test_in_chromium_no_value_runs_a_script_or_adds_an_element_or_widens_the_pag
         assert SHOWN.split("\n")[0][:40] in found["title"] or name in ("runs",), found["title"]
         assert found["shown"], name
         assert found["overflow"] <= 0, (name, found["overflow"])
+
+
+@pytest.mark.parametrize(
+    ("at", "odd"),
+    [
+        ((0, "time"), float("nan")),  # the header's start time
+        ((0, "time"), 1e300),
+        ((1, "data", "input", "tools"), 1),  # an agent's tools
+        ((2, "data", "reply", "tool_calls"), 1),  # a reply's tool calls
+        ((2, "data", "input_tokens"), [H]),  # a model call's tokens (the graph sums them)
+        ((4, "data", "error"), H),  # a tool call's error that is not an object
+    ],
+)
+def test_a_trace_written_by_hand_is_reported_never_a_traceback(tmp_path, at, odd):
+    """The small version of bench/report_shapes_fuzz.py (every field × a dozen odd values)."""
+    events = _events()
+    holder = events
+    for key in at[:-1]:
+        holder = holder[key]
+    holder[at[-1]] = odd
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    page = api.report(trace)
+    assert "<img" not in page and page.rstrip().endswith("</html>")

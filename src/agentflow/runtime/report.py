@@ -378,8 +378,12 @@ class _Report:
         if isinstance(usage.get("cost"), int | float):
             facts.append(f"cost ${usage['cost']:.4f}")
         if v.start:
-            when = _dt.datetime.fromtimestamp(v.start, tz=_dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-            facts.append(f"started {when}")
+            try:
+                when = _dt.datetime.fromtimestamp(v.start, tz=_dt.UTC)
+            except (ValueError, OverflowError, OSError):  # a time no clock gives (a NaN)
+                when = None
+            if when is not None:
+                facts.append(f"started {when.strftime('%Y-%m-%d %H:%M:%S UTC')}")
         if v.file:
             facts.append(f"file <code>{_e(v.file)}</code>")
         spans = "".join(f"<span>{f}</span>" for f in facts)
@@ -528,7 +532,7 @@ class _Report:
         parts = [
             f"<div class='msg'><span class='who'>agent</span><code>{_e(inp.get('agent') or '')}</code>"
             f" · model <code>{_e(inp.get('model') or '')}</code> · tools "
-            f"{_e(', '.join(str(t) for t in inp.get('tools') or []) or 'none')}</div>"
+            f"{_e(', '.join(str(t) for t in _as_list(inp.get('tools'))) or 'none')}</div>"
         ]
         if inp.get("system_prompt"):
             parts.append(
@@ -565,7 +569,7 @@ class _Report:
                 out.append(
                     f"<div class='msg'><span class='who'>reply</span>{_pre(reply['text'])}</div>"
                 )
-            for tc in reply.get("tool_calls") or []:
+            for tc in _as_list(reply.get("tool_calls")):
                 tc = _as_dict(tc)
                 out.append(
                     f"<div class='msg'><span class='who'>calls</span><code>{_e(tc.get('name'))}</code>"
@@ -684,6 +688,11 @@ def report_css() -> str:
 def _as_dict(value: Any) -> dict[str, Any]:
     """``value`` when it is a mapping (an event field), else an empty one."""
     return value if isinstance(value, dict) else {}
+
+
+def _as_list(value: Any) -> list[Any]:
+    """``value`` when it is a list (an event field), else an empty one."""
+    return value if isinstance(value, list) else []
 
 
 def _as_error(value: Any) -> dict[str, Any]:

@@ -431,7 +431,8 @@ def _conversations(info: Any) -> str:
                         f"<div class='msg'><span class='who'>reply</span>{_pre(reply['text'])}"
                         "</div>"
                     )
-                for tc in reply.get("tool_calls") or []:
+                calls = reply.get("tool_calls")
+                for tc in calls if isinstance(calls, list) else []:
                     tc = tc if isinstance(tc, dict) else {}
                     parts.append(
                         f"<div class='msg'><span class='who'>calls</span>"
