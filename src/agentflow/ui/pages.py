@@ -50,6 +50,12 @@ def _e(value: Any) -> str:
     return html_text(value)
 
 
+def _v(value: Any) -> str:
+    """A form's value (what was typed, a step path, a token), escaped as :func:`_e` escapes
+    but never cut: the form sends it back."""
+    return html_text(value, limit=None)
+
+
 def run_url(run_id: str, tail: str = "") -> str:
     """The console's address of run ``run_id`` (``/runs/ID``, the id percent-encoded) + ``tail``."""
     from urllib.parse import quote
@@ -124,7 +130,7 @@ def _badge(status: str) -> str:
 
 
 def _csrf(token: str) -> str:
-    return f'<input type="hidden" name="csrf" value="{_e(token)}">'
+    return f'<input type="hidden" name="csrf" value="{_v(token)}">'
 
 
 # ------------------------------------------------------------------------------- runs list
@@ -149,7 +155,7 @@ def runs_page(
         '<form class="filters" method="get" action="/" role="search" aria-label="filter runs">'
         f'<label for="f-status">status</label><select id="f-status" name="status">{options}'
         '</select><label for="f-flow">flow</label>'
-        f'<input id="f-flow" name="flow" value="{_e(flow)}" placeholder="name contains">'
+        f'<input id="f-flow" name="flow" value="{_v(flow)}" placeholder="name contains">'
         '<button type="submit">filter</button></form>'
     )
     rows = []
@@ -221,20 +227,20 @@ def question_form(q: Any, csrf: str, *, value: str = "", problem: str | None = N
         mode = "numeric" if kind == "integer" else "decimal"
         control = (
             f'<label for="{fid}">{label}</label><input id="{fid}" name="value" type="number" '
-            f'step="any" inputmode="{mode}"{bounds} required value="{_e(value)}">'
+            f'step="any" inputmode="{mode}"{bounds} required value="{_v(value)}">'
         )
     elif kind == "string" or not schema:
         limit = schema.get("maxLength")
         extra = f' maxlength="{limit}"' if isinstance(limit, int) else ""
         control = (
             f'<label for="{fid}">{label}</label><input id="{fid}" name="value" type="text"'
-            f'{extra} value="{_e(value)}" autocomplete="off">'
+            f'{extra} value="{_v(value)}" autocomplete="off">'
         )
     else:
         hint = f'<p class="muted" id="{fid}-hint">a JSON value of type {_e(kind or "any")}</p>'
         control = (
             f'<label for="{fid}">{label}</label><textarea id="{fid}" name="value" rows="4" '
-            f'aria-describedby="{fid}-hint">{_e(value)}</textarea>'
+            f'aria-describedby="{fid}-hint">{_v(value)}</textarea>'
         )
     said = (
         f'<p class="form-problem" role="alert" id="{fid}-problem">{_e(problem)}</p>'
@@ -246,7 +252,7 @@ def question_form(q: Any, csrf: str, *, value: str = "", problem: str | None = N
         f'<form class="question" method="post" action="{_e(run_url(q.run_id, "/answer"))}" '
         f'data-step="{_e(q.path)}"><p class="muted">asked at <code>{_e(q.path)}</code>{where}'
         f" {_e(_when(q.asked_at))}</p>{said}{control}{hint}"
-        f'<input type="hidden" name="step" value="{_e(q.path)}">{_csrf(csrf)}'
+        f'<input type="hidden" name="step" value="{_v(q.path)}">{_csrf(csrf)}'
         '<button type="submit">answer</button></form>'
     )
 
@@ -258,7 +264,7 @@ def _radios(fid: str, options: list[tuple[str, Any]], chosen: str) -> str:
         text = shown if isinstance(shown, str) else json.dumps(shown, ensure_ascii=False)
         out.append(
             f'<div class="choice"><input type="radio" id="{fid}-{i}" name="value" '
-            f'value="{_e(value)}" required{checked}><label for="{fid}-{i}">{_e(text)}</label></div>'
+            f'value="{_v(value)}" required{checked}><label for="{fid}-{i}">{_e(text)}</label></div>'
         )
     return "".join(out)
 
