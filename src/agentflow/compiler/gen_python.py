@@ -701,7 +701,7 @@ def current_interface(
         return None
     try:
         return interface_digest(result, flow_file)
-    except ContractError:
+    except (CompileError, ContractError):  # a type with no JSON form, a plan it cannot lower
         return None
 
 
