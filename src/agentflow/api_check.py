@@ -83,12 +83,16 @@ def diagnostics_summary(diagnostics: Iterable[Diagnostic]) -> str:
     return _render.summary(diagnostics)
 
 
-def stale_modules(flow: str | os.PathLike[str], text: str) -> list[Diagnostic]:
+def stale_modules(
+    flow: str | os.PathLike[str], text: str, result: CheckResult | None = None
+) -> list[Diagnostic]:
     """The ``stale-generated-module`` warnings of the `.flow` file ``flow`` whose text is
-    ``text``: the modules the nearest flow.toml lists under ``[gen] python`` generated from
-    another version of it (docs/reference/python-clients.md)."""
+    ``text``: the modules the nearest flow.toml lists under ``[gen] python`` generated from a
+    version of it with another interface — types, fields, stages, names; not a comment or
+    whitespace (docs/reference/python-clients.md "Keeping the module current"). ``result``:
+    the check of ``text``, when the caller has it (else it is checked when needed)."""
     modules = gen_modules(flow)
-    return stale_diagnostics(str(flow), text, modules) if modules else []
+    return stale_diagnostics(str(flow), text, modules, result) if modules else []
 
 
 def type_schema(result: CheckResult, type_name: str | None) -> dict[str, Any]:

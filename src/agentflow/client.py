@@ -8,8 +8,9 @@
   its contract agree;
 - :func:`run_flow` / :func:`run_flow_sync`: :func:`agentflow.run` / :func:`agentflow.run_sync`
   with the options a client passes on;
-- :func:`require_current`: refuse, before anything runs, a module older than its flow (the
-  digest of the flow's text against the module's ``FLOW_DIGEST``);
+- :func:`require_current`: refuse, before anything runs, a module generated from a version of
+  its flow with another interface (types, fields, stages, names: ``FLOW_INTERFACE``; a
+  comment or whitespace changed is no reason);
 - :func:`typed_result`: a run's result with its output validated into the flow's output model;
 - :func:`stage_values`: each stage's value read from a result (the stage templates the compiler
   gives, rendered over the run's step results).
@@ -26,7 +27,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 from pydantic import AfterValidator, BeforeValidator, TypeAdapter, ValidationError
 
 from agentflow.api import run
-from agentflow.compiler.gen_python import source_digest
+from agentflow.compiler.api import read_source
+from agentflow.compiler.gen_python import current_interface, source_digest
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ClientError
 from agentflow.grammar.parser import parse_template
@@ -111,21 +113,34 @@ def _string_check(schema: dict[str, Any]) -> AfterValidator:
 
 
 def require_current(
-    flow: str | os.PathLike[str], digest: str, module: str | os.PathLike[str]
+    flow: str | os.PathLike[str],
+    digest: str,
+    module: str | os.PathLike[str],
+    interface: str | None = None,
 ) -> None:
-    """Refuse a client ``module`` (its ``__file__``) generated from another text of ``flow``
-    than the one it would run: ``digest`` is the module's ``FLOW_DIGEST``
-    (:func:`agentflow.compiler.gen_python.source_digest`). Called by a generated run function
-    before anything runs (no model call is made for a run whose output the module could not
-    read). Raises :class:`~agentflow.errors.ClientError` (code ``validation``) naming the module
-    and the ``flowc gen python`` command that writes it again; a flow that cannot be read is
-    left to the run to report (docs/reference/python-clients.md "Keeping the module current")."""
+    """Refuse a client ``module`` (its ``__file__``) generated from a version of ``flow`` with
+    another interface than the one it would run: ``digest`` is the module's ``FLOW_DIGEST``
+    (:func:`agentflow.compiler.gen_python.source_digest`, the text it was generated from: the
+    same text is current at once), ``interface`` its ``FLOW_INTERFACE``
+    (:func:`~agentflow.compiler.gen_python.interface_digest`: what the module encodes — the
+    types, fields, stages and names; a comment, whitespace or line endings changed leave it
+    current). A module written before interfaces were recorded (``interface`` None) is current
+    only for the very text. Called by a generated run function before anything runs (no model
+    call is made for a run whose output the module could not read). Raises
+    :class:`~agentflow.errors.ClientError` (code ``validation``) naming the module and the
+    ``flowc gen python`` command that writes it again; a flow that cannot be read or has errors
+    is left to the run to report (docs/reference/python-clients.md "Keeping the module
+    current")."""
     try:
-        text = Path(flow).read_bytes().decode("utf-8", errors="surrogateescape")
+        text = read_source(flow)
     except OSError:
         return
     if source_digest(text) == digest:
         return
+    if interface is not None:
+        now = _interface_now(str(flow), text)
+        if now is None or now == interface:
+            return
     shown_module, shown_flow = _shown(module), _shown(flow)
     raise ClientError(
         Code.VALIDATION,
@@ -133,6 +148,20 @@ def require_current(
         f"have changed): nothing was run; write it again with "
         f"`flowc gen python {shown_flow} -o {shown_module}`",
     )
+
+
+#: the interface digest of each flow text seen, by (file, text digest): a run function called
+#: again on an unchanged (but edited since generation) flow checks it once
+_INTERFACES: dict[tuple[str, str], str | None] = {}
+
+
+def _interface_now(flow: str, text: str) -> str | None:
+    key = (os.path.abspath(flow), source_digest(text))
+    if key not in _INTERFACES:
+        if len(_INTERFACES) > 64:
+            _INTERFACES.clear()
+        _INTERFACES[key] = current_interface(flow, text)
+    return _INTERFACES[key]
 
 
 def typed_result(

@@ -38,7 +38,15 @@ def test_check_warns_when_a_listed_module_is_older_than_its_flow(tmp_path, monke
     assert made.exit_code == 0, made.output
     fresh = runner.invoke(main, ["check", "bug-triage.flow"])
     assert fresh.exit_code == 0 and "stale-generated-module" not in fresh.output
-    (tmp_path / "bug-triage.flow").write_text(FLOW.replace("deadline 20m", "deadline 30m"))
+    # a setting, a comment, CRLF line endings: the module encodes none of them
+    edited = "// triage\n" + FLOW.replace("deadline 20m", "deadline 30m")
+    (tmp_path / "bug-triage.flow").write_bytes(edited.replace("\n", "\r\n").encode())
+    same = runner.invoke(main, ["check", "bug-triage.flow"])
+    assert same.exit_code == 0 and "stale-generated-module" not in same.output, same.output
+    # a field of the input type: the module's model of it is out of date
+    (tmp_path / "bug-triage.flow").write_text(
+        FLOW.replace("type BugReport {", "type BugReport {\n  seen: int?")
+    )
     stale = runner.invoke(main, ["check", "bug-triage.flow"])
     assert stale.exit_code == 0, stale.output  # a warning
     assert (

@@ -18,7 +18,12 @@ from agentflow.api import gen_python
 from agentflow.compiler import types as T
 from agentflow.compiler.api import check_source
 from agentflow.compiler.contracts import contract_for
-from agentflow.compiler.gen_python import read_header, source_digest, stale_diagnostics
+from agentflow.compiler.gen_python import (
+    current_interface,
+    read_header,
+    source_digest,
+    stale_diagnostics,
+)
 from agentflow.runtime.extract import validate
 
 FLOW = """
@@ -239,15 +244,20 @@ def test_the_header_names_the_source_and_its_digest_and_check_warns_when_it_is_s
     module = tmp_path / "clients" / "shapes.py"
     module.parent.mkdir()
     module.write_text(gen_python(flow, module), encoding="utf-8")
-    assert read_header(module.read_text()) == ("../flows/shapes.flow", source_digest(FLOW))
+    header = read_header(module.read_text())
+    assert header is not None
+    assert header.source == "../flows/shapes.flow" and header.digest == source_digest(FLOW)
+    assert header.interface == current_interface(str(flow), FLOW)
     assert stale_diagnostics(str(flow), FLOW, [module]) == []
-    edited = FLOW + "\n// edited\n"
+    edited = FLOW.replace("ratio: number", "ratio: int")
     (diag,) = stale_diagnostics(str(flow), edited, [module])
     assert diag.code == "stale-generated-module" and diag.severity == "warning"
     assert "generated from an earlier version of this flow" in diag.message
     assert diag.hint.startswith(f"run `flowc gen python {flow} -o ")
     other = tmp_path / "flows" / "other.flow"  # a module of another flow is not this one's
     assert stale_diagnostics(str(other), edited, [module]) == []
+    broken = FLOW + "\nstage oops -> int { return nope }\n"  # its errors are what is reported
+    assert stale_diagnostics(str(flow), broken, [module]) == []
 
 
 def test_the_module_is_as_ruff_formats_and_lints_it(shapes):

@@ -23,11 +23,13 @@ and output (and its stages' types), each accepting exactly the JSON the type's c
 Then typed functions: ``async def run_<flow>(input, *, …) -> RunResult[Output]`` and its
 ``_sync`` twin call :func:`agentflow.run` on the source file (found relative to the module) and
 validate the output into the model (:func:`agentflow.client.typed_result`), after refusing to
-run a flow whose text is not the one the module was generated from
+run a flow whose interface is not the one the module was generated from
 (:func:`agentflow.client.require_current`); ``<flow>_stages``
-reads each stage's value from a result as its model.  A header names the source flow and its
-digest (:func:`source_digest`), which :func:`stale_diagnostics` compares for ``flowc check``
-(code ``stale-generated-module``, opt-in through ``flow.toml`` ``[gen] python``).
+reads each stage's value from a result as its model.  A header names the source flow, the
+digest of its text (:func:`source_digest`) and of its interface (:func:`interface_digest`: a
+comment or whitespace changed is not a new interface), which :func:`stale_diagnostics` compares
+for ``flowc check`` (code ``stale-generated-module``, opt-in through ``flow.toml``
+``[gen] python``).
 """
 
 from __future__ import annotations
@@ -41,9 +43,10 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from agentflow.compiler import types as T
+from agentflow.compiler.api import check_source
 from agentflow.compiler.checker import CheckResult
 from agentflow.compiler.contracts import DURATION_PATTERN
 from agentflow.compiler.lowering import lower_with_stages
@@ -55,15 +58,20 @@ from agentflow.errors import CompileError, ContractError
 __all__ = [
     "generate_python",
     "source_digest",
+    "interface_digest",
+    "Header",
     "read_header",
     "stale_diagnostics",
+    "current_interface",
     "gen_modules",
 ]
 
 #: the header line of a generated module that :func:`read_header` reads back
 HEADER_MARK = "# flowc-gen:"
 _HEADER = re.compile(
-    r"^# flowc-gen: source=(?P<source>\S+) digest=(?P<digest>sha256:[0-9a-f]{64})$", re.M
+    r"^# flowc-gen: source=(?P<source>\S+) digest=(?P<digest>sha256:[0-9a-f]{64})"
+    r"(?: interface=(?P<interface>sha256:[0-9a-f]{64}))?$",
+    re.M,
 )
 
 #: names the generated module itself defines or imports: a `.flow` type of the same name is
@@ -73,7 +81,7 @@ _TAKEN = frozenset(
         "annotations", "os", "Path", "Annotated", "Any", "Literal", "TYPE_CHECKING", "Iterable",
         "pydantic", "agentflow", "client", "RunResult", "Int", "JsonValue", "Field",
         "BaseModel", "ConfigDict", "TypeAdapter", "Config", "Hooks", "Sink", "FLOW_FILE",
-        "FLOW_DIGEST",
+        "FLOW_DIGEST", "FLOW_INTERFACE",
     }
 )  # fmt: skip
 _BASEMODEL_ATTRS = frozenset(
@@ -98,12 +106,32 @@ def source_digest(text: str) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def read_header(module_text: str) -> tuple[str, str] | None:
-    """``(source, digest)`` from a generated module's ``# flowc-gen:`` line, or None (not a
-    generated module). ``source`` is the flow file relative to the module's directory, with
-    ``/`` separators."""
+def interface_digest(result: CheckResult, flow_file: str) -> str:
+    """``sha256:<hex>`` of what a client module generated from the checked program ``result``
+    (which has no errors) relies on: its models (the input, output and stage types: names,
+    fields, constraints), its function names and its stage templates (which steps hold each
+    stage's value). A comment, a ``///`` doc, blank lines, line endings, a prompt or a setting
+    changed in the `.flow` leave it as it was; two texts of a flow have the same interface digest
+    exactly when `flowc gen python` writes the same module from both, docs and header aside.
+    Raises :class:`~agentflow.errors.ContractError` as :func:`generate_python` does."""
+    return _interface_of(*_module_parts(result, flow_file, docs=False))
+
+
+class Header(NamedTuple):
+    """A generated module's ``# flowc-gen:`` line read back: ``source`` (the flow file relative
+    to the module's directory, ``/`` separators), ``digest`` (:func:`source_digest` of the text
+    it was generated from), ``interface`` (:func:`interface_digest`; None in a module written
+    before it was recorded)."""
+
+    source: str
+    digest: str
+    interface: str | None = None
+
+
+def read_header(module_text: str) -> Header | None:
+    """The :class:`Header` of a generated module's text, or None (not a generated module)."""
     m = _HEADER.search(module_text[:4000])
-    return (m.group("source"), m.group("digest")) if m else None
+    return Header(m.group("source"), m.group("digest"), m.group("interface")) if m else None
 
 
 def _pascal(name: str) -> str:
@@ -135,8 +163,9 @@ class _Model:
 
 
 class _Generator:
-    def __init__(self, result: CheckResult):
+    def __init__(self, result: CheckResult, *, docs: bool = True):
         self.env = result.env
+        self.docs = docs  # `///` docs as descriptions and docstrings (not in the interface)
         self.result = result
         self.models: dict[str, _Model] = {}  # python name → model, in order of first use
         self.by_type: dict[str, str] = {}  # `.flow` type name → python name
@@ -270,7 +299,7 @@ class _Generator:
                 args.append("default=None")
             if alias is not None:
                 args.append(f"alias={_py_str(alias)}")
-            if f.doc:
+            if f.doc and self.docs:
                 args.append(f"description={_py_str(f.doc)}")
             if not args and len(f"    {attr}: {ann}") > 100 and _bare_literal(ann):
                 lines.append(f"    {attr}: Literal[")  # one value a line, as `ruff format` has it
@@ -338,7 +367,7 @@ class _Generator:
     # -- the module ------------------------------------------------------------------------------
     def render_model(self, model: _Model) -> list[str]:
         out = [f"class {model.name}(_Model):"]
-        if model.doc:
+        if model.doc and self.docs:
             out.append(f"    {_docstring(model.doc)}")
             out.append("")
         out.extend(model.lines or ["    pass"])
@@ -398,33 +427,20 @@ def generate_python(result: CheckResult, source_text: str, flow_file: str, modul
     JSON form (an ``extern type``)."""
     if not result.ok:
         raise CompileError(result.errors, {flow_file: source_text})
-    g = _Generator(result)
-    flow_name = _snake(result.flow_name)
-    base = _pascal(result.flow_name)
-    in_ann = g.annotation(result.input_type, base + "Input")
-    out_ann = g.annotation(result.output_type, base + "Output")
-    stage_anns: dict[str, str] = {}
-    for name, st in result.stage_types.items():
-        saved = (dict(g.models), dict(g.by_type), dict(g.inline), list(g.done))
-        try:
-            stage_anns[name] = g.annotation(st, base + _pascal(name))
-        except ContractError:  # a stage whose value has no JSON form is left out of the model
-            g.models, g.by_type, g.inline, g.done = saved
-    stages_class = g.class_name(base + "Stages")
+    title, body = _module_parts(result, flow_file)
     rel = os.path.relpath(Path(flow_file).resolve(), Path(module_file).resolve().parent)
     rel = Path(rel).as_posix()
     digest = source_digest(source_text)
-    lines: list[str] = []
-    summary = result.description or result.flow_name
-    lines += [
-        f'"""Typed client of the agentflow flow `{result.flow_name}` ({_docline(summary)}).',
+    interface = _interface_of(*_module_parts(result, flow_file, docs=False))
+    lines = [
+        title,
         "",
         f"Generated by `flowc gen python` from {rel}.",
         "Do not edit: run the command again after changing the flow (`flowc check` warns when",
         "this file is stale and flow.toml lists it under `[gen] python`).",
         '"""',
         "",
-        f"{HEADER_MARK} source={rel} digest={digest}",
+        f"{HEADER_MARK} source={rel} digest={digest} interface={interface}",
         "",
         "from __future__ import annotations",
         "",
@@ -446,8 +462,43 @@ def generate_python(result: CheckResult, source_text: str, flow_file: str, modul
         "",
         *_assignment("FLOW_FILE", f"Path(__file__).parent / {_py_str(rel)}"),
         f"FLOW_DIGEST = {_py_str(digest)}",
+        f"FLOW_INTERFACE = {_py_str(interface)}",
         "",
         "",
+        *body,
+    ]
+    return "\n".join(lines)
+
+
+def _interface_of(title: str, body: list[str]) -> str:
+    """The interface digest of a module's title line and body (:func:`interface_digest`)."""
+    text = "\n".join([title, *body])
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _module_parts(
+    result: CheckResult, flow_file: str, *, docs: bool = True
+) -> tuple[str, list[str]]:
+    """``(title, body)`` of the client module of the checked program ``result``: its
+    docstring's first line and everything from its ``_Model`` class on — what depends on the
+    program, not on where the flow and the module are or on the flow's exact text. Without
+    ``docs``, the ``///`` docs and the flow's description are left out (the interface)."""
+    g = _Generator(result, docs=docs)
+    flow_name = _snake(result.flow_name)
+    base = _pascal(result.flow_name)
+    in_ann = g.annotation(result.input_type, base + "Input")
+    out_ann = g.annotation(result.output_type, base + "Output")
+    stage_anns: dict[str, str] = {}
+    for name, st in result.stage_types.items():
+        saved = (dict(g.models), dict(g.by_type), dict(g.inline), list(g.done))
+        try:
+            stage_anns[name] = g.annotation(st, base + _pascal(name))
+        except ContractError:  # a stage whose value has no JSON form is left out of the model
+            g.models, g.by_type, g.inline, g.done = saved
+    stages_class = g.class_name(base + "Stages")
+    summary = (result.description if docs else None) or result.flow_name
+    title = f'"""Typed client of the agentflow flow `{result.flow_name}` ({_docline(summary)}).'
+    lines: list[str] = [
         "class _Model(BaseModel):",
         '    """Closed and strict, as the flow\'s contracts are (no coercion, no unknown field)."""',
         "",
@@ -523,7 +574,7 @@ def generate_python(result: CheckResult, source_text: str, flow_file: str, modul
         )
         call = "await client.run_flow" if is_async else "client.run_flow_sync"
         lines += [
-            "    client.require_current(FLOW_FILE, FLOW_DIGEST, __file__)",
+            "    client.require_current(FLOW_FILE, FLOW_DIGEST, __file__, FLOW_INTERFACE)",
             f"    result = {call}(",
             "        FLOW_FILE,",
             '        INPUT.dump_python(input, mode="json", by_alias=True, exclude_unset=True),',
@@ -550,7 +601,7 @@ def generate_python(result: CheckResult, source_text: str, flow_file: str, modul
         f"    return {stages_class}.model_validate(values)",
         "",
     ]
-    return "\n".join(lines)
+    return title, lines
 
 
 def _docline(text: str) -> str:
@@ -592,14 +643,25 @@ def gen_modules(flow_file: str | os.PathLike[str]) -> list[Path]:
     return []
 
 
-def stale_diagnostics(flow_file: str, source_text: str, modules: list[Path]) -> list[Diagnostic]:
+def stale_diagnostics(
+    flow_file: str,
+    source_text: str,
+    modules: list[Path],
+    result: CheckResult | None = None,
+) -> list[Diagnostic]:
     """A ``stale-generated-module`` warning for each of ``modules`` generated from
-    ``flow_file`` (its header's source resolves to the same file) whose recorded digest is not
-    ``source_text``'s. Modules that are missing, unreadable or generated from another flow are
-    skipped. The span is the program's ``flow`` header line (else its first line)."""
+    ``flow_file`` (its header's source resolves to the same file) whose interface is not
+    ``source_text``'s (:func:`interface_digest`): a comment, blank lines or line endings changed
+    are no warning, a type, a field, a stage or the flow's name changed is. A module whose
+    header records no interface (written before it was recorded) is compared by the text's
+    digest. ``result``: the check of ``source_text`` (checked here when needed and not given);
+    a program with errors is no warning (its errors are what is reported). Modules that are
+    missing, unreadable or generated from another flow are skipped. The span is the program's
+    ``flow`` header line (else its first line)."""
     out: list[Diagnostic] = []
     here = Path(flow_file).resolve()
     digest = source_digest(source_text)
+    interface: list[str | None] = []  # computed once, when a module needs it
     for module in modules:
         try:
             header = read_header(module.read_text(encoding="utf-8", errors="replace"))
@@ -607,9 +669,13 @@ def stale_diagnostics(flow_file: str, source_text: str, modules: list[Path]) -> 
             continue
         if header is None:
             continue
-        source, recorded = header
-        if (module.resolve().parent / source).resolve() != here or recorded == digest:
+        if (module.resolve().parent / header.source).resolve() != here or header.digest == digest:
             continue
+        if header.interface is not None:
+            if not interface:
+                interface.append(current_interface(flow_file, source_text, result))
+            if interface[0] is None or interface[0] == header.interface:
+                continue
         shown = _shown(module)
         out.append(
             Diagnostic(
@@ -621,6 +687,22 @@ def stale_diagnostics(flow_file: str, source_text: str, modules: list[Path]) -> 
             )
         )
     return out
+
+
+def current_interface(
+    flow_file: str, source_text: str, result: CheckResult | None = None
+) -> str | None:
+    """:func:`interface_digest` of the `.flow` text ``source_text`` (``result``: its check,
+    checked here when not given), or None when the program has errors or a type with no JSON
+    form: then no client module can be written from it, and running it reports why."""
+    if result is None:
+        result = check_source(source_text, flow_file)
+    if not result.ok:
+        return None
+    try:
+        return interface_digest(result, flow_file)
+    except (CompileError, ContractError):  # a type with no JSON form, a plan it cannot lower
+        return None
 
 
 def _header_span(flow_file: str, text: str) -> Span:

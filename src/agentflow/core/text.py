@@ -11,6 +11,7 @@ does with bytes it cannot read (docs/decisions.md "Text from outside").
 
 from __future__ import annotations
 
+import html
 import re
 from typing import Any
 
@@ -204,3 +205,39 @@ def xml_attribute(text: str) -> str:
     from xml.sax.saxutils import quoteattr
 
     return quoteattr(_NOT_XML.sub(lambda m: ascii(m.group())[1:-1], text))
+
+
+#: characters of one text shown in an HTML page (a report, an eval page, `flowc ui`) before it is
+#: cut; a longer one ends with `… [N characters]`
+HTML_CHARS = 20_000
+#: what an HTML page shows as its ``\xNN`` escape: C0 controls but tab, newline and carriage
+#: return (which a page shows as space and line breaks), DEL and the C1 controls — a NUL a
+#: browser drops, the rest invisible or a parse error, so text holding them is shown as it is
+_NOT_HTML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def html_text(value: Any, *, limit: int | None = HTML_CHARS) -> str:
+    """``str(value)`` fit for an HTML page, in element content or in a double-quoted attribute
+    value alike: ``&``, ``<``, ``>``, ``"``, ``'`` and the backtick written as character
+    references (so no value can open or close a tag, an attribute, a comment or a script), each
+    control character :data:`_NOT_HTML` names shown as its ``\\xNN`` escape (as the console
+    shows it, :func:`visible`), and a text longer than ``limit`` characters cut with
+    ``… [N characters]`` (None: never cut). Never for the inside of a ``<script>`` or
+    ``<style>`` element: no page puts data there (docs/decisions.md "HTML pages escape every
+    value")."""
+    text = value if isinstance(value, str) else str(value)
+    if limit is not None and len(text) > limit:
+        text = f"{text[:limit]}… [{len(text)} characters]"
+    if _NOT_HTML.search(text) is not None:
+        text = _NOT_HTML.sub(lambda m: ascii(m.group())[1:-1], text)
+    return html.escape(text, quote=True).replace("`", "&#96;")
+
+
+def html_number(value: Any) -> str:
+    """A count or an amount a page shows in a narrow, unwrapped cell (tokens, inferences): the
+    number as Python writes it, or — a trace written by hand may hold anything there — the
+    value as :func:`html_text` writes it, cut to its first 12 characters and ``…``."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    text = str(value)
+    return html_text(text if len(text) <= 12 else text[:12] + "…", limit=None)

@@ -11,16 +11,14 @@ the agents' rounds (the report's "Agents" section), the output and the error. La
 
 from __future__ import annotations
 
-import html
-import json
 import re
 from importlib import resources
 from typing import Any
 
 from agentflow.core import version as core_version
-from agentflow.core.text import clean_text
+from agentflow.core.text import clean_text, html_number, html_text
 from agentflow.evals.report import Comparison, EvalReport
-from agentflow.runtime.report import conversation_html
+from agentflow.runtime.report import conversation_html, json_text, report_css
 
 __all__ = ["build_page"]
 
@@ -35,14 +33,14 @@ tr.drill details > summary { cursor: pointer; color: #37474f; }
 
 
 def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    """``value`` as text fit for the page's content or a double-quoted attribute value
+    (:func:`agentflow.core.text.html_text`)."""
+    return html_text(value)
 
 
 def _pre(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
-    if len(text) > 20_000:
-        text = text[:20_000] + "\n…"
-    return f"<pre>{_e(text)}</pre>"
+    # as the run report shows a value (cut at its SHOW_CHARS), focusable as its are
+    return f'<pre tabindex="0">{html_text(json_text(value), limit=None)}</pre>'
 
 
 def _pct(x: float | None) -> str:
@@ -90,16 +88,17 @@ def build_page(report: EvalReport, comparison: Comparison | None = None) -> str:
             )
         status = "ok" if run.passed else "error"
         cost = run.usage.get("cost")
+        cost_text = f"${cost:.4f}" if isinstance(cost, int | float) and cost else ""
         rows.append(
             f'<tr class="evalcase" id="run-{index}" data-case="{_e(run.case)}" '
-            f'data-model="{_e(run.model)}" data-repeat="{run.repeat}" '
+            f'data-model="{_e(run.model)}" data-repeat="{_e(run.repeat)}" '
             f'data-passed="{str(run.passed).lower()}">'
-            f"<td>{_e(run.case)}<div class='muted'>{_e(run.file)}:{run.line}</div></td>"
-            f"<td>{_e(run.model)}</td><td class='num'>{run.repeat + 1}</td>"
+            f"<td>{_e(run.case)}<div class='muted'>{_e(run.file)}:{_e(run.line)}</div></td>"
+            f"<td>{_e(run.model)}</td><td class='num'>{_e(run.repeat + 1)}</td>"
             f'<td><span class="badge {status}">{_e(run.status)}</span></td>{"".join(cells)}'
-            f"<td class='num'>{run.usage.get('inferences', 0)}</td>"
-            f"<td class='num'>{run.duration_ms} ms</td>"
-            f"<td class='num'>{f'${cost:.4f}' if cost else ''}</td></tr>"
+            f"<td class='num'>{html_number(run.usage.get('inferences', 0))}</td>"
+            f"<td class='num'>{_e(run.duration_ms)} ms</td>"
+            f"<td class='num'>{_e(cost_text)}</td></tr>"
         )
         detail = [conversation_html(run.events)]
         detail.append(f"<h4>input</h4>{_pre(run.input)}")
@@ -134,7 +133,7 @@ def build_page(report: EvalReport, comparison: Comparison | None = None) -> str:
         "title": _e(f'eval "{report.name}" of {report.flow}'),
         "version": _e(core_version.__version__),
         "body": _STYLE + "".join(parts),
-        "mermaid_js": "",
+        "css": report_css(),
     }
     return clean_text(re.sub(r"\{\{(\w+)\}\}", lambda m: values.get(m.group(1), m.group(0)), page))
 

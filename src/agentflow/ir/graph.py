@@ -757,8 +757,8 @@ def outcomes_from_events(events: Iterable[Mapping[str, Any]], plan: Plan) -> dic
                 continue
             o = out.setdefault(target, NodeOutcome())
             o.inferences += 1
-            o.input_tokens += int(data.get("input_tokens") or 0)
-            o.output_tokens += int(data.get("output_tokens") or 0)
+            o.input_tokens += _tokens(data.get("input_tokens"))
+            o.output_tokens += _tokens(data.get("output_tokens"))
             if isinstance(data.get("cost"), int | float):
                 o.cost = (o.cost or 0.0) + data["cost"]
     for nid, count in expected.items():
@@ -1006,3 +1006,11 @@ def render(
 def _as_dict(value: Any) -> dict[str, Any]:
     """``value`` when it is a mapping (an event field), else an empty one."""
     return value if isinstance(value, dict) else {}
+
+
+def _tokens(value: Any) -> int:
+    """A ``model_call`` event's token count: the number, or 0 when the trace holds something
+    else there (a trace written by hand is read, never trusted)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        return 0
+    return int(value) if abs(value) < 1e18 else 0

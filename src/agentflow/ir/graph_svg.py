@@ -26,12 +26,12 @@ status, what it follows), the graph's text alternative (WCAG 1.1.1).
 
 from __future__ import annotations
 
-import html
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentflow.core.text import html_text
 from agentflow.ir.graph import Graph, GraphNode
 
 __all__ = ["Box", "Layout", "layout", "node_status_line", "text_alternative", "to_svg"]
@@ -260,8 +260,10 @@ def layout(graph: Graph, outcomes: Mapping[str, Any] | None = None) -> Layout:
     return out
 
 
-def _e(text: Any) -> str:
-    return html.escape(str(text), quote=True)
+def _e(value: Any) -> str:
+    """``value`` as text fit for the page's content or a double-quoted attribute value
+    (:func:`agentflow.core.text.html_text`)."""
+    return html_text(value)
 
 
 def _fill(node: GraphNode, outcomes: Mapping[str, Any] | None) -> tuple[str, str, str]:

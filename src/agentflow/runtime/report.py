@@ -26,14 +26,13 @@ what the trace shows — keep traces of runs on sensitive data as private as the
 from __future__ import annotations
 
 import datetime as _dt
-import html
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from agentflow.core.text import clean_text, finite_dumps, source_lines
+from agentflow.core.text import clean_text, finite_dumps, html_number, html_text, source_lines
 from agentflow.core.version import __version__
 from agentflow.core.vocabulary import Code
 from agentflow.ir.graph import build_graph, outcomes_from_events
@@ -202,10 +201,12 @@ def read_run(events: Iterable[Mapping[str, Any]]) -> RunView:
                 step.start = t - step.elapsed
             step.usage = _as_dict(data.get("usage"))
             if data.get("error"):
-                step.status, step.error = "error", data["error"]
+                step.status, step.error = "error", _as_error(data["error"])
             elif data.get("aborted"):
                 step.status = "aborted"
-                step.error = data.get("error") or {"code": Code.ABORTED, "message": data["aborted"]}
+                step.error = _as_error(
+                    data.get("error") or {"code": Code.ABORTED, "message": data["aborted"]}
+                )
             else:
                 step.status = "exited" if data.get("exit") else "ok"
                 step.result = data.get("result")
@@ -226,7 +227,7 @@ def read_run(events: Iterable[Mapping[str, Any]]) -> RunView:
             call.data["result"] = data.get("result")
             call.data["skipped"] = bool(data.get("skipped"))
             if data.get("error"):
-                call.error = data["error"]
+                call.error = _as_error(data["error"])
         elif kind == "model_call":
             latency = data.get("latency_ms")
             start = t - (latency / 1000 if isinstance(latency, int | float) else 0.0)
@@ -245,7 +246,14 @@ def read_run(events: Iterable[Mapping[str, Any]]) -> RunView:
 
 
 def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    """``value`` as text fit for the page's content or a double-quoted attribute value
+    (:func:`agentflow.core.text.html_text`)."""
+    return html_text(value)
+
+
+def _n(value: Any) -> str:
+    """A count from an event (tokens, inferences) for the page (:func:`html_number`)."""
+    return html_number(value)
 
 
 def json_text(value: Any) -> str:
@@ -260,7 +268,7 @@ def json_text(value: Any) -> str:
 
 def _pre(value: Any) -> str:
     # focusable: a long value scrolls, and a scrolling region must be reachable by keyboard
-    return f'<pre tabindex="0">{_e(json_text(value))}</pre>'
+    return f'<pre tabindex="0">{html_text(json_text(value), limit=None)}</pre>'
 
 
 def _secs(seconds: float | None) -> str:
@@ -290,10 +298,10 @@ _NUM = ' class="num"'
 def _usage_values(usage: Mapping[str, Any]) -> list[str]:
     """The inferences, tokens and cost cells' text of a step's usage."""
     inf = usage.get("inferences") or 0
-    tok = f"{usage.get('input_tokens', 0)}→{usage.get('output_tokens', 0)}" if inf else ""
+    tok = f"{_n(usage.get('input_tokens', 0))}→{_n(usage.get('output_tokens', 0))}" if inf else ""
     cost = usage.get("cost")
     cost_text = f"${cost:.4f}" if isinstance(cost, int | float) else ""
-    return [str(inf or ""), _e(tok), _e(cost_text)]
+    return [_n(inf or ""), tok, _e(cost_text)]
 
 
 def outcomes_of(plan: Any, events: list[Mapping[str, Any]]) -> dict[str, Any]:
@@ -364,14 +372,18 @@ class _Report:
             f"status {_badge(v.status)}",
             f"time {_secs((v.end or v.start) - v.start) if v.start else '—'}",
             f"steps {len(v.steps)}",
-            f"inferences {usage.get('inferences', 0)}",
-            f"tokens {usage.get('input_tokens', 0)}→{usage.get('output_tokens', 0)}",
+            f"inferences {_n(usage.get('inferences', 0))}",
+            f"tokens {_n(usage.get('input_tokens', 0))}→{_n(usage.get('output_tokens', 0))}",
         ]
         if isinstance(usage.get("cost"), int | float):
             facts.append(f"cost ${usage['cost']:.4f}")
         if v.start:
-            when = _dt.datetime.fromtimestamp(v.start, tz=_dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-            facts.append(f"started {when}")
+            try:
+                when = _dt.datetime.fromtimestamp(v.start, tz=_dt.UTC)
+            except (ValueError, OverflowError, OSError):  # a time no clock gives (a NaN)
+                when = None
+            if when is not None:
+                facts.append(f"started {when.strftime('%Y-%m-%d %H:%M:%S UTC')}")
         if v.file:
             facts.append(f"file <code>{_e(v.file)}</code>")
         spans = "".join(f"<span>{f}</span>" for f in facts)
@@ -430,7 +442,7 @@ class _Report:
             cls = "item" if s.item is not None else "step"
             start = s.start - self.t0
             took = s.took
-            code = f" <code>{_e(s.error.get('code'))}</code>" if s.error else ""
+            code = f" <code>{_e(s.error.get('code', 'error'))}</code>" if s.error else ""
             cells = [
                 _step_cell(s),
                 _e(s.tool),
@@ -520,7 +532,7 @@ class _Report:
         parts = [
             f"<div class='msg'><span class='who'>agent</span><code>{_e(inp.get('agent') or '')}</code>"
             f" · model <code>{_e(inp.get('model') or '')}</code> · tools "
-            f"{_e(', '.join(str(t) for t in inp.get('tools') or []) or 'none')}</div>"
+            f"{_e(', '.join(str(t) for t in _as_list(inp.get('tools'))) or 'none')}</div>"
         ]
         if inp.get("system_prompt"):
             parts.append(
@@ -548,7 +560,8 @@ class _Report:
             d = call.data
             out.append(
                 f"<div class='muted'>{_e(d.get('role') or 'chat')} · <code>{_e(call.name)}</code> · "
-                f"{_secs(call.end - call.start)} · {d.get('input_tokens', 0)}→{d.get('output_tokens', 0)} "
+                f"{_secs(call.end - call.start)} · {_n(d.get('input_tokens', 0))}→"
+                f"{_n(d.get('output_tokens', 0))} "
                 f"tokens · finish <code>{_e(d.get('finish_reason') or '')}</code></div>"
             )
             reply = _as_dict(d.get("reply"))
@@ -556,7 +569,8 @@ class _Report:
                 out.append(
                     f"<div class='msg'><span class='who'>reply</span>{_pre(reply['text'])}</div>"
                 )
-            for tc in reply.get("tool_calls") or []:
+            for tc in _as_list(reply.get("tool_calls")):
+                tc = _as_dict(tc)
                 out.append(
                     f"<div class='msg'><span class='who'>calls</span><code>{_e(tc.get('name'))}</code>"
                     f"{_pre(tc.get('arguments'))}</div>"
@@ -564,7 +578,7 @@ class _Report:
         for call in [c for c in calls if c.kind == "tool" and c.round == number]:
             failed = " failed" if call.error else ""
             result = (
-                f"<code>{_e(call.error.get('code'))}</code> {_e(call.error.get('message'))}"
+                f"<code>{_e(call.error.get('code', 'error'))}</code> {_e(call.error.get('message'))}"
                 if call.error
                 else _pre(call.data.get("result"))
             )
@@ -589,7 +603,7 @@ class _Report:
             )
         if s.error:
             return (
-                f'<div class="check bad">✗ <code>{_e(s.error.get("code"))}</code> '
+                f'<div class="check bad">✗ <code>{_e(s.error.get("code", "error"))}</code> '
                 f"{_e(s.error.get('message', ''))}</div>"
             )
         return f'<div class="check">{_badge(s.status)}</div>'
@@ -674,6 +688,17 @@ def report_css() -> str:
 def _as_dict(value: Any) -> dict[str, Any]:
     """``value`` when it is a mapping (an event field), else an empty one."""
     return value if isinstance(value, dict) else {}
+
+
+def _as_list(value: Any) -> list[Any]:
+    """``value`` when it is a list (an event field), else an empty one."""
+    return value if isinstance(value, list) else []
+
+
+def _as_error(value: Any) -> dict[str, Any]:
+    """An event's ``error`` as the ``{code, message, …}`` the page shows: ``value`` when it is
+    a mapping, else ``{"message": value}`` (a trace written by hand; shown with code ``error``)."""
+    return value if isinstance(value, dict) else {"message": str(value)}
 
 
 def conversation_html(events: Iterable[Mapping[str, Any]]) -> str:

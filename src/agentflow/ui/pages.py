@@ -11,7 +11,6 @@ same function as ``flowc answer`` (:func:`agentflow.api.answer_durable`)."""
 
 from __future__ import annotations
 
-import html
 import json
 import time
 from collections.abc import Mapping
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow.core import version as core_version
-from agentflow.core.text import source_lines
+from agentflow.core.text import html_number, html_text, source_lines
 from agentflow.ir.graph import NodeOutcome, build_graph, node_for_path
 from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.report import graph_section, json_text, report_css, source_caret
@@ -46,7 +45,15 @@ REDRIVABLE = frozenset({"error", "aborted", "cancelled"})
 
 
 def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    """``value`` as text fit for the page's content or a double-quoted attribute value
+    (:func:`agentflow.core.text.html_text`)."""
+    return html_text(value)
+
+
+def _v(value: Any) -> str:
+    """A form's value (what was typed, a step path, a token), escaped as :func:`_e` escapes
+    but never cut: the form sends it back."""
+    return html_text(value, limit=None)
 
 
 def run_url(run_id: str, tail: str = "") -> str:
@@ -123,7 +130,7 @@ def _badge(status: str) -> str:
 
 
 def _csrf(token: str) -> str:
-    return f'<input type="hidden" name="csrf" value="{_e(token)}">'
+    return f'<input type="hidden" name="csrf" value="{_v(token)}">'
 
 
 # ------------------------------------------------------------------------------- runs list
@@ -148,7 +155,7 @@ def runs_page(
         '<form class="filters" method="get" action="/" role="search" aria-label="filter runs">'
         f'<label for="f-status">status</label><select id="f-status" name="status">{options}'
         '</select><label for="f-flow">flow</label>'
-        f'<input id="f-flow" name="flow" value="{_e(flow)}" placeholder="name contains">'
+        f'<input id="f-flow" name="flow" value="{_v(flow)}" placeholder="name contains">'
         '<button type="submit">filter</button></form>'
     )
     rows = []
@@ -167,7 +174,7 @@ def runs_page(
             f'<td data-label="flow">{_e(r.plan or "—")}</td>'
             f'<td data-label="started" class="num">{_e(_when(r.created_at))}</td>'
             f'<td data-label="duration" class="num">{_e(_duration(r))}</td>'
-            f'<td data-label="inferences" class="num">{cost.get("inferences", 0)}</td>'
+            f'<td data-label="inferences" class="num">{html_number(cost.get("inferences", 0))}</td>'
             f'<td data-label="cost" class="num">{_e(money(cost))}</td></tr>'
         )
     head = "".join(
@@ -220,20 +227,20 @@ def question_form(q: Any, csrf: str, *, value: str = "", problem: str | None = N
         mode = "numeric" if kind == "integer" else "decimal"
         control = (
             f'<label for="{fid}">{label}</label><input id="{fid}" name="value" type="number" '
-            f'step="any" inputmode="{mode}"{bounds} required value="{_e(value)}">'
+            f'step="any" inputmode="{mode}"{bounds} required value="{_v(value)}">'
         )
     elif kind == "string" or not schema:
         limit = schema.get("maxLength")
         extra = f' maxlength="{limit}"' if isinstance(limit, int) else ""
         control = (
             f'<label for="{fid}">{label}</label><input id="{fid}" name="value" type="text"'
-            f'{extra} value="{_e(value)}" autocomplete="off">'
+            f'{extra} value="{_v(value)}" autocomplete="off">'
         )
     else:
         hint = f'<p class="muted" id="{fid}-hint">a JSON value of type {_e(kind or "any")}</p>'
         control = (
             f'<label for="{fid}">{label}</label><textarea id="{fid}" name="value" rows="4" '
-            f'aria-describedby="{fid}-hint">{_e(value)}</textarea>'
+            f'aria-describedby="{fid}-hint">{_v(value)}</textarea>'
         )
     said = (
         f'<p class="form-problem" role="alert" id="{fid}-problem">{_e(problem)}</p>'
@@ -245,7 +252,7 @@ def question_form(q: Any, csrf: str, *, value: str = "", problem: str | None = N
         f'<form class="question" method="post" action="{_e(run_url(q.run_id, "/answer"))}" '
         f'data-step="{_e(q.path)}"><p class="muted">asked at <code>{_e(q.path)}</code>{where}'
         f" {_e(_when(q.asked_at))}</p>{said}{control}{hint}"
-        f'<input type="hidden" name="step" value="{_e(q.path)}">{_csrf(csrf)}'
+        f'<input type="hidden" name="step" value="{_v(q.path)}">{_csrf(csrf)}'
         '<button type="submit">answer</button></form>'
     )
 
@@ -257,7 +264,7 @@ def _radios(fid: str, options: list[tuple[str, Any]], chosen: str) -> str:
         text = shown if isinstance(shown, str) else json.dumps(shown, ensure_ascii=False)
         out.append(
             f'<div class="choice"><input type="radio" id="{fid}-{i}" name="value" '
-            f'value="{_e(value)}" required{checked}><label for="{fid}-{i}">{_e(text)}</label></div>'
+            f'value="{_v(value)}" required{checked}><label for="{fid}-{i}">{_e(text)}</label></div>'
         )
     return "".join(out)
 
@@ -361,8 +368,8 @@ def _steps_table(info: Any) -> str:
         took = f"{end - start:.2f} s" if start and end else "—"
         status = "reused" if s.get("reused") else str(s.get("status", ""))
         what = _e(s.get("label") or s.get("path") or "(run)")
-        err = s.get("error") or {}
-        code = f" <code>{_e(err.get('code'))}</code>" if err else ""
+        err = s.get("error")
+        code = f" <code>{_e(err.get('code'))}</code>" if isinstance(err, dict) and err else ""
         rows.append(
             f'<tr data-path="{_e(s.get("path", ""))}" data-status="{_e(status)}">'
             f'<td data-label="step">{what}<div class="muted"><code>{_e(s.get("path") or "")}'
@@ -388,7 +395,7 @@ def _clock(epoch: float | None) -> str:
 
 
 def _pre(value: Any) -> str:
-    return f'<pre tabindex="0">{_e(json_text(value))}</pre>'
+    return f'<pre tabindex="0">{html_text(json_text(value), limit=None)}</pre>'
 
 
 def _conversations(info: Any) -> str:
@@ -422,14 +429,16 @@ def _conversations(info: Any) -> str:
                 usage: dict[str, Any] = used if isinstance(used, dict) else {}
                 parts.append(
                     f'<div class="round"><h3>{_e(kind)}</h3><div class="muted">'
-                    f"{usage.get('input_tokens', 0)}→{usage.get('output_tokens', 0)} tokens</div>"
+                    f"{html_number(usage.get('input_tokens', 0))}→"
+                    f"{html_number(usage.get('output_tokens', 0))} tokens</div>"
                 )
                 if reply.get("text"):
                     parts.append(
                         f"<div class='msg'><span class='who'>reply</span>{_pre(reply['text'])}"
                         "</div>"
                     )
-                for tc in reply.get("tool_calls") or []:
+                calls = reply.get("tool_calls")
+                for tc in calls if isinstance(calls, list) else []:
                     tc = tc if isinstance(tc, dict) else {}
                     parts.append(
                         f"<div class='msg'><span class='who'>calls</span>"
@@ -475,8 +484,9 @@ def run_page(
         f"flow <code>{_e(info.plan or '—')}</code>",
         f"started {_e(_when(info.created_at))}",
         f"duration {_e(_duration(info))}",
-        f"inferences {cost.get('inferences', 0)}",
-        f"tokens {cost.get('input_tokens', 0)}→{cost.get('output_tokens', 0)}",
+        f"inferences {html_number(cost.get('inferences', 0))}",
+        f"tokens {html_number(cost.get('input_tokens', 0))}→"
+        f"{html_number(cost.get('output_tokens', 0))}",
         f"cost {_e(money(cost))}",
     ]
     actions = []
