@@ -196,6 +196,7 @@ __all__ = [
     "shutdown_durable",
     "stopped_summary",
     "stale_modules",
+    "source_excerpt",
     "telemetry_settings",
     "terminal_hooks",
     "type_schema",

@@ -48,7 +48,7 @@ def test_a_short_secret_never_reaches_the_console_json_or_trace(
     assert out["output"] == "heard token *** and abc123 and admin"
     trace = (tmp_path / "t.jsonl").read_text()
     everything = done.stdout + done.stderr + trace
-    assert f" {SHORT} " not in everything and f"{SHORT}\"" not in everything
+    assert f" {SHORT} " not in everything and f'{SHORT}"' not in everything
     assert "token *** and abc123 and admin" in trace
     plain = CliRunner().invoke(main, ["run", "leak.flow"])
     assert plain.exit_code == 0, plain.output

@@ -293,7 +293,7 @@ def _safe_integers(cls: Any) -> Any:
 
     base = cls.TYPE_CHECKER._type_checkers["integer"]  # pinned: tests/ir/test_big_floats.py
     checker = cls.TYPE_CHECKER.redefine("integer", functools.partial(_safe_integer, base=base))
-    return jsonschema.validators.extend(cls, type_checker=checker)
+    return jsonschema.validators.extend(cls, type_checker=checker)  # type: ignore[no-untyped-call]
 
 
 def validator(schema: dict[str, Any], *, formats: bool = False) -> Any:
