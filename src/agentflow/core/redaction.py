@@ -11,8 +11,9 @@ server's stderr. Redaction comes before any truncation, and removes every run of
 key cut short by a length cap, or quoted in part, is removed as well: each such run becomes
 ``***``. A secret of :data:`MIN_SHORT` to ``MIN_RUN - 1`` characters (``abc12``) is removed
 where it stands whole, as a token (no letter or digit either side); one that is a word
-(ASCII letters of one case: ``admin``) is not registered, nor is one under ``MIN_SHORT``
-characters: those cannot be told from ordinary text (docs/decisions.md "Short secrets").
+(ASCII letters of one case, or capitalised: ``admin``, ``None``) is not registered, nor is
+one under ``MIN_SHORT`` characters: those cannot be told from ordinary text
+(docs/decisions.md "Short secrets").
 
 Only the standard library is imported (bottom layer).
 """
@@ -68,7 +69,8 @@ class Secrets:
         """Register ``value`` without surrounding whitespace (and its JSON- and
         backslash-escaped forms when they differ).  A value of :data:`MIN_RUN` characters or
         more is removed by runs; one of :data:`MIN_SHORT` to ``MIN_RUN - 1`` characters only
-        whole, as a token, and not at all when it is a word (ASCII letters of one case);
+        whole, as a token, and not at all when it is a word (ASCII letters of one case, or
+        capitalised);
         shorter values and non-strings are ignored."""
         if not isinstance(value, str):
             return
@@ -192,8 +194,11 @@ def _token(form: str) -> str:
 
 
 def _is_word(text: str) -> bool:
-    """ASCII letters of one case: a word of ordinary text."""
-    return text.isascii() and text.isalpha() and (text.islower() or text.isupper())
+    """ASCII letters of one case, or capitalised (``None``, ``True``): a word of ordinary
+    text."""
+    return (
+        text.isascii() and text.isalpha() and (text.islower() or text.isupper() or text.istitle())
+    )
 
 
 def _word_like(run: str, whole: int) -> bool:
