@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         gen_python,
         read_source,
         render_diagnostics,
+        source_excerpt,
         stale_modules,
         type_schema,
     )
@@ -195,6 +196,7 @@ __all__ = [
     "shutdown_durable",
     "stopped_summary",
     "stale_modules",
+    "source_excerpt",
     "telemetry_settings",
     "terminal_hooks",
     "type_schema",
@@ -268,6 +270,7 @@ _EXPORTS: dict[str, str] = {
     "stopped_summary": "agentflow.api_run",
     "shutdown_durable": "agentflow.api_durable",
     "stale_modules": "agentflow.api_check",
+    "source_excerpt": "agentflow.api_check",
     "telemetry_settings": "agentflow.api_run",
     "terminal_hooks": "agentflow.api_run",
     "type_schema": "agentflow.api_check",

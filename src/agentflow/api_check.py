@@ -36,6 +36,7 @@ __all__ = [
     "gen_python",
     "read_source",
     "render_diagnostics",
+    "source_excerpt",
     "stale_modules",
     "type_schema",
 ]
@@ -76,6 +77,15 @@ def render_diagnostics(
         raise ValueError(f"unknown diagnostics format {fmt!r}")
     shown = sys.stderr.isatty() if color is None else color
     return _render.render_text(diagnostics, sources, color=shown)
+
+
+def source_excerpt(line: str, column: int, end_column: int | None) -> tuple[str, int, int]:
+    """``(text, start, width)``: the `.flow` line ``line`` as an excerpt shows it (tabs
+    expanded, control characters escaped) and its carets: ``width`` (≥ 1) carets from the
+    0-based display column ``start``, under the characters ``column`` … ``end_column - 1``
+    (1-based; to the end of the line for None; one caret for an empty range).  The one excerpt
+    of diagnostics and run errors (docs/diagnostics.md, the text format)."""
+    return _render.excerpt(line, column, end_column)
 
 
 def diagnostics_summary(diagnostics: Iterable[Diagnostic]) -> str:

@@ -80,3 +80,27 @@ def test_a_run_time_error_points_at_the_expression_it_names(tmp_path, monkeypatc
     assert "  --> d.flow:9:16\n" in err
     assert "   |     input { n: parse_int(ticket), first: input.lines[0] }\n" in err
     assert "   |                " + "^" * len("parse_int(ticket)") + "\n" in err
+
+
+GOLDEN = __import__("pathlib").Path(__file__).parent / "golden"
+
+
+def test_the_caret_stays_under_its_expression_on_a_line_with_control_characters(
+    tmp_path, monkeypatch, golden
+):
+    # the console shows an ESC as `\x1b` (4 columns) and a tab as spaces: the caret is
+    # measured on the line as shown, not on the file's characters (it drifted left by 3)
+    flow = tmp_path / "c.flow"
+    flow.write_text(
+        'flow c\nstage main -> int {\n  return { a: "\x1b[2J\t", b: parse_int("zz") }.b\n}\n',
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(main, ["run", "c.flow"])
+    assert res.exit_code == 1, res.stderr
+    block = res.stderr[res.stderr.index("error[parse_error]") :]
+    shown, carets = block.splitlines()[2:4]
+    assert carets.index("^") == shown.index("parse_int") and carets.count("^") == len(
+        'parse_int("zz")'
+    )
+    golden.check(GOLDEN / "run_error_control_characters.txt", block)

@@ -215,3 +215,36 @@ def test_sarif_validates_against_minimal_schema():
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__]))
+
+
+def _excerpts() -> str:
+    """Diagnostics on lines holding control characters and tabs, and zero-width spans."""
+    src = 'let a = "\x1b[2J\x07"  let b = c\n\tx\x00 = y\nend\n'
+    diags = [
+        # `c`, after an ESC and a BEL: the carets move right with the escapes
+        Diagnostic("unknown-name", "unknown name `c`", Span("e.flow", 1, 26, 1, 27)),
+        # a zero-width span (an insertion point): one caret at its column, not to the end
+        Diagnostic("syntax-error", "expected `;`", Span("e.flow", 1, 17, 1, 17)),
+        Diagnostic("syntax-error", "expected `:`", Span("e.flow", 2, 4, 2, 4)),
+        # past the end of a line (end of input): one caret there
+        Diagnostic("syntax-error", "expected `}`", Span("e.flow", 3, 4, 3, 4)),
+        # a span running on to a later line still runs to the end of its first
+        Diagnostic("type-mismatch", "spans lines", Span("e.flow", 2, 2, 3, 2)),
+    ]
+    return render_text(diags, {"e.flow": src})
+
+
+def test_carets_on_control_characters_and_zero_width_spans(golden):
+    out = _excerpts()
+    lines = out.splitlines()
+    # the `c` of `let b = c` stands over its one caret in the shown line (the second block)
+    shown, carets = lines[7], lines[8]
+    assert shown.startswith('1 | let a = "\\x1b[2J\\x07"')
+    assert carets.index("^") == shown.index(" c") + 1 and carets.count("^") == 1
+    golden.check(SNAP / "excerpts.txt", out)
+
+
+def test_a_zero_width_span_draws_one_caret_at_its_column():
+    d = Diagnostic("syntax-error", "expected `;`", Span("z.flow", 1, 5, 1, 5))
+    lines = render_text([d], {"z.flow": "abcdefgh ijkl\n"}).splitlines()
+    assert lines[3] == "  |     ^"

@@ -251,12 +251,16 @@ def test_json_escaped_and_structured_forms():
     assert secrets.redact_data(clean) is clean
 
 
-def test_short_values_are_not_secrets():
+def test_short_words_and_tiny_values_are_not_secrets():
     secrets = Secrets()
     secrets.add("true")
-    secrets.add("1234567")
+    secrets.add("admin")  # a word: ASCII letters of one case, under 8 characters
+    secrets.add("None")  # capitalised: a word too
+    secrets.add("x1")  # under 4 characters
     assert not secrets
-    assert secrets.redact("true 1234567") == "true 1234567"
+    assert secrets.redact("true admin None x1") == "true admin None x1"
+    secrets.add("1234567")  # short, not a word: removed where it stands whole (round 42)
+    assert secrets.redact("true 1234567 12345678") == "true *** 12345678"
 
 
 def test_the_stream_wrapper_catches_a_key_split_across_writes():

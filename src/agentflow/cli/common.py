@@ -193,10 +193,11 @@ def _show_run_error(error: ErrorInfo | dict, target: str) -> None:
             found = api.expression_position(lines, loc.line, error.message)
             if found is not None:
                 line, column, width = found
-            text = lines[line - 1]
+            # measured on the line as shown (tabs expanded, control characters escaped)
+            text, start, width = api.source_excerpt(lines[line - 1], column, column + width)
             _err(f"  --> {target}:{line}:{column}")
             _err(f"   | {text}")
-            _err("   | " + " " * (column - 1) + "^" * width)
+            _err("   | " + " " * start + "^" * width)
         except (ValueError, IndexError, OSError):
             pass
 

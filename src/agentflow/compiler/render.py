@@ -17,7 +17,7 @@ from agentflow.core.spans import Span
 from agentflow.core.text import visible
 from agentflow.core.version import __version__
 
-__all__ = ["render_text", "render_json", "render_sarif", "summary", "diagnostic_dict"]
+__all__ = ["render_text", "render_json", "render_sarif", "summary", "diagnostic_dict", "excerpt"]
 
 _TAB = 4
 _RESET = "\x1b[0m"
@@ -56,6 +56,28 @@ def _expand(line: str, col: int) -> tuple[str, int]:
     if display_col is None:
         display_col = len(text) + max(0, col - 1 - len(line))
     return text, display_col
+
+
+def excerpt(line: str, column: int, end_column: int | None) -> tuple[str, int, int]:
+    """A source line as a terminal shows it under an excerpt, and where its carets go:
+    ``(text, start, width)``: ``text`` with tabs expanded, control characters escaped
+    (core/text.py ``visible``) and undecodable bytes shown as U+FFFD; ``start`` the 0-based
+    display column of the 1-based character ``column`` in ``text``; ``width`` (≥ 1) the
+    display width of the characters ``column`` … ``end_column - 1``, or up to the end of the
+    line's text when ``end_column`` is None.  An empty range (``end_column <= column``) is
+    one caret at ``column``.  Escapes widen the line, so the carets are measured on the
+    shown text: they stay under what they point at (docs/diagnostics.md, the text format)."""
+
+    def safe(s: str) -> str:
+        return visible(_printable(s))
+
+    text, start = _expand(line, column)
+    if end_column is None:
+        end = len(text.rstrip())
+    else:
+        _, end = _expand(line, end_column)
+    start, end = len(safe(text[:start])), len(safe(text[:end]))
+    return safe(text), start, max(1, end - start)
 
 
 def _source_line(
@@ -114,15 +136,10 @@ def render_text(
         lines = [head]
         src = _source_line(sources, sp.file, sp.line, split)
         if src is not None:
-            text, start = _expand(src, sp.column)
-            if sp.end_line == sp.line and sp.end_column > sp.column:
-                _, end = _expand(src, sp.end_column)
-            else:
-                end = len(text.rstrip())
-            # escapes widen the line: the carets move with the text they stand under
-            start, end = len(safe(text[:start])), len(safe(text[:end]))
-            text = safe(text)
-            width = max(1, end - start)
+            if sp.end_line == sp.line:  # a zero-width span: one caret at its column
+                text, start, width = excerpt(src, sp.column, max(sp.end_column, sp.column))
+            else:  # a span running on to later lines: to the end of this one
+                text, start, width = excerpt(src, sp.column, None)
             gutter = str(sp.line)
             pad = " " * len(gutter)
             lines.append(f"{pad} {paint(_BLUE, '|')}")

@@ -9,7 +9,11 @@ environment variables named like credentials (``*_API_KEY``, ``*_TOKEN``, ``*_SE
 server's stderr. Redaction comes before any truncation, and removes every run of
 :data:`MIN_RUN` or more consecutive characters of a secret (also in its JSON-escaped form), so a
 key cut short by a length cap, or quoted in part, is removed as well: each such run becomes
-``***``.
+``***``. A secret of :data:`MIN_SHORT` to ``MIN_RUN - 1`` characters (``abc12``) is removed
+where it stands whole, as a token (no letter or digit either side); one that is a word
+(ASCII letters of one case, or capitalised: ``admin``, ``None``) is not registered, nor is
+one under ``MIN_SHORT`` characters: those cannot be told from ordinary text
+(docs/decisions.md "Short secrets").
 
 Only the standard library is imported (bottom layer).
 """
@@ -26,6 +30,9 @@ from typing import Any
 #: The shortest run of a secret's characters that is removed; values shorter than this are not
 #: registered (they cannot be told from ordinary words).
 MIN_RUN = 8
+#: The shortest secret registered at all; one of MIN_SHORT … MIN_RUN - 1 characters is removed
+#: where it occurs whole, as a token (:meth:`Secrets.add`).
+MIN_SHORT = 4
 MASK = "***"
 #: Environment variables whose values count as secrets without being named by a configuration.
 _CREDENTIAL_NAME = re.compile(
@@ -54,26 +61,44 @@ class Secrets:
         self._lock = threading.Lock()
         self._known: frozenset[str] = frozenset()
         self._secrets: tuple[_Secret, ...] = ()
+        #: the short secrets' forms as whole tokens (one alternation), None while there is none
+        self._short: re.Pattern[str] | None = None
+        self._short_forms: frozenset[str] = frozenset()
 
     def add(self, value: object) -> None:
         """Register ``value`` without surrounding whitespace (and its JSON- and
-        backslash-escaped forms when they differ); values shorter than :data:`MIN_RUN`
-        characters and non-strings are ignored."""
+        backslash-escaped forms when they differ).  A value of :data:`MIN_RUN` characters or
+        more is removed by runs; one of :data:`MIN_SHORT` to ``MIN_RUN - 1`` characters only
+        whole, as a token, and not at all when it is a word (ASCII letters of one case, or
+        capitalised);
+        shorter values and non-strings are ignored."""
         if not isinstance(value, str):
             return
         value = value.strip()  # surrounding whitespace (a key file's newline) is not secret
+        if len(value) < MIN_SHORT:
+            return
         forms = {value, json.dumps(value, ensure_ascii=False)[1:-1], json.dumps(value)[1:-1]}
         forms.add(value.encode("unicode_escape").decode("ascii"))
-        new = {f for f in forms if len(f) >= MIN_RUN} - self._known
+        if len(value) < MIN_RUN and _is_word(value):
+            return  # `admin`: every output holds such words for its own reasons
+        new = forms - self._known
         if not new:
             return
         with self._lock:
             new -= self._known
             self._known = self._known | new
-            self._secrets = self._secrets + tuple(_Secret(f) for f in sorted(new))
+            self._secrets = self._secrets + tuple(
+                _Secret(f) for f in sorted(new) if len(f) >= MIN_RUN
+            )
+            short = self._short_forms | {f for f in new if len(f) < MIN_RUN}
+            if short != self._short_forms:
+                self._short_forms = frozenset(short)
+                self._short = re.compile(
+                    "|".join(_token(f) for f in sorted(short, key=len, reverse=True))
+                )
 
     def __bool__(self) -> bool:
-        return bool(self._secrets)
+        return bool(self._secrets) or self._short is not None
 
     def __contains__(self, value: object) -> bool:
         return value in self._known
@@ -83,12 +108,17 @@ class Secrets:
         with self._lock:
             self._known = frozenset()
             self._secrets = ()
+            self._short = None
+            self._short_forms = frozenset()
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """Sorted, merged ``(start, end)`` ranges of ``text`` that are runs of ≥ MIN_RUN
-        characters of some secret."""
+        characters of some secret, or a short secret standing whole."""
         found: list[tuple[int, int]] = []
         n = len(text)
+        short = self._short
+        if short is not None and n >= MIN_SHORT:
+            found.extend(m.span() for m in short.finditer(text))
         if n < MIN_RUN:
             return found
         for secret in self._secrets:
@@ -118,8 +148,9 @@ class Secrets:
         return merged
 
     def redact(self, text: str, mask: str = MASK) -> str:
-        """``text`` with every run of ≥ MIN_RUN characters of a secret replaced by ``mask``."""
-        if not self._secrets or not isinstance(text, str):
+        """``text`` with every run of ≥ MIN_RUN characters of a secret, and every short secret
+        standing whole, replaced by ``mask``."""
+        if not self or not isinstance(text, str):
             return text
         spans = self.spans(text)
         if not spans:
@@ -136,7 +167,7 @@ class Secrets:
     def redact_data(self, value: Any) -> Any:
         """``value`` (JSON-able data) with :meth:`redact` applied to every string in it, keys
         included; containers are copied only where something changed."""
-        if not self._secrets:
+        if not self:
             return value
         if isinstance(value, str):
             return self.redact(value)
@@ -152,6 +183,22 @@ class Secrets:
 #: A part of a secret shorter than this that is one word of one case (``required`` of the
 #: placeholder key ``sk-no-key-required``) is ordinary text, not the secret's: kept.
 WORD_RUN = 16
+
+
+def _token(form: str) -> str:
+    """The pattern of ``form`` standing whole: no word character before a word character at
+    its start, nor after one at its end."""
+    head = r"(?<!\w)" if re.match(r"\w", form[0]) else ""
+    tail = r"(?!\w)" if re.match(r"\w", form[-1]) else ""
+    return head + re.escape(form) + tail
+
+
+def _is_word(text: str) -> bool:
+    """ASCII letters of one case, or capitalised (``None``, ``True``): a word of ordinary
+    text."""
+    return (
+        text.isascii() and text.isalpha() and (text.islower() or text.isupper() or text.istitle())
+    )
 
 
 def _word_like(run: str, whole: int) -> bool:

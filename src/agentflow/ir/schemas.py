@@ -254,12 +254,56 @@ def _no_retrieval() -> referencing.Registry[Any]:
     return referencing.Registry(retrieve=_refuse)  # type: ignore[call-arg]
 
 
+#: The largest whole number a float may stand for where a schema says ``integer``: 2**53 - 1
+#: (JavaScript's ``Number.MAX_SAFE_INTEGER``).  Beyond it a double is the rounding of several
+#: whole numbers (``9007199254740993.0`` is ``…992``; ``1e308`` is a 309-digit number nobody
+#: wrote), so a float there is no ``int`` (docs/decisions.md "floats above 2^53 are not ints").
+MAX_SAFE_INTEGER = 2**53 - 1
+
+
+def unsafe_float(value: Any) -> bool:
+    """True when ``value`` (JSON-able data) holds a float beyond ±:data:`MAX_SAFE_INTEGER`
+    anywhere (infinity included): one iterative walk, no copy."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is float:
+            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
+
+
+def _safe_integer(checker: Any, instance: Any, *, base: Any) -> bool:
+    if type(instance) is float and not -MAX_SAFE_INTEGER <= instance <= MAX_SAFE_INTEGER:
+        return False
+    return bool(base(checker, instance))
+
+
+@lru_cache(maxsize=16)
+def _safe_integers(cls: Any) -> Any:
+    """``cls`` (a jsonschema validator class) whose ``integer`` refuses a float beyond
+    ±:data:`MAX_SAFE_INTEGER` with the message any other non-integer gets."""
+    import functools
+
+    import jsonschema
+
+    base = cls.TYPE_CHECKER._type_checkers["integer"]  # pinned: tests/ir/test_big_floats.py
+    checker = cls.TYPE_CHECKER.redefine("integer", functools.partial(_safe_integer, base=base))
+    return jsonschema.validators.extend(cls, type_checker=checker)  # type: ignore[no-untyped-call]
+
+
 def validator(schema: dict[str, Any], *, formats: bool = False) -> Any:
     """A jsonschema validator for ``schema`` (its ``$schema`` draft, else 2020-12) that never
-    fetches a reference; ``formats`` checks ``format`` too."""
+    fetches a reference; ``formats`` checks ``format`` too.  Its ``integer`` takes a whole
+    float only within ±:data:`MAX_SAFE_INTEGER`."""
     import jsonschema
 
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls = _safe_integers(cls)
     kwargs: dict[str, Any] = {"registry": _no_retrieval()}
     if formats:
         kwargs["format_checker"] = cls.FORMAT_CHECKER
@@ -351,8 +395,9 @@ def fast_valid(schema: Any, value: Any) -> bool:
     ``format`` too, so it is never laxer than jsonschema); False means "ask jsonschema"."""
     if not isinstance(schema, dict):
         return False
+    key = canonical_json(schema)
     try:
-        fast = fast_validator(canonical_json(schema))
+        fast = fast_validator(key)
         if fast is None:
             return False
         fast(copy.deepcopy(value))  # its `default` filling must not touch the value
@@ -360,7 +405,16 @@ def fast_valid(schema: Any, value: Any) -> bool:
         return False
     except (RecursionError, TypeError, ValueError):
         return False
-    return True
+    # fastjsonschema's `integer` takes any whole float (1e308): jsonschema's decides those
+    return not fast_lax_about(key, value)
+
+
+def fast_lax_about(schema_key: str, value: Any) -> bool:
+    """True when fastjsonschema's pass of ``value`` cannot stand: the schema (its
+    :func:`canonical_json` ``schema_key``) has an ``integer`` and ``value`` a float beyond
+    ±:data:`MAX_SAFE_INTEGER`, which fastjsonschema takes as an integer and
+    :func:`validator` does not."""
+    return '"integer"' in schema_key and unsafe_float(value)
 
 
 #: Keywords :func:`plainly_valid_schema` knows, each with the check of its value.
@@ -518,7 +572,7 @@ class _Whole:
                 value = self.union(branches, value, seen)
         if type(value) is float:
             kinds = _own_kinds(node)
-            if "integer" in kinds and "number" not in kinds and value.is_integer():
+            if "integer" in kinds and "number" not in kinds and _safe_whole(value):
                 return int(value)
             return value
         if isinstance(value, dict):
@@ -531,7 +585,7 @@ class _Whole:
         resolved = [self.deref(b, seen) for b in branches]
         if type(value) is float:
             kinds = [self.scalar_kinds(b, s) for b, s in resolved]
-            if any("number" in k for k in kinds) or not value.is_integer():
+            if any("number" in k for k in kinds) or not _safe_whole(value):
                 return value
             return int(value) if any("integer" in k for k in kinds) else value
         if not isinstance(value, dict | list):
@@ -598,6 +652,11 @@ class _Whole:
                     out = list(value)
                 out[i] = new
         return value if out is None else out
+
+
+def _safe_whole(value: float) -> bool:
+    """A float that is exactly one whole number: integral, within ±MAX_SAFE_INTEGER."""
+    return value.is_integer() and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
 
 
 def _own_kinds(node: dict[str, Any]) -> set[str]:

@@ -26,7 +26,7 @@ from agentflow.core.text import clean_json
 from agentflow.core.vocabulary import MAX_INT, MIN_INT, Code
 from agentflow.errors import RunError
 from agentflow.ir.schemas import canonical_json as canonical_json
-from agentflow.ir.schemas import fast_validator, schema_problem
+from agentflow.ir.schemas import fast_lax_about, fast_validator, schema_problem
 from agentflow.ir.schemas import validator as schema_validator
 
 _FENCE_OPEN = re.compile(r"\A```[ \t]*([A-Za-z0-9_+\-]*)[ \t]*\r?\n")
@@ -296,7 +296,8 @@ def _validate(schema: dict[str, Any], value: Any) -> list[str]:
     if fast is not None:
         try:
             fast(copy.deepcopy(value))
-            return []
+            if not fast_lax_about(key, value):  # a float above 2**53 for an int: jsonschema's
+                return []
         except fastjsonschema.JsonSchemaValueException as exc:
             fast_error = exc
     import referencing.exceptions  # only for a value fastjsonschema did not pass

@@ -66,6 +66,7 @@ from agentflow.runtime.durable.items import items_for
 from agentflow.runtime.durable.ratelimit import rate_slot
 from agentflow.runtime.durable.records import (
     UnreadableRecord,
+    lost_secret,
     unreadable,
     unreadable_error,
 )
@@ -147,6 +148,10 @@ class DbosEngine:
     ``RUN/<map path>/batch.K`` taken by the workers, whose one-call items are item records of
     the batch (docs/durable.md "Big maps on a fleet").  None: a map is never batched (one
     process records its items as rows of its own unit)."""
+
+    #: an operation whose record lost a secret runs again on replay, in the workflow
+    #: (engine.py ``DurableEffects._again``)
+    reruns_unrecorded = True
 
     def __init__(self, batch: int | None = None):
         self.batch = batch if batch and batch > 0 else None
@@ -889,6 +894,8 @@ async def reuse_table(run_id: str, *, asks: bool = True) -> dict[str, tuple[str,
             if reason is not None:
                 raise unreadable_error(run_id, reason)
             if step.get("error") is None and isinstance(out, dict) and "d" in out and "v" in out:
+                if lost_secret(out):  # a secret was redacted from it: run again, not reused
+                    continue
                 table.setdefault(step["function_name"], (out["d"], out["v"]))
     if not asks:
         table = {k: v for k, v in table.items() if "/ask#" not in k and not k.startswith("ask#")}

@@ -60,6 +60,7 @@ from agentflow.errors import RunError, Stopped
 from agentflow.ir.models import Step as StepModel
 from agentflow.ir.templates import template_refs
 from agentflow.runtime.control import run_pool
+from agentflow.runtime.durable.records import lost_secret
 from agentflow.runtime.effects import Effects, UnitSpec, call_tool_cleaned
 from agentflow.runtime.events import EventBus
 from agentflow.runtime.executor import CONTROL, Executor, Frame
@@ -522,11 +523,50 @@ class DurableEffects(Effects):
                 record, ran = await engine.item_step(name, perform, ordered=not item)
             else:
                 record, ran = await self.engine.step(name, perform)
+            if not ran and lost_secret(record):
+                record, ran = await self._again(name, fn, record, idempotent=idempotent), True
         except _Interrupted:
             raise Stopped(f"interrupted by {stopping() or 'SIGINT'}", path) from None
         if path is not None:
             self._replayed[(self.engine.workflow_id(), path)] = not ran
         return record["v"]
+
+    async def _again(
+        self,
+        name: str,
+        fn: Callable[[], Awaitable[Any]],
+        record: dict[str, Any],
+        *,
+        idempotent: bool,
+    ) -> dict[str, Any]:
+        """The record of operation ``name`` made again, not recorded: its recorded result held
+        a secret, which was redacted before it was written (records.py :data:`REDACTED`), so
+        the recorded value is not the one the run saw and is never fed forward.  An
+        idempotent operation runs again here (each resume runs it again: its place is
+        recorded); a non-idempotent one, or one on an engine that can run nothing outside its
+        history (Temporal: ``reruns_unrecorded`` False), is a ``durable_replay_mismatch``
+        naming it (docs/decisions.md "A record that held a secret is not replayed")."""
+        shown = name.rsplit("/", 1)[-1].split("#")[0].removeprefix("tool:")
+        run_id = self.engine.workflow_id().split("/", 1)[0]
+        why = None
+        if not idempotent:
+            why = f"`{shown}` is not idempotent, so it is not run again: check its effect"
+        elif not getattr(self.engine, "reruns_unrecorded", False):
+            why = "this engine replays its history and runs nothing outside it"
+        if why is not None:
+            raise RunError(
+                Code.DURABLE_REPLAY_MISMATCH,
+                f"run {run_id} cannot be resumed: the recorded result of `{shown}` held a "
+                f"secret, which is never stored, so it cannot be replayed; {why}, then "
+                "`flowc redrive` the run (it runs the operation again)",
+            )
+        try:
+            value = await fn()
+        except Exception:
+            if stopping() is not None:
+                raise _Interrupted from None
+            raise
+        return {"d": record["d"], "v": value}
 
     # ----------------------------------------------------------------- effects
 

@@ -23,8 +23,10 @@ whatever the row says.  A database is a trust boundary (a fleet's shared Postgre
 - no secret is ever at rest: every string of a record — a tool's result, an exception's message
   and arguments, a model's reply, a run's input — passes the redaction layer
   (:mod:`agentflow.core.redaction`) before it is written, so a key a tool or a provider echoes
-  is stored as ``***`` (both engines: Temporal's payloads are these records too).  A resumed run
-  reads the recorded ``***``, not the key (docs/decisions.md "secrets at rest and valid traces").
+  is stored as ``***`` (both engines: Temporal's payloads are these records too).  An
+  operation's record that lost a secret so is marked (:data:`REDACTED`): its value is not the
+  one the run saw, so a resumed run never feeds it forward — engine.py runs the operation again
+  or refuses (docs/decisions.md "A record that held a secret is not replayed").
 
 Reaches into DBOS (pinned by tests/runtime/durable/test_records_are_json.py): the serializer
 hook ``config["serializer"]`` (a ``dbos._serialization.Serializer``),
@@ -48,6 +50,7 @@ from agentflow.core.redaction import SECRETS
 from agentflow.errors import InputError
 
 __all__ = [
+    "REDACTED",
     "JsonRecords",
     "Unreadable",
     "UnreadableRecord",
@@ -55,6 +58,7 @@ __all__ = [
     "decode",
     "encode",
     "install",
+    "lost_secret",
     "reading",
     "unreadable",
     "unreadable_error",
@@ -282,6 +286,29 @@ def _text_of_args(args: tuple[Any, ...]) -> str:
 # The serializer DBOS is given
 
 
+#: The key an operation's record (``{"d": digest, "v": value}``, or Temporal's payload of it,
+#: ``{"v": {"d": …, "v": …}}``) carries, true, when a secret was redacted from it before it was
+#: written: its value is not the one the run saw (engine.py ``_step``; the reuse tables skip it).
+REDACTED = "redacted"
+
+
+def _marked(plain: Any) -> Any:
+    """``plain`` (an encoded record) with an operation's record in it marked :data:`REDACTED`."""
+    if not isinstance(plain, dict):
+        return plain
+    if "d" in plain and "v" in plain:
+        return {**plain, REDACTED: True}
+    inner = plain.get("v")
+    if len(plain) == 1 and isinstance(inner, dict) and "d" in inner and "v" in inner:
+        return {"v": {**inner, REDACTED: True}}
+    return plain
+
+
+def lost_secret(record: Any) -> bool:
+    """True for an operation's record (``{"d", "v"}``) read back marked :data:`REDACTED`."""
+    return isinstance(record, dict) and record.get(REDACTED) is True and "d" in record
+
+
 class JsonRecords:
     """DBOS's ``Serializer`` for agentflow (the interface of ``dbos._serialization.Serializer``,
     which DBOS calls by duck typing: ``name``, ``serialize``, ``deserialize``): :func:`encode` /
@@ -293,13 +320,14 @@ class JsonRecords:
         return "agentflow_json"
 
     def serialize(self, data: Any) -> str:
-        """``data`` as JSON text, every known secret redacted from its strings (``***``).
-        Raises TypeError for what a record cannot hold."""
+        """``data`` as JSON text, every known secret redacted from its strings (``***``), an
+        operation's record that lost one so marked :data:`REDACTED`.  Raises TypeError for
+        what a record cannot hold."""
         plain = encode(data)
         text = json.dumps(plain, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
         if SECRETS and SECRETS.spans(text):  # one scan of the text: the common case finds none
             # the strings are redacted, not the text (a cut through an escape breaks the JSON)
-            plain = SECRETS.redact_data(plain)
+            plain = _marked(SECRETS.redact_data(plain))
             text = json.dumps(plain, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
         return text
 

@@ -41,6 +41,7 @@ from agentflow.errors import Cancelled, RunError
 from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.durable.engine import NO_MESSAGE, DurableEffects, PlanIndex, Runtime
 from agentflow.runtime.durable.ratelimit import rate_window
+from agentflow.runtime.durable.records import lost_secret
 from agentflow.runtime.durable.shown import parse_operation
 from agentflow.runtime.durable.spec import context_from_spec, trace_of
 from agentflow.runtime.durable.temporal_client import (
@@ -191,6 +192,11 @@ async def _release(handle: Any, rid: str) -> None:
 _PENDING: dict[str, tuple[Callable[[], Awaitable[Any]], contextvars.Context]] = {}
 #: tokens whose operation ran in this process (not replayed)
 _RAN: set[str] = set()
+#: token → what the operation returned in this process, before it became a payload: a record
+#: that held a secret is redacted in its payload (records.py REDACTED), and the run that made
+#: it goes on with the value it saw (docs/decisions.md "A record that held a secret is not
+#: replayed")
+_LIVE: dict[str, dict[str, Any]] = {}
 
 
 async def _value(fn: Callable[[], Awaitable[Any]]) -> dict[str, Any]:
@@ -347,6 +353,7 @@ class TemporalEngine:
             raise
         finally:
             _PENDING.pop(token, None)
+            live = _LIVE.pop(token, None)
         _count_operation(name)
         # a local activity's result enters the history only when the workflow task completes,
         # and a workflow running one local activity after another keeps its task open (the SDK
@@ -357,6 +364,8 @@ class TemporalEngine:
             await workflow.sleep(RECORD_TIMER_S)
         ran = token in _RAN
         _RAN.discard(token)
+        if ran and live is not None and lost_secret(out.get("v")):
+            out = live  # ran here: its value, not the payload's redacted copy
         if "e" in out:
             raise out["e"]
         return out["v"], ran

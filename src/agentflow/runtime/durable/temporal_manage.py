@@ -24,6 +24,7 @@ from agentflow.errors import Cancelled, InputError
 from agentflow.runtime.durable import temporal_client as tc
 from agentflow.runtime.durable import temporal_show as ts
 from agentflow.runtime.durable.answers import UNANSWERED, Claim, checked_answer, closed_message
+from agentflow.runtime.durable.records import lost_secret
 from agentflow.runtime.durable.run_info import (
     RunInfo,
     count_inference,
@@ -203,6 +204,8 @@ async def reuse_table(url: str, run_id: str, *, asks: bool = True) -> dict[str, 
             if isinstance(record, dict) and "v" in record:
                 inner = record["v"]
                 if isinstance(inner, dict) and "d" in inner and "v" in inner:
+                    if lost_secret(inner):  # a secret was redacted from it: not reused
+                        continue
                     table.setdefault(op["name"], (inner["d"], inner["v"]))
     if not asks:
         table = {k: v for k, v in table.items() if "/ask#" not in k and not k.startswith("ask#")}

@@ -37,7 +37,9 @@ async def op(token: str) -> dict[str, Any]:
     te._RAN.add(token)
     task = asyncio.get_running_loop().create_task(te._value(fn), context=context)
     try:
-        return await asyncio.shield(task)
+        result = await asyncio.shield(task)
+        te._LIVE[token] = result  # the workflow, in this process, goes on with it
+        return result
     except asyncio.CancelledError:
         task.cancel()
         with contextlib.suppress(BaseException):
