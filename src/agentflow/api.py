@@ -94,6 +94,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         evaluate,
         evaluate_async,
         explore,
+        read_baseline,
         run_tests,
     )
     from agentflow.api_run import (
@@ -167,6 +168,7 @@ __all__ = [
     "evaluate",
     "evaluate_async",
     "compare_eval",
+    "read_baseline",
     "eval_page",
     "eval_datasets_check",
     "cost_warnings",
@@ -241,6 +243,7 @@ _EXPORTS: dict[str, str] = {
     "evaluate": "agentflow.api_evals",
     "evaluate_async": "agentflow.api_evals",
     "compare_eval": "agentflow.api_evals",
+    "read_baseline": "agentflow.api_evals",
     "eval_page": "agentflow.api_evals",
     "eval_datasets_check": "agentflow.api_evals",
     "cost_warnings": "agentflow.api_compile",

@@ -21,7 +21,7 @@ from agentflow.compiler.api import check_file
 from agentflow.compiler.checker import CheckResult
 from agentflow.errors import ConfigError
 from agentflow.evals.html import build_page
-from agentflow.evals.report import EvalReport, compare
+from agentflow.evals.report import EvalReport, check_baseline, compare
 from agentflow.evals.runner import (
     EvalTrace,
     ResponseCache,
@@ -41,6 +41,7 @@ from agentflow.runtime.telemetry import TelemetrySettings, settings_for
 __all__ = [
     "check",
     "compare_eval",
+    "read_baseline",
     "eval_datasets_check",
     "eval_page",
     "evaluate",
@@ -189,18 +190,31 @@ def evaluate(flow: str | os.PathLike, datasets: Any = None, **kwargs: Any) -> An
     return run_loop(evaluate_async(flow, datasets, **kwargs))
 
 
-def compare_eval(report: Any, baseline: str | os.PathLike) -> Any:
-    """Compare an :class:`~agentflow.evals.EvalReport` with the ``--json`` file ``baseline``:
-    an :class:`agentflow.evals.Comparison` (the cases whose scores changed, regressions and
-    improvements, per-scorer deltas with a note on noise). Raises :class:`ConfigError` when the
-    file cannot be read or is not an eval report."""
+def read_baseline(baseline: str | os.PathLike) -> dict[str, Any]:
+    """The data of the ``--json`` report file ``baseline`` (docs/reference/evals.md
+    "Baselines"), checked for the shape :func:`compare_eval` reads. ``flowc eval --baseline``
+    reads it before any case runs, so a wrong file costs no inference. Raises
+    :class:`ConfigError` when the file cannot be read or is not an eval report."""
     try:
-        data = json.loads(Path(baseline).read_text(encoding="utf-8"))
-        return compare(report, data)
+        return check_baseline(json.loads(Path(baseline).read_text(encoding="utf-8")))
     except OSError as e:
         raise ConfigError(f"{baseline}: cannot read the baseline: {e.strerror or e}") from None
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:
         raise ConfigError(f"{baseline}: not a baseline: {e}") from None
+
+
+def compare_eval(report: Any, baseline: str | os.PathLike | dict[str, Any]) -> Any:
+    """Compare an :class:`~agentflow.evals.EvalReport` with the ``--json`` file ``baseline``
+    (or its data, from :func:`read_baseline`): an :class:`agentflow.evals.Comparison` (the cases
+    whose scores changed, regressions and improvements, per-scorer deltas with a note on noise,
+    ``compared``: how many case/model/scorer scores both have, ``warnings``: a baseline of
+    another flow or eval block). Raises :class:`ConfigError` when the file cannot be read or is
+    not an eval report."""
+    data = baseline if isinstance(baseline, dict) else read_baseline(baseline)
+    try:
+        return compare(report, data)
+    except ValueError as e:
+        raise ConfigError(f"not a baseline: {e}") from None
 
 
 def eval_page(report: Any, comparison: Any = None) -> str:

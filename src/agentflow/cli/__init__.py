@@ -13,6 +13,7 @@ they share.
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import importlib.machinery
 import json
@@ -219,6 +220,17 @@ class _FlowGroup(click.Group):
             except KeyboardInterrupt:
                 _err("interrupted by SIGINT")
                 ctx.exit(130)
+            except OSError as e:
+                # the output itself cannot be written (`> /dev/full`, a full disk, a quota):
+                # the environment's problem, said in one line (a closed pipe is click's EPIPE)
+                if e.errno not in _OUTPUT_ERRNOS:
+                    raise
+                _err(f"error: cannot write the output: {e.strerror or e}")
+                ctx.exit(1)
+
+
+#: errors of writing the command's output that are the machine's state, not a bug
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 
 
 @contextlib.contextmanager
@@ -764,7 +776,8 @@ def fmt_cmd(paths: tuple[str, ...], check_only: bool) -> None:
 @main.command("serve")
 @click.argument("directory", required=False, type=click.Path(file_okay=False), default=".")
 @click.option("--mcp", "as_mcp", is_flag=True, help="Serve as an MCP server (the only mode).")
-@click.option("--http", "port", type=int, default=None, help="Streamable HTTP on this port.")
+@click.option("--http", "port", type=click.IntRange(0, 65535), default=None,
+              help="Streamable HTTP on this port.")  # fmt: skip
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address for --http.")
 @click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
 @click.option("--workspace", type=click.Path(file_okay=False), help="Root for file tools.")

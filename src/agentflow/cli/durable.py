@@ -36,6 +36,8 @@ from agentflow.errors import ErrorInfo, FlowError, Interrupted
 
 #: the steps ``flowc runs show`` lists by default (one page; ``--limit 0``: all)
 SHOW_LIMIT = 200
+#: the largest --limit/--offset: a page position SQLite can hold (a signed 64-bit integer)
+_SQL_INT_MAX = 2**63 - 1
 
 _config_option = click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
 
@@ -241,11 +243,11 @@ def runs(ctx: click.Context, config: str | None, database: str | None, as_json: 
     help="List the durable engine's own operations too (DBOS.setEvent, DBOS.sleep, ...).",
 )  # fmt: skip
 @click.option(
-    "--limit", type=click.IntRange(min=0), default=SHOW_LIMIT, show_default=True,
+    "--limit", type=click.IntRange(0, _SQL_INT_MAX), default=SHOW_LIMIT, show_default=True,
     help="Show at most this many steps (0: all of them).",
 )  # fmt: skip
 @click.option(
-    "--offset", type=click.IntRange(min=0), default=0,
+    "--offset", type=click.IntRange(0, _SQL_INT_MAX), default=0,
     help="Skip this many steps first (the next page: --offset 200).",
 )  # fmt: skip
 @click.pass_context

@@ -3,6 +3,7 @@ docs/reference/evals.md)."""
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,22 @@ def _fraction(value: str | None) -> float | None:
     return x
 
 
+def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    # FloatRange lets `nan` through (every comparison with it is false) and `inf` means none
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a number of seconds", ctx, param)
+    return value
+
+
+def _write(path: str, text: str, what: str) -> str | None:
+    """Write ``text`` to ``path``; the problem, in words, when it cannot be written."""
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as e:
+        return f"cannot write the {what} to {path}: {e.strerror or e}"
+    return None
+
+
 @click.command("eval")
 @click.argument("flow", type=click.Path(dir_okay=False))
 @click.argument("datasets", nargs=-1, type=click.Path(dir_okay=False))
@@ -69,7 +86,7 @@ def _fraction(value: str | None) -> float | None:
               help="Runs per case (variance, pass^k).")  # fmt: skip
 @click.option("-j", "--concurrency", type=click.IntRange(1, 256), default=4, show_default=True,
               help="Case runs at once.")  # fmt: skip
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True),
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), callback=_finite,
               help="Seconds a case run may take (then it is a failed run, status timeout).")  # fmt: skip
 @click.option("--no-cache", is_flag=True, help="Send every model request (the answer cache in "
               ".flowc-cache/eval is neither read nor written).")  # fmt: skip
@@ -138,6 +155,8 @@ def eval_cmd(
         _err(Styled(f"  {visible(run.case)}{repeat_mark} [{visible(run.model)}] {mark}"))
 
     try:
+        # read before any case runs: a wrong baseline file costs no inference
+        baseline_data = api.read_baseline(baseline) if baseline is not None else None
         report = api.evaluate(
             flow,
             list(datasets),
@@ -165,17 +184,16 @@ def eval_cmd(
     if report.errors:
         _err(_render(report.diagnostics, _with_sources(report.diagnostics, report.sources), "text"))
         sys.exit(NOT_CHECKED)
-    comparison = api.compare_eval(report, baseline) if baseline is not None else None
-    if save:
-        Path(save).write_text(report.to_json(), encoding="utf-8")  # redacted (EvalReport.to_json)
-    if junit:
-        Path(junit).write_text(redact(report.to_junit()), encoding="utf-8")
-    if html_out:
-        Path(html_out).write_text(redact(api.eval_page(report, comparison)), encoding="utf-8")
+    try:
+        comparison = api.compare_eval(report, baseline_data) if baseline_data is not None else None
+    except ConfigError as e:
+        _fail(e)
     if as_json:
         data = report.to_dict()
         if comparison is not None:
             data["baseline"] = comparison.to_dict()
+            for warning in comparison.warnings:
+                _err(f"warning: {warning}")
         _write_or_echo(
             finite_dumps(redact_data(data), indent=2, ensure_ascii=False, default=str) + "\n", None
         )
@@ -183,6 +201,18 @@ def eval_cmd(
         _out(redact(report.to_text()), nl=False)
         if comparison is not None:
             _out(comparison.to_text(), nl=False)
+    # the files after the report is shown: a file that cannot be written loses nothing shown
+    unwritten = [
+        problem
+        for problem in (
+            save and _write(save, report.to_json(), "report"),  # redacted (EvalReport.to_json)
+            junit and _write(junit, redact(report.to_junit()), "JUnit XML"),
+            html_out and _write(html_out, redact(api.eval_page(report, comparison)), "HTML page"),
+        )
+        if problem
+    ]
+    for problem in unwritten:
+        _err(f"error: {problem}")
     failed = []
     if threshold is not None:
         for s in report.summaries():
@@ -191,9 +221,19 @@ def eval_cmd(
                     f"{s.scorer} [{s.model}] passes {s.pass_rate * 100:.0f}%, under "
                     f"{threshold * 100:.0f}%"
                 )
-    if fail_on_regression and comparison is not None and comparison.regressions:
-        failed.append(f"{len(comparison.regressions)} case(s) regressed from {baseline}")
+        if not any(s.pass_rate is not None for s in report.summaries()):
+            # 0 of 0 is no pass rate: a gate that judged nothing must not pass
+            failed.append("no case run was scored: --fail-under has nothing to judge")
+    if fail_on_regression and comparison is not None:
+        if comparison.regressions:
+            failed.append(f"{len(comparison.regressions)} case(s) regressed from {baseline}")
+        elif not comparison.compared:
+            failed.append(
+                f"no case of {baseline} was scored here: --fail-on-regression compared nothing"
+            )
     for line in failed:
         _err(f"gate: {line}")
     if failed:
         sys.exit(GATE_FAILED)
+    if unwritten:
+        sys.exit(1)

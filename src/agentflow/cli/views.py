@@ -90,7 +90,11 @@ def report_cmd(trace: str, out: str, plan_file: str | None) -> None:
     help="Address to listen on; any but loopback needs the token printed at start.",
 )
 @click.option(
-    "--port", type=int, default=8421, show_default=True, help="Port to listen on (0: any free)."
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8421,
+    show_default=True,
+    help="Port to listen on (0: any free).",
 )
 def ui_cmd(config: str | None, database: str | None, host: str, port: int) -> None:
     """Serve a web console over the durable runs database: runs, their graphs, steps and

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from math import comb
+from pathlib import PurePath
 from typing import Any
 
 from agentflow.core.redaction import redact_data
@@ -426,6 +427,10 @@ class Comparison:
     deltas: list[dict[str, Any]] = field(default_factory=list)
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    #: what makes the comparison doubtful: a baseline of another flow or eval block
+    warnings: list[str] = field(default_factory=list)
+    #: (case, model, scorer) keys scored both in the baseline and now: 0 means nothing was compared
+    compared: int = 0
 
     @property
     def regressions(self) -> list[Change]:
@@ -442,6 +447,8 @@ class Comparison:
             "deltas": self.deltas,
             "added": self.added,
             "removed": self.removed,
+            "compared": self.compared,
+            "warnings": self.warnings,
         }
 
     def to_text(self) -> str:
@@ -449,6 +456,7 @@ class Comparison:
             f"against the baseline: {len(self.regressions)} regression(s), "
             f"{len(self.improvements)} improvement(s)"
         ]
+        out.extend(f"  warning: {w}" for w in self.warnings)
         for c in [*self.regressions, *self.improvements]:
             mark = "-" if c.kind == "regression" else "+"
             out.append(
@@ -471,15 +479,60 @@ def _stats_of(data: dict[str, Any]) -> dict[tuple[str, str, str], dict[str, Any]
     return {(s["case"], s["model"], s["scorer"]): s for s in data.get("stats") or []}
 
 
+def _is_number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def check_baseline(data: Any) -> dict[str, Any]:
+    """``data`` (an earlier ``flowc eval --json``, decoded) when it has the shape
+    :func:`compare` reads: ``format`` this version's, ``cases`` a list of objects with a text
+    ``case``, ``stats`` a list of objects with text ``case``/``model``/``scorer``, a number or
+    null ``mean`` and whole ``passes``/``runs``. Raises ValueError naming the first part that is
+    not (docs/reference/evals.md "Baselines"): a baseline is read before any case runs."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ValueError(f"not an eval report of this version (want `format: {FORMAT}`)")
+    for key in ("flow", "eval"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise ValueError(f"`{key}` is not text")
+    for key, fields in (("cases", ("case",)), ("stats", ("case", "model", "scorer"))):
+        rows = data.get(key)
+        if rows is None:
+            continue
+        if not isinstance(rows, list):
+            raise ValueError(f"`{key}` is not a list")
+        for i, row in enumerate(rows):
+            if not isinstance(row, dict):
+                raise ValueError(f"`{key}[{i}]` is not an object")
+            for name in fields:
+                if not isinstance(row.get(name), str):
+                    raise ValueError(f"`{key}[{i}].{name}` is not text")
+            if key == "stats":
+                if row.get("mean") is not None and not _is_number(row["mean"]):
+                    raise ValueError(f"`stats[{i}].mean` is not a number")
+                for name in ("passes", "runs"):
+                    if not isinstance(row.get(name), int) or isinstance(row[name], bool):
+                        raise ValueError(f"`stats[{i}].{name}` is not a whole number")
+    return data
+
+
 def compare(report: EvalReport, baseline: dict[str, Any]) -> Comparison:
     """Compare ``report`` with ``baseline`` (the data of an earlier ``--json``; raises
     ValueError when it is not one). A case changed when its mean score for a scorer moved by
     more than 1e-9; a regression when it went down, an improvement when it went up."""
-    if not isinstance(baseline, dict) or baseline.get("format") != FORMAT:
-        raise ValueError(f"not an eval report of this version (want `format: {FORMAT}`)")
+    check_baseline(baseline)
     before = _stats_of(baseline)
     after = _stats_of(report.to_dict())
     out = Comparison()
+    out.compared = len(set(before) & set(after))
+    for part, now in (("flow", report.flow), ("eval", report.name)):
+        was = baseline.get(part)
+        # a flow by its file's name: the same file run from another directory is the same flow
+        same = PurePath(was).name == PurePath(now).name if part == "flow" and was else was == now
+        if was is not None and not same:
+            out.warnings.append(
+                f"the baseline is of {part} {was!r}, this report of {part} {now!r}: "
+                "its scores may not be comparable"
+            )
     order = {r.case: i for i, r in reversed(list(enumerate(report.runs)))}
     scorer_order = {name: i for i, name in enumerate(report.scorers)}
 

@@ -152,6 +152,12 @@ class AnthropicClient(HTTPModelClient):
                 out["strict"] = True
         return out
 
+    def _reply_shape(self, data: Any, request: ChatRequest) -> None:
+        """Raises ReplyShapeError when ``data`` is not of this API's reply shape (retried)."""
+        parse_anthropic_response(
+            data, default_model=self.model, tool_names=tool_name_map(request.tools)
+        )
+
     async def chat(self, request: ChatRequest) -> ChatResponse:
         """Run one inference; raises ModelError(kind) after bounded retries (never shows the key)."""
         headers = {

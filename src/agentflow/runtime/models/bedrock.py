@@ -179,6 +179,12 @@ class BedrockClient(HTTPModelClient):
             self._credentials = credentials
         return self._credentials
 
+    def _reply_shape(self, data: Any, request: ChatRequest) -> None:
+        """Raises ReplyShapeError when ``data`` is not of this API's reply shape (retried)."""
+        parse_bedrock_response(
+            data, default_model=self.model, tool_names=tool_name_map(request.tools)
+        )
+
     async def chat(self, request: ChatRequest) -> ChatResponse:
         """Run one inference; raises ModelError(kind) after bounded retries (never shows a key
         or a signature)."""

@@ -36,6 +36,7 @@ from agentflow.core.redaction import redact as redact_secrets
 from agentflow.core.redaction import register_secret
 from agentflow.errors import ModelError, ModelErrorKind
 from agentflow.runtime.config import api_key_problem
+from agentflow.runtime.models.base import ReplyShapeError
 
 if TYPE_CHECKING:
     import httpx
@@ -257,12 +258,40 @@ async def _text_lines(text: str) -> AsyncIterator[str]:
         yield line
 
 
+#: The most bytes one model reply (a body, or a whole stream) may have: far above any real
+#: chat reply (a 128k-token answer is under 1 MiB of JSON), far below what would exhaust memory
+#: (docs/models.md "Errors"). A longer reply fails the call (permanent: resending gets the same).
+MAX_REPLY_BYTES = 64 * 1024 * 1024
+
+
+class ReplyTooLarge(Exception):
+    """A reply (or a stream) that went past :data:`MAX_REPLY_BYTES`."""
+
+
+def _binary_size(n: int) -> str:
+    return f"{n / 1024**2:g} MiB" if n >= 1024**2 else f"{n / 1024:g} KiB"
+
+
+async def _capped_bytes(response: httpx.Response) -> AsyncIterator[bytes]:
+    """The body's chunks; raises :class:`ReplyTooLarge` as soon as they pass
+    :data:`MAX_REPLY_BYTES` (or at once when ``Content-Length`` says they will)."""
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_REPLY_BYTES:
+        raise ReplyTooLarge
+    total = 0
+    async for chunk in response.aiter_bytes():
+        total += len(chunk)
+        if total > MAX_REPLY_BYTES:
+            raise ReplyTooLarge
+        yield chunk
+
+
 async def _decoded_lines(response: httpx.Response) -> AsyncIterator[str]:
     """The lines of a streamed body, decoded as UTF-8 incrementally (a character split across
     two network chunks survives)."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     pending = ""
-    async for chunk in response.aiter_bytes():
+    async for chunk in _capped_bytes(response):
         pending += decoder.decode(chunk)
         *lines, pending = pending.split("\n")
         for line in lines:
@@ -282,7 +311,7 @@ async def _eventstream_events(response: httpx.Response) -> AsyncIterator[tuple[s
         message = "reading an AWS event stream needs botocore: pip install 'agentflow[bedrock]'"
         raise StreamFailure(400, json.dumps({"error": {"message": message}})) from None
     buffer = EventStreamBuffer()
-    async for chunk in response.aiter_bytes():
+    async for chunk in _capped_bytes(response):
         buffer.add_data(chunk)
         for message in buffer:
             headers = message.headers
@@ -342,8 +371,13 @@ async def post_with_retries(
     on_restart: Callable[[], Any] | None = None,
     url_from: str = "",
     sign: Callable[[httpx.Request], Any] | None = None,
+    check: Callable[[Any], Any] | None = None,
 ) -> Any:
     """POST ``payload`` as JSON and return the decoded JSON reply, retrying per ``policy``.
+
+    ``check(reply)``: raises :class:`ReplyShapeError` for a reply without the provider's shape
+    (an empty ``choices``, a body that is a JSON array): such a reply is a transient error,
+    retried like a body that is not JSON (docs/models.md "Errors").
 
     ``sign(request)``: called with each attempt's built request (its body final) to add
     authentication headers over it (AWS SigV4: a fresh signature per attempt).
@@ -398,9 +432,15 @@ async def post_with_retries(
                 f"connection failed ({type(exc).__name__}: {exc})",
             )
         else:
-            if kind is None:
-                return result
             unreached = False
+            if kind is None:
+                if check is None:
+                    return result
+                try:
+                    check(result)
+                    return result
+                except ReplyShapeError as exc:
+                    kind, message = ModelErrorKind.TRANSIENT, f"sent a malformed reply: {exc}"
         message = redact(message, secret)
         if (
             kind in (ModelErrorKind.PERMANENT, ModelErrorKind.CONTENT_FILTER)
@@ -466,7 +506,15 @@ async def _attempt(
                 )
             except StreamFailure as failure:
                 return _failed(failure.status, failure.body, None, streamed=True)
-        body = (await response.aread()).decode("utf-8", errors="replace")
+        body = b"".join([chunk async for chunk in _capped_bytes(response)]).decode(
+            "utf-8", errors="replace"
+        )
+    except ReplyTooLarge:
+        message = (
+            f"the reply is larger than {_binary_size(MAX_REPLY_BYTES)}, far more than any "
+            "model answer (is the base URL a model API?)"
+        )
+        return None, ModelErrorKind.PERMANENT, message, response.status_code, None
     finally:
         await response.aclose()
     if status >= 400:
@@ -683,8 +731,19 @@ class HTTPModelClient:
                 request.on_delta(None)
 
         return await self._post(
-            url, payload, headers, read_stream=read, on_restart=restart, sign=sign
+            url,
+            payload,
+            headers,
+            read_stream=read,
+            on_restart=restart,
+            sign=sign,
+            check=lambda data: self._reply_shape(data, request),
         )
+
+    def _reply_shape(self, data: Any, request: Any) -> None:
+        """Raises :class:`ReplyShapeError` when ``data``, a decoded reply to ``request``, is
+        not of this provider's shape (checked inside the retries: such a reply is transient).
+        Each adapter runs its reply parser here; this base checks nothing."""
 
     async def _post(
         self,
@@ -694,6 +753,7 @@ class HTTPModelClient:
         read_stream: StreamReader | None = None,
         on_restart: Callable[[], Any] | None = None,
         sign: Callable[[httpx.Request], Any] | None = None,
+        check: Callable[[Any], Any] | None = None,
     ) -> Any:
         """:func:`post_with_retries` with this client's pool, policy, key, timeout and hooks.
 
@@ -711,6 +771,8 @@ class HTTPModelClient:
             kwargs["on_restart"] = on_restart
         if sign is not None:
             kwargs["sign"] = sign
+        if check is not None:
+            kwargs["check"] = check
         return await post_with_retries(
             self._client(),
             url,

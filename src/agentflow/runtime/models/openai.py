@@ -138,6 +138,12 @@ class OpenAIClient(HTTPModelClient):
             function["strict"] = True
         return {"type": "function", "function": function}
 
+    def _reply_shape(self, data: Any, request: ChatRequest) -> None:
+        """Raises ReplyShapeError when ``data`` is not of this API's reply shape (retried)."""
+        parse_openai_response(
+            data, default_model=self.model, tool_names=tool_name_map(request.tools)
+        )
+
     async def chat(self, request: ChatRequest) -> ChatResponse:
         """Run one inference; raises ModelError(kind) after bounded retries (never shows the key)."""
         headers = {"Content-Type": "application/json", **self._headers}

@@ -134,6 +134,14 @@ class OpenAIResponsesClient(OpenAIClient):
             out["strict"] = True
         return out
 
+    def _reply_shape(self, data: Any, request: ChatRequest) -> None:
+        """Raises ReplyShapeError when ``data`` is not of this API's reply shape (retried)."""
+        if isinstance(data, dict) and data.get("status") == "failed":
+            return  # a failed response is an error, read as one after the POST
+        parse_responses_reply(
+            data, default_model=self.model, tool_names=tool_name_map(request.tools)
+        )
+
     async def chat(self, request: ChatRequest) -> ChatResponse:
         """Run one inference; raises ModelError(kind) after bounded retries (never shows the key)."""
         headers = {"Content-Type": "application/json", **self._headers}
