@@ -157,4 +157,6 @@ def test_fmt_keeps_the_clauses_and_is_idempotent():
         "{ attempts: 2, on: [timeout, transient] }\n"
     ) in formatted
     assert format_source(formatted, "t.flow") == formatted
-    assert ast_key(parse_module(formatted, "t.flow")[0]) == ast_key(parse_module(messy, "t.flow")[0])
+    assert ast_key(parse_module(formatted, "t.flow")[0]) == ast_key(
+        parse_module(messy, "t.flow")[0]
+    )

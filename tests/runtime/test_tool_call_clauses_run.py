@@ -78,7 +78,9 @@ def test_a_tool_that_fails_transiently_once_succeeds_with_retry(tmp_path: Path) 
 def test_without_retry_the_same_transient_failure_fails_the_step(tmp_path: Path) -> None:
     calls: list[int] = []
     flow = _flow(tmp_path, "user__flaky(n: input.n)")
-    result = api.run_sync(flow, {"n": 1}, workspace=tmp_path, catalog=_catalog(calls, fail_first=True))
+    result = api.run_sync(
+        flow, {"n": 1}, workspace=tmp_path, catalog=_catalog(calls, fail_first=True)
+    )
     assert result.status == "error" and result.error["code"] == "transient"
     assert calls == [1]
 
@@ -96,7 +98,9 @@ def test_a_tool_that_sleeps_past_its_timeout_fails_with_code_timeout(tmp_path: P
 
 def test_an_attempt_cut_by_its_timeout_is_retried_when_timeout_is_listed(tmp_path: Path) -> None:
     calls: list[int] = []
-    flow = _flow(tmp_path, "user__slow(n: input.n) timeout 200ms retry { attempts: 1, on: [timeout] }")
+    flow = _flow(
+        tmp_path, "user__slow(n: input.n) timeout 200ms retry { attempts: 1, on: [timeout] }"
+    )
     result = api.run_sync(
         flow, {"n": 5}, workspace=tmp_path, catalog=_catalog(calls, slow_first=True)
     )

@@ -16,8 +16,8 @@ from agentflow.compiler.api import check_source
 from agentflow.core.functions import FUNCTIONS
 from agentflow.core.vocabulary import (
     AGENT_CLAUSES,
-    CALL_CLAUSES,
     BUILTIN_TYPES,
+    CALL_CLAUSES,
     EVAL_WORDS,
     EXPRESSION_WORDS,
     STATEMENT_WORDS,
@@ -136,7 +136,9 @@ def completions(a: Analysis, offset: int, text: str | None = None) -> list[Compl
     if at_line_start and prev != "}":
         catch = []
     elif _after_call(code):  # a tool call's clauses (docs/reference/tools.md)
-        catch = [(w, "keyword", f"tool call clause: {ex}") for w, ex in CALL_CLAUSES.items()] + catch
+        catch = [
+            (w, "keyword", f"tool call clause: {ex}") for w, ex in CALL_CLAUSES.items()
+        ] + catch
     return [Completion(*c) for c in catch] + expr_completions(
         names_analysis(a, text, wstart), wstart
     )
