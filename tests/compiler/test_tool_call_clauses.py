@@ -160,3 +160,10 @@ def test_fmt_keeps_the_clauses_and_is_idempotent():
     assert ast_key(parse_module(formatted, "t.flow")[0]) == ast_key(
         parse_module(messy, "t.flow")[0]
     )
+
+
+def test_a_clause_on_a_line_of_its_own_is_a_name_with_a_hint_to_move_it():
+    source = _stage("  let a = user__fetch(url: input.url)\n    timeout 10s\n  return a")
+    (d,) = check_source(source, "t.flow").diagnostics
+    assert d.code == "unknown-name" and source[d.span.start : d.span.end] == "timeout"
+    assert d.hint is not None and "on the line where it ends" in d.hint
