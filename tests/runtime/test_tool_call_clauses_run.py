@@ -150,12 +150,29 @@ def test_a_durable_run_records_each_attempt_at_the_calls_step_path(
         dbos_engine.shutdown()
 
 
-def test_the_tools_reference_test_blocks_pass(tmp_path: Path) -> None:
+STUBBED_STEP = """\
+extern tool user__fetch_page(url: text) -> text
+input { url: text }
+
+stage page -> text {
+  let page = user__fetch_page(url: input.url) timeout 10s retry { attempts: 2 }
+  return "${page}!"
+}
+
+test "a call with clauses is a step `stub step` replaces by its name" {
+  input { url: "https://example.com" }
+  stub step page returns "<html>"
+  expect output == "<html>!"
+}
+"""
+
+
+def test_the_tools_reference_test_blocks_and_a_stubbed_step_pass(tmp_path: Path) -> None:
     text = (DOCS / "reference" / "tools.md").read_text(encoding="utf-8")
     blocks = [b for b in re.findall(r"```flow\n(.*?)```", text, re.S) if 'test "' in b]
     assert blocks
-    for i, block in enumerate(blocks):
+    for i, block in enumerate([*blocks, STUBBED_STEP]):
         (tmp_path / f"example{i}.flow").write_text(block, encoding="utf-8")
     report = agentflow.run_tests(tmp_path)
     assert report.ok, [(o.name, o.failures) for o in report.outcomes if not o.passed]
-    assert report.passed >= 2
+    assert report.passed >= 3
