@@ -136,9 +136,9 @@ def completions(a: Analysis, offset: int, text: str | None = None) -> list[Compl
     if at_line_start and prev != "}":
         catch = []
     elif _after_call(code):  # a tool call's clauses (docs/reference/tools.md)
-        catch = [
+        catch = catch + [
             (w, "keyword", f"tool call clause: {ex}") for w, ex in CALL_CLAUSES.items()
-        ] + catch
+        ]
     return [Completion(*c) for c in catch] + expr_completions(
         names_analysis(a, text, wstart), wstart
     )
