@@ -50,6 +50,39 @@ from agentflow.core.vocabulary import (
 from agentflow.grammar import ast
 
 
+def _not_a_tool_call(e: ast.Expr) -> tuple[str, str]:
+    """What stands before a tool call's clause when it is not a tool call, and the fix
+    (`clause-without-tool-call`)."""
+    if isinstance(e, ast.MapExpr):
+        return (
+            "it follows a `map`, which is not one",
+            "put the clause on the tool call inside the `map` body, "
+            "e.g. `{ fetch(url: u) retry { attempts: 2 } }`",
+        )
+    if isinstance(e, ast.AgentExpr):
+        return (
+            "it follows an `agent { … }` block",
+            "an agent's `timeout` and `retry` go inside its block, among its clauses",
+        )
+    if isinstance(e, ast.FuncCall):
+        return (
+            f"`{e.name}(…)` is a library function (pure: nothing to time out or retry)",
+            "only a tool call, written with named arguments, takes `timeout` and `retry`: "
+            "remove the clause",
+        )
+    if any(isinstance(n, ast.Call) for n in ast.walk(e)):
+        return (
+            "it follows an expression with more than the call in it",
+            "put the clause right after the tool call, in parentheses inside a larger "
+            "expression: `(fetch(url: u) timeout 10s) + …`",
+        )
+    return (
+        "it follows an expression that calls no tool",
+        "only a tool call (`tool(arg: value)`) takes `timeout` and `retry`: remove the clause, "
+        "or put it right after the call",
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class _Duration:
     """A duration the compiler computed: milliseconds, and the text of a literal (kept as the
@@ -151,6 +184,37 @@ class AgentChecks(CheckerShared):
                 return ct
             self.report(D.NOT_CALLABLE, "only tools can be called", callee.span)
         return ERROR
+
+    def visit_CallOptions(self, e: ast.CallOptions, hint: Type | None) -> Type:
+        """``call timeout D retry { … }`` (docs/reference/tools.md "Timeout and retry"): the
+        call's type; each clause checked as an agent's (a constant positive duration; constant
+        ``attempts`` 0–20; retryable codes), once each (`duplicate-clause`); anything but a tool
+        call before them is `clause-without-tool-call`."""
+        call = e.call
+        t = self.infer(call, hint)
+        if not (isinstance(call, ast.Call) and (id(call) in self.tool_calls or t == ERROR)):
+            first = e.clauses[0]
+            what, fix = _not_a_tool_call(call)
+            self.report(
+                D.CLAUSE_WITHOUT_TOOL_CALL,
+                f"`{first.kind}` bounds a tool call, but {what}",
+                first.keyword_span,
+                notes=[Note("this is not a tool call", call.span)],
+                hint=fix,
+            )
+        seen: dict[str, ast.Clause] = {}
+        for c in e.clauses:
+            if c.kind in seen:
+                self.report(
+                    D.DUPLICATE_CLAUSE,
+                    f"`{c.kind}` is given twice on this tool call",
+                    c.keyword_span,
+                    notes=[Note("first given here", seen[c.kind].keyword_span)],
+                )
+            else:
+                seen[c.kind] = c
+            self.clause(c)
+        return t
 
     def tool_hint(self, name: str) -> str | None:
         """The hint of `unknown-tool`: "did you mean" for a close name, else the three declared

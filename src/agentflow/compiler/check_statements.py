@@ -31,6 +31,7 @@ from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Note, did_you_mean
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import (
+    CALL_CLAUSES,
     EXPRESSION_WORDS,
     MAX_CONCURRENCY,
     MAX_LOOP_ROUNDS,
@@ -249,6 +250,11 @@ class StatementChecks(CheckerShared):
                     scope[meant].used = True
                     break
         hint = hint or _OPERATOR_HINTS.get(e.name) or self._loop_index_hint(e.name)
+        if not hint and e.name in CALL_CLAUSES:  # a tool call's clause put on a line of its own
+            hint = (
+                f"a tool call's `{e.name}` goes right after the call, on the line where it ends: "
+                f"`let x = tool(arg: v) {CALL_CLAUSES[e.name]}`; an agent's, inside its block"
+            )
         closed = self.closed_names.get(e.name)
         if closed is not None and closed.span.start < e.span.start and not hint:
             where = _scope_text(self, closed)

@@ -611,6 +611,7 @@ def ask_targets(stages: list[ast.StageDecl], types: dict[int, Type], name: str) 
 #: the expressions a ``let`` of its own compiles to one step (``stub step`` can replace)
 _STEP_EXPRS = (
     ast.Call,
+    ast.CallOptions,
     ast.AgentExpr,
     ast.AskExpr,
     ast.MapExpr,

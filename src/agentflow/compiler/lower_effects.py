@@ -124,6 +124,24 @@ class EffectLowering(LoweringShared):
             _insert_before(step, "meta", "result_schema", schema)
         return Frag([StepRef(step)])
 
+    def visit_CallOptions(self, e: ast.CallOptions, ctx: Ctx) -> Frag:
+        """A tool call with ``timeout`` / ``retry`` clauses: the call's step, with the step's
+        ``timeout`` and ``retry`` (docs/reference/tools.md "Timeout and retry"); the checker
+        made sure ``e.call`` is a tool call and the settings constants."""
+        if not isinstance(e.call, ast.Call):
+            raise LoweringError("internal compiler error: clauses on a non-call", e.span)
+        frag = self.visit_Call(e.call, ctx)
+        step = frag.parts[0].step if isinstance(frag.parts[0], StepRef) else None
+        if step is None:
+            raise LoweringError("internal compiler error: a tool call without a step", e.span)
+        after = next((k for k in ("select", "result_schema", "meta") if k in step), "meta")
+        for c in e.clauses:
+            if c.kind == "timeout":
+                _insert_before(step, after, "timeout", self.constant(c.value, "timeout"))
+            elif c.kind == "retry":
+                _insert_before(step, after, "retry", self._retry(c.value))
+        return frag
+
     def _result_schema(self, sig: Any) -> dict[str, Any] | None:
         """The ``result_schema`` of a call to a declared catalog tool: its declared result type
         as JSON Schema, open to fields the type does not name (a server may add some), so the

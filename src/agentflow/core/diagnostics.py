@@ -124,6 +124,11 @@ COST_OVER_BUDGET = _register(
     "warning",
     "the worst case of model calls (`flowc cost`) exceeds the flow's own `budget`",
 )
+CLAUSE_WITHOUT_TOOL_CALL = _register(
+    "clause-without-tool-call",
+    "error",
+    "a `timeout` or `retry` clause after something that is not a tool call",
+)
 
 # Plan files (docs/spec/PLAN_IR.md §1–6): what `flowc plan validate`, the loader and tool
 # resolution report.

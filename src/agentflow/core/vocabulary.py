@@ -26,6 +26,8 @@ __all__ = [
     "BODY_SCOPE",
     "BUDGET_LIMITS",
     "BUILTIN_TYPES",
+    "CALL_CLAUSES",
+    "CALL_CLAUSE_WORDS",
     "CONDITION_OPS",
     "CONTEXTUAL_KEYWORDS",
     "CONTINUATION_WORDS",
@@ -158,6 +160,14 @@ AGENT_CLAUSES: dict[str, str] = {
     "model": 'model "…"',
     "system": 'system "…"',
 }
+#: The clauses a tool call may take after its arguments (docs/reference/tools.md "Timeout and
+#: retry"), each with a short example; the same words and values as the agent clauses.
+CALL_CLAUSES: dict[str, str] = {
+    "timeout": "timeout 10s",
+    "retry": "retry { attempts: 2, on: [timeout, transient] }",
+}
+#: The words of :data:`CALL_CLAUSES`.
+CALL_CLAUSE_WORDS: frozenset[str] = frozenset(CALL_CLAUSES)
 #: ``tools none``: an agent with no tools.
 TOOLS_NONE = "none"
 #: The limits a ``budget { … }`` may set (docs/models.md "Budgets"), in the order messages list

@@ -499,6 +499,24 @@ class Clause(Node):
 
 
 @dataclass(slots=True, eq=False)
+class CallOptions(Expr):
+    """``call timeout D retry { … }``: a tool call's clauses (docs/reference/tools.md "Timeout
+    and retry"), each a :class:`Clause` of kind ``timeout`` (an :class:`Expr`) or ``retry`` (a
+    :class:`RetrySpec`), in source order.  The grammar takes them after any operand chain; the
+    checker reports `invalid-clause` unless ``call`` is a tool call."""
+
+    call: Expr
+    clauses: list[Clause]
+
+    def clause(self, kind: str) -> Clause | None:
+        """The first clause of that kind, or None."""
+        for c in self.clauses:
+            if c.kind == kind:
+                return c
+        return None
+
+
+@dataclass(slots=True, eq=False)
 class AgentExpr(Expr):
     """``agent(target) { clause … }``; ``keyword_span`` is the ``agent`` keyword."""
 

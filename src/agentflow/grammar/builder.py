@@ -652,6 +652,27 @@ class Builder:
         guarded, kw, codes, var, body = c
         return ast.CatchExpr(_cover(guarded, body), guarded, codes, var, body, keyword_span=kw.span)
 
+    def call_options(self, c: _Kids) -> ast.CallOptions:
+        call, clauses = c
+        return ast.CallOptions(_cover(call, clauses[-1]), call, list(clauses))
+
+    def catch_call_options(self, c: _Kids) -> ast.CatchExpr:
+        call, clauses, kw, codes, var, body = c
+        guarded = self.call_options([call, clauses])
+        return ast.CatchExpr(_cover(call, body), guarded, codes, var, body, keyword_span=kw.span)
+
+    def call_clauses(self, c: _Kids) -> _Clauses:
+        if len(c) == 1:
+            return [c[0]]
+        out: _Clauses = c[0]
+        out.append(c[1])
+        return out
+
+    def call_clause(self, c: _Kids) -> ast.Clause:
+        kw = c[0]
+        value: Any = _retry(c[1]) if kw.value == "retry" else c[1]
+        return ast.Clause(_cover(kw, c[-1]), kw.value, value, kw.span)
+
     def try_expr(self, c: _Kids) -> ast.TryExpr:
         kw, block, catch, codes, var, body = c
         return ast.TryExpr(

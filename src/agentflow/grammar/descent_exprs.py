@@ -197,6 +197,9 @@ class ExprDescent:
                 self.p = p + 1
                 return self.loop_rest(p)
         e = self.opexpr()
+        k = self.K[self.p]
+        if k == "TIMEOUT" or k == "RETRY":
+            e = self.call_options(e)
         if self.K[self.p] == "CATCH":
             kw = self.p
             self.p = kw + 1
@@ -206,6 +209,33 @@ class ExprDescent:
                 e.span.to(body.span), e, codes, var, body, keyword_span=self.span(kw)
             )
         return e
+
+    def call_options(self, call: ast.Expr) -> ast.Expr:
+        """A tool call's ``timeout D`` / ``retry { … }`` clauses after ``call`` (grammar rule
+        ``call_clauses``).  A clause word that starts a line is a name where a statement may
+        start (the scanner's rule): that needs the parser's state, so the fast path gives up."""
+        K = self.K
+        SP = self.SP
+        clauses: list[ast.Clause] = []
+        while True:
+            kw = self.p
+            k = K[kw]
+            if k != "TIMEOUT" and k != "RETRY":
+                break
+            if SP[kw][1] != SP[kw - 1][3]:
+                bail()  # starts a line: a clause, or a name beginning the next statement
+            self.p = kw + 1
+            if k == "TIMEOUT":
+                value: Any = self.opexpr()
+                span = self.tn(kw, value)
+            else:
+                obj = self.object()
+                value = _retry(obj)
+                span = self.tn(kw, obj)
+            clauses.append(ast.Clause(span, self.V[kw], value, self.span(kw)))
+        if not clauses:
+            return call
+        return ast.CallOptions(call.span.to(clauses[-1].span), call, clauses)
 
     def catch_head(self) -> tuple[list[ast.Ident] | None, ast.Ident | None]:
         K = self.K

@@ -37,6 +37,7 @@ from typing import Any, Protocol
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import (
     AGENT_CLAUSES,
+    CALL_CLAUSE_WORDS,
     MAX_NESTING,
     MAX_STRING_NESTING,
     TOP_LEVEL_WORDS,
@@ -460,6 +461,13 @@ class Scanner:
                             if "NAME" in st and (
                                 _COLON_AFTER.match(text, j, n)
                                 or (value not in _RESERVED and not shifts(state_stack, typ))
+                                or (
+                                    # a tool call's clause never starts a line where a
+                                    # statement could start: there it is a name
+                                    bol
+                                    and value in CALL_CLAUSE_WORDS
+                                    and shifts(state_stack, "NAME")
+                                )
                             ):
                                 # merged LALR lookaheads: `input` after `let x = 1` looks like
                                 # an agent clause, but only a name is really accepted there

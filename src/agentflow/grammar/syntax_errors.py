@@ -27,7 +27,7 @@ _EXPR_START = frozenset(
 )
 _OPERATORS = frozenset(
     "QQ OR AND EQ NE LT LE GT GE IN NOT PLUS MINUS STAR SLASH PERCENT DOTDOT DOT CATCH".split()
-)
+) | {"TIMEOUT", "RETRY"}  # a tool call's clauses continue an expression as `catch` does
 #: tokens that can only begin an expression (not continue one as an operator or postfix)
 _EXPR_START_STRICT = _EXPR_START - {"MINUS", "NOT", "LPAR", "LSQB"}
 _STMT_START = frozenset(KEYWORDS[w] for w in STATEMENT_WORDS)

@@ -43,6 +43,7 @@ SCHEMA_KEYS: frozenset[str] = PLAN_SCHEMA_KEYS
 #: the *pure* part of the expression language).
 EFFECTFUL_NODES: tuple[type, ...] = (
     ast.Call,
+    ast.CallOptions,
     ast.MapExpr,
     ast.CatchExpr,
     ast.FilterExpr,

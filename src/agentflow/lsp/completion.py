@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentflow.compiler import types as T
 from agentflow.compiler.api import check_source
@@ -17,6 +17,7 @@ from agentflow.core.functions import FUNCTIONS
 from agentflow.core.vocabulary import (
     AGENT_CLAUSES,
     BUILTIN_TYPES,
+    CALL_CLAUSES,
     EVAL_WORDS,
     EXPRESSION_WORDS,
     STATEMENT_WORDS,
@@ -134,6 +135,10 @@ def completions(a: Analysis, offset: int, text: str | None = None) -> list[Compl
     catch = errors_help.after_expression(code)
     if at_line_start and prev != "}":
         catch = []
+    elif _after_call(code):  # a tool call's clauses (docs/reference/tools.md)
+        catch = catch + [
+            (w, "keyword", f"tool call clause: {ex}") for w, ex in CALL_CLAUSES.items()
+        ]
     return [Completion(*c) for c in catch] + expr_completions(
         names_analysis(a, text, wstart), wstart
     )
@@ -410,3 +415,20 @@ def _context(toks: list) -> _Ctx:
     if code and code[-1].value == "|":
         ctx.in_type = ctx.in_type or any(t.value == "type" for t in code[-12:])
     return ctx
+
+
+def _after_call(code: list[Any]) -> bool:
+    """Whether the tokens ``code`` end with a call, ``name(…)``: where a tool call's
+    ``timeout`` and ``retry`` clauses may follow."""
+    if not code or code[-1].value != ")":
+        return False
+    depth = 0
+    for i in range(len(code) - 1, -1, -1):
+        v = code[i].value
+        if v == ")":
+            depth += 1
+        elif v == "(":
+            depth -= 1
+            if depth == 0:
+                return i >= 1 and code[i - 1].type == "NAME"
+    return False
