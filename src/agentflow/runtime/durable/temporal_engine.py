@@ -454,7 +454,12 @@ class TemporalEngine:
         try:
             await workflow.wait_condition(lambda: bool(inbox.get(topic)), timeout=timeout)
         except TimeoutError:
-            return NO_MESSAGE
+            # a message signalled before a worker took the fired timer (the run had no worker
+            # when its timeout ran out) came in the same activation: it is taken, as DBOS
+            # takes an answer claimed while the run was stopped — whichever the SDK resolved
+            # first
+            if not inbox.get(topic):
+                return NO_MESSAGE
         return inbox[topic].pop(0)
 
     async def close_unanswered(self, key: str) -> bool:
