@@ -226,7 +226,8 @@ def runs(ctx: click.Context, config: str | None, database: str | None, as_json: 
         _say(f"{r.run_id}  {r.status:<9} {r.plan}  started {_when(r.created_at)}{asked}")
         for q in r.questions:
             choices = f" ({choices_text(q.choices)})" if q.choices else ""
-            _say(f"    ? [{q.shown()}] {q.question}{choices}")
+            late = " (its timeout ran out)" if q.timed_out else ""
+            _say(f"    ? [{q.shown()}] {q.question}{choices}{late}")
         for q in r.answered:
             _say(f"    ✓ [{q.shown()}] {q.question} {_closed_text(q)}")
         if r.unreadable:
@@ -311,6 +312,11 @@ def runs_show(
             f"waiting: ? [{q.shown()}] {q.question}"
             + (f" ({choices_text(q.choices)})" if q.choices else "")
         )
+        if q.timed_out and q.asked_at is not None and q.timeout is not None:
+            _say(
+                f"  its timeout ran out at {_when(q.asked_at + q.timeout)}: the run goes on "
+                "unanswered when it is taken up, unless answered before"
+            )
         _say(f"  answer with: flowc answer {info.run_id} {q.path} VALUE")
     for q in info.answered:
         _say(f"answered: ✓ [{q.shown()}] {q.question} {_closed_text(q)}")

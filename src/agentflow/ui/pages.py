@@ -248,10 +248,16 @@ def question_form(q: Any, csrf: str, *, value: str = "", problem: str | None = N
         else ""
     )
     where = f" · {_e(q.label)}" if q.label else ""
+    late = (
+        " · its timeout ran out: the run goes on unanswered when it is taken up, unless "
+        "answered before"
+        if q.timed_out
+        else ""
+    )
     return (
         f'<form class="question" method="post" action="{_e(run_url(q.run_id, "/answer"))}" '
         f'data-step="{_e(q.path)}"><p class="muted">asked at <code>{_e(q.path)}</code>{where}'
-        f" {_e(_when(q.asked_at))}</p>{said}{control}{hint}"
+        f" {_e(_when(q.asked_at))}{late}</p>{said}{control}{hint}"
         f'<input type="hidden" name="step" value="{_v(q.path)}">{_csrf(csrf)}'
         '<button type="submit">answer</button></form>'
     )

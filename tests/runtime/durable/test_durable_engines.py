@@ -632,3 +632,43 @@ def test_on_temporal_a_page_of_runs_show_equals_the_full_listings_slice_and_read
     # the last page skips the workflows that ended before it by their memo's counts (they
     # were read whole before those counts were recorded)
     assert reads[0] < len(started) and reads[-1] < len(started) // 2, reads
+
+
+def test_on_temporal_a_question_whose_timeout_ran_out_with_no_worker_shows_so_and_a_late_answer_is_taken(
+    tmp_path, request, monkeypatch
+):
+    # the question's timer fires on the server with no worker, and the run showed `waiting`
+    # with nothing said of it; now `runs` and `runs show` say the timeout ran out (from the
+    # recorded deadline), as they do on DBOS for a stopped run (the text is the engines' one
+    # rendering) — and an answer given before a worker takes the run up is taken, as DBOS
+    # takes an answer claimed while stopped (without one it goes on unanswered at once: the
+    # timeout's ordinary path, test_runs_show_in_the_users_terms.py)
+    from click.testing import CliRunner
+
+    from agentflow.cli import main
+
+    project, env = _project(tmp_path, "temporal", request)
+    with (project / "flow.toml").open("a") as f:
+        f.write('ask_timeout = "2s"\n')
+    run = start_flowc(project, "run", "--durable", "--run-id", "late-1", "ask.yaml", env=env)
+    _wait_question("temporal", project, "late-1", run)
+    run.send_signal(signal.SIGKILL)  # no process runs it now
+    run.wait()
+    (asked,) = _questions("temporal", project, "late-1")
+    assert asked.timeout == 2.0
+    time.sleep(max(0.0, asked.asked_at + asked.timeout - time.time()) + 0.1)
+
+    (listed,) = [r for r in _listed(project) if r["run_id"] == "late-1"]
+    assert listed["status"] == "waiting"  # Temporal holds it (DBOS: `stopped`)
+    assert [q["timed_out"] for q in listed["questions"]] == [True]
+    monkeypatch.chdir(project)
+    shown = CliRunner().invoke(main, ["runs", "show", "late-1"]).output
+    assert "waiting: ? [E1] Ship release 2?" in shown, shown
+    assert "its timeout ran out at " in shown and "goes on unanswered" in shown, shown
+    assert "(its timeout ran out)" in CliRunner().invoke(main, ["runs"]).output
+    answered = CliRunner().invoke(main, ["answer", "late-1", "E1", "yes"])
+    assert answered.exit_code == 0, answered.output
+
+    resumed = _run(project, env, "resume", "late-1")
+    assert resumed.returncode == 0, resumed.stderr.decode()[-2000:]
+    assert json.loads(resumed.stdout) == {"shipped": "yes", "e0": 2}

@@ -111,14 +111,15 @@ def test_two_workers_split_a_map_and_a_fleet_wide_model_rate_limit_holds(
     ran = [line.split() for line in (project / "where.log").read_text().splitlines()]
     by_pid = Counter(pid for _, pid, _, _ in ran)
     worker_pids = {str(w.pid) for w in procs}
+    # each item's tool once: on Temporal too, where a call waiting for a rate slot held its
+    # unit's workflow task open with the tool's result unrecorded, and a task that timed out
+    # meanwhile had another worker run the tool again (1 run in 6 under load 15-19; now it
+    # waits in workflow code: bench/temporal_slot_battery.py repeats this run)
+    assert sorted(int(x) for x, *_ in ran) == list(range(ITEMS)), sorted(ran)
     if engine == "dbos":
-        assert sorted(int(x) for x, *_ in ran) == list(range(ITEMS))  # each item once
         assert set(by_pid) <= worker_pids  # the items ran on the workers ...
         assert len(by_pid) == 2, by_pid  # ... both of them: neither did all
     else:  # the run's own process is a worker of the task queue too
-        # at least once: on a loaded machine a workflow task may time out before a call's
-        # result is recorded, and another worker runs the call again (docs/durable.md)
-        assert {int(x) for x, *_ in ran} == set(range(ITEMS))
         assert len(by_pid) >= 2, by_pid  # no process did all
     for pid in by_pid:  # [durable] worker_concurrency: never more than 4 at once per process
         spans = [(float(s), float(e)) for _, p, s, e in ran if p == pid]

@@ -22,8 +22,9 @@ clock / jitter     the wall clock (deadlines count from the run's recorded start
                    hash of the workflow, path and call count (the same on replay)
 concurrent unit    a child workflow whose id is the parent's id + the unit's path, started in
                    index order; it receives only the scope values its body references
-limited model      when the engine has ``model_slot(client)`` (Temporal), a request of a model
-                   with a fleet-wide ``rate_limit``/``concurrency`` is sent holding its slot
+limited model      when the engine has ``model_slot(client, ticket)`` (Temporal), a request of a
+                   model with a fleet-wide ``rate_limit``/``concurrency`` is sent holding its
+                   slot, waited for first by ``take_model_slot(client, name)`` (the ticket)
 wide map           when the engine has ``map_batch(n)`` (Temporal; DBOS on a fleet): batch
                    child units ``{parent id}/{map path}/batch.K`` of that many items each,
                    their items units of the batch (:meth:`DurableEffects.map_slice`; a
@@ -602,11 +603,20 @@ class DurableEffects(Effects):
 
         else:
             # a backend that holds a model's fleet-wide limits per request (Temporal's
-            # limiter workflow): the request is sent while it holds the model's slot
+            # limiter workflow): the request is sent while it holds the model's slot, which
+            # is waited for in workflow code first (``take_model_slot``), outside any
+            # operation: the unit's workflow task completes while it waits, and what ran
+            # before (a tool's result) is recorded then, not run again by another worker
             slot = getattr(self.engine, "model_slot", None)
+            take = getattr(self.engine, "take_model_slot", None)
+            ticket = (
+                await take(client, name)
+                if take is not None and (hit is None or hit[0] != key)
+                else None
+            )
 
             async def fn() -> ChatResponse:
-                held = slot(client) if slot is not None else None
+                held = slot(client, ticket) if slot is not None else None
                 if held is None:
                     return await client.chat(request)
                 async with held:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -52,6 +53,10 @@ class Question:
     closed: str | None = None
     #: the accepted answer of a question closed with ``answer``
     answer: Any = None
+    #: its timeout (``asked_at + timeout``) is past and no process took the question up since
+    #: (the run is stopped; on Temporal, no worker runs it): an answer given before the run
+    #: goes on is still taken, else it goes on unanswered at once (on either engine)
+    timed_out: bool = False
 
     def shown(self) -> str:
         """``E2 · approve › go = ask``: the path to answer at, and the step as the `.flow`
@@ -106,11 +111,19 @@ def published_questions(
 ) -> list[Question]:
     """The questions unit ``workflow_id`` of run ``run_id`` waits on, from what it published
     (DBOS events, Temporal memo: ``question:KEY`` → the question, ``answered`` once taken), in
-    key order."""
+    key order; ``timed_out`` from its recorded deadline (``asked_at + timeout``) and the
+    clock now."""
     out = []
+    now = time.time()
     for key, value in sorted(published.items()):
         if not key.startswith("question:") or not isinstance(value, dict) or "answered" in value:
             continue
+        asked_at, timeout = value.get("asked_at"), value.get("timeout")
+        timed_out = (
+            isinstance(asked_at, int | float)
+            and isinstance(timeout, int | float)
+            and asked_at + timeout <= now
+        )
         out.append(
             Question(
                 run_id=run_id,
@@ -123,6 +136,7 @@ def published_questions(
                 timeout=value.get("timeout"),
                 key=question_key(value),
                 label=value.get("label"),
+                timed_out=timed_out,
             )
         )
     return out

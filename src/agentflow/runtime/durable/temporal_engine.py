@@ -40,7 +40,7 @@ from agentflow.core.vocabulary import Code
 from agentflow.errors import Cancelled, RunError
 from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.durable.engine import NO_MESSAGE, DurableEffects, PlanIndex, Runtime
-from agentflow.runtime.durable.ratelimit import rate_window
+from agentflow.runtime.durable.ratelimit import STALE_S, rate_window
 from agentflow.runtime.durable.records import lost_secret
 from agentflow.runtime.durable.shown import parse_operation
 from agentflow.runtime.durable.spec import context_from_spec, trace_of
@@ -89,7 +89,9 @@ __all__ = [
     "Target",
     "TemporalEngine",
     "client_for",
+    "ask_slot",
     "fleet_slot",
+    "slot_request",
     "is_temporal",
     "make_url",
     "parse_url",
@@ -107,24 +109,94 @@ def limiter_id(queue: str, model: str) -> str:
     return f"{RATE_WORKFLOW}/{queue}/{model}"
 
 
-@contextlib.asynccontextmanager
-async def fleet_slot(
-    url: str, model: str, rate_limit: float | None, concurrency: int | None
-) -> AsyncIterator[None]:
-    """Hold a slot of ``model`` (``rate_limit`` requests per second, ``concurrency`` at once,
-    across every worker of ``url``'s task queue) while the body sends one request; waits
-    while the model's window is full.  Runs in an operation (an activity), not workflow
-    code.  Raises RunError when the limiter cannot be reached :data:`RATE_TRIES` times in a
-    row."""
+def slot_request(rid: str, rate_limit: float | None, concurrency: int | None) -> dict[str, Any]:
+    """The limiter's request ``rid`` (temporal_rate.RateWorkflow.ask)."""
+    limit, period = rate_window(rate_limit) if rate_limit else (1_000_000, 1.0)
+    return {"id": rid, "limit": limit, "period": period, "concurrency": concurrency}
+
+
+async def ask_slot(url: str, model: str, request: dict[str, Any], notify: str) -> bool:
+    """Ask ``model``'s limiter for slot ``request`` (signal-with-start: the first request
+    starts the limiter; asking again is harmless) and look once whether it is granted; not
+    granted yet, have its grant signalled to workflow ``notify`` (topic ``slot:ID``).  Runs
+    in an operation.  Raises RunError when the limiter cannot be reached :data:`RATE_TRIES`
+    times in a row."""
     from temporalio.common import WorkflowIDConflictPolicy
 
     client = await client_for(url)
     queue = versioned_queue(url)
     wid = limiter_id(queue, model)
-    limit, period = rate_window(rate_limit) if rate_limit else (1_000_000, 1.0)
-    rid = secrets.token_hex(8)
-    request = {"id": rid, "limit": limit, "period": period, "concurrency": concurrency}
+    failures = 0
+    while True:
+        try:
+            await client.start_workflow(
+                RATE_WORKFLOW,
+                {},
+                id=wid,
+                task_queue=queue,
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                task_timeout=TASK_TIMEOUT,
+                start_signal="ask",
+                start_signal_args=[request],
+                static_summary=f"rate limit of model {model}"[:200],
+            )
+            handle = client.get_workflow_handle(wid)
+            state = await handle.query("slot", request["id"])
+            if not state.get("granted"):
+                await handle.signal("notify", args=[request["id"], notify])
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the limiter was ending: ask again
+            failures += 1
+            if failures > RATE_TRIES:
+                raise RunError(
+                    Code.FAILED,
+                    f"model {model}: no slot of its fleet-wide rate limit could be taken "
+                    f"from Temporal ({str(e).strip() or type(e).__name__})",
+                ) from None
+            await asyncio.sleep(RATE_RETRY_S)
+            continue
+        return bool(state.get("granted"))  # ended: its operation ran before; fleet_slot asks anew
+
+
+@contextlib.asynccontextmanager
+async def fleet_slot(
+    url: str,
+    model: str,
+    rate_limit: float | None,
+    concurrency: int | None,
+    granted: str | None = None,
+) -> AsyncIterator[None]:
+    """Hold a slot of ``model`` (``rate_limit`` requests per second, ``concurrency`` at once,
+    across every worker of ``url``'s task queue) while the body sends one request; waits
+    while the model's window is full.  ``granted``: the id of a slot granted to this
+    request already (waited for in workflow code): held if it still is, else (its operation
+    runs again after its slot ended) a slot is asked for as without it.  Runs in an operation
+    (an activity), not workflow code.  Raises RunError when the limiter cannot be reached
+    :data:`RATE_TRIES` times in a row."""
+    from temporalio.common import WorkflowIDConflictPolicy
+
+    client = await client_for(url)
+    queue = versioned_queue(url)
+    wid = limiter_id(queue, model)
     handle = client.get_workflow_handle(wid)
+    if granted is not None:
+        try:
+            state = await handle.query("slot", granted)
+        except asyncio.CancelledError:
+            await asyncio.shield(_release(handle, granted))
+            raise
+        except Exception:  # noqa: BLE001 - not reachable now: a slot of its own below
+            state = {}
+        if state.get("granted") and not state.get("ended"):
+            try:
+                yield
+            finally:
+                await asyncio.shield(_release(handle, granted))
+            return
+        await asyncio.shield(_release(handle, granted))  # ended, or unknown: let it go
+    rid = secrets.token_hex(8)
+    request = slot_request(rid, rate_limit, concurrency)
     failures = 0
     asked_at = 0.0
     try:
@@ -391,7 +463,12 @@ class TemporalEngine:
         try:
             await workflow.wait_condition(lambda: bool(inbox.get(topic)), timeout=timeout)
         except TimeoutError:
-            return NO_MESSAGE
+            # a message signalled before a worker took the fired timer (the run had no worker
+            # when its timeout ran out) came in the same activation: it is taken, as DBOS
+            # takes an answer claimed while the run was stopped — whichever the SDK resolved
+            # first
+            if not inbox.get(topic):
+                return NO_MESSAGE
         return inbox[topic].pop(0)
 
     async def close_unanswered(self, key: str) -> bool:
@@ -440,18 +517,71 @@ class TemporalEngine:
         EVENTS_PER_ITEM)`` (1,000 by default: a batch's history stays under half the guard)."""
         return self.batch if n > self.batch else None
 
-    def model_slot(self, client: Any) -> contextlib.AbstractAsyncContextManager[None] | None:
-        """The fleet-wide slot a request of ``client``'s model must hold while it is sent (in
-        its operation, not workflow code): its first model with ``[models.named.X]
-        rate_limit`` or ``concurrency`` (temporal_rate.py), or None."""
+    def _limits(self, client: Any) -> tuple[str, float | None, int | None] | None:
+        """``(model, rate_limit, concurrency)`` of ``client``'s first model with
+        ``[models.named.X] rate_limit`` or ``concurrency``, or None."""
         config = self.config
         if config is None or not SERVING_URL[0]:
             return None
         for resolved in getattr(client, "models", None) or ():
             named = config.models.named.get(resolved)
             if named is not None and (named.rate_limit or named.concurrency):
-                return fleet_slot(SERVING_URL[0], resolved, named.rate_limit, named.concurrency)
+                return resolved, named.rate_limit, named.concurrency
         return None
+
+    async def take_model_slot(self, client: Any, name: str) -> str | None:
+        """Wait, in workflow code, for the fleet-wide slot model call ``name`` of ``client``'s
+        limited model will be sent in (temporal_rate.py); its id (the ticket
+        :meth:`model_slot` takes), or None: the model has no fleet-wide limit.
+
+        The slot is asked for by a short operation ``{name}/slot`` (signal-with-start, one
+        query; the request id is the workflow's, the same on replay); not granted at once,
+        the unit waits for the limiter's grant as a message (topic ``slot:ID``) — its
+        workflow task completes, so what ran before (a tool's result) is recorded while it
+        waits, and a worker whose task timed out while a call waited cannot have it run
+        again (docs/decisions.md).  Asked again after :data:`STALE_S` with no grant (the
+        limiter lost).  Cancelled while it waits: the request is released."""
+        from temporalio import workflow
+
+        limits = self._limits(client)
+        if limits is None:
+            return None
+        model, rate_limit, concurrency = limits
+        url = SERVING_URL[0]
+        rid = str(workflow.uuid4()).replace("-", "")[:16]
+        request = slot_request(rid, rate_limit, concurrency)
+        unit = workflow.info().workflow_id
+
+        async def ask() -> bool:
+            return await ask_slot(url, model, request, unit)
+
+        try:
+            while True:
+                granted, _ = await self.step(f"{name}/slot", ask)
+                if granted:
+                    return rid
+                if await self.receive(f"slot:{rid}", STALE_S) is not NO_MESSAGE:
+                    return rid
+        except (asyncio.CancelledError, Cancelled):
+            if workflow.cancellation_reason() is not None:  # `flowc cancel`, not a stop
+                limiter = workflow.get_external_workflow_handle(
+                    limiter_id(versioned_queue(url), model)
+                )
+                with contextlib.suppress(Exception):  # the limiter ended: nothing to release
+                    await asyncio.shield(limiter.signal("release", rid))
+            raise
+
+    def model_slot(
+        self, client: Any, ticket: str | None = None
+    ) -> contextlib.AbstractAsyncContextManager[None] | None:
+        """The fleet-wide slot a request of ``client``'s model must hold while it is sent (in
+        its operation, not workflow code): its first model with ``[models.named.X]
+        rate_limit`` or ``concurrency`` (temporal_rate.py), or None.  ``ticket``: the slot
+        :meth:`take_model_slot` was granted."""
+        limits = self._limits(client)
+        if limits is None:
+            return None
+        return fleet_slot(SERVING_URL[0], *limits, granted=ticket)
 
     def replaying(self) -> bool:
         """True while the workflow replays its history."""

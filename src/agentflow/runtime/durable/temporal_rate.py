@@ -11,7 +11,10 @@ granted with a **query** (``slot``: no history event; it sleeps as long as the a
 0.1–0.5 s).  The workflow grants slots first come, first served, at its own clock (the
 server's time of its workflow task), while fewer than ``limit`` slots of the model are in
 flight or ended within the last ``period`` seconds (``rate_window``), and fewer than
-``concurrency`` are in flight.  The request is sent after the grant, and its slot ends (a
+``concurrency`` are in flight.  A request waited for in workflow code
+(temporal_engine.TemporalEngine.take_model_slot) that was not granted at once signals
+``notify`` and is told of its grant by a signal, so its unit's workflow task is not held open
+while it waits.  The request is sent after the grant, and its slot ends (a
 signal, ``release``) after the response arrived.  A slot's end is recorded when the workflow
 sees the signal — never before the response arrived — and its grant before the request is
 sent, both on the server's one clock: so of any ``limit + 1`` requests one ended at least
@@ -29,6 +32,7 @@ and ends after :data:`IDLE_S` seconds with nothing to hold.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from temporalio import workflow
@@ -72,6 +76,10 @@ class RateWorkflow:
         #: the longest period asked for: ended slots older than it are dropped
         self.keep = float(state.get("keep") or 1.0)
         self.dirty = False
+        #: grants being signalled to the workflows that wait for them (``notify``)
+        self.sending: set[asyncio.Task[None]] = set()
+        #: grants not signalled yet: (workflow id, request id)
+        self.outbox: list[tuple[str, str]] = []
 
     def _now(self) -> float:
         return workflow.now().timestamp()
@@ -100,6 +108,34 @@ class RateWorkflow:
                 return
             self.waiting.pop(0)
             self.slots[str(head["id"])] = [now, None]
+            if head.get("notify"):
+                self._notify(str(head["notify"]), str(head["id"]))
+
+    def _notify(self, wid: str, rid: str) -> None:
+        """Signal workflow ``wid`` (from the run loop: :meth:`_send`) that its request ``rid``
+        holds its slot."""
+        self.outbox.append((wid, rid))
+        self.dirty = True
+
+    def _send(self) -> None:
+        """Signal the grants of :attr:`outbox` (a message on topic ``slot:RID``); a workflow
+        that cannot be signalled (it ended) ends its slot."""
+        for wid, rid in self.outbox:
+            task = asyncio.get_running_loop().create_task(self._signal(wid, rid))
+            self.sending.add(task)
+            task.add_done_callback(self.sending.discard)
+        self.outbox.clear()
+
+    async def _signal(self, wid: str, rid: str) -> None:
+        try:
+            await workflow.get_external_workflow_handle(wid).signal(
+                te.MESSAGE_SIGNAL, {"topic": f"slot:{rid}", "value": True}
+            )
+        except Exception:  # noqa: BLE001 - nobody waits for it: the slot ends
+            slot = self.slots.get(rid)
+            if slot is not None and slot[1] is None:
+                slot[1] = self._now()
+                self.dirty = True
 
     def _wake(self, now: float) -> float | None:
         """Seconds until a slot stops counting for the head request (or, with nothing
@@ -132,17 +168,21 @@ class RateWorkflow:
         while True:
             now = self._now()
             self._grant(now)
+            self._send()
             self._prune(now)
             info = workflow.info()
             if info.get_current_history_length() > ROLL_EVENTS or (
                 info.is_continue_as_new_suggested()
             ):
+                while self.sending or self.outbox:  # every grant signalled before the cut
+                    self._send()
+                    await asyncio.gather(*self.sending)
                 # signal handlers are synchronous: nothing is left half-handled
                 workflow.continue_as_new(
                     {"slots": self.slots, "waiting": self.waiting, "keep": self.keep,
                      "gone": self.gone}
                 )  # fmt: skip
-            idle = not self.waiting and not self.slots and not self.gone
+            idle = not self.waiting and not self.slots and not self.gone and not self.sending
             self.dirty = False
             try:
                 await workflow.wait_condition(
@@ -165,10 +205,11 @@ class RateWorkflow:
 
     @workflow.query(name="slot")
     def slot(self, rid: str) -> dict[str, Any]:
-        """``{"granted": True}``, or ``{"wait": seconds}`` — about how long until it may be
-        (the asker looks again then), or ``{"unknown": True}`` (not asked yet, or gave up)."""
+        """``{"granted": True, "ended": bool}`` (ended: released), or ``{"wait": seconds}`` —
+        about how long until it may be (the asker looks again then), or ``{"unknown": True}``
+        (not asked yet, or gave up)."""
         if rid in self.slots:
-            return {"granted": True}
+            return {"granted": True, "ended": self.slots[rid][1] is not None}
         place = next((i for i, r in enumerate(self.waiting) if str(r["id"]) == rid), None)
         if place is None:
             return {"unknown": True}
@@ -176,6 +217,19 @@ class RateWorkflow:
         rounds = place // max(1, int(head["limit"]))
         soon = self._wake(self._now()) or POLL_MAX_S
         return {"wait": min(POLL_MAX_S, max(POLL_MIN_S, soon + rounds * float(head["period"])))}
+
+    @workflow.signal(name="notify")
+    def notify(self, rid: str, wid: str) -> None:
+        """Request ``rid`` (asked before) is waited for by workflow ``wid``: signal it the
+        grant (now, when granted already).  Sent only by a request that saw it was not
+        granted yet — a grant signalled to a workflow that is completing would fail that
+        completion (Temporal's ``UnhandledCommand``) and lose the results of its task."""
+        if rid in self.slots:
+            self._notify(wid, rid)
+            return
+        for request in self.waiting:
+            if str(request["id"]) == rid:
+                request["notify"] = wid
 
     @workflow.signal(name="release")
     def release(self, rid: str) -> None:
