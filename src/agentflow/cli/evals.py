@@ -24,7 +24,8 @@ from agentflow.cli.common import (
 )
 from agentflow.core.redaction import redact, redact_data
 from agentflow.core.text import finite_dumps, visible
-from agentflow.errors import ConfigError, FlowError
+from agentflow.errors import ConfigError, FlowError, Interrupted
+from agentflow.evals.report import EvalReport
 
 #: exit codes (as every command's: 1 when the input has errors): a gate failed (scores under
 #: --fail-under, a regression with --fail-on-regression); the flow or a dataset does not check
@@ -154,6 +155,7 @@ def eval_cmd(
         repeat_mark = f" #{run.repeat + 1}" if repeat > 1 else ""
         _err(Styled(f"  {visible(run.case)}{repeat_mark} [{visible(run.model)}] {mark}"))
 
+    interrupted: Interrupted | None = None
     try:
         # read before any case runs: a wrong baseline file costs no inference
         baseline_data = api.read_baseline(baseline) if baseline is not None else None
@@ -181,6 +183,10 @@ def eval_cmd(
         _fail(e)
     except FlowError as e:
         _fail(e)
+    except Interrupted as e:  # Ctrl-C / SIGTERM: the case runs wound down; show what finished
+        if not isinstance(e.result, EvalReport):
+            raise
+        report, interrupted = e.result, e
     if report.errors:
         _err(_render(report.diagnostics, _with_sources(report.diagnostics, report.sources), "text"))
         sys.exit(NOT_CHECKED)
@@ -213,6 +219,13 @@ def eval_cmd(
     ]
     for problem in unwritten:
         _err(f"error: {problem}")
+    if interrupted is not None:  # no gate judges a stopped eval: the exit code is the signal's
+        stopped = sum(r.status == "aborted" for r in report.runs)
+        _err(
+            f"interrupted by {interrupted.signal}: {len(report.runs) - stopped} case run(s) "
+            f"finished, {stopped} stopped (status aborted)"
+        )
+        sys.exit(interrupted.exit_code)
     failed = []
     if threshold is not None:
         for s in report.summaries():

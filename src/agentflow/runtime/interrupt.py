@@ -30,6 +30,7 @@ import os
 import queue
 import signal
 import threading
+import warnings
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
@@ -339,7 +340,9 @@ async def until_stopped(work: Awaitable[T]) -> T:
 def _close_awaitable(work: Awaitable[Any]) -> None:
     """Close a coroutine that will never run (no "was never awaited" warning)."""
     if inspect.iscoroutine(work):
-        work.close()
+        with warnings.catch_warnings():  # closing it is the point: no "never awaited" for users
+            warnings.simplefilter("ignore", RuntimeWarning)
+            work.close()
 
 
 def _install_signals(loop: asyncio.AbstractEventLoop, stop: StopRequest) -> list[int]:
