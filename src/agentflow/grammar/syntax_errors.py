@@ -723,3 +723,142 @@ def _after(tok: Tok) -> Span:
     return Span(
         tok.file, tok.end_line, tok.end_column, tok.end_line, tok.end_column, tok.end, tok.end
     )
+
+
+# -- two statements on one line ----------------------------------------------------------------
+
+#: the keyword that starts a statement or an expression of each kind, for "found `…`"
+_LEADING_WORDS: dict[type, str] = {
+    ast.LetStmt: "let",
+    ast.ReturnStmt: "return",
+    ast.FailStmt: "fail",
+    ast.RequireStmt: "require",
+    ast.IfStmt: "if",
+    ast.CondExpr: "if",
+    ast.AgentExpr: "agent",
+    ast.FilterExpr: "filter",
+    ast.LoopExpr: "loop",
+    ast.ReduceExpr: "reduce",
+    ast.AskExpr: "ask",
+    ast.VerifyExpr: "verify",
+    ast.TryExpr: "try",
+    ast.ListLit: "[",
+    ast.ObjectLit: "{",
+}
+
+
+def _word_span(span: Span, word: str) -> Span:
+    """The span of ``word`` written at the start of ``span``."""
+    n = len(word)
+    return Span(
+        span.file, span.line, span.column, span.line, span.column + n, span.start, span.start + n
+    )
+
+
+def _leading(node: Any) -> tuple[str, Span, str | None]:
+    """What a statement starts with, in words for "found …": ``(words, its span, the name
+    when it is a name)``."""
+    while True:
+        if isinstance(node, ast.ExprStmt):
+            node = node.expr
+        elif isinstance(node, ast.Binary | ast.RangeExpr):
+            node = node.left if isinstance(node, ast.Binary) else node.low
+        elif isinstance(node, ast.Member | ast.Index):
+            node = node.obj
+        elif isinstance(node, ast.Projection):
+            node = node.base
+        elif isinstance(node, ast.Call):
+            node = node.callee
+        elif isinstance(node, ast.CatchExpr):
+            node = node.guarded
+        else:
+            break
+    if isinstance(node, ast.Name):
+        return f"the name `{node.name}`", node.span, node.name
+    if isinstance(node, ast.FuncCall):
+        return f"the name `{node.name}`", node.name_span, node.name
+    if isinstance(node, ast.NumberLit):
+        return f"the number `{node.value}`", node.span, None
+    if isinstance(node, ast.DurationLit):
+        return f"the duration `{node.text}`", node.span, None
+    if isinstance(node, ast.StringLit):
+        return "a string", node.span, None
+    if isinstance(node, ast.BoolLit | ast.NullLit):
+        word = "null" if isinstance(node, ast.NullLit) else str(node.value).lower()
+        return f"`{word}`", node.span, None
+    if isinstance(node, ast.MapExpr):
+        word = "parallel" if node.parallel else "map"
+    elif isinstance(node, ast.Unary):
+        word = "not" if node.op == "not" else "-"
+    else:
+        word = next((w for t, w in _LEADING_WORDS.items() if isinstance(node, t)), "")
+    if not word:
+        return "another statement", node.span, None
+    return f"`{word}`", _word_span(node.span, word), None
+
+
+def _trailing(stmt: ast.Stmt) -> ast.Expr | None:
+    """The expression a statement ends with (what a clause written after it was meant for)."""
+    if isinstance(stmt, ast.LetStmt | ast.ReturnStmt):
+        e: ast.Expr | None = stmt.value
+    elif isinstance(stmt, ast.ExprStmt):
+        e = stmt.expr
+    else:
+        return None
+    while isinstance(e, ast.Binary):
+        e = e.right
+    return e
+
+
+def _misplaced_clause(word: str, before: ast.Expr | None) -> str | None:
+    """The hint for a clause (``tolerate``, ``limit``, ``timeout``, ``retry``) written after the
+    expression ``before`` instead of where it goes."""
+    if isinstance(before, ast.MapExpr) and word in ("tolerate", "limit"):
+        head = "parallel map" if before.parallel else "map"
+        example = "tolerate 1" if word == "tolerate" else "limit 4"
+        return f"`{word}` goes before the body: `{head} xs as x {example} {{ … }}`"
+    if isinstance(before, ast.AgentExpr) and word in AGENT_CLAUSES:
+        return f"`{word}` is a clause of the agent block: write it inside its braces, `agent(…) {{ … {word} … }}`"
+    if word in ("timeout", "retry"):
+        what = "a tool call" if isinstance(before, ast.Call) else "this expression"
+        return (
+            f"{what} takes no `{word}`: only an `agent` block has `timeout` and `retry` clauses "
+            "(inside its braces); a tool call is bounded by the flow's `deadline` (an MCP "
+            "server's `timeout` in flow.toml), and its failure is handled with "
+            "`… catch on [timeout] { fallback }`"
+        )
+    if word == "tolerate":
+        return "`tolerate` is an option of `map`, before its body: `map xs as x tolerate 1 { … }`"
+    return None
+
+
+def statements_on_one_line(item: ast.Item) -> SynErr | None:
+    """The error for the first expression statement of ``item`` that starts on the line where
+    the statement before it ends (docs/spec/LANGUAGE.md §1: an expression statement starts a
+    line), or None: "expected the end of the statement, found …", at the first token of the
+    statement, with a hint for a clause written in the wrong place (``f(…) timeout 1s``,
+    ``map … { … } tolerate 1``) or for two values side by side."""
+    first: tuple[ast.Stmt, ast.Stmt] | None = None
+    for node in ast.walk(item):
+        if not isinstance(node, ast.Block):
+            continue
+        stmts = node.stmts
+        for k in range(1, len(stmts)):
+            prev, stmt = stmts[k - 1], stmts[k]
+            if isinstance(stmt, ast.ExprStmt) and prev.span.end_line == stmt.span.line:
+                if first is None or stmt.span.start < first[1].span.start:
+                    first = (prev, stmt)
+                break
+    if first is None:
+        return None
+    prev, stmt = first
+    words, span, name = _leading(stmt)
+    hint = _misplaced_clause(name, _trailing(prev)) if name is not None else None
+    if hint is None:
+        hint = (
+            "a line holds one statement: start a new line for the next one, or join the "
+            "values with an operator (`a + b`, `a and b`)"
+        )
+    return SynErr(
+        f"expected the end of the statement (a line break), found {words}", span, hint=hint
+    )
