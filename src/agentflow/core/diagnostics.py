@@ -124,6 +124,11 @@ COST_OVER_BUDGET = _register(
     "warning",
     "the worst case of model calls (`flowc cost`) exceeds the flow's own `budget`",
 )
+UNUSED_VALUE = _register(
+    "unused-value",
+    "error",
+    "an expression statement whose value is thrown away and which has no effect",
+)
 
 # Plan files (docs/spec/PLAN_IR.md §1–6): what `flowc plan validate`, the loader and tool
 # resolution report.

@@ -19,7 +19,13 @@ from agentflow.core.vocabulary import KEYWORD_TERMINALS as KEYWORDS
 from agentflow.grammar import ast
 from agentflow.grammar.scanner import CLOSERS, OPENERS, OPS, TOP_LEVEL, Scanner, SynErr, Tok
 
-__all__ = ["describe", "locate_unclosed", "unexpected"]
+__all__ = [
+    "OPERATOR_HINTS",
+    "describe",
+    "locate_unclosed",
+    "statements_on_one_line",
+    "unexpected",
+]
 
 _EXPR_START = frozenset(
     "NAME NUMBER DURATION STRING LPAR LPAR_NL LSQB LSQB_NL LBRACE MINUS MINUS_NL NOT NOT_NL "
@@ -192,6 +198,15 @@ def _syntax_hint(
             "an `if … then` expression needs its `else`: `if c then a else b`; to run "
             "statements only when `c` holds, write an `if c { … }` statement"
         )
+    if typ == "PIPE" and "PIPE" not in expected:
+        # `a || b` from C, Java, JavaScript (`|` is only the union of types)
+        return "`.flow` writes `a or b` for `a || b` (`|` joins the members of a union type)"
+    if typ == "ELSE" and "THEN" in expected:
+        # `x if c else y` from Python: the `if` began a new statement
+        return (
+            "a conditional expression is written `if c then x else y` "
+            "(Python's `x if c else y` is not `.flow`)"
+        )
     if typ == "QMARK" and "QMARK" not in expected:
         # `c ? a : b` from C, Java, JavaScript
         return "there is no `c ? a : b` in `.flow`: write `if c then a else b`"
@@ -217,6 +232,12 @@ def _syntax_hint(
         )
     if typ == "EQUALS" and "EQ" in expected:
         return "did you mean `==`?"
+    if tok.value == "if" and _python_conditional(tok, sc):
+        # `[x if c else y]`: the `if` after a whole operand
+        return (
+            "a conditional expression is written `if c then x else y` "
+            "(Python's `x if c else y` is not `.flow`)"
+        )
     if tok.value == "if" and "NAME" in expected:
         # `1 + if c then a else b`: the conditional takes the lowest precedence
         return "a conditional inside an expression needs parentheses: `(if c then a else b)`"
@@ -300,6 +321,16 @@ def _syntax_hint(
 _TYPE_TEXT = re.compile(r"[^\s,(){}=/]+")
 #: tokens that can start a type
 _TYPE_START = frozenset({"NAME", "MAP", "STRING", "NUMBER", "TRUE", "FALSE", "NULL", "LBRACE"})
+
+
+def _python_conditional(tok: Any, sc: Scanner) -> bool:
+    """Whether the line after ``if`` reads as Python's ``x if c else y`` (an ``else`` and no
+    ``then``)."""
+    start = tok.end - sc.ob
+    stop = sc.text.find("\n", start)
+    rest = sc.text[start : stop if stop >= 0 else len(sc.text)]
+    words = re.findall(r"[A-Za-z_]\w*", rest)
+    return "else" in words and "then" not in words
 
 
 def _missing_colon_hint(tok: Any, values: list[Any] | None, sc: Scanner) -> str | None:
@@ -727,6 +758,16 @@ def _after(tok: Tok) -> Span:
 
 # -- two statements on one line ----------------------------------------------------------------
 
+#: the text operators of other languages, which read as names in `.flow` (the checker's
+#: `unknown-name` and the syntax error of a name after a value give the same hint)
+OPERATOR_HINTS = {
+    name: "`.flow` has no `"
+    + name
+    + '` operator: `needle in text` tests for a substring, `@pattern("…")` constrains a'
+    " type, and the `grep` tool searches files"
+    for name in ("matches", "like", "contains")
+}
+
 #: the keyword that starts a statement or an expression of each kind, for "found `…`"
 _LEADING_WORDS: dict[type, str] = {
     ast.LetStmt: "let",
@@ -832,10 +873,21 @@ def _misplaced_clause(word: str, before: ast.Expr | None) -> str | None:
     return None
 
 
+def _misspelt_keyword(e: ast.Expr | None) -> bool:
+    """Whether ``e`` is a name that is a misspelt keyword (``retrun 1``, ``paralel map …``): the
+    checker's `unknown-name` says "did you mean `return`?" at it, which says more than an error
+    at what follows."""
+    return (
+        isinstance(e, ast.Name)
+        and e.name not in KEYWORDS
+        and diag.did_you_mean(e.name, list(KEYWORDS)) is not None
+    )
+
+
 def statements_on_one_line(item: ast.Item) -> SynErr | None:
     """The error for the first expression statement of ``item`` that starts on the line where
-    the statement before it ends (docs/spec/LANGUAGE.md §1: an expression statement starts a
-    line), or None: "expected the end of the statement, found …", at the first token of the
+    the statement before it ends (an expression statement starts a line: docs/reference/
+    statements.md "Expression statements", docs/decisions.md), or None: "expected the end of the statement, found …", at the first token of the
     statement, with a hint for a clause written in the wrong place (``f(…) timeout 1s``,
     ``map … { … } tolerate 1``) or for two values side by side."""
     first: tuple[ast.Stmt, ast.Stmt] | None = None
@@ -845,7 +897,11 @@ def statements_on_one_line(item: ast.Item) -> SynErr | None:
         stmts = node.stmts
         for k in range(1, len(stmts)):
             prev, stmt = stmts[k - 1], stmts[k]
-            if isinstance(stmt, ast.ExprStmt) and prev.span.end_line == stmt.span.line:
+            if (
+                isinstance(stmt, ast.ExprStmt)
+                and prev.span.end_line == stmt.span.line
+                and not _misspelt_keyword(_trailing(prev))
+            ):
                 if first is None or stmt.span.start < first[1].span.start:
                     first = (prev, stmt)
                 break
@@ -853,7 +909,9 @@ def statements_on_one_line(item: ast.Item) -> SynErr | None:
         return None
     prev, stmt = first
     words, span, name = _leading(stmt)
-    hint = _misplaced_clause(name, _trailing(prev)) if name is not None else None
+    hint = None
+    if name is not None:
+        hint = _misplaced_clause(name, _trailing(prev)) or OPERATOR_HINTS.get(name)
     if hint is None:
         hint = (
             "a line holds one statement: start a new line for the next one, or join the "
