@@ -23,7 +23,7 @@ def test_a_foreign_text_operator_hints_at_in_pattern_and_grep(word):
 
 
 def test_a_foreign_text_operator_alone_is_an_unknown_name_with_the_same_hint():
-    src = 'input { s: text }\nstage a -> bool {\n  let _x = matches\n  true\n}\n'
+    src = "input { s: text }\nstage a -> bool {\n  let _x = matches\n  true\n}\n"
     (named,) = check_source(src, "a.flow").diagnostics
     assert named.code == "unknown-name" and named.message == "unknown name `matches`"
     assert "no `matches` operator" in named.hint
