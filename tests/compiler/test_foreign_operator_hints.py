@@ -1,5 +1,6 @@
 """`s matches "x"`, `s like "x"`, `s contains "x"`: an operator of another language reads as a
-name to the checker, whose `unknown-name` says what `.flow` has instead."""
+name after a value on its line — a `syntax-error` (an expression statement starts a line) — and
+alone as a name to the checker; both say what `.flow` has instead."""
 
 from __future__ import annotations
 
@@ -11,12 +12,21 @@ from agentflow.compiler.api import check_source
 @pytest.mark.parametrize("word", ["matches", "like", "contains"])
 def test_a_foreign_text_operator_hints_at_in_pattern_and_grep(word):
     src = f'input {{ s: text }}\nstage a -> bool {{\n  input.s {word} "x"\n}}\n'
-    diags = check_source(src, "a.flow").diagnostics
-    (named,) = [d for d in diags if d.code == "unknown-name"]
-    assert named.message == f"unknown name `{word}`"
-    assert (named.span.line, named.span.column) == (3, 11)
+    (named,) = check_source(src, "a.flow").diagnostics
+    assert named.code == "syntax-error"
+    assert named.message == (
+        f"expected the end of the statement (a line break), found the name `{word}`"
+    )
+    assert (named.span.line, named.span.column, named.span.end_column) == (3, 11, 11 + len(word))
     assert f"no `{word}` operator" in named.hint
     assert "`needle in text`" in named.hint and "`grep`" in named.hint
+
+
+def test_a_foreign_text_operator_alone_is_an_unknown_name_with_the_same_hint():
+    src = "input { s: text }\nstage a -> bool {\n  let _x = matches\n  true\n}\n"
+    (named,) = check_source(src, "a.flow").diagnostics
+    assert named.code == "unknown-name" and named.message == "unknown name `matches`"
+    assert "no `matches` operator" in named.hint
 
 
 def test_a_declared_name_close_to_matches_keeps_its_did_you_mean():

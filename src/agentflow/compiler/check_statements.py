@@ -38,6 +38,7 @@ from agentflow.core.vocabulary import (
     STATEMENT_WORDS,
 )
 from agentflow.grammar import ast
+from agentflow.grammar.syntax_errors import OPERATOR_HINTS
 
 #: keywords that start a statement or an expression (the hint of a misspelt one read as a name)
 _EXPRESSION_KEYWORDS = [
@@ -53,13 +54,6 @@ _MAX_TRIALS = 3
 
 #: operators of other languages written between two values (``s matches "x"``): a name to
 #: the checker, which then says what `.flow` has instead
-_OPERATOR_HINTS = {
-    name: "`.flow` has no `"
-    + name
-    + '` operator: `needle in text` tests for a substring, `@pattern("…")` constrains a'
-    " type, and the `grep` tool searches files"
-    for name in ("matches", "like", "contains")
-}
 
 
 class StatementChecks(CheckerShared):
@@ -164,8 +158,43 @@ class StatementChecks(CheckerShared):
                     reachable = False
                 else:
                     self.discarded = s.expr  # a `try` statement: its value is not used
-                    self.expr(s.expr, None)
+                    dt = self.expr(s.expr, None)
+                    # on the line of the statement before: after a misspelt keyword
+                    # (`paralel map …`), whose `unknown-name` is the one mistake
+                    joined = i > 0 and stmts[i - 1].span.end_line == s.span.line
+                    if reachable and not joined and not isinstance(dt, ErrorType):
+                        self.check_used(s.expr)
         return reachable
+
+    def check_used(self, e: ast.Expr) -> None:
+        """``unused-value`` for an expression statement whose value is thrown away (not the
+        body's last) when nothing in it has an effect: no tool call, agent, ``ask``,
+        ``verify``, judge, ``fail`` or ``require`` (docs/reference/statements.md)."""
+        for n in ast.walk(e):
+            if (
+                isinstance(
+                    n,
+                    ast.AgentExpr | ast.AskExpr | ast.VerifyExpr | ast.FailStmt | ast.RequireStmt,
+                )
+                or (isinstance(n, ast.Call) and id(n) in self.tool_calls)
+                or (isinstance(n, ast.FilterExpr) and n.judge is not None)
+            ):
+                return
+        hint = (
+            "bind it with `let` (`let _name = …` if it is never read), `return` it, or remove "
+            "it; only a body's last expression is its value"
+        )
+        if isinstance(e, ast.Unary):
+            hint = (
+                f"a line that starts with `{e.op}` begins a new statement: to continue the "
+                f"expression above, end its line with the operator; else {hint}"
+            )
+        self.report(
+            D.UNUSED_VALUE,
+            "the value of this expression is not used, and it has no effect",
+            e.span,
+            hint=hint,
+        )
 
     def if_stmt(self, s: ast.IfStmt, frame: Frame) -> bool:
         """Check an ``if``; True when control may continue after it."""
@@ -249,7 +278,7 @@ class StatementChecks(CheckerShared):
                 if meant in scope:
                     scope[meant].used = True
                     break
-        hint = hint or _OPERATOR_HINTS.get(e.name) or self._loop_index_hint(e.name)
+        hint = hint or OPERATOR_HINTS.get(e.name) or self._loop_index_hint(e.name)
         if not hint and e.name in CALL_CLAUSES:  # a tool call's clause put on a line of its own
             hint = (
                 f"a tool call's `{e.name}` goes right after the call, on the line where it ends: "

@@ -309,6 +309,8 @@ def _check_items(
     names = test_scope_names(checker)
     scope = {name: _var(checker, name, t, test.span) for name, t in names.items()}
     for exp in test.expects:
+        if exp.cond is not None and _expects_failure_by_name(checker, exp.cond):
+            continue
         if exp.cond is not None:
             checker.scopes.append(dict(scope))
             try:
@@ -317,6 +319,40 @@ def _check_items(
                 checker.scopes.pop()
         elif exp.fail_code is not None:
             _code(checker, exp.fail_code, exp.code_span)
+
+
+#: names written for a failed run's error in other test frameworks (`failure.code`, `error`)
+_FAILURE_NAMES = frozenset({"failure", "error", "err", "exception", "failed", "fail"})
+
+
+def _expects_failure_by_name(checker: CheckerShared, cond: ast.Expr) -> bool:
+    """``expect failure.code == "loop_exhausted"``: a failed run is expected with
+    ``expect fail "code"`` (docs/reference/testing.md); reported as `unknown-name` with that
+    hint, True.  False when ``cond`` reads no such unknown name."""
+    for node in ast.walk(cond):
+        if (
+            isinstance(node, ast.Name)
+            and node.name in _FAILURE_NAMES
+            and checker.lookup(node.name) is None
+            and node.name not in checker.all_stages
+        ):
+            code = next(
+                (
+                    n.text
+                    for n in ast.walk(cond)
+                    if isinstance(n, ast.StringLit) and n.is_plain and n.text in ERROR_CODES
+                ),
+                "code",
+            )
+            checker.report(
+                D.UNKNOWN_NAME,
+                f"unknown name `{node.name}`",
+                node.span,
+                hint=f'a test expects a failed run with `expect fail "{code}"` (the run\'s error '
+                "code); `output` is the value of a run that succeeded",
+            )
+            return True
+    return False
 
 
 def _unknown_target(
@@ -621,6 +657,34 @@ _STEP_EXPRS = (
 )
 
 
+def _asks_hint(asks: list[str]) -> str:
+    """How the asks of a flow are named by ``stub ask`` (``asks``: the ``let`` names and stage
+    names that name one)."""
+    return (
+        f'`stub ask` names a `let` whose value is the `ask` (`let answer = ask "…"`) or a '
+        f"stage whose asks it answers; this flow's: {', '.join(f'`{a}`' for a in asks)} "
+        f"(`stub ask {asks[0]} returns …`)"
+    )
+
+
+def _nested_ask_hint(checker: CheckerShared, name: str) -> str | None:
+    """The hint for ``stub ask NAME`` where ``let NAME = …`` holds an ``ask`` inside a larger
+    expression (``let ok = if c then true else ask "…"``): the ``let`` is not the ask's name."""
+    for step in named_steps(checker.stage_order, checker.types):
+        if step.name != name:
+            continue
+        if not any(isinstance(n, ast.AskExpr) for n in ast.walk(step.value)):
+            continue
+        return (
+            f"`{name}` is the `let` the `ask` sits in, not the ask's own name: `stub ask` names "
+            f"a `let` whose whole value is the ask, or a stage — write `stub ask {step.stage} "
+            f"returns …` (every ask of stage `{step.stage}`), or bind the ask to a `let` of its "
+            f'own (`let answer = ask "…"`, then `let {name} = if … then … else answer`) and '
+            "write `stub ask answer returns …`"
+        )
+    return None
+
+
 def _check_named_stub(checker: CheckerShared, stub: ast.TestStub, case: str | None) -> None:
     """``stub ask NAME`` and ``stub step NAME``: the target exists, each value fits its type."""
     name = stub.target.name
@@ -643,8 +707,9 @@ def _check_named_stub(checker: CheckerShared, stub: ast.TestStub, case: str | No
                 checker,
                 f"no `ask` of this flow is bound to `{name}` or inside a stage `{name}`",
                 stub.target.span,
-                hint=did_you_mean(name, asks)
-                or (f"asks: {', '.join(asks)}" if asks else "this flow asks nothing"),
+                hint=_nested_ask_hint(checker, name)
+                or did_you_mean(name, asks)
+                or (_asks_hint(asks) if asks else "this flow asks nothing"),
             )
             return
     else:

@@ -129,6 +129,11 @@ CLAUSE_WITHOUT_TOOL_CALL = _register(
     "error",
     "a `timeout` or `retry` clause after something that is not a tool call",
 )
+UNUSED_VALUE = _register(
+    "unused-value",
+    "error",
+    "an expression statement whose value is thrown away and which has no effect",
+)
 
 # Plan files (docs/spec/PLAN_IR.md §1–6): what `flowc plan validate`, the loader and tool
 # resolution report.

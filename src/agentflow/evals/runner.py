@@ -289,20 +289,21 @@ def prepare(
     if eval_name is not None:
         blocks = [b for b in blocks if b.node.name == eval_name]
     if len(blocks) != 1:
-        names = ", ".join(f'"{b.node.name}"' for b in result.evals) or "none"
-        why = (
-            f'no eval block is named "{eval_name}"'
-            if eval_name is not None
-            else "the flow has no eval block"
-            if not result.evals
-            else "the flow has several eval blocks: choose one with --eval NAME"
-        )
+        names = ", ".join(f'"{b.node.name}"' for b in result.evals)
+        if not result.evals:
+            why = "this flow has no eval block"
+        elif eval_name is not None:
+            why = f'no eval block is named "{eval_name}" (its eval blocks: {names})'
+        else:
+            why = f"the flow has several eval blocks: choose one with --eval NAME ({names})"
         out.diagnostics.append(
             _diag(
                 D.INVALID_VALUE,
-                f"{why} (its eval blocks: {names})",
+                why,
                 Span(file, 1, 1, 1, 1),
-                hint='add `eval "quality" { score exact = output == expected }`'
+                hint="add an eval block to the flow, e.g. "
+                '`eval "quality" { dataset "cases.jsonl"  score exact = output == expected }` '
+                "(each on its own line; docs/reference/evals.md)"
                 if not result.evals
                 else None,
             )

@@ -12,7 +12,7 @@ needed, too long expressions) are raised here as :class:`~agentflow.grammar.scan
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from agentflow.core.functions import FUNCTIONS
 from agentflow.core.spans import Span
@@ -20,6 +20,7 @@ from agentflow.core.vocabulary import BUDGET_LIMITS, MAX_OPERATORS, MAX_PREFIX
 from agentflow.core.vocabulary import duration_ms as _duration_ms
 from agentflow.grammar import ast
 from agentflow.grammar.scanner import SynErr, Tok
+from agentflow.grammar.syntax_errors import statements_on_one_line
 
 __all__ = ["Builder"]
 
@@ -217,6 +218,20 @@ def _comma(c: _Kids) -> _Acc:
     return out
 
 
+_I = TypeVar("_I", bound=ast.Item)
+
+
+def _lined(item: _I) -> _I:
+    """``item``, once it has parsed, unless an expression statement in it starts on the line of
+    the statement before it (docs/spec/LANGUAGE.md §1): then that syntax error.  Raised at the
+    item's reduction, so an error later in the item (with its own hint) is the one reported,
+    and the items before it stay on the value stack for recovery."""
+    err = statements_on_one_line(item)
+    if err is not None:
+        raise err
+    return item
+
+
 class Builder:
     """Lark transformer callbacks; each receives the children of one reduction."""
 
@@ -319,16 +334,18 @@ class Builder:
 
     def stage_decl(self, c: _Kids) -> ast.StageDecl:
         returns = c[3] if len(c) == 5 else None
-        return ast.StageDecl(
-            _cover(c[0], c[-1]), ast.Ident(c[1].span, c[1].value), returns, c[-1], doc=c[0].doc
+        return _lined(
+            ast.StageDecl(
+                _cover(c[0], c[-1]), ast.Ident(c[1].span, c[1].value), returns, c[-1], doc=c[0].doc
+            )
         )
 
     def test_decl(self, c: _Kids) -> ast.TestDecl:
         name = _string_value(c[1], "a test name")
         if len(c) == 5:
-            return ast.TestDecl(_cover(c[0], c[-1]), name, c[1].span, c[3])
+            return _lined(ast.TestDecl(_cover(c[0], c[-1]), name, c[1].span, c[3]))
         case = ast.Ident(c[5].span, c[5].value)
-        return ast.TestDecl(_cover(c[0], c[-1]), name, c[1].span, c[7], c[3], case)
+        return _lined(ast.TestDecl(_cover(c[0], c[-1]), name, c[1].span, c[7], c[3], case))
 
     def test_items(self, c: _Kids) -> _TestItems:
         if not c:
@@ -438,7 +455,7 @@ class Builder:
 
     def eval_decl(self, c: _Kids) -> ast.EvalDecl:
         name = _string_value(c[1], "an eval name")
-        return ast.EvalDecl(_cover(c[0], c[-1]), name, c[1].span, c[3])
+        return _lined(ast.EvalDecl(_cover(c[0], c[-1]), name, c[1].span, c[3]))
 
     def eval_items(self, c: _Kids) -> _EvalItems:
         if not c:

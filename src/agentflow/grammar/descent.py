@@ -739,7 +739,10 @@ class Descent(ExprDescent):
         stmts: list[ast.Stmt] = []
         push = stmts.append
         while K[self.p] != "RBRACE":
-            push(self.stmt())
+            s = self.stmt()
+            if stmts and isinstance(s, ast.ExprStmt) and stmts[-1].span.end_line == s.span.line:
+                bail()  # an expression after a statement on its line: the LALR path reports it
+            push(s)
         c = self.p
         self.p = c + 1
         return ast.Block(self.tt(o, c), stmts)

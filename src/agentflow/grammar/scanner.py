@@ -239,6 +239,15 @@ def _opener_words(text: str, i: int, bracket: str) -> str:
     return f"the `{bracket}`"
 
 
+#: the operators of other languages that are no token of `.flow`, and what `.flow` writes
+#: (docs/reference/expressions.md "Coming from another language")
+_FOREIGN_CHARACTERS = {
+    "&": "`.flow` writes `a and b` for `a && b`",
+    "!": "`.flow` writes `not a` for `!a` (`!=` is the one operator with `!`)",
+    "~": "`.flow` writes `not a` for a negation; a regular expression is `matches(s, re)`",
+}
+
+
 class SynErr(Exception):
     """Internal syntax error: message, primary span, and where recovery may start scanning
     (``resume``: text index, ``depth``: bracket depth there), when known.  ``unclosed`` is
@@ -419,14 +428,16 @@ class Scanner:
                     continue
                 ch = text[i]
                 shown = repr(ch)[1:-1] if not ch.isprintable() else ch
+                width = 2 if text.startswith(ch * 2, i) and ch in "&" else 1
                 raise self.error(
                     f"unexpected character `{shown}`",
                     i,
-                    i + 1,
+                    i + width,
                     line,
                     ls,
-                    resume=i + 1,
+                    resume=i + width,
                     depth=len(stack),
+                    hint=_FOREIGN_CHARACTERS.get(ch),
                 )
             g = m.lastindex or 0  # never None: some group, `eof` at least, matched
             kind = _KIND[g]

@@ -14,12 +14,24 @@ from typing import Any
 
 from agentflow.core import diagnostics as diag
 from agentflow.core.spans import Span
-from agentflow.core.vocabulary import AGENT_CLAUSES, ERROR_CODES, OUTCOME_TYPE, STATEMENT_WORDS
+from agentflow.core.vocabulary import (
+    AGENT_CLAUSES,
+    CALL_CLAUSES,
+    ERROR_CODES,
+    OUTCOME_TYPE,
+    STATEMENT_WORDS,
+)
 from agentflow.core.vocabulary import KEYWORD_TERMINALS as KEYWORDS
 from agentflow.grammar import ast
 from agentflow.grammar.scanner import CLOSERS, OPENERS, OPS, TOP_LEVEL, Scanner, SynErr, Tok
 
-__all__ = ["describe", "locate_unclosed", "unexpected"]
+__all__ = [
+    "OPERATOR_HINTS",
+    "describe",
+    "locate_unclosed",
+    "statements_on_one_line",
+    "unexpected",
+]
 
 _EXPR_START = frozenset(
     "NAME NUMBER DURATION STRING LPAR LPAR_NL LSQB LSQB_NL LBRACE MINUS MINUS_NL NOT NOT_NL "
@@ -192,6 +204,15 @@ def _syntax_hint(
             "an `if … then` expression needs its `else`: `if c then a else b`; to run "
             "statements only when `c` holds, write an `if c { … }` statement"
         )
+    if typ == "PIPE" and "PIPE" not in expected:
+        # `a || b` from C, Java, JavaScript (`|` is only the union of types)
+        return "`.flow` writes `a or b` for `a || b` (`|` joins the members of a union type)"
+    if typ == "ELSE" and "THEN" in expected:
+        # `x if c else y` from Python: the `if` began a new statement
+        return (
+            "a conditional expression is written `if c then x else y` "
+            "(Python's `x if c else y` is not `.flow`)"
+        )
     if typ == "QMARK" and "QMARK" not in expected:
         # `c ? a : b` from C, Java, JavaScript
         return "there is no `c ? a : b` in `.flow`: write `if c then a else b`"
@@ -217,6 +238,12 @@ def _syntax_hint(
         )
     if typ == "EQUALS" and "EQ" in expected:
         return "did you mean `==`?"
+    if tok.value == "if" and _python_conditional(tok, sc):
+        # `[x if c else y]`: the `if` after a whole operand
+        return (
+            "a conditional expression is written `if c then x else y` "
+            "(Python's `x if c else y` is not `.flow`)"
+        )
     if tok.value == "if" and "NAME" in expected:
         # `1 + if c then a else b`: the conditional takes the lowest precedence
         return "a conditional inside an expression needs parentheses: `(if c then a else b)`"
@@ -300,6 +327,16 @@ def _syntax_hint(
 _TYPE_TEXT = re.compile(r"[^\s,(){}=/]+")
 #: tokens that can start a type
 _TYPE_START = frozenset({"NAME", "MAP", "STRING", "NUMBER", "TRUE", "FALSE", "NULL", "LBRACE"})
+
+
+def _python_conditional(tok: Any, sc: Scanner) -> bool:
+    """Whether the line after ``if`` reads as Python's ``x if c else y`` (an ``else`` and no
+    ``then``)."""
+    start = tok.end - sc.ob
+    stop = sc.text.find("\n", start)
+    rest = sc.text[start : stop if stop >= 0 else len(sc.text)]
+    words = re.findall(r"[A-Za-z_]\w*", rest)
+    return "else" in words and "then" not in words
 
 
 def _missing_colon_hint(tok: Any, values: list[Any] | None, sc: Scanner) -> str | None:
@@ -722,4 +759,168 @@ def _after(tok: Tok) -> Span:
     """The empty span just after ``tok``."""
     return Span(
         tok.file, tok.end_line, tok.end_column, tok.end_line, tok.end_column, tok.end, tok.end
+    )
+
+
+# -- two statements on one line ----------------------------------------------------------------
+
+#: the text operators of other languages, which read as names in `.flow` (the checker's
+#: `unknown-name` and the syntax error of a name after a value give the same hint)
+OPERATOR_HINTS = {
+    name: "`.flow` has no `"
+    + name
+    + '` operator: `needle in text` tests for a substring, `@pattern("…")` constrains a'
+    " type, and the `grep` tool searches files"
+    for name in ("matches", "like", "contains")
+}
+
+#: the keyword that starts a statement or an expression of each kind, for "found `…`"
+_LEADING_WORDS: dict[type, str] = {
+    ast.LetStmt: "let",
+    ast.ReturnStmt: "return",
+    ast.FailStmt: "fail",
+    ast.RequireStmt: "require",
+    ast.IfStmt: "if",
+    ast.CondExpr: "if",
+    ast.AgentExpr: "agent",
+    ast.FilterExpr: "filter",
+    ast.LoopExpr: "loop",
+    ast.ReduceExpr: "reduce",
+    ast.AskExpr: "ask",
+    ast.VerifyExpr: "verify",
+    ast.TryExpr: "try",
+    ast.ListLit: "[",
+    ast.ObjectLit: "{",
+}
+
+
+def _word_span(span: Span, word: str) -> Span:
+    """The span of ``word`` written at the start of ``span``."""
+    n = len(word)
+    return Span(
+        span.file, span.line, span.column, span.line, span.column + n, span.start, span.start + n
+    )
+
+
+def _leading(node: Any) -> tuple[str, Span, str | None]:
+    """What a statement starts with, in words for "found …": ``(words, its span, the name
+    when it is a name)``."""
+    while True:
+        if isinstance(node, ast.ExprStmt):
+            node = node.expr
+        elif isinstance(node, ast.Binary | ast.RangeExpr):
+            node = node.left if isinstance(node, ast.Binary) else node.low
+        elif isinstance(node, ast.Member | ast.Index):
+            node = node.obj
+        elif isinstance(node, ast.Projection):
+            node = node.base
+        elif isinstance(node, ast.Call):
+            node = node.callee
+        elif isinstance(node, ast.CatchExpr):
+            node = node.guarded
+        else:
+            break
+    if isinstance(node, ast.Name):
+        return f"the name `{node.name}`", node.span, node.name
+    if isinstance(node, ast.FuncCall):
+        return f"the name `{node.name}`", node.name_span, node.name
+    if isinstance(node, ast.NumberLit):
+        return f"the number `{node.value}`", node.span, None
+    if isinstance(node, ast.DurationLit):
+        return f"the duration `{node.text}`", node.span, None
+    if isinstance(node, ast.StringLit):
+        return "a string", node.span, None
+    if isinstance(node, ast.BoolLit | ast.NullLit):
+        word = "null" if isinstance(node, ast.NullLit) else str(node.value).lower()
+        return f"`{word}`", node.span, None
+    if isinstance(node, ast.MapExpr):
+        word = "parallel" if node.parallel else "map"
+    elif isinstance(node, ast.Unary):
+        word = "not" if node.op == "not" else "-"
+    else:
+        word = next((w for t, w in _LEADING_WORDS.items() if isinstance(node, t)), "")
+    if not word:
+        return "another statement", node.span, None
+    return f"`{word}`", _word_span(node.span, word), None
+
+
+def _trailing(stmt: ast.Stmt) -> ast.Expr | None:
+    """The expression a statement ends with (what a clause written after it was meant for)."""
+    if isinstance(stmt, ast.LetStmt | ast.ReturnStmt):
+        e: ast.Expr | None = stmt.value
+    elif isinstance(stmt, ast.ExprStmt):
+        e = stmt.expr
+    else:
+        return None
+    while isinstance(e, ast.Binary):
+        e = e.right
+    return e
+
+
+def _misplaced_clause(word: str, before: ast.Expr | None) -> str | None:
+    """The hint for a clause (``tolerate``, ``limit``, ``timeout``, ``retry``) written after the
+    expression ``before`` instead of where it goes."""
+    if isinstance(before, ast.MapExpr) and word in ("tolerate", "limit"):
+        head = "parallel map" if before.parallel else "map"
+        example = "tolerate 1" if word == "tolerate" else "limit 4"
+        return f"`{word}` goes before the body: `{head} xs as x {example} {{ … }}`"
+    if isinstance(before, ast.AgentExpr) and word in AGENT_CLAUSES:
+        return f"`{word}` is a clause of the agent block: write it inside its braces, `agent(…) {{ … {word} … }}`"
+    if word in ("timeout", "retry"):
+        return (
+            f"`{word}` is a clause of a tool call, right after it on the line where it ends "
+            f"(`let x = tool(arg: v) {CALL_CLAUSES[word]}`), or of an `agent` block, inside "
+            "its braces"
+        )
+    if word == "tolerate":
+        return "`tolerate` is an option of `map`, before its body: `map xs as x tolerate 1 { … }`"
+    return None
+
+
+def _misspelt_keyword(e: ast.Expr | None) -> bool:
+    """Whether ``e`` is a name that is a misspelt keyword (``retrun 1``, ``paralel map …``): the
+    checker's `unknown-name` says "did you mean `return`?" at it, which says more than an error
+    at what follows."""
+    return (
+        isinstance(e, ast.Name)
+        and e.name not in KEYWORDS
+        and diag.did_you_mean(e.name, list(KEYWORDS)) is not None
+    )
+
+
+def statements_on_one_line(item: ast.Item) -> SynErr | None:
+    """The error for the first expression statement of ``item`` that starts on the line where
+    the statement before it ends (an expression statement starts a line: docs/reference/
+    statements.md "Expression statements", docs/decisions.md), or None: "expected the end of the statement, found …", at the first token of the
+    statement, with a hint for a clause written in the wrong place (``f(…) timeout 1s``,
+    ``map … { … } tolerate 1``) or for two values side by side."""
+    first: tuple[ast.Stmt, ast.Stmt] | None = None
+    for node in ast.walk(item):
+        if not isinstance(node, ast.Block):
+            continue
+        stmts = node.stmts
+        for k in range(1, len(stmts)):
+            prev, stmt = stmts[k - 1], stmts[k]
+            if (
+                isinstance(stmt, ast.ExprStmt)
+                and prev.span.end_line == stmt.span.line
+                and not _misspelt_keyword(_trailing(prev))
+            ):
+                if first is None or stmt.span.start < first[1].span.start:
+                    first = (prev, stmt)
+                break
+    if first is None:
+        return None
+    prev, stmt = first
+    words, span, name = _leading(stmt)
+    hint = None
+    if name is not None:
+        hint = _misplaced_clause(name, _trailing(prev)) or OPERATOR_HINTS.get(name)
+    if hint is None:
+        hint = (
+            "a line holds one statement: start a new line for the next one, or join the "
+            "values with an operator (`a + b`, `a and b`)"
+        )
+    return SynErr(
+        f"expected the end of the statement (a line break), found {words}", span, hint=hint
     )

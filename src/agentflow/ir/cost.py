@@ -121,8 +121,34 @@ def format_poly(poly: dict[Monomial, int]) -> str:
     parts = []
     for mono, coef in terms:
         factors = ([str(coef)] if coef != 1 or not mono else []) + list(mono)
-        parts.append(" × ".join(factors))
+        product = len(factors) > 1
+        parts.append(" × ".join(_operand(f, product) for f in factors))
     return " + ".join(parts)
+
+
+#: operators that bind tighter than `+` between the terms of a formula: a symbol written with
+#: one of them needs no brackets as a term (and with `*`, `/`, `%`, none as a factor either)
+_PRODUCT_OPS = frozenset({"*", "/", "%"})
+_SUM_OPS = _PRODUCT_OPS | {"+", "-"}
+
+
+def _operand(symbol_text: str, product: bool) -> str:
+    """A symbol of a formula (an expression of the program, ``input.rounds ?? 3``) as an
+    operand of ``×`` (``product``) or ``+``: in brackets when its own operator binds less
+    tightly than that one (``8 × (input.rounds ?? 3) + 8``)."""
+    if not symbol_text or symbol_text.isdigit():
+        return symbol_text
+    try:
+        node = parse_expression(symbol_text)
+    except (SourceError, RecursionError):
+        return symbol_text  # a place (`up_to(…)`), not an expression
+    if isinstance(node, ast.Binary):
+        loose = node.op not in (_PRODUCT_OPS if product else _SUM_OPS)
+    else:
+        loose = isinstance(node, ast.CondExpr | ast.RangeExpr) or (
+            isinstance(node, ast.Unary) and node.op == "not"
+        )
+    return f"({symbol_text})" if loose else symbol_text
 
 
 _TEMPLATE = re.compile(r"^\{\{\s*(.*?)\s*\}\}$", re.S)

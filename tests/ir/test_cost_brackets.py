@@ -1,0 +1,37 @@
+"""`flowc cost` formulas bracket a symbol (an expression of the program) whose own operator binds
+less tightly than the `×` or `+` around it (docs/reference/cli.md "flowc cost")."""
+
+from __future__ import annotations
+
+from agentflow.api import compile_source, plan_from_data, worst_case_cost
+from agentflow.ir.cost import format_poly
+
+LOOP = """use agent "writer" as w
+input { max_rounds: int?, topic: text }
+stage draft -> text {
+  loop up to input.max_rounds ?? 3 as r, s = "" {
+    agent(w) { task "improve ${s} on ${input.topic}" expect text }
+  } until len(s) > 100 else s
+}
+stage more -> text {
+  agent(w) { task "more" expect text }
+}
+"""
+
+
+def test_a_loop_bound_with_a_default_is_bracketed_in_every_formula():
+    plan = plan_from_data(compile_source(LOOP, "loop.flow").plan, "loop.flow")
+    cost = worst_case_cost(plan)
+    assert cost["roles"]["chat"] == "8 × (input.max_rounds ?? 3) + 8"
+    assert cost["total"] == "16 × (input.max_rounds ?? 3) + 16"
+    (loop,) = cost["loops"]
+    assert "up to (input.max_rounds ?? 3) rounds × 16 per round" in loop
+
+
+def test_operands_are_bracketed_only_where_their_operator_binds_less_tightly():
+    assert format_poly({("input.a + input.b",): 2}) == "2 × (input.a + input.b)"
+    assert format_poly({("input.a + input.b",): 1, (): 3}) == "input.a + input.b + 3"
+    assert format_poly({("input.a * 2",): 4}) == "4 × input.a * 2"
+    assert format_poly({("len(input.xs)",): 4, (): 1}) == "4 × len(input.xs) + 1"
+    assert format_poly({("input.n ?? 3",): 1}) == "(input.n ?? 3)"
+    assert format_poly({("if input.ok then 1 else 2",): 3}) == "3 × (if input.ok then 1 else 2)"
