@@ -162,8 +162,10 @@ def test_fmt_keeps_the_clauses_and_is_idempotent():
     )
 
 
-def test_a_clause_on_a_line_of_its_own_is_a_name_with_a_hint_to_move_it():
+def test_a_clause_on_a_line_of_its_own_is_a_syntax_error_with_a_hint_to_move_it():
+    # `timeout` starting a line is a name (a statement), and its `10s` a second statement on
+    # that line (an expression statement starts a line): the hint says where the clause goes
     source = _stage("  let a = user__fetch(url: input.url)\n    timeout 10s\n  return a")
     (d,) = check_source(source, "t.flow").diagnostics
-    assert d.code == "unknown-name" and source[d.span.start : d.span.end] == "timeout"
+    assert d.code == "syntax-error" and source[d.span.start : d.span.end] == "10s"
     assert d.hint is not None and "on the line where it ends" in d.hint

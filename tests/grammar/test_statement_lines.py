@@ -56,9 +56,9 @@ def test_a_timeout_after_a_tool_call_is_its_clause_not_a_second_statement():
             "`limit` goes before the body: `parallel map xs as x limit 4 { … }`",
         ),
         (
-            '  let r = agent(helper) { task "t" expect int } timeout 1m\n  return r',
-            "`timeout` is a clause of the agent block: write it inside its braces, "
-            "`agent(…) { … timeout … }`",
+            '  let r = agent(helper) { task "t" expect int } model "m"\n  return r',
+            "`model` is a clause of the agent block: write it inside its braces, "
+            "`agent(…) { … model … }`",
         ),
     ],
 )

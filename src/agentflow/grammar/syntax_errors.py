@@ -916,6 +916,14 @@ def statements_on_one_line(item: ast.Item) -> SynErr | None:
     hint = None
     if name is not None:
         hint = _misplaced_clause(name, _trailing(prev)) or OPERATOR_HINTS.get(name)
+    word = (
+        prev.expr.name if isinstance(prev, ast.ExprStmt) and isinstance(prev.expr, ast.Name) else ""
+    )
+    if hint is None and word in CALL_CLAUSES:  # `timeout 10s` on a line of its own
+        hint = (
+            f"a tool call's `{word}` goes right after the call, on the line where it ends: "
+            f"`let x = tool(arg: v) {CALL_CLAUSES[word]}`; an agent's, inside its block"
+        )
     if hint is None:
         hint = (
             "a line holds one statement: start a new line for the next one, or join the "
