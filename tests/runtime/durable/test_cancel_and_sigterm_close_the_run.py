@@ -117,6 +117,73 @@ def test_a_run_cancelled_mid_map_closes_its_trace_and_keeps_its_answered_calls(t
     assert json.loads(shown.stdout)["cost"]["inferences"] == len(answered), shown.stdout
 
 
+LATE_TOOLS = """\
+import os, time
+
+from agentflow import tool
+
+
+@tool
+def slow(n: int) -> int:
+    \"\"\"Say it started (a marker file), then wait for the test's go.\"\"\"
+    open(os.environ["MARK"], "w").close()
+    while not os.path.exists(os.environ["GO"]):
+        time.sleep(0.02)
+    return n + 1
+"""
+
+LATE_FLOW = """\
+flow late "a cancel during the last call"
+extern tool user__slow(n: int) -> int
+stage s -> int {
+  let a = user__slow(n: 1)
+  let b = a * 2
+  return b + 1
+}
+"""
+
+
+def test_a_cancel_that_lands_during_the_last_call_gives_one_account(tmp_path):
+    """`flowc cancel` lands while the run's last tool call runs and only pure steps remain:
+    the cancel wins — the run ends `cancelled` with no output in its console, its trace, its
+    `--json` result and its record (`runs show`) alike (it used to finish `ok` with its output
+    on the console and in the trace, and `cancelled` with that output in `--json`)."""
+    (tmp_path / "tools.py").write_text(LATE_TOOLS)
+    (tmp_path / "late.flow").write_text(LATE_FLOW)
+    (tmp_path / "flow.toml").write_text('[tools]\nmodules = ["tools.py"]\n')
+    mark, go = tmp_path / "started", tmp_path / "go"
+    env = {**os.environ, "MARK": str(mark), "GO": str(go), "NO_COLOR": "1"}
+    run = start_flowc(
+        tmp_path, "run", "late.flow", "--durable", "--run-id", "late", "--json",
+        "--trace", "t.jsonl", env=env,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not mark.exists():  # the last call runs
+        assert run.poll() is None, run.communicate()[1].decode()[-2000:]
+        assert time.monotonic() < deadline, "the tool never started"
+        time.sleep(0.02)
+    cancelled = subprocess.run(flowc("cancel", "late"), cwd=tmp_path, env=env, capture_output=True)
+    go.touch()
+    assert cancelled.returncode == 0, cancelled.stderr.decode()
+    out, err_bytes = run.communicate(timeout=120)
+    err = err_bytes.decode()
+    assert run.returncode == 1, err[-2000:]
+    assert "run cancelled in " in err and "run ok" not in err, err[-2000:]
+    assert "error[aborted]: the run was cancelled (flowc cancel)" in err, err[-2000:]
+    result = json.loads(out)
+    assert (result["status"], result["output"]) == ("cancelled", None), result
+    assert result["error"]["code"] == "aborted"
+    last = _events(tmp_path / "t.jsonl")[-1]
+    assert last["kind"] == "run_finished", last
+    assert (last["data"]["status"], last["data"]["output"]) == ("cancelled", None), last
+    shown = subprocess.run(
+        flowc("runs", "show", "late", "--json"), cwd=tmp_path, env=env, capture_output=True
+    )
+    info = json.loads(shown.stdout)
+    assert (info["status"], info["output"]) == ("cancelled", None), info
+    assert info["error"]["code"] == "aborted", info
+
+
 ASK_FLOW = """\
 flow askit "ask"
 stage s -> int {
@@ -168,6 +235,43 @@ def test_sigterm_to_flowc_resume_ends_the_run_aborted_as_it_ends_flowc_run(tmp_p
     listed = subprocess.run(flowc("runs", "--json"), cwd=tmp_path, capture_output=True)
     (info,) = json.loads(listed.stdout)
     assert (info["run_id"], info["status"]) == ("kq", "aborted")
+
+
+def test_sigterm_during_flowc_resumes_start_up_ends_the_run_aborted(tmp_path):
+    """A SIGTERM that reaches `flowc resume` while it starts up — it holds the run's lock, its
+    engine is open, it has not taken the run up yet — ends the run as a SIGTERM during the run
+    does: `interrupted by SIGTERM` (exit 143), the resume's trace closed with `run_finished`,
+    the run recorded `aborted` (it was left `stopped`: the start-up was cancelled).
+
+    The signal lands in the start-up, not in a race with it, through an internal hook of the
+    tests: with ``_AGENTFLOW_RESUME_STARTUP_PAUSE=FILE`` in its environment, `flowc resume`
+    creates FILE at that point and waits there until a signal has come
+    (runtime/durable/execution.py ``STARTUP_PAUSE_ENV``)."""
+    db = tmp_path / ".flowc" / "durable.sqlite"
+    (tmp_path / "ask.flow").write_text(ASK_FLOW)
+    first = start_flowc(tmp_path, "run", "ask.flow", "--durable", "--run-id", "sq")
+    wait_asked(db, "sq", first, "E0")
+    first.kill()  # its process dies: the run is `stopped`
+    first.communicate()
+
+    paused = tmp_path / "paused"
+    env = {**os.environ, "_AGENTFLOW_RESUME_STARTUP_PAUSE": str(paused)}
+    resumed = start_flowc(tmp_path, "resume", "sq", "--trace", "resume.jsonl", env=env)
+    deadline = time.monotonic() + 120
+    while not paused.exists():
+        assert resumed.poll() is None, resumed.communicate()[1].decode()[-2000:]
+        assert time.monotonic() < deadline, "flowc resume never reached its start-up pause"
+        time.sleep(0.02)
+    resumed.send_signal(signal.SIGTERM)
+    _, err_bytes = resumed.communicate(timeout=120)
+    err = err_bytes.decode()
+    assert resumed.returncode == 143, err[-2000:]
+    assert "interrupted by SIGTERM" in err and "Traceback" not in err, err[-2000:]
+    last = _events(tmp_path / "resume.jsonl")[-1]
+    assert last["kind"] == "run_finished" and last["data"]["status"] == "aborted", last
+    listed = subprocess.run(flowc("runs", "--json"), cwd=tmp_path, capture_output=True)
+    (info,) = json.loads(listed.stdout)
+    assert (info["run_id"], info["status"]) == ("sq", "aborted"), info
 
 
 def test_sigterm_to_flowc_redrive_ends_the_new_run_aborted_as_it_ends_flowc_run(tmp_path):

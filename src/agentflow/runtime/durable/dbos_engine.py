@@ -31,7 +31,7 @@ from agentflow.errors import Cancelled, InputError, RunError
 from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.config import load_config
 from agentflow.runtime.control import BATCH_CONCURRENCY
-from agentflow.runtime.durable.answers import UNANSWERED, claim, claims
+from agentflow.runtime.durable.answers import CANCEL, FINISHED, UNANSWERED, claim, claim_end, claims
 from agentflow.runtime.durable.dbos_launch import (
     ON_SHUTDOWN,
     REGISTRARS,
@@ -291,6 +291,11 @@ class DbosEngine:
         await self.flush()
         closed = await claim(self.workflow_id(), key, UNANSWERED)
         return closed.kind == UNANSWERED  # this wait's claim, also when replayed
+
+    async def claim_end(self) -> bool:
+        """The running root takes its run's end (answers.claim_end): False when ``flowc
+        cancel`` took it first."""
+        return await claim_end(self.workflow_id(), FINISHED) != CANCEL
 
     async def start_child(self, child_id: str, spec: dict[str, Any], queue: str | None) -> Any:
         """A child workflow ``child_id`` (``DBOS.start_workflow_async``, or enqueued on
