@@ -894,6 +894,9 @@ async def run_plan(
         cancelled = e
         status = "aborted"
         error = ErrorInfo(Code.ABORTED, "the run was cancelled")
+        with contextlib.suppress(Exception):
+            if ex.effects.cancel_requested():  # `flowc cancel` of a Temporal run
+                status, error = "cancelled", ErrorInfo(Code.ABORTED, Cancelled().message)
     if ending is not None and cancelled is None and status != "cancelled":
         if not await ending():  # a cancel that came late: it wins, everywhere alike
             status, output = "cancelled", None

@@ -676,6 +676,12 @@ class DurableEffects(Effects):
         name = self._name(f"{path}/event:{kind}")
         return f"{self.engine.workflow_id()}|{name}" + (f"!{error_code}" if error_code else "")
 
+    def cancel_requested(self) -> bool:
+        """True when the engine says the running unit's cancellation was requested (Temporal:
+        ``flowc cancel`` cancels the workflow's task); an engine without the question: False."""
+        asked = getattr(self.engine, "cancel_requested", None)
+        return bool(asked()) if asked is not None else False
+
     def replaying(self) -> bool:
         """True while the running unit replays recorded operations (or a recorded one-call
         unit: :class:`ItemEngine`)."""
