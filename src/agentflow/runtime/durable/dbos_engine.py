@@ -353,7 +353,11 @@ class DbosEngine:
         with contextlib.suppress(Exception, dbos.error.DBOSWorkflowCancelledError):
             await dbos.DBOS.cancel_workflow_async(child_id)
         task = _UNIT_TASKS.get(child_id)
-        if task is not None and task is not asyncio.current_task():
+        if (
+            task is not None
+            and task is not asyncio.current_task()
+            and task.get_loop() is asyncio.get_running_loop()  # (a recovered child: DBOS's loop)
+        ):
             await cancel_within(task)
 
     def replaying(self) -> bool:
