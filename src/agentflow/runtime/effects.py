@@ -151,6 +151,12 @@ class Effects:
         """The reading of :meth:`now` the run's deadline counts from (here: now)."""
         return self.now()
 
+    def cancel_requested(self) -> bool:
+        """True when the run was cancelled from outside by its engine (``flowc cancel`` of a
+        Temporal run arrives as the cancellation of its workflow's task): the run then ends
+        ``cancelled``, not ``aborted``; never here."""
+        return False
+
     def replaying(self) -> bool:
         """True while the engine re-runs work it has recorded (trace events are then left out,
         as they were written when the work first ran); never here."""

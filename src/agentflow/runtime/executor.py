@@ -31,7 +31,7 @@ import contextlib
 import json
 import re
 import time
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -302,7 +302,8 @@ class Executor:
         durable engine replays recorded work — except a durable run's finished events
         (``tool_finished``, ``model_call``, ``step_finished``), which carry their identity
         across processes (``durable_id``) and, met again in replayed work, go only to sinks that
-        write each identity once (a continued trace: docs/durable.md "Events").  An event below a
+        write each identity once (a continued trace: docs/durable.md "Events"), and the run's
+        ``run_finished``, which no process wrote before (the run ends once).  An event below a
         running step (a tool call, a model call, a warning …) carries that place's names
         (``stage``, ``item``, ``agent``, ``label``; runtime/where.py)."""
         if not self.bus.listens(kind):
@@ -316,7 +317,9 @@ class Executor:
             code = error.get("code") if isinstance(error, dict) else None
             data["durable_id"] = self.effects.event_id(kind, path, code)
             replayed = self.effects.replaying() or self.effects.replayed(path)
-        elif self.effects.replaying():
+        elif self.effects.replaying() and kind != "run_finished":
+            # (the run's end is never replayed work: a run stopped while its resumed root
+            # still replays — a signal in `flowc resume`'s start-up — ends here, its trace too)
             return None
         if path and kind not in _STEP_EVENTS:
             place = self.place_of(path)
@@ -804,6 +807,7 @@ async def run_plan(
     *,
     effects: Effects | None = None,
     prefix: str = "",
+    ending: Callable[[], Awaitable[bool]] | None = None,
     **options: Unpack[RunOptions],
 ) -> RunResult:
     """Run ``plan`` (a loaded :class:`agentflow.ir.models.Plan`) with ``input`` (default ``{}``).
@@ -816,7 +820,10 @@ async def run_plan(
     performed (default: directly; the durable engine passes its own,
     :mod:`agentflow.runtime.durable`).  ``prefix``: the step path the plan's steps are under
     (default: none; ``flowc ask`` runs each tool call at ``ask/agent.N``, so its effects and
-    events are named where the question made them).
+    events are named where the question made them).  ``ending``: a durable run's root, asked
+    once its end is known and before ``run_finished`` whether it may end so (False: a ``flowc
+    cancel`` took the run's end first, and the run ends ``cancelled`` with no output; not asked
+    when it ends ``cancelled`` already, or is cancelled from outside).
 
     Raises :class:`InputError` when ``input`` does not match ``plan.input_schema`` (before any
     step).  Every run-time failure comes back as ``RunResult(status="error", error=ErrorInfo(code,
@@ -887,6 +894,13 @@ async def run_plan(
         cancelled = e
         status = "aborted"
         error = ErrorInfo(Code.ABORTED, "the run was cancelled")
+        with contextlib.suppress(Exception):
+            if ex.effects.cancel_requested():  # `flowc cancel` of a Temporal run
+                status, error = "cancelled", ErrorInfo(Code.ABORTED, Cancelled().message)
+    if ending is not None and cancelled is None and status != "cancelled":
+        if not await ending():  # a cancel that came late: it wins, everywhere alike
+            status, output = "cancelled", None
+            error = ErrorInfo(Code.ABORTED, Cancelled().message)
     for token in reversed(budget_tokens):
         pop_budget(token)
     result = RunResult(

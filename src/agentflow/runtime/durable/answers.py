@@ -31,7 +31,11 @@ from agentflow.runtime.extract import NonJsonNumber, loads_value
 from agentflow.runtime.hooks import check_answer, spelled_bool
 
 __all__ = [
+    "CANCEL",
+    "END_KEY",
+    "FINISHED",
     "Claim",
+    "claim_end",
     "checked_answer",
     "claim",
     "claimed",
@@ -59,6 +63,14 @@ class Claim:
     kind: str
     value: Any = None
     at: float | None = None
+
+
+#: The key of the claim row that closes a run (its ``question``): taken by the run's root as it
+#: finishes (:data:`FINISHED`) or by ``flowc cancel`` (:data:`CANCEL`), whichever comes first
+#: (docs/durable.md "A cancel that comes late"); no question has this key.
+END_KEY = "@end"
+FINISHED = "finished"
+CANCEL = "cancel"
 
 
 def question_key(question: dict[str, Any]) -> str:
@@ -152,6 +164,38 @@ async def claim(workflow_id: str, key: str, message: Any, topic: str | None = No
 
     await dbos_module().DBOS._configure_asyncio_thread_pool()
     return await asyncio.to_thread(_claim, workflow_id, key, message, topic)
+
+
+def _claim_end(run_id: str, kind: str) -> str:
+    import sqlalchemy as sa
+
+    engine = system_database().engine
+    _ensure_table(engine)
+    with engine.begin() as conn:
+        taken = conn.execute(
+            sa.text(
+                f"INSERT INTO {TABLE} (workflow_id, question, kind, value, claimed_at) "
+                "VALUES (:w, :q, :k, NULL, :t) ON CONFLICT (workflow_id, question) DO NOTHING"
+            ),
+            {"w": run_id, "q": END_KEY, "k": kind, "t": time.time()},
+        ).rowcount
+        if taken == 1:
+            return kind
+        found = _read(conn, run_id, END_KEY)
+        assert found is not None, f"end claim of {run_id} conflicted but is not stored"
+        return found.kind
+
+
+async def claim_end(run_id: str, kind: str) -> str:
+    """Claim the end of run ``run_id`` for ``kind`` (:data:`FINISHED`: its root, as it ends;
+    :data:`CANCEL`: ``flowc cancel``) unless it is claimed already; returns the kind that holds
+    the claim — the first to come, atomically on SQLite and PostgreSQL alike, as a question's
+    claim.  So a cancel and the root's end are ordered once: the root that finds
+    :data:`CANCEL` ends ``cancelled`` (no output), and a cancel that finds :data:`FINISHED` is
+    refused (the run's outcome is being recorded), and every account of the run agrees."""
+
+    await dbos_module().DBOS._configure_asyncio_thread_pool()
+    return await asyncio.to_thread(_claim_end, run_id, kind)
 
 
 def _claim_rows(workflow_ids: list[str]) -> list[Any]:

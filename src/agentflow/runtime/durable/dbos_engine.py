@@ -31,7 +31,7 @@ from agentflow.errors import Cancelled, InputError, RunError
 from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.config import load_config
 from agentflow.runtime.control import BATCH_CONCURRENCY
-from agentflow.runtime.durable.answers import UNANSWERED, claim, claims
+from agentflow.runtime.durable.answers import CANCEL, FINISHED, UNANSWERED, claim, claim_end, claims
 from agentflow.runtime.durable.dbos_launch import (
     ON_SHUTDOWN,
     REGISTRARS,
@@ -71,7 +71,12 @@ from agentflow.runtime.durable.records import (
     unreadable_error,
 )
 from agentflow.runtime.durable.spec import context_from_spec, run_root, trace_of
-from agentflow.runtime.interrupt import StopRequest, stop_request, use_stop_request
+from agentflow.runtime.interrupt import (
+    StopRequest,
+    cancel_within,
+    stop_request,
+    use_stop_request,
+)
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan
@@ -123,6 +128,9 @@ _STARTING: dict[str, dict[str, Any]] = {}
 _BUILDING: dict[str, asyncio.Future[Runtime]] = {}
 #: Sinks of this process for runs it did not start (a worker's ``--trace``, a resume's trace).
 _PROCESS_SINKS: list[Sink] = []
+#: unit id → the task its workflow body runs in, in this process, while it runs: what
+#: :meth:`DbosEngine.cancel_child` cancels (DBOS hands the parent only a shield of it)
+_UNIT_TASKS: dict[str, asyncio.Task[Any]] = {}
 
 
 def _retrieved(task: asyncio.Future[Any]) -> None:
@@ -289,6 +297,11 @@ class DbosEngine:
         closed = await claim(self.workflow_id(), key, UNANSWERED)
         return closed.kind == UNANSWERED  # this wait's claim, also when replayed
 
+    async def claim_end(self) -> bool:
+        """The running root takes its run's end (answers.claim_end): False when ``flowc
+        cancel`` took it first."""
+        return await claim_end(self.workflow_id(), FINISHED) != CANCEL
+
     async def start_child(self, child_id: str, spec: dict[str, Any], queue: str | None) -> Any:
         """A child workflow ``child_id`` (``DBOS.start_workflow_async``, or enqueued on
         ``queue`` in the partition ``spec["queue_key"]``)."""
@@ -331,9 +344,26 @@ class DbosEngine:
             raise Cancelled() from None
 
     async def cancel_child(self, handle: Any) -> None:
-        """``DBOS.cancel_workflow_async`` (a sibling failed, or the run was stopped)."""
-        with contextlib.suppress(Exception):
-            await dbos_with_workflows().DBOS.cancel_workflow_async(handle.get_workflow_id())
+        """``DBOS.cancel_workflow_async`` (a sibling failed, or the run was stopped), and, when
+        the child runs in this process, its body cancelled and awaited (at most
+        :data:`~agentflow.runtime.interrupt.CANCEL_GRACE_S`): DBOS's ``handle.task`` is a
+        shield of the child's task, and DBOS looks at the cancel only when the child's next
+        operation starts, so a model request in flight went on past the parent's end — its
+        reply read after ``run_finished``, outside the trace and the record (docs/durable.md
+        "What a cancelled run's process keeps")."""
+        child_id = handle.get_workflow_id()
+        dbos = dbos_with_workflows()
+        # in a parent that is cancelled itself (`flowc cancel` cancels the run's family), DBOS
+        # refuses to record the call with its BaseException: the child is cancelled already
+        with contextlib.suppress(Exception, dbos.error.DBOSWorkflowCancelledError):
+            await dbos.DBOS.cancel_workflow_async(child_id)
+        task = _UNIT_TASKS.get(child_id)
+        if (
+            task is not None
+            and task is not asyncio.current_task()
+            and task.get_loop() is asyncio.get_running_loop()  # (a recovered child: DBOS's loop)
+        ):
+            await cancel_within(task)
 
     def replaying(self) -> bool:
         """True while the running workflow's step counter is behind what it has recorded."""
@@ -553,6 +583,17 @@ def _register(dbos: Any) -> tuple[Any, Any]:
     @dbos.DBOS.workflow(name=UNIT_WORKFLOW, max_recovery_attempts=50)
     async def unit_workflow(spec: dict[str, Any]) -> Any:
         wfid = dbos.DBOS.workflow_id
+        task = asyncio.current_task()  # DBOS runs the body in the child's own task
+        if task is None:
+            return await _unit_body(wfid, spec)
+        _UNIT_TASKS[wfid] = task
+        try:
+            return await _unit_body(wfid, spec)
+        finally:
+            if _UNIT_TASKS.get(wfid) is task:
+                del _UNIT_TASKS[wfid]
+
+    async def _unit_body(wfid: str, spec: dict[str, Any]) -> Any:
         if spec.get("kind") == "model":  # one request, no events; its model's rate limit
             rt = await runtime_for(spec["run"])
             if rt.ctx.router is not None:  # the client (and its modules) made before the wait
@@ -662,6 +703,7 @@ def _stoppable(run_id: str) -> Iterator[None]:
 
 
 def _forget_runtimes() -> None:
+    _UNIT_TASKS.clear()
     _ROOT_STOPS.clear()
     _OUTCOMES.clear()
     _RUNTIMES.clear()

@@ -448,6 +448,20 @@ class DurableEffects(Effects):
             publish()  # a write that failed fails the unit at its next operation
         self._held.pop(unit, None)
 
+    async def ending(self) -> bool:
+        """The run's root is about to end (with any status but ``cancelled``): True when it
+        takes the run's end, False when ``flowc cancel`` took it first — the run then ends
+        ``cancelled``, in its trace, its console, its result and its record alike
+        (docs/durable.md "A cancel that comes late").  An engine without ``claim_end``
+        (Temporal, whose server orders a cancel request against the workflow's completion)
+        always lets it end."""
+        claim_end = getattr(self.engine, "claim_end", None)
+        if claim_end is None:
+            return True
+        with contextlib.suppress(Exception):  # a database gone: the outcome's write reports it
+            return bool(await claim_end())
+        return True
+
     async def settle(self) -> None:
         """Wait for the running unit's records, then deliver its held events."""
         flush = getattr(self.engine, "flush", None)
@@ -711,6 +725,12 @@ class DurableEffects(Effects):
         end finished twice, differently."""
         name = self._name(f"{path}/event:{kind}")
         return f"{self.engine.workflow_id()}|{name}" + (f"!{error_code}" if error_code else "")
+
+    def cancel_requested(self) -> bool:
+        """True when the engine says the running unit's cancellation was requested (Temporal:
+        ``flowc cancel`` cancels the workflow's task); an engine without the question: False."""
+        asked = getattr(self.engine, "cancel_requested", None)
+        return bool(asked()) if asked is not None else False
 
     def replaying(self) -> bool:
         """True while the running unit replays recorded operations (or a recorded one-call

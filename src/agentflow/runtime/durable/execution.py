@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentflow.core.vocabulary import Code
@@ -46,7 +48,7 @@ from agentflow.runtime.durable.spec import (
     run_spec,
 )
 from agentflow.runtime.executor import validate_input
-from agentflow.runtime.interrupt import stop_request
+from agentflow.runtime.interrupt import stop_request, while_loading
 from agentflow.runtime.result import RunResult, partial_from_json
 
 if TYPE_CHECKING:
@@ -180,8 +182,10 @@ async def await_outcome(handle: Any, *, watch: tuple[str, str] | None = None) ->
         # the root ran here and finished (its trace closed, `run_finished` with its usage):
         # that outcome, whose record the engine refused, is the run's, cancelled
         kept = dbos_engine.kept_outcome(handle.get_workflow_id())
-        if kept is not None:
-            return {**kept, "status": "cancelled", "error": kept.get("error") or cancelled}
+        if kept is not None:  # `cancelled` itself when the root saw the cancel or its claim
+            if kept.get("status") == "cancelled" and kept.get("error"):
+                cancelled = kept["error"]
+            return {**kept, "status": "cancelled", "output": None, "error": cancelled}
         return {"status": "cancelled", "error": cancelled}
     finally:
         dbos_engine.kept_outcome(handle.get_workflow_id())
@@ -243,7 +247,10 @@ async def resume(
         # the sinks are in place before the engine starts: it may recover the run at once
         dbos_engine.set_process_sinks(process_sinks)
         try:
-            return await _resume(url, run_id, dbos_engine, RunResult, on_waiting)
+            # a first SIGINT / SIGTERM during the start-up (the lock, the engine, the run's
+            # recovery) is kept for the wait below, which stops the run with it, rather than
+            # cancelling the start-up and leaving the run `stopped`
+            return await while_loading(_resume(url, run_id, dbos_engine, RunResult, on_waiting))
         finally:
             dbos_engine.set_process_sinks([])
 
@@ -264,6 +271,7 @@ async def _resume(
     # launching executor, whatever its run) finds nothing, and the run is recovered alone below
     with run_lock(url, run_id):
         open_database(url, executor_id=process_executor(run_id), queues=[], recovering=run_id)
+        await _startup_pause()
         dbos = dbos_engine.dbos_with_workflows()
         found = await dbos.DBOS.list_workflows_async(workflow_ids=[run_id])
         if not found or found[0].name != dbos_engine.RUN_WORKFLOW:
@@ -298,6 +306,25 @@ async def _resume(
         finally:
             dbos_engine.forget_stops(run_id)
     return result_of(out, result_cls)
+
+
+#: Internal, for the tests only (tests/runtime/durable/test_cancel_and_sigterm_close_the_run.py
+#: documents it): a file ``flowc resume`` creates once it holds the run's lock and its engine is
+#: open, before it takes the run up; it then waits there (at most a minute) until a signal has
+#: come, so a test's SIGTERM lands in the start-up, not in a race with it.
+STARTUP_PAUSE_ENV = "_AGENTFLOW_RESUME_STARTUP_PAUSE"
+
+
+async def _startup_pause() -> None:
+    mark = os.environ.get(STARTUP_PAUSE_ENV)
+    stop = stop_request()
+    if not mark or stop is None:
+        return
+    Path(mark).touch()
+    for _ in range(6000):
+        if stop.received:
+            return
+        await asyncio.sleep(0.01)
 
 
 async def _stopping_root(run_id: str, here: bool, outcome: Any, engine: Any) -> Any:

@@ -10,12 +10,16 @@ import asyncio
 import contextlib
 from typing import Any
 
-from agentflow.errors import InputError, RunError
+from agentflow.core.vocabulary import Code
+from agentflow.errors import Cancelled, InputError, RunError
 from agentflow.runtime.durable import temporal_manage
 from agentflow.runtime.durable.answers import (
+    CANCEL,
+    FINISHED,
     UNANSWERED,
     checked_answer,
     claim,
+    claim_end,
     closed_message,
     last_claim,
     refuse_closed,
@@ -152,6 +156,10 @@ def _info(w: Any, alive: bool) -> RunInfo:
                 plan_name = line.split(":", 1)[1].strip()
                 break
     output = w.output if isinstance(w.output, dict) else {}
+    if w.status == "CANCELLED" and not output:  # the engine refused its outcome: no output
+        output = {
+            "error": {"code": Code.ABORTED, "message": Cancelled().message, "step_path": None}
+        }
     return RunInfo(
         run_id=w.workflow_id,
         status=_status(w, alive),
@@ -448,6 +456,13 @@ async def cancel(url: str, run_id: str) -> None:
     if root.status not in ("PENDING", "ENQUEUED"):
         raise InputError(
             f"run {run_id} has already ended ({_status(root, False)}): nothing to cancel"
+        )
+    # the run's end is claimed once (answers.claim_end): a root that finished first keeps its
+    # outcome, and this cancel is refused; else the root, wherever it is, ends `cancelled`
+    if await claim_end(run_id, CANCEL) == FINISHED:
+        raise InputError(
+            f"run {run_id} has already finished (its outcome is being recorded; if its process "
+            f"stopped first, `flowc resume {run_id}` records it): nothing to cancel"
         )
     for wfid in ids:
         with contextlib.suppress(Exception):

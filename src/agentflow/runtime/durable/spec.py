@@ -105,7 +105,9 @@ async def run_root(rt: Runtime) -> dict[str, Any]:
         if "ask" in rt.spec:  # a question (`flowc ask --durable`): the agent loop, not the plan
             result = await run_ask(rt)
         else:
-            result = await run_plan(rt.plan, rt.spec.get("input"), rt.ctx, effects=rt.effects)
+            result = await run_plan(
+                rt.plan, rt.spec.get("input"), rt.ctx, effects=rt.effects, ending=rt.effects.ending
+            )
     finally:
         if rt.owned:
             await close_context(rt.ctx)

@@ -583,6 +583,12 @@ class TemporalEngine:
             return None
         return fleet_slot(SERVING_URL[0], *limits, granted=ticket)
 
+    def cancel_requested(self) -> bool:
+        """True once the running workflow's cancellation was requested (``flowc cancel``)."""
+        from temporalio import workflow
+
+        return workflow.cancellation_reason() is not None
+
     def replaying(self) -> bool:
         """True while the workflow replays its history."""
         from temporalio import workflow
