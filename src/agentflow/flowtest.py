@@ -34,6 +34,7 @@ from typing import Any
 from agentflow.api_run import run
 from agentflow.compiler.api import check_source, read_source
 from agentflow.compiler.contracts import expect_is_wrapped
+from agentflow.compiler.lower_expressions import absent_reads_null
 from agentflow.compiler.lowering import LoweringError, lower_with_stages
 from agentflow.compiler.render import render_text
 from agentflow.core import version as core_version
@@ -601,15 +602,19 @@ async def _run_prepared(
                     f"{exp.fail_code}, it failed with {error.get('code')}: {error.get('message')}"
                 )
             continue
-        failures.extend(_check_expect(shown, exp, scope, outcome.ok, text))
+        failures.extend(_check_expect(shown, exp, scope, outcome.ok, text, result))
     return failures
 
 
-def _check_expect(shown: str, exp: Any, scope: dict[str, Any], ran: bool, text: str) -> list[str]:
+def _check_expect(
+    shown: str, exp: Any, scope: dict[str, Any], ran: bool, text: str, result: Any
+) -> list[str]:
     source = text[exp.cond.span.start : exp.cond.span.end]
     head = f"{_where(shown, exp.span)}: expect {source}"
+    # read as a stage reads: an absent optional field is null (docs/reference/types.md)
+    cond = absent_reads_null(exp.cond, result)
     try:
-        value = evaluate(exp.cond, scope)
+        value = evaluate(cond, scope)
     except RunError as e:
         why = e.message
         if not ran:
@@ -617,7 +622,6 @@ def _check_expect(shown: str, exp: Any, scope: dict[str, Any], ran: bool, text: 
         return [f"{head}\n    could not be evaluated: {why}"]
     if value is True:
         return []
-    cond = exp.cond
     if isinstance(cond, ast.Binary) and cond.op in ("==", "!=", "<", "<=", ">", ">=", "in"):
         try:
             left = evaluate(cond.left, scope)
