@@ -124,6 +124,11 @@ COST_OVER_BUDGET = _register(
     "warning",
     "the worst case of model calls (`flowc cost`) exceeds the flow's own `budget`",
 )
+OPTIONAL_UNION_MEMBER = _register(
+    "optional-union-member",
+    "warning",
+    'a `?` on one member of a union (`"a" | "b"?`): the whole union admits null',
+)
 
 # Plan files (docs/spec/PLAN_IR.md §1–6): what `flowc plan validate`, the loader and tool
 # resolution report.
