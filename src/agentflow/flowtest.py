@@ -463,7 +463,7 @@ async def _run_prepared(
     problems: list[str] = []  # stubs run out, requests that tried to leave the process
     inp: Any = {}
     if test.inputs:
-        inp = evaluate(test.inputs[0].value, case)
+        inp = evaluate(absent_reads_null(test.inputs[0].value, result), case)
     agent_values: dict[str, Answers] = {}
     stage_values: dict[str, Answers] = {}
     tool_stubs: dict[str, Any] = {}
@@ -476,16 +476,16 @@ async def _run_prepared(
         elif stub.kind == "agent":
             # by the alias the step was written with (`meta.agent`): two aliases of one agent
             # name (`use agent "writer" as writer` / `as critic`) are stubbed apart
-            agent_values[stub.target.name] = Answers.of(stub, case, shown, problems)
+            agent_values[stub.target.name] = Answers.of(stub, case, shown, problems, result)
         else:
-            stage_values[stub.target.name] = Answers.of(stub, case, shown, problems)
+            stage_values[stub.target.name] = Answers.of(stub, case, shown, problems, result)
     every = [*agent_values.values(), *stage_values.values()]  # every stub, to see it consumed
     data = copy.deepcopy(plan)
     answers: dict[str, Answers] = {}
     _route_stubs(data, agent_values, stage_values, answers, result.env)
     catalog = default_catalog()
     for stub in named:
-        answer = Answers.of(stub, case, shown, problems)
+        answer = Answers.of(stub, case, shown, problems, result)
         every.append(answer)
         tools = _stub_named_steps(data, stub, answer, Tool)
         if not tools:
@@ -516,7 +516,7 @@ async def _run_prepared(
         plan_name = _plan_tool_name(name, sig)
         stub = tool_stubs.get(name)
         if stub is not None:
-            answer = Answers.of(stub, case, shown, problems)
+            answer = Answers.of(stub, case, shown, problems, result)
             every.append(answer)
             catalog.register(_answers_tool(Tool, plan_name, answer), replace=True)
         elif plan_name in user:
@@ -751,10 +751,16 @@ class Answers:
         self.calls = 0
 
     @classmethod
-    def of(cls, stub: Any, case: dict[str, Any], shown: str, problems: list[str]) -> Answers:
-        """The evaluated answers of ``stub`` (``case``: a parametrised test's binding)."""
+    def of(
+        cls, stub: Any, case: dict[str, Any], shown: str, problems: list[str], result: Any
+    ) -> Answers:
+        """The evaluated answers of ``stub`` (``case``: a parametrised test's binding; fields
+        read as a stage reads them, ``result`` the check that typed them)."""
         exprs = list(stub.values) or ([stub.value] if stub.value is not None else [])
-        values = [e if isinstance(e, ast.StubFails) else evaluate(e, case) for e in exprs]
+        values = [
+            e if isinstance(e, ast.StubFails) else evaluate(absent_reads_null(e, result), case)
+            for e in exprs
+        ]
         return cls(stub, values, shown, problems)
 
     def next(self) -> Any:

@@ -96,6 +96,25 @@ def test_test_expectations_read_absent_optional_fields_as_null(tmp_path):
     assert [(o.passed, o.failures) for o in report.outcomes] == [(True, [])]
 
 
+def test_a_table_test_reads_a_case_s_absent_field_as_null_in_its_input_and_stubs(tmp_path):
+    (tmp_path / "t.flow").write_text(
+        "input { n: int, note: text? }\n"
+        'use agent "w" as w\n'
+        'stage s -> text { return agent(w) { task "${input.note}" tools none expect text } }\n'
+        'test "table" map [{ n: 1, note: "x" }, { n: 2 }] as case {\n'
+        "  input { n: case.n, note: case.note }\n"
+        '  stub agent w returns case.note ?? "none"\n'
+        '  expect output == (case.note ?? "none")\n'
+        "}\n",
+        encoding="utf-8",
+    )
+    report = api.run_tests(tmp_path / "t.flow")
+    assert [(o.name, o.passed, o.failures) for o in report.outcomes] == [
+        ("table[0]", True, []),
+        ("table[1]", True, []),
+    ]
+
+
 def test_the_rewrite_reads_as_the_lowered_plan_does():
     # the stage's expression, evaluated from the checked AST with absent_reads_null, and the
     # plan's template the lowering printed for it, give the same value on the same input
