@@ -113,6 +113,8 @@ def test_a_table_test_reads_a_case_s_absent_field_as_null_in_its_input_and_stubs
         ("table[0]", True, []),
         ("table[1]", True, []),
     ]
+    explored = api.explore(tmp_path / "t.flow", 2)  # `--explore` runs the tests' inputs
+    assert (explored.error, explored.runs, explored.failures) == (None, 2, [])
 
 
 def test_the_rewrite_reads_as_the_lowered_plan_does():
