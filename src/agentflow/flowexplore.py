@@ -15,6 +15,7 @@ from typing import Any
 from agentflow.api_run import run
 from agentflow.compiler.api import check_source, read_source
 from agentflow.compiler.contracts import contract_for
+from agentflow.compiler.lower_expressions import absent_reads_null
 from agentflow.compiler.lowering import LoweringError, lower
 from agentflow.compiler.render import render_text
 from agentflow.errors import ErrorInfo, FlowError
@@ -133,8 +134,9 @@ async def _explore(file: Path, runs: int) -> ExploreReport:
         if not t.inputs:
             continue
         if t.cases is not None and t.case is not None:
+            read = absent_reads_null(t.inputs[0].value, result)  # as `flowc test` reads it
             for c in evaluate(t.cases, {}):
-                inputs.append(evaluate(t.inputs[0].value, {t.case.name: c}))
+                inputs.append(evaluate(read, {t.case.name: c}))
         else:
             inputs.append(evaluate(t.inputs[0].value, {}))
     for seed in range(runs):

@@ -34,6 +34,7 @@ from typing import Any
 from agentflow.api_run import run
 from agentflow.compiler.api import check_source, read_source
 from agentflow.compiler.contracts import expect_is_wrapped
+from agentflow.compiler.lower_expressions import absent_reads_null
 from agentflow.compiler.lowering import LoweringError, lower_with_stages
 from agentflow.compiler.render import render_text
 from agentflow.core import version as core_version
@@ -462,7 +463,7 @@ async def _run_prepared(
     problems: list[str] = []  # stubs run out, requests that tried to leave the process
     inp: Any = {}
     if test.inputs:
-        inp = evaluate(test.inputs[0].value, case)
+        inp = evaluate(absent_reads_null(test.inputs[0].value, result), case)
     agent_values: dict[str, Answers] = {}
     stage_values: dict[str, Answers] = {}
     tool_stubs: dict[str, Any] = {}
@@ -475,16 +476,16 @@ async def _run_prepared(
         elif stub.kind == "agent":
             # by the alias the step was written with (`meta.agent`): two aliases of one agent
             # name (`use agent "writer" as writer` / `as critic`) are stubbed apart
-            agent_values[stub.target.name] = Answers.of(stub, case, shown, problems)
+            agent_values[stub.target.name] = Answers.of(stub, case, shown, problems, result)
         else:
-            stage_values[stub.target.name] = Answers.of(stub, case, shown, problems)
+            stage_values[stub.target.name] = Answers.of(stub, case, shown, problems, result)
     every = [*agent_values.values(), *stage_values.values()]  # every stub, to see it consumed
     data = copy.deepcopy(plan)
     answers: dict[str, Answers] = {}
     _route_stubs(data, agent_values, stage_values, answers, result.env)
     catalog = default_catalog()
     for stub in named:
-        answer = Answers.of(stub, case, shown, problems)
+        answer = Answers.of(stub, case, shown, problems, result)
         every.append(answer)
         tools = _stub_named_steps(data, stub, answer, Tool)
         if not tools:
@@ -515,7 +516,7 @@ async def _run_prepared(
         plan_name = _plan_tool_name(name, sig)
         stub = tool_stubs.get(name)
         if stub is not None:
-            answer = Answers.of(stub, case, shown, problems)
+            answer = Answers.of(stub, case, shown, problems, result)
             every.append(answer)
             catalog.register(_answers_tool(Tool, plan_name, answer), replace=True)
         elif plan_name in user:
@@ -601,15 +602,19 @@ async def _run_prepared(
                     f"{exp.fail_code}, it failed with {error.get('code')}: {error.get('message')}"
                 )
             continue
-        failures.extend(_check_expect(shown, exp, scope, outcome.ok, text))
+        failures.extend(_check_expect(shown, exp, scope, outcome.ok, text, result))
     return failures
 
 
-def _check_expect(shown: str, exp: Any, scope: dict[str, Any], ran: bool, text: str) -> list[str]:
+def _check_expect(
+    shown: str, exp: Any, scope: dict[str, Any], ran: bool, text: str, result: Any
+) -> list[str]:
     source = text[exp.cond.span.start : exp.cond.span.end]
     head = f"{_where(shown, exp.span)}: expect {source}"
+    # read as a stage reads: an absent optional field is null (docs/reference/types.md)
+    cond = absent_reads_null(exp.cond, result)
     try:
-        value = evaluate(exp.cond, scope)
+        value = evaluate(cond, scope)
     except RunError as e:
         why = e.message
         if not ran:
@@ -617,7 +622,6 @@ def _check_expect(shown: str, exp: Any, scope: dict[str, Any], ran: bool, text: 
         return [f"{head}\n    could not be evaluated: {why}"]
     if value is True:
         return []
-    cond = exp.cond
     if isinstance(cond, ast.Binary) and cond.op in ("==", "!=", "<", "<=", ">", ">=", "in"):
         try:
             left = evaluate(cond.left, scope)
@@ -747,10 +751,16 @@ class Answers:
         self.calls = 0
 
     @classmethod
-    def of(cls, stub: Any, case: dict[str, Any], shown: str, problems: list[str]) -> Answers:
-        """The evaluated answers of ``stub`` (``case``: a parametrised test's binding)."""
+    def of(
+        cls, stub: Any, case: dict[str, Any], shown: str, problems: list[str], result: Any
+    ) -> Answers:
+        """The evaluated answers of ``stub`` (``case``: a parametrised test's binding; fields
+        read as a stage reads them, ``result`` the check that typed them)."""
         exprs = list(stub.values) or ([stub.value] if stub.value is not None else [])
-        values = [e if isinstance(e, ast.StubFails) else evaluate(e, case) for e in exprs]
+        values = [
+            e if isinstance(e, ast.StubFails) else evaluate(absent_reads_null(e, result), case)
+            for e in exprs
+        ]
         return cls(stub, values, shown, problems)
 
     def next(self) -> Any:

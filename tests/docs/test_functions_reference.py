@@ -57,8 +57,9 @@ A function fails at run time only in the ways listed under it, each with a regis
 ([errors](errors.md)): `invalid_argument` (a value it cannot use: a negative count, a bad
 pattern), `parse_error` (`parse_int`, `parse_number`, `parse_json` on text that does not parse),
 `regex_timeout` (a regular expression that runs longer than its budget of 1 s of CPU — no
-catastrophic backtracking freezes a run) and `bad_path` (an element without the named field;
-`??` catches it). A value of the wrong kind — possible with `json` values — is `validation`.
+catastrophic backtracking freezes a run), `arithmetic` (a result no number of the language
+holds: `floor(1e300)`, `abs` of −2⁶³, a `sum` of `int`s past 2⁶³−1, as the operators' own) and
+`bad_path` (an element without the named field; `??` catches it). A value of the wrong kind — possible with `json` values — is `validation`.
 `catch` catches them like any failure:
 
 ```flow

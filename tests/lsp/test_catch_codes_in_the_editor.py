@@ -32,7 +32,7 @@ stage by_agent -> text {
 }
 
 stage arithmetic -> int {
-  input.a / input.b catch on [validation] { 0 }
+  input.a / input.b catch on [arithmetic] { 0 }
 }
 
 stage sub_plan -> text {
@@ -96,8 +96,8 @@ def test_an_agent_offers_model_and_agent_codes_not_yet_listed(client):
     assert "outcome_unknown" not in got and "failed" not in got
 
 
-def test_a_division_offers_validation_and_the_reads_of_its_operands(client):
-    text = SOURCE.replace("catch on [validation]", "catch on []")
+def test_a_division_offers_arithmetic_and_the_reads_of_its_operands(client):
+    text = SOURCE.replace("catch on [arithmetic]", "catch on []")
     client.change(URI, text, 2)
     try:
         off = text.index("catch on []", text.index("stage arithmetic")) + len("catch on [")
@@ -105,7 +105,7 @@ def test_a_division_offers_validation_and_the_reads_of_its_operands(client):
         got = _labels(client, {"line": line, "character": char})
     finally:
         client.change(URI, SOURCE, 3)
-    assert got == ["validation", "bad_path"]
+    assert got == ["arithmetic", "bad_path"]
 
 
 def test_each_offered_code_carries_its_registry_meaning_and_why_it_can_occur(client):
@@ -126,13 +126,13 @@ def test_hover_on_a_code_gives_its_meaning_and_why_the_guarded_expression_raises
     assert "(error code) output_validation" in text
     assert ERROR_CODES["output_validation"].summary in text
     assert "the agent's reply is checked against its `expect` type (line 11)" in text
-    text = _hover(client, _pos("[validation]", 2))
-    assert ERROR_CODES["validation"].summary in text
+    text = _hover(client, _pos("[arithmetic]", 2))
+    assert ERROR_CODES["arithmetic"].summary in text
     assert "the division `/` fails when the divisor is 0" in text
 
 
 def test_hover_on_a_code_that_cannot_occur_says_so(client):
-    text = SOURCE.replace("catch on [validation]", "catch on [tool_error]")
+    text = SOURCE.replace("catch on [arithmetic]", "catch on [tool_error]")
     client.change(URI, text, 4)
     try:
         off = text.index("tool_error]", text.index("stage arithmetic")) + 2

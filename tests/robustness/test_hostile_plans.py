@@ -14,7 +14,7 @@ from agentflow.cli import _json_out, main
 from agentflow.compiler.api import check_source
 from agentflow.core.spans import NO_SPAN
 from agentflow.core.vocabulary import MAX_EXPR_DEPTH
-from agentflow.errors import PlanLoadError, SourceError
+from agentflow.errors import PlanLoadError, RunError, SourceError
 from agentflow.grammar.parser import parse_expression
 from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.expressions import (
@@ -236,15 +236,17 @@ def test_quoted_nan_is_text():
     assert plan.steps[0].input["value"] == ".nan"
 
 
-def test_float_overflow_in_templates_is_an_expr_error():
+def test_float_overflow_in_templates_is_an_arithmetic_error():
     big = "9" * 97 + ".0"  # about 1e97; a number has at most 100 digits
     plan = load_plan_text(_plan(f"'{{{{ {big} * {big} * {big} * {big} }}}}'"))
-    with pytest.raises(ExprError, match="too large for a JSON number"):
+    with pytest.raises(RunError, match="too large for a JSON number") as e:
         render(plan.steps[0].compiled["value"], {})
+    assert e.value.code == "arithmetic"
     huge_int = " * ".join(["9" * 99] * 4)  # exact as an int, too large for a float
     plan = load_plan_text(_plan(f"'{{{{ {huge_int} * 1.5 }}}}'"))
-    with pytest.raises(ExprError, match="too large for a JSON number"):
+    with pytest.raises(RunError, match="too large for a JSON number") as e:
         render(plan.steps[0].compiled["value"], {})
+    assert e.value.code == "arithmetic"
 
 
 def test_integer_division_stays_exact():

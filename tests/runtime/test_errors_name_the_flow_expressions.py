@@ -25,7 +25,7 @@ FAILURES = {
     "bad_path": 'len(split({t}, ",")[7])',
     "parse_error": "parse_int({t})",
     "invalid_argument": 'len(take(split({t}, ","), 0 - 1))',
-    "validation": "len({t}) % (len({t}) - len({t}))",
+    "arithmetic": "len({t}) % (len({t}) - len({t}))",
 }
 
 #: how the text reaches the failing expression: (.flow stages with ``{fail}`` where the

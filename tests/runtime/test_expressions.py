@@ -137,8 +137,9 @@ def test_arithmetic_and_concat():
     assert evaluate(ast.Unary(S, "-", num(2)), {}) == -2
     with pytest.raises(ExprError):
         evaluate(B("+", num(1), s("a")), {})
-    with pytest.raises(ExprError):
+    with pytest.raises(RunError) as e:
         evaluate(B("/", num(1), num(0)), {})
+    assert (e.value.code, e.value.message) == ("arithmetic", "`1 / 0`: division by zero")
 
 
 def test_comparisons_and_logic():

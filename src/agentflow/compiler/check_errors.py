@@ -285,11 +285,12 @@ _ONLY_FROM = {
     "transient": "a tool or model call",
     "timeout": "a tool call, an agent or a model judge",
     "output_validation": "a tool call, an agent or `ask`",
-    "validation": "a tool call, a division, or a `map`, `filter`, `reduce` or `loop`",
+    "validation": "a tool call, or a `map`, `filter`, `reduce` or `loop`",
     "loop_exhausted": "a `loop … until … else fail`",
     "invalid_argument": "a library function (docs/reference/functions.md)",
     "parse_error": "`parse_int`, `parse_number` or `parse_json`",
     "regex_timeout": "`match`, `matches` or `find_all`",
+    "arithmetic": "`/`, `%`, `+`, `-`, `*` on numbers, `sum`, `round`, `floor`, `ceil` or `abs`",
 }
 
 
@@ -299,6 +300,7 @@ _FUNCTION_FAILURES = {
     "parse_error": "text that does not parse",
     "regex_timeout": "a pattern that runs past its time budget",
     "bad_path": "an element without the field",
+    "arithmetic": "a result no number of the language holds",
 }
 
 
@@ -406,10 +408,13 @@ def possible_error_codes(guarded: ast.Node) -> list[FailureCause] | None:
             add(
                 [
                     FailureCause(
-                        "validation", f"the {what} `{n.op}` fails when the divisor is 0", n.span
+                        "arithmetic", f"the {what} `{n.op}` fails when the divisor is 0", n.span
                     )
                 ]
             )
+        elif _may_overflow(n):
+            why = "an `int` result past 64 bits, or a number too large for JSON"
+            add([FailureCause("arithmetic", f"`{getattr(n, 'op', '-')}` fails on {why}", n.span)])
     seen: set[str] = set()
     out: list[FailureCause] = []
     for _, _, cause in sorted(found, key=lambda f: (f[0], f[1])):
@@ -417,6 +422,20 @@ def possible_error_codes(guarded: ast.Node) -> list[FailureCause] | None:
             seen.add(cause.code)
             out.append(cause)
     return out
+
+
+def _may_overflow(n: ast.Node) -> bool:
+    """True for `+`, `-`, `*` or a prefix `-` that may leave the numbers the language holds
+    (``arithmetic``): not one of number literals only (`1 + 2`), nor one joining texts or
+    lists it can see (`"a" + s`, `xs + [1]`)."""
+    if isinstance(n, ast.Unary):
+        return n.op == "-" and not isinstance(n.operand, ast.NumberLit)
+    if not isinstance(n, ast.Binary) or n.op not in ("+", "-", "*"):
+        return False
+    sides = (n.left, n.right)
+    if all(isinstance(x, ast.NumberLit) for x in sides):
+        return False
+    return not any(isinstance(x, ast.StringLit | ast.ListLit) for x in sides)
 
 
 def _guarded(e: ast.CatchExpr | ast.TryExpr) -> ast.Node:

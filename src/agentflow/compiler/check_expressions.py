@@ -302,11 +302,13 @@ class ExpressionChecks(CheckerShared):
         if isinstance(lt, ErrorType) or isinstance(rt, ErrorType):
             return BOOL if op in ("==", "!=", "<", "<=", ">", ">=") else ERROR
         if op in ("==", "!="):
+            # `null` compares with anything: `text == ("a" | "b")?` as `text == "a" | "b"`
+            ls, rs = strip_optional(lt, self.env), strip_optional(rt, self.env)
             comparable = (
                 assignable(lt, rt, self.env)
                 or assignable(rt, lt, self.env)
-                or (is_numeric(lt, self.env) and is_numeric(rt, self.env))
-                or (is_textual(lt, self.env) and is_textual(rt, self.env))
+                or (is_numeric(ls, self.env) and is_numeric(rs, self.env))
+                or (is_textual(ls, self.env) and is_textual(rs, self.env))
                 or assignable(widen(lt), widen(rt), self.env)
                 or assignable(widen(rt), widen(lt), self.env)
             )

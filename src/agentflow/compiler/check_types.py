@@ -15,6 +15,7 @@ from typing import Any
 from agentflow.compiler import check_errors
 from agentflow.compiler.check_expressions import literal_const
 from agentflow.compiler.checker_shared import CheckerShared
+from agentflow.compiler.contracts import flow_string
 from agentflow.compiler.symbols import ToolSig, suggest
 from agentflow.compiler.types import (
     DURATION,
@@ -315,8 +316,14 @@ class TypeChecks(CheckerShared):
             return ERROR if isinstance(inner, ErrorType) else make_optional(inner)
         if isinstance(t, ast.UnionType):
             members = [self.resolve_type(m, alias_stack) for m in t.members]
-            if NULL in members:
-                rest = make_union([m for m in members if m != NULL])
+            if any(isinstance(m, ast.OptionalType) for m in t.members):
+                self._optional_member(t)
+            if any(m == NULL or isinstance(m, OptionalType) for m in members):
+                # a union is a set of values: `A | B?`, `A | B | null` and `(A | B)?` are one
+                # type, `(A | B)?` — a field of it may be absent however null got in
+                # (docs/reference/types.md "Optional members of a union")
+                parts = [m.inner if isinstance(m, OptionalType) else m for m in members]
+                rest = make_union([m for m in parts if m != NULL])
                 return make_optional(rest) if not isinstance(rest, NeverType) else NULL
             return make_union(members)
         if isinstance(t, ast.LiteralType):
@@ -328,6 +335,48 @@ class TypeChecks(CheckerShared):
         if isinstance(t, ast.ObjectType):
             return self.object_type(t, None, None, alias_stack)
         return ERROR
+
+    def admits_null(self, t: Type, written: ast.TypeExpr) -> bool:
+        """True when a field (or a tool parameter) of resolved type ``t``, written ``written``,
+        may be left out: its type admits null — ``T?``, ``null``, a union with either (resolved
+        to ``T?``), through aliases — or it is ``json`` written ``json?`` (``json`` alone
+        holds null as a value but is required: docs/reference/types.md "Objects")."""
+        if isinstance(t, OptionalType) or t == NULL:
+            return True
+        return t == JSON and self._written_optional(written, ())
+
+    def _written_optional(self, t: ast.TypeExpr, seen: tuple[str, ...]) -> bool:
+        """True when ``t`` is written with a `?` or `null` at its top (a union's member, an
+        alias's type included)."""
+        if isinstance(t, ast.OptionalType):
+            return True
+        if isinstance(t, ast.LiteralType):
+            return t.value is None
+        if isinstance(t, ast.UnionType):
+            return any(self._written_optional(m, seen) for m in t.members)
+        if isinstance(t, ast.NamedType) and t.name not in seen:
+            decl = self.alias_decls.get(t.name)
+            if decl is not None and decl.alias is not None:
+                return self._written_optional(decl.alias, (*seen, t.name))
+        return False
+
+    def _optional_member(self, t: ast.UnionType) -> None:
+        """``optional-union-member``: a `?` written on a member of a union binds to that member
+        alone (as `[]` does), which reads as if only it were optional; the union admits null
+        all the same. Reported once per written union (an alias is resolved more than once)."""
+        if any(d.code == D.OPTIONAL_UNION_MEMBER and d.span == t.span for d in self.diags):
+            return
+        marked = [m for m in t.members if isinstance(m, ast.OptionalType)]
+        plain = [m.inner if isinstance(m, ast.OptionalType) else m for m in t.members]
+        whole = " | ".join(written_type(m) for m in plain)
+        which = ", ".join(f"`{written_type(m.inner)}`" for m in marked)
+        self.report(
+            D.OPTIONAL_UNION_MEMBER,
+            f"`?` applies to {which} alone, not to the union `{whole}`: the union admits "
+            "`null` either way, and a field of it may be left out",
+            t.span,
+            hint=f"write `({whole})?` to say the whole union is optional",
+        )
 
     def object_type(
         self,
@@ -351,7 +400,7 @@ class TypeChecks(CheckerShared):
                 )
                 continue
             first[fname] = fd
-            optional = isinstance(ft, OptionalType) or ft == NULL
+            optional = self.admits_null(ft, fd.type)
             fields[fname] = Field(ft, optional, constraints, fd.doc, fd.name.span)
         return ObjectType(fields, name, doc)
 
@@ -509,7 +558,7 @@ class TypeChecks(CheckerShared):
                 )
                 continue
             seen[p.name.name] = p
-            optional = p.omittable or isinstance(pt, OptionalType) or pt == NULL
+            optional = p.omittable or self.admits_null(pt, p.type)
             params[p.name.name] = (pt, optional)
         returns = self.resolve_type(item.returns)
         if item.catalog is not None and "__" not in item.catalog.strip("_"):
@@ -533,3 +582,38 @@ def _int_hint(expr: ast.Expr, got: Type, want: Type, env: TypeEnv) -> str | None
     if isinstance(expr, ast.Binary) and expr.op == "/":
         return f"`/` gives a `number` (`1 / 2` is `0.5`): make it an `int` with {ways}"
     return f"make it an `int` with {ways}"
+
+
+def written_type(t: ast.TypeExpr) -> str:
+    """A written type as the `.flow` writes it (parentheses only where the grammar needs
+    them), for messages and hints: ``"a" | "b"``, ``(A | B)[]``, ``map<int>``."""
+    if isinstance(t, ast.NamedType):
+        return t.name
+    if isinstance(t, ast.LiteralType):
+        return "null" if t.value is None else _literal_text(t.value)
+    if isinstance(t, ast.ArrayType):
+        return _postfix_operand(t.element) + "[]"
+    if isinstance(t, ast.OptionalType):
+        return _postfix_operand(t.inner) + "?"
+    if isinstance(t, ast.UnionType):
+        return " | ".join(written_type(m) for m in t.members)
+    if isinstance(t, ast.MapType):
+        return f"map<{written_type(t.value)}>"
+    if isinstance(t, ast.GenericType):
+        return f"{t.name}<{written_type(t.arg)}>"
+    if isinstance(t, ast.ObjectType):
+        return "{ " + ", ".join(f"{f.name.name}: {written_type(f.type)}" for f in t.fields) + " }"
+    return "…"
+
+
+def _postfix_operand(t: ast.TypeExpr) -> str:
+    text = written_type(t)
+    return f"({text})" if isinstance(t, ast.UnionType) else text
+
+
+def _literal_text(v: str | int | float | bool) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return flow_string(v)
+    return str(v)

@@ -10,6 +10,7 @@ lowers in (:class:`Ctx`, :class:`PlanBuilder`) are defined here too, below the f
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -403,27 +404,11 @@ class ExpressionLowering(LoweringShared):
 
     def _nullable(self, e: ast.Expr) -> bool:
         """True when the checked type of ``e`` is ``T?`` (or a union with ``null``)."""
-        t = self.env.resolve(self.r.type_of(e))
-        if isinstance(t, T.OptionalType):
-            return True
-        return isinstance(t, T.UnionType) and T.NULL in t.members
+        return nullable(self.r.type_of(e), self.env)
 
     def _optional_field(self, e: ast.Member) -> bool:
-        """True when ``e`` reads a field that may be absent: optional in the object type of
-        ``e.obj``, or in any object member of a union (``A | B`` with ``a: int?`` in ``A``)."""
-        t = self.env.resolve(self.r.type_of(e.obj))
-        if isinstance(t, T.OptionalType):
-            t = self.env.resolve(t.inner)
-        members = t.members if isinstance(t, T.UnionType) else (t,)
-        for m in members:
-            m = self.env.resolve(m)
-            if isinstance(m, T.OptionalType):
-                m = self.env.resolve(m.inner)
-            if isinstance(m, T.ObjectType):
-                f = m.fields.get(e.name)
-                if f and f.optional:
-                    return True
-        return False
+        """True when ``e`` reads a field that may be absent (:func:`may_be_absent`)."""
+        return may_be_absent(self.r.type_of(e.obj), e.name, self.env)
 
     def visit_Index(self, e: ast.Index, ctx: Ctx) -> Frag:
         return join_frags(
@@ -504,3 +489,77 @@ class ExpressionLowering(LoweringShared):
                 return inner
             return join_frags(inner, self._path(p.path, ctx), atomic=True)
         raise LoweringError("unsupported projection path", p.span)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reads of fields that may be absent, for expressions evaluated from the checked AST
+
+
+def nullable(t: T.Type, env: T.TypeEnv) -> bool:
+    """True when ``t`` (resolved in ``env``) is ``T?`` or a union with ``null``."""
+    t = env.resolve(t)
+    if isinstance(t, T.OptionalType):
+        return True
+    return isinstance(t, T.UnionType) and T.NULL in t.members
+
+
+def may_be_absent(obj: T.Type, name: str, env: T.TypeEnv) -> bool:
+    """True when reading field ``name`` of a value of type ``obj`` may find it absent: the field
+    is optional in the object type, or in any object member of a union (``A | B`` with
+    ``a: int?`` in ``A``), ``obj`` itself optional or not."""
+    t = env.resolve(obj)
+    if isinstance(t, T.OptionalType):
+        t = env.resolve(t.inner)
+    members = t.members if isinstance(t, T.UnionType) else (t,)
+    for m in members:
+        m = env.resolve(m)
+        if isinstance(m, T.OptionalType):
+            m = env.resolve(m.inner)
+        if isinstance(m, T.ObjectType):
+            f = m.fields.get(name)
+            if f and f.optional:
+                return True
+    return False
+
+
+def absent_reads_null(expr: ast.Expr, result: CheckResult) -> ast.Expr:
+    """``expr`` (checked in ``result``) as the lowering reads its fields: a field that may be
+    absent read as ``(x.f ?? null)``, a required field of a ``T?`` value as
+    ``(x ?? {f: null}).f`` — the rule of :meth:`ExpressionLowering.visit_Member`, for an
+    expression the runtime's evaluator runs from the checked AST rather than from a plan
+    (eval scorers, `test` expectations: docs/reference/types.md "Objects": reading an absent
+    optional field gives ``null``, never an error).
+
+    Returns a copy where something changed (the checked nodes are never modified; the types are
+    looked up on them), ``expr`` itself where nothing did."""
+    env = result.env
+
+    def rewrite(node: Any) -> Any:
+        if isinstance(node, list):
+            items = [rewrite(x) for x in node]
+            return items if any(a is not b for a, b in zip(items, node, strict=True)) else node
+        if not isinstance(node, ast.Node):
+            return node
+        changed = {}
+        for name in node.__dataclass_fields__:
+            if name == "span":
+                continue
+            old = getattr(node, name)
+            new = rewrite(old)
+            if new is not old:
+                changed[name] = new
+        out = dataclasses.replace(node, **changed) if changed else node
+        if not isinstance(node, ast.Member) or not isinstance(out, ast.Member):
+            return out
+        span, obj = node.span, result.type_of(node.obj)
+        if may_be_absent(obj, node.name, env):
+            return ast.Binary(span, "??", out, ast.NullLit(span))
+        if nullable(obj, env):
+            default = ast.ObjectLit(
+                span, [ast.ObjectEntry(span, node.name, node.name_span, ast.NullLit(span))]
+            )
+            return dataclasses.replace(out, obj=ast.Binary(span, "??", out.obj, default))
+        return out
+
+    rewritten: ast.Expr = rewrite(expr)
+    return rewritten

@@ -134,6 +134,11 @@ UNUSED_VALUE = _register(
     "error",
     "an expression statement whose value is thrown away and which has no effect",
 )
+OPTIONAL_UNION_MEMBER = _register(
+    "optional-union-member",
+    "warning",
+    'a `?` on one member of a union (`"a" | "b"?`): the whole union admits null',
+)
 
 # Plan files (docs/spec/PLAN_IR.md §1–6): what `flowc plan validate`, the loader and tool
 # resolution report.

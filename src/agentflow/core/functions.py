@@ -260,6 +260,7 @@ _SPECS: tuple[FunctionSpec, ...] = (
         "sum([1, 2, 3])",
         6,
         _L,
+        "arithmetic",
     ),
     _f(
         "min<T: number | text>(xs: T[]) -> T?",
@@ -443,10 +444,11 @@ _SPECS: tuple[FunctionSpec, ...] = (
         2.68,
         _N,
         "invalid_argument",
+        "arithmetic",
     ),
-    _f("floor(x: number) -> int", "the largest integer ≤ `x`", "floor(2.7)", 2, _N),
-    _f("ceil(x: number) -> int", "the smallest integer ≥ `x`", "ceil(2.1)", 3, _N),
-    _f("abs<T: number>(x: T) -> T", "`x` without its sign", "abs(-4)", 4, _N),
+    _f("floor(x: number) -> int", "the largest integer ≤ `x`", "floor(2.7)", 2, _N, "arithmetic"),
+    _f("ceil(x: number) -> int", "the smallest integer ≥ `x`", "ceil(2.1)", 3, _N, "arithmetic"),
+    _f("abs<T: number>(x: T) -> T", "`x` without its sign", "abs(-4)", 4, _N, "arithmetic"),
     _f(
         "clamp<T: number>(x: T, lo: T, hi: T) -> T",
         "`x` limited to `lo`…`hi` (`lo` must not be above `hi`)",

@@ -410,6 +410,12 @@ ERROR_CODES: dict[str, ErrorCode] = {
         ErrorCode(
             "regex_timeout", False, "a regular expression ran past its time budget (backtracking)"
         ),
+        ErrorCode(
+            "arithmetic",
+            False,
+            "arithmetic with no result: division or modulo by zero, an `int` past 64 bits, a "
+            "number too large for JSON",
+        ),
     )
 }
 #: Error codes ``retry { on: [...] }`` (docs/spec/LANGUAGE.md §8) and a plan's ``retry.on`` may
@@ -464,6 +470,7 @@ class Code(StrEnum):
     INVALID_ARGUMENT = "invalid_argument"
     PARSE_ERROR = "parse_error"
     REGEX_TIMEOUT = "regex_timeout"
+    ARITHMETIC = "arithmetic"
 
 
 # ---------------------------------------------------------------------------------------------

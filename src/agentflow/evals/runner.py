@@ -37,6 +37,7 @@ from typing import Any
 from agentflow.api_run import run
 from agentflow.compiler.api import check_source, read_source
 from agentflow.compiler.contracts import ContractError, contract_for
+from agentflow.compiler.lower_expressions import absent_reads_null
 from agentflow.compiler.lowering import LoweringError, lower_with_stages
 from agentflow.core import diagnostics as D
 from agentflow.core import version as core_version
@@ -602,7 +603,8 @@ async def _score(
             out[name] = ScoreResult(0.0, False, f"the run ended {run.status} ({code})")
             continue
         try:
-            value = evaluate(scorer.expr, scope)
+            # read as a stage reads: an absent optional field is null (docs/reference/types.md)
+            value = evaluate(absent_reads_null(scorer.expr, prepared.result), scope)
         except FlowError as e:
             out[name] = ScoreResult(0.0, False, f"could not be evaluated: {e}")
             continue

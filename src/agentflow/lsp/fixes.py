@@ -67,6 +67,8 @@ def fixes(a: Analysis, d: Diagnostic) -> list[Fix]:
       (:func:`missing_colon`); preferred;
     - ``syntax-error`` of a deleted `}` ("expected `}` to close …", docs/diagnostics.md): the
       `}` where the hint puts it (:func:`missing_brace`).
+    - ``optional-union-member`` "write `("a" | "b")?` …": the union replaced by that form,
+      when it is written on one line without comments; preferred.
 
     Anything else (or a span that does not read as expected): no fix."""
     hint = d.hint or ""
@@ -101,7 +103,17 @@ def fixes(a: Analysis, d: Diagnostic) -> list[Fix]:
     if d.code == "syntax-error":
         fix = missing_colon(a, d, hint) or missing_brace(a, d, hint)
         return [fix] if fix is not None else []
+    m = _WHOLE_UNION.match(hint)
+    if m and d.code == "optional-union-member":
+        written = a.text[d.span.start : d.span.end]
+        if "?" not in written or "\n" in written or "//" in written:
+            return []  # a union over lines or with comments is left to the writer
+        return [Fix(f"Write `{m.group(1)}`", [(d.span.start, d.span.end, m.group(1))], True)]
     return []
+
+
+#: the hint of ``optional-union-member``: the whole union, parenthesised and optional
+_WHOLE_UNION = re.compile(r"write `(\(.*\)\?)` to say the whole union is optional\Z")
 
 
 #: the `name: type` hints of a syntax error (``count int``): the name is group 1

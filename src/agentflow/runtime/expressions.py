@@ -25,7 +25,7 @@ from typing import Any
 import regex
 
 from agentflow.core.functions import FUNCTIONS, arity
-from agentflow.core.vocabulary import MAX_EXPR_DEPTH, UNARY_CONDITION_OPS, Code
+from agentflow.core.vocabulary import MAX_EXPR_DEPTH, MAX_INT, MIN_INT, UNARY_CONDITION_OPS, Code
 from agentflow.errors import BadPath, ExprError, RunError, SourceError
 from agentflow.grammar import ast
 from agentflow.ir.templates import too_deep
@@ -206,9 +206,11 @@ def evaluate(expr: ast.Expr, scope: Mapping[str, Any]) -> Any:
     Returns plain JSON-like Python values (``dict``, ``list``, ``str``, ``int``/``float``,
     ``bool``, ``None``) or a :class:`FlowRange` for ``a..b``.
 
-    Raises :class:`BadPath` for a missing name, field, key or index (caught by ``??``) and
-    :class:`ExprError` for operands of the wrong kind, a float overflow, or a tree too deep to
-    evaluate (the loader bounds depth at ``vocabulary.MAX_EXPR_DEPTH``; this is a last guard).
+    Raises :class:`BadPath` for a missing name, field, key or index (caught by ``??``),
+    :class:`ExprError` for operands of the wrong kind or a tree too deep to evaluate (the loader
+    bounds depth at ``vocabulary.MAX_EXPR_DEPTH``; this is a last guard), and a ``RunError`` of
+    code ``arithmetic`` for arithmetic with no result: a division or modulo by zero, an `int`
+    result past 64 bits, a number too large for JSON (docs/reference/errors.md).
     """
     try:
         return _VISIT[type(expr)](expr, scope)
@@ -363,7 +365,7 @@ def _visit_Unary(node: ast.Unary, scope: Mapping[str, Any]) -> Any:
     if node.op == "-":
         if not is_number(v):
             raise ExprError(f"`{expr_text(node)}`: unary `-` needs a number, got {_kind(v)}")
-        return -v
+        return _finite(-v, node, v)
     raise ExprError(f"unknown unary operator `{node.op}`")
 
 
@@ -405,16 +407,38 @@ def _arith(a: Any, b: Any, node: ast.Binary) -> None:
         )
 
 
-def _finite(x: Any, node: ast.Binary) -> Any:
-    """``x`` when it is not a float overflow (JSON has no NaN or infinities)."""
-    if isinstance(x, float) and not math.isfinite(x):
-        raise ExprError(f"`{expr_text(node)}`: the result is too large for a JSON number")
+def _too_large(node: ast.Expr) -> RunError:
+    return RunError(
+        Code.ARITHMETIC, f"`{expr_text(node)}`: the result is too large for a JSON number"
+    )
+
+
+def _finite(x: Any, node: ast.Expr, *operands: Any) -> Any:
+    """``x`` when it is a number the language holds: not a float overflow (JSON has no NaN or
+    infinities; ``arithmetic``), and — when ``x`` and every operand are whole numbers, the
+    operands within `int` — within `int` (−2⁶³ … 2⁶³−1; ``arithmetic``): `int` arithmetic is
+    64-bit (docs/reference/types.md). An operand already outside `int` is a `number`, whose
+    whole-number results are left as they are."""
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            raise _too_large(node)
+        return x
+    if (
+        isinstance(x, int)
+        and not MIN_INT <= x <= MAX_INT
+        and all(isinstance(o, int) and MIN_INT <= o <= MAX_INT for o in operands)
+    ):
+        raise RunError(
+            Code.ARITHMETIC,
+            f"`{expr_text(node)}`: the result is outside the range of `int` "
+            f"({MIN_INT} to {MAX_INT})",
+        )
     return x
 
 
 def _add(a: Any, b: Any, node: ast.Binary) -> Any:
     if is_number(a) and is_number(b):
-        return _finite(a + b, node)
+        return _finite(a + b, node, a, b)
     if isinstance(a, str) and isinstance(b, str):
         return a + b
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
@@ -425,31 +449,38 @@ def _add(a: Any, b: Any, node: ast.Binary) -> Any:
 def _div(a: Any, b: Any, node: ast.Binary) -> Any:
     _arith(a, b, node)
     if b == 0:
-        raise ExprError(f"`{expr_text(node)}`: division by zero")
+        raise _by_zero(node, "division")
     if isinstance(a, int) and isinstance(b, int) and a % b == 0:
-        return a // b
+        return _finite(a // b, node, a, b)  # MIN_INT / -1
     try:
         q = a / b
     except OverflowError:
-        raise ExprError(f"`{expr_text(node)}`: the result is too large for a JSON number") from None
+        raise _too_large(node) from None
     return _finite(q, node)
+
+
+def _by_zero(node: ast.Binary, what: str) -> RunError:
+    """``arithmetic``: ``a / b`` or ``a % b`` with ``b`` 0, the divisor named as written."""
+    divisor = expr_text(node.right)
+    said = "" if isinstance(node.right, ast.NumberLit) else f" (`{divisor}` is 0)"
+    return RunError(Code.ARITHMETIC, f"`{expr_text(node)}`: {what} by zero{said}")
 
 
 def _mod(a: Any, b: Any, node: ast.Binary) -> Any:
     _arith(a, b, node)
     if b == 0:
-        raise ExprError(f"`{expr_text(node)}`: modulo by zero")
+        raise _by_zero(node, "modulo")
     return a % b
 
 
 def _sub(a: Any, b: Any, node: ast.Binary) -> Any:
     _arith(a, b, node)
-    return _finite(a - b, node)
+    return _finite(a - b, node, a, b)
 
 
 def _mul(a: Any, b: Any, node: ast.Binary) -> Any:
     _arith(a, b, node)
-    return _finite(a * b, node)
+    return _finite(a * b, node, a, b)
 
 
 def _lt(a, b, node):
@@ -512,7 +543,7 @@ def _visit_Binary(node: ast.Binary, scope: Mapping[str, Any]) -> Any:
     try:
         return fn(left, right, node)
     except OverflowError:  # e.g. a huge int mixed with a float
-        raise ExprError(f"`{expr_text(node)}`: the result is too large for a JSON number") from None
+        raise _too_large(node) from None
 
 
 def _visit_CondExpr(node: ast.CondExpr, scope: Mapping[str, Any]) -> Any:

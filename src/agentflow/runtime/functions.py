@@ -277,7 +277,9 @@ def _sum(xs: list) -> Any:
         )
     total = math.fsum(xs) if any(isinstance(x, float) for x in xs) else sum(xs)
     if isinstance(total, float) and not math.isfinite(total):
-        raise RunError(Code.INVALID_ARGUMENT, "the sum is too large for a JSON number")
+        raise RunError(Code.ARITHMETIC, "the sum is too large for a JSON number")
+    if all(MIN_INT <= x <= MAX_INT for x in xs):  # a sum of `int`s is an `int`
+        return int_result(total)
     return total
 
 
@@ -402,6 +404,16 @@ def _texts(keys: list) -> list:
 # -- numbers ------------------------------------------------------------------------------------
 
 
+def int_result(v: Any) -> Any:
+    """``v`` unless it is a whole number outside `int` (−2⁶³ … 2⁶³−1): then an ``arithmetic``
+    error — an operation on `int`s whose result `int` cannot hold (docs/reference/errors.md)."""
+    if isinstance(v, int) and not MIN_INT <= v <= MAX_INT:
+        raise RunError(
+            Code.ARITHMETIC, f"the result is outside the range of `int` ({MIN_INT} to {MAX_INT})"
+        )
+    return v
+
+
 def _finite_int(x: Any, what: str) -> int:
     if isinstance(x, float) and not math.isfinite(x):  # pragma: no cover - JSON has none
         raise RunError(Code.INVALID_ARGUMENT, f"{what} is not a finite number")
@@ -412,20 +424,30 @@ def _round(x: int | float, digits: int | None) -> Any:
     if digits is None:
         if isinstance(x, int):
             return x
-        return _finite_int(_quantize(x, 0), "`x`")
+        return int_result(_finite_int(_quantize(x, 0), "`x`"))
     if not -20 <= digits <= 20:
         raise RunError(Code.INVALID_ARGUMENT, f"`digits` must be -20 to 20, got {digits}")
     if isinstance(x, int):
-        return x if digits >= 0 else int(_quantize(x, digits))
+        return x if digits >= 0 else _int_of(x, int(_quantize(x, digits)))
     return float(_quantize(x, digits))
 
 
+def _int_of(x: int, v: int) -> int:
+    """``v``, computed from the whole number ``x``: an ``arithmetic`` error when ``x`` is an
+    `int` and ``v`` is not (``abs(-2⁶³)``, a rounding past 2⁶³−1)."""
+    return int_result(v) if MIN_INT <= x <= MAX_INT else v
+
+
+def _abs(x: int | float) -> Any:
+    return _int_of(x, abs(x)) if isinstance(x, int) else abs(x)
+
+
 def _floor(x: int | float) -> int:
-    return x if isinstance(x, int) else math.floor(x)
+    return x if isinstance(x, int) else int_result(math.floor(x))
 
 
 def _ceil(x: int | float) -> int:
-    return x if isinstance(x, int) else math.ceil(x)
+    return x if isinstance(x, int) else int_result(math.ceil(x))
 
 
 def _clamp(x: Any, lo: Any, hi: Any) -> Any:
@@ -532,7 +554,7 @@ IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {
     "round": _round,
     "floor": _floor,
     "ceil": _ceil,
-    "abs": abs,
+    "abs": _abs,
     "clamp": _clamp,
     "to_text": _render,
     "parse_int": _parse_int,

@@ -61,6 +61,7 @@ SEP = " › "
 #: library functions'): their quoted parts are put in the `.flow`'s terms (:func:`in_source_terms`)
 SOURCE_TERMS_CODES = frozenset(
     {Code.BAD_PATH, Code.VALIDATION, Code.INVALID_ARGUMENT, Code.PARSE_ERROR, Code.REGEX_TIMEOUT}
+    | {Code.ARITHMETIC}
 )
 _QUOTED = re.compile(r"`([^`]*)`")
 
