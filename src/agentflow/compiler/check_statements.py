@@ -169,19 +169,23 @@ class StatementChecks(CheckerShared):
     def if_stmt(self, s: ast.IfStmt, frame: Frame) -> bool:
         """Check an ``if``; True when control may continue after it."""
         self.expr(s.cond, BOOL)
+        yes, no = self.narrowings(s.cond)
         self.scopes.append({})
         try:
-            r1 = self.stmts(s.then.stmts, frame, top=False)
+            with self.narrowed(yes):
+                r1 = self.stmts(s.then.stmts, frame, top=False)
         finally:
             self.pop_scope()
         if s.else_ is None:
             return True
         if isinstance(s.else_, ast.IfStmt):
-            r2 = self.if_stmt(s.else_, frame)
+            with self.narrowed(no):
+                r2 = self.if_stmt(s.else_, frame)
         else:
             self.scopes.append({})
             try:
-                r2 = self.stmts(s.else_.stmts, frame, top=False)
+                with self.narrowed(no):
+                    r2 = self.stmts(s.else_.stmts, frame, top=False)
             finally:
                 self.pop_scope()
         return r1 or r2
@@ -220,7 +224,8 @@ class StatementChecks(CheckerShared):
                     hint="a `use` alias can only be the target of `agent(…)`",
                 )
                 return ERROR
-            return sym.type
+            narrowed = self.narrowed_type(e) if self.narrows else None
+            return narrowed if narrowed is not None else sym.type
         if e.name in self.all_stages:
             later = self.all_stages[e.name]
             if e.name == self.current_stage:
