@@ -49,7 +49,7 @@ def _diags(body: str, returns: str = "int"):
         '  if input.pet.kind == "cat" and input.pet.lives > 3 { return input.pet.lives }\n'
         "  return 0",
         # `not`, `or`: the else-branch of a test that failed on both sides
-        '  let p = input.pet\n  if not (p.kind != "dog") { return if p.good then 1 else 0 }\n'
+        '  let p = input.pet\n  if not (p.kind != "dog") { let _g = p.good }\n'
         '  return if p.kind == "cat" or p.kind == "dog" then 0 else p.words',
         # an optional: the discriminant test drops `null`, `!= null` too
         '  if input.maybe.kind == "cat" { return input.maybe.lives }\n'
@@ -150,3 +150,21 @@ def test_a_flow_that_narrows_runs_the_branch_of_each_member(tmp_path, reply, out
     r = CliRunner().invoke(main, ["run", str(flow), "--input", json.dumps({"reply": reply})])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout.strip().splitlines()[0]) == output
+
+
+def test_after_an_if_that_returns_the_rest_of_the_block_has_the_other_narrowing():
+    body = (
+        '  let p = input.pet\n  if p.kind == "cat" { return p.lives }\n'
+        '  if p.kind != "dog" { fail "not a dog" }\n  return if p.good then 1 else 0'
+    )
+    assert _diags(body) == []
+    # the narrowing ends with the block of the `if`
+    body = (
+        '  let p = input.pet\n  if p.kind == "dog" {\n    if p.kind != "dog" { return 0 }\n'
+        "    let _g = p.good\n  }\n  return p.lives"
+    )
+    (d,) = _diags(body)
+    assert d.code == "unknown-field" and "of every member of `Cat | Dog | Bird`" in d.message
+    # an `if` whose branches both go on narrows nothing after it
+    body = '  let p = input.pet\n  if p.kind == "cat" { let _n = 1 }\n  return p.lives'
+    assert [d.code for d in _diags(body)] == ["unknown-field"]
