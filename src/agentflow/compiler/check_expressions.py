@@ -268,7 +268,9 @@ class ExpressionChecks(CheckerShared):
         op = e.op
         if op in ("and", "or"):
             self.expr(e.left, BOOL)
-            self.expr(e.right, BOOL)
+            yes, no = self.narrowings(e.left)  # `p.kind == "cat" and p.lives > 3`
+            with self.narrowed(yes if op == "and" else no):
+                self.expr(e.right, BOOL)
             return BOOL
         if op == "??":
             lt = self.infer(e.left, make_optional(hint) if hint is not None else None)
@@ -549,7 +551,12 @@ class ExpressionChecks(CheckerShared):
             ot = self.types[id(e.obj)] = self.name(e.obj)
         else:
             ot = self.infer(e.obj, self._values_hint(e, hint))
-        return self.member_type(ot, e.name, e.name_span, e)
+        t = self.member_type(ot, e.name, e.name_span, e)
+        if self.narrows and not isinstance(t, ErrorType):
+            narrowed = self.narrowed_type(e)  # `input.pet` inside `if input.pet.kind == …`
+            if narrowed is not None:
+                return narrowed
+        return t
 
     def _values_hint(self, e: ast.Member, hint: Type | None) -> Type | None:
         """The type expected of ``e.obj`` when ``e`` is ``(map … tolerate N { … }).values``
@@ -622,6 +629,7 @@ class ExpressionChecks(CheckerShared):
                         f"`{name}` is not a field of every member of `{type_str(ot)}`",
                         span,
                         notes=[Note(f"`{type_str(m)}` has no field `{name}`")],
+                        hint=self.narrowing_hint(e, r, name),
                     )
                     return ERROR
             t = make_union(found)

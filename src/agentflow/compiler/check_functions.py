@@ -172,8 +172,11 @@ class FunctionChecks(CheckerShared):
     # -- if c then a else b ---------------------------------------------------------------
     def visit_CondExpr(self, e: ast.CondExpr, hint: Type | None) -> Type:
         self.expr(e.cond, BOOL)
-        a = self.infer(e.then, hint)
-        b = self.infer(e.else_, hint)
+        yes, no = self.narrowings(e.cond)
+        with self.narrowed(yes):
+            a = self.infer(e.then, hint)
+        with self.narrowed(no):
+            b = self.infer(e.else_, hint)
         if isinstance(a, ErrorType) or isinstance(b, ErrorType):
             return ERROR
         if hint is not None and assignable(a, hint, self.env) and assignable(b, hint, self.env):

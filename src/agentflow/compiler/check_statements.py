@@ -10,7 +10,7 @@ a final expression), reachability (``missing-return``, ``unreachable-code``), th
 from __future__ import annotations
 
 from agentflow.compiler import check_errors
-from agentflow.compiler.checker_shared import CheckerShared, Frame, Var
+from agentflow.compiler.checker_shared import CheckerShared, Frame, Narrowing, Var
 from agentflow.compiler.symbols import Symbol, suggest
 from agentflow.compiler.types import (
     BOOL,
@@ -122,6 +122,13 @@ class StatementChecks(CheckerShared):
         scope[symbol.name] = Var(symbol, span)
 
     def stmts(self, stmts: list[ast.Stmt], frame: Frame, *, top: bool) -> bool:
+        depth = len(self.narrows)
+        try:
+            return self._stmts(stmts, frame, top=top)
+        finally:
+            del self.narrows[depth:]  # an early return's narrowing ends with its block
+
+    def _stmts(self, stmts: list[ast.Stmt], frame: Frame, *, top: bool) -> bool:
         reachable = True
         warned = False
         for i, s in enumerate(stmts):
@@ -149,8 +156,10 @@ class StatementChecks(CheckerShared):
                 frame.values.append(vt)
                 reachable = False
             elif isinstance(s, ast.IfStmt):
-                after = self.if_stmt(s, frame)
+                after, rest = self.if_narrowing(s, frame)
                 reachable = reachable and after
+                if rest:  # `if p.kind == "cat" { return … }`: `p` is not a `Cat` after it
+                    self.narrows.append(rest)
             elif isinstance(s, ast.ExprStmt):
                 if last and reachable:
                     vt = self.expr(s.expr, frame.expected)
@@ -198,23 +207,34 @@ class StatementChecks(CheckerShared):
 
     def if_stmt(self, s: ast.IfStmt, frame: Frame) -> bool:
         """Check an ``if``; True when control may continue after it."""
+        return self.if_narrowing(s, frame)[0]
+
+    def if_narrowing(self, s: ast.IfStmt, frame: Frame) -> tuple[bool, Narrowing]:
+        """Check an ``if``: whether control may continue after it, and the narrowing that
+        holds after it when one branch cannot end normally (it returns or fails) and the other
+        is a block or absent (docs/reference/types.md "Narrowing")."""
         self.expr(s.cond, BOOL)
+        yes, no = self.narrowings(s.cond)
         self.scopes.append({})
         try:
-            r1 = self.stmts(s.then.stmts, frame, top=False)
+            with self.narrowed(yes):
+                r1 = self.stmts(s.then.stmts, frame, top=False)
         finally:
             self.pop_scope()
         if s.else_ is None:
-            return True
+            return True, ({} if r1 else no)
         if isinstance(s.else_, ast.IfStmt):
-            r2 = self.if_stmt(s.else_, frame)
+            with self.narrowed(no):
+                r2 = self.if_stmt(s.else_, frame)
+            return r1 or r2, {}
         else:
             self.scopes.append({})
             try:
-                r2 = self.stmts(s.else_.stmts, frame, top=False)
+                with self.narrowed(no):
+                    r2 = self.stmts(s.else_.stmts, frame, top=False)
             finally:
                 self.pop_scope()
-        return r1 or r2
+        return r1 or r2, (no if r2 and not r1 else yes if r1 and not r2 else {})
 
     def lookup(self, name: str) -> Symbol | None:
         for scope in reversed(self.scopes):
@@ -250,7 +270,8 @@ class StatementChecks(CheckerShared):
                     hint="a `use` alias can only be the target of `agent(…)`",
                 )
                 return ERROR
-            return sym.type
+            narrowed = self.narrowed_type(e) if self.narrows else None
+            return narrowed if narrowed is not None else sym.type
         if e.name in self.all_stages:
             later = self.all_stages[e.name]
             if e.name == self.current_stage:

@@ -41,9 +41,10 @@ from agentflow.compiler.check_declarations import DeclarationChecks
 from agentflow.compiler.check_expressions import _DISPATCH, ExpressionChecks
 from agentflow.compiler.check_functions import FunctionChecks
 from agentflow.compiler.check_memo import RecordingDict, RecordingSet, StageMemo
+from agentflow.compiler.check_narrowing import NarrowingChecks
 from agentflow.compiler.check_statements import StatementChecks
 from agentflow.compiler.check_types import TypeChecks
-from agentflow.compiler.checker_shared import Frame, Var
+from agentflow.compiler.checker_shared import Frame, Narrowing, Var
 from agentflow.compiler.symbols import Symbol, ToolSig
 from agentflow.compiler.types import (
     ERROR,
@@ -158,7 +159,13 @@ def prelude_tools() -> dict[str, ToolSig]:
 
 
 class Checker(
-    DeclarationChecks, TypeChecks, StatementChecks, ExpressionChecks, AgentChecks, FunctionChecks
+    DeclarationChecks,
+    TypeChecks,
+    StatementChecks,
+    ExpressionChecks,
+    AgentChecks,
+    FunctionChecks,
+    NarrowingChecks,
 ):
     """The checker of one module: its state, and :meth:`check`, the phases in order."""
 
@@ -183,6 +190,7 @@ class Checker(
         self.scopes: list[dict[str, Var]] = []
         self.frames: list[Frame] = []
         self.proj: list[Type] = []
+        self.narrows: list[Narrowing] = []
         self.stage_types: dict[str, Type] = {}
         self.stage_syms: dict[str, Symbol] = {}
         self.stage_order: list[ast.StageDecl] = []

@@ -22,6 +22,10 @@ from agentflow.core.diagnostics import Diagnostic, Note
 from agentflow.core.spans import Span
 from agentflow.grammar import ast
 
+#: what a condition tells of names and field paths in one branch (check_narrowing): the path
+#: (``("input", "pet")``) → (the symbol of its first name, its narrowed type)
+Narrowing = dict[tuple[str, ...], tuple[Symbol, Type]]
+
 
 class Reporter(Protocol):
     """The signature of :meth:`CheckerShared.report`, for helpers that take it as a callback."""
@@ -81,6 +85,8 @@ class CheckerShared:
     max_expr_depth: int
     memo: Any
     module: ast.Module
+    #: the narrowings in force, innermost last (check_narrowing)
+    narrows: list[Narrowing]
     output_type: Type
     prelude_sigs: dict[str, ToolSig]
     proj: list[Type]
@@ -179,6 +185,18 @@ class CheckerShared:
         doc: str | None,
         alias_stack: tuple[str, ...] = (),
     ) -> ObjectType:
+        raise NotImplementedError
+
+    def narrowed(self, narrowing: Narrowing) -> Any:
+        raise NotImplementedError
+
+    def narrowed_type(self, e: ast.Expr) -> Type | None:
+        raise NotImplementedError
+
+    def narrowing_hint(self, e: ast.Expr, union: Any, name: str) -> str | None:
+        raise NotImplementedError
+
+    def narrowings(self, cond: ast.Expr) -> tuple[Narrowing, Narrowing]:
         raise NotImplementedError
 
     def pop_scope(self) -> None:

@@ -36,7 +36,10 @@ def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
     res = a.result
     if kind == "symbol":
         sym, name = payload
-        text = locate.fence(f"({sym.kind}) {sym.name}: {T.type_str(sym.type)}")
+        # a name used inside a narrowing `if` has the narrowed type the checker gave it
+        shown = res.expr_types.get(id(name), sym.type) if isinstance(name, ast.Name) else sym.type
+        shown = sym.type if isinstance(shown, T.ErrorType) else shown
+        text = locate.fence(f"({sym.kind}) {sym.name}: {T.type_str(shown)}")
         doc = symbol_doc(a, sym)
         return locate.with_doc(text, doc), name.span
     if kind == "tool":
