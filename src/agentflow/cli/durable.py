@@ -421,6 +421,13 @@ def cancel(run_id: str, config: str | None, database: str | None) -> None:
 @_trace_option
 @click.option("--json", "as_json", is_flag=True, help="Print the whole RunResult as JSON.")
 @click.option("--ask-again", is_flag=True, help="Ask every question again, answered ones included.")
+@click.option(
+    "--model",
+    "model",
+    metavar="test[:SEED]",
+    help="Answer every agent with the built-in test model (default: as RUN was answered: its "
+    "--model or --replay, else the configured models).",
+)
 def redrive(
     run_id: str,
     config: str | None,
@@ -429,6 +436,7 @@ def redrive(
     trace: str | None,
     as_json: bool,
     ask_again: bool,
+    model: str | None,
 ) -> None:
     """Run failed durable run RUN again from its failed steps: a new run of the same plan and
     input that takes every step RUN finished and every question it had answered (prints the
@@ -444,6 +452,10 @@ def redrive(
     plan = api.plan_from_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
     # the new run's id: RUN's own (before any earlier redrive's suffix) + a fresh suffix
     new_id = f"{run_id.split('~', 1)[0]}~{secrets.token_hex(3)}"
+    # answered as RUN was (its --model test or --replay cassette, recorded in its spec), as
+    # `flowc resume` does, unless --model says otherwise
+    replay = None if model is not None else spec.get("replay")
+    model = model if model is not None else spec.get("model")
     # on the loop `flowc run` runs on: a first Ctrl-C / SIGTERM stops the new run as it stops
     # a run (`run aborted`, the trace closed, the run recorded aborted), then says so
     result = _stoppable(
@@ -458,7 +470,8 @@ def redrive(
             run_id=new_id,
             reuse=run_id,
             ask_again=ask_again,
-            replay=spec.get("replay"),
+            replay=replay,
+            model=model,
             on_start=lambda rid: _err(f"run id: {rid} (redrive of {run_id})"),
         ),
         as_json,
