@@ -40,6 +40,7 @@ from agentflow._lazy import lazy_exports
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name loads on first use
     from agentflow.api_check import (
         FormatError,
+        agent_profile_warnings,
         check_source,
         diagnostics_summary,
         expression_position,
@@ -195,6 +196,7 @@ __all__ = [
     "shutdown_durable",
     "stopped_summary",
     "stale_modules",
+    "agent_profile_warnings",
     "telemetry_settings",
     "terminal_hooks",
     "type_schema",
@@ -268,6 +270,7 @@ _EXPORTS: dict[str, str] = {
     "stopped_summary": "agentflow.api_run",
     "shutdown_durable": "agentflow.api_durable",
     "stale_modules": "agentflow.api_check",
+    "agent_profile_warnings": "agentflow.api_check",
     "telemetry_settings": "agentflow.api_run",
     "terminal_hooks": "agentflow.api_run",
     "type_schema": "agentflow.api_check",

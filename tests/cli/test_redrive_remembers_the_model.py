@@ -35,7 +35,9 @@ def _flowc(*args: str) -> tuple[int, str]:
     return done.exit_code, done.stderr
 
 
-def test_redrive_of_a_test_model_run_uses_the_test_model_and_takes_model(tmp_path: Path, monkeypatch):
+def test_redrive_of_a_test_model_run_uses_the_test_model_and_takes_model(
+    tmp_path: Path, monkeypatch
+):
     monkeypatch.chdir(tmp_path)
     for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
