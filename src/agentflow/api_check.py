@@ -104,9 +104,7 @@ def agent_profile_warnings(flow: str | os.PathLike[str], result: CheckResult) ->
     if data is None:
         return []
     out: list[Diagnostic] = []
-    for item in result.module.items:
-        if type(item).__name__ != "UseDecl":
-            continue
+    for item in result.uses.values():
         table = "agents" if item.kind == "agent" else "teams"
         names = data.get(table)
         if not isinstance(names, dict) or not names or item.target in names:
