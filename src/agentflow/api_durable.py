@@ -22,9 +22,11 @@ from agentflow.runtime.durable.management import (
     answer,
     cancel,
     list_runs,
+    pending_questions,
     recorded_spec,
     show_run,
 )
+from agentflow.runtime.durable.run_info import question_path
 
 __all__ = [
     "answer_durable",
@@ -95,9 +97,15 @@ async def recorded_run(url: str, run_id: str, *, redrive: bool = False) -> dict[
 
 async def answer_durable(url: str, run_id: str, step: str, value: Any) -> Any:
     """:func:`answer_run` on database ``url``: answer the question run ``run_id`` waits on at
-    step path ``step`` (a text is parsed as JSON unless the question wants text, then checked
-    against the question's type and choices, exactly as ``flowc answer``).  Returns the
-    :class:`~agentflow.runtime.durable.run_info.Question`; raises :class:`InputError`."""
+    ``step`` — its step path (``E3/else``), or its name in the `.flow` (the ``let`` its answer
+    is bound to, ``decision``, or its stage's name) when that names one waiting question — with
+    ``value`` (a text is parsed as JSON unless the question wants text, then checked against
+    the question's type and choices, exactly as ``flowc answer``; docs/reference/cli.md
+    "flowc answer").  Returns the :class:`~agentflow.runtime.durable.run_info.Question`;
+    raises :class:`InputError` (also for a name several waiting questions have, listing
+    them)."""
+    if "/" not in step:  # a path of a nested step is never a name
+        step = question_path(await pending_questions(url, run_id), step, run_id)
     return await answer(url, run_id, step, clean_json(value))
 
 
@@ -109,9 +117,10 @@ async def answer_run(
     config: Config | str | os.PathLike | None = None,
     database: str | None = None,
 ) -> None:
-    """Answer the question durable run ``run_id`` waits on at step path ``step`` with ``value``
-    (a JSON text is parsed unless the question wants text), from any process.  Raises
-    :class:`InputError` when no such question waits or the value breaks its choices/schema."""
+    """Answer the question durable run ``run_id`` waits on at ``step`` (its step path, or its
+    name in the `.flow`, as :func:`answer_durable` takes it) with ``value`` (a JSON text is
+    parsed unless the question wants text), from any process.  Raises :class:`InputError` when
+    no such question waits, the name fits several, or the value breaks its choices/schema."""
     await answer_durable(durable_database(config=config, database=database), run_id, step, value)
 
 

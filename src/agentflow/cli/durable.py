@@ -316,7 +316,10 @@ def runs_show(
             _say(f"  the run takes it when it goes on: flowc resume {info.run_id}")
     if info.error:
         failed = info.error
-        where = f" at step {failed.get('step_path')}" if failed.get("step_path") else ""
+        path, label = failed.get("step_path"), failed.get("label")
+        # the failed step as the .flow names it, its path after (as flowc run says it)
+        where = f" in {label} (step {path})" if label and path else ""
+        where = where or (f" at step {path}" if path else "")
         _say(f"error[{failed.get('code')}]{where}: {failed.get('message')}")
 
 
@@ -384,19 +387,20 @@ def _holder_line(holder: dict[str, Any], run_id: str) -> str:
 
 @click.command()
 @click.argument("run_id", metavar="RUN")
-@click.argument("step", metavar="STEP")
+@click.argument("step", metavar="NAME|STEP")
 @click.argument("value", metavar="VALUE")
 @_config_option
 @_database_option
 def answer(run_id: str, step: str, value: str, config: str | None, database: str | None) -> None:
-    """Answer the question durable run RUN waits on at STEP (its step path) with VALUE (JSON
-    unless the question wants text), checked against the question's type and choices."""
+    """Answer the question durable run RUN waits on at STEP (its name in the .flow — the let
+    its answer is bound to, or its stage — or its step path) with VALUE (JSON unless the
+    question wants text), checked against the question's type and choices."""
     try:
         url = _durable_url(config, database)
     except FlowError as e:
         _fail(e)
     question = _durable_call(lambda: api.answer_durable(url, run_id, step, value))
-    _err(f"answered [{question.path}] {question.question}")
+    _err(f"answered [{question.shown()}] {question.question}")
 
 
 @click.command()

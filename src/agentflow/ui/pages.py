@@ -526,7 +526,10 @@ def run_page(
     errors = ""
     if info.error:
         e = info.error
-        where = f" at step {_e(e.get('step_path'))}" if e.get("step_path") else ""
+        path, label = e.get("step_path"), e.get("label")
+        # the failed step as the .flow names it, its path after (as flowc run says it)
+        where = f" in {_e(label)} (step {_e(path)})" if label and path else ""
+        where = where or (f" at step {_e(path)}" if path else "")
         errors = (
             f'<section id="errors"><h2>Error</h2><div class="error-box"><div><code>'
             f"{_e(e.get('code'))}</code>{where} — {_e(e.get('message', ''))}</div>"

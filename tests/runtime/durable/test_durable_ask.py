@@ -172,7 +172,7 @@ def test_flowc_runs_names_a_compiled_flows_question_as_the_flow_does(tmp_path):
         listed = subprocess.run(
             flowc("runs"), cwd=project, env=env, capture_output=True, timeout=120
         )
-        assert "? [E0 · approve › ask] Publish the digest?" in listed.stdout.decode()
+        assert "? [approve › ask · E0] Publish the digest?" in listed.stdout.decode()
         ok = subprocess.run(
             flowc("answer", "ask-label", "E0", "yes"), cwd=project, env=env, capture_output=True
         )
