@@ -240,10 +240,11 @@ def question_form(q: Any, csrf: str, *, value: str = "", problem: str | None = N
         if problem
         else ""
     )
-    where = f" · {_e(q.label)}" if q.label else ""
+    # the question as the .flow names it, its step path after (docs/reference/ui.md)
+    where = f"{_e(q.label)} · " if q.label else ""
     return (
         f'<form class="question" method="post" action="{_e(run_url(q.run_id, "/answer"))}" '
-        f'data-step="{_e(q.path)}"><p class="muted">asked at <code>{_e(q.path)}</code>{where}'
+        f'data-step="{_e(q.path)}"><p class="muted">asked at {where}<code>{_e(q.path)}</code>'
         f" {_e(_when(q.asked_at))}</p>{said}{control}{hint}"
         f'<input type="hidden" name="step" value="{_e(q.path)}">{_csrf(csrf)}'
         '<button type="submit">answer</button></form>'
