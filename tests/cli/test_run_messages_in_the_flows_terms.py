@@ -82,6 +82,22 @@ stage s -> int {
 """
 
 
+#: a failure in the flow's output, a pure last stage the compiler inlined into the plan's finish
+FINISH = """\
+flow t2
+input { n: int }
+
+stage listed -> int {
+  return list_dir(path: ".").count
+}
+
+stage s -> int {
+  let r = [1, 2]
+  return r[input.n + 5]
+}
+"""
+
+
 def _masked(text: str) -> str:
     text = re.sub(r"\d+\.\d+s\b", "N.NNs", text)
     return re.sub(r"\d\d:\d\d:\d\d", "HH:MM:SS", text)
@@ -98,18 +114,20 @@ def _flowc(*args: str) -> str:
 def test_run_and_runs_show_name_places_as_the_flow_does(tmp_path: Path, monkeypatch, golden):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("NO_COLOR", "1")
-    for name, text in (("mcp", UNCONFIGURED), ("asked", ASKED), ("value", VALUE)):
+    flows = (("mcp", UNCONFIGURED), ("asked", ASKED), ("value", VALUE), ("finish", FINISH))
+    for name, text in flows:
         (tmp_path / f"{name}.flow").write_text(text)
     (tmp_path / "outlined.flow").write_text(OUTLINED)
     shown = [
         _flowc("run", "mcp.flow", "--input", '{"n": 0}'),
         _flowc("run", "asked.flow", "--input", '{"n": 0}'),
         _flowc("run", "value.flow", "--input", '{"email": "x"}'),
+        _flowc("run", "finish.flow", "--input", '{"n": 0}'),
         _flowc("run", "outlined.flow", "--durable", "--run-id", "o1", "--input", '{"n": 0}'),
     ]
     runs_show = _flowc("runs", "show", "o1")
     shown.append("\n".join(line for line in runs_show.splitlines() if "started" not in line) + "\n")
     text = _masked("\n".join(shown))
-    for internal in ("t__s_0", "(plan ", "at step E", "result.answer"):
+    for internal in ("t__s_0", "(plan ", "at step", "result.answer"):
         assert internal not in text, internal
     golden.check(GOLDEN, text)
