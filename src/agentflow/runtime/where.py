@@ -336,6 +336,8 @@ class Place:
             return "if"
         if self.outlined:
             return ""
+        if tool == "value" and not self.step.meta.get("name"):
+            return "return"  # a stage's or a body's value, as the `.flow` writes it
         return tool_label(tool)
 
 
