@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow.core.text import clean_json
+from agentflow.errors import FlowError
 from agentflow.runtime.config import Config, load_config
 from agentflow.runtime.durable.database import database_for, missing_database
 from agentflow.runtime.durable.dbos_launch import shutdown
@@ -26,7 +27,7 @@ from agentflow.runtime.durable.management import (
     recorded_spec,
     show_run,
 )
-from agentflow.runtime.durable.run_info import question_path
+from agentflow.runtime.durable.run_info import Question, question_path
 
 __all__ = [
     "answer_durable",
@@ -105,8 +106,29 @@ async def answer_durable(url: str, run_id: str, step: str, value: Any) -> Any:
     raises :class:`InputError` (also for a name several waiting questions have, listing
     them)."""
     if "/" not in step:  # a path of a nested step is never a name
-        step = question_path(await pending_questions(url, run_id), step, run_id)
+        pending = await pending_questions(url, run_id)
+        named = question_path(pending, step, run_id)
+        if named == step and not any(q.path == step for q in pending):
+            named = await _closed_question_path(url, run_id, step)
+        step = named
     return await answer(url, run_id, step, clean_json(value))
+
+
+async def _closed_question_path(url: str, run_id: str, name: str) -> str:
+    """The step path of the one question of run ``run_id`` that ``name`` names among those it
+    asked already (its recorded ``ask`` steps, in the `.flow`'s terms), so that answering it
+    by name is told it was already answered, as by its path; else ``name`` unchanged."""
+    try:
+        info = await show_run(url, run_id)
+    except FlowError:
+        return name
+    found = set()
+    for s in info.steps:
+        if s.get("kind") == "ask" and s.get("path"):
+            asked = Question(run_id, run_id, str(s["path"]), "", label=s.get("label"))
+            if name in asked.names():
+                found.add(asked.path)
+    return found.pop() if len(found) == 1 else name
 
 
 async def answer_run(

@@ -109,6 +109,9 @@ def test_answer_takes_the_let_name_and_refuses_an_ambiguous_one(tmp_path: Path, 
         out, err = run.communicate(timeout=120)
         assert run.returncode == 0, err.decode()
         assert json.loads(out) is True  # the last stage's value
+        code, _, said = _flowc("answer", "s1", "go", "false")  # by name, once answered
+        assert code == 1
+        assert "the question of run s1 at 'E1' was already answered (true)" in said, said
     finally:
         if run.poll() is None:
             run.kill()
