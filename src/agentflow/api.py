@@ -40,6 +40,7 @@ from agentflow._lazy import lazy_exports
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name loads on first use
     from agentflow.api_check import (
         FormatError,
+        agent_profile_warnings,
         check_source,
         diagnostics_summary,
         expression_position,
@@ -70,6 +71,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         cost_warnings,
         format_plan_file,
         load,
+        output_place,
         plan_from_data,
         plan_from_text,
         plan_text,
@@ -199,6 +201,8 @@ __all__ = [
     "stopped_summary",
     "stale_modules",
     "source_excerpt",
+    "agent_profile_warnings",
+    "output_place",
     "telemetry_settings",
     "terminal_hooks",
     "type_schema",
@@ -274,6 +278,8 @@ _EXPORTS: dict[str, str] = {
     "shutdown_durable": "agentflow.api_durable",
     "stale_modules": "agentflow.api_check",
     "source_excerpt": "agentflow.api_check",
+    "agent_profile_warnings": "agentflow.api_check",
+    "output_place": "agentflow.api_compile",
     "telemetry_settings": "agentflow.api_run",
     "terminal_hooks": "agentflow.api_run",
     "type_schema": "agentflow.api_check",

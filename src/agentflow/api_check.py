@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -22,12 +23,13 @@ from agentflow.compiler.checker import CheckResult
 from agentflow.compiler.contracts import contract_for, extern_declaration
 from agentflow.compiler.fmt import FormatError, format_file
 from agentflow.compiler.gen_python import gen_modules, generate_python, stale_diagnostics
-from agentflow.core.diagnostics import Diagnostic
+from agentflow.core.diagnostics import UNKNOWN_AGENT_PROFILE, Diagnostic, did_you_mean
 from agentflow.errors import CompileError, ContractError
 from agentflow.ir.names import expression_position
 
 __all__ = [
     "FormatError",
+    "agent_profile_warnings",
     "check_source",
     "diagnostics_summary",
     "expression_position",
@@ -103,6 +105,55 @@ def stale_modules(
     the check of ``text``, when the caller has it (else it is checked when needed)."""
     modules = gen_modules(flow)
     return stale_diagnostics(str(flow), text, modules, result) if modules else []
+
+
+def agent_profile_warnings(flow: str | os.PathLike[str], result: CheckResult) -> list[Diagnostic]:
+    """The ``unknown-agent-profile`` warnings of the checked `.flow` file ``flow``
+    (docs/diagnostics.md): each ``use agent "NAME"`` (``use team``) whose NAME the nearest
+    ``flow.toml`` (from the flow's directory upward) has no ``[agents.NAME]`` (``[teams.NAME]``)
+    for, but has one of a similar name — a typo the run would meet only when it runs (with the
+    default profile, or failing for a team).  No ``flow.toml``, an unreadable one or one with
+    no such table: none.  The span is the quoted name."""
+    data = _nearest_config(Path(flow))
+    if data is None:
+        return []
+    out: list[Diagnostic] = []
+    for item in result.uses.values():
+        table = "agents" if item.kind == "agent" else "teams"
+        names = data.get(table)
+        if not isinstance(names, dict) or not names or item.target in names:
+            continue
+        hint = did_you_mean(item.target, [str(n) for n in names])
+        if hint is None:
+            continue  # not a typo: an agent with no profile runs with the default one
+        out.append(
+            Diagnostic(
+                code=UNKNOWN_AGENT_PROFILE,
+                severity="warning",
+                message=f"{item.kind} '{item.target}' has no [{table}.{item.target}] in "
+                f"{data['__file__']}",
+                span=item.target_span,
+                hint=hint,
+            )
+        )
+    return out
+
+
+def _nearest_config(flow: Path) -> dict[str, Any] | None:
+    """The nearest ``flow.toml`` from ``flow``'s directory upward, parsed, with its path (as
+    given) under ``__file__``; None when there is none or it cannot be read (``flowc run``
+    reports that)."""
+    start = flow.parent
+    for directory in (start, *start.resolve().parents):
+        candidate = directory / "flow.toml"
+        if candidate.is_file():
+            try:
+                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                return None
+            data["__file__"] = str(candidate)
+            return data
+    return None
 
 
 def type_schema(result: CheckResult, type_name: str | None) -> dict[str, Any]:

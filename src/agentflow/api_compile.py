@@ -20,7 +20,7 @@ from typing import Any
 from agentflow.compiler.api import check_source, read_source
 from agentflow.compiler.check_depth import too_deep_diagnostic
 from agentflow.compiler.checker import CheckResult
-from agentflow.compiler.lowering import LoweringError, lower
+from agentflow.compiler.lowering import LoweringError, lower, value_span
 from agentflow.core.diagnostics import COST_OVER_BUDGET, PLAN_TOO_DEEP, Diagnostic
 from agentflow.core.spans import Span
 from agentflow.errors import CompileError, PlanLoadError
@@ -31,6 +31,7 @@ from agentflow.ir.loader import load_plan, load_plan_data, load_plan_text, read_
 from agentflow.ir.models import Plan
 
 __all__ = [
+    "output_place",
     "CompileError",
     "CompiledFlow",
     "compile_checked",
@@ -143,6 +144,19 @@ def _problem_span(message: str, plan: dict[str, Any], file: str) -> Span:
 def compile_flow(path: str | os.PathLike) -> CompiledFlow:
     """Check and lower the `.flow` file at ``path`` (see :func:`compile_source`)."""
     return compile_source(read_source(path), str(path))
+
+
+def output_place(text: str, file: str) -> tuple[str, Span] | None:
+    """Where a compiled `.flow`'s output is written: ``(the last stage's name, the span of its
+    value)`` — its ``return``, else its last expression, else the stage — for the `.flow`
+    source ``text`` of ``file``; None when it has no stage.  A compiled plan's ``finish`` is
+    its last stage's value (docs/spec/LANGUAGE.md §10): ``flowc run`` names a failure of it so
+    (docs/reference/errors.md)."""
+    result = check_source(text, file)
+    if not result.stages:
+        return None
+    stage = result.stages[-1]
+    return stage.name.name, value_span(stage.body.stmts, stage.span)
 
 
 def load(path: str | os.PathLike) -> Plan:

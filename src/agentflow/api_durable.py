@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow.core.text import clean_json
+from agentflow.errors import FlowError
 from agentflow.runtime.config import Config, load_config
 from agentflow.runtime.durable.database import database_for, missing_database
 from agentflow.runtime.durable.dbos_launch import shutdown
@@ -22,9 +23,11 @@ from agentflow.runtime.durable.management import (
     answer,
     cancel,
     list_runs,
+    pending_questions,
     recorded_spec,
     show_run,
 )
+from agentflow.runtime.durable.run_info import Question, question_path
 
 __all__ = [
     "answer_durable",
@@ -95,10 +98,37 @@ async def recorded_run(url: str, run_id: str, *, redrive: bool = False) -> dict[
 
 async def answer_durable(url: str, run_id: str, step: str, value: Any) -> Any:
     """:func:`answer_run` on database ``url``: answer the question run ``run_id`` waits on at
-    step path ``step`` (a text is parsed as JSON unless the question wants text, then checked
-    against the question's type and choices, exactly as ``flowc answer``).  Returns the
-    :class:`~agentflow.runtime.durable.run_info.Question`; raises :class:`InputError`."""
+    ``step`` — its step path (``E3/else``), or its name in the `.flow` (the ``let`` its answer
+    is bound to, ``decision``, or its stage's name) when that names one waiting question — with
+    ``value`` (a text is parsed as JSON unless the question wants text, then checked against
+    the question's type and choices, exactly as ``flowc answer``; docs/reference/cli.md
+    "flowc answer").  Returns the :class:`~agentflow.runtime.durable.run_info.Question`;
+    raises :class:`InputError` (also for a name several waiting questions have, listing
+    them)."""
+    if "/" not in step:  # a path of a nested step is never a name
+        pending = await pending_questions(url, run_id)
+        named = question_path(pending, step, run_id)
+        if named == step and not any(q.path == step for q in pending):
+            named = await _closed_question_path(url, run_id, step)
+        step = named
     return await answer(url, run_id, step, clean_json(value))
+
+
+async def _closed_question_path(url: str, run_id: str, name: str) -> str:
+    """The step path of the one question of run ``run_id`` that ``name`` names among those it
+    asked already (its recorded ``ask`` steps, in the `.flow`'s terms), so that answering it
+    by name is told it was already answered, as by its path; else ``name`` unchanged."""
+    try:
+        info = await show_run(url, run_id)
+    except FlowError:
+        return name
+    found = set()
+    for s in info.steps:
+        if s.get("kind") == "ask" and s.get("path"):
+            asked = Question(run_id, run_id, str(s["path"]), "", label=s.get("label"))
+            if name in asked.names():
+                found.add(asked.path)
+    return found.pop() if len(found) == 1 else name
 
 
 async def answer_run(
@@ -109,9 +139,10 @@ async def answer_run(
     config: Config | str | os.PathLike | None = None,
     database: str | None = None,
 ) -> None:
-    """Answer the question durable run ``run_id`` waits on at step path ``step`` with ``value``
-    (a JSON text is parsed unless the question wants text), from any process.  Raises
-    :class:`InputError` when no such question waits or the value breaks its choices/schema."""
+    """Answer the question durable run ``run_id`` waits on at ``step`` (its step path, or its
+    name in the `.flow`, as :func:`answer_durable` takes it) with ``value`` (a JSON text is
+    parsed unless the question wants text), from any process.  Raises :class:`InputError` when
+    no such question waits, the name fits several, or the value breaks its choices/schema."""
     await answer_durable(durable_database(config=config, database=database), run_id, step, value)
 
 

@@ -40,7 +40,7 @@ from agentflow.runtime.config import Config, missing_key_message, no_model_messa
 from agentflow.runtime.config import load_config as read_config
 from agentflow.runtime.context import RunContext
 from agentflow.runtime.events import CallbackSink, ConsoleSink, Event, JsonlSink, Sink
-from agentflow.runtime.executor import run_plan
+from agentflow.runtime.executor import run_plan, validate_input
 from agentflow.runtime.extract import NonJsonNumber, loads_value
 from agentflow.runtime.hooks import Hooks, default_interlocutor
 from agentflow.runtime.models.cassette import ReplayRouter, recording_router
@@ -91,7 +91,9 @@ def build_catalog(config: Any = None, **kwargs: Any) -> Catalog:
 
 
 def parse_input(value: str | None) -> Any:
-    """Parse a ``--input`` value: inline JSON, or ``@file.json``.  Raises :class:`InputError`."""
+    """Parse a ``--input`` value: inline JSON, or ``@file.json``.  Raises :class:`InputError`
+    (text that is not JSON but names a file hints ``--input @FILE``; docs/reference/cli.md
+    "flowc run")."""
     if value is None:
         return {}
     if value.startswith("@"):
@@ -110,13 +112,25 @@ def parse_input(value: str | None) -> Any:
     try:
         return loads_value(text)
     except json.JSONDecodeError as e:
-        raise InputError(
-            f"{where}:{e.lineno}:{e.colno}: input is not valid JSON: {e.msg}"
-        ) from None
+        message = f"{where}:{e.lineno}:{e.colno}: input is not valid JSON: {e.msg}"
+        if where == "--input" and _names_a_file(text):
+            # `--input big.json`: the file's name taken as JSON text
+            message += f"\nhint: {text} is a file: to read the input from it, write --input @{text}"
+        raise InputError(message) from None
     except NonJsonNumber as e:
         raise InputError(f"{where}: input is not valid JSON: {e.args[0]}") from None
     except ValueError as e:  # nested too deeply (loads_bounded)
         raise InputError(f"{where}: input is {e}") from None
+
+
+def _names_a_file(text: str) -> bool:
+    """True when ``--input``'s ``text`` (not JSON) is the name of an existing file."""
+    if not text or len(text) > 4096 or "\n" in text or "\x00" in text:
+        return False
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):
+        return False
 
 
 _MODEL_STEPS = {"agent"}
@@ -212,8 +226,9 @@ async def run(
     The run itself is :func:`agentflow.runtime.executor.run_plan` with a
     :class:`~agentflow.runtime.context.RunContext` built from these.
 
-    Raises :class:`ConfigError` before the first step when the plan needs a model and none is
-    configured; :class:`InputError` when ``input`` does not match the plan's input schema;
+    Raises :class:`InputError` when ``input`` does not match the plan's input schema (checked
+    first, before the models, keys and tools); :class:`ConfigError` before the first step when
+    the plan needs a model and none is configured;
     :class:`PlanLoadError` when a tool name or ``tools`` pattern does not resolve against the
     catalog (built by :func:`build_catalog` unless given; its MCP connections are closed when the
     run ends).
@@ -236,6 +251,10 @@ async def run(
             catalog = built
         assert catalog is not None
         stack.push_async_callback(_closed, catalog.aclose)  # MCP connections, before or during
+        # the input first: a mistake in it is said before any about models, keys or tools
+        # (with --reuse and no input, the reused run's input is checked when it is read)
+        if input is not None or reuse is None:
+            validate_input(plan, {} if input is None else input)
         # tool names and patterns, then literal arguments, before the run (RUNTIME.md §4)
         check_plan_tools(plan, catalog, config)
         await check_plan_arguments(plan, catalog)

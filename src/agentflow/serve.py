@@ -873,7 +873,10 @@ def _tool_result(flow: ServedFlow, result: Any) -> Any:
             content=[TextContent(text=_text(output))], structured_content=structured
         )
     error = result.error or {}
-    where = f" (step {error['step_path']})" if error.get("step_path") else ""
+    # the failed step as the .flow names it, its step path after
+    label, path = error.get("label"), error.get("step_path")
+    where = f" (in {label}, step {path})" if label and path else ""
+    where = where or (f" (step {path})" if path else "")
     return _error_result(f"{error.get('code', result.status)}: {error.get('message')}{where}")
 
 
@@ -947,7 +950,8 @@ class _RunDesk:
         if event.kind != "step_finished" or "/" in event.path or len(event.stack) != 1:
             return
         status = "failed" if event.data.get("error") else "done"
-        message = f"step {event.path} {status}"
+        # the step as the .flow names it (a hand-written plan's: its step id)
+        message = f"step {event.data.get('label') or event.path} {status}"
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:

@@ -165,12 +165,14 @@ def test_a_question_and_an_error_from_a_tool_are_escaped_by_run_runs_show_and_an
                 assert term.wait(timeout=60) == 0, term.raw
                 shown = term.raw.encode("utf-8")
             _no_escapes_at_all(shown, command)
-            assert b"? [E1 \xc2\xb7 s \xe2\x80\xba " in shown, shown  # E1 · s › …
+            assert "? [s › ok = ask · E1] ".encode() in shown, shown
             assert f"] Approve {visible(HOSTILE)}?".encode() in shown, shown
         answered = _flowc("answer", "q2", "E1", "yes", cwd=tmp_path)  # a pipe
         assert answered.returncode == 0, answered.stderr
         _no_escapes_at_all(answered.stderr, "answer")
-        assert f"answered [E1] Approve {visible(HOSTILE)}?".encode() in answered.stderr
+        assert (
+            f"answered [s › ok = ask · E1] Approve {visible(HOSTILE)}?".encode() in answered.stderr
+        )
         assert run.wait(timeout=120) == 1, run.raw  # the tool raised after the answer
         shown = run.raw.encode("utf-8")
     _no_raw(shown, "run")  # the live view's own escapes aside, none of the tool's

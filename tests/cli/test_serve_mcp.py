@@ -152,7 +152,7 @@ async def test_ask_is_an_elicitation_whose_answer_the_run_uses_with_progress(ser
     assert form["properties"]["answer"]["enum"] == ["formal", "casual"]
     assert form["required"] == ["answer"]
     assert [p[:2] for p in progress] == [(1.0, 2.0), (2.0, 2.0)]
-    assert progress[0][2].startswith("step E0")
+    assert progress[0][2] == "step main › tone = ask done"  # named as the .flow names it
 
 
 async def test_a_declined_elicitation_leaves_the_ask_to_its_default(served):

@@ -155,7 +155,7 @@ async def test_a_killed_server_resumes_the_run_and_the_same_key_gets_its_result(
                 assert result.is_error is False, result.content
                 # the resumed run reports the steps it finishes here (the recorded note is
                 # not counted again)
-                assert progress == [(1.0, 2.0, "step E1 done")]
+                assert progress == [(1.0, 2.0, "step main › colour = ask done")]
                 assert result.structured_content == {"wall": "north", "colour": "blue"}
                 assert result.meta == {"io.agentflow/run": "mcp-paint-job-1"}
                 # the interrupted question was asked again; the finished note not run again

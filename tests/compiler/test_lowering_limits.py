@@ -218,12 +218,12 @@ def test_compiled_plan_that_fails_validation_is_an_internal_error(tmp_path, monk
     diag = info.value.diagnostics[0]
     assert diag.code == "unsupported-construct"
     assert diag.message.startswith("internal compiler error")
-    assert (diag.span.file, diag.span.line) == (str(flow), 2)
+    assert (diag.span.file, diag.span.line) == (str(flow), 3)  # the value step's `return`
     for command in (["compile", str(flow)], ["run", str(flow), "--input", '{"n": 1}']):
         res = CliRunner().invoke(main, command)
         assert res.exit_code == 1, res.output
         assert res.exception is None or isinstance(res.exception, SystemExit)
-        assert f"{flow}:2:1: error[unsupported-construct]: internal compiler error" in res.stderr
+        assert f"{flow}:3:3: error[unsupported-construct]: internal compiler error" in res.stderr
 
 
 def test_long_operator_chains_and_deep_lets_compile(tmp_path):

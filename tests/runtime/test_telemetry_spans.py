@@ -357,4 +357,4 @@ def test_each_round_of_a_loop_is_a_span_with_its_round_under_the_loop(tmp_path):
     rounds = tree.children(loop)
     assert [s.attributes["agentflow.loop.round"] for s in rounds] == [1, 2]
     assert [s.attributes["agentflow.step.path"] for s in rounds] == ["E0/round.1", "E0/round.2"]
-    assert rounds[1].attributes["agentflow.step.label"] == "count › round 2 › value"
+    assert rounds[1].attributes["agentflow.step.label"] == "count › round 2 › return"

@@ -136,3 +136,13 @@ def test_a_question_answered_while_the_run_is_stopped_is_shown_answered_not_as_a
     assert "Ship 1 items?" in box[0] and html.escape('answered "ship"') in box[0]
     listed = runs_page([info], {})
     assert html.escape('✓ Ship 1 items? answered "ship"') in listed
+
+
+def test_the_error_and_a_question_are_named_as_the_flow_names_them_the_path_after(tmp_path):
+    plan, info, spec, require, _ = _failed_run(tmp_path)
+    info.error = {**info.error, "label": "check › require"}
+    page = html.unescape(run_page(info, spec, "csrf-token"))
+    assert f"failed</code> in check › require (step {require.id}) — too few notes" in page
+    asked = Question("r1", "r1", "E0/do.1", "Ship b?", label="review › item 1 › decision = ask")
+    form = html.unescape(question_form(asked, "t"))
+    assert "asked at review › item 1 › decision = ask · <code>E0/do.1</code>" in form

@@ -294,6 +294,7 @@ def check(paths: tuple[str, ...], fmt: str, warnings_as_errors: bool) -> None:
                 diags.extend(more)
                 sources.update(texts)
             diags.extend(api.stale_modules(f, text, result))
+            diags.extend(api.agent_profile_warnings(f, result))
         except Exception as e:  # noqa: BLE001  # pragma: no cover - a checker bug: reported, no traceback
             _err(f"{f}: internal error in the checker ({type(e).__name__}: {e}); please report it")
             sys.exit(1)

@@ -3,6 +3,7 @@ output that is always valid, a failed run's error with its source line."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -178,12 +179,18 @@ def _finite_only(value: Any) -> Any:
 def _show_run_error(error: ErrorInfo | dict, target: str) -> None:
     error = ErrorInfo.from_dict(error) or ErrorInfo(Code.FAILED, "the run failed")
     label = error.get("label")  # the failed step in the .flow's terms (runtime/where.py)
+    loc = Span.parse(error.source)
+    if error.step_path == "finish" and not label and target.endswith(".flow"):
+        # a compiled plan's `finish` is its last stage's value: named so, at its `return`
+        with contextlib.suppress(OSError, ValueError, FlowError):
+            place = api.output_place(Path(target).read_text(encoding="utf-8"), target)
+            if place is not None:
+                label, loc = place
     if label and error.step_path:
         where = f" in {label} (step {error.step_path})"
     else:
         where = f" at step {error.step_path}" if error.step_path else ""
     _err(f"error[{error.code}]{where}: {error.message}")
-    loc = Span.parse(error.source)
     if loc is not None and target.endswith(".flow"):
         try:
             lines = source_lines(Path(target).read_text(encoding="utf-8"))

@@ -324,7 +324,10 @@ def runs_show(
             _say(f"  the run takes it when it goes on: flowc resume {info.run_id}")
     if info.error:
         failed = info.error
-        where = f" at step {failed.get('step_path')}" if failed.get("step_path") else ""
+        path, label = failed.get("step_path"), failed.get("label")
+        # the failed step as the .flow names it, its path after (as flowc run says it)
+        where = f" in {label} (step {path})" if label and path else ""
+        where = where or (f" at step {path}" if path else "")
         _say(f"error[{failed.get('code')}]{where}: {failed.get('message')}")
 
 
@@ -392,19 +395,20 @@ def _holder_line(holder: dict[str, Any], run_id: str) -> str:
 
 @click.command()
 @click.argument("run_id", metavar="RUN")
-@click.argument("step", metavar="STEP")
+@click.argument("step", metavar="NAME|STEP")
 @click.argument("value", metavar="VALUE")
 @_config_option
 @_database_option
 def answer(run_id: str, step: str, value: str, config: str | None, database: str | None) -> None:
-    """Answer the question durable run RUN waits on at STEP (its step path) with VALUE (JSON
-    unless the question wants text), checked against the question's type and choices."""
+    """Answer the question durable run RUN waits on at STEP (its name in the .flow — the let
+    its answer is bound to, or its stage — or its step path) with VALUE (JSON unless the
+    question wants text), checked against the question's type and choices."""
     try:
         url = _durable_url(config, database)
     except FlowError as e:
         _fail(e)
     question = _durable_call(lambda: api.answer_durable(url, run_id, step, value))
-    _err(f"answered [{question.path}] {question.question}")
+    _err(f"answered [{question.shown()}] {question.question}")
 
 
 @click.command()
@@ -429,6 +433,13 @@ def cancel(run_id: str, config: str | None, database: str | None) -> None:
 @_trace_option
 @click.option("--json", "as_json", is_flag=True, help="Print the whole RunResult as JSON.")
 @click.option("--ask-again", is_flag=True, help="Ask every question again, answered ones included.")
+@click.option(
+    "--model",
+    "model",
+    metavar="test[:SEED]",
+    help="Answer every agent with the built-in test model (default: as RUN was answered: its "
+    "--model or --replay, else the configured models).",
+)
 def redrive(
     run_id: str,
     config: str | None,
@@ -437,6 +448,7 @@ def redrive(
     trace: str | None,
     as_json: bool,
     ask_again: bool,
+    model: str | None,
 ) -> None:
     """Run failed durable run RUN again from its failed steps: a new run of the same plan and
     input that takes every step RUN finished and every question it had answered (prints the
@@ -452,6 +464,10 @@ def redrive(
     plan = api.plan_from_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
     # the new run's id: RUN's own (before any earlier redrive's suffix) + a fresh suffix
     new_id = f"{run_id.split('~', 1)[0]}~{secrets.token_hex(3)}"
+    # answered as RUN was (its --model test or --replay cassette, recorded in its spec), as
+    # `flowc resume` does, unless --model says otherwise
+    replay = None if model is not None else spec.get("replay")
+    model = model if model is not None else spec.get("model")
     # on the loop `flowc run` runs on: a first Ctrl-C / SIGTERM stops the new run as it stops
     # a run (`run aborted`, the trace closed, the run recorded aborted), then says so
     result = _stoppable(
@@ -466,7 +482,8 @@ def redrive(
             run_id=new_id,
             reuse=run_id,
             ask_again=ask_again,
-            replay=spec.get("replay"),
+            replay=replay,
+            model=model,
             on_start=lambda rid: _err(f"run id: {rid} (redrive of {run_id})"),
         ),
         as_json,

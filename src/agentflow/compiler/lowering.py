@@ -208,13 +208,18 @@ class _Lowerer(ExpressionLowering, EffectLowering):
             if value is None:
                 value = NULL
             uses = self.name_uses[id(stage)] + (stage is r.stages[-1])  # the finish reads it
-            value = self.share(value, ctx, stage.span, uses)
+            # a value step of the stage's value points at its `return`, not the `stage` line
+            value = self.share(value, ctx, value_span(stage.body.stmts, stage.span), uses)
             root.bindings[stage.name.name] = value
             self.stage_values[stage.name.name] = self.whole(value)
             last = value
         if not plan.steps:
             # A flow with no effectful step still gets one value step (docs/spec/LANGUAGE.md §10).
-            span = r.stages[-1].span if r.stages else r.module.span
+            span = (
+                value_span(r.stages[-1].body.stmts, r.stages[-1].span)
+                if r.stages
+                else r.module.span
+            )
             step = self.add_step(ctx, "value", {"value": self.whole(last or NULL)}, span)
             last = Frag([StepRef(step)])
         data: dict[str, Any] = {"version": 1, "name": self.flow}
@@ -402,7 +407,9 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         if value is None:
             value = NULL
         if not scratch:
-            return self.add_step(bctx, "value", {"value": self.whole(value)}, span)
+            return self.add_step(
+                bctx, "value", {"value": self.whole(value)}, value_span(stmts, span)
+            )
         step = scratch[0]
         if len(value.parts) == 1 and isinstance(value.parts[0], StepRef):
             if value.parts[0].step is step:
@@ -436,7 +443,9 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         if value is None:
             value = NULL
         if not sub.steps:
-            last = self.add_step(sctx, "value", {"value": self.whole(value)}, span)
+            last = self.add_step(
+                sctx, "value", {"value": self.whole(value)}, value_span(stmts, span)
+            )
             value = Frag([StepRef(last)])
         where = f" of stage `{ctx.stage}`" if ctx.stage else ""
         self.plans[name] = {
@@ -589,3 +598,20 @@ def lower_with_stages(result: CheckResult, *, file: str) -> tuple[dict[str, Any]
             "internal error: a body could not be outlined", result.module.span
         ) from None
     return plan, dict(lowerer.stage_values)
+
+
+def value_span(stmts: list[ast.Stmt], default: Span) -> Span:
+    """Where the value of a block of ``stmts`` is written, as :meth:`_Lowerer.block` takes it:
+    its first top-level ``return`` statement, else its last expression statement, else
+    ``default`` (the block's or the stage's span).  A ``value`` step that holds a block's value
+    points there (docs/decisions.md "Run-time names"), so a progress line says the `return`'s
+    line, not the `stage` line."""
+    found: Span | None = None
+    for st in stmts:
+        if isinstance(st, ast.ReturnStmt):
+            return st.span
+        if isinstance(st, ast.ExprStmt):
+            found = st.span
+        elif isinstance(st, ast.FailStmt):
+            break
+    return found or default

@@ -119,6 +119,12 @@ STALE_GENERATED_MODULE = _register(
     "warning",
     "a client module `flowc gen python` made from an earlier version of the flow ([gen] python)",
 )
+UNKNOWN_AGENT_PROFILE = _register(
+    "unknown-agent-profile",
+    "warning",
+    "a `use agent`/`use team` name the flow.toml beside the flow has no profile for, but one "
+    "of a similar name",
+)
 COST_OVER_BUDGET = _register(
     "cost-over-budget",
     "warning",

@@ -27,6 +27,7 @@ from agentflow.core.vocabulary import (
     CONTROL_STEPS,
 )
 from agentflow.ir.models import Plan, Step
+from agentflow.ir.names import step_label
 from agentflow.ir.schemas import fast_valid, plainly_valid_schema
 from agentflow.ir.templates import Path as DataPath
 from agentflow.ir.validate import (
@@ -134,8 +135,7 @@ def resolve_tools(
     all_plans += [(sub, (*all_plans[0][1], "plans", n), n) for n, sub in plan.plans.items()]
     for p, ppath, pname in all_plans:
         for spath, label, step in walk_steps(p, ppath):
-            if pname is not None:
-                label = f"{label} (plan {pname})"
+            label = _shown_step(label, step, pname)
             tool = step.tool_name
             if not isinstance(tool, str) or not tool:
                 continue
@@ -157,6 +157,20 @@ def resolve_tools(
                 else:
                     check_name(entry, epath, label, "`tools` entry")
     return problems
+
+
+def _shown_step(path: str, step: Step, plan_name: str | None) -> str:
+    """A step as a problem names it: a compiled `.flow`'s step in the `.flow`'s terms (``s ›
+    a = list_issues(…)``: its stage, its ``let``, its construct; the problem's position is its
+    line), never its step path or the name of a sub-plan the compiler outlined; a hand-written
+    plan's by its step path (``E0``, with ``(plan NAME)`` in a sub-plan)."""
+    meta = step.meta if isinstance(step.meta, dict) else {}
+    stage = meta.get("stage")
+    if isinstance(stage, str) and stage:
+        name = meta.get("name")
+        own = f"{name} = {step_label(step)}" if isinstance(name, str) and name else step_label(step)
+        return f"{stage} › {own}"
+    return f"{path} (plan {plan_name})" if plan_name is not None else path
 
 
 def check_arguments(plan: Plan, schemas: dict[str, dict[str, Any]]) -> list[Diagnostic]:
@@ -197,8 +211,7 @@ def check_arguments(plan: Plan, schemas: dict[str, dict[str, Any]]) -> list[Diag
             schema = schemas.get(tool) if isinstance(tool, str) else None
             if tool in CONTROL_STEPS or not isinstance(schema, dict):
                 continue
-            if pname is not None:
-                label = f"{label} (plan {pname})"
+            label = _shown_step(label, step, pname)
             inp = step.input
             if not isinstance(inp, dict):
                 continue

@@ -143,8 +143,12 @@ def _profile(
         prof = cfg.agents.get(name) if cfg is not None else None
         # under the test model or a replay no profile picks a model: nothing to warn about
         if prof is None and not getattr(call.ex.ctx.router, "answers_every_model", False):
+            # a mistyped profile name (`[agents.triagr]` for `triager`) says which it meant
+            hint = did_you_mean(str(name), cfg.agents) if cfg is not None else None
             message = (
-                f"agent '{name}' has no [agents.{name}] profile; running with the default profile"
+                f"agent '{name}' has no [agents.{name}] profile"
+                + (f" ({hint})" if hint else "")
+                + "; running with the default profile"
             )
             if warnings is not None:
                 warnings.append(message)
@@ -155,9 +159,12 @@ def _profile(
         team_name = target.get("team")
         team = cfg.teams.get(team_name) if cfg is not None else None
         if team is None:
+            near = did_you_mean(str(team_name), cfg.teams) if cfg is not None else None
             raise RunError(
                 Code.VALIDATION,
-                f"team '{team_name}' is not configured (add [teams.{team_name}] to flow.toml)",
+                f"team '{team_name}' is not configured (add [teams.{team_name}] to flow.toml"
+                + (f"; {near}" if near else "")
+                + ")",
                 path,
             )
         if kind == "team.main":

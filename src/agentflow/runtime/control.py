@@ -574,7 +574,9 @@ async def _ask(call: ControlCall) -> Any:
     timeout = call.step.timeout
     timeout_s = _seconds(timeout) if timeout is not None else None
     place = ex.place_of(path)
-    label = place.event_fields(path).get("label") if place is not None else None
+    # the question in the .flow's terms, with the let its answer is bound to (`review › item 0
+    # › decision = ask`): what `flowc runs` lists and `flowc answer RUN decision` finds
+    label = place.step_fields().get("label") if place is not None else None
     default = (
         unanswered["default"]
         if isinstance(unanswered, dict) and "default" in unanswered

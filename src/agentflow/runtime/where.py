@@ -337,6 +337,8 @@ class Place:
             return "if"
         if self.outlined:
             return ""
+        if tool == "value" and not self.step.meta.get("name"):
+            return "return"  # a stage's or a body's value, as the `.flow` writes it
         return tool_label(tool)
 
 
@@ -399,7 +401,20 @@ def in_source_terms(
     while up is not None:
         chain.append((up.step, up.outlined))
         up = up.parent
-    if not plan_names and not chain:
+    # a step's `select` reads the raw result (`parse_int(result.answer)`): the value the
+    # `.flow` binds to a `let` is that name (`parse_int(decision)`)
+    own = place.step.meta.get("name") if place is not None and place.step.select else None
+    if not plan_names and not chain and not own:
         return message
     names, outer = scope_names(chain, plan_names)
-    return _QUOTED.sub(lambda m: "`" + rename(m.group(1), names, outer=outer) + "`", message)
+
+    def shown(expr: str) -> str:
+        if own:
+            expr = _RESULT.sub(str(own), expr)
+        return rename(expr, names, outer=outer)
+
+    return _QUOTED.sub(lambda m: "`" + shown(m.group(1)) + "`", message)
+
+
+#: a `select`'s read of the value its step gives (an ask's answer, an agent's output)
+_RESULT = re.compile(r"(?<![\w.])result\.(?:answer|output)(?![\w(])")

@@ -247,7 +247,8 @@ def question_form(q: Any, csrf: str, *, value: str = "", problem: str | None = N
         if problem
         else ""
     )
-    where = f" · {_e(q.label)}" if q.label else ""
+    # the question as the .flow names it, its step path after (docs/reference/ui.md)
+    where = f"{_e(q.label)} · " if q.label else ""
     late = (
         " · its timeout ran out: the run goes on unanswered when it is taken up, unless "
         "answered before"
@@ -256,7 +257,7 @@ def question_form(q: Any, csrf: str, *, value: str = "", problem: str | None = N
     )
     return (
         f'<form class="question" method="post" action="{_e(run_url(q.run_id, "/answer"))}" '
-        f'data-step="{_e(q.path)}"><p class="muted">asked at <code>{_e(q.path)}</code>{where}'
+        f'data-step="{_e(q.path)}"><p class="muted">asked at {where}<code>{_e(q.path)}</code>'
         f" {_e(_when(q.asked_at))}{late}</p>{said}{control}{hint}"
         f'<input type="hidden" name="step" value="{_v(q.path)}">{_csrf(csrf)}'
         '<button type="submit">answer</button></form>'
@@ -542,7 +543,10 @@ def run_page(
     errors = ""
     if info.error:
         e = info.error
-        where = f" at step {_e(e.get('step_path'))}" if e.get("step_path") else ""
+        path, label = e.get("step_path"), e.get("label")
+        # the failed step as the .flow names it, its path after (as flowc run says it)
+        where = f" in {_e(label)} (step {_e(path)})" if label and path else ""
+        where = where or (f" at step {_e(path)}" if path else "")
         errors = (
             f'<section id="errors"><h2>Error</h2><div class="error-box"><div><code>'
             f"{_e(e.get('code'))}</code>{where} — {_e(e.get('message', ''))}</div>"

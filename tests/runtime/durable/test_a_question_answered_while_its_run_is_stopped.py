@@ -64,11 +64,11 @@ def test_a_question_answered_while_its_run_is_stopped_is_shown_answered_and_not_
     listed = _cli("runs")
     assert listed.exit_code == 0, listed.output
     assert "r1  stopped" in listed.stdout
-    assert '✓ [E1 · decide › ask] Ship 1 items? answered "ship"' in listed.stdout
+    assert '✓ [decide › ask · E1] Ship 1 items? answered "ship"' in listed.stdout
     assert "?" not in listed.stdout.replace("Ship 1 items?", "")
 
     shown = _cli("runs", "show", "r1")
-    assert 'answered: ✓ [E1 · decide › ask] Ship 1 items? answered "ship"' in shown.stdout
+    assert 'answered: ✓ [decide › ask · E1] Ship 1 items? answered "ship"' in shown.stdout
     assert "the run takes it when it goes on: flowc resume r1" in shown.stdout
     assert "waiting" not in shown.stdout and "answer with" not in shown.stdout
 

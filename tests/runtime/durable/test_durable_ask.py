@@ -154,8 +154,8 @@ stage approve -> bool {
 
 
 def test_flowc_runs_names_a_compiled_flows_question_as_the_flow_does(tmp_path):
-    # `? [E0]` alone left the user to map step ids back to the `.flow`: the listing now adds the
-    # step in the program's terms (the path stays first: it is what `flowc answer` takes)
+    # `? [E0]` alone left the user to map step ids back to the `.flow`: the listing names the
+    # step in the program's terms, its `let` included, and the path after it (the machine key)
     project, env = _project(tmp_path)
     (project / "digest.flow").write_text(FLOW_ASK)
     run = subprocess.Popen(
@@ -168,11 +168,11 @@ def test_flowc_runs_names_a_compiled_flows_question_as_the_flow_does(tmp_path):
     )
     try:
         question = _wait_for_question(project, env, "ask-label", run)
-        assert question["path"] == "E0" and question["label"] == "approve › ask", question
+        assert question["path"] == "E0" and question["label"] == "approve › go = ask", question
         listed = subprocess.run(
             flowc("runs"), cwd=project, env=env, capture_output=True, timeout=120
         )
-        assert "? [E0 · approve › ask] Publish the digest?" in listed.stdout.decode()
+        assert "? [approve › go = ask · E0] Publish the digest?" in listed.stdout.decode()
         ok = subprocess.run(
             flowc("answer", "ask-label", "E0", "yes"), cwd=project, env=env, capture_output=True
         )

@@ -121,6 +121,8 @@ def test_a_loop_killed_in_round_3_resumes_without_repeating_rounds_1_and_2(
     assert again.status == "ok", again.error
     assert again.output == {"text": "v4", "approved": True, "rounds": 4}
     assert [_what(r) for r in chat_server.requests] == ["revise v1", "revise v2", "revise v3"]
-    # `flowc runs show` names each round's steps as the .flow does (round 3: two model calls)
+    # `flowc runs show` names each round's steps as the .flow does (round 3: two model calls,
+    # each under the agent that made it)
     assert shown.exit_code == 0, shown.output
-    assert shown.stdout.count("revise › round 3 › model chat") == 2, shown.stdout
+    assert "revise › round 3 › agent(critic) › model chat" in shown.stdout, shown.stdout
+    assert "revise › round 3 › next = agent(writer) › model chat" in shown.stdout, shown.stdout

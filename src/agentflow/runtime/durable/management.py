@@ -393,7 +393,7 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
     question = next((q for q in pending if q.path == step), None)
     if question is None:
         await refuse_closed(run_id, [w.workflow_id for w in family], step)
-        waiting = ", ".join(q.path for q in pending) or "none"
+        waiting = ", ".join(q.shown() for q in pending) or "none"
         raise InputError(f"run {run_id} has no question waiting at {step!r} (waiting: {waiting})")
 
     value = checked_answer(question, value)

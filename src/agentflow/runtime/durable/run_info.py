@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -28,6 +29,7 @@ __all__ = [
     "no_redrive",
     "plan_of",
     "published_questions",
+    "question_path",
     "split_closed",
 ]
 
@@ -59,9 +61,48 @@ class Question:
     timed_out: bool = False
 
     def shown(self) -> str:
-        """``E2 · approve › go = ask``: the path to answer at, and the step as the `.flow`
-        names it."""
-        return f"{self.path} · {self.label}" if self.label else self.path
+        """``approve › go = ask · E2``: the step as the `.flow` names it, then the step path
+        (the machine key; a hand-written plan's question: the path alone)."""
+        return f"{self.label} · {self.path}" if self.label else self.path
+
+    def names(self) -> frozenset[str]:
+        """The `.flow` names that refer to this question (``flowc answer RUN NAME``): the
+        ``let`` its answer is bound to (``go`` of ``approve › go = ask``) and the stage it is
+        asked in (``approve``); none for a hand-written plan's question (no label)."""
+        if not self.label:
+            return frozenset()
+        parts = self.label.split(" › ")
+        found = {parts[0]}
+        name, eq, _ = parts[-1].partition(" = ")
+        if eq:
+            found.add(name)
+        return frozenset(found)
+
+
+def _path_key(path: str) -> list[tuple[int, str]]:
+    """A step path's sort key: its numbers as numbers (``E0/do.2`` before ``E0/do.10``)."""
+    return [(0, f"{int(p):012d}") if p.isdigit() else (1, p) for p in re.split(r"(\d+)", path)]
+
+
+def question_path(pending: list[Question], step: str, run_id: str) -> str:
+    """The step path ``step`` names among the questions run ``run_id`` waits on
+    (``pending``): ``step`` itself when it is one's path; else the one question whose
+    :meth:`Question.names` hold it (``decision``, the ``let`` of ``let decision = ask …``, or
+    its stage's name); else ``step`` unchanged (no question of that name waits: the caller says
+    so, or that it was already answered).  Raises :class:`InputError` when the name fits
+    several waiting questions (the same ask in several map items, two asks of one stage),
+    listing each with its path (docs/reference/cli.md "flowc answer")."""
+    if any(q.path == step for q in pending):
+        return step
+    named = sorted((q for q in pending if step in q.names()), key=lambda q: _path_key(q.path))
+    if len(named) > 1:
+        listed = "; ".join(q.shown() for q in named)
+        raise InputError(
+            f"`{step}` names {len(named)} questions run {run_id} waits on: {listed}\n"
+            f"hint: give the step path of the one to answer, e.g. "
+            f"flowc answer {run_id} {named[0].path} VALUE"
+        )
+    return named[0].path if named else step
 
 
 @dataclass

@@ -102,15 +102,35 @@ class Labels:
         place = Place(segments[0], step, step.tool_name, None, self._outlined(step))
         here = segments[0]
         for seg in segments[1:]:
-            body = step.input.get("do") if isinstance(step.input, dict) else None
-            # a map/reduce item (`do.N`) or a loop's round (`round.N`) runs the `do` body
-            if not (seg.startswith(("do.", "round.")) and isinstance(body, Step)):
+            inner = self._inner(step, seg)
+            if inner is None:
                 break  # deeper places take the nearest one's names
             here = f"{here}/{seg}"
-            step = body
+            step = inner
             place = Place(here, step, step.tool_name, place, self._outlined(step))
         names = place.names() if here == path else place.names_below(path)
         return names.label
+
+    def _inner(self, step: Any, seg: str) -> Any:
+        """The step at path segment ``seg`` below ``step``, or None: a map/reduce item
+        (``do.N``) or a loop's round (``round.N``) runs the ``do`` body; a branch (``then``,
+        ``else``, a ``try``'s ``do``/``catch``, a ``parallel`` branch) is its body; below a
+        call of a sub-plan the compiler outlined, a step id names the sub-plan's step (the
+        ``E0`` of ``E0/else/E0``)."""
+        inp = step.input if isinstance(step.input, dict) else {}
+        if seg.startswith(("do.", "round.")):
+            body = inp.get("do")
+            return body if isinstance(body, Step) else None
+        body = inp.get(seg)
+        if isinstance(body, Step):
+            return body
+        branches = inp.get("branches")
+        if isinstance(branches, dict) and isinstance(branches.get(seg), Step):
+            return branches[seg]
+        if self._outlined(step) and self.plan is not None:
+            sub = (self.plan.plans or {}).get(str(step.tool_name).removeprefix("plan__"))
+            return next((s for s in sub.steps if s.id == seg), None) if sub is not None else None
+        return None
 
     def _outlined(self, step: Any) -> bool:
 

@@ -531,7 +531,7 @@ async def _message(url: str, run_id: str, step: str, make: Callable[[Any], Any])
         taken = await _taken(client, family, f"answer:{step}")
         if taken is not None:  # answered (or closed) already: said as on DBOS
             raise InputError(closed_message(run_id, step, taken))
-        waiting = ", ".join(q.path for q in pending) or "none"
+        waiting = ", ".join(q.shown() for q in pending) or "none"
         raise InputError(f"run {run_id} has no question waiting at {step!r} (waiting: {waiting})")
     value = make(question)
     token = secrets.token_hex(8)

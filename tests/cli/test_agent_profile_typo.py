@@ -1,0 +1,69 @@
+"""A mistyped agent profile (`use agent "triager"` with `[agents.triagr]` in flow.toml): the run's
+"no profile" warning says which profile was probably meant, and `flowc check` reports it before
+anything runs (warning `unknown-agent-profile`, from the flow.toml beside the flow) — only for a
+near miss: an agent with no profile at all is not a mistake."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from agentflow.cli import main
+
+FLOW = """\
+flow triage
+input { email: text }
+use agent "triager" as triager
+use agent "helper" as helper
+
+stage triage -> text {
+  let a = agent(triager) { task "Triage ${input.email}" tools none expect text }
+  return agent(helper) { task "Help with ${a}" tools none expect text }
+}
+"""
+
+CONFIG = """\
+[models]
+default = "fake:any"
+[providers.fake]
+kind = "test"
+[agents.triagr]
+system_prompt = "You triage."
+"""
+
+
+def _setup(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "triage.flow").write_text(FLOW)
+    (tmp_path / "flow.toml").write_text(CONFIG)
+
+
+def test_the_run_warning_names_the_profile_meant(tmp_path: Path, monkeypatch):
+    _setup(tmp_path, monkeypatch)
+    res = CliRunner().invoke(main, ["run", "triage.flow", "--input", '{"email": "hi"}'])
+    assert res.exit_code == 0, res.output
+    assert (
+        "agent 'triager' has no [agents.triager] profile (did you mean `triagr`?); "
+        "running with the default profile" in res.stderr
+    ), res.stderr
+    # no near name: the warning as it was
+    assert "agent 'helper' has no [agents.helper] profile; running" in res.stderr, res.stderr
+
+
+def test_flowc_check_reports_the_typo_from_the_flow_toml_beside_it(tmp_path: Path, monkeypatch):
+    _setup(tmp_path, monkeypatch)
+    res = CliRunner().invoke(main, ["check", "triage.flow"])
+    assert res.exit_code == 0, res.output
+    assert res.stdout == (
+        "triage.flow:3:11: warning[unknown-agent-profile]: agent 'triager' has no "
+        "[agents.triager] in flow.toml\n"
+        "  |\n"
+        '3 | use agent "triager" as triager\n'
+        "  |           ^^^^^^^^^\n"
+        "  = hint: did you mean `triagr`?\n"
+    ), res.stdout
+    assert CliRunner().invoke(main, ["check", "--warnings-as-errors", "triage.flow"]).exit_code == 1
+    (tmp_path / "flow.toml").write_text(CONFIG.replace("triagr", "triager"))
+    clean = CliRunner().invoke(main, ["check", "triage.flow"])
+    assert clean.exit_code == 0 and "unknown-agent-profile" not in clean.output, clean.output
