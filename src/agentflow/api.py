@@ -96,6 +96,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         evaluate,
         evaluate_async,
         explore,
+        interrupted_report,
         read_baseline,
         run_tests,
     )
@@ -171,6 +172,7 @@ __all__ = [
     "evaluate_async",
     "compare_eval",
     "read_baseline",
+    "interrupted_report",
     "eval_page",
     "eval_datasets_check",
     "cost_warnings",
@@ -248,6 +250,7 @@ _EXPORTS: dict[str, str] = {
     "evaluate_async": "agentflow.api_evals",
     "compare_eval": "agentflow.api_evals",
     "read_baseline": "agentflow.api_evals",
+    "interrupted_report": "agentflow.api_evals",
     "eval_page": "agentflow.api_evals",
     "eval_datasets_check": "agentflow.api_evals",
     "cost_warnings": "agentflow.api_compile",

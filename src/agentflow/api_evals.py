@@ -42,6 +42,7 @@ __all__ = [
     "check",
     "compare_eval",
     "read_baseline",
+    "interrupted_report",
     "eval_datasets_check",
     "eval_page",
     "evaluate",
@@ -188,6 +189,15 @@ def evaluate(flow: str | os.PathLike, datasets: Any = None, **kwargs: Any) -> An
     """:func:`evaluate_async` for synchronous callers (``flowc eval``): its own event loop,
     where SIGINT/SIGTERM stop it gracefully."""
     return run_loop(evaluate_async(flow, datasets, **kwargs))
+
+
+def interrupted_report(stopped: BaseException) -> EvalReport | None:
+    """The :class:`~agentflow.evals.EvalReport` an :func:`evaluate` stopped by SIGINT /
+    SIGTERM returned (``Interrupted.result``: the finished case runs, the others ``aborted``;
+    docs/reference/evals.md "Comparing and gating"), or None (stopped before it had one, or not
+    an evaluation's stop)."""
+    result = getattr(stopped, "result", None)
+    return result if isinstance(result, EvalReport) else None
 
 
 def read_baseline(baseline: str | os.PathLike) -> dict[str, Any]:

@@ -56,7 +56,7 @@ def test_arithmetic_with_no_result_fails_with_code_arithmetic_naming_the_express
     assert result.status == "error"
     assert result.error["code"] == "arithmetic"
     assert result.error["message"].startswith(message)
-    assert result.error["source"] == "arith.flow:2:1"
+    assert result.error["source"] == "arith.flow:2:19"  # its `return` (runnames)
 
 
 def test_results_within_range_and_number_values_past_it_are_left_alone():

@@ -25,7 +25,6 @@ from agentflow.cli.common import (
 from agentflow.core.redaction import redact, redact_data
 from agentflow.core.text import finite_dumps, visible
 from agentflow.errors import ConfigError, FlowError, Interrupted
-from agentflow.evals.report import EvalReport
 
 #: exit codes (as every command's: 1 when the input has errors): a gate failed (scores under
 #: --fail-under, a regression with --fail-on-regression); the flow or a dataset does not check
@@ -184,9 +183,10 @@ def eval_cmd(
     except FlowError as e:
         _fail(e)
     except Interrupted as e:  # Ctrl-C / SIGTERM: the case runs wound down; show what finished
-        if not isinstance(e.result, EvalReport):
+        stopped_report = api.interrupted_report(e)
+        if stopped_report is None:
             raise
-        report, interrupted = e.result, e
+        report, interrupted = stopped_report, e
     if report.errors:
         _err(_render(report.diagnostics, _with_sources(report.diagnostics, report.sources), "text"))
         sys.exit(NOT_CHECKED)

@@ -264,7 +264,7 @@ async def _text_lines(text: str) -> AsyncIterator[str]:
 MAX_REPLY_BYTES = 64 * 1024 * 1024
 
 
-class ReplyTooLarge(Exception):
+class _ReplyTooLarge(Exception):
     """A reply (or a stream) that went past :data:`MAX_REPLY_BYTES`."""
 
 
@@ -273,16 +273,16 @@ def _binary_size(n: int) -> str:
 
 
 async def _capped_bytes(response: httpx.Response) -> AsyncIterator[bytes]:
-    """The body's chunks; raises :class:`ReplyTooLarge` as soon as they pass
+    """The body's chunks; raises :class:`_ReplyTooLarge` as soon as they pass
     :data:`MAX_REPLY_BYTES` (or at once when ``Content-Length`` says they will)."""
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > MAX_REPLY_BYTES:
-        raise ReplyTooLarge
+        raise _ReplyTooLarge
     total = 0
     async for chunk in response.aiter_bytes():
         total += len(chunk)
         if total > MAX_REPLY_BYTES:
-            raise ReplyTooLarge
+            raise _ReplyTooLarge
         yield chunk
 
 
@@ -509,7 +509,7 @@ async def _attempt(
         body = b"".join([chunk async for chunk in _capped_bytes(response)]).decode(
             "utf-8", errors="replace"
         )
-    except ReplyTooLarge:
+    except _ReplyTooLarge:
         message = (
             f"the reply is larger than {_binary_size(MAX_REPLY_BYTES)}, far more than any "
             "model answer (is the base URL a model API?)"
