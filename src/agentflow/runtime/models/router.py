@@ -27,7 +27,7 @@ from agentflow.runtime.models.base import (
     token_count,
 )
 from agentflow.runtime.models.bedrock import BedrockClient, region_of
-from agentflow.runtime.models.budget import charge_budgets, check_budgets
+from agentflow.runtime.models.budget import reserve_budgets
 from agentflow.runtime.models.gemini import GeminiClient
 from agentflow.runtime.models.http import RetryPolicy
 from agentflow.runtime.models.openai import OpenAIClient
@@ -99,9 +99,21 @@ class RoutedClient:
         least = self._least_tokens(request)
         first_model = self.candidates[0][0]
         per_token = self.router.input_price(first_model)
-        check_budgets(
+        # holds this call's place in every budget while it is in flight (calls made at once
+        # count against each other); settled with its usage, or released when it fails
+        reservation = reserve_budgets(
             least, least * per_token / 1_000_000 if per_token else 0.0, current_step.get()
         )
+        try:
+            response = await self._call(request, reservation)
+        except BaseException:
+            reservation.release()
+            raise
+        if ticket is not None:
+            memo.record(ticket, response)
+        return response
+
+    async def _call(self, request: ChatRequest, reservation: Any) -> ChatResponse:
         last_error: ModelError | None = None
         for index, (resolved, client) in enumerate(self.candidates):
             # no model call starts once the run was asked to stop (SIGINT/SIGTERM): it would
@@ -132,13 +144,11 @@ class RoutedClient:
                     len(request.messages),
                     token_count(usage.get("input_tokens")),
                 )
-            charge_budgets(
+            reservation.settle(
                 token_count(usage.get("input_tokens")) + token_count(usage.get("output_tokens")),
                 response.cost,
             )
             self.router._record(self.role, response)
-            if ticket is not None:
-                memo.record(ticket, response)
             return response
         assert last_error is not None  # pragma: no cover - candidates is never empty
         raise last_error
