@@ -232,6 +232,11 @@ class StepUsage:
     def __init__(self) -> None:
         self.by_step: dict[str, dict[str, Any]] = {}
         self.by_stage: dict[str, dict[str, Any]] = {}
+        #: step path → the usage of it and everything nested under it, kept up to date as
+        #: calls are counted (each call adds to every prefix of its path: O(depth), so
+        #: :meth:`total` is a look-up however many steps ran — a map of 16,000 items was
+        #: quadratic when it scanned ``by_step``)
+        self._totals: dict[str, dict[str, Any]] = {}
 
     def handle(self, event: Any) -> None:
         """Sink protocol: count ``model_call`` events, ignore the rest."""
@@ -261,18 +266,25 @@ class StepUsage:
             )
         for target in targets:
             add_usage(target, data, cost)
+        parts = str(event.path).split("/")
+        for depth in range(1, len(parts) + 1):
+            prefix = "/".join(parts[:depth])
+            total = self._totals.get(prefix)
+            if total is None:
+                total = self._totals[prefix] = {
+                    "inferences": 0,
+                    "input_tokens": 0,
+                    "output_tokens": 0,
+                }
+            add_usage(total, data, cost)
 
     def total(self, path: str) -> dict[str, int] | None:
         """``{inferences, input_tokens, output_tokens}`` of ``path`` and its nested steps, or None
         when no model call was made there."""
-        keys = [k for k in self.by_step if k == path or k.startswith(path + "/")]
-        if not keys:
+        total = self._totals.get(path)
+        if total is None:
             return None
-        out: dict[str, Any] = {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
-        for key in keys:
-            for name, value in self.by_step[key].items():
-                if name != "by_role":
-                    out[name] = out.get(name, 0) + value
+        out = dict(total)
         if "cost" in out:
             out["cost"] = round(out["cost"], 10)
         return out
