@@ -221,13 +221,17 @@ class StepUsage:
     ``by_step``: ``{step path: {inferences, input_tokens, output_tokens, by_role: {role: {…}}}}``,
     keyed by the path the call was made at (an agent step, a judge, a solver). :meth:`total`
     sums a step and everything nested under it (``E3`` includes ``E3/do.2/E10``). Events with
-    ``reused: true`` (answers reused by a ``plan_and_execute`` replan) cost nothing: not counted.
+    ``reused: true`` (answers reused by a ``plan_and_execute`` replan) cost nothing: not counted;
+    calls a resumed durable run replays from its record are (``takes_replayed``).
     ``by_stage``: ``{stage: {inferences, input_tokens, output_tokens, cost?}}``, the calls of
     each `.flow` stage (the event's ``stage``; calls outside any stage are left out).
     """
 
     #: EventBus filter: this sink only receives ``model_call`` events.
     kinds = frozenset({"model_call"})
+    #: a durable run's model calls replayed from its record (``flowc resume``) are counted
+    #: too: the run's usage covers the whole run, as its totals and budgets do
+    takes_replayed = True
 
     def __init__(self) -> None:
         self.by_step: dict[str, dict[str, Any]] = {}

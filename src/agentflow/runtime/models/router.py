@@ -27,7 +27,7 @@ from agentflow.runtime.models.base import (
     token_count,
 )
 from agentflow.runtime.models.bedrock import BedrockClient, region_of
-from agentflow.runtime.models.budget import reserve_budgets
+from agentflow.runtime.models.budget import charge_budgets, reserve_budgets
 from agentflow.runtime.models.gemini import GeminiClient
 from agentflow.runtime.models.http import RetryPolicy
 from agentflow.runtime.models.openai import OpenAIClient
@@ -152,6 +152,26 @@ class RoutedClient:
             return response
         assert last_error is not None  # pragma: no cover - candidates is never empty
         raise last_error
+
+    def count_recorded(self, response: ChatResponse, request: ChatRequest | None = None) -> None:
+        """Count a reply a durable run took from its record (``flowc resume`` replaying a call
+        made before the process stopped): its recorded usage and cost are added to
+        ``router.usage`` and charged against every budget in force, as when it was made —
+        one run, one budget (docs/models.md "Budgets").  No request is made and it is never
+        refused: it was made already.  ``request``: the replayed request (its prompt size then
+        guides the next call's budget check, as after a call made here)."""
+        usage = response.usage or {}
+        if request is not None and request.messages:
+            self._last_prompt = (
+                id(request.messages[0]),
+                len(request.messages),
+                token_count(usage.get("input_tokens")),
+            )
+        charge_budgets(
+            token_count(usage.get("input_tokens")) + token_count(usage.get("output_tokens")),
+            response.cost,
+        )
+        self.router._record(self.role, response)
 
 
 class ModelRouter:
