@@ -42,7 +42,8 @@ class RunResult(Generic[OutputT]):
     - ``usage``: ``{inferences, input_tokens, output_tokens, by_role: {role: {inferences,
       input_tokens, output_tokens}}}``, plus ``cache_read_tokens`` / ``cache_write_tokens``
       when a provider reported prompt-cache use and ``cost`` (US dollars, the sum of the priced
-      calls) when a call had a price (docs/models.md); ``by_step`` (by step path) and
+      calls) when a call had a price, ``usage_unknown`` (how many calls' token counts were not
+      counts, taken as 0) when one had (docs/models.md); ``by_step`` (by step path) and
       ``by_stage`` (by `.flow` stage) from :class:`StepUsage`.
     - ``duration_ms``: wall time of the run in milliseconds.
     - ``run_id``: the id of a durable run (docs/durable.md), else None.
@@ -118,7 +119,7 @@ def partial_from_json(data: Any) -> dict[str, Any]:
 
 _USAGE_KEYS = ("inferences", "input_tokens", "output_tokens")
 #: Counters present only once a call had them (prompt cache, money).
-_OPTIONAL_KEYS = ("cache_read_tokens", "cache_write_tokens", "cost")
+_OPTIONAL_KEYS = ("cache_read_tokens", "cache_write_tokens", "cost", "usage_unknown")
 
 
 def elapsed_ms(started: float) -> int:
@@ -131,7 +132,8 @@ def model_call_fields(response: Any, started: float) -> dict[str, Any]:
     ``{model, input_tokens, output_tokens, latency_ms, finish_reason, reply}`` plus ``provider``
     and ``api`` (the configured provider's name and wire API, when a router answered) and
     ``reused: True`` for an answer reused from an earlier ``plan_and_execute`` attempt (tokens 0;
-    :class:`StepUsage` skips it); ``response_id`` (the provider's id of the reply) and
+    :class:`StepUsage` skips it); ``usage_unknown: True`` when the provider's token counts
+    were not counts (taken as 0: docs/models.md "Usage"); ``response_id`` (the provider's id of the reply) and
     ``server_address`` / ``server_port`` (the host of the provider's base URL) when known.  ``reply`` is what the model said: ``{text, tool_calls: [{id,
     name, arguments}]}`` (``arguments`` as received).  ``response`` is a ChatResponse and
     ``started`` the ``time.monotonic()`` reading taken before the request; the call began
@@ -161,6 +163,8 @@ def model_call_fields(response: Any, started: float) -> dict[str, Any]:
         fields["api"] = getattr(response, "api", None)
     if getattr(response, "reused", False):
         fields["reused"] = True
+    if getattr(response, "usage_unknown", False):
+        fields["usage_unknown"] = True  # its token counts were not counts: taken as 0
     if getattr(response, "response_id", None):
         fields["response_id"] = response.response_id
     base_url = getattr(response, "base_url", None)
@@ -268,8 +272,9 @@ class StepUsage:
                     stage, {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
                 )
             )
+        unknown = bool(data.get("usage_unknown"))
         for target in targets:
-            add_usage(target, data, cost)
+            add_usage(target, data, cost, unknown=unknown)
         parts = str(event.path).split("/")
         for depth in range(1, len(parts) + 1):
             prefix = "/".join(parts[:depth])
@@ -280,7 +285,7 @@ class StepUsage:
                     "input_tokens": 0,
                     "output_tokens": 0,
                 }
-            add_usage(total, data, cost)
+            add_usage(total, data, cost, unknown=unknown)
 
     def total(self, path: str) -> dict[str, int] | None:
         """``{inferences, input_tokens, output_tokens}`` of ``path`` and its nested steps, or None

@@ -24,6 +24,8 @@ from agentflow.runtime.models.base import (
     ChatResponse,
     ModelClient,
     add_usage,
+    collect_bad_counts,
+    describe_bad_counts,
     token_count,
 )
 from agentflow.runtime.models.bedrock import BedrockClient, region_of
@@ -121,7 +123,8 @@ class RoutedClient:
             refuse_when_stopped(current_step.get())
             started = time.perf_counter()
             try:
-                response = await client.chat(request)
+                with collect_bad_counts() as bad_counts:
+                    response = await client.chat(request)
             except ModelError as exc:
                 last_error = exc
                 more = index + 1 < len(self.candidates)
@@ -136,6 +139,11 @@ class RoutedClient:
             response.api = resolved.provider.kind
             response.base_url = resolved.provider.base_url
             self.last_model = response.model
+            if bad_counts:
+                # a token count that is not one (1e300, "12", -3, NaN …): counted as 0, the
+                # reply's usage marked unknown, and said (docs/models.md "Usage")
+                response.usage_unknown = True
+                self.router._notify_unknown_usage(resolved, bad_counts)
             response.cost = self.router.price(resolved, response.usage or {})
             usage = response.usage or {}
             if request.messages:
@@ -356,8 +364,21 @@ class ModelRouter:
         entry = self.usage["by_role"].setdefault(
             role, {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
         )
+        unknown = bool(getattr(response, "usage_unknown", False))
         for target in (self.usage, entry):
-            add_usage(target, response.usage or {}, response.cost)
+            add_usage(target, response.usage or {}, response.cost, unknown=unknown)
+
+    def _notify_unknown_usage(self, resolved: ResolvedModel, values: list[Any]) -> None:
+        if self.on_event is not None:
+            self.on_event(
+                "warning",
+                {
+                    "message": f"model {resolved.label} reported token counts that are not "
+                    f"counts ({describe_bad_counts(values)}): this call's usage is unknown and "
+                    "counted as 0 tokens (in usage, cost and budgets)",
+                    "model": resolved.label,
+                },
+            )
 
     def _notify_failover(self, role: str, resolved: ResolvedModel, exc: ModelError) -> None:
         if self.on_event is not None:
