@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from support.chat_server import TEST_API_KEY, answer
 
 from agentflow import api
+from agentflow.errors import RunError
 from agentflow.runtime.config import load_config
 from agentflow.runtime.models.base import ChatRequest, Message
 from agentflow.runtime.models.budget import Budget, pop_budget, push_budget, reserve_budgets
@@ -45,28 +47,39 @@ async def test_an_inference_budget_is_exact_when_a_parallel_map_calls_models_at_
     config = setup(chat_server, tmp_path)
     result = await api.run(tmp_path / "wide.flow", config=config, workspace=tmp_path)
     assert result.status == "error" and result.error["code"] == "budget_exceeded"
-    # the 4th item found 3 calls in flight and was refused; the map then stopped the 3 (a map
-    # ends at its first failed item), so at most 3 requests ever reached the server (10 before)
-    assert "3 in flight" in result.error["message"]
+    # 3 calls went out at once; the other items waited for them (they might have failed and
+    # given their places back), then were refused: exactly the calls a sequential map makes
+    assert len(chat_server.requests) == 3  # not 10
+    assert chat_server.max_in_flight == 3
+    assert result.usage["inferences"] == 3
     assert "run budget of 3 inference(s)" in result.error["message"]
-    assert len(chat_server.requests) <= 3 and chat_server.max_in_flight <= 3
-    assert result.usage["inferences"] <= 3
+    assert "3 model call(s) made" in result.error["message"]
 
 
-async def test_a_call_that_fails_or_is_cancelled_gives_its_place_back():
+async def test_a_call_waits_for_the_calls_in_flight_and_takes_a_place_a_failed_one_gave_back():
     budget = Budget(name="run", source="test", inferences=1, tokens=100)
     token = push_budget(budget)
     try:
-        first = reserve_budgets(10, 0.0)
+        first = await reserve_budgets(10, 0.0)
         assert budget.held == {"inferences": 1, "tokens": 10, "cost": 0.0}
         assert budget.refusal(0, 0.0) is not None  # the one place is held by the call in flight
+        waiting = asyncio.ensure_future(reserve_budgets(10, 0.0))
+        await asyncio.sleep(0.05)
+        assert not waiting.done()  # it would fit if the call in flight failed: it waits
         first.release()  # the call failed: nothing charged, the place is free again
-        assert budget.held["inferences"] == 0 and budget.spent["inferences"] == 0
-        second = reserve_budgets(10, 0.0)
+        second = await asyncio.wait_for(waiting, 5)
+        assert budget.held["inferences"] == 1 and budget.spent["inferences"] == 0
+        third = asyncio.ensure_future(reserve_budgets(10, 0.0))
+        await asyncio.sleep(0.05)
         second.settle(40, None)
         second.release()  # a second settle/release of one reservation does nothing
         assert budget.spent == {"inferences": 1, "tokens": 40, "cost": 0.0}
         assert budget.held == {"inferences": 0, "tokens": 0, "cost": 0.0}
+        # the waiting call is checked again once the call in flight ended: the budget is spent
+        with pytest.raises(RunError) as info:
+            await asyncio.wait_for(third, 5)
+        assert info.value.code == "budget_exceeded"
+        assert "1 model call(s) made; the next one was not made" in str(info.value)
     finally:
         pop_budget(token)
 

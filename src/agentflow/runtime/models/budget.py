@@ -13,11 +13,13 @@ the call used, or :meth:`Reservation.release` when it failed or was cancelled). 
 holds its call's place while the call is in flight, so calls made at once (``parallel map``
 items) are counted against each other.  The check is strict: a call is not made when
 
-- ``inferences``: the calls made so far + the calls in flight + 1 would exceed the limit
-  (exact, however many calls run at once);
-- ``tokens`` (prompt + completion): the tokens spent so far plus the least the calls in flight
-  and this call will use — the prompt size of the previous call of the same conversation,
-  which only grows — would exceed the limit, or the spent tokens have reached it;
+- ``inferences``: the calls made so far + 1 would exceed the limit (exact, however many calls
+  run at once: a call that fits only if a call in flight fails waits for the calls in flight
+  to end, then is checked again);
+- ``tokens`` (prompt + completion): the tokens spent so far plus the least this call will
+  use — the prompt size of the previous call of the same conversation, which only grows —
+  would exceed the limit, or the spent tokens have reached it (with calls in flight, their
+  least counts too until they end: it waits for them as above);
 - ``cost`` (US dollars): likewise with the money spent and those prompts priced at the model's
   input price; calls whose price is unknown cost 0 here (the configuration says how to give
   one).
@@ -33,6 +35,7 @@ replays from its record (``flowc resume``) are charged with their recorded usage
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
@@ -80,6 +83,10 @@ class Budget:
         compare=False,
     )
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    #: calls waiting for a call in flight to end (:meth:`reserve`): (their loop, a future)
+    _waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = field(
+        default_factory=list, repr=False, compare=False
+    )
 
     def limits(self) -> dict[str, Any]:
         """The limits that are set, ``{key: limit}``."""
@@ -91,8 +98,11 @@ class Budget:
         with self._lock:
             return self._refusal(tokens_needed, cost_needed)
 
-    def _refusal(self, tokens_needed: int, cost_needed: float) -> str | None:
-        spent, held = self.spent, self.held
+    def _refusal(
+        self, tokens_needed: int, cost_needed: float, held: dict[str, Any] | None = None
+    ) -> str | None:
+        spent = self.spent
+        held = self.held if held is None else held
         if self.inferences is not None and spent["inferences"] + held["inferences"] + 1 > (
             self.inferences
         ):
@@ -120,24 +130,45 @@ class Budget:
             )
         return None
 
-    def reserve(self, tokens_needed: int, cost_needed: float) -> str | None:
+    def reserve(
+        self, tokens_needed: int, cost_needed: float
+    ) -> tuple[str | None, asyncio.Future[None] | None]:
         """Check and, when the call fits, hold its place (one inference, ``tokens_needed``
         tokens, ``cost_needed`` dollars) until :meth:`unreserve`: one atomic step, so calls
-        started at once cannot all pass the check.  Returns why it does not fit (None: held)."""
+        started at once cannot all pass the check.  Returns ``(None, None)`` when held; ``(why,
+        None)`` when the call does not fit even with no call in flight (refused); ``(why,
+        future)`` when it fits only once calls in flight end — the future is done at the next
+        :meth:`unreserve` (a call in flight that fails gives its place back), then check again.
+        ``future`` belongs to the running event loop (None outside one: refused)."""
         with self._lock:
             why = self._refusal(tokens_needed, cost_needed)
             if why is None:
                 self.held["inferences"] += 1
                 self.held["tokens"] += tokens_needed
                 self.held["cost"] += cost_needed
-            return why
+                return None, None
+            if not self.held["inferences"]:
+                return why, None
+            if self._refusal(tokens_needed, cost_needed, _NOTHING_HELD) is not None:
+                return why, None  # what was spent alone refuses it
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                return why, None
+            future: asyncio.Future[None] = loop.create_future()
+            self._waiters.append((loop, future))
+            return why, future
 
     def unreserve(self, tokens_needed: int, cost_needed: float) -> None:
-        """Give back a place held by :meth:`reserve`."""
+        """Give back a place held by :meth:`reserve` (and wake the calls waiting for one)."""
         with self._lock:
             self.held["inferences"] = max(0, self.held["inferences"] - 1)
             self.held["tokens"] = max(0, self.held["tokens"] - tokens_needed)
             self.held["cost"] = max(0.0, self.held["cost"] - cost_needed)
+            waiters, self._waiters = self._waiters, []
+        for loop, future in waiters:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(_wake, future)
 
     def charge(self, tokens: int, cost: float | None) -> None:
         """Add one call's tokens and cost (None: unknown, counted as 0)."""
@@ -177,6 +208,15 @@ class Reservation:
         self._open = False
         for budget in self.budgets:
             budget.unreserve(self.tokens, self.cost)
+
+
+#: no call in flight (:meth:`Budget.reserve`: would the call fit once they all ended?)
+_NOTHING_HELD: dict[str, Any] = {"inferences": 0, "tokens": 0, "cost": 0.0}
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def budget_from(data: Any, *, name: str, source: str) -> Budget | None:
@@ -230,22 +270,31 @@ def check_budgets(tokens_needed: int = 0, cost_needed: float = 0.0, step_path: s
             raise _exceeded(budget, why, step_path)
 
 
-def reserve_budgets(
+async def reserve_budgets(
     tokens_needed: int = 0, cost_needed: float = 0.0, step_path: str = ""
 ) -> Reservation:
     """Check every budget in force (the outermost first) and hold one call's place in each;
     raise ``RunError("budget_exceeded")`` (holding nothing) when the call would exceed one.
-    The caller settles or releases the returned :class:`Reservation` (module doc)."""
-    budgets = _active.get()
-    held: list[Budget] = []
-    for budget in budgets:
-        why = budget.reserve(tokens_needed, cost_needed)
-        if why is not None:
+    A call that fits only once calls in flight end (their usage known, or their places given
+    back by a failure) waits for them, holding nothing meanwhile, then is checked again: so a
+    ``parallel map`` makes exactly the calls a sequential one would before the refusal.  The
+    caller settles or releases the returned :class:`Reservation` (module doc)."""
+    while True:
+        budgets = _active.get()
+        held: list[Budget] = []
+        for budget in budgets:
+            why, wait = budget.reserve(tokens_needed, cost_needed)
+            if why is None:
+                held.append(budget)
+                continue
             for done in held:
                 done.unreserve(tokens_needed, cost_needed)
-            raise _exceeded(budget, why, step_path)
-        held.append(budget)
-    return Reservation(budgets, tokens_needed, cost_needed)
+            if wait is None:
+                raise _exceeded(budget, why, step_path)
+            await wait
+            break
+        else:
+            return Reservation(budgets, tokens_needed, cost_needed)
 
 
 def charge_budgets(tokens: int, cost: float | None) -> None:

@@ -103,7 +103,7 @@ class RoutedClient:
         per_token = self.router.input_price(first_model)
         # holds this call's place in every budget while it is in flight (calls made at once
         # count against each other); settled with its usage, or released when it fails
-        reservation = reserve_budgets(
+        reservation = await reserve_budgets(
             least, least * per_token / 1_000_000 if per_token else 0.0, current_step.get()
         )
         try:
