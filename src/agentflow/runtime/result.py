@@ -42,7 +42,8 @@ class RunResult(Generic[OutputT]):
     - ``usage``: ``{inferences, input_tokens, output_tokens, by_role: {role: {inferences,
       input_tokens, output_tokens}}}``, plus ``cache_read_tokens`` / ``cache_write_tokens``
       when a provider reported prompt-cache use and ``cost`` (US dollars, the sum of the priced
-      calls) when a call had a price (docs/models.md); ``by_step`` (by step path) and
+      calls) when a call had a price, ``usage_unknown`` (how many calls' token counts were not
+      counts, taken as 0) when one had (docs/models.md); ``by_step`` (by step path) and
       ``by_stage`` (by `.flow` stage) from :class:`StepUsage`.
     - ``duration_ms``: wall time of the run in milliseconds.
     - ``run_id``: the id of a durable run (docs/durable.md), else None.
@@ -118,7 +119,7 @@ def partial_from_json(data: Any) -> dict[str, Any]:
 
 _USAGE_KEYS = ("inferences", "input_tokens", "output_tokens")
 #: Counters present only once a call had them (prompt cache, money).
-_OPTIONAL_KEYS = ("cache_read_tokens", "cache_write_tokens", "cost")
+_OPTIONAL_KEYS = ("cache_read_tokens", "cache_write_tokens", "cost", "usage_unknown")
 
 
 def elapsed_ms(started: float) -> int:
@@ -131,7 +132,8 @@ def model_call_fields(response: Any, started: float) -> dict[str, Any]:
     ``{model, input_tokens, output_tokens, latency_ms, finish_reason, reply}`` plus ``provider``
     and ``api`` (the configured provider's name and wire API, when a router answered) and
     ``reused: True`` for an answer reused from an earlier ``plan_and_execute`` attempt (tokens 0;
-    :class:`StepUsage` skips it); ``response_id`` (the provider's id of the reply) and
+    :class:`StepUsage` skips it); ``usage_unknown: True`` when the provider's token counts
+    were not counts (taken as 0: docs/models.md "Usage"); ``response_id`` (the provider's id of the reply) and
     ``server_address`` / ``server_port`` (the host of the provider's base URL) when known.  ``reply`` is what the model said: ``{text, tool_calls: [{id,
     name, arguments}]}`` (``arguments`` as received).  ``response`` is a ChatResponse and
     ``started`` the ``time.monotonic()`` reading taken before the request; the call began
@@ -161,6 +163,8 @@ def model_call_fields(response: Any, started: float) -> dict[str, Any]:
         fields["api"] = getattr(response, "api", None)
     if getattr(response, "reused", False):
         fields["reused"] = True
+    if getattr(response, "usage_unknown", False):
+        fields["usage_unknown"] = True  # its token counts were not counts: taken as 0
     if getattr(response, "response_id", None):
         fields["response_id"] = response.response_id
     base_url = getattr(response, "base_url", None)
@@ -221,17 +225,26 @@ class StepUsage:
     ``by_step``: ``{step path: {inferences, input_tokens, output_tokens, by_role: {role: {…}}}}``,
     keyed by the path the call was made at (an agent step, a judge, a solver). :meth:`total`
     sums a step and everything nested under it (``E3`` includes ``E3/do.2/E10``). Events with
-    ``reused: true`` (answers reused by a ``plan_and_execute`` replan) cost nothing: not counted.
+    ``reused: true`` (answers reused by a ``plan_and_execute`` replan) cost nothing: not counted;
+    calls a resumed durable run replays from its record are (``takes_replayed``).
     ``by_stage``: ``{stage: {inferences, input_tokens, output_tokens, cost?}}``, the calls of
     each `.flow` stage (the event's ``stage``; calls outside any stage are left out).
     """
 
     #: EventBus filter: this sink only receives ``model_call`` events.
     kinds = frozenset({"model_call"})
+    #: a durable run's model calls replayed from its record (``flowc resume``) are counted
+    #: too: the run's usage covers the whole run, as its totals and budgets do
+    takes_replayed = True
 
     def __init__(self) -> None:
         self.by_step: dict[str, dict[str, Any]] = {}
         self.by_stage: dict[str, dict[str, Any]] = {}
+        #: step path → the usage of it and everything nested under it, kept up to date as
+        #: calls are counted (each call adds to every prefix of its path: O(depth), so
+        #: :meth:`total` is a look-up however many steps ran — a map of 16,000 items was
+        #: quadratic when it scanned ``by_step``)
+        self._totals: dict[str, dict[str, Any]] = {}
 
     def handle(self, event: Any) -> None:
         """Sink protocol: count ``model_call`` events, ignore the rest."""
@@ -259,20 +272,28 @@ class StepUsage:
                     stage, {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
                 )
             )
+        unknown = bool(data.get("usage_unknown"))
         for target in targets:
-            add_usage(target, data, cost)
+            add_usage(target, data, cost, unknown=unknown)
+        parts = str(event.path).split("/")
+        for depth in range(1, len(parts) + 1):
+            prefix = "/".join(parts[:depth])
+            total = self._totals.get(prefix)
+            if total is None:
+                total = self._totals[prefix] = {
+                    "inferences": 0,
+                    "input_tokens": 0,
+                    "output_tokens": 0,
+                }
+            add_usage(total, data, cost, unknown=unknown)
 
     def total(self, path: str) -> dict[str, int] | None:
         """``{inferences, input_tokens, output_tokens}`` of ``path`` and its nested steps, or None
         when no model call was made there."""
-        keys = [k for k in self.by_step if k == path or k.startswith(path + "/")]
-        if not keys:
+        total = self._totals.get(path)
+        if total is None:
             return None
-        out: dict[str, Any] = {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
-        for key in keys:
-            for name, value in self.by_step[key].items():
-                if name != "by_role":
-                    out[name] = out.get(name, 0) + value
+        out = dict(total)
         if "cost" in out:
             out["cost"] = round(out["cost"], 10)
         return out

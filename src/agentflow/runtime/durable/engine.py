@@ -640,6 +640,13 @@ class DurableEffects(Effects):
         if name in self.reused:
             response = dataclasses.replace(response)
             response.reused = True  # free: model_call says so
+        elif self._replayed.get((self.engine.workflow_id(), path)):
+            # taken from this run's record (a resume replaying a call made before the process
+            # stopped): one run, one budget — its recorded usage counts in the run's usage and
+            # against its budgets, with no request made (docs/models.md "Budgets")
+            count = getattr(client, "count_recorded", None)
+            if count is not None:
+                count(response, request)
         return response
 
     async def known_answer(self, request: AskRequest) -> str | None:

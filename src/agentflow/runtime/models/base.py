@@ -10,6 +10,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -40,14 +41,57 @@ def type_name(value: Any) -> str:
     return type(value).__name__
 
 
+#: The largest token count one reply may report (a billion: far above any model's context
+#: window and output together); a larger one is not a count (docs/models.md "Usage").
+MAX_TOKEN_COUNT = 1_000_000_000
+
+#: While a provider's reply is read (:func:`collect_bad_counts`): the values its usage block
+#: gave as token counts that were not counts; None elsewhere.
+_bad_counts: ContextVar[list[Any] | None] = ContextVar("agentflow_bad_token_counts", default=None)
+
+
 def token_count(value: Any) -> int:
-    """A token count from a reply's usage: a non-negative int, or 0 for anything else (a string,
-    a bool, a fraction, a negative number — a malformed usage block never fails a call)."""
-    if isinstance(value, bool):
+    """A token count from a reply's usage: a non-negative whole number up to
+    :data:`MAX_TOKEN_COUNT` (an int, or a float with no fraction), else 0 — a malformed usage
+    block never fails a call.  ``None`` (absent) is 0; anything else that is not a count (a
+    string, a bool, a fraction, a negative number, ``1e300``, Infinity, NaN) is 0 too and, while
+    :func:`collect_bad_counts` collects, noted there: the reply's usage is then *unknown*."""
+    if value is None:
         return 0
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return value if isinstance(value, int) and value >= 0 else 0
+    if isinstance(value, float) and value.is_integer() and 0 <= value <= MAX_TOKEN_COUNT:
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKEN_COUNT:
+        return value
+    bad = _bad_counts.get()
+    if bad is not None:
+        bad.append(value)
+    return 0
+
+
+class collect_bad_counts:  # noqa: N801 - used as a context manager, like contextlib's
+    """``with collect_bad_counts() as bad:`` — around reading one reply: ``bad`` lists the
+    values :func:`token_count` met that were not token counts (the router marks that reply's
+    usage unknown and warns)."""
+
+    def __init__(self) -> None:
+        self.bad: list[Any] = []
+        self._token: Any = None
+
+    def __enter__(self) -> list[Any]:
+        self._token = _bad_counts.set(self.bad)
+        return self.bad
+
+    def __exit__(self, *exc: object) -> None:
+        _bad_counts.reset(self._token)
+
+
+def describe_bad_counts(values: list[Any]) -> str:
+    """The values of :func:`collect_bad_counts` as message text (each shortened)."""
+    shown = []
+    for value in values[:3]:
+        text = repr(value)
+        shown.append(text if len(text) <= 24 else text[:21] + "...")
+    return ", ".join(shown) + (f" and {len(values) - 3} more" if len(values) > 3 else "")
 
 
 @dataclass
@@ -187,6 +231,10 @@ class ChatResponse:
     response_id: str | None = None
     #: the base URL of the provider that answered (set by the router; None without one)
     base_url: str | None = None
+    #: the provider's usage block gave a token count that is not a count (a string, a
+    #: negative or fractional number, Infinity, NaN, more than a billion): taken as 0, and
+    #: this reply's usage is unknown (set by the router, which warns)
+    usage_unknown: bool = False
 
     def __post_init__(self) -> None:
         # text from outside is made whole where it enters a run (agentflow.core.text): a lone
@@ -299,10 +347,15 @@ _ALWAYS = ("inferences", "input_tokens", "output_tokens")
 _EXTRA_TOKENS = ("cache_read_tokens", "cache_write_tokens")
 
 
-def add_usage(target: dict[str, Any], usage: dict[str, Any], cost: float | None) -> None:
+def add_usage(
+    target: dict[str, Any], usage: dict[str, Any], cost: float | None, *, unknown: bool = False
+) -> None:
     """Add one call to a usage record (``inferences`` +1, its tokens, its cost when known; the
-    cache counters and ``cost`` are created on first use)."""
+    cache counters and ``cost`` are created on first use; ``unknown``: the reply's token
+    counts were not counts, ``usage_unknown`` +1, created on first use)."""
     target["inferences"] = target.get("inferences", 0) + 1
+    if unknown:
+        target["usage_unknown"] = target.get("usage_unknown", 0) + 1
     for key in ("input_tokens", "output_tokens", *_EXTRA_TOKENS):
         value = token_count(usage.get(key))
         if value or key in _ALWAYS:

@@ -7,24 +7,35 @@ executor for the whole run, an agent step's own budget by the agent loop around 
 calls; tasks spawned inside (``map`` items, parallel branches) inherit the stack, so every model
 call of a run is counted against every budget above it.
 
-:class:`~agentflow.runtime.models.router.RoutedClient` calls :func:`check_budgets` BEFORE each
-provider call and :func:`charge_budgets` after it. The check is strict: a call is not made when
+:class:`~agentflow.runtime.models.router.RoutedClient` calls :func:`reserve_budgets` BEFORE each
+provider call and settles the :class:`Reservation` after it (:meth:`Reservation.settle` with what
+the call used, or :meth:`Reservation.release` when it failed or was cancelled).  A reservation
+holds its call's place while the call is in flight, so calls made at once (``parallel map``
+items) are counted against each other.  The check is strict: a call is not made when
 
-- ``inferences``: the calls made so far + 1 would exceed the limit;
-- ``tokens`` (prompt + completion): the tokens spent so far plus the least the call will use — the
-  prompt size of the previous call of the same conversation, which only grows — would exceed
-  the limit, or the spent tokens have reached it;
-- ``cost`` (US dollars): likewise with the money spent and that prompt priced at the model's
+- ``inferences``: the calls made so far + 1 would exceed the limit (exact, however many calls
+  run at once: a call that fits only if a call in flight fails waits for the calls in flight
+  to end, then is checked again);
+- ``tokens`` (prompt + completion): the tokens spent so far plus the least this call will
+  use — the prompt size of the previous call of the same conversation, which only grows —
+  would exceed the limit, or the spent tokens have reached it (with calls in flight, their
+  least counts too until they end: it waits for them as above);
+- ``cost`` (US dollars): likewise with the money spent and those prompts priced at the model's
   input price; calls whose price is unknown cost 0 here (the configuration says how to give
   one).
 
-A refused call raises ``RunError("budget_exceeded")`` naming the budget, its limit and what was
-spent; nothing is sent to the provider. Answers reused from an earlier ``plan_and_execute``
-attempt cost nothing and are never refused.
+Tokens and money are known only when a reply comes, so calls in flight together may pass a
+``tokens`` / ``cost`` limit by what they use beyond their reservations; no call starts once
+the limit is reached.  A refused call raises ``RunError("budget_exceeded")`` naming the budget,
+its limit and what was spent; nothing is sent to the provider. Answers reused from an earlier
+``plan_and_execute`` attempt cost nothing and are never refused; model calls a durable run
+replays from its record (``flowc resume``) are charged with their recorded usage
+(:func:`charge_budgets`), never refused.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
@@ -35,11 +46,13 @@ from agentflow.errors import RunError
 
 __all__ = [
     "Budget",
+    "Reservation",
     "budget_from",
     "check_budgets",
     "charge_budgets",
     "pop_budget",
     "push_budget",
+    "reserve_budgets",
 ]
 
 #: The budgets in force (outermost first).
@@ -63,23 +76,45 @@ class Budget:
     spent: dict[str, Any] = field(
         default_factory=lambda: {"inferences": 0, "tokens": 0, "cost": 0.0}
     )
+    #: ``{inferences, tokens, cost}`` held by calls in flight (:meth:`reserve`)
+    held: dict[str, Any] = field(
+        default_factory=lambda: {"inferences": 0, "tokens": 0, "cost": 0.0},
+        repr=False,
+        compare=False,
+    )
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    #: calls waiting for a call in flight to end (:meth:`reserve`): (their loop, a future)
+    _waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = field(
+        default_factory=list, repr=False, compare=False
+    )
 
     def limits(self) -> dict[str, Any]:
         """The limits that are set, ``{key: limit}``."""
         return {k: getattr(self, k) for k in BUDGET_LIMITS if getattr(self, k) is not None}
 
     def refusal(self, tokens_needed: int, cost_needed: float) -> str | None:
-        """Why the next call would exceed this budget (a message), or None when it fits."""
+        """Why the next call would exceed this budget (a message), or None when it fits
+        (counting the calls in flight: :meth:`reserve`)."""
         with self._lock:
-            spent = dict(self.spent)
-        if self.inferences is not None and spent["inferences"] + 1 > self.inferences:
+            return self._refusal(tokens_needed, cost_needed)
+
+    def _refusal(
+        self, tokens_needed: int, cost_needed: float, held: dict[str, Any] | None = None
+    ) -> str | None:
+        spent = self.spent
+        held = self.held if held is None else held
+        if self.inferences is not None and spent["inferences"] + held["inferences"] + 1 > (
+            self.inferences
+        ):
+            flying = f" and {held['inferences']} in flight" if held["inferences"] else ""
             return (
                 f"the {self.name} budget of {self.inferences} inference(s) ({self.source}) is "
-                f"used up: {spent['inferences']} model call(s) made; the next one was not made"
+                f"used up: {spent['inferences']} model call(s) made{flying}; the next one was "
+                "not made"
             )
         if self.tokens is not None and (
-            spent["tokens"] >= self.tokens or spent["tokens"] + tokens_needed > self.tokens
+            spent["tokens"] >= self.tokens
+            or spent["tokens"] + held["tokens"] + tokens_needed > self.tokens
         ):
             return (
                 f"the {self.name} budget of {self.tokens} token(s) ({self.source}) would be "
@@ -87,7 +122,7 @@ class Budget:
                 f"{tokens_needed}; it was not made"
             )
         if self.cost is not None and (
-            spent["cost"] >= self.cost or spent["cost"] + cost_needed > self.cost
+            spent["cost"] >= self.cost or spent["cost"] + held["cost"] + cost_needed > self.cost
         ):
             return (
                 f"the {self.name} budget of ${self.cost:g} ({self.source}) would be exceeded: "
@@ -95,12 +130,93 @@ class Budget:
             )
         return None
 
+    def reserve(
+        self, tokens_needed: int, cost_needed: float
+    ) -> tuple[str | None, asyncio.Future[None] | None]:
+        """Check and, when the call fits, hold its place (one inference, ``tokens_needed``
+        tokens, ``cost_needed`` dollars) until :meth:`unreserve`: one atomic step, so calls
+        started at once cannot all pass the check.  Returns ``(None, None)`` when held; ``(why,
+        None)`` when the call does not fit even with no call in flight (refused); ``(why,
+        future)`` when it fits only once calls in flight end — the future is done at the next
+        :meth:`unreserve` (a call in flight that fails gives its place back), then check again.
+        ``future`` belongs to the running event loop (None outside one: refused)."""
+        with self._lock:
+            why = self._refusal(tokens_needed, cost_needed)
+            if why is None:
+                self.held["inferences"] += 1
+                self.held["tokens"] += tokens_needed
+                self.held["cost"] += cost_needed
+                return None, None
+            if not self.held["inferences"]:
+                return why, None
+            if self._refusal(tokens_needed, cost_needed, _NOTHING_HELD) is not None:
+                return why, None  # what was spent alone refuses it
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                return why, None
+            future: asyncio.Future[None] = loop.create_future()
+            self._waiters.append((loop, future))
+            return why, future
+
+    def unreserve(self, tokens_needed: int, cost_needed: float) -> None:
+        """Give back a place held by :meth:`reserve` (and wake the calls waiting for one)."""
+        with self._lock:
+            self.held["inferences"] = max(0, self.held["inferences"] - 1)
+            self.held["tokens"] = max(0, self.held["tokens"] - tokens_needed)
+            self.held["cost"] = max(0.0, self.held["cost"] - cost_needed)
+            waiters, self._waiters = self._waiters, []
+        for loop, future in waiters:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(_wake, future)
+
     def charge(self, tokens: int, cost: float | None) -> None:
         """Add one call's tokens and cost (None: unknown, counted as 0)."""
         with self._lock:
             self.spent["inferences"] += 1
             self.spent["tokens"] += tokens
             self.spent["cost"] += cost or 0.0
+
+
+class Reservation:
+    """The places one model call holds in every budget in force (:func:`reserve_budgets`):
+    :meth:`settle` once the reply came (its tokens and cost charged), :meth:`release` when the
+    call failed or was cancelled (nothing charged).  Either may be called once; later calls do
+    nothing."""
+
+    __slots__ = ("budgets", "tokens", "cost", "_open")
+
+    def __init__(self, budgets: tuple[Budget, ...], tokens: int, cost: float):
+        self.budgets = budgets
+        self.tokens = tokens
+        self.cost = cost
+        self._open = True
+
+    def settle(self, tokens: int, cost: float | None) -> None:
+        """The call was made: free its places and charge what it used."""
+        if not self._open:
+            return
+        self._open = False
+        for budget in self.budgets:
+            budget.unreserve(self.tokens, self.cost)
+            budget.charge(tokens, cost)
+
+    def release(self) -> None:
+        """The call was not made or failed: free its places, charge nothing."""
+        if not self._open:
+            return
+        self._open = False
+        for budget in self.budgets:
+            budget.unreserve(self.tokens, self.cost)
+
+
+#: no call in flight (:meth:`Budget.reserve`: would the call fit once they all ended?)
+_NOTHING_HELD: dict[str, Any] = {"inferences": 0, "tokens": 0, "cost": 0.0}
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def budget_from(data: Any, *, name: str, source: str) -> Budget | None:
@@ -135,25 +251,54 @@ def pop_budget(token: Token | None) -> None:
         _active.reset(token)
 
 
+def _exceeded(budget: Budget, why: str, step_path: str) -> RunError:
+    return RunError(
+        Code.BUDGET_EXCEEDED,
+        why,
+        step_path or None,
+        details={"budget": budget.name, "limits": budget.limits(), "spent": dict(budget.spent)},
+    )
+
+
 def check_budgets(tokens_needed: int = 0, cost_needed: float = 0.0, step_path: str = "") -> None:
     """Raise ``RunError("budget_exceeded")`` when the next model call would exceed a budget in
-    force (the outermost first); see the module doc for the rules."""
+    force (the outermost first); see the module doc for the rules.  Holds nothing: a caller
+    that then makes the call uses :func:`reserve_budgets`."""
     for budget in _active.get():
         why = budget.refusal(tokens_needed, cost_needed)
         if why is not None:
-            raise RunError(
-                Code.BUDGET_EXCEEDED,
-                why,
-                step_path or None,
-                details={
-                    "budget": budget.name,
-                    "limits": budget.limits(),
-                    "spent": dict(budget.spent),
-                },
-            )
+            raise _exceeded(budget, why, step_path)
+
+
+async def reserve_budgets(
+    tokens_needed: int = 0, cost_needed: float = 0.0, step_path: str = ""
+) -> Reservation:
+    """Check every budget in force (the outermost first) and hold one call's place in each;
+    raise ``RunError("budget_exceeded")`` (holding nothing) when the call would exceed one.
+    A call that fits only once calls in flight end (their usage known, or their places given
+    back by a failure) waits for them, holding nothing meanwhile, then is checked again: so a
+    ``parallel map`` makes exactly the calls a sequential one would before the refusal.  The
+    caller settles or releases the returned :class:`Reservation` (module doc)."""
+    while True:
+        budgets = _active.get()
+        held: list[Budget] = []
+        for budget in budgets:
+            why, wait = budget.reserve(tokens_needed, cost_needed)
+            if why is None:
+                held.append(budget)
+                continue
+            for done in held:
+                done.unreserve(tokens_needed, cost_needed)
+            if wait is None:
+                raise _exceeded(budget, why, step_path)
+            await wait
+            break
+        else:
+            return Reservation(budgets, tokens_needed, cost_needed)
 
 
 def charge_budgets(tokens: int, cost: float | None) -> None:
-    """Count one model call against every budget in force."""
+    """Count one model call against every budget in force (a call made without a
+    reservation: one a durable run replays from its record)."""
     for budget in _active.get():
         budget.charge(tokens, cost)

@@ -24,10 +24,12 @@ from agentflow.runtime.models.base import (
     ChatResponse,
     ModelClient,
     add_usage,
+    collect_bad_counts,
+    describe_bad_counts,
     token_count,
 )
 from agentflow.runtime.models.bedrock import BedrockClient, region_of
-from agentflow.runtime.models.budget import charge_budgets, check_budgets
+from agentflow.runtime.models.budget import charge_budgets, reserve_budgets
 from agentflow.runtime.models.gemini import GeminiClient
 from agentflow.runtime.models.http import RetryPolicy
 from agentflow.runtime.models.openai import OpenAIClient
@@ -99,9 +101,21 @@ class RoutedClient:
         least = self._least_tokens(request)
         first_model = self.candidates[0][0]
         per_token = self.router.input_price(first_model)
-        check_budgets(
+        # holds this call's place in every budget while it is in flight (calls made at once
+        # count against each other); settled with its usage, or released when it fails
+        reservation = await reserve_budgets(
             least, least * per_token / 1_000_000 if per_token else 0.0, current_step.get()
         )
+        try:
+            response = await self._call(request, reservation)
+        except BaseException:
+            reservation.release()
+            raise
+        if ticket is not None:
+            memo.record(ticket, response)
+        return response
+
+    async def _call(self, request: ChatRequest, reservation: Any) -> ChatResponse:
         last_error: ModelError | None = None
         for index, (resolved, client) in enumerate(self.candidates):
             # no model call starts once the run was asked to stop (SIGINT/SIGTERM): it would
@@ -109,7 +123,8 @@ class RoutedClient:
             refuse_when_stopped(current_step.get())
             started = time.perf_counter()
             try:
-                response = await client.chat(request)
+                with collect_bad_counts() as bad_counts:
+                    response = await client.chat(request)
             except ModelError as exc:
                 last_error = exc
                 more = index + 1 < len(self.candidates)
@@ -124,6 +139,11 @@ class RoutedClient:
             response.api = resolved.provider.kind
             response.base_url = resolved.provider.base_url
             self.last_model = response.model
+            if bad_counts:
+                # a token count that is not one (1e300, "12", -3, NaN …): counted as 0, the
+                # reply's usage marked unknown, and said (docs/models.md "Usage")
+                response.usage_unknown = True
+                self.router._notify_unknown_usage(resolved, bad_counts)
             response.cost = self.router.price(resolved, response.usage or {})
             usage = response.usage or {}
             if request.messages:
@@ -132,16 +152,34 @@ class RoutedClient:
                     len(request.messages),
                     token_count(usage.get("input_tokens")),
                 )
-            charge_budgets(
+            reservation.settle(
                 token_count(usage.get("input_tokens")) + token_count(usage.get("output_tokens")),
                 response.cost,
             )
             self.router._record(self.role, response)
-            if ticket is not None:
-                memo.record(ticket, response)
             return response
         assert last_error is not None  # pragma: no cover - candidates is never empty
         raise last_error
+
+    def count_recorded(self, response: ChatResponse, request: ChatRequest | None = None) -> None:
+        """Count a reply a durable run took from its record (``flowc resume`` replaying a call
+        made before the process stopped): its recorded usage and cost are added to
+        ``router.usage`` and charged against every budget in force, as when it was made —
+        one run, one budget (docs/models.md "Budgets").  No request is made and it is never
+        refused: it was made already.  ``request``: the replayed request (its prompt size then
+        guides the next call's budget check, as after a call made here)."""
+        usage = response.usage or {}
+        if request is not None and request.messages:
+            self._last_prompt = (
+                id(request.messages[0]),
+                len(request.messages),
+                token_count(usage.get("input_tokens")),
+            )
+        charge_budgets(
+            token_count(usage.get("input_tokens")) + token_count(usage.get("output_tokens")),
+            response.cost,
+        )
+        self.router._record(self.role, response)
 
 
 class ModelRouter:
@@ -326,8 +364,21 @@ class ModelRouter:
         entry = self.usage["by_role"].setdefault(
             role, {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
         )
+        unknown = bool(getattr(response, "usage_unknown", False))
         for target in (self.usage, entry):
-            add_usage(target, response.usage or {}, response.cost)
+            add_usage(target, response.usage or {}, response.cost, unknown=unknown)
+
+    def _notify_unknown_usage(self, resolved: ResolvedModel, values: list[Any]) -> None:
+        if self.on_event is not None:
+            self.on_event(
+                "warning",
+                {
+                    "message": f"model {resolved.label} reported token counts that are not "
+                    f"counts ({describe_bad_counts(values)}): this call's usage is unknown and "
+                    "counted as 0 tokens (in usage, cost and budgets)",
+                    "model": resolved.label,
+                },
+            )
 
     def _notify_failover(self, role: str, resolved: ResolvedModel, exc: ModelError) -> None:
         if self.on_event is not None:
