@@ -25,16 +25,18 @@ from typing import Any
 import regex
 
 from agentflow.core.functions import FUNCTIONS, arity
-from agentflow.core.vocabulary import MAX_EXPR_DEPTH, UNARY_CONDITION_OPS, Code
+from agentflow.core.vocabulary import MAX_EXPR_DEPTH, MAX_INT, MIN_INT, UNARY_CONDITION_OPS, Code
 from agentflow.errors import BadPath, ExprError, RunError, SourceError
 from agentflow.grammar import ast
 from agentflow.ir.templates import too_deep
 from agentflow.runtime.functions import (
     IMPLEMENTATIONS,
     check_kinds,
+    int_too_large,
     is_number,
     kind_of,
     strict_eq,
+    too_long,
 )
 
 __all__ = [
@@ -139,12 +141,16 @@ def expr_text(node: ast.Expr | None) -> str:
     if isinstance(node, ast.DurationLit):
         return node.text
     if isinstance(node, ast.Binary):
-        return f"{expr_text(node.left)} {node.op} {expr_text(node.right)}"
+        p = _PREC.get(node.op, 0)
+        # left-associative; comparisons (5) and ranges (6) do not chain
+        left = _grouped(node.left, p + 1 if p in (5, 6) else p)
+        return f"{left} {node.op} {_grouped(node.right, p + 1)}"
     if isinstance(node, ast.Unary):
-        sep = " " if node.op == "not" else ""
-        return f"{node.op}{sep}{expr_text(node.operand)}"
+        if node.op == "not":
+            return f"not {_grouped(node.operand, _NOT_PREC)}"
+        return f"{node.op}{_grouped(node.operand, _MINUS_PREC + 1)}"
     if isinstance(node, ast.RangeExpr):
-        return f"{expr_text(node.low)}..{expr_text(node.high)}"
+        return f"{_grouped(node.low, 7)}..{_grouped(node.high, 7)}"
     if isinstance(node, ast.ListLit):
         return "[" + ", ".join(expr_text(i) for i in node.items) + "]"
     if isinstance(node, ast.ObjectLit):
@@ -152,8 +158,47 @@ def expr_text(node: ast.Expr | None) -> str:
     if isinstance(node, ast.FuncCall):
         return f"{node.name}(" + ", ".join(expr_text(a) for a in node.args) + ")"
     if isinstance(node, ast.CondExpr):
-        return f"if {expr_text(node.cond)} then {expr_text(node.then)} else {expr_text(node.else_)}"
+        then = _grouped(node.then, 1)  # the `then` arm is one operator chain
+        return f"if {expr_text(node.cond)} then {then} else {expr_text(node.else_)}"
     return type(node).__name__
+
+
+#: Binding strength of the binary operators, as the parser's precedence climbing binds them
+#: (docs/reference/expressions.md "Operators"; grammar/builder.py), of prefix ``not`` and ``-``.
+_PREC = {
+    "??": 1,
+    "or": 2,
+    "and": 3,
+    **dict.fromkeys(("==", "!=", "<", "<=", ">", ">=", "in", "not in"), 5),
+    "..": 6,
+    "+": 7,
+    "-": 7,
+    "*": 8,
+    "/": 8,
+    "%": 8,
+}
+_NOT_PREC = 4
+_MINUS_PREC = 9
+
+
+def _binding(node: ast.Expr) -> int:
+    """How tightly ``node`` binds as printed (an operand binding less needs parentheses)."""
+    if isinstance(node, ast.Binary):
+        return _PREC.get(node.op, 0)
+    if isinstance(node, ast.RangeExpr):
+        return _PREC[".."]
+    if isinstance(node, ast.Unary):
+        return _NOT_PREC if node.op == "not" else _MINUS_PREC
+    if isinstance(node, ast.CondExpr):
+        return 0
+    return 10
+
+
+def _grouped(node: ast.Expr, needs: int) -> str:
+    """``expr_text(node)`` as an operand that must bind at least ``needs``: parenthesized when it
+    binds less (``1 / (input.n - 1)``, not ``1 / input.n - 1``)."""
+    text = expr_text(node)
+    return f"({text})" if _binding(node) < needs else text
 
 
 def _operand_text(node: ast.Expr) -> str:
@@ -297,7 +342,28 @@ def _visit_Projection(node: ast.Projection, scope: Mapping[str, Any]) -> Any:
     path = node.path
     if path is None:
         return list(base)
-    return [_visit(path, _Layer(scope, el)) for el in base]
+    out = []
+    for i, el in enumerate(base):
+        try:
+            out.append(_visit(path, _Layer(scope, el)))
+        except BadPath as e:
+            raise _at_element(e, expr_text(node), f"{expr_text(node.base)}[{i}]") from None
+    return out
+
+
+def _at_element(e: BadPath, whole: str, element: str) -> BadPath:
+    """``e``, raised by a projection's path on one element, as the path of the projection as
+    written (``input.j[*].a``, where the caret finds it) and the element by its index
+    (``input.j[2]``): inside the path the element's own text is empty (``.a``, ``` `` ```)."""
+    if not e.path.startswith((".", "[")):
+        return e
+    head = f"path `{e.path}`: `{e.missing}` is missing"
+    detail = e.message[len(head) + 2 : -1] if e.message.startswith(head + " (") else None
+    if detail is not None and detail[:1] == "`" and detail[1:2] in (".", "[", "`"):
+        detail = f"`{element}{detail[1:]}"
+    else:
+        detail = f"in `{element}`" + (f": {detail}" if detail else "")
+    return BadPath(whole, e.missing, detail)
 
 
 class _Layer(Mapping):
@@ -330,11 +396,12 @@ def _visit_StringLit(node: ast.StringLit, scope: Mapping[str, Any]) -> Any:
     if not parts:
         return ""
     out = []
+    size = 0
     for p in parts:
-        if isinstance(p, str):
-            out.append(p)
-        else:
-            out.append(to_text(_visit(p.expr, scope)))
+        text = p if isinstance(p, str) else to_text(_visit(p.expr, scope))
+        size += len(text)
+        out.append(text)
+    _sized(size, "text", node)
     return "".join(out)
 
 
@@ -363,7 +430,7 @@ def _visit_Unary(node: ast.Unary, scope: Mapping[str, Any]) -> Any:
     if node.op == "-":
         if not is_number(v):
             raise ExprError(f"`{expr_text(node)}`: unary `-` needs a number, got {_kind(v)}")
-        return -v
+        return _finite(-v, node)
     raise ExprError(f"unknown unary operator `{node.op}`")
 
 
@@ -405,19 +472,41 @@ def _arith(a: Any, b: Any, node: ast.Binary) -> None:
         )
 
 
-def _finite(x: Any, node: ast.Binary) -> Any:
-    """``x`` when it is not a float overflow (JSON has no NaN or infinities)."""
+def _finite(x: Any, node: ast.Expr) -> Any:
+    """``x`` when it is not a float overflow (JSON has no NaN or infinities) nor an int outside
+    the language's int range (a signed 64-bit number: docs/reference/expressions.md "Limits").
+    Operands are always in range, so the check is on a result at most 128 bits wide: ``s * s``
+    in a loop fails at its first overflow instead of squaring a bigint for ever."""
     if isinstance(x, float) and not math.isfinite(x):
         raise ExprError(f"`{expr_text(node)}`: the result is too large for a JSON number")
+    if int_too_large(x):
+        raise ExprError(_int_message(node))
     return x
+
+
+def _int_message(node: ast.Expr) -> str:
+    return (
+        f"`{expr_text(node)}`: the result is too large for an int "
+        f"(an int is a signed 64-bit number, {MIN_INT} to {MAX_INT})"
+    )
+
+
+def _sized(size: int, what: str, node: ast.Expr) -> None:
+    """Refuse to build a text of ``size`` characters or an array of ``size`` items over its
+    limit (:func:`agentflow.runtime.functions.too_long`), before building it."""
+    message = too_long(size, what)
+    if message is not None:
+        raise ExprError(f"`{expr_text(node)}`: {message}")
 
 
 def _add(a: Any, b: Any, node: ast.Binary) -> Any:
     if is_number(a) and is_number(b):
         return _finite(a + b, node)
     if isinstance(a, str) and isinstance(b, str):
+        _sized(len(a) + len(b), "text", node)
         return a + b
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        _sized(len(a) + len(b), "array", node)
         return list(a) + list(b)
     raise ExprError(f"`{expr_text(node)}`: cannot add {_kind(a)} and {_kind(b)}")
 
@@ -427,7 +516,7 @@ def _div(a: Any, b: Any, node: ast.Binary) -> Any:
     if b == 0:
         raise ExprError(f"`{expr_text(node)}`: division by zero")
     if isinstance(a, int) and isinstance(b, int) and a % b == 0:
-        return a // b
+        return _finite(a // b, node)
     try:
         q = a / b
     except OverflowError:
@@ -439,7 +528,7 @@ def _mod(a: Any, b: Any, node: ast.Binary) -> Any:
     _arith(a, b, node)
     if b == 0:
         raise ExprError(f"`{expr_text(node)}`: modulo by zero")
-    return a % b
+    return _finite(a % b, node)
 
 
 def _sub(a: Any, b: Any, node: ast.Binary) -> Any:
@@ -513,6 +602,8 @@ def _visit_Binary(node: ast.Binary, scope: Mapping[str, Any]) -> Any:
         return fn(left, right, node)
     except OverflowError:  # e.g. a huge int mixed with a float
         raise ExprError(f"`{expr_text(node)}`: the result is too large for a JSON number") from None
+    except MemoryError:  # a last guard: the limits above refuse what could get here
+        raise ExprError(f"`{expr_text(node)}`: the result is too large to build") from None
 
 
 def _visit_CondExpr(node: ast.CondExpr, scope: Mapping[str, Any]) -> Any:
@@ -535,7 +626,7 @@ def _visit_FuncCall(node: ast.FuncCall, scope: Mapping[str, Any]) -> Any:
         )
     args = [to_json_value(_visit(a, scope)) for a in node.args]
     try:
-        return _call_function(node.name, args)
+        result = _call_function(node.name, args)
     except BadPath:
         raise
     except RunError as e:  # the function's own failure: name the call as written
@@ -545,6 +636,11 @@ def _visit_FuncCall(node: ast.FuncCall, scope: Mapping[str, Any]) -> Any:
         if e.code == Code.VALIDATION:
             raise ExprError(message) from None
         raise RunError(e.code, message) from None
+    except MemoryError:  # a last guard: the functions that build values check their size first
+        raise ExprError(f"`{expr_text(node)}`: the result is too large to build") from None
+    if int_too_large(result):  # floor(1e300), abs of the least int …
+        raise ExprError(_int_message(node))
+    return result
 
 
 def _call_function(name: str, args: list[Any]) -> Any:
