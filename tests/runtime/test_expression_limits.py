@@ -182,3 +182,22 @@ def test_a_computed_loop_bound_is_named_as_the_flow_writes_it(tmp_path):
     result = _run(source, {"n": 5000}, tmp_path)
     assert result.error is not None and result.error.code == "validation"
     assert result.error.message == "`up to` must be an integer from 0 to 1000, got 5000"
+
+
+# -- depth -----------------------------------------------------------------------------------
+
+
+def test_a_loop_nesting_its_state_fails_at_the_input_depth_limit(tmp_path):
+    # was a RecursionError past ~450 rounds (to_json_value); now `validation` at depth 101
+    result = _run("stage a -> json { loop up to 500 as r, s: json = [] { [s] } }\n", {}, tmp_path)
+    assert result.status == "error" and result.error.code == "validation"
+    assert result.error.step_path == "E0/round.100"
+    assert result.error.message.startswith(
+        "`[s]`: the value is nested too deeply (more than 100 levels of arrays/objects)"
+    )
+    json.dumps(result.to_dict())
+
+
+def test_a_loop_nesting_within_the_limit_runs(tmp_path):
+    result = _run("stage a -> json { loop up to 99 as r, s: json = [] { [s] } }\n", {}, tmp_path)
+    assert result.status == "ok", result.error

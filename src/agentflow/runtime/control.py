@@ -42,6 +42,7 @@ from agentflow.runtime.expressions import (
     FlowRange,
     _kind,
     evaluate_condition,
+    refuse_too_deep,
     render_value,
     to_json_value,
     to_text,
@@ -190,6 +191,7 @@ def _over(call: ControlCall) -> list[Any]:
 
 async def _value(call: ControlCall) -> Any:
     value = call.render("value")
+    refuse_too_deep(value, call.input.get("value"))  # `[s]` in a loop: before events see it
     call.announce({"value": value})
     return value
 

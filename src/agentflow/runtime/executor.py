@@ -59,7 +59,12 @@ from agentflow.runtime.control import (
 )
 from agentflow.runtime.effects import Effects
 from agentflow.runtime.events import Event, EventBus
-from agentflow.runtime.expressions import render_value, to_json_value, to_text
+from agentflow.runtime.expressions import (
+    refuse_too_deep,
+    render_value,
+    to_json_value,
+    to_text,
+)
 
 # The host-hook API, re-exported: ``from agentflow.runtime.executor import Hooks, skip, …`` keeps
 # working (its home is agentflow.runtime.hooks).
@@ -412,7 +417,9 @@ class Executor:
                 raise _not_loaded("the finish output", frame.path("finish"))
             return last
         try:
-            return render_value(out_c, scope)
+            output = render_value(out_c, scope)
+            refuse_too_deep(output, out_c)
+            return output
         except RunError as e:
             if e.step_path is None:
                 e.step_path = frame.path("finish")

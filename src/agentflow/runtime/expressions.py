@@ -29,6 +29,7 @@ from agentflow.core.vocabulary import MAX_EXPR_DEPTH, MAX_INT, MIN_INT, UNARY_CO
 from agentflow.errors import BadPath, ExprError, RunError, SourceError
 from agentflow.grammar import ast
 from agentflow.ir.templates import too_deep
+from agentflow.runtime.extract import MAX_JSON_DEPTH, json_depth_exceeds, too_deep_message
 from agentflow.runtime.functions import (
     IMPLEMENTATIONS,
     check_kinds,
@@ -48,6 +49,7 @@ __all__ = [
     "expr_text",
     "render",
     "render_value",
+    "refuse_too_deep",
     "to_json_value",
     "to_text",
 ]
@@ -223,6 +225,27 @@ def to_json_value(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [to_json_value(v) for v in value]
     return value
+
+
+def refuse_too_deep(value: Any, expr: Any = None) -> None:
+    """Raise :class:`ExprError` (``validation``) when ``value``, a step's value built by an
+    expression (``expr``, an :class:`ast.Template` or :class:`ast.Expr` naming it), nests
+    arrays/objects more than :data:`~agentflow.runtime.extract.MAX_JSON_DEPTH` levels deep —
+    the limit of the values a run takes in (docs/reference/expressions.md "Limits").
+
+    Checked where a value becomes a step's result (a ``value`` step, a plan's ``finish``):
+    nesting grows only across steps (a ``loop``'s state ``[s]``), so every value a step hands
+    on is within the limit, and nothing later (events, traces, JSON) recurses past Python's
+    stack. Iterative: safe on any depth; one pass over the value's arrays and objects."""
+    if not isinstance(value, list | tuple | dict) or not json_depth_exceeds(value):
+        return
+    if isinstance(expr, ast.Template):
+        expr = expr.whole
+    quoted = f"`{expr_text(expr)}`: " if isinstance(expr, ast.Expr) else ""
+    raise ExprError(
+        f"{quoted}the value is {too_deep_message()}: a value built by an expression may nest "
+        f"as deeply as the run's input, at most {MAX_JSON_DEPTH} levels"
+    )
 
 
 def _json_default(o: Any) -> Any:
