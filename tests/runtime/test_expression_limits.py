@@ -201,3 +201,29 @@ def test_a_loop_nesting_its_state_fails_at_the_input_depth_limit(tmp_path):
 def test_a_loop_nesting_within_the_limit_runs(tmp_path):
     result = _run("stage a -> json { loop up to 99 as r, s: json = [] { [s] } }\n", {}, tmp_path)
     assert result.status == "ok", result.error
+
+
+# -- a stage's last value after a step -------------------------------------------------------
+
+LAST_VALUE = """\
+input { n: int }
+stage a -> number {
+  let x = loop up to 2 as r, s = 0 { s + r }
+  return x / input.n
+}
+"""
+
+
+def test_an_error_in_a_stages_last_value_after_a_step_is_placed_in_the_stage(tmp_path):
+    result = _run(LAST_VALUE, {"n": 0}, tmp_path)
+    assert result.error is not None
+    error = result.to_dict()["error"]
+    assert error["message"] == "`x / input.n`: division by zero"
+    assert error["step_path"] == "finish"
+    assert error["source"] == "lim.flow:4:10"  # the `return`'s expression
+    assert error["stage"] == "a" and error["label"] == "a › value"
+
+
+def test_a_finish_that_only_reads_a_step_carries_no_meta():
+    plan = api.compile_source("stage a -> int { loop up to 2 as r, s = 0 { s + r } }\n", "f.flow")
+    assert plan.plan["finish"] == {"mode": "output", "output": "{{ E0 }}"}

@@ -423,6 +423,12 @@ class Executor:
         except RunError as e:
             if e.step_path is None:
                 e.step_path = frame.path("finish")
+            # a stage's last value after a step: placed where the `.flow` wrote it (its meta)
+            written, stage = fin.meta.get("source"), fin.meta.get("stage")
+            if e.source is None and written:
+                e.source = str(written)
+            if not e.where and stage and e.step_path == frame.path("finish"):
+                e.where = {"stage": str(stage), "label": f"{stage} › value"}
             if quotes_expressions(e) and not getattr(e, "named_at", None):
                 e.named_at = e.step_path  # type: ignore[attr-defined]
                 caller = self.places.get(frame.prefix) if frame.prefix else None
