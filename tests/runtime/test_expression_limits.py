@@ -18,6 +18,7 @@ from agentflow.core.vocabulary import MAX_INT, MIN_INT
 from agentflow.errors import BadPath, ExprError, RunError
 from agentflow.grammar.parser import parse_expression
 from agentflow.ir.loader import load_plan_data
+from agentflow.runtime import expressions
 from agentflow.runtime.expressions import evaluate, expr_text
 from agentflow.runtime.extract import NonJsonNumber, loads_value
 from agentflow.runtime.functions import MAX_COMPUTED_ITEMS, MAX_TEXT_CHARS
@@ -227,3 +228,15 @@ def test_an_error_in_a_stages_last_value_after_a_step_is_placed_in_the_stage(tmp
 def test_a_finish_that_only_reads_a_step_carries_no_meta():
     plan = api.compile_source("stage a -> int { loop up to 2 as r, s = 0 { s + r } }\n", "f.flow")
     assert plan.plan["finish"] == {"mode": "output", "output": "{{ E0 }}"}
+
+
+def test_a_value_sharing_one_list_past_the_node_limit_fails(monkeypatch):
+    # `[s, s]` in a loop: 2^rounds values as JSON writes them, whatever the memory it takes
+    monkeypatch.setattr(expressions, "MAX_VALUE_NODES", 1000)
+    shared: list = [1]
+    for _ in range(12):
+        shared = [shared, shared]
+    with pytest.raises(ExprError) as err:
+        expressions.refuse_too_deep(shared, parse_expression("[s, s]", "<t>"))
+    assert err.value.message.startswith("`[s, s]`: the value holds more than 1,000 values")
+    expressions.refuse_too_deep([[1, 2]] * 300)  # 900 values: within

@@ -29,7 +29,7 @@ from agentflow.core.vocabulary import MAX_EXPR_DEPTH, MAX_INT, MIN_INT, UNARY_CO
 from agentflow.errors import BadPath, ExprError, RunError, SourceError
 from agentflow.grammar import ast
 from agentflow.ir.templates import too_deep
-from agentflow.runtime.extract import MAX_JSON_DEPTH, json_depth_exceeds, too_deep_message
+from agentflow.runtime.extract import MAX_JSON_DEPTH, too_deep_message
 from agentflow.runtime.functions import (
     IMPLEMENTATIONS,
     check_kinds,
@@ -227,25 +227,55 @@ def to_json_value(value: Any) -> Any:
     return value
 
 
+#: Most values (arrays, objects and everything in them, counted as JSON writes them out) a
+#: step's value built by an expression may hold: ``[s, s]`` in a loop shares one list twice per
+#: round, small in memory but 2^rounds values in JSON, events and traces.
+MAX_VALUE_NODES = 10_000_000
+
+
 def refuse_too_deep(value: Any, expr: Any = None) -> None:
     """Raise :class:`ExprError` (``validation``) when ``value``, a step's value built by an
     expression (``expr``, an :class:`ast.Template` or :class:`ast.Expr` naming it), nests
     arrays/objects more than :data:`~agentflow.runtime.extract.MAX_JSON_DEPTH` levels deep —
-    the limit of the values a run takes in (docs/reference/expressions.md "Limits").
+    the limit of the values a run takes in — or holds more than :data:`MAX_VALUE_NODES` values
+    as JSON writes it (docs/reference/expressions.md "Limits").
 
     Checked where a value becomes a step's result (a ``value`` step, a plan's ``finish``):
-    nesting grows only across steps (a ``loop``'s state ``[s]``), so every value a step hands
-    on is within the limit, and nothing later (events, traces, JSON) recurses past Python's
-    stack. Iterative: safe on any depth; one pass over the value's arrays and objects."""
-    if not isinstance(value, list | tuple | dict) or not json_depth_exceeds(value):
+    nesting and sharing grow only across steps (a ``loop``'s state ``[s]``, ``[s, s]``), so
+    every value a step hands on is within the limits, and nothing later (events, traces, JSON)
+    recurses past Python's stack or writes without end. Iterative: safe on any depth; one pass
+    over the value's arrays and objects, stopping at the first limit passed."""
+    if not isinstance(value, list | tuple | dict):
+        return
+    problem = _measure(value)
+    if problem is None:
         return
     if isinstance(expr, ast.Template):
         expr = expr.whole
     quoted = f"`{expr_text(expr)}`: " if isinstance(expr, ast.Expr) else ""
-    raise ExprError(
-        f"{quoted}the value is {too_deep_message()}: a value built by an expression may nest "
-        f"as deeply as the run's input, at most {MAX_JSON_DEPTH} levels"
-    )
+    raise ExprError(quoted + problem)
+
+
+def _measure(value: Any) -> str | None:
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    nodes = 0
+    while stack:
+        item, depth = stack.pop()
+        children: Any = item.values() if isinstance(item, dict) else item
+        depth += 1
+        if depth > MAX_JSON_DEPTH:
+            return (
+                f"the value is {too_deep_message()}: a value built by an expression may nest "
+                f"as deeply as the run's input, at most {MAX_JSON_DEPTH} levels"
+            )
+        nodes += len(children)
+        if nodes > MAX_VALUE_NODES:
+            return (
+                f"the value holds more than {MAX_VALUE_NODES:,} values (counted as JSON writes "
+                "them: a list shared twice counts twice)"
+            )
+        stack.extend((c, depth) for c in children if isinstance(c, list | tuple | dict))
+    return None
 
 
 def _json_default(o: Any) -> Any:
