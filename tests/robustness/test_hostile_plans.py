@@ -241,15 +241,22 @@ def test_float_overflow_in_templates_is_an_expr_error():
     plan = load_plan_text(_plan(f"'{{{{ {big} * {big} * {big} * {big} }}}}'"))
     with pytest.raises(ExprError, match="too large for a JSON number"):
         render(plan.steps[0].compiled["value"], {})
-    huge_int = " * ".join(["9" * 99] * 4)  # exact as an int, too large for a float
+    huge_int = " * ".join(["9" * 99] * 4)  # past an int's 64 bits at the first product
     plan = load_plan_text(_plan(f"'{{{{ {huge_int} * 1.5 }}}}'"))
+    with pytest.raises(ExprError, match="too large for an int"):
+        render(plan.steps[0].compiled["value"], {})
+    plan = load_plan_text(_plan(f"'{{{{ {'9' * 99} * {big} * {big} * {big} }}}}'"))
     with pytest.raises(ExprError, match="too large for a JSON number"):
         render(plan.steps[0].compiled["value"], {})
 
 
 def test_integer_division_stays_exact():
+    # exact where a float is not (2^63 - 2 has no float of its own); past 64 bits an int fails
+    plan = load_plan_text(_plan("'{{ 9223372036854775806 / 2 }}'"))
+    assert render(plan.steps[0].compiled["value"], {}) == 4611686018427387903
     plan = load_plan_text(_plan(f"'{{{{ {'9' * 40} / 9 }}}}'"))
-    assert render(plan.steps[0].compiled["value"], {}) == int("1" * 40)
+    with pytest.raises(ExprError, match="too large for an int"):
+        render(plan.steps[0].compiled["value"], {})
 
 
 @pytest.mark.parametrize(
