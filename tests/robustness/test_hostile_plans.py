@@ -250,6 +250,10 @@ def test_float_overflow_in_templates_is_an_arithmetic_error():
 
 
 def test_integer_division_stays_exact():
+    # exact where a float is not (2^63 - 2 has no float of its own); an operand already past
+    # `int` (a hand-written plan's 40-digit literal) is a `number`, its exact quotient kept
+    plan = load_plan_text(_plan("'{{ 9223372036854775806 / 2 }}'"))
+    assert render(plan.steps[0].compiled["value"], {}) == 4611686018427387903
     plan = load_plan_text(_plan(f"'{{{{ {'9' * 40} / 9 }}}}'"))
     assert render(plan.steps[0].compiled["value"], {}) == int("1" * 40)
 

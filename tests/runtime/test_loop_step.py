@@ -102,7 +102,7 @@ def test_a_bound_that_is_not_an_integer_from_0_to_1000_fails_with_validation(bou
     result = _run(_plan(COUNTING), {"n": bound})
     assert result.status == "error"
     assert result.error.code == "validation"
-    assert "`up_to` (a `loop`'s `up to`) must be an integer from 0 to 1000" in result.error.message
+    assert "`up_to` must be an integer from 0 to 1000" in result.error.message
 
 
 @pytest.mark.parametrize(

@@ -967,7 +967,7 @@ class Gen:
             if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 1000:
                 raise Fail(
                     "validation",
-                    f"`up_to` (a `loop`'s `up to`) must be an integer from 0 to 1000, got {n}",
+                    f"`up to` must be an integer from 0 to 1000, got {n}",
                 )
             state, r = fi(env), 0
             for r in range(1, n + 1):

@@ -25,6 +25,7 @@ canonical field order; :func:`agentflow.ir.dump.dump_plan` writes it as YAML.
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -80,6 +81,10 @@ _NOT_BODY = CONTROL_STEPS - BODY_CONTROL_STEPS
 
 # Scope names a nested filter gate shadows (docs/spec/PLAN_IR.md §3).
 _SHADOWED = frozenset({"item", "index"})
+
+
+#: A finish output that only reads a step's result (``{{ E3 }}``): it cannot fail.
+_BARE_REF = re.compile(r"\{\{ *[A-Za-z_][A-Za-z0-9_]* *\}\}")
 
 
 class _Lowerer(ExpressionLowering, EffectLowering):
@@ -234,10 +239,26 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         if budget:
             data["budget"] = self._budget(budget[0].spec)
         data["steps"] = plan.steps
-        data["finish"] = {"mode": "output", "output": self.whole(last or NULL)}
+        data["finish"] = self._finish(self.whole(last or NULL), r.stages[-1] if r.stages else None)
         if self.plans:
             data["plans"] = self.plans
         return data
+
+    def _finish(self, output: Any, stage: ast.StageDecl | None) -> dict[str, Any]:
+        """The plan's ``finish``: ``output``, and when it is an expression that can fail at run
+        time (not a step's result alone) the ``meta`` of where it was written — the stage's last
+        statement — so its error is placed in the `.flow` as a step's is."""
+        finish: dict[str, Any] = {"mode": "output", "output": output}
+        if stage is None or not isinstance(output, str) or _BARE_REF.fullmatch(output):
+            return finish
+        last = stage.body.stmts[-1] if stage.body.stmts else None
+        span = stage.span
+        if isinstance(last, ast.ReturnStmt):
+            span = last.value.span
+        elif isinstance(last, ast.ExprStmt):
+            span = last.expr.span
+        finish["meta"] = {"source": self.source(span), "stage": stage.name.name}
+        return finish
 
     # -- statements --------------------------------------------------------------------------
     def block(self, stmts: list[ast.Stmt], ctx: Ctx, value: Frag | None = None) -> Frag | None:

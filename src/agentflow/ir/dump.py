@@ -38,7 +38,7 @@ PLAN_ORDER = (
     "plans",
 )
 STEP_ORDER = ("id", "tool_name", "input", "timeout", "retry", "select", "result_schema", "meta")
-FINISH_ORDER = ("mode", "output", "prompt")
+FINISH_ORDER = ("mode", "output", "prompt", "meta")
 RETRY_ORDER = ("attempts", "on", "backoff")
 BACKOFF_ORDER = ("initial", "factor", "max")
 #: input keys that hold a body step, whatever the control step (``do``, ``then``, ``else``)

@@ -159,6 +159,10 @@ class Finish(BaseModel):
     mode: Literal["output", "solver", "silent"] = "output"
     output: Any = None
     prompt: str | None = None
+    #: Where ``output`` was written, as a step's ``meta``: ``source`` (``file.flow:line:col``)
+    #: and ``stage`` — the compiler writes it when ``output`` is an expression (a stage's last
+    #: value after a step), so its run-time error is placed as a step's is.
+    meta: dict[str, Any] = Field(default_factory=dict)
 
     _compiled_output: Any = PrivateAttr(default=None)
     _compiled_prompt: Any = PrivateAttr(default=None)

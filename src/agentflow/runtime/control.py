@@ -42,6 +42,7 @@ from agentflow.runtime.expressions import (
     FlowRange,
     _kind,
     evaluate_condition,
+    refuse_too_deep,
     render_value,
     to_json_value,
     to_text,
@@ -190,6 +191,7 @@ def _over(call: ControlCall) -> list[Any]:
 
 async def _value(call: ControlCall) -> Any:
     value = call.render("value")
+    refuse_too_deep(value, call.input.get("value"))  # `[s]` in a loop: before events see it
     call.announce({"value": value})
     return value
 
@@ -499,9 +501,11 @@ async def _loop(call: ControlCall) -> Any:
     if isinstance(bound, float) and bound.is_integer():
         bound = int(bound)
     if not isinstance(bound, int) or isinstance(bound, bool) or not 0 <= bound <= MAX_LOOP_ROUNDS:
+        # in the `.flow`'s terms when it was compiled from one, else the plan's field
+        field = "`up to`" if call.source else "`up_to`"
         raise RunError(
             Code.VALIDATION,
-            f"`up_to` (a `loop`'s `up to`) must be an integer from 0 to {MAX_LOOP_ROUNDS}, got "
+            f"{field} must be an integer from 0 to {MAX_LOOP_ROUNDS}, got "
             + json.dumps(to_json_value(bound), ensure_ascii=False),
             call.path,
             call.source,

@@ -59,7 +59,12 @@ from agentflow.runtime.control import (
 )
 from agentflow.runtime.effects import Effects
 from agentflow.runtime.events import Event, EventBus
-from agentflow.runtime.expressions import render_value, to_json_value, to_text
+from agentflow.runtime.expressions import (
+    refuse_too_deep,
+    render_value,
+    to_json_value,
+    to_text,
+)
 
 # The host-hook API, re-exported: ``from agentflow.runtime.executor import Hooks, skip, …`` keeps
 # working (its home is agentflow.runtime.hooks).
@@ -415,10 +420,18 @@ class Executor:
                 raise _not_loaded("the finish output", frame.path("finish"))
             return last
         try:
-            return render_value(out_c, scope)
+            output = render_value(out_c, scope)
+            refuse_too_deep(output, out_c)
+            return output
         except RunError as e:
             if e.step_path is None:
                 e.step_path = frame.path("finish")
+            # a stage's last value after a step: placed where the `.flow` wrote it (its meta)
+            written, stage = fin.meta.get("source"), fin.meta.get("stage")
+            if e.source is None and written:
+                e.source = str(written)
+            if not e.where and stage and e.step_path == frame.path("finish"):
+                e.where = {"stage": str(stage), "label": f"{stage} › value"}
             if quotes_expressions(e) and not getattr(e, "named_at", None):
                 e.named_at = e.step_path  # type: ignore[attr-defined]
                 caller = self.places.get(frame.prefix) if frame.prefix else None

@@ -29,12 +29,14 @@ from agentflow.core.vocabulary import MAX_EXPR_DEPTH, MAX_INT, MIN_INT, UNARY_CO
 from agentflow.errors import BadPath, ExprError, RunError, SourceError
 from agentflow.grammar import ast
 from agentflow.ir.templates import too_deep
+from agentflow.runtime.extract import MAX_JSON_DEPTH, too_deep_message
 from agentflow.runtime.functions import (
     IMPLEMENTATIONS,
     check_kinds,
     is_number,
     kind_of,
     strict_eq,
+    too_long,
 )
 
 __all__ = [
@@ -46,6 +48,7 @@ __all__ = [
     "expr_text",
     "render",
     "render_value",
+    "refuse_too_deep",
     "to_json_value",
     "to_text",
 ]
@@ -139,12 +142,16 @@ def expr_text(node: ast.Expr | None) -> str:
     if isinstance(node, ast.DurationLit):
         return node.text
     if isinstance(node, ast.Binary):
-        return f"{expr_text(node.left)} {node.op} {expr_text(node.right)}"
+        p = _PREC.get(node.op, 0)
+        # left-associative; comparisons (5) and ranges (6) do not chain
+        left = _grouped(node.left, p + 1 if p in (5, 6) else p)
+        return f"{left} {node.op} {_grouped(node.right, p + 1)}"
     if isinstance(node, ast.Unary):
-        sep = " " if node.op == "not" else ""
-        return f"{node.op}{sep}{expr_text(node.operand)}"
+        if node.op == "not":
+            return f"not {_grouped(node.operand, _NOT_PREC)}"
+        return f"{node.op}{_grouped(node.operand, _MINUS_PREC + 1)}"
     if isinstance(node, ast.RangeExpr):
-        return f"{expr_text(node.low)}..{expr_text(node.high)}"
+        return f"{_grouped(node.low, 7)}..{_grouped(node.high, 7)}"
     if isinstance(node, ast.ListLit):
         return "[" + ", ".join(expr_text(i) for i in node.items) + "]"
     if isinstance(node, ast.ObjectLit):
@@ -152,8 +159,47 @@ def expr_text(node: ast.Expr | None) -> str:
     if isinstance(node, ast.FuncCall):
         return f"{node.name}(" + ", ".join(expr_text(a) for a in node.args) + ")"
     if isinstance(node, ast.CondExpr):
-        return f"if {expr_text(node.cond)} then {expr_text(node.then)} else {expr_text(node.else_)}"
+        then = _grouped(node.then, 1)  # the `then` arm is one operator chain
+        return f"if {expr_text(node.cond)} then {then} else {expr_text(node.else_)}"
     return type(node).__name__
+
+
+#: Binding strength of the binary operators, as the parser's precedence climbing binds them
+#: (docs/reference/expressions.md "Operators"; grammar/builder.py), of prefix ``not`` and ``-``.
+_PREC = {
+    "??": 1,
+    "or": 2,
+    "and": 3,
+    **dict.fromkeys(("==", "!=", "<", "<=", ">", ">=", "in", "not in"), 5),
+    "..": 6,
+    "+": 7,
+    "-": 7,
+    "*": 8,
+    "/": 8,
+    "%": 8,
+}
+_NOT_PREC = 4
+_MINUS_PREC = 9
+
+
+def _binding(node: ast.Expr) -> int:
+    """How tightly ``node`` binds as printed (an operand binding less needs parentheses)."""
+    if isinstance(node, ast.Binary):
+        return _PREC.get(node.op, 0)
+    if isinstance(node, ast.RangeExpr):
+        return _PREC[".."]
+    if isinstance(node, ast.Unary):
+        return _NOT_PREC if node.op == "not" else _MINUS_PREC
+    if isinstance(node, ast.CondExpr):
+        return 0
+    return 10
+
+
+def _grouped(node: ast.Expr, needs: int) -> str:
+    """``expr_text(node)`` as an operand that must bind at least ``needs``: parenthesized when it
+    binds less (``1 / (input.n - 1)``, not ``1 / input.n - 1``)."""
+    text = expr_text(node)
+    return f"({text})" if _binding(node) < needs else text
 
 
 def _operand_text(node: ast.Expr) -> str:
@@ -178,6 +224,57 @@ def to_json_value(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [to_json_value(v) for v in value]
     return value
+
+
+#: Most values (arrays, objects and everything in them, counted as JSON writes them out) a
+#: step's value built by an expression may hold: ``[s, s]`` in a loop shares one list twice per
+#: round, small in memory but 2^rounds values in JSON, events and traces.
+MAX_VALUE_NODES = 10_000_000
+
+
+def refuse_too_deep(value: Any, expr: Any = None) -> None:
+    """Raise :class:`ExprError` (``validation``) when ``value``, a step's value built by an
+    expression (``expr``, an :class:`ast.Template` or :class:`ast.Expr` naming it), nests
+    arrays/objects more than :data:`~agentflow.runtime.extract.MAX_JSON_DEPTH` levels deep —
+    the limit of the values a run takes in — or holds more than :data:`MAX_VALUE_NODES` values
+    as JSON writes it (docs/reference/expressions.md "Limits").
+
+    Checked where a value becomes a step's result (a ``value`` step, a plan's ``finish``):
+    nesting and sharing grow only across steps (a ``loop``'s state ``[s]``, ``[s, s]``), so
+    every value a step hands on is within the limits, and nothing later (events, traces, JSON)
+    recurses past Python's stack or writes without end. Iterative: safe on any depth; one pass
+    over the value's arrays and objects, stopping at the first limit passed."""
+    if not isinstance(value, list | tuple | dict):
+        return
+    problem = _measure(value)
+    if problem is None:
+        return
+    if isinstance(expr, ast.Template):
+        expr = expr.whole
+    quoted = f"`{expr_text(expr)}`: " if isinstance(expr, ast.Expr) else ""
+    raise ExprError(quoted + problem)
+
+
+def _measure(value: Any) -> str | None:
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    nodes = 0
+    while stack:
+        item, depth = stack.pop()
+        children: Any = item.values() if isinstance(item, dict) else item
+        depth += 1
+        if depth > MAX_JSON_DEPTH:
+            return (
+                f"the value is {too_deep_message()}: a value built by an expression may nest "
+                f"as deeply as the run's input, at most {MAX_JSON_DEPTH} levels"
+            )
+        nodes += len(children)
+        if nodes > MAX_VALUE_NODES:
+            return (
+                f"the value holds more than {MAX_VALUE_NODES:,} values (counted as JSON writes "
+                "them: a list shared twice counts twice)"
+            )
+        stack.extend((c, depth) for c in children if isinstance(c, list | tuple | dict))
+    return None
 
 
 def _json_default(o: Any) -> Any:
@@ -299,7 +396,28 @@ def _visit_Projection(node: ast.Projection, scope: Mapping[str, Any]) -> Any:
     path = node.path
     if path is None:
         return list(base)
-    return [_visit(path, _Layer(scope, el)) for el in base]
+    out = []
+    for i, el in enumerate(base):
+        try:
+            out.append(_visit(path, _Layer(scope, el)))
+        except BadPath as e:
+            raise _at_element(e, expr_text(node), f"{expr_text(node.base)}[{i}]") from None
+    return out
+
+
+def _at_element(e: BadPath, whole: str, element: str) -> BadPath:
+    """``e``, raised by a projection's path on one element, as the path of the projection as
+    written (``input.j[*].a``, where the caret finds it) and the element by its index
+    (``input.j[2]``): inside the path the element's own text is empty (``.a``, ``` `` ```)."""
+    if not e.path.startswith((".", "[")):
+        return e
+    head = f"path `{e.path}`: `{e.missing}` is missing"
+    detail = e.message[len(head) + 2 : -1] if e.message.startswith(head + " (") else None
+    if detail is not None and detail[:1] == "`" and detail[1:2] in (".", "[", "`"):
+        detail = f"`{element}{detail[1:]}"
+    else:
+        detail = f"in `{element}`" + (f": {detail}" if detail else "")
+    return BadPath(whole, e.missing, detail)
 
 
 class _Layer(Mapping):
@@ -332,11 +450,12 @@ def _visit_StringLit(node: ast.StringLit, scope: Mapping[str, Any]) -> Any:
     if not parts:
         return ""
     out = []
+    size = 0
     for p in parts:
-        if isinstance(p, str):
-            out.append(p)
-        else:
-            out.append(to_text(_visit(p.expr, scope)))
+        text = p if isinstance(p, str) else to_text(_visit(p.expr, scope))
+        size += len(text)
+        out.append(text)
+    _sized(size, "text", node)
     return "".join(out)
 
 
@@ -433,15 +552,34 @@ def _finite(x: Any, node: ast.Expr, *operands: Any) -> Any:
             f"`{expr_text(node)}`: the result is outside the range of `int` "
             f"({MIN_INT} to {MAX_INT})",
         )
+    if isinstance(x, int) and x.bit_length() > _JSON_INT_BITS:
+        # past any JSON number a reader takes (and an operand already past `int` may grow
+        # without end: `s * s` in a loop squares a bigint for ever): docs/reference/expressions.md "Limits"
+        raise _too_large(node)
     return x
+
+
+#: The widest int a computed value may be (bits): a JSON number past ±1.8·10³⁰⁸ is no number a
+#: reader takes (the same bound as a float's, ``arithmetic``).
+_JSON_INT_BITS = 1024
+
+
+def _sized(size: int, what: str, node: ast.Expr) -> None:
+    """Refuse to build a text of ``size`` characters or an array of ``size`` items over its
+    limit (:func:`agentflow.runtime.functions.too_long`), before building it."""
+    message = too_long(size, what)
+    if message is not None:
+        raise ExprError(f"`{expr_text(node)}`: {message}")
 
 
 def _add(a: Any, b: Any, node: ast.Binary) -> Any:
     if is_number(a) and is_number(b):
         return _finite(a + b, node, a, b)
     if isinstance(a, str) and isinstance(b, str):
+        _sized(len(a) + len(b), "text", node)
         return a + b
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        _sized(len(a) + len(b), "array", node)
         return list(a) + list(b)
     raise ExprError(f"`{expr_text(node)}`: cannot add {_kind(a)} and {_kind(b)}")
 
@@ -544,6 +682,8 @@ def _visit_Binary(node: ast.Binary, scope: Mapping[str, Any]) -> Any:
         return fn(left, right, node)
     except OverflowError:  # e.g. a huge int mixed with a float
         raise _too_large(node) from None
+    except MemoryError:  # a last guard: the limits above refuse what could get here
+        raise ExprError(f"`{expr_text(node)}`: the result is too large to build") from None
 
 
 def _visit_CondExpr(node: ast.CondExpr, scope: Mapping[str, Any]) -> Any:
@@ -566,7 +706,7 @@ def _visit_FuncCall(node: ast.FuncCall, scope: Mapping[str, Any]) -> Any:
         )
     args = [to_json_value(_visit(a, scope)) for a in node.args]
     try:
-        return _call_function(node.name, args)
+        result = _call_function(node.name, args)
     except BadPath:
         raise
     except RunError as e:  # the function's own failure: name the call as written
@@ -576,6 +716,11 @@ def _visit_FuncCall(node: ast.FuncCall, scope: Mapping[str, Any]) -> Any:
         if e.code == Code.VALIDATION:
             raise ExprError(message) from None
         raise RunError(e.code, message) from None
+    except MemoryError:  # a last guard: the functions that build values check their size first
+        raise ExprError(f"`{expr_text(node)}`: the result is too large to build") from None
+    if isinstance(result, int) and result.bit_length() > _JSON_INT_BITS:
+        raise _too_large(node)  # the functions keep `int`'s range themselves (int_result)
+    return result
 
 
 def _call_function(name: str, args: list[Any]) -> Any:

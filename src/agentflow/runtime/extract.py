@@ -116,7 +116,9 @@ def _finite_float(text: str) -> float:
 
 
 def _bounded_int(text: str) -> int:
-    value = int(text)
+    # more than 19 digits is out of range whatever they are: refused before `int()`, which
+    # refuses over 4,300 digits with Python's own message (sys.set_int_max_str_digits)
+    value = int(text) if len(text.lstrip("-")) <= 19 else MAX_INT + 1
     if not MIN_INT <= value <= MAX_INT:
         raise NonJsonNumber(
             f"`{text if len(text) <= 24 else text[:20] + '…'}` ({len(text.lstrip('-'))} digits) "

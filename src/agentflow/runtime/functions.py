@@ -29,7 +29,16 @@ from agentflow.core.vocabulary import MAX_EXPR_DEPTH, MAX_INT, MIN_INT, Code
 from agentflow.errors import ExprError, RunError
 from agentflow.runtime.extract import loads_value
 
-__all__ = ["IMPLEMENTATIONS", "MAX_LIST_ITEMS", "REGEX_TIMEOUT_S", "check_kinds"]
+__all__ = [
+    "IMPLEMENTATIONS",
+    "MAX_COMPUTED_ITEMS",
+    "MAX_LIST_ITEMS",
+    "MAX_TEXT_CHARS",
+    "REGEX_TIMEOUT_S",
+    "check_kinds",
+    "int_too_large",
+    "too_long",
+]
 
 #: Time budget of one regular-expression search of ``match``, ``matches`` and ``find_all``, in
 #: seconds (the ``timeout=`` of the ``regex`` library): a pattern that backtracks longer fails
@@ -39,6 +48,43 @@ REGEX_TIMEOUT_S = 1.0
 MAX_LIST_ITEMS = 100_000
 #: Largest width ``pad_start``/``pad_end`` pad to.
 MAX_PAD = 100_000
+#: Longest text an operator or a library function may build (``+``, interpolation, ``join``,
+#: ``replace``), in characters, and most items of an array they may build (``+``, ``flatten``):
+#: beyond them a step fails with ``validation`` before the value is built, never by exhausting
+#: memory (docs/reference/expressions.md "Limits").
+MAX_TEXT_CHARS = 10_000_000
+MAX_COMPUTED_ITEMS = 1_000_000
+
+
+def int_too_large(x: object) -> bool:
+    """True for an ``int`` (not a bool) outside the language's int range
+    (:data:`~agentflow.core.vocabulary.MIN_INT` … ``MAX_INT``, a signed 64-bit number)."""
+    return type(x) is int and not MIN_INT <= x <= MAX_INT
+
+
+def too_long(size: int, what: str) -> str | None:
+    """The message for a text (``what="text"``, ``size`` characters) or an array (``"array"``,
+    ``size`` items) about to be built over its limit (:data:`MAX_TEXT_CHARS`,
+    :data:`MAX_COMPUTED_ITEMS`); None when it fits."""
+    if what == "text":
+        if size <= MAX_TEXT_CHARS:
+            return None
+        return (
+            f"the result would be a text of {size:,} characters; a text built by an expression "
+            f"holds at most {MAX_TEXT_CHARS:,}"
+        )
+    if size <= MAX_COMPUTED_ITEMS:
+        return None
+    return (
+        f"the result would be an array of {size:,} items; an array built by an expression holds "
+        f"at most {MAX_COMPUTED_ITEMS:,}"
+    )
+
+
+def _fit(size: int, what: str) -> None:
+    message = too_long(size, what)
+    if message is not None:
+        raise ExprError(message)
 
 
 def is_number(x: object) -> bool:
@@ -176,7 +222,9 @@ def _field(x: Any, name: str) -> Any:
 
 
 def _join(xs: list, sep: str) -> str:
-    return sep.join(_render(x) for x in xs)
+    parts = [_render(x) for x in xs]
+    _fit(sum(map(len, parts)) + len(sep) * max(0, len(parts) - 1), "text")
+    return sep.join(parts)
 
 
 def _split(s: str, sep: str) -> list:
@@ -186,6 +234,8 @@ def _split(s: str, sep: str) -> list:
 def _replace(s: str, old: str, new: str) -> str:
     if old == "":
         raise RunError(Code.INVALID_ARGUMENT, "`old` must not be empty")
+    if len(new) > len(old):
+        _fit(len(s) + s.count(old) * (len(new) - len(old)), "text")
     return s.replace(old, new)
 
 
@@ -275,7 +325,10 @@ def _sum(xs: list) -> Any:
         raise ExprError(
             f"`xs` must hold numbers, got {', '.join(sorted({kind_of(x) for x in xs}))}"
         )
-    total = math.fsum(xs) if any(isinstance(x, float) for x in xs) else sum(xs)
+    try:
+        total = math.fsum(xs) if any(isinstance(x, float) for x in xs) else sum(xs)
+    except OverflowError:  # fsum's "intermediate overflow" (partial sums beyond a float)
+        total = math.inf
     if isinstance(total, float) and not math.isfinite(total):
         raise RunError(Code.ARITHMETIC, "the sum is too large for a JSON number")
     if all(MIN_INT <= x <= MAX_INT for x in xs):  # a sum of `int`s is an `int`
@@ -335,10 +388,12 @@ def _overlap(a: list, b: list) -> float:
 
 
 def _flatten(xs: list) -> list:
-    out: list = []
     for x in xs:
         if not isinstance(x, list | tuple):
             raise ExprError(f"`xs` must hold lists, got {kind_of(x)}")
+    _fit(sum(map(len, xs)), "array")
+    out: list = []
+    for x in xs:
         out.extend(x)
     return out
 
