@@ -222,7 +222,7 @@ def test_an_error_in_a_stages_last_value_after_a_step_is_placed_in_the_stage(tmp
     assert error["message"].startswith("`x / input.n`: division by zero")
     assert error["step_path"] == "finish"
     assert error["source"] == "lim.flow:4:10"  # the `return`'s expression
-    assert error["stage"] == "a" and error["label"] == "a › value"
+    assert error["stage"] == "a" and error["label"] == "a › return"
 
 
 def test_a_finish_that_only_reads_a_step_carries_no_meta():

@@ -431,7 +431,7 @@ class Executor:
             if e.source is None and written:
                 e.source = str(written)
             if not e.where and stage and e.step_path == frame.path("finish"):
-                e.where = {"stage": str(stage), "label": f"{stage} › value"}
+                e.where = {"stage": str(stage), "label": f"{stage} › return"}
             if quotes_expressions(e) and not getattr(e, "named_at", None):
                 e.named_at = e.step_path  # type: ignore[attr-defined]
                 caller = self.places.get(frame.prefix) if frame.prefix else None

@@ -36,7 +36,7 @@ from agentflow.core.redaction import redact as redact_secrets
 from agentflow.core.redaction import register_secret
 from agentflow.errors import ModelError, ModelErrorKind
 from agentflow.runtime.config import api_key_problem
-from agentflow.runtime.models.base import ReplyShapeError
+from agentflow.runtime.models.base import ReplyShapeError, collect_bad_counts
 
 if TYPE_CHECKING:
     import httpx
@@ -437,7 +437,8 @@ async def post_with_retries(
                 if check is None:
                     return result
                 try:
-                    check(result)
+                    with collect_bad_counts():  # a check: its reading's findings are not kept
+                        check(result)
                     return result
                 except ReplyShapeError as exc:
                     kind, message = ModelErrorKind.TRANSIENT, f"sent a malformed reply: {exc}"
