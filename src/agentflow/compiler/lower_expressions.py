@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from agentflow.compiler import types as T
 from agentflow.compiler.contracts import flow_string as _flow_string
 from agentflow.core.spans import Span
+from agentflow.core.vocabulary import MINUS_PRECEDENCE, NOT_PRECEDENCE, PRECEDENCE
 from agentflow.errors import LoweringError
 from agentflow.grammar import ast
 
@@ -33,26 +34,10 @@ class _NeedsOutline(Exception):
     """Raised while lowering a control body inline when it cannot be a single body step."""
 
 
-# Binding strength of the binary operators (the grammar's precedence climbing, builder._PREC),
-# of prefix `not` and of prefix `-` (tighter than every binary operator).
-_PREC = {
-    "??": 1,
-    "or": 2,
-    "and": 3,
-    **dict.fromkeys(("==", "!=", "<", "<=", ">", ">=", "in", "not in"), 5),
-    "..": 6,
-    "+": 7,
-    "-": 7,
-    "*": 8,
-    "/": 8,
-    "%": 8,
-}
-
-
-_NOT_PREC = 4
-
-
-_MINUS_PREC = 9
+# Binding strength of the operators (core.vocabulary.PRECEDENCE, the parser's).
+_PREC = PRECEDENCE
+_NOT_PREC = NOT_PRECEDENCE
+_MINUS_PREC = MINUS_PRECEDENCE
 
 
 # Operators a printed chain may hold before its left part becomes a `value` step of its own (the

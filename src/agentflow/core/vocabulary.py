@@ -53,6 +53,9 @@ __all__ = [
     "MAX_NESTING",
     "MAX_OPERATORS",
     "MAX_PREFIX",
+    "MINUS_PRECEDENCE",
+    "NOT_PRECEDENCE",
+    "PRECEDENCE",
     "MAX_RETRY_ATTEMPTS",
     "MAX_STRING_NESTING",
     "MIN_INT",
@@ -542,6 +545,25 @@ MAX_STRING_NESTING = 20
 #: Most binary operators in one expression, and most prefix ``not``/``-`` on one operand.
 MAX_OPERATORS = 200
 MAX_PREFIX = 50
+#: Binding strength of the binary operators (docs/reference/expressions.md "Operators"): the
+#: parser's precedence climbing (grammar/builder.py) and every printer of an expression that
+#: brackets by it (runtime ``expr_text``, the lowering's templates, ``flowc cost``). Prefix
+#: ``not`` binds at :data:`NOT_PRECEDENCE` (between ``and`` and the comparisons), prefix ``-``
+#: at :data:`MINUS_PRECEDENCE` (tighter than every binary operator).
+PRECEDENCE: dict[str, int] = {
+    "??": 1,
+    "or": 2,
+    "and": 3,
+    **dict.fromkeys(("==", "!=", "<", "<=", ">", ">=", "in", "not in"), 5),
+    "..": 6,
+    "+": 7,
+    "-": 7,
+    "*": 8,
+    "/": 8,
+    "%": 8,
+}
+NOT_PRECEDENCE = 4
+MINUS_PRECEDENCE = 9
 #: Deepest expression tree a plan template or condition may hold (a member chain ``a.b.c…`` or an
 #: operator chain counts one level per link).  Evaluation recurses once per level, so this bounds
 #: the evaluator's stack; the parser bounds brackets separately (:data:`MAX_NESTING`).

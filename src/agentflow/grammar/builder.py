@@ -16,7 +16,13 @@ from typing import Any, TypeVar
 
 from agentflow.core.functions import FUNCTIONS
 from agentflow.core.spans import Span
-from agentflow.core.vocabulary import BUDGET_LIMITS, MAX_OPERATORS, MAX_PREFIX
+from agentflow.core.vocabulary import (
+    BUDGET_LIMITS,
+    MAX_OPERATORS,
+    MAX_PREFIX,
+    NOT_PRECEDENCE,
+    PRECEDENCE,
+)
 from agentflow.core.vocabulary import duration_ms as _duration_ms
 from agentflow.grammar import ast
 from agentflow.grammar.scanner import SynErr, Tok
@@ -75,27 +81,8 @@ class _Not:
         self.operand = operand
 
 
-_PREC = {
-    "??": 1,
-    "or": 2,
-    "and": 3,
-    # 4: prefix `not`
-    "==": 5,
-    "!=": 5,
-    "<": 5,
-    "<=": 5,
-    ">": 5,
-    ">=": 5,
-    "in": 5,
-    "not in": 5,
-    "..": 6,
-    "+": 7,
-    "-": 7,
-    "*": 8,
-    "/": 8,
-    "%": 8,
-}
-_NOT_PREC = 4
+_PREC = PRECEDENCE
+_NOT_PREC = NOT_PRECEDENCE
 
 
 def _cover(a: Any, b: Any) -> Span:

@@ -25,7 +25,16 @@ from typing import Any
 import regex
 
 from agentflow.core.functions import FUNCTIONS, arity
-from agentflow.core.vocabulary import MAX_EXPR_DEPTH, MAX_INT, MIN_INT, UNARY_CONDITION_OPS, Code
+from agentflow.core.vocabulary import (
+    MAX_EXPR_DEPTH,
+    MAX_INT,
+    MIN_INT,
+    MINUS_PRECEDENCE,
+    NOT_PRECEDENCE,
+    PRECEDENCE,
+    UNARY_CONDITION_OPS,
+    Code,
+)
 from agentflow.errors import BadPath, ExprError, RunError, SourceError
 from agentflow.grammar import ast
 from agentflow.ir.templates import too_deep
@@ -164,22 +173,10 @@ def expr_text(node: ast.Expr | None) -> str:
     return type(node).__name__
 
 
-#: Binding strength of the binary operators, as the parser's precedence climbing binds them
-#: (docs/reference/expressions.md "Operators"; grammar/builder.py), of prefix ``not`` and ``-``.
-_PREC = {
-    "??": 1,
-    "or": 2,
-    "and": 3,
-    **dict.fromkeys(("==", "!=", "<", "<=", ">", ">=", "in", "not in"), 5),
-    "..": 6,
-    "+": 7,
-    "-": 7,
-    "*": 8,
-    "/": 8,
-    "%": 8,
-}
-_NOT_PREC = 4
-_MINUS_PREC = 9
+#: Binding strength of the operators (core.vocabulary.PRECEDENCE, the parser's).
+_PREC = PRECEDENCE
+_NOT_PREC = NOT_PRECEDENCE
+_MINUS_PREC = MINUS_PRECEDENCE
 
 
 def _binding(node: ast.Expr) -> int:

@@ -349,6 +349,18 @@ class _Interrupted(BaseException):
     store an ``Exception``); :meth:`DurableEffects._step` raises ``Stopped`` for it."""
 
 
+async def _made(fn: Callable[[], Awaitable[Any]]) -> Any:
+    """``await fn()``, an operation's effect; one that fails as the run is asked to stop (a
+    Ctrl-C kills a tool's child process too) is interrupted, not recorded
+    (:class:`_Interrupted`), so a resume makes it again."""
+    try:
+        return await fn()
+    except Exception:
+        if stopping() is not None:
+            raise _Interrupted from None
+        raise
+
+
 class DurableEffects(Effects):
     """The :class:`~agentflow.runtime.effects.Effects` of a durable run: every effect becomes an
     operation of ``engine`` named by its step path (see the module doc).
@@ -522,15 +534,7 @@ class DurableEffects(Effects):
                     "stopped and is not idempotent, so it is not run again: check its effect, "
                     "then `flowc redrive` the run",
                 )
-            try:
-                value = await fn()
-            except Exception:
-                if stopping() is not None:
-                    # failed as the run was asked to stop (a Ctrl-C kills a tool's child
-                    # process too): interrupted, not recorded, so a resume makes it again
-                    raise _Interrupted from None
-                raise
-            return {"d": key, "v": value}
+            return {"d": key, "v": await _made(fn)}
 
         try:
             if item is not None and idempotent and self._items:
@@ -575,13 +579,7 @@ class DurableEffects(Effects):
                 f"secret, which is never stored, so it cannot be replayed; {why}, then "
                 "`flowc redrive` the run (it runs the operation again)",
             )
-        try:
-            value = await fn()
-        except Exception:
-            if stopping() is not None:
-                raise _Interrupted from None
-            raise
-        return {"d": record["d"], "v": value}
+        return {"d": record["d"], "v": await _made(fn)}
 
     # ----------------------------------------------------------------- effects
 

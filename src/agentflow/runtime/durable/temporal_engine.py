@@ -115,13 +115,32 @@ def slot_request(rid: str, rate_limit: float | None, concurrency: int | None) ->
     return {"id": rid, "limit": limit, "period": period, "concurrency": concurrency}
 
 
+async def _ask_limiter(
+    client: Any, wid: str, queue: str, model: str, request: dict[str, Any]
+) -> None:
+    """Signal-with-start ``ask(request)`` to ``model``'s limiter workflow ``wid`` on ``queue``:
+    the first request starts it, asking again is harmless (temporal_rate.py)."""
+    from temporalio.common import WorkflowIDConflictPolicy
+
+    await client.start_workflow(
+        RATE_WORKFLOW,
+        {},
+        id=wid,
+        task_queue=queue,
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        task_timeout=TASK_TIMEOUT,
+        start_signal="ask",
+        start_signal_args=[request],
+        static_summary=f"rate limit of model {model}"[:200],
+    )
+
+
 async def ask_slot(url: str, model: str, request: dict[str, Any], notify: str) -> bool:
     """Ask ``model``'s limiter for slot ``request`` (signal-with-start: the first request
     starts the limiter; asking again is harmless) and look once whether it is granted; not
     granted yet, have its grant signalled to workflow ``notify`` (topic ``slot:ID``).  Runs
     in an operation.  Raises RunError when the limiter cannot be reached :data:`RATE_TRIES`
     times in a row."""
-    from temporalio.common import WorkflowIDConflictPolicy
 
     client = await client_for(url)
     queue = versioned_queue(url)
@@ -129,17 +148,7 @@ async def ask_slot(url: str, model: str, request: dict[str, Any], notify: str) -
     failures = 0
     while True:
         try:
-            await client.start_workflow(
-                RATE_WORKFLOW,
-                {},
-                id=wid,
-                task_queue=queue,
-                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-                task_timeout=TASK_TIMEOUT,
-                start_signal="ask",
-                start_signal_args=[request],
-                static_summary=f"rate limit of model {model}"[:200],
-            )
+            await _ask_limiter(client, wid, queue, model, request)
             handle = client.get_workflow_handle(wid)
             state = await handle.query("slot", request["id"])
             if not state.get("granted"):
@@ -174,7 +183,6 @@ async def fleet_slot(
     runs again after its slot ended) a slot is asked for as without it.  Runs in an operation
     (an activity), not workflow code.  Raises RunError when the limiter cannot be reached
     :data:`RATE_TRIES` times in a row."""
-    from temporalio.common import WorkflowIDConflictPolicy
 
     client = await client_for(url)
     queue = versioned_queue(url)
@@ -204,17 +212,7 @@ async def fleet_slot(
         while True:
             try:
                 if not asked:  # signal-with-start: the first request starts the limiter
-                    await client.start_workflow(
-                        RATE_WORKFLOW,
-                        {},
-                        id=wid,
-                        task_queue=queue,
-                        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-                        task_timeout=TASK_TIMEOUT,
-                        start_signal="ask",
-                        start_signal_args=[request],
-                        static_summary=f"rate limit of model {model}"[:200],
-                    )
+                    await _ask_limiter(client, wid, queue, model, request)
                     asked, asked_at = True, time.monotonic()
                 state = await handle.query("slot", rid)
             except asyncio.CancelledError:
