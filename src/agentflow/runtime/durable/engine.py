@@ -475,16 +475,21 @@ class DurableEffects(Effects):
         return True
 
     async def settle(self) -> None:
-        """Wait for the running unit's records, then deliver its held events."""
+        """Wait for the running unit's records, then deliver its held events — delivered also
+        when the wait is cancelled (a run `flowc cancel` ended: its task's pending cancellation
+        lands in the wait), so the run's last events, its ``run_finished`` among them, still
+        reach the console and the trace."""
         flush = getattr(self.engine, "flush", None)
-        if flush is not None:
-            with contextlib.suppress(Exception):  # the unit's next operation raises it
-                await flush()
         unit = self.engine.workflow_id()
-        held = self._held.get(unit)
-        while held:
-            held.popleft()[1]()
-        self._held.pop(unit, None)
+        try:
+            if flush is not None:
+                with contextlib.suppress(Exception):  # the unit's next operation raises it
+                    await flush()
+        finally:
+            held = self._held.get(unit)
+            while held:
+                held.popleft()[1]()
+            self._held.pop(unit, None)
 
     def forget(self, workflow_id: str) -> None:
         """Drop the call counts of a unit that (re)starts: it counts from 1 again."""
