@@ -51,6 +51,8 @@ def test_redrive_of_a_test_model_run_uses_the_test_model_and_takes_model(
     code, said = _flowc("redrive", "rf1")
     assert "no model is configured" not in said, said
     assert code == 1 and "(redrive of rf1)" in said and "error[loop_exhausted]" in said, said
+    # its progress as `flowc run` shows it: the steps it ran and how the run ended
+    assert "▶ polished" in said and "run error in " in said, said
     code, said = _flowc("redrive", "rf1", "--model", "test:7")
     assert code == 1 and "(redrive of rf1)" in said and "error[loop_exhausted]" in said, said
     code, said = _flowc("redrive", "rf1", "--model", "gpt")

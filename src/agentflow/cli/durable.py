@@ -468,8 +468,15 @@ def redrive(
     # `flowc resume` does, unless --model says otherwise
     replay = None if model is not None else spec.get("replay")
     model = model if model is not None else spec.get("model")
+    started: list[str] = []
+
+    def on_start(rid: str) -> None:
+        started.append(rid)
+        _err(f"run id: {rid} (redrive of {run_id})")
+
     # on the loop `flowc run` runs on: a first Ctrl-C / SIGTERM stops the new run as it stops
-    # a run (`run aborted`, the trace closed, the run recorded aborted), then says so
+    # a run (`run aborted`, the trace closed, the run recorded aborted), then says so; its
+    # progress and questions shown as `flowc run` shows them
     result = _stoppable(
         lambda: api.run_sync(
             plan,
@@ -484,7 +491,8 @@ def redrive(
             ask_again=ask_again,
             replay=replay,
             model=model,
-            on_start=lambda rid: _err(f"run id: {rid} (redrive of {run_id})"),
+            on_start=on_start,
+            sinks=[api.console_sink(), _question_notice(started)],
         ),
         as_json,
         plan,
