@@ -135,6 +135,18 @@ async def _ask_limiter(
     )
 
 
+def _limiter_failed(model: str, failures: int, error: Exception) -> int:
+    """``failures + 1`` after asking ``model``'s limiter failed with ``error`` (it was ending:
+    ask again); raises RunError once that passes :data:`RATE_TRIES` in a row."""
+    if failures + 1 > RATE_TRIES:
+        raise RunError(
+            Code.FAILED,
+            f"model {model}: no slot of its fleet-wide rate limit could be taken "
+            f"from Temporal ({str(error).strip() or type(error).__name__})",
+        ) from None
+    return failures + 1
+
+
 async def ask_slot(url: str, model: str, request: dict[str, Any], notify: str) -> bool:
     """Ask ``model``'s limiter for slot ``request`` (signal-with-start: the first request
     starts the limiter; asking again is harmless) and look once whether it is granted; not
@@ -156,13 +168,7 @@ async def ask_slot(url: str, model: str, request: dict[str, Any], notify: str) -
         except asyncio.CancelledError:
             raise
         except Exception as e:  # noqa: BLE001 - the limiter was ending: ask again
-            failures += 1
-            if failures > RATE_TRIES:
-                raise RunError(
-                    Code.FAILED,
-                    f"model {model}: no slot of its fleet-wide rate limit could be taken "
-                    f"from Temporal ({str(e).strip() or type(e).__name__})",
-                ) from None
+            failures = _limiter_failed(model, failures, e)
             await asyncio.sleep(RATE_RETRY_S)
             continue
         return bool(state.get("granted"))  # ended: its operation ran before; fleet_slot asks anew
@@ -218,13 +224,7 @@ async def fleet_slot(
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # noqa: BLE001 - the limiter was ending: ask again
-                failures += 1
-                if failures > RATE_TRIES:
-                    raise RunError(
-                        Code.FAILED,
-                        f"model {model}: no slot of its fleet-wide rate limit could be taken "
-                        f"from Temporal ({str(e).strip() or type(e).__name__})",
-                    ) from None
+                failures = _limiter_failed(model, failures, e)
                 asked = False
                 await asyncio.sleep(RATE_RETRY_S)
                 continue
