@@ -374,6 +374,10 @@ def _step_line(step: dict[str, Any]) -> str:
             what += f" › {step['kind']}"
     else:
         what = f"{step.get('path') or '(run)'}  {step.get('kind', '')}".rstrip()
+    wakes = step.get("wakes_at")
+    if isinstance(wakes, int | float):  # a `sleep`: when it wakes (or woke)
+        verb = {"sleeping": "wakes", "interrupted": "was to wake"}.get(step["status"], "woke")
+        what += f" · {verb} at {_when(wakes)}"
     return f"{mark:<10} {at}  {took:>7}  {what}"
 
 

@@ -44,6 +44,7 @@ from agentflow.core.diagnostics import Note
 from agentflow.core.vocabulary import (
     MAX_ITERATIONS,
     MAX_RETRY_ATTEMPTS,
+    MAX_SLEEP_MS,
     RETRYABLE_CODES,
     duration_text,
 )
@@ -368,6 +369,43 @@ class AgentChecks(CheckerShared):
                 return True, _Duration(_FOLD[e.op](a.ms, b.ms))
             return False, None
         return literal_const(e)
+
+    def sleep_stmt(self, s: ast.SleepStmt) -> None:
+        """``sleep D`` (docs/reference/statements.md "sleep"): ``D`` a ``duration``; a
+        constant one from 1ms to :data:`MAX_SLEEP_MS` (``invalid-duration`` for zero or less,
+        ``sleep-too-long`` past 365 days); a computed one is checked when the sleep runs."""
+        e = s.duration
+        if isinstance(e, ast.NumberLit):  # `sleep 5`: which unit was meant is not known
+            self.report(
+                D.TYPE_MISMATCH,
+                f"`sleep` takes a duration, found the number {e.value}",
+                e.span,
+                hint=f"write the unit: `sleep {e.value}s` (or `ms`, `m`, `h`)",
+            )
+            return
+        if isinstance(self.expr(e, DURATION), ErrorType):
+            return
+        ok, v = self.constant(e)
+        if not ok or not isinstance(v, _Duration):
+            return
+        shown = v.text or (duration_text(v.ms) if v.ms >= 0 else f"-{duration_text(-v.ms)}")
+        if v.ms <= 0:
+            self.report(
+                D.INVALID_DURATION,
+                f"`sleep` needs a positive duration, found {shown}",
+                e.span,
+                hint="a sleep of no time waits for nothing: remove it",
+            )
+        elif v.ms > MAX_SLEEP_MS:
+            self.report(
+                D.SLEEP_TOO_LONG,
+                f"`sleep {shown}` is longer than the longest sleep, 365 days (8760h)",
+                e.span,
+                hint="a run that waits longer should be started again later (a schedule), "
+                "not kept asleep",
+            )
+        else:
+            self.constants[id(e)] = shown  # the plan's `for`, as written
 
     def run_time_part(self, e: ast.Expr) -> ast.Expr:
         """The first part of a non-constant ``e`` that is only known at run time (``input.t``

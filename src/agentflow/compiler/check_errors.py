@@ -392,6 +392,9 @@ def possible_error_codes(guarded: ast.Node) -> list[FailureCause] | None:
             add([FailureCause("failed", "`fail` fails with `failed`", n.span)])
         elif isinstance(n, ast.RequireStmt):
             add([FailureCause("failed", "`require … else fail` fails with `failed`", n.span)])
+        elif isinstance(n, ast.SleepStmt) and not isinstance(n.duration, ast.DurationLit):
+            why = "`sleep` fails when its computed duration is not from 1ms to 8760h"
+            add([FailureCause("validation", why, n.span)])
         elif isinstance(n, ast.FuncCall) and n.name in FUNCTIONS:
             add(
                 [

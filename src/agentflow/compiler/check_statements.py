@@ -151,6 +151,8 @@ class StatementChecks(CheckerShared):
             elif isinstance(s, ast.FailStmt):
                 self.expr(s.message, TEXT)
                 reachable = False
+            elif isinstance(s, ast.SleepStmt):
+                self.sleep_stmt(s)
             elif isinstance(s, ast.ReturnStmt):
                 vt = self.expr(s.value, frame.expected)
                 frame.values.append(vt)

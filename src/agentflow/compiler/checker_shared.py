@@ -163,6 +163,9 @@ class CheckerShared:
     def list_elem(self, t: Type, what: str, span: Any) -> Type:
         raise NotImplementedError
 
+    def sleep_stmt(self, s: ast.SleepStmt) -> None:
+        raise NotImplementedError
+
     def lookup(self, name: str) -> Symbol | None:
         raise NotImplementedError
 

@@ -286,6 +286,10 @@ class _Lowerer(ExpressionLowering, EffectLowering):
             elif isinstance(st, ast.FailStmt):
                 self.exit_step(ctx, st.span, st.message, when=None)
                 return value
+            elif isinstance(st, ast.SleepStmt):
+                # a constant duration as written (`for: 5m`), else a template the step checks
+                wait = self.count_setting(st.duration, ctx)
+                self.add_step(ctx, "sleep", {"for": wait}, st.span)
             elif isinstance(st, ast.ReturnStmt):
                 return self.expr(st.value, ctx)
             elif isinstance(st, ast.ExprStmt):

@@ -145,6 +145,7 @@ OPTIONAL_UNION_MEMBER = _register(
     "warning",
     'a `?` on one member of a union (`"a" | "b"?`): the whole union admits null',
 )
+SLEEP_TOO_LONG = _register("sleep-too-long", "error", "a `sleep` longer than 365 days (8760h)")
 
 # Plan files (docs/spec/PLAN_IR.md §1–6): what `flowc plan validate`, the loader and tool
 # resolution report.

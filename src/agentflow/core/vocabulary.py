@@ -48,6 +48,7 @@ __all__ = [
     "KEYWORD_TERMINALS",
     "MAX_BACKOFF_FACTOR",
     "MAX_BACKOFF_MS",
+    "MAX_SLEEP_MS",
     "MAX_EXPR_DEPTH",
     "MAX_INT",
     "MAX_NESTING",
@@ -109,7 +110,7 @@ STUB_KINDS: tuple[str, ...] = ("agent", "stage", "tool", "ask", "step")
 #: Words that follow ``use`` (``agent``, ``team``) or ``extern`` (``tool``; ``type`` is top-level).
 DECLARATION_WORDS: tuple[str, ...] = ("agent", "team", "tool")
 #: Words that start a statement in a stage body (docs/spec/LANGUAGE.md §5).
-STATEMENT_WORDS: tuple[str, ...] = ("let", "require", "fail", "return", "if")
+STATEMENT_WORDS: tuple[str, ...] = ("let", "require", "fail", "return", "if", "sleep")
 #: Words that start an expression, are one, or join two (docs/spec/LANGUAGE.md §4, §6), in the order
 #: a completion list offers them.
 EXPRESSION_WORDS: tuple[str, ...] = (
@@ -318,6 +319,7 @@ CONTROL_STEP_SPECS: dict[str, ControlStep] = {
         _step("value", "value", "value", may_be_body=True),
         _step("verify", "checks judges", ""),
         _step("try", "do on catch", "do catch", body_keys="do catch", scope="error"),
+        _step("sleep", "for", "for", may_be_body=True),
     )
 }
 #: The control step names.
@@ -536,6 +538,8 @@ MAX_LOOP_ROUNDS = 1000
 #: The longest single backoff wait of a plan's ``retry.backoff`` (``initial``, ``max``), in ms,
 #: and the largest growth ``factor`` (docs/decisions.md "Plans").
 MAX_BACKOFF_MS = 3_600_000
+#: The longest ``sleep`` (docs/reference/statements.md "sleep"): 365 days, written ``8760h``.
+MAX_SLEEP_MS = 365 * 24 * 3_600_000
 MAX_BACKOFF_FACTOR = 10.0
 #: Deepest bracket nesting the parser accepts (deeper input is a syntax error, which keeps every
 #: later recursive pass over the AST far from Python's recursion limit).

@@ -562,6 +562,13 @@ class FailStmt(Stmt):
 
 
 @dataclass(slots=True, eq=False)
+class SleepStmt(Stmt):
+    """``sleep DURATION``: wait, durably in a durable run (docs/reference/statements.md)."""
+
+    duration: Expr
+
+
+@dataclass(slots=True, eq=False)
 class ReturnStmt(Stmt):
     value: Expr
 

@@ -589,6 +589,9 @@ class Builder:
     def fail_stmt(self, c: _Kids) -> ast.FailStmt:
         return ast.FailStmt(_cover(c[0], c[1]), c[1])
 
+    def sleep_stmt(self, c: _Kids) -> ast.SleepStmt:
+        return ast.SleepStmt(_cover(c[0], c[1]), c[1])
+
     def return_stmt(self, c: _Kids) -> ast.ReturnStmt:
         return ast.ReturnStmt(_cover(c[0], c[1]), c[1])
 

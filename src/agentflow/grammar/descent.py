@@ -775,6 +775,9 @@ class Descent(ExprDescent):
             self.take("FAIL")
             msg = self.expr()
             return ast.RequireStmt(self.tn(p, msg), cond, msg)
+        if k == "SLEEP":
+            d = self.opexpr()
+            return ast.SleepStmt(self.tn(p, d), d)
         # FAIL
         v = self.expr()
         return ast.FailStmt(self.tn(p, v), v)

@@ -780,6 +780,7 @@ _LEADING_WORDS: dict[type, str] = {
     ast.ReturnStmt: "return",
     ast.FailStmt: "fail",
     ast.RequireStmt: "require",
+    ast.SleepStmt: "sleep",
     ast.IfStmt: "if",
     ast.CondExpr: "if",
     ast.AgentExpr: "agent",

@@ -47,6 +47,7 @@ from agentflow.core.vocabulary import (
     MAX_ITERATIONS,
     MAX_LOOP_ROUNDS,
     MAX_RETRY_ATTEMPTS,
+    MAX_SLEEP_MS,
     RETRYABLE_CODES,
     UNARY_CONDITION_OPS,
     duration_ms,
@@ -766,6 +767,16 @@ class _Validator:
                         )
                     self.body_field(branches, (*ipath, "branches"), name, broken)
         self.positive_int(inp, ipath, "concurrency", 1)
+
+    def visit_sleep(self, inp: dict[str, Any], ipath: Path, broken: set[str]) -> None:
+        """``sleep``: ``for`` a positive duration up to 8760h (:data:`MAX_SLEEP_MS`), or a
+        template (checked when the step runs)."""
+        wait = inp.get("for")
+        if "for" not in inp or (isinstance(wait, str) and "{{" in wait):
+            return
+        ms = self.duration(wait, (*ipath, "for"), "`for`")
+        if ms is not None and ms > MAX_SLEEP_MS:
+            self.problem((*ipath, "for"), f"`for` must be at most 8760h (365 days), not {wait!r}")
 
     def visit_value(self, inp: dict[str, Any], ipath: Path, broken: set[str]) -> None:
         pass

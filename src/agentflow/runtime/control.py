@@ -1,5 +1,5 @@
 """The control steps (docs/spec/PLAN_IR.md §5): ``value``, ``exit``, ``decide``, ``filter``,
-``map``, ``reduce``, ``loop``, ``parallel``, ``ask``, ``verify``, ``try`` (``agent`` lives in
+``map``, ``reduce``, ``loop``, ``parallel``, ``ask``, ``verify``, ``try``, ``sleep`` (``agent`` lives in
 :mod:`agentflow.runtime.agent_step`).
 
 The executor never dispatches a control step to a tool: it calls the step's handler from
@@ -30,6 +30,7 @@ from agentflow.core.vocabulary import (
     HARD_STOP_CODES,
     MAX_CONCURRENCY,
     MAX_LOOP_ROUNDS,
+    MAX_SLEEP_MS,
     Code,
     duration_ms,
 )
@@ -47,7 +48,7 @@ from agentflow.runtime.expressions import (
     to_json_value,
     to_text,
 )
-from agentflow.runtime.hooks import NO_ANSWER, AskRequest, check_answer
+from agentflow.runtime.hooks import NO_ANSWER, AskRequest, SleepRequest, check_answer, maybe_await
 
 if TYPE_CHECKING:
     from agentflow.runtime.executor import Executor, Frame
@@ -623,6 +624,41 @@ async def _ask(call: ControlCall) -> Any:
     return {"answer": None, "answered": False}
 
 
+async def _sleep(call: ControlCall) -> Any:
+    """``sleep``: wait ``for`` (a duration from 1ms to 8760h; another value fails with
+    ``validation``).  The wake-up time is the run's effect (:meth:`Effects.timer`: recorded
+    by a durable engine, whose timer the wait then is), announced in ``step_started`` as
+    ``until`` (epoch seconds); a plain run's host may stand in for the wait (the ``sleeper``
+    hook: ``flowc test``'s virtual time).  The deadline, ``flowc cancel`` and Ctrl-C end it
+    as any step.  Its value is null (docs/reference/statements.md "sleep")."""
+    wait = call.render("for")
+    try:
+        ms: int | None = duration_ms(wait)
+    except ValueError:
+        ms = None
+    if ms is None or not 0 < ms <= MAX_SLEEP_MS:
+        field = "`sleep`" if call.source else "`for`"
+        raise RunError(
+            Code.VALIDATION,
+            f"{field} needs a duration from 1ms to 8760h (365 days), got "
+            + json.dumps(to_json_value(wait), ensure_ascii=False),
+            call.path,
+            call.source,
+        )
+    ex, seconds = call.ex, ms / 1000.0
+    wakes_at = await ex.effects.timer(seconds, call.path)
+    call.announce({"for": str(wait).strip(), "until": wakes_at})
+    sleeper = ex.ctx.hooks.sleeper
+    if sleeper is not None and not ex.effects.durable:
+        place = ex.place_of(call.path)
+        label = place.step_fields().get("label") if place is not None else None
+        request = SleepRequest(seconds, wakes_at, call.path, list(call.stack), label)
+        await maybe_await(sleeper(request))
+    else:
+        await ex.effects.sleep_until(wakes_at, call.path)
+    return None
+
+
 def _seconds(duration: Any) -> float | None:
 
     if isinstance(duration, int | float) and not isinstance(duration, bool):
@@ -721,4 +757,5 @@ HANDLERS: dict[str, ControlHandler] = {
     "ask": _ask,
     "verify": _verify,
     "try": _try,
+    "sleep": _sleep,
 }

@@ -9,6 +9,7 @@ through one of these methods, called by the executor with the step path it belon
 ``chat``            one model inference (agent rounds and repairs, ``infer`` judges, the solver)
 ``ask``             one question to the host's interlocutor (``ask`` steps)
 ``sleep``           a retry's backoff
+``timer``           a ``sleep`` step's wake-up time (``sleep_until`` waits for it)
 ``now``             the clock deadlines are measured on (seconds, monotonic)
 ``random``          the jitter of a retry's backoff
 ``unit``            a unit of work with its own step path: a ``map``/``reduce`` item, a
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import random as _random
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -126,6 +128,16 @@ class Effects:
     def sleep(self, seconds: float, path: str) -> Awaitable[None]:
         """Wait ``seconds`` (a retry's backoff at ``path``)."""
         return asyncio.sleep(seconds)
+
+    async def timer(self, seconds: float, path: str) -> float:
+        """The wake-up time (epoch seconds, the wall clock) of the ``sleep`` step at ``path``
+        that waits ``seconds``: here now + ``seconds``; a durable engine records it, so a
+        resumed run wakes when the first one would have (docs/durable.md "Sleeping")."""
+        return time.time() + seconds
+
+    def sleep_until(self, wakes_at: float, path: str) -> Awaitable[None]:
+        """Wait until ``wakes_at`` (from :meth:`timer`; at once when it has passed)."""
+        return asyncio.sleep(max(0.0, wakes_at - time.time()))
 
     def now(self) -> float:
         """The running loop's clock in seconds (monotonic): what deadlines are measured on."""

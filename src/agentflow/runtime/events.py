@@ -468,17 +468,18 @@ class ConsoleSink:
             if fold:
                 return
             source = data.get("source")
+            wakes = _sleeping(data.get("input")) if tool == "sleep" else ""
             if label is not None:
                 what = str(label)
                 if tool == "map":
                     n = self._maps[path][1]
                     what += f" ({n} item{'' if n == 1 else 's'})"
                 self._running[path] = (what, str(source or ""), event.time)
-                self._print(f"▶ {_short(what, 200)}{_at(source)}")
+                self._print(f"▶ {_short(what, 200)}{_at(source)}{wakes}")
             else:
                 self._running[path] = (path, tool, event.time)
                 where = f"  ({_short(source)})" if source else ""
-                self._print(f"▶ {path} {_short(tool)}{where}")
+                self._print(f"▶ {path} {_short(tool)}{where}{wakes}")
         elif kind == "tool_started" and "/agent." in path:
             # an agent's own tool call (E0/agent.2/builtin__grep): what the agent is doing
             tool = str(data.get("tool_name", ""))
@@ -599,6 +600,16 @@ class ConsoleSink:
 def _short_value(value: Any) -> str:
     """A value as JSON (a text in quotes), cut to 60 characters."""
     return _short(json.dumps(value, ensure_ascii=False, default=_json_default), 60)
+
+
+def _sleeping(inp: Any) -> str:
+    """What a ``sleep`` step's start line adds: `` · sleeping until 10:42:00 (5m)`` (local
+    time; the date too when it wakes on another day), from its ``step_started`` input."""
+    if not isinstance(inp, dict) or not isinstance(inp.get("until"), int | float):
+        return ""
+    wakes = time.localtime(inp["until"])
+    shown = "%H:%M:%S" if wakes[:3] == time.localtime()[:3] else "%Y-%m-%d %H:%M:%S"
+    return f" · sleeping until {time.strftime(shown, wakes)} ({inp.get('for')})"
 
 
 def _at(source: Any) -> str:

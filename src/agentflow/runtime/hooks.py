@@ -38,6 +38,7 @@ __all__ = [
     "GateCall",
     "Hooks",
     "RunAborted",
+    "SleepRequest",
     "ToolFailure",
     "abort",
     "check_answer",
@@ -133,6 +134,18 @@ class AskRequest:
     label: str | None = None
 
 
+@dataclass
+class SleepRequest:
+    """A ``sleep`` step's wait for the host's ``sleeper`` hook: ``seconds`` to wait, ``wakes_at``
+    (epoch seconds, the wall clock), the step's path, plan stack and label (``poll › sleep``)."""
+
+    seconds: float
+    wakes_at: float
+    step_path: str
+    stack: list[str]
+    label: str | None = None
+
+
 class _NoAnswer:
     def __repr__(self) -> str:
         return "NO_ANSWER"
@@ -146,6 +159,7 @@ HookResult = Decision | None | Awaitable[Decision | None]
 Gate = Callable[[GateCall], HookResult]
 OnToolError = Callable[[ToolFailure], HookResult]
 Interlocutor = Callable[[AskRequest], Any]
+Sleeper = Callable[[SleepRequest], Any]
 
 
 @dataclass
@@ -157,11 +171,15 @@ class Hooks:
       (None = propagate).
     - ``interlocutor(AskRequest) -> answer | NO_ANSWER`` for ``ask`` steps; questions are
       serialized by a lock, even under concurrent map items.
+    - ``sleeper(SleepRequest) -> None`` stands in for the wait of a ``sleep`` step of a plain
+      run (``flowc test`` waits no real time: virtual time); a durable run's timer is its
+      engine's and never calls it (docs/reference/statements.md "sleep").
     """
 
     gate: Gate | None = None
     on_tool_error: OnToolError | None = None
     interlocutor: Interlocutor | None = None
+    sleeper: Sleeper | None = None
 
     def install_gate(self, fn: Gate) -> Gate:
         """Install the execution gate; returns ``fn`` (usable as a decorator)::

@@ -230,9 +230,30 @@ class DbosEngine:
         return _items().replaying(self.workflow_id())
 
     async def sleep(self, seconds: float) -> None:
-        """``DBOS.sleep_async``: the wake-up time is recorded."""
+        """``DBOS.sleep_async``: the wake-up time is recorded (a resumed unit sleeps what is
+        left).  DBOS looks at cancellation only when an operation starts, so the unit's status
+        is read every :data:`CANCEL_POLL_S` seconds while it sleeps: ``flowc cancel`` from
+        another process ends a long sleep promptly (:class:`Cancelled`, as :meth:`receive`)."""
         await self.flush()
-        await dbos_with_workflows().DBOS.sleep_async(max(0.0, seconds))
+        if seconds <= CANCEL_POLL_S:
+            await dbos_with_workflows().DBOS.sleep_async(max(0.0, seconds))
+            return
+        workflow_id = self.workflow_id()
+        sleeping = asyncio.ensure_future(dbos_with_workflows().DBOS.sleep_async(seconds))
+        sleeping.add_done_callback(_retrieved)
+        try:
+            while True:
+                done, _ = await asyncio.wait({sleeping}, timeout=CANCEL_POLL_S)
+                if done:
+                    break
+                if await _cancelled(workflow_id):
+                    raise Cancelled()
+        finally:
+            if not sleeping.done():
+                sleeping.cancel()
+                with contextlib.suppress(BaseException):
+                    await sleeping
+        sleeping.result()
 
     async def publish(self, key: str, value: Any) -> None:
         """``DBOS.set_event_async`` on the running workflow."""

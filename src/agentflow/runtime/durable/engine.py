@@ -713,6 +713,26 @@ class DurableEffects(Effects):
         """A retry's backoff as a durable sleep."""
         await self.engine.sleep(seconds)
 
+    async def timer(self, seconds: float, path: str) -> float:
+        """A ``sleep`` step's wake-up time recorded as operation ``{path}/sleep#n`` (epoch
+        seconds; the unit's clock, ``Engine.now``, when it was first reached): a resumed run
+        replays it and so wakes when the first process would have (``runs show`` reads it
+        while the run sleeps)."""
+        name = self._name(f"{path}/sleep")
+        now = self.engine.now()
+
+        async def wakes() -> float:
+            return now + seconds
+
+        return float(await self._step(name, digest("sleep", seconds), wakes, path=path))
+
+    async def sleep_until(self, wakes_at: float, path: str) -> None:
+        """The engine's durable timer for what is left until ``wakes_at`` (DBOS: a recorded
+        sleep; Temporal: a server timer); at once when it has passed."""
+        left = wakes_at - self.engine.now()
+        if left > 0:
+            await self.engine.sleep(left)
+
     def now(self) -> float:
         """The engine's clock (epoch seconds): deadlines hold across processes and restarts."""
         return self.engine.now()

@@ -65,6 +65,7 @@ from agentflow.runtime.durable.shown import (
     interrupted_steps,
     page,
     parse_operation,
+    sleep_entry,
     unanswered_steps,
 )
 
@@ -276,6 +277,8 @@ async def _show_run(
                 priced += _cost(run_id, step, cost)
             if isinstance(out, dict) and out.get("reused"):
                 entry["reused"] = True
+            if op is not None and op.kind == "sleep":
+                sleep_entry(entry, value, info.status, info.updated_at)
             if values and op is not None and value is not None:
                 entry["value"] = json_of(value)
             info.steps.append(entry)

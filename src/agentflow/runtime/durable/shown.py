@@ -13,6 +13,7 @@ run.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ __all__ = [
     "interrupted_steps",
     "page",
     "parse_operation",
+    "sleep_entry",
     "unanswered_steps",
 ]
 
@@ -39,13 +41,16 @@ ASK_PLAN_FILE = "<flowc ask>"
 #: A step path of a durable question below its loop: ``ask/agent.ROUND/TOOL[/…]``.
 _ASK_CALL = re.compile(r"ask/agent\.(?P<round>\d+)/(?P<tool>[^/]+)(?:/.*)?")
 
-_OPERATION = re.compile(r"(?:(?P<path>.+)/)?(?P<kind>tool|model|ask)(?::(?P<what>[^/#]+))?#\d+")
+_OPERATION = re.compile(
+    r"(?:(?P<path>.+)/)?(?P<kind>tool|model|ask|sleep)(?::(?P<what>[^/#]+))?#\d+"
+)
 
 
 @dataclass(frozen=True)
 class Operation:
     """One of the run's own operations: its step ``path`` (``E1/do.3``), ``kind`` (``tool``,
-    ``model``, ``ask``) and what it called (the tool's or model's name; None for ``ask``)."""
+    ``model``, ``ask``, ``sleep``: the wake-up time of a ``sleep``) and what it called (the
+    tool's or model's name; None for ``ask`` and ``sleep``)."""
 
     path: str
     kind: str
@@ -178,6 +183,28 @@ def unanswered_steps(published: Any, unit: str, labels: Labels) -> list[dict[str
             }
         )
     return out
+
+
+def sleep_entry(entry: dict[str, Any], value: Any, run_status: str, ended: float) -> None:
+    """A ``sleep`` operation of ``runs show`` (``entry``, its recorded ``value`` the wake-up
+    time, epoch seconds; ``run_status`` the run's, ``ended`` when it last changed): ``wakes_at``
+    added; while the time is ahead its status is ``sleeping`` (the run is running or stopped:
+    a resume sleeps what is left) and it has no end; when the run ended before it
+    (cancelled, its deadline) ``interrupted``; else it ended when it woke (the record itself
+    is made when the sleep starts)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return
+    entry["wakes_at"] = float(value)
+    if entry.get("status") != "done":
+        return
+    if run_status in ("running", "waiting", "stopped"):
+        if value > time.time():
+            entry["status"], entry["finished_at"] = "sleeping", None
+            return
+    elif value > ended:
+        entry["status"], entry["finished_at"] = "interrupted", ended
+        return
+    entry["finished_at"] = float(value)
 
 
 def page(info: Any, limit: int | None, offset: int, labels: Labels | None = None) -> None:
