@@ -54,6 +54,7 @@ from agentflow.ir.loader import load_plan_data
 from agentflow.runtime.config import Config, ProviderConfig, ResolvedModel, load_config
 from agentflow.runtime.events import CallbackSink
 from agentflow.runtime.expressions import evaluate, to_json_value
+from agentflow.runtime.hooks import Hooks, SleepRequest
 from agentflow.runtime.models.base import ChatResponse
 from agentflow.runtime.models.cassette import ReplayClient
 from agentflow.runtime.models.router import ModelRouter, RoutedClient
@@ -439,6 +440,11 @@ def _show(value: Any) -> str:
     return json.dumps(to_json_value(value), ensure_ascii=False, sort_keys=False)
 
 
+def _virtual_sleep(request: SleepRequest) -> None:
+    """A test's ``sleep`` waits no real time (docs/reference/testing.md "Sleeps"): its step
+    still runs, with its events, and ``sleeps`` lists it."""
+
+
 def _plan_tool_name(name: str, sig: Any) -> str:
     return str(sig.catalog_name)
 
@@ -534,11 +540,14 @@ async def _run_prepared(
         except ConfigError as e:
             return [f"{_where(shown, item.span)}: replay: {e}"]
     calls: dict[str, int] = {}
+    sleeps: list[Any] = []  # the durations `sleep` steps waited (virtual time: no real wait)
 
     def count(event: Any) -> None:
         if event.kind == "tool_started":
             name = event.data.get("tool_name")
             calls[name] = calls.get(name, 0) + 1
+        elif event.kind == "step_started" and event.data.get("tool_name") == "sleep":
+            sleeps.append((event.data.get("input") or {}).get("for"))
 
     router = _StubRouter(config, answers, replay[1] if replay is not None else None)
     token = _GUARD.set(problems)
@@ -553,6 +562,7 @@ async def _run_prepared(
             shape_cache=False,
             telemetry=False,
             sinks=[CallbackSink(count)],
+            hooks=Hooks(sleeper=_virtual_sleep),
         )
     except InputError as e:
         return [f"{_where(shown, test.name_span)}: the test's input is refused: {e}"]
@@ -574,6 +584,7 @@ async def _run_prepared(
         scope["output"] = outcome.output.get("output")
         scope.update(outcome.output.get("stages") or {})
     scope["inferences"] = int(outcome.usage.get("inferences", 0))
+    scope["sleeps"] = sleeps
     scope["calls"] = {
         name: calls.get(_plan_tool_name(name, sig), 0) for name, sig in result.tool_decls.items()
     }

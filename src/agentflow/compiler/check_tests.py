@@ -25,6 +25,7 @@ from agentflow.compiler.checker_shared import CheckerShared, Var
 from agentflow.compiler.symbols import Symbol
 from agentflow.compiler.types import (
     BOOL,
+    DURATION,
     ERROR,
     INT,
     NULL,
@@ -51,7 +52,7 @@ from agentflow.grammar import ast
 __all__ = ["AgentCall", "check_tests", "agent_calls", "test_scope_names"]
 
 #: names an ``expect`` sees besides the stages and ``input``
-TEST_NAMES = ("output", "inferences", "calls")
+TEST_NAMES = ("output", "inferences", "calls", "sleeps")
 
 
 @dataclass(slots=True)
@@ -101,9 +102,15 @@ def agent_calls(stages: list[ast.StageDecl], types: dict[int, Type]) -> list[Age
 
 
 def test_scope_names(checker: CheckerShared) -> dict[str, Type]:
-    """The types of the names only an ``expect`` sees: ``output``, ``inferences``, ``calls``."""
+    """The types of the names only an ``expect`` sees: ``output``, ``inferences``, ``calls``,
+    ``sleeps`` (the durations the run's ``sleep`` steps waited, in order)."""
     calls = ObjectType({name: Field(INT) for name in sorted(checker.tool_decls)}, None)
-    return {"output": checker.test_output_type, "inferences": INT, "calls": calls}
+    return {
+        "output": checker.test_output_type,
+        "inferences": INT,
+        "calls": calls,
+        "sleeps": ListType(DURATION),
+    }
 
 
 def _constant(checker: CheckerShared, value: ast.Expr, what: str, case: str | None = None) -> bool:

@@ -597,6 +597,10 @@ class _Builder:
             if isinstance(inp.get("on"), list):
                 details.append("on " + ", ".join(str(c) for c in inp["on"]))
             kind = "try"
+        elif tool == "sleep":
+            wait = inp.get("for")
+            shown = wait if isinstance(wait, str) and "{{" not in wait else x(wait)
+            title, kind = f"sleep {shown}", "value"
         elif tool == "value":
             title = "value"
             if scope.compiled and "value" in inp:

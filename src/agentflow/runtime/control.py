@@ -650,6 +650,14 @@ async def _sleep(call: ControlCall) -> Any:
     call.announce({"for": str(wait).strip(), "until": wakes_at})
     sleeper = ex.ctx.hooks.sleeper
     if sleeper is not None and not ex.effects.durable:
+        deadline = call.frame.deadline_at
+        if deadline is not None and seconds > deadline - ex.effects.now():
+            # virtual time still keeps the deadline: the wait would have outlasted it
+            raise RunError(
+                Code.DEADLINE_EXCEEDED,
+                f"the workflow deadline ({call.frame.deadline_text}) expired during `sleep`",
+                call.path,
+            )
         place = ex.place_of(call.path)
         label = place.step_fields().get("label") if place is not None else None
         request = SleepRequest(seconds, wakes_at, call.path, list(call.stack), label)

@@ -732,6 +732,8 @@ class DurableEffects(Effects):
         left = wakes_at - self.engine.now()
         if left > 0:
             await self.engine.sleep(left)
+            # the wait ran here (a resume sleeping what was left): the step's end is news
+            self._replayed[(self.engine.workflow_id(), path)] = False
 
     def now(self) -> float:
         """The engine's clock (epoch seconds): deadlines hold across processes and restarts."""
