@@ -732,8 +732,9 @@ class DurableEffects(Effects):
         left = wakes_at - self.engine.now()
         if left > 0:
             await self.engine.sleep(left)
-            # the wait ran here (a resume sleeping what was left): the step's end is news
-            self._replayed[(self.engine.workflow_id(), path)] = False
+        # the step's end was never told before the wait ended (its record is the wake-up
+        # time, made before the wait): a resume's console and trace say it
+        self._replayed[(self.engine.workflow_id(), path)] = False
 
     def now(self) -> float:
         """The engine's clock (epoch seconds): deadlines hold across processes and restarts."""

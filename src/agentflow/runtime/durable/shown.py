@@ -189,8 +189,8 @@ def sleep_entry(entry: dict[str, Any], value: Any, run_status: str, ended: float
     """A ``sleep`` operation of ``runs show`` (``entry``, its recorded ``value`` the wake-up
     time, epoch seconds; ``run_status`` the run's, ``ended`` when it last changed): ``wakes_at``
     added; while the time is ahead its status is ``sleeping`` (the run is running or stopped:
-    a resume sleeps what is left) and it has no end; when the run ended before it
-    (cancelled, its deadline) ``interrupted``; else it ended when it woke (the record itself
+    a resume sleeps what is left) and it has no end; when the run failed or was cancelled
+    before it (its deadline, ``flowc cancel``) ``interrupted``; else it ended when it woke (the record itself
     is made when the sleep starts)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return
@@ -201,7 +201,7 @@ def sleep_entry(entry: dict[str, Any], value: Any, run_status: str, ended: float
         if value > time.time():
             entry["status"], entry["finished_at"] = "sleeping", None
             return
-    elif value > ended:
+    elif run_status not in ("ok", "exited") and value > ended:
         entry["status"], entry["finished_at"] = "interrupted", ended
         return
     entry["finished_at"] = float(value)
