@@ -21,7 +21,9 @@ def _diags(body: str, head: str = "input { wait: duration, n: int }\n") -> list[
 
 
 def test_a_constant_a_let_and_a_computed_duration_check():
-    assert _diags("  sleep 5m\n  let t = 90s\n  sleep t\n  sleep input.wait\n  sleep 1m + 30s") == []
+    assert (
+        _diags("  sleep 5m\n  let t = 90s\n  sleep t\n  sleep input.wait\n  sleep 1m + 30s") == []
+    )
 
 
 def test_a_number_is_a_type_mismatch_whose_hint_adds_the_unit():

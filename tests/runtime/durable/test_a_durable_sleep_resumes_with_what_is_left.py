@@ -82,7 +82,9 @@ def test_a_killed_sleep_resumes_with_what_is_left_and_cancel_ends_a_long_one(tmp
         wakes = asleep["wakes_at"]
         shown_nap = CliRunner().invoke(main, ["runs", "show", "nap-1"]).stdout
         events: list = []
-        resumed = asyncio.run(agentflow.api.resume_run("nap-1", sinks=[CallbackSink(events.append)]))
+        resumed = asyncio.run(
+            agentflow.api.resume_run("nap-1", sinks=[CallbackSink(events.append)])
+        )
         woke = time.time()
         done = _sleep_step("nap-1")
 

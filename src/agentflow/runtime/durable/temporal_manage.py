@@ -34,7 +34,13 @@ from agentflow.runtime.durable.run_info import (
     published_questions,
     refuse_redrive,
 )
-from agentflow.runtime.durable.shown import Labels, page, parse_operation, unanswered_steps
+from agentflow.runtime.durable.shown import (
+    Labels,
+    page,
+    parse_operation,
+    sleep_entry,
+    unanswered_steps,
+)
 
 if TYPE_CHECKING:
     from agentflow.runtime.durable.run_info import Question
@@ -400,6 +406,8 @@ async def show_run(
             priced += count_inference(cost, value)
         if inner.get("reused"):
             entry["reused"] = True
+        if step.parsed is not None and step.parsed.kind == "sleep":
+            sleep_entry(entry, value, info.status, info.updated_at)
         if values and step.parsed is not None and value is not None:
             entry["value"] = json_of(value)
     if priced:
