@@ -28,6 +28,9 @@ def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
     fn = function_hover(a, offset)
     if fn is not None:
         return fn
+    nap = sleep_hover(a, offset)
+    if nap is not None:
+        return nap
     target = locate.target(a, offset)
     if target is None:
         return None
@@ -151,6 +154,26 @@ def function_hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
                 doc = f"{spec.summary}\n\ne.g. `{spec.example}` gives `{_json(spec.result)}`"
                 return locate.with_doc(locate.fence(f"(function) {spec.signature}"), doc), s
             return None
+    return None
+
+
+def sleep_hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
+    """The hover of a ``sleep`` keyword: what the statement waits and how, in each kind of
+    run (docs/reference/statements.md "sleep"), or None."""
+    for node in reversed(locate.node_path(a, offset)):
+        if isinstance(node, ast.SleepStmt):
+            s = node.span
+            if not s.start <= offset <= s.start + len("sleep"):
+                return None
+            wait = a.text[node.duration.span.start : node.duration.span.end]
+            doc = (
+                f"Waits {wait} before the next statement (1ms to 8760h). A durable run records "
+                "when it wakes: resumed, it sleeps only what is left. The deadline, `flowc "
+                "cancel` and Ctrl-C end it; in `flowc test` it takes no time (`sleeps` lists it)."
+            )
+            here = Span(s.file, s.line, s.column, s.line, s.column + len("sleep"), s.start,
+                        s.start + len("sleep"))  # fmt: skip
+            return locate.with_doc(locate.fence(f"sleep {wait}"), doc), here
     return None
 
 
