@@ -358,3 +358,23 @@ def test_each_round_of_a_loop_is_a_span_with_its_round_under_the_loop(tmp_path):
     assert [s.attributes["agentflow.loop.round"] for s in rounds] == [1, 2]
     assert [s.attributes["agentflow.step.path"] for s in rounds] == ["E0/round.1", "E0/round.2"]
     assert rounds[1].attributes["agentflow.step.label"] == "count › round 2 › return"
+
+
+def test_a_sleep_step_span_says_what_it_waits_and_when_it_wakes(tmp_path):
+    """A `sleep` (docs/reference/statements.md "sleep") is a step span with its duration and
+    its wake-up time (docs/observability.md), content capture or not."""
+    flow = tmp_path / "nap.flow"
+    flow.write_text("stage nap -> int {\n  sleep 20ms\n  return 1\n}\n")
+    sink, exporter = _sink()
+    result = api.run_sync(flow, None, sinks=[sink])
+    sink.close()
+    assert result.status == "ok", result.error
+    (nap,) = [
+        s
+        for s in exporter.get_finished_spans()
+        if s.attributes.get("agentflow.step.tool") == "sleep"
+    ]
+    assert nap.attributes["agentflow.sleep.for"] == "20ms"
+    assert nap.attributes["agentflow.sleep.until"].endswith("+00:00")
+    assert nap.attributes["agentflow.step.label"] == "nap › sleep"
+    assert nap.end_time - nap.start_time >= 20_000_000  # ns: it spans the wait

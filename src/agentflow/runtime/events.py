@@ -12,6 +12,7 @@ Sinks: :class:`JsonlSink` (``--trace FILE``), :class:`CallbackSink` (Python API)
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import sys
 import threading
@@ -600,6 +601,17 @@ class ConsoleSink:
 def _short_value(value: Any) -> str:
     """A value as JSON (a text in quotes), cut to 60 characters."""
     return _short(json.dumps(value, ensure_ascii=False, default=_json_default), 60)
+
+
+def sleep_attributes(inp: Any) -> dict[str, str]:
+    """The span attributes of a ``sleep`` step (docs/observability.md), from its
+    ``step_started`` input: ``agentflow.sleep.for`` (the duration) and ``agentflow.sleep.until``
+    (the wake-up time, ISO 8601 UTC); empty for another input."""
+    if not isinstance(inp, dict) or not isinstance(inp.get("until"), int | float):
+        return {}
+    wakes = datetime.datetime.fromtimestamp(inp["until"], datetime.UTC)
+    until = wakes.isoformat(timespec="milliseconds")
+    return {"agentflow.sleep.for": str(inp.get("for")), "agentflow.sleep.until": until}
 
 
 def _sleeping(inp: Any) -> str:

@@ -57,6 +57,7 @@ from agentflow.core.vocabulary import CONTROL_STEPS, Code
 from agentflow.errors import ConfigError
 from agentflow.runtime import genai_attributes as G
 from agentflow.runtime.config import TelemetryConfig, check_base_url
+from agentflow.runtime.events import sleep_attributes
 from agentflow.runtime.where import tool_label as _short_tool  # `read_file`, as the .flow has it
 
 __all__ = [
@@ -824,6 +825,8 @@ class OtelSink:
         if loop_round:
             attrs["agentflow.loop.round"] = int(loop_round.group(1))
         inp = _as_dict(data.get("input"))
+        if tool == "sleep":  # what it waits and when it wakes (not content: always)
+            attrs.update(sleep_attributes(inp))
         name = f"{_short_tool(tool)} {path}"
         chain = tool in _CONTROL or tool.startswith("plan__")
         attrs["openinference.span.kind"] = G.CHAIN if chain else G.TOOL
