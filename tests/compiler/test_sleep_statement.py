@@ -65,6 +65,17 @@ def test_sleep_is_a_name_where_a_statement_does_not_start():
     assert check_source(src, "s.flow").diagnostics == []
 
 
+def test_sleep_directly_followed_by_a_parenthesis_calls_a_tool_named_sleep():
+    src = (
+        'extern tool "ops__sleep" as sleep(n: int) -> int\n'
+        "stage s -> int {\n  sleep(n: 1)\n  sleep (5m)\n  return sleep(n: 2)\n}\n"
+    )
+    assert check_source(src, "s.flow").diagnostics == []
+    steps = api.compile_source(src, "s.flow").plan["steps"]
+    assert [s["tool_name"] for s in steps] == ["ops__sleep", "sleep", "ops__sleep"]
+    assert [s["input"] for s in steps] == [{"n": 1}, {"for": "5m"}, {"n": 2}]
+
+
 def test_lowered_to_the_sleep_step_a_constant_as_written_a_computed_one_a_template():
     src = (
         "input { wait: duration }\nstage s -> int {\n  sleep 90s\n  sleep 1m + 30s\n"

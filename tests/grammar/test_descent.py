@@ -129,9 +129,9 @@ def test_the_generated_benchmark_program_gives_the_lalr_ast():
         ' until acc > 1 else fail "x"\n  let f = verify { check a else "m" judge "j" }\n  '
         "let g = reduce xs as x, acc = 0 { acc }\n  let h = xs[*].a[0].b\n  let i = (xs[*].a).b"
         "\n  let j = parallel map xs as x limit 2 tolerate 10 % { x }\n  a catch { 1 }\n}\n",
-        # `sleep`: a statement at a statement's start, a name elsewhere
+        # `sleep`: a statement at a statement's start, a name elsewhere (`sleep(`: a call)
         "stage s -> int {\n  sleep 5m\n  sleep input.wait + 1s\n  let sleep_x = input.sleep\n"
-        "  if a { sleep 1s } else { sleep (x) }\n  1\n}\n",
+        "  if a { sleep 1s } else { sleep (x) }\n  sleep(n: 1)\n  1\n}\n",
         # a test and an eval block
         'test "t" map cases as c {\n  input {}\n  stub agent a returns 1 then fails "timeout" '
         'then always 2\n  stub ask q returns "y" then always "n"\n  stub step s returns 1\n  '

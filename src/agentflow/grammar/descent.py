@@ -190,6 +190,8 @@ def tokenize(
                         hard.add(len(kinds))
                     elif g == g_wcolon or last == "DOT":
                         typ = "NAME"
+                    elif typ == "SLEEP" and text.startswith("(", j):
+                        typ = "NAME"  # `sleep(`: a call of a tool named sleep
             elif g == g_op:
                 i, j = m.span(g)
                 value = text[i:j]

@@ -479,6 +479,8 @@ class Scanner:
                                     and value in CALL_CLAUSE_WORDS
                                     and shifts(state_stack, "NAME")
                                 )
+                                # `sleep(` calls a tool named sleep (`sleep 5m` sleeps)
+                                or (value == "sleep" and text.startswith("(", j))
                             ):
                                 # merged LALR lookaheads: `input` after `let x = 1` looks like
                                 # an agent clause, but only a name is really accepted there
