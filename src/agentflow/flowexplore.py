@@ -19,11 +19,12 @@ from agentflow.compiler.lower_expressions import absent_reads_null
 from agentflow.compiler.lowering import LoweringError, lower
 from agentflow.compiler.render import render_text
 from agentflow.errors import ErrorInfo, FlowError
-from agentflow.flowtest import _plan_steps, _plan_tool_name, _where
+from agentflow.flowtest import _plan_steps, _plan_tool_name, _where, virtual_sleep
 from agentflow.ir.loader import load_plan_data
 from agentflow.runtime.config import Config, load_config
 from agentflow.runtime.events import CallbackSink
 from agentflow.runtime.expressions import evaluate
+from agentflow.runtime.hooks import Hooks
 from agentflow.runtime.models.router import test_router
 from agentflow.runtime.models.test_model import GenerationError, generate_value
 from agentflow.runtime.tools.catalog import Catalog, Tool
@@ -265,6 +266,7 @@ async def _explore_once(
             shape_cache=False,
             telemetry=False,
             sinks=[CallbackSink(on_event)],
+            hooks=Hooks(sleeper=virtual_sleep),  # a `sleep` takes no time here either
         )
     except FlowError as e:
         report.failures.append(ExploreFailure(seed, "validation", str(e), None, answers))

@@ -440,9 +440,10 @@ def _show(value: Any) -> str:
     return json.dumps(to_json_value(value), ensure_ascii=False, sort_keys=False)
 
 
-def _virtual_sleep(request: SleepRequest) -> None:
-    """A test's ``sleep`` waits no real time (docs/reference/testing.md "Sleeps"): its step
-    still runs, with its events, and ``sleeps`` lists it."""
+def virtual_sleep(request: SleepRequest) -> None:
+    """A test's ``sleep`` waits no real time (virtual time: docs/reference/statements.md
+    "sleep"; also ``flowc test --explore``'s runs): its step still runs, with its events, and
+    ``sleeps`` lists it.  The ``sleeper`` hook of :class:`~agentflow.runtime.hooks.Hooks`."""
 
 
 def _plan_tool_name(name: str, sig: Any) -> str:
@@ -562,7 +563,7 @@ async def _run_prepared(
             shape_cache=False,
             telemetry=False,
             sinks=[CallbackSink(count)],
-            hooks=Hooks(sleeper=_virtual_sleep),
+            hooks=Hooks(sleeper=virtual_sleep),
         )
     except InputError as e:
         return [f"{_where(shown, test.name_span)}: the test's input is refused: {e}"]

@@ -105,3 +105,12 @@ def test_flowc_test_keeps_the_deadline_in_virtual_time(tmp_path):
     )
     report = api.run_tests(tmp_path)
     assert report.ok, [(o.name, o.failures) for o in report.outcomes]
+
+
+def test_flowc_test_explore_sleeps_in_virtual_time_too(tmp_path):
+    flow = tmp_path / "hour.flow"
+    flow.write_text("stage s -> int {\n  sleep 1h\n  return 1\n}\n")
+    with Stretch() as stretch:
+        report = api.explore(flow, 1)
+    assert stretch.took < stretch.bound(10.0)  # not an hour
+    assert report.failures == []
