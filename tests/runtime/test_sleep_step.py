@@ -6,6 +6,10 @@ deadline at the deadline, fails a computed duration out of range with `validatio
 from __future__ import annotations
 
 import io
+import os
+import signal
+import subprocess
+import sys
 import time
 
 from support.timing import Stretch
@@ -114,3 +118,25 @@ def test_flowc_test_explore_sleeps_in_virtual_time_too(tmp_path):
         report = api.explore(flow, 1)
     assert stretch.took < stretch.bound(10.0)  # not an hour
     assert report.failures == []
+
+
+def test_ctrl_c_ends_a_plain_runs_sleep_at_once(tmp_path):
+    (tmp_path / "hour.flow").write_text("stage s -> int {\n  sleep 1h\n  return 1\n}\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentflow", "run", "hour.flow"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+    )  # fmt: skip
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if "sleeping until" in line:
+            break
+    with Stretch() as stretch:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    assert stretch.took < stretch.bound(5.0)
+    text = "".join(seen) + err
+    assert proc.returncode == 130, text
+    assert "interrupted by SIGINT" in text and "Traceback" not in text
