@@ -32,6 +32,10 @@ stage nap -> int {{
 """
 
 
+#: killed in its first sleep, resumed after it would have woken
+TWO = "stage two -> int {\n  sleep 1500ms\n  sleep 1ms\n  return 2\n}\n"
+
+
 def _operations(project: Path, run_id: str) -> list[str]:
     """The operations run ``run_id``'s root recorded so far (DBOS's SQLite database)."""
     db = project / ".flowc" / "durable.sqlite"
@@ -69,11 +73,15 @@ def test_a_killed_sleep_resumes_with_what_is_left_and_cancel_ends_a_long_one(tmp
     (tmp_path / "nap.flow").write_text(FLOW)
     (tmp_path / "long.flow").write_text("stage s -> int {\n  sleep 1h\n  return 1\n}\n")
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "two.flow").write_text(TWO)
     procs = {
         "nap-1": start_flowc(tmp_path, "run", "--durable", "--run-id", "nap-1", "nap.flow"),
         "long-1": start_flowc(tmp_path, "run", "--durable", "--run-id", "long-1", "long.flow"),
+        "two-1": start_flowc(tmp_path, "run", "--durable", "--run-id", "two-1", "two.flow"),
     }
     _wait_asleep(tmp_path, procs)
+    procs["two-1"].send_signal(signal.SIGKILL)  # resumed once its time has passed (below)
+    procs["two-1"].wait()
     time.sleep(1.0)  # a part of the nap slept in the first process
     procs["nap-1"].send_signal(signal.SIGKILL)
     procs["nap-1"].wait()
@@ -104,6 +112,11 @@ def test_a_killed_sleep_resumes_with_what_is_left_and_cancel_ends_a_long_one(tmp
         assert "sleeping until" in text and "cancelled" in text, text[-2000:]
         assert "Traceback" not in text, text[-2000:]
         shown_long = CliRunner().invoke(main, ["runs", "show", "long-1"]).stdout
+
+        # resumed after its wake-up time: no wait, and the operation after it (a second sleep)
+        # meets the record where it was made (DBOS's sleep row is positional)
+        time.sleep(max(0.0, _sleep_step("two-1")["wakes_at"] - time.time()))
+        late = asyncio.run(agentflow.api.resume_run("two-1"))
     finally:
         shutdown()
     assert "interrupted" in shown_long and "s › sleep · was to wake at " in shown_long, shown_long
@@ -113,6 +126,8 @@ def test_a_killed_sleep_resumes_with_what_is_left_and_cancel_ends_a_long_one(tmp
     assert f"nap › sleep · {'wakes' if state == 'sleeping' else 'woke'} at " in shown_nap, shown_nap
     assert resumed.status == "ok", resumed.error
     assert resumed.output == 7
+    assert late.status == "ok", late.error
+    assert late.output == 2
     assert woke >= wakes  # never before the recorded time …
     finished = [e for e in events if e.kind == "step_finished" and e.path == "E0"]
     assert finished, [(e.kind, e.path) for e in events]

@@ -728,10 +728,11 @@ class DurableEffects(Effects):
 
     async def sleep_until(self, wakes_at: float, path: str) -> None:
         """The engine's durable timer for what is left until ``wakes_at`` (DBOS: a recorded
-        sleep; Temporal: a server timer); at once when it has passed."""
-        left = wakes_at - self.engine.now()
-        if left > 0:
-            await self.engine.sleep(left)
+        sleep; Temporal: a server timer); 1 ms when it has passed."""
+        # a timer also when the time has passed (1 ms): the engine's record of the sleep is
+        # positional (DBOS's sleep row, Temporal's timer), and a resume that reaches it after
+        # the wake-up time must meet it where the first process made it, not the next operation
+        await self.engine.sleep(max(wakes_at - self.engine.now(), 0.001))
         # the step's end was never told before the wait ended (its record is the wake-up
         # time, made before the wait): a resume's console and trace say it
         self._replayed[(self.engine.workflow_id(), path)] = False

@@ -1,0 +1,112 @@
+"""The durable timer under kills (docs/durable.md "Sleeping"): `flowc run --durable` of a flow
+that sleeps, killed with SIGKILL at a random point of its sleep — and, in a double crash, its
+`flowc resume` killed again — then resumed to the end.  Prints JSON figures: how late each run
+woke after its recorded wake-up time (its sleep step's end in the resume's trace: after the
+time when the resume reached the sleep before it, else the resume's start-up), how long the
+resumes slept, and how many woke early or slept the whole duration again (both must be 0).  The
+suite runs one kill (tests/runtime/durable/test_a_durable_sleep_resumes_with_what_is_left.py).
+
+    python bench/durable_sleep.py [--kills 10] [--doubles 3] [--sleep 5.0] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def _flowc(*args: str) -> list[str]:
+    return [sys.executable, "-m", "agentflow", *args]
+
+
+def _wake(project: Path, run_id: str) -> float | None:
+    """The wake-up time ``run_id`` recorded for its sleep, or None before it did."""
+    db = project / ".flowc" / "durable.sqlite"
+    if not db.exists():
+        return None
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+            row = conn.execute(
+                "select output from operation_outputs where workflow_uuid = ? and "
+                "function_name = 'E0/sleep#1'",
+                (run_id,),
+            ).fetchone()
+    except sqlite3.OperationalError:
+        return None
+    return float(json.loads(row[0])["v"]) if row else None
+
+
+def _kill_while_asleep(
+    project: Path, cmd: list[str], run_id: str, rng: random.Random
+) -> tuple[float, float]:
+    """Start ``cmd``, wait for the recorded wake-up time, kill it at a random point before it;
+    the wake-up time and when it was killed."""
+    proc = subprocess.Popen(cmd, cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    wake = _wake(project, run_id)
+    while wake is None:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(proc.communicate()[1].decode()[-2000:])
+        time.sleep(0.02)
+        wake = _wake(project, run_id)
+    left = wake - time.time()
+    time.sleep(max(0.0, left * rng.uniform(0.1, 0.8)))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    return wake, time.time()
+
+
+def trial(project: Path, run_id: str, seconds: float, double: bool, rng: random.Random) -> dict:
+    flow = f"stage nap -> int {{\n  sleep {int(seconds * 1000)}ms\n  return 7\n}}\n"
+    (project / "nap.flow").write_text(flow)
+    run = _flowc("run", "--durable", "--run-id", run_id, "nap.flow")
+    wake, killed = _kill_while_asleep(project, run, run_id, rng)
+    if double and wake - time.time() > 1.5:  # the resume killed again, while it still sleeps
+        _, killed = _kill_while_asleep(project, _flowc("resume", run_id), run_id, rng)
+    trace = project / f"{run_id}.jsonl"
+    done = subprocess.run(
+        _flowc("resume", run_id, "--trace", str(trace)), cwd=project, capture_output=True
+    )
+    if done.returncode != 0 or done.stdout.decode().strip() != "7":
+        raise RuntimeError(done.stderr.decode()[-2000:])
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    [end] = [e for e in events if e["kind"] == "step_finished" and e["path"] == "E0"]
+    slept = end["data"]["elapsed_ms"] / 1000  # the resume's sleep: what was left of it
+    return {"late_s": end["time"] - wake, "slept_s": slept, "early": end["time"] < wake,
+            "whole_again": slept >= seconds - 0.05, "left_at_kill_s": wake - killed}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kills", type=int, default=10)
+    parser.add_argument("--doubles", type=int, default=3)
+    parser.add_argument("--sleep", type=float, default=5.0)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    trials = []
+    with tempfile.TemporaryDirectory(prefix="durable-sleep-") as root:
+        for i in range(args.kills):
+            trials.append(trial(Path(root), f"nap-{i}", args.sleep, i < args.doubles, rng))
+    late = [t["late_s"] for t in trials]
+    print(json.dumps({
+        "trials": len(trials),
+        "woke_early": sum(t["early"] for t in trials),
+        "slept_the_whole_duration_again": sum(t["whole_again"] for t in trials),
+        "late_s_median": round(statistics.median(late), 3),
+        "late_s_max": round(max(late), 3),
+        "slept_s_median": round(statistics.median(t["slept_s"] for t in trials), 3),
+    }, indent=2))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
