@@ -6,7 +6,7 @@ time when the resume reached the sleep before it, else the resume's start-up), h
 resumes slept, and how many woke early or slept the whole duration again (both must be 0).  The
 suite runs one kill (tests/runtime/durable/test_a_durable_sleep_resumes_with_what_is_left.py).
 
-    python bench/durable_sleep.py [--kills 10] [--doubles 3] [--sleep 5.0] [--seed 0]
+    python bench/durable_sleep.py [--kills 10] [--doubles 3] [--sleep 8.0] [--seed 0]
 """
 
 from __future__ import annotations
@@ -79,7 +79,10 @@ def trial(project: Path, run_id: str, seconds: float, double: bool, rng: random.
     if done.returncode != 0 or done.stdout.decode().strip() != "7":
         raise RuntimeError(done.stderr.decode()[-2000:])
     events = [json.loads(line) for line in trace.read_text().splitlines()]
-    [end] = [e for e in events if e["kind"] == "step_finished" and e["path"] == "E0"]
+    ends = [e for e in events if e["kind"] == "step_finished" and e["path"] == "E0"]
+    if len(ends) != 1:
+        raise RuntimeError(f"the resume's trace has {len(ends)} ends of the sleep: {events}")
+    end = ends[0]
     slept = end["data"]["elapsed_ms"] / 1000  # the resume's sleep: what was left of it
     return {"late_s": end["time"] - wake, "slept_s": slept, "early": end["time"] < wake,
             "whole_again": slept >= seconds - 0.05, "left_at_kill_s": wake - killed}  # fmt: skip
@@ -89,7 +92,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kills", type=int, default=10)
     parser.add_argument("--doubles", type=int, default=3)
-    parser.add_argument("--sleep", type=float, default=5.0)
+    parser.add_argument("--sleep", type=float, default=8.0)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     rng = random.Random(args.seed)
