@@ -56,6 +56,16 @@ def test_past_365_days_is_sleep_too_long():
     assert hint
 
 
+def test_sleep_as_a_value_is_a_syntax_error_saying_it_is_a_statement():
+    src = "stage s -> int {\n  let x = sleep 5m\n  return 1\n}\n"
+    [d] = check_source(src, "s.flow").diagnostics
+    assert d.code == "syntax-error"
+    assert d.message == "expected the end of the statement (a line break), found the duration `5m`"
+    assert (
+        d.hint == "`sleep` is a statement with no value: write it on a line of its own (`sleep 5m`)"
+    )
+
+
 def test_sleep_is_a_name_where_a_statement_does_not_start():
     src = (
         "input { sleep: duration }\n"

@@ -889,6 +889,11 @@ def _misspelt_keyword(e: ast.Expr | None) -> bool:
     )
 
 
+def _is_sleep(e: ast.Expr | None) -> bool:
+    """Whether ``e`` is the name ``sleep`` (the statement written where a value goes)."""
+    return isinstance(e, ast.Name) and e.name == "sleep"
+
+
 def statements_on_one_line(item: ast.Item) -> SynErr | None:
     """The error for the first expression statement of ``item`` that starts on the line where
     the statement before it ends (an expression statement starts a line: docs/reference/
@@ -920,6 +925,9 @@ def statements_on_one_line(item: ast.Item) -> SynErr | None:
     word = (
         prev.expr.name if isinstance(prev, ast.ExprStmt) and isinstance(prev.expr, ast.Name) else ""
     )
+    if hint is None and _is_sleep(_trailing(prev)):
+        # `let x = sleep 5m`: `sleep` is a statement of its own, with no value
+        hint = "`sleep` is a statement with no value: write it on a line of its own (`sleep 5m`)"
     if hint is None and word in CALL_CLAUSES:  # `timeout 10s` on a line of its own
         hint = (
             f"a tool call's `{word}` goes right after the call, on the line where it ends: "
