@@ -7,11 +7,13 @@ resumes slept, and how many woke early or slept the whole duration again (both m
 suite runs one kill (tests/runtime/durable/test_a_durable_sleep_resumes_with_what_is_left.py).
 
     python bench/durable_sleep.py [--kills 10] [--doubles 3] [--sleep 8.0] [--seed 0]
+                                  [--engine dbos|temporal]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import signal
@@ -29,7 +31,10 @@ def _flowc(*args: str) -> list[str]:
 
 
 def _wake(project: Path, run_id: str) -> float | None:
-    """The wake-up time ``run_id`` recorded for its sleep, or None before it did."""
+    """The wake-up time ``run_id`` recorded for its sleep, or None before it did: read from
+    the SQLite database (DBOS), or as `flowc runs show` reads it (Temporal)."""
+    if "temporal" in (project / "flow.toml").read_text():
+        return _shown_wake(project, run_id)
     db = project / ".flowc" / "durable.sqlite"
     if not db.exists():
         return None
@@ -43,6 +48,22 @@ def _wake(project: Path, run_id: str) -> float | None:
     except sqlite3.OperationalError:
         return None
     return float(json.loads(row[0])["v"]) if row else None
+
+
+def _shown_wake(project: Path, run_id: str) -> float | None:
+    import asyncio
+
+    import agentflow
+    from agentflow.runtime.config import load_config
+    from agentflow.runtime.durable import runs
+
+    url = runs.database_for(load_config(project / "flow.toml"))
+    try:
+        info = asyncio.run(agentflow.api.show_durable_run(url, run_id))
+    except agentflow.errors.InputError:  # not started yet
+        return None
+    wakes = [s["wakes_at"] for s in info.steps if s.get("wakes_at") is not None]
+    return float(wakes[0]) if wakes else None
 
 
 def _kill_while_asleep(
@@ -94,14 +115,25 @@ def main() -> None:
     parser.add_argument("--doubles", type=int, default=3)
     parser.add_argument("--sleep", type=float, default=8.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--engine", choices=["dbos", "temporal"], default="dbos")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     trials = []
-    with tempfile.TemporaryDirectory(prefix="durable-sleep-") as root:
+    with contextlib.ExitStack() as stack:
+        root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="durable-sleep-")))
+        config = ""
+        if args.engine == "temporal":  # a dev server of this process (tests/support/temporal.py)
+            sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+            from support.temporal import TemporalServer
+
+            server = stack.enter_context(TemporalServer())
+            config = f'[durable]\nengine = "temporal"\naddress = "{server.address}"\n'
+        (root / "flow.toml").write_text(config)
         for i in range(args.kills):
-            trials.append(trial(Path(root), f"nap-{i}", args.sleep, i < args.doubles, rng))
+            trials.append(trial(root, f"nap-{i}", args.sleep, i < args.doubles, rng))
     late = [t["late_s"] for t in trials]
     print(json.dumps({
+        "engine": args.engine,
         "trials": len(trials),
         "woke_early": sum(t["early"] for t in trials),
         "slept_the_whole_duration_again": sum(t["whole_again"] for t in trials),
