@@ -124,3 +124,14 @@ def test_fmt_lays_out_a_sleep_as_a_statement():
     formatted = format_source(src, "s.flow")
     assert formatted == "stage s -> int {\n  sleep 5m\n  if true { sleep 1s }\n  return 1\n}\n"
     assert format_source(formatted, "s.flow") == formatted
+
+
+def test_a_sleep_costs_no_inference_and_is_a_node_of_the_graph(tmp_path):
+    flow = tmp_path / "poll.flow"
+    flow.write_text(
+        "input { wait: duration }\nstage s -> int {\n  sleep 5m\n  sleep input.wait\n  return 1\n}\n"
+    )
+    cost = api.worst_case_cost(api.load(flow))
+    assert cost["total"] == "0"
+    drawn = api.graph(flow)
+    assert '["<b>sleep 5m</b>"]' in drawn and '["<b>sleep input.wait</b>"]' in drawn
