@@ -53,14 +53,15 @@ def _wake(project: Path, run_id: str) -> float | None:
 def _shown_wake(project: Path, run_id: str) -> float | None:
     import asyncio
 
-    import agentflow
+    from agentflow import api
+    from agentflow.errors import InputError
     from agentflow.runtime.config import load_config
     from agentflow.runtime.durable import runs
 
     url = runs.database_for(load_config(project / "flow.toml"))
     try:
-        info = asyncio.run(agentflow.api.show_durable_run(url, run_id))
-    except agentflow.errors.InputError:  # not started yet
+        info = asyncio.run(api.show_durable_run(url, run_id))
+    except InputError:  # not started yet
         return None
     wakes = [s["wakes_at"] for s in info.steps if s.get("wakes_at") is not None]
     return float(wakes[0]) if wakes else None
