@@ -66,6 +66,13 @@ def test_sleep_as_a_value_is_a_syntax_error_saying_it_is_a_statement():
     )
 
 
+def test_sleep_with_no_duration_is_a_syntax_error_that_says_what_it_takes():
+    src = "stage s -> int {\n  sleep\n  return 1\n}\n"
+    [d] = check_source(src, "s.flow").diagnostics
+    assert (d.code, d.message) == ("syntax-error", "expected an expression, found `return`")
+    assert d.hint == "`sleep` takes a duration: `sleep 5m` (or `sleep input.wait`)"
+
+
 def test_sleep_is_a_name_where_a_statement_does_not_start():
     src = (
         "input { sleep: duration }\n"

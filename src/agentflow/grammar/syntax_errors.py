@@ -224,6 +224,9 @@ def _syntax_hint(
             f"put it in parentheses, `({caught} …) catch {{ … }}`, or in a block, "
             f"`try {{ {caught} … }} catch {{ … }}`"
         )
+    if prev is not None and prev.type == "SLEEP":
+        # `sleep` with no duration after it (the next line's statement was read as one)
+        return "`sleep` takes a duration: `sleep 5m` (or `sleep input.wait`)"
     if expected >= {"UP"} and typ != "UP" and prev is not None and prev.type == "LOOP":
         return "a loop is bounded: `loop up to N as round, state = start { … }`"
     loop = _loop_word(sc)
