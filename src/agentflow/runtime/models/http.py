@@ -308,9 +308,7 @@ async def _decoded_lines(response: httpx.Response) -> AsyncIterator[str]:
         yield pending
 
 
-async def _read_events(
-    read_stream: StreamReader, events: AsyncIterator[tuple[str, str]]
-) -> Any:
+async def _read_events(read_stream: StreamReader, events: AsyncIterator[tuple[str, str]]) -> Any:
     """``read_stream(events)``, an event of a shape its reader did not foresee (a field of the
     wrong type: Python's ``TypeError``, ``AttributeError`` …) failing as a malformed stream does
     (:class:`StreamFailure`, transient) rather than with Python's own error."""
