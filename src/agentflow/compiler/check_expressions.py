@@ -59,7 +59,7 @@ from agentflow.compiler.types import (
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Note, did_you_mean
 from agentflow.core.spans import Span
-from agentflow.core.vocabulary import BUILTIN_TYPES
+from agentflow.core.vocabulary import BUILTIN_TYPES, MAX_INT, MIN_INT
 from agentflow.grammar import ast
 
 
@@ -118,6 +118,10 @@ LENGTH_HINTS = {
 class ExpressionChecks(CheckerShared):
     """Expression typing rules (``visit_<Node>``) and the dispatch."""
 
+    #: the literal a prefix `-` is typing (`-9223372036854775808` is in range, its digits alone
+    #: are not)
+    _negated: ast.NumberLit | None = None
+
     def expr(self, e: ast.Expr, expected: Type | None = None) -> Type:
         """Type ``e`` with the expected type flowing into it; report a ``type-mismatch`` when the
         result is not assignable to ``expected``."""
@@ -175,7 +179,21 @@ class ExpressionChecks(CheckerShared):
         return result
 
     def visit_NumberLit(self, e: ast.NumberLit, hint: Type | None) -> Type:
-        return LiteralType(e.value, fresh=True)
+        value = e.value
+        if isinstance(value, int) and value > MAX_INT and e is not self._negated:
+            self._int_out_of_range(e, value)
+        return LiteralType(value, fresh=True)
+
+    def _int_out_of_range(self, e: ast.Expr, value: int) -> None:
+        """``int-out-of-range`` on a whole-number literal past `int` (docs/reference/types.md:
+        a literal is read exactly, up to the `int` range; `-9223372036854775808` is one)."""
+        self.report(
+            D.INT_OUT_OF_RANGE,
+            f"`{value}` is outside the range of `int` ({MIN_INT} to {MAX_INT})",
+            e.span,
+            hint=f"for a `number`, write it with a fraction (`{value}.0`): it is then a "
+            "floating-point number, exact only up to 2^53",
+        )
 
     def visit_BoolLit(self, e: ast.BoolLit, hint: Type | None) -> Type:
         return LiteralType(bool(e.value), fresh=True)
@@ -254,7 +272,14 @@ class ExpressionChecks(CheckerShared):
         if e.op == "not":
             self.expr(e.operand, BOOL)
             return BOOL
-        t = self.infer(e.operand)
+        negated = e.operand if e.op == "-" and isinstance(e.operand, ast.NumberLit) else None
+        outer, self._negated = self._negated, negated
+        try:
+            t = self.infer(e.operand)
+        finally:
+            self._negated = outer
+        if negated is not None and isinstance(negated.value, int) and -negated.value < MIN_INT:
+            self._int_out_of_range(e, -negated.value)
         if isinstance(t, ErrorType) or t == JSON:
             return t
         if is_numeric(t, self.env) or t == DURATION:

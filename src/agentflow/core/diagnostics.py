@@ -146,6 +146,11 @@ OPTIONAL_UNION_MEMBER = _register(
     'a `?` on one member of a union (`"a" | "b"?`): the whole union admits null',
 )
 SLEEP_TOO_LONG = _register("sleep-too-long", "error", "a `sleep` longer than 365 days (8760h)")
+INT_OUT_OF_RANGE = _register(
+    "int-out-of-range",
+    "error",
+    "a whole-number literal outside `int` (−2⁶³ … 2⁶³−1)",
+)
 
 # Plan files (docs/spec/PLAN_IR.md §1–6): what `flowc plan validate`, the loader and tool
 # resolution report.

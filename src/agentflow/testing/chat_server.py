@@ -94,6 +94,8 @@ class Reply:
     (``cut="reset"``) or an orderly close that ends the body as if it were complete
     (``cut="close"``: the stream just stops, as behind a proxy that hit its time limit). ``trickle``: send the
     body one byte every that many seconds (never idle long enough for a between-bytes timeout).
+    ``line_end``: the line ending of a stream's frames (``"\\r"`` or ``"\\r\\n"`` as some servers
+    send; the Server-Sent Events format allows all three).
     """
 
     status: int = 200
@@ -105,6 +107,7 @@ class Reply:
     cut_after: int | None = None
     cut: str = "reset"
     trickle: float | None = None
+    line_end: str = "\n"
 
 
 _ids = itertools.count(1)
@@ -597,7 +600,8 @@ class ChatServer:
                 self.end_headers()
                 self.close_connection = True
                 for number, (name, data) in enumerate(reply.events or [], start=1):
-                    frame = (f"event: {name}\n" if name else "") + f"data: {data}\n\n"
+                    end = reply.line_end
+                    frame = (f"event: {name}{end}" if name else "") + f"data: {data}{end}{end}"
                     self.wfile.write(frame.encode("utf-8"))
                     self.wfile.flush()
                     if reply.cut_after is not None and number >= reply.cut_after:

@@ -242,7 +242,7 @@ async def read_anthropic_stream(events: Any, on_delta: Any, chunks: list[str]) -
             message = dict(item["message"])
             message["content"] = []
         elif kind == "content_block_start":
-            index = item.get("index", len(blocks))
+            index = _event_index(item, len(blocks))
             block = item.get("content_block")
             if isinstance(block, dict):
                 blocks[index] = dict(block)
@@ -250,29 +250,31 @@ async def read_anthropic_stream(events: Any, on_delta: Any, chunks: list[str]) -
                     blocks[index]["input"] = {}
                     partial_json[index] = ""
         elif kind == "content_block_delta":
-            index = item.get("index", 0)
-            delta = item.get("delta") or {}
+            index = _event_index(item, 0)
+            delta = _event_object(item, "delta", kind)
             block = blocks.setdefault(index, {"type": "text", "text": ""})
             dtype = delta.get("type")
             if dtype == "text_delta":
-                piece = delta.get("text") or ""
+                piece = _event_text(delta, "text")
                 block["text"] = (block.get("text") or "") + piece
                 if piece:
                     chunks.append(piece)
                     if on_delta is not None:
                         on_delta(piece)
             elif dtype == "input_json_delta":
-                partial_json[index] = partial_json.get(index, "") + (
-                    delta.get("partial_json") or ""
+                partial_json[index] = partial_json.get(index, "") + _event_text(
+                    delta, "partial_json"
                 )
             elif dtype == "thinking_delta":
-                block["thinking"] = (block.get("thinking") or "") + (delta.get("thinking") or "")
+                block["thinking"] = (block.get("thinking") or "") + _event_text(delta, "thinking")
             elif dtype == "signature_delta":
-                block["signature"] = (block.get("signature") or "") + (delta.get("signature") or "")
+                block["signature"] = (block.get("signature") or "") + _event_text(
+                    delta, "signature"
+                )
             elif dtype == "citations_delta" and delta.get("citation") is not None:
                 block.setdefault("citations", []).append(delta["citation"])
         elif kind == "content_block_stop":
-            index = item.get("index", 0)
+            index = _event_index(item, 0)
             if index in partial_json and index in blocks:
                 text = partial_json.pop(index)
                 try:
@@ -280,7 +282,7 @@ async def read_anthropic_stream(events: Any, on_delta: Any, chunks: list[str]) -
                 except (ValueError, RecursionError):
                     blocks[index]["input"] = text  # kept raw: the agent loop reports it
         elif kind == "message_delta":
-            delta = item.get("delta") or {}
+            delta = _event_object(item, "delta", kind)
             for key in ("stop_reason", "stop_sequence"):
                 if key in delta:
                     message[key] = delta[key]
@@ -300,6 +302,41 @@ async def read_anthropic_stream(events: Any, on_delta: Any, chunks: list[str]) -
     message["content"] = [blocks[i] for i in sorted(blocks)]
     message.setdefault("type", "message")
     return message
+
+
+def _malformed_event(what: str) -> StreamFailure:
+    """A stream event of the wrong shape: the call fails as a malformed reply does (transient,
+    retried), never with Python's own error (docs/models.md "Streaming")."""
+    message = f"a stream event is malformed: {what}"
+    return StreamFailure(500, json.dumps({"error": {"message": message}}))
+
+
+def _event_index(item: dict[str, Any], default: int) -> int:
+    """An event's content block ``index`` (``default`` when it has none); a whole number ≥ 0."""
+    index = item.get("index", default)
+    if type(index) is not int or index < 0:
+        raise _malformed_event(f"{item.get('type')}'s index should be a whole number ≥ 0")
+    return index
+
+
+def _event_object(item: dict[str, Any], key: str, kind: str) -> dict[str, Any]:
+    """An event's object field ``key`` (``{}`` when it is absent or null)."""
+    value = item.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _malformed_event(f"{kind}'s {key} should be an object")
+    return value
+
+
+def _event_text(delta: dict[str, Any], key: str) -> str:
+    """A delta's text piece ``key`` (``""`` when it is absent or null)."""
+    value = delta.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise _malformed_event(f"a {delta.get('type')}'s {key} should be text")
+    return value
 
 
 def _arguments_object(arguments: str | dict[str, Any]) -> dict[str, Any]:

@@ -288,17 +288,35 @@ async def _capped_bytes(response: httpx.Response) -> AsyncIterator[bytes]:
 
 async def _decoded_lines(response: httpx.Response) -> AsyncIterator[str]:
     """The lines of a streamed body, decoded as UTF-8 incrementally (a character split across
-    two network chunks survives)."""
+    two network chunks survives). A line ends at CRLF, LF or a lone CR, as the Server-Sent
+    Events format allows (the same split as a whole body's, :func:`_text_lines`); a CR at the
+    end of a chunk waits for the next one, which may begin with its LF."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     pending = ""
     async for chunk in _capped_bytes(response):
         pending += decoder.decode(chunk)
-        *lines, pending = pending.split("\n")
+        held = pending.endswith("\r")
+        *lines, pending = _SSE_LINE_END.split(pending[:-1] if held else pending)
+        if held:
+            pending += "\r"
         for line in lines:
             yield line
     pending += decoder.decode(b"", final=True)
+    if pending.endswith("\r"):
+        pending = pending[:-1]
     if pending:
         yield pending
+
+
+async def _read_events(read_stream: StreamReader, events: AsyncIterator[tuple[str, str]]) -> Any:
+    """``read_stream(events)``, an event of a shape its reader did not foresee (a field of the
+    wrong type: Python's ``TypeError``, ``AttributeError`` …) failing as a malformed stream does
+    (:class:`StreamFailure`, transient) rather than with Python's own error."""
+    try:
+        return await read_stream(events)
+    except (TypeError, AttributeError, KeyError, IndexError):
+        message = "a stream event is malformed (a field of the wrong type)"
+        raise StreamFailure(500, json.dumps({"error": {"message": message}})) from None
 
 
 async def _eventstream_events(response: httpx.Response) -> AsyncIterator[tuple[str, str]]:
@@ -499,7 +517,7 @@ async def _attempt(
             )
             try:
                 return (
-                    await read_stream(events),
+                    await _read_events(read_stream, events),
                     None,
                     "",
                     status,
@@ -528,7 +546,8 @@ async def _attempt(
     except ValueError:
         if read_stream is not None and _looks_like_sse(body):
             try:
-                return await read_stream(sse_events(_text_lines(body))), None, "", status, None
+                events = sse_events(_text_lines(body))
+                return await _read_events(read_stream, events), None, "", status, None
             except StreamFailure as failure:
                 return _failed(failure.status, failure.body, None, streamed=True)
         return None, ModelErrorKind.TRANSIENT, "reply is not valid JSON", status, None

@@ -191,6 +191,7 @@ async def read_openai_stream(events: Any, on_delta: Any, chunks: list[str]) -> d
     docs/models.md "Streaming")."""
     message: dict[str, Any] = {"role": "assistant", "content": None}
     calls: dict[int, dict[str, Any]] = {}
+    slots: dict[int, int] = {}  # a tool call's wire index → its key in ``calls``
     finish: str | None = None
     usage: Any = None
     model: Any = None
@@ -226,7 +227,7 @@ async def read_openai_stream(events: Any, on_delta: Any, chunks: list[str]) -> d
             for key, value in delta.items():
                 if key == "tool_calls" and isinstance(value, list):
                     for part in value:
-                        _merge_call(calls, part)
+                        _merge_call(calls, part, slots)
                 elif key == "content" and isinstance(value, str):
                     message["content"] = (message["content"] or "") + value
                     if value:
@@ -265,13 +266,27 @@ async def read_openai_stream(events: Any, on_delta: Any, chunks: list[str]) -> d
     }
 
 
-def _merge_call(calls: dict[int, dict[str, Any]], part: Any) -> None:
+def _merge_call(calls: dict[int, dict[str, Any]], part: Any, slots: dict[int, int]) -> None:
+    """Merge one streamed ``tool_calls`` piece into ``calls`` (by order of first appearance).
+    A piece continues the call last seen at its wire ``index`` (``slots``: index → key in
+    ``calls``) unless it carries an ``id`` other than that call's: then it starts a new call
+    (some OpenAI-compatible servers send every call at index 0, each with its own id; merged,
+    two calls became one with both names and both argument texts run together). A piece with
+    no usable index starts a new call."""
     if not isinstance(part, dict):
         return
-    index = part.get("index", len(calls))
-    if not isinstance(index, int):
-        index = len(calls)
-    call = calls.setdefault(index, {"type": "function", "function": {"name": "", "arguments": ""}})
+    index = part.get("index")
+    new_id = part.get("id")
+    slot = slots.get(index) if type(index) is int else None
+    if slot is not None and isinstance(new_id, str) and new_id:
+        known = calls[slot].get("id")
+        if isinstance(known, str) and known and known != new_id:
+            slot = None  # the same index, another call
+    if slot is None:
+        slot = len(calls)
+        if type(index) is int:
+            slots[index] = slot
+    call = calls.setdefault(slot, {"type": "function", "function": {"name": "", "arguments": ""}})
     for key, value in part.items():
         if key == "function" and isinstance(value, dict):
             for fkey in ("name", "arguments"):
