@@ -197,7 +197,7 @@ class DeclarationChecks(CheckerShared):
             f"a tool cannot be named `{catalog}` in the catalog: `{catalog}` is a step of the "
             "plan, not a tool",
             span,
-            hint=f'name it by its catalog name, which has its source\'s prefix: `extern tool '
+            hint=f"name it by its catalog name, which has its source's prefix: `extern tool "
             f'"user__{catalog}" as {item.name.name}(…)` for a Python tool, '
             f'`"SERVER__{catalog}"` for an MCP server\'s',
         )
