@@ -30,7 +30,7 @@ from agentflow.compiler.types import (
 )
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Note
-from agentflow.core.vocabulary import BUILTIN_TYPES
+from agentflow.core.vocabulary import BUILTIN_TYPES, CONTROL_STEPS
 from agentflow.grammar import ast
 
 #: the items a module may hold once, and the word that declares each
@@ -179,9 +179,28 @@ class DeclarationChecks(CheckerShared):
                     self.tool_sig(item)
                     continue
                 self.externs[name] = item
+                self._step_kind_tool_name(item)
         self.tool_decls = dict(self.prelude_sigs)
         for name, item in self.externs.items():
             self.tool_decls[name] = self.tool_sig(item)
+
+    def _step_kind_tool_name(self, item: ast.ExternTool) -> None:
+        """``tool-name-is-a-step-kind``: a tool whose catalog name is the kind of a plan's
+        control step (`value`, `map`, `sleep` …) — its call would compile to that step, not to a
+        tool call (docs/diagnostics.md)."""
+        catalog = item.catalog if item.catalog is not None else item.name.name
+        if catalog not in CONTROL_STEPS:
+            return
+        span = item.catalog_span if item.catalog_span is not None else item.name.span
+        self.report(
+            D.TOOL_NAME_IS_A_STEP_KIND,
+            f"a tool cannot be named `{catalog}` in the catalog: `{catalog}` is a step of the "
+            "plan, not a tool",
+            span,
+            hint=f"name it by its catalog name, which has its source's prefix: `extern tool "
+            f'"user__{catalog}" as {item.name.name}(…)` for a Python tool, '
+            f'`"SERVER__{catalog}"` for an MCP server\'s',
+        )
 
     def check_input(self) -> None:
         """The ``input`` type (``json`` without one), which must have a JSON Schema."""

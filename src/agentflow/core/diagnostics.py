@@ -151,6 +151,11 @@ INT_OUT_OF_RANGE = _register(
     "error",
     "a whole-number literal outside `int` (−2⁶³ … 2⁶³−1)",
 )
+TOOL_NAME_IS_A_STEP_KIND = _register(
+    "tool-name-is-a-step-kind",
+    "error",
+    "an `extern tool` whose catalog name is a plan's step kind (`value`, `map` …)",
+)
 
 # Plan files (docs/spec/PLAN_IR.md §1–6): what `flowc plan validate`, the loader and tool
 # resolution report.
