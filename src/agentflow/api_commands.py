@@ -35,7 +35,7 @@ from agentflow.runtime.durable.runs import ask_durable, ask_result, database_for
 from agentflow.runtime.events import JsonlSink, read_trace
 from agentflow.runtime.models.router import ModelRouter
 from agentflow.runtime.report import build_report
-from agentflow.runtime.tools.build import list_catalog, plan_tool_problems
+from agentflow.runtime.tools.build import list_catalog, plan_load_problems
 
 __all__ = [
     "PlanCheck",
@@ -99,7 +99,7 @@ def check_plan(path: str | os.PathLike, *, config: Any = None) -> PlanCheck:
         if not isinstance(config, Config):
             config = read_config(config)
         catalog = build_catalog(config, plan=plan)  # MCP servers are not connected
-        diags = diags + plan_tool_problems(plan, catalog, config)
+        diags = diags + plan_load_problems(plan, catalog, config)
     return PlanCheck(sorted(diags, key=lambda d: d.sort_key()), {file: text})
 
 
