@@ -70,6 +70,6 @@ def test_env_and_write_config_agree_and_a_bare_answer_is_told_the_value_wrapper(
     assert result.output == "tech"
     repair = server.requests[1]["messages"][-1]["content"]
     assert (
-        '$: the answer must be a JSON object, got str: put the value in the field `value`, as '
+        "$: the answer must be a JSON object, got str: put the value in the field `value`, as "
         '{"value": "tech"}' in repair
     )
