@@ -655,10 +655,17 @@ def cost_cmd(file: str, as_json: bool) -> None:
         )
         return
     _out(f"most model calls of one run of '{plan.name}' (inferences per role):")
-    width = max([len(r) for r in figures["roles"]] + [5])
+    width = max(
+        [len(r) for r in figures["roles"]] + [5, 7 if figures.get("cap") is not None else 0]
+    )
     for role, text in figures["roles"].items():
         _out(f"  {role:<{width}}  {text}")
     _out(f"  {'total':<{width}}  {figures['total']}")
+    if figures.get("cap") is not None:  # the flow's budget stops a run before that
+        _out(
+            f"  {'at most':<{width}}  {figures['cap']} "
+            f"(the flow's budget {{ inferences: {figures['cap']} }} stops a run there)"
+        )
     for loop in figures["loops"]:
         _out(f"  loop {loop}")
     for why in figures["unbounded"]:
