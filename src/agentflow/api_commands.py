@@ -66,10 +66,12 @@ class PlanCheck:
 
 def check_plan(path: str | os.PathLike, *, config: Any = None) -> PlanCheck:
     """Every problem of the plan file at ``path`` in one run (``flowc plan validate``): its YAML,
-    its structure and templates (docs/spec/PLAN_IR.md §1–6), and its tool names and ``tools``
-    patterns against the catalog of ``config`` (a :class:`~agentflow.runtime.config.Config`, a
-    flow.toml path, or None: the flow.toml found from the current directory;
-    docs/spec/RUNTIME.md §4), together — without a problem hiding another, and without follow-up
+    its structure and templates (docs/spec/PLAN_IR.md §1–6), and the load-time checks
+    ``flowc run`` makes (:func:`agentflow.runtime.tools.build.plan_load_problems`: tool names,
+    ``tools`` patterns and literal tool arguments) against the catalog of ``config`` (a
+    :class:`~agentflow.runtime.config.Config`, a flow.toml path, or None: the flow.toml found
+    from the current directory; MCP servers are not connected, so their tools' arguments are
+    left to the run; docs/spec/RUNTIME.md §4), together — without a problem hiding another, and without follow-up
     problems of one mistake.  A `.flow`
     file is compiled first; when it has errors, those are the diagnostics.
 
