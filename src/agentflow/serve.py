@@ -602,11 +602,13 @@ class McpFlowServer:
         if problem is not None:
             # accepted forms that never matched the requested schema: no answer is made up
             # (the question waits for `flowc answer` or its timeout), and the client is told
+            label = question.label or ""
+            name = label.rsplit("›", 1)[-1].split(" = ", 1)[0].strip() if " = " in label else ""
             with contextlib.suppress(Exception):
                 await ctx.session.send_log_message(
                     "warning",
                     f"answer to `{question.question}` not accepted: {problem}; the question "
-                    f"waits (flowc answer {run_id})",
+                    f"waits: flowc answer {run_id} {name or question.path} VALUE",
                     related_request_id=ctx.request_id,
                 )
             return
