@@ -370,3 +370,24 @@ def test_a_length_read_in_a_map_body_is_said_per_item_of_what_it_goes_over(tmp_p
     f.write_text(NESTED.replace("parts: text[] }", "parts: text[] @length(0, 5) }"))
     data = json.loads(CliRunner().invoke(main, ["cost", "--json", str(f)]).stdout)
     assert data["total"] == "80 × len(input.docs)"
+
+
+FILTERED = """\
+flow f
+input { xs: text[] @length(0, 4) }
+use agent "a" as a
+stage s -> text[] {
+  let kept = filter input.xs as x where x != ""
+  return map kept as k { agent(a) { task "x ${k}" tools none expect text } }
+}
+"""
+
+
+def test_a_filter_of_a_bounded_list_is_at_most_that_long(tmp_path):
+    f = tmp_path / "f.flow"
+    f.write_text(FILTERED, encoding="utf-8")
+    data = json.loads(CliRunner().invoke(main, ["cost", "--json", str(f)]).stdout)
+    assert data["total"] == "64"  # 4 items × (8 rounds + 8 repairs)
+    f.write_text(FILTERED.replace(" @length(0, 4)", ""), encoding="utf-8")
+    data = json.loads(CliRunner().invoke(main, ["cost", "--json", str(f)]).stdout)
+    assert data["total"] == "16 × len(kept)"  # unbounded: the filter's result keeps its name

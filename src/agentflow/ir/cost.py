@@ -355,9 +355,7 @@ def _step_max_len(step: Step, path: list[str], scope: _Scope, depth: int) -> int
     """:func:`_max_len` of a step's value (its ``select`` of its result, else its result)."""
     select = _template_node(step.select) if step.select is not None else None
     if select is None:
-        return _result_max_len(
-            step, ["output", *path] if step.tool_name == "decide" else path, scope, depth
-        )
+        return _result_max_len(step, path, scope, depth)
     # `result` in the select is the step's own result
     while isinstance(select, ast.Member):
         path = [select.name, *path]
@@ -383,7 +381,8 @@ def _result_max_len(step: Step, path: list[str], scope: _Scope, depth: int) -> i
         if node is None:
             return len(value) if isinstance(value, list) and not path else None
         return _max_len(node, path, scope, depth + 1)
-    if name in ("map", "filter") and not path:
+    # a map's result is its list; a filter's is `{kept, dropped}`, each at most as long
+    if (name == "map" and not path) or (name == "filter" and path in (["kept"], ["dropped"])):
         over = inp.get("over")
         node = _template_node(over)
         if node is None:
