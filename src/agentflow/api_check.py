@@ -9,6 +9,7 @@ what ``flowc check`` and ``flowc fmt`` need (tests/cli/test_startup_imports.py; 
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 import tomllib
@@ -21,7 +22,7 @@ from agentflow.compiler import types as T
 from agentflow.compiler.api import check_source, read_source
 from agentflow.compiler.checker import CheckResult
 from agentflow.compiler.contracts import contract_for, extern_declaration
-from agentflow.compiler.fmt import FormatError, format_file
+from agentflow.compiler.fmt import FormatError, format_file, format_source
 from agentflow.compiler.gen_python import gen_modules, generate_python, stale_diagnostics
 from agentflow.core.diagnostics import UNKNOWN_AGENT_PROFILE, Diagnostic, did_you_mean
 from agentflow.errors import CompileError, ContractError
@@ -35,6 +36,7 @@ __all__ = [
     "expression_position",
     "extern_declaration",
     "format_flow_file",
+    "format_flow_diff",
     "gen_python",
     "read_source",
     "render_diagnostics",
@@ -171,3 +173,22 @@ def format_flow_file(path: str | os.PathLike[str], *, check: bool = False) -> bo
     docs/reference/cli.md), or with ``check`` only compare.  True when it is (was) not canonical.  Raises
     :class:`FormatError` for a file that does not parse, ``OSError`` when unreadable."""
     return format_file(Path(path), check=check)
+
+
+def format_flow_diff(path: str | os.PathLike[str]) -> str:
+    """The unified diff (``difflib``, 3 lines of context, headers ``--- PATH`` / ``+++ PATH``) of
+    what ``flowc fmt`` would change in the `.flow` file at ``path`` (``flowc fmt --diff``;
+    docs/reference/cli.md), ``""`` when it is canonical; writes nothing.  Raises
+    :class:`FormatError` for a file that does not parse, ``OSError`` when unreadable."""
+    text = read_source(path)
+    new = format_source(text, str(path))
+    if new == text:
+        return ""
+    name = os.fspath(path)
+    lines = difflib.unified_diff(
+        text.splitlines(keepends=True), new.splitlines(keepends=True), name, name
+    )
+    # a last line without its line break gets difflib's marker, as diff(1) writes it
+    return "".join(
+        ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines
+    )

@@ -35,7 +35,7 @@ from agentflow.runtime.durable.runs import ask_durable, ask_result, database_for
 from agentflow.runtime.events import JsonlSink, read_trace
 from agentflow.runtime.models.router import ModelRouter
 from agentflow.runtime.report import build_report
-from agentflow.runtime.tools.build import list_catalog, plan_tool_problems
+from agentflow.runtime.tools.build import list_catalog, plan_load_problems
 
 __all__ = [
     "PlanCheck",
@@ -66,10 +66,12 @@ class PlanCheck:
 
 def check_plan(path: str | os.PathLike, *, config: Any = None) -> PlanCheck:
     """Every problem of the plan file at ``path`` in one run (``flowc plan validate``): its YAML,
-    its structure and templates (docs/spec/PLAN_IR.md §1–6), and its tool names and ``tools``
-    patterns against the catalog of ``config`` (a :class:`~agentflow.runtime.config.Config`, a
-    flow.toml path, or None: the flow.toml found from the current directory;
-    docs/spec/RUNTIME.md §4), together — without a problem hiding another, and without follow-up
+    its structure and templates (docs/spec/PLAN_IR.md §1–6), and the load-time checks
+    ``flowc run`` makes (:func:`agentflow.runtime.tools.build.plan_load_problems`: tool names,
+    ``tools`` patterns and literal tool arguments) against the catalog of ``config`` (a
+    :class:`~agentflow.runtime.config.Config`, a flow.toml path, or None: the flow.toml found
+    from the current directory; MCP servers are not connected, so their tools' arguments are
+    left to the run; docs/spec/RUNTIME.md §4), together — without a problem hiding another, and without follow-up
     problems of one mistake.  A `.flow`
     file is compiled first; when it has errors, those are the diagnostics.
 
@@ -99,7 +101,7 @@ def check_plan(path: str | os.PathLike, *, config: Any = None) -> PlanCheck:
         if not isinstance(config, Config):
             config = read_config(config)
         catalog = build_catalog(config, plan=plan)  # MCP servers are not connected
-        diags = diags + plan_tool_problems(plan, catalog, config)
+        diags = diags + plan_load_problems(plan, catalog, config)
     return PlanCheck(sorted(diags, key=lambda d: d.sort_key()), {file: text})
 
 

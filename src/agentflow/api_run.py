@@ -257,7 +257,7 @@ async def run(
             validate_input(plan, {} if input is None else input)
         # tool names and patterns, then literal arguments, before the run (RUNTIME.md §4)
         check_plan_tools(plan, catalog, config)
-        await check_plan_arguments(plan, catalog)
+        await check_plan_arguments(plan, catalog, config)
         if router is None:
             router = _own_router(config, plan, model=model, replay=replay, record=record)
             stack.push_async_callback(_closed, router.aclose)  # the HTTP connection pools

@@ -53,7 +53,8 @@ from agentflow.compiler.contracts import ContractError, contract_for
 from agentflow.compiler.types import JSON
 from agentflow.core import version as core_version
 from agentflow.core.text import clean_json, finite_dumps, visible
-from agentflow.errors import ConfigError, FlowError, InputError
+from agentflow.core.vocabulary import Code
+from agentflow.errors import ConfigError, FlowError, InputError, RunError
 from agentflow.ir.loader import load_plan, load_plan_data
 from agentflow.runtime.config import load_config
 from agentflow.runtime.durable import dbos_engine, runs, temporal_runs
@@ -61,6 +62,7 @@ from agentflow.runtime.durable.runs import database_for, open_database, run_lock
 from agentflow.runtime.events import CallbackSink
 from agentflow.runtime.executor import NO_ANSWER, Hooks
 from agentflow.runtime.extract import loads_value
+from agentflow.runtime.hooks import check_answer
 from agentflow.runtime.models.test_model import parse_model_option
 from agentflow.runtime.result import RunResult
 
@@ -594,12 +596,23 @@ class McpFlowServer:
 
     async def _ask(self, waiter: _Waiter, url: str, run_id: str, question: Any) -> None:
         ctx = waiter.ctx
-        form = ask_form(question)
-        result = await ctx.session.elicit_form(
-            question.question, form, related_request_id=ctx.request_id
+        answer, problem = await elicit_answer(
+            ctx.session, question.question, ask_form(question), ctx.request_id
         )
-        if result.action == "accept" and result.content and "answer" in result.content:
-            answer = _form_answer(form, result.content["answer"])
+        if problem is not None:
+            # accepted forms that never matched the requested schema: no answer is made up
+            # (the question waits for `flowc answer` or its timeout), and the client is told
+            label = question.label or ""
+            name = label.rsplit("›", 1)[-1].split(" = ", 1)[0].strip() if " = " in label else ""
+            with contextlib.suppress(Exception):
+                await ctx.session.send_log_message(
+                    "warning",
+                    f"answer to `{question.question}` not accepted: {problem}; the question "
+                    f"waits: flowc answer {run_id} {name or question.path} VALUE",
+                    related_request_id=ctx.request_id,
+                )
+            return
+        if answer is not NO_ANSWER:
             with contextlib.suppress(InputError):  # not accepted: unanswered, as below
                 await runs.answer(url, run_id, question.path, answer)
                 return
@@ -827,13 +840,16 @@ class _Elicitor:
             ClientCapabilities(elicitation=ElicitationCapability())
         ):
             return NO_ANSWER
-        form = ask_form(request)
-        result = await session.elicit_form(
-            request.question, form, related_request_id=self.ctx.request_id
+        answer, problem = await elicit_answer(
+            session, request.question, ask_form(request), self.ctx.request_id
         )
-        if result.action != "accept" or not result.content or "answer" not in result.content:
-            return NO_ANSWER
-        return clean_json(_form_answer(form, result.content["answer"]))
+        if problem is not None:
+            raise RunError(
+                Code.OUTPUT_VALIDATION,
+                f"answer to `{request.question}` not accepted: {problem}",
+                request.step_path,
+            )
+        return answer
 
 
 def _connection(ctx: Any) -> str | None:
@@ -842,6 +858,51 @@ def _connection(ctx: Any) -> str | None:
     request = getattr(ctx, "request", None)
     headers = getattr(request, "headers", None)
     return headers.get("mcp-session-id") if headers is not None else None
+
+
+#: How many times an ``ask`` is put to a client whose accepted form does not match the requested
+#: schema: once, and once more saying what was wrong (docs/decisions.md "Elicitation forms").
+FORM_ATTEMPTS = 2
+
+
+def form_problem(form: dict[str, Any], content: Any) -> str | None:
+    """Why the ``content`` of an accepted elicitation does not match :func:`ask_form`'s ``form``
+    (the MCP specification's elicitation: the server validates what it gets against the schema
+    it requested), naming the missing or unknown field, or None when it matches:
+    ``the form has no field `answer` (it gave `value`)``."""
+    if not isinstance(content, dict) or not content:
+        return "the form came back empty (the requested schema requires the field `answer`)"
+    extra = ", ".join(f"`{visible(str(k))}`" for k in content if k != "answer")
+    if "answer" not in content:
+        return (
+            f"the form has no field `answer` (it gave {extra}; the requested schema requires "
+            "`answer`)"
+        )
+    if extra:
+        return f"the form has unknown fields {extra} (the requested schema has only `answer`)"
+    wants = form["properties"]["answer"]
+    problem = check_answer(content["answer"], wants, None)
+    return f"field `answer`: {problem}" if problem else None
+
+
+async def elicit_answer(
+    session: Any, question: str, form: dict[str, Any], related: Any
+) -> tuple[Any, str | None]:
+    """Put ``question`` to the client of ``session`` as the elicitation form ``form`` (related
+    to the request ``related``): ``(answer, None)`` for an accepted form that matches it,
+    ``(NO_ANSWER, None)`` for a declined or cancelled one, ``(NO_ANSWER, problem)`` when every
+    accepted form of :data:`FORM_ATTEMPTS` missed the requested schema (:func:`form_problem`;
+    the next attempt's message says what was wrong) — never a default in its place."""
+    message, problem = question, None
+    for _ in range(FORM_ATTEMPTS):
+        result = await session.elicit_form(message, form, related_request_id=related)
+        if result.action != "accept":
+            return NO_ANSWER, None
+        problem = form_problem(form, result.content)
+        if problem is None:
+            return clean_json(_form_answer(form, result.content["answer"])), None
+        message = f"{question}\n\n(The last answer was not accepted: {problem}.)"
+    return NO_ANSWER, problem
 
 
 def _form_answer(form: dict[str, Any], answer: Any) -> Any:

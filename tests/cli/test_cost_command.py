@@ -258,7 +258,11 @@ def test_cost_warns_with_a_code_when_the_worst_case_exceeds_the_flows_budget(tmp
     f.write_text(BUDGETED, encoding="utf-8")
     result = CliRunner().invoke(main, ["cost", str(f)])
     assert result.exit_code == 0  # a warning: the budget stops the run, nothing is wrong yet
-    assert "total   8 × len(input.items)" in result.stdout
+    assert "  total    8 × len(input.items)\n" in result.stdout
+    # the budget is the upper bound where it is lower than the figure
+    assert (
+        "  at most  30 (the flow's budget { inferences: 30 } stops a run there)\n" in result.stdout
+    )
     assert (
         "digest.flow:3:1: warning[cost-over-budget]: the worst case, 8 × len(input.items) "
         "model calls, exceeds the flow's budget of 30 inferences when len(input.items) > 3"
@@ -281,3 +285,109 @@ def test_the_documented_example_of_cost_over_budget_warns(tmp_path):
     f.write_text(example, encoding="utf-8")
     result = CliRunner().invoke(main, ["cost", str(f)])
     assert "warning[cost-over-budget]" in result.stderr, result.output
+
+
+RESEARCH = """\
+flow research
+input { topic: text, max_rounds: int }
+budget { inferences: 20 }
+use agent "researcher" as researcher
+use agent "critic" as critic
+
+type Note { question: text, answer: text }
+type State { notes: Note[], done: bool }
+type Gap { questions: text[] @length(1, 3), done: bool }
+
+stage plan -> text[] {
+  let q = agent(researcher) { task "List sub-questions for ${input.topic}" tools none expect text[] }
+  return take(q, 3)
+}
+
+stage research -> State {
+  loop up to input.max_rounds as round, st = { notes: [], done: false } {
+    let qs = if round == 1 then plan else agent(critic) {
+      task "What is still missing from: ${st.notes}"
+      tools none
+      expect Gap
+    }.questions
+    let found = parallel map qs as q limit 2 {
+      agent(researcher) { task "Answer: ${q}" tools none expect Note }
+    }
+    return { notes: st.notes + found, done: st.notes.count + found.count >= 4 }
+  } until st.done else st
+}
+"""
+
+
+def test_cost_uses_length_bounds_names_no_local_out_of_scope_and_shows_the_budget_cap(tmp_path):
+    # `qs` is `take(q, 3)` or a `@length(1, 3)` list: at most 3 items, so a round is at most
+    # 16 (the critic) + 3 × 16 model calls; the flow's budget caps the figure at 20
+    f = tmp_path / "research.flow"
+    f.write_text(RESEARCH, encoding="utf-8")
+    result = CliRunner().invoke(main, ["cost", str(f)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[1:6] == [
+        "  chat     32 × input.max_rounds + 8",
+        "  repair   32 × input.max_rounds + 8",
+        "  total    64 × input.max_rounds + 16",
+        "  at most  20 (the flow's budget { inferences: 20 } stops a run there)",
+        "  loop research › loop (research.flow:17:3): up to input.max_rounds rounds × 64 per "
+        "round = 64 × input.max_rounds",
+    ]
+    # unbounded, the local `qs` is named only inside its round; out of it, as what it is
+    f.write_text(RESEARCH.replace(" @length(1, 3)", "").replace("take(q, 3)", "q"))
+    data = json.loads(CliRunner().invoke(main, ["cost", "--json", str(f)]).stdout)
+    assert data["total"] == (
+        "16 × (max len(qs) per round) × input.max_rounds + 16 × input.max_rounds + 16"
+    )
+    assert data["loops"] == [
+        "research › loop (research.flow:17:3): up to input.max_rounds rounds × "
+        "(16 × len(qs) + 16) per round = 16 × (max len(qs) per round) × input.max_rounds + "
+        "16 × input.max_rounds"
+    ]
+    assert data["cap"] == 20
+
+
+NESTED = """\
+flow nested
+input { docs: { parts: text[] }[] }
+use agent "a" as a
+stage s -> text[][] {
+  return map input.docs as d {
+    map d.parts as p { agent(a) { task "x ${p}" tools none expect text } }
+  }
+}
+"""
+
+
+def test_a_length_read_in_a_map_body_is_said_per_item_of_what_it_goes_over(tmp_path):
+    f = tmp_path / "nested.flow"
+    f.write_text(NESTED, encoding="utf-8")
+    data = json.loads(CliRunner().invoke(main, ["cost", "--json", str(f)]).stdout)
+    assert data["total"] == "16 × (max len(d.parts) per item of input.docs) × len(input.docs)"
+    assert data["cap"] is None
+    # an input's own bound counts too
+    f.write_text(NESTED.replace("parts: text[] }", "parts: text[] @length(0, 5) }"))
+    data = json.loads(CliRunner().invoke(main, ["cost", "--json", str(f)]).stdout)
+    assert data["total"] == "80 × len(input.docs)"
+
+
+FILTERED = """\
+flow f
+input { xs: text[] @length(0, 4) }
+use agent "a" as a
+stage s -> text[] {
+  let kept = filter input.xs as x where x != ""
+  return map kept as k { agent(a) { task "x ${k}" tools none expect text } }
+}
+"""
+
+
+def test_a_filter_of_a_bounded_list_is_at_most_that_long(tmp_path):
+    f = tmp_path / "f.flow"
+    f.write_text(FILTERED, encoding="utf-8")
+    data = json.loads(CliRunner().invoke(main, ["cost", "--json", str(f)]).stdout)
+    assert data["total"] == "64"  # 4 items × (8 rounds + 8 repairs)
+    f.write_text(FILTERED.replace(" @length(0, 4)", ""), encoding="utf-8")
+    data = json.loads(CliRunner().invoke(main, ["cost", "--json", str(f)]).stdout)
+    assert data["total"] == "16 × len(kept)"  # unbounded: the filter's result keeps its name

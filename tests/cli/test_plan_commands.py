@@ -180,3 +180,52 @@ def test_run_refuses_a_plan_whose_tool_cannot_load(cwd):
     assert res.exit_code == 1
     assert "u.plan.yaml:4:25" in res.output and "builtin__read_fil" in res.output
     assert "Traceback" not in res.output
+
+
+MISSPELT = """\
+version: 1
+name: hello
+input_schema: {type: object, properties: {dir: {type: string}}, required: [dir]}
+steps:
+  - id: E0
+    tool_name: builtin__grep
+    input: { patern: TODO, path: "{{ input.dir }}" }
+  - id: E1
+    tool_name: user__shout
+    input: { txt: hi }
+finish: {mode: output, output: "{{ E0 }}"}
+"""
+
+SHOUT = "def shout(text: str) -> str:\n    return text.upper()\n"
+
+
+def test_validate_runs_the_load_checks_run_makes(cwd):
+    # a CI gate on `plan validate` passes no plan `flowc run` refuses at load: the same
+    # arguments checked against the builtin tools and the config's user tools, every problem
+    (cwd / "p.plan.yaml").write_text(MISSPELT)
+    (cwd / "tools.py").write_text(SHOUT)
+    (cwd / "tools.toml").write_text('[tools]\nmodules = ["tools"]\n')
+    found = invoke("plan", "validate", "p.plan.yaml", "--config", "tools.toml")
+    assert found.exit_code == 1
+    expected = [
+        "p.plan.yaml:7:12: error[plan-missing-field]: step E0: `builtin__grep` needs argument "
+        "`pattern`",
+        "p.plan.yaml:7:22: error[plan-unknown-field]: step E0: `builtin__grep` has no parameter "
+        "`patern` (parameters: pattern, path, glob, max_results, ignore_case)",
+        "p.plan.yaml:10:12: error[plan-missing-field]: step E1: `user__shout` needs argument "
+        "`text`",
+        "p.plan.yaml:10:19: error[plan-unknown-field]: step E1: `user__shout` has no parameter "
+        "`txt` (parameters: text)",
+    ]
+    assert [ln for ln in found.output.splitlines() if ": error[" in ln] == expected
+    ran = invoke("run", "p.plan.yaml", "--config", "tools.toml", "--input", '{"dir": "."}')
+    assert ran.exit_code == 1
+    for line in expected:  # run refuses it for the same reasons, as the same text
+        assert line.split(": error[", 1)[1].split("]: ", 1)[1] in ran.output
+    # the flow.toml found from the current directory, as `flowc run` finds it
+    (cwd / "flow.toml").write_text('[tools]\nmodules = ["tools"]\n')
+    found = invoke("plan", "validate", "p.plan.yaml")
+    assert [ln for ln in found.output.splitlines() if ": error[" in ln] == expected
+    fixed = MISSPELT.replace("patern", "pattern").replace("txt", "text")
+    (cwd / "p.plan.yaml").write_text(fixed)
+    assert invoke("plan", "validate", "p.plan.yaml").output.strip() == "p.plan.yaml: ok"

@@ -320,3 +320,50 @@ async def test_model_test_answers_every_agent_of_a_served_flow_with_the_test_mod
 
     with pytest.raises(ConfigError, match="the only model that can be named here"):
         McpFlowServer(d, model="gpt-4o")
+
+
+ESCALATE = """/// Escalate, if a person says so.
+flow escalate
+input { ticket: text }
+output { escalated: bool }
+
+stage main {
+  let ok = ask "Escalate ${input.ticket}?" expect bool default false
+  return { escalated: ok }
+}
+"""
+
+
+async def test_an_accepted_form_missing_the_requested_field_is_asked_again_never_defaulted(
+    tmp_path,
+):
+    # MCP elicitation: the server checks an accepted form against the schema it requested;
+    # `{"value": true}` for a form requiring `answer` is not "no answer" (the default `false`)
+    (tmp_path / "escalate.flow").write_text(ESCALATE, encoding="utf-8")
+    asked = []
+    replies = iter([{"value": True}, {"answer": True}, {"value": True}, {"value": True}])
+
+    async def elicit(context, params):
+        asked.append(params.message)
+        return ElicitResult(action="accept", content=next(replies))
+
+    async with (
+        stdio_client(stdio(tmp_path)) as (r, w),
+        ClientSession(r, w, elicitation_callback=elicit) as session,
+    ):
+        await session.initialize()
+        fixed = await session.call_tool("escalate", {"ticket": "T-1"})
+        refused = await session.call_tool("escalate", {"ticket": "T-2"})
+    # asked again, saying what was wrong; the second, well-formed answer is the one used
+    assert fixed.is_error is False and fixed.structured_content == {"escalated": True}
+    assert asked[0] == "Escalate T-1?"
+    assert asked[1] == (
+        "Escalate T-1?\n\n(The last answer was not accepted: the form has no field `answer` "
+        "(it gave `value`; the requested schema requires `answer`).)"
+    )
+    # wrong twice: the call fails naming the fields, no default stands in for the answer
+    assert refused.is_error is True
+    text = refused.content[0].text
+    assert "answer to `Escalate T-2?` not accepted: the form has no field `answer`" in text
+    assert "it gave `value`" in text and "escalated" not in text
+    assert len(asked) == 4

@@ -208,3 +208,44 @@ async def test_the_question_goes_to_the_next_call_when_the_asked_one_leaves(url,
     result = await asyncio.wait_for(joiner, 20)
     assert result.structured_content == {"wall": "west", "colour": "blue"}
     assert asked_first == asked_second == ["Which colour for the west wall?"]
+
+
+async def test_an_accepted_form_missing_the_field_leaves_the_durable_question_waiting(url):
+    # `{"value": …}` for a form requiring `answer`: asked once more saying why, then the
+    # question waits (`flowc answer`, or its timeout) — the `default "white"` never stands in
+    asked: list[str] = []
+    logged: list[object] = []
+    warned = asyncio.Event()
+
+    async def wrong_field(context, params):
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={"value": "blue"})
+
+    async def on_log(params):
+        logged.append(params.data)
+        warned.set()
+
+    async with (
+        streamable_http_client(url) as (r, w),
+        ClientSession(r, w, elicitation_callback=wrong_field, logging_callback=on_log) as session,
+    ):
+        await session.initialize()
+        call = asyncio.ensure_future(
+            session.call_tool("paint", {"wall": "north"}, meta={KEY: "paint-form"})
+        )
+        await asyncio.wait_for(warned.wait(), 30)
+        await asyncio.sleep(0.5)
+        assert not call.done()  # no result: the question waits, not answered "white"
+        call.cancel()
+        with contextlib.suppress(BaseException):
+            await call
+    assert asked == [
+        "Which colour for the north wall?",
+        "Which colour for the north wall?\n\n(The last answer was not accepted: the form has "
+        "no field `answer` (it gave `value`; the requested schema requires `answer`).)",
+    ]
+    assert logged == [
+        "answer to `Which colour for the north wall?` not accepted: the form has no field "
+        "`answer` (it gave `value`; the requested schema requires `answer`); the question "
+        "waits: flowc answer mcp-paint-paint-form colour VALUE"
+    ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -277,6 +278,35 @@ def test_cli_fmt_check_and_write(tmp_path: Path):
     assert r.exit_code == 1
     assert "c.flow:1:" in r.output
     assert "Traceback" not in r.output
+
+
+def test_cli_fmt_diff_prints_a_unified_diff_writes_nothing_and_exits_1(tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.flow").write_text("stage s->int{\nreturn 1+2\n}", encoding="utf-8")
+    (tmp_path / "b.flow").write_text("stage s -> int {\n  return 1\n}\n", encoding="utf-8")
+    r = CliRunner().invoke(main, ["fmt", "--diff", "a.flow", "b.flow"])
+    assert r.exit_code == 1
+    assert r.stdout == (
+        "--- a.flow\n"
+        "+++ a.flow\n"
+        "@@ -1,3 +1,3 @@\n"
+        "-stage s->int{\n"
+        "-return 1+2\n"
+        "-}\n"
+        "\\ No newline at end of file\n"
+        "+stage s -> int {\n"
+        "+  return 1 + 2\n"
+        "+}\n"
+    )
+    assert "a.flow: would reformat" in r.stderr and "b.flow" not in r.stderr
+    assert (tmp_path / "a.flow").read_text() == "stage s->int{\nreturn 1+2\n}"  # unchanged
+    # patch(1) applies it as it is, giving what `flowc fmt` writes
+    subprocess.run(["patch", "-s", "-p0"], input=r.stdout, text=True, check=True)
+    assert (tmp_path / "a.flow").read_text() == "stage s -> int {\n  return 1 + 2\n}\n"
+    # a canonical file has no diff and exits 0
+    assert api.format_flow_diff("b.flow") == ""
+    r = CliRunner().invoke(main, ["fmt", "--diff", "b.flow"])
+    assert r.exit_code == 0 and r.stdout == ""
 
 
 def test_a_tolerated_percentage_is_written_against_its_number():

@@ -75,6 +75,15 @@ def test_flowc_graph_draws_the_back_edge_with_its_bound():
     text = api.graph(FLOW)
     assert "loop up to 4" in text and "each round, up to 4" in text
     assert "s_E1_do -.->|next round, ≤ 4| s_E1" in text
+    # the body is drawn inside the loop's box, as the tutorial says (not a top-level group)
+    from agentflow.api import load
+    from agentflow.ir.graph import build_graph
+
+    groups = {g.id: g for g in build_graph(load(FLOW)).groups}
+    body = next(g for g in groups.values() if g.label.startswith("loop body of stage"))
+    assert body.parent == "s_E1_body" and groups["s_E1_body"].label == "each round, up to 4"
+    nested = text.split('subgraph s_E1_body["each round, up to 4"]', 1)[1]
+    assert nested.index(f"subgraph {body.id}[") < nested.index("  end\n  end")
 
 
 async def test_events_spans_and_the_report_name_each_round(tmp_path, chat_server, scripted_config):

@@ -201,18 +201,21 @@ mermaid.run({{nodes: document.querySelectorAll("pre.mermaid")}})
 
 
 @pytest.mark.parametrize(
-    "example", sorted(p.name for p in EXAMPLES.glob("*.flow")), ids=lambda n: n
+    "example",
+    # and a loop whose body is outlined, drawn inside the loop's box (nested groups)
+    [*sorted(p.name for p in EXAMPLES.glob("*.flow")), "patterns/evaluator-optimizer.flow"],
+    ids=lambda n: n,
 )
 def test_flowc_graph_of_each_shipped_example_renders_in_the_browser(browser, tmp_path, example):
     import html
 
     js = (ROOT / "src/agentflow/runtime/report_assets/mermaid.min.js").read_text(encoding="utf-8")
     text = api.graph(EXAMPLES / example)
-    page = tmp_path / f"{example}.html"
+    page = tmp_path / f"{example.replace('/', '_')}.html"
     page.write_text(
         GRAPH_PAGE.format(name=example, graph=html.escape(text), js=js), encoding="utf-8"
     )
-    logs = _open(browser, page, tmp_path / f"graph-{example}.png")
+    logs = _open(browser, page, tmp_path / f"graph-{example.replace('/', '_')}.png")
     assert _errors(logs) == [], logs
     assert browser.find_elements("css selector", "svg g.node")
 

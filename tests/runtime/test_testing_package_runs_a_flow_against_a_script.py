@@ -43,3 +43,33 @@ def test_a_flow_runs_against_the_packaged_scripted_server(tmp_path):
 def test_the_packaged_fixture_serves_this_suite(chat_server):
     # the suite's chat_server fixture is agentflow.testing.pytest_plugin's
     assert type(chat_server) is ChatServer and chat_server.url.startswith("http://127.0.0.1:")
+
+
+CLASSIFY = """
+flow classify
+input { ticket: text }
+use agent "triager" as triager
+stage s -> "tech" | "billing" {
+  return agent(triager) { task "Classify ${input.ticket}." expect "tech" | "billing" }
+}
+"""
+
+
+def test_env_and_write_config_agree_and_a_bare_answer_is_told_the_value_wrapper(tmp_path):
+    # (a) `answer("tech")` for a non-object `expect` is repaired by a message naming the
+    # `{"value": …}` wrapper (what a real model reads too); (b) `env()` sets the key the
+    # flow.toml of `write_config()` reads: the first run works as documented
+    (tmp_path / "classify.flow").write_text(CLASSIFY)
+    with ChatServer([answer("tech"), answer({"value": "tech"})]) as server:
+        assert server.env()["SCRIPTED_API_KEY"] == TEST_API_KEY
+        config = load_config(server.write_config(tmp_path), env=server.env())
+        result = agentflow.run_sync(
+            str(tmp_path / "classify.flow"), {"ticket": "T-1"}, config=config, workspace=tmp_path
+        )
+    assert result.status == "ok", result.error
+    assert result.output == "tech"
+    repair = server.requests[1]["messages"][-1]["content"]
+    assert (
+        "$: the answer must be a JSON object, got str: put the value in the field `value`, as "
+        '{"value": "tech"}' in repair
+    )

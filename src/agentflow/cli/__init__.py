@@ -655,10 +655,17 @@ def cost_cmd(file: str, as_json: bool) -> None:
         )
         return
     _out(f"most model calls of one run of '{plan.name}' (inferences per role):")
-    width = max([len(r) for r in figures["roles"]] + [5])
+    width = max(
+        [len(r) for r in figures["roles"]] + [5, 7 if figures.get("cap") is not None else 0]
+    )
     for role, text in figures["roles"].items():
         _out(f"  {role:<{width}}  {text}")
     _out(f"  {'total':<{width}}  {figures['total']}")
+    if figures.get("cap") is not None:  # the flow's budget stops a run before that
+        _out(
+            f"  {'at most':<{width}}  {figures['cap']} "
+            f"(the flow's budget {{ inferences: {figures['cap']} }} stops a run there)"
+        )
     for loop in figures["loops"]:
         _out(f"  loop {loop}")
     for why in figures["unbounded"]:
@@ -753,13 +760,26 @@ def plan_fmt(file: str, check_only: bool) -> None:
 @main.command("fmt")
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--check", "check_only", is_flag=True, help="Exit 1 if a file is not canonical.")
-def fmt_cmd(paths: tuple[str, ...], check_only: bool) -> None:
+@click.option(
+    "--diff",
+    "as_diff",
+    is_flag=True,
+    help="Print what would change as a unified diff; exit 1 if any.",
+)
+def fmt_cmd(paths: tuple[str, ...], check_only: bool, as_diff: bool) -> None:
     """Rewrite .flow files in canonical layout (directories are searched for *.flow)."""
     failed = changed = 0
     files = _flow_files(paths)
+    check_only = check_only or as_diff  # --diff writes nothing either
     for f in files:
         try:
-            if api.format_flow_file(f, check=check_only):
+            if as_diff:
+                diff = api.format_flow_diff(f)
+                if diff:
+                    changed += 1
+                    _out(diff, nl=False)
+                    _err(f"{f}: would reformat")
+            elif api.format_flow_file(f, check=check_only):
                 changed += 1
                 _err(f"{f}: would reformat" if check_only else f"formatted {f}")
         except api.FormatError as e:

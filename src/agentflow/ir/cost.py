@@ -12,6 +12,12 @@ its tries, and a ``plan__X`` step adds sub-plan X's worst case. Every term is an
 runtime enforces (no loop runs longer than its bound), which is why the figure can be given
 before anything runs.
 
+A length the plan bounds counts as its bound (``take(q, 3)``, a contract's or the input's
+``maxItems`` from ``@length``, an ``if``'s longer branch, a sub-plan's inputs through its
+caller); a length only a body knows (a loop round's ``len(qs)``) is renamed as it leaves the
+body (``(max len(qs) per round)``), and the flow's ``budget { inferences: N }``, when lower
+than the figure, is ``cap`` (docs/models.md "flowc cost").
+
 What a static reading cannot bound is reported in ``unbounded``: an agent that may call
 ``plan__*`` tools (each round may call them any number of times), a sub-plan that is not in the
 file, a recursive plan.
@@ -19,6 +25,7 @@ file, a recursive plan.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +53,9 @@ class Cost:
     #: each ``loop`` as bound × body, where the `.flow` wrote it (``revise › loop
     #: (f.flow:12:3): up to 4 rounds × 32 per round = 128``)
     loops: list[str] = field(default_factory=list)
+    #: the flow's ``budget { inferences: N }`` when it is lower than the figure (for some
+    #: input): no run makes more than N model calls, whatever ``total`` says
+    cap: int | None = None
 
     def add(self, other: Cost) -> Cost:
         """``self + other`` (a new Cost)."""
@@ -94,6 +104,7 @@ class Cost:
             "unbounded": list(self.unbounded),
             "budgets": list(self.budgets),
             "loops": list(self.loops),
+            "cap": self.cap,
         }
 
 
@@ -184,12 +195,18 @@ def _literal_length(expr: str) -> int | None:
 
 
 def _size(
-    value: Any, where: str, plan: Plan | None = None, seen: frozenset[str] = frozenset()
+    value: Any,
+    where: str,
+    plan: Plan | None = None,
+    seen: frozenset[str] = frozenset(),
+    scope: _Scope | None = None,
 ) -> dict[Monomial, int]:
     """The length of what a map/filter/reduce goes over, simplified: a literal list's length
-    (``len([1, 2])`` is 2); the result of a ``map`` as the length of what it goes over; else
-    the symbol ``len(<expression>)`` in the program's terms (a ``filter``'s result keeps its
-    name: ``len(kept)`` says more than the length it is at most)."""
+    (``len([1, 2])`` is 2); the result of a ``map`` as the length of what it goes over; a
+    length the plan bounds (:func:`_max_len`: ``take(q, 3)``, ``@length(1, 3)``) as that
+    bound; else the symbol ``len(<expression>)`` in the program's terms (a ``filter``'s result
+    over an unbounded list keeps its name: ``len(kept)`` says more than the length it is at
+    most)."""
     if isinstance(value, list):
         return const(len(value))
     if isinstance(value, str):
@@ -201,9 +218,182 @@ def _size(
         step = _step_by_id(plan, expr) if plan is not None and expr not in seen else None
         if step is not None and step.tool_name == "map" and step.input:
             over = step.input.get("over") if isinstance(step.input, dict) else None
-            return _size(over, where, plan, seen | {expr})
+            return _size(over, where, plan, seen | {expr}, scope)
+        node = _template_node(value) if m else None
+        if node is not None and scope is not None:
+            most = _max_len(node, [], scope)
+            if most is not None:
+                return const(most)
         return symbol(f"len({_shown(expr, plan)})")
     return symbol(f"len({where})")
+
+
+@dataclass
+class _Scope:
+    """Where an expression of a plan is read: ``plan``; ``env``, for a sub-plan flowc outlined,
+    what its ``input.env.NAME`` holds (the caller's template and the caller's scope)."""
+
+    plan: Plan
+    env: dict[str, tuple[Any, _Scope]] | None = None
+    #: the body (a step path of the walk) a sub-plan's own names are local to
+    owner: str | None = None
+    #: the `.flow`'s names of the caller's item and state (``{"item": "d"}``: a map's
+    #: ``meta.names``), which a sub-plan reads as ``input.item`` / ``input.accumulator``
+    names: dict[str, str] = field(default_factory=dict)
+    #: a sub-plan's other inputs (``input.item`` …): the caller's template and scope
+    args: dict[str, tuple[Any, _Scope]] = field(default_factory=dict)
+    #: in a ``map``/``filter``/``reduce`` body: what ``item`` is an element of, and where
+    item: tuple[Any, _Scope] | None = None
+
+
+def _caller_names(sym: str, names: dict[str, str]) -> str:
+    """``len(input.item.parts)`` → ``len(d.parts)`` in a body flowc outlined (``names``: the
+    calling step's ``meta.names``)."""
+    for key in ("item", "accumulator"):
+        if isinstance(names.get(key), str):
+            sym = re.sub(rf"\binput\.{key}\b", names[key], sym)
+    return sym
+
+
+#: how deep the length bound of an expression is followed (steps naming steps …)
+_BOUND_DEPTH = 40
+
+
+def _template_node(value: Any) -> ast.Expr | None:
+    """The expression of a whole-template string (``{{ take(E0, 3) }}``), else None."""
+    if not isinstance(value, str):
+        return None
+    m = _TEMPLATE.match(value.strip())
+    if not m:
+        return None
+    try:
+        return parse_expression(m.group(1))
+    except (SourceError, RecursionError):
+        return None
+
+
+def _schema_max_items(schema: Any, path: list[str]) -> int | None:
+    """The ``maxItems`` of the array at ``path`` (object properties) in ``schema`` (a contract:
+    ``@length(1, 3)`` compiles to ``maxItems: 3``), following local ``$ref``s; None when the
+    schema does not bound it."""
+    root = schema
+    for _ in range(_BOUND_DEPTH):
+        if not isinstance(schema, dict):
+            return None
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and isinstance(root, dict):
+            schema = (root.get("$defs") or {}).get(ref[len("#/$defs/") :])
+            continue
+        if not path:
+            n = schema.get("maxItems")
+            return n if isinstance(n, int) and not isinstance(n, bool) else None
+        if path[0] == "[]":  # an element of the array
+            schema, path = schema.get("items"), path[1:]
+            continue
+        props = schema.get("properties")
+        if not isinstance(props, dict):
+            return None
+        schema, path = props.get(path[0]), path[1:]
+    return None
+
+
+def _most(*bounds: int | None) -> int | None:
+    return None if any(b is None for b in bounds) else max(b for b in bounds if b is not None)
+
+
+def _max_len(node: ast.Expr, path: list[str], scope: _Scope, depth: int = 0) -> int | None:
+    """The most elements the list ``node.path`` can hold, when the plan bounds it: a list
+    literal, ``take(xs, 3)``, a contract's ``maxItems`` (``@length(1, 3)``), the input's, a
+    ``map``/``filter`` as what it goes over, an ``if`` as its longer branch, a sub-plan's
+    ``input.env`` as the caller's value; None when nothing does."""
+    if depth > _BOUND_DEPTH:
+        return None
+    if isinstance(node, ast.Member):
+        return _max_len(node.obj, [node.name, *path], scope, depth + 1)
+    if isinstance(node, ast.ListLit):
+        return len(node.items) if not path else None
+    if isinstance(node, ast.CondExpr):
+        return _most(
+            _max_len(node.then, path, scope, depth + 1),
+            _max_len(node.else_, path, scope, depth + 1),
+        )
+    if isinstance(node, ast.FuncCall) and not path and node.args:
+        inner = _max_len(node.args[0], [], scope, depth + 1)
+        if node.name == "take" and len(node.args) == 2:
+            n = node.args[1]
+            if isinstance(n, ast.NumberLit) and isinstance(n.value, int):
+                return min(n.value, inner) if inner is not None else max(n.value, 0)
+        if node.name in ("sort", "sort_by", "reverse", "unique", "distinct", "drop"):
+            return inner
+        return None
+    if isinstance(node, ast.Name):
+        if node.name == "input":
+            if scope.env is None:  # the flow's input: its schema may bound it
+                return _schema_max_items(scope.plan.input_schema, path)
+            if len(path) >= 2 and path[0] == "env" and path[1] in scope.env:
+                value, outer = scope.env[path[1]]
+                rest = path[2:]
+            elif path and path[0] != "env" and path[0] in scope.args:
+                value, outer = scope.args[path[0]]
+                rest = path[1:]
+            else:
+                return None
+            target = _template_node(value)
+            if target is None:
+                return len(value) if isinstance(value, list) and not rest else None
+            return _max_len(target, rest, outer, depth + 1)
+        if node.name == "item" and scope.item is not None:  # an element of what is mapped
+            over, outer = scope.item
+            target = _template_node(over)
+            return _max_len(target, ["[]", *path], outer, depth + 1) if target else None
+        step = _top_step(scope.plan, node.name)
+        return _step_max_len(step, path, scope, depth + 1) if step is not None else None
+    return None
+
+
+def _step_max_len(step: Step, path: list[str], scope: _Scope, depth: int) -> int | None:
+    """:func:`_max_len` of a step's value (its ``select`` of its result, else its result)."""
+    select = _template_node(step.select) if step.select is not None else None
+    if select is None:
+        return _result_max_len(step, path, scope, depth)
+    # `result` in the select is the step's own result
+    while isinstance(select, ast.Member):
+        path = [select.name, *path]
+        select = select.obj
+    if isinstance(select, ast.Name) and select.name == "result":
+        return _result_max_len(step, path, scope, depth)
+    return None
+
+
+def _result_max_len(step: Step, path: list[str], scope: _Scope, depth: int) -> int | None:
+    inp = step.input if isinstance(step.input, dict) else {}
+    name = step.tool_name
+    if name == "agent" and path[:1] == ["output"]:
+        return _schema_max_items(inp.get("output_schema"), path[1:])
+    if name == "decide" and path[:1] == ["output"]:
+        branches = [b for label, b in step.bodies() if label in ("then", "else")]
+        if not branches:
+            return None
+        return _most(*(_step_max_len(b, path[1:], scope, depth + 1) for b in branches))
+    if name == "value":
+        value = inp.get("value")
+        node = _template_node(value)
+        if node is None:
+            return len(value) if isinstance(value, list) and not path else None
+        return _max_len(node, path, scope, depth + 1)
+    # a map's result is its list; a filter's is `{kept, dropped}`, each at most as long
+    if (name == "map" and not path) or (name == "filter" and path in (["kept"], ["dropped"])):
+        over = inp.get("over")
+        node = _template_node(over)
+        if node is None:
+            return len(over) if isinstance(over, list) else None
+        return _max_len(node, [], scope, depth + 1)
+    return None
+
+
+def _top_step(plan: Plan, step_id: str) -> Step | None:
+    """The top-level step ``step_id`` of ``plan``, or None."""
+    return next((step for step in plan.steps if step.id == step_id), None)
 
 
 def _step_by_id(plan: Plan, step_id: str) -> Step | None:
@@ -246,11 +436,108 @@ def _count(value: Any, name: str, default: int) -> dict[Monomial, int]:
     return symbol(name)
 
 
+#: the names a body's template reads its item, state and round by (`item`, `input.round` …)
+_BODY_NAMES = frozenset({"item", "accumulator", "round", "index", "result"})
+
+
+def _names_read(expr: str) -> list[list[str]]:
+    """The member chains an expression reads (``input.env.plan`` → ``["input", "env",
+    "plan"]``), each from a name; empty when it does not parse."""
+    try:
+        node = parse_expression(expr)
+    except (SourceError, RecursionError):
+        return []
+    out: list[list[str]] = []
+
+    def walk(n: Any, depth: int = 0) -> None:
+        if depth > 200:
+            return
+        if isinstance(n, ast.Member):
+            chain: list[str] = []
+            obj: Any = n
+            while isinstance(obj, ast.Member):
+                chain.insert(0, obj.name)
+                obj = obj.obj
+            if isinstance(obj, ast.Name):
+                out.append([obj.name, *chain])
+                return
+            walk(obj, depth + 1)
+            return
+        if isinstance(n, ast.Name):
+            out.append([n.name])
+            return
+        if isinstance(n, ast.Node):
+            for name in getattr(n, "__slots__", ()):
+                value = getattr(n, name, None)
+                for v in value if isinstance(value, list) else [value]:
+                    if isinstance(v, ast.Node):
+                        walk(v, depth + 1)
+
+    walk(node)
+    return out
+
+
+def _meta_names(step: Step) -> dict[str, str]:
+    names = (step.meta or {}).get("names")
+    return {k: v for k, v in names.items() if isinstance(v, str)} if isinstance(names, dict) else {}
+
+
 class _Walker:
     def __init__(self, root: Plan):
         self.root = root
         self.active: list[str] = []
         self.loops: list[str] = []
+        self.scope = _Scope(root)
+        #: the bodies being walked (map, reduce, filter, loop: step paths), innermost last
+        self.owners: list[str] = []
+        #: symbols that name what only a body sees (`len(qs)`, `len(item.parts)`) → its owner
+        self.local: dict[str, str] = {}
+        #: each owner's `.flow` names of its item and state (its step's ``meta.names``)
+        self.owner_names: dict[str, dict[str, str]] = {}
+
+    def size(self, value: Any, where: str, plan: Plan) -> dict[Monomial, int]:
+        """:func:`_size` in the current scope, its symbol recorded as local to the body whose
+        names it reads (renamed when the figure leaves that body: :meth:`leave`)."""
+        poly = _size(value, where, plan, scope=self.scope)
+        if self.scope.names:  # `input.item.parts` of a map body flowc outlined: `d.parts`
+            poly = {
+                tuple(sorted(_caller_names(sym, self.scope.names) for sym in mono)): coef
+                for mono, coef in poly.items()
+            }
+        m = _TEMPLATE.match(value.strip()) if isinstance(value, str) else None
+        if m is None:
+            return poly
+        for chain in _names_read(m.group(1)):
+            head = chain[0]
+            sub = self.scope.env is not None
+            if head in _BODY_NAMES and self.owners:
+                owner: str | None = self.owners[-1]
+            elif sub and (
+                _top_step(plan, head) is not None or (head == "input" and chain[1:2] != ["env"])
+            ):
+                owner = self.scope.owner
+            else:
+                continue
+            for mono in poly:
+                for sym in mono:
+                    if owner is not None:
+                        self.local.setdefault(sym, owner)
+        return poly
+
+    def leave(self, cost: Cost, owner: str, how: str) -> Cost:
+        """``cost`` out of the body ``owner``: a symbol only the body sees becomes the most it is
+        in any of its runs (``max len(qs) per round``, ``max len(item.parts) per item of
+        input.docs``), never a name out of its scope."""
+        renames = {sym: f"(max {sym} {how})" for sym, o in self.local.items() if o == owner}
+        if not renames:
+            return cost
+        out = Cost({}, list(cost.unbounded))
+        for role, poly in cost.roles.items():
+            target = out.roles.setdefault(role, {})
+            for mono, coef in poly.items():
+                key = tuple(sorted(renames.get(sym, sym) for sym in mono))
+                target[key] = target.get(key, 0) + coef
+        return out
 
     def plan(self, plan: Plan) -> Cost:
         if plan.name in self.active:
@@ -304,14 +591,26 @@ class _Walker:
             return judge.add(branch)
         if name == "filter":
             if "infer" in inp:
-                return one("judge", _size(inp.get("over"), f"{path}.over", plan))
+                return one("judge", self.size(inp.get("over"), f"{path}.over", plan))
             return Cost()
         if name in ("map", "reduce"):
             body = bodies.get("do")
             if body is None:
                 return Cost()
-            over = _size(inp.get("over"), f"{path}.over", plan)
-            return self.step(body, f"{path}/do", plan).times(over)
+            over = self.size(inp.get("over"), f"{path}.over", plan)
+            self.owners.append(path)
+            self.owner_names[path] = _meta_names(step)
+            outer = self.scope
+            self.scope = dataclasses.replace(outer, item=(inp.get("over"), outer))
+            try:
+                each = self.step(body, f"{path}/do", plan)
+            finally:
+                self.owners.pop()
+                self.scope = outer
+            of = inp.get("over")
+            m = _TEMPLATE.match(of.strip()) if isinstance(of, str) else None
+            shown = _shown(m.group(1).strip(), plan) if m else "the list"
+            return self.leave(each, path, f"per item of {shown}").times(over)
         if name == "try":
             # the worst case: `do` makes all its calls and then fails, and `catch` runs
             cost = Cost()
@@ -323,9 +622,15 @@ class _Walker:
             body = bodies.get("do")
             if body is None:
                 return Cost()
-            per_round = self.step(body, f"{path}/round", plan)
+            self.owners.append(path)
+            self.owner_names[path] = _meta_names(step)
+            try:
+                per_round = self.step(body, f"{path}/round", plan)
+            finally:
+                self.owners.pop()
             bound = _bound(inp.get("up_to"), path, plan)
-            cost = per_round.times(bound)
+            # a round's figure in the round's names; the loop's, out of it, in the caller's
+            cost = self.leave(per_round, path, "per round").times(bound)
             self.loops.append(
                 f"{_place(step, path)}: up to {_paren(bound)} rounds × "
                 f"{_paren(_total(per_round))} per round = {format_poly(_total(cost))}"
@@ -348,7 +653,19 @@ class _Walker:
                 target = self.root
             if target is None:
                 return Cost(unbounded=[f"{path}: sub-plan '{sub}' is not in this file"])
-            return self.plan(target)
+            env = inp.get("env")
+            outer = self.scope
+            values = env if isinstance(env, dict) else {}
+            owner = self.owners[-1] if self.owners else path
+            names = self.owner_names.get(owner, {}) if self.owners else {}
+            args = {k: (v, outer) for k, v in inp.items() if k != "env"}
+            self.scope = _Scope(
+                target, {k: (v, outer) for k, v in values.items()}, owner, names, args
+            )
+            try:
+                return self.plan(target)
+            finally:
+                self.scope = outer
         return Cost()
 
 
@@ -360,6 +677,10 @@ def worst_case(plan: Plan) -> Cost:
     cost.loops = walker.loops
     if plan.budget is not None:
         cost.budgets.append(f"run: {_limits(plan.budget.model_dump())}")
+        limit = plan.budget.inferences
+        total = {m: c for m, c in _total(cost).items() if c}
+        if limit is not None and (any(total) or total.get((), 0) > limit or cost.unbounded):
+            cost.cap = limit  # the budget stops a run before the figure (for some input)
     for path, step in plan.iter_steps():
         budget = step.input.get("budget") if isinstance(step.input, dict) else None
         if step.tool_name == "agent" and isinstance(budget, dict):

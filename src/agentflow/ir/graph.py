@@ -24,7 +24,8 @@ plan file) into a :class:`Graph`:
   dotted edges from agents to the tools they may call;
 - sub-plans (``plans:``) as their own groups, with a dotted edge from the step that calls
   them; a body flowc outlined is named by the construct it came from (``map body of stage
-  report``);
+  report``) and drawn inside the group of the step that calls it (a loop's body inside its
+  ``each round, up to N`` box);
 - invisible ``rank`` edges between consecutive steps nothing else links, so the layout runs
   top to bottom in the order the steps run, whatever they read.
 
@@ -407,7 +408,7 @@ class _Builder:
                 self.edge(nid, self.tool(str(name)), "tool")
         elif tool.startswith("plan__"):
             outer = scope.names if scope.compiled else None
-            sub = self.sub_plan(tool.removeprefix("plan__"), plan, outer)
+            sub = self.sub_plan(tool.removeprefix("plan__"), plan, outer, group)
             if sub is not None:
                 self.edge(nid, sub, "call", "calls")
         bodies = step.bodies()
@@ -437,7 +438,17 @@ class _Builder:
                     self.edge(bid, nid, "loop", f"next round, ≤ {scope.x(inp.get('up_to'))}")
         return nid
 
-    def sub_plan(self, name: str, caller: Plan, outer: dict[str, str] | None = None) -> str | None:
+    def sub_plan(
+        self,
+        name: str,
+        caller: Plan,
+        outer: dict[str, str] | None = None,
+        within: GraphGroup | None = None,
+    ) -> str | None:
+        """The first node of sub-plan ``name`` (drawn once). A body flowc outlined is drawn
+        inside ``within``, the group of the step that calls it (a loop's body inside the box
+        `each round, up to N`, as the `.flow` nests it); a hand-written sub-plan, which any step
+        may call, is a group of its own."""
         plans = {**(self.root.plans or {}), **(caller.plans or {})}
         sub = plans.get(name)
         if sub is None:
@@ -449,7 +460,8 @@ class _Builder:
         outlined = description.endswith(_OUTLINED)
         # an outlined body is named by the construct it came from (`map body of stage report`)
         label = description[: -len(_OUTLINED)].rstrip(", ").replace("`", "") if outlined else ""
-        group = self.group(f"p_{_safe(name)}", label or f"plan {name}", "plan", None)
+        parent = within if outlined else None
+        group = self.group(f"p_{_safe(name)}", label or f"plan {name}", "plan", parent)
         first = self.plan(sub, prefix, group, outer if outlined else None)
         if outlined and outer is None:
             self._unwrap_env(prefix, group.id)

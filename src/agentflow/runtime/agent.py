@@ -179,14 +179,48 @@ def check_answer(text: str | None, schema: dict[str, Any]) -> tuple[Any, list[st
     try:
         extracted = extract_json(text)
     except ExtractionError as exc:
-        return None, [f"the answer is not a JSON object: {exc}"], None
+        problem = f"the answer is not a JSON object: {exc}"
+        if is_wrapped_contract(schema):
+            problem += (
+                ' (the answer is an object with the value in its field `value`: {"value": ...})'
+            )
+        return None, [problem], None
     value = extracted.value
+    wrapped = is_wrapped_contract(schema)
     if not isinstance(value, dict):
+        if wrapped:  # `expect` of a non-object type: the contract is `{ value: T }`
+            shown = json.dumps(value, ensure_ascii=False)
+            shown = shown if len(shown) <= 40 else shown[:37] + "..."
+            return (
+                value,
+                [
+                    f"$: the answer must be a JSON object, got {type(value).__name__}: put the "
+                    f'value in the field `value`, as {{"value": {shown}}}'
+                ],
+                None,
+            )
         return value, [f"$: the answer must be a JSON object, got {type(value).__name__}"], None
     errors = validate(schema, value)
+    if errors and wrapped and "value" not in value:
+        errors.insert(0, '$: the answer goes in the field `value`: {"value": ...}')
     if not errors:  # `int` fields hold ints: 3.0 → 3 (docs/decisions.md, round 41)
         value = whole_numbers(schema, value)
     return value, errors, extracted.trailing
+
+
+def is_wrapped_contract(schema: Any) -> bool:
+    """Whether ``schema`` is the wrapped contract ``{ value: T }`` an ``expect`` of a type that
+    is not an object compiles to (docs/spec/LANGUAGE.md §10): one required field ``value``,
+    nothing else."""
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return False
+    props = schema.get("properties")
+    return (
+        isinstance(props, dict)
+        and list(props) == ["value"]
+        and schema.get("required") == ["value"]
+        and schema.get("additionalProperties") is False
+    )
 
 
 def parse_arguments(raw: str | dict[str, Any] | None) -> dict[str, Any]:

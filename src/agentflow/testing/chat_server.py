@@ -149,7 +149,10 @@ def text(content: str | None, finish_reason: str = "stop", delay: float = 0.0, *
 
 
 def answer(value: Any, **kw: Any) -> Reply:
-    """A text answer holding ``value`` as JSON (Unicode kept)."""
+    """A text answer holding ``value`` as JSON (Unicode kept).  An agent whose ``expect`` type
+    is not an object answers its wrapped contract: ``answer({"value": "tech"})`` for
+    ``expect "tech" | "billing"`` (``answer("tech")`` is refused, and the repair message says
+    so)."""
     return text(json.dumps(value, ensure_ascii=False), **kw)
 
 
@@ -755,14 +758,21 @@ class ChatServer:
     # ------------------------------------------------------------------ config helpers
 
     def env(self, model: str = "test-model", api_key: str | None = TEST_API_KEY) -> dict[str, str]:
-        """Environment variables that make ``load_config`` use this server as the default model."""
+        """Environment variables that point a configuration at this server, whichever way it is
+        made: ``OPENAI_BASE_URL`` / ``OPENAI_MODEL`` / ``OPENAI_API_KEY`` (no flow.toml: the
+        default model from the environment) and ``SCRIPTED_API_KEY``, the key
+        :meth:`write_config`'s flow.toml reads — so ``load_config(server.write_config(d),
+        env=server.env())`` and a ``flowc`` run with these variables work as they are
+        (docs/reference/testing.md "Testing from Python")."""
         out = {"OPENAI_BASE_URL": self.url, "OPENAI_MODEL": model}
         if api_key:
             out["OPENAI_API_KEY"] = api_key
+            out["SCRIPTED_API_KEY"] = api_key
         return out
 
     def config_text(self, *, model: str = "test-model", extra: str = "", retries: int = 2) -> str:
-        """A flow.toml pointing every role at this server (provider ``scripted``)."""
+        """A flow.toml pointing every role at this server (provider ``scripted``; its key is read
+        from ``SCRIPTED_API_KEY``, which :meth:`env` sets)."""
         return (
             "[models]\n"
             f'default = "scripted:{model}"\n'

@@ -168,12 +168,41 @@ def _user_tools_hint(config: Any) -> str:
 PRECONNECT_LIMIT = 10.0
 
 
-async def check_plan_arguments(plan: Any, catalog: Catalog) -> None:
+def plan_argument_problems(plan: Any, catalog: Catalog) -> list[Diagnostic]:
+    """Every problem of the plan's literal tool arguments against the input schemas ``catalog``
+    knows now (:func:`agentflow.ir.resolve.check_arguments`): builtin and user tools always, an
+    MCP server's tools once it is connected (a server not connected is not asked: its tools'
+    arguments are checked when they are called)."""
+    names: set[str] = set()
+    for p in [plan, *(getattr(plan, "plans", None) or {}).values()]:
+        for _path, _label, step in walk_steps(p):
+            if isinstance(step.tool_name, str) and step.tool_name not in CONTROL_STEPS:
+                names.add(step.tool_name)
+    schemas = {}
+    for name in sorted(names):
+        tool = catalog.get(name)
+        if tool is not None and tool.source in ("mcp", "user", "builtin"):
+            schemas[name] = tool.input_schema
+    return check_arguments(plan, schemas)
+
+
+def plan_load_problems(plan: Any, catalog: Catalog, config: Any = None) -> list[Diagnostic]:
+    """The load-time checks a plan must pass before it runs, the one function ``flowc run``
+    (:func:`check_plan_arguments`) and ``flowc plan validate``
+    (:func:`agentflow.api.check_plan`) both call: tool names and ``tools`` patterns
+    (:func:`plan_tool_problems`) and literal arguments (:func:`plan_argument_problems`), sorted
+    by position.  What ``catalog`` cannot know is not checked: the tools of an MCP server not
+    connected (validate never connects one), and tools of a flow.toml it was not built from."""
+    problems = plan_tool_problems(plan, catalog, config) + plan_argument_problems(plan, catalog)
+    return sorted(problems, key=lambda d: d.sort_key())
+
+
+async def check_plan_arguments(plan: Any, catalog: Catalog, config: Any = None) -> None:
     """Check the plan's literal tool arguments against the tools' input schemas before the run
-    (:func:`agentflow.ir.resolve.check_arguments`): the MCP servers its ordinary steps name are
-    connected first, within :data:`PRECONNECT_LIMIT` (they will be needed; a server that cannot
-    be reached in that time is left to its own step, and its arguments to the server).  Raises
-    PlanLoadError listing every problem."""
+    (:func:`plan_load_problems`): the MCP servers its ordinary steps name are connected first,
+    within :data:`PRECONNECT_LIMIT` (they will be needed; a server that cannot be reached in
+    that time is left to its own step, and its arguments to the server).  Raises PlanLoadError
+    listing every problem."""
 
     names: set[str] = set()
     bounds: dict[str, float] = {}  # server → half the shortest step timeout naming it
@@ -205,12 +234,7 @@ async def check_plan_arguments(plan: Any, catalog: Catalog) -> None:
             await asyncio.wait_for(asyncio.shield(attempt), limit)
         except (RunError, TimeoutError):
             pass
-    schemas = {}
-    for name in names:
-        tool = catalog.get(name)
-        if tool is not None and tool.source in ("mcp", "user", "builtin"):
-            schemas[name] = tool.input_schema
-    problems = check_arguments(plan, schemas)
+    problems = plan_load_problems(plan, catalog, config)
     if problems:
         raise PlanLoadError(problems)
 
@@ -220,6 +244,8 @@ __all__ = [
     "check_plan_arguments",
     "check_plan_tools",
     "list_catalog",
+    "plan_argument_problems",
+    "plan_load_problems",
     "schema_summary",
 ]
 
