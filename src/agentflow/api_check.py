@@ -23,6 +23,7 @@ from agentflow.compiler.checker import CheckResult
 from agentflow.compiler.contracts import contract_for, extern_declaration
 from agentflow.compiler.fmt import FormatError, format_file
 from agentflow.compiler.gen_python import gen_modules, generate_python, stale_diagnostics
+from agentflow.core.config_file import find_config
 from agentflow.core.diagnostics import UNKNOWN_AGENT_PROFILE, Diagnostic, did_you_mean
 from agentflow.errors import CompileError, ContractError
 from agentflow.ir.names import expression_position
@@ -140,20 +141,19 @@ def agent_profile_warnings(flow: str | os.PathLike[str], result: CheckResult) ->
 
 
 def _nearest_config(flow: Path) -> dict[str, Any] | None:
-    """The nearest ``flow.toml`` from ``flow``'s directory upward, parsed, with its path (as
+    """The ``flow.toml`` a run of ``flow`` reads (the nearest from its directory upward:
+    :func:`agentflow.core.config_file.find_config`, the one rule), parsed, with its path (as
     given) under ``__file__``; None when there is none or it cannot be read (``flowc run``
     reports that)."""
-    start = flow.parent
-    for directory in (start, *start.resolve().parents):
-        candidate = directory / "flow.toml"
-        if candidate.is_file():
-            try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-                return None
-            data["__file__"] = str(candidate)
-            return data
-    return None
+    candidate = find_config(flow)
+    if candidate is None:
+        return None
+    try:
+        data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    data["__file__"] = str(candidate)
+    return data
 
 
 def type_schema(result: CheckResult, type_name: str | None) -> dict[str, Any]:

@@ -67,3 +67,27 @@ def test_flowc_check_reports_the_typo_from_the_flow_toml_beside_it(tmp_path: Pat
     (tmp_path / "flow.toml").write_text(CONFIG.replace("triagr", "triager"))
     clean = CliRunner().invoke(main, ["check", "triage.flow"])
     assert clean.exit_code == 0 and "unknown-agent-profile" not in clean.output, clean.output
+
+
+def test_check_and_run_of_a_flow_elsewhere_read_the_same_flow_toml(tmp_path: Path, monkeypatch):
+    """One rule for every command (docs/reference/configuration.md "Which flow.toml"): the
+    nearest flow.toml from the flow's directory upward, not the one of the current directory;
+    `--config` overrides it."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "triage.flow").write_text(FLOW)
+    (project / "flow.toml").write_text(CONFIG)
+    # the current directory's own flow.toml, whose profile is another near miss
+    (tmp_path / "flow.toml").write_text(CONFIG.replace("triagr", "triagerr"))
+    monkeypatch.chdir(tmp_path)
+    flow = str(Path("project") / "triage.flow")
+    checked = CliRunner().invoke(main, ["check", flow])
+    assert checked.exit_code == 0, checked.output
+    assert f"in {Path('project') / 'flow.toml'}\n" in checked.stdout, checked.stdout
+    assert "did you mean `triagr`?" in checked.stdout, checked.stdout
+    ran = CliRunner().invoke(main, ["run", flow, "--input", '{"email": "hi"}'])
+    assert ran.exit_code == 0, ran.output
+    assert "(did you mean `triagr`?)" in ran.stderr, ran.stderr
+    given = ["run", "--config", "flow.toml", flow, "--input", '{"email": "hi"}']
+    overridden = CliRunner().invoke(main, given)
+    assert "(did you mean `triagerr`?)" in overridden.stderr, overridden.stderr  # --config wins
