@@ -79,6 +79,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
     )
     from agentflow.api_durable import (
         answer_durable,
+        answer_name,
         answer_run,
         cancel_durable,
         durable_database,
@@ -152,6 +153,7 @@ __all__ = [
     "run_sync",
     "resume_run",
     "resume_run_sync",
+    "answer_name",
     "answer_run",
     "plan_text",
     "run_tests",
@@ -230,6 +232,7 @@ _EXPORTS: dict[str, str] = {
     "run_sync": "agentflow.api_run",
     "resume_run": "agentflow.api_run",
     "resume_run_sync": "agentflow.api_run",
+    "answer_name": "agentflow.api_durable",
     "answer_run": "agentflow.api_durable",
     "plan_text": "agentflow.api_compile",
     "run_tests": "agentflow.api_evals",

@@ -63,7 +63,6 @@ __all__ = [
     "CLOSE_LIMIT_S",
     "build_catalog",
     "callback_sink",
-    "config_near",
     "console_sink",
     "enable_watchdog",
     "jsonl_sink",

@@ -9,7 +9,7 @@ import dataclasses
 import json
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Question",
     "RunInfo",
+    "answer_name",
     "error_text",
     "json_of",
     "no_redrive",
@@ -77,6 +78,38 @@ class Question:
         if eq:
             found.add(name)
         return frozenset(found)
+
+
+#: the label segments of an ask the run asks again: a ``map``/``reduce`` item, a ``loop`` round
+_REPEATED = re.compile(r"^(item|round) \d+$")
+
+
+def answer_name(path: str, label: str | None, others: Iterable[tuple[str, str | None]] = ()) -> str:
+    """What the hint ``answer with: flowc answer RUN NAME VALUE`` names the question at step
+    ``path`` (labelled ``label``, ``approve › go = ask``) by: the ``let`` its answer is bound to
+    (``go``) when that name is the question's alone in the run — the ask is not one a map's
+    items or a loop's rounds ask again (an ``item N`` / ``round N`` segment of its label), and
+    no other question of ``others`` (the run's other questions as ``(path, label)``, those
+    known: waiting, answered, asked before) is bound to that name or has it as its path — else
+    ``path``, which always works (docs/reference/cli.md "flowc answer")."""
+    if not label:
+        return path
+    parts = label.split(" › ")
+    name, eq, _ = parts[-1].partition(" = ")
+    if not eq or not name or any(_REPEATED.match(p) for p in parts):
+        return path
+    for other_path, other_label in others:
+        if other_path == path:
+            continue
+        if other_path == name or (other_label and name in _let_of(other_label)):
+            return path
+    return name
+
+
+def _let_of(label: str) -> set[str]:
+    """The ``let`` name of an ask's label (``{"go"}`` of ``approve › go = ask``), or none."""
+    name, eq, _ = label.split(" › ")[-1].partition(" = ")
+    return {name} if eq else set()
 
 
 def _path_key(path: str) -> list[tuple[int, str]]:
