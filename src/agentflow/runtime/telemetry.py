@@ -11,9 +11,9 @@ span tree from step paths; it never looks inside the executor::
     │   │   │   ├── chat gpt-4o-mini             (one model call: GenAI semantic conventions)
     │   │   │   └── execute_tool grep            (a tool call: name, call id, duration, error)
     │   │   └── round 2 …
-    │   └── exit E1
+    │   └── exit                                 (a step; `list_dir files` when bound to a `let`)
     └── stage implement
-        └── map E3
+        └── map
             ├── invoke_agent dev-team.backend · item 0   (E3/do.0, agentflow.map.index 0)
             └── invoke_agent dev-team.frontend · item 1
 
@@ -390,6 +390,30 @@ class _ExportProblems(logging.Handler):
             first = str(exc).splitlines()[0] if str(exc) else ""
             message = f"{message}: {type(exc).__name__}: {first}"
         self.messages = [*self.messages[-4:], message]
+
+
+def _step_name(tool: str, path: str, data: Mapping[str, Any], agent: Any = None) -> str:
+    """A step span's name, in the `.flow`'s terms and the GenAI conventions' form (operation,
+    then what it works on; docs/observability.md "Span names"): ``invoke_agent helper`` for an
+    agent step (its agent: the ``.flow`` alias or the profile), ``list_dir files`` for a step
+    whose value is bound to ``let files``, the operation alone (``exit``, ``ask``) for one bound
+    to no name, `` · item N`` after either inside a map's item (12 items are not 12 alike
+    rows).  A hand-written plan's step (no ``label``: its step ids are its own names) is
+    ``read_file fetch`` by its path.  The path is always the ``agentflow.step.path``
+    attribute, the whole label ``agentflow.step.label``."""
+    short = _short_tool(tool) if tool else "step"
+    if tool == "agent":
+        name = f"invoke_agent {agent}" if agent else "invoke_agent"
+    elif data.get("name"):
+        name = f"{short} {data['name']}"
+    elif data.get("label"):
+        name = short
+    else:
+        return f"{short} {path}".strip()
+    item = _ITEM.match(path.rsplit("/", 1)[-1])
+    if item:
+        name += f" · item {item.group(1)}"
+    return name
 
 
 class OtelSink:
@@ -824,16 +848,13 @@ class OtelSink:
         if loop_round:
             attrs["agentflow.loop.round"] = int(loop_round.group(1))
         inp = _as_dict(data.get("input"))
-        name = f"{_short_tool(tool)} {path}"
+        name = _step_name(tool, path, data, inp.get("agent"))
         chain = tool in _CONTROL or tool.startswith("plan__")
         attrs["openinference.span.kind"] = G.CHAIN if chain else G.TOOL
         if not chain and tool != "agent":
             attrs["tool.name"] = _short_tool(tool)
         if tool == "agent":
             label = inp.get("agent")
-            name = f"invoke_agent {label}" if label else "invoke_agent"
-            if item:  # a map's item: its index in the name (12 items are not 12 alike rows)
-                name += f" · item {item.group(1)}"
             if label:
                 self._agents[path] = str(label)
             attrs["openinference.span.kind"] = G.AGENT
@@ -884,10 +905,11 @@ class OtelSink:
         span = entry.span
         if entry.lazy:  # opened from a child's event: its name and tool are known now
             tool = str(data.get("tool_name") or "")
-            span.update_name(
-                "invoke_agent" if tool == "agent" else f"{_short_tool(tool)} {path}".strip()
-            )
+            agent = self._agents.get(path) or data.get("agent")
+            span.update_name(_step_name(tool, path, data, agent))
             span.set_attribute("agentflow.step.tool", tool)
+            if data.get("label"):
+                span.set_attribute("agentflow.step.label", str(data["label"]))
         usage = _as_dict(data.get("usage"))
         for key in ("inferences", "input_tokens", "output_tokens"):
             if isinstance(usage.get(key), int):
