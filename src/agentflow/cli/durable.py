@@ -365,8 +365,9 @@ def _closed_text(q: Any) -> str:
 
 
 def _step_line(step: dict[str, Any]) -> str:
-    """One step of ``flowc runs show``: status, start time, duration, the step in the user's
-    terms (its `.flow` label, else its path and what it called)."""
+    """One step of ``flowc runs show``: status (``retried`` for a failed attempt the run made
+    again), start time, duration, the step in the user's terms (its `.flow` label, else its
+    path and what it called), and a failed attempt's error code."""
     mark = "reused" if step.get("reused") else step["status"]
     start, end = step.get("started_at"), step.get("finished_at")
     at = time.strftime("%H:%M:%S", time.localtime(start)) if start else "-"
@@ -379,6 +380,9 @@ def _step_line(step: dict[str, Any]) -> str:
             what += f" › {step['kind']}"
     else:
         what = f"{step.get('path') or '(run)'}  {step.get('kind', '')}".rstrip()
+    code = (step.get("error") or {}).get("code")
+    if code:  # what the attempt failed with: the code its retry policy decided by
+        what += f"  [{code}]"
     return f"{mark:<10} {at}  {took:>7}  {what}"
 
 

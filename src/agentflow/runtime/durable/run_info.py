@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentflow.core.vocabulary import Code
-from agentflow.errors import InputError, RunError
+from agentflow.errors import InputError, RunError, run_error_of
 from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.durable.answers import question_key
 
@@ -232,9 +232,19 @@ def split_closed(
     return waiting, answered
 
 
-def error_text(error: Any) -> dict[str, Any]:
+def error_text(error: Any, op: Any = None) -> dict[str, Any]:
+    """A recorded error as ``{code, message, step_path}``: a :class:`RunError` as it is; the
+    exception an operation ``op`` (shown.py's ``Operation`` of a tool or model call) recorded
+    classified as the run classified it when the attempt failed — the code its retry policy
+    decided by (:func:`agentflow.errors.run_error_of`: a plain exception is ``tool_error``, a
+    ``ConnectionError`` ``transient`` …), at the operation's step path; else (no operation: a
+    workflow that raised outside any step, the engine's own) ``failed``."""
     if isinstance(error, RunError):
         return error.to_dict()
+    if isinstance(error, BaseException) and op is not None and op.kind in ("tool", "model"):
+        shown = run_error_of(error, str(op.what or op.kind)).to_dict()
+        shown["step_path"] = shown.get("step_path") or op.path or None
+        return shown
     # not a step's failure: the engine's own (a workflow that raised outside any step)
     return {"code": Code.FAILED, "message": str(error), "step_path": None}
 
