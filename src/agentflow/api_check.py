@@ -32,6 +32,7 @@ __all__ = [
     "FormatError",
     "agent_profile_warnings",
     "check_source",
+    "config_file",
     "diagnostics_summary",
     "expression_position",
     "extern_declaration",
@@ -138,6 +139,14 @@ def agent_profile_warnings(flow: str | os.PathLike[str], result: CheckResult) ->
             )
         )
     return out
+
+
+def config_file(near: str | os.PathLike[str] | None = None) -> Path | None:
+    """The ``flow.toml`` a command acting on ``near`` (a `.flow` or plan file, or a
+    directory; None: a command that acts on no file) reads when no ``--config`` is given: the
+    nearest from its directory upward, else None (docs/reference/configuration.md "Which
+    flow.toml")."""
+    return find_config(near)
 
 
 def _nearest_config(flow: Path) -> dict[str, Any] | None:

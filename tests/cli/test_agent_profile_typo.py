@@ -91,3 +91,24 @@ def test_check_and_run_of_a_flow_elsewhere_read_the_same_flow_toml(tmp_path: Pat
     given = ["run", "--config", "flow.toml", flow, "--input", '{"email": "hi"}']
     overridden = CliRunner().invoke(main, given)
     assert "(did you mean `triagerr`?)" in overridden.stderr, overridden.stderr  # --config wins
+
+
+def test_a_durable_run_of_a_flow_elsewhere_says_where_its_database_is(tmp_path: Path, monkeypatch):
+    from agentflow.runtime.durable.dbos_engine import shutdown
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "one.flow").write_text("stage s -> int { return 1 }\n")
+    (project / "flow.toml").write_text("[tools]\nentry_points = false\n")
+    monkeypatch.chdir(tmp_path)
+    try:
+        ran = CliRunner().invoke(main, ["run", "--durable", "--run-id", "d1", "project/one.flow"])
+    finally:
+        shutdown()
+    assert ran.exit_code == 0, ran.output
+    used = Path("project") / "flow.toml"
+    assert (
+        f"note: the run's database is {used}'s; from this directory give flowc runs, answer "
+        f"and resume --config {used}"
+    ) in ran.stderr, ran.stderr
+    assert (project / ".flowc" / "durable.sqlite").is_file()  # beside the flow.toml it read
