@@ -392,30 +392,6 @@ class _ExportProblems(logging.Handler):
         self.messages = [*self.messages[-4:], message]
 
 
-def _step_name(tool: str, path: str, data: Mapping[str, Any], agent: Any = None) -> str:
-    """A step span's name, in the `.flow`'s terms and the GenAI conventions' form (operation,
-    then what it works on; docs/observability.md "Span names"): ``invoke_agent helper`` for an
-    agent step (its agent: the ``.flow`` alias or the profile), ``list_dir files`` for a step
-    whose value is bound to ``let files``, the operation alone (``exit``, ``ask``) for one bound
-    to no name, `` · item N`` after either inside a map's item (12 items are not 12 alike
-    rows).  A hand-written plan's step (no ``label``: its step ids are its own names) is
-    ``read_file fetch`` by its path.  The path is always the ``agentflow.step.path``
-    attribute, the whole label ``agentflow.step.label``."""
-    short = _short_tool(tool) if tool else "step"
-    if tool == "agent":
-        name = f"invoke_agent {agent}" if agent else "invoke_agent"
-    elif data.get("name"):
-        name = f"{short} {data['name']}"
-    elif data.get("label"):
-        name = short
-    else:
-        return f"{short} {path}".strip()
-    item = _ITEM.match(path.rsplit("/", 1)[-1])
-    if item:
-        name += f" · item {item.group(1)}"
-    return name
-
-
 class OtelSink:
     """An event sink exporting each run as a tree of OpenTelemetry spans (module docstring).
 
@@ -848,7 +824,7 @@ class OtelSink:
         if loop_round:
             attrs["agentflow.loop.round"] = int(loop_round.group(1))
         inp = _as_dict(data.get("input"))
-        name = _step_name(tool, path, data, inp.get("agent"))
+        name = G.step_span_name(tool, path, data, inp.get("agent"))
         chain = tool in _CONTROL or tool.startswith("plan__")
         attrs["openinference.span.kind"] = G.CHAIN if chain else G.TOOL
         if not chain and tool != "agent":
@@ -906,7 +882,7 @@ class OtelSink:
         if entry.lazy:  # opened from a child's event: its name and tool are known now
             tool = str(data.get("tool_name") or "")
             agent = self._agents.get(path) or data.get("agent")
-            span.update_name(_step_name(tool, path, data, agent))
+            span.update_name(G.step_span_name(tool, path, data, agent))
             span.set_attribute("agentflow.step.tool", tool)
             if data.get("label"):
                 span.set_attribute("agentflow.step.label", str(data["label"]))
