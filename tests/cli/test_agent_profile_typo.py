@@ -112,3 +112,24 @@ def test_a_durable_run_of_a_flow_elsewhere_says_where_its_database_is(tmp_path: 
         f"and resume --config {used}"
     ) in ran.stderr, ran.stderr
     assert (project / ".flowc" / "durable.sqlite").is_file()  # beside the flow.toml it read
+
+
+def test_flowc_test_of_a_flow_below_its_project_reads_the_project_flow_toml(
+    tmp_path: Path, monkeypatch
+):
+    """`flowc test` found a flow.toml only beside the flow: a flow in a subdirectory of its
+    project ran its tests without the project's `[tools] modules`."""
+    project = tmp_path / "project"
+    (project / "flows").mkdir(parents=True)
+    (project / "tools.py").write_text(
+        'def double(n: int) -> int:\n    """2n."""\n    return 2 * n\n'
+    )
+    (project / "flow.toml").write_text('[tools]\nmodules = ["tools.py"]\nentry_points = false\n')
+    (project / "flows" / "d.flow").write_text(
+        "extern tool user__double(n: int) -> int\n"
+        "stage s -> int { return user__double(n: 4) }\n"
+        'test "the tool runs" { expect output == 8 }\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    tested = CliRunner().invoke(main, ["test", str(Path("project") / "flows" / "d.flow")])
+    assert tested.exit_code == 0, tested.output
