@@ -24,6 +24,7 @@ from agentflow.compiler.checker import CheckResult
 from agentflow.compiler.contracts import contract_for, extern_declaration
 from agentflow.compiler.fmt import FormatError, format_file, format_source
 from agentflow.compiler.gen_python import gen_modules, generate_python, stale_diagnostics
+from agentflow.core.config_file import find_config
 from agentflow.core.diagnostics import UNKNOWN_AGENT_PROFILE, Diagnostic, did_you_mean
 from agentflow.errors import CompileError, ContractError
 from agentflow.ir.names import expression_position
@@ -32,6 +33,7 @@ __all__ = [
     "FormatError",
     "agent_profile_warnings",
     "check_source",
+    "config_file",
     "diagnostics_summary",
     "expression_position",
     "extern_declaration",
@@ -141,21 +143,28 @@ def agent_profile_warnings(flow: str | os.PathLike[str], result: CheckResult) ->
     return out
 
 
+def config_file(near: str | os.PathLike[str] | None = None) -> Path | None:
+    """The ``flow.toml`` a command acting on ``near`` (a `.flow` or plan file, or a
+    directory; None: a command that acts on no file) reads when no ``--config`` is given: the
+    nearest from its directory upward, else None (docs/reference/configuration.md "Which
+    flow.toml")."""
+    return find_config(near)
+
+
 def _nearest_config(flow: Path) -> dict[str, Any] | None:
-    """The nearest ``flow.toml`` from ``flow``'s directory upward, parsed, with its path (as
+    """The ``flow.toml`` a run of ``flow`` reads (the nearest from its directory upward:
+    :func:`agentflow.core.config_file.find_config`, the one rule), parsed, with its path (as
     given) under ``__file__``; None when there is none or it cannot be read (``flowc run``
     reports that)."""
-    start = flow.parent
-    for directory in (start, *start.resolve().parents):
-        candidate = directory / "flow.toml"
-        if candidate.is_file():
-            try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-                return None
-            data["__file__"] = str(candidate)
-            return data
-    return None
+    candidate = find_config(flow)
+    if candidate is None:
+        return None
+    try:
+        data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    data["__file__"] = str(candidate)
+    return data
 
 
 def type_schema(result: CheckResult, type_name: str | None) -> dict[str, Any]:

@@ -69,9 +69,10 @@ def check_plan(path: str | os.PathLike, *, config: Any = None) -> PlanCheck:
     its structure and templates (docs/spec/PLAN_IR.md §1–6), and the load-time checks
     ``flowc run`` makes (:func:`agentflow.runtime.tools.build.plan_load_problems`: tool names,
     ``tools`` patterns and literal tool arguments) against the catalog of ``config`` (a
-    :class:`~agentflow.runtime.config.Config`, a flow.toml path, or None: the flow.toml found
-    from the current directory; MCP servers are not connected, so their tools' arguments are
-    left to the run; docs/spec/RUNTIME.md §4), together — without a problem hiding another, and without follow-up
+    :class:`~agentflow.runtime.config.Config`, a flow.toml path, or None: the nearest flow.toml
+    from the plan file's directory upward, docs/reference/configuration.md "Which flow.toml";
+    MCP servers are not connected, so their tools' arguments are left to the run;
+    docs/spec/RUNTIME.md §4), together — without a problem hiding another, and without follow-up
     problems of one mistake.  A `.flow`
     file is compiled first; when it has errors, those are the diagnostics.
 
@@ -99,7 +100,7 @@ def check_plan(path: str | os.PathLike, *, config: Any = None) -> PlanCheck:
         plan, diags = check_plan_text(text, file)
     if plan is not None:
         if not isinstance(config, Config):
-            config = read_config(config)
+            config = read_config(config, near=file)
         catalog = build_catalog(config, plan=plan)  # MCP servers are not connected
         diags = diags + plan_load_problems(plan, catalog, config)
     return PlanCheck(sorted(diags, key=lambda d: d.sort_key()), {file: text})

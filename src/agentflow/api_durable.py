@@ -27,10 +27,11 @@ from agentflow.runtime.durable.management import (
     recorded_spec,
     show_run,
 )
-from agentflow.runtime.durable.run_info import Question, question_path
+from agentflow.runtime.durable.run_info import Question, answer_name, question_path
 
 __all__ = [
     "answer_durable",
+    "answer_name",
     "answer_run",
     "cancel_durable",
     "durable_database",

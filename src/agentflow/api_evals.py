@@ -117,8 +117,8 @@ async def evaluate_async(
     - ``datasets``: JSON Lines / YAML / JSON files of cases (default: the eval block's
       ``dataset`` files, relative to the `.flow`); ``eval_name``: the eval block (default: the
       only one);
-    - ``config``: ``flow.toml`` (default: the one beside the `.flow`, else found from the current
-      directory); ``workspace``: the file tools' root (default: the `.flow`'s directory);
+    - ``config``: ``flow.toml`` (default: the nearest from the `.flow`'s directory upward,
+      docs/reference/configuration.md "Which flow.toml"); ``workspace``: the file tools' root (default: the `.flow`'s directory);
     - ``models``: named models (``[models.named]``) to compare: every model call of the flow is
       answered by each in turn; ``model``: ``"test"`` (the test model, as ``flowc run --model
       test``); ``replay``: answer every request from a cassette;
@@ -146,9 +146,7 @@ async def evaluate_async(
         )
     here = Path(flow).parent
     if not isinstance(config, Config):
-        if config is None and (here / "flow.toml").is_file():
-            config = here / "flow.toml"
-        config = load_config(_fspath(config))
+        config = load_config(_fspath(config), near=flow)
     if model is None and replay is None:
         for name in models or []:
             config.resolve(name)  # an unknown name is a ConfigError now, not in every case

@@ -188,7 +188,9 @@ async def run(
     """Run a `.flow` file, a plan file or a loaded :class:`Plan` and return its ``RunResult``.
 
     - ``config``: a :class:`agentflow.runtime.config.Config`, a path to ``flow.toml``, or None to
-      find ``flow.toml`` from the current directory upwards (else the environment);
+      find ``flow.toml`` from the directory of ``target`` upwards (a loaded plan's
+      ``source_file``; the current directory for a plan from memory), else the environment
+      (docs/reference/configuration.md "Which flow.toml");
     - ``workspace``: the root the file tools are confined to (default: the current directory);
     - ``trace``: a JSON Lines file receiving every event;
     - ``sinks``: more event sinks (closed when the run ends); ``hooks``: the host's gate,
@@ -317,7 +319,7 @@ def _prepare(
     :func:`agentflow.runtime.config.load_config` and :func:`build_catalog` do."""
     plan = target if isinstance(target, Plan) else load(target)
     if not isinstance(config, Config):
-        config = read_config(_fspath(config))
+        config = read_config(_fspath(config), near=config_near(target))
     return plan, config, build_catalog(config, plan=plan) if catalog is None else None
 
 
@@ -552,11 +554,25 @@ def _ranges(indices: list[int]) -> str:
     return ", ".join(out)
 
 
-def load_config(path: str | os.PathLike[str] | None = None) -> Config:
-    """The configuration of ``path`` (a flow.toml), or of the nearest flow.toml from the current
-    directory upward, or the defaults (docs/reference/configuration.md).  Raises
+def load_config(
+    path: str | os.PathLike[str] | None = None, *, near: str | os.PathLike[str] | None = None
+) -> Config:
+    """The configuration of ``path`` (a flow.toml), or of the nearest flow.toml from ``near``'s
+    directory upward (the `.flow` or plan file a command acts on; None: the current
+    directory), or the defaults (docs/reference/configuration.md "Which flow.toml").  Raises
     :class:`agentflow.errors.ConfigError`."""
-    return read_config(None if path is None else os.fspath(path))
+    return read_config(None if path is None else os.fspath(path), near=near)
+
+
+def config_near(target: str | os.PathLike[str] | Plan | None) -> str | None:
+    """Where the search for ``target``'s flow.toml starts (docs/reference/configuration.md
+    "Which flow.toml"): the `.flow` or plan file's path, a loaded plan's ``source_file``, or
+    None (the current directory) for a plan from memory."""
+    if target is None:
+        return None
+    if isinstance(target, Plan):
+        return target.source_file
+    return os.fspath(target)
 
 
 def telemetry_settings(config: Config, telemetry: bool | str | None) -> TelemetrySettings | None:

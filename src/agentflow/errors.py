@@ -49,6 +49,7 @@ __all__ = [
     "SourceError",
     "Stopped",
     "model_error_code",
+    "run_error_of",
 ]
 
 
@@ -415,6 +416,24 @@ MODEL_ERROR_CODES: dict[str, str] = {
 def model_error_code(exc: ModelError) -> str:
     """The plan error code of a model failure (see :data:`MODEL_ERROR_CODES`)."""
     return MODEL_ERROR_CODES.get(exc.kind, Code.MODEL_ERROR)
+
+
+def run_error_of(exc: BaseException, tool_name: str) -> RunError:
+    """The run-time error a tool or model call that raised ``exc`` fails with — the one
+    classification the retry policy decides by and ``flowc runs show`` shows a recorded
+    attempt with (docs/reference/tools.md "Timeout and retry"): a :class:`RunError` as it
+    is, a :class:`ModelError` by its kind, ``TimeoutError`` → ``timeout``,
+    ``ConnectionError`` (a subclass too) → ``transient``, any other exception → ``tool_error``
+    (``"{tool_name}: {type}: {message}"``)."""
+    if isinstance(exc, RunError):
+        return exc
+    if isinstance(exc, ModelError):
+        return RunError(model_error_code(exc), f"{tool_name}: {exc}")
+    if isinstance(exc, TimeoutError):
+        return RunError(Code.TIMEOUT, f"{tool_name}: timed out")
+    if isinstance(exc, ConnectionError):
+        return RunError(Code.TRANSIENT, f"{tool_name}: {type(exc).__name__}: {exc}")
+    return RunError(Code.TOOL_ERROR, f"{tool_name}: {type(exc).__name__}: {exc}")
 
 
 class Interrupted(KeyboardInterrupt):

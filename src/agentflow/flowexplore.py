@@ -21,7 +21,7 @@ from agentflow.compiler.render import render_text
 from agentflow.errors import ErrorInfo, FlowError
 from agentflow.flowtest import _plan_steps, _plan_tool_name, _where, virtual_sleep
 from agentflow.ir.loader import load_plan_data
-from agentflow.runtime.config import Config, load_config
+from agentflow.runtime.config import Config, find_config, load_config
 from agentflow.runtime.events import CallbackSink
 from agentflow.runtime.expressions import evaluate
 from agentflow.runtime.hooks import Hooks
@@ -186,8 +186,8 @@ async def _explore_once(
 
     catalog = Catalog(generated_tool(name, schema) for name, schema in schemas.items())
     config: Any = Config()
-    toml = file.parent / "flow.toml"
-    if toml.is_file():
+    toml = find_config(file)  # the flow.toml a run of the file reads
+    if toml is not None:
         try:
             config = load_config(toml, env={})
         except FlowError:

@@ -10,7 +10,8 @@ hand back every stage's value), then runs it through :func:`agentflow.api.run` w
 - a catalog of the builtin file tools (confined to the file's directory) plus one tool per stub,
   and, for every other tool the flow declares, a tool that fails the test with a message naming
   the stub to add (MCP servers and user tools are never started);
-- the ``flow.toml`` next to the file, when there is one, for agent profiles and teams.
+- the ``flow.toml`` a run of the file reads (the nearest from its directory upward), when
+  there is one, for agent profiles and teams.
 
 Then each ``expect`` is evaluated over ``output``, ``input``, the stages, ``inferences`` and
 ``calls``. Layer: api (it compiles and runs).
@@ -51,7 +52,13 @@ from agentflow.errors import (
 )
 from agentflow.grammar import ast
 from agentflow.ir.loader import load_plan_data
-from agentflow.runtime.config import Config, ProviderConfig, ResolvedModel, load_config
+from agentflow.runtime.config import (
+    Config,
+    ProviderConfig,
+    ResolvedModel,
+    find_config,
+    load_config,
+)
 from agentflow.runtime.events import CallbackSink
 from agentflow.runtime.expressions import evaluate, to_json_value
 from agentflow.runtime.hooks import Hooks, SleepRequest
@@ -509,8 +516,8 @@ async def _run_prepared(
         return [f"{shown}: internal error: the test plan does not load: {e}"]
 
     config: Any = Config()
-    toml = file.parent / "flow.toml"
-    if toml.is_file():
+    toml = find_config(file)  # the flow.toml a run of the file reads
+    if toml is not None:
         try:
             config = load_config(toml, env={})
         except ConfigError as e:

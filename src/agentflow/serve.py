@@ -254,7 +254,7 @@ class McpFlowServer:
                 raise ConfigError(str(e)) from None
         self.model = model
         self.served = discover(directory)
-        self.config = config if config is not None else load_config(cwd=directory)
+        self.config = config if config is not None else load_config(near=directory)
         if not hasattr(self.config, "mcp"):
             self.config = load_config(config)
         self.workspace = workspace or directory

@@ -159,7 +159,7 @@ def test_a_question_and_an_error_from_a_tool_are_escaped_by_run_runs_show_and_an
     (tmp_path / "ask2.flow").write_text(ASK_FLOW, encoding="utf-8")
     argv = [FLOWC, "run", "ask2.flow", "--durable", "--run-id", "q2"]
     with Terminal(argv, cwd=tmp_path, cols=400) as run:  # wide: the question on one line
-        run.expect(r"answer with: flowc answer q2 E1 VALUE", timeout=60)
+        run.expect(r"answer with: flowc answer q2 ok VALUE", timeout=60)  # by its `let`
         for command in (["runs"], ["runs", "show", "q2"]):  # in a terminal: all of what they say
             with Terminal([FLOWC, *command], cwd=tmp_path) as term:
                 assert term.wait(timeout=60) == 0, term.raw
@@ -167,7 +167,9 @@ def test_a_question_and_an_error_from_a_tool_are_escaped_by_run_runs_show_and_an
             _no_escapes_at_all(shown, command)
             assert "? [s › ok = ask · E1] ".encode() in shown, shown
             assert f"] Approve {visible(HOSTILE)}?".encode() in shown, shown
-        answered = _flowc("answer", "q2", "E1", "yes", cwd=tmp_path)  # a pipe
+            if command[0:2] == ["runs", "show"]:  # the hint names the ask by its `let` too
+                assert b"answer with: flowc answer q2 ok VALUE" in shown, shown
+        answered = _flowc("answer", "q2", "ok", "yes", cwd=tmp_path)  # a pipe
         assert answered.returncode == 0, answered.stderr
         _no_escapes_at_all(answered.stderr, "answer")
         assert (

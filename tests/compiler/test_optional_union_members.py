@@ -5,9 +5,15 @@ an eval's dataset check and the generated client."""
 
 from __future__ import annotations
 
+import json
+
+from jsonschema import Draft202012Validator
+
 from agentflow import api
 from agentflow.compiler.api import check_source
 from agentflow.compiler.gen_python import generate_python
+from agentflow.runtime.models.openai import strict_schema
+from agentflow.runtime.models.schema_subsets import SUBSETS, fit_schema, subset_problems
 
 FLOW = """\
 type P = "x" | "y"?
@@ -34,9 +40,42 @@ def test_every_field_that_admits_null_is_left_out_of_required_with_one_schema():
     props = schema["properties"]
     assert props["a"] == props["c"] == props["g"] == XY  # no nested anyOf for `"x" | "y"?`
     assert props["b"] == {"anyOf": [{"enum": ["x"]}, {"type": "null"}]}
-    assert props["f"] == {
-        "anyOf": [{"anyOf": [{"type": "integer"}, {"type": "string"}]}, {"type": "null"}]
-    }
+    assert props["f"] == {"anyOf": [{"type": "integer"}, {"type": "string"}, {"type": "null"}]}
+
+
+OPTIONAL_UNION = """\
+type R { a: (int | text)?, b: int | text?, c: (R | int)?, d: ((int | null) | text)? }
+input { a: (int | text)? }
+stage s -> R { return { a: input.a } }
+"""
+
+
+def test_an_optional_union_is_one_flat_anyof_with_null_in_the_schema_text():
+    """`(int | text)?` is `anyOf [int, text, null]`, not `anyOf [anyOf [int, text], null]`;
+    each member once, null last (docs/reference/types.md "JSON Schema"), and every consumer
+    of a contract takes it: the contract validator, each provider's structured-output subset,
+    OpenAI strict mode, the served MCP tool's input schema."""
+    result = check_source(OPTIONAL_UNION, "o.flow")
+    assert not result.errors, result.errors
+    text = json.dumps(api.type_schema(result, "R")["properties"])
+    flat = '{"anyOf": [{"type": "integer"}, {"type": "string"}, {"type": "null"}]}'
+    assert text == (
+        f'{{"a": {flat}, "b": {flat}, '
+        '"c": {"anyOf": [{"$ref": "#"}, {"type": "integer"}, {"type": "null"}]}, '
+        f'"d": {flat}}}'
+    )
+    contract = api.type_schema(result, "R")
+    validator = Draft202012Validator(contract)
+    for value in ({"a": 1}, {"a": "x"}, {"a": None}, {"c": {"a": 2}}, {}):
+        assert validator.is_valid(value), value
+    assert not validator.is_valid({"a": 1.5})
+    for subset in SUBSETS:
+        assert subset_problems(fit_schema(contract, subset), subset) == [], subset
+    strict = strict_schema(contract)
+    assert strict is not None and strict["properties"]["a"] == json.loads(flat)
+    compiled = api.compile_source(OPTIONAL_UNION, "o.flow")
+    served = json.dumps(compiled.plan["input_schema"]["properties"]["a"])
+    assert served == flat
 
 
 def test_a_run_takes_an_input_without_the_fields_that_admit_null():

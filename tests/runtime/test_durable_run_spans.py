@@ -134,6 +134,22 @@ def test_an_agent_in_flight_at_a_kill_is_one_span_whose_rounds_from_both_process
     assert agent_span.attributes["agentflow.step.tool"] == "agent"
 
 
+def test_a_step_opened_from_a_childs_event_takes_its_flow_name_when_it_ends():
+    """A resumed process opens an agent step whose start was replayed (no event) from its
+    model call, as `step E1`; its finish names it as a live one: `invoke_agent AGENT`."""
+    provider, exporter = _provider()
+    sink = _process(provider, durable_trace("run-1", STARTED), 1)
+    _model_call(sink, "E1", 3, 1)
+    names = {"stage": "a", "agent": "helper", "name": "r", "label": "a › r = agent(helper)"}
+    sink.handle(Event("step_finished", "E1", ["p"], STARTED + 2, {"tool_name": "agent", **names}))
+    sink.handle(Event("run_finished", "", ["p"], STARTED + 3, {"status": "ok"}))
+    sink.close()
+    step = next(s for s in exporter.get_finished_spans() if s.attributes.get("agentflow.step.tool"))
+    assert step.name == "invoke_agent helper"
+    assert step.attributes["agentflow.step.path"] == "E1"
+    assert step.attributes["agentflow.step.label"] == "a › r = agent(helper)"
+
+
 def test_a_run_started_under_a_traceparent_keeps_that_parent_in_every_process():
     provider, exporter = _provider()
     parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"

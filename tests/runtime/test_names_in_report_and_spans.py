@@ -56,6 +56,47 @@ def test_step_spans_carry_the_label_and_the_item():
     assert "agentflow.item" not in steps["E0"]
 
 
+NAMED = """\
+flow named
+use agent "helper" as helper
+input { dir: path }
+stage look -> json {
+  let files = list_dir(path: input.dir)
+  let n = map [1, 2] as x { return agent(helper) { task "hi ${x}" tools none expect text } }
+  let a = agent(helper) { task "hi" tools none expect text }
+  return { files: files, n: n, a: a }
+}
+"""
+
+
+def test_span_names_are_the_flows_names_in_the_genai_form(tmp_path):
+    """A step span is named as the GenAI conventions name operations — the operation, then
+    what it works on — in the `.flow`'s words: `invoke_agent AGENT`, a step bound to `let x`
+    by its tool and `x`, a map's item with its index; the path stays an attribute
+    (docs/observability.md "Span names")."""
+    (tmp_path / "named.flow").write_text(NAMED, encoding="utf-8")
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    sink = OtelSink(TelemetrySettings(), tracer_provider=provider)
+    result = api.run_sync(
+        tmp_path / "named.flow", {"dir": "."}, model="test", workspace=tmp_path,
+        sinks=[sink], shape_cache=False,
+    )  # fmt: skip
+    assert result.ok, result.error
+    paths = {s.name: s.attributes.get("agentflow.step.path") for s in exporter.get_finished_spans()}
+    steps = {
+        "list_dir files": "E0",
+        "execute_tool list_dir": "E0",
+        "map n": "E1",
+        "invoke_agent helper · item 0": "E1/do.0",
+        "invoke_agent helper · item 1": "E1/do.1",
+        "invoke_agent helper": "E2",
+    }
+    assert steps.items() <= paths.items()
+    assert set(paths) == {*steps, "run named", "stage look", "round 1", "chat test"}
+
+
 def test_the_reports_error_names_the_failing_step_as_the_console_does(tmp_path):
     (tmp_path / "req.flow").write_text(
         "input { n: int }\n"

@@ -90,7 +90,9 @@ def test_bug_triage_run_exports_run_stage_step_round_model_and_tool_spans():
     assert tree.names(run) == ["stage reproduce", "stage plan", "stage implement"]
 
     reproduce, plan, implement = tree.children(run)
-    assert tree.names(reproduce) == ["invoke_agent repo-investigator", "exit E1"]
+    # a step in the .flow's terms: `exit` is bound to no `let`; its path is an attribute
+    assert tree.names(reproduce) == ["invoke_agent repo-investigator", "exit"]
+    assert tree.children(reproduce)[1].attributes["agentflow.step.path"] == "E1"
     agent = tree.children(reproduce)[0]
     attrs = agent.attributes
     assert attrs["gen_ai.operation.name"] == "invoke_agent"
@@ -129,7 +131,7 @@ def test_bug_triage_run_exports_run_stage_step_round_model_and_tool_spans():
             assert tool.end_time <= round_span.end_time
 
     assert tree.names(plan) == ["invoke_agent dev-team.lead"]
-    assert tree.names(implement) == ["map E3"]
+    assert tree.names(implement) == ["map"]  # `return parallel map …`
     (map_span,) = tree.children(implement)
     assert map_span.attributes["agentflow.map.items"] == 2
     items = tree.children(map_span)

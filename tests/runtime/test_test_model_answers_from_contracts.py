@@ -153,8 +153,11 @@ def test_a_provider_of_kind_test_in_flow_toml_answers_like_the_option(tmp_path, 
     (tmp_path / "flow.toml").write_text(
         '[models]\ndefault = "fake:any"\n[providers.fake]\nkind = "test"\nseed = 3\n'
     )
+    # the flow beside it: a run reads the flow.toml of the flow's directory (or above), not
+    # the current directory's (docs/reference/configuration.md "Which flow.toml")
+    (tmp_path / "first.flow").write_text((EXAMPLES / "first.flow").read_text())
     monkeypatch.chdir(tmp_path)
-    args = ["run", str(EXAMPLES / "first.flow"), "--json", "--input", '{"dir": "w"}']
+    args = ["run", "first.flow", "--json", "--input", '{"dir": "w"}']
     first = CliRunner().invoke(main, args)
     assert first.exit_code == 0, first.output
     # configured models: a profile would pick one, so its absence is said

@@ -505,10 +505,13 @@ def run(
         durable_options: dict[str, Any] = {}
         if durable:
             started: list[str] = []
+            where = _database_note(target, config, database)
 
             def on_start(rid: str) -> None:
                 started.append(rid)
                 _err(f"run id: {rid}")
+                if where:
+                    _err(where)
 
             durable_options = dict(
                 durable=True,
@@ -576,6 +579,22 @@ def _input_hint(target: str, given: str | None, reuse: str | None = None) -> str
     if given is None:
         return f"hint: with no --input the input is {{}}; {how}"
     return f"hint: {how}"
+
+
+def _database_note(target: str, config: str | None, database: str | None) -> str | None:
+    """For a durable run of ``target``, the note that the commands taking its id need
+    ``--config`` when started here: the flow.toml beside the flow (which sets the run's
+    database) is not the one found from the current directory (docs/reference/configuration.md
+    "Which flow.toml"); None when they agree or ``--config`` / ``--database`` is given."""
+    if config is not None or database is not None:
+        return None
+    used, here = api.config_file(target), api.config_file()
+    if used is None or (here is not None and here.resolve() == used.resolve()):
+        return None
+    return (
+        f"note: the run's database is {used}'s; from this directory give flowc runs, "
+        f"answer and resume --config {used}"
+    )
 
 
 def _load_flow(target: str) -> Any:

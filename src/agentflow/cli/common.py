@@ -250,25 +250,38 @@ def _otel_endpoint(value: str | None) -> str | None:
 
 
 def _show_question(
-    run_id: str, path: str, question: str, choices: Any = None, label: str | None = None
+    run_id: str,
+    path: str,
+    question: str,
+    choices: Any = None,
+    label: str | None = None,
+    others: Any = (),
 ) -> None:
     """Print, on stderr, a question durable run ``run_id`` waits on at step ``path`` (named by
     its ``label`` in the `.flow`'s terms when known) and the `flowc answer` command that
-    answers it."""
+    answers it: by its ``let`` name when that is the question's alone among ``others`` (the
+    run's other questions as ``(path, label)``; :func:`agentflow.api.answer_name`), else by
+    its path."""
     shown_choices = f" ({choices_text(choices)})" if choices else ""
     _err(f"? [{label or path}] {question}{shown_choices}")
-    _err(f"  answer with: flowc answer {run_id} {path} VALUE")
+    _err(f"  answer with: flowc answer {run_id} {api.answer_name(path, label, others)} VALUE")
 
 
-def _question_notice(run_ids: list[str], shown: set[str] | None = None) -> Any:
+def _question_notice(
+    run_ids: list[str], shown: set[str] | None = None, known: dict[str, Any] | None = None
+) -> Any:
     """A sink that says, for each question a durable run asks, how to answer it (the run id is
     ``run_ids[0]`` once known).  ``shown``: the step paths already announced (each is printed
-    once; the sink adds to it)."""
+    once; the sink adds to it); ``known``: the run's questions known so far, path → label (the
+    sink adds to it), which decide whether a question's hint may name it by its ``let``."""
     seen = shown if shown is not None else set()
+    # the run's questions so far, path -> label (the caller's, when it announced some)
+    asked: dict[str, str | None] = known if known is not None else {}
 
     def notice(event: Any) -> None:
         if event.data.get("tool_name") == "ask" and run_ids and event.path not in seen:
             seen.add(event.path)
+            asked[event.path] = event.data.get("label")
             ask = event.data.get("input") or {}
             if ask.get("known"):  # reused from --reuse, or answered while the run was stopped
                 return
@@ -278,6 +291,7 @@ def _question_notice(run_ids: list[str], shown: set[str] | None = None) -> Any:
                 ask.get("question", ""),
                 ask.get("choices"),
                 event.data.get("label"),
+                asked.items(),
             )
 
     return api.callback_sink(notice, kinds={"step_started"})

@@ -128,11 +128,14 @@ def resume(
         _fail(e)
     shown: set[str] = set()  # the questions announced (a waiting one, then new ones, once each)
 
+    known: dict[str, Any] = {}  # the run's questions so far, path -> label
+
     def waiting(questions: list[Any]) -> None:
+        known.update((q.path, q.label) for q in questions)
         for q in questions:
             if q.path not in shown:
                 shown.add(q.path)
-                _show_question(run_id, q.path, q.question, q.choices)
+                _show_question(run_id, q.path, q.question, q.choices, q.label, known.items())
 
     before = _question_before(_durable_url(config, database), run_id)
     why = str((before.error or {}).get("message") or "") if before is not None else ""
@@ -147,7 +150,7 @@ def resume(
     progress: list[Any] = [api.ask_progress_sink(_ask_progress)] if before is not None else []
     # a durable question prints what `flowc ask` prints; a plan's run its live view
     sinks: list[Any] = [*progress] or [api.console_sink()]
-    sinks.append(_question_notice([run_id], shown))
+    sinks.append(_question_notice([run_id], shown, known))
     # on the loop `flowc run` runs on: a first Ctrl-C / SIGTERM stops the resumed run as it
     # stops a run (`run aborted`, the trace closed, the run recorded aborted), then says so
     result = _stoppable(
@@ -307,6 +310,7 @@ def runs_show(
         _say(f"  (steps {info.steps_offset + 1}-{shown_to} of {total}{more})")
     for holder in info.workers:
         _say(_holder_line(holder, info.run_id))
+    known = [(q.path, q.label) for q in (*info.questions, *info.answered)]
     for q in info.questions:
         _say(
             f"waiting: ? [{q.shown()}] {q.question}"
@@ -317,7 +321,8 @@ def runs_show(
                 f"  its timeout ran out at {_when(q.asked_at + q.timeout)}: the run goes on "
                 "unanswered when it is taken up, unless answered before"
             )
-        _say(f"  answer with: flowc answer {info.run_id} {q.path} VALUE")
+        named = api.answer_name(q.path, q.label, known)
+        _say(f"  answer with: flowc answer {info.run_id} {named} VALUE")
     for q in info.answered:
         _say(f"answered: ✓ [{q.shown()}] {q.question} {_closed_text(q)}")
         if info.status == "stopped":
@@ -360,8 +365,9 @@ def _closed_text(q: Any) -> str:
 
 
 def _step_line(step: dict[str, Any]) -> str:
-    """One step of ``flowc runs show``: status, start time, duration, the step in the user's
-    terms (its `.flow` label, else its path and what it called)."""
+    """One step of ``flowc runs show``: status (``retried`` for a failed attempt the run made
+    again), start time, duration, the step in the user's terms (its `.flow` label, else its
+    path and what it called), and a failed attempt's error code."""
     mark = "reused" if step.get("reused") else step["status"]
     start, end = step.get("started_at"), step.get("finished_at")
     at = time.strftime("%H:%M:%S", time.localtime(start)) if start else "-"
@@ -378,6 +384,9 @@ def _step_line(step: dict[str, Any]) -> str:
     if isinstance(wakes, int | float):  # a `sleep`: when it wakes (or woke)
         verb = {"sleeping": "wakes", "interrupted": "was to wake"}.get(step["status"], "woke")
         what += f" · {verb} at {_when(wakes)}"
+    code = (step.get("error") or {}).get("code")
+    if code:  # what the attempt failed with: the code its retry policy decided by
+        what += f"  [{code}]"
     return f"{mark:<10} {at}  {took:>7}  {what}"
 
 

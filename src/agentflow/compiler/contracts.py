@@ -6,7 +6,8 @@ Rules:
   an agent contract is inlined at the root and refers to itself as ``{"$ref": "#"}``; so are the
   built-in ``Error`` and ``ErrorPlace``, while ``Outcome<T>`` is inlined (``{ok, value?, error?}``);
 - objects are closed (``additionalProperties: false``); ``required`` lists the non-optional fields;
-- ``T?`` is ``anyOf [T, {"type": "null"}]``; a union of literals is an ``enum``;
+- ``T?`` is ``anyOf [T, {"type": "null"}]``, flat for a union (``(A | B)?`` is ``anyOf [A, B,
+  null]``); a union of literals is an ``enum``;
 - doc comments become ``description``; constraints become ``minimum``/``maximum``,
   ``minLength``/``maxLength`` (``minItems``/``maxItems`` on arrays), ``pattern`` and ``format``;
 - no ``default`` anywhere, ever.
@@ -54,7 +55,7 @@ class _Builder:
             inner = self.schema(t.inner)
             if inner == {}:
                 return {}
-            return {"anyOf": [inner, {"type": "null"}]}
+            return _any_of([inner, {"type": "null"}])
         if isinstance(t, T.LiteralType):
             return {"enum": [t.value]}
         if isinstance(t, T.UnionType):
@@ -98,9 +99,7 @@ class _Builder:
         parts.extend(self.schema(m) for m in others)
         if nullable:
             parts.append({"type": "null"})
-        if len(parts) == 1:
-            return parts[0]
-        return {"anyOf": parts}
+        return _any_of(parts)
 
     def named(self, name: str) -> dict[str, Any]:
         if name in self.env.aliases:
@@ -145,6 +144,22 @@ class _Builder:
         out["required"] = required
         out["additionalProperties"] = False
         return out
+
+
+def _any_of(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One ``anyOf`` of ``parts``, flat: a part that is itself only an ``anyOf`` (an optional
+    union, ``(int | text)?``; a union with an optional member) gives its members instead, each
+    member once, ``{"type": "null"}`` last; a single member is itself (docs/reference/types.md
+    "The types")."""
+    flat: list[dict[str, Any]] = []
+    for part in parts:
+        for member in part["anyOf"] if set(part) == {"anyOf"} else [part]:
+            if member not in flat:
+                flat.append(member)
+    null = {"type": "null"}
+    if null in flat:
+        flat = [m for m in flat if m != null] + [null]
+    return flat[0] if len(flat) == 1 else {"anyOf": flat}
 
 
 def _with_constraints(schema: dict[str, Any], f: T.Field, env: T.TypeEnv) -> dict[str, Any]:

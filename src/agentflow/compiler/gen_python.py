@@ -51,6 +51,7 @@ from agentflow.compiler.checker import CheckResult
 from agentflow.compiler.contracts import DURATION_PATTERN
 from agentflow.compiler.lowering import lower_with_stages
 from agentflow.core import diagnostics as D
+from agentflow.core.config_file import find_config
 from agentflow.core.diagnostics import Diagnostic
 from agentflow.core.spans import Span
 from agentflow.errors import CompileError, ContractError
@@ -626,21 +627,17 @@ def gen_modules(flow_file: str | os.PathLike[str]) -> list[Path]:
     lists under ``[gen] python`` (paths relative to that file), or ``[]``: the opt-in of the
     ``stale-generated-module`` check. An unreadable or malformed ``flow.toml`` lists none
     (``flowc run`` reports it)."""
-    start = Path(flow_file).resolve().parent
-    for directory in (start, *start.parents):
-        candidate = directory / "flow.toml"
-        if candidate.is_file():
-            try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-                return []
-            listed = (
-                (data.get("gen") or {}).get("python") if isinstance(data.get("gen"), dict) else None
-            )
-            if not isinstance(listed, list):
-                return []
-            return [directory / p for p in listed if isinstance(p, str)]
-    return []
+    candidate = find_config(Path(flow_file).resolve())
+    if candidate is None:
+        return []
+    try:
+        data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return []
+    listed = (data.get("gen") or {}).get("python") if isinstance(data.get("gen"), dict) else None
+    if not isinstance(listed, list):
+        return []
+    return [candidate.parent / p for p in listed if isinstance(p, str)]
 
 
 def stale_diagnostics(

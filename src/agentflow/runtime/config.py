@@ -1,7 +1,9 @@
 """`flow.toml` configuration (docs/spec/RUNTIME.md §5, §6).
 
-`load_config(path=None, *, cwd=None, env=None) -> Config` finds `flow.toml` in ``cwd`` (default: the
-current directory) or any parent, or reads the given path, and validates it into pydantic models.
+`load_config(path=None, *, near=None, env=None) -> Config` reads the given path, or finds the
+nearest `flow.toml` from the directory of ``near`` (the `.flow` or plan file the command acts on;
+default: the current directory) upward — the one rule of :mod:`agentflow.core.config_file` —
+and validates it into pydantic models.
 With no file at all, ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` (``OPENAI_MODEL`` optional, default
 ``gpt-4o-mini``) define a default OpenAI-compatible provider; failing that ``ANTHROPIC_API_KEY``
 (``ANTHROPIC_MODEL`` optional) defines an Anthropic one.
@@ -40,12 +42,13 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
+from agentflow.core.config_file import CONFIG_FILENAME as CONFIG_FILENAME  # the one rule
+from agentflow.core.config_file import find_config as find_config
 from agentflow.core.diagnostics import did_you_mean, suggested
 from agentflow.core.redaction import register_secret
 from agentflow.core.vocabulary import duration_ms
 from agentflow.errors import ConfigError
 
-CONFIG_FILENAME = "flow.toml"
 ROLES = ("chat", "planner", "solver", "repair", "judge")
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 DEFAULT_ANTHROPIC_MODEL = "claude-3-5-haiku-latest"
@@ -828,26 +831,19 @@ def no_model_message(config: Config | None = None, role: str = "chat") -> str:
     )
 
 
-def find_config(cwd: Path | str | None = None) -> Path | None:
-    """The nearest ``flow.toml`` in ``cwd`` (default: the current directory) or a parent, or None."""
-    start = Path(cwd) if cwd is not None else Path.cwd()
-    start = start.resolve()
-    for directory in (start, *start.parents):
-        candidate = directory / CONFIG_FILENAME
-        if candidate.is_file():
-            return candidate
-    return None
-
-
 def load_config(
     path: Path | str | None = None,
     *,
+    near: Path | str | os.PathLike[str] | None = None,
     cwd: Path | str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Config:
-    """Load the configuration (docs/spec/RUNTIME.md §6).
+    """Load the configuration (docs/spec/RUNTIME.md §6; docs/reference/configuration.md "Which
+    flow.toml").
 
-    ``path``: an explicit file (must exist); otherwise the nearest ``flow.toml`` from ``cwd`` upward;
+    ``path``: an explicit file (must exist); otherwise the nearest ``flow.toml`` from ``near``
+    upward — the `.flow` or plan file (or directory) the command acts on, searched from its
+    directory — or from ``cwd`` (default: the current directory) when ``near`` is None;
     otherwise the environment alone. ``env`` defaults to ``os.environ``. When the file sets no
     ``[models] default``, the environment default (if any) fills it in.
 
@@ -860,7 +856,9 @@ def load_config(
         if not file.is_file():
             raise ConfigError(f"{file}: configuration file not found")
     else:
-        file = find_config(cwd)
+        file = find_config(near if near is not None else cwd)
+        if file is not None:
+            file = file.resolve()  # recorded by durable runs, read by workers elsewhere
     data: dict[str, Any] = {}
     text = ""
     if file is not None:

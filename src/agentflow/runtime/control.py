@@ -48,7 +48,14 @@ from agentflow.runtime.expressions import (
     to_json_value,
     to_text,
 )
-from agentflow.runtime.hooks import NO_ANSWER, AskRequest, SleepRequest, check_answer, maybe_await
+from agentflow.runtime.hooks import (
+    NO_ANSWER,
+    AskRequest,
+    SleepRequest,
+    check_answer,
+    maybe_await,
+    secret_in_answer,
+)
 
 if TYPE_CHECKING:
     from agentflow.runtime.executor import Executor, Frame
@@ -597,7 +604,9 @@ async def _ask(call: ControlCall) -> Any:
     call.announce(announced)
     answer = await ex.ask(request)
     if answer is not NO_ANSWER:
-        problem = check_answer(answer, schema, choices)
+        # an answer holding a secret the answering process did not know (flowc answer
+        # refuses one it knows): never taken, as it could only be recorded as `***`
+        problem = secret_in_answer(answer) or check_answer(answer, schema, choices)
         if problem:
             raise RunError(Code.OUTPUT_VALIDATION, f"answer to `{question}`: {problem}", path)
         answer = whole_numbers(schema, answer)  # an `int` answered `3.0` is 3

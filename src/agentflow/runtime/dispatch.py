@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentflow.core.vocabulary import Code
-from agentflow.errors import ErrorInfo, ModelError, RunError, model_error_code
+from agentflow.errors import ErrorInfo, RunError, run_error_of
 from agentflow.ir.schemas import whole_numbers
 from agentflow.runtime.control import Announce, ControlCall, ExitError, ExitOk
 from agentflow.runtime.effects import UnitSpec
@@ -47,16 +47,10 @@ def _literal_names(value: Any) -> bool:
 
 
 def as_error(exc: BaseException, tool_name: str) -> RunError:
-    """Any exception raised by a tool/model call → RunError with a plan error code."""
-    if isinstance(exc, RunError):
-        return exc
-    if isinstance(exc, ModelError):
-        return RunError(model_error_code(exc), f"{tool_name}: {exc}")
-    if isinstance(exc, TimeoutError):
-        return RunError(Code.TIMEOUT, f"{tool_name}: timed out")
-    if isinstance(exc, ConnectionError):
-        return RunError(Code.TRANSIENT, f"{tool_name}: {type(exc).__name__}: {exc}")
-    return RunError(Code.TOOL_ERROR, f"{tool_name}: {type(exc).__name__}: {exc}")
+    """Any exception raised by a tool/model call → RunError with a plan error code
+    (:func:`agentflow.errors.run_error_of`, which ``flowc runs show`` classifies a recorded
+    attempt's exception with too)."""
+    return run_error_of(exc, tool_name)
 
 
 _ToolContext: type[ToolContext] | None = None

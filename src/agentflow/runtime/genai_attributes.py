@@ -23,7 +23,11 @@ it sets).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any
+
+from agentflow.runtime.where import tool_label
 
 __all__ = [
     "AGENT",
@@ -36,6 +40,7 @@ __all__ = [
     "io_value",
     "otel_messages",
     "output_messages",
+    "step_span_name",
     "tool_definitions",
 ]
 
@@ -43,6 +48,8 @@ __all__ = [
 CHAIN, AGENT, LLM, TOOL = "CHAIN", "AGENT", "LLM", "TOOL"
 JSON_MIME = "application/json"
 TEXT_MIME = "text/plain"
+#: a map item's segment of a step path (``E3/do.1``)
+_ITEM = re.compile(r"^do\.(\d+)$")
 
 
 def otel_messages(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[Any]]:
@@ -272,3 +279,27 @@ class Conversations:
         """The id of the next call of ``tool`` the reply of ``round_path`` made (None: none)."""
         ids = self.pending.get(round_path, {}).get(tool)
         return ids.pop(0) if ids else None
+
+
+def step_span_name(tool: str, path: str, data: Mapping[str, Any], agent: Any = None) -> str:
+    """A step span's name, in the `.flow`'s terms and the GenAI conventions' form (operation,
+    then what it works on; docs/observability.md "Span names"): ``invoke_agent helper`` for an
+    agent step (its agent: the ``.flow`` alias or the profile), ``list_dir files`` for a step
+    whose value is bound to ``let files``, the operation alone (``exit``, ``ask``) for one bound
+    to no name, `` · item N`` after either inside a map's item (12 items are not 12 alike
+    rows).  A hand-written plan's step (no ``label``: its step ids are its own names) is
+    ``read_file fetch`` by its path.  The path is always the ``agentflow.step.path``
+    attribute, the whole label ``agentflow.step.label``."""
+    short = tool_label(tool) if tool else "step"
+    if tool == "agent":
+        name = f"invoke_agent {agent}" if agent else "invoke_agent"
+    elif data.get("name"):
+        name = f"{short} {data['name']}"
+    elif data.get("label"):
+        name = short
+    else:
+        return f"{short} {path}".strip()
+    item = _ITEM.match(path.rsplit("/", 1)[-1])
+    if item:
+        name += f" · item {item.group(1)}"
+    return name

@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agentflow.core.redaction import redact_data
 from agentflow.core.text import choices_text, value_text, visible
 from agentflow.errors import RunAborted, RunError
 from agentflow.ir.schemas import validation_errors
@@ -43,6 +44,7 @@ __all__ = [
     "abort",
     "check_answer",
     "default_interlocutor",
+    "secret_in_answer",
     "maybe_await",
     "proceed",
     "propagate",
@@ -334,7 +336,9 @@ def terminal_interlocutor(
                 if not line or not line.strip():
                     return NO_ANSWER
                 answer = _parse_answer(line, request)
-                problem = check_answer(answer, request.schema, request.choices)
+                problem = secret_in_answer(answer) or check_answer(
+                    answer, request.schema, request.choices
+                )
                 if not problem:
                     return answer
                 out.write(f"  not accepted: {visible(problem)}; try again\n> ")
@@ -350,6 +354,26 @@ def default_interlocutor(**kwargs: Any) -> Callable[[AskRequest], Awaitable[Any]
     stdin = kwargs.get("stdin") or sys.stdin
     isatty = getattr(stdin, "isatty", None)
     return terminal_interlocutor(**kwargs) if callable(isatty) and isatty() else None
+
+
+#: why an answer that holds a configured secret is refused (docs/reference/control.md "ask")
+SECRET_ANSWER = (
+    "it holds the value of a configured secret (an API key, a `${VAR}` value of flow.toml, a "
+    "credential of the environment), which is never stored or shown, so it cannot be an "
+    "answer: give the flow a secret through the environment or flow.toml"
+)
+
+
+def secret_in_answer(answer: Any) -> str | None:
+    """:data:`SECRET_ANSWER` when ``answer`` (JSON data) holds what the redaction layer removes
+    from every output and record — a run of ≥ 8 characters of a configured secret, a short one
+    standing whole (:mod:`agentflow.core.redaction`) — else None.  A person's answer is not
+    an operation a resumed run can make again, and a secret is never at rest, so such an
+    answer is refused where it is given (docs/decisions.md "A secret in an answer")."""
+    try:
+        return SECRET_ANSWER if redact_data(answer) != answer else None
+    except (TypeError, ValueError, RecursionError):  # not JSON data: nothing to redact
+        return None
 
 
 def check_answer(answer: Any, schema: Any, choices: Any) -> str | None:

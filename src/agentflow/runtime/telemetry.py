@@ -11,9 +11,9 @@ span tree from step paths; it never looks inside the executor::
     │   │   │   ├── chat gpt-4o-mini             (one model call: GenAI semantic conventions)
     │   │   │   └── execute_tool grep            (a tool call: name, call id, duration, error)
     │   │   └── round 2 …
-    │   └── exit E1
+    │   └── exit                                 (a step; `list_dir files` when bound to a `let`)
     └── stage implement
-        └── map E3
+        └── map
             ├── invoke_agent dev-team.backend · item 0   (E3/do.0, agentflow.map.index 0)
             └── invoke_agent dev-team.frontend · item 1
 
@@ -827,16 +827,13 @@ class OtelSink:
         inp = _as_dict(data.get("input"))
         if tool == "sleep":  # what it waits and when it wakes (not content: always)
             attrs.update(sleep_attributes(inp))
-        name = f"{_short_tool(tool)} {path}"
+        name = G.step_span_name(tool, path, data, inp.get("agent"))
         chain = tool in _CONTROL or tool.startswith("plan__")
         attrs["openinference.span.kind"] = G.CHAIN if chain else G.TOOL
         if not chain and tool != "agent":
             attrs["tool.name"] = _short_tool(tool)
         if tool == "agent":
             label = inp.get("agent")
-            name = f"invoke_agent {label}" if label else "invoke_agent"
-            if item:  # a map's item: its index in the name (12 items are not 12 alike rows)
-                name += f" · item {item.group(1)}"
             if label:
                 self._agents[path] = str(label)
             attrs["openinference.span.kind"] = G.AGENT
@@ -887,10 +884,11 @@ class OtelSink:
         span = entry.span
         if entry.lazy:  # opened from a child's event: its name and tool are known now
             tool = str(data.get("tool_name") or "")
-            span.update_name(
-                "invoke_agent" if tool == "agent" else f"{_short_tool(tool)} {path}".strip()
-            )
+            agent = self._agents.get(path) or data.get("agent")
+            span.update_name(G.step_span_name(tool, path, data, agent))
             span.set_attribute("agentflow.step.tool", tool)
+            if data.get("label"):
+                span.set_attribute("agentflow.step.label", str(data["label"]))
         usage = _as_dict(data.get("usage"))
         for key in ("inferences", "input_tokens", "output_tokens"):
             if isinstance(usage.get(key), int):

@@ -109,14 +109,21 @@ def test_a_workers_spans_of_fleet_items_join_the_runs_one_trace(tmp_path, chat_s
             yield span
 
     # the map step and its stage: exported once, by the run's process
-    maps = [s for s in spans if s.name == "map E1"]
+    path = {s.span_id: s.attributes.get("agentflow.step.path") for s in spans}
+    maps = [s for s in spans if s.name == "map" and path[s.span_id] == "E1"]
     assert len(maps) == 1 and maps[0].service == "fleet-run"
     the_map = maps[0]
     assert by_id[the_map.parent_span_id].name == "stage labels"
 
     worker = [s for s in spans if s.service == "fleet-worker"]
     # each item: a child of the map, exported by the worker that ran it
-    items = sorted((s for s in spans if s.name.startswith("plan__item ")), key=lambda s: s.name)
+    items = sorted(
+        (s for s in spans if s.attributes.get("agentflow.step.tool") == "plan__item"),
+        key=lambda s: path[s.span_id],
+    )
+    assert [path[s.span_id] for s in items] == [f"E1/do.{i}" for i in range(ITEMS)]
+    # a hand-written plan's body step has no stage of its own, and on the worker its map
+    # (whose stage it would take) is not running: no `.flow` names, so its tool and path
     assert [s.name for s in items] == [f"plan__item E1/do.{i}" for i in range(ITEMS)]
     assert all(s.parent_span_id == the_map.span_id and s.service == "fleet-worker" for s in items)
     # every worker span sits in the map's subtree (the worker runs nothing but items)

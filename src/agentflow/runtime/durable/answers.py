@@ -28,7 +28,7 @@ from agentflow.core.redaction import redact_data
 from agentflow.errors import InputError
 from agentflow.runtime.durable.dbos_system import dbos_module, system_database
 from agentflow.runtime.extract import NonJsonNumber, loads_value
-from agentflow.runtime.hooks import check_answer, spelled_bool
+from agentflow.runtime.hooks import check_answer, secret_in_answer, spelled_bool
 
 __all__ = [
     "CANCEL",
@@ -294,6 +294,9 @@ def checked_answer(question: Any, value: Any) -> Any:
         except ValueError as e:  # JSON nested too deeply: refused as `--input` refuses it
             raise InputError(f"answer to `{question.question}`: {e}") from None
     value = spelled_bool(value, question.schema)  # yes/no/y/n/true/false, as at the terminal
+    secret = secret_in_answer(value)
+    if secret:  # said without the value: it would show the secret (docs/reference/cli.md)
+        raise InputError(f"answer to `{question.question}` refused: {secret}")
     problem = check_answer(value, question.schema, question.choices)
     if problem:
         quoted = _quoted_choice(value, question.choices)

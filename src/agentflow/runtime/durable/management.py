@@ -271,7 +271,7 @@ async def _show_run(
             else:
                 entry.update(path=op.path, kind=op.what, label=None, _op=op)
             if error is not None:
-                entry["error"] = error_text(error)
+                entry["error"] = error_text(error, op)
             value = out.get("v") if isinstance(out, dict) else None
             if items is None or k < engine_steps:  # a page's item records: counted above
                 priced += _cost(run_id, step, cost)

@@ -9,12 +9,12 @@ import dataclasses
 import json
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentflow.core.vocabulary import Code
-from agentflow.errors import InputError, RunError
+from agentflow.errors import InputError, RunError, run_error_of
 from agentflow.ir.loader import load_plan_text
 from agentflow.runtime.durable.answers import question_key
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Question",
     "RunInfo",
+    "answer_name",
     "error_text",
     "json_of",
     "no_redrive",
@@ -77,6 +78,38 @@ class Question:
         if eq:
             found.add(name)
         return frozenset(found)
+
+
+#: the label segments of an ask the run asks again: a ``map``/``reduce`` item, a ``loop`` round
+_REPEATED = re.compile(r"^(item|round) \d+$")
+
+
+def answer_name(path: str, label: str | None, others: Iterable[tuple[str, str | None]] = ()) -> str:
+    """What the hint ``answer with: flowc answer RUN NAME VALUE`` names the question at step
+    ``path`` (labelled ``label``, ``approve › go = ask``) by: the ``let`` its answer is bound to
+    (``go``) when that name is the question's alone in the run — the ask is not one a map's
+    items or a loop's rounds ask again (an ``item N`` / ``round N`` segment of its label), and
+    no other question of ``others`` (the run's other questions as ``(path, label)``, those
+    known: waiting, answered, asked before) is bound to that name or has it as its path — else
+    ``path``, which always works (docs/reference/cli.md "flowc answer")."""
+    if not label:
+        return path
+    parts = label.split(" › ")
+    name, eq, _ = parts[-1].partition(" = ")
+    if not eq or not name or any(_REPEATED.match(p) for p in parts):
+        return path
+    for other_path, other_label in others:
+        if other_path == path:
+            continue
+        if other_path == name or (other_label and name in _let_of(other_label)):
+            return path
+    return name
+
+
+def _let_of(label: str) -> set[str]:
+    """The ``let`` name of an ask's label (``{"go"}`` of ``approve › go = ask``), or none."""
+    name, eq, _ = label.split(" › ")[-1].partition(" = ")
+    return {name} if eq else set()
 
 
 def _path_key(path: str) -> list[tuple[int, str]]:
@@ -199,9 +232,19 @@ def split_closed(
     return waiting, answered
 
 
-def error_text(error: Any) -> dict[str, Any]:
+def error_text(error: Any, op: Any = None) -> dict[str, Any]:
+    """A recorded error as ``{code, message, step_path}``: a :class:`RunError` as it is; the
+    exception an operation ``op`` (shown.py's ``Operation`` of a tool or model call) recorded
+    classified as the run classified it when the attempt failed — the code its retry policy
+    decided by (:func:`agentflow.errors.run_error_of`: a plain exception is ``tool_error``, a
+    ``ConnectionError`` ``transient`` …), at the operation's step path; else (no operation: a
+    workflow that raised outside any step, the engine's own) ``failed``."""
     if isinstance(error, RunError):
         return error.to_dict()
+    if isinstance(error, BaseException) and op is not None and op.kind in ("tool", "model"):
+        shown = run_error_of(error, str(op.what or op.kind)).to_dict()
+        shown["step_path"] = shown.get("step_path") or op.path or None
+        return shown
     # not a step's failure: the engine's own (a workflow that raised outside any step)
     return {"code": Code.FAILED, "message": str(error), "step_path": None}
 

@@ -216,6 +216,7 @@ def page(info: Any, limit: int | None, offset: int, labels: Labels | None = None
     steps are (naming is most of the time ``runs show`` takes on a wide map)."""
     if offset < 0 or (limit is not None and limit < 0):
         raise InputError("--limit and --offset are counts of steps: 0 or more")
+    _mark_retried(info.steps)
     info.steps_total = len(info.steps)
     info.steps_offset = offset
     end = None if limit is None else offset + limit
@@ -226,6 +227,27 @@ def page(info: Any, limit: int | None, offset: int, labels: Labels | None = None
         if op is not None:
             step["kind"] = op.title()
             step["label"] = labels.label(op.path) if labels is not None else None
+
+
+#: the path of a tool call an agent's model made (``E1/agent.2/read_file``)
+_AGENT_CALL = re.compile(r"(^|/)agent\.\d+(/|$)")
+
+
+def _mark_retried(steps: list[dict[str, Any]]) -> None:
+    """Mark ``retried`` each failed attempt (status ``error``) of a tool or model call that
+    the run made again: a later operation of the same unit, step path and call — the step's
+    ``retry`` (or an ``on_tool_error`` hook) took that failure as one to try again, as its
+    error's code says (``transient``, ``timeout`` …).  The last failed attempt stays
+    ``error``: the failure the step ended with (docs/reference/cli.md "flowc runs show")."""
+    later: set[tuple[Any, ...]] = set()
+    for step in reversed(steps):
+        op = step.get("_op")
+        if op is None or op.kind == "ask" or _AGENT_CALL.search(op.path):
+            continue  # an agent's tool call: its failure went back to the model, not retried
+        key = (step.get("unit"), op.path, op.kind, op.what)
+        if step.get("status") == "error" and key in later:
+            step["status"] = "retried"
+        later.add(key)
 
 
 def asked_question(spec: Any) -> str | None:

@@ -398,7 +398,7 @@ async def show_run(
         record = recorded if isinstance(recorded, dict) else {}
         if "e" in record:
             entry["status"] = "error"
-            entry["error"] = error_text(record["e"])
+            entry["error"] = error_text(record["e"], step.parsed)
         got = record.get("v")
         inner: dict[str, Any] = got if isinstance(got, dict) else {}
         value = inner.get("v")
