@@ -129,6 +129,9 @@ def test_the_generated_benchmark_program_gives_the_lalr_ast():
         ' until acc > 1 else fail "x"\n  let f = verify { check a else "m" judge "j" }\n  '
         "let g = reduce xs as x, acc = 0 { acc }\n  let h = xs[*].a[0].b\n  let i = (xs[*].a).b"
         "\n  let j = parallel map xs as x limit 2 tolerate 10 % { x }\n  a catch { 1 }\n}\n",
+        # imports: names separated by commas (a trailing one too), over several lines
+        'import { A, B, } from "./shared.flow"\nimport {\n  C,\n  D\n} from "../x.flow"\n'
+        "type T { from: int, import: text }\nstage s -> int {\n  let from = 1\n  from\n}\n",
         # a test and an eval block
         'test "t" map cases as c {\n  input {}\n  stub agent a returns 1 then fails "timeout" '
         'then always 2\n  stub ask q returns "y" then always "n"\n  stub step s returns 1\n  '

@@ -113,6 +113,65 @@ class DeclarationChecks(CheckerShared):
                     self.alias_decls[name] = item
                 if item.doc:
                     self.env.docs[name] = item.doc
+        if self.imports is not None:
+            self.declare_imported_types()
+
+    def declare_imported_types(self) -> None:
+        """The imported types (docs/reference/programs.md "import"), after the file's own: a
+        name declared here or brought by another import as another declaration is an
+        ``import-conflict``; a type brought only because an imported type refers to it is in
+        the program (its contracts) but not a name this file may write (:attr:`hidden`)."""
+        explicit = {i.name for i in self.imports.declared if i.ident is not None}
+        for imp in self.imports.declared:
+            name, item = imp.name, imp.item
+            first = self.type_decls.get(name)
+            if first is item:
+                if imp.ident is not None:
+                    self.hidden.pop(name, None)
+                continue
+            if first is not None:
+                if imp.ident is not None or name not in explicit:  # an explicit one reports
+                    self._import_conflict(imp, first)
+                continue
+            self.type_decls[name] = item
+            self.imported_items.append(item)
+            if imp.ident is None:
+                self.hidden[name] = imp.via or name
+            if isinstance(item, ast.ExternType):
+                self.env.externs[name] = ExternType(name)
+            elif item.alias is not None:
+                self.alias_decls[name] = item
+            if item.doc:
+                self.env.docs[name] = item.doc
+
+    def _import_conflict(self, imp: Any, first: ast.TypeDecl | ast.ExternType) -> None:
+        name, path = imp.name, imp.decl.path
+        here = first.span.file == self.module.file
+        where = "declared in this file" if here else f"imported from `{first.span.file}`"
+        if imp.ident is not None:
+            message = f"`{name}` is imported from `{path}` but is also {where}"
+            hint = (
+                "rename one of them, or remove the local declaration"
+                if here
+                else "import it from one file only"
+            )
+            span = imp.ident.span
+        else:
+            message = (
+                f"`{imp.via}` from `{path}` refers to its type `{name}`, which is also {where}"
+            )
+            hint = (
+                f"import `{name}` from `{path}` instead of declaring it here, or rename one "
+                "of them (a program has one type of each name)"
+            )
+            span = next(i.span for i in imp.decl.names if i.name == imp.via)
+        self.report(
+            D.IMPORT_CONFLICT,
+            message,
+            span,
+            notes=[Note(f"the other `{name}`", first.name.span)],
+            hint=hint,
+        )
 
     def resolve_aliases(self) -> None:
         """Every ``type N = T``, cycles reported once."""
@@ -126,7 +185,8 @@ class DeclarationChecks(CheckerShared):
             marks = self.memo.replay_object_types(self)
             if marks is None:
                 return
-        for item in self.items:
+        items = self.items if not self.imported_items else self.items + self.imported_items
+        for item in items:
             if isinstance(item, ast.TypeDecl) and item.body is not None:
                 obj = self.object_type(item.body, item.name.name, item.doc)
                 if self.type_decls.get(item.name.name) is item:
