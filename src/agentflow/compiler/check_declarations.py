@@ -121,6 +121,7 @@ class DeclarationChecks(CheckerShared):
         name declared here or brought by another import as another declaration is an
         ``import-conflict``; a type brought only because an imported type refers to it is in
         the program (its contracts) but not a name this file may write (:attr:`hidden`)."""
+        self.error_names |= self.imports.failed - set(self.type_decls)
         explicit = {i.name for i in self.imports.declared if i.ident is not None}
         for imp in self.imports.declared:
             name, item = imp.name, imp.item

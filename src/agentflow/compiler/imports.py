@@ -73,6 +73,9 @@ class Imports:
     paths: dict[str, Path] = field(default_factory=dict)
     #: display name → text of every file read (for rendering notes in them)
     sources: dict[str, str] = field(default_factory=dict)
+    #: the names that could not be imported (reported once, at the import: their uses are
+    #: not reported again)
+    failed: set[str] = field(default_factory=set)
 
 
 def has_imports(module: ast.Module) -> bool:
@@ -161,6 +164,7 @@ class Importer:
         return out
 
     def _one(self, decl: ast.ImportDecl, base: Path, out: Imports) -> None:
+        out.failed.update(i.name for i in decl.names)  # until each is found
         written = decl.path
         problem = _path_problem(written)
         if problem is not None:
@@ -202,6 +206,7 @@ class Importer:
             if item is None or item.span.file != checked.module.file:
                 out.diagnostics.append(_unknown(decl, ident, checked, item))
                 continue
+            out.failed.discard(ident.name)
             out.declared.append(Imported(ident.name, item, decl, ident))
             for dep in _dependencies(item, scope):
                 out.declared.append(Imported(dep.name.name, dep, decl, None, ident.name))

@@ -1,0 +1,108 @@
+"""`import` in the editor (docs/reference/programs.md "import"): a document that imports is
+checked with the imported file (its open buffer when it is open, else the file on disk); hover
+and go to definition reach into the imported file; editing, saving or closing the imported file
+checks the documents that import it again."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from agentflow.lsp.client import LspClient
+from agentflow.lsp.positions import LineIndex
+
+SHARED = """\
+/// how bad it is
+type Severity = "low" | "medium" | "high"
+/// a reported problem
+type Ticket {
+  title: text
+  severity: Severity
+}
+"""
+
+MAIN = """\
+import { Ticket, Severity } from "./shared.flow"
+input Ticket
+stage triage -> Severity {
+  return input.severity
+}
+"""
+
+
+def pos(text: str, needle: str, delta: int = 0) -> dict:
+    line, char = LineIndex(text, "utf-16").position(text.index(needle) + delta)
+    return {"line": line, "character": char}
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "shared.flow").write_text(SHARED, encoding="utf-8")
+    (tmp_path / "main.flow").write_text(MAIN, encoding="utf-8")
+    c = LspClient([sys.executable, "-m", "agentflow", "lsp"])
+    c.initialize(options={"debounce_ms": 0})
+    try:
+        yield c, tmp_path
+    finally:
+        c.close()
+
+
+def _diagnostics(c: LspClient, uri: str, code: str | None = None) -> list[dict]:
+    """The next diagnostics published for ``uri`` (with ``code``: the next that hold one of
+    that code; without: the next that are empty — the document may be checked more than once)."""
+
+    def wanted(p: dict) -> bool:
+        codes = [d["code"] for d in p["diagnostics"]]
+        return p["uri"] == uri and (code in codes if code else not codes)
+
+    return c.wait_notification("textDocument/publishDiagnostics", wanted, timeout=30)["diagnostics"]
+
+
+def test_an_importing_document_checks_clean_and_reaches_into_the_imported_file(project):
+    c, root = project
+    uri = (root / "main.flow").as_uri()
+    c.open(uri, MAIN)
+    assert _diagnostics(c, uri) == []
+    # hover of an imported type shows it as written in its file, with its doc
+    r = c.request(
+        "textDocument/hover", {"textDocument": {"uri": uri}, "position": pos(MAIN, "Ticket\n")}
+    )
+    shown = r["contents"]["value"]
+    assert "title: text" in shown and "a reported problem" in shown
+    # go to definition: from a use, and from the name in the braces, into shared.flow
+    shared_uri = (root / "shared.flow").as_uri()
+    for at in (pos(MAIN, "Severity {"), pos(MAIN, "Ticket,")):
+        loc = c.request("textDocument/definition", {"textDocument": {"uri": uri}, "position": at})
+        assert loc["uri"] == shared_uri
+        name = "Severity" if at == pos(MAIN, "Severity {") else "Ticket"
+        assert loc["range"]["start"] == pos(SHARED, f"{name} ")
+
+
+def test_editing_the_imported_file_checks_the_importer_again(project):
+    c, root = project
+    uri = (root / "main.flow").as_uri()
+    shared_uri = (root / "shared.flow").as_uri()
+    c.open(uri, MAIN)
+    assert _diagnostics(c, uri) == []
+    c.open(shared_uri, SHARED)
+    assert _diagnostics(c, shared_uri) == []
+    # the unsaved buffer of shared.flow is what main.flow imports
+    c.change(
+        shared_uri,
+        SHARED.replace("type Severity", "type Sevrity").replace(": Severity", ": Sevrity"),
+        2,
+    )
+    [d] = _diagnostics(c, uri, "unknown-import")
+    assert "did you mean `Sevrity`" in d["message"]
+    assert d["range"]["start"] == pos(MAIN, "Severity }")
+    # an error inside the imported file: one diagnostic at the import, related to its place
+    broken = SHARED.replace("title: text", "title: txt")
+    c.change(shared_uri, broken, 3)
+    [d] = _diagnostics(c, uri, "import-error")
+    [related] = d["relatedInformation"]
+    assert related["location"]["uri"] == shared_uri
+    assert related["location"]["range"]["start"] == pos(broken, "txt")
+    # closing the buffer: main.flow imports the file on disk again
+    c.notify("textDocument/didClose", {"textDocument": {"uri": shared_uri}})
+    assert _diagnostics(c, uri) == []
