@@ -76,6 +76,8 @@ class Imports:
     #: the names that could not be imported (reported once, at the import: their uses are
     #: not reported again)
     failed: set[str] = field(default_factory=set)
+    #: the files of the import cycles this file is part of
+    cycle: set[Path] = field(default_factory=set)
 
 
 def has_imports(module: ast.Module) -> bool:
@@ -177,6 +179,7 @@ class Importer:
         target = _absolute(display)
         if target in self.stack:
             chain = self.stack[self.stack.index(target) :] + [target]
+            out.cycle.update(chain)
             shown = " → ".join(_shown(p, base) for p in chain)
             out.diagnostics.append(
                 Diagnostic(
@@ -212,11 +215,14 @@ class Importer:
                 out.declared.append(Imported(dep.name.name, dep, decl, None, ident.name))
         errors = checked.errors
         cycle = next((d for d in errors if d.code == D.IMPORT_CYCLE), None)
-        if cycle is not None:  # the file imports this one back, maybe through others
+        if cycle is not None and deps is not None and self.stack[-1] in deps.cycle:
+            # the file imports this one back, maybe through others
+            out.cycle |= deps.cycle
+            chain = cycle.message.split("import cycle: ", 1)[-1]
             out.diagnostics.append(
                 Diagnostic(
                     D.IMPORT_CYCLE,
-                    f"`{written}` is part of an {cycle.message}",
+                    f"`{written}` is part of an import cycle: {chain}",
                     decl.path_span,
                     notes=[Note("the import that closes the cycle", cycle.span)],
                     hint=cycle.hint,
