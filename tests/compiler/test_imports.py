@@ -266,3 +266,16 @@ def test_an_error_in_the_imported_file_is_reported_once_at_the_import(tmp_path):
 def test_a_name_that_failed_to_import_is_not_reported_again(tmp_path):
     main = 'import { Ticket } from "./missing.flow"\ninput Ticket\nstage s -> Ticket { return input }\n'
     assert only(check(tmp_path, {"main.flow": main}))[0] == "import-not-found"
+
+
+def test_the_flow_header_may_follow_the_imports_only(tmp_path):
+    main = 'import { Ticket } from "./shared.flow"\nflow f "d"\ninput Ticket\n'
+    result = check(tmp_path, {"shared.flow": SHARED, "main.flow": main})
+    assert result.ok and result.flow_name == "f"
+    late = 'import { Ticket } from "./shared.flow"\ninput Ticket\nflow f "d"\n'
+    got = only(check(tmp_path, {"main.flow": late}))
+    assert got[:3] == (
+        "syntax-error",
+        "the `flow` header must be the first item of the file (after its imports)",
+        3,
+    )

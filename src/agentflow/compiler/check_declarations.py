@@ -75,12 +75,17 @@ class DeclarationChecks(CheckerShared):
         header = singles.get(ast.FlowHeader)
         self.header = header if isinstance(header, ast.FlowHeader) else None
         if header is not None and self.module.items and self.module.items[0] is not header:
-            # docs/spec/LANGUAGE.md §2: "optional header, first if present"
-            self.report(
-                D.SYNTAX_ERROR,
-                "the `flow` header must be the first item of the file",
-                header.span,
-            )
+            # docs/spec/LANGUAGE.md §2: "optional header, first if present" — `import` items
+            # may come before it (docs/decisions.md "Imports")
+            first = next(i for i in self.module.items if type(i) is not ast.ImportDecl)
+            if first is not header:
+                self.report(
+                    D.SYNTAX_ERROR,
+                    "the `flow` header must be the first item of the file (after its imports)"
+                    if self.imports is not None
+                    else "the `flow` header must be the first item of the file",
+                    header.span,
+                )
 
     def declare_type_names(self) -> None:
         """Each ``type`` and ``extern type`` name once (a built-in name or a second definition
