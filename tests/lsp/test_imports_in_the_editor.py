@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from agentflow.lsp.client import LspClient
+from agentflow.lsp.client import LspClient, LspError
 from agentflow.lsp.positions import LineIndex
 
 SHARED = """\
@@ -70,6 +70,13 @@ def test_an_importing_document_checks_clean_and_reaches_into_the_imported_file(p
     )
     shown = r["contents"]["value"]
     assert "title: text" in shown and "a reported problem" in shown
+    assert f"from `{root / 'shared.flow'}`" in shown
+    # an imported type is renamed in its own file, not here
+    with pytest.raises(LspError, match="is declared in .*shared.flow.: rename it there"):
+        c.request(
+            "textDocument/rename",
+            {"textDocument": {"uri": uri}, "position": pos(MAIN, "Ticket\n"), "newName": "T"},
+        )
     # go to definition: from a use, and from the name in the braces, into shared.flow
     shared_uri = (root / "shared.flow").as_uri()
     for at in (pos(MAIN, "Severity {"), pos(MAIN, "Ticket,")):

@@ -218,11 +218,11 @@ class Importer:
         if cycle is not None and deps is not None and self.stack[-1] in deps.cycle:
             # the file imports this one back, maybe through others
             out.cycle |= deps.cycle
-            chain = cycle.message.split("import cycle: ", 1)[-1]
+            shown = cycle.message.split("import cycle: ", 1)[-1]
             out.diagnostics.append(
                 Diagnostic(
                     D.IMPORT_CYCLE,
-                    f"`{written}` is part of an import cycle: {chain}",
+                    f"`{written}` is part of an import cycle: {shown}",
                     decl.path_span,
                     notes=[Note("the import that closes the cycle", cycle.span)],
                     hint=cycle.hint,
