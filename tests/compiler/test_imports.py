@@ -279,3 +279,28 @@ def test_the_flow_header_may_follow_the_imports_only(tmp_path):
         "the `flow` header must be the first item of the file (after its imports)",
         3,
     )
+
+
+@pytest.mark.parametrize(
+    "text, message, hint",
+    [
+        (
+            'import Ticket from "./x.flow"\n',
+            "expected `{`, found the name `Ticket`",
+            'name the types in braces: `import { Ticket } from "./file.flow"`',
+        ),
+        (
+            'import { Ticket } "./x.flow"\n',
+            "expected `from`, found a string",
+            'write `from` before the file: `} from "./x.flow"`',
+        ),
+        (
+            'import { Ticket } from "${x}.flow"\n',
+            "an import path cannot contain `${…}` interpolation",
+            None,
+        ),
+    ],
+)
+def test_import_syntax_errors_say_how_to_write_it(text, message, hint):
+    [d] = check_source(text, "main.flow").diagnostics
+    assert (d.code, d.message, d.hint) == ("syntax-error", message, hint)
