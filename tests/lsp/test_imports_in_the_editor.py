@@ -113,3 +113,30 @@ def test_editing_the_imported_file_checks_the_importer_again(project):
     # closing the buffer: main.flow imports the file on disk again
     c.notify("textDocument/didClose", {"textDocument": {"uri": shared_uri}})
     assert _diagnostics(c, uri) == []
+
+
+def test_the_incremental_check_sees_a_change_of_an_imported_type(tmp_path):
+    """The editor's check reuses the stage checks nothing can have changed: a change of an
+    imported type is such a change (the stage reading its field is checked again)."""
+    from pathlib import Path
+
+    from agentflow.compiler.imports import Importer
+    from agentflow.lsp.analysis import analyze
+    from agentflow.lsp.incremental import IncrementalParser
+
+    shared = tmp_path / "shared.flow"
+    shared.write_text(SHARED, encoding="utf-8")
+    main = str(tmp_path / "main.flow")
+    texts = {shared: SHARED}
+    cache: dict[Path, object] = {}
+
+    def checked():
+        return analyze(MAIN, main, parser, Importer(lambda p: texts[p], cache)).result
+
+    parser = IncrementalParser(main)
+    assert checked().ok
+    assert checked().ok and parser.memo.replayed == 1  # nothing changed: replayed
+    texts[shared] = SHARED.replace("severity: Severity", "level: Severity")
+    Importer(lambda p: texts[p], cache).forget(shared)
+    [d] = checked().diagnostics
+    assert d.code == "unknown-field" and d.span.line == 4
