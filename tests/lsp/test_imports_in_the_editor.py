@@ -71,6 +71,18 @@ def test_an_importing_document_checks_clean_and_reaches_into_the_imported_file(p
     shown = r["contents"]["value"]
     assert "title: text" in shown and "a reported problem" in shown
     assert f"from `{root / 'shared.flow'}`" in shown
+    # completion: the fields of an imported type, and the types of the file in the braces
+    typed = MAIN.replace("return input.severity", "return input.")
+    c.change(uri, typed, 2)
+    at = pos(typed, "input.", 6)
+    got = c.request("textDocument/completion", {"textDocument": {"uri": uri}, "position": at})
+    assert {"title", "severity"} <= {i["label"] for i in got["items"]}
+    braces = MAIN.replace("{ Ticket, Severity }", "{ Ticket,  }")
+    c.change(uri, braces, 3)
+    at = pos(braces, "Ticket, ", 8)
+    got = c.request("textDocument/completion", {"textDocument": {"uri": uri}, "position": at})
+    assert [(i["label"], i["detail"]) for i in got["items"]] == [("Severity", "type Severity = …")]
+    c.change(uri, MAIN, 4)
     # an imported type is renamed in its own file, not here
     with pytest.raises(LspError, match="is declared in .*shared.flow.: rename it there"):
         c.request(
