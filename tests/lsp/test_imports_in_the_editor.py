@@ -125,6 +125,12 @@ def test_editing_the_imported_file_checks_the_importer_again(project):
     # closing the buffer: main.flow imports the file on disk again
     c.notify("textDocument/didClose", {"textDocument": {"uri": shared_uri}})
     assert _diagnostics(c, uri) == []
+    # a file that does not exist yet: opening a buffer of it checks the importer again
+    later = MAIN.replace("./shared.flow", "./later.flow")
+    c.change(uri, later, 2)
+    _diagnostics(c, uri, "import-not-found")
+    c.open((root / "later.flow").as_uri(), SHARED)
+    assert _diagnostics(c, uri) == []
 
 
 def test_the_incremental_check_sees_a_change_of_an_imported_type(tmp_path):

@@ -132,6 +132,8 @@ class Importer:
             {} if cache is None else cache
         )
         self.stack: list[Path] = []
+        #: the entries this check used, by path
+        self.local: dict[Path, tuple[str, CheckResult | OSError, str]] = {}
 
     def forget(self, path: Path) -> None:
         """Drop the cached check of ``path`` (a changed file) and of every file that read it."""
@@ -141,7 +143,7 @@ class Importer:
                 and checked.imports is not None
                 and path in checked.imports.paths.values()
             ):
-                del self.cache[key]
+                self.cache.pop(key, None)
 
     def check(self, text: str, file: str) -> CheckResult:
         """Parse and check ``text`` (named ``file``) with its imports resolved by this
@@ -191,13 +193,13 @@ class Importer:
                 )
             )
             return
-        checked = self._load(target, display)
+        out.paths[display] = target  # a file that could not be read too: it may appear
+        _display, checked, text = self._load(target, display)
         if isinstance(checked, OSError):
             out.diagnostics.append(_not_found(decl, target, checked))
             return
         out.files.add(checked.module.file)
-        out.paths[checked.module.file] = target
-        out.sources[checked.module.file] = self.cache[target][2]
+        out.sources[checked.module.file] = text
         deps = checked.imports
         if deps is not None:
             out.files |= deps.files
@@ -241,21 +243,24 @@ class Importer:
                 )
             )
 
-    def _load(self, target: Path, display: str) -> CheckResult | OSError:
-        cached = self.cache.get(target)
-        if cached is not None:
-            return cached[1]
-        try:
-            text = self.read(target)
-        except OSError as e:
-            self.cache[target] = (display, e, "")
-            return e
-        from agentflow.grammar.parser import parse_module
+    def _load(self, target: Path, display: str) -> tuple[str, CheckResult | OSError, str]:
+        """``(display name, the file's check or why it could not be read, its text)``: one
+        entry per file for the whole check (``local``), even when another thread replaces
+        the shared cache's entry meanwhile (a type reached twice is one declaration)."""
+        entry = self.local.get(target) or self.cache.get(target)
+        if entry is None:
+            try:
+                text = self.read(target)
+            except OSError as e:
+                entry = (display, e, "")
+            else:
+                from agentflow.grammar.parser import parse_module
 
-        module, parse_diags = parse_module(text, display)
-        result = check_parsed(module, parse_diags, self)
-        self.cache[target] = (display, result, text)
-        return result
+                module, parse_diags = parse_module(text, display)
+                entry = (display, check_parsed(module, parse_diags, self), text)
+            self.cache[target] = entry
+        self.local[target] = entry
+        return entry
 
 
 def _absolute(file: str) -> Path:
