@@ -304,3 +304,9 @@ def test_the_flow_header_may_follow_the_imports_only(tmp_path):
 def test_import_syntax_errors_say_how_to_write_it(text, message, hint):
     [d] = check_source(text, "main.flow").diagnostics
     assert (d.code, d.message, d.hint) == ("syntax-error", message, hint)
+
+
+def test_a_name_imported_twice_is_a_duplicate(tmp_path):
+    main = 'import { Ticket, Severity } from "./shared.flow"\nimport { Severity } from "./shared.flow"\n'
+    got = only(check(tmp_path, {"shared.flow": SHARED, "main.flow": main}))
+    assert got == ("duplicate-definition", "`Severity` is imported twice", 2, 10, "remove this one")

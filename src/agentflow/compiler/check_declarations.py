@@ -128,8 +128,20 @@ class DeclarationChecks(CheckerShared):
         the program (its contracts) but not a name this file may write (:attr:`hidden`)."""
         self.error_names |= self.imports.failed - set(self.type_decls)
         explicit = {i.name for i in self.imports.declared if i.ident is not None}
+        named: dict[int, ast.Ident] = {}  # id(declaration) → where it was imported by name
         for imp in self.imports.declared:
             name, item = imp.name, imp.item
+            if imp.ident is not None:
+                if id(item) in named:
+                    self.report(
+                        D.DUPLICATE_DEFINITION,
+                        f"`{name}` is imported twice",
+                        imp.ident.span,
+                        notes=[Note("first imported here", named[id(item)].span)],
+                        hint="remove this one",
+                    )
+                    continue
+                named[id(item)] = imp.ident
             first = self.type_decls.get(name)
             if first is item:
                 if imp.ident is not None:
