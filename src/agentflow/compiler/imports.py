@@ -35,6 +35,7 @@ __all__ = [
     "Importer",
     "TypeItem",
     "check_parsed",
+    "file_key",
     "has_imports",
     "read_source",
 ]
@@ -118,8 +119,9 @@ class Importer:
     the files being checked are a stack (an import of one of them is a cycle).
 
     ``read(path) -> text`` reads a file (the language server passes the text of open
-    documents); ``OSError`` when it cannot. ``cache`` may be shared between checks of one
-    document (:meth:`forget` drops a changed file)."""
+    documents); ``OSError`` when it cannot. ``cache`` may be shared between checks (the
+    language server shares one between its documents; :meth:`forget` drops a changed file).
+    Files are known by :func:`file_key`."""
 
     def __init__(
         self,
@@ -145,18 +147,10 @@ class Importer:
             ):
                 self.cache.pop(key, None)
 
-    def check(self, text: str, file: str) -> CheckResult:
-        """Parse and check ``text`` (named ``file``) with its imports resolved by this
-        importer."""
-        from agentflow.grammar.parser import parse_module
-
-        module, parse_diags = parse_module(text, file)
-        return check_parsed(module, parse_diags, self)
-
     def resolve(self, module: ast.Module) -> Imports:
         """The :class:`Imports` of ``module`` (its ``import`` items, in order)."""
         out = Imports()
-        me = _absolute(module.file)
+        me = file_key(module.file)
         base = Path(module.file).parent
         self.stack.append(me)
         try:
@@ -178,7 +172,7 @@ class Importer:
             )
             return
         display = os.path.normpath(base / written)
-        target = _absolute(display)
+        target = file_key(display)
         if target in self.stack:
             chain = self.stack[self.stack.index(target) :] + [target]
             out.cycle.update(chain)
@@ -254,6 +248,7 @@ class Importer:
             except OSError as e:
                 entry = (display, e, "")
             else:
+                # the parser (lark and its tables, ~70 ms) loads on first use, not at start-up
                 from agentflow.grammar.parser import parse_module
 
                 module, parse_diags = parse_module(text, display)
@@ -263,13 +258,15 @@ class Importer:
         return entry
 
 
-def _absolute(file: str) -> Path:
-    return Path(os.path.abspath(file))
+def file_key(file: str | os.PathLike[str]) -> Path:
+    """The path a file is known by (absolute, links resolved: one file reached by two routes
+    is one file, and a cycle through a link is a cycle)."""
+    return Path(file).resolve()
 
 
 def _shown(path: Path, base: Path) -> str:
     try:
-        return os.path.relpath(path, _absolute(str(base)))
+        return os.path.relpath(path, file_key(str(base)))
     except ValueError:  # pragma: no cover - another drive (Windows)
         return str(path)
 

@@ -49,7 +49,7 @@ from pygls.workspace import TextDocument
 
 from agentflow.compiler.api import check_source
 from agentflow.compiler.fmt import FormatError, format_source
-from agentflow.compiler.imports import Importer, read_source
+from agentflow.compiler.imports import Importer, file_key, read_source
 from agentflow.compiler.lowering import LoweringError, lower
 from agentflow.core.diagnostics import Diagnostic
 from agentflow.core.redaction import RedactingStream, redact, register_environment
@@ -253,7 +253,7 @@ class FlowLanguageServer(LanguageServer):
         """Document ``uri`` changed (opened, edited, saved): its cached check as an imported
         file is dropped, and every open document that imports it (directly or not) is checked
         again."""
-        path = Path(os.path.abspath(self.file_of(uri)))
+        path = file_key(self.file_of(uri))
         Importer(self.read_imported, self.import_cache).forget(path)
         for other, state in list(self.states.items()):
             imports = state.analysis.result.imports
