@@ -97,3 +97,16 @@ def test_fmt_keeps_imports_as_written(project):
     assert flow.read_text(encoding="utf-8").startswith(
         'import {\n  Ticket,\n  Severity,\n} from "../shared/tickets.flow"\ninput Ticket\n'
     )
+
+
+def test_serve_leaves_out_a_file_of_declarations_and_serves_its_importers(project):
+    from agentflow.serve import discover
+
+    served = discover(project / "shared")
+    assert served.flows == {}
+    assert served.problems == ["tickets.flow: not served: it has no stage (declarations only)"]
+    served = discover(project / "flows")
+    assert list(served.flows) == ["triage"] and served.problems == []
+    assert served.flows["triage"].input_schema["properties"]["severity"] == {
+        "enum": ["low", "medium", "high"]
+    }
