@@ -310,3 +310,9 @@ def test_a_name_imported_twice_is_a_duplicate(tmp_path):
     main = 'import { Ticket, Severity } from "./shared.flow"\nimport { Severity } from "./shared.flow"\n'
     got = only(check(tmp_path, {"shared.flow": SHARED, "main.flow": main}))
     assert got == ("duplicate-definition", "`Severity` is imported twice", 2, 10, "remove this one")
+
+
+def test_the_names_of_a_half_typed_import_are_not_reported_where_they_are_used():
+    text = "import { Ticket, Sev\ninput Ticket\nstage s -> Ticket { return input }\n"
+    [d] = check_source(text, "main.flow").diagnostics
+    assert d.code == "syntax-error"

@@ -52,8 +52,10 @@ class DeclarationChecks(CheckerShared):
         ``duplicate-definition``; a ``flow`` header that is not first is a ``syntax-error``."""
         self.items = [i for i in self.module.items if not isinstance(i, ast.ErrorItem)]
         for i in self.module.items:
-            if isinstance(i, ast.ErrorItem) and i.name:
-                self.error_names.add(i.name)
+            if isinstance(i, ast.ErrorItem):
+                if i.name:
+                    self.error_names.add(i.name)
+                self.error_names.update(i.names)  # a broken `import { … }`
         singles: dict[type, ast.Item] = {}
         for item in self.items:
             if isinstance(

@@ -841,6 +841,8 @@ class ErrorItem(Item):
     skips it (docs/spec/LANGUAGE.md §9: an item with a syntax error gets no other diagnostics)."""
 
     name: str | None = None
+    #: the names a broken ``import { … }`` item would bring (their uses are not reported)
+    names: tuple[str, ...] = ()
 
 
 @dataclass(slots=True, eq=False)
