@@ -485,6 +485,7 @@ LOCAL_IMPORTS: dict[tuple[str, str], str] = {
     ("agentflow.cli", "agentflow.lsp.server"): "the command boundary: `flowc lsp` only",
     ("agentflow.compiler.api", "agentflow.grammar.parser"): "lark (~70 ms) off start-up",
     ("agentflow.compiler.check_depth", "agentflow.grammar.parser"): "lark off start-up",
+    ("agentflow.compiler.imports", "agentflow.grammar.parser"): "lark off start-up",
     ("agentflow.compiler.check_functions", "agentflow.grammar.parser"): "lark off start-up",
     ("agentflow.compiler.checker", "agentflow.grammar.parser"): "lark off start-up",
     ("agentflow.compiler.fmt", "agentflow.grammar.parser"): "lark off start-up",

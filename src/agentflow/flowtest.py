@@ -364,6 +364,25 @@ _CACHE_MAX_FILES = 2000
 #: what the cache key leaves out of a flow's directory
 _CACHE_SKIP = ("__pycache__",)
 _REPLAY_LINE = re.compile(r'^[ \t]*replay[ \t]+"([^"\n]*)"', re.M)
+#: an ``import { … } from "PATH"`` item (docs/reference/programs.md "import")
+_IMPORT_LINE = re.compile(r'^[ \t]*import[ \t]*\{[^}]*\}[ \t\n]*from[ \t]+"([^"\n]*)"', re.M)
+
+
+def _imported_files(file: Path, text: str, seen: set[Path]) -> list[Path]:
+    """The files ``text`` (of ``file``) imports, transitively (those that can be read)."""
+    out = []
+    for written in _IMPORT_LINE.findall(text):
+        path = (file.parent / written).resolve()
+        if path in seen:
+            continue
+        seen.add(path)
+        try:
+            inner = path.read_text(encoding="utf-8", errors="surrogateescape")
+        except OSError:
+            continue
+        out.append(path)
+        out.extend(_imported_files(path, inner, seen))
+    return out
 
 
 class _Cache:
@@ -387,6 +406,11 @@ class _Cache:
         for cassette in _REPLAY_LINE.findall(text):
             try:
                 h.update(hashlib.sha256((base / cassette).read_bytes()).digest())
+            except OSError:
+                h.update(b"missing\0")
+        for imported in _imported_files(file, text, {file.resolve()}):  # their texts
+            try:
+                h.update(hashlib.sha256(imported.read_bytes()).digest())
             except OSError:
                 h.update(b"missing\0")
         count = 0

@@ -92,6 +92,8 @@ class ServedFlow:
     wrap_input: bool = False
     wrap_output: bool = False
     steps: int = 0
+    #: a `.flow` with no stage: declarations for other flows to import (not served)
+    declarations_only: bool = False
 
 
 @dataclass
@@ -128,8 +130,10 @@ def load_flow(path: Path) -> ServedFlow:
     """Compile or load one program and describe it as a tool.  Raises FlowError."""
     output_schema: dict[str, Any] | None = None
     doc: str | None = None
+    declarations_only = False
     if path.suffix == ".flow":
         compiled = api_compile.compile_flow(path)
+        declarations_only = not compiled.check.stages
         plan = load_plan_data(compiled.plan, str(path))
         check = compiled.check
         doc = _leading_doc(path.read_text(encoding="utf-8"))
@@ -166,6 +170,7 @@ def load_flow(path: Path) -> ServedFlow:
         wrap_input=wrap_input,
         wrap_output=wrap_output,
         steps=len(plan.steps),
+        declarations_only=declarations_only,
     )
 
 
@@ -184,6 +189,9 @@ def discover(directory: Path) -> Served:
         except FlowError as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             served.problems.append(f"{path.name}: not served: {first}")
+            continue
+        if flow.declarations_only:  # a file of types the flows import (programs.md "import")
+            served.problems.append(f"{path.name}: not served: it has no stage (declarations only)")
             continue
         if flow.name in served.flows:
             other = served.flows[flow.name].path.name

@@ -21,9 +21,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from support.markdown import ROOT, Fence, all_fences, marks
+from support.markdown import ROOT, Fence, all_fences, marks, source_name
 
 from agentflow.api import CompileError, compile_source
 from agentflow.compiler.api import check_source
@@ -34,9 +35,10 @@ CONFIGS = [f for f in all_fences("toml") if "flow.toml" in f.info[1:]]
 SCRIPTS = [f for f in all_fences("python") if "runnable" in f.info[1:]]
 
 
-def _diagnostics(example: Fence) -> tuple[list, set[tuple[int, str, str]]]:
-    """Every diagnostic of the example: the checker's, then the compiler's when it checks clean."""
-    name = f"{example.file.replace('/', '_')}_{example.line}.flow"
+def _diagnostics(example: Fence, directory: Path) -> tuple[list, set[tuple[int, str, str]]]:
+    """Every diagnostic of the example: the checker's, then the compiler's when it checks clean
+    (an example that imports, or is imported, as a file of ``directory``: ``source_name``)."""
+    name = source_name(example, directory)
     diags = list(check_source(example.text, name).diagnostics)
     if not any(d.severity == "error" for d in diags):
         try:
@@ -51,9 +53,9 @@ def test_the_documentation_has_examples_of_each_kind():
 
 
 @pytest.mark.parametrize("example", FLOW, ids=str)
-def test_flow_example_gives_exactly_its_marked_diagnostics(example: Fence):
+def test_flow_example_gives_exactly_its_marked_diagnostics(example: Fence, tmp_path: Path):
     expected = marks(example.text)
-    diags, actual = _diagnostics(example)
+    diags, actual = _diagnostics(example, tmp_path)
     want = {(line, sev, code) for line, sev, code, _ in expected}
     shown = "\n".join(
         f"  {d.span.line}:{d.span.column} {d.severity}[{d.code}]: {d.message}" for d in diags

@@ -132,6 +132,9 @@ def test_the_generated_benchmark_program_gives_the_lalr_ast():
         # `sleep`: a statement at a statement's start, a name elsewhere (`sleep(`: a call)
         "stage s -> int {\n  sleep 5m\n  sleep input.wait + 1s\n  let sleep_x = input.sleep\n"
         "  if a { sleep 1s } else { sleep (x) }\n  sleep(n: 1)\n  1\n}\n",
+        # imports: names separated by commas (a trailing one too), over several lines
+        'import { A, B, } from "./shared.flow"\nimport {\n  C,\n  D\n} from "../x.flow"\n'
+        "type T { from: int, import: text }\nstage s -> int {\n  let from = 1\n  from\n}\n",
         # a test and an eval block
         'test "t" map cases as c {\n  input {}\n  stub agent a returns 1 then fails "timeout" '
         'then always 2\n  stub ask q returns "y" then always "n"\n  stub step s returns 1\n  '

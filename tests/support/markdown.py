@@ -83,6 +83,28 @@ def all_fences(lang: str) -> list[Fence]:
     return [f for path in doc_files() for f in fences(path) if f.lang == lang]
 
 
+_IMPORTS = re.compile(r"^import\s*\{", re.M)
+
+
+def source_name(example: Fence, directory: Path) -> str:
+    """The file name to check a ```` ```flow ```` example under. On a page where an example
+    imports, each example is checked as a file of ``directory`` (its ``as=NAME``, else a name
+    of its own), where every ``as=NAME`` block of the page is written first (so ``import { T }
+    from "./NAME"`` reads the block shown beside it); elsewhere under a name of its own.
+    (``file=NAME`` is another thing: a block that is the file ``NAME`` beside the page.)"""
+    named = [w.split("=", 1)[1] for w in example.info[1:] if w.startswith("as=")]
+    others = [f for f in fences(ROOT / example.file) if f.lang == "flow"]
+    if not any(_IMPORTS.search(f.text) for f in others):  # a page without imports
+        return f"{example.file.replace('/', '_')}_{example.line}.flow"
+    for fence in others:
+        for word in fence.info[1:]:
+            if word.startswith("as="):
+                path = directory / word.split("=", 1)[1]
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(fence.text, encoding="utf-8")
+    return str(directory / (named[0] if named else f"example_{example.line}.flow"))
+
+
 def marks(text: str) -> set[tuple[int, str, str, str | None]]:
     """The expected diagnostics of an example: ``{(line, severity, code, message or None)}``."""
     found = set()

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import gc
 import os
-from pathlib import Path
 
-from agentflow.compiler.checker import CheckResult, check_module
+from agentflow.compiler.checker import CheckResult
+from agentflow.compiler.imports import check_parsed, read_source
 
-__all__ = ["check_source", "check_file", "read_source"]
+__all__ = ["check_source", "check_file", "check_parsed", "read_source"]
 
 
 def check_source(text: str, file: str = "<input>") -> CheckResult:
@@ -31,23 +31,10 @@ def check_source(text: str, file: str = "<input>") -> CheckResult:
     gc.disable()
     try:
         module, parse_diags = parse_module(text, file)
-        return check_module(module, parse_diagnostics=parse_diags)
+        return check_parsed(module, parse_diags)
     finally:
         if was_enabled:
             gc.enable()
-
-
-def read_source(path: str | os.PathLike[str]) -> str:
-    """Read a source file as text: UTF-8, NUL bytes kept, a leading byte-order mark dropped (so
-    columns on the first line count from the first real character; a later ``flowc fmt`` writes
-    the file without it). A byte that is not UTF-8 is kept as the lone surrogate U+DC80…U+DCFF
-    (``errors="surrogateescape"``), which the parser reports as a `syntax-error` at its position
-    (it is never silently a U+FFFD in the program or its plan).
-
-    Raises ``OSError`` when the file cannot be read (missing, a directory, no permission).
-    """
-    data = Path(path).read_bytes()
-    return data.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
 
 
 def check_file(path: str | os.PathLike[str]) -> CheckResult:

@@ -52,8 +52,10 @@ class DeclarationChecks(CheckerShared):
         ``duplicate-definition``; a ``flow`` header that is not first is a ``syntax-error``."""
         self.items = [i for i in self.module.items if not isinstance(i, ast.ErrorItem)]
         for i in self.module.items:
-            if isinstance(i, ast.ErrorItem) and i.name:
-                self.error_names.add(i.name)
+            if isinstance(i, ast.ErrorItem):
+                if i.name:
+                    self.error_names.add(i.name)
+                self.error_names.update(i.names)  # a broken `import { … }`
         singles: dict[type, ast.Item] = {}
         for item in self.items:
             if isinstance(
@@ -75,12 +77,17 @@ class DeclarationChecks(CheckerShared):
         header = singles.get(ast.FlowHeader)
         self.header = header if isinstance(header, ast.FlowHeader) else None
         if header is not None and self.module.items and self.module.items[0] is not header:
-            # docs/spec/LANGUAGE.md §2: "optional header, first if present"
-            self.report(
-                D.SYNTAX_ERROR,
-                "the `flow` header must be the first item of the file",
-                header.span,
-            )
+            # docs/spec/LANGUAGE.md §2: "optional header, first if present" — `import` items
+            # may come before it (docs/decisions.md "Imports")
+            first = next(i for i in self.module.items if type(i) is not ast.ImportDecl)
+            if first is not header:
+                self.report(
+                    D.SYNTAX_ERROR,
+                    "the `flow` header must be the first item of the file (after its imports)"
+                    if self.imports is not None
+                    else "the `flow` header must be the first item of the file",
+                    header.span,
+                )
 
     def declare_type_names(self) -> None:
         """Each ``type`` and ``extern type`` name once (a built-in name or a second definition
@@ -113,6 +120,78 @@ class DeclarationChecks(CheckerShared):
                     self.alias_decls[name] = item
                 if item.doc:
                     self.env.docs[name] = item.doc
+        if self.imports is not None:
+            self.declare_imported_types()
+
+    def declare_imported_types(self) -> None:
+        """The imported types (docs/reference/programs.md "import"), after the file's own: a
+        name declared here or brought by another import as another declaration is an
+        ``import-conflict``; a type brought only because an imported type refers to it is in
+        the program (its contracts) but not a name this file may write (:attr:`hidden`)."""
+        self.error_names |= self.imports.failed - set(self.type_decls)
+        explicit = {i.name for i in self.imports.declared if i.ident is not None}
+        named: dict[int, ast.Ident] = {}  # id(declaration) → where it was imported by name
+        for imp in self.imports.declared:
+            name, item = imp.name, imp.item
+            if imp.ident is not None:
+                if id(item) in named:
+                    self.report(
+                        D.DUPLICATE_DEFINITION,
+                        f"`{name}` is imported twice",
+                        imp.ident.span,
+                        notes=[Note("first imported here", named[id(item)].span)],
+                        hint="remove this one",
+                    )
+                    continue
+                named[id(item)] = imp.ident
+            first = self.type_decls.get(name)
+            if first is item:
+                if imp.ident is not None:
+                    self.hidden.pop(name, None)
+                continue
+            if first is not None:
+                if imp.ident is not None or name not in explicit:  # an explicit one reports
+                    self._import_conflict(imp, first)
+                continue
+            self.type_decls[name] = item
+            self.imported_items.append(item)
+            if imp.ident is None:
+                self.hidden[name] = imp.via or name
+            if isinstance(item, ast.ExternType):
+                self.env.externs[name] = ExternType(name)
+            elif item.alias is not None:
+                self.alias_decls[name] = item
+            if item.doc:
+                self.env.docs[name] = item.doc
+
+    def _import_conflict(self, imp: Any, first: ast.TypeDecl | ast.ExternType) -> None:
+        name, path = imp.name, imp.decl.path
+        here = first.span.file == self.module.file
+        where = "declared in this file" if here else f"imported from `{first.span.file}`"
+        if imp.ident is not None:
+            message = f"`{name}` is imported from `{path}` but is also {where}"
+            hint = (
+                "rename one of them, or remove the local declaration"
+                if here
+                else "import it from one file only"
+            )
+            span = imp.ident.span
+        else:
+            message = (
+                f"`{imp.via}` from `{path}` refers to its type `{name}`, which is also {where}"
+            )
+            hint = (
+                f"import `{name}` from `{path}` instead of declaring it here, or rename one "
+                "of them (a program has one type of each name)"
+            )
+            span = next(i.span for i in imp.decl.names if i.name == imp.via)
+        self.report(
+            D.IMPORT_CONFLICT,
+            message,
+            span,
+            notes=[Note(f"the other `{name}`", first.name.span)],
+            hint=hint,
+        )
 
     def resolve_aliases(self) -> None:
         """Every ``type N = T``, cycles reported once."""
@@ -126,7 +205,8 @@ class DeclarationChecks(CheckerShared):
             marks = self.memo.replay_object_types(self)
             if marks is None:
                 return
-        for item in self.items:
+        items = self.items if not self.imported_items else self.items + self.imported_items
+        for item in items:
             if isinstance(item, ast.TypeDecl) and item.body is not None:
                 obj = self.object_type(item.body, item.name.name, item.doc)
                 if self.type_decls.get(item.name.name) is item:

@@ -150,7 +150,8 @@ class StageMemo:
         nothing; else the marks :meth:`record_object_types` needs after building them."""
         items = ck.module.items
         key = (
-            tuple(id(i) for i in items if not isinstance(i, (ast.StageDecl, ast.ErrorItem))),
+            tuple(id(i) for i in items if not isinstance(i, (ast.StageDecl, ast.ErrorItem)))
+            + tuple(id(i) for i in ck.imported_items),
             frozenset(ck.error_names),
         )
         for rec in self.objects:
@@ -162,7 +163,7 @@ class StageMemo:
                 ck.constants.update(constants)
                 self.objects = [rec] + [r for r in self.objects if r is not rec]
                 return None
-        keep = [i for i in items if not isinstance(i, ast.StageDecl)]
+        keep = [i for i in items if not isinstance(i, ast.StageDecl)] + ck.imported_items
         return (key, keep, len(ck.diags), len(ck.types), len(ck.refs), len(ck.constants))
 
     def record_object_types(self, ck: Checker, marks: tuple[Any, ...]) -> None:
@@ -184,10 +185,12 @@ class StageMemo:
         """``ck.check_stages()``, replaying the stages recorded by the previous check that
         nothing can have changed."""
         items = ck.module.items
-        ctx = tuple(id(i) for i in items if not isinstance(i, (ast.StageDecl, ast.ErrorItem)))
+        ctx = tuple(
+            id(i) for i in items if not isinstance(i, (ast.StageDecl, ast.ErrorItem))
+        ) + tuple(id(i) for i in ck.imported_items)
         text = self.text
         # the records keep their stages and context items alive, so ids are not reused
-        keep = [i for i in items if not isinstance(i, ast.StageDecl)]
+        keep = [i for i in items if not isinstance(i, ast.StageDecl)] + ck.imported_items
         old, older = self.records, self.older
         new: dict[int, _Record] = {}
         self.replayed = self.checked = 0

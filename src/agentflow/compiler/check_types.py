@@ -278,6 +278,16 @@ class TypeChecks(CheckerShared):
             return builtin  # `Bool`, `Text`: only the case differs
         return D.foreign_type_hint(name) or builtin
 
+    def _not_imported(self, t: ast.NamedType) -> None:
+        """A type name of this file that only an imported type brought in."""
+        imp = next(i for i in self.imports.declared if i.name == t.name)
+        self.report(
+            D.UNKNOWN_TYPE,
+            f"`{t.name}` is not imported (`{imp.via}` from `{imp.decl.path}` refers to it)",
+            t.span,
+            hint=f'import it too: `import {{ {imp.via}, {t.name} }} from "{imp.decl.path}"`',
+        )
+
     def resolve_type(self, t: ast.TypeExpr, alias_stack: tuple[str, ...] = ()) -> Type:
         """Turn a written type into a semantic type, reporting unknown names, duplicate fields
         and invalid constraints."""
@@ -285,6 +295,9 @@ class TypeChecks(CheckerShared):
             name = t.name
             if name in PRIMS:
                 return PRIMS[name]
+            if self.hidden and name in self.hidden and t.span.file == self.module.file:
+                self._not_imported(t)
+                return ERROR
             if name == VERDICT_TYPE:
                 return VERDICT
             if name in self.env.objects or (

@@ -110,6 +110,11 @@ class CheckResult:
     tests: list[ast.TestDecl] = field(default_factory=list)
     #: the ``eval`` blocks (docs/reference/evals.md), checked (``check_evals.CheckedEval``)
     evals: list[Any] = field(default_factory=list)
+    #: every type declaration in scope, by name: the file's own and the imported ones (whose
+    #: spans name their files; docs/reference/programs.md "import")
+    type_decls: dict[str, ast.TypeDecl | ast.ExternType] = field(default_factory=dict)
+    #: the file's imports (``compiler.imports.Imports``), None without ``import`` items
+    imports: Any = None
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -176,8 +181,15 @@ class Checker(
         *,
         prelude: bool = True,
         memo: StageMemo | None = None,
+        imports: Any = None,
     ) -> None:
         self.module = module
+        #: the resolved ``import`` items (``compiler.imports.Imports``), None without them
+        self.imports = imports
+        #: the imported declarations (checked with the file's own, diagnosed in their files)
+        self.imported_items: list[ast.Item] = []
+        #: a type brought in only because an imported type refers to it → that type's name
+        self.hidden: dict[str, str] = {}
         #: the per-stage memo of the previous check of this document (language server), if any
         self.memo = memo
         self.use_prelude = prelude
@@ -258,6 +270,11 @@ class Checker(
             description = None
 
         diags = _dedupe(self.diags)
+        if self.imports is not None:
+            # the imported declarations' own problems are their files' (`import-error` here)
+            other = self.imports.files
+            diags = [d for d in diags if d.span.file not in other]
+            diags.extend(self.imports.diagnostics)
         diags.sort(key=lambda d: d.sort_key())
         return CheckResult(
             diagnostics=diags,
@@ -278,6 +295,8 @@ class Checker(
             constants=self.constants,
             tests=self.tests,
             evals=self.evals,
+            type_decls=self.type_decls,
+            imports=self.imports,
         )
 
 
@@ -330,6 +349,7 @@ def check_module(
     parse_diagnostics: Iterable[Diagnostic] = (),
     prelude: bool = True,
     memo: StageMemo | None = None,
+    imports: Any = None,
 ) -> CheckResult:
     """Type-check a parsed module (docs/spec/LANGUAGE.md §2–9) and return a :class:`CheckResult`.
 
@@ -343,13 +363,17 @@ def check_module(
     ``memo`` (a :class:`~agentflow.compiler.check_memo.StageMemo` kept for one document) reuses
     the stage checks of the previous check of that document that nothing can have changed
     (the language server's incremental analysis); the result is the same.
+
+    ``imports`` (a :class:`~agentflow.compiler.imports.Imports`, from
+    :func:`~agentflow.compiler.imports.check_parsed`) gives the declarations of the module's
+    ``import`` items; without it an ``import`` item brings nothing.
     """
     # The check allocates many small acyclic objects; pausing the cyclic collector for its
     # duration halves the time on big files (the same trick as the parser's).
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _check_module(module, parse_diagnostics, prelude, memo)
+        return _check_module(module, parse_diagnostics, prelude, memo, imports)
     finally:
         if was_enabled:
             gc.enable()
@@ -370,8 +394,9 @@ def _check_module(
     parse_diagnostics: Iterable[Diagnostic],
     prelude: bool,
     memo: StageMemo | None = None,
+    imports: Any = None,
 ) -> CheckResult:
-    checker = Checker(module, parse_diagnostics, prelude=prelude, memo=memo)
+    checker = Checker(module, parse_diagnostics, prelude=prelude, memo=memo, imports=imports)
     try:
         result = checker.check()
     except RecursionError:
@@ -379,7 +404,7 @@ def _check_module(
             memo.records.clear()
             memo.older.clear()
             memo.objects.clear()
-        checker = Checker(module, parse_diagnostics, prelude=prelude)
+        checker = Checker(module, parse_diagnostics, prelude=prelude, imports=imports)
         checker.report(D.SYNTAX_ERROR, "the program is nested too deeply to check", module.span)
         return _empty_result(checker)
     if result.ok and checker.max_expr_depth > _SHALLOW:

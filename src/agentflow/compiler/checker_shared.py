@@ -106,6 +106,9 @@ class CheckerShared:
     tool_decls: dict[str, ToolSig]
     tools: dict[str, ToolSig]
     type_decls: dict[str, ast.TypeDecl | ast.ExternType]
+    imports: Any
+    imported_items: list[ast.Item]
+    hidden: dict[str, str]
     types: dict[int, Type]
     use_syms: dict[str, Symbol]
     uses: dict[str, ast.UseDecl]

@@ -156,6 +156,22 @@ TOOL_NAME_IS_A_STEP_KIND = _register(
     "error",
     "an `extern tool` whose catalog name is a plan's step kind (`value`, `map` …)",
 )
+INVALID_IMPORT_PATH = _register(
+    "invalid-import-path",
+    "error",
+    "an import path that is not a relative path to a `.flow` file (a URL, an absolute path)",
+)
+IMPORT_NOT_FOUND = _register("import-not-found", "error", "an imported file that cannot be read")
+UNKNOWN_IMPORT = _register(
+    "unknown-import", "error", "an imported name that is not a type the imported file declares"
+)
+IMPORT_CONFLICT = _register(
+    "import-conflict",
+    "error",
+    "an imported type whose name is declared in the importing file or imported from elsewhere",
+)
+IMPORT_CYCLE = _register("import-cycle", "error", "files that import each other")
+IMPORT_ERROR = _register("import-error", "error", "an imported file that has errors")
 
 # Plan files (docs/spec/PLAN_IR.md §1–6): what `flowc plan validate`, the loader and tool
 # resolution report.

@@ -97,6 +97,7 @@ TOP_LEVEL_WORDS: tuple[str, ...] = (
     "stage",
     "test",
     "eval",
+    "import",
 )
 #: Words inside a ``test "name" { … }`` block besides ``input`` and ``expect``
 #: (docs/reference/testing.md): ``stub agent A returns V then W``, ``stub tool T fails "code"``,
@@ -148,6 +149,7 @@ CONTINUATION_WORDS: tuple[str, ...] = (
     "expect",
     "default",
     "check",
+    "from",
 )
 #: The clauses of an ``agent(…) { … }`` block (docs/spec/LANGUAGE.md §6), in the order completion
 #: offers them, each with a short example (the "clauses take no colon" hint shows it).

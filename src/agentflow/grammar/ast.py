@@ -637,6 +637,17 @@ class UseDecl(Item):
 
 
 @dataclass(slots=True, eq=False)
+class ImportDecl(Item):
+    """``import { Ticket, Severity } from "./shared.flow"`` (docs/reference/programs.md
+    "import"): the named declarations of another `.flow` file (``path``, relative to this one;
+    ``path_span``: its string's span)."""
+
+    names: list[Ident]
+    path: str
+    path_span: Span
+
+
+@dataclass(slots=True, eq=False)
 class Param(Node):
     """``name: T``, or ``name?: T`` (``omittable``: the argument may be left out, and when
     given it is a ``T`` — unlike ``name: T?``, which also takes ``null``)."""
@@ -837,6 +848,8 @@ class ErrorItem(Item):
     skips it (docs/spec/LANGUAGE.md §9: an item with a syntax error gets no other diagnostics)."""
 
     name: str | None = None
+    #: the names a broken ``import { … }`` item would bring (their uses are not reported)
+    names: tuple[str, ...] = ()
 
 
 @dataclass(slots=True, eq=False)

@@ -268,6 +268,20 @@ class Builder:
             ast.Ident(c[4].span, c[4].value),
         )
 
+    def import_decl(self, c: _Kids) -> ast.ImportDecl:
+        path = c[5]
+        return ast.ImportDecl(
+            _cover(c[0], path), list(c[2]), _string_value(path, "an import path"), path.span
+        )
+
+    def import_names(self, c: _Kids) -> list[ast.Ident]:
+        if len(c) == 1:
+            return [ast.Ident(c[0].span, c[0].value)]
+        out: list[ast.Ident] = c[0]
+        if len(c) == 3:  # `, name` (two children: a trailing comma)
+            out.append(ast.Ident(c[2].span, c[2].value))
+        return out
+
     def extern_tool(self, c: _Kids) -> ast.ExternTool:
         params = c[4] if len(c) == 8 else []
         return ast.ExternTool(

@@ -386,7 +386,23 @@ class Descent(ExprDescent):
             return self.test_decl(p)
         if k == "EVAL":
             return self.eval_decl(p)
+        if k == "IMPORT":
+            return self.import_decl(p)
         bail()
+
+    def import_decl(self, p: int) -> ast.ImportDecl:
+        self.take("LBRACE")
+        names = [self.ident()]
+        K = self.K
+        while K[self.p] == "COMMA":
+            self.p += 1
+            if K[self.p] == "RBRACE":
+                break
+            names.append(self.ident())
+        self.take("RBRACE")
+        self.take("FROM")
+        s = self.take("STRING")
+        return ast.ImportDecl(self.tt(p, s), names, plain_text(self.V[s]), self.span(s))
 
     # -- `test` and `eval` blocks ---------------------------------------------------------------
 

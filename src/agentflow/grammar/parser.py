@@ -240,7 +240,9 @@ def _parse_module(
         item_end = max(start + stop, min(err.span.end, n), start)
         items.append(
             ast.ErrorItem(
-                _offset_span(text, file, start, item_end, lines), _item_name(text, start, lines)
+                _offset_span(text, file, start, item_end, lines),
+                _item_name(text, start, lines),
+                _import_names(text, start, item_end),
             )
         )
         if resume is None:
@@ -424,3 +426,13 @@ def _item_name(text: str, start: int, lines: _Lines | None = None) -> str | None
 
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_IMPORT_BRACES = re.compile(r"import\s*\{([^}]*)")
+
+
+def _import_names(text: str, start: int, end: int) -> tuple[str, ...]:
+    """The names in the braces of a broken ``import { … }`` item at ``start`` (none for any
+    other item)."""
+    m = _IMPORT_BRACES.match(text, start, end)
+    if m is None:
+        return ()
+    return tuple(n for n in _IDENT.findall(m.group(1)) if n != "from")

@@ -323,6 +323,12 @@ def _syntax_hint(
     ):
         kind = prev.value
         return f'the {kind} name is a string: `use {kind} "{tok.value}" as {tok.value}`'
+    if prev.type == "IMPORT" and typ in ("NAME", "STAR"):
+        # `import Ticket from "…"`, `import * from "…"`: the names go in braces
+        name = tok.value if typ == "NAME" else "Ticket"
+        return f'name the types in braces: `import {{ {name} }} from "./file.flow"`'
+    if typ == "STRING" and prev.type == "RBRACE" and "FROM" in expected:
+        return f"write `from` before the file: `}} from {tok.value.text!r}`".replace("'", '"')
     return None
 
 

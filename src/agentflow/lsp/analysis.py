@@ -26,7 +26,8 @@ from __future__ import annotations
 from typing import Any
 
 from agentflow.compiler.api import check_source
-from agentflow.compiler.checker import CheckResult, ToolSig, check_module
+from agentflow.compiler.checker import CheckResult, ToolSig
+from agentflow.compiler.imports import Importer, check_parsed
 from agentflow.core.diagnostics import Diagnostic
 from agentflow.core.spans import Span
 from agentflow.grammar import ast
@@ -121,13 +122,14 @@ class Analysis:
         return completion.completions(self, offset, text)
 
 
-def analyze(text: str, file: str, parser: Any = None) -> Analysis:
+def analyze(text: str, file: str, parser: Any = None, importer: Importer | None = None) -> Analysis:
     """Check ``text`` with :func:`agentflow.compiler.api.check_source` and wrap the result.
 
     With ``parser`` (an :class:`agentflow.lsp.incremental.IncrementalParser` for this
     document), parsing reuses the unchanged items of the previous version and checking the
     stage checks nothing can have changed (its :class:`~agentflow.compiler.check_memo.StageMemo`);
-    the result is the same."""
+    the result is the same. ``importer`` reads the files the document imports (the server's
+    reads open documents' texts and keeps the checks of unchanged files)."""
     if parser is None:
         return Analysis(text, check_source(text, file))
     import gc
@@ -137,7 +139,7 @@ def analyze(text: str, file: str, parser: Any = None) -> Analysis:
     try:
         module, diags = parser.parse(text)
         parser.memo.text = text
-        return Analysis(text, check_module(module, parse_diagnostics=diags, memo=parser.memo))
+        return Analysis(text, check_parsed(module, diags, importer, memo=parser.memo))
     finally:
         if was_enabled:
             gc.enable()

@@ -7,12 +7,13 @@ from an analysis in which the cursor's item parses (:func:`names_analysis`)."""
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentflow.compiler import types as T
-from agentflow.compiler.api import check_source
+from agentflow.compiler.api import check_file, check_source
 from agentflow.core.functions import FUNCTIONS
 from agentflow.core.vocabulary import (
     AGENT_CLAUSES,
@@ -104,6 +105,8 @@ def completions(a: Analysis, offset: int, text: str | None = None) -> list[Compl
         if prev not in (*EVAL_WORDS, "judge", "expect"):  # not a scorer's name or a path
             names = [Completion(n, "variable") for n in ("output", "expected", "usage", "case")]
             return names + expr_completions(names_analysis(a, text, wstart), wstart)
+    if ctx.depth == 1 and prev in ("{", ",") and _import_braces(code):
+        return import_completions(a, code, text[offset:])
     listed = errors_help.open_on_list(code)
     if listed is not None:  # inside `catch on [ … ]`: what the guarded expression can fail with
         if code[-1].value not in ("[", ","):
@@ -167,7 +170,7 @@ def member_completions(a: Analysis, text: str, dot: int, offset: int) -> list[Co
     m = re.compile(r"[A-Za-z0-9_]*").match(text, offset)
     end = m.end() if m else offset
     patched = text[:dot] + " " * (end - dot) + text[end:]
-    patched_result = check_source(patched)
+    patched_result = check_source(patched, a.module.file)
     best: ast.Expr | None = None
     for n in ast.walk(patched_result.module):
         if (
@@ -196,6 +199,42 @@ def member_completions(a: Analysis, text: str, dot: int, offset: int) -> list[Co
         if isinstance(lt, T.ListType):
             t = lt.elem
     return _fields_of(t, env)
+
+
+def _import_braces(code: list[Any]) -> bool:
+    """Whether the tokens end inside the braces of ``import { … }``."""
+    i = len(code) - 1
+    while i >= 0 and (code[i].value == "," or _NAME.fullmatch(str(code[i].value))):
+        i -= 1
+    return i >= 1 and code[i].value == "{" and code[i - 1].value == "import"
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+_IMPORT_REST = re.compile(r'[^}"]*\}\s*from\s*"([^"\n]+)"')
+
+
+def import_completions(a: Analysis, code: list[Any], after: str) -> list[Completion]:
+    """Inside ``import { … } from "PATH"``: the types PATH declares, those already named left
+    out (docs/reference/programs.md "import")."""
+    m = _IMPORT_REST.match(after)
+    if m is None or not m.group(1).startswith(("./", "../")):
+        return []
+    try:
+        result = check_file(os.path.join(os.path.dirname(a.module.file), m.group(1)))
+    except OSError:
+        return []
+    named = {t.value for t in code}
+    out = []
+    for name, decl in result.type_decls.items():
+        if decl.span.file == result.module.file and name not in named:
+            if isinstance(decl, ast.ExternType):
+                summary = f"extern type {name}"
+            else:
+                summary = f"type {name} = …" if decl.alias is not None else f"type {name} {{ … }}"
+            out.append(Completion(name, "type", summary, decl.doc))
+    return out
 
 
 def type_completions(a: Analysis) -> list[Completion]:

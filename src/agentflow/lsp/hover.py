@@ -57,9 +57,11 @@ def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
             locate.fence(f"({origin}) {locate.tool_text(a, sig)}"), doc
         ), node.span
     if kind == "type":
-        return locate.with_doc(
-            locate.fence(locate.type_summary(a, payload)), locate.type_doc(a, payload)
-        ), node.span
+        shown = locate.fence(locate.type_summary(a, payload))
+        decl = a.result.type_decls.get(payload)
+        if decl is not None and decl.span.file != a.module.file:  # an imported type
+            shown += f"\n\nfrom `{decl.span.file}`"
+        return locate.with_doc(shown, locate.type_doc(a, payload)), node.span
     if kind == "fielddecl":
         fd: ast.FieldDecl = payload
         owner = next((p for p in reversed(path) if isinstance(p, ast.TypeDecl)), None)

@@ -79,12 +79,23 @@ def node_path(a: Analysis, offset: int) -> list[ast.Node]:
 
 
 def type_decls(a: Analysis) -> dict[str, ast.TypeDecl | ast.ExternType]:
-    """Declared type names → their first declaration."""
+    """Declared type names → their first declaration; then the imported ones (their spans
+    name their own files: docs/reference/programs.md "import")."""
     out: dict[str, Any] = {}
     for item in a.module.items:
         if isinstance(item, (ast.TypeDecl, ast.ExternType)):
             out.setdefault(item.name.name, item)
+    for name, item in a.result.type_decls.items():
+        out.setdefault(name, item)
     return out
+
+
+def source_of(a: Analysis, file: str) -> str | None:
+    """The text of ``file``: the document's, or an imported file's as it was checked."""
+    if file == a.module.file:
+        return a.text
+    imports = a.result.imports
+    return imports.sources.get(file) if imports is not None else None
 
 
 def target(a: Analysis, offset: int) -> tuple[str, Any, list[ast.Node]] | None:
@@ -109,6 +120,9 @@ def target(a: Analysis, offset: int) -> tuple[str, Any, list[ast.Node]] | None:
     if isinstance(node, ast.Ident):
         if isinstance(parent, (ast.TypeDecl, ast.ExternType)) and parent.name is node:
             return "type", node.name, path
+        if isinstance(parent, ast.ImportDecl):  # `import { Ticket } from "./x.flow"`
+            decl = a.result.type_decls.get(node.name)
+            return ("type", node.name, path) if decl is not None else None
         if isinstance(parent, ast.FieldDecl):
             return "fielddecl", parent, path
         if isinstance(parent, ast.LetStmt):
@@ -233,9 +247,11 @@ _WRITTEN_TYPE_LINES = 40
 def _written_type(a: Analysis, name: str) -> str | None:
     """The source text of ``type name …`` in the document (None when it is not declared there,
     or is too long to show)."""
-    for item in a.module.items:
-        if isinstance(item, ast.TypeDecl) and item.name.name == name:
-            text = a.text[item.span.start : item.span.end]
+    item = type_decls(a).get(name)
+    if isinstance(item, ast.TypeDecl):
+        source = source_of(a, item.span.file)
+        if source is not None:
+            text = source[item.span.start : item.span.end]
             lines = source_lines(text)
             if not text.startswith("type") or len(lines) > _WRITTEN_TYPE_LINES:
                 return None

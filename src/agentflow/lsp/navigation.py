@@ -243,7 +243,8 @@ def rename_target(a: Analysis, offset: int) -> tuple[str, str, Span] | None:
         return None
     kind, payload, path = target
     if kind == "type":
-        if payload in locate.type_decls(a):
+        decl = locate.type_decls(a).get(payload)
+        if decl is not None and decl.span.file == a.module.file:  # not an imported type
             return "type", payload, path[-1].span
         return None
     binding = value_binding(a, kind, payload)
@@ -256,6 +257,15 @@ def rename_target(a: Analysis, offset: int) -> tuple[str, str, Span] | None:
         return bkind, name, payload[1].span
     span = binding_decl_span(a, *binding)
     return (bkind, name, span) if span is not None else None
+
+
+def _imported_type(a: Analysis, offset: int) -> ast.TypeDecl | ast.ExternType | None:
+    """The imported type declaration named under ``offset``, if any."""
+    target = locate.target(a, offset)
+    if target is None or target[0] != "type":
+        return None
+    decl = locate.type_decls(a).get(target[1])
+    return decl if decl is not None and decl.span.file != a.module.file else None
 
 
 def references_for_rename(a: Analysis, offset: int) -> list[Span] | None:
@@ -279,6 +289,9 @@ def rename_problem(a: Analysis, offset: int, new: str, keywords: frozenset[str])
     reference must still reach the renamed declaration, and nothing else may newly reach
     it) or a new error appears."""
     rt = rename_target(a, offset)
+    imported = _imported_type(a, offset) if rt is None else None
+    if imported is not None:
+        return f"`{imported.name.name}` is declared in `{imported.span.file}`: rename it there"
     if rt is None:
         return (
             "only `let` variables, loop variables, stages, `use` aliases and declared "

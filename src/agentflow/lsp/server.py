@@ -30,6 +30,7 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
@@ -48,6 +49,7 @@ from pygls.workspace import TextDocument
 
 from agentflow.compiler.api import check_source
 from agentflow.compiler.fmt import FormatError, format_source
+from agentflow.compiler.imports import Importer, file_key, read_source
 from agentflow.compiler.lowering import LoweringError, lower
 from agentflow.core.diagnostics import Diagnostic
 from agentflow.core.redaction import RedactingStream, redact, register_environment
@@ -213,6 +215,9 @@ class FlowLanguageServer(LanguageServer):
         self._worker = ThreadPoolExecutor(max_workers=4, thread_name_prefix="flowc-check")
         self._inflight: dict[str, tuple[str, asyncio.Future[Analysis | None]]] = {}
         self._locks: dict[str, threading.Lock] = {}
+        #: the checks of imported files, by path, shared by the documents' checks (a file's
+        #: entry is dropped when it changes: :meth:`imported_changed`)
+        self.import_cache: dict[Path, Any] = {}
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -237,7 +242,24 @@ class FlowLanguageServer(LanguageServer):
         parser = self.parsers.get(uri)
         if parser is None:
             parser = self.parsers[uri] = IncrementalParser(self.file_of(uri))
-        return analyze(text, parser.file, parser)
+        return analyze(text, parser.file, parser, Importer(self.read_imported, self.import_cache))
+
+    def read_imported(self, path: Path) -> str:
+        """The text of an imported file: the open document's, else the file's on disk."""
+        doc = self.document(from_fs_path(str(path)) or "")
+        return doc.source if doc is not None else read_source(path)
+
+    def imported_changed(self, uri: str, delay: float | None = None) -> None:
+        """Document ``uri`` changed (opened, edited, saved): its cached check as an imported
+        file is dropped, and every open document that imports it (directly or not) is checked
+        again."""
+        path = file_key(self.file_of(uri))
+        Importer(self.read_imported, self.import_cache).forget(path)
+        for other, state in list(self.states.items()):
+            imports = state.analysis.result.imports
+            if other != uri and imports is not None and path in imports.paths.values():
+                del self.states[other]  # its text is unchanged, its analysis is not current
+                self.schedule(other, delay=delay)
 
     def _check_job(self, uri: str, text: str, skip_if_stale: bool) -> Analysis | None:
         """Runs on a worker thread: the analysis of ``text`` as ``uri`` (one per document at a
@@ -324,6 +346,15 @@ class FlowLanguageServer(LanguageServer):
             return lsp.Location(
                 from_fs_path(str(PRELUDE)) or "",
                 self.range_of(span, LineIndex(text, self.encoding)),
+            )
+        if span.file != self.file_of(uri) and os.path.isabs(span.file):  # an imported file
+            doc = self.document(from_fs_path(span.file) or "")
+            try:
+                text = doc.source if doc is not None else read_source(span.file)
+            except OSError:
+                text = ""
+            return lsp.Location(
+                from_fs_path(span.file) or "", self.range_of(span, LineIndex(text, self.encoding))
             )
         return lsp.Location(uri, self.range_of(span, index))
 
@@ -479,14 +510,17 @@ def create_server() -> FlowLanguageServer:
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     async def did_open(ls: FlowLanguageServer, params: lsp.DidOpenTextDocumentParams) -> None:
         ls.schedule(params.text_document.uri, delay=0)
+        ls.imported_changed(params.text_document.uri, delay=0)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     async def did_change(ls: FlowLanguageServer, params: lsp.DidChangeTextDocumentParams) -> None:
         ls.schedule(params.text_document.uri)
+        ls.imported_changed(params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     async def did_save(ls: FlowLanguageServer, params: lsp.DidSaveTextDocumentParams) -> None:
         ls.schedule(params.text_document.uri, delay=0)
+        ls.imported_changed(params.text_document.uri, delay=0)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: FlowLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:
@@ -496,6 +530,7 @@ def create_server() -> FlowLanguageServer:
             task.cancel()
         ls.states.pop(uri, None)
         ls.parsers.pop(uri, None)
+        ls.imported_changed(uri, delay=0)  # importers read the file on disk again
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)

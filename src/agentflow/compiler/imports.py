@@ -1,0 +1,382 @@
+"""`import { Ticket, Severity } from "./shared.flow"`: the types of other `.flow` files
+(docs/reference/programs.md "import", docs/decisions.md "Imports").
+
+:class:`Importer` resolves the ``import`` items of a parsed module before it is checked: each
+path (relative to the importing file, ``./`` or ``../`` first, ending in ``.flow``) is read,
+parsed and checked on its own — once per check, however many files import it — and each name
+must be a type (``type``, ``extern type``) the file declares itself. What the module gets is an
+:class:`Imports`: the declarations to check with its own (each imported type, and the types it
+refers to, transitively, under their own names: the plan's contracts name every type once), and
+the diagnostics of the imports themselves (`invalid-import-path`, `import-not-found`,
+`unknown-import`, `import-cycle`, `import-error`). The checker reports a name clash
+(`import-conflict`) and leaves the imported declarations' own diagnostics to their file.
+
+Nothing of another file is needed once the program is checked: imported types are compiled into
+the plan like the file's own (a plan never refers to another file).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agentflow.compiler.check_memo import StageMemo
+from agentflow.compiler.checker import CheckResult, check_module
+from agentflow.core import diagnostics as D
+from agentflow.core.diagnostics import Diagnostic, Note, did_you_mean
+from agentflow.grammar import ast
+
+__all__ = [
+    "Imported",
+    "Imports",
+    "Importer",
+    "TypeItem",
+    "check_parsed",
+    "file_key",
+    "has_imports",
+    "read_source",
+]
+
+#: a declaration an import can bring: ``type N { … }``, ``type N = T``, ``extern type N``
+TypeItem = ast.TypeDecl | ast.ExternType
+
+#: a URL scheme (`https:`, `file:`), which an import path may not start with
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+@dataclass(slots=True)
+class Imported:
+    """One declaration brought into a module: ``item`` (its span names its own file), by the
+    import ``decl``; ``ident`` is the name written in the braces for a name imported
+    explicitly, None for a type an imported one refers to (``via`` names that one)."""
+
+    name: str
+    item: TypeItem
+    decl: ast.ImportDecl
+    ident: ast.Ident | None
+    via: str | None = None
+
+
+@dataclass(slots=True)
+class Imports:
+    """What :meth:`Importer.resolve` found for one module: the declarations to check with it
+    (explicit imports first, in the order written), the diagnostics of its ``import`` items, and
+    every file read for it (display names as in spans; the language server re-checks the module
+    when one of them changes)."""
+
+    declared: list[Imported] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    files: set[str] = field(default_factory=set)
+    #: display name → resolved path of every file read (transitively)
+    paths: dict[str, Path] = field(default_factory=dict)
+    #: display name → text of every file read (for rendering notes in them)
+    sources: dict[str, str] = field(default_factory=dict)
+    #: the names that could not be imported (reported once, at the import: their uses are
+    #: not reported again)
+    failed: set[str] = field(default_factory=set)
+    #: the files of the import cycles this file is part of
+    cycle: set[Path] = field(default_factory=set)
+
+
+def has_imports(module: ast.Module) -> bool:
+    """True when the module has an ``import`` item (a file without one costs nothing more)."""
+    return any(type(i) is ast.ImportDecl for i in module.items)
+
+
+def read_source(path: str | os.PathLike[str]) -> str:
+    """Read a source file as text: UTF-8, NUL bytes kept, a leading byte-order mark dropped (so
+    columns on the first line count from the first real character; a later ``flowc fmt`` writes
+    the file without it). A byte that is not UTF-8 is kept as the lone surrogate U+DC80…U+DCFF
+    (``errors="surrogateescape"``), which the parser reports as a `syntax-error` at its position
+    (it is never silently a U+FFFD in the program or its plan).
+
+    Raises ``OSError`` when the file cannot be read (missing, a directory, no permission).
+    """
+    data = Path(path).read_bytes()
+    return data.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
+
+
+def check_parsed(
+    module: ast.Module,
+    parse_diagnostics: list[Diagnostic],
+    importer: Importer | None = None,
+    memo: StageMemo | None = None,
+) -> CheckResult:
+    """Check a parsed module, its ``import`` items resolved first (by ``importer``, a new
+    :class:`Importer` reading files from disk when None; a module without imports reads
+    nothing): docs/reference/programs.md "import"."""
+    imports = None
+    if has_imports(module):
+        imports = (importer or Importer()).resolve(module)
+    return check_module(module, parse_diagnostics=parse_diagnostics, memo=memo, imports=imports)
+
+
+class Importer:
+    """Resolves imports for one check (a tree of files): each file is read and checked once,
+    the files being checked are a stack (an import of one of them is a cycle).
+
+    ``read(path) -> text`` reads a file (the language server passes the text of open
+    documents); ``OSError`` when it cannot. ``cache`` may be shared between checks (the
+    language server shares one between its documents; :meth:`forget` drops a changed file).
+    Files are known by :func:`file_key`."""
+
+    def __init__(
+        self,
+        read: Callable[[Path], str] = read_source,
+        cache: dict[Path, tuple[str, CheckResult | OSError, str]] | None = None,
+    ) -> None:
+        self.read = read
+        #: resolved path → (display name, its check or why it could not be read, its text)
+        self.cache: dict[Path, tuple[str, CheckResult | OSError, str]] = (
+            {} if cache is None else cache
+        )
+        self.stack: list[Path] = []
+        #: the entries this check used, by path
+        self.local: dict[Path, tuple[str, CheckResult | OSError, str]] = {}
+
+    def forget(self, path: Path) -> None:
+        """Drop the cached check of ``path`` (a changed file) and of every file that read it."""
+        for key, (_display, checked, _text) in list(self.cache.items()):
+            if key == path or (
+                not isinstance(checked, OSError)
+                and checked.imports is not None
+                and path in checked.imports.paths.values()
+            ):
+                self.cache.pop(key, None)
+
+    def resolve(self, module: ast.Module) -> Imports:
+        """The :class:`Imports` of ``module`` (its ``import`` items, in order)."""
+        out = Imports()
+        me = file_key(module.file)
+        base = Path(module.file).parent
+        self.stack.append(me)
+        try:
+            for item in module.items:
+                if type(item) is ast.ImportDecl:
+                    self._one(item, base, out)
+        finally:
+            self.stack.pop()
+        return out
+
+    def _one(self, decl: ast.ImportDecl, base: Path, out: Imports) -> None:
+        out.failed.update(i.name for i in decl.names)  # until each is found
+        written = decl.path
+        problem = _path_problem(written)
+        if problem is not None:
+            message, hint = problem
+            out.diagnostics.append(
+                Diagnostic(D.INVALID_IMPORT_PATH, message, decl.path_span, hint=hint)
+            )
+            return
+        display = os.path.normpath(base / written)
+        target = file_key(display)
+        if target in self.stack:
+            chain = self.stack[self.stack.index(target) :] + [target]
+            out.cycle.update(chain)
+            shown = " → ".join(_shown(p, base) for p in chain)
+            out.diagnostics.append(
+                Diagnostic(
+                    D.IMPORT_CYCLE,
+                    f"import cycle: {shown}" if len(chain) > 2 else "a file cannot import itself",
+                    decl.path_span,
+                    hint="move the types both files need into a third file that imports "
+                    "neither, and import them from there",
+                )
+            )
+            return
+        out.paths[display] = target  # a file that could not be read too: it may appear
+        _display, checked, text = self._load(target, display)
+        if isinstance(checked, OSError):
+            out.diagnostics.append(_not_found(decl, target, checked))
+            return
+        out.files.add(checked.module.file)
+        out.sources[checked.module.file] = text
+        deps = checked.imports
+        if deps is not None:
+            out.files |= deps.files
+            out.paths.update(deps.paths)
+            out.sources.update(deps.sources)
+        scope = _scope(checked)
+        for ident in decl.names:
+            item = scope.get(ident.name)
+            if item is None or item.span.file != checked.module.file:
+                out.diagnostics.append(_unknown(decl, ident, checked, item))
+                continue
+            out.failed.discard(ident.name)
+            out.declared.append(Imported(ident.name, item, decl, ident))
+            for dep in _dependencies(item, scope):
+                out.declared.append(Imported(dep.name.name, dep, decl, None, ident.name))
+        errors = checked.errors
+        cycle = next((d for d in errors if d.code == D.IMPORT_CYCLE), None)
+        if cycle is not None and deps is not None and self.stack[-1] in deps.cycle:
+            # the file imports this one back, maybe through others
+            out.cycle |= deps.cycle
+            shown = cycle.message.split("import cycle: ", 1)[-1]
+            out.diagnostics.append(
+                Diagnostic(
+                    D.IMPORT_CYCLE,
+                    f"`{written}` is part of an import cycle: {shown}",
+                    decl.path_span,
+                    notes=[Note("the import that closes the cycle", cycle.span)],
+                    hint=cycle.hint,
+                )
+            )
+        elif errors:
+            first = errors[0]
+            n = len(errors)
+            out.diagnostics.append(
+                Diagnostic(
+                    D.IMPORT_ERROR,
+                    f"`{written}` has {n} error{'s' if n != 1 else ''}",
+                    decl.path_span,
+                    notes=[Note(f"error[{first.code}]: {first.message}", first.span)],
+                    hint=f"fix the errors of that file (`flowc check {checked.module.file}`)",
+                )
+            )
+
+    def _load(self, target: Path, display: str) -> tuple[str, CheckResult | OSError, str]:
+        """``(display name, the file's check or why it could not be read, its text)``: one
+        entry per file for the whole check (``local``), even when another thread replaces
+        the shared cache's entry meanwhile (a type reached twice is one declaration)."""
+        entry = self.local.get(target) or self.cache.get(target)
+        if entry is None:
+            try:
+                text = self.read(target)
+            except OSError as e:
+                entry = (display, e, "")
+            else:
+                # the parser (lark and its tables, ~70 ms) loads on first use, not at start-up
+                from agentflow.grammar.parser import parse_module
+
+                module, parse_diags = parse_module(text, display)
+                entry = (display, check_parsed(module, parse_diags, self), text)
+            self.cache[target] = entry
+        self.local[target] = entry
+        return entry
+
+
+def file_key(file: str | os.PathLike[str]) -> Path:
+    """The path a file is known by (absolute, links resolved: one file reached by two routes
+    is one file, and a cycle through a link is a cycle)."""
+    return Path(file).resolve()
+
+
+def _shown(path: Path, base: Path) -> str:
+    try:
+        return os.path.relpath(path, file_key(str(base)))
+    except ValueError:  # pragma: no cover - another drive (Windows)
+        return str(path)
+
+
+def _path_problem(written: str) -> tuple[str, str] | None:
+    """Why ``written`` is not an import path (message, hint), or None."""
+    example = '`import { T } from "./shared.flow"`'
+    if "://" in written or (_SCHEME.match(written) and not written.startswith(".")):
+        return (
+            f"an import is a file of this project, not a URL: `{written}`",
+            f"copy the file beside this one and import it by its relative path: {example}",
+        )
+    if os.path.isabs(written) or written.startswith(("/", "\\", "~")):
+        return (
+            f"an import path is relative to the importing file: `{written}`",
+            f"start it with `./` or `../`: {example}",
+        )
+    if not written.startswith(("./", "../")):
+        return (
+            f"an import path starts with `./` or `../`: `{written}`",
+            f'write `"./{written}"`',
+        )
+    if not written.endswith(".flow"):
+        return (
+            f"an import names a `.flow` file: `{written}`",
+            f"write the file's whole name: {example}",
+        )
+    return None
+
+
+def _not_found(decl: ast.ImportDecl, target: Path, err: OSError) -> Diagnostic:
+    why = "no such file"
+    if target.is_dir():
+        why = "it is a directory"
+    elif target.exists():
+        why = err.strerror or str(err)
+    hint = None
+    try:
+        near = [p.name for p in target.parent.glob("*.flow")]
+    except OSError:
+        near = []
+    found = did_you_mean(target.name, near)
+    if found:
+        name = found.split("`")[1]
+        written = decl.path[: len(decl.path) - len(target.name)] + name
+        hint = f'did you mean `"{written}"`?'
+    return Diagnostic(
+        D.IMPORT_NOT_FOUND,
+        f"cannot import `{decl.path}`: {why}",
+        decl.path_span,
+        hint=hint or "the path is relative to the importing file's directory",
+    )
+
+
+def _scope(checked: CheckResult) -> dict[str, TypeItem]:
+    """Every type declaration in scope in a checked file: its own and what it imported."""
+    return checked.type_decls
+
+
+def _unknown(
+    decl: ast.ImportDecl, ident: ast.Ident, checked: CheckResult, item: TypeItem | None
+) -> Diagnostic:
+    name = ident.name
+    file = decl.path
+    if item is not None:  # imported there from a third file
+        return Diagnostic(
+            D.UNKNOWN_IMPORT,
+            f"`{name}` is not declared in `{file}`, which imports it from `{item.span.file}`",
+            ident.span,
+            notes=[Note("declared here", item.name.span)],
+            hint=f"import it from the file that declares it: `{item.span.file}`",
+        )
+    for stage in checked.stages:
+        if stage.name.name == name:
+            return Diagnostic(
+                D.UNKNOWN_IMPORT,
+                f"`{name}` is a stage of `{file}`: only types can be imported",
+                ident.span,
+                notes=[Note("the stage", stage.name.span)],
+                hint="import the types it works with, or call that flow as the tool "
+                f"`plan__{checked.flow_name}`",
+            )
+    own = [n for n, i in checked.type_decls.items() if i.span.file == checked.module.file]
+    return Diagnostic(
+        D.UNKNOWN_IMPORT,
+        f"`{file}` declares no type `{name}`",
+        ident.span,
+        hint=did_you_mean(name, own)
+        or (f"it declares {_listing(own)}" if own else "it declares no type"),
+    )
+
+
+def _listing(names: list[str]) -> str:
+    shown = ", ".join(f"`{n}`" for n in sorted(names)[:6])
+    return shown + (", …" if len(names) > 6 else "")
+
+
+def _dependencies(item: TypeItem, scope: dict[str, TypeItem]) -> Iterator[TypeItem]:
+    """The declarations ``item`` refers to, transitively (in its file's scope), itself left
+    out."""
+    seen = {id(item)}
+    todo = [item]
+    while todo:
+        cur = todo.pop()
+        if not isinstance(cur, ast.TypeDecl):
+            continue
+        for node in ast.walk(cur.body if cur.body is not None else cur.alias):
+            if isinstance(node, ast.NamedType):
+                dep = scope.get(node.name)
+                if dep is not None and id(dep) not in seen:
+                    seen.add(id(dep))
+                    todo.append(dep)
+                    yield dep
