@@ -464,9 +464,9 @@ class DurableEffects(Effects):
         """The run's root is about to end (with any status but ``cancelled``): True when it
         takes the run's end, False when ``flowc cancel`` took it first — the run then ends
         ``cancelled``, in its trace, its console, its result and its record alike
-        (docs/durable.md "A cancel that comes late").  An engine without ``claim_end``
-        (Temporal, whose server orders a cancel request against the workflow's completion)
-        always lets it end."""
+        (docs/durable.md "A cancel that comes late"; DBOS: a row of the answers table,
+        Temporal: the cancel request seen in workflow code, else a claim in the memo).  An
+        engine without ``claim_end`` always lets it end."""
         claim_end = getattr(self.engine, "claim_end", None)
         if claim_end is None:
             return True

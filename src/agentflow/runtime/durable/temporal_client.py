@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 __all__ = [
     "CLAIM_ENCODING",
     "JSON_ENCODING",
+    "END_MEMO",
+    "END_PAUSE_ENV",
     "MESSAGE_SIGNAL",
     "OP_TIMEOUT",
     "RATE_REASK_S",
@@ -87,6 +89,14 @@ TASK_TIMEOUT = timedelta(seconds=4)
 #: How long a workflow task waits for the worker that has the workflow cached before another
 #: worker takes it (replaying its history).
 STICKY_TIMEOUT = timedelta(seconds=2)
+#: The memo key a run's root writes when it claims the run's end (``flowc cancel`` then finds
+#: it finished; docs/durable.md "A cancel that comes late").
+END_MEMO = "end"
+#: A hook of the tests: with ``_AGENTFLOW_TEMPORAL_END_PAUSE=FILE`` in a worker's environment, a
+#: run's root creates FILE as it comes to claim its end (in the workflow task that would
+#: claim it) and waits there, blocking, until FILE is gone (at most 3 s: the task's timeout is
+#: 4 s), so a test lands a cancel request in exactly that task.
+END_PAUSE_ENV = "_AGENTFLOW_TEMPORAL_END_PAUSE"
 #: The payload metadata encoding of a claim check.
 CLAIM_ENCODING = b"agentflow/claim-check"
 JSON_ENCODING = "json/agentflow"

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import os
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -45,6 +46,8 @@ from agentflow.runtime.durable.records import lost_secret
 from agentflow.runtime.durable.shown import parse_operation
 from agentflow.runtime.durable.spec import context_from_spec, trace_of
 from agentflow.runtime.durable.temporal_client import (
+    END_MEMO,
+    END_PAUSE_ENV,
     MESSAGE_SIGNAL,
     OP_TIMEOUT,
     RATE_REASK_S,
@@ -581,6 +584,29 @@ class TemporalEngine:
             return None
         return fleet_slot(SERVING_URL[0], *limits, granted=ticket)
 
+    async def claim_end(self) -> bool:
+        """The run's root takes its end (in workflow code, before its ``run_finished``): False
+        when a cancel request came first — the run ends ``cancelled``; else the claim is
+        written to the memo (:data:`END_MEMO`) and a timer completes the workflow task, so
+        the claim is in the history before the root says how it ended (a completion the
+        server refuses, because a cancel request arrived while the task ran, leaves nothing
+        said: the next attempt decides again, seeing the request).  A cancel request that
+        arrives after the claim is ignored — the run keeps its end — and ``flowc cancel``,
+        which reads the claim, says the run has already finished (docs/durable.md "A cancel
+        that comes late")."""
+        from temporalio import workflow
+
+        if not workflow.unsafe.is_replaying():
+            _end_pause()
+        if workflow.cancellation_reason() is not None:
+            return False
+        workflow.upsert_memo({END_MEMO: "finished"})
+        try:
+            await workflow.sleep(RECORD_TIMER_S)
+        except asyncio.CancelledError:
+            pass  # a cancel request after the claim: the run keeps its end
+        return True
+
     def cancel_requested(self) -> bool:
         """True once the running workflow's cancellation was requested (``flowc cancel``)."""
         from temporalio import workflow
@@ -592,6 +618,19 @@ class TemporalEngine:
         from temporalio import workflow
 
         return workflow.in_workflow() and workflow.unsafe.is_replaying()
+
+
+def _end_pause() -> None:
+    """The tests' hook :data:`END_PAUSE_ENV` (blocking: the workflow task stays open)."""
+    mark = os.environ.get(END_PAUSE_ENV)
+    if not mark:
+        return
+    with open(mark, "w"):
+        pass
+    for _ in range(300):
+        if not os.path.exists(mark):
+            return
+        time.sleep(0.01)
 
 
 # ---------------------------------------------------------------------------------------------
