@@ -736,6 +736,12 @@ class DurableEffects(Effects):
         name = self._name(f"{path}/event:{kind}")
         return f"{self.engine.workflow_id()}|{name}" + (f"!{error_code}" if error_code else "")
 
+    def run_budgets(self, budgets: list[Any]) -> list[Any]:
+        """The run's budgets as the engine holds them (Temporal: one ledger every worker of
+        the run reserves in, temporal_budget.py); else ``budgets`` themselves."""
+        held = getattr(self.engine, "run_budgets", None)
+        return held(budgets, self.run_id) if held is not None else budgets
+
     def cancel_requested(self) -> bool:
         """True when the engine says the running unit's cancellation was requested (Temporal:
         ``flowc cancel`` cancels the workflow's task); an engine without the question: False."""

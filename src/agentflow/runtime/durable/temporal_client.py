@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextvars
 import gc
 import hashlib
 import json
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
     from agentflow.runtime.config import Config
 
 __all__ = [
+    "BUDGET_WORKFLOW",
+    "OPERATION",
     "CLAIM_ENCODING",
     "JSON_ENCODING",
     "END_MEMO",
@@ -67,6 +70,11 @@ SCHEME = "temporal://"
 RUN_WORKFLOW = "agentflow.run"
 UNIT_WORKFLOW = "agentflow.unit"
 STEP_ACTIVITY = "agentflow.op"
+#: Inside an operation: ``UNIT|NAME``, its unit's workflow id and its name (a model call's id in
+#: the run's budget ledger, temporal_budget.py: the same when the call is made again)
+OPERATION: contextvars.ContextVar[str] = contextvars.ContextVar("agentflow_operation", default="")
+#: The ledger workflow of a run's budget across its workers (temporal_budget.py)
+BUDGET_WORKFLOW = "agentflow.budget"
 #: The limiter workflow of a model's fleet-wide rate limit and concurrency (temporal_rate.py)
 RATE_WORKFLOW = "agentflow.rate"
 #: Seconds between two tries for a slot when the limiter could not be reached (it was

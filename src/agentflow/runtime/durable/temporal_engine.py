@@ -45,11 +45,13 @@ from agentflow.runtime.durable.ratelimit import STALE_S, rate_window
 from agentflow.runtime.durable.records import lost_secret
 from agentflow.runtime.durable.shown import parse_operation
 from agentflow.runtime.durable.spec import context_from_spec, trace_of
+from agentflow.runtime.durable.temporal_budget import ledger_budgets, ledger_id
 from agentflow.runtime.durable.temporal_client import (
     END_MEMO,
     END_PAUSE_ENV,
     MESSAGE_SIGNAL,
     OP_TIMEOUT,
+    OPERATION,
     RATE_REASK_S,
     RATE_RETRY_S,
     RATE_TRIES,
@@ -404,7 +406,9 @@ class TemporalEngine:
         info = workflow.info()
         _check_history(name, self.history_events)
         token = f"{info.workflow_id}|{info.run_id}|{name}"
-        _PENDING[token] = (fn, contextvars.copy_context())
+        context = contextvars.copy_context()
+        context.run(OPERATION.set, f"{info.workflow_id}|{name}")
+        _PENDING[token] = (fn, context)
         try:
             out = await workflow.execute_local_activity(
                 STEP_ACTIVITY,
@@ -606,6 +610,22 @@ class TemporalEngine:
         except asyncio.CancelledError:
             pass  # a cancel request after the claim: the run keeps its end
         return True
+
+    def run_budgets(self, budgets: list[Any], run_id: str) -> list[Any]:
+        """The run's budgets as its model calls in this process reserve them: in the run's
+        ledger, shared by every worker (temporal_budget.py), when this process serves a task
+        queue; else ``budgets`` themselves."""
+        if not budgets or not SERVING_URL[0]:
+            return budgets
+        return ledger_budgets(budgets, SERVING_URL[0], run_id)
+
+    async def close_budget(self, run_id: str) -> None:
+        """Close run ``run_id``'s ledger (in the root's workflow code, as the run ends; it
+        may never have started: nothing then)."""
+        from temporalio import workflow
+
+        with contextlib.suppress(Exception):
+            await workflow.get_external_workflow_handle(ledger_id(run_id)).signal("close")
 
     def cancel_requested(self) -> bool:
         """True once the running workflow's cancellation was requested (``flowc cancel``)."""

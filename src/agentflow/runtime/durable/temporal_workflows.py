@@ -17,9 +17,11 @@ from agentflow.runtime import interrupt
 from agentflow.runtime.durable import temporal_engine as te
 from agentflow.runtime.durable.engine import run_unit
 from agentflow.runtime.durable.spec import run_root
+from agentflow.runtime.durable.temporal_ledger import BudgetWorkflow
 from agentflow.runtime.durable.temporal_rate import RateWorkflow
 from agentflow.runtime.events import EventBus
-from agentflow.runtime.executor import Executor
+from agentflow.runtime.executor import Executor, run_budgets
+from agentflow.runtime.models.budget import pop_budget, push_budget
 
 __all__ = ["RunWorkflow", "UnitWorkflow", "op", "serve"]
 
@@ -92,7 +94,11 @@ class RunWorkflow(_Unit):
         rt = te.runtime_for(wfid, spec)
         rt.spec.setdefault("input", spec.get("input"))  # built here by a child, without it
         rt.effects.forget(wfid)
-        out = await run_root(rt)
+        try:
+            out = await run_root(rt)
+        finally:
+            if run_budgets(rt.plan, rt.ctx.config):  # the run's ledger ends with it
+                await rt.effects.engine.close_budget(wfid)  # type: ignore[attr-defined]
         te._RUNTIMES.pop(wfid, None)  # the run ended: a long-lived worker keeps nothing of it
         workflow.upsert_memo({"status": out.get("status"), **self._ended_memo()})
         return out
@@ -114,10 +120,16 @@ class UnitWorkflow(_Unit):
         rt.effects.forget(wfid)
         # an executor of this workflow's own (its event loop is this workflow's)
         ex = Executor(rt.ctx, EventBus(rt.ctx.sinks), effects=rt.effects)
+        # the run's budgets hold for the unit's model calls too (a workflow's task does not
+        # inherit the root's): in the ledger every worker of the run reserves in
+        held = [push_budget(b) for b in rt.effects.run_budgets(run_budgets(rt.plan, rt.ctx.config))]
         try:
             out: dict[str, Any] = {"v": await run_unit(ex, rt.effects.index, spec)}
         except Exception as e:  # noqa: BLE001 - raised again in the parent
             out = {"e": e}
+        finally:
+            for token in reversed(held):
+                pop_budget(token)
         if self.ops is not None:
             workflow.upsert_memo(self._ended_memo())
         return out
@@ -152,7 +164,7 @@ async def serve(url: str, *, identity: str | None = None) -> Any:
     worker = Worker(
         client,
         task_queue=te.versioned_queue(url),
-        workflows=[RunWorkflow, UnitWorkflow, RateWorkflow],
+        workflows=[RunWorkflow, UnitWorkflow, RateWorkflow, BudgetWorkflow],
         activities=[op],
         identity=identity,
         # loading a run's plan, configuration and tools is workflow code here: on a busy
