@@ -7,7 +7,8 @@ server on loopback.
 - A map's items are child workflows (a worker's task does not inherit the root's budgets): a
   ``budget: {inferences: 3}`` run whose 8 items each call the model, spread over ``flowc run
   --fleet`` and a ``flowc worker``, made 8 calls and ended ``ok``; it now makes 3 and ends
-  ``budget_exceeded``.
+  ``budget_exceeded``; and an item that ended as the map stopped is said once (its console
+  lines were said twice when the server refused its completion: temporal_engine.commit_task).
 - A run killed after 2 model calls replays on resume the calls whose results reached the
   server — none is sent again, and they count against the budget — and sends again those whose
   results had not, counted again (at least once: the provider had them): the budget holds
@@ -21,6 +22,7 @@ import json
 import os
 import subprocess
 import time
+from collections import Counter
 from pathlib import Path
 
 from support.durable_questions import flowc
@@ -171,6 +173,10 @@ def test_a_runs_budget_holds_for_the_model_calls_of_every_worker(
     assert len(chat_server.requests) == 3, err  # 8 items asked; 3 calls were made
     # the items were spread over both processes: each one's calls reserved in the one budget
     assert len({pid for _, pid in _notes(project)}) == 2, _notes(project)
+    # an item that ended as the map stopped (its parent's cancel arrived as it completed) is
+    # said once: its work was recorded before it completed, so it did not run again
+    started = Counter(line for line in run.stderr.decode().splitlines() if line.startswith("▶"))
+    assert max(started.values()) == 1, started
 
 
 SEQUENCE_PLAN = MAP_PLAN.replace("concurrency: 8", "concurrency: 1").replace(

@@ -605,10 +605,7 @@ class TemporalEngine:
         if workflow.cancellation_reason() is not None:
             return False
         workflow.upsert_memo({END_MEMO: "finished"})
-        try:
-            await workflow.sleep(RECORD_TIMER_S)
-        except asyncio.CancelledError:
-            pass  # a cancel request after the claim: the run keeps its end
+        await commit_task()  # a cancel request after the claim: the run keeps its end
         return True
 
     def run_budgets(self, budgets: list[Any], run_id: str) -> list[Any]:
@@ -638,6 +635,18 @@ class TemporalEngine:
         from temporalio import workflow
 
         return workflow.in_workflow() and workflow.unsafe.is_replaying()
+
+
+async def commit_task() -> None:
+    """Complete the running workflow's task now (a timer of :data:`RECORD_TIMER_S`), so what
+    ran in it is in the history before the workflow goes on; a cancel request that arrives
+    meanwhile is ignored (the work is done: the workflow ends with it).  Workflow code."""
+    from temporalio import workflow
+
+    try:
+        await workflow.sleep(RECORD_TIMER_S)
+    except asyncio.CancelledError:
+        pass
 
 
 def _end_pause() -> None:

@@ -130,6 +130,10 @@ class UnitWorkflow(_Unit):
         finally:
             for token in reversed(held):
                 pop_budget(token)
+        # the unit's work (its operations, and the events said of them) is in the history
+        # before it completes: a completion the server refuses — its parent's cancel arrived
+        # while the task ran — does not run the unit's last operations again, saying them twice
+        await te.commit_task()
         if self.ops is not None:
             workflow.upsert_memo(self._ended_memo())
         return out
