@@ -621,7 +621,8 @@ class TemporalEngine:
         may never have started: nothing then)."""
         from temporalio import workflow
 
-        with contextlib.suppress(Exception):
+        # (a cancel request that arrives meanwhile changes nothing: the run has ended)
+        with contextlib.suppress(Exception, asyncio.CancelledError):
             await workflow.get_external_workflow_handle(ledger_id(run_id)).signal("close")
 
     def cancel_requested(self) -> bool:
