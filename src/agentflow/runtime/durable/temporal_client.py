@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BUDGET_WORKFLOW",
+    "COMMIT_ACTIVITY",
     "OPERATION",
     "CLAIM_ENCODING",
     "JSON_ENCODING",
@@ -85,6 +86,9 @@ RATE_RETRY_S = 0.1
 RATE_REASK_S = 5.0
 #: Failed tries in a row after which a request gives up on its slot (and fails)
 RATE_TRIES = 100
+#: The activity (it does nothing) a workflow runs to complete its task now
+#: (temporal_engine.commit_task).
+COMMIT_ACTIVITY = "agentflow.commit"
 #: The signal that carries a message (an answer) to a unit.
 MESSAGE_SIGNAL = "agentflow.message"
 #: The longest one recorded operation may run (a model call, a tool) before Temporal gives up.

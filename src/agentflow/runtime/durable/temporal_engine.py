@@ -35,6 +35,7 @@ import os
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentflow.core.vocabulary import Code
@@ -47,6 +48,7 @@ from agentflow.runtime.durable.shown import parse_operation
 from agentflow.runtime.durable.spec import context_from_spec, trace_of
 from agentflow.runtime.durable.temporal_budget import ledger_budgets, ledger_id
 from agentflow.runtime.durable.temporal_client import (
+    COMMIT_ACTIVITY,
     END_MEMO,
     END_PAUSE_ENV,
     MESSAGE_SIGNAL,
@@ -79,6 +81,7 @@ if TYPE_CHECKING:
     from agentflow.runtime.events import Sink
 
 __all__ = [
+    "COMMIT_ACTIVITY",
     "MESSAGE_SIGNAL",
     "RATE_WORKFLOW",
     "RUN_WORKFLOW",
@@ -639,15 +642,24 @@ class TemporalEngine:
 
 
 async def commit_task() -> None:
-    """Complete the running workflow's task now (a timer of :data:`RECORD_TIMER_S`), so what
-    ran in it is in the history before the workflow goes on; a cancel request that arrives
-    meanwhile is ignored (the work is done: the workflow ends with it).  Workflow code."""
+    """Complete the running workflow's task now, so what ran in it is in the history before
+    the workflow goes on: it runs :data:`COMMIT_ACTIVITY`, an activity that does nothing (any
+    worker of the task queue runs it; its result comes in the workflow's next task).  A timer
+    would cost about a second (the dev server's timer granularity); a workflow cannot signal
+    itself.  A cancel request that arrives meanwhile is ignored (the work is done: the workflow
+    ends with it).  Workflow code."""
     from temporalio import workflow
 
     try:
-        await workflow.sleep(RECORD_TIMER_S)
+        await workflow.execute_activity(
+            COMMIT_ACTIVITY, start_to_close_timeout=COMMIT_TIMEOUT, summary="commit"
+        )
     except asyncio.CancelledError:
         pass
+
+
+#: How long a worker may take to run :data:`COMMIT_ACTIVITY` before another is asked
+COMMIT_TIMEOUT = timedelta(seconds=10)
 
 
 def _end_pause() -> None:

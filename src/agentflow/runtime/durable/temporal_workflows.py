@@ -23,7 +23,7 @@ from agentflow.runtime.events import EventBus
 from agentflow.runtime.executor import Executor, run_budgets
 from agentflow.runtime.models.budget import pop_budget, push_budget
 
-__all__ = ["RunWorkflow", "UnitWorkflow", "op", "serve"]
+__all__ = ["RunWorkflow", "UnitWorkflow", "commit", "op", "serve"]
 
 
 @activity.defn(name=te.STEP_ACTIVITY)
@@ -47,6 +47,11 @@ async def op(token: str) -> dict[str, Any]:
         with contextlib.suppress(BaseException):
             await task
         raise
+
+
+@activity.defn(name=te.COMMIT_ACTIVITY)
+async def commit() -> None:
+    """Nothing: running it completes the workflow's task (temporal_engine.commit_task)."""
 
 
 def _own_context() -> None:
@@ -169,7 +174,7 @@ async def serve(url: str, *, identity: str | None = None) -> Any:
         client,
         task_queue=te.versioned_queue(url),
         workflows=[RunWorkflow, UnitWorkflow, RateWorkflow, BudgetWorkflow],
-        activities=[op],
+        activities=[op, commit],
         identity=identity,
         # loading a run's plan, configuration and tools is workflow code here: on a busy
         # machine it may hold a workflow task past Temporal's 2 s deadlock alarm
