@@ -41,6 +41,8 @@ __all__ = ["LedgerBudget", "budget_data", "budget_of", "ledger_budgets", "ledger
 
 #: Failed tries in a row to reach the ledger after which a call fails.
 TRIES = 50
+#: Seconds a call's ask may stay unknown to the ledger before it is signalled again.
+REASK_S = 5.0
 
 
 def ledger_id(run_id: str) -> str:
@@ -98,20 +100,25 @@ class LedgerBudget(Budget):
     def unreserve(self, tokens_needed: int, cost_needed: float) -> None:
         """Nothing: the ledger holds the places."""
 
-    async def hold_remote(self, tokens: int, cost: float, step_path: str) -> tuple[str, str]:
+    async def hold_remote(
+        self, tokens: int, cost: float, step_path: str, attempt: int = 0
+    ) -> tuple[str, str]:
         """Reserve one call's place in the ledger (starting it with the run's first call) and
-        wait for its decision; the ticket ``(id, nonce)`` for :meth:`end_remote`.  Raises
-        RunError ``budget_exceeded`` when the ledger refuses, ``failed`` when it cannot be
-        reached :data:`TRIES` times in a row."""
+        wait for its decision; the ticket ``(id, nonce)`` for :meth:`end_remote`.  ``attempt``:
+        how many times this call reserved before and gave its places back (another budget made
+        it wait): each is a request of its own.  Raises RunError ``budget_exceeded`` when the
+        ledger refuses, ``failed`` when it cannot be reached :data:`TRIES` times in a row."""
         from temporalio.common import WorkflowIDConflictPolicy
 
         rid = tc.OPERATION.get() or secrets.token_hex(8)
+        if attempt:
+            rid += f"~{attempt}"
         nonce = secrets.token_hex(6)
         request = {"id": rid, "nonce": nonce, "tokens": tokens, "cost": cost}
         state = {"budgets": [budget_data(b) for b in self.members]}
         wid = ledger_id(self.run_id)
         client = await tc.client_for(self.url)
-        failures, asked, delay = 0, False, 0.01
+        failures, asked, delay, unknown = 0, False, 0.01, 0.0
         while True:
             try:
                 if not asked:
@@ -157,6 +164,10 @@ class LedgerBudget(Budget):
                         "spent": refused.get("spent"),
                     },
                 )
+            if found.get("unknown"):
+                unknown += delay
+                if unknown > REASK_S:  # not handled in that long (the ledger was ending): again
+                    asked, unknown = False, 0.0
             await asyncio.sleep(delay)
             delay = min(0.2, delay * 2)
 

@@ -304,6 +304,7 @@ async def reserve_budgets(
     back by a failure) waits for them, holding nothing meanwhile, then is checked again: so a
     ``parallel map`` makes exactly the calls a sequential one would before the refusal.  The
     caller settles or releases the returned :class:`Reservation` (module doc)."""
+    attempt = 0
     while True:
         budgets = _active.get()
         held: list[Budget] = []
@@ -312,7 +313,7 @@ async def reserve_budgets(
             remote = getattr(budget, "hold_remote", None)
             if remote is not None:  # held by its ledger (waits there; raises when refused)
                 try:
-                    tickets[i] = await remote(tokens_needed, cost_needed, step_path)
+                    tickets[i] = await remote(tokens_needed, cost_needed, step_path, attempt)
                 except BaseException:
                     Reservation(tuple(held), tokens_needed, cost_needed, tickets).release()
                     raise
@@ -326,6 +327,7 @@ async def reserve_budgets(
             if wait is None:
                 raise _exceeded(budget, why, step_path)
             await wait
+            attempt += 1
             break
         else:
             return Reservation(budgets, tokens_needed, cost_needed, tickets)
