@@ -7,7 +7,8 @@ server on loopback.
 - A map's items are child workflows (a worker's task does not inherit the root's budgets): a
   ``budget: {inferences: 3}`` run whose 8 items each call the model, spread over ``flowc run
   --fleet`` and a ``flowc worker``, made 8 calls and ended ``ok``; it now makes 3 and ends
-  ``budget_exceeded``; and an item that ended as the map stopped is said once (its console
+  ``budget_exceeded``; its ``usage`` counts the 3 calls (it counted those of the run's own
+  process only); and an item that ended as the map stopped is said once (its console
   lines were said twice when the server refused its completion: temporal_engine.commit_task).
 - A run killed after 2 model calls replays on resume the calls whose results reached the
   server — none is sent again, and they count against the budget — and sends again those whose
@@ -171,6 +172,8 @@ def test_a_runs_budget_holds_for_the_model_calls_of_every_worker(
     assert out["status"] == "error" and out["error"]["code"] == "budget_exceeded", err
     assert "3 model call(s) made" in out["error"]["message"], out["error"]
     assert len(chat_server.requests) == 3, err  # 8 items asked; 3 calls were made
+    # the run's usage counts each call once, in whichever process it was made
+    assert out["usage"]["inferences"] == 3, out["usage"]
     # the items were spread over both processes: each one's calls reserved in the one budget
     assert len({pid for _, pid in _notes(project)}) == 2, _notes(project)
     # an item that ended as the map stopped (its parent's cancel arrived as it completed) is

@@ -510,6 +510,8 @@ class TemporalEngine:
             if type(cause).__name__ == "CancelledError":
                 raise Cancelled() from None
             raise RunError(Code.FAILED, f"unit {handle.id} failed: {cause or e}") from None
+        if isinstance(out, dict) and out.get("calls"):
+            _report_calls(out["calls"])
         if isinstance(out, dict) and "e" in out:
             raise out["e"]
         return out["v"] if isinstance(out, dict) else out
@@ -639,6 +641,37 @@ class TemporalEngine:
         from temporalio import workflow
 
         return workflow.in_workflow() and workflow.unsafe.is_replaying()
+
+
+#: This process, as the model calls a child unit reports name it (:func:`_report_calls`).
+PROCESS = secrets.token_hex(8)
+#: In a child unit's workflow: the model calls made in it and in the units below it, by the
+#: process that made them, ``{process: [[role, usage, cost, unknown]…]}`` (its result's
+#: ``calls``; temporal_workflows.UnitWorkflow sets it).  None in the run's root.
+UNIT_CALLS: contextvars.ContextVar[dict[str, list[Any]] | None] = contextvars.ContextVar(
+    "agentflow_unit_calls", default=None
+)
+
+
+def _report_calls(calls: dict[str, list[Any]]) -> None:
+    """A child unit's ``calls`` (:data:`UNIT_CALLS`): passed up by a unit; counted by the
+    root in its process's router — those made in another process (its router counted the
+    others when they were made), so the run's ``usage`` covers every model call of the run,
+    whichever worker made it, once.  Workflow code."""
+    from temporalio import workflow
+
+    above = UNIT_CALLS.get()
+    if above is not None:
+        for process, made in calls.items():
+            above.setdefault(process, []).extend(made)
+        return
+    rt = _RUNTIMES.get(workflow.info().workflow_id)
+    add = getattr(rt.ctx.router, "add_calls", None) if rt is not None else None
+    if add is None:
+        return
+    for process, made in calls.items():
+        if process != PROCESS:
+            add(made)
 
 
 async def commit_task() -> None:

@@ -22,6 +22,7 @@ from agentflow.runtime.durable.temporal_rate import RateWorkflow
 from agentflow.runtime.events import EventBus
 from agentflow.runtime.executor import Executor, run_budgets
 from agentflow.runtime.models.budget import pop_budget, push_budget
+from agentflow.runtime.models.router import recorded_calls
 
 __all__ = ["RunWorkflow", "UnitWorkflow", "commit", "op", "serve"]
 
@@ -128,6 +129,11 @@ class UnitWorkflow(_Unit):
         # the run's budgets hold for the unit's model calls too (a workflow's task does not
         # inherit the root's): in the ledger every worker of the run reserves in
         held = [push_budget(b) for b in rt.effects.run_budgets(run_budgets(rt.plan, rt.ctx.config))]
+        # the model calls made in the unit (and below it), by process, reported to the root,
+        # which counts those its own router did not (temporal_engine._report_calls)
+        own: list[list[Any]] = []
+        calls = {te.PROCESS: own}
+        logged = (recorded_calls.set(own), te.UNIT_CALLS.set(calls))
         try:
             out: dict[str, Any] = {"v": await run_unit(ex, rt.effects.index, spec)}
         except Exception as e:  # noqa: BLE001 - raised again in the parent
@@ -135,6 +141,10 @@ class UnitWorkflow(_Unit):
         finally:
             for token in reversed(held):
                 pop_budget(token)
+            recorded_calls.reset(logged[0])
+            te.UNIT_CALLS.reset(logged[1])
+        if any(calls.values()):
+            out["calls"] = {k: v for k, v in calls.items() if v}
         # the unit's work (its operations, and the events said of them) is in the history
         # before it completes: a completion the server refuses — its parent's cancel arrived
         # while the task ran — does not run the unit's last operations again, saying them twice
