@@ -163,6 +163,12 @@ class Effects:
         """The reading of :meth:`now` the run's deadline counts from (here: now)."""
         return self.now()
 
+    def run_budgets(self, budgets: list[Any]) -> list[Any]:
+        """The run's budgets (:class:`~agentflow.runtime.models.budget.Budget`, from its plan
+        and configuration) as its model calls reserve them: here ``budgets`` themselves; a
+        Temporal run's are held by a ledger its workers share."""
+        return budgets
+
     def cancel_requested(self) -> bool:
         """True when the run was cancelled from outside by its engine (``flowc cancel`` of a
         Temporal run arrives as the cancellation of its workflow's task): the run then ends

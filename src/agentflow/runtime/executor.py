@@ -872,7 +872,7 @@ async def run_plan(
     output: Any = None
     error: ErrorInfo | None = None
 
-    budget_tokens = [push_budget(b) for b in run_budgets(plan, ctx.config)]
+    budget_tokens = [push_budget(b) for b in ex.effects.run_budgets(run_budgets(plan, ctx.config))]
     started: dict[str, Any] = {"plan": plan.name, "input": to_json_value(input)}
     if plan.source_file and not plan.source_file.startswith("<"):
         started["file"] = plan.source_file  # the `.flow` or plan file, as given (for reports)

@@ -464,9 +464,9 @@ class DurableEffects(Effects):
         """The run's root is about to end (with any status but ``cancelled``): True when it
         takes the run's end, False when ``flowc cancel`` took it first — the run then ends
         ``cancelled``, in its trace, its console, its result and its record alike
-        (docs/durable.md "A cancel that comes late").  An engine without ``claim_end``
-        (Temporal, whose server orders a cancel request against the workflow's completion)
-        always lets it end."""
+        (docs/durable.md "A cancel that comes late"; DBOS: a row of the answers table,
+        Temporal: the cancel request seen in workflow code, else a claim in the memo).  An
+        engine without ``claim_end`` always lets it end."""
         claim_end = getattr(self.engine, "claim_end", None)
         if claim_end is None:
             return True
@@ -759,6 +759,12 @@ class DurableEffects(Effects):
         end finished twice, differently."""
         name = self._name(f"{path}/event:{kind}")
         return f"{self.engine.workflow_id()}|{name}" + (f"!{error_code}" if error_code else "")
+
+    def run_budgets(self, budgets: list[Any]) -> list[Any]:
+        """The run's budgets as the engine holds them (Temporal: one ledger every worker of
+        the run reserves in, temporal_budget.py); else ``budgets`` themselves."""
+        held = getattr(self.engine, "run_budgets", None)
+        return held(budgets, self.run_id) if held is not None else budgets
 
     def cancel_requested(self) -> bool:
         """True when the engine says the running unit's cancellation was requested (Temporal:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextvars
 import gc
 import hashlib
 import json
@@ -33,8 +34,13 @@ if TYPE_CHECKING:
     from agentflow.runtime.config import Config
 
 __all__ = [
+    "BUDGET_WORKFLOW",
+    "COMMIT_ACTIVITY",
+    "OPERATION",
     "CLAIM_ENCODING",
     "JSON_ENCODING",
+    "END_MEMO",
+    "END_PAUSE_ENV",
     "MESSAGE_SIGNAL",
     "OP_TIMEOUT",
     "RATE_REASK_S",
@@ -65,6 +71,11 @@ SCHEME = "temporal://"
 RUN_WORKFLOW = "agentflow.run"
 UNIT_WORKFLOW = "agentflow.unit"
 STEP_ACTIVITY = "agentflow.op"
+#: Inside an operation: ``UNIT|NAME``, its unit's workflow id and its name (a model call's id in
+#: the run's budget ledger, temporal_budget.py: the same when the call is made again)
+OPERATION: contextvars.ContextVar[str] = contextvars.ContextVar("agentflow_operation", default="")
+#: The ledger workflow of a run's budget across its workers (temporal_budget.py)
+BUDGET_WORKFLOW = "agentflow.budget"
 #: The limiter workflow of a model's fleet-wide rate limit and concurrency (temporal_rate.py)
 RATE_WORKFLOW = "agentflow.rate"
 #: Seconds between two tries for a slot when the limiter could not be reached (it was
@@ -75,6 +86,9 @@ RATE_RETRY_S = 0.1
 RATE_REASK_S = 5.0
 #: Failed tries in a row after which a request gives up on its slot (and fails)
 RATE_TRIES = 100
+#: The activity (it does nothing) a workflow runs to complete its task now
+#: (temporal_engine.commit_task).
+COMMIT_ACTIVITY = "agentflow.commit"
 #: The signal that carries a message (an answer) to a unit.
 MESSAGE_SIGNAL = "agentflow.message"
 #: The longest one recorded operation may run (a model call, a tool) before Temporal gives up.
@@ -87,6 +101,14 @@ TASK_TIMEOUT = timedelta(seconds=4)
 #: How long a workflow task waits for the worker that has the workflow cached before another
 #: worker takes it (replaying its history).
 STICKY_TIMEOUT = timedelta(seconds=2)
+#: The memo key a run's root writes when it claims the run's end (``flowc cancel`` then finds
+#: it finished; docs/durable.md "A cancel that comes late").
+END_MEMO = "end"
+#: A hook of the tests: with ``_AGENTFLOW_TEMPORAL_END_PAUSE=FILE`` in a worker's environment, a
+#: run's root creates FILE as it comes to claim its end (in the workflow task that would
+#: claim it) and waits there, blocking, until FILE is gone (at most 3 s: the task's timeout is
+#: 4 s), so a test lands a cancel request in exactly that task.
+END_PAUSE_ENV = "_AGENTFLOW_TEMPORAL_END_PAUSE"
 #: The payload metadata encoding of a claim check.
 CLAIM_ENCODING = b"agentflow/claim-check"
 JSON_ENCODING = "json/agentflow"

@@ -31,9 +31,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import os
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentflow.core.vocabulary import Code
@@ -44,9 +46,14 @@ from agentflow.runtime.durable.ratelimit import STALE_S, rate_window
 from agentflow.runtime.durable.records import lost_secret
 from agentflow.runtime.durable.shown import parse_operation
 from agentflow.runtime.durable.spec import context_from_spec, trace_of
+from agentflow.runtime.durable.temporal_budget import ledger_budgets, ledger_id
 from agentflow.runtime.durable.temporal_client import (
+    COMMIT_ACTIVITY,
+    END_MEMO,
+    END_PAUSE_ENV,
     MESSAGE_SIGNAL,
     OP_TIMEOUT,
+    OPERATION,
     RATE_REASK_S,
     RATE_RETRY_S,
     RATE_TRIES,
@@ -74,6 +81,7 @@ if TYPE_CHECKING:
     from agentflow.runtime.events import Sink
 
 __all__ = [
+    "COMMIT_ACTIVITY",
     "MESSAGE_SIGNAL",
     "RATE_WORKFLOW",
     "RUN_WORKFLOW",
@@ -401,7 +409,9 @@ class TemporalEngine:
         info = workflow.info()
         _check_history(name, self.history_events)
         token = f"{info.workflow_id}|{info.run_id}|{name}"
-        _PENDING[token] = (fn, contextvars.copy_context())
+        context = contextvars.copy_context()
+        context.run(OPERATION.set, f"{info.workflow_id}|{name}")
+        _PENDING[token] = (fn, context)
         try:
             out = await workflow.execute_local_activity(
                 STEP_ACTIVITY,
@@ -500,6 +510,8 @@ class TemporalEngine:
             if type(cause).__name__ == "CancelledError":
                 raise Cancelled() from None
             raise RunError(Code.FAILED, f"unit {handle.id} failed: {cause or e}") from None
+        if isinstance(out, dict) and out.get("calls"):
+            _report_calls(out["calls"])
         if isinstance(out, dict) and "e" in out:
             raise out["e"]
         return out["v"] if isinstance(out, dict) else out
@@ -581,6 +593,43 @@ class TemporalEngine:
             return None
         return fleet_slot(SERVING_URL[0], *limits, granted=ticket)
 
+    async def claim_end(self) -> bool:
+        """The run's root takes its end (in workflow code, before its ``run_finished``): False
+        when a cancel request came first — the run ends ``cancelled``; else the claim is
+        written to the memo (:data:`END_MEMO`) and a timer completes the workflow task, so
+        the claim is in the history before the root says how it ended (a completion the
+        server refuses, because a cancel request arrived while the task ran, leaves nothing
+        said: the next attempt decides again, seeing the request).  A cancel request that
+        arrives after the claim is ignored — the run keeps its end — and ``flowc cancel``,
+        which reads the claim, says the run has already finished (docs/durable.md "A cancel
+        that comes late")."""
+        from temporalio import workflow
+
+        if not workflow.unsafe.is_replaying():
+            _end_pause()
+        if workflow.cancellation_reason() is not None:
+            return False
+        workflow.upsert_memo({END_MEMO: "finished"})
+        await commit_task()  # a cancel request after the claim: the run keeps its end
+        return True
+
+    def run_budgets(self, budgets: list[Any], run_id: str) -> list[Any]:
+        """The run's budgets as its model calls in this process reserve them: in the run's
+        ledger, shared by every worker (temporal_budget.py), when this process serves a task
+        queue; else ``budgets`` themselves."""
+        if not budgets or not SERVING_URL[0]:
+            return budgets
+        return ledger_budgets(budgets, SERVING_URL[0], run_id)
+
+    async def close_budget(self, run_id: str) -> None:
+        """Close run ``run_id``'s ledger (in the root's workflow code, as the run ends; it
+        may never have started: nothing then)."""
+        from temporalio import workflow
+
+        # (a cancel request that arrives meanwhile changes nothing: the run has ended)
+        with contextlib.suppress(Exception, asyncio.CancelledError):
+            await workflow.get_external_workflow_handle(ledger_id(run_id)).signal("close")
+
     def cancel_requested(self) -> bool:
         """True once the running workflow's cancellation was requested (``flowc cancel``)."""
         from temporalio import workflow
@@ -592,6 +641,71 @@ class TemporalEngine:
         from temporalio import workflow
 
         return workflow.in_workflow() and workflow.unsafe.is_replaying()
+
+
+#: This process, as the model calls a child unit reports name it (:func:`_report_calls`).
+PROCESS = secrets.token_hex(8)
+#: In a child unit's workflow: the model calls made in it and in the units below it, by the
+#: process that made them, ``{process: [[role, usage, cost, unknown]…]}`` (its result's
+#: ``calls``; temporal_workflows.UnitWorkflow sets it).  None in the run's root.
+UNIT_CALLS: contextvars.ContextVar[dict[str, list[Any]] | None] = contextvars.ContextVar(
+    "agentflow_unit_calls", default=None
+)
+
+
+def _report_calls(calls: dict[str, list[Any]]) -> None:
+    """A child unit's ``calls`` (:data:`UNIT_CALLS`): passed up by a unit; counted by the
+    root in its process's router — those made in another process (its router counted the
+    others when they were made), so the run's ``usage`` covers every model call of the run,
+    whichever worker made it, once.  Workflow code."""
+    from temporalio import workflow
+
+    above = UNIT_CALLS.get()
+    if above is not None:
+        for process, made in calls.items():
+            above.setdefault(process, []).extend(made)
+        return
+    rt = _RUNTIMES.get(workflow.info().workflow_id)
+    add = getattr(rt.ctx.router, "add_calls", None) if rt is not None else None
+    if add is None:
+        return
+    for process, made in calls.items():
+        if process != PROCESS:
+            add(made)
+
+
+async def commit_task() -> None:
+    """Complete the running workflow's task now, so what ran in it is in the history before
+    the workflow goes on: it runs :data:`COMMIT_ACTIVITY`, an activity that does nothing (any
+    worker of the task queue runs it; its result comes in the workflow's next task).  A timer
+    would cost about a second (the dev server's timer granularity); a workflow cannot signal
+    itself.  A cancel request that arrives meanwhile is ignored (the work is done: the workflow
+    ends with it).  Workflow code."""
+    from temporalio import workflow
+
+    try:
+        await workflow.execute_activity(
+            COMMIT_ACTIVITY, start_to_close_timeout=COMMIT_TIMEOUT, summary="commit"
+        )
+    except asyncio.CancelledError:
+        pass
+
+
+#: How long a worker may take to run :data:`COMMIT_ACTIVITY` before another is asked
+COMMIT_TIMEOUT = timedelta(seconds=10)
+
+
+def _end_pause() -> None:
+    """The tests' hook :data:`END_PAUSE_ENV` (blocking: the workflow task stays open)."""
+    mark = os.environ.get(END_PAUSE_ENV)
+    if not mark:
+        return
+    with open(mark, "w"):
+        pass
+    for _ in range(300):
+        if not os.path.exists(mark):
+            return
+        time.sleep(0.01)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -606,13 +606,70 @@ async def _taken(client: Any, family: list[Any], topic: str) -> Any:
 
 async def cancel(url: str, run_id: str) -> None:
     """Cancel run ``run_id`` (Temporal cancellation: its workflow and children, and their
-    running operations, are cancelled).  Raises InputError for an unknown run or one that
-    ended."""
+    running operations, are cancelled).  Raises InputError for an unknown run, one that
+    ended, and one whose root claimed its end before the cancel request reached it (the run
+    keeps its end: docs/durable.md "A cancel that comes late")."""
     client = await tc.client_for(url)
     described = await _describe(client, run_id)
     if described is None:
         raise InputError(f"no durable run {run_id!r} in {_where(url)}")
-    status = _status(described, await _memo(described))
+    memo = await _memo(described)
+    status = _status(described, memo)
     if status != "running":
         raise InputError(f"run {run_id} has already ended ({status}): nothing to cancel")
-    await client.get_workflow_handle(run_id).cancel()
+    if not memo.get(tc.END_MEMO):
+        await client.get_workflow_handle(run_id).cancel()
+        if await _cancel_won(client, run_id):
+            return
+    raise InputError(
+        f"run {run_id} has already finished (its outcome is being recorded; if its process "
+        f"stopped first, `flowc resume {run_id}` records it): nothing to cancel"
+    )
+
+
+#: How long ``flowc cancel`` waits at most to learn whether its request came before the run's
+#: end (the request is seen at the root's next workflow task: at most 80 % of TASK_TIMEOUT
+#: later, however long an operation runs)
+CANCEL_SETTLE_S = 30.0
+
+
+async def _cancel_won(client: Any, run_id: str) -> bool:
+    """After a cancel request: True once it is ordered before the root's claim of its end (in
+    the workflow's history, or the run ended ``cancelled``), False when the claim came first.
+    A request the server received while the root's workflow task ran is written to the
+    history only after that task: a claim made in it comes first (temporal_engine.py
+    ``claim_end``)."""
+    from temporalio.client import WorkflowExecutionStatus as S
+
+    handle = client.get_workflow_handle(run_id)
+    deadline = time.monotonic() + CANCEL_SETTLE_S
+    while True:
+        described = await handle.describe()
+        memo = await _memo(described)
+        if memo.get(tc.END_MEMO):
+            return False
+        if described.status != S.RUNNING:
+            return _status(described, memo) == "cancelled"
+        if await _cancel_recorded(client, run_id):
+            # the request is in the history: a claim made before it is in the memo now
+            return not (await _memo(await handle.describe())).get(tc.END_MEMO)
+        if time.monotonic() > deadline:
+            return True
+        await asyncio.sleep(0.05)
+
+
+async def _cancel_recorded(client: Any, run_id: str) -> bool:
+    """True when the root's recent history (its last 200 events) holds a cancel request."""
+    from temporalio.api.common.v1 import WorkflowExecution
+    from temporalio.api.enums.v1 import EventType
+    from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
+
+    response = await client.workflow_service.get_workflow_execution_history_reverse(
+        GetWorkflowExecutionHistoryReverseRequest(
+            namespace=client.namespace,
+            execution=WorkflowExecution(workflow_id=run_id),
+            maximum_page_size=200,
+        )
+    )
+    wanted = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED
+    return any(e.event_type == wanted for e in response.history.events)

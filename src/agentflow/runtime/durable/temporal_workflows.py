@@ -17,11 +17,14 @@ from agentflow.runtime import interrupt
 from agentflow.runtime.durable import temporal_engine as te
 from agentflow.runtime.durable.engine import run_unit
 from agentflow.runtime.durable.spec import run_root
+from agentflow.runtime.durable.temporal_ledger import BudgetWorkflow
 from agentflow.runtime.durable.temporal_rate import RateWorkflow
 from agentflow.runtime.events import EventBus
-from agentflow.runtime.executor import Executor
+from agentflow.runtime.executor import Executor, run_budgets
+from agentflow.runtime.models.budget import pop_budget, push_budget
+from agentflow.runtime.models.router import recorded_calls
 
-__all__ = ["RunWorkflow", "UnitWorkflow", "op", "serve"]
+__all__ = ["RunWorkflow", "UnitWorkflow", "commit", "op", "serve"]
 
 
 @activity.defn(name=te.STEP_ACTIVITY)
@@ -45,6 +48,11 @@ async def op(token: str) -> dict[str, Any]:
         with contextlib.suppress(BaseException):
             await task
         raise
+
+
+@activity.defn(name=te.COMMIT_ACTIVITY)
+async def commit() -> None:
+    """Nothing: running it completes the workflow's task (temporal_engine.commit_task)."""
 
 
 def _own_context() -> None:
@@ -92,7 +100,11 @@ class RunWorkflow(_Unit):
         rt = te.runtime_for(wfid, spec)
         rt.spec.setdefault("input", spec.get("input"))  # built here by a child, without it
         rt.effects.forget(wfid)
-        out = await run_root(rt)
+        try:
+            out = await run_root(rt)
+        finally:
+            if run_budgets(rt.plan, rt.ctx.config):  # the run's ledger ends with it
+                await rt.effects.engine.close_budget(wfid)  # type: ignore[attr-defined]
         te._RUNTIMES.pop(wfid, None)  # the run ended: a long-lived worker keeps nothing of it
         workflow.upsert_memo({"status": out.get("status"), **self._ended_memo()})
         return out
@@ -114,10 +126,29 @@ class UnitWorkflow(_Unit):
         rt.effects.forget(wfid)
         # an executor of this workflow's own (its event loop is this workflow's)
         ex = Executor(rt.ctx, EventBus(rt.ctx.sinks), effects=rt.effects)
+        # the run's budgets hold for the unit's model calls too (a workflow's task does not
+        # inherit the root's): in the ledger every worker of the run reserves in
+        held = [push_budget(b) for b in rt.effects.run_budgets(run_budgets(rt.plan, rt.ctx.config))]
+        # the model calls made in the unit (and below it), by process, reported to the root,
+        # which counts those its own router did not (temporal_engine._report_calls)
+        own: list[list[Any]] = []
+        calls = {te.PROCESS: own}
+        logged = (recorded_calls.set(own), te.UNIT_CALLS.set(calls))
         try:
             out: dict[str, Any] = {"v": await run_unit(ex, rt.effects.index, spec)}
         except Exception as e:  # noqa: BLE001 - raised again in the parent
             out = {"e": e}
+        finally:
+            for token in reversed(held):
+                pop_budget(token)
+            recorded_calls.reset(logged[0])
+            te.UNIT_CALLS.reset(logged[1])
+        if any(calls.values()):
+            out["calls"] = {k: v for k, v in calls.items() if v}
+        # the unit's work (its operations, and the events said of them) is in the history
+        # before it completes: a completion the server refuses — its parent's cancel arrived
+        # while the task ran — does not run the unit's last operations again, saying them twice
+        await te.commit_task()
         if self.ops is not None:
             workflow.upsert_memo(self._ended_memo())
         return out
@@ -152,8 +183,8 @@ async def serve(url: str, *, identity: str | None = None) -> Any:
     worker = Worker(
         client,
         task_queue=te.versioned_queue(url),
-        workflows=[RunWorkflow, UnitWorkflow, RateWorkflow],
-        activities=[op],
+        workflows=[RunWorkflow, UnitWorkflow, RateWorkflow, BudgetWorkflow],
+        activities=[op, commit],
         identity=identity,
         # loading a run's plan, configuration and tools is workflow code here: on a busy
         # machine it may hold a workflow task past Temporal's 2 s deadlock alarm

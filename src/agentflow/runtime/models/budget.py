@@ -82,7 +82,7 @@ class Budget:
         repr=False,
         compare=False,
     )
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
     #: calls waiting for a call in flight to end (:meth:`reserve`): (their loop, a future)
     _waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = field(
         default_factory=list, repr=False, compare=False
@@ -130,27 +130,38 @@ class Budget:
             )
         return None
 
-    def reserve(
-        self, tokens_needed: int, cost_needed: float
-    ) -> tuple[str | None, asyncio.Future[None] | None]:
+    def try_hold(self, tokens_needed: int, cost_needed: float) -> tuple[str | None, bool]:
         """Check and, when the call fits, hold its place (one inference, ``tokens_needed``
-        tokens, ``cost_needed`` dollars) until :meth:`unreserve`: one atomic step, so calls
-        started at once cannot all pass the check.  Returns ``(None, None)`` when held; ``(why,
-        None)`` when the call does not fit even with no call in flight (refused); ``(why,
-        future)`` when it fits only once calls in flight end — the future is done at the next
-        :meth:`unreserve` (a call in flight that fails gives its place back), then check again.
-        ``future`` belongs to the running event loop (None outside one: refused)."""
+        tokens, ``cost_needed`` dollars) until :meth:`unreserve`: one atomic step.  Returns
+        ``(None, False)`` when held; ``(why, False)`` when the call does not fit even with no
+        call in flight (refused); ``(why, True)`` when it fits only once calls in flight end
+        (check again then).  The fleet-wide ledger of a Temporal run decides with it too
+        (runtime/durable/temporal_budget.py)."""
         with self._lock:
             why = self._refusal(tokens_needed, cost_needed)
             if why is None:
                 self.held["inferences"] += 1
                 self.held["tokens"] += tokens_needed
                 self.held["cost"] += cost_needed
-                return None, None
+                return None, False
             if not self.held["inferences"]:
-                return why, None
+                return why, False
             if self._refusal(tokens_needed, cost_needed, _NOTHING_HELD) is not None:
-                return why, None  # what was spent alone refuses it
+                return why, False  # what was spent alone refuses it
+            return why, True
+
+    def reserve(
+        self, tokens_needed: int, cost_needed: float
+    ) -> tuple[str | None, asyncio.Future[None] | None]:
+        """:meth:`try_hold`, with a future for a call that must wait: ``(None, None)`` when
+        held; ``(why, None)`` when refused; ``(why, future)`` when it fits only once calls in
+        flight end — the future is done at the next :meth:`unreserve` (a call in flight that
+        fails gives its place back), then check again.  ``future`` belongs to the running
+        event loop (None outside one: refused)."""
+        with self._lock:
+            why, wait = self.try_hold(tokens_needed, cost_needed)
+            if why is None or not wait:
+                return why, None
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:
@@ -182,14 +193,22 @@ class Reservation:
     """The places one model call holds in every budget in force (:func:`reserve_budgets`):
     :meth:`settle` once the reply came (its tokens and cost charged), :meth:`release` when the
     call failed or was cancelled (nothing charged).  Either may be called once; later calls do
-    nothing."""
+    nothing.  ``tickets``: a remote budget's ticket for this call, by position in ``budgets``
+    (a Temporal run's fleet-wide ledger: its budget ends the call with :meth:`end_remote`)."""
 
-    __slots__ = ("budgets", "tokens", "cost", "_open")
+    __slots__ = ("budgets", "tokens", "cost", "tickets", "_open")
 
-    def __init__(self, budgets: tuple[Budget, ...], tokens: int, cost: float):
+    def __init__(
+        self,
+        budgets: tuple[Budget, ...],
+        tokens: int,
+        cost: float,
+        tickets: dict[int, Any] | None = None,
+    ):
         self.budgets = budgets
         self.tokens = tokens
         self.cost = cost
+        self.tickets = tickets or {}
         self._open = True
 
     def settle(self, tokens: int, cost: float | None) -> None:
@@ -197,7 +216,10 @@ class Reservation:
         if not self._open:
             return
         self._open = False
-        for budget in self.budgets:
+        for i, budget in enumerate(self.budgets):
+            if i in self.tickets:
+                budget.end_remote(self.tickets[i], (tokens, cost))  # type: ignore[attr-defined]
+                continue
             budget.unreserve(self.tokens, self.cost)
             budget.charge(tokens, cost)
 
@@ -206,7 +228,10 @@ class Reservation:
         if not self._open:
             return
         self._open = False
-        for budget in self.budgets:
+        for i, budget in enumerate(self.budgets):
+            if i in self.tickets:
+                budget.end_remote(self.tickets[i], None)  # type: ignore[attr-defined]
+                continue
             budget.unreserve(self.tokens, self.cost)
 
 
@@ -279,22 +304,33 @@ async def reserve_budgets(
     back by a failure) waits for them, holding nothing meanwhile, then is checked again: so a
     ``parallel map`` makes exactly the calls a sequential one would before the refusal.  The
     caller settles or releases the returned :class:`Reservation` (module doc)."""
+    attempt = 0
     while True:
         budgets = _active.get()
         held: list[Budget] = []
-        for budget in budgets:
+        tickets: dict[int, Any] = {}
+        for i, budget in enumerate(budgets):
+            remote = getattr(budget, "hold_remote", None)
+            if remote is not None:  # held by its ledger (waits there; raises when refused)
+                try:
+                    tickets[i] = await remote(tokens_needed, cost_needed, step_path, attempt)
+                except BaseException:
+                    Reservation(tuple(held), tokens_needed, cost_needed, tickets).release()
+                    raise
+                held.append(budget)
+                continue
             why, wait = budget.reserve(tokens_needed, cost_needed)
             if why is None:
                 held.append(budget)
                 continue
-            for done in held:
-                done.unreserve(tokens_needed, cost_needed)
+            Reservation(tuple(held), tokens_needed, cost_needed, tickets).release()
             if wait is None:
                 raise _exceeded(budget, why, step_path)
             await wait
+            attempt += 1
             break
         else:
-            return Reservation(budgets, tokens_needed, cost_needed)
+            return Reservation(budgets, tokens_needed, cost_needed, tickets)
 
 
 def charge_budgets(tokens: int, cost: float | None) -> None:

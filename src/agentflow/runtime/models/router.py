@@ -47,6 +47,13 @@ current_step: ContextVar[str] = ContextVar("agentflow_model_step", default="")
 #: progress (set by the planner around each attempt's run; None elsewhere).  Context-local, so
 #: concurrent calls never share one, while tasks spawned inside a run inherit it.
 model_memo: ContextVar[Any] = ContextVar("agentflow_model_memo", default=None)
+#: Inside a durable unit that reports its model calls to its run's root (a Temporal child
+#: unit, which may run in another process: runtime/durable/temporal_engine.py): every call
+#: a router records is also appended here, ``[role, usage, cost, unknown]``
+#: (:meth:`ModelRouter.add_calls` adds such a list to a router).
+recorded_calls: ContextVar[list[list[Any]] | None] = ContextVar(
+    "agentflow_recorded_calls", default=None
+)
 
 
 class RoutedClient:
@@ -361,12 +368,26 @@ class ModelRouter:
         )
 
     def _record(self, role: str, response: ChatResponse) -> None:
+        unknown = bool(getattr(response, "usage_unknown", False))
+        self._add(role, response.usage or {}, response.cost, unknown)
+        calls = recorded_calls.get()
+        if calls is not None:
+            calls.append([role, dict(response.usage or {}), response.cost, unknown])
+
+    def _add(self, role: str, usage: dict[str, Any], cost: float | None, unknown: bool) -> None:
         entry = self.usage["by_role"].setdefault(
             role, {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
         )
-        unknown = bool(getattr(response, "usage_unknown", False))
         for target in (self.usage, entry):
-            add_usage(target, response.usage or {}, response.cost, unknown=unknown)
+            add_usage(target, usage, cost, unknown=unknown)
+
+    def add_calls(self, calls: list[list[Any]]) -> None:
+        """Count model calls made by another process of the run (``[role, usage, cost,
+        unknown]`` each, as :data:`recorded_calls` holds them) in :attr:`usage`: the run's
+        usage covers every call of the run, wherever it was made.  Budgets are not charged
+        (the run's ledger was, when each call was made)."""
+        for role, usage, cost, unknown in calls:
+            self._add(str(role), dict(usage or {}), cost, bool(unknown))
 
     def _notify_unknown_usage(self, resolved: ResolvedModel, values: list[Any]) -> None:
         if self.on_event is not None:
