@@ -113,6 +113,9 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         self.inlined_lets: set[tuple[int, str]] = set()
         self.lets_read: set[str] = set()
         self.as_written = False
+        # the inlined `let`s whose value can fail at run time: (stage, name, source, fragment),
+        # recorded in the `meta.lets` of the steps whose text holds them (:func:`_place_lets`)
+        self.let_marks: list[tuple[str | None, str, str, Frag]] = []
 
     # -- meta / steps ------------------------------------------------------------------------
     def source(self, span: Span) -> str:
@@ -242,6 +245,8 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         data["finish"] = self._finish(self.whole(last or NULL), r.stages[-1] if r.stages else None)
         if self.plans:
             data["plans"] = self.plans
+        if self.let_marks:
+            _place_lets(data, self.let_marks)
         return data
 
     def _finish(self, output: Any, stage: ast.StageDecl | None) -> dict[str, Any]:
@@ -272,6 +277,9 @@ class _Lowerer(ExpressionLowering, EffectLowering):
                 if not (len(frag.parts) == 1 and isinstance(frag.parts[0], StepRef)):
                     # inlined as text: a condition that reads it keeps its name (meta.when)
                     self.inlined_lets.add((id(ctx), st.name.name))
+                    if _can_fail(st.value):
+                        mark = (ctx.stage, st.name.name, self.source(st.value.span), frag)
+                        self.let_marks.append(mark)
                 else:
                     self.inlined_lets.discard((id(ctx), st.name.name))
                 ctx.bindings[st.name.name] = frag
@@ -619,6 +627,72 @@ def lower_with_stages(result: CheckResult, *, file: str) -> tuple[dict[str, Any]
             "internal error: a body could not be outlined", result.module.span
         ) from None
     return plan, dict(lowerer.stage_values)
+
+
+#: Operators whose evaluation can fail at run time (a division by zero, an `int` past 64 bits)
+_FAILING_OPS = frozenset({"+", "-", "*", "/", "%"})
+
+
+def _can_fail(e: ast.Expr) -> bool:
+    """True when evaluating ``e`` can raise a run-time error of its own: it calls a library
+    function, does arithmetic or indexes."""
+    for n in ast.walk(e):
+        t = type(n)
+        if t is ast.FuncCall or t is ast.Index:
+            return True
+        if (t is ast.Binary or t is ast.Unary) and n.op in _FAILING_OPS:  # type: ignore[attr-defined]
+            return True
+    return False
+
+
+def _place_lets(data: dict[str, Any], marks: list[tuple[str | None, str, str, Frag]]) -> None:
+    """Record, in the ``meta.lets`` of each step (and of ``finish``) whose templates hold the
+    printed text of an inlined ``let`` that can fail, ``{name, source, text}`` of that let: the
+    executor places an error of its expression at the ``let`` (docs/decisions.md "Where a
+    run-time expression error points"), not at the statement that reads it."""
+    printed: list[tuple[str | None, dict[str, str]]] = []
+    for stage, name, source, frag in marks:
+        try:
+            text = frag.render()
+        except _NeedsOutline:  # it reads an inline body's step: its text is the body's select
+            continue
+        printed.append((stage, {"name": name, "source": source, "text": text}))
+
+    def texts(value: Any, out: list[str]) -> None:
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, dict):
+            if "tool_name" in value:  # a body step: placed on its own
+                visit(value)
+                return
+            for v in value.values():
+                texts(v, out)
+        elif isinstance(value, list):
+            for v in value:
+                texts(v, out)
+
+    def visit(step: dict[str, Any]) -> None:
+        meta = step.get("meta")
+        if not isinstance(meta, dict):
+            return
+        own: list[str] = []
+        texts(step.get("input"), own)
+        for key in ("select", "output"):
+            if isinstance(step.get(key), str):
+                own.append(step[key])
+        stage = meta.get("stage")
+        found = [
+            entry for st, entry in printed if st == stage and any(entry["text"] in t for t in own)
+        ]
+        if found:
+            meta["lets"] = found
+
+    for plan in [data, *data.get("plans", {}).values()]:
+        for step in plan.get("steps", []):
+            visit(step)
+        finish = plan.get("finish")
+        if isinstance(finish, dict):
+            visit(finish)
 
 
 def value_span(stmts: list[ast.Stmt], default: Span) -> Span:

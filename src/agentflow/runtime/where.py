@@ -51,6 +51,7 @@ __all__ = [
     "call_summary",
     "in_source_terms",
     "is_outlined",
+    "let_of",
     "tool_label",
 ]
 
@@ -67,6 +68,38 @@ _QUOTED = re.compile(r"`([^`]*)`")
 
 #: How lowering describes the sub-plans it outlines (compiler/lowering.py): "…, outlined by flowc".
 OUTLINED_MARK = ", outlined by flowc"
+
+
+def let_of(error: Any, meta: Any) -> dict[str, str] | None:
+    """The inlined ``let`` an expression error of a step arose in, from the step's
+    ``meta.lets`` (compiler/lowering.py: ``{name, source, text}`` of each ``let`` whose printed
+    text the step's templates hold), or None.
+
+    The evaluator's messages quote the failing sub-expression first (`` `parse_int(x)`: … ``,
+    ``path `a.b`: …``); the smallest recorded ``let`` holding a sub-expression printed the same
+    way is the one (its text re-parsed and printed by the evaluator's own printer, so spacing
+    and parentheses agree).  Called with the message still in the plan's terms (step ids).
+    Errors only: this parses, it is not on a hot path."""
+    lets = meta.get("lets") if isinstance(meta, dict) else None
+    if not lets or not isinstance(lets, list) or not quotes_expressions(error):
+        return None
+    m = _QUOTED.search(str(getattr(error, "message", "")))
+    if m is None:
+        return None
+    failed = m.group(1)
+    from agentflow.grammar import ast
+    from agentflow.grammar.parser import parse_expression
+    from agentflow.runtime.expressions import expr_text
+
+    entries = [e for e in lets if isinstance(e, dict) and isinstance(e.get("text"), str)]
+    for entry in sorted(entries, key=lambda e: len(e["text"])):
+        try:
+            root = parse_expression(entry["text"])
+        except Exception:  # noqa: BLE001 - a hand-edited plan's meta: not ours to judge
+            continue
+        if any(isinstance(n, ast.Expr) and expr_text(n) == failed for n in ast.walk(root)):
+            return {k: str(entry.get(k, "")) for k in ("name", "source")}
+    return None
 
 
 def is_outlined(plan: Plan) -> bool:
