@@ -9,6 +9,8 @@ a final expression), reachability (``missing-return``, ``unreachable-code``), th
 
 from __future__ import annotations
 
+import re
+
 from agentflow.compiler import check_errors
 from agentflow.compiler.checker_shared import CheckerShared, Frame, Narrowing, Var
 from agentflow.compiler.symbols import Symbol, suggest
@@ -131,7 +133,14 @@ class StatementChecks(CheckerShared):
     def _stmts(self, stmts: list[ast.Stmt], frame: Frame, *, top: bool) -> bool:
         reachable = True
         warned = False
+        _prefixed_strings(stmts, self.prefixed_strings)
         for i, s in enumerate(stmts):
+            if (
+                isinstance(s, ast.ExprStmt)
+                and isinstance(s.expr, ast.StringLit)
+                and any(v is s.expr for v in self.prefixed_strings.values())
+            ):
+                continue  # the string of `f"…"`, reported with the name `f`
             if not reachable and not warned:
                 self.report(
                     D.UNREACHABLE_CODE,
@@ -299,6 +308,12 @@ class StatementChecks(CheckerShared):
                 if meant in scope:
                     scope[meant].used = True
                     break
+        prefixed = self.prefixed_strings.get(id(e))
+        if prefixed is not None:  # `f"hello {name}"`: Python's f-string, C#'s `$"…"`
+            hint = (
+                f"`.flow` strings interpolate with `${{…}}` and take no prefix: "
+                f"`{_interpolated(prefixed)}`"
+            )
         hint = hint or OPERATOR_HINTS.get(e.name) or self._loop_index_hint(e.name)
         if not hint and e.name in CALL_CLAUSES:  # a tool call's clause put on a line of its own
             hint = (
@@ -564,3 +579,30 @@ def _scope_text(ck: CheckerShared, var: Var) -> tuple[str, str] | None:
 
 def _inside(block: ast.Block, offset: int) -> bool:
     return block.span.start <= offset < block.span.end
+
+
+#: string prefixes of other languages (Python's f-, r-, b-strings)
+_STRING_PREFIXES = frozenset({"f", "F", "rf", "fr", "r", "b", "u"})
+
+
+def _prefixed_strings(stmts: list[ast.Stmt], out: dict[int, ast.StringLit]) -> None:
+    """Record in ``out`` each statement whose value is a bare name of :data:`_STRING_PREFIXES`
+    followed, with no space, by a string statement (``return f"hi {x}"``): id(name) → string."""
+    for s, nxt in zip(stmts, stmts[1:], strict=False):
+        value = getattr(s, "value", None) if not isinstance(s, ast.ExprStmt) else s.expr
+        if (
+            isinstance(value, ast.Name)
+            and value.name in _STRING_PREFIXES
+            and isinstance(nxt, ast.ExprStmt)
+            and isinstance(nxt.expr, ast.StringLit)
+            and nxt.expr.span.start == value.span.end
+        ):
+            out[id(value)] = nxt.expr
+
+
+def _interpolated(lit: ast.StringLit) -> str:
+    """``lit`` as a `.flow` string with each ``{…}`` of its text written ``${…}`` (at most
+    about 60 characters: longer ones end in ``…``)."""
+    text = "".join(p if isinstance(p, str) else "${…}" for p in lit.parts)
+    text = re.sub(r"(?<!\$)\{", "${", text.replace("\\", "\\\\").replace('"', '\\"'))
+    return f'"{text}"' if len(text) <= 60 else f'"{text[:57]}…"'

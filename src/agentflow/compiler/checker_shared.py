@@ -67,6 +67,7 @@ class CheckerShared:
     alias_reported: set[str]
     all_stages: dict[str, ast.StageDecl]
     closed_names: dict[str, Any]
+    prefixed_strings: dict[int, ast.StringLit]
     constants: dict[int, Any]
     current_stage: str | None
     deadline_ms: int | None
@@ -146,6 +147,9 @@ class CheckerShared:
         hint: str | None = None,
         low_hint: str | None = None,
     ) -> None:
+        raise NotImplementedError
+
+    def source_text(self, e: ast.Expr) -> str:
         raise NotImplementedError
 
     def declare(self, symbol: Symbol, span: Span) -> None:
