@@ -392,7 +392,7 @@ def schema(file: str, type_name: str | None, show_input: bool) -> None:
             usable = [n for n in declared if n not in result.env.externs]
             listed = ", ".join(f"`{n}`" for n in usable)
             hint = f"declared types: {listed}" if usable else "it declares no types"
-        _err(f"{file}: no type `{type_name}`; {hint}")
+        _err(f"error: {file}: no type `{type_name}`; {hint}")
         sys.exit(1)
     try:
         data = api.type_schema(result, None if show_input else type_name)

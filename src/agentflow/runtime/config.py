@@ -20,6 +20,8 @@ naming the file and, where it can be found, the line.
 
 from __future__ import annotations
 
+import difflib
+
 import os
 import re
 import sys
@@ -709,7 +711,36 @@ class Config(_Strict):
         raise ConfigError(
             f"{self.where()}: unknown model '{ref}': not a role, a [models.named.{ref}] entry or "
             f"'provider:model' (roles and named models: {', '.join(choices)})"
+            f"{self._model_suggestion(ref, choices)}"
         )
+
+    def _model_suggestion(self, ref: str, choices: list[str]) -> str:
+        """The end of the unknown-model error: a role or named model spelt nearly so
+        (``; did you mean 'planner'?``), else the model with its provider
+        (``; did you mean 'openai:gpt-4o'? …``) — the provider its name belongs to when known
+        (``gpt-…``/``o1…`` → openai, ``claude-…`` → anthropic, ``gemini-…`` → a gemini
+        provider), else every provider configured."""
+        close = difflib.get_close_matches(ref, choices, n=1, cutoff=0.75)
+        if close:
+            return f"; did you mean '{close[0]}'?"
+        providers = sorted({*self.providers, "openai", "anthropic"})
+        low = ref.lower()
+        kind = next((k for prefix, k in _MODEL_FAMILIES if low.startswith(prefix)), None)
+        named = [p for p in providers if kind and self._provider_kind(p) == kind]
+        if named:
+            guesses = named
+        else:
+            guesses = [p for p in providers if p in self.providers] or providers
+        shown = " or ".join(f"'{p}:{ref}'" for p in guesses[:3])
+        return (
+            f"; a model is named with its provider: did you mean {shown}? "
+            f"(providers: {', '.join(providers)})"
+        )
+
+    def _provider_kind(self, name: str) -> str:
+        if name in self.providers:
+            return str(self.providers[name].kind)
+        return name  # the implicit `openai` / `anthropic`
 
     def api_key(self, provider: ProviderConfig) -> str | None:
         """The provider's API key from the environment (``None`` when unset or not needed)."""
@@ -728,6 +759,18 @@ _URL_ENV = {
     "openai-responses": ("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL),
     "gemini": ("GEMINI_BASE_URL", DEFAULT_GEMINI_BASE_URL),
 }
+
+
+#: the provider kind a model name belongs to, by its prefix (the unknown-model suggestion)
+_MODEL_FAMILIES = (
+    ("gpt", "openai"),
+    ("chatgpt", "openai"),
+    ("o1", "openai"),
+    ("o3", "openai"),
+    ("o4", "openai"),
+    ("claude", "anthropic"),
+    ("gemini", "gemini"),
+)
 
 
 def _url_from_environment(provider: ProviderConfig, env: Mapping[str, str]) -> None:
