@@ -21,7 +21,6 @@ naming the file and, where it can be found, the line.
 from __future__ import annotations
 
 import difflib
-
 import os
 import re
 import sys
