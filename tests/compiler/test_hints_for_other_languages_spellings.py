@@ -92,3 +92,38 @@ def test_an_optional_argument_whose_value_fits_hints_a_default():
         "`input.tags` may be `null` (`text[]?`): give a default with `??`, "
         "`input.tags ?? []`, or check `if input.tags != null { … }` first"
     )
+
+
+OPTIONAL_TEXT = """\
+input { who: text?, xs: text[] }
+use agent "a" as a
+stage s -> text {
+  let ok = ask "Deploy for ${input.who}?" expect bool default false
+  if input.who != null {
+    return agent(a) { task "for ${input.who}" tools none expect text }
+  }
+  return agent(a) {
+    task "Write for ${input.who ?? "all"}, approved: ${ok}"
+    system "Audience: ${input.who}"
+    tools none
+    expect text
+  }
+}
+stage f -> text[] {
+  filter input.xs as x where judge "is ${x} about ${input.who}?"
+}
+"""
+
+
+def test_an_optional_value_in_a_task_question_or_prompt_is_a_warning_with_a_default():
+    diags = check_source(OPTIONAL_TEXT, "t.flow").diagnostics
+    lines = OPTIONAL_TEXT.split("\n")
+    assert [(d.code, d.span.line, d.severity) for d in diags] == [
+        ("optional-in-text", 4, "warning"),  # the ask's question
+        ("optional-in-text", 10, "warning"),  # the system prompt (the narrowed task is not)
+        ("optional-in-text", 16, "warning"),  # the judge's prompt
+    ]
+    d = diags[0]
+    assert lines[3][d.span.column - 1 : d.span.end_column - 1] == "${input.who}"
+    assert d.message == "`input.who` may be `null` (`text?`): the question would read `null` then"
+    assert d.hint == 'say what to write instead: `${input.who ?? "none"}`'

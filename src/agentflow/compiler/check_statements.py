@@ -400,6 +400,7 @@ class StatementChecks(CheckerShared):
                 self.check_pure(e.cond)
             if e.judge is not None:
                 self.expr(e.judge, TEXT)
+                self.optional_in_text(e.judge, "the judge's prompt")
         finally:
             self.pop_scope()
         if isinstance(elem, ErrorType):

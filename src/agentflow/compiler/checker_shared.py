@@ -152,6 +152,9 @@ class CheckerShared:
     def source_text(self, e: ast.Expr) -> str:
         raise NotImplementedError
 
+    def optional_in_text(self, text: Any, what: str) -> None:
+        raise NotImplementedError
+
     def declare(self, symbol: Symbol, span: Span) -> None:
         raise NotImplementedError
 

@@ -113,9 +113,10 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         self.inlined_lets: set[tuple[int, str]] = set()
         self.lets_read: set[str] = set()
         self.as_written = False
-        # the inlined `let`s whose value can fail at run time: (stage, name, source, fragment),
-        # recorded in the `meta.lets` of the steps whose text holds them (:func:`_place_lets`)
-        self.let_marks: list[tuple[str | None, str, str, Frag]] = []
+        # the inlined `let`s whose value can fail at run time: (stage, name, source, fragment,
+        # the inlined lets its value reads), recorded in the `meta.lets` of the steps whose
+        # text holds them (:func:`_place_lets`)
+        self.let_marks: list[_LetMark] = []
 
     # -- meta / steps ------------------------------------------------------------------------
     def source(self, span: Span) -> str:
@@ -272,14 +273,16 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         for i, st in enumerate(stmts):
             if isinstance(st, ast.LetStmt):
                 before = len(ctx.target)
+                outer, self.lets_read = self.lets_read, set()
                 frag = self.expr(st.value, ctx)
+                inner, self.lets_read = self.lets_read, self.lets_read | outer
                 frag = self.share(frag, ctx, st.value.span, self.name_uses[id(st)])
                 if not (len(frag.parts) == 1 and isinstance(frag.parts[0], StepRef)):
                     # inlined as text: a condition that reads it keeps its name (meta.when)
                     self.inlined_lets.add((id(ctx), st.name.name))
                     if _can_fail(st.value):
-                        mark = (ctx.stage, st.name.name, self.source(st.value.span), frag)
-                        self.let_marks.append(mark)
+                        source = self.source(st.value.span)
+                        self.let_marks.append((ctx.stage, st.name.name, source, frag, inner))
                 else:
                     self.inlined_lets.discard((id(ctx), st.name.name))
                 ctx.bindings[st.name.name] = frag
@@ -645,18 +648,32 @@ def _can_fail(e: ast.Expr) -> bool:
     return False
 
 
-def _place_lets(data: dict[str, Any], marks: list[tuple[str | None, str, str, Frag]]) -> None:
+#: an inlined `let` that can fail: (stage, name, `file:line:col` of its value, its fragment,
+#: the names of the inlined lets its value reads)
+_LetMark = tuple[str | None, str, str, Frag, set[str]]
+
+
+def _place_lets(data: dict[str, Any], marks: list[_LetMark]) -> None:
     """Record, in the ``meta.lets`` of each step (and of ``finish``) whose templates hold the
     printed text of an inlined ``let`` that can fail, ``{name, source, text}`` of that let: the
     executor places an error of its expression at the ``let`` (docs/decisions.md "Where a
-    run-time expression error points"), not at the statement that reads it."""
-    printed: list[tuple[str | None, dict[str, str]]] = []
-    for stage, name, source, frag in marks:
+    run-time expression error points"), not at the statement that reads it.  ``text`` is the
+    let's value as printed with the lets it reads by their names (``n * 2``: each entry stays
+    as short as the let's own text, the plan linear in the source); the executor writes them
+    back (runtime/where.py ``let_of``)."""
+    printed: list[tuple[str | None, str, dict[str, str]]] = []
+    full: dict[tuple[str | None, str], str] = {}
+    for stage, name, source, frag, inner in marks:
         try:
             text = frag.render()
         except _NeedsOutline:  # it reads an inline body's step: its text is the body's select
             continue
-        printed.append((stage, {"name": name, "source": source, "text": text}))
+        written = text
+        nested = [(full[(stage, n)], n) for n in inner if (stage, n) in full]
+        for sub, n in sorted(nested, key=lambda x: -len(x[0])):
+            written = written.replace(sub, n)
+        full[(stage, name)] = text
+        printed.append((stage, text, {"name": name, "source": source, "text": written}))
 
     def texts(value: Any, out: list[str]) -> None:
         if isinstance(value, str):
@@ -682,7 +699,7 @@ def _place_lets(data: dict[str, Any], marks: list[tuple[str | None, str, str, Fr
                 own.append(step[key])
         stage = meta.get("stage")
         found = [
-            entry for st, entry in printed if st == stage and any(entry["text"] in t for t in own)
+            entry for st, text, entry in printed if st == stage and any(text in t for t in own)
         ]
         if found:
             meta["lets"] = found

@@ -145,6 +145,12 @@ OPTIONAL_UNION_MEMBER = _register(
     "warning",
     'a `?` on one member of a union (`"a" | "b"?`): the whole union admits null',
 )
+OPTIONAL_IN_TEXT = _register(
+    "optional-in-text",
+    "warning",
+    "an optional value (`T?`) interpolated into an agent's `task`/`system` or an `ask`'s "
+    "question: it reads `null` when absent",
+)
 
 # Plan files (docs/spec/PLAN_IR.md §1–6): what `flowc plan validate`, the loader and tool
 # resolution report.

@@ -92,14 +92,51 @@ def let_of(error: Any, meta: Any) -> dict[str, str] | None:
     from agentflow.runtime.expressions import expr_text
 
     entries = [e for e in lets if isinstance(e, dict) and isinstance(e.get("text"), str)]
-    for entry in sorted(entries, key=lambda e: len(e["text"])):
+    written = {str(e.get("name")): e["text"] for e in entries}
+    found: list[tuple[int, dict[str, Any]]] = []
+    for entry in entries:
+        text = _written_out(entry["text"], written, 0)
+        if text is None:
+            continue
         try:
-            root = parse_expression(entry["text"])
+            root = parse_expression(text)
         except Exception:  # noqa: BLE001 - a hand-edited plan's meta: not ours to judge
             continue
         if any(isinstance(n, ast.Expr) and expr_text(n) == failed for n in ast.walk(root)):
-            return {k: str(entry.get(k, "")) for k in ("name", "source")}
-    return None
+            found.append((len(text), entry))
+    if not found:
+        return None
+    entry = min(found, key=lambda f: f[0])[1]  # the innermost let
+    return {k: str(entry.get(k, "")) for k in ("name", "source")}
+
+
+_IDENT = re.compile(r"(?<![\w.$])[A-Za-z_][A-Za-z0-9_]*(?!\w)")
+
+
+def _written_out(text: str, written: dict[str, str], depth: int) -> str | None:
+    """``text`` (a ``meta.lets`` entry's, which names the lets it reads) with each of those
+    names replaced by its own text, parenthesized, as the step's template holds it; None when
+    that grows past 20,000 characters or 50 levels (a let doubling another's)."""
+    if depth > 50:
+        return None
+    out: list[str] = []
+    last = 0
+    size = len(text)
+    for m in _IDENT.finditer(text):
+        inner = written.get(m.group(0))
+        if inner is None or inner == text:
+            continue
+        sub = _written_out(inner, written, depth + 1)
+        if sub is None:
+            return None
+        out.append(text[last : m.start()])
+        out.append(f"({sub})")
+        last = m.end()
+        size += len(sub)
+        if size > 20_000:
+            return None
+    out.append(text[last:])
+    return "".join(out)
 
 
 def is_outlined(plan: Plan) -> bool:
