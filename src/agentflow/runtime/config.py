@@ -714,32 +714,22 @@ class Config(_Strict):
         )
 
     def _model_suggestion(self, ref: str, choices: list[str]) -> str:
-        """The end of the unknown-model error: a role or named model spelt nearly so
-        (``; did you mean 'planner'?``), else the model with its provider
-        (``; did you mean 'openai:gpt-4o'? …``) — the provider its name belongs to when known
-        (``gpt-…``/``o1…`` → openai, ``claude-…`` → anthropic, ``gemini-…`` → a gemini
-        provider), else every provider configured."""
+        """The end of the unknown-model error: a role or named model spelt nearly so, else the
+        model with its provider — the one its name belongs to (``gpt-…`` → openai kinds,
+        ``claude-…`` → anthropic, ``gemini-…`` → gemini), else every configured provider."""
         close = difflib.get_close_matches(ref, choices, n=1, cutoff=0.75)
         if close:
             return f"; did you mean '{close[0]}'?"
         providers = sorted({*self.providers, "openai", "anthropic"})
-        low = ref.lower()
-        kind = next((k for prefix, k in _MODEL_FAMILIES if low.startswith(prefix)), None)
-        named = [p for p in providers if kind and self._provider_kind(p) == kind]
-        if named:
-            guesses = named
-        else:
-            guesses = [p for p in providers if p in self.providers] or providers
+        kind = next((k for p, k in _MODEL_FAMILIES if ref.lower().startswith(p)), None)
+        kinds = {p: str(self.providers[p].kind) if p in self.providers else p for p in providers}
+        guesses = [p for p in providers if kind and kinds[p] == kind]
+        guesses = guesses or [p for p in providers if p in self.providers] or providers
         shown = " or ".join(f"'{p}:{ref}'" for p in guesses[:3])
         return (
             f"; a model is named with its provider: did you mean {shown}? "
             f"(providers: {', '.join(providers)})"
         )
-
-    def _provider_kind(self, name: str) -> str:
-        if name in self.providers:
-            return str(self.providers[name].kind)
-        return name  # the implicit `openai` / `anthropic`
 
     def api_key(self, provider: ProviderConfig) -> str | None:
         """The provider's API key from the environment (``None`` when unset or not needed)."""
@@ -761,15 +751,10 @@ _URL_ENV = {
 
 
 #: the provider kind a model name belongs to, by its prefix (the unknown-model suggestion)
-_MODEL_FAMILIES = (
-    ("gpt", "openai"),
-    ("chatgpt", "openai"),
-    ("o1", "openai"),
-    ("o3", "openai"),
-    ("o4", "openai"),
+_MODEL_FAMILIES = [(p, "openai") for p in ("gpt", "chatgpt", "o1", "o3", "o4")] + [
     ("claude", "anthropic"),
     ("gemini", "gemini"),
-)
+]
 
 
 def _url_from_environment(provider: ProviderConfig, env: Mapping[str, str]) -> None:
