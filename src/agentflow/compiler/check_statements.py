@@ -589,16 +589,17 @@ _STRING_PREFIXES = frozenset({"f", "F", "rf", "fr", "r", "b", "u"})
 def _prefixed_strings(stmts: list[ast.Stmt], out: dict[int, ast.StringLit]) -> None:
     """Record in ``out`` each statement whose value is a bare name of :data:`_STRING_PREFIXES`
     followed, with no space, by a string statement (``return f"hi {x}"``): id(name) → string."""
-    for s, nxt in zip(stmts, stmts[1:], strict=False):
-        value = getattr(s, "value", None) if not isinstance(s, ast.ExprStmt) else s.expr
-        if (
-            isinstance(value, ast.Name)
-            and value.name in _STRING_PREFIXES
-            and isinstance(nxt, ast.ExprStmt)
-            and isinstance(nxt.expr, ast.StringLit)
-            and nxt.expr.span.start == value.span.end
-        ):
-            out[id(value)] = nxt.expr
+    prev = None
+    for s in stmts:
+        if prev is not None and type(s) is ast.ExprStmt and type(s.expr) is ast.StringLit:
+            value = prev.expr if type(prev) is ast.ExprStmt else getattr(prev, "value", None)
+            if (
+                type(value) is ast.Name
+                and value.name in _STRING_PREFIXES
+                and s.expr.span.start == value.span.end
+            ):
+                out[id(value)] = s.expr
+        prev = s
 
 
 def _interpolated(lit: ast.StringLit) -> str:
