@@ -35,8 +35,11 @@ from typing import TYPE_CHECKING, Any
 
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ExprError
+from agentflow.grammar import ast
+from agentflow.grammar.parser import parse_expression
 from agentflow.ir.names import in_source_terms as rename
 from agentflow.ir.names import scope_names, step_names
+from agentflow.runtime.expressions import expr_text
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan, Step
@@ -87,10 +90,6 @@ def let_of(error: Any, meta: Any) -> dict[str, str] | None:
     if m is None:
         return None
     failed = m.group(1)
-    from agentflow.grammar import ast
-    from agentflow.grammar.parser import parse_expression
-    from agentflow.runtime.expressions import expr_text
-
     entries = [e for e in lets if isinstance(e, dict) and isinstance(e.get("text"), str)]
     written = {str(e.get("name")): e["text"] for e in entries}
     found: list[tuple[int, dict[str, Any]]] = []
