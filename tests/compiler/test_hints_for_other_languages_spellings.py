@@ -29,7 +29,7 @@ HINTS = {
     ),
     "var n = 1": "`.flow` binds a name with `let`: `let n = …` (bound once; there is no `var`)",
     "var n: int = 1": (
-        "`.flow` binds a name with `let`: `let n = …` (bound once; there is no `var`)"
+        "`.flow` binds a name with `let`: `let n: int = …` (bound once; there is no `var`)"
     ),
     "let mut n = 1": (
         "a `let` is bound once and cannot change (there is no `let mut`): `let n = …`; a value "

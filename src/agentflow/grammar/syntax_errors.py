@@ -9,6 +9,7 @@ Hints name the common slips of users of other languages (``=`` for ``==``, ``Lis
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -236,9 +237,14 @@ def _syntax_hint(
     bound = _BINDING.match(_line_before(sc, tok)) if typ in ("EQUALS", "COLON") else None
     if bound is not None:
         # `const greeting = …`, `var n = …`: a binding of another language
+        written = (bound.group(3) or "").strip()
+        if typ == "COLON":  # `var n: int = 1` stopped at the `:`: the type follows it
+            after = re.match(r"\s*([^=\n]{1,40}?)\s*=", sc.text[tok.end - sc.ob :])
+            written = after.group(1) if after else ""
+        typed = f": {written}" if written else ""
         return (
-            f"`.flow` binds a name with `let`: `let {bound.group(2)} = …` (bound once; there "
-            f"is no `{bound.group(1)}`)"
+            f"`.flow` binds a name with `let`: `let {bound.group(2)}{typed} = …` (bound once; "
+            f"there is no `{bound.group(1)}`)"
         )
     if typ == "EQUALS" and prev is not None and prev.type == "NAME" and prev.bol:
         # `n = n + 1` on a line of its own: an assignment
@@ -441,7 +447,7 @@ _LOOP_WAYS = (
 _BINDING_WORDS = frozenset({"const", "var", "val", "mut", "auto", "my", "local"})
 
 #: a line up to the `=` of a binding of another language: `const greeting`
-_BINDING = re.compile(r"^\s*(const|var|val|auto|my|local)\s+([A-Za-z_]\w*)\s*(?::[^=]*)?$")
+_BINDING = re.compile(r"^\s*(const|var|val|auto|my|local)\s+([A-Za-z_]\w*)\s*(?::([^=]*))?$")
 
 
 def _line_before(sc: Scanner, tok: Any) -> str:
@@ -994,12 +1000,24 @@ def statements_on_one_line(item: ast.Item) -> SynErr | None:
     if name == "expect" and isinstance(before, ast.AskExpr) and before.expect is None:
         # `ask "Go?" default false expect bool`: the clauses are in a fixed order
         late = "default" if before.default is not None else "else"
+        q = before.question
+        asked = q.parts[0] if isinstance(q, ast.StringLit) and len(q.parts) == 1 else None
+        shown = json.dumps(asked) if isinstance(asked, str) and len(asked) <= 40 else '"…"'
+        tail = 'else fail "…"'
+        typ = "T"
+        d = before.default
+        if isinstance(d, ast.BoolLit):
+            typ, tail = "bool", f"default {str(d.value).lower()}"
+        elif isinstance(d, ast.NumberLit):
+            typ, tail = ("int" if isinstance(d.value, int) else "number"), f"default {d.value}"
+        elif d is not None:
+            tail = "default …"
         return SynErr(
             f"an `ask`'s `expect` comes before its `{late}`",
             span,
             hint=(
                 'the clauses of `ask` are in this order: `ask "…" expect T`, then `default v` '
-                'or `else fail "…"`: `ask "Go?" expect bool default false`'
+                f'or `else fail "…"`: `ask {shown} expect {typ} {tail}`'
             ),
         )
     if hint is None:
