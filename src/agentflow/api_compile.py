@@ -10,10 +10,11 @@ split by what it loads").  Errors in the user's files come back as
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,10 @@ class CompiledFlow:
     plan: dict[str, Any]
     check: CheckResult
     file: str
+    #: errors inside `test` blocks, which are not part of the plan: they do not stop a compile
+    #: or a run (``flowc check`` and ``flowc test`` report them as errors; docs/decisions.md
+    #: "Errors in test blocks do not stop a run")
+    test_errors: list[Diagnostic] = field(default_factory=list)
 
     def to_yaml(self) -> str:
         """The plan as deterministic YAML (docs/spec/PLAN_IR.md §1; same input, same bytes)."""
@@ -85,8 +90,14 @@ def compile_checked(result: Any, text: str, file: str) -> CompiledFlow:
     """Lower a checked program (the :class:`~agentflow.compiler.checker.CheckResult` of
     ``text``, named ``file``) and validate the plan, as :func:`compile_source` does after its
     check (same errors); for a caller that has checked the source already."""
-    if not result.ok:
+    tested = _test_errors(result)
+    if len(tested) < len(result.errors):
         raise CompileError(result.errors, {file: text})
+    if tested:  # the plan leaves the tests out: lowered as if they were not there
+        left = {id(d) for d in tested}
+        result = dataclasses.replace(
+            result, diagnostics=[d for d in result.diagnostics if id(d) not in left]
+        )
     try:
         data = lower(result, file=file)
     except LoweringError as e:
@@ -97,7 +108,24 @@ def compile_checked(result: Any, text: str, file: str) -> CompiledFlow:
     except PlanLoadError as e:
         diags = [_plan_problem(p, data, file) for p in e.errors]
         raise CompileError(diags, {file: text}) from None
-    return CompiledFlow(plan=data, check=result, file=file)
+    return CompiledFlow(plan=data, check=result, file=file, test_errors=tested)
+
+
+def _test_errors(result: Any) -> list[Diagnostic]:
+    """The errors of ``result`` placed inside a `test` block, syntax errors left out (a test
+    that does not parse may hide where the program went wrong)."""
+    errors = result.errors
+    if not errors:
+        return []
+    tests = [t.span for t in result.module.of(ast.TestDecl)]
+    if not tests:
+        return []
+    return [
+        d
+        for d in errors
+        if d.code != "syntax-error"
+        and any(t.file == d.span.file and t.start <= d.span.start < t.end for t in tests)
+    ]
 
 
 def _plan_problem(problem: Diagnostic, plan: dict[str, Any], file: str) -> Diagnostic:

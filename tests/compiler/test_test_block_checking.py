@@ -27,13 +27,16 @@ stage todos -> Summary {
 """
 
 
-def _diags(tests: str) -> list[tuple[str, str, str]]:
+def _diags(tests: str, *, without_input: bool = False) -> list[tuple[str, str, str]]:
+    """The diagnostics of ``FLOW`` + ``tests``; those of a test written without ``input``
+    (whose ``{}`` lacks ``dir``) only when ``without_input``."""
     src = FLOW + tests
     result = check_source(src, "t.flow")
     lines = src.split("\n")
     return [
         (d.code, lines[d.span.line - 1][d.span.column - 1 : d.span.end_column - 1], d.message)
         for d in result.diagnostics
+        if without_input or "gives no `input`" not in d.message
     ]
 
 
@@ -68,7 +71,10 @@ test "pick" {
 
 
 def test_the_stub_mismatch_notes_the_contract_it_breaks():
-    src = FLOW + '\ntest "t" {\n  stub agent helper returns { top: [], count: 1.5 }\n}\n'
+    src = (
+        FLOW
+        + '\ntest "t" {\n  input { dir: "." }\n  stub agent helper returns { top: [], count: 1.5 }\n}\n'
+    )
     (diag,) = check_source(src, "t.flow").diagnostics
     assert diag.code == "stub-mismatch"
     assert [n.message for n in diag.notes][
@@ -97,7 +103,8 @@ def test_stubs_naming_nothing_are_unknown_stub_targets_with_a_suggestion():
         ("unknown-stub-target", "todoz"),
         ("unknown-stub-target", "fech"),
     ]
-    result = check_source(FLOW + '\ntest "t" {\n  stub agent helpr returns {}\n}\n', "t.flow")
+    src = FLOW + '\ntest "t" {\n  input { dir: "." }\n  stub agent helpr returns {}\n}\n'
+    result = check_source(src, "t.flow")
     assert result.diagnostics[0].hint == "did you mean `helper`?"
 
 
@@ -114,6 +121,21 @@ def test_expectations_see_output_stages_inferences_and_calls_only():
 def test_a_test_input_must_fit_the_flow_input_and_be_a_constant():
     found = _diags('\ntest "t" {\n  input { dir: 3 }\n}\ntest "u" {\n  input { dir: todos }\n}\n')
     assert [c for c, _, _ in found] == ["type-mismatch", "invalid-value"]
+
+
+def test_a_test_without_input_is_checked_as_the_input_it_runs_with():
+    found = _diags('\ntest "no input" {\n  expect true\n}\n', without_input=True)
+    assert [(c, t) for c, t, _ in found] == [("type-mismatch", '"no input"')]
+    result = check_source(FLOW + '\ntest "no input" {\n  expect true\n}\n', "t.flow")
+    (d,) = result.diagnostics
+    assert "lacks the required field `dir`" in d.message
+    assert d.hint == "give the test its input: `input { dir: … }`"
+    assert d.notes[0].message == "field `dir` is required"
+
+
+def test_a_test_without_input_of_a_flow_whose_input_fields_are_optional_checks_clean():
+    src = 'input { dir: path? }\nstage s -> int {\n  return 1\n}\ntest "t" {\n  expect s == 1\n}\n'
+    assert check_source(src, "t.flow").diagnostics == []
 
 
 def test_a_test_name_given_twice_is_a_duplicate_definition():

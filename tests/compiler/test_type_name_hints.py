@@ -108,7 +108,7 @@ def flow(tmp_path: Path) -> Path:
 def test_schema_unknown_type_name(flow: Path, name: str, tail: str):
     res = CliRunner().invoke(main, ["schema", str(flow), name])
     assert res.exit_code == 1
-    assert res.stderr.strip() == f"{flow}: {tail}"
+    assert res.stderr.strip() == f"error: {flow}: {tail}"  # as every CLI error begins
 
 
 def test_schema_file_without_types(tmp_path: Path):

@@ -340,7 +340,9 @@ def _compile(file: str) -> api.CompiledFlow:
     if not Path(file).is_file():
         raise click.UsageError(f"{file}: no such file")
     try:
-        return api.compile_flow(file)
+        compiled = api.compile_flow(file)
+        _note_test_errors(compiled)
+        return compiled
     except api.CompileError as e:
         _err(_render(e.diagnostics, e.sources, "text"))
         sys.exit(1)
@@ -390,7 +392,7 @@ def schema(file: str, type_name: str | None, show_input: bool) -> None:
             usable = [n for n in declared if n not in result.env.externs]
             listed = ", ".join(f"`{n}`" for n in usable)
             hint = f"declared types: {listed}" if usable else "it declares no types"
-        _err(f"{file}: no type `{type_name}`; {hint}")
+        _err(f"error: {file}: no type `{type_name}`; {hint}")
         sys.exit(1)
     try:
         data = api.type_schema(result, None if show_input else type_name)
@@ -599,7 +601,21 @@ def _database_note(target: str, config: str | None, database: str | None) -> str
 
 def _load_flow(target: str) -> Any:
     compiled = api.compile_flow(target)  # warnings do not block a run; `flowc check` shows them
+    _note_test_errors(compiled)
     return api.plan_from_data(compiled.plan, target)
+
+
+def _note_test_errors(compiled: api.CompiledFlow) -> None:
+    """One line on stderr when the flow's `test` blocks have errors, which do not stop a run
+    or a compile (docs/decisions.md "Errors in test blocks do not stop a run")."""
+    n = len(compiled.test_errors)
+    if n:
+        first = compiled.test_errors[0]
+        _err(
+            f"warning: {n} error{'s' if n > 1 else ''} in `test` blocks (the first at "
+            f"{first.span}: {first.code}); tests are not part of the plan, so this goes on — "
+            f"`flowc check {compiled.file}` shows them, `flowc test` fails on them"
+        )
 
 
 @main.group()

@@ -476,6 +476,26 @@ class AgentChecks(CheckerShared):
         else:
             self.constants[id(e)] = v
 
+    def optional_in_text(self, text: Any, what: str) -> None:
+        """`optional-in-text`: each ``${x}`` of the string literal ``text`` (a model reads it)
+        whose value may be ``null`` (``T?``), which renders as the word ``null``."""
+        if not isinstance(text, ast.StringLit):
+            return
+        for p in text.parts:
+            if not isinstance(p, ast.Interpolation):
+                continue
+            t = self.types.get(id(p.expr))
+            if t is None or not isinstance(self.env.resolve(t), OptionalType):
+                continue
+            shown = self.source_text(p.expr)
+            shown = shown if shown != "…" else "x"
+            self.report(
+                D.OPTIONAL_IN_TEXT,
+                f"`{shown}` may be `null` (`{type_str(t)}`): {what} would read `null` then",
+                p.span,
+                hint=f'say what to write instead: `${{{shown} ?? "none"}}`',
+            )
+
     def names_redefined_builtin(self, written: ast.TypeExpr) -> bool:
         """Whether the written type names a built-in type the file tried to redefine
         (``type Verdict { … }``): that `type` is the one error, not each use of the name."""
@@ -486,6 +506,7 @@ class AgentChecks(CheckerShared):
 
     def visit_AskExpr(self, e: ast.AskExpr, hint: Type | None) -> Type:
         self.expr(e.question, TEXT)
+        self.optional_in_text(e.question, "the question")
         t = self.resolve_type(e.expect) if e.expect is not None else TEXT
         if e.expect is not None and not isinstance(t, ErrorType):
             problem = schema_problem(t, self.env)
@@ -516,6 +537,7 @@ class AgentChecks(CheckerShared):
                 self.expr(item.message, TEXT)
             else:
                 self.expr(item.prompt, TEXT)
+                self.optional_in_text(item.prompt, "the judge's prompt")
         return VERDICT
 
     def agent_target(self, target: ast.Expr) -> None:
@@ -665,6 +687,8 @@ class AgentChecks(CheckerShared):
         kind, v = c.kind, c.value
         if kind in ("task", "system", "model"):
             self.expr(v, TEXT)
+            if kind != "model":
+                self.optional_in_text(v, f"the `{kind}`")
         elif kind == "input":
             if isinstance(v, ast.Expr):
                 t = self.infer(v)

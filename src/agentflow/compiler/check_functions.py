@@ -252,7 +252,9 @@ class FunctionChecks(CheckerShared):
             want = _subst(pt, check_binds)
             got = self._as_map(at) if _wants_map(want) else at
             if not assignable(got, want, self.env):
-                self._arg_mismatch(e, spec, a, f"expected `{type_str(want)}`", at)
+                self._arg_mismatch(
+                    e, spec, a, f"expected `{type_str(want)}`", at, self._optional_arg(a, at, want)
+                )
                 ok = False
         if not ok:
             return ERROR
@@ -298,7 +300,13 @@ class FunctionChecks(CheckerShared):
         return r
 
     def _arg_mismatch(
-        self, e: ast.FuncCall, spec: FunctionSpec, arg: ast.Expr, what: str, got: Type | None
+        self,
+        e: ast.FuncCall,
+        spec: FunctionSpec,
+        arg: ast.Expr,
+        what: str,
+        got: Type | None,
+        hint: str | None = None,
     ) -> None:
         found = f", found `{type_str(widen(got))}`" if got is not None else ""
         self.report(
@@ -306,7 +314,33 @@ class FunctionChecks(CheckerShared):
             f"argument of `{e.name}`: {what}{found}",
             arg.span,
             notes=[Note(f"`{spec.signature}`", e.name_span)],
-            hint=self._arg_hint(e, what, got),
+            hint=hint or self._arg_hint(e, what, got),
+        )
+
+    def _optional_arg(self, arg: ast.Expr, got: Type, want: Type) -> str | None:
+        """``len(input.tags)`` with ``tags: text[]?``: an optional argument whose value would
+        fit — a default with ``??`` (``input.tags ?? []``) or a check for ``null`` first."""
+        r = self.env.resolve(got)
+        if not isinstance(r, OptionalType) or not assignable(r.inner, want, self.env):
+            return None
+        inner = self.env.resolve(r.inner)
+        default = (
+            "[]"
+            if isinstance(inner, ListType)
+            else '""'
+            if is_textual(inner, self.env)
+            else "0"
+            if is_numeric(inner, self.env)
+            else "false"
+            if inner == BOOL
+            else "{}"
+            if isinstance(inner, MapType | ObjectType)
+            else "…"
+        )
+        shown = self.source_text(arg)
+        return (
+            f"`{shown}` may be `null` (`{type_str(got)}`): give a default with `??`, "
+            f"`{shown} ?? {default}`, or check `if {shown} != null {{ … }}` first"
         )
 
     def _arg_hint(self, e: ast.FuncCall, what: str, got: Type | None) -> str | None:

@@ -9,6 +9,8 @@ a final expression), reachability (``missing-return``, ``unreachable-code``), th
 
 from __future__ import annotations
 
+import re
+
 from agentflow.compiler import check_errors
 from agentflow.compiler.checker_shared import CheckerShared, Frame, Narrowing, Var
 from agentflow.compiler.symbols import Symbol, suggest
@@ -131,7 +133,14 @@ class StatementChecks(CheckerShared):
     def _stmts(self, stmts: list[ast.Stmt], frame: Frame, *, top: bool) -> bool:
         reachable = True
         warned = False
+        _prefixed_strings(stmts, self.prefixed_strings)
         for i, s in enumerate(stmts):
+            if (
+                isinstance(s, ast.ExprStmt)
+                and isinstance(s.expr, ast.StringLit)
+                and any(v is s.expr for v in self.prefixed_strings.values())
+            ):
+                continue  # the string of `f"…"`, reported with the name `f`
             if not reachable and not warned:
                 self.report(
                     D.UNREACHABLE_CODE,
@@ -301,6 +310,12 @@ class StatementChecks(CheckerShared):
                 if meant in scope:
                     scope[meant].used = True
                     break
+        prefixed = self.prefixed_strings.get(id(e))
+        if prefixed is not None:  # `f"hello {name}"`: Python's f-string, C#'s `$"…"`
+            hint = (
+                f"`.flow` strings interpolate with `${{…}}` and take no prefix: "
+                f"`{_interpolated(prefixed)}`"
+            )
         hint = hint or OPERATOR_HINTS.get(e.name) or self._loop_index_hint(e.name)
         if not hint and e.name in CALL_CLAUSES:  # a tool call's clause put on a line of its own
             hint = (
@@ -387,6 +402,7 @@ class StatementChecks(CheckerShared):
                 self.check_pure(e.cond)
             if e.judge is not None:
                 self.expr(e.judge, TEXT)
+                self.optional_in_text(e.judge, "the judge's prompt")
         finally:
             self.pop_scope()
         if isinstance(elem, ErrorType):
@@ -566,3 +582,31 @@ def _scope_text(ck: CheckerShared, var: Var) -> tuple[str, str] | None:
 
 def _inside(block: ast.Block, offset: int) -> bool:
     return block.span.start <= offset < block.span.end
+
+
+#: string prefixes of other languages (Python's f-, r-, b-strings)
+_STRING_PREFIXES = frozenset({"f", "F", "rf", "fr", "r", "b", "u"})
+
+
+def _prefixed_strings(stmts: list[ast.Stmt], out: dict[int, ast.StringLit]) -> None:
+    """Record in ``out`` each statement whose value is a bare name of :data:`_STRING_PREFIXES`
+    followed, with no space, by a string statement (``return f"hi {x}"``): id(name) → string."""
+    prev = None
+    for s in stmts:
+        if prev is not None and type(s) is ast.ExprStmt and type(s.expr) is ast.StringLit:
+            value = prev.expr if type(prev) is ast.ExprStmt else getattr(prev, "value", None)
+            if (
+                type(value) is ast.Name
+                and value.name in _STRING_PREFIXES
+                and s.expr.span.start == value.span.end
+            ):
+                out[id(value)] = s.expr
+        prev = s
+
+
+def _interpolated(lit: ast.StringLit) -> str:
+    """``lit`` as a `.flow` string with each ``{…}`` of its text written ``${…}`` (at most
+    about 60 characters: longer ones end in ``…``)."""
+    text = "".join(p if isinstance(p, str) else "${…}" for p in lit.parts)
+    text = re.sub(r"(?<!\$)\{", "${", text.replace("\\", "\\\\").replace('"', '\\"'))
+    return f'"{text}"' if len(text) <= 60 else f'"{text[:57]}…"'

@@ -298,6 +298,8 @@ def _check_items(
         )
     if inputs and _constant(checker, inputs[0].value, "a test's input", case):
         checker.expr(inputs[0].value, checker.input_type)
+    elif not inputs:
+        _check_default_input(checker, test)
     stubbed: dict[tuple[str, str], ast.TestStub] = {}
     for stub in test.stubs:
         key = (stub.kind, stub.target.name)
@@ -326,6 +328,30 @@ def _check_items(
                 checker.scopes.pop()
         elif exp.fail_code is not None:
             _code(checker, exp.fail_code, exp.code_span)
+
+
+def _check_default_input(checker: CheckerShared, test: ast.TestDecl) -> None:
+    """A test without ``input`` runs the flow with ``{}`` (docs/reference/testing.md): checked
+    against the flow's input type as a written ``input`` is, reported at the test's name with
+    the fields it lacks (`type-mismatch`)."""
+    t = checker.env.resolve(checker.input_type)
+    if not isinstance(t, ObjectType):
+        return
+    missing = [name for name, f in t.fields.items() if not f.optional]
+    if not missing:
+        return
+    names = ", ".join(f"`{n}`" for n in missing)
+    fields = ", ".join(f"{n}: …" for n in missing)
+    plural = "s" if len(missing) > 1 else ""
+    first = t.fields[missing[0]]
+    checker.report(
+        D.TYPE_MISMATCH,
+        f"this test gives no `input`, so the flow runs with `{{}}`, which lacks the required "
+        f"field{plural} {names} of the flow's input",
+        test.name_span,
+        notes=[Note(f"field `{missing[0]}` is required", first.span)] if first.span else [],
+        hint=f"give the test its input: `input {{ {fields} }}`",
+    )
 
 
 #: names written for a failed run's error in other test frameworks (`failure.code`, `error`)

@@ -8,6 +8,7 @@ precisely as it can (into object and list literals, at an ``expect`` clause).  A
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +55,9 @@ from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Note
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import (
+    ERROR_PLACE_TYPE,
+    ERROR_TYPE,
+    OUTCOME_TYPE,
     VERDICT_TYPE,
     duration_ms,
 )
@@ -288,6 +292,44 @@ class TypeChecks(CheckerShared):
             hint=f'import it too: `import {{ {imp.via}, {t.name} }} from "{imp.decl.path}"`',
         )
 
+    def _bare_words(self, t: ast.UnionType) -> set[int]:
+        """``risk: low | high``: the members of a union that are bare lower-case words naming
+        no type (and close to none), meant as the literals ``"low" | "high"``.  Reported once,
+        as one `unknown-type` at the first of them with the literal union as the hint; their
+        ids are returned (each then stands for its literal, so nothing cascades)."""
+        words = [
+            m
+            for m in t.members
+            if isinstance(m, ast.NamedType)
+            and m.name[:1].islower()
+            and not self._type_name_known(m.name)
+            and self._type_hint(m.name) is None
+        ]
+        if not words:
+            return set()
+        written = " | ".join(f'"{m.name}"' if m in words else _written(m) for m in t.members)
+        names = ", ".join(f"`{m.name}`" for m in words)
+        plural = "s" if len(words) > 1 else ""
+        self.report(
+            D.UNKNOWN_TYPE,
+            f"unknown type{plural} {names}: a choice among words is a union of string literals",
+            words[0].span.to(words[-1].span),
+            hint=f"quote the words: `{written}`",
+        )
+        return {id(m) for m in words}
+
+    def _type_name_known(self, name: str) -> bool:
+        return (
+            name in PRIMS
+            or name == VERDICT_TYPE
+            or name in self.env.objects
+            or name in self.type_decls
+            or name in self.alias_decls
+            or name in self.env.externs
+            or name in self.error_names
+            or name in (ERROR_TYPE, ERROR_PLACE_TYPE, OUTCOME_TYPE)
+        )
+
     def resolve_type(self, t: ast.TypeExpr, alias_stack: tuple[str, ...] = ()) -> Type:
         """Turn a written type into a semantic type, reporting unknown names, duplicate fields
         and invalid constraints."""
@@ -328,7 +370,13 @@ class TypeChecks(CheckerShared):
             inner = self.resolve_type(t.inner, alias_stack)
             return ERROR if isinstance(inner, ErrorType) else make_optional(inner)
         if isinstance(t, ast.UnionType):
-            members = [self.resolve_type(m, alias_stack) for m in t.members]
+            words = self._bare_words(t)
+            members = [
+                LiteralType(m.name)
+                if isinstance(m, ast.NamedType) and id(m) in words
+                else self.resolve_type(m, alias_stack)
+                for m in t.members
+            ]
             if any(isinstance(m, ast.OptionalType) for m in t.members):
                 self._optional_member(t)
             if any(m == NULL or isinstance(m, OptionalType) for m in members):
@@ -630,3 +678,12 @@ def _literal_text(v: str | int | float | bool) -> str:
     if isinstance(v, str):
         return flow_string(v)
     return str(v)
+
+
+def _written(t: ast.TypeExpr) -> str:
+    """A member of a union as written, for a hint (``…`` for anything but a name or literal)."""
+    if isinstance(t, ast.NamedType):
+        return t.name
+    if isinstance(t, ast.LiteralType):
+        return json.dumps(t.value) if isinstance(t.value, str) else str(t.value).lower()
+    return "…"

@@ -224,6 +224,9 @@ class Checker(
         self.redefined_builtins: set[str] = set()
         #: the last binding of each name whose scope has ended (to say where it was visible)
         self.closed_names: dict[str, Any] = {}
+        #: ``f"…{x}…"`` read as the name ``f`` and a string statement: id(name) → the string
+        #: (the unknown name's hint), and the ids of those strings (never `unreachable-code`)
+        self.prefixed_strings: dict[int, ast.StringLit] = {}
         self.type_decls: dict[str, ast.TypeDecl | ast.ExternType] = {}
         self.alias_decls: dict[str, ast.TypeDecl] = {}
         self.alias_done: dict[str, Type] = {}

@@ -67,6 +67,7 @@ class CheckerShared:
     alias_reported: set[str]
     all_stages: dict[str, ast.StageDecl]
     closed_names: dict[str, Any]
+    prefixed_strings: dict[int, ast.StringLit]
     constants: dict[int, Any]
     current_stage: str | None
     deadline_ms: int | None
@@ -149,6 +150,12 @@ class CheckerShared:
         hint: str | None = None,
         low_hint: str | None = None,
     ) -> None:
+        raise NotImplementedError
+
+    def source_text(self, e: ast.Expr) -> str:
+        raise NotImplementedError
+
+    def optional_in_text(self, text: Any, what: str) -> None:
         raise NotImplementedError
 
     def declare(self, symbol: Symbol, span: Span) -> None:

@@ -113,6 +113,10 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         self.inlined_lets: set[tuple[int, str]] = set()
         self.lets_read: set[str] = set()
         self.as_written = False
+        # the inlined `let`s whose value can fail at run time: (stage, name, source, fragment,
+        # the inlined lets its value reads), recorded in the `meta.lets` of the steps whose
+        # text holds them (:func:`_place_lets`)
+        self.let_marks: list[_LetMark] = []
 
     # -- meta / steps ------------------------------------------------------------------------
     def source(self, span: Span) -> str:
@@ -242,6 +246,8 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         data["finish"] = self._finish(self.whole(last or NULL), r.stages[-1] if r.stages else None)
         if self.plans:
             data["plans"] = self.plans
+        if self.let_marks:
+            _place_lets(data, self.let_marks)
         return data
 
     def _finish(self, output: Any, stage: ast.StageDecl | None) -> dict[str, Any]:
@@ -267,11 +273,16 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         for i, st in enumerate(stmts):
             if isinstance(st, ast.LetStmt):
                 before = len(ctx.target)
+                outer, self.lets_read = self.lets_read, set()
                 frag = self.expr(st.value, ctx)
+                inner, self.lets_read = self.lets_read, self.lets_read | outer
                 frag = self.share(frag, ctx, st.value.span, self.name_uses[id(st)])
                 if not (len(frag.parts) == 1 and isinstance(frag.parts[0], StepRef)):
                     # inlined as text: a condition that reads it keeps its name (meta.when)
                     self.inlined_lets.add((id(ctx), st.name.name))
+                    if _can_fail(st.value):
+                        source = self.source(st.value.span)
+                        self.let_marks.append((ctx.stage, st.name.name, source, frag, inner))
                 else:
                     self.inlined_lets.discard((id(ctx), st.name.name))
                 ctx.bindings[st.name.name] = frag
@@ -623,6 +634,86 @@ def lower_with_stages(result: CheckResult, *, file: str) -> tuple[dict[str, Any]
             "internal error: a body could not be outlined", result.module.span
         ) from None
     return plan, dict(lowerer.stage_values)
+
+
+#: Operators whose evaluation can fail at run time (a division by zero, an `int` past 64 bits)
+_FAILING_OPS = frozenset({"+", "-", "*", "/", "%"})
+
+
+def _can_fail(e: ast.Expr) -> bool:
+    """True when evaluating ``e`` can raise a run-time error of its own: it calls a library
+    function, does arithmetic or indexes."""
+    for n in ast.walk(e):
+        t = type(n)
+        if t is ast.FuncCall or t is ast.Index:
+            return True
+        if (t is ast.Binary or t is ast.Unary) and n.op in _FAILING_OPS:  # type: ignore[attr-defined]
+            return True
+    return False
+
+
+#: an inlined `let` that can fail: (stage, name, `file:line:col` of its value, its fragment,
+#: the names of the inlined lets its value reads)
+_LetMark = tuple[str | None, str, str, Frag, set[str]]
+
+
+def _place_lets(data: dict[str, Any], marks: list[_LetMark]) -> None:
+    """Record, in the ``meta.lets`` of each step (and of ``finish``) whose templates hold the
+    printed text of an inlined ``let`` that can fail, ``{name, source, text}`` of that let: the
+    executor places an error of its expression at the ``let`` (docs/decisions.md "Where a
+    run-time expression error points"), not at the statement that reads it.  ``text`` is the
+    let's value as printed with the lets it reads by their names (``n * 2``: each entry stays
+    as short as the let's own text, the plan linear in the source); the executor writes them
+    back (runtime/where.py ``let_of``)."""
+    printed: list[tuple[str | None, str, dict[str, str]]] = []
+    full: dict[tuple[str | None, str], str] = {}
+    for stage, name, source, frag, inner in marks:
+        try:
+            text = frag.render()
+        except _NeedsOutline:  # it reads an inline body's step: its text is the body's select
+            continue
+        written = text
+        nested = [(full[(stage, n)], n) for n in inner if (stage, n) in full]
+        for sub, n in sorted(nested, key=lambda x: -len(x[0])):
+            written = written.replace(sub, n)
+        full[(stage, name)] = text
+        printed.append((stage, text, {"name": name, "source": source, "text": written}))
+
+    def texts(value: Any, out: list[str]) -> None:
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, dict):
+            if "tool_name" in value:  # a body step: placed on its own
+                visit(value)
+                return
+            for v in value.values():
+                texts(v, out)
+        elif isinstance(value, list):
+            for v in value:
+                texts(v, out)
+
+    def visit(step: dict[str, Any]) -> None:
+        meta = step.get("meta")
+        if not isinstance(meta, dict):
+            return
+        own: list[str] = []
+        texts(step.get("input"), own)
+        for key in ("select", "output"):
+            if isinstance(step.get(key), str):
+                own.append(step[key])
+        stage = meta.get("stage")
+        found = [
+            entry for st, text, entry in printed if st == stage and any(text in t for t in own)
+        ]
+        if found:
+            meta["lets"] = found
+
+    for plan in [data, *data.get("plans", {}).values()]:
+        for step in plan.get("steps", []):
+            visit(step)
+        finish = plan.get("finish")
+        if isinstance(finish, dict):
+            visit(finish)
 
 
 def value_span(stmts: list[ast.Stmt], default: Span) -> Span:

@@ -172,6 +172,12 @@ IMPORT_CONFLICT = _register(
 )
 IMPORT_CYCLE = _register("import-cycle", "error", "files that import each other")
 IMPORT_ERROR = _register("import-error", "error", "an imported file that has errors")
+OPTIONAL_IN_TEXT = _register(
+    "optional-in-text",
+    "warning",
+    "an optional value (`T?`) interpolated into an agent's `task`/`system` or an `ask`'s "
+    "question: it reads `null` when absent",
+)
 
 # Plan files (docs/spec/PLAN_IR.md §1–6): what `flowc plan validate`, the loader and tool
 # resolution report.

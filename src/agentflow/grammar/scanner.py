@@ -245,6 +245,7 @@ _FOREIGN_CHARACTERS = {
     "&": "`.flow` writes `a and b` for `a && b`",
     "!": "`.flow` writes `not a` for `!a` (`!=` is the one operator with `!`)",
     "~": "`.flow` writes `not a` for a negation; a regular expression is `matches(s, re)`",
+    ";": "`.flow` ends a statement at the end of its line: drop the `;`",
 }
 
 

@@ -9,6 +9,7 @@ Hints name the common slips of users of other languages (``=`` for ``==``, ``Lis
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -229,10 +230,25 @@ def _syntax_hint(
         return "`sleep` takes a duration: `sleep 5m` (or `sleep input.wait`)"
     if expected >= {"UP"} and typ != "UP" and prev is not None and prev.type == "LOOP":
         return "a loop is bounded: `loop up to N as round, state = start { … }`"
-    loop = _loop_word(sc)
+    loop = _loop_word(sc, tok)
     if loop is not None:
         # `for x in xs { … }`, `while c { … }`: the braces were read as an object
         return _loop_hint(loop[0])
+    if typ == "EQUALS" and sc.text.startswith("=>", tok.start - sc.ob):
+        # `xs.map(x => x * 2)`: a lambda of JavaScript, C#, Scala
+        return _lambda_hint(tok, sc)
+    bound = _BINDING.match(_line_before(sc, tok)) if typ in ("EQUALS", "COLON") else None
+    if bound is not None:
+        # `const greeting = …`, `var n = …`: a binding of another language
+        written = (bound.group(3) or "").strip()
+        if typ == "COLON":  # `var n: int = 1` stopped at the `:`: the type follows it
+            after = re.match(r"\s*([^=\n]{1,40}?)\s*=", sc.text[tok.end - sc.ob :])
+            written = after.group(1) if after else ""
+        typed = f": {written}" if written else ""
+        return (
+            f"`.flow` binds a name with `let`: `let {bound.group(2)}{typed} = …` (bound once; "
+            f"there is no `{bound.group(1)}`)"
+        )
     if typ == "EQUALS" and prev is not None and prev.type == "NAME" and prev.bol:
         # `n = n + 1` on a line of its own: an assignment
         return (
@@ -370,6 +386,12 @@ def _missing_colon_hint(tok: Any, values: list[Any] | None, sc: Scanner) -> str 
         typ = sc.text[k : tok.end - sc.ob] if tok.end - tok.start <= 40 else '"…"'
     fixed = f"{name.value}{'?' if omittable else ''}: {typ}"
     before = values[-2] if len(values) > 1 and not omittable else None
+    if isinstance(before, Tok) and before.type == "LET" and name.value in _BINDING_WORDS:
+        # `let mut n = 0`: Rust's mutable binding
+        return (
+            f"a `let` is bound once and cannot change (there is no `let {name.value}`): "
+            f"`let {typ} = …`; a value that changes is a `reduce` or a `loop`'s state"
+        )
     if isinstance(before, Tok) and before.type == "LET":
         return f"a `let`'s type follows a colon: `let {fixed} = …`"
     if len(values) > 3 and isinstance(values[-4], Tok) and values[-4].type == "AS":
@@ -430,17 +452,67 @@ _LOOP_WAYS = (
 )
 
 
+#: binding words of other languages (`const x = …`, `var x = …`, `let mut x = …`)
+_BINDING_WORDS = frozenset({"const", "var", "val", "mut", "auto", "my", "local"})
+
+#: a line up to the `=` of a binding of another language: `const greeting`
+_BINDING = re.compile(r"^\s*(const|var|val|auto|my|local)\s+([A-Za-z_]\w*)\s*(?::([^=]*))?$")
+
+
+def _line_before(sc: Scanner, tok: Any) -> str:
+    """The text of ``tok``'s line before it."""
+    k = tok.start - sc.ob
+    if not 0 <= k <= len(sc.text):
+        return ""
+    return sc.text[sc.text.rfind("\n", 0, k) + 1 : k]
+
+
+#: `xs.map(x =>` before a lambda's arrow: the receiver, the method, the parameter
+_LAMBDA_HEAD = re.compile(
+    r"([A-Za-z_][\w.\[\]]*)\.(map|filter|select|where|forEach|each|flatMap)\(\s*\(?\s*"
+    r"([A-Za-z_]\w*)\s*\)?\s*$"
+)
+
+
+def _lambda_hint(tok: Any, sc: Scanner) -> str:
+    """``xs.map(x => x * 2)`` → ``map xs as x { x * 2 }`` (``filter``: ``filter xs as x where
+    …``), from the text of the line around the arrow at ``tok``."""
+    k = tok.start - sc.ob
+    start = sc.text.rfind("\n", 0, k) + 1
+    stop = sc.text.find("\n", k)
+    m = _LAMBDA_HEAD.search(sc.text[start:k])
+    if m is None:
+        return (
+            "there are no lambdas (`x => …`) in `.flow`: `map xs as x { … }` gives a value per "
+            "item, `filter xs as x where …` keeps some"
+        )
+    rest = sc.text[k + 2 : stop if stop >= 0 else len(sc.text)].strip()
+    body = rest[:-1].strip() if rest.endswith(")") else "…"
+    if len(body) > 60 or not body:
+        body = "…"
+    xs, method, x = m.groups()
+    if method in ("filter", "where"):
+        return f"there are no lambdas in `.flow`: write `filter {xs} as {x} where {body}`"
+    return f"there are no lambdas in `.flow`: write `map {xs} as {x} {{ {body} }}`"
+
+
 def _loop_hint(word: str) -> str:
     return f"there is no `{word}` loop: {_LOOP_WAYS}"
 
 
-def _loop_word(sc: Scanner) -> tuple[str, Span] | None:
+def _loop_word(sc: Scanner, tok: Any = None) -> tuple[str, Span] | None:
     """``(for, its span)`` (``while``, …) when the innermost open bracket is a ``{`` on a line
     that starts with that word: ``for x in xs {`` parsed as expressions and an object literal
-    (the parse fails inside the braces, often lines below the ``for``)."""
-    if not sc.stack or sc.stack[-1].value != "{":
+    (the parse fails inside the braces, often lines below the ``for``) — or, when the parse
+    stopped at the ``}`` closing that ``{`` (``for x in xs { x }``), ``tok``'s line."""
+    opener = sc.stack[-1] if sc.stack else None
+    if getattr(tok, "type", None) == "RBRACE":
+        found = _loop_word(sc, None) if opener is not None and opener.value == "{" else None
+        if found is not None:
+            return found
+        opener = tok
+    if opener is None or opener.value not in ("{", "}"):
         return None
-    opener = sc.stack[-1]
     k = opener.start - sc.ob
     if not 0 <= k <= len(sc.text):
         return None
@@ -536,7 +608,7 @@ def unexpected(
                 (f"the parser stopped here: {msg}", tok.span),
             ],
         )
-    loop = _loop_word(sc)
+    loop = _loop_word(sc, tok)
     if loop is not None and hint == _loop_hint(loop[0]):
         # the mistake is the loop, not the token the parse stopped at inside its braces
         return SynErr(
@@ -941,6 +1013,30 @@ def statements_on_one_line(item: ast.Item) -> SynErr | None:
         hint = (
             f"a tool call's `{word}` goes right after the call, on the line where it ends: "
             f"`let x = tool(arg: v) {CALL_CLAUSES[word]}`; an agent's, inside its block"
+        )
+    before = _trailing(prev)
+    if name == "expect" and isinstance(before, ast.AskExpr) and before.expect is None:
+        # `ask "Go?" default false expect bool`: the clauses are in a fixed order
+        late = "default" if before.default is not None else "else"
+        q = before.question
+        asked = q.parts[0] if isinstance(q, ast.StringLit) and len(q.parts) == 1 else None
+        shown = json.dumps(asked) if isinstance(asked, str) and len(asked) <= 40 else '"…"'
+        tail = 'else fail "…"'
+        typ = "T"
+        d = before.default
+        if isinstance(d, ast.BoolLit):
+            typ, tail = "bool", f"default {str(d.value).lower()}"
+        elif isinstance(d, ast.NumberLit):
+            typ, tail = ("int" if isinstance(d.value, int) else "number"), f"default {d.value}"
+        elif d is not None:
+            tail = "default …"
+        return SynErr(
+            f"an `ask`'s `expect` comes before its `{late}`",
+            span,
+            hint=(
+                'the clauses of `ask` are in this order: `ask "…" expect T`, then `default v` '
+                f'or `else fail "…"`: `ask {shown} expect {typ} {tail}`'
+            ),
         )
     if hint is None:
         hint = (

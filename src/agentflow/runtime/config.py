@@ -22,6 +22,7 @@ naming the file and, where it can be found, the line.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import sys
@@ -712,6 +713,25 @@ class Config(_Strict):
         raise ConfigError(
             f"{self.where()}: unknown model '{ref}': not a role, a [models.named.{ref}] entry or "
             f"'provider:model' (roles and named models: {', '.join(choices)})"
+            f"{self._model_suggestion(ref, choices)}"
+        )
+
+    def _model_suggestion(self, ref: str, choices: list[str]) -> str:
+        """The end of the unknown-model error: a role or named model spelt nearly so, else the
+        model with its provider — the one its name belongs to (``gpt-…`` → openai kinds,
+        ``claude-…`` → anthropic, ``gemini-…`` → gemini), else every configured provider."""
+        close = difflib.get_close_matches(ref, choices, n=1, cutoff=0.75)
+        if close:
+            return f"; did you mean '{close[0]}'?"
+        providers = sorted({*self.providers, "openai", "anthropic"})
+        kind = next((k for p, k in _MODEL_FAMILIES if ref.lower().startswith(p)), None)
+        kinds = {p: str(self.providers[p].kind) if p in self.providers else p for p in providers}
+        guesses = [p for p in providers if kind and kinds[p] == kind]
+        guesses = guesses or [p for p in providers if p in self.providers] or providers
+        shown = " or ".join(f"'{p}:{ref}'" for p in guesses[:3])
+        return (
+            f"; a model is named with its provider: did you mean {shown}? "
+            f"(providers: {', '.join(providers)})"
         )
 
     def api_key(self, provider: ProviderConfig) -> str | None:
@@ -731,6 +751,13 @@ _URL_ENV = {
     "openai-responses": ("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL),
     "gemini": ("GEMINI_BASE_URL", DEFAULT_GEMINI_BASE_URL),
 }
+
+
+#: the provider kind a model name belongs to, by its prefix (the unknown-model suggestion)
+_MODEL_FAMILIES = [(p, "openai") for p in ("gpt", "chatgpt", "o1", "o3", "o4")] + [
+    ("claude", "anthropic"),
+    ("gemini", "gemini"),
+]
 
 
 def _url_from_environment(provider: ProviderConfig, env: Mapping[str, str]) -> None:

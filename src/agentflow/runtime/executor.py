@@ -98,7 +98,7 @@ from agentflow.runtime.result import (
     usage_snapshot,
 )
 from agentflow.runtime.tools.catalog import RunServices, current_run
-from agentflow.runtime.where import Place, in_source_terms, quotes_expressions
+from agentflow.runtime.where import SEP, Place, in_source_terms, let_of, quotes_expressions
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -426,12 +426,17 @@ class Executor:
         except RunError as e:
             if e.step_path is None:
                 e.step_path = frame.path("finish")
-            # a stage's last value after a step: placed where the `.flow` wrote it (its meta)
+            # a stage's last value after a step: placed where the `.flow` wrote it (its meta),
+            # or at the inlined `let` the failing sub-expression came from
             written, stage = fin.meta.get("source"), fin.meta.get("stage")
+            let = let_of(e, fin.meta) if fin.meta.get("lets") else None
+            if let:
+                written = let["source"]
             if e.source is None and written:
                 e.source = str(written)
             if not e.where and stage and e.step_path == frame.path("finish"):
-                e.where = {"stage": str(stage), "label": f"{stage} › return"}
+                what = let["name"] if let else "return"
+                e.where = {"stage": str(stage), "label": f"{stage} › {what}"}
             if quotes_expressions(e) and not getattr(e, "named_at", None):
                 e.named_at = e.step_path  # type: ignore[attr-defined]
                 caller = self.places.get(frame.prefix) if frame.prefix else None
@@ -577,7 +582,9 @@ class Executor:
                 sel_scope["result"] = raw
                 result = render_value(info.select, sel_scope)
         except RunError as e:
+            let = None
             if not getattr(e, "named_at", None):  # the innermost step names its expressions
+                let = let_of(e, info.step.meta) if info.step.meta.get("lets") else None
                 e.named_at = path  # type: ignore[attr-defined]
                 compiled = place.names().label is not None
                 if compiled and quotes_expressions(e):
@@ -589,10 +596,12 @@ class Executor:
             if e.step_path is None:
                 e.step_path = path
             if e.source is None:
-                e.source = info.source
+                e.source = let["source"] if let else info.source
             if not e.where:  # the innermost step names where it failed
                 at = e.step_path
                 e.where = (place.names() if at == path else place.names_below(at)).fields()
+                if let and at == path and "label" in e.where:  # in the `let`, by its name
+                    e.where["label"] = SEP.join([*place.names().context, let["name"]])
             if not quiet:
                 self._step_finished(
                     path,

@@ -35,8 +35,11 @@ from typing import TYPE_CHECKING, Any
 
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ExprError
+from agentflow.grammar import ast
+from agentflow.grammar.parser import parse_expression
 from agentflow.ir.names import in_source_terms as rename
 from agentflow.ir.names import scope_names, step_names
+from agentflow.runtime.expressions import expr_text
 
 if TYPE_CHECKING:
     from agentflow.ir.models import Plan, Step
@@ -51,6 +54,7 @@ __all__ = [
     "call_summary",
     "in_source_terms",
     "is_outlined",
+    "let_of",
     "tool_label",
 ]
 
@@ -67,6 +71,71 @@ _QUOTED = re.compile(r"`([^`]*)`")
 
 #: How lowering describes the sub-plans it outlines (compiler/lowering.py): "…, outlined by flowc".
 OUTLINED_MARK = ", outlined by flowc"
+
+
+def let_of(error: Any, meta: Any) -> dict[str, str] | None:
+    """The inlined ``let`` an expression error of a step arose in, from the step's
+    ``meta.lets`` (compiler/lowering.py: ``{name, source, text}`` of each ``let`` whose printed
+    text the step's templates hold), or None.
+
+    The evaluator's messages quote the failing sub-expression first (`` `parse_int(x)`: … ``,
+    ``path `a.b`: …``); the smallest recorded ``let`` holding a sub-expression printed the same
+    way is the one (its text re-parsed and printed by the evaluator's own printer, so spacing
+    and parentheses agree).  Called with the message still in the plan's terms (step ids).
+    Errors only: this parses, it is not on a hot path."""
+    lets = meta.get("lets") if isinstance(meta, dict) else None
+    if not lets or not isinstance(lets, list) or not quotes_expressions(error):
+        return None
+    m = _QUOTED.search(str(getattr(error, "message", "")))
+    if m is None:
+        return None
+    failed = m.group(1)
+    entries = [e for e in lets if isinstance(e, dict) and isinstance(e.get("text"), str)]
+    written = {str(e.get("name")): e["text"] for e in entries}
+    found: list[tuple[int, dict[str, Any]]] = []
+    for entry in entries:
+        text = _written_out(entry["text"], written, 0)
+        if text is None:
+            continue
+        try:
+            root = parse_expression(text)
+        except Exception:  # noqa: BLE001 - a hand-edited plan's meta: not ours to judge
+            continue
+        if any(isinstance(n, ast.Expr) and expr_text(n) == failed for n in ast.walk(root)):
+            found.append((len(text), entry))
+    if not found:
+        return None
+    entry = min(found, key=lambda f: f[0])[1]  # the innermost let
+    return {k: str(entry.get(k, "")) for k in ("name", "source")}
+
+
+_IDENT = re.compile(r"(?<![\w.$])[A-Za-z_][A-Za-z0-9_]*(?!\w)")
+
+
+def _written_out(text: str, written: dict[str, str], depth: int) -> str | None:
+    """``text`` (a ``meta.lets`` entry's, which names the lets it reads) with each of those
+    names replaced by its own text, parenthesized, as the step's template holds it; None when
+    that grows past 20,000 characters or 50 levels (a let doubling another's)."""
+    if depth > 50:
+        return None
+    out: list[str] = []
+    last = 0
+    size = len(text)
+    for m in _IDENT.finditer(text):
+        inner = written.get(m.group(0))
+        if inner is None or inner == text:
+            continue
+        sub = _written_out(inner, written, depth + 1)
+        if sub is None:
+            return None
+        out.append(text[last : m.start()])
+        out.append(f"({sub})")
+        last = m.end()
+        size += len(sub)
+        if size > 20_000:
+            return None
+    out.append(text[last:])
+    return "".join(out)
 
 
 def is_outlined(plan: Plan) -> bool:

@@ -141,6 +141,27 @@ def test_bad_provider_kind_and_unknown_provider(tmp_path):
     assert f"{path}:2:" in str(info.value) and "ghost" in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("toml", "suggestion"),
+    [
+        ('[models]\ndefault = "gpt-4o"\n', "did you mean 'openai:gpt-4o'?"),
+        ('[models]\ndefault = "claude-sonnet-4"\n', "did you mean 'anthropic:claude-sonnet-4'?"),
+        ('[models]\ndefault = "plannr"\n', "did you mean 'planner'?"),
+        (
+            '[providers.local]\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n'
+            '[models]\ndefault = "llama3"\n',
+            "did you mean 'local:llama3'?",
+        ),
+    ],
+)
+def test_a_model_without_its_provider_suggests_the_provider(tmp_path, toml, suggestion):
+    path = tmp_path / "flow.toml"
+    path.write_text(toml)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, env={})
+    assert suggestion in str(info.value)
+
+
 def test_team_main_must_be_member(tmp_path):
     path = tmp_path / "flow.toml"
     path.write_text('[teams.t]\nmain = "boss"\nmembers = { a = {} }\n')
