@@ -246,6 +246,34 @@ async def test_map_on_item_error_fail_cancels_others():
     assert finished == []
 
 
+async def test_the_items_a_failure_stops_say_why_not_just_cancelled():
+    # an item stopped because another failed read "aborted: cancelled", as if someone had run
+    # `flowc cancel`
+    async def user__work(x: float, i: int):
+        if i == 1:
+            await asyncio.sleep(0.05)
+            raise RuntimeError("boom")
+        await asyncio.sleep(x)
+        return i
+
+    plan = load(MAP_PLAN.format(conc=3, mode="fail"))
+    events = Events()
+    res = await run_plan(
+        plan,
+        {"items": [2.0, 0, 2.0]},
+        catalog=catalog(user__work=user__work),
+        sinks=[events.sink()],
+    )
+    assert res.status == "error"
+    stopped = {
+        e.path: e.data["error"]
+        for e in events.kinds("step_finished")
+        if (e.data.get("error") or {}).get("code") == "aborted"
+    }
+    assert sorted(stopped) == ["E0/do.0", "E0/do.2"]
+    assert {err["message"] for err in stopped.values()} == {"another item or branch failed first"}
+
+
 async def test_map_on_item_error_skip():
     def user__work(x: float, i: int):
         if i == 1:

@@ -714,6 +714,20 @@ async def _verify(call: ControlCall) -> Any:
 # Concurrency
 
 
+#: The message a sibling is cancelled with when an item of a map or a branch of a `parallel`
+#: fails: the cancelled steps are reported ``aborted: <this>`` rather than a bare "cancelled",
+#: which read as if someone had run ``flowc cancel``.
+SIBLING_FAILED = "another item or branch failed first"
+
+
+def cancelled_message(e: BaseException) -> str:
+    """Why a step was cancelled, for its ``aborted`` error: the message its task was cancelled
+    with (:data:`SIBLING_FAILED`), else "cancelled" (a deadline, a stop, ``flowc cancel``)."""
+    if isinstance(e, asyncio.CancelledError) and e.args and isinstance(e.args[0], str):
+        return e.args[0]
+    return "cancelled"
+
+
 async def run_pool(n: int, concurrency: int, fn: Callable[[int], Awaitable[Any]]) -> None:
     """Run ``fn(0) … fn(n-1)`` with at most ``concurrency`` in flight (a pool of workers pulling
     indices in order, so starting order is input order).  The first failure cancels the calls in
@@ -748,7 +762,7 @@ async def run_all(coros: list[Awaitable[Any]]) -> list[Any]:
                     error = t.exception()
                     if error is not None:
                         for p in pending:
-                            p.cancel()
+                            p.cancel(SIBLING_FAILED)
                         if pending:
                             await asyncio.wait(pending)
                         raise error

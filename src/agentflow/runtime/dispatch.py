@@ -28,7 +28,13 @@ from typing import TYPE_CHECKING, Any
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ErrorInfo, RunError, run_error_of
 from agentflow.ir.schemas import whole_numbers
-from agentflow.runtime.control import Announce, ControlCall, ExitError, ExitOk
+from agentflow.runtime.control import (
+    Announce,
+    ControlCall,
+    ExitError,
+    ExitOk,
+    cancelled_message,
+)
 from agentflow.runtime.effects import UnitSpec
 from agentflow.runtime.expressions import render_value, to_json_value
 from agentflow.runtime.extract import validate
@@ -69,7 +75,7 @@ def _stopped_fields(stop: BaseException, path: str) -> dict[str, Any]:
         return {"exit": True, "result": to_json_value(stop.output)}
     if isinstance(stop, ExitError):
         return {"error": stop.to_dict()}
-    message = stop.message if isinstance(stop, RunAborted) else "cancelled"
+    message = stop.message if isinstance(stop, RunAborted) else cancelled_message(stop)
     return {"error": ErrorInfo(Code.ABORTED, message, path).to_dict()}
 
 

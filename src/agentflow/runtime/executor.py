@@ -56,6 +56,7 @@ from agentflow.runtime.control import (
     ControlHandler,
     ExitError,
     ExitOk,
+    cancelled_message,
 )
 from agentflow.runtime.effects import Effects
 from agentflow.runtime.events import Event, EventBus
@@ -624,14 +625,14 @@ class Executor:
                     data["result"] = to_json_value(e.output)
                 self._step_finished(path, frame, announce, elapsed_ms=elapsed_ms(started), **data)
             raise
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as e:
             if not quiet:
                 self._step_finished(
                     path,
                     frame,
                     announce,
                     tool_name=tool,
-                    error=ErrorInfo(Code.ABORTED, "cancelled", path).to_dict(),
+                    error=ErrorInfo(Code.ABORTED, cancelled_message(e), path).to_dict(),
                     elapsed_ms=elapsed_ms(started),
                 )
             raise
