@@ -52,6 +52,7 @@ from agentflow import api_compile, api_run
 from agentflow.compiler.contracts import ContractError, contract_for
 from agentflow.compiler.types import JSON
 from agentflow.core import version as core_version
+from agentflow.core.redaction import redact, redact_data
 from agentflow.core.text import clean_json, finite_dumps, visible
 from agentflow.errors import ConfigError, FlowError, InputError
 from agentflow.ir.loader import load_plan, load_plan_data
@@ -282,6 +283,7 @@ class McpFlowServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.server = self._build()
         self.server.middleware.append(self._note_cancellation)
+        self.server.middleware.append(_redact_replies)
 
     async def open_durable(self) -> None:
         """Start the durable engine (``durable`` servers; idempotent): the runs an earlier
@@ -596,7 +598,7 @@ class McpFlowServer:
         ctx = waiter.ctx
         form = ask_form(question)
         result = await ctx.session.elicit_form(
-            question.question, form, related_request_id=ctx.request_id
+            redact(question.question), redact_data(form), related_request_id=ctx.request_id
         )
         if result.action == "accept" and result.content and "answer" in result.content:
             answer = _form_answer(form, result.content["answer"])
@@ -829,7 +831,7 @@ class _Elicitor:
             return NO_ANSWER
         form = ask_form(request)
         result = await session.elicit_form(
-            request.question, form, related_request_id=self.ctx.request_id
+            redact(request.question), redact_data(form), related_request_id=self.ctx.request_id
         )
         if result.action != "accept" or not result.content or "answer" not in result.content:
             return NO_ANSWER
@@ -851,6 +853,37 @@ def _form_answer(form: dict[str, Any], answer: Any) -> Any:
         with contextlib.suppress(ValueError):  # too deep, NaN, 1e400: kept as text
             return loads_value(answer)
     return answer
+
+
+async def _redact_replies(ctx: Any, call_next: Any) -> Any:
+    """Server middleware: every reply of the server — a tool's result (text and structured
+    content), a tool error, any request's result or JSON-RPC error — passes the redaction
+    layer (:mod:`agentflow.core.redaction`), as every other output of flowc does
+    (docs/mcp.md "Server").  The requests the server sends itself (progress,
+    elicitation) are redacted where they are made."""
+    from mcp.shared.exceptions import MCPError
+    from pydantic import BaseModel, ValidationError
+
+    try:
+        result = await call_next(ctx)
+    except MCPError as e:
+        error = e.error
+        message, data = redact(error.message), redact_data(error.data)
+        if message is error.message and data is error.data:
+            raise
+        raise MCPError(error.code, message, data) from None
+    except (ValidationError, asyncio.CancelledError):
+        raise
+    except Exception as e:  # noqa: BLE001 - the SDK would send str(e) as it is
+        text = str(e)
+        if redact(text) == text:
+            raise
+        raise MCPError(0, redact(text)) from None
+    if isinstance(result, BaseModel):
+        dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        cleaned = redact_data(dumped)
+        return result if cleaned is dumped else cleaned
+    return redact_data(result) if isinstance(result, dict) else result
 
 
 def _error_result(text: str) -> Any:
@@ -898,7 +931,7 @@ class _Progress:
                     self.token,
                     float(done),
                     float(max(total, done)),
-                    message,
+                    redact(message),
                     related_request_id=self.ctx.request_id,
                 )
             )
