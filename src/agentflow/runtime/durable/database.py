@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import os
 import re
 import secrets
@@ -34,6 +35,8 @@ __all__ = [
     "open_database",
     "process_executor",
     "run_lock",
+    "run_lock_key",
+    "runs_alive",
     "safe_url",
 ]
 
@@ -148,16 +151,60 @@ def process_executor(run_id: str) -> str:
 
 
 def lock_path(url: str, run_id: str) -> Path | None:
+    """The lock file of run ``run_id`` on SQLite database ``url`` (None on PostgreSQL, whose
+    runs are locked by an advisory lock: :func:`run_lock_key`): ``locks/NAME-HASH.lock`` beside
+    the database, NAME the id's first 60 characters with any but letters, digits, ``-``, ``_``
+    and ``.`` as ``_``, HASH 16 hex digits of its SHA-256 — one file per run id (``x/y`` and
+    ``x_y`` have two), of a bounded length whatever the id's (docs/decisions.md "Run locks")."""
     if not url.startswith("sqlite:///"):
         return None
     db = Path(url[len("sqlite:///") :].split("?", 1)[0])
-    return db.parent / "locks" / f"{run_id.replace('/', '_')}.lock"
+    safe = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "_" for c in run_id[:60])
+    digest = hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return db.parent / "locks" / f"{safe}-{digest}.lock"
+
+
+def run_lock_key(run_id: str) -> int:
+    """The PostgreSQL advisory lock key of run ``run_id``: a signed 64-bit hash (the fleet
+    workers' keys, liveness.py, hash another text: the two never meet)."""
+    digest = hashlib.blake2b(f"agentflow run {run_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _is_postgres(url: str) -> bool:
+    return url.startswith(("postgresql://", "postgresql+", "postgres://"))
+
+
+def _running_elsewhere(run_id: str, where: str) -> InputError:
+    return InputError(f"run {run_id} is running in another process (its lock {where} is held)")
 
 
 @contextlib.contextmanager
 def run_lock(url: str, run_id: str) -> Any:
-    """Hold the lock of ``run_id`` while this process runs it (released by the OS when the
-    process dies, however it dies).  Raises InputError when another process holds it."""
+    """Hold the lock of ``run_id`` while this process runs it (released by the OS, or the
+    database server, when the process dies, however it dies).  Raises InputError when another
+    process holds it.  On SQLite an ``flock`` on :func:`lock_path`; on PostgreSQL a
+    session-level advisory lock (:func:`run_lock_key`) on a connection of its own, held for
+    the block (docs/durable.md "Where runs are kept")."""
+    if _is_postgres(url):
+        import psycopg
+
+        from agentflow.runtime.durable.liveness import _pg_dsn
+
+        conn = psycopg.connect(_pg_dsn(url), autocommit=True)
+        try:
+            # a process whose machine vanishes (no FIN) frees the run within ~25 s
+            for setting, value in (("idle", 10), ("interval", 5), ("count", 3)):
+                conn.execute(f"SET tcp_keepalives_{setting} = {value}")
+            row = conn.execute(
+                "SELECT pg_try_advisory_lock(%s)", (run_lock_key(run_id),)
+            ).fetchone()
+            if not (row and row[0]):
+                raise _running_elsewhere(run_id, "on the database")
+            yield
+        finally:
+            conn.close()  # the server releases the lock with the session
+        return
     path = lock_path(url, run_id)
     if path is None:
         yield
@@ -170,9 +217,46 @@ def run_lock(url: str, run_id: str) -> Any:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            raise InputError(
-                f"run {run_id} is running in another process (its lock {path} is held)"
-            ) from None
+            raise _running_elsewhere(run_id, str(path)) from None
         yield
     finally:
         fh.close()
+
+
+def runs_alive(url: str, run_ids: list[str]) -> set[str]:
+    """The ids among ``run_ids`` whose lock a process holds (their process lives): on SQLite
+    each lock file tried; on PostgreSQL one look at ``pg_locks``; every id without locks (other
+    URLs)."""
+    if _is_postgres(url):
+        if not run_ids:
+            return set()
+        import psycopg
+
+        from agentflow.runtime.durable.liveness import _pg_dsn
+
+        keys = {run_lock_key(r) & 0xFFFFFFFFFFFFFFFF: r for r in run_ids}
+        with psycopg.connect(_pg_dsn(url), autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT classid::bigint, objid::bigint FROM pg_locks WHERE locktype = 'advisory'"
+                " AND objsubid = 1 AND granted AND database = "
+                "(SELECT oid FROM pg_database WHERE datname = current_database())"
+            ).fetchall()
+        return {keys[(c << 32) | o] for c, o in rows if (c << 32) | o in keys}
+    alive = set()
+    for run_id in run_ids:
+        path = lock_path(url, run_id)
+        if path is None:
+            alive.add(run_id)
+            continue
+        if not path.exists():
+            continue
+        import fcntl
+
+        with path.open("a+") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                alive.add(run_id)
+                continue
+            fcntl.flock(fh, fcntl.LOCK_UN)
+    return alive

@@ -26,9 +26,9 @@ from agentflow.runtime.durable.answers import (
 )
 from agentflow.runtime.durable.database import (
     attach,
-    lock_path,
     missing_database,
     on_engine,
+    runs_alive,
     safe_url,
 )
 from agentflow.runtime.durable.dbos_launch import (
@@ -94,19 +94,9 @@ def _status(w: Any, alive: bool) -> str:
 
 
 def run_alive(url: str, run_id: str) -> bool:
-    """True when a process holds the run's lock (SQLite); always True without locks."""
-    path = lock_path(url, run_id)
-    if path is None or not path.exists():
-        return path is None
-    import fcntl
-
-    with path.open("a+") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return True
-        fcntl.flock(fh, fcntl.LOCK_UN)
-        return False
+    """True when a process holds the run's lock (:func:`~.database.run_lock`: SQLite or
+    PostgreSQL); always True without locks."""
+    return run_id in runs_alive(url, [run_id])
 
 
 @on_engine(temporal_manage)
@@ -122,8 +112,9 @@ async def list_runs(url: str, *, limit: int = 50) -> list[RunInfo]:
         name=RUN_WORKFLOW, limit=limit, sort_desc=True, load_input=True, load_output=True
     )
     out = []
+    live = runs_alive(url, [w.workflow_id for w in roots if w.status in ("PENDING", "ENQUEUED")])
     for w in roots:
-        alive = run_alive(url, w.workflow_id)
+        alive = w.workflow_id in live
         # a run with a row that cannot be read is listed as such; the others as usual
         reason = unreadable(w.input, w.output, w.error)
         if reason is None:
