@@ -22,6 +22,7 @@ from agentflow.runtime.durable.dbos_launch import shutdown
 from agentflow.runtime.durable.management import (
     answer,
     cancel,
+    count_runs,
     list_runs,
     pending_questions,
     recorded_spec,
@@ -33,6 +34,7 @@ __all__ = [
     "answer_durable",
     "answer_run",
     "cancel_durable",
+    "count_durable_runs",
     "durable_database",
     "list_durable_runs",
     "missing_durable_database",
@@ -59,11 +61,24 @@ def missing_durable_database(url: str) -> Path | None:
     return missing_database(url)
 
 
-async def list_durable_runs(url: str, *, limit: int = 50) -> list[Any]:
-    """The latest ``limit`` durable runs of database ``url`` (:func:`durable_database`), newest
-    first: :class:`agentflow.runtime.durable.run_info.RunInfo` each (id, status, plan name, times in
-    epoch seconds, waiting questions); none for a SQLite file that does not exist."""
-    return await list_runs(url, limit=limit)
+async def list_durable_runs(
+    url: str, *, limit: int | None = 50, status: str | None = None, plan: str | None = None
+) -> list[Any]:
+    """The latest ``limit`` durable runs of database ``url`` (:func:`durable_database`; None:
+    all of them), newest first: :class:`agentflow.runtime.durable.run_info.RunInfo` each (id,
+    status, plan name, times in epoch seconds, waiting questions); none for a SQLite file that
+    does not exist.  ``status`` (``running``, ``waiting``, ``stopped``, ``ok``, ``exited``,
+    ``error``, ``aborted``, ``cancelled``, ``unreadable``, or ``unfinished``: the first three)
+    and ``plan`` (a part of the plan's name) select in the query, before the limit
+    (docs/reference/cli.md "flowc runs")."""
+    return await list_runs(url, limit=limit, status=status, plan=plan)
+
+
+async def count_durable_runs(url: str) -> tuple[int, int]:
+    """``(all, unfinished)``: the number of durable runs in ``url`` and of those not ended
+    (running, waiting or stopped): what a page of :func:`list_durable_runs` leaves out is told
+    from it (``flowc runs``' "N more" line)."""
+    return await count_runs(url)
 
 
 async def show_durable_run(

@@ -177,11 +177,15 @@ def build_app(console: Console) -> Any:
         try:
             runs = await api_durable.list_durable_runs(console.url, limit=console.limit)
             version = _version([(r.run_id, r.status, r.updated_at, len(r.questions)) for r in runs])
-            shown = [
-                r
-                for r in runs
-                if (not status or r.status == status) and (not flow or flow in (r.plan or ""))
-            ]
+            # the filter is the query's, before the limit: a waiting run older than the
+            # latest `limit` runs is still found by its status
+            shown = (
+                await api_durable.list_durable_runs(
+                    console.url, limit=console.limit, status=status or None, plan=flow or None
+                )
+                if status or flow
+                else runs
+            )
             costs = {}
             for r in shown:
                 if r.status != "unreadable":

@@ -1,0 +1,94 @@
+"""``flowc runs`` lists a page of the newest runs and says what it leaves out (how many, and
+how many of them have not ended); ``--status``/``--plan`` select in the query, before the
+limit, so a run stopped at its question long ago is found however many runs came after it;
+``--all`` lists every run.  The web console's filter is the same query
+(docs/reference/cli.md "flowc runs")."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from support.durable_questions import start_flowc, wait_asked
+
+from agentflow import api
+from agentflow.cli import main
+from agentflow.runtime.durable.dbos_engine import shutdown
+
+ASKS = """\
+flow release
+stage decide -> text {
+  let ship = ask "Ship?" expect "ship" | "hold" default "hold"
+  return ship
+}
+"""
+
+QUICK = """\
+flow quick
+stage a -> int {
+  return 1
+}
+"""
+
+
+def _cli(*args: str):
+    result = CliRunner().invoke(main, list(args))
+    shutdown()
+    return result
+
+
+@pytest.fixture
+def many(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A run ``old`` stopped at its question, then four newer runs that ended ``ok``."""
+    (tmp_path / "release.flow").write_text(ASKS)
+    (tmp_path / "quick.flow").write_text(QUICK)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NO_COLOR", "1")
+    proc = start_flowc(tmp_path, "run", "--durable", "--run-id", "old", "release.flow")
+    try:
+        wait_asked(tmp_path / ".flowc" / "durable.sqlite", "old", proc)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+    for n in range(4):
+        done = _cli("run", "--durable", "--run-id", f"new{n}", "quick.flow")
+        assert done.exit_code == 0, done.output
+    yield tmp_path
+    shutdown()
+
+
+def test_runs_pages_filters_in_the_query_and_counts_what_it_leaves_out(many):
+    page = _cli("runs", "--limit", "3")
+    assert page.exit_code == 0, page.output
+    assert [line.split()[0] for line in page.stdout.splitlines()[:3]] == ["new3", "new2", "new1"]
+    assert page.stdout.splitlines()[-1] == (
+        "… 2 more runs, 1 of them not ended (flowc runs --status unfinished): "
+        "flowc runs --all, or --limit N"
+    )
+    as_json = _cli("runs", "--limit", "3", "--json")
+    assert len(json.loads(as_json.stdout)) == 3 and "2 more runs" in as_json.stderr
+
+    stopped = _cli("runs", "--limit", "1", "--status", "unfinished")
+    assert stopped.stdout.startswith("old  stopped")
+    assert "? [decide › ship = ask · E0] Ship?" in stopped.stdout
+    assert "more" not in stopped.stdout
+    oks = _cli("runs", "--limit", "2", "--status", "ok", "--plan", "qui")
+    assert oks.stdout.splitlines()[-1] == (
+        "… more runs of status ok and of a plan named like 'qui': flowc runs --all, or --limit N"
+    )
+    every = _cli("runs", "--all")
+    assert len([x for x in every.stdout.splitlines() if not x.startswith(" ")]) == 5
+    none = _cli("runs", "--status", "error")
+    assert none.stdout == "" and "no durable runs of status error" in none.stderr
+
+    url = f"sqlite:///{many}/.flowc/durable.sqlite"  # what the console's filter asks
+    try:
+        found = asyncio.run(api.list_durable_runs(url, limit=2, status="stopped"))
+        counted = asyncio.run(api.count_durable_runs(url))
+    finally:
+        shutdown()
+    assert [r.run_id for r in found] == ["old"] and counted == (5, 1)
