@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "attach",
     "database_for",
+    "database_problem",
     "lock_path",
     "missing_database",
     "on_engine",
@@ -85,7 +86,13 @@ def on_engine(backend: ModuleType) -> Callable[[F], F]:
             url = kw["url"] if "url" in kw else args[0]
             if isinstance(url, str) and url.startswith("temporal://"):
                 return await getattr(backend, fn.__name__)(*args, **kw)
-            return await fn(*args, **kw)
+            try:
+                return await fn(*args, **kw)
+            except Exception as e:
+                problem = database_problem(e, url) if isinstance(url, str) else None
+                if problem is None:
+                    raise
+                raise problem from None
 
         return dispatch  # type: ignore[return-value]
 
@@ -108,6 +115,50 @@ def open_database(
         raise ConfigError(
             f"cannot open the durable runs database {safe_url(url)}: {reason}"
         ) from None
+
+
+def database_problem(error: BaseException, url: str) -> ConfigError | None:
+    """The one-line error of a failure of the durable runs database ``url`` itself — SQLite's
+    (``database disk image is malformed``, ``file is not a database``, a full disk, a lock
+    held too long), SQLAlchemy's wrapping of it, or PostgreSQL's driver's — naming the
+    database, the driver's own words and what to do; None for any other error (found in
+    ``error``'s causes too).  Every durable command reports it so (docs/durable.md "Errors")."""
+    import sqlite3
+    import sys
+
+    kinds: list[type[BaseException]] = [sqlite3.Error]
+    if "sqlalchemy" in sys.modules:
+        kinds.append(sys.modules["sqlalchemy"].exc.SQLAlchemyError)
+    if "psycopg" in sys.modules:
+        kinds.append(sys.modules["psycopg"].Error)
+    cause = _first_of(error, tuple(kinds))
+    if cause is None:
+        return None
+    orig = getattr(cause, "orig", None) or cause
+    reason = (str(orig).strip().splitlines() or [type(orig).__name__])[0]
+    file = sqlite_path(url)
+    if file is not None:
+        where = f"the durable runs database {file}"
+        hint = (
+            "restore it from a backup, or move it away and a new, empty one is made; "
+            f"`sqlite3 {file} .recover` may save what is left of its runs"
+        )
+    else:
+        where = f"the durable runs database {safe_url(url)}"
+        hint = "check the database server and its log"
+    return ConfigError(f"{where} cannot be used: {reason} (hint: {hint})")
+
+
+def _first_of(error: BaseException, kinds: tuple[type[BaseException], ...]) -> Any:
+    """The first exception of ``kinds`` in ``error`` and its causes (or contexts), or None."""
+    seen: set[int] = set()
+    at: BaseException | None = error
+    while at is not None and id(at) not in seen:
+        if isinstance(at, kinds):
+            return at
+        seen.add(id(at))
+        at = at.__cause__ or at.__context__
+    return None
 
 
 def missing_database(url: str) -> Path | None:
