@@ -303,3 +303,19 @@ def _ask_finish(result: Any, as_json: bool) -> None:
         err = result.error
         _err(f"error[{err.code}]: {err.message}" if err else f"error: {result.status}")
         sys.exit(1)
+
+
+def _checked_run_id(new: bool) -> Any:
+    """A click callback refusing a run id (``--run-id``: ``new``; ``RUN``: a lookup) that
+    cannot be one (docs/durable.md "Run ids"): a usage error, exit 2."""
+
+    def check(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if isinstance(value, str):
+            from agentflow.runtime.durable.database import run_id_problem
+
+            problem = run_id_problem(value, new=new)
+            if problem is not None:
+                raise click.BadParameter(problem, ctx=ctx, param=param)
+        return value
+
+    return check

@@ -16,6 +16,7 @@ from agentflow import api
 from agentflow.cli.common import (
     _ask_finish,
     _ask_progress,
+    _checked_run_id,
     _err,
     _fail,
     _json_out,
@@ -104,7 +105,7 @@ def _when(epoch: float | None) -> str:
 
 
 @click.command()
-@click.argument("run_id", metavar="RUN")
+@click.argument("run_id", metavar="RUN", callback=_checked_run_id(new=False))
 @_config_option
 @_database_option
 @_trace_option
@@ -308,7 +309,7 @@ async def _listed_runs(
 
 
 @runs.command("show")
-@click.argument("run_id", metavar="RUN")
+@click.argument("run_id", metavar="RUN", callback=_checked_run_id(new=False))
 @_config_option
 @_database_option
 @click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
@@ -467,7 +468,7 @@ def _holder_line(holder: dict[str, Any], run_id: str) -> str:
 
 
 @click.command()
-@click.argument("run_id", metavar="RUN")
+@click.argument("run_id", metavar="RUN", callback=_checked_run_id(new=False))
 @click.argument("step", metavar="NAME|STEP")
 @click.argument("value", metavar="VALUE")
 @_config_option
@@ -485,7 +486,7 @@ def answer(run_id: str, step: str, value: str, config: str | None, database: str
 
 
 @click.command()
-@click.argument("run_id", metavar="RUN")
+@click.argument("run_id", metavar="RUN", callback=_checked_run_id(new=False))
 @_config_option
 @_database_option
 def cancel(run_id: str, config: str | None, database: str | None) -> None:
@@ -499,7 +500,7 @@ def cancel(run_id: str, config: str | None, database: str | None) -> None:
 
 
 @click.command()
-@click.argument("run_id", metavar="RUN")
+@click.argument("run_id", metavar="RUN", callback=_checked_run_id(new=False))
 @_config_option
 @_database_option
 @_workspace_option

@@ -35,6 +35,7 @@ __all__ = [
     "on_engine",
     "open_database",
     "process_executor",
+    "run_id_problem",
     "run_lock",
     "run_lock_key",
     "runs_alive",
@@ -81,9 +82,22 @@ def on_engine(backend: ModuleType) -> Callable[[F], F]:
     read side of Temporal's (docs/decisions.md "What flowc runs show loads")."""
 
     def wrap(fn: F) -> F:
+        import inspect
+
+        signature = inspect.signature(fn)
+        names = [n for n in ("run_id", "reuse") if n in signature.parameters]
+
         @functools.wraps(fn)
         async def dispatch(*args: Any, **kw: Any) -> Any:
             url = kw["url"] if "url" in kw else args[0]
+            if names:  # an id that cannot be a run's is refused before the engine sees it
+                given = signature.bind_partial(*args, **kw).arguments
+                for name in names:
+                    value = given.get(name)
+                    new = name == "run_id" and fn.__name__ == "run_durable"
+                    wrong = run_id_problem(value, new=new) if isinstance(value, str) else None
+                    if wrong is not None:
+                        raise InputError(wrong)
             if isinstance(url, str) and url.startswith("temporal://"):
                 return await getattr(backend, fn.__name__)(*args, **kw)
             try:
@@ -115,6 +129,39 @@ def open_database(
         raise ConfigError(
             f"cannot open the durable runs database {safe_url(url)}: {reason}"
         ) from None
+
+
+#: What a run id chosen for a new run (``--run-id``) may be: a letter or digit, then letters,
+#: digits and ``._~:@+=-``, at most :data:`RUN_ID_MAX` characters (docs/durable.md "Run ids").
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._~:@+=-]*")
+RUN_ID_MAX = 200
+#: The longest id looked up (``runs show``, ``answer``, …): longer ones name no run (an
+#: earlier agentflow took ids of any alphabet, up to what its lock file's name allowed).
+LOOKUP_MAX = 1000
+
+
+def run_id_problem(run_id: str, *, new: bool) -> str | None:
+    """Why ``run_id`` cannot be the id of a new run (``new``) or of any run: too long, or (a
+    new one) characters outside :data:`RUN_ID`; None when it can be."""
+    if new:
+        if len(run_id) > RUN_ID_MAX:
+            return f"a run id is at most {RUN_ID_MAX} characters, not {len(run_id)}"
+        if not RUN_ID.fullmatch(run_id):
+            return (
+                f"{_shown_id(run_id)} is not a run id: a letter or digit, then letters, digits "
+                "and . _ ~ : @ + = - (no / or spaces)"
+            )
+        return None
+    if len(run_id) > LOOKUP_MAX:
+        return f"no durable run has an id of {len(run_id)} characters (at most {RUN_ID_MAX})"
+    return None
+
+
+def _shown_id(run_id: str) -> str:
+    import json
+
+    text = json.dumps(run_id, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:59] + '…"'
 
 
 def database_problem(error: BaseException, url: str) -> ConfigError | None:
