@@ -143,6 +143,8 @@ async def _closed_question_path(url: str, run_id: str, name: str) -> str:
             asked = Question(run_id, run_id, str(s["path"]), "", label=s.get("label"))
             if name in asked.names():
                 found.add(asked.path)
+    # answered while its run was stopped, not taken yet: no step records it so far
+    found.update(q.path for q in info.answered if name in q.names())
     return found.pop() if len(found) == 1 else name
 
 

@@ -7,6 +7,7 @@ import contextlib
 import json
 import math
 import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -257,7 +258,7 @@ def _show_question(
     answers it."""
     shown_choices = f" ({choices_text(choices)})" if choices else ""
     _err(f"? [{label or path}] {question}{shown_choices}")
-    _err(f"  answer with: flowc answer {run_id} {path} VALUE")
+    _err(f"  answer with: flowc answer {shlex.quote(run_id)} {shlex.quote(path)} VALUE")
 
 
 def _question_notice(run_ids: list[str], shown: set[str] | None = None) -> Any:

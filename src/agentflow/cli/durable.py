@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 import time
 from typing import Any, cast
@@ -391,7 +392,7 @@ def runs_show(
                 f"  its timeout ran out at {_when(q.asked_at + q.timeout)}: the run goes on "
                 "unanswered when it is taken up, unless answered before"
             )
-        _say(f"  answer with: flowc answer {info.run_id} {q.path} VALUE")
+        _say(f"  answer with: flowc answer {shlex.quote(info.run_id)} {shlex.quote(q.path)} VALUE")
     for q in info.answered:
         _say(f"answered: ✓ [{q.shown()}] {q.question} {_closed_text(q)}")
         if info.status == "stopped":

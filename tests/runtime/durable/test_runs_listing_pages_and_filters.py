@@ -2,14 +2,15 @@
 how many of them have not ended); ``--status``/``--plan`` select in the query, before the
 limit, so a run stopped at its question long ago is found however many runs came after it;
 ``--all`` lists every run.  The web console's filter is the same query
-(docs/reference/cli.md "flowc runs")."""
+(docs/reference/cli.md "flowc runs").  On the same stopped run: ``flowc answer`` by the
+question's ``let`` name of a question answered while the run was stopped says it was answered,
+as by its path; a refused value is quoted as JSON; the ``answer with:`` hint is shell-quoted."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import signal
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -21,9 +22,9 @@ from agentflow.runtime.durable.dbos_engine import shutdown
 
 ASKS = """\
 flow release
-stage decide -> text {
-  let ship = ask "Ship?" expect "ship" | "hold" default "hold"
-  return ship
+stage decide -> int {
+  let n = ask "How many?" expect int
+  return n
 }
 """
 
@@ -41,27 +42,37 @@ def _cli(*args: str):
     return result
 
 
-@pytest.fixture
-def many(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """A run ``old`` stopped at its question, then four newer runs that ended ``ok``."""
+@pytest.fixture(scope="module")
+def many(tmp_path_factory: pytest.TempPathFactory):
+    """A run ``old`` stopped at its question, then four newer runs that ended ``ok`` (shared
+    by the tests of this module: each leaves the others' view as it found it, or says so)."""
+    tmp_path = tmp_path_factory.mktemp("runs")
     (tmp_path / "release.flow").write_text(ASKS)
     (tmp_path / "quick.flow").write_text(QUICK)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("NO_COLOR", "1")
-    proc = start_flowc(tmp_path, "run", "--durable", "--run-id", "old", "release.flow")
-    try:
-        wait_asked(tmp_path / ".flowc" / "durable.sqlite", "old", proc)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate()
-    for n in range(4):
-        done = _cli("run", "--durable", "--run-id", f"new{n}", "quick.flow")
-        assert done.exit_code == 0, done.output
-    yield tmp_path
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.setenv("NO_COLOR", "1")
+        proc = start_flowc(tmp_path, "run", "--durable", "--run-id", "old", "release.flow")
+        try:
+            wait_asked(tmp_path / ".flowc" / "durable.sqlite", "old", proc)
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate()
+        for n in range(4):
+            done = _cli("run", "--durable", "--run-id", f"new{n}", "quick.flow")
+            assert done.exit_code == 0, done.output
+        yield tmp_path
     shutdown()
 
 
-def test_runs_pages_filters_in_the_query_and_counts_what_it_leaves_out(many):
+@pytest.fixture
+def here(many, monkeypatch):
+    monkeypatch.chdir(many)
+    monkeypatch.setenv("NO_COLOR", "1")
+    return many
+
+
+def test_runs_pages_filters_in_the_query_and_counts_what_it_leaves_out(here):
     page = _cli("runs", "--limit", "3")
     assert page.exit_code == 0, page.output
     assert [line.split()[0] for line in page.stdout.splitlines()[:3]] == ["new3", "new2", "new1"]
@@ -74,7 +85,7 @@ def test_runs_pages_filters_in_the_query_and_counts_what_it_leaves_out(many):
 
     stopped = _cli("runs", "--limit", "1", "--status", "unfinished")
     assert stopped.stdout.startswith("old  stopped")
-    assert "? [decide › ship = ask · E0] Ship?" in stopped.stdout
+    assert "[decide › n = ask · E0] How many?" in stopped.stdout  # waiting, or answered
     assert "more" not in stopped.stdout
     oks = _cli("runs", "--limit", "2", "--status", "ok", "--plan", "qui")
     assert oks.stdout.splitlines()[-1] == (
@@ -85,10 +96,36 @@ def test_runs_pages_filters_in_the_query_and_counts_what_it_leaves_out(many):
     none = _cli("runs", "--status", "error")
     assert none.stdout == "" and "no durable runs of status error" in none.stderr
 
-    url = f"sqlite:///{many}/.flowc/durable.sqlite"  # what the console's filter asks
+    url = f"sqlite:///{here}/.flowc/durable.sqlite"  # what the console's filter asks
     try:
         found = asyncio.run(api.list_durable_runs(url, limit=2, status="stopped"))
         counted = asyncio.run(api.count_durable_runs(url))
     finally:
         shutdown()
     assert [r.run_id for r in found] == ["old"] and counted == (5, 1)
+
+
+def test_answering_by_name_a_question_answered_while_stopped_says_it_was_answered(here):
+    for wrong, says in (
+        ("true", 'true is not of type "integer"'),
+        ("null", 'null is not of type "integer"'),
+        ('{"a": 1}', '{"a": 1} is not of type "integer"'),
+    ):  # the value as JSON, never Python's repr (True, None, {'a': 1})
+        refused = _cli("answer", "old", "n", wrong)
+        assert refused.exit_code == 1 and f"answer to `How many?`: {says}" in refused.stderr
+    first = _cli("answer", "old", "n", "5")
+    assert first.exit_code == 0, first.output
+    for name in ("n", "E0"):  # by its let's name as by its path
+        again = _cli("answer", "old", name, "7")
+        assert again.exit_code == 1
+        assert again.stderr.strip() == (
+            "error: the question of run old at 'E0' was already answered (5): "
+            "this answer was not taken"
+        )
+
+
+def test_the_answer_hint_quotes_what_the_shell_would_split(capsys):
+    from agentflow.cli.common import _show_question
+
+    _show_question("it's x", "E0/do.1", "Q?")
+    assert "answer with: flowc answer 'it'\"'\"'s x' E0/do.1 VALUE" in capsys.readouterr().err
