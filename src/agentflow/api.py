@@ -86,6 +86,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         list_durable_runs,
         missing_durable_database,
         recorded_run,
+        run_id_error,
         show_durable_run,
         shutdown_durable,
     )
@@ -163,6 +164,7 @@ __all__ = [
     "durable_database",
     "list_durable_runs",
     "count_durable_runs",
+    "run_id_error",
     "show_durable_run",
     "recorded_run",
     "answer_durable",
@@ -242,6 +244,7 @@ _EXPORTS: dict[str, str] = {
     "durable_database": "agentflow.api_durable",
     "list_durable_runs": "agentflow.api_durable",
     "count_durable_runs": "agentflow.api_durable",
+    "run_id_error": "agentflow.api_durable",
     "show_durable_run": "agentflow.api_durable",
     "recorded_run": "agentflow.api_durable",
     "answer_durable": "agentflow.api_durable",

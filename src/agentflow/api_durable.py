@@ -17,7 +17,7 @@ from typing import Any
 from agentflow.core.text import clean_json
 from agentflow.errors import FlowError
 from agentflow.runtime.config import Config, load_config
-from agentflow.runtime.durable.database import database_for, missing_database
+from agentflow.runtime.durable.database import database_for, missing_database, run_id_problem
 from agentflow.runtime.durable.dbos_launch import shutdown
 from agentflow.runtime.durable.management import (
     answer,
@@ -35,6 +35,7 @@ __all__ = [
     "answer_run",
     "cancel_durable",
     "count_durable_runs",
+    "run_id_error",
     "durable_database",
     "list_durable_runs",
     "missing_durable_database",
@@ -72,6 +73,13 @@ async def list_durable_runs(
     and ``plan`` (a part of the plan's name) select in the query, before the limit
     (docs/reference/cli.md "flowc runs")."""
     return await list_runs(url, limit=limit, status=status, plan=plan)
+
+
+def run_id_error(run_id: str, *, new: bool = False) -> str | None:
+    """Why ``run_id`` cannot name a run — a ``new`` one's id (``--run-id``: a letter or digit,
+    then letters, digits and ``._~:@+=-``, at most 200 characters), or one looked up (at most
+    1,000 characters) — or None when it can (docs/durable.md "Run ids")."""
+    return run_id_problem(run_id, new=new)
 
 
 async def count_durable_runs(url: str) -> tuple[int, int]:

@@ -312,9 +312,7 @@ def _checked_run_id(new: bool) -> Any:
 
     def check(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
         if isinstance(value, str):
-            from agentflow.runtime.durable.database import run_id_problem
-
-            problem = run_id_problem(value, new=new)
+            problem = api.run_id_error(value, new=new)
             if problem is not None:
                 raise click.BadParameter(problem, ctx=ctx, param=param)
         return value

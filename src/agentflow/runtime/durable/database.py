@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from agentflow.errors import ConfigError, InputError
 from agentflow.runtime.durable.dbos_launch import _state, database_url, launch
 from agentflow.runtime.durable.dbos_system import sqlite_path, with_synchronous
+from agentflow.runtime.durable.liveness import _pg_dsn
 from agentflow.runtime.durable.temporal_client import url_for
 
 if TYPE_CHECKING:
@@ -287,8 +288,6 @@ def run_lock(url: str, run_id: str) -> Any:
     if _is_postgres(url):
         import psycopg
 
-        from agentflow.runtime.durable.liveness import _pg_dsn
-
         conn = psycopg.connect(_pg_dsn(url), autocommit=True)
         try:
             # a process whose machine vanishes (no FIN) frees the run within ~25 s
@@ -329,8 +328,6 @@ def runs_alive(url: str, run_ids: list[str]) -> set[str]:
         if not run_ids:
             return set()
         import psycopg
-
-        from agentflow.runtime.durable.liveness import _pg_dsn
 
         keys = {run_lock_key(r) & 0xFFFFFFFFFFFFFFFF: r for r in run_ids}
         with psycopg.connect(_pg_dsn(url), autocommit=True) as conn:
