@@ -129,3 +129,20 @@ def test_the_answer_hint_quotes_what_the_shell_would_split(capsys):
 
     _show_question("it's x", "E0/do.1", "Q?")
     assert "answer with: flowc answer 'it'\"'\"'s x' E0/do.1 VALUE" in capsys.readouterr().err
+
+
+def test_the_consoles_filter_is_the_query_and_its_page_counts_what_it_leaves_out(here):
+    from starlette.testclient import TestClient
+
+    from agentflow.ui.app import Console, build_app
+
+    console = Console(f"sqlite:///{here}/.flowc/durable.sqlite", limit=2)
+    try:
+        with TestClient(build_app(console), base_url="http://127.0.0.1:8421") as client:
+            page = client.get("/").text
+            stopped = client.get("/", params={"status": "stopped"}).text
+    finally:
+        shutdown()
+    assert 'data-run="new3"' in page and 'data-run="old"' not in page
+    assert "3 more runs not listed, 1 of them not ended: filter by status to see them" in page
+    assert 'data-run="old"' in stopped and 'data-run="new3"' not in stopped
