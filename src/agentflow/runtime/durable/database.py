@@ -17,7 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from agentflow.errors import ConfigError, InputError
+from agentflow.errors import ConfigError, FlowError, InputError
 from agentflow.runtime.durable.dbos_launch import _state, database_url, launch
 from agentflow.runtime.durable.dbos_system import sqlite_path, with_synchronous
 from agentflow.runtime.durable.liveness import _pg_dsn
@@ -202,10 +202,12 @@ def _first_of(error: BaseException, kinds: tuple[type[BaseException], ...]) -> A
     seen: set[int] = set()
     at: BaseException | None = error
     while at is not None and id(at) not in seen:
+        if isinstance(at, FlowError):  # worded already (a launch's "cannot open …")
+            return None
         if isinstance(at, kinds):
             return at
         seen.add(id(at))
-        at = at.__cause__ or at.__context__
+        at = at.__cause__ or (None if at.__suppress_context__ else at.__context__)
     return None
 
 
