@@ -396,7 +396,7 @@ def runs_show(
     for q in info.answered:
         _say(f"answered: ✓ [{q.shown()}] {q.question} {_closed_text(q)}")
         if info.status == "stopped":
-            _say(f"  the run takes it when it goes on: flowc resume {info.run_id}")
+            _say(f"  the run takes it when it goes on: flowc resume {shlex.quote(info.run_id)}")
     if info.error:
         failed = info.error
         path, label = failed.get("step_path"), failed.get("label")
