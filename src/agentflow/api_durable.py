@@ -17,11 +17,12 @@ from typing import Any
 from agentflow.core.text import clean_json
 from agentflow.errors import FlowError
 from agentflow.runtime.config import Config, load_config
-from agentflow.runtime.durable.database import database_for, missing_database
+from agentflow.runtime.durable.database import database_for, missing_database, run_id_problem
 from agentflow.runtime.durable.dbos_launch import shutdown
 from agentflow.runtime.durable.management import (
     answer,
     cancel,
+    count_runs,
     list_runs,
     pending_questions,
     recorded_spec,
@@ -34,6 +35,8 @@ __all__ = [
     "answer_name",
     "answer_run",
     "cancel_durable",
+    "count_durable_runs",
+    "run_id_error",
     "durable_database",
     "list_durable_runs",
     "missing_durable_database",
@@ -60,11 +63,31 @@ def missing_durable_database(url: str) -> Path | None:
     return missing_database(url)
 
 
-async def list_durable_runs(url: str, *, limit: int = 50) -> list[Any]:
-    """The latest ``limit`` durable runs of database ``url`` (:func:`durable_database`), newest
-    first: :class:`agentflow.runtime.durable.run_info.RunInfo` each (id, status, plan name, times in
-    epoch seconds, waiting questions); none for a SQLite file that does not exist."""
-    return await list_runs(url, limit=limit)
+async def list_durable_runs(
+    url: str, *, limit: int | None = 50, status: str | None = None, plan: str | None = None
+) -> list[Any]:
+    """The latest ``limit`` durable runs of database ``url`` (:func:`durable_database`; None:
+    all of them), newest first: :class:`agentflow.runtime.durable.run_info.RunInfo` each (id,
+    status, plan name, times in epoch seconds, waiting questions); none for a SQLite file that
+    does not exist.  ``status`` (``running``, ``waiting``, ``stopped``, ``ok``, ``exited``,
+    ``error``, ``aborted``, ``cancelled``, ``unreadable``, or ``unfinished``: the first three)
+    and ``plan`` (a part of the plan's name) select in the query, before the limit
+    (docs/reference/cli.md "flowc runs")."""
+    return await list_runs(url, limit=limit, status=status, plan=plan)
+
+
+def run_id_error(run_id: str, *, new: bool = False) -> str | None:
+    """Why ``run_id`` cannot name a run — a ``new`` one's id (``--run-id``: a letter or digit,
+    then letters, digits and ``._~:@+=-``, at most 200 characters), or one looked up (at most
+    1,000 characters) — or None when it can (docs/durable.md "Run ids")."""
+    return run_id_problem(run_id, new=new)
+
+
+async def count_durable_runs(url: str) -> tuple[int, int]:
+    """``(all, unfinished)``: the number of durable runs in ``url`` and of those not ended
+    (running, waiting or stopped): what a page of :func:`list_durable_runs` leaves out is told
+    from it (``flowc runs``' "N more" line)."""
+    return await count_runs(url)
 
 
 async def show_durable_run(
@@ -129,6 +152,8 @@ async def _closed_question_path(url: str, run_id: str, name: str) -> str:
             asked = Question(run_id, run_id, str(s["path"]), "", label=s.get("label"))
             if name in asked.names():
                 found.add(asked.path)
+    # answered while its run was stopped, not taken yet: no step records it so far
+    found.update(q.path for q in info.answered if name in q.names())
     return found.pop() if len(found) == 1 else name
 
 

@@ -43,6 +43,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,7 @@ from agentflow import api_compile, api_run
 from agentflow.compiler.contracts import ContractError, contract_for
 from agentflow.compiler.types import JSON
 from agentflow.core import version as core_version
+from agentflow.core.redaction import redact, redact_data
 from agentflow.core.text import clean_json, finite_dumps, visible
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ConfigError, FlowError, InputError, RunError
@@ -292,6 +294,7 @@ class McpFlowServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.server = self._build()
         self.server.middleware.append(self._note_cancellation)
+        self.server.middleware.append(_redact_replies)
 
     async def open_durable(self) -> None:
         """Start the durable engine (``durable`` servers; idempotent): the runs an earlier
@@ -615,8 +618,11 @@ class McpFlowServer:
             with contextlib.suppress(Exception):
                 await ctx.session.send_log_message(
                     "warning",
-                    f"answer to `{question.question}` not accepted: {problem}; the question "
-                    f"waits: flowc answer {run_id} {name or question.path} VALUE",
+                    redact(
+                        f"answer to `{question.question}` not accepted: {problem}; the question "
+                        f"waits: flowc answer {shlex.quote(run_id)} "
+                        f"{shlex.quote(name or question.path)} VALUE"
+                    ),
                     related_request_id=ctx.request_id,
                 )
             return
@@ -903,7 +909,9 @@ async def elicit_answer(
     the next attempt's message says what was wrong) — never a default in its place."""
     message, problem = question, None
     for _ in range(FORM_ATTEMPTS):
-        result = await session.elicit_form(message, form, related_request_id=related)
+        result = await session.elicit_form(
+            redact(message), redact_data(form), related_request_id=related
+        )
         if result.action != "accept":
             return NO_ANSWER, None
         problem = form_problem(form, result.content)
@@ -920,6 +928,37 @@ def _form_answer(form: dict[str, Any], answer: Any) -> Any:
         with contextlib.suppress(ValueError):  # too deep, NaN, 1e400: kept as text
             return loads_value(answer)
     return answer
+
+
+async def _redact_replies(ctx: Any, call_next: Any) -> Any:
+    """Server middleware: every reply of the server — a tool's result (text and structured
+    content), a tool error, any request's result or JSON-RPC error — passes the redaction
+    layer (:mod:`agentflow.core.redaction`), as every other output of flowc does
+    (docs/mcp.md "Server").  The requests the server sends itself (progress,
+    elicitation) are redacted where they are made."""
+    from mcp.shared.exceptions import MCPError
+    from pydantic import BaseModel, ValidationError
+
+    try:
+        result = await call_next(ctx)
+    except MCPError as e:
+        error = e.error
+        message, data = redact(error.message), redact_data(error.data)
+        if message is error.message and data is error.data:
+            raise
+        raise MCPError(error.code, message, data) from None
+    except (ValidationError, asyncio.CancelledError):
+        raise
+    except Exception as e:  # noqa: BLE001 - the SDK would send str(e) as it is
+        text = str(e)
+        if redact(text) == text:
+            raise
+        raise MCPError(0, redact(text)) from None
+    if isinstance(result, BaseModel):
+        dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        cleaned = redact_data(dumped)
+        return result if cleaned is dumped else cleaned
+    return redact_data(result) if isinstance(result, dict) else result
 
 
 def _error_result(text: str) -> Any:
@@ -967,7 +1006,7 @@ class _Progress:
                     self.token,
                     float(done),
                     float(max(total, done)),
-                    message,
+                    redact(message),
                     related_request_id=self.ctx.request_id,
                 )
             )

@@ -60,7 +60,7 @@ def test_the_terminal_prompt_shows_type_choices_default_and_asks_again(tmp_path)
     text = shown.getvalue()
     assert "? [go › ask] Publish the digest?\n" in text
     assert "  answer: bool: yes or no (default: no); an empty line leaves it unanswered\n> " in text
-    assert "  not accepted: 'sure' is not of type 'boolean'; try again\n> " in text
+    assert '  not accepted: "sure" is not of type "boolean"; try again\n> ' in text
     assert "  1) ship\n  2) hold\n" in text
     assert "answer: the number or the text of a choice (default: hold)" in text
     assert '  not accepted: 3 is not one of "ship" | "hold"; try again\n> ' in text

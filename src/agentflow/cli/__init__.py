@@ -149,6 +149,7 @@ from agentflow.cli.common import (  # noqa: E402
     _ask_finish,
     _ask_progress,
     _check_run_options,
+    _checked_run_id,
     _err,
     _fail,
     _flow_files,
@@ -437,6 +438,7 @@ def schema(file: str, type_name: str | None, show_input: bool) -> None:
 @click.option(
     "--reuse",
     metavar="RUN",
+    callback=_checked_run_id(new=False),
     help="A durable run whose steps are taken where their path and rendered input are "
     "unchanged (implies --durable).",
 )
@@ -446,8 +448,9 @@ def schema(file: str, type_name: str | None, show_input: bool) -> None:
     help="With --reuse: ask every question again, those the earlier run had answered included.",
 )
 @click.option(
-    "--run-id", metavar="ID", help="The durable run's id (default: a new one); implies --durable."
-)
+    "--run-id", metavar="ID", callback=_checked_run_id(new=True),
+    help="The durable run's id (default: a new one); implies --durable.",
+)  # fmt: skip
 @click.option(
     "--database",
     metavar="URL",
@@ -918,8 +921,9 @@ def lsp_cmd(stdio: bool) -> None:
     "RUN); prints the run id.",
 )
 @click.option(
-    "--run-id", metavar="ID", help="The durable run's id (default: a new one); implies --durable."
-)
+    "--run-id", metavar="ID", callback=_checked_run_id(new=True),
+    help="The durable run's id (default: a new one); implies --durable.",
+)  # fmt: skip
 @click.option(
     "--database",
     metavar="URL",

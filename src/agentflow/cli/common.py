@@ -7,6 +7,7 @@ import contextlib
 import json
 import math
 import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -264,7 +265,10 @@ def _show_question(
     its path."""
     shown_choices = f" ({choices_text(choices)})" if choices else ""
     _err(f"? [{label or path}] {question}{shown_choices}")
-    _err(f"  answer with: flowc answer {run_id} {api.answer_name(path, label, others)} VALUE")
+    _err(
+        f"  answer with: flowc answer {shlex.quote(run_id)} "
+        f"{shlex.quote(api.answer_name(path, label, others))} VALUE"
+    )
 
 
 def _question_notice(
@@ -317,3 +321,17 @@ def _ask_finish(result: Any, as_json: bool) -> None:
         err = result.error
         _err(f"error[{err.code}]: {err.message}" if err else f"error: {result.status}")
         sys.exit(1)
+
+
+def _checked_run_id(new: bool) -> Any:
+    """A click callback refusing a run id (``--run-id``: ``new``; ``RUN``: a lookup) that
+    cannot be one (docs/durable.md "Run ids"): a usage error, exit 2."""
+
+    def check(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if isinstance(value, str):
+            problem = api.run_id_error(value, new=new)
+            if problem is not None:
+                raise click.BadParameter(problem, ctx=ctx, param=param)
+        return value
+
+    return check

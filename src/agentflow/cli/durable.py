@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 import time
 from typing import Any, cast
@@ -16,6 +17,7 @@ from agentflow import api
 from agentflow.cli.common import (
     _ask_finish,
     _ask_progress,
+    _checked_run_id,
     _err,
     _fail,
     _json_out,
@@ -104,7 +106,7 @@ def _when(epoch: float | None) -> str:
 
 
 @click.command()
-@click.argument("run_id", metavar="RUN")
+@click.argument("run_id", metavar="RUN", callback=_checked_run_id(new=False))
 @_config_option
 @_database_option
 @_trace_option
@@ -202,13 +204,44 @@ def _question_before(url: str, run_id: str) -> Any:
         api.shutdown_durable()
 
 
+#: What ``flowc runs --status`` takes: a run's status, or ``unfinished`` (running, waiting or
+#: stopped).
+RUN_STATUSES = (
+    "running", "waiting", "stopped", "unfinished", "ok", "exited", "error", "aborted",
+    "cancelled", "unreadable",
+)  # fmt: skip
+#: How many runs ``flowc runs`` lists by default.
+RUNS_LIMIT = 50
+
+
 @click.group(invoke_without_command=True)
 @_config_option
 @_database_option
 @click.option("--json", "as_json", is_flag=True, help="Print the runs as JSON.")
+@click.option(
+    "--limit", type=click.IntRange(1, _SQL_INT_MAX), default=RUNS_LIMIT, show_default=True,
+    help="List at most this many runs (the newest).",
+)  # fmt: skip
+@click.option("--all", "list_all", is_flag=True, help="List every run (no --limit).")
+@click.option(
+    "--status", type=click.Choice(RUN_STATUSES),
+    help="Only the runs of this status (unfinished: running, waiting or stopped).",
+)  # fmt: skip
+@click.option("--plan", metavar="NAME", help="Only the runs whose plan's name holds NAME.")
 @click.pass_context
-def runs(ctx: click.Context, config: str | None, database: str | None, as_json: bool) -> None:
-    """List durable runs (newest first) with their status and pending questions."""
+def runs(
+    ctx: click.Context,
+    config: str | None,
+    database: str | None,
+    as_json: bool,
+    limit: int,
+    list_all: bool,
+    status: str | None,
+    plan: str | None,
+) -> None:
+    """List durable runs (newest first) with their status and pending questions: the newest
+    50 (--limit N, --all), of one status (--status) or plan (--plan); a last line says how
+    many more there are and how many of them have not ended."""
     ctx.obj = {"config": config, "database": database}
     if ctx.invoked_subcommand is not None:
         return
@@ -217,12 +250,20 @@ def runs(ctx: click.Context, config: str | None, database: str | None, as_json: 
     except FlowError as e:
         _fail(e)
     missing = api.missing_durable_database(url)  # listing creates nothing
-    found = [] if missing is not None else _durable_call(lambda: api.list_durable_runs(url))
+    found: list[Any] = []
+    more = ""
+    if missing is None:
+        found, more = _durable_call(
+            lambda: _listed_runs(url, None if list_all else limit, status, plan)
+        )
     if as_json:
         click.echo(_json_out([r.to_dict() for r in found]))
+        if more:
+            _err(more)
         return
     if not found:
-        _err("no durable runs" + (f" (no database at {missing})" if missing else ""))
+        what = f"no durable runs{_filtered(status, plan)}"
+        _err(what + (f" (no database at {missing})" if missing else ""))
         return
     for r in found:
         asked = f"  {_one_line(r.question)}" if r.question is not None else ""
@@ -235,10 +276,44 @@ def runs(ctx: click.Context, config: str | None, database: str | None, as_json: 
             _say(f"    ✓ [{q.shown()}] {q.question} {_closed_text(q)}")
         if r.unreadable:
             _say(f"    ! {r.unreadable}")
+    if more:
+        _say(more)
+
+
+def _filtered(status: str | None, plan: str | None) -> str:
+    parts = [f"of status {status}"] if status else []
+    parts += [f"of a plan named like {plan!r}"] if plan else []
+    return (" " + " and ".join(parts)) if parts else ""
+
+
+async def _listed_runs(
+    url: str, limit: int | None, status: str | None, plan: str | None
+) -> tuple[list[Any], str]:
+    """The runs ``flowc runs`` lists, and its last line: how many it leaves out (and how
+    many of those have not ended), or "" when it lists them all."""
+    if status or plan:  # one more than the page tells whether more match
+        found = await api.list_durable_runs(
+            url, limit=None if limit is None else limit + 1, status=status, plan=plan
+        )
+        if limit is None or len(found) <= limit:
+            return found, ""
+        return found[:limit], (
+            f"… more runs{_filtered(status, plan)}: flowc runs --all, or --limit N"
+        )
+    found = await api.list_durable_runs(url, limit=limit)
+    if limit is None or len(found) < limit:
+        return found, ""
+    total, unfinished = await api.count_durable_runs(url)
+    left = total - len(found)
+    if left <= 0:
+        return found, ""
+    hidden = max(0, unfinished - sum(r.status in ("running", "waiting", "stopped") for r in found))
+    also = f", {hidden} of them not ended (flowc runs --status unfinished)" if hidden else ""
+    return found, f"… {left} more run{'s' * (left != 1)}{also}: flowc runs --all, or --limit N"
 
 
 @runs.command("show")
-@click.argument("run_id", metavar="RUN")
+@click.argument("run_id", metavar="RUN", callback=_checked_run_id(new=False))
 @_config_option
 @_database_option
 @click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
@@ -322,11 +397,11 @@ def runs_show(
                 "unanswered when it is taken up, unless answered before"
             )
         named = api.answer_name(q.path, q.label, known)
-        _say(f"  answer with: flowc answer {info.run_id} {named} VALUE")
+        _say(f"  answer with: flowc answer {shlex.quote(info.run_id)} {shlex.quote(named)} VALUE")
     for q in info.answered:
         _say(f"answered: ✓ [{q.shown()}] {q.question} {_closed_text(q)}")
         if info.status == "stopped":
-            _say(f"  the run takes it when it goes on: flowc resume {info.run_id}")
+            _say(f"  the run takes it when it goes on: flowc resume {shlex.quote(info.run_id)}")
     if info.error:
         failed = info.error
         path, label = failed.get("step_path"), failed.get("label")
@@ -407,7 +482,7 @@ def _holder_line(holder: dict[str, Any], run_id: str) -> str:
 
 
 @click.command()
-@click.argument("run_id", metavar="RUN")
+@click.argument("run_id", metavar="RUN", callback=_checked_run_id(new=False))
 @click.argument("step", metavar="NAME|STEP")
 @click.argument("value", metavar="VALUE")
 @_config_option
@@ -425,7 +500,7 @@ def answer(run_id: str, step: str, value: str, config: str | None, database: str
 
 
 @click.command()
-@click.argument("run_id", metavar="RUN")
+@click.argument("run_id", metavar="RUN", callback=_checked_run_id(new=False))
 @_config_option
 @_database_option
 def cancel(run_id: str, config: str | None, database: str | None) -> None:
@@ -439,7 +514,7 @@ def cancel(run_id: str, config: str | None, database: str | None) -> None:
 
 
 @click.command()
-@click.argument("run_id", metavar="RUN")
+@click.argument("run_id", metavar="RUN", callback=_checked_run_id(new=False))
 @_config_option
 @_database_option
 @_workspace_option

@@ -394,5 +394,23 @@ def check_answer(answer: Any, schema: Any, choices: Any) -> str | None:
             return f"`schema` is not valid JSON Schema: {e.message}"
         except ValueError as e:
             return f"`schema`: {e}"
-        return errors[0].message if errors else None
+        return _json_message(errors[0]) if errors else None
     return None
+
+
+def _json_message(error: Any) -> str:
+    """jsonschema's message of ``error`` with the value it quotes as JSON, not as Python's
+    ``repr`` (``true is not of type "integer"``, not ``True is not of type 'integer'``)."""
+    message = str(error.message)
+    try:
+        shown = json.dumps(error.instance, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return message
+    if len(shown) > 200:
+        shown = shown[:199] + "…"
+    if error.validator == "type":
+        wanted = error.validator_value
+        kinds = wanted if isinstance(wanted, list) else [wanted]
+        return f"{shown} is not of type {' or '.join(json.dumps(k) for k in kinds)}"
+    head = repr(error.instance)
+    return shown + message[len(head) :] if message.startswith(head) else message

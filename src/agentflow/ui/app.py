@@ -177,11 +177,28 @@ def build_app(console: Console) -> Any:
         try:
             runs = await api_durable.list_durable_runs(console.url, limit=console.limit)
             version = _version([(r.run_id, r.status, r.updated_at, len(r.questions)) for r in runs])
-            shown = [
-                r
-                for r in runs
-                if (not status or r.status == status) and (not flow or flow in (r.plan or ""))
-            ]
+            # the filter is the query's, before the limit: a waiting run older than the
+            # latest `limit` runs is still found by its status
+            shown = (
+                await api_durable.list_durable_runs(
+                    console.url, limit=console.limit, status=status or None, plan=flow or None
+                )
+                if status or flow
+                else runs
+            )
+            more = ""
+            if not (status or flow) and len(runs) >= console.limit:
+                total, unfinished = await api_durable.count_durable_runs(console.url)
+                left = total - len(runs)
+                hidden = unfinished - sum(
+                    r.status in ("running", "waiting", "stopped") for r in runs
+                )
+                if left > 0:
+                    more = f"{left} more run{'s' * (left != 1)} not listed" + (
+                        f", {hidden} of them not ended: filter by status to see them"
+                        if hidden > 0
+                        else ""
+                    )
             costs = {}
             for r in shown:
                 if r.status != "unreadable":
@@ -192,8 +209,9 @@ def build_app(console: Console) -> Any:
         except FlowError as e:
             return error_page(str(e), 500)
         text = pages.runs_page(
-            shown, costs, status=status, flow=flow, database=_safe(console.url), version=version
-        )
+            shown, costs, status=status, flow=flow, database=_safe(console.url), version=version,
+            more=more,
+        )  # fmt: skip
         return html(text, request=request)
 
     async def show(

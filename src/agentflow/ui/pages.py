@@ -144,10 +144,12 @@ def runs_page(
     flow: str = "",
     database: str = "",
     version: str = "",
+    more: str = "",
 ) -> str:
     """The runs list: a filter form (status, flow name) and one row per run of ``runs``
     (:class:`~agentflow.runtime.durable.run_info.RunInfo`, newest first) with its status, flow,
-    start, duration, cost (``costs`` by run id) and waiting questions."""
+    start, duration, cost (``costs`` by run id) and waiting questions; ``more``: a line under
+    the table saying what the page leaves out."""
     options = '<option value="">any</option>' + "".join(
         f'<option value="{s}"{" selected" if s == status else ""}>{s}</option>' for s in STATUSES
     )
@@ -191,7 +193,9 @@ def runs_page(
     )
     body = (
         f'<main><section><h2>Runs</h2><p class="muted">database <code>{_e(database)}</code></p>'
-        f"{form}{table}</section></main>"
+        f"{form}{table}"
+        + (f'<p class="muted" id="more-runs">{_e(more)}</p>' if more else "")
+        + "</section></main>"
     )
     return page("durable runs", body, live="/events", version=version, here="/")
 

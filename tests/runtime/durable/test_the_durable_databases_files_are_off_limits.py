@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import agentflow
+from agentflow.runtime.durable.database import lock_path
 from agentflow.runtime.durable.dbos_engine import shutdown
 
 PLAN = """\
@@ -44,7 +45,7 @@ steps:
   - id: E3
     tool_name: try
     input:
-      do: {id: L, tool_name: builtin__read_file, input: {path: ".flowc/locks/peek-1.lock"}}
+      do: {id: L, tool_name: builtin__read_file, input: {path: ".flowc/locks/LOCK"}}
       catch: {id: F, tool_name: value, input: {value: "{{ error.message }}"}}
 finish:
   mode: output
@@ -65,7 +66,9 @@ print("free" if kind == fcntl.F_UNLCK else "held")
 def test_a_durable_runs_tools_never_open_its_database_so_it_keeps_its_locks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (tmp_path / "plan.yaml").write_text(PLAN)
+    lock = lock_path(f"sqlite:///{tmp_path}/.flowc/durable.sqlite", "peek-1")
+    assert lock is not None
+    (tmp_path / "plan.yaml").write_text(PLAN.replace("LOCK", lock.name))
     (tmp_path / "flow.toml").write_text("")
     monkeypatch.chdir(tmp_path)
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import os
 import re
 import secrets
@@ -16,9 +17,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from agentflow.errors import ConfigError, InputError
+from agentflow.errors import ConfigError, FlowError, InputError
 from agentflow.runtime.durable.dbos_launch import _state, database_url, launch
 from agentflow.runtime.durable.dbos_system import sqlite_path, with_synchronous
+from agentflow.runtime.durable.liveness import _pg_dsn
 from agentflow.runtime.durable.temporal_client import url_for
 
 if TYPE_CHECKING:
@@ -28,12 +30,16 @@ if TYPE_CHECKING:
 __all__ = [
     "attach",
     "database_for",
+    "database_problem",
     "lock_path",
     "missing_database",
     "on_engine",
     "open_database",
     "process_executor",
+    "run_id_problem",
     "run_lock",
+    "run_lock_key",
+    "runs_alive",
     "safe_url",
 ]
 
@@ -77,12 +83,31 @@ def on_engine(backend: ModuleType) -> Callable[[F], F]:
     read side of Temporal's (docs/decisions.md "What flowc runs show loads")."""
 
     def wrap(fn: F) -> F:
+        import inspect
+
+        signature = inspect.signature(fn)
+        names = [n for n in ("run_id", "reuse") if n in signature.parameters]
+
         @functools.wraps(fn)
         async def dispatch(*args: Any, **kw: Any) -> Any:
             url = kw["url"] if "url" in kw else args[0]
+            if names:  # an id that cannot be a run's is refused before the engine sees it
+                given = signature.bind_partial(*args, **kw).arguments
+                for name in names:
+                    value = given.get(name)
+                    new = name == "run_id" and fn.__name__ == "run_durable"
+                    wrong = run_id_problem(value, new=new) if isinstance(value, str) else None
+                    if wrong is not None:
+                        raise InputError(wrong)
             if isinstance(url, str) and url.startswith("temporal://"):
                 return await getattr(backend, fn.__name__)(*args, **kw)
-            return await fn(*args, **kw)
+            try:
+                return await fn(*args, **kw)
+            except Exception as e:
+                problem = database_problem(e, url) if isinstance(url, str) else None
+                if problem is None:
+                    raise
+                raise problem from None
 
         return dispatch  # type: ignore[return-value]
 
@@ -105,6 +130,85 @@ def open_database(
         raise ConfigError(
             f"cannot open the durable runs database {safe_url(url)}: {reason}"
         ) from None
+
+
+#: What a run id chosen for a new run (``--run-id``) may be: a letter or digit, then letters,
+#: digits and ``._~:@+=-``, at most :data:`RUN_ID_MAX` characters (docs/durable.md "Run ids").
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._~:@+=-]*")
+RUN_ID_MAX = 200
+#: The longest id looked up (``runs show``, ``answer``, …): longer ones name no run (an
+#: earlier agentflow took ids of any alphabet, up to what its lock file's name allowed).
+LOOKUP_MAX = 1000
+
+
+def run_id_problem(run_id: str, *, new: bool) -> str | None:
+    """Why ``run_id`` cannot be the id of a new run (``new``) or of any run: too long, or (a
+    new one) characters outside :data:`RUN_ID`; None when it can be."""
+    if new:
+        if len(run_id) > RUN_ID_MAX:
+            return f"a run id is at most {RUN_ID_MAX} characters, not {len(run_id)}"
+        if not RUN_ID.fullmatch(run_id):
+            return (
+                f"{_shown_id(run_id)} is not a run id: a letter or digit, then letters, digits "
+                "and . _ ~ : @ + = - (no / or spaces)"
+            )
+        return None
+    if len(run_id) > LOOKUP_MAX:
+        return f"no durable run has an id of {len(run_id)} characters (at most {RUN_ID_MAX})"
+    return None
+
+
+def _shown_id(run_id: str) -> str:
+    import json
+
+    text = json.dumps(run_id, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:59] + '…"'
+
+
+def database_problem(error: BaseException, url: str) -> ConfigError | None:
+    """The one-line error of a failure of the durable runs database ``url`` itself — SQLite's
+    (``database disk image is malformed``, ``file is not a database``, a full disk, a lock
+    held too long), SQLAlchemy's wrapping of it, or PostgreSQL's driver's — naming the
+    database, the driver's own words and what to do; None for any other error (found in
+    ``error``'s causes too).  Every durable command reports it so (docs/durable.md "Errors")."""
+    import sqlite3
+    import sys
+
+    kinds: list[type[BaseException]] = [sqlite3.Error]
+    if "sqlalchemy" in sys.modules:
+        kinds.append(sys.modules["sqlalchemy"].exc.SQLAlchemyError)
+    if "psycopg" in sys.modules:
+        kinds.append(sys.modules["psycopg"].Error)
+    cause = _first_of(error, tuple(kinds))
+    if cause is None:
+        return None
+    orig = getattr(cause, "orig", None) or cause
+    reason = (str(orig).strip().splitlines() or [type(orig).__name__])[0]
+    file = sqlite_path(url)
+    if file is not None:
+        where = f"the durable runs database {file}"
+        hint = (
+            "restore it from a backup, or move it away and a new, empty one is made; "
+            f"`sqlite3 {file} .recover` may save what is left of its runs"
+        )
+    else:
+        where = f"the durable runs database {safe_url(url)}"
+        hint = "check the database server and its log"
+    return ConfigError(f"{where} cannot be used: {reason} (hint: {hint})")
+
+
+def _first_of(error: BaseException, kinds: tuple[type[BaseException], ...]) -> Any:
+    """The first exception of ``kinds`` in ``error`` and its causes (or contexts), or None."""
+    seen: set[int] = set()
+    at: BaseException | None = error
+    while at is not None and id(at) not in seen:
+        if isinstance(at, FlowError):  # worded already (a launch's "cannot open …")
+            return None
+        if isinstance(at, kinds):
+            return at
+        seen.add(id(at))
+        at = at.__cause__ or (None if at.__suppress_context__ else at.__context__)
+    return None
 
 
 def missing_database(url: str) -> Path | None:
@@ -148,16 +252,58 @@ def process_executor(run_id: str) -> str:
 
 
 def lock_path(url: str, run_id: str) -> Path | None:
+    """The lock file of run ``run_id`` on SQLite database ``url`` (None on PostgreSQL, whose
+    runs are locked by an advisory lock: :func:`run_lock_key`): ``locks/NAME-HASH.lock`` beside
+    the database, NAME the id's first 60 characters with any but letters, digits, ``-``, ``_``
+    and ``.`` as ``_``, HASH 16 hex digits of its SHA-256 — one file per run id (``x/y`` and
+    ``x_y`` have two), of a bounded length whatever the id's (docs/decisions.md "Run locks")."""
     if not url.startswith("sqlite:///"):
         return None
     db = Path(url[len("sqlite:///") :].split("?", 1)[0])
-    return db.parent / "locks" / f"{run_id.replace('/', '_')}.lock"
+    safe = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "_" for c in run_id[:60])
+    digest = hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return db.parent / "locks" / f"{safe}-{digest}.lock"
+
+
+def run_lock_key(run_id: str) -> int:
+    """The PostgreSQL advisory lock key of run ``run_id``: a signed 64-bit hash (the fleet
+    workers' keys, liveness.py, hash another text: the two never meet)."""
+    digest = hashlib.blake2b(f"agentflow run {run_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _is_postgres(url: str) -> bool:
+    return url.startswith(("postgresql://", "postgresql+", "postgres://"))
+
+
+def _running_elsewhere(run_id: str, where: str) -> InputError:
+    return InputError(f"run {run_id} is running in another process (its lock {where} is held)")
 
 
 @contextlib.contextmanager
 def run_lock(url: str, run_id: str) -> Any:
-    """Hold the lock of ``run_id`` while this process runs it (released by the OS when the
-    process dies, however it dies).  Raises InputError when another process holds it."""
+    """Hold the lock of ``run_id`` while this process runs it (released by the OS, or the
+    database server, when the process dies, however it dies).  Raises InputError when another
+    process holds it.  On SQLite an ``flock`` on :func:`lock_path`; on PostgreSQL a
+    session-level advisory lock (:func:`run_lock_key`) on a connection of its own, held for
+    the block (docs/durable.md "Where runs are kept")."""
+    if _is_postgres(url):
+        import psycopg
+
+        conn = psycopg.connect(_pg_dsn(url), autocommit=True)
+        try:
+            # a process whose machine vanishes (no FIN) frees the run within ~25 s
+            for setting, value in (("idle", 10), ("interval", 5), ("count", 3)):
+                conn.execute(f"SET tcp_keepalives_{setting} = {value}")
+            row = conn.execute(
+                "SELECT pg_try_advisory_lock(%s)", (run_lock_key(run_id),)
+            ).fetchone()
+            if not (row and row[0]):
+                raise _running_elsewhere(run_id, "on the database")
+            yield
+        finally:
+            conn.close()  # the server releases the lock with the session
+        return
     path = lock_path(url, run_id)
     if path is None:
         yield
@@ -170,9 +316,44 @@ def run_lock(url: str, run_id: str) -> Any:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            raise InputError(
-                f"run {run_id} is running in another process (its lock {path} is held)"
-            ) from None
+            raise _running_elsewhere(run_id, str(path)) from None
         yield
     finally:
         fh.close()
+
+
+def runs_alive(url: str, run_ids: list[str]) -> set[str]:
+    """The ids among ``run_ids`` whose lock a process holds (their process lives): on SQLite
+    each lock file tried; on PostgreSQL one look at ``pg_locks``; every id without locks (other
+    URLs)."""
+    if _is_postgres(url):
+        if not run_ids:
+            return set()
+        import psycopg
+
+        keys = {run_lock_key(r) & 0xFFFFFFFFFFFFFFFF: r for r in run_ids}
+        with psycopg.connect(_pg_dsn(url), autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT classid::bigint, objid::bigint FROM pg_locks WHERE locktype = 'advisory'"
+                " AND objsubid = 1 AND granted AND database = "
+                "(SELECT oid FROM pg_database WHERE datname = current_database())"
+            ).fetchall()
+        return {keys[(c << 32) | o] for c, o in rows if (c << 32) | o in keys}
+    alive = set()
+    for run_id in run_ids:
+        path = lock_path(url, run_id)
+        if path is None:
+            alive.add(run_id)
+            continue
+        if not path.exists():
+            continue
+        import fcntl
+
+        with path.open("a+") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                alive.add(run_id)
+                continue
+            fcntl.flock(fh, fcntl.LOCK_UN)
+    return alive

@@ -26,9 +26,9 @@ from agentflow.runtime.durable.answers import (
 )
 from agentflow.runtime.durable.database import (
     attach,
-    lock_path,
     missing_database,
     on_engine,
+    runs_alive,
     safe_url,
 )
 from agentflow.runtime.durable.dbos_launch import (
@@ -72,6 +72,7 @@ from agentflow.runtime.durable.shown import (
 __all__ = [
     "answer",
     "cancel",
+    "count_runs",
     "list_runs",
     "pending_questions",
     "recorded_spec",
@@ -95,56 +96,111 @@ def _status(w: Any, alive: bool) -> str:
 
 
 def run_alive(url: str, run_id: str) -> bool:
-    """True when a process holds the run's lock (SQLite); always True without locks."""
-    path = lock_path(url, run_id)
-    if path is None or not path.exists():
-        return path is None
-    import fcntl
+    """True when a process holds the run's lock (:func:`~.database.run_lock`: SQLite or
+    PostgreSQL); always True without locks."""
+    return run_id in runs_alive(url, [run_id])
 
-    with path.open("a+") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return True
-        fcntl.flock(fh, fcntl.LOCK_UN)
-        return False
+
+#: The statuses of a run that has not ended, as ``flowc runs`` shows them.
+UNFINISHED = ("running", "waiting", "stopped")
+#: The engine's statuses a run of a listed status can have (a superset: the status is checked
+#: again on each row): the filter of :func:`list_runs`'s query.
+_ENGINE_STATUSES = {
+    "running": ["PENDING", "ENQUEUED"],
+    "waiting": ["PENDING", "ENQUEUED"],
+    "stopped": ["PENDING", "ENQUEUED"],
+    "ok": ["SUCCESS"],
+    "exited": ["SUCCESS"],
+    "aborted": ["SUCCESS", "CANCELLED", "ERROR"],
+    "cancelled": ["SUCCESS", "CANCELLED"],
+    "error": ["SUCCESS", "ERROR"],
+}
+#: The rows one query of :func:`list_runs` reads at most.
+_PAGE = 200
 
 
 @on_engine(temporal_manage)
-async def list_runs(url: str, *, limit: int = 50) -> list[RunInfo]:
-    """The latest ``limit`` durable runs in ``url``, newest first, with pending questions
-    (none, and nothing created, for a SQLite file that does not exist)."""
+async def list_runs(
+    url: str, *, limit: int | None = 50, status: str | None = None, plan: str | None = None
+) -> list[RunInfo]:
+    """The latest ``limit`` durable runs in ``url`` (None: all of them), newest first, with
+    pending questions (none, and nothing created, for a SQLite file that does not exist);
+    ``status`` (``running``, ``waiting``, ``stopped``, ``ok``, …, or ``unfinished``: the
+    first three) and ``plan`` (a part of the plan's name) keep only the runs that match,
+    before the ``limit`` is counted: the query asks the engine for the runs of the engine
+    statuses that can match, page by page (docs/reference/cli.md "flowc runs")."""
 
     if _state["url"] != url and missing_database(url) is not None:
         return []
     attach(url)
     dbos = dbos_with_workflows()
-    roots = await dbos.DBOS.list_workflows_async(
-        name=RUN_WORKFLOW, limit=limit, sort_desc=True, load_input=True, load_output=True
-    )
-    out = []
-    for w in roots:
-        alive = run_alive(url, w.workflow_id)
-        # a run with a row that cannot be read is listed as such; the others as usual
-        reason = unreadable(w.input, w.output, w.error)
-        if reason is None:
-            info = _info(w, alive)
-            if w.status in ("PENDING", "ENQUEUED"):
-                family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=w.workflow_id)
-                try:
-                    info.questions, info.answered = await open_questions(w.workflow_id, family)
-                except UnreadableRecord as e:
-                    reason = str(e)
-                if info.questions and info.status == "running":
-                    info.status = "waiting"
-        if reason is not None:
-            info = RunInfo(
-                w.workflow_id, "unreadable", "", (w.created_at or 0) / 1000.0,
-                (w.updated_at or 0) / 1000.0,
-                unreadable=str(unreadable_error(w.workflow_id, reason)),
-            )  # fmt: skip
-        out.append(info)
+    wanted = set(UNFINISHED) if status == "unfinished" else ({status} if status else None)
+    engine: list[str] | None = None
+    if wanted and "unreadable" not in wanted:
+        engine = sorted({e for w in wanted for e in _ENGINE_STATUSES.get(w, [])}) or None
+    out: list[RunInfo] = []
+    offset = 0
+    while limit is None or len(out) < limit:
+        size = _PAGE if wanted or plan or limit is None else max(1, min(limit, _PAGE))
+        roots = await dbos.DBOS.list_workflows_async(
+            name=RUN_WORKFLOW, status=engine, limit=size, offset=offset, sort_desc=True,
+            load_input=True, load_output=True,
+        )  # fmt: skip
+        offset += len(roots)
+        live = runs_alive(
+            url, [w.workflow_id for w in roots if w.status in ("PENDING", "ENQUEUED")]
+        )
+        for w in roots:
+            info = await _listed(dbos, w, w.workflow_id in live)
+            if wanted is not None and info.status not in wanted:
+                continue
+            if plan and plan not in (info.plan or ""):
+                continue
+            out.append(info)
+            if limit is not None and len(out) >= limit:
+                break
+        if len(roots) < size:
+            break
     return out
+
+
+@on_engine(temporal_manage)
+async def count_runs(url: str) -> tuple[int, int]:
+    """``(all, unfinished)``: how many durable runs ``url`` holds, and how many of them have
+    not ended (running, waiting or stopped) — what ``flowc runs`` says of the runs its page
+    leaves out.  ``(0, 0)`` for a SQLite file that does not exist; read from the ids alone."""
+    if _state["url"] != url and missing_database(url) is not None:
+        return 0, 0
+    attach(url)
+    dbos = dbos_with_workflows()
+    every = await dbos.DBOS.list_workflows_async(
+        name=RUN_WORKFLOW, load_input=False, load_output=False
+    )
+    open_ = sum(1 for w in every if w.status in ("PENDING", "ENQUEUED"))
+    return len(every), open_
+
+
+async def _listed(dbos: Any, w: Any, alive: bool) -> RunInfo:
+    """The RunInfo of root workflow ``w`` as ``flowc runs`` lists it."""
+    # a run with a row that cannot be read is listed as such; the others as usual
+    reason = unreadable(w.input, w.output, w.error)
+    if reason is None:
+        info = _info(w, alive)
+        if w.status in ("PENDING", "ENQUEUED"):
+            family = await dbos.DBOS.list_workflows_async(workflow_id_prefix=w.workflow_id)
+            try:
+                info.questions, info.answered = await open_questions(w.workflow_id, family)
+            except UnreadableRecord as e:
+                reason = str(e)
+            if info.questions and info.status == "running":
+                info.status = "waiting"
+    if reason is not None:
+        info = RunInfo(
+            w.workflow_id, "unreadable", "", (w.created_at or 0) / 1000.0,
+            (w.updated_at or 0) / 1000.0,
+            unreadable=str(unreadable_error(w.workflow_id, reason)),
+        )  # fmt: skip
+    return info
 
 
 def _info(w: Any, alive: bool) -> RunInfo:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import shlex
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -133,7 +134,7 @@ def question_path(pending: list[Question], step: str, run_id: str) -> str:
         raise InputError(
             f"`{step}` names {len(named)} questions run {run_id} waits on: {listed}\n"
             f"hint: give the step path of the one to answer, e.g. "
-            f"flowc answer {run_id} {named[0].path} VALUE"
+            f"flowc answer {shlex.quote(run_id)} {shlex.quote(named[0].path)} VALUE"
         )
     return named[0].path if named else step
 

@@ -38,6 +38,7 @@ from agentflow.runtime.durable.execution import (
 from agentflow.runtime.durable.management import (
     answer,
     cancel,
+    count_runs,
     list_runs,
     pending_questions,
     recorded_spec,
@@ -64,6 +65,7 @@ __all__ = [
     "build_runtime",
     "cancel",
     "context_from_spec",
+    "count_runs",
     "database_for",
     "list_runs",
     "missing_database",

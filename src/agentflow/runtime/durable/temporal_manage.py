@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 __all__ = [
     "answer",
     "cancel",
+    "count_runs",
     "list_runs",
     "pending_questions",
     "recorded_spec",
@@ -296,20 +297,37 @@ async def _info(client: Any, w: Any) -> RunInfo:
     return info
 
 
-async def list_runs(url: str, *, limit: int = 50) -> list[RunInfo]:
-    """runs.list_runs on Temporal: the latest runs, newest first, with pending questions."""
+async def list_runs(
+    url: str, *, limit: int | None = 50, status: str | None = None, plan: str | None = None
+) -> list[RunInfo]:
+    """runs.list_runs on Temporal: the latest runs, newest first, with pending questions;
+    ``status``/``plan`` keep the runs that match before ``limit`` (None: all) is counted."""
     client = await tc.client_for(url)
+    wanted = {"running", "waiting", "stopped"} if status == "unfinished" else {status}
     out = []
-    async for w in client.list_workflows(f"WorkflowType = '{tc.RUN_WORKFLOW}'", limit=limit):
+    query = f"WorkflowType = '{tc.RUN_WORKFLOW}'"
+    async for w in client.list_workflows(query, limit=None if status or plan else limit):
         info = await _info(client, w)
         if info.status == "running":
             family = await _family(client, w.id)
             info.questions, info.answered = await _open_questions(client, w.id, family)
             if info.questions:
                 info.status = "waiting"
+        if (status and info.status not in wanted) or (plan and plan not in (info.plan or "")):
+            continue
         out.append(info)
     out.sort(key=lambda i: i.created_at, reverse=True)
-    return out
+    return out if limit is None else out[:limit]
+
+
+async def count_runs(url: str) -> tuple[int, int]:
+    """runs.count_runs on Temporal: ``(all, unfinished)`` runs (unfinished: still running)."""
+    client = await tc.client_for(url)
+    every = open_ = 0
+    async for w in client.list_workflows(f"WorkflowType = '{tc.RUN_WORKFLOW}'"):
+        every += 1
+        open_ += w.status is not None and w.status.name == "RUNNING"
+    return every, open_
 
 
 async def show_run(
