@@ -151,6 +151,13 @@ class Effects:
         """The reading of :meth:`now` the run's deadline counts from (here: now)."""
         return self.now()
 
+    def cancel_probe(self) -> Callable[[], bool] | None:
+        """A callable a busy evaluation asks (synchronously, every few tenths of a second)
+        whether the run was cancelled from outside (``flowc cancel``), or None when there is
+        nothing to ask (here: a plain run; its stops are signals). See
+        :class:`agentflow.runtime.interrupt.EvalWatch`."""
+        return None
+
     def cancel_requested(self) -> bool:
         """True when the run was cancelled from outside by its engine (``flowc cancel`` of a
         Temporal run arrives as the cancellation of its workflow's task): the run then ends

@@ -47,6 +47,7 @@ from agentflow.runtime.functions import (
     strict_eq,
     too_long,
 )
+from agentflow.runtime.interrupt import EvalEnded, checkpoint
 
 __all__ = [
     "BadPath",
@@ -54,7 +55,9 @@ __all__ = [
     "FlowRange",
     "evaluate",
     "evaluate_condition",
+    "event_value",
     "expr_text",
+    "json_size",
     "render",
     "render_value",
     "refuse_too_deep",
@@ -213,14 +216,55 @@ def _operand_text(node: ast.Expr) -> str:
 
 
 def to_json_value(value: Any) -> Any:
-    """``value`` with ranges turned into lists and tuples into lists (JSON-ready)."""
+    """``value`` with ranges turned into lists and tuples into lists (JSON-ready).
+
+    An array or object with nothing to turn is returned itself, not copied, and one held many
+    times is looked at once: ``[s, s]`` built round after round in a ``loop`` (2^rounds values
+    as JSON writes them) costs its few distinct arrays, not its JSON size."""
     if isinstance(value, FlowRange):
         return value.to_list()
-    if isinstance(value, dict):
-        return {k: to_json_value(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [to_json_value(v) for v in value]
+    if isinstance(value, list | tuple | dict):
+        return _json_ready(value, {})
     return value
+
+
+#: Kinds of values ``to_json_value`` leaves as they are without a look inside.
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _json_ready(value: Any, seen: dict[int, Any]) -> Any:
+    """``to_json_value`` of an array or object; ``seen`` maps the ``id`` of each one already
+    made ready (alive in ``value`` while this runs) to its ready form."""
+    done = seen.get(id(value))
+    if done is not None:
+        return done
+    ready: Any = value
+    if isinstance(value, dict):
+        changed: dict | None = None
+        for k, v in value.items():
+            if type(v) in _SCALARS:
+                continue
+            w = v.to_list() if type(v) is FlowRange else _json_ready(v, seen)
+            if w is not v:
+                if changed is None:
+                    changed = dict(value)
+                changed[k] = w
+        if changed is not None:
+            ready = changed
+    else:
+        items: list | None = list(value) if type(value) is not list else None
+        for i, v in enumerate(value):
+            if type(v) in _SCALARS:
+                continue
+            w = v.to_list() if type(v) is FlowRange else _json_ready(v, seen)
+            if w is not v:
+                if items is None:
+                    items = list(value)
+                items[i] = w
+        if items is not None:
+            ready = items
+    seen[id(value)] = ready
+    return ready
 
 
 #: Most values (arrays, objects and everything in them, counted as JSON writes them out) a
@@ -252,26 +296,129 @@ def refuse_too_deep(value: Any, expr: Any = None) -> None:
     raise ExprError(quoted + problem)
 
 
-def _measure(value: Any) -> str | None:
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    nodes = 0
-    while stack:
-        item, depth = stack.pop()
-        children: Any = item.values() if isinstance(item, dict) else item
-        depth += 1
-        if depth > MAX_JSON_DEPTH:
-            return (
-                f"the value is {too_deep_message()}: a value built by an expression may nest "
-                f"as deeply as the run's input, at most {MAX_JSON_DEPTH} levels"
-            )
-        nodes += len(children)
-        if nodes > MAX_VALUE_NODES:
-            return (
-                f"the value holds more than {MAX_VALUE_NODES:,} values (counted as JSON writes "
-                "them: a list shared twice counts twice)"
-            )
-        stack.extend((c, depth) for c in children if isinstance(c, list | tuple | dict))
+def _measure(value: Any, limit: int | None = None) -> str | None:
+    """The message of the first limit ``value`` passes, or None: nesting over
+    :data:`MAX_JSON_DEPTH`, more than ``limit`` (default :data:`MAX_VALUE_NODES`) values as JSON
+    writes them."""
+    size = json_size(value, MAX_VALUE_NODES if limit is None else limit)
+    if size == _TOO_DEEP:
+        return (
+            f"the value is {too_deep_message()}: a value built by an expression may nest "
+            f"as deeply as the run's input, at most {MAX_JSON_DEPTH} levels"
+        )
+    if size == _TOO_MANY:
+        return (
+            f"the value holds more than {MAX_VALUE_NODES:,} values (counted as JSON writes "
+            "them: a list shared twice counts twice)"
+        )
     return None
+
+
+_TOO_DEEP = -1
+_TOO_MANY = -2
+#: The kinds of values :func:`json_size` looks inside (a value is plain JSON: no subclasses).
+_NESTED = frozenset({list, tuple, dict})
+
+
+def json_size(value: Any, limit: int = MAX_VALUE_NODES) -> int:
+    """How many values ``value`` holds as JSON writes it (the items of every array and object
+    in it, a list held twice counted twice; 0 for a scalar), or ``-2`` once that passes
+    ``limit``, ``-1`` when it nests more than :data:`MAX_JSON_DEPTH` levels.
+
+    Each distinct array or object is counted once and its count reused wherever it is held
+    again, so the cost is the number of distinct arrays and objects, not the JSON size: ``[s,
+    s]`` after 22 rounds of a ``loop`` is 4 million values as JSON but 23 lists (the walk
+    that expanded it took 2 s a round). Iterative (any depth); a long walk checks the run's
+    deadline and stop (:func:`~agentflow.runtime.interrupt.checkpoint`). Every value an
+    expression is given nests at most a few hundred levels (the input's 100, plus an
+    expression's own), so the walk's stack stays small."""
+    if type(value) not in _NESTED:
+        return 0
+    # post-order: a container's (size, height) once all its containers have theirs; an entry
+    # of the stack is (container, None) to enter, (container, its containers) to count
+    known: dict[int, tuple[int, int]] = {}
+    stack: list[tuple[Any, list | None]] = [(value, None)]
+    walked = 0
+    while stack:
+        item, kids = stack.pop()
+        if kids is None:
+            if id(item) in known:
+                continue
+            children = item.values() if type(item) is dict else item
+            kids = [c for c in children if type(c) in _NESTED]
+            stack.append((item, kids))
+            stack.extend((c, None) for c in kids if id(c) not in known)
+            continue
+        walked += 1
+        if not walked & 4095:
+            checkpoint()
+        size, height = len(item), 0
+        for c in kids:
+            n, h = known[id(c)]
+            size += n
+            if h > height:
+                height = h
+        height += 1
+        if height > MAX_JSON_DEPTH:
+            return _TOO_DEEP
+        if size > limit:
+            return _TOO_MANY
+        known[id(item)] = (size, height)
+    return known[id(value)][0]
+
+
+#: Most values (as :func:`json_size` counts them) of a control step's input or result an event
+#: carries whole; a larger one — or a text longer than :data:`EVENT_TEXT_CHARS` — is carried as
+#: a preview (:func:`event_value`). A ``loop`` whose state is large would otherwise write it
+#: into the trace twice a round.
+EVENT_VALUE_NODES = 100_000
+EVENT_TEXT_CHARS = 100_000
+#: A preview's arrays keep their first items, its objects their first fields, its texts their
+#: first characters, down to a few levels.
+_PREVIEW_ITEMS = 10
+_PREVIEW_CHARS = 200
+_PREVIEW_DEPTH = 4
+
+
+def event_value(value: Any) -> tuple[Any, bool]:
+    """``(to_json_value(value), False)`` for a value an event carries whole; ``(preview,
+    True)`` for one over :data:`EVENT_VALUE_NODES` values or a text over
+    :data:`EVENT_TEXT_CHARS` characters: its arrays cut to their first items, its objects to
+    their first fields, its texts to their first characters (``…`` marks a cut text), down to a
+    few levels — the shape of the value, at a bounded cost (docs/spec/RUNTIME.md §8)."""
+    if isinstance(value, str):
+        if len(value) <= EVENT_TEXT_CHARS:
+            return value, False
+        return _preview(value, 0), True
+    if not isinstance(value, list | tuple | dict):
+        return to_json_value(value), False
+    if json_size(value, EVENT_VALUE_NODES) >= 0:
+        return to_json_value(value), False
+    return _preview(value, 0), True
+
+
+def _preview(value: Any, depth: int) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= _PREVIEW_CHARS else value[:_PREVIEW_CHARS] + "…"
+    if isinstance(value, FlowRange):
+        value = range(int(value.low), int(value.low) + min(len(value), _PREVIEW_ITEMS))
+    if isinstance(value, dict):
+        if depth >= _PREVIEW_DEPTH:
+            return {}
+        return {
+            k: _preview(v, depth + 1)
+            for k, v in (value.items() if len(value) <= _PREVIEW_ITEMS else _first(value))
+        }
+    if isinstance(value, list | tuple | range):
+        if depth >= _PREVIEW_DEPTH:
+            return []
+        return [_preview(v, depth + 1) for v in value[:_PREVIEW_ITEMS]]
+    return value
+
+
+def _first(d: dict) -> list[tuple[str, Any]]:
+    it = iter(d.items())
+    return [next(it) for _ in range(_PREVIEW_ITEMS)]
 
 
 def _json_default(o: Any) -> Any:
@@ -306,6 +453,7 @@ def evaluate(expr: ast.Expr, scope: Mapping[str, Any]) -> Any:
     code ``arithmetic`` for arithmetic with no result: a division or modulo by zero, an `int`
     result past 64 bits, a number too large for JSON (docs/reference/errors.md).
     """
+    checkpoint()
     try:
         return _VISIT[type(expr)](expr, scope)
     except RecursionError:
@@ -395,6 +543,8 @@ def _visit_Projection(node: ast.Projection, scope: Mapping[str, Any]) -> Any:
         return list(base)
     out = []
     for i, el in enumerate(base):
+        if not i & 1023:
+            checkpoint()  # the run's deadline, a stop, a cancel end a long projection
         try:
             out.append(_visit(path, _Layer(scope, el)))
         except BadPath as e:
@@ -456,12 +606,19 @@ def _visit_StringLit(node: ast.StringLit, scope: Mapping[str, Any]) -> Any:
     return "".join(out)
 
 
+def _plain(v: Any) -> Any:
+    """``v``, a range as its list (:meth:`FlowRange.to_list`)."""
+    return v.to_list() if type(v) is FlowRange else v
+
+
 def _visit_ListLit(node: ast.ListLit, scope: Mapping[str, Any]) -> Any:
-    return [_visit(i, scope) for i in node.items]
+    # a range inside an array is its list: no array or object holds a range, so a value is
+    # handed to a library function or an event as it is (to_json_value need not copy it)
+    return [_plain(_visit(i, scope)) for i in node.items]
 
 
 def _visit_ObjectLit(node: ast.ObjectLit, scope: Mapping[str, Any]) -> Any:
-    return {e.key: _visit(e.value, scope) for e in node.entries}
+    return {e.key: _plain(_visit(e.value, scope)) for e in node.entries}
 
 
 def _visit_RangeExpr(node: ast.RangeExpr, scope: Mapping[str, Any]) -> Any:
@@ -701,10 +858,13 @@ def _visit_FuncCall(node: ast.FuncCall, scope: Mapping[str, Any]) -> Any:
         raise ExprError(
             f"`{node.name}(…)` takes {arity(spec)}, got {len(node.args)}: `{spec.signature}`"
         )
-    args = [to_json_value(_visit(a, scope)) for a in node.args]
+    # a range becomes its list; nothing inside an array or object is a range (list and object
+    # literals convert theirs), so the arguments are passed as they are, never copied
+    args = [_plain(_visit(a, scope)) for a in node.args]
+    checkpoint()
     try:
         result = _call_function(node.name, args)
-    except BadPath:
+    except (BadPath, EvalEnded):
         raise
     except RunError as e:  # the function's own failure: name the call as written
         message = f"`{expr_text(node)}`: {e.message}"
@@ -792,6 +952,7 @@ def render(
     A range value becomes a list (:meth:`FlowRange.to_list`, at most :data:`MAX_RANGE_ITEMS`).
     Raises :class:`ExprError` as :func:`evaluate` does.
     """
+    checkpoint()
     try:
         return _render(template, scope, lenient, on_warning)
     except RecursionError:
