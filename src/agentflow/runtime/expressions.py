@@ -453,7 +453,6 @@ def evaluate(expr: ast.Expr, scope: Mapping[str, Any]) -> Any:
     code ``arithmetic`` for arithmetic with no result: a division or modulo by zero, an `int`
     result past 64 bits, a number too large for JSON (docs/reference/errors.md).
     """
-    checkpoint()
     try:
         return _VISIT[type(expr)](expr, scope)
     except RecursionError:
@@ -541,15 +540,21 @@ def _visit_Projection(node: ast.Projection, scope: Mapping[str, Any]) -> Any:
     path = node.path
     if path is None:
         return list(base)
-    out = []
-    for i, el in enumerate(base):
-        if not i & 1023:
-            checkpoint()  # the run's deadline, a stop, a cancel end a long projection
+    out: list = []
+    for start in range(0, len(base), _CHUNK):
+        checkpoint()  # the run's deadline, a stop, a cancel end a long projection
+        i = start
         try:
-            out.append(_visit(path, _Layer(scope, el)))
+            for el in base[start : start + _CHUNK]:
+                out.append(_visit(path, _Layer(scope, el)))
+                i += 1
         except BadPath as e:
             raise _at_element(e, expr_text(node), f"{expr_text(node.base)}[{i}]") from None
     return out
+
+
+#: Elements of a projection between two checkpoints.
+_CHUNK = 1024
 
 
 def _at_element(e: BadPath, whole: str, element: str) -> BadPath:
@@ -606,19 +611,22 @@ def _visit_StringLit(node: ast.StringLit, scope: Mapping[str, Any]) -> Any:
     return "".join(out)
 
 
-def _plain(v: Any) -> Any:
-    """``v``, a range as its list (:meth:`FlowRange.to_list`)."""
-    return v.to_list() if type(v) is FlowRange else v
+#: A first argument of more items or characters than this makes a library call a checkpoint.
+_BIG_ARGUMENT = 2048
+_SIZED = frozenset({list, str, dict, tuple})
 
 
 def _visit_ListLit(node: ast.ListLit, scope: Mapping[str, Any]) -> Any:
     # a range inside an array is its list: no array or object holds a range, so a value is
-    # handed to a library function or an event as it is (to_json_value need not copy it)
-    return [_plain(_visit(i, scope)) for i in node.items]
+    # handed to a library function as it is (never copied to turn a range deep inside)
+    return [v.to_list() if type(v := _visit(i, scope)) is FlowRange else v for i in node.items]
 
 
 def _visit_ObjectLit(node: ast.ObjectLit, scope: Mapping[str, Any]) -> Any:
-    return {e.key: _plain(_visit(e.value, scope)) for e in node.entries}
+    return {
+        e.key: v.to_list() if type(v := _visit(e.value, scope)) is FlowRange else v
+        for e in node.entries
+    }
 
 
 def _visit_RangeExpr(node: ast.RangeExpr, scope: Mapping[str, Any]) -> Any:
@@ -860,8 +868,9 @@ def _visit_FuncCall(node: ast.FuncCall, scope: Mapping[str, Any]) -> Any:
         )
     # a range becomes its list; nothing inside an array or object is a range (list and object
     # literals convert theirs), so the arguments are passed as they are, never copied
-    args = [_plain(_visit(a, scope)) for a in node.args]
-    checkpoint()
+    args = [v.to_list() if type(v := _visit(a, scope)) is FlowRange else v for a in node.args]
+    if args and type(first := args[0]) in _SIZED and len(first) > _BIG_ARGUMENT:
+        checkpoint()  # between calls over large values (`sort` of 1M items is a C loop)
     try:
         result = _call_function(node.name, args)
     except (BadPath, EvalEnded):
@@ -952,7 +961,6 @@ def render(
     A range value becomes a list (:meth:`FlowRange.to_list`, at most :data:`MAX_RANGE_ITEMS`).
     Raises :class:`ExprError` as :func:`evaluate` does.
     """
-    checkpoint()
     try:
         return _render(template, scope, lenient, on_warning)
     except RecursionError:

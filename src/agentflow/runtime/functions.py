@@ -181,14 +181,16 @@ def strict_eq(a: Any, b: Any) -> bool:
     ``true`` is not ``1``, ``1 == 1.0``; lists and objects element by element. The same array or
     object on both sides is equal without a walk (``s == s`` on a value sharing one list many
     times costs nothing); a long walk checks the run's deadline and stop as it goes."""
-    if a is b and not isinstance(a, float):
-        return True
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        if a is b:
+            return True
         _tick()
         return len(a) == len(b) and all(strict_eq(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
+        if a is b:
+            return True
         _tick()
         return a.keys() == b.keys() and all(strict_eq(a[k], b[k]) for k in a)
     return a == b

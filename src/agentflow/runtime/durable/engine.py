@@ -736,6 +736,11 @@ class DurableEffects(Effects):
         name = self._name(f"{path}/event:{kind}")
         return f"{self.engine.workflow_id()}|{name}" + (f"!{error_code}" if error_code else "")
 
+    def cancel_probe(self) -> Callable[[], bool] | None:
+        """The engine's synchronous "was the running unit cancelled?" (DBOS: a read of its
+        database), which a busy evaluation asks now and then; None when it has none."""
+        return getattr(self.engine, "cancelled_now", None)
+
     def cancel_requested(self) -> bool:
         """True when the engine says the running unit's cancellation was requested (Temporal:
         ``flowc cancel`` cancels the workflow's task); an engine without the question: False."""
