@@ -221,6 +221,19 @@ def to_json_value(value: Any) -> Any:
     An array or object with nothing to turn is returned itself, not copied, and one held many
     times is looked at once: ``[s, s]`` built round after round in a ``loop`` (2^rounds values
     as JSON writes them) costs its few distinct arrays, not its JSON size."""
+    t = type(value)
+    if t in _SCALARS:
+        return value
+    if t is dict:
+        for v in value.values():
+            if type(v) not in _SCALARS:
+                return _json_ready(value, {})
+        return value  # flat (most step inputs and results): nothing to look into
+    if t is list:
+        for v in value:
+            if type(v) not in _SCALARS:
+                return _json_ready(value, {})
+        return value
     if isinstance(value, FlowRange):
         return value.to_list()
     if isinstance(value, list | tuple | dict):
