@@ -26,10 +26,11 @@ from agentflow import api
 from agentflow.errors import RunError
 from agentflow.grammar.parser import parse_expression
 from agentflow.ir.loader import load_plan_data
-from agentflow.runtime import expressions
+from agentflow.runtime import expressions, value_size
 from agentflow.runtime.events import JsonlSink
-from agentflow.runtime.expressions import evaluate, event_value, json_size
+from agentflow.runtime.expressions import evaluate, event_value
 from agentflow.runtime.interrupt import EvalEnded, EvalWatch, end_watch, use_watch
+from agentflow.runtime.value_size import json_size
 
 #: 100,000 pairs, then 300 library calls over them: tens of seconds of evaluation in one
 #: expression (each `count_by` is 0.05–0.3 s on the 2-core machine)
@@ -202,7 +203,7 @@ def test_an_event_carries_a_huge_value_as_a_preview():
     whole, cut = event_value({"xs": list(range(200_000)), "t": "x" * 300})
     assert cut is True
     assert whole == {"xs": list(range(10)), "t": "x" * 200 + "…"}
-    text, cut = event_value("y" * (expressions.EVENT_TEXT_CHARS + 1))
+    text, cut = event_value("y" * (value_size.EVENT_TEXT_CHARS + 1))
     assert cut and text == "y" * 200 + "…"
 
 

@@ -48,6 +48,15 @@ from agentflow.runtime.functions import (
     too_long,
 )
 from agentflow.runtime.interrupt import EvalEnded, checkpoint
+from agentflow.runtime.value_size import (
+    EVENT_TEXT_CHARS,
+    EVENT_VALUE_NODES,
+    MAX_VALUE_NODES,
+    TOO_DEEP,
+    TOO_MANY,
+    json_size,
+    preview,
+)
 
 __all__ = [
     "BadPath",
@@ -280,12 +289,6 @@ def _json_ready(value: Any, seen: dict[int, Any]) -> Any:
     return ready
 
 
-#: Most values (arrays, objects and everything in them, counted as JSON writes them out) a
-#: step's value built by an expression may hold: ``[s, s]`` in a loop shares one list twice per
-#: round, small in memory but 2^rounds values in JSON, events and traces.
-MAX_VALUE_NODES = 10_000_000
-
-
 def refuse_too_deep(value: Any, expr: Any = None) -> None:
     """Raise :class:`ExprError` (``validation``) when ``value``, a step's value built by an
     expression (``expr``, an :class:`ast.Template` or :class:`ast.Expr` naming it), nests
@@ -314,12 +317,12 @@ def _measure(value: Any, limit: int | None = None) -> str | None:
     :data:`MAX_JSON_DEPTH`, more than ``limit`` (default :data:`MAX_VALUE_NODES`) values as JSON
     writes them."""
     size = json_size(value, MAX_VALUE_NODES if limit is None else limit)
-    if size == _TOO_DEEP:
+    if size == TOO_DEEP:
         return (
             f"the value is {too_deep_message()}: a value built by an expression may nest "
             f"as deeply as the run's input, at most {MAX_JSON_DEPTH} levels"
         )
-    if size == _TOO_MANY:
+    if size == TOO_MANY:
         return (
             f"the value holds more than {MAX_VALUE_NODES:,} values (counted as JSON writes "
             "them: a list shared twice counts twice)"
@@ -327,111 +330,24 @@ def _measure(value: Any, limit: int | None = None) -> str | None:
     return None
 
 
-_TOO_DEEP = -1
-_TOO_MANY = -2
-#: The kinds of values :func:`json_size` looks inside (a value is plain JSON: no subclasses).
-_NESTED = frozenset({list, tuple, dict})
-
-
-def json_size(value: Any, limit: int = MAX_VALUE_NODES) -> int:
-    """How many values ``value`` holds as JSON writes it (the items of every array and object
-    in it, a list held twice counted twice; 0 for a scalar), or ``-2`` once that passes
-    ``limit``, ``-1`` when it nests more than :data:`MAX_JSON_DEPTH` levels.
-
-    Each distinct array or object is counted once and its count reused wherever it is held
-    again, so the cost is the number of distinct arrays and objects, not the JSON size: ``[s,
-    s]`` after 22 rounds of a ``loop`` is 4 million values as JSON but 23 lists (the walk
-    that expanded it took 2 s a round). Iterative (any depth); a long walk checks the run's
-    deadline and stop (:func:`~agentflow.runtime.interrupt.checkpoint`). Every value an
-    expression is given nests at most a few hundred levels (the input's 100, plus an
-    expression's own), so the walk's stack stays small."""
-    if type(value) not in _NESTED:
-        return 0
-    # post-order: a container's (size, height) once all its containers have theirs; an entry
-    # of the stack is (container, None) to enter, (container, its containers) to count
-    known: dict[int, tuple[int, int]] = {}
-    stack: list[tuple[Any, list | None]] = [(value, None)]
-    walked = 0
-    while stack:
-        item, kids = stack.pop()
-        if kids is None:
-            if id(item) in known:
-                continue
-            children = item.values() if type(item) is dict else item
-            kids = [c for c in children if type(c) in _NESTED]
-            stack.append((item, kids))
-            stack.extend((c, None) for c in kids if id(c) not in known)
-            continue
-        walked += 1
-        if not walked & 4095:
-            checkpoint()
-        size, height = len(item), 0
-        for c in kids:
-            n, h = known[id(c)]
-            size += n
-            if h > height:
-                height = h
-        height += 1
-        if height > MAX_JSON_DEPTH:
-            return _TOO_DEEP
-        if size > limit:
-            return _TOO_MANY
-        known[id(item)] = (size, height)
-    return known[id(value)][0]
-
-
-#: Most values (as :func:`json_size` counts them) of a control step's input or result an event
-#: carries whole; a larger one — or a text longer than :data:`EVENT_TEXT_CHARS` — is carried as
-#: a preview (:func:`event_value`). A ``loop`` whose state is large would otherwise write it
-#: into the trace twice a round.
-EVENT_VALUE_NODES = 100_000
-EVENT_TEXT_CHARS = 100_000
-#: A preview's arrays keep their first items, its objects their first fields, its texts their
-#: first characters, down to a few levels.
-_PREVIEW_ITEMS = 10
-_PREVIEW_CHARS = 200
-_PREVIEW_DEPTH = 4
-
-
 def event_value(value: Any) -> tuple[Any, bool]:
-    """``(to_json_value(value), False)`` for a value an event carries whole; ``(preview,
-    True)`` for one over :data:`EVENT_VALUE_NODES` values or a text over
-    :data:`EVENT_TEXT_CHARS` characters: its arrays cut to their first items, its objects to
-    their first fields, its texts to their first characters (``…`` marks a cut text), down to a
-    few levels — the shape of the value, at a bounded cost (docs/spec/RUNTIME.md §8)."""
-    if isinstance(value, str):
-        if len(value) <= EVENT_TEXT_CHARS:
-            return value, False
-        return _preview(value, 0), True
-    if not isinstance(value, list | tuple | dict):
-        return to_json_value(value), False
-    if json_size(value, EVENT_VALUE_NODES) >= 0:
-        return to_json_value(value), False
-    return _preview(value, 0), True
-
-
-def _preview(value: Any, depth: int) -> Any:
-    if isinstance(value, str):
-        return value if len(value) <= _PREVIEW_CHARS else value[:_PREVIEW_CHARS] + "…"
+    """``(to_json_value(value), False)`` for a value an event carries whole, ``(preview, True)``
+    for one over :data:`~agentflow.runtime.value_size.EVENT_VALUE_NODES` values or a text over
+    ``EVENT_TEXT_CHARS`` characters (:func:`~agentflow.runtime.value_size.preview`: the shape of
+    the value at a bounded cost; docs/spec/RUNTIME.md §8)."""
     if isinstance(value, FlowRange):
-        value = range(int(value.low), int(value.low) + min(len(value), _PREVIEW_ITEMS))
-    if isinstance(value, dict):
-        if depth >= _PREVIEW_DEPTH:
-            return {}
-        return {
-            k: _preview(v, depth + 1)
-            for k, v in (value.items() if len(value) <= _PREVIEW_ITEMS else _first(value))
-        }
-    if isinstance(value, list | tuple | range):
-        if depth >= _PREVIEW_DEPTH:
-            return []
-        return [_preview(v, depth + 1) for v in value[:_PREVIEW_ITEMS]]
-    return value
-
-
-def _first(d: dict) -> list[tuple[str, Any]]:
-    it = iter(d.items())
-    return [next(it) for _ in range(_PREVIEW_ITEMS)]
+        value = (
+            value.to_list()
+            if len(value) <= EVENT_VALUE_NODES
+            else range(int(value.low), int(value.low) + 10)
+        )
+    if isinstance(value, str):
+        return (value, False) if len(value) <= EVENT_TEXT_CHARS else (preview(value), True)
+    if not isinstance(value, list | tuple | dict | range):
+        return value, False
+    if not isinstance(value, range) and json_size(value, EVENT_VALUE_NODES, watched=False) >= 0:
+        return to_json_value(value), False
+    return preview(value), True
 
 
 def _json_default(o: Any) -> Any:
