@@ -144,11 +144,14 @@ async def bounded(
     # cancelled, given CANCEL_GRACE_S to unwind, and abandoned when it ignores the
     # cancellation (a tool catching CancelledError) — the step ends on time regardless.
     # an evaluation that keeps the loop busy checks the same bound (interrupt.EvalWatch)
-    watched = use_watch((watching() or EvalWatch()).bounded(bound, code, message))
+    watched = None
+    if ex.effects.evaluation_clock():
+        watched = use_watch((watching() or EvalWatch()).bounded(bound, code, message))
     try:
         task = asyncio.ensure_future(invoke(ex, info, scope, path, frame, announce, call))
     finally:
-        end_watch(watched)
+        if watched is not None:
+            end_watch(watched)
     try:
         done, _ = await asyncio.wait({task}, timeout=bound)
     except asyncio.CancelledError:

@@ -151,6 +151,12 @@ class Effects:
         """The reading of :meth:`now` the run's deadline counts from (here: now)."""
         return self.now()
 
+    def evaluation_clock(self) -> bool:
+        """Whether a busy evaluation may end at its step's deadline or timeout by reading the
+        clock (:class:`agentflow.runtime.interrupt.EvalWatch`): here, yes; a workflow engine whose
+        time stands still in workflow code (Temporal) says no, so a replay never diverges."""
+        return True
+
     def cancel_probe(self) -> Callable[[], bool] | None:
         """A callable a busy evaluation asks (synchronously, every few tenths of a second)
         whether the run was cancelled from outside (``flowc cancel``), or None when there is

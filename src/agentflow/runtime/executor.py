@@ -429,7 +429,8 @@ class Executor:
                 raise _not_loaded("the finish output", frame.path("finish"))
             return last
         watched = None
-        if frame.deadline_at is not None:  # a busy output ends at the deadline as a step does
+        if frame.deadline_at is not None and self.effects.evaluation_clock():
+            # a busy output ends at the deadline as a step does
             left = frame.deadline_at - self.effects.now()
             message = f"the workflow deadline ({frame.deadline_text}) expired computing the output"
             bound = watching() or EvalWatch()

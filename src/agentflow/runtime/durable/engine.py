@@ -736,6 +736,11 @@ class DurableEffects(Effects):
         name = self._name(f"{path}/event:{kind}")
         return f"{self.engine.workflow_id()}|{name}" + (f"!{error_code}" if error_code else "")
 
+    def evaluation_clock(self) -> bool:
+        """False on an engine whose workflow time stands still in workflow code (Temporal:
+        ``evaluation_clock = False``): a busy evaluation then ends at a deadline between steps."""
+        return bool(getattr(self.engine, "evaluation_clock", True))
+
     def cancel_probe(self) -> Callable[[], bool] | None:
         """The engine's synchronous "was the running unit cancelled?" (DBOS: a read of its
         database), which a busy evaluation asks now and then; None when it has none."""
