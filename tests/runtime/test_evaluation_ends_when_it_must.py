@@ -205,6 +205,26 @@ def test_an_event_carries_a_huge_value_as_a_preview():
     assert whole == {"xs": list(range(10)), "t": "x" * 200 + "…"}
     text, cut = event_value("y" * (value_size.EVENT_TEXT_CHARS + 1))
     assert cut and text == "y" * 200 + "…"
+    # a `value` step's `step_started` input holds its text: the texts inside count too
+    held, cut = event_value({"value": "z" * 60_000, "again": ["z" * 60_000]})
+    assert cut and held == {"value": "z" * 200 + "…", "again": ["z" * 200 + "…"]}
+
+
+def test_a_loop_growing_a_text_writes_previews_not_the_text_each_round(tmp_path):
+    # 40 rounds of `s + <20,000 characters>`: 16 M characters written twice a round before
+    source = (
+        'stage a -> int {\n  let t = loop up to 40 as r, s = "" '
+        '{ s + join(range(0, 5000), "") }\n  return len(t)\n}\n'
+    )
+    trace = tmp_path / "t.jsonl"
+    result = api.run_sync(
+        _plan(source, "t.flow"), {}, workspace=str(tmp_path), sinks=[JsonlSink(trace)]
+    )
+    assert result.status == "ok" and result.output == 40 * 18890
+    assert trace.stat().st_size < 2_000_000
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    (start,) = [e for e in events if e["kind"] == "step_started" and e["path"] == "E0/round.40"]
+    assert start["data"]["input_preview"] is True and len(start["data"]["input"]["value"]) == 201
 
 
 # -- super-linear evaluations, bounded ---------------------------------------------------------

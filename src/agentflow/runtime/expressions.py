@@ -332,8 +332,8 @@ def _measure(value: Any, limit: int | None = None) -> str | None:
 
 def event_value(value: Any) -> tuple[Any, bool]:
     """``(to_json_value(value), False)`` for a value an event carries whole, ``(preview, True)``
-    for one over :data:`~agentflow.runtime.value_size.EVENT_VALUE_NODES` values or a text over
-    ``EVENT_TEXT_CHARS`` characters (:func:`~agentflow.runtime.value_size.preview`: the shape of
+    for one over :data:`~agentflow.runtime.value_size.EVENT_VALUE_NODES` values or whose texts
+    hold over ``EVENT_TEXT_CHARS`` characters (:func:`~agentflow.runtime.value_size.preview`: the shape of
     the value at a bounded cost; docs/spec/RUNTIME.md §8)."""
     if isinstance(value, FlowRange):
         value = (
@@ -345,7 +345,10 @@ def event_value(value: Any) -> tuple[Any, bool]:
         return (value, False) if len(value) <= EVENT_TEXT_CHARS else (preview(value), True)
     if not isinstance(value, list | tuple | dict | range):
         return value, False
-    if not isinstance(value, range) and json_size(value, EVENT_VALUE_NODES, watched=False) >= 0:
+    if (
+        not isinstance(value, range)
+        and json_size(value, EVENT_VALUE_NODES, watched=False, chars=EVENT_TEXT_CHARS) >= 0
+    ):
         return to_json_value(value), False
     return preview(value), True
 

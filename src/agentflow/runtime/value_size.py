@@ -37,7 +37,9 @@ TOO_MANY = -2
 _NESTED = frozenset({list, tuple, dict})
 
 
-def json_size(value: Any, limit: int = MAX_VALUE_NODES, *, watched: bool = True) -> int:
+def json_size(
+    value: Any, limit: int = MAX_VALUE_NODES, *, watched: bool = True, chars: int | None = None
+) -> int:
     """How many values ``value`` holds as JSON writes it (the items of every array and object
     in it, a list held twice counted twice; 0 for a scalar), or ``-2`` once that passes
     ``limit``, ``-1`` when it nests more than :data:`MAX_JSON_DEPTH` levels.
@@ -47,14 +49,15 @@ def json_size(value: Any, limit: int = MAX_VALUE_NODES, *, watched: bool = True)
     s]`` after 22 rounds of a ``loop`` is 4 million values as JSON but 23 lists (the walk
     that expanded it took 2 s a round). Iterative (any depth); a long walk checks the run's
     deadline and stop (:func:`~agentflow.runtime.interrupt.checkpoint`) unless ``watched`` is
-    False (an event's measure, after its step ended: it raises nothing). Every value an
+    False (an event's measure, after its step ended: it raises nothing). ``chars``: also
+    ``-2`` once the texts in it (each held counted each time) pass that many characters. Every value an
     expression is given nests at most a few hundred levels (the input's 100, plus an
     expression's own), so the walk's stack stays small."""
     if type(value) not in _NESTED:
         return 0
     # post-order: a container's (size, height) once all its containers have theirs; an entry
     # of the stack is (container, None) to enter, (container, its containers) to count
-    known: dict[int, tuple[int, int]] = {}
+    known: dict[int, tuple[int, int, int]] = {}
     stack: list[tuple[Any, list | None]] = [(value, None)]
     walked = 0
     while stack:
@@ -72,18 +75,22 @@ def json_size(value: Any, limit: int = MAX_VALUE_NODES, *, watched: bool = True)
         walked += 1
         if not walked & 4095 and watched:
             checkpoint()
-        size, height = len(item), 0
+        size, height, text = len(item), 0, 0
+        if chars is not None:
+            children = item.values() if type(item) is dict else item
+            text = sum(len(c) for c in children if type(c) is str)
         for c in kids:
-            n, h = known[id(c)]
+            n, h, t = known[id(c)]
             size += n
+            text += t
             if h > height:
                 height = h
         height += 1
         if height > MAX_JSON_DEPTH:
             return TOO_DEEP
-        if size > limit:
+        if size > limit or (chars is not None and text > chars):
             return TOO_MANY
-        known[id(item)] = (size, height)
+        known[id(item)] = (size, height, text)
     return known[id(value)][0]
 
 
