@@ -125,9 +125,11 @@ def _busy(proc: subprocess.Popen[bytes]) -> list[bytes]:
     pytest.fail(b"".join(seen).decode()[-2000:])
 
 
-def test_ctrl_c_ends_a_busy_evaluation_at_once(tmp_path):
+@pytest.mark.parametrize("durable", [[], ["--durable"]], ids=["plain", "durable"])
+def test_ctrl_c_ends_a_busy_evaluation_at_once(tmp_path, durable):
     (tmp_path / "busy.flow").write_text(BUSY_FOREVER, encoding="utf-8")
-    proc = start_flowc(tmp_path, "run", "busy.flow", env={**os.environ, "NO_COLOR": "1"})
+    env = {**os.environ, "NO_COLOR": "1"}
+    proc = start_flowc(tmp_path, "run", "busy.flow", *durable, env=env)
     seen = _busy(proc)
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
