@@ -254,6 +254,7 @@ RUNTIME_RANKS: dict[str, tuple[str, int]] = {
     "functions": ("helpers", 0),
     "extract": ("helpers", 0),
     "expressions": ("helpers", 0),
+    "value_size": ("helpers", 0),
     "events": ("helpers", 0),
     "genai_attributes": ("helpers", 0),
     "shape_cache": ("helpers", 0),

@@ -39,7 +39,7 @@ from agentflow.runtime.effects import UnitSpec
 from agentflow.runtime.expressions import render_value, to_json_value
 from agentflow.runtime.extract import validate
 from agentflow.runtime.hooks import GateCall, RunAborted, ToolFailure, maybe_await
-from agentflow.runtime.interrupt import cancel_within
+from agentflow.runtime.interrupt import EvalWatch, cancel_within, end_watch, use_watch, watching
 from agentflow.runtime.result import elapsed_ms
 from agentflow.runtime.tools.catalog import ToolContext
 
@@ -134,6 +134,8 @@ async def bounded(
     if remaining is not None and (timeout is None or remaining < timeout):
         bound, code = remaining, Code.DEADLINE_EXCEEDED
         message = f"the workflow deadline ({frame.deadline_text}) expired during `{info.tool}`"
+        if info.tool == "value":  # a `let`, a round's value: its place names it (runtime/where.py)
+            message = f"the workflow deadline ({frame.deadline_text}) expired computing a value"
     else:
         assert timeout is not None
         bound, code = timeout, Code.TIMEOUT
@@ -141,7 +143,15 @@ async def bounded(
     # The invocation runs as its own task, so that expiry does not depend on it: it is
     # cancelled, given CANCEL_GRACE_S to unwind, and abandoned when it ignores the
     # cancellation (a tool catching CancelledError) — the step ends on time regardless.
-    task = asyncio.ensure_future(invoke(ex, info, scope, path, frame, announce, call))
+    # an evaluation that keeps the loop busy checks the same bound (interrupt.EvalWatch)
+    watched = None
+    if ex.effects.evaluation_clock():
+        watched = use_watch((watching() or EvalWatch()).bounded(bound, code, message))
+    try:
+        task = asyncio.ensure_future(invoke(ex, info, scope, path, frame, announce, call))
+    finally:
+        if watched is not None:
+            end_watch(watched)
     try:
         done, _ = await asyncio.wait({task}, timeout=bound)
     except asyncio.CancelledError:

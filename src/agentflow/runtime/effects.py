@@ -169,6 +169,19 @@ class Effects:
         Temporal run's are held by a ledger its workers share."""
         return budgets
 
+    def evaluation_clock(self) -> bool:
+        """Whether a busy evaluation may end at its step's deadline or timeout by reading the
+        clock (:class:`agentflow.runtime.interrupt.EvalWatch`): here, yes; a workflow engine whose
+        time stands still in workflow code (Temporal) says no, so a replay never diverges."""
+        return True
+
+    def cancel_probe(self) -> Callable[[], bool] | None:
+        """A callable a busy evaluation asks (synchronously, every few tenths of a second)
+        whether the run was cancelled from outside (``flowc cancel``), or None when there is
+        nothing to ask (here: a plain run; its stops are signals). See
+        :class:`agentflow.runtime.interrupt.EvalWatch`."""
+        return None
+
     def cancel_requested(self) -> bool:
         """True when the run was cancelled from outside by its engine (``flowc cancel`` of a
         Temporal run arrives as the cancellation of its workflow's task): the run then ends

@@ -61,6 +61,7 @@ from agentflow.runtime.control import (
 from agentflow.runtime.effects import Effects
 from agentflow.runtime.events import Event, EventBus
 from agentflow.runtime.expressions import (
+    event_value,
     refuse_too_deep,
     render_value,
     to_json_value,
@@ -85,7 +86,15 @@ from agentflow.runtime.hooks import (
     substitute,
     terminal_interlocutor,
 )
-from agentflow.runtime.interrupt import run, stop_request, until_stopped
+from agentflow.runtime.interrupt import (
+    EvalWatch,
+    end_watch,
+    run,
+    stop_request,
+    until_stopped,
+    use_watch,
+    watching,
+)
 from agentflow.runtime.models.base import JUDGE_SYSTEM_PROMPT, ChatRequest, Message
 from agentflow.runtime.models.budget import budget_from, pop_budget, push_budget
 from agentflow.runtime.models.router import forward_model_events
@@ -420,6 +429,13 @@ class Executor:
             if fin.output is not None:
                 raise _not_loaded("the finish output", frame.path("finish"))
             return last
+        watched = None
+        if frame.deadline_at is not None and self.effects.evaluation_clock():
+            # a busy output ends at the deadline as a step does
+            left = frame.deadline_at - self.effects.now()
+            message = f"the workflow deadline ({frame.deadline_text}) expired computing the output"
+            bound = watching() or EvalWatch()
+            watched = use_watch(bound.bounded(left, Code.DEADLINE_EXCEEDED, message))
         try:
             output = render_value(out_c, scope)
             refuse_too_deep(output, out_c)
@@ -444,6 +460,9 @@ class Executor:
                 e.message = in_source_terms(e.message, None, frame.plan, self._names, parent=caller)
                 e.args = (e.message,)
             raise
+        finally:
+            if watched is not None:
+                end_watch(watched)
 
     # ----------------------------------------------------------------- one step
 
@@ -528,7 +547,13 @@ class Executor:
         def announce(rendered: Any) -> None:
             if not announced[0]:
                 announced[0] = True
-                data: dict[str, Any] = {"tool_name": tool, "input": to_json_value(rendered)}
+                data: dict[str, Any] = {"tool_name": tool}
+                if info.handler is not None:  # a control step's value: whole, or a preview
+                    data["input"], cut = event_value(rendered)
+                    if cut:
+                        data["input_preview"] = True
+                else:
+                    data["input"] = to_json_value(rendered)
                 if info.id:
                     data["id"] = info.id
                 if info.source:
@@ -638,15 +663,17 @@ class Executor:
             raise
         if not quiet:
             usage = self.step_usage.total(path) if self.step_usage is not None else None
-            self._step_finished(
-                path,
-                frame,
-                announce,
-                tool_name=tool,
-                result=to_json_value(result),
-                elapsed_ms=elapsed_ms(started),
-                **({"usage": usage} if usage else {}),  # per-step model usage (issue #5)
-            )
+            shown: dict[str, Any] = {}
+            if info.handler is not None:  # a control step's value: whole, or a preview
+                shown["result"], cut = event_value(result)
+                if cut:
+                    shown["result_preview"] = True
+            else:
+                shown["result"] = to_json_value(result)
+            shown["elapsed_ms"] = elapsed_ms(started)
+            if usage:
+                shown["usage"] = usage  # per-step model usage (issue #5)
+            self._step_finished(path, frame, announce, tool_name=tool, **shown)
         return result
 
     def _step_finished(self, path: str, frame: Frame, announce: Announce, **data: Any) -> None:
@@ -899,6 +926,10 @@ async def run_plan(
         return await ex.finish(frame, scope, last)
 
     services = _run_services(ex, frame.stack)
+    # a busy evaluation sees a stop signal or `flowc cancel` (interrupt.EvalWatch); each timed
+    # step narrows it to its bound (dispatch.bounded)
+    probe = ex.effects.cancel_probe()
+    watched = use_watch(EvalWatch(stop=stop, cancelled=probe) if stop or probe else None)
     try:
         try:
             output = await until_stopped(_with_services(services, body()))
@@ -920,6 +951,7 @@ async def run_plan(
         with contextlib.suppress(Exception):
             if ex.effects.cancel_requested():  # `flowc cancel` of a Temporal run
                 status, error = "cancelled", ErrorInfo(Code.ABORTED, Cancelled().message)
+    end_watch(watched)
     if ending is not None and cancelled is None and status != "cancelled":
         if not await ending():  # a cancel that came late: it wins, everywhere alike
             status, output = "cancelled", None

@@ -47,6 +47,16 @@ from agentflow.runtime.functions import (
     strict_eq,
     too_long,
 )
+from agentflow.runtime.interrupt import EvalEnded, checkpoint
+from agentflow.runtime.value_size import (
+    EVENT_TEXT_CHARS,
+    EVENT_VALUE_NODES,
+    MAX_VALUE_NODES,
+    TOO_DEEP,
+    TOO_MANY,
+    json_size,
+    preview,
+)
 
 __all__ = [
     "BadPath",
@@ -54,7 +64,9 @@ __all__ = [
     "FlowRange",
     "evaluate",
     "evaluate_condition",
+    "event_value",
     "expr_text",
+    "json_size",
     "render",
     "render_value",
     "refuse_too_deep",
@@ -213,20 +225,68 @@ def _operand_text(node: ast.Expr) -> str:
 
 
 def to_json_value(value: Any) -> Any:
-    """``value`` with ranges turned into lists and tuples into lists (JSON-ready)."""
+    """``value`` with ranges turned into lists and tuples into lists (JSON-ready).
+
+    An array or object with nothing to turn is returned itself, not copied, and one held many
+    times is looked at once: ``[s, s]`` built round after round in a ``loop`` (2^rounds values
+    as JSON writes them) costs its few distinct arrays, not its JSON size."""
+    t = type(value)
+    if t in _SCALARS:
+        return value
+    if t is dict:
+        for v in value.values():
+            if type(v) not in _SCALARS:
+                return _json_ready(value, {})
+        return value  # flat (most step inputs and results): nothing to look into
+    if t is list:
+        for v in value:
+            if type(v) not in _SCALARS:
+                return _json_ready(value, {})
+        return value
     if isinstance(value, FlowRange):
         return value.to_list()
-    if isinstance(value, dict):
-        return {k: to_json_value(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [to_json_value(v) for v in value]
+    if isinstance(value, list | tuple | dict):
+        return _json_ready(value, {})
     return value
 
 
-#: Most values (arrays, objects and everything in them, counted as JSON writes them out) a
-#: step's value built by an expression may hold: ``[s, s]`` in a loop shares one list twice per
-#: round, small in memory but 2^rounds values in JSON, events and traces.
-MAX_VALUE_NODES = 10_000_000
+#: Kinds of values ``to_json_value`` leaves as they are without a look inside.
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _json_ready(value: Any, seen: dict[int, Any]) -> Any:
+    """``to_json_value`` of an array or object; ``seen`` maps the ``id`` of each one already
+    made ready (alive in ``value`` while this runs) to its ready form."""
+    done = seen.get(id(value))
+    if done is not None:
+        return done
+    ready: Any = value
+    if isinstance(value, dict):
+        changed: dict | None = None
+        for k, v in value.items():
+            if type(v) in _SCALARS:
+                continue
+            w = v.to_list() if type(v) is FlowRange else _json_ready(v, seen)
+            if w is not v:
+                if changed is None:
+                    changed = dict(value)
+                changed[k] = w
+        if changed is not None:
+            ready = changed
+    else:
+        items: list | None = list(value) if type(value) is not list else None
+        for i, v in enumerate(value):
+            if type(v) in _SCALARS:
+                continue
+            w = v.to_list() if type(v) is FlowRange else _json_ready(v, seen)
+            if w is not v:
+                if items is None:
+                    items = list(value)
+                items[i] = w
+        if items is not None:
+            ready = items
+    seen[id(value)] = ready
+    return ready
 
 
 def refuse_too_deep(value: Any, expr: Any = None) -> None:
@@ -252,26 +312,45 @@ def refuse_too_deep(value: Any, expr: Any = None) -> None:
     raise ExprError(quoted + problem)
 
 
-def _measure(value: Any) -> str | None:
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    nodes = 0
-    while stack:
-        item, depth = stack.pop()
-        children: Any = item.values() if isinstance(item, dict) else item
-        depth += 1
-        if depth > MAX_JSON_DEPTH:
-            return (
-                f"the value is {too_deep_message()}: a value built by an expression may nest "
-                f"as deeply as the run's input, at most {MAX_JSON_DEPTH} levels"
-            )
-        nodes += len(children)
-        if nodes > MAX_VALUE_NODES:
-            return (
-                f"the value holds more than {MAX_VALUE_NODES:,} values (counted as JSON writes "
-                "them: a list shared twice counts twice)"
-            )
-        stack.extend((c, depth) for c in children if isinstance(c, list | tuple | dict))
+def _measure(value: Any, limit: int | None = None) -> str | None:
+    """The message of the first limit ``value`` passes, or None: nesting over
+    :data:`MAX_JSON_DEPTH`, more than ``limit`` (default :data:`MAX_VALUE_NODES`) values as JSON
+    writes them."""
+    size = json_size(value, MAX_VALUE_NODES if limit is None else limit)
+    if size == TOO_DEEP:
+        return (
+            f"the value is {too_deep_message()}: a value built by an expression may nest "
+            f"as deeply as the run's input, at most {MAX_JSON_DEPTH} levels"
+        )
+    if size == TOO_MANY:
+        return (
+            f"the value holds more than {MAX_VALUE_NODES:,} values (counted as JSON writes "
+            "them: a list shared twice counts twice)"
+        )
     return None
+
+
+def event_value(value: Any) -> tuple[Any, bool]:
+    """``(to_json_value(value), False)`` for a value an event carries whole, ``(preview, True)``
+    for one over :data:`~agentflow.runtime.value_size.EVENT_VALUE_NODES` values or whose texts
+    hold over ``EVENT_TEXT_CHARS`` characters (:func:`~agentflow.runtime.value_size.preview`: the shape of
+    the value at a bounded cost; docs/spec/RUNTIME.md §8)."""
+    if isinstance(value, FlowRange):
+        value = (
+            value.to_list()
+            if len(value) <= EVENT_VALUE_NODES
+            else range(int(value.low), int(value.low) + 10)
+        )
+    if isinstance(value, str):
+        return (value, False) if len(value) <= EVENT_TEXT_CHARS else (preview(value), True)
+    if not isinstance(value, list | tuple | dict | range):
+        return value, False
+    if (
+        not isinstance(value, range)
+        and json_size(value, EVENT_VALUE_NODES, watched=False, chars=EVENT_TEXT_CHARS) >= 0
+    ):
+        return to_json_value(value), False
+    return preview(value), True
 
 
 def _json_default(o: Any) -> Any:
@@ -393,13 +472,21 @@ def _visit_Projection(node: ast.Projection, scope: Mapping[str, Any]) -> Any:
     path = node.path
     if path is None:
         return list(base)
-    out = []
-    for i, el in enumerate(base):
+    out: list = []
+    for start in range(0, len(base), _CHUNK):
+        checkpoint()  # the run's deadline, a stop, a cancel end a long projection
+        i = start
         try:
-            out.append(_visit(path, _Layer(scope, el)))
+            for el in base[start : start + _CHUNK]:
+                out.append(_visit(path, _Layer(scope, el)))
+                i += 1
         except BadPath as e:
             raise _at_element(e, expr_text(node), f"{expr_text(node.base)}[{i}]") from None
     return out
+
+
+#: Elements of a projection between two checkpoints.
+_CHUNK = 1024
 
 
 def _at_element(e: BadPath, whole: str, element: str) -> BadPath:
@@ -456,12 +543,22 @@ def _visit_StringLit(node: ast.StringLit, scope: Mapping[str, Any]) -> Any:
     return "".join(out)
 
 
+#: A first argument of more items or characters than this makes a library call a checkpoint.
+_BIG_ARGUMENT = 2048
+_SIZED = frozenset({list, str, dict, tuple})
+
+
 def _visit_ListLit(node: ast.ListLit, scope: Mapping[str, Any]) -> Any:
-    return [_visit(i, scope) for i in node.items]
+    # a range inside an array is its list: no array or object holds a range, so a value is
+    # handed to a library function as it is (never copied to turn a range deep inside)
+    return [v.to_list() if type(v := _visit(i, scope)) is FlowRange else v for i in node.items]
 
 
 def _visit_ObjectLit(node: ast.ObjectLit, scope: Mapping[str, Any]) -> Any:
-    return {e.key: _visit(e.value, scope) for e in node.entries}
+    return {
+        e.key: v.to_list() if type(v := _visit(e.value, scope)) is FlowRange else v
+        for e in node.entries
+    }
 
 
 def _visit_RangeExpr(node: ast.RangeExpr, scope: Mapping[str, Any]) -> Any:
@@ -701,10 +798,14 @@ def _visit_FuncCall(node: ast.FuncCall, scope: Mapping[str, Any]) -> Any:
         raise ExprError(
             f"`{node.name}(…)` takes {arity(spec)}, got {len(node.args)}: `{spec.signature}`"
         )
-    args = [to_json_value(_visit(a, scope)) for a in node.args]
+    # a range becomes its list; nothing inside an array or object is a range (list and object
+    # literals convert theirs), so the arguments are passed as they are, never copied
+    args = [v.to_list() if type(v := _visit(a, scope)) is FlowRange else v for a in node.args]
+    if args and type(first := args[0]) in _SIZED and len(first) > _BIG_ARGUMENT:
+        checkpoint()  # between calls over large values (`sort` of 1M items is a C loop)
     try:
         result = _call_function(node.name, args)
-    except BadPath:
+    except (BadPath, EvalEnded):
         raise
     except RunError as e:  # the function's own failure: name the call as written
         message = f"`{expr_text(node)}`: {e.message}"

@@ -30,22 +30,28 @@ import os
 import queue
 import signal
 import threading
+import time
 import warnings
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
-from agentflow.errors import Interrupted, Stopped
+from agentflow.core.vocabulary import Code
+from agentflow.errors import Cancelled, Interrupted, RunError, Stopped
 from agentflow.runtime.watchdog import BEAT_S, Watchdog
 
 __all__ = [
     "ABANDON_S",
     "CANCEL_GRACE_S",
     "DaemonThreadExecutor",
+    "EvalEnded",
+    "EvalWatch",
     "StopRequest",
     "Stopped",
     "abandon",
     "cancel_within",
+    "checkpoint",
+    "end_watch",
     "enable_watchdog",
     "forget_stop_request",
     "refuse_when_stopped",
@@ -54,6 +60,8 @@ __all__ = [
     "stopping",
     "until_stopped",
     "use_stop_request",
+    "use_watch",
+    "watching",
 ]
 
 #: Seconds a cancelled step (or a run asked to stop) gets to unwind before it is abandoned: a tool
@@ -206,6 +214,9 @@ class StopRequest:
         self.received_signum = 0
         #: the watchdog process of this run (CLI only), or None
         self.watchdog: Any = None
+        #: signals a busy evaluation acted on before the loop could (:meth:`seen_now`): their
+        #: :meth:`request` later is no second signal
+        self.seen = 0
 
     def note(self, signum: int, frame: Any) -> None:
         """Python-level signal handler (main thread, between bytecodes): count the signal; the
@@ -216,6 +227,8 @@ class StopRequest:
     def request(self, signum: int) -> None:
         """Signal handler body (runs on the loop)."""
         self.handled += 1
+        if self.handled <= self.seen:
+            return  # a busy evaluation stopped the run on it already (seen_now)
         if self.signal is not None or self.listeners == 0:
             self.signal = self.signal or signal.Signals(signum).name
             self.signum = self.signum or signum
@@ -224,6 +237,24 @@ class StopRequest:
             return
         self.signal, self.signum = signal.Signals(signum).name, signum
         self.event.set()
+
+    def seen_now(self) -> str | None:
+        """The name of the signal received and not yet handled by the loop, taken as this
+        run's first stop (``signal`` and ``event`` set, as :meth:`request` sets them): a busy
+        evaluation (:func:`checkpoint`) sees the signal before the loop can. None when no
+        signal came."""
+        if self.signal is not None:
+            return self.signal
+        if self.received <= self.handled:
+            return None
+        signum = self.received_signum or signal.SIGINT
+        name = signal.Signals(signum).name
+        if threading.current_thread() is not threading.main_thread():
+            return name  # another loop's run: the main loop hands the signal on (forward)
+        self.seen = self.received
+        self.signal, self.signum = name, signum
+        self.event.set()
+        return name
 
     def forward(self, name: str, signum: int) -> None:
         """The stop of another loop's run reaches this one (on this request's loop): the run
@@ -280,6 +311,105 @@ def refuse_when_stopped(path: str | None = None) -> None:
     name = stopping()
     if name is not None:
         raise Stopped(f"interrupted by {name}", path)
+
+
+# ---------------------------------------------------------------------------------------------
+# A busy evaluation watches the run's end (docs/reference/expressions.md "Evaluation ends when
+# the run must")
+
+#: Seconds between two asks of the engine whether the run was cancelled (``flowc cancel``)
+#: while an evaluation is busy: the ask may read a database.
+CANCEL_ASK_S = 0.25
+
+
+class EvalEnded(RunError):
+    """A busy evaluation ended by its step's ``timeout`` or the deadline (``timeout``,
+    ``deadline_exceeded``): raised by :func:`checkpoint` and passed on unchanged by the evaluator
+    (never re-worded as a library function's own failure)."""
+
+
+class EvalWatch:
+    """What a busy expression evaluation checks at each :func:`checkpoint`: the time its step
+    must end by (``until``, :func:`time.monotonic` seconds; ``code`` and ``message`` the error
+    it then ends with: ``deadline_exceeded`` or ``timeout``), the run's stop request (a first
+    SIGINT / SIGTERM, seen as the process receives it) and ``cancelled`` (a callable asking the
+    engine whether the run was cancelled: ``flowc cancel``; asked at most every
+    :data:`CANCEL_ASK_S` seconds). Evaluation runs on the event loop, where no timer fires and no
+    signal handler runs until it returns: these are read instead (docs/decisions.md "Evaluation
+    that ends when it must")."""
+
+    __slots__ = ("until", "code", "message", "stop", "cancelled", "_asked")
+
+    def __init__(
+        self,
+        until: float | None = None,
+        code: str = Code.DEADLINE_EXCEEDED,
+        message: str = "",
+        stop: StopRequest | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> None:
+        self.until = until
+        self.code = code
+        self.message = message
+        self.stop = stop
+        self.cancelled = cancelled
+        self._asked = 0.0
+
+    def bounded(self, seconds: float, code: str, message: str) -> EvalWatch:
+        """This watch with its time bound narrowed to ``seconds`` from now (when that is sooner):
+        ``code`` / ``message`` the error of that bound."""
+        until = time.monotonic() + seconds
+        if self.until is not None and self.until < until - 0.001:
+            return self  # the outer bound comes first (the same deadline: the inner step's)
+        return EvalWatch(until, code, message, self.stop, self.cancelled)
+
+    def check(self) -> None:
+        """Raise when the evaluation must end: :class:`EvalEnded` past ``until``,
+        :class:`~agentflow.errors.Stopped` after a stop signal,
+        :class:`~agentflow.errors.Cancelled` when the engine says the run was cancelled."""
+        now = time.monotonic()
+        if self.until is not None and now >= self.until:
+            raise EvalEnded(self.code, self.message, details={"bound": str(self.code)})
+        stop = self.stop
+        if stop is not None and (stop.signal is not None or stop.received > stop.handled):
+            name = stop.seen_now()
+            if name is not None:
+                raise Stopped(f"interrupted by {name}", None)
+        if self.cancelled is not None and now - self._asked >= CANCEL_ASK_S:
+            self._asked = now
+            if self.cancelled():
+                raise Cancelled()
+
+
+_WATCH: contextvars.ContextVar[EvalWatch | None] = contextvars.ContextVar(
+    "agentflow_eval_watch", default=None
+)
+
+
+def watching() -> EvalWatch | None:
+    """The :class:`EvalWatch` of the step running in this context, or None (no run, or a run
+    with no deadline, timeout, stop request or engine to ask)."""
+    return _WATCH.get()
+
+
+def use_watch(watch: EvalWatch | None) -> contextvars.Token[EvalWatch | None]:
+    """Make ``watch`` this context's :class:`EvalWatch` (a task created afterwards inherits
+    it); returns the token that undoes it (``_WATCH.reset``: :func:`end_watch`)."""
+    return _WATCH.set(watch)
+
+
+def end_watch(token: contextvars.Token[EvalWatch | None]) -> None:
+    """Undo :func:`use_watch`."""
+    _WATCH.reset(token)
+
+
+def checkpoint() -> None:
+    """End a busy evaluation when its run must end (:meth:`EvalWatch.check`); nothing when
+    this context has no watch. Cheap (a context-variable read and a clock read): the evaluator
+    calls it every few thousand elements of the arrays it walks."""
+    watch = _WATCH.get()
+    if watch is not None:
+        watch.check()
 
 
 async def while_loading(work: Awaitable[T]) -> T:

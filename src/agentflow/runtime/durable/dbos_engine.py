@@ -172,6 +172,19 @@ class DbosEngine:
         """The running DBOS workflow's id."""
         return str(dbos_with_workflows().DBOS.workflow_id or "")
 
+    def cancelled_now(self) -> bool:
+        """True when the running unit is cancelled in the database (``flowc cancel`` from
+        another process), read at once and synchronously: asked by a busy evaluation, which
+        holds the event loop (interrupt.EvalWatch, at most every ``CANCEL_ASK_S``); DBOS itself
+        looks only when the next operation starts. A failed read is no cancel."""
+        workflow_id = self.workflow_id()
+        if not workflow_id:
+            return False
+        try:
+            return workflow_id in system_database().get_cancelled_workflow_ids([workflow_id])
+        except Exception:  # noqa: BLE001 - the next operation sees the cancel all the same
+            return False
+
     def now(self) -> float:
         """The wall clock (deadlines count from the run's recorded start)."""
 

@@ -766,6 +766,16 @@ class DurableEffects(Effects):
         held = getattr(self.engine, "run_budgets", None)
         return held(budgets, self.run_id) if held is not None else budgets
 
+    def evaluation_clock(self) -> bool:
+        """False on an engine whose workflow time stands still in workflow code (Temporal:
+        ``evaluation_clock = False``): a busy evaluation then ends at a deadline between steps."""
+        return bool(getattr(self.engine, "evaluation_clock", True))
+
+    def cancel_probe(self) -> Callable[[], bool] | None:
+        """The engine's synchronous "was the running unit cancelled?" (DBOS: a read of its
+        database), which a busy evaluation asks now and then; None when it has none."""
+        return getattr(self.engine, "cancelled_now", None)
+
     def cancel_requested(self) -> bool:
         """True when the engine says the running unit's cancellation was requested (Temporal:
         ``flowc cancel`` cancels the workflow's task); an engine without the question: False."""

@@ -368,6 +368,10 @@ class TemporalEngine:
     the run recorded of ``[durable]`` (:func:`recorded_settings`); a run recorded before it
     did (agentflow 0.9.0 and earlier) uses this process's own."""
 
+    #: workflow time stands still while workflow code runs: a busy evaluation's clock would
+    #: make a replay diverge, so the deadline reaches it only between steps (interrupt.EvalWatch)
+    evaluation_clock = False
+
     def __init__(self, settings: dict[str, Any] | None = None, config: Config | None = None):
         #: the run's configuration in this process: its models' ``rate_limit``/``concurrency``
         self.config = config
