@@ -1162,6 +1162,19 @@ def serve(
     names = ", ".join(server.served.flows) or "none"
     where = f"http://{host}:{http}/mcp" if http is not None else "stdio"
     print(f"flowc serve: {len(server.served.flows)} tool(s) on {where}: {names}", file=sys.stderr)
+    if not server.served.flows:
+        nested = sorted(
+            str(p.relative_to(directory))
+            for p in Path(directory).glob("*/*")
+            if p.is_file() and (p.suffix == ".flow" or p.name.endswith(PLAN_SUFFIXES))
+        )
+        if nested:  # the flows are a level down: serve looks in DIR itself only
+            shown = ", ".join(nested[:3]) + (" …" if len(nested) > 3 else "")
+            print(
+                f"flowc serve: hint: the files of {directory} itself are served, not those of its "
+                f"sub-directories ({shown}): give the directory that holds them",
+                file=sys.stderr,
+            )
     if server.url is not None:
         print(f"flowc serve: durable runs in {safe_url(server.url)}", file=sys.stderr)
     with contextlib.suppress(KeyboardInterrupt):

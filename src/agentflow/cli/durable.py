@@ -139,7 +139,7 @@ def resume(
                 shown.add(q.path)
                 _show_question(run_id, q.path, q.question, q.choices, q.label, known.items())
 
-    before = _question_before(_durable_url(config, database), run_id)
+    before, ended = _run_before(_durable_url(config, database), run_id)
     why = str((before.error or {}).get("message") or "") if before is not None else ""
     # a durable question a Ctrl-C ended goes on from its record (DBOS); the earlier
     # interruption is one line, not its error as if this resume's
@@ -168,6 +168,13 @@ def resume(
         as_json,
     )
     if before is None:
+        if ended in ("error", "aborted", "cancelled") and not as_json:
+            # its recorded end, not a new failure of this resume: say what can go on from it
+            _err(
+                f"note: run {run_id} had already ended {ended}; `flowc resume` goes on with a "
+                f"run whose process stopped — `flowc redrive {shlex.quote(run_id)}` runs it "
+                "again, reusing the steps that finished"
+            )
         _finish(result, as_json)
         return
     asked = api.durable_ask_result(result)
@@ -187,19 +194,23 @@ def _by_signal(info: Any) -> bool:
 ENDED = ("ok", "exited", "error", "aborted", "cancelled")
 
 
-def _question_before(url: str, run_id: str) -> Any:
-    """The RunInfo of durable run RUN before ``flowc resume`` takes it up when it is a
-    durable question (``flowc ask --durable``), else None (a plan's run; an unknown run,
-    which the resume itself reports)."""
+def _run_before(url: str, run_id: str) -> tuple[Any, str | None]:
+    """What ``flowc resume`` needs to know of durable run RUN before it takes it up: its
+    RunInfo when it is a durable question (``flowc ask --durable``), else None (a plan's run);
+    and the status it had ended with (:data:`ENDED`), else None (an unfinished or unknown
+    run, which the resume itself reports)."""
     import asyncio
 
+    async def look() -> tuple[Any, str | None]:
+        info = await api.show_durable_run(url, run_id, limit=0)
+        ended = info.status if info.status in ENDED else None
+        spec = await api.recorded_run(url, run_id)
+        return (info if isinstance(spec, dict) and "ask" in spec else None), ended
+
     try:
-        spec = asyncio.run(api.recorded_run(url, run_id))
-        if not isinstance(spec, dict) or "ask" not in spec:
-            return None
-        return asyncio.run(api.show_durable_run(url, run_id, limit=0))
+        return asyncio.run(look())
     except FlowError:
-        return None
+        return None, None
     finally:
         api.shutdown_durable()
 
