@@ -184,6 +184,17 @@ def format_flow_file(path: str | os.PathLike[str], *, check: bool = False) -> bo
     return format_file(Path(path), check=check)
 
 
+def _lines(text: str) -> list[str]:
+    """``text``'s lines, each with its ``\\n``, split at ``\\n`` alone — as diff(1) and patch(1)
+    read a file (``str.splitlines`` also splits at U+2028, a form feed …, which a comment may
+    hold: the diff's lines then were not the file's)."""
+    parts = text.split("\n")
+    lines = [p + "\n" for p in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
 def format_flow_diff(path: str | os.PathLike[str]) -> str:
     """The unified diff (``difflib``, 3 lines of context, headers ``--- PATH`` / ``+++ PATH``) of
     what ``flowc fmt`` would change in the `.flow` file at ``path`` (``flowc fmt --diff``;
@@ -194,9 +205,7 @@ def format_flow_diff(path: str | os.PathLike[str]) -> str:
     if new == text:
         return ""
     name = os.fspath(path)
-    lines = difflib.unified_diff(
-        text.splitlines(keepends=True), new.splitlines(keepends=True), name, name
-    )
+    lines = difflib.unified_diff(_lines(text), _lines(new), name, name)
     # a last line without its line break gets difflib's marker, as diff(1) writes it
     return "".join(
         ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines

@@ -17,8 +17,10 @@ the plan like the file's own (a plan never refers to another file).
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,10 +95,41 @@ def read_source(path: str | os.PathLike[str]) -> str:
     (``errors="surrogateescape"``), which the parser reports as a `syntax-error` at its position
     (it is never silently a U+FFFD in the program or its plan).
 
-    Raises ``OSError`` when the file cannot be read (missing, a directory, no permission).
+    Only a regular file (a link to one included) of at most :data:`MAX_SOURCE_BYTES` is read:
+    a FIFO, a device (``/dev/zero``), a socket or a larger file would block or exhaust memory
+    (it is opened without blocking and looked at before a byte is read).
+
+    Raises ``OSError`` when the file cannot be read (missing, a directory, no permission, not
+    a regular file, too large).
     """
-    data = Path(path).read_bytes()
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            what = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+            raise OSError(errno.EINVAL, f"{what} (a program is a `.flow` file)", str(path))
+        if info.st_size > MAX_SOURCE_BYTES:
+            raise OSError(
+                errno.EFBIG,
+                f"{info.st_size:,} bytes, more than a program may have "
+                f"({MAX_SOURCE_BYTES // (1024 * 1024)} MiB)",
+                str(path),
+            )
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(MAX_SOURCE_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_SOURCE_BYTES:  # it grew while read
+        raise OSError(errno.EFBIG, "more than a program may have", str(path))
     return data.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
+
+
+#: The largest source file read (bytes): far above any program (a 10,000-line program is under
+#: 1 MiB), far below what would exhaust memory.
+MAX_SOURCE_BYTES = 16 * 1024 * 1024
+#: How deep imports may nest (a file importing one that imports one …): far above any
+#: project's layering, below Python's recursion limit for the checks it nests.
+MAX_IMPORT_DEPTH = 64
 
 
 def check_parsed(
@@ -184,6 +217,18 @@ class Importer:
                     decl.path_span,
                     hint="move the types both files need into a third file that imports "
                     "neither, and import them from there",
+                )
+            )
+            return
+        if len(self.stack) >= MAX_IMPORT_DEPTH and target not in self.local:
+            out.diagnostics.append(
+                Diagnostic(
+                    D.IMPORT_ERROR,
+                    f"`{written}` is more than {MAX_IMPORT_DEPTH} imports deep (a file that "
+                    "imports a file that imports …)",
+                    decl.path_span,
+                    hint="import the types from the file that declares them, nearer the "
+                    "top of the chain",
                 )
             )
             return
@@ -305,7 +350,7 @@ def _not_found(decl: ast.ImportDecl, target: Path, err: OSError) -> Diagnostic:
         why = err.strerror or str(err)
     hint = None
     try:
-        near = [p.name for p in target.parent.glob("*.flow")]
+        near = [p.name for p in target.parent.glob("*.flow") if p.name != target.name]
     except OSError:
         near = []
     found = did_you_mean(target.name, near)
