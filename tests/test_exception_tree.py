@@ -34,6 +34,8 @@ INTERNAL = {
     "Guarded": "a file the process has open through SQLite: a tool_error (confined.py)",
     "TooManyLinks": "a symlink loop while resolving a path: a tool_error (confined.py)",
     "NotRegular": "a FIFO or device where a file was expected: a tool_error (confined.py)",
+    "EvalEnded": "a busy evaluation ended by its deadline, timeout or a stop: a RunError of that "
+    "code (runtime/interrupt.py)",
     "UnreadableRecord": "a durable row that is not agentflow's JSON: an InputError naming the "
     "run, or durable_replay_mismatch on replay (runtime/durable/records.py)",
     "NonJsonNumber": "NaN, Infinity or 1e999 in a JSON text: an InputError (api.py, durable/runs.py)"

@@ -34,6 +34,7 @@ from agentflow.runtime.durable.dbos_system import (
     system_database,
 )
 from agentflow.runtime.durable.items import item_page, item_steps
+from agentflow.runtime.durable.log_file import log_handler
 from agentflow.runtime.durable.ratelimit import holds
 from agentflow.runtime.durable.records import check_readable, install
 from agentflow.runtime.durable.run_info import Question, published_questions, split_closed
@@ -257,24 +258,7 @@ def _log_to_file(url: str) -> None:
             logger.removeHandler(handler)
             handler.close()
 
-    class LogFile(logging.FileHandler):
-        """Opened at the first message (its directory made then); a message that cannot be
-        written is dropped, never reported on stderr."""
-
-        def _open(self) -> Any:
-            Path(self.baseFilename).parent.mkdir(parents=True, exist_ok=True)
-            return super()._open()
-
-        def handleError(self, record: logging.LogRecord) -> None:
-            pass
-
-    handler = LogFile(log_file(url), encoding="utf-8", delay=True)
-    handler.name = LOG_HANDLER
-    handler.setFormatter(
-        logging.Formatter(
-            "%(asctime)s [%(levelname)s] (%(name)s:%(filename)s:%(lineno)s) %(message)s"
-        )
-    )
+    handler = log_handler(log_file(url), LOG_HANDLER)
     logger.addHandler(handler)
     # asyncio's own reports in a durable process (a background wait refused as a cancel landed,
     # reported when its task is collected) go to the same file, never as a traceback on stderr

@@ -28,6 +28,7 @@ from urllib.parse import parse_qs, quote, unquote, urlencode
 from agentflow.core.version import __version__
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ConfigError, RunError
+from agentflow.runtime.durable.log_file import log_handler
 from agentflow.runtime.durable.records import JsonRecords
 
 if TYPE_CHECKING:
@@ -372,6 +373,7 @@ async def client_for(url: str) -> Any:
     try:
         client = await Client.connect(
             target.address,
+            runtime=quiet_runtime(),
             namespace=target.namespace,
             api_key=api_key,
             tls=tls,
@@ -397,3 +399,37 @@ def forget_clients() -> None:
 
     _CLIENTS.clear()
     gc.collect()
+
+
+#: The name of the handler that writes the Temporal SDK core's log to its file.
+CORE_LOG_HANDLER = "agentflow-temporal-log"
+_RUNTIME: list[Any] = []
+
+
+def quiet_runtime() -> Any:
+    """The Temporal runtime of this process (one, made on first use), whose core's log — Rust
+    warnings such as "Activity not found on completion" — goes through the ``temporalio.core``
+    logger to ``.flowc/temporal.log``, never to the terminal: the SDK's default runtime writes
+    it on the process's stdout, inside `flowc run --json`'s output (docs/durable.md "DBOS's own
+    log")."""
+    if not _RUNTIME:
+        import logging
+
+        from temporalio.runtime import (
+            LogForwardingConfig,
+            LoggingConfig,
+            Runtime,
+            TelemetryConfig,
+            TelemetryFilter,
+        )
+
+        logger = logging.getLogger("temporalio.core")
+        logger.propagate = False
+        if not any(h.name == CORE_LOG_HANDLER for h in logger.handlers):
+            logger.addHandler(log_handler(Path(".flowc") / "temporal.log", CORE_LOG_HANDLER))
+        logging_config = LoggingConfig(
+            filter=TelemetryFilter(core_level="WARN", other_level="ERROR"),
+            forwarding=LogForwardingConfig(logger=logger),
+        )
+        _RUNTIME.append(Runtime(telemetry=TelemetryConfig(logging=logging_config)))
+    return _RUNTIME[0]
