@@ -263,6 +263,25 @@ def test_an_error_in_the_imported_file_is_reported_once_at_the_import(tmp_path):
     )
 
 
+def test_names_imported_from_a_file_with_errors_are_accepted_everywhere(tmp_path):
+    """`Verdict` is reserved, so t.flow's own `Verdict` fails and `R.v` falls back to the
+    built-in verification type: before, the importer got `not-schema-generatable` and two
+    `type-mismatch` besides its `import-error` (docs/diagnostics.md "import-error")."""
+    files = {
+        "t.flow": 'type Verdict = "yes" | "no"\ntype R { v: Verdict, n: float }\n',
+        "main.flow": 'import { R } from "./t.flow"\ninput R\nstage s -> R { return input }\n'
+        'test "x" {\n  input { v: "yes", n: 1 }\n  expect s.v == "yes"\n}\n',
+    }
+    assert only(check(tmp_path, files))[:2] == ("import-error", "`./t.flow` has 2 errors")
+
+
+def test_a_file_importing_itself_is_told_so(tmp_path):
+    files = {"self.flow": 'import { S } from "./self.flow"\ntype S = int\n'}
+    code, message, _line, _col, hint = only(check(tmp_path, files, "self.flow"))
+    assert (code, message) == ("import-cycle", "a file cannot import itself")
+    assert hint is not None and hint.startswith("this file imports itself: remove the import")
+
+
 def test_a_name_that_failed_to_import_is_not_reported_again(tmp_path):
     main = 'import { Ticket } from "./missing.flow"\ninput Ticket\nstage s -> Ticket { return input }\n'
     assert only(check(tmp_path, {"main.flow": main}))[0] == "import-not-found"

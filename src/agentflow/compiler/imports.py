@@ -183,7 +183,10 @@ class Importer:
                     f"import cycle: {shown}" if len(chain) > 2 else "a file cannot import itself",
                     decl.path_span,
                     hint="move the types both files need into a third file that imports "
-                    "neither, and import them from there",
+                    "neither, and import them from there"
+                    if len(chain) > 2
+                    else "this file imports itself: remove the import (a file's own types need "
+                    "none)",
                 )
             )
             return
@@ -200,18 +203,25 @@ class Importer:
             out.paths.update(deps.paths)
             out.sources.update(deps.sources)
         scope = _scope(checked)
+        errors = checked.errors
+        cycle = next((d for d in errors if d.code == D.IMPORT_CYCLE), None)
+        in_cycle = cycle is not None and deps is not None and self.stack[-1] in deps.cycle
         for ident in decl.names:
             item = scope.get(ident.name)
             if item is None or item.span.file != checked.module.file:
                 out.diagnostics.append(_unknown(decl, ident, checked, item))
                 continue
+            if errors and not in_cycle:
+                # the file has errors (one `import-error`): what it declares may be wrong (a
+                # local type that failed falls back to a built-in one), so the name is accepted
+                # everywhere in this file, not checked against it (docs/diagnostics.md)
+                continue
             out.failed.discard(ident.name)
             out.declared.append(Imported(ident.name, item, decl, ident))
             for dep in _dependencies(item, scope):
                 out.declared.append(Imported(dep.name.name, dep, decl, None, ident.name))
-        errors = checked.errors
-        cycle = next((d for d in errors if d.code == D.IMPORT_CYCLE), None)
-        if cycle is not None and deps is not None and self.stack[-1] in deps.cycle:
+        if in_cycle:
+            assert cycle is not None and deps is not None
             # the file imports this one back, maybe through others
             out.cycle |= deps.cycle
             shown = cycle.message.split("import cycle: ", 1)[-1]
