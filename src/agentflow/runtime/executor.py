@@ -58,7 +58,7 @@ from agentflow.runtime.control import (
     ExitOk,
     cancelled_message,
 )
-from agentflow.runtime.effects import Effects
+from agentflow.runtime.effects import Effects, start_virtual
 from agentflow.runtime.events import Event, EventBus
 from agentflow.runtime.expressions import (
     event_value,
@@ -890,6 +890,7 @@ async def run_plan(
     ex = Executor(ctx, bus, effects=effects, step_usage=step_usage)
     router = ctx.router
     deadline_s = _duration_s(plan.deadline)
+    start_virtual()  # flowc test's sleeps use up the deadline (docs/reference/statements.md)
     frame = Frame(
         plan=plan,
         stack=[plan.name],
