@@ -125,6 +125,24 @@ def test_an_import_path_is_relative_and_names_a_flow_file(tmp_path, path, messag
     assert got[4].startswith(hint)
 
 
+def test_a_path_without_dot_slash_hints_only_a_path_that_exists(tmp_path):
+    main = (
+        'import { Ticket } from "types/shared.flow"\nstage s -> Ticket { return { title: "t" } }\n'
+    )
+    files = {"types/shared.flow": SHARED, "flows/main.flow": main}
+    assert only(check(tmp_path, files, "flows/main.flow"))[4] == 'write `"../types/shared.flow"`'
+    files["flows/other.flow"] = main.replace("types/", "nowhere/")
+    hint = only(check(tmp_path, files, "flows/other.flow"))[4]
+    assert hint is not None and hint.startswith("say where it is from this file's directory")
+
+
+def test_a_single_quoted_path_hints_double_quotes(tmp_path):
+    main = "import { Ticket } from './shared.flow'\nstage s -> int { return 1 }\n"
+    code, message, _line, _col, hint = only(check(tmp_path, {"main.flow": main}))
+    assert (code, message) == ("syntax-error", "unexpected character `'`")
+    assert hint == 'a string is written in double quotes: `"./shared.flow"`'
+
+
 def test_a_missing_file_suggests_the_nearest_one_relative_to_the_importer(tmp_path):
     main = 'import { Ticket } from "./shraed.flow"\nstage s -> int { return 1 }\n'
     got = only(check(tmp_path, {"shared.flow": SHARED, "main.flow": main}))

@@ -164,7 +164,7 @@ class Importer:
     def _one(self, decl: ast.ImportDecl, base: Path, out: Imports) -> None:
         out.failed.update(i.name for i in decl.names)  # until each is found
         written = decl.path
-        problem = _path_problem(written)
+        problem = _path_problem(written, base)
         if problem is not None:
             message, hint = problem
             out.diagnostics.append(
@@ -281,7 +281,7 @@ def _shown(path: Path, base: Path) -> str:
         return str(path)
 
 
-def _path_problem(written: str) -> tuple[str, str] | None:
+def _path_problem(written: str, base: Path | None = None) -> tuple[str, str] | None:
     """Why ``written`` is not an import path (message, hint), or None."""
     example = '`import { T } from "./shared.flow"`'
     if "://" in written or (_SCHEME.match(written) and not written.startswith(".")):
@@ -295,9 +295,22 @@ def _path_problem(written: str) -> tuple[str, str] | None:
             f"start it with `./` or `../`: {example}",
         )
     if not written.startswith(("./", "../")):
+        # hint only a path that exists: this directory's, else a parent's (`types/x.flow`
+        # written in flows/ for ../types/x.flow)
+        found = next(
+            (
+                c
+                for c in ("./", "../", "../../")
+                if base is not None and (base / c / written).is_file()
+            ),
+            None,
+        )
         return (
             f"an import path starts with `./` or `../`: `{written}`",
-            f'write `"./{written}"`',
+            f'write `"{found}{written}"`'
+            if found is not None
+            else f"say where it is from this file's directory: `./{written}` (beside this "
+            "file) or `../…` (a directory above)",
         )
     if not written.endswith(".flow"):
         return (
