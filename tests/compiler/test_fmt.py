@@ -360,3 +360,13 @@ def test_a_call_of_a_tool_named_sleep_keeps_no_space_and_the_statement_keeps_one
         "  if true { sleep 1s }\n  return x + sleep(n: 3)\n}\n"
     )
     assert format_source(out) == out
+
+
+def test_a_trailing_comma_closed_on_its_line_is_dropped_one_before_a_line_break_stays():
+    src = 'import { Review, Order, } from "./t.flow"\nstage s -> int[] {\n  return [1, 2, ]\n}\n'
+    out = format_source(src)
+    assert (
+        out == 'import { Review, Order } from "./t.flow"\nstage s -> int[] {\n  return [1, 2]\n}\n'
+    )
+    tall = "stage s -> int[] {\n  return [\n    1,\n    2,\n  ]\n}\n"
+    assert format_source(tall) == tall

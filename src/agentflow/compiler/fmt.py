@@ -489,6 +489,22 @@ class _Mark:
         self.text = text
 
 
+_CLOSERS = frozenset({")", "]", "}"})
+
+
+def _drop_trailing_commas(toks: list[Token]) -> list[Token]:
+    """``toks`` without a trailing comma closed on its own line (``import { A, B, }``,
+    ``[1, 2, ]`` → ``{ A, B }``, ``[1, 2]``); one before a line break stays (a list written one
+    item a line)."""
+    return [
+        t
+        for k, t in enumerate(toks)
+        if not (
+            t.text == "," and t.kind == "op" and k + 1 < len(toks) and toks[k + 1].text in _CLOSERS
+        )
+    ]
+
+
 def format_source(text: str, file: str = "<input>") -> str:
     """Return ``text`` in canonical layout (see the module docstring).
 
@@ -507,7 +523,7 @@ def format_source(text: str, file: str = "<input>") -> str:
         toks = tokenize(text)
     except FormatError as e:  # pragma: no cover - the parser already rejected these
         raise FormatError(f"{file}: {e.message}") from None
-    new = _layout(text, toks)
+    new = _layout(text, _drop_trailing_commas(toks))
     if new == text:
         return new
     after, diags2 = parse_module(new, file)
