@@ -885,12 +885,12 @@ async def run_plan(
     if input is None:
         input = {}
     input = validate_input(plan, input)
+    start_virtual()  # flowc test's sleeps use up the deadline (docs/reference/statements.md)
     step_usage = StepUsage()
     bus = EventBus([step_usage, *ctx.sinks])
     ex = Executor(ctx, bus, effects=effects, step_usage=step_usage)
     router = ctx.router
     deadline_s = _duration_s(plan.deadline)
-    start_virtual()  # flowc test's sleeps use up the deadline (docs/reference/statements.md)
     frame = Frame(
         plan=plan,
         stack=[plan.name],
