@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 from pydantic import AfterValidator, BeforeValidator, TypeAdapter, ValidationError
 
 from agentflow.api import run
-from agentflow.compiler.api import read_source
-from agentflow.compiler.gen_python import current_interface, source_digest
+from agentflow.compiler.api import check_source, read_source
+from agentflow.compiler.gen_python import current_interface, may_import, source_digest
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ClientError
 from agentflow.grammar.parser import parse_template
@@ -135,8 +135,8 @@ def require_current(
         text = read_source(flow)
     except OSError:
         return
-    if source_digest(text) == digest:
-        return
+    if source_digest(text) == digest and (interface is None or not may_import(text)):
+        return  # the very text (one that imports is compared by interface: docs above)
     if interface is not None:
         now = _interface_now(str(flow), text)
         if now is None or now == interface:
@@ -150,18 +150,32 @@ def require_current(
     )
 
 
-#: the interface digest of each flow text seen, by (file, text digest): a run function called
-#: again on an unchanged (but edited since generation) flow checks it once
-_INTERFACES: dict[tuple[str, str], str | None] = {}
+#: the interface digest of each flow text seen, by (file, text digest), with the digest of
+#: each file it imports (transitively) when it was checked: a run function called again on an
+#: unchanged (but edited since generation) flow whose imported files are unchanged checks it once
+_INTERFACES: dict[tuple[str, str], tuple[str | None, dict[Path, str]]] = {}
 
 
 def _interface_now(flow: str, text: str) -> str | None:
     key = (os.path.abspath(flow), source_digest(text))
-    if key not in _INTERFACES:
-        if len(_INTERFACES) > 64:
-            _INTERFACES.clear()
-        _INTERFACES[key] = current_interface(flow, text)
-    return _INTERFACES[key]
+    seen = _INTERFACES.get(key)
+    if seen is not None and all(_digest_of(p) == d for p, d in seen[1].items()):
+        return seen[0]
+    if len(_INTERFACES) > 64:
+        _INTERFACES.clear()
+    result = check_source(text, flow)
+    imported = result.imports.paths.values() if result.imports is not None else ()
+    deps = {Path(p): _digest_of(Path(p)) for p in imported}
+    _INTERFACES[key] = (current_interface(flow, text, result), deps)
+    return _INTERFACES[key][0]
+
+
+def _digest_of(path: Path) -> str:
+    """:func:`source_digest` of the file ``path``, or ``""`` when it cannot be read."""
+    try:
+        return source_digest(read_source(path))
+    except OSError:
+        return ""
 
 
 def typed_result(

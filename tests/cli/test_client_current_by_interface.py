@@ -112,3 +112,45 @@ def test_a_module_written_before_interfaces_were_recorded_is_current_for_its_tex
     (tmp_path / "route.flow").write_text("// a comment\n" + ROUTE, encoding="utf-8")
     with pytest.raises(ClientError):
         client.require_current(*args)
+
+
+def test_a_changed_type_in_an_imported_file_makes_the_client_stale(tmp_path, monkeypatch):
+    """The flow's own text is unchanged, but a type it imports gained a field: its interface
+    changed, so `flowc check` warns and the run function refuses (before: the same source
+    digest skipped the interface comparison)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "types.flow").write_text(
+        'type Reply { answer: text, team: "billing" | "tech" }\n', encoding="utf-8"
+    )
+    flow = 'import { Reply } from "./types.flow"\n' + ROUTE.replace(
+        '/// What the router says\ntype Reply {\n  answer: text\n  team: "billing" | "tech"\n}\n',
+        "",
+    )
+    assert "type Reply" not in flow
+    (tmp_path / "route.flow").write_text(flow, encoding="utf-8")
+    (tmp_path / "flow.toml").write_text('[gen]\npython = ["imp_client.py"]\n', encoding="utf-8")
+    made = CliRunner().invoke(main, ["gen", "python", "route.flow", "-o", "imp_client.py"])
+    assert made.exit_code == 0, made.output
+    spec = importlib.util.spec_from_file_location("imp_client", tmp_path / "imp_client.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    args = (module.FLOW_FILE, module.FLOW_DIGEST, module.__file__, module.FLOW_INTERFACE)
+    client.require_current(*args)
+    assert CliRunner().invoke(main, ["check", "route.flow"]).output.endswith("no problems\n")
+    (tmp_path / "types.flow").write_text(
+        'type Reply { answer: text, team: "billing" | "tech", urgent: bool }\n', encoding="utf-8"
+    )
+    check = CliRunner().invoke(main, ["check", "route.flow"])
+    assert "warning[stale-generated-module]: imp_client.py was generated from an earlier" in (
+        check.output
+    )
+    with pytest.raises(ClientError, match="imp_client.py was generated from an earlier version"):
+        client.require_current(*args)
+    # a comment in the imported file changes no interface: current again after a re-generation
+    made = CliRunner().invoke(main, ["gen", "python", "route.flow", "-o", "imp_client.py"])
+    assert made.exit_code == 0, made.output
+    (tmp_path / "types.flow").write_text(
+        "// shared\n" + (tmp_path / "types.flow").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    assert CliRunner().invoke(main, ["check", "route.flow"]).output.endswith("no problems\n")

@@ -344,3 +344,29 @@ def test_a_loop_is_formatted_like_the_rest():
         '  } until st.done else fail "never"\n' in out
     )
     assert format_source(out) == out
+
+
+def test_a_call_of_a_tool_named_sleep_keeps_no_space_and_the_statement_keeps_one():
+    # a space after `sleep` at a statement's start would make a call the `sleep` statement
+    src = (
+        'extern tool "ops__sleep" as sleep (n: int) -> int\ninput { wait: duration }\n'
+        "stage a -> int {\n  let x = sleep (n: 1)\n  sleep(n: 2)\n  sleep    (input.wait)\n"
+        "  if true {sleep 1s}\n  return x + sleep (n: 3)\n}\n"
+    )
+    out = format_source(src)
+    assert out == (
+        'extern tool "ops__sleep" as sleep(n: int) -> int\ninput { wait: duration }\n'
+        "stage a -> int {\n  let x = sleep(n: 1)\n  sleep(n: 2)\n  sleep (input.wait)\n"
+        "  if true { sleep 1s }\n  return x + sleep(n: 3)\n}\n"
+    )
+    assert format_source(out) == out
+
+
+def test_a_trailing_comma_closed_on_its_line_is_dropped_one_before_a_line_break_stays():
+    src = 'import { Review, Order, } from "./t.flow"\nstage s -> int[] {\n  return [1, 2, ]\n}\n'
+    out = format_source(src)
+    assert (
+        out == 'import { Review, Order } from "./t.flow"\nstage s -> int[] {\n  return [1, 2]\n}\n'
+    )
+    tall = "stage s -> int[] {\n  return [\n    1,\n    2,\n  ]\n}\n"
+    assert format_source(tall) == tall

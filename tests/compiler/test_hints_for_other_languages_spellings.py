@@ -127,3 +127,14 @@ def test_an_optional_value_in_a_task_question_or_prompt_is_a_warning_with_a_defa
     assert lines[3][d.span.column - 1 : d.span.end_column - 1] == "${input.who}"
     assert d.message == "`input.who` may be `null` (`text?`): the question would read `null` then"
     assert d.hint == 'say what to write instead: `${input.who ?? "none"}`'
+
+
+def test_break_in_a_loop_hints_that_a_loop_ends_with_until():
+    src = (
+        "stage s -> int {\n  let x = loop up to 5 as r, n = 0 {\n    if n > 2 { break }\n"
+        "    n + 1\n  } until n > 3 else n\n  return x\n}\n"
+    )
+    diags = check_source(src, "t.flow").diagnostics
+    assert [(d.code, d.message) for d in diags] == [("unknown-name", "unknown name `break`")]
+    hint = diags[0].hint
+    assert hint is not None and hint.startswith("there is no `break`: a loop ends when its")

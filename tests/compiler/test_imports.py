@@ -125,6 +125,24 @@ def test_an_import_path_is_relative_and_names_a_flow_file(tmp_path, path, messag
     assert got[4].startswith(hint)
 
 
+def test_a_path_without_dot_slash_hints_only_a_path_that_exists(tmp_path):
+    main = (
+        'import { Ticket } from "types/shared.flow"\nstage s -> Ticket { return { title: "t" } }\n'
+    )
+    files = {"types/shared.flow": SHARED, "flows/main.flow": main}
+    assert only(check(tmp_path, files, "flows/main.flow"))[4] == 'write `"../types/shared.flow"`'
+    files["flows/other.flow"] = main.replace("types/", "nowhere/")
+    hint = only(check(tmp_path, files, "flows/other.flow"))[4]
+    assert hint is not None and hint.startswith("say where it is from this file's directory")
+
+
+def test_a_single_quoted_path_hints_double_quotes(tmp_path):
+    main = "import { Ticket } from './shared.flow'\nstage s -> int { return 1 }\n"
+    code, message, _line, _col, hint = only(check(tmp_path, {"main.flow": main}))
+    assert (code, message) == ("syntax-error", "unexpected character `'`")
+    assert hint == 'a string is written in double quotes: `"./shared.flow"`'
+
+
 def test_a_missing_file_suggests_the_nearest_one_relative_to_the_importer(tmp_path):
     main = 'import { Ticket } from "./shraed.flow"\nstage s -> int { return 1 }\n'
     got = only(check(tmp_path, {"shared.flow": SHARED, "main.flow": main}))
@@ -261,6 +279,25 @@ def test_an_error_in_the_imported_file_is_reported_once_at_the_import(tmp_path):
         1,
         22,
     )
+
+
+def test_names_imported_from_a_file_with_errors_are_accepted_everywhere(tmp_path):
+    """`Verdict` is reserved, so t.flow's own `Verdict` fails and `R.v` falls back to the
+    built-in verification type: before, the importer got `not-schema-generatable` and two
+    `type-mismatch` besides its `import-error` (docs/diagnostics.md "import-error")."""
+    files = {
+        "t.flow": 'type Verdict = "yes" | "no"\ntype R { v: Verdict, n: float }\n',
+        "main.flow": 'import { R } from "./t.flow"\ninput R\nstage s -> R { return input }\n'
+        'test "x" {\n  input { v: "yes", n: 1 }\n  expect s.v == "yes"\n}\n',
+    }
+    assert only(check(tmp_path, files))[:2] == ("import-error", "`./t.flow` has 2 errors")
+
+
+def test_a_file_importing_itself_is_told_so(tmp_path):
+    files = {"self.flow": 'import { S } from "./self.flow"\ntype S = int\n'}
+    code, message, _line, _col, hint = only(check(tmp_path, files, "self.flow"))
+    assert (code, message) == ("import-cycle", "a file cannot import itself")
+    assert hint is not None and hint.startswith("this file imports itself: remove the import")
 
 
 def test_a_name_that_failed_to_import_is_not_reported_again(tmp_path):

@@ -864,6 +864,15 @@ def test_a_loop_without_up_to_hints_that_loops_are_bounded():
     assert d.hint == "a loop is bounded: `loop up to N as round, state = start { … }`"
 
 
+def test_a_loop_without_as_hints_at_naming_the_round_and_the_state():
+    d = _first("stage s -> int {\n  let x = loop up to 5 {\n    1\n  }\n  return x\n}\n")
+    assert d.message == "expected `as`, found `{`"
+    assert d.hint == (
+        "name the round and the state: `loop up to 5 as round, s = start { … } until …` "
+        "(the body's value is the next state)"
+    )
+
+
 def test_a_loop_until_without_else_hints_at_what_running_out_of_rounds_gives():
     d = _first("stage s -> int {\n  loop up to 3 as r, n = 0 { n + r } until n > 3\n}\n")
     assert "expected `else`" in d.message, d.message

@@ -111,6 +111,30 @@ def test_flowc_test_keeps_the_deadline_in_virtual_time(tmp_path):
     assert report.ok, [(o.name, o.failures) for o in report.outcomes]
 
 
+def test_flowc_test_virtual_sleeps_use_up_the_deadline_and_parallel_ones_overlap(tmp_path):
+    """Before: each sleep was compared with the whole deadline, so two of 1h30m under
+    `deadline 2h` passed in `flowc test` though a real run fails `deadline_exceeded`."""
+    (tmp_path / "twice.flow").write_text(
+        "deadline 2h\nstage s -> int {\n  sleep 1h30m\n  sleep 1h30m\n  return 1\n}\n"
+        'test "the second sleep outlasts what is left" {\n  expect fail "deadline_exceeded"\n}\n'
+    )
+    (tmp_path / "fan.flow").write_text(
+        "deadline 2h\nstage a -> int[] {\n"
+        "  return parallel map [1, 2, 3] as x limit 3 {\n    sleep 1h30m\n    x\n  }\n}\n"
+        "stage b -> int {\n  sleep 20m\n  return 1\n}\n"
+        'test "concurrent sleeps overlap: 1h50m in all" {\n  expect b == 1\n}\n'
+    )
+    (tmp_path / "late.flow").write_text(
+        "deadline 2h\nstage a -> int[] {\n"
+        "  return parallel map [1, 2] as x limit 2 {\n    sleep 1h30m\n    x\n  }\n}\n"
+        "stage b -> int {\n  sleep 40m\n  return 1\n}\n"
+        'test "after the longest concurrent sleep" {\n  expect fail "deadline_exceeded"\n}\n'
+    )
+    report = api.run_tests(tmp_path)
+    assert report.ok, [(o.name, o.failures) for o in report.outcomes]
+    assert len(report.outcomes) == 3
+
+
 def test_flowc_test_explore_sleeps_in_virtual_time_too(tmp_path):
     flow = tmp_path / "hour.flow"
     flow.write_text("stage s -> int {\n  sleep 1h\n  return 1\n}\n")

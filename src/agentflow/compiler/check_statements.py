@@ -322,6 +322,12 @@ class StatementChecks(CheckerShared):
                 f"a tool call's `{e.name}` goes right after the call, on the line where it ends: "
                 f"`let x = tool(arg: v) {CALL_CLAUSES[e.name]}`; an agent's, inside its block"
             )
+        if not hint and e.name in ("break", "continue"):
+            hint = (
+                f"there is no `{e.name}`: a loop ends when its condition holds, "
+                "`loop up to N as round, s = start { … } until <condition on s> else …`"
+                + ("" if e.name == "break" else "; give the state unchanged to go on")
+            )
         closed = self.closed_names.get(e.name)
         if closed is not None and closed.span.start < e.span.start and not hint:
             where = _scope_text(self, closed)

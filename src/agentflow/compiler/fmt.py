@@ -158,6 +158,8 @@ class _Layout:
                 after_dot = prev is not None and prev.text == "."
                 before_colon = nxt is not None and nxt.text == ":"
                 if t.text in KEYWORDS and not after_dot and not before_colon:
+                    if t.text == "sleep" and not self._sleep_statement(k, nxt):
+                        continue
                     self.keyword.add(k)
             elif (
                 t.text == "<"
@@ -176,6 +178,18 @@ class _Layout:
             elif t.text == "-":
                 if prev is None or not self.value_end(code[pos - 1]):
                     self.unary.add(k)
+
+    def _sleep_statement(self, k: int, nxt: Token | None) -> bool:
+        """Whether the word ``sleep`` at token ``k`` is the ``sleep`` statement: it starts a
+        statement and no ``(`` follows it directly.  Elsewhere ``sleep`` is a name (a tool called
+        ``sleep``), printed without a space before its ``(`` — a space at a statement's start
+        would make it the statement (docs/reference/statements.md#sleep)."""
+        if nxt is not None and nxt.text == "(" and nxt.start == self.toks[k].end:
+            return False
+        j = k - 1
+        while j >= 0 and self.toks[j].kind in ("comment", "doc", "block"):
+            j -= 1
+        return j < 0 or self.toks[j].kind == "nl" or self.toks[j].text in ("{", "}", ";")
 
     def value_end(self, k: int) -> bool:
         """True when token ``k`` can end a value (so an operator after it is binary)."""
@@ -475,6 +489,22 @@ class _Mark:
         self.text = text
 
 
+_CLOSERS = frozenset({")", "]", "}"})
+
+
+def _drop_trailing_commas(toks: list[Token]) -> list[Token]:
+    """``toks`` without a trailing comma closed on its own line (``import { A, B, }``,
+    ``[1, 2, ]`` → ``{ A, B }``, ``[1, 2]``); one before a line break stays (a list written one
+    item a line)."""
+    return [
+        t
+        for k, t in enumerate(toks)
+        if not (
+            t.text == "," and t.kind == "op" and k + 1 < len(toks) and toks[k + 1].text in _CLOSERS
+        )
+    ]
+
+
 def format_source(text: str, file: str = "<input>") -> str:
     """Return ``text`` in canonical layout (see the module docstring).
 
@@ -493,7 +523,7 @@ def format_source(text: str, file: str = "<input>") -> str:
         toks = tokenize(text)
     except FormatError as e:  # pragma: no cover - the parser already rejected these
         raise FormatError(f"{file}: {e.message}") from None
-    new = _layout(text, toks)
+    new = _layout(text, _drop_trailing_commas(toks))
     if new == text:
         return new
     after, diags2 = parse_module(new, file)

@@ -60,6 +60,7 @@ __all__ = [
     "generate_python",
     "source_digest",
     "interface_digest",
+    "may_import",
     "Header",
     "read_header",
     "stale_diagnostics",
@@ -105,6 +106,18 @@ def source_digest(text: str) -> str:
     generated module's header records."""
     data = text.encode("utf-8", errors="surrogateescape")
     return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+#: a line that starts an ``import`` item (docs/reference/programs.md "import")
+_IMPORT_LINE = re.compile(r"^[ \t]*import\b", re.MULTILINE)
+
+
+def may_import(text: str) -> bool:
+    """Whether the `.flow` text ``text`` may have an ``import`` item (a line starting with the
+    word ``import``; a false positive only costs a check). A generated module is current at once
+    for the text it was generated from only when the text imports nothing: an imported file may
+    have changed the types it encodes since, so a text that imports is compared by interface."""
+    return _IMPORT_LINE.search(text) is not None
 
 
 def interface_digest(result: CheckResult, flow_file: str) -> str:
@@ -651,7 +664,8 @@ def stale_diagnostics(
     ``source_text``'s (:func:`interface_digest`): a comment, blank lines or line endings changed
     are no warning, a type, a field, a stage or the flow's name changed is. A module whose
     header records no interface (written before it was recorded) is compared by the text's
-    digest. ``result``: the check of ``source_text`` (checked here when needed and not given);
+    digest. The same text is current at once only when it imports nothing: a change to an
+    imported file's types changes the interface too. ``result``: the check of ``source_text`` (checked here when needed and not given);
     a program with errors is no warning (its errors are what is reported). Modules that are
     missing, unreadable or generated from another flow are skipped. The span is the program's
     ``flow`` header line (else its first line)."""
@@ -666,7 +680,9 @@ def stale_diagnostics(
             continue
         if header is None:
             continue
-        if (module.resolve().parent / header.source).resolve() != here or header.digest == digest:
+        if (module.resolve().parent / header.source).resolve() != here:
+            continue
+        if header.digest == digest and (header.interface is None or not may_import(source_text)):
             continue
         if header.interface is not None:
             if not interface:

@@ -197,7 +197,7 @@ class Importer:
     def _one(self, decl: ast.ImportDecl, base: Path, out: Imports) -> None:
         out.failed.update(i.name for i in decl.names)  # until each is found
         written = decl.path
-        problem = _path_problem(written)
+        problem = _path_problem(written, base)
         if problem is not None:
             message, hint = problem
             out.diagnostics.append(
@@ -216,7 +216,10 @@ class Importer:
                     f"import cycle: {shown}" if len(chain) > 2 else "a file cannot import itself",
                     decl.path_span,
                     hint="move the types both files need into a third file that imports "
-                    "neither, and import them from there",
+                    "neither, and import them from there"
+                    if len(chain) > 2
+                    else "this file imports itself: remove the import (a file's own types need "
+                    "none)",
                 )
             )
             return
@@ -245,18 +248,25 @@ class Importer:
             out.paths.update(deps.paths)
             out.sources.update(deps.sources)
         scope = _scope(checked)
+        errors = checked.errors
+        cycle = next((d for d in errors if d.code == D.IMPORT_CYCLE), None)
+        in_cycle = cycle is not None and deps is not None and self.stack[-1] in deps.cycle
         for ident in decl.names:
             item = scope.get(ident.name)
             if item is None or item.span.file != checked.module.file:
                 out.diagnostics.append(_unknown(decl, ident, checked, item))
                 continue
+            if errors and not in_cycle:
+                # the file has errors (one `import-error`): what it declares may be wrong (a
+                # local type that failed falls back to a built-in one), so the name is accepted
+                # everywhere in this file, not checked against it (docs/diagnostics.md)
+                continue
             out.failed.discard(ident.name)
             out.declared.append(Imported(ident.name, item, decl, ident))
             for dep in _dependencies(item, scope):
                 out.declared.append(Imported(dep.name.name, dep, decl, None, ident.name))
-        errors = checked.errors
-        cycle = next((d for d in errors if d.code == D.IMPORT_CYCLE), None)
-        if cycle is not None and deps is not None and self.stack[-1] in deps.cycle:
+        if in_cycle:
+            assert cycle is not None and deps is not None
             # the file imports this one back, maybe through others
             out.cycle |= deps.cycle
             shown = cycle.message.split("import cycle: ", 1)[-1]
@@ -316,7 +326,7 @@ def _shown(path: Path, base: Path) -> str:
         return str(path)
 
 
-def _path_problem(written: str) -> tuple[str, str] | None:
+def _path_problem(written: str, base: Path | None = None) -> tuple[str, str] | None:
     """Why ``written`` is not an import path (message, hint), or None."""
     example = '`import { T } from "./shared.flow"`'
     if "://" in written or (_SCHEME.match(written) and not written.startswith(".")):
@@ -330,9 +340,22 @@ def _path_problem(written: str) -> tuple[str, str] | None:
             f"start it with `./` or `../`: {example}",
         )
     if not written.startswith(("./", "../")):
+        # hint only a path that exists: this directory's, else a parent's (`types/x.flow`
+        # written in flows/ for ../types/x.flow)
+        found = next(
+            (
+                c
+                for c in ("./", "../", "../../")
+                if base is not None and (base / c / written).is_file()
+            ),
+            None,
+        )
         return (
             f"an import path starts with `./` or `../`: `{written}`",
-            f'write `"./{written}"`',
+            f'write `"{found}{written}"`'
+            if found is not None
+            else f"say where it is from this file's directory: `./{written}` (beside this "
+            "file) or `../…` (a directory above)",
         )
     if not written.endswith(".flow"):
         return (

@@ -249,6 +249,18 @@ _FOREIGN_CHARACTERS = {
 }
 
 
+def _single_quoted(text: str, i: int, n: int) -> str | None:
+    """The hint for a ``'`` at ``i``: a string (an import path too) is written in double
+    quotes — with the text it quotes when a ``'`` closes it on the same line."""
+    if text[i] != "'":
+        return None
+    end = text.find("'", i + 1, n)
+    line_end = text.find("\n", i, n)
+    if end != -1 and (line_end == -1 or end < line_end) and '"' not in text[i + 1 : end]:
+        return f'a string is written in double quotes: `"{text[i + 1 : end]}"`'
+    return 'a string is written in double quotes: `"…"`'
+
+
 class SynErr(Exception):
     """Internal syntax error: message, primary span, and where recovery may start scanning
     (``resume``: text index, ``depth``: bracket depth there), when known.  ``unclosed`` is
@@ -438,7 +450,7 @@ class Scanner:
                     ls,
                     resume=i + width,
                     depth=len(stack),
-                    hint=_FOREIGN_CHARACTERS.get(ch),
+                    hint=_FOREIGN_CHARACTERS.get(ch) or _single_quoted(text, i, n),
                 )
             g = m.lastindex or 0  # never None: some group, `eof` at least, matched
             kind = _KIND[g]

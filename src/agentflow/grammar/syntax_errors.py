@@ -230,6 +230,20 @@ def _syntax_hint(
         return "`sleep` takes a duration: `sleep 5m` (or `sleep input.wait`)"
     if expected >= {"UP"} and typ != "UP" and prev is not None and prev.type == "LOOP":
         return "a loop is bounded: `loop up to N as round, state = start { … }`"
+    if (
+        "AS" in expected
+        and typ != "AS"
+        and prev2 is not None
+        and prev2.type == "TO"
+        and any(isinstance(v, Tok) and v.type == "LOOP" for v in values or ())
+    ):
+        # `loop up to 5 {`: the round and the state are named
+        m = re.search(r"up\s+to\s+(\S+)\s*$", _line_before(sc, tok))
+        n = m.group(1) if m else "N"
+        return (
+            f"name the round and the state: `loop up to {n} as round, s = start {{ … }} until …` "
+            "(the body's value is the next state)"
+        )
     loop = _loop_word(sc, tok)
     if loop is not None:
         # `for x in xs { … }`, `while c { … }`: the braces were read as an object

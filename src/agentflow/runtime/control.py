@@ -38,7 +38,13 @@ from agentflow.errors import ExitError, RunAborted, RunError
 from agentflow.ir.models import Step
 from agentflow.ir.outcomes import tolerance
 from agentflow.ir.schemas import whole_numbers
-from agentflow.runtime.effects import UnitSpec
+from agentflow.runtime.effects import (
+    UnitSpec,
+    advance_virtual,
+    fork_virtual,
+    join_virtual,
+    virtual_elapsed,
+)
 from agentflow.runtime.expressions import (
     FlowRange,
     _kind,
@@ -661,7 +667,8 @@ async def _sleep(call: ControlCall) -> Any:
     if sleeper is not None and not ex.effects.durable:
         deadline = call.frame.deadline_at
         if deadline is not None and seconds > deadline - ex.effects.now():
-            # virtual time still keeps the deadline: the wait would have outlasted it
+            # virtual time still keeps the deadline (now() counts the virtual time slept
+            # before): the wait would have outlasted it
             raise RunError(
                 Code.DEADLINE_EXCEEDED,
                 f"the workflow deadline ({call.frame.deadline_text}) expired during `sleep`",
@@ -671,6 +678,7 @@ async def _sleep(call: ControlCall) -> Any:
         label = place.step_fields().get("label") if place is not None else None
         request = SleepRequest(seconds, wakes_at, call.path, list(call.stack), label)
         await maybe_await(sleeper(request))
+        advance_virtual(seconds)
     else:
         await ex.effects.sleep_until(wakes_at, call.path)
     return None
@@ -750,7 +758,18 @@ async def run_pool(n: int, concurrency: int, fn: Callable[[int], Awaitable[Any]]
 
 async def run_all(coros: list[Awaitable[Any]]) -> list[Any]:
     """Run coroutines concurrently; the first failure cancels the others and is raised."""
-    tasks = [asyncio.ensure_future(co) for co in coros]
+    ends: list[float] = []  # each task's virtual time when it ended (flowc test's sleeps)
+
+    start = virtual_elapsed()
+
+    async def timed(co: Awaitable[Any]) -> Any:
+        fork_virtual(start)
+        try:
+            return await co
+        finally:
+            ends.append(virtual_elapsed())
+
+    tasks = [asyncio.ensure_future(timed(co)) for co in coros]
     if not tasks:
         return []
     try:
@@ -766,6 +785,7 @@ async def run_all(coros: list[Awaitable[Any]]) -> list[Any]:
                         if pending:
                             await asyncio.wait(pending)
                         raise error
+        join_virtual(ends)  # concurrent sleeps overlap: the longest is the time taken
         return [t.result() for t in tasks]
     except BaseException:
         for t in tasks:

@@ -31,6 +31,7 @@ import asyncio
 import random as _random
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -48,6 +49,57 @@ if TYPE_CHECKING:
 __all__ = ["EffectRouter", "Effects", "UnitSpec"]
 
 T = TypeVar("T")
+
+
+class _Clock:
+    """One timeline's virtual time in seconds (a task and the tasks it waits for in turn)."""
+
+    __slots__ = ("t",)
+
+    def __init__(self, t: float = 0.0) -> None:
+        self.t = t
+
+
+#: the virtual time slept so far on this timeline: a ``sleep`` stood in for by the ``sleeper``
+#: hook (``flowc test``) adds its length, so later deadline checks (``Effects.now()``) count
+#: it (docs/reference/statements.md "sleep"). A mutable clock, so that a step run as its own
+#: task advances the clock of the run that waits for it; concurrent tasks get their own
+#: (:func:`fork_virtual`, :func:`join_virtual`)
+_VIRTUAL: ContextVar[_Clock | None] = ContextVar("agentflow_virtual_time", default=None)
+
+
+def start_virtual() -> None:
+    """Start a run's virtual clock at 0 (called as a run starts, in its task)."""
+    _VIRTUAL.set(_Clock())
+
+
+def virtual_elapsed() -> float:
+    """The virtual seconds slept so far on this timeline (0.0 in a run without virtual time)."""
+    clock = _VIRTUAL.get()
+    return clock.t if clock is not None else 0.0
+
+
+def advance_virtual(seconds: float) -> None:
+    """Add ``seconds`` of virtual time to this timeline (a virtual ``sleep``)."""
+    clock = _VIRTUAL.get()
+    if clock is None:
+        clock = _Clock()
+        _VIRTUAL.set(clock)
+    clock.t += seconds
+
+
+def fork_virtual(start: float) -> None:
+    """Give the current task (one of several run concurrently) its own timeline from
+    ``start`` (the virtual time of the task that started it)."""
+    _VIRTUAL.set(_Clock(start))
+
+
+def join_virtual(ends: list[float]) -> None:
+    """Move this timeline to the latest of ``ends`` (the virtual times its concurrent
+    children ended at) when that is later: concurrent sleeps overlap."""
+    clock = _VIRTUAL.get()
+    if ends and clock is not None:
+        clock.t = max(clock.t, *ends)
 
 
 @dataclass(slots=True)
@@ -140,8 +192,10 @@ class Effects:
         return asyncio.sleep(max(0.0, wakes_at - time.time()))
 
     def now(self) -> float:
-        """The running loop's clock in seconds (monotonic): what deadlines are measured on."""
-        return asyncio.get_running_loop().time()
+        """The running loop's clock in seconds (monotonic): what deadlines are measured on;
+        plus the virtual time slept so far in this task (:func:`advance_virtual`: ``flowc
+        test``'s sleeps, which wait no real time but use up the deadline)."""
+        return asyncio.get_running_loop().time() + virtual_elapsed()
 
     def random(self, path: str) -> float:
         """A uniform number in [0, 1) (a retry's jitter at ``path``)."""

@@ -58,7 +58,7 @@ from agentflow.runtime.control import (
     ExitOk,
     cancelled_message,
 )
-from agentflow.runtime.effects import Effects
+from agentflow.runtime.effects import Effects, start_virtual
 from agentflow.runtime.events import Event, EventBus
 from agentflow.runtime.expressions import (
     event_value,
@@ -885,6 +885,7 @@ async def run_plan(
     if input is None:
         input = {}
     input = validate_input(plan, input)
+    start_virtual()  # flowc test's sleeps use up the deadline (docs/reference/statements.md)
     step_usage = StepUsage()
     bus = EventBus([step_usage, *ctx.sinks])
     ex = Executor(ctx, bus, effects=effects, step_usage=step_usage)

@@ -44,3 +44,21 @@ def test_a_json_answer_nested_too_deeply_is_refused_not_taken_as_text(depth):
     assert str(caught.value).startswith("answer to `Value?`: ")
     assert checked_answer(anything, "[[1]]") == [[1]]
     assert checked_answer(anything, "not json") == "not json"
+
+
+def test_a_yes_no_question_answered_otherwise_says_which_words_it_takes():
+    ok = SimpleNamespace(question="Ship it?", choices=None, schema={"type": "boolean"})
+    with pytest.raises(InputError) as caught:
+        checked_answer(ok, "maybe")
+    assert str(caught.value).endswith("; a yes/no question takes yes, no, true or false (or y, n)")
+    assert checked_answer(ok, "Yes") is True
+
+
+def test_no_question_at_a_name_suggests_the_nearest_waiting_one():
+    from agentflow.runtime.durable.run_info import Question, no_question_message
+
+    asked = Question("r1", "r1", "E1", "Ship it?", schema={"type": "boolean"}, label="ok")
+    assert no_question_message("r1", "okay", [asked]) == (
+        "run r1 has no question waiting at 'okay' (waiting: ok · E1)\nhint: did you mean `ok`?"
+    )
+    assert "hint" not in no_question_message("r1", "deploy", [asked])

@@ -28,7 +28,7 @@ from agentflow.core.redaction import redact_data
 from agentflow.errors import InputError
 from agentflow.runtime.durable.dbos_system import dbos_module, system_database
 from agentflow.runtime.extract import NonJsonNumber, loads_value
-from agentflow.runtime.hooks import check_answer, secret_in_answer, spelled_bool
+from agentflow.runtime.hooks import check_answer, secret_in_answer, spelled_bool, wants_bool
 
 __all__ = [
     "CANCEL",
@@ -302,6 +302,8 @@ def checked_answer(question: Any, value: Any) -> Any:
         quoted = _quoted_choice(value, question.choices)
         if quoted is not None:  # `'"ship"'`: a text question takes the text as is
             problem += f"; give the choice without quotes: {quoted}"
+        elif isinstance(value, str) and wants_bool(question.schema):
+            problem += "; a yes/no question takes yes, no, true or false (or y, n)"
         raise InputError(f"answer to `{question.question}`: {problem}")
     return value
 

@@ -56,6 +56,7 @@ from agentflow.runtime.durable.run_info import (
     count_inference,
     error_text,
     json_of,
+    no_question_message,
     plan_of,
     refuse_redrive,
 )
@@ -452,8 +453,7 @@ async def answer(url: str, run_id: str, step: str, value: Any) -> Question:
     question = next((q for q in pending if q.path == step), None)
     if question is None:
         await refuse_closed(run_id, [w.workflow_id for w in family], step)
-        waiting = ", ".join(q.shown() for q in pending) or "none"
-        raise InputError(f"run {run_id} has no question waiting at {step!r} (waiting: {waiting})")
+        raise InputError(no_question_message(run_id, step, pending))
 
     value = checked_answer(question, value)
     closed = await claim(

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agentflow.core.diagnostics import did_you_mean
 from agentflow.core.vocabulary import Code
 from agentflow.errors import InputError, RunError, run_error_of
 from agentflow.ir.loader import load_plan_text
@@ -137,6 +138,20 @@ def question_path(pending: list[Question], step: str, run_id: str) -> str:
             f"flowc answer {shlex.quote(run_id)} {shlex.quote(named[0].path)} VALUE"
         )
     return named[0].path if named else step
+
+
+def no_question_message(run_id: str, step: str, pending: list[Question]) -> str:
+    """What ``flowc answer`` says when run ``run_id`` waits on no question at ``step``: the
+    questions it waits on, and the nearest of their names when ``step`` looks like a slip of
+    one (``okay`` for ``ok``)."""
+    waiting = ", ".join(q.shown() for q in pending) or "none"
+    message = f"run {run_id} has no question waiting at {step!r} (waiting: {waiting})"
+    names = sorted({n for q in pending for n in q.names()} | {q.path for q in pending})
+    near = did_you_mean(step, names)
+    if near is None:  # `okay` for `ok`: more edits than a typo, the same word
+        related = [n for n in names if n and (step.startswith(n) or n.startswith(step))]
+        near = f"did you mean `{related[0]}`?" if len(related) == 1 else None
+    return f"{message}\nhint: {near}" if near else message
 
 
 @dataclass

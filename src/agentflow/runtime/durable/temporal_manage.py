@@ -30,6 +30,7 @@ from agentflow.runtime.durable.run_info import (
     count_inference,
     error_text,
     json_of,
+    no_question_message,
     plan_of,
     published_questions,
     refuse_redrive,
@@ -557,8 +558,7 @@ async def _message(url: str, run_id: str, step: str, make: Callable[[Any], Any])
         taken = await _taken(client, family, f"answer:{step}")
         if taken is not None:  # answered (or closed) already: said as on DBOS
             raise InputError(closed_message(run_id, step, taken))
-        waiting = ", ".join(q.shown() for q in pending) or "none"
-        raise InputError(f"run {run_id} has no question waiting at {step!r} (waiting: {waiting})")
+        raise InputError(no_question_message(run_id, step, pending))
     value = make(question)
     token = secrets.token_hex(8)
     topic = f"answer:{step}"
