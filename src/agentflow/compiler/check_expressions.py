@@ -115,6 +115,15 @@ LENGTH_HINTS = {
 }
 
 
+#: The hint of an ordering or a subtraction of durations, which the run-time text form of a
+#: duration cannot do (docs/reference/lexical.md "Durations").
+_DURATION_ARITHMETIC = (
+    "a duration is carried as its text at run time, so only `+` (`1m + input.wait`) and `==` "
+    "of the same text work on computed durations (`-` of written ones is computed by the "
+    "compiler); take the seconds as an `int` input and compare or subtract those"
+)
+
+
 class ExpressionChecks(CheckerShared):
     """Expression typing rules (``visit_<Node>``) and the dispatch."""
 
@@ -282,11 +291,16 @@ class ExpressionChecks(CheckerShared):
             self._int_out_of_range(e, -negated.value)
         if isinstance(t, ErrorType) or t == JSON:
             return t
-        if is_numeric(t, self.env) or t == DURATION:
+        if is_numeric(t, self.env) or (t == DURATION and self.constant(e)[0]):
             if isinstance(t, LiteralType):
                 return LiteralType(-t.value, fresh=True)  # type: ignore[operator]
             return widen(t)
-        self.report(D.TYPE_MISMATCH, f"`-` needs a number, found `{type_str(t)}`", e.operand.span)
+        self.report(
+            D.TYPE_MISMATCH,
+            f"`-` needs a number, found `{type_str(t)}`",
+            e.operand.span,
+            hint=_DURATION_ARITHMETIC if t == DURATION else None,
+        )
         return ERROR
 
     def visit_Binary(self, e: ast.Binary, hint: Type | None) -> Type:
@@ -351,17 +365,24 @@ class ExpressionChecks(CheckerShared):
         if op in ("<", "<=", ">", ">="):
             if lt == JSON or rt == JSON:
                 return BOOL
-            ok = (
-                (is_numeric(lt, self.env) and is_numeric(rt, self.env))
-                or (is_textual(lt, self.env) and is_textual(rt, self.env))
-                or (lt == DURATION and rt == DURATION)
+            if lt == DURATION and rt == DURATION:
+                # a duration is its text at run time: `90s < 5m` would compare the texts
+                self.report(
+                    D.TYPE_MISMATCH,
+                    f"`{op}` cannot order two durations",
+                    e.span,
+                    hint=_DURATION_ARITHMETIC,
+                )
+                return BOOL
+            ok = (is_numeric(lt, self.env) and is_numeric(rt, self.env)) or (
+                is_textual(lt, self.env) and is_textual(rt, self.env)
             )
             if not ok:
                 self.report(
                     D.TYPE_MISMATCH,
                     f"`{op}` cannot order `{type_str(widen(lt))}` and `{type_str(widen(rt))}`",
                     e.span,
-                    hint="comparisons need two numbers, two texts or two durations",
+                    hint="comparisons need two numbers or two texts",
                 )
             return BOOL
         if lt == JSON or rt == JSON:
@@ -399,13 +420,15 @@ class ExpressionChecks(CheckerShared):
             if op == "/":
                 return NUMBER
             return INT if lw == INT and rw == INT else NUMBER
-        if op == "-" and lt == DURATION and rt == DURATION:
-            return DURATION
+        if op == "-" and lt == DURATION and rt == DURATION and self.constant(e)[0]:
+            return DURATION  # folded by the compiler (`2h - 1500ms` is `1h59m58s500ms`)
         self.report(
             D.TYPE_MISMATCH,
             f"`{op}` needs numbers, found `{type_str(lw)}` and `{type_str(rw)}`",
             e.span,
-            hint=self.optional_operand_hint(e, lt, rt),
+            hint=_DURATION_ARITHMETIC
+            if DURATION in (lt, rt)
+            else self.optional_operand_hint(e, lt, rt),
         )
         return ERROR
 

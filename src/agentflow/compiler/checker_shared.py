@@ -155,6 +155,9 @@ class CheckerShared:
     def source_text(self, e: ast.Expr) -> str:
         raise NotImplementedError
 
+    def constant(self, e: ast.Expr, depth: int = 0) -> tuple[bool, Any]:
+        raise NotImplementedError
+
     def optional_in_text(self, text: Any, what: str) -> None:
         raise NotImplementedError
 
