@@ -17,7 +17,12 @@ from typing import Any
 from agentflow.core.text import clean_json
 from agentflow.errors import FlowError
 from agentflow.runtime.config import Config, load_config
-from agentflow.runtime.durable.database import database_for, missing_database, run_id_problem
+from agentflow.runtime.durable.database import (
+    database_for,
+    missing_database,
+    redrive_id,
+    run_id_problem,
+)
 from agentflow.runtime.durable.dbos_launch import shutdown
 from agentflow.runtime.durable.management import (
     answer,
@@ -37,6 +42,7 @@ __all__ = [
     "cancel_durable",
     "count_durable_runs",
     "run_id_error",
+    "redrive_id",
     "durable_database",
     "list_durable_runs",
     "missing_durable_database",

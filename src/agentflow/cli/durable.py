@@ -562,7 +562,7 @@ def redrive(
     spec = _durable_call(lambda: api.recorded_run(url, run_id, redrive=True))
     plan = api.plan_from_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
     # the new run's id: RUN's own (before any earlier redrive's suffix) + a fresh suffix
-    new_id = f"{run_id.split('~', 1)[0]}~{secrets.token_hex(3)}"
+    new_id = api.redrive_id(run_id, secrets.token_hex(3))
     # answered as RUN was (its --model test or --replay cassette, recorded in its spec), as
     # `flowc resume` does, unless --model says otherwise
     replay = None if model is not None else spec.get("replay")

@@ -158,6 +158,21 @@ def run_id_problem(run_id: str, *, new: bool) -> str | None:
     return None
 
 
+def redrive_id(run_id: str, suffix: str) -> str:
+    """The id of a redrive of ``run_id``: its own id before any earlier redrive's ``~…``, then
+    ``~suffix`` — made a valid new id (:data:`RUN_ID`, at most :data:`RUN_ID_MAX`) whatever
+    ``run_id`` is: a run an earlier version made may have any id (`my run`, `a/b`, `_x`), and a
+    199-character one leaves no room for the suffix. Characters outside the alphabet become
+    ``-``, a first one that is not a letter or digit gets an ``r`` before it, the base is cut to
+    fit."""
+    base = run_id.split("~", 1)[0]
+    base = "".join(c if RUN_ID.fullmatch("a" + c) else "-" for c in base)
+    if not base[:1].isascii() or not base[:1].isalnum():
+        base = "r" + base
+    tail = f"~{suffix}"
+    return base[: RUN_ID_MAX - len(tail)] + tail
+
+
 def _shown_id(run_id: str) -> str:
     import json
 
@@ -317,9 +332,41 @@ def run_lock(url: str, run_id: str) -> Any:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             raise _running_elsewhere(run_id, str(path)) from None
+        legacy = _legacy_lock_path(url, run_id)
+        if legacy is not None and _held(legacy):  # a process of an earlier flowc runs it
+            raise _running_elsewhere(run_id, str(legacy))
         yield
     finally:
         fh.close()
+
+
+def _legacy_lock_path(url: str, run_id: str) -> Path | None:
+    """The lock file an earlier flowc (before stop 43) held for ``run_id``: ``locks/RUN.lock``
+    (``/`` as ``_``), which a process of that version may still hold during an upgrade — looked
+    at, never created; None when no such name can exist."""
+    if not url.startswith("sqlite:///"):
+        return None
+    name = f"{run_id.replace('/', '_')}.lock"
+    if len(name.encode("utf-8", "surrogatepass")) > 255 or name.startswith("."):
+        return None
+    return Path(url[len("sqlite:///") :].split("?", 1)[0]).parent / "locks" / name
+
+
+def _held(path: Path) -> bool:
+    """True when a process holds an ``flock`` on the existing file ``path``."""
+    import fcntl
+
+    try:
+        fh = path.open("r")
+    except OSError:
+        return False
+    with fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        return False
 
 
 def runs_alive(url: str, run_ids: list[str]) -> set[str]:
@@ -345,15 +392,7 @@ def runs_alive(url: str, run_ids: list[str]) -> set[str]:
         if path is None:
             alive.add(run_id)
             continue
-        if not path.exists():
-            continue
-        import fcntl
-
-        with path.open("a+") as fh:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                alive.add(run_id)
-                continue
-            fcntl.flock(fh, fcntl.LOCK_UN)
+        legacy = _legacy_lock_path(url, run_id)
+        if _held(path) or (legacy is not None and _held(legacy)):
+            alive.add(run_id)
     return alive
