@@ -107,6 +107,32 @@ steps:
     assert len(finished) == 1 and finished[0].data["error"]["code"] == "timeout"
 
 
+async def test_a_called_plan_without_a_deadline_names_its_callers_when_it_expires():
+    # the message read "the workflow deadline (deadline) expired …": the called plan's own,
+    # absent, deadline was named instead of the caller's that ended it
+    async def user__sleep():
+        await asyncio.sleep(10)
+
+    plan = load(
+        """
+version: 1
+name: outer
+deadline: 200ms
+steps:
+  - {id: E0, tool_name: plan__inner, input: {}}
+plans:
+  inner:
+    version: 1
+    name: inner
+    steps:
+      - {id: E10, tool_name: user__sleep, input: {}}
+"""
+    )
+    res = await run_plan(plan, catalog=catalog(user__sleep=user__sleep))
+    assert res.status == "error" and res.error["code"] == "deadline_exceeded"
+    assert "deadline (200ms) expired" in res.error["message"], res.error
+
+
 async def test_deadline_cancels_every_map_item_in_flight():
     started, cancelled = [], []
 

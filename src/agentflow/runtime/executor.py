@@ -253,6 +253,9 @@ class Frame:
     prefix: str  # "" at top level, "E3/do.2" inside a called plan
     deadline_at: float | None  # an Effects.now() reading, or None
     root_plans: dict[str, Plan]
+    #: the deadline ``deadline_at`` comes from, as written: the plan's own, or a caller's that
+    #: ends sooner (a called plan without one runs under its caller's)
+    deadline_written: str | None = None
 
     def path(self, step_id: str) -> str:
         """The step path of step ``step_id`` of this plan."""
@@ -260,8 +263,8 @@ class Frame:
 
     @property
     def deadline_text(self) -> str:
-        """The plan's ``deadline`` as written (for messages)."""
-        return str(self.plan.deadline or "deadline")
+        """The ``deadline`` that ends this activation, as written (for messages)."""
+        return str(self.deadline_written or self.plan.deadline or "deadline")
 
 
 @dataclass(slots=True)
@@ -716,16 +719,21 @@ class Executor:
             raise RunError(Code.PLAN_CYCLE, f"plan cycle: {chain}", path)
         args = validate_input(sub, args, code=Code.TOOL_ERROR)
         deadline_at = frame.deadline_at
+        written = frame.deadline_written or (
+            str(frame.plan.deadline) if frame.plan.deadline else None
+        )
         sub_deadline = _duration_s(sub.deadline)
         if sub_deadline is not None:
             mine = self.effects.now() + sub_deadline
-            deadline_at = mine if deadline_at is None else min(deadline_at, mine)
+            if deadline_at is None or mine < deadline_at:
+                deadline_at, written = mine, str(sub.deadline)
         child = Frame(
             plan=sub,
             stack=[*frame.stack, pname],
             prefix=path,
             deadline_at=deadline_at,
             root_plans=frame.root_plans,
+            deadline_written=written,
         )
         scope: dict[str, Any] = {"input": args}
         try:
