@@ -193,8 +193,12 @@ def _show_run_error(error: ErrorInfo | dict, target: str) -> None:
         where = f" at step {error.step_path}" if error.step_path else ""
     _err(f"error[{error.code}]{where}: {error.message}")
     if loc is not None and target.endswith(".flow"):
+        shown = _source_file(target, loc.file)
+        if shown is None:  # a called flow's file that cannot be found from here: its place
+            _err(f"  --> {loc}")
+            return
         try:
-            lines = source_lines(Path(target).read_text(encoding="utf-8"))
+            lines = source_lines(Path(shown).read_text(encoding="utf-8"))
             line, column, width = loc.line, loc.column, 1
             # the caret on the expression the message names (`ticket[0]`), when it is written
             # so in the step; else on the step
@@ -203,11 +207,25 @@ def _show_run_error(error: ErrorInfo | dict, target: str) -> None:
                 line, column, width = found
             # measured on the line as shown (tabs expanded, control characters escaped)
             text, start, width = api.source_excerpt(lines[line - 1], column, column + width)
-            _err(f"  --> {target}:{line}:{column}")
+            _err(f"  --> {shown}:{line}:{column}")
             _err(f"   | {text}")
             _err("   | " + " " * start + "^" * width)
         except (ValueError, IndexError, OSError):
             pass
+
+
+def _source_file(target: str, named: str | None) -> str | None:
+    """The file a run error's ``source`` names, as a path from here: ``target`` (the `.flow`
+    that was run) when it names that file, else the called flow it names (beside ``target``,
+    or in the ``plans/`` directory there); None when it is neither — an error inside a called
+    flow was drawn on a line of the caller's file."""
+    if not named or Path(named).name == Path(target).name and not Path(named).parent.name:
+        return target
+    here = Path(target).parent
+    for candidate in (here / named, here / "plans" / Path(named).name):
+        if candidate.is_file():
+            return str(candidate)
+    return None
 
 
 def _write_or_echo(text: str, out: str | None) -> None:
