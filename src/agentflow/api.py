@@ -80,6 +80,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         worst_case_cost,
     )
     from agentflow.api_durable import (
+        answer_command,
         answer_durable,
         answer_name,
         answer_run,
@@ -171,6 +172,7 @@ __all__ = [
     "count_durable_runs",
     "run_id_error",
     "redrive_id",
+    "answer_command",
     "show_durable_run",
     "recorded_run",
     "answer_durable",
@@ -255,6 +257,7 @@ _EXPORTS: dict[str, str] = {
     "count_durable_runs": "agentflow.api_durable",
     "run_id_error": "agentflow.api_durable",
     "redrive_id": "agentflow.api_durable",
+    "answer_command": "agentflow.api_durable",
     "show_durable_run": "agentflow.api_durable",
     "recorded_run": "agentflow.api_durable",
     "answer_durable": "agentflow.api_durable",

@@ -33,10 +33,16 @@ from agentflow.runtime.durable.management import (
     recorded_spec,
     show_run,
 )
-from agentflow.runtime.durable.run_info import Question, answer_name, question_path
+from agentflow.runtime.durable.run_info import (
+    Question,
+    answer_command,
+    answer_name,
+    question_path,
+)
 
 __all__ = [
     "answer_durable",
+    "answer_command",
     "answer_name",
     "answer_run",
     "cancel_durable",

@@ -43,7 +43,6 @@ import hashlib
 import json
 import os
 import re
-import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +59,7 @@ from agentflow.errors import ConfigError, FlowError, InputError, RunError
 from agentflow.ir.loader import load_plan, load_plan_data
 from agentflow.runtime.config import load_config
 from agentflow.runtime.durable import dbos_engine, runs, temporal_runs
+from agentflow.runtime.durable.run_info import answer_command
 from agentflow.runtime.durable.runs import database_for, open_database, run_lock, safe_url
 from agentflow.runtime.events import CallbackSink
 from agentflow.runtime.executor import NO_ANSWER, Hooks
@@ -620,8 +620,7 @@ class McpFlowServer:
                     "warning",
                     redact(
                         f"answer to `{question.question}` not accepted: {problem}; the question "
-                        f"waits: flowc answer {shlex.quote(run_id)} "
-                        f"{shlex.quote(name or question.path)} VALUE"
+                        f"waits: {answer_command(run_id, name or question.path)}"
                     ),
                     related_request_id=ctx.request_id,
                 )

@@ -7,7 +7,6 @@ import contextlib
 import json
 import math
 import re
-import shlex
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -283,10 +282,7 @@ def _show_question(
     its path."""
     shown_choices = f" ({choices_text(choices)})" if choices else ""
     _err(f"? [{label or path}] {question}{shown_choices}")
-    _err(
-        f"  answer with: flowc answer {shlex.quote(run_id)} "
-        f"{shlex.quote(api.answer_name(path, label, others))} VALUE"
-    )
+    _err(f"  answer with: {api.answer_command(run_id, api.answer_name(path, label, others))}")
 
 
 def _question_notice(

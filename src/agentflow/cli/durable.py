@@ -408,7 +408,7 @@ def runs_show(
                 "unanswered when it is taken up, unless answered before"
             )
         named = api.answer_name(q.path, q.label, known)
-        _say(f"  answer with: flowc answer {shlex.quote(info.run_id)} {shlex.quote(named)} VALUE")
+        _say(f"  answer with: {api.answer_command(info.run_id, named)}")
     for q in info.answered:
         _say(f"answered: ✓ [{q.shown()}] {q.question} {_closed_text(q)}")
         if info.status == "stopped":

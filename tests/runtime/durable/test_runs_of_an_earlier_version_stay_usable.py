@@ -46,3 +46,9 @@ def test_a_run_an_earlier_version_holds_by_its_old_lock_is_alive_and_not_taken(
     assert database.runs_alive(url, ["a/b"]) == set()  # released: free again
     with database.run_lock(url, "a/b"):
         pass
+
+
+def test_the_answer_hint_of_an_old_id_beginning_with_a_dash_is_a_command_that_works() -> None:
+    assert api.answer_command("-dash", "E0") == "flowc answer -- -dash E0 VALUE"
+    assert api.answer_command("my run", "ok") == "flowc answer 'my run' ok VALUE"
+    assert api.answer_command("r1", "ok") == "flowc answer r1 ok VALUE"

@@ -135,7 +135,7 @@ def question_path(pending: list[Question], step: str, run_id: str) -> str:
         raise InputError(
             f"`{step}` names {len(named)} questions run {run_id} waits on: {listed}\n"
             f"hint: give the step path of the one to answer, e.g. "
-            f"flowc answer {shlex.quote(run_id)} {shlex.quote(named[0].path)} VALUE"
+            f"{answer_command(run_id, named[0].path)}"
         )
     return named[0].path if named else step
 
@@ -341,3 +341,13 @@ def no_redrive(run_id: str, spec: dict[str, Any]) -> None:
             "not a question; ask it again with flowc ask --durable (flowc resume continues a "
             "question whose process stopped)"
         )
+
+
+def answer_command(run_id: str, name: str, value: str = "VALUE") -> str:
+    """The `flowc answer` command that answers question ``name`` (its ``let`` name or path) of
+    run ``run_id`` with ``value``, ready for a shell: each word quoted when it needs it, and
+    ``--`` before them when one begins with ``-`` (a run an earlier flowc named ``-x``), which
+    the command would take for an option (docs/reference/cli.md "flowc answer")."""
+    words = [shlex.quote(run_id), shlex.quote(name)]
+    dash = "-- " if run_id.startswith("-") or name.startswith("-") else ""
+    return f"flowc answer {dash}{words[0]} {words[1]} {value}"
