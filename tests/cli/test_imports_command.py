@@ -18,7 +18,7 @@ type Ticket { title: text, severity: Severity }
 """
 
 MAIN = """\
-import { Ticket, Severity } from "../shared/tickets.flow"
+import { Ticket, Severity } from "../common/tickets.flow"
 input Ticket
 stage triage -> Severity {
   return if input.severity == "high" then "high" else "low"
@@ -33,9 +33,9 @@ test "high stays high" {
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    (tmp_path / "shared").mkdir()
+    (tmp_path / "common").mkdir()
     (tmp_path / "flows").mkdir()
-    (tmp_path / "shared" / "tickets.flow").write_text(SHARED, encoding="utf-8")
+    (tmp_path / "common" / "tickets.flow").write_text(SHARED, encoding="utf-8")
     (tmp_path / "flows" / "triage.flow").write_text(MAIN, encoding="utf-8")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -63,13 +63,13 @@ def test_check_compile_and_run_a_flow_that_imports(project):
 
 
 def test_check_reports_an_error_of_the_imported_file_at_the_import(project):
-    (project / "shared" / "tickets.flow").write_text(
+    (project / "common" / "tickets.flow").write_text(
         SHARED.replace("title: text", "title: txt"), encoding="utf-8"
     )
     result = flowc("check", str(project / "flows" / "triage.flow"))
     assert result.exit_code == 1
-    assert "error[import-error]: `../shared/tickets.flow` has 1 error" in result.output
-    assert f"note: {project / 'shared' / 'tickets.flow'}:3:22: error[unknown-type]" in (
+    assert "error[import-error]: `../common/tickets.flow` has 1 error" in result.output
+    assert f"note: {project / 'common' / 'tickets.flow'}:3:22: error[unknown-type]" in (
         result.output
     )
 
@@ -79,7 +79,7 @@ def test_flowc_test_sees_a_change_of_the_imported_file(project):
     first = flowc("test", flow)
     assert first.exit_code == 0 and "1 passed" in first.output
     # the imported type changes: the test's input no longer checks (nothing cached hides it)
-    (project / "shared" / "tickets.flow").write_text(
+    (project / "common" / "tickets.flow").write_text(
         SHARED.replace('"high"', '"severe"'), encoding="utf-8"
     )
     second = flowc("test", flow)
@@ -96,14 +96,14 @@ def test_fmt_keeps_imports_as_written(project):
     assert flowc("fmt", str(flow)).exit_code == 0
     # one name per line as written; a trailing comma closed on `}`'s line is dropped (trial2fix)
     assert flow.read_text(encoding="utf-8").startswith(
-        'import {\n  Ticket,\n  Severity\n} from "../shared/tickets.flow"\ninput Ticket\n'
+        'import {\n  Ticket,\n  Severity\n} from "../common/tickets.flow"\ninput Ticket\n'
     )
 
 
 def test_serve_leaves_out_a_file_of_declarations_and_serves_its_importers(project):
     from agentflow.serve import discover
 
-    served = discover(project / "shared")
+    served = discover(project / "common")
     assert served.flows == {}
     assert served.problems == ["tickets.flow: not served: it has no stage (declarations only)"]
     served = discover(project / "flows")
