@@ -34,3 +34,20 @@ def test_the_core_log_is_forwarded_to_a_file_not_the_terminal(
     assert "Activity not found on completion" in (tmp_path / ".flowc" / "temporal.log").read_text()
     out, err = capfd.readouterr()
     assert "Activity not found" not in out + err
+
+
+async def test_every_client_connects_with_that_runtime(monkeypatch: pytest.MonkeyPatch) -> None:
+    from temporalio.client import Client
+
+    from agentflow.errors import ConfigError
+
+    seen: dict = {}
+
+    async def connect(*args, **kwargs):
+        seen.update(kwargs)
+        raise OSError("no server here")
+
+    monkeypatch.setattr(Client, "connect", connect)
+    with pytest.raises(ConfigError, match="cannot reach the Temporal server"):
+        await tc.client_for("temporal://127.0.0.1:9/default")
+    assert seen["runtime"] is tc.quiet_runtime()
