@@ -247,6 +247,14 @@ class Effects:
         as they were written when the work first ran); never here."""
         return False
 
+    def end_replayed(self) -> bool:
+        """True when the run's end met now (its ``run_finished``) was said by the attempt whose
+        work is being replayed, so it is not said again (Temporal: the root's task that said
+        it is recorded before the workflow completes, so replaying it means it was said);
+        never here (a durable run that ends while it replays — stopped during a resume's
+        replay — says its end)."""
+        return False
+
     def replayed(self, path: str) -> bool:
         """True when the latest durable operation made at step ``path`` (in the running unit)
         was replayed from the record, not run: the events that follow it (``tool_finished``,

@@ -335,9 +335,12 @@ class Executor:
             code = error.get("code") if isinstance(error, dict) else None
             data["durable_id"] = self.effects.event_id(kind, path, code)
             replayed = self.effects.replaying() or self.effects.replayed(path)
-        elif self.effects.replaying() and kind != "run_finished":
+        elif self.effects.replaying() and (
+            kind != "run_finished" or self.effects.end_replayed()
+        ):
             # (the run's end is never replayed work: a run stopped while its resumed root
-            # still replays — a signal in `flowc resume`'s start-up — ends here, its trace too)
+            # still replays — a signal in `flowc resume`'s start-up — ends here, its trace too;
+            # but a Temporal root's end met in a replay was said by the task replayed)
             return None
         if path and kind not in _STEP_EVENTS:
             place = self.place_of(path)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import os
 import time
 from pathlib import Path
@@ -96,3 +97,76 @@ def test_a_cancel_request_that_reaches_the_claiming_task_finds_the_run_finished_
     assert (shown["status"], shown["output"], shown.get("error")) == ("ok", 5, None), shown
     (listed,) = [r for r in asyncio.run(tm.list_runs(url)) if r.run_id == "late"]
     assert listed.status == "ok"
+
+
+
+def test_a_late_signal_in_the_roots_last_task_leaves_one_run_finished(
+    tmp_path, temporal_server, monkeypatch
+):
+    """A signal (here a late answer) that reaches the server while the root's last workflow
+    task runs makes the server refuse that task's completion (``UnhandledCommand``), and the
+    next attempt runs the root again from its history: the run's end is said by the first
+    attempt only.  It used to be said again by the next attempt — to the sinks of whichever
+    process took it (a ``flowc worker --trace``'s, or as here this process's own: the run's
+    runtime is gone once its root returned).  The hook ``_AGENTFLOW_TEMPORAL_LAST_PAUSE=FILE``
+    holds the root in its last task; the run and its worker are this process."""
+
+
+    import agentflow.api
+    from agentflow.runtime.config import load_config
+    from agentflow.runtime.durable import runs
+    from agentflow.runtime.durable import temporal_client as tc
+    from agentflow.runtime.durable import temporal_engine as te
+    from agentflow.runtime.events import CallbackSink
+
+    (tmp_path / "late.flow").write_text(FLOW)
+    (tmp_path / "tools.py").write_text(TOOLS)
+    (tmp_path / "flow.toml").write_text(
+        '[tools]\nmodules = ["tools.py"]\n\n[durable]\nengine = "temporal"\n'
+        f'address = "{temporal_server.address}"\ntask_queue = "last{os.getpid()}"\n'
+    )
+    url = runs.database_for(load_config(tmp_path / "flow.toml"))
+    pause = tmp_path / "pause"
+    monkeypatch.setenv(tc.LAST_PAUSE_ENV, str(pause))
+    sent: list[BaseException | None] = []
+    done = threading.Event()
+
+    def signal_in_the_last_task() -> None:
+        async def send() -> None:
+            client = await tc.client_for(url)
+            await client.get_workflow_handle("last").signal(
+                tc.MESSAGE_SIGNAL, {"topic": "late", "value": 1, "token": "t"}
+            )
+
+        try:
+            deadline = time.monotonic() + 120
+            while not pause.exists():  # the root is in its last task, open
+                assert time.monotonic() < deadline and not done.is_set(), "no last task"
+                time.sleep(0.01)
+            asyncio.run(send())
+            sent.append(None)
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            sent.append(e)
+        finally:
+            pause.unlink(missing_ok=True)
+
+    own: list = []
+    later: list = []  # what a later attempt of the root says (this process's worker sinks)
+    te.set_process_sinks([CallbackSink(later.append)])
+    helper = threading.Thread(target=signal_in_the_last_task, daemon=True)
+    helper.start()
+    try:
+        result = asyncio.run(
+            agentflow.api.run(
+                tmp_path / "late.flow", {}, config=tmp_path / "flow.toml", workspace=tmp_path,
+                durable=True, run_id="last", sinks=[CallbackSink(own.append)],
+            )
+        )  # fmt: skip
+    finally:
+        te.set_process_sinks([])
+        done.set()
+        helper.join(timeout=10)
+    assert sent == [None], sent
+    assert (result.status, result.output) == ("ok", 5), result.error
+    ends = [e for e in [*own, *later] if e.kind == "run_finished"]
+    assert [(e.data["status"], e.data["output"]) for e in ends] == [("ok", 5)], ends

@@ -792,6 +792,12 @@ class DurableEffects(Effects):
             return True
         return self._items and self.engine.replaying_items()  # type: ignore[attr-defined]
 
+    def end_replayed(self) -> bool:
+        """True while the running unit replays and its engine records the task that says the
+        run's end before the run completes (``end_recorded``: Temporal), so the end met in a
+        replay was said (see :meth:`Effects.end_replayed`)."""
+        return bool(getattr(self.engine, "end_recorded", False)) and self.replaying()
+
     def replayed(self, path: str) -> bool:
         """True when the latest tool or model operation at ``path`` in the running unit was
         replayed (see :meth:`Effects.replayed`)."""

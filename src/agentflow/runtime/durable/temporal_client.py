@@ -42,6 +42,7 @@ __all__ = [
     "JSON_ENCODING",
     "END_MEMO",
     "END_PAUSE_ENV",
+    "LAST_PAUSE_ENV",
     "MESSAGE_SIGNAL",
     "OP_TIMEOUT",
     "RATE_REASK_S",
@@ -110,6 +111,9 @@ END_MEMO = "end"
 #: claim it) and waits there, blocking, until FILE is gone (at most 3 s: the task's timeout is
 #: 4 s), so a test lands a cancel request in exactly that task.
 END_PAUSE_ENV = "_AGENTFLOW_TEMPORAL_END_PAUSE"
+#: A hook of the tests, as :data:`END_PAUSE_ENV`, in the root's last workflow task (the one
+#: that completes the workflow, after its ``run_finished``): a test lands a late signal there.
+LAST_PAUSE_ENV = "_AGENTFLOW_TEMPORAL_LAST_PAUSE"
 #: The payload metadata encoding of a claim check.
 CLAIM_ENCODING = b"agentflow/claim-check"
 JSON_ENCODING = "json/agentflow"

@@ -51,6 +51,7 @@ from agentflow.runtime.durable.temporal_client import (
     COMMIT_ACTIVITY,
     END_MEMO,
     END_PAUSE_ENV,
+    LAST_PAUSE_ENV,
     MESSAGE_SIGNAL,
     OP_TIMEOUT,
     OPERATION,
@@ -371,6 +372,10 @@ class TemporalEngine:
     #: workflow time stands still while workflow code runs: a busy evaluation's clock would
     #: make a replay diverge, so the deadline reaches it only between steps (interrupt.EvalWatch)
     evaluation_clock = False
+    #: the root's task that says the run's end is recorded before the workflow completes
+    #: (temporal_workflows.RunWorkflow): an end met while replaying was said
+    #: (DurableEffects.end_replayed)
+    end_recorded = True
 
     def __init__(self, settings: dict[str, Any] | None = None, config: Config | None = None):
         #: the run's configuration in this process: its models' ``rate_limit``/``concurrency``
@@ -699,9 +704,10 @@ async def commit_task() -> None:
 COMMIT_TIMEOUT = timedelta(seconds=10)
 
 
-def _end_pause() -> None:
-    """The tests' hook :data:`END_PAUSE_ENV` (blocking: the workflow task stays open)."""
-    mark = os.environ.get(END_PAUSE_ENV)
+def _end_pause(env: str = END_PAUSE_ENV) -> None:
+    """The tests' hook :data:`END_PAUSE_ENV` (or ``env``: :data:`LAST_PAUSE_ENV`; blocking:
+    the workflow task stays open)."""
+    mark = os.environ.get(env)
     if not mark:
         return
     with open(mark, "w"):

@@ -103,10 +103,18 @@ class RunWorkflow(_Unit):
         try:
             out = await run_root(rt)
         finally:
+            # the task that said the run's end (`run_finished`) is recorded before the workflow
+            # completes: a late signal that makes the server refuse the last task's completion
+            # has its next attempt replay that end, not say it again (Effects.end_replayed) —
+            # the ledger's close (a signal: the task completes with it) or a commit
             if run_budgets(rt.plan, rt.ctx.config):  # the run's ledger ends with it
                 await rt.effects.engine.close_budget(wfid)  # type: ignore[attr-defined]
+            else:
+                await te.commit_task()
         te._RUNTIMES.pop(wfid, None)  # the run ended: a long-lived worker keeps nothing of it
         workflow.upsert_memo({"status": out.get("status"), **self._ended_memo()})
+        if not workflow.unsafe.is_replaying():
+            te._end_pause(te.LAST_PAUSE_ENV)
         return out
 
 
