@@ -335,9 +335,7 @@ class Executor:
             code = error.get("code") if isinstance(error, dict) else None
             data["durable_id"] = self.effects.event_id(kind, path, code)
             replayed = self.effects.replaying() or self.effects.replayed(path)
-        elif self.effects.replaying() and (
-            kind != "run_finished" or self.effects.end_replayed()
-        ):
+        elif self.effects.replaying() and (kind != "run_finished" or self.effects.end_replayed()):
             # (the run's end is never replayed work: a run stopped while its resumed root
             # still replays — a signal in `flowc resume`'s start-up — ends here, its trace too;
             # but a Temporal root's end met in a replay was said by the task replayed)

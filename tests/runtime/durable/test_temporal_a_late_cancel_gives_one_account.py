@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -99,7 +99,6 @@ def test_a_cancel_request_that_reaches_the_claiming_task_finds_the_run_finished_
     assert listed.status == "ok"
 
 
-
 def test_a_late_signal_in_the_roots_last_task_leaves_one_run_finished(
     tmp_path, temporal_server, monkeypatch
 ):
@@ -110,7 +109,6 @@ def test_a_late_signal_in_the_roots_last_task_leaves_one_run_finished(
     process took it (a ``flowc worker --trace``'s, or as here this process's own: the run's
     runtime is gone once its root returned).  The hook ``_AGENTFLOW_TEMPORAL_LAST_PAUSE=FILE``
     holds the root in its last task; the run and its worker are this process."""
-
 
     import agentflow.api
     from agentflow.runtime.config import load_config

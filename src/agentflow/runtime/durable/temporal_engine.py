@@ -51,7 +51,6 @@ from agentflow.runtime.durable.temporal_client import (
     COMMIT_ACTIVITY,
     END_MEMO,
     END_PAUSE_ENV,
-    LAST_PAUSE_ENV,
     MESSAGE_SIGNAL,
     OP_TIMEOUT,
     OPERATION,
@@ -705,7 +704,7 @@ COMMIT_TIMEOUT = timedelta(seconds=10)
 
 
 def _end_pause(env: str = END_PAUSE_ENV) -> None:
-    """The tests' hook :data:`END_PAUSE_ENV` (or ``env``: :data:`LAST_PAUSE_ENV`; blocking:
+    """The tests' hook :data:`END_PAUSE_ENV` (or ``env``: ``LAST_PAUSE_ENV``; blocking:
     the workflow task stays open)."""
     mark = os.environ.get(env)
     if not mark:

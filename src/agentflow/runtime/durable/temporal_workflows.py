@@ -17,6 +17,7 @@ from agentflow.runtime import interrupt
 from agentflow.runtime.durable import temporal_engine as te
 from agentflow.runtime.durable.engine import run_unit
 from agentflow.runtime.durable.spec import run_root
+from agentflow.runtime.durable.temporal_client import LAST_PAUSE_ENV
 from agentflow.runtime.durable.temporal_ledger import BudgetWorkflow
 from agentflow.runtime.durable.temporal_rate import RateWorkflow
 from agentflow.runtime.events import EventBus
@@ -114,7 +115,7 @@ class RunWorkflow(_Unit):
         te._RUNTIMES.pop(wfid, None)  # the run ended: a long-lived worker keeps nothing of it
         workflow.upsert_memo({"status": out.get("status"), **self._ended_memo()})
         if not workflow.unsafe.is_replaying():
-            te._end_pause(te.LAST_PAUSE_ENV)
+            te._end_pause(LAST_PAUSE_ENV)
         return out
 
 
