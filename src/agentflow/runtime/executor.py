@@ -104,6 +104,7 @@ from agentflow.runtime.result import (
     StepUsage,
     elapsed_ms,
     model_call_fields,
+    running_step_usage,
     usage_delta,
     usage_snapshot,
 )
@@ -896,6 +897,7 @@ async def run_plan(
     input = validate_input(plan, input)
     start_virtual()  # flowc test's sleeps use up the deadline (docs/reference/statements.md)
     step_usage = StepUsage()
+    usage_token = running_step_usage.set(step_usage)  # a durable run's child units add to it
     bus = EventBus([step_usage, *ctx.sinks])
     ex = Executor(ctx, bus, effects=effects, step_usage=step_usage)
     router = ctx.router
@@ -997,6 +999,7 @@ async def run_plan(
         assert router is not None
         router.on_event = None
     bus.close()
+    running_step_usage.reset(usage_token)
     if watchdog is not None:
         watchdog.pop_deadline()
     if cancelled is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal
 from urllib.parse import urlsplit
@@ -287,6 +288,25 @@ class StepUsage:
                 }
             add_usage(total, data, cost, unknown=unknown)
 
+    def counts(self) -> dict[str, Any]:
+        """``{"by_step", "by_stage"}`` as JSON (what a durable child unit reports to the unit
+        above it, which adds it with :meth:`add_counts`)."""
+        return {"by_step": self.by_step, "by_stage": self.by_stage}
+
+    def add_counts(self, counts: dict[str, Any]) -> None:
+        """Add another :class:`StepUsage`'s :meth:`counts` (a Temporal child unit's calls,
+        counted where they were made, in whichever process): ``by_step``, ``by_stage`` and the
+        totals of every step above each path."""
+        for path, entry in (counts.get("by_step") or {}).items():
+            _add_counts(self.by_step.setdefault(path, _zero_usage()), entry)
+            parts = str(path).split("/")
+            flat = {k: v for k, v in entry.items() if k != "by_role"}
+            for depth in range(1, len(parts) + 1):
+                total = self._totals.setdefault("/".join(parts[:depth]), _zero_usage(False))
+                _add_counts(total, flat)
+        for stage, entry in (counts.get("by_stage") or {}).items():
+            _add_counts(self.by_stage.setdefault(stage, _zero_usage(False)), entry)
+
     def total(self, path: str) -> dict[str, int] | None:
         """``{inferences, input_tokens, output_tokens}`` of ``path`` and its nested steps, or None
         when no model call was made there."""
@@ -297,3 +317,30 @@ class StepUsage:
         if "cost" in out:
             out["cost"] = round(out["cost"], 10)
         return out
+
+
+def _zero_usage(roles: bool = True) -> dict[str, Any]:
+    out: dict[str, Any] = {"inferences": 0, "input_tokens": 0, "output_tokens": 0}
+    if roles:
+        out["by_role"] = {}
+    return out
+
+
+def _add_counts(target: dict[str, Any], counts: dict[str, Any]) -> None:
+    """Add the counters of ``counts`` (a usage record: numbers, ``by_role`` of records) to
+    ``target``'s."""
+    for key, value in counts.items():
+        if key == "by_role" and isinstance(value, dict):
+            roles = target.setdefault("by_role", {})
+            for role, entry in value.items():
+                _add_counts(roles.setdefault(role, _zero_usage(False)), entry)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            summed = target.get(key, 0) + value
+            target[key] = round(summed, 10) if key == "cost" else summed
+
+
+#: The :class:`StepUsage` of the unit running in this task (the run's root: ``run_plan``'s; a
+#: Temporal child unit: its own), to which the child units it collects add their counts.
+running_step_usage: ContextVar[StepUsage | None] = ContextVar(
+    "agentflow_running_step_usage", default=None
+)

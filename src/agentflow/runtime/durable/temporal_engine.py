@@ -75,6 +75,7 @@ from agentflow.runtime.durable.temporal_client import (
     url_for,
     versioned_queue,
 )
+from agentflow.runtime.result import running_step_usage
 
 if TYPE_CHECKING:
     from agentflow.runtime.config import Config
@@ -520,6 +521,11 @@ class TemporalEngine:
             raise RunError(Code.FAILED, f"unit {handle.id} failed: {cause or e}") from None
         if isinstance(out, dict) and out.get("calls"):
             _report_calls(out["calls"])
+        if isinstance(out, dict) and out.get("usage"):
+            # the unit's calls by step and stage, added where this unit counts its own
+            counted = running_step_usage.get()
+            if counted is not None:
+                counted.add_counts(out["usage"])
         if isinstance(out, dict) and "e" in out:
             raise out["e"]
         return out["v"] if isinstance(out, dict) else out

@@ -24,6 +24,7 @@ from agentflow.runtime.events import EventBus
 from agentflow.runtime.executor import Executor, run_budgets
 from agentflow.runtime.models.budget import pop_budget, push_budget
 from agentflow.runtime.models.router import recorded_calls
+from agentflow.runtime.result import StepUsage, running_step_usage
 
 __all__ = ["RunWorkflow", "UnitWorkflow", "commit", "op", "serve"]
 
@@ -133,8 +134,13 @@ class UnitWorkflow(_Unit):
         self.root = spec["root"]
         rt = te.runtime_for(spec["run"], self.root)
         rt.effects.forget(wfid)
-        # an executor of this workflow's own (its event loop is this workflow's)
-        ex = Executor(rt.ctx, EventBus(rt.ctx.sinks), effects=rt.effects)
+        # an executor of this workflow's own (its event loop is this workflow's), counting its
+        # steps' model calls (and, as it collects them, its child units'): reported with its
+        # result, added to the unit above it (temporal_engine.collect)
+        usage = StepUsage()
+        ex = Executor(
+            rt.ctx, EventBus([usage, *rt.ctx.sinks]), effects=rt.effects, step_usage=usage
+        )
         # the run's budgets hold for the unit's model calls too (a workflow's task does not
         # inherit the root's): in the ledger every worker of the run reserves in
         held = [push_budget(b) for b in rt.effects.run_budgets(run_budgets(rt.plan, rt.ctx.config))]
@@ -143,6 +149,7 @@ class UnitWorkflow(_Unit):
         own: list[list[Any]] = []
         calls = {te.PROCESS: own}
         logged = (recorded_calls.set(own), te.UNIT_CALLS.set(calls))
+        counted = running_step_usage.set(usage)
         try:
             out: dict[str, Any] = {"v": await run_unit(ex, rt.effects.index, spec)}
         except Exception as e:  # noqa: BLE001 - raised again in the parent
@@ -152,8 +159,11 @@ class UnitWorkflow(_Unit):
                 pop_budget(token)
             recorded_calls.reset(logged[0])
             te.UNIT_CALLS.reset(logged[1])
+            running_step_usage.reset(counted)
         if any(calls.values()):
             out["calls"] = {k: v for k, v in calls.items() if v}
+        if usage.by_step:
+            out["usage"] = usage.counts()
         # the unit's work (its operations, and the events said of them) is in the history
         # before it completes: a completion the server refuses — its parent's cancel arrived
         # while the task ran — does not run the unit's last operations again, saying them twice
