@@ -229,3 +229,47 @@ def test_a_killed_runs_calls_count_once_recorded_and_again_when_sent_again(
     # calls before the refusal — item 0's, item 1's and item 2's in order, the 3rd sent is
     # the `1 + recorded`-th item's, the refused one the next
     assert out["error"]["step_path"] == f"E0/do.{1 + recorded}/S1", (recorded, out["error"])
+
+
+def test_a_dead_workers_place_lapses_on_the_server_while_a_live_calls_lease_is_renewed(
+    temporal_server, monkeypatch
+):
+    """On a real server, with a 1 s lease: a place asked for by a process that then says
+    nothing more (a dead worker's call that no worker asks again) is charged and freed by the
+    ledger's own timer; a live call's place, renewed by its process (``renew`` every
+    ``RENEW_S``), is kept however long the call takes.  The worker is this process."""
+    from agentflow.runtime.durable import temporal_budget as tb
+    from agentflow.runtime.durable.temporal_workflows import serve
+    from agentflow.runtime.models.budget import Budget
+
+    monkeypatch.setattr(tb, "LEASE_S", 1.0)
+    monkeypatch.setattr(tb, "RENEW_S", 0.2)
+    url = f"temporal://{temporal_server.address}/default?task_queue=lease{os.getpid()}"
+    run_id = f"lease{os.getpid()}"
+
+    async def scenario() -> tuple[dict, dict, dict]:
+        async with serve(url) as client:
+            budget = Budget(name="run", source="the plan's `budget`", inferences=3)
+            live = tb.LedgerBudget(
+                name="run", source=budget.source, url=url, run_id=run_id, members=[budget]
+            )
+            ticket = await live.hold_remote(10, 0.0, "E0")  # starts the ledger
+            ledger = client.get_workflow_handle(tb.ledger_id(run_id))
+            dead = {"id": "dead|E1/model:agent#1", "nonce": "d", "tokens": 10, "cost": 0.0}
+            await ledger.signal("ask", dead)  # and its process says nothing more
+            first = await ledger.query("state", args=[dead["id"], "d"])
+            deadline = time.monotonic() + 60
+            while (lapsed := await ledger.query("state", args=[dead["id"], "d"])) != {
+                "unknown": True
+            }:
+                assert time.monotonic() < deadline, "the dead call's place never lapsed"
+                await asyncio.sleep(0.1)
+            kept = await ledger.query("state", args=list(ticket))
+            live.end_remote(ticket, (5, 0.0))
+            await asyncio.sleep(0.1)
+            await ledger.signal("close")
+            return first, lapsed, kept
+
+    first, lapsed, kept = asyncio.run(scenario())
+    assert first == {"granted": True}
+    assert kept == {"granted": True}  # renewed: still held, after the dead one's lapsed

@@ -20,7 +20,11 @@ settled is then charged — one inference and its least tokens and money — bef
 attempt is decided: a call that may have reached the provider counts (docs/decisions.md
 "Temporal: one account of a late cancel, budgets across workers and kills").  Replayed calls
 (their results in the history) are not charged again: the ledger counted them when they were
-made.  The root closes the ledger when the run ends.  This module is the calls' side; the
+made.  Each ask is **leased** to its process: the process renews its calls' leases (a signal
+``renew`` every :data:`RENEW_S`) while they wait or are in flight, and the ledger charges and
+frees a place whose lease lapsed (:data:`LEASE_S`: a worker that died, for a call no worker
+asks again) and drops a waiting ask whose lease lapsed.  The root closes the ledger when the
+run ends.  This module is the calls' side; the
 ledger workflow is temporal_ledger.py.
 """
 
@@ -37,12 +41,26 @@ from agentflow.errors import RunError
 from agentflow.runtime.durable import temporal_client as tc
 from agentflow.runtime.models.budget import Budget
 
-__all__ = ["LedgerBudget", "budget_data", "budget_of", "ledger_budgets", "ledger_id"]
+__all__ = [
+    "LEASE_S",
+    "RENEW_S",
+    "LedgerBudget",
+    "budget_data",
+    "budget_of",
+    "ledger_budgets",
+    "ledger_id",
+]
 
 #: Failed tries in a row to reach the ledger after which a call fails.
 TRIES = 50
 #: Seconds a call's ask may stay unknown to the ledger before it is signalled again.
 REASK_S = 5.0
+#: Seconds a call's request (waiting or held) is its process's in the ledger without being
+#: renewed: a place held longer by a process that died is charged and freed
+#: (temporal_ledger.py "Leases").  A model call may take minutes: its process renews.
+LEASE_S = 60.0
+#: Seconds between a process's renewals of its calls' leases (one signal for them all).
+RENEW_S = 15.0
 
 
 def ledger_id(run_id: str) -> str:
@@ -77,6 +95,11 @@ def budget_data(budget: Budget) -> dict[str, Any]:
 
 #: settle signals being sent (kept referenced until done)
 _SENDING: set[asyncio.Task[None]] = set()
+#: (url, run id, event loop id) → the tickets ``(id, nonce)`` of this process's calls that
+#: wait or hold a place in the run's ledger (their leases are renewed by one task)
+_LEASED: dict[tuple[str, str, int], set[tuple[str, str]]] = {}
+#: the renewing task of each key of :data:`_LEASED`
+_RENEWERS: dict[tuple[str, str, int], asyncio.Task[None]] = {}
 
 
 @dataclass
@@ -108,16 +131,33 @@ class LedgerBudget(Budget):
         how many times this call reserved before and gave its places back (another budget made
         it wait): each is a request of its own.  Raises RunError ``budget_exceeded`` when the
         ledger refuses, ``failed`` when it cannot be reached :data:`TRIES` times in a row."""
-        from temporalio.common import WorkflowIDConflictPolicy
-
         rid = tc.OPERATION.get() or secrets.token_hex(8)
         if attempt:
             rid += f"~{attempt}"
         nonce = secrets.token_hex(6)
         request = {"id": rid, "nonce": nonce, "tokens": tokens, "cost": cost}
-        state = {"budgets": [budget_data(b) for b in self.members]}
+        state = {"budgets": [budget_data(b) for b in self.members], "lease_s": LEASE_S}
         wid = ledger_id(self.run_id)
         client = await tc.client_for(self.url)
+        self._lease((rid, nonce))
+        try:
+            return await self._decided(client, wid, state, request, step_path)
+        except BaseException:
+            self._unlease((rid, nonce))
+            raise
+
+    async def _decided(
+        self,
+        client: Any,
+        wid: str,
+        state: dict[str, Any],
+        request: dict[str, Any],
+        step_path: str,
+    ) -> tuple[str, str]:
+        """:meth:`hold_remote`'s ask and wait (its ticket leased meanwhile)."""
+        from temporalio.common import WorkflowIDConflictPolicy
+
+        rid, nonce = str(request["id"]), str(request["nonce"])
         failures, asked, delay, unknown = 0, False, 0.01, 0.0
         while True:
             try:
@@ -176,6 +216,7 @@ class LedgerBudget(Budget):
         it failed or was cancelled) — a signal sent from a task of its own, so a cancelled
         call still gives its place back."""
         rid, nonce = ticket
+        self._unlease(ticket)
         message = {"id": rid, "nonce": nonce, "used": list(used) if used is not None else None}
 
         async def send() -> None:
@@ -187,6 +228,44 @@ class LedgerBudget(Budget):
             task = asyncio.get_running_loop().create_task(send())
             _SENDING.add(task)
             task.add_done_callback(_SENDING.discard)
+
+    def _key(self) -> tuple[str, str, int]:
+        return (self.url, self.run_id, id(asyncio.get_running_loop()))
+
+    def _lease(self, ticket: tuple[str, str]) -> None:
+        """Renew ``ticket``'s lease in the ledger every :data:`RENEW_S` until
+        :meth:`_unlease` (one task per run and event loop renews all of them)."""
+        key = self._key()
+        _LEASED.setdefault(key, set()).add(ticket)
+        task = _RENEWERS.get(key)
+        if task is None or task.done():
+            _RENEWERS[key] = asyncio.get_running_loop().create_task(self._renew(key))
+
+    def _unlease(self, ticket: tuple[str, str]) -> None:
+        with contextlib.suppress(RuntimeError):  # no loop: the process is ending
+            held = _LEASED.get(self._key())
+            if held is not None:
+                held.discard(ticket)
+
+    async def _renew(self, key: tuple[str, str, int]) -> None:
+        """Signal ``renew`` with the tickets of ``key`` every :data:`RENEW_S` while there are
+        any (a failed signal: the next one renews them)."""
+        try:
+            while True:
+                await asyncio.sleep(RENEW_S)
+                tickets = _LEASED.get(key)
+                if not tickets:
+                    return
+                with contextlib.suppress(Exception):
+                    client = await tc.client_for(self.url)
+                    await client.get_workflow_handle(ledger_id(self.run_id)).signal(
+                        "renew", {"ids": [list(t) for t in sorted(tickets)]}
+                    )
+        finally:
+            if not _LEASED.get(key):
+                _LEASED.pop(key, None)
+            if _RENEWERS.get(key) is asyncio.current_task():
+                del _RENEWERS[key]
 
 
 def ledger_budgets(budgets: list[Budget], url: str, run_id: str) -> list[Budget]:

@@ -6,12 +6,14 @@ It ends when the run's root closes it and continues as new past :data:`ROLL_EVEN
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from temporalio import workflow
 
 from agentflow.runtime.durable import temporal_client as tc
-from agentflow.runtime.durable.temporal_budget import budget_data, budget_of
+from agentflow.runtime.durable.temporal_budget import LEASE_S, budget_data, budget_of
 from agentflow.runtime.models.budget import Budget
 
 __all__ = ["ROLL_EVENTS", "BudgetWorkflow"]
@@ -24,12 +26,24 @@ ROLL_EVENTS = 2_000
 class BudgetWorkflow:
     """The ledger of one run's budgets (see the module doc).  Input and continue-as-new state:
     ``{"budgets": [{name, source, inferences, tokens, cost, spent}…], "holds": {id: request},
-    "waiting": [request…], "refused": {id|nonce: why}}``; a request is ``{"id", "nonce",
-    "tokens", "cost"}``."""
+    "waiting": [request…], "refused": {id|nonce: why}, "lease_s": seconds}``; a request is
+    ``{"id", "nonce", "tokens", "cost"}`` and, once here, ``"expires"`` (epoch seconds).
+
+    **Leases.** A request, waiting or held, is the caller's for ``lease_s`` seconds
+    (:data:`~.temporal_budget.LEASE_S`), renewed by its process (``renew``) while the call
+    waits or is in flight.  Once a lease lapses — the caller's process died, and no worker
+    asked the same call again — a held place is charged (the call may have reached the
+    provider: as when the same call asks again) and freed, a waiting request dropped (it was
+    never granted: nothing sent), and the waiting calls are decided again.  Time is the
+    workflow's (``workflow.now()``; :attr:`clock`), the same on replay."""
+
+    #: now, in epoch seconds (a test sets its own on an object it drives by hand)
+    clock: Callable[[], float] = staticmethod(lambda: workflow.now().timestamp())
 
     @workflow.init
     def __init__(self, state: dict[str, Any]) -> None:
         # loaded before the signals of the first activation are handled (signal-with-start)
+        self.lease_s = float(state.get("lease_s") or LEASE_S)
         self.budgets = [budget_of(b) for b in state.get("budgets") or ()]
         self.holds: dict[str, dict[str, Any]] = dict(state.get("holds") or {})
         for request in self.holds.values():  # held again in the Budget objects
@@ -45,7 +59,32 @@ class BudgetWorkflow:
             "holds": self.holds,
             "waiting": self.waiting,
             "refused": self.refused,
+            "lease_s": self.lease_s,
         }
+
+    def _now(self) -> float:
+        try:
+            return float(self.clock())
+        except Exception:  # noqa: BLE001 - outside a workflow (no clock of its own)
+            return time.time()
+
+    def next_expiry(self) -> float | None:
+        """When the first lease lapses (epoch seconds), or None: nothing held or waiting."""
+        leases = [float(r.get("expires") or 0.0) for r in (*self.holds.values(), *self.waiting)]
+        return min(leases) if leases else None
+
+    def expire(self) -> None:
+        """Charge and free the places whose lease lapsed, drop the waiting requests whose lease
+        lapsed, and decide the waiting calls again (see the class doc)."""
+        now = self._now()
+        lapsed = [rid for rid, r in self.holds.items() if float(r.get("expires") or 0.0) <= now]
+        for rid in lapsed:
+            held = self.holds.pop(rid)
+            self._end(held, (int(held["tokens"]), float(held["cost"])))
+        before = len(self.waiting)
+        self.waiting = [r for r in self.waiting if float(r.get("expires") or 0.0) > now]
+        if lapsed or len(self.waiting) != before:
+            self._decide()
 
     @workflow.run
     async def run(self, state: dict[str, Any]) -> None:
@@ -57,10 +96,25 @@ class BudgetWorkflow:
                 info.is_continue_as_new_suggested()
             )
 
-        await workflow.wait_condition(lambda: self.closed or rolls())
-        if not self.closed:
-            # signal handlers are synchronous: nothing is left half-handled
-            workflow.continue_as_new(self._state())
+        while True:
+            first = self.next_expiry()
+            timeout = None if first is None else max(0.001, first - self._now())
+            # a timer until the first lease lapses; with nothing leased, until one is
+            leased = first is not None
+
+            def woken(leased: bool = leased) -> bool:
+                return self.closed or rolls() or (not leased and bool(self.holds or self.waiting))
+
+            try:
+                await workflow.wait_condition(woken, timeout=timeout)
+            except TimeoutError:
+                pass
+            if self.closed:
+                return
+            if rolls():
+                # signal handlers are synchronous: nothing is left half-handled
+                workflow.continue_as_new(self._state())
+            self.expire()
 
     def _end(self, request: dict[str, Any], used: tuple[int, float | None] | None) -> None:
         """Free ``request``'s places; charge ``used`` (tokens, cost) when it was made."""
@@ -72,7 +126,10 @@ class BudgetWorkflow:
     def _decide(self) -> None:
         """Hold, refuse or leave waiting each waiting request, in the order they came."""
         still: list[dict[str, Any]] = []
+        now = self._now()
         for request in self.waiting:
+            if float(request.get("expires") or now + 1) <= now:
+                continue  # its caller is gone: never granted
             tokens, cost = int(request["tokens"]), float(request["cost"])
             held: list[Budget] = []
             outcome: tuple[str, Budget] | None = None
@@ -85,6 +142,7 @@ class BudgetWorkflow:
                 outcome = (why, budget)
                 break
             if outcome is None:
+                request["expires"] = now + self.lease_s  # the lease runs from the grant
                 self.holds[str(request["id"])] = request
                 continue
             for budget in held:
@@ -118,8 +176,18 @@ class BudgetWorkflow:
         if any(r["id"] == rid and r["nonce"] == nonce for r in self.waiting):
             return
         self.waiting = [r for r in self.waiting if r["id"] != rid]
-        self.waiting.append(dict(request))
+        self.waiting.append({**request, "expires": self._now() + self.lease_s})
         self._decide()
+
+    @workflow.signal(name="renew")
+    def renew(self, message: dict[str, Any]) -> None:
+        """The calls of a live process hold on: ``{"ids": [[id, nonce]…]}`` — each one's lease,
+        waiting or held, runs ``lease_s`` from now (unknown ones: nothing)."""
+        until = self._now() + self.lease_s
+        tickets = {(str(t[0]), str(t[1])) for t in message.get("ids") or ()}
+        for request in (*self.holds.values(), *self.waiting):
+            if (str(request["id"]), str(request["nonce"])) in tickets:
+                request["expires"] = max(float(request.get("expires") or 0.0), until)
 
     @workflow.signal(name="settle")
     def settle(self, message: dict[str, Any]) -> None:
