@@ -101,4 +101,4 @@ def test_expressions_run_from_the_checked_ast_see_the_same_rewrite():
     (stage,) = [i for i in result.module.items if isinstance(i, ast.StageDecl)]
     (ret,) = stage.body.stmts
     assert isinstance(ret, ast.ReturnStmt)
-    assert expr_text(absent_reads_null(ret.value, result)) == 'seconds(input.w) == seconds(90s)'
+    assert expr_text(absent_reads_null(ret.value, result)) == "seconds(input.w) == seconds(90s)"
