@@ -623,6 +623,12 @@ FOREIGN_FUNCTION_NAMES: dict[str, str] = {
     "truncate": "floor",
     "min_by": "sort_by",
     "max_by": "sort_by",
+    "total_seconds": "seconds",
+    "toSeconds": "seconds",
+    "as_secs": "seconds",
+    "fromSeconds": "from_seconds",
+    "from_secs": "from_seconds",
+    "timedelta": "from_seconds",
 }
 
 
