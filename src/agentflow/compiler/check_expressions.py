@@ -375,7 +375,7 @@ class ExpressionChecks(CheckerShared):
                     D.TYPE_MISMATCH,
                     f"`{op}` cannot order `{type_str(widen(lt))}` and `{type_str(widen(rt))}`",
                     e.span,
-                    hint="comparisons need two numbers or two texts",
+                    hint="comparisons need two numbers, two texts or two durations",
                 )
             return BOOL
         if lt == JSON or rt == JSON:
