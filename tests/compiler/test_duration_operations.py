@@ -102,3 +102,12 @@ def test_expressions_run_from_the_checked_ast_see_the_same_rewrite():
     (ret,) = stage.body.stmts
     assert isinstance(ret, ast.ReturnStmt)
     assert expr_text(absent_reads_null(ret.value, result)) == "seconds(input.w) == seconds(90s)"
+
+
+def test_a_long_chain_of_subtractions_is_one_saturating_subtraction():
+    """`a - b - c` is `max(0, a - b - c)` (every term is ≥ 0), so forty of them nest no deeper
+    than one: nested, they passed the template parser's 100 levels of brackets."""
+    template = _output("input.w" + " - 1ms" * 40, "duration")
+    assert template.startswith('{{ from_seconds(max([seconds(input.w) - seconds("1ms") - ')
+    assert template.count("from_seconds(") == 1
+    assert _output("2h - 1s - 500ms", "duration") == '{{ "1h59m58s500ms" }}'

@@ -27,6 +27,7 @@ as texts and run as they did.
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from agentflow.compiler.types import (
@@ -82,13 +83,22 @@ def _call(name: str, span: Span, *args: ast.Expr) -> ast.FuncCall:
     return ast.FuncCall(span, name, span, list(args))
 
 
+def _identity(e: ast.Expr) -> ast.Expr:
+    return e
+
+
 def by_length(
-    node: ast.Binary, left: ast.Expr, right: ast.Expr, result: CheckResult
+    node: ast.Binary,
+    result: CheckResult,
+    operand: Callable[[ast.Expr], ast.Expr] = _identity,
 ) -> ast.Expr | None:
-    """The expression that computes the checked ``node`` (``left`` and ``right`` its operands,
-    possibly rewritten themselves) by the durations' lengths, or None when ``node`` is not an
-    operation on durations that needs it (see the module docstring). Types are read from
-    ``result`` on ``node``'s own operands."""
+    """The expression that computes the checked ``node`` by the durations' lengths, or None
+    when ``node`` is not an operation on durations that needs it (see the module docstring).
+    Types are read from ``result`` on ``node``'s own operands; each operand kept goes through
+    ``operand`` (the lowering lowers the checked operands itself; ``absent_reads_null`` passes
+    its own rewrite). A chain ``a - b - c`` is one subtraction, ``from_seconds(max([seconds(a)
+    - seconds(b) - seconds(c), 0]))`` — the same value, as every term is ≥ 0 — so a long chain
+    nests no deeper than the plain one."""
     op = node.op
     if op not in _COMPARISONS and op not in ("-", "in", "not in"):
         return None
@@ -96,20 +106,34 @@ def by_length(
     if ls is None or rs is None:
         return None
     span = node.span
-    if isinstance(left, ast.DurationLit) and isinstance(right, ast.DurationLit):
-        if op == "-":  # two written durations: computed now (`2h - 1500ms`)
-            ms = max(0, left.ms - right.ms)
-            return ast.DurationLit(span, ms, duration_text(ms))
-        if op in _COMPARISONS:
-            return ast.BoolLit(span, _COMPARE[op](left.ms, right.ms))
     if op == "-":
         if ls != "one" or rs != "one":
             return None
-        diff = ast.Binary(
-            span, "-", _call("seconds", span, left), _call("seconds", span, right), node.op_span
-        )
+        terms = [node.right]
+        first: ast.Expr = node.left
+        while (
+            isinstance(first, ast.Binary)
+            and first.op == "-"
+            and _shape(result.type_of(first.left), result) == "one"
+            and _shape(result.type_of(first.right), result) == "one"
+        ):
+            terms.append(first.right)
+            first = first.left
+        terms.append(first)
+        terms.reverse()
+        if all(isinstance(t, ast.DurationLit) for t in terms):  # written: computed now
+            lits = [t for t in terms if isinstance(t, ast.DurationLit)]
+            ms = max(0, lits[0].ms - sum(t.ms for t in lits[1:]))
+            return ast.DurationLit(span, ms, duration_text(ms))
+        diff: ast.Expr = _call("seconds", span, operand(terms[0]))
+        for t in terms[1:]:
+            diff = ast.Binary(span, "-", diff, _call("seconds", span, operand(t)), node.op_span)
         zero = ast.NumberLit(span, 0)
         return _call("from_seconds", span, _call("max", span, ast.ListLit(span, [diff, zero])))
+    left, right = node.left, node.right
+    if isinstance(left, ast.DurationLit) and isinstance(right, ast.DurationLit):
+        if op in _COMPARISONS:  # two written durations: computed now (`60s == 1m`)
+            return ast.BoolLit(span, _COMPARE[op](left.ms, right.ms))
     if op in ("in", "not in"):
         if ls != "one" or rs not in ("list", "empty"):
             return None
@@ -120,5 +144,9 @@ def by_length(
     else:
         return None
     return ast.Binary(
-        span, op, _call("seconds", span, left), _call("seconds", span, right), node.op_span
+        span,
+        op,
+        _call("seconds", span, operand(left)),
+        _call("seconds", span, operand(right)),
+        node.op_span,
     )

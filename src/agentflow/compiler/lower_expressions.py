@@ -336,7 +336,7 @@ class ExpressionLowering(LoweringShared):
         100 levels of brackets). A chain is as deep as it is long in the parsed template (at
         most 200 levels, and 200 operators): past ``_MAX_CHAIN`` operators its left part is
         computed by a `value` step of its own."""
-        by_value = by_length(e, e.left, e.right, self.r)
+        by_value = by_length(e, self.r)
         if by_value is not None:  # durations compare and subtract by length
             return self.expr(by_value, ctx)
         p = _PREC[e.op]
@@ -531,6 +531,10 @@ def absent_reads_null(expr: ast.Expr, result: CheckResult) -> ast.Expr:
             return items if any(a is not b for a, b in zip(items, node, strict=True)) else node
         if not isinstance(node, ast.Node):
             return node
+        if isinstance(node, ast.Binary):
+            by_value = by_length(node, result, rewrite)  # as visit_Binary lowers it
+            if by_value is not None:
+                return by_value
         changed = {}
         for name in node.__dataclass_fields__:
             if name == "span":
@@ -540,9 +544,6 @@ def absent_reads_null(expr: ast.Expr, result: CheckResult) -> ast.Expr:
             if new is not old:
                 changed[name] = new
         out = dataclasses.replace(node, **changed) if changed else node
-        if isinstance(node, ast.Binary) and isinstance(out, ast.Binary):
-            by_value = by_length(node, out.left, out.right, result)
-            return out if by_value is None else by_value  # as visit_Binary lowers it
         if not isinstance(node, ast.Member) or not isinstance(out, ast.Member):
             return out
         span, obj = node.span, result.type_of(node.obj)
