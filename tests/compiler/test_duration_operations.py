@@ -14,7 +14,10 @@ from agentflow.compiler.lowering import lower
 from agentflow.grammar import ast
 from agentflow.runtime.expressions import expr_text
 
-HEAD = "input { w: duration, ws: duration[], o: duration?, n: int }\n"
+HEAD = (
+    "type Job { name: text, wait: duration }\n"
+    "input { w: duration, ws: duration[], o: duration?, n: int, job: Job, jobs: Job[] }\n"
+)
 
 
 def _output(body: str, result: str = "json") -> str:
@@ -111,3 +114,19 @@ def test_a_long_chain_of_subtractions_is_one_saturating_subtraction():
     assert template.startswith('{{ from_seconds(max([seconds(input.w) - seconds("1ms") - ')
     assert template.count("from_seconds(") == 1
     assert _output("2h - 1s - 500ms", "duration") == '{{ "1h59m58s500ms" }}'
+
+
+def test_objects_holding_durations_are_taken_apart_when_their_operands_are_paths():
+    assert _output('input.job == { name: "x", wait: 90s }', "bool") == (
+        "{{ {name: input.job.name, wait: seconds(input.job.wait)} == "
+        '{name: "x", wait: seconds("90s")} }}'
+    )
+    # a value that is not a path nor a literal, lists of objects: compared as they are
+    assert _output("input.jobs[0] == input.job", "bool") == (
+        "{{ {name: input.jobs[0].name, wait: seconds(input.jobs[0].wait)} == "
+        "{name: input.job.name, wait: seconds(input.job.wait)} }}"
+    )
+    assert _output("input.jobs == [input.job]", "bool") == "{{ input.jobs == [input.job] }}"
+    assert _output(
+        "(if input.n > 0 then input.job else input.job) == input.job", "bool"
+    ).startswith("{{ (if input.n > 0 then input.job else input.job) == input.job")

@@ -108,7 +108,7 @@ def test_flowc_test_expectations_compare_durations_and_sleeps_by_length(tmp_path
         "  return { left: input.wait - 30s, long: input.wait > 1m }\n}\n"
         'test "by length" {\n  input { wait: 120s }\n'
         "  expect sleeps == [90s, 2m, 1m]\n  expect s.left == 90s\n  expect s.left < 2m\n"
-        "  expect s == { left: 1m30s, long: true }\n"
+        "  expect s == { left: 90s, long: true }\n"
         "  expect 1m30s in sleeps\n}\n"
         'test "a wrong length still fails" {\n  input { wait: 120s }\n'
         "  expect sleeps == [90s, 2m, 61s]\n}\n"
@@ -117,6 +117,44 @@ def test_flowc_test_expectations_compare_durations_and_sleeps_by_length(tmp_path
     outcomes = {o.name: o for o in report.outcomes}
     assert outcomes["by length"].passed, outcomes["by length"].failures
     assert not outcomes["a wrong length still fails"].passed
+
+
+RECORDS = """\
+type Job { name: text, wait: duration, waits: duration[], note: text?, inner: { d: duration } }
+input { a: Job, b: Job }
+stage s -> { literal: bool, paths: bool, differ: bool, fields: bool } {
+  return {
+    literal: input.a == { name: "x", wait: 1m30s, waits: [1h], inner: { d: 60s } },
+    paths: input.a == input.b,
+    differ: input.a != input.b,
+    fields: { w: input.a.wait } == { w: 90s }
+  }
+}
+test "records compare their durations by length" {
+  input {
+    a: { name: "x", wait: 90s, waits: [60m], inner: { d: 1m } },
+    b: { name: "x", wait: 1m30s, waits: [3600s], note: null, inner: { d: 60000ms } }
+  }
+  expect output == { literal: true, paths: true, differ: false, fields: true }
+  expect input.a == input.b
+  expect input.a != { name: "x", wait: 91s, waits: [60m], inner: { d: 1m } }
+}
+"""
+
+
+def test_objects_holding_durations_compare_them_by_length(tmp_path):
+    """An object literal or a path (`input.a`, a stage's name) is taken apart field by field,
+    in a run and in `flowc test`; an absent optional field equals `null`."""
+    flow = tmp_path / "r.flow"
+    flow.write_text(RECORDS)
+    a = {"name": "x", "wait": "90s", "waits": ["60m"], "inner": {"d": "1m"}}
+    b = {"name": "x", "wait": "1m30s", "waits": ["3600s"], "note": None, "inner": {"d": "60000ms"}}
+    result = agentflow.run_sync(flow, {"a": a, "b": b}, config=None)
+    assert result.output == {"literal": True, "paths": True, "differ": False, "fields": True}
+    b["name"] = "y"
+    assert agentflow.run_sync(flow, {"a": a, "b": b}, config=None).output["paths"] is False
+    report = api.run_tests(tmp_path)
+    assert report.ok, [(o.name, o.failures) for o in report.outcomes]
 
 
 #: a plan an earlier flowc compiled from `input.wait == 1m30s`, `== 90s` and `+ 30s`: durations
