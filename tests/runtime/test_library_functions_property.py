@@ -157,6 +157,32 @@ def m_parse_number(s):
     return int(t) if re.fullmatch(r"-?[0-9]+", t) else float(t)
 
 
+_UNIT_MS = {"h": 3_600_000, "m": 60_000, "s": 1000, "ms": 1}
+durations = st.lists(
+    st.tuples(st.integers(0, 100), st.sampled_from(list(_UNIT_MS))), min_size=1, max_size=3
+).map(lambda parts: "".join(f"{n}{u}" for n, u in parts))
+
+
+def m_seconds(d):
+    """a duration's length in seconds (`1500ms` is 1.5), of a list the list of lengths"""
+    if isinstance(d, list):
+        return [m_seconds(x) for x in d]
+    ms = sum(int(n) * _UNIT_MS[u] for n, u in re.findall(r"([0-9]+)(ms|h|m|s)", d))
+    return ms // 1000 if ms % 1000 == 0 else ms / 1000
+
+
+def m_from_seconds(n):
+    """`n` seconds to the millisecond, in its largest units; negative fails"""
+    if n < 0:
+        raise Fails("invalid_argument")
+    ms = int((dec(n) * 1000).quantize(Decimal(1), ROUND_HALF_UP))
+    out = ""
+    for unit in ("h", "m", "s", "ms"):
+        q, ms = divmod(ms, _UNIT_MS[unit])
+        out += f"{q}{unit}" if q else ""
+    return out or "0ms"
+
+
 MODELS = {
     "join": (
         st.tuples(st.lists(scalars, max_size=5), texts),
@@ -274,6 +300,8 @@ MODELS = {
         ),
         m_parse_json,
     ),
+    "seconds": (st.tuples(st.one_of(durations, st.lists(durations, max_size=4))), m_seconds),
+    "from_seconds": (st.tuples(nums), m_from_seconds),
 }
 
 

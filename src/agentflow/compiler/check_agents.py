@@ -339,8 +339,8 @@ class AgentChecks(CheckerShared):
     def constant(self, e: ast.Expr, depth: int = 0) -> tuple[bool, Any]:
         """The value of ``e`` when the compiler can compute it: ``(True, value)`` or
         ``(False, None)``. Constants are literals (a duration as :class:`_Duration`), ``-`` of
-        one, ``+ - *`` of two numbers, ``+ -`` of two durations, and a name bound by ``let`` to
-        a constant (``let t = 90s`` … ``timeout t``). Call after ``e`` is typed (names
+        a number, ``+ - *`` of two numbers, ``+ -`` of two durations (``-`` never below 0ms, as
+        at run time), and a name bound by ``let`` to a constant (``let t = 90s`` … ``timeout t``). Call after ``e`` is typed (names
         resolved)."""
         if depth > 64:
             return False, None
@@ -353,8 +353,6 @@ class AgentChecks(CheckerShared):
             return False, None
         if isinstance(e, ast.Unary) and e.op == "-":
             ok, v = self.constant(e.operand, depth + 1)
-            if ok and isinstance(v, _Duration):
-                return True, _Duration(-v.ms)
             if ok and _is_number(v):
                 return True, -v
             return False, None
@@ -366,7 +364,8 @@ class AgentChecks(CheckerShared):
             if _is_number(a) and _is_number(b):
                 return True, _FOLD[e.op](a, b)
             if isinstance(a, _Duration) and isinstance(b, _Duration) and e.op != "*":
-                return True, _Duration(_FOLD[e.op](a.ms, b.ms))
+                # as at run time: a duration is never below 0ms (`30s - 1m` is `0ms`)
+                return True, _Duration(max(0, _FOLD[e.op](a.ms, b.ms)))
             return False, None
         return literal_const(e)
 
@@ -388,7 +387,7 @@ class AgentChecks(CheckerShared):
         ok, v = self.constant(e)
         if not ok or not isinstance(v, _Duration):
             return
-        shown = v.text or (duration_text(v.ms) if v.ms >= 0 else f"-{duration_text(-v.ms)}")
+        shown = v.text or duration_text(v.ms)
         if v.ms <= 0:
             self.report(
                 D.INVALID_DURATION,

@@ -115,12 +115,11 @@ LENGTH_HINTS = {
 }
 
 
-#: The hint of an ordering or a subtraction of durations, which the run-time text form of a
-#: duration cannot do (docs/reference/lexical.md "Durations").
+#: The hint of arithmetic on a duration other than ``+`` and ``-`` of two durations
+#: (docs/reference/lexical.md "Durations").
 _DURATION_ARITHMETIC = (
-    "a duration is carried as its text at run time, so only `+` (`1m + input.wait`) and `==` "
-    "of the same text work on computed durations (`-` of written ones is computed by the "
-    "compiler); take the seconds as an `int` input and compare or subtract those"
+    "durations take `+` and `-` of another duration (`input.wait - 30s`, never below 0ms); "
+    "for anything else compute with their seconds: `from_seconds(seconds(d) * 2)`"
 )
 
 
@@ -291,13 +290,14 @@ class ExpressionChecks(CheckerShared):
             self._int_out_of_range(e, -negated.value)
         if isinstance(t, ErrorType) or t == JSON:
             return t
-        if is_numeric(t, self.env) or (t == DURATION and self.constant(e)[0]):
+        if is_numeric(t, self.env):
             if isinstance(t, LiteralType):
                 return LiteralType(-t.value, fresh=True)  # type: ignore[operator]
             return widen(t)
         self.report(
             D.TYPE_MISMATCH,
-            f"`-` needs a number, found `{type_str(t)}`",
+            f"`-` needs a number, found `{type_str(t)}`"
+            + (" (a duration is never negative)" if t == DURATION else ""),
             e.operand.span,
             hint=_DURATION_ARITHMETIC if t == DURATION else None,
         )
@@ -366,14 +366,7 @@ class ExpressionChecks(CheckerShared):
             if lt == JSON or rt == JSON:
                 return BOOL
             if lt == DURATION and rt == DURATION:
-                # a duration is its text at run time: `90s < 5m` would compare the texts
-                self.report(
-                    D.TYPE_MISMATCH,
-                    f"`{op}` cannot order two durations",
-                    e.span,
-                    hint=_DURATION_ARITHMETIC,
-                )
-                return BOOL
+                return BOOL  # by length: lowered through `seconds` (compiler/durations.py)
             ok = (is_numeric(lt, self.env) and is_numeric(rt, self.env)) or (
                 is_textual(lt, self.env) and is_textual(rt, self.env)
             )
@@ -382,7 +375,7 @@ class ExpressionChecks(CheckerShared):
                     D.TYPE_MISMATCH,
                     f"`{op}` cannot order `{type_str(widen(lt))}` and `{type_str(widen(rt))}`",
                     e.span,
-                    hint="comparisons need two numbers or two texts",
+                    hint="comparisons need two numbers, two texts or two durations",
                 )
             return BOOL
         if lt == JSON or rt == JSON:
@@ -420,8 +413,8 @@ class ExpressionChecks(CheckerShared):
             if op == "/":
                 return NUMBER
             return INT if lw == INT and rw == INT else NUMBER
-        if op == "-" and lt == DURATION and rt == DURATION and self.constant(e)[0]:
-            return DURATION  # folded by the compiler (`2h - 1500ms` is `1h59m58s500ms`)
+        if op == "-" and lt == DURATION and rt == DURATION:
+            return DURATION  # never below 0ms: lowered through `seconds` (compiler/durations.py)
         self.report(
             D.TYPE_MISMATCH,
             f"`{op}` needs numbers, found `{type_str(lw)}` and `{type_str(rw)}`",

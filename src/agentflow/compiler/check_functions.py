@@ -370,6 +370,12 @@ class FunctionChecks(CheckerShared):
     def _fn_sum(self, e: ast.FuncCall, args: list[Type], result: Type) -> Type:
         return INT if widen(result) == INT else (result if result == JSON else NUMBER)
 
+    def _fn_seconds(self, e: ast.FuncCall, args: list[Type], result: Type) -> Type:
+        if args[0] == JSON:
+            return JSON
+        r = self.env.resolve(args[0])
+        return ListType(NUMBER) if isinstance(r, ListType) else NUMBER
+
     def _fn_slice(self, e: ast.FuncCall, args: list[Type], result: Type) -> Type:
         return TEXT if is_textual(result, self.env) else result
 

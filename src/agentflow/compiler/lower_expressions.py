@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentflow.compiler import types as T
 from agentflow.compiler.contracts import flow_string as _flow_string
+from agentflow.compiler.durations import by_length
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import MINUS_PRECEDENCE, NOT_PRECEDENCE, PRECEDENCE
 from agentflow.errors import LoweringError
@@ -335,6 +336,9 @@ class ExpressionLowering(LoweringShared):
         100 levels of brackets). A chain is as deep as it is long in the parsed template (at
         most 200 levels, and 200 operators): past ``_MAX_CHAIN`` operators its left part is
         computed by a `value` step of its own."""
+        by_value = by_length(e, self.r)
+        if by_value is not None:  # durations compare and subtract by length
+            return self.expr(by_value, ctx)
         p = _PREC[e.op]
         left, right = self.expr(e.left, ctx), self.expr(e.right, ctx)
         bare_left = not left.atomic and (left.prec > p or (left.prec == p and p not in (5, 6)))
@@ -513,7 +517,9 @@ def absent_reads_null(expr: ast.Expr, result: CheckResult) -> ast.Expr:
     ``(x ?? {f: null}).f`` — the rule of :meth:`ExpressionLowering.visit_Member`, for an
     expression the runtime's evaluator runs from the checked AST rather than from a plan
     (eval scorers, `test` expectations: docs/reference/types.md "Objects": reading an absent
-    optional field gives ``null``, never an error).
+    optional field gives ``null``, never an error); and durations compared and subtracted by
+    length as :meth:`ExpressionLowering.visit_Binary` lowers them
+    (:func:`~agentflow.compiler.durations.by_length`).
 
     Returns a copy where something changed (the checked nodes are never modified; the types are
     looked up on them), ``expr`` itself where nothing did."""
@@ -525,6 +531,10 @@ def absent_reads_null(expr: ast.Expr, result: CheckResult) -> ast.Expr:
             return items if any(a is not b for a, b in zip(items, node, strict=True)) else node
         if not isinstance(node, ast.Node):
             return node
+        if isinstance(node, ast.Binary):
+            by_value = by_length(node, result, rewrite)  # as visit_Binary lowers it
+            if by_value is not None:
+                return by_value
         changed = {}
         for name in node.__dataclass_fields__:
             if name == "span":

@@ -489,6 +489,24 @@ _SPECS: tuple[FunctionSpec, ...] = (
         _C,
         "parse_error",
     ),
+    _f(
+        "seconds<T: duration | duration[]>(d: T) -> number | number[]",
+        "the length of a duration in seconds (`1500ms` is `1.5`); of a list of durations, the "
+        "list of their lengths. Durations compare by length (`90s == 1m30s`): this is the "
+        "number behind it",
+        "seconds(1m30s)",
+        90,
+        _C,
+    ),
+    _f(
+        "from_seconds(n: number) -> duration",
+        "the duration of `n` seconds, to the millisecond, written in its largest units "
+        "(`from_seconds(90)` is `1m30s`); `n` must not be negative",
+        "from_seconds(2 * 45)",
+        "1m30s",
+        _C,
+        "invalid_argument",
+    ),
 )
 
 #: Every library function by name, in the order of the reference.
@@ -605,6 +623,12 @@ FOREIGN_FUNCTION_NAMES: dict[str, str] = {
     "truncate": "floor",
     "min_by": "sort_by",
     "max_by": "sort_by",
+    "total_seconds": "seconds",
+    "toSeconds": "seconds",
+    "as_secs": "seconds",
+    "fromSeconds": "from_seconds",
+    "from_secs": "from_seconds",
+    "timedelta": "from_seconds",
 }
 
 

@@ -25,7 +25,14 @@ from typing import Any
 import regex
 
 from agentflow.core.functions import FUNCTIONS, KIND_WORDS, PARAM_KINDS
-from agentflow.core.vocabulary import MAX_EXPR_DEPTH, MAX_INT, MIN_INT, Code
+from agentflow.core.vocabulary import (
+    MAX_EXPR_DEPTH,
+    MAX_INT,
+    MIN_INT,
+    Code,
+    duration_ms,
+    duration_text,
+)
 from agentflow.errors import ExprError, RunError
 from agentflow.runtime.extract import loads_value
 from agentflow.runtime.interrupt import checkpoint
@@ -625,6 +632,41 @@ def _parse_json(s: str) -> Any:
         raise RunError(Code.PARSE_ERROR, f"{_short(s)} is not JSON ({detail})") from None
 
 
+def _duration_seconds(d: Any) -> int | float:
+    """One duration's length in seconds: an ``int`` when whole, else to the millisecond."""
+    try:
+        ms = duration_ms(d)
+    except ValueError:
+        shown = _short(d) if isinstance(d, str) else kind_of(d)
+        raise ExprError(f"`d` must be a duration (250ms, 90s, 1h30m), got {shown}") from None
+    return ms // 1000 if ms % 1000 == 0 else ms / 1000
+
+
+def _seconds(d: Any) -> Any:
+    """``seconds(d)`` (docs/reference/functions.md): a duration's length in seconds, or the
+    lengths of a list of durations. ``null`` gives ``null``: the compiler compares two
+    ``duration?`` values through it (docs/reference/lexical.md "Durations")."""
+    if d is None:
+        return None
+    if isinstance(d, list | tuple):
+        return [None if x is None else _duration_seconds(x) for x in d]
+    return _duration_seconds(d)
+
+
+def _from_seconds(n: int | float) -> str:
+    """``from_seconds(n)``: ``n`` seconds (≥ 0, rounded to the millisecond, halves up) as a
+    duration in its largest units (``90`` → ``"1m30s"``); ``invalid_argument`` when negative or
+    longer than the longest `int` of milliseconds."""
+    if n < 0:
+        raise RunError(
+            Code.INVALID_ARGUMENT, f"a duration cannot be negative, got {_render(n)} seconds"
+        )
+    ms = int((Decimal(repr(n)) * 1000).to_integral_value(ROUND_HALF_UP))
+    if ms > MAX_INT:
+        raise RunError(Code.INVALID_ARGUMENT, f"{_render(n)} seconds is longer than any duration")
+    return duration_text(ms)
+
+
 #: name → implementation (arguments evaluated, kinds checked, omitted ones ``None``)
 IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {
     "join": _join,
@@ -677,6 +719,8 @@ IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {
     "parse_int": _parse_int,
     "parse_number": _parse_number,
     "parse_json": _parse_json,
+    "seconds": _seconds,
+    "from_seconds": _from_seconds,
 }
 
 assert IMPLEMENTATIONS.keys() == FUNCTIONS.keys(), "every library function has one implementation"
