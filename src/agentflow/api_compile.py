@@ -22,7 +22,12 @@ from agentflow.compiler.api import check_source, read_source
 from agentflow.compiler.check_depth import too_deep_diagnostic
 from agentflow.compiler.checker import CheckResult
 from agentflow.compiler.lowering import LoweringError, lower, value_span
-from agentflow.core.diagnostics import COST_OVER_BUDGET, PLAN_TOO_DEEP, Diagnostic
+from agentflow.core.diagnostics import (
+    COST_OVER_BUDGET,
+    PLAN_TEMPLATE_SYNTAX,
+    PLAN_TOO_DEEP,
+    Diagnostic,
+)
 from agentflow.core.spans import Span
 from agentflow.errors import CompileError, PlanLoadError
 from agentflow.grammar import ast
@@ -134,7 +139,9 @@ def _plan_problem(problem: Diagnostic, plan: dict[str, Any], file: str) -> Diagn
     on a `let` that the lowering writes out in full) is the program's limit; anything else is
     an internal compiler error."""
     span = _problem_span(problem.message, plan, file)
-    if problem.code == PLAN_TOO_DEEP:  # the check reports these first (compiler.check_depth)
+    if problem.code == PLAN_TOO_DEEP or (
+        problem.code == PLAN_TEMPLATE_SYNTAX and "nested too deeply" in problem.message
+    ):  # the check reports these first (compiler.check_depth)
         return too_deep_diagnostic(span)
     return Diagnostic(
         "unsupported-construct",

@@ -130,3 +130,23 @@ def test_objects_holding_durations_are_taken_apart_when_their_operands_are_paths
     assert _output(
         "(if input.n > 0 then input.job else input.job) == input.job", "bool"
     ).startswith("{{ (if input.n > 0 then input.job else input.job) == input.job")
+
+
+def test_a_subtraction_nested_too_deep_once_compiled_is_the_check_s_diagnostic_not_a_compiler_bug():
+    """`a - (b - (c - …))` compiles four brackets a level (`from_seconds(max([…]))`): past the
+    plan's bracket limit `check` says so, as `compile` does, never an internal error."""
+    from agentflow import api
+    from agentflow.errors import CompileError
+
+    e = "1s"
+    for _ in range(30):
+        e = f"input.w - ({e})"
+    source = HEAD + f"stage s -> duration {{\n  return {e}\n}}\n"
+    checked = check_source(source, "d.flow")
+    (d,) = [d for d in checked.diagnostics if d.severity == "error"]
+    assert d.code == "unsupported-construct"
+    assert "nested too deeply once compiled" in d.message
+    assert "internal" not in d.message
+    with pytest.raises(CompileError) as raised:
+        api.compile_source(source, "d.flow")
+    assert d.message in str(raised.value)

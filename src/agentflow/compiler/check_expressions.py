@@ -192,6 +192,14 @@ class ExpressionChecks(CheckerShared):
             self._int_out_of_range(e, value)
         return LiteralType(value, fresh=True)
 
+    def _duration_rewrite(self) -> None:
+        """Note a `-` of two durations: the lowering writes it as ``from_seconds(max([seconds(a)
+        - seconds(b), 0]))`` (compiler/durations.py), four brackets a level, so a chain nested
+        in parentheses compiles deeper than it reads: count its levels so (``checker._SHALLOW``)
+        that the check measures what it compiles to (compiler/check_depth.py)."""
+        if self.expr_depth * 4 > self.max_expr_depth:
+            self.max_expr_depth = self.expr_depth * 4
+
     def _int_out_of_range(self, e: ast.Expr, value: int) -> None:
         """``int-out-of-range`` on a whole-number literal past `int` (docs/reference/types.md:
         a literal is read exactly, up to the `int` range; `-9223372036854775808` is one)."""
@@ -414,6 +422,7 @@ class ExpressionChecks(CheckerShared):
                 return NUMBER
             return INT if lw == INT and rw == INT else NUMBER
         if op == "-" and lt == DURATION and rt == DURATION:
+            self._duration_rewrite()
             return DURATION  # never below 0ms: lowered through `seconds` (compiler/durations.py)
         self.report(
             D.TYPE_MISMATCH,
