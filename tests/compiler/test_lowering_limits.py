@@ -208,7 +208,7 @@ def test_compiled_plan_that_fails_validation_is_an_internal_error(tmp_path, monk
 
     def broken(result, *, file):
         plan = real(result, file=file)
-        plan["steps"][0]["input"]["value"] = "{{ " + "[" * 120 + "]" * 120 + " }}"
+        plan["steps"][0]["input"]["value"] = "{{ 1 + ) }}"  # a template that does not parse
         return plan
 
     monkeypatch.setattr(api_compile, "lower", broken)
