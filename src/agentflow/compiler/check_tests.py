@@ -807,12 +807,19 @@ def _nested_ask_hint(checker: CheckerShared, name: str) -> str | None:
             continue
         if not any(isinstance(n, ast.AskExpr) for n in ast.walk(step.value)):
             continue
+        stage = checker.all_stages.get(step.stage)
+        asks = sum(isinstance(n, ast.AskExpr) for n in ast.walk(stage.body)) if stage else 1
+        which = (
+            "the stage's only ask"
+            if asks == 1
+            else f"all {asks} asks of the stage, in the order they are asked: `returns A then B …`"
+        )
         return (
-            f"`{name}` is the `let` the `ask` sits in, not the ask's own name: `stub ask` names "
-            f"a `let` whose whole value is the ask, or a stage — write `stub ask {step.stage} "
-            f"returns …` (every ask of stage `{step.stage}`), or bind the ask to a `let` of its "
-            f'own (`let answer = ask "…"`, then `let {name} = if … then … else answer`) and '
-            "write `stub ask answer returns …`"
+            f"write `stub ask {step.stage} returns …`: it answers the asks of stage "
+            f"`{step.stage}` ({which}); `{name}` is the `let` the `ask` sits in, not the ask's "
+            f"own name (`stub ask` names a `let` whose whole value is the ask, or a stage). "
+            f"Moving the ask to a `let` of its own before the `if` would change the flow: the "
+            f"person would be asked even when the `if` does not reach the ask"
         )
     return None
 
