@@ -415,6 +415,8 @@ def test_a_take_bounded_by_an_input_counts_as_that_input_or_its_range_maximum(tm
     f.write_text(FILES, encoding="utf-8")
     result = CliRunner().invoke(main, ["cost", str(f)])
     assert result.exit_code == 0, result.output
+    # one casing for every flow (the trial read "Most …" for one flow, "most …" for others)
+    assert result.stdout.startswith("most model calls of one run of 'files' (inferences per role):")
     assert result.stdout.splitlines()[1:4] == [
         "  chat    8 × input.max_files",
         "  repair  8 × input.max_files",

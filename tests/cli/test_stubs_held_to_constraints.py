@@ -53,7 +53,10 @@ def test_pattern_and_length_constraints_of_a_stub_are_checked(tmp_path):
     assert result.exit_code == 1, result.output
     out = result.output
     assert out.count("error[stub-mismatch]") == 1, out
-    assert '`email` is "ab", which `@pattern("^[^@]+@[^@]+$")` does not match (and 2 more problems)' in out
+    assert (
+        '`email` is "ab", which `@pattern("^[^@]+@[^@]+$")` does not match (and 2 more problems)'
+        in out
+    )
     assert "`name` has 7 characters, outside `@length(1, 5)`" in out
     assert "`tags` has 2 items, outside `@length(0, 1)`" in out
 

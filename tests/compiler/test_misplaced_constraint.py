@@ -20,7 +20,11 @@ stage s -> int {
     ("src", "at", "written"),
     [
         (TOOL, (1, 41), "int @range(0, 10)"),
-        ("type Score = int @range(0, 10)\nstage s -> int { return 1 }\n", (1, 18), "int @range(0, 10)"),
+        (
+            "type Score = int @range(0, 10)\nstage s -> int { return 1 }\n",
+            (1, 18),
+            "int @range(0, 10)",
+        ),
         (
             'extern tool user__f(x: text @length(1, 3)) -> int\nstage s -> int { return user__f(x: "a") }\n',
             (1, 29),

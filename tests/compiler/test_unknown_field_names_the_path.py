@@ -7,7 +7,9 @@ from agentflow.compiler.api import check_source
 
 
 def test_a_misspelt_input_field_names_input():
-    (d,) = check_source("input { dir: path }\nstage s -> path { return input.dri }\n", "t.flow").errors
+    (d,) = check_source(
+        "input { dir: path }\nstage s -> path { return input.dri }\n", "t.flow"
+    ).errors
     assert d.code == "unknown-field"
     assert d.message == "`input` has no field `dri`"
     assert d.hint == "did you mean `dir`?"

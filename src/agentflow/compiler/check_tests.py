@@ -224,7 +224,9 @@ def _constraints_hold(
     default = "write a value the contract accepts: a stub stands in for an answer, and is held to "
     default += "the same contract"
     if stub.kind in ("agent", "stage"):
-        default += '; to test an answer the agent cannot make conform, stub `fails "output_validation"`'
+        default += (
+            '; to test an answer the agent cannot make conform, stub `fails "output_validation"`'
+        )
     checker.report(
         D.STUB_MISMATCH,
         f"this stub does not fit {what}: {message}{more}",

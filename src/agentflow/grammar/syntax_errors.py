@@ -604,13 +604,13 @@ def unexpected(
         return SynErr(msg, span)
     if tok.type == "AT" and "AT" not in expected:
         # `extern tool f(x: text) -> int @range(0, 10)`, `type Score = int @range(0, 10)`
-        word = _word_at(sc.text, tok.end - sc.ob)
+        named = _word_at(sc.text, tok.end - sc.ob)
         m = re.match(r"@\w+\([^()\n]{0,60}\)", sc.text[tok.start - sc.ob :])
-        written = m.group(0) if m else f"@{word}(…)"
+        written = m.group(0) if m else f"@{named}(…)"
         typed = re.search(r"([\w\[\]?]+)\s*$", _line_before(sc, tok))
         base = typed.group(1) if typed else "int"
         return SynErr(
-            f"a constraint (`@{word}`) is written after the type of a field of an object type, "
+            f"a constraint (`@{named}`) is written after the type of a field of an object type, "
             "not here",
             tok.span,
             resume=tok.end - sc.ob,

@@ -332,9 +332,7 @@ def _take_bound(n: ast.Expr, scope: _Scope) -> int | str | None:
     return _Bound("input." + ".".join(path))
 
 
-def _max_len(
-    node: ast.Expr, path: list[str], scope: _Scope, depth: int = 0
-) -> int | str | None:
+def _max_len(node: ast.Expr, path: list[str], scope: _Scope, depth: int = 0) -> int | str | None:
     """The most elements the list ``node.path`` can hold, when the plan bounds it: a list
     literal, ``take(xs, 3)``, a contract's ``maxItems`` (``@length(1, 3)``), the input's, a
     ``map``/``filter`` as what it goes over, an ``if`` as its longer branch, a sub-plan's
@@ -391,9 +389,7 @@ def _max_len(
     return None
 
 
-def _step_max_len(
-    step: Step, path: list[str], scope: _Scope, depth: int
-) -> int | str | None:
+def _step_max_len(step: Step, path: list[str], scope: _Scope, depth: int) -> int | str | None:
     """:func:`_max_len` of a step's value (its ``select`` of its result, else its result)."""
     select = _template_node(step.select) if step.select is not None else None
     if select is None:
@@ -407,9 +403,7 @@ def _step_max_len(
     return None
 
 
-def _result_max_len(
-    step: Step, path: list[str], scope: _Scope, depth: int
-) -> int | str | None:
+def _result_max_len(step: Step, path: list[str], scope: _Scope, depth: int) -> int | str | None:
     inp = step.input if isinstance(step.input, dict) else {}
     name = step.tool_name
     if name == "agent" and path[:1] == ["output"]:
