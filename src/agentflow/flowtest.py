@@ -1084,7 +1084,7 @@ def _stub_router(config: Any, answers: dict[str, Answers], replay: Any = None) -
             value = self.answers.next()
             text = json.dumps({"value": value} if self.wrapped else value, ensure_ascii=False)
             if request.response_schema:  # a stub is held to the contract, never repaired
-                _, errors, _ = check_answer(text, request.response_schema)
+                _, errors, _ = check_answer(text, _as_checked(request.response_schema))
                 if errors:
                     self.answers.off_contract(errors)
             return ChatResponse(text=text, usage=usage, model="stub")
@@ -1119,6 +1119,20 @@ def _stub_router(config: Any, answers: dict[str, Answers], replay: Any = None) -
 
 
 _StubRouter = _stub_router
+
+
+def _as_checked(schema: Any) -> Any:
+    """The contract an answer is checked against, from the one the model is shown: a
+    ``member`` node's ``enum`` of the team's members is shown, not checked (a member outside
+    the team fails ``invalid_member`` where it is routed; ``agent_step.with_member_choices``)."""
+    if isinstance(schema, list):
+        return [_as_checked(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: _as_checked(value) for key, value in schema.items()}
+    if schema.get("x-flow-type") == "member":
+        out.pop("enum", None)
+    return out
 
 
 def _plan_steps(data: Any):
