@@ -149,7 +149,10 @@ async def _explore(file: Path, runs: int) -> ExploreReport:
                 inp = generate_value(data.get("input_schema") or {"type": "object"}, rng)
             except GenerationError:
                 inp = {}
-        await _explore_once(file, plan, result, schemas, seed, inp, sites, report)
+        taken: set[tuple[str, str]] = set()
+        await _explore_once(file, plan, result, schemas, seed, inp, sites, report, taken)
+        for source, outcome in taken:  # a run counts once per outcome it took at a place
+            sites[source].counts[outcome] += 1
         report.runs += 1
     return report
 
@@ -171,7 +174,11 @@ async def _explore_once(
     inp: Any,
     sites: dict[str, ExploreSite],
     report: ExploreReport,
+    taken: set[tuple[str, str]],
 ) -> None:
+    """One run of the exploration: adds ``(site source, outcome)`` to ``taken`` for each outcome
+    the run took (a place in a loop's body, reached once a round, is counted by the caller once
+    per run and outcome), and the run's failure to ``report``."""
     import random
 
     def generated_tool(name: str, schema: Any) -> Any:
@@ -225,7 +232,7 @@ async def _explore_once(
                 branched.add(parent)
                 s = site(parent)
                 if s is not None and s.kind == "if":
-                    s.counts[leg] += 1
+                    taken.add((s.source, leg))
             if d.get("tool_name") == "agent":
                 agent_of[path] = f"the agent at {d.get('source') or path}"
         elif event.kind == "step_finished":
@@ -234,16 +241,16 @@ async def _explore_once(
                 return
             value = d.get("result")
             if s.kind == "if" and path not in branched:
-                s.counts["else"] += 1
+                taken.add((s.source, "else"))
             elif s.kind == "require":
                 checked.append(path)  # held, unless the run failed right there
             elif s.kind == "verify" and isinstance(value, dict):
-                s.counts["passed" if value.get("passed") else "failed"] += 1
+                taken.add((s.source, "passed" if value.get("passed") else "failed"))
             elif s.kind == "filter" and isinstance(value, list):
-                s.counts["items" if value else "empty"] += 1
+                taken.add((s.source, "items" if value else "empty"))
             elif s.kind == "map":
                 ran = path in mapped or (isinstance(value, list) and bool(value))
-                s.counts["items" if ran else "empty"] += 1
+                taken.add((s.source, "items" if ran else "empty"))
                 counted.add(path)
         elif event.kind == "model_call":
             reply = d.get("reply") or {}
@@ -276,18 +283,18 @@ async def _explore_once(
     for m in mapped - counted:  # a map whose items ran but that did not finish
         s = site(m)
         if s is not None:
-            s.counts["items"] += 1
+            taken.add((s.source, "items"))
     error: ErrorInfo | dict[str, Any] = outcome.error or {}
     where = error.get("step_path")
     for p in checked:
         s = site(p)
         if s is not None and p != where:
-            s.counts["held"] += 1
+            taken.add((s.source, "held"))
     if outcome.ok:
         return
     s = site(where) if isinstance(where, str) else None
     if s is not None and s.kind == "require":
-        s.counts["failed"] += 1
+        taken.add((s.source, "failed"))
     report.failures.append(
         ExploreFailure(
             seed,

@@ -52,6 +52,7 @@ from agentflow.errors import (
 )
 from agentflow.grammar import ast
 from agentflow.ir.loader import load_plan_data
+from agentflow.runtime.agent import check_answer
 from agentflow.runtime.config import (
     Config,
     ProviderConfig,
@@ -836,6 +837,21 @@ class Answers:
             )
         return json.loads(json.dumps(value))
 
+    def off_contract(self, errors: list[str]) -> None:
+        """Fail the test: the answer just given breaks the agent's contract (``errors``: the
+        validation's). A real answer off contract would be repaired; a stub is not, as
+        repairing it would replace the stub by the test model's answer."""
+        stub = self.stub
+        which = f"answer {self.calls}" if len(self.values) > 1 else "its answer"
+        message = (
+            f"{_where(self.shown, stub.span)}: `stub {stub.kind} {stub.target.name}` does not fit "
+            f"the agent's `expect` ({which}): {'; '.join(errors[:3])}; a stub is never repaired: "
+            'write an answer the contract accepts, or stub `fails "output_validation"` to test '
+            "an answer that cannot be made to conform"
+        )
+        self.problems.append(message)
+        raise RunError(Code.ABORTED, message)
+
 
 def _answers_tool(Tool: Any, plan_name: str, answers: Answers, wrap: Any = None) -> Any:
     async def answer(args: dict[str, Any], ctx: Any) -> Any:
@@ -1067,6 +1083,10 @@ def _stub_router(config: Any, answers: dict[str, Answers], replay: Any = None) -
             usage = {"input_tokens": 0, "output_tokens": 0}
             value = self.answers.next()
             text = json.dumps({"value": value} if self.wrapped else value, ensure_ascii=False)
+            if request.response_schema:  # a stub is held to the contract, never repaired
+                _, errors, _ = check_answer(text, _as_checked(request.response_schema))
+                if errors:
+                    self.answers.off_contract(errors)
             return ChatResponse(text=text, usage=usage, model="stub")
 
         async def aclose(self) -> None:
@@ -1099,6 +1119,20 @@ def _stub_router(config: Any, answers: dict[str, Answers], replay: Any = None) -
 
 
 _StubRouter = _stub_router
+
+
+def _as_checked(schema: Any) -> Any:
+    """The contract an answer is checked against, from the one the model is shown: a
+    ``member`` node's ``enum`` of the team's members is shown, not checked (a member outside
+    the team fails ``invalid_member`` where it is routed; ``agent_step.with_member_choices``)."""
+    if isinstance(schema, list):
+        return [_as_checked(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: _as_checked(value) for key, value in schema.items()}
+    if schema.get("x-flow-type") == "member":
+        out.pop("enum", None)
+    return out
 
 
 def _plan_steps(data: Any):

@@ -391,3 +391,37 @@ def test_a_filter_of_a_bounded_list_is_at_most_that_long(tmp_path):
     f.write_text(FILTERED.replace(" @length(0, 4)", ""), encoding="utf-8")
     data = json.loads(CliRunner().invoke(main, ["cost", "--json", str(f)]).stdout)
     assert data["total"] == "16 × len(kept)"  # unbounded: the filter's result keeps its name
+
+
+FILES = """\
+input { dir: path, max_files: int }
+use agent "w" as w
+stage files -> path[] {
+  let found = glob(pattern: "**/*.py", path: input.dir)
+  return take(found, input.max_files)
+}
+stage notes -> text[] {
+  return parallel map files as f {
+    agent(w) { task "read ${f}" tools [read_file] expect text }
+  }
+}
+"""
+
+
+def test_a_take_bounded_by_an_input_counts_as_that_input_or_its_range_maximum(tmp_path):
+    # `take(found, input.max_files)` is at most `input.max_files` long: the figure is in that
+    # input, not `len(take(found, input.max_files))`; with `@range(1, 20)`, at most 20
+    f = tmp_path / "files.flow"
+    f.write_text(FILES, encoding="utf-8")
+    result = CliRunner().invoke(main, ["cost", str(f)])
+    assert result.exit_code == 0, result.output
+    # one casing for every flow (the trial read "Most …" for one flow, "most …" for others)
+    assert result.stdout.startswith("most model calls of one run of 'files' (inferences per role):")
+    assert result.stdout.splitlines()[1:4] == [
+        "  chat    8 × input.max_files",
+        "  repair  8 × input.max_files",
+        "  total   16 × input.max_files",
+    ]
+    f.write_text(FILES.replace("max_files: int", "max_files: int @range(1, 20)"))
+    data = json.loads(CliRunner().invoke(main, ["cost", "--json", str(f)]).stdout)
+    assert data["total"] == "320"

@@ -172,3 +172,31 @@ def test_each_run_reaching_an_if_counts_once_at_its_own_line(tmp_path):
         ("20:3", "if"): {"then": 1, "else": 2},  # followed by a require
         ("21:3", "require"): {"held": 1, "failed": 1},
     }
+
+
+LOOP_FLOW = """\
+input { tries: int }
+use agent "w" as w
+stage s -> int {
+  let r = loop up to input.tries as round, n = 0 {
+    let x = if round > 1 then agent(w) { task "t" tools none expect int } else 0
+    n + x
+  } until n > 100 else n
+  return r
+}
+test "three rounds" {
+  input { tries: 3 }
+  stub agent w returns 1
+  expect s == 1
+}
+"""
+
+
+def test_an_if_in_a_loop_counts_each_run_once_per_outcome_not_once_per_round(tmp_path):
+    # 5 runs of 3 rounds: each run takes `else` (rounds 0, 1) and `then` (round 2); counted per
+    # round this was `then: 5  else: 10`
+    path = tmp_path / "rounds.flow"
+    path.write_text(LOOP_FLOW, encoding="utf-8")
+    result = CliRunner().invoke(main, ["test", "--explore", "5", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "rounds.flow:5:13  if       then: 5  else: 5" in result.output

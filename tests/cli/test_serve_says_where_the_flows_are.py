@@ -27,3 +27,19 @@ def test_serving_a_directory_whose_flows_are_a_level_down_hints_at_that_director
         f"flowc serve: hint: the files of {tmp_path} itself are served, not those of its "
         "sub-directories (flows/a.flow): give the directory that holds them"
     )
+
+
+def test_serving_a_file_says_serve_takes_a_directory_and_which_one(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from agentflow.cli import main
+
+    flow = tmp_path / "extract.flow"
+    flow.write_text("flow extract\nstage a -> int {\n  return 1\n}\n")
+    for args in (["serve", str(flow)], ["serve", "--mcp", str(flow)]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2, result.output
+        assert (
+            f"{flow} is a file: `flowc serve --mcp DIR` serves every .flow and plan file of a "
+            f"directory, each as a tool; `flowc serve --mcp {tmp_path}` serves this one"
+        ) in " ".join(result.output.split()), result.output

@@ -40,9 +40,26 @@ stage decision -> bool {
 def test_stub_ask_of_the_let_an_ask_sits_in_says_how_asks_are_named():
     (d,) = diags(ASK + 'test "t" {\n  input { n: 1 }\n  stub ask ok returns true\n}\n')
     assert d.code == "unknown-stub-target"
-    assert d.hint.startswith("`ok` is the `let` the `ask` sits in, not the ask's own name")
-    assert "`stub ask decision returns …`" in d.hint
-    assert '`let answer = ask "…"`' in d.hint
+    # the fix that keeps the flow's behaviour comes first; moving the ask out of the `if` is
+    # not suggested (the person would be asked even when `input.n > 3`)
+    assert d.hint.startswith(
+        "write `stub ask decision returns …`: it answers the asks of stage `decision` "
+        "(the stage's only ask); `ok` is the `let` the `ask` sits in, not the ask's own name"
+    )
+    assert '`let answer = ask "…"`' not in d.hint
+    assert "would change the flow: the person would be asked even when the `if`" in d.hint
+
+
+def test_the_stub_the_nested_ask_hint_gives_answers_the_ask(tmp_path):
+    import agentflow
+
+    (tmp_path / "t.flow").write_text(
+        ASK + 'test "t" {\n  input { n: 1 }\n  stub ask decision returns true\n'
+        "  expect decision\n}\n",
+        encoding="utf-8",
+    )
+    report = agentflow.run_tests([tmp_path / "t.flow"])
+    assert report.ok, report.summary()
 
 
 def test_stub_ask_of_an_unknown_name_lists_the_asks_with_how_they_are_written():

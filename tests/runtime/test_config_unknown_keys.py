@@ -44,3 +44,13 @@ def test_an_unknown_key_that_is_a_typo_names_its_place_and_the_key_meant(
 def test_an_unknown_key_that_is_no_typo_gets_no_guess(tmp_path: Path) -> None:
     message = _error(tmp_path, "[limits]\ntimeout = 5\n")
     assert "unknown key 'limits'" in message and "did you mean" not in message, message
+
+
+def test_an_unknown_key_with_no_close_match_lists_the_keys_of_its_table(tmp_path: Path) -> None:
+    message = _error(tmp_path, '[agents.x]\nsytem = "hi"\n')
+    assert message == (
+        f"{tmp_path / 'flow.toml'}:2:1: unknown key 'agents.x.sytem'; "
+        "[agents.x] takes: model, system_prompt"
+    ), message
+    message = _error(tmp_path, "[limits]\ntimeout = 5\n")
+    assert "; the top level takes: agents, budget, chat, durable," in message, message

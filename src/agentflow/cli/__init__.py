@@ -18,6 +18,7 @@ import gc
 import importlib.machinery
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, cast
@@ -833,7 +834,7 @@ def fmt_cmd(paths: tuple[str, ...], check_only: bool, as_diff: bool) -> None:
 
 
 @main.command("serve")
-@click.argument("directory", required=False, type=click.Path(file_okay=False), default=".")
+@click.argument("directory", required=False, type=click.Path(), default=".")
 @click.option("--mcp", "as_mcp", is_flag=True, help="Serve as an MCP server (the only mode).")
 @click.option("--http", "port", type=click.IntRange(0, 65535), default=None,
               help="Streamable HTTP on this port.")  # fmt: skip
@@ -861,9 +862,17 @@ def serve_cmd(
     model: str | None,
 ) -> None:
     """Serve every .flow program and plan file in DIRECTORY as an MCP tool (stdio by default)."""
+    path = Path(directory)
+    if path.is_file():  # `flowc serve --mcp extract.flow`: it serves a directory's programs
+        parent = str(path.parent)
+        raise click.UsageError(
+            f"{directory} is a file: `flowc serve --mcp DIR` serves every .flow and plan file "
+            f"of a directory, each as a tool; `flowc serve --mcp {shlex.quote(parent)}` serves "
+            f"this one with the others beside it, or put it in a directory of its own to serve "
+            "it alone"
+        )
     if not as_mcp:
         raise click.UsageError("say how to serve: `flowc serve --mcp [DIR]`")
-    path = Path(directory)
     if not path.is_dir():
         raise click.UsageError(f"{directory}: no such directory")
     try:

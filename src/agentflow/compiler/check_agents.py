@@ -121,14 +121,16 @@ class AgentChecks(CheckerShared):
         if isinstance(callee, ast.Name):
             sig = self.lookup_tool(callee.name)
             if sig is None and "__" in callee.name:
-                self.report(
-                    D.UNTYPED_TOOL,
-                    f"`{callee.name}` has no declared signature: its arguments are unchecked "
-                    "and its result is `json`",
-                    callee.span,
-                    hint=f"declare it: `extern tool {callee.name}(…) -> T` (`flowc tools --extern` "
-                    "prints it)",
-                )
+                # not while the parse dropped an item: the `extern tool` may be that item
+                if not any(d.code == D.SYNTAX_ERROR for d in self.diags):
+                    self.report(
+                        D.UNTYPED_TOOL,
+                        f"`{callee.name}` has no declared signature: its arguments are unchecked "
+                        "and its result is `json`",
+                        callee.span,
+                        hint=f"declare it: `extern tool {callee.name}(…) -> T` (`flowc tools "
+                        "--extern` prints it)",
+                    )
                 for a in e.args:
                     self.infer(a.value)
                 for p in e.positional:

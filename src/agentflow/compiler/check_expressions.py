@@ -700,9 +700,13 @@ class ExpressionChecks(CheckerShared):
             # a built-in object (`Error`, `ErrorPlace`) is written nowhere in the file: list its
             # fields even when one is close
             builtin = type_str(ot) in BUILTIN_TYPES and fields
+            # an object type with no name of its own is named by the path the user wrote
+            # (`input`, `plan.work`), its fields in the hint: not `{ dir: path }`
+            path = what_is(e.obj) if isinstance(e, ast.Member) and r.name is None else None
+            shown = f"`{type_str(ot)}`" if path is None or path == "this value" else path
             self.report(
                 D.UNKNOWN_FIELD,
-                f"`{type_str(ot)}` has no field `{name}`",
+                f"{shown} has no field `{name}`",
                 span,
                 notes=[Note(f"the fields of `{type_str(ot)}` are {fields}")] if builtin else [],
                 hint=close or (f"use one of its fields: {fields}" if fields else None),

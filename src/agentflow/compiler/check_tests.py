@@ -17,10 +17,14 @@ from its ``check_test_blocks`` phase); it only reports.
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentflow.compiler.check_errors import agent_error_codes
+from agentflow.compiler.check_expressions import literal_const
 from agentflow.compiler.checker_shared import CheckerShared, Var
 from agentflow.compiler.symbols import Symbol
 from agentflow.compiler.types import (
@@ -41,6 +45,7 @@ from agentflow.compiler.types import (
     assignable,
     make_optional,
     make_union,
+    strip_optional,
     type_str,
 )
 from agentflow.core import diagnostics as D
@@ -160,6 +165,7 @@ def _fits(
     if isinstance(got, ErrorType) or isinstance(want, ErrorType):
         return
     if assignable(got, want, checker.env):
+        _constraints_hold(checker, value, want, stub, what, where)
         return
     mark = len(checker.diags)
     checker.mismatch(value, got, want)
@@ -192,6 +198,101 @@ def _fits(
             or "update the stub to the contract, or the contract to the stub",
         )
     )
+
+
+def _constraints_hold(
+    checker: CheckerShared,
+    value: ast.Expr,
+    want: Type,
+    stub: ast.TestStub,
+    what: str,
+    where: Span | None,
+) -> None:
+    """Report one ``stub-mismatch`` when a constant of the stub breaks a field constraint of
+    ``want`` (``@range``, ``@length``, ``@pattern``): the contract a real answer is validated
+    against, so a stub breaking it stands in for no answer the step could give. At the first
+    such value, with the constraint's field as a note (``@format`` is checked at run time)."""
+    problems = list(_broken_constraints(checker, value, want))
+    if not problems:
+        return
+    (span, message, field_span), rest = problems[0], problems[1:]
+    notes = [Note("the constraint is declared here", field_span)] if field_span else []
+    notes += [Note(m, s) for s, m, _ in rest[:_MAX_PROBLEMS]]
+    if where is not None:
+        notes.append(Note(f"{what} expects `{type_str(want)}`", where))
+    more = f" (and {len(rest)} more problem{'s' if len(rest) > 1 else ''})" if rest else ""
+    default = "write a value the contract accepts: a stub stands in for an answer, and is held to "
+    default += "the same contract"
+    if stub.kind in ("agent", "stage"):
+        default += (
+            '; to test an answer the agent cannot make conform, stub `fails "output_validation"`'
+        )
+    checker.report(
+        D.STUB_MISMATCH,
+        f"this stub does not fit {what}: {message}{more}",
+        span,
+        notes=notes,
+        hint=default,
+    )
+
+
+def _broken_constraints(
+    checker: CheckerShared, value: ast.Expr, want: Type
+) -> Iterator[tuple[Span, str, Span | None]]:
+    """``(span, message, the field's span)`` for each constant in ``value`` that breaks a
+    constraint of the field of ``want`` it fills (objects and lists are walked; a union is not
+    guessed into)."""
+    t = checker.env.resolve(strip_optional(want, checker.env))
+    if isinstance(value, ast.ObjectLit) and isinstance(t, ObjectType):
+        for entry in value.entries:
+            f = t.fields.get(entry.key)
+            if f is None:
+                continue
+            for name, args in f.constraints.items():
+                broken = _breaks(entry.value, name, args)
+                if broken is not None:
+                    yield entry.value.span, f"`{entry.key}` {broken}", f.span
+            yield from _broken_constraints(checker, entry.value, f.type)
+    elif isinstance(value, ast.ListLit) and isinstance(t, ListType):
+        for item in value.items:
+            yield from _broken_constraints(checker, item, t.elem)
+
+
+def _breaks(value: ast.Expr, name: str, args: tuple[Any, ...]) -> str | None:
+    """How the constant ``value`` breaks the constraint ``@name(args)``, or None (it holds, or
+    ``value`` is not a constant the constraint reads)."""
+    shown = ", ".join("null" if a is None else json.dumps(a, ensure_ascii=False) for a in args)
+    written = f"`@{name}({shown})`"
+    if isinstance(value, ast.ListLit):
+        if name != "length":
+            return None
+        v: Any = len(value.items)
+        size = f"has {v} item{'' if v == 1 else 's'}"
+    else:
+        is_const, v = literal_const(value)
+        if not is_const or v is None or isinstance(v, bool):
+            return None
+        size = f"has {len(v)} character{'' if len(v) == 1 else 's'}" if isinstance(v, str) else ""
+    if name in ("range", "length"):
+        lo, hi = (list(args) + [None, None])[:2]
+        if name == "range":
+            if isinstance(v, str):
+                return None
+            size = f"is {json.dumps(v)}"
+        else:
+            if not isinstance(value, ast.ListLit) and not isinstance(v, str):
+                return None
+            v = v if isinstance(v, int) else len(v)
+        if (lo is not None and v < lo) or (hi is not None and v > hi):
+            return f"{size}, outside {written}"
+        return None
+    if name == "pattern" and isinstance(v, str) and args:
+        try:
+            if re.search(str(args[0]), v) is None:
+                return f"is {json.dumps(v, ensure_ascii=False)}, which {written} does not match"
+        except re.error:
+            return None
+    return None
 
 
 def check_tests(checker: CheckerShared, tests: list[ast.TestDecl], output_type: Type) -> None:
@@ -708,12 +809,19 @@ def _nested_ask_hint(checker: CheckerShared, name: str) -> str | None:
             continue
         if not any(isinstance(n, ast.AskExpr) for n in ast.walk(step.value)):
             continue
+        stage = checker.all_stages.get(step.stage)
+        asks = sum(isinstance(n, ast.AskExpr) for n in ast.walk(stage.body)) if stage else 1
+        which = (
+            "the stage's only ask"
+            if asks == 1
+            else f"all {asks} asks of the stage, in the order they are asked: `returns A then B …`"
+        )
         return (
-            f"`{name}` is the `let` the `ask` sits in, not the ask's own name: `stub ask` names "
-            f"a `let` whose whole value is the ask, or a stage — write `stub ask {step.stage} "
-            f"returns …` (every ask of stage `{step.stage}`), or bind the ask to a `let` of its "
-            f'own (`let answer = ask "…"`, then `let {name} = if … then … else answer`) and '
-            "write `stub ask answer returns …`"
+            f"write `stub ask {step.stage} returns …`: it answers the asks of stage "
+            f"`{step.stage}` ({which}); `{name}` is the `let` the `ask` sits in, not the ask's "
+            f"own name (`stub ask` names a `let` whose whole value is the ask, or a stage). "
+            f"Moving the ask to a `let` of its own before the `if` would change the flow: the "
+            f"person would be asked even when the `if` does not reach the ask"
         )
     return None
 

@@ -241,11 +241,46 @@ class TypeChecks(CheckerShared):
                 hint=f"`expect {type_str(want)}` would fit here",
             )
             return
+        widened = self._widened_let(expr, want)
         self.report(
             D.TYPE_MISMATCH,
             f"expected `{type_str(want)}`, found `{type_str(shown)}`",
             expr.span,
-            hint=self._mismatch_hint(got, want) or _int_hint(expr, got, want, self.env),
+            notes=[widened[1]] if widened else [],
+            hint=(widened[0] if widened else None)
+            or self._mismatch_hint(got, want)
+            or _int_hint(expr, got, want, self.env),
+        )
+
+    def _unwidened(self, e: ast.Expr) -> Type | None:
+        """The type of checked ``e`` before a join widened it: an ``if … then … else`` is the
+        union of its arms' types (``"high" | "low"``, not ``text``)."""
+        if isinstance(e, ast.CondExpr):
+            arms = [self._unwidened(e.then), self._unwidened(e.else_)]
+            return None if None in arms else make_union([a for a in arms if a is not None])
+        return self.types.get(id(e))
+
+    def _widened_let(self, expr: ast.Expr, want: Type) -> tuple[str, Note] | None:
+        """``(hint, note at the let)`` when ``expr`` names a ``let`` with no type whose value
+        fits ``want`` before the ``let`` widened it (``let prio = if c then "high" else "low"``
+        is a ``text``, its value ``"high" | "low"``): annotate the ``let``."""
+        if not isinstance(expr, ast.Name):
+            return None
+        sym = self.lookup(expr.name)
+        if sym is None or sym.kind != "let":
+            return None
+        decl = sym.decl
+        if not isinstance(decl, ast.LetStmt) or decl.annotation is not None:
+            return None
+        value_t = self._unwidened(decl.value)
+        if value_t is None or value_t == sym.type or not assignable(value_t, want, self.env):
+            return None
+        named = next((n for n, t in self.env.aliases.items() if t == want), None)
+        written = named or type_str(want)
+        return (
+            f"annotate the `let`: `let {decl.name.name}: {written} = …` (a `let` with no type "
+            f"widens its value's literal type `{type_str(value_t)}` to `{type_str(sym.type)}`)",
+            Note(f"`{decl.name.name}` is declared here, with no type", decl.name.span),
         )
 
     def _mismatch_hint(self, got: Type, want: Type) -> str | None:

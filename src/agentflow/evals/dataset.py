@@ -347,17 +347,23 @@ def check_cases(
     expected_schema: dict[str, Any] | None,
     *,
     expected_what: str = "the flow's output type",
+    input_name: str | None = None,
+    expected_name: str | None = None,
 ) -> list[Diagnostic]:
     """Check each case's ``input`` against ``input_schema`` (the flow's input type) and its
-    ``expected`` against ``expected_schema``; one diagnostic per problem, at its value."""
+    ``expected`` against ``expected_schema``; one diagnostic per problem, at its value.
+    ``input_name`` / ``expected_name``: the user's name of each type (``Ticket``), which the
+    messages give rather than its fields (``{ title: text, body: text }``); the named types
+    under a schema's ``$defs`` are named so too."""
     out: list[Diagnostic] = []
     for case in cases:
-        for key, schema, what in (
-            ("input", input_schema, "the flow's input type"),
-            ("expected", expected_schema, expected_what),
+        for key, schema, what, root in (
+            ("input", input_schema, "the flow's input type", input_name),
+            ("expected", expected_schema, expected_what, expected_name),
         ):
             if schema is None or (key == "expected" and not case.has_expected):
                 continue
+            names = _type_names(schema, root)
             value = case.input if key == "input" else case.expected
             try:
                 errors = validation_errors(schema, value)
@@ -365,11 +371,25 @@ def check_cases(
                 out.append(_diag(D.INVALID_VALUE, str(e), case.spans.get((), _at(case.file, 1))))
                 continue
             for error in errors[:8]:
-                out.append(_problem(case, key, what, error))
+                out.append(_problem(case, key, what, error, names))
     return out
 
 
-def _problem(case: Case, key: str, what: str, error: Any) -> Diagnostic:
+def _type_names(schema: dict[str, Any], root: str | None) -> dict[int, str]:
+    """``id(sub-schema)`` → the `.flow` name of its type: ``schema`` itself is ``root``, each
+    ``$defs`` entry its key."""
+    names = {id(schema): root} if root else {}
+    defs = schema.get("$defs")
+    if isinstance(defs, dict):
+        names.update({id(v): k for k, v in defs.items() if isinstance(v, dict)})
+    return names
+
+
+def _problem(
+    case: Case, key: str, what: str, error: Any, names: dict[int, str] | None = None
+) -> Diagnostic:
+    named = (names or {}).get(id(error.schema))
+    typ = named or flow_type_of_schema(error.schema)
     path = (key, *error.absolute_path)
     shown = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in path)
     shown = shown.replace(".[", "[")
@@ -380,8 +400,7 @@ def _problem(case: Case, key: str, what: str, error: Any) -> Diagnostic:
         field_name = missing[0] if missing else "?"
         return _diag(
             D.TYPE_MISMATCH,
-            f"`{shown}` lacks the required field `{field_name}` of {what} "
-            f"`{flow_type_of_schema(error.schema)}`",
+            f"`{shown}` lacks the required field `{field_name}` of {what} `{typ}`",
             here,
             hint=f"add `{field_name}` to this case's `{key}`",
         )
@@ -392,7 +411,7 @@ def _problem(case: Case, key: str, what: str, error: Any) -> Diagnostic:
 
         return _diag(
             D.UNKNOWN_FIELD,
-            f"`{shown}` has no field `{name}` in {what} `{flow_type_of_schema(error.schema)}`",
+            f"`{shown}` has no field `{name}` in {what} `{typ}`",
             case.key_spans.get((*path, name), here),
             hint=did_you_mean(str(name), allowed) or f"its fields: {', '.join(allowed)}",
         )
@@ -402,7 +421,7 @@ def _problem(case: Case, key: str, what: str, error: Any) -> Diagnostic:
             found = found[:57] + "…"
         return _diag(
             D.TYPE_MISMATCH,
-            f"`{shown}` is {found}, but {what} wants `{flow_type_of_schema(error.schema)}` here",
+            f"`{shown}` is {found}, but {what} wants `{typ}` here",
             here,
         )
     return _diag(D.INVALID_VALUE, f"`{shown}`: {error.message}", here)

@@ -252,7 +252,12 @@ def dataset_diagnostics(result: Any, file: str, block: Any, datasets: list[str])
             continue
         ds = read_dataset(path, shown)
         found = ds.diagnostics + check_cases(
-            ds.cases, input_schema, expected_schema, expected_what=what
+            ds.cases,
+            input_schema,
+            expected_schema,
+            expected_what=what,
+            input_name=getattr(result.input_type, "name", None),
+            expected_name=getattr(block.expected_type, "name", None),
         )
         diagnostics.extend(sorted(found, key=lambda d: (d.span.line, d.span.column)))
         cases.extend(ds.cases)

@@ -602,6 +602,27 @@ def unexpected(
         else:
             span = sc.span_at(sc.pos, sc.pos, sc.line, sc.ls)
         return SynErr(msg, span)
+    if tok.type == "AT" and "AT" not in expected:
+        # `extern tool f(x: text) -> int @range(0, 10)`, `type Score = int @range(0, 10)`
+        named = _word_at(sc.text, tok.end - sc.ob)
+        m = re.match(r"@\w+\([^()\n]{0,60}\)", sc.text[tok.start - sc.ob :])
+        written = m.group(0) if m else f"@{named}(…)"
+        typed = re.search(r"([\w\[\]?]+)\s*$", _line_before(sc, tok))
+        base = typed.group(1) if typed else "int"
+        return SynErr(
+            f"a constraint (`@{named}`) is written after the type of a field of an object type, "
+            "not here",
+            tok.span,
+            resume=tok.end - sc.ob,
+            depth=len(sc.stack),
+            hint=(
+                f"constrain a field: `type Checked {{ value: {base} {written} }}` (a tool "
+                "returning that object declares `-> Checked`); a tool's result, a parameter or "
+                f"a `type` alias cannot carry a constraint: declare the bare type (`{base}`) and "
+                'check the value where it is used (`require … else fail "…"`)'
+            ),
+            notes=notes,
+        )
     hint = _syntax_hint(tok, expected, values, sc, in_agent_block)
     if hint is None and type_after_colon:
         hint = _missing_colon_hint(tok, values, sc)

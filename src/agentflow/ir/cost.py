@@ -222,6 +222,8 @@ def _size(
         node = _template_node(value) if m else None
         if node is not None and scope is not None:
             most = _max_len(node, [], scope)
+            if isinstance(most, str):  # `take(xs, input.max_files)`: the input bounds it
+                return symbol(most)
             if most is not None:
                 return const(most)
         return symbol(f"len({_shown(expr, plan)})")
@@ -297,11 +299,40 @@ def _schema_max_items(schema: Any, path: list[str]) -> int | None:
     return None
 
 
-def _most(*bounds: int | None) -> int | None:
-    return None if any(b is None for b in bounds) else max(b for b in bounds if b is not None)
+class _Bound(str):
+    """A length bound that is an input of the run, in the program's terms (``input.max_files``
+    of ``take(xs, input.max_files)`` when the input does not bound it with ``@range``)."""
 
 
-def _max_len(node: ast.Expr, path: list[str], scope: _Scope, depth: int = 0) -> int | None:
+def _most(*bounds: int | str | None) -> int | str | None:
+    if any(b is None for b in bounds):
+        return None
+    if any(isinstance(b, str) for b in bounds):  # a bound of the run's input: one, or none
+        return bounds[0] if all(b == bounds[0] for b in bounds) else None
+    return max(b for b in bounds if isinstance(b, int))
+
+
+def _take_bound(n: ast.Expr, scope: _Scope) -> int | str | None:
+    """The bound of the count of ``take(xs, n)`` that is not a literal: an ``input.F`` of the
+    flow is at most its ``@range`` maximum (the input schema's ``maximum``), else it is
+    ``input.F`` itself (a :class:`_Bound`); None for another expression."""
+    path: list[str] = []
+    while isinstance(n, ast.Member):
+        path.insert(0, n.name)
+        n = n.obj
+    if not (isinstance(n, ast.Name) and n.name == "input" and path and scope.env is None):
+        return None
+    schema: Any = scope.plan.input_schema
+    for key in path:
+        props = schema.get("properties") if isinstance(schema, dict) else None
+        schema = props.get(key) if isinstance(props, dict) else None
+    most = schema.get("maximum") if isinstance(schema, dict) else None
+    if isinstance(most, int) and not isinstance(most, bool):
+        return max(most, 0)
+    return _Bound("input." + ".".join(path))
+
+
+def _max_len(node: ast.Expr, path: list[str], scope: _Scope, depth: int = 0) -> int | str | None:
     """The most elements the list ``node.path`` can hold, when the plan bounds it: a list
     literal, ``take(xs, 3)``, a contract's ``maxItems`` (``@length(1, 3)``), the input's, a
     ``map``/``filter`` as what it goes over, an ``if`` as its longer branch, a sub-plan's
@@ -322,7 +353,14 @@ def _max_len(node: ast.Expr, path: list[str], scope: _Scope, depth: int = 0) -> 
         if node.name == "take" and len(node.args) == 2:
             n = node.args[1]
             if isinstance(n, ast.NumberLit) and isinstance(n.value, int):
-                return min(n.value, inner) if inner is not None else max(n.value, 0)
+                if isinstance(inner, int):
+                    return min(n.value, inner)
+                return max(n.value, 0)
+            bound = _take_bound(n, scope)
+            if bound is not None:
+                if isinstance(inner, int) and isinstance(bound, int):
+                    return min(bound, inner)
+                return inner if isinstance(inner, int) else bound
         if node.name in ("sort", "sort_by", "reverse", "unique", "distinct", "drop"):
             return inner
         return None
@@ -351,7 +389,7 @@ def _max_len(node: ast.Expr, path: list[str], scope: _Scope, depth: int = 0) -> 
     return None
 
 
-def _step_max_len(step: Step, path: list[str], scope: _Scope, depth: int) -> int | None:
+def _step_max_len(step: Step, path: list[str], scope: _Scope, depth: int) -> int | str | None:
     """:func:`_max_len` of a step's value (its ``select`` of its result, else its result)."""
     select = _template_node(step.select) if step.select is not None else None
     if select is None:
@@ -365,7 +403,7 @@ def _step_max_len(step: Step, path: list[str], scope: _Scope, depth: int) -> int
     return None
 
 
-def _result_max_len(step: Step, path: list[str], scope: _Scope, depth: int) -> int | None:
+def _result_max_len(step: Step, path: list[str], scope: _Scope, depth: int) -> int | str | None:
     inp = step.input if isinstance(step.input, dict) else {}
     name = step.tool_name
     if name == "agent" and path[:1] == ["output"]:

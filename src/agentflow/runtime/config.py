@@ -1033,9 +1033,13 @@ def _format_validation(exc: ValidationError, file: Path | None, text: str) -> st
         first = errs[0]
         if first["type"] == "extra_forbidden":
             message = f"unknown key '{dotted}'"
-            hint = did_you_mean(loc[-1], _keys_at(loc[:-1])) if loc else None
+            keys = _keys_at(loc[:-1]) if loc else []
+            hint = did_you_mean(loc[-1], keys) if loc else None
             if hint is not None:
                 message += f"; did you mean '{suggested(hint)}'?"
+            elif keys:  # no close match: the keys the table takes
+                table = f"[{'.'.join(loc[:-1])}]" if loc[:-1] else "the top level"
+                message += f"; {table} takes: {', '.join(sorted(keys))}"
         elif first["type"] == "missing":
             message = f"missing required key '{dotted}'"
         else:
