@@ -138,6 +138,19 @@ class OpenAIClient(HTTPModelClient):
             function["strict"] = True
         return {"type": "function", "function": function}
 
+    @property
+    def chat_url(self) -> str:
+        """The chat-completions endpoint (Azure's deployment URL overrides it)."""
+        return f"{self.base_url}/chat/completions"
+
+    def _request_headers(self) -> dict[str, str]:
+        """The headers of every request: JSON, the provider's extra ``headers``, the key as
+        ``Authorization: Bearer`` (Azure's ``api-key`` overrides this)."""
+        headers = {"Content-Type": "application/json", **self._headers}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        return headers
+
     def _reply_shape(self, data: Any, request: ChatRequest) -> None:
         """Raises ReplyShapeError when ``data`` is not of this API's reply shape (retried)."""
         parse_openai_response(
@@ -146,10 +159,8 @@ class OpenAIClient(HTTPModelClient):
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         """Run one inference; raises ModelError(kind) after bounded retries (never shows the key)."""
-        headers = {"Content-Type": "application/json", **self._headers}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        url = f"{self.base_url}/chat/completions"
+        headers = self._request_headers()
+        url = self.chat_url
         data = await self._native_or_prompt(
             self.native_schema(request) is not None,
             lambda native: self._send(
