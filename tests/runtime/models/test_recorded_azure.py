@@ -228,6 +228,16 @@ def test_azure_keys_are_checked_at_their_line(tmp_path, table, line, expected):
     assert f"flow.toml:{line}:" in str(info.value) and expected in str(info.value)
 
 
+def test_a_deployment_named_as_its_model_is_priced_by_the_azure_endpoint(tmp_path):
+    config = _load(tmp_path, 'kind = "azure-openai"\nbase_url = "https://r.openai.azure.com"\n')
+    router = ModelRouter(config)
+    (resolved,) = config.resolve("p:gpt-4o")
+    usage = {"input_tokens": 1_000_000, "output_tokens": 0}
+    assert router.price(resolved, usage) == pytest.approx(2.5)  # genai-prices' Azure table
+    (renamed,) = config.resolve("p:gpt-4o-prod")
+    assert router.price(renamed, usage) is None
+
+
 def test_the_endpoint_comes_from_azure_openai_endpoint(tmp_path):
     config = _load(
         tmp_path,
