@@ -132,6 +132,31 @@ async def test_a_filtered_answer_is_a_content_filter_error_naming_the_categories
     assert "the answer was filtered: violence (medium)" in str(info.value)
 
 
+async def test_a_filtered_stream_is_a_content_filter_error_naming_the_categories(
+    chat_server, tmp_path
+):
+    # the recorded stream with its last text piece's verdict changed to filtered and its end
+    # to finish_reason content_filter, as Azure ends a filtered streamed answer
+    sse = _exchange("stream_with_prompt_filter_results")["sse"]
+    verdict = '"violence":{"filtered":false,"severity":"safe"}},"delta":{"content":"!"}'
+    assert sse.count(verdict) == 1 and sse.count('"finish_reason":"stop"') == 1
+    sse = sse.replace(verdict, verdict.replace('false,"severity":"safe"', 'true,"severity":"high"'))
+    sse = sse.replace('"finish_reason":"stop"', '"finish_reason":"content_filter"')
+    chat_server.script([recorded_sse(sse)])
+    with pytest.raises(ModelError) as info:
+        await _ask(_router(chat_server, tmp_path, KEYED, named="stream = true\n"))
+    assert info.value.kind == "content_filter" and len(chat_server.requests) == 1
+    assert "the answer was filtered: violence (high)" in str(info.value)
+
+
+async def test_a_404_without_a_deployment_names_the_endpoint_and_url_shape(chat_server, tmp_path):
+    # Azure's body for a path its endpoint does not serve (scripted: no recording at hand)
+    chat_server.script([status(404, {"error": {"code": "404", "message": "Resource not found"}})])
+    with pytest.raises(ModelError) as info:
+        await _ask(_router(chat_server, tmp_path, KEYED))
+    assert info.value.kind == "permanent" and 'serves azure_api = "v1"' in str(info.value)
+
+
 async def test_the_recorded_400_content_filter_names_the_filtered_category(chat_server, tmp_path):
     body = json.loads((RECORDED / "azure_content_filter_400.json").read_text(encoding="utf-8"))
     chat_server.script([status(400, body)])

@@ -115,9 +115,18 @@ class _Azure:
         return headers
 
     def _explained(self, exc: ModelError) -> ModelError:
-        """``exc``, or for a 404 DeploymentNotFound a message naming the deployment."""
+        """``exc``; for a 404 DeploymentNotFound a message naming the deployment, for another
+        404 (a URL shape the endpoint does not serve) one naming the endpoint and shape."""
         text = str(exc).lower()
-        if exc.status != 404 or "deployment" not in text:
+        if exc.status == 404 and "deployment" not in text:
+            return ModelError(
+                f"{exc}; check that base_url is the resource's endpoint "
+                f"(https://RESOURCE.openai.azure.com; the URL was {self.endpoint}) and that it "
+                f'serves azure_api = "{self.azure_api}"',
+                kind=exc.kind,
+                status=404,
+            )
+        if exc.status != 404:
             return exc
         return ModelError(
             f"model provider '{self.provider}': Azure OpenAI has no deployment '{self.model}' at "
