@@ -27,14 +27,16 @@ import copy
 import json
 
 import pytest
-from support.chat_server import TEST_API_KEY, Reply, recorded_sse, status
+from support.chat_server import TEST_API_KEY, Reply, answer, recorded_sse, status, tool_calls
 from support.recorded import RECORDED
 
 from agentflow.core.redaction import redact
 from agentflow.errors import ConfigError, ModelError
+from agentflow.runtime.agent import AgentSpec, run_agent
 from agentflow.runtime.config import load_config
-from agentflow.runtime.models.base import ChatRequest, Message
+from agentflow.runtime.models.base import ChatRequest, Message, ToolSpec
 from agentflow.runtime.models.http import RetryPolicy
+from agentflow.runtime.models.http import redact as redact_message
 from agentflow.runtime.models.router import ModelRouter
 
 FAST = RetryPolicy(max_retries=2, base=0.001, cap=0.002)
@@ -82,12 +84,41 @@ async def test_the_recorded_deployment_reply_is_read_through_the_deployment_url(
     assert headers["api-key"] == TEST_API_KEY and "Authorization" not in headers
 
 
+def test_an_api_key_header_in_any_text_is_redacted():
+    # an exception's repr of the request headers, with a key not registered as a secret
+    text = "headers {'api-key': 'k3y-value-not-registered', 'x-api-key': 'other-value'}"
+    assert redact_message(text, None) == "headers {'api-key': '***', 'x-api-key': '***'}"
+
+
 async def test_the_v1_api_is_the_default_with_the_deployment_as_the_model(chat_server, tmp_path):
     chat_server.script([Reply(body=_exchange("deployment_chat_completion")["response"])])
     reply = await _ask(_router(chat_server, tmp_path, KEYED, model="my-gpt4o"))
     assert reply.text.endswith("**Paris**.")
     assert chat_server.paths == ["/openai/v1/chat/completions"]
     assert chat_server.requests[0]["model"] == "my-gpt4o"
+
+
+async def test_an_agent_runs_a_tool_round_through_azure(chat_server, tmp_path):
+    chat_server.script([tool_calls(("look_up", {"q": "France"})), answer({"city": "Paris"})])
+    router = _router(chat_server, tmp_path, KEYED + 'azure_api = "deployments"\n')
+    contract = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    tool = ToolSpec("look_up", "Look it up.", {"type": "object", "properties": {}})
+
+    async def call_tool(name, args, path):
+        return {"found": "Paris"}
+
+    spec = AgentSpec(prompt="Capital of France?", output_schema=contract, tools=[tool])
+    try:
+        outcome = await run_agent(
+            spec, router=router, call_tool=call_tool, emit=None, step_path="E0"
+        )
+    finally:
+        await router.aclose()
+    assert outcome["output"] == {"city": "Paris"}
+    url = "/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21"
+    assert chat_server.paths == [url] * 2
+    assert [h["api-key"] for h in chat_server.headers] == [TEST_API_KEY] * 2
+    assert chat_server.requests[1]["messages"][-1]["role"] == "tool"
 
 
 async def test_the_classic_url_has_a_default_api_version(chat_server, tmp_path):

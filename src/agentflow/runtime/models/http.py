@@ -378,10 +378,11 @@ def _looks_like_sse(text: str) -> bool:
     return head.startswith(("data:", "event:", ":"))
 
 
-#: ``Bearer <token>`` and ``x-api-key: <token>`` / ``'x-api-key': '<token>'`` in any text
+#: ``Bearer <token>`` and ``x-api-key: <token>`` / ``'x-api-key': '<token>'`` (Azure's
+#: ``api-key`` too) in any text
 #: (an exception's repr of a request header included).
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s'\"]+")
-_API_KEY_HEADER = re.compile(r"(?i)(x-api-key['\"]?\s*[:=,]\s*b?['\"]?)[^\s'\"]+")
+_API_KEY_HEADER = re.compile(r"(?i)((?:x-)?api-key['\"]?\s*[:=,]\s*b?['\"]?)[^\s'\"]+")
 
 
 def redact(text: str, secret: str | None) -> str:
