@@ -52,8 +52,8 @@ from agentflow.errors import ConfigError
 from agentflow.runtime.provider_options import (
     AZURE_KINDS,
     ProviderKind,
-    header_problem,
     header_secrets,
+    provider_problem,
 )
 from agentflow.runtime.provider_options import table_problems as provider_table_problems
 
@@ -838,7 +838,7 @@ def missing_key_message(config: Config, roles: tuple[str, ...] = ("chat",)) -> s
             continue
         for r in resolved:
             env_name = r.provider.api_key_env or r.provider.entra_token_env
-            header = header_problem(r.provider_name, r.provider, config.env)
+            header = provider_problem(r.provider_name, r.provider, config.env)
             if header:
                 return f"provider '{r.provider_name}': {header}"
             declared = r.provider_name in config.providers

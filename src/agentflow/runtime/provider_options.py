@@ -102,6 +102,18 @@ def table_problems(provider: Any) -> list[tuple[tuple[str, ...], str]]:
     return out
 
 
+def provider_problem(name: str, provider: Any, env: Mapping[str, str]) -> str | None:
+    """Why provider ``name`` cannot be used with ``env`` before any request is made — an Azure
+    kind without an endpoint, a header's ``${VAR}`` (:func:`header_problem`) — else None (the
+    run then fails before its first step: :func:`~agentflow.runtime.config.missing_key_message`)."""
+    if str(provider.kind) in AZURE_KINDS and not provider.base_url:
+        return (
+            f"no endpoint for kind {provider.kind}: set base_url in [providers.{name}] to your "
+            "resource's (https://RESOURCE.openai.azure.com), or AZURE_OPENAI_ENDPOINT"
+        )
+    return header_problem(name, provider, env)
+
+
 def header_problem(name: str, provider: Any, env: Mapping[str, str]) -> str | None:
     """Why the ``headers`` of provider ``name`` cannot be sent with ``env`` — a ``${VAR}``
     that is unset, or whose value holds a line break or control character (never shown) —

@@ -33,7 +33,7 @@ from support.recorded import RECORDED
 from agentflow.core.redaction import redact
 from agentflow.errors import ConfigError, ModelError
 from agentflow.runtime.agent import AgentSpec, run_agent
-from agentflow.runtime.config import load_config
+from agentflow.runtime.config import load_config, missing_key_message
 from agentflow.runtime.models.base import ChatRequest, Message, ToolSpec
 from agentflow.runtime.models.http import RetryPolicy
 from agentflow.runtime.models.http import redact as redact_message
@@ -301,5 +301,10 @@ def test_the_endpoint_comes_from_azure_openai_endpoint(tmp_path):
         env={"AZURE_OPENAI_ENDPOINT": "https://r.openai.azure.com/"},
     )
     assert config.providers["p"].base_url == "https://r.openai.azure.com/"
+    without = _load(tmp_path, 'kind = "azure-openai"\n')
+    assert missing_key_message(without) == (  # the run stops before its first step
+        "provider 'p': no endpoint for kind azure-openai: set base_url in [providers.p] to your "
+        "resource's (https://RESOURCE.openai.azure.com), or AZURE_OPENAI_ENDPOINT"
+    )
     with pytest.raises(ConfigError, match="has no endpoint"):
-        ModelRouter(_load(tmp_path, 'kind = "azure-openai"\n')).client_for("m")
+        ModelRouter(without).client_for("m")
