@@ -98,6 +98,21 @@ async def test_the_v1_api_is_the_default_with_the_deployment_as_the_model(chat_s
     assert chat_server.requests[0]["model"] == "my-gpt4o"
 
 
+async def test_a_pasted_v1_url_and_a_preview_api_version(chat_server, tmp_path):
+    chat_server.script([Reply(body=_exchange("deployment_chat_completion")["response"])])
+    endpoint = chat_server.url.removesuffix("/v1") + "/openai/v1/"
+    table = 'kind = "azure-openai"\napi_key_env = "AZ_KEY"\napi_version = "preview"\n'
+    (tmp_path / "flow.toml").write_text(
+        f'[models]\ndefault = "az:d"\n[providers.az]\nbase_url = "{endpoint}"\n{table}'
+    )
+    router = ModelRouter(load_config(tmp_path / "flow.toml", env={"AZ_KEY": TEST_API_KEY}))
+    try:
+        await router.client_for("chat").chat(ChatRequest([Message("user", "hi")]))
+    finally:
+        await router.aclose()
+    assert chat_server.paths == ["/openai/v1/chat/completions?api-version=preview"]
+
+
 async def test_an_agent_runs_a_tool_round_through_azure(chat_server, tmp_path):
     chat_server.script([tool_calls(("look_up", {"q": "France"})), answer({"city": "Paris"})])
     router = _router(chat_server, tmp_path, KEYED + 'azure_api = "deployments"\n')
