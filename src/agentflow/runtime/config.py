@@ -828,9 +828,9 @@ def missing_key_message(config: Config, roles: tuple[str, ...] = ("chat",)) -> s
     """A message naming the environment variable that holds a provider's API key when the
     configuration names one (``api_key_env``) for the models of ``roles`` and it is unset, or set
     to a value that cannot travel in an HTTP header (a trailing newline, …; the message never
-    shows the key), else None.  Lets a run fail before its first step instead of at its first
-    model call."""
-
+    shows the key) — or a provider that cannot be used (an Azure one without an endpoint, a
+    header's unset ``${VAR}``: :func:`provider_problem`) — else None.  Lets a run fail before its
+    first step instead of at its first model call."""
     for role in roles:
         try:
             resolved = config.resolve(role)
@@ -838,9 +838,9 @@ def missing_key_message(config: Config, roles: tuple[str, ...] = ("chat",)) -> s
             continue
         for r in resolved:
             env_name = r.provider.api_key_env or r.provider.entra_token_env
-            header = provider_problem(r.provider_name, r.provider, config.env)
-            if header:
-                return f"provider '{r.provider_name}': {header}"
+            unusable = provider_problem(r.provider_name, r.provider, config.env)
+            if unusable:  # an Azure provider without an endpoint, a header's unset ${VAR}
+                return f"provider '{r.provider_name}': {unusable}"
             declared = r.provider_name in config.providers
             public = r.provider.base_url in (
                 DEFAULT_OPENAI_BASE_URL,
