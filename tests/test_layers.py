@@ -259,6 +259,7 @@ RUNTIME_RANKS: dict[str, tuple[str, int]] = {
     "genai_attributes": ("helpers", 0),
     "shape_cache": ("helpers", 0),
     "config": ("config", 1),  # flow.toml
+    "provider_options": ("config", 1),  # [providers.NAME] rules by kind, header ${VAR}s
     "models": ("models", 2),
     "result": ("models", 2),  # RunResult and usage records (model usage and run results)
     "tools": ("tools", 3),

@@ -275,3 +275,33 @@ def test_the_stream_wrapper_catches_a_key_split_across_writes():
     stream.write(KEY[20:] + "\nnext")
     stream.flush()
     assert sink.getvalue() == "key: ***\nnext"
+
+
+@pytest.mark.parametrize(
+    ("table", "sent"),
+    [
+        ('kind = "azure-openai"\napi_key_env = "LEAK_KEY"\n', ("api-key", KEY)),
+        ('kind = "azure-openai"\nentra_token_env = "LEAK_KEY"\n', ("Authorization", KEY)),
+        (
+            'kind = "openai"\nheaders = { "Helicone-Auth" = "Bearer ${LEAK_KEY}" }\n',
+            ("Helicone-Auth", KEY),
+        ),
+    ],
+    ids=["azure api-key", "azure entra token", "gateway header ${VAR}"],
+)
+def test_azure_credentials_and_header_values_never_reach_an_output(
+    tmp_path, chat_server, table, sent
+):
+    # the provider echoes the credential back in its errors, retried, then failing the run
+    chat_server.script([status(500, {"error": {"message": f"bad credential {KEY}"}})] * 3)
+    url = chat_server.url if 'kind = "openai"' in table else chat_server.url.removesuffix("/v1")
+    config = (
+        f'[models]\ndefault = "p:m"\n[providers.p]\nbase_url = "{url}"\n{table}'
+        "max_retries = 2\nbackoff_base = 0.01\nbackoff_max = 0.02\n"
+    )
+    result, outputs = _run(tmp_path, chat_server, config, "null")
+    assert result.exit_code == 1 and "Traceback" not in outputs["stderr"]
+    header, value = sent
+    assert value in chat_server.headers[0][header]
+    found = {name: leaks(text) for name, text in outputs.items() if leaks(text)}
+    assert found == {}, found

@@ -49,6 +49,13 @@ from agentflow.core.diagnostics import did_you_mean, suggested
 from agentflow.core.redaction import register_secret
 from agentflow.core.vocabulary import duration_ms
 from agentflow.errors import ConfigError
+from agentflow.runtime.provider_options import (
+    AZURE_KINDS,
+    ProviderKind,
+    header_secrets,
+    provider_problem,
+)
+from agentflow.runtime.provider_options import table_problems as provider_table_problems
 
 ROLES = ("chat", "planner", "solver", "repair", "judge")
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
@@ -122,10 +129,12 @@ class ProviderConfig(_Strict):
     ``kind = "openai-responses"`` is OpenAI's Responses API (``OPENAI_BASE_URL``), ``kind =
     "gemini"`` Google's Gemini API (``GEMINI_BASE_URL``), ``kind = "bedrock"`` AWS Bedrock's
     Converse API (``region``, else ``AWS_REGION`` / ``AWS_DEFAULT_REGION``, gives the URL;
-    docs/models.md "Provider kinds").
+    docs/models.md "Provider kinds"), ``kind = "azure-openai"`` / ``"azure-openai-responses"``
+    Azure OpenAI (``AZURE_OPENAI_ENDPOINT``; ``azure_api``, ``api_version``,
+    ``entra_token_env``: docs/models.md "Azure OpenAI"). ``headers`` values may hold ``${VAR}``.
     """
 
-    kind: Literal["openai", "anthropic", "test", "openai-responses", "gemini", "bedrock"] = "openai"
+    kind: ProviderKind = "openai"
     seed: int = 0
     call_tools: bool = False
     base_url: str | None = None
@@ -137,6 +146,9 @@ class ProviderConfig(_Strict):
     backoff_max: float = Field(default=30.0, gt=0, allow_inf_nan=False)
     max_retry_after: float = Field(default=120.0, gt=0, allow_inf_nan=False)
     region: str | None = Field(default=None, pattern=r"^[a-z]{2}(-[a-z0-9]+)+$")
+    api_version: str | None = Field(default=None, pattern=r"^[0-9A-Za-z.-]+$")
+    azure_api: Literal["v1", "deployments"] = "v1"
+    entra_token_env: str | None = None
 
     _base_url_from: str = PrivateAttr(default="")
 
@@ -736,9 +748,10 @@ class Config(_Strict):
 
     def api_key(self, provider: ProviderConfig) -> str | None:
         """The provider's API key from the environment (``None`` when unset or not needed)."""
-        if not provider.api_key_env:
+        name = provider.api_key_env or provider.entra_token_env
+        if not name:
             return None
-        key = self._env.get(provider.api_key_env) or None
+        key = self._env.get(name) or None
         if key is not None:
             register_secret(key)
         return key
@@ -765,6 +778,14 @@ def _url_from_environment(provider: ProviderConfig, env: Mapping[str, str]) -> N
     official URL, recording which in ``base_url_from``; ConfigError for a malformed variable.
     A ``bedrock`` provider's URL is its region's runtime endpoint (``region``, else
     ``AWS_REGION`` / ``AWS_DEFAULT_REGION``; none when no region is known)."""
+    if provider.kind in AZURE_KINDS and provider.base_url is None:
+        if env.get("AZURE_OPENAI_ENDPOINT"):  # no default: each resource has its own endpoint
+            try:
+                provider.base_url = check_base_url(env["AZURE_OPENAI_ENDPOINT"])
+            except ValueError as exc:
+                raise ConfigError(f"environment variable AZURE_OPENAI_ENDPOINT: {exc}") from None
+            provider._base_url_from = "environment variable AZURE_OPENAI_ENDPOINT"
+        return
     if provider.kind == "bedrock" and provider.base_url is None:
         region = provider.region or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
         if region and re.fullmatch(r"[a-z]{2}(-[a-z0-9]+)+", region):
@@ -807,16 +828,19 @@ def missing_key_message(config: Config, roles: tuple[str, ...] = ("chat",)) -> s
     """A message naming the environment variable that holds a provider's API key when the
     configuration names one (``api_key_env``) for the models of ``roles`` and it is unset, or set
     to a value that cannot travel in an HTTP header (a trailing newline, …; the message never
-    shows the key), else None.  Lets a run fail before its first step instead of at its first
-    model call."""
-
+    shows the key) — or a provider that cannot be used (an Azure one without an endpoint, a
+    header's unset ``${VAR}``: :func:`provider_problem`) — else None.  Lets a run fail before its
+    first step instead of at its first model call."""
     for role in roles:
         try:
             resolved = config.resolve(role)
         except ConfigError:
             continue
         for r in resolved:
-            env_name = r.provider.api_key_env
+            env_name = r.provider.api_key_env or r.provider.entra_token_env
+            unusable = provider_problem(r.provider_name, r.provider, config.env)
+            if unusable:  # an Azure provider without an endpoint, a header's unset ${VAR}
+                return f"provider '{r.provider_name}': {unusable}"
             declared = r.provider_name in config.providers
             public = r.provider.base_url in (
                 DEFAULT_OPENAI_BASE_URL,
@@ -912,6 +936,9 @@ def load_config(
         raise ConfigError(_format_validation(exc, file, text)) from None
     config._env = env
     for name, provider in config.providers.items():
+        for loc, problem in provider_table_problems(provider):
+            where = key_location(file, text, ("providers", name, *loc))
+            raise ConfigError(f"{where}: [providers.{name}] {problem}")
         _url_from_file(name, provider, file, text, env)
         _url_from_environment(provider, env)
     _register_secrets(config, env)
@@ -936,8 +963,10 @@ def _register_secrets(config: Config, env: Mapping[str, str]) -> None:
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         register_secret(env.get(name))
     for provider in config.providers.values():
-        if provider.api_key_env:
-            register_secret(env.get(provider.api_key_env))
+        for secret in (provider.api_key_env, provider.entra_token_env):
+            register_secret(env.get(secret) if secret else None)
+        for value in header_secrets(provider, env):
+            register_secret(value)
         for header, value in provider.headers.items():
             if _SECRET_HEADER.search(header):
                 register_secret(value)

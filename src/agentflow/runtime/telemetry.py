@@ -154,17 +154,19 @@ def _expand(value: str, env: Mapping[str, str], where: str) -> str:
 def config_secrets(config: Any) -> list[str]:
     """Every secret a configuration can reach: the API keys of its providers (declared and
     implicit) and the values of the ``${VAR}`` references in its MCP servers' ``env`` and
-    ``headers`` and in ``[telemetry] headers``. Values shorter than 4 characters are left out
-    (redacting them would garble ordinary text)."""
+    ``headers``, in providers' ``headers`` and in ``[telemetry] headers``. Values shorter than
+    4 characters are left out (redacting them would garble ordinary text)."""
     env = getattr(config, "env", None) or {}
     found: list[str] = []
+    texts: list[str] = []
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         if env.get(name):
             found.append(env[name])
     for provider in (getattr(config, "providers", None) or {}).values():
-        if provider.api_key_env and env.get(provider.api_key_env):
-            found.append(env[provider.api_key_env])
-    texts: list[str] = []
+        for var in (provider.api_key_env, getattr(provider, "entra_token_env", None)):
+            if var and env.get(var):
+                found.append(env[var])
+        texts += list(getattr(provider, "headers", {}).values())
     for server in (getattr(config, "mcp", None) or {}).values():
         texts += list(server.env.values()) + list(server.headers.values())
     telemetry = getattr(config, "telemetry", None)

@@ -497,7 +497,11 @@ class ChatServer:
         "/v1/messages",
         "/v1/responses",
         "/responses",
+        "/openai/v1/chat/completions",  # Azure OpenAI's v1 API
+        "/openai/v1/responses",
     )
+    #: Azure OpenAI's classic deployment URL (``/openai/deployments/DEPLOYMENT/chat/completions``)
+    AZURE = re.compile(r"/openai/deployments/[^/]+/chat/completions")
     #: Bedrock's Converse / ConverseStream paths (``/model/MODEL/converse``)
     BEDROCK = re.compile(r"/model/[^/]+/(?:converse|converse-stream)")
 
@@ -548,6 +552,7 @@ class ChatServer:
                     route not in server.PATHS
                     and not _GEMINI_PATH.fullmatch(route)
                     and not server.BEDROCK.fullmatch(route)
+                    and not server.AZURE.fullmatch(route)
                 ):
                     self._send(Reply(status=404, body={"error": {"message": "not found"}}))
                     return

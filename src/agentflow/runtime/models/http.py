@@ -104,6 +104,20 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+def retry_after_of(headers: Any) -> float | None:
+    """Seconds a reply's headers ask to wait: ``retry-after-ms`` (milliseconds; Azure OpenAI and
+    OpenAI send it) when it is a number, else ``Retry-After`` (:func:`parse_retry_after`)."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            value = float(millis) / 1000.0
+        except ValueError:
+            value = math.nan
+        if not math.isnan(value):
+            return max(0.0, value)
+    return parse_retry_after(headers.get("retry-after"))
+
+
 def error_detail(body: str) -> tuple[str, str]:
     """(short message, lower-cased code/type text) from a provider's error body."""
     code_text = ""
@@ -117,6 +131,16 @@ def error_detail(body: str) -> tuple[str, str]:
         if isinstance(err, dict):
             message = str(err.get("message") or message)
             code_text = " ".join(str(err.get(k) or "") for k in ("code", "type", "status")).lower()
+            inner = err.get("innererror")
+            verdicts = inner.get("content_filter_result") if isinstance(inner, dict) else None
+            if isinstance(verdicts, dict):  # Azure: which categories its content filter hit
+                hit = [
+                    f"{name} ({v.get('severity')})" if v.get("severity") else str(name)
+                    for name, v in verdicts.items()
+                    if isinstance(v, dict) and v.get("filtered") is True
+                ]
+                if hit:
+                    message = f"filtered: {', '.join(hit)}; {message}"
         elif isinstance(err, str):
             message = err
     message = redact_secrets(message)  # before the cut: a key straddling it would survive in part
@@ -354,10 +378,11 @@ def _looks_like_sse(text: str) -> bool:
     return head.startswith(("data:", "event:", ":"))
 
 
-#: ``Bearer <token>`` and ``x-api-key: <token>`` / ``'x-api-key': '<token>'`` in any text
+#: ``Bearer <token>`` and ``x-api-key: <token>`` / ``'x-api-key': '<token>'`` (Azure's
+#: ``api-key`` too) in any text
 #: (an exception's repr of a request header included).
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s'\"]+")
-_API_KEY_HEADER = re.compile(r"(?i)(x-api-key['\"]?\s*[:=,]\s*b?['\"]?)[^\s'\"]+")
+_API_KEY_HEADER = re.compile(r"(?i)((?:x-)?api-key['\"]?\s*[:=,]\s*b?['\"]?)[^\s'\"]+")
 
 
 def redact(text: str, secret: str | None) -> str:
@@ -537,8 +562,7 @@ async def _attempt(
     finally:
         await response.aclose()
     if status >= 400:
-        retry_after = parse_retry_after(response.headers.get("retry-after"))
-        return _failed(status, body, retry_after)
+        return _failed(status, body, retry_after_of(response.headers))
     try:
         data = json.loads(body)
     except RecursionError:

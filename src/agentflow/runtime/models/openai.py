@@ -138,6 +138,19 @@ class OpenAIClient(HTTPModelClient):
             function["strict"] = True
         return {"type": "function", "function": function}
 
+    @property
+    def chat_url(self) -> str:
+        """The chat-completions endpoint (Azure's deployment URL overrides it)."""
+        return f"{self.base_url}/chat/completions"
+
+    def _request_headers(self) -> dict[str, str]:
+        """The headers of every request: JSON, the provider's extra ``headers``, the key as
+        ``Authorization: Bearer`` (Azure's ``api-key`` overrides this)."""
+        headers = {"Content-Type": "application/json", **self._headers}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        return headers
+
     def _reply_shape(self, data: Any, request: ChatRequest) -> None:
         """Raises ReplyShapeError when ``data`` is not of this API's reply shape (retried)."""
         parse_openai_response(
@@ -146,10 +159,8 @@ class OpenAIClient(HTTPModelClient):
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         """Run one inference; raises ModelError(kind) after bounded retries (never shows the key)."""
-        headers = {"Content-Type": "application/json", **self._headers}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        url = f"{self.base_url}/chat/completions"
+        headers = self._request_headers()
+        url = self.chat_url
         data = await self._native_or_prompt(
             self.native_schema(request) is not None,
             lambda native: self._send(
@@ -197,6 +208,11 @@ async def read_openai_stream(events: Any, on_delta: Any, chunks: list[str]) -> d
     model: Any = None
     reply_id: Any = None
     seen = done = False
+    # Azure's content-filter verdicts (a first chunk with only `prompt_filter_results`; each
+    # choice's `content_filter_results`): kept, a `filtered` verdict winning, so a filtered
+    # stream is told apart as a non-streamed reply is
+    prompt_filters: list[Any] = []
+    verdicts: dict[str, Any] = {}
     async for _event, data in events:
         if data.strip() == "[DONE]":
             done = True
@@ -216,10 +232,16 @@ async def read_openai_stream(events: Any, on_delta: Any, chunks: list[str]) -> d
         reply_id = chunk.get("id") or reply_id
         if isinstance(chunk.get("usage"), dict):
             usage = chunk["usage"]
+        if isinstance(chunk.get("prompt_filter_results"), list):
+            prompt_filters += chunk["prompt_filter_results"]
         for choice in chunk.get("choices") or []:
             if not isinstance(choice, dict):
                 continue
             seen = True
+            verdict = choice.get("content_filter_results")
+            for name, value in verdict.items() if isinstance(verdict, dict) else ():
+                if name not in verdicts or (isinstance(value, dict) and value.get("filtered")):
+                    verdicts[name] = value
             finish = choice.get("finish_reason") or finish
             delta = choice.get("delta") or {}
             if not isinstance(delta, dict):
@@ -258,12 +280,17 @@ async def read_openai_stream(events: Any, on_delta: Any, chunks: list[str]) -> d
         )
     if calls:
         message["tool_calls"] = [calls[i] for i in sorted(calls)]
-    return {
+    body: dict[str, Any] = {
         "id": reply_id,
         "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": usage,
     }
+    if verdicts:
+        body["choices"][0]["content_filter_results"] = verdicts
+    if prompt_filters:
+        body["prompt_filter_results"] = prompt_filters
+    return body
 
 
 def _merge_call(calls: dict[int, dict[str, Any]], part: Any, slots: dict[int, int]) -> None:

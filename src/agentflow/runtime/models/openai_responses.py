@@ -144,9 +144,7 @@ class OpenAIResponsesClient(OpenAIClient):
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         """Run one inference; raises ModelError(kind) after bounded retries (never shows the key)."""
-        headers = {"Content-Type": "application/json", **self._headers}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
+        headers = self._request_headers()
         data = await self._native_or_prompt(
             self.native_schema(request) is not None,
             lambda native: self._send_responses(

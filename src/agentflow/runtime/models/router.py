@@ -19,6 +19,7 @@ from typing import Any
 from agentflow.errors import ConfigError, ModelError, ModelErrorKind
 from agentflow.runtime.config import Config, ProviderConfig, ResolvedModel
 from agentflow.runtime.interrupt import refuse_when_stopped
+from agentflow.runtime.models.azure import AzureOpenAIClient, AzureOpenAIResponsesClient
 from agentflow.runtime.models.base import (
     ChatRequest,
     ChatResponse,
@@ -36,6 +37,7 @@ from agentflow.runtime.models.openai import OpenAIClient
 from agentflow.runtime.models.openai_responses import OpenAIResponsesClient
 from agentflow.runtime.models.prices import Price, PriceBook
 from agentflow.runtime.models.test_model import TestModel
+from agentflow.runtime.provider_options import AZURE_KINDS, expand_headers
 
 ClientFactory = Callable[[ResolvedModel], ModelClient]
 
@@ -287,10 +289,10 @@ class ModelRouter:
             "provider": resolved.provider_name,
             "model": resolved.model,
             "api_key": api_key,
-            "api_key_env": provider.api_key_env,
+            "api_key_env": provider.api_key_env or provider.entra_token_env,
             "timeout": provider.timeout,
             "retry": retry,
-            "headers": provider.headers,
+            "headers": expand_headers(resolved.provider_name, provider, self.config.env),
             "max_tokens": resolved.max_tokens,
             "temperature": resolved.temperature,
             "tool_choice": resolved.tool_choice,
@@ -320,6 +322,27 @@ class ModelRouter:
                 base_url=provider.base_url or "https://api.openai.com/v1",
                 max_completion_tokens=resolved.max_completion_tokens,
                 reasoning_effort=resolved.reasoning_effort,
+                **options,
+            )
+        if provider.kind in AZURE_KINDS:
+            if not provider.base_url:
+                raise ConfigError(
+                    f"{self.config.where()}: provider '{resolved.provider_name}' (kind "
+                    f"{provider.kind}) has no endpoint: set base_url to your resource's "
+                    "(https://RESOURCE.openai.azure.com), or AZURE_OPENAI_ENDPOINT"
+                )
+            azure = (
+                AzureOpenAIClient if provider.kind == "azure-openai" else AzureOpenAIResponsesClient
+            )
+            extra = {"system_role": resolved.system_role} if azure is AzureOpenAIClient else {}
+            return azure(
+                base_url=provider.base_url,
+                azure_api=provider.azure_api,
+                api_version=provider.api_version,
+                entra=bool(provider.entra_token_env and not provider.api_key_env),
+                max_completion_tokens=resolved.max_completion_tokens,
+                reasoning_effort=resolved.reasoning_effort,
+                **extra,
                 **options,
             )
         if provider.kind == "gemini":

@@ -155,6 +155,8 @@ OPENAI = Subset(
 SUBSETS: dict[str, Subset] = {
     "openai": OPENAI,
     "openai-responses": OPENAI,
+    "azure-openai": OPENAI,  # Azure serves OpenAI's models, strict mode included
+    "azure-openai-responses": OPENAI,
     "anthropic": ANTHROPIC,
     "gemini": GEMINI,
 }

@@ -1,0 +1,156 @@
+"""The rules of ``[providers.NAME]`` that depend on its ``kind`` and its ``headers``
+(docs/models.md "Provider kinds", "Extra request headers"; docs/reference/configuration.md).
+
+:func:`table_problems` lists what a provider table may not say — a key of another kind
+(``api_version`` outside the Azure kinds), a header that would override the request's framing
+or the provider's own authentication, both Azure credentials at once — as ``(key path,
+message)`` pairs that :func:`agentflow.runtime.config.load_config` reports at the key's
+``file:line:col``. :func:`expand_headers` fills ``${VAR}`` references in header values from the
+environment (each value a secret: redacted everywhere); :func:`header_problem` names an unset or
+unusable one before a run starts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from agentflow.core.redaction import register_secret
+from agentflow.errors import ConfigError
+
+#: the values of ``kind`` in ``[providers.NAME]``
+ProviderKind = Literal[
+    "openai",
+    "anthropic",
+    "test",
+    "openai-responses",
+    "gemini",
+    "bedrock",
+    "azure-openai",
+    "azure-openai-responses",
+]
+AZURE_KINDS = ("azure-openai", "azure-openai-responses")
+
+#: keys of ``[providers.NAME]`` that belong to some kinds only → those kinds
+KIND_KEYS: dict[str, tuple[str, ...]] = {
+    "api_version": AZURE_KINDS,
+    "azure_api": AZURE_KINDS,
+    "entra_token_env": AZURE_KINDS,
+    "region": ("bedrock",),
+    "seed": ("test",),
+    "call_tools": ("test",),
+}
+#: keys checked only for the Azure kinds (older kinds took them silently: kept so)
+_AZURE_ONLY_CHECK = ("region", "seed", "call_tools")
+
+#: headers flowc writes for the request's framing: never taken from ``headers``
+FRAMING_HEADERS = ("content-type", "content-length", "host", "transfer-encoding")
+#: headers that carry a provider's key (refused in ``headers`` when the provider has one)
+AUTH_HEADERS = ("authorization", "api-key", "x-api-key", "x-goog-api-key")
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_VISIBLE = re.compile(r"[\x20-\x7e\t]*")
+
+
+def table_problems(provider: Any) -> list[tuple[tuple[str, ...], str]]:
+    """``(key path inside the table, message)`` for each rule ``provider`` (a
+    :class:`~agentflow.runtime.config.ProviderConfig`) breaks; empty when it breaks none."""
+    out: list[tuple[tuple[str, ...], str]] = []
+    kind = str(provider.kind)
+    written = provider.model_fields_set
+    for key, kinds in KIND_KEYS.items():
+        if key in _AZURE_ONLY_CHECK and kind not in AZURE_KINDS:
+            continue
+        if key in written and kind not in kinds:
+            out.append(((key,), f"`{key}` applies to kind {' / '.join(kinds)}, not '{kind}'"))
+    if kind == "azure-openai-responses" and provider.azure_api == "deployments":
+        out.append(
+            (
+                ("azure_api",),
+                'kind azure-openai-responses is served by the v1 API only (azure_api = "v1")',
+            )
+        )
+    if provider.api_key_env and provider.entra_token_env:
+        out.append(
+            (
+                ("entra_token_env",),
+                "give one credential: api_key_env (sent as the api-key header) or "
+                "entra_token_env (a Microsoft Entra ID token, sent as Authorization: Bearer)",
+            )
+        )
+    own_auth = bool(provider.api_key_env or provider.entra_token_env) or kind == "bedrock"
+    for name in provider.headers:
+        low = name.lower()
+        if low in FRAMING_HEADERS:
+            out.append(
+                (
+                    ("headers", name),
+                    f"header '{name}' is written by flowc (the request is JSON) and cannot "
+                    "be overridden",
+                )
+            )
+        elif low in AUTH_HEADERS and own_auth:
+            how = "AWS SigV4 or api_key_env" if kind == "bedrock" else "its key's env variable"
+            out.append(
+                (
+                    ("headers", name),
+                    f"header '{name}' would override the provider's own authentication "
+                    f"({how}); remove the header, or the provider's key setting",
+                )
+            )
+    return out
+
+
+def provider_problem(name: str, provider: Any, env: Mapping[str, str]) -> str | None:
+    """Why provider ``name`` cannot be used with ``env`` before any request is made — an Azure
+    kind without an endpoint, a header's ``${VAR}`` (:func:`header_problem`) — else None (the
+    run then fails before its first step: :func:`~agentflow.runtime.config.missing_key_message`)."""
+    if str(provider.kind) in AZURE_KINDS and not provider.base_url:
+        return (
+            f"no endpoint for kind {provider.kind}: set base_url in [providers.{name}] to your "
+            "resource's (https://RESOURCE.openai.azure.com), or AZURE_OPENAI_ENDPOINT"
+        )
+    return header_problem(name, provider, env)
+
+
+def header_problem(name: str, provider: Any, env: Mapping[str, str]) -> str | None:
+    """Why the ``headers`` of provider ``name`` cannot be sent with ``env`` — a ``${VAR}``
+    that is unset, or whose value holds a line break or control character (never shown) —
+    else None."""
+    for header, value in provider.headers.items():
+        for var in _VAR.findall(value):
+            if var not in env:
+                return (
+                    f"the environment variable {var} (in header '{header}' of "
+                    f"[providers.{name}]) is not set"
+                )
+            if not _VISIBLE.fullmatch(env[var]):
+                return (
+                    f"the environment variable {var} (in header '{header}' of "
+                    f"[providers.{name}]) contains a line break or a character not allowed "
+                    "in an HTTP header; check for a trailing newline"
+                )
+    return None
+
+
+def expand_headers(name: str, provider: Any, env: Mapping[str, str]) -> dict[str, str]:
+    """The headers of provider ``name`` with every ``${VAR}`` filled from ``env``; each value
+    read from the environment joins the redacted secrets. Raises ConfigError
+    (:func:`header_problem`) for an unset or unusable variable."""
+    problem = header_problem(name, provider, env)
+    if problem:
+        raise ConfigError(problem)
+
+    def fill(m: re.Match[str]) -> str:
+        register_secret(env[m.group(1)])
+        return env[m.group(1)]
+
+    return {header: _VAR.sub(fill, value) for header, value in provider.headers.items()}
+
+
+def header_secrets(provider: Any, env: Mapping[str, str]) -> list[str]:
+    """The values the ``${VAR}`` references of ``provider``'s headers stand for (set ones)."""
+    return [
+        env[v] for value in provider.headers.values() for v in _VAR.findall(value) if env.get(v)
+    ]
