@@ -39,6 +39,7 @@ __all__ = [
     "check_parsed",
     "file_key",
     "has_imports",
+    "importers_of",
     "read_source",
 ]
 
@@ -90,6 +91,49 @@ class Imports:
     #: imported declaration under another name than this module knows it by (a renamed
     #: import: ``import { Severity as Level }`` makes ``Ticket``'s ``Severity`` a ``Level``)
     refs: dict[int, str] = field(default_factory=dict)
+
+
+#: an ``import { … } from "PATH"`` item, found without parsing (:func:`importers_of`)
+_IMPORT_LINE = re.compile(r'^[ \t]*import[ \t]*\{[^}]*\}[ \t\n]*from[ \t]+"([^"\n]*)"', re.M)
+#: the most files :func:`importers_of` reads
+_IMPORTERS_MAX_FILES = 500
+
+
+def importers_of(path: str | os.PathLike[str]) -> list[Path]:
+    """The `.flow` files near ``path`` that import it directly: those of its directory, of the
+    directory above, and of their sub-directories (one level down) — where a project keeps the
+    flows that share a file of types — in sorted order, at most
+    :data:`_IMPORTERS_MAX_FILES` files read (for the message of ``flowc run`` of a library)."""
+    target = file_key(path)
+    here = target.parent
+    seen: set[Path] = set()
+    found: list[Path] = []
+    read = 0
+    for root in (here, here.parent):
+        try:
+            dirs = [root, *sorted(d for d in root.iterdir() if d.is_dir())]
+        except OSError:
+            continue
+        for d in dirs:
+            try:
+                files = sorted(d.glob("*.flow"))
+            except OSError:
+                continue
+            for f in files:
+                key = file_key(f)
+                if key == target or key in seen:
+                    continue
+                seen.add(key)
+                read += 1
+                if read > _IMPORTERS_MAX_FILES:
+                    return found
+                try:
+                    text = read_source(f)
+                except OSError:
+                    continue
+                if any(file_key(f.parent / w) == target for w in _IMPORT_LINE.findall(text)):
+                    found.append(f)
+    return found
 
 
 def has_imports(module: ast.Module) -> bool:
