@@ -229,6 +229,7 @@ __all__ = [
     "PlanCheck",
     "CLOSE_LIMIT_S",
     "gen_python",
+    "library_message",
 ]
 
 #: Public name → the module that defines it (loaded on first use of one of its names).

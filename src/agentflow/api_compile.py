@@ -46,6 +46,7 @@ __all__ = [
     "plan_from_text",
     "plan_text",
     "worst_case_cost",
+    "library_message",
 ]
 
 

@@ -81,3 +81,12 @@ def test_the_plans_directory_leaves_a_library_out(project):
     r = flowc("tools")
     assert r.exit_code == 0, r.output
     assert "plan__triage" in r.stdout and "plan__types" not in r.stdout
+
+
+def test_gen_python_makes_no_client_of_a_library(project, tmp_path):
+    out = tmp_path / "clients"
+    r = flowc("gen", "python", "plans", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in out.iterdir()) == ["triage.py"]
+    assert "plans/types.flow: a library (types only, no stage): no client" in r.stderr
+    assert "class Ticket" in (out / "triage.py").read_text(encoding="utf-8")

@@ -175,3 +175,10 @@ def test_as_parses_the_same_on_both_parser_paths_and_fmt_keeps_it():
     assert format_source(text, "m.flow") == (
         'import {\n  Ticket as Case,\n  Severity as Level\n} from "./shared.flow"\n'
     )
+
+
+def test_an_as_without_a_name_hints_one(tmp_path):
+    main = 'import { Ticket as } from "./shared.flow"\n'
+    [(code, message, line, col, hint)] = diags(tmp_path, {"shared.flow": SHARED, "main.flow": main})
+    assert (code, message, line, col) == ("syntax-error", "expected a name, found `}`", 1, 20)
+    assert hint == "write the name this file gives `Ticket`: `Ticket as MyTicket`"

@@ -13,6 +13,11 @@ Features (LSP 3.17):
 - ``quickfix`` code actions for the diagnostics whose hint states an exact edit ("did you mean
   `X`?", ``tools none``, ``_name``, a missing ``use agent``), see
   :meth:`agentflow.lsp.analysis.Analysis.fixes`;
+- imported files and the project's ``flow.toml`` (the one ``flowc check`` reads, with the same
+  ``unknown-agent-profile`` and ``stale-generated-module`` checks): a change on disk checks the
+  documents that read them again — from the client's ``workspace/didChangeWatchedFiles`` (registered
+  when it supports that) and a poll of those files (``watch_interval_ms``), see
+  :mod:`agentflow.lsp.watch`;
 - positions in the negotiated ``positionEncoding`` (UTF-16 by default; UTF-8 and UTF-32 when the
   client prefers them), see :mod:`agentflow.lsp.positions`.
 
@@ -51,6 +56,7 @@ from agentflow.compiler.api import check_source
 from agentflow.compiler.fmt import FormatError, format_source
 from agentflow.compiler.imports import Importer, file_key, read_source
 from agentflow.compiler.lowering import LoweringError, lower
+from agentflow.compiler.project import project_diagnostics
 from agentflow.core.diagnostics import Diagnostic
 from agentflow.core.redaction import RedactingStream, redact, register_environment
 from agentflow.core.spans import Span
@@ -62,6 +68,7 @@ from agentflow.ir.loader import load_plan_data
 from agentflow.lsp.analysis import Analysis, analyze
 from agentflow.lsp.incremental import IncrementalParser
 from agentflow.lsp.positions import LineIndex
+from agentflow.lsp.watch import WATCH_INTERVAL_S, FileWatch, config_candidates
 from agentflow.stdlib import PRELUDE
 
 __all__ = ["FlowLanguageServer", "create_server", "serve_stdio", "DEBOUNCE_S"]
@@ -218,6 +225,11 @@ class FlowLanguageServer(LanguageServer):
         #: the checks of imported files, by path, shared by the documents' checks (a file's
         #: entry is dropped when it changes: :meth:`imported_changed`)
         self.import_cache: dict[Path, Any] = {}
+        #: time between two looks at the files the open documents' checks read (seconds; 0:
+        #: never — the client's file events only)
+        self.watch_s = WATCH_INTERVAL_S
+        self.watch = FileWatch()
+        self._watch_task: asyncio.Task | None = None
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -242,12 +254,24 @@ class FlowLanguageServer(LanguageServer):
         parser = self.parsers.get(uri)
         if parser is None:
             parser = self.parsers[uri] = IncrementalParser(self.file_of(uri))
-        return analyze(text, parser.file, parser, Importer(self.read_imported, self.import_cache))
+        for path in config_candidates(parser.file):  # stamped before they are read
+            self.watch.baseline(path)
+        a = analyze(text, parser.file, parser, Importer(self.read_imported, self.import_cache))
+        # what `flowc check` adds from the project's flow.toml (compiler/project.py)
+        extra = project_diagnostics(parser.file, text, a.result)
+        if extra:
+            a.result.diagnostics = sorted(
+                [*a.result.diagnostics, *extra], key=lambda d: d.sort_key()
+            )
+        return a
 
     def read_imported(self, path: Path) -> str:
         """The text of an imported file: the open document's, else the file's on disk."""
         doc = self.document(from_fs_path(str(path)) or "")
-        return doc.source if doc is not None else read_source(path)
+        if doc is not None:
+            return doc.source
+        self.watch.baseline(path)  # before reading: a change after the read is a change
+        return read_source(path)
 
     def imported_changed(self, uri: str, delay: float | None = None) -> None:
         """Document ``uri`` changed (opened, edited, saved): its cached check as an imported
@@ -260,6 +284,55 @@ class FlowLanguageServer(LanguageServer):
             if other != uri and imports is not None and path in imports.paths.values():
                 del self.states[other]  # its text is unchanged, its analysis is not current
                 self.schedule(other, delay=delay)
+
+    # -- files on disk -----------------------------------------------------------------------
+
+    def watched_paths(self) -> set[Path]:
+        """The files the open documents' checks read besides their own text: the files they
+        import (directly or not) that are not open, and where their ``flow.toml`` is or could
+        appear (:func:`agentflow.lsp.watch.config_candidates`)."""
+        out: set[Path] = set()
+        for uri in list(self.workspace.text_documents):
+            out.update(config_candidates(self.file_of(uri)))
+        for state in list(self.states.values()):
+            imports = state.analysis.result.imports
+            if imports is not None:
+                out.update(imports.paths.values())
+        return {p for p in out if self.document(from_fs_path(str(p)) or "") is None}
+
+    def file_changed(self, path: Path) -> None:
+        """``path`` changed on disk: a ``flow.toml`` checks every open document again; a
+        `.flow` file that is not open checks the open documents that import it again (an open
+        one is its buffer, whatever the disk holds)."""
+        if path.name == "flow.toml":
+            for uri in list(self.workspace.text_documents):
+                self.states.pop(uri, None)
+                self.schedule(uri, delay=0)
+            return
+        uri = from_fs_path(str(path)) or ""
+        if path.suffix == ".flow" and self.document(uri) is None:
+            self.imported_changed(uri, delay=0)
+
+    def look_at_files(self) -> None:
+        """One look at :meth:`watched_paths`: each that changed since the last is
+        :meth:`file_changed`."""
+        for path in self.watch.look(self.watched_paths()):
+            self.file_changed(path)
+
+    def start_watching(self) -> None:
+        """Look at the watched files every :attr:`watch_s` seconds (none when 0)."""
+        if self.watch_s <= 0 or self._watch_task is not None:
+            return
+
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(self.watch_s)
+                try:
+                    self.look_at_files()
+                except Exception:  # noqa: BLE001 - a look that failed is tried again next time
+                    _log.exception("looking at the watched files failed")
+
+        self._watch_task = asyncio.get_running_loop().create_task(loop())
 
     def _check_job(self, uri: str, text: str, skip_if_stale: bool) -> Analysis | None:
         """Runs on a worker thread: the analysis of ``text`` as ``uri`` (one per document at a
@@ -506,6 +579,41 @@ def create_server() -> FlowLanguageServer:
         opts = params.initialization_options
         if isinstance(opts, dict) and isinstance(opts.get("debounce_ms"), (int, float)):
             ls.debounce_s = max(0.0, float(opts["debounce_ms"]) / 1000.0)
+        if isinstance(opts, dict) and isinstance(opts.get("watch_interval_ms"), (int, float)):
+            ls.watch_s = max(0.0, float(opts["watch_interval_ms"]) / 1000.0)
+
+    @server.feature(lsp.INITIALIZED)
+    async def initialized(ls: FlowLanguageServer, params: lsp.InitializedParams) -> None:
+        ls.start_watching()
+        caps = ls.client_capabilities.workspace
+        watched = caps.did_change_watched_files if caps is not None else None
+        if watched is not None and watched.dynamic_registration:
+            await ls.client_register_capability_async(
+                lsp.RegistrationParams(
+                    registrations=[
+                        lsp.Registration(
+                            id="flowc-watched-files",
+                            method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                            register_options=lsp.DidChangeWatchedFilesRegistrationOptions(
+                                watchers=[
+                                    lsp.FileSystemWatcher(glob_pattern="**/*.flow"),
+                                    lsp.FileSystemWatcher(glob_pattern="**/flow.toml"),
+                                ]
+                            ),
+                        )
+                    ]
+                )
+            )
+
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(
+        ls: FlowLanguageServer, params: lsp.DidChangeWatchedFilesParams
+    ) -> None:
+        for change in params.changes:
+            path = file_key(ls.file_of(change.uri))
+            if path.suffix == ".flow" or path.name == "flow.toml":
+                ls.watch.note(path)
+                ls.file_changed(path)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     async def did_open(ls: FlowLanguageServer, params: lsp.DidOpenTextDocumentParams) -> None:
