@@ -222,6 +222,11 @@ class FlowLanguageServer(LanguageServer):
         self._worker = ThreadPoolExecutor(max_workers=4, thread_name_prefix="flowc-check")
         self._inflight: dict[str, tuple[str, asyncio.Future[Analysis | None]]] = {}
         self._locks: dict[str, threading.Lock] = {}
+        #: per document, a number that changes whenever its analyses may no longer be reused:
+        #: another text parsed (the incremental parser shifts the spans of the items it reuses,
+        #: in place) or a file it reads changed (:meth:`invalidate`)
+        self._epoch: dict[str, int] = {}
+        self._epoch_lock = threading.Lock()
         #: the checks of imported files, by path, shared by the documents' checks (a file's
         #: entry is dropped when it changes: :meth:`imported_changed`)
         self.import_cache: dict[Path, Any] = {}
@@ -256,7 +261,13 @@ class FlowLanguageServer(LanguageServer):
             parser = self.parsers[uri] = IncrementalParser(self.file_of(uri))
         for path in config_candidates(parser.file):  # stamped before they are read
             self.watch.baseline(path)
+        start = self._epoch.get(uri, 0)
         a = analyze(text, parser.file, parser, Importer(self.read_imported, self.import_cache))
+        with self._epoch_lock:
+            now = self._epoch.get(uri, 0) + 1
+            self._epoch[uri] = now
+            # invalidated while it ran (a file it read changed): not to be reused
+            a.epoch = now if now == start + 1 else -1
         # what `flowc check` adds from the project's flow.toml (compiler/project.py)
         extra = project_diagnostics(parser.file, text, a.result)
         if extra:
@@ -279,11 +290,29 @@ class FlowLanguageServer(LanguageServer):
         again."""
         path = file_key(self.file_of(uri))
         Importer(self.read_imported, self.import_cache).forget(path)
-        for other, state in list(self.states.items()):
-            imports = state.analysis.result.imports
-            if other != uri and imports is not None and path in imports.paths.values():
-                del self.states[other]  # its text is unchanged, its analysis is not current
+        for other in list(self.workspace.text_documents):
+            if other == uri:
+                continue
+            state = self.states.get(other)
+            imports = state.analysis.result.imports if state is not None else None
+            # a document with no analysis yet is being checked: it may have read the file
+            # before the change, so it is checked again too
+            if state is None or (imports is not None and path in imports.paths.values()):
+                self.invalidate(other)
                 self.schedule(other, delay=delay)
+
+    def invalidate(self, uri: str) -> None:
+        """The analyses of ``uri`` made so far — the last one and one under way — read a file
+        that changed: none is reused (its text is unchanged, its analysis is not current)."""
+        with self._epoch_lock:
+            self._epoch[uri] = self._epoch.get(uri, 0) + 1
+        self.states.pop(uri, None)
+        self._inflight.pop(uri, None)
+
+    def current(self, uri: str, analysis: Analysis) -> bool:
+        """Whether ``analysis`` of ``uri`` may be reused: nothing was parsed for ``uri`` since
+        (its spans are where they were) and no file it read changed."""
+        return analysis.epoch == self._epoch.get(uri, 0)
 
     # -- files on disk -----------------------------------------------------------------------
 
@@ -306,7 +335,7 @@ class FlowLanguageServer(LanguageServer):
         one is its buffer, whatever the disk holds)."""
         if path.name == "flow.toml":
             for uri in list(self.workspace.text_documents):
-                self.states.pop(uri, None)
+                self.invalidate(uri)
                 self.schedule(uri, delay=0)
             return
         uri = from_fs_path(str(path)) or ""
@@ -345,7 +374,7 @@ class FlowLanguageServer(LanguageServer):
                 if doc is None or doc.source != text:
                     return None
             state = self.states.get(uri)
-            if state is not None and state.text == text:
+            if state is not None and state.text == text and self.current(uri, state.analysis):
                 return state.analysis
             return self.analyze(uri, text)
 
@@ -357,7 +386,7 @@ class FlowLanguageServer(LanguageServer):
         With ``skip_if_stale`` the result is None when the document changed before its turn."""
         state = self.states.get(uri)
         loop = asyncio.get_running_loop()
-        if state is not None and state.text == text:
+        if state is not None and state.text == text and self.current(uri, state.analysis):
             done: asyncio.Future[Analysis | None] = loop.create_future()
             done.set_result(state.analysis)
             return done
@@ -372,7 +401,7 @@ class FlowLanguageServer(LanguageServer):
             if self._inflight.get(uri, (None, None))[1] is f:
                 del self._inflight[uri]
             got = None if f.cancelled() or f.exception() is not None else f.result()
-            if got is not None:
+            if got is not None and self.current(uri, got):
                 current = self.document(uri)
                 if current is not None and current.source == text:
                     self.states[uri] = _DocState(text, version, got)
@@ -507,7 +536,8 @@ class FlowLanguageServer(LanguageServer):
             current is None or current.source != text
         ):  # a newer change arrived meanwhile: its own task publishes
             return
-        self.states[uri] = _DocState(text, version, analysis)
+        if self.current(uri, analysis):
+            self.states[uri] = _DocState(text, version, analysis)
         index = LineIndex(text, self.encoding)
         diags = [self.to_lsp_diagnostic(d, uri, index) for d in analysis.result.diagnostics]
         self.text_document_publish_diagnostics(
