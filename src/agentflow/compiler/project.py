@@ -27,9 +27,22 @@ def project_diagnostics(
     flow: str | os.PathLike[str], text: str, result: CheckResult
 ) -> list[Diagnostic]:
     """Every diagnostic of the checked `.flow` file ``flow`` (text ``text``) that its
-    ``flow.toml`` decides: :func:`stale_modules` then :func:`agent_profile_warnings`. Never
-    raises for a missing, unreadable or malformed ``flow.toml`` (none then)."""
-    return stale_modules(flow, text, result) + agent_profile_warnings(flow, result)
+    ``flow.toml`` decides: :func:`stale_modules` then :func:`agent_profile_warnings`, the file
+    read once (and parsed again only when it changed: the language server calls this on every
+    edit). Never raises for a missing, unreadable or malformed ``flow.toml`` (none then)."""
+    data = nearest_config(Path(flow))
+    if data is None:
+        return []
+    out: list[Diagnostic] = []
+    gen = data.get("gen")
+    listed = gen.get("python") if isinstance(gen, dict) else None
+    if isinstance(listed, list):
+        base = Path(data["__file__"]).resolve().parent
+        modules = [base / p for p in listed if isinstance(p, str)]
+        if modules:
+            out.extend(stale_diagnostics(str(flow), text, modules, result))
+    out.extend(_profile_warnings(data, result))
+    return out
 
 
 def stale_modules(
@@ -54,8 +67,11 @@ def agent_profile_warnings(flow: str | os.PathLike[str], result: CheckResult) ->
     if not result.uses:
         return []
     data = nearest_config(Path(flow))
-    if data is None:
-        return []
+    return [] if data is None else _profile_warnings(data, result)
+
+
+def _profile_warnings(data: dict[str, Any], result: CheckResult) -> list[Diagnostic]:
+    """:func:`agent_profile_warnings` with the parsed ``flow.toml`` ``data``."""
     out: list[Diagnostic] = []
     for item in result.uses.values():
         table = "agents" if item.kind == "agent" else "teams"
@@ -87,8 +103,21 @@ def nearest_config(flow: Path) -> dict[str, Any] | None:
     if candidate is None:
         return None
     try:
-        data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+        st = candidate.stat()
+        key = (str(candidate), st.st_mtime_ns, st.st_size)
+        cached = _PARSED.get(key)
+        if cached is None:
+            cached = tomllib.loads(candidate.read_text(encoding="utf-8"))
+            if len(_PARSED) >= 32:
+                _PARSED.clear()
+            _PARSED[key] = cached
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None
+    data = dict(cached)  # a shallow copy: ``__file__`` is the caller's
     data["__file__"] = str(candidate)
     return data
+
+
+#: parsed ``flow.toml`` files by (path, modification time in ns, size): parsed again when
+#: written (the language server asks on every edit)
+_PARSED: dict[tuple[str, int, int], dict[str, Any]] = {}
