@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentflow.api import compile_source
+from agentflow.api import compile_source, gen_python
 from agentflow.compiler.api import check_file
 from agentflow.compiler.fmt import format_source
 from agentflow.grammar.parser import parse_module, parse_module_lalr
@@ -54,6 +54,9 @@ def test_a_renamed_type_is_the_files_name_in_uses_and_in_the_plans_contracts(tmp
     assert defs["Case"]["properties"]["severity"] == {"enum": ["low", "medium", "high"]}
     assert defs["Ticket"]["properties"] == {"id": {"type": "integer"}}
     assert "shared" not in compile_source(main, str(tmp_path / "main.flow")).to_yaml()
+    # the generated client's models carry the same names
+    module = gen_python(tmp_path / "main.flow", tmp_path / "client.py")
+    assert "class Case(" in module and "class Ticket(" in module
 
 
 def test_renaming_a_type_another_import_refers_to_renames_it_there_too(tmp_path):
