@@ -122,3 +122,26 @@ def test_a_client_that_watches_files_gets_a_registration_and_its_events_are_foll
         codes_of(c, uri, ["import-error"])
     finally:
         c.close()
+
+
+def test_a_stale_generated_module_is_shown_in_the_editor_as_flowc_check_shows_it(tmp_path):
+    """`[gen] python` of flow.toml: the module made from an earlier version of the flow is
+    `stale-generated-module` in the editor as in `flowc check`."""
+    from agentflow.api import gen_python, stale_modules
+
+    flow = tmp_path / "main.flow"
+    old = "input { title: text }\nstage s -> text { return input.title }\n"
+    flow.write_text(old, encoding="utf-8")
+    (tmp_path / "client.py").write_text(gen_python(flow, tmp_path / "client.py"), "utf-8")
+    (tmp_path / "flow.toml").write_text('[gen]\npython = ["client.py"]\n', encoding="utf-8")
+    new = old.replace("title: text", "title: text, body: text")
+    flow.write_text(new, encoding="utf-8")
+    [expected] = stale_modules(flow, new)
+    c = LspClient([sys.executable, "-m", "agentflow", "lsp"])
+    c.initialize(options={"debounce_ms": 0})
+    try:
+        c.open(flow.as_uri(), new)
+        [d] = codes_of(c, flow.as_uri(), ["stale-generated-module"])
+        assert d["message"].startswith(expected.message)
+    finally:
+        c.close()
