@@ -227,6 +227,8 @@ class FlowLanguageServer(LanguageServer):
         #: in place) or a file it reads changed (:meth:`invalidate`)
         self._epoch: dict[str, int] = {}
         self._epoch_lock = threading.Lock()
+        #: per document, the files its last analysis imported (directly or not), by path
+        self._reads: dict[str, frozenset[Path]] = {}
         #: the checks of imported files, by path, shared by the documents' checks (a file's
         #: entry is dropped when it changes: :meth:`imported_changed`)
         self.import_cache: dict[Path, Any] = {}
@@ -268,6 +270,8 @@ class FlowLanguageServer(LanguageServer):
             self._epoch[uri] = now
             # invalidated while it ran (a file it read changed): not to be reused
             a.epoch = now if now == start + 1 else -1
+        imports = a.result.imports
+        self._reads[uri] = frozenset(imports.paths.values()) if imports is not None else frozenset()
         # what `flowc check` adds from the project's flow.toml (compiler/project.py)
         extra = project_diagnostics(parser.file, text, a.result)
         if extra:
@@ -293,11 +297,10 @@ class FlowLanguageServer(LanguageServer):
         for other in list(self.workspace.text_documents):
             if other == uri:
                 continue
-            state = self.states.get(other)
-            imports = state.analysis.result.imports if state is not None else None
-            # a document with no analysis yet is being checked: it may have read the file
-            # before the change, so it is checked again too
-            if state is None or (imports is not None and path in imports.paths.values()):
+            reads = self._reads.get(other)
+            # a document not analysed yet is being checked for the first time: it may have
+            # read the file before the change, so it is checked again too
+            if reads is None or path in reads:
                 self.invalidate(other)
                 self.schedule(other, delay=delay)
 
@@ -323,10 +326,7 @@ class FlowLanguageServer(LanguageServer):
         out: set[Path] = set()
         for uri in list(self.workspace.text_documents):
             out.update(config_candidates(self.file_of(uri)))
-        for state in list(self.states.values()):
-            imports = state.analysis.result.imports
-            if imports is not None:
-                out.update(imports.paths.values())
+            out.update(self._reads.get(uri, ()))
         return {p for p in out if self.document(from_fs_path(str(p)) or "") is None}
 
     def file_changed(self, path: Path) -> None:
@@ -668,6 +668,7 @@ def create_server() -> FlowLanguageServer:
             task.cancel()
         ls.states.pop(uri, None)
         ls.parsers.pop(uri, None)
+        ls._reads.pop(uri, None)
         ls.imported_changed(uri, delay=0)  # importers read the file on disk again
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
