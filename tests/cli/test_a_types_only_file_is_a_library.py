@@ -70,6 +70,9 @@ def test_run_of_a_library_says_what_it_is_and_which_flow_to_run(project):
         'run a flow that imports it (`import { Ticket } from "./types.flow"`), or add a `stage` '
         "to make it a flow"
     )
+    for command in ("cost", "graph"):  # no plan: no cost, no graph
+        r = flowc(command, "plans/types.flow")
+        assert r.exit_code == 2 and "has no stage: it is a library" in r.stderr, command
     with pytest.raises(NotAPlan, match="has no stage: it is a library"):
         agentflow.load(project / "plans" / "types.flow")
 

@@ -681,6 +681,9 @@ def cost_cmd(file: str, as_json: bool) -> None:
         raise click.UsageError(f"{file}: no such file")
     if file.endswith(".flow"):
         compiled = _compile(file)
+        if compiled.library:  # no plan, no cost (programs.md "Libraries")
+            _err(f"error: {api.library_message(file, compiled)}")
+            sys.exit(2)
         try:
             plan = api.plan_from_data(compiled.plan, file)
         except FlowError as e:
