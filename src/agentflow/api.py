@@ -72,6 +72,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         compile_source,
         cost_warnings,
         format_plan_file,
+        library_message,
         load,
         output_place,
         plan_from_data,
@@ -228,6 +229,7 @@ __all__ = [
     "PlanCheck",
     "CLOSE_LIMIT_S",
     "gen_python",
+    "library_message",
 ]
 
 #: Public name → the module that defines it (loaded on first use of one of its names).
@@ -240,6 +242,7 @@ _EXPORTS: dict[str, str] = {
     "compile_flow": "agentflow.api_compile",
     "compile_source": "agentflow.api_compile",
     "load": "agentflow.api_compile",
+    "library_message": "agentflow.api_compile",
     "run": "agentflow.api_run",
     "run_sync": "agentflow.api_run",
     "resume_run": "agentflow.api_run",

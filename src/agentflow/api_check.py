@@ -12,21 +12,21 @@ from __future__ import annotations
 import difflib
 import os
 import sys
-import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from agentflow.compiler import project as _project
 from agentflow.compiler import render as _render
 from agentflow.compiler import types as T
 from agentflow.compiler.api import check_source, read_source
 from agentflow.compiler.checker import CheckResult
 from agentflow.compiler.contracts import contract_for, extern_declaration
 from agentflow.compiler.fmt import FormatError, format_file, format_source
-from agentflow.compiler.gen_python import gen_modules, generate_python, stale_diagnostics
+from agentflow.compiler.gen_python import generate_python
 from agentflow.core.config_file import find_config
-from agentflow.core.diagnostics import UNKNOWN_AGENT_PROFILE, Diagnostic, did_you_mean
-from agentflow.errors import CompileError, ContractError
+from agentflow.core.diagnostics import Diagnostic
+from agentflow.errors import CompileError, ContractError, NotAPlan
 from agentflow.ir.names import expression_position
 
 __all__ = [
@@ -53,11 +53,18 @@ def gen_python(flow: str | os.PathLike, module: str | os.PathLike) -> str:
     ``module`` (the module finds the flow relative to its own directory):
     docs/reference/python-clients.md.  Raises :class:`CompileError` when the program has
     errors, :class:`ContractError` when a type of its input, output or stages has no JSON form
-    (an ``extern type``), ``OSError`` when ``flow`` cannot be read."""
+    (an ``extern type``), :class:`NotAPlan` for a library (a file with no stage: its types
+    are in the clients of the flows that import them), ``OSError`` when ``flow`` cannot be
+    read."""
     text = read_source(flow)
     result = check_source(text, str(flow))
     if not result.ok:
         raise CompileError(result.errors, {str(flow): text})
+    if not result.stages:
+        raise NotAPlan(
+            f"{flow}: a library (types only, no stage): no client — its types are in the "
+            "clients of the flows that import them"
+        )
     try:
         return generate_python(result, text, str(flow), str(module))
     except ContractError as e:
@@ -106,41 +113,20 @@ def stale_modules(
     ``text``: the modules the nearest flow.toml lists under ``[gen] python`` generated from a
     version of it with another interface — types, fields, stages, names; not a comment or
     whitespace (docs/reference/python-clients.md "Keeping the module current"). ``result``:
-    the check of ``text``, when the caller has it (else it is checked when needed)."""
-    modules = gen_modules(flow)
-    return stale_diagnostics(str(flow), text, modules, result) if modules else []
+    the check of ``text``, when the caller has it (else it is checked when needed).
+    (:func:`agentflow.compiler.project.stale_modules`, which the language server runs too.)"""
+    return _project.stale_modules(flow, text, result)
 
 
 def agent_profile_warnings(flow: str | os.PathLike[str], result: CheckResult) -> list[Diagnostic]:
     """The ``unknown-agent-profile`` warnings of the checked `.flow` file ``flow``
     (docs/diagnostics.md): each ``use agent "NAME"`` (``use team``) whose NAME the nearest
     ``flow.toml`` (from the flow's directory upward) has no ``[agents.NAME]`` (``[teams.NAME]``)
-    for, but has one of a similar name — a typo the run would meet only when it runs (with the
-    default profile, or failing for a team).  No ``flow.toml``, an unreadable one or one with
-    no such table: none.  The span is the quoted name."""
-    data = _nearest_config(Path(flow))
-    if data is None:
-        return []
-    out: list[Diagnostic] = []
-    for item in result.uses.values():
-        table = "agents" if item.kind == "agent" else "teams"
-        names = data.get(table)
-        if not isinstance(names, dict) or not names or item.target in names:
-            continue
-        hint = did_you_mean(item.target, [str(n) for n in names])
-        if hint is None:
-            continue  # not a typo: an agent with no profile runs with the default one
-        out.append(
-            Diagnostic(
-                code=UNKNOWN_AGENT_PROFILE,
-                severity="warning",
-                message=f"{item.kind} '{item.target}' has no [{table}.{item.target}] in "
-                f"{data['__file__']}",
-                span=item.target_span,
-                hint=hint,
-            )
-        )
-    return out
+    for, but has one of a similar name.  No ``flow.toml``, an unreadable one or one with no
+    such table: none.  The span is the quoted name.
+    (:func:`agentflow.compiler.project.agent_profile_warnings`, which the language server runs
+    too.)"""
+    return _project.agent_profile_warnings(flow, result)
 
 
 def config_file(near: str | os.PathLike[str] | None = None) -> Path | None:
@@ -149,22 +135,6 @@ def config_file(near: str | os.PathLike[str] | None = None) -> Path | None:
     nearest from its directory upward, else None (docs/reference/configuration.md "Which
     flow.toml")."""
     return find_config(near)
-
-
-def _nearest_config(flow: Path) -> dict[str, Any] | None:
-    """The ``flow.toml`` a run of ``flow`` reads (the nearest from its directory upward:
-    :func:`agentflow.core.config_file.find_config`, the one rule), parsed, with its path (as
-    given) under ``__file__``; None when there is none or it cannot be read (``flowc run``
-    reports that)."""
-    candidate = find_config(flow)
-    if candidate is None:
-        return None
-    try:
-        data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return None
-    data["__file__"] = str(candidate)
-    return data
 
 
 def type_schema(result: CheckResult, type_name: str | None) -> dict[str, Any]:

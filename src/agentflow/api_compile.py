@@ -21,6 +21,7 @@ from typing import Any
 from agentflow.compiler.api import check_source, read_source
 from agentflow.compiler.check_depth import too_deep_diagnostic
 from agentflow.compiler.checker import CheckResult
+from agentflow.compiler.imports import importers_of
 from agentflow.compiler.lowering import LoweringError, lower, value_span
 from agentflow.core.diagnostics import (
     COST_OVER_BUDGET,
@@ -29,7 +30,7 @@ from agentflow.core.diagnostics import (
     Diagnostic,
 )
 from agentflow.core.spans import Span
-from agentflow.errors import CompileError, PlanLoadError
+from agentflow.errors import CompileError, NotAPlan, PlanLoadError
 from agentflow.grammar import ast
 from agentflow.ir.cost import over_budget, worst_case
 from agentflow.ir.dump import dump_plan, fmt_plan_text
@@ -50,6 +51,7 @@ __all__ = [
     "plan_from_text",
     "plan_text",
     "worst_case_cost",
+    "library_message",
 ]
 
 
@@ -70,6 +72,14 @@ class CompiledFlow:
     #: or a run (``flowc check`` and ``flowc test`` report them as errors; docs/decisions.md
     #: "Errors in test blocks do not stop a run")
     test_errors: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def library(self) -> bool:
+        """True for a file with no stage: a library of declarations for other flows to import,
+        not a plan (docs/reference/programs.md "Libraries"): ``flowc compile`` writes no plan
+        for it, ``flowc run`` and :func:`load` refuse it, the plans directory and ``flowc
+        serve`` leave it out."""
+        return not self.check.stages
 
     def to_yaml(self) -> str:
         """The plan as deterministic YAML (docs/spec/PLAN_IR.md §1; same input, same bytes)."""
@@ -200,8 +210,55 @@ def load(path: str | os.PathLike) -> Plan:
     p = Path(path)
     if p.suffix == ".flow":
         compiled = compile_flow(p)
+        if compiled.library:
+            raise NotAPlan(library_message(p, compiled))
         return load_plan_data(compiled.plan, str(p))
     return load_plan(p)
+
+
+def load_plan_or_library(path: str | os.PathLike) -> Plan | None:
+    """:func:`load` for the plans directory: None for a `.flow` library (a file of types the
+    directory's flows import is not a ``plan__`` tool: docs/reference/programs.md
+    "Libraries")."""
+    try:
+        return load(path)
+    except NotAPlan:
+        return None
+
+
+def _shown_path(path: Path) -> str:
+    """``path`` relative to the current directory when under it, else as it is."""
+    try:
+        return str(path.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def library_message(path: str | os.PathLike, compiled: CompiledFlow) -> str:
+    """What a `.flow` library is and what to run instead (``flowc run`` of one): the flows
+    near it that import it, else how to make it a flow."""
+    p = Path(path)
+    types = sorted(n for n, i in compiled.check.type_decls.items() if i.span.file == str(p))
+    example = types[0] if types else "T"
+    users = importers_of(p)
+    if len(users) == 1:
+        then = f"run the flow that imports it: `flowc run {_shown_path(users[0])}`"
+    elif users:
+        shown = ", ".join(_shown_path(u) for u in users[:3])
+        more = f" and {len(users) - 3} more" if len(users) > 3 else ""
+        then = (
+            f"run a flow that imports it: `flowc run {_shown_path(users[0])}` (imported by "
+            f"{shown}{more})"
+        )
+    else:
+        then = (
+            f'run a flow that imports it (`import {{ {example} }} from "./{p.name}"`), or add a '
+            "`stage` to make it a flow"
+        )
+    return (
+        f"{p} has no stage: it is a library of types for other flows to import, not a plan "
+        f"to run; {then}"
+    )
 
 
 def plan_text(target: str | os.PathLike | Plan) -> tuple[str, str]:

@@ -29,7 +29,7 @@ import anyio
 import agentflow.ir.resolve  # noqa: F401
 import agentflow.runtime.agent  # noqa: F401
 import agentflow.runtime.models.budget  # noqa: F401
-from agentflow.api_compile import _fspath, load, plan_text
+from agentflow.api_compile import _fspath, load, load_plan_or_library, plan_text
 from agentflow.errors import ConfigError, InputError
 from agentflow.ir.dump import dump_plan
 from agentflow.ir.loader import load_plan_text
@@ -85,8 +85,8 @@ def build_catalog(config: Any = None, **kwargs: Any) -> Catalog:
     """The full tool catalog of ``config`` (builtins, user tools, the plans directory, MCP
     servers): :func:`agentflow.runtime.tools.build.build_catalog` with :func:`load` as the loader
     of the plans directory, so its `.flow` files are compiled (a broken one raises
-    :class:`CompileError`).  ``kwargs`` as there (``plan``, ``entry_points``, ``plans``)."""
-    kwargs.setdefault("load_plan", load)
+    :class:`CompileError`; a library, with no stage, is left out).  ``kwargs`` as there (``plan``, ``entry_points``, ``plans``)."""
+    kwargs.setdefault("load_plan", load_plan_or_library)
     return build_tool_catalog(config, **kwargs)
 
 

@@ -129,6 +129,12 @@ class ConfigError(FlowError):
     """A `flow.toml` (or environment) configuration that is missing or wrong."""
 
 
+class NotAPlan(FlowError):
+    """A `.flow` file with no stage — a library of types for other flows to import — where a
+    plan to run was asked for (docs/reference/programs.md "Libraries"); the message says what
+    to run instead."""
+
+
 class InputError(FlowError):
     """A run input that is not valid JSON or does not match the plan's input schema."""
 

@@ -353,3 +353,17 @@ def test_the_names_of_a_half_typed_import_are_not_reported_where_they_are_used()
     text = "import { Ticket, Sev\ninput Ticket\nstage s -> Ticket { return input }\n"
     [d] = check_source(text, "main.flow").diagnostics
     assert d.code == "syntax-error"
+
+
+def test_an_imported_files_warnings_are_its_own_not_the_importers(tmp_path):
+    """docs/reference/programs.md "An imported file's warnings are its own": checked on its own
+    the imported file has its warning; the importer's check does not repeat it (its errors
+    would be one `import-error`)."""
+    files = {
+        "lib.flow": 'type Level = "a" | "b"?\ntype Ticket { title: text, level: Level }\n',
+        "main.flow": 'import { Ticket } from "./lib.flow"\ninput Ticket\n'
+        "stage s -> text { return input.title }\n",
+    }
+    assert check(tmp_path, files).diagnostics == []
+    [d] = check_file(tmp_path / "lib.flow").diagnostics
+    assert (d.code, d.severity, d.span.line) == ("optional-union-member", "warning", 1)

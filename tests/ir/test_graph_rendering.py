@@ -202,7 +202,10 @@ _COMPILED_NAME = re.compile(r"\bE\d+\b|\baccumulator\b|\{\{|\binput\.env\b|__")
 
 
 _FLOWS = {p.name: p for p in sorted(COMPILE.glob("*.flow"))} | {
-    p.name: p for p in sorted(EXAMPLES.glob("**/*.flow"))
+    p.name: p
+    for p in sorted(EXAMPLES.glob("**/*.flow"))
+    # a file with no stage is a library of types, not a plan (programs.md "Libraries")
+    if re.search(r"^stage\b", p.read_text(encoding="utf-8"), re.M)
 }
 
 

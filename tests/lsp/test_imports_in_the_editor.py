@@ -158,3 +158,44 @@ def test_the_incremental_check_sees_a_change_of_an_imported_type(tmp_path):
     Importer(lambda p: texts[p], cache).forget(shared)
     [d] = checked().diagnostics
     assert d.code == "unknown-field" and d.span.line == 4
+
+
+RENAMED = """\
+import { Ticket as Case } from "./shared.flow"
+input Case
+stage pick -> Case {
+  return input
+}
+"""
+
+
+def test_a_renamed_import_is_this_files_name_for_hover_definition_and_rename(project):
+    c, root = project
+    uri = (root / "main.flow").as_uri()
+    c.open(uri, RENAMED)
+    assert _diagnostics(c, uri) == []
+    # hover of the local name: the type as written in its file, and its name there
+    r = c.request(
+        "textDocument/hover", {"textDocument": {"uri": uri}, "position": pos(RENAMED, "Case\n")}
+    )
+    shown = r["contents"]["value"]
+    assert "title: text" in shown and "where it is `Ticket`" in shown
+    # definition, from a use and from either name in the braces: the declaration in its file
+    shared_uri = (root / "shared.flow").as_uri()
+    for at in (pos(RENAMED, "Case {"), pos(RENAMED, "Ticket as"), pos(RENAMED, "Case }")):
+        loc = c.request("textDocument/definition", {"textDocument": {"uri": uri}, "position": at})
+        assert (loc["uri"], loc["range"]["start"]) == (shared_uri, pos(SHARED, "Ticket "))
+    # the `as` name is this file's: renaming it edits this file only; the other name is not
+    edit = c.request(
+        "textDocument/rename",
+        {"textDocument": {"uri": uri}, "position": pos(RENAMED, "Case {"), "newName": "Issue"},
+    )
+    edits = edit["changes"][uri]
+    assert list(edit["changes"]) == [uri] and len(edits) == 3
+    assert {e["newText"] for e in edits} == {"Issue"}
+    assert pos(RENAMED, "Case }") in [e["range"]["start"] for e in edits]
+    with pytest.raises(LspError, match="is declared in .*shared.flow.: rename it there"):
+        c.request(
+            "textDocument/rename",
+            {"textDocument": {"uri": uri}, "position": pos(RENAMED, "Ticket as"), "newName": "T"},
+        )

@@ -326,6 +326,12 @@ def check(paths: tuple[str, ...], fmt: str, warnings_as_errors: bool) -> None:
 def compile(file: str, out: str | None, fmt: str) -> None:
     """Compile a .flow file to a plan (YAML by default) on stdout or into -o FILE."""
     compiled = _compile(file)
+    if compiled.library:  # types for other flows to import: no plan (programs.md "Libraries")
+        _err(
+            f"{file}: a library (types only, no stage): no plan to write — its types are "
+            "compiled into each flow that imports them"
+        )
+        return
     text = compiled.to_yaml() if fmt == "yaml" else compiled.to_json()
     if out:
         try:
@@ -606,6 +612,9 @@ def _database_note(target: str, config: str | None, database: str | None) -> str
 def _load_flow(target: str) -> Any:
     compiled = api.compile_flow(target)  # warnings do not block a run; `flowc check` shows them
     _note_test_errors(compiled)
+    if compiled.library:  # types for other flows to import (programs.md "Libraries")
+        _err(f"error: {api.library_message(target, compiled)}")
+        sys.exit(2)
     return api.plan_from_data(compiled.plan, target)
 
 
@@ -673,6 +682,9 @@ def cost_cmd(file: str, as_json: bool) -> None:
         raise click.UsageError(f"{file}: no such file")
     if file.endswith(".flow"):
         compiled = _compile(file)
+        if compiled.library:  # no plan, no cost (programs.md "Libraries")
+            _err(f"error: {api.library_message(file, compiled)}")
+            sys.exit(2)
         try:
             plan = api.plan_from_data(compiled.plan, file)
         except FlowError as e:

@@ -11,7 +11,7 @@ import click
 
 from agentflow import api
 from agentflow.cli.common import _err, _fail, _flow_files
-from agentflow.errors import FlowError
+from agentflow.errors import FlowError, NotAPlan
 
 
 @click.group("gen")
@@ -51,6 +51,9 @@ def gen_python_cmd(path: str, out: str | None) -> None:
     for flow, module in targets:
         try:
             text = api.gen_python(flow, module)
+        except NotAPlan as e:  # a library: nothing to generate (programs.md "Libraries")
+            _err(str(e))
+            continue
         except FlowError as e:  # errors in the program, or a type with no JSON form
             _fail(e)
         except OSError as e:

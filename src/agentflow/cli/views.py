@@ -11,7 +11,7 @@ import click
 
 from agentflow import api
 from agentflow.cli.common import _err, _fail, _render, _write_or_echo
-from agentflow.errors import FlowError
+from agentflow.errors import FlowError, NotAPlan
 
 
 @click.command("graph")
@@ -42,6 +42,9 @@ def graph_cmd(file: str, fmt: str, trace: str | None, out: str | None) -> None:
     except api.CompileError as e:
         _err(_render(e.diagnostics, e.sources, "text"))
         sys.exit(1)
+    except NotAPlan as e:  # a library of types: no plan to draw (programs.md "Libraries")
+        _err(f"error: {e}")
+        sys.exit(2)
     except FlowError as e:
         _fail(e)
     _write_or_echo(text, out)

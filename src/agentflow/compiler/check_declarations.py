@@ -10,6 +10,8 @@ A mixin of :class:`~agentflow.compiler.checker.Checker`, whose state it reads an
 
 from __future__ import annotations
 
+import re
+from pathlib import PurePosixPath as Path
 from typing import Any
 
 from agentflow.compiler.check_evals import check_evals
@@ -134,13 +136,28 @@ class DeclarationChecks(CheckerShared):
         for imp in self.imports.declared:
             name, item = imp.name, imp.item
             if imp.ident is not None:
+                if name in BUILTIN_TYPES:
+                    self._builtin_import(imp)
+                    continue
                 if id(item) in named:
+                    first_ident = named[id(item)]
+                    if first_ident.name == name:
+                        message, hint = f"`{name}` is imported twice", "remove this one"
+                    else:  # `import { A as B, A as C }`: one declaration, one name per file
+                        message = (
+                            f"`{item.name.name}` from `{imp.decl.path}` is imported twice, as "
+                            f"`{first_ident.name}` and as `{name}`"
+                        )
+                        hint = (
+                            f"a type has one name in a file: remove this one and write "
+                            f"`{first_ident.name}` where you meant `{name}`"
+                        )
                     self.report(
                         D.DUPLICATE_DEFINITION,
-                        f"`{name}` is imported twice",
+                        message,
                         imp.ident.span,
-                        notes=[Note("first imported here", named[id(item)].span)],
-                        hint="remove this one",
+                        notes=[Note("first imported here", first_ident.span)],
+                        hint=hint,
                     )
                     continue
                 named[id(item)] = imp.ident
@@ -155,6 +172,7 @@ class DeclarationChecks(CheckerShared):
                 continue
             self.type_decls[name] = item
             self.imported_items.append(item)
+            self.import_names[id(item)] = name
             if imp.ident is None:
                 self.hidden[name] = imp.via or name
             if isinstance(item, ast.ExternType):
@@ -164,27 +182,47 @@ class DeclarationChecks(CheckerShared):
             if item.doc:
                 self.env.docs[name] = item.doc
 
+    def _builtin_import(self, imp: Any) -> None:
+        """``import { Ticket as text }``: an import renamed to a built-in type's name."""
+        self.report(
+            D.IMPORT_CONFLICT,
+            f"`{imp.name}` is a built-in type: an import cannot take its name",
+            imp.ident.span,
+            hint=f"choose another name: `{imp.item.name.name} as {_other_name(imp.name)}`",
+        )
+        self.error_names.add(imp.name)
+
     def _import_conflict(self, imp: Any, first: ast.TypeDecl | ast.ExternType) -> None:
         name, path = imp.name, imp.decl.path
         here = first.span.file == self.module.file
         where = "declared in this file" if here else f"imported from `{first.span.file}`"
+        own = imp.item.name.name
         if imp.ident is not None:
-            message = f"`{name}` is imported from `{path}` but is also {where}"
-            hint = (
-                "rename one of them, or remove the local declaration"
-                if here
-                else "import it from one file only"
-            )
+            other = _import_name(own, path)
+            if own != name:  # `import { Ticket as Case }`
+                message = (
+                    f"`{own}` is imported from `{path}` as `{name}`, but `{name}` is also {where}"
+                )
+                hint = f"choose another name after `as`: `{own} as {other}`"
+            else:
+                message = f"`{name}` is imported from `{path}` but is also {where}"
+                hint = (
+                    f"rename the import (`{name} as {other}`), or rename or remove the local "
+                    "declaration"
+                    if here
+                    else f"import it from one file only, or rename one import: `{name} as {other}`"
+                )
             span = imp.ident.span
         else:
             message = (
                 f"`{imp.via}` from `{path}` refers to its type `{name}`, which is also {where}"
             )
             hint = (
-                f"import `{name}` from `{path}` instead of declaring it here, or rename one "
-                "of them (a program has one type of each name)"
+                f"import `{name}` too, under another name — `import {{ {imp.via}, {name} as "
+                f'{_import_name(name, path)} }} from "{path}"` — or import it from `{path}` '
+                "instead of declaring it here (a program has one type of each name)"
             )
-            span = next(i.span for i in imp.decl.names if i.name == imp.via)
+            span = next(local.span for _, local in imp.decl.pairs() if local.name == imp.via)
         self.report(
             D.IMPORT_CONFLICT,
             message,
@@ -206,11 +244,13 @@ class DeclarationChecks(CheckerShared):
             if marks is None:
                 return
         items = self.items if not self.imported_items else self.items + self.imported_items
+        names = self.import_names
         for item in items:
             if isinstance(item, ast.TypeDecl) and item.body is not None:
-                obj = self.object_type(item.body, item.name.name, item.doc)
-                if self.type_decls.get(item.name.name) is item:
-                    self.env.objects[item.name.name] = obj
+                name = names.get(id(item), item.name.name) if names else item.name.name
+                obj = self.object_type(item.body, name, item.doc)
+                if self.type_decls.get(name) is item:
+                    self.env.objects[name] = obj
         if marks is not None:
             self.memo.record_object_types(self, marks)
 
@@ -360,6 +400,15 @@ class DeclarationChecks(CheckerShared):
 
 #: a name to suggest for a type that redefines a built-in one
 _OTHER_NAMES = {"Verdict": "Decision", "Error": "Problem", "Outcome": "Result"}
+
+
+def _import_name(name: str, path: str) -> str:
+    """A name for an imported type that clashes: the file's name in front of its own
+    (``Ticket`` of ``./billing.flow`` → ``BillingTicket``)."""
+    stem = re.sub(r"[^A-Za-z0-9]+", " ", Path(path).stem).title().replace(" ", "")
+    if not stem or not stem[0].isalpha() or stem.lower() == name.lower():
+        stem = "Imported"
+    return stem + name[:1].upper() + name[1:]
 
 
 def _other_name(name: str) -> str:

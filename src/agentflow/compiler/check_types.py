@@ -324,7 +324,8 @@ class TypeChecks(CheckerShared):
             D.UNKNOWN_TYPE,
             f"`{t.name}` is not imported (`{imp.via}` from `{imp.decl.path}` refers to it)",
             t.span,
-            hint=f'import it too: `import {{ {imp.via}, {t.name} }} from "{imp.decl.path}"`',
+            hint=f"import it too: `import {{ {_written_import(imp.decl, imp.via)}, {t.name} }} "
+            f'from "{imp.decl.path}"`',
         )
 
     def _bare_words(self, t: ast.UnionType) -> set[int]:
@@ -370,6 +371,8 @@ class TypeChecks(CheckerShared):
         and invalid constraints."""
         if isinstance(t, ast.NamedType):
             name = t.name
+            if self.import_refs:  # a type of an imported declaration, renamed here
+                name = self.import_refs.get(id(t), name)
             if name in PRIMS:
                 return PRIMS[name]
             if self.hidden and name in self.hidden and t.span.file == self.module.file:
@@ -722,3 +725,11 @@ def _written(t: ast.TypeExpr) -> str:
     if isinstance(t, ast.LiteralType):
         return json.dumps(t.value) if isinstance(t.value, str) else str(t.value).lower()
     return "…"
+
+
+def _written_import(decl: ast.ImportDecl, local: str) -> str:
+    """How ``decl`` imports the type this file calls ``local`` (``Ticket as Case``)."""
+    for name, alias in decl.pairs():
+        if alias.name == local and name.name != local:
+            return f"{name.name} as {local}"
+    return local

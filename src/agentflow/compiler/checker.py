@@ -188,6 +188,11 @@ class Checker(
         self.imports = imports
         #: the imported declarations (checked with the file's own, diagnosed in their files)
         self.imported_items: list[ast.Item] = []
+        #: ``id(declaration)`` → this file's name for an imported type (renamed or not)
+        self.import_names: dict[int, str] = {}
+        #: ``id(NamedType)`` in an imported declaration → this file's name for its type, where
+        #: it differs from the name written (a renamed import: ``Imports.refs``)
+        self.import_refs: dict[int, str] = imports.refs if imports is not None else {}
         #: a type brought in only because an imported type refers to it → that type's name
         self.hidden: dict[str, str] = {}
         #: the per-stage memo of the previous check of this document (language server), if any

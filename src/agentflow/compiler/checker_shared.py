@@ -109,6 +109,8 @@ class CheckerShared:
     type_decls: dict[str, ast.TypeDecl | ast.ExternType]
     imports: Any
     imported_items: list[ast.Item]
+    import_names: dict[int, str]
+    import_refs: dict[int, str]
     hidden: dict[str, str]
     types: dict[int, Type]
     use_syms: dict[str, Symbol]

@@ -39,6 +39,7 @@ __all__ = [
     "check_parsed",
     "file_key",
     "has_imports",
+    "importers_of",
     "read_source",
 ]
 
@@ -51,9 +52,11 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 @dataclass(slots=True)
 class Imported:
-    """One declaration brought into a module: ``item`` (its span names its own file), by the
-    import ``decl``; ``ident`` is the name written in the braces for a name imported
-    explicitly, None for a type an imported one refers to (``via`` names that one)."""
+    """One declaration brought into a module under the name ``name`` (this module's name for
+    it: the ``as`` name of a renamed import, else the declaration's own): ``item`` (its span
+    names its own file), by the import ``decl``; ``ident`` is the name this file wrote for a
+    name imported explicitly (the ``as`` name when renamed), None for a type an imported one
+    refers to (``via`` names that one, as this file knows it)."""
 
     name: str
     item: TypeItem
@@ -81,6 +84,56 @@ class Imports:
     failed: set[str] = field(default_factory=set)
     #: the files of the import cycles this file is part of
     cycle: set[Path] = field(default_factory=set)
+    #: display name → the type names in scope in that file (its ``type_decls``), for every
+    #: file read (transitively): a type's body is read in its own file's scope
+    scopes: dict[str, dict[str, TypeItem]] = field(default_factory=dict)
+    #: ``id(NamedType)`` → this module's name for the type, for each type written in an
+    #: imported declaration under another name than this module knows it by (a renamed
+    #: import: ``import { Severity as Level }`` makes ``Ticket``'s ``Severity`` a ``Level``)
+    refs: dict[int, str] = field(default_factory=dict)
+
+
+#: an ``import { … } from "PATH"`` item, found without parsing (:func:`importers_of`)
+_IMPORT_LINE = re.compile(r'^[ \t]*import[ \t]*\{[^}]*\}[ \t\n]*from[ \t]+"([^"\n]*)"', re.M)
+#: the most files :func:`importers_of` reads
+_IMPORTERS_MAX_FILES = 500
+
+
+def importers_of(path: str | os.PathLike[str]) -> list[Path]:
+    """The `.flow` files near ``path`` that import it directly: those of its directory, of the
+    directory above, and of their sub-directories (one level down) — where a project keeps the
+    flows that share a file of types — in sorted order, at most
+    :data:`_IMPORTERS_MAX_FILES` files read (for the message of ``flowc run`` of a library)."""
+    target = file_key(path)
+    here = target.parent
+    seen: set[Path] = set()
+    found: list[Path] = []
+    read = 0
+    for root in (here, here.parent):
+        try:
+            dirs = [root, *sorted(d for d in root.iterdir() if d.is_dir())]
+        except OSError:
+            continue
+        for d in dirs:
+            try:
+                files = sorted(d.glob("*.flow"))
+            except OSError:
+                continue
+            for f in files:
+                key = file_key(f)
+                if key == target or key in seen:
+                    continue
+                seen.add(key)
+                read += 1
+                if read > _IMPORTERS_MAX_FILES:
+                    return found
+                try:
+                    text = read_source(f)
+                except OSError:
+                    continue
+                if any(file_key(f.parent / w) == target for w in _IMPORT_LINE.findall(text)):
+                    found.append(f)
+    return found
 
 
 def has_imports(module: ast.Module) -> bool:
@@ -192,10 +245,11 @@ class Importer:
                     self._one(item, base, out)
         finally:
             self.stack.pop()
+        _local_names(out)
         return out
 
     def _one(self, decl: ast.ImportDecl, base: Path, out: Imports) -> None:
-        out.failed.update(i.name for i in decl.names)  # until each is found
+        out.failed.update(local.name for _, local in decl.pairs())  # until each is found
         written = decl.path
         problem = _path_problem(written, base)
         if problem is not None:
@@ -243,15 +297,17 @@ class Importer:
         out.files.add(checked.module.file)
         out.sources[checked.module.file] = text
         deps = checked.imports
+        out.scopes[checked.module.file] = checked.type_decls
         if deps is not None:
             out.files |= deps.files
             out.paths.update(deps.paths)
             out.sources.update(deps.sources)
+            out.scopes.update(deps.scopes)
         scope = _scope(checked)
         errors = checked.errors
         cycle = next((d for d in errors if d.code == D.IMPORT_CYCLE), None)
         in_cycle = cycle is not None and deps is not None and self.stack[-1] in deps.cycle
-        for ident in decl.names:
+        for ident, local in decl.pairs():
             item = scope.get(ident.name)
             if item is None or item.span.file != checked.module.file:
                 out.diagnostics.append(_unknown(decl, ident, checked, item))
@@ -261,10 +317,10 @@ class Importer:
                 # local type that failed falls back to a built-in one), so the name is accepted
                 # everywhere in this file, not checked against it (docs/diagnostics.md)
                 continue
-            out.failed.discard(ident.name)
-            out.declared.append(Imported(ident.name, item, decl, ident))
-            for dep in _dependencies(item, scope):
-                out.declared.append(Imported(dep.name.name, dep, decl, None, ident.name))
+            out.failed.discard(local.name)
+            out.declared.append(Imported(local.name, item, decl, local))
+            for dep in _dependencies(item, out.scopes):
+                out.declared.append(Imported(dep.name.name, dep, decl, None, local.name))
         if in_cycle:
             assert cycle is not None and deps is not None
             # the file imports this one back, maybe through others
@@ -400,9 +456,11 @@ def _unknown(
     name = ident.name
     file = decl.path
     if item is not None:  # imported there from a third file
+        there = f" (where it is `{item.name.name}`)" if item.name.name != name else ""
         return Diagnostic(
             D.UNKNOWN_IMPORT,
-            f"`{name}` is not declared in `{file}`, which imports it from `{item.span.file}`",
+            f"`{name}` is not declared in `{file}`, which imports it from `{item.span.file}`"
+            + there,
             ident.span,
             notes=[Note("declared here", item.name.span)],
             hint=f"import it from the file that declares it: `{item.span.file}`",
@@ -432,15 +490,16 @@ def _listing(names: list[str]) -> str:
     return shown + (", …" if len(names) > 6 else "")
 
 
-def _dependencies(item: TypeItem, scope: dict[str, TypeItem]) -> Iterator[TypeItem]:
-    """The declarations ``item`` refers to, transitively (in its file's scope), itself left
-    out."""
+def _dependencies(item: TypeItem, scopes: dict[str, dict[str, TypeItem]]) -> Iterator[TypeItem]:
+    """The declarations ``item`` refers to, transitively (each name looked up in the scope of
+    the file that wrote it: ``scopes``, by display name), itself left out."""
     seen = {id(item)}
     todo = [item]
     while todo:
         cur = todo.pop()
         if not isinstance(cur, ast.TypeDecl):
             continue
+        scope = scopes.get(cur.span.file, {})
         for node in ast.walk(cur.body if cur.body is not None else cur.alias):
             if isinstance(node, ast.NamedType):
                 dep = scope.get(node.name)
@@ -448,3 +507,32 @@ def _dependencies(item: TypeItem, scope: dict[str, TypeItem]) -> Iterator[TypeIt
                     seen.add(id(dep))
                     todo.append(dep)
                     yield dep
+
+
+def _local_names(out: Imports) -> None:
+    """Name every declaration ``out`` brings as this module knows it (docs/reference/
+    programs.md "Renaming an import"): an explicitly imported one by the name written here
+    (its ``as`` name when renamed), one brought only by another under its own name; and
+    fill :attr:`Imports.refs` for the types written in imported declarations under another
+    name (the other file's ``as`` name, or a name this module renamed)."""
+    local: dict[int, str] = {}
+    for imp in out.declared:
+        if imp.ident is not None:
+            local.setdefault(id(imp.item), imp.name)
+    for imp in out.declared:
+        if imp.ident is None:
+            imp.name = local.setdefault(id(imp.item), imp.item.name.name)
+    seen: set[int] = set()
+    for imp in out.declared:
+        item = imp.item
+        if id(item) in seen or not isinstance(item, ast.TypeDecl):
+            continue
+        seen.add(id(item))
+        scope = out.scopes.get(item.span.file, {})
+        for node in ast.walk(item.body if item.body is not None else item.alias):
+            if isinstance(node, ast.NamedType):
+                dep = scope.get(node.name)
+                if dep is not None:
+                    name = local.get(id(dep), node.name)
+                    if name != node.name:
+                        out.refs[id(node)] = name

@@ -638,13 +638,27 @@ class UseDecl(Item):
 
 @dataclass(slots=True, eq=False)
 class ImportDecl(Item):
-    """``import { Ticket, Severity } from "./shared.flow"`` (docs/reference/programs.md
+    """``import { Ticket, Severity as Level } from "./shared.flow"`` (docs/reference/programs.md
     "import"): the named declarations of another `.flow` file (``path``, relative to this one;
-    ``path_span``: its string's span)."""
+    ``path_span``: its string's span). ``names`` are the names as the other file declares them;
+    ``aliases`` is empty when nothing is renamed, else one entry per name: the ``as`` name, or
+    None (see :meth:`local`)."""
 
     names: list[Ident]
     path: str
     path_span: Span
+    aliases: list[Ident | None] = field(default_factory=list)
+
+    def local(self, i: int) -> Ident:
+        """The name the ``i``-th import is known by in this file (its ``as`` name, else the
+        name itself)."""
+        alias = self.aliases[i] if self.aliases else None
+        return alias if alias is not None else self.names[i]
+
+    def pairs(self) -> Iterator[tuple[Ident, Ident]]:
+        """``(name in the other file, name in this one)`` for each import, in order."""
+        for i, name in enumerate(self.names):
+            yield name, self.local(i)
 
 
 @dataclass(slots=True, eq=False)

@@ -270,17 +270,28 @@ class Builder:
 
     def import_decl(self, c: _Kids) -> ast.ImportDecl:
         path = c[5]
+        pairs: list[tuple[ast.Ident, ast.Ident | None]] = c[2]
         return ast.ImportDecl(
-            _cover(c[0], path), list(c[2]), _string_value(path, "an import path"), path.span
+            _cover(c[0], path),
+            [n for n, _ in pairs],
+            _string_value(path, "an import path"),
+            path.span,
+            [a for _, a in pairs] if any(a is not None for _, a in pairs) else [],
         )
 
-    def import_names(self, c: _Kids) -> list[ast.Ident]:
+    def import_names(self, c: _Kids) -> list[tuple[ast.Ident, ast.Ident | None]]:
         if len(c) == 1:
-            return [ast.Ident(c[0].span, c[0].value)]
-        out: list[ast.Ident] = c[0]
+            return [c[0]]
+        out: list[tuple[ast.Ident, ast.Ident | None]] = c[0]
         if len(c) == 3:  # `, name` (two children: a trailing comma)
-            out.append(ast.Ident(c[2].span, c[2].value))
+            out.append(c[2])
         return out
+
+    def import_name(self, c: _Kids) -> tuple[ast.Ident, ast.Ident | None]:
+        name = ast.Ident(c[0].span, c[0].value)
+        if len(c) == 1:
+            return (name, None)
+        return (name, ast.Ident(c[2].span, c[2].value))  # `Ticket as BillingTicket`
 
     def extern_tool(self, c: _Kids) -> ast.ExternTool:
         params = c[4] if len(c) == 8 else []

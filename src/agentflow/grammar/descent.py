@@ -392,17 +392,28 @@ class Descent(ExprDescent):
 
     def import_decl(self, p: int) -> ast.ImportDecl:
         self.take("LBRACE")
-        names = [self.ident()]
         K = self.K
+        names = [self.ident()]
+        aliases: list[ast.Ident | None] = [self._import_alias()]
         while K[self.p] == "COMMA":
             self.p += 1
             if K[self.p] == "RBRACE":
                 break
             names.append(self.ident())
+            aliases.append(self._import_alias())
         self.take("RBRACE")
         self.take("FROM")
         s = self.take("STRING")
-        return ast.ImportDecl(self.tt(p, s), names, plain_text(self.V[s]), self.span(s))
+        if all(a is None for a in aliases):
+            aliases = []
+        return ast.ImportDecl(self.tt(p, s), names, plain_text(self.V[s]), self.span(s), aliases)
+
+    def _import_alias(self) -> ast.Ident | None:
+        """The ``as Local`` after an imported name, if any."""
+        if self.K[self.p] != "AS":
+            return None
+        self.p += 1
+        return self.ident()
 
     # -- `test` and `eval` blocks ---------------------------------------------------------------
 

@@ -435,4 +435,4 @@ def _import_names(text: str, start: int, end: int) -> tuple[str, ...]:
     m = _IMPORT_BRACES.match(text, start, end)
     if m is None:
         return ()
-    return tuple(n for n in _IDENT.findall(m.group(1)) if n != "from")
+    return tuple(n for n in _IDENT.findall(m.group(1)) if n not in ("from", "as"))

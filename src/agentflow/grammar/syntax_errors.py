@@ -357,6 +357,15 @@ def _syntax_hint(
         # `import Ticket from "…"`, `import * from "…"`: the names go in braces
         name = tok.value if typ == "NAME" else "Ticket"
         return f'name the types in braces: `import {{ {name} }} from "./file.flow"`'
+    if (
+        prev.type == "AS"
+        and prev2 is not None
+        and prev2.type == "NAME"
+        and typ in ("RBRACE", "COMMA")
+        and "NAME" in expected
+    ):
+        # `import { Ticket as }`: the name this file gives the type
+        return f"write the name this file gives `{prev2.value}`: `{prev2.value} as My{prev2.value}`"
     if typ == "STRING" and prev.type == "RBRACE" and "FROM" in expected:
         return f"write `from` before the file: `}} from {tok.value.text!r}`".replace("'", '"')
     return None

@@ -49,6 +49,9 @@ class Analysis:
         self.module = result.module
         #: line-start offsets of the ``///`` lines, found on the first doc lookup
         self.doc_lines: set[int] | None = None
+        #: the language server's epoch of its document when this analysis was made (it may be
+        #: reused while the epoch is unchanged: ``FlowLanguageServer.current``)
+        self.epoch = 0
 
     def reanalyze(self, text: str) -> Analysis:
         """A fresh analysis of ``text`` as the same file (an edited or patched version)."""

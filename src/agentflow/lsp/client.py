@@ -45,6 +45,8 @@ class LspClient:
         self._next_id = 0
         self._responses: dict[int, dict] = {}
         self._notes: list[dict] = []
+        #: the server → client requests received (``client/registerCapability`` …), answered null
+        self.server_requests: list[dict] = []
         self._cond = threading.Condition()
         self._reader = threading.Thread(target=self._read_loop, daemon=True)
         self._reader.start()
@@ -82,6 +84,7 @@ class LspClient:
                     self._responses[msg["id"]] = msg
                 elif "method" in msg and "id" in msg:
                     # a server → client request (e.g. workspace/configuration): answer null
+                    self.server_requests.append(msg)
                     self._send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
                 else:
                     self._notes.append(msg)
@@ -130,11 +133,17 @@ class LspClient:
             self._notes.clear()
 
     def initialize(
-        self, encodings: list[str] | None = None, options: Any = None, timeout: float = 60.0
+        self,
+        encodings: list[str] | None = None,
+        options: Any = None,
+        timeout: float = 60.0,
+        workspace: dict[str, Any] | None = None,
     ) -> dict:
         """``initialize`` + ``initialized``; returns the server capabilities. The answer waits
         for the server process to start (its imports), so ``timeout`` (seconds) is generous: a
-        loaded machine takes many times an idle one's half second."""
+        loaded machine takes many times an idle one's half second. ``workspace``: the client's
+        ``workspace`` capabilities (``{"didChangeWatchedFiles": {"dynamicRegistration":
+        True}}``), none by default."""
         caps: dict[str, Any] = {
             "textDocument": {
                 "hover": {"contentFormat": ["markdown", "plaintext"]},
@@ -144,6 +153,8 @@ class LspClient:
         }
         if encodings is not None:
             caps["general"] = {"positionEncodings": encodings}
+        if workspace is not None:
+            caps["workspace"] = workspace
         result = self.request(
             "initialize",
             {

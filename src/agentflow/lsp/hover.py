@@ -61,6 +61,8 @@ def hover(a: Analysis, offset: int) -> tuple[str, Span] | None:
         decl = a.result.type_decls.get(payload)
         if decl is not None and decl.span.file != a.module.file:  # an imported type
             shown += f"\n\nfrom `{decl.span.file}`"
+            if decl.name.name != payload:  # `import { Ticket as Case }`
+                shown += f", where it is `{decl.name.name}`"
         return locate.with_doc(shown, locate.type_doc(a, payload)), node.span
     if kind == "fielddecl":
         fd: ast.FieldDecl = payload

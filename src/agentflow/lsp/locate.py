@@ -90,6 +90,15 @@ def type_decls(a: Analysis) -> dict[str, ast.TypeDecl | ast.ExternType]:
     return out
 
 
+def import_local_name(decl: ast.ImportDecl, ident: ast.Ident) -> str:
+    """The name this file knows the import written at ``ident`` by (``Case`` for either
+    name of ``Ticket as Case``)."""
+    for name, local in decl.pairs():
+        if ident is name or ident is local:
+            return local.name
+    return ident.name
+
+
 def source_of(a: Analysis, file: str) -> str | None:
     """The text of ``file``: the document's, or an imported file's as it was checked."""
     if file == a.module.file:
@@ -120,9 +129,10 @@ def target(a: Analysis, offset: int) -> tuple[str, Any, list[ast.Node]] | None:
     if isinstance(node, ast.Ident):
         if isinstance(parent, (ast.TypeDecl, ast.ExternType)) and parent.name is node:
             return "type", node.name, path
-        if isinstance(parent, ast.ImportDecl):  # `import { Ticket } from "./x.flow"`
-            decl = a.result.type_decls.get(node.name)
-            return ("type", node.name, path) if decl is not None else None
+        if isinstance(parent, ast.ImportDecl):  # `import { Ticket as Case } from "./x.flow"`
+            local = import_local_name(parent, node)
+            decl = a.result.type_decls.get(local)
+            return ("type", local, path) if decl is not None else None
         if isinstance(parent, ast.FieldDecl):
             return "fielddecl", parent, path
         if isinstance(parent, ast.LetStmt):

@@ -196,6 +196,8 @@ def references(a: Analysis, offset: int, include_declaration: bool = True) -> li
                 uses.append(n.span)
             elif isinstance(n, (ast.TypeDecl, ast.ExternType)) and n.name.name == payload:
                 decls.append(n.name.span)
+            elif isinstance(n, ast.ImportDecl):  # the name this file gives an import
+                decls.extend(local.span for _, local in n.pairs() if local.name == payload)
     elif kind in ("member", "fielddecl"):
         key = field_key(a, kind, payload)
         if key is None:
@@ -246,6 +248,9 @@ def rename_target(a: Analysis, offset: int) -> tuple[str, str, Span] | None:
         decl = locate.type_decls(a).get(payload)
         if decl is not None and decl.span.file == a.module.file:  # not an imported type
             return "type", payload, path[-1].span
+        if decl is not None and _renamed_here(a, payload) and not _foreign_name(path):
+            # `import { Ticket as Case }`: `Case` is this file's name, renamed here
+            return "type", payload, path[-1].span
         return None
     binding = value_binding(a, kind, payload)
     if binding is None:
@@ -257,6 +262,22 @@ def rename_target(a: Analysis, offset: int) -> tuple[str, str, Span] | None:
         return bkind, name, payload[1].span
     span = binding_decl_span(a, *binding)
     return (bkind, name, span) if span is not None else None
+
+
+def _renamed_here(a: Analysis, local: str) -> bool:
+    """Whether ``local`` is the ``as`` name of an import of this file."""
+    return any(
+        alias is not None and alias.name == local
+        for item in a.module.items
+        if isinstance(item, ast.ImportDecl)
+        for alias in item.aliases
+    )
+
+
+def _foreign_name(path: list[ast.Node]) -> bool:
+    """Whether the cursor is on the other file's name in ``{ Ticket as Case }`` (``Ticket``)."""
+    parent = path[-2] if len(path) > 1 else None
+    return isinstance(parent, ast.ImportDecl) and any(path[-1] is n for n in parent.names)
 
 
 def _imported_type(a: Analysis, offset: int) -> ast.TypeDecl | ast.ExternType | None:

@@ -13,6 +13,11 @@ Features (LSP 3.17):
 - ``quickfix`` code actions for the diagnostics whose hint states an exact edit ("did you mean
   `X`?", ``tools none``, ``_name``, a missing ``use agent``), see
   :meth:`agentflow.lsp.analysis.Analysis.fixes`;
+- imported files and the project's ``flow.toml`` (the one ``flowc check`` reads, with the same
+  ``unknown-agent-profile`` and ``stale-generated-module`` checks): a change on disk checks the
+  documents that read them again — from the client's ``workspace/didChangeWatchedFiles`` (registered
+  when it supports that) and a poll of those files (``watch_interval_ms``), see
+  :mod:`agentflow.lsp.watch`;
 - positions in the negotiated ``positionEncoding`` (UTF-16 by default; UTF-8 and UTF-32 when the
   client prefers them), see :mod:`agentflow.lsp.positions`.
 
@@ -51,6 +56,7 @@ from agentflow.compiler.api import check_source
 from agentflow.compiler.fmt import FormatError, format_source
 from agentflow.compiler.imports import Importer, file_key, read_source
 from agentflow.compiler.lowering import LoweringError, lower
+from agentflow.compiler.project import project_diagnostics
 from agentflow.core.diagnostics import Diagnostic
 from agentflow.core.redaction import RedactingStream, redact, register_environment
 from agentflow.core.spans import Span
@@ -62,6 +68,7 @@ from agentflow.ir.loader import load_plan_data
 from agentflow.lsp.analysis import Analysis, analyze
 from agentflow.lsp.incremental import IncrementalParser
 from agentflow.lsp.positions import LineIndex
+from agentflow.lsp.watch import WATCH_INTERVAL_S, FileWatch, config_candidates
 from agentflow.stdlib import PRELUDE
 
 __all__ = ["FlowLanguageServer", "create_server", "serve_stdio", "DEBOUNCE_S"]
@@ -215,9 +222,21 @@ class FlowLanguageServer(LanguageServer):
         self._worker = ThreadPoolExecutor(max_workers=4, thread_name_prefix="flowc-check")
         self._inflight: dict[str, tuple[str, asyncio.Future[Analysis | None]]] = {}
         self._locks: dict[str, threading.Lock] = {}
+        #: per document, a number that changes whenever its analyses may no longer be reused:
+        #: another text parsed (the incremental parser shifts the spans of the items it reuses,
+        #: in place) or a file it reads changed (:meth:`invalidate`)
+        self._epoch: dict[str, int] = {}
+        self._epoch_lock = threading.Lock()
+        #: per document, the files its last analysis imported (directly or not), by path
+        self._reads: dict[str, frozenset[Path]] = {}
         #: the checks of imported files, by path, shared by the documents' checks (a file's
         #: entry is dropped when it changes: :meth:`imported_changed`)
         self.import_cache: dict[Path, Any] = {}
+        #: time between two looks at the files the open documents' checks read (seconds; 0:
+        #: never — the client's file events only)
+        self.watch_s = WATCH_INTERVAL_S
+        self.watch = FileWatch()
+        self._watch_task: asyncio.Task | None = None
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -242,12 +261,32 @@ class FlowLanguageServer(LanguageServer):
         parser = self.parsers.get(uri)
         if parser is None:
             parser = self.parsers[uri] = IncrementalParser(self.file_of(uri))
-        return analyze(text, parser.file, parser, Importer(self.read_imported, self.import_cache))
+        for path in config_candidates(parser.file):  # stamped before they are read
+            self.watch.baseline(path)
+        start = self._epoch.get(uri, 0)
+        a = analyze(text, parser.file, parser, Importer(self.read_imported, self.import_cache))
+        with self._epoch_lock:
+            now = self._epoch.get(uri, 0) + 1
+            self._epoch[uri] = now
+            # invalidated while it ran (a file it read changed): not to be reused
+            a.epoch = now if now == start + 1 else -1
+        imports = a.result.imports
+        self._reads[uri] = frozenset(imports.paths.values()) if imports is not None else frozenset()
+        # what `flowc check` adds from the project's flow.toml (compiler/project.py)
+        extra = project_diagnostics(parser.file, text, a.result)
+        if extra:
+            a.result.diagnostics = sorted(
+                [*a.result.diagnostics, *extra], key=lambda d: d.sort_key()
+            )
+        return a
 
     def read_imported(self, path: Path) -> str:
         """The text of an imported file: the open document's, else the file's on disk."""
         doc = self.document(from_fs_path(str(path)) or "")
-        return doc.source if doc is not None else read_source(path)
+        if doc is not None:
+            return doc.source
+        self.watch.baseline(path)  # before reading: a change after the read is a change
+        return read_source(path)
 
     def imported_changed(self, uri: str, delay: float | None = None) -> None:
         """Document ``uri`` changed (opened, edited, saved): its cached check as an imported
@@ -255,11 +294,74 @@ class FlowLanguageServer(LanguageServer):
         again."""
         path = file_key(self.file_of(uri))
         Importer(self.read_imported, self.import_cache).forget(path)
-        for other, state in list(self.states.items()):
-            imports = state.analysis.result.imports
-            if other != uri and imports is not None and path in imports.paths.values():
-                del self.states[other]  # its text is unchanged, its analysis is not current
+        for other in list(self.workspace.text_documents):
+            if other == uri:
+                continue
+            reads = self._reads.get(other)
+            # a document not analysed yet is being checked for the first time: it may have
+            # read the file before the change, so it is checked again too
+            if reads is None or path in reads:
+                self.invalidate(other)
                 self.schedule(other, delay=delay)
+
+    def invalidate(self, uri: str) -> None:
+        """The analyses of ``uri`` made so far — the last one and one under way — read a file
+        that changed: none is reused (its text is unchanged, its analysis is not current)."""
+        with self._epoch_lock:
+            self._epoch[uri] = self._epoch.get(uri, 0) + 1
+        self.states.pop(uri, None)
+        self._inflight.pop(uri, None)
+
+    def current(self, uri: str, analysis: Analysis) -> bool:
+        """Whether ``analysis`` of ``uri`` may be reused: nothing was parsed for ``uri`` since
+        (its spans are where they were) and no file it read changed."""
+        return analysis.epoch == self._epoch.get(uri, 0)
+
+    # -- files on disk -----------------------------------------------------------------------
+
+    def watched_paths(self) -> set[Path]:
+        """The files the open documents' checks read besides their own text: the files they
+        import (directly or not) that are not open, and where their ``flow.toml`` is or could
+        appear (:func:`agentflow.lsp.watch.config_candidates`)."""
+        out: set[Path] = set()
+        for uri in list(self.workspace.text_documents):
+            out.update(config_candidates(self.file_of(uri)))
+            out.update(self._reads.get(uri, ()))
+        return {p for p in out if self.document(from_fs_path(str(p)) or "") is None}
+
+    def file_changed(self, path: Path) -> None:
+        """``path`` changed on disk: a ``flow.toml`` checks every open document again; a
+        `.flow` file that is not open checks the open documents that import it again (an open
+        one is its buffer, whatever the disk holds)."""
+        if path.name == "flow.toml":
+            for uri in list(self.workspace.text_documents):
+                self.invalidate(uri)
+                self.schedule(uri, delay=0)
+            return
+        uri = from_fs_path(str(path)) or ""
+        if path.suffix == ".flow" and self.document(uri) is None:
+            self.imported_changed(uri, delay=0)
+
+    def look_at_files(self) -> None:
+        """One look at :meth:`watched_paths`: each that changed since the last is
+        :meth:`file_changed`."""
+        for path in self.watch.look(self.watched_paths()):
+            self.file_changed(path)
+
+    def start_watching(self) -> None:
+        """Look at the watched files every :attr:`watch_s` seconds (none when 0)."""
+        if self.watch_s <= 0 or self._watch_task is not None:
+            return
+
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(self.watch_s)
+                try:
+                    self.look_at_files()
+                except Exception:  # noqa: BLE001 - a look that failed is tried again next time
+                    _log.exception("looking at the watched files failed")
+
+        self._watch_task = asyncio.get_running_loop().create_task(loop())
 
     def _check_job(self, uri: str, text: str, skip_if_stale: bool) -> Analysis | None:
         """Runs on a worker thread: the analysis of ``text`` as ``uri`` (one per document at a
@@ -272,7 +374,7 @@ class FlowLanguageServer(LanguageServer):
                 if doc is None or doc.source != text:
                     return None
             state = self.states.get(uri)
-            if state is not None and state.text == text:
+            if state is not None and state.text == text and self.current(uri, state.analysis):
                 return state.analysis
             return self.analyze(uri, text)
 
@@ -284,7 +386,7 @@ class FlowLanguageServer(LanguageServer):
         With ``skip_if_stale`` the result is None when the document changed before its turn."""
         state = self.states.get(uri)
         loop = asyncio.get_running_loop()
-        if state is not None and state.text == text:
+        if state is not None and state.text == text and self.current(uri, state.analysis):
             done: asyncio.Future[Analysis | None] = loop.create_future()
             done.set_result(state.analysis)
             return done
@@ -299,7 +401,7 @@ class FlowLanguageServer(LanguageServer):
             if self._inflight.get(uri, (None, None))[1] is f:
                 del self._inflight[uri]
             got = None if f.cancelled() or f.exception() is not None else f.result()
-            if got is not None:
+            if got is not None and self.current(uri, got):
                 current = self.document(uri)
                 if current is not None and current.source == text:
                     self.states[uri] = _DocState(text, version, got)
@@ -434,7 +536,8 @@ class FlowLanguageServer(LanguageServer):
             current is None or current.source != text
         ):  # a newer change arrived meanwhile: its own task publishes
             return
-        self.states[uri] = _DocState(text, version, analysis)
+        if self.current(uri, analysis):
+            self.states[uri] = _DocState(text, version, analysis)
         index = LineIndex(text, self.encoding)
         diags = [self.to_lsp_diagnostic(d, uri, index) for d in analysis.result.diagnostics]
         self.text_document_publish_diagnostics(
@@ -506,6 +609,41 @@ def create_server() -> FlowLanguageServer:
         opts = params.initialization_options
         if isinstance(opts, dict) and isinstance(opts.get("debounce_ms"), (int, float)):
             ls.debounce_s = max(0.0, float(opts["debounce_ms"]) / 1000.0)
+        if isinstance(opts, dict) and isinstance(opts.get("watch_interval_ms"), (int, float)):
+            ls.watch_s = max(0.0, float(opts["watch_interval_ms"]) / 1000.0)
+
+    @server.feature(lsp.INITIALIZED)
+    async def initialized(ls: FlowLanguageServer, params: lsp.InitializedParams) -> None:
+        ls.start_watching()
+        caps = ls.client_capabilities.workspace
+        watched = caps.did_change_watched_files if caps is not None else None
+        if watched is not None and watched.dynamic_registration:
+            await ls.client_register_capability_async(
+                lsp.RegistrationParams(
+                    registrations=[
+                        lsp.Registration(
+                            id="flowc-watched-files",
+                            method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                            register_options=lsp.DidChangeWatchedFilesRegistrationOptions(
+                                watchers=[
+                                    lsp.FileSystemWatcher(glob_pattern="**/*.flow"),
+                                    lsp.FileSystemWatcher(glob_pattern="**/flow.toml"),
+                                ]
+                            ),
+                        )
+                    ]
+                )
+            )
+
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(
+        ls: FlowLanguageServer, params: lsp.DidChangeWatchedFilesParams
+    ) -> None:
+        for change in params.changes:
+            path = file_key(ls.file_of(change.uri))
+            if path.suffix == ".flow" or path.name == "flow.toml":
+                ls.watch.note(path)
+                ls.file_changed(path)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     async def did_open(ls: FlowLanguageServer, params: lsp.DidOpenTextDocumentParams) -> None:
@@ -530,6 +668,7 @@ def create_server() -> FlowLanguageServer:
             task.cancel()
         ls.states.pop(uri, None)
         ls.parsers.pop(uri, None)
+        ls._reads.pop(uri, None)
         ls.imported_changed(uri, delay=0)  # importers read the file on disk again
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 

@@ -65,13 +65,16 @@ def load_plans_dir(directory: Path, load_plan: PlanLoader = load_plan_file) -> d
     by ``load_plan``.
 
     Raises what ``load_plan`` raises for a broken file (PlanLoadError / CompileError naming
-    file:line:col) and ConfigError when two files define the same plan name."""
+    file:line:col) and ConfigError when two files define the same plan name. A file
+    ``load_plan`` returns None for is not a plan (a `.flow` library of types: left out)."""
     out: dict[str, Any] = {}
     files: dict[str, Path] = {}
     for file in sorted(directory.iterdir()):
         if not file.is_file() or file.suffix not in PLAN_SUFFIXES:
             continue
         plan = load_plan(file)
+        if plan is None:
+            continue
         if plan.name in out:
             raise ConfigError(
                 f"{file}: plan '{plan.name}' is already defined by {files[plan.name]} "
