@@ -63,7 +63,7 @@ from agentflow.runtime.durable.run_info import answer_command
 from agentflow.runtime.durable.runs import database_for, open_database, run_lock, safe_url
 from agentflow.runtime.events import CallbackSink
 from agentflow.runtime.executor import NO_ANSWER, Hooks
-from agentflow.runtime.extract import loads_value
+from agentflow.runtime.extract import json_number_problem, loads_value
 from agentflow.runtime.hooks import check_answer
 from agentflow.runtime.models.test_model import parse_model_option
 from agentflow.runtime.result import RunResult
@@ -371,6 +371,9 @@ class McpFlowServer:
             )
         args = clean_json(dict(params.arguments or {}))  # a lone surrogate becomes U+FFFD
         run_input = args.get("input") if flow.wrap_input else args
+        number = json_number_problem(run_input)  # NaN, Infinity, an int past 64 bits
+        if number is not None:  # refused as `--input` refuses them, before anything is stored
+            return _error_result(number)
         if self.url is not None:
             return await self._call_durable(ctx, flow, run_input)
         desk = _RunDesk(asyncio.get_running_loop(), flow.steps)
