@@ -174,7 +174,11 @@ def find_flow_files(paths: list[str | os.PathLike]) -> list[Path]:
     out: list[Path] = []
     for p in paths:
         path = Path(p)
-        if path.is_dir():
+        try:
+            is_dir = path.is_dir()
+        except OSError:  # a name too long, a link to one: reading it says so
+            is_dir = False
+        if is_dir:
             out.extend(
                 f
                 for f in sorted(path.rglob("*.flow"))

@@ -176,16 +176,28 @@ def load_flow(path: Path) -> ServedFlow:
     )
 
 
+def _is_file(path: Path) -> bool:
+    """``path.is_file()``, False when the file system cannot say (a link to too long a name)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def discover(directory: Path) -> Served:
     """The programs of ``directory`` (sorted by file name) as tools; never raises for a program
     that does not compile (it is left out, with its first problem in ``problems``)."""
     served = Served()
     files = sorted(
-        p
-        for p in directory.iterdir()
-        if p.is_file() and (p.suffix == ".flow" or p.name.endswith(PLAN_SUFFIXES))
+        p for p in directory.iterdir() if p.suffix == ".flow" or p.name.endswith(PLAN_SUFFIXES)
     )
     for path in files:
+        try:
+            if not path.is_file():  # a directory, a dangling link: not a program
+                continue
+        except OSError as exc:  # a link to a name too long: left out, saying why
+            served.problems.append(f"{path.name}: not served: {exc.strerror or exc}")
+            continue
         try:
             flow = load_flow(path)
         except FlowError as exc:
@@ -1168,7 +1180,7 @@ def serve(
         nested = sorted(
             str(p.relative_to(directory))
             for p in Path(directory).glob("*/*")
-            if p.is_file() and (p.suffix == ".flow" or p.name.endswith(PLAN_SUFFIXES))
+            if (p.suffix == ".flow" or p.name.endswith(PLAN_SUFFIXES)) and _is_file(p)
         )
         if nested:  # the flows are a level down: serve looks in DIR itself only
             shown = ", ".join(nested[:3]) + (" …" if len(nested) > 3 else "")

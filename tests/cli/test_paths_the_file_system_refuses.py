@@ -70,6 +70,7 @@ def test_a_file_argument_the_file_system_refuses_is_a_one_line_usage_error(proje
 
 
 def test_serve_leaves_out_a_file_whose_import_is_refused_and_serves_the_rest(project):
+    (project / "bad.flow").symlink_to("b" * 300)  # a link to a name too long
     done = subprocess.run(
         [sys.executable, "-m", "agentflow", "serve", "--mcp", str(project)],
         stdin=subprocess.DEVNULL,
@@ -88,6 +89,7 @@ def test_serve_leaves_out_a_file_whose_import_is_refused_and_serves_the_rest(pro
         for line in lines
     ), lines
     assert any(line.startswith("flowc serve: ilong.flow: not served:") for line in lines)
+    assert "flowc serve: bad.flow: not served: File name too long" in lines
 
 
 def test_the_language_server_publishes_the_import_not_found_of_a_symlink_loop(project):
