@@ -141,3 +141,12 @@ def test_the_not_found_hint_suggests_only_a_file_an_import_can_read(
     for wrong in ("./bigg.flow", "./dd.flow", "./fifoo.flow"):
         user.write_text(f'import {{ T }} from "{wrong}"\n' + STAGE)
         assert _hint(user) == "the path is relative to the importing file's directory", wrong
+
+
+def test_the_flow_toml_search_from_a_refused_path_finds_none_and_raises_nothing(project):
+    from agentflow.core.config_file import find_config
+
+    for near in (f"{LONG}.flow", "loopdir/x.flow", f"{LONG}/x.flow"):
+        assert find_config(near) is None, near
+    (project / "flow.toml").write_text("")
+    assert find_config(f"{LONG}.flow") == Path("flow.toml")  # as the search spells it
