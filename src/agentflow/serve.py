@@ -176,14 +176,6 @@ def load_flow(path: Path) -> ServedFlow:
     )
 
 
-def _is_file(path: Path) -> bool:
-    """``path.is_file()``, False when the file system cannot say (a link to too long a name)."""
-    try:
-        return path.is_file()
-    except OSError:
-        return False
-
-
 def discover(directory: Path) -> Served:
     """The programs of ``directory`` (sorted by file name) as tools; never raises for a program
     that does not compile (it is left out, with its first problem in ``problems``)."""
@@ -195,11 +187,10 @@ def discover(directory: Path) -> Served:
         try:
             if not path.is_file():  # a directory, a dangling link: not a program
                 continue
+            flow = load_flow(path)
         except OSError as exc:  # a link to a name too long: left out, saying why
             served.problems.append(f"{path.name}: not served: {exc.strerror or exc}")
             continue
-        try:
-            flow = load_flow(path)
         except FlowError as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             served.problems.append(f"{path.name}: not served: {first}")
@@ -1180,7 +1171,7 @@ def serve(
         nested = sorted(
             str(p.relative_to(directory))
             for p in Path(directory).glob("*/*")
-            if (p.suffix == ".flow" or p.name.endswith(PLAN_SUFFIXES)) and _is_file(p)
+            if (p.suffix == ".flow" or p.name.endswith(PLAN_SUFFIXES)) and os.path.isfile(p)
         )
         if nested:  # the flows are a level down: serve looks in DIR itself only
             shown = ", ".join(nested[:3]) + (" …" if len(nested) > 3 else "")
