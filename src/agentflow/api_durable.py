@@ -17,6 +17,7 @@ from typing import Any
 from agentflow.core.text import clean_json
 from agentflow.errors import FlowError
 from agentflow.runtime.config import Config, load_config
+from agentflow.runtime.durable.answers import written_as
 from agentflow.runtime.durable.database import (
     database_for,
     missing_database,
@@ -146,7 +147,12 @@ async def answer_durable(url: str, run_id: str, step: str, value: Any) -> Any:
         named = question_path(pending, step, run_id)
         if named == step and not any(q.path == step for q in pending):
             named = await _closed_question_path(url, run_id, step)
-        step = named
+        if named != step:  # its messages name it as written (`decision`), not `E0`
+            token = written_as.set({named: step})
+            try:
+                return await answer(url, run_id, named, clean_json(value))
+            finally:
+                written_as.reset(token)
     return await answer(url, run_id, step, clean_json(value))
 
 

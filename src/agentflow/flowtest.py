@@ -35,6 +35,7 @@ from typing import Any
 from agentflow.api_run import run
 from agentflow.compiler.api import check_source, read_source
 from agentflow.compiler.contracts import expect_is_wrapped
+from agentflow.compiler.imports import file_key
 from agentflow.compiler.lower_expressions import absent_reads_null
 from agentflow.compiler.lowering import LoweringError, lower_with_stages
 from agentflow.compiler.render import render_text
@@ -174,7 +175,11 @@ def find_flow_files(paths: list[str | os.PathLike]) -> list[Path]:
     out: list[Path] = []
     for p in paths:
         path = Path(p)
-        if path.is_dir():
+        try:
+            is_dir = path.is_dir()
+        except OSError:  # a name too long, a link to one: reading it says so
+            is_dir = False
+        if is_dir:
             out.extend(
                 f
                 for f in sorted(path.rglob("*.flow"))
@@ -373,7 +378,7 @@ def _imported_files(file: Path, text: str, seen: set[Path]) -> list[Path]:
     """The files ``text`` (of ``file``) imports, transitively (those that can be read)."""
     out = []
     for written in _IMPORT_LINE.findall(text):
-        path = (file.parent / written).resolve()
+        path = file_key(file.parent / written)  # a symlink loop too (never raises)
         if path in seen:
             continue
         seen.add(path)
@@ -409,7 +414,7 @@ class _Cache:
                 h.update(hashlib.sha256((base / cassette).read_bytes()).digest())
             except OSError:
                 h.update(b"missing\0")
-        for imported in _imported_files(file, text, {file.resolve()}):  # their texts
+        for imported in _imported_files(file, text, {file_key(file)}):  # their texts
             try:
                 h.update(hashlib.sha256(imported.read_bytes()).digest())
             except OSError:

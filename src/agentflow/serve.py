@@ -63,7 +63,7 @@ from agentflow.runtime.durable.run_info import answer_command
 from agentflow.runtime.durable.runs import database_for, open_database, run_lock, safe_url
 from agentflow.runtime.events import CallbackSink
 from agentflow.runtime.executor import NO_ANSWER, Hooks
-from agentflow.runtime.extract import loads_value
+from agentflow.runtime.extract import json_number_problem, loads_value
 from agentflow.runtime.hooks import check_answer
 from agentflow.runtime.models.test_model import parse_model_option
 from agentflow.runtime.result import RunResult
@@ -181,13 +181,16 @@ def discover(directory: Path) -> Served:
     that does not compile (it is left out, with its first problem in ``problems``)."""
     served = Served()
     files = sorted(
-        p
-        for p in directory.iterdir()
-        if p.is_file() and (p.suffix == ".flow" or p.name.endswith(PLAN_SUFFIXES))
+        p for p in directory.iterdir() if p.suffix == ".flow" or p.name.endswith(PLAN_SUFFIXES)
     )
     for path in files:
         try:
+            if not path.is_file():  # a directory, a dangling link: not a program
+                continue
             flow = load_flow(path)
+        except OSError as exc:  # a link to a name too long: left out, saying why
+            served.problems.append(f"{path.name}: not served: {exc.strerror or exc}")
+            continue
         except FlowError as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             served.problems.append(f"{path.name}: not served: {first}")
@@ -371,6 +374,9 @@ class McpFlowServer:
             )
         args = clean_json(dict(params.arguments or {}))  # a lone surrogate becomes U+FFFD
         run_input = args.get("input") if flow.wrap_input else args
+        number = json_number_problem(run_input)  # NaN, Infinity, an int past 64 bits
+        if number is not None:  # refused as `--input` refuses them, before anything is stored
+            return _error_result(number)
         if self.url is not None:
             return await self._call_durable(ctx, flow, run_input)
         desk = _RunDesk(asyncio.get_running_loop(), flow.steps)
@@ -1165,7 +1171,7 @@ def serve(
         nested = sorted(
             str(p.relative_to(directory))
             for p in Path(directory).glob("*/*")
-            if p.is_file() and (p.suffix == ".flow" or p.name.endswith(PLAN_SUFFIXES))
+            if (p.suffix == ".flow" or p.name.endswith(PLAN_SUFFIXES)) and os.path.isfile(p)
         )
         if nested:  # the flows are a level down: serve looks in DIR itself only
             shown = ", ".join(nested[:3]) + (" …" if len(nested) > 3 else "")

@@ -111,7 +111,7 @@ def test_answer_takes_the_let_name_and_refuses_an_ambiguous_one(tmp_path: Path, 
         assert json.loads(out) is True  # the last stage's value
         code, _, said = _flowc("answer", "s1", "go", "false")  # by name, once answered
         assert code == 1
-        assert "the question of run s1 at 'E1' was already answered (true)" in said, said
+        assert "the question `go` of run s1 was already answered (true)" in said, said  # not E1
     finally:
         if run.poll() is None:
             run.kill()

@@ -223,16 +223,30 @@ class _FlowGroup(click.Group):
                 _err("interrupted by SIGINT")
                 ctx.exit(130)
             except OSError as e:
+                if e.errno in _PATH_ERRNOS:
+                    # a path given on the command line (or in a file it names) that the file
+                    # system refuses to look at: a usage error, said in one line
+                    _err(f"error: {e.filename}: {e.strerror or e}")
+                    ctx.exit(2)
                 # the output itself cannot be written (`> /dev/full`, a full disk, a quota):
                 # the environment's problem, said in one line (a closed pipe is click's EPIPE)
                 if e.errno not in _OUTPUT_ERRNOS:
                     raise
                 _err(f"error: cannot write the output: {e.strerror or e}")
                 ctx.exit(1)
+            except RuntimeError as e:
+                # pathlib's `Path.resolve()` (Python < 3.13) says a symlink loop so
+                if not str(e).startswith("Symlink loop from "):
+                    raise
+                where = str(e).removeprefix("Symlink loop from ").strip("'")
+                _err(f"error: {where}: {os.strerror(errno.ELOOP)}")
+                ctx.exit(2)
 
 
 #: errors of writing the command's output that are the machine's state, not a bug
 _OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+#: errors of looking at a path the user gave (too long a name, a symlink loop): exit 2
+_PATH_ERRNOS = frozenset({errno.ENAMETOOLONG, errno.ELOOP})
 
 
 @contextlib.contextmanager

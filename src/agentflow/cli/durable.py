@@ -492,7 +492,40 @@ def _holder_line(holder: dict[str, Any], run_id: str) -> str:
     return f"{holder['executor']} holds {len(units)} unit(s): {listed}"
 
 
-@click.command()
+class _AnswerCommand(click.Command):
+    """``flowc answer``: a VALUE that begins with ``-`` (``-5``) is taken by click for an
+    option; its "No such option" error then shows the command with ``--`` before the
+    arguments (docs/reference/cli.md "flowc answer")."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        given = list(args)
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as e:
+            if e.option_name.startswith("--"):  # a misspelt option, not a value
+                raise
+            options: list[str] = []
+            words: list[str] = []
+            it = iter(given)
+            for arg in it:
+                if arg in ("--config", "--database"):
+                    options += [arg, next(it, "")]
+                elif arg.startswith(("--config=", "--database=")):
+                    options.append(arg)
+                elif arg != "--":
+                    words.append(arg)
+            first = next((i for i, w in enumerate(words) if w.startswith("-")), 0)
+            shown = " ".join(
+                shlex.quote(w) for w in [*options, *words[:first], "--", *words[first:]]
+            )
+            raise click.UsageError(
+                f"{e.format_message()}\nhint: an argument that begins with `-` (a negative "
+                f"answer) goes after `--`: flowc answer {shown}",
+                ctx,
+            ) from None
+
+
+@click.command(cls=_AnswerCommand)
 @click.argument("run_id", metavar="RUN", callback=_checked_run_id(new=False))
 @click.argument("step", metavar="NAME|STEP")
 @click.argument("value", metavar="VALUE")

@@ -292,7 +292,7 @@ class Importer:
         out.paths[display] = target  # a file that could not be read too: it may appear
         _display, checked, text = self._load(target, display)
         if isinstance(checked, OSError):
-            out.diagnostics.append(_not_found(decl, target, checked))
+            out.diagnostics.append(_not_found(decl, target, checked, self.stack[-1]))
             return
         out.files.add(checked.module.file)
         out.sources[checked.module.file] = text
@@ -371,8 +371,23 @@ class Importer:
 
 def file_key(file: str | os.PathLike[str]) -> Path:
     """The path a file is known by (absolute, links resolved: one file reached by two routes
-    is one file, and a cycle through a link is a cycle)."""
-    return Path(file).resolve()
+    is one file, and a cycle through a link is a cycle). A path that cannot be resolved (a
+    symlink loop, a name too long for the file system: ``RuntimeError``/``OSError`` from
+    :meth:`Path.resolve`) is known by its absolute, normalised spelling; reading it then
+    fails with the ``OSError`` its diagnostic names."""
+    try:
+        return Path(file).resolve()
+    except (OSError, RuntimeError):
+        return Path(os.path.abspath(file))
+
+
+def _is(path: Path, kind: Callable[[Path], bool]) -> bool:
+    """``kind(path)`` (``Path.is_file``, ``Path.is_dir``, ``Path.exists``), False when the
+    file system cannot say (``ENAMETOOLONG``, ``EACCES``, a symlink loop)."""
+    try:
+        return kind(path)
+    except (OSError, RuntimeError, ValueError):
+        return False
 
 
 def _shown(path: Path, base: Path) -> str:
@@ -402,7 +417,7 @@ def _path_problem(written: str, base: Path | None = None) -> tuple[str, str] | N
             (
                 c
                 for c in ("./", "../", "../../")
-                if base is not None and (base / c / written).is_file()
+                if base is not None and _importable(base / c / written)
             ),
             None,
         )
@@ -421,15 +436,33 @@ def _path_problem(written: str, base: Path | None = None) -> tuple[str, str] | N
     return None
 
 
-def _not_found(decl: ast.ImportDecl, target: Path, err: OSError) -> Diagnostic:
+def _importable(path: Path) -> bool:
+    """Whether ``path`` is a file an import could read: a regular file (a link to one
+    included) of at most :data:`MAX_SOURCE_BYTES` that this process may read (the hint of
+    `import-not-found` suggests nothing else)."""
+    try:
+        info = path.stat()
+    except (OSError, RuntimeError, ValueError):
+        return False
+    return (
+        stat.S_ISREG(info.st_mode) and info.st_size <= MAX_SOURCE_BYTES and os.access(path, os.R_OK)
+    )
+
+
+def _not_found(decl: ast.ImportDecl, target: Path, err: OSError, importer: Path) -> Diagnostic:
     why = "no such file"
-    if target.is_dir():
+    if _is(target, Path.is_dir):
         why = "it is a directory"
-    elif target.exists():
-        why = err.strerror or str(err)
+    elif err.errno not in (errno.ENOENT, None) or _is(target, Path.exists):
+        why = err.strerror or str(err)  # too long a name, a symlink loop, no permission
     hint = None
     try:
-        near = [p.name for p in target.parent.glob("*.flow") if p.name != target.name]
+        # never the importing file itself, nor a file an import could not read either
+        near = [
+            p.name
+            for p in target.parent.glob("*.flow")
+            if p.name != target.name and file_key(p) != importer and _importable(p)
+        ]
     except OSError:
         near = []
     found = did_you_mean(target.name, near)

@@ -27,7 +27,11 @@ def search_start(near: str | os.PathLike[str] | None = None) -> Path:
     if near is None:
         return Path.cwd()
     path = Path(near)
-    return path if path.is_dir() else path.parent
+    try:
+        is_dir = path.is_dir()
+    except OSError:  # a name too long: not a directory (reading the file says why)
+        is_dir = False
+    return path if is_dir else path.parent
 
 
 def find_config(near: str | os.PathLike[str] | None = None) -> Path | None:
@@ -35,8 +39,15 @@ def find_config(near: str | os.PathLike[str] | None = None) -> Path | None:
     and each parent of it resolved), or None when there is none.  The path is as ``near``
     gave it for its own directory (``examples/flow.toml``, for messages), absolute above it."""
     start = search_start(near)
-    for directory in (start, *start.resolve().parents):
+    try:
+        parents = start.resolve().parents
+    except (OSError, RuntimeError):  # a symlink loop, a name too long: its spelling's parents
+        parents = Path(os.path.abspath(start)).parents
+    for directory in (start, *parents):
         candidate = directory / CONFIG_FILENAME
-        if candidate.is_file():
-            return candidate
+        try:
+            if candidate.is_file():
+                return candidate
+        except OSError:  # a directory whose name is too long holds none we can read
+            continue
     return None

@@ -135,7 +135,8 @@ _SPECS: tuple[FunctionSpec, ...] = (
     # -- text ---------------------------------------------------------------------------------
     _f(
         "join<T>(xs: T[], sep: text) -> text",
-        "the elements, each rendered as `${…}` renders it, with `sep` between them",
+        "the elements, each rendered as `${…}` renders it, with `sep` between them (a text of "
+        "at most 10,000,000 characters)",
         'join(["a", "b", "c"], ", ")',
         "a, b, c",
         _T,
@@ -158,7 +159,8 @@ _SPECS: tuple[FunctionSpec, ...] = (
     ),
     _f(
         "replace(s: text, old: text, new: text) -> text",
-        "`s` with every occurrence of `old` replaced by `new` (plain text, not a pattern)",
+        "`s` with every occurrence of `old` replaced by `new` (plain text, not a pattern; a "
+        "result of at most 10,000,000 characters)",
         'replace("a-b-c", "-", "+")',
         "a+b+c",
         _T,
@@ -188,7 +190,8 @@ _SPECS: tuple[FunctionSpec, ...] = (
     ),
     _f(
         "pad_start(s: text, width: int, fill?: text) -> text",
-        "`s` with `fill` (one character, default a space) added before it up to `width` characters",
+        "`s` with `fill` (one character, default a space) added before it up to `width` "
+        "characters (`width` at most 100,000)",
         'pad_start("7", 3, "0")',
         "007",
         _T,
@@ -196,7 +199,8 @@ _SPECS: tuple[FunctionSpec, ...] = (
     ),
     _f(
         "pad_end(s: text, width: int, fill?: text) -> text",
-        "`s` with `fill` (one character, default a space) added after it up to `width` characters",
+        "`s` with `fill` (one character, default a space) added after it up to `width` "
+        "characters (`width` at most 100,000)",
         'pad_end("ab", 4, ".")',
         "ab..",
         _T,
@@ -309,7 +313,7 @@ _SPECS: tuple[FunctionSpec, ...] = (
     ),
     _f(
         "flatten<T>(xs: T[][]) -> T[]",
-        "the elements of the inner lists, in order (one level)",
+        "the elements of the inner lists, in order (one level; at most 1,000,000 of them)",
         "flatten([[1, 2], [], [3]])",
         [1, 2, 3],
         _L,
@@ -483,7 +487,7 @@ _SPECS: tuple[FunctionSpec, ...] = (
     ),
     _f(
         "parse_json(s: text) -> json",
-        "the JSON value written in `s`",
+        "the JSON value written in `s` (nested at most 200 deep)",
         'parse_json("{\\"ok\\": true}")',
         {"ok": True},
         _C,

@@ -28,7 +28,7 @@ from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Diagnostic, Note, did_you_mean
 from agentflow.core.spans import Span
 from agentflow.ir.schemas import validation_errors
-from agentflow.runtime.extract import loads_value
+from agentflow.runtime.extract import json_number_problem, loads_value
 
 __all__ = ["CASE_KEYS", "Case", "Dataset", "check_cases", "read_dataset"]
 
@@ -324,6 +324,10 @@ def _add_case(
                 here,
             )
         )
+        return
+    number = json_number_problem(value, "the case")  # an int past 64 bits (YAML reads any)
+    if number is not None:
+        out.diagnostics.append(_diag(D.INVALID_VALUE, number, here))
         return
     out.cases.append(
         Case(

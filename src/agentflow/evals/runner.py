@@ -205,6 +205,15 @@ def _diag(code: str, message: str, span: Any, hint: str | None = None) -> Any:
     return Diagnostic(code, message, span, [], hint, D.CODES[code].severity)
 
 
+def _is_file(path: Path) -> bool:
+    """``path.is_file()``, False when the file system cannot say (a name too long, a symlink
+    loop): reading it then reports why."""
+    try:
+        return path.is_file()
+    except (OSError, RuntimeError, ValueError):
+        return False
+
+
 def dataset_diagnostics(result: Any, file: str, block: Any, datasets: list[str]) -> tuple:
     """Read and check ``datasets`` (paths; the block's own when empty) for the checked flow
     ``result`` and eval ``block``: ``(cases, diagnostics, sources)``."""
@@ -239,7 +248,7 @@ def dataset_diagnostics(result: Any, file: str, block: Any, datasets: list[str])
         return cases, diagnostics, sources
     what = "the eval's `expect` type" if block.node.expects else "the flow's output type"
     for shown, path in paths:
-        if shown in named_at and not path.is_file():
+        if shown in named_at and not _is_file(path):
             diagnostics.append(
                 _diag(
                     D.INVALID_VALUE,

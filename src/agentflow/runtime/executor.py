@@ -67,6 +67,7 @@ from agentflow.runtime.expressions import (
     to_json_value,
     to_text,
 )
+from agentflow.runtime.extract import json_number_problem
 
 # The host-hook API, re-exported: ``from agentflow.runtime.executor import Hooks, skip, …`` keeps
 # working (its home is agentflow.runtime.hooks).
@@ -839,6 +840,11 @@ def validate_input(plan: Plan, data: Any, *, code: str | None = None) -> Any:
     integral float the schema types ``integer`` made an ``int`` (``3.0`` → ``3``:
     :func:`~agentflow.ir.schemas.whole_numbers`).  Raises :class:`InputError` (or RunError
     ``code`` when given: a ``plan__*`` call's input) naming up to five problems."""
+    # NaN, Infinity, an int past 64 bits: refused as `--input` refuses them in text (whoever
+    # parsed the value: an MCP client's arguments, a dict given to `agentflow.run`)
+    number = json_number_problem(data)
+    if number is not None:
+        raise RunError(code, number) if code is not None else InputError(number)
     schema = plan.input_schema
     if not schema:
         return data

@@ -127,6 +127,35 @@ def _bounded_int(text: str) -> int:
     return value
 
 
+def json_number_problem(value: Any, where: str = "input") -> str | None:
+    """Why an already-parsed ``value`` (an MCP tool call's arguments, a dict given to
+    ``agentflow.run``, an answer sent as JSON) holds a number :func:`loads_value` refuses in
+    text — ``NaN``/``Infinity`` (which a lenient JSON parser, or Python, makes), a whole number
+    outside the ``int`` range — as ``"WHERE.path: <the message loads_value gives>"``, or None.
+    The same front door for every entry (docs/decisions.md "Numbers and secrets at the front
+    door", "Break-it fixes, stop 44")."""
+    todo: list[tuple[Any, str]] = [(value, where)]
+    while todo:
+        cur, at = todo.pop()
+        if isinstance(cur, bool):
+            continue
+        if isinstance(cur, float) and not math.isfinite(cur):
+            name = "NaN" if cur != cur else ("Infinity" if cur > 0 else "-Infinity")
+            return f"{at}: `{name}` is not a JSON number"
+        if isinstance(cur, int) and not MIN_INT <= cur <= MAX_INT:
+            try:
+                _bounded_int(str(cur))
+            except NonJsonNumber as e:
+                return f"{at}: {e}"
+            except ValueError:  # more digits than Python prints (sys.set_int_max_str_digits)
+                return f"{at}: a whole number of over 4,300 digits is outside the range of an int"
+        elif isinstance(cur, dict):
+            todo.extend((v, f"{at}.{k}") for k, v in reversed(list(cur.items())))
+        elif isinstance(cur, list | tuple):
+            todo.extend((v, f"{at}[{i}]") for i, v in reversed(list(enumerate(cur))))
+    return None
+
+
 def loads_value(text: str, limit: int = MAX_JSON_DEPTH) -> Any:
     """A value a person gave as JSON (``flowc run --input``, ``flowc answer``, an answer typed
     at the terminal or sent by an MCP client): :func:`loads_bounded` with JSON's own numbers

@@ -29,7 +29,7 @@ from agentflow.core.text import choices_text, value_text, visible
 from agentflow.errors import RunAborted, RunError
 from agentflow.ir.schemas import validation_errors
 from agentflow.runtime.expressions import _kind
-from agentflow.runtime.extract import loads_value
+from agentflow.runtime.extract import json_number_problem, loads_value
 from agentflow.runtime.tools.catalog import run_in_daemon_thread
 
 __all__ = [
@@ -377,7 +377,12 @@ def secret_in_answer(answer: Any) -> str | None:
 
 
 def check_answer(answer: Any, schema: Any, choices: Any) -> str | None:
-    """Why ``answer`` breaks an ask's ``choices``/``schema`` (docs/spec/PLAN_IR.md §3), or None."""
+    """Why ``answer`` breaks an ask's ``choices``/``schema`` (docs/spec/PLAN_IR.md §3), or None.
+    An answer holding a number JSON cannot (NaN, Infinity) or an int past 64 bits is refused
+    as ``--input`` refuses it (:func:`~agentflow.runtime.extract.json_number_problem`)."""
+    number = json_number_problem(answer, "answer")
+    if number is not None:
+        return number
     if choices is not None and not isinstance(choices, list | tuple):
         return f"`choices` must be a list, got {_kind(choices)}"
     if choices and answer not in choices:

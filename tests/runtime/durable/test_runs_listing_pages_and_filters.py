@@ -115,12 +115,14 @@ def test_answering_by_name_a_question_answered_while_stopped_says_it_was_answere
         assert refused.exit_code == 1 and f"answer to `How many?`: {says}" in refused.stderr
     first = _cli("answer", "old", "n", "5")
     assert first.exit_code == 0, first.output
-    for name in ("n", "E0"):  # by its let's name as by its path
-        again = _cli("answer", "old", name, "7")
+    for name, shown in (
+        ("n", "the question `n` of run old"),
+        ("E0", "the question of run old at 'E0'"),
+    ):
+        again = _cli("answer", "old", name, "7")  # by its let's name as by its path: named so
         assert again.exit_code == 1
         assert again.stderr.strip() == (
-            "error: the question of run old at 'E0' was already answered (5): "
-            "this answer was not taken"
+            f"error: {shown} was already answered (5): this answer was not taken"
         )
 
 

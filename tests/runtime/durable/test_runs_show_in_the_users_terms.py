@@ -217,3 +217,17 @@ def test_on_temporal_runs_show_names_the_same_steps_with_values_and_unanswered_q
     assert [(s["status"], s["label"]) for s in asked] == [("unanswered", "prep › go = ask")]
     first = next(s for s in info.steps if s["path"] == "E0")
     assert first["value"] == 10
+
+
+def test_runs_show_past_a_64_bit_page_says_none_there(project: Path) -> None:
+    # an outside tester: `--offset 9223372036854775807` (offset + limit past what SQLite holds)
+    # was a 91-line OverflowError traceback; on PostgreSQL `bigint out of range`
+    top, half = str(2**63 - 1), str(2**62)
+    for args, offset in (
+        (("--offset", top), top),
+        (("--limit", half, "--offset", half), half),
+        (("--limit", top, "--offset", top), top),
+    ):
+        past = _show(*args)
+        assert f"steps: none at --offset {offset} (the run has 5)" in past, past
+    assert "(steps" not in _show("--limit", top)  # the whole run on one page

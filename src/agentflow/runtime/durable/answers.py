@@ -18,6 +18,7 @@ same step asked again later is a new question.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import time
 import weakref
@@ -41,6 +42,7 @@ __all__ = [
     "claimed",
     "claims",
     "closed_message",
+    "written_as",
     "question_key",
     "refuse_closed",
 ]
@@ -256,18 +258,27 @@ async def claims(workflow_ids: list[str]) -> dict[tuple[str, str], Claim]:
     return await asyncio.to_thread(_claims, workflow_ids)
 
 
+#: step path → the name ``flowc answer RUN NAME`` was given for it (``decision``, the ``let``
+#: of its ask), for the messages of this answer: they name the question as the user did, never
+#: by its compiled step path (``E0``) alone (set by ``api_durable.answer_durable``)
+written_as: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
+    "written_as", default=None
+)
+
+
 def closed_message(run_id: str, step: str, closed: Claim) -> str:
-    """What the loser of a race for the question of ``run_id`` at ``step`` is told."""
+    """What the loser of a race for the question of ``run_id`` at ``step`` is told (the
+    question named as the user named it: :data:`written_as`)."""
+    name = (written_as.get() or {}).get(step)
+    where = (
+        f"the question `{name}` of run {run_id}"
+        if name
+        else (f"the question of run {run_id} at {step!r}")
+    )
     if closed.kind == "answer":
         shown = json.dumps(closed.value, ensure_ascii=False)
-        return (
-            f"the question of run {run_id} at {step!r} was already answered ({shown}): "
-            "this answer was not taken"
-        )
-    return (
-        f"the question of run {run_id} at {step!r} was already closed unanswered (its wait "
-        "ended): this answer was not taken"
-    )
+        return f"{where} was already answered ({shown}): this answer was not taken"
+    return f"{where} was already closed unanswered (its wait ended): this answer was not taken"
 
 
 async def refuse_closed(run_id: str, workflow_ids: list[str], step: str) -> None:

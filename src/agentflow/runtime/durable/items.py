@@ -37,6 +37,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from agentflow.core.vocabulary import MAX_INT
 from agentflow.errors import Cancelled, RunAborted
 from agentflow.runtime.durable.dbos_system import dbos_module
 from agentflow.runtime.durable.records import Unreadable, install
@@ -411,6 +412,9 @@ def item_page(sys_db: Any, workflow_ids: list[str], first: int) -> ItemPage:
     (docs/durable.md "Looking at a run")."""
     import sqlalchemy as sa
 
+    # a page past what SQL's 64-bit integers hold (`--offset 9223372036854775807` plus the
+    # limit) reads every row: there are fewer
+    first = max(0, min(first, MAX_INT))
     engine = sys_db.engine
     _ensure_table(engine)
     page = ItemPage()

@@ -346,8 +346,8 @@ def no_redrive(run_id: str, spec: dict[str, Any]) -> None:
 def answer_command(run_id: str, name: str, value: str = "VALUE") -> str:
     """The `flowc answer` command that answers question ``name`` (its ``let`` name or path) of
     run ``run_id`` with ``value``, ready for a shell: each word quoted when it needs it, and
-    ``--`` before them when one begins with ``-`` (a run an earlier flowc named ``-x``), which
-    the command would take for an option (docs/reference/cli.md "flowc answer")."""
+    ``--`` before them when one begins with ``-`` (a run an earlier flowc named ``-x``, a
+    negative answer ``-5``), which the command would take for an option (docs/reference/cli.md "flowc answer")."""
     words = [shlex.quote(run_id), shlex.quote(name)]
-    dash = "-- " if run_id.startswith("-") or name.startswith("-") else ""
+    dash = "-- " if any(w.startswith("-") for w in (run_id, name, value)) else ""
     return f"flowc answer {dash}{words[0]} {words[1]} {value}"
