@@ -223,6 +223,15 @@ RUN_STATUSES = (
 )  # fmt: skip
 #: How many runs ``flowc runs`` lists by default.
 RUNS_LIMIT = 50
+#: The width of ``flowc runs``' status column: its widest status (``unreadable``).
+RUN_STATUS_WIDTH = max(len(s) for s in RUN_STATUSES)
+#: Every status a step of ``flowc runs show`` can have (runtime/durable/shown.py,
+#: management.py), ``reused`` for a step a redrive took from its run.
+STEP_STATUSES = (
+    "done", "error", "retried", "reused", "sleeping", "interrupted", "unanswered",
+)  # fmt: skip
+#: The width of ``flowc runs show``'s step status column: its widest (``interrupted``).
+STEP_STATUS_WIDTH = max(len(s) for s in STEP_STATUSES)
 
 
 @click.group(invoke_without_command=True)
@@ -278,7 +287,9 @@ def runs(
         return
     for r in found:
         asked = f"  {_one_line(r.question)}" if r.question is not None else ""
-        _say(f"{r.run_id}  {r.status:<9} {r.plan}  started {_when(r.created_at)}{asked}")
+        _say(
+            f"{r.run_id}  {r.status:<{RUN_STATUS_WIDTH}} {r.plan}  started {_when(r.created_at)}{asked}"
+        )
         for q in r.questions:
             choices = f" ({choices_text(q.choices)})" if q.choices else ""
             late = " (its timeout ran out)" if q.timed_out else ""
@@ -473,7 +484,7 @@ def _step_line(step: dict[str, Any]) -> str:
     code = (step.get("error") or {}).get("code")
     if code:  # what the attempt failed with: the code its retry policy decided by
         what += f"  [{code}]"
-    return f"{mark:<10} {at}  {took:>7}  {what}"
+    return f"{mark:<{STEP_STATUS_WIDTH}} {at}  {took:>7}  {what}"
 
 
 def _holder_line(holder: dict[str, Any], run_id: str) -> str:

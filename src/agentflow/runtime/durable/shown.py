@@ -202,7 +202,11 @@ def sleep_entry(entry: dict[str, Any], value: Any, run_status: str, ended: float
             entry["status"], entry["finished_at"] = "sleeping", None
             return
     elif run_status not in ("ok", "exited") and value > ended:
-        entry["status"], entry["finished_at"] = "interrupted", ended
+        # the run's own last update may precede the sleep's record (its root row is not
+        # touched when the run ends during the sleep): never an end before the start
+        started = entry.get("started_at")
+        end = max(ended, started) if isinstance(started, int | float) else ended
+        entry["status"], entry["finished_at"] = "interrupted", end
         return
     entry["finished_at"] = float(value)
 
