@@ -246,10 +246,11 @@ def _mark_retried(steps: list[dict[str, Any]]) -> None:
     later: set[tuple[Any, ...]] = set()
     for step in reversed(steps):
         op = step.get("_op")
+        again = step.pop("_later", False)  # its next attempt is past a page's rows (items.py)
         if op is None or op.kind == "ask" or _AGENT_CALL.search(op.path):
             continue  # an agent's tool call: its failure went back to the model, not retried
         key = (step.get("unit"), op.path, op.kind, op.what)
-        if step.get("status") == "error" and key in later:
+        if step.get("status") == "error" and (key in later or again):
             step["status"] = "retried"
         later.add(key)
 
