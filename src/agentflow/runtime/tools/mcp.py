@@ -143,6 +143,8 @@ class McpConnection:
         if server.command is not None:
             from mcp import StdioServerParameters, stdio_client
 
+            from agentflow.runtime.tools.mcp_lines import install as install_line_reader
+
             env = {
                 k: expand_vars(v, self.env, server=name, where=f"env.{k}")
                 for k, v in server.env.items()
@@ -152,6 +154,7 @@ class McpConnection:
                 cwd = Path(server.cwd)
                 cwd = cwd if cwd.is_absolute() else self.base_dir / cwd
             _bound_sdk_shutdown()
+            install_line_reader()  # linear in a line's length, and bounded (mcp_lines.py)
             params = StdioServerParameters(
                 command=server.command,
                 args=list(server.args),
