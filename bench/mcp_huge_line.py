@@ -20,6 +20,7 @@ from anyio.streams.text import TextReceiveStream
 
 from agentflow.errors import RunError
 from agentflow.runtime.config import McpServer
+from agentflow.runtime.tools import mcp as mcp_module
 from agentflow.runtime.tools import mcp_lines
 from agentflow.runtime.tools.catalog import ToolContext
 from agentflow.runtime.tools.mcp import McpHub
@@ -53,11 +54,11 @@ async def _timings(label: str, sizes: dict[str, int]) -> None:
 async def main() -> None:
     if "--skip-before" not in sys.argv:
         # the SDK's reader (its TextReceiveStream; _transport installs ours at each connect)
-        real = mcp_lines.install
-        mcp_lines.install = lambda: None  # type: ignore[assignment]
+        real = mcp_module.install_line_reader
+        mcp_module.install_line_reader = lambda: None  # type: ignore[assignment]
         sdk_stdio.TextReceiveStream = TextReceiveStream  # type: ignore[attr-defined,misc]
         await _timings("before", SIZES)
-        mcp_lines.install = real  # type: ignore[assignment]
+        mcp_module.install_line_reader = real  # type: ignore[assignment]
     mcp_lines.install()
     await _timings("after", {**SIZES, "100 MB": 100_000_000})
 

@@ -55,6 +55,7 @@ from agentflow.runtime.tools.catalog import (
     run_services,
 )
 from agentflow.runtime.tools.mcp_auth import expand_vars, oauth_provider
+from agentflow.runtime.tools.mcp_lines import install as install_line_reader
 from agentflow.runtime.tools.mcp_sampling import sample
 
 #: Seconds to wait for a connection's owner task to wind down on close (then it is cancelled and,
@@ -142,8 +143,6 @@ class McpConnection:
         server, name = self.server, self.name
         if server.command is not None:
             from mcp import StdioServerParameters, stdio_client
-
-            from agentflow.runtime.tools.mcp_lines import install as install_line_reader
 
             env = {
                 k: expand_vars(v, self.env, server=name, where=f"env.{k}")
