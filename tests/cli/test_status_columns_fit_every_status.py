@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import re
 from pathlib import Path
+from typing import get_args
 
 import pytest
 from click.testing import CliRunner
@@ -22,6 +23,7 @@ from agentflow.cli.durable import (
     STEP_STATUSES,
 )
 from agentflow.runtime.durable.dbos_engine import shutdown
+from agentflow.runtime.result import RunStatus
 
 NAP = "deadline 300ms\nstage nap -> int {\n  sleep 1h\n  return 7\n}\n"
 QUICK = "stage quick -> int {\n  return 7\n}\n"
@@ -31,8 +33,9 @@ STEP_LINE = re.compile(r"  (?P<status>\S+)(?P<gap> +)(?P<at>\d\d:\d\d:\d\d)  +(?
 
 
 def test_the_columns_are_as_wide_as_every_status_of_the_spec() -> None:
-    # the spec's run statuses (docs/spec/RUNTIME.md) and the listing's own
-    spec_runs = ("ok", "exited", "error", "aborted", "cancelled")
+    # the spec's run statuses (docs/spec/RUNTIME.md, RunStatus) and the listing's own
+    spec_runs = get_args(RunStatus)
+    assert set(spec_runs) == {"ok", "exited", "error", "aborted", "cancelled"}
     listing = ("running", "waiting", "stopped", "unreadable")
     assert set(spec_runs + listing) <= set(RUN_STATUSES)
     assert RUN_STATUS_WIDTH >= max(len(s) for s in spec_runs + listing) == len("unreadable")
