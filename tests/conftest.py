@@ -60,6 +60,13 @@ def _shape_cache_dir(tmp_path_factory, monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def _state_dir(tmp_path_factory, monkeypatch):
+    """Every test gets its own state directory (``$XDG_STATE_HOME``: the index of durable runs,
+    MCP OAuth tokens), never the user's ~/.local/state."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("agentflow-state")))
+
+
+@pytest.fixture(autouse=True)
 def _fresh_secrets():
     """Every test starts with no registered secret: the redaction registry is process-wide (as it
     is in a flowc process), so a secret one test registered would otherwise mask text in the next

@@ -258,6 +258,7 @@ RUNTIME_RANKS: dict[str, tuple[str, int]] = {
     "events": ("helpers", 0),
     "genai_attributes": ("helpers", 0),
     "shape_cache": ("helpers", 0),
+    "run_index": ("helpers", 0),
     "config": ("config", 1),  # flow.toml
     "provider_options": ("config", 1),  # [providers.NAME] rules by kind, header ${VAR}s
     "models": ("models", 2),

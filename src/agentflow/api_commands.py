@@ -35,6 +35,7 @@ from agentflow.runtime.durable.runs import ask_durable, ask_result, database_for
 from agentflow.runtime.events import JsonlSink, read_trace
 from agentflow.runtime.models.router import ModelRouter
 from agentflow.runtime.report import build_report
+from agentflow.runtime.run_index import remember as remember_run
 from agentflow.runtime.tools.build import list_catalog, plan_load_problems
 
 __all__ = [
@@ -321,6 +322,13 @@ async def _ask_durable(
         sinks=tuple(sinks),
     )
     own_engine = not launched()  # the engine is stopped again when this call started it
+    started = on_start
+
+    def remembered(rid: str) -> None:  # found from any directory (run_index.py)
+        remember_run(rid, url, config.path)
+        if started is not None:
+            started(rid)
+
     try:
         rid, result = await ask_durable(
             question,
@@ -329,7 +337,7 @@ async def _ask_durable(
             max_iterations=max_iterations,
             run_id=run_id,
             config_path=str(config.path) if config.path else None,
-            on_start=on_start,
+            on_start=remembered,
             model=model,
         )
     finally:

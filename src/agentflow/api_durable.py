@@ -11,6 +11,7 @@ telemetry that running a step needs (docs/decisions.md "What flowc runs show loa
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from agentflow.runtime.config import Config, load_config
 from agentflow.runtime.durable.answers import written_as
 from agentflow.runtime.durable.database import (
     database_for,
+    holds_run,
     missing_database,
     redrive_id,
     run_id_problem,
@@ -40,6 +42,7 @@ from agentflow.runtime.durable.run_info import (
     answer_name,
     question_path,
 )
+from agentflow.runtime.run_index import recall, recent
 
 __all__ = [
     "answer_durable",
@@ -51,6 +54,8 @@ __all__ = [
     "run_id_error",
     "redrive_id",
     "durable_database",
+    "durable_run_database",
+    "recent_durable_databases",
     "list_durable_runs",
     "missing_durable_database",
     "recorded_run",
@@ -68,6 +73,72 @@ def durable_database(
     if not isinstance(config, Config):
         config = load_config(None if config is None else os.fspath(config))
     return database_for(config, database)
+
+
+@dataclass(frozen=True)
+class RunDatabase:
+    """Where a command that takes durable run ``run_id`` finds it (:func:`durable_run_database`):
+    ``url``, the database; ``config``, the ``flow.toml`` to read with it (None: the one given,
+    or found from the current directory); ``note``, one line saying the run was found where it
+    was started, not in the current directory's database (None when it was not)."""
+
+    url: str
+    config: str | None = None
+    note: str | None = None
+
+
+def durable_run_database(
+    run_id: str,
+    *,
+    config: Config | str | os.PathLike | None = None,
+    database: str | None = None,
+) -> RunDatabase:
+    """The database of durable run ``run_id`` for ``flowc runs show``, ``answer``, ``cancel``,
+    ``resume`` and ``redrive``: ``--config`` / ``--database`` when given; else the current
+    directory's (:func:`durable_database`) when it holds the run — or is not a SQLite file,
+    which cannot be looked into without opening it; else the one the run was started on, as
+    the per-user index of runs recorded it (runtime/run_index.py), with a note; else
+    the current directory's (whose command then says the run is not there).  Raises
+    :class:`ConfigError` as :func:`durable_database` (docs/durable.md "Which database a
+    command reads")."""
+    url = durable_database(config=config, database=database)
+    if config is not None or database is not None or holds_run(url, run_id) is not False:
+        return RunDatabase(url)
+    entry = recall(run_id)
+    if entry is None:
+        return RunDatabase(url)
+    toml = entry.config if entry.config and Path(entry.config).is_file() else None
+    if entry.database is not None and not Path(entry.database).is_file():
+        return RunDatabase(url)  # the run's SQLite file is gone (or moved)
+    if entry.database is None and toml is None:
+        return RunDatabase(url)
+    try:
+        other = database_for(load_config(toml), entry.database)
+    except FlowError:
+        return RunDatabase(url)  # its flow.toml is broken now: the current directory's
+    if other == url or holds_run(other, run_id) is False:
+        return RunDatabase(url)
+    where = f"{_shown(toml)}'s database" if toml else _shown(entry.database or "")
+    return RunDatabase(
+        other,
+        toml,
+        f"note: run {run_id} is in {where}, where it was started (not this directory's)",
+    )
+
+
+def _shown(path: str) -> str:
+    """``path`` relative to the current directory when it is below it, else as it is."""
+    try:
+        return os.path.relpath(path) if Path(path).resolve().is_relative_to(Path.cwd()) else path
+    except (OSError, ValueError):
+        return path
+
+
+def recent_durable_databases(limit: int = 3) -> list[Any]:
+    """The ``flow.toml`` files (or SQLite files) durable runs were started with most recently,
+    newest first: :class:`agentflow.runtime.run_index.IndexEntry` each (``flowc runs``
+    names them where it finds no runs)."""
+    return recent(limit)
 
 
 def missing_durable_database(url: str) -> Path | None:

@@ -47,6 +47,7 @@ from agentflow.runtime.models.cassette import ReplayRouter, recording_router
 from agentflow.runtime.models.router import ModelRouter, test_router
 from agentflow.runtime.models.test_model import parse_model_option
 from agentflow.runtime.result import RunResult
+from agentflow.runtime.run_index import remember as remember_run
 from agentflow.runtime.shape_cache import CACHE_ENV, ShapeCache, ShapeRecorder
 from agentflow.runtime.telemetry import (
     OtelSink,
@@ -376,6 +377,15 @@ async def _run_durable(
         named = isinstance(target, str | os.PathLike)
         file = str(Path(target)) if named else plan.source_file or "<plan>"
     url = durable_runs.database_for(config, kw.pop("database"))
+    # where the run is, for the commands that take its id from any directory (run_index.py)
+    started = kw.get("on_start")
+
+    def on_start(run_id: str) -> None:
+        remember_run(run_id, url, config.path)
+        if started is not None:
+            started(run_id)
+
+    kw["on_start"] = on_start
     replay = kw.pop("replay")
     model = kw.pop("model")
     own_engine = (

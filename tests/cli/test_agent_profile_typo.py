@@ -108,8 +108,8 @@ def test_a_durable_run_of_a_flow_elsewhere_says_where_its_database_is(tmp_path: 
     assert ran.exit_code == 0, ran.output
     used = Path("project") / "flow.toml"
     assert (
-        f"note: the run's database is {used}'s; from this directory give flowc runs, answer "
-        f"and resume --config {used}"
+        f"note: the run's database is {used}'s: `flowc runs --config {used}` lists it (runs "
+        "show, answer, cancel, resume and redrive of this run find it from any directory)"
     ) in ran.stderr, ran.stderr
     assert (project / ".flowc" / "durable.sqlite").is_file()  # beside the flow.toml it read
 

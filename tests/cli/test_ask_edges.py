@@ -185,7 +185,7 @@ def test_ctrl_c_in_a_durable_questions_tool_call_makes_no_model_call_and_lists_t
         assert "question: Get item 1,\n  then say what it is.\n" in text_view
         assert "interrupted" in text_view.splitlines()[-2]
         listed = runner.invoke(main, ["runs"]).stdout
-        assert listed.startswith("q-int  aborted   ask  started ")
+        assert listed.startswith("q-int  aborted    ask  started ")  # as wide as unreadable
         assert listed.rstrip().endswith('"Get item 1, then say what it is."')
         (run,) = json.loads(runner.invoke(main, ["runs", "--json"]).stdout)
         assert run["question"] == "Get item 1,\nthen say what it is."

@@ -608,18 +608,19 @@ def _input_hint(target: str, given: str | None, reuse: str | None = None) -> str
 
 
 def _database_note(target: str, config: str | None, database: str | None) -> str | None:
-    """For a durable run of ``target``, the note that the commands taking its id need
-    ``--config`` when started here: the flow.toml beside the flow (which sets the run's
-    database) is not the one found from the current directory (docs/reference/configuration.md
-    "Which flow.toml"); None when they agree or ``--config`` / ``--database`` is given."""
+    """For a durable run of ``target``, the note that ``flowc runs`` started here lists another
+    database (the commands taking the run's id find it anyway: api.durable_run_database): the
+    flow.toml beside the flow (which sets the run's database) is not the one found from the
+    current directory (docs/reference/configuration.md "Which flow.toml"); None when they
+    agree or ``--config`` / ``--database`` is given."""
     if config is not None or database is not None:
         return None
     used, here = api.config_file(target), api.config_file()
     if used is None or (here is not None and here.resolve() == used.resolve()):
         return None
     return (
-        f"note: the run's database is {used}'s; from this directory give flowc runs, "
-        f"answer and resume --config {used}"
+        f"note: the run's database is {used}'s: `flowc runs --config {used}` lists it (runs "
+        "show, answer, cancel, resume and redrive of this run find it from any directory)"
     )
 
 

@@ -70,6 +70,19 @@ def _durable_url(config: str | None, database: str | None) -> str:
     return api.durable_database(config=config, database=database)
 
 
+def _run_database(config: str | None, database: str | None, run_id: str) -> Any:
+    """Where run ``run_id`` is (:func:`agentflow.api.durable_run_database`): ``--config`` /
+    ``--database``, else the current directory's database when it holds the run, else the one
+    the run was started on — said in one line on stderr; a configuration mistake exits 1."""
+    try:
+        place = api.durable_run_database(run_id, config=config, database=database)
+    except FlowError as e:
+        _fail(e)
+    if place.note:
+        _err(place.note)
+    return place
+
+
 def _durable_call(coro_fn: Any) -> Any:
     """Run a coroutine of the durable API with the engine shut down afterwards; a user error
     is printed (exit 1), never a traceback."""
@@ -123,8 +136,10 @@ def resume(
 ) -> None:
     """Continue durable run RUN after its process stopped: finished steps are replayed from
     the record, the rest runs here."""
+    place = _run_database(config, database, run_id)  # a mistake is said before anything runs
+    if place.note:  # found where it was started: its flow.toml and database
+        config, database = config or place.config, database or place.url
     try:
-        _durable_url(config, database)  # a configuration mistake is said before anything runs
         _otel_settings(config, otel, no_otel)
     except FlowError as e:
         _fail(e)
@@ -139,7 +154,7 @@ def resume(
                 shown.add(q.path)
                 _show_question(run_id, q.path, q.question, q.choices, q.label, known.items())
 
-    before, ended = _run_before(_durable_url(config, database), run_id)
+    before, ended = _run_before(place.url, run_id)
     why = str((before.error or {}).get("message") or "") if before is not None else ""
     # a durable question a Ctrl-C ended goes on from its record (DBOS); the earlier
     # interruption is one line, not its error as if this resume's
@@ -223,6 +238,15 @@ RUN_STATUSES = (
 )  # fmt: skip
 #: How many runs ``flowc runs`` lists by default.
 RUNS_LIMIT = 50
+#: The width of ``flowc runs``' status column: its widest status (``unreadable``).
+RUN_STATUS_WIDTH = max(len(s) for s in RUN_STATUSES)
+#: Every status a step of ``flowc runs show`` can have (runtime/durable/shown.py,
+#: management.py), ``reused`` for a step a redrive took from its run.
+STEP_STATUSES = (
+    "done", "error", "retried", "reused", "sleeping", "interrupted", "unanswered",
+)  # fmt: skip
+#: The width of ``flowc runs show``'s step status column: its widest (``interrupted``).
+STEP_STATUS_WIDTH = max(len(s) for s in STEP_STATUSES)
 
 
 @click.group(invoke_without_command=True)
@@ -275,10 +299,14 @@ def runs(
     if not found:
         what = f"no durable runs{_filtered(status, plan)}"
         _err(what + (f" (no database at {missing})" if missing else ""))
+        if config is None and database is None:
+            _elsewhere(url)
         return
     for r in found:
         asked = f"  {_one_line(r.question)}" if r.question is not None else ""
-        _say(f"{r.run_id}  {r.status:<9} {r.plan}  started {_when(r.created_at)}{asked}")
+        _say(
+            f"{r.run_id}  {r.status:<{RUN_STATUS_WIDTH}} {r.plan}  started {_when(r.created_at)}{asked}"
+        )
         for q in r.questions:
             choices = f" ({choices_text(q.choices)})" if q.choices else ""
             late = " (its timeout ran out)" if q.timed_out else ""
@@ -289,6 +317,27 @@ def runs(
             _say(f"    ! {r.unreadable}")
     if more:
         _say(more)
+
+
+def _elsewhere(url: str) -> None:
+    """Under ``flowc runs``' "no durable runs": the databases runs were last started on from
+    anywhere (the per-user index of runs), as the ``flowc runs`` that lists each."""
+    import os
+
+    here = url.split("?", 1)[0]
+    for entry in api.recent_durable_databases():
+        if entry.database is not None and here == f"sqlite:///{entry.database}":
+            continue
+        path = entry.config or entry.database or ""
+        try:  # a path below the current directory is shown relative to it
+            if os.path.realpath(path).startswith(os.path.realpath(os.getcwd()) + os.sep):
+                path = os.path.relpath(path)
+        except (OSError, ValueError):
+            pass
+        option = (
+            f"--config {shlex.quote(path)}" if entry.config else f"--database {shlex.quote(path)}"
+        )
+        _err(f"  runs were started elsewhere (the latest: {entry.run_id}): flowc runs {option}")
 
 
 def _filtered(status: str | None, plan: str | None) -> str:
@@ -355,10 +404,8 @@ def runs_show(
     --offset), status, cost so far, pending questions, error, and for a --fleet run which
     worker holds which unfinished unit."""
     parent = ctx.obj or {}
-    try:
-        url = _durable_url(config or parent.get("config"), database or parent.get("database"))
-    except FlowError as e:
-        _fail(e)
+    config, database = config or parent.get("config"), database or parent.get("database")
+    url = _run_database(config, database, run_id).url
     info = _durable_call(
         lambda: api.show_durable_run(
             url, run_id, internals=show_all, limit=limit or None, offset=offset
@@ -473,7 +520,7 @@ def _step_line(step: dict[str, Any]) -> str:
     code = (step.get("error") or {}).get("code")
     if code:  # what the attempt failed with: the code its retry policy decided by
         what += f"  [{code}]"
-    return f"{mark:<10} {at}  {took:>7}  {what}"
+    return f"{mark:<{STEP_STATUS_WIDTH}} {at}  {took:>7}  {what}"
 
 
 def _holder_line(holder: dict[str, Any], run_id: str) -> str:
@@ -535,10 +582,7 @@ def answer(run_id: str, step: str, value: str, config: str | None, database: str
     """Answer the question durable run RUN waits on at STEP (its name in the .flow — the let
     its answer is bound to, or its stage — or its step path) with VALUE (JSON unless the
     question wants text), checked against the question's type and choices."""
-    try:
-        url = _durable_url(config, database)
-    except FlowError as e:
-        _fail(e)
+    url = _run_database(config, database, run_id).url
     question = _durable_call(lambda: api.answer_durable(url, run_id, step, value))
     _err(f"answered [{question.shown()}] {question.question}")
 
@@ -549,10 +593,7 @@ def answer(run_id: str, step: str, value: str, config: str | None, database: str
 @_database_option
 def cancel(run_id: str, config: str | None, database: str | None) -> None:
     """Cancel durable run RUN (each of its units stops at its next step)."""
-    try:
-        url = _durable_url(config, database)
-    except FlowError as e:
-        _fail(e)
+    url = _run_database(config, database, run_id).url
     _durable_call(lambda: api.cancel_durable(url, run_id))
     _err(f"cancelled {run_id}")
 
@@ -588,10 +629,10 @@ def redrive(
     is one that has not ended: `flowc resume RUN` continues it (or `flowc cancel RUN` first)."""
     import secrets  # hashlib's OpenSSL (~10 ms): not for every flowc start
 
-    try:
-        url = _durable_url(config, database)
-    except FlowError as e:
-        _fail(e)
+    place = _run_database(config, database, run_id)
+    url = place.url
+    if place.note:  # found where it was started: the new run goes into the same database
+        config, database = config or place.config, database or place.url
     spec = _durable_call(lambda: api.recorded_run(url, run_id, redrive=True))
     plan = api.plan_from_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
     # the new run's id: RUN's own (before any earlier redrive's suffix) + a fresh suffix

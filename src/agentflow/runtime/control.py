@@ -43,6 +43,7 @@ from agentflow.runtime.effects import (
     advance_virtual,
     fork_virtual,
     join_virtual,
+    nearest_bound,
     virtual_elapsed,
 )
 from agentflow.runtime.expressions import (
@@ -666,6 +667,15 @@ async def _sleep(call: ControlCall) -> Any:
     sleeper = ex.ctx.hooks.sleeper
     if sleeper is not None and not ex.effects.durable:
         deadline = call.frame.deadline_at
+        limit = nearest_bound()  # the timed steps around it (dispatch.bounded)
+        if limit is not None and (deadline is None or limit.at < deadline):
+            left = limit.at - ex.effects.now()
+            if seconds > left:
+                # a timed step around it would end first: its clock moves to the bound, the
+                # step ends `timeout` there (this task is cancelled, as a real sleep would be)
+                advance_virtual(max(0.0, left))
+                limit.expired.set()
+                await asyncio.get_running_loop().create_future()
         if deadline is not None and seconds > deadline - ex.effects.now():
             # virtual time still keeps the deadline (now() counts the virtual time slept
             # before): the wait would have outlasted it

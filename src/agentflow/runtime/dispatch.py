@@ -35,7 +35,7 @@ from agentflow.runtime.control import (
     ExitOk,
     cancelled_message,
 )
-from agentflow.runtime.effects import UnitSpec
+from agentflow.runtime.effects import UnitSpec, VirtualBound, enter_bound, leave_bound
 from agentflow.runtime.expressions import render_value, to_json_value
 from agentflow.runtime.extract import validate
 from agentflow.runtime.hooks import GateCall, RunAborted, ToolFailure, maybe_await
@@ -147,16 +147,32 @@ async def bounded(
     watched = None
     if ex.effects.evaluation_clock():
         watched = use_watch((watching() or EvalWatch()).bounded(bound, code, message))
+    # where the host stands in for sleeps (flowc test's virtual time), the step's own timeout
+    # counts them as the deadline does: a sleep inside that would outlast it ends it there
+    virtual = None
+    if code == Code.TIMEOUT and ex.ctx.hooks.sleeper is not None and not ex.effects.durable:
+        virtual = VirtualBound(ex.effects.now() + bound)
+        entered = enter_bound(virtual)
     try:
         task = asyncio.ensure_future(invoke(ex, info, scope, path, frame, announce, call))
     finally:
         if watched is not None:
             end_watch(watched)
+        if virtual is not None:
+            leave_bound(entered)
+    expired = asyncio.ensure_future(virtual.expired.wait()) if virtual is not None else None
     try:
-        done, _ = await asyncio.wait({task}, timeout=bound)
+        done, _ = await asyncio.wait(
+            {task} if expired is None else {task, expired},
+            timeout=bound,
+            return_when=asyncio.FIRST_COMPLETED,
+        )
     except asyncio.CancelledError:
         await cancel_within(task)  # the run is stopping: bounded, then it goes on
         raise
+    finally:
+        if expired is not None:
+            expired.cancel()
     if task in done:
         return task.result()
     await cancel_within(task)

@@ -31,7 +31,7 @@ import asyncio
 import random as _random
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -66,6 +66,40 @@ class _Clock:
 #: task advances the clock of the run that waits for it; concurrent tasks get their own
 #: (:func:`fork_virtual`, :func:`join_virtual`)
 _VIRTUAL: ContextVar[_Clock | None] = ContextVar("agentflow_virtual_time", default=None)
+
+
+class VirtualBound:
+    """A timed step's bound on the virtual clock (``flowc test``'s sleeps, the ``sleeper``
+    hook): ``at``, the :meth:`Effects.now` it ends at; ``expired`` is set by a virtual
+    ``sleep`` inside the step that would outlast it (having moved its clock to ``at``), and
+    the step then ends with ``timeout`` as at a real expiry (dispatch.bounded)."""
+
+    __slots__ = ("at", "expired")
+
+    def __init__(self, at: float) -> None:
+        self.at = at
+        self.expired = asyncio.Event()
+
+
+#: the virtual bounds of the timed steps this task runs inside (outermost first)
+_BOUNDS: ContextVar[tuple[VirtualBound, ...]] = ContextVar("agentflow_bounds", default=())
+
+
+def enter_bound(bound: VirtualBound) -> Token[tuple[VirtualBound, ...]]:
+    """Make ``bound`` one of the bounds of the tasks started from here on (reset the token
+    once the step's task is started: the task keeps a copy of the context)."""
+    return _BOUNDS.set((*_BOUNDS.get(), bound))
+
+
+def leave_bound(token: Token[tuple[VirtualBound, ...]]) -> None:
+    """Undo :func:`enter_bound` in this context."""
+    _BOUNDS.reset(token)
+
+
+def nearest_bound() -> VirtualBound | None:
+    """The virtual bound that ends first among the timed steps around this task, or None."""
+    bounds = _BOUNDS.get()
+    return min(bounds, key=lambda b: b.at) if bounds else None
 
 
 def start_virtual() -> None:

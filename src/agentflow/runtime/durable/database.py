@@ -235,6 +235,31 @@ def missing_database(url: str) -> Path | None:
     return file if file is not None and not file.exists() else None
 
 
+def holds_run(url: str, run_id: str) -> bool | None:
+    """Whether SQLite database ``url`` holds durable run ``run_id`` (DBOS's ``workflow_status``
+    row of its root, read without opening the engine or writing anything); False for a file
+    that does not exist or cannot be read as one, None for a PostgreSQL or Temporal ``url``
+    (not looked into here)."""
+    import sqlite3
+
+    file = sqlite_path(url)
+    if file is None:
+        return None
+    if not file.is_file():
+        return False
+    try:
+        conn = sqlite3.connect(f"{file.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            row = conn.execute(
+                "SELECT 1 FROM workflow_status WHERE workflow_uuid = ? LIMIT 1", (run_id,)
+            ).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return False
+    return row is not None
+
+
 def attach(url: str, run_id: str | None = None) -> None:
     """Open ``url`` for inspecting or messaging runs: the engine this process already runs on
     ``url`` (a server's, a run's) as it is, else a launch as this command-line process.

@@ -399,6 +399,9 @@ class ItemPage:
     total: int = 0
     first: list[dict[str, Any]] = field(default_factory=list)
     models: list[dict[str, Any]] = field(default_factory=list)
+    #: ``(workflow_id, name)`` of each failed record of ``first`` that a later record of the
+    #: same unit and call follows (an attempt made again: past the page, so not among them)
+    later: set[tuple[str, str]] = field(default_factory=set)
 
 
 #: Units per query of :func:`item_page` (SQLite allows 32,766 parameters, older builds 999).
@@ -442,7 +445,22 @@ def item_page(sys_db: Any, workflow_ids: list[str], first: int) -> ItemPage:
                     {**params, "m": "%/model:%"},
                 ).all()
             ]
-    rows.sort(key=lambda r: (r[4], r[5], r[1]))
+        rows.sort(key=lambda r: (r[4], r[5], r[1]))
+        # a failed attempt on the page whose next attempt is past it: told here, where the
+        # rows are, so the page shows it `retried` as the whole listing does
+        for row in rows[:first]:
+            if row[3] is None:
+                continue
+            key = str(row[1]).rsplit("#", 1)[0] + "#"
+            again = conn.execute(
+                sa.text(
+                    f"SELECT 1 FROM {TABLE} WHERE workflow_id = :w AND name <> :name "
+                    "AND substr(name, 1, :n) = :key AND started_at >= :at LIMIT 1"
+                ),
+                {"w": row[0], "name": row[1], "n": len(key), "key": key, "at": row[4]},
+            ).first()
+            if again is not None:
+                page.later.add((str(row[0]), str(row[1])))
     page.first = [_step(row) for row in rows[:first]]
     return page
 

@@ -334,6 +334,8 @@ async def _show_run(
                 priced += _cost(run_id, step, cost)
             if isinstance(out, dict) and out.get("reused"):
                 entry["reused"] = True
+            if items is not None and (w.workflow_id, name) in items.later:
+                entry["_later"] = True  # made again past the page (shown.page marks it)
             if op is not None and op.kind == "sleep":
                 sleep_entry(entry, value, info.status, info.updated_at)
             if values and op is not None and value is not None:

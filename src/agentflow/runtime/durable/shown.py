@@ -202,7 +202,11 @@ def sleep_entry(entry: dict[str, Any], value: Any, run_status: str, ended: float
             entry["status"], entry["finished_at"] = "sleeping", None
             return
     elif run_status not in ("ok", "exited") and value > ended:
-        entry["status"], entry["finished_at"] = "interrupted", ended
+        # the run's own last update may precede the sleep's record (its root row is not
+        # touched when the run ends during the sleep): never an end before the start
+        started = entry.get("started_at")
+        end = max(ended, started) if isinstance(started, int | float) else ended
+        entry["status"], entry["finished_at"] = "interrupted", end
         return
     entry["finished_at"] = float(value)
 
@@ -242,10 +246,11 @@ def _mark_retried(steps: list[dict[str, Any]]) -> None:
     later: set[tuple[Any, ...]] = set()
     for step in reversed(steps):
         op = step.get("_op")
+        again = step.pop("_later", False)  # its next attempt is past a page's rows (items.py)
         if op is None or op.kind == "ask" or _AGENT_CALL.search(op.path):
             continue  # an agent's tool call: its failure went back to the model, not retried
         key = (step.get("unit"), op.path, op.kind, op.what)
-        if step.get("status") == "error" and key in later:
+        if step.get("status") == "error" and (key in later or again):
             step["status"] = "retried"
         later.add(key)
 

@@ -55,6 +55,7 @@ from agentflow.runtime.tools.catalog import (
     run_services,
 )
 from agentflow.runtime.tools.mcp_auth import expand_vars, oauth_provider
+from agentflow.runtime.tools.mcp_lines import install as install_line_reader
 from agentflow.runtime.tools.mcp_sampling import sample
 
 #: Seconds to wait for a connection's owner task to wind down on close (then it is cancelled and,
@@ -152,6 +153,7 @@ class McpConnection:
                 cwd = Path(server.cwd)
                 cwd = cwd if cwd.is_absolute() else self.base_dir / cwd
             _bound_sdk_shutdown()
+            install_line_reader()  # linear in a line's length, and bounded (mcp_lines.py)
             params = StdioServerParameters(
                 command=server.command,
                 args=list(server.args),
