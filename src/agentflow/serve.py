@@ -65,6 +65,7 @@ from agentflow.runtime.events import CallbackSink
 from agentflow.runtime.executor import NO_ANSWER, Hooks
 from agentflow.runtime.extract import loads_value
 from agentflow.runtime.hooks import check_answer
+from agentflow.runtime.interrupt import off_loop
 from agentflow.runtime.models.test_model import parse_model_option
 from agentflow.runtime.result import RunResult
 
@@ -375,16 +376,22 @@ class McpFlowServer:
             return await self._call_durable(ctx, flow, run_input)
         desk = _RunDesk(asyncio.get_running_loop(), flow.steps)
         progress = desk.join(ctx)
+        elicitor = _Elicitor(ctx, asyncio.get_running_loop())
         try:
-            result = await api_run.run(
-                flow.plan,
-                run_input,
-                config=self.config,
-                workspace=self.workspace,
-                hooks=Hooks(interlocutor=_Elicitor(ctx)),
-                sinks=[desk.sink()],
-                shape_cache=False,
-                model=self.model,
+            # on a loop of its own: a long evaluation holds only its own loop, this one goes
+            # on answering (other calls, a cancel: the run ends at its next checkpoint)
+            result = await off_loop(
+                lambda: api_run.run(
+                    flow.plan,
+                    run_input,
+                    config=self.config,
+                    workspace=self.workspace,
+                    hooks=Hooks(interlocutor=elicitor),
+                    sinks=[desk.sink()],
+                    shape_cache=False,
+                    model=self.model,
+                ),
+                name=f"flowc-serve-{flow.name}",
             )
         except FlowError as exc:  # bad input, a tool that does not resolve, no model
             await progress.flush()
@@ -842,10 +849,19 @@ class _Elicitor:
     """The interlocutor of a served run: each ``ask`` is an elicitation request to the client
     (related to the tool call, so streamable HTTP sends it on the call's stream)."""
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Any, loop: asyncio.AbstractEventLoop | None = None) -> None:
         self.ctx = ctx
+        #: the server's loop, where the session lives (the run asks from a loop of its own)
+        self.loop = loop
 
     async def __call__(self, request: Any) -> Any:
+        if self.loop is not None and asyncio.get_running_loop() is not self.loop:
+            return await asyncio.wrap_future(
+                asyncio.run_coroutine_threadsafe(self._ask(request), self.loop)
+            )
+        return await self._ask(request)
+
+    async def _ask(self, request: Any) -> Any:
         from mcp.types import ClientCapabilities, ElicitationCapability
 
         session = self.ctx.session
