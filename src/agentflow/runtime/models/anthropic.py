@@ -34,6 +34,10 @@ from agentflow.runtime.models.http import (
     HTTPModelClient,
     StreamFailure,
     error_body,
+    event_item,
+    event_object,
+    event_text,
+    malformed_event,
     status_of_error_body,
 )
 from agentflow.runtime.models.openai import is_strict_as_is, reply_id
@@ -232,19 +236,18 @@ async def read_anthropic_stream(events: Any, on_delta: Any, chunks: list[str]) -
             raise StreamFailure(
                 500, json.dumps({"error": {"message": "a stream event is not JSON"}})
             ) from None
-        if not isinstance(item, dict):
-            continue
-        kind = item.get("type") or event
+        item = event_item(item, "an event")
+        kind = event_text(item, "type", "an event") or event
         error = error_body(item) if kind == "error" else None
         if kind == "error":
             raise StreamFailure(status_of_error_body(error or "error"), data)
-        if kind == "message_start" and isinstance(item.get("message"), dict):
-            message = dict(item["message"])
+        if kind == "message_start":
+            message = dict(event_object(item, "message", kind))
             message["content"] = []
         elif kind == "content_block_start":
             index = _event_index(item, len(blocks))
-            block = item.get("content_block")
-            if isinstance(block, dict):
+            block = event_object(item, "content_block", kind)
+            if block:
                 blocks[index] = dict(block)
                 if block.get("type") == "tool_use":
                     blocks[index]["input"] = {}
@@ -253,7 +256,7 @@ async def read_anthropic_stream(events: Any, on_delta: Any, chunks: list[str]) -
             index = _event_index(item, 0)
             delta = _event_object(item, "delta", kind)
             block = blocks.setdefault(index, {"type": "text", "text": ""})
-            dtype = delta.get("type")
+            dtype = event_text(delta, "type", "a content_block_delta's delta")
             if dtype == "text_delta":
                 piece = _event_text(delta, "text")
                 block["text"] = (block.get("text") or "") + piece
@@ -285,10 +288,12 @@ async def read_anthropic_stream(events: Any, on_delta: Any, chunks: list[str]) -
             delta = _event_object(item, "delta", kind)
             for key in ("stop_reason", "stop_sequence"):
                 if key in delta:
-                    message[key] = delta[key]
-            if isinstance(item.get("usage"), dict):
+                    message[key] = event_text(delta, key, "a message_delta's delta") or None
+            if item.get("usage") is not None:
                 usage = dict(message.get("usage") or {})
-                usage.update({k: v for k, v in item["usage"].items() if v is not None})
+                usage.update(
+                    {k: v for k, v in event_object(item, "usage", kind).items() if v is not None}
+                )
                 message["usage"] = usage
         elif kind == "message_stop":
             done = True
@@ -304,18 +309,11 @@ async def read_anthropic_stream(events: Any, on_delta: Any, chunks: list[str]) -
     return message
 
 
-def _malformed_event(what: str) -> StreamFailure:
-    """A stream event of the wrong shape: the call fails as a malformed reply does (transient,
-    retried), never with Python's own error (docs/models.md "Streaming")."""
-    message = f"a stream event is malformed: {what}"
-    return StreamFailure(500, json.dumps({"error": {"message": message}}))
-
-
 def _event_index(item: dict[str, Any], default: int) -> int:
     """An event's content block ``index`` (``default`` when it has none); a whole number ≥ 0."""
     index = item.get("index", default)
     if type(index) is not int or index < 0:
-        raise _malformed_event(f"{item.get('type')}'s index should be a whole number ≥ 0")
+        raise malformed_event(f"{item.get('type')}'s index should be a whole number ≥ 0")
     return index
 
 
@@ -325,7 +323,7 @@ def _event_object(item: dict[str, Any], key: str, kind: str) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise _malformed_event(f"{kind}'s {key} should be an object")
+        raise malformed_event(f"{kind}'s {key} should be an object")
     return value
 
 
@@ -335,7 +333,7 @@ def _event_text(delta: dict[str, Any], key: str) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise _malformed_event(f"a {delta.get('type')}'s {key} should be text")
+        raise malformed_event(f"a {delta.get('type')}'s {key} should be text")
     return value
 
 

@@ -41,7 +41,15 @@ from agentflow.runtime.models.base import (
     wire_tool_name,
     with_contract,
 )
-from agentflow.runtime.models.http import HTTPModelClient, StreamFailure, status_of_error_body
+from agentflow.runtime.models.http import (
+    HTTPModelClient,
+    StreamFailure,
+    event_index,
+    event_item,
+    event_object,
+    event_text,
+    status_of_error_body,
+)
 
 _STOP = {
     "end_turn": "stop",
@@ -247,36 +255,41 @@ async def read_bedrock_stream(events: Any, on_delta: Any, chunks: list[str]) -> 
             ) from None
         if event == "error":
             raise StreamFailure(status_of_error_body(item), json.dumps({"error": item}))
-        if not isinstance(item, dict):
-            continue
-        index = item.get("contentBlockIndex", 0)
+        # each field's type is checked where it is read (malformed: transient, retried)
+        item = event_item(item, f"a {event or 'stream'} event")
+        index = event_index(item, "contentBlockIndex", event, 0)
+        assert index is not None
         if event == "contentBlockStart":
-            start = (item.get("start") or {}).get("toolUse")
-            if isinstance(start, dict):
+            start = event_object(event_object(item, "start", event), "toolUse", f"{event}'s start")
+            if start:
                 blocks[index] = {"toolUse": {**start, "input": {}}}
                 partial[index] = ""
         elif event == "contentBlockDelta":
-            delta = item.get("delta") or {}
-            if isinstance(delta.get("text"), str):
-                piece = delta["text"]
+            delta = event_object(item, "delta", event)
+            if delta.get("text") is not None:
+                piece = event_text(delta, "text", f"{event}'s delta")
                 block = blocks.setdefault(index, {"text": ""})
                 block["text"] = block.get("text", "") + piece
                 if piece:
                     chunks.append(piece)
                     if on_delta is not None:
                         on_delta(piece)
-            elif isinstance(delta.get("toolUse"), dict):
-                partial[index] = partial.get(index, "") + str(delta["toolUse"].get("input") or "")
-            elif isinstance(delta.get("reasoningContent"), dict):
-                reasoning = delta["reasoningContent"]
+            elif delta.get("toolUse") is not None:
+                tool_use = event_object(delta, "toolUse", f"{event}'s delta")
+                partial[index] = partial.get(index, "") + event_text(
+                    tool_use, "input", f"{event}'s toolUse"
+                )
+            elif delta.get("reasoningContent") is not None:
+                reasoning = event_object(delta, "reasoningContent", f"{event}'s delta")
                 block = blocks.setdefault(index, {"reasoningContent": {"reasoningText": {}}})
                 content = block.setdefault("reasoningContent", {})
                 if "redactedContent" in reasoning:
                     content["redactedContent"] = reasoning["redactedContent"]
                 text = content.setdefault("reasoningText", {})
                 for key in ("text", "signature"):
-                    if isinstance(reasoning.get(key), str):
-                        text[key] = text.get(key, "") + reasoning[key]
+                    if reasoning.get(key) is not None:
+                        piece = event_text(reasoning, key, f"{event}'s reasoningContent")
+                        text[key] = text.get(key, "") + piece
         elif event == "contentBlockStop" and index in partial and index in blocks:
             text = partial.pop(index)
             try:
@@ -284,10 +297,10 @@ async def read_bedrock_stream(events: Any, on_delta: Any, chunks: list[str]) -> 
             except (ValueError, RecursionError):
                 blocks[index]["toolUse"]["input"] = text  # kept raw: the agent loop reports it
         elif event == "messageStop":
-            stop = item.get("stopReason")
+            stop = event_text(item, "stopReason", event) or None
             done = True
         elif event == "metadata":
-            usage = item.get("usage")
+            usage = event_object(item, "usage", event) or None
     if not done:
         raise StreamFailure(
             502, json.dumps({"error": {"message": "the stream ended before messageStop"}})
@@ -295,9 +308,9 @@ async def read_bedrock_stream(events: Any, on_delta: Any, chunks: list[str]) -> 
     for index, text in partial.items():  # a tool-use block never stopped
         blocks[index]["toolUse"]["input"] = text
     for block in blocks.values():
-        reasoning = block.get("reasoningContent")
-        if isinstance(reasoning, dict) and not reasoning.get("reasoningText"):
-            reasoning.pop("reasoningText", None)
+        held = block.get("reasoningContent")
+        if isinstance(held, dict) and not held.get("reasoningText"):
+            held.pop("reasoningText", None)
     return {
         "output": {
             "message": {"role": "assistant", "content": [blocks[i] for i in sorted(blocks)]}

@@ -43,6 +43,10 @@ from agentflow.runtime.models.http import (
     HTTPModelClient,
     StreamFailure,
     error_body,
+    event_item,
+    event_list,
+    event_object,
+    event_text,
     status_of_error_body,
 )
 from agentflow.runtime.models.schema_subsets import GEMINI, fit_schema
@@ -208,23 +212,23 @@ async def read_gemini_stream(events: Any, on_delta: Any, chunks: list[str]) -> d
         error = error_body(chunk)
         if error is not None:
             raise StreamFailure(status_of_error_body(error), data)
-        if not isinstance(chunk, dict):
-            continue
+        # each field's type is checked where it is read (a chunk of the wrong shape is a
+        # malformed reply: transient, retried)
+        chunk = event_item(chunk, "a chunk")
         last = chunk
-        usage = chunk.get("usageMetadata") or usage
-        feedback = chunk.get("promptFeedback") or feedback
-        candidates = chunk.get("candidates")
-        if not isinstance(candidates, list) or not candidates:
+        usage = event_object(chunk, "usageMetadata", "a chunk") or usage
+        feedback = event_object(chunk, "promptFeedback", "a chunk") or feedback
+        candidates = event_list(chunk, "candidates", "a chunk")
+        if not candidates:
             continue
-        candidate = candidates[0] if isinstance(candidates[0], dict) else {}
-        finish = candidate.get("finishReason") or finish
-        content = candidate.get("content")
-        for part in (content or {}).get("parts") or [] if isinstance(content, dict) else []:
-            if not isinstance(part, dict):
-                continue
+        candidate = event_item(candidates[0], "a candidate")
+        finish = event_text(candidate, "finishReason", "a candidate") or finish
+        content = event_object(candidate, "content", "a candidate")
+        for part in event_list(content, "parts", "a candidate's content"):
+            part = event_item(part, "a part")
             if _plain_text(part):
-                piece = part["text"]
-                if not isinstance(piece, str) or not piece:
+                piece = event_text(part, "text", "a part")
+                if not piece:
                     continue  # an empty closing part holds nothing
                 chunks.append(piece)
                 if on_delta is not None:
