@@ -75,3 +75,45 @@ async def test_a_reply_larger_than_the_cap_fails_at_once(chat_server, monkeypatc
     assert info.value.kind == "permanent"
     assert "the reply is larger than 64 KiB" in str(info.value)
     assert len(chat_server.requests) == 1
+
+
+async def test_one_streamed_event_larger_than_the_cap_fails_at_once(chat_server, monkeypatch):
+    # one `content` delta of 2 MiB past a 1 MiB cap: permanent, not retried, not timed out
+    monkeypatch.setattr(http, "MAX_REPLY_BYTES", 1024 * 1024)
+    chunk = '{"choices":[{"index":0,"delta":{"content":"' + "x" * (2 * 1024 * 1024) + '"}}]}'
+    chat_server.script([Reply(events=[("", chunk), ("", "[DONE]")]), text("never asked")])
+    with pytest.raises(ModelError) as info:
+        await _chat(_client("openai", chat_server, retry=FAST, stream=True))
+    assert info.value.kind == "permanent"
+    assert "the reply is larger than 1 MiB" in str(info.value)
+    assert len(chat_server.requests) == 1
+
+
+async def test_one_streamed_event_of_a_few_mib_is_read_whole(chat_server):
+    # read in linear time (bench/stream_event_size.py has the figures by size)
+    big = "é" * (3 * 1024 * 1024)  # two bytes each: characters split across network chunks
+    chunk = '{"choices":[{"index":0,"delta":{"content":"' + big + '"},"finish_reason":"stop"}]}'
+    chat_server.script([Reply(events=[("", chunk), ("", "[DONE]")])])
+    response = await _chat(_client("openai", chat_server, retry=FAST, stream=True))
+    assert response.text == big
+
+
+class _Body:
+    """A streamed HTTP body handed over in the given chunks."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+        self.headers: dict[str, str] = {}
+
+    async def aiter_bytes(self):
+        for chunk in self.chunks:
+            yield chunk
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7])
+async def test_stream_lines_are_the_same_however_the_body_is_cut(size):
+    body = "data: a\r\n\r\ndata: \u00e9\u2028b\rdata: c\n\ndata: long" + "y" * 50 + "\r"
+    raw = body.encode()
+    chunks = [raw[i : i + size] for i in range(0, len(raw), size)]
+    lines = [line async for line in http._decoded_lines(_Body(chunks))]  # type: ignore[arg-type]
+    assert lines == ["data: a", "", "data: \u00e9\u2028b", "data: c", "", "data: long" + "y" * 50]
