@@ -466,19 +466,29 @@ class McpFlowServer:
                 waiter = asyncio.ensure_future(outcome())
                 self._track(run_id, run_input, waiter)
             else:
-                waiter = asyncio.ensure_future(
-                    api_run.run(
+                sinks = [self._desk(run_id).sink()]
+
+                def start() -> Any:
+                    return api_run.run(
                         flow.plan,
                         run_input,
                         config=self.config,
                         workspace=self.workspace,
-                        sinks=[self._desk(run_id).sink()],
+                        sinks=sinks,
                         shape_cache=False,
                         durable=True,
                         model=self.model,
                         run_id=run_id,
                         database=self.database,
                     )
+
+                # on DBOS the run evaluates where it starts: on a loop of its own, a long
+                # evaluation holds no other call up (a Temporal workflow runs on the worker's
+                # workflow threads)
+                waiter = asyncio.ensure_future(
+                    start()
+                    if self._temporal is not None
+                    else off_loop(start, name=f"flowc-serve-{run_id}")
                 )
                 self._track(run_id, run_input, waiter)
         desk = self._desk(run_id)
