@@ -376,28 +376,31 @@ class McpFlowServer:
             return await self._call_durable(ctx, flow, run_input)
         desk = _RunDesk(asyncio.get_running_loop(), flow.steps)
         progress = desk.join(ctx)
-        elicitor = _Elicitor(ctx, asyncio.get_running_loop())
         try:
-            # on a loop of its own: a long evaluation holds only its own loop, this one goes
-            # on answering (other calls, a cancel: the run ends at its next checkpoint)
-            result = await off_loop(
-                lambda: api_run.run(
-                    flow.plan,
-                    run_input,
-                    config=self.config,
-                    workspace=self.workspace,
-                    hooks=Hooks(interlocutor=elicitor),
-                    sinks=[desk.sink()],
-                    shape_cache=False,
-                    model=self.model,
-                ),
-                name=f"flowc-serve-{flow.name}",
-            )
+            hooks = Hooks(interlocutor=_Elicitor(ctx))
+            result = await self._run(flow, run_input, hooks=hooks, sinks=[desk.sink()])
         except FlowError as exc:  # bad input, a tool that does not resolve, no model
             await progress.flush()
             return CallToolResult(content=[TextContent(text=str(exc))], is_error=True)
         await progress.flush()
         return _tool_result(flow, result)
+
+    def _run(self, flow: ServedFlow, run_input: Any, off: bool = True, **options: Any) -> Any:
+        """A call's run (:func:`agentflow.api.run`) on a loop of its own (:func:`off_loop`, unless
+        not ``off``): a long evaluation holds no other call up, a cancel ends it at a checkpoint."""
+
+        def start() -> Any:
+            return api_run.run(
+                flow.plan,
+                run_input,
+                config=self.config,
+                workspace=self.workspace,
+                shape_cache=False,
+                model=self.model,
+                **options,
+            )
+
+        return off_loop(start, name=f"flowc-serve-{flow.name}") if off else start()
 
     async def _call_durable(self, ctx: Any, flow: ServedFlow, run_input: Any) -> Any:
         """A call as a durable run: a new one, or the run an earlier call with the same
@@ -466,29 +469,11 @@ class McpFlowServer:
                 waiter = asyncio.ensure_future(outcome())
                 self._track(run_id, run_input, waiter)
             else:
+                options = {"durable": True, "run_id": run_id, "database": self.database}
                 sinks = [self._desk(run_id).sink()]
-
-                def start() -> Any:
-                    return api_run.run(
-                        flow.plan,
-                        run_input,
-                        config=self.config,
-                        workspace=self.workspace,
-                        sinks=sinks,
-                        shape_cache=False,
-                        durable=True,
-                        model=self.model,
-                        run_id=run_id,
-                        database=self.database,
-                    )
-
-                # on DBOS the run evaluates where it starts: on a loop of its own, a long
-                # evaluation holds no other call up (a Temporal workflow runs on the worker's
-                # workflow threads)
+                off = self._temporal is None  # Temporal: on the worker's workflow threads
                 waiter = asyncio.ensure_future(
-                    start()
-                    if self._temporal is not None
-                    else off_loop(start, name=f"flowc-serve-{run_id}")
+                    self._run(flow, run_input, off, sinks=sinks, **options)
                 )
                 self._track(run_id, run_input, waiter)
         desk = self._desk(run_id)
@@ -859,16 +844,13 @@ class _Elicitor:
     """The interlocutor of a served run: each ``ask`` is an elicitation request to the client
     (related to the tool call, so streamable HTTP sends it on the call's stream)."""
 
-    def __init__(self, ctx: Any, loop: asyncio.AbstractEventLoop | None = None) -> None:
-        self.ctx = ctx
-        #: the server's loop, where the session lives (the run asks from a loop of its own)
-        self.loop = loop
+    def __init__(self, ctx: Any) -> None:
+        self.ctx, self.loop = ctx, asyncio.get_running_loop()  # the server's, the session's
 
     async def __call__(self, request: Any) -> Any:
-        if self.loop is not None and asyncio.get_running_loop() is not self.loop:
-            return await asyncio.wrap_future(
-                asyncio.run_coroutine_threadsafe(self._ask(request), self.loop)
-            )
+        if asyncio.get_running_loop() is not self.loop:  # asked from the run's own loop
+            ask = asyncio.run_coroutine_threadsafe(self._ask(request), self.loop)
+            return await asyncio.wrap_future(ask)
         return await self._ask(request)
 
     async def _ask(self, request: Any) -> Any:
