@@ -227,7 +227,10 @@ async def read_anthropic_stream(events: Any, on_delta: Any, chunks: list[str]) -
     or a stream that ends before ``message_stop``."""
     message: dict[str, Any] = {}
     blocks: dict[int, dict[str, Any]] = {}
-    partial_json: dict[int, str] = {}
+    partial_json: dict[int, list[str]] = {}
+    # text pieces by (block index, field), joined once at the end: appending each piece to the
+    # field's text was quadratic in the number of pieces
+    pieces: dict[tuple[int, str], list[str]] = {}
     done = False
     async for event, data in events:
         try:
@@ -249,9 +252,11 @@ async def read_anthropic_stream(events: Any, on_delta: Any, chunks: list[str]) -
             block = event_object(item, "content_block", kind)
             if block:
                 blocks[index] = dict(block)
+                for key in ("text", "thinking", "signature"):
+                    pieces.pop((index, key), None)
                 if block.get("type") == "tool_use":
                     blocks[index]["input"] = {}
-                    partial_json[index] = ""
+                    partial_json[index] = []
         elif kind == "content_block_delta":
             index = _event_index(item, 0)
             delta = _event_object(item, "delta", kind)
@@ -259,27 +264,22 @@ async def read_anthropic_stream(events: Any, on_delta: Any, chunks: list[str]) -
             dtype = event_text(delta, "type", "a content_block_delta's delta")
             if dtype == "text_delta":
                 piece = _event_text(delta, "text")
-                block["text"] = (block.get("text") or "") + piece
+                pieces.setdefault((index, "text"), []).append(piece)
                 if piece:
                     chunks.append(piece)
                     if on_delta is not None:
                         on_delta(piece)
             elif dtype == "input_json_delta":
-                partial_json[index] = partial_json.get(index, "") + _event_text(
-                    delta, "partial_json"
-                )
-            elif dtype == "thinking_delta":
-                block["thinking"] = (block.get("thinking") or "") + _event_text(delta, "thinking")
-            elif dtype == "signature_delta":
-                block["signature"] = (block.get("signature") or "") + _event_text(
-                    delta, "signature"
-                )
+                partial_json.setdefault(index, []).append(_event_text(delta, "partial_json"))
+            elif dtype in ("thinking_delta", "signature_delta"):
+                key = dtype.removesuffix("_delta")
+                pieces.setdefault((index, key), []).append(_event_text(delta, key))
             elif dtype == "citations_delta" and delta.get("citation") is not None:
                 block.setdefault("citations", []).append(delta["citation"])
         elif kind == "content_block_stop":
             index = _event_index(item, 0)
             if index in partial_json and index in blocks:
-                text = partial_json.pop(index)
+                text = "".join(partial_json.pop(index))
                 try:
                     blocks[index]["input"] = json.loads(text) if text.strip() else {}
                 except (ValueError, RecursionError):
@@ -302,8 +302,11 @@ async def read_anthropic_stream(events: Any, on_delta: Any, chunks: list[str]) -
         raise StreamFailure(
             502, json.dumps({"error": {"message": "the stream ended before message_stop"}})
         )
-    for index, text in partial_json.items():  # a block never stopped
-        blocks[index]["input"] = text
+    for index, parts in partial_json.items():  # a block never stopped
+        blocks[index]["input"] = "".join(parts)
+    for (index, key), parts in pieces.items():
+        block = blocks[index]
+        block[key] = (block.get(key) or "") + "".join(parts)
     message["content"] = [blocks[i] for i in sorted(blocks)]
     message.setdefault("type", "message")
     return message

@@ -242,7 +242,8 @@ async def read_bedrock_stream(events: Any, on_delta: Any, chunks: list[str]) -> 
     go to ``on_delta`` and ``chunks``. Raises StreamFailure on an exception event and on a
     stream that ends without ``messageStop``."""
     blocks: dict[int, dict[str, Any]] = {}
-    partial: dict[int, str] = {}
+    partial: dict[int, list[str]] = {}  # a tool call's input pieces, joined when it stops
+    texts: dict[int, list[str]] = {}  # a text block's pieces, joined once at the end
     stop: Any = None
     usage: Any = None
     done = False
@@ -263,22 +264,22 @@ async def read_bedrock_stream(events: Any, on_delta: Any, chunks: list[str]) -> 
             start = event_object(event_object(item, "start", event), "toolUse", f"{event}'s start")
             if start:
                 blocks[index] = {"toolUse": {**start, "input": {}}}
-                partial[index] = ""
+                partial[index] = []
+                texts.pop(index, None)
         elif event == "contentBlockDelta":
             delta = event_object(item, "delta", event)
             if delta.get("text") is not None:
                 piece = event_text(delta, "text", f"{event}'s delta")
-                block = blocks.setdefault(index, {"text": ""})
-                block["text"] = block.get("text", "") + piece
+                blocks.setdefault(index, {"text": ""})
+                texts.setdefault(index, []).append(piece)
                 if piece:
                     chunks.append(piece)
                     if on_delta is not None:
                         on_delta(piece)
             elif delta.get("toolUse") is not None:
                 tool_use = event_object(delta, "toolUse", f"{event}'s delta")
-                partial[index] = partial.get(index, "") + event_text(
-                    tool_use, "input", f"{event}'s toolUse"
-                )
+                piece = event_text(tool_use, "input", f"{event}'s toolUse")
+                partial.setdefault(index, []).append(piece)
             elif delta.get("reasoningContent") is not None:
                 reasoning = event_object(delta, "reasoningContent", f"{event}'s delta")
                 block = blocks.setdefault(index, {"reasoningContent": {"reasoningText": {}}})
@@ -291,7 +292,7 @@ async def read_bedrock_stream(events: Any, on_delta: Any, chunks: list[str]) -> 
                         piece = event_text(reasoning, key, f"{event}'s reasoningContent")
                         text[key] = text.get(key, "") + piece
         elif event == "contentBlockStop" and index in partial and index in blocks:
-            text = partial.pop(index)
+            text = "".join(partial.pop(index))
             try:
                 blocks[index]["toolUse"]["input"] = json.loads(text) if text.strip() else {}
             except (ValueError, RecursionError):
@@ -305,8 +306,10 @@ async def read_bedrock_stream(events: Any, on_delta: Any, chunks: list[str]) -> 
         raise StreamFailure(
             502, json.dumps({"error": {"message": "the stream ended before messageStop"}})
         )
-    for index, text in partial.items():  # a tool-use block never stopped
-        blocks[index]["toolUse"]["input"] = text
+    for index, parts in partial.items():  # a tool-use block never stopped
+        blocks[index]["toolUse"]["input"] = "".join(parts)
+    for index, parts in texts.items():
+        blocks[index]["text"] = blocks[index].get("text", "") + "".join(parts)
     for block in blocks.values():
         held = block.get("reasoningContent")
         if isinstance(held, dict) and not held.get("reasoningText"):

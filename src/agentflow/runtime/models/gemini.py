@@ -198,6 +198,7 @@ async def read_gemini_stream(events: Any, on_delta: Any, chunks: list[str]) -> d
     StreamFailure on an error chunk and on a stream that ends without a ``finishReason`` (a
     cut answer) — unless its prompt was blocked (``promptFeedback.blockReason``)."""
     parts: list[dict[str, Any]] = []
+    texts: dict[int, list[str]] = {}  # the pieces of each plain text part, by its place
     finish: Any = None
     last: dict[str, Any] = {}
     usage: Any = None
@@ -233,10 +234,13 @@ async def read_gemini_stream(events: Any, on_delta: Any, chunks: list[str]) -> d
                 chunks.append(piece)
                 if on_delta is not None:
                     on_delta(piece)
-                if parts and _plain_text(parts[-1]):
-                    parts[-1] = {"text": parts[-1]["text"] + piece}
+                if parts and _plain_text(parts[-1]):  # joined once at the end (linear)
+                    texts[len(parts) - 1].append(piece)
                     continue
+                texts[len(parts)] = [piece]
             parts.append(dict(part))
+    for at, pieces in texts.items():
+        parts[at] = {"text": "".join(pieces)}
     blocked = isinstance(feedback, dict) and feedback.get("blockReason")
     if finish is None and not blocked:
         raise StreamFailure(
