@@ -117,3 +117,42 @@ async def test_stream_lines_are_the_same_however_the_body_is_cut(size):
     chunks = [raw[i : i + size] for i in range(0, len(raw), size)]
     lines = [line async for line in http._decoded_lines(_Body(chunks))]  # type: ignore[arg-type]
     assert lines == ["data: a", "", "data: \u00e9\u2028b", "data: c", "", "data: long" + "y" * 50]
+
+
+def _aws_message(event: str, payload: dict) -> bytes:
+    """One AWS event stream message (prelude, string headers, payload, CRCs)."""
+    import binascii
+    import json
+    import struct
+
+    headers = b""
+    for name, value in ((":message-type", "event"), (":event-type", event)):
+        headers += bytes([len(name)]) + name.encode() + b"\x07"
+        headers += struct.pack(">H", len(value)) + value.encode()
+    body = json.dumps(payload).encode()
+    total = 12 + len(headers) + len(body) + 4
+    prelude = struct.pack(">II", total, len(headers))
+    prelude += struct.pack(">I", binascii.crc32(prelude))
+    message = prelude + headers + body
+    return message + struct.pack(">I", binascii.crc32(message))
+
+
+async def test_an_aws_event_stream_of_one_big_message_cut_anywhere_is_read_whole():
+    pytest.importorskip("botocore")
+    big = "x" * (3 * 1024 * 1024)
+    raw = _aws_message("contentBlockDelta", {"delta": {"text": big}}) + _aws_message(
+        "messageStop", {"stopReason": "end_turn"}
+    )
+    chunks = [raw[i : i + 65536] for i in range(0, len(raw), 65536)]
+    events = [e async for e in http._eventstream_events(_Body(chunks))]  # type: ignore[arg-type]
+    assert [name for name, _ in events] == ["contentBlockDelta", "messageStop"]
+    assert len(events[0][1]) > len(big)
+
+
+async def test_a_damaged_aws_event_stream_message_is_a_malformed_reply():
+    pytest.importorskip("botocore")
+    raw = bytearray(_aws_message("contentBlockDelta", {"delta": {"text": "hi"}}))
+    raw[-1] ^= 0xFF  # its CRC no longer matches
+    with pytest.raises(http.StreamFailure) as info:
+        [e async for e in http._eventstream_events(_Body([bytes(raw)]))]  # type: ignore[arg-type]
+    assert info.value.status == 500 and "malformed" in info.value.body

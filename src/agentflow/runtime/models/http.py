@@ -403,10 +403,33 @@ async def _eventstream_events(response: httpx.Response) -> AsyncIterator[tuple[s
     except ImportError:
         message = "reading an AWS event stream needs botocore: pip install 'agentflow[bedrock]'"
         raise StreamFailure(400, json.dumps({"error": {"message": message}})) from None
+    from botocore.eventstream import InvalidPayloadLength, ParserError
+
     buffer = EventStreamBuffer()
+    # whole messages only go to botocore's buffer (its `_data += chunk` copies what it holds at
+    # each chunk: quadratic in one big message); a message begins with its length (uint32)
+    pending = bytearray()
     async for chunk in _capped_bytes(response):
-        buffer.add_data(chunk)
-        for message in buffer:
+        pending += chunk
+        whole = 0
+        while len(pending) - whole >= 4:
+            size = int.from_bytes(pending[whole : whole + 4], "big")
+            if len(pending) - whole < size:
+                break
+            whole += max(size, 4)  # a size below the prelude's: botocore refuses it
+        if not whole:
+            continue
+        buffer.add_data(bytes(pending[:whole]))
+        del pending[:whole]
+        try:
+            messages = list(buffer)
+        except InvalidPayloadLength:  # over the format's 24 MiB: resending gets the same
+            text = "an AWS event stream message is larger than its format allows"
+            raise StreamFailure(400, json.dumps({"error": {"message": text}})) from None
+        except ParserError as exc:  # a CRC that does not match, a header of no known type
+            text = f"an AWS event stream message is malformed ({type(exc).__name__})"
+            raise StreamFailure(500, json.dumps({"error": {"message": text}})) from None
+        for message in messages:
             headers = message.headers
             payload = message.payload.decode("utf-8", errors="replace")
             if headers.get(":message-type") in ("exception", "error"):
