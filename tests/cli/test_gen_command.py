@@ -161,7 +161,8 @@ def test_the_flows_own_type_names_win_over_generated_class_names(tmp_path, monke
 
     flow = (
         'flow mm "m"\n\ntype MmInput { z: int }\ntype MmStages { s: text }\n'
-        "type MmOutput { q: bool }\n\ninput { a: MmInput, b: MmStages? }\n\n"
+        "type MmOutput { q: bool }\ntype INPUT { w: int }\ntype run_mm { v: int }\n\n"
+        "input { a: MmInput, b: MmStages?, c: INPUT?, d: run_mm? }\n\n"
         "stage main -> { n: int, m: MmOutput? } {\n  return { n: input.a.z }\n}\n"
     )
     (tmp_path / "mm.flow").write_text(flow, encoding="utf-8")
@@ -176,7 +177,10 @@ def test_the_flows_own_type_names_win_over_generated_class_names(tmp_path, monke
         assert list(mod.MmInput.model_fields) == ["z"]
         assert list(mod.MmStages.model_fields) == ["s"]
         assert list(mod.MmOutput.model_fields) == ["q"]
-        assert list(mod.MmInput2.model_fields) == ["a", "b"]  # the flow's input gave way
+        assert list(mod.MmInput2.model_fields) == ["a", "b", "c", "d"]  # the input gave way
+        # the module's own API names stay theirs: those types take a trailing `_`
+        assert list(mod.INPUT_.model_fields) == ["w"] and list(mod.run_mm_.model_fields) == ["v"]
+        assert callable(mod.run_mm) and hasattr(mod.INPUT, "validate_python")
         assert mod.INPUT.validate_python({"a": {"z": 1}}).a == mod.MmInput(z=1)
         assert list(mod.MmOutput2.model_fields) == ["n", "m"]  # the output (stage main's)
         assert list(mod.MmStages2.model_fields) == ["main"]  # the stages model

@@ -187,15 +187,20 @@ class _Generator:
         self.done: list[str] = []  # python names in the order their fields were filled
         self.uses_format = False
         self.uses_int = False
+        #: the module's own names that depend on the flow (its functions) or are its API
+        flow = _snake(result.flow_name)
+        self.taken = _TAKEN | {
+            "_Model", "INPUT", "OUTPUT", "STAGE_TEMPLATES",
+            f"run_{flow}", f"run_{flow}_sync", f"{flow}_stages",
+        }  # fmt: skip
         #: the class names of the flow's own types: a generated class (the flow's input and
         #: output, a stage's value, an inline object) never takes one of them
         self.reserved = {self._base_name(name) for name in self.env.objects}
 
     # -- names -----------------------------------------------------------------------------------
-    @staticmethod
-    def _base_name(wanted: str) -> str:
+    def _base_name(self, wanted: str) -> str:
         name = wanted if wanted.isidentifier() else _pascal(re.sub(r"\W", "_", wanted))
-        if keyword.iskeyword(name) or name in _TAKEN or hasattr(builtins, name):
+        if keyword.iskeyword(name) or name in self.taken or hasattr(builtins, name):
             name += "_"
         return name
 
