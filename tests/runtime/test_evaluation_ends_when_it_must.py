@@ -326,3 +326,9 @@ async def test_a_run_off_the_loop_returns_its_result_and_raises_its_errors(tmp_p
 
     with pytest.raises(ValueError, match="no"):
         await off_loop(broken)
+
+    def unmade():  # fails before there is a coroutine to run
+        raise ValueError("not made")
+
+    with pytest.raises(ValueError, match="not made"):
+        await off_loop(unmade)

@@ -461,10 +461,10 @@ async def off_loop(work: Callable[[], Coroutine[Any, Any, T]], name: str = "agen
         runner = asyncio.Runner()
         loop = runner.get_loop()
         loop.set_default_executor(DaemonThreadExecutor())
-        task = loop.create_task(work())
-        held["loop"], held["task"] = loop, task
-        started.set()
         try:
+            task = held["task"] = loop.create_task(work())
+            held["loop"] = loop
+            started.set()
             value = runner.run(_awaited(task))
         except BaseException as exc:  # noqa: BLE001 - handed to the caller
             error = exc
@@ -472,6 +472,7 @@ async def off_loop(work: Callable[[], Coroutine[Any, Any, T]], name: str = "agen
         else:
             hand_back(lambda: value)
         finally:
+            started.set()  # (also when ``work()`` itself failed)
             _close_bounded(runner, loop)
 
     thread = threading.Thread(target=context.run, args=(main,), name=name, daemon=True)
@@ -481,14 +482,15 @@ async def off_loop(work: Callable[[], Coroutine[Any, Any, T]], name: str = "agen
     except asyncio.CancelledError:
         outside.set()
         started.wait()
-        loop, task = held["loop"], held["task"]
+        loop, task = held.get("loop"), held.get("task")
 
         def cancel() -> None:
-            if not task.done() and not outside.seen:  # a checkpoint ends it already
+            if task is not None and not task.done() and not outside.seen:  # (else: ending)
                 task.cancel()
 
-        with contextlib.suppress(RuntimeError):  # its loop is closed: the run ended
-            loop.call_soon_threadsafe(cancel)
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # its loop is closed: the run ended
+                loop.call_soon_threadsafe(cancel)
         raise
 
 
