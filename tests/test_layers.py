@@ -54,6 +54,7 @@ LAYERS: dict[str, tuple[str, int]] = {
     "agentflow.api_evals": ("api", 5),  # the api of evaluations and `test` blocks
     "agentflow.api_serve": ("api", 5),  # the api behind flowc's servers (serve --mcp, ui)
     "agentflow.serve": ("api", 5),  # flowc serve --mcp: runs programs through the api
+    "agentflow.serve_wire": ("api", 5),  # serve's wire: JSON-RPC lines and bodies checked
     "agentflow.flowtest": ("api", 5),
     "agentflow.ui": ("api", 5),  # flowc ui: the web console over the api's durable functions
     "agentflow.flowexplore": ("api", 5),

@@ -40,7 +40,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import json
 import os
 import re
 import sys
@@ -65,8 +64,10 @@ from agentflow.runtime.events import CallbackSink
 from agentflow.runtime.executor import NO_ANSWER, Hooks
 from agentflow.runtime.extract import json_number_problem, loads_value
 from agentflow.runtime.hooks import check_answer
+from agentflow.runtime.interrupt import off_loop
 from agentflow.runtime.models.test_model import parse_model_option
 from agentflow.runtime.result import RunResult
+from agentflow.serve_wire import SURROGATE_ESCAPE, CheckedLines, made_whole, message_problem
 
 #: File name endings of the plans a directory serves (``.flow`` programs are compiled).
 PLAN_SUFFIXES = (".plan.yaml", ".plan.yml", ".plan.json")
@@ -382,21 +383,30 @@ class McpFlowServer:
         desk = _RunDesk(asyncio.get_running_loop(), flow.steps)
         progress = desk.join(ctx)
         try:
-            result = await api_run.run(
-                flow.plan,
-                run_input,
-                config=self.config,
-                workspace=self.workspace,
-                hooks=Hooks(interlocutor=_Elicitor(ctx)),
-                sinks=[desk.sink()],
-                shape_cache=False,
-                model=self.model,
-            )
+            hooks = Hooks(interlocutor=_Elicitor(ctx))
+            result = await self._run(flow, run_input, hooks=hooks, sinks=[desk.sink()])
         except FlowError as exc:  # bad input, a tool that does not resolve, no model
             await progress.flush()
             return CallToolResult(content=[TextContent(text=str(exc))], is_error=True)
         await progress.flush()
         return _tool_result(flow, result)
+
+    def _run(self, flow: ServedFlow, run_input: Any, off: bool = True, **options: Any) -> Any:
+        """A call's run (:func:`agentflow.api.run`) on a loop of its own (:func:`off_loop`, unless
+        not ``off``): a long evaluation holds no other call up, a cancel ends it at a checkpoint."""
+
+        def start() -> Any:
+            return api_run.run(
+                flow.plan,
+                run_input,
+                config=self.config,
+                workspace=self.workspace,
+                shape_cache=False,
+                model=self.model,
+                **options,
+            )
+
+        return off_loop(start, name=f"flowc-serve-{flow.name}") if off else start()
 
     async def _call_durable(self, ctx: Any, flow: ServedFlow, run_input: Any) -> Any:
         """A call as a durable run: a new one, or the run an earlier call with the same
@@ -465,19 +475,11 @@ class McpFlowServer:
                 waiter = asyncio.ensure_future(outcome())
                 self._track(run_id, run_input, waiter)
             else:
+                options = {"durable": True, "run_id": run_id, "database": self.database}
+                sinks = [self._desk(run_id).sink()]
+                off = self._temporal is None  # Temporal: on the worker's workflow threads
                 waiter = asyncio.ensure_future(
-                    api_run.run(
-                        flow.plan,
-                        run_input,
-                        config=self.config,
-                        workspace=self.workspace,
-                        sinks=[self._desk(run_id).sink()],
-                        shape_cache=False,
-                        durable=True,
-                        model=self.model,
-                        run_id=run_id,
-                        database=self.database,
-                    )
+                    self._run(flow, run_input, off, sinks=sinks, **options)
                 )
                 self._track(run_id, run_input, waiter)
         desk = self._desk(run_id)
@@ -656,7 +658,7 @@ class McpFlowServer:
         await self.open_durable()
         rejected_send, rejected = anyio.create_memory_object_stream[Any](16)
         with _stdin_claimed() as wire:
-            lines = _CheckedLines(anyio.wrap_file(wire), rejected_send)
+            lines = CheckedLines(anyio.wrap_file(wire), rejected_send)
             async with stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type]
 
                 async def answer_rejected() -> None:
@@ -694,78 +696,6 @@ class McpFlowServer:
         this server ran go on in the engine, any worker (a new server) takes them up."""
         await self._worker.aclose()
         self._opened = False
-
-
-def message_problem(text: str | bytes) -> Any:
-    """Why ``text`` (one stdio line, or an HTTP body) is no JSON-RPC message the server can
-    answer, as the MCP SDK's ``JSONRPCError`` to send back (``id`` null), or None when it is
-    one (a single message or a batch): -32700 when it is not JSON; -32600 when it is JSON but
-    no JSON-RPC 2.0 message, or a request (it has a ``method``) whose ``id`` is not a string or
-    an integer (MCP: ``null``, objects, arrays, fractions and booleans are refused)."""
-    from mcp import types
-
-    def error(code: int, message: str) -> Any:
-        return types.JSONRPCError(
-            jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message)
-        )
-
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
-        return error(types.PARSE_ERROR, "Parse error: the message is not JSON")
-    for item in data if isinstance(data, list) and data else [data]:
-        if not isinstance(item, dict) or item.get("jsonrpc") != "2.0":
-            return error(types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message")
-        if "method" in item and "id" in item:
-            rid = item["id"]
-            if isinstance(rid, bool) or not isinstance(rid, int | str):
-                return error(
-                    types.INVALID_REQUEST,
-                    "Invalid Request: a request id must be a string or an integer, "
-                    f"not {json.dumps(rid)[:40]}",
-                )
-    return None
-
-
-#: a JSON ``\uXXXX`` escape of a surrogate
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-
-
-def _made_whole(text: str) -> str:
-    """A JSON message with each lone surrogate it escapes (``"\\udcd9"``) replaced by U+FFFD
-    (:func:`agentflow.core.text.clean_json`), re-encoded; ``text`` itself when it has none. The
-    SDK's parser refuses lone surrogates outright (no reply), and a run could not hold one."""
-    if _SURROGATE_ESCAPE.search(text) is None:
-        return text
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
-        return text
-    cleaned = clean_json(data)
-    return text if cleaned is data else json.dumps(cleaned, ensure_ascii=False)
-
-
-class _CheckedLines:
-    """The lines of the stdio wire with the ones :func:`message_problem` refuses taken out (their
-    error replies go to ``rejected``); blank lines are skipped."""
-
-    def __init__(self, lines: Any, rejected: Any) -> None:
-        self.lines = lines
-        self.rejected = rejected
-
-    def __aiter__(self) -> Any:
-        return self._checked()
-
-    async def _checked(self) -> Any:
-        async with self.rejected:
-            async for line in self.lines:
-                if not line.strip():
-                    continue
-                problem = message_problem(line)
-                if problem is None:
-                    yield _made_whole(line)
-                else:
-                    await self.rejected.send(problem)
 
 
 @contextlib.contextmanager
@@ -834,8 +764,8 @@ class _RefuseBadIds:
             )
             await send({"type": "http.response.body", "body": payload})
             return
-        if not (first or more) and _SURROGATE_ESCAPE.search(body.decode("utf-8", "replace")):
-            body = _made_whole(body.decode("utf-8", "replace")).encode("utf-8")
+        if not (first or more) and SURROGATE_ESCAPE.search(body.decode("utf-8", "replace")):
+            body = made_whole(body.decode("utf-8", "replace")).encode("utf-8")
         replay = [{"type": "http.request", "body": body, "more_body": more}, *first]
 
         async def replayed() -> Any:
@@ -849,9 +779,15 @@ class _Elicitor:
     (related to the tool call, so streamable HTTP sends it on the call's stream)."""
 
     def __init__(self, ctx: Any) -> None:
-        self.ctx = ctx
+        self.ctx, self.loop = ctx, asyncio.get_running_loop()  # the server's, the session's
 
     async def __call__(self, request: Any) -> Any:
+        if asyncio.get_running_loop() is not self.loop:  # asked from the run's own loop
+            ask = asyncio.run_coroutine_threadsafe(self._ask(request), self.loop)
+            return await asyncio.wrap_future(ask)
+        return await self._ask(request)
+
+    async def _ask(self, request: Any) -> Any:
         from mcp.types import ClientCapabilities, ElicitationCapability
 
         session = self.ctx.session

@@ -151,3 +151,38 @@ def test_an_output_the_client_model_refuses_is_an_agentflow_error_keeping_the_re
     assert "answer: field required; text: extra inputs are not permitted" in str(caught.value)
     assert "`flowc gen python route.flow -o route_client.py`" in str(caught.value)
     assert caught.value.result is finished
+
+
+def test_the_flows_own_type_names_win_over_generated_class_names(tmp_path, monkeypatch):
+    # `MmInput`, `MmOutput` and `MmStages` are what the generator names the input, the output
+    # and the stages model: the flow's types keep them, the generated classes give way
+    import importlib.util
+    import sys
+
+    flow = (
+        'flow mm "m"\n\ntype MmInput { z: int }\ntype MmStages { s: text }\n'
+        "type MmOutput { q: bool }\ntype INPUT { w: int }\ntype run_mm { v: int }\n\n"
+        "input { a: MmInput, b: MmStages?, c: INPUT?, d: run_mm? }\n\n"
+        "stage main -> { n: int, m: MmOutput? } {\n  return { n: input.a.z }\n}\n"
+    )
+    (tmp_path / "mm.flow").write_text(flow, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    out = CliRunner().invoke(main, ["gen", "python", "mm.flow", "-o", "mm_client.py"])
+    assert out.exit_code == 0, out.output
+    spec = importlib.util.spec_from_file_location("mm_client", tmp_path / "mm_client.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["mm_client"] = mod
+    try:
+        spec.loader.exec_module(mod)
+        assert list(mod.MmInput.model_fields) == ["z"]
+        assert list(mod.MmStages.model_fields) == ["s"]
+        assert list(mod.MmOutput.model_fields) == ["q"]
+        assert list(mod.MmInput2.model_fields) == ["a", "b", "c", "d"]  # the input gave way
+        # the module's own API names stay theirs: those types take a trailing `_`
+        assert list(mod.INPUT_.model_fields) == ["w"] and list(mod.run_mm_.model_fields) == ["v"]
+        assert callable(mod.run_mm) and hasattr(mod.INPUT, "validate_python")
+        assert mod.INPUT.validate_python({"a": {"z": 1}}).a == mod.MmInput(z=1)
+        assert list(mod.MmOutput2.model_fields) == ["n", "m"]  # the output (stage main's)
+        assert list(mod.MmStages2.model_fields) == ["main"]  # the stages model
+    finally:
+        sys.modules.pop("mm_client", None)

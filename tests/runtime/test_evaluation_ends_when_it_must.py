@@ -278,3 +278,57 @@ def test_group_and_count_keys_are_the_values_json_text():
 
 if sys.platform == "win32":  # pragma: no cover - signals
     pytestmark = pytest.mark.skip("POSIX signals")
+
+
+# -- a host's task cancel (interrupt.off_loop: flowc serve's calls) -----------------------------
+
+
+async def test_cancelling_the_task_of_a_run_off_the_loop_ends_its_busy_evaluation(tmp_path):
+    import asyncio
+    import threading
+
+    from agentflow.runtime.interrupt import off_loop
+
+    plan = _plan(f"flow busy\n\n{BUSY_FOREVER}")
+    ticks: list[float] = []
+
+    async def ticking() -> None:  # this loop stays free while the run evaluates
+        while True:
+            ticks.append(time.monotonic())
+            await asyncio.sleep(0.05)
+
+    ticker = asyncio.ensure_future(ticking())
+    before = threading.active_count()
+    call = asyncio.ensure_future(
+        off_loop(lambda: api.run(plan, {}, workspace=str(tmp_path)), name="busy-run")
+    )
+    await asyncio.sleep(1.0)
+    assert threading.active_count() > before and len(ticks) > 5
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    with Stretch() as s:
+        while any(t.name == "busy-run" for t in threading.enumerate()):
+            await asyncio.sleep(0.02)
+    assert s.took < s.bound(2.0), "the cancelled run went on evaluating"
+    ticker.cancel()
+
+
+async def test_a_run_off_the_loop_returns_its_result_and_raises_its_errors(tmp_path):
+    from agentflow.runtime.interrupt import off_loop
+
+    plan = _plan("flow one\n\nstage main -> int {\n  return 1\n}\n")
+    result = await off_loop(lambda: api.run(plan, {}, workspace=str(tmp_path)))
+    assert result.status == "ok" and result.output == 1
+
+    async def broken() -> None:
+        raise ValueError("no")
+
+    with pytest.raises(ValueError, match="no"):
+        await off_loop(broken)
+
+    def unmade():  # fails before there is a coroutine to run
+        raise ValueError("not made")
+
+    with pytest.raises(ValueError, match="not made"):
+        await off_loop(unmade)

@@ -133,3 +133,167 @@ async def test_a_stream_with_cr_or_crlf_line_ends_is_read(chat_server, tmp_path,
     response, retries = await _chat(chat_server, tmp_path)
     assert response.text == "The answer is 42." and retries == []
     assert len(chat_server.requests) == 1
+
+
+# -- every provider's stream reader checks each field's type where it reads it ------------------
+
+
+def _openai(chunk):
+    done = {
+        "id": "c",
+        "model": "m",
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+    }
+    return [("", json.dumps(chunk)), ("", json.dumps(done)), ("", "[DONE]")]
+
+
+def _choice(delta):
+    return {"id": "c", "model": "m", "choices": [{"index": 0, "delta": delta}]}
+
+
+def _call_piece(**piece):
+    return _choice({"tool_calls": [{"index": 0, "id": "c1", "type": "function", **piece}]})
+
+
+def _anthropic(*items):
+    stop = {"type": "message_stop"}
+    return [(i.get("type", "") if isinstance(i, dict) else "", json.dumps(i)) for i in items] + [
+        ("message_stop", json.dumps(stop))
+    ]
+
+
+def _gemini(chunk):
+    return [("", json.dumps(chunk))]
+
+
+def _responses(item):
+    done = {"type": "response.completed", "response": {"id": "r", "output": []}}
+    return [("", json.dumps(item)), ("", json.dumps(done))]
+
+
+def _bedrock(event, item):
+    return [(event, json.dumps(item)), ("messageStop", json.dumps({"stopReason": "end_turn"}))]
+
+
+_TEXT = {"type": "text_delta", "text": "a"}
+
+#: (provider, the events of a stream holding one event of the wrong shape)
+MALFORMED_STREAMS = {
+    "openai-chunk-array": ("openai", _openai([1, 2])),
+    "openai-choices-text": ("openai", _openai({"choices": "abc"})),
+    "openai-choice-number": ("openai", _openai({"choices": [5]})),
+    "openai-delta-array": ("openai", _openai(_choice([1, 2]))),
+    "openai-delta-text": ("openai", _openai(_choice("abc"))),
+    "openai-delta-null": ("openai", _openai(_choice(None))),
+    "openai-content-number": ("openai", _openai(_choice({"content": 5}))),
+    "openai-tool-calls-text": ("openai", _openai(_choice({"tool_calls": "abc"}))),
+    "openai-call-index-text": (
+        "openai",
+        _openai(_choice({"tool_calls": [{"index": "x", "function": {"name": "f"}}]})),
+    ),
+    "openai-call-name-number": ("openai", _openai(_call_piece(function={"name": 5}))),
+    "openai-call-function-text": ("openai", _openai(_call_piece(function="f"))),
+    "openai-finish-number": (
+        "openai",
+        _openai({"choices": [{"index": 0, "delta": {}, "finish_reason": 5}]}),
+    ),
+    "anthropic-event-array": ("anthropic", _anthropic([1])),
+    "anthropic-message-text": ("anthropic", _anthropic({"type": "message_start", "message": "m"})),
+    "anthropic-block-number": (
+        "anthropic",
+        _anthropic({"type": "content_block_start", "index": 0, "content_block": 5}),
+    ),
+    "anthropic-index-text": (
+        "anthropic",
+        _anthropic({"type": "content_block_delta", "index": "x", "delta": _TEXT}),
+    ),
+    "anthropic-delta-array": (
+        "anthropic",
+        _anthropic({"type": "content_block_delta", "index": 0, "delta": [1]}),
+    ),
+    "gemini-chunk-array": ("gemini", _gemini([1])),
+    "gemini-candidates-text": ("gemini", _gemini({"candidates": "abc"})),
+    "gemini-candidate-number": ("gemini", _gemini({"candidates": [5]})),
+    "gemini-content-text": ("gemini", _gemini({"candidates": [{"content": "x"}]})),
+    "gemini-parts-text": ("gemini", _gemini({"candidates": [{"content": {"parts": "x"}}]})),
+    "gemini-text-number": (
+        "gemini",
+        _gemini({"candidates": [{"content": {"parts": [{"text": 5}]}}]}),
+    ),
+    "responses-event-array": ("openai-responses", _responses([1])),
+    "responses-delta-number": (
+        "openai-responses",
+        _responses({"type": "response.output_text.delta", "delta": 5}),
+    ),
+    "responses-item-text": (
+        "openai-responses",
+        _responses({"type": "response.output_item.done", "output_index": 0, "item": "x"}),
+    ),
+    "responses-index-text": (
+        "openai-responses",
+        _responses({"type": "response.output_item.done", "output_index": "x", "item": {}}),
+    ),
+    "bedrock-event-array": ("bedrock", _bedrock("contentBlockDelta", [1])),
+    "bedrock-delta-array": ("bedrock", _bedrock("contentBlockDelta", {"delta": [1]})),
+    "bedrock-text-number": ("bedrock", _bedrock("contentBlockDelta", {"delta": {"text": 5}})),
+    "bedrock-index-text": (
+        "bedrock",
+        _bedrock("contentBlockDelta", {"contentBlockIndex": "x", "delta": {"text": "a"}}),
+    ),
+    "bedrock-tool-input-number": (
+        "bedrock",
+        _bedrock("contentBlockDelta", {"delta": {"toolUse": {"input": 5}}}),
+    ),
+}
+
+
+def _reader(provider):
+    from agentflow.runtime.models import anthropic, bedrock, gemini, openai, openai_responses
+
+    return {
+        "openai": openai.read_openai_stream,
+        "anthropic": anthropic.read_anthropic_stream,
+        "gemini": gemini.read_gemini_stream,
+        "openai-responses": openai_responses.read_responses_stream,
+        "bedrock": bedrock.read_bedrock_stream,
+    }[provider]
+
+
+@pytest.mark.parametrize(("provider", "events"), MALFORMED_STREAMS.values(), ids=MALFORMED_STREAMS)
+async def test_a_stream_event_of_the_wrong_shape_is_malformed_for_every_provider(provider, events):
+    from agentflow.runtime.models.http import StreamFailure, classify
+
+    async def stream():
+        for event in events:
+            yield event
+
+    with pytest.raises(StreamFailure) as info:
+        await _reader(provider)(stream(), None, [])
+    assert "a stream event is malformed" in info.value.body
+    assert classify(info.value.status, info.value.body) == "transient"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        _choice([1, 2]),
+        _choice("abc"),
+        _choice(None),
+        {"id": "c", "model": "m", "choices": "abc"},
+        _choice({"tool_calls": [{"index": "x", "function": {"name": 5}}]}),
+    ],
+    ids=["delta-array", "delta-text", "delta-null", "choices-text", "tool-call-index-and-name"],
+)
+async def test_a_streamed_openai_chunk_of_the_wrong_shape_is_retried_not_an_answer(
+    chat_server, tmp_path, bad
+):
+    done = {
+        "id": "c",
+        "model": "m",
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+    }
+    chat_server.script([sse([bad, done, "[DONE]"]), openai_stream(completion("The answer is 42."))])
+    response, retries = await _chat(chat_server, tmp_path)
+    assert response.text == "The answer is 42." and response.tool_calls == []
+    assert len(chat_server.requests) == 2
+    assert [r["kind"] for r in retries] == ["transient"] and "malformed" in retries[0]["message"]

@@ -187,14 +187,30 @@ class _Generator:
         self.done: list[str] = []  # python names in the order their fields were filled
         self.uses_format = False
         self.uses_int = False
+        #: the module's own names that depend on the flow (its functions) or are its API
+        flow = _snake(result.flow_name)
+        self.taken = _TAKEN | {
+            "_Model", "INPUT", "OUTPUT", "STAGE_TEMPLATES",
+            f"run_{flow}", f"run_{flow}_sync", f"{flow}_stages",
+        }  # fmt: skip
+        #: the class names of the flow's own types: a generated class (the flow's input and
+        #: output, a stage's value, an inline object) never takes one of them
+        self.reserved = {self._base_name(name) for name in self.env.objects}
 
     # -- names -----------------------------------------------------------------------------------
-    def class_name(self, wanted: str) -> str:
+    def _base_name(self, wanted: str) -> str:
         name = wanted if wanted.isidentifier() else _pascal(re.sub(r"\W", "_", wanted))
-        if keyword.iskeyword(name) or name in _TAKEN or hasattr(builtins, name):
+        if keyword.iskeyword(name) or name in self.taken or hasattr(builtins, name):
             name += "_"
+        return name
+
+    def class_name(self, wanted: str, *, own: bool = False) -> str:
+        """The Python class name of a model wanted as ``wanted``: a type the flow declares
+        (``own``) keeps its name; a generated class gives way to the flow's types and to the
+        classes named before it, taking the first free ``<name>2``, ``<name>3`` …"""
+        name = self._base_name(wanted)
         base, n = name, 2
-        while name in self.models:
+        while name in self.models or (not own and name in self.reserved):
             name, n = f"{base}{n}", n + 1
         return name
 
@@ -287,7 +303,7 @@ class _Generator:
     def named(self, name: str) -> str:
         if name not in self.by_type:
             obj = self.env.objects[name]
-            py = self.class_name(name)
+            py = self.class_name(name, own=True)
             self.by_type[name] = py  # before its fields: a recursive reference finds it
             self.models[py] = _Model(py, obj, obj.doc or self.env.docs.get(name))
             self.fill(self.models[py])

@@ -90,6 +90,7 @@ from agentflow.runtime.hooks import (
 from agentflow.runtime.interrupt import (
     EvalWatch,
     end_watch,
+    outside_cancel,
     run,
     stop_request,
     until_stopped,
@@ -947,7 +948,10 @@ async def run_plan(
     # a busy evaluation sees a stop signal or `flowc cancel` (interrupt.EvalWatch); each timed
     # step narrows it to its bound (dispatch.bounded)
     probe = ex.effects.cancel_probe()
-    watched = use_watch(EvalWatch(stop=stop, cancelled=probe) if stop or probe else None)
+    outside = outside_cancel()  # the host of a run off its loop cancelled it (interrupt.off_loop)
+    watched = use_watch(
+        EvalWatch(stop=stop, cancelled=probe, outside=outside) if stop or probe or outside else None
+    )
     try:
         try:
             output = await until_stopped(_with_services(services, body()))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import inspect
 import os
@@ -54,6 +55,9 @@ __all__ = [
     "end_watch",
     "enable_watchdog",
     "forget_stop_request",
+    "OutsideCancel",
+    "off_loop",
+    "outside_cancel",
     "refuse_when_stopped",
     "run",
     "stop_request",
@@ -338,7 +342,7 @@ class EvalWatch:
     signal handler runs until it returns: these are read instead (docs/decisions.md "Evaluation
     that ends when it must")."""
 
-    __slots__ = ("until", "code", "message", "stop", "cancelled", "_asked")
+    __slots__ = ("until", "code", "message", "stop", "cancelled", "_asked", "outside")
 
     def __init__(
         self,
@@ -347,6 +351,7 @@ class EvalWatch:
         message: str = "",
         stop: StopRequest | None = None,
         cancelled: Callable[[], bool] | None = None,
+        outside: OutsideCancel | None = None,
     ) -> None:
         self.until = until
         self.code = code
@@ -354,6 +359,8 @@ class EvalWatch:
         self.stop = stop
         self.cancelled = cancelled
         self._asked = 0.0
+        #: the cancel of a run :func:`off_loop` runs (its host's task cancelled), or None
+        self.outside = outside
 
     def bounded(self, seconds: float, code: str, message: str) -> EvalWatch:
         """This watch with its time bound narrowed to ``seconds`` from now (when that is sooner):
@@ -361,7 +368,7 @@ class EvalWatch:
         until = time.monotonic() + seconds
         if self.until is not None and self.until < until - 0.001:
             return self  # the outer bound comes first (the same deadline: the inner step's)
-        return EvalWatch(until, code, message, self.stop, self.cancelled)
+        return EvalWatch(until, code, message, self.stop, self.cancelled, self.outside)
 
     def check(self) -> None:
         """Raise when the evaluation must end: :class:`EvalEnded` past ``until``,
@@ -375,10 +382,124 @@ class EvalWatch:
             name = stop.seen_now()
             if name is not None:
                 raise Stopped(f"interrupted by {name}", None)
+        outside = self.outside
+        if outside is not None and outside.is_set():
+            outside.seen = True
+            raise Stopped("the run was cancelled", None)
         if self.cancelled is not None and now - self._asked >= CANCEL_ASK_S:
             self._asked = now
             if self.cancelled():
                 raise Cancelled()
+
+
+class OutsideCancel:
+    """The cancel of a run :func:`off_loop` runs on a loop of its own, set from the host's loop
+    (another thread) when the host's task is cancelled: a busy evaluation of the run sees it at
+    its next :func:`checkpoint` (``seen`` then True) and the run ends ``aborted``, "the run was
+    cancelled" — as when its task is cancelled between two awaits."""
+
+    __slots__ = ("_event", "seen")
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.seen = False
+
+    def set(self) -> None:
+        """Cancel the run (any thread)."""
+        self._event.set()
+
+    def is_set(self) -> bool:
+        """True once :meth:`set`."""
+        return self._event.is_set()
+
+
+_OUTSIDE: contextvars.ContextVar[OutsideCancel | None] = contextvars.ContextVar(
+    "agentflow_outside_cancel", default=None
+)
+
+
+def outside_cancel() -> OutsideCancel | None:
+    """The :class:`OutsideCancel` of the run :func:`off_loop` runs in this context, or None."""
+    return _OUTSIDE.get()
+
+
+async def off_loop(work: Callable[[], Coroutine[Any, Any, T]], name: str = "agentflow-run") -> T:
+    """Await ``work()`` run on a new event loop in a daemon thread of its own (named ``name``;
+    its default executor a :class:`DaemonThreadExecutor`), so the caller's loop goes on serving
+    while the run evaluates a long expression (evaluation holds the loop it runs on: docs/
+    decisions.md "Evaluation that ends when it must").  Context variables are copied, except the
+    stop request (the thread's run is stopped through its host).  Returns what ``work()``
+    returns, raises what it raises.
+
+    Cancelling the awaiting task cancels the run: its busy evaluation at the next
+    :func:`checkpoint` (:class:`OutsideCancel`), its awaits at once (its task is cancelled on
+    its loop: steps unwind, the trace gets its ``run_finished``); the caller's
+    ``CancelledError`` is raised at once, the run unwinds on its thread meanwhile (bounded:
+    :data:`ABANDON_S` for a step that ignores it)."""
+    caller = asyncio.get_running_loop()
+    done: asyncio.Future[T] = caller.create_future()
+    outside = OutsideCancel()
+    context = contextvars.copy_context()
+    started = threading.Event()
+    held: dict[str, Any] = {}
+
+    def settle(outcome: Callable[[], T]) -> None:
+        if done.done():
+            return
+        try:
+            done.set_result(outcome())
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever awaits it
+            done.set_exception(exc)
+
+    def hand_back(outcome: Callable[[], T]) -> None:
+        with contextlib.suppress(RuntimeError):  # the caller's loop is closed: nobody waits
+            caller.call_soon_threadsafe(settle, outcome)
+
+    def main() -> None:
+        _STOP.set(None)
+        _OUTSIDE.set(outside)
+        runner = asyncio.Runner()
+        loop = runner.get_loop()
+        loop.set_default_executor(DaemonThreadExecutor())
+        try:
+            task = held["task"] = loop.create_task(work())
+            held["loop"] = loop
+            started.set()
+            value = runner.run(_awaited(task))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            error = exc
+            hand_back(lambda: _raise(error))
+        else:
+            hand_back(lambda: value)
+        finally:
+            started.set()  # (also when ``work()`` itself failed)
+            _close_bounded(runner, loop)
+
+    thread = threading.Thread(target=context.run, args=(main,), name=name, daemon=True)
+    thread.start()
+    try:
+        return await done
+    except asyncio.CancelledError:
+        outside.set()
+        started.wait()
+        loop, task = held.get("loop"), held.get("task")
+
+        def cancel() -> None:
+            if task is not None and not task.done() and not outside.seen:  # (else: ending)
+                task.cancel()
+
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # its loop is closed: the run ended
+                loop.call_soon_threadsafe(cancel)
+        raise
+
+
+async def _awaited(task: asyncio.Future[T]) -> T:
+    return await task
+
+
+def _raise(error: BaseException) -> Any:
+    raise error
 
 
 _WATCH: contextvars.ContextVar[EvalWatch | None] = contextvars.ContextVar(

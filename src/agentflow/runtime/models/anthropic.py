@@ -34,6 +34,10 @@ from agentflow.runtime.models.http import (
     HTTPModelClient,
     StreamFailure,
     error_body,
+    event_item,
+    event_object,
+    event_text,
+    malformed_event,
     status_of_error_body,
 )
 from agentflow.runtime.models.openai import is_strict_as_is, reply_id
@@ -223,7 +227,10 @@ async def read_anthropic_stream(events: Any, on_delta: Any, chunks: list[str]) -
     or a stream that ends before ``message_stop``."""
     message: dict[str, Any] = {}
     blocks: dict[int, dict[str, Any]] = {}
-    partial_json: dict[int, str] = {}
+    partial_json: dict[int, list[str]] = {}
+    # text pieces by (block index, field), joined once at the end: appending each piece to the
+    # field's text was quadratic in the number of pieces
+    pieces: dict[tuple[int, str], list[str]] = {}
     done = False
     async for event, data in events:
         try:
@@ -232,51 +239,47 @@ async def read_anthropic_stream(events: Any, on_delta: Any, chunks: list[str]) -
             raise StreamFailure(
                 500, json.dumps({"error": {"message": "a stream event is not JSON"}})
             ) from None
-        if not isinstance(item, dict):
-            continue
-        kind = item.get("type") or event
+        item = event_item(item, "an event")
+        kind = event_text(item, "type", "an event") or event
         error = error_body(item) if kind == "error" else None
         if kind == "error":
             raise StreamFailure(status_of_error_body(error or "error"), data)
-        if kind == "message_start" and isinstance(item.get("message"), dict):
-            message = dict(item["message"])
+        if kind == "message_start":
+            message = dict(event_object(item, "message", kind))
             message["content"] = []
         elif kind == "content_block_start":
             index = _event_index(item, len(blocks))
-            block = item.get("content_block")
-            if isinstance(block, dict):
+            block = event_object(item, "content_block", kind)
+            if block:
                 blocks[index] = dict(block)
+                for key in ("text", "thinking", "signature"):
+                    pieces.pop((index, key), None)
                 if block.get("type") == "tool_use":
                     blocks[index]["input"] = {}
-                    partial_json[index] = ""
+                    partial_json[index] = []
         elif kind == "content_block_delta":
             index = _event_index(item, 0)
             delta = _event_object(item, "delta", kind)
             block = blocks.setdefault(index, {"type": "text", "text": ""})
-            dtype = delta.get("type")
+            dtype = event_text(delta, "type", "a content_block_delta's delta")
             if dtype == "text_delta":
                 piece = _event_text(delta, "text")
-                block["text"] = (block.get("text") or "") + piece
+                pieces.setdefault((index, "text"), []).append(piece)
                 if piece:
                     chunks.append(piece)
                     if on_delta is not None:
                         on_delta(piece)
             elif dtype == "input_json_delta":
-                partial_json[index] = partial_json.get(index, "") + _event_text(
-                    delta, "partial_json"
-                )
-            elif dtype == "thinking_delta":
-                block["thinking"] = (block.get("thinking") or "") + _event_text(delta, "thinking")
-            elif dtype == "signature_delta":
-                block["signature"] = (block.get("signature") or "") + _event_text(
-                    delta, "signature"
-                )
+                partial_json.setdefault(index, []).append(_event_text(delta, "partial_json"))
+            elif dtype in ("thinking_delta", "signature_delta"):
+                key = dtype.removesuffix("_delta")
+                pieces.setdefault((index, key), []).append(_event_text(delta, key))
             elif dtype == "citations_delta" and delta.get("citation") is not None:
                 block.setdefault("citations", []).append(delta["citation"])
         elif kind == "content_block_stop":
             index = _event_index(item, 0)
             if index in partial_json and index in blocks:
-                text = partial_json.pop(index)
+                text = "".join(partial_json.pop(index))
                 try:
                     blocks[index]["input"] = json.loads(text) if text.strip() else {}
                 except (ValueError, RecursionError):
@@ -285,10 +288,12 @@ async def read_anthropic_stream(events: Any, on_delta: Any, chunks: list[str]) -
             delta = _event_object(item, "delta", kind)
             for key in ("stop_reason", "stop_sequence"):
                 if key in delta:
-                    message[key] = delta[key]
-            if isinstance(item.get("usage"), dict):
+                    message[key] = event_text(delta, key, "a message_delta's delta") or None
+            if item.get("usage") is not None:
                 usage = dict(message.get("usage") or {})
-                usage.update({k: v for k, v in item["usage"].items() if v is not None})
+                usage.update(
+                    {k: v for k, v in event_object(item, "usage", kind).items() if v is not None}
+                )
                 message["usage"] = usage
         elif kind == "message_stop":
             done = True
@@ -297,25 +302,21 @@ async def read_anthropic_stream(events: Any, on_delta: Any, chunks: list[str]) -
         raise StreamFailure(
             502, json.dumps({"error": {"message": "the stream ended before message_stop"}})
         )
-    for index, text in partial_json.items():  # a block never stopped
-        blocks[index]["input"] = text
+    for index, parts in partial_json.items():  # a block never stopped
+        blocks[index]["input"] = "".join(parts)
+    for (index, key), parts in pieces.items():
+        block = blocks[index]
+        block[key] = (block.get(key) or "") + "".join(parts)
     message["content"] = [blocks[i] for i in sorted(blocks)]
     message.setdefault("type", "message")
     return message
-
-
-def _malformed_event(what: str) -> StreamFailure:
-    """A stream event of the wrong shape: the call fails as a malformed reply does (transient,
-    retried), never with Python's own error (docs/models.md "Streaming")."""
-    message = f"a stream event is malformed: {what}"
-    return StreamFailure(500, json.dumps({"error": {"message": message}}))
 
 
 def _event_index(item: dict[str, Any], default: int) -> int:
     """An event's content block ``index`` (``default`` when it has none); a whole number ≥ 0."""
     index = item.get("index", default)
     if type(index) is not int or index < 0:
-        raise _malformed_event(f"{item.get('type')}'s index should be a whole number ≥ 0")
+        raise malformed_event(f"{item.get('type')}'s index should be a whole number ≥ 0")
     return index
 
 
@@ -325,7 +326,7 @@ def _event_object(item: dict[str, Any], key: str, kind: str) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise _malformed_event(f"{kind}'s {key} should be an object")
+        raise malformed_event(f"{kind}'s {key} should be an object")
     return value
 
 
@@ -335,7 +336,7 @@ def _event_text(delta: dict[str, Any], key: str) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise _malformed_event(f"a {delta.get('type')}'s {key} should be text")
+        raise malformed_event(f"a {delta.get('type')}'s {key} should be text")
     return value
 
 

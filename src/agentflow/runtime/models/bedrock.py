@@ -41,7 +41,15 @@ from agentflow.runtime.models.base import (
     wire_tool_name,
     with_contract,
 )
-from agentflow.runtime.models.http import HTTPModelClient, StreamFailure, status_of_error_body
+from agentflow.runtime.models.http import (
+    HTTPModelClient,
+    StreamFailure,
+    event_index,
+    event_item,
+    event_object,
+    event_text,
+    status_of_error_body,
+)
 
 _STOP = {
     "end_turn": "stop",
@@ -234,7 +242,8 @@ async def read_bedrock_stream(events: Any, on_delta: Any, chunks: list[str]) -> 
     go to ``on_delta`` and ``chunks``. Raises StreamFailure on an exception event and on a
     stream that ends without ``messageStop``."""
     blocks: dict[int, dict[str, Any]] = {}
-    partial: dict[int, str] = {}
+    partial: dict[int, list[str]] = {}  # a tool call's input pieces, joined when it stops
+    texts: dict[int, list[str]] = {}  # a text block's pieces, joined once at the end
     stop: Any = None
     usage: Any = None
     done = False
@@ -247,57 +256,64 @@ async def read_bedrock_stream(events: Any, on_delta: Any, chunks: list[str]) -> 
             ) from None
         if event == "error":
             raise StreamFailure(status_of_error_body(item), json.dumps({"error": item}))
-        if not isinstance(item, dict):
-            continue
-        index = item.get("contentBlockIndex", 0)
+        # each field's type is checked where it is read (malformed: transient, retried)
+        item = event_item(item, f"a {event or 'stream'} event")
+        index = event_index(item, "contentBlockIndex", event, 0)
+        assert index is not None
         if event == "contentBlockStart":
-            start = (item.get("start") or {}).get("toolUse")
-            if isinstance(start, dict):
+            start = event_object(event_object(item, "start", event), "toolUse", f"{event}'s start")
+            if start:
                 blocks[index] = {"toolUse": {**start, "input": {}}}
-                partial[index] = ""
+                partial[index] = []
+                texts.pop(index, None)
         elif event == "contentBlockDelta":
-            delta = item.get("delta") or {}
-            if isinstance(delta.get("text"), str):
-                piece = delta["text"]
-                block = blocks.setdefault(index, {"text": ""})
-                block["text"] = block.get("text", "") + piece
+            delta = event_object(item, "delta", event)
+            if delta.get("text") is not None:
+                piece = event_text(delta, "text", f"{event}'s delta")
+                blocks.setdefault(index, {"text": ""})
+                texts.setdefault(index, []).append(piece)
                 if piece:
                     chunks.append(piece)
                     if on_delta is not None:
                         on_delta(piece)
-            elif isinstance(delta.get("toolUse"), dict):
-                partial[index] = partial.get(index, "") + str(delta["toolUse"].get("input") or "")
-            elif isinstance(delta.get("reasoningContent"), dict):
-                reasoning = delta["reasoningContent"]
+            elif delta.get("toolUse") is not None:
+                tool_use = event_object(delta, "toolUse", f"{event}'s delta")
+                piece = event_text(tool_use, "input", f"{event}'s toolUse")
+                partial.setdefault(index, []).append(piece)
+            elif delta.get("reasoningContent") is not None:
+                reasoning = event_object(delta, "reasoningContent", f"{event}'s delta")
                 block = blocks.setdefault(index, {"reasoningContent": {"reasoningText": {}}})
                 content = block.setdefault("reasoningContent", {})
                 if "redactedContent" in reasoning:
                     content["redactedContent"] = reasoning["redactedContent"]
                 text = content.setdefault("reasoningText", {})
                 for key in ("text", "signature"):
-                    if isinstance(reasoning.get(key), str):
-                        text[key] = text.get(key, "") + reasoning[key]
+                    if reasoning.get(key) is not None:
+                        piece = event_text(reasoning, key, f"{event}'s reasoningContent")
+                        text[key] = text.get(key, "") + piece
         elif event == "contentBlockStop" and index in partial and index in blocks:
-            text = partial.pop(index)
+            text = "".join(partial.pop(index))
             try:
                 blocks[index]["toolUse"]["input"] = json.loads(text) if text.strip() else {}
             except (ValueError, RecursionError):
                 blocks[index]["toolUse"]["input"] = text  # kept raw: the agent loop reports it
         elif event == "messageStop":
-            stop = item.get("stopReason")
+            stop = event_text(item, "stopReason", event) or None
             done = True
         elif event == "metadata":
-            usage = item.get("usage")
+            usage = event_object(item, "usage", event) or None
     if not done:
         raise StreamFailure(
             502, json.dumps({"error": {"message": "the stream ended before messageStop"}})
         )
-    for index, text in partial.items():  # a tool-use block never stopped
-        blocks[index]["toolUse"]["input"] = text
+    for index, parts in partial.items():  # a tool-use block never stopped
+        blocks[index]["toolUse"]["input"] = "".join(parts)
+    for index, parts in texts.items():
+        blocks[index]["text"] = blocks[index].get("text", "") + "".join(parts)
     for block in blocks.values():
-        reasoning = block.get("reasoningContent")
-        if isinstance(reasoning, dict) and not reasoning.get("reasoningText"):
-            reasoning.pop("reasoningText", None)
+        held = block.get("reasoningContent")
+        if isinstance(held, dict) and not held.get("reasoningText"):
+            held.pop("reasoningText", None)
     return {
         "output": {
             "message": {"role": "assistant", "content": [blocks[i] for i in sorted(blocks)]}

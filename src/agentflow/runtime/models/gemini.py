@@ -43,6 +43,10 @@ from agentflow.runtime.models.http import (
     HTTPModelClient,
     StreamFailure,
     error_body,
+    event_item,
+    event_list,
+    event_object,
+    event_text,
     status_of_error_body,
 )
 from agentflow.runtime.models.schema_subsets import GEMINI, fit_schema
@@ -194,6 +198,7 @@ async def read_gemini_stream(events: Any, on_delta: Any, chunks: list[str]) -> d
     StreamFailure on an error chunk and on a stream that ends without a ``finishReason`` (a
     cut answer) — unless its prompt was blocked (``promptFeedback.blockReason``)."""
     parts: list[dict[str, Any]] = []
+    texts: dict[int, list[str]] = {}  # the pieces of each plain text part, by its place
     finish: Any = None
     last: dict[str, Any] = {}
     usage: Any = None
@@ -208,31 +213,34 @@ async def read_gemini_stream(events: Any, on_delta: Any, chunks: list[str]) -> d
         error = error_body(chunk)
         if error is not None:
             raise StreamFailure(status_of_error_body(error), data)
-        if not isinstance(chunk, dict):
-            continue
+        # each field's type is checked where it is read (a chunk of the wrong shape is a
+        # malformed reply: transient, retried)
+        chunk = event_item(chunk, "a chunk")
         last = chunk
-        usage = chunk.get("usageMetadata") or usage
-        feedback = chunk.get("promptFeedback") or feedback
-        candidates = chunk.get("candidates")
-        if not isinstance(candidates, list) or not candidates:
+        usage = event_object(chunk, "usageMetadata", "a chunk") or usage
+        feedback = event_object(chunk, "promptFeedback", "a chunk") or feedback
+        candidates = event_list(chunk, "candidates", "a chunk")
+        if not candidates:
             continue
-        candidate = candidates[0] if isinstance(candidates[0], dict) else {}
-        finish = candidate.get("finishReason") or finish
-        content = candidate.get("content")
-        for part in (content or {}).get("parts") or [] if isinstance(content, dict) else []:
-            if not isinstance(part, dict):
-                continue
+        candidate = event_item(candidates[0], "a candidate")
+        finish = event_text(candidate, "finishReason", "a candidate") or finish
+        content = event_object(candidate, "content", "a candidate")
+        for part in event_list(content, "parts", "a candidate's content"):
+            part = event_item(part, "a part")
             if _plain_text(part):
-                piece = part["text"]
-                if not isinstance(piece, str) or not piece:
+                piece = event_text(part, "text", "a part")
+                if not piece:
                     continue  # an empty closing part holds nothing
                 chunks.append(piece)
                 if on_delta is not None:
                     on_delta(piece)
-                if parts and _plain_text(parts[-1]):
-                    parts[-1] = {"text": parts[-1]["text"] + piece}
+                if parts and _plain_text(parts[-1]):  # joined once at the end (linear)
+                    texts[len(parts) - 1].append(piece)
                     continue
+                texts[len(parts)] = [piece]
             parts.append(dict(part))
+    for at, pieces in texts.items():
+        parts[at] = {"text": "".join(pieces)}
     blocked = isinstance(feedback, dict) and feedback.get("blockReason")
     if finish is None and not blocked:
         raise StreamFailure(

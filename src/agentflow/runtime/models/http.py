@@ -248,6 +248,67 @@ class StreamFailure(Exception):
         self.body = body
 
 
+def malformed_event(what: str) -> StreamFailure:
+    """A stream event of the wrong shape (``what`` says which field): the call fails as a
+    malformed reply does — transient, retried — never with Python's own error and never taken
+    for an empty answer (docs/models.md "Streaming"). Every provider's stream reader checks
+    each field's type where it reads it, with the helpers below."""
+    message = f"a stream event is malformed: {what}"
+    return StreamFailure(500, json.dumps({"error": {"message": message}}))
+
+
+def event_object(item: dict[str, Any], key: str, what: str) -> dict[str, Any]:
+    """The object field ``key`` of a stream event (``{}`` when absent or null); raises
+    :func:`malformed_event` (``what``'s ``key`` should be an object) for any other value."""
+    value = item.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise malformed_event(f"{what}'s {key} should be an object")
+    return value
+
+
+def event_list(item: dict[str, Any], key: str, what: str) -> list[Any]:
+    """The array field ``key`` of a stream event (``[]`` when absent or null); raises
+    :func:`malformed_event` for any other value (a string is not a list of characters)."""
+    value = item.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise malformed_event(f"{what}'s {key} should be an array")
+    return value
+
+
+def event_text(item: dict[str, Any], key: str, what: str) -> str:
+    """The text field ``key`` of a stream event (``""`` when absent or null); raises
+    :func:`malformed_event` for any other value."""
+    value = item.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise malformed_event(f"{what}'s {key} should be text")
+    return value
+
+
+def event_index(item: dict[str, Any], key: str, what: str, default: int | None) -> int | None:
+    """The whole-number field ``key`` ≥ 0 of a stream event (a block or call index;
+    ``default`` when absent or null); raises :func:`malformed_event` for any other value."""
+    value = item.get(key)
+    if value is None:
+        return default
+    if type(value) is not int or value < 0:
+        raise malformed_event(f"{what}'s {key} should be a whole number ≥ 0")
+    return value
+
+
+def event_item(value: Any, what: str) -> dict[str, Any]:
+    """A stream event's decoded JSON, or an element of one of its arrays, that must be an
+    object; raises :func:`malformed_event` (``what`` should be an object) otherwise."""
+    if not isinstance(value, dict):
+        raise malformed_event(f"{what} should be an object")
+    return value
+
+
 async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
     """The Server-Sent Events of a stream of lines as ``(event name, data)`` pairs (event name
     ``""`` when the event has none; multi-line data joined with ``\n``; comments skipped)."""
@@ -316,20 +377,34 @@ async def _decoded_lines(response: httpx.Response) -> AsyncIterator[str]:
     Events format allows (the same split as a whole body's, :func:`_text_lines`); a CR at the
     end of a chunk waits for the next one, which may begin with its LF."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    pending = ""
+    # Only each new chunk is searched for line ends; the pieces of a line not yet ended are
+    # kept apart and joined once, when it ends: linear in the body, however long one line is
+    # (re-searching the growing line at each chunk was quadratic: a 16 MiB event took 21 s)
+    tail: list[str] = []
+    held = False  # a CR ended the last chunk: the next one may begin with its LF
     async for chunk in _capped_bytes(response):
-        pending += decoder.decode(chunk)
-        held = pending.endswith("\r")
-        *lines, pending = _SSE_LINE_END.split(pending[:-1] if held else pending)
+        text = decoder.decode(chunk)
         if held:
-            pending += "\r"
-        for line in lines:
+            text, held = "\r" + text, False
+        if text.endswith("\r"):
+            text, held = text[:-1], True
+        pieces = _SSE_LINE_END.split(text)
+        if len(pieces) == 1:
+            if pieces[0]:
+                tail.append(pieces[0])
+            continue
+        tail.append(pieces[0])
+        yield "".join(tail)
+        for line in pieces[1:-1]:
             yield line
-    pending += decoder.decode(b"", final=True)
-    if pending.endswith("\r"):
-        pending = pending[:-1]
-    if pending:
-        yield pending
+        tail = [pieces[-1]] if pieces[-1] else []
+    rest = decoder.decode(b"", final=True)
+    if held and rest:  # the held CR ended a line; what the decoder still held is another
+        yield "".join(tail)
+        tail = []
+    last = "".join(tail) + rest
+    if last:
+        yield last
 
 
 async def _read_events(read_stream: StreamReader, events: AsyncIterator[tuple[str, str]]) -> Any:
@@ -352,10 +427,33 @@ async def _eventstream_events(response: httpx.Response) -> AsyncIterator[tuple[s
     except ImportError:
         message = "reading an AWS event stream needs botocore: pip install 'agentflow[bedrock]'"
         raise StreamFailure(400, json.dumps({"error": {"message": message}})) from None
+    from botocore.eventstream import InvalidPayloadLength, ParserError
+
     buffer = EventStreamBuffer()
+    # whole messages only go to botocore's buffer (its `_data += chunk` copies what it holds at
+    # each chunk: quadratic in one big message); a message begins with its length (uint32)
+    pending = bytearray()
     async for chunk in _capped_bytes(response):
-        buffer.add_data(chunk)
-        for message in buffer:
+        pending += chunk
+        whole = 0
+        while len(pending) - whole >= 4:
+            size = int.from_bytes(pending[whole : whole + 4], "big")
+            if len(pending) - whole < size:
+                break
+            whole += max(size, 4)  # a size below the prelude's: botocore refuses it
+        if not whole:
+            continue
+        buffer.add_data(bytes(pending[:whole]))
+        del pending[:whole]
+        try:
+            messages = list(buffer)
+        except InvalidPayloadLength:  # over the format's 24 MiB: resending gets the same
+            text = "an AWS event stream message is larger than its format allows"
+            raise StreamFailure(400, json.dumps({"error": {"message": text}})) from None
+        except ParserError as exc:  # a CRC that does not match, a header of no known type
+            text = f"an AWS event stream message is malformed ({type(exc).__name__})"
+            raise StreamFailure(500, json.dumps({"error": {"message": text}})) from None
+        for message in messages:
             headers = message.headers
             payload = message.payload.decode("utf-8", errors="replace")
             if headers.get(":message-type") in ("exception", "error"):

@@ -30,6 +30,12 @@ from agentflow.runtime.models.http import (
     HTTPModelClient,
     StreamFailure,
     error_body,
+    event_index,
+    event_item,
+    event_list,
+    event_object,
+    event_text,
+    malformed_event,
     status_of_error_body,
 )
 from agentflow.runtime.models.schema_subsets import OPENAI, lossy_keywords, moved_text
@@ -203,6 +209,7 @@ async def read_openai_stream(events: Any, on_delta: Any, chunks: list[str]) -> d
     message: dict[str, Any] = {"role": "assistant", "content": None}
     calls: dict[int, dict[str, Any]] = {}
     slots: dict[int, int] = {}  # a tool call's wire index → its key in ``calls``
+    texts: list[str] = []  # the answer's text pieces
     finish: str | None = None
     usage: Any = None
     model: Any = None
@@ -226,40 +233,41 @@ async def read_openai_stream(events: Any, on_delta: Any, chunks: list[str]) -> d
         error = error_body(chunk)
         if error is not None:
             raise StreamFailure(status_of_error_body(error), data)
-        if not isinstance(chunk, dict):
-            continue
+        # each field's type is checked where it is read: a chunk of the wrong shape fails the
+        # call as a malformed reply (transient), never becomes an empty answer or a tool call
+        chunk = event_item(chunk, "a chunk")
         model = chunk.get("model") or model
         reply_id = chunk.get("id") or reply_id
-        if isinstance(chunk.get("usage"), dict):
-            usage = chunk["usage"]
+        if chunk.get("usage") is not None:
+            usage = event_object(chunk, "usage", "a chunk")
         if isinstance(chunk.get("prompt_filter_results"), list):
             prompt_filters += chunk["prompt_filter_results"]
-        for choice in chunk.get("choices") or []:
-            if not isinstance(choice, dict):
-                continue
+        for choice in event_list(chunk, "choices", "a chunk"):
+            choice = event_item(choice, "a choice")
             seen = True
             verdict = choice.get("content_filter_results")
             for name, value in verdict.items() if isinstance(verdict, dict) else ():
                 if name not in verdicts or (isinstance(value, dict) and value.get("filtered")):
                     verdicts[name] = value
-            finish = choice.get("finish_reason") or finish
-            delta = choice.get("delta") or {}
-            if not isinstance(delta, dict):
-                continue
+            finish = event_text(choice, "finish_reason", "a choice") or finish
+            if "delta" in choice and choice["delta"] is None:  # present, and no object
+                raise malformed_event("a choice's delta should be an object")
+            delta = event_object(choice, "delta", "a choice")
             for key, value in delta.items():
-                if key == "tool_calls" and isinstance(value, list):
-                    for part in value:
+                if key == "tool_calls":
+                    for part in event_list(delta, key, "a delta"):
                         _merge_call(calls, part, slots)
-                elif key == "content" and isinstance(value, str):
-                    message["content"] = (message["content"] or "") + value
-                    if value:
-                        chunks.append(value)
+                elif key == "content":
+                    piece = event_text(delta, key, "a delta")
+                    if value is not None:  # joined once at the end (linear in the pieces)
+                        texts.append(piece)
+                    if piece:
+                        chunks.append(piece)
                         if on_delta is not None:
-                            on_delta(value)
-                elif key in ("reasoning_content", "reasoning", "refusal") and isinstance(
-                    value, str
-                ):
-                    message[key] = (message.get(key) or "") + value
+                            on_delta(piece)
+                elif key in ("reasoning_content", "reasoning", "refusal"):
+                    if value is not None:
+                        message[key] = (message.get(key) or "") + event_text(delta, key, "a delta")
                 elif key not in ("role",) and value is not None:
                     message[key] = value
     if not seen:
@@ -278,6 +286,8 @@ async def read_openai_stream(events: Any, on_delta: Any, chunks: list[str]) -> d
                 }
             ),
         )
+    if texts:
+        message["content"] = "".join(texts)
     if calls:
         message["tool_calls"] = [calls[i] for i in sorted(calls)]
     body: dict[str, Any] = {
@@ -300,10 +310,9 @@ def _merge_call(calls: dict[int, dict[str, Any]], part: Any, slots: dict[int, in
     (some OpenAI-compatible servers send every call at index 0, each with its own id; merged,
     two calls became one with both names and both argument texts run together). A piece with
     no usable index starts a new call."""
-    if not isinstance(part, dict):
-        return
-    index = part.get("index")
-    new_id = part.get("id")
+    part = event_item(part, "a tool_calls piece")
+    index = event_index(part, "index", "a tool_calls piece", None)
+    new_id = event_text(part, "id", "a tool_calls piece")
     slot = slots.get(index) if type(index) is int else None
     if slot is not None and isinstance(new_id, str) and new_id:
         known = calls[slot].get("id")
@@ -315,13 +324,16 @@ def _merge_call(calls: dict[int, dict[str, Any]], part: Any, slots: dict[int, in
             slots[index] = slot
     call = calls.setdefault(slot, {"type": "function", "function": {"name": "", "arguments": ""}})
     for key, value in part.items():
-        if key == "function" and isinstance(value, dict):
-            for fkey in ("name", "arguments"):
-                piece = value.get(fkey)
-                if isinstance(piece, str):
-                    call["function"][fkey] += piece
-                elif isinstance(piece, dict):  # a server that sends decoded arguments
-                    call["function"][fkey] = piece
+        if key == "function":
+            function = event_object(part, key, "a tool_calls piece")
+            call["function"]["name"] += event_text(function, "name", "a tool call's function")
+            arguments = function.get("arguments")
+            if isinstance(arguments, dict):  # a server that sends decoded arguments
+                call["function"]["arguments"] = arguments
+            else:
+                piece = event_text(function, "arguments", "a tool call's function")
+                if isinstance(call["function"]["arguments"], str):
+                    call["function"]["arguments"] += piece
         elif key not in ("index", "type") and value is not None:
             call[key] = value
 

@@ -40,7 +40,16 @@ from agentflow.runtime.models.base import (
     wire_tool_name,
     with_contract,
 )
-from agentflow.runtime.models.http import StreamFailure, _failed, status_of_error_body
+from agentflow.runtime.models.http import (
+    StreamFailure,
+    _failed,
+    event_index,
+    event_item,
+    event_object,
+    event_text,
+    malformed_event,
+    status_of_error_body,
+)
 from agentflow.runtime.models.openai import (
     _COMPLETION_TOKENS_MODELS,
     OpenAIClient,
@@ -200,9 +209,8 @@ async def read_responses_stream(events: Any, on_delta: Any, chunks: list[str]) -
             item = json.loads(data)
         except (ValueError, RecursionError):
             raise _stream_error("a stream event is not JSON", 500) from None
-        if not isinstance(item, dict):
-            continue
-        kind = item.get("type") or event
+        item = event_item(item, "an event")  # each field's type checked where it is read
+        kind = event_text(item, "type", "an event") or event
         if kind == "error":
             nested = item.get("error")
             error: dict[str, Any] = (
@@ -221,18 +229,20 @@ async def read_responses_stream(events: Any, on_delta: Any, chunks: list[str]) -
                 status_of_error_body(error or "failed"), json.dumps({"error": error})
             )
         if kind == "response.output_text.delta":
-            piece = item.get("delta")
-            if isinstance(piece, str) and piece:
+            piece = event_text(item, "delta", kind)
+            if piece:
                 chunks.append(piece)
                 if on_delta is not None:
                     on_delta(piece)
-        elif kind == "response.output_item.done" and isinstance(item.get("item"), dict):
-            index = item.get("output_index")
-            items[index if isinstance(index, int) else len(items)] = item["item"]
-        elif kind in ("response.completed", "response.incomplete") and isinstance(
-            item.get("response"), dict
-        ):
-            final = dict(item["response"])
+        elif kind == "response.output_item.done":
+            done = event_object(item, "item", kind)
+            index = event_index(item, "output_index", kind, len(items))
+            if done:
+                items[len(items) if index is None else index] = done
+        elif kind in ("response.completed", "response.incomplete"):
+            final = dict(event_object(item, "response", kind))
+            if not isinstance(final.get("output") or [], list):
+                raise malformed_event(f"{kind}'s response.output should be an array")
             break
     if final is None:
         raise _stream_error("the stream broke off before the response was completed")

@@ -1,0 +1,152 @@
+"""``flowc serve --mcp``: a call busy evaluating a long expression holds no other call up, and a
+client's ``notifications/cancelled`` ends its evaluation (docs/mcp.md "cancels the run; its steps
+unwind as on Ctrl-C"; docs/decisions.md "Break-it fixes, stop 44").  Before, the run evaluated on
+the server's event loop: the cancel and the other calls were read only when it returned."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from support.timing import Deadline
+
+FLOWC = Path(sys.executable).parent / "flowc"
+
+PAIR = 'len(count_by(big)) + len(split(t, ","))'
+#: minutes of evaluation when nothing ends it (each pair: a count_by and a split of 1M items)
+BUSY = f"""/// Busy.
+flow busy
+input {{ n: int }}
+output int
+
+stage s -> int {{
+  let xs = range(100000)
+  let big = xs + xs + xs + xs + xs + xs + xs + xs + xs + xs
+  let t = join(big, ",")
+  return {" + ".join([PAIR] * 60)}
+}}
+"""
+
+ONE = """/// One.
+flow one
+output int
+
+stage main {
+  return 1
+}
+"""
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    },
+}
+
+
+class _Lines:
+    """The server's stdout lines, read on a thread (a missing reply fails, never hangs)."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.lines: list[dict] = []
+        self.cond = threading.Condition()
+        threading.Thread(target=self._read, args=(proc,), daemon=True).start()
+
+    def _read(self, proc: subprocess.Popen) -> None:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            with self.cond:
+                self.lines.append(json.loads(raw))
+                self.cond.notify_all()
+
+    def reply(self, rid: int, timeout: float = 60) -> dict:
+        end = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                found = [m for m in self.lines if m.get("id") == rid]
+                if found:
+                    return found[0]
+                left = end - time.monotonic()
+                assert left > 0, f"no reply to {rid}: {self.lines}"
+                self.cond.wait(left)
+
+
+def _status(served: Path) -> str | None:
+    """The status of the durable run of `busy` in the served directory's database (the
+    server's own thread count moves with the engine's threads)."""
+    from agentflow.runtime.config import load_config
+    from agentflow.runtime.durable import runs
+
+    database = runs.database_for(load_config(served / "flow.toml"))
+    found = asyncio.run(runs.list_runs(database))
+    return next((r.status for r in found if r.plan == "busy"), None)
+
+
+def _threads(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/task"))
+
+
+def _send(proc: subprocess.Popen, message: dict) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(message) + "\n")
+    proc.stdin.flush()
+
+
+def _call(rid: int, name: str, arguments: dict) -> dict:
+    params = {"name": name, "arguments": arguments}
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+
+
+@pytest.mark.parametrize("durable", [False, True], ids=["plain", "durable"])
+def test_a_cancelled_busy_evaluation_ends_and_holds_no_other_call_up(tmp_path, durable):
+    d = tmp_path / "flows"
+    d.mkdir()
+    (d / "busy.flow").write_text(BUSY, encoding="utf-8")
+    (d / "one.flow").write_text(ONE, encoding="utf-8")
+    (d / "flow.toml").write_text("", encoding="utf-8")  # its database beside it
+    proc = subprocess.Popen(
+        [str(FLOWC), "serve", "--mcp", str(d), *(["--durable"] if durable else [])],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=d,
+    )
+    try:
+        lines = _Lines(proc)
+        _send(proc, INITIALIZE)
+        assert lines.reply(1)["result"]
+        _send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        _send(proc, _call(2, "one", {}))
+        assert lines.reply(2)["result"]["structuredContent"] == {"result": 1}
+        idle = _threads(proc.pid)
+        _send(proc, _call(7, "busy", {"n": 1}))
+        time.sleep(1.5)  # the run is evaluating by now (or about to: either way it must end)
+        _send(
+            proc,
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}},
+        )
+        _send(proc, _call(8, "one", {}))
+        assert lines.reply(8)["result"]["structuredContent"] == {"result": 1}
+        # the busy run ends (its thread goes): minutes of evaluation were left
+        wait = Deadline(5)
+        while (_status(d) != "cancelled") if durable else (_threads(proc.pid) > idle):
+            assert not wait.expired(), f"the cancelled run goes on evaluating ({_status(d)})"
+            time.sleep(0.1)
+        _send(proc, _call(9, "one", {}))
+        assert lines.reply(9)["result"]["structuredContent"] == {"result": 1}
+        assert not [m for m in lines.lines if m.get("id") == 7], "a cancelled call is answered"
+    finally:
+        proc.kill()
+        proc.wait(10)
