@@ -45,7 +45,8 @@ from agentflow.errors import (
     ModelError,
     RunError,
 )
-from agentflow.ir.schemas import validation_errors, whole_numbers
+from agentflow.ir.mismatch import mismatch_lines
+from agentflow.ir.schemas import whole_numbers
 from agentflow.runtime import dispatch
 from agentflow.runtime.agent import message_fields
 from agentflow.runtime.agent_step import is_outlined, run_agent_step
@@ -835,24 +836,25 @@ def run_budgets(plan: Plan, config: Config | None) -> list[Budget]:
 def validate_input(plan: Plan, data: Any, *, code: str | None = None) -> Any:
     """Check ``data`` against ``plan.input_schema`` (JSON Schema) and return it with every
     integral float the schema types ``integer`` made an ``int`` (``3.0`` → ``3``:
-    :func:`~agentflow.ir.schemas.whole_numbers`).  Raises :class:`InputError` (or RunError
-    ``code`` when given: a ``plan__*`` call's input) naming up to five problems."""
+    :func:`~agentflow.ir.schemas.whole_numbers`).  Raises :class:`InputMismatch` (or RunError
+    ``code`` when given: a ``plan__*`` call's input) naming up to five problems in the `.flow`'s
+    terms, one line each (:func:`~agentflow.ir.mismatch.mismatch_lines`; docs/reference/cli.md
+    "Input")."""
     schema = plan.input_schema
     if not schema:
         return data
 
-    try:
-        errors = validation_errors(schema, data)  # never fetches a reference
+    what = "the flow's input type" if code is None else f"the input type of plan `{plan.name}`"
+    try:  # one front door: a dataset's cases are checked by the same (agentflow.ir.mismatch)
+        lines = mismatch_lines(schema, data, what=what)  # never fetches a reference
     except ValueError as exc:
         message = f"input_schema of plan '{plan.name}': {exc}"
         raise (RunError(code, message) if code is not None else InputError(message)) from None
-    if not errors:
+    if not lines:
         return whole_numbers(schema, data)
-    lines = []
-    for e in errors[:5]:
-        where = "input" + "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in e.path)
-        lines.append(f"{where}: {e.message}")
-    message = f"input of plan '{plan.name}' does not match its input_schema: " + "; ".join(lines)
+    message = (
+        lines[0] if len(lines) == 1 else "\n  ".join([f"the input does not fit {what}:", *lines])
+    )
     if code is not None:
         raise RunError(code, message)
     raise InputMismatch(message)
