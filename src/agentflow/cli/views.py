@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from agentflow import api
-from agentflow.cli.common import _err, _fail, _render, _write_or_echo
+from agentflow.cli.common import _err, _fail, _render, _write_or_echo, given_files
 from agentflow.errors import FlowError
 
 
@@ -62,6 +62,7 @@ def graph_cmd(file: str, fmt: str, trace: str | None, out: str | None) -> None:
     "--plan",
     "plan_file",
     type=click.Path(dir_okay=False),
+    callback=given_files,
     help="The .flow or plan that ran (default: the file the trace names).",
 )
 def report_cmd(trace: str, out: str, plan_file: str | None) -> None:
@@ -79,7 +80,9 @@ def report_cmd(trace: str, out: str, plan_file: str | None) -> None:
 
 
 @click.command("ui")
-@click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
+@click.option(
+    "--config", type=click.Path(dir_okay=False), callback=given_files, help="flow.toml to use."
+)
 @click.option(
     "--database", metavar="URL", help="SQLite file or PostgreSQL URL (default: [durable] database)."
 )

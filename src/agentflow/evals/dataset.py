@@ -109,7 +109,7 @@ def read_dataset(path: str | os.PathLike, shown: str | None = None) -> Dataset:
         text = Path(path).read_bytes().decode("utf-8")
     except OSError as e:
         out.diagnostics.append(
-            _diag(D.INVALID_VALUE, f"cannot read the dataset: {e.strerror or e}", _at(file, 0))
+            _diag(D.INVALID_VALUE, f"cannot read the dataset: {e.strerror or e}", Span.at(file))
         )
         return out
     except UnicodeDecodeError as e:
