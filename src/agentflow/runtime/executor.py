@@ -336,6 +336,8 @@ class Executor:
             code = error.get("code") if isinstance(error, dict) else None
             data["durable_id"] = self.effects.event_id(kind, path, code)
             replayed = self.effects.replaying() or self.effects.replayed(path)
+            if kind != "model_call" and self.effects.reused_at(path):  # (model_call says it)
+                data.setdefault("reused", True)  # taken from the run --reuse/redrive reuses
         elif self.effects.replaying() and kind != "run_finished":
             # (the run's end is never replayed work: a run stopped while its resumed root
             # still replays — a signal in `flowc resume`'s start-up — ends here, its trace too)
