@@ -109,7 +109,15 @@ from agentflow.runtime.result import (
     usage_snapshot,
 )
 from agentflow.runtime.tools.catalog import RunServices, current_run
-from agentflow.runtime.where import SEP, Place, in_source_terms, let_of, quotes_expressions
+from agentflow.runtime.where import (
+    SEP,
+    Place,
+    in_source_terms,
+    let_of,
+    lets_by_name,
+    quotes_expressions,
+    written_place,
+)
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -455,8 +463,8 @@ class Executor:
             let = let_of(e, fin.meta) if fin.meta.get("lets") else None
             if let:
                 written = let["source"]
-            if e.source is None and written:
-                e.source = str(written)
+            elif not getattr(e, "named_at", None):  # the sub-expression as the `.flow` wrote it
+                lets_by_name(e, fin.meta)
             if not e.where and stage and e.step_path == frame.path("finish"):
                 what = let["name"] if let else "return"
                 e.where = {"stage": str(stage), "label": f"{stage} › {what}"}
@@ -465,6 +473,10 @@ class Executor:
                 caller = self.places.get(frame.prefix) if frame.prefix else None
                 e.message = in_source_terms(e.message, None, frame.plan, self._names, parent=caller)
                 e.args = (e.message,)
+                if let is None:  # the caret at the failing sub-expression, where it is found
+                    written = written_place(e, fin.meta) or written
+            if e.source is None and written:
+                e.source = str(written)
             raise
         finally:
             if watched is not None:
@@ -620,7 +632,11 @@ class Executor:
                 e.named_at = path  # type: ignore[attr-defined]
                 compiled = place.names().label is not None
                 if compiled and quotes_expressions(e):
+                    if let is None:  # the sub-expression as the `.flow` wrote it
+                        lets_by_name(e, info.step.meta)
                     e.message = in_source_terms(e.message, place, frame.plan, self._names)
+                    if let is None and e.source is None:
+                        e.source = written_place(e, info.step.meta)
                 elif e.code == Code.BAD_PATH and not e.details.get("step_named"):
                     e.details["step_named"] = True  # a hand-written plan: its step ids
                     e.message = f"step `{info.id or path}`: {e.message}"
