@@ -26,7 +26,7 @@ from typing import Any
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Diagnostic, Note, did_you_mean
 from agentflow.core.spans import Span
-from agentflow.ir.mismatch import Mismatch, mismatches
+from agentflow.ir.mismatch import Mismatch, mismatches, type_names
 from agentflow.runtime.extract import loads_value
 
 __all__ = ["CASE_KEYS", "Case", "Dataset", "check_cases", "read_dataset"]
@@ -346,20 +346,25 @@ def check_cases(
     expected_schema: dict[str, Any] | None,
     *,
     expected_what: str = "the flow's output type",
+    input_name: str | None = None,
+    expected_name: str | None = None,
 ) -> list[Diagnostic]:
     """Check each case's ``input`` against ``input_schema`` (the flow's input type) and its
-    ``expected`` against ``expected_schema``; one diagnostic per problem, at its value."""
+    ``expected`` against ``expected_schema``; one diagnostic per problem, at its value.
+    ``input_name`` / ``expected_name``: the user's name of each type (``Ticket``), which the
+    messages give rather than its fields; the named types under ``$defs`` are named so too."""
     out: list[Diagnostic] = []
     for case in cases:
-        for key, schema, what in (
-            ("input", input_schema, "the flow's input type"),
-            ("expected", expected_schema, expected_what),
+        for key, schema, what, type_name in (
+            ("input", input_schema, "the flow's input type", input_name),
+            ("expected", expected_schema, expected_what, expected_name),
         ):
             if schema is None or (key == "expected" and not case.has_expected):
                 continue
             value = case.input if key == "input" else case.expected
             try:  # the one front door of run-time input errors too (agentflow.ir.mismatch)
-                found = mismatches(schema, value, root=key, what=what)
+                names = type_names(schema, type_name)
+                found = mismatches(schema, value, root=key, what=what, names=names)
             except ValueError as e:  # pragma: no cover - contracts are always usable
                 out.append(_diag(D.INVALID_VALUE, str(e), case.spans.get((), _at(case.file, 1))))
                 continue

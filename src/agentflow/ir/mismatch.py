@@ -22,7 +22,7 @@ from agentflow.core.diagnostics import did_you_mean
 from agentflow.core.schema_types import flow_type_of_schema
 from agentflow.ir.schemas import validation_errors
 
-__all__ = ["Mismatch", "mismatch_lines", "mismatches", "shown_path"]
+__all__ = ["Mismatch", "mismatch_lines", "mismatches", "shown_path", "type_names"]
 
 Path_ = tuple[str | int, ...]
 
@@ -58,13 +58,30 @@ def shown_path(path: Path_) -> str:
     return out
 
 
+def type_names(schema: dict[str, Any], root: str | None) -> dict[int, str]:
+    """``id(sub-schema)`` → the `.flow` name of its type, for :func:`mismatches`' ``names``:
+    ``schema`` itself is ``root`` (``Ticket``; none when None), each ``$defs`` entry its key."""
+    names = {id(schema): root} if root else {}
+    defs = schema.get("$defs")
+    if isinstance(defs, dict):
+        names.update({id(v): k for k, v in defs.items() if isinstance(v, dict)})
+    return names
+
+
 def mismatches(
-    schema: dict[str, Any], value: Any, *, root: str = "input", what: str = "the flow's input type"
+    schema: dict[str, Any],
+    value: Any,
+    *,
+    root: str = "input",
+    what: str = "the flow's input type",
+    names: dict[int, str] | None = None,
 ) -> list[Mismatch]:
     """Every way ``value`` does not fit ``schema`` (a compiled `.flow` type), in path order; ``[]``
     when it fits.  ``root`` names the value (``input``, ``result``, ``expected``); ``what`` the type
-    (``the flow's input type``, ``its declared type``).  Raises ValueError when the schema itself
-    cannot be used (:func:`~agentflow.ir.schemas.validation_errors`)."""
+    (``the flow's input type``, ``its declared type``); ``names`` (:func:`type_names`) the types
+    the user named (``Ticket``), said by that name rather than written out.  Raises ValueError
+    when the schema itself cannot be used (:func:`~agentflow.ir.schemas.validation_errors`)."""
+    shown_type = _typer(names or {})
     errors = validation_errors(schema, value)
     missing: dict[Path_, list[str]] = {}  # per object, its missing required fields
     unknown: dict[Path_, list[str]] = {}  # … and the fields its type does not have
@@ -78,11 +95,11 @@ def mismatches(
     # an unknown field beside a missing required one is usually that field misspelt: one problem
     hints: dict[tuple[Path_, str], str] = {}
     meant: dict[Path_, set[str]] = {}
-    for where, names in unknown.items():
+    for where, extra in unknown.items():
         lacking = missing.get(where, [])
-        for name in names:
+        for name in extra:
             close = did_you_mean(str(name), lacking)
-            if close is None and len(lacking) == 1 and len(names) == 1:
+            if close is None and len(lacking) == 1 and len(extra) == 1:
                 close = f"did you mean `{lacking[0]}`?"
             if close is not None:
                 hints[where, name] = close
@@ -95,7 +112,7 @@ def mismatches(
             for name in _absent(error):
                 if name not in meant.setdefault(where, set()):  # not misspelt, not said yet
                     meant[where].add(name)
-                    out.append(_missing(full, name, what, error.schema))
+                    out.append(_missing(full, name, what, shown_type(error.schema)))
         elif _is_unknown(error):
             allowed = sorted((error.schema.get("properties") or {}).keys())
             for name in _extra(error):
@@ -105,13 +122,13 @@ def mismatches(
                         full,
                         D.UNKNOWN_FIELD,
                         f"`{shown_path(full)}` has no field `{name}` in {what} "
-                        f"`{flow_type_of_schema(error.schema)}`",
+                        f"`{shown_type(error.schema)}`",
                         hint or f"its fields: {', '.join(allowed)}",
                         field=str(name),
                     )
                 )
         else:
-            out.append(_other(full, what, error))
+            out.append(_other(full, what, error, shown_type(error.schema)))
     return out
 
 
@@ -132,17 +149,21 @@ def _extra(error: Any) -> list[str]:
     return [k for k in error.instance if k not in allowed]
 
 
-def _missing(full: Path_, name: str, what: str, schema: Any) -> Mismatch:
+def _typer(names: dict[int, str]) -> Any:
+    """A schema's type as said in a message: its name when the user named it, else written out."""
+    return lambda schema: names.get(id(schema)) or flow_type_of_schema(schema)
+
+
+def _missing(full: Path_, name: str, what: str, typ: str) -> Mismatch:
     return Mismatch(
         full,
         D.TYPE_MISMATCH,
-        f"`{shown_path(full)}` lacks the required field `{name}` of {what} "
-        f"`{flow_type_of_schema(schema)}`",
+        f"`{shown_path(full)}` lacks the required field `{name}` of {what} `{typ}`",
         field=name,
     )
 
 
-def _other(full: Path_, what: str, error: Any) -> Mismatch:
+def _other(full: Path_, what: str, error: Any, typ: str) -> Mismatch:
     if error.validator in ("type", "enum", "const", "anyOf", "oneOf", "$ref"):
         found = json.dumps(error.instance, ensure_ascii=False)
         if len(found) > 60:
@@ -150,8 +171,7 @@ def _other(full: Path_, what: str, error: Any) -> Mismatch:
         return Mismatch(
             full,
             D.TYPE_MISMATCH,
-            f"`{shown_path(full)}` is {found}, but {what} wants "
-            f"`{flow_type_of_schema(error.schema)}` here",
+            f"`{shown_path(full)}` is {found}, but {what} wants `{typ}` here",
         )
     return Mismatch(full, D.INVALID_VALUE, f"`{shown_path(full)}`: {error.message}")
 

@@ -342,10 +342,10 @@ class Executor:
             # process that ran the work died before it did; docs/durable.md "Events")
             error = data.get("error")
             code = error.get("code") if isinstance(error, dict) else None
-            data["durable_id"] = self.effects.event_id(kind, path, code)
-            replayed = self.effects.replaying() or self.effects.replayed(path)
             if kind != "model_call" and self.effects.reused_at(path):  # (model_call says it)
                 data.setdefault("reused", True)  # taken from the run --reuse/redrive reuses
+            data["durable_id"] = self.effects.event_id(kind, path, code)
+            replayed = self.effects.replaying() or self.effects.replayed(path)
         elif self.effects.replaying() and kind != "run_finished":
             # (the run's end is never replayed work: a run stopped while its resumed root
             # still replays — a signal in `flowc resume`'s start-up — ends here, its trace too)
