@@ -114,7 +114,7 @@ def compile_checked(result: Any, text: str, file: str) -> CompiledFlow:
             result, diagnostics=[d for d in result.diagnostics if id(d) not in left]
         )
     try:
-        data = lower(result, file=file)
+        data = lower(result, file=file, source=text)
     except LoweringError as e:
         diag = Diagnostic("unsupported-construct", e.message, e.span)
         raise CompileError([diag], {file: text}) from None

@@ -108,7 +108,7 @@ async def _explore(file: Path, runs: int) -> ExploreReport:
         report.error = render_text(result.errors, {shown: text}, color=False).rstrip()
         return report
     try:
-        data = lower(result, file=shown)
+        data = lower(result, file=shown, source=text)
     except LoweringError as e:
         report.error = f"{_where(shown, e.span)}: {e.message}"
         return report

@@ -284,7 +284,7 @@ async def _run_file(
     if not tests:
         return []
     try:
-        plan, stages = lower_with_stages(result, file=shown)
+        plan, stages = lower_with_stages(result, file=shown, source=text)
     except LoweringError as e:
         where = f"{shown}:{e.span.line}:{e.span.column}"
         return [TestOutcome(shown, "flowc compile", 0, False, [f"{where}: {e.message}"])]

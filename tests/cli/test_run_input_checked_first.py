@@ -34,7 +34,7 @@ def test_a_bad_input_is_said_before_the_missing_model(tmp_path: Path, monkeypatc
     res = CliRunner().invoke(main, ["run", "triage.flow", "--input", '{"email": 1}'])
     assert res.exit_code == 1
     assert "no model is configured" not in res.stderr, res.stderr
-    assert "input.email: 1 is not of type 'string'" in res.stderr, res.stderr
+    assert "`input.email` is 1, but the flow's input type wants `text` here" in res.stderr
     assert "flowc schema triage.flow --input" in res.stderr
 
 

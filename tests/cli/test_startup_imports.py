@@ -86,7 +86,7 @@ def test_runs_without_a_database_loads_no_durable_engine(tmp_path):
     assert [m for m in heavy if not m.startswith("agentflow.")] == ["pydantic"]
 
 
-def test_a_wrong_input_still_gets_jsonschema_messages(tmp_path):
+def test_a_wrong_input_still_gets_its_messages_in_the_flows_terms(tmp_path):
     (tmp_path / "plain.flow").write_text(FLOW)
     proc = subprocess.run(
         [sys.executable, "-m", "agentflow", "run", "plain.flow", "--input", '{"x": "one"}'],
@@ -96,7 +96,7 @@ def test_a_wrong_input_still_gets_jsonschema_messages(tmp_path):
         timeout=120,
     )
     assert proc.returncode == 1
-    assert "'one' is not of type 'integer'" in proc.stderr
+    assert '`input.x` is "one", but the flow\'s input type wants `int` here' in proc.stderr
 
 
 def test_the_pydantic_plugin_cache_flowc_presets_is_where_pydantic_reads_it():

@@ -135,7 +135,7 @@ def test_random_programs_compile_validate_and_run(scripted, program, inp):
         ) from None
     assert dropped(program, compiled.plan) == [], program.source
     # deterministic: lowering the same checked program again gives the same plan
-    again = lower(compiled.check, file="prop.flow")
+    again = lower(compiled.check, file="prop.flow", source=program.source)
     assert json.dumps(again) == json.dumps(compiled.plan)
     plan = load_plan_text(compiled.to_yaml(), "prop.plan.yaml")  # the YAML round trip loads
 

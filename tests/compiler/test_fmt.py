@@ -55,7 +55,8 @@ _LOCATION = re.compile(r"\b[\w.-]+\.flow:\d+:\d+\b")
 
 def _strip_source(value):
     """The plan without ``meta.source`` (and without the same ``file:line:col`` quoted in an
-    outlined sub-plan's ``description``), which are the only things layout may change."""
+    outlined sub-plan's ``description``) and the expressions kept as written (``meta.text``,
+    ``meta.stages[].text``), which are the only things layout may change."""
     if isinstance(value, str):
         return _LOCATION.sub("<loc>", value)
     if isinstance(value, dict):
@@ -63,6 +64,7 @@ def _strip_source(value):
             k: _strip_source(v)
             for k, v in value.items()
             if not (k == "source" and isinstance(v, str) and ".flow:" in v)
+            and not (k == "text" and ("text_source" in value or "source" in value))
         }
     if isinstance(value, list):
         return [_strip_source(v) for v in value]

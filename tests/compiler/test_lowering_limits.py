@@ -206,8 +206,8 @@ def test_compiled_plan_that_fails_validation_is_an_internal_error(tmp_path, monk
 
     real = api_compile.lower
 
-    def broken(result, *, file):
-        plan = real(result, file=file)
+    def broken(result, *, file, source=None):
+        plan = real(result, file=file, source=source)
         plan["steps"][0]["input"]["value"] = "{{ 1 + ) }}"  # a template that does not parse
         return plan
 

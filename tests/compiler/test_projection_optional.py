@@ -206,7 +206,7 @@ def test_compiled_plans_check_the_tool_result_before_any_projection(tmp_path):
         "user__get returned a result that does not match its declared type"
         in (run.error["message"])
     )
-    assert "'name' is a required property" in run.error["message"]
+    assert "`result[0]` lacks the required field `name`" in run.error["message"]
 
 
 def test_an_effectful_index_in_an_optional_projection_is_refused():

@@ -42,7 +42,6 @@ def _eval(*args: str):
 @pytest.mark.parametrize(
     ("baseline", "said"),
     [
-        (None, "cannot read the baseline"),
         ('{"format":"agentflow-eval/1","cases":[{"case":5}]}', "`cases[0].case` is not text"),
         ('{"format":"agentflow-eval/1","cases":"x"}', "`cases` is not a list"),
         ('{"format":"agentflow-eval/1","stats":[{"case":"a","model":"m","scorer":"s",'
@@ -51,12 +50,17 @@ def _eval(*args: str):
     ],
 )  # fmt: skip
 def test_a_wrong_baseline_is_refused_before_any_case_runs(project, baseline, said):
-    if baseline is not None:
-        (project / "base.json").write_text(baseline, encoding="utf-8")
+    (project / "base.json").write_text(baseline, encoding="utf-8")
     out = _eval("--baseline", "base.json")
     assert out.exit_code == 1, out.output
     assert said in out.stderr and "Traceback" not in out.output
     assert "[configured]" not in out.stderr  # no case's progress line: nothing ran
+
+
+def test_a_missing_baseline_is_a_usage_error(project):
+    out = _eval("--baseline", "base.json")
+    assert out.exit_code == 2, out.output
+    assert "Error: --baseline base.json: no such file" in out.stderr
 
 
 def test_a_report_file_that_cannot_be_written_is_an_error_after_the_report(project):

@@ -89,7 +89,9 @@ def test_the_jsonschema_integer_check_is_pinned():
 
 async def test_an_input_of_1e308_for_an_int_is_refused(tmp_path):
     text = 'flow b "b"\ninput { a: int }\nstage s -> int { return input.a }\n'
-    with pytest.raises(agentflow.InputError, match=r"input\.a: 1e\+308 is not of type 'integer'"):
+    with pytest.raises(
+        agentflow.InputError, match=r"`input\.a` is 1e\+308, but the flow's input type wants `int`"
+    ):
         await _run(tmp_path, text, {"a": 1e308})
     ok = await _run(tmp_path, text, {"a": 9007199254740993})
     assert ok.status == "ok" and json.dumps(ok.output) == "9007199254740993"
@@ -100,7 +102,7 @@ async def test_a_tool_result_of_1e308_declared_int_is_an_output_validation_error
     result = await _run(tmp_path, text)
     assert result.status == "error"
     assert result.error.code == "output_validation"
-    assert "1e+308 is not of type 'integer'" in result.error.message
+    assert "`result` is 1e+308, but its declared type wants `int` here" in result.error.message
 
 
 async def test_an_ask_answer_of_1e308_for_int_is_refused(tmp_path):

@@ -81,4 +81,5 @@ def test_an_error_of_the_statement_itself_stays_at_the_statement(tmp_path):
     result = api.run_sync(plan, {"raw": "99999"}, workspace=str(tmp_path))
     error = result.error
     assert error is not None and error.code == "arithmetic", error
-    assert (error.source, error.where.get("label")) == ("loc.flow:5:3", "s › return")
+    # at the failing product in the statement (its caret on the sub-expression: trialrun8)
+    assert (error.source, error.where.get("label")) == ("loc.flow:5:10", "s › return")

@@ -165,6 +165,8 @@ from agentflow.cli.common import (  # noqa: E402
     _telemetry_option,
     _trace_option,
     _workspace_option,
+    given_files,
+    given_input,
 )
 from agentflow.core.diagnostics import did_you_mean  # noqa: E402
 from agentflow.core.redaction import RedactingStream, register_environment  # noqa: E402
@@ -426,10 +428,12 @@ def schema(file: str, type_name: str | None, show_input: bool) -> None:
 
 @main.command()
 @click.argument("target", type=click.Path(dir_okay=False))
-@click.option("--input", "input_", help="Input as JSON, or @file.json.")
+@click.option("--input", "input_", callback=given_input, help="Input as JSON, or @file.json.")
 @_workspace_option
 @_trace_option
-@click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
+@click.option(
+    "--config", type=click.Path(dir_okay=False), callback=given_files, help="flow.toml to use."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the whole RunResult as JSON.")
 @_record_option
 @_replay_option
@@ -653,7 +657,12 @@ def plan() -> None:
 
 @plan.command("validate")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--config", type=click.Path(dir_okay=False), help="flow.toml for tool resolution.")
+@click.option(
+    "--config",
+    type=click.Path(dir_okay=False),
+    callback=given_files,
+    help="flow.toml for tool resolution.",
+)
 @click.option(
     "--format",
     "fmt",
@@ -744,7 +753,9 @@ def cost_cmd(file: str, as_json: bool) -> None:
 
 
 @main.command("tools")
-@click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
+@click.option(
+    "--config", type=click.Path(dir_okay=False), callback=given_files, help="flow.toml to use."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the catalog as JSON (full schemas).")
 @click.option(
     "--no-connect", is_flag=True, help="Do not start MCP servers (list each as SERVER__*)."
@@ -866,7 +877,9 @@ def fmt_cmd(paths: tuple[str, ...], check_only: bool, as_diff: bool) -> None:
 @click.option("--http", "port", type=click.IntRange(0, 65535), default=None,
               help="Streamable HTTP on this port.")  # fmt: skip
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address for --http.")
-@click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
+@click.option(
+    "--config", type=click.Path(dir_okay=False), callback=given_files, help="flow.toml to use."
+)
 @click.option("--workspace", type=click.Path(file_okay=False), help="Root for file tools.")
 @click.option("--durable", is_flag=True, help="Each call a durable run (survives a restart).")
 @click.option("--database", help="Durable runs database (default: [durable] database).")
@@ -932,7 +945,9 @@ def lsp_cmd(stdio: bool) -> None:
 
 @main.command()
 @click.argument("question")
-@click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
+@click.option(
+    "--config", type=click.Path(dir_okay=False), callback=given_files, help="flow.toml to use."
+)
 @_workspace_option
 @_trace_option
 @click.option(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import re
 import sys
 from pathlib import Path
@@ -87,6 +88,40 @@ def _with_sources(diags: list, sources: dict[str, str]) -> dict[str, str]:
     return out
 
 
+def given_file(label: str, path: str) -> None:
+    """Raise click.UsageError (exit 2) when ``path``, a file given on the command line, does not
+    exist or cannot be read, in one shape for every command (docs/reference/cli.md "Exit
+    codes"): ``LABELPATH: no such file`` / ``LABELPATH: is a directory`` / ``LABELPATH: cannot
+    read it (permission denied)``.  ``label``: ``"--config "`` for an option, ``""`` for an
+    argument, ``"--input @"`` for ``--input @FILE``."""
+    file = Path(path)
+    if not file.exists():
+        raise click.UsageError(f"{label}{path}: no such file")
+    if file.is_dir():
+        raise click.UsageError(f"{label}{path}: is a directory")
+    if not os.access(file, os.R_OK):
+        raise click.UsageError(f"{label}{path}: cannot read it (permission denied)")
+
+
+def given_files(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """A click callback: every file an option (``--config``, ``--replay``, ``--baseline``…) or an
+    argument (``flowc eval``'s datasets) names is there and readable, else a usage error (exit 2,
+    :func:`given_file`); ``None`` (not given) passes."""
+    label = f"{param.opts[0]} " if isinstance(param, click.Option) else ""
+    for path in value if isinstance(value, tuple | list) else [value]:
+        if path is not None:
+            given_file(label, path)
+    return value
+
+
+def given_input(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """A click callback for ``--input``: the file of ``--input @FILE`` is there and readable,
+    else a usage error (exit 2, :func:`given_file`)."""
+    if isinstance(value, str) and value.startswith("@"):
+        given_file("--input @", value[1:])
+    return value
+
+
 # Options shared by `run`, `ask` and the durable-run commands.
 _workspace_option = click.option(
     "--workspace", type=click.Path(file_okay=False), help="Root for file tools (default: cwd)."
@@ -104,7 +139,10 @@ _record_option = click.option(
 
 
 _replay_option = click.option(
-    "--replay", type=click.Path(dir_okay=False), help="Answer model requests from this cassette."
+    "--replay",
+    type=click.Path(dir_okay=False),
+    callback=given_files,
+    help="Answer model requests from this cassette.",
 )
 
 

@@ -29,6 +29,7 @@ from agentflow.cli.common import (
     _telemetry_option,
     _trace_option,
     _workspace_option,
+    given_files,
 )
 from agentflow.core.redaction import redact
 from agentflow.core.text import choices_text
@@ -41,7 +42,9 @@ SHOW_LIMIT = 200
 #: the largest --limit/--offset: a page position SQLite can hold (a signed 64-bit integer)
 _SQL_INT_MAX = 2**63 - 1
 
-_config_option = click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
+_config_option = click.option(
+    "--config", type=click.Path(dir_okay=False), callback=given_files, help="flow.toml to use."
+)
 
 
 _database_option = click.option(

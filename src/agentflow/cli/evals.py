@@ -21,6 +21,7 @@ from agentflow.cli.common import (
     _telemetry_option,
     _with_sources,
     _write_or_echo,
+    given_files,
 )
 from agentflow.core.redaction import redact, redact_data
 from agentflow.core.text import finite_dumps, visible
@@ -74,13 +75,15 @@ def _write(path: str, text: str, what: str) -> str | None:
 
 @click.command("eval")
 @click.argument("flow", type=click.Path(dir_okay=False))
-@click.argument("datasets", nargs=-1, type=click.Path(dir_okay=False))
+@click.argument("datasets", nargs=-1, type=click.Path(dir_okay=False), callback=given_files)
 @click.option("--eval", "eval_name", help="The eval block to run (when the flow has several).")
-@click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
+@click.option(
+    "--config", type=click.Path(dir_okay=False), callback=given_files, help="flow.toml to use."
+)
 @click.option("--models", "models", help="Named models to compare: every model call of the flow "
               "is answered by each in turn (--models fast,smart).")  # fmt: skip
 @click.option("--model", "model", help='"test": answer every agent with the built-in test model.')
-@click.option("--replay", type=click.Path(dir_okay=False), help="Answer every model request "
+@click.option("--replay", type=click.Path(dir_okay=False), callback=given_files, help="Answer every model request "
               "from this cassette.")  # fmt: skip
 @click.option("--repeat", type=click.IntRange(1, 100), default=1, show_default=True,
               help="Runs per case (variance, pass^k).")  # fmt: skip
@@ -97,7 +100,7 @@ def _write(path: str, text: str, what: str) -> str | None:
 @click.option("--junit", type=click.Path(dir_okay=False), help="Write JUnit XML here.")
 @click.option("--html", "html_out", type=click.Path(dir_okay=False),
               help="Write the HTML page here.")  # fmt: skip
-@click.option("--baseline", type=click.Path(dir_okay=False),
+@click.option("--baseline", type=click.Path(dir_okay=False), callback=given_files,
               help="An earlier --json report: list the cases whose scores changed.")  # fmt: skip
 @click.option("--fail-under", "fail_under", help="Exit 1 when a scorer's pass rate (of any "
               "model) is under this (0.8 or 80%).")  # fmt: skip

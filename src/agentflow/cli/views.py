@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from agentflow import api
+from agentflow.cli import common as _common
 from agentflow.cli.common import _err, _fail, _render, _write_or_echo
 from agentflow.errors import FlowError, NotAPlan
 
@@ -65,6 +66,7 @@ def graph_cmd(file: str, fmt: str, trace: str | None, out: str | None) -> None:
     "--plan",
     "plan_file",
     type=click.Path(dir_okay=False),
+    callback=_common.given_files,
     help="The .flow or plan that ran (default: the file the trace names).",
 )
 def report_cmd(trace: str, out: str, plan_file: str | None) -> None:
@@ -82,7 +84,12 @@ def report_cmd(trace: str, out: str, plan_file: str | None) -> None:
 
 
 @click.command("ui")
-@click.option("--config", type=click.Path(dir_okay=False), help="flow.toml to use.")
+@click.option(
+    "--config",
+    type=click.Path(dir_okay=False),
+    callback=_common.given_files,
+    help="flow.toml to use.",
+)
 @click.option(
     "--database", metavar="URL", help="SQLite file or PostgreSQL URL (default: [durable] database)."
 )

@@ -48,6 +48,7 @@ from agentflow.compiler.lower_expressions import (
     paren_frag,
     scope_name,
 )
+from agentflow.compiler.lower_written import StageMark, place_stages, span_text, value_expr
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import BODY_CONTROL_STEPS, CONTROL_STEPS, Code
 from agentflow.errors import LoweringError
@@ -93,8 +94,11 @@ class _Lowerer(ExpressionLowering, EffectLowering):
     mixins (:mod:`~agentflow.compiler.lower_expressions`, :mod:`~agentflow.compiler.lower_effects`)
     and found through :data:`_RULES`."""
 
-    def __init__(self, result: CheckResult, file: str):
+    def __init__(self, result: CheckResult, file: str, source: str | None = None):
         self.r = result
+        self.source_text = source  # for the expressions kept as written (lower_written.py)
+        self.stage_reads: set[tuple[str | None, str]] = set()  # (reading stage, stage read)
+        self.stage_values: dict[str, Any] = {}
         self.env = result.env
         self.file = os.path.basename(file)
         self.uses = result.uses
@@ -186,6 +190,8 @@ class _Lowerer(ExpressionLowering, EffectLowering):
                 f = c.bindings[name]
                 if crossed_gate and f.free & _SHADOWED:
                     raise _NeedsOutline()
+                if c.parent is None and ctx is not None and name in self.stage_values:
+                    self.stage_reads.add((ctx.stage, name))  # for meta.stages (lower_written)
                 if (id(c), name) in self.inlined_lets:
                     if self.as_written:
                         return Frag.text(name, free=f.free)
@@ -210,7 +216,8 @@ class _Lowerer(ExpressionLowering, EffectLowering):
         root = Ctx(plan, plan.steps, None, bindings={"input": scope_name("input")})
         last: Frag | None = None
         ctx = root
-        self.stage_values: dict[str, Any] = {}
+        stage_marks: list[StageMark] = []
+        self.root_bindings = root.bindings
         for stage in r.stages:
             ctx = Ctx(plan, plan.steps, stage.name.name, parent=root)
             value = self.block(stage.body.stmts, ctx)
@@ -222,6 +229,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
             root.bindings[stage.name.name] = value
             self.stage_values[stage.name.name] = self.whole(value)
             last = value
+            stage_marks += self._inlined_stage(stage, value)
         if not plan.steps:
             # A flow with no effectful step still gets one value step (docs/spec/LANGUAGE.md §10).
             span = (
@@ -230,6 +238,7 @@ class _Lowerer(ExpressionLowering, EffectLowering):
                 else r.module.span
             )
             step = self.add_step(ctx, "value", {"value": self.whole(last or NULL)}, span)
+            self._keep_text(step["meta"], r.stages[-1] if r.stages else None, ctx)
             last = Frag([StepRef(step)])
         data: dict[str, Any] = {"version": 1, "name": self.flow}
         if r.description:
@@ -244,11 +253,66 @@ class _Lowerer(ExpressionLowering, EffectLowering):
             data["budget"] = self._budget(budget[0].spec)
         data["steps"] = plan.steps
         data["finish"] = self._finish(self.whole(last or NULL), r.stages[-1] if r.stages else None)
+        self._keep_text(data["finish"].get("meta"), r.stages[-1] if r.stages else None, ctx)
         if self.plans:
             data["plans"] = self.plans
         if self.let_marks:
             _place_lets(data, self.let_marks)
+        place_stages(data, stage_marks, self.stage_reads)
         return data
+
+    def _inlined_stage(self, stage: ast.StageDecl, value: Frag) -> list[StageMark]:
+        """The mark of ``stage`` when its value was inlined where it is read (no step of its
+        own holds it), for ``meta.stages`` (compiler/lower_written.py); else none."""
+        expr = value_expr(stage.body.stmts)
+        if expr is None or (len(value.parts) == 1 and isinstance(value.parts[0], StepRef)):
+            return []
+        if isinstance(expr, ast.Name):  # `return doubled`: the stage's node shows the let's value
+            let = expr.name
+            for st in stage.body.stmts:
+                if isinstance(st, ast.LetStmt) and st.name.name == let:
+                    expr = st.value
+        written = span_text(self.source_text, expr, self.r.module.file)
+        try:
+            printed = value.render()
+        except _NeedsOutline:  # pragma: no cover - a stage's value never reads a body step
+            return []
+        if written is None or not printed.strip() or printed.strip() == "null":
+            return []
+        return [(stage.name.name, self.source(expr.span), printed, written)]
+
+    def _shown_otherwise(self, stage: str) -> bool:
+        """True when a read of ``stage`` is not shown by its name in the plan's terms: its value
+        is inlined, or is a step the graph names otherwise (a `let` of the stage, ``answer``)."""
+        frag = self.root_bindings.get(stage)
+        if frag is None:
+            return False
+        if not (len(frag.parts) == 1 and isinstance(frag.parts[0], StepRef)):
+            return True
+        shown = frag.parts[0].step.get("meta", {}).get("name")
+        return shown is not None and shown != stage
+
+    def _keep_text(self, meta: Any, stage: ast.StageDecl | None, ctx: Ctx) -> None:
+        """Set ``meta.text`` to the last stage's value as written when it reads a stage or an
+        inlined ``let`` by name (the plan's template holds what they stand for)."""
+        expr = value_expr(stage.body.stmts) if stage is not None else None
+        if not isinstance(meta, dict) or expr is None or stage is None:
+            return
+        named = False
+        for n in ast.walk(expr):
+            if isinstance(n, ast.Name):
+                name = n.name
+                if name in self.stage_values and name != stage.name.name:
+                    named = self._shown_otherwise(name)
+                c: Ctx | None = ctx
+                while c is not None and not named:
+                    named = (id(c), name) in self.inlined_lets
+                    c = c.parent
+            if named:
+                break
+        written = span_text(self.source_text, expr, self.r.module.file) if named else None
+        if written is not None:
+            meta["text"], meta["text_source"] = written, self.source(expr.span)
 
     def _finish(self, output: Any, stage: ast.StageDecl | None) -> dict[str, Any]:
         """The plan's ``finish``: ``output``, and when it is an expression that can fail at run
@@ -602,31 +666,35 @@ def _select_expr(sel: str) -> str:
     return s
 
 
-def lower(result: CheckResult, *, file: str) -> dict[str, Any]:
+def lower(result: CheckResult, *, file: str, source: str | None = None) -> dict[str, Any]:
     """Lower a checked program (no errors) to a plan as plain data (docs/spec/LANGUAGE.md §10).
 
     ``file`` is the source path; its base name goes into every step's ``meta.source``
-    (``"bug-triage.flow:41:13"``).  Outlined bodies are sub-plans under ``plans``.  Raises
+    (``"bug-triage.flow:41:13"``).  ``source``: the text ``result`` was parsed from, for the
+    expressions kept as written (``meta.text``, ``meta.stages``: compiler/lower_written.py;
+    none without it).  Outlined bodies are sub-plans under ``plans``.  Raises
     :class:`LoweringError` (with its span) for a construct this compiler cannot lower, and
     ``ValueError`` when ``result`` has errors.
     """
     if not result.ok:
         raise ValueError("lower() needs a program without errors")
     try:
-        return _Lowerer(result, file).lower()
+        return _Lowerer(result, file, source).lower()
     except _NeedsOutline:  # pragma: no cover - every attempt that raises it is caught
         raise LoweringError(
             "internal error: a body could not be outlined", result.module.span
         ) from None
 
 
-def lower_with_stages(result: CheckResult, *, file: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def lower_with_stages(
+    result: CheckResult, *, file: str, source: str | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """:func:`lower`, plus each stage's value as the plan template that reads it after the
     run's steps (``{"todos": "{{ E1 }}"}``) — what the test runner reads stages with
     (docs/reference/testing.md). Raises like :func:`lower`."""
     if not result.ok:
         raise ValueError("lower() needs a program without errors")
-    lowerer = _Lowerer(result, file)
+    lowerer = _Lowerer(result, file, source)
     try:
         plan = lowerer.lower()
     except _NeedsOutline:  # pragma: no cover - every attempt that raises it is caught

@@ -129,8 +129,9 @@ def render_text(
     for d in _sorted(diags):
         sp = d.span
         sev_color = _RED if d.severity == "error" else _YELLOW
+        place = f"{sp.file}:{sp.line}:{sp.column}" if sp.line else sp.file  # 0: the whole file
         head = (
-            f"{paint(_BOLD, f'{safe(sp.file)}:{sp.line}:{sp.column}:')} "
+            f"{paint(_BOLD, f'{safe(place)}:')} "
             f"{paint(sev_color, f'{d.severity}[{d.code}]')}: {paint(_BOLD, safe(d.message))}"
         )
         lines = [head]

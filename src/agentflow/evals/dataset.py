@@ -23,11 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentflow.compiler.contracts import flow_type_of_schema
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Diagnostic, Note, did_you_mean
 from agentflow.core.spans import Span
-from agentflow.ir.schemas import validation_errors
+from agentflow.ir.mismatch import Mismatch, mismatches, type_names
 from agentflow.runtime.extract import json_number_problem, loads_value
 
 __all__ = ["CASE_KEYS", "Case", "Dataset", "check_cases", "read_dataset"]
@@ -110,7 +109,7 @@ def read_dataset(path: str | os.PathLike, shown: str | None = None) -> Dataset:
         text = Path(path).read_bytes().decode("utf-8")
     except OSError as e:
         out.diagnostics.append(
-            _diag(D.INVALID_VALUE, f"cannot read the dataset: {e.strerror or e}", _at(file, 0))
+            _diag(D.INVALID_VALUE, f"cannot read the dataset: {e.strerror or e}", Span.at(file))
         )
         return out
     except UnicodeDecodeError as e:
@@ -357,78 +356,35 @@ def check_cases(
     """Check each case's ``input`` against ``input_schema`` (the flow's input type) and its
     ``expected`` against ``expected_schema``; one diagnostic per problem, at its value.
     ``input_name`` / ``expected_name``: the user's name of each type (``Ticket``), which the
-    messages give rather than its fields (``{ title: text, body: text }``); the named types
-    under a schema's ``$defs`` are named so too."""
+    messages give rather than its fields; the named types under ``$defs`` are named so too."""
     out: list[Diagnostic] = []
     for case in cases:
-        for key, schema, what, root in (
+        for key, schema, what, type_name in (
             ("input", input_schema, "the flow's input type", input_name),
             ("expected", expected_schema, expected_what, expected_name),
         ):
             if schema is None or (key == "expected" and not case.has_expected):
                 continue
-            names = _type_names(schema, root)
             value = case.input if key == "input" else case.expected
-            try:
-                errors = validation_errors(schema, value)
+            try:  # the one front door of run-time input errors too (agentflow.ir.mismatch)
+                names = type_names(schema, type_name)
+                found = mismatches(schema, value, root=key, what=what, names=names)
             except ValueError as e:  # pragma: no cover - contracts are always usable
                 out.append(_diag(D.INVALID_VALUE, str(e), case.spans.get((), _at(case.file, 1))))
                 continue
-            for error in errors[:8]:
-                out.append(_problem(case, key, what, error, names))
+            for problem in found[:8]:
+                out.append(_problem(case, key, problem))
     return out
 
 
-def _type_names(schema: dict[str, Any], root: str | None) -> dict[int, str]:
-    """``id(sub-schema)`` → the `.flow` name of its type: ``schema`` itself is ``root``, each
-    ``$defs`` entry its key."""
-    names = {id(schema): root} if root else {}
-    defs = schema.get("$defs")
-    if isinstance(defs, dict):
-        names.update({id(v): k for k, v in defs.items() if isinstance(v, dict)})
-    return names
-
-
-def _problem(
-    case: Case, key: str, what: str, error: Any, names: dict[int, str] | None = None
-) -> Diagnostic:
-    named = (names or {}).get(id(error.schema))
-    typ = named or flow_type_of_schema(error.schema)
-    path = (key, *error.absolute_path)
-    shown = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in path)
-    shown = shown.replace(".[", "[")
-    here = _nearest(case.spans, path) or _at(case.file, case.line)
-    kind = error.validator
-    if kind == "required":
-        missing = [k for k in error.validator_value if k not in (error.instance or {})]
-        field_name = missing[0] if missing else "?"
-        return _diag(
-            D.TYPE_MISMATCH,
-            f"`{shown}` lacks the required field `{field_name}` of {what} `{typ}`",
-            here,
-            hint=f"add `{field_name}` to this case's `{key}`",
-        )
-    if kind in ("additionalProperties", "unevaluatedProperties"):
-        allowed = sorted((error.schema.get("properties") or {}).keys())
-        extra = [k for k in (error.instance or {}) if k not in allowed]
-        name = extra[0] if extra else "?"
-
-        return _diag(
-            D.UNKNOWN_FIELD,
-            f"`{shown}` has no field `{name}` in {what} `{typ}`",
-            case.key_spans.get((*path, name), here),
-            hint=did_you_mean(str(name), allowed) or f"its fields: {', '.join(allowed)}",
-        )
-    if kind in ("type", "enum", "const", "anyOf", "oneOf", "$ref"):
-        found = json.dumps(error.instance, ensure_ascii=False)
-        if len(found) > 60:
-            found = found[:57] + "…"
-        return _diag(
-            D.TYPE_MISMATCH,
-            f"`{shown}` is {found}, but {what} wants `{typ}` here",
-            here,
-        )
-    return _diag(D.INVALID_VALUE, f"`{shown}`: {error.message}", here)
+def _problem(case: Case, key: str, problem: Mismatch) -> Diagnostic:
+    here = _nearest(case.spans, problem.path) or _at(case.file, case.line)
+    hint = problem.hint
+    if problem.code == D.UNKNOWN_FIELD:
+        here = case.key_spans.get((*problem.path, problem.field or ""), here)
+    elif problem.field is not None:  # a missing required field
+        hint = f"add `{problem.field}` to this case's `{key}`"
+    return _diag(problem.code, problem.message, here, hint=hint)
 
 
 def _nearest(spans: dict[_Path, Span], path: _Path) -> Span | None:

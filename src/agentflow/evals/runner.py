@@ -332,7 +332,7 @@ def prepare(
     if not out.ok:
         return out
     try:
-        plan, stages = lower_with_stages(result, file=file)
+        plan, stages = lower_with_stages(result, file=file, source=out.text)
     except LoweringError as e:
         out.diagnostics.append(_diag(D.UNSUPPORTED_CONSTRUCT, e.message, e.span))
         return out

@@ -287,6 +287,8 @@ class _Builder:
         self.root = root
         self.graph = Graph(root.name)
         self.tools: dict[str, str] = {}  # tool name → node id
+        #: per plan (its prefix): its stages' groups, the group it is drawn in, its name
+        self._groups_of: dict[str, tuple[dict[str, GraphGroup], GraphGroup | None, str]] = {}
 
     # -- nodes and groups
     def add(self, node: GraphNode, group: GraphGroup | None) -> GraphNode:
@@ -334,6 +336,7 @@ class _Builder:
         )
         node_of: dict[str, str] = {"input": input_id}
         stage_groups: dict[str, GraphGroup] = {}
+        self._groups_of[prefix] = (stage_groups, parent_group, plan.name)  # pure stages' groups
         previous = input_id
         first: str | None = input_id
         for i, step in enumerate(plan.steps):
@@ -370,7 +373,12 @@ class _Builder:
             title, details = "finish: silent", []
         else:
             title, details = "output", [scope.x(fin.output)] if fin.output else []
+            written = fin.meta.get("text") if isinstance(fin.meta, dict) else None
+            if scope.compiled and isinstance(written, str):
+                details = [_short(written)]  # as the `.flow` writes it (lower_written.py)
         self.add(GraphNode(fin_id, "finish", "finish", title, details, plan.name), parent_group)
+        if isinstance(fin.meta, dict):
+            self.pure_stages(fin.meta, fin_id, prefix)
         refs = _refs_of_text(fin.output) | _refs_of_text(fin.prompt)
         linked = False
         for ref in sorted(refs):
@@ -380,6 +388,42 @@ class _Builder:
         if not linked:
             self.edge(previous, fin_id, "order")
         return first
+
+    def pure_stages(self, meta: dict[str, Any], reader: str, prefix: str) -> None:
+        """The node of each stage whose value was inlined into the step drawn as ``reader``
+        (``meta.stages``, compiler/lower_written.py): a ``pure`` node in its stage's group,
+        titled with its value as written, once per plan, with an edge to ``reader`` (and from
+        ``input`` when its value reads it) — a stage with no step of its own is still drawn
+        (docs/reference/graph.md "Pure stages")."""
+        groups, parent, plan_name = self._groups_of.get(prefix, ({}, None, ""))
+        for entry in meta.get("stages") or []:
+            if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+                continue
+            name = entry["name"]
+            nid = f"{prefix}pure_{_safe(name)}"
+            if self.graph.node(nid) is None:
+                if name not in groups:
+                    groups[name] = self.group(
+                        f"{prefix}stage_{_safe(name)}", f"stage {name}", "stage", parent
+                    )
+                text = entry.get("text")
+                title = _short(text) if isinstance(text, str) else name
+                source = entry.get("source") if isinstance(entry.get("source"), str) else None
+                self.add(
+                    GraphNode(
+                        nid,
+                        "",
+                        "pure",
+                        title,
+                        ["pure: inlined where it is read"],
+                        plan_name,
+                        source,
+                    ),
+                    groups[name],
+                )
+                if isinstance(text, str) and re.search(r"\binput\b", text):
+                    self.edge(f"{prefix}input", nid)
+            self.edge(nid, reader)
 
     def step(
         self,
@@ -399,6 +443,8 @@ class _Builder:
         own = scope.with_body(step) if tool in ("loop", "filter") else scope  # gate, until
         title, details, kind = self.describe(step, path, inp, meta, own)
         self.add(GraphNode(nid, path, kind, title, details, plan.name, meta.get("source")), group)
+        if meta.get("stages"):
+            self.pure_stages(meta, nid, prefix)
         for ref in sorted(template_refs(step.compiled) if step.compiled is not None else set()):
             if ref in node_of:
                 self.edge(node_of[ref], nid)
@@ -615,7 +661,9 @@ class _Builder:
             title, kind = f"sleep {shown}", "value"
         elif tool == "value":
             title = "value"
-            if scope.compiled and "value" in inp:
+            if scope.compiled and isinstance(meta.get("text"), str):
+                title = _short(meta["text"])  # as the `.flow` writes it (lower_written.py)
+            elif scope.compiled and "value" in inp:
                 title = x(inp["value"])
             elif "value" in inp:
                 details.append(x(inp["value"]))

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ErrorInfo, RunError, run_error_of
+from agentflow.ir.mismatch import mismatch_lines
 from agentflow.ir.schemas import whole_numbers
 from agentflow.runtime.control import (
     Announce,
@@ -88,10 +89,14 @@ def check_tool_result(tool: str, result: Any, schema: dict[str, Any]) -> Any:
 
     value = to_json_value(result)
     errors = validate(schema, value)
-    if errors:
-        shown = "; ".join(errors[:3]) + (
-            f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
-        )
+    if errors:  # said in the `.flow`'s terms (agentflow.ir.mismatch), else in JSON Schema's
+        try:
+            found = mismatch_lines(schema, value, root="result", what="its declared type", limit=3)
+        except (ValueError, RecursionError):  # no usable schema, too deep: `validate` said how
+            found = []
+        shown = "; ".join(found or errors[:3])
+        if not found and len(errors) > 3:
+            shown += f" (and {len(errors) - 3} more)"
         raise RunError(
             Code.OUTPUT_VALIDATION,
             f"tool {tool} returned a result that does not match its declared type: {shown}",

@@ -296,6 +296,13 @@ class Effects:
         here."""
         return False
 
+    def reused_at(self, path: str) -> bool:
+        """True when the latest durable operation made at step ``path`` (in the running unit)
+        took its result from the run ``--reuse``/``redrive`` reuses instead of running: its
+        ``tool_finished`` and ``step_finished`` say ``reused: true`` (the console's ``✓ …
+        (reused)``); never here."""
+        return False
+
     def event_id(self, kind: str, path: str, error_code: str | None) -> str | None:
         """The identity of a finished event (``kind`` at ``path``, failed with
         ``error_code``) across a durable run's processes, which a trace writes once; None

@@ -519,7 +519,8 @@ class ConsoleSink:
                         f"✗ {path} {secs:.2f}s {err.get('code')}: {_short(err.get('message'))}"
                     )
                 else:
-                    self._print(f"✓ {path} {secs:.2f}s" + (f" · {note}" if note else ""))
+                    reused = " (reused)" if data.get("reused") else ""
+                    self._print(f"✓ {path} {secs:.2f}s{reused}" + (f" · {note}" if note else ""))
                 return
             if data.get("fold") and not (err and err.get("step_path") == path):
                 return  # bookkeeping: its inner steps said it; an error it raised is shown
@@ -531,7 +532,8 @@ class ConsoleSink:
                 self._print(f"✗ {head}  {err.get('code')}: {_short(err.get('message'))}")
             else:
                 usage = data.get("usage")
-                self._print(f"✓ {head}{_spent(usage) if isinstance(usage, dict) else ''}")
+                reused = " (reused)" if data.get("reused") else ""  # from the run --reuse reuses
+                self._print(f"✓ {head}{reused}{_spent(usage) if isinstance(usage, dict) else ''}")
         elif kind == "model_call":
             # one inference: role, model, latency, tokens and money (what the run is spending)
             self._partials.pop(path, None)

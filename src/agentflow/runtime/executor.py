@@ -45,7 +45,8 @@ from agentflow.errors import (
     ModelError,
     RunError,
 )
-from agentflow.ir.schemas import validation_errors, whole_numbers
+from agentflow.ir.mismatch import mismatch_lines
+from agentflow.ir.schemas import whole_numbers
 from agentflow.runtime import dispatch
 from agentflow.runtime.agent import message_fields
 from agentflow.runtime.agent_step import is_outlined, run_agent_step
@@ -111,7 +112,15 @@ from agentflow.runtime.result import (
     usage_snapshot,
 )
 from agentflow.runtime.tools.catalog import RunServices, current_run
-from agentflow.runtime.where import SEP, Place, in_source_terms, let_of, quotes_expressions
+from agentflow.runtime.where import (
+    SEP,
+    Place,
+    in_source_terms,
+    let_of,
+    lets_by_name,
+    quotes_expressions,
+    written_place,
+)
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -336,6 +345,8 @@ class Executor:
             # process that ran the work died before it did; docs/durable.md "Events")
             error = data.get("error")
             code = error.get("code") if isinstance(error, dict) else None
+            if kind != "model_call" and self.effects.reused_at(path):  # (model_call says it)
+                data.setdefault("reused", True)  # taken from the run --reuse/redrive reuses
             data["durable_id"] = self.effects.event_id(kind, path, code)
             replayed = self.effects.replaying() or self.effects.replayed(path)
         elif self.effects.replaying() and (kind != "run_finished" or self.effects.end_replayed()):
@@ -456,8 +467,8 @@ class Executor:
             let = let_of(e, fin.meta) if fin.meta.get("lets") else None
             if let:
                 written = let["source"]
-            if e.source is None and written:
-                e.source = str(written)
+            elif not getattr(e, "named_at", None):  # the sub-expression as the `.flow` wrote it
+                lets_by_name(e, fin.meta)
             if not e.where and stage and e.step_path == frame.path("finish"):
                 what = let["name"] if let else "return"
                 e.where = {"stage": str(stage), "label": f"{stage} › {what}"}
@@ -466,6 +477,10 @@ class Executor:
                 caller = self.places.get(frame.prefix) if frame.prefix else None
                 e.message = in_source_terms(e.message, None, frame.plan, self._names, parent=caller)
                 e.args = (e.message,)
+                if let is None:  # the caret at the failing sub-expression, where it is found
+                    written = written_place(e, fin.meta) or written
+            if e.source is None and written:
+                e.source = str(written)
             raise
         finally:
             if watched is not None:
@@ -621,7 +636,11 @@ class Executor:
                 e.named_at = path  # type: ignore[attr-defined]
                 compiled = place.names().label is not None
                 if compiled and quotes_expressions(e):
+                    if let is None:  # the sub-expression as the `.flow` wrote it
+                        lets_by_name(e, info.step.meta)
                     e.message = in_source_terms(e.message, place, frame.plan, self._names)
+                    if let is None and e.source is None:
+                        e.source = written_place(e, info.step.meta)
                 elif e.code == Code.BAD_PATH and not e.details.get("step_named"):
                     e.details["step_named"] = True  # a hand-written plan: its step ids
                     e.message = f"step `{info.id or path}`: {e.message}"
@@ -839,8 +858,10 @@ def run_budgets(plan: Plan, config: Config | None) -> list[Budget]:
 def validate_input(plan: Plan, data: Any, *, code: str | None = None) -> Any:
     """Check ``data`` against ``plan.input_schema`` (JSON Schema) and return it with every
     integral float the schema types ``integer`` made an ``int`` (``3.0`` → ``3``:
-    :func:`~agentflow.ir.schemas.whole_numbers`).  Raises :class:`InputError` (or RunError
-    ``code`` when given: a ``plan__*`` call's input) naming up to five problems."""
+    :func:`~agentflow.ir.schemas.whole_numbers`).  Raises :class:`InputMismatch` (or RunError
+    ``code`` when given: a ``plan__*`` call's input) naming up to five problems in the `.flow`'s
+    terms, one line each (:func:`~agentflow.ir.mismatch.mismatch_lines`; docs/reference/cli.md
+    "Input"), or :class:`InputError` for a number `--input` would refuse in text."""
     # NaN, Infinity, an int past 64 bits: refused as `--input` refuses them in text (whoever
     # parsed the value: an MCP client's arguments, a dict given to `agentflow.run`)
     number = json_number_problem(data)
@@ -850,18 +871,17 @@ def validate_input(plan: Plan, data: Any, *, code: str | None = None) -> Any:
     if not schema:
         return data
 
-    try:
-        errors = validation_errors(schema, data)  # never fetches a reference
+    what = "the flow's input type" if code is None else f"the input type of plan `{plan.name}`"
+    try:  # one front door: a dataset's cases are checked by the same (agentflow.ir.mismatch)
+        lines = mismatch_lines(schema, data, what=what)  # never fetches a reference
     except ValueError as exc:
         message = f"input_schema of plan '{plan.name}': {exc}"
         raise (RunError(code, message) if code is not None else InputError(message)) from None
-    if not errors:
+    if not lines:
         return whole_numbers(schema, data)
-    lines = []
-    for e in errors[:5]:
-        where = "input" + "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in e.path)
-        lines.append(f"{where}: {e.message}")
-    message = f"input of plan '{plan.name}' does not match its input_schema: " + "; ".join(lines)
+    message = (
+        lines[0] if len(lines) == 1 else "\n  ".join([f"the input does not fit {what}:", *lines])
+    )
     if code is not None:
         raise RunError(code, message)
     raise InputMismatch(message)

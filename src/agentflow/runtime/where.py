@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentflow.core.spans import Span
 from agentflow.core.vocabulary import Code
 from agentflow.errors import ExprError
 from agentflow.grammar import ast
@@ -55,6 +56,8 @@ __all__ = [
     "in_source_terms",
     "is_outlined",
     "let_of",
+    "lets_by_name",
+    "written_place",
     "tool_label",
 ]
 
@@ -136,6 +139,53 @@ def _written_out(text: str, written: dict[str, str], depth: int) -> str | None:
             return None
     out.append(text[last:])
     return "".join(out)
+
+
+def lets_by_name(error: Any, meta: Any) -> None:
+    """Put back, in the failing sub-expression ``error``'s message quotes first, the names of
+    the inlined ``let``s the step's ``meta.lets`` records (``sum(input.scores) / n`` →
+    ``total / n``), as the `.flow` wrote it; the whole sub-expression being one ``let`` is
+    :func:`let_of`'s (the error is placed at that ``let``).  Called with the message still in
+    the plan's terms; errors only."""
+    lets = meta.get("lets") if isinstance(meta, dict) else None
+    message = str(getattr(error, "message", ""))
+    m = _QUOTED.search(message)
+    if not lets or not isinstance(lets, list) or m is None or not quotes_expressions(error):
+        return
+    entries = [e for e in lets if isinstance(e, dict) and isinstance(e.get("text"), str)]
+    written = {str(e.get("name")): e["text"] for e in entries}
+    printed: list[tuple[str, str]] = []
+    for entry in entries:
+        text = _written_out(entry["text"], written, 0)
+        try:
+            printed.append((expr_text(parse_expression(text or "")), str(entry.get("name"))))
+        except Exception:  # noqa: BLE001 - a hand-edited plan's meta: not ours to judge
+            continue
+    failed = named = m.group(1)
+    for text, name in sorted(printed, key=lambda p: -len(p[0])):
+        if text and text != failed:
+            named = re.sub(rf"(?<![\w.$]){re.escape(text)}(?![\w(])", lambda _, n=name: n, named)
+    if named != failed:
+        error.message = message[: m.start(1)] + named + message[m.end(1) :]
+        error.args = (error.message,)
+
+
+def written_place(error: Any, meta: Any) -> str | None:
+    """``file:line:col`` of the failing sub-expression ``error``'s message quotes first (in the
+    `.flow`'s terms already) inside the step's expression as written (``meta.text``, which starts
+    at ``meta.text_source``: compiler/lower_written.py), or None when it is not found there."""
+    text = meta.get("text") if isinstance(meta, dict) else None
+    at = Span.parse(meta.get("text_source")) if isinstance(meta, dict) else None
+    m = _QUOTED.search(str(getattr(error, "message", "")))
+    if not isinstance(text, str) or at is None or m is None or not quotes_expressions(error):
+        return None
+    k = text.find(m.group(1))
+    if k < 0 or not m.group(1):
+        return None
+    before = text[:k]
+    line = at.line + before.count("\n")
+    column = k - before.rfind("\n") if "\n" in before else at.column + k
+    return f"{at.file}:{line}:{column}"
 
 
 def is_outlined(plan: Plan) -> bool:

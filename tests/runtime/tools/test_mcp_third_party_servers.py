@@ -223,7 +223,9 @@ async def test_a_wrong_declared_result_type_fails_the_step_naming_the_tool(tmp_p
     assert result.status == "error"
     assert result.error["code"] == "output_validation"
     assert "time__get_current_time" in result.error["message"]
-    assert "'hour' is a required property" in result.error["message"]
+    assert (
+        "`result` lacks the required field `hour` of its declared type" in result.error["message"]
+    )
 
 
 async def test_plan_arguments_are_checked_against_the_input_schema_before_the_run(tmp_path):

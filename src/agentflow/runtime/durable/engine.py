@@ -388,6 +388,7 @@ class DurableEffects(Effects):
         "_held",
         "_inline",
         "reused",
+        "_reused_at",
     )
 
     durable = True
@@ -416,6 +417,8 @@ class DurableEffects(Effects):
         self._replayed: dict[tuple[str, str], bool] = {}
         #: names of operations whose result was taken from ``reuse`` (for tests and reports)
         self.reused: list[str] = []
+        #: (unit, step path) → whether the latest operation made there was taken from ``reuse``
+        self._reused_at: dict[tuple[str, str], bool] = {}
         #: the engine records idempotent operations by name, in batches (:class:`ItemEngine`)
         self._items = hasattr(engine, "item_step")
         #: unit → its events held until the records before them are committed (:meth:`deliver`)
@@ -553,6 +556,7 @@ class DurableEffects(Effects):
             raise Stopped(f"interrupted by {stopping() or 'SIGINT'}", path) from None
         if path is not None:
             self._replayed[(self.engine.workflow_id(), path)] = not ran
+            self._reused_at[(self.engine.workflow_id(), path)] = bool(record.get("reused"))
         return record["v"]
 
     async def _again(
@@ -802,6 +806,11 @@ class DurableEffects(Effects):
         """True when the latest tool or model operation at ``path`` in the running unit was
         replayed (see :meth:`Effects.replayed`)."""
         return self._replayed.get((self.engine.workflow_id(), path), False)
+
+    def reused_at(self, path: str) -> bool:
+        """True when the latest operation at ``path`` in the running unit was taken from the
+        reused run (see :meth:`Effects.reused_at`)."""
+        return self._reused_at.get((self.engine.workflow_id(), path), False)
 
     async def unit(
         self, path: str, work: Callable[[], Awaitable[T]], spec: UnitSpec | None = None

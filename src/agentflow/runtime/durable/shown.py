@@ -191,10 +191,16 @@ def sleep_entry(entry: dict[str, Any], value: Any, run_status: str, ended: float
     added; while the time is ahead its status is ``sleeping`` (the run is running or stopped:
     a resume sleeps what is left) and it has no end; when the run failed or was cancelled
     before it (its deadline, ``flowc cancel``) ``interrupted``; else it ended when it woke (the record itself
-    is made when the sleep starts)."""
+    is made when the sleep starts).  A reused sleep (``--reuse``, ``redrive``: ``entry["reused"]``)
+    whose wake-up passed before this run took it took no time here: it ends as it starts
+    (``wakes_at`` stays the reused run's wake-up); one still ahead is waited out as any."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return
     entry["wakes_at"] = float(value)
+    started = entry.get("started_at")
+    if entry.get("reused") and isinstance(started, int | float) and value <= started:
+        entry["finished_at"] = started  # the reused run's sleep woke before this run took it
+        return
     if entry.get("status") != "done":
         return
     if run_status in ("running", "waiting", "stopped"):

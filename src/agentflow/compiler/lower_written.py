@@ -1,0 +1,95 @@
+"""The source text a compiled expression was written as, kept in the plan where lowering inlines
+names: ``meta.text`` of a ``value`` step or of ``finish`` whose expression reads a stage or an
+inlined ``let`` (the plan holds ``if input.n * 2 > 10 …``; the user wrote ``if pick > 10 …``),
+and ``meta.stages`` — ``{name, source, text}`` of each stage whose value was inlined into the
+step's templates (a stage with no step of its own).  The graph titles nodes with them and draws a
+node for such a stage (docs/reference/graph.md "Pure stages"); the executor places a failing
+sub-expression in ``meta.text`` (runtime/where.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentflow.grammar import ast
+
+__all__ = ["StageMark", "place_stages", "span_text", "value_expr"]
+
+#: the longest ``meta.text`` kept (longer expressions are not worth a label)
+MAX_TEXT = 2000
+
+#: a stage whose value was inlined: (its name, `file:line:col` of its value, the value's
+#: template text as the plan holds it, the value as written)
+StageMark = tuple[str, str, str, str]
+
+
+def span_text(source: str | None, node: ast.Node, file: str) -> str | None:
+    """The text ``node`` was written as in ``source`` (the file ``file`` was parsed from), or None
+    when there is no source, the node comes from another file (an import), its span does not
+    fit or the text is over :data:`MAX_TEXT` characters."""
+    span = node.span
+    if source is None or span.file != file or not 0 <= span.start < span.end <= len(source):
+        return None
+    text = source[span.start : span.end]
+    return text if len(text) <= MAX_TEXT else None
+
+
+def value_expr(stmts: list[ast.Stmt]) -> ast.Expr | None:
+    """The expression a block's value is (as ``value_span`` finds its place): its first top-level
+    ``return``'s, else its last expression statement's; None for neither."""
+    found: ast.Expr | None = None
+    for st in stmts:
+        if isinstance(st, ast.ReturnStmt):
+            return st.value
+        if isinstance(st, ast.ExprStmt):
+            found = st.expr
+        elif isinstance(st, ast.FailStmt):
+            break
+    return found
+
+
+def place_stages(
+    data: dict[str, Any], marks: list[StageMark], reads: set[tuple[str | None, str]]
+) -> None:
+    """Record, in the ``meta.stages`` of each step (and ``finish``) of every plan in ``data``
+    whose stage read an inlined stage by name (``reads``: (reading stage, stage read)) and whose
+    templates hold that stage's printed value, ``{name, source, text}`` of that stage (as
+    ``_place_lets`` does for lets)."""
+    if not marks:
+        return
+
+    def texts(value: Any, out: list[str]) -> None:
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, dict):
+            if "tool_name" in value:  # a body step: placed on its own
+                visit(value)
+                return
+            for v in value.values():
+                texts(v, out)
+        elif isinstance(value, list):
+            for v in value:
+                texts(v, out)
+
+    def visit(step: dict[str, Any]) -> None:
+        meta = step.get("meta")
+        if not isinstance(meta, dict):
+            return
+        own: list[str] = []
+        texts(step.get("input"), own)
+        for key in ("select", "output"):
+            if isinstance(step.get(key), str):
+                own.append(step[key])
+        found = [
+            {"name": name, "source": source, "text": written}
+            for name, source, printed, written in marks
+            if (meta.get("stage"), name) in reads and any(printed in t for t in own)
+        ]
+        if found:
+            meta["stages"] = found
+
+    for plan in [data, *data.get("plans", {}).values()]:
+        for step in plan.get("steps", []):
+            visit(step)
+        finish = plan.get("finish")
+        if isinstance(finish, dict):
+            visit(finish)

@@ -1,0 +1,193 @@
+"""A value that does not fit a `.flow` type, said in the `.flow`'s terms: the one front door
+for every "this value does not match that type" a user meets at run time (``flowc run``/``test``/
+``serve``, the api, a ``plan__*`` call, an ``extern tool``'s declared result) and in an eval
+dataset (``flowc eval``'s located diagnostics).
+
+Each problem names the place in the value (``input.dir``, ``result.items[2]``), the expected type
+in `.flow` syntax (:func:`~agentflow.compiler.contracts.flow_type_of_schema`), and — for a field
+the type does not have — a "did you mean" towards a declared field: a close spelling, or the one
+required field the value lacks (``directory`` → ``dir``).  An unknown field and the missing
+required field it was meant to be are one problem, not two.  JSON Schema's own wording
+(``'dir' is a required property``) never reaches a user here (docs/reference/cli.md "Input").
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from agentflow.core import diagnostics as D
+from agentflow.core.diagnostics import did_you_mean
+from agentflow.core.schema_types import flow_type_of_schema
+from agentflow.ir.schemas import validation_errors
+
+__all__ = ["Mismatch", "mismatch_lines", "mismatches", "shown_path", "type_names"]
+
+Path_ = tuple[str | int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Mismatch:
+    """One way a value does not fit its type.
+
+    - ``path``: where, from the value's root (``("input", "dir")``, ``("input", "items", 2)``).
+    - ``code``: the diagnostic code a dataset reports it with (``type-mismatch``,
+      ``unknown-field``, ``invalid-value``).
+    - ``message``: one line in the `.flow`'s terms; ``hint``: a "did you mean `dir`?" or what to
+      add, or None.
+    - ``field``: the unknown field's name (a dataset points at its key) or the missing one's,
+      else None."""
+
+    path: Path_
+    code: str
+    message: str
+    hint: str | None = None
+    field: str | None = None
+
+    def line(self) -> str:
+        """``message`` with its hint as one line (``…: did you mean `dir`?``)."""
+        return f"{self.message}; {self.hint}" if self.hint else self.message
+
+
+def shown_path(path: Path_) -> str:
+    """``input.items[2].name`` for ``("input", "items", 2, "name")``."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def type_names(schema: dict[str, Any], root: str | None) -> dict[int, str]:
+    """``id(sub-schema)`` → the `.flow` name of its type, for :func:`mismatches`' ``names``:
+    ``schema`` itself is ``root`` (``Ticket``; none when None), each ``$defs`` entry its key."""
+    names = {id(schema): root} if root else {}
+    defs = schema.get("$defs")
+    if isinstance(defs, dict):
+        names.update({id(v): k for k, v in defs.items() if isinstance(v, dict)})
+    return names
+
+
+def mismatches(
+    schema: dict[str, Any],
+    value: Any,
+    *,
+    root: str = "input",
+    what: str = "the flow's input type",
+    names: dict[int, str] | None = None,
+) -> list[Mismatch]:
+    """Every way ``value`` does not fit ``schema`` (a compiled `.flow` type), in path order; ``[]``
+    when it fits.  ``root`` names the value (``input``, ``result``, ``expected``); ``what`` the type
+    (``the flow's input type``, ``its declared type``); ``names`` (:func:`type_names`) the types
+    the user named (``Ticket``), said by that name rather than written out.  Raises ValueError
+    when the schema itself cannot be used (:func:`~agentflow.ir.schemas.validation_errors`)."""
+    shown_type = _typer(names or {})
+    errors = validation_errors(schema, value)
+    missing: dict[Path_, list[str]] = {}  # per object, its missing required fields
+    unknown: dict[Path_, list[str]] = {}  # … and the fields its type does not have
+    for error in errors:
+        where = tuple(error.absolute_path)
+        if error.validator == "required" and isinstance(error.instance, dict):
+            lacking = missing.setdefault(where, [])
+            lacking.extend(k for k in _absent(error) if k not in lacking)
+        elif _is_unknown(error):
+            unknown.setdefault(where, []).extend(_extra(error))
+    # an unknown field beside a missing required one is usually that field misspelt: one problem
+    hints: dict[tuple[Path_, str], str] = {}
+    meant: dict[Path_, set[str]] = {}
+    for where, extra in unknown.items():
+        lacking = missing.get(where, [])
+        for name in extra:
+            close = did_you_mean(str(name), lacking)
+            if close is None and len(lacking) == 1 and len(extra) == 1:
+                close = f"did you mean `{lacking[0]}`?"
+            if close is not None:
+                hints[where, name] = close
+                meant.setdefault(where, set()).add(close.split("`")[1])
+    out: list[Mismatch] = []
+    for error in errors:
+        where = tuple(error.absolute_path)
+        full = (root, *where)
+        if error.validator == "required" and isinstance(error.instance, dict):
+            for name in _absent(error):
+                if name not in meant.setdefault(where, set()):  # not misspelt, not said yet
+                    meant[where].add(name)
+                    out.append(_missing(full, name, what, shown_type(error.schema)))
+        elif _is_unknown(error):
+            allowed = sorted((error.schema.get("properties") or {}).keys())
+            for name in _extra(error):
+                hint = hints.get((where, name)) or did_you_mean(str(name), allowed)
+                out.append(
+                    Mismatch(
+                        full,
+                        D.UNKNOWN_FIELD,
+                        f"`{shown_path(full)}` has no field `{name}` in {what} "
+                        f"`{shown_type(error.schema)}`",
+                        hint or f"its fields: {', '.join(allowed)}",
+                        field=str(name),
+                    )
+                )
+        else:
+            out.append(_other(full, what, error, shown_type(error.schema)))
+    return out
+
+
+def _is_unknown(error: Any) -> bool:
+    return error.validator in ("additionalProperties", "unevaluatedProperties") and isinstance(
+        error.instance, dict
+    )
+
+
+def _absent(error: Any) -> list[str]:
+    """The required fields ``error``'s object lacks."""
+    return [k for k in error.validator_value if k not in error.instance]
+
+
+def _extra(error: Any) -> list[str]:
+    """The fields of ``error``'s object its schema does not declare."""
+    allowed = (error.schema.get("properties") or {}).keys()
+    return [k for k in error.instance if k not in allowed]
+
+
+def _typer(names: dict[int, str]) -> Any:
+    """A schema's type as said in a message: its name when the user named it, else written out."""
+    return lambda schema: names.get(id(schema)) or flow_type_of_schema(schema)
+
+
+def _missing(full: Path_, name: str, what: str, typ: str) -> Mismatch:
+    return Mismatch(
+        full,
+        D.TYPE_MISMATCH,
+        f"`{shown_path(full)}` lacks the required field `{name}` of {what} `{typ}`",
+        field=name,
+    )
+
+
+def _other(full: Path_, what: str, error: Any, typ: str) -> Mismatch:
+    if error.validator in ("type", "enum", "const", "anyOf", "oneOf", "$ref"):
+        found = json.dumps(error.instance, ensure_ascii=False)
+        if len(found) > 60:
+            found = found[:57] + "…"
+        return Mismatch(
+            full,
+            D.TYPE_MISMATCH,
+            f"`{shown_path(full)}` is {found}, but {what} wants `{typ}` here",
+        )
+    return Mismatch(full, D.INVALID_VALUE, f"`{shown_path(full)}`: {error.message}")
+
+
+def mismatch_lines(
+    schema: dict[str, Any],
+    value: Any,
+    *,
+    root: str = "input",
+    what: str = "the flow's input type",
+    limit: int = 5,
+) -> list[str]:
+    """:func:`mismatches` as at most ``limit`` lines (each with its hint), then ``… and N more``
+    when there are more; ``[]`` when ``value`` fits.  Raises ValueError as :func:`mismatches`."""
+    found = mismatches(schema, value, root=root, what=what)
+    lines = [m.line() for m in found[:limit]]
+    if len(found) > limit:
+        lines.append(f"… and {len(found) - limit} more")
+    return lines
