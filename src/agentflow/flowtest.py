@@ -53,6 +53,7 @@ from agentflow.errors import (
 )
 from agentflow.grammar import ast
 from agentflow.ir.loader import load_plan_data
+from agentflow.ir.mismatch import mismatch_lines
 from agentflow.runtime.agent import check_answer
 from agentflow.runtime.config import (
     Config,
@@ -63,6 +64,7 @@ from agentflow.runtime.config import (
 )
 from agentflow.runtime.events import CallbackSink
 from agentflow.runtime.expressions import evaluate, to_json_value
+from agentflow.runtime.extract import validate
 from agentflow.runtime.hooks import Hooks, SleepRequest
 from agentflow.runtime.models.base import ChatResponse
 from agentflow.runtime.models.cassette import ReplayClient
@@ -562,7 +564,9 @@ async def _run_prepared(
         if stub is not None:
             answer = Answers.of(stub, case, shown, problems, result)
             every.append(answer)
-            catalog.register(_answers_tool(Tool, plan_name, answer), replace=True)
+            declared = [st for st in _plan_steps(data) if st.get("tool_name") == plan_name]
+            contract = _contract({**declared[0], "tool_name": name}) if declared else None
+            catalog.register(_answers_tool(Tool, plan_name, answer, None, contract), replace=True)
         elif plan_name in user:
             catalog.register(user[plan_name], replace=True)
         elif plan_name not in catalog:
@@ -842,15 +846,27 @@ class Answers:
             )
         return json.loads(json.dumps(value))
 
-    def off_contract(self, errors: list[str]) -> None:
-        """Fail the test: the answer just given breaks the agent's contract (``errors``: the
-        validation's). A real answer off contract would be repaired; a stub is not, as
+    def held_to(self, value: Any, contract: tuple[dict[str, Any], str]) -> None:
+        """Fail the test when ``value`` (the answer just given) breaks ``contract``: ``(schema,
+        what it is)``, the step's own (``result_schema``, an ``ask``'s or agent's ``expect``)."""
+        schema, what = contract
+        errors = validate(schema, value)
+        if errors:
+            try:
+                found = mismatch_lines(schema, value, root="answer", what=what, limit=3)
+            except (ValueError, RecursionError):  # no usable schema: `validate` said how
+                found = []
+            self.off_contract(found or errors, what)
+
+    def off_contract(self, errors: list[str], what: str = "the agent's `expect`") -> None:
+        """Fail the test: the answer just given breaks the step's contract, ``what`` (``errors``:
+        the validation's). A real answer off contract would be repaired; a stub is not, as
         repairing it would replace the stub by the test model's answer."""
         stub = self.stub
         which = f"answer {self.calls}" if len(self.values) > 1 else "its answer"
         message = (
             f"{_where(self.shown, stub.span)}: `stub {stub.kind} {stub.target.name}` does not fit "
-            f"the agent's `expect` ({which}): {'; '.join(errors[:3])}; a stub is never repaired: "
+            f"{what} ({which}): {'; '.join(errors[:3])}; a stub is never repaired: "
             'write an answer the contract accepts, or stub `fails "output_validation"` to test '
             "an answer that cannot be made to conform"
         )
@@ -858,9 +874,13 @@ class Answers:
         raise RunError(Code.ABORTED, message)
 
 
-def _answers_tool(Tool: Any, plan_name: str, answers: Answers, wrap: Any = None) -> Any:
+def _answers_tool(
+    Tool: Any, plan_name: str, answers: Answers, wrap: Any = None, contract: Any = None
+) -> Any:
     async def answer(args: dict[str, Any], ctx: Any) -> Any:
         value = answers.next()
+        if contract is not None:
+            answers.held_to(contract[2](value), contract[:2])
         return wrap(value) if wrap is not None else value
 
     what = f"stub of {answers.stub.target.name}"
@@ -886,12 +906,28 @@ def _stub_named_steps(data: dict, stub: Any, answers: Answers, Tool: Any) -> lis
     tools = []
     for n, st in enumerate(chosen):
         tool_name = f"test_stub__{stub.kind}_{name}_{n}"
-        wrap = _result_shape(st)
+        wrap, contract = _result_shape(st), _contract(st)
         keep = {k: st[k] for k in ("id", "select", "meta") if k in st}
         st.clear()
         st.update(keep, tool_name=tool_name, input={})
-        tools.append(_answers_tool(Tool, tool_name, answers, wrap))
+        tools.append(_answers_tool(Tool, tool_name, answers, wrap, contract))
     return tools
+
+
+def _contract(step: dict) -> tuple[dict[str, Any], str, Any] | None:
+    """What the value a ``stub step|ask`` gives ``step`` is held to, as a real result is:
+    ``(schema, what it is, the value as the schema reads it)`` (an agent's ``expect`` of a
+    non-object type reads ``{value: V}``), or None (the step declares none)."""
+    tool, given = str(step.get("tool_name")), step.get("input") or {}
+    schema, shape = step.get("result_schema"), (lambda v: v)
+    what = f"the declared result type of tool `{tool}`"
+    if tool == "ask":
+        schema, what = given.get("schema"), "the `ask`'s `expect`"
+    elif tool == "agent":
+        schema, what = given.get("output_schema"), "the agent's `expect`"
+        if "result.output.value" in str(step.get("select") or ""):
+            shape = lambda v: {"value": v}  # noqa: E731
+    return (schema, what, shape) if isinstance(schema, dict) else None
 
 
 def _result_shape(step: dict) -> Any:

@@ -76,3 +76,75 @@ def test_a_computed_stub_off_contract_fails_the_test_and_is_never_repaired(tmp_p
         "$.n: 7 is greater than the maximum of 3; a stub is never repaired" in result.output
     )
     assert "good stub PASSED" in result.output
+
+
+TAGGED = """\
+type Lo { kind: "a", x: int @range(0, 1) }
+type Hi { kind: "b", x: int @range(5, 6) }
+type A { x: int @range(0, 1) }
+type B { x: int @range(5, 6), y: text? }
+type U { v: Lo | Hi, w: A | B | null }
+type P { n: int @range(0, 3) }
+use agent "m" as m
+extern tool look2(q: text) -> U
+stage s -> json {
+  let u: U = look2(q: "x")
+  let a = ask "how many?" expect P
+  let r = agent(m) { task "x" tools none expect P }
+  return { u: u, a: a, r: r }
+}
+"""
+
+
+def test_a_stub_in_a_tagged_union_is_held_to_the_member_its_tag_picks(tmp_path):
+    tests = (
+        'test "step" {\n  stub step u returns { v: { kind: "b", x: 1 }, w: { x: 5 } }\n'
+        "  stub step a returns { n: 1 }\n  stub step r returns { n: 1 }\n"
+        "  expect output.u.v.x == 1\n}\n"
+        'test "untagged" {\n  stub tool look2 returns { v: { kind: "a", x: 0 }, w: { x: 3 } }\n'
+        "  stub step a returns { n: 1 }\n  stub step r returns { n: 1 }\n"
+        "  expect output.u.w.x == 3\n}\n"
+    )
+    result = _invoke(tmp_path, TAGGED + tests, "check")
+    assert result.exit_code == 1, result.output
+    out = result.output
+    assert "t.flow:16:44: error[stub-mismatch]" in out
+    assert "this stub does not fit `u` in stage `s`: `x` is 1, outside `@range(5, 6)`" in out
+    assert "t.flow:2:22: the constraint is declared here" in out
+    # untagged: {x: 3} fits neither A (0..1) nor B (5..6)
+    assert "t.flow:22:61: error[stub-mismatch]" in out
+    assert "`x` is 3, outside `@range(0, 1)`, and the value fits no other member of `A | B`" in out
+    assert out.count("error[stub-mismatch]") == 2
+    fine = TAGGED + tests.replace('"b", x: 1', '"b", x: 6').replace("x: 3 }", "x: 0 }")
+    result = _invoke(tmp_path, fine, "check")
+    assert result.exit_code == 0, result.output
+
+
+def test_step_tool_and_ask_stubs_are_held_to_the_steps_contract_at_run_time(tmp_path):
+    # values from a table's cases are not constants: the run checks them, naming the stub
+    tests = (
+        'test "t" map [{ x: 1, n: 1, r: 1, t: 5 }, { x: 5, n: 9, r: 1, t: 5 }, '
+        "{ x: 5, n: 1, r: 7, t: 5 }, { x: 5, n: 1, r: 1, t: 2 }, { x: 5, n: 1, r: 1, t: 5 }] "
+        "as case {\n"
+        '  stub step u returns { v: { kind: "b", x: case.x }, w: null }\n'
+        "  stub step a returns { n: case.n }\n  stub step r returns { n: case.r }\n"
+        "  expect output.u.v.x == 5\n}\n"
+        'test "tool" map [{ t: 2 }, { t: 5 }] as case {\n'
+        '  stub tool look2 returns { v: { kind: "b", x: case.t }, w: null }\n'
+        "  stub step a returns { n: 1 }\n  stub step r returns { n: 1 }\n"
+        "  expect output.u.v.x == 5\n}\n"
+    )
+    result = _invoke(tmp_path, TAGGED + tests, "test", "--no-cache")
+    out = result.output
+    assert result.exit_code == 1, out
+    assert (
+        "t.flow:16:3: `stub step u` does not fit the declared result type of tool `look2` " in out
+    )
+    assert "`answer.v.x`: 1 is less than the minimum of 5; a stub is never repaired" in out
+    assert "t.flow:17:3: `stub step a` does not fit the `ask`'s `expect` (its answer): " in out
+    assert "`answer.n`: 9 is greater than the maximum of 3" in out
+    assert "t.flow:18:3: `stub step r` does not fit the agent's `expect` (its answer): " in out
+    assert "`answer.n`: 7 is greater than the maximum of 3" in out
+    assert "t.flow:22:3: `stub tool look2` does not fit the declared result type of tool" in out
+    assert "`answer.v.x`: 2 is less than the minimum of 5" in out
+    assert "3 passed, 4 failed" in out

@@ -46,3 +46,53 @@ def test_the_dropped_extern_leaves_no_untyped_tool_warning():
     assert codes == ["syntax-error"]
     fixed = TOOL.replace(" @range(0, 10)", "")
     assert check_source(fixed, "t.flow").diagnostics == []
+
+
+@pytest.mark.parametrize(
+    ("field", "tok", "hint", "fixed"),
+    [
+        (
+            "n: text @length(2, 3) | int",
+            "|",
+            "name an object type for that member, `type Checked { value: text @length(2, 3) }`, "
+            "and write `n: Checked | int` (its values are then objects: `{ value: … }`)",
+            "n: Checked | int",
+        ),
+        (
+            "xs: text @length(1, 2)[]",
+            "[",
+            "`xs: text[] @length(1, 2)` says how many items the list has; a constraint on each "
+            "element is not expressible on the list: name an object type for the element, "
+            "`type Item { value: text @length(1, 2) }`, and write `xs: Item[]`",
+            "xs: text[] @length(1, 2)",
+        ),
+        (
+            "n: int @range(0, 3) | null",
+            "|",
+            "write `n: int | null @range(0, 3)`: the constraint holds when `n` has a value",
+            "n: int | null @range(0, 3)",
+        ),
+        (
+            "n: int @range(0, 3)?",
+            "?",
+            "write `n: int? @range(0, 3)`: the constraint holds when `n` has a value",
+            "n: int? @range(0, 3)",
+        ),
+    ],
+)
+def test_a_constraint_inside_a_fields_type_says_it_goes_after_the_whole_type(
+    field, tok, hint, fixed
+):
+    src = "type T {{ {} }}\ntype Checked {{ value: text }}\nstage s -> T {{ return input }}\n"
+    (d,) = check_source(src.format(field), "t.flow").diagnostics
+    assert d.code == "syntax-error"
+    assert (d.span.line, d.span.column) == (1, 10 + field.index(tok))
+    name = field.split(":")[0]
+    constraint = field.split("@")[1].split("(")[0]
+    assert d.message == (
+        f"a constraint (`@{constraint}`) is written after the whole type of a field, not inside "
+        f"it: here `{tok}` goes on with the type of `{name}`"
+    )
+    assert hint in d.hint
+    # the rewrite the hint gives checks clean
+    assert check_source(src.format(fixed), "t.flow").diagnostics == []

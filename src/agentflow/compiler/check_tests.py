@@ -41,6 +41,7 @@ from agentflow.compiler.types import (
     LiteralType,
     ObjectType,
     Type,
+    UnionType,
     VerdictType,
     assignable,
     make_optional,
@@ -240,9 +241,12 @@ def _broken_constraints(
     checker: CheckerShared, value: ast.Expr, want: Type
 ) -> Iterator[tuple[Span, str, Span | None]]:
     """``(span, message, the field's span)`` for each constant in ``value`` that breaks a
-    constraint of the field of ``want`` it fills (objects and lists are walked; a union is not
-    guessed into)."""
+    constraint of the field of ``want`` it fills (objects and lists are walked; a union is
+    walked into the members the value could be: :func:`_union_broken`)."""
     t = checker.env.resolve(strip_optional(want, checker.env))
+    if isinstance(t, UnionType):
+        yield from _union_broken(checker, value, t)
+        return
     if isinstance(value, ast.ObjectLit) and isinstance(t, ObjectType):
         for entry in value.entries:
             f = t.fields.get(entry.key)
@@ -256,6 +260,55 @@ def _broken_constraints(
     elif isinstance(value, ast.ListLit) and isinstance(t, ListType):
         for item in value.items:
             yield from _broken_constraints(checker, item, t.elem)
+
+
+def _union_broken(
+    checker: CheckerShared, value: ast.Expr, union: UnionType
+) -> Iterator[tuple[Span, str, Span | None]]:
+    """The broken constraints of ``value`` held to the union ``union``: the members it could be
+    are those its tags (literal-typed fields: ``kind: "b"``) and its fields allow; when one of
+    them takes it with every constraint holding, none; else the problems of the first (a
+    tagged union has one such member, picked by its tag: the value fits no member)."""
+    candidates = [m for m in union.members if _could_be(checker, value, m)]
+    first: list[tuple[Span, str, Span | None]] | None = None
+    for member in candidates:
+        problems = list(_broken_constraints(checker, value, member))
+        if not problems:
+            return
+        first = problems if first is None else first
+    if first and len(candidates) > 1:
+        span, message, field_span = first[0]
+        message += f", and the value fits no other member of `{type_str(union)}`"
+        first[0] = (span, message, field_span)
+    yield from first or []
+
+
+def _could_be(checker: CheckerShared, value: ast.Expr, member: Type) -> bool:
+    """Whether the stub constant ``value`` could be a value of the union member ``member``: an
+    object literal by its keys and tags (a closed object has no other keys; every literal-typed
+    field it writes holds that literal); any other value by its checked type."""
+    t = checker.env.resolve(strip_optional(member, checker.env))
+    if isinstance(value, ast.ObjectLit):
+        if not isinstance(t, ObjectType):
+            return False
+        written = {entry.key: entry.value for entry in value.entries}
+        if any(key not in t.fields for key in written):
+            return False
+        for key, f in t.fields.items():
+            if key not in written:
+                if not f.optional:
+                    return False
+                continue
+            tag = checker.env.resolve(f.type)
+            if isinstance(tag, LiteralType):
+                is_const, v = literal_const(written[key])
+                if is_const and (
+                    v != tag.value or isinstance(v, bool) != isinstance(tag.value, bool)
+                ):
+                    return False
+        return True
+    got = checker.types.get(id(value))
+    return got is None or isinstance(got, ErrorType) or assignable(got, member, checker.env)
 
 
 def _breaks(value: ast.Expr, name: str, args: tuple[Any, ...]) -> str | None:

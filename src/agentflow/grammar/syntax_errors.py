@@ -482,6 +482,53 @@ _BINDING_WORDS = frozenset({"const", "var", "val", "mut", "auto", "my", "local"}
 _BINDING = re.compile(r"^\s*(const|var|val|auto|my|local)\s+([A-Za-z_]\w*)\s*(?::([^=]*))?$")
 
 
+#: `n: text @length(2, 3)` before a `|`, `[` or `?` that goes on with the field's type
+_FIELD_CONSTRAINED = re.compile(
+    r"([A-Za-z_]\w*)\s*:\s*([^:@{}()]+?)\s*((?:@\w+\([^()\n]{0,60}\)\s*)+)$"
+)
+
+
+def _constraint_inside_type(sc: Scanner, tok: Any) -> tuple[str, str] | None:
+    """``(message, hint)`` when ``tok`` (`|`, `[`, `?`) goes on with a field's type after a
+    constraint (``n: text @length(2, 3) | int``, ``xs: text @length(1, 2)[]``,
+    ``n: int @range(0, 3)?``): constraints are written after the whole field type; one on a
+    union member or on list elements is not expressible, a named object type is."""
+    if tok.value not in ("|", "[", "?"):
+        return None
+    m = _FIELD_CONSTRAINED.search(_line_before(sc, tok))
+    if m is None:
+        return None
+    name, typ, written = m.group(1), m.group(2).strip(), " ".join(m.group(3).split())
+    named = written[1:].split("(")[0]
+    message = (
+        f"a constraint (`@{named}`) is written after the whole type of a field, not inside "
+        f"it: here `{tok.value}` goes on with the type of `{name}`"
+    )
+    rest = re.match(r"\s*((?:\|\s*[\w\[\]?.\"]+\s*)+|\[\s*\]\??|\?)", sc.text[tok.start - sc.ob :])
+    more = " ".join(rest.group(1).split()) if rest else str(tok.value)
+    boxed = " (its values are then objects: `{ value: … }`)"
+    if tok.value == "?" or more.replace(" ", "") == "|null":
+        hint = f"write `{name}: {typ}{'?' if tok.value == '?' else ' | null'} {written}`"
+        return message, hint + f": the constraint holds when `{name}` has a value"
+    if tok.value == "[":
+        hint = f"`{name}: {typ}{more} {written}` says how many items the list has; " * (
+            named == "length"
+        )
+        hint += (
+            "a constraint on each element is not expressible on the list: name an object type "
+            f"for the element, `type Item {{ value: {typ} {written} }}`, and write "
+            f"`{name}: Item{more}`{boxed}"
+        )
+        return message, hint
+    hint = (
+        f"a constraint on one member of a union is not expressible: name an object type for "
+        f"that member, `type Checked {{ value: {typ} {written} }}`, and write "
+        f"`{name}: Checked {more}`{boxed}; a constraint every member takes is written after the "
+        f"whole union (`{name}: {typ} {more} {written}`)"
+    )
+    return message, hint
+
+
 def _line_before(sc: Scanner, tok: Any) -> str:
     """The text of ``tok``'s line before it."""
     k = tok.start - sc.ob
@@ -630,6 +677,16 @@ def unexpected(
                 f"a `type` alias cannot carry a constraint: declare the bare type (`{base}`) and "
                 'check the value where it is used (`require … else fail "…"`)'
             ),
+            notes=notes,
+        )
+    inside = _constraint_inside_type(sc, tok)
+    if inside is not None:
+        return SynErr(
+            inside[0],
+            tok.span,
+            resume=tok.end - sc.ob,
+            depth=len(sc.stack),
+            hint=inside[1],
             notes=notes,
         )
     hint = _syntax_hint(tok, expected, values, sc, in_agent_block)

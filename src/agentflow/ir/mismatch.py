@@ -82,7 +82,7 @@ def mismatches(
     the user named (``Ticket``), said by that name rather than written out.  Raises ValueError
     when the schema itself cannot be used (:func:`~agentflow.ir.schemas.validation_errors`)."""
     shown_type = _typer(names or {})
-    errors = validation_errors(schema, value)
+    errors = [e for error in validation_errors(schema, value) for e in _by_tag(error)]
     missing: dict[Path_, list[str]] = {}  # per object, its missing required fields
     unknown: dict[Path_, list[str]] = {}  # … and the fields its type does not have
     for error in errors:
@@ -130,6 +130,28 @@ def mismatches(
         else:
             out.append(_other(full, what, error, shown_type(error.schema)))
     return out
+
+
+def _by_tag(error: Any) -> list[Any]:
+    """A union's error (``anyOf``) as the errors of the one member the value could be: the
+    member whose tags (``enum``/``const`` fields: ``kind: "b"``) and kind hold, so
+    ``{kind: "b", x: 1}`` is said as `Hi`'s ``x`` out of range rather than "wants `Lo | Hi`";
+    the error itself when no member, or several, are left."""
+    if error.validator not in ("anyOf", "oneOf") or not error.context:
+        return [error]
+    groups: dict[Any, list[Any]] = {}
+    for sub in error.context:
+        groups.setdefault(sub.relative_schema_path[0], []).append(sub)
+
+    def other_kind(sub: Any) -> bool:
+        depth = len(sub.relative_path)
+        tag = sub.validator in ("enum", "const") and depth <= 1
+        return tag or (sub.validator in ("type", "additionalProperties") and depth == 0)
+
+    left = [g for g in groups.values() if not any(other_kind(sub) for sub in g)]
+    if len(left) != 1:
+        return [error]
+    return [e for sub in left[0] for e in _by_tag(sub)]
 
 
 def _is_unknown(error: Any) -> bool:
