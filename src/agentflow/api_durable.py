@@ -209,11 +209,14 @@ async def recorded_run(
     ``input``, ``config``, ``workspace`` … (docs/durable.md).  Raises :class:`InputError` for
     an unknown run; ``redrive``: also for one ``flowc redrive`` refuses (it ended ok, or has
     not ended).  ``started_in``: the directory the run was started in when it was found from
-    another one (:attr:`RunDatabase.started_in`): the flow path a message names is then one
-    that works from the current directory."""
+    another one (:attr:`RunDatabase.started_in`): the flow path a message names, and the
+    ``plan_file`` returned, are then ones that work from the current directory."""
     token = run_info.started_in.set(started_in)
     try:
-        return await recorded_spec(url, run_id, redrive=redrive)
+        spec = await recorded_spec(url, run_id, redrive=redrive)
+        if isinstance(spec.get("plan_file"), str):
+            spec = {**spec, "plan_file": run_info.shown_plan_file(spec["plan_file"])}
+        return spec
     finally:
         run_info.started_in.reset(token)
 

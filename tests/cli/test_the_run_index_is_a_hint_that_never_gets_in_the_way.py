@@ -161,6 +161,14 @@ def test_redrive_of_a_finished_run_from_elsewhere_names_a_flow_path_that_works_t
     os.chdir(project)  # where it was started: as recorded
     assert "flowc run q.flow --reuse m1" in _flowc("redrive", "m1").stderr
 
+    # a failed run redriven from a sibling: its new run names the flow as a path from there
+    (project / "boom.flow").write_text('stage s -> int {\n  fail "no"\n}\n')
+    assert _flowc("run", "--durable", "--run-id", "b1", "boom.flow").exit_code == 1
+    os.chdir(tmp / "elsewhere")
+    redriven = _flowc("redrive", "b1")
+    assert redriven.exit_code == 1 and "(redrive of b1)" in redriven.stderr, redriven.output
+    assert f"run boom  {tmp}/project/boom.fl" in redriven.stderr, redriven.stderr  # (cut: …)
+
 
 def test_runs_does_not_offer_a_deleted_project(tmp: Path) -> None:
     for name in ("projB", "projC"):
