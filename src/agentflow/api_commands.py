@@ -325,7 +325,7 @@ async def _ask_durable(
     started = on_start
 
     def remembered(rid: str) -> None:  # found from any directory (run_index.py)
-        remember_run(rid, url, config.path)
+        remember_run(rid, url, config.path, own=database is not None)
         if started is not None:
             started(rid)
 

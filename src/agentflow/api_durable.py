@@ -18,6 +18,7 @@ from typing import Any
 from agentflow.core.text import clean_json
 from agentflow.errors import FlowError
 from agentflow.runtime.config import Config, load_config
+from agentflow.runtime.durable import run_info
 from agentflow.runtime.durable.answers import written_as
 from agentflow.runtime.durable.database import (
     database_for,
@@ -80,11 +81,13 @@ class RunDatabase:
     """Where a command that takes durable run ``run_id`` finds it (:func:`durable_run_database`):
     ``url``, the database; ``config``, the ``flow.toml`` to read with it (None: the one given,
     or found from the current directory); ``note``, one line saying the run was found where it
-    was started, not in the current directory's database (None when it was not)."""
+    was started, not in the current directory's database (None when it was not);
+    ``started_in``, then the directory it was started in, when the index recorded it."""
 
     url: str
     config: str | None = None
     note: str | None = None
+    started_in: str | None = None
 
 
 def durable_run_database(
@@ -118,11 +121,14 @@ def durable_run_database(
         return RunDatabase(url)  # its flow.toml is broken now: the current directory's
     if other == url or holds_run(other, run_id) is False:
         return RunDatabase(url)
-    where = f"{_shown(toml)}'s database" if toml else _shown(entry.database or "")
+    # started with a database of its own (--database): named, not its flow.toml's
+    by_config = toml is not None and not (entry.own and entry.database)
+    where = f"{_shown(toml or '')}'s database" if by_config else _shown(entry.database or "")
     return RunDatabase(
         other,
         toml,
         f"note: run {run_id} is in {where}, where it was started (not this directory's)",
+        entry.cwd,
     )
 
 
@@ -196,12 +202,23 @@ async def show_durable_run(
     )
 
 
-async def recorded_run(url: str, run_id: str, *, redrive: bool = False) -> dict[str, Any]:
+async def recorded_run(
+    url: str, run_id: str, *, redrive: bool = False, started_in: str | None = None
+) -> dict[str, Any]:
     """What durable run ``run_id`` recorded when it started: ``plan_text``, ``plan_file``,
     ``input``, ``config``, ``workspace`` … (docs/durable.md).  Raises :class:`InputError` for
     an unknown run; ``redrive``: also for one ``flowc redrive`` refuses (it ended ok, or has
-    not ended)."""
-    return await recorded_spec(url, run_id, redrive=redrive)
+    not ended).  ``started_in``: the directory the run was started in when it was found from
+    another one (:attr:`RunDatabase.started_in`): the flow path a message names, and the
+    ``plan_file`` returned, are then ones that work from the current directory."""
+    token = run_info.started_in.set(started_in)
+    try:
+        spec = await recorded_spec(url, run_id, redrive=redrive)
+        if isinstance(spec.get("plan_file"), str):
+            spec = {**spec, "plan_file": run_info.shown_plan_file(spec["plan_file"])}
+        return spec
+    finally:
+        run_info.started_in.reset(token)
 
 
 async def answer_durable(url: str, run_id: str, step: str, value: Any) -> Any:

@@ -376,12 +376,13 @@ async def _run_durable(
         text, recorded = dump_plan(plan), plan
         named = isinstance(target, str | os.PathLike)
         file = str(Path(target)) if named else plan.source_file or "<plan>"
-    url = durable_runs.database_for(config, kw.pop("database"))
+    own_database = kw.pop("database")
+    url = durable_runs.database_for(config, own_database)
     # where the run is, for the commands that take its id from any directory (run_index.py)
     started = kw.get("on_start")
 
     def on_start(run_id: str) -> None:
-        remember_run(run_id, url, config.path)
+        remember_run(run_id, url, config.path, own=own_database is not None)
         if started is not None:
             started(run_id)
 

@@ -305,10 +305,12 @@ def runs(
         if config is None and database is None:
             _elsewhere(url)
         return
+    width = max(len(r.run_id) for r in found)  # the statuses line up whatever the ids
     for r in found:
         asked = f"  {_one_line(r.question)}" if r.question is not None else ""
         _say(
-            f"{r.run_id}  {r.status:<{RUN_STATUS_WIDTH}} {r.plan}  started {_when(r.created_at)}{asked}"
+            f"{r.run_id:<{width}}  {r.status:<{RUN_STATUS_WIDTH}} {r.plan}  started "
+            f"{_when(r.created_at)}{asked}"
         )
         for q in r.questions:
             choices = f" ({choices_text(q.choices)})" if q.choices else ""
@@ -331,15 +333,16 @@ def _elsewhere(url: str) -> None:
     for entry in api.recent_durable_databases():
         if entry.database is not None and here == f"sqlite:///{entry.database}":
             continue
-        path = entry.config or entry.database or ""
+        # a run started with a database of its own (--database) is found there, not in
+        # its flow.toml's
+        by_config = entry.config is not None and not (entry.own and entry.database)
+        path = (entry.config if by_config else entry.database) or ""
         try:  # a path below the current directory is shown relative to it
             if os.path.realpath(path).startswith(os.path.realpath(os.getcwd()) + os.sep):
                 path = os.path.relpath(path)
         except (OSError, ValueError):
             pass
-        option = (
-            f"--config {shlex.quote(path)}" if entry.config else f"--database {shlex.quote(path)}"
-        )
+        option = f"--config {shlex.quote(path)}" if by_config else f"--database {shlex.quote(path)}"
         _err(f"  runs were started elsewhere (the latest: {entry.run_id}): flowc runs {option}")
 
 
@@ -636,7 +639,9 @@ def redrive(
     url = place.url
     if place.note:  # found where it was started: the new run goes into the same database
         config, database = config or place.config, database or place.url
-    spec = _durable_call(lambda: api.recorded_run(url, run_id, redrive=True))
+    spec = _durable_call(
+        lambda: api.recorded_run(url, run_id, redrive=True, started_in=place.started_in)
+    )
     plan = api.plan_from_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
     # the new run's id: RUN's own (before any earlier redrive's suffix) + a fresh suffix
     new_id = api.redrive_id(run_id, secrets.token_hex(3))

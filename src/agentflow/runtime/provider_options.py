@@ -116,8 +116,9 @@ def provider_problem(name: str, provider: Any, env: Mapping[str, str]) -> str | 
 
 def header_problem(name: str, provider: Any, env: Mapping[str, str]) -> str | None:
     """Why the ``headers`` of provider ``name`` cannot be sent with ``env`` — a ``${VAR}``
-    that is unset, or whose value holds a line break or control character (never shown) —
-    else None."""
+    that is unset, or whose value holds a line break or control character (never shown), or
+    a value that ends up empty or with leading / trailing whitespace once filled — else
+    None."""
     for header, value in provider.headers.items():
         for var in _VAR.findall(value):
             if var not in env:
@@ -125,12 +126,29 @@ def header_problem(name: str, provider: Any, env: Mapping[str, str]) -> str | No
                     f"the environment variable {var} (in header '{header}' of "
                     f"[providers.{name}]) is not set"
                 )
+            if not env[var]:  # "Gw ${GW_SECRET}" would send "Gw ", which httpx refuses
+                return (
+                    f"the environment variable {var} (in header '{header}' of "
+                    f"[providers.{name}]) is set but empty; set it to the value to send"
+                )
             if not _VISIBLE.fullmatch(env[var]):
                 return (
                     f"the environment variable {var} (in header '{header}' of "
                     f"[providers.{name}]) contains a line break or a character not allowed "
                     "in an HTTP header; check for a trailing newline"
                 )
+        filled = _VAR.sub(lambda m: env[m.group(1)], value)
+        if filled != filled.strip() or not filled:
+            # httpx refuses an empty or padded value only at the first request
+            how = "empty" if not filled.strip() else "padded with whitespace"
+            names = sorted(set(_VAR.findall(value)))
+            source = (
+                f" once the environment variable {', '.join(names)} is filled in; set it "
+                "to the value to send, without leading or trailing whitespace"
+                if names
+                else "; give the value to send, without leading or trailing whitespace"
+            )
+            return f"header '{header}' of [providers.{name}] is {how}{source}"
     return None
 
 

@@ -9,9 +9,11 @@ that acts on no file finds its ``flow.toml`` from the current directory.  Starte
 pasted) such a command would look in another database.  So each durable run, as it starts,
 appends one line to ``$XDG_STATE_HOME/agentflow/runs.jsonl`` (``~/.local/state/…``; mode
 0600 in a directory of mode 0700): its id, its SQLite database's absolute path — never a
-PostgreSQL or Temporal URL, which may hold a password — and its ``flow.toml``'s absolute path.
+PostgreSQL or Temporal URL, which may hold a password —, its ``flow.toml``'s absolute path,
+whether the database was its own ``--database``, and the directory it was started in.
 :func:`recall` gives a run's latest line.  The index is a hint, never a source of truth:
-written best effort (a run never fails for it), read only when the current directory's
+written best effort (a run never fails for it; a bad line is skipped; an index that is not a
+regular file is never read, written or waited on), read only when the current directory's
 database does not hold the run, and kept to the last :data:`KEEP` runs.  Nothing read from it
 executes: it names files, which the commands open as they would open ``--config`` /
 ``--database``.
@@ -20,7 +22,9 @@ executes: it names files, which the commands open as they would open ``--config`
 from __future__ import annotations
 
 import json
+import math
 import os
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,44 +40,67 @@ _NAME = "runs.jsonl"
 class IndexEntry:
     """One durable run's start: ``run_id``; ``database``, the absolute path of its SQLite
     database (None on PostgreSQL or Temporal); ``config``, the absolute path of the
-    ``flow.toml`` it read (None: none); ``at``, when it started (epoch seconds)."""
+    ``flow.toml`` it read (None: none); ``at``, when it started (epoch seconds); ``own``, the
+    database was given with ``--database`` (not its ``flow.toml``'s); ``cwd``, the absolute
+    directory it was started in (None on lines written before it was recorded), against which
+    its recorded relative paths (the flow file) resolve."""
 
     run_id: str
     database: str | None
     config: str | None
     at: float
+    own: bool = False
+    cwd: str | None = None
 
 
 def index_path(env: dict[str, str] | None = None) -> Path:
     """``$XDG_STATE_HOME/agentflow/runs.jsonl`` (``~/.local/state/agentflow/runs.jsonl``)."""
     env = dict(os.environ) if env is None else env
-    base = env.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    base = env.get("XDG_STATE_HOME") or ""
+    if not os.path.isabs(base):  # the XDG spec: a relative path is ignored
+        base = os.path.join(os.path.expanduser("~"), ".local", "state")
     return Path(base) / "agentflow" / _NAME
 
 
-def remember(run_id: str, url: str, config: Path | None) -> None:
+def remember(run_id: str, url: str, config: Path | None, *, own: bool = False) -> None:
     """Append run ``run_id``'s line (``url``: its database, of which only a SQLite file's path
-    is written; ``config``: its ``flow.toml``); best effort: an unwritable index is left as it
-    is, and the run goes on."""
+    is written; ``config``: its ``flow.toml``; ``own``: ``url`` was given with ``--database``);
+    best effort: an unwritable index — or one that is not a regular file (a FIFO, a device) —
+    is left as it is, never waited on, and the run goes on.  A line starts on a line of its
+    own when the file's last one was cut short."""
     database = _sqlite_file(url)
+    try:
+        cwd: str | None = os.getcwd()
+    except OSError:
+        cwd = None
     line = json.dumps(
         {
             "run": run_id,
             "database": str(database.resolve()) if database is not None else None,
             "config": str(config.resolve()) if config is not None else None,
             "at": round(time.time(), 3),
+            "own": own,
+            "cwd": cwd,
         },
         ensure_ascii=False,
     )
     path = index_path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o600)
         try:
-            os.write(fd, (line + "\n").encode())  # one write: lines of concurrent runs stay whole
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                return
+            lead = b""
+            if info.st_size and os.pread(fd, 1, info.st_size - 1) != b"\n":
+                lead = b"\n"  # the last line was cut short: it stays a bad line of its own
+            # one write: lines of concurrent runs stay whole
+            os.write(fd, lead + (line + "\n").encode())
+            size = os.fstat(fd).st_size
         finally:
             os.close(fd)
-        if path.stat().st_size > KEEP * 2 * 400:  # about twice KEEP lines
+        if size > KEEP * 2 * 400:  # about twice KEEP lines
             _trim(path)
     except OSError:
         pass
@@ -90,7 +117,10 @@ def _sqlite_file(url: str) -> Path | None:
 
 def _trim(path: Path) -> None:
     """Keep the last :data:`KEEP` lines (written aside, then renamed over the index)."""
-    lines = path.read_bytes().splitlines(keepends=True)[-KEEP:]
+    data = _read(path)
+    if data is None:
+        return
+    lines = data.splitlines(keepends=True)[-KEEP:]
     aside = path.with_name(f".{_NAME}.{os.getpid()}")
     fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
@@ -100,29 +130,58 @@ def _trim(path: Path) -> None:
     os.replace(aside, path)
 
 
-def _entries() -> list[IndexEntry]:
+def _read(path: Path) -> bytes | None:
+    """The bytes of ``path`` when it is a regular file (opened without blocking: a FIFO put
+    in its place is never waited on), else None."""
     try:
-        text = index_path().read_text(encoding="utf-8", errors="replace")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _entry(line: str) -> IndexEntry | None:
+    """The entry of one line, or None when it is not one (cut short, edited, of another
+    shape): every field's type is checked, a bad line is skipped."""
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    run, database, config = data.get("run"), data.get("database"), data.get("config")
+    at, own, cwd = data.get("at", 0), data.get("own", False), data.get("cwd")
+    if not isinstance(run, str) or not run:
+        return None
+    if not all(v is None or isinstance(v, str) for v in (database, config, cwd)):
+        return None
+    if isinstance(at, bool) or not isinstance(at, int | float) or not isinstance(own, bool):
+        return None
+    try:
+        when = float(at)
+    except OverflowError:
+        return None
+    if not math.isfinite(when):
+        return None
+    return IndexEntry(run, database, config, when, own, cwd)
+
+
+def _entries() -> list[IndexEntry]:
+    data = _read(index_path())
+    if data is None:
         return []
-    out = []
-    for line in text.splitlines():
-        try:
-            data = json.loads(line)
-        except ValueError:
-            continue  # a line cut short (a full disk): the others stand
-        if not isinstance(data, dict) or not isinstance(data.get("run"), str):
-            continue
-        database, config, at = data.get("database"), data.get("config"), data.get("at")
-        out.append(
-            IndexEntry(
-                data["run"],
-                database if isinstance(database, str) else None,
-                config if isinstance(config, str) else None,
-                float(at) if isinstance(at, int | float) else 0.0,
-            )
-        )
-    return out
+    text = data.decode("utf-8", errors="replace")
+    return [entry for line in text.splitlines() if (entry := _entry(line)) is not None]
 
 
 def recall(run_id: str) -> IndexEntry | None:
@@ -135,7 +194,8 @@ def recall(run_id: str) -> IndexEntry | None:
 
 def recent(limit: int = 3) -> list[IndexEntry]:
     """The latest run of each of the ``limit`` databases (or configurations) runs were
-    started on most recently, newest first (``flowc runs``' hint where it finds none)."""
+    started on most recently, newest first (``flowc runs``' hint where it finds none); an
+    entry whose database or ``flow.toml`` file is gone (a deleted project) is left out."""
     seen: set[tuple[str | None, str | None]] = set()
     out = []
     for entry in reversed(_entries()):
@@ -143,6 +203,8 @@ def recent(limit: int = 3) -> list[IndexEntry]:
         if key in seen:
             continue
         seen.add(key)
+        if not all(p is None or os.path.isfile(p) for p in key):
+            continue
         out.append(entry)
         if len(out) == limit:
             break

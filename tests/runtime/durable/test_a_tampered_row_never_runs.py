@@ -108,7 +108,8 @@ def test_a_pickled_row_is_never_loaded_and_the_commands_name_the_unreadable_run(
 
     # the other commands in this process (each opens the database as its own process would)
     text = CliRunner().invoke(main, ["runs"])
-    assert "bad  unreadable" in text.stdout and "fine  ok" in text.stdout, text.output
+    # the id column is as wide as the longest id listed
+    assert "bad   unreadable" in text.stdout and "fine  ok" in text.stdout, text.output
     for command in (
         ["runs", "show", "bad"],
         ["answer", "bad", "E1", "yes"],

@@ -120,3 +120,32 @@ def test_flowc_run_reports_a_provider_key_error_at_its_line(tmp_path, monkeypatc
     assert result.exit_code != 0
     assert "flow.toml:5:1: unknown key 'providers.az.api_verison'" in result.output
     assert "did you mean 'api_version'?" in result.output
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("", "the environment variable GW_SECRET (in header 'X-Gw' of [providers.gw]) is set "),
+        ("s3cr3t-value ", "header 'X-Gw' of [providers.gw] is padded with whitespace once the "),
+    ],
+)
+def test_flowc_run_refuses_a_header_that_ends_up_empty_or_padded_before_any_request(
+    tmp_path, monkeypatch, value, expected
+):
+    # "Gw ${GW_SECRET}" with GW_SECRET empty sent "Gw ", which httpx refused at the first
+    # request (model_error … Illegal header value); now refused as the run starts
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GW_SECRET", value)
+    (tmp_path / "a.flow").write_text(
+        'use agent "sre" as sre\nstage s -> text {\n'
+        '  return agent(sre) { task "Look" tools none expect text }\n}\n'
+    )
+    (tmp_path / "flow.toml").write_text(
+        '[models]\ndefault = "gw:gpt-4o-mini"\n[providers.gw]\n'
+        'base_url = "http://127.0.0.1:9/v1"\nheaders = { "X-Gw" = "Gw ${GW_SECRET}" }\n'
+    )
+    result = CliRunner().invoke(main, ["run", "a.flow"])
+    assert result.exit_code == 1, result.output
+    assert f"error: provider 'gw': {expected}" in result.stderr, result.stderr
+    assert "GW_SECRET" in result.stderr and "s3cr3t" not in result.output
+    assert "model call" not in result.output  # no request was made

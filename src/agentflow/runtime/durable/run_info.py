@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import shlex
 import time
 from collections.abc import Iterable, Mapping
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -33,8 +35,32 @@ __all__ = [
     "plan_of",
     "published_questions",
     "question_path",
+    "shown_plan_file",
     "split_closed",
+    "started_in",
 ]
+
+#: the directory the run a command acts on was started in, when the command found the run
+#: through the per-user index of runs (runtime/run_index.py) from another directory: a
+#: recorded relative flow path is shown from here (:func:`shown_plan_file`)
+started_in: ContextVar[str | None] = ContextVar("started_in", default=None)
+
+
+def shown_plan_file(file: str) -> str:
+    """A run's recorded flow ``file`` as a path that works from the current directory: as
+    recorded unless the run was started elsewhere (:data:`started_in`), then relative to the
+    current directory when below it, else absolute."""
+    base = started_in.get()
+    if base is None or file.startswith("<"):
+        return file
+    path = os.path.normpath(os.path.join(base, file))
+    try:
+        here = os.getcwd()
+        if path.startswith(here + os.sep):
+            return os.path.relpath(path, here)
+    except (OSError, ValueError):
+        pass
+    return path
 
 
 @dataclass
@@ -324,10 +350,10 @@ def refuse_redrive(run_id: str, spec: dict[str, Any], status: str | None) -> Non
             f"redrive {run_id}"
         )
     if status in ("ok", "exited"):
-        file = spec.get("plan_file") or "FILE"
+        file = shown_plan_file(spec["plan_file"]) if spec.get("plan_file") else "FILE"
         raise InputError(
             f"run {run_id} ended {status}: nothing to redrive (redrive runs a failed run "
-            f"again); to run it again taking its finished steps: flowc run {file} --reuse "
+            f"again); to run it again taking its finished steps: flowc run {shlex.quote(file)} --reuse "
             f"{run_id}"
         )
 
