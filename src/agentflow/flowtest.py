@@ -655,6 +655,10 @@ async def _run_prepared(
     return failures
 
 
+#: the comparisons an expectation's failure explains operand by operand
+_EXPLAINED = ("==", "!=", "<", "<=", ">", ">=", "in")
+
+
 def _check_expect(
     shown: str, exp: Any, scope: dict[str, Any], ran: bool, text: str, result: Any
 ) -> list[str]:
@@ -671,15 +675,19 @@ def _check_expect(
         return [f"{head}\n    could not be evaluated: {why}"]
     if value is True:
         return []
-    if isinstance(cond, ast.Binary) and cond.op in ("==", "!=", "<", "<=", ">", ">=", "in"):
+    # explained from the condition as written: its operands read one by one, so a comparison
+    # the compiler wrote by length (`seconds(output) == seconds("3m")`) shows `output` and the
+    # durations' texts, never the rewrite's seconds (docs/reference/testing.md)
+    original = exp.cond
+    if isinstance(original, ast.Binary) and original.op in _EXPLAINED:
         try:
-            left = evaluate(cond.left, scope)
-            right = evaluate(cond.right, scope)
+            left = evaluate(absent_reads_null(original.left, result), scope)
+            right = evaluate(absent_reads_null(original.right, result), scope)
         except RunError:  # pragma: no cover - the whole evaluated
             return [f"{head}\n    is false"]
-        lsrc = text[cond.left.span.start : cond.left.span.end]
-        rsrc = text[cond.right.span.start : cond.right.span.end]
-        if not any(isinstance(n, ast.Name) for n in ast.walk(cond.right)):
+        lsrc = text[original.left.span.start : original.left.span.end]
+        rsrc = text[original.right.span.start : original.right.span.end]
+        if not any(isinstance(n, ast.Name) for n in ast.walk(original.right)):
             lines = [f"actual ({lsrc}): {_show(left)}", f"expected: {_show(right)}"]
         else:
             lines = [f"{lsrc}: {_show(left)}", f"{rsrc}: {_show(right)}"]
