@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import fnmatch
+import functools
 import json
 import os
 import re
@@ -391,10 +392,33 @@ def _imported_files(file: Path, text: str, seen: set[Path]) -> list[Path]:
     return out
 
 
+@functools.cache
+def _build() -> str:
+    """A fingerprint of the agentflow that runs the tests: the SHA-256 of the name and contents
+    of every file of the installed package (``__pycache__`` aside) — the compiler and runtime
+    themselves, so an upgrade or an edit of an editable install runs every test again even when
+    the version number stays (docs/reference/testing.md "Running"). Computed once per process
+    (some 200 files, 7 MB: tens of milliseconds); a file that cannot be read counts as missing."""
+    import hashlib
+
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).parts
+        if "__pycache__" in rel or not path.is_file():
+            continue
+        h.update("/".join(rel).encode("utf-8", "surrogatepass") + b"\0")
+        try:
+            h.update(hashlib.sha256(path.read_bytes()).digest())
+        except OSError:
+            h.update(b"missing\0")
+    return h.hexdigest()
+
+
 class _Cache:
     """The ``.flowc-cache`` directory: ``tests/<key>.json`` per `.flow` file state, holding
     its test names and the tests that passed (``{name: {line, runs}}``). The key is the SHA-256
-    of the agentflow version, the file's path and text, the contents of the cassettes it
+    of the agentflow version and build (:func:`_build`), the file's path and text, the contents of the cassettes it
     replays, and the name, size and modification time of every file under its directory
     (hidden ones and ``__pycache__`` left out): a change to any of them runs its tests again."""
 
@@ -407,7 +431,7 @@ class _Cache:
 
         h = hashlib.sha256()
         base = file.parent.resolve()
-        for part in (core_version.__version__, str(file.resolve()), text):
+        for part in (core_version.__version__, _build(), str(file.resolve()), text):
             h.update(part.encode("utf-8", "surrogatepass") + b"\0")
         for cassette in _REPLAY_LINE.findall(text):
             try:
