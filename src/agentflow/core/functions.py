@@ -297,11 +297,14 @@ _SPECS: tuple[FunctionSpec, ...] = (
         "bad_path",
     ),
     _f(
-        "unique<T>(xs: T[]) -> T[]",
-        "the elements without repeats, first occurrences in order",
+        "unique<T>(xs: T[], keys?: json[]) -> T[]",
+        "the elements without repeats, first occurrences in order; with `keys` (one per "
+        "element), elements are the same when their keys are: `unique(ds, seconds(ds))` keeps "
+        "the first of each length (the compiler writes a `duration[]`'s `unique` so)",
         "unique([1, 2, 1, 3, 2])",
         [1, 2, 3],
         _L,
+        "invalid_argument",
     ),
     _f(
         "overlap<T>(a: T[], b: T[]) -> number",

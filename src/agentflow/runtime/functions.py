@@ -432,11 +432,19 @@ def _sort_by(xs: list, field: str) -> list:
     return [xs[i] for i in order]
 
 
-def _unique(xs: list) -> list:
+def _unique(xs: list, keys: list | None = None) -> list:
+    """``unique(xs, keys?)``: first occurrences in order; with ``keys``, ``xs[i]`` repeats an
+    earlier element when ``keys[i]`` equals its key (``invalid_argument`` when the lengths
+    differ). The compiler gives a ``duration[]`` its lengths as keys (``seconds(xs)``)."""
+    if keys is not None and len(keys) != len(xs):
+        raise RunError(
+            Code.INVALID_ARGUMENT,
+            f"`keys` must have one key per element: {len(xs)} elements, {len(keys)} keys",
+        )
     seen: set = set()
     out: list = []
-    for x in xs:
-        key = eq_key(x)
+    for i, x in enumerate(xs):
+        key = eq_key(x if keys is None else keys[i])
         if key not in seen:
             seen.add(key)
             out.append(x)
