@@ -4,8 +4,11 @@ durations' texts, as written, never in the rewrite's seconds."""
 
 from __future__ import annotations
 
+import pytest
+
 import agentflow
 from agentflow import api
+from agentflow.errors import InputMismatch
 
 EXPLAIN = """\
 input { a: duration }
@@ -86,3 +89,49 @@ def test_unique_with_keys_needs_one_key_per_element(tmp_path):
     bad = agentflow.run_sync(flow, {"xs": [1, 2], "ks": [0]}, config=None)
     assert bad.error["code"] == "invalid_argument"
     assert "one key per element: 2 elements, 1 keys" in bad.error["message"]
+
+
+def test_a_duration_longer_than_100_years_is_refused_at_the_front_door(tmp_path):
+    flow = tmp_path / "long.flow"
+    flow.write_text(
+        "input { d: duration, j: { w: duration?, ws: duration[] } }\n"
+        "stage s -> number {\n  return seconds(input.d)\n}\n"
+    )
+    longest = agentflow.run_sync(flow, {"d": "876000h", "j": {"ws": []}}, config=None)
+    assert longest.output == 3_153_600_000  # seconds are exact: an int of the length
+    given = {
+        "d": "99999999999999999999h",
+        "j": {"w": "90071992547409931ms", "ws": ["1s", "877000h"]},
+    }
+    with pytest.raises(InputMismatch) as refused:
+        agentflow.run_sync(flow, given, config=None)
+    message = str(refused.value)
+    for where, text in (
+        ("input.d", "99999999999999999999h"),
+        ("input.j.w", "90071992547409931ms"),
+        ("input.j.ws[1]", "877000h"),
+    ):
+        assert f'`{where}` is "{text}", longer than the longest duration, 876000h (100 years)' in (
+            message
+        )
+
+
+def test_a_written_duration_longer_than_100_years_is_invalid_duration(tmp_path):
+    flow = tmp_path / "lit.flow"
+    flow.write_text("stage s -> duration {\n  return 876001h\n}\n")
+    (diag,) = api.check(flow).diagnostics
+    assert diag.code == "invalid-duration"
+    assert diag.message == "`876001h` is longer than the longest duration, 876000h (100 years)"
+
+
+def test_a_failing_difference_of_durations_is_named_as_written(tmp_path):
+    flow = tmp_path / "diff.flow"
+    flow.write_text(
+        "input { a: duration }\nstage s -> duration {\n"
+        "  let big = input.a + input.a\n  return big - 1s\n}\n"
+    )
+    result = agentflow.run_sync(flow, {"a": "876000h"}, config=None)
+    assert result.error["code"] == "invalid_argument"
+    assert result.error["message"] == (
+        '`big - 1s`: "876000h876000h" is longer than the longest duration, 876000h (100 years)'
+    )
