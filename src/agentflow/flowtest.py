@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import fnmatch
+import functools
 import json
 import os
 import re
@@ -393,10 +394,33 @@ def _imported_files(file: Path, text: str, seen: set[Path]) -> list[Path]:
     return out
 
 
+@functools.cache
+def _build() -> str:
+    """A fingerprint of the agentflow that runs the tests: the SHA-256 of the name and contents
+    of every file of the installed package (``__pycache__`` aside) — the compiler and runtime
+    themselves, so an upgrade or an edit of an editable install runs every test again even when
+    the version number stays (docs/reference/testing.md "Running"). Computed once per process
+    (some 200 files, 7 MB: tens of milliseconds); a file that cannot be read counts as missing."""
+    import hashlib
+
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).parts
+        if "__pycache__" in rel or not path.is_file():
+            continue
+        h.update("/".join(rel).encode("utf-8", "surrogatepass") + b"\0")
+        try:
+            h.update(hashlib.sha256(path.read_bytes()).digest())
+        except OSError:
+            h.update(b"missing\0")
+    return h.hexdigest()
+
+
 class _Cache:
     """The ``.flowc-cache`` directory: ``tests/<key>.json`` per `.flow` file state, holding
     its test names and the tests that passed (``{name: {line, runs}}``). The key is the SHA-256
-    of the agentflow version, the file's path and text, the contents of the cassettes it
+    of the agentflow version and build (:func:`_build`), the file's path and text, the contents of the cassettes it
     replays, and the name, size and modification time of every file under its directory
     (hidden ones and ``__pycache__`` left out): a change to any of them runs its tests again."""
 
@@ -409,7 +433,7 @@ class _Cache:
 
         h = hashlib.sha256()
         base = file.parent.resolve()
-        for part in (core_version.__version__, str(file.resolve()), text):
+        for part in (core_version.__version__, _build(), str(file.resolve()), text):
             h.update(part.encode("utf-8", "surrogatepass") + b"\0")
         for cassette in _REPLAY_LINE.findall(text):
             try:
@@ -659,6 +683,10 @@ async def _run_prepared(
     return failures
 
 
+#: the comparisons an expectation's failure explains operand by operand
+_EXPLAINED = ("==", "!=", "<", "<=", ">", ">=", "in")
+
+
 def _check_expect(
     shown: str, exp: Any, scope: dict[str, Any], ran: bool, text: str, result: Any
 ) -> list[str]:
@@ -675,15 +703,19 @@ def _check_expect(
         return [f"{head}\n    could not be evaluated: {why}"]
     if value is True:
         return []
-    if isinstance(cond, ast.Binary) and cond.op in ("==", "!=", "<", "<=", ">", ">=", "in"):
+    # explained from the condition as written: its operands read one by one, so a comparison
+    # the compiler wrote by length (`seconds(output) == seconds("3m")`) shows `output` and the
+    # durations' texts, never the rewrite's seconds (docs/reference/testing.md)
+    original = exp.cond
+    if isinstance(original, ast.Binary) and original.op in _EXPLAINED:
         try:
-            left = evaluate(cond.left, scope)
-            right = evaluate(cond.right, scope)
+            left = evaluate(absent_reads_null(original.left, result), scope)
+            right = evaluate(absent_reads_null(original.right, result), scope)
         except RunError:  # pragma: no cover - the whole evaluated
             return [f"{head}\n    is false"]
-        lsrc = text[cond.left.span.start : cond.left.span.end]
-        rsrc = text[cond.right.span.start : cond.right.span.end]
-        if not any(isinstance(n, ast.Name) for n in ast.walk(cond.right)):
+        lsrc = text[original.left.span.start : original.left.span.end]
+        rsrc = text[original.right.span.start : original.right.span.end]
+        if not any(isinstance(n, ast.Name) for n in ast.walk(original.right)):
             lines = [f"actual ({lsrc}): {_show(left)}", f"expected: {_show(right)}"]
         else:
             lines = [f"{lsrc}: {_show(left)}", f"{rsrc}: {_show(right)}"]

@@ -59,7 +59,13 @@ from agentflow.compiler.types import (
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import Note, did_you_mean
 from agentflow.core.spans import Span
-from agentflow.core.vocabulary import BUILTIN_TYPES, MAX_INT, MIN_INT
+from agentflow.core.vocabulary import (
+    BUILTIN_TYPES,
+    MAX_DURATION_MS,
+    MAX_DURATION_TEXT,
+    MAX_INT,
+    MIN_INT,
+)
 from agentflow.grammar import ast
 
 
@@ -218,6 +224,13 @@ class ExpressionChecks(CheckerShared):
         return NULL
 
     def visit_DurationLit(self, e: ast.DurationLit, hint: Type | None) -> Type:
+        if e.ms > MAX_DURATION_MS:  # docs/reference/lexical.md "Durations"
+            self.report(
+                D.INVALID_DURATION,
+                f"`{e.text}` is longer than the longest duration, {MAX_DURATION_TEXT}",
+                e.span,
+                hint="compute longer spans in seconds: `seconds(d)` is a number",
+            )
         return DURATION
 
     def _hint_parts(self, hint: Type | None) -> Type | None:

@@ -49,7 +49,7 @@ from agentflow.grammar import ast
 if TYPE_CHECKING:
     from agentflow.compiler.checker import CheckResult
 
-__all__ = ["by_length"]
+__all__ = ["by_length", "call_by_length"]
 
 #: the operators compared by length when both operands are durations
 _COMPARE = {
@@ -296,3 +296,45 @@ def by_length(
         _call("seconds", span, operand(right)),
         node.op_span,
     )
+
+
+def _pure(e: ast.Expr) -> bool:
+    """A path or a literal (a list literal of them): evaluating it twice is the same value and
+    runs nothing twice."""
+    if isinstance(e, ast.ListLit):
+        return all(_pure(x) for x in e.items)
+    return _is_path(e) or isinstance(
+        e, ast.DurationLit | ast.StringLit | ast.NumberLit | ast.NullLit | ast.BoolLit
+    )
+
+
+def call_by_length(
+    node: ast.FuncCall,
+    result: CheckResult,
+    operand: Callable[[ast.Expr], ast.Expr] = _identity,
+) -> ast.Expr | None:
+    """The library call ``node`` comparing durations by length, as ``==`` and ``in`` do, or
+    None when it needs no rewrite: ``index_of(xs, x)`` → ``index_of(seconds(xs),
+    seconds(x))``, ``overlap(a, b)`` → ``overlap(seconds(a), seconds(b))`` of lists of
+    durations; ``unique(xs)`` → ``unique(xs, seconds(xs))`` (the first element of each length
+    kept, as written) when ``xs`` is a path or a literal — read twice, it is the same value;
+    anything else (a call) stays by text. ``count_by``/``group_by`` keys are texts (a map's
+    keys): not rewritten (docs/reference/lexical.md "Durations")."""
+    args = node.args
+    shapes = [_shape(result.type_of(a), result) for a in args]
+    span = node.span
+
+    def sec(a: ast.Expr) -> ast.Expr:
+        return _call("seconds", span, operand(a))
+
+    if node.name == "index_of" and len(args) == 2:
+        if shapes[0] == "list" and shapes[1] == "one":
+            return ast.FuncCall(span, node.name, node.name_span, [sec(args[0]), sec(args[1])])
+    elif node.name == "overlap" and len(args) == 2:
+        if set(shapes) <= {"list", "empty"} and "list" in shapes:
+            return ast.FuncCall(span, node.name, node.name_span, [sec(args[0]), sec(args[1])])
+    elif node.name == "unique" and len(args) == 1:
+        if shapes[0] == "list" and _pure(args[0]):
+            xs = operand(args[0])
+            return ast.FuncCall(span, node.name, node.name_span, [xs, _call("seconds", span, xs)])
+    return None

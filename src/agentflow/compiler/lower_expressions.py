@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentflow.compiler import types as T
 from agentflow.compiler.contracts import flow_string as _flow_string
-from agentflow.compiler.durations import by_length
+from agentflow.compiler.durations import by_length, call_by_length
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import MINUS_PRECEDENCE, NOT_PRECEDENCE, PRECEDENCE
 from agentflow.errors import LoweringError
@@ -363,6 +363,9 @@ class ExpressionLowering(LoweringShared):
     def visit_FuncCall(self, e: ast.FuncCall, ctx: Ctx) -> Frag:
         """A library function call, printed as written: the evaluator runs it inside the
         template (docs/reference/functions.md)."""
+        by_value = call_by_length(e, self.r)  # durations compared by length
+        if by_value is not None:
+            return self.expr(by_value, ctx)
         return self._delimited(e.name + "(", e.args, ")", ctx)
 
     def visit_Member(self, e: ast.Member, ctx: Ctx) -> Frag:
@@ -533,6 +536,10 @@ def absent_reads_null(expr: ast.Expr, result: CheckResult) -> ast.Expr:
             return node
         if isinstance(node, ast.Binary):
             by_value = by_length(node, result, rewrite)  # as visit_Binary lowers it
+            if by_value is not None:
+                return by_value
+        if isinstance(node, ast.FuncCall):
+            by_value = call_by_length(node, result, rewrite)  # as visit_FuncCall lowers it
             if by_value is not None:
                 return by_value
         changed = {}

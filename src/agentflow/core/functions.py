@@ -297,11 +297,14 @@ _SPECS: tuple[FunctionSpec, ...] = (
         "bad_path",
     ),
     _f(
-        "unique<T>(xs: T[]) -> T[]",
-        "the elements without repeats, first occurrences in order",
+        "unique<T>(xs: T[], keys?: json[]) -> T[]",
+        "the elements without repeats, first occurrences in order; with `keys` (one per "
+        "element), elements are the same when their keys are: `unique(ds, seconds(ds))` keeps "
+        "the first of each length (the compiler writes a `duration[]`'s `unique` so)",
         "unique([1, 2, 1, 3, 2])",
         [1, 2, 3],
         _L,
+        "invalid_argument",
     ),
     _f(
         "overlap<T>(a: T[], b: T[]) -> number",
@@ -497,15 +500,17 @@ _SPECS: tuple[FunctionSpec, ...] = (
         "seconds<T: duration | duration[]>(d: T) -> number | number[]",
         "the length of a duration in seconds (`1500ms` is `1.5`); of a list of durations, the "
         "list of their lengths. Durations compare by length (`90s == 1m30s`): this is the "
-        "number behind it",
+        "number behind it. A duration is at most 876000h (100 years): longer is refused",
         "seconds(1m30s)",
         90,
         _C,
+        "invalid_argument",
     ),
     _f(
         "from_seconds(n: number) -> duration",
         "the duration of `n` seconds, to the millisecond, written in its largest units "
-        "(`from_seconds(90)` is `1m30s`); `n` must not be negative",
+        "(`from_seconds(90)` is `1m30s`); `n` must not be negative nor longer than 876000h "
+        "(100 years)",
         "from_seconds(2 * 45)",
         "1m30s",
         _C,

@@ -49,6 +49,8 @@ __all__ = [
     "MAX_BACKOFF_FACTOR",
     "MAX_BACKOFF_MS",
     "MAX_SLEEP_MS",
+    "MAX_DURATION_MS",
+    "MAX_DURATION_TEXT",
     "MAX_EXPR_DEPTH",
     "MAX_INT",
     "MAX_NESTING",
@@ -542,6 +544,13 @@ MAX_LOOP_ROUNDS = 1000
 MAX_BACKOFF_MS = 3_600_000
 #: The longest ``sleep`` (docs/reference/statements.md "sleep"): 365 days, written ``8760h``.
 MAX_SLEEP_MS = 365 * 24 * 3_600_000
+#: The longest duration a value may be: 876000h (100 years), in ms. Longer is refused where a
+#: duration enters (an input, a dataset, a literal) and by ``seconds``/``from_seconds``, so a
+#: length in seconds (``ms / 1000``) is exact enough that two different durations never
+#: compare equal (docs/reference/lexical.md "Durations").
+MAX_DURATION_MS = 100 * 365 * 24 * 3_600_000
+#: :data:`MAX_DURATION_MS` as the user reads it
+MAX_DURATION_TEXT = "876000h (100 years)"
 MAX_BACKOFF_FACTOR = 10.0
 #: Deepest bracket nesting the parser accepts (deeper input is a syntax error, which keeps every
 #: later recursive pass over the AST far from Python's recursion limit).

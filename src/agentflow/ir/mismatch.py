@@ -20,6 +20,12 @@ from typing import Any
 from agentflow.core import diagnostics as D
 from agentflow.core.diagnostics import did_you_mean
 from agentflow.core.schema_types import flow_type_of_schema
+from agentflow.core.vocabulary import (
+    MAX_DURATION_MS,
+    MAX_DURATION_TEXT,
+    MAX_EXPR_DEPTH,
+    duration_ms,
+)
 from agentflow.ir.schemas import validation_errors
 
 __all__ = ["Mismatch", "mismatch_lines", "mismatches", "shown_path", "type_names"]
@@ -129,6 +135,52 @@ def mismatches(
                 )
         else:
             out.append(_other(full, what, error, shown_type(error.schema)))
+    if not errors:
+        out.extend(_too_long(schema, schema, value, (root,), 0))
+    return out
+
+
+def _too_long(root: dict[str, Any], node: Any, value: Any, at: Path_, depth: int) -> list[Mismatch]:
+    """Each duration of ``value`` (which fits ``node``, a part of schema ``root``) longer than
+    :data:`~agentflow.core.vocabulary.MAX_DURATION_MS`: its pattern cannot bound the length
+    (docs/reference/lexical.md "Durations")."""
+    if depth > MAX_EXPR_DEPTH or not isinstance(node, dict):
+        return []
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target.get(part) if isinstance(target, dict) else None
+        return _too_long(root, target, value, at, depth + 1)
+    out: list[Mismatch] = []
+    for key in ("anyOf", "oneOf", "allOf"):
+        for branch in node.get(key) or []:
+            out.extend(_too_long(root, branch, value, at, depth + 1))
+    if node.get("x-flow-type") == "duration" and isinstance(value, str):
+        try:
+            long = duration_ms(value) > MAX_DURATION_MS
+        except ValueError:
+            long = False
+        if long:
+            shown = value if len(value) <= 40 else value[:37] + "…"
+            out.append(
+                Mismatch(
+                    at,
+                    D.INVALID_VALUE,
+                    f"`{shown_path(at)}` is {json.dumps(shown)}, longer than the longest "
+                    f"duration, {MAX_DURATION_TEXT}",
+                )
+            )
+    elif isinstance(value, dict):
+        props = node.get("properties") or {}
+        extra = node.get("additionalProperties")
+        for k, v in value.items():
+            sub = props.get(k, extra if isinstance(extra, dict) else None)
+            out.extend(_too_long(root, sub, v, (*at, k), depth + 1))
+    elif isinstance(value, list):
+        items = node.get("items")
+        for i, v in enumerate(value):
+            out.extend(_too_long(root, items, v, (*at, i), depth + 1))
     return out
 
 

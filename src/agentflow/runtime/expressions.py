@@ -26,6 +26,7 @@ import regex
 
 from agentflow.core.functions import FUNCTIONS, arity
 from agentflow.core.vocabulary import (
+    DURATION_PATTERN,
     MAX_EXPR_DEPTH,
     MAX_INT,
     MIN_INT,
@@ -178,11 +179,52 @@ def expr_text(node: ast.Expr | None) -> str:
     if isinstance(node, ast.ObjectLit):
         return "{" + ", ".join(f"{e.key}: {expr_text(e.value)}" for e in node.entries) + "}"
     if isinstance(node, ast.FuncCall):
+        written = _difference_written(node)
+        if written is not None:
+            return written
         return f"{node.name}(" + ", ".join(expr_text(a) for a in node.args) + ")"
     if isinstance(node, ast.CondExpr):
         then = _grouped(node.then, 1)  # the `then` arm is one operator chain
         return f"if {expr_text(node.cond)} then {then} else {expr_text(node.else_)}"
     return type(node).__name__
+
+
+_DURATION_TEXT = regex.compile(DURATION_PATTERN)
+
+
+def _difference_written(node: ast.FuncCall) -> str | None:
+    """``a - b`` for ``from_seconds(max([seconds(a) - seconds(b), 0]))``, the compiler's writing
+    of a difference of durations (compiler/durations.py), so a message names the expression as
+    the user wrote it (docs/reference/expressions.md); None for any other call."""
+    if node.name != "from_seconds" or len(node.args) != 1:
+        return None
+    inner = node.args[0]
+    if not (isinstance(inner, ast.FuncCall) and inner.name == "max" and len(inner.args) == 1):
+        return None
+    items = inner.args[0]
+    if not (isinstance(items, ast.ListLit) and len(items.items) == 2):
+        return None
+    zero = items.items[1]
+    if not (isinstance(zero, ast.NumberLit) and zero.value == 0):
+        return None
+    terms: list[ast.Expr] = []
+    chain = items.items[0]
+    while isinstance(chain, ast.Binary) and chain.op == "-":
+        terms.append(chain.right)
+        chain = chain.left
+    terms.append(chain)
+    if len(terms) < 2:
+        return None
+    operands = []
+    for i, t in enumerate(reversed(terms)):
+        if not (isinstance(t, ast.FuncCall) and t.name == "seconds" and len(t.args) == 1):
+            return None  # left-associative: the first operand may be a `-` itself
+        arg = t.args[0]
+        if isinstance(arg, ast.StringLit) and arg.is_plain and _DURATION_TEXT.fullmatch(arg.text):
+            operands.append(arg.text)  # a written duration, which the plan holds as a text
+            continue
+        operands.append(_grouped(arg, _PREC["-"] + (1 if i else 0)))
+    return " - ".join(operands)
 
 
 #: Binding strength of the operators (core.vocabulary.PRECEDENCE, the parser's).
@@ -195,6 +237,8 @@ def _binding(node: ast.Expr) -> int:
     """How tightly ``node`` binds as printed (an operand binding less needs parentheses)."""
     if isinstance(node, ast.Binary):
         return _PREC.get(node.op, 0)
+    if isinstance(node, ast.FuncCall) and _difference_written(node) is not None:
+        return _PREC["-"]
     if isinstance(node, ast.RangeExpr):
         return _PREC[".."]
     if isinstance(node, ast.Unary):
@@ -800,7 +844,18 @@ def _visit_FuncCall(node: ast.FuncCall, scope: Mapping[str, Any]) -> Any:
         )
     # a range becomes its list; nothing inside an array or object is a range (list and object
     # literals convert theirs), so the arguments are passed as they are, never copied
-    args = [v.to_list() if type(v := _visit(a, scope)) is FlowRange else v for a in node.args]
+    try:
+        args = [v.to_list() if type(v := _visit(a, scope)) is FlowRange else v for a in node.args]
+    except (BadPath, EvalEnded):
+        raise
+    except RunError as e:  # `a - b` of durations: named as written, not as the compiler wrote it
+        written = _difference_written(node)
+        if written is None or not e.message.startswith("`seconds(") or "`: " not in e.message:
+            raise
+        message = f"`{written}`: {e.message.split('`: ', 1)[1]}"
+        raise (
+            ExprError(message) if isinstance(e, ExprError) else RunError(e.code, message)
+        ) from None
     if args and type(first := args[0]) in _SIZED and len(first) > _BIG_ARGUMENT:
         checkpoint()  # between calls over large values (`sort` of 1M items is a C loop)
     try:

@@ -26,6 +26,8 @@ import regex
 
 from agentflow.core.functions import FUNCTIONS, KIND_WORDS, PARAM_KINDS
 from agentflow.core.vocabulary import (
+    MAX_DURATION_MS,
+    MAX_DURATION_TEXT,
     MAX_EXPR_DEPTH,
     MAX_INT,
     MIN_INT,
@@ -432,11 +434,19 @@ def _sort_by(xs: list, field: str) -> list:
     return [xs[i] for i in order]
 
 
-def _unique(xs: list) -> list:
+def _unique(xs: list, keys: list | None = None) -> list:
+    """``unique(xs, keys?)``: first occurrences in order; with ``keys``, ``xs[i]`` repeats an
+    earlier element when ``keys[i]`` equals its key (``invalid_argument`` when the lengths
+    differ). The compiler gives a ``duration[]`` its lengths as keys (``seconds(xs)``)."""
+    if keys is not None and len(keys) != len(xs):
+        raise RunError(
+            Code.INVALID_ARGUMENT,
+            f"`keys` must have one key per element: {len(xs)} elements, {len(keys)} keys",
+        )
     seen: set = set()
     out: list = []
-    for x in xs:
-        key = eq_key(x)
+    for i, x in enumerate(xs):
+        key = eq_key(x if keys is None else keys[i])
         if key not in seen:
             seen.add(key)
             out.append(x)
@@ -639,6 +649,11 @@ def _duration_seconds(d: Any) -> int | float:
     except ValueError:
         shown = _short(d) if isinstance(d, str) else kind_of(d)
         raise ExprError(f"`d` must be a duration (250ms, 90s, 1h30m), got {shown}") from None
+    if ms > MAX_DURATION_MS:  # below it, ms / 1000 tells every two lengths apart
+        raise RunError(
+            Code.INVALID_ARGUMENT,
+            f"{_short(d)} is longer than the longest duration, {MAX_DURATION_TEXT}",
+        )
     return ms // 1000 if ms % 1000 == 0 else ms / 1000
 
 
@@ -662,8 +677,11 @@ def _from_seconds(n: int | float) -> str:
             Code.INVALID_ARGUMENT, f"a duration cannot be negative, got {_render(n)} seconds"
         )
     ms = int((Decimal(repr(n)) * 1000).to_integral_value(ROUND_HALF_UP))
-    if ms > MAX_INT:
-        raise RunError(Code.INVALID_ARGUMENT, f"{_render(n)} seconds is longer than any duration")
+    if ms > MAX_DURATION_MS:
+        raise RunError(
+            Code.INVALID_ARGUMENT,
+            f"{_render(n)} seconds is longer than the longest duration, {MAX_DURATION_TEXT}",
+        )
     return duration_text(ms)
 
 
