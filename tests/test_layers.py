@@ -56,6 +56,7 @@ LAYERS: dict[str, tuple[str, int]] = {
     "agentflow.serve": ("api", 5),  # flowc serve --mcp: runs programs through the api
     "agentflow.serve_wire": ("api", 5),  # serve's wire: JSON-RPC lines and bodies checked
     "agentflow.flowtest": ("api", 5),
+    "agentflow.flowtest_network": ("api", 5),  # flowc test's network guard
     "agentflow.ui": ("api", 5),  # flowc ui: the web console over the api's durable functions
     "agentflow.flowexplore": ("api", 5),
     "agentflow.client": ("api", 5),  # what `flowc gen python` modules call: runs through the api

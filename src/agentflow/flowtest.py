@@ -20,14 +20,11 @@ Then each ``expect`` is evaluated over ``output``, ``input``, the stages, ``infe
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import fnmatch
 import functools
 import json
 import os
 import re
-import sys
-import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -52,6 +49,7 @@ from agentflow.errors import (
     PlanLoadError,
     RunError,
 )
+from agentflow.flowtest_network import CALLER, GUARD, network_guard
 from agentflow.grammar import ast
 from agentflow.ir.loader import load_plan_data
 from agentflow.ir.mismatch import mismatch_lines
@@ -616,7 +614,7 @@ async def _run_prepared(
             sleeps.append((event.data.get("input") or {}).get("for"))
 
     router = _StubRouter(config, answers, replay[1] if replay is not None else None)
-    token = _GUARD.set(problems)
+    token = GUARD.set(problems)
     try:
         outcome = await run(
             loaded,
@@ -635,7 +633,7 @@ async def _run_prepared(
     except FlowError as e:
         return [f"{_where(shown, test.name_span)}: the run could not start: {e}"]
     finally:
-        _GUARD.reset(token)
+        GUARD.reset(token)
         await router.aclose()
     if problems:  # a stub ran out, or a request tried to leave the process: whatever happened
         return list(dict.fromkeys(problems))
@@ -977,134 +975,6 @@ def _result_shape(step: dict) -> Any:
     return None
 
 
-# ---------------------------------------------------------------------------------------------
-# The network guard: while tests run, an httpx request to a host other than this machine fails
-# the test that made it (and the request: ``httpx.ConnectError``).
-
-#: the problems list of the test running in this context (None: not in a test)
-_GUARD: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
-    "flowc_test_guard", default=None
-)
-#: what runs in this context, for the guard's message (``tool `fetch_page```)
-_CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "flowc_test_caller", default=None
-)
-_LOOPBACK = ("localhost", "127.0.0.1", "::1", "[::1]")
-
-
-def _is_loopback(host: str) -> bool:
-    return host in _LOOPBACK or host.startswith("127.") or host.endswith(".localhost")
-
-
-def _refuse(request: Any) -> None:
-    """Raise ``httpx.ConnectError`` (and fail the running test) when ``request`` would leave."""
-    import httpx
-
-    url = request.url
-    if _is_loopback(url.host):
-        return
-    port = f":{url.port}" if url.port else ""
-    shown = f"{request.method} {url.scheme}://{url.host}{port}{url.path}"  # no query, no userinfo
-    caller = _CALLER.get()
-    who = f"{caller} " if caller else "something "
-    message = (
-        f"{who}tried to reach the network ({shown}); tests run with no network: "
-        "stub it (`stub tool …` / `stub agent …`)"
-    )
-    problems = _GUARD.get()
-    if problems is not None:
-        problems.append(message)
-    raise httpx.ConnectError(message, request=request)
-
-
-def _refuse_address(host: Any, port: Any) -> None:
-    """Raise ``ConnectionRefusedError`` (and fail the running test) when a socket of a test is
-    about to resolve or connect to ``host`` off this machine: the guard below httpx, for tools
-    that use urllib, a raw socket or any other client."""
-    if _GUARD.get() is None or not isinstance(host, (str, bytes)):
-        return
-    name = host.decode("ascii", "replace") if isinstance(host, bytes) else host
-    if not name or _is_loopback(name.lower()):
-        return
-    caller = _CALLER.get()
-    who = f"{caller} " if caller else "something "
-    shown = f"{name}:{port}" if port else name
-    message = (
-        f"{who}tried to reach the network ({shown}); tests run with no network: "
-        "stub it (`stub tool …` / `stub agent …`)"
-    )
-    problems = _GUARD.get()
-    if problems is not None and message not in problems:
-        problems.append(message)
-    raise ConnectionRefusedError(message)
-
-
-def _socket_audit(event: str, args: tuple[Any, ...]) -> None:
-    """A ``sys.addaudithook`` hook: DNS lookups and connections of a test's context that would
-    leave the machine are refused (a no-op outside tests: one context-variable read)."""
-    if event == "socket.getaddrinfo":
-        _refuse_address(args[0], args[1])
-    elif event == "socket.connect":
-        address = args[1]
-        if isinstance(address, tuple) and len(address) >= 2:  # AF_INET / AF_INET6, not AF_UNIX
-            _refuse_address(address[0], address[1])
-
-
-_AUDIT_INSTALLED = False
-
-
-class _NetworkGuard:
-    """Patches httpx's transports while at least one :func:`run_tests` runs (re-entrant), and
-    installs (once per process; audit hooks cannot be removed) :func:`_socket_audit`, which only
-    acts in the context of a running test."""
-
-    def __init__(self) -> None:
-        self.depth = 0
-        self.saved: tuple[Any, Any] | None = None
-        self.lock = threading.Lock()
-
-    def __enter__(self) -> None:
-        import httpx
-
-        global _AUDIT_INSTALLED
-        with self.lock:
-            if not _AUDIT_INSTALLED:
-                sys.addaudithook(_socket_audit)
-                _AUDIT_INSTALLED = True
-            self.depth += 1
-            if self.depth > 1:
-                return
-            sync_send = httpx.HTTPTransport.handle_request
-            async_send = httpx.AsyncHTTPTransport.handle_async_request
-            self.saved = (sync_send, async_send)
-
-            def handle_request(transport: Any, request: Any) -> Any:
-                _refuse(request)
-                return sync_send(transport, request)
-
-            async def handle_async_request(transport: Any, request: Any) -> Any:
-                _refuse(request)
-                return await async_send(transport, request)
-
-            httpx.HTTPTransport.handle_request = handle_request  # type: ignore[method-assign,assignment]
-            httpx.AsyncHTTPTransport.handle_async_request = handle_async_request  # type: ignore[method-assign,assignment]
-
-    def __exit__(self, *exc: Any) -> None:
-        import httpx
-
-        with self.lock:
-            self.depth -= 1
-            if self.depth or self.saved is None:
-                return
-            sync_send, async_send = self.saved
-            httpx.HTTPTransport.handle_request = sync_send  # type: ignore[method-assign]
-            httpx.AsyncHTTPTransport.handle_async_request = async_send  # type: ignore[method-assign]
-            self.saved = None
-
-
-network_guard = _NetworkGuard()
-
-
 def _named_caller(tool: Any, what: str) -> Any:
     """``tool`` running with ``what`` as the guard's name for it."""
     import dataclasses
@@ -1112,11 +982,11 @@ def _named_caller(tool: Any, what: str) -> Any:
     inner = tool.func
 
     async def func(args: dict[str, Any], ctx: Any) -> Any:
-        token = _CALLER.set(what)
+        token = CALLER.set(what)
         try:
             return await inner(args, ctx)
         finally:
-            _CALLER.reset(token)
+            CALLER.reset(token)
 
     return dataclasses.replace(tool, func=func)
 
