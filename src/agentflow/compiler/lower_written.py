@@ -12,7 +12,7 @@ from typing import Any
 
 from agentflow.grammar import ast
 
-__all__ = ["StageMark", "place_stages", "span_text", "value_expr"]
+__all__ = ["StageMark", "place_stages", "span_text", "step_texts", "value_expr"]
 
 #: the longest ``meta.text`` kept (longer expressions are not worth a label)
 MAX_TEXT = 2000
@@ -57,18 +57,35 @@ def place_stages(
     if not marks:
         return
 
-    def texts(value: Any, out: list[str]) -> None:
+    for meta, own in step_texts(data):
+        found = [
+            {"name": name, "source": source, "text": written}
+            for name, source, printed, written in marks
+            if (meta.get("stage"), name) in reads and any(printed in t for t in own)
+        ]
+        if found:
+            meta["stages"] = found
+
+
+def step_texts(data: dict[str, Any]) -> list[tuple[dict[str, Any], list[str]]]:
+    """``(meta, texts)`` of every step with a ``meta`` (the steps of inline bodies included, each
+    on its own) and every ``finish`` of every plan in ``data``: the templates of its ``input``,
+    its ``select`` and ``output`` — where an inlined `let` or stage is found by its printed text
+    (``place_stages``, the lowering's ``_place_lets``)."""
+    out: list[tuple[dict[str, Any], list[str]]] = []
+
+    def texts(value: Any, own: list[str]) -> None:
         if isinstance(value, str):
-            out.append(value)
+            own.append(value)
         elif isinstance(value, dict):
             if "tool_name" in value:  # a body step: placed on its own
                 visit(value)
                 return
             for v in value.values():
-                texts(v, out)
+                texts(v, own)
         elif isinstance(value, list):
             for v in value:
-                texts(v, out)
+                texts(v, own)
 
     def visit(step: dict[str, Any]) -> None:
         meta = step.get("meta")
@@ -79,13 +96,7 @@ def place_stages(
         for key in ("select", "output"):
             if isinstance(step.get(key), str):
                 own.append(step[key])
-        found = [
-            {"name": name, "source": source, "text": written}
-            for name, source, printed, written in marks
-            if (meta.get("stage"), name) in reads and any(printed in t for t in own)
-        ]
-        if found:
-            meta["stages"] = found
+        out.append((meta, own))
 
     for plan in [data, *data.get("plans", {}).values()]:
         for step in plan.get("steps", []):
@@ -93,3 +104,4 @@ def place_stages(
         finish = plan.get("finish")
         if isinstance(finish, dict):
             visit(finish)
+    return out

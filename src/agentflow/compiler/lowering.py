@@ -48,7 +48,13 @@ from agentflow.compiler.lower_expressions import (
     paren_frag,
     scope_name,
 )
-from agentflow.compiler.lower_written import StageMark, place_stages, span_text, value_expr
+from agentflow.compiler.lower_written import (
+    StageMark,
+    place_stages,
+    span_text,
+    step_texts,
+    value_expr,
+)
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import BODY_CONTROL_STEPS, CONTROL_STEPS, Code
 from agentflow.errors import LoweringError
@@ -747,41 +753,13 @@ def _place_lets(data: dict[str, Any], marks: list[_LetMark]) -> None:
         full[(stage, name)] = text
         printed.append((stage, text, {"name": name, "source": source, "text": written}))
 
-    def texts(value: Any, out: list[str]) -> None:
-        if isinstance(value, str):
-            out.append(value)
-        elif isinstance(value, dict):
-            if "tool_name" in value:  # a body step: placed on its own
-                visit(value)
-                return
-            for v in value.values():
-                texts(v, out)
-        elif isinstance(value, list):
-            for v in value:
-                texts(v, out)
-
-    def visit(step: dict[str, Any]) -> None:
-        meta = step.get("meta")
-        if not isinstance(meta, dict):
-            return
-        own: list[str] = []
-        texts(step.get("input"), own)
-        for key in ("select", "output"):
-            if isinstance(step.get(key), str):
-                own.append(step[key])
+    for meta, own in step_texts(data):
         stage = meta.get("stage")
         found = [
             entry for st, text, entry in printed if st == stage and any(text in t for t in own)
         ]
         if found:
             meta["lets"] = found
-
-    for plan in [data, *data.get("plans", {}).values()]:
-        for step in plan.get("steps", []):
-            visit(step)
-        finish = plan.get("finish")
-        if isinstance(finish, dict):
-            visit(finish)
 
 
 def value_span(stmts: list[ast.Stmt], default: Span) -> Span:
