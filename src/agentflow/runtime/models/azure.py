@@ -93,6 +93,17 @@ class _Azure:
     _api_key: str | None
     _headers: dict[str, str]
 
+    def __init__(
+        self,
+        *,
+        azure_api: str = "v1",
+        api_version: str | None = None,
+        entra: bool = False,
+        **options: Any,
+    ):
+        super().__init__(**options)  # the OpenAI client this is mixed into
+        self._setup(azure_api, api_version, entra)
+
     def _setup(self, azure_api: str, api_version: str | None, entra: bool) -> None:
         self.azure_api = azure_api
         self.api_version = api_version
@@ -154,17 +165,6 @@ class AzureOpenAIClient(_Azure, OpenAIClient):
     ``api-key``). Raises ModelError as the OpenAI client does, ``content_filter`` for a reply
     Azure's filter stopped (:func:`reply_filter`)."""
 
-    def __init__(
-        self,
-        *,
-        azure_api: str = "v1",
-        api_version: str | None = None,
-        entra: bool = False,
-        **options: Any,
-    ):
-        super().__init__(**options)
-        self._setup(azure_api, api_version, entra)
-
     @property
     def chat_url(self) -> str:
         """The deployment URL, or the v1 endpoint, with its ``api-version``."""
@@ -196,17 +196,6 @@ class AzureOpenAIResponsesClient(_Azure, OpenAIResponsesClient):
     ``{endpoint}/openai/v1/responses``); options as :class:`AzureOpenAIClient` (only the v1
     shape serves it). A reply whose ``content_filters`` say ``blocked`` is a
     ``content_filter`` error."""
-
-    def __init__(
-        self,
-        *,
-        azure_api: str = "v1",
-        api_version: str | None = None,
-        entra: bool = False,
-        **options: Any,
-    ):
-        super().__init__(**options)
-        self._setup(azure_api, api_version, entra)
 
     @property
     def url(self) -> str:
