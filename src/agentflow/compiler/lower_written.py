@@ -12,7 +12,7 @@ from typing import Any
 
 from agentflow.grammar import ast
 
-__all__ = ["StageMark", "place_stages", "span_text", "step_texts", "value_expr"]
+__all__ = ["StageMark", "place_stages", "span_text", "step_texts", "value_expr", "value_stmt"]
 
 #: the longest ``meta.text`` kept (longer expressions are not worth a label)
 MAX_TEXT = 2000
@@ -33,18 +33,27 @@ def span_text(source: str | None, node: ast.Node, file: str) -> str | None:
     return text if len(text) <= MAX_TEXT else None
 
 
-def value_expr(stmts: list[ast.Stmt]) -> ast.Expr | None:
-    """The expression a block's value is (as ``value_span`` finds its place): its first top-level
-    ``return``'s, else its last expression statement's; None for neither."""
-    found: ast.Expr | None = None
+def value_stmt(stmts: list[ast.Stmt]) -> ast.ReturnStmt | ast.ExprStmt | None:
+    """The statement that gives a block of ``stmts`` its value: its first top-level ``return``,
+    else its last expression statement (before a ``fail``); None for neither."""
+    found: ast.ExprStmt | None = None
     for st in stmts:
         if isinstance(st, ast.ReturnStmt):
-            return st.value
+            return st
         if isinstance(st, ast.ExprStmt):
-            found = st.expr
+            found = st
         elif isinstance(st, ast.FailStmt):
             break
     return found
+
+
+def value_expr(stmts: list[ast.Stmt]) -> ast.Expr | None:
+    """The expression a block's value is (:func:`value_stmt`'s, as ``value_span`` finds its
+    place); None for none."""
+    st = value_stmt(stmts)
+    if st is None:
+        return None
+    return st.value if isinstance(st, ast.ReturnStmt) else st.expr
 
 
 def place_stages(

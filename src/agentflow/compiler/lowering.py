@@ -54,6 +54,7 @@ from agentflow.compiler.lower_written import (
     span_text,
     step_texts,
     value_expr,
+    value_stmt,
 )
 from agentflow.core.spans import Span
 from agentflow.core.vocabulary import BODY_CONTROL_STEPS, CONTROL_STEPS, Code
@@ -768,12 +769,5 @@ def value_span(stmts: list[ast.Stmt], default: Span) -> Span:
     ``default`` (the block's or the stage's span).  A ``value`` step that holds a block's value
     points there (docs/decisions.md "Run-time names"), so a progress line says the `return`'s
     line, not the `stage` line."""
-    found: Span | None = None
-    for st in stmts:
-        if isinstance(st, ast.ReturnStmt):
-            return st.span
-        if isinstance(st, ast.ExprStmt):
-            found = st.span
-        elif isinstance(st, ast.FailStmt):
-            break
-    return found or default
+    st = value_stmt(stmts)
+    return st.span if st is not None else default
