@@ -148,3 +148,24 @@ def test_step_tool_and_ask_stubs_are_held_to_the_steps_contract_at_run_time(tmp_
     assert "t.flow:22:3: `stub tool look2` does not fit the declared result type of tool" in out
     assert "`answer.v.x`: 2 is less than the minimum of 5" in out
     assert "3 passed, 4 failed" in out
+
+
+def test_a_stub_a_json_or_map_member_of_its_union_takes_is_never_refused(tmp_path):
+    """`A | json` and `A | map<int>` take any object: a constant breaking `A`'s constraints
+    fits the other member (the check must not call it a mismatch)."""
+    source = (
+        "type A { x: int @range(0, 3) }\ntype R { j: A | json }\ntype M { j: A | map<int> }\n"
+        "type B { y: int @range(5, 6) }\ntype L { j: (A | B | json)[] }\n"
+        "extern tool user__r(q: text) -> R\nextern tool user__m(q: text) -> M\n"
+        "extern tool user__l(q: text) -> L\ninput { q: text }\n"
+        "stage s -> R {\n  let r = user__r(q: input.q)\n  return r\n}\n"
+        "stage t -> M {\n  let m = user__m(q: input.q)\n  return m\n}\n"
+        "stage u -> L {\n  let l = user__l(q: input.q)\n  return l\n}\n"
+        'test "t" {\n  input { q: "x" }\n  stub step r returns { j: { x: 99 } }\n'
+        "  stub step m returns { j: { x: 99 } }\n  stub step l returns { j: [{ x: 99 }] }\n"
+        "  expect s.j.x == 99\n}\n"
+    )
+    assert _invoke(tmp_path, source, "check").exit_code == 0
+    result = _invoke(tmp_path, source, "test", "--no-cache")
+    assert result.exit_code == 0, result.output
+    assert "1 passed, 0 failed" in result.output

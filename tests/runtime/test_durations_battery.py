@@ -135,3 +135,17 @@ def test_a_failing_difference_of_durations_is_named_as_written(tmp_path):
     assert result.error["message"] == (
         '`big - 1s`: "876000h876000h" is longer than the longest duration, 876000h (100 years)'
     )
+
+
+def test_a_long_text_in_a_duration_or_text_union_is_a_text(tmp_path):
+    """The 100-year bound is a duration's: a union member that takes the value (`text`) takes
+    it; a union with no such member (`duration | Obj`) still refuses it."""
+    flow = tmp_path / "u.flow"
+    flow.write_text(
+        "type Obj { x: int }\ninput { a: duration | text, b: duration | Obj? }\n"
+        'stage s -> text {\n  return "ok"\n}\n'
+    )
+    assert agentflow.run_sync(flow, {"a": "876001h", "b": None}, config=None).output == "ok"
+    with pytest.raises(InputMismatch) as refused:
+        agentflow.run_sync(flow, {"a": "1s", "b": "876001h"}, config=None)
+    assert '`input.b` is "876001h", longer than the longest duration' in str(refused.value)

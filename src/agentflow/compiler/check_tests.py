@@ -32,6 +32,7 @@ from agentflow.compiler.types import (
     DURATION,
     ERROR,
     INT,
+    JSON,
     NULL,
     TEXT,
     VERDICT_OBJECT,
@@ -39,6 +40,7 @@ from agentflow.compiler.types import (
     Field,
     ListType,
     LiteralType,
+    MapType,
     ObjectType,
     Type,
     UnionType,
@@ -288,7 +290,11 @@ def _could_be(checker: CheckerShared, value: ast.Expr, member: Type) -> bool:
     object literal by its keys and tags (a closed object has no other keys; every literal-typed
     field it writes holds that literal); any other value by its checked type."""
     t = checker.env.resolve(strip_optional(member, checker.env))
+    if t == JSON:  # a `json` member takes any value (its constraints: none)
+        return True
     if isinstance(value, ast.ObjectLit):
+        if isinstance(t, MapType):  # any keys; its values as checked (constraints not walked)
+            return True
         if not isinstance(t, ObjectType):
             return False
         written = {entry.key: entry.value for entry in value.entries}

@@ -153,9 +153,21 @@ def _too_long(root: dict[str, Any], node: Any, value: Any, at: Path_, depth: int
             target = target.get(part) if isinstance(target, dict) else None
         return _too_long(root, target, value, at, depth + 1)
     out: list[Mismatch] = []
-    for key in ("anyOf", "oneOf", "allOf"):
+    for branch in node.get("allOf") or []:
+        out.extend(_too_long(root, branch, value, at, depth + 1))
+    for key in ("anyOf", "oneOf"):
+        # a union: too long only when no member the value fits takes it (`duration | text`
+        # takes any text)
+        found: list[Mismatch] = []
         for branch in node.get(key) or []:
-            out.extend(_too_long(root, branch, value, at, depth + 1))
+            if not _fits(root, branch, value):
+                continue
+            problems = _too_long(root, branch, value, at, depth + 1)
+            if not problems:
+                found = []
+                break
+            found = found or problems
+        out.extend(found)
     if node.get("x-flow-type") == "duration" and isinstance(value, str):
         try:
             long = duration_ms(value) > MAX_DURATION_MS
@@ -182,6 +194,18 @@ def _too_long(root: dict[str, Any], node: Any, value: Any, at: Path_, depth: int
         for i, v in enumerate(value):
             out.extend(_too_long(root, items, v, (*at, i), depth + 1))
     return out
+
+
+def _fits(root: dict[str, Any], branch: Any, value: Any) -> bool:
+    """Whether ``value`` is a value of ``branch`` (a member of a union in schema ``root``, its
+    references read in ``root``)."""
+    if not isinstance(branch, dict):
+        return False
+    schema = {**branch, **{k: root[k] for k in ("$defs", "definitions") if k in root}}
+    try:
+        return not validation_errors(schema, value)
+    except ValueError:
+        return False
 
 
 def _by_tag(error: Any) -> list[Any]:
