@@ -96,3 +96,19 @@ def test_a_constraint_inside_a_fields_type_says_it_goes_after_the_whole_type(
     assert hint in d.hint
     # the rewrite the hint gives checks clean
     assert check_source(src.format(fixed), "t.flow").diagnostics == []
+
+
+@pytest.mark.parametrize(
+    ("field", "rewrite"),
+    [
+        ("n: int? @range(0, 3)?", "n: int? @range(0, 3)"),
+        ("n: text | null @length(2, 3) | null", "n: text | null @length(2, 3)"),
+        ("n: int @range(0, 3)?", "n: int? @range(0, 3)"),
+    ],
+)
+def test_the_rewrite_of_an_optional_after_a_constraint_is_never_optional_twice(field, rewrite):
+    src = f"type T {{\n  {field}\n}}\nstage s -> int {{ return 1 }}\n"
+    (d,) = [d for d in check_source(src, "c.flow").diagnostics if d.severity == "error"]
+    assert d.hint is not None and d.hint.startswith(f"write `{rewrite}`"), d.hint
+    fixed = f"type T {{\n  {rewrite}\n}}\nstage s -> int {{ return 1 }}\n"
+    assert check_source(fixed, "c.flow").ok

@@ -508,7 +508,9 @@ def _constraint_inside_type(sc: Scanner, tok: Any) -> tuple[str, str] | None:
     more = " ".join(rest.group(1).split()) if rest else str(tok.value)
     boxed = " (its values are then objects: `{ value: … }`)"
     if tok.value == "?" or more.replace(" ", "") == "|null":
-        hint = f"write `{name}: {typ}{'?' if tok.value == '?' else ' | null'} {written}`"
+        optional = typ.endswith("?") or typ.replace(" ", "").endswith("|null")
+        ending = "" if optional else ("?" if tok.value == "?" else " | null")
+        hint = f"write `{name}: {typ}{ending} {written}`"
         return message, hint + f": the constraint holds when `{name}` has a value"
     if tok.value == "[":
         hint = f"`{name}: {typ}{more} {written}` says how many items the list has; " * (
