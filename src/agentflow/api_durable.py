@@ -203,21 +203,30 @@ async def show_durable_run(
 
 
 async def recorded_run(
-    url: str, run_id: str, *, redrive: bool = False, started_in: str | None = None
+    url: str,
+    run_id: str,
+    *,
+    redrive: bool = False,
+    started_in: str | None = None,
+    found_elsewhere: bool = False,
 ) -> dict[str, Any]:
     """What durable run ``run_id`` recorded when it started: ``plan_text``, ``plan_file``,
     ``input``, ``config``, ``workspace`` … (docs/durable.md).  Raises :class:`InputError` for
     an unknown run; ``redrive``: also for one ``flowc redrive`` refuses (it ended ok, or has
     not ended).  ``started_in``: the directory the run was started in when it was found from
     another one (:attr:`RunDatabase.started_in`): the flow path a message names, and the
-    ``plan_file`` returned, are then ones that work from the current directory."""
+    ``plan_file`` returned, are then ones that work from the current directory.
+    ``found_elsewhere``: the run was found in another directory's database (a SQLite ``url``
+    is then named in a hint to run its flow again)."""
     token = run_info.started_in.set(started_in)
+    found = run_info.found_in.set(url if found_elsewhere and url.startswith("sqlite") else None)
     try:
         spec = await recorded_spec(url, run_id, redrive=redrive)
         if isinstance(spec.get("plan_file"), str):
             spec = {**spec, "plan_file": run_info.shown_plan_file(spec["plan_file"])}
         return spec
     finally:
+        run_info.found_in.reset(found)
         run_info.started_in.reset(token)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -158,6 +159,11 @@ def test_redrive_of_a_finished_run_from_elsewhere_names_a_flow_path_that_works_t
     os.chdir(tmp / "elsewhere")  # a sibling: absolute
     sibling = _flowc("redrive", "m1")
     assert f"flowc run {project / 'q.flow'} --reuse m1" in sibling.stderr, sibling.stderr
+    # ... and naming the run's database, which is not this directory's: the hint, pasted, works
+    hint = sibling.stderr.split("taking its finished steps: ", 1)[1].strip()
+    assert " --database sqlite:" in hint, hint
+    again = _flowc(*shlex.split(hint)[1:])
+    assert again.exit_code == 0, again.output
     os.chdir(project)  # where it was started: as recorded
     assert "flowc run q.flow --reuse m1" in _flowc("redrive", "m1").stderr
 

@@ -640,7 +640,13 @@ def redrive(
     if place.note:  # found where it was started: the new run goes into the same database
         config, database = config or place.config, database or place.url
     spec = _durable_call(
-        lambda: api.recorded_run(url, run_id, redrive=True, started_in=place.started_in)
+        lambda: api.recorded_run(
+            url,
+            run_id,
+            redrive=True,
+            started_in=place.started_in,
+            found_elsewhere=place.note is not None,
+        )
     )
     plan = api.plan_from_text(spec["plan_text"], spec.get("plan_file") or "<durable>")
     # the new run's id: RUN's own (before any earlier redrive's suffix) + a fresh suffix

@@ -37,6 +37,7 @@ __all__ = [
     "question_path",
     "shown_plan_file",
     "split_closed",
+    "found_in",
     "started_in",
 ]
 
@@ -44,6 +45,10 @@ __all__ = [
 #: through the per-user index of runs (runtime/run_index.py) from another directory: a
 #: recorded relative flow path is shown from here (:func:`shown_plan_file`)
 started_in: ContextVar[str | None] = ContextVar("started_in", default=None)
+#: the SQLite database a run was found in when it was found from another directory (through the
+#: index): a hint to run its flow again names it (``--database``), since the current
+#: directory's is another
+found_in: ContextVar[str | None] = ContextVar("found_in", default=None)
 
 
 def shown_plan_file(file: str) -> str:
@@ -351,10 +356,12 @@ def refuse_redrive(run_id: str, spec: dict[str, Any], status: str | None) -> Non
         )
     if status in ("ok", "exited"):
         file = shown_plan_file(spec["plan_file"]) if spec.get("plan_file") else "FILE"
+        there = found_in.get()
+        database = f" --database {shlex.quote(there)}" if there else ""
         raise InputError(
             f"run {run_id} ended {status}: nothing to redrive (redrive runs a failed run "
-            f"again); to run it again taking its finished steps: flowc run {shlex.quote(file)} --reuse "
-            f"{run_id}"
+            f"again); to run it again taking its finished steps: flowc run {shlex.quote(file)} "
+            f"--reuse {run_id}{database}"
         )
 
 
