@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
+from support.mcp_wire import INITIALIZE, next_reply
 
 from agentflow import api
 from agentflow.errors import InputError
@@ -23,27 +23,6 @@ FLOWC = Path(sys.executable).parent / "flowc"
 BIG = 'flow big "b"\ninput { n: int }\nstage s -> int { return input.n }\n'
 GT = 'flow gt "g"\ninput { x: number }\nstage s -> bool { return input.x > 5 }\n'
 RANGE = "is outside the range of an int (-9223372036854775808 to 9223372036854775807)"
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "0"},
-    },
-}
-
-
-def _line(proc: subprocess.Popen, timeout: float = 60) -> dict:
-    assert proc.stdout is not None
-    box: list[str] = []
-    reader = threading.Thread(target=lambda: box.append(proc.stdout.readline()), daemon=True)
-    reader.start()
-    reader.join(timeout)
-    assert box and box[0], "no reply from the server"
-    return json.loads(box[0])
 
 
 def test_serve_refuses_nan_infinity_and_ints_past_64_bits_as_input_does(tmp_path: Path) -> None:
@@ -60,7 +39,7 @@ def test_serve_refuses_nan_infinity_and_ints_past_64_bits_as_input_does(tmp_path
         assert proc.stdin is not None
         proc.stdin.write(json.dumps(INITIALIZE) + "\n")
         proc.stdin.flush()
-        assert _line(proc)["id"] == 1
+        assert next_reply(proc)["id"] == 1
         proc.stdin.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
         calls = [
             ("big", '{"n":1000000000000000000000000000000}', f"(31 digits) {RANGE}"),
@@ -76,7 +55,7 @@ def test_serve_refuses_nan_infinity_and_ints_past_64_bits_as_input_does(tmp_path
                 f'"params":{{"name":"{tool}","arguments":{arguments}}}}}\n'
             )
             proc.stdin.flush()
-            reply = _line(proc)
+            reply = next_reply(proc)
             assert reply["id"] == n, reply
             result = reply["result"]
             if refused is None:

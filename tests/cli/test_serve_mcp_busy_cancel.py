@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.mcp_wire import INITIALIZE
 from support.timing import Deadline
 
 FLOWC = Path(sys.executable).parent / "flowc"
@@ -42,17 +43,6 @@ stage main {
   return 1
 }
 """
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "0"},
-    },
-}
 
 
 class _Lines:

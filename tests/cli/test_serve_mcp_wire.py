@@ -9,11 +9,11 @@ import asyncio
 import json
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import httpx
 import pytest
+from support.mcp_wire import INITIALIZE, next_reply
 from support.npm_tools import free_port, wait_for_port
 from support.processes import children_of
 
@@ -42,19 +42,6 @@ stage main {
 """
 
 
-#: The client's first request of an MCP session, as the tests below write it on the wire.
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "0"},
-    },
-}
-
-
 @pytest.fixture
 def served(tmp_path: Path) -> Path:
     d = tmp_path / "flows"
@@ -62,17 +49,6 @@ def served(tmp_path: Path) -> Path:
     (d / "one.flow").write_text(COUNT, encoding="utf-8")
     (d / "echo.flow").write_text(ECHO, encoding="utf-8")
     return d
-
-
-def _line(proc: subprocess.Popen, timeout: float = 60) -> dict:
-    """The next line the server writes, within ``timeout`` seconds (no reply fails the test)."""
-    assert proc.stdout is not None
-    box: list[str] = []
-    reader = threading.Thread(target=lambda: box.append(proc.stdout.readline()), daemon=True)
-    reader.start()
-    reader.join(timeout)
-    assert box and box[0], "no reply from the server"
-    return json.loads(box[0])
 
 
 def test_stdio_answers_unparsable_lines_and_bad_ids_then_serves_on(served):
@@ -88,17 +64,17 @@ def test_stdio_answers_unparsable_lines_and_bad_ids_then_serves_on(served):
         for raw in ("this is not json", '{"jsonrpc":"2.0","id":{},"method":"tools/list"}', "[1]"):
             proc.stdin.write(raw + "\n")
             proc.stdin.flush()
-            reply = _line(proc)
+            reply = next_reply(proc)
             assert reply["id"] is None and reply["error"]["code"] in (-32700, -32600), reply
             expected = -32700 if raw.startswith("this") else -32600
             assert reply["error"]["code"] == expected, reply
         proc.stdin.write(json.dumps(INITIALIZE) + "\n")
         proc.stdin.flush()
-        assert _line(proc)["id"] == 1
+        assert next_reply(proc)["id"] == 1
         proc.stdin.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
         proc.stdin.write('{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n')
         proc.stdin.flush()
-        listed = _line(proc)
+        listed = next_reply(proc)
         assert listed["id"] == 2
         assert sorted(t["name"] for t in listed["result"]["tools"]) == ["echo", "one"]
         # arguments holding a lone surrogate (JSON-escaped): the run sees U+FFFD, the reply is
@@ -107,7 +83,7 @@ def test_stdio_answers_unparsable_lines_and_bad_ids_then_serves_on(served):
         call += '"params":{"name":"echo","arguments":{"said":"x\\udcd9\\u2028y"}}}'
         proc.stdin.write(call + "\n")
         proc.stdin.flush()
-        echoed = _line(proc)
+        echoed = next_reply(proc)
         assert echoed["id"] == 3 and not echoed["result"].get("isError"), echoed
         assert echoed["result"]["structuredContent"] == {"result": "x\ufffd\u2028y"}
     finally:
