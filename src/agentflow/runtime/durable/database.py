@@ -41,6 +41,7 @@ __all__ = [
     "run_lock_key",
     "runs_alive",
     "safe_url",
+    "sqlite_url_under",
 ]
 
 
@@ -49,8 +50,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def database_for(config: Config, database: str | None = None) -> str:
     """The database URL of durable runs under ``config``: ``database`` when given, else
-    ``[durable] database`` (``${VAR}`` expanded), a SQLite file relative to the directory of
-    ``flow.toml`` (the current directory without one). Raises ConfigError for an unset
+    ``[durable] database`` (``${VAR}`` expanded), a SQLite file — a path or a ``sqlite:///REL``
+    URL — relative to the directory of ``flow.toml`` (the current directory without one). Raises ConfigError for an unset
     variable or a URL that is neither SQLite nor PostgreSQL."""
 
     if (database or "").startswith("temporal://") or (
@@ -68,11 +69,26 @@ def database_for(config: Config, database: str | None = None) -> str:
         return os.environ[m.group(1)]
 
     raw = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", var, raw)
+    if database is None:  # written in flow.toml: relative to its directory, like a plain path
+        raw = sqlite_url_under(raw, config.base_dir())
     try:
         return with_synchronous(database_url(raw, config.base_dir()), config.durable.synchronous)
     except ValueError as e:
         where = "--database" if database else f"{config.where()}: [durable] database"
         raise ConfigError(f"{where}: {e}") from None
+
+
+def sqlite_url_under(url: str, base: Path) -> str:
+    """``url`` with the relative file of a ``sqlite:///REL[?query]`` URL made ``base / REL``
+    (``[durable] database`` in ``flow.toml``: relative to the file's directory, as a plain
+    path is; docs/reference/configuration.md "[durable]"); any other URL — ``sqlite:////abs``,
+    ``sqlite:///:memory:``, PostgreSQL, a plain path — as it is."""
+    if not url.startswith("sqlite:///"):
+        return url
+    name, sep, query = url[len("sqlite:///") :].partition("?")
+    if not name or name == ":memory:" or Path(name).is_absolute():
+        return url
+    return f"sqlite:///{base / name}{sep}{query}"
 
 
 def on_engine(backend: ModuleType) -> Callable[[F], F]:
