@@ -55,6 +55,7 @@ from agentflow.runtime.provider_options import (
     header_secrets,
     provider_problem,
 )
+from agentflow.runtime.provider_options import key_problems as provider_key_problems
 from agentflow.runtime.provider_options import table_problems as provider_table_problems
 
 ROLES = ("chat", "planner", "solver", "repair", "judge")
@@ -930,6 +931,8 @@ def load_config(
             raise ConfigError(f"{file}: invalid TOML: {msg}") from None
     if "path" in data:
         raise ConfigError(f"{key_location(file, text, ('path',))}: unknown section or key 'path'")
+    if found := provider_key_problems(data, list(ProviderConfig.model_fields)):
+        raise ConfigError("\n".join(f"{key_location(file, text, k)}: {m}" for k, m in found))
     try:
         config = Config.model_validate({**data, "path": file})
     except ValidationError as exc:

@@ -1,8 +1,9 @@
 """The rules of ``[providers.NAME]`` that depend on its ``kind`` and its ``headers``
 (docs/models.md "Provider kinds", "Extra request headers"; docs/reference/configuration.md).
 
-:func:`table_problems` lists what a provider table may not say — a key of another kind
-(``api_version`` outside the Azure kinds), a header that would override the request's framing
+:func:`key_problems` lists the keys a provider table's ``kind`` does not take (a key of another
+kind — ``api_version`` outside the Azure kinds, ``region`` outside ``bedrock`` — or a typo);
+:func:`table_problems` what else it may not say — a header that would override the request's framing
 or the provider's own authentication, both Azure credentials at once — as ``(key path,
 message)`` pairs that :func:`agentflow.runtime.config.load_config` reports at the key's
 ``file:line:col``. :func:`expand_headers` fills ``${VAR}`` references in header values from the
@@ -14,8 +15,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
+from agentflow.core.diagnostics import did_you_mean, suggested
 from agentflow.core.redaction import register_secret
 from agentflow.errors import ConfigError
 
@@ -41,8 +43,6 @@ KIND_KEYS: dict[str, tuple[str, ...]] = {
     "seed": ("test",),
     "call_tools": ("test",),
 }
-#: keys checked only for the Azure kinds (older kinds took them silently: kept so)
-_AZURE_ONLY_CHECK = ("region", "seed", "call_tools")
 
 #: headers flowc writes for the request's framing: never taken from ``headers``
 FRAMING_HEADERS = ("content-type", "content-length", "host", "transfer-encoding")
@@ -58,12 +58,6 @@ def table_problems(provider: Any) -> list[tuple[tuple[str, ...], str]]:
     :class:`~agentflow.runtime.config.ProviderConfig`) breaks; empty when it breaks none."""
     out: list[tuple[tuple[str, ...], str]] = []
     kind = str(provider.kind)
-    written = provider.model_fields_set
-    for key, kinds in KIND_KEYS.items():
-        if key in _AZURE_ONLY_CHECK and kind not in AZURE_KINDS:
-            continue
-        if key in written and kind not in kinds:
-            out.append(((key,), f"`{key}` applies to kind {' / '.join(kinds)}, not '{kind}'"))
     if kind == "azure-openai-responses" and provider.azure_api == "deployments":
         out.append(
             (
@@ -99,6 +93,42 @@ def table_problems(provider: Any) -> list[tuple[tuple[str, ...], str]]:
                     f"({how}); remove the header, or the provider's key setting",
                 )
             )
+    return out
+
+
+def key_problems(data: Mapping[str, Any], keys: list[str]) -> list[tuple[tuple[str, ...], str]]:
+    """``(key path, message)`` for each key of a ``[providers.NAME]`` table of the parsed
+    ``flow.toml`` ``data`` that its ``kind`` does not take, every kind alike (docs/reference/
+    configuration.md "[providers.NAME]"): a key of other kinds (``region`` on an ``openai``
+    provider: "applies to kind bedrock"), or one no kind has — with a did-you-mean among the
+    keys of *its* kind, else the list of them. ``keys``: every key a provider table has.
+    Tables that are not tables, and an unknown ``kind``, are left to the schema's messages."""
+    out: list[tuple[tuple[str, ...], str]] = []
+    providers = data.get("providers")
+    for name, table in providers.items() if isinstance(providers, dict) else ():
+        if not isinstance(table, dict):
+            continue
+        kind = table.get("kind", "openai")
+        if kind not in get_args(ProviderKind):
+            continue
+        own = [k for k in keys if kind in KIND_KEYS.get(k, (kind,))]
+        for key in table:
+            if key in own:
+                continue
+            loc = ("providers", name, key)
+            if key in KIND_KEYS:
+                kinds = " / ".join(KIND_KEYS[key])
+                out.append(
+                    (loc, f"[providers.{name}] `{key}` applies to kind {kinds}, not '{kind}'")
+                )
+                continue
+            hint = did_you_mean(key, own)
+            message = f"unknown key 'providers.{name}.{key}'"
+            if hint is not None:
+                message += f"; did you mean '{suggested(hint)}'?"
+            else:
+                message += f"; [providers.{name}] (kind {kind}) takes: {', '.join(sorted(own))}"
+            out.append((loc, message))
     return out
 
 
