@@ -297,6 +297,7 @@ def check(paths: tuple[str, ...], fmt: str, warnings_as_errors: bool) -> None:
         sys.exit(2)
     diags: list = []
     sources: dict[str, str] = {}
+    configs: set[Path] = set()  # each flow.toml once
     for f in files:
         try:
             text = api.read_source(f)
@@ -313,6 +314,10 @@ def check(paths: tuple[str, ...], fmt: str, warnings_as_errors: bool) -> None:
                 sources.update(texts)
             diags.extend(api.stale_modules(f, text, result))
             diags.extend(api.agent_profile_warnings(f, result))
+            if api.config_file(f) is not None:  # loads the runtime's configuration: only then
+                more, texts = api.config_diagnostics(f, configs)
+                diags.extend(more)
+                sources.update(texts)
         except Exception as e:  # noqa: BLE001  # pragma: no cover - a checker bug: reported, no traceback
             _err(f"{f}: internal error in the checker ({type(e).__name__}: {e}); please report it")
             sys.exit(1)

@@ -178,6 +178,11 @@ OPTIONAL_IN_TEXT = _register(
     "an optional value (`T?`) interpolated into an agent's `task`/`system` or an `ask`'s "
     "question: it reads `null` when absent",
 )
+INVALID_CONFIG = _register(
+    "invalid-config",
+    "error",
+    "a flow.toml the flow's run would read that does not load (`flowc check`)",
+)
 
 # Plan files (docs/spec/PLAN_IR.md §1–6): what `flowc plan validate`, the loader and tool
 # resolution report.
