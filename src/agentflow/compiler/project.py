@@ -20,7 +20,13 @@ from agentflow.compiler.gen_python import gen_modules, stale_diagnostics
 from agentflow.core.config_file import find_config
 from agentflow.core.diagnostics import UNKNOWN_AGENT_PROFILE, Diagnostic, did_you_mean
 
-__all__ = ["agent_profile_warnings", "nearest_config", "project_diagnostics", "stale_modules"]
+__all__ = [
+    "agent_profile_warnings",
+    "generated_modules",
+    "nearest_config",
+    "project_diagnostics",
+    "stale_modules",
+]
 
 
 def project_diagnostics(
@@ -34,15 +40,30 @@ def project_diagnostics(
     if data is None:
         return []
     out: list[Diagnostic] = []
-    gen = data.get("gen")
-    listed = gen.get("python") if isinstance(gen, dict) else None
-    if isinstance(listed, list):
-        base = Path(data["__file__"]).resolve().parent
-        modules = [base / p for p in listed if isinstance(p, str)]
-        if modules:
-            out.extend(stale_diagnostics(str(flow), text, modules, result))
+    modules = _listed_modules(data)
+    if modules:
+        out.extend(stale_diagnostics(str(flow), text, modules, result))
     out.extend(_profile_warnings(data, result))
     return out
+
+
+def generated_modules(flow: str | os.PathLike[str]) -> list[Path]:
+    """The modules the ``flow.toml`` of the `.flow` file ``flow`` (the nearest from its
+    directory upward) lists under ``[gen] python``, absolute: the files the
+    ``stale-generated-module`` check reads besides the flow's text (the language server
+    watches them: :mod:`agentflow.lsp.watch`). None listed, no file, an unreadable one: ``[]``."""
+    data = nearest_config(Path(flow))
+    return [] if data is None else _listed_modules(data)
+
+
+def _listed_modules(data: dict[str, Any]) -> list[Path]:
+    """``[gen] python`` of the parsed ``flow.toml`` ``data``, each relative to its directory."""
+    gen = data.get("gen")
+    listed = gen.get("python") if isinstance(gen, dict) else None
+    if not isinstance(listed, list):
+        return []
+    base = Path(data["__file__"]).resolve().parent
+    return [base / p for p in listed if isinstance(p, str)]
 
 
 def stale_modules(
@@ -103,11 +124,11 @@ def nearest_config(flow: Path) -> dict[str, Any] | None:
     if candidate is None:
         return None
     try:
-        st = candidate.stat()
-        key = (str(candidate), st.st_mtime_ns, st.st_size)
+        text = candidate.read_text(encoding="utf-8")
+        key = (str(candidate), text)
         cached = _PARSED.get(key)
         if cached is None:
-            cached = tomllib.loads(candidate.read_text(encoding="utf-8"))
+            cached = tomllib.loads(text)
             if len(_PARSED) >= 32:
                 _PARSED.clear()
             _PARSED[key] = cached
@@ -118,6 +139,8 @@ def nearest_config(flow: Path) -> dict[str, Any] | None:
     return data
 
 
-#: parsed ``flow.toml`` files by (path, modification time in ns, size): parsed again when
-#: written (the language server asks on every edit)
-_PARSED: dict[tuple[str, int, int], dict[str, Any]] = {}
+#: parsed ``flow.toml`` files by (path, text): read on every call (a small file), parsed again
+#: only when its text changed (the language server asks on every edit). Keyed on the text, not
+#: on (mtime, size): two writes of one size within the file system's time granularity (a
+#: second on some) would keep the first one's parse
+_PARSED: dict[tuple[str, str], dict[str, Any]] = {}

@@ -56,7 +56,7 @@ from agentflow.compiler.api import check_source
 from agentflow.compiler.fmt import FormatError, format_source
 from agentflow.compiler.imports import Importer, file_key, read_source
 from agentflow.compiler.lowering import LoweringError, lower
-from agentflow.compiler.project import project_diagnostics
+from agentflow.compiler.project import generated_modules, project_diagnostics
 from agentflow.core.diagnostics import Diagnostic
 from agentflow.core.redaction import RedactingStream, redact, register_environment
 from agentflow.core.spans import Span
@@ -229,6 +229,8 @@ class FlowLanguageServer(LanguageServer):
         self._epoch_lock = threading.Lock()
         #: per document, the files its last analysis imported (directly or not), by path
         self._reads: dict[str, frozenset[Path]] = {}
+        #: per document, the ``[gen] python`` modules of its flow.toml (its last analysis)
+        self._generated: dict[str, frozenset[Path]] = {}
         #: the checks of imported files, by path, shared by the documents' checks (a file's
         #: entry is dropped when it changes: :meth:`imported_changed`)
         self.import_cache: dict[Path, Any] = {}
@@ -263,6 +265,10 @@ class FlowLanguageServer(LanguageServer):
             parser = self.parsers[uri] = IncrementalParser(self.file_of(uri))
         for path in config_candidates(parser.file):  # stamped before they are read
             self.watch.baseline(path)
+        generated = frozenset(file_key(p) for p in generated_modules(parser.file))
+        for path in generated:
+            self.watch.baseline(path)
+        self._generated[uri] = generated
         start = self._epoch.get(uri, 0)
         a = analyze(text, parser.file, parser, Importer(self.read_imported, self.import_cache))
         with self._epoch_lock:
@@ -321,26 +327,40 @@ class FlowLanguageServer(LanguageServer):
 
     def watched_paths(self) -> set[Path]:
         """The files the open documents' checks read besides their own text: the files they
-        import (directly or not) that are not open, and where their ``flow.toml`` is or could
-        appear (:func:`agentflow.lsp.watch.config_candidates`)."""
+        import (directly or not) that are not open, where their ``flow.toml`` is or could
+        appear (:func:`agentflow.lsp.watch.config_candidates`), and the ``[gen] python``
+        modules it lists."""
         out: set[Path] = set()
         for uri in list(self.workspace.text_documents):
             out.update(config_candidates(self.file_of(uri)))
             out.update(self._reads.get(uri, ()))
+            out.update(self._generated.get(uri, ()))
         return {p for p in out if self.document(from_fs_path(str(p)) or "") is None}
 
     def file_changed(self, path: Path) -> None:
         """``path`` changed on disk: a ``flow.toml`` checks every open document again; a
-        `.flow` file that is not open checks the open documents that import it again (an open
-        one is its buffer, whatever the disk holds)."""
+        ``[gen] python`` module, the documents whose flow.toml lists it; a `.flow` file that
+        is not open checks the open documents that import it again (an open one is its
+        buffer, whatever the disk holds)."""
         if path.name == "flow.toml":
             for uri in list(self.workspace.text_documents):
                 self.invalidate(uri)
                 self.schedule(uri, delay=0)
             return
+        generated = [u for u, mods in self._generated.items() if path in mods]
+        for uri in generated:  # a module of [gen] python: its flows' stale check again
+            if self.document(uri) is not None:
+                self.invalidate(uri)
+                self.schedule(uri, delay=0)
+        if generated:
+            return
         uri = from_fs_path(str(path)) or ""
         if path.suffix == ".flow" and self.document(uri) is None:
             self.imported_changed(uri, delay=0)
+
+    def generated(self, path: Path) -> bool:
+        """Whether ``path`` is a ``[gen] python`` module of an open document's flow.toml."""
+        return any(path in mods for mods in list(self._generated.values()))
 
     def look_at_files(self) -> None:
         """One look at :meth:`watched_paths`: each that changed since the last is
@@ -641,7 +661,7 @@ def create_server() -> FlowLanguageServer:
     ) -> None:
         for change in params.changes:
             path = file_key(ls.file_of(change.uri))
-            if path.suffix == ".flow" or path.name == "flow.toml":
+            if path.suffix == ".flow" or path.name == "flow.toml" or ls.generated(path):
                 ls.watch.note(path)
                 ls.file_changed(path)
 
@@ -669,6 +689,7 @@ def create_server() -> FlowLanguageServer:
         ls.states.pop(uri, None)
         ls.parsers.pop(uri, None)
         ls._reads.pop(uri, None)
+        ls._generated.pop(uri, None)
         ls.imported_changed(uri, delay=0)  # importers read the file on disk again
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
