@@ -131,8 +131,8 @@ class ProviderConfig(_Strict):
     "gemini"`` Google's Gemini API (``GEMINI_BASE_URL``), ``kind = "bedrock"`` AWS Bedrock's
     Converse API (``region``, else ``AWS_REGION`` / ``AWS_DEFAULT_REGION``, gives the URL;
     docs/models.md "Provider kinds"), ``kind = "azure-openai"`` / ``"azure-openai-responses"``
-    Azure OpenAI (``AZURE_OPENAI_ENDPOINT``; ``azure_api``, ``api_version``,
-    ``entra_token_env``: docs/models.md "Azure OpenAI"). ``headers`` values may hold ``${VAR}``.
+    Azure OpenAI (``AZURE_OPENAI_ENDPOINT``; ``azure_api``, ``api_version``, ``entra_token_env``,
+    ``entra_token_file``: docs/models.md "Azure OpenAI"). ``headers`` values may hold ``${VAR}``.
     """
 
     kind: ProviderKind = "openai"
@@ -150,6 +150,7 @@ class ProviderConfig(_Strict):
     api_version: str | None = Field(default=None, pattern=r"^[0-9A-Za-z.-]+$")
     azure_api: Literal["v1", "deployments"] = "v1"
     entra_token_env: str | None = None
+    entra_token_file: str | None = None  # relative to flow.toml (load_config makes it absolute)
 
     _base_url_from: str = PrivateAttr(default="")
 
@@ -825,6 +826,9 @@ def _url_from_file(
     provider._base_url_from = where
 
 
+_PUBLIC_URLS = (DEFAULT_OPENAI_BASE_URL, DEFAULT_ANTHROPIC_BASE_URL, DEFAULT_GEMINI_BASE_URL)
+
+
 def missing_key_message(config: Config, roles: tuple[str, ...] = ("chat",)) -> str | None:
     """A message naming the environment variable that holds a provider's API key when the
     configuration names one (``api_key_env``) for the models of ``roles`` and it is unset, or set
@@ -843,11 +847,7 @@ def missing_key_message(config: Config, roles: tuple[str, ...] = ("chat",)) -> s
             if unusable:  # an Azure provider without an endpoint, a header's unset ${VAR}
                 return f"provider '{r.provider_name}': {unusable}"
             declared = r.provider_name in config.providers
-            public = r.provider.base_url in (
-                DEFAULT_OPENAI_BASE_URL,
-                DEFAULT_ANTHROPIC_BASE_URL,
-                DEFAULT_GEMINI_BASE_URL,
-            )
+            public = r.provider.base_url in _PUBLIC_URLS
             problem = api_key_problem(config.env.get(env_name) if env_name else None, env_name)
             if problem:
                 return f"provider '{r.provider_name}': {problem}"
@@ -924,10 +924,8 @@ def load_config(
             msg = str(exc)
             m = re.search(r"\(at line (\d+), column (\d+)\)", msg)
             if m:
-                msg = msg[: m.start()].strip()
-                raise ConfigError(
-                    f"{file}:{m.group(1)}:{m.group(2)}: invalid TOML: {msg}"
-                ) from None
+                at, msg = f"{file}:{m.group(1)}:{m.group(2)}", msg[: m.start()].strip()
+                raise ConfigError(f"{at}: invalid TOML: {msg}") from None
             raise ConfigError(f"{file}: invalid TOML: {msg}") from None
     if "path" in data:
         raise ConfigError(f"{key_location(file, text, ('path',))}: unknown section or key 'path'")
@@ -942,6 +940,8 @@ def load_config(
         for loc, problem in provider_table_problems(provider):
             where = key_location(file, text, ("providers", name, *loc))
             raise ConfigError(f"{where}: [providers.{name}] {problem}")
+        if provider.entra_token_file:  # read before each request (models/azure.py)
+            provider.entra_token_file = str(config.base_dir() / provider.entra_token_file)
         _url_from_file(name, provider, file, text, env)
         _url_from_environment(provider, env)
     _register_secrets(config, env)

@@ -39,6 +39,7 @@ KIND_KEYS: dict[str, tuple[str, ...]] = {
     "api_version": AZURE_KINDS,
     "azure_api": AZURE_KINDS,
     "entra_token_env": AZURE_KINDS,
+    "entra_token_file": AZURE_KINDS,
     "region": ("bedrock",),
     "seed": ("test",),
     "call_tools": ("test",),
@@ -48,6 +49,11 @@ KIND_KEYS: dict[str, tuple[str, ...]] = {
 FRAMING_HEADERS = ("content-type", "content-length", "host", "transfer-encoding")
 #: headers that carry a provider's key (refused in ``headers`` when the provider has one)
 AUTH_HEADERS = ("authorization", "api-key", "x-api-key", "x-goog-api-key")
+
+#: what an Entra ID token file may hold: one access token (a JWT: base64url and dots), at most
+#: this many characters
+_TOKEN_CHARS = re.compile(r"[\x21-\x7e]+")
+_TOKEN_LIMIT = 64 * 1024
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _VISIBLE = re.compile(r"[\x20-\x7e\t]*")
@@ -65,15 +71,19 @@ def table_problems(provider: Any) -> list[tuple[tuple[str, ...], str]]:
                 'kind azure-openai-responses is served by the v1 API only (azure_api = "v1")',
             )
         )
-    if provider.api_key_env and provider.entra_token_env:
+    credentials = [
+        k for k in ("api_key_env", "entra_token_env", "entra_token_file") if getattr(provider, k)
+    ]
+    if len(credentials) > 1:
         out.append(
             (
-                ("entra_token_env",),
-                "give one credential: api_key_env (sent as the api-key header) or "
-                "entra_token_env (a Microsoft Entra ID token, sent as Authorization: Bearer)",
+                (credentials[-1],),
+                "give one credential: api_key_env (sent as the api-key header), "
+                "entra_token_env or entra_token_file (a Microsoft Entra ID token, from an "
+                "environment variable or a file, sent as Authorization: Bearer)",
             )
         )
-    own_auth = bool(provider.api_key_env or provider.entra_token_env) or kind == "bedrock"
+    own_auth = bool(credentials) or kind == "bedrock"
     for name in provider.headers:
         low = name.lower()
         if low in FRAMING_HEADERS:
@@ -141,7 +151,37 @@ def provider_problem(name: str, provider: Any, env: Mapping[str, str]) -> str | 
             f"no endpoint for kind {provider.kind}: set base_url in [providers.{name}] to your "
             "resource's (https://RESOURCE.openai.azure.com), or AZURE_OPENAI_ENDPOINT"
         )
+    if getattr(provider, "entra_token_file", None):
+        try:
+            read_token_file(provider.entra_token_file)
+        except ConfigError as e:
+            return str(e)
     return header_problem(name, provider, env)
+
+
+def read_token_file(path: str) -> str:
+    """The Microsoft Entra ID token held by the file ``path`` (``entra_token_file``, absolute
+    once loaded; docs/models.md "Azure OpenAI"): its text without surrounding whitespace,
+    registered as a secret. Raises ConfigError — naming the file, never the token — when it
+    cannot be read, is empty, or holds a character an HTTP header cannot carry."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            token = f.read(_TOKEN_LIMIT + 1).strip()
+    except (OSError, UnicodeDecodeError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else "not UTF-8 text"
+        raise ConfigError(
+            f"cannot read the Entra ID token file {path} (entra_token_file): {reason}"
+        ) from None
+    if not token:
+        raise ConfigError(f"the Entra ID token file {path} (entra_token_file) is empty")
+    if len(token) > _TOKEN_LIMIT or not _TOKEN_CHARS.fullmatch(token):
+        raise ConfigError(
+            f"the Entra ID token file {path} (entra_token_file) holds more than one token or a "
+            "character an HTTP header cannot carry (a space, a line break inside it, a control "
+            "or non-ASCII character); write the access token alone"
+        )
+    register_secret(token)
+    return token
 
 
 def header_problem(name: str, provider: Any, env: Mapping[str, str]) -> str | None:

@@ -27,10 +27,11 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from agentflow.errors import ModelError, ModelErrorKind
+from agentflow.errors import ConfigError, ModelError, ModelErrorKind
 from agentflow.runtime.models.base import ChatRequest, ChatResponse
 from agentflow.runtime.models.openai import OpenAIClient
 from agentflow.runtime.models.openai_responses import OpenAIResponsesClient
+from agentflow.runtime.provider_options import read_token_file
 
 #: ``api-version`` of the classic deployment URLs when ``api_version`` is not written: the
 #: latest generally available data-plane inference version.
@@ -99,16 +100,56 @@ class _Azure:
         azure_api: str = "v1",
         api_version: str | None = None,
         entra: bool = False,
+        token_file: str | None = None,
         **options: Any,
     ):
         super().__init__(**options)  # the OpenAI client this is mixed into
-        self._setup(azure_api, api_version, entra)
+        self._setup(azure_api, api_version, entra, token_file)
 
-    def _setup(self, azure_api: str, api_version: str | None, entra: bool) -> None:
+    def _setup(
+        self, azure_api: str, api_version: str | None, entra: bool, token_file: str | None = None
+    ) -> None:
         self.azure_api = azure_api
         self.api_version = api_version
-        self.entra = entra
+        self.entra = entra or token_file is not None
+        self.token_file = token_file
         self.endpoint = resource_endpoint(self.base_url)
+
+    def _read_token(self) -> str:
+        """The token of :attr:`token_file` now (:func:`read_token_file`); an unreadable file is
+        a permanent ModelError naming it."""
+        assert self.token_file is not None
+        try:
+            return read_token_file(self.token_file)
+        except ConfigError as e:
+            raise ModelError(
+                f"model provider '{self.provider}': {e}", kind=ModelErrorKind.PERMANENT
+            ) from None
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        """One inference (the OpenAI client's ``chat``). With :attr:`token_file`, the token is
+        read from the file before the request, and once more after an HTTP 401: a token that
+        changed meanwhile (renewed by whatever keeps the file) is sent in one more try; an
+        unchanged one makes the 401 the error, naming the file."""
+        try:
+            return await super().chat(request)  # type: ignore[misc]  # the OpenAI client mixed in
+        except ModelError as exc:
+            if exc.status == 401 and self.token_file is not None:
+                sent = self._api_key
+                if self._read_token() != sent:
+                    try:
+                        return await super().chat(request)  # type: ignore[misc]
+                    except ModelError as again:
+                        exc = again
+                if exc.status == 401:
+                    raise ModelError(
+                        f"{exc}; the Entra ID token in {self.token_file} (entra_token_file) was "
+                        "refused: the file is read before each request and again after a 401 "
+                        "— keep a current token in it",
+                        kind=exc.kind,
+                        status=401,
+                    ) from None
+            raise self._explained(exc) from None
 
     def _query(self) -> str:
         version = self.api_version
@@ -117,6 +158,8 @@ class _Azure:
         return f"?api-version={quote(version, safe='')}" if version else ""
 
     def _request_headers(self) -> dict[str, str]:
+        if self.token_file is not None:  # read before each request: a renewed token is sent
+            self._api_key = self._read_token()
         headers = {"Content-Type": "application/json", **self._headers}
         if self._api_key:
             if self.entra:
@@ -174,13 +217,6 @@ class AzureOpenAIClient(_Azure, OpenAIClient):
             path = "/openai/v1/chat/completions"
         return f"{self.endpoint}{path}{self._query()}"
 
-    async def chat(self, request: ChatRequest) -> ChatResponse:
-        """One inference (see :meth:`OpenAIClient.chat`)."""
-        try:
-            return await super().chat(request)
-        except ModelError as exc:
-            raise self._explained(exc) from None
-
     async def _send(
         self, url: str, payload: dict[str, Any], headers: dict[str, str], request: ChatRequest
     ) -> Any:
@@ -201,13 +237,6 @@ class AzureOpenAIResponsesClient(_Azure, OpenAIResponsesClient):
     def url(self) -> str:
         """The v1 Responses endpoint with its ``api-version``."""
         return f"{self.endpoint}/openai/v1/responses{self._query()}"
-
-    async def chat(self, request: ChatRequest) -> ChatResponse:
-        """One inference (see :meth:`OpenAIResponsesClient.chat`)."""
-        try:
-            return await super().chat(request)
-        except ModelError as exc:
-            raise self._explained(exc) from None
 
     async def _send_responses(
         self, payload: dict[str, Any], headers: dict[str, str], request: ChatRequest

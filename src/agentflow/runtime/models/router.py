@@ -340,6 +340,7 @@ class ModelRouter:
                 azure_api=provider.azure_api,
                 api_version=provider.api_version,
                 entra=bool(provider.entra_token_env and not provider.api_key_env),
+                token_file=provider.entra_token_file,
                 max_completion_tokens=resolved.max_completion_tokens,
                 reasoning_effort=resolved.reasoning_effort,
                 **extra,
