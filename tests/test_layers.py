@@ -50,6 +50,7 @@ LAYERS: dict[str, tuple[str, int]] = {
     "agentflow.api_check": ("api", 5),  # the api of the front end (no plan models, no runtime)
     "agentflow.api_compile": ("api", 5),  # the api of compiled plans (ir, no runtime)
     "agentflow.api_run": ("api", 5),  # the api of running (the runtime)
+    "agentflow.api_config": ("api", 5),  # flowc check's look at flow.toml (the config model)
     "agentflow.api_durable": ("api", 5),  # the api of durable runs seen from outside
     "agentflow.api_evals": ("api", 5),  # the api of evaluations and `test` blocks
     "agentflow.api_serve": ("api", 5),  # the api behind flowc's servers (serve --mcp, ui)

@@ -80,6 +80,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         plan_text,
         worst_case_cost,
     )
+    from agentflow.api_config import config_diagnostics
     from agentflow.api_durable import (
         answer_command,
         answer_durable,
@@ -114,7 +115,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         CLOSE_LIMIT_S,
         build_catalog,
         callback_sink,
-        config_diagnostics,
         console_sink,
         enable_watchdog,
         jsonl_sink,
@@ -314,7 +314,7 @@ _EXPORTS: dict[str, str] = {
     "stale_modules": "agentflow.api_check",
     "source_excerpt": "agentflow.api_check",
     "agent_profile_warnings": "agentflow.api_check",
-    "config_diagnostics": "agentflow.api_run",
+    "config_diagnostics": "agentflow.api_config",
     "output_place": "agentflow.api_compile",
     "telemetry_settings": "agentflow.api_run",
     "terminal_hooks": "agentflow.api_run",

@@ -30,7 +30,6 @@ import agentflow.ir.resolve  # noqa: F401
 import agentflow.runtime.agent  # noqa: F401
 import agentflow.runtime.models.budget  # noqa: F401
 from agentflow.api_compile import _fspath, load, load_plan_or_library, plan_text
-from agentflow.core.diagnostics import Diagnostic
 from agentflow.errors import ConfigError, InputError
 from agentflow.ir.dump import dump_plan
 from agentflow.ir.loader import load_plan_text
@@ -39,7 +38,6 @@ from agentflow.runtime import durable as durable_runs  # loaded on first use: a 
 from agentflow.runtime import interrupt
 from agentflow.runtime.config import Config, missing_key_message, no_model_message
 from agentflow.runtime.config import load_config as read_config
-from agentflow.runtime.config_check import config_diagnostics as _config_diagnostics
 from agentflow.runtime.context import RunContext
 from agentflow.runtime.events import CallbackSink, ConsoleSink, Event, JsonlSink, Sink
 from agentflow.runtime.executor import run_plan, validate_input
@@ -66,7 +64,6 @@ __all__ = [
     "CLOSE_LIMIT_S",
     "build_catalog",
     "callback_sink",
-    "config_diagnostics",
     "console_sink",
     "enable_watchdog",
     "jsonl_sink",
@@ -576,18 +573,6 @@ def load_config(
     directory), or the defaults (docs/reference/configuration.md "Which flow.toml").  Raises
     :class:`agentflow.errors.ConfigError`."""
     return read_config(None if path is None else os.fspath(path), near=near)
-
-
-def config_diagnostics(
-    flow: str | os.PathLike[str], seen: set[Path] | None = None
-) -> tuple[list[Diagnostic], dict[str, str]]:
-    """``flowc check``'s ``invalid-config`` errors (docs/diagnostics.md; docs/reference/cli.md
-    "flowc check") of the ``flow.toml`` a run of the `.flow` file ``flow`` reads — the nearest
-    from its directory upward — loaded as a run loads it but without the environment: one
-    diagnostic per problem at its ``flow.toml:line:col``, a did-you-mean as its hint, and the
-    file's text by name (for the excerpts). No file, a file that loads, or one already in
-    ``seen`` (resolved paths, added to): ``([], {})``. Never raises."""
-    return _config_diagnostics(flow, seen)
 
 
 def config_near(target: str | os.PathLike[str] | Plan | None) -> str | None:

@@ -298,3 +298,23 @@ def test_runs_and_runs_show_of_a_durable_run_load_no_executor_models_tools_or_te
     loaded, out = _runtime_modules(tmp_path, "runs")
     assert "m1" in out
     assert loaded == []
+
+
+def test_check_of_a_flow_with_a_flow_toml_loads_the_configuration_model_only(tmp_path):
+    """`flowc check` loads the flow.toml beside the flow (`invalid-config`): Pydantic and the
+    configuration's model, not the executor, the model clients (httpx) or the durable engine."""
+    (tmp_path / "plain.flow").write_text(FLOW)
+    (tmp_path / "flow.toml").write_text('[models]\ndefault = "openai:gpt-4o-mini"\n')
+    code = (
+        "import sys, runpy\n"
+        "sys.argv = ['flowc', 'check', 'plain.flow']\n"
+        "try:\n    runpy.run_module('agentflow', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "print('MODULES', sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('pydantic', 'httpx', 'dbos') and '.' not in m), "
+        "'agentflow.runtime.executor' in sys.modules, 'agentflow.api_run' in sys.modules)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert "MODULES ['pydantic'] False False" in proc.stdout, proc.stdout + proc.stderr
