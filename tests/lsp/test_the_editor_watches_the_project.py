@@ -149,3 +149,29 @@ def test_a_stale_generated_module_is_shown_in_the_editor_as_flowc_check_shows_it
         codes_of(c, flow.as_uri(), [])
     finally:
         c.close()
+
+
+def test_a_flow_toml_that_does_not_load_is_shown_on_the_file_as_flowc_check_shows_it(tmp_path):
+    """`invalid-config` (docs/diagnostics.md): the errors `flowc check` gives for the flow.toml
+    a document's run reads are published on that flow.toml, at the same places; mended on
+    disk, they are cleared."""
+    from agentflow.api import config_diagnostics
+
+    flow = tmp_path / "main.flow"
+    flow.write_text(MAIN.replace('import { Ticket } from "./shared.flow"\n', ""), "utf-8")
+    config = tmp_path / "flow.toml"
+    bad = '[providers.p]\nkind = "openai"\nregion = "us-east-1"\n'
+    config.write_text(bad, encoding="utf-8")
+    [expected], _ = config_diagnostics(flow)
+    c = LspClient([sys.executable, "-m", "agentflow", "lsp"])
+    c.initialize(options={"debounce_ms": 0, "watch_interval_ms": 20})
+    try:
+        c.open(flow.as_uri(), flow.read_text("utf-8"))
+        [d] = codes_of(c, config.as_uri(), ["invalid-config"])
+        assert d["range"]["start"] == pos(bad, "region")
+        assert d["message"] == f"{expected.message}\nhint: {expected.hint}"
+        c.clear_notifications()
+        write(config, bad.replace('region = "us-east-1"\n', ""))
+        codes_of(c, config.as_uri(), [])
+    finally:
+        c.close()

@@ -14,7 +14,8 @@ Features (LSP 3.17):
   `X`?", ``tools none``, ``_name``, a missing ``use agent``), see
   :meth:`agentflow.lsp.analysis.Analysis.fixes`;
 - imported files and the project's ``flow.toml`` (the one ``flowc check`` reads, with the same
-  ``unknown-agent-profile`` and ``stale-generated-module`` checks): a change on disk checks the
+  ``unknown-agent-profile`` and ``stale-generated-module`` checks, and its ``invalid-config``
+  errors published on the flow.toml itself): a change on disk checks the
   documents that read them again — from the client's ``workspace/didChangeWatchedFiles`` (registered
   when it supports that) and a poll of those files (``watch_interval_ms``), see
   :mod:`agentflow.lsp.watch`;
@@ -69,6 +70,7 @@ from agentflow.lsp.analysis import Analysis, analyze
 from agentflow.lsp.incremental import IncrementalParser
 from agentflow.lsp.positions import LineIndex
 from agentflow.lsp.watch import WATCH_INTERVAL_S, FileWatch, config_candidates
+from agentflow.runtime.config_check import config_diagnostics
 from agentflow.stdlib import PRELUDE
 
 __all__ = ["FlowLanguageServer", "create_server", "serve_stdio", "DEBOUNCE_S"]
@@ -231,6 +233,8 @@ class FlowLanguageServer(LanguageServer):
         self._reads: dict[str, frozenset[Path]] = {}
         #: per document, the ``[gen] python`` modules of its flow.toml (its last analysis)
         self._generated: dict[str, frozenset[Path]] = {}
+        #: per document, the flow.toml URI its ``invalid-config`` errors were published on
+        self._config_shown: dict[str, str] = {}
         #: the checks of imported files, by path, shared by the documents' checks (a file's
         #: entry is dropped when it changes: :meth:`imported_changed`)
         self.import_cache: dict[Path, Any] = {}
@@ -563,6 +567,32 @@ class FlowLanguageServer(LanguageServer):
         self.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diags)
         )
+        if self.document(uri) is not None:
+            loop = asyncio.get_running_loop()
+            found = await loop.run_in_executor(self._worker, config_diagnostics, self.file_of(uri))
+            self.show_config(uri, *found)
+
+    def show_config(self, uri: str, diags: list[Diagnostic], texts: dict[str, str]) -> None:
+        """Publish ``diags``, the ``invalid-config`` errors of the flow.toml document ``uri``'s
+        run reads (``texts``: that file's text by name), on that file — what ``flowc check``
+        reports — and clear the ones published for ``uri`` before that are gone (the file
+        mended, or another flow.toml read now) unless another open document still shows them."""
+        previous = self._config_shown.pop(uri, None)
+        if diags:
+            name, text = next(iter(texts.items()))
+            target = from_fs_path(str(file_key(name))) or name
+            index = LineIndex(text, self.encoding)
+            self._config_shown[uri] = target
+            self.text_document_publish_diagnostics(
+                lsp.PublishDiagnosticsParams(
+                    uri=target,
+                    diagnostics=[self.to_lsp_diagnostic(d, target, index) for d in diags],
+                )
+            )
+        if previous is not None and previous not in self._config_shown.values():
+            self.text_document_publish_diagnostics(
+                lsp.PublishDiagnosticsParams(uri=previous, diagnostics=[])
+            )
 
     def graph(self, *args: Any) -> dict[str, Any]:
         """The ``agentflow.graph`` command: the open document's graph (:func:`graph_of`)."""
@@ -690,6 +720,7 @@ def create_server() -> FlowLanguageServer:
         ls.parsers.pop(uri, None)
         ls._reads.pop(uri, None)
         ls._generated.pop(uri, None)
+        ls.show_config(uri, [], {})  # its flow.toml's errors, unless another document shows them
         ls.imported_changed(uri, delay=0)  # importers read the file on disk again
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
