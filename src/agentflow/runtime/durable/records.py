@@ -386,7 +386,9 @@ def install() -> JsonRecords:
                     out.append(Unreadable(str(e)))
             return tuple(out)
 
-        _sys_db.safe_deserialize = safe_deserialize
+        # dbos._sys_db imports the function from dbos._serialization without re-exporting
+        # it; its callers read that module global, which is what is replaced here
+        _sys_db.safe_deserialize = safe_deserialize  # type: ignore[attr-defined]
         _installed["serializer"] = JsonRecords()
     serializer: JsonRecords = _installed["serializer"]
     return serializer
